@@ -1,0 +1,37 @@
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: venv test demo proto lint bench clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+test: venv
+	$(BIN)/pytest
+
+demo: venv
+	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train.pb
+	$(BIN)/gradc run examples/mlp/train.pb --feed examples/mlp/feed.npz --params examples/mlp/params.npz \
+		--fetch mean_0.tmp_0 --fetch fc_0.w_0@GRAD --out examples/mlp/results.npz
+
+# Regenerates the committed protobuf code from proto/gradc/framework.proto.
+proto: venv
+	rm -rf build/proto && mkdir -p build/proto
+	$(BIN)/python -m grpc_tools.protoc -Iproto --python_out=build/proto proto/gradc/framework.proto
+	mv build/proto/gradc/framework_pb2.py src/gradc/proto/framework_pb2.py
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks
+
+bench: venv
+	$(BIN)/python benchmarks/compile_scaling.py --out benchmarks/results/compile_scaling.txt
+
+clean:
+	rm -rf $(VENV) build

@@ -1,0 +1,148 @@
+"""The backward pass: a short pipeline of small steps (DESIGN section 1).
+
+    loss -> path (which ops) -> makers (which grad ops) -> zeros + sums -> grad vars -> roles
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .. import registry
+from ..errors import GradError
+from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program
+from . import roles
+from .emit import emit_grad_ops
+from .path import OpPath, find_path
+from .vars import declare_grad_vars
+
+__all__ = ["append_backward", "append_grad_ops", "gradients", "loss_candidates"]
+
+
+def loss_candidates(program: Program) -> list[str]:
+    """Float vars with a single element written by the last op of block 0."""
+    block = program.global_block
+    if not block.ops:
+        return []
+    names = []
+    for name in block.ops[-1].output_names():
+        var = block.find_var(name)
+        if var is not None and var.dtype in FLOAT_DTYPES and _numel(var.shape) == 1:
+            names.append(name)
+    return names
+
+
+def _numel(shape) -> int | None:
+    if shape is None or any(d < 0 for d in shape):
+        return None
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count
+
+
+def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
+    if loss is None:
+        candidates = loss_candidates(block.program)
+        if len(candidates) != 1:
+            found = ", ".join(candidates) if candidates else "none"
+            raise GradError(f"cannot pick the loss by itself (candidates: {found}); name it with --loss")
+        loss = candidates[0]
+    for idx in range(len(block.ops) - 1, -1, -1):
+        if loss in block.ops[idx].output_names():
+            var = block.find_var(loss)
+            if var is None or var.dtype not in FLOAT_DTYPES:
+                raise GradError(f"loss '{loss}' must be a float var (block 0, written by op {idx})")
+            return loss, idx
+    candidates = ", ".join(loss_candidates(block.program)) or "none"
+    raise GradError(f"loss '{loss}' is not written by any op of block 0 (candidates: {candidates})")
+
+
+def _seed(block: Block, loss: str) -> OpDesc:
+    var = block.var(loss)
+    return OpDesc("fill_constant", {}, {"Out": [loss + "@GRAD"]},
+                  {"shape": list(var.shape or []), "dtype": int(var.dtype), "value": 1.0},
+                  {"shape": AttrType.LONGS, "dtype": AttrType.INT, "value": AttrType.FLOAT})
+
+
+def _check_makers(block: Block, ops: list[OpDesc], indices: list[int]) -> None:
+    offenders = [(block.idx, i, ops[i].type) for i in indices
+                 if registry.get(ops[i].type) is None or registry.get(ops[i].type).grad is None]
+    if offenders:
+        raise registry.missing_grad_error(offenders)
+
+
+class _TmpNames:
+    """Fresh names for intermediate vars that composite grad makers need."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.count = 0
+
+    def __call__(self, like: str) -> str:
+        name = f"{like}@GRAD@TMP@{self.count}"
+        self.count += 1
+        self.block.add_var(self.block.var(like).copy(name)).persistable = False
+        return name
+
+
+def append_backward(program: Program, loss: str | None = None,
+                    parameter_list: Iterable[str] | None = None,
+                    no_grad_set: Iterable[str] | None = None) -> list[tuple[str, str]]:
+    """Append the backward ops of ``loss`` to block 0; return [(param, param@GRAD), ...].
+
+    ``parameter_list`` restricts which parameters get gradients (default: every var with
+    is_parameter); ``no_grad_set`` names further vars that get none.
+    """
+    block = program.global_block
+    loss, loss_idx = _resolve_loss(block, loss)
+    all_params = [name for name, var in block.vars.items() if var.is_parameter]
+    params = all_params if parameter_list is None else list(parameter_list)
+    unknown = [p for p in params if block.find_var(p) is None]
+    if unknown:
+        raise GradError(f"parameter(s) not declared in block 0: {', '.join(unknown)}")
+    no_grad = set(no_grad_set or ()) | (set(all_params) - set(params))
+
+    seed = _seed(block, loss)
+    first_backward = len(block.ops)
+    path = _differentiate(block, loss_idx + 1, {loss}, no_grad, seeds=[seed])
+    roles.set_role(block.ops[loss_idx], roles.LOSS)
+    roles.set_role(seed, roles.LOSS | roles.BACKWARD)
+    granted = [p for p in params if p in path.wants_grad]
+    roles.tag_param_grads(block.ops[first_backward:], set(granted))
+    return [(p, p + "@GRAD") for p in granted]
+
+
+def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set[str],
+                   seeds: list[OpDesc]) -> OpPath:
+    """Append to ``block`` the backward of its first ``n_forward`` ops with respect to ``targets``,
+    whose grads the ``seeds`` write (or, with no seeds, the caller feeds)."""
+    forward_ops = block.ops[:n_forward]
+    path = find_path(block, forward_ops, targets, no_grad)
+    _check_makers(block, forward_ops, path.op_indices)
+    given = [] if seeds else [t + "@GRAD" for t in targets]
+    backward_ops = emit_grad_ops(block, forward_ops, path, seeds, _TmpNames(block), given)
+    for op in backward_ops:
+        roles.set_role(op, roles.BACKWARD)
+    block.ops.extend(backward_ops)
+    declare_grad_vars(block, backward_ops)
+    return path
+
+
+def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Iterable[str] = ()) -> set[str]:
+    """Append the backward of block 0 for ``targets`` whose grads (``t@GRAD``) the caller feeds.
+    Returns the vars that get gradients."""
+    block = program.global_block
+    targets = set(targets)
+    last = max(i for i, op in enumerate(block.ops) if targets & set(op.output_names()))
+    for target in targets:
+        block.add_var(block.var(target).copy(target + "@GRAD"))
+    return _differentiate(block, last + 1, targets, set(no_grad_set), seeds=[]).wants_grad
+
+
+def gradients(program: Program, loss: str, inputs: Iterable[str],
+              no_grad_set: Iterable[str] | None = None) -> list[str | None]:
+    """Append the backward of ``loss`` and return the grad var of each input (None: no gradient)."""
+    inputs = list(inputs)
+    append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set)
+    block = program.global_block
+    return [name + "@GRAD" if block.find_var(name + "@GRAD") is not None else None for name in inputs]

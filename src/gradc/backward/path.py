@@ -1,0 +1,61 @@
+"""Which ops to differentiate: those on a path from a differentiable var to the loss.
+
+Two linear sweeps over the block: backward from the loss (what the loss depends on) and
+forward from the differentiable leaves (what depends on something that wants a gradient).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .. import registry
+from ..ir import FLOAT_DTYPES, Block, OpDesc
+
+
+@dataclass
+class OpPath:
+    op_indices: list[int]   # forward ops to differentiate, in program order
+    wants_grad: set[str]    # vars whose gradient is computed
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.wants_grad
+
+
+def is_differentiable_var(block: Block, name: str, no_grad: set[str]) -> bool:
+    var = block.find_var(name)
+    return (var is not None and name not in no_grad and not var.stop_gradient
+            and var.dtype in FLOAT_DTYPES)
+
+
+def differentiable_inputs(op: OpDesc) -> list[str]:
+    opdef = registry.get(op.type)
+    skip = opdef.no_grad_inputs if opdef is not None else frozenset()
+    return [n for slot, args in op.inputs.items() if slot not in skip for n in args]
+
+
+def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str]) -> OpPath:
+    """Ops among ``ops`` (the block's ops up to the loss) on a path from a leaf to ``targets``."""
+    written = {name for op in ops for name in op.output_names()}
+    carries = set()   # vars that depend on a differentiable leaf
+    for op in ops:
+        for name in differentiable_inputs(op):
+            if name not in written and is_differentiable_var(block, name, no_grad):
+                carries.add(name)
+    for op in ops:
+        opdef = registry.get(op.type)
+        if opdef is not None and opdef.grad is registry.NO_GRAD:
+            continue
+        if any(name in carries for name in differentiable_inputs(op)):
+            carries.update(n for n in op.output_names() if is_differentiable_var(block, n, no_grad))
+
+    needed = set(targets)   # vars whose gradient reaches the targets
+    on_path = []
+    for idx in range(len(ops) - 1, -1, -1):
+        op = ops[idx]
+        if any(name in needed and name in carries for name in op.output_names()):
+            inputs = differentiable_inputs(op)
+            if any(name in carries for name in inputs):
+                needed.update(inputs)
+                on_path.append(idx)
+    on_path.reverse()
+    return OpPath(on_path, carries & needed)

@@ -1,0 +1,24 @@
+"""Paddle's op_role / op_role_var attributes, so tools that read them see a familiar program."""
+
+from __future__ import annotations
+
+from ..ir import AttrType, OpDesc
+
+FORWARD, BACKWARD, OPTIMIZE, LOSS = 0, 1, 2, 256
+
+
+def set_role(op: OpDesc, role: int) -> None:
+    op.set_attr("op_role", role, AttrType.INT)
+
+
+def tag_param_grads(ops: list[OpDesc], params: set[str]) -> None:
+    """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad."""
+    last_writer: dict[str, OpDesc] = {}
+    for op in ops:
+        for name in op.output_names():
+            last_writer[name] = op
+    for param in sorted(params):
+        writer = last_writer.get(param + "@GRAD")
+        if writer is not None:
+            roles = list(writer.attrs.get("op_role_var") or [])
+            writer.set_attr("op_role_var", roles + [param, param + "@GRAD"], AttrType.STRINGS)

@@ -1,0 +1,25 @@
+"""The errors gradc reports to users. Each says where (block, op index, op type, var) and what."""
+
+
+class GradcError(Exception):
+    """Base of every error gradc raises on purpose; the CLI prints its message as one line."""
+
+
+class FormatError(GradcError):
+    """A file is not a readable ProgramDesc (truncated, random bytes, wrong format)."""
+
+
+class ProgramError(GradcError):
+    """The program is malformed: a missing var, a bad block index, a cycle, a shape mismatch."""
+
+
+class GradError(GradcError):
+    """The backward pass cannot differentiate the program (no grad maker, unknown loss, ...)."""
+
+
+class ExecutionError(GradcError):
+    """An op failed while the executor ran it."""
+
+
+def op_location(block_idx: int, op_idx: int, op_type: str) -> str:
+    return f"block {block_idx}, op {op_idx} ({op_type})"

@@ -1,0 +1,204 @@
+"""Runs programs with numpy kernels. Each block is prepared once (kernels resolved, attributes
+merged with defaults, each var's last use found) so the per-op loop is only calls."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import registry
+from ..errors import ExecutionError, GradcError, op_location
+from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarType
+from ..ir.types import NUMPY_DTYPE_NAMES
+from .context import KernelContext
+from .kernels import KERNELS, load_all
+from .scope import Scope, global_scope
+
+load_all()
+
+
+@dataclass
+class Step:
+    kernel: object
+    ctx: KernelContext
+    writes: list[tuple[str, list[tuple[str, object, bool]]]]  # (slot, [(name, dtype, persistable)])
+    frees: tuple[str, ...]
+
+
+@dataclass
+class Plan:
+    block: Block
+    n_ops: int
+    steps: list[Step]
+
+
+def referenced_names(program: Program, op: OpDesc) -> set[str]:
+    """Names an op touches, including everything its sub-blocks (recursively) touch."""
+    names = set(op.input_names()) | set(op.output_names())
+    for name, value in op.attrs.items():
+        kind = op.attr_types.get(name)
+        subs = [value] if kind == AttrType.BLOCK else value if kind == AttrType.BLOCKS else []
+        for sub in subs:
+            for inner in program.blocks[sub].ops:
+                names |= referenced_names(program, inner)
+    return names
+
+
+class Executor:
+    def __init__(self):
+        self._plans: dict[tuple, Plan] = {}
+
+    # ------------------------------------------------------------------ public
+    def run(self, program: Program, feed: Mapping[str, object] | None = None,
+            fetch_list: Iterable[str] | None = None, scope: Scope | None = None) -> list[np.ndarray]:
+        """Run block 0 of ``program``; return the values of ``fetch_list``.
+
+        Persistable vars (parameters) are written to ``scope`` and survive the run; temporaries
+        live in a child scope dropped at the end.
+        """
+        scope = global_scope() if scope is None else scope
+        fetch_list = list(fetch_list or [])
+        block = program.global_block
+        local = scope.child()
+        self._feed(block, feed or {}, local)
+        plan = self._plan(block, keep=frozenset(fetch_list))
+        self._execute(plan, local, scope)
+        if not fetch_list and "fetch" in local:
+            return list(local["fetch"])
+        return [self._fetch(local, name) for name in fetch_list]
+
+    def run_block(self, block: Block, scope: Scope, run_scope: Scope) -> None:
+        """Run a sub-block in ``scope``; nothing is freed, so grad blocks can read its values."""
+        self._execute(self._plan(block, keep=None), scope, run_scope)
+
+    # ------------------------------------------------------------------ feed / fetch
+    def _feed(self, block: Block, feed: Mapping[str, object], scope: Scope) -> None:
+        holder_cols = {op.output("Out")[0]: op.attrs.get("col", 0)
+                       for op in block.ops if op.type == "feed" and op.output("Out")}
+        for name, value in feed.items():
+            var = block.find_var(name)
+            if var is None:
+                raise ExecutionError(f"feed var '{name}' is not declared in block 0")
+            array = np.asarray(value)
+            if var.dtype in NUMPY_DTYPE_NAMES and array.dtype.name != NUMPY_DTYPE_NAMES[var.dtype]:
+                array = array.astype(NUMPY_DTYPE_NAMES[var.dtype])
+            if var.shape is not None and not _shape_fits(array.shape, var.shape):
+                raise ExecutionError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
+                                     f"declares {var.shape}")
+            scope[name] = array
+        if holder_cols:  # a saved inference program reads its inputs through feed ops
+            holder_name = next(op.input("X")[0] for op in block.ops if op.type == "feed")
+            holder = [None] * (max(holder_cols.values()) + 1)
+            for name, col in holder_cols.items():
+                if name in scope.vars:
+                    holder[col] = scope.vars[name]
+            scope[holder_name] = holder
+
+    def _fetch(self, scope: Scope, name: str):
+        value = scope.find(name, _MISSING)
+        if value is _MISSING:
+            raise ExecutionError(f"fetch var '{name}' has no value after the run: no op wrote it and "
+                                 f"it was not fed")
+        return value
+
+    # ------------------------------------------------------------------ planning
+    def _plan(self, block: Block, keep: frozenset[str] | None) -> Plan:
+        key = (id(block), keep)
+        plan = self._plans.get(key)
+        if plan is not None and plan.block is block and plan.n_ops == len(block.ops):
+            return plan
+        plan = Plan(block, len(block.ops), self._prepare(block, keep))
+        self._plans[key] = plan
+        return plan
+
+    def _prepare(self, block: Block, keep: frozenset[str] | None) -> list[Step]:
+        missing = [(i, op.type) for i, op in enumerate(block.ops) if op.type not in KERNELS]
+        if missing:
+            listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
+            raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
+        last_use: dict[str, int] = {}
+        if keep is not None:
+            for idx, op in enumerate(block.ops):
+                for name in referenced_names(block.program, op):
+                    last_use[name] = idx
+        frees: list[list[str]] = [[] for _ in block.ops]
+        for name, idx in last_use.items():
+            var = block.find_var(name)
+            if name not in keep and name != EMPTY_VAR and not (var is not None and var.persistable):
+                frees[idx].append(name)
+        steps = []
+        for idx, op in enumerate(block.ops):
+            opdef = registry.get(op.type)
+            attrs = {**opdef.attrs, **op.attrs} if opdef is not None else dict(op.attrs)
+            ctx = KernelContext(op, block, idx, attrs, self)
+            writes = [(slot, [self._write_spec(block, name) for name in args])
+                      for slot, args in op.outputs.items()]
+            steps.append(Step(KERNELS[op.type], ctx, writes, tuple(sorted(frees[idx]))))
+        return steps
+
+    @staticmethod
+    def _write_spec(block: Block, name: str) -> tuple[str, object, bool]:
+        var = block.find_var(name)
+        if var is None or var.type not in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS):
+            return name, None, bool(var and var.persistable)
+        dtype = NUMPY_DTYPE_NAMES.get(var.dtype)
+        return name, np.dtype(dtype) if dtype else None, bool(var.persistable)
+
+    # ------------------------------------------------------------------ the hot loop
+    def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
+        for step in plan.steps:
+            ctx = step.ctx
+            ctx.scope = scope
+            ctx.run_scope = run_scope
+            try:
+                results = step.kernel(ctx)
+            except GradcError:
+                raise
+            except Exception as exc:  # a kernel bug or bad data: say which op and what it read
+                raise ExecutionError(f"{ctx.where} failed: {type(exc).__name__}: {exc} "
+                                     f"[inputs: {_describe_inputs(ctx)}]") from exc
+            if results:
+                _write(ctx, step.writes, results, scope, run_scope)
+            for name in step.frees:
+                scope.vars.pop(name, None)
+
+
+def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: Scope) -> None:
+    for slot, specs in writes:
+        value = results.get(slot)
+        if value is None or not specs:
+            continue
+        values = value if isinstance(value, list) else [value]
+        if len(values) != len(specs):
+            raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
+                                 f"{slot}, which names {len(specs)} var(s)")
+        for (name, dtype, persistable), array in zip(specs, values):
+            if array is None or name == EMPTY_VAR:
+                continue
+            if dtype is not None:
+                array = np.asarray(array, dtype=dtype)
+            if persistable and scope.owner(name) is None:
+                run_scope.vars[name] = array
+            else:
+                scope.assign(name, array)
+
+
+def _describe_inputs(ctx: KernelContext) -> str:
+    parts = []
+    for slot, args in ctx.op.inputs.items():
+        for name in args:
+            value = ctx.scope.find(name)
+            shape = list(value.shape) if hasattr(value, "shape") else type(value).__name__
+            parts.append(f"{slot}={name}{shape}")
+    return ", ".join(parts) or "none"
+
+
+def _shape_fits(actual: tuple[int, ...], declared: list[int]) -> bool:
+    if len(actual) != len(declared):
+        return False
+    return all(d < 0 or d == a for a, d in zip(actual, declared))
+
+
+_MISSING = object()

@@ -1,0 +1,35 @@
+"""Paddle's elementwise broadcasting, and its inverse for gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def align(x: np.ndarray, y: np.ndarray, axis: int) -> tuple[np.ndarray, np.ndarray]:
+    """Reshape the lower-rank operand so its dims line up with the other's from ``axis``
+    (-1: trailing dims, as numpy does)."""
+    if x.ndim == y.ndim or axis == -1:
+        return x, y
+    if x.ndim > y.ndim:
+        return x, y.reshape((1,) * axis + y.shape + (1,) * (x.ndim - axis - y.ndim))
+    return x.reshape((1,) * axis + x.shape + (1,) * (y.ndim - axis - x.ndim)), y
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum ``grad`` down to ``shape``: the adjoint of broadcasting (any alignment of dims)."""
+    if grad.shape == tuple(shape):
+        return grad
+    size = int(np.prod(shape))
+    if grad.ndim > len(shape):
+        grad = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
+    if grad.shape == tuple(shape):
+        return grad
+    axes = tuple(i for i, (g, s) in enumerate(zip(grad.shape, shape)) if s == 1 and g != 1)
+    if axes:
+        grad = grad.sum(axis=axes, keepdims=True)
+    return grad.reshape(shape) if grad.size == size else grad
+
+
+def reduce_to(grad: np.ndarray, operand: np.ndarray, aligned: np.ndarray) -> np.ndarray:
+    """The grad of an operand that was reshaped to ``aligned`` and broadcast into ``grad``."""
+    return unbroadcast(grad, aligned.shape).reshape(operand.shape)

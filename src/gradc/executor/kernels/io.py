@@ -1,0 +1,23 @@
+"""Kernels of feed / fetch: read and write positions of a holder list."""
+
+from __future__ import annotations
+
+from . import kernel
+
+
+@kernel("feed")
+def feed(k):
+    return {"Out": k.x("X")[k.attr("col")]}
+
+
+@kernel("fetch")
+def fetch(k):
+    holder_name = k.out_names("Out")[0]
+    holder = k.scope.find(holder_name)
+    if holder is None:
+        holder = []
+        k.scope.assign(holder_name, holder)
+    col = k.attr("col")
+    holder.extend([None] * (col + 1 - len(holder)))
+    holder[col] = k.x("X")
+    return {}

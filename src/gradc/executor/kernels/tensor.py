@@ -1,0 +1,68 @@
+"""Kernels of gradc.ops.tensor: constants, random initialisers, assign, cast."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir.types import NUMPY_DTYPE_NAMES
+from . import kernel
+
+
+def _dtype(code):
+    return np.dtype(NUMPY_DTYPE_NAMES[code])
+
+
+def _shape(k):
+    if k.has("ShapeTensor"):
+        return tuple(int(d) for d in k.x("ShapeTensor").reshape(-1))
+    if k.has("ShapeTensorList"):
+        return tuple(int(np.asarray(t).reshape(())) for t in k.xs("ShapeTensorList"))
+    return tuple(k.attr("shape"))
+
+
+@kernel("fill_constant")
+def fill_constant(k):
+    value = k.x("ValueTensor")
+    if value is None:
+        text = k.attr("str_value")
+        value = float(text) if text else k.attr("value")
+    return {"Out": np.full(_shape(k), value, dtype=_dtype(k.attr("dtype")))}
+
+
+@kernel("fill_any_like")
+def fill_any_like(k):
+    x, code = k.x("X"), k.attr("dtype")
+    return {"Out": np.full(x.shape, k.attr("value"), dtype=x.dtype if code == -1 else _dtype(code))}
+
+
+@kernel("fill_zeros_like")
+def fill_zeros_like(k):
+    return {"Out": np.zeros_like(k.x("X"))}
+
+
+def _rng(k):
+    """A fixed seed gives the same numbers every run; seed 0 means fresh randomness."""
+    seed = k.attr("seed")
+    return np.random.default_rng(seed if seed else None)
+
+
+@kernel("uniform_random")
+def uniform_random(k):
+    out = _rng(k).uniform(k.attr("min"), k.attr("max"), size=_shape(k))
+    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+
+
+@kernel("gaussian_random")
+def gaussian_random(k):
+    out = _rng(k).normal(k.attr("mean"), k.attr("std"), size=_shape(k))
+    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+
+
+@kernel("assign")
+def assign(k):
+    return {"Out": np.array(k.x("X"), copy=True)}
+
+
+@kernel("cast")
+def cast(k):
+    return {"Out": k.x("X").astype(_dtype(k.attr("out_dtype")))}

@@ -1,0 +1,184 @@
+"""Numeric gradient checking: central differences against the grads gradc compiles and runs.
+
+``check_op`` checks one op: it builds a one-op program, seeds every differentiable output's grad
+with random weights W (so the scalar checked is sum(out * W)), compiles the backward with the op's
+registered maker and runs it; then perturbs each input element by +-eps and compares.
+``check_program`` does the same for a whole program and its loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import registry
+from .backward import append_backward, append_grad_ops, loss_candidates
+from .errors import GradcError
+from .executor import Executor, Scope
+from .ir import FLOAT_DTYPES, Program, to_var_type
+
+
+class GradcheckError(GradcError):
+    """Analytic and numeric gradients disagree."""
+
+
+@dataclass
+class Mismatch:
+    var: str
+    max_abs_error: float
+    index: tuple
+    analytic: float
+    numeric: float
+
+
+def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
+    analytic = np.asarray(analytic, dtype=np.float64).reshape(numeric.shape)
+    error = np.abs(analytic - numeric)
+    bad = error > atol + rtol * np.abs(numeric)
+    if not bad.any():
+        return None
+    index = np.unravel_index(np.argmax(np.where(bad, error, -1)), numeric.shape)
+    return Mismatch(name, float(error.max()), tuple(int(i) for i in index),
+                    float(analytic[index]), float(numeric[index]))
+
+
+def numeric_grad(f, value: np.ndarray, eps: float) -> np.ndarray:
+    """Central differences of the scalar f(value) with respect to every element of ``value``."""
+    grad = np.zeros(value.shape, dtype=np.float64)
+    flat, out = value.reshape(-1), grad.reshape(-1)
+    for i in range(flat.size):
+        original = flat[i]
+        flat[i] = original + eps
+        plus = f()
+        flat[i] = original - eps
+        minus = f()
+        flat[i] = original
+        out[i] = (plus - minus) / (2 * eps)
+    return grad
+
+
+def _declare(program: Program, name: str, array: np.ndarray) -> None:
+    program.global_block.create_var(name, list(array.shape), to_var_type(array.dtype))
+
+
+def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray]],
+             attrs: Mapping | None = None, outputs: Mapping[str, int] | None = None,
+             wrt: Sequence[str] | None = None, eps: float = 1e-6, rtol: float = 1e-5,
+             atol: float = 1e-7, seed: int = 0) -> dict[str, np.ndarray]:
+    """Check ``op_type``'s gradients numerically; return the analytic grads by input var name.
+
+    ``inputs`` maps slot -> array (or list of arrays for duplicable slots); vars are named
+    ``{slot}{i}``. ``outputs`` gives the number of vars of a multi-var output slot (default 1).
+    ``wrt`` restricts the checked input vars; float inputs of non-differentiable slots never count.
+    """
+    opdef = registry.get(op_type)
+    if opdef is None or not opdef.differentiable:
+        raise GradcheckError(f"op '{op_type}' is not a registered differentiable op")
+    program = Program()
+    block = program.global_block
+    values: dict[str, np.ndarray] = {}
+    in_slots: dict[str, list[str]] = {}
+    for slot, value in inputs.items():
+        arrays = list(value) if isinstance(value, (list, tuple)) else [value]
+        in_slots[slot] = []
+        for i, array in enumerate(arrays):
+            name = f"{slot}{i}"
+            values[name] = np.array(array)
+            in_slots[slot].append(name)
+            _declare(program, name, values[name])
+    out_slots = {slot: [f"{slot}{i}.out" for i in range((outputs or {}).get(slot, 1))]
+                 for slot in opdef.outputs if (outputs is None or slot in outputs)}
+    for names in out_slots.values():
+        for name in names:
+            block.create_var(name, None, None)
+    block.append_op(op_type, in_slots, out_slots, dict(attrs or {}))
+
+    executor = Executor()
+    forward = dict(zip(_all(out_slots), executor.run(program, values, _all(out_slots), Scope())))
+    differentiable = [name for slot, names in out_slots.items() if slot not in opdef.no_grad_outputs
+                      for name in names
+                      if forward[name] is not None and np.issubdtype(forward[name].dtype, np.floating)]
+    for name, value in forward.items():
+        var = block.var(name)
+        var.shape, var.dtype = list(np.shape(value)), to_var_type(np.asarray(value).dtype)
+    rng = np.random.default_rng(seed)
+    weights = {name: rng.standard_normal(np.shape(forward[name])) for name in differentiable}
+
+    candidates = [name for slot, names in in_slots.items() if slot not in opdef.no_grad_inputs
+                  for name in names if block.var(name).dtype in FLOAT_DTYPES]
+    checked = [n for n in candidates if wrt is None or n in wrt or _slot_of(n, in_slots) in wrt]
+    frozen = set(values) - set(checked)
+
+    train = program.clone()
+    got = append_grad_ops(train, differentiable, no_grad_set=frozen)
+    grad_feed = {**values, **{name + "@GRAD": w for name, w in weights.items()}}
+    missing = [name for name in checked if name not in got]
+    if missing:
+        raise GradcheckError(f"{op_type}: the backward gives no gradient for {missing}")
+    analytic = dict(zip(checked, executor.run(train, grad_feed, [n + "@GRAD" for n in checked], Scope())))
+
+    def objective() -> float:
+        outs = executor.run(program, values, differentiable, Scope())
+        return float(sum(np.sum(out * weights[name]) for name, out in zip(differentiable, outs)))
+
+    problems = [m for name in checked
+                if (m := _compare(name, analytic[name], numeric_grad(objective, values[name], eps),
+                                  rtol, atol)) is not None]
+    if problems:
+        raise GradcheckError(_report(op_type, attrs, problems))
+    return analytic
+
+
+def check_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str],
+                  loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
+                  eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7) -> dict[str, np.ndarray]:
+    """Check d(loss)/d(var) for each var in ``wrt`` (fed inputs or parameters) of a whole program."""
+    if loss is None:
+        candidates = loss_candidates(program)
+        if len(candidates) != 1:
+            raise GradcheckError(f"name the loss: candidates are {candidates}")
+        loss = candidates[0]
+    train = program.clone()
+    append_backward(train, loss)
+    values = {k: np.array(v) for k, v in feed.items()}
+    param_values = {k: np.array(v) for k, v in (params or {}).items()}
+    executor = Executor()
+
+    def scope() -> Scope:
+        s = Scope()
+        for name, value in param_values.items():
+            s[name] = value.copy()
+        return s
+
+    analytic = dict(zip(wrt, executor.run(train, values, [n + "@GRAD" for n in wrt], scope())))
+
+    def objective() -> float:
+        return float(np.sum(executor.run(program, values, [loss], scope())[0]))
+
+    problems = []
+    for name in wrt:
+        source = values if name in values else param_values
+        mismatch = _compare(name, analytic[name], numeric_grad(objective, source[name], eps), rtol, atol)
+        if mismatch is not None:
+            problems.append(mismatch)
+    if problems:
+        raise GradcheckError(_report("program", None, problems))
+    return analytic
+
+
+def _all(slots: Mapping[str, list[str]]) -> list[str]:
+    return [name for names in slots.values() for name in names]
+
+
+def _slot_of(name: str, slots: Mapping[str, list[str]]) -> str | None:
+    return next((slot for slot, names in slots.items() if name in names), None)
+
+
+def _report(what: str, attrs, problems: list[Mismatch]) -> str:
+    lines = [f"{what}{' ' + str(dict(attrs)) if attrs else ''}: gradient mismatch"]
+    for m in problems:
+        lines.append(f"  {m.var}: max |analytic - numeric| = {m.max_abs_error:.3g} at {m.index} "
+                     f"(analytic {m.analytic:.6g}, numeric {m.numeric:.6g})")
+    return "\n".join(lines)

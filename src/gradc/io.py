@@ -1,0 +1,262 @@
+"""Reading and writing programs: binary .pb, text .pbtxt, .json, converted to and from the IR.
+
+Saving is byte-deterministic and atomic: the file appears complete or not at all.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from google.protobuf import json_format, text_format
+from google.protobuf.message import DecodeError
+
+from .errors import FormatError
+from .ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
+from .proto import framework_pb2 as pb
+from .verify import check_structure
+
+TEXT_SUFFIXES = {".pbtxt", ".prototxt", ".txt"}
+JSON_SUFFIXES = {".json"}
+
+# AttrType -> (protobuf field, is repeated)
+_ATTR_FIELDS = {
+    AttrType.INT: ("i", False), AttrType.FLOAT: ("f", False), AttrType.STRING: ("s", False),
+    AttrType.INTS: ("ints", True), AttrType.FLOATS: ("floats", True),
+    AttrType.STRINGS: ("strings", True), AttrType.BOOLEAN: ("b", False),
+    AttrType.BOOLEANS: ("bools", True), AttrType.BLOCK: ("block_idx", False),
+    AttrType.LONG: ("l", False), AttrType.BLOCKS: ("blocks_idx", True),
+    AttrType.LONGS: ("longs", True), AttrType.FLOAT64S: ("float64s", True),
+    AttrType.VAR: ("var_name", False), AttrType.VARS: ("vars_name", True),
+    AttrType.FLOAT64: ("float64", False), AttrType.SCALAR: ("scalar", False),
+    AttrType.SCALARS: ("scalars", True),
+}
+_MESSAGE_ATTRS = {AttrType.SCALAR, AttrType.SCALARS}  # kept as serialized Scalar bytes
+_MODELED_TENSOR_FIELDS = {
+    VarType.DENSE_TENSOR: "dense_tensor",
+    VarType.DENSE_TENSOR_ARRAY: "tensor_array",
+    VarType.SELECTED_ROWS: "selected_rows",
+}
+
+
+# ---------------------------------------------------------------- protobuf -> IR
+
+def program_from_proto(msg: pb.ProgramDesc) -> Program:
+    program = Program.empty()
+    if msg.HasField("version"):
+        program.version = msg.version.version if msg.version.HasField("version") else 0
+    if msg.HasField("op_version_map"):
+        program.op_version_map = [(p.op_name, p.op_version.version) for p in msg.op_version_map.pair]
+    for block_msg in msg.blocks:
+        block = Block(program, block_msg.idx, block_msg.parent_idx)
+        if block_msg.HasField("forward_block_idx"):
+            block.forward_block_idx = block_msg.forward_block_idx
+        for var_msg in block_msg.vars:
+            block.vars[var_msg.name] = _var_from_proto(var_msg)
+        block.ops = [_op_from_proto(op_msg) for op_msg in block_msg.ops]
+        program.blocks.append(block)
+    return program
+
+
+def _var_from_proto(msg: pb.VarDesc) -> VarDesc:
+    var = VarDesc.__new__(VarDesc)
+    var.name = msg.name
+    var.type = msg.type.type
+    var.dtype = var.shape = var.lod_level = var.raw_type = None
+    for flag in ("persistable", "need_check_feed", "is_parameter", "stop_gradient"):
+        setattr(var, flag, getattr(msg, flag) if msg.HasField(flag) else None)
+    var.attrs = [a.SerializeToString(deterministic=True) for a in msg.attrs]
+    field = _MODELED_TENSOR_FIELDS.get(var.type)
+    present = [f.name for f, _ in msg.type.ListFields() if f.name != "type"]
+    if present == [] or (field is not None and present == [field]):
+        if field is not None and present:
+            sub = getattr(msg.type, field)
+            tensor = sub if field == "selected_rows" else sub.tensor
+            var.dtype = tensor.data_type
+            var.shape = list(tensor.dims)
+            if field != "selected_rows" and sub.HasField("legacy_lod_level"):
+                var.lod_level = sub.legacy_lod_level
+    else:
+        var.raw_type = msg.type.SerializeToString(deterministic=True)
+    return var
+
+
+def _op_from_proto(msg: pb.OpDesc) -> OpDesc:
+    op = OpDesc.__new__(OpDesc)
+    op.type = msg.type
+    op.inputs = {v.parameter: list(v.arguments) for v in msg.inputs}
+    op.outputs = {v.parameter: list(v.arguments) for v in msg.outputs}
+    op.is_target = msg.is_target if msg.HasField("is_target") else None
+    op.attrs = {}
+    op.attr_types = {}
+    for attr in msg.attrs:
+        field, repeated = _ATTR_FIELDS[attr.type]
+        if attr.type in _MESSAGE_ATTRS:
+            value = getattr(attr, field)
+            if repeated:
+                value = [s.SerializeToString(deterministic=True) for s in value]
+            else:
+                value = value.SerializeToString(deterministic=True) if attr.HasField(field) else None
+        elif repeated:
+            value = list(getattr(attr, field))
+        else:
+            value = getattr(attr, field) if attr.HasField(field) else None
+        op.attrs[attr.name] = value
+        op.attr_types[attr.name] = attr.type
+    return op
+
+
+# ---------------------------------------------------------------- IR -> protobuf
+
+def program_to_proto(program: Program) -> pb.ProgramDesc:
+    msg = pb.ProgramDesc()
+    for block in program.blocks:
+        block_msg = msg.blocks.add()
+        block_msg.idx = block.idx
+        block_msg.parent_idx = block.parent_idx
+        if block.forward_block_idx is not None:
+            block_msg.forward_block_idx = block.forward_block_idx
+        for var in block.vars.values():
+            _var_to_proto(var, block_msg.vars.add())
+        for op in block.ops:
+            _op_to_proto(op, block_msg.ops.add())
+    if program.version is not None:
+        msg.version.version = program.version
+    if program.op_version_map is not None:
+        msg.op_version_map.SetInParent()
+        for name, version in program.op_version_map:
+            pair = msg.op_version_map.pair.add()
+            pair.op_name = name
+            pair.op_version.version = version
+    return msg
+
+
+def _var_to_proto(var: VarDesc, msg: pb.VarDesc) -> None:
+    msg.name = var.name
+    if var.raw_type is not None:
+        msg.type.ParseFromString(var.raw_type)
+    else:
+        msg.type.type = var.type
+        field = _MODELED_TENSOR_FIELDS.get(var.type)
+        if field is not None and var.dtype is not None:
+            sub = getattr(msg.type, field)
+            tensor = sub if field == "selected_rows" else sub.tensor
+            tensor.data_type = var.dtype
+            tensor.dims.extend(var.shape or [])
+            if var.lod_level is not None:
+                sub.legacy_lod_level = var.lod_level
+    for flag in ("persistable", "need_check_feed", "is_parameter", "stop_gradient"):
+        value = getattr(var, flag)
+        if value is not None:
+            setattr(msg, flag, value)
+    for raw in var.attrs:
+        msg.attrs.add().ParseFromString(raw)
+
+
+def _op_to_proto(op: OpDesc, msg: pb.OpDesc) -> None:
+    msg.type = op.type
+    for slot, args in op.inputs.items():
+        msg.inputs.add(parameter=slot, arguments=args)
+    for slot, args in op.outputs.items():
+        msg.outputs.add(parameter=slot, arguments=args)
+    for name, value in op.attrs.items():
+        attr_type = op.attr_types[name]
+        attr = msg.attrs.add(name=name, type=attr_type)
+        if value is None:
+            continue
+        field, repeated = _ATTR_FIELDS[attr_type]
+        if attr_type in _MESSAGE_ATTRS:
+            if repeated:
+                for raw in value:
+                    getattr(attr, field).add().ParseFromString(raw)
+            else:
+                attr.scalar.ParseFromString(value)
+        elif repeated:
+            getattr(attr, field).extend(value)
+        else:
+            setattr(attr, field, value.idx if isinstance(value, Block) else value)
+    if op.is_target is not None:
+        msg.is_target = op.is_target
+
+
+# ---------------------------------------------------------------- files
+
+def detect_format(path: str | os.PathLike, data: bytes | None = None) -> str:
+    """'pb', 'pbtxt' or 'json': by extension, else by sniffing the bytes."""
+    suffix = Path(path).suffix.lower()
+    if suffix in TEXT_SUFFIXES:
+        return "pbtxt"
+    if suffix in JSON_SUFFIXES:
+        return "json"
+    if data is not None and suffix not in {".pb", ".pdmodel", ".bin"}:
+        head = data.lstrip()[:1]
+        if head == b"{":
+            return "json"
+        if head[:1].isalpha() and _is_text(data):
+            return "pbtxt"
+    return "pb"
+
+
+def _is_text(data: bytes) -> bool:
+    try:
+        data[:4096].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Program:
+    msg = pb.ProgramDesc()
+    try:
+        if fmt == "pb":
+            msg.ParseFromString(data)
+        elif fmt == "pbtxt":
+            text_format.Parse(data.decode("utf-8"), msg)
+        else:
+            json_format.Parse(data.decode("utf-8"), msg)
+    except (DecodeError, text_format.ParseError, json_format.ParseError, UnicodeDecodeError,
+            ValueError, RuntimeError) as exc:
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise FormatError(f"{source}: not a readable ProgramDesc ({fmt}): {reason}") from None
+    if not msg.blocks:
+        raise FormatError(f"{source}: not a ProgramDesc: it has no blocks "
+                          f"({len(data)} bytes; truncated or not a program file?)")
+    program = program_from_proto(msg)
+    check_structure(program, source)
+    return program
+
+
+def load(path: str | os.PathLike) -> Program:
+    """Read a program from .pb (binary), .pbtxt (text) or .json."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read '{path}': {exc.strerror}") from None
+    return parse_program(data, detect_format(path, data), str(path))
+
+
+def serialize(program: Program, fmt: str = "pb") -> bytes:
+    msg = program_to_proto(program)
+    if fmt == "pb":
+        return msg.SerializeToString(deterministic=True)
+    if fmt == "pbtxt":
+        return text_format.MessageToString(msg).encode("utf-8")
+    return json_format.MessageToJson(msg, preserving_proto_field_name=True, indent=1).encode("utf-8") + b"\n"
+
+
+def save(program: Program, path: str | os.PathLike, fmt: str | None = None) -> None:
+    """Write a program, format chosen by extension (or ``fmt``); atomic: no half-written file."""
+    write_atomic(path, serialize(program, fmt or detect_format(path)))
+
+
+def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

@@ -1,0 +1,229 @@
+"""The in-memory program: plain Python objects, converted to and from protobuf only in gradc.io.
+
+Optional wire fields that may be absent are kept as ``None`` so a load/save round trip
+reproduces exactly what the file said (proto2 distinguishes "unset" from "set to default").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from .types import AttrType, VarType
+
+GRAD_SUFFIX = "@GRAD"
+EMPTY_VAR = "@EMPTY@"
+
+
+def grad_name(var: str) -> str:
+    return var + GRAD_SUFFIX
+
+
+class VarDesc:
+    __slots__ = (
+        "name", "type", "dtype", "shape", "lod_level",
+        "persistable", "need_check_feed", "is_parameter", "stop_gradient",
+        "attrs", "raw_type",
+    )
+
+    def __init__(self, name: str, shape: Iterable[int] | None = None, dtype: int | None = VarType.FP32,
+                 type: int = VarType.DENSE_TENSOR, *, persistable: bool | None = None,
+                 is_parameter: bool | None = None, stop_gradient: bool | None = None,
+                 need_check_feed: bool | None = None, lod_level: int | None = None):
+        self.name = name
+        self.type = type
+        self.dtype = dtype            # element type of a tensor-like var, else None
+        self.shape = list(shape) if shape is not None else None
+        self.lod_level = lod_level
+        self.persistable = persistable
+        self.need_check_feed = need_check_feed
+        self.is_parameter = is_parameter
+        self.stop_gradient = stop_gradient
+        self.attrs: list[bytes] = []  # VarDesc.Attr messages, carried through untouched
+        self.raw_type: bytes | None = None  # a VarType we do not model (reader, tuple, ...), kept verbatim
+
+    def copy(self, name: str | None = None) -> VarDesc:
+        new = VarDesc.__new__(VarDesc)
+        for slot in VarDesc.__slots__:
+            setattr(new, slot, getattr(self, slot))
+        new.shape = list(self.shape) if self.shape is not None else None
+        new.attrs = list(self.attrs)
+        if name is not None:
+            new.name = name
+        return new
+
+    def __repr__(self) -> str:
+        return f"VarDesc({self.name!r}, shape={self.shape}, dtype={self.dtype})"
+
+
+class OpDesc:
+    __slots__ = ("type", "inputs", "outputs", "attrs", "attr_types", "is_target")
+
+    def __init__(self, type: str, inputs: dict[str, list[str]] | None = None,
+                 outputs: dict[str, list[str]] | None = None, attrs: dict | None = None,
+                 attr_types: dict[str, int] | None = None):
+        self.type = type
+        self.inputs: dict[str, list[str]] = {k: list(v) for k, v in (inputs or {}).items()}
+        self.outputs: dict[str, list[str]] = {k: list(v) for k, v in (outputs or {}).items()}
+        self.attrs: dict[str, object] = {}
+        self.attr_types: dict[str, int] = {}
+        self.is_target: bool | None = None
+        for name, value in (attrs or {}).items():
+            self.set_attr(name, value, (attr_types or {}).get(name))
+
+    def input(self, slot: str) -> list[str]:
+        return self.inputs.get(slot, [])
+
+    def output(self, slot: str) -> list[str]:
+        return self.outputs.get(slot, [])
+
+    def input_names(self) -> Iterator[str]:
+        for args in self.inputs.values():
+            yield from args
+
+    def output_names(self) -> Iterator[str]:
+        for args in self.outputs.values():
+            yield from args
+
+    def attr(self, name: str, default=None):
+        return self.attrs.get(name, default)
+
+    def set_attr(self, name: str, value, type: int | None = None) -> None:
+        """Set an attribute; its wire type is kept, given, or inferred from the Python value."""
+        if type is None:
+            type = self.attr_types.get(name)
+        if type is None:
+            type = infer_attr_type(value)
+        self.attrs[name] = value
+        self.attr_types[name] = type
+
+    def copy(self) -> OpDesc:
+        new = OpDesc.__new__(OpDesc)
+        new.type = self.type
+        new.inputs = {k: list(v) for k, v in self.inputs.items()}
+        new.outputs = {k: list(v) for k, v in self.outputs.items()}
+        new.attrs = {k: list(v) if isinstance(v, list) else v for k, v in self.attrs.items()}
+        new.attr_types = dict(self.attr_types)
+        new.is_target = self.is_target
+        return new
+
+    def __repr__(self) -> str:
+        return f"OpDesc({self.type!r}, inputs={self.inputs}, outputs={self.outputs})"
+
+
+def infer_attr_type(value) -> int:
+    if isinstance(value, bool):
+        return AttrType.BOOLEAN
+    if isinstance(value, int):
+        return AttrType.INT if -(2**31) <= value < 2**31 else AttrType.LONG
+    if isinstance(value, float):
+        return AttrType.FLOAT
+    if isinstance(value, str):
+        return AttrType.STRING
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return AttrType.INTS
+        first = value[0]
+        if isinstance(first, bool):
+            return AttrType.BOOLEANS
+        if isinstance(first, int):
+            return AttrType.INTS if all(-(2**31) <= v < 2**31 for v in value) else AttrType.LONGS
+        if isinstance(first, float):
+            return AttrType.FLOATS
+        if isinstance(first, str):
+            return AttrType.STRINGS
+    if isinstance(value, Block):
+        return AttrType.BLOCK
+    raise TypeError(f"cannot infer the attribute type of {value!r}")
+
+
+class Block:
+    __slots__ = ("program", "idx", "parent_idx", "vars", "ops", "forward_block_idx")
+
+    def __init__(self, program: Program, idx: int, parent_idx: int = -1):
+        self.program = program
+        self.idx = idx
+        self.parent_idx = parent_idx
+        self.vars: dict[str, VarDesc] = {}
+        self.ops: list[OpDesc] = []
+        self.forward_block_idx: int | None = None
+
+    @property
+    def parent(self) -> Block | None:
+        return self.program.blocks[self.parent_idx] if self.parent_idx >= 0 else None
+
+    def find_var(self, name: str) -> VarDesc | None:
+        """The var visible from this block: its own, else the nearest ancestor's."""
+        block: Block | None = self
+        while block is not None:
+            var = block.vars.get(name)
+            if var is not None:
+                return var
+            block = block.parent
+        return None
+
+    def var(self, name: str) -> VarDesc:
+        var = self.find_var(name)
+        if var is None:
+            from ..errors import ProgramError
+            raise ProgramError(f"block {self.idx}: no var named '{name}'")
+        return var
+
+    def add_var(self, var: VarDesc) -> VarDesc:
+        self.vars[var.name] = var
+        return var
+
+    def create_var(self, name: str, shape=None, dtype=VarType.FP32, **flags) -> VarDesc:
+        return self.add_var(VarDesc(name, shape, dtype, **flags))
+
+    def append_op(self, type: str, inputs=None, outputs=None, attrs=None) -> OpDesc:
+        op = OpDesc(type, inputs, outputs, attrs)
+        self.ops.append(op)
+        return op
+
+    def __repr__(self) -> str:
+        return f"Block({self.idx}, parent={self.parent_idx}, {len(self.vars)} vars, {len(self.ops)} ops)"
+
+
+class Program:
+    __slots__ = ("blocks", "version", "op_version_map")
+
+    def __init__(self):
+        self.blocks: list[Block] = [Block(self, 0, -1)]
+        self.version: int | None = None
+        self.op_version_map: list[tuple[str, int]] | None = None
+
+    @classmethod
+    def empty(cls) -> Program:
+        program = cls()
+        program.blocks = []
+        return program
+
+    @property
+    def global_block(self) -> Block:
+        return self.blocks[0]
+
+    def block(self, idx: int) -> Block:
+        return self.blocks[idx]
+
+    def append_block(self, parent_idx: int) -> Block:
+        block = Block(self, len(self.blocks), parent_idx)
+        self.blocks.append(block)
+        return block
+
+    def num_ops(self) -> int:
+        return sum(len(b.ops) for b in self.blocks)
+
+    def clone(self) -> Program:
+        new = Program.empty()
+        new.version = self.version
+        new.op_version_map = list(self.op_version_map) if self.op_version_map is not None else None
+        for block in self.blocks:
+            copy = Block(new, block.idx, block.parent_idx)
+            copy.forward_block_idx = block.forward_block_idx
+            copy.vars = {name: var.copy() for name, var in block.vars.items()}
+            copy.ops = [op.copy() for op in block.ops]
+            new.blocks.append(copy)
+        return new
+
+    def __repr__(self) -> str:
+        return f"Program({len(self.blocks)} blocks, {self.num_ops()} ops)"

@@ -1,0 +1,108 @@
+"""Enums of the wire format, as plain ints, plus the numpy dtype mapping the executor uses."""
+
+from enum import IntEnum
+
+
+class AttrType(IntEnum):
+    INT = 0
+    FLOAT = 1
+    STRING = 2
+    INTS = 3
+    FLOATS = 4
+    STRINGS = 5
+    BOOLEAN = 6
+    BOOLEANS = 7
+    BLOCK = 8
+    LONG = 9
+    BLOCKS = 10
+    LONGS = 11
+    FLOAT64S = 12
+    VAR = 13
+    VARS = 14
+    FLOAT64 = 15
+    SCALAR = 16
+    SCALARS = 17
+
+
+class VarType(IntEnum):
+    BOOL = 0
+    INT16 = 1
+    INT32 = 2
+    INT64 = 3
+    FP16 = 4
+    FP32 = 5
+    FP64 = 6
+    DENSE_TENSOR = 7
+    SELECTED_ROWS = 8
+    FEED_MINIBATCH = 9
+    FETCH_LIST = 10
+    STEP_SCOPES = 11
+    LOD_RANK_TABLE = 12
+    DENSE_TENSOR_ARRAY = 13
+    PLACE_LIST = 14
+    READER = 15
+    RAW = 17
+    TUPLE = 18
+    SIZE_T = 19
+    UINT8 = 20
+    INT8 = 21
+    BF16 = 22
+    COMPLEX64 = 23
+    COMPLEX128 = 24
+    STRING = 25
+    STRINGS = 26
+    VOCAB = 27
+    FEED_LIST = 28
+    PSTRING = 29
+    SPARSE_COO = 30
+    SPARSE_CSR = 31
+    FP8_E4M3FN = 32
+    FP8_E5M2 = 33
+    UINT16 = 36
+    UINT32 = 37
+    UINT64 = 38
+
+
+FLOAT_DTYPES = frozenset({VarType.FP16, VarType.FP32, VarType.FP64, VarType.BF16})
+
+# numpy names rather than numpy objects: the compiler side must not import numpy.
+NUMPY_DTYPE_NAMES = {
+    VarType.BOOL: "bool",
+    VarType.INT8: "int8",
+    VarType.INT16: "int16",
+    VarType.INT32: "int32",
+    VarType.INT64: "int64",
+    VarType.UINT8: "uint8",
+    VarType.UINT16: "uint16",
+    VarType.UINT32: "uint32",
+    VarType.UINT64: "uint64",
+    VarType.FP16: "float16",
+    VarType.FP32: "float32",
+    VarType.FP64: "float64",
+    VarType.COMPLEX64: "complex64",
+    VarType.COMPLEX128: "complex128",
+}
+DTYPE_BY_NUMPY_NAME = {name: vt for vt, name in NUMPY_DTYPE_NAMES.items()}
+
+
+def dtype_name(dtype: int | None) -> str:
+    """A short readable name for a VarType data type ("float32", "BF16", ...)."""
+    if dtype is None:
+        return "?"
+    if dtype in NUMPY_DTYPE_NAMES:
+        return NUMPY_DTYPE_NAMES[dtype]
+    try:
+        return VarType(dtype).name
+    except ValueError:
+        return f"type{dtype}"
+
+
+def to_var_type(dtype) -> int:
+    """Accept a VarType, its int, or a numpy dtype name ("float32") and return the VarType int."""
+    if isinstance(dtype, str):
+        if dtype in DTYPE_BY_NUMPY_NAME:
+            return DTYPE_BY_NUMPY_NAME[dtype]
+        return VarType[dtype.upper()]
+    if hasattr(dtype, "name") and not isinstance(dtype, IntEnum):  # a numpy dtype
+        return DTYPE_BY_NUMPY_NAME[dtype.name]
+    return int(dtype)
