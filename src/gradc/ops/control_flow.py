@@ -1,0 +1,1 @@
+"""control_flow ops (see the module docstrings of gradc.ops.math for the style)."""

@@ -1,0 +1,1 @@
+"""nn ops (see the module docstrings of gradc.ops.math for the style)."""

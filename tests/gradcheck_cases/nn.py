@@ -1,0 +1,5 @@
+"""Cases for this op family."""
+
+from . import Case, rng  # noqa: F401
+
+CASES = []
