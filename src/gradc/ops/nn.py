@@ -1,1 +1,125 @@
-"""nn ops (see the module docstrings of gradc.ops.math for the style)."""
+"""Normalisation, dropout and embedding ops: batch_norm, layer_norm, group_norm, dropout,
+lookup_table_v2, one_hot_v2.
+
+Statistics outputs (running stats, saved mean/inverse std, Mask) are never differentiated: the
+grad ops read them as constants of the forward pass.
+"""
+
+from __future__ import annotations
+
+from ..ir import VarType
+from ..registry import NO_GRAD, defop, grad_op
+from .infer import dims_match
+
+
+def _prod(dims) -> int:
+    total = 1
+    for d in dims:
+        if d < 0:
+            return -1
+        total *= d
+    return total
+
+
+def _channel_axis(ctx, x) -> int:
+    """Channels sit at axis 1 (NCHW) or last (NHWC); a 2-D input is [N, C] either way."""
+    if len(x) < 2:
+        ctx.fail(f"X must have rank >= 2 (N, C, ...), got shape {x}")
+    return len(x) - 1 if ctx.attr("data_layout") == "NHWC" else 1
+
+
+def _check_vector(ctx, slot: str, size: int) -> None:
+    shape = ctx.shape(slot) if ctx.has(slot) else None
+    if shape is not None and (len(shape) != 1 or not dims_match(shape[0], size)):
+        ctx.fail(f"{slot} must be a vector of size {size}, got shape {shape}")
+
+
+# ---------------------------------------------------------------- batch_norm
+def _batch_norm_infer(ctx):
+    x, dtype = ctx.shape("X"), ctx.dtype("X")
+    channels = x[_channel_axis(ctx, x)]
+    for slot in ("Scale", "Bias", "Mean", "Variance"):
+        _check_vector(ctx, slot, channels)
+    stats = ([channels], ctx.dtype("Scale") or dtype)
+    return {"Y": (x, dtype), "MeanOut": stats, "VarianceOut": stats, "SavedMean": stats,
+            "SavedVariance": stats, "ReserveSpace": ([-1], dtype)}
+
+
+# MeanOut/VarianceOut are the Mean/Variance vars, updated in place; the grad reads them (Paddle's
+# slot names) for the global-stats mode, SavedMean/SavedVariance (= 1/sqrt(var + eps)) otherwise.
+defop("batch_norm", ["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor"],
+      ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"],
+      attrs={"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False,
+             "trainable_statistics": False, "data_layout": "NCHW", "fuse_with_relu": False},
+      no_grad_inputs=["Mean", "Variance", "MomentumTensor"],
+      no_grad_outputs=["MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"],
+      infer=_batch_norm_infer,
+      grad=grad_op("X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance",
+                   "ReserveSpace"))
+
+
+# ---------------------------------------------------------------- layer_norm
+def _layer_norm_infer(ctx):
+    x, dtype = ctx.shape("X"), ctx.dtype("X")
+    axis = ctx.attr("begin_norm_axis")
+    if not 0 < axis < len(x):
+        ctx.fail(f"begin_norm_axis {axis} is out of range for X of rank {len(x)}")
+    for slot in ("Scale", "Bias"):
+        _check_vector(ctx, slot, _prod(x[axis:]))
+    stats = (x[:axis], dtype)
+    return {"Y": (x, dtype), "Mean": stats, "Variance": stats}
+
+
+defop("layer_norm", ["X", "Scale", "Bias"], ["Y", "Mean", "Variance"],
+      attrs={"epsilon": 1e-5, "begin_norm_axis": 1, "is_test": False},
+      no_grad_outputs=["Mean", "Variance"], infer=_layer_norm_infer,
+      grad=grad_op("X", "Scale", "Bias", "Mean", "Variance"))
+
+
+# ---------------------------------------------------------------- group_norm
+def _group_norm_infer(ctx):
+    x, dtype = ctx.shape("X"), ctx.dtype("X")
+    channels, groups = x[_channel_axis(ctx, x)], ctx.attr("groups")
+    if groups < 1 or (channels >= 0 and channels % groups):
+        ctx.fail(f"groups={groups} must be >= 1 and divide the {channels} channels")
+    for slot in ("Scale", "Bias"):
+        _check_vector(ctx, slot, channels)
+    stats = ([x[0], groups], dtype)
+    return {"Y": (x, dtype), "Mean": stats, "Variance": stats}
+
+
+defop("group_norm", ["X", "Scale", "Bias"], ["Y", "Mean", "Variance"],
+      attrs={"epsilon": 1e-5, "groups": -1, "data_layout": "NCHW"},
+      no_grad_outputs=["Mean", "Variance"], infer=_group_norm_infer,
+      grad=grad_op("X", "Scale", "Bias", "Y", "Mean", "Variance"))
+
+
+# ---------------------------------------------------------------- dropout
+# The grad reads the Mask (uint8), not X, so the same units are dropped forward and backward.
+defop("dropout", ["X", "Seed"], ["Out", "Mask"],
+      attrs={"dropout_prob": 0.5, "is_test": False, "fix_seed": False, "seed": 0,
+             "dropout_implementation": "downgrade_in_infer"},
+      no_grad_inputs=["Seed"], no_grad_outputs=["Mask"],
+      infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X")), "Mask": (ctx.shape("X"), VarType.UINT8)},
+      grad=grad_op("Mask"))
+
+
+# ---------------------------------------------------------------- embeddings
+def _lookup_infer(ctx):
+    w = ctx.shape("W")
+    if len(w) != 2:
+        ctx.fail(f"W must be a 2-D table, got shape {w}")
+    return {"Out": (ctx.shape("Ids") + [w[1]], ctx.dtype("W"))}
+
+
+defop("lookup_table_v2", ["W", "Ids"], attrs={"padding_idx": -1, "is_sparse": False, "is_distributed": False},
+      no_grad_inputs=["Ids"], infer=_lookup_infer, grad=grad_op("W", "Ids"))
+
+
+def _one_hot_infer(ctx):
+    depth = -1 if ctx.has("depth_tensor") else ctx.attr("depth")
+    return {"Out": (ctx.shape("X") + [depth], VarType(ctx.attr("dtype")))}
+
+
+defop("one_hot_v2", ["X", "depth_tensor"], attrs={"depth": -1, "dtype": int(VarType.FP32), "allow_out_of_range": False},
+      infer=_one_hot_infer, grad=NO_GRAD)

@@ -1,1 +1,237 @@
-"""Kernels of gradc.ops.nn."""
+"""Kernels of gradc.ops.nn: normalisation, dropout, embeddings.
+
+The three norms share one fact: for xhat = (x - mean) * inv over some axes and g = dL/dxhat,
+dL/dx = inv * (g - mean(g) - xhat * mean(g * xhat)) over the same axes (``_norm_grad``).
+Statistics use the biased variance, as Paddle does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import VarType
+from ...ir.types import NUMPY_DTYPE_NAMES
+from . import kernel
+
+
+def _moments(x, axes):
+    mean = x.mean(axis=axes, keepdims=True)
+    return mean, ((x - mean) ** 2).mean(axis=axes, keepdims=True)
+
+
+def _norm_grad(xhat, g, inv, axes):
+    return inv * (g - g.mean(axis=axes, keepdims=True) - xhat * (g * xhat).mean(axis=axes, keepdims=True))
+
+
+# ---------------------------------------------------------------- channel layout
+def _channels_first(x, layout: str):
+    """NHWC -> NCHW view (a 2-D [N, C] input is the same in both layouts)."""
+    return np.moveaxis(x, -1, 1) if layout == "NHWC" else x
+
+
+def _channels_back(x, layout: str):
+    return np.moveaxis(x, 1, -1) if layout == "NHWC" else x
+
+
+def _per_channel(v, x):
+    """A [C] vector shaped to broadcast against a channels-first x."""
+    return v.reshape((1, -1) + (1,) * (x.ndim - 2))
+
+
+def _not_channel(x) -> tuple[int, ...]:
+    return (0,) + tuple(range(2, x.ndim))
+
+
+# ---------------------------------------------------------------- batch_norm
+def _global_stats(k) -> bool:
+    """Running stats normalise (and are left alone) in test mode, unless statistics are trainable."""
+    return (k.attr("is_test") and not k.attr("trainable_statistics")) or k.attr("use_global_stats")
+
+
+def _momentum(k) -> float:
+    tensor = k.x("MomentumTensor")
+    return float(tensor.reshape(-1)[0]) if tensor is not None else k.attr("momentum")
+
+
+@kernel("batch_norm")
+def batch_norm(k):
+    layout, eps = k.attr("data_layout"), k.attr("epsilon")
+    x = _channels_first(k.x("X"), layout)
+    running_mean, running_var = k.x("Mean"), k.x("Variance")
+    if _global_stats(k):
+        mean, var = running_mean, running_var
+        mean_out, var_out = running_mean, running_var
+    else:
+        axes = _not_channel(x)
+        mean, var = (s.reshape(-1) for s in _moments(x, axes))
+        m = _momentum(k)
+        mean_out, var_out = m * running_mean + (1 - m) * mean, m * running_var + (1 - m) * var
+    inv = 1 / np.sqrt(var + eps)
+    y = (x - _per_channel(mean, x)) * _per_channel(inv * k.x("Scale"), x) + _per_channel(k.x("Bias"), x)
+    return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
+            "SavedMean": mean, "SavedVariance": inv, "ReserveSpace": np.empty(0, x.dtype)}
+
+
+@kernel("batch_norm_grad")
+def batch_norm_grad(k):
+    layout = k.attr("data_layout")
+    x = _channels_first(k.x("X"), layout)
+    dy = _channels_first(k.x("Y@GRAD"), layout)
+    axes = _not_channel(x)
+    if _global_stats(k):  # the stats are constants: y is affine in x
+        mean, inv = k.x("MeanOut"), 1 / np.sqrt(k.x("VarianceOut") + k.attr("epsilon"))
+    else:
+        mean, inv = k.x("SavedMean"), k.x("SavedVariance")
+    inv = _per_channel(inv, x)
+    xhat = (x - _per_channel(mean, x)) * inv
+    g = dy * _per_channel(k.x("Scale"), x)
+    dx = g * inv if _global_stats(k) else _norm_grad(xhat, g, inv, axes)
+    return {"X@GRAD": _channels_back(dx, layout), "Scale@GRAD": (dy * xhat).sum(axis=axes),
+            "Bias@GRAD": dy.sum(axis=axes)}
+
+
+# ---------------------------------------------------------------- layer_norm
+def _rows(a, axis: int):
+    """[prod(shape[:axis]), prod(shape[axis:])]: one row per normalised slice."""
+    return a.reshape(int(np.prod(a.shape[:axis])), -1)
+
+
+def _scale_shift(xhat, scale, bias):
+    y = xhat if scale is None else xhat * scale
+    return y if bias is None else y + bias
+
+
+@kernel("layer_norm")
+def layer_norm(k):
+    x, axis = k.x("X"), k.attr("begin_norm_axis")
+    x2 = _rows(x, axis)
+    mean, var = _moments(x2, 1)
+    y = _scale_shift((x2 - mean) / np.sqrt(var + k.attr("epsilon")), k.x("Scale"), k.x("Bias"))
+    stats = x.shape[:axis]
+    return {"Y": y.reshape(x.shape), "Mean": mean.reshape(stats), "Variance": var.reshape(stats)}
+
+
+@kernel("layer_norm_grad")
+def layer_norm_grad(k):
+    x, axis, scale = k.x("X"), k.attr("begin_norm_axis"), k.x("Scale")
+    x2, dy = _rows(x, axis), _rows(k.x("Y@GRAD"), axis)
+    inv = 1 / np.sqrt(k.x("Variance").reshape(-1, 1) + k.attr("epsilon"))
+    xhat = (x2 - k.x("Mean").reshape(-1, 1)) * inv
+    dx = _norm_grad(xhat, dy if scale is None else dy * scale, inv, 1)
+    return {"X@GRAD": dx.reshape(x.shape), "Scale@GRAD": (dy * xhat).sum(axis=0), "Bias@GRAD": dy.sum(axis=0)}
+
+
+# ---------------------------------------------------------------- group_norm
+def _groups(k, x):
+    """Channels-first x as [N, groups, channels_per_group * spatial]."""
+    groups = k.attr("groups")
+    if groups < 1 or x.shape[1] % groups:
+        raise ValueError(f"groups={groups} must be >= 1 and divide the {x.shape[1]} channels")
+    return x.reshape(x.shape[0], groups, -1)
+
+
+@kernel("group_norm")
+def group_norm(k):
+    layout = k.attr("data_layout")
+    x = _channels_first(k.x("X"), layout)
+    xg = _groups(k, x)
+    mean, var = _moments(xg, 2)
+    xhat = ((xg - mean) / np.sqrt(var + k.attr("epsilon"))).reshape(x.shape)
+    scale, bias = (None if v is None else _per_channel(v, x) for v in (k.x("Scale"), k.x("Bias")))
+    y = _scale_shift(xhat, scale, bias)
+    return {"Y": _channels_back(y, layout), "Mean": mean[..., 0], "Variance": var[..., 0]}
+
+
+@kernel("group_norm_grad")
+def group_norm_grad(k):
+    layout, scale = k.attr("data_layout"), k.x("Scale")
+    x = _channels_first(k.x("X"), layout)
+    dy = _channels_first(k.x("Y@GRAD"), layout)
+    inv = 1 / np.sqrt(k.x("Variance")[..., None] + k.attr("epsilon"))
+    xhat = (_groups(k, x) - k.x("Mean")[..., None]) * inv
+    g = dy if scale is None else dy * _per_channel(scale, x)
+    dx = _norm_grad(xhat, _groups(k, g), inv, 2).reshape(x.shape)
+    axes = _not_channel(x)
+    return {"X@GRAD": _channels_back(dx, layout), "Scale@GRAD": (dy * xhat.reshape(x.shape)).sum(axis=axes),
+            "Bias@GRAD": dy.sum(axis=axes)}
+
+
+# ---------------------------------------------------------------- dropout
+def _upscale(k) -> bool:
+    return k.attr("dropout_implementation") == "upscale_in_train"
+
+
+def _train_factor(k) -> float:
+    """What a kept unit is multiplied by in training (everything is dropped when p == 1)."""
+    p = k.attr("dropout_prob")
+    return (1 / (1 - p) if p < 1 else 0.0) if _upscale(k) else 1.0
+
+
+def _test_factor(k) -> float:
+    return 1.0 if _upscale(k) else 1 - k.attr("dropout_prob")
+
+
+def _rng(k) -> np.random.Generator:
+    """The Seed tensor wins over the seed attr, which counts only with fix_seed."""
+    seed = k.x("Seed")
+    if seed is not None:
+        return np.random.default_rng(int(seed.reshape(-1)[0]))
+    return np.random.default_rng(k.attr("seed") if k.attr("fix_seed") else None)
+
+
+@kernel("dropout")
+def dropout(k):
+    x = k.x("X")
+    if k.attr("is_test"):  # nothing is dropped: the mask is all ones
+        return {"Out": x * _test_factor(k), "Mask": np.ones(x.shape, np.uint8)}
+    mask = (_rng(k).random(x.shape) >= k.attr("dropout_prob")).astype(np.uint8)
+    return {"Out": x * mask * _train_factor(k), "Mask": mask}
+
+
+@kernel("dropout_grad")
+def dropout_grad(k):
+    dout = k.x("Out@GRAD")
+    if k.attr("is_test"):
+        return {"X@GRAD": dout * _test_factor(k)}
+    return {"X@GRAD": dout * k.x("Mask") * _train_factor(k)}
+
+
+# ---------------------------------------------------------------- embeddings
+def _ids(k, rows: int):
+    """Ids as int64, checked against the table (padding ids need not be valid rows)."""
+    ids = k.x("Ids").astype(np.int64)
+    bad = ((ids < 0) | (ids >= rows)) & (ids != k.attr("padding_idx"))
+    if bad.any():
+        raise ValueError(f"id {ids[bad][0]} is out of range for a table of {rows} rows")
+    return ids
+
+
+@kernel("lookup_table_v2")
+def lookup_table_v2(k):
+    w = k.x("W")
+    ids = _ids(k, w.shape[0])
+    padding = ids == k.attr("padding_idx")  # padding_idx -1 never matches a valid id
+    out = w[np.where(padding, 0, ids)]
+    out[padding] = 0
+    return {"Out": out}
+
+
+@kernel("lookup_table_v2_grad")
+def lookup_table_v2_grad(k):
+    w, dout = k.x("W"), k.x("Out@GRAD")
+    ids = _ids(k, w.shape[0]).reshape(-1)
+    rows = dout.reshape(ids.size, w.shape[1])
+    keep = ids != k.attr("padding_idx")
+    dw = np.zeros(w.shape, dout.dtype)
+    np.add.at(dw, ids[keep], rows[keep])
+    return {"W@GRAD": dw}
+
+
+@kernel("one_hot_v2")
+def one_hot_v2(k):
+    x = k.x("X").astype(np.int64)
+    depth = int(k.x("depth_tensor").reshape(-1)[0]) if k.has("depth_tensor") else k.attr("depth")
+    bad = (x < 0) | (x >= depth)
+    if bad.any() and not k.attr("allow_out_of_range"):
+        raise ValueError(f"index {x[bad][0]} is out of range for depth {depth}")
+    return {"Out": (x[..., None] == np.arange(depth)).astype(NUMPY_DTYPE_NAMES[VarType(k.attr("dtype"))])}
