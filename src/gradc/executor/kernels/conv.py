@@ -1,1 +1,216 @@
-"""Kernels of conv2d / depthwise_conv2d / conv2d_transpose / pool2d (im2col through strided views)."""
+"""Kernels of gradc.ops.conv, computed in NCHW (NHWC is transposed at the edges).
+
+Convolution is im2col + one batched matmul per group: the columns are a strided view of the padded
+input (sliding_window_view), copied once into [groups, C/g*kh*kw, N*OH*OW]. Its two adjoints give
+every other kernel: the input grad scatters W^T @ dOut back with col2im, the filter grad is
+dOut @ cols^T, and conv2d_transpose is the input grad of the conv whose filter it shares.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from ...ops.conv import channel_last, conv_transpose_out_hw, pool_geometry, resolve_padding
+from . import kernel
+
+
+class Geometry(NamedTuple):
+    strides: tuple
+    pads: tuple        # top, bottom, left, right
+    dilations: tuple
+    groups: int
+
+
+def _geometry(k, in_hw, k_hw) -> Geometry:
+    pads, dils = resolve_padding(in_hw, k_hw, k.attr("strides"), k.attr("paddings"), k.attr("dilations"),
+                                 k.attr("padding_algorithm"))
+    return Geometry(tuple(k.attr("strides")), tuple(pads), tuple(dils), k.attr("groups"))
+
+
+def _to_nchw(a, last):
+    return a.transpose(0, 3, 1, 2) if last else a
+
+
+def _from_nchw(a, last):
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1) if last else a)
+
+
+def _cols(x, k_hw, geo: Geometry):
+    """Windows of x [N, C, H, W] as [groups, C/g * kh * kw, N * OH * OW]."""
+    (kh, kw), (sh, sw), (dh, dw) = k_hw, geo.strides, geo.dilations
+    pt, pb, pl, pr = geo.pads
+    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
+    win = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
+    n, c, oh, ow = win.shape[:4]
+    g = geo.groups
+    cols = win.reshape(n, g, c // g, oh, ow, kh, kw).transpose(1, 2, 5, 6, 0, 3, 4)
+    return cols.reshape(g, c // g * kh * kw, n * oh * ow), (oh, ow)
+
+
+def _grouped(a, g):
+    """[N, C, H, W] -> [g, C/g, N*H*W], the matmul operand layout of an activation."""
+    n, c, h, w = a.shape
+    return a.reshape(n, g, c // g, h * w).transpose(1, 2, 0, 3).reshape(g, c // g, n * h * w)
+
+
+def _ungrouped(a, n, hw):
+    """[g, C/g, N*H*W] -> [N, C, H, W]."""
+    g, cg = a.shape[:2]
+    return a.reshape(g * cg, n, *hw).transpose(1, 0, 2, 3)
+
+
+def conv(x, w, geo: Geometry):
+    """y = conv(x, w): x [N, C, H, W], w [O, C/g, kh, kw] -> [N, O, OH, OW]."""
+    g = geo.groups
+    cols, out_hw = _cols(x, w.shape[2:], geo)
+    return _ungrouped(w.reshape(g, w.shape[0] // g, -1) @ cols, x.shape[0], out_hw)
+
+
+def conv_filter_grad(x, dy, w_shape, geo: Geometry):
+    """dL/dw of y = conv(x, w), given dy = dL/dy."""
+    cols, _ = _cols(x, w_shape[2:], geo)
+    return (_grouped(dy, geo.groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
+
+
+def conv_input_grad(dy, w, x_hw, geo: Geometry):
+    """dL/dx of y = conv(x, w) for x of spatial size x_hw: col2im of W^T @ dy."""
+    g, (n, _, oh, ow), (o, cg, kh, kw) = geo.groups, dy.shape, w.shape
+    (sh, sw), (dh, dw), (pt, pb, pl, pr) = geo.strides, geo.dilations, geo.pads
+    wt = w.reshape(g, o // g, cg * kh * kw).transpose(0, 2, 1)
+    dcols = (wt @ _grouped(dy, g)).reshape(g * cg, kh, kw, n, oh, ow).transpose(1, 2, 3, 0, 4, 5)
+    dxp = np.zeros((n, g * cg, x_hw[0] + pt + pb, x_hw[1] + pl + pr), dtype=dy.dtype)
+    for i in range(kh):  # col2im: one strided add per kernel position (overlapping windows)
+        for j in range(kw):
+            dxp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += dcols[i, j]
+    return dxp[:, :, pt:pt + x_hw[0], pl:pl + x_hw[1]]
+
+
+def _conv_args(k):
+    last = channel_last(k.attr("data_format"))
+    x, w = _to_nchw(k.x("Input"), last), k.x("Filter")
+    return last, x, w, _geometry(k, x.shape[2:], w.shape[2:])
+
+
+@kernel("conv2d", "depthwise_conv2d")
+def conv2d(k):
+    last, x, w, geo = _conv_args(k)
+    return {"Output": _from_nchw(conv(x, w, geo), last)}
+
+
+@kernel("conv2d_grad", "depthwise_conv2d_grad")
+def conv2d_grad(k):
+    last, x, w, geo = _conv_args(k)
+    dy, out = _to_nchw(k.x("Output@GRAD"), last), {}
+    if k.wants("Input@GRAD"):
+        out["Input@GRAD"] = _from_nchw(conv_input_grad(dy, w, x.shape[2:], geo), last)
+    if k.wants("Filter@GRAD"):
+        out["Filter@GRAD"] = conv_filter_grad(x, dy, w.shape, geo)
+    return out
+
+
+# conv2d_transpose(x, w) is the input grad of conv(y, w) with y of the transpose's output size.
+@kernel("conv2d_transpose")
+def conv2d_transpose(k):
+    last, x, w, geo = _conv_args(k)
+    out_hw = conv_transpose_out_hw(x.shape[2:], w.shape[2:], {n: k.attr(n) for n in _TRANSPOSE_ATTRS})
+    return {"Output": _from_nchw(conv_input_grad(x, w, out_hw, geo), last)}
+
+
+@kernel("conv2d_transpose_grad")
+def conv2d_transpose_grad(k):
+    last, x, w, geo = _conv_args(k)
+    dy, out = _to_nchw(k.x("Output@GRAD"), last), {}
+    if k.wants("Input@GRAD"):
+        out["Input@GRAD"] = _from_nchw(conv(dy, w, geo), last)
+    if k.wants("Filter@GRAD"):
+        out["Filter@GRAD"] = conv_filter_grad(dy, x, w.shape, geo)
+    return out
+
+
+_TRANSPOSE_ATTRS = ("strides", "paddings", "dilations", "padding_algorithm", "output_size", "output_padding")
+_POOL_ATTRS = ("ksize", "global_pooling", "strides", "paddings", "adaptive", "ceil_mode", "padding_algorithm")
+
+
+def _bounds(size, out, k, stride, pad, adaptive):
+    """Each output's window [start, end) along one axis, clipped to the input (Paddle's pooling)."""
+    o = np.arange(out)
+    if adaptive:
+        return o * size // out, -(-(o + 1) * size // out)
+    start = o * stride - pad
+    return np.maximum(start, 0), np.minimum(start + k, size)
+
+
+def _pool_windows(k, x):
+    """Per axis (H, W): window bounds, plus the divisor of average pooling."""
+    ksize, pads, out_hw = pool_geometry(x.shape[2:], {n: k.attr(n) for n in _POOL_ATTRS})
+    adaptive = k.attr("adaptive")
+    bounds = [_bounds(x.shape[2 + i], out_hw[i], ksize[i], k.attr("strides")[i], pads[2 * i], adaptive)
+              for i in range(2)]
+    (h0, h1), (w0, w1) = bounds
+    exclusive = k.attr("exclusive") or adaptive
+    divisor = np.outer(h1 - h0, w1 - w0) if exclusive else np.full((len(h0), len(w0)), ksize[0] * ksize[1])
+    return bounds, divisor.astype(x.dtype)
+
+
+def _membership(size, bounds, dtype):
+    """[out, size] 0/1 matrix: which inputs each output window covers (average pooling is separable)."""
+    start, end = bounds
+    i = np.arange(size)
+    return ((i >= start[:, None]) & (i < end[:, None])).astype(dtype)
+
+
+def _gather_windows(x, bounds):
+    """x [N, C, H, W] -> windows [N, C, OH, OW, LH*LW] (padded with the dtype's min), and their (h, w) indices."""
+    idx, valid = [], []
+    for size, (start, end) in zip(x.shape[2:], bounds):
+        span = start[:, None] + np.arange(max(int((end - start).max()), 1))
+        idx.append(np.minimum(span, size - 1))
+        valid.append(span < end[:, None])
+    (ih, iw), (vh, vw) = idx, valid
+    win = x[:, :, ih[:, :, None, None], iw[None, None]]  # N, C, OH, LH, OW, LW
+    win = np.where(vh[:, :, None, None] & vw[None, None], win, np.finfo(x.dtype).min)
+    n, c, oh, lh, ow, lw = win.shape
+    return win.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, oh, ow, lh * lw), ih, iw
+
+
+def _max_pool_grad(x, dout, bounds):
+    """The first maximum of each window (row-major, as in Paddle) gets the window's grad."""
+    win, ih, iw = _gather_windows(x, bounds)
+    pick = win.argmax(-1)
+    n, c, oh, ow = pick.shape
+    rows = ih[np.arange(oh)[:, None], pick // iw.shape[1]]
+    cols = iw[np.arange(ow), pick % iw.shape[1]]
+    nonempty = np.outer(*(end > start for start, end in bounds))  # ceil_mode can leave a window empty
+    dx = np.zeros((n * c, x.shape[2] * x.shape[3]), dtype=dout.dtype)
+    np.add.at(dx, (np.arange(n * c)[:, None], (rows * x.shape[3] + cols).reshape(n * c, -1)),
+              (dout * nonempty).reshape(n * c, -1))
+    return dx.reshape(x.shape)
+
+
+@kernel("pool2d")
+def pool2d(k):
+    last = channel_last(k.attr("data_format"))
+    x = _to_nchw(k.x("X"), last)
+    bounds, divisor = _pool_windows(k, x)
+    if k.attr("pooling_type") == "max":
+        out = _gather_windows(x, bounds)[0].max(-1)
+    else:
+        ah, aw = (_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds))
+        out = ah @ x @ aw.T / divisor
+    return {"Out": _from_nchw(out, last)}
+
+
+@kernel("pool2d_grad")
+def pool2d_grad(k):
+    last = channel_last(k.attr("data_format"))
+    x, dout = _to_nchw(k.x("X"), last), _to_nchw(k.x("Out@GRAD"), last)
+    bounds, divisor = _pool_windows(k, x)
+    if k.attr("pooling_type") == "max":
+        dx = _max_pool_grad(x, dout, bounds)
+    else:
+        ah, aw = (_membership(size, b, dout.dtype) for size, b in zip(x.shape[2:], bounds))
+        dx = ah.T @ (dout / divisor) @ aw
+    return {"X@GRAD": _from_nchw(dx, last)}

@@ -1,0 +1,124 @@
+"""Convolution and pooling: conv2d, depthwise_conv2d, conv2d_transpose, pool2d.
+
+The geometry helpers (padding algorithm, output sizes) are pure Python and shared with the kernels,
+so shape inference and execution cannot disagree.
+"""
+
+from __future__ import annotations
+
+from ..registry import defop, grad_op
+
+CONV_ATTRS = {"strides": [1, 1], "paddings": [0, 0], "padding_algorithm": "EXPLICIT", "dilations": [1, 1],
+              "groups": 1, "data_format": "NCHW"}
+CONV_TRANSPOSE_ATTRS = {**CONV_ATTRS, "output_size": [], "output_padding": []}
+POOL_ATTRS = {"pooling_type": "max", "ksize": [1, 1], "global_pooling": False, "strides": [1, 1],
+              "paddings": [0, 0], "exclusive": True, "adaptive": False, "ceil_mode": False,
+              "data_format": "NCHW", "padding_algorithm": "EXPLICIT"}
+
+
+def channel_last(data_format: str) -> bool:
+    return data_format in ("NHWC", "NDHWC")  # AnyLayout means NCHW
+
+
+def resolve_padding(in_hw, k_hw, strides, paddings, dilations, algorithm):
+    """Paddle's UpdatePaddingAndDilation: pads [top, bottom, left, right] and the dilations in effect."""
+    if algorithm == "VALID":
+        return [0, 0, 0, 0], list(dilations)
+    if algorithm == "SAME":  # output ceil(in / stride); the odd pad goes to bottom/right; no dilation
+        pads = []
+        for size, k, s in zip(in_hw, k_hw, strides):
+            total = max((-(-size // s) - 1) * s + k - size, 0)
+            pads += [total // 2, total - total // 2]
+        return pads, [1, 1]
+    pads = [p for p in paddings for _ in range(2)] if len(paddings) == 2 else list(paddings)
+    return pads, list(dilations)
+
+
+def conv_out_size(size, k, pad0, pad1, stride, dilation):
+    return -1 if size < 0 else (size + pad0 + pad1 - (dilation * (k - 1) + 1)) // stride + 1
+
+
+def conv_transpose_out_hw(in_hw, k_hw, attrs):
+    """(in - 1) * stride - pads + dilated kernel; output_size (or output_padding) may add up to stride - 1."""
+    pads, dils = resolve_padding(in_hw, k_hw, attrs["strides"], attrs["paddings"], attrs["dilations"],
+                                 attrs["padding_algorithm"])
+    out = []
+    for i, (size, k, s) in enumerate(zip(in_hw, k_hw, attrs["strides"])):
+        base = -1 if size < 0 else (size - 1) * s - pads[2 * i] - pads[2 * i + 1] + dils[i] * (k - 1) + 1
+        if attrs["output_size"]:
+            out.append(attrs["output_size"][i])
+        else:
+            out.append(base + (attrs["output_padding"][i] if attrs["output_padding"] and base >= 0 else 0))
+    return out
+
+
+def pool_geometry(in_hw, attrs):
+    """(ksize, pads [top, bottom, left, right], output hw): global and adaptive pooling ignore paddings."""
+    ksize = list(attrs["ksize"])
+    pads, _ = resolve_padding(in_hw, ksize, attrs["strides"], attrs["paddings"], [1, 1],
+                              attrs["padding_algorithm"])
+    if attrs["global_pooling"] or attrs["adaptive"]:
+        pads = [0, 0, 0, 0]
+    if attrs["global_pooling"]:
+        ksize = list(in_hw)
+    if attrs["adaptive"]:
+        return ksize, pads, list(ksize)
+    ceil = attrs["ceil_mode"]
+    out = [-1 if size < 0 else (size - k + pads[2 * i] + pads[2 * i + 1] + (s - 1 if ceil else 0)) // s + 1
+           for i, (size, k, s) in enumerate(zip(in_hw, ksize, attrs["strides"]))]
+    return ksize, pads, out
+
+
+def _attrs(ctx, names):
+    return {name: ctx.attr(name) for name in names}
+
+
+def _split_layout(ctx, shape):
+    """(N, C, [H, W]) of a 4-D activation in the op's data_format."""
+    if len(shape) != 4:
+        ctx.fail(f"expects a 4-D input, got shape {shape}")
+    if channel_last(ctx.attr("data_format")):
+        return shape[0], shape[3], shape[1:3]
+    return shape[0], shape[1], shape[2:]
+
+
+def _join_layout(ctx, n, c, hw):
+    return [n, *hw, c] if channel_last(ctx.attr("data_format")) else [n, c, *hw]
+
+
+def _conv_infer(ctx):
+    n, c, hw = _split_layout(ctx, ctx.shape("Input"))
+    o, cg, kh, kw = ctx.shape("Filter")
+    groups = ctx.attr("groups")
+    if c >= 0 and cg * groups != c:
+        ctx.fail(f"Input has {c} channels but Filter expects {cg} per group x {groups} groups")
+    if o % groups:
+        ctx.fail(f"Filter's {o} output channels do not split into {groups} groups")
+    pads, dils = resolve_padding(hw, (kh, kw), ctx.attr("strides"), ctx.attr("paddings"), ctx.attr("dilations"),
+                                 ctx.attr("padding_algorithm"))
+    out_hw = [conv_out_size(hw[i], (kh, kw)[i], pads[2 * i], pads[2 * i + 1], ctx.attr("strides")[i], dils[i])
+              for i in range(2)]
+    return {"Output": (_join_layout(ctx, n, o, out_hw), ctx.dtype("Input"))}
+
+
+def _conv_transpose_infer(ctx):
+    n, c, hw = _split_layout(ctx, ctx.shape("Input"))
+    cin, cog, kh, kw = ctx.shape("Filter")
+    if c >= 0 and c != cin:
+        ctx.fail(f"Input has {c} channels but Filter [C_in, C_out/groups, kh, kw] has C_in {cin}")
+    out_hw = conv_transpose_out_hw(hw, (kh, kw), _attrs(ctx, CONV_TRANSPOSE_ATTRS))
+    return {"Output": (_join_layout(ctx, n, cog * ctx.attr("groups"), out_hw), ctx.dtype("Input"))}
+
+
+def _pool_infer(ctx):
+    n, c, hw = _split_layout(ctx, ctx.shape("X"))
+    _, _, out_hw = pool_geometry(hw, _attrs(ctx, POOL_ATTRS))
+    return {"Out": (_join_layout(ctx, n, c, out_hw), ctx.dtype("X"))}
+
+
+for _name in ("conv2d", "depthwise_conv2d"):
+    defop(_name, ["Input", "Filter"], ["Output"], attrs=CONV_ATTRS, infer=_conv_infer,
+          grad=grad_op("Input", "Filter"))
+defop("conv2d_transpose", ["Input", "Filter"], ["Output"], attrs=CONV_TRANSPOSE_ATTRS,
+      infer=_conv_transpose_infer, grad=grad_op("Input", "Filter"))
+defop("pool2d", ["X"], attrs=POOL_ATTRS, infer=_pool_infer, grad=grad_op("X", "Out"))

@@ -1,0 +1,45 @@
+"""Shape inference of the conv/pool ops agrees with what their kernels compute, for every gradcheck case."""
+
+import numpy as np
+import pytest
+
+from gradc import Executor, Program, Scope, registry
+from gradc.errors import ProgramError
+from gradc.ops.infer import InferContext
+from gradcheck_cases.conv import CASES
+
+
+def _program(op_type, inputs, attrs):
+    program = Program()
+    block = program.global_block
+    for slot, value in inputs.items():
+        block.create_var(slot, list(value.shape))
+    block.create_var("Out", None)
+    out_slot = registry.get(op_type).outputs[0]
+    op = block.append_op(op_type, {slot: [slot] for slot in inputs}, {out_slot: ["Out"]}, attrs)
+    return program, op, out_slot
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_inferred_shape_matches_the_kernel(case):
+    program, op, out_slot = _program(case.op, case.inputs, case.attrs)
+    shape, _ = registry.get(case.op).infer(InferContext(op, program.global_block))[out_slot]
+    feed = {slot: np.asarray(v, dtype=np.float32) for slot, v in case.inputs.items()}
+    out = Executor().run(program, feed, ["Out"], Scope())[0]
+    assert list(out.shape) == shape
+    assert out.dtype == np.float32
+
+
+def test_unknown_batch_and_spatial_dims_stay_unknown():
+    inputs = {"Input": np.zeros((1, 3, 1, 1)), "Filter": np.zeros((4, 3, 3, 3))}
+    program, op, _ = _program("conv2d", inputs, {"paddings": [1, 1]})
+    program.global_block.var("Input").shape = [-1, 3, -1, 8]
+    shape, _ = registry.get("conv2d").infer(InferContext(op, program.global_block))["Output"]
+    assert shape == [-1, 4, -1, 8]
+
+
+def test_channel_mismatch_names_the_op():
+    inputs = {"Input": np.zeros((1, 4, 5, 5)), "Filter": np.zeros((4, 3, 3, 3))}
+    program, op, _ = _program("conv2d", inputs, {})
+    with pytest.raises(ProgramError, match="conv2d.*4 channels"):
+        registry.get("conv2d").infer(InferContext(op, program.global_block))
