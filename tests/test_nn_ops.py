@@ -5,6 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import gradc
 from gradc.gradcheck import check_op
@@ -250,3 +252,24 @@ def test_one_hot_v2():
     with pytest.raises(gradc.ExecutionError, match="one_hot_v2.*index 5 is out of range"):
         _run("one_hot_v2", {"X": np.array([5, 1])}, {"depth": 3})
     assert not gradc.registry.get("one_hot_v2").differentiable
+
+
+# ---------------------------------------------------------------- random shapes and attributes
+@settings(max_examples=12, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=2, max_size=4), st.sampled_from(["NCHW", "NHWC"]),
+       st.booleans(), st.integers(0, 2**16))
+def test_norm_grads_on_random_shapes(shape, layout, test_mode, seed):
+    r = np.random.default_rng(seed)
+    shape[0] = max(shape[0], 2)  # batch statistics need two samples
+    c = shape[-1] if layout == "NHWC" else shape[1]
+    x = r.standard_normal(shape)
+    check_op("batch_norm", {"X": x, "Scale": r.standard_normal(c), "Bias": r.standard_normal(c),
+                            "Mean": r.standard_normal(c), "Variance": r.uniform(0.5, 2, c)},
+             {"data_layout": layout, "is_test": test_mode})
+    axis = int(r.integers(1, len(shape)))
+    d = int(np.prod(shape[axis:]))
+    check_op("layer_norm", {"X": x, "Scale": r.standard_normal(d), "Bias": r.standard_normal(d)},
+             {"begin_norm_axis": axis})
+    groups = int(r.choice([g for g in range(1, c + 1) if c % g == 0]))
+    check_op("group_norm", {"X": x, "Scale": r.standard_normal(c), "Bias": r.standard_normal(c)},
+             {"groups": groups, "data_layout": layout})

@@ -77,15 +77,15 @@ def batch_norm_grad(k):
     layout = k.attr("data_layout")
     x = _channels_first(k.x("X"), layout)
     dy = _channels_first(k.x("Y@GRAD"), layout)
-    axes = _not_channel(x)
-    if _global_stats(k):  # the stats are constants: y is affine in x
+    axes, global_stats = _not_channel(x), _global_stats(k)
+    if global_stats:  # the stats are constants: y is affine in x
         mean, inv = k.x("MeanOut"), 1 / np.sqrt(k.x("VarianceOut") + k.attr("epsilon"))
     else:
         mean, inv = k.x("SavedMean"), k.x("SavedVariance")
     inv = _per_channel(inv, x)
     xhat = (x - _per_channel(mean, x)) * inv
     g = dy * _per_channel(k.x("Scale"), x)
-    dx = g * inv if _global_stats(k) else _norm_grad(xhat, g, inv, axes)
+    dx = g * inv if global_stats else _norm_grad(xhat, g, inv, axes)
     return {"X@GRAD": _channels_back(dx, layout), "Scale@GRAD": (dy * xhat).sum(axis=axes),
             "Bias@GRAD": dy.sum(axis=axes)}
 
