@@ -9,6 +9,8 @@ FORWARD, BACKWARD, OPTIMIZE, LOSS = 0, 1, 2, 256
 
 def set_role(op: OpDesc, role: int) -> None:
     op.set_attr("op_role", role, AttrType.INT)
+    if "op_role_var" not in op.attrs:  # Paddle carries it, empty, on every op
+        op.set_attr("op_role_var", [], AttrType.STRINGS)
 
 
 def tag_param_grads(ops: list[OpDesc], params: set[str]) -> None:

@@ -43,12 +43,12 @@ class VarDesc:
 
     def copy(self, name: str | None = None) -> VarDesc:
         new = VarDesc.__new__(VarDesc)
-        for slot in VarDesc.__slots__:
-            setattr(new, slot, getattr(self, slot))
+        new.name = self.name if name is None else name
+        new.type, new.dtype, new.lod_level, new.raw_type = self.type, self.dtype, self.lod_level, self.raw_type
         new.shape = list(self.shape) if self.shape is not None else None
+        new.persistable, new.need_check_feed = self.persistable, self.need_check_feed
+        new.is_parameter, new.stop_gradient = self.is_parameter, self.stop_gradient
         new.attrs = list(self.attrs)
-        if name is not None:
-            new.name = name
         return new
 
     def __repr__(self) -> str:

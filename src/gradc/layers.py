@@ -1,0 +1,98 @@
+"""Build forward programs from Python with Paddle's names (fc_0.w_0, fc_0.tmp_1, ...).
+
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 16])
+    label = net.data("label", [-1, 1], "int64")
+    hidden = net.fc(x, 32, act="relu")
+    loss = net.cross_entropy_loss(net.fc(hidden, 10), label)
+    net.program, net.startup   # the forward program and the parameter initialiser
+
+Output vars are declared through each op's registered shape inference.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from . import registry
+from .errors import ProgramError
+from .ir import FLOAT_DTYPES, Program, to_var_type
+from .ops.infer import InferContext
+
+
+class ProgramBuilder:
+    def __init__(self, seed: int = 0):
+        self.program = Program()
+        self.startup = Program()
+        self.block = self.program.global_block
+        self.seed = seed
+        self._counters: dict[str, int] = defaultdict(int)
+
+    def unique(self, prefix: str) -> int:
+        count = self._counters[prefix]
+        self._counters[prefix] += 1
+        return count
+
+    def data(self, name: str, shape, dtype="float32", stop_gradient: bool | None = None) -> str:
+        var = self.block.create_var(name, shape, to_var_type(dtype), need_check_feed=True)
+        var.stop_gradient = True if var.dtype not in FLOAT_DTYPES else stop_gradient
+        return name
+
+    def parameter(self, name: str, shape, dtype="float32", init: str = "uniform", scale: float = 0.1) -> str:
+        """A persistable parameter, initialised by the startup program."""
+        self.block.create_var(name, shape, to_var_type(dtype), persistable=True, is_parameter=True,
+                              stop_gradient=False)
+        self.startup.global_block.create_var(name, shape, to_var_type(dtype), persistable=True)
+        attrs = {"shape": list(shape), "dtype": to_var_type(dtype), "seed": self.seed + self.unique("seed") + 1}
+        if init == "uniform":
+            self.startup.global_block.append_op("uniform_random", {}, {"Out": [name]},
+                                                {**attrs, "min": -scale, "max": scale})
+        elif init == "zeros":
+            self.startup.global_block.append_op("fill_constant", {}, {"Out": [name]},
+                                                {"shape": list(shape), "dtype": to_var_type(dtype), "value": 0.0})
+        else:
+            raise ValueError(f"unknown initialiser '{init}'")
+        return name
+
+    def op(self, type: str, inputs: dict, attrs: dict | None = None, prefix: str | None = None,
+           outputs=None, names: list[str] | None = None) -> list[str]:
+        """Append an op whose output vars are declared from its shape inference, named ``names``
+        or ``{prefix}_{n}.tmp_{k}``; returns the names of the first output slot (or of ``outputs``)."""
+        opdef = registry.get(type)
+        if opdef is None or opdef.infer is None:
+            raise ProgramError(f"op '{type}' has no shape inference; declare its outputs by hand")
+        inputs = {slot: [v] if isinstance(v, str) else list(v) for slot, v in inputs.items()}
+        op = self.block.append_op(type, inputs, {}, attrs)
+        inferred = opdef.infer(InferContext(op, self.block, len(self.block.ops) - 1))
+        stem = f"{prefix or type}_{self.unique(prefix or type)}"
+        tmp = 0
+        for slot, result in inferred.items():
+            results = result if isinstance(result, list) else [result]
+            op.outputs[slot] = []
+            for shape, dtype in results:
+                name = names[tmp] if names else f"{stem}.tmp_{tmp}"
+                tmp += 1
+                self.block.create_var(name, shape, dtype)
+                op.outputs[slot].append(name)
+        wanted = outputs or [opdef.outputs[0]]
+        return [name for slot in wanted for name in op.outputs[slot]]
+
+    def fc(self, x: str, size: int, act: str | None = None) -> str:
+        layer = self.unique("fc")
+        in_features = self.block.var(x).shape[-1]
+        w = self.parameter(f"fc_{layer}.w_0", [in_features, size])
+        b = self.parameter(f"fc_{layer}.b_0", [size], init="zeros")
+        stem = f"fc_{layer}"
+        out = self.op("mul", {"X": x, "Y": w}, names=[f"{stem}.tmp_0"])[0]
+        out = self.op("elementwise_add", {"X": out, "Y": b}, {"axis": -1}, names=[f"{stem}.tmp_1"])[0]
+        if act:
+            out = self.op(act, {"X": out}, names=[f"{stem}.tmp_2"])[0]
+        return out
+
+    def mean(self, x: str) -> str:
+        return self.op("reduce_mean", {"X": x}, {"reduce_all": True, "dim": []}, prefix="mean")[0]
+
+    def cross_entropy_loss(self, logits: str, label: str) -> str:
+        """Mean softmax cross entropy of integer labels, as paddle.nn.functional.cross_entropy."""
+        loss = self.op("softmax_with_cross_entropy", {"Logits": logits, "Label": label}, outputs=["Loss"])[0]
+        return self.mean(loss)
