@@ -12,7 +12,7 @@ from .errors import ExecutionError, FormatError, GradcError, GradError, ProgramE
 from .executor import Executor, Scope, global_scope, kernel
 from .io import load, save
 from .ir import Block, OpDesc, Program, VarDesc, VarType
-from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op
+from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
 
 __version__ = "0.1.0"
 
@@ -20,5 +20,5 @@ __all__ = [
     "NO_GRAD", "Block", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
     "GradcError", "OpDef", "OpDesc", "Program", "ProgramError", "Scope", "VarDesc", "VarType",
     "append_backward", "defop", "global_scope", "grad_op", "gradients", "kernel", "load",
-    "loss_candidates", "save",
+    "loss_candidates", "register_op", "save",
 ]

@@ -217,14 +217,20 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
             json_format.Parse(data.decode("utf-8"), msg)
     except (DecodeError, text_format.ParseError, json_format.ParseError, UnicodeDecodeError,
             ValueError, RuntimeError) as exc:
-        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise FormatError(f"{source}: not a readable ProgramDesc ({fmt}): {reason}") from None
+        raise FormatError(f"{source}: not a readable ProgramDesc: {_decode_reason(fmt, exc, len(data))}") from None
     if not msg.blocks:
         raise FormatError(f"{source}: not a ProgramDesc: it has no blocks "
                           f"({len(data)} bytes; truncated or not a program file?)")
     program = program_from_proto(msg)
     check_structure(program, source)
     return program
+
+
+def _decode_reason(fmt: str, exc: Exception, size: int) -> str:
+    if fmt == "pb":
+        return f"the binary protobuf ({size} bytes) is truncated or corrupt"
+    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"invalid {'text format' if fmt == 'pbtxt' else 'JSON'}: {detail}"
 
 
 def load(path: str | os.PathLike) -> Program:

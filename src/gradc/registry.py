@@ -71,6 +71,21 @@ def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out"
     return opdef
 
 
+def register_op(type: str, inputs: Iterable[str] = ("X",), outputs: Iterable[str] = ("Out",), **options):
+    """Decorator: register a user op whose grad maker is the decorated function.
+
+        @gradc.register_op("cube", inputs=["X"])
+        def cube_grad(g):
+            return [g.op("cube_grad", {"X": g.I("X"), "Out@GRAD": g.OG("Out")}, {"X@GRAD": g.IG("X")})]
+    """
+
+    def decorate(maker: GradMaker) -> GradMaker:
+        defop(type, inputs, outputs, grad=maker, **options)
+        return maker
+
+    return decorate
+
+
 def get(type: str) -> OpDef | None:
     return OPS.get(type)
 

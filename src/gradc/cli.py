@@ -1,0 +1,172 @@
+"""The `gradc` command line: compile, run, show, ops, convert.
+
+Every failure is one line on stderr and exit code 1; no output file is left half-written.
+"""
+
+from __future__ import annotations
+
+import importlib
+import io as _io
+import sys
+
+import click
+import numpy as np
+
+from . import registry
+from .errors import FormatError, GradcError
+from .executor import KERNELS, Executor, Scope
+from .io import load, save, write_atomic
+from .listing import program_listing
+from .passes import BackwardPass, Pipeline, VerifyPass, make_pass
+
+
+def _load_npz(path: str, what: str) -> dict[str, np.ndarray]:
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            return {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError) as exc:
+        raise FormatError(f"cannot read {what} '{path}': {exc}") from None
+
+
+def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
+    buffer = _io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomic(path, buffer.getvalue())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
+              help="Import a Python module first (it may register ops, kernels or passes). Repeatable.")
+@click.version_option(package_name="gradc")
+def cli(plugins: tuple[str, ...]) -> None:
+    """Compile PaddlePaddle ProgramDescs into training programs; run them with numpy."""
+    for name in plugins:
+        try:
+            importlib.import_module(name)
+        except ImportError as exc:
+            raise GradcError(f"cannot import plugin '{name}': {exc}") from None
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the result.")
+@click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
+@click.option("--param", "params", multiple=True, help="Only these parameters get gradients. Repeatable.")
+@click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
+@click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
+              help="Run a registered pass after the backward pass. Repeatable.")
+def compile(program, output, loss, params, no_grad, extra_passes):
+    """Append the backward (training) ops of a forward program."""
+    prog = load(program)
+    backward = BackwardPass(loss, list(params) or None, no_grad)
+    results = Pipeline([VerifyPass(), backward, *(make_pass(name) for name in extra_passes)])(prog)
+    save(prog, output)
+    pairs = results["backward"]
+    width = max([len(p) for p, _ in pairs] + [9])
+    click.echo(f"{'parameter':<{width}}  gradient")
+    for param, grad in pairs:
+        click.echo(f"{param:<{width}}  {grad}")
+    for name in extra_passes:
+        if results[name] is not None:
+            click.echo(f"{name}: {results[name]}")
+    click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--feed", type=click.Path(dir_okay=False), help="Inputs, an .npz of name -> array.")
+@click.option("--params", type=click.Path(dir_okay=False), help="Persistable values (parameters), an .npz.")
+@click.option("--startup", type=click.Path(dir_okay=False), help="An initialiser program to run first.")
+@click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the fetched values to this .npz.")
+def run(program, feed, params, startup, fetches, out):
+    """Run a program with the numpy executor."""
+    prog = load(program)
+    scope = Scope()
+    executor = Executor()
+    if startup:
+        executor.run(load(startup), scope=scope)
+    for name, value in (_load_npz(params, "params") if params else {}).items():
+        scope[name] = value
+    feeds = _load_npz(feed, "feed") if feed else {}
+    values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+    for name, value in zip(fetches, values):
+        click.echo(_summary(name, np.asarray(value)))
+    if out:
+        _save_npz(out, dict(zip(fetches, (np.asarray(v) for v in values))))
+        click.echo(f"wrote {out}")
+
+
+def _summary(name: str, value: np.ndarray) -> str:
+    head = f"{name}: {value.dtype}{list(value.shape)}"
+    if value.size == 1:
+        return f"{head} = {value.reshape(()).item():.8g}"
+    if value.dtype.kind == "f":
+        return f"{head} mean={value.mean():.6g} min={value.min():.6g} max={value.max():.6g}"
+    return head
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--no-attrs", is_flag=True, help="Leave op attributes out.")
+def show(program, no_attrs):
+    """Print a readable listing: blocks, vars, ops."""
+    click.echo(program_listing(load(program), attrs=not no_attrs))
+
+
+@cli.command()
+def ops():
+    """List registered op types, their grad makers and kernels."""
+    rows = []
+    for op_type in sorted(registry.OPS):
+        opdef = registry.OPS[op_type]
+        rows.append((op_type, _grad_kind(opdef), "yes" if op_type in KERNELS else "no"))
+    width = max(len(r[0]) for r in rows)
+    grad_width = max(len(r[1]) for r in rows)
+    click.echo(f"{'op':<{width}}  {'grad':<{grad_width}}  kernel")
+    for op_type, grad, kernel in rows:
+        click.echo(f"{op_type:<{width}}  {grad:<{grad_width}}  {kernel}")
+    differentiable = sum(1 for d in registry.OPS.values() if d.differentiable)
+    click.echo(f"{len(rows)} ops, {differentiable} differentiable, {sum(r[2] == 'yes' for r in rows)} with kernels")
+
+
+def _grad_kind(opdef: registry.OpDef) -> str:
+    if opdef.grad is registry.NO_GRAD:
+        return "none"
+    if opdef.grad is None:
+        return f"(grad of {opdef.grad_op_of})" if opdef.grad_op_of else "-"
+    spec = getattr(opdef.grad, "grad_op_spec", None)
+    if spec is not None:
+        return spec.grad_type or f"{opdef.type}_grad"
+    return "composite"
+
+
+@cli.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.argument("target", type=click.Path(dir_okay=False))
+def convert(source, target):
+    """Convert between .pb, .pbtxt and .json (chosen by extension)."""
+    save(load(source), target)
+    click.echo(f"wrote {target}")
+
+
+def main() -> None:
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("gradc: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except GradcError as exc:
+        click.echo(f"gradc: error: {exc}", err=True)
+        sys.exit(1)
+    except Exception as exc:  # a bug in gradc: still one line, and say how to report it
+        click.echo(f"gradc: internal error: {type(exc).__name__}: {exc} (please report this)", err=True)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
+

@@ -1,0 +1,77 @@
+"""Pass infrastructure: a pass is a named transformation of a Program with a precondition it
+requires and a postcondition it ensures; passes compose into a Pipeline.
+
+    @register_pass
+    class CountOps(Pass):
+        name = "count-ops"
+        def apply(self, program):
+            return program.num_ops()
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from ..errors import GradcError
+from ..ir import Program
+
+
+class PassConditionError(GradcError):
+    """A pass's precondition did not hold before it ran, or its postcondition after."""
+
+
+class Pass:
+    name: ClassVar[str] = ""
+
+    def requires(self, program: Program) -> None:
+        """Raise PassConditionError if the program is not fit for this pass."""
+
+    def ensures(self, program: Program) -> None:
+        """Raise PassConditionError if the pass did not leave the program as promised."""
+
+    def apply(self, program: Program):
+        """Transform ``program`` in place; the return value is the pass's result (any value)."""
+        raise NotImplementedError
+
+    def __call__(self, program: Program):
+        self.requires(program)
+        result = self.apply(program)
+        self.ensures(program)
+        return result
+
+    def fail(self, message: str) -> PassConditionError:
+        return PassConditionError(f"pass '{self.name}': {message}")
+
+
+@dataclass
+class Pipeline:
+    passes: list[Pass] = field(default_factory=list)
+
+    def __call__(self, program: Program) -> dict[str, object]:
+        """Run every pass in order; return each pass's result by name."""
+        return {p.name: p(program) for p in self.passes}
+
+
+PASSES: dict[str, Callable[..., Pass]] = {}
+
+
+def register_pass(cls: type[Pass]) -> type[Pass]:
+    """Make a pass available by name (``gradc compile --pass NAME``)."""
+    if not cls.name:
+        raise ValueError(f"{cls.__name__} needs a non-empty `name`")
+    PASSES[cls.name] = cls
+    return cls
+
+
+def make_pass(name: str, **options) -> Pass:
+    try:
+        factory = PASSES[name]
+    except KeyError:
+        raise GradcError(f"unknown pass '{name}' (known: {', '.join(sorted(PASSES))})") from None
+    return factory(**options)
+
+
+def pipeline(names: Iterable[str]) -> Pipeline:
+    return Pipeline([make_pass(name) for name in names])

@@ -1,0 +1,18 @@
+"""The verify pass: structure, declared vars and shapes are consistent before anything else runs."""
+
+from __future__ import annotations
+
+from ..ir import Program
+from ..ops.infer import check_shapes
+from ..verify import check_structure, check_vars
+from .base import Pass, register_pass
+
+
+@register_pass
+class VerifyPass(Pass):
+    name = "verify"
+
+    def apply(self, program: Program) -> None:
+        check_structure(program)
+        check_vars(program)
+        check_shapes(program)
