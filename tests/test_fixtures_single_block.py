@@ -1,0 +1,64 @@
+"""Paddle's single-block fixtures: gradc's compile + run gives Paddle's loss and gradients."""
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import gradc
+from fixtures import Fixture, grad_vars
+from gradc.cli import cli
+
+CASES = ["mlp", "shared_param", "stop_grad_branch"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compiled_by_gradc_matches_paddle(case):
+    fixture = Fixture(case)
+    program = gradc.load(fixture.dir / "forward.pb")
+    pairs = gradc.append_backward(program, loss=fixture.meta["loss"])
+    assert sorted(pairs) == sorted(map(tuple, fixture.meta["params_grads"]))
+    fixture.assert_matches_paddle(fixture.run(program))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_same_grad_vars_and_ops_as_paddle(case):
+    fixture = Fixture(case)
+    program = gradc.load(fixture.dir / "forward.pb")
+    gradc.append_backward(program)
+    paddle = gradc.load(fixture.dir / "backward.pb")
+    assert grad_vars(program) == grad_vars(paddle)
+    assert [op.type for op in program.global_block.ops] == [op.type for op in paddle.global_block.ops]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_paddles_own_backward_program_runs_in_gradc(case):
+    fixture = Fixture(case)
+    fixture.assert_matches_paddle(fixture.run(gradc.load(fixture.dir / "backward.pb")))
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_cli_compile_and_run_match_paddle(case, tmp_path):
+    fixture = Fixture(case)
+    train, out = tmp_path / "train.pb", tmp_path / "results.npz"
+    runner = CliRunner()
+    result = runner.invoke(cli, ["compile", str(fixture.dir / "forward.pb"), "-o", str(train)])
+    assert result.exit_code == 0, result.output
+    for param, grad in fixture.meta["params_grads"]:
+        assert f"{param}" in result.output and grad in result.output
+    fetches = [fixture.meta["loss"], *fixture.npz("grads")]
+    args = ["run", str(train), "--feed", str(fixture.dir / "feed.npz"), "--params", str(fixture.dir / "params.npz"),
+            "--out", str(out)] + [a for name in fetches for a in ("--fetch", name)]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    with np.load(out) as archive:
+        fixture.assert_matches_paddle({name: archive[name] for name in archive.files})
+
+
+def test_op_roles_follow_paddle():
+    fixture = Fixture("mlp")
+    program = gradc.load(fixture.dir / "forward.pb")
+    gradc.append_backward(program)
+    paddle = gradc.load(fixture.dir / "backward.pb")
+    ours = [(op.type, op.attrs["op_role"], op.attrs.get("op_role_var")) for op in program.global_block.ops]
+    theirs = [(op.type, op.attrs["op_role"], op.attrs.get("op_role_var")) for op in paddle.global_block.ops]
+    assert ours == theirs
