@@ -273,3 +273,10 @@ def test_norm_grads_on_random_shapes(shape, layout, test_mode, seed):
     groups = int(r.choice([g for g in range(1, c + 1) if c % g == 0]))
     check_op("group_norm", {"X": x, "Scale": r.standard_normal(c), "Bias": r.standard_normal(c)},
              {"groups": groups, "data_layout": layout})
+
+
+def test_shape_inference_names_the_op_and_the_bad_slot():
+    prog = _bn_program((4, 3, 2, 2), {})
+    prog.global_block.var("scale").shape = [4]
+    with pytest.raises(gradc.ProgramError, match="batch_norm.*Scale must be a vector of size 3"):
+        check_shapes(prog)
