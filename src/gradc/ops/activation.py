@@ -1,4 +1,5 @@
-"""Activations. Grads that only need the output read Out, so X can be freed early."""
+"""Activations. Each grad op reads the forward slots Paddle's `<type>_grad` reads: Out where the
+derivative is a function of the output (X can then be freed early), X otherwise."""
 
 from __future__ import annotations
 
@@ -6,11 +7,21 @@ from ..registry import defop, grad_op
 from .infer import same_as
 
 
-def activation(name: str, uses: str = "X", attrs: dict | None = None) -> None:
-    defop(name, ["X"], attrs=attrs, infer=same_as("X"), grad=grad_op(uses))
+def activation(name: str, *uses: str, attrs: dict | None = None) -> None:
+    defop(name, ["X"], attrs=attrs, infer=same_as("X"), grad=grad_op(*(uses or ("X",))))
 
 
-activation("relu", uses="Out")
-activation("sigmoid", uses="Out")
-activation("tanh", uses="Out")
-activation("softmax", uses="Out", attrs={"axis": -1})
+activation("relu", "Out")
+activation("sigmoid", "Out")
+activation("tanh", "Out")
+activation("softmax", "Out", attrs={"axis": -1})
+activation("log_softmax", "Out", attrs={"axis": -1})
+activation("gelu", "X", attrs={"approximate": False})
+activation("leaky_relu", "X", attrs={"alpha": 0.02})
+activation("elu", "X", "Out", attrs={"alpha": 1.0})
+activation("silu", "X", "Out")
+activation("swish", "X")                        # x * sigmoid(x): the legacy op has no beta
+activation("softplus", "X", attrs={"beta": 1.0, "threshold": 20.0})
+activation("hard_sigmoid", "Out", attrs={"slope": 0.2, "offset": 0.5})
+activation("hard_swish", "X", attrs={"threshold": 6.0, "scale": 6.0, "offset": 3.0})
+activation("relu6", "Out")                      # Paddle 3.x: no threshold attribute, the cap is 6

@@ -1,10 +1,11 @@
-"""Arithmetic: mul, matmul_v2, elementwise_*, scale, sum."""
+"""Arithmetic: elementwise_*, mul, matmul(_v2), bmm, scale, sum, unary math, clip, where, cumsum."""
 
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR
-from ..registry import defop, grad_op
-from .infer import broadcast_shapes, dims_match
+from ..registry import NO_GRAD, defop, grad_op
+from .activation import activation
+from .infer import broadcast_shapes, dims_match, same_as
 
 ELEMENTWISE_ATTRS = {"axis": -1}
 
@@ -13,9 +14,12 @@ def _elementwise_infer(ctx):
     return {"Out": (broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"), ctx.attr("axis")), ctx.dtype("X"))}
 
 
-for _name in ("elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div"):
-    defop(_name, ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer,
-          grad=grad_op("X", "Y") if _name != "elementwise_div" else grad_op("X", "Y", "Out"))
+for _name in ("elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_max", "elementwise_min",
+              "elementwise_pow"):
+    defop(_name, ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=grad_op("X", "Y"))
+defop("elementwise_div", ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=grad_op("X", "Y", "Out"))
+for _name in ("elementwise_mod", "elementwise_floordiv"):  # piecewise constant in Y, integer-valued: no grad
+    defop(_name, ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=NO_GRAD)
 
 
 def _mul_infer(ctx):
@@ -40,22 +44,41 @@ defop("mul", ["X", "Y"], attrs={"x_num_col_dims": 1, "y_num_col_dims": 1}, infer
       grad=grad_op("X", "Y"))
 
 
-def _matmul_infer(ctx):
+def _matmul_shape(ctx, trans_x: bool, trans_y: bool) -> list[int]:
+    """Batched matmul with broadcast batch dims; a 1-D X is a row, a 1-D Y a column, and the
+    promoted dim is dropped from the output."""
     x, y = ctx.shape("X"), ctx.shape("Y")
-    if ctx.attr("trans_x") and len(x) >= 2:
+    if trans_x and len(x) >= 2:
         x = x[:-2] + [x[-1], x[-2]]
-    if ctx.attr("trans_y") and len(y) >= 2:
+    if trans_y and len(y) >= 2:
         y = y[:-2] + [y[-1], y[-2]]
     x2, y2 = ([1] + x if len(x) == 1 else x), (y + [1] if len(y) == 1 else y)
     if not dims_match(x2[-1], y2[-2]):
         ctx.fail(f"contraction dims differ: {x2[-1]} vs {y2[-2]}")
     batch = broadcast_shapes(ctx, x2[:-2], y2[:-2]) if x2[:-2] or y2[:-2] else []
-    out = batch + ([x2[-2]] if len(x) > 1 else []) + ([y2[-1]] if len(y) > 1 else [])
-    return {"Out": (out, ctx.dtype("X"))}
+    return batch + ([x2[-2]] if len(x) > 1 else []) + ([y2[-1]] if len(y) > 1 else [])
 
 
-defop("matmul_v2", ["X", "Y"], attrs={"trans_x": False, "trans_y": False}, infer=_matmul_infer,
-      grad=grad_op("X", "Y"))
+defop("matmul_v2", ["X", "Y"], attrs={"trans_x": False, "trans_y": False}, grad=grad_op("X", "Y"),
+      infer=lambda ctx: {"Out": (_matmul_shape(ctx, ctx.attr("trans_x"), ctx.attr("trans_y")), ctx.dtype("X"))})
+
+# The legacy matmul: Out = alpha * op(X) @ op(Y); two 1-D operands give shape [1], not [].
+defop("matmul", ["X", "Y"], attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0},
+      grad=grad_op("X", "Y"),
+      infer=lambda ctx: {"Out": (_matmul_shape(ctx, ctx.attr("transpose_X"), ctx.attr("transpose_Y")) or [1],
+                                 ctx.dtype("X"))})
+
+
+def _bmm_infer(ctx):
+    x, y = ctx.shape("X"), ctx.shape("Y")
+    if len(x) != 3 or len(y) != 3:
+        ctx.fail(f"bmm takes 3-D X and Y, got ranks {len(x)} and {len(y)}")
+    if not (dims_match(x[0], y[0]) and dims_match(x[2], y[1])):
+        ctx.fail(f"bmm needs X [B, M, K] and Y [B, K, N], got {x} and {y}")
+    return {"Out": ([x[0] if x[0] >= 0 else y[0], x[1], y[2]], ctx.dtype("X"))}
+
+
+defop("bmm", ["X", "Y"], infer=_bmm_infer, grad=grad_op("X", "Y"))
 
 
 def _scale_grad(g):
@@ -75,3 +98,56 @@ def _sum_grad(g):
 
 
 defop("sum", ["X"], infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X"))}, grad=_sum_grad)
+
+
+# Unary math, with the forward value each Paddle grad op reads (Out where dx is a function of it).
+activation("exp", "Out")
+activation("log", "X")
+activation("sqrt", "Out")
+activation("rsqrt", "Out")
+activation("square", "X")
+activation("abs", "X")
+defop("pow", ["X", "FactorTensor"], attrs={"factor": 1.0}, infer=same_as("X"),
+      no_grad_inputs=["FactorTensor"], grad=grad_op("X", "FactorTensor"))
+
+
+def _sign_grad(g):
+    """sign is piecewise constant: its grad is the output grad scaled by 0, as Paddle emits."""
+    return [g.op("scale", {"X": g.OG("Out")}, {"Out": g.IG("X")},
+                 {"scale": 0.0, "bias": 0.0, "bias_after_scale": True})]
+
+
+defop("sign", ["X"], infer=same_as("X"), grad=_sign_grad)
+
+FLOAT32_MAX = 3.4028234663852886e38
+defop("clip", ["X", "Min", "Max"], attrs={"min": -FLOAT32_MAX, "max": FLOAT32_MAX}, infer=same_as("X"),
+      no_grad_inputs=["Min", "Max"], grad=grad_op("X", "Min", "Max"))
+
+
+def _where_infer(ctx):
+    shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"))
+    return {"Out": (broadcast_shapes(ctx, shape, ctx.shape("Condition")), ctx.dtype("X"))}
+
+
+defop("where", ["Condition", "X", "Y"], infer=_where_infer, no_grad_inputs=["Condition"],
+      grad=grad_op("Condition", "X", "Y"))
+
+
+def _cumsum_infer(ctx):
+    x = ctx.shape("X")
+    return {"Out": ([_prod(x)] if ctx.attr("flatten") else x, ctx.dtype("X"))}
+
+
+def _cumsum_grad(g):
+    """The adjoint of a running sum is the running sum the other way, as Paddle emits; with flatten,
+    Paddle's version leaves X@GRAD flat, so cumsum_grad (which reshapes to X) is used instead."""
+    if g.attr("flatten"):
+        return [g.op("cumsum_grad", {"X": g.I("X"), "Out@GRAD": g.OG("Out")}, {"X@GRAD": g.IG("X")},
+                     forward_attrs=True)]
+    return [g.op("cumsum", {"X": g.OG("Out")}, {"Out": g.IG("X")}, {"reverse": not g.attr("reverse")},
+                 forward_attrs=True)]
+
+
+CUMSUM_ATTRS = {"axis": -1, "flatten": False, "exclusive": False, "reverse": False}
+defop("cumsum", ["X"], attrs=CUMSUM_ATTRS, infer=_cumsum_infer, grad=_cumsum_grad)
+defop("cumsum_grad", ["X", "Out@GRAD"], ["X@GRAD"], attrs=CUMSUM_ATTRS, infer=same_as("X", "X@GRAD"))

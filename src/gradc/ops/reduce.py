@@ -28,5 +28,25 @@ def _reduce_infer(ctx):
 
 for _name in ("reduce_sum", "reduce_mean"):
     defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X"))
+for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with / divide by Out
+    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X", "Out"))
 
 defop("mean", ["X"], infer=lambda ctx: {"Out": ([], ctx.dtype("X"))}, grad=grad_op("X"))
+
+
+def _p_norm_infer(ctx):
+    shape = ctx.shape("X")
+    keep = ctx.attr("keepdim")
+    if ctx.attr("asvector"):  # the norm of all elements: 0-d unless keepdim
+        return {"Out": ([1] * len(shape) if keep else [], ctx.dtype("X"))}
+    if not shape:
+        ctx.fail("p_norm over an axis needs X of rank >= 1")
+    axis = normalize_axis(ctx.attr("axis"), len(shape))
+    if not 0 <= axis < len(shape):
+        ctx.fail(f"axis {ctx.attr('axis')} is out of range for rank {len(shape)}")
+    out = [1 if i == axis else d for i, d in enumerate(shape)] if keep else shape[:axis] + shape[axis + 1:]
+    return {"Out": (out, ctx.dtype("X"))}
+
+
+defop("p_norm", ["X"], attrs={"porder": 2.0, "axis": -1, "epsilon": 1e-12, "keepdim": False, "asvector": False},
+      infer=_p_norm_infer, grad=grad_op("X", "Out"))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import kernel
@@ -13,17 +15,80 @@ def unary(name: str, forward, backward, uses: str = "X") -> None:
     kernel(name + "_grad")(lambda k: {"X@GRAD": backward(k.x(uses), k.x("Out@GRAD"), k)})
 
 
+def sigmoid(x):
+    return 0.5 * (np.tanh(0.5 * x) + 1)  # overflow-free logistic
+
+
+def erf(x):
+    """erf to ~2e-15 with numpy only: exp(-z^2) times a series of positive terms (no cancellation),
+    computed in float64 and returned in x's dtype; |z| is capped at 6, where erf is +-1 in doubles."""
+    z = np.clip(np.asarray(x, dtype=np.float64), -6.0, 6.0)
+    z2 = 2 * z * z
+    term, total = z.copy(), z.copy()
+    for n in range(1, int(z2.max(initial=0.0)) + 40):  # terms shrink once 2n+1 > 2z^2
+        term *= z2 / (2 * n + 1)
+        total += term
+    return (2 / math.sqrt(math.pi) * np.exp(-z * z) * total).astype(np.result_type(x, np.float32), copy=False)
+
+
 def _softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _sigmoid(x):
-    return 0.5 * (np.tanh(0.5 * x) + 1)  # overflow-free logistic
+def _log_softmax(x, axis):
+    shifted = x - x.max(axis=axis, keepdims=True)
+    return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+
+
+_TANH_C = math.sqrt(2 / math.pi)  # tanh-approximate gelu: 0.5 x (1 + tanh(c (x + 0.044715 x^3)))
+
+
+def _gelu(x, approximate):
+    if approximate:
+        return 0.5 * x * (1 + np.tanh(_TANH_C * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + erf(x / math.sqrt(2)))
+
+
+def _gelu_grad(x, d, approximate):
+    if approximate:
+        t = np.tanh(_TANH_C * (x + 0.044715 * x ** 3))
+        return d * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _TANH_C * (1 + 3 * 0.044715 * x * x))
+    return d * (0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+
+
+def _softplus(x, beta, threshold):
+    bx = beta * x
+    return np.where(bx > threshold, x, np.logaddexp(0, bx) / beta)
+
+
+def _hard_swish(x, k):
+    return x * np.clip(x + k.attr("offset"), 0, k.attr("threshold")) / k.attr("scale")
+
+
+def _hard_swish_grad(x, d, k):
+    shifted, threshold, scale = x + k.attr("offset"), k.attr("threshold"), k.attr("scale")
+    slope = np.where(shifted < threshold, (x + shifted) / scale, threshold / scale)
+    return d * (shifted > 0) * slope
 
 
 unary("relu", lambda x, k: np.maximum(x, 0), lambda out, d, k: d * (out > 0), uses="Out")
-unary("sigmoid", lambda x, k: _sigmoid(x), lambda out, d, k: d * out * (1 - out), uses="Out")
+unary("sigmoid", lambda x, k: sigmoid(x), lambda out, d, k: d * out * (1 - out), uses="Out")
 unary("tanh", lambda x, k: np.tanh(x), lambda out, d, k: d * (1 - out * out), uses="Out")
 unary("softmax", lambda x, k: _softmax(x, k.attr("axis")),
       lambda out, d, k: out * (d - (d * out).sum(axis=k.attr("axis"), keepdims=True)), uses="Out")
+unary("log_softmax", lambda x, k: _log_softmax(x, k.attr("axis")),
+      lambda out, d, k: d - np.exp(out) * d.sum(axis=k.attr("axis"), keepdims=True), uses="Out")
+unary("gelu", lambda x, k: _gelu(x, k.attr("approximate")), lambda x, d, k: _gelu_grad(x, d, k.attr("approximate")))
+unary("leaky_relu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * x),
+      lambda x, d, k: np.where(x > 0, d, k.attr("alpha") * d))
+unary("elu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0))),
+      lambda x, d, k: np.where(x > 0, d, d * (k.x("Out") + k.attr("alpha"))))
+unary("silu", lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+unary("swish", lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+unary("softplus", lambda x, k: _softplus(x, k.attr("beta"), k.attr("threshold")),
+      lambda x, d, k: np.where(k.attr("beta") * x > k.attr("threshold"), d, d * sigmoid(k.attr("beta") * x)))
+unary("hard_sigmoid", lambda x, k: np.clip(k.attr("slope") * x + k.attr("offset"), 0, 1),
+      lambda out, d, k: d * k.attr("slope") * ((out > 0) & (out < 1)), uses="Out")
+unary("hard_swish", _hard_swish, _hard_swish_grad)
+unary("relu6", lambda x, k: np.clip(x, 0, 6), lambda out, d, k: d * ((out > 0) & (out < 6)), uses="Out")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .broadcast import align, reduce_to
+from .activation import unary
+from .broadcast import align, reduce_to, unbroadcast
 
 
 def _elementwise(k):
@@ -22,6 +23,11 @@ _binary("elementwise_add", np.add)
 _binary("elementwise_sub", np.subtract)
 _binary("elementwise_mul", np.multiply)
 _binary("elementwise_div", np.divide)
+_binary("elementwise_max", np.maximum)
+_binary("elementwise_min", np.minimum)
+_binary("elementwise_pow", np.power)
+_binary("elementwise_mod", np.mod)                # the sign of Y, as Python's %
+_binary("elementwise_floordiv", np.floor_divide)  # rounds toward -inf
 
 
 def _binary_grad(name, dx, dy):
@@ -43,6 +49,12 @@ _binary_grad("elementwise_add_grad", lambda x, y, d: d, lambda x, y, d: d)
 _binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
 _binary_grad("elementwise_mul_grad", lambda x, y, d: d * y, lambda x, y, d: d * x)
 _binary_grad("elementwise_div_grad", lambda x, y, d: d / y, lambda x, y, d: -d * x / (y * y))
+# Ties go to Y, as in Paddle's kernels.
+_binary_grad("elementwise_max_grad", lambda x, y, d: d * (x > y), lambda x, y, d: d * (x <= y))
+_binary_grad("elementwise_min_grad", lambda x, y, d: d * (x < y), lambda x, y, d: d * (x >= y))
+# d(x^y)/dy = x^y log x, whose limit at x = 0 is 0 (log(1) stands in there).
+_binary_grad("elementwise_pow_grad", lambda x, y, d: d * y * np.power(x, y - 1),
+             lambda x, y, d: d * np.power(x, y) * np.log(np.where(x == 0, 1, x)))
 
 
 def _flatten2d(a, num_col_dims):
@@ -69,36 +81,32 @@ def _swap_last(a):
     return np.swapaxes(a, -1, -2)
 
 
-def _as_matrices(k):
-    """X and Y as (batch..., m, n) operands, 1-D inputs promoted the way matmul does."""
-    x, y = k.x("X"), k.x("Y")
-    xm = x[None, :] if x.ndim == 1 else (_swap_last(x) if k.attr("trans_x") else x)
-    ym = y[:, None] if y.ndim == 1 else (_swap_last(y) if k.attr("trans_y") else y)
-    return x, y, xm, ym
+def _operands(x, y, trans_x, trans_y):
+    """X and Y as (batch..., m, n) operands: a 1-D X is a row and a 1-D Y a column (never transposed)."""
+    xm = x[None, :] if x.ndim == 1 else (_swap_last(x) if trans_x else x)
+    ym = y[:, None] if y.ndim == 1 else (_swap_last(y) if trans_y else y)
+    return xm, ym
 
 
-@kernel("matmul_v2")
-def matmul_v2(k):
-    x, y, xm, ym = _as_matrices(k)
+def _matmul(x, y, trans_x, trans_y):
+    xm, ym = _operands(x, y, trans_x, trans_y)
     out = xm @ ym
     if x.ndim == 1:
         out = out[..., 0, :]
     if y.ndim == 1:
         out = out[..., 0]
-    return {"Out": out}
+    return out
 
 
-@kernel("matmul_v2_grad")
-def matmul_v2_grad(k):
-    x, y, xm, ym = _as_matrices(k)
-    dout = k.x("Out@GRAD")
+def _matmul_grads(x, y, dout, trans_x, trans_y):
+    xm, ym = _operands(x, y, trans_x, trans_y)
+    if y.ndim == 1:  # restore the dropped dims: Y's column first, so a 0-d dout works too
+        dout = dout[..., None]
     if x.ndim == 1:
         dout = np.expand_dims(dout, -2)
-    if y.ndim == 1:
-        dout = dout[..., None]
     dxm, dym = dout @ _swap_last(ym), _swap_last(xm) @ dout
-    dx = dxm if x.ndim == 1 or not k.attr("trans_x") else _swap_last(dxm)
-    dy = dym if y.ndim == 1 or not k.attr("trans_y") else _swap_last(dym)
+    dx = dxm if x.ndim == 1 or not trans_x else _swap_last(dxm)
+    dy = dym if y.ndim == 1 or not trans_y else _swap_last(dym)
     return {"X@GRAD": _sum_batch(dx, x.shape), "Y@GRAD": _sum_batch(dy, y.shape)}
 
 
@@ -111,6 +119,35 @@ def _sum_batch(grad, shape):
         grad = grad.sum(axis=tuple(range(lead)))
     axes = tuple(i for i, s in enumerate(shape[:-2]) if s == 1 and grad.shape[i] != 1)
     return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+@kernel("matmul_v2")
+def matmul_v2(k):
+    return {"Out": _matmul(k.x("X"), k.x("Y"), k.attr("trans_x"), k.attr("trans_y"))}
+
+
+@kernel("matmul_v2_grad")
+def matmul_v2_grad(k):
+    return _matmul_grads(k.x("X"), k.x("Y"), k.x("Out@GRAD"), k.attr("trans_x"), k.attr("trans_y"))
+
+
+@kernel("matmul")
+def matmul(k):
+    x, y = k.x("X"), k.x("Y")
+    out = _matmul(x, y, k.attr("transpose_X"), k.attr("transpose_Y")) * k.attr("alpha")
+    return {"Out": out.reshape(1) if x.ndim == y.ndim == 1 else out}
+
+
+@kernel("matmul_grad")
+def matmul_grad(k):
+    x, y = k.x("X"), k.x("Y")
+    dout = k.x("Out@GRAD") * k.attr("alpha")
+    dout = dout.reshape(()) if x.ndim == y.ndim == 1 else dout
+    return _matmul_grads(x, y, dout, k.attr("transpose_X"), k.attr("transpose_Y"))
+
+
+kernel("bmm")(lambda k: {"Out": k.x("X") @ k.x("Y")})
+kernel("bmm_grad")(lambda k: _matmul_grads(k.x("X"), k.x("Y"), k.x("Out@GRAD"), False, False))
 
 
 @kernel("scale")
@@ -127,3 +164,55 @@ def sum_(k):
     for a in arrays[1:]:
         out += a
     return {"Out": out}
+
+
+def _factor(k):
+    return float(k.x("FactorTensor").reshape(-1)[0]) if k.has("FactorTensor") else k.attr("factor")
+
+
+unary("exp", lambda x, k: np.exp(x), lambda out, d, k: d * out, uses="Out")
+unary("log", lambda x, k: np.log(x), lambda x, d, k: d / x)
+unary("sqrt", lambda x, k: np.sqrt(x), lambda out, d, k: d * 0.5 / out, uses="Out")
+unary("rsqrt", lambda x, k: 1 / np.sqrt(x), lambda out, d, k: d * -0.5 * out ** 3, uses="Out")
+unary("square", lambda x, k: x * x, lambda x, d, k: d * 2 * x)
+unary("abs", lambda x, k: np.abs(x), lambda x, d, k: d * np.sign(x))
+unary("pow", lambda x, k: np.power(x, _factor(k)), lambda x, d, k: d * _factor(k) * np.power(x, _factor(k) - 1))
+kernel("sign")(lambda k: {"Out": np.sign(k.x("X"))})
+
+
+def _bounds(k):
+    """clip's bounds: the Min/Max tensors when given, else the attributes."""
+    lo = float(k.x("Min").reshape(-1)[0]) if k.has("Min") else k.attr("min")
+    hi = float(k.x("Max").reshape(-1)[0]) if k.has("Max") else k.attr("max")
+    return lo, hi
+
+
+unary("clip", lambda x, k: np.clip(x, *_bounds(k)),
+      lambda x, d, k: d * ((x > _bounds(k)[0]) & (x < _bounds(k)[1])))
+
+
+@kernel("where")
+def where(k):
+    return {"Out": np.where(k.x("Condition"), k.x("X"), k.x("Y"))}
+
+
+@kernel("where_grad")
+def where_grad(k):
+    cond, dout = k.x("Condition"), k.x("Out@GRAD")
+    return {"X@GRAD": unbroadcast(np.where(cond, dout, 0), k.x("X").shape),
+            "Y@GRAD": unbroadcast(np.where(cond, 0, dout), k.x("Y").shape)}
+
+
+def _cumsum(x, k, reverse):
+    """Running sum along `axis` (of the flattened array with `flatten`), optionally exclusive/reversed."""
+    axis = 0 if k.attr("flatten") else k.attr("axis")
+    a = np.moveaxis(x.reshape(-1) if k.attr("flatten") else x, axis, -1)
+    a = a[..., ::-1] if reverse else a
+    out = np.cumsum(a, axis=-1, dtype=a.dtype)
+    if k.attr("exclusive"):
+        out = np.concatenate([np.zeros_like(out[..., :1]), out[..., :-1]], axis=-1)
+    return np.moveaxis(out[..., ::-1] if reverse else out, -1, axis)
+
+
+kernel("cumsum")(lambda k: {"Out": _cumsum(k.x("X"), k, k.attr("reverse"))})
+kernel("cumsum_grad")(lambda k: {"X@GRAD": _cumsum(k.x("Out@GRAD"), k, not k.attr("reverse")).reshape(k.x("X").shape)})

@@ -54,3 +54,67 @@ def mean(k):
 def mean_grad(k):
     x = k.x("X")
     return {"X@GRAD": np.full(x.shape, k.x("Out@GRAD").reshape(()) / max(x.size, 1), dtype=x.dtype)}
+
+
+def _reduce(name, fn, grad):
+    """fn(x, axes, keepdims) -> out; grad(x, out, axes) -> d(out)/dx with out broadcast back over X."""
+    kernel(name)(lambda k: {"Out": fn(k.x("X"), axis=_axes(k, k.x("X")), keepdims=k.attr("keep_dim"))})
+
+    @kernel(name + "_grad")
+    def reduce_grad(k):
+        x = k.x("X")
+        return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x) * grad(x, _expand(k, k.x("Out"), x), _axes(k, x))}
+
+
+def _prod_of_others(x, axes):
+    """For each element, the product of the other elements it is reduced with: exclusive running
+    products from both ends, so zeros in X are handled exactly (no division by X)."""
+    if not axes:
+        return np.ones_like(x)
+    rest = [i for i in range(x.ndim) if i not in axes]
+    moved = np.transpose(x, rest + list(axes))
+    flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
+    ones = np.ones_like(flat[..., :1])
+    before = np.cumprod(np.concatenate([ones, flat[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, flat[..., :0:-1]], -1), -1)[..., ::-1]
+    return np.transpose((before * after).reshape(moved.shape), np.argsort(rest + list(axes)))
+
+
+# Every element equal to the extreme gets the full output grad, as in Paddle (keep inputs tie-free).
+_reduce("reduce_max", np.max, lambda x, out, axes: x == out)
+_reduce("reduce_min", np.min, lambda x, out, axes: x == out)
+_reduce("reduce_prod", np.prod, lambda x, out, axes: _prod_of_others(x, axes))
+
+
+def _norm_axis(k, x):
+    """(axis argument for numpy, shape of Out with kept dims) of p_norm."""
+    if k.attr("asvector"):
+        return None, (1,) * x.ndim
+    axis = k.attr("axis") % x.ndim
+    return axis, x.shape[:axis] + (1,) + x.shape[axis + 1:]
+
+
+@kernel("p_norm")
+def p_norm(k):
+    x, p = k.x("X"), k.attr("porder")
+    axis, _ = _norm_axis(k, x)
+    keep = k.attr("keepdim")
+    if p == 0:
+        out = np.sum(x != 0, axis=axis, keepdims=keep).astype(x.dtype)
+    elif np.isinf(p):
+        out = (np.max if p > 0 else np.min)(np.abs(x), axis=axis, keepdims=keep)
+    else:
+        out = np.sum(np.abs(x) ** p, axis=axis, keepdims=keep) ** (1.0 / p)
+    return {"Out": out}
+
+
+@kernel("p_norm_grad")
+def p_norm_grad(k):
+    x, p, eps = k.x("X"), k.attr("porder"), k.attr("epsilon")
+    _, kept = _norm_axis(k, x)
+    norm, dout = k.x("Out").reshape(kept), k.x("Out@GRAD").reshape(kept)
+    if p == 0:  # a count of nonzeros: piecewise constant
+        return {"X@GRAD": np.zeros_like(x)}
+    if np.isinf(p):
+        return {"X@GRAD": (np.abs(x) == norm) * np.sign(x) * dout}
+    return {"X@GRAD": np.abs(x) ** (p - 1) / (norm ** (p - 1) + eps) * np.sign(x) * dout}
