@@ -1,9 +1,220 @@
-"""Ops that move data around without arithmetic: split, concat."""
+"""Ops that move data around without arithmetic: reshape, transpose, squeeze, stack, expand, pad,
+split, concat. Ops with an `XShape` output keep it (shape [0] + X's shape, no data) so their grads
+read XShape instead of X, and X can be freed right after the forward op."""
 
 from __future__ import annotations
 
 from ..registry import defop, grad_op
 from .infer import normalize_axis
+
+
+def numel(dims) -> int:
+    """The element count, -1 if any dim is unknown."""
+    total = 1
+    for d in dims:
+        if d < 0:
+            return -1
+        total *= d
+    return total
+
+
+def xshape(ctx):
+    return ([0] + ctx.shape("X"), ctx.dtype("X"))
+
+
+def _with_xshape(out_shape):
+    """Inference of an XShape op from ``out_shape(ctx, x_shape)``."""
+    return lambda ctx: {"Out": (out_shape(ctx, ctx.shape("X")), ctx.dtype("X")), "XShape": xshape(ctx)}
+
+
+def _xshape_op(type, inputs, attrs, out_shape):
+    defop(type, inputs, ["Out", "XShape"], attrs=attrs, no_grad_inputs=inputs[1:], no_grad_outputs=["XShape"],
+          infer=_with_xshape(out_shape), grad=grad_op("XShape"))
+
+
+def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
+    """Paddle's reshape rule: 0 copies X's dim at that index, one -1 takes what is left."""
+    if shape.count(-1) > 1 or any(d == 0 and i >= len(x) for i, d in enumerate(shape)):
+        fail(f"cannot reshape {x} to {shape}: at most one -1, and 0 only where X has a dim")
+    out = [x[i] if d == 0 else d for i, d in enumerate(shape)]
+    total = numel(x)
+    if -1 in shape:
+        infer_at = shape.index(-1)
+        rest = numel(d for i, d in enumerate(out) if i != infer_at)
+        if rest > 0 and total >= 0:
+            if total % rest:
+                fail(f"cannot reshape {x} ({total} elements) to {shape}")
+            out[infer_at] = total // rest
+    elif total >= 0 and numel(out) >= 0 and numel(out) != total:
+        fail(f"cannot reshape {x} ({total} elements) to {shape}")
+    return out
+
+
+def _reshape_out(ctx, x):
+    shape = list(ctx.attr("shape") or [])
+    if ctx.has("ShapeTensor"):  # one 1-element tensor per dim: the rank is known, the dims are not
+        return [-1] * len(ctx.op.input("ShapeTensor"))
+    if ctx.has("Shape"):
+        return None
+    return reshape_dims(ctx.fail, x, shape)
+
+
+def squeeze_dims(x: list[int], axes) -> list[int]:
+    """Drops the listed dims of size 1 (all size-1 dims if none is listed); others are ignored."""
+    axes = {normalize_axis(a, len(x)) for a in axes} or set(range(len(x)))
+    return [d for i, d in enumerate(x) if not (i in axes and d == 1)]
+
+
+def unsqueeze_dims(x: list[int], axes) -> list[int]:
+    """Inserts size-1 dims one after another: each axis indexes the shape built so far."""
+    out = list(x)
+    for axis in axes:
+        out.insert(axis + len(out) + 1 if axis < 0 else axis, 1)
+    return out
+
+
+def flatten_dims(x: list[int], start: int, stop: int) -> list[int]:
+    if not x:
+        return [1]
+    start, stop = normalize_axis(start, len(x)), normalize_axis(stop, len(x))
+    return x[:start] + [numel(x[start:stop + 1])] + x[stop + 1:]
+
+
+def _transpose_out(ctx, x):
+    axis = [normalize_axis(a, len(x)) for a in ctx.attr("axis")]
+    if sorted(axis) != list(range(len(x))):
+        ctx.fail(f"transpose axis {ctx.attr('axis')} is not a permutation of {len(x)} dims")
+    return [x[a] for a in axis]
+
+
+def _unsqueeze_out(ctx, x):
+    if ctx.has("AxesTensor") or ctx.has("AxesTensorList"):
+        return None
+    return unsqueeze_dims(x, ctx.attr("axes"))
+
+
+_xshape_op("reshape2", ["X", "Shape", "ShapeTensor"], {"shape": []}, _reshape_out)
+_xshape_op("transpose2", ["X"], {"axis": [], "data_format": "AnyLayout"}, _transpose_out)
+_xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes")))
+_xshape_op("unsqueeze2", ["X", "AxesTensor", "AxesTensorList"], {"axes": []}, _unsqueeze_out)
+_xshape_op("flatten_contiguous_range", ["X"], {"start_axis": 1, "stop_axis": 1},
+           lambda ctx, x: flatten_dims(x, ctx.attr("start_axis"), ctx.attr("stop_axis")))
+
+
+def _stack_infer(ctx):
+    shapes = ctx.shapes("X")
+    if any(len(s) != len(shapes[0]) for s in shapes):
+        ctx.fail(f"stack inputs differ in rank: {shapes}")
+    out = list(shapes[0])
+    out.insert(normalize_axis(ctx.attr("axis"), len(out) + 1), len(shapes))
+    return {"Y": (out, ctx.dtype("X"))}
+
+
+def _unstack_infer(ctx):
+    x = ctx.shape("X")
+    axis = normalize_axis(ctx.attr("axis"), len(x))
+    count = len(ctx.op.output("Y"))
+    if x[axis] >= 0 and x[axis] != count:
+        ctx.fail(f"unstack along axis {axis} of {x} gives {x[axis]} tensors, but {count} outputs are named")
+    return {"Y": [(x[:axis] + x[axis + 1:], ctx.dtype("X"))] * count}
+
+
+defop("stack", ["X"], ["Y"], attrs={"axis": 0}, infer=_stack_infer, grad=grad_op())
+defop("unstack", ["X"], ["Y"], attrs={"axis": 0, "num": 0}, infer=_unstack_infer, grad=grad_op())
+
+
+def expand_dims_to(fail, x: list[int], shape: list[int]) -> list[int]:
+    """expand_v2's target: X aligns with the trailing dims; -1 keeps X's dim."""
+    lead = len(shape) - len(x)
+    if lead < 0:
+        fail(f"cannot expand {x} to the lower rank shape {shape}")
+    out = []
+    for i, d in enumerate(shape):
+        own = x[i - lead] if i >= lead else 1
+        if d == -1 and i < lead:
+            fail(f"expand shape {shape}: -1 is only allowed where X has a dim")
+        target = own if d == -1 else d
+        if own not in (1, -1, target):
+            fail(f"cannot expand dim {own} of {x} to {target} (shape {shape})")
+        out.append(target)
+    return out
+
+
+def _expand_infer(ctx):
+    if ctx.has("Shape") or ctx.has("expand_shapes_tensor"):
+        return {"Out": (None, ctx.dtype("X"))}
+    return {"Out": (expand_dims_to(ctx.fail, ctx.shape("X"), list(ctx.attr("shape"))), ctx.dtype("X"))}
+
+
+def _expand_as_infer(ctx):
+    target = ctx.shape("Y") if ctx.has("Y") else list(ctx.attr("target_shape"))
+    return {"Out": (expand_dims_to(ctx.fail, ctx.shape("X"), target), ctx.dtype("X"))}
+
+
+def _tile_infer(ctx):
+    x = ctx.shape("X")
+    if ctx.has("RepeatTimes") or ctx.has("repeat_times_tensor"):
+        return {"Out": (None, ctx.dtype("X"))}
+    reps = list(ctx.attr("repeat_times"))
+    rank = max(len(x), len(reps))
+    x, reps = [1] * (rank - len(x)) + x, [1] * (rank - len(reps)) + reps
+    return {"Out": ([-1 if d < 0 else d * r for d, r in zip(x, reps)], ctx.dtype("X"))}
+
+
+defop("expand_v2", ["X", "Shape", "expand_shapes_tensor"], attrs={"shape": []},
+      no_grad_inputs=["Shape", "expand_shapes_tensor"], infer=_expand_infer, grad=grad_op("X"))
+defop("expand_as_v2", ["X", "Y"], attrs={"target_shape": []}, no_grad_inputs=["Y"],
+      infer=_expand_as_infer, grad=grad_op("X"))
+defop("tile", ["X", "RepeatTimes", "repeat_times_tensor"], attrs={"repeat_times": []},
+      no_grad_inputs=["RepeatTimes", "repeat_times_tensor"], infer=_tile_infer, grad=grad_op("X"))
+
+
+def pad_pairs(paddings, rank: int, from_first_axis: bool = True) -> list[tuple[int, int]]:
+    """pad's paddings as (before, after) per dim; without pad_from_first_axis pairs run from the last dim."""
+    pairs = [(paddings[2 * i], paddings[2 * i + 1]) for i in range(len(paddings) // 2)]
+    if from_first_axis and len(pairs) == rank:
+        return pairs
+    return [(0, 0)] * (rank - len(pairs)) + pairs[::-1]
+
+
+def _pad_infer(ctx):
+    x = ctx.shape("X")
+    paddings = list(ctx.attr("paddings"))
+    if len(paddings) % 2 or len(paddings) > 2 * len(x):
+        ctx.fail(f"pad needs two paddings per dim of {x}, got {paddings}")
+    pairs = pad_pairs(paddings, len(x), ctx.attr("pad_from_first_axis"))
+    return {"Out": ([-1 if d < 0 else d + a + b for d, (a, b) in zip(x, pairs)], ctx.dtype("X"))}
+
+
+defop("pad", ["X"], attrs={"paddings": [], "pad_value": 0.0, "pad_from_first_axis": True},
+      infer=_pad_infer, grad=grad_op())
+
+PAD3D_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad3d_pairs(paddings, data_format: str) -> list[tuple[int, int]]:
+    """pad3d's [left, right, top, bottom, front, back] as (before, after) per dim of a 5-D tensor."""
+    left, right, top, bottom, front, back = paddings
+    spatial = [(front, back), (top, bottom), (left, right)]
+    return [(0, 0), (0, 0)] + spatial if data_format == "NCDHW" else [(0, 0)] + spatial + [(0, 0)]
+
+
+def _pad3d_infer(ctx):
+    x = ctx.shape("X")
+    if len(x) != 5:
+        ctx.fail(f"pad3d needs a 5-D input, got {x}")
+    if ctx.attr("mode") not in PAD3D_MODES:
+        ctx.fail(f"pad3d mode {ctx.attr('mode')!r} is not one of {PAD3D_MODES}")
+    if ctx.has("Paddings"):
+        spatial = [2, 3, 4] if ctx.attr("data_format") == "NCDHW" else [1, 2, 3]
+        return {"Out": ([-1 if i in spatial else d for i, d in enumerate(x)], ctx.dtype("X"))}
+    pairs = pad3d_pairs(ctx.attr("paddings"), ctx.attr("data_format"))
+    return {"Out": ([-1 if d < 0 else d + a + b for d, (a, b) in zip(x, pairs)], ctx.dtype("X"))}
+
+
+defop("pad3d", ["X", "Paddings"], attrs={"paddings": [0] * 6, "mode": "constant", "value": 0.0,
+                                         "data_format": "NCDHW"},
+      no_grad_inputs=["Paddings"], infer=_pad3d_infer, grad=grad_op("X", "Paddings"))
 
 
 def _split_infer(ctx):

@@ -42,8 +42,10 @@ def softmax_with_cross_entropy(k):
 def softmax_with_cross_entropy_grad(k):
     softmax, label, dloss = k.x("Softmax"), k.x("Label"), k.x("Loss@GRAD")
     axis = _class_axis(k, softmax)
-    if k.attr("soft_label"):
+    if k.attr("soft_label"):  # d/dx of -sum(label * log_softmax) also holds for labels not summing to 1
         target = label
+        if k.attr("use_softmax"):
+            return {"Logits@GRAD": (softmax * label.sum(axis=axis, keepdims=True) - label) * dloss}
     else:
         index = _index(label, softmax, axis)
         ignored = index == k.attr("ignore_index")
@@ -73,3 +75,93 @@ def cross_entropy_grad2(k):
     np.put_along_axis(dx, np.where(ignored, 0, label), np.where(ignored, 0, -dy / match), axis=-1)
     return {"X@GRAD": dx}
 
+
+
+def _sigmoid(x):
+    return 0.5 * (np.tanh(0.5 * x) + 1)  # overflow-free logistic
+
+
+def _sigmoid_ce_terms(k):
+    """Per-element kept mask and the 1/norm scale of sigmoid_cross_entropy_with_logits."""
+    label = k.x("Label")
+    kept = label.astype(np.int64) != k.attr("ignore_index")  # Paddle compares the truncated label
+    if not k.attr("normalize"):
+        return kept, 1.0
+    counted = np.abs(label - k.attr("ignore_index")) > 1e-6
+    return kept, 1.0 / max(int(counted.sum()), 1)
+
+
+@kernel("sigmoid_cross_entropy_with_logits")
+def sigmoid_cross_entropy_with_logits(k):
+    """(1 - label) * x + w * log(1 + exp(-x)), w = pos_weight or 1: the logistic loss when w = 1."""
+    x, label = k.x("X"), k.x("Label")
+    weight = k.x("pos_weight") if k.has("pos_weight") else 1
+    kept, scale = _sigmoid_ce_terms(k)
+    out = (1 - label) * x + weight * np.logaddexp(0, -x)
+    return {"Out": np.where(kept, out * scale, 0)}
+
+
+@kernel("sigmoid_cross_entropy_with_logits_grad")
+def sigmoid_cross_entropy_with_logits_grad(k):
+    x, label, dout = k.x("X"), k.x("Label"), k.x("Out@GRAD")
+    weight = k.x("pos_weight") if k.has("pos_weight") else 1
+    kept, scale = _sigmoid_ce_terms(k)
+    return {"X@GRAD": np.where(kept, ((1 - label) + weight * (_sigmoid(x) - 1)) * dout * scale, 0)}
+
+
+@kernel("bce_loss")
+def bce_loss(k):
+    x, label = k.x("X"), k.x("Label")
+    log_x, log_1mx = np.maximum(np.log(x), -100), np.maximum(np.log(1 - x), -100)  # Paddle clamps at -100
+    return {"Out": -(label * log_x + (1 - label) * log_1mx)}
+
+
+@kernel("bce_loss_grad")
+def bce_loss_grad(k):
+    x, label, dout = k.x("X"), k.x("Label"), k.x("Out@GRAD")
+    return {"X@GRAD": dout * (x - label) / np.maximum((1 - x) * x, 1e-12)}
+
+
+def _huber_slope(residual, delta):
+    """d(huber)/d(residual): quadratic inside |r| <= delta, linear outside."""
+    return np.where(np.abs(residual) <= delta, residual, delta * np.sign(residual))
+
+
+@kernel("huber_loss")
+def huber_loss(k):
+    residual, delta = k.x("Y") - k.x("X"), k.attr("delta")
+    small = np.abs(residual) <= delta
+    out = np.where(small, 0.5 * residual * residual, delta * (np.abs(residual) - 0.5 * delta))
+    return {"Out": out, "Residual": residual}
+
+
+@kernel("huber_loss_grad")
+def huber_loss_grad(k):
+    slope = _huber_slope(k.x("Residual"), k.attr("delta")) * k.x("Out@GRAD")
+    return {"X@GRAD": -slope, "Y@GRAD": slope}
+
+
+def _kldiv_scale(k, x):
+    """What the reduction divides the summed loss by."""
+    return {"mean": x.size, "batchmean": x.shape[0] if x.ndim else 1}.get(k.attr("reduction"), 1)
+
+
+@kernel("kldiv_loss")
+def kldiv_loss(k):
+    """X holds log-probabilities; Target probabilities (log-probabilities with log_target)."""
+    x, target = k.x("X"), k.x("Target")
+    if k.attr("log_target"):
+        loss = np.exp(target) * (target - x)
+    else:
+        positive = target > 0
+        loss = np.where(positive, target * (np.log(np.where(positive, target, 1)) - x), 0)
+    if k.attr("reduction") == "none":
+        return {"Loss": loss}
+    return {"Loss": np.asarray(loss.sum() / _kldiv_scale(k, x), loss.dtype)}
+
+
+@kernel("kldiv_loss_grad")
+def kldiv_loss_grad(k):
+    x, target, dloss = k.x("X"), k.x("Target"), k.x("Loss@GRAD")
+    weight = np.exp(target) if k.attr("log_target") else np.maximum(target, 0)
+    return {"X@GRAD": -weight * dloss / _kldiv_scale(k, x)}

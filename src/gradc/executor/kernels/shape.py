@@ -1,10 +1,168 @@
-"""Kernels of gradc.ops.shape."""
+"""Kernels of gradc.ops.shape. Ops with an XShape output write an empty [0, *X.shape] array; their
+grads take X's shape from it. Forward results are copies, never views of an input."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...ops import shape as dims
 from . import kernel
+from .broadcast import unbroadcast
+from .index import scatter_add
+
+
+def fail(message: str):
+    raise ValueError(message)
+
+
+def ints(k, slot: str, list_slot: str, attr: str) -> list[int]:
+    """An int-list attribute that a tensor (``slot``) or a list of 1-element tensors may override."""
+    if k.has(list_slot):
+        return [int(np.ravel(t)[0]) for t in k.xs(list_slot)]
+    if k.has(slot):
+        return [int(v) for v in np.ravel(k.x(slot))]
+    return list(k.attr(attr))
+
+
+def _with_xshape(name: str, forward, backward=lambda dout, shape, k: dout.reshape(shape)) -> None:
+    """forward(x, k) -> out; backward(dout, x_shape, k) -> dx, with X's shape taken from XShape."""
+    kernel(name)(lambda k: {"Out": np.array(forward(k.x("X"), k)),
+                            "XShape": np.zeros((0,) + k.x("X").shape, k.x("X").dtype)})
+    kernel(name + "_grad")(lambda k: {"X@GRAD": np.array(backward(k.x("Out@GRAD"), k.x("XShape").shape[1:], k))})
+
+
+_with_xshape("reshape2", lambda x, k: x.reshape(
+    dims.reshape_dims(fail, list(x.shape), ints(k, "Shape", "ShapeTensor", "shape"))))
+_with_xshape("transpose2", lambda x, k: x.transpose(k.attr("axis")),
+             lambda dout, shape, k: dout.transpose(np.argsort([a % len(shape) for a in k.attr("axis")])))
+_with_xshape("squeeze2", lambda x, k: x.reshape(dims.squeeze_dims(list(x.shape), k.attr("axes"))))
+_with_xshape("unsqueeze2", lambda x, k: x.reshape(
+    dims.unsqueeze_dims(list(x.shape), ints(k, "AxesTensor", "AxesTensorList", "axes"))))
+_with_xshape("flatten_contiguous_range", lambda x, k: x.reshape(
+    dims.flatten_dims(list(x.shape), k.attr("start_axis"), k.attr("stop_axis"))))
+
+
+def _axis(k, rank: int) -> int:
+    return k.attr("axis") % rank
+
+
+@kernel("stack")
+def stack(k):
+    xs = k.xs("X")
+    return {"Y": np.stack(xs, axis=_axis(k, xs[0].ndim + 1))}
+
+
+@kernel("stack_grad")
+def stack_grad(k):
+    dy = k.x("Y@GRAD")
+    axis = _axis(k, dy.ndim)
+    return {"X@GRAD": [np.take(dy, i, axis=axis) for i in range(dy.shape[axis])]}
+
+
+@kernel("unstack")
+def unstack(k):
+    x = k.x("X")
+    axis = _axis(k, x.ndim)
+    return {"Y": [np.take(x, i, axis=axis) for i in range(x.shape[axis])]}
+
+
+@kernel("unstack_grad")
+def unstack_grad(k):
+    dys = k.xs("Y@GRAD")
+    return {"X@GRAD": np.stack(dys, axis=_axis(k, dys[0].ndim + 1))}
+
+
+@kernel("expand_v2")
+def expand_v2(k):
+    x = k.x("X")
+    shape = ints(k, "Shape", "expand_shapes_tensor", "shape")
+    return {"Out": np.broadcast_to(x, dims.expand_dims_to(fail, list(x.shape), shape)).copy()}
+
+
+@kernel("expand_as_v2")
+def expand_as_v2(k):
+    x = k.x("X")
+    target = list(k.x("Y").shape) if k.has("Y") else list(k.attr("target_shape"))
+    return {"Out": np.broadcast_to(x, dims.expand_dims_to(fail, list(x.shape), target)).copy()}
+
+
+@kernel("expand_v2_grad", "expand_as_v2_grad")
+def expand_grad(k):
+    return {"X@GRAD": unbroadcast(k.x("Out@GRAD"), k.x("X").shape)}
+
+
+@kernel("tile")
+def tile(k):
+    return {"Out": np.tile(k.x("X"), ints(k, "RepeatTimes", "repeat_times_tensor", "repeat_times"))}
+
+
+@kernel("tile_grad")
+def tile_grad(k):
+    """Out@GRAD viewed as [rep0, x0, rep1, x1, ...]: summing the rep axes undoes the tiling."""
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    dims = (1,) * (dout.ndim - x.ndim) + x.shape
+    reps = [o // d for o, d in zip(dout.shape, dims)]
+    split = dout.reshape([n for pair in zip(reps, dims) for n in pair])
+    return {"X@GRAD": split.sum(axis=tuple(range(0, split.ndim, 2))).reshape(x.shape)}
+
+
+def _unpad(dout, pairs):
+    return dout[tuple(slice(a, n - b) for n, (a, b) in zip(dout.shape, pairs))].copy()
+
+
+@kernel("pad")
+def pad(k):
+    x = k.x("X")
+    pairs = dims.pad_pairs(k.attr("paddings"), x.ndim, k.attr("pad_from_first_axis"))
+    return {"Out": np.pad(x, pairs, constant_values=k.attr("pad_value"))}
+
+
+@kernel("pad_grad")
+def pad_grad(k):
+    dout = k.x("Out@GRAD")
+    return {"X@GRAD": _unpad(dout, dims.pad_pairs(k.attr("paddings"), dout.ndim, k.attr("pad_from_first_axis")))}
+
+
+def _pad3d_pairs(k):
+    paddings = [int(v) for v in np.ravel(k.x("Paddings"))] if k.has("Paddings") else k.attr("paddings")
+    return dims.pad3d_pairs(paddings, k.attr("data_format"))
+
+
+def _source_index(mode: str, size: int, before: int, after: int) -> np.ndarray:
+    """For each output position along a padded dim, the input position it copies."""
+    i = np.arange(-before, size + after)
+    if mode == "reflect":
+        i = np.abs(i)
+        return np.where(i > size - 1, 2 * (size - 1) - i, i)
+    if mode == "replicate":
+        return np.clip(i, 0, size - 1)
+    return i % size  # circular
+
+
+@kernel("pad3d")
+def pad3d(k):
+    x, mode = k.x("X"), k.attr("mode")
+    pairs = _pad3d_pairs(k)
+    if mode == "constant":
+        return {"Out": np.pad(x, pairs, constant_values=k.attr("value"))}
+    out = x
+    for axis, (before, after) in enumerate(pairs):
+        if before or after:
+            out = np.take(out, _source_index(mode, x.shape[axis], before, after), axis=axis)
+    return {"Out": out}
+
+
+@kernel("pad3d_grad")
+def pad3d_grad(k):
+    x, dout, mode = k.x("X"), k.x("Out@GRAD"), k.attr("mode")
+    pairs = _pad3d_pairs(k)
+    if mode == "constant":
+        return {"X@GRAD": _unpad(dout, pairs)}
+    grad = dout
+    for axis, (before, after) in reversed(list(enumerate(pairs))):
+        if before or after:
+            grad = scatter_add(grad, _source_index(mode, x.shape[axis], before, after), x.shape[axis], axis)
+    return {"X@GRAD": grad}
 
 
 @kernel("split")

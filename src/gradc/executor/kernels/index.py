@@ -1,0 +1,167 @@
+"""Kernels of gradc.ops.index. Grads of ops that read elements by position add Out@GRAD back into
+zeros at those positions (np.add.at, so repeated indices accumulate)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.index import paddle_slice
+from . import kernel
+
+
+def scatter_add(grad: np.ndarray, index: np.ndarray, size: int, axis: int) -> np.ndarray:
+    """The adjoint of np.take(x, index, axis) for an x with ``size`` entries along ``axis``."""
+    moved = np.moveaxis(grad, axis, 0)
+    out = np.zeros((size,) + moved.shape[1:], grad.dtype)
+    np.add.at(out, np.ravel(index), moved)
+    return np.moveaxis(out, 0, axis)
+
+
+def _bounds(k, name: str) -> list[int]:
+    """starts/ends/strides: a tensor input, else a list of 1-element tensors, else the attribute."""
+    slot = name.capitalize() + "Tensor"
+    if k.has(slot):
+        return [int(v) for v in np.ravel(k.x(slot))]
+    if k.has(slot + "List"):
+        return [int(np.ravel(t)[0]) for t in k.xs(slot + "List")]
+    return list(k.attr(name))
+
+
+def _slicing(k, shape, strided: bool):
+    """The index tuple of a slice/strided_slice, and the output shape once decrease_axis is dropped."""
+    axes = [a % len(shape) for a in k.attr("axes")]
+    decrease = {a % len(shape) for a in k.attr("decrease_axis")}
+    strides = _bounds(k, "strides") if strided else [1] * len(axes)
+    index = [slice(None)] * len(shape)
+    for axis, start, end, stride in zip(axes, _bounds(k, "starts"), _bounds(k, "ends"), strides):
+        index[axis] = paddle_slice(start, end, stride, shape[axis], axis in decrease)
+    kept = [len(range(n)[cut]) for i, (n, cut) in enumerate(zip(shape, index)) if i not in decrease]
+    return tuple(index), kept
+
+
+def _slice_pair(name: str, strided: bool) -> None:
+    @kernel(name)
+    def forward(k):
+        x = k.x("Input")
+        index, shape = _slicing(k, x.shape, strided)
+        return {"Out": x[index].reshape(shape)}
+
+    @kernel(name + "_grad")
+    def backward(k):
+        x, dout = k.x("Input"), k.x("Out@GRAD")
+        index, _ = _slicing(k, x.shape, strided)
+        dx = np.zeros(x.shape, dout.dtype)
+        dx[index] = dout.reshape(dx[index].shape)
+        return {"Input@GRAD": dx}
+
+
+_slice_pair("slice", strided=False)
+_slice_pair("strided_slice", strided=True)
+
+
+def _gather_args(k):
+    x, index = k.x("X"), k.x("Index")
+    axis = int(np.ravel(k.x("Axis"))[0]) if k.has("Axis") else k.attr("axis")
+    if index.ndim == 2 and index.shape[1] == 1:  # [N, 1] is read as [N]
+        index = index[:, 0]
+    return x, index.astype(np.int64), axis % x.ndim
+
+
+@kernel("gather")
+def gather(k):
+    x, index, axis = _gather_args(k)
+    return {"Out": np.take(x, index, axis=axis)}
+
+
+@kernel("gather_grad")
+def gather_grad(k):
+    x, index, axis = _gather_args(k)
+    dout = k.x("Out@GRAD").reshape(x.shape[:axis] + (index.size,) + x.shape[axis + 1:])
+    return {"X@GRAD": scatter_add(dout, index, x.shape[axis], axis)}
+
+
+def _nd_index(index):
+    """gather_nd's [..., k] index as a tuple of k index arrays."""
+    return tuple(np.moveaxis(index.astype(np.int64), -1, 0))
+
+
+@kernel("gather_nd")
+def gather_nd(k):
+    x, index = k.x("X"), k.x("Index")
+    return {"Out": np.broadcast_to(x[_nd_index(index)], index.shape[:-1] + x.shape[index.shape[-1]:]).copy()}
+
+
+@kernel("gather_nd_grad")
+def gather_nd_grad(k):
+    x, index, dout = k.x("X"), k.x("Index"), k.x("Out@GRAD")
+    dx = np.zeros(x.shape, dout.dtype)
+    if index.shape[-1] == 0:  # every index picks all of X
+        return {"X@GRAD": dout.reshape((-1,) + x.shape).sum(axis=0)}
+    np.add.at(dx, _nd_index(index), dout)
+    return {"X@GRAD": dx}
+
+
+def _scatter_args(k):
+    """Ids as a flat int array, and which entries write: with overwrite, the last one per row."""
+    ids = np.ravel(k.x("Ids")).astype(np.int64)
+    if not k.attr("overwrite"):
+        return ids, np.ones(ids.shape, bool)
+    _, last_from_end = np.unique(ids[::-1], return_index=True)
+    writes = np.zeros(ids.shape, bool)
+    writes[ids.size - 1 - last_from_end] = True
+    return ids, writes
+
+
+@kernel("scatter")
+def scatter(k):
+    x, updates = k.x("X"), k.x("Updates")
+    ids, writes = _scatter_args(k)
+    out = x.copy()
+    out[ids] = 0
+    np.add.at(out, ids[writes], updates[writes])
+    return {"Out": out}
+
+
+@kernel("scatter_grad")
+def scatter_grad(k):
+    dout = k.x("Out@GRAD")
+    ids, writes = _scatter_args(k)
+    dx = dout.copy()
+    dx[ids] = 0  # indexed rows are replaced (overwrite) or zeroed first (add): X never reaches them
+    mask = writes.reshape((-1,) + (1,) * (dout.ndim - 1))
+    return {"X@GRAD": dx, "Updates@GRAD": np.where(mask, dout[ids], 0).astype(dout.dtype, copy=False)}
+
+
+def _arg(find):
+    def forward(k):
+        x = k.x("X")
+        dtype = np.int32 if k.attr("dtype") == 2 else np.int64
+        if k.attr("flatten"):
+            out = np.reshape(find(x.reshape(-1)), (1,) * x.ndim if k.attr("keepdims") else ())
+        else:
+            out = find(x, axis=k.attr("axis") % x.ndim, keepdims=k.attr("keepdims"))
+        return {"Out": np.asarray(out, dtype)}
+    return forward
+
+
+kernel("arg_max")(_arg(np.argmax))
+kernel("arg_min")(_arg(np.argmin))
+
+
+@kernel("top_k_v2")
+def top_k_v2(k):
+    x = k.x("X")
+    count = int(np.ravel(k.x("K"))[0]) if k.has("K") else k.attr("k")
+    axis = k.attr("axis") % x.ndim
+    key = -x if k.attr("largest") else x
+    order = np.argsort(key, axis=axis, kind="stable")  # ties: the lower index first, as Paddle
+    indices = np.take(order, np.arange(count), axis=axis)
+    return {"Out": np.take_along_axis(x, indices, axis=axis), "Indices": indices}
+
+
+@kernel("top_k_v2_grad")
+def top_k_v2_grad(k):
+    x, indices, dout = k.x("X"), k.x("Indices").astype(np.int64), k.x("Out@GRAD")
+    dx = np.zeros(x.shape, dout.dtype)
+    np.put_along_axis(dx, indices, dout, axis=k.attr("axis") % x.ndim)
+    return {"X@GRAD": dx}

@@ -1,0 +1,121 @@
+"""Ops that pick elements by position: slice, strided_slice, gather, gather_nd, scatter, top_k_v2,
+arg_max, arg_min."""
+
+from __future__ import annotations
+
+from ..ir import VarType
+from ..registry import NO_GRAD, defop, grad_op
+from .infer import normalize_axis
+
+SLICE_TENSORS = ["StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"]
+STRIDED_TENSORS = SLICE_TENSORS + ["StridesTensor", "StridesTensorList"]
+
+
+def paddle_slice(start: int, end: int, stride: int, size: int, decrease: bool = False) -> slice:
+    """Paddle's (start, end, stride) on a dim of ``size`` as a Python slice.
+
+    Negative starts/ends count from the end and clamp at 0; with a negative stride, end -1 means
+    "through index 0". A decreased axis keeps one element: the first the slice visits."""
+    if start < 0:
+        start = max(start + size, 0)
+    if end < 0 and not (end == -1 and stride < 0):
+        end = max(end + size, 0)
+    if decrease:
+        first = range(size)[slice(start, end if end >= 0 else None, stride)][:1] or [min(start, size - 1)]
+        return slice(first[0], first[0] + 1)
+    return slice(start, end if end >= 0 else None, stride)
+
+
+def sliced_dims(x: list[int], axes, starts, ends, strides, decrease_axis, known: bool = True) -> list[int]:
+    """The output dims of slice/strided_slice; unknown (-1) where X's dim or the bounds are unknown."""
+    out = list(x)
+    for axis, start, end, stride in zip(axes, starts, ends, strides):
+        axis = normalize_axis(axis, len(x))
+        if not known or x[axis] < 0:
+            out[axis] = -1
+        else:
+            cut = paddle_slice(start, end, stride, x[axis], axis in decrease_axis)
+            out[axis] = len(range(x[axis])[cut])
+    dropped = {normalize_axis(a, len(x)) for a in decrease_axis}
+    return [d for i, d in enumerate(out) if i not in dropped]
+
+
+def _slice_infer(strided: bool):
+    def infer(ctx):
+        x = ctx.shape("Input")
+        tensors = STRIDED_TENSORS if strided else SLICE_TENSORS
+        axes = list(ctx.attr("axes"))
+        strides = list(ctx.attr("strides")) if strided else [1] * len(axes)
+        known = not any(ctx.has(s) for s in tensors) and -1 not in list(ctx.attr("infer_flags") or [])
+        out = sliced_dims(x, axes, ctx.attr("starts"), ctx.attr("ends"), strides, list(ctx.attr("decrease_axis")),
+                          known)
+        return {"Out": (out, ctx.dtype("Input"))}
+    return infer
+
+
+SLICE_ATTRS = {"axes": [], "starts": [], "ends": [], "infer_flags": [], "decrease_axis": []}
+defop("slice", ["Input"] + SLICE_TENSORS, attrs=SLICE_ATTRS, no_grad_inputs=SLICE_TENSORS,
+      infer=_slice_infer(False), grad=grad_op("Input", *SLICE_TENSORS))
+defop("strided_slice", ["Input"] + STRIDED_TENSORS, attrs={**SLICE_ATTRS, "strides": []},
+      no_grad_inputs=STRIDED_TENSORS, infer=_slice_infer(True), grad=grad_op("Input", *STRIDED_TENSORS))
+
+
+def _gather_infer(ctx):
+    x, index = ctx.shape("X"), ctx.shape("Index")
+    if len(index) > 1 and not (len(index) == 2 and index[1] == 1):
+        ctx.fail(f"gather needs a 1-D Index, got {index}")
+    if ctx.has("Axis"):
+        return {"Out": (None, ctx.dtype("X"))}
+    axis = normalize_axis(ctx.attr("axis"), len(x))
+    return {"Out": (x[:axis] + index[:1] + x[axis + 1:], ctx.dtype("X"))}
+
+
+def _gather_nd_infer(ctx):
+    x, index = ctx.shape("X"), ctx.shape("Index")
+    if index[-1] > len(x):
+        ctx.fail(f"gather_nd Index {index} addresses {index[-1]} dims of the rank {len(x)} X {x}")
+    return {"Out": (index[:-1] + x[max(index[-1], 0):], ctx.dtype("X"))}
+
+
+def _scatter_infer(ctx):
+    x, ids, updates = ctx.shape("X"), ctx.shape("Ids"), ctx.shape("Updates")
+    if len(updates) != len(x) or updates[1:] != x[1:] or (ids and ids[0] >= 0 and updates[0] >= 0
+                                                              and ids[0] != updates[0]):
+        ctx.fail(f"scatter needs Updates shaped [len(Ids)] + X.shape[1:]: X {x}, Ids {ids}, Updates {updates}")
+    return {"Out": (x, ctx.dtype("X"))}
+
+
+defop("gather", ["X", "Index", "Axis"], attrs={"axis": 0}, no_grad_inputs=["Index", "Axis"],
+      infer=_gather_infer, grad=grad_op("X", "Index", "Axis"))
+defop("gather_nd", ["X", "Index"], no_grad_inputs=["Index"], infer=_gather_nd_infer,
+      grad=grad_op("X", "Index"))
+defop("scatter", ["X", "Ids", "Updates"], attrs={"overwrite": True}, no_grad_inputs=["Ids"],
+      infer=_scatter_infer, grad=grad_op("Ids", "Updates"))
+
+INDEX_DTYPES = {-1: VarType.INT64, 2: VarType.INT32, 3: VarType.INT64}
+
+
+def _arg_infer(ctx):
+    x = ctx.shape("X")
+    if ctx.attr("flatten"):
+        out = [1] * len(x) if ctx.attr("keepdims") else []
+    else:
+        axis = normalize_axis(ctx.attr("axis"), len(x))
+        out = x[:axis] + ([1] if ctx.attr("keepdims") else []) + x[axis + 1:]
+    return {"Out": (out, INDEX_DTYPES.get(ctx.attr("dtype"), VarType.INT64))}
+
+
+for _name in ("arg_max", "arg_min"):
+    defop(_name, ["X"], attrs={"axis": 0, "keepdims": False, "flatten": False, "dtype": 3},
+          infer=_arg_infer, grad=NO_GRAD)
+
+
+def _top_k_infer(ctx):
+    x = list(ctx.shape("X"))
+    if x:
+        x[normalize_axis(ctx.attr("axis"), len(x))] = -1 if ctx.has("K") else ctx.attr("k")
+    return {"Out": (x, ctx.dtype("X")), "Indices": (x, VarType.INT64)}
+
+
+defop("top_k_v2", ["X", "K"], ["Out", "Indices"], attrs={"k": 1, "axis": -1, "largest": True, "sorted": True},
+      no_grad_inputs=["K"], no_grad_outputs=["Indices"], infer=_top_k_infer, grad=grad_op("X", "Indices"))
