@@ -143,8 +143,10 @@ class GradContext:
 
     def op(self, type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
            attrs: dict | None = None, *, forward_attrs: bool = False) -> OpDesc:
-        """A grad op; outputs equal to EMPTY_VAR are dropped, leaving the slot empty as Paddle does."""
-        op = OpDesc(type, inputs, {s: [n for n in args if n != EMPTY_VAR] for s, args in outputs.items()})
+        """A grad op. An output slot with no wanted grad is left empty, as Paddle does; a list slot
+        with some keeps its EMPTY_VAR placeholders, so grads stay aligned with the forward vars."""
+        op = OpDesc(type, inputs, {s: args if any(n != EMPTY_VAR for n in args) else []
+                                   for s, args in outputs.items()})
         if forward_attrs:
             op.attrs = dict(self.fwd.attrs)
             op.attr_types = dict(self.fwd.attr_types)
