@@ -8,7 +8,8 @@ from .infer import same_as
 
 
 def activation(name: str, *uses: str, attrs: dict | None = None) -> None:
-    defop(name, ["X"], attrs=attrs, infer=same_as("X"), grad=grad_op(*(uses or ("X",))))
+    """An elementwise X -> Out op whose `<name>_grad` reads the forward slots ``uses``."""
+    defop(name, ["X"], attrs=attrs, infer=same_as("X"), grad=grad_op(*uses))
 
 
 activation("relu", "Out")
