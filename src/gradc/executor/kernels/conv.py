@@ -13,7 +13,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ...ops.conv import channel_last, conv_transpose_out_hw, pool_geometry, resolve_padding
+from ...ops import conv as ops
 from . import kernel
 
 
@@ -24,9 +24,13 @@ class Geometry(NamedTuple):
     groups: int
 
 
+def _attrs(k, names) -> dict:
+    return {name: k.attr(name) for name in names}
+
+
 def _geometry(k, in_hw, k_hw) -> Geometry:
-    pads, dils = resolve_padding(in_hw, k_hw, k.attr("strides"), k.attr("paddings"), k.attr("dilations"),
-                                 k.attr("padding_algorithm"))
+    pads, dils = ops.resolve_padding(in_hw, k_hw, k.attr("strides"), k.attr("paddings"), k.attr("dilations"),
+                                     k.attr("padding_algorithm"))
     return Geometry(tuple(k.attr("strides")), tuple(pads), tuple(dils), k.attr("groups"))
 
 
@@ -89,7 +93,7 @@ def conv_input_grad(dy, w, x_hw, geo: Geometry):
 
 
 def _conv_args(k):
-    last = channel_last(k.attr("data_format"))
+    last = ops.channel_last(k.attr("data_format"))
     x, w = _to_nchw(k.x("Input"), last), k.x("Filter")
     return last, x, w, _geometry(k, x.shape[2:], w.shape[2:])
 
@@ -115,7 +119,7 @@ def conv2d_grad(k):
 @kernel("conv2d_transpose")
 def conv2d_transpose(k):
     last, x, w, geo = _conv_args(k)
-    out_hw = conv_transpose_out_hw(x.shape[2:], w.shape[2:], {n: k.attr(n) for n in _TRANSPOSE_ATTRS})
+    out_hw = ops.conv_transpose_out_hw(x.shape[2:], w.shape[2:], _attrs(k, ops.CONV_TRANSPOSE_ATTRS))
     return {"Output": _from_nchw(conv_input_grad(x, w, out_hw, geo), last)}
 
 
@@ -130,10 +134,6 @@ def conv2d_transpose_grad(k):
     return out
 
 
-_TRANSPOSE_ATTRS = ("strides", "paddings", "dilations", "padding_algorithm", "output_size", "output_padding")
-_POOL_ATTRS = ("ksize", "global_pooling", "strides", "paddings", "adaptive", "ceil_mode", "padding_algorithm")
-
-
 def _bounds(size, out, k, stride, pad, adaptive):
     """Each output's window [start, end) along one axis, clipped to the input (Paddle's pooling)."""
     o = np.arange(out)
@@ -145,7 +145,7 @@ def _bounds(size, out, k, stride, pad, adaptive):
 
 def _pool_windows(k, x):
     """Per axis (H, W): window bounds, plus the divisor of average pooling."""
-    ksize, pads, out_hw = pool_geometry(x.shape[2:], {n: k.attr(n) for n in _POOL_ATTRS})
+    ksize, pads, out_hw = ops.pool_geometry(x.shape[2:], _attrs(k, ops.POOL_ATTRS))
     adaptive = k.attr("adaptive")
     bounds = [_bounds(x.shape[2 + i], out_hw[i], ksize[i], k.attr("strides")[i], pads[2 * i], adaptive)
               for i in range(2)]
@@ -192,7 +192,7 @@ def _max_pool_grad(x, dout, bounds):
 
 @kernel("pool2d")
 def pool2d(k):
-    last = channel_last(k.attr("data_format"))
+    last = ops.channel_last(k.attr("data_format"))
     x = _to_nchw(k.x("X"), last)
     bounds, divisor = _pool_windows(k, x)
     if k.attr("pooling_type") == "max":
@@ -205,7 +205,7 @@ def pool2d(k):
 
 @kernel("pool2d_grad")
 def pool2d_grad(k):
-    last = channel_last(k.attr("data_format"))
+    last = ops.channel_last(k.attr("data_format"))
     x, dout = _to_nchw(k.x("X"), last), _to_nchw(k.x("Out@GRAD"), last)
     bounds, divisor = _pool_windows(k, x)
     if k.attr("pooling_type") == "max":
