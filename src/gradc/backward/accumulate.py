@@ -6,7 +6,7 @@ writes ``v@GRAD`` just before its first reader (or at the end of the backward op
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR, OpDesc
+from ..ir import GRAD_SUFFIX, OpDesc
 
 
 class GradAccumulator:
@@ -23,7 +23,7 @@ class GradAccumulator:
         """Register the op's writes, renaming them when a grad gets a second writer."""
         for slot, args in op.outputs.items():
             for pos, name in enumerate(args):
-                if name == EMPTY_VAR:  # a placeholder for a grad nobody wants
+                if not name.endswith(GRAD_SUFFIX):  # @EMPTY@, or a maker's temporary rewritten in place
                     continue
                 if name not in self.first_write:
                     self.first_write[name] = (op, slot, pos)

@@ -1,0 +1,155 @@
+"""The backward pass on small hand-built programs: pruning, no-grad rules, accumulation, zero fill."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.gradcheck import check_program
+from gradc.layers import ProgramBuilder
+
+
+def ops_of(program):
+    return [op.type for op in program.global_block.ops]
+
+
+def two_layer(stop_hidden=False):
+    net = ProgramBuilder()
+    x = net.data("x", [4, 3], "float64")
+    hidden = net.op("tanh", {"X": x})[0]
+    net.block.var(hidden).stop_gradient = stop_hidden
+    w = net.parameter("w", [3, 2], "float64")
+    out = net.op("matmul_v2", {"X": hidden, "Y": w})[0]
+    return net, net.mean(out)
+
+
+def test_param_and_input_grads():
+    net, loss = two_layer()
+    pairs = gradc.append_backward(net.program, loss)
+    assert pairs == [("w", "w@GRAD")]
+    block = net.program.global_block
+    assert {"x@GRAD", "w@GRAD", "tanh_0.tmp_0@GRAD"} <= set(block.vars)
+    assert block.var("w@GRAD").shape == [3, 2] and block.var("w@GRAD").dtype == gradc.VarType.FP64
+
+
+def test_stop_gradient_prunes_everything_behind_it():
+    net, loss = two_layer(stop_hidden=True)
+    gradc.append_backward(net.program, loss)
+    assert "x@GRAD" not in net.program.global_block.vars
+    assert "tanh_grad" not in ops_of(net.program)
+
+
+def test_no_grad_set_and_parameter_list():
+    net, loss = two_layer()
+    assert gradc.append_backward(net.program.clone(), loss, no_grad_set=["w"]) == []
+    program = net.program.clone()
+    gradc.append_backward(program, loss, no_grad_set=["tanh_0.tmp_0"])
+    assert "x@GRAD" not in program.global_block.vars
+    program = net.program.clone()
+    assert gradc.append_backward(program, loss, parameter_list=[]) == []
+    assert "w@GRAD" not in program.global_block.vars
+
+
+def test_integer_vars_get_no_gradient():
+    net = ProgramBuilder()
+    x = net.data("x", [4, 3], "float64")
+    index = net.data("i", [4, 1], "int64")
+    loss = net.mean(net.op("softmax_with_cross_entropy", {"Logits": x, "Label": index}, outputs=["Loss"])[0])
+    gradc.append_backward(net.program, loss)
+    assert "x@GRAD" in net.program.global_block.vars and "i@GRAD" not in net.program.global_block.vars
+
+
+def test_ops_after_the_loss_and_off_the_path_are_not_differentiated():
+    net = ProgramBuilder()
+    x = net.data("x", [2, 2], "float64")
+    y = net.data("y", [2, 2], "float64")
+    unrelated = net.op("sigmoid", {"X": y})[0]
+    loss = net.mean(net.op("relu", {"X": x})[0])
+    net.op("tanh", {"X": loss})
+    gradc.append_backward(net.program, loss)
+    assert "sigmoid_grad" not in ops_of(net.program) and "tanh_grad" not in ops_of(net.program)
+    assert f"{unrelated}@GRAD" not in net.program.global_block.vars and "y@GRAD" not in net.program.global_block.vars
+
+
+def test_shared_var_grads_are_renamed_and_summed_before_first_read():
+    net = ProgramBuilder()
+    x = net.data("x", [3], "float64")
+    a = net.op("tanh", {"X": x})[0]
+    b = net.op("elementwise_mul", {"X": a, "Y": a})[0]
+    c = net.op("elementwise_add", {"X": b, "Y": a})[0]
+    loss = net.mean(c)
+    gradc.append_backward(net.program, loss)
+    block = net.program.global_block
+    sums = [(i, op) for i, op in enumerate(block.ops) if op.type == "sum"]
+    assert len(sums) == 1
+    index, sum_op = sums[0]
+    assert sum_op.output("Out") == [f"{a}@GRAD"]
+    assert sorted(sum_op.input("X")) == [f"{a}@GRAD@RENAME@block0@{k}" for k in range(3)]
+    reader = next(i for i, op in enumerate(block.ops) if op.type == "tanh_grad")
+    assert index == reader - 1
+    check_program(net.program, {"x": np.array([0.3, -0.7, 1.1])}, ["x"], loss)
+
+
+def test_zero_fill_only_where_a_grad_op_reads_an_unwritten_grad():
+    net = ProgramBuilder()
+    x = net.data("x", [2, 4], "float64")
+    op = net.block.append_op("split", {"X": [x]}, {"Out": ["s0", "s1"]}, {"axis": 1, "num": 2})
+    for name in op.output("Out"):
+        net.block.create_var(name, [2, 2], gradc.VarType.FP64)
+    loss = net.mean(net.op("relu", {"X": "s0"})[0])
+    gradc.append_backward(net.program, loss)
+    fills = [op for op in net.program.global_block.ops if op.type == "fill_any_like"]
+    assert [f.output("Out") for f in fills] == [["s1@GRAD"]]
+    check_program(net.program, {"x": np.array([[0.5, -1.0, 2.0, 3.0], [1.5, 0.2, -0.3, 0.4]])}, ["x"], loss)
+
+
+def test_missing_grad_makers_are_all_reported_at_once():
+    net = ProgramBuilder()
+    x = net.data("x", [2], "float64")
+    for name in ("a", "b", "c"):
+        net.block.create_var(name, [2], gradc.VarType.FP64)
+    net.block.append_op("mystery_one", {"X": [x]}, {"Out": ["a"]})
+    net.block.append_op("mystery_two", {"X": ["a"]}, {"Out": ["b"]})
+    net.block.append_op("relu", {"X": ["b"]}, {"Out": ["c"]})
+    loss = net.mean("c")
+    before = ops_of(net.program)
+    with pytest.raises(gradc.GradError) as error:
+        gradc.append_backward(net.program, loss)
+    message = str(error.value)
+    assert "block 0, op 0 (mystery_one)" in message and "block 0, op 1 (mystery_two)" in message
+    assert ops_of(net.program) == before, "a failed compile must leave the program untouched"
+
+
+def test_loss_is_found_when_unambiguous_and_listed_otherwise():
+    net, loss = two_layer()
+    assert gradc.loss_candidates(net.program) == [loss]
+    gradc.append_backward(net.program.clone())
+    with pytest.raises(gradc.GradError, match="not written by any op"):
+        gradc.append_backward(net.program.clone(), "nope")
+    ints = ProgramBuilder()
+    ints.block.create_var("j", [2], gradc.VarType.INT64)
+    ints.block.append_op("assign", {"X": [ints.data("i", [2], "int64")]}, {"Out": ["j"]})
+    with pytest.raises(gradc.GradError, match="must be a float var"):
+        gradc.append_backward(ints.program, "j")
+
+
+def test_user_op_with_decorator_maker_and_kernel():
+    @gradc.register_op("test_cube", inputs=["X"])
+    def cube_grad(g):
+        # d(x^3) = 3 x^2 dOut, written with existing ops: no new kernel needed
+        square = g.tmp(g.I("X")[0])
+        return [g.op("elementwise_mul", {"X": g.I("X"), "Y": g.I("X")}, {"Out": [square]}),
+                g.op("scale", {"X": [square]}, {"Out": [square]}, {"scale": 3.0}),
+                g.op("elementwise_mul", {"X": [square], "Y": g.OG("Out")}, {"Out": g.IG("X")})]
+
+    gradc.kernel("test_cube")(lambda k: {"Out": k.x("X") ** 3})
+    try:
+        net = ProgramBuilder()
+        x = net.data("x", [3], "float64")
+        net.block.create_var("y", [3], gradc.VarType.FP64)
+        net.block.append_op("test_cube", {"X": [x]}, {"Out": ["y"]})
+        loss = net.mean("y")
+        grads = check_program(net.program, {"x": np.array([0.5, -1.5, 2.0])}, ["x"], loss)
+        np.testing.assert_allclose(grads["x"], 3 * np.array([0.5, -1.5, 2.0]) ** 2 / 3)
+    finally:
+        gradc.registry.OPS.pop("test_cube")
+        gradc.executor.KERNELS.pop("test_cube")
