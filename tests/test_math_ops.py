@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gradc import Executor, Program, Scope, VarType, append_backward, registry
 from gradc.executor.kernels.activation import erf
@@ -190,3 +192,34 @@ def test_square_error_cost_composition_differentiates_correctly():
     append_backward(train, "loss")
     types = [op.type for op in train.global_block.ops[3:]]
     assert types == ["fill_constant", "reduce_mean_grad", "square_grad", "elementwise_sub_grad"]
+
+
+def _grid(shape, offset, seed):
+    """Distinct values on a 0.1 grid shifted by ``offset``: two grids with offsets 0 and 0.05 never tie."""
+    n = int(np.prod(shape))
+    return np.random.default_rng(seed).permutation((np.arange(n) - n // 2) * 0.1 + offset).reshape(shape)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=4), st.data(),
+       st.sampled_from(["elementwise_max", "elementwise_min", "elementwise_pow"]), st.integers(0, 2**16))
+def test_binary_grads_honour_any_axis(x_shape, data, op_type, seed):
+    """Y is any run of X's dims (some of them 1) placed at any axis; grads are summed back to Y."""
+    axis = data.draw(st.integers(0, len(x_shape) - 1))
+    length = data.draw(st.integers(1, len(x_shape) - axis))
+    y_shape = [d if data.draw(st.booleans()) else 1 for d in x_shape[axis:axis + length]]
+    x, y = _grid(x_shape, 0.0, seed), _grid(y_shape, 0.05, seed + 1)
+    if op_type == "elementwise_pow":
+        x = np.abs(x) + 0.5
+    check_op(op_type, {"X": x, "Y": y}, {"axis": axis if length < len(x_shape) else -1})
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=4), st.data(),
+       st.sampled_from(["reduce_max", "reduce_min", "reduce_prod", "reduce_sum", "reduce_mean"]),
+       st.booleans(), st.integers(0, 2**16))
+def test_reduce_grads_over_any_dims(shape, data, op_type, keep_dim, seed):
+    dims = data.draw(st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1, max_size=3))
+    reduce_all = data.draw(st.booleans())
+    check_op(op_type, {"X": _grid(shape, 0.0, seed) + 0.05},
+             {"dim": dims, "keep_dim": keep_dim, "reduce_all": reduce_all})
