@@ -1,0 +1,114 @@
+"""The CLI as a user runs it: one clear line and exit code 1 on bad input, no traceback, no output file."""
+
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fixtures import DATA
+
+MLP = DATA / "mlp"
+
+
+def gradc(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "gradc", *map(str, args)], capture_output=True, text=True, cwd=cwd)
+
+
+def assert_clean_failure(result, *phrases):
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradc: error: "), result.stderr
+    for phrase in phrases:
+        assert phrase in lines[0]
+
+
+@pytest.fixture
+def bad_files(tmp_path):
+    data = (MLP / "forward.pb").read_bytes()
+    (tmp_path / "truncated.pb").write_bytes(data[: len(data) // 2])
+    (tmp_path / "random.pb").write_bytes(np.random.default_rng(3).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    return tmp_path
+
+
+@pytest.mark.parametrize("name", ["truncated.pb", "random.pb"])
+def test_bad_program_files(bad_files, name):
+    out = bad_files / "out.pb"
+    assert_clean_failure(gradc("compile", bad_files / name, "-o", out), name, "not a readable ProgramDesc")
+    assert not out.exists()
+
+
+def test_unknown_loss(tmp_path):
+    out = tmp_path / "out.pb"
+    assert_clean_failure(gradc("compile", MLP / "forward.pb", "-o", out, "--loss", "nope"),
+                         "loss 'nope'", "candidates: mean_0.tmp_0")
+    assert not out.exists()
+
+
+def test_op_without_grad_maker(tmp_path):
+    program = tmp_path / "custom.pbtxt"
+    text = gradc("convert", MLP / "forward.pb", program)
+    assert text.returncode == 0
+    program.write_text(program.read_text().replace('type: "relu"', 'type: "my_relu"'))
+    out = tmp_path / "out.pb"
+    assert_clean_failure(gradc("compile", program, "-o", out), "no grad maker", "block 0, op 2 (my_relu)")
+    assert not out.exists()
+
+
+def test_existing_output_survives_a_failed_compile(tmp_path, bad_files):
+    out = tmp_path / "train.pb"
+    out.write_bytes(b"the user's previous result")
+    assert_clean_failure(gradc("compile", bad_files / "random.pb", "-o", out))
+    assert out.read_bytes() == b"the user's previous result"
+
+
+def test_missing_feed_var_at_run(tmp_path):
+    assert_clean_failure(gradc("run", MLP / "forward.pb", "--fetch", "mean_0.tmp_0"),
+                         "op 0 (mul)", "reads var 'x'")
+
+
+def test_bad_npz(tmp_path):
+    bad = tmp_path / "feed.npz"
+    bad.write_bytes(b"not a zip")
+    assert_clean_failure(gradc("run", MLP / "forward.pb", "--feed", bad), "cannot read feed")
+
+
+def test_missing_file():
+    assert_clean_failure(gradc("show", "/nonexistent/program.pb"), "cannot read")
+
+
+def test_compile_run_show_convert(tmp_path):
+    train = tmp_path / "train.pb"
+    compiled = gradc("compile", MLP / "forward.pb", "-o", train, "--param", "fc_0.w_0", "--no-grad", "x")
+    assert compiled.returncode == 0, compiled.stderr
+    assert re.search(r"^fc_0.w_0 +fc_0.w_0@GRAD$", compiled.stdout, re.M) and "fc_1.w_0" not in compiled.stdout
+    out = tmp_path / "r.npz"
+    ran = gradc("run", train, "--feed", MLP / "feed.npz", "--params", MLP / "params.npz",
+                "--fetch", "mean_0.tmp_0", "--fetch", "fc_0.w_0@GRAD", "--out", out)
+    assert ran.returncode == 0, ran.stderr
+    with np.load(out) as results, np.load(MLP / "grads.npz") as grads:
+        np.testing.assert_allclose(results["fc_0.w_0@GRAD"], grads["fc_0.w_0@GRAD"], rtol=1e-5, atol=1e-6)
+    shown = gradc("show", train)
+    assert "fc_0.w_0@GRAD : DENSE_TENSOR float32[16, 32]" in shown.stdout and "mul_grad" in shown.stdout
+    text = tmp_path / "train.pbtxt"
+    assert gradc("convert", train, text).returncode == 0
+    assert 'type: "mul_grad"' in text.read_text()
+
+
+def test_run_with_startup_program():
+    ran = gradc("run", MLP / "forward.pb", "--startup", MLP / "startup.pb", "--feed", MLP / "feed.npz",
+                "--fetch", "mean_0.tmp_0")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("mean_0.tmp_0: float32[] = ")
+
+
+def test_ops_lists_grad_and_kernel_columns():
+    listed = gradc("ops")
+    assert listed.returncode == 0
+    rows = {line.split()[0]: line.split()[1:] for line in listed.stdout.splitlines()[1:-1]}
+    assert rows["relu"] == ["relu_grad", "yes"]
+    assert rows["scale"] == ["composite", "yes"]
+    assert rows["fill_constant"] == ["none", "yes"]
+    assert all(columns[-1] == "yes" for columns in rows.values()), "every registered op has a kernel"
