@@ -187,8 +187,12 @@ def _bounds(k):
     return lo, hi
 
 
-unary("clip", lambda x, k: np.clip(x, *_bounds(k)),
-      lambda x, d, k: d * ((x > _bounds(k)[0]) & (x < _bounds(k)[1])))
+def _clip_grad(x, d, k):
+    lo, hi = _bounds(k)
+    return d * ((x > lo) & (x < hi))
+
+
+unary("clip", lambda x, k: np.clip(x, *_bounds(k)), _clip_grad)
 
 
 @kernel("where")
