@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..registry import NO_GRAD, defop, grad_op
-from .infer import normalize_axis
+from .infer import dims_match, normalize_axis
 
 SLICE_TENSORS = ["StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"]
 STRIDED_TENSORS = SLICE_TENSORS + ["StridesTensor", "StridesTensorList"]
@@ -79,8 +79,7 @@ def _gather_nd_infer(ctx):
 
 def _scatter_infer(ctx):
     x, ids, updates = ctx.shape("X"), ctx.shape("Ids"), ctx.shape("Updates")
-    if len(updates) != len(x) or updates[1:] != x[1:] or (ids and ids[0] >= 0 and updates[0] >= 0
-                                                              and ids[0] != updates[0]):
+    if len(updates) != len(x) or not all(map(dims_match, updates[1:] + ids[:1], x[1:] + updates[:1])):
         ctx.fail(f"scatter needs Updates shaped [len(Ids)] + X.shape[1:]: X {x}, Ids {ids}, Updates {updates}")
     return {"Out": (x, ctx.dtype("X"))}
 

@@ -58,7 +58,7 @@ KLDIV_REDUCTIONS = ("none", "batchmean", "mean", "sum")
 def _kldiv_infer(ctx):
     if ctx.attr("reduction") not in KLDIV_REDUCTIONS:
         ctx.fail(f"kldiv_loss reduction {ctx.attr('reduction')!r} is not one of {KLDIV_REDUCTIONS}")
-    (shape, dtype), = _same_shape_infer("Target", outs=("Loss",))(ctx).values()
+    shape, dtype = _same_shape_infer("Target", outs=("Loss",))(ctx)["Loss"]
     return {"Loss": (shape if ctx.attr("reduction") == "none" else [], dtype)}
 
 

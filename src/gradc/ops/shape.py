@@ -113,7 +113,7 @@ def _stack_infer(ctx):
 def _unstack_infer(ctx):
     x = ctx.shape("X")
     axis = normalize_axis(ctx.attr("axis"), len(x))
-    count = len(ctx.op.output("Y"))
+    count = len(ctx.op.output("Y")) or ctx.attr("num") or x[axis]
     if x[axis] >= 0 and x[axis] != count:
         ctx.fail(f"unstack along axis {axis} of {x} gives {x[axis]} tensors, but {count} outputs are named")
     return {"Y": [(x[:axis] + x[axis + 1:], ctx.dtype("X"))] * count}
@@ -221,7 +221,7 @@ def _split_infer(ctx):
     shape = ctx.shape("X")
     axis = normalize_axis(ctx.attr("axis"), len(shape))
     sections = list(ctx.attr("sections") or [])
-    count = len(ctx.op.output("Out"))
+    count = len(ctx.op.output("Out")) or ctx.attr("num")
     if not sections:
         sections = [shape[axis] // count if shape[axis] >= 0 else -1] * count
     elif -1 in sections and shape[axis] >= 0:

@@ -17,14 +17,19 @@ def scatter_add(grad: np.ndarray, index: np.ndarray, size: int, axis: int) -> np
     return np.moveaxis(out, 0, axis)
 
 
+def ints(k, slots, attr: str) -> list[int]:
+    """An int-list attribute, overridden by the first given input slot (a tensor, or a list of 1-element
+    tensors), in Paddle's order of priority."""
+    for slot in slots:
+        if k.has(slot):
+            return [int(v) for t in k.xs(slot) for v in np.ravel(t)]
+    return list(k.attr(attr))
+
+
 def _bounds(k, name: str) -> list[int]:
-    """starts/ends/strides: a tensor input, else a list of 1-element tensors, else the attribute."""
+    """starts/ends/strides of slice and strided_slice."""
     slot = name.capitalize() + "Tensor"
-    if k.has(slot):
-        return [int(v) for v in np.ravel(k.x(slot))]
-    if k.has(slot + "List"):
-        return [int(np.ravel(t)[0]) for t in k.xs(slot + "List")]
-    return list(k.attr(name))
+    return ints(k, [slot, slot + "List"], name)
 
 
 def _slicing(k, shape, strided: bool):

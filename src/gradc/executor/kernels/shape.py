@@ -8,20 +8,11 @@ import numpy as np
 from ...ops import shape as dims
 from . import kernel
 from .broadcast import unbroadcast
-from .index import scatter_add
+from .index import ints, scatter_add
 
 
 def fail(message: str):
     raise ValueError(message)
-
-
-def ints(k, slot: str, list_slot: str, attr: str) -> list[int]:
-    """An int-list attribute that a tensor (``slot``) or a list of 1-element tensors may override."""
-    if k.has(list_slot):
-        return [int(np.ravel(t)[0]) for t in k.xs(list_slot)]
-    if k.has(slot):
-        return [int(v) for v in np.ravel(k.x(slot))]
-    return list(k.attr(attr))
 
 
 def _with_xshape(name: str, forward, backward=lambda dout, shape, k: dout.reshape(shape)) -> None:
@@ -32,12 +23,12 @@ def _with_xshape(name: str, forward, backward=lambda dout, shape, k: dout.reshap
 
 
 _with_xshape("reshape2", lambda x, k: x.reshape(
-    dims.reshape_dims(fail, list(x.shape), ints(k, "Shape", "ShapeTensor", "shape"))))
+    dims.reshape_dims(fail, list(x.shape), ints(k, ["ShapeTensor", "Shape"], "shape"))))
 _with_xshape("transpose2", lambda x, k: x.transpose(k.attr("axis")),
              lambda dout, shape, k: dout.transpose(np.argsort([a % len(shape) for a in k.attr("axis")])))
 _with_xshape("squeeze2", lambda x, k: x.reshape(dims.squeeze_dims(list(x.shape), k.attr("axes"))))
 _with_xshape("unsqueeze2", lambda x, k: x.reshape(
-    dims.unsqueeze_dims(list(x.shape), ints(k, "AxesTensor", "AxesTensorList", "axes"))))
+    dims.unsqueeze_dims(list(x.shape), ints(k, ["AxesTensor", "AxesTensorList"], "axes"))))
 _with_xshape("flatten_contiguous_range", lambda x, k: x.reshape(
     dims.flatten_dims(list(x.shape), k.attr("start_axis"), k.attr("stop_axis"))))
 
@@ -75,7 +66,7 @@ def unstack_grad(k):
 @kernel("expand_v2")
 def expand_v2(k):
     x = k.x("X")
-    shape = ints(k, "Shape", "expand_shapes_tensor", "shape")
+    shape = ints(k, ["Shape", "expand_shapes_tensor"], "shape")
     return {"Out": np.broadcast_to(x, dims.expand_dims_to(fail, list(x.shape), shape)).copy()}
 
 
@@ -93,7 +84,7 @@ def expand_grad(k):
 
 @kernel("tile")
 def tile(k):
-    return {"Out": np.tile(k.x("X"), ints(k, "RepeatTimes", "repeat_times_tensor", "repeat_times"))}
+    return {"Out": np.tile(k.x("X"), ints(k, ["RepeatTimes", "repeat_times_tensor"], "repeat_times"))}
 
 
 @kernel("tile_grad")
@@ -124,8 +115,7 @@ def pad_grad(k):
 
 
 def _pad3d_pairs(k):
-    paddings = [int(v) for v in np.ravel(k.x("Paddings"))] if k.has("Paddings") else k.attr("paddings")
-    return dims.pad3d_pairs(paddings, k.attr("data_format"))
+    return dims.pad3d_pairs(ints(k, ["Paddings"], "paddings"), k.attr("data_format"))
 
 
 def _source_index(mode: str, size: int, before: int, after: int) -> np.ndarray:

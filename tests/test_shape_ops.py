@@ -1,0 +1,318 @@
+"""Shape, indexing and loss ops beyond the per-op gradchecks: forward semantics against numpy for the
+cases that are easy to get wrong, shape inference against what the kernels produce, and the forward
+values the grad ops read."""
+
+import numpy as np
+import pytest
+
+from gradc import Executor, Scope, append_backward, registry
+from gradc.errors import ProgramError
+from gradc.layers import ProgramBuilder
+from gradc.ops.infer import dims_match
+
+r = np.random.default_rng(7)
+
+
+def run(op_type, inputs, attrs=None):
+    """Run one op built through its shape inference; check every output against its declared shape."""
+    net = ProgramBuilder()
+    feed, slots = {}, {}
+    for slot, value in inputs.items():
+        arrays = value if isinstance(value, list) else [value]
+        slots[slot] = [net.data(f"{slot.lower()}{i}", list(a.shape), a.dtype.name) for i, a in enumerate(arrays)]
+        feed.update(zip(slots[slot], arrays))
+    net.op(op_type, slots, attrs)
+    op = net.block.ops[-1]
+    names = [name for args in op.outputs.values() for name in args]
+    values = dict(zip(names, Executor().run(net.program, feed, names, Scope())))
+    for name, value in values.items():
+        declared = net.block.var(name).shape
+        if declared is not None:
+            assert len(declared) == value.ndim and all(map(dims_match, declared, value.shape)), \
+                f"{op_type} {name}: inferred {declared}, kernel gave {list(value.shape)}"
+    return {slot: [values[n] for n in args] if len(args) > 1 else values[args[0]]
+            for slot, args in op.outputs.items()}
+
+
+def grad_op_of(op_type, inputs, attrs=None, loss_slot="Out"):
+    """The grad op gradc emits for sum-of-output with the float inputs as parameters."""
+    net = ProgramBuilder()
+    slots = {slot: net.data(slot.lower(), list(a.shape), a.dtype.name) for slot, a in inputs.items()}
+    for name in slots.values():
+        net.block.var(name).is_parameter = net.block.var(name).dtype in (5, 6)
+    out = net.op(op_type, slots, attrs, outputs=[loss_slot])[0]
+    loss = net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0]
+    append_backward(net.program, loss)
+    return next(op for op in net.block.ops if op.type not in ("fill_constant", "reduce_sum", "reduce_sum_grad")
+                and op.attrs.get("op_role") == 1)
+
+
+x234 = r.standard_normal((2, 3, 4))
+
+
+# ---------------------------------------------------------------- reshape family
+
+@pytest.mark.parametrize("shape, expect", [([0, -1], (2, 12)), ([-1, 0, 2], (4, 3, 2)), ([4, 0, 2], (4, 3, 2)),
+                                           ([24], (24,))])
+def test_reshape2_copies_zero_dims_and_infers_minus_one(shape, expect):
+    out = run("reshape2", {"X": x234}, {"shape": shape})
+    assert out["Out"].shape == expect and out["XShape"].shape == (0, 2, 3, 4)
+    np.testing.assert_array_equal(out["Out"].ravel(), x234.ravel())
+
+
+def test_reshape2_takes_its_shape_from_tensors_first():
+    out = run("reshape2", {"X": x234, "ShapeTensor": [np.array([4], np.int32), np.array([-1], np.int32)]},
+              {"shape": [3, 8]})
+    assert out["Out"].shape == (4, 6)
+    assert run("reshape2", {"X": x234, "Shape": np.array([0, 12])})["Out"].shape == (2, 12)
+
+
+def test_reshape2_rejects_a_size_mismatch_naming_the_op():
+    with pytest.raises(ProgramError, match="reshape2.*cannot reshape"):
+        run("reshape2", {"X": x234}, {"shape": [5, -1]})
+
+
+def test_unsqueeze2_inserts_axes_one_after_another():
+    x = r.standard_normal((2, 3))
+    assert run("unsqueeze2", {"X": x}, {"axes": [2, 0]})["Out"].shape == (1, 2, 3, 1)
+    assert run("unsqueeze2", {"X": x}, {"axes": [0, 2]})["Out"].shape == (1, 2, 1, 3)
+    assert run("unsqueeze2", {"X": x}, {"axes": [-1, -1]})["Out"].shape == (2, 3, 1, 1)
+
+
+def test_squeeze2_ignores_listed_axes_whose_size_is_not_one():
+    x = r.standard_normal((1, 3, 1, 2))
+    assert run("squeeze2", {"X": x}, {"axes": [0, 1]})["Out"].shape == (3, 1, 2)
+    assert run("squeeze2", {"X": x}, {"axes": []})["Out"].shape == (3, 2)
+    assert run("squeeze2", {"X": x}, {"axes": [-2]})["Out"].shape == (1, 3, 2)
+
+
+def test_flatten_and_transpose():
+    x = r.standard_normal((2, 3, 4, 5))
+    assert run("flatten_contiguous_range", {"X": x}, {"start_axis": 1, "stop_axis": -2})["Out"].shape == (2, 12, 5)
+    np.testing.assert_array_equal(run("transpose2", {"X": x}, {"axis": [3, 0, 2, 1]})["Out"],
+                                  x.transpose(3, 0, 2, 1))
+
+
+@pytest.mark.parametrize("op_type, attrs", [
+    ("reshape2", {"shape": [4, 6]}), ("transpose2", {"axis": [1, 2, 0]}), ("squeeze2", {"axes": []}),
+    ("unsqueeze2", {"axes": [1]}), ("flatten_contiguous_range", {"start_axis": 0, "stop_axis": 1}),
+])
+def test_xshape_grads_read_xshape_not_x(op_type, attrs):
+    grad = grad_op_of(op_type, {"X": x234}, attrs)
+    assert grad.type == op_type + "_grad"
+    assert sorted(grad.inputs) == ["Out@GRAD", "XShape"]
+    assert registry.get(op_type).no_grad_outputs == {"XShape"}
+
+
+# ---------------------------------------------------------------- slicing
+
+x456 = r.standard_normal((4, 5, 6))
+
+
+@pytest.mark.parametrize("attrs, expect", [
+    ({"axes": [0, 2], "starts": [-100, 2], "ends": [100, -1]}, x456[:, :, 2:-1]),
+    ({"axes": [1], "starts": [-2], "ends": [1000]}, x456[:, -2:]),
+    ({"axes": [1], "starts": [3], "ends": [1]}, x456[:, 3:1]),
+    ({"axes": [0, 1], "starts": [1, -1], "ends": [2, 10000], "decrease_axis": [0, 1]}, x456[1, -1]),
+    ({"axes": [0, 1, 2], "starts": [3, 0, 5], "ends": [4, 1, 6], "decrease_axis": [0, 1, 2]}, x456[3, 0, 5]),
+])
+def test_slice_clamps_like_python_and_decreases_axes(attrs, expect):
+    out = run("slice", {"Input": x456}, attrs)["Out"]
+    assert out.shape == expect.shape
+    np.testing.assert_array_equal(out, expect)
+
+
+@pytest.mark.parametrize("starts, ends, strides, expect", [
+    ([0], [6], [2], x456[..., 0:6:2]),
+    ([-1], [-1], [-1], x456[..., ::-1]),          # end -1 with a negative stride: through index 0
+    ([4], [0], [-2], x456[..., 4:0:-2]),
+    ([100], [-100], [-2], x456[..., 5:0:-2]),     # a far negative end clamps to 0, which stays excluded
+    ([-2], [-6], [-1], x456[..., -2:-6:-1]),
+    ([1], [-1], [3], x456[..., 1:-1:3]),
+])
+def test_strided_slice_follows_paddles_bounds(starts, ends, strides, expect):
+    out = run("strided_slice", {"Input": x456}, {"axes": [2], "starts": starts, "ends": ends, "strides": strides})
+    np.testing.assert_array_equal(out["Out"], expect)
+
+
+def test_strided_slice_decrease_axis_with_the_minus_one_zero_marker():
+    attrs = {"axes": [0, 1], "starts": [-1, 0], "ends": [0, 5], "strides": [1, 2], "infer_flags": [-1, 1],
+             "decrease_axis": [0]}
+    out = run("strided_slice", {"Input": x456}, attrs)["Out"]
+    np.testing.assert_array_equal(out, x456[-1, 0:5:2])
+
+
+def test_slice_bounds_from_tensors_override_the_attributes():
+    out = run("slice", {"Input": x456, "StartsTensor": np.array([1, 2]), "EndsTensorList": [np.array([3]),
+                                                                                          np.array([4])]},
+              {"axes": [0, 2], "starts": [0, 0], "ends": [1, 1], "infer_flags": [-1, -1]})["Out"]
+    np.testing.assert_array_equal(out, x456[1:3, :, 2:4])
+
+
+# ---------------------------------------------------------------- gather / scatter
+
+def test_gather_along_an_axis_and_with_a_scalar_index():
+    index = np.array([3, 0, 3])
+    np.testing.assert_array_equal(run("gather", {"X": x456, "Index": index}, {"axis": 1})["Out"], x456[:, index])
+    np.testing.assert_array_equal(run("gather", {"X": x456, "Index": index, "Axis": np.array([-1])})["Out"],
+                                  x456[:, :, index])
+    np.testing.assert_array_equal(run("gather", {"X": x456, "Index": np.array(2)})["Out"], x456[2])
+
+
+def test_gather_nd_picks_slices():
+    index = np.array([[[0, 1], [3, 4]], [[2, 2], [1, 0]]])
+    out = run("gather_nd", {"X": x456, "Index": index})["Out"]
+    assert out.shape == (2, 2, 6)
+    np.testing.assert_array_equal(out[1, 0], x456[2, 2])
+
+
+def test_gather_grad_accumulates_repeated_indices():
+    grad = grad_op_of("gather", {"X": r.standard_normal((4, 2)), "Index": np.array([1, 1, 3])})
+    assert grad.type == "gather_grad" and sorted(grad.inputs) == ["Axis", "Index", "Out@GRAD", "X"]
+    net = ProgramBuilder()
+    x, index = net.data("x", [4, 2], "float64"), net.data("index", [3], "int64")
+    out = net.op("gather", {"X": x, "Index": index})[0]
+    net.block.var(x).is_parameter = True
+    append_backward(net.program, net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0])
+    (dx,) = Executor().run(net.program, {"x": np.ones((4, 2)), "index": np.array([1, 1, 3])}, ["x@GRAD"], Scope())
+    np.testing.assert_array_equal(dx, [[0, 0], [2, 2], [0, 0], [1, 1]])
+
+
+@pytest.mark.parametrize("overwrite", [True, False])
+def test_scatter_modes_and_x_grad_zero_on_every_indexed_row(overwrite):
+    x = np.arange(10.0).reshape(5, 2)
+    ids = np.array([1, 3, 1])
+    updates = np.array([[10.0, 10], [20, 20], [30, 30]])
+    out = run("scatter", {"X": x, "Ids": ids, "Updates": updates}, {"overwrite": overwrite})["Out"]
+    row1 = [30, 30] if overwrite else [40, 40]  # overwrite: the last write wins; add: rows zeroed, then summed
+    np.testing.assert_array_equal(out, [x[0], row1, x[2], [20, 20], x[4]])
+    from gradc.gradcheck import check_op
+    grads = check_op("scatter", {"X": x, "Ids": ids, "Updates": updates}, {"overwrite": overwrite})
+    assert not grads["X0"][[1, 3]].any() and grads["X0"][[0, 2, 4]].all()
+    assert (grads["Updates0"][0] == 0).all() == overwrite  # an overwritten update gets no grad
+
+
+# ---------------------------------------------------------------- stack, expand, tile, pad, split
+
+def test_stack_unstack_and_expand():
+    xs = [r.standard_normal((2, 3)) for _ in range(3)]
+    np.testing.assert_array_equal(run("stack", {"X": xs}, {"axis": -1})["Y"], np.stack(xs, -1))
+    parts = run("unstack", {"X": x456}, {"axis": 1, "num": 5})["Y"]
+    assert len(parts) == 5 and parts[2].shape == (4, 6)
+    np.testing.assert_array_equal(parts[2], x456[:, 2])
+    x = r.standard_normal((3, 1))
+    np.testing.assert_array_equal(run("expand_v2", {"X": x}, {"shape": [2, -1, 4]})["Out"],
+                                  np.broadcast_to(x, (2, 3, 4)))
+    np.testing.assert_array_equal(run("expand_as_v2", {"X": x, "Y": x234})["Out"], np.broadcast_to(x, (2, 3, 4)))
+    np.testing.assert_array_equal(run("tile", {"X": x}, {"repeat_times": [2, 1, 3]})["Out"], np.tile(x, (2, 1, 3)))
+
+
+def test_pad_orders_paddings_by_pad_from_first_axis():
+    x = r.standard_normal((2, 3))
+    out = run("pad", {"X": x}, {"paddings": [1, 0, 0, 2], "pad_value": 9.0})["Out"]
+    np.testing.assert_array_equal(out, np.pad(x, [(1, 0), (0, 2)], constant_values=9.0))
+    out = run("pad", {"X": x}, {"paddings": [1, 0], "pad_from_first_axis": False})["Out"]
+    np.testing.assert_array_equal(out, np.pad(x, [(0, 0), (1, 0)]))
+
+
+@pytest.mark.parametrize("mode, np_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")])
+@pytest.mark.parametrize("data_format", ["NCDHW", "NDHWC"])
+def test_pad3d_modes_match_numpy(mode, np_mode, data_format):
+    x = r.standard_normal((1, 2, 3, 4, 3))
+    # [left, right, top, bottom, front, back] pad W, H, D
+    out = run("pad3d", {"X": x}, {"paddings": [1, 2, 0, 2, 1, 1], "mode": mode, "data_format": data_format})["Out"]
+    spatial = [(1, 1), (0, 2), (1, 2)]
+    pairs = [(0, 0), (0, 0)] + spatial if data_format == "NCDHW" else [(0, 0)] + spatial + [(0, 0)]
+    np.testing.assert_array_equal(out, np.pad(x, pairs, mode=np_mode))
+
+
+def test_split_normalises_a_negative_axis_with_sections():
+    x = r.standard_normal((2, 6))
+    parts = run("split", {"X": x}, {"axis": -1, "sections": [1, -1, 2]})["Out"]
+    assert [p.shape for p in parts] == [(2, 1), (2, 3), (2, 2)]
+    np.testing.assert_array_equal(np.concatenate(parts, -1), x)
+
+
+def test_concat_grad_keeps_placeholders_for_inputs_without_grad():
+    net = ProgramBuilder()
+    a, b, c = (net.data(n, [2, k], "float64") for n, k in (("a", 1), ("b", 2), ("c", 3)))
+    net.block.var(b).stop_gradient = True
+    out = net.op("concat", {"X": [a, b, c]}, {"axis": -1})[0]
+    append_backward(net.program, net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0])
+    grad = next(op for op in net.block.ops if op.type == "concat_grad")
+    assert grad.outputs["X@GRAD"] == ["a@GRAD", "@EMPTY@", "c@GRAD"]
+    feed = {"a": np.ones((2, 1)), "b": np.ones((2, 2)), "c": np.ones((2, 3))}
+    da, dc = Executor().run(net.program, feed, ["a@GRAD", "c@GRAD"], Scope())
+    assert da.shape == (2, 1) and dc.shape == (2, 3)
+
+
+# ---------------------------------------------------------------- arg_max, top_k
+
+def test_arg_max_min_attributes():
+    x = r.standard_normal((3, 4, 5))
+    out = run("arg_max", {"X": x}, {"axis": -1, "keepdims": True})["Out"]
+    np.testing.assert_array_equal(out, np.argmax(x, -1)[..., None])
+    assert out.dtype == np.int64
+    out = run("arg_min", {"X": x}, {"axis": 1, "dtype": 2})["Out"]
+    np.testing.assert_array_equal(out, np.argmin(x, 1))
+    assert out.dtype == np.int32
+    assert run("arg_max", {"X": x}, {"flatten": True})["Out"] == np.argmax(x)
+    assert not registry.get("arg_max").differentiable
+
+
+def test_top_k_v2_values_indices_and_grad_slots():
+    x = np.array([[3.0, 1.0, 4.0, 1.0, 5.0], [9.0, 2.0, 6.0, 5.0, 3.0]])
+    out = run("top_k_v2", {"X": x}, {"k": 3})
+    np.testing.assert_array_equal(out["Out"], [[5, 4, 3], [9, 6, 5]])
+    np.testing.assert_array_equal(out["Indices"], [[4, 2, 0], [0, 2, 3]])
+    small = run("top_k_v2", {"X": x}, {"k": 2, "axis": 0, "largest": False})
+    np.testing.assert_array_equal(small["Indices"], [[0, 0, 0, 0, 1], [1, 1, 1, 1, 0]])
+    grad = grad_op_of("top_k_v2", {"X": x}, {"k": 2})
+    assert grad.type == "top_k_v2_grad" and sorted(grad.inputs) == ["Indices", "Out@GRAD", "X"]
+
+
+# ---------------------------------------------------------------- losses
+
+def test_kldiv_loss_reductions():
+    x, target = np.log(r.uniform(0.1, 1, (3, 4))), r.uniform(0, 1, (3, 4))
+    target[0, 0] = 0.0
+    elementwise = np.where(target > 0, target * (np.log(np.where(target > 0, target, 1)) - x), 0)
+    cases = {"none": elementwise, "sum": elementwise.sum(), "mean": elementwise.mean(),
+             "batchmean": elementwise.sum() / 3}
+    for reduction, expect in cases.items():
+        loss = run("kldiv_loss", {"X": x, "Target": target}, {"reduction": reduction})["Loss"]
+        assert loss.shape == np.shape(expect)
+        np.testing.assert_allclose(loss, expect)
+
+
+def test_sigmoid_cross_entropy_ignore_index_and_normalize():
+    x = r.standard_normal((2, 3))
+    label = np.array([[1.0, 0.0, -1.0], [0.3, -1.0, 1.0]])
+    out = run("sigmoid_cross_entropy_with_logits", {"X": x, "Label": label},
+              {"ignore_index": -1, "normalize": True})["Out"]
+    expect = np.where(label == -1, 0, np.logaddexp(0, x) - x * label) / 4
+    np.testing.assert_allclose(out, expect)
+
+
+def test_huber_loss_grad_reads_residual_and_bce_matches_its_formula():
+    x, y = r.standard_normal((3, 2)), r.standard_normal((3, 2))
+    out = run("huber_loss", {"X": x, "Y": y}, {"delta": 0.5})
+    residual = y - x
+    np.testing.assert_allclose(out["Residual"], residual)
+    np.testing.assert_allclose(out["Out"], np.where(np.abs(residual) <= 0.5, 0.5 * residual ** 2,
+                                                    0.5 * (np.abs(residual) - 0.25)))
+    grad = grad_op_of("huber_loss", {"X": x, "Y": y})
+    assert sorted(grad.inputs) == ["Out@GRAD", "Residual"]
+    p, label = r.uniform(0.1, 0.9, (4,)), np.array([0.0, 1.0, 0.5, 1.0])
+    np.testing.assert_allclose(run("bce_loss", {"X": p, "Label": label})["Out"],
+                               -(label * np.log(p) + (1 - label) * np.log(1 - p)))
+
+
+def test_softmax_with_cross_entropy_keeps_the_class_axis_and_ignores_labels():
+    logits = r.standard_normal((3, 4, 2))
+    label = np.array([[[1, 0]], [[-1, 3]], [[2, -1]]])
+    out = run("softmax_with_cross_entropy", {"Logits": logits, "Label": label}, {"axis": 1, "ignore_index": -1})
+    assert out["Loss"].shape == (3, 1, 2)
+    log_prob = logits - np.log(np.exp(logits).sum(1, keepdims=True))
+    assert out["Loss"][1, 0, 0] == 0 and out["Loss"][2, 0, 1] == 0
+    np.testing.assert_allclose(out["Loss"][1, 0, 1], -log_prob[1, 3, 1])
