@@ -56,6 +56,8 @@ CASES = [
     pool(randn(1, 2, 4, 4), pooling_type="avg", ksize=[3, 3], strides=[2, 2], paddings=[1, 1]),
     pool(randn(1, 2, 4, 4), pooling_type="avg", ksize=[3, 3], strides=[2, 2], paddings=[1, 1], exclusive=False),
     pool(randn(1, 2, 5, 5), pooling_type="avg", ksize=[2, 2], strides=[2, 2], ceil_mode=True, exclusive=False),
+    pool(randn(1, 2, 6, 5), pooling_type="avg", ksize=[3, 2], strides=[2, 2], paddings=[0, 2, 1, 1], exclusive=False),
+    pool(randn(1, 2, 6, 5), pooling_type="avg", ksize=[3, 2], strides=[2, 2], paddings=[0, 2, 1, 1], ceil_mode=True),
     pool(randn(1, 2, 3, 4), pooling_type="avg", ksize=[2, 2], global_pooling=True, paddings=[1, 1]),
     pool(randn(1, 2, 5, 7), pooling_type="avg", ksize=[2, 3], adaptive=True),
     pool(randn(1, 3, 4, 2), pooling_type="avg", ksize=[2, 2], paddings=[1, 0, 0, 1], data_format="NHWC"),

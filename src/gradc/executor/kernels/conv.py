@@ -134,25 +134,27 @@ def conv2d_transpose_grad(k):
     return out
 
 
-def _bounds(size, out, k, stride, pad, adaptive):
-    """Each output's window [start, end) along one axis, clipped to the input (Paddle's pooling)."""
+def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):
+    """Along one axis: each output's window [start, end) clipped to the input, and the length average
+    pooling divides by. Non-exclusive windows count padding up to ``pad`` cells past either edge
+    (Paddle keeps only the leading pad), so a ceil_mode window hanging past that is cut short."""
     o = np.arange(out)
     if adaptive:
-        return o * size // out, -(-(o + 1) * size // out)
+        start, end = o * size // out, -(-(o + 1) * size // out)
+        return (start, end), end - start
     start = o * stride - pad
-    return np.maximum(start, 0), np.minimum(start + k, size)
+    clipped = np.maximum(start, 0), np.minimum(start + k, size)
+    return clipped, (clipped[1] - clipped[0] if exclusive else np.minimum(start + k, size + pad) - start)
 
 
 def _pool_windows(k, x):
-    """Per axis (H, W): window bounds, plus the divisor of average pooling."""
+    """Per axis (H, W): window bounds, plus the [OH, OW] divisor of average pooling."""
     ksize, pads, out_hw = ops.pool_geometry(x.shape[2:], _attrs(k, ops.POOL_ATTRS))
-    adaptive = k.attr("adaptive")
-    bounds = [_bounds(x.shape[2 + i], out_hw[i], ksize[i], k.attr("strides")[i], pads[2 * i], adaptive)
-              for i in range(2)]
-    (h0, h1), (w0, w1) = bounds
-    exclusive = k.attr("exclusive") or adaptive
-    divisor = np.outer(h1 - h0, w1 - w0) if exclusive else np.full((len(h0), len(w0)), ksize[0] * ksize[1])
-    return bounds, divisor.astype(x.dtype)
+    (bounds_h, len_h), (bounds_w, len_w) = (
+        _axis_windows(x.shape[2 + i], out_hw[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
+                      k.attr("exclusive")) for i in range(2))
+    divisor = np.maximum(np.outer(len_h, len_w), 1)  # an empty ceil_mode window averages to 0, not 0/0
+    return (bounds_h, bounds_w), divisor.astype(x.dtype)
 
 
 def _membership(size, bounds, dtype):
