@@ -8,7 +8,15 @@ import gradc
 from fixtures import Fixture, grad_vars
 from gradc.cli import cli
 
-CASES = ["mlp", "shared_param", "stop_grad_branch"]
+# The first three come from ../shared; transformer, vision and tensor_ops were built by
+# tools/paddle_fixtures.py with PaddlePaddle 3.3.1 (about 50 op types between them).
+CASES = ["mlp", "shared_param", "stop_grad_branch", "transformer", "vision", "tensor_ops"]
+
+
+def paddle_op_types(program):
+    """Paddle's op sequence, less the one-input `sum` copies its pruning leaves behind (gradc writes
+    such a grad directly)."""
+    return [op.type for op in program.global_block.ops if not (op.type == "sum" and len(op.input("X")) == 1)]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -27,7 +35,7 @@ def test_same_grad_vars_and_ops_as_paddle(case):
     gradc.append_backward(program)
     paddle = gradc.load(fixture.dir / "backward.pb")
     assert grad_vars(program) == grad_vars(paddle)
-    assert [op.type for op in program.global_block.ops] == [op.type for op in paddle.global_block.ops]
+    assert [op.type for op in program.global_block.ops] == paddle_op_types(paddle)
 
 
 @pytest.mark.parametrize("case", CASES)
