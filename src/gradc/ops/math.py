@@ -138,16 +138,6 @@ def _cumsum_infer(ctx):
     return {"Out": ([_prod(x)] if ctx.attr("flatten") else x, ctx.dtype("X"))}
 
 
-def _cumsum_grad(g):
-    """The adjoint of a running sum is the running sum the other way, as Paddle emits; with flatten,
-    Paddle's version leaves X@GRAD flat, so cumsum_grad (which reshapes to X) is used instead."""
-    if g.attr("flatten"):
-        return [g.op("cumsum_grad", {"X": g.I("X"), "Out@GRAD": g.OG("Out")}, {"X@GRAD": g.IG("X")},
-                     forward_attrs=True)]
-    return [g.op("cumsum", {"X": g.OG("Out")}, {"Out": g.IG("X")}, {"reverse": not g.attr("reverse")},
-                 forward_attrs=True)]
-
-
 CUMSUM_ATTRS = {"axis": -1, "flatten": False, "exclusive": False, "reverse": False}
-defop("cumsum", ["X"], attrs=CUMSUM_ATTRS, infer=_cumsum_infer, grad=_cumsum_grad)
-defop("cumsum_grad", ["X", "Out@GRAD"], ["X@GRAD"], attrs=CUMSUM_ATTRS, infer=same_as("X", "X@GRAD"))
+# Paddle 3.3.1 emits cumsum_grad (X, Out@GRAD): the running sum of the grad the other way, shaped like X
+defop("cumsum", ["X"], attrs=CUMSUM_ATTRS, infer=_cumsum_infer, grad=grad_op("X"))
