@@ -316,3 +316,28 @@ def test_softmax_with_cross_entropy_keeps_the_class_axis_and_ignores_labels():
     log_prob = logits - np.log(np.exp(logits).sum(1, keepdims=True))
     assert out["Loss"][1, 0, 0] == 0 and out["Loss"][2, 0, 1] == 0
     np.testing.assert_allclose(out["Loss"][1, 0, 1], -log_prob[1, 3, 1])
+
+
+def test_a_program_chaining_shape_ops_has_the_numeric_gradient():
+    from gradc.gradcheck import check_program
+    net = ProgramBuilder()
+    x, w = net.data("x", [2, 3, 4], "float64"), net.data("w", [2, 6], "float64")
+    flat = net.op("reshape2", {"X": x}, {"shape": [0, -1]})[0]                        # [2, 12]
+    cols = net.op("transpose2", {"X": flat}, {"axis": [1, 0]})[0]                     # [12, 2]
+    picked = net.op("gather", {"X": cols, "Index": net.data("index", [5], "int64")})[0]  # [5, 2]
+    window = net.op("strided_slice", {"Input": cols}, {"axes": [0], "starts": [-1], "ends": [-1],
+                                                      "strides": [-3]})[0]           # [4, 2]
+    both = net.op("concat", {"X": [picked, window]}, {"axis": 0})[0]                  # [9, 2]
+    tiled = net.op("tile", {"X": net.op("unsqueeze2", {"X": both}, {"axes": [0]})[0]},
+                   {"repeat_times": [2, 1, 1]})[0]                                    # [2, 9, 2]
+    best = net.op("top_k_v2", {"X": net.op("transpose2", {"X": tiled}, {"axis": [0, 2, 1]})[0]}, {"k": 3})[0]
+    logits = net.op("flatten_contiguous_range", {"X": best}, {"start_axis": 1, "stop_axis": 2})[0]  # [2, 6]
+    scattered = net.op("scatter", {"X": logits, "Ids": net.data("ids", [1], "int64"),
+                                   "Updates": net.op("slice", {"Input": w}, {"axes": [0], "starts": [0],
+                                                                            "ends": [1]})[0]})[0]
+    target = net.op("softmax", {"X": net.data("t", [2, 6], "float64")}, {"axis": -1})[0]  # Target gets no grad
+    loss = net.op("kldiv_loss", {"X": scattered, "Target": target}, {"reduction": "batchmean"}, outputs=["Loss"])[0]
+    feed = {"x": r.standard_normal((2, 3, 4)), "w": r.standard_normal((2, 6)),
+            "t": r.standard_normal((2, 6)),
+            "index": np.array([0, 5, 5, 11, 3]), "ids": np.array([1])}
+    check_program(net.program, feed, ["x", "w"], loss=loss)
