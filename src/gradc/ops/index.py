@@ -16,14 +16,19 @@ def paddle_slice(start: int, end: int, stride: int, size: int, decrease: bool = 
 
     Negative starts/ends count from the end and clamp at 0; with a negative stride, end -1 means
     "through index 0". A decreased axis keeps one element: the first the slice visits."""
+    if decrease and (start, end) == (-1, 0):  # Paddle's marker for "the last element"
+        return slice(size - 1, size)
     if start < 0:
         start = max(start + size, 0)
     if end < 0 and not (end == -1 and stride < 0):
         end = max(end + size, 0)
+    cut = slice(start, end if end >= 0 else None, stride)
     if decrease:
-        first = range(size)[slice(start, end if end >= 0 else None, stride)][:1] or [min(start, size - 1)]
-        return slice(first[0], first[0] + 1)
-    return slice(start, end if end >= 0 else None, stride)
+        visited = range(size)[cut]
+        if not visited:
+            raise ValueError(f"a decreased axis of size {size} selects no element with start {start}, end {end}")
+        return slice(visited[0], visited[0] + 1)
+    return cut
 
 
 def sliced_dims(x: list[int], axes, starts, ends, strides, decrease_axis, known: bool = True) -> list[int]:
