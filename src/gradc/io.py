@@ -90,7 +90,11 @@ def _op_from_proto(msg: pb.OpDesc) -> OpDesc:
     op.is_target = msg.is_target if msg.HasField("is_target") else None
     op.attrs = {}
     op.attr_types = {}
-    for attr in msg.attrs:
+    op.repeated_attrs = []
+    for position, attr in enumerate(msg.attrs):
+        if attr.name in op.attrs:
+            op.repeated_attrs.append((position, attr.SerializeToString(deterministic=True)))
+            continue
         field, repeated = _ATTR_FIELDS[attr.type]
         if attr.type in _MESSAGE_ATTRS:
             value = getattr(attr, field)
@@ -176,6 +180,12 @@ def _op_to_proto(op: OpDesc, msg: pb.OpDesc) -> None:
             getattr(attr, field).extend(value)
         else:
             setattr(attr, field, value.idx if isinstance(value, Block) else value)
+    for position, raw in op.repeated_attrs:
+        attr = pb.OpDesc.Attr.FromString(raw)
+        if position >= len(msg.attrs):
+            msg.attrs.append(attr)
+        else:
+            msg.attrs.insert(position, attr)
     if op.is_target is not None:
         msg.is_target = op.is_target
 

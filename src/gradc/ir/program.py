@@ -56,7 +56,7 @@ class VarDesc:
 
 
 class OpDesc:
-    __slots__ = ("type", "inputs", "outputs", "attrs", "attr_types", "is_target")
+    __slots__ = ("type", "inputs", "outputs", "attrs", "attr_types", "is_target", "repeated_attrs")
 
     def __init__(self, type: str, inputs: dict[str, list[str]] | None = None,
                  outputs: dict[str, list[str]] | None = None, attrs: dict | None = None,
@@ -67,6 +67,8 @@ class OpDesc:
         self.attrs: dict[str, object] = {}
         self.attr_types: dict[str, int] = {}
         self.is_target: bool | None = None
+        # Paddle writes some attrs twice (reshape2's mkldnn_data_type): (wire position, Attr bytes)
+        self.repeated_attrs: list[tuple[int, bytes]] = []
         for name, value in (attrs or {}).items():
             self.set_attr(name, value, (attr_types or {}).get(name))
 
@@ -104,6 +106,7 @@ class OpDesc:
         new.attrs = {k: list(v) if isinstance(v, list) else v for k, v in self.attrs.items()}
         new.attr_types = dict(self.attr_types)
         new.is_target = self.is_target
+        new.repeated_attrs = list(self.repeated_attrs)
         return new
 
     def __repr__(self) -> str:
