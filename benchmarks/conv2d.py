@@ -2,7 +2,9 @@
 
 gradc's kernels copy the input windows once (im2col) and do one matmul per group; the reference
 loops over the kernel positions with einsum, the way one first writes a convolution in numpy.
-Both run in float32 on the same data and must agree before any time is reported.
+Both run in float32 on the same data and must agree before any time is reported. The matmuls go
+through numpy's BLAS, whose threads suffer on a busy machine: the header records the CPU count and
+load average, and OPENBLAS_NUM_THREADS=1 gives steadier numbers.
 
     python benchmarks/conv2d.py --out benchmarks/results/conv2d.txt
 """
@@ -10,6 +12,7 @@ Both run in float32 on the same data and must agree before any time is reported.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -93,7 +96,8 @@ def main() -> None:
         "forward+backward": (best_of(run_train, args.repeats), best_of(lambda: reference(x, w, dy, pad), args.repeats)),
     }
     lines = [f"# conv2d x{list(x_shape)} w{list(w_shape)} pad {pad}, float32, best of {args.repeats}; "
-             f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}",
+             f"numpy {np.__version__}, Python {platform.python_version()}, {platform.machine()}, "
+             f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.2f}",
              f"{'phase':<17} {'gradc ms':>9} {'reference ms':>13} {'reference/gradc':>16}"]
     for phase, (ours, ref) in times.items():
         lines.append(f"{phase:<17} {1e3 * ours:>9.2f} {1e3 * ref:>13.2f} {ref / ours:>16.2f}")
