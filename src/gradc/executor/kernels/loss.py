@@ -42,18 +42,16 @@ def softmax_with_cross_entropy(k):
 def softmax_with_cross_entropy_grad(k):
     softmax, label, dloss = k.x("Softmax"), k.x("Label"), k.x("Loss@GRAD")
     axis = _class_axis(k, softmax)
-    if k.attr("soft_label"):  # d/dx of -sum(label * log_softmax) also holds for labels not summing to 1
+    if k.attr("soft_label"):
         target = label
-        if k.attr("use_softmax"):
-            return {"Logits@GRAD": (softmax * label.sum(axis=axis, keepdims=True) - label) * dloss}
     else:
         index = _index(label, softmax, axis)
         ignored = index == k.attr("ignore_index")
         target = np.zeros_like(softmax)
         np.put_along_axis(target, np.where(ignored, 0, index), 1, axis=axis)
         dloss = np.where(ignored, 0, dloss)
-    if k.attr("use_softmax"):
-        return {"Logits@GRAD": (softmax - target) * dloss}
+    if k.attr("use_softmax"):  # the grad of -sum(target * log_softmax), also for soft labels not summing to 1
+        return {"Logits@GRAD": (softmax * target.sum(axis=axis, keepdims=True) - target) * dloss}
     return {"Logits@GRAD": -target / softmax * dloss}
 
 
@@ -74,7 +72,6 @@ def cross_entropy_grad2(k):
     dx = np.zeros(shape, dtype=match.dtype)
     np.put_along_axis(dx, np.where(ignored, 0, label), np.where(ignored, 0, -dy / match), axis=-1)
     return {"X@GRAD": dx}
-
 
 
 def _sigmoid(x):
