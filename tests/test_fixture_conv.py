@@ -13,10 +13,14 @@ def test_compiled_by_gradc_matches_paddle():
     FIXTURE.assert_matches_paddle(FIXTURE.run(program))
 
 
-def test_same_grad_vars_as_paddle():
+def test_same_grad_vars_and_grad_ops_as_paddle():
     program = gradc.load(FIXTURE.dir / "forward.pb")
     gradc.append_backward(program)
-    assert grad_vars(program) == grad_vars(gradc.load(FIXTURE.dir / "backward.pb"))
+    paddle = gradc.load(FIXTURE.dir / "backward.pb")
+    assert grad_vars(program) == grad_vars(paddle)
+    # conv2d_grad reads Input, Filter; pool2d_grad reads X and Out: the very slots Paddle wires
+    assert [(op.type, op.inputs, op.outputs) for op in program.global_block.ops] == \
+        [(op.type, op.inputs, op.outputs) for op in paddle.global_block.ops]
 
 
 def test_paddles_own_backward_program_runs_in_gradc():
