@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from gradc import Executor, Program, Scope, registry
-from gradc.errors import ProgramError
+from gradc.errors import ExecutionError, ProgramError
 from gradc.ops.infer import InferContext
 from gradcheck_cases.conv import CASES
 
@@ -43,3 +43,15 @@ def test_channel_mismatch_names_the_op():
     program, op, _ = _program("conv2d", inputs, {})
     with pytest.raises(ProgramError, match="conv2d.*4 channels"):
         registry.get("conv2d").infer(InferContext(op, program.global_block))
+
+
+@pytest.mark.parametrize("op_type, inputs, message", [
+    ("conv2d", {"Input": np.zeros((1, 4, 5, 5)), "Filter": np.zeros((2, 3, 3, 3))}, "4 channels"),
+    ("conv2d_transpose", {"Input": np.zeros((1, 4, 5, 5)), "Filter": np.zeros((3, 3, 3, 3))}, "4 channels"),
+    ("pool2d", {"X": np.zeros((4, 5, 5))}, "4-D NCHW"),
+])
+def test_bad_inputs_fail_at_run_time_naming_the_op(op_type, inputs, message):
+    program, _, _ = _program(op_type, inputs, {})
+    feed = {slot: value.astype(np.float32) for slot, value in inputs.items()}
+    with pytest.raises(ExecutionError, match=f"{op_type}.*{message}"):
+        Executor().run(program, feed, ["Out"], Scope())

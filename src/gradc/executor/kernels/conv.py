@@ -35,6 +35,8 @@ def _geometry(k, in_hw, k_hw) -> Geometry:
 
 
 def _to_nchw(a, last):
+    if a.ndim != 4:
+        raise ValueError(f"expects 4-D {'NHWC' if last else 'NCHW'} tensors, got shape {list(a.shape)}")
     return a.transpose(0, 3, 1, 2) if last else a
 
 
@@ -92,9 +94,13 @@ def conv_input_grad(dy, w, x_hw, geo: Geometry):
     return dxp[:, :, pt:pt + x_hw[0], pl:pl + x_hw[1]]
 
 
-def _conv_args(k):
+def _conv_args(k, transpose=False):
     last = ops.channel_last(k.attr("data_format"))
-    x, w = _to_nchw(k.x("Input"), last), k.x("Filter")
+    x, w = _to_nchw(k.x("Input"), last), _to_nchw(k.x("Filter"), False)
+    channels, groups = (w.shape[0], 1) if transpose else (w.shape[1], k.attr("groups"))
+    if x.shape[1] != channels * groups or w.shape[0] % k.attr("groups"):
+        raise ValueError(f"Input has {x.shape[1]} channels ({'NHWC' if last else 'NCHW'}), which Filter "
+                         f"{list(w.shape)} with groups={k.attr('groups')} does not fit")
     return last, x, w, _geometry(k, x.shape[2:], w.shape[2:])
 
 
@@ -118,14 +124,14 @@ def conv2d_grad(k):
 # conv2d_transpose(x, w) is the input grad of conv(y, w) with y of the transpose's output size.
 @kernel("conv2d_transpose")
 def conv2d_transpose(k):
-    last, x, w, geo = _conv_args(k)
+    last, x, w, geo = _conv_args(k, transpose=True)
     out_hw = ops.conv_transpose_out_hw(x.shape[2:], w.shape[2:], _attrs(k, ops.CONV_TRANSPOSE_ATTRS))
     return {"Output": _from_nchw(conv_input_grad(x, w, out_hw, geo), last)}
 
 
 @kernel("conv2d_transpose_grad")
 def conv2d_transpose_grad(k):
-    last, x, w, geo = _conv_args(k)
+    last, x, w, geo = _conv_args(k, transpose=True)
     dy, out = _to_nchw(k.x("Output@GRAD"), last), {}
     if k.wants("Input@GRAD"):
         out["Input@GRAD"] = _from_nchw(conv(dy, w, geo), last)
