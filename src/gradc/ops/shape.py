@@ -27,9 +27,9 @@ def _with_xshape(out_shape):
     return lambda ctx: {"Out": (out_shape(ctx, ctx.shape("X")), ctx.dtype("X")), "XShape": xshape(ctx)}
 
 
-def _xshape_op(type, inputs, attrs, out_shape):
+def _xshape_op(type, inputs, attrs, out_shape, grad_reads=()):
     defop(type, inputs, ["Out", "XShape"], attrs=attrs, no_grad_inputs=inputs[1:], no_grad_outputs=["XShape"],
-          infer=_with_xshape(out_shape), grad=grad_op("XShape"))
+          infer=_with_xshape(out_shape), grad=grad_op("XShape", *grad_reads))
 
 
 def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
@@ -96,7 +96,8 @@ def _unsqueeze_out(ctx, x):
 _xshape_op("reshape2", ["X", "Shape", "ShapeTensor"], {"shape": []}, _reshape_out)
 _xshape_op("transpose2", ["X"], {"axis": [], "data_format": "AnyLayout"}, _transpose_out)
 _xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes")))
-_xshape_op("unsqueeze2", ["X", "AxesTensor", "AxesTensorList"], {"axes": []}, _unsqueeze_out)
+_xshape_op("unsqueeze2", ["X", "AxesTensor", "AxesTensorList"], {"axes": []}, _unsqueeze_out,
+           grad_reads=["AxesTensor", "AxesTensorList"])
 _xshape_op("flatten_contiguous_range", ["X"], {"start_axis": 1, "stop_axis": 1},
            lambda ctx, x: flatten_dims(x, ctx.attr("start_axis"), ctx.attr("stop_axis")))
 
@@ -119,7 +120,7 @@ def _unstack_infer(ctx):
     return {"Y": [(x[:axis] + x[axis + 1:], ctx.dtype("X"))] * count}
 
 
-defop("stack", ["X"], ["Y"], attrs={"axis": 0}, infer=_stack_infer, grad=grad_op())
+defop("stack", ["X"], ["Y"], attrs={"axis": 0}, infer=_stack_infer, grad=grad_op("X"))
 defop("unstack", ["X"], ["Y"], attrs={"axis": 0, "num": 0}, infer=_unstack_infer, grad=grad_op())
 
 
@@ -162,11 +163,13 @@ def _tile_infer(ctx):
 
 
 defop("expand_v2", ["X", "Shape", "expand_shapes_tensor"], attrs={"shape": []},
-      no_grad_inputs=["Shape", "expand_shapes_tensor"], infer=_expand_infer, grad=grad_op("X"))
+      no_grad_inputs=["Shape", "expand_shapes_tensor"], infer=_expand_infer,
+      grad=grad_op("X", "Shape", "expand_shapes_tensor"))
 defop("expand_as_v2", ["X", "Y"], attrs={"target_shape": []}, no_grad_inputs=["Y"],
       infer=_expand_as_infer, grad=grad_op("X"))
 defop("tile", ["X", "RepeatTimes", "repeat_times_tensor"], attrs={"repeat_times": []},
-      no_grad_inputs=["RepeatTimes", "repeat_times_tensor"], infer=_tile_infer, grad=grad_op("X"))
+      no_grad_inputs=["RepeatTimes", "repeat_times_tensor"], infer=_tile_infer,
+      grad=grad_op("X", "RepeatTimes", "repeat_times_tensor"))
 
 
 def pad_pairs(paddings, rank: int, from_first_axis: bool = True) -> list[tuple[int, int]]:
@@ -257,4 +260,4 @@ def _concat_infer(ctx):
 
 
 defop("concat", ["X", "AxisTensor"], attrs={"axis": 0}, no_grad_inputs=["AxisTensor"],
-      infer=_concat_infer, grad=grad_op("X"))
+      infer=_concat_infer, grad=grad_op("X", "AxisTensor"))
