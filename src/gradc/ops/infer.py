@@ -52,6 +52,16 @@ def same_as(slot: str, out: str = "Out"):
     return lambda ctx: {out: (ctx.shape(slot), ctx.dtype(slot))}
 
 
+def numel(dims) -> int:
+    """The element count of a shape, -1 if any dim is unknown."""
+    total = 1
+    for d in dims:
+        if d < 0:
+            return -1
+        total *= d
+    return total
+
+
 def dims_match(a: int, b: int) -> bool:
     return a < 0 or b < 0 or a == b
 

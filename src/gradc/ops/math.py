@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..ir import EMPTY_VAR
 from ..registry import NO_GRAD, defop, grad_op
 from .activation import activation
-from .infer import broadcast_shapes, dims_match, same_as
+from .infer import broadcast_shapes, dims_match, numel, same_as
 
 ELEMENTWISE_ATTRS = {"axis": -1}
 
@@ -25,19 +25,11 @@ for _name in ("elementwise_mod", "elementwise_floordiv"):  # piecewise constant 
 def _mul_infer(ctx):
     x, y = ctx.shape("X"), ctx.shape("Y")
     xn, yn = ctx.attr("x_num_col_dims"), ctx.attr("y_num_col_dims")
-    k_x, k_y = _prod(x[xn:]), _prod(y[:yn])
+    k_x, k_y = numel(x[xn:]), numel(y[:yn])
     if not dims_match(k_x, k_y):
         ctx.fail(f"X flattens to [*, {k_x}] but Y to [{k_y}, *]")
     return {"Out": (x[:xn] + y[yn:], ctx.dtype("X"))}
 
-
-def _prod(dims):
-    total = 1
-    for d in dims:
-        if d < 0:
-            return -1
-        total *= d
-    return total
 
 
 defop("mul", ["X", "Y"], attrs={"x_num_col_dims": 1, "y_num_col_dims": 1}, infer=_mul_infer,
@@ -135,7 +127,7 @@ defop("where", ["Condition", "X", "Y"], infer=_where_infer, no_grad_inputs=["Con
 
 def _cumsum_infer(ctx):
     x = ctx.shape("X")
-    return {"Out": ([_prod(x)] if ctx.attr("flatten") else x, ctx.dtype("X"))}
+    return {"Out": ([numel(x)] if ctx.attr("flatten") else x, ctx.dtype("X"))}
 
 
 CUMSUM_ATTRS = {"axis": -1, "flatten": False, "exclusive": False, "reverse": False}

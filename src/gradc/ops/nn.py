@@ -9,16 +9,7 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..registry import NO_GRAD, defop, grad_op
-from .infer import dims_match
-
-
-def _prod(dims) -> int:
-    total = 1
-    for d in dims:
-        if d < 0:
-            return -1
-        total *= d
-    return total
+from .infer import dims_match, numel
 
 
 def _channel_axis(ctx, x) -> int:
@@ -65,7 +56,7 @@ def _layer_norm_infer(ctx):
     if not 0 < axis < len(x):
         ctx.fail(f"begin_norm_axis {axis} is out of range for X of rank {len(x)}")
     for slot in ("Scale", "Bias"):
-        _check_vector(ctx, slot, _prod(x[axis:]))
+        _check_vector(ctx, slot, numel(x[axis:]))
     stats = (x[:axis], dtype)
     return {"Y": (x, dtype), "Mean": stats, "Variance": stats}
 
