@@ -291,7 +291,7 @@ def test_top_k_v2_values_indices_and_grad_slots():
     small = run("top_k_v2", {"X": x}, {"k": 2, "axis": 0, "largest": False})
     np.testing.assert_array_equal(small["Indices"], [[0, 0, 0, 0, 1], [1, 1, 1, 1, 0]])
     grad = grad_op_of("top_k_v2", {"X": x}, {"k": 2})
-    assert grad.type == "top_k_v2_grad" and sorted(grad.inputs) == ["Indices", "Out@GRAD", "X"]
+    assert grad.type == "top_k_v2_grad" and sorted(grad.inputs) == ["Indices", "K", "Out@GRAD", "X"]
 
 
 # ---------------------------------------------------------------- losses

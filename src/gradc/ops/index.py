@@ -122,4 +122,4 @@ def _top_k_infer(ctx):
 
 
 defop("top_k_v2", ["X", "K"], ["Out", "Indices"], attrs={"k": 1, "axis": -1, "largest": True, "sorted": True},
-      no_grad_inputs=["K"], no_grad_outputs=["Indices"], infer=_top_k_infer, grad=grad_op("X", "Indices"))
+      no_grad_inputs=["K"], no_grad_outputs=["Indices"], infer=_top_k_infer, grad=grad_op("X", "Indices", "K"))
