@@ -5,7 +5,7 @@ import pytest
 
 from gradc import registry
 from gradc.executor import KERNELS
-from gradc.gradcheck import GradcheckError, check_op
+from gradc.gradcheck import GradcheckError, check_op, check_program
 from gradcheck_cases import Case, all_cases
 
 CASES = all_cases()
@@ -24,6 +24,9 @@ def test_every_op_has_a_kernel():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_gradcheck(case: Case):
+    if case.program is not None:   # a whole program around the op, checked end to end
+        assert check_program(**case.program(), eps=case.eps, rtol=case.rtol, atol=case.atol)
+        return
     grads = check_op(case.op, case.inputs, case.attrs, outputs=case.outputs, wrt=case.wrt,
                      eps=case.eps, rtol=case.rtol, atol=case.atol)
     assert grads, f"{case.op}: no input was checked"

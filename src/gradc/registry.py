@@ -107,14 +107,15 @@ class GradContext:
     inputs, with EMPTY_VAR where no gradient is wanted (stop_gradient, no-grad set, integer vars).
     """
 
-    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp")
+    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block")
 
     def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
-                 new_tmp: Callable[[str], str]):
+                 new_tmp: Callable[[str], str], backward_block: Callable | None = None):
         self.fwd = fwd
         self.opdef = opdef
         self._wants_grad = wants_grad
         self._new_tmp = new_tmp
+        self._backward_block = backward_block
 
     def I(self, slot: str) -> list[str]:  # noqa: E743 - the seeds' names
         return self.fwd.input(slot)
@@ -140,6 +141,15 @@ class GradContext:
     def tmp(self, like: str) -> str:
         """A fresh intermediate var, declared with the shape and dtype of ``like``."""
         return self._new_tmp(like)
+
+    def backward_block(self, inputs: str, outputs: str, *, loop: bool = False):
+        """Differentiate the op's ``sub_block`` (control flow): the backward pass appends a backward
+        block for the sub-block's ops between the vars of slot ``inputs`` and those of slot ``outputs``
+        and returns a gradc.backward.control_flow.BlockGrad (its index, the outer grads it reads, the
+        vars it computes grads of). ``loop``: the block runs once per iteration, carrying grads."""
+        if self._backward_block is None:
+            raise GradError(f"op '{self.fwd.type}': this backward pass cannot differentiate sub-blocks")
+        return self._backward_block(self.fwd, inputs, outputs, loop)
 
     def op(self, type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
            attrs: dict | None = None, *, forward_attrs: bool = False) -> OpDesc:

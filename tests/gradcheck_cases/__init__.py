@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,6 +24,7 @@ class Case:
     rtol: float = 1e-5
     atol: float = 1e-7
     eps: float = 1e-6
+    program: Callable | None = None  # ops check_op cannot run alone (control flow): () -> check_program kwargs
 
     @property
     def id(self) -> str:

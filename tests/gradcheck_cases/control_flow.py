@@ -1,5 +1,51 @@
-"""Cases for this op family."""
+"""Cases for control flow. conditional_block and while run a sub-block, which a one-op program
+cannot hold: their cases build a whole program around the op (tests/programs.py) and check it end to
+end with check_program."""
 
-from . import Case, rng  # noqa: F401
+import numpy as np
 
-CASES = []
+from gradc.ir import VarType
+from programs import Net
+
+from . import Case, rng
+
+r = rng(11)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def _cond(flag: float):
+    """out = cond(flag > 0, tanh(x @ w1), 2 * (x @ w2)); loss = mean(out * out)."""
+    net = Net()
+    x, f, w1, w2 = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    out = net.cond(pred, lambda: net.tanh(net.matmul(x, w1)), lambda: net.scale(net.matmul(x, w2), scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([flag])}, "loss": loss,
+            "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
+def _while(n_iter: int):
+    """h = x; n_iter times: h = tanh(h @ w) + b; loss = mean(h * h)."""
+    net = Net()
+    x, w, b = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("b", [3])
+    i, n = net.constant(0), net.constant(n_iter)
+    h = net.copy(x)
+    net.while_loop(lambda i, h: net.less_than(i, n),
+                   lambda i, h: [net.increment(i), net.elementwise_add(net.tanh(net.matmul(h, w)), b)], [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    return {"program": net.program, "feed": {"x": randn(2, 3)}, "loss": loss, "wrt": ["x", "w", "b"],
+            "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
+
+
+CASES = [
+    Case("select_input", {"X": [randn(2, 3), randn(2, 3)], "Mask": np.array([1], np.int32)}, wrt=["X1"]),
+    Case("select_input", {"X": [randn(3), randn(3), randn(3)], "Mask": np.array([0], np.int32)}, wrt=["X0"]),
+    Case("select_output", {"X": randn(2, 3), "Mask": np.array([0], np.int32)}, outputs={"Out": 1}),
+    Case("conditional_block", {}, {"branch": "true"}, program=lambda: _cond(1.0)),
+    Case("conditional_block", {}, {"branch": "false"}, program=lambda: _cond(-1.0)),
+    Case("while", {}, {"iterations": 3}, program=lambda: _while(3)),
+    Case("while", {}, {"iterations": 0}, program=lambda: _while(0)),
+]

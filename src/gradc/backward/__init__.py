@@ -118,10 +118,11 @@ def append_backward(program: Program, loss: str | None = None,
     no_grad = set(no_grad_set or ()) | (set(all_params) - set(params))
 
     seed = _seed(block, loss)
+    loss_op = block.ops[loss_idx]   # copies of overwritten forward values may be inserted before it
     first_backward = len(block.ops)
     with _gc_paused():
         path = _differentiate(block, loss_idx + 1, {loss}, no_grad, seeds=[seed])
-    roles.set_role(block.ops[loss_idx], roles.LOSS)
+    roles.set_role(loss_op, roles.LOSS)
     roles.set_role(seed, roles.LOSS | roles.BACKWARD)
     granted = [p for p in params if p in path.wants_grad]
     roles.tag_param_grads(block.ops[first_backward:], set(granted))

@@ -2,11 +2,16 @@
 
 Paddle's convention: writers of ``v@GRAD`` become ``v@GRAD@RENAME@block{b}@{k}`` and a ``sum`` op
 writes ``v@GRAD`` just before its first reader (or at the end of the backward ops).
+
+A var the forward program writes twice (a loop var, an in-place op) has one gradient per value:
+``forget`` ends the current one, and a grad op that reads and writes a name starts a new one.
 """
 
 from __future__ import annotations
 
-from ..ir import GRAD_SUFFIX, OpDesc
+from ..ir import EMPTY_VAR, OpDesc
+
+_GIVEN = (None, None, None)   # a grad the caller provides: it keeps its name when others add to it
 
 
 class GradAccumulator:
@@ -15,28 +20,43 @@ class GradAccumulator:
         self.first_write: dict[str, tuple[OpDesc, str, int]] = {}  # grad -> its single writer so far
         self.pending: dict[str, list[str]] = {}   # grad -> renamed parts awaiting a sum
         self.renamed: dict[str, str] = {}         # renamed part -> grad it adds up to
+        self.renames: dict[str, int] = {}         # grad -> parts named so far (names stay unique)
 
     def is_written(self, name: str) -> bool:
         return name in self.first_write
 
+    def give(self, name: str) -> None:
+        self.first_write[name] = _GIVEN
+
+    def forget(self, name: str) -> None:
+        """The forward value this grad belongs to is gone: the next writer starts afresh."""
+        self.first_write.pop(name, None)
+        self.pending.pop(name, None)
+
     def record_outputs(self, op: OpDesc) -> None:
         """Register the op's writes, renaming them when a grad gets a second writer."""
+        reads = set(op.input_names())
         for slot, args in op.outputs.items():
             for pos, name in enumerate(args):
-                if not name.endswith(GRAD_SUFFIX):  # @EMPTY@, or a maker's temporary rewritten in place
+                if name == EMPTY_VAR:
                     continue
+                if name in reads:
+                    self.forget(name)
                 if name not in self.first_write:
                     self.first_write[name] = (op, slot, pos)
                     continue
                 parts = self.pending.get(name)
                 if parts is None:   # second writer: rename the first one too
                     first_op, first_slot, first_pos = self.first_write[name]
-                    parts = self.pending[name] = [self._rename(name, 0)]
-                    first_op.outputs[first_slot][first_pos] = parts[0]
-                parts.append(self._rename(name, len(parts)))
+                    parts = self.pending[name] = [name if first_op is None else self._rename(name)]
+                    if first_op is not None:
+                        first_op.outputs[first_slot][first_pos] = parts[0]
+                parts.append(self._rename(name))
                 args[pos] = parts[-1]
 
-    def _rename(self, name: str, k: int) -> str:
+    def _rename(self, name: str) -> str:
+        k = self.renames.get(name, 0)
+        self.renames[name] = k + 1
         part = f"{name}@RENAME@block{self.block_idx}@{k}"
         self.renamed[part] = name
         return part

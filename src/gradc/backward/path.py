@@ -6,7 +6,7 @@ forward from the differentiable leaves (what depends on something that wants a g
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import registry
 from ..ir import FLOAT_DTYPES, Block, OpDesc
@@ -16,6 +16,7 @@ from ..ir import FLOAT_DTYPES, Block, OpDesc
 class OpPath:
     op_indices: list[int]   # forward ops to differentiate, in program order
     wants_grad: set[str]    # vars whose gradient is computed
+    no_grad: set[str] = field(default_factory=set)   # the user's no-grad set, for sub-blocks
 
     def __contains__(self, name: str) -> bool:
         return name in self.wants_grad
@@ -33,14 +34,16 @@ def differentiable_inputs(op: OpDesc) -> list[str]:
     return [n for slot, args in op.inputs.items() if slot not in skip for n in args]
 
 
-def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str]) -> OpPath:
-    """Ops among ``ops`` (the block's ops up to the loss) on a path from a leaf to ``targets``."""
-    written = {name for op in ops for name in op.output_names()}
-    carries = set()   # vars that depend on a differentiable leaf
-    for op in ops:
-        for name in differentiable_inputs(op):
-            if name not in written and is_differentiable_var(block, name, no_grad):
-                carries.add(name)
+def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str],
+              leaves: set[str] | None = None) -> OpPath:
+    """Ops among ``ops`` (the block's ops up to the loss) on a path from a leaf to ``targets``.
+    Leaves are the differentiable vars no op writes, unless given (a sub-block: the outer vars
+    that want a gradient)."""
+    if leaves is None:
+        written = {name for op in ops for name in op.output_names()}
+        leaves = {name for op in ops for name in differentiable_inputs(op)
+                  if name not in written and is_differentiable_var(block, name, no_grad)}
+    carries = set(leaves)   # vars that depend on a differentiable leaf
     for op in ops:
         opdef = registry.get(op.type)
         if opdef is not None and opdef.grad is registry.NO_GRAD:
@@ -58,4 +61,4 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 needed.update(inputs)
                 on_path.append(idx)
     on_path.reverse()
-    return OpPath(on_path, carries & needed)
+    return OpPath(on_path, carries & needed, no_grad)

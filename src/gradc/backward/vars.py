@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc
+from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
 
 
 def forward_name(grad: str) -> str:
@@ -10,14 +10,30 @@ def forward_name(grad: str) -> str:
     return grad.split(GRAD_SUFFIX, 1)[0]
 
 
+def lookup(block: Block, name: str) -> VarDesc | None:
+    """The var ``name`` as a backward block sees it: its own and its ancestors' vars, and for the
+    backward block of a control-flow op also those of the forward block it differentiates."""
+    program = block.program
+    current: Block | None = block
+    while current is not None:
+        var = current.vars.get(name)
+        forward = current.forward_block_idx
+        if var is None and forward is not None and forward >= 0:
+            var = program.blocks[forward].vars.get(name)
+        if var is not None:
+            return var
+        current = current.parent
+    return None
+
+
 def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
     """Declare every var the ops write that is not declared yet; returns the new names."""
     created = []
     for op in ops:
         for name in op.output_names():
-            if name == EMPTY_VAR or block.find_var(name) is not None:
+            if name == EMPTY_VAR or name in block.vars:
                 continue
-            source = block.find_var(forward_name(name))
+            source = lookup(block, forward_name(name))
             if source is None:
                 continue
             var = block.add_var(source.copy(name))

@@ -1,1 +1,64 @@
-"""control_flow ops (see the module docstrings of gradc.ops.math for the style)."""
+"""Control flow: conditional_block and while run a sub-block (attribute ``sub_block``); their grad
+makers ask the backward pass for a backward block (gradc.backward.control_flow) and emit the
+`conditional_block_grad` / `while_grad` op that runs it. select_input / select_output merge and
+split the values of the two branches of a cond (each is the other's gradient).
+"""
+
+from __future__ import annotations
+
+from ..ir import EMPTY_VAR, AttrType
+from ..registry import defop
+
+SUB_BLOCK = {"sub_block": 0}
+
+
+def _input_grads(g, slot: str, computed: set[str]) -> list[str]:
+    """The grads of ``slot``, positionally aligned (the grad kernel matches them to the inputs):
+    @EMPTY@ where the backward block computes none."""
+    return [ig if name in computed else EMPTY_VAR for name, ig in zip(g.I(slot), g.IG(slot))]
+
+
+def _control_grad(g, type: str, inputs: dict, x_slot: str, sub) -> list:
+    op = g.op(type, {**inputs, "Out": g.O("Out"), "Out@GRAD": sub.reads}, {}, forward_attrs=True)
+    op.outputs[x_slot + "@GRAD"] = _input_grads(g, x_slot, sub.grads)
+    op.set_attr("sub_block", sub.idx, AttrType.BLOCK)
+    return [op]
+
+
+def _conditional_block_grad(g):
+    sub = g.backward_block("Input", "Out")
+    return _control_grad(g, "conditional_block_grad",
+                         {"Cond": g.I("Cond"), "Input": g.I("Input"), "Scope": g.O("Scope")}, "Input", sub)
+
+
+def _while_grad(g):
+    sub = g.backward_block("X", "Out", loop=True)
+    ops = _control_grad(g, "while_grad", {"X": g.I("X"), "StepScopes": g.O("StepScopes")}, "X", sub)
+    ops[0].set_attr("original_output_grad", list(sub.reads), AttrType.STRINGS)
+    return ops
+
+
+def _select_input_grad(g):
+    op = g.op("select_output", {"X": g.OG("Out"), "Mask": g.I("Mask")}, {})
+    op.outputs["Out"] = g.IG("X")   # aligned with the mask: @EMPTY@ kept
+    return [op]
+
+
+def _select_output_grad(g):
+    return [g.op("select_input", {"X": g.OG("Out"), "Mask": g.I("Mask")}, {"Out": g.IG("X")})]
+
+
+def _select_input_infer(ctx):
+    return {"Out": (ctx.shape("X"), ctx.dtype("X"))}
+
+
+defop("conditional_block", ["Cond", "Input"], ["Out", "Scope"], attrs={**SUB_BLOCK, "is_scalar_condition": False},
+      no_grad_inputs=["Cond"], no_grad_outputs=["Scope"], grad=_conditional_block_grad)
+defop("conditional_block_grad", ["Cond", "Input", "Out", "Out@GRAD", "Scope"], ["Input@GRAD"],
+      attrs={**SUB_BLOCK, "is_scalar_condition": False})
+defop("while", ["Condition", "X"], ["Out", "StepScopes"], attrs={**SUB_BLOCK, "is_test": False},
+      no_grad_inputs=["Condition"], no_grad_outputs=["StepScopes"], grad=_while_grad)
+defop("while_grad", ["X", "Out", "Out@GRAD", "StepScopes"], ["X@GRAD"],
+      attrs={**SUB_BLOCK, "is_test": False, "original_output_grad": []})
+defop("select_input", ["X", "Mask"], no_grad_inputs=["Mask"], infer=_select_input_infer, grad=_select_input_grad)
+defop("select_output", ["X", "Mask"], no_grad_inputs=["Mask"], grad=_select_output_grad)

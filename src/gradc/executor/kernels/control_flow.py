@@ -1,1 +1,134 @@
-"""Kernels of gradc.ops.control_flow."""
+"""Kernels of gradc.ops.control_flow.
+
+Sub-blocks run in child scopes: a body's writes to outer vars land in the outer scope (Scope.assign),
+its temporaries stay in the child. ``while`` keeps one scope per iteration, each also holding the
+values the loop vars had when the iteration started, so ``while_grad`` can replay the iterations in
+reverse. A backward block runs in a _GradScope under the forward scope it differentiates, seeded
+with the outer grads the grad op lists (Out@GRAD): it reads forward values through the scope chain
+and writes only locally.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import EMPTY_VAR, grad_name
+from ..scope import Scope
+from . import kernel
+
+
+class _GradScope(Scope):
+    """A backward replay scope: grad ops write here, never into the forward scopes above it."""
+
+    __slots__ = ()
+
+    def assign(self, name: str, value) -> None:
+        self.vars[name] = value
+
+
+def _truth(k, slot: str) -> bool:
+    cond = np.asarray(k.x(slot))
+    if cond.size != 1:
+        raise ValueError(f"the condition {k.op.input(slot)[0]} must hold one element, not {list(cond.shape)}")
+    return bool(cond.reshape(()))
+
+
+def _grad_scope(k, forward: Scope) -> _GradScope:
+    scope = _GradScope(forward)
+    for name in k.op.input("Out@GRAD"):
+        value = k.scope.find(name)
+        if value is not None:
+            scope.vars[name] = value
+    return scope
+
+
+def _zeros_for(k, slot: str, grads: list) -> list:
+    """The grads, with zeros (shaped like the forward input) where none was computed."""
+    names = k.op.input(slot)
+    return [None if out == EMPTY_VAR else g if g is not None else np.zeros_like(k.read(names[i], slot))
+            for i, (out, g) in enumerate(zip(k.out_names(slot + "@GRAD"), grads))]
+
+
+@kernel("conditional_block")
+def conditional_block(k):
+    if k.attr("is_scalar_condition"):
+        run = _truth(k, "Cond")
+    else:
+        run = all(np.size(c) != 0 for c in k.xs("Cond"))
+    if not run:
+        return {"Scope": [[]]}
+    scope = k.scope.child()
+    k.run_block(k.attr("sub_block"), scope)
+    return {"Out": [scope.find(name) for name in k.out_names("Out")], "Scope": [[scope]]}
+
+
+@kernel("conditional_block_grad")
+def conditional_block_grad(k):
+    inputs, scopes = k.op.input("Input"), k.x("Scope")
+    if scopes:
+        scope = _grad_scope(k, scopes[0])
+        k.run_block(k.attr("sub_block"), scope)
+        grads = [scope.vars.get(grad_name(name)) for name in inputs]
+    else:  # the branch did not run: an input it would have overwritten passes its grad through
+        outer = set(k.op.input("Out@GRAD"))
+        grads = [k.scope.find(grad_name(name)) if grad_name(name) in outer else None for name in inputs]
+    return {"Input@GRAD": _zeros_for(k, "Input", grads)}
+
+
+@kernel("while")
+def while_(k):
+    outs = k.out_names("Out")
+    loop_vars = [name for name in k.op.input("X") if name in set(outs)]
+    steps, last = [], k.scope
+    while _truth(k, "Condition"):
+        start = {name: k.scope.find(name) for name in loop_vars}
+        last = k.scope.child()
+        k.run_block(k.attr("sub_block"), last)
+        if not k.attr("is_test"):
+            last.vars.update(start)   # shadows the outer loop vars for this iteration's grad
+            steps.append(last)
+    return {"Out": [k.scope.find(name) if name in loop_vars else last.find(name) for name in outs],
+            "StepScopes": [steps]}
+
+
+@kernel("while_grad")
+def while_grad(k):
+    xs, outs = k.op.input("X"), set(k.op.input("Out"))
+    carry = {name: k.scope.find(name) for name in k.op.input("Out@GRAD")}
+    for name, out in zip(xs, k.out_names("X@GRAD")):
+        if out != EMPTY_VAR and name in outs:   # a loop var: its grad flows from iteration to iteration
+            carry.setdefault(grad_name(name), None)
+    sums: dict[str, np.ndarray] = {}
+    for step in reversed(k.x("StepScopes")):
+        scope = _GradScope(step)
+        scope.vars.update((name, value) for name, value in carry.items() if value is not None)
+        k.run_block(k.attr("sub_block"), scope)
+        for name in carry:
+            carry[name] = scope.vars.get(name, carry[name])
+        for name in xs:
+            value = scope.vars.get(grad_name(name))
+            if value is not None and grad_name(name) not in carry:   # read by every iteration: add up
+                sums[grad_name(name)] = value if grad_name(name) not in sums else sums[grad_name(name)] + value
+        step.vars.clear()   # replayed: its forward values are no longer needed
+    grads = [carry[grad_name(name)] if grad_name(name) in carry else sums.get(grad_name(name)) for name in xs]
+    return {"X@GRAD": _zeros_for(k, "X", grads)}
+
+
+def _mask(k, count: int) -> int:
+    mask = int(np.asarray(k.x("Mask")).reshape(-1)[0])
+    if not 0 <= mask < count:
+        raise ValueError(f"Mask {mask} selects none of the {count} branches")
+    return mask
+
+
+@kernel("select_input")
+def select_input(k):
+    """Out = X[Mask]; the other branches did not run, so only the selected one is read."""
+    return {"Out": k.x("X", _mask(k, len(k.op.input("X"))))}
+
+
+@kernel("select_output")
+def select_output(k):
+    outs = [None] * len(k.out_names("Out"))
+    outs[_mask(k, len(outs))] = k.x("X")
+    return {"Out": outs}

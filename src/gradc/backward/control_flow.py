@@ -1,0 +1,87 @@
+"""The recursion of the backward pass into control flow (DESIGN section 5).
+
+The grad maker of a control-flow op (conditional_block, while) asks for the backward of its
+sub-block. We append a backward block (parent: the block that holds the grad op; forward_block_idx:
+the sub-block) with the grad ops of the sub-block's ops on a path from the outer vars it reads that
+want a gradient (the leaves) to the vars it writes whose gradient is not zero (the targets). The
+grad op provides the targets' grads from outside; nested control flow recurses through the makers.
+
+A loop body runs once per iteration: a loop var whose value at the start of an iteration is needed
+is also needed at the end of the previous one, so its grad is a target too (a fixpoint, one path
+sweep per newly found loop var). Each target's grad is written by the end of the block (zeros if the
+body overwrites the var without reading it), since it becomes the grad carried into the previous
+iteration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .. import registry
+from ..ir import Block, OpDesc, grad_name
+from . import roles
+from .path import OpPath, find_path
+from .vars import declare_grad_vars, lookup
+
+
+@dataclass
+class BlockGrad:
+    idx: int            # the backward block
+    reads: list[str]    # grads of the op's outputs that the block reads (the grad op's Out@GRAD)
+    grads: set[str]     # vars whose gradient the block computes
+
+
+def backward_block(parent: Block, fwd: OpDesc, inputs: str, outputs: str, loop: bool, outer: OpPath,
+                   has_grad: Callable[[str], bool], emit: Callable, versions) -> BlockGrad:
+    program = parent.program
+    body = program.blocks[fwd.attr("sub_block")]
+    leaves = {name for name in fwd.input(inputs) if name in outer.wants_grad}
+    outs = fwd.output(outputs)
+    targets = {name for name in outs if has_grad(grad_name(name))}
+    path = find_path(body, body.ops, targets, outer.no_grad, leaves)
+    while loop and (more := (path.wants_grad & set(outs)) - targets):
+        targets |= more
+        path = find_path(body, body.ops, targets, outer.no_grad, leaves)
+    _check_makers(body, path)
+
+    grad_block = program.append_block(parent.idx)
+    grad_block.forward_block_idx = body.idx
+    given = [grad_name(name) for name in outs if name in targets]
+    carried = given if loop else [grad_name(name) for name in outs if name in targets and name in leaves]
+    ops = emit(grad_block, body.ops, path, [], _TmpNames(grad_block), given, carried, body, versions)
+    for op in ops:
+        roles.set_role(op, roles.BACKWARD)
+    grad_block.ops = ops
+    declare_grad_vars(grad_block, ops)
+    return BlockGrad(grad_block.idx, _outer_reads(ops, set(given)), path.wants_grad)
+
+
+def _outer_reads(ops: list[OpDesc], given: set[str]) -> list[str]:
+    """The given grads that some op reads before the block itself writes them."""
+    reads, written = [], set()
+    for op in ops:
+        reads.extend(n for n in op.input_names() if n in given and n not in written and n not in reads)
+        written.update(op.output_names())
+    return reads
+
+
+def _check_makers(block: Block, path: OpPath) -> None:
+    offenders = [(block.idx, i, block.ops[i].type) for i in path.op_indices
+                 if registry.get(block.ops[i].type) is None or registry.get(block.ops[i].type).grad is None]
+    if offenders:
+        raise registry.missing_grad_error(offenders)
+
+
+class _TmpNames:
+    """Fresh intermediate vars of composite grad makers, declared in the backward block."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.count = 0
+
+    def __call__(self, like: str) -> str:
+        name = f"{like}@GRAD@TMP@{self.block.idx}@{self.count}"
+        self.count += 1
+        self.block.add_var(lookup(self.block, like).copy(name)).persistable = False
+        return name

@@ -1,0 +1,85 @@
+"""Forward values that are overwritten before the backward reads them, and the copies that keep them.
+
+Grad ops read forward values by name. The name must still hold the value the forward op saw when
+the backward runs, and a program may write a name twice: a loop var updated in its body, a var an
+inner loop updates in place and an outer body reads afterwards. Where the backward runs:
+- in a block's own scope, a name holds the block's last write of it;
+- in a while body, a loop var (read and written by the body) holds its value at the start of the
+  iteration (the while kernel keeps it in the step scope), and any other outer var the body writes
+  holds what the last iteration left;
+- a name the block does not write holds what its parent block has at the control-flow op.
+Where that is not the value the forward op saw, the grad op reads a copy made right after the
+forward op (``v@SAVE@{block}@{op}``, an ``assign`` inserted into the forward block).
+"""
+
+from __future__ import annotations
+
+from ..ir import AttrType, Block, OpDesc
+from . import roles
+
+
+class Versions:
+    def __init__(self, program):
+        self.program = program
+        self.owner: dict[int, tuple[Block, int]] = {}    # sub-block -> (its block, control-flow op index)
+        for block in program.blocks:
+            for idx, op in enumerate(block.ops):
+                if op.attr_types.get("sub_block") == AttrType.BLOCK:
+                    self.owner[op.attrs["sub_block"]] = (block, idx)
+        self._writes: dict[int, dict[str, list[int]]] = {}
+        self.saves: dict[tuple[int, int, str], OpDesc] = {}
+
+    def writes(self, block: Block) -> dict[str, list[int]]:
+        writes = self._writes.get(block.idx)
+        if writes is None:
+            writes = self._writes[block.idx] = {}
+            for idx, op in enumerate(block.ops):
+                for name in op.output_names():
+                    writes.setdefault(name, []).append(idx)
+        return writes
+
+    def stale(self, block: Block, idx: int, name: str) -> bool:
+        """Whether ``name`` no longer holds its value after op ``idx`` of ``block`` when the backward runs."""
+        while True:
+            writes = self.writes(block).get(name, ())
+            owner = self.owner.get(block.idx)
+            if name in block.vars or owner is None:
+                return any(w > idx for w in writes)
+            control_block, control_idx = owner
+            control = control_block.ops[control_idx]
+            if control.type == "while" and writes:
+                if name in control.input("X") and name in control.output("Out"):   # kept per step
+                    return any(w <= idx for w in writes)
+                return True
+            if any(w > idx for w in writes):
+                return True
+            block, idx = control_block, control_idx
+
+    def reading(self, grad_op: OpDesc, block: Block, idx: int) -> None:
+        """Point ``grad_op`` (a grad op of op ``idx`` of ``block``) at copies of stale forward values."""
+        fwd = block.ops[idx]
+        if fwd.attr_types.get("sub_block") == AttrType.BLOCK:   # its grad op reads names, not values
+            return
+        names = set(fwd.input_names()) | set(fwd.output_names())
+        for args in grad_op.inputs.values():
+            for pos, name in enumerate(args):
+                if name in names and self.stale(block, idx, name):
+                    args[pos] = self._save(block, idx, name)
+
+    def _save(self, block: Block, idx: int, name: str) -> str:
+        key = (block.idx, idx, name)
+        if key not in self.saves:
+            copy = f"{name}@SAVE@{block.idx}@{idx}"
+            block.add_var(block.var(name).copy(copy)).persistable = False
+            self.saves[key] = OpDesc("assign", {"X": [name]}, {"Out": [copy]})
+            roles.set_role(self.saves[key], roles.FORWARD)
+        return self.saves[key].output("Out")[0]
+
+    def insert_saves(self, block: Block) -> None:
+        """Put the copies of ``block`` right after the forward ops whose values they keep."""
+        after: dict[int, list[OpDesc]] = {}
+        for (block_idx, idx, _), op in self.saves.items():
+            if block_idx == block.idx:
+                after.setdefault(idx, []).append(op)
+        if after:
+            block.ops = [op for idx, fwd in enumerate(block.ops) for op in [fwd, *after.get(idx, ())]]

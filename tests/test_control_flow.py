@@ -1,0 +1,174 @@
+"""Control flow, differentiated and run: the bug classes Paddle shipped, each gradient checked in
+float64 against central differences of the whole program (gradc.gradcheck.check_program)."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.gradcheck import check_program
+from gradc.ir import EMPTY_VAR, VarType
+from programs import Net
+
+rng = np.random.default_rng(3)
+
+
+def randn(*shape):
+    return rng.standard_normal(shape)
+
+
+def loop_net(n_iter: int):
+    """h = x; repeat n_iter times: h = tanh(h @ w + b); loss = mean(h)."""
+    net = Net()
+    x, w, b = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("b", [3])
+    i, n = net.constant(0), net.constant(n_iter)
+    h = net.copy(x)
+    net.while_loop(lambda i, h: net.less_than(i, n),
+                   lambda i, h: [net.increment(i), net.tanh(net.elementwise_add(net.matmul(h, w), b))], [i, h])
+    return net, net.mean(h)
+
+
+def ops_of(program, block_idx):
+    return [op.type for op in program.blocks[block_idx].ops]
+
+
+def backward_blocks(program):
+    return [b for b in program.blocks if b.forward_block_idx is not None and b.forward_block_idx >= 0]
+
+
+PARAMS = {"w": randn(3, 3) * 0.5, "b": randn(3) * 0.1}
+
+
+@pytest.mark.parametrize("n_iter", [1, 3])
+def test_a_parameter_read_in_every_iteration_gets_the_sum_of_its_grads(n_iter):
+    net, loss = loop_net(n_iter)
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "b"], loss=loss, params=PARAMS)
+
+
+def test_a_loop_that_runs_zero_times_passes_grads_through_and_zero_fills_the_rest():
+    net, loss = loop_net(0)
+    grads = check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "b"], loss=loss, params=PARAMS)
+    assert not grads["w"].any() and not grads["b"].any()
+    np.testing.assert_allclose(grads["x"], np.full((2, 3), 1 / 6))
+
+
+def test_a_loop_var_unrelated_to_the_loss_is_pruned():
+    """z = 2 z + 1 runs in the loop but never reaches the loss: no grad op of its chain, no z@GRAD."""
+    net = Net()
+    x, z, w = net.data("x", [2, 3]), net.data("z", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.copy(x)
+    net.while_loop(lambda i, h, z: net.less_than(i, n),
+                   lambda i, h, z: [net.increment(i), net.tanh(net.matmul(h, w)), net.scale(z, scale=2.0, bias=1.0)],
+                   [i, h, z])
+    loss = net.mean(h)
+    train = net.program.clone()
+    gradc.append_backward(train, loss)
+    (body_grad,) = backward_blocks(train)
+    assert "scale" not in ops_of(train, body_grad.idx)
+    assert not any("z@GRAD" in name for b in train.blocks for op in b.ops for name in op.output_names())
+    while_grad = next(op for op in train.global_block.ops if op.type == "while_grad")
+    assert while_grad.output("X@GRAD")[while_grad.input("X").index("z")] == EMPTY_VAR
+    check_program(net.program, {"x": randn(2, 3), "z": randn(2, 3)}, ["x", "w"], loss=loss,
+                  params={"w": PARAMS["w"]})
+
+
+def test_a_loop_var_needed_only_through_another_loop_var_is_carried():
+    """a feeds h in the next iteration but not the loss directly: its grad must flow back through h."""
+    net = Net()
+    x, a0, w = net.data("x", [2, 3]), net.data("a0", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(3)
+    h, a = net.copy(x), net.copy(a0)
+    net.while_loop(lambda i, h, a: net.less_than(i, n),
+                   lambda i, h, a: [net.increment(i), net.tanh(net.elementwise_add(net.matmul(h, w), a)),
+                                    net.sigmoid(a)], [i, h, a])
+    loss = net.mean(h)
+    check_program(net.program, {"x": randn(2, 3), "a0": randn(2, 3)}, ["x", "a0", "w"], loss=loss,
+                  params={"w": PARAMS["w"]})
+
+
+def branch_net(flag_value_branch):
+    """A cond whose branches hold ops that need no gradient (comparisons, casts, constants, and a value
+    nobody reads): only the differentiable path is differentiated."""
+    net = Net()
+    x, flag, w1, w2 = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    pred = net.greater_than(flag, net.constant(0.0, dtype=VarType.FP64))
+
+    def true_fn():
+        y = net.tanh(net.matmul(x, w1))
+        positive = net.cast(net.greater_than(y, net.constant(0.0, dtype=VarType.FP64)),
+                            in_dtype=int(VarType.BOOL), out_dtype=int(VarType.FP64))
+        net.sigmoid(y)   # computed, never read
+        return net.elementwise_mul(y, positive)
+
+    def false_fn():
+        return net.scale(net.matmul(x, w2), scale=2.0)
+
+    out = net.cond(pred, true_fn, false_fn)
+    return net, net.mean(net.elementwise_mul(out, out))
+
+
+@pytest.mark.parametrize("flag", [1.0, -1.0])
+def test_a_branch_with_ops_that_need_no_gradient(flag):
+    net, loss = branch_net(flag)
+    params = {"w1": randn(3, 3), "w2": randn(3, 3)}
+    x = randn(2, 3)
+    grads = check_program(net.program, {"x": x, "flag": np.array([flag])}, ["x", "w1", "w2"], loss=loss,
+                          params=params)
+    untaken = "w2" if flag > 0 else "w1"
+    assert not grads[untaken].any()
+    train = net.program.clone()
+    gradc.append_backward(train, loss)
+    for block in backward_blocks(train):
+        assert {"sigmoid_grad", "cast", "greater_than"}.isdisjoint(ops_of(train, block.idx))
+
+
+@pytest.mark.parametrize("shift", [2.0, -2.0])
+def test_a_cond_whose_condition_compares_differentiable_vars(shift):
+    """pred = sum(x @ w) > sum(x) + shift: the comparison has no gradient, the branches do."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    xw = net.matmul(x, w)
+    total = net.reduce_sum(xw, reduce_all=True, dim=[])
+    threshold = net.scale(net.reduce_sum(x, reduce_all=True, dim=[]), scale=1.0, bias=shift)
+    pred = net.greater_than(total, threshold)
+    out = net.cond(pred, lambda: net.tanh(xw), lambda: net.elementwise_mul(xw, x))
+    loss = net.mean(out)
+    params = {"w": np.eye(3) + 0.1 * randn(3, 3)}
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params=params)
+
+
+def test_a_cond_inside_a_while():
+    """Each iteration: h = tanh(h @ w1) if sum(h) > 0 else 0.5 * (h @ w2)."""
+    net = Net()
+    x, w1, w2 = net.data("x", [2, 3]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    i, n = net.constant(0), net.constant(4)
+    h = net.copy(x)
+
+    def body(i, h):
+        pred = net.greater_than(net.reduce_sum(h, reduce_all=True, dim=[]), net.constant(0.0, (), VarType.FP64))
+        new = net.cond(pred, lambda: net.tanh(net.matmul(h, w1)), lambda: net.scale(net.matmul(h, w2), scale=0.5))
+        return [net.increment(i), new]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    params = {"w1": randn(3, 3), "w2": randn(3, 3)}
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w1", "w2"], loss=loss, params=params)
+
+
+def test_a_while_inside_a_while():
+    """Outer loop (2 times): inner loop (3 times) h = tanh(h @ w); then h = h * s + x."""
+    net = Net()
+    x, w, s = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("s", [3])
+    i, n_outer, n_inner = net.constant(0), net.constant(2), net.constant(3)
+    h = net.copy(x)
+
+    def outer(i, h):
+        j = net.constant(0)
+        net.while_loop(lambda j, h: net.less_than(j, n_inner),
+                       lambda j, h: [net.increment(j), net.tanh(net.matmul(h, w))], [j, h])
+        return [net.increment(i), net.elementwise_add(net.elementwise_mul(h, s), x)]
+
+    net.while_loop(lambda i, h: net.less_than(i, n_outer), outer, [i, h])
+    loss = net.mean(h)
+    params = {"w": randn(3, 3), "s": randn(3)}
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "s"], loss=loss, params=params)
