@@ -364,3 +364,9 @@ def test_a_program_chaining_shape_ops_has_the_numeric_gradient():
             "t": r.standard_normal((2, 6)),
             "index": np.array([0, 5, 5, 11, 3]), "ids": np.array([1])}
     check_program(net.program, feed, ["x", "w"], loss=loss)
+
+
+@pytest.mark.parametrize("case", ["tensor_ops", "transformer", "vision"])
+def test_shape_inference_agrees_with_paddles_declared_shapes(case):
+    from gradc.ops.infer import check_shapes
+    check_shapes(gradc.load(Fixture(case).dir / "forward.pb"))
