@@ -4,6 +4,9 @@ Convolution is im2col + one batched matmul per group: the columns are a strided 
 input (sliding_window_view), copied once into [groups, C/g*kh*kw, N*OH*OW]. Its two adjoints give
 every other kernel: the input grad scatters W^T @ dOut back with col2im, the filter grad is
 dOut @ cols^T, and conv2d_transpose is the input grad of the conv whose filter it shares.
+
+Average pooling is separable: A_h @ x @ A_w^T / count, with 0/1 window-membership matrices per axis
+(which also covers adaptive bins and ceil_mode). Max pooling gathers the windows with one np.take.
 """
 
 from __future__ import annotations
@@ -170,32 +173,32 @@ def _membership(size, bounds, dtype):
     return ((i >= start[:, None]) & (i < end[:, None])).astype(dtype)
 
 
-def _gather_windows(x, bounds):
-    """x [N, C, H, W] -> windows [N, C, OH, OW, LH*LW] (padded with the dtype's min), and their (h, w) indices."""
+def _windows(x, bounds):
+    """Max pooling's windows of x [N, C, H, W] as [N*C, L, OH*OW] (L = the longest window, shorter ones
+    padded with the dtype's min) and the flat input index of each cell [L, OH*OW]."""
     idx, valid = [], []
     for size, (start, end) in zip(x.shape[2:], bounds):
-        span = start[:, None] + np.arange(max(int((end - start).max()), 1))
+        span = start + np.arange(max(int((end - start).max()), 1))[:, None]  # [window offset, output]
         idx.append(np.minimum(span, size - 1))
-        valid.append(span < end[:, None])
+        valid.append(span < end)
     (ih, iw), (vh, vw) = idx, valid
-    win = x[:, :, ih[:, :, None, None], iw[None, None]]  # N, C, OH, LH, OW, LW
-    win = np.where(vh[:, :, None, None] & vw[None, None], win, np.finfo(x.dtype).min)
-    n, c, oh, lh, ow, lw = win.shape
-    return win.transpose(0, 1, 2, 4, 3, 5).reshape(n, c, oh, ow, lh * lw), ih, iw
+    cells = (ih.shape[0] * iw.shape[0], ih.shape[1] * iw.shape[1])
+    flat = (ih[:, None, :, None] * x.shape[3] + iw[None, :, None, :]).reshape(cells)
+    win = np.take(x.reshape(x.shape[0] * x.shape[1], -1), flat, axis=1)
+    return np.where((vh[:, None, :, None] & vw[None, :, None, :]).reshape(cells), win, np.finfo(x.dtype).min), flat
 
 
 def _max_pool_grad(x, dout, bounds):
     """The first maximum of each window (row-major, as in Paddle) gets the window's grad."""
-    win, ih, iw = _gather_windows(x, bounds)
-    pick = win.argmax(-1)
-    n, c, oh, ow = pick.shape
-    rows = ih[np.arange(oh)[:, None], pick // iw.shape[1]]
-    cols = iw[np.arange(ow), pick % iw.shape[1]]
-    nonempty = np.outer(*(end > start for start, end in bounds))  # ceil_mode can leave a window empty
-    dx = np.zeros((n * c, x.shape[2] * x.shape[3]), dtype=dout.dtype)
-    np.add.at(dx, (np.arange(n * c)[:, None], (rows * x.shape[3] + cols).reshape(n * c, -1)),
-              (dout * nonempty).reshape(n * c, -1))
-    return dx.reshape(x.shape)
+    win, flat = _windows(x, bounds)
+    best, pick = win.max(1), np.zeros(win[:, 0].shape, dtype=np.intp)
+    for offset in reversed(range(win.shape[1])):  # a loop over window cells: argmax of a short axis is slow
+        pick = np.where(win[:, offset] == best, offset, pick)
+    nonempty = np.outer(*(end > start for start, end in bounds)).ravel()  # ceil_mode can leave a window empty
+    n_c, hw = win.shape[0], x.shape[2] * x.shape[3]
+    target = np.arange(n_c)[:, None] * hw + flat[pick, np.arange(flat.shape[1])]
+    dx = np.bincount(target.ravel(), weights=(dout.reshape(n_c, -1) * nonempty).ravel(), minlength=n_c * hw)
+    return dx.astype(dout.dtype, copy=False).reshape(x.shape)
 
 
 @kernel("pool2d")
@@ -204,7 +207,7 @@ def pool2d(k):
     x = _to_nchw(k.x("X"), last)
     bounds, divisor = _pool_windows(k, x)
     if k.attr("pooling_type") == "max":
-        out = _gather_windows(x, bounds)[0].max(-1)
+        out = _windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
     else:
         ah, aw = (_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds))
         out = ah @ x @ aw.T / divisor
