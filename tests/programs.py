@@ -35,6 +35,12 @@ class Net:
         (block or self.block).create_var(name, shape, self.dtype if dtype is None else dtype)
         return name
 
+    def scopes(self) -> str:
+        """A STEP_SCOPES var: the scopes a control-flow op keeps for its grad op."""
+        name = self.tmp(None, prefix="scopes")
+        self.block.var(name).type, self.block.var(name).dtype = VarType.STEP_SCOPES, None
+        return name
+
     def data(self, name: str, shape, dtype=None) -> str:
         self.program.global_block.create_var(name, shape, self.dtype if dtype is None else dtype)
         return name
@@ -98,10 +104,8 @@ class Net:
                 out = self.tmp(body.var(result).shape, body.var(result).dtype, block=self.block.parent)
                 self.assign(result, out)
             op = self.block.append_op("conditional_block", {"Cond": [branch_pred], "Input": _reads(body)},
-                                      {"Out": [out], "Scope": [self.tmp(None, None, prefix="scope")]},
-                                      {"is_scalar_condition": True})
+                                      {"Out": [out], "Scope": [self.scopes()]}, {"is_scalar_condition": True})
             op.set_attr("sub_block", body.idx, AttrType.BLOCK)
-            self.block.var(op.output("Scope")[0]).type = VarType.STEP_SCOPES
             outs.append(out)
         mask = self.op("cast", {"X": pred}, {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
         return self.op("select_input", {"X": [outs[1], outs[0]], "Mask": mask})
@@ -115,10 +119,8 @@ class Net:
                 if new != var:
                     self.assign(new, var)
             self.assign(cond_fn(*loop_vars), condition)
-        steps = self.tmp(None, None, prefix="step_scopes")
-        self.block.var(steps).type = VarType.STEP_SCOPES
         op = self.block.append_op("while", {"Condition": [condition], "X": _reads(body)},
-                                  {"Out": _writes(body), "StepScopes": [steps]}, {"is_test": False})
+                                  {"Out": _writes(body), "StepScopes": [self.scopes()]}, {"is_test": False})
         op.set_attr("sub_block", body.idx, AttrType.BLOCK)
         return loop_vars
 

@@ -172,3 +172,128 @@ def test_a_while_inside_a_while():
     loss = net.mean(h)
     params = {"w": randn(3, 3), "s": randn(3)}
     check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "s"], loss=loss, params=params)
+
+
+def test_a_cond_inside_a_while_taking_each_branch_in_turn():
+    """Even iterations take the first branch, odd ones the second: each replay sees its own branch."""
+    net = Net()
+    x, w1, w2 = net.data("x", [2, 3]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    i, n, two = net.constant(0), net.constant(5), net.constant(2)
+    h = net.copy(x)
+
+    def body(i, h):
+        even = net.equal(net.elementwise_mod(i, two), net.constant(0))
+        new = net.cond(even, lambda: net.sigmoid(net.matmul(h, w1)), lambda: net.tanh(net.matmul(h, w2)))
+        return [net.increment(i), new]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w1", "w2"], loss=loss,
+                  params={"w1": randn(3, 3), "w2": randn(3, 3)})
+
+
+def test_a_value_the_loop_overwrites_is_kept_for_the_backward():
+    """h = tanh(x) before the loop: tanh_grad needs that h, which the loop then updates in place."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.tanh(x)
+    net.while_loop(lambda i, h: net.less_than(i, n), lambda i, h: [net.increment(i), net.sigmoid(net.matmul(h, w))],
+                   [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(3, 3)})
+    train = net.program.clone()
+    gradc.append_backward(train, loss)
+    tanh_grad = next(op for op in train.global_block.ops if op.type == "tanh_grad")
+    assert tanh_grad.input("Out") == [f"{h}@SAVE@0@2"]
+
+
+def test_a_body_that_updates_its_loop_var_in_place():
+    """Body: h = tanh(h) in place, then h = h @ w: both grad ops need a value the name no longer holds."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(3)
+    h = net.copy(x)
+
+    def body(i, h):
+        net.block.append_op("tanh", {"X": [h]}, {"Out": [h]})
+        return [net.increment(i), net.matmul(h, w)]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(3, 3)})
+
+
+@pytest.mark.parametrize("flag", [1.0, -1.0])
+def test_a_cond_that_updates_an_outer_var_in_place(flag):
+    """if flag > 0: h = tanh(h @ w). When the branch does not run, h's grad passes through."""
+    net = Net()
+    x, f, w = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3])
+    h = net.copy(x)
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    with net.sub_block() as body:
+        net.assign(net.tanh(net.matmul(h, w)), h)
+    op = net.block.append_op("conditional_block", {"Cond": [pred], "Input": [h, w]},
+                             {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+    op.set_attr("sub_block", body.idx, gradc.ir.AttrType.BLOCK)
+    loss = net.mean(net.elementwise_mul(h, h))
+    grads = check_program(net.program, {"x": randn(2, 3), "flag": np.array([flag])}, ["x", "w"], loss=loss,
+                          params={"w": randn(3, 3)})
+    assert grads["w"].any() == (flag > 0)
+
+
+def test_a_while_inside_a_while_inside_a_while():
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.copy(x)
+
+    def loop(depth):
+        def body(k, h):
+            if depth > 1:
+                net.while_loop(lambda j, h: net.less_than(j, n), loop(depth - 1), [net.constant(0), h])
+            return [net.increment(k), net.tanh(net.matmul(h, w))]
+        return body
+
+    net.while_loop(lambda i, h: net.less_than(i, n), loop(3), [i, h])
+    loss = net.mean(h)
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": 0.5 * randn(3, 3)})
+
+
+def test_an_op_without_grad_maker_inside_a_body_is_reported_with_its_block():
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.copy(x)
+
+    def body(i, h):
+        new = net.matmul(h, w)
+        net.block.append_op("my_mystery_op", {"X": [new]}, {"Out": [h]})
+        return [net.increment(i), h]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(h)
+    with pytest.raises(gradc.GradError, match=r"block 1, op 1 \(my_mystery_op\)"):
+        gradc.append_backward(net.program, loss)
+
+
+def test_compiling_is_deterministic_and_survives_a_save_load_round_trip(tmp_path):
+    programs = []
+    for _ in range(2):
+        net, loss = loop_net(3)
+        gradc.append_backward(net.program, loss)
+        programs.append(net.program)
+    gradc.save(programs[0], tmp_path / "a.pb")
+    gradc.save(programs[1], tmp_path / "b.pb")
+    assert (tmp_path / "a.pb").read_bytes() == (tmp_path / "b.pb").read_bytes()
+    loaded = gradc.load(tmp_path / "a.pb")
+    feed = {"x": randn(2, 3)}
+
+    def run(program):
+        scope = gradc.Scope()
+        for name, value in PARAMS.items():
+            scope[name] = value.copy()
+        return gradc.Executor().run(program, feed, ["w@GRAD", "x@GRAD"], scope)
+
+    for got, expected in zip(run(loaded), run(programs[0])):
+        np.testing.assert_array_equal(got, expected)

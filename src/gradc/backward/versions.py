@@ -26,32 +26,33 @@ class Versions:
             for idx, op in enumerate(block.ops):
                 if op.attr_types.get("sub_block") == AttrType.BLOCK:
                     self.owner[op.attrs["sub_block"]] = (block, idx)
-        self._writes: dict[int, dict[str, list[int]]] = {}
+        self._writes: dict[int, dict[str, tuple[int, int]]] = {}
         self.saves: dict[tuple[int, int, str], OpDesc] = {}
 
-    def writes(self, block: Block) -> dict[str, list[int]]:
+    def writes(self, block: Block) -> dict[str, tuple[int, int]]:
+        """name -> (index of the first op of ``block`` that writes it, index of the last)."""
         writes = self._writes.get(block.idx)
         if writes is None:
             writes = self._writes[block.idx] = {}
             for idx, op in enumerate(block.ops):
                 for name in op.output_names():
-                    writes.setdefault(name, []).append(idx)
+                    writes[name] = (writes.get(name, (idx,))[0], idx)
         return writes
 
     def stale(self, block: Block, idx: int, name: str) -> bool:
         """Whether ``name`` no longer holds its value after op ``idx`` of ``block`` when the backward runs."""
         while True:
-            writes = self.writes(block).get(name, ())
+            first, last = self.writes(block).get(name, (None, -1))
             owner = self.owner.get(block.idx)
             if name in block.vars or owner is None:
-                return any(w > idx for w in writes)
+                return last > idx
             control_block, control_idx = owner
             control = control_block.ops[control_idx]
-            if control.type == "while" and writes:
+            if control.type == "while" and first is not None:
                 if name in control.input("X") and name in control.output("Out"):   # kept per step
-                    return any(w <= idx for w in writes)
+                    return first <= idx
                 return True
-            if any(w > idx for w in writes):
+            if last > idx:
                 return True
             block, idx = control_block, control_idx
 
