@@ -112,6 +112,52 @@ def tensor_ops(rng):
 
 CASES = {"transformer": transformer, "vision": vision, "tensor_ops": tensor_ops}
 
+# Training fixtures: the mlp trained for a few steps by each optimizer, with its hyperparameters.
+OPTIMIZERS = {
+    "train_sgd": ("sgd", {"learning_rate": 0.1}),
+    "train_momentum": ("momentum", {"learning_rate": 0.05, "momentum": 0.8, "use_nesterov": True}),
+    "train_adam": ("adam", {"learning_rate": 0.01, "beta1": 0.85, "beta2": 0.99, "epsilon": 1e-6}),
+    "train_adamw": ("adamw", {"learning_rate": 0.01, "weight_decay": 0.05}),
+}
+PADDLE_OPTIMIZERS = {"sgd": "SGD", "momentum": "Momentum", "adam": "Adam", "adamw": "AdamW"}
+TRAIN_STEPS = 3
+
+
+def build_training(case: str, out_dir: Path, seed: int = 2024) -> None:
+    kind, hyper = OPTIMIZERS[case]
+    paddle.seed(seed)
+    rng = np.random.default_rng(seed)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [8, 6], "float32")
+        label = paddle.static.data("label", [8, 1], "int64")
+        hidden = F.relu(paddle.nn.Linear(6, 16)(x))
+        loss = paddle.mean(F.cross_entropy(paddle.nn.Linear(16, 4)(hidden), label))
+        forward = main.desc.serialize_to_string()
+        getattr(paddle.optimizer, PADDLE_OPTIMIZERS[kind])(**hyper).minimize(loss)
+    feed = {"x": rng.standard_normal((8, 6)).astype("float32"), "label": rng.integers(0, 4, (8, 1)).astype("int64")}
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    scope = paddle.static.global_scope()
+    executor.run(startup)
+    params = [p.name for p in main.all_parameters()]
+    initial = {p: np.array(scope.find_var(p).get_tensor()) for p in params}
+    losses = [float(executor.run(main, feed=feed, fetch_list=[loss.name])[0]) for _ in range(TRAIN_STEPS)]
+    trained = {p: np.array(scope.find_var(p).get_tensor()) for p in params}
+    out = out_dir / case
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "forward.pb").write_bytes(forward)
+    (out / "train.pb").write_bytes(main.desc.serialize_to_string())
+    (out / "startup.pb").write_bytes(startup.desc.serialize_to_string())
+    np.savez(out / "feed.npz", **feed)
+    np.savez(out / "params.npz", **initial)
+    np.savez(out / "trained.npz", **trained)
+    np.save(out / "losses.npy", np.array(losses, dtype=np.float32))
+    meta = {"case": case, "seed": seed, "paddle_version": paddle.__version__, "loss": loss.name,
+            "optimizer": kind, "hyperparameters": hyper, "steps": TRAIN_STEPS,
+            "description": f"fc(6->16)+relu -> fc(->4) -> cross entropy, {TRAIN_STEPS} steps of {kind} on one batch"}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"{case}: losses {losses}")
+
 
 def build(case: str, out_dir: Path, seed: int = 2024) -> None:
     paddle.seed(seed)
@@ -150,5 +196,5 @@ def build(case: str, out_dir: Path, seed: int = 2024) -> None:
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle")
-    for name in sys.argv[2:] or CASES:
-        build(name, target)
+    for name in sys.argv[2:] or [*CASES, *OPTIMIZERS]:
+        (build_training if name in OPTIMIZERS else build)(name, target)

@@ -17,7 +17,7 @@ from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
 from .io import load, save, write_atomic
 from .listing import program_listing
-from .passes import BackwardPass, Pipeline, VerifyPass, make_pass
+from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
 def _load_npz(path: str, what: str) -> dict[str, np.ndarray]:
@@ -55,11 +55,21 @@ def cli(plugins: tuple[str, ...]) -> None:
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
               help="Run a registered pass after the backward pass. Repeatable.")
-def compile(program, output, loss, params, no_grad, extra_passes):
+@click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam", "adamw"]),
+              help="Also append parameter updates (a training step), as Paddle's minimize() does.")
+@click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True, help="Learning rate.")
+@click.option("--startup-out", type=click.Path(dir_okay=False),
+              help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
+def compile(program, output, loss, params, no_grad, extra_passes, optimizer, learning_rate, startup_out):
     """Append the backward (training) ops of a forward program."""
     prog = load(program)
-    backward = BackwardPass(loss, list(params) or None, no_grad)
-    results = Pipeline([VerifyPass(), backward, *(make_pass(name) for name in extra_passes)])(prog)
+    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
+    if optimizer:
+        passes.append(OptimizerPass(optimizer, learning_rate))
+    results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
+    if optimizer:
+        startup_out = startup_out or _with_suffix(output, ".startup")
+        save(results["optimizer"], startup_out)
     save(prog, output)
     pairs = results["backward"]
     width = max([len(p) for p, _ in pairs] + [9])
@@ -70,6 +80,14 @@ def compile(program, output, loss, params, no_grad, extra_passes):
         if results[name] is not None:
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
+    if optimizer:
+        click.echo(f"wrote {startup_out} (initialises the {optimizer} learning rate and accumulators)")
+
+
+def _with_suffix(path: str, infix: str) -> str:
+    """train.pb -> train.startup.pb"""
+    stem, dot, suffix = path.rpartition(".")
+    return f"{stem}{infix}.{suffix}" if dot and "/" not in suffix else path + infix
 
 
 @cli.command()
@@ -95,6 +113,36 @@ def run(program, feed, params, startup, fetches, out):
     if out:
         _save_npz(out, dict(zip(fetches, (np.asarray(v) for v in values))))
         click.echo(f"wrote {out}")
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--feed", required=True, type=click.Path(dir_okay=False), help="Inputs of one step, an .npz.")
+@click.option("--params", type=click.Path(dir_okay=False), help="Initial persistable values, an .npz.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(dir_okay=False),
+              help="Initialiser programs to run first, in order. Repeatable.")
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
+@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--save-params", type=click.Path(dir_okay=False), help="Write the trained persistable values here.")
+def train(program, feed, params, startups, steps, fetches, log_every, save_params):
+    """Run a compiled training program (backward + optimizer) for some steps on one batch."""
+    prog = load(program)
+    scope = Scope()
+    executor = Executor()
+    for startup in startups:
+        executor.run(load(startup), scope=scope)
+    for name, value in (_load_npz(params, "params") if params else {}).items():
+        scope[name] = value
+    feeds = _load_npz(feed, "feed")
+    for step in range(1, steps + 1):
+        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+        if step % log_every == 0 or step == steps:
+            shown = "  ".join(f"{n}={np.asarray(v).reshape(-1)[0]:.6g}" for n, v in zip(fetches, values))
+            click.echo(f"step {step}: {shown}")
+    if save_params:
+        _save_npz(save_params, {name: np.asarray(scope[name]) for name in scope.keys()})
+        click.echo(f"wrote {save_params} ({len(scope)} persistable values)")
 
 
 def _summary(name: str, value: np.ndarray) -> str:

@@ -178,8 +178,8 @@ class Block:
     def create_var(self, name: str, shape=None, dtype=VarType.FP32, **flags) -> VarDesc:
         return self.add_var(VarDesc(name, shape, dtype, **flags))
 
-    def append_op(self, type: str, inputs=None, outputs=None, attrs=None) -> OpDesc:
-        op = OpDesc(type, inputs, outputs, attrs)
+    def append_op(self, type: str, inputs=None, outputs=None, attrs=None, attr_types=None) -> OpDesc:
+        op = OpDesc(type, inputs, outputs, attrs, attr_types)
         self.ops.append(op)
         return op
 

@@ -2,9 +2,10 @@
 
 from .backward import BackwardPass
 from .base import PASSES, Pass, PassConditionError, Pipeline, make_pass, pipeline, register_pass
+from .optimizer import OptimizerPass
 from .verify import VerifyPass
 
 __all__ = [
-    "PASSES", "BackwardPass", "Pass", "PassConditionError", "Pipeline", "VerifyPass", "make_pass",
+    "PASSES", "BackwardPass", "OptimizerPass", "Pass", "PassConditionError", "Pipeline", "VerifyPass", "make_pass",
     "pipeline", "register_pass",
 ]

@@ -27,4 +27,18 @@ def kernel(*types: str, replace: bool = False):
 
 
 def load_all() -> None:
-    from . import activation, control_flow, conv, index, io, logic, loss, math, nn, reduce, shape, tensor  # noqa: F401
+    from . import (  # noqa: F401
+        activation,
+        control_flow,
+        conv,
+        index,
+        io,
+        logic,
+        loss,
+        math,
+        nn,
+        optimizer,
+        reduce,
+        shape,
+        tensor,
+    )

@@ -1,0 +1,100 @@
+"""Training: the optimizer pass and `gradc train` reproduce Paddle's parameter updates step by step."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gradc
+from fixtures import DATA
+from gradc import registry
+from gradc.passes import OptimizerPass, PassConditionError
+
+CASES = ["train_sgd", "train_momentum", "train_adam", "train_adamw"]
+
+
+def load_case(case):
+    directory = DATA / case
+    meta = json.loads((directory / "meta.json").read_text())
+    with np.load(directory / "feed.npz") as feed, np.load(directory / "params.npz") as params, \
+            np.load(directory / "trained.npz") as trained:
+        return directory, meta, dict(feed), dict(params), dict(trained)
+
+
+def paddles_update(directory, kind):
+    """The learning rate and the attributes of the update op in Paddle's own training program."""
+    paddle = gradc.load(directory / "train.pb")
+    update = next(op for op in paddle.global_block.ops if op.type == kind)
+    attrs = {name: value for name, value in update.attrs.items() if name in registry.get(kind).attrs}
+    startup = gradc.load(directory / "startup.pb")
+    lr_init = next(op for op in startup.global_block.ops if op.output("Out") == update.input("LearningRate"))
+    return lr_init.attrs["value"], attrs
+
+
+def assert_trained_like_paddle(scope, losses, directory, trained):
+    np.testing.assert_allclose(losses, np.load(directory / "losses.npy"), rtol=1e-5)
+    for name, expected in trained.items():
+        np.testing.assert_allclose(scope[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_optimizer_pass_matches_paddle(case):
+    directory, meta, feed, params, trained = load_case(case)
+    program = gradc.load(directory / "forward.pb")
+    gradc.append_backward(program, meta["loss"])
+    learning_rate, attrs = paddles_update(directory, meta["optimizer"])
+    startup = OptimizerPass(meta["optimizer"], learning_rate, **attrs)(program)
+    scope = gradc.Scope()
+    executor = gradc.Executor()
+    executor.run(startup, scope=scope)
+    for name, value in params.items():
+        scope[name] = value
+    losses = [executor.run(program, feed, [meta["loss"]], scope)[0] for _ in range(meta["steps"])]
+    assert_trained_like_paddle(scope, losses, directory, trained)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_paddles_own_training_program_runs_in_gradc(case):
+    directory, meta, feed, params, trained = load_case(case)
+    scope = gradc.Scope()
+    executor = gradc.Executor()
+    executor.run(gradc.load(directory / "startup.pb"), scope=scope)
+    for name, value in params.items():  # Paddle's random initialisers are not reproducible here
+        scope[name] = value
+    program = gradc.load(directory / "train.pb")
+    losses = [executor.run(program, feed, [meta["loss"]], scope)[0] for _ in range(meta["steps"])]
+    assert_trained_like_paddle(scope, losses, directory, trained)
+
+
+def test_cli_compile_with_optimizer_and_train(tmp_path):
+    directory, meta, _, _, trained = load_case("train_sgd")
+    train, startup, saved = tmp_path / "train.pb", tmp_path / "train.startup.pb", tmp_path / "trained.npz"
+
+    def gradc_cli(*args):
+        result = subprocess.run([sys.executable, "-m", "gradc", *map(str, args)], capture_output=True, text=True)
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+
+    out = gradc_cli("compile", directory / "forward.pb", "-o", train, "--optimizer", "sgd", "--lr", "0.1")
+    assert f"wrote {startup}" in out
+    out = gradc_cli("train", train, "--startup", startup, "--params", directory / "params.npz",
+                    "--feed", directory / "feed.npz", "--steps", meta["steps"], "--fetch", meta["loss"],
+                    "--save-params", saved)
+    logged = [float(line.split("=")[1]) for line in out.splitlines() if line.startswith("step ")]
+    np.testing.assert_allclose(logged, np.load(directory / "losses.npy"), rtol=1e-5)
+    with np.load(saved) as result:
+        for name, expected in trained.items():
+            np.testing.assert_allclose(result[name], expected, rtol=1e-5, atol=1e-6)
+
+
+def test_optimizer_needs_gradients_first():
+    program = gradc.load(DATA / "train_sgd" / "forward.pb")
+    with pytest.raises(PassConditionError, match="run the backward pass first"):
+        OptimizerPass("sgd")(program)
+
+
+def test_unknown_optimizer():
+    with pytest.raises(gradc.GradcError, match="unknown optimizer 'lamb'"):
+        OptimizerPass("lamb")
