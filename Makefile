@@ -20,6 +20,9 @@ demo: venv
 	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train.pb
 	$(BIN)/gradc run examples/mlp/train.pb --feed examples/mlp/feed.npz --params examples/mlp/params.npz \
 		--fetch mean_0.tmp_0 --fetch fc_0.w_0@GRAD --out examples/mlp/results.npz
+	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train_adam.pb --optimizer adam --lr 0.01
+	$(BIN)/gradc train examples/mlp/train_adam.pb --startup examples/mlp/train_adam.startup.pb \
+		--params examples/mlp/params.npz --feed examples/mlp/feed.npz --steps 50 --log-every 10 --fetch mean_0.tmp_0
 
 # Regenerates the committed protobuf code from proto/gradc/framework.proto.
 proto: venv
