@@ -364,3 +364,27 @@ def test_a_non_scalar_condition_runs_the_block_when_it_is_not_empty(cond, runs):
     op.set_attr("sub_block", body.idx, gradc.ir.AttrType.BLOCK)
     (got,) = run_forward(net, {"c": cond, "x": np.array([1.0, 2.0]), "out": np.zeros(2)}, [out])
     np.testing.assert_array_equal(got, [3.0, 6.0] if runs else [0.0, 0.0])
+
+
+def test_an_outer_var_written_then_read_in_the_body_and_used_after_the_loop():
+    """Body: t = tanh(h); h = 2 t + h @ w. t's final value reaches the loss, earlier values only through h."""
+    net = Net()
+    x, t0, w = net.data("x", [2, 3]), net.data("t0", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(3)
+    h, t = net.copy(x), net.copy(t0)
+
+    def body(i, h):
+        net.block.append_op("tanh", {"X": [h]}, {"Out": [t]})
+        return [net.increment(i), net.elementwise_add(net.scale(t, scale=2.0), net.matmul(h, w))]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(net.elementwise_add(h, t), h))
+    check_program(net.program, {"x": 0.5 * randn(2, 3), "t0": randn(2, 3)}, ["x", "w"], loss=loss,
+                  params={"w": 0.5 * randn(3, 3)})
+
+
+def test_a_parameter_read_inside_and_after_a_loop_adds_both_grads():
+    net, _ = loop_net(2)
+    out = net.matmul(net.program.global_block.ops[-1].input("X")[0], "w")
+    loss = net.mean(net.elementwise_mul(out, out))
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "b"], loss=loss, params=PARAMS)
