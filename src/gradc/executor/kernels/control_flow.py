@@ -94,23 +94,24 @@ def while_(k):
 @kernel("while_grad")
 def while_grad(k):
     xs, outs = k.op.input("X"), set(k.op.input("Out"))
+    wanted = [grad_name(name) for name, out in zip(xs, k.out_names("X@GRAD")) if out != EMPTY_VAR]
     carry = {name: k.scope.find(name) for name in k.op.input("Out@GRAD")}
-    for name, out in zip(xs, k.out_names("X@GRAD")):
-        if out != EMPTY_VAR and name in outs:   # a loop var: its grad flows from iteration to iteration
+    for name in xs:
+        if grad_name(name) in wanted and name in outs:   # a loop var: its grad flows to the previous iteration
             carry.setdefault(grad_name(name), None)
-    sums: dict[str, np.ndarray] = {}
+    sums = {name: None for name in wanted if name not in carry}   # read in every iteration: added up
     for step in reversed(k.x("StepScopes")):
         scope = _GradScope(step)
         scope.vars.update((name, value) for name, value in carry.items() if value is not None)
         k.run_block(k.attr("sub_block"), scope)
         for name in carry:
             carry[name] = scope.vars.get(name, carry[name])
-        for name in xs:
-            value = scope.vars.get(grad_name(name))
-            if value is not None and grad_name(name) not in carry:   # read by every iteration: add up
-                sums[grad_name(name)] = value if grad_name(name) not in sums else sums[grad_name(name)] + value
+        for name, total in sums.items():
+            value = scope.vars.get(name)
+            if value is not None:
+                sums[name] = value if total is None else total + value
         step.vars.clear()   # replayed: its forward values are no longer needed
-    grads = [carry[grad_name(name)] if grad_name(name) in carry else sums.get(grad_name(name)) for name in xs]
+    grads = [carry.get(grad_name(name), sums.get(grad_name(name))) for name in xs]
     return {"X@GRAD": _zeros_for(k, "X", grads)}
 
 
