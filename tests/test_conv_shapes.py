@@ -55,3 +55,21 @@ def test_bad_inputs_fail_at_run_time_naming_the_op(op_type, inputs, message):
     feed = {slot: value.astype(np.float32) for slot, value in inputs.items()}
     with pytest.raises(ExecutionError, match=f"{op_type}.*{message}"):
         Executor().run(program, feed, ["Out"], Scope())
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs, message", [
+    ("conv2d", {"Input": np.zeros((1, 3, 2, 5)), "Filter": np.zeros((4, 3, 3, 3))}, {"dilations": [2, 1]},
+     "dilated kernel \\(5\\) is larger than the padded input \\(2\\) along H"),
+    ("conv2d_transpose", {"Input": np.zeros((1, 3, 4, 4)), "Filter": np.zeros((3, 2, 3, 3))},
+     {"strides": [2, 2], "output_size": [8, 9]}, "output_size 8 along H is below the 9"),
+    ("conv2d_transpose", {"Input": np.zeros((1, 3, 1, 1)), "Filter": np.zeros((3, 2, 1, 1))},
+     {"paddings": [1, 1]}, "output H would be -1"),
+    ("pool2d", {"X": np.zeros((1, 3, 2, 2))}, {"ksize": [3, 3]}, "window does not fit"),
+])
+def test_impossible_geometry_fails_in_inference_and_at_run_time(op_type, inputs, attrs, message):
+    program, op, _ = _program(op_type, inputs, attrs)
+    with pytest.raises(ProgramError, match=f"{op_type}.*{message}"):
+        registry.get(op_type).infer(InferContext(op, program.global_block))
+    feed = {slot: value.astype(np.float32) for slot, value in inputs.items()}
+    with pytest.raises(ExecutionError, match=f"{op_type}.*{message}"):
+        Executor().run(program, feed, ["Out"], Scope())

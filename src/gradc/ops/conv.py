@@ -34,21 +34,35 @@ def resolve_padding(in_hw, k_hw, strides, paddings, dilations, algorithm):
     return pads, list(dilations)
 
 
-def conv_out_size(size, k, pad0, pad1, stride, dilation):
-    return -1 if size < 0 else (size + pad0 + pad1 - (dilation * (k - 1) + 1)) // stride + 1
+def conv_out_hw(in_hw, k_hw, strides, pads, dilations):
+    """Output size of a convolution (-1 where the input size is unknown)."""
+    out = []
+    for i, (size, k, s, d) in enumerate(zip(in_hw, k_hw, strides, dilations)):
+        padded, span = size + pads[2 * i] + pads[2 * i + 1], d * (k - 1) + 1
+        if size >= 0 and padded < span:
+            raise ValueError(f"the dilated kernel ({span}) is larger than the padded input ({padded}) along {'HW'[i]}")
+        out.append(-1 if size < 0 else (padded - span) // s + 1)
+    return out
 
 
 def conv_transpose_out_hw(in_hw, k_hw, attrs):
-    """(in - 1) * stride - pads + dilated kernel; output_size (or output_padding) may add up to stride - 1."""
+    """(in - 1) * stride - pads + dilated kernel; output_size (or output_padding) may add to it."""
     pads, dils = resolve_padding(in_hw, k_hw, attrs["strides"], attrs["paddings"], attrs["dilations"],
                                  attrs["padding_algorithm"])
     out = []
     for i, (size, k, s) in enumerate(zip(in_hw, k_hw, attrs["strides"])):
-        base = -1 if size < 0 else (size - 1) * s - pads[2 * i] - pads[2 * i + 1] + dils[i] * (k - 1) + 1
-        if attrs["output_size"]:
-            out.append(attrs["output_size"][i])
-        else:
-            out.append(base + (attrs["output_padding"][i] if attrs["output_padding"] and base >= 0 else 0))
+        if size < 0:
+            out.append(attrs["output_size"][i] if attrs["output_size"] else -1)
+            continue
+        base = (size - 1) * s - pads[2 * i] - pads[2 * i + 1] + dils[i] * (k - 1) + 1
+        extra = attrs["output_padding"][i] if attrs["output_padding"] else 0
+        size_out = attrs["output_size"][i] if attrs["output_size"] else base + extra
+        if size_out <= 0:
+            raise ValueError(f"the output {'HW'[i]} would be {size_out}: the paddings exceed the output")
+        if size_out < base:
+            raise ValueError(f"output_size {size_out} along {'HW'[i]} is below the {base} that the input, "
+                             f"filter, strides and paddings give")
+        out.append(size_out)
     return out
 
 
@@ -66,11 +80,21 @@ def pool_geometry(in_hw, attrs):
     ceil = attrs["ceil_mode"]
     out = [-1 if size < 0 else (size - k + pads[2 * i] + pads[2 * i + 1] + (s - 1 if ceil else 0)) // s + 1
            for i, (size, k, s) in enumerate(zip(in_hw, ksize, attrs["strides"]))]
+    if any(size >= 0 and o <= 0 for size, o in zip(in_hw, out)):
+        raise ValueError(f"a {ksize} window does not fit the padded input {list(in_hw)} (pads {pads})")
     return ksize, pads, out
 
 
 def _attrs(ctx, names):
     return {name: ctx.attr(name) for name in names}
+
+
+def _geometry(ctx, fn, *args):
+    """A geometry helper's result; its ValueError becomes the op's inference error."""
+    try:
+        return fn(*args)
+    except ValueError as err:
+        ctx.fail(str(err))
 
 
 def _split_layout(ctx, shape):
@@ -96,8 +120,7 @@ def _conv_infer(ctx):
         ctx.fail(f"Filter's {o} output channels do not split into {groups} groups")
     pads, dils = resolve_padding(hw, (kh, kw), ctx.attr("strides"), ctx.attr("paddings"), ctx.attr("dilations"),
                                  ctx.attr("padding_algorithm"))
-    out_hw = [conv_out_size(hw[i], (kh, kw)[i], pads[2 * i], pads[2 * i + 1], ctx.attr("strides")[i], dils[i])
-              for i in range(2)]
+    out_hw = _geometry(ctx, conv_out_hw, hw, (kh, kw), ctx.attr("strides"), pads, dils)
     return {"Output": (_join_layout(ctx, n, o, out_hw), ctx.dtype("Input"))}
 
 
@@ -106,13 +129,13 @@ def _conv_transpose_infer(ctx):
     cin, cog, kh, kw = ctx.shape("Filter")
     if c >= 0 and c != cin:
         ctx.fail(f"Input has {c} channels but Filter [C_in, C_out/groups, kh, kw] has C_in {cin}")
-    out_hw = conv_transpose_out_hw(hw, (kh, kw), _attrs(ctx, CONV_TRANSPOSE_ATTRS))
+    out_hw = _geometry(ctx, conv_transpose_out_hw, hw, (kh, kw), _attrs(ctx, CONV_TRANSPOSE_ATTRS))
     return {"Output": (_join_layout(ctx, n, cog * ctx.attr("groups"), out_hw), ctx.dtype("Input"))}
 
 
 def _pool_infer(ctx):
     n, c, hw = _split_layout(ctx, ctx.shape("X"))
-    _, _, out_hw = pool_geometry(hw, _attrs(ctx, POOL_ATTRS))
+    _, _, out_hw = _geometry(ctx, pool_geometry, hw, _attrs(ctx, POOL_ATTRS))
     return {"Out": (_join_layout(ctx, n, c, out_hw), ctx.dtype("X"))}
 
 

@@ -104,7 +104,10 @@ def _conv_args(k, transpose=False):
     if x.shape[1] != channels * groups or w.shape[0] % k.attr("groups"):
         raise ValueError(f"Input has {x.shape[1]} channels ({'NHWC' if last else 'NCHW'}), which Filter "
                          f"{list(w.shape)} with groups={k.attr('groups')} does not fit")
-    return last, x, w, _geometry(k, x.shape[2:], w.shape[2:])
+    geo = _geometry(k, x.shape[2:], w.shape[2:])
+    if not transpose:
+        ops.conv_out_hw(x.shape[2:], w.shape[2:], geo.strides, geo.pads, geo.dilations)  # raises if it does not fit
+    return last, x, w, geo
 
 
 @kernel("conv2d", "depthwise_conv2d")
