@@ -388,3 +388,22 @@ def test_a_parameter_read_inside_and_after_a_loop_adds_both_grads():
     out = net.matmul(net.program.global_block.ops[-1].input("X")[0], "w")
     loss = net.mean(net.elementwise_mul(out, out))
     check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "b"], loss=loss, params=PARAMS)
+
+
+@pytest.mark.parametrize("flag", [1.0, -1.0])
+def test_a_while_inside_a_cond(flag):
+    net = Net()
+    x, f, w = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3])
+    n = net.constant(3)
+
+    def looping():
+        h = net.copy(x)
+        net.while_loop(lambda i, h: net.less_than(i, n),
+                       lambda i, h: [net.increment(i), net.tanh(net.matmul(h, w))], [net.constant(0), h])
+        return h
+
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    out = net.cond(pred, looping, lambda: net.sigmoid(net.matmul(x, w)))
+    loss = net.mean(net.elementwise_mul(out, out))
+    check_program(net.program, {"x": randn(2, 3), "flag": np.array([flag])}, ["x", "w"], loss=loss,
+                  params={"w": randn(3, 3)})
