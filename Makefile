@@ -33,8 +33,11 @@ proto: venv
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
 
+# Speed and memory targets live here, not in the tests; each script compares side by side in one run.
 bench: venv
 	$(BIN)/python benchmarks/compile_scaling.py --out benchmarks/results/compile_scaling.txt
+	$(BIN)/python benchmarks/conv2d.py --out benchmarks/results/conv2d.txt
+	$(BIN)/python benchmarks/while_memory.py --out benchmarks/results/while_memory.txt
 
 clean:
 	rm -rf $(VENV) build
