@@ -109,7 +109,6 @@ def test_batch_norm_grad_op_uses_paddles_slots_and_trains():
 PADDLE_CONV = Path(__file__).parent / "data" / "paddle" / "conv"
 
 
-@pytest.mark.skipif(not PADDLE_CONV.exists(), reason="the conv fixture is not copied into tests/data yet")
 @pytest.mark.parametrize("program, op_type", [("forward.pb", "batch_norm"), ("backward.pb", "batch_norm_grad")])
 def test_paddles_batch_norm_ops_give_paddles_numbers(program, op_type):
     """Paddle's own batch_norm / batch_norm_grad ops (all attrs and slots as saved), alone, on Paddle's values."""
