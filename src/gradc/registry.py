@@ -142,14 +142,14 @@ class GradContext:
         """A fresh intermediate var, declared with the shape and dtype of ``like``."""
         return self._new_tmp(like)
 
-    def backward_block(self, inputs: str, outputs: str, *, loop: bool = False):
+    def backward_block(self, inputs: str, outputs: str):
         """Differentiate the op's ``sub_block`` (control flow): the backward pass appends a backward
         block for the sub-block's ops between the vars of slot ``inputs`` and those of slot ``outputs``
         and returns a gradc.backward.control_flow.BlockGrad (its index, the outer grads it reads, the
-        vars it computes grads of). ``loop``: the block runs once per iteration, carrying grads."""
+        vars it computes grads of)."""
         if self._backward_block is None:
             raise GradError(f"op '{self.fwd.type}': this backward pass cannot differentiate sub-blocks")
-        return self._backward_block(self.fwd, inputs, outputs, loop)
+        return self._backward_block(self.fwd, inputs, outputs)
 
     def op(self, type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
            attrs: dict | None = None, *, forward_attrs: bool = False) -> OpDesc:

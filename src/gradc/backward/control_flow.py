@@ -6,11 +6,10 @@ the sub-block) with the grad ops of the sub-block's ops on a path from the outer
 want a gradient (the leaves) to the vars it writes whose gradient is not zero (the targets). The
 grad op provides the targets' grads from outside; nested control flow recurses through the makers.
 
-A loop body runs once per iteration: a loop var whose value at the start of an iteration is needed
-is also needed at the end of the previous one, so its grad is a target too (a fixpoint, one path
-sweep per newly found loop var). Each target's grad is written by the end of the block (zeros if the
-body overwrites the var without reading it), since it becomes the grad carried into the previous
-iteration.
+A loop body runs once per iteration (path.sub_block_path finds the loop vars it carries grads for).
+Each target's grad is written by the end of a loop's backward block (zeros if the body overwrites
+the var without reading it): the grad op carries it into the previous iteration. Likewise for a
+branch's targets that are also its inputs, which the grad op hands back as their grads.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from .. import registry
 from ..ir import Block, OpDesc, grad_name
 from . import roles
-from .path import OpPath, find_path
+from .path import LOOP_OPS, OpPath, sub_block_path
 from .vars import declare_grad_vars, lookup
 
 
@@ -32,24 +31,23 @@ class BlockGrad:
     grads: set[str]     # vars whose gradient the block computes
 
 
-def backward_block(parent: Block, fwd: OpDesc, inputs: str, outputs: str, loop: bool, outer: OpPath,
+def backward_block(parent: Block, fwd: OpDesc, inputs: str, outputs: str, outer: OpPath,
                    has_grad: Callable[[str], bool], emit: Callable, versions) -> BlockGrad:
+    """Append the backward block of ``fwd``'s sub-block, whose grad op goes into ``parent``.
+    ``has_grad`` tells which outer grads the backward of ``parent`` has written so far."""
     program = parent.program
     body = program.blocks[fwd.attr("sub_block")]
     leaves = {name for name in fwd.input(inputs) if name in outer.wants_grad}
     outs = fwd.output(outputs)
-    targets = {name for name in outs if has_grad(grad_name(name))}
-    path = find_path(body, body.ops, targets, outer.no_grad, leaves)
-    while loop and (more := (path.wants_grad & set(outs)) - targets):
-        targets |= more
-        path = find_path(body, body.ops, targets, outer.no_grad, leaves)
+    path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(grad_name(name))},
+                                   leaves, outer.no_grad)
     _check_makers(body, path)
 
     grad_block = program.append_block(parent.idx)
     grad_block.forward_block_idx = body.idx
     given = [grad_name(name) for name in outs if name in targets]
-    carried = given if loop else [grad_name(name) for name in outs if name in targets and name in leaves]
-    ops = emit(grad_block, body.ops, path, [], _TmpNames(grad_block), given, carried, body, versions)
+    handed_back = [grad_name(name) for name in outs if name in targets and (fwd.type in LOOP_OPS or name in leaves)]
+    ops = emit(grad_block, body.ops, path, [], _TmpNames(grad_block), given, handed_back, body, versions)
     for op in ops:
         roles.set_role(op, roles.BACKWARD)
     grad_block.ops = ops

@@ -48,8 +48,8 @@ def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: 
     def has_grad(name: str) -> bool:
         return acc.is_written(name) or name in acc.pending
 
-    def backward_block(fwd: OpDesc, inputs: str, outputs: str, loop: bool):
-        return control_flow.backward_block(block, fwd, inputs, outputs, loop, path, has_grad,
+    def backward_block(fwd: OpDesc, inputs: str, outputs: str):
+        return control_flow.backward_block(block, fwd, inputs, outputs, path, has_grad,
                                            emit_grad_ops, versions)
 
     for seed in seeds:

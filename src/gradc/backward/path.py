@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import registry
-from ..ir import FLOAT_DTYPES, Block, OpDesc
+from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc
 
 
 @dataclass
@@ -55,10 +55,32 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     on_path = []
     for idx in range(len(ops) - 1, -1, -1):
         op = ops[idx]
-        if any(name in needed and name in carries for name in op.output_names()):
+        outputs = [name for name in op.output_names() if name in needed and name in carries]
+        if outputs:
             inputs = differentiable_inputs(op)
+            if op.attr_types.get("sub_block") == AttrType.BLOCK:   # only what its body really uses
+                inner = sub_block_path(block.program, op, set(outputs), {n for n in inputs if n in carries},
+                                       no_grad)[0]
+                inputs = [name for name in inputs if name in inner.wants_grad]
             if any(name in carries for name in inputs):
                 needed.update(inputs)
                 on_path.append(idx)
     on_path.reverse()
     return OpPath(on_path, carries & needed, no_grad)
+
+
+LOOP_OPS = frozenset({"while"})   # control-flow ops whose sub-block runs once per iteration
+
+
+def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str],
+                   no_grad: set[str]) -> tuple[OpPath, set[str]]:
+    """The path through a control-flow op's sub-block from ``leaves`` (outer vars it reads) to
+    ``targets`` (vars it writes whose grads are not zero); returns it with the targets, which in a
+    loop grow by the loop vars needed at the start of an iteration (so at the end of the previous one)."""
+    body = program.blocks[op.attr("sub_block")]
+    path = find_path(body, body.ops, targets, no_grad, leaves)
+    outputs = set(op.output_names())
+    while op.type in LOOP_OPS and (more := (path.wants_grad & outputs) - targets):
+        targets = targets | more
+        path = find_path(body, body.ops, targets, no_grad, leaves)
+    return path, targets

@@ -32,7 +32,7 @@ def _conditional_block_grad(g):
 
 
 def _while_grad(g):
-    sub = g.backward_block("X", "Out", loop=True)
+    sub = g.backward_block("X", "Out")
     ops = _control_grad(g, "while_grad", {"X": g.I("X"), "StepScopes": g.O("StepScopes")}, "X", sub)
     ops[0].set_attr("original_output_grad", list(sub.reads), AttrType.STRINGS)
     return ops
