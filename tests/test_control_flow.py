@@ -411,3 +411,25 @@ def test_a_while_inside_a_cond(flag):
     loss = net.mean(net.elementwise_mul(out, out))
     check_program(net.program, {"x": randn(2, 3), "flag": np.array([flag])}, ["x", "w"], loss=loss,
                   params={"w": randn(3, 3)})
+
+
+def test_a_loop_whose_trip_count_depends_on_differentiable_values():
+    """while sum(h * h) < 30: h = 1.5 h + b. The comparison has no gradient; the iterations do."""
+    net = Net()
+    x, b = net.data("x", [2, 3]), net.param("b", [3])
+    limit = net.constant(30.0, (), VarType.FP64)
+    h = net.copy(x)
+    net.while_loop(lambda h: net.less_than(net.reduce_sum(net.elementwise_mul(h, h), reduce_all=True, dim=[]), limit),
+                   lambda h: [net.elementwise_add(net.scale(h, scale=1.5), b)], [h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    x_value = np.array([[1.0, -0.5, 0.3], [0.2, 0.8, -1.1]])
+    grads = check_program(net.program, {"x": x_value}, ["x", "b"], loss=loss, params={"b": np.array([0.1, 0.2, -0.1])})
+    assert np.abs(grads["x"]).max() > 1.5   # several iterations ran
+
+
+def test_the_no_grad_set_reaches_into_loop_bodies():
+    net, loss = loop_net(2)
+    train = net.program.clone()
+    assert gradc.append_backward(train, loss, no_grad_set=["b"]) == [("w", "w@GRAD")]
+    written = {name for block in train.blocks for op in block.ops for name in op.output_names()}
+    assert "b@GRAD" not in written and "w@GRAD" in written
