@@ -81,7 +81,7 @@ def while_(k):
     loop_vars = [name for name in k.op.input("X") if name in set(outs)]
     steps, last = [], k.scope
     while _truth(k, "Condition"):
-        start = {name: k.scope.find(name) for name in loop_vars}
+        start = {name: value for name in loop_vars if (value := k.scope.find(name)) is not None}
         last = k.scope.child()
         k.run_block(k.attr("sub_block"), last)
         if not k.attr("is_test"):
