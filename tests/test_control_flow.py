@@ -433,3 +433,41 @@ def test_the_no_grad_set_reaches_into_loop_bodies():
     assert gradc.append_backward(train, loss, no_grad_set=["b"]) == [("w", "w@GRAD")]
     written = {name for block in train.blocks for op in block.ops for name in op.output_names()}
     assert "b@GRAD" not in written and "w@GRAD" in written
+
+
+@pytest.mark.parametrize("first, second", [(1.0, -1.0), (-1.0, 1.0), (1.0, 1.0), (-1.0, -1.0)])
+def test_two_conds_writing_the_same_var(first, second):
+    """out = x; if a > 0: out = tanh(x @ w1); if b > 0: out = sigmoid(x @ w2) (a Switch-like layout,
+    no select_input). A branch that does not run passes out's grad through; one that runs cuts it."""
+    net = Net()
+    x, a, b = net.data("x", [2, 3]), net.data("a", [1]), net.data("b", [1])
+    w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    out = net.copy(x)
+    zero = net.constant(0.0, dtype=VarType.FP64)
+    for flag, fn, w in ((a, net.tanh, w1), (b, net.sigmoid, w2)):
+        with net.sub_block() as body:
+            net.assign(fn(net.matmul(x, w)), out)
+        op = net.block.append_op("conditional_block", {"Cond": [net.greater_than(flag, zero)], "Input": [x, w]},
+                                 {"Out": [out], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+        op.set_attr("sub_block", body.idx, gradc.ir.AttrType.BLOCK)
+    loss = net.mean(net.elementwise_mul(out, out))
+    feed = {"x": randn(2, 3), "a": np.array([first]), "b": np.array([second])}
+    check_program(net.program, feed, ["x", "w1", "w2"], loss=loss, params={"w1": randn(3, 3), "w2": randn(3, 3)})
+
+
+@pytest.mark.parametrize("n_iter", [0, 2])
+def test_a_loop_that_overwrites_a_var_without_reading_it(n_iter):
+    """y = x; loop n times: y = tanh(h @ w), h = h + 1. With zero iterations y keeps x, and its grad."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(n_iter)
+    y, h = net.copy(x), net.scale(x, scale=0.5)
+
+    def body(i, h):
+        net.assign(net.tanh(net.matmul(h, w)), y)
+        return [net.increment(i), net.scale(h, scale=1.0, bias=1.0)]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(y, net.elementwise_add(y, h)))
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"] if n_iter else ["x"], loss=loss,
+                  params={"w": randn(3, 3)})

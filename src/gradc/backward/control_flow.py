@@ -29,12 +29,15 @@ class BlockGrad:
     idx: int            # the backward block
     reads: list[str]    # grads of the op's outputs that the block reads (the grad op's Out@GRAD)
     grads: set[str]     # vars whose gradient the block computes
+    passes: list[str]   # outputs that are not inputs but had a value before the op: if the body does
+                        # not run (or runs zero times) their grad passes through, else it is zero;
+                        # the grad op lists them as extra inputs
 
 
-def backward_block(parent: Block, fwd: OpDesc, inputs: str, outputs: str, outer: OpPath,
+def backward_block(parent: Block, forward: Block, fwd: OpDesc, inputs: str, outputs: str, outer: OpPath,
                    has_grad: Callable[[str], bool], emit: Callable, versions) -> BlockGrad:
-    """Append the backward block of ``fwd``'s sub-block, whose grad op goes into ``parent``.
-    ``has_grad`` tells which outer grads the backward of ``parent`` has written so far."""
+    """Append the backward block of ``fwd`` (an op of ``forward``)'s sub-block, whose grad op goes
+    into ``parent``. ``has_grad`` tells which outer grads the backward of ``parent`` has written so far."""
     program = parent.program
     body = program.blocks[fwd.attr("sub_block")]
     leaves = {name for name in fwd.input(inputs) if name in outer.wants_grad}
@@ -42,17 +45,20 @@ def backward_block(parent: Block, fwd: OpDesc, inputs: str, outputs: str, outer:
     path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(grad_name(name))},
                                    leaves, outer.no_grad)
     _check_makers(body, path)
+    passes = [name for name in outs if name in targets and name not in fwd.input(inputs)
+              and versions.has_value_before(forward, fwd, name)]
 
     grad_block = program.append_block(parent.idx)
     grad_block.forward_block_idx = body.idx
     given = [grad_name(name) for name in outs if name in targets]
-    handed_back = [grad_name(name) for name in outs if name in targets and (fwd.type in LOOP_OPS or name in leaves)]
+    handed_back = [grad_name(name) for name in outs
+                   if name in targets and (fwd.type in LOOP_OPS or name in leaves or name in passes)]
     ops = emit(grad_block, body.ops, path, [], _TmpNames(grad_block), given, handed_back, body, versions)
     for op in ops:
         roles.set_role(op, roles.BACKWARD)
     grad_block.ops = ops
     declare_grad_vars(grad_block, ops)
-    return BlockGrad(grad_block.idx, _outer_reads(ops, set(given)), path.wants_grad)
+    return BlockGrad(grad_block.idx, _outer_reads(ops, set(given)), path.wants_grad, passes)
 
 
 def _outer_reads(ops: list[OpDesc], given: set[str]) -> list[str]:

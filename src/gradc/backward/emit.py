@@ -49,7 +49,7 @@ def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: 
         return acc.is_written(name) or name in acc.pending
 
     def backward_block(fwd: OpDesc, inputs: str, outputs: str):
-        return control_flow.backward_block(block, fwd, inputs, outputs, path, has_grad,
+        return control_flow.backward_block(block, forward_block, fwd, inputs, outputs, path, has_grad,
                                            emit_grad_ops, versions)
 
     for seed in seeds:

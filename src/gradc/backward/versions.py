@@ -56,6 +56,12 @@ class Versions:
                 return True
             block, idx = control_block, control_idx
 
+    def has_value_before(self, block: Block, op: OpDesc, name: str) -> bool:
+        """Whether ``name`` may hold a value when ``op`` (of ``block``) starts: an earlier op of the
+        block writes it, or it comes from an enclosing block."""
+        first = self.writes(block).get(name, (None,))[0]
+        return name not in block.vars or (first is not None and block.ops[first] is not op)
+
     def reading(self, grad_op: OpDesc, block: Block, idx: int) -> None:
         """Point ``grad_op`` (a grad op of op ``idx`` of ``block``) at copies of stale forward values."""
         fwd = block.ops[idx]

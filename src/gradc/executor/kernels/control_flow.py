@@ -70,8 +70,8 @@ def conditional_block_grad(k):
         k.run_block(k.attr("sub_block"), scope)
         grads = [scope.vars.get(grad_name(name)) for name in inputs]
     else:  # the branch did not run: an input it would have overwritten passes its grad through
-        outer = set(k.op.input("Out@GRAD"))
-        grads = [k.scope.find(grad_name(name)) if grad_name(name) in outer else None for name in inputs]
+        outs = set(k.op.input("Out"))
+        grads = [k.scope.find(grad_name(name)) if name in outs else None for name in inputs]
     return {"Input@GRAD": _zeros_for(k, "Input", grads)}
 
 
@@ -95,10 +95,9 @@ def while_(k):
 def while_grad(k):
     xs, outs = k.op.input("X"), set(k.op.input("Out"))
     wanted = [grad_name(name) for name, out in zip(xs, k.out_names("X@GRAD")) if out != EMPTY_VAR]
-    carry = {name: k.scope.find(name) for name in k.op.input("Out@GRAD")}
-    for name in xs:
-        if grad_name(name) in wanted and name in outs:   # a loop var: its grad flows to the previous iteration
-            carry.setdefault(grad_name(name), None)
+    loop_grads = [grad_name(name) for name in xs if grad_name(name) in wanted and name in outs]
+    # grads of the outputs, carried from each iteration to the previous one (loop vars: to the start)
+    carry = {name: k.scope.find(name) for name in [*k.op.input("Out@GRAD"), *loop_grads]}
     sums = {name: None for name in wanted if name not in carry}   # read in every iteration: added up
     for step in reversed(k.x("StepScopes")):
         scope = _GradScope(step)
