@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..ir import EMPTY_VAR, AttrType, grad_name
 from ..registry import defop
+from .infer import same_as
 
 SUB_BLOCK = {"sub_block": 0}
 
@@ -50,10 +51,6 @@ def _select_output_grad(g):
     return [g.op("select_input", {"X": g.OG("Out"), "Mask": g.I("Mask")}, {"Out": g.IG("X")})]
 
 
-def _select_input_infer(ctx):
-    return {"Out": (ctx.shape("X"), ctx.dtype("X"))}
-
-
 defop("conditional_block", ["Cond", "Input"], ["Out", "Scope"], attrs={**SUB_BLOCK, "is_scalar_condition": False},
       no_grad_inputs=["Cond"], no_grad_outputs=["Scope"], grad=_conditional_block_grad)
 defop("conditional_block_grad", ["Cond", "Input", "Out", "Out@GRAD", "Scope"], ["Input@GRAD"],
@@ -62,5 +59,5 @@ defop("while", ["Condition", "X"], ["Out", "StepScopes"], attrs={**SUB_BLOCK, "i
       no_grad_inputs=["Condition"], no_grad_outputs=["StepScopes"], grad=_while_grad)
 defop("while_grad", ["X", "Out", "Out@GRAD", "StepScopes"], ["X@GRAD"],
       attrs={**SUB_BLOCK, "is_test": False, "original_output_grad": []})
-defop("select_input", ["X", "Mask"], no_grad_inputs=["Mask"], infer=_select_input_infer, grad=_select_input_grad)
+defop("select_input", ["X", "Mask"], no_grad_inputs=["Mask"], infer=same_as("X"), grad=_select_input_grad)
 defop("select_output", ["X", "Mask"], no_grad_inputs=["Mask"], grad=_select_output_grad)
