@@ -9,13 +9,12 @@ import gc
 from collections.abc import Iterable
 from contextlib import contextmanager
 
-from .. import registry
 from ..errors import GradError
 from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program
 from . import roles
 from .emit import emit_grad_ops
-from .path import OpPath, find_path
-from .vars import declare_grad_vars
+from .path import OpPath, check_makers, find_path
+from .vars import TmpVars, declare_grad_vars
 
 __all__ = ["append_backward", "append_grad_ops", "gradients", "loss_candidates"]
 
@@ -66,27 +65,6 @@ def _seed(block: Block, loss: str) -> OpDesc:
                   {"shape": AttrType.LONGS, "dtype": AttrType.INT, "value": AttrType.FLOAT})
 
 
-def _check_makers(block: Block, ops: list[OpDesc], indices: list[int]) -> None:
-    offenders = [(block.idx, i, ops[i].type) for i in indices
-                 if registry.get(ops[i].type) is None or registry.get(ops[i].type).grad is None]
-    if offenders:
-        raise registry.missing_grad_error(offenders)
-
-
-class _TmpNames:
-    """Fresh names for intermediate vars that composite grad makers need."""
-
-    def __init__(self, block: Block):
-        self.block = block
-        self.count = 0
-
-    def __call__(self, like: str) -> str:
-        name = f"{like}@GRAD@TMP@{self.count}"
-        self.count += 1
-        self.block.add_var(self.block.var(like).copy(name)).persistable = False
-        return name
-
-
 @contextmanager
 def _gc_paused():
     """The pass allocates many small acyclic objects; the cycle collector would rescan the whole
@@ -135,9 +113,9 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
     whose grads the ``seeds`` write (or, with no seeds, the caller feeds)."""
     forward_ops = block.ops[:n_forward]
     path = find_path(block, forward_ops, targets, no_grad)
-    _check_makers(block, forward_ops, path.op_indices)
+    check_makers(block, path)
     given = [] if seeds else [t + "@GRAD" for t in targets]
-    backward_ops = emit_grad_ops(block, forward_ops, path, seeds, _TmpNames(block), given)
+    backward_ops = emit_grad_ops(block, forward_ops, path, seeds, TmpVars(block), given)
     for op in backward_ops:
         roles.set_role(op, roles.BACKWARD)
     block.ops.extend(backward_ops)

@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import registry
 from ..ir import Block, OpDesc, grad_name
 from . import roles
-from .path import LOOP_OPS, OpPath, sub_block_path
-from .vars import declare_grad_vars, lookup
+from .path import LOOP_OPS, OpPath, check_makers, sub_block_path
+from .vars import TmpVars, declare_grad_vars
 
 
 @dataclass
@@ -44,7 +43,7 @@ def backward_block(parent: Block, forward: Block, fwd: OpDesc, inputs: str, outp
     outs = fwd.output(outputs)
     path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(grad_name(name))},
                                    leaves, outer.no_grad)
-    _check_makers(body, path)
+    check_makers(body, path)
     passes = [name for name in outs if name in targets and name not in fwd.input(inputs)
               and versions.has_value_before(forward, fwd, name)]
 
@@ -53,7 +52,7 @@ def backward_block(parent: Block, forward: Block, fwd: OpDesc, inputs: str, outp
     given = [grad_name(name) for name in outs if name in targets]
     handed_back = [grad_name(name) for name in outs
                    if name in targets and (fwd.type in LOOP_OPS or name in leaves or name in passes)]
-    ops = emit(grad_block, body.ops, path, [], _TmpNames(grad_block), given, handed_back, body, versions)
+    ops = emit(grad_block, body.ops, path, [], TmpVars(grad_block), given, handed_back, body, versions)
     for op in ops:
         roles.set_role(op, roles.BACKWARD)
     grad_block.ops = ops
@@ -68,24 +67,3 @@ def _outer_reads(ops: list[OpDesc], given: set[str]) -> list[str]:
         reads.extend(n for n in op.input_names() if n in given and n not in written and n not in reads)
         written.update(op.output_names())
     return reads
-
-
-def _check_makers(block: Block, path: OpPath) -> None:
-    offenders = [(block.idx, i, block.ops[i].type) for i in path.op_indices
-                 if registry.get(block.ops[i].type) is None or registry.get(block.ops[i].type).grad is None]
-    if offenders:
-        raise registry.missing_grad_error(offenders)
-
-
-class _TmpNames:
-    """Fresh intermediate vars of composite grad makers, declared in the backward block."""
-
-    def __init__(self, block: Block):
-        self.block = block
-        self.count = 0
-
-    def __call__(self, like: str) -> str:
-        name = f"{like}@GRAD@TMP@{self.block.idx}@{self.count}"
-        self.count += 1
-        self.block.add_var(lookup(self.block, like).copy(name)).persistable = False
-        return name

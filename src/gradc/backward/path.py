@@ -84,3 +84,11 @@ def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str],
         targets = targets | more
         path = find_path(body, body.ops, targets, no_grad, leaves)
     return path, targets
+
+
+def check_makers(block: Block, path: OpPath) -> None:
+    """Every op on the path has a grad maker; else one error listing all that lack one."""
+    offenders = [(block.idx, i, block.ops[i].type) for i in path.op_indices
+                 if registry.get(block.ops[i].type) is None or registry.get(block.ops[i].type).grad is None]
+    if offenders:
+        raise registry.missing_grad_error(offenders)

@@ -43,3 +43,17 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
             var.stop_gradient = False
             created.append(name)
     return created
+
+
+class TmpVars:
+    """Fresh intermediate vars that composite grad makers ask for, declared in ``block`` like ``like``."""
+
+    def __init__(self, block: Block):
+        self.block = block
+        self.count = 0
+
+    def __call__(self, like: str) -> str:
+        name = f"{like}@GRAD@TMP@{self.block.idx}@{self.count}"
+        self.count += 1
+        self.block.add_var(lookup(self.block, like).copy(name)).persistable = False
+        return name

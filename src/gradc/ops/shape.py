@@ -5,17 +5,7 @@ read XShape instead of X, and X can be freed right after the forward op."""
 from __future__ import annotations
 
 from ..registry import defop, grad_op
-from .infer import normalize_axis
-
-
-def numel(dims) -> int:
-    """The element count, -1 if any dim is unknown."""
-    total = 1
-    for d in dims:
-        if d < 0:
-            return -1
-        total *= d
-    return total
+from .infer import normalize_axis, numel
 
 
 def xshape(ctx):
