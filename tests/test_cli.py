@@ -112,3 +112,50 @@ def test_ops_lists_grad_and_kernel_columns():
     assert rows["scale"] == ["composite", "yes"]
     assert rows["fill_constant"] == ["none", "yes"]
     assert all(columns[-1] == "yes" for columns in rows.values()), "every registered op has a kernel"
+
+
+def _edited_program(tmp_path, edit):
+    """The mlp forward program as text, changed by ``edit`` (text -> text)."""
+    text = tmp_path / "edited.pbtxt"
+    assert gradc("convert", MLP / "forward.pb", text).returncode == 0
+    text.write_text(edit(text.read_text()))
+    return text
+
+
+def test_missing_var(tmp_path):
+    program = _edited_program(tmp_path, lambda t: t.replace('arguments: "fc_0.tmp_0"', 'arguments: "ghost"', 1))
+    assert_clean_failure(gradc("compile", program, "-o", tmp_path / "o.pb"),
+                         "block 0, op 0 (mul) writes var 'ghost'", "not declared")
+
+
+def test_shape_mismatch(tmp_path):
+    program = _edited_program(tmp_path, lambda t: t.replace("dims: 16\n", "dims: 17\n", 1))
+    assert_clean_failure(gradc("compile", program, "-o", tmp_path / "o.pb"), "block 0, op 0 (mul)", "[17")
+
+
+def test_block_cycle(tmp_path):
+    program = _edited_program(tmp_path, lambda t: t.replace("parent_idx: -1", "parent_idx: 0", 1))
+    assert_clean_failure(gradc("show", program), "block 0 must have parent_idx -1")
+
+
+def test_unknown_op_at_run_time(tmp_path):
+    program = _edited_program(tmp_path, lambda t: t.replace('type: "relu"', 'type: "relu_v9"'))
+    assert_clean_failure(gradc("run", program, "--feed", MLP / "feed.npz", "--params", MLP / "params.npz",
+                               "--fetch", "mean_0.tmp_0"), "no kernel", "block 0, op 2 (relu_v9)")
+
+
+@pytest.mark.parametrize("case", ["cond", "while_loop"])
+def test_control_flow_fixtures_through_the_cli(case, tmp_path):
+    fixture = DATA / case
+    train, out = tmp_path / "train.pb", tmp_path / "r.npz"
+    assert gradc("compile", fixture / "forward.pb", "-o", train).returncode == 0
+    with np.load(fixture / "grads.npz") as grads:
+        names = list(grads.files)
+        expected = {name: grads[name] for name in names}
+    fetches = [arg for name in names for arg in ("--fetch", name)]
+    ran = gradc("run", train, "--feed", fixture / "feed.npz", "--params", fixture / "params.npz", "--out", out,
+                *fetches)
+    assert ran.returncode == 0, ran.stderr
+    with np.load(out) as results:
+        for name in names:
+            np.testing.assert_allclose(results[name], expected[name], rtol=1e-5, atol=1e-6)
