@@ -37,30 +37,20 @@ def _axis(k, rank: int) -> int:
     return k.attr("axis") % rank
 
 
-@kernel("stack")
-def stack(k):
-    xs = k.xs("X")
-    return {"Y": np.stack(xs, axis=_axis(k, xs[0].ndim + 1))}
+def _stacked(arrays: list, k) -> np.ndarray:
+    return np.stack(arrays, axis=_axis(k, arrays[0].ndim + 1))
 
 
-@kernel("stack_grad")
-def stack_grad(k):
-    dy = k.x("Y@GRAD")
-    axis = _axis(k, dy.ndim)
-    return {"X@GRAD": [np.take(dy, i, axis=axis) for i in range(dy.shape[axis])]}
-
-
-@kernel("unstack")
-def unstack(k):
-    x = k.x("X")
+def _unstacked(x: np.ndarray, k) -> list:
     axis = _axis(k, x.ndim)
-    return {"Y": [np.take(x, i, axis=axis) for i in range(x.shape[axis])]}
+    return [np.take(x, i, axis=axis) for i in range(x.shape[axis])]
 
 
-@kernel("unstack_grad")
-def unstack_grad(k):
-    dys = k.xs("Y@GRAD")
-    return {"X@GRAD": np.stack(dys, axis=_axis(k, dys[0].ndim + 1))}
+# stack and unstack are each other's gradient
+kernel("stack")(lambda k: {"Y": _stacked(k.xs("X"), k)})
+kernel("stack_grad")(lambda k: {"X@GRAD": _unstacked(k.x("Y@GRAD"), k)})
+kernel("unstack")(lambda k: {"Y": _unstacked(k.x("X"), k)})
+kernel("unstack_grad")(lambda k: {"X@GRAD": _stacked(k.xs("Y@GRAD"), k)})
 
 
 @kernel("expand_v2")
