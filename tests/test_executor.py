@@ -133,3 +133,31 @@ def test_a_plan_is_reused_and_rebuilt_when_the_program_grows():
     gradc.append_backward(net.program, loss)
     (grad,) = executor.run(net.program, feed, ["fc_0.w_0@GRAD"], scope)
     assert grad.shape == (4, 3)
+
+
+def test_edits_to_a_program_are_seen_by_the_next_run():
+    """A plan is reused only for the very same ops; attributes are read live."""
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("x", [2])
+    block.create_var("y", [2])
+    op = block.append_op("scale", {"X": ["x"]}, {"Out": ["y"]}, {"scale": 2.0})
+    executor, feed = gradc.Executor(), {"x": np.ones(2, "float32")}
+    assert executor.run(program, feed, ["y"], gradc.Scope())[0].tolist() == [2.0, 2.0]
+    op.set_attr("scale", 5.0)
+    assert executor.run(program, feed, ["y"], gradc.Scope())[0].tolist() == [5.0, 5.0]
+    block.ops[0] = gradc.OpDesc("scale", {"X": ["x"]}, {"Out": ["y"]}, {"scale": -1.0})
+    assert executor.run(program, feed, ["y"], gradc.Scope())[0].tolist() == [-1.0, -1.0]
+
+
+def test_a_kernel_that_upcasts_float32_is_reported():
+    net = ProgramBuilder()
+    x = net.data("x", [3])
+    y = net.op("tanh", {"X": x})[0]
+    correct = KERNELS["tanh"]
+    KERNELS["tanh"] = lambda k: {"Out": np.tanh(k.x("X").astype(np.float64))}
+    try:
+        with pytest.raises(gradc.ExecutionError, match=r"op 0 \(tanh\).*'tanh_0.tmp_0' as float64.*float32"):
+            gradc.Executor().run(net.program, {"x": np.ones(3, "float32")}, [y], gradc.Scope())
+    finally:
+        KERNELS["tanh"] = correct

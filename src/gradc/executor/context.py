@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..errors import ExecutionError, op_location
 from ..ir import EMPTY_VAR, Block, OpDesc
-from ..ir.types import NUMPY_DTYPE_NAMES
+from .scope import MISSING
 
 
 class KernelContext:
@@ -39,8 +37,8 @@ class KernelContext:
         return [self.read(name, slot) for name in self.op.inputs.get(slot, ())]
 
     def read(self, name: str, slot: str = "?"):
-        value = self.scope.find(name, _MISSING)
-        if value is _MISSING:
+        value = self.scope.find(name, MISSING)
+        if value is MISSING:
             raise ExecutionError(f"{self.where} reads var '{name}' (slot {slot}), which has no value: "
                                  f"it is not fed, not in the scope, and no earlier op wrote it")
         return value
@@ -58,21 +56,7 @@ class KernelContext:
     def out_names(self, slot: str) -> list[str]:
         return self.op.outputs.get(slot, [])
 
-    def dtype_of(self, name: str):
-        """The numpy dtype the program declares for a var, or None if it declares none."""
-        var = self.block.find_var(name)
-        if var is None or var.dtype is None:
-            return None
-        dtype = NUMPY_DTYPE_NAMES.get(var.dtype)
-        return np.dtype(dtype) if dtype else None
-
-    def out_dtype(self, slot: str, i: int = 0):
-        names = self.op.outputs.get(slot, [])
-        return self.dtype_of(names[i]) if i < len(names) else None
-
     def run_block(self, block_idx: int, scope) -> None:
         """Run a sub-block (control flow) in ``scope``."""
         self.executor.run_block(self.block.program.blocks[block_idx], scope, self.run_scope)
 
-
-_MISSING = object()

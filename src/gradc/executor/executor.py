@@ -3,8 +3,10 @@ merged with defaults, each var's last use found) so the per-op loop is only call
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import numpy as np
 
@@ -14,7 +16,7 @@ from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .context import KernelContext
 from .kernels import KERNELS, load_all
-from .scope import Scope, global_scope
+from .scope import MISSING, Scope, global_scope
 
 load_all()
 
@@ -29,8 +31,7 @@ class Step:
 
 @dataclass
 class Plan:
-    block: Block
-    n_ops: int
+    op_ids: tuple[int, ...]   # the ops it was made for: a plan is reused only for the very same ops
     steps: list[Step]
 
 
@@ -48,7 +49,8 @@ def referenced_names(program: Program, op: OpDesc) -> set[str]:
 
 class Executor:
     def __init__(self):
-        self._plans: dict[tuple, Plan] = {}
+        # block -> {vars to keep: plan}; weak, so a long-lived executor does not keep programs alive
+        self._plans: WeakKeyDictionary[Block, dict[frozenset[str] | None, Plan]] = WeakKeyDictionary()
 
     # ------------------------------------------------------------------ public
     def run(self, program: Program, feed: Mapping[str, object] | None = None,
@@ -97,20 +99,19 @@ class Executor:
             scope[holder_name] = holder
 
     def _fetch(self, scope: Scope, name: str):
-        value = scope.find(name, _MISSING)
-        if value is _MISSING:
+        value = scope.find(name, MISSING)
+        if value is MISSING:
             raise ExecutionError(f"fetch var '{name}' has no value after the run: no op wrote it and "
                                  f"it was not fed")
         return value
 
     # ------------------------------------------------------------------ planning
     def _plan(self, block: Block, keep: frozenset[str] | None) -> Plan:
-        key = (id(block), keep)
-        plan = self._plans.get(key)
-        if plan is not None and plan.block is block and plan.n_ops == len(block.ops):
-            return plan
-        plan = Plan(block, len(block.ops), self._prepare(block, keep))
-        self._plans[key] = plan
+        plans = self._plans.setdefault(block, {})
+        op_ids = tuple(map(id, block.ops))
+        plan = plans.get(keep)
+        if plan is None or plan.op_ids != op_ids:
+            plan = plans[keep] = Plan(op_ids, self._prepare(block, keep))
         return plan
 
     def _prepare(self, block: Block, keep: frozenset[str] | None) -> list[Step]:
@@ -131,7 +132,7 @@ class Executor:
         steps = []
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
-            attrs = {**opdef.attrs, **op.attrs} if opdef is not None else dict(op.attrs)
+            attrs = ChainMap(op.attrs, opdef.attrs) if opdef is not None else op.attrs  # live: edits show
             ctx = KernelContext(op, block, idx, attrs, self)
             writes = [(slot, [self._write_spec(block, name) for name in args])
                       for slot, args in op.outputs.items()]
@@ -178,11 +179,23 @@ def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: S
             if array is None or name == EMPTY_VAR:
                 continue
             if dtype is not None:
-                array = np.asarray(array, dtype=dtype)
+                array = _as_declared(ctx, name, array, dtype)
             if persistable and scope.owner(name) is None:
                 run_scope.vars[name] = array
             else:
                 scope.assign(name, array)
+
+
+def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
+    """The value in the var's declared dtype. A float kernel result wider than declared is a kernel
+    bug (float32 silently computed in float64), reported rather than cast away."""
+    array = np.asarray(array)
+    if array.dtype == dtype:
+        return array
+    if array.dtype.kind == "f" and dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:
+        raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
+                             f"declares {dtype}")
+    return array.astype(dtype)
 
 
 def _describe_inputs(ctx: KernelContext) -> str:
@@ -200,5 +213,3 @@ def _shape_fits(actual: tuple[int, ...], declared: list[int]) -> bool:
         return False
     return all(d < 0 or d == a for a, d in zip(actual, declared))
 
-
-_MISSING = object()

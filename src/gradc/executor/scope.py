@@ -39,8 +39,8 @@ class Scope:
         (self.owner(name) or self).vars[name] = value
 
     def __getitem__(self, name: str):
-        value = self.find(name, _MISSING)
-        if value is _MISSING:
+        value = self.find(name, MISSING)
+        if value is MISSING:
             raise KeyError(name)
         return value
 
@@ -66,7 +66,7 @@ class Scope:
         return f"Scope({len(self.vars)} vars{', with parent' if self.parent else ''})"
 
 
-_MISSING = object()
+MISSING = object()  # find()'s default when absence must be told apart from a stored None
 _GLOBAL = Scope()
 
 

@@ -140,7 +140,7 @@ def infer_attr_type(value) -> int:
 
 
 class Block:
-    __slots__ = ("program", "idx", "parent_idx", "vars", "ops", "forward_block_idx")
+    __slots__ = ("program", "idx", "parent_idx", "vars", "ops", "forward_block_idx", "__weakref__")
 
     def __init__(self, program: Program, idx: int, parent_idx: int = -1):
         self.program = program
