@@ -1,5 +1,6 @@
 """The CLI as a user runs it: one clear line and exit code 1 on bad input, no traceback, no output file."""
 
+import os
 import re
 import subprocess
 import sys
@@ -159,3 +160,21 @@ def test_control_flow_fixtures_through_the_cli(case, tmp_path):
     with np.load(out) as results:
         for name in names:
             np.testing.assert_allclose(results[name], expected[name], rtol=1e-5, atol=1e-6)
+
+
+def test_outputs_get_ordinary_permissions(tmp_path):
+    out = tmp_path / "train.pb"
+    assert gradc("compile", MLP / "forward.pb", "-o", out).returncode == 0
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o666 & ~umask
+
+
+def test_unwritable_output_fails_before_any_work(tmp_path):
+    startup = tmp_path / "s.pb"
+    assert_clean_failure(gradc("compile", MLP / "forward.pb", "-o", tmp_path / "missing" / "t.pb",
+                               "--optimizer", "adam", "--startup-out", startup),
+                         "cannot write", "no such directory")
+    assert not startup.exists()
+    assert_clean_failure(gradc("run", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--params", MLP / "params.npz",
+                               "--fetch", "mean_0.tmp_0", "--out", tmp_path / "missing" / "r.npz"), "cannot write")

@@ -8,7 +8,7 @@
 
 from . import ops  # noqa: F401  (registers the built-in ops)
 from .backward import append_backward, gradients, loss_candidates
-from .errors import ExecutionError, FormatError, GradcError, GradError, ProgramError
+from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
 from .executor import Executor, Scope, global_scope, kernel
 from .io import load, save
 from .ir import Block, OpDesc, Program, VarDesc, VarType
@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "NO_GRAD", "Block", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
-    "GradcError", "OpDef", "OpDesc", "Program", "ProgramError", "Scope", "VarDesc", "VarType",
+    "GradcError", "OpDef", "OpDesc", "OutputError", "Program", "ProgramError", "Scope", "VarDesc", "VarType",
     "append_backward", "defop", "global_scope", "grad_op", "gradients", "kernel", "load",
     "loss_candidates", "register_op", "save",
 ]

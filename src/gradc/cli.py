@@ -15,7 +15,7 @@ import numpy as np
 from . import registry
 from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
-from .io import load, save, write_atomic
+from .io import check_writable, load, save, write_atomic
 from .listing import program_listing
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
@@ -62,15 +62,18 @@ def cli(plugins: tuple[str, ...]) -> None:
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
 def compile(program, output, loss, params, no_grad, extra_passes, optimizer, learning_rate, startup_out):
     """Append the backward (training) ops of a forward program."""
+    if optimizer:
+        startup_out = startup_out or _with_suffix(output, ".startup")
+    for path in (output, startup_out) if optimizer else (output,):
+        check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
     if optimizer:
         passes.append(OptimizerPass(optimizer, learning_rate))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
-    if optimizer:
-        startup_out = startup_out or _with_suffix(output, ".startup")
-        save(results["optimizer"], startup_out)
     save(prog, output)
+    if optimizer:
+        save(results["optimizer"], startup_out)
     pairs = results["backward"]
     width = max([len(p) for p, _ in pairs] + [9])
     click.echo(f"{'parameter':<{width}}  gradient")
@@ -99,6 +102,8 @@ def _with_suffix(path: str, infix: str) -> str:
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the fetched values to this .npz.")
 def run(program, feed, params, startup, fetches, out):
     """Run a program with the numpy executor."""
+    if out:
+        check_writable(out)
     prog = load(program)
     scope = Scope()
     executor = Executor()
@@ -127,6 +132,8 @@ def run(program, feed, params, startup, fetches, out):
 @click.option("--save-params", type=click.Path(dir_okay=False), help="Write the trained persistable values here.")
 def train(program, feed, params, startups, steps, fetches, log_every, save_params):
     """Run a compiled training program (backward + optimizer) for some steps on one batch."""
+    if save_params:
+        check_writable(save_params)
     prog = load(program)
     scope = Scope()
     executor = Executor()
@@ -194,6 +201,7 @@ def _grad_kind(opdef: registry.OpDef) -> str:
 @click.argument("target", type=click.Path(dir_okay=False))
 def convert(source, target):
     """Convert between .pb, .pbtxt and .json (chosen by extension)."""
+    check_writable(target)
     save(load(source), target)
     click.echo(f"wrote {target}")
 

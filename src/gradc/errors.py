@@ -9,6 +9,10 @@ class FormatError(GradcError):
     """A file is not a readable ProgramDesc (truncated, random bytes, wrong format)."""
 
 
+class OutputError(GradcError):
+    """An output file cannot be written (no such directory, no permission, disk full)."""
+
+
 class ProgramError(GradcError):
     """The program is malformed: a missing var, a bad block index, a cycle, a shape mismatch."""
 
