@@ -121,7 +121,7 @@ def test_save_is_atomic(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", broken_replace)
-    with pytest.raises(OSError):
+    with pytest.raises(gradc.OutputError, match="cannot write"):
         gradc.save(program, target)
     assert target.read_bytes() == b"previous contents"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["train.pb"]
