@@ -1,11 +1,11 @@
 """Compile passes. A pass has a name, checks what it requires and ensures, and runs on a Program."""
 
 from .backward import BackwardPass
-from .base import PASSES, Pass, PassConditionError, Pipeline, make_pass, pipeline, register_pass
+from .base import PASSES, Pass, PassConditionError, Pipeline, make_pass, register_pass
 from .optimizer import OptimizerPass
 from .verify import VerifyPass
 
 __all__ = [
     "PASSES", "BackwardPass", "OptimizerPass", "Pass", "PassConditionError", "Pipeline", "VerifyPass", "make_pass",
-    "pipeline", "register_pass",
+    "register_pass",
 ]

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..backward import append_backward
+from ..backward import append_backward, roles
 from ..ir import EMPTY_VAR, Program
 from .base import Pass, register_pass
-
-BACKWARD_ROLE = 1
 
 
 def _is_backward(op) -> bool:
     role = op.attrs.get("op_role")
-    return isinstance(role, int) and role & BACKWARD_ROLE == BACKWARD_ROLE
+    return isinstance(role, int) and role & roles.BACKWARD == roles.BACKWARD
 
 
 @register_pass

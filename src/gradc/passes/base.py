@@ -10,7 +10,7 @@ requires and a postcondition it ensures; passes compose into a Pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -71,7 +71,3 @@ def make_pass(name: str, **options) -> Pass:
     except KeyError:
         raise GradcError(f"unknown pass '{name}' (known: {', '.join(sorted(PASSES))})") from None
     return factory(**options)
-
-
-def pipeline(names: Iterable[str]) -> Pipeline:
-    return Pipeline([make_pass(name) for name in names])

@@ -4,11 +4,10 @@ persistable vars; the startup program that initialises them is the pass's result
 
 from __future__ import annotations
 
+from ..backward import roles
 from ..errors import GradcError
 from ..ir import AttrType, Block, Program, VarType
 from .base import Pass, register_pass
-
-OPTIMIZE_ROLE = 2
 
 # accumulator suffix -> initial value (None: zeros shaped like the parameter; a float: a [1] tensor)
 _ACCUMULATORS = {
@@ -61,7 +60,7 @@ class OptimizerPass(Pass):
                 inputs[_SLOTS[suffix]] = [name]
                 outputs[_SLOTS[suffix] + "Out"] = [name]
             op = block.append_op(self.kind, inputs, outputs, self.attrs)
-            op.set_attr("op_role", OPTIMIZE_ROLE, AttrType.INT)
+            roles.set_role(op, roles.OPTIMIZE)
             op.set_attr("op_role_var", [param, param + "@GRAD"], AttrType.STRINGS)
         return startup
 
