@@ -1,5 +1,7 @@
 """The backward pass on small hand-built programs: pruning, no-grad rules, accumulation, zero fill."""
 
+import time
+
 import numpy as np
 import pytest
 
@@ -153,3 +155,25 @@ def test_user_op_with_decorator_maker_and_kernel():
     finally:
         gradc.registry.OPS.pop("test_cube")
         gradc.executor.KERNELS.pop("test_cube")
+
+
+def _fan_in(n):
+    """loss = mean(sum(scale(w) for n copies)): one op with n inputs, n grad ops."""
+    net = ProgramBuilder()
+    w = net.parameter("w", [2], "float64")
+    parts = [net.op("scale", {"X": w}, {"scale": 1.0})[0] for _ in range(n)]
+    return net.program, net.mean(net.op("sum", {"X": parts})[0])
+
+
+def test_an_op_with_thousands_of_inputs_compiles_in_linear_time():
+    def seconds(n):
+        best = float("inf")
+        for _ in range(2):
+            program, loss = _fan_in(n)
+            start = time.perf_counter()
+            gradc.append_backward(program, loss)
+            best = min(best, time.perf_counter() - start)
+        return best
+
+    ratio = seconds(4000) / seconds(1000)
+    assert ratio < 8, f"4x the inputs took {ratio:.1f}x the time (linear: ~4, quadratic: ~16)"

@@ -62,11 +62,11 @@ def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: 
         if idx in on_path:
             opdef = registry.get(fwd.type)
             context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block)
-            for grad_op in opdef.grad(context):
-                if any(grad_op.output_names()):
-                    versions.reading(grad_op, forward_block, idx)
-                    append(grad_op)
-                    written.update(grad_op.output_names())
+            grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
+            versions.reading(grad_ops, forward_block, idx)
+            for grad_op in grad_ops:
+                append(grad_op)
+                written.update(grad_op.output_names())
         for name in fwd.output_names():   # earlier ops see the value this op overwrote
             if grad_name(name) not in written:
                 acc.forget(grad_name(name))

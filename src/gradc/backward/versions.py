@@ -62,16 +62,17 @@ class Versions:
         first = self.writes(block).get(name, (None,))[0]
         return name not in block.vars or (first is not None and block.ops[first] is not op)
 
-    def reading(self, grad_op: OpDesc, block: Block, idx: int) -> None:
-        """Point ``grad_op`` (a grad op of op ``idx`` of ``block``) at copies of stale forward values."""
+    def reading(self, grad_ops: list[OpDesc], block: Block, idx: int) -> None:
+        """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values."""
         fwd = block.ops[idx]
         if fwd.attr_types.get("sub_block") == AttrType.BLOCK:   # its grad op reads names, not values
             return
-        names = set(fwd.input_names()) | set(fwd.output_names())
-        for args in grad_op.inputs.values():
-            for pos, name in enumerate(args):
-                if name in names and self.stale(block, idx, name):
-                    args[pos] = self._save(block, idx, name)
+        names = set(fwd.input_names()) | set(fwd.output_names())   # once per op: sum may have 1000s
+        for grad_op in grad_ops:
+            for args in grad_op.inputs.values():
+                for pos, name in enumerate(args):
+                    if name in names and self.stale(block, idx, name):
+                        args[pos] = self._save(block, idx, name)
 
     def _save(self, block: Block, idx: int, name: str) -> str:
         key = (block.idx, idx, name)
