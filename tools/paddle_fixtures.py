@@ -194,7 +194,33 @@ def build(case: str, out_dir: Path, seed: int = 2024) -> None:
     print(f"{case}: loss {float(values[0]):.6f}, {len(params_grads)} params, ops: {ops}")
 
 
+def build_inference(case: str, out_dir: Path, seed: int = 2024) -> None:
+    """A model saved the way Paddle users ship them: save_inference_model's .pdmodel (with feed/fetch
+    ops) and .pdiparams (combined parameters), plus an input and the output Paddle computes."""
+    paddle.seed(seed)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [-1, 6], "float32")
+        hidden = paddle.nn.BatchNorm1D(8)(F.relu(paddle.nn.Linear(6, 8)(x)))
+        out = F.softmax(paddle.nn.Linear(8, 3)(hidden))
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    executor.run(startup)
+    out_dir = out_dir / case
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paddle.static.save_inference_model(str(out_dir / "model"), [x], [out], executor, program=main)
+    feed = {"x": np.random.default_rng(seed).standard_normal((4, 6)).astype("float32")}
+    program, feeds, fetches = paddle.static.load_inference_model(str(out_dir / "model"), executor)
+    (expected,) = executor.run(program, feed=feed, fetch_list=fetches)
+    np.savez(out_dir / "feed.npz", **feed)
+    np.save(out_dir / "expected.npy", expected)
+    meta = {"case": case, "seed": seed, "paddle_version": paddle.__version__, "output": fetches[0].name,
+            "description": "save_inference_model of fc -> relu -> batch_norm (test mode) -> fc -> softmax"}
+    (out_dir / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"{case}: output {fetches[0].name} {expected.shape}")
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle")
-    for name in sys.argv[2:] or [*CASES, *OPTIMIZERS]:
-        (build_training if name in OPTIMIZERS else build)(name, target)
+    for name in sys.argv[2:] or [*CASES, *OPTIMIZERS, "inference"]:
+        builder = build_training if name in OPTIMIZERS else build_inference if name == "inference" else build
+        builder(name, target)

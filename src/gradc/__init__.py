@@ -10,6 +10,7 @@ from . import ops  # noqa: F401  (registers the built-in ops)
 from .backward import append_backward, gradients, loss_candidates
 from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
 from .executor import Executor, Scope, global_scope, kernel
+from .executor.params import read_params, write_params
 from .io import load, save
 from .ir import Block, OpDesc, Program, VarDesc, VarType
 from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
@@ -20,5 +21,5 @@ __all__ = [
     "NO_GRAD", "Block", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
     "GradcError", "OpDef", "OpDesc", "OutputError", "Program", "ProgramError", "Scope", "VarDesc", "VarType",
     "append_backward", "defop", "global_scope", "grad_op", "gradients", "kernel", "load",
-    "loss_candidates", "register_op", "save",
+    "loss_candidates", "read_params", "register_op", "save", "write_params",
 ]

@@ -15,6 +15,7 @@ import numpy as np
 from . import registry
 from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
+from .executor.params import read_params, write_params
 from .io import check_writable, load, save, write_atomic
 from .listing import program_listing
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
@@ -26,6 +27,11 @@ def _load_npz(path: str, what: str) -> dict[str, np.ndarray]:
             return {name: archive[name] for name in archive.files}
     except (OSError, ValueError, EOFError) as exc:
         raise FormatError(f"cannot read {what} '{path}': {exc}") from None
+
+
+def _load_params(path: str, program) -> dict[str, np.ndarray]:
+    """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file."""
+    return read_params(path, program) if path.endswith(".pdiparams") else _load_npz(path, "params")
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -96,7 +102,8 @@ def _with_suffix(path: str, infix: str) -> str:
 @cli.command()
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option("--feed", type=click.Path(dir_okay=False), help="Inputs, an .npz of name -> array.")
-@click.option("--params", type=click.Path(dir_okay=False), help="Persistable values (parameters), an .npz.")
+@click.option("--params", type=click.Path(dir_okay=False),
+              help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
 @click.option("--startup", type=click.Path(dir_okay=False), help="An initialiser program to run first.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the fetched values to this .npz.")
@@ -109,10 +116,12 @@ def run(program, feed, params, startup, fetches, out):
     executor = Executor()
     if startup:
         executor.run(load(startup), scope=scope)
-    for name, value in (_load_npz(params, "params") if params else {}).items():
+    for name, value in (_load_params(params, prog) if params else {}).items():
         scope[name] = value
     feeds = _load_npz(feed, "feed") if feed else {}
     values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+    if not fetches:  # a saved inference program names its results with fetch ops
+        fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
     for name, value in zip(fetches, values):
         click.echo(_summary(name, np.asarray(value)))
     if out:
@@ -123,13 +132,15 @@ def run(program, feed, params, startup, fetches, out):
 @cli.command()
 @click.argument("program", type=click.Path(dir_okay=False))
 @click.option("--feed", required=True, type=click.Path(dir_okay=False), help="Inputs of one step, an .npz.")
-@click.option("--params", type=click.Path(dir_okay=False), help="Initial persistable values, an .npz.")
+@click.option("--params", type=click.Path(dir_okay=False),
+              help="Initial persistable values: an .npz, or Paddle's .pdiparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(dir_okay=False),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--save-params", type=click.Path(dir_okay=False), help="Write the trained persistable values here.")
+@click.option("--save-params", type=click.Path(dir_okay=False),
+              help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
 def train(program, feed, params, startups, steps, fetches, log_every, save_params):
     """Run a compiled training program (backward + optimizer) for some steps on one batch."""
     if save_params:
@@ -139,7 +150,7 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
     executor = Executor()
     for startup in startups:
         executor.run(load(startup), scope=scope)
-    for name, value in (_load_npz(params, "params") if params else {}).items():
+    for name, value in (_load_params(params, prog) if params else {}).items():
         scope[name] = value
     feeds = _load_npz(feed, "feed")
     for step in range(1, steps + 1):
@@ -148,7 +159,11 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
             shown = "  ".join(f"{n}={np.asarray(v).reshape(-1)[0]:.6g}" for n, v in zip(fetches, values))
             click.echo(f"step {step}: {shown}")
     if save_params:
-        _save_npz(save_params, {name: np.asarray(scope[name]) for name in scope.keys()})
+        values = {name: np.asarray(scope[name]) for name in scope.keys()}
+        if save_params.endswith(".pdiparams"):
+            write_params(save_params, prog, values)
+        else:
+            _save_npz(save_params, values)
         click.echo(f"wrote {save_params} ({len(scope)} persistable values)")
 
 

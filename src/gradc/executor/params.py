@@ -1,0 +1,88 @@
+"""Paddle's combined parameter files (`.pdiparams`, written by save_inference_model / save_combine):
+the program's persistable vars, sorted by name, each as a serialized dense tensor:
+
+    uint32 version (0) | uint64 lod levels, each uint64 byte size + offsets | uint32 version (0)
+    | int32 size + VarType.TensorDesc protobuf | the raw data, C order
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FormatError
+from ..io import write_atomic
+from ..ir import Program, VarType
+from ..ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
+from ..proto import framework_pb2 as pb
+
+_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
+
+
+def persistable_names(program: Program) -> list[str]:
+    """The vars a combined parameter file holds, in its order."""
+    return sorted(name for block in program.blocks for name, var in block.vars.items()
+                  if var.persistable and var.type not in _HOLDERS)
+
+
+def read_params(path: str | Path, program: Program) -> dict[str, np.ndarray]:
+    names = persistable_names(program)
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read '{path}': {exc.strerror}") from None
+    reader = _Reader(data, str(path))
+    values = {name: reader.tensor(name) for name in names}
+    if reader.offset != len(data):
+        raise FormatError(f"{path}: {len(data) - reader.offset} bytes left after the program's {len(names)} "
+                          f"persistable vars: the file belongs to another program")
+    return values
+
+
+def write_params(path: str | Path, program: Program, values: dict[str, np.ndarray]) -> None:
+    chunks = []
+    for name in persistable_names(program):
+        if name not in values:
+            raise FormatError(f"no value for persistable var '{name}'")
+        array = np.ascontiguousarray(values[name])
+        desc = pb.VarType.TensorDesc(data_type=DTYPE_BY_NUMPY_NAME[array.dtype.name], dims=array.shape)
+        raw = desc.SerializeToString(deterministic=True)
+        chunks += [struct.pack("<IQIi", 0, 0, 0, len(raw)), raw, array.tobytes()]
+    write_atomic(path, b"".join(chunks))
+
+
+class _Reader:
+    def __init__(self, data: bytes, source: str):
+        self.data, self.source, self.offset = data, source, 0
+
+    def take(self, size: int, what: str, var: str) -> bytes:
+        end = self.offset + size
+        if size < 0 or end > len(self.data):
+            raise FormatError(f"{self.source}: truncated in the {what} of '{var}' (byte {self.offset} of "
+                              f"{len(self.data)})")
+        chunk, self.offset = self.data[self.offset:end], end
+        return chunk
+
+    def unpack(self, fmt: str, what: str, var: str):
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what, var))[0]
+
+    def tensor(self, var: str) -> np.ndarray:
+        if self.unpack("<I", "version", var) != 0:
+            raise FormatError(f"{self.source}: '{var}' has an unknown tensor version")
+        for _ in range(self.unpack("<Q", "lod level count", var)):
+            self.take(self.unpack("<Q", "lod size", var), "lod", var)
+        self.unpack("<I", "version", var)
+        desc, raw_desc = pb.VarType.TensorDesc(), self.take(self.unpack("<i", "desc size", var), "desc", var)
+        try:
+            desc.ParseFromString(raw_desc)
+        except Exception:
+            raise FormatError(f"{self.source}: the tensor description of '{var}' is corrupt") from None
+        dtype = NUMPY_DTYPE_NAMES.get(desc.data_type)
+        if dtype is None:
+            raise FormatError(f"{self.source}: '{var}' has data type {desc.data_type}, which gradc cannot read")
+        shape = tuple(desc.dims)
+        count = int(np.prod(shape)) if shape else 1
+        raw = self.take(count * np.dtype(dtype).itemsize, "data", var)
+        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
