@@ -31,17 +31,19 @@ def paddle_slice(start: int, end: int, stride: int, size: int, decrease: bool = 
     return cut
 
 
-def sliced_dims(x: list[int], axes, starts, ends, strides, decrease_axis, known: bool = True) -> list[int]:
+def sliced_dims(fail, x: list[int], axes, starts, ends, strides, decrease_axis, known: bool = True) -> list[int]:
     """The output dims of slice/strided_slice; unknown (-1) where X's dim or the bounds are unknown."""
+    if axes and not x:
+        fail("cannot slice a 0-d tensor")
     out = list(x)
     for axis, start, end, stride in zip(axes, starts, ends, strides):
-        axis = normalize_axis(axis, len(x))
+        axis = normalize_axis(axis, len(x), fail)
         if not known or x[axis] < 0:
             out[axis] = -1
         else:
             cut = paddle_slice(start, end, stride, x[axis], axis in decrease_axis)
             out[axis] = len(range(x[axis])[cut])
-    dropped = {normalize_axis(a, len(x)) for a in decrease_axis}
+    dropped = {normalize_axis(a, len(x), fail) for a in decrease_axis}
     return [d for i, d in enumerate(out) if i not in dropped]
 
 
@@ -52,8 +54,8 @@ def _slice_infer(strided: bool):
         axes = list(ctx.attr("axes"))
         strides = list(ctx.attr("strides")) if strided else [1] * len(axes)
         known = not any(ctx.has(s) for s in tensors) and -1 not in list(ctx.attr("infer_flags") or [])
-        out = sliced_dims(x, axes, ctx.attr("starts"), ctx.attr("ends"), strides, list(ctx.attr("decrease_axis")),
-                          known)
+        out = sliced_dims(ctx.fail, x, axes, ctx.attr("starts"), ctx.attr("ends"), strides,
+                          list(ctx.attr("decrease_axis")), known)
         return {"Out": (out, ctx.dtype("Input"))}
     return infer
 
@@ -69,9 +71,11 @@ def _gather_infer(ctx):
     x, index = ctx.shape("X"), ctx.shape("Index")
     if len(index) > 1 and not (len(index) == 2 and index[1] == 1):
         ctx.fail(f"gather needs a 1-D Index, got {index}")
+    if not x:
+        ctx.fail("gather needs X of rank >= 1, got a 0-d tensor")
     if ctx.has("Axis"):
         return {"Out": (None, ctx.dtype("X"))}
-    axis = normalize_axis(ctx.attr("axis"), len(x))
+    axis = ctx.axis(ctx.attr("axis"), len(x))
     return {"Out": (x[:axis] + index[:1] + x[axis + 1:], ctx.dtype("X"))}
 
 
@@ -101,10 +105,10 @@ INDEX_DTYPES = {-1: VarType.INT64, 2: VarType.INT32, 3: VarType.INT64}
 
 def _arg_infer(ctx):
     x = ctx.shape("X")
-    if ctx.attr("flatten"):
+    axis = ctx.axis(ctx.attr("axis"), len(x))
+    if ctx.attr("flatten") or not x:  # a 0-d X gives a 0-d index
         out = [1] * len(x) if ctx.attr("keepdims") else []
     else:
-        axis = normalize_axis(ctx.attr("axis"), len(x))
         out = x[:axis] + ([1] if ctx.attr("keepdims") else []) + x[axis + 1:]
     return {"Out": (out, INDEX_DTYPES.get(ctx.attr("dtype"), VarType.INT64))}
 
@@ -116,8 +120,9 @@ for _name in ("arg_max", "arg_min"):
 
 def _top_k_infer(ctx):
     x = list(ctx.shape("X"))
-    if x:
-        x[normalize_axis(ctx.attr("axis"), len(x))] = -1 if ctx.has("K") else ctx.attr("k")
+    axis = ctx.axis(ctx.attr("axis"), len(x))
+    if x:  # a 0-d X gives 0-d outputs
+        x[axis] = -1 if ctx.has("K") else ctx.attr("k")
     return {"Out": (x, ctx.dtype("X")), "Indices": (x, VarType.INT64)}
 
 

@@ -42,6 +42,10 @@ class InferContext:
     def attr(self, name: str):
         return registry.attr_default(self.op, name)
 
+    def axis(self, axis: int, rank: int) -> int:
+        """``axis`` of a rank-``rank`` input as an index >= 0; fails naming the op if it is out of range."""
+        return normalize_axis(axis, rank, self.fail)
+
     def fail(self, message: str):
         names = ", ".join(f"{slot}={args[0]}{self.shapes(slot)[0]}" for slot, args in self.op.inputs.items() if args)
         raise ProgramError(f"{op_location(self.block.idx, self.op_idx, self.op.type)}: {message} "
@@ -66,14 +70,26 @@ def dims_match(a: int, b: int) -> bool:
     return a < 0 or b < 0 or a == b
 
 
-def normalize_axis(axis: int, rank: int) -> int:
-    return axis + rank if axis < 0 else axis
+def raise_value_error(message: str):
+    """The ``fail`` of shape helpers called from kernels: the executor reports a ValueError with the op."""
+    raise ValueError(message)
+
+
+def normalize_axis(axis: int, rank: int, fail=raise_value_error) -> int:
+    """``axis`` in [-rank, rank) as an index >= 0, else ``fail(message)``. A 0-d tensor takes axis 0 or
+    -1, as in Paddle: callers read that as "the whole tensor" (a reduce over it is the identity)."""
+    size = max(rank, 1)
+    if not -size <= axis < size:
+        fail(f"axis {axis} is out of range for rank {rank}")
+    return axis % size
 
 
 def broadcast_shapes(ctx: InferContext, x: list[int], y: list[int], axis: int = -1) -> list[int]:
     """Paddle's elementwise broadcast: Y's dims line up with X's from ``axis`` (-1: trailing)."""
     if len(x) < len(y):
         x, y = y, x
+    if len(x) != len(y) and axis != -1 and not 0 <= axis <= len(x) - len(y):
+        ctx.fail(f"axis {axis} is out of range for broadcasting {y} against {x}")
     if axis == -1 or len(x) == len(y):
         y = [1] * (len(x) - len(y)) + list(y)
     else:

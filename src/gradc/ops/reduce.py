@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 from ..registry import defop, grad_op
-from .infer import normalize_axis
+from .infer import normalize_axis, raise_value_error
 
 REDUCE_ATTRS = {"dim": [0], "keep_dim": False, "reduce_all": False, "in_dtype": -1, "out_dtype": -1}
 
 
-def reduced_axes(attrs_of, rank: int) -> tuple[int, ...]:
-    """The axes a reduce op folds: all of them with reduce_all, an empty dim list, or every dim listed."""
+def reduced_axes(attrs_of, rank: int, fail=raise_value_error) -> tuple[int, ...]:
+    """The axes a reduce op folds: all of them with reduce_all, an empty dim list, or every dim listed.
+    ``fail(message)`` reports a dim out of range (see normalize_axis)."""
     dims = list(attrs_of("dim") or [])
     if attrs_of("reduce_all") or not dims:
         return tuple(range(rank))
-    return tuple(sorted({normalize_axis(d, rank) for d in dims}))
+    axes = {normalize_axis(d, rank, fail) for d in dims}
+    return tuple(sorted(axes)) if rank else ()  # dim 0 or -1 of a 0-d X: nothing to fold
 
 
 def _reduce_infer(ctx):
     shape = ctx.shape("X")
-    axes = reduced_axes(ctx.attr, len(shape))
+    axes = reduced_axes(ctx.attr, len(shape), ctx.fail)
     if ctx.attr("keep_dim"):
         out = [1 if i in axes else d for i, d in enumerate(shape)]
     else:
@@ -39,11 +41,9 @@ def _p_norm_infer(ctx):
     keep = ctx.attr("keepdim")
     if ctx.attr("asvector"):  # the norm of all elements: 0-d unless keepdim
         return {"Out": ([1] * len(shape) if keep else [], ctx.dtype("X"))}
-    if not shape:
-        ctx.fail("p_norm over an axis needs X of rank >= 1")
-    axis = normalize_axis(ctx.attr("axis"), len(shape))
-    if not 0 <= axis < len(shape):
-        ctx.fail(f"axis {ctx.attr('axis')} is out of range for rank {len(shape)}")
+    axis = ctx.axis(ctx.attr("axis"), len(shape))
+    if not shape:  # axis 0 or -1 of a 0-d X: the norm of its one element
+        return {"Out": ([], ctx.dtype("X"))}
     out = [1 if i == axis else d for i, d in enumerate(shape)] if keep else shape[:axis] + shape[axis + 1:]
     return {"Out": (out, ctx.dtype("X"))}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.index import paddle_slice
+from ...ops.infer import normalize_axis
 from . import kernel
 
 
@@ -34,8 +35,8 @@ def _bounds(k, name: str) -> list[int]:
 
 def _slicing(k, shape, strided: bool):
     """The index tuple of a slice/strided_slice, and the output shape once decrease_axis is dropped."""
-    axes = [a % len(shape) for a in k.attr("axes")]
-    decrease = {a % len(shape) for a in k.attr("decrease_axis")}
+    axes = [normalize_axis(a, len(shape)) for a in k.attr("axes")]
+    decrease = {normalize_axis(a, len(shape)) for a in k.attr("decrease_axis")}
     strides = _bounds(k, "strides") if strided else [1] * len(axes)
     index = [slice(None)] * len(shape)
     for axis, start, end, stride in zip(axes, _bounds(k, "starts"), _bounds(k, "ends"), strides):
@@ -69,7 +70,7 @@ def _gather_args(k):
     axis = int(np.ravel(k.x("Axis"))[0]) if k.has("Axis") else k.attr("axis")
     if index.ndim == 2 and index.shape[1] == 1:  # [N, 1] is read as [N]
         index = index[:, 0]
-    return x, index.astype(np.int64), axis % x.ndim
+    return x, index.astype(np.int64), normalize_axis(axis, x.ndim)
 
 
 @kernel("gather")
@@ -141,10 +142,11 @@ def _arg(find):
     def forward(k):
         x = k.x("X")
         dtype = np.int32 if k.attr("dtype") == 2 else np.int64
-        if k.attr("flatten"):
+        axis = normalize_axis(k.attr("axis"), x.ndim)
+        if k.attr("flatten") or x.ndim == 0:  # a 0-d X has one element, at index 0
             out = np.reshape(find(x.reshape(-1)), (1,) * x.ndim if k.attr("keepdims") else ())
         else:
-            out = find(x, axis=k.attr("axis") % x.ndim, keepdims=k.attr("keepdims"))
+            out = find(x, axis=axis, keepdims=k.attr("keepdims"))
         return {"Out": np.asarray(out, dtype)}
     return forward
 
@@ -153,20 +155,26 @@ kernel("arg_max")(_arg(np.argmax))
 kernel("arg_min")(_arg(np.argmin))
 
 
+def _top_k_args(k, x, *arrays):
+    """top_k's axis and X, ``arrays`` shaped as numpy needs them: a 0-d X runs as [1] (with k = 1)."""
+    axis = normalize_axis(k.attr("axis"), x.ndim)
+    return (axis,) + tuple(a.reshape(1) if x.ndim == 0 else a for a in (x,) + arrays)
+
+
 @kernel("top_k_v2")
 def top_k_v2(k):
-    x = k.x("X")
     count = int(np.ravel(k.x("K"))[0]) if k.has("K") else k.attr("k")
-    axis = k.attr("axis") % x.ndim
+    axis, x = _top_k_args(k, k.x("X"))
     key = -x if k.attr("largest") else x
     order = np.argsort(key, axis=axis, kind="stable")  # ties: the lower index first, as Paddle
     indices = np.take(order, np.arange(count), axis=axis)
-    return {"Out": np.take_along_axis(x, indices, axis=axis), "Indices": indices}
+    shape = indices.shape if k.x("X").ndim else ()
+    return {"Out": np.take_along_axis(x, indices, axis=axis).reshape(shape), "Indices": indices.reshape(shape)}
 
 
 @kernel("top_k_v2_grad")
 def top_k_v2_grad(k):
-    x, indices, dout = k.x("X"), k.x("Indices").astype(np.int64), k.x("Out@GRAD")
+    axis, x, indices, dout = _top_k_args(k, k.x("X"), k.x("Indices").astype(np.int64), k.x("Out@GRAD"))
     dx = np.zeros(x.shape, dout.dtype)
-    np.put_along_axis(dx, indices, dout, axis=k.attr("axis") % x.ndim)
-    return {"X@GRAD": dx}
+    np.put_along_axis(dx, indices, dout, axis=axis)
+    return {"X@GRAD": dx.reshape(k.x("X").shape)}

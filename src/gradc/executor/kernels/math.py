@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.infer import normalize_axis
 from . import kernel
 from .activation import unary
 from .broadcast import align, reduce_to, unbroadcast
@@ -209,13 +210,15 @@ def where_grad(k):
 
 def _cumsum(x, k, reverse):
     """Running sum along `axis` (of the flattened array with `flatten`), optionally exclusive/reversed."""
-    axis = 0 if k.attr("flatten") else k.attr("axis")
-    a = np.moveaxis(x.reshape(-1) if k.attr("flatten") else x, axis, -1)
+    flat = k.attr("flatten")
+    axis = 0 if flat else normalize_axis(k.attr("axis"), x.ndim)
+    a = np.moveaxis(x.reshape(-1) if flat or x.ndim == 0 else x, axis, -1)  # a 0-d X runs as [1]
     a = a[..., ::-1] if reverse else a
     out = np.cumsum(a, axis=-1, dtype=a.dtype)
     if k.attr("exclusive"):
         out = np.concatenate([np.zeros_like(out[..., :1]), out[..., :-1]], axis=-1)
-    return np.moveaxis(out[..., ::-1] if reverse else out, -1, axis)
+    out = np.moveaxis(out[..., ::-1] if reverse else out, -1, axis)
+    return out if flat else out.reshape(x.shape)
 
 
 kernel("cumsum")(lambda k: {"Out": _cumsum(k.x("X"), k, k.attr("reverse"))})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.infer import normalize_axis
 from ...ops.reduce import reduced_axes
 from . import kernel
 
@@ -90,8 +91,8 @@ def _norm_axis(k, x):
     """(axis argument for numpy, shape of Out with kept dims) of p_norm."""
     if k.attr("asvector"):
         return None, (1,) * x.ndim
-    axis = k.attr("axis") % x.ndim
-    return axis, x.shape[:axis] + (1,) + x.shape[axis + 1:]
+    axis = normalize_axis(k.attr("axis"), x.ndim)
+    return axis, x.shape[:axis] + (1,) + x.shape[axis + 1:] if x.ndim else ()
 
 
 @kernel("p_norm")
@@ -99,13 +100,14 @@ def p_norm(k):
     x, p = k.x("X"), k.attr("porder")
     axis, _ = _norm_axis(k, x)
     keep = k.attr("keepdim")
+    xs = x.reshape(1) if x.ndim == 0 else x  # a 0-d X is normed as [1], then given back its shape
     if p == 0:
-        out = np.sum(x != 0, axis=axis, keepdims=keep).astype(x.dtype)
+        out = np.sum(xs != 0, axis=axis, keepdims=keep).astype(x.dtype)
     elif np.isinf(p):
-        out = (np.max if p > 0 else np.min)(np.abs(x), axis=axis, keepdims=keep)
+        out = (np.max if p > 0 else np.min)(np.abs(xs), axis=axis, keepdims=keep)
     else:
-        out = np.sum(np.abs(x) ** p, axis=axis, keepdims=keep) ** (1.0 / p)
-    return {"Out": out}
+        out = np.sum(np.abs(xs) ** p, axis=axis, keepdims=keep) ** (1.0 / p)
+    return {"Out": out.reshape(()) if x.ndim == 0 else out}
 
 
 @kernel("p_norm_grad")
