@@ -228,6 +228,22 @@ def test_a_body_that_updates_its_loop_var_in_place():
     check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(3, 3)})
 
 
+def test_a_body_that_multiplies_its_loop_var_in_place():
+    """Body: h = h * w in place: elementwise_mul_grad needs h from before the op, i.e. the loop var."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [2, 3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.copy(x)
+
+    def body(i, h):
+        net.block.append_op("elementwise_mul", {"X": [h], "Y": [w]}, {"Out": [h]})
+        return [net.increment(i), net.tanh(h)]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(2, 3)})
+
+
 @pytest.mark.parametrize("flag", [1.0, -1.0])
 def test_a_cond_that_updates_an_outer_var_in_place(flag):
     """if flag > 0: h = tanh(h @ w). When the branch does not run, h's grad passes through."""

@@ -40,8 +40,9 @@ class GradAccumulator:
             for pos, name in enumerate(args):
                 if name == EMPTY_VAR:
                     continue
-                if name in reads:
+                if name in reads:   # a new value's grad starts; a second write by this op adds to it
                     self.forget(name)
+                    reads.discard(name)
                 if name not in self.first_write:
                     self.first_write[name] = (op, slot, pos)
                     continue

@@ -65,8 +65,8 @@ def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: 
             grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
             versions.reading(grad_ops, forward_block, idx)
             for grad_op in grad_ops:
+                written.update(grad_op.output_names())   # before append renames a second writer's output
                 append(grad_op)
-                written.update(grad_op.output_names())
         for name in fwd.output_names():   # earlier ops see the value this op overwrote
             if grad_name(name) not in written:
                 acc.forget(grad_name(name))

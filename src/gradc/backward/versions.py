@@ -9,7 +9,9 @@ inner loop updates in place and an outer body reads afterwards. Where the backwa
   holds what the last iteration left;
 - a name the block does not write holds what its parent block has at the control-flow op.
 Where that is not the value the forward op saw, the grad op reads a copy made right after the
-forward op (``v@SAVE@{block}@{op}``, an ``assign`` inserted into the forward block).
+forward op (``v@SAVE@{block}@{op}``, an ``assign`` inserted into the forward block). An op that
+overwrites one of its inputs (``y = y * w``) saw the value before it: that copy is made right after
+the previous op (``@-1``: at the start of the block).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ class Versions:
         return writes
 
     def stale(self, block: Block, idx: int, name: str) -> bool:
-        """Whether ``name`` no longer holds its value after op ``idx`` of ``block`` when the backward runs."""
+        """Whether ``name`` no longer holds its value after op ``idx`` of ``block`` (-1: at its start)
+        when the backward runs."""
         while True:
             first, last = self.writes(block).get(name, (None, -1))
             owner = self.owner.get(block.idx)
@@ -68,11 +71,16 @@ class Versions:
         if fwd.attr_types.get("sub_block") == AttrType.BLOCK:   # its grad op reads names, not values
             return
         names = set(fwd.input_names()) | set(fwd.output_names())   # once per op: sum may have 1000s
+        in_place = set(fwd.input_names()) & set(fwd.output_names())
         for grad_op in grad_ops:
-            for args in grad_op.inputs.values():
+            for slot, args in grad_op.inputs.items():
                 for pos, name in enumerate(args):
-                    if name in names and self.stale(block, idx, name):
-                        args[pos] = self._save(block, idx, name)
+                    if name not in names:
+                        continue
+                    # read as the op's input (its slot is no forward output slot): the value before the op
+                    at = idx - 1 if name in in_place and slot not in fwd.outputs else idx
+                    if self.stale(block, at, name):
+                        args[pos] = self._save(block, at, name)
 
     def _save(self, block: Block, idx: int, name: str) -> str:
         key = (block.idx, idx, name)
@@ -90,4 +98,5 @@ class Versions:
             if block_idx == block.idx:
                 after.setdefault(idx, []).append(op)
         if after:
-            block.ops = [op for idx, fwd in enumerate(block.ops) for op in [fwd, *after.get(idx, ())]]
+            block.ops = [*after.get(-1, ()),
+                         *(op for idx, fwd in enumerate(block.ops) for op in [fwd, *after.get(idx, ())])]
