@@ -221,3 +221,29 @@ def test_the_first_op_overwriting_a_fed_input_reads_a_copy_taken_at_the_start():
     gradc.append_backward(net.program, loss)
     first = net.program.global_block.ops[0]
     assert (first.type, first.output("Out")) == ("assign", ["x@SAVE@0@-1"])
+
+
+def test_vars_the_backward_adds_are_plain_temporaries():
+    """A temporary shaped like a parameter, or a copy of a fed var, is not a parameter nor fed."""
+    @gradc.register_op("test_square", inputs=["X"])
+    def square_grad(g):
+        twice = g.tmp(g.I("X")[0])
+        return [g.op("scale", {"X": g.I("X")}, {"Out": [twice]}, {"scale": 2.0}),
+                g.op("elementwise_mul", {"X": [twice], "Y": g.OG("Out")}, {"Out": g.IG("X")})]
+
+    try:
+        net = ProgramBuilder()
+        x, w = net.data("x", [3], "float64"), net.parameter("w", [3], "float64")
+        y = net.block.create_var("y", [3], gradc.VarType.FP64).name
+        net.block.append_op("test_square", {"X": [w]}, {"Out": [y]})
+        product = net.op("elementwise_mul", {"X": x, "Y": y})[0]
+        net.block.append_op("scale", {"X": [x]}, {"Out": [x]})   # the grad of the product reads a copy
+        loss = net.mean(product)
+        before = {name: (var.is_parameter, var.persistable, var.need_check_feed)
+                  for name, var in net.block.vars.items()}
+        gradc.append_backward(net.program, loss)
+        added = {name: var for name, var in net.block.vars.items() if name not in before}
+        assert {"w@GRAD@TMP@0@0", "x@SAVE@0@1"} <= set(added)
+        assert all(not (v.is_parameter or v.persistable or v.need_check_feed) for v in added.values())
+    finally:
+        gradc.registry.OPS.pop("test_square")

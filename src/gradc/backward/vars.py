@@ -26,6 +26,17 @@ def lookup(block: Block, name: str) -> VarDesc | None:
     return None
 
 
+def derived_var(source: VarDesc, name: str) -> VarDesc:
+    """A var the backward adds (a grad, a temporary, a saved copy): typed and shaped like ``source``,
+    but none of its flags: it is not a parameter, not persistable, not fed."""
+    var = source.copy(name)
+    var.persistable = False
+    var.is_parameter = None
+    var.need_check_feed = None
+    var.stop_gradient = False
+    return var
+
+
 def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
     """Declare every var the ops write that is not declared yet; returns the new names."""
     created = []
@@ -36,11 +47,7 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
             source = lookup(block, forward_name(name))
             if source is None:
                 continue
-            var = block.add_var(source.copy(name))
-            var.persistable = False
-            var.is_parameter = None
-            var.need_check_feed = None
-            var.stop_gradient = False
+            block.add_var(derived_var(source, name))
             created.append(name)
     return created
 
@@ -55,5 +62,5 @@ class TmpVars:
     def __call__(self, like: str) -> str:
         name = f"{like}@GRAD@TMP@{self.block.idx}@{self.count}"
         self.count += 1
-        self.block.add_var(lookup(self.block, like).copy(name)).persistable = False
+        self.block.add_var(derived_var(lookup(self.block, like), name))
         return name

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..ir import AttrType, Block, OpDesc
 from . import roles
+from .vars import derived_var
 
 
 class Versions:
@@ -86,7 +87,7 @@ class Versions:
         key = (block.idx, idx, name)
         if key not in self.saves:
             copy = f"{name}@SAVE@{block.idx}@{idx}"
-            block.add_var(block.var(name).copy(copy)).persistable = False
+            block.add_var(derived_var(block.var(name), copy))
             self.saves[key] = OpDesc("assign", {"X": [name]}, {"Out": [copy]})
             roles.set_role(self.saves[key], roles.FORWARD)
         return self.saves[key].output("Out")[0]
