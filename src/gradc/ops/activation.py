@@ -9,7 +9,14 @@ from .infer import same_as
 
 def activation(name: str, *uses: str, attrs: dict | None = None) -> None:
     """An elementwise X -> Out op whose `<name>_grad` reads the forward slots ``uses``."""
-    defop(name, ["X"], attrs=attrs, infer=same_as("X"), grad=grad_op(*uses))
+    defop(name, ["X"], attrs=attrs, infer=_along_axis if "axis" in (attrs or {}) else same_as("X"),
+          grad=grad_op(*uses))
+
+
+def _along_axis(ctx):
+    """Out is shaped like X; the axis (softmax's) must be one of X's (0 or -1 for a 0-d X)."""
+    ctx.axis(ctx.attr("axis"), len(ctx.shape("X")))
+    return same_as("X")(ctx)
 
 
 activation("relu", "Out")

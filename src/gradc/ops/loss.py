@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from ..registry import defop, grad_op
-from .infer import dims_match, normalize_axis
+from .infer import dims_match
 
 
-def _class_axis_as_one(shape: list[int], axis: int = -1) -> list[int]:
+def _class_axis_as_one(ctx, shape: list[int], axis: int = -1) -> list[int]:
     """Loss shapes keep the class axis with size 1."""
+    if not shape:
+        ctx.fail(f"{ctx.op.type} needs an input with a class axis, got a 0-d tensor")
     shape = list(shape)
-    shape[normalize_axis(axis, len(shape))] = 1
+    shape[ctx.axis(axis, len(shape))] = 1
     return shape
 
 
@@ -18,14 +20,14 @@ defop("softmax_with_cross_entropy", ["Logits", "Label"], ["Softmax", "Loss"],
              "use_softmax": True, "axis": -1},
       no_grad_inputs=["Label"], no_grad_outputs=["Softmax"],
       infer=lambda ctx: {"Softmax": (ctx.shape("Logits"), ctx.dtype("Logits")),
-                         "Loss": (_class_axis_as_one(ctx.shape("Logits"), ctx.attr("axis")), ctx.dtype("Logits"))},
+                         "Loss": (_class_axis_as_one(ctx, ctx.shape("Logits"), ctx.attr("axis")), ctx.dtype("Logits"))},
       grad=grad_op("Label", "Softmax"))
 
 # X holds probabilities; MatchX = X at the label, which is all the grad needs.
 defop("cross_entropy2", ["X", "Label"], ["Y", "XShape", "MatchX"], attrs={"ignore_index": -100},
       no_grad_inputs=["Label"], no_grad_outputs=["XShape", "MatchX"],
-      infer=lambda ctx: {"Y": (_class_axis_as_one(ctx.shape("X")), ctx.dtype("X")),
-                         "MatchX": (_class_axis_as_one(ctx.shape("X")), ctx.dtype("X")),
+      infer=lambda ctx: {"Y": (_class_axis_as_one(ctx, ctx.shape("X")), ctx.dtype("X")),
+                         "MatchX": (_class_axis_as_one(ctx, ctx.shape("X")), ctx.dtype("X")),
                          "XShape": ([0] + ctx.shape("X"), ctx.dtype("X"))},
       grad=grad_op("Label", "MatchX", "XShape", grad_type="cross_entropy_grad2"))
 

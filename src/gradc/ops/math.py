@@ -127,6 +127,8 @@ defop("where", ["Condition", "X", "Y"], infer=_where_infer, no_grad_inputs=["Con
 
 def _cumsum_infer(ctx):
     x = ctx.shape("X")
+    if not ctx.attr("flatten"):
+        ctx.axis(ctx.attr("axis"), len(x))
     return {"Out": ([numel(x)] if ctx.attr("flatten") else x, ctx.dtype("X"))}
 
 

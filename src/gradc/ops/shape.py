@@ -5,7 +5,7 @@ read XShape instead of X, and X can be freed right after the forward op."""
 from __future__ import annotations
 
 from ..registry import defop, grad_op
-from .infer import normalize_axis, numel
+from .infer import normalize_axis, numel, raise_value_error
 
 
 def xshape(ctx):
@@ -49,29 +49,30 @@ def _reshape_out(ctx, x):
     return reshape_dims(ctx.fail, x, shape)
 
 
-def squeeze_dims(x: list[int], axes) -> list[int]:
+def squeeze_dims(x: list[int], axes, fail=raise_value_error) -> list[int]:
     """Drops the listed dims of size 1 (all size-1 dims if none is listed); others are ignored."""
-    axes = {normalize_axis(a, len(x)) for a in axes} or set(range(len(x)))
+    axes = {normalize_axis(a, len(x), fail) for a in axes} or set(range(len(x)))
     return [d for i, d in enumerate(x) if not (i in axes and d == 1)]
 
 
-def unsqueeze_dims(x: list[int], axes) -> list[int]:
+def unsqueeze_dims(x: list[int], axes, fail=raise_value_error) -> list[int]:
     """Inserts size-1 dims one after another: each axis indexes the shape built so far."""
     out = list(x)
     for axis in axes:
-        out.insert(axis + len(out) + 1 if axis < 0 else axis, 1)
+        out.insert(normalize_axis(axis, len(out) + 1, fail), 1)
     return out
 
 
-def flatten_dims(x: list[int], start: int, stop: int) -> list[int]:
-    if not x:
-        return [1]
-    start, stop = normalize_axis(start, len(x)), normalize_axis(stop, len(x))
+def flatten_dims(x: list[int], start: int, stop: int, fail=raise_value_error) -> list[int]:
+    """Folds dims start..stop into one; a 0-d X (start and stop 0 or -1) becomes [1]."""
+    start, stop = normalize_axis(start, len(x), fail), normalize_axis(stop, len(x), fail)
+    if start > stop:
+        fail(f"flatten start_axis {start} is after stop_axis {stop}")
     return x[:start] + [numel(x[start:stop + 1])] + x[stop + 1:]
 
 
 def _transpose_out(ctx, x):
-    axis = [normalize_axis(a, len(x)) for a in ctx.attr("axis")]
+    axis = [ctx.axis(a, len(x)) for a in ctx.attr("axis")]
     if sorted(axis) != list(range(len(x))):
         ctx.fail(f"transpose axis {ctx.attr('axis')} is not a permutation of {len(x)} dims")
     return [x[a] for a in axis]
@@ -80,16 +81,23 @@ def _transpose_out(ctx, x):
 def _unsqueeze_out(ctx, x):
     if ctx.has("AxesTensor") or ctx.has("AxesTensorList"):
         return None
-    return unsqueeze_dims(x, ctx.attr("axes"))
+    return unsqueeze_dims(x, ctx.attr("axes"), ctx.fail)
 
 
 _xshape_op("reshape2", ["X", "Shape", "ShapeTensor"], {"shape": []}, _reshape_out)
 _xshape_op("transpose2", ["X"], {"axis": [], "data_format": "AnyLayout"}, _transpose_out)
-_xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes")))
+_xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes"), ctx.fail))
 _xshape_op("unsqueeze2", ["X", "AxesTensor", "AxesTensorList"], {"axes": []}, _unsqueeze_out,
            grad_reads=["AxesTensor", "AxesTensorList"])
 _xshape_op("flatten_contiguous_range", ["X"], {"start_axis": 1, "stop_axis": 1},
-           lambda ctx, x: flatten_dims(x, ctx.attr("start_axis"), ctx.attr("stop_axis")))
+           lambda ctx, x: flatten_dims(x, ctx.attr("start_axis"), ctx.attr("stop_axis"), ctx.fail))
+
+
+def along_axis(ctx, shape: list[int]) -> int:
+    """The ``axis`` attribute of an op that cuts or joins X along one of its dims: X can't be 0-d."""
+    if not shape:
+        ctx.fail(f"{ctx.op.type} needs an input of rank >= 1, got a 0-d tensor")
+    return ctx.axis(ctx.attr("axis"), len(shape))
 
 
 def _stack_infer(ctx):
@@ -97,13 +105,13 @@ def _stack_infer(ctx):
     if any(len(s) != len(shapes[0]) for s in shapes):
         ctx.fail(f"stack inputs differ in rank: {shapes}")
     out = list(shapes[0])
-    out.insert(normalize_axis(ctx.attr("axis"), len(out) + 1), len(shapes))
+    out.insert(ctx.axis(ctx.attr("axis"), len(out) + 1), len(shapes))
     return {"Y": (out, ctx.dtype("X"))}
 
 
 def _unstack_infer(ctx):
     x = ctx.shape("X")
-    axis = normalize_axis(ctx.attr("axis"), len(x))
+    axis = along_axis(ctx, x)
     count = len(ctx.op.output("Y")) or ctx.attr("num") or x[axis]
     if x[axis] >= 0 and x[axis] != count:
         ctx.fail(f"unstack along axis {axis} of {x} gives {x[axis]} tensors, but {count} outputs are named")
@@ -212,7 +220,7 @@ defop("pad3d", ["X", "Paddings"], attrs={"paddings": [0] * 6, "mode": "constant"
 
 def _split_infer(ctx):
     shape = ctx.shape("X")
-    axis = normalize_axis(ctx.attr("axis"), len(shape))
+    axis = along_axis(ctx, shape)
     sections = list(ctx.attr("sections") or [])
     count = len(ctx.op.output("Out")) or ctx.attr("num")
     if not sections:
@@ -239,7 +247,7 @@ defop("split", ["X", "AxisTensor", "SectionsTensorList"], attrs={"axis": 0, "num
 
 def _concat_infer(ctx):
     shapes = ctx.shapes("X")
-    axis = normalize_axis(ctx.attr("axis"), len(shapes[0]))
+    axis = along_axis(ctx, shapes[0])
     out = list(shapes[0])
     out[axis] = -1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)
     for shape in shapes[1:]:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.infer import normalize_axis
 from . import kernel
 
 
 def _class_axis(k, x):
-    return k.attr("axis") % x.ndim
+    return normalize_axis(k.attr("axis"), x.ndim)
 
 
 def _index(label, like, axis):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import shape as dims
+from ...ops.infer import normalize_axis
 from . import kernel
 from .broadcast import unbroadcast
 from .index import ints, scatter_add
@@ -25,7 +26,7 @@ def _with_xshape(name: str, forward, backward=lambda dout, shape, k: dout.reshap
 _with_xshape("reshape2", lambda x, k: x.reshape(
     dims.reshape_dims(fail, list(x.shape), ints(k, ["ShapeTensor", "Shape"], "shape"))))
 _with_xshape("transpose2", lambda x, k: x.transpose(k.attr("axis")),
-             lambda dout, shape, k: dout.transpose(np.argsort([a % len(shape) for a in k.attr("axis")])))
+             lambda dout, shape, k: dout.transpose(np.argsort([normalize_axis(a, len(shape)) for a in k.attr("axis")])))
 _with_xshape("squeeze2", lambda x, k: x.reshape(dims.squeeze_dims(list(x.shape), k.attr("axes"))))
 _with_xshape("unsqueeze2", lambda x, k: x.reshape(
     dims.unsqueeze_dims(list(x.shape), ints(k, ["AxesTensor", "AxesTensorList"], "axes"))))
@@ -34,7 +35,7 @@ _with_xshape("flatten_contiguous_range", lambda x, k: x.reshape(
 
 
 def _axis(k, rank: int) -> int:
-    return k.attr("axis") % rank
+    return normalize_axis(k.attr("axis"), rank)
 
 
 def _stacked(arrays: list, k) -> np.ndarray:
@@ -148,7 +149,7 @@ def pad3d_grad(k):
 @kernel("split")
 def split(k):
     x = k.x("X")
-    axis = k.attr("axis") % x.ndim
+    axis = _axis(k, x.ndim)
     sections = list(k.attr("sections") or [])
     if not sections:
         return {"Out": np.split(x, len(k.out_names("Out")), axis=axis)}
@@ -160,12 +161,12 @@ def split(k):
 @kernel("concat")
 def concat(k):
     xs = k.xs("X")
-    return {"Out": np.concatenate(xs, axis=k.attr("axis") % xs[0].ndim)}
+    return {"Out": np.concatenate(xs, axis=_axis(k, xs[0].ndim))}
 
 
 @kernel("concat_grad")
 def concat_grad(k):
     xs, dout = k.xs("X"), k.x("Out@GRAD")
-    axis = k.attr("axis") % dout.ndim
+    axis = _axis(k, dout.ndim)
     bounds = np.cumsum([x.shape[axis] for x in xs])[:-1]
     return {"X@GRAD": [part.copy() for part in np.split(dout, bounds, axis=axis)]}
