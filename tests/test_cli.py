@@ -178,3 +178,24 @@ def test_unwritable_output_fails_before_any_work(tmp_path):
     assert not startup.exists()
     assert_clean_failure(gradc("run", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--params", MLP / "params.npz",
                                "--fetch", "mean_0.tmp_0", "--out", tmp_path / "missing" / "r.npz"), "cannot write")
+
+
+def test_check_confirms_a_programs_gradients():
+    result = gradc("check", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--params", MLP / "params.npz",
+                   "--max-elements", "5")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count(" ok") == 4 and "4 var(s) checked" in result.stdout
+
+
+def test_check_catches_a_broken_kernel(tmp_path):
+    """A plugin swaps relu_grad for one without the mask; check names the parameters it corrupts."""
+    (tmp_path / "broken_relu.py").write_text(
+        "from gradc.executor import KERNELS\n"
+        "KERNELS['relu_grad'] = lambda k: {'X@GRAD': k.x('Out@GRAD')}\n")
+    result = subprocess.run([sys.executable, "-m", "gradc", "--plugin", "broken_relu", "check", str(MLP / "forward.pb"),
+                             "--feed", str(MLP / "feed.npz"), "--params", str(MLP / "params.npz"),
+                             "--max-elements", "5"], capture_output=True, text=True,
+                            env={**os.environ, "PYTHONPATH": str(tmp_path)})
+    assert result.returncode == 1
+    assert "fc_0.w_0" in result.stderr and "fc_1.w_0" not in result.stderr
+    assert "MISMATCH" in result.stdout and "Traceback" not in result.stderr

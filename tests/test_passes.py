@@ -63,3 +63,15 @@ def test_verify_reports_shape_mismatch_with_location():
     program.global_block.var("fc_0.w_0").shape = [17, 32]
     with pytest.raises(gradc.ProgramError, match=r"block 0, op 0 \(mul\).*16\] but Y to \[17"):
         VerifyPass()(program)
+
+
+def test_float64_pass_widens_vars_and_dtype_attributes():
+    from gradc.passes import Float64Pass
+
+    program = gradc.load(DATA / "mlp" / "forward.pb")
+    gradc.append_backward(program)
+    assert Float64Pass()(program) > 0
+    block = program.global_block
+    assert block.var("fc_0.w_0").dtype == gradc.VarType.FP64 and block.var("label").dtype == gradc.VarType.INT64
+    seed = next(op for op in block.ops if op.attrs.get("op_role") == 257)
+    assert seed.attrs["dtype"] == gradc.VarType.FP64

@@ -16,9 +16,10 @@ from . import registry
 from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
 from .executor.params import read_params, write_params
+from .gradcheck import compare_program
 from .io import check_writable, load, save, write_atomic
 from .listing import program_listing
-from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .passes import BackwardPass, Float64Pass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
 def _load_npz(path: str, what: str) -> dict[str, np.ndarray]:
@@ -165,6 +166,40 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
         else:
             _save_npz(save_params, values)
         click.echo(f"wrote {save_params} ({len(scope)} persistable values)")
+
+
+@cli.command()
+@click.argument("program", type=click.Path(dir_okay=False))
+@click.option("--feed", type=click.Path(dir_okay=False), help="Inputs, an .npz.")
+@click.option("--params", type=click.Path(dir_okay=False), help="Parameters: an .npz, or Paddle's .pdiparams.")
+@click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
+@click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
+@click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Elements checked per var, chosen at random (each costs two forward runs).")
+@click.option("--rtol", type=float, default=1e-5, show_default=True)
+@click.option("--atol", type=float, default=1e-7, show_default=True)
+def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
+    """Check a program's compiled gradients against central differences, in float64."""
+    prog = load(program)
+    Float64Pass()(prog)   # the check runs a widened copy; the file is not changed
+    widen = {name: value.astype(np.float64) if value.dtype == np.float32 else value
+             for name, value in {**(_load_npz(feed, "feed") if feed else {}),
+                                 **(_load_params(params, prog) if params else {})}.items()}
+    given = _load_params(params, prog) if params else {}
+    feeds = {name: value for name, value in widen.items() if name not in given}
+    param_values = {name: value for name, value in widen.items() if name in given}
+    _, checks = compare_program(prog, feeds, list(wrt) or None, loss, param_values, rtol=rtol, atol=atol,
+                                max_elements=max_elements)
+    width = max([len(c.var) for c in checks] + [3])
+    for c in checks:
+        verdict = "ok" if c.mismatch is None else (f"MISMATCH at {list(c.mismatch.index)}: compiled "
+                                                   f"{c.mismatch.analytic:.6g}, numeric {c.mismatch.numeric:.6g}")
+        click.echo(f"{c.var:<{width}}  {c.checked:>5}/{c.size:<6} max |compiled - numeric| {c.max_abs_error:.2e}  "
+                   f"{verdict}")
+    bad = [c.var for c in checks if c.mismatch is not None]
+    if bad:
+        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
+    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences")
 
 
 def _summary(name: str, value: np.ndarray) -> str:

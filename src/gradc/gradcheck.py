@@ -44,18 +44,20 @@ def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
                     float(analytic[index]), float(numeric[index]))
 
 
-def numeric_grad(f, value: np.ndarray, eps: float) -> np.ndarray:
-    """Central differences of the scalar f(value) with respect to every element of ``value``."""
-    grad = np.zeros(value.shape, dtype=np.float64)
-    flat, out = value.reshape(-1), grad.reshape(-1)
-    for i in range(flat.size):
+def numeric_grad(f, value: np.ndarray, eps: float, indices: np.ndarray | None = None) -> np.ndarray:
+    """Central differences of the scalar f(value) with respect to the elements of ``value`` at the flat
+    ``indices`` (default: all); the result is flat, one entry per index."""
+    flat = value.reshape(-1)
+    indices = np.arange(flat.size) if indices is None else indices
+    grad = np.zeros(len(indices), dtype=np.float64)
+    for k, i in enumerate(indices):
         original = flat[i]
         flat[i] = original + eps
         plus = f()
         flat[i] = original - eps
         minus = f()
         flat[i] = original
-        out[i] = (plus - minus) / (2 * eps)
+        grad[k] = (plus - minus) / (2 * eps)
     return grad
 
 
@@ -124,26 +126,43 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
         return float(sum(np.sum(out * weights[name]) for name, out in zip(differentiable, outs)))
 
     problems = [m for name in checked
-                if (m := _compare(name, analytic[name], numeric_grad(objective, values[name], eps),
+                if (m := _compare(name, analytic[name],
+                                  numeric_grad(objective, values[name], eps).reshape(values[name].shape),
                                   rtol, atol)) is not None]
     if problems:
         raise GradcheckError(_report(op_type, attrs, problems))
     return analytic
 
 
-def check_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str],
-                  loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
-                  eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7) -> dict[str, np.ndarray]:
-    """Check d(loss)/d(var) for each var in ``wrt`` (fed inputs or parameters) of a whole program."""
+@dataclass
+class VarCheck:
+    var: str
+    checked: int            # elements compared
+    size: int
+    max_abs_error: float
+    mismatch: Mismatch | None
+
+
+def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
+                    loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
+                    eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
+                    max_elements: int | None = None, seed: int = 0) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
+    """The compiled d(loss)/d(var) of each var in ``wrt`` (fed inputs or parameters; None: every
+    parameter that gets a gradient) of a whole program, and its comparison with central differences
+    at every element, or at ``max_elements`` random ones."""
     if loss is None:
         candidates = loss_candidates(program)
         if len(candidates) != 1:
             raise GradcheckError(f"name the loss: candidates are {candidates}")
         loss = candidates[0]
     train = program.clone()
-    append_backward(train, loss)
+    pairs = append_backward(train, loss)
+    wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
     values = {k: np.array(v) for k, v in feed.items()}
     param_values = {k: np.array(v) for k, v in (params or {}).items()}
+    unknown = [name for name in wrt if name not in values and name not in param_values]
+    if unknown:
+        raise GradcheckError(f"no value for {unknown}: feed them or give them as parameters")
     executor = Executor()
 
     def scope() -> Scope:
@@ -157,12 +176,29 @@ def check_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequenc
     def objective() -> float:
         return float(np.sum(executor.run(program, values, [loss], scope())[0]))
 
-    problems = []
+    rng = np.random.default_rng(seed)
+    checks = []
     for name in wrt:
-        source = values if name in values else param_values
-        mismatch = _compare(name, analytic[name], numeric_grad(objective, source[name], eps), rtol, atol)
-        if mismatch is not None:
-            problems.append(mismatch)
+        value = values[name] if name in values else param_values[name]
+        indices = np.arange(value.size)
+        if max_elements is not None and value.size > max_elements:
+            indices = np.sort(rng.choice(value.size, max_elements, replace=False))
+        numeric = numeric_grad(objective, value, eps, indices)
+        computed = np.asarray(analytic[name], dtype=np.float64).reshape(-1)[indices]
+        mismatch = _compare(name, computed, numeric, rtol, atol)
+        if mismatch is not None:  # report the index in the var's own shape
+            mismatch.index = tuple(int(i) for i in np.unravel_index(indices[mismatch.index[0]], value.shape))
+        checks.append(VarCheck(name, len(indices), value.size, float(np.abs(computed - numeric).max(initial=0)),
+                               mismatch))
+    return analytic, checks
+
+
+def check_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str],
+                  loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
+                  eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7) -> dict[str, np.ndarray]:
+    """Check d(loss)/d(var) for each var in ``wrt`` at every element; raise GradcheckError on a mismatch."""
+    analytic, checks = compare_program(program, feed, wrt, loss, params, eps, rtol, atol)
+    problems = [c.mismatch for c in checks if c.mismatch is not None]
     if problems:
         raise GradcheckError(_report("program", None, problems))
     return analytic

@@ -3,9 +3,10 @@
 from .backward import BackwardPass
 from .base import PASSES, Pass, PassConditionError, Pipeline, make_pass, register_pass
 from .optimizer import OptimizerPass
+from .precision import Float64Pass
 from .verify import VerifyPass
 
 __all__ = [
-    "PASSES", "BackwardPass", "OptimizerPass", "Pass", "PassConditionError", "Pipeline", "VerifyPass", "make_pass",
-    "register_pass",
+    "PASSES", "BackwardPass", "Float64Pass", "OptimizerPass", "Pass", "PassConditionError", "Pipeline",
+    "VerifyPass", "make_pass", "register_pass",
 ]
