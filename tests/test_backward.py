@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gradc
+from gradc.backward import append_grad_ops
 from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
 
@@ -247,3 +248,13 @@ def test_vars_the_backward_adds_are_plain_temporaries():
         assert all(not (v.is_parameter or v.persistable or v.need_check_feed) for v in added.values())
     finally:
         gradc.registry.OPS.pop("test_square")
+
+
+def test_grad_ops_for_a_target_no_op_writes_are_an_error_naming_it():
+    net = ProgramBuilder()
+    x = net.data("x", [2], "float64")
+    y = net.op("relu", {"X": x})[0]
+    with pytest.raises(gradc.GradError, match="writes the target.*: x$"):
+        append_grad_ops(net.program, ["x", y])
+    with pytest.raises(gradc.GradError, match="none given"):
+        append_grad_ops(net.program, [])

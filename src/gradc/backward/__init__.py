@@ -128,7 +128,11 @@ def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Itera
     Returns the vars that get gradients."""
     block = program.global_block
     targets = set(targets)
-    last = max(i for i, op in enumerate(block.ops) if targets & set(op.output_names()))
+    last_write = {name: idx for idx, op in enumerate(block.ops) for name in op.output_names()}
+    unwritten = sorted(targets - last_write.keys())
+    if unwritten or not targets:
+        raise GradError(f"no op of block 0 writes the target(s): {', '.join(unwritten) or 'none given'}")
+    last = max(last_write[target] for target in targets)
     for target in targets:
         block.add_var(block.var(target).copy(target + "@GRAD"))
     return _differentiate(block, last + 1, targets, set(no_grad_set), seeds=[]).wants_grad
