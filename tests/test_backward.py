@@ -258,3 +258,25 @@ def test_grad_ops_for_a_target_no_op_writes_are_an_error_naming_it():
         append_grad_ops(net.program, ["x", y])
     with pytest.raises(gradc.GradError, match="none given"):
         append_grad_ops(net.program, [])
+
+
+def _overwritten(*, read_after: bool):
+    """h = tanh(x * w); h = 1 (a constant overwrites it); loss = mean(h [* w])."""
+    net = ProgramBuilder()
+    x, w = net.data("x", [2, 3], "float64"), net.parameter("w", [2, 3], "float64")
+    h = net.op("tanh", {"X": net.op("elementwise_mul", {"X": x, "Y": w})[0]})[0]
+    net.block.append_op("fill_constant", {}, {"Out": [h]}, {"shape": [2, 3], "dtype": gradc.VarType.FP64, "value": 1.0})
+    return net.program, net.mean(net.op("elementwise_mul", {"X": h, "Y": w})[0] if read_after else h)
+
+
+def test_a_value_overwritten_by_an_op_without_gradient_is_off_the_path():
+    program, loss = _overwritten(read_after=False)
+    assert gradc.append_backward(program, loss) == []
+    assert ops_of(program)[-1:] == ["fill_constant"] and "w@GRAD" not in program.global_block.vars
+    program, loss = _overwritten(read_after=True)
+    assert gradc.append_backward(program, loss) == [("w", "w@GRAD")]
+    assert "tanh_grad" not in ops_of(program) and "x@GRAD" not in program.global_block.vars
+    rng = np.random.default_rng(2)
+    grads = check_program(_overwritten(read_after=True)[0], {"x": rng.standard_normal((2, 3))}, ["w"], loss,
+                          {"w": rng.standard_normal((2, 3))})
+    np.testing.assert_allclose(grads["w"], np.full((2, 3), 1 / 6))

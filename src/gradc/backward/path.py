@@ -37,36 +37,52 @@ def differentiable_inputs(op: OpDesc) -> list[str]:
 def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str],
               leaves: set[str] | None = None) -> OpPath:
     """Ops among ``ops`` (the block's ops up to the loss) on a path from a leaf to ``targets``.
-    Leaves are the differentiable vars no op writes, unless given (a sub-block: the outer vars
-    that want a gradient)."""
-    if leaves is None:
-        written = {name for op in ops for name in op.output_names()}
-        leaves = {name for op in ops for name in differentiable_inputs(op)
-                  if name not in written and is_differentiable_var(block, name, no_grad)}
-    carries = set(leaves)   # vars that depend on a differentiable leaf
+    Leaves are the differentiable vars read before any op writes them, unless given (a sub-block:
+    the outer vars that want a gradient). A name an op overwrites starts a new value: it depends on
+    a leaf only if that op carries one."""
+    carries = set(leaves or ())   # vars whose current value depends on a differentiable leaf
+    written: set[str] = set()
+    carried_inputs = []           # per op: its differentiable inputs that carry when it runs
     for op in ops:
+        inputs = differentiable_inputs(op)
+        if leaves is None:
+            carries.update(n for n in inputs if n not in written and is_differentiable_var(block, n, no_grad))
+            written.update(op.output_names())
         opdef = registry.get(op.type)
-        if opdef is not None and opdef.grad is registry.NO_GRAD:
-            continue
-        if any(name in carries for name in differentiable_inputs(op)):
+        carried = [] if opdef is not None and opdef.grad is registry.NO_GRAD else [n for n in inputs if n in carries]
+        carried_inputs.append(carried)
+        if overwrites(op):
+            carries.difference_update(op.output_names())
+        if carried:
             carries.update(n for n in op.output_names() if is_differentiable_var(block, n, no_grad))
 
-    needed = set(targets)   # vars whose gradient reaches the targets
+    needed = set(targets)   # vars whose current value's gradient reaches the targets
+    wants = targets & leaves if leaves else set()   # a block that may not run passes their grads through
     on_path = []
     for idx in range(len(ops) - 1, -1, -1):
-        op = ops[idx]
-        outputs = [name for name in op.output_names() if name in needed and name in carries]
-        if outputs:
-            inputs = differentiable_inputs(op)
+        op, inputs = ops[idx], carried_inputs[idx]
+        outputs = [n for n in op.output_names() if n in needed and is_differentiable_var(block, n, no_grad)]
+        if overwrites(op):
+            needed.difference_update(op.output_names())
+        if inputs and outputs:
             if op.attr_types.get("sub_block") == AttrType.BLOCK:   # only what its body really uses
-                inner = sub_block_path(block.program, op, set(outputs), {n for n in inputs if n in carries},
-                                       no_grad)[0]
+                inner = sub_block_path(block.program, op, set(outputs), set(inputs), no_grad)[0]
                 inputs = [name for name in inputs if name in inner.wants_grad]
-            if any(name in carries for name in inputs):
+            if inputs:
                 needed.update(inputs)
+                wants.update(outputs)
+                wants.update(inputs)
                 on_path.append(idx)
     on_path.reverse()
-    return OpPath(on_path, carries & needed, no_grad)
+    return OpPath(on_path, wants, no_grad)
+
+
+PARTIAL_WRITERS = frozenset({"select_output"})   # writes one of its outputs, the others keep their values
+
+
+def overwrites(op: OpDesc) -> bool:
+    """Whether the op replaces the values of all its outputs (a control-flow op may not run its block)."""
+    return op.type not in PARTIAL_WRITERS and op.attr_types.get("sub_block") != AttrType.BLOCK
 
 
 LOOP_OPS = frozenset({"while"})   # control-flow ops whose sub-block runs once per iteration
