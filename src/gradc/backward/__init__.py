@@ -13,8 +13,10 @@ from ..errors import GradError
 from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program
 from . import roles
 from .emit import emit_grad_ops
+from .job import BlockBackward
 from .path import OpPath, check_makers, find_path
-from .vars import TmpVars, declare_grad_vars
+from .vars import declare_grad_vars
+from .versions import Versions
 
 __all__ = ["append_backward", "append_grad_ops", "gradients", "loss_candidates"]
 
@@ -115,7 +117,8 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
     path = find_path(block, forward_ops, targets, no_grad)
     check_makers(block, path)
     given = [] if seeds else [t + "@GRAD" for t in targets]
-    backward_ops = emit_grad_ops(block, forward_ops, path, seeds, TmpVars(block), given)
+    backward_ops = emit_grad_ops(BlockBackward(block=block, forward_block=block, forward_ops=forward_ops, path=path,
+                                               versions=Versions(block.program), seeds=seeds, given=given))
     for op in backward_ops:
         roles.set_role(op, roles.BACKWARD)
     block.ops.extend(backward_ops)

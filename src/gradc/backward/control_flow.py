@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..ir import Block, OpDesc, grad_name
+from ..ir import OpDesc, grad_name
 from . import roles
-from .path import LOOP_OPS, OpPath, check_makers, sub_block_path
-from .vars import TmpVars, declare_grad_vars
+from .job import BlockBackward
+from .path import LOOP_OPS, check_makers, sub_block_path
+from .vars import declare_grad_vars
 
 
 @dataclass
@@ -33,26 +34,29 @@ class BlockGrad:
                         # the grad op lists them as extra inputs
 
 
-def backward_block(parent: Block, forward: Block, fwd: OpDesc, inputs: str, outputs: str, outer: OpPath,
-                   has_grad: Callable[[str], bool], emit: Callable, versions) -> BlockGrad:
-    """Append the backward block of ``fwd`` (an op of ``forward``)'s sub-block, whose grad op goes
-    into ``parent``. ``has_grad`` tells which outer grads the backward of ``parent`` has written so far."""
+def backward_block(outer: BlockBackward, fwd: OpDesc, *, inputs: str, outputs: str,
+                   has_grad: Callable[[str], bool],
+                   emit: Callable[[BlockBackward], list[OpDesc]]) -> BlockGrad:
+    """Append the backward block of ``fwd`` (an op of ``outer.forward_block``)'s sub-block, whose grad
+    op goes into ``outer.block``. ``has_grad`` tells which outer grads ``outer`` has written so far."""
+    parent, versions = outer.block, outer.versions
     program = parent.program
     body = program.blocks[fwd.attr("sub_block")]
-    leaves = {name for name in fwd.input(inputs) if name in outer.wants_grad}
+    leaves = {name for name in fwd.input(inputs) if name in outer.path.wants_grad}
     outs = fwd.output(outputs)
     path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(grad_name(name))},
-                                   leaves, outer.no_grad)
+                                   leaves, outer.path.no_grad)
     check_makers(body, path)
     passes = [name for name in outs if name in targets and name not in fwd.input(inputs)
-              and versions.has_value_before(forward, fwd, name)]
+              and versions.has_value_before(outer.forward_block, fwd, name)]
 
     grad_block = program.append_block(parent.idx)
     grad_block.forward_block_idx = body.idx
     given = [grad_name(name) for name in outs if name in targets]
     handed_back = [grad_name(name) for name in outs
                    if name in targets and (fwd.type in LOOP_OPS or name in leaves or name in passes)]
-    ops = emit(grad_block, body.ops, path, [], TmpVars(grad_block), given, handed_back, body, versions)
+    ops = emit(BlockBackward(block=grad_block, forward_block=body, forward_ops=body.ops, path=path,
+                             versions=versions, given=given, required=handed_back))
     for op in ops:
         roles.set_role(op, roles.BACKWARD)
     grad_block.ops = ops

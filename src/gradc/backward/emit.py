@@ -3,15 +3,12 @@ zero-filled grads where a grad op reads a grad nobody writes, summed grads where
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-
 from .. import registry
-from ..ir import GRAD_SUFFIX, Block, OpDesc, grad_name
+from ..ir import GRAD_SUFFIX, OpDesc, grad_name
 from . import control_flow
 from .accumulate import GradAccumulator
-from .path import OpPath
-from .vars import lookup
-from .versions import Versions
+from .job import BlockBackward
+from .vars import TmpVars, lookup
 
 
 def zeros_like(var: str) -> OpDesc:
@@ -19,18 +16,13 @@ def zeros_like(var: str) -> OpDesc:
     return OpDesc("fill_any_like", {"X": [var]}, {"Out": [var + GRAD_SUFFIX]}, {"value": 0.0, "dtype": -1})
 
 
-def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: list[OpDesc],
-                  new_tmp: Callable[[str], str], given: Iterable[str] = (),
-                  required: Iterable[str] = (), forward_block: Block | None = None,
-                  versions: Versions | None = None) -> list[OpDesc]:
-    """The backward ops of ``forward_ops[path.op_indices]`` (the first ops of ``forward_block``,
-    default ``block``), after the ``seeds`` that start them, for ``block`` to hold; ``given`` grads
-    are written by the caller, ``required`` grads are written by the end (zeros if nothing else
-    writes them). Copies of forward values that are overwritten later go into the forward block."""
-    forward_block = forward_block or block
-    versions = versions or Versions(block.program)
+def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
+    """The backward ops of ``job``, wired together. Copies of forward values that are overwritten
+    later go into the forward block."""
+    block, forward_ops, path, versions = job.block, job.forward_ops, job.path, job.versions
+    new_tmp = TmpVars(block)
     acc = GradAccumulator(block.idx)
-    for name in given:
+    for name in job.given:
         acc.give(name)
     emitted: list[OpDesc] = []
 
@@ -49,10 +41,10 @@ def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: 
         return acc.is_written(name) or name in acc.pending
 
     def backward_block(fwd: OpDesc, inputs: str, outputs: str):
-        return control_flow.backward_block(block, forward_block, fwd, inputs, outputs, path, has_grad,
-                                           emit_grad_ops, versions)
+        return control_flow.backward_block(job, fwd, inputs=inputs, outputs=outputs, has_grad=has_grad,
+                                           emit=emit_grad_ops)
 
-    for seed in seeds:
+    for seed in job.seeds:
         append(seed)
     wants = path.wants_grad.__contains__
     on_path = set(path.op_indices)
@@ -63,7 +55,7 @@ def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: 
             opdef = registry.get(fwd.type)
             context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block)
             grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
-            versions.reading(grad_ops, forward_block, idx)
+            versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
                 written.update(grad_op.output_names())   # before append renames a second writer's output
                 append(grad_op)
@@ -71,10 +63,10 @@ def emit_grad_ops(block: Block, forward_ops: list[OpDesc], path: OpPath, seeds: 
             if grad_name(name) not in written:
                 acc.forget(grad_name(name))
     emitted.extend(acc.remaining_sums())
-    for name in required:
+    for name in job.required:
         if not acc.is_written(name):
             zero = zeros_like(name[: -len(GRAD_SUFFIX)])
             acc.record_outputs(zero)
             emitted.append(zero)
-    versions.insert_saves(forward_block)
+    versions.insert_saves(job.forward_block)
     return emitted
