@@ -280,3 +280,28 @@ def test_a_value_overwritten_by_an_op_without_gradient_is_off_the_path():
     grads = check_program(_overwritten(read_after=True)[0], {"x": rng.standard_normal((2, 3))}, ["w"], loss,
                           {"w": rng.standard_normal((2, 3))})
     np.testing.assert_allclose(grads["w"], np.full((2, 3), 1 / 6))
+
+
+def test_loss_with_a_batch_dim_is_seeded_with_ones_like_it():
+    """A loss of shape [-1] (per-example) gets d(loss)/d(loss) = ones shaped like it at run time."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 3], "float64")
+    loss = net.op("reduce_sum", {"X": net.op("tanh", {"X": x})[0]}, {"dim": [1]})[0]
+    assert net.block.var(loss).shape == [-1]
+    gradc.append_backward(net.program, loss)
+    seed = next(op for op in net.program.global_block.ops if op.attrs.get("op_role") == 257)
+    assert seed.type == "fill_any_like" and seed.attrs["value"] == 1.0
+    value = np.array([[0.1, -0.4, 0.7], [1.2, 0.3, -0.9]])
+    (grad,) = gradc.Executor().run(net.program, {"x": value}, ["x@GRAD"], gradc.Scope())
+    np.testing.assert_allclose(grad, 1 - np.tanh(value) ** 2)
+
+
+def test_a_var_the_loss_does_not_depend_on_checks_as_zero():
+    net = ProgramBuilder()
+    x = net.data("x", [2], "float64")
+    w = net.parameter("w", [2], "float64")
+    h = net.op("elementwise_mul", {"X": x, "Y": w})[0]
+    net.block.append_op("fill_constant", {}, {"Out": [h]}, {"shape": [2], "dtype": 6, "value": 3.0})
+    loss = net.mean(h)
+    grads = check_program(net.program, {"x": np.array([1.0, 2.0])}, ["w"], loss, {"w": np.array([0.5, 0.25])})
+    np.testing.assert_array_equal(grads["w"], [0.0, 0.0])

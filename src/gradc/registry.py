@@ -131,10 +131,6 @@ class GradContext:
             return [EMPTY_VAR] * len(self.fwd.input(slot))
         return [grad_name(n) if self._wants_grad(n) else EMPTY_VAR for n in self.fwd.input(slot)]
 
-    def wants(self, slot: str) -> bool:
-        """Whether any input of the slot needs a gradient."""
-        return any(name != EMPTY_VAR for name in self.IG(slot))
-
     def attr(self, name: str):
         return attr_default(self.fwd, name)
 

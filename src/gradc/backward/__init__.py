@@ -11,6 +11,7 @@ from contextlib import contextmanager
 
 from ..errors import GradError
 from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program
+from ..ops.infer import numel
 from . import roles
 from .emit import emit_grad_ops
 from .job import BlockBackward
@@ -29,18 +30,9 @@ def loss_candidates(program: Program) -> list[str]:
     names = []
     for name in block.ops[-1].output_names():
         var = block.find_var(name)
-        if var is not None and var.dtype in FLOAT_DTYPES and _numel(var.shape) == 1:
+        if var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and numel(var.shape) == 1:
             names.append(name)
     return names
-
-
-def _numel(shape) -> int | None:
-    if shape is None or any(d < 0 for d in shape):
-        return None
-    count = 1
-    for dim in shape:
-        count *= dim
-    return count
 
 
 def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
@@ -61,7 +53,11 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
 
 
 def _seed(block: Block, loss: str) -> OpDesc:
+    """d(loss)/d(loss) = 1: Paddle's fill_constant of the loss's shape, or, when the shape has an
+    unknown (batch) dim, ones shaped like the loss at run time."""
     var = block.var(loss)
+    if var.shape is None or numel(var.shape) < 0:
+        return OpDesc("fill_any_like", {"X": [loss]}, {"Out": [loss + "@GRAD"]}, {"value": 1.0, "dtype": -1})
     return OpDesc("fill_constant", {}, {"Out": [loss + "@GRAD"]},
                   {"shape": list(var.shape or []), "dtype": int(var.dtype), "value": 1.0},
                   {"shape": AttrType.LONGS, "dtype": AttrType.INT, "value": AttrType.FLOAT})

@@ -6,6 +6,7 @@ import numpy as np
 
 from ...ops.infer import normalize_axis
 from . import kernel
+from .activation import sigmoid
 
 
 def _class_axis(k, x):
@@ -75,10 +76,6 @@ def cross_entropy_grad2(k):
     return {"X@GRAD": dx}
 
 
-def _sigmoid(x):
-    return 0.5 * (np.tanh(0.5 * x) + 1)  # overflow-free logistic
-
-
 def _sigmoid_ce_terms(k):
     """Per-element kept mask and the 1/norm scale of sigmoid_cross_entropy_with_logits."""
     label = k.x("Label")
@@ -104,7 +101,7 @@ def sigmoid_cross_entropy_with_logits_grad(k):
     x, label, dout = k.x("X"), k.x("Label"), k.x("Out@GRAD")
     weight = k.x("pos_weight") if k.has("pos_weight") else 1
     kept, scale = _sigmoid_ce_terms(k)
-    return {"X@GRAD": np.where(kept, ((1 - label) + weight * (_sigmoid(x) - 1)) * dout * scale, 0)}
+    return {"X@GRAD": np.where(kept, ((1 - label) + weight * (sigmoid(x) - 1)) * dout * scale, 0)}
 
 
 @kernel("bce_loss")
