@@ -314,3 +314,17 @@ def test_a_var_the_loss_does_not_depend_on_checks_as_zero():
     loss = net.mean(h)
     grads = check_program(net.program, {"x": np.array([1.0, 2.0])}, ["w"], loss, {"w": np.array([0.5, 0.25])})
     np.testing.assert_array_equal(grads["w"], [0.0, 0.0])
+
+
+def test_gradients_names_the_grad_of_each_input_or_none():
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3], "float64")
+    net.data("y", [2, 3], "float64")  # declared, never read: no gradient
+    frozen = net.data("frozen", [2, 3], "float64", stop_gradient=True)
+    loss = net.mean(net.op("elementwise_mul", {"X": net.op("tanh", {"X": x})[0], "Y": frozen})[0])
+    assert gradc.gradients(net.program, loss, ["x", "y", "frozen"]) == ["x@GRAD", None, None]
+    value = np.array([[0.2, -0.5, 1.0], [0.0, 0.3, -1.2]])
+    weight = np.arange(6.0).reshape(2, 3)
+    (grad,) = gradc.Executor().run(net.program, {"x": value, "y": value, "frozen": weight}, ["x@GRAD"],
+                                   gradc.Scope())
+    np.testing.assert_allclose(grad, (1 - np.tanh(value) ** 2) * weight / 6)
