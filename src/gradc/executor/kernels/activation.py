@@ -31,12 +31,12 @@ def erf(x):
     return (2 / math.sqrt(math.pi) * np.exp(-z * z) * total).astype(np.result_type(x, np.float32), copy=False)
 
 
-def _softmax(x, axis):
+def softmax(x, axis):
     e = np.exp(x - x.max(axis=axis, keepdims=True))
     return e / e.sum(axis=axis, keepdims=True)
 
 
-def _log_softmax(x, axis):
+def log_softmax(x, axis):
     shifted = x - x.max(axis=axis, keepdims=True)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
@@ -75,9 +75,9 @@ def _hard_swish_grad(x, d, k):
 unary("relu", lambda x, k: np.maximum(x, 0), lambda out, d, k: d * (out > 0), uses="Out")
 unary("sigmoid", lambda x, k: sigmoid(x), lambda out, d, k: d * out * (1 - out), uses="Out")
 unary("tanh", lambda x, k: np.tanh(x), lambda out, d, k: d * (1 - out * out), uses="Out")
-unary("softmax", lambda x, k: _softmax(x, k.attr("axis")),
+unary("softmax", lambda x, k: softmax(x, k.attr("axis")),
       lambda out, d, k: out * (d - (d * out).sum(axis=k.attr("axis"), keepdims=True)), uses="Out")
-unary("log_softmax", lambda x, k: _log_softmax(x, k.attr("axis")),
+unary("log_softmax", lambda x, k: log_softmax(x, k.attr("axis")),
       lambda out, d, k: d - np.exp(out) * d.sum(axis=k.attr("axis"), keepdims=True), uses="Out")
 unary("gelu", lambda x, k: _gelu(x, k.attr("approximate")), lambda x, d, k: _gelu_grad(x, d, k.attr("approximate")))
 unary("leaky_relu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * x),

@@ -6,7 +6,7 @@ import numpy as np
 
 from ...ops.infer import normalize_axis
 from . import kernel
-from .activation import sigmoid
+from .activation import log_softmax, sigmoid
 
 
 def _class_axis(k, x):
@@ -24,8 +24,7 @@ def softmax_with_cross_entropy(k):
     logits, label = k.x("Logits"), k.x("Label")
     axis = _class_axis(k, logits)
     if k.attr("use_softmax"):
-        shifted = logits - logits.max(axis=axis, keepdims=True)
-        log_prob = shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
+        log_prob = log_softmax(logits, axis)
         softmax = np.exp(log_prob)
     else:
         softmax = logits

@@ -58,22 +58,23 @@ _binary_grad("elementwise_pow_grad", lambda x, y, d: d * y * np.power(x, y - 1),
              lambda x, y, d: d * np.power(x, y) * np.log(np.where(x == 0, 1, x)))
 
 
-def _flatten2d(a, num_col_dims):
-    return a.reshape(int(np.prod(a.shape[:num_col_dims])), -1)
+def as_matrix(a, axis: int):
+    """``a`` as [prod(shape[:axis]), prod(shape[axis:])]: mul's flattening, one row per normalised slice."""
+    return a.reshape(int(np.prod(a.shape[:axis])), -1)
 
 
 @kernel("mul")
 def mul(k):
     x, y = k.x("X"), k.x("Y")
     xn, yn = k.attr("x_num_col_dims"), k.attr("y_num_col_dims")
-    out = _flatten2d(x, xn) @ _flatten2d(y, yn)
+    out = as_matrix(x, xn) @ as_matrix(y, yn)
     return {"Out": out.reshape(x.shape[:xn] + y.shape[yn:])}
 
 
 @kernel("mul_grad")
 def mul_grad(k):
     x, y, dout = k.x("X"), k.x("Y"), k.x("Out@GRAD")
-    x2, y2 = _flatten2d(x, k.attr("x_num_col_dims")), _flatten2d(y, k.attr("y_num_col_dims"))
+    x2, y2 = as_matrix(x, k.attr("x_num_col_dims")), as_matrix(y, k.attr("y_num_col_dims"))
     d2 = dout.reshape(x2.shape[0], y2.shape[1])
     return {"X@GRAD": (d2 @ y2.T).reshape(x.shape), "Y@GRAD": (x2.T @ d2).reshape(y.shape)}
 

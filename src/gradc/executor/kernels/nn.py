@@ -12,6 +12,7 @@ import numpy as np
 from ...ir import VarType
 from ...ir.types import NUMPY_DTYPE_NAMES
 from . import kernel
+from .math import as_matrix
 
 
 def _moments(x, axes):
@@ -91,11 +92,6 @@ def batch_norm_grad(k):
 
 
 # ---------------------------------------------------------------- layer_norm
-def _rows(a, axis: int):
-    """[prod(shape[:axis]), prod(shape[axis:])]: one row per normalised slice."""
-    return a.reshape(int(np.prod(a.shape[:axis])), -1)
-
-
 def _scale_shift(xhat, scale, bias):
     y = xhat if scale is None else xhat * scale
     return y if bias is None else y + bias
@@ -104,7 +100,7 @@ def _scale_shift(xhat, scale, bias):
 @kernel("layer_norm")
 def layer_norm(k):
     x, axis = k.x("X"), k.attr("begin_norm_axis")
-    x2 = _rows(x, axis)
+    x2 = as_matrix(x, axis)
     mean, var = _moments(x2, 1)
     y = _scale_shift((x2 - mean) / np.sqrt(var + k.attr("epsilon")), k.x("Scale"), k.x("Bias"))
     stats = x.shape[:axis]
@@ -114,7 +110,7 @@ def layer_norm(k):
 @kernel("layer_norm_grad")
 def layer_norm_grad(k):
     x, axis, scale = k.x("X"), k.attr("begin_norm_axis"), k.x("Scale")
-    x2, dy = _rows(x, axis), _rows(k.x("Y@GRAD"), axis)
+    x2, dy = as_matrix(x, axis), as_matrix(k.x("Y@GRAD"), axis)
     inv = 1 / np.sqrt(k.x("Variance").reshape(-1, 1) + k.attr("epsilon"))
     xhat = (x2 - k.x("Mean").reshape(-1, 1)) * inv
     dx = _norm_grad(xhat, dy if scale is None else dy * scale, inv, 1)
