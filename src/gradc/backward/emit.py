@@ -26,13 +26,16 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         acc.give(name)
     emitted: list[OpDesc] = []
 
+    def zero_fill(grad: str) -> None:
+        zero = zeros_like(grad[: -len(GRAD_SUFFIX)])
+        acc.record_outputs(zero)
+        emitted.append(zero)
+
     def append(op: OpDesc) -> None:
         for name in op.input_names():
             if name.endswith(GRAD_SUFFIX) and not acc.is_written(name) and name not in acc.pending:
                 if lookup(block, name[: -len(GRAD_SUFFIX)]) is not None:
-                    zero = zeros_like(name[: -len(GRAD_SUFFIX)])
-                    acc.record_outputs(zero)
-                    emitted.append(zero)
+                    zero_fill(name)
         emitted.extend(acc.sums_before(op))
         acc.record_outputs(op)
         emitted.append(op)
@@ -65,8 +68,6 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     emitted.extend(acc.remaining_sums())
     for name in job.required:
         if not acc.is_written(name):
-            zero = zeros_like(name[: -len(GRAD_SUFFIX)])
-            acc.record_outputs(zero)
-            emitted.append(zero)
+            zero_fill(name)
     versions.insert_saves(job.forward_block)
     return emitted
