@@ -10,7 +10,7 @@ from fixtures import Fixture
 from gradc import Executor, Scope, append_backward, registry
 from gradc.errors import ProgramError
 from gradc.layers import ProgramBuilder
-from gradc.ops.infer import dims_match
+from gradc.shapes import dims_match
 
 r = np.random.default_rng(7)
 
@@ -368,5 +368,5 @@ def test_a_program_chaining_shape_ops_has_the_numeric_gradient():
 
 @pytest.mark.parametrize("case", ["tensor_ops", "transformer", "vision"])
 def test_shape_inference_agrees_with_paddles_declared_shapes(case):
-    from gradc.ops.infer import check_shapes
+    from gradc.verify import check_shapes
     check_shapes(gradc.load(Fixture(case).dir / "forward.pb"))

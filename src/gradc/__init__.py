@@ -10,8 +10,8 @@ from . import ops  # noqa: F401  (registers the built-in ops)
 from .backward import append_backward, gradients, loss_candidates
 from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
 from .executor import Executor, Scope, global_scope, kernel
-from .executor.params import read_params, write_params
 from .io import load, save
+from .io.pdiparams import read_params, write_params
 from .ir import Block, OpDesc, Program, VarDesc, VarType
 from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
 

@@ -15,9 +15,9 @@ import numpy as np
 from . import registry
 from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
-from .executor.params import read_params, write_params
 from .gradcheck import compare_program
 from .io import check_writable, load, save, write_atomic
+from .io.pdiparams import read_params, write_params
 from .listing import program_listing
 from .passes import BackwardPass, Float64Pass, OptimizerPass, Pipeline, VerifyPass, make_pass
 

@@ -1,9 +1,13 @@
-"""Checks that a program is well formed, with errors that say where the problem is."""
+"""Checks that a program is well formed, with errors that say where the problem is: structure (blocks),
+declared vars, and shapes (every registered inference agrees with the declared vars)."""
 
 from __future__ import annotations
 
+from . import registry
 from .errors import ProgramError, op_location
 from .ir import EMPTY_VAR, AttrType, Program
+from .ops.infer import InferContext
+from .shapes import dims_match
 
 
 def check_structure(program: Program, source: str = "program") -> None:
@@ -60,3 +64,24 @@ def check_vars(program: Program) -> None:
                                 f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
                                 f"(slot {slot}), which is not declared in block {block.idx} "
                                 f"or its ancestors")
+
+
+def check_shapes(program: Program) -> None:
+    """Run every registered inference over the program; raise on the first mismatch."""
+    for block in program.blocks:
+        for idx, op in enumerate(block.ops):
+            opdef = registry.get(op.type)
+            if opdef is None or opdef.infer is None:
+                continue
+            ctx = InferContext(op, block, idx)
+            if any(shape is None for slot in op.inputs for shape in ctx.shapes(slot)):
+                continue
+            for slot, result in opdef.infer(ctx).items():
+                results = result if isinstance(result, list) else [result]
+                for name, (shape, _) in zip(op.output(slot), results):
+                    var = block.find_var(name)
+                    if var is None or var.shape is None or shape is None:
+                        continue
+                    if len(var.shape) != len(shape) or not all(map(dims_match, var.shape, shape)):
+                        ctx.fail(f"output '{name}' is declared with shape {var.shape}, "
+                                 f"but the inputs give {shape}")

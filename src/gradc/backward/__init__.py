@@ -11,7 +11,7 @@ from contextlib import contextmanager
 
 from ..errors import GradError
 from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program
-from ..ops.infer import numel
+from ..shapes import numel
 from . import roles
 from .emit import emit_grad_ops
 from .job import BlockBackward

@@ -19,7 +19,6 @@ class GradAccumulator:
         self.block_idx = block_idx
         self.first_write: dict[str, tuple[OpDesc, str, int]] = {}  # grad -> its single writer so far
         self.pending: dict[str, list[str]] = {}   # grad -> renamed parts awaiting a sum
-        self.renamed: dict[str, str] = {}         # renamed part -> grad it adds up to
         self.renames: dict[str, int] = {}         # grad -> parts named so far (names stay unique)
 
     def is_written(self, name: str) -> bool:
@@ -59,7 +58,6 @@ class GradAccumulator:
         k = self.renames.get(name, 0)
         self.renames[name] = k + 1
         part = f"{name}@RENAME@block{self.block_idx}@{k}"
-        self.renamed[part] = name
         return part
 
     def sums_before(self, op: OpDesc) -> list[OpDesc]:

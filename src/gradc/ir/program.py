@@ -134,8 +134,6 @@ def infer_attr_type(value) -> int:
             return AttrType.FLOATS
         if isinstance(first, str):
             return AttrType.STRINGS
-    if isinstance(value, Block):
-        return AttrType.BLOCK
     raise TypeError(f"cannot infer the attribute type of {value!r}")
 
 

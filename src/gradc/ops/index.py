@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..registry import NO_GRAD, defop, grad_op
-from .infer import dims_match, normalize_axis
+from ..shapes import dims_match, normalize_axis
 
 SLICE_TENSORS = ["StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"]
 STRIDED_TENSORS = SLICE_TENSORS + ["StridesTensor", "StridesTensorList"]

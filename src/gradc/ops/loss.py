@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..registry import defop, grad_op
-from .infer import dims_match
+from ..shapes import dims_match
 
 
 def _class_axis_as_one(ctx, shape: list[int], axis: int = -1) -> list[int]:

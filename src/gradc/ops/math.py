@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from ..ir import EMPTY_VAR
 from ..registry import NO_GRAD, defop, grad_op
+from ..shapes import dims_match, numel
 from .activation import activation
-from .infer import broadcast_shapes, dims_match, numel, same_as
+from .infer import broadcast_shapes, same_as
 
 ELEMENTWISE_ATTRS = {"axis": -1}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..registry import NO_GRAD, defop, grad_op
-from .infer import dims_match, numel
+from ..shapes import dims_match, numel
 
 
 def _channel_axis(ctx, x) -> int:

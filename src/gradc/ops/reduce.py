@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from ..registry import defop, grad_op
-from .infer import normalize_axis, raise_value_error
+from ..shapes import normalize_axis, value_error
 
 REDUCE_ATTRS = {"dim": [0], "keep_dim": False, "reduce_all": False, "in_dtype": -1, "out_dtype": -1}
 
 
-def reduced_axes(attrs_of, rank: int, fail=raise_value_error) -> tuple[int, ...]:
+def reduced_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
     """The axes a reduce op folds: all of them with reduce_all, an empty dim list, or every dim listed.
     ``fail(message)`` reports a dim out of range (see normalize_axis)."""
     dims = list(attrs_of("dim") or [])

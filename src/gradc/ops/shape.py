@@ -5,7 +5,7 @@ read XShape instead of X, and X can be freed right after the forward op."""
 from __future__ import annotations
 
 from ..registry import defop, grad_op
-from .infer import normalize_axis, numel, raise_value_error
+from ..shapes import normalize_axis, numel, value_error
 
 
 def xshape(ctx):
@@ -49,13 +49,13 @@ def _reshape_out(ctx, x):
     return reshape_dims(ctx.fail, x, shape)
 
 
-def squeeze_dims(x: list[int], axes, fail=raise_value_error) -> list[int]:
+def squeeze_dims(x: list[int], axes, fail=value_error) -> list[int]:
     """Drops the listed dims of size 1 (all size-1 dims if none is listed); others are ignored."""
     axes = {normalize_axis(a, len(x), fail) for a in axes} or set(range(len(x)))
     return [d for i, d in enumerate(x) if not (i in axes and d == 1)]
 
 
-def unsqueeze_dims(x: list[int], axes, fail=raise_value_error) -> list[int]:
+def unsqueeze_dims(x: list[int], axes, fail=value_error) -> list[int]:
     """Inserts size-1 dims one after another: each axis indexes the shape built so far."""
     out = list(x)
     for axis in axes:
@@ -63,7 +63,7 @@ def unsqueeze_dims(x: list[int], axes, fail=raise_value_error) -> list[int]:
     return out
 
 
-def flatten_dims(x: list[int], start: int, stop: int, fail=raise_value_error) -> list[int]:
+def flatten_dims(x: list[int], start: int, stop: int, fail=value_error) -> list[int]:
     """Folds dims start..stop into one; a 0-d X (start and stop 0 or -1) becomes [1]."""
     start, stop = normalize_axis(start, len(x), fail), normalize_axis(stop, len(x), fail)
     if start > stop:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ..ir import Program
-from ..ops.infer import check_shapes
-from ..verify import check_structure, check_vars
+from ..verify import check_shapes, check_structure, check_vars
 from .base import Pass, register_pass
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.index import paddle_slice
-from ...ops.infer import normalize_axis
+from ...shapes import normalize_axis
 from . import kernel
 
 

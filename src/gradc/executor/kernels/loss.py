@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.infer import normalize_axis
+from ...shapes import normalize_axis
 from . import kernel
 from .activation import log_softmax, sigmoid
 

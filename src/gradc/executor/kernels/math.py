@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.infer import normalize_axis
+from ...shapes import normalize_axis
 from . import kernel
 from .activation import unary
 from .broadcast import align, reduce_to, unbroadcast

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.infer import normalize_axis
 from ...ops.reduce import reduced_axes
+from ...shapes import normalize_axis
 from . import kernel
 
 

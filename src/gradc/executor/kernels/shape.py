@@ -6,14 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import shape as dims
-from ...ops.infer import normalize_axis
+from ...shapes import normalize_axis
+from ...shapes import value_error as fail
 from . import kernel
 from .broadcast import unbroadcast
 from .index import ints, scatter_add
-
-
-def fail(message: str):
-    raise ValueError(message)
 
 
 def _with_xshape(name: str, forward, backward=lambda dout, shape, k: dout.reshape(shape)) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import FormatError
-from ..io import write_atomic
 from ..ir import Program, VarType
 from ..ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
 from ..proto import framework_pb2 as pb
+from .files import write_atomic
 
 _HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
 

@@ -1,24 +1,10 @@
-"""Reading and writing programs: binary .pb, text .pbtxt, .json, converted to and from the IR.
-
-Saving is byte-deterministic and atomic: the file appears complete or not at all.
-"""
+"""ProgramDesc protobuf messages <-> the in-memory IR. Unknown attributes and var types are carried
+through untouched, so a load/save round trip reproduces the file byte for byte."""
 
 from __future__ import annotations
 
-import os
-import tempfile
-from pathlib import Path
-
-from google.protobuf import json_format, text_format
-from google.protobuf.message import DecodeError
-
-from .errors import FormatError, OutputError
-from .ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
-from .proto import framework_pb2 as pb
-from .verify import check_structure
-
-TEXT_SUFFIXES = {".pbtxt", ".prototxt", ".txt"}
-JSON_SUFFIXES = {".json"}
+from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
+from ..proto import framework_pb2 as pb
 
 # AttrType -> (protobuf field, is repeated)
 _ATTR_FIELDS = {
@@ -179,7 +165,7 @@ def _op_to_proto(op: OpDesc, msg: pb.OpDesc) -> None:
         elif repeated:
             getattr(attr, field).extend(value)
         else:
-            setattr(attr, field, value.idx if isinstance(value, Block) else value)
+            setattr(attr, field, value)
     for position, raw in op.repeated_attrs:
         attr = pb.OpDesc.Attr.FromString(raw)
         if position >= len(msg.attrs):
@@ -188,120 +174,3 @@ def _op_to_proto(op: OpDesc, msg: pb.OpDesc) -> None:
             msg.attrs.insert(position, attr)
     if op.is_target is not None:
         msg.is_target = op.is_target
-
-
-# ---------------------------------------------------------------- files
-
-def detect_format(path: str | os.PathLike, data: bytes | None = None) -> str:
-    """'pb', 'pbtxt' or 'json': by extension, else by sniffing the bytes."""
-    suffix = Path(path).suffix.lower()
-    if suffix in TEXT_SUFFIXES:
-        return "pbtxt"
-    if suffix in JSON_SUFFIXES:
-        return "json"
-    if data is not None and suffix not in {".pb", ".pdmodel", ".bin"}:
-        head = data.lstrip()[:1]
-        if head == b"{":
-            return "json"
-        if head[:1].isalpha() and _is_text(data):
-            return "pbtxt"
-    return "pb"
-
-
-def _is_text(data: bytes) -> bool:
-    try:
-        data[:4096].decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
-
-
-def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Program:
-    msg = pb.ProgramDesc()
-    try:
-        if fmt == "pb":
-            msg.ParseFromString(data)
-        elif fmt == "pbtxt":
-            text_format.Parse(data.decode("utf-8"), msg)
-        else:
-            json_format.Parse(data.decode("utf-8"), msg)
-    except (DecodeError, text_format.ParseError, json_format.ParseError, UnicodeDecodeError,
-            ValueError, RuntimeError) as exc:
-        raise FormatError(f"{source}: not a readable ProgramDesc: {_decode_reason(fmt, exc, len(data))}") from None
-    if not msg.blocks:
-        raise FormatError(f"{source}: not a ProgramDesc: it has no blocks "
-                          f"({len(data)} bytes; truncated or not a program file?)")
-    program = program_from_proto(msg)
-    check_structure(program, source)
-    return program
-
-
-def _decode_reason(fmt: str, exc: Exception, size: int) -> str:
-    if fmt == "pb":
-        return f"the binary protobuf ({size} bytes) is truncated or corrupt"
-    detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return f"invalid {'text format' if fmt == 'pbtxt' else 'JSON'}: {detail}"
-
-
-def load(path: str | os.PathLike) -> Program:
-    """Read a program from .pb (binary), .pbtxt (text) or .json."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise FormatError(f"cannot read '{path}': {exc.strerror}") from None
-    return parse_program(data, detect_format(path, data), str(path))
-
-
-def serialize(program: Program, fmt: str = "pb") -> bytes:
-    msg = program_to_proto(program)
-    if fmt == "pb":
-        return msg.SerializeToString(deterministic=True)
-    if fmt == "pbtxt":
-        return text_format.MessageToString(msg).encode("utf-8")
-    return json_format.MessageToJson(msg, preserving_proto_field_name=True, indent=1).encode("utf-8") + b"\n"
-
-
-def save(program: Program, path: str | os.PathLike, fmt: str | None = None) -> None:
-    """Write a program, format chosen by extension (or ``fmt``); atomic: no half-written file."""
-    write_atomic(path, serialize(program, fmt or detect_format(path)))
-
-
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
-    """Write the whole file or nothing: a temp file beside the target, renamed over it at the end.
-    The new file gets the permissions an ordinary open() would give it (the umask), not mkstemp's 0600."""
-    target = Path(path)
-    check_writable(target)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise OutputError(f"cannot write '{target}': {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            os.fchmod(handle.fileno(), _mode_for(target))
-            handle.write(data)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise OutputError(f"cannot write '{target}': {exc.strerror}") from None
-        raise
-
-
-def check_writable(path: str | os.PathLike) -> None:
-    """Fail early, before any work, if ``path`` cannot be written."""
-    target = Path(path)
-    folder = target.parent
-    if not folder.is_dir():
-        raise OutputError(f"cannot write '{target}': no such directory '{folder}'")
-    if target.is_dir():
-        raise OutputError(f"cannot write '{target}': it is a directory")
-    if not os.access(folder, os.W_OK):
-        raise OutputError(f"cannot write '{target}': directory '{folder}' is not writable")
-
-
-def _mode_for(target: Path) -> int:
-    if target.exists():
-        return target.stat().st_mode & 0o777
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask

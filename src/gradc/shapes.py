@@ -1,0 +1,54 @@
+"""Rules over dims, shared by shape inference (gradc.ops) and the kernels (gradc.executor), so the two
+cannot disagree. Dims are ints, -1 for unknown (a batch dim). Each rule that can fail takes
+``fail(message)``: inference passes its context's fail (an error naming the op), kernels the default,
+a ValueError the executor reports with the op."""
+
+from __future__ import annotations
+
+
+def value_error(message: str):
+    raise ValueError(message)
+
+
+def numel(dims) -> int:
+    """The element count of a shape, -1 if any dim is unknown."""
+    total = 1
+    for d in dims:
+        if d < 0:
+            return -1
+        total *= d
+    return total
+
+
+def dims_match(a: int, b: int) -> bool:
+    return a < 0 or b < 0 or a == b
+
+
+def normalize_axis(axis: int, rank: int, fail=value_error) -> int:
+    """``axis`` in [-rank, rank) as an index >= 0, else ``fail(message)``. A 0-d tensor takes axis 0 or
+    -1, as in Paddle: callers read that as "the whole tensor" (a reduce over it is the identity)."""
+    size = max(rank, 1)
+    if not -size <= axis < size:
+        fail(f"axis {axis} is out of range for rank {rank}")
+    return axis % size
+
+
+def broadcast_dims(x: list[int], y: list[int], axis: int = -1, fail=value_error) -> list[int]:
+    """Paddle's elementwise broadcast: Y's dims line up with X's from ``axis`` (-1: trailing)."""
+    if len(x) < len(y):
+        x, y = y, x
+    if len(x) != len(y) and axis != -1 and not 0 <= axis <= len(x) - len(y):
+        fail(f"axis {axis} is out of range for broadcasting {y} against {x}")
+    if axis == -1 or len(x) == len(y):
+        y = [1] * (len(x) - len(y)) + list(y)
+    else:
+        y = [1] * axis + list(y) + [1] * (len(x) - axis - len(y))
+    out = []
+    for a, b in zip(x, y):
+        if a == 1:
+            out.append(b)
+        elif b == 1 or dims_match(a, b):
+            out.append(a if a >= 0 else b)
+        else:
+            fail(f"cannot broadcast shapes {x} and {y} (axis {axis})")
+    return out
