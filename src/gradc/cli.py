@@ -240,9 +240,8 @@ def _grad_kind(opdef: registry.OpDef) -> str:
         return "none"
     if opdef.grad is None:
         return f"(grad of {opdef.grad_op_of})" if opdef.grad_op_of else "-"
-    spec = getattr(opdef.grad, "grad_op_spec", None)
-    if spec is not None:
-        return spec.grad_type or f"{opdef.type}_grad"
+    if isinstance(opdef.grad, registry.GradOp):
+        return opdef.grad.type_for(opdef)
     return "composite"
 
 

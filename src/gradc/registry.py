@@ -1,48 +1,28 @@
-"""Op type -> OpDef: slots, attribute defaults, shape/dtype inference, grad maker, flags.
+"""Registering ops: op type -> OpDef (gradc.opdef), with its grad maker (gradc.makers).
 
-A grad maker is a function ``maker(g: GradContext) -> list[OpDesc]`` (DESIGN section 3). Most ops
-register through one-line helpers that hold the shared policy:
+Most ops register in one line through helpers that hold the shared policy:
 
     defop("relu", ["X"], ["Out"], infer=same_as("X"), grad=grad_op("Out"))   # default <type>_grad
     defop("less_than", ["X", "Y"], ["Out"], grad=NO_GRAD)                     # explicitly no gradient
 
-The compiler side never imports numpy: kernels live in gradc.executor.kernels.
+A maker built by grad_op() also registers the `<type>_grad` op it emits, with slots derived from the
+forward op and shape inference "each input grad is shaped like its input". defgrad() gives a grad op
+its own maker (higher-order gradients, Paddle's `*_grad_grad` ops) and inference. The compiler side
+never imports numpy: kernels live in gradc.executor.kernels.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import replace
 
-from .errors import GradError
-from .ir import EMPTY_VAR, OpDesc, grad_name
+from .ir import grad_name
+from .makers import NO_GRAD, GradContext, GradMaker, GradOp, grad_op, missing_grad_error
+from .opdef import OPS, OpDef, Slot, attr_default, get, make_op, make_opdef, sub_block, typed
 
-GradMaker = Callable[["GradContext"], list[OpDesc]]
-
-
-def NO_GRAD(g: GradContext) -> list[OpDesc]:
-    """The empty maker: the op has no gradient (comparisons, constants, integer ops)."""
-    return []
-
-
-@dataclass
-class OpDef:
-    type: str
-    inputs: tuple[str, ...] = ()
-    outputs: tuple[str, ...] = ()
-    attrs: dict[str, object] = field(default_factory=dict)
-    grad: GradMaker | None = None                  # None: no maker registered
-    no_grad_inputs: frozenset[str] = frozenset()   # slots that never get a gradient (labels, indices)
-    no_grad_outputs: frozenset[str] = frozenset()  # outputs whose gradient no grad op reads (XShape, Mask)
-    infer: Callable | None = None                  # shape/dtype inference, see gradc.ops.infer
-    grad_op_of: str | None = None                  # set on `<type>_grad` ops made by grad_op()
-
-    @property
-    def differentiable(self) -> bool:
-        return self.grad is not None and self.grad is not NO_GRAD
-
-
-OPS: dict[str, OpDef] = {}
+__all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default", "defgrad",
+           "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
+           "typed"]
 
 
 def register(opdef: OpDef, *, replace: bool = False) -> OpDef:
@@ -55,26 +35,64 @@ def register(opdef: OpDef, *, replace: bool = False) -> OpDef:
 def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out",), *,
           attrs: dict | None = None, grad: GradMaker | None = None,
           no_grad_inputs: Iterable[str] = (), no_grad_outputs: Iterable[str] = (),
-          infer: Callable | None = None, replace: bool = False) -> OpDef:
-    """Register an op. A maker built by grad_op() also registers the `<type>_grad` op it emits."""
-    opdef = register(OpDef(type, tuple(inputs), tuple(outputs), dict(attrs or {}), grad,
-                           frozenset(no_grad_inputs), frozenset(no_grad_outputs), infer),
-                     replace=replace)
-    spec = getattr(grad, "grad_op_spec", None)
-    if spec is not None:
-        grad_type = spec.grad_type or f"{type}_grad"
+          infer: Callable | None = None, loop_carried: tuple[str, str] | None = None,
+          partial_write: bool = False, replace: bool = False) -> OpDef:
+    """Register an op (slots in gradc.opdef's notation). A GradOp maker also registers its grad op."""
+    opdef = register(make_opdef(type, inputs, outputs, attrs, grad=grad, no_grad_inputs=frozenset(no_grad_inputs),
+                                no_grad_outputs=frozenset(no_grad_outputs), infer=infer,
+                                loop_carried=loop_carried, partial_write=partial_write), replace=replace)
+    if isinstance(grad, GradOp):
+        grad_type = grad.type_for(opdef)
         if grad_type not in OPS or replace:
-            ins = [s for s in spec.uses] + [s + "@GRAD" for s in opdef.outputs if s not in opdef.no_grad_outputs]
-            outs = [s + "@GRAD" for s in opdef.inputs if s not in opdef.no_grad_inputs]
-            register(OpDef(grad_type, tuple(ins), tuple(outs), dict(opdef.attrs), grad_op_of=type),
-                     replace=True)
+            register(_grad_opdef(opdef, grad_type, grad.uses), replace=True)
+    return opdef
+
+
+def _grad_opdef(fwd: OpDef, grad_type: str, uses: tuple[str, ...]) -> OpDef:
+    """The `<type>_grad` op of a GradOp maker: reads ``uses`` and the output grads, writes the input grads
+    (each optional: a grad nobody wants is left out), with the forward attributes."""
+    def as_grad(slot: Slot) -> Slot:
+        return replace(slot, name=grad_name(slot.name), dispensable=True)
+
+    ins = [fwd.slots[s] for s in uses] + [as_grad(fwd.slots[s]) for s in fwd.outputs if s not in fwd.no_grad_outputs]
+    outs = [as_grad(fwd.slots[s]) for s in fwd.inputs if s not in fwd.no_grad_inputs]
+    return OpDef(grad_type, tuple(s.name for s in ins), tuple(s.name for s in outs), dict(fwd.attrs),
+                 dict(fwd.attr_types), {s.name: s for s in ins + outs}, infer=_grads_like_inputs,
+                 grad_op_of=fwd.type)
+
+
+def _grads_like_inputs(ctx):
+    """A grad op's inference: each `S@GRAD` output is shaped like the op's input S, where it reads S."""
+    results = {}
+    for slot in ctx.op.outputs:
+        source = slot.removesuffix("@GRAD")
+        if slot != source and ctx.has(source):
+            results[slot] = [(ctx.shape(source, i), ctx.dtype(source, i)) for i in range(len(ctx.op.input(source)))]
+    return results
+
+
+def defgrad(grad_type: str, *, grad: GradMaker | None = None, infer: Callable | None = None,
+            inputs: Iterable[str] | None = None, outputs: Iterable[str] | None = None, attrs: dict | None = None,
+            no_grad_inputs: Iterable[str] = (), no_grad_outputs: Iterable[str] = ()) -> OpDef:
+    """Give a grad op its own maker (its gradient: higher-order derivatives) and inference. A grad op that
+    a forward op's grad_op() registered keeps its slots; another one (a Paddle `*_grad_grad` op) is
+    registered here with the slots given."""
+    opdef = OPS.get(grad_type)
+    if opdef is None:
+        if inputs is None or outputs is None:
+            raise ValueError(f"grad op '{grad_type}' is not registered: give its inputs and outputs")
+        opdef = register(make_opdef(grad_type, inputs, outputs, attrs))
+    opdef.grad = grad if grad is not None else opdef.grad
+    opdef.infer = infer if infer is not None else opdef.infer
+    opdef.no_grad_inputs |= frozenset(no_grad_inputs)
+    opdef.no_grad_outputs |= frozenset(no_grad_outputs)
     return opdef
 
 
 def register_op(type: str, inputs: Iterable[str] = ("X",), outputs: Iterable[str] = ("Out",), **options):
     """Decorator: register a user op whose grad maker is the decorated function.
 
-        @gradc.register_op("cube", inputs=["X"])
+        @gradc.register_op("cube", inputs=["X"], infer=same_as("X"))
         def cube_grad(g):
             return [g.op("cube_grad", {"X": g.I("X"), "Out@GRAD": g.OG("Out")}, {"X@GRAD": g.IG("X")})]
     """
@@ -84,106 +102,3 @@ def register_op(type: str, inputs: Iterable[str] = ("X",), outputs: Iterable[str
         return maker
 
     return decorate
-
-
-def get(type: str) -> OpDef | None:
-    return OPS.get(type)
-
-
-def attr_default(op: OpDesc, name: str):
-    """The op's attribute, else the registered default (Paddle files carry all attrs; ours may not)."""
-    if name in op.attrs:
-        return op.attrs[name]
-    opdef = OPS.get(op.type)
-    if opdef is None or name not in opdef.attrs:
-        raise KeyError(f"op '{op.type}' has no attribute '{name}'")
-    return opdef.attrs[name]
-
-
-class GradContext:
-    """What a grad maker sees: the forward op and helpers in the style of GradOpDescMakerBase.
-
-    I/O give forward input/output var names of a slot; OG the grads of outputs; IG the grads of
-    inputs, with EMPTY_VAR where no gradient is wanted (stop_gradient, no-grad set, integer vars).
-    """
-
-    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block")
-
-    def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
-                 new_tmp: Callable[[str], str], backward_block: Callable | None = None):
-        self.fwd = fwd
-        self.opdef = opdef
-        self._wants_grad = wants_grad
-        self._new_tmp = new_tmp
-        self._backward_block = backward_block
-
-    def I(self, slot: str) -> list[str]:  # noqa: E743 - the seeds' names
-        return self.fwd.input(slot)
-
-    def O(self, slot: str) -> list[str]:  # noqa: E743
-        return self.fwd.output(slot)
-
-    def OG(self, slot: str) -> list[str]:
-        return [grad_name(n) for n in self.fwd.output(slot)]
-
-    def IG(self, slot: str) -> list[str]:
-        if slot in self.opdef.no_grad_inputs:
-            return [EMPTY_VAR] * len(self.fwd.input(slot))
-        return [grad_name(n) if self._wants_grad(n) else EMPTY_VAR for n in self.fwd.input(slot)]
-
-    def attr(self, name: str):
-        return attr_default(self.fwd, name)
-
-    def tmp(self, like: str) -> str:
-        """A fresh intermediate var, declared with the shape and dtype of ``like``."""
-        return self._new_tmp(like)
-
-    def backward_block(self, inputs: str, outputs: str):
-        """Differentiate the op's ``sub_block`` (control flow): the backward pass appends a backward
-        block for the sub-block's ops between the vars of slot ``inputs`` and those of slot ``outputs``
-        and returns a gradc.backward.control_flow.BlockGrad (its index, the outer grads it reads, the
-        vars it computes grads of)."""
-        if self._backward_block is None:
-            raise GradError(f"op '{self.fwd.type}': this backward pass cannot differentiate sub-blocks")
-        return self._backward_block(self.fwd, inputs, outputs)
-
-    def op(self, type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
-           attrs: dict | None = None, *, forward_attrs: bool = False) -> OpDesc:
-        """A grad op. An output slot with no wanted grad is left empty, as Paddle does; a list slot
-        with some keeps its EMPTY_VAR placeholders, so grads stay aligned with the forward vars."""
-        op = OpDesc(type, inputs, {s: args if any(n != EMPTY_VAR for n in args) else []
-                                   for s, args in outputs.items()})
-        if forward_attrs:
-            op.attrs = dict(self.fwd.attrs)
-            op.attr_types = dict(self.fwd.attr_types)
-        for name, value in (attrs or {}).items():
-            op.set_attr(name, value)
-        return op
-
-
-@dataclass(frozen=True)
-class GradOpSpec:
-    uses: tuple[str, ...]
-    grad_type: str | None
-
-
-def grad_op(*uses: str, grad_type: str | None = None) -> GradMaker:
-    """The default maker: one `<type>_grad` op reading the forward slots in ``uses`` and every output
-    grad, writing every input grad, with the forward attributes."""
-
-    def maker(g: GradContext) -> list[OpDesc]:
-        opdef = g.opdef
-        inputs = {slot: (g.I(slot) if slot in opdef.inputs else g.O(slot)) for slot in uses}
-        for slot in opdef.outputs:
-            if slot not in opdef.no_grad_outputs:
-                inputs[slot + "@GRAD"] = g.OG(slot)
-        outputs = {slot + "@GRAD": g.IG(slot) for slot in opdef.inputs if slot not in opdef.no_grad_inputs}
-        return [g.op(grad_type or f"{opdef.type}_grad", inputs, outputs, forward_attrs=True)]
-
-    maker.grad_op_spec = GradOpSpec(uses, grad_type)
-    return maker
-
-
-def missing_grad_error(offenders: list[tuple[int, int, str]]) -> GradError:
-    listing = "; ".join(f"block {b}, op {i} ({t})" for b, i, t in offenders)
-    return GradError(f"{len(offenders)} op(s) on the path to the loss have no grad maker: {listing}")

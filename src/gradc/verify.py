@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import registry
 from .errors import ProgramError, op_location
-from .ir import EMPTY_VAR, AttrType, Program
+from .ir import EMPTY_VAR, Program
 from .ops.infer import InferContext
 from .shapes import dims_match
 
@@ -31,12 +31,8 @@ def check_structure(program: Program, source: str = "program") -> None:
             parent = program.blocks[parent].parent_idx
     for block in program.blocks:
         for op_idx, op in enumerate(block.ops):
-            for name, value in op.attrs.items():
-                if op.attr_types[name] == AttrType.BLOCK and value is not None:
-                    _check_sub_block(program, block.idx, op_idx, op.type, name, value, source)
-                elif op.attr_types[name] == AttrType.BLOCKS:
-                    for sub in value:
-                        _check_sub_block(program, block.idx, op_idx, op.type, name, sub, source)
+            for name, sub in op.block_refs():
+                _check_sub_block(program, block.idx, op_idx, op.type, name, sub, source)
 
 
 def _check_sub_block(program, block_idx, op_idx, op_type, attr, sub, source) -> None:

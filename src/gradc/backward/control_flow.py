@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import registry
 from ..ir import OpDesc, grad_name
 from . import roles
 from .job import BlockBackward
-from .path import LOOP_OPS, check_makers, sub_block_path
+from .path import check_makers, sub_block_path
 from .vars import declare_grad_vars
 
 
@@ -41,20 +42,21 @@ def backward_block(outer: BlockBackward, fwd: OpDesc, *, inputs: str, outputs: s
     op goes into ``outer.block``. ``has_grad`` tells which outer grads ``outer`` has written so far."""
     parent, versions = outer.block, outer.versions
     program = parent.program
-    body = program.blocks[fwd.attr("sub_block")]
+    body = program.blocks[registry.sub_block(fwd)]
     leaves = {name for name in fwd.input(inputs) if name in outer.path.wants_grad}
     outs = fwd.output(outputs)
     path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(grad_name(name))},
-                                   leaves, outer.path.no_grad)
+                                   leaves, outer.path.no_grad, outer.path.sub_paths)
     check_makers(body, path)
     passes = [name for name in outs if name in targets and name not in fwd.input(inputs)
               and versions.has_value_before(outer.forward_block, fwd, name)]
 
+    loop = registry.get(fwd.type).loop_carried is not None
     grad_block = program.append_block(parent.idx)
     grad_block.forward_block_idx = body.idx
     given = [grad_name(name) for name in outs if name in targets]
     handed_back = [grad_name(name) for name in outs
-                   if name in targets and (fwd.type in LOOP_OPS or name in leaves or name in passes)]
+                   if name in targets and (loop or name in leaves or name in passes)]
     ops = emit(BlockBackward(block=grad_block, forward_block=body, forward_ops=body.ops, path=path,
                              versions=versions, given=given, required=handed_back))
     for op in ops:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .. import registry
-from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc
+from ..ir import FLOAT_DTYPES, Block, OpDesc
 
 
 @dataclass
@@ -17,6 +17,7 @@ class OpPath:
     op_indices: list[int]   # forward ops to differentiate, in program order
     wants_grad: set[str]    # vars whose gradient is computed
     no_grad: set[str] = field(default_factory=set)   # the user's no-grad set, for sub-blocks
+    sub_paths: dict = field(default_factory=dict)    # sub-block paths found so far, shared by a whole pass
 
     def __contains__(self, name: str) -> bool:
         return name in self.wants_grad
@@ -35,11 +36,12 @@ def differentiable_inputs(op: OpDesc) -> list[str]:
 
 
 def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str],
-              leaves: set[str] | None = None) -> OpPath:
+              leaves: set[str] | None = None, sub_paths: dict | None = None) -> OpPath:
     """Ops among ``ops`` (the block's ops up to the loss) on a path from a leaf to ``targets``.
     Leaves are the differentiable vars read before any op writes them, unless given (a sub-block:
     the outer vars that want a gradient). A name an op overwrites starts a new value: it depends on
     a leaf only if that op carries one."""
+    sub_paths = {} if sub_paths is None else sub_paths
     carries = set(leaves or ())   # vars whose current value depends on a differentiable leaf
     written: set[str] = set()
     carried_inputs = []           # per op: its differentiable inputs that carry when it runs
@@ -65,8 +67,8 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
         if overwrites(op):
             needed.difference_update(op.output_names())
         if inputs and outputs:
-            if op.attr_types.get("sub_block") == AttrType.BLOCK:   # only what its body really uses
-                inner = sub_block_path(block.program, op, set(outputs), set(inputs), no_grad)[0]
+            if registry.sub_block(op) is not None:   # only what its body really uses
+                inner = sub_block_path(block.program, op, set(outputs), set(inputs), no_grad, sub_paths)[0]
                 inputs = [name for name in inputs if name in inner.wants_grad]
             if inputs:
                 needed.update(inputs)
@@ -74,32 +76,30 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 wants.update(inputs)
                 on_path.append(idx)
     on_path.reverse()
-    return OpPath(on_path, wants, no_grad)
-
-
-PARTIAL_WRITERS = frozenset({"select_output"})   # writes one of its outputs, the others keep their values
+    return OpPath(on_path, wants, no_grad, sub_paths)
 
 
 def overwrites(op: OpDesc) -> bool:
     """Whether the op replaces the values of all its outputs (a control-flow op may not run its block)."""
-    return op.type not in PARTIAL_WRITERS and op.attr_types.get("sub_block") != AttrType.BLOCK
+    opdef = registry.get(op.type)
+    return opdef is None or not (opdef.partial_write or opdef.sub_block_attr)
 
 
-LOOP_OPS = frozenset({"while"})   # control-flow ops whose sub-block runs once per iteration
-
-
-def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str],
-                   no_grad: set[str]) -> tuple[OpPath, set[str]]:
+def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str], no_grad: set[str],
+                   sub_paths: dict) -> tuple[OpPath, set[str]]:
     """The path through a control-flow op's sub-block from ``leaves`` (outer vars it reads) to
     ``targets`` (vars it writes whose grads are not zero); returns it with the targets, which in a
     loop grow by the loop vars needed at the start of an iteration (so at the end of the previous one)."""
-    body = program.blocks[op.attr("sub_block")]
-    path = find_path(body, body.ops, targets, no_grad, leaves)
-    outputs = set(op.output_names())
-    while op.type in LOOP_OPS and (more := (path.wants_grad & outputs) - targets):
-        targets = targets | more
-        path = find_path(body, body.ops, targets, no_grad, leaves)
-    return path, targets
+    key = (id(op), frozenset(targets), frozenset(leaves))   # computed once, here or by the backward of op
+    if key not in sub_paths:
+        body = program.blocks[registry.sub_block(op)]
+        path = find_path(body, body.ops, targets, no_grad, leaves, sub_paths)
+        outputs = set(op.output_names())
+        while registry.get(op.type).loop_carried and (more := (path.wants_grad & outputs) - targets):
+            targets = targets | more
+            path = find_path(body, body.ops, targets, no_grad, leaves, sub_paths)
+        sub_paths[key] = path, targets
+    return sub_paths[key]
 
 
 def check_makers(block: Block, path: OpPath) -> None:

@@ -16,7 +16,8 @@ the previous op (``@-1``: at the start of the block).
 
 from __future__ import annotations
 
-from ..ir import AttrType, Block, OpDesc
+from .. import registry
+from ..ir import Block, OpDesc
 from . import roles
 from .vars import derived_var
 
@@ -27,8 +28,9 @@ class Versions:
         self.owner: dict[int, tuple[Block, int]] = {}    # sub-block -> (its block, control-flow op index)
         for block in program.blocks:
             for idx, op in enumerate(block.ops):
-                if op.attr_types.get("sub_block") == AttrType.BLOCK:
-                    self.owner[op.attrs["sub_block"]] = (block, idx)
+                sub = registry.sub_block(op)
+                if sub is not None:
+                    self.owner[sub] = (block, idx)
         self._writes: dict[int, dict[str, tuple[int, int]]] = {}
         self.saves: dict[tuple[int, int, str], OpDesc] = {}
 
@@ -52,8 +54,9 @@ class Versions:
                 return last > idx
             control_block, control_idx = owner
             control = control_block.ops[control_idx]
-            if control.type == "while" and first is not None:
-                if name in control.input("X") and name in control.output("Out"):   # kept per step
+            carried = registry.get(control.type).loop_carried
+            if carried and first is not None:
+                if name in control.input(carried[0]) and name in control.output(carried[1]):   # kept per step
                     return first <= idx
                 return True
             if last > idx:
@@ -69,7 +72,7 @@ class Versions:
     def reading(self, grad_ops: list[OpDesc], block: Block, idx: int) -> None:
         """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values."""
         fwd = block.ops[idx]
-        if fwd.attr_types.get("sub_block") == AttrType.BLOCK:   # its grad op reads names, not values
+        if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
             return
         names = set(fwd.input_names()) | set(fwd.output_names())   # once per op: sum may have 1000s
         in_place = set(fwd.input_names()) & set(fwd.output_names())

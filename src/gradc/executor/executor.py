@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import registry
 from ..errors import ExecutionError, GradcError, op_location
-from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarType
+from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .context import KernelContext
 from .kernels import KERNELS, load_all
@@ -38,12 +38,9 @@ class Plan:
 def referenced_names(program: Program, op: OpDesc) -> set[str]:
     """Names an op touches, including everything its sub-blocks (recursively) touch."""
     names = set(op.input_names()) | set(op.output_names())
-    for name, value in op.attrs.items():
-        kind = op.attr_types.get(name)
-        subs = [value] if kind == AttrType.BLOCK else value if kind == AttrType.BLOCKS else []
-        for sub in subs:
-            for inner in program.blocks[sub].ops:
-                names |= referenced_names(program, inner)
+    for _, sub in op.block_refs():
+        for inner in program.blocks[sub].ops:
+            names |= referenced_names(program, inner)
     return names
 
 

@@ -89,6 +89,16 @@ class OpDesc:
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)
 
+    def block_refs(self) -> Iterator[tuple[str, int]]:
+        """(attribute, block index) of every block the op's attributes name (wire types BLOCK, BLOCKS)."""
+        for name, value in self.attrs.items():
+            kind = self.attr_types.get(name)
+            if kind == AttrType.BLOCK and value is not None:
+                yield name, value
+            elif kind == AttrType.BLOCKS:
+                for idx in value:
+                    yield name, idx
+
     def set_attr(self, name: str, value, type: int | None = None) -> None:
         """Set an attribute; its wire type is kept, given, or inferred from the Python value."""
         if type is None:

@@ -7,10 +7,10 @@ split the values of the two branches of a cond (each is the other's gradient).
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, AttrType, grad_name
-from ..registry import defop
+from ..registry import defop, typed
 from .infer import same_as
 
-SUB_BLOCK = {"sub_block": 0}
+SUB_BLOCK = {"sub_block": typed(0, AttrType.BLOCK)}
 
 
 def _input_grads(g, slot: str, computed: set[str]) -> list[str]:
@@ -51,13 +51,15 @@ def _select_output_grad(g):
     return [g.op("select_input", {"X": g.OG("Out"), "Mask": g.I("Mask")}, {"Out": g.IG("X")})]
 
 
-defop("conditional_block", ["Cond", "Input"], ["Out", "Scope"], attrs={**SUB_BLOCK, "is_scalar_condition": False},
+defop("conditional_block", ["Cond[]", "Input[]"], ["Out[]", "Scope"],
+      attrs={**SUB_BLOCK, "is_scalar_condition": False},
       no_grad_inputs=["Cond"], no_grad_outputs=["Scope"], grad=_conditional_block_grad)
-defop("conditional_block_grad", ["Cond", "Input", "Out", "Out@GRAD", "Scope"], ["Input@GRAD"],
+defop("conditional_block_grad", ["Cond[]", "Input[]", "Out[]", "Out@GRAD[]", "Scope"], ["Input@GRAD[]?"],
       attrs={**SUB_BLOCK, "is_scalar_condition": False})
-defop("while", ["Condition", "X"], ["Out", "StepScopes"], attrs={**SUB_BLOCK, "is_test": False},
-      no_grad_inputs=["Condition"], no_grad_outputs=["StepScopes"], grad=_while_grad)
-defop("while_grad", ["X", "Out", "Out@GRAD", "StepScopes"], ["X@GRAD"],
-      attrs={**SUB_BLOCK, "is_test": False, "original_output_grad": []})
-defop("select_input", ["X", "Mask"], no_grad_inputs=["Mask"], infer=same_as("X"), grad=_select_input_grad)
-defop("select_output", ["X", "Mask"], no_grad_inputs=["Mask"], grad=_select_output_grad)
+defop("while", ["Condition", "X[]"], ["Out[]", "StepScopes"], attrs={**SUB_BLOCK, "is_test": False},
+      no_grad_inputs=["Condition"], no_grad_outputs=["StepScopes"], grad=_while_grad, loop_carried=("X", "Out"))
+defop("while_grad", ["X[]", "Out[]", "Out@GRAD[]", "StepScopes"], ["X@GRAD[]?"],
+      attrs={**SUB_BLOCK, "is_test": False, "original_output_grad": typed([], AttrType.STRINGS)})
+defop("select_input", ["X[]", "Mask"], no_grad_inputs=["Mask"], infer=same_as("X"), grad=_select_input_grad)
+defop("select_output", ["X", "Mask"], ["Out[]"], no_grad_inputs=["Mask"], grad=_select_output_grad,
+      partial_write=True)

@@ -1,0 +1,114 @@
+"""The grad-maker API (DESIGN section 3). A grad maker is a function of the forward op, seen through a
+GradContext, that returns its grad OpDescs; it reads like the seeds' GradOpDescMakerBase:
+
+    I(slot) forward inputs    O(slot) forward outputs    OG(slot) output grads    IG(slot) input grads
+
+``grad_op(*uses)`` is the default maker (one Paddle-style `<type>_grad` op); composite makers write
+the gradient with existing ops; NO_GRAD says the op has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .errors import GradError
+from .ir import EMPTY_VAR, OpDesc, grad_name
+from .opdef import NO_GRAD, OpDef, attr_default, declared_type, make_op
+
+__all__ = ["NO_GRAD", "GradContext", "GradMaker", "GradOp", "grad_op", "missing_grad_error"]
+
+GradMaker = Callable[["GradContext"], list[OpDesc]]
+
+
+class GradContext:
+    """What a grad maker sees: the forward op and helpers in the style of GradOpDescMakerBase.
+
+    I/O give forward input/output var names of a slot; OG the grads of outputs; IG the grads of
+    inputs, with EMPTY_VAR where no gradient is wanted (stop_gradient, no-grad set, integer vars).
+    """
+
+    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block")
+
+    def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
+                 new_tmp: Callable[[str], str], backward_block: Callable | None = None):
+        self.fwd = fwd
+        self.opdef = opdef
+        self._wants_grad = wants_grad
+        self._new_tmp = new_tmp
+        self._backward_block = backward_block
+
+    def I(self, slot: str) -> list[str]:  # noqa: E743 - the seeds' names
+        return self.fwd.input(slot)
+
+    def O(self, slot: str) -> list[str]:  # noqa: E743
+        return self.fwd.output(slot)
+
+    def OG(self, slot: str) -> list[str]:
+        return [grad_name(n) for n in self.fwd.output(slot)]
+
+    def IG(self, slot: str) -> list[str]:
+        if slot in self.opdef.no_grad_inputs:
+            return [EMPTY_VAR] * len(self.fwd.input(slot))
+        return [grad_name(n) if self._wants_grad(n) else EMPTY_VAR for n in self.fwd.input(slot)]
+
+    def attr(self, name: str):
+        return attr_default(self.fwd, name)
+
+    def tmp(self, like: str) -> str:
+        """A fresh intermediate var, declared with the shape and dtype of ``like``."""
+        return self._new_tmp(like)
+
+    def backward_block(self, inputs: str, outputs: str):
+        """Differentiate the op's sub-block (control flow): the backward pass appends a backward block
+        for the sub-block's ops between the vars of slot ``inputs`` and those of slot ``outputs`` and
+        returns a gradc.backward.control_flow.BlockGrad (its index, the outer grads it reads, the vars
+        it computes grads of)."""
+        if self._backward_block is None:
+            raise GradError(f"op '{self.fwd.type}': this backward pass cannot differentiate sub-blocks")
+        return self._backward_block(self.fwd, inputs, outputs)
+
+    def op(self, type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
+           attrs: dict | None = None, *, forward_attrs: bool = False) -> OpDesc:
+        """A grad op, its attributes typed as its definition says. An output slot with no wanted grad
+        is left empty, as Paddle does; a list slot with some keeps its EMPTY_VAR placeholders, so grads
+        stay aligned with the forward vars."""
+        op = make_op(type, inputs, {s: args if any(n != EMPTY_VAR for n in args) else []
+                                    for s, args in outputs.items()})
+        if forward_attrs:
+            op.attrs = dict(self.fwd.attrs)
+            op.attr_types = dict(self.fwd.attr_types)
+        for name, value in (attrs or {}).items():
+            op.set_attr(name, value, declared_type(type, name))
+        return op
+
+
+@dataclass(frozen=True)
+class GradOp:
+    """The default maker: one ``grad_type`` op (default `<type>_grad`) reading the forward slots in
+    ``uses`` and every output grad, writing every input grad, with the forward attributes. Registering
+    a forward op with it also registers the grad op it emits (gradc.registry.defop)."""
+
+    uses: tuple[str, ...]
+    grad_type: str | None = None
+
+    def type_for(self, opdef: OpDef) -> str:
+        return self.grad_type or f"{opdef.type}_grad"
+
+    def __call__(self, g: GradContext) -> list[OpDesc]:
+        opdef = g.opdef
+        inputs = {slot: (g.I(slot) if slot in opdef.inputs else g.O(slot)) for slot in self.uses}
+        for slot in opdef.outputs:
+            if slot not in opdef.no_grad_outputs:
+                inputs[slot + "@GRAD"] = g.OG(slot)
+        outputs = {slot + "@GRAD": g.IG(slot) for slot in opdef.inputs if slot not in opdef.no_grad_inputs}
+        return [g.op(self.type_for(opdef), inputs, outputs, forward_attrs=True)]
+
+
+def grad_op(*uses: str, grad_type: str | None = None) -> GradOp:
+    return GradOp(uses, grad_type)
+
+
+def missing_grad_error(offenders: list[tuple[int, int, str]]) -> GradError:
+    listing = "; ".join(f"block {b}, op {i} ({t})" for b, i, t in offenders)
+    return GradError(f"{len(offenders)} op(s) on the path to the loss have no grad maker: {listing}")

@@ -1,0 +1,138 @@
+"""What gradc knows about an op type: its OpDef, the single source of truth that the backward pass,
+the executor, the verifier and the CLI all read (DESIGN section 3; docs/design.md).
+
+An OpDef holds the op's slots (with Paddle's duplicable/dispensable flags), its attributes (default
+and wire type), its shape inference, its grad maker, and kind flags for the few ops the passes treat
+specially (control flow, loops, partial writers). Slots are written in a compact notation:
+
+    "X"      one var            "X[]"     a list of vars (Paddle's duplicable)
+    "Scale?" an optional var    "X[]?"    an optional list
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from .ir import AttrType, OpDesc, infer_attr_type
+
+
+def NO_GRAD(g) -> list[OpDesc]:
+    """The empty grad maker: the op has no gradient (comparisons, constants, integer ops)."""
+    return []
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    duplicable: bool = False   # holds a list of vars
+    dispensable: bool = False  # may be empty
+
+
+def parse_slot(spec: str) -> Slot:
+    """"X" | "X[]" | "X?" | "X[]?" -> Slot."""
+    dispensable = spec.endswith("?")
+    spec = spec.rstrip("?")
+    duplicable = spec.endswith("[]")
+    return Slot(spec.removesuffix("[]"), duplicable, dispensable)
+
+
+class Attr(NamedTuple):
+    """An attribute default whose wire type the Python value does not tell (LONG, LONGS, BLOCK, ...)."""
+
+    default: object
+    type: AttrType
+
+
+def typed(default, type: AttrType) -> Attr:
+    return Attr(default, type)
+
+
+def split_attrs(attrs: dict) -> tuple[dict[str, object], dict[str, AttrType]]:
+    """{name: default or typed(default, type)} -> (defaults, wire types)."""
+    defaults, types = {}, {}
+    for name, value in attrs.items():
+        if isinstance(value, Attr):
+            defaults[name], types[name] = value.default, value.type
+        else:
+            defaults[name], types[name] = value, AttrType(infer_attr_type(value))
+    return defaults, types
+
+
+@dataclass
+class OpDef:
+    type: str
+    inputs: tuple[str, ...] = ()                   # slot names, in Paddle's order
+    outputs: tuple[str, ...] = ()
+    attrs: dict[str, object] = field(default_factory=dict)          # name -> default
+    attr_types: dict[str, AttrType] = field(default_factory=dict)   # name -> wire type
+    slots: dict[str, Slot] = field(default_factory=dict)            # input and output slots by name
+    grad: Callable | None = None                   # the grad maker; None: none registered
+    no_grad_inputs: frozenset[str] = frozenset()   # slots that never get a gradient (labels, indices)
+    no_grad_outputs: frozenset[str] = frozenset()  # outputs whose gradient no grad op reads (XShape, Mask)
+    infer: Callable | None = None                  # shape/dtype inference, see gradc.ops.infer
+    grad_op_of: str | None = None                  # on a grad op: the forward op type it differentiates
+    # kind flags: the passes ask these instead of testing op types
+    loop_carried: tuple[str, str] | None = None    # a loop: vars in both of these (input, output) slots are
+                                                   # carried from one iteration to the next
+    partial_write: bool = False                    # writes some of its outputs; the others keep their values
+
+    @property
+    def differentiable(self) -> bool:
+        return self.grad is not None and self.grad is not NO_GRAD
+
+    @property
+    def sub_block_attr(self) -> str | None:
+        """The BLOCK attribute naming the block a control-flow op runs, or None."""
+        return next((name for name, kind in self.attr_types.items() if kind == AttrType.BLOCK), None)
+
+    def slot(self, name: str) -> Slot | None:
+        return self.slots.get(name)
+
+
+def make_opdef(type: str, inputs: Iterable[str], outputs: Iterable[str], attrs: dict | None = None,
+               **fields) -> OpDef:
+    ins, outs = [parse_slot(s) for s in inputs], [parse_slot(s) for s in outputs]
+    defaults, types = split_attrs(dict(attrs or {}))
+    return OpDef(type, tuple(s.name for s in ins), tuple(s.name for s in outs), defaults, types,
+                 {s.name: s for s in ins + outs}, **fields)
+
+
+OPS: dict[str, OpDef] = {}
+
+
+def get(type: str) -> OpDef | None:
+    return OPS.get(type)
+
+
+def attr_default(op: OpDesc, name: str):
+    """The op's attribute, else the registered default (Paddle files carry all attrs; ours may not)."""
+    if name in op.attrs:
+        return op.attrs[name]
+    opdef = OPS.get(op.type)
+    if opdef is None or name not in opdef.attrs:
+        raise KeyError(f"op '{op.type}' has no attribute '{name}'")
+    return opdef.attrs[name]
+
+
+def sub_block(op: OpDesc) -> int | None:
+    """The index of the block a control-flow op runs, from its definition; None for other ops."""
+    opdef = OPS.get(op.type)
+    name = opdef.sub_block_attr if opdef is not None else None
+    return None if name is None else attr_default(op, name)
+
+
+def declared_type(type: str, attr: str) -> AttrType | None:
+    """The wire type an op's definition declares for an attribute (None: unknown op or attribute)."""
+    opdef = OPS.get(type)
+    return opdef.attr_types.get(attr) if opdef is not None else None
+
+
+def make_op(type: str, inputs: dict[str, list[str]], outputs: dict[str, list[str]],
+            attrs: dict | None = None) -> OpDesc:
+    """A new OpDesc whose attributes get the wire types the op's definition declares."""
+    op = OpDesc(type, inputs, outputs)
+    for name, value in (attrs or {}).items():
+        op.set_attr(name, value, declared_type(type, name))
+    return op
