@@ -153,17 +153,30 @@ def desc_record(desc) -> dict:
             "outputs": {s: desc.output(s) for s in sorted(desc.output_names())}}
 
 
-def desc_attrs(desc) -> dict:
+def grad_op_record(desc, maker_rec: dict) -> dict:
+    """A grad op (no OpProto in 3.3.1) as the maker that emits it writes it: its slots (duplicable where the
+    maker's slot of the same name, less its @GRAD suffixes, is; extra where the maker's slot of the same
+    name is), its attributes with the values the maker sets, flagged extra where the maker's are.
+    Attributes the maker's op requires (no default) get no default here either."""
+    maker_slots = {s["name"]: s for s in maker_rec["inputs"] + maker_rec["outputs"]}
+
+    def slot(name):
+        flags = {"duplicable": maker_slots.get(name.split("@GRAD")[0], {}).get("duplicable"),
+                 "extra": maker_slots.get(name, {}).get("extra")}
+        return {"name": name, **{f: True for f, on in flags.items() if on}}
+
     attrs = {}
     for name in sorted(desc.attr_names()):
         if name in COMMON_ATTRS:
             continue
         type_name = fp.AttrType.Name(int(desc.attr_type(name)))
-        entry = {"type": type_name}
-        if type_name not in ("BLOCK", "BLOCKS", "VAR", "VARS"):
+        maker_attr = maker_rec["attrs"].get(name, {})
+        entry = {"type": type_name, **({"extra": True} if maker_attr.get("extra") else {})}
+        if type_name not in ("BLOCK", "BLOCKS", "VAR", "VARS") and (not maker_attr or "default" in maker_attr):
             entry["default"] = json_value(desc.attr(name))
         attrs[name] = entry
-    return attrs
+    return {"proto": False, "inputs": [slot(s) for s in sorted(desc.input_names())],
+            "outputs": [slot(s) for s in sorted(desc.output_names())], "attrs": attrs}
 
 
 class Dump:
@@ -193,8 +206,7 @@ class Dump:
             desc, grad_blocks = self.probe.forward_desc(self.protos[op_type])
         elif op_type in self.made_by:
             maker_of, desc = self.made_by[op_type]
-            rec.update(proto=False, made_by=maker_of, inputs=[{"name": s} for s in sorted(desc.input_names())],
-                       outputs=[{"name": s} for s in sorted(desc.output_names())], attrs=desc_attrs(desc))
+            rec.update(grad_op_record(desc, self.ops[maker_of]), made_by=maker_of)
             add_extra_attrs(rec["attrs"], op_type)
         else:
             rec["proto"] = False
