@@ -92,6 +92,9 @@ def attr_findings(theirs: dict, opdef) -> list[str]:
         found.append(f"attrs Paddle has, gradc lacks: {', '.join(missing)}")
     if unknown := sorted(set(ours) - set(paddle)):
         found.append(f"attrs gradc has, Paddle lacks: {', '.join(unknown)}")
+    if required := sorted(n for n in ours if n in paddle and "default" not in paddle[n] and theirs.get("proto", True)
+                          and paddle[n]["type"] not in ("BLOCK", "BLOCKS")):
+        found.append(f"attrs Paddle requires (no default), gradc defaults: {', '.join(required)}")
     if extra := sorted(n for n in ours if paddle.get(n, {}).get("extra")):
         found.append(f"attrs gradc has that Paddle marks extra: {', '.join(extra)}")
     wire_types = getattr(opdef, "attr_types", {})
