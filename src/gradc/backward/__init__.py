@@ -119,6 +119,7 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
         roles.set_role(op, roles.BACKWARD)
     block.ops.extend(backward_ops)
     declare_grad_vars(block, backward_ops)
+    block.program.mark_changed()
     return path
 
 

@@ -6,8 +6,8 @@ from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
 
 
 def forward_name(grad: str) -> str:
-    """x@GRAD@RENAME@block0@1 -> x; x@GRAD -> x."""
-    return grad.split(GRAD_SUFFIX, 1)[0]
+    """x@GRAD@RENAME@block0@1 -> x; x@GRAD -> x; x@GRAD@GRAD (a second-order grad) -> x@GRAD."""
+    return grad.rsplit(GRAD_SUFFIX, 1)[0]
 
 
 def lookup(block: Block, name: str) -> VarDesc | None:

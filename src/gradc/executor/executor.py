@@ -27,11 +27,13 @@ class Step:
     ctx: KernelContext
     writes: list[tuple[str, list[tuple[str, object, bool]]]]  # (slot, [(name, dtype, persistable)])
     frees: tuple[str, ...]
+    checked: bool = False   # the kernel's result slots were checked against the op's definition
 
 
 @dataclass
 class Plan:
-    op_ids: tuple[int, ...]   # the ops it was made for: a plan is reused only for the very same ops
+    revision: int             # the program's revision it was made for
+    op_ids: tuple[int, ...]   # and its ops: a plan is reused only for the very same program and ops
     steps: list[Step]
 
 
@@ -48,6 +50,7 @@ class Executor:
     def __init__(self):
         # block -> {vars to keep: plan}; weak, so a long-lived executor does not keep programs alive
         self._plans: WeakKeyDictionary[Block, dict[frozenset[str] | None, Plan]] = WeakKeyDictionary()
+        self.plans_built = 0   # how many times a block was planned (plans are reused until the program changes)
 
     # ------------------------------------------------------------------ public
     def run(self, program: Program, feed: Mapping[str, object] | None = None,
@@ -105,10 +108,12 @@ class Executor:
     # ------------------------------------------------------------------ planning
     def _plan(self, block: Block, keep: frozenset[str] | None) -> Plan:
         plans = self._plans.setdefault(block, {})
-        op_ids = tuple(map(id, block.ops))
+        op_ids = tuple(map(id, block.ops))   # also catches ops replaced without mark_changed()
         plan = plans.get(keep)
-        if plan is None or plan.op_ids != op_ids:
-            plan = plans[keep] = Plan(op_ids, self._prepare(block, keep))
+        revision = block.program.revision
+        if plan is None or plan.revision != revision or plan.op_ids != op_ids:
+            plan = plans[keep] = Plan(revision, op_ids, self._prepare(block, keep))
+            self.plans_built += 1
         return plan
 
     def _prepare(self, block: Block, keep: frozenset[str] | None) -> list[Step]:
@@ -130,7 +135,7 @@ class Executor:
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
             attrs = ChainMap(op.attrs, opdef.attrs) if opdef is not None else op.attrs  # live: edits show
-            ctx = KernelContext(op, block, idx, attrs, self)
+            ctx = KernelContext(op, block, idx, attrs, self, opdef)
             writes = [(slot, [self._write_spec(block, name) for name in args])
                       for slot, args in op.outputs.items()]
             steps.append(Step(KERNELS[op.type], ctx, writes, tuple(sorted(frees[idx]))))
@@ -158,6 +163,9 @@ class Executor:
                 raise ExecutionError(f"{ctx.where} failed: {type(exc).__name__}: {exc} "
                                      f"[inputs: {_describe_inputs(ctx)}]") from exc
             if results:
+                if not step.checked:
+                    ctx.check_results(results)
+                    step.checked = True
                 _write(ctx, step.writes, results, scope, run_scope)
             for name in step.frees:
                 scope.vars.pop(name, None)

@@ -181,6 +181,7 @@ class Block:
 
     def add_var(self, var: VarDesc) -> VarDesc:
         self.vars[var.name] = var
+        self.program.mark_changed()
         return var
 
     def create_var(self, name: str, shape=None, dtype=VarType.FP32, **flags) -> VarDesc:
@@ -189,6 +190,7 @@ class Block:
     def append_op(self, type: str, inputs=None, outputs=None, attrs=None, attr_types=None) -> OpDesc:
         op = OpDesc(type, inputs, outputs, attrs, attr_types)
         self.ops.append(op)
+        self.program.mark_changed()
         return op
 
     def __repr__(self) -> str:
@@ -196,12 +198,20 @@ class Block:
 
 
 class Program:
-    __slots__ = ("blocks", "version", "op_version_map")
+    """A ProgramDesc. ``revision`` counts changes: the IR's own mutators and every pass bump it (code that
+    edits the lists and dicts directly calls ``mark_changed``), so caches such as the executor's plans
+    know when to rebuild. ``version`` is the ProgramDesc's wire Version field, not this."""
+
+    __slots__ = ("blocks", "version", "op_version_map", "revision")
 
     def __init__(self):
+        self.revision = 0
         self.blocks: list[Block] = [Block(self, 0, -1)]
         self.version: int | None = None
         self.op_version_map: list[tuple[str, int]] | None = None
+
+    def mark_changed(self) -> None:
+        self.revision += 1
 
     @classmethod
     def empty(cls) -> Program:
@@ -219,6 +229,7 @@ class Program:
     def append_block(self, parent_idx: int) -> Block:
         block = Block(self, len(self.blocks), parent_idx)
         self.blocks.append(block)
+        self.mark_changed()
         return block
 
     def num_ops(self) -> int:

@@ -3,7 +3,7 @@ derivative is a function of the output (X can then be freed early), X otherwise.
 
 from __future__ import annotations
 
-from ..registry import defop, grad_op
+from ..registry import defgrad, defop, grad_op
 from .infer import same_as
 
 
@@ -20,6 +20,16 @@ def _along_axis(ctx):
 
 
 activation("relu", "Out")
+
+
+def _relu_double_grad(g):
+    """X@GRAD = dOut * (Out > 0) is linear in dOut with the same mask, and flat in Out: Paddle's
+    relu_grad_grad gives DDOut = DDX * (Out > 0)."""
+    return [g.op("relu_grad_grad", {"Out": g.I("Out"), "DDX": g.OG("X@GRAD")}, {"DDOut": g.IG("Out@GRAD")})]
+
+
+defgrad("relu_grad", grad=_relu_double_grad, no_grad_inputs=["Out"])
+defgrad("relu_grad_grad", inputs=["Out", "DDX"], outputs=["DDOut"], infer=same_as("DDX", "DDOut"))
 activation("sigmoid", "Out")
 activation("tanh", "Out")
 activation("softmax", "Out", attrs={"axis": -1})

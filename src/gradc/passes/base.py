@@ -38,6 +38,7 @@ class Pass:
     def __call__(self, program: Program):
         self.requires(program)
         result = self.apply(program)
+        program.mark_changed()   # a pass may edit vars and ops in place
         self.ensures(program)
         return result
 

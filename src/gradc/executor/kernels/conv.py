@@ -119,12 +119,9 @@ def conv2d(k):
 @kernel("conv2d_grad", "depthwise_conv2d_grad")
 def conv2d_grad(k):
     last, x, w, geo = _conv_args(k)
-    dy, out = _to_nchw(k.x("Output@GRAD"), last), {}
-    if k.wants("Input@GRAD"):
-        out["Input@GRAD"] = _from_nchw(conv_input_grad(dy, w, x.shape[2:], geo), last)
-    if k.wants("Filter@GRAD"):
-        out["Filter@GRAD"] = conv_filter_grad(x, dy, w.shape, geo)
-    return out
+    dy = _to_nchw(k.x("Output@GRAD"), last)
+    return k.grads({"Input@GRAD": lambda: _from_nchw(conv_input_grad(dy, w, x.shape[2:], geo), last),
+                    "Filter@GRAD": lambda: conv_filter_grad(x, dy, w.shape, geo)})
 
 
 # conv2d_transpose(x, w) is the input grad of conv(y, w) with y of the transpose's output size.
@@ -138,12 +135,9 @@ def conv2d_transpose(k):
 @kernel("conv2d_transpose_grad")
 def conv2d_transpose_grad(k):
     last, x, w, geo = _conv_args(k, transpose=True)
-    dy, out = _to_nchw(k.x("Output@GRAD"), last), {}
-    if k.wants("Input@GRAD"):
-        out["Input@GRAD"] = _from_nchw(conv(dy, w, geo), last)
-    if k.wants("Filter@GRAD"):
-        out["Filter@GRAD"] = conv_filter_grad(dy, x, w.shape, geo)
-    return out
+    dy = _to_nchw(k.x("Output@GRAD"), last)
+    return k.grads({"Input@GRAD": lambda: _from_nchw(conv(dy, w, geo), last),
+                    "Filter@GRAD": lambda: conv_filter_grad(dy, x, w.shape, geo)})
 
 
 def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):

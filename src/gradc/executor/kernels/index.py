@@ -132,10 +132,15 @@ def scatter(k):
 def scatter_grad(k):
     dout = k.x("Out@GRAD")
     ids, writes = _scatter_args(k)
-    dx = dout.copy()
-    dx[ids] = 0  # indexed rows are replaced (overwrite) or zeroed first (add): X never reaches them
+
+    def dx():
+        grad = dout.copy()
+        grad[ids] = 0  # indexed rows are replaced (overwrite) or zeroed first (add): X never reaches them
+        return grad
+
     mask = writes.reshape((-1,) + (1,) * (dout.ndim - 1))
-    return {"X@GRAD": dx, "Updates@GRAD": np.where(mask, dout[ids], 0).astype(dout.dtype, copy=False)}
+    return k.grads({"X@GRAD": dx,
+                    "Updates@GRAD": lambda: np.where(mask, dout[ids], 0).astype(dout.dtype, copy=False)})
 
 
 def _arg(find):

@@ -132,7 +132,7 @@ def huber_loss(k):
 @kernel("huber_loss_grad")
 def huber_loss_grad(k):
     slope = _huber_slope(k.x("Residual"), k.attr("delta")) * k.x("Out@GRAD")
-    return {"X@GRAD": -slope, "Y@GRAD": slope}
+    return k.grads({"X@GRAD": lambda: -slope, "Y@GRAD": lambda: slope})
 
 
 def _kldiv_scale(k, x):

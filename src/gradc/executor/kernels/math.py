@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...shapes import normalize_axis
@@ -38,12 +40,8 @@ def _binary_grad(name, dx, dy):
     def grad(k):
         x, y, xa, ya = _elementwise(k)
         dout = k.x("Out@GRAD")
-        out = {}
-        if k.wants("X@GRAD"):
-            out["X@GRAD"] = reduce_to(np.broadcast_to(dx(xa, ya, dout), dout.shape), x, xa)
-        if k.wants("Y@GRAD"):
-            out["Y@GRAD"] = reduce_to(np.broadcast_to(dy(xa, ya, dout), dout.shape), y, ya)
-        return out
+        return k.grads({"X@GRAD": lambda: reduce_to(np.broadcast_to(dx(xa, ya, dout), dout.shape), x, xa),
+                        "Y@GRAD": lambda: reduce_to(np.broadcast_to(dy(xa, ya, dout), dout.shape), y, ya)})
 
 
 _binary_grad("elementwise_add_grad", lambda x, y, d: d, lambda x, y, d: d)
@@ -60,7 +58,7 @@ _binary_grad("elementwise_pow_grad", lambda x, y, d: d * y * np.power(x, y - 1),
 
 def as_matrix(a, axis: int):
     """``a`` as [prod(shape[:axis]), prod(shape[axis:])]: mul's flattening, one row per normalised slice."""
-    return a.reshape(int(np.prod(a.shape[:axis])), -1)
+    return a.reshape(math.prod(a.shape[:axis]), -1)
 
 
 @kernel("mul")
@@ -76,7 +74,7 @@ def mul_grad(k):
     x, y, dout = k.x("X"), k.x("Y"), k.x("Out@GRAD")
     x2, y2 = as_matrix(x, k.attr("x_num_col_dims")), as_matrix(y, k.attr("y_num_col_dims"))
     d2 = dout.reshape(x2.shape[0], y2.shape[1])
-    return {"X@GRAD": (d2 @ y2.T).reshape(x.shape), "Y@GRAD": (x2.T @ d2).reshape(y.shape)}
+    return k.grads({"X@GRAD": lambda: (d2 @ y2.T).reshape(x.shape), "Y@GRAD": lambda: (x2.T @ d2).reshape(y.shape)})
 
 
 def _swap_last(a):
@@ -100,16 +98,22 @@ def _matmul(x, y, trans_x, trans_y):
     return out
 
 
-def _matmul_grads(x, y, dout, trans_x, trans_y):
+def _matmul_grads(k, x, y, dout, trans_x, trans_y):
     xm, ym = _operands(x, y, trans_x, trans_y)
     if y.ndim == 1:  # restore the dropped dims: Y's column first, so a 0-d dout works too
         dout = dout[..., None]
     if x.ndim == 1:
         dout = np.expand_dims(dout, -2)
-    dxm, dym = dout @ _swap_last(ym), _swap_last(xm) @ dout
-    dx = dxm if x.ndim == 1 or not trans_x else _swap_last(dxm)
-    dy = dym if y.ndim == 1 or not trans_y else _swap_last(dym)
-    return {"X@GRAD": _sum_batch(dx, x.shape), "Y@GRAD": _sum_batch(dy, y.shape)}
+
+    def dx():
+        dxm = dout @ _swap_last(ym)
+        return _sum_batch(dxm if x.ndim == 1 or not trans_x else _swap_last(dxm), x.shape)
+
+    def dy():
+        dym = _swap_last(xm) @ dout
+        return _sum_batch(dym if y.ndim == 1 or not trans_y else _swap_last(dym), y.shape)
+
+    return k.grads({"X@GRAD": dx, "Y@GRAD": dy})
 
 
 def _sum_batch(grad, shape):
@@ -130,7 +134,7 @@ def matmul_v2(k):
 
 @kernel("matmul_v2_grad")
 def matmul_v2_grad(k):
-    return _matmul_grads(k.x("X"), k.x("Y"), k.x("Out@GRAD"), k.attr("trans_x"), k.attr("trans_y"))
+    return _matmul_grads(k, k.x("X"), k.x("Y"), k.x("Out@GRAD"), k.attr("trans_x"), k.attr("trans_y"))
 
 
 @kernel("matmul")
@@ -145,11 +149,11 @@ def matmul_grad(k):
     x, y = k.x("X"), k.x("Y")
     dout = k.x("Out@GRAD") * k.attr("alpha")
     dout = dout.reshape(()) if x.ndim == y.ndim == 1 else dout
-    return _matmul_grads(x, y, dout, k.attr("transpose_X"), k.attr("transpose_Y"))
+    return _matmul_grads(k, x, y, dout, k.attr("transpose_X"), k.attr("transpose_Y"))
 
 
 kernel("bmm")(lambda k: {"Out": k.x("X") @ k.x("Y")})
-kernel("bmm_grad")(lambda k: _matmul_grads(k.x("X"), k.x("Y"), k.x("Out@GRAD"), False, False))
+kernel("bmm_grad")(lambda k: _matmul_grads(k, k.x("X"), k.x("Y"), k.x("Out@GRAD"), False, False))
 
 
 @kernel("scale")
@@ -205,8 +209,8 @@ def where(k):
 @kernel("where_grad")
 def where_grad(k):
     cond, dout = k.x("Condition"), k.x("Out@GRAD")
-    return {"X@GRAD": unbroadcast(np.where(cond, dout, 0), k.x("X").shape),
-            "Y@GRAD": unbroadcast(np.where(cond, 0, dout), k.x("Y").shape)}
+    return k.grads({"X@GRAD": lambda: unbroadcast(np.where(cond, dout, 0), k.x("X").shape),
+                    "Y@GRAD": lambda: unbroadcast(np.where(cond, 0, dout), k.x("Y").shape)})
 
 
 def _cumsum(x, k, reverse):

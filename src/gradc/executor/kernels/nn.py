@@ -50,7 +50,7 @@ def _global_stats(k) -> bool:
 
 
 def _momentum(k) -> float:
-    tensor = k.x("MomentumTensor")
+    tensor = k.optional("MomentumTensor")
     return float(tensor.reshape(-1)[0]) if tensor is not None else k.attr("momentum")
 
 
@@ -85,10 +85,12 @@ def batch_norm_grad(k):
         mean, inv = k.x("SavedMean"), k.x("SavedVariance")
     inv = _per_channel(inv, x)
     xhat = (x - _per_channel(mean, x)) * inv
-    g = dy * _per_channel(k.x("Scale"), x)
-    dx = g * inv if global_stats else _norm_grad(xhat, g, inv, axes)
-    return {"X@GRAD": _channels_back(dx, layout), "Scale@GRAD": (dy * xhat).sum(axis=axes),
-            "Bias@GRAD": dy.sum(axis=axes)}
+    def dx():
+        g = dy * _per_channel(k.x("Scale"), x)
+        return _channels_back(g * inv if global_stats else _norm_grad(xhat, g, inv, axes), layout)
+
+    return k.grads({"X@GRAD": dx, "Scale@GRAD": lambda: (dy * xhat).sum(axis=axes),
+                    "Bias@GRAD": lambda: dy.sum(axis=axes)})
 
 
 # ---------------------------------------------------------------- layer_norm
@@ -102,19 +104,19 @@ def layer_norm(k):
     x, axis = k.x("X"), k.attr("begin_norm_axis")
     x2 = as_matrix(x, axis)
     mean, var = _moments(x2, 1)
-    y = _scale_shift((x2 - mean) / np.sqrt(var + k.attr("epsilon")), k.x("Scale"), k.x("Bias"))
+    y = _scale_shift((x2 - mean) / np.sqrt(var + k.attr("epsilon")), k.optional("Scale"), k.optional("Bias"))
     stats = x.shape[:axis]
     return {"Y": y.reshape(x.shape), "Mean": mean.reshape(stats), "Variance": var.reshape(stats)}
 
 
 @kernel("layer_norm_grad")
 def layer_norm_grad(k):
-    x, axis, scale = k.x("X"), k.attr("begin_norm_axis"), k.x("Scale")
+    x, axis, scale = k.x("X"), k.attr("begin_norm_axis"), k.optional("Scale")
     x2, dy = as_matrix(x, axis), as_matrix(k.x("Y@GRAD"), axis)
     inv = 1 / np.sqrt(k.x("Variance").reshape(-1, 1) + k.attr("epsilon"))
     xhat = (x2 - k.x("Mean").reshape(-1, 1)) * inv
-    dx = _norm_grad(xhat, dy if scale is None else dy * scale, inv, 1)
-    return {"X@GRAD": dx.reshape(x.shape), "Scale@GRAD": (dy * xhat).sum(axis=0), "Bias@GRAD": dy.sum(axis=0)}
+    return k.grads({"X@GRAD": lambda: _norm_grad(xhat, dy if scale is None else dy * scale, inv, 1).reshape(x.shape),
+                    "Scale@GRAD": lambda: (dy * xhat).sum(axis=0), "Bias@GRAD": lambda: dy.sum(axis=0)})
 
 
 # ---------------------------------------------------------------- group_norm
@@ -133,23 +135,26 @@ def group_norm(k):
     xg = _groups(k, x)
     mean, var = _moments(xg, 2)
     xhat = ((xg - mean) / np.sqrt(var + k.attr("epsilon"))).reshape(x.shape)
-    scale, bias = (None if v is None else _per_channel(v, x) for v in (k.x("Scale"), k.x("Bias")))
+    scale, bias = (None if v is None else _per_channel(v, x) for v in (k.optional("Scale"), k.optional("Bias")))
     y = _scale_shift(xhat, scale, bias)
     return {"Y": _channels_back(y, layout), "Mean": mean[..., 0], "Variance": var[..., 0]}
 
 
 @kernel("group_norm_grad")
 def group_norm_grad(k):
-    layout, scale = k.attr("data_layout"), k.x("Scale")
+    layout, scale = k.attr("data_layout"), k.optional("Scale")
     x = _channels_first(k.x("X"), layout)
     dy = _channels_first(k.x("Y@GRAD"), layout)
     inv = 1 / np.sqrt(k.x("Variance")[..., None] + k.attr("epsilon"))
     xhat = (_groups(k, x) - k.x("Mean")[..., None]) * inv
-    g = dy if scale is None else dy * _per_channel(scale, x)
-    dx = _norm_grad(xhat, _groups(k, g), inv, 2).reshape(x.shape)
     axes = _not_channel(x)
-    return {"X@GRAD": _channels_back(dx, layout), "Scale@GRAD": (dy * xhat.reshape(x.shape)).sum(axis=axes),
-            "Bias@GRAD": dy.sum(axis=axes)}
+
+    def dx():
+        g = dy if scale is None else dy * _per_channel(scale, x)
+        return _channels_back(_norm_grad(xhat, _groups(k, g), inv, 2).reshape(x.shape), layout)
+
+    return k.grads({"X@GRAD": dx, "Scale@GRAD": lambda: (dy * xhat.reshape(x.shape)).sum(axis=axes),
+                    "Bias@GRAD": lambda: dy.sum(axis=axes)})
 
 
 # ---------------------------------------------------------------- dropout
@@ -169,7 +174,7 @@ def _test_factor(k) -> float:
 
 def _rng(k) -> np.random.Generator:
     """The Seed tensor wins over the seed attr, which counts only with fix_seed."""
-    seed = k.x("Seed")
+    seed = k.optional("Seed")
     if seed is not None:
         return np.random.default_rng(int(seed.reshape(-1)[0]))
     return np.random.default_rng(k.attr("seed") if k.attr("fix_seed") else None)

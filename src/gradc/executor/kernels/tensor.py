@@ -22,7 +22,7 @@ def _shape(k):
 
 @kernel("fill_constant")
 def fill_constant(k):
-    value = k.x("ValueTensor")
+    value = k.optional("ValueTensor")
     if value is None:
         text = k.attr("str_value")
         value = float(text) if text else k.attr("value")

@@ -1,0 +1,198 @@
+"""The OpDef is the single source of truth: kind flags drive the passes, grad ops are ops with their own
+makers, kernels read only what the definition declares, plans follow the program, and grad kernels
+compute only the gradients asked for."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc import registry
+from gradc.executor import KERNELS
+from gradc.gradcheck import check_program
+from gradc.ir import AttrType, VarType
+from gradc.layers import ProgramBuilder
+from gradc.opdef import make_opdef
+from gradc.ops.infer import same_as
+from gradc.passes import Float64Pass
+
+
+def test_slots_attrs_and_kind_flags_are_fields_of_the_definition():
+    concat = registry.get("conditional_block")
+    assert concat.slot("Input").duplicable and not concat.slot("Input").dispensable
+    assert concat.sub_block_attr == "sub_block" and concat.attr_types["sub_block"] == AttrType.BLOCK
+    assert registry.get("while").loop_carried == ("X", "Out")
+    assert registry.get("select_output").partial_write
+    assert registry.get("relu").sub_block_attr is None and registry.get("relu").loop_carried is None
+    relu = registry.get("relu")
+    assert isinstance(relu.grad, registry.GradOp) and relu.grad.uses == ("Out",)
+    assert registry.get("relu_grad").grad_op_of == "relu"
+
+
+def test_slot_notation():
+    opdef = make_opdef("demo", ["X[]", "Scale?", "Shapes[]?"], ["Out"], {"n": registry.typed([], AttrType.LONGS)})
+    assert [(s.name, s.duplicable, s.dispensable) for s in opdef.slots.values()] == [
+        ("X", True, False), ("Scale", False, True), ("Shapes", True, True), ("Out", False, False)]
+    assert opdef.attr_types == {"n": AttrType.LONGS} and opdef.attrs == {"n": []}
+
+
+def _loop_program(op_type: str):
+    """y = x; while i < 3: z = y * w; y = tanh(y); i += 1; loss = sum(z) -- with the loop op named
+    ``op_type``. The loss reads z only, so y's gradient must be carried back through the iterations."""
+    program = gradc.Program()
+    main = program.global_block
+    for name, shape, dtype in [("x", [2, 3], VarType.FP64), ("w", [2, 3], VarType.FP64), ("y", [2, 3], VarType.FP64),
+                               ("z", [2, 3], VarType.FP64), ("i", [1], VarType.INT64), ("n", [1], VarType.INT64),
+                               ("c", [1], VarType.BOOL), ("loss", [], VarType.FP64)]:
+        main.create_var(name, shape, dtype, stop_gradient=dtype != VarType.FP64 or None)
+    main.vars["w"].is_parameter = True
+    main.create_var("scopes", None, None, type=VarType.STEP_SCOPES)
+    main.append_op("assign", {"X": ["x"]}, {"Out": ["y"]})
+    main.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["c"]})
+    body = program.append_block(0)
+    body.append_op("elementwise_mul", {"X": ["y"], "Y": ["w"]}, {"Out": ["z"]})
+    body.append_op("tanh", {"X": ["y"]}, {"Out": ["y"]})
+    body.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})
+    body.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["c"]})
+    main.append_op(op_type, {"Condition": ["c"], "X": ["y", "w", "i", "n"]},
+                   {"Out": ["z", "y", "i", "c"], "StepScopes": ["scopes"]}, {"sub_block": 1}, {"sub_block": AttrType.BLOCK})
+    main.append_op("reduce_sum", {"X": ["z"]}, {"Out": ["loss"]}, {"reduce_all": True})
+    rng = np.random.default_rng(0)
+    feed = {"x": rng.standard_normal((2, 3)), "i": np.zeros(1, np.int64), "n": np.full(1, 3, np.int64)}
+    return program, feed, {"w": rng.standard_normal((2, 3))}
+
+
+def test_a_loop_op_is_recognised_by_its_flag_not_its_name():
+    """An op registered with loop_carried (here a renamed copy of while) gets a loop's backward."""
+    while_def = registry.get("while")
+    registry.defop("my_loop", ["Condition", "X[]"], ["Out[]", "StepScopes"],
+                   attrs={"sub_block": registry.typed(0, AttrType.BLOCK), "is_test": False},
+                   no_grad_inputs=["Condition"], no_grad_outputs=["StepScopes"], grad=while_def.grad,
+                   loop_carried=("X", "Out"))
+    KERNELS["my_loop"] = KERNELS["while"]
+    try:
+        program, feed, params = _loop_program("my_loop")
+        grads = check_program(program, feed, ["x", "w"], loss="loss", params=params)
+        expected_program, _, _ = _loop_program("while")
+        expected = check_program(expected_program, feed, ["x", "w"], loss="loss", params=params)
+        for name in ("x", "w"):
+            np.testing.assert_array_equal(grads[name], expected[name])
+    finally:
+        del registry.OPS["my_loop"], KERNELS["my_loop"]
+
+
+def test_defgrad_needs_slots_for_a_new_grad_op():
+    with pytest.raises(ValueError, match="give its inputs and outputs"):
+        registry.defgrad("nothing_grad_grad", grad=registry.NO_GRAD)
+
+
+def test_a_grad_op_with_its_own_maker_gives_second_derivatives():
+    """relu_grad has a maker (relu_grad_grad, Paddle's slots): d/d(dOut) of sum(W * relu_grad(Out, dOut))."""
+    program = gradc.Program()
+    block = program.global_block
+    for name in ("out", "dout", "dx", "loss"):
+        block.create_var(name, [3] if name != "loss" else [], VarType.FP64)
+    block.append_op("relu_grad", {"Out": ["out"], "Out@GRAD": ["dout"]}, {"X@GRAD": ["dx"]})
+    block.append_op("reduce_sum", {"X": ["dx"]}, {"Out": ["loss"]}, {"reduce_all": True})
+    assert gradc.gradients(program, "loss", ["dout"]) == ["dout@GRAD"]
+    types = [op.type for op in block.ops]
+    assert "relu_grad_grad" in types
+    out = np.array([1.0, -2.0, 3.0])
+    (grad,) = gradc.Executor().run(program, {"out": out, "dout": np.ones(3)}, ["dout@GRAD"], gradc.Scope())
+    np.testing.assert_array_equal(grad, [1.0, 0.0, 1.0])
+
+
+def _one_op(type, inputs, outputs, attrs=None):
+    program = gradc.Program()
+    block = program.global_block
+    for name in {n for names in [*inputs.values(), *outputs.values()] for n in names}:
+        block.create_var(name, None, None)
+    block.append_op(type, inputs, outputs, attrs)
+    return program
+
+
+def test_a_kernel_reading_an_undeclared_slot_is_an_error():
+    KERNELS["sigmoid"], correct = (lambda k: {"Out": k.x("Nope")}), KERNELS["sigmoid"]
+    try:
+        with pytest.raises(gradc.ExecutionError, match=r"op 0 \(sigmoid\).*input slot 'Nope'.*does not declare"):
+            gradc.Executor().run(_one_op("sigmoid", {"X": ["x"]}, {"Out": ["y"]}), {}, ["y"], gradc.Scope())
+    finally:
+        KERNELS["sigmoid"] = correct
+
+
+def test_a_kernel_returning_an_undeclared_slot_is_an_error():
+    KERNELS["sigmoid"], correct = (lambda k: {"Out": k.x("X"), "Outt": k.x("X")}), KERNELS["sigmoid"]
+    try:
+        with pytest.raises(gradc.ExecutionError, match="output slot 'Outt'"):
+            gradc.Executor().run(_one_op("sigmoid", {"X": ["x"]}, {"Out": ["y"]}), {"x": np.ones(2)}, ["y"],
+                                 gradc.Scope())
+    finally:
+        KERNELS["sigmoid"] = correct
+
+
+def test_empty_required_and_optional_slots():
+    """x() needs a var in the slot; optional() gives None for an empty one (layer_norm without Scale)."""
+    feed = {"x": np.arange(6.0).reshape(2, 3)}
+    program = _one_op("layer_norm", {"X": ["x"], "Scale": [], "Bias": []}, {"Y": ["y"], "Mean": ["m"], "Variance": ["v"]})
+    (y,) = gradc.Executor().run(program, feed, ["y"], gradc.Scope())
+    np.testing.assert_allclose(y, [[-1.2247, 0, 1.2247]] * 2, atol=1e-4)
+    program = _one_op("tanh", {"X": []}, {"Out": ["y"]})
+    with pytest.raises(gradc.ExecutionError, match="input slot 'X' holds 0 var"):
+        gradc.Executor().run(program, {}, ["y"], gradc.Scope())
+
+
+def test_a_plan_follows_the_program_through_a_pass():
+    """A pass that widens the program to float64 after a run: the same executor rebuilds its plan once."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3])
+    y = net.op("tanh", {"X": x})[0]
+    executor = gradc.Executor()
+    for _ in range(3):
+        executor.run(net.program, {"x": np.ones((2, 3), "float32")}, [y], gradc.Scope())
+    assert executor.plans_built == 1
+    revision = net.program.revision
+    Float64Pass()(net.program)
+    assert net.program.revision > revision
+    for _ in range(2):
+        (out,) = executor.run(net.program, {"x": np.ones((2, 3))}, [y], gradc.Scope())
+    assert out.dtype == np.float64 and executor.plans_built == 2
+
+
+class Spy(np.ndarray):
+    """Counts the matrix products it takes part in."""
+
+    matmuls = 0
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        if ufunc is np.matmul:
+            Spy.matmuls += 1
+        inputs = [np.asarray(a) if isinstance(a, Spy) else a for a in inputs]
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+
+@pytest.mark.parametrize("op, wanted, products", [("mul", ["Y@GRAD"], 1), ("mul", ["X@GRAD", "Y@GRAD"], 2),
+                                                   ("matmul_v2", ["X@GRAD"], 1)])
+def test_grad_kernels_compute_only_the_grads_asked_for(op, wanted, products):
+    rng = np.random.default_rng(0)
+    arrays = {n: rng.standard_normal(s).view(Spy) for n, s in [("x", (4, 3)), ("y", (3, 5)), ("dout", (4, 5))]}
+    outputs = {slot: [slot.lower()] for slot in wanted}
+    program = _one_op(f"{op}_grad", {"X": ["x"], "Y": ["y"], "Out@GRAD": ["dout"]}, outputs)
+    scope = gradc.Scope()
+    for name, value in arrays.items():
+        scope[name] = value
+    Spy.matmuls = 0
+    gradc.Executor().run(program, {}, [slot.lower() for slot in wanted], scope)
+    assert Spy.matmuls == products
+
+
+def test_user_ops_get_typed_attrs_and_inference():
+    @gradc.register_op("twice_demo", inputs=["X"], infer=same_as("X"), attrs={"k": 2.0})
+    def twice_grad(g):
+        return [g.op("scale", {"X": g.OG("Out")}, {"Out": g.IG("X")}, {"scale": g.attr("k")})]
+
+    try:
+        assert registry.get("twice_demo").attr_types == {"k": AttrType.FLOAT}
+        net = ProgramBuilder()
+        out = net.op("twice_demo", {"X": net.data("x", [2, 5])})
+        assert net.block.var(out[0]).shape == [2, 5]
+    finally:
+        del registry.OPS["twice_demo"]
