@@ -54,7 +54,8 @@ def _loop_program(op_type: str):
     body.append_op("increment", {"X": ["i"]}, {"Out": ["i"]}, {"step": 1.0})
     body.append_op("less_than", {"X": ["i"], "Y": ["n"]}, {"Out": ["c"]})
     main.append_op(op_type, {"Condition": ["c"], "X": ["y", "w", "i", "n"]},
-                   {"Out": ["z", "y", "i", "c"], "StepScopes": ["scopes"]}, {"sub_block": 1}, {"sub_block": AttrType.BLOCK})
+                   {"Out": ["z", "y", "i", "c"], "StepScopes": ["scopes"]}, {"sub_block": 1},
+                   {"sub_block": AttrType.BLOCK})
     main.append_op("reduce_sum", {"X": ["z"]}, {"Out": ["loss"]}, {"reduce_all": True})
     rng = np.random.default_rng(0)
     feed = {"x": rng.standard_normal((2, 3)), "i": np.zeros(1, np.int64), "n": np.full(1, 3, np.int64)}
@@ -132,7 +133,8 @@ def test_a_kernel_returning_an_undeclared_slot_is_an_error():
 def test_empty_required_and_optional_slots():
     """x() needs a var in the slot; optional() gives None for an empty one (layer_norm without Scale)."""
     feed = {"x": np.arange(6.0).reshape(2, 3)}
-    program = _one_op("layer_norm", {"X": ["x"], "Scale": [], "Bias": []}, {"Y": ["y"], "Mean": ["m"], "Variance": ["v"]})
+    program = _one_op("layer_norm", {"X": ["x"], "Scale": [], "Bias": []},
+                      {"Y": ["y"], "Mean": ["m"], "Variance": ["v"]})
     (y,) = gradc.Executor().run(program, feed, ["y"], gradc.Scope())
     np.testing.assert_allclose(y, [[-1.2247, 0, 1.2247]] * 2, atol=1e-4)
     program = _one_op("tanh", {"X": []}, {"Out": ["y"]})
