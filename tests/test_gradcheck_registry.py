@@ -60,3 +60,14 @@ def test_a_broken_grad_maker_is_caught():
     finally:
         opdef.grad = correct
 
+
+
+def test_a_nan_gradient_is_a_mismatch():
+    """NaN never passes as agreement: a grad kernel that returns NaN is reported."""
+    correct = KERNELS["tanh_grad"]
+    KERNELS["tanh_grad"] = lambda k: {"X@GRAD": k.x("Out@GRAD") * np.nan}
+    try:
+        with pytest.raises(GradcheckError, match="tanh: gradient mismatch"):
+            check_op("tanh", {"X": np.random.default_rng(0).standard_normal((2, 3))})
+    finally:
+        KERNELS["tanh_grad"] = correct

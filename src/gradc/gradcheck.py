@@ -36,7 +36,7 @@ class Mismatch:
 def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
     analytic = np.asarray(analytic, dtype=np.float64).reshape(numeric.shape)
     error = np.abs(analytic - numeric)
-    bad = error > atol + rtol * np.abs(numeric)
+    bad = ~(error <= atol + rtol * np.abs(numeric))   # a NaN on either side is a mismatch
     if not bad.any():
         return None
     index = np.unravel_index(np.argmax(np.where(bad, error, -1)), numeric.shape)

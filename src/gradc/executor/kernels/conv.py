@@ -1,16 +1,21 @@
-"""Kernels of gradc.ops.conv, computed in NCHW (NHWC is transposed at the edges).
+"""Kernels of gradc.ops.conv, computed channels first ([N, C, *spatial]; channels-last data is moved at
+the edges), for any number of spatial dims.
 
 Convolution is im2col + one batched matmul per group: the columns are a strided view of the padded
-input (sliding_window_view), copied once into [groups, C/g*kh*kw, N*OH*OW]. Its two adjoints give
-every other kernel: the input grad scatters W^T @ dOut back with col2im, the filter grad is
-dOut @ cols^T, and conv2d_transpose is the input grad of the conv whose filter it shares.
+input (sliding_window_view), copied once into [groups, C/g * prod(kernel), N * prod(out)]. Its two
+adjoints give every other kernel: the input grad scatters W^T @ dOut back with col2im, the filter grad
+is dOut @ cols^T, and conv_transpose is the input grad of the conv whose filter it shares.
 
-Average pooling is separable: A_h @ x @ A_w^T / count, with 0/1 window-membership matrices per axis
-(which also covers adaptive bins and ceil_mode). Max pooling gathers the windows with one np.take.
+Average pooling is separable: one 0/1 window-membership matrix per spatial axis (which also covers
+adaptive bins and ceil_mode), applied axis by axis, then / count. Max pooling gathers the windows with
+one np.take.
 """
 
 from __future__ import annotations
 
+import itertools
+import math
+from functools import reduce
 from typing import NamedTuple
 
 import numpy as np
@@ -22,60 +27,62 @@ from . import kernel
 
 class Geometry(NamedTuple):
     strides: tuple
-    pads: tuple        # top, bottom, left, right
+    pads: tuple        # before, after per spatial dim
     dilations: tuple
     groups: int
 
 
-def _attrs(k, names) -> dict:
-    return {name: k.attr(name) for name in names}
-
-
-def _geometry(k, in_hw, k_hw) -> Geometry:
-    pads, dils = ops.resolve_padding(in_hw, k_hw, k.attr("strides"), k.attr("paddings"), k.attr("dilations"),
+def _geometry(k, sizes, k_sizes) -> Geometry:
+    pads, dils = ops.resolve_padding(sizes, k_sizes, k.attr("strides"), k.attr("paddings"), k.attr("dilations"),
                                      k.attr("padding_algorithm"))
     return Geometry(tuple(k.attr("strides")), tuple(pads), tuple(dils), k.attr("groups"))
 
 
-def _to_nchw(a, last):
-    if a.ndim != 4:
-        raise ValueError(f"expects 4-D {'NHWC' if last else 'NCHW'} tensors, got shape {list(a.shape)}")
-    return a.transpose(0, 3, 1, 2) if last else a
+def _channels_first(a, last: bool, dims: int):
+    if a.ndim != dims + 2:
+        spatial = ops.AXIS_NAMES[-dims:]
+        raise ValueError(f"expects {dims + 2}-D {f'N{spatial}C' if last else f'NC{spatial}'} tensors, "
+                         f"got shape {list(a.shape)}")
+    return np.moveaxis(a, -1, 1) if last else a
 
 
-def _from_nchw(a, last):
-    return np.ascontiguousarray(a.transpose(0, 2, 3, 1) if last else a)
+def _channels_back(a, last: bool):
+    return np.ascontiguousarray(np.moveaxis(a, 1, -1) if last else a)
 
 
-def _cols(x, k_hw, geo: Geometry):
-    """Windows of x [N, C, H, W] as [groups, C/g * kh * kw, N * OH * OW]."""
-    (kh, kw), (sh, sw), (dh, dw) = k_hw, geo.strides, geo.dilations
-    pt, pb, pl, pr = geo.pads
-    xp = np.pad(x, ((0, 0), (0, 0), (pt, pb), (pl, pr)))
-    win = sliding_window_view(xp, ((kh - 1) * dh + 1, (kw - 1) * dw + 1), axis=(2, 3))[:, :, ::sh, ::sw, ::dh, ::dw]
-    n, c, oh, ow = win.shape[:4]
+def _cols(x, k_sizes, geo: Geometry):
+    """Windows of x [N, C, *S] as [groups, C/g * prod(kernel), N * prod(out)], and the out sizes."""
+    dims = len(k_sizes)
+    pairs = [(geo.pads[2 * i], geo.pads[2 * i + 1]) for i in range(dims)]
+    xp = np.pad(x, [(0, 0), (0, 0), *pairs])
+    spans = [(k - 1) * d + 1 for k, d in zip(k_sizes, geo.dilations)]
+    win = sliding_window_view(xp, spans, axis=tuple(range(2, 2 + dims)))
+    win = win[(slice(None), slice(None), *(slice(None, None, s) for s in geo.strides),
+               *(slice(None, None, d) for d in geo.dilations))]
+    n, c, out = win.shape[0], win.shape[1], win.shape[2:2 + dims]
     g = geo.groups
-    cols = win.reshape(n, g, c // g, oh, ow, kh, kw).transpose(1, 2, 5, 6, 0, 3, 4)
-    return cols.reshape(g, c // g * kh * kw, n * oh * ow), (oh, ow)
+    cols = win.reshape(n, g, c // g, *out, *k_sizes)
+    cols = cols.transpose(1, 2, *range(3 + dims, 3 + 2 * dims), 0, *range(3, 3 + dims))
+    return cols.reshape(g, c // g * math.prod(k_sizes), n * math.prod(out)), tuple(out)
 
 
 def _grouped(a, g):
-    """[N, C, H, W] -> [g, C/g, N*H*W], the matmul operand layout of an activation."""
-    n, c, h, w = a.shape
-    return a.reshape(n, g, c // g, h * w).transpose(1, 2, 0, 3).reshape(g, c // g, n * h * w)
+    """[N, C, *S] -> [g, C/g, N * prod(S)], the matmul operand layout of an activation."""
+    n, c = a.shape[:2]
+    return a.reshape(n, g, c // g, -1).transpose(1, 2, 0, 3).reshape(g, c // g, -1)
 
 
-def _ungrouped(a, n, hw):
-    """[g, C/g, N*H*W] -> [N, C, H, W]."""
+def _ungrouped(a, n, sizes):
+    """[g, C/g, N * prod(S)] -> [N, C, *S]."""
     g, cg = a.shape[:2]
-    return a.reshape(g * cg, n, *hw).transpose(1, 0, 2, 3)
+    return a.reshape(g * cg, n, *sizes).transpose(1, 0, *range(2, 2 + len(sizes)))
 
 
 def conv(x, w, geo: Geometry):
-    """y = conv(x, w): x [N, C, H, W], w [O, C/g, kh, kw] -> [N, O, OH, OW]."""
+    """y = conv(x, w): x [N, C, *S], w [O, C/g, *K] -> [N, O, *out]."""
     g = geo.groups
-    cols, out_hw = _cols(x, w.shape[2:], geo)
-    return _ungrouped(w.reshape(g, w.shape[0] // g, -1) @ cols, x.shape[0], out_hw)
+    cols, out = _cols(x, w.shape[2:], geo)
+    return _ungrouped(w.reshape(g, w.shape[0] // g, -1) @ cols, x.shape[0], out)
 
 
 def conv_filter_grad(x, dy, w_shape, geo: Geometry):
@@ -84,61 +91,74 @@ def conv_filter_grad(x, dy, w_shape, geo: Geometry):
     return (_grouped(dy, geo.groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
 
 
-def conv_input_grad(dy, w, x_hw, geo: Geometry):
-    """dL/dx of y = conv(x, w) for x of spatial size x_hw: col2im of W^T @ dy."""
-    g, (n, _, oh, ow), (o, cg, kh, kw) = geo.groups, dy.shape, w.shape
-    (sh, sw), (dh, dw), (pt, pb, pl, pr) = geo.strides, geo.dilations, geo.pads
-    wt = w.reshape(g, o // g, cg * kh * kw).transpose(0, 2, 1)
-    dcols = (wt @ _grouped(dy, g)).reshape(g * cg, kh, kw, n, oh, ow).transpose(1, 2, 3, 0, 4, 5)
-    dxp = np.zeros((n, g * cg, x_hw[0] + pt + pb, x_hw[1] + pl + pr), dtype=dy.dtype)
-    for i in range(kh):  # col2im: one strided add per kernel position (overlapping windows)
-        for j in range(kw):
-            dxp[:, :, i * dh:i * dh + (oh - 1) * sh + 1:sh, j * dw:j * dw + (ow - 1) * sw + 1:sw] += dcols[i, j]
-    return dxp[:, :, pt:pt + x_hw[0], pl:pl + x_hw[1]]
+def conv_input_grad(dy, w, x_sizes, geo: Geometry):
+    """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: col2im of W^T @ dy."""
+    g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
+    dims = len(k_sizes)
+    wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
+    dcols = (wt @ _grouped(dy, g)).reshape(g * cg, *k_sizes, n, *out)
+    dcols = dcols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
+    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(x_sizes)]
+    dxp = np.zeros((n, g * cg, *padded), dtype=dy.dtype)
+    for offset in itertools.product(*map(range, k_sizes)):  # col2im: one strided add per kernel position
+        window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
+                       for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
+        dxp[(slice(None), slice(None), *window)] += dcols[offset]
+    return dxp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
+                                            for i, size in enumerate(x_sizes)))]
 
 
-def _conv_args(k, transpose=False):
+def _conv_args(k, dims: int, transpose: bool = False):
     last = ops.channel_last(k.attr("data_format"))
-    x, w = _to_nchw(k.x("Input"), last), _to_nchw(k.x("Filter"), False)
+    x, w = _channels_first(k.x("Input"), last, dims), _channels_first(k.x("Filter"), False, dims)
     channels, groups = (w.shape[0], 1) if transpose else (w.shape[1], k.attr("groups"))
-    if x.shape[1] != channels * groups or w.shape[0] % k.attr("groups"):
-        raise ValueError(f"Input has {x.shape[1]} channels ({'NHWC' if last else 'NCHW'}), which Filter "
-                         f"{list(w.shape)} with groups={k.attr('groups')} does not fit")
+    if k.attr("groups") < 1 or x.shape[1] != channels * groups or w.shape[0] % k.attr("groups"):
+        raise ValueError(f"Input has {x.shape[1]} channels, which Filter {list(w.shape)} with "
+                         f"groups={k.attr('groups')} does not fit")
     geo = _geometry(k, x.shape[2:], w.shape[2:])
     if not transpose:
-        ops.conv_out_hw(x.shape[2:], w.shape[2:], geo.strides, geo.pads, geo.dilations)  # raises if it does not fit
+        ops.conv_out_sizes(x.shape[2:], w.shape[2:], geo.strides, geo.pads, geo.dilations)  # raises if it does not fit
     return last, x, w, geo
 
 
-@kernel("conv2d", "depthwise_conv2d")
-def conv2d(k):
-    last, x, w, geo = _conv_args(k)
-    return {"Output": _from_nchw(conv(x, w, geo), last)}
+def _conv_kernels(name: str, dims: int) -> None:
+    @kernel(name)
+    def forward(k):
+        last, x, w, geo = _conv_args(k, dims)
+        return {"Output": _channels_back(conv(x, w, geo), last)}
+
+    @kernel(name + "_grad")
+    def backward(k):
+        last, x, w, geo = _conv_args(k, dims)
+        dy = _channels_first(k.x("Output@GRAD"), last, dims)
+        return k.grads({"Input@GRAD": lambda: _channels_back(conv_input_grad(dy, w, x.shape[2:], geo), last),
+                        "Filter@GRAD": lambda: conv_filter_grad(x, dy, w.shape, geo)})
 
 
-@kernel("conv2d_grad", "depthwise_conv2d_grad")
-def conv2d_grad(k):
-    last, x, w, geo = _conv_args(k)
-    dy = _to_nchw(k.x("Output@GRAD"), last)
-    return k.grads({"Input@GRAD": lambda: _from_nchw(conv_input_grad(dy, w, x.shape[2:], geo), last),
-                    "Filter@GRAD": lambda: conv_filter_grad(x, dy, w.shape, geo)})
+# conv_transpose(x, w) is the input grad of conv(y, w) with y of the transpose's output size.
+def _conv_transpose_kernels(name: str, dims: int) -> None:
+    @kernel(name)
+    def forward(k):
+        last, x, w, geo = _conv_args(k, dims, transpose=True)
+        out = ops.conv_transpose_out_sizes(x.shape[2:], w.shape[2:], ops.attr_values(k, ops.conv_transpose_attrs(dims)))
+        return {"Output": _channels_back(conv_input_grad(x, w, out, geo), last)}
+
+    @kernel(name + "_grad")
+    def backward(k):
+        last, x, w, geo = _conv_args(k, dims, transpose=True)
+        dy = _channels_first(k.x("Output@GRAD"), last, dims)
+        return k.grads({"Input@GRAD": lambda: _channels_back(conv(dy, w, geo), last),
+                        "Filter@GRAD": lambda: conv_filter_grad(dy, x, w.shape, geo)})
 
 
-# conv2d_transpose(x, w) is the input grad of conv(y, w) with y of the transpose's output size.
-@kernel("conv2d_transpose")
-def conv2d_transpose(k):
-    last, x, w, geo = _conv_args(k, transpose=True)
-    out_hw = ops.conv_transpose_out_hw(x.shape[2:], w.shape[2:], _attrs(k, ops.CONV_TRANSPOSE_ATTRS))
-    return {"Output": _from_nchw(conv_input_grad(x, w, out_hw, geo), last)}
+for _name, _dims in ops.CONV_OPS.items():
+    _conv_kernels(_name, _dims)
+for _name, _dims in ops.CONV_TRANSPOSE_OPS.items():
+    _conv_transpose_kernels(_name, _dims)
 
 
-@kernel("conv2d_transpose_grad")
-def conv2d_transpose_grad(k):
-    last, x, w, geo = _conv_args(k, transpose=True)
-    dy = _to_nchw(k.x("Output@GRAD"), last)
-    return k.grads({"Input@GRAD": lambda: _from_nchw(conv(dy, w, geo), last),
-                    "Filter@GRAD": lambda: conv_filter_grad(dy, x, w.shape, geo)})
-
+# ---------------------------------------------------------------- pooling
+PADDLE_MAX_POOL_INIT = -float(np.finfo(np.float32).max)   # what an empty max window gives, in any dtype (Paddle)
 
 def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):
     """Along one axis: each output's window [start, end) clipped to the input, and the length average
@@ -153,14 +173,13 @@ def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):
     return clipped, (clipped[1] - clipped[0] if exclusive else np.minimum(start + k, size + pad) - start)
 
 
-def _pool_windows(k, x):
-    """Per axis (H, W): window bounds, plus the [OH, OW] divisor of average pooling."""
-    ksize, pads, out_hw = ops.pool_geometry(x.shape[2:], _attrs(k, ops.POOL_ATTRS))
-    (bounds_h, len_h), (bounds_w, len_w) = (
-        _axis_windows(x.shape[2 + i], out_hw[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
-                      k.attr("exclusive")) for i in range(2))
-    divisor = np.maximum(np.outer(len_h, len_w), 1)  # an empty ceil_mode window averages to 0, not 0/0
-    return (bounds_h, bounds_w), divisor.astype(x.dtype)
+def _pool_windows(k, x, dims: int):
+    """Per spatial axis: window bounds; plus the divisor of average pooling, shaped like the output."""
+    ksize, pads, out = ops.pool_geometry(x.shape[2:], ops.attr_values(k, ops.pool_attrs(dims)))
+    axes = [_axis_windows(x.shape[2 + i], out[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
+                          k.attr("exclusive")) for i in range(dims)]
+    divisor = np.maximum(reduce(np.multiply.outer, [length for _, length in axes]), 1)  # empty ceil_mode windows: 0
+    return [bounds for bounds, _ in axes], divisor.astype(x.dtype)
 
 
 def _membership(size, bounds, dtype):
@@ -170,19 +189,39 @@ def _membership(size, bounds, dtype):
     return ((i >= start[:, None]) & (i < end[:, None])).astype(dtype)
 
 
+def _along_axes(x, matrices):
+    """x [N, C, *S] with each spatial axis i mapped through matrices[i] ([new, old]), first axis first."""
+    for axis, m in enumerate(matrices, start=2):
+        x = x @ m.T if axis == x.ndim - 1 else np.moveaxis(m @ np.moveaxis(x, axis, -2), -2, axis)
+    return x
+
+
+def _broadcast_axes(arrays):
+    """Per-axis [L_i, O_i] arrays as [L_0, .., L_n, O_0, .., O_n] broadcastable views."""
+    dims = len(arrays)
+    shaped = []
+    for i, a in enumerate(arrays):
+        shape = [1] * 2 * dims
+        shape[i], shape[dims + i] = a.shape
+        shaped.append(a.reshape(shape))
+    return shaped
+
+
 def _windows(x, bounds):
-    """Max pooling's windows of x [N, C, H, W] as [N*C, L, OH*OW] (L = the longest window, shorter ones
-    padded with the dtype's min) and the flat input index of each cell [L, OH*OW]."""
+    """Max pooling's windows of x [N, C, *S] as [N*C, L, prod(out)] (L = cells of the longest window,
+    shorter ones padded with the dtype's min) and the flat input index of each cell [L, prod(out)]."""
     idx, valid = [], []
     for size, (start, end) in zip(x.shape[2:], bounds):
         span = start + np.arange(max(int((end - start).max()), 1))[:, None]  # [window offset, output]
         idx.append(np.minimum(span, size - 1))
         valid.append(span < end)
-    (ih, iw), (vh, vw) = idx, valid
-    cells = (ih.shape[0] * iw.shape[0], ih.shape[1] * iw.shape[1])
-    flat = (ih[:, None, :, None] * x.shape[3] + iw[None, :, None, :]).reshape(cells)
+    strides = [math.prod(x.shape[3 + i:]) for i in range(len(bounds))]
+    flat = sum(i * s for i, s in zip(_broadcast_axes(idx), strides))
+    ok = reduce(np.logical_and, _broadcast_axes(valid))
+    cells = (math.prod(i.shape[0] for i in idx), math.prod(i.shape[1] for i in idx))
+    flat, ok = np.broadcast_to(flat, ok.shape).reshape(cells), ok.reshape(cells)
     win = np.take(x.reshape(x.shape[0] * x.shape[1], -1), flat, axis=1)
-    return np.where((vh[:, None, :, None] & vw[None, :, None, :]).reshape(cells), win, np.finfo(x.dtype).min), flat
+    return np.where(ok, win, x.dtype.type(PADDLE_MAX_POOL_INIT)), flat
 
 
 def _max_pool_grad(x, dout, bounds):
@@ -191,34 +230,37 @@ def _max_pool_grad(x, dout, bounds):
     best, pick = win.max(1), np.zeros(win[:, 0].shape, dtype=np.intp)
     for offset in reversed(range(win.shape[1])):  # a loop over window cells: argmax of a short axis is slow
         pick = np.where(win[:, offset] == best, offset, pick)
-    nonempty = np.outer(*(end > start for start, end in bounds)).ravel()  # ceil_mode can leave a window empty
-    n_c, hw = win.shape[0], x.shape[2] * x.shape[3]
-    target = np.arange(n_c)[:, None] * hw + flat[pick, np.arange(flat.shape[1])]
-    dx = np.bincount(target.ravel(), weights=(dout.reshape(n_c, -1) * nonempty).ravel(), minlength=n_c * hw)
+    nonempty = reduce(np.logical_and.outer, [end > start for start, end in bounds]).ravel()  # ceil_mode
+    n_c, size = win.shape[0], math.prod(x.shape[2:])
+    target = np.arange(n_c)[:, None] * size + flat[pick, np.arange(flat.shape[1])]
+    dx = np.bincount(target.ravel(), weights=(dout.reshape(n_c, -1) * nonempty).ravel(), minlength=n_c * size)
     return dx.astype(dout.dtype, copy=False).reshape(x.shape)
 
 
-@kernel("pool2d")
-def pool2d(k):
-    last = ops.channel_last(k.attr("data_format"))
-    x = _to_nchw(k.x("X"), last)
-    bounds, divisor = _pool_windows(k, x)
-    if k.attr("pooling_type") == "max":
-        out = _windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
-    else:
-        ah, aw = (_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds))
-        out = ah @ x @ aw.T / divisor
-    return {"Out": _from_nchw(out, last)}
+def _pool_kernels(name: str, dims: int) -> None:
+    @kernel(name)
+    def forward(k):
+        last = ops.channel_last(k.attr("data_format"))
+        x = _channels_first(k.x("X"), last, dims)
+        bounds, divisor = _pool_windows(k, x, dims)
+        if k.attr("pooling_type") == "max":
+            out = _windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
+        else:
+            out = _along_axes(x, [_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
+        return {"Out": _channels_back(out, last)}
+
+    @kernel(name + "_grad")
+    def backward(k):
+        last = ops.channel_last(k.attr("data_format"))
+        x, dout = _channels_first(k.x("X"), last, dims), _channels_first(k.x("Out@GRAD"), last, dims)
+        bounds, divisor = _pool_windows(k, x, dims)
+        if k.attr("pooling_type") == "max":
+            dx = _max_pool_grad(x, dout, bounds)
+        else:
+            adjoints = [_membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
+            dx = _along_axes(dout / divisor, adjoints)
+        return {"X@GRAD": _channels_back(dx, last)}
 
 
-@kernel("pool2d_grad")
-def pool2d_grad(k):
-    last = ops.channel_last(k.attr("data_format"))
-    x, dout = _to_nchw(k.x("X"), last), _to_nchw(k.x("Out@GRAD"), last)
-    bounds, divisor = _pool_windows(k, x)
-    if k.attr("pooling_type") == "max":
-        dx = _max_pool_grad(x, dout, bounds)
-    else:
-        ah, aw = (_membership(size, b, dout.dtype) for size, b in zip(x.shape[2:], bounds))
-        dx = ah.T @ (dout / divisor) @ aw
-    return {"X@GRAD": _from_nchw(dx, last)}
+for _name, _dims in ops.POOL_OPS.items():
+    _pool_kernels(_name, _dims)
