@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..registry import NO_GRAD, defop, grad_op
-from ..shapes import dims_match, normalize_axis
+from ..shapes import dims_match, normalize_axis, value_error
 
 SLICE_TENSORS = ["StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"]
 STRIDED_TENSORS = SLICE_TENSORS + ["StridesTensor", "StridesTensorList"]
@@ -31,20 +31,19 @@ def paddle_slice(start: int, end: int, stride: int, size: int, decrease: bool = 
     return cut
 
 
-def sliced_dims(fail, x: list[int], axes, starts, ends, strides, decrease_axis, known: bool = True) -> list[int]:
-    """The output dims of slice/strided_slice; unknown (-1) where X's dim or the bounds are unknown."""
+def slicing(x: list[int], axes, starts, ends, strides, decrease_axis, fail=value_error):
+    """The index (a tuple of slices) and the output dims of slice/strided_slice on a tensor of dims ``x``;
+    decreased axes are dropped from the dims. A dim of x that is unknown (-1) stays unknown."""
     if axes and not x:
         fail("cannot slice a 0-d tensor")
-    out = list(x)
+    decrease = {normalize_axis(a, len(x), fail) for a in decrease_axis}
+    index, out = [slice(None)] * len(x), list(x)
     for axis, start, end, stride in zip(axes, starts, ends, strides):
         axis = normalize_axis(axis, len(x), fail)
-        if not known or x[axis] < 0:
-            out[axis] = -1
-        else:
-            cut = paddle_slice(start, end, stride, x[axis], axis in decrease_axis)
-            out[axis] = len(range(x[axis])[cut])
-    dropped = {normalize_axis(a, len(x), fail) for a in decrease_axis}
-    return [d for i, d in enumerate(out) if i not in dropped]
+        if x[axis] >= 0:
+            index[axis] = paddle_slice(start, end, stride, x[axis], axis in decrease)
+            out[axis] = len(range(x[axis])[index[axis]])
+    return tuple(index), [d for i, d in enumerate(out) if i not in decrease]
 
 
 def _slice_infer(strided: bool):
@@ -53,9 +52,11 @@ def _slice_infer(strided: bool):
         tensors = STRIDED_TENSORS if strided else SLICE_TENSORS
         axes = list(ctx.attr("axes"))
         strides = list(ctx.attr("strides")) if strided else [1] * len(axes)
-        known = not any(ctx.has(s) for s in tensors) and -1 not in list(ctx.attr("infer_flags") or [])
-        out = sliced_dims(ctx.fail, x, axes, ctx.attr("starts"), ctx.attr("ends"), strides,
-                          list(ctx.attr("decrease_axis")), known)
+        if any(ctx.has(s) for s in tensors) or -1 in list(ctx.attr("infer_flags") or []):   # bounds known at run time
+            sliced = {ctx.axis(a, len(x)) for a in axes}
+            x = [-1 if i in sliced else d for i, d in enumerate(x)]
+        _, out = slicing(x, axes, ctx.attr("starts"), ctx.attr("ends"), strides, list(ctx.attr("decrease_axis")),
+                         ctx.fail)
         return {"Out": (out, ctx.dtype("Input"))}
     return infer
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.index import paddle_slice
+from ...ops.index import slicing
 from ...shapes import normalize_axis
 from . import kernel
 
@@ -35,14 +35,9 @@ def _bounds(k, name: str) -> list[int]:
 
 def _slicing(k, shape, strided: bool):
     """The index tuple of a slice/strided_slice, and the output shape once decrease_axis is dropped."""
-    axes = [normalize_axis(a, len(shape)) for a in k.attr("axes")]
-    decrease = {normalize_axis(a, len(shape)) for a in k.attr("decrease_axis")}
+    axes = k.attr("axes")
     strides = _bounds(k, "strides") if strided else [1] * len(axes)
-    index = [slice(None)] * len(shape)
-    for axis, start, end, stride in zip(axes, _bounds(k, "starts"), _bounds(k, "ends"), strides):
-        index[axis] = paddle_slice(start, end, stride, shape[axis], axis in decrease)
-    kept = [len(range(n)[cut]) for i, (n, cut) in enumerate(zip(shape, index)) if i not in decrease]
-    return tuple(index), kept
+    return slicing(list(shape), axes, _bounds(k, "starts"), _bounds(k, "ends"), strides, k.attr("decrease_axis"))
 
 
 def _slice_pair(name: str, strided: bool) -> None:
