@@ -1,4 +1,4 @@
-"""The training programs of tools/paddle_optimizer_fixtures.py: two small models and one case per optimizer,
+"""The training programs of tools/paddle_optimizer_fixtures.py: three small models and one case per optimizer,
 gradient clipping mode, regularization mode and learning-rate schedule, built with Paddle's own classes."""
 
 from __future__ import annotations
@@ -73,7 +73,8 @@ def cnn(param_attrs: dict) -> tuple:
     conv = paddle.nn.Conv2D(1, 3, 3, padding=1, weight_attr=param_attrs.get("first.w"),
                             bias_attr=paddle.ParamAttr(trainable=False))
     hidden = F.max_pool2d(F.relu(paddle.nn.BatchNorm2D(3)(conv(img))), 2)
-    logits = paddle.nn.Linear(27, 2, weight_attr=param_attrs.get("last.w"), bias_attr=False)(paddle.flatten(hidden, 1))
+    fc = paddle.nn.Linear(27, 2, weight_attr=param_attrs.get("last.w"), bias_attr=False)
+    logits = fc(paddle.flatten(hidden, 1))
     loss = paddle.mean(F.cross_entropy(logits, label))
 
     def batch(rng):

@@ -80,7 +80,6 @@ class Persistables:
                        if v.persistable and v.name not in ("feed", "fetch")}
 
     def read(self) -> dict[str, np.ndarray]:
-        # the executor writes a scheduled learning rate as shape [1] into a var declared []
         return {name: np.array(self.scope.find_var(name).get_tensor()).reshape(shape)
                 for name, shape in self.shapes.items() if self.scope.find_var(name) is not None}
 
