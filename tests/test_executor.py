@@ -161,3 +161,24 @@ def test_a_kernel_that_upcasts_float32_is_reported():
             gradc.Executor().run(net.program, {"x": np.ones(3, "float32")}, [y], gradc.Scope())
     finally:
         KERNELS["tanh"] = correct
+
+
+def test_the_backward_passes_own_ops_handle_tensor_arrays():
+    """assign (saved values), sum (accumulated grads) and fill_any_like (zero fill) on array vars."""
+    from gradc.executor.tensor_array import TensorArray
+
+    program = gradc.Program()
+    block = program.global_block
+    for name in ("a", "b", "copy", "total", "zeros"):
+        block.create_var(name, None, gradc.VarType.FP32, type=gradc.VarType.DENSE_TENSOR_ARRAY)
+    block.append_op("assign", {"X": ["a"]}, {"Out": ["copy"]})
+    block.append_op("sum", {"X": ["a", "b"]}, {"Out": ["total"]})
+    block.append_op("fill_any_like", {"X": ["a"]}, {"Out": ["zeros"]}, {"value": 0.0, "dtype": -1})
+    scope = gradc.Scope()
+    scope["a"] = TensorArray([np.ones(2, "float32"), np.full(3, 2.0, "float32")])
+    scope["b"] = TensorArray([None, np.ones(3, "float32"), np.ones(1, "float32")])   # a gradient array with a gap
+    copy, total, zeros = gradc.Executor().run(program, {}, ["copy", "total", "zeros"], scope)
+    assert all(isinstance(v, TensorArray) for v in (copy, total, zeros))
+    assert copy[0] is not scope["a"][0] and [t.tolist() for t in copy] == [[1, 1], [2, 2, 2]]
+    assert [t.tolist() for t in total] == [[1, 1], [3, 3, 3], [1]]
+    assert [t.tolist() for t in zeros] == [[0, 0], [0, 0, 0]] and zeros[1].dtype == np.float32

@@ -176,7 +176,7 @@ def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: S
         value = results.get(slot)
         if value is None or not specs:
             continue
-        values = value if isinstance(value, list) else [value]
+        values = value if type(value) is list else [value]   # a TensorArray is one value
         if len(values) != len(specs):
             raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
                                  f"{slot}, which names {len(specs)} var(s)")

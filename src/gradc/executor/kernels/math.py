@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ...shapes import normalize_axis
+from ..tensor_array import TensorArray
 from . import kernel
 from .activation import unary
 from .broadcast import align, reduce_to, unbroadcast
@@ -166,6 +167,8 @@ def scale(k):
 @kernel("sum")
 def sum_(k):
     arrays = k.xs("X")
+    if isinstance(arrays[0], TensorArray):   # the backward adds up gradient arrays too
+        return {"Out": TensorArray.sum(arrays)}
     out = arrays[0].copy()
     for a in arrays[1:]:
         out += a

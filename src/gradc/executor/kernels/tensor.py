@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.types import NUMPY_DTYPE_NAMES
+from ..tensor_array import TensorArray
 from . import kernel
 
 
@@ -31,13 +32,19 @@ def fill_constant(k):
 
 @kernel("fill_any_like")
 def fill_any_like(k):
-    x, code = k.x("X"), k.attr("dtype")
-    return {"Out": np.full(x.shape, k.attr("value"), dtype=x.dtype if code == -1 else _dtype(code))}
+    code = k.attr("dtype")
+
+    def fill(x):
+        return np.full(x.shape, k.attr("value"), dtype=x.dtype if code == -1 else _dtype(code))
+
+    x = k.x("X")
+    return {"Out": x.map(fill) if isinstance(x, TensorArray) else fill(x)}
 
 
 @kernel("fill_zeros_like")
 def fill_zeros_like(k):
-    return {"Out": np.zeros_like(k.x("X"))}
+    x = k.x("X")
+    return {"Out": x.map(np.zeros_like) if isinstance(x, TensorArray) else np.zeros_like(x)}
 
 
 def _rng(k):
@@ -58,9 +65,14 @@ def gaussian_random(k):
     return {"Out": out.astype(_dtype(k.attr("dtype")))}
 
 
+def _copy(x):
+    return np.array(x, copy=True)
+
+
 @kernel("assign")
 def assign(k):
-    return {"Out": np.array(k.x("X"), copy=True)}
+    x = k.x("X")
+    return {"Out": x.map(_copy) if isinstance(x, TensorArray) else _copy(x)}
 
 
 @kernel("cast")
