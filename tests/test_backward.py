@@ -328,3 +328,19 @@ def test_gradients_names_the_grad_of_each_input_or_none():
     (grad,) = gradc.Executor().run(net.program, {"x": value, "y": value, "frozen": weight}, ["x@GRAD"],
                                    gradc.Scope())
     np.testing.assert_allclose(grad, (1 - np.tanh(value) ** 2) * weight / 6)
+
+
+def test_compare_program_checks_a_float32_program_in_a_float64_copy():
+    """The API does what `gradc check` promises: the float32 program and values are left as they were."""
+    from fixtures import Fixture
+    from gradc.gradcheck import compare_program
+
+    fixture = Fixture("mlp")
+    program = gradc.load(fixture.dir / "forward.pb")
+    params = fixture.npz("params")
+    _, checks = compare_program(program, fixture.npz("feed"), None, fixture.meta["loss"], params,
+                                max_elements=5, float64=True)
+    assert checks and all(c.mismatch is None for c in checks)
+    assert all(c.max_abs_error < 1e-7 for c in checks)   # float32 central differences would be ~1e-3 off
+    assert {v.dtype for v in program.global_block.vars.values() if v.dtype in (5, 6)} == {gradc.VarType.FP32}
+    assert all(value.dtype == np.float32 for value in params.values())

@@ -19,7 +19,7 @@ from .gradcheck import compare_program
 from .io import check_writable, load, save, write_atomic
 from .io.pdiparams import read_params, write_params
 from .listing import program_listing
-from .passes import BackwardPass, Float64Pass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
 def _load_npz(path: str, what: str) -> dict[str, np.ndarray]:
@@ -33,6 +33,17 @@ def _load_npz(path: str, what: str) -> dict[str, np.ndarray]:
 def _load_params(path: str, program) -> dict[str, np.ndarray]:
     """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file."""
     return read_params(path, program) if path.endswith(".pdiparams") else _load_npz(path, "params")
+
+
+def _session(program_path: str, params: str | None, startups) -> tuple:
+    """The program, an executor, and a scope holding what the startup programs and the params file give."""
+    prog = load(program_path)
+    scope, executor = Scope(), Executor()
+    for startup in startups:
+        executor.run(load(startup), scope=scope)
+    for name, value in (_load_params(params, prog) if params else {}).items():
+        scope[name] = value
+    return prog, executor, scope
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -112,13 +123,7 @@ def run(program, feed, params, startup, fetches, out):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
-    prog = load(program)
-    scope = Scope()
-    executor = Executor()
-    if startup:
-        executor.run(load(startup), scope=scope)
-    for name, value in (_load_params(params, prog) if params else {}).items():
-        scope[name] = value
+    prog, executor, scope = _session(program, params, [startup] if startup else [])
     feeds = _load_npz(feed, "feed") if feed else {}
     values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
@@ -146,13 +151,7 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
     """Run a compiled training program (backward + optimizer) for some steps on one batch."""
     if save_params:
         check_writable(save_params)
-    prog = load(program)
-    scope = Scope()
-    executor = Executor()
-    for startup in startups:
-        executor.run(load(startup), scope=scope)
-    for name, value in (_load_params(params, prog) if params else {}).items():
-        scope[name] = value
+    prog, executor, scope = _session(program, params, startups)
     feeds = _load_npz(feed, "feed")
     for step in range(1, steps + 1):
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
@@ -181,15 +180,9 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
-    Float64Pass()(prog)   # the check runs a widened copy; the file is not changed
-    widen = {name: value.astype(np.float64) if value.dtype == np.float32 else value
-             for name, value in {**(_load_npz(feed, "feed") if feed else {}),
-                                 **(_load_params(params, prog) if params else {})}.items()}
-    given = _load_params(params, prog) if params else {}
-    feeds = {name: value for name, value in widen.items() if name not in given}
-    param_values = {name: value for name, value in widen.items() if name in given}
-    _, checks = compare_program(prog, feeds, list(wrt) or None, loss, param_values, rtol=rtol, atol=atol,
-                                max_elements=max_elements)
+    _, checks = compare_program(prog, _load_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
+                                _load_params(params, prog) if params else {}, rtol=rtol, atol=atol,
+                                max_elements=max_elements, float64=True)
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
         verdict = "ok" if c.mismatch is None else (f"MISMATCH at {list(c.mismatch.index)}: compiled "

@@ -18,6 +18,7 @@ from .backward import append_backward, append_grad_ops, loss_candidates
 from .errors import GradcError
 from .executor import Executor, Scope
 from .ir import FLOAT_DTYPES, Program, to_var_type
+from .passes import Float64Pass
 
 
 class GradcheckError(GradcError):
@@ -143,13 +144,26 @@ class VarCheck:
     mismatch: Mismatch | None
 
 
+def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
+    """A copy of ``program`` with every float32 var widened to float64 (central differences in float32
+    lose half the digits), and each mapping of ``values`` with its float32 arrays widened likewise."""
+    wide = program.clone()
+    Float64Pass()(wide)
+    return (wide, *({name: np.asarray(v, np.float64) if np.asarray(v).dtype == np.float32 else np.asarray(v)
+                     for name, v in mapping.items()} for mapping in values))
+
+
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
                     loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
                     eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
-                    max_elements: int | None = None, seed: int = 0) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
+                    max_elements: int | None = None, seed: int = 0,
+                    float64: bool = False) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
     """The compiled d(loss)/d(var) of each var in ``wrt`` (fed inputs or parameters; None: every
     parameter that gets a gradient) of a whole program, and its comparison with central differences
-    at every element, or at ``max_elements`` random ones."""
+    at every element, or at ``max_elements`` random ones. With ``float64``, a widened copy of the
+    program runs on widened values (the program itself is not changed)."""
+    if float64:
+        program, feed, params = float64_copy(program, feed, params or {})
     if loss is None:
         candidates = loss_candidates(program)
         if len(candidates) != 1:

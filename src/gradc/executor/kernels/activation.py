@@ -85,8 +85,8 @@ unary("leaky_relu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * x),
       lambda x, d, k: np.where(x > 0, d, k.attr("alpha") * d))
 unary("elu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0))),
       lambda x, d, k: np.where(x > 0, d, d * (k.x("Out") + k.attr("alpha"))))
-unary("silu", lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-unary("swish", lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+for _name in ("silu", "swish"):   # the same function: x * sigmoid(x)
+    unary(_name, lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
 unary("softplus", lambda x, k: _softplus(x, k.attr("beta"), k.attr("threshold")),
       lambda x, d, k: np.where(k.attr("beta") * x > k.attr("threshold"), d, d * sigmoid(k.attr("beta") * x)))
 unary("hard_sigmoid", lambda x, k: np.clip(k.attr("slope") * x + k.attr("offset"), 0, 1),
