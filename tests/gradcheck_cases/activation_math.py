@@ -54,6 +54,7 @@ CASES = [
     Case("silu", {"X": randn(3, 4, scale=3)}),
     Case("silu", {"X": randn(2, 3, 2)}),
     Case("swish", {"X": randn(3, 4, scale=3)}),
+    Case("softsign", {"X": randn(3, 4, scale=3)}),
     Case("softplus", {"X": randn(3, 4, scale=3)}),
     Case("softplus", {"X": avoid(randn(3, 4, scale=2), 1.5)}, {"beta": 2.0, "threshold": 3.0}),
     Case("softplus", {"X": avoid(randn(3, 4, scale=30), 20)}, {"beta": 1.0, "threshold": 20.0}),

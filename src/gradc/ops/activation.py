@@ -42,4 +42,5 @@ activation("swish", "X")                        # x * sigmoid(x): the legacy op 
 activation("softplus", "X", attrs={"beta": 1.0, "threshold": 20.0})
 activation("hard_sigmoid", "Out", attrs={"slope": 0.2, "offset": 0.5})
 activation("hard_swish", "X", attrs={"threshold": 6.0, "scale": 6.0, "offset": 3.0})
+activation("softsign", "X")
 activation("relu6", "Out")                      # Paddle 3.x: no threshold attribute, the cap is 6

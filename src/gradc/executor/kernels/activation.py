@@ -92,4 +92,5 @@ unary("softplus", lambda x, k: _softplus(x, k.attr("beta"), k.attr("threshold"))
 unary("hard_sigmoid", lambda x, k: np.clip(k.attr("slope") * x + k.attr("offset"), 0, 1),
       lambda out, d, k: d * k.attr("slope") * ((out > 0) & (out < 1)), uses="Out")
 unary("hard_swish", _hard_swish, _hard_swish_grad)
+unary("softsign", lambda x, k: x / (1 + np.abs(x)), lambda x, d, k: d / (1 + np.abs(x)) ** 2)
 unary("relu6", lambda x, k: np.clip(x, 0, 6), lambda out, d, k: d * ((out > 0) & (out < 6)), uses="Out")
