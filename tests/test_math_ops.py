@@ -66,7 +66,7 @@ def test_legacy_attribute_defaults():
     assert registry.get("relu6").attrs == {} and registry.get("swish").attrs == {}
     assert registry.get("leaky_relu").attrs == {"alpha": 0.02}
     assert registry.get("gelu").attrs == {"approximate": False}
-    assert registry.get("matmul").attrs == {"transpose_X": False, "transpose_Y": False, "alpha": 1.0}
+    assert registry.get("matmul").attrs == {"transpose_X": False, "transpose_Y": False, "alpha": 1.0, "head_number": 1}
     assert registry.get("p_norm").attrs == {"porder": 2.0, "axis": -1, "epsilon": 1e-12, "keepdim": False,
                                             "asvector": False}
 

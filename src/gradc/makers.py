@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import GradError
 from .ir import EMPTY_VAR, OpDesc, grad_name
-from .opdef import NO_GRAD, OpDef, attr_default, declared_type, make_op
+from .opdef import NO_GRAD, OpDef, attr_default, declared_type, make_op, parse_slot
 
 __all__ = ["NO_GRAD", "GradContext", "GradMaker", "GradOp", "grad_op", "missing_grad_error"]
 
@@ -106,7 +106,8 @@ class GradOp:
 
 
 def grad_op(*uses: str, grad_type: str | None = None) -> GradOp:
-    return GradOp(uses, grad_type)
+    """The default maker reading the forward slots ``uses`` (slot notation accepted)."""
+    return GradOp(tuple(parse_slot(u).name for u in uses), grad_type)
 
 
 def missing_grad_error(offenders: list[tuple[int, int, str]]) -> GradError:

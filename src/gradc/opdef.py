@@ -38,6 +38,11 @@ def parse_slot(spec: str) -> Slot:
     return Slot(spec.removesuffix("[]"), duplicable, dispensable)
 
 
+def slot_names(specs: Iterable[str]) -> frozenset[str]:
+    """The names of slots given in the notation (markers dropped)."""
+    return frozenset(parse_slot(s).name for s in specs)
+
+
 class Attr(NamedTuple):
     """An attribute default whose wire type the Python value does not tell (LONG, LONGS, BLOCK, ...)."""
 

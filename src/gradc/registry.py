@@ -18,7 +18,7 @@ from dataclasses import replace
 
 from .ir import grad_name
 from .makers import NO_GRAD, GradContext, GradMaker, GradOp, grad_op, missing_grad_error
-from .opdef import OPS, OpDef, Slot, attr_default, get, make_op, make_opdef, sub_block, typed
+from .opdef import OPS, OpDef, Slot, attr_default, get, make_op, make_opdef, slot_names, sub_block, typed
 
 __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default", "defgrad",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
@@ -38,8 +38,8 @@ def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out"
           infer: Callable | None = None, loop_carried: tuple[str, str] | None = None,
           partial_write: bool = False, replace: bool = False) -> OpDef:
     """Register an op (slots in gradc.opdef's notation). A GradOp maker also registers its grad op."""
-    opdef = register(make_opdef(type, inputs, outputs, attrs, grad=grad, no_grad_inputs=frozenset(no_grad_inputs),
-                                no_grad_outputs=frozenset(no_grad_outputs), infer=infer,
+    opdef = register(make_opdef(type, inputs, outputs, attrs, grad=grad, no_grad_inputs=slot_names(no_grad_inputs),
+                                no_grad_outputs=slot_names(no_grad_outputs), infer=infer,
                                 loop_carried=loop_carried, partial_write=partial_write), replace=replace)
     if isinstance(grad, GradOp):
         grad_type = grad.type_for(opdef)
@@ -84,8 +84,8 @@ def defgrad(grad_type: str, *, grad: GradMaker | None = None, infer: Callable | 
         opdef = register(make_opdef(grad_type, inputs, outputs, attrs))
     opdef.grad = grad if grad is not None else opdef.grad
     opdef.infer = infer if infer is not None else opdef.infer
-    opdef.no_grad_inputs |= frozenset(no_grad_inputs)
-    opdef.no_grad_outputs |= frozenset(no_grad_outputs)
+    opdef.no_grad_inputs |= slot_names(no_grad_inputs)
+    opdef.no_grad_outputs |= slot_names(no_grad_outputs)
     return opdef
 
 

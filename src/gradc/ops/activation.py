@@ -23,13 +23,15 @@ activation("relu", "Out")
 
 
 def _relu_double_grad(g):
-    """X@GRAD = dOut * (Out > 0) is linear in dOut with the same mask, and flat in Out: Paddle's
-    relu_grad_grad gives DDOut = DDX * (Out > 0)."""
-    return [g.op("relu_grad_grad", {"Out": g.I("Out"), "DDX": g.OG("X@GRAD")}, {"DDOut": g.IG("Out@GRAD")})]
+    """X@GRAD = dOut * (Out > 0) is linear in dOut with the same mask, and flat in Out: Paddle 3.3.1's
+    relu_grad_grad gives grad_out@GRAD = grad_x@GRAD * (Out > 0)."""
+    return [g.op("relu_grad_grad", {"Out": g.I("Out"), "grad_x@GRAD": g.OG("X@GRAD")},
+                 {"grad_out@GRAD": g.IG("Out@GRAD")})]
 
 
 defgrad("relu_grad", grad=_relu_double_grad, no_grad_inputs=["Out"])
-defgrad("relu_grad_grad", inputs=["Out", "DDX"], outputs=["DDOut"], infer=same_as("DDX", "DDOut"))
+defgrad("relu_grad_grad", inputs=["Out", "grad_x@GRAD"], outputs=["grad_out@GRAD"],
+        infer=same_as("grad_x@GRAD", "grad_out@GRAD"))
 activation("sigmoid", "Out")
 activation("tanh", "Out")
 activation("softmax", "Out", attrs={"axis": -1})

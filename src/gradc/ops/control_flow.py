@@ -56,7 +56,7 @@ defop("conditional_block", ["Cond[]", "Input[]"], ["Out[]", "Scope"],
       no_grad_inputs=["Cond"], no_grad_outputs=["Scope"], grad=_conditional_block_grad)
 defop("conditional_block_grad", ["Cond[]", "Input[]", "Out[]", "Out@GRAD[]", "Scope"], ["Input@GRAD[]?"],
       attrs={**SUB_BLOCK, "is_scalar_condition": False})
-defop("while", ["Condition", "X[]"], ["Out[]", "StepScopes"], attrs={**SUB_BLOCK, "is_test": False},
+defop("while", ["Condition[]", "X[]"], ["Out[]", "StepScopes"], attrs={**SUB_BLOCK, "is_test": False},
       no_grad_inputs=["Condition"], no_grad_outputs=["StepScopes"], grad=_while_grad, loop_carried=("X", "Out"))
 defop("while_grad", ["X[]", "Out[]", "Out@GRAD[]", "StepScopes"], ["X@GRAD[]?"],
       attrs={**SUB_BLOCK, "is_test": False, "original_output_grad": typed([], AttrType.STRINGS)})

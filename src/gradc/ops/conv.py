@@ -24,11 +24,11 @@ def conv_attrs(dims: int) -> dict:
 
 
 def conv_transpose_attrs(dims: int) -> dict:
-    return {**conv_attrs(dims), "output_size": [], "output_padding": []}
+    return {**conv_attrs(dims), "output_size": [], "output_padding": [], "data_format": "NCHW"}   # Paddle's default
 
 
 def pool_attrs(dims: int) -> dict:
-    return {"pooling_type": "max", "ksize": [1] * dims, "global_pooling": False, "strides": [1] * dims,
+    return {"pooling_type": "", "use_cudnn": False, "ksize": [1] * dims, "global_pooling": False, "strides": [1] * dims,
             "paddings": [0] * dims, "exclusive": True, "adaptive": False, "ceil_mode": False,
             "data_format": "NCHW" if dims == 2 else "NCDHW", "padding_algorithm": "EXPLICIT"}
 

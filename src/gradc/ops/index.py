@@ -3,12 +3,12 @@ arg_max, arg_min."""
 
 from __future__ import annotations
 
-from ..ir import VarType
-from ..registry import NO_GRAD, defop, grad_op
+from ..ir import AttrType, VarType
+from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import dims_match, normalize_axis, value_error
 
-SLICE_TENSORS = ["StartsTensor", "EndsTensor", "StartsTensorList", "EndsTensorList"]
-STRIDED_TENSORS = SLICE_TENSORS + ["StridesTensor", "StridesTensorList"]
+SLICE_TENSORS = ["StartsTensor?", "EndsTensor?", "StartsTensorList[]?", "EndsTensorList[]?"]
+STRIDED_TENSORS = SLICE_TENSORS + ["StridesTensor?", "StridesTensorList[]?"]
 
 
 def paddle_slice(start: int, end: int, stride: int, size: int, decrease: bool = False) -> slice:
@@ -94,7 +94,7 @@ def _scatter_infer(ctx):
     return {"Out": (x, ctx.dtype("X"))}
 
 
-defop("gather", ["X", "Index", "Axis"], attrs={"axis": 0}, no_grad_inputs=["Index", "Axis"],
+defop("gather", ["X", "Index", "Axis?"], attrs={"axis": 0}, no_grad_inputs=["Index", "Axis"],
       infer=_gather_infer, grad=grad_op("X", "Index", "Axis"))
 defop("gather_nd", ["X", "Index"], no_grad_inputs=["Index"], infer=_gather_nd_infer,
       grad=grad_op("X", "Index"))
@@ -115,7 +115,7 @@ def _arg_infer(ctx):
 
 
 for _name in ("arg_max", "arg_min"):
-    defop(_name, ["X"], attrs={"axis": 0, "keepdims": False, "flatten": False, "dtype": 3},
+    defop(_name, ["X"], attrs={"axis": typed(0, AttrType.LONG), "keepdims": False, "flatten": False, "dtype": 3},
           infer=_arg_infer, grad=NO_GRAD)
 
 
@@ -127,5 +127,5 @@ def _top_k_infer(ctx):
     return {"Out": (x, ctx.dtype("X")), "Indices": (x, VarType.INT64)}
 
 
-defop("top_k_v2", ["X", "K"], ["Out", "Indices"], attrs={"k": 1, "axis": -1, "largest": True, "sorted": True},
+defop("top_k_v2", ["X", "K?"], ["Out", "Indices"], attrs={"k": 1, "axis": -1, "largest": True, "sorted": True},
       no_grad_inputs=["K"], no_grad_outputs=["Indices"], infer=_top_k_infer, grad=grad_op("X", "Indices", "K"))

@@ -45,7 +45,7 @@ def _same_shape_infer(*slots: str, outs=("Out",)):
     return infer
 
 
-defop("sigmoid_cross_entropy_with_logits", ["X", "Label", "pos_weight"],
+defop("sigmoid_cross_entropy_with_logits", ["X", "Label", "pos_weight?"],
       attrs={"normalize": False, "ignore_index": -100}, no_grad_inputs=["Label", "pos_weight"],
       infer=_same_shape_infer("Label", "pos_weight"), grad=grad_op("X", "Label", "pos_weight"))
 defop("bce_loss", ["X", "Label"], no_grad_inputs=["Label"], infer=_same_shape_infer("Label"),

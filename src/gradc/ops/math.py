@@ -56,7 +56,7 @@ defop("matmul_v2", ["X", "Y"], attrs={"trans_x": False, "trans_y": False}, grad=
       infer=lambda ctx: {"Out": (_matmul_shape(ctx, ctx.attr("trans_x"), ctx.attr("trans_y")), ctx.dtype("X"))})
 
 # The legacy matmul: Out = alpha * op(X) @ op(Y); two 1-D operands give shape [1], not [].
-defop("matmul", ["X", "Y"], attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0},
+defop("matmul", ["X", "Y"], attrs={"transpose_X": False, "transpose_Y": False, "alpha": 1.0, "head_number": 1},
       grad=grad_op("X", "Y"),
       infer=lambda ctx: {"Out": (_matmul_shape(ctx, ctx.attr("transpose_X"), ctx.attr("transpose_Y")) or [1],
                                  ctx.dtype("X"))})
@@ -90,7 +90,7 @@ def _sum_grad(g):
             for ig in g.IG("X") if ig != EMPTY_VAR]
 
 
-defop("sum", ["X"], infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X"))}, grad=_sum_grad)
+defop("sum", ["X[]"], infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X"))}, grad=_sum_grad)
 
 
 # Unary math, with the forward value each Paddle grad op reads (Out where dx is a function of it).
@@ -100,7 +100,7 @@ activation("sqrt", "Out")
 activation("rsqrt", "Out")
 activation("square", "X")
 activation("abs", "X")
-defop("pow", ["X", "FactorTensor"], attrs={"factor": 1.0}, infer=same_as("X"),
+defop("pow", ["X", "FactorTensor?"], attrs={"factor": 1.0}, infer=same_as("X"),
       no_grad_inputs=["FactorTensor"], grad=grad_op("X", "FactorTensor"))
 
 
@@ -113,7 +113,7 @@ def _sign_grad(g):
 defop("sign", ["X"], infer=same_as("X"), grad=_sign_grad)
 
 FLOAT32_MAX = 3.4028234663852886e38
-defop("clip", ["X", "Min", "Max"], attrs={"min": -FLOAT32_MAX, "max": FLOAT32_MAX}, infer=same_as("X"),
+defop("clip", ["X", "Min?", "Max?"], attrs={"min": -FLOAT32_MAX, "max": FLOAT32_MAX}, infer=same_as("X"),
       no_grad_inputs=["Min", "Max"], grad=grad_op("X", "Min", "Max"))
 
 

@@ -7,8 +7,8 @@ grad ops read them as constants of the forward pass.
 
 from __future__ import annotations
 
-from ..ir import VarType
-from ..registry import NO_GRAD, defop, grad_op
+from ..ir import AttrType, VarType
+from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import dims_match, numel
 
 
@@ -38,7 +38,7 @@ def _batch_norm_infer(ctx):
 
 # MeanOut/VarianceOut are the Mean/Variance vars, updated in place; the grad reads them (Paddle's
 # slot names) for the global-stats mode, SavedMean/SavedVariance (= 1/sqrt(var + eps)) otherwise.
-defop("batch_norm", ["X", "Scale", "Bias", "Mean", "Variance", "MomentumTensor"],
+defop("batch_norm", ["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor?"],
       ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"],
       attrs={"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False,
              "trainable_statistics": False, "data_layout": "NCHW", "fuse_with_relu": False},
@@ -61,7 +61,7 @@ def _layer_norm_infer(ctx):
     return {"Y": (x, dtype), "Mean": stats, "Variance": stats}
 
 
-defop("layer_norm", ["X", "Scale", "Bias"], ["Y", "Mean", "Variance"],
+defop("layer_norm", ["X", "Scale?", "Bias?"], ["Y", "Mean", "Variance"],
       attrs={"epsilon": 1e-5, "begin_norm_axis": 1, "is_test": False},
       no_grad_outputs=["Mean", "Variance"], infer=_layer_norm_infer,
       grad=grad_op("X", "Scale", "Bias", "Mean", "Variance"))
@@ -79,7 +79,7 @@ def _group_norm_infer(ctx):
     return {"Y": (x, dtype), "Mean": stats, "Variance": stats}
 
 
-defop("group_norm", ["X", "Scale", "Bias"], ["Y", "Mean", "Variance"],
+defop("group_norm", ["X", "Scale?", "Bias?"], ["Y", "Mean", "Variance"],
       attrs={"epsilon": 1e-5, "groups": -1, "data_layout": "NCHW"},
       no_grad_outputs=["Mean", "Variance"], infer=_group_norm_infer,
       grad=grad_op("X", "Scale", "Bias", "Y", "Mean", "Variance"))
@@ -103,7 +103,7 @@ def _lookup_infer(ctx):
     return {"Out": (ctx.shape("Ids") + [w[1]], ctx.dtype("W"))}
 
 
-defop("lookup_table_v2", ["W", "Ids"], attrs={"padding_idx": -1, "is_sparse": False, "is_distributed": False},
+defop("lookup_table_v2", ["W", "Ids"], attrs={"padding_idx": typed(-1, AttrType.LONG), "is_sparse": False, "is_distributed": False},
       no_grad_inputs=["Ids"], infer=_lookup_infer, grad=grad_op("W", "Ids"))
 
 
@@ -112,5 +112,5 @@ def _one_hot_infer(ctx):
     return {"Out": (ctx.shape("X") + [depth], VarType(ctx.attr("dtype")))}
 
 
-defop("one_hot_v2", ["X", "depth_tensor"], attrs={"depth": -1, "dtype": int(VarType.FP32), "allow_out_of_range": False},
+defop("one_hot_v2", ["X", "depth_tensor?"], attrs={"depth": -1, "dtype": int(VarType.FP32), "allow_out_of_range": False},
       infer=_one_hot_infer, grad=NO_GRAD)

@@ -84,10 +84,10 @@ def _unsqueeze_out(ctx, x):
     return unsqueeze_dims(x, ctx.attr("axes"), ctx.fail)
 
 
-_xshape_op("reshape2", ["X", "Shape", "ShapeTensor"], {"shape": []}, _reshape_out)
+_xshape_op("reshape2", ["X", "Shape?", "ShapeTensor[]?"], {"shape": [], "use_quantizer": False}, _reshape_out)
 _xshape_op("transpose2", ["X"], {"axis": [], "data_format": "AnyLayout"}, _transpose_out)
 _xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes"), ctx.fail))
-_xshape_op("unsqueeze2", ["X", "AxesTensor", "AxesTensorList"], {"axes": []}, _unsqueeze_out,
+_xshape_op("unsqueeze2", ["X", "AxesTensor?", "AxesTensorList[]?"], {"axes": []}, _unsqueeze_out,
            grad_reads=["AxesTensor", "AxesTensorList"])
 _xshape_op("flatten_contiguous_range", ["X"], {"start_axis": 1, "stop_axis": 1},
            lambda ctx, x: flatten_dims(x, ctx.attr("start_axis"), ctx.attr("stop_axis"), ctx.fail))
@@ -118,8 +118,8 @@ def _unstack_infer(ctx):
     return {"Y": [(x[:axis] + x[axis + 1:], ctx.dtype("X"))] * count}
 
 
-defop("stack", ["X"], ["Y"], attrs={"axis": 0}, infer=_stack_infer, grad=grad_op("X"))
-defop("unstack", ["X"], ["Y"], attrs={"axis": 0, "num": 0}, infer=_unstack_infer, grad=grad_op())
+defop("stack", ["X[]"], ["Y"], attrs={"axis": 0}, infer=_stack_infer, grad=grad_op("X"))
+defop("unstack", ["X"], ["Y[]"], attrs={"axis": 0, "num": 0}, infer=_unstack_infer, grad=grad_op())
 
 
 def expand_dims_to(fail, x: list[int], shape: list[int]) -> list[int]:
@@ -160,12 +160,12 @@ def _tile_infer(ctx):
     return {"Out": ([-1 if d < 0 else d * r for d, r in zip(x, reps)], ctx.dtype("X"))}
 
 
-defop("expand_v2", ["X", "Shape", "expand_shapes_tensor"], attrs={"shape": []},
+defop("expand_v2", ["X", "Shape?", "expand_shapes_tensor[]?"], attrs={"shape": []},
       no_grad_inputs=["Shape", "expand_shapes_tensor"], infer=_expand_infer,
       grad=grad_op("X", "Shape", "expand_shapes_tensor"))
-defop("expand_as_v2", ["X", "Y"], attrs={"target_shape": []}, no_grad_inputs=["Y"],
+defop("expand_as_v2", ["X", "Y?"], attrs={"target_shape": []}, no_grad_inputs=["Y"],
       infer=_expand_as_infer, grad=grad_op("X"))
-defop("tile", ["X", "RepeatTimes", "repeat_times_tensor"], attrs={"repeat_times": []},
+defop("tile", ["X", "RepeatTimes?", "repeat_times_tensor[]?"], attrs={"repeat_times": []},
       no_grad_inputs=["RepeatTimes", "repeat_times_tensor"], infer=_tile_infer,
       grad=grad_op("X", "RepeatTimes", "repeat_times_tensor"))
 
@@ -213,7 +213,7 @@ def _pad3d_infer(ctx):
     return {"Out": ([-1 if d < 0 else d + a + b for d, (a, b) in zip(x, pairs)], ctx.dtype("X"))}
 
 
-defop("pad3d", ["X", "Paddings"], attrs={"paddings": [0] * 6, "mode": "constant", "value": 0.0,
+defop("pad3d", ["X", "Paddings?"], attrs={"paddings": [0] * 6, "mode": "constant", "value": 0.0,
                                          "data_format": "NCDHW"},
       no_grad_inputs=["Paddings"], infer=_pad3d_infer, grad=grad_op("X", "Paddings"))
 
@@ -241,7 +241,7 @@ def _split_grad(g):
     return [g.op("concat", {"X": g.OG("Out")}, {"Out": g.IG("X")}, {"axis": g.attr("axis")})]
 
 
-defop("split", ["X", "AxisTensor", "SectionsTensorList"], attrs={"axis": 0, "num": 0, "sections": []},
+defop("split", ["X", "AxisTensor?", "SectionsTensorList[]?"], ["Out[]"], attrs={"axis": 0, "num": 0, "sections": []},
       no_grad_inputs=["AxisTensor", "SectionsTensorList"], infer=_split_infer, grad=_split_grad)
 
 
@@ -257,5 +257,5 @@ def _concat_infer(ctx):
     return {"Out": (out, ctx.dtype("X"))}
 
 
-defop("concat", ["X", "AxisTensor"], attrs={"axis": 0}, no_grad_inputs=["AxisTensor"],
+defop("concat", ["X[]", "AxisTensor?"], attrs={"axis": 0}, no_grad_inputs=["AxisTensor"],
       infer=_concat_infer, grad=grad_op("X", "AxisTensor"))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from ..ir import FLOAT_DTYPES
-from ..registry import NO_GRAD, defop
+from ..ir import FLOAT_DTYPES, AttrType
+from ..registry import NO_GRAD, defop, typed
 from .infer import same_as
 
-FILL_ATTRS = {"shape": [], "value": 0.0, "str_value": "", "dtype": 5, "force_cpu": False}
+FILL_ATTRS = {"shape": typed([], AttrType.LONGS), "place_type": -1, "value": 0.0, "str_value": "", "dtype": 5, "force_cpu": False}
 
-defop("fill_constant", ["ShapeTensor", "ShapeTensorList", "ValueTensor"], attrs=FILL_ATTRS,
+defop("fill_constant", ["ShapeTensor?", "ShapeTensorList[]?", "ValueTensor?"], attrs=FILL_ATTRS,
       infer=lambda ctx: {"Out": (list(ctx.attr("shape")), ctx.attr("dtype"))}, grad=NO_GRAD)
 defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1},
       infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X") if ctx.attr("dtype") == -1 else ctx.attr("dtype"))},
@@ -16,12 +16,12 @@ defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1},
 defop("fill_zeros_like", ["X"], infer=same_as("X"), grad=NO_GRAD)
 
 _RANDOM_INFER = lambda ctx: {"Out": (list(ctx.attr("shape")), ctx.attr("dtype"))}  # noqa: E731
-defop("uniform_random", ["ShapeTensor", "ShapeTensorList"],
-      attrs={"shape": [], "min": -1.0, "max": 1.0, "seed": 0, "dtype": 5, "diag_num": 0,
+defop("uniform_random", ["ShapeTensor?", "ShapeTensorList[]?"],
+      attrs={"shape": typed([], AttrType.LONGS), "min": -1.0, "max": 1.0, "seed": 0, "dtype": 5, "diag_num": 0,
              "diag_step": 0, "diag_val": 1.0},
       infer=_RANDOM_INFER, grad=NO_GRAD)
-defop("gaussian_random", ["ShapeTensor", "ShapeTensorList"],
-      attrs={"shape": [], "mean": 0.0, "std": 1.0, "seed": 0, "dtype": 5},
+defop("gaussian_random", ["ShapeTensor?", "ShapeTensorList[]?"],
+      attrs={"shape": typed([], AttrType.LONGS), "mean": 0.0, "std": 1.0, "seed": 0, "dtype": 5},
       infer=_RANDOM_INFER, grad=NO_GRAD)
 
 
@@ -29,7 +29,7 @@ def _assign_grad(g):
     return [g.op("assign", {"X": g.OG("Out")}, {"Out": g.IG("X")})]
 
 
-defop("assign", ["X"], infer=same_as("X"), grad=_assign_grad)
+defop("assign", ["X?"], infer=same_as("X"), grad=_assign_grad)
 
 
 def _cast_grad(g):

@@ -1,0 +1,94 @@
+"""gradc's op definitions against Paddle 3.3.1's (tests/data/paddle/op_protos.json, made by
+tools/paddle_op_protos.py): every slot and non-extra attribute Paddle defines exists in gradc's OpDef
+with the same name, flags and wire type, and gradc declares nothing Paddle lacks.
+
+Paddle's "extra" attributes (use_mkldnn, op_callstack, ...) are runtime hints it strips from new ops:
+gradc carries them through files untouched and does not declare them. Grad ops have no proto in
+Paddle; their records (from Paddle's grad makers) give slot names and duplicability, not defaults.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from functools import cache
+from pathlib import Path
+
+from gradc import registry
+
+DATA = Path(__file__).parent / "data" / "paddle"
+PENDING = DATA / "conformance_pending.txt"
+# ops gradc registers that Paddle 3.3.1 does not, and why
+GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"}
+
+
+@cache
+def paddle_ops() -> dict:
+    return json.loads((DATA / "op_protos.json").read_text())["ops"]
+
+
+def _float32(x):
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def _same_default(kind: str, theirs, ours) -> bool:
+    if kind == "FLOAT":
+        return not isinstance(ours, bool) and isinstance(ours, (int, float)) and _float32(ours) == theirs
+    if kind == "FLOATS":
+        return isinstance(ours, list) and [_float32(v) for v in ours] == theirs
+    return ours == theirs and type(ours) is type(theirs)
+
+
+def _slot_findings(theirs: dict, opdef) -> list[str]:
+    found = []
+    is_proto = theirs.get("proto", True)
+    for side in ("inputs", "outputs"):
+        ours = getattr(opdef, side)
+        declared = {s["name"]: s for s in theirs[side] if not s.get("extra")}
+        extra = {s["name"] for s in theirs[side] if s.get("extra")}
+        found += [f"{side} lacks {name}" for name in declared if name not in ours]
+        found += [f"{side} has {name}, which Paddle lacks" for name in ours if name not in declared and name not in extra]
+        for name, slot in declared.items():
+            if name not in ours:
+                continue
+            mine = opdef.slot(name)
+            if mine.duplicable != bool(slot.get("duplicable")):
+                found.append(f"{name} duplicable: gradc {mine.duplicable}, Paddle {bool(slot.get('duplicable'))}")
+            if is_proto and mine.dispensable != bool(slot.get("dispensable")):
+                found.append(f"{name} dispensable: gradc {mine.dispensable}, Paddle {bool(slot.get('dispensable'))}")
+    return found
+
+
+def _attr_findings(theirs: dict, opdef) -> list[str]:
+    """Paddle's attributes against gradc's. gradc may also declare one Paddle marks extra (a runtime hint
+    it honours, such as dropout's seed): then with Paddle's type."""
+    found = []
+    for name, attr in theirs["attrs"].items():
+        if name not in opdef.attrs:
+            found += [] if attr.get("extra") else [f"attr {name} missing"]
+        elif attr["type"] is not None and opdef.attr_types[name].name != attr["type"]:
+            found.append(f"attr {name} type: gradc {opdef.attr_types[name].name}, Paddle {attr['type']}")
+        elif "default" in attr and not _same_default(attr["type"], attr["default"], opdef.attrs[name]):
+            found.append(f"attr {name} default: gradc {opdef.attrs[name]!r}, Paddle {attr['default']!r}")
+    found += [f"attr {name}: Paddle has no such attribute" for name in opdef.attrs if name not in theirs["attrs"]]
+    return found
+
+
+def findings() -> set[str]:
+    """'op: what differs' for every difference between gradc's registry and Paddle's definitions."""
+    ops = paddle_ops()
+    found = set()
+    for op_type, opdef in registry.OPS.items():
+        theirs = ops.get(op_type)
+        if theirs is None or not theirs.get("registered"):
+            if op_type not in GRADC_ONLY:
+                found.add(f"{op_type}: not a Paddle 3.3.1 op")
+            continue
+        found.update(f"{op_type}: {f}" for f in _slot_findings(theirs, opdef) + _attr_findings(theirs, opdef))
+    return found
+
+
+def pending() -> set[str]:
+    """Known differences still to fix, one per line (the to-do list this test burns down)."""
+    lines = PENDING.read_text().splitlines() if PENDING.exists() else []
+    return {line for line in lines if line and not line.startswith("#")}
