@@ -47,7 +47,8 @@ def _slot_findings(theirs: dict, opdef) -> list[str]:
         declared = {s["name"]: s for s in theirs[side] if not s.get("extra")}
         extra = {s["name"] for s in theirs[side] if s.get("extra")}
         found += [f"{side} lacks {name}" for name in declared if name not in ours]
-        found += [f"{side} has {name}, which Paddle lacks" for name in ours if name not in declared and name not in extra]
+        found += [f"{side} has {name}, which Paddle lacks" for name in ours
+                  if name not in declared and name not in extra]
         for name, slot in declared.items():
             if name not in ours:
                 continue

@@ -10,8 +10,8 @@ from gradc import registry
 def test_op_definitions_match_paddle():
     found, pending = conformance.findings(), conformance.pending()
     new, fixed = sorted(found - pending), sorted(pending - found)
-    assert not new, "gradc's op definitions differ from Paddle's:\\n" + "\n".join(new)
-    assert not fixed, "fixed: remove from conformance_pending.txt:\\n" + "\n".join(fixed)
+    assert not new, "gradc's op definitions differ from Paddle's:\n" + "\n".join(new)
+    assert not fixed, "fixed: remove from conformance_pending.txt:\n" + "\n".join(fixed)
 
 
 def test_the_check_catches_a_wrong_definition():

@@ -103,7 +103,8 @@ def _lookup_infer(ctx):
     return {"Out": (ctx.shape("Ids") + [w[1]], ctx.dtype("W"))}
 
 
-defop("lookup_table_v2", ["W", "Ids"], attrs={"padding_idx": typed(-1, AttrType.LONG), "is_sparse": False, "is_distributed": False},
+defop("lookup_table_v2", ["W", "Ids"],
+      attrs={"padding_idx": typed(-1, AttrType.LONG), "is_sparse": False, "is_distributed": False},
       no_grad_inputs=["Ids"], infer=_lookup_infer, grad=grad_op("W", "Ids"))
 
 
@@ -112,5 +113,6 @@ def _one_hot_infer(ctx):
     return {"Out": (ctx.shape("X") + [depth], VarType(ctx.attr("dtype")))}
 
 
-defop("one_hot_v2", ["X", "depth_tensor?"], attrs={"depth": -1, "dtype": int(VarType.FP32), "allow_out_of_range": False},
+defop("one_hot_v2", ["X", "depth_tensor?"],
+      attrs={"depth": -1, "dtype": int(VarType.FP32), "allow_out_of_range": False},
       infer=_one_hot_infer, grad=NO_GRAD)

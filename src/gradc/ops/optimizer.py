@@ -26,7 +26,8 @@ ADAM_INPUTS = ["Param", "Grad", "LearningRate", "Moment1", "Moment2", "Moment2Ma
 ADAM_OUTPUTS = ["ParamOut", "Moment1Out", "Moment2Out", "Moment2MaxOut?", "Beta1PowOut", "Beta2PowOut",
                 "MasterParamOut?"]
 ADAM_ATTRS = {"beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8, "lazy_mode": False, "amsgrad": False,
-              "min_row_size_to_use_multithread": typed(1000, AttrType.LONG), "multi_precision": False, "use_global_beta_pow": False}
+              "min_row_size_to_use_multithread": typed(1000, AttrType.LONG), "multi_precision": False,
+              "use_global_beta_pow": False}
 _ADAM_INFER = _in_place(("ParamOut", "Param"), ("Moment1Out", "Moment1"), ("Moment2Out", "Moment2"),
                         ("Beta1PowOut", "Beta1Pow"), ("Beta2PowOut", "Beta2Pow"))
 

@@ -6,7 +6,8 @@ from ..ir import FLOAT_DTYPES, AttrType
 from ..registry import NO_GRAD, defop, typed
 from .infer import same_as
 
-FILL_ATTRS = {"shape": typed([], AttrType.LONGS), "place_type": -1, "value": 0.0, "str_value": "", "dtype": 5, "force_cpu": False}
+FILL_ATTRS = {"shape": typed([], AttrType.LONGS), "place_type": -1, "value": 0.0, "str_value": "", "dtype": 5,
+              "force_cpu": False}
 
 defop("fill_constant", ["ShapeTensor?", "ShapeTensorList[]?", "ValueTensor?"], attrs=FILL_ATTRS,
       infer=lambda ctx: {"Out": (list(ctx.attr("shape")), ctx.attr("dtype"))}, grad=NO_GRAD)
