@@ -199,3 +199,14 @@ def test_check_catches_a_broken_kernel(tmp_path):
     assert result.returncode == 1
     assert "fc_0.w_0" in result.stderr and "fc_1.w_0" not in result.stderr
     assert "MISMATCH" in result.stdout and "Traceback" not in result.stderr
+
+
+def test_ops_describes_one_op():
+    """gradc ops TYPE: the definition (slots with flags, typed attributes), its grad op, its kernel."""
+    shown = gradc("ops", "concat")
+    assert shown.returncode == 0
+    assert "inputs:  X[], AxisTensor?" in shown.stdout and "axis: INT = 0" in shown.stdout
+    assert "grad: concat_grad(X[], AxisTensor?, Out@GRAD) -> X@GRAD[]?" in shown.stdout
+    unknown = gradc("ops", "no_such_op")
+    assert unknown.returncode == 1 and unknown.stderr.strip() == (
+        "gradc: error: no op 'no_such_op' is registered (gradc ops lists them)")

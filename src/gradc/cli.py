@@ -19,6 +19,7 @@ from .gradcheck import compare_program
 from .io import check_writable, load, save, write_atomic
 from .io.pdiparams import read_params, write_params
 from .listing import program_listing
+from .opdoc import describe
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
@@ -213,8 +214,16 @@ def show(program, no_attrs):
 
 
 @cli.command()
-def ops():
-    """List registered op types, their grad makers and kernels."""
+@click.argument("op_type", required=False)
+def ops(op_type):
+    """List registered op types, their grad makers and kernels; or describe OP_TYPE (slots, attributes,
+    grad op)."""
+    if op_type:
+        opdef = registry.get(op_type)
+        if opdef is None:
+            raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them)")
+        click.echo(describe(opdef, op_type in KERNELS))
+        return
     rows = []
     for op_type in sorted(registry.OPS):
         opdef = registry.OPS[op_type]

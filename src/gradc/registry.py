@@ -51,11 +51,12 @@ def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out"
 def _grad_opdef(fwd: OpDef, grad_type: str, uses: tuple[str, ...]) -> OpDef:
     """The `<type>_grad` op of a GradOp maker: reads ``uses`` and the output grads, writes the input grads
     (each optional: a grad nobody wants is left out), with the forward attributes."""
-    def as_grad(slot: Slot) -> Slot:
-        return replace(slot, name=grad_name(slot.name), dispensable=True)
+    def as_grad(slot: Slot, dispensable: bool) -> Slot:
+        return replace(slot, name=grad_name(slot.name), dispensable=dispensable)
 
-    ins = [fwd.slots[s] for s in uses] + [as_grad(fwd.slots[s]) for s in fwd.outputs if s not in fwd.no_grad_outputs]
-    outs = [as_grad(fwd.slots[s]) for s in fwd.inputs if s not in fwd.no_grad_inputs]
+    ins = [fwd.slots[s] for s in uses]
+    ins += [as_grad(fwd.slots[s], fwd.slots[s].dispensable) for s in fwd.outputs if s not in fwd.no_grad_outputs]
+    outs = [as_grad(fwd.slots[s], True) for s in fwd.inputs if s not in fwd.no_grad_inputs]
     return OpDef(grad_type, tuple(s.name for s in ins), tuple(s.name for s in outs), dict(fwd.attrs),
                  dict(fwd.attr_types), {s.name: s for s in ins + outs}, infer=_grads_like_inputs,
                  grad_op_of=fwd.type)
