@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 
 import gradc
+from fixtures import DATA
 from gradc import registry
 from gradc.executor import KERNELS
 from gradc.ir import to_var_type
 from slot_cases import SlotCase, all_cases
-
-from fixtures import DATA
 
 CASES = all_cases()
 PENDING_FILE = DATA / "optional_inputs_pending.txt"
