@@ -198,3 +198,19 @@ def test_user_ops_get_typed_attrs_and_inference():
         assert net.block.var(out[0]).shape == [2, 5]
     finally:
         del registry.OPS["twice_demo"]
+
+
+def test_an_attribute_honoured_only_at_its_default_is_an_error_otherwise():
+    registry.defop("rounding_demo", ["X"], attrs={"mode": "nearest"}, grad=registry.NO_GRAD,
+                   unsupported_attrs={"mode": "only round-to-nearest is implemented"})
+    KERNELS["rounding_demo"] = lambda k: {"Out": np.round(k.x("X"))}
+    try:
+        feed = {"x": np.array([0.4, 1.6])}
+        assert gradc.Executor().run(_one_op("rounding_demo", {"X": ["x"]}, {"Out": ["y"]}, {"mode": "nearest"}),
+                                    feed, ["y"], gradc.Scope())[0].tolist() == [0.0, 2.0]
+        with pytest.raises(gradc.ExecutionError, match=r"op 0 \(rounding_demo\): attribute mode='floor' is not "
+                                                       r"supported \(only round-to-nearest is implemented\)"):
+            gradc.Executor().run(_one_op("rounding_demo", {"X": ["x"]}, {"Out": ["y"]}, {"mode": "floor"}),
+                                 feed, ["y"], gradc.Scope())
+    finally:
+        del registry.OPS["rounding_demo"], KERNELS["rounding_demo"]

@@ -82,6 +82,7 @@ class OpDef:
     loop_carried: tuple[str, str] | None = None    # a loop: vars in both of these (input, output) slots are
                                                    # carried from one iteration to the next
     partial_write: bool = False                    # writes some of its outputs; the others keep their values
+    unsupported_attrs: dict[str, str] = field(default_factory=dict)   # honoured only at their default: why
 
     @property
     def differentiable(self) -> bool:
@@ -126,6 +127,16 @@ def sub_block(op: OpDesc) -> int | None:
     opdef = OPS.get(op.type)
     name = opdef.sub_block_attr if opdef is not None else None
     return None if name is None else attr_default(op, name)
+
+
+def unsupported_setting(op: OpDesc) -> str | None:
+    """Why the op cannot run as written: an attribute gradc honours only at its default is set otherwise."""
+    opdef = OPS.get(op.type)
+    for name, reason in (opdef.unsupported_attrs.items() if opdef is not None else ()):
+        if name in op.attrs and op.attrs[name] != opdef.attrs[name]:
+            return (f"attribute {name}={op.attrs[name]!r} is not supported ({reason}); "
+                    f"gradc runs this op only with {name}={opdef.attrs[name]!r}")
+    return None
 
 
 def declared_type(type: str, attr: str) -> AttrType | None:

@@ -18,11 +18,12 @@ from dataclasses import replace
 
 from .ir import grad_name
 from .makers import NO_GRAD, GradContext, GradMaker, GradOp, grad_op, missing_grad_error
-from .opdef import OPS, OpDef, Slot, attr_default, get, make_op, make_opdef, slot_names, sub_block, typed
+from .opdef import (OPS, OpDef, Slot, attr_default, get, make_op, make_opdef, slot_names, sub_block, typed,
+                    unsupported_setting)
 
 __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default", "defgrad",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
-           "typed"]
+           "typed", "unsupported_setting"]
 
 
 def register(opdef: OpDef, *, replace: bool = False) -> OpDef:
@@ -36,11 +37,13 @@ def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out"
           attrs: dict | None = None, grad: GradMaker | None = None,
           no_grad_inputs: Iterable[str] = (), no_grad_outputs: Iterable[str] = (),
           infer: Callable | None = None, loop_carried: tuple[str, str] | None = None,
-          partial_write: bool = False, replace: bool = False) -> OpDef:
+          partial_write: bool = False, unsupported_attrs: dict[str, str] | None = None,
+          replace: bool = False) -> OpDef:
     """Register an op (slots in gradc.opdef's notation). A GradOp maker also registers its grad op."""
     opdef = register(make_opdef(type, inputs, outputs, attrs, grad=grad, no_grad_inputs=slot_names(no_grad_inputs),
                                 no_grad_outputs=slot_names(no_grad_outputs), infer=infer,
-                                loop_carried=loop_carried, partial_write=partial_write), replace=replace)
+                                loop_carried=loop_carried, partial_write=partial_write,
+                                unsupported_attrs=dict(unsupported_attrs or {})), replace=replace)
     if isinstance(grad, GradOp):
         grad_type = grad.type_for(opdef)
         if grad_type not in OPS or replace:

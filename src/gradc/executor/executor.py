@@ -121,6 +121,10 @@ class Executor:
         if missing:
             listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
             raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
+        for idx, op in enumerate(block.ops):
+            problem = registry.unsupported_setting(op)
+            if problem:
+                raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
         last_use: dict[str, int] = {}
         if keep is not None:
             for idx, op in enumerate(block.ops):
