@@ -18,8 +18,19 @@ from dataclasses import replace
 
 from .ir import grad_name
 from .makers import NO_GRAD, GradContext, GradMaker, GradOp, grad_op, missing_grad_error
-from .opdef import (OPS, OpDef, Slot, attr_default, get, make_op, make_opdef, slot_names, sub_block, typed,
-                    unsupported_setting)
+from .opdef import (
+    OPS,
+    OpDef,
+    Slot,
+    attr_default,
+    get,
+    make_op,
+    make_opdef,
+    slot_names,
+    sub_block,
+    typed,
+    unsupported_setting,
+)
 
 __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default", "defgrad",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
