@@ -9,7 +9,9 @@ import gradc
 from fixtures import Fixture
 from gradc import Executor, Scope, append_backward, registry
 from gradc.errors import ProgramError
+from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
+from gradc.ops.infer import InferContext
 from gradc.shapes import dims_match
 
 r = np.random.default_rng(7)
@@ -370,3 +372,15 @@ def test_a_program_chaining_shape_ops_has_the_numeric_gradient():
 def test_shape_inference_agrees_with_paddles_declared_shapes(case):
     from gradc.verify import check_shapes
     check_shapes(gradc.load(Fixture(case).dir / "forward.pb"))
+
+
+def test_shape_op_gives_the_dims_as_int32():
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("x", [2, 3, 4], VarType.FP32)
+    block.create_var("s", None, None)
+    block.append_op("shape", {"Input": ["x"]}, {"Out": ["s"]})
+    (dims,) = Executor().run(program, {"x": np.zeros((2, 3, 4), "float32")}, ["s"], Scope())
+    assert dims.dtype == np.int32 and dims.tolist() == [2, 3, 4]
+    (shape, dtype), = registry.get("shape").infer(InferContext(block.ops[0], block)).values()
+    assert shape == [3] and dtype == VarType.INT32

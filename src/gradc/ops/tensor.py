@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ir import FLOAT_DTYPES, AttrType
+from ..ir import FLOAT_DTYPES, AttrType, VarType
 from ..registry import NO_GRAD, defop, typed
 from .infer import same_as
 
@@ -15,6 +15,8 @@ defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1},
       infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X") if ctx.attr("dtype") == -1 else ctx.attr("dtype"))},
       grad=NO_GRAD)
 defop("fill_zeros_like", ["X"], infer=same_as("X"), grad=NO_GRAD)
+# Paddle's shape op: X's dims as an int32 vector (a loop bound, a reshape target)
+defop("shape", ["Input"], infer=lambda ctx: {"Out": ([len(ctx.shape("Input"))], VarType.INT32)}, grad=NO_GRAD)
 
 _RANDOM_INFER = lambda ctx: {"Out": (list(ctx.attr("shape")), ctx.attr("dtype"))}  # noqa: E731
 defop("uniform_random", ["ShapeTensor?", "ShapeTensorList[]?"],

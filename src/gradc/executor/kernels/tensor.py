@@ -41,6 +41,11 @@ def fill_any_like(k):
     return {"Out": x.map(fill) if isinstance(x, TensorArray) else fill(x)}
 
 
+@kernel("shape")
+def shape(k):
+    return {"Out": np.array(np.shape(k.x("Input")), dtype=np.int32)}
+
+
 @kernel("fill_zeros_like")
 def fill_zeros_like(k):
     x = k.x("X")
