@@ -13,27 +13,20 @@ import click
 import numpy as np
 
 from . import registry
-from .errors import FormatError, GradcError
+from .errors import GradcError
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
 from .io import check_writable, load, save, write_atomic
+from .io.arrays import read_npz
 from .io.pdiparams import read_params, write_params
 from .listing import program_listing
 from .opdoc import describe
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
-def _load_npz(path: str, what: str) -> dict[str, np.ndarray]:
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError) as exc:
-        raise FormatError(f"cannot read {what} '{path}': {exc}") from None
-
-
 def _load_params(path: str, program) -> dict[str, np.ndarray]:
     """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file."""
-    return read_params(path, program) if path.endswith(".pdiparams") else _load_npz(path, "params")
+    return read_params(path, program) if path.endswith(".pdiparams") else read_npz(path, "params")
 
 
 def _session(program_path: str, params: str | None, startups) -> tuple:
@@ -125,7 +118,7 @@ def run(program, feed, params, startup, fetches, out):
     if out:
         check_writable(out)
     prog, executor, scope = _session(program, params, [startup] if startup else [])
-    feeds = _load_npz(feed, "feed") if feed else {}
+    feeds = read_npz(feed, "feed") if feed else {}
     values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
@@ -153,7 +146,7 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
     if save_params:
         check_writable(save_params)
     prog, executor, scope = _session(program, params, startups)
-    feeds = _load_npz(feed, "feed")
+    feeds = read_npz(feed, "feed")
     for step in range(1, steps + 1):
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
         if step % log_every == 0 or step == steps:
@@ -181,7 +174,7 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
-    _, checks = compare_program(prog, _load_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
+    _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
                                 _load_params(params, prog) if params else {}, rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)
     width = max([len(c.var) for c in checks] + [3])

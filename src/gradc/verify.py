@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from . import registry
 from .errors import ProgramError, op_location
-from .ir import EMPTY_VAR, Program
+from .ir import EMPTY_VAR, AttrType, Program
 from .ops.infer import InferContext
 from .shapes import dims_match
 
+MAX_NESTING = 64   # blocks inside blocks: far beyond real programs, and it bounds every recursive walk
+
 
 def check_structure(program: Program, source: str = "program") -> None:
-    """Block indices, parent links and sub-block attributes are consistent and acyclic."""
+    """Block indices, parent links (acyclic, at most MAX_NESTING deep) and sub-block attributes are
+    consistent; every name is text without control characters. Linear in the program's size."""
     count = len(program.blocks)
     for position, block in enumerate(program.blocks):
         if block.idx != position:
@@ -21,26 +24,69 @@ def check_structure(program: Program, source: str = "program") -> None:
         if position > 0 and not 0 <= block.parent_idx < count:
             raise ProgramError(f"{source}: block {position} has parent_idx {block.parent_idx}, "
                                f"but the program has {count} blocks")
+    depths = _nesting_depths(program, source)
     for block in program.blocks:
-        seen = {block.idx}
-        parent = block.parent_idx
-        while parent != -1:
-            if parent in seen:
-                raise ProgramError(f"{source}: block {block.idx}: cycle in parent links through block {parent}")
-            seen.add(parent)
-            parent = program.blocks[parent].parent_idx
-    for block in program.blocks:
+        _check_names(block, source)
         for op_idx, op in enumerate(block.ops):
+            for name, kind in op.attr_types.items():
+                if kind == AttrType.BLOCK and op.attrs[name] is None:
+                    raise ProgramError(f"{source}: {op_location(block.idx, op_idx, op.type)}: attribute '{name}' "
+                                       f"is a block reference with no block index")
             for name, sub in op.block_refs():
-                _check_sub_block(program, block.idx, op_idx, op.type, name, sub, source)
+                _check_sub_block(program, block.idx, op_idx, op.type, name, sub, source, depths)
 
 
-def _check_sub_block(program, block_idx, op_idx, op_type, attr, sub, source) -> None:
+def _nesting_depths(program: Program, source: str) -> list[int]:
+    """Each block's distance from block 0 along parent links, each link followed once."""
+    depths = [-1] * len(program.blocks)
+    depths[0] = 0
+    for block in program.blocks:
+        path, on_path, idx = [], set(), block.idx
+        while depths[idx] < 0:
+            if idx in on_path:
+                raise ProgramError(f"{source}: block {block.idx}: cycle in parent links through block {idx}")
+            path.append(idx)
+            on_path.add(idx)
+            idx = program.blocks[idx].parent_idx
+        for offset, idx in enumerate(reversed(path), start=1):
+            depths[idx] = depths[program.blocks[path[-1]].parent_idx] + offset
+        if path and depths[path[0]] > MAX_NESTING:
+            raise ProgramError(f"{source}: block {path[0]} is nested {depths[path[0]]} blocks deep; gradc "
+                               f"handles at most {MAX_NESTING}")
+    return depths
+
+
+def _bad_name(name) -> bool:
+    return type(name) is not str or not name.isprintable()
+
+
+def _check_names(block, source: str) -> None:
+    """Names are text a user can read in one line: not undecodable bytes, no control characters."""
+    for name in block.vars:
+        if _bad_name(name):
+            raise ProgramError(f"{source}: block {block.idx} declares a var whose name {name!r} is not "
+                               f"printable text")
+    for op_idx, op in enumerate(block.ops):
+        where = f"{source}: block {block.idx}, op {op_idx}"
+        if _bad_name(op.type):
+            raise ProgramError(f"{where}: the op type {op.type!r} is not printable text")
+        for slots in (op.inputs, op.outputs):
+            for slot, args in slots.items():
+                for name in (slot, *args):
+                    if _bad_name(name):
+                        raise ProgramError(f"{where} ({op.type}): slot {slot!r} names {name!r}, which is not "
+                                           f"printable text")
+        for name in op.attrs:
+            if _bad_name(name):
+                raise ProgramError(f"{where} ({op.type}): attribute name {name!r} is not printable text")
+
+
+def _check_sub_block(program, block_idx, op_idx, op_type, attr, sub, source, depths) -> None:
     where = f"{source}: {op_location(block_idx, op_idx, op_type)}"
     if not 0 < sub < len(program.blocks):
         raise ProgramError(f"{where}: attribute '{attr}' names block {sub}, "
                            f"but the program has {len(program.blocks)} blocks")
-    ancestor = block_idx
+    ancestor = block_idx if depths[sub] <= depths[block_idx] else -1   # only an ancestor can close a cycle
     while ancestor != -1:
         if ancestor == sub:
             raise ProgramError(f"{where}: attribute '{attr}' names block {sub}, which contains "

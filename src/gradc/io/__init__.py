@@ -7,6 +7,7 @@ Saving is byte-deterministic and atomic: the file appears complete or not at all
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from google.protobuf import json_format, text_format
@@ -65,9 +66,26 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
     if not msg.blocks:
         raise FormatError(f"{source}: not a ProgramDesc: it has no blocks "
                           f"({len(data)} bytes; truncated or not a program file?)")
+    if not msg.IsInitialized():   # a required field is absent, or an enum holds a value outside the schema
+        raise FormatError(f"{source}: {_uninitialized(msg)}")
     program = program_from_proto(msg)
     check_structure(program, source)
     return program
+
+
+def _uninitialized(msg: pb.ProgramDesc) -> str:
+    """Where the first required field is missing, named as a user reads the program."""
+    errors = msg.FindInitializationErrors()
+    field = re.match(r"blocks\[(\d+)\]\.(vars|ops)\[(\d+)\]\.?(.*)", errors[0])
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    if field is None:
+        return f"the required field {errors[0]} is missing or holds a value outside the schema{more}"
+    block, kind, index, rest = int(field[1]), field[2], int(field[3]), field[4]
+    item = msg.blocks[block].vars[index] if kind == "vars" else msg.blocks[block].ops[index]
+    name = item.name if kind == "vars" else item.type
+    what = f"var {index} ({name!r})" if kind == "vars" else f"op {index} ({name!r})"
+    return (f"block {block}, {what}: the required field '{rest or 'name'}' is missing or holds a value "
+            f"outside the schema (an unknown data type or attribute type?){more}")
 
 
 def _decode_reason(fmt: str, exc: Exception, size: int) -> str:

@@ -7,6 +7,7 @@ the program's persistable vars, sorted by name, each as a serialized dense tenso
 
 from __future__ import annotations
 
+import math
 import struct
 from pathlib import Path
 
@@ -83,6 +84,8 @@ class _Reader:
         if dtype is None:
             raise FormatError(f"{self.source}: '{var}' has data type {desc.data_type}, which gradc cannot read")
         shape = tuple(desc.dims)
-        count = int(np.prod(shape)) if shape else 1
+        if any(d < 0 for d in shape):
+            raise FormatError(f"{self.source}: '{var}' has a negative dim in its shape {list(shape)}")
+        count = math.prod(shape)   # a Python int: huge dims are caught by take(), not overflowed
         raw = self.take(count * np.dtype(dtype).itemsize, "data", var)
         return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()

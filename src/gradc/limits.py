@@ -1,0 +1,58 @@
+"""Resource limits that keep a hostile or broken program from exhausting the machine. Defaults are
+generous; the CLI's --max-memory and --max-iterations (or these setters) change them."""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+
+def _physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+class Limits:
+    """max_bytes: the largest single tensor (or file member) gradc allocates, default half the machine's
+    memory; max_iterations: the most iterations one while loop may run."""
+
+    def __init__(self):
+        self.max_bytes = _physical_memory() // 2
+        self.max_iterations = 1_000_000
+
+
+LIMITS = Limits()
+
+
+@contextmanager
+def limited(max_bytes: int | None = None, max_iterations: int | None = None):
+    """Run a block with other limits (None keeps the current one)."""
+    saved = LIMITS.max_bytes, LIMITS.max_iterations
+    LIMITS.max_bytes = saved[0] if max_bytes is None else max_bytes
+    LIMITS.max_iterations = saved[1] if max_iterations is None else max_iterations
+    try:
+        yield LIMITS
+    finally:
+        LIMITS.max_bytes, LIMITS.max_iterations = saved
+
+
+def check_allocation(count: int, itemsize: int, what: str) -> None:
+    """Raise ValueError before allocating ``count`` items of ``itemsize`` bytes beyond the limit."""
+    if count < 0:
+        raise ValueError(f"{what}: a negative size ({count} elements)")
+    if count * itemsize > LIMITS.max_bytes:
+        raise ValueError(f"{what} would need {count * itemsize:,} bytes ({count:,} elements), more than the "
+                         f"limit of {LIMITS.max_bytes:,} bytes (--max-memory)")
+
+
+def parse_bytes(text: str) -> int:
+    """'512M', '2G', '1000' -> bytes (for --max-memory)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    text = text.strip().upper().removesuffix("B")
+    scale = units.get(text[-1:], 1)
+    number = float(text[:-1] if text[-1:] in units else text)
+    if number <= 0:
+        raise ValueError(f"a memory limit must be positive, not {text}")
+    return int(number * scale)
