@@ -65,9 +65,15 @@ def test_temporaries_are_freed_after_their_last_reader():
 
 
 def test_dtypes_follow_the_program():
+    """As in Paddle: an array fed to a data var must have its dtype; lists are converted; other vars cast."""
     net, loss = small_net()
     scope = gradc.Scope()
     gradc.Executor().run(net.startup, scope=scope)
+    with pytest.raises(gradc.ExecutionError, match=r"feed var 'x' is float64, but block 0 declares float32"):
+        gradc.Executor().run(net.program, {"x": np.ones((2, 4))}, [loss], scope)
+    (value,) = gradc.Executor().run(net.program, {"x": [[1.0] * 4] * 2}, [loss], scope)
+    assert value.dtype == np.float32
+    net.block.var("x").need_check_feed = None
     (value,) = gradc.Executor().run(net.program, {"x": np.ones((2, 4))}, [loss], scope)  # float64 fed
     assert value.dtype == np.float32
 
@@ -75,7 +81,7 @@ def test_dtypes_follow_the_program():
 def test_feed_shape_mismatch_names_the_var():
     net, loss = small_net()
     with pytest.raises(gradc.ExecutionError, match=r"feed var 'x' has shape \[2, 5\].*\[-1, 4\]"):
-        gradc.Executor().run(net.program, {"x": np.ones((2, 5))}, [loss], gradc.Scope())
+        gradc.Executor().run(net.program, {"x": np.ones((2, 5), "float32")}, [loss], gradc.Scope())
 
 
 def test_missing_input_names_op_and_var():
@@ -90,7 +96,8 @@ def test_kernel_failure_names_op_and_input_shapes():
     for name, shape in (("a", [2, 3]), ("b", [4, 5]), ("c", [2, 5])):
         block.create_var(name, shape)
     block.append_op("matmul_v2", {"X": ["a"], "Y": ["b"]}, {"Out": ["c"]})
-    with pytest.raises(gradc.ExecutionError, match=r"block 0, op 0 \(matmul_v2\) failed.*X=a\[2, 3\], Y=b\[4, 5\]"):
+    with pytest.raises(gradc.ExecutionError, match=r"block 0, op 0 \(matmul_v2\): contraction dims differ: 3 vs 4 "
+                                               r".*X=a\[2, 3\], Y=b\[4, 5\]"):
         gradc.Executor().run(program, {"a": np.ones((2, 3)), "b": np.ones((4, 5))}, ["c"], gradc.Scope())
 
 

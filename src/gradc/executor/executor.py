@@ -15,6 +15,8 @@ from ..errors import ExecutionError, GradcError, op_location
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .context import KernelContext
+from .failures import kernel_failure
+from .feeding import feed_values
 from .kernels import KERNELS, load_all
 from .scope import MISSING, Scope, global_scope
 
@@ -64,7 +66,7 @@ class Executor:
         fetch_list = list(fetch_list or [])
         block = program.global_block
         local = scope.child()
-        self._feed(block, feed or {}, local)
+        feed_values(block, feed or {}, local)
         plan = self._plan(block, keep=frozenset(fetch_list))
         self._execute(plan, local, scope)
         if not fetch_list and "fetch" in local:
@@ -75,29 +77,7 @@ class Executor:
         """Run a sub-block in ``scope``; nothing is freed, so grad blocks can read its values."""
         self._execute(self._plan(block, keep=None), scope, run_scope)
 
-    # ------------------------------------------------------------------ feed / fetch
-    def _feed(self, block: Block, feed: Mapping[str, object], scope: Scope) -> None:
-        holder_cols = {op.output("Out")[0]: op.attrs.get("col", 0)
-                       for op in block.ops if op.type == "feed" and op.output("Out")}
-        for name, value in feed.items():
-            var = block.find_var(name)
-            if var is None:
-                raise ExecutionError(f"feed var '{name}' is not declared in block 0")
-            array = np.asarray(value)
-            if var.dtype in NUMPY_DTYPE_NAMES and array.dtype.name != NUMPY_DTYPE_NAMES[var.dtype]:
-                array = array.astype(NUMPY_DTYPE_NAMES[var.dtype])
-            if var.shape is not None and not _shape_fits(array.shape, var.shape):
-                raise ExecutionError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
-                                     f"declares {var.shape}")
-            scope[name] = array
-        if holder_cols:  # a saved inference program reads its inputs through feed ops
-            holder_name = next(op.input("X")[0] for op in block.ops if op.type == "feed")
-            holder = [None] * (max(holder_cols.values()) + 1)
-            for name, col in holder_cols.items():
-                if name in scope.vars:
-                    holder[col] = scope.vars[name]
-            scope[holder_name] = holder
-
+    # ------------------------------------------------------------------ fetch
     def _fetch(self, scope: Scope, name: str):
         value = scope.find(name, MISSING)
         if value is MISSING:
@@ -163,9 +143,8 @@ class Executor:
                 results = step.kernel(ctx)
             except GradcError:
                 raise
-            except Exception as exc:  # a kernel bug or bad data: say which op and what it read
-                raise ExecutionError(f"{ctx.where} failed: {type(exc).__name__}: {exc} "
-                                     f"[inputs: {_describe_inputs(ctx)}]") from exc
+            except Exception as exc:  # bad data or a kernel bug: say which op, what it read and why
+                raise kernel_failure(ctx, exc) from exc
             if results:
                 if not step.checked:
                     ctx.check_results(results)
@@ -205,20 +184,3 @@ def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nd
         raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
                              f"declares {dtype}")
     return array.astype(dtype)
-
-
-def _describe_inputs(ctx: KernelContext) -> str:
-    parts = []
-    for slot, args in ctx.op.inputs.items():
-        for name in args:
-            value = ctx.scope.find(name)
-            shape = list(value.shape) if hasattr(value, "shape") else type(value).__name__
-            parts.append(f"{slot}={name}{shape}")
-    return ", ".join(parts) or "none"
-
-
-def _shape_fits(actual: tuple[int, ...], declared: list[int]) -> bool:
-    if len(actual) != len(declared):
-        return False
-    return all(d < 0 or d == a for a, d in zip(actual, declared))
-

@@ -1,0 +1,59 @@
+"""What the executor says when a kernel fails: if the op's shape inference, run on the values the op
+actually got, rejects them, its message (in the user's terms: shapes, axes, attributes) is the error;
+otherwise the kernel's own exception, with the op and the shapes it read. Costs nothing when kernels
+succeed."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import registry
+from ..errors import ExecutionError, ProgramError
+from ..ir.types import DTYPE_BY_NUMPY_NAME
+from ..ops.infer import InferContext
+
+
+class _RuntimeInferContext(InferContext):
+    """Shape inference over the values in the scope instead of the declared vars."""
+
+    __slots__ = ("scope",)
+
+    def __init__(self, ctx):
+        super().__init__(ctx.op, ctx.block, ctx.op_idx)
+        self.scope = ctx.scope
+
+    def _value(self, slot: str, i: int):
+        args = self.op.input(slot)
+        return self.scope.find(args[i]) if i < len(args) else None
+
+    def shape(self, slot: str, i: int = 0):
+        value = self._value(slot, i)
+        return list(value.shape) if isinstance(value, np.ndarray) else None
+
+    def dtype(self, slot: str, i: int = 0):
+        value = self._value(slot, i)
+        return DTYPE_BY_NUMPY_NAME.get(value.dtype.name) if isinstance(value, np.ndarray) else None
+
+
+def kernel_failure(ctx, exc: Exception) -> ExecutionError:
+    if isinstance(exc, MemoryError):
+        return ExecutionError(f"{ctx.where}: out of memory [inputs: {describe_inputs(ctx)}]")
+    opdef = registry.get(ctx.op.type)
+    if opdef is not None and opdef.infer is not None:
+        try:
+            opdef.infer(_RuntimeInferContext(ctx))
+        except ProgramError as rejected:
+            return ExecutionError(str(rejected))
+        except Exception:  # noqa: BLE001 - inference that cannot judge these values says nothing
+            pass
+    return ExecutionError(f"{ctx.where} failed: {type(exc).__name__}: {exc} [inputs: {describe_inputs(ctx)}]")
+
+
+def describe_inputs(ctx) -> str:
+    parts = []
+    for slot, args in ctx.op.inputs.items():
+        for name in args:
+            value = ctx.scope.find(name)
+            shape = list(value.shape) if hasattr(value, "shape") else type(value).__name__
+            parts.append(f"{slot}={name}{shape}")
+    return ", ".join(parts) or "none"

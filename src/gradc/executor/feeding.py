@@ -1,0 +1,61 @@
+"""Putting fed values into a run's scope: each checked against the var it feeds (declared, dtype, shape),
+and the holder list that a saved inference program's feed ops read (columns checked)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from ..errors import ExecutionError, op_location
+from ..ir import Block
+from ..ir.types import NUMPY_DTYPE_NAMES
+from .scope import Scope
+
+
+def feed_values(block: Block, feed: Mapping[str, object], scope: Scope) -> None:
+    """As Paddle's executor: a numpy array fed to a data var (need_check_feed) must have its dtype;
+    Python scalars and lists are converted to it. Other vars take any numeric array, cast."""
+    for name, value in feed.items():
+        var = block.find_var(name)
+        if var is None:
+            raise ExecutionError(f"feed var '{name}' is not declared in block 0")
+        expected = NUMPY_DTYPE_NAMES.get(var.dtype)
+        array = np.asarray(value) if isinstance(value, np.ndarray) or expected is None else np.asarray(value, expected)
+        if array.dtype.kind not in "biufc":
+            raise ExecutionError(f"feed var '{name}' is {array.dtype}, not a numeric array")
+        if expected is not None and array.dtype.name != expected:
+            if var.need_check_feed:
+                raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
+                                     f"(convert it, e.g. with .astype('{expected}'))")
+            array = array.astype(expected)
+        if var.shape is not None and not shape_fits(array.shape, var.shape):
+            raise ExecutionError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
+                                 f"declares {var.shape}")
+        scope[name] = array
+    _fill_holder(block, scope)
+
+
+def _fill_holder(block: Block, scope: Scope) -> None:
+    """A saved inference program reads its inputs through feed ops: holder[col] for each."""
+    feeds = [(idx, op) for idx, op in enumerate(block.ops) if op.type == "feed"]
+    if not feeds:
+        return
+    holder = [None] * len(feeds)
+    for idx, op in feeds:
+        col, out, src = op.attrs.get("col", 0), op.output("Out"), op.input("X")
+        if len(out) != 1 or len(src) != 1 or src[0] != feeds[0][1].input("X")[0]:
+            raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: a feed op reads one holder var (X) "
+                                 f"shared by all feed ops and writes one var (Out)")
+        if not isinstance(col, int) or not 0 <= col < len(feeds):
+            raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: column {col!r} is outside the "
+                                 f"{len(feeds)} columns of the program's feed ops")
+        if out[0] in scope.vars:
+            holder[col] = scope.vars[out[0]]
+    scope[feeds[0][1].input("X")[0]] = holder
+
+
+def shape_fits(actual: tuple[int, ...], declared: list[int]) -> bool:
+    if len(actual) != len(declared):
+        return False
+    return all(d < 0 or d == a for a, d in zip(actual, declared))
