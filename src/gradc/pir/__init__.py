@@ -1,0 +1,32 @@
+"""Paddle 3 PIR programs (`model.json`): read them into gradc Programs of legacy ops, write them back.
+
+    program = gradc.pir.load_pir("model.json")       # or bytes
+    gradc.pir.save_pir(program, "out.json")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import FormatError
+from ..ir import Program
+from .reader import is_pir, read_module
+from .translate import to_program
+
+__all__ = ["is_pir", "load_pir", "parse_pir"]
+
+
+def parse_pir(data: bytes, source: str = "<bytes>") -> Program:
+    return to_program(read_module(data, source), source)
+
+
+def load_pir(path_or_bytes: str | os.PathLike | bytes) -> Program:
+    """A PIR JSON program (a path or the file's bytes) as a gradc Program of legacy ops."""
+    if isinstance(path_or_bytes, (bytes, bytearray)):
+        return parse_pir(bytes(path_or_bytes))
+    try:
+        data = Path(path_or_bytes).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read '{path_or_bytes}': {exc.strerror}") from None
+    return parse_pir(data, str(path_or_bytes))

@@ -1,0 +1,234 @@
+"""A PIR graph -> a gradc Program of legacy ops, one table row per PIR op (gradc.pir.table).
+
+SSA values become named vars (gradc.pir.naming); constants that feed legacy attributes are folded
+and their ops dropped when nothing else reads them; control flow gets sub-blocks.
+"""
+
+from __future__ import annotations
+
+from ..errors import FormatError
+from ..ir import Block, OpDesc, Program, VarDesc, VarType
+from ..verify import check_structure
+from . import schema
+from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
+from .naming import Namer
+from .table.rows import TABLE
+
+# the producers whose value gradc can fold into a legacy attribute
+CONSTANT_OPS = {"pd_op.full_int_array", "pd_op.full"}
+
+
+def to_program(module: Module, source: str = "<pir>") -> Program:
+    return Translator(module, source).run()
+
+
+class Translator:
+    def __init__(self, module: Module, source: str):
+        self.module, self.source = module, source
+        self.program = Program()
+        self.names: dict[Value, str | list[str]] = {}
+        self.constant_ops: list[tuple[Block, OpDesc]] = []
+        self.unmade: dict[str, tuple[Block, Op]] = {}   # constant lists no legacy op can make
+        self.blocks: list[Block] = [self.program.global_block]
+        self.fixed_names = _file_names(module)
+        self.namer = Namer(set(self.fixed_names.values()))
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> Program:
+        _check_mapped(self.module, self.source)
+        self.translate_block(self.module.body.ops)
+        self._drop_unread_constants()
+        check_structure(self.program, self.source)
+        return self.program
+
+    @property
+    def block(self) -> Block:
+        return self.blocks[-1]
+
+    def translate_block(self, ops: list[Op], block: Block | None = None) -> None:
+        if block is not None:
+            self.blocks.append(block)
+        for op in ops:
+            row = TABLE[op.name]
+            if row.special is not None:
+                row.special(op, self)
+            else:
+                self.generic(row, op)
+        if block is not None:
+            self.blocks.pop()
+
+    def fail(self, op: Op, message: str) -> FormatError:
+        return FormatError(f"{self.source}: {op.where}: {message}")
+
+    # ------------------------------------------------------------ values
+    def name(self, value: Value, op: Op, position: int) -> str | list[str]:
+        names = self.names.get(value)
+        if names is None:
+            producer = f"{value.op.name} result {value.index}" if value.op else "a block argument"
+            raise self.fail(op, f"operand {position} (%{value.id}) comes from {producer}, which has no legacy "
+                                f"counterpart gradc can read")
+        return names
+
+    def args(self, value: Value, op: Op, position: int) -> list[str]:
+        names = self.name(value, op, position)
+        return list(names) if isinstance(names, list) else [names]
+
+    def define(self, value: Value, next_name, block: Block | None = None) -> str | list[str]:
+        """Bind a result to new var(s) declared in ``block`` (default: the current one)."""
+        block = block or self.block
+        if isinstance(value.type, VectorType):
+            names = [next_name() for _ in value.type.items]
+            for name, item in zip(names, value.type.items):
+                block.add_var(self.var(name, item, value))
+        else:
+            names = self.fixed_names.get(value) or next_name()
+            block.add_var(self.var(names, value.type, value))
+        self.names[value] = names
+        return names
+
+    def bind(self, value: Value, names: str | list[str]) -> None:
+        self.names[value] = names
+
+    @staticmethod
+    def var(name: str, type_, value: Value) -> VarDesc:
+        if isinstance(type_, TensorType):
+            var = VarDesc(name, list(type_.dims), type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
+        else:
+            var = VarDesc(name, None, None, type=VarType.RAW)
+        var.stop_gradient = True if value.stop_gradient else None
+        var.persistable = True if value.persistable else None
+        return var
+
+    def constant(self, value: Value | None, fold: str, op: Op, operand: str, attr: str):
+        producer = value.op if value is not None else None
+        if producer is not None and producer.name in CONSTANT_OPS:
+            raw = producer.attr("value")
+        elif producer is not None and producer.name == "builtin.combine" \
+                and all(v is not None and v.op is not None and v.op.name == "pd_op.full" for v in producer.operands):
+            raw = [v.op.attr("value") for v in producer.operands]
+        else:
+            source = "a null value" if value is None else (producer.name if producer else "a block argument")
+            raise self.fail(op, f"operand '{operand}' must be a constant (pd_op.full_int_array or pd_op.full): "
+                                f"the legacy op takes it as attribute '{attr}', but it comes from {source}")
+        values = raw if isinstance(raw, list) else [raw]
+        if fold == "ints":
+            return [int(v) for v in values]
+        if len(values) != 1:
+            raise self.fail(op, f"operand '{operand}' must hold one number for attribute '{attr}', not {values}")
+        return int(values[0]) if fold == "int" else float(values[0])
+
+    def _drop_unread_constants(self) -> None:
+        readers = {}
+        for block in self.program.blocks:
+            for index, op in enumerate(block.ops):
+                for name in op.input_names():
+                    readers.setdefault(name, (block.idx, index, op.type))
+        dropped = set()
+        for block, op in self.constant_ops:
+            if not any(name in readers for name in op.output_names()):
+                dropped.add(id(op))
+                for name in op.output_names():
+                    block.vars.pop(name, None)
+        for block in {id(b): b for b, _ in self.constant_ops}.values():
+            block.ops = [op for op in block.ops if id(op) not in dropped]
+        for name, (block, op) in self.unmade.items():
+            if name in readers:
+                b, i, t = readers[name]
+                raise self.fail(op, f"this int list is read as a tensor by block {b}, op {i} ({t}), and gradc has "
+                                    f"no legacy op that makes a constant list of different values")
+            block.vars.pop(name, None)
+
+    # ------------------------------------------------------------ ops
+    def emit(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None,
+             attr_types: dict | None = None) -> OpDesc:
+        op = OpDesc(type, inputs, outputs, attrs, attr_types)
+        self.block.ops.append(op)
+        return op
+
+    def emit_constant(self, type: str, inputs: dict, outputs: dict, attrs: dict, attr_types: dict | None = None):
+        """A constant-making op, dropped at the end if every reader folded it into an attribute."""
+        op = self.emit(type, inputs, outputs, attrs, attr_types)
+        self.constant_ops.append((self.block, op))
+        return op
+
+    def generic(self, row, op: Op) -> None:
+        if len(op.operands) != len(row.operands) or len(op.results) != len(row.results):
+            raise self.fail(op, f"has {len(op.operands)} operands and {len(op.results)} results; gradc's table "
+                                f"expects {len(row.operands)} ({' '.join(o.name for o in row.operands)}) and "
+                                f"{len(row.results)} ({' '.join(r.name for r in row.results)})")
+        inputs, attrs = {}, dict(row.fixed)
+        by_name = {}
+        for position, (spec, value) in enumerate(zip(row.operands, op.operands)):
+            by_name[spec.name] = value
+            if spec.attr is not None:
+                if value is not None or not spec.optional:
+                    attrs[spec.attr] = self.constant(value, spec.fold, op, spec.name, spec.attr)
+            elif value is None:
+                if spec.slot is not None and not spec.optional:
+                    raise self.fail(op, f"operand '{spec.name}' is null, but legacy slot {spec.slot} needs a value")
+            elif spec.slot is not None:
+                inputs[spec.slot] = self.args(value, op, position)
+        for spec in row.attrs:
+            if spec.legacy is not None and spec.name in op.attrs:
+                attrs[spec.legacy] = legacy_value(op.attrs[spec.name])
+        next_name = self.namer.for_op(row.legacy)
+        outputs = {}
+        for spec, value in zip(row.results, op.results):
+            if spec.slot is None:
+                continue
+            if spec.inplace is not None:
+                target = by_name[spec.inplace]
+                names = self.name(target, op, row.operands.index(row.operand(spec.inplace)))
+                self.bind(value, names)
+            else:
+                names = self.define(value, next_name)
+            outputs[spec.slot] = list(names) if isinstance(names, list) else [names]
+        for slot in row.extra_outputs:
+            outputs[slot] = [self._extra_output(slot, inputs, next_name)]
+        legacy = self.emit(row.legacy, inputs, outputs, attrs)
+        if row.hook is not None:
+            row.hook(legacy, op, self)
+
+    def _extra_output(self, slot: str, inputs: dict, next_name) -> str:
+        """XShape: [0] + X's shape, no data (what legacy reshape2/transpose2/... write)."""
+        name = next_name()
+        x = self.block.find_var(inputs["X"][0]) if inputs.get("X") else None
+        shape = [0] + list(x.shape) if x is not None and x.shape is not None else None
+        self.block.add_var(VarDesc(name, shape, x.dtype if x is not None else VarType.FP32, stop_gradient=True))
+        return name
+
+
+def legacy_value(attr: Attr):
+    """A PIR attribute as a legacy attribute value (a_dtype -> the VarType number, -1 if undefined)."""
+    if attr.kind == "a_dtype":
+        return schema.DTYPE_NAMES.get(attr.value, -1)
+    return attr.plain()
+
+
+def _file_names(module: Module) -> dict[Value, str]:
+    """Names the file gives: parameters, data and feed inputs, and fetch targets."""
+    names: dict[Value, str] = {}
+    fetches = []
+    for op in walk_ops(module.body):
+        if op.name == "builtin.parameter" and op.results:
+            names[op.results[0]] = op.attr("parameter_name")
+        elif op.name in ("pd_op.data", "pd_op.feed") and op.results:
+            names[op.results[0]] = op.attr("name")
+        elif op.name == "pd_op.fetch" and op.operands and op.operands[0] is not None:
+            fetches.append((op.operands[0], op.attr("name")))
+    taken = set(names.values())
+    for value, name in fetches:
+        if value not in names and name not in taken and isinstance(value.type, TensorType):
+            names[value] = name
+            taken.add(name)
+    return names
+
+
+def _check_mapped(module: Module, source: str) -> None:
+    unmapped: dict[str, str] = {}
+    for op in walk_ops(module.body):
+        if op.name not in TABLE and op.name not in unmapped:
+            unmapped[op.name] = op.where
+    if unmapped:
+        listing = "; ".join(f"{name} (first at {where})" for name, where in sorted(unmapped.items()))
+        raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing}")
