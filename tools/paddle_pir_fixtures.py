@@ -16,6 +16,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.base import core
+from paddle_pir_zoo import ZOO
 
 LOSS_NAME = "loss"
 
@@ -86,7 +87,7 @@ def while_loop(rng):
 
 
 CASES = {"mlp": mlp, "cnn_bn": cnn_bn, "transformer": transformer, "lstm": lstm, "cond": cond,
-         "while_loop": while_loop}
+         "while_loop": while_loop, **ZOO}
 
 
 def op_names(program) -> list[str]:

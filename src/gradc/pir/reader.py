@@ -14,7 +14,8 @@ from . import schema
 from .codec import CodecError, decode_attr, decode_type
 from .graph import Attr, Block, Module, Op, Region, Value
 
-MAX_BYTES = 1 << 30
+MAX_BYTES = 256 << 20   # PIR JSON holds no weights: real programs are far smaller
+MAX_NESTING = 64        # regions inside ops inside regions ...; real control flow nests a few levels
 
 
 def is_pir(data: bytes) -> bool:
@@ -79,8 +80,10 @@ class _Walker:
             nested = next(stack[-1], None)
             if nested is None:
                 stack.pop()
+            elif len(stack) > MAX_NESTING:
+                raise self.fail(nested[1], f"regions nested more than {MAX_NESTING} deep")
             else:
-                stack.append(nested)
+                stack.append(nested[0])
         return top
 
     def _block(self, block_json, block: Block, where: str):
@@ -98,7 +101,8 @@ class _Walker:
                 for b, inner_json in enumerate(blocks_json):
                     inner = Block()
                     region.blocks.append(inner)
-                    yield self._block(inner_json, inner, f"{op.where} > region {r}, block {b}")
+                    inner_where = f"{op.where} > region {r}, block {b}"
+                    yield self._block(inner_json, inner, inner_where), inner_where
             self._define_results(op, result_json, defined)
         for value_id in defined:
             del self.values[value_id]

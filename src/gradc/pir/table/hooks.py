@@ -3,6 +3,8 @@ same attribute."""
 
 from __future__ import annotations
 
+from ...ir import AttrType, OpDesc
+
 
 def reduce_all(legacy, op, ctx) -> None:
     """PIR reduces over every axis when the axis list is empty; the legacy op says so with reduce_all."""
@@ -19,3 +21,18 @@ def cast_dtypes(legacy, op, ctx) -> None:
     x = ctx.block.find_var(legacy.input("X")[0])
     if x is not None and x.dtype is not None:
         legacy.set_attr("in_dtype", int(x.dtype))
+
+
+def batch_norm_affine(legacy, op, ctx) -> None:
+    """A batch_norm without scale or bias (F.batch_norm(weight=None)) gets ones / zeros: gradc's
+    batch_norm kernel reads both."""
+    mean = ctx.block.find_var(legacy.input("Mean")[0])
+    for slot, value in (("Scale", 1.0), ("Bias", 0.0)):
+        if not legacy.input(slot):
+            name = ctx.namer.fresh("fill_constant")
+            ctx.block.create_var(name, list(mean.shape), mean.dtype, stop_gradient=True)
+            ctx.block.ops.insert(len(ctx.block.ops) - 1, OpDesc(
+                "fill_constant", {}, {"Out": [name]},
+                {"shape": list(mean.shape), "dtype": int(mean.dtype), "value": value, "str_value": str(value)},
+                {"shape": AttrType.LONGS}))
+            legacy.inputs[slot] = [name]

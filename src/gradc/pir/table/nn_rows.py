@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from . import row
+from .hooks import batch_norm_affine
 
 CONV = "strides:i32s paddings:i32s padding_algorithm:str dilations:i32s groups:i32 data_format:str"
 BATCH_NORM = ("is_test:bool momentum:f32 epsilon:f32 data_format=data_layout:str use_global_stats:bool "
               "trainable_statistics:bool")
-BATCH_NORM_OPERANDS = "x:X mean:Mean variance:Variance scale?:Scale bias?:Bias"
-BATCH_NORM_STATS = "saved_mean:SavedMean saved_variance:SavedVariance reserve_space:ReserveSpace"
 
 ROWS = [
     row("pd_op.conv2d", "conv2d", "input:Input filter:Filter", "out:Output", CONV),
@@ -20,10 +19,9 @@ ROWS = [
         "strides:i64s paddings:i64s ceil_mode:bool exclusive:bool data_format:str pooling_type:str "
         "global_pooling:bool adaptive:bool padding_algorithm:str"),
     # the running mean and variance are updated in place, as legacy MeanOut / VarianceOut are
-    row("pd_op.batch_norm_", "batch_norm", BATCH_NORM_OPERANDS,
-        f"out:Y mean_out:MeanOut@mean variance_out:VarianceOut@variance {BATCH_NORM_STATS}", BATCH_NORM),
-    row("pd_op.batch_norm", "batch_norm", BATCH_NORM_OPERANDS,
-        f"out:Y mean_out:MeanOut variance_out:VarianceOut {BATCH_NORM_STATS}", BATCH_NORM, exportable=False),
+    row("pd_op.batch_norm_", "batch_norm", "x:X mean:Mean variance:Variance scale?:Scale bias?:Bias",
+        "out:Y mean_out:MeanOut@mean variance_out:VarianceOut@variance saved_mean:SavedMean "
+        "saved_variance:SavedVariance reserve_space:ReserveSpace", BATCH_NORM, hook=batch_norm_affine),
     row("pd_op.layer_norm", "layer_norm", "x:X scale?:Scale bias?:Bias", "out:Y mean:Mean variance:Variance",
         "epsilon:f32 begin_norm_axis:i32"),
     row("pd_op.group_norm", "group_norm", "x:X scale?:Scale bias?:Bias", "y:Y mean:Mean variance:Variance",

@@ -55,14 +55,6 @@ def split(op, ctx) -> None:
         ctx.bind(value, name)
 
 
-def slice_(op, ctx) -> None:
-    items = ctx.args(op.operands[0], op, 0)
-    index = op.attr("index")
-    if not isinstance(index, int) or not 0 <= index < len(items):
-        raise ctx.fail(op, f"index {index!r} is outside the list of {len(items)}")
-    ctx.bind(op.results[0], items[index])
-
-
 def coalesce(op, ctx) -> None:
     """Fuses a list of tensors into one buffer for speed; its list result is the same tensors."""
     ctx.bind(op.results[0], ctx.args(op.operands[0], op, 0))

@@ -8,11 +8,9 @@ from . import math_rows, nn_rows, plumbing, shape_rows, special
 SPECIAL = [
     special("builtin.parameter", plumbing.parameter),
     special("pd_op.data", plumbing.data),
-    special("pd_op.feed", plumbing.data),
     special("pd_op.fetch", plumbing.fetch, "fetch"),
     special("builtin.combine", plumbing.combine),
     special("builtin.split", plumbing.split),
-    special("builtin.slice", plumbing.slice_),
     special("pd_op.coalesce_tensor", plumbing.coalesce),
     special("pd_op.full", plumbing.full, "fill_constant"),
     special("pd_op.full_int_array", plumbing.full_int_array),

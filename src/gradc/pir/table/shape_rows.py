@@ -39,5 +39,4 @@ ROWS = [
     row("pd_op.gaussian", "gaussian_random", "shape>shape:ints", "out:Out",
         "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
     row("pd_op.increment_", "increment", "x:X", "out:Out@x", "value=step:f32"),
-    row("pd_op.increment", "increment", "x:X", "out:Out", "value=step:f32"),
 ]
