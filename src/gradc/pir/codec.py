@@ -52,7 +52,10 @@ def decode_type(data, depth: int = 0):
             raise CodecError(f"unknown element type '{element}' in {kind}")
         if not all(_is_int(d) for d in body[1]):
             raise CodecError(f"dims of {kind} are not integers: {body[1]!r:.80}")
-        lod = tuple(tuple(level) for level in body[3]) if len(body) > 3 and isinstance(body[3], list) else ()
+        lod = body[3] if len(body) > 3 and isinstance(body[3], list) else []
+        if not all(isinstance(level, list) and all(_is_int(v) for v in level) for level in lod):
+            raise CodecError(f"lod of {kind} is not a list of int lists: {lod!r:.80}")
+        lod = tuple(tuple(level) for level in lod)
         offset = body[4] if len(body) > 4 and _is_int(body[4]) else 0
         return TensorType(kind, schema.ELEMENT_TYPES[element], tuple(body[1]), str(body[2]), lod, offset)
     if kind == schema.VECTOR_TYPE:

@@ -15,13 +15,14 @@ from ..ir import VarDesc
 
 def translate_rnn(op, ctx) -> None:
     x_value, states_value, weights_value, lengths, _ = op.operands
-    mode = op.attr("mode")
+    mode = ctx.attr(op, "mode", str)
     if mode != "LSTM":
         raise ctx.fail(op, f"pd_op.rnn mode '{mode}': gradc unrolls LSTM only")
     if lengths is not None:
         raise ctx.fail(op, "pd_op.rnn with sequence lengths (padded batches) is not supported")
-    layers, directions = int(op.attr("num_layers")), 2 if op.attr("is_bidirec") else 1
-    if layers > 1 and float(op.attr("dropout_prob", 0.0)) > 0 and not op.attr("is_test"):
+    layers = ctx.attr(op, "num_layers", int)
+    directions = 2 if ctx.attr(op, "is_bidirec", bool) else 1
+    if layers > 1 and ctx.attr(op, "dropout_prob", float) > 0 and not ctx.attr(op, "is_test", bool):
         raise ctx.fail(op, "pd_op.rnn with dropout between layers draws random masks gradc cannot reproduce")
     x = ctx.args(x_value, op, 0)[0]
     h0, c0 = ctx.args(states_value, op, 1)
@@ -30,11 +31,12 @@ def translate_rnn(op, ctx) -> None:
     if len(weights) != 4 * cells:
         raise ctx.fail(op, f"expects {4 * cells} weights for {layers} layer(s) x {directions} direction(s), "
                            f"got {len(weights)}")
-    unroll = _Unroll(ctx, int(op.attr("hidden_size")))
-    steps = ctx.block.find_var(x).shape[0]
-    if steps is None or steps < 1:
-        raise ctx.fail(op, f"pd_op.rnn needs a known number of time steps to unroll, x has shape "
-                           f"{ctx.block.find_var(x).shape}")
+    unroll = _Unroll(ctx, ctx.attr(op, "hidden_size", int))
+    shape = ctx.block.find_var(x).shape
+    if not shape or len(shape) != 3 or shape[0] < 1:
+        raise ctx.fail(op, f"pd_op.rnn needs x of shape [time, batch, features] with known time steps to unroll, "
+                           f"x has shape {shape}")
+    steps = shape[0]
     layer_input, last_h, last_c = x, [], []
     for layer in range(layers):
         outputs = []

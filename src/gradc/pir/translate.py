@@ -16,6 +16,7 @@ from .table.rows import TABLE
 
 # the producers whose value gradc can fold into a legacy attribute
 CONSTANT_OPS = {"pd_op.full_int_array", "pd_op.full"}
+MISSING = object()
 
 
 def to_program(module: Module, source: str = "<pir>") -> Program:
@@ -51,6 +52,7 @@ class Translator:
         for op in ops:
             row = TABLE[op.name]
             if row.special is not None:
+                self._check_arity(row, op)
                 row.special(op, self)
             else:
                 self.generic(row, op)
@@ -60,8 +62,26 @@ class Translator:
     def fail(self, op: Op, message: str) -> FormatError:
         return FormatError(f"{self.source}: {op.where}: {message}")
 
+    def _check_arity(self, row, op: Op) -> None:
+        for what, expected, found in (("operands", row.arity[0], op.operands), ("results", row.arity[1], op.results)):
+            if expected is not None and len(found) != expected:
+                raise self.fail(op, f"has {len(found)} {what}; {op.name} has {expected}")
+
+    def attr(self, op: Op, name: str, *types, default=MISSING):
+        """An attribute of a type the translation relies on, or a clear error."""
+        value = op.attr(name, MISSING)
+        if value is MISSING and default is not MISSING:
+            return default
+        if value is MISSING or not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            wanted = " or ".join(t.__name__ for t in types)
+            found = "no such attribute" if value is MISSING else f"{value!r:.60}"
+            raise self.fail(op, f"attribute '{name}' must be {wanted}, got {found}")
+        return value
+
     # ------------------------------------------------------------ values
-    def name(self, value: Value, op: Op, position: int) -> str | list[str]:
+    def name(self, value: Value | None, op: Op, position: int) -> str | list[str]:
+        if value is None:
+            raise self.fail(op, f"operand {position} is null, but gradc needs a value there")
         names = self.names.get(value)
         if names is None:
             producer = f"{value.op.name} result {value.index}" if value.op else "a block argument"
@@ -111,6 +131,8 @@ class Translator:
             raise self.fail(op, f"operand '{operand}' must be a constant (pd_op.full_int_array or pd_op.full): "
                                 f"the legacy op takes it as attribute '{attr}', but it comes from {source}")
         values = raw if isinstance(raw, list) else [raw]
+        if not all(isinstance(v, (int, float)) for v in values):
+            raise self.fail(producer, f"attribute 'value' must hold numbers, got {raw!r:.60}")
         if fold == "ints":
             return [int(v) for v in values]
         if len(values) != 1:

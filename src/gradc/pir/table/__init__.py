@@ -58,6 +58,7 @@ class Row:
     fixed: dict = field(default_factory=dict)
     hook: object = None          # hook(legacy_op, pir_op, ctx)
     special: object = None       # special(pir_op, ctx): the whole translation
+    arity: tuple = (None, None)  # a special row's operand and result counts (None: any)
     exportable: bool = True      # whether save_pir may write this row for its legacy op
 
     def operand(self, name: str) -> Operand:
@@ -112,6 +113,6 @@ def row(pir: str, legacy: str, operands: str = "", results: str = "out:Out", att
                tuple(t[1:] for t in result_tokens if t.startswith("+")), **options)
 
 
-def special(pir: str, handler, legacy: str = "") -> Row:
+def special(pir: str, handler, operands: int | None = None, results: int | None = None) -> Row:
     """A row translated by code: plumbing (builtin.combine), constants, control flow, unrolled ops."""
-    return Row(pir, legacy, special=handler, exportable=False)
+    return Row(pir, "", special=handler, arity=(operands, results), exportable=False)

@@ -21,6 +21,7 @@ def parameter(op, ctx) -> None:
 
 def data(op, ctx) -> None:
     """An input var fed by name; legacy programs have no op for it."""
+    ctx.attr(op, "name", str)
     name = ctx.define(op.results[0], None)
     ctx.block.vars[name].need_check_feed = True
 
@@ -28,7 +29,8 @@ def data(op, ctx) -> None:
 def fetch(op, ctx) -> None:
     """The legacy fetch op; its target var carries the fetch name (an assign makes one if the
     fetched value already has another name, e.g. a parameter)."""
-    fetch_name = op.attr("name")
+    fetch_name = ctx.attr(op, "name", str)
+    col = ctx.attr(op, "col", int, default=0)
     source = ctx.args(op.operands[0], op, 0)[0]
     if source != fetch_name:
         if fetch_name not in ctx.block.vars:
@@ -38,7 +40,7 @@ def fetch(op, ctx) -> None:
         ctx.emit("assign", {"X": [source]}, {"Out": [fetch_name]})
     if "fetch" not in ctx.program.global_block.vars:
         ctx.program.global_block.create_var("fetch", None, None, type=VarType.FETCH_LIST, persistable=True)
-    ctx.emit("fetch", {"X": [fetch_name]}, {"Out": ["fetch"]}, {"col": int(op.attr("col", 0))})
+    ctx.emit("fetch", {"X": [fetch_name]}, {"Out": ["fetch"]}, {"col": col})
     ctx.bind(op.results[0], fetch_name)
 
 
@@ -62,11 +64,12 @@ def coalesce(op, ctx) -> None:
 
 def full(op, ctx) -> None:
     """fill_constant; dropped at the end if every reader took the value as an attribute."""
-    dtype = schema.DTYPE_NAMES.get(op.attr("dtype"), VarType.FP32)
-    value = op.attr("value")
+    dtype = schema.DTYPE_NAMES.get(ctx.attr(op, "dtype", str), VarType.FP32)
+    value = ctx.attr(op, "value", int, float)
+    shape = ctx.attr(op, "shape", list)
     name = ctx.define(op.results[0], ctx.namer.for_op("fill_constant"))
     ctx.emit_constant("fill_constant", {}, {"Out": [name]},
-                      {"shape": [int(d) for d in op.attr("shape", [])], "dtype": int(dtype), "value": float(value),
+                      {"shape": shape, "dtype": int(dtype), "value": float(value),
                        "str_value": _str_value(value)},
                       {"shape": 11})  # LONGS, as Paddle's proto declares it
 
@@ -74,7 +77,9 @@ def full(op, ctx) -> None:
 def full_int_array(op, ctx) -> None:
     """A constant int list; legacy ops take these as attributes, so readers fold it. A reader that
     needs it as a tensor gets fill_constant when all elements are equal."""
-    values = [int(v) for v in op.attr("value", [])]
+    values = ctx.attr(op, "value", list)
+    if not all(isinstance(v, int) for v in values):
+        raise ctx.fail(op, f"attribute 'value' must be a list of ints, got {values!r:.60}")
     result = op.results[0]
     name = ctx.define(result, ctx.namer.for_op("fill_constant"))
     if values and len(set(values)) == 1:

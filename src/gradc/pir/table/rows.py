@@ -6,18 +6,18 @@ from .. import control_flow, rnn
 from . import math_rows, nn_rows, plumbing, shape_rows, special
 
 SPECIAL = [
-    special("builtin.parameter", plumbing.parameter),
-    special("pd_op.data", plumbing.data),
-    special("pd_op.fetch", plumbing.fetch, "fetch"),
-    special("builtin.combine", plumbing.combine),
-    special("builtin.split", plumbing.split),
-    special("pd_op.coalesce_tensor", plumbing.coalesce),
-    special("pd_op.full", plumbing.full, "fill_constant"),
-    special("pd_op.full_int_array", plumbing.full_int_array),
+    special("builtin.parameter", plumbing.parameter, 0, 1),
+    special("pd_op.data", plumbing.data, 0, 1),
+    special("pd_op.fetch", plumbing.fetch, 1, 1),
+    special("builtin.combine", plumbing.combine, None, 1),
+    special("builtin.split", plumbing.split, 1, None),
+    special("pd_op.coalesce_tensor", plumbing.coalesce, 1, 2),
+    special("pd_op.full", plumbing.full, 0, 1),
+    special("pd_op.full_int_array", plumbing.full_int_array, 0, 1),
     special("cf.yield", plumbing.unexpected_yield),
-    special("pd_op.if", control_flow.translate_if),
-    special("pd_op.while", control_flow.translate_while),
-    special("pd_op.rnn", rnn.translate_rnn),
+    special("pd_op.if", control_flow.translate_if, 1, None),
+    special("pd_op.while", control_flow.translate_while, None, None),
+    special("pd_op.rnn", rnn.translate_rnn, 5, 4),
 ]
 
 
