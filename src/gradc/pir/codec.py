@@ -137,7 +137,8 @@ def encode_attr(attr: Attr) -> dict:
     if attr.kind == "a_array":
         out[schema.DATA] = [encode_attr(item) for item in value]
     elif attr.kind in _FLOAT_KINDS and (math.isnan(value) or math.isinf(value)):
-        out[schema.VOID_DATA] = "NaN" if math.isnan(value) else ("INF" if value > 0 else "-INF")
+        # Paddle 3.3.1 writes "NaN" but reads only "NAN": write what it reads
+        out[schema.VOID_DATA] = "NAN" if math.isnan(value) else ("INF" if value > 0 else "-INF")
     elif attr.kind in ("a_c64", "a_c128"):
         out[schema.DATA] = [value.real, value.imag]
     elif attr.kind == "a_type":
