@@ -10,11 +10,14 @@ import os
 from pathlib import Path
 
 from ..errors import FormatError
+from ..io import write_atomic
 from ..ir import Program
+from .dump import dumps
+from .export import to_module
 from .reader import is_pir, read_module
 from .translate import to_program
 
-__all__ = ["is_pir", "load_pir", "parse_pir"]
+__all__ = ["is_pir", "load_pir", "parse_pir", "save_pir", "serialize_pir"]
 
 
 def parse_pir(data: bytes, source: str = "<bytes>") -> Program:
@@ -30,3 +33,13 @@ def load_pir(path_or_bytes: str | os.PathLike | bytes) -> Program:
     except OSError as exc:
         raise FormatError(f"cannot read '{path_or_bytes}': {exc.strerror}") from None
     return parse_pir(data, str(path_or_bytes))
+
+
+def serialize_pir(program: Program, fetch: list[str] | tuple = ()) -> bytes:
+    """The PIR JSON of a Program of legacy ops; ``fetch`` adds pd_op.fetch ops for those vars."""
+    return dumps(to_module(program, fetch))
+
+
+def save_pir(program: Program, path: str | os.PathLike, fetch: list[str] | tuple = ()) -> None:
+    """Write ``program`` as a PIR JSON file Paddle 3 loads (atomic: the whole file or nothing)."""
+    write_atomic(path, serialize_pir(program, fetch))

@@ -137,7 +137,7 @@ class Translator:
             return [int(v) for v in values]
         if len(values) != 1:
             raise self.fail(op, f"operand '{operand}' must hold one number for attribute '{attr}', not {values}")
-        return int(values[0]) if fold == "int" else float(values[0])
+        return float(values[0]) if fold == "float" else int(values[0])
 
     def _drop_unread_constants(self) -> None:
         readers = {}

@@ -4,18 +4,19 @@ A row is data, written in a small notation (most rows one line):
 
     row("pd_op.matmul", "matmul_v2", "x:X y:Y", "out:Out", "transpose_x=trans_x:bool transpose_y=trans_y:bool")
 
-operands, in PIR order:  ``name:Slot``   the operand is the legacy input slot (a t_vec operand fills it with a list)
+operands, in PIR order:  ``name:Slot``   the operand is the legacy input slot; ``name:Slot*`` a list (t_vec)
                          ``name?:Slot``  may be Paddle's null value (then the slot stays empty)
-                         ``name>attr:k`` a constant folded into legacy attribute ``attr`` (k: ints, int, float);
-                                         export makes it with pd_op.full_int_array / pd_op.full
-                         ``name:-``      no legacy counterpart (must be null, or is ignored)
-results, in PIR order:   ``name:Slot``, ``name:Slot@operand`` (in place: the operand's var), ``name:-`` (none);
-                         ``+Slot`` a legacy-only output (XShape) with a fresh var
+                         ``name>attr:k`` a constant folded into legacy attribute ``attr`` (k: ints, int, long,
+                                         float); export makes it with pd_op.full_int_array / pd_op.full
+                         ``name:-``      no legacy counterpart (null)
+results, in PIR order:   ``name:Slot``, ``name:Slot*`` (a list), ``name:Slot@operand`` (in place: the operand's
+                         var), ``name:-`` (none); ``+Slot`` a legacy-only output (XShape) with a fresh var
 attributes:              ``name[=legacy]:kind[=default]``; legacy ``-`` means PIR-only (dropped on import,
                          written with its default on export). kinds: bool i32 i64 f32 f64 str dtype place
-                         intarray i32s i64s f32s strs scalar layout
-``fixed`` sets legacy attributes to constants; ``hook`` adjusts the legacy op for semantics the notation
-cannot say (PIR's empty axis list meaning "all", ...); ``special`` replaces the generic translation.
+                         intarray i32s i64s f32s
+``fixed`` sets legacy attributes to constants; ``hook`` adjusts the imported legacy op for semantics the
+notation cannot say (PIR's empty axis list meaning "all", ...); ``back`` does the same on export, and
+``when`` picks among rows of one legacy type on export; ``special`` replaces the generic translation.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ class Operand:
     name: str
     slot: str | None = None
     attr: str | None = None      # folded into this legacy attribute
-    fold: str | None = None      # how: "ints", "int" or "float"
+    fold: str | None = None      # its kind: "ints", "int" (int32), "long" (int64) or "float"
     optional: bool = False
+    is_list: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Result:
     name: str
     slot: str | None
     inplace: str | None = None   # the operand whose var this result is
+    is_list: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,17 +59,22 @@ class Row:
     attrs: tuple[AttrSpec, ...] = ()
     extra_outputs: tuple[str, ...] = ()
     fixed: dict = field(default_factory=dict)
-    hook: object = None          # hook(legacy_op, pir_op, ctx)
-    special: object = None       # special(pir_op, ctx): the whole translation
+    hook: object = None          # hook(legacy_op, pir_op, translator)
+    back: object = None          # back(legacy_op, exporter) -> {legacy attr: value} used instead on export
+    when: object = None          # when(legacy_op) -> whether export uses this row for it
+    special: object = None       # special(pir_op, translator): the whole translation
     arity: tuple = (None, None)  # a special row's operand and result counts (None: any)
-    exportable: bool = True      # whether save_pir may write this row for its legacy op
 
     def operand(self, name: str) -> Operand:
         return next(o for o in self.operands if o.name == name)
 
 
 _DEFAULTS = {"bool": False, "i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0, "str": "", "place": [0, 0, ""],
-             "i32s": [], "i64s": [], "f32s": [], "strs": [], "intarray": [], "dtype": "float32", "layout": "NCHW"}
+             "i32s": [], "i64s": [], "f32s": [], "intarray": [], "dtype": "float32"}
+
+
+def _slot(text: str) -> tuple[str | None, bool]:
+    return (None, False) if text in ("", "-") else (text.rstrip("*"), text.endswith("*"))
 
 
 def _operand(token: str) -> Operand:
@@ -75,13 +83,15 @@ def _operand(token: str) -> Operand:
         attr, _, fold = rest.partition(":")
         return Operand(name.rstrip("?"), attr=attr, fold=fold or "ints", optional=name.endswith("?"))
     name, _, slot = token.partition(":")
-    return Operand(name.rstrip("?"), None if slot in ("", "-") else slot, optional=name.endswith("?"))
+    slot, is_list = _slot(slot)
+    return Operand(name.rstrip("?"), slot, optional=name.endswith("?"), is_list=is_list)
 
 
 def _result(token: str) -> Result:
     name, _, slot = token.partition(":")
     slot, _, inplace = slot.partition("@")
-    return Result(name, None if slot in ("", "-") else slot, inplace or None)
+    slot, is_list = _slot(slot)
+    return Result(name, slot, inplace or None, is_list)
 
 
 def _attr(token: str) -> AttrSpec:
@@ -115,4 +125,4 @@ def row(pir: str, legacy: str, operands: str = "", results: str = "out:Out", att
 
 def special(pir: str, handler, operands: int | None = None, results: int | None = None) -> Row:
     """A row translated by code: plumbing (builtin.combine), constants, control flow, unrolled ops."""
-    return Row(pir, "", special=handler, arity=(operands, results), exportable=False)
+    return Row(pir, "", special=handler, arity=(operands, results))

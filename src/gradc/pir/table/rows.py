@@ -31,3 +31,15 @@ def _table(rows) -> dict:
 
 
 TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + SPECIAL)
+
+
+def _exports(rows) -> dict:
+    """legacy type -> the rows export may write it with, in table order (``when`` picks among them)."""
+    exports: dict[str, list] = {}
+    for entry in rows:
+        if entry.special is None:
+            exports.setdefault(entry.legacy, []).append(entry)
+    return exports
+
+
+EXPORTS = _exports(TABLE.values())

@@ -5,17 +5,21 @@ from __future__ import annotations
 from . import row
 from .hooks import cast_dtypes
 
+
+def _has_sections(op) -> bool:
+    return bool(op.attrs.get("sections"))
+
 ROWS = [
     row("pd_op.reshape", "reshape2", "x:X shape>shape:ints", "out:Out +XShape"),
     row("pd_op.transpose", "transpose2", "x:X", "out:Out +XShape", "perm=axis:i32s"),
     row("pd_op.flatten", "flatten_contiguous_range", "x:X", "out:Out +XShape", "start_axis:i32 stop_axis:i32"),
     row("pd_op.squeeze", "squeeze2", "x:X axis>axes:ints", "out:Out +XShape"),
     row("pd_op.unsqueeze", "unsqueeze2", "x:X axis>axes:ints", "out:Out +XShape"),
-    row("pd_op.concat", "concat", "x:X axis>axis:int"),
-    row("pd_op.split", "split", "x:X sections>sections:ints axis>axis:int"),
-    row("pd_op.split_with_num", "split", "x:X axis>axis:int", "out:Out", "num:i32"),
-    row("pd_op.stack", "stack", "x:X", "out:Y", "axis:i32"),
-    row("pd_op.unstack", "unstack", "x:X", "out:Y", "axis:i32 num:i32"),
+    row("pd_op.concat", "concat", "x:X* axis>axis:int"),
+    row("pd_op.split", "split", "x:X sections>sections:ints axis>axis:int", "out:Out*", when=_has_sections),
+    row("pd_op.split_with_num", "split", "x:X axis>axis:int", "out:Out*", "num:i32"),
+    row("pd_op.stack", "stack", "x:X*", "out:Y", "axis:i32"),
+    row("pd_op.unstack", "unstack", "x:X", "out:Y*", "axis:i32 num:i32"),
     row("pd_op.slice", "slice", "input:Input starts>starts:ints ends>ends:ints", "out:Out",
         "axes:i64s infer_flags:i64s decrease_axis:i64s"),
     row("pd_op.strided_slice", "strided_slice", "x:Input starts>starts:ints ends>ends:ints strides>strides:ints",

@@ -1,0 +1,234 @@
+"""A gradc Program of legacy ops -> a PIR graph (gradc.pir.graph.Module), the table read backwards.
+
+Legacy vars become SSA values: each write of a var makes a new value, each read takes the latest.
+Vars read before any op writes them are inputs: persistable ones become builtin.parameter, the others
+pd_op.data. Constants that legacy ops hold as attributes become pd_op.full_int_array / pd_op.full
+operands. Control flow sub-blocks have no export yet (docs/pir-format.md says how PIR spells them).
+"""
+
+from __future__ import annotations
+
+from ..errors import ProgramError, op_location
+from ..ir import EMPTY_VAR, OpDesc, Program, VarType
+from ..ir import Block as LegacyBlock
+from ..registry import OPS
+from . import schema
+from .export_special import SPECIAL_EXPORTS, encode_attr_value
+from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
+from .table.rows import EXPORTS
+
+_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
+_TENSOR_KINDS = {VarType.DENSE_TENSOR: "t_dtensor", VarType.SELECTED_ROWS: "t_selected_rows",
+                 VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array"}
+# results a legacy program may leave out but Paddle's PIR op always has
+_MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,))}
+
+
+def to_module(program: Program, fetch: list[str] | tuple = ()) -> Module:
+    return Exporter(program).run(fetch)
+
+
+class Exporter:
+    def __init__(self, program: Program):
+        self.program = program
+        self.block: LegacyBlock = program.global_block
+        self.body = Block()
+        self.current: dict[str, Value] = {}
+        self.xshape_source: dict[str, Value] = {}   # an XShape var -> the value of the X it describes
+        self.where = ""
+
+    def run(self, fetch) -> Module:
+        _check_exportable(self.program)
+        self._inputs()
+        for index, op in enumerate(self.block.ops):
+            self.where = op_location(0, index, op.type)
+            exporter = SPECIAL_EXPORTS.get(op.type)
+            if exporter is not None:
+                exporter(op, self)
+            else:
+                self.generic(_pick_row(op), op)
+        cols = sum(op.type == "fetch" for op in self.block.ops)
+        for col, name in enumerate(fetch, start=cols):
+            self.where = f"fetch target '{name}'"
+            self.append_fetch(name, col)
+        return Module(self.body, schema.WRITE_VERSION, True)
+
+    def fail(self, message: str) -> ProgramError:
+        return ProgramError(f"cannot write as PIR: {self.where}: {message}")
+
+    # ------------------------------------------------------------ values
+    def type_of(self, name: str):
+        var = self.block.find_var(name)
+        if var is None:
+            raise self.fail(f"no var named '{name}'")
+        kind = _TENSOR_KINDS.get(var.type)
+        if kind is None or var.dtype not in schema.ELEMENT_TYPE_NAMES:
+            raise self.fail(f"var '{name}' is not a tensor of a dtype PIR has (type {var.type}, dtype {var.dtype})")
+        return TensorType(kind, int(var.dtype), tuple(var.shape or ()))
+
+    def new_value(self, name: str) -> Value:
+        var = self.block.find_var(name)
+        return Value(0, self.type_of(name), stop_gradient=bool(var.stop_gradient), persistable=bool(var.persistable))
+
+    def read(self, name: str) -> Value:
+        value = self.current.get(name)
+        if value is None:
+            raise self.fail(f"reads var '{name}', which nothing wrote before")
+        return value
+
+    def emit(self, name: str, operands: list, results: list[Value], attrs: dict) -> Op:
+        op = Op(name, operands, results, attrs)
+        for index, value in enumerate(results):
+            value.op, value.index = op, index
+        self.body.ops.append(op)
+        return op
+
+    def constant(self, fold: str, value) -> Value:
+        """The pd_op.full_int_array / pd_op.full that Paddle makes for an attribute-like operand."""
+        cpu = Attr("a_place", list(schema.PLACE_CPU))
+        if fold == "ints":
+            values = [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+            result = Value(0, TensorType("t_dtensor", VarType.INT64, (len(values),)), stop_gradient=True)
+            self.emit("pd_op.full_int_array", [], [result], {
+                "value": Attr("a_array", [Attr("a_i64", v) for v in values]), "dtype": Attr("a_dtype", "int64"),
+                "place": cpu})
+            return result
+        dtype = {"int": "int32", "long": "int64", "float": "float32"}[fold]
+        number = value[0] if isinstance(value, (list, tuple)) else value
+        result = Value(0, TensorType("t_dtensor", schema.DTYPE_NAMES[dtype], (1,)), stop_gradient=True)
+        self.emit("pd_op.full", [], [result], {"shape": Attr("a_intarray", [1]), "value": Attr("a_f64", float(number)),
+                                               "dtype": Attr("a_dtype", dtype), "place": cpu})
+        return result
+
+    def combine(self, values: list[Value]) -> Value:
+        result = Value(0, VectorType(tuple(v.type for v in values)))
+        self.emit("builtin.combine", values, [result], {})
+        return result
+
+    def append_fetch(self, name: str, col: int) -> None:
+        source = self.read(name)
+        result = Value(0, source.type, stop_gradient=source.stop_gradient, persistable=True)
+        self.emit("pd_op.fetch", [source], [result], {"name": Attr("a_str", name), "col": Attr("a_i32", col)})
+
+    # ------------------------------------------------------------ inputs
+    def _inputs(self) -> None:
+        """Vars read before written: parameters (persistable) first, then data, in first-read order."""
+        written, inputs = set(), {}
+        for op in self.block.ops:
+            for name in op.input_names():
+                if name not in written and name != EMPTY_VAR:
+                    inputs.setdefault(name, None)
+            written.update(op.output_names())
+        names = [n for n in inputs if self.block.find_var(n) is None or self.block.find_var(n).type not in _HOLDERS]
+        params = [n for n in names if self.block.find_var(n) is not None and self.block.find_var(n).persistable]
+        for name in params:
+            self.where = f"parameter '{name}'"
+            self.current[name] = self.parameter(name)
+        for name in names:
+            if name not in self.current:
+                self.where = f"input '{name}'"
+                self.current[name] = self.data(name)
+
+    def parameter(self, name: str) -> Value:
+        var = self.block.find_var(name)
+        value = self.new_value(name)
+        trainable = bool(var.is_parameter) and not var.stop_gradient
+        value.stop_gradient = not trainable
+        self.emit("builtin.parameter", [], [value], {
+            "is_distributed": Attr("a_bool", False), "is_parameter": Attr("a_bool", True),
+            "need_clip": Attr("a_bool", True), "parameter_name": Attr("a_str", name),
+            "trainable": Attr("a_bool", trainable)})
+        return value
+
+    def data(self, name: str) -> Value:
+        value = self.new_value(name)
+        self.emit("pd_op.data", [], [value], {
+            "name": Attr("a_str", name), "shape": Attr("a_intarray", list(value.type.dims)),
+            "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[value.type.dtype]),
+            "place": Attr("a_place", list(schema.PLACE_UNDEFINED))})
+        return value
+
+    # ------------------------------------------------------------ ops
+    def generic(self, row, op: OpDesc) -> None:
+        if row.back is not None:
+            op = row.back(op, self)
+        legacy_attrs = {**OPS[op.type].attrs, **op.attrs} if op.type in OPS else dict(op.attrs)
+        for name, value in row.fixed.items():
+            if legacy_attrs.get(name, value) != value:
+                raise self.fail(f"attribute {name}={legacy_attrs[name]!r} has no {row.pir} counterpart")
+        operands, consumed = [], set()
+        for spec in row.operands:
+            if spec.attr is not None:
+                operands.append(self.constant(spec.fold, legacy_attrs.get(spec.attr, [])))
+                continue
+            names = [n for n in op.input(spec.slot) if n != EMPTY_VAR] if spec.slot else []
+            consumed.add(spec.slot)
+            if not names:
+                if spec.slot is not None and not spec.optional:
+                    raise self.fail(f"input slot {spec.slot} is empty; {row.pir} needs operand '{spec.name}'")
+                operands.append(None)
+            elif spec.is_list:
+                operands.append(self.combine([self.read(n) for n in names]))
+            elif spec.slot == "XShape":
+                operands.append(self._xshape_source(names[0]))
+            elif len(names) == 1:
+                operands.append(self.read(names[0]))
+            else:
+                raise self.fail(f"input slot {spec.slot} holds {len(names)} vars; {row.pir} takes one")
+        _refuse_unmapped_slots(self, op.inputs, consumed, "input")
+        attrs = {spec.name: encode_attr_value(spec.kind, legacy_attrs.get(spec.legacy, spec.default)
+                                              if spec.legacy is not None else spec.default, self)
+                 for spec in row.attrs}
+        results, bindings, splits = [], [], []
+        for spec in row.results:
+            names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
+            if spec.is_list:
+                value = Value(0, VectorType(tuple(self.type_of(n) for n in names)))
+                splits.append((value, names))
+            elif names:
+                value = self.new_value(names[0])
+                bindings.append((names[0], value))
+            else:
+                value = Value(0, _MISSING_RESULT_TYPES.get((row.pir, spec.name)), stop_gradient=True)
+            results.append(value)
+        _refuse_unmapped_slots(self, op.outputs, {r.slot for r in row.results} | set(row.extra_outputs), "output")
+        self.emit(row.pir, operands, results, attrs)
+        for name, value in bindings:
+            self.current[name] = value
+        for value, names in splits:
+            parts = [self.new_value(n) for n in names]
+            self.emit("builtin.split", [value], parts, {})
+            self.current.update(zip(names, parts))
+        for slot in row.extra_outputs:
+            if op.output(slot) and op.input("X"):
+                self.xshape_source[op.output(slot)[0]] = self.read(op.input("X")[0])
+
+
+    def _xshape_source(self, name: str) -> Value:
+        """PIR grads of reshape-like ops read the forward input where legacy ones read its XShape."""
+        if name not in self.xshape_source:
+            raise self.fail(f"XShape var '{name}' does not come from an op this program exports")
+        return self.xshape_source[name]
+
+
+def _pick_row(op: OpDesc):
+    return next(row for row in EXPORTS[op.type] if row.when is None or row.when(op))
+
+
+def _refuse_unmapped_slots(exporter: Exporter, slots: dict, mapped: set, what: str) -> None:
+    extra = sorted(slot for slot, args in slots.items() if slot not in mapped and any(a != EMPTY_VAR for a in args))
+    if extra:
+        raise exporter.fail(f"{what} slot(s) {', '.join(extra)} have no counterpart in gradc's PIR table")
+
+
+def _check_exportable(program: Program) -> None:
+    """One error listing every op the table cannot write."""
+    missing: dict[str, str] = {}
+    for block in program.blocks:
+        for index, op in enumerate(block.ops):
+            if op.type not in EXPORTS and op.type not in SPECIAL_EXPORTS:
+                missing.setdefault(op.type, op_location(block.idx, index, op.type))
+    if missing:
+        listing = "; ".join(f"{t} (first at {where})" for t, where in sorted(missing.items()))
+        raise ProgramError(f"cannot write as PIR: {len(missing)} op type(s) gradc's PIR table has no export for: "
+                           f"{listing}")
