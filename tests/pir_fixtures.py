@@ -3,6 +3,7 @@ its PIR JSON format, with the numbers Paddle computed for them."""
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from gradc.pir import load_pir
 PIR_DATA = Path(__file__).parent / "data" / "paddle" / "pir"
 TRAINING = sorted(p.parent.name for p in PIR_DATA.glob("*/forward.json"))
 INFERENCE = sorted(p.parent.name for p in PIR_DATA.glob("*/model.json"))
+WITH_BACKWARD = sorted(p.parent.name for p in PIR_DATA.glob("*/backward.json.gz"))
 
 
 def meta(case: str) -> dict:
@@ -57,3 +59,17 @@ def run_inference(program: gradc.Program, case: str) -> np.ndarray:
 
 def load(case: str) -> gradc.Program:
     return load_pir(program_file(case))
+
+
+def paddle_backward(case: str) -> bytes:
+    """Paddle's own training program of the case: its grad ops, fetching the loss and every gradient."""
+    return gzip.decompress((PIR_DATA / case / "backward.json.gz").read_bytes())
+
+
+def run_fetches(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
+    """Run a program that already holds its backward, fetching the loss and Paddle's gradients."""
+    scope = gradc.Scope()
+    for name, value in npz(case, "params").items():
+        scope[name] = value
+    names = [meta(case)["loss"], *npz(case, "grads")]
+    return dict(zip(names, gradc.Executor().run(program, feed=npz(case, "feed"), fetch_list=names, scope=scope)))

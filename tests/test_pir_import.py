@@ -15,10 +15,13 @@ from pir_fixtures import (
     INFERENCE,
     PIR_DATA,
     TRAINING,
+    WITH_BACKWARD,
     assert_matches_paddle,
     load,
     meta,
+    paddle_backward,
     program_file,
+    run_fetches,
     run_inference,
     train_and_run,
 )
@@ -43,6 +46,21 @@ def test_the_loss_is_named_by_its_fetch_name(case):
     writer = next(op for op in block.ops if "loss" in op.output_names())
     assert writer.type not in ("fetch", "assign")
     assert block.ops[-1].type == "fetch" and block.ops[-1].input("X") == ["loss"]
+
+
+@pytest.mark.parametrize("case", [case for case in WITH_BACKWARD if case != "lstm"])
+def test_paddles_own_training_program_runs_and_gives_its_gradients(case):
+    """Paddle's backward (pd_op.*_grad ops) translated to legacy grad ops, no gradc backward pass."""
+    program = load_pir(paddle_backward(case))
+    assert any(op.type.endswith("_grad") for op in program.global_block.ops)
+    assert_matches_paddle(run_fetches(program, case), case)
+
+
+def test_rnn_grad_of_paddles_lstm_training_program_is_named_as_unmapped():
+    """gradc unrolls pd_op.rnn; Paddle's fused rnn_grad has no legacy op to become (compile the forward)."""
+    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.rnn_grad \(first "
+                                                r"at region 0, block 0, op \d+"):
+        load_pir(paddle_backward("lstm"))
 
 
 @pytest.mark.parametrize("case", INFERENCE)
@@ -139,15 +157,10 @@ def test_a_program_saved_without_result_attributes_loads():
 
 
 def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
-    used = set()
+    files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE]
+    files += [paddle_backward(case) for case in WITH_BACKWARD]
+    used = {op.name for data in files for op in walk_ops(read_module(data).body)}
+    assert used - set(TABLE) == {"pd_op.rnn_grad"}
+    assert set(TABLE) <= used, f"rows no fixture exercises: {sorted(set(TABLE) - used)}"
     for case in TRAINING + INFERENCE:
-        module = read_module(program_file(case).read_bytes())
-        used |= {op.name for op in walk_ops(module.body)}
         assert set(meta(case)["pir_ops"]) <= used
-    assert used <= set(TABLE)
-    zoo_rows = {name for name in TABLE if name not in used}
-    assert not zoo_rows - _zoo_ops(), f"rows no fixture exercises: {sorted(zoo_rows - _zoo_ops())}"
-
-
-def _zoo_ops() -> set[str]:
-    return {name for path in PIR_DATA.glob("zoo_*/meta.json") for name in json.loads(path.read_text())["pir_ops"]}

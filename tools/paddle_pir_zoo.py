@@ -40,7 +40,7 @@ def zoo_math(rng):
 
 def zoo_activation(rng):
     (x,), feed = _inputs(rng, "x")
-    outs = [F.relu6(3 * x), F.sigmoid(x), F.gelu(x), F.gelu(x, approximate=True), F.elu(x, 0.7),
+    outs = [F.relu6(3 * x), F.sigmoid(x), F.tanh(x), F.gelu(x), F.gelu(x, approximate=True), F.elu(x, 0.7),
             F.leaky_relu(x, 0.1), F.silu(x), F.swish(x), F.softplus(x, 2.0), F.hardswish(3 * x),
             F.hardsigmoid(3 * x), F.log_softmax(x, 1), F.softmax(x, 2) * x]
     return _loss(outs), feed, "activations: relu6 sigmoid gelu elu leaky_relu silu swish softplus hardswish ..."

@@ -175,17 +175,20 @@ class Exporter:
                 operands.append(self.read(names[0]))
             else:
                 raise self.fail(f"input slot {spec.slot} holds {len(names)} vars; {row.pir} takes one")
-        _refuse_unmapped_slots(self, op.inputs, consumed, "input")
+        _refuse_unmapped_slots(self, op.inputs, consumed | set(row.dropped_inputs), "input")
         attrs = {spec.name: encode_attr_value(spec.kind, legacy_attrs.get(spec.legacy, spec.default)
                                               if spec.legacy is not None else spec.default, self)
                  for spec in row.attrs}
         results, bindings, splits = [], [], []
         for spec in row.results:
-            names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
             if spec.is_list:
-                value = Value(0, VectorType(tuple(self.type_of(n) for n in names)))
+                names = op.output(spec.slot)
+                value = Value(0, VectorType(tuple(None if n == EMPTY_VAR else self.type_of(n) for n in names)))
                 splits.append((value, names))
-            elif names:
+                results.append(value)
+                continue
+            names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
+            if names:
                 value = self.new_value(names[0])
                 bindings.append((names[0], value))
             else:
@@ -196,9 +199,9 @@ class Exporter:
         for name, value in bindings:
             self.current[name] = value
         for value, names in splits:
-            parts = [self.new_value(n) for n in names]
+            parts = [Value(0, None) if n == EMPTY_VAR else self.new_value(n) for n in names]
             self.emit("builtin.split", [value], parts, {})
-            self.current.update(zip(names, parts))
+            self.current.update((n, part) for n, part in zip(names, parts) if n != EMPTY_VAR)
         for slot in row.extra_outputs:
             if op.output(slot) and op.input("X"):
                 self.xshape_source[op.output(slot)[0]] = self.read(op.input("X")[0])

@@ -7,7 +7,7 @@ and their ops dropped when nothing else reads them; control flow gets sub-blocks
 from __future__ import annotations
 
 from ..errors import FormatError
-from ..ir import Block, OpDesc, Program, VarDesc, VarType
+from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarDesc, VarType
 from ..verify import check_structure
 from . import schema
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
@@ -30,6 +30,7 @@ class Translator:
         self.names: dict[Value, str | list[str]] = {}
         self.constant_ops: list[tuple[Block, OpDesc]] = []
         self.unmade: dict[str, tuple[Block, Op]] = {}   # constant lists no legacy op can make
+        self.xshapes: dict[str, str] = {}   # a var -> the XShape var a reshape-like op wrote for it
         self.blocks: list[Block] = [self.program.global_block]
         self.fixed_names = _file_names(module)
         self.namer = Namer(set(self.fixed_names.values()))
@@ -188,6 +189,8 @@ class Translator:
             elif value is None:
                 if spec.slot is not None and not spec.optional:
                     raise self.fail(op, f"operand '{spec.name}' is null, but legacy slot {spec.slot} needs a value")
+            elif spec.slot == "XShape":
+                inputs["XShape"] = [self.xshape_for(self.args(value, op, position)[0], op)]
             elif spec.slot is not None:
                 inputs[spec.slot] = self.args(value, op, position)
         for spec in row.attrs:
@@ -196,9 +199,15 @@ class Translator:
         next_name = self.namer.for_op(row.legacy)
         outputs = {}
         for spec, value in zip(row.results, op.results):
-            if spec.slot is None:
+            if spec.slot is None or value.type is None:   # a NULL type: a grad nobody asked for
                 continue
-            if spec.inplace is not None:
+            if isinstance(value.type, VectorType) and None in value.type.items:
+                names = [EMPTY_VAR if item is None else next_name() for item in value.type.items]
+                for name, item in zip(names, value.type.items):
+                    if item is not None:
+                        self.block.add_var(self.var(name, item, value))
+                self.bind(value, names)
+            elif spec.inplace is not None:
                 target = by_name[spec.inplace]
                 names = self.name(target, op, row.operands.index(row.operand(spec.inplace)))
                 self.bind(value, names)
@@ -217,6 +226,25 @@ class Translator:
         x = self.block.find_var(inputs["X"][0]) if inputs.get("X") else None
         shape = [0] + list(x.shape) if x is not None and x.shape is not None else None
         self.block.add_var(VarDesc(name, shape, x.dtype if x is not None else VarType.FP32, stop_gradient=True))
+        if x is not None:
+            self.xshapes.setdefault(x.name, name)
+        return name
+
+    def xshape_for(self, x: str, op: Op, shape: list[int] | None = None) -> str:
+        """The XShape var a legacy grad reads where PIR's reads the forward input ``x`` (or a tensor of
+        ``shape``): the forward op's XShape if it wrote one, else an empty [0, *shape] constant."""
+        known = self.xshapes.get(x)
+        if known is not None and self.block.find_var(known) is not None:
+            return known
+        var = self.block.find_var(x)
+        shape = list(var.shape) if shape is None and var is not None and var.shape is not None else shape
+        if shape is None or any(d < 0 for d in shape):
+            raise self.fail(op, f"the legacy grad needs the shape of '{x}' ({shape}) to be known")
+        name = self.namer.fresh("xshape")
+        self.block.create_var(name, [0] + shape, var.dtype, stop_gradient=True)
+        self.emit("fill_constant", {}, {"Out": [name]},
+                  {"shape": [0] + shape, "dtype": int(var.dtype), "value": 0.0, "str_value": "0"}, {"shape": 11})
+        self.xshapes[x] = name
         return name
 
 

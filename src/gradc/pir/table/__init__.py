@@ -9,7 +9,8 @@ operands, in PIR order:  ``name:Slot``   the operand is the legacy input slot; `
                          ``name>attr:k`` a constant folded into legacy attribute ``attr`` (k: ints, int, long,
                                          float); export makes it with pd_op.full_int_array / pd_op.full
                          ``name:-``      no legacy counterpart (null)
-results, in PIR order:   ``name:Slot``, ``name:Slot*`` (a list), ``name:Slot@operand`` (in place: the operand's
+                         ``~Slot``       a legacy input PIR does not take (dropped on export)
+results, in PIR order:   ``name:Slot``, ``name:Slot*`` (a list), ``name:Slot&operand`` (in place: the operand's
                          var), ``name:-`` (none); ``+Slot`` a legacy-only output (XShape) with a fresh var
 attributes:              ``name[=legacy]:kind[=default]``; legacy ``-`` means PIR-only (dropped on import,
                          written with its default on export). kinds: bool i32 i64 f32 f64 str dtype place
@@ -58,6 +59,7 @@ class Row:
     results: tuple[Result, ...] = ()
     attrs: tuple[AttrSpec, ...] = ()
     extra_outputs: tuple[str, ...] = ()
+    dropped_inputs: tuple[str, ...] = ()
     fixed: dict = field(default_factory=dict)
     hook: object = None          # hook(legacy_op, pir_op, translator)
     back: object = None          # back(legacy_op, exporter) -> {legacy attr: value} used instead on export
@@ -89,7 +91,7 @@ def _operand(token: str) -> Operand:
 
 def _result(token: str) -> Result:
     name, _, slot = token.partition(":")
-    slot, _, inplace = slot.partition("@")
+    slot, _, inplace = slot.partition("&")
     slot, is_list = _slot(slot)
     return Result(name, slot, inplace or None, is_list)
 
@@ -115,12 +117,13 @@ def _parse_default(kind: str, text: str):
 
 
 def row(pir: str, legacy: str, operands: str = "", results: str = "out:Out", attrs: str = "", **options) -> Row:
-    result_tokens = results.split()
+    operand_tokens, result_tokens = operands.split(), results.split()
     return Row(pir, legacy,
-               tuple(_operand(t) for t in operands.split()),
+               tuple(_operand(t) for t in operand_tokens if not t.startswith("~")),
                tuple(_result(t) for t in result_tokens if not t.startswith("+")),
                tuple(_attr(t) for t in attrs.split()),
-               tuple(t[1:] for t in result_tokens if t.startswith("+")), **options)
+               tuple(t[1:] for t in result_tokens if t.startswith("+")),
+               tuple(t[1:] for t in operand_tokens if t.startswith("~")), **options)
 
 
 def special(pir: str, handler, operands: int | None = None, results: int | None = None) -> Row:

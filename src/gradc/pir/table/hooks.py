@@ -26,7 +26,7 @@ def cast_dtypes(legacy, op, ctx) -> None:
 def batch_norm_affine(legacy, op, ctx) -> None:
     """A batch_norm without scale or bias (F.batch_norm(weight=None)) gets ones / zeros: gradc's
     batch_norm kernel reads both."""
-    mean = ctx.block.find_var(legacy.input("Mean")[0])
+    mean = ctx.block.find_var((legacy.input("Mean") or legacy.input("MeanOut"))[0])
     for slot, value in (("Scale", 1.0), ("Bias", 0.0)):
         if not legacy.input(slot):
             name = ctx.namer.fresh("fill_constant")
@@ -36,3 +36,37 @@ def batch_norm_affine(legacy, op, ctx) -> None:
                 {"shape": list(mean.shape), "dtype": int(mean.dtype), "value": value, "str_value": str(value)},
                 {"shape": AttrType.LONGS}))
             legacy.inputs[slot] = [name]
+
+
+# ---------------------------------------------------------------- export (legacy op -> adjusted copy)
+
+def reduce_all_back(legacy, exporter):
+    """reduce_all: PIR says it with an empty axis list."""
+    if not legacy.attrs.get("reduce_all"):
+        return legacy
+    copy = legacy.copy()
+    copy.set_attr("dim", [])
+    return copy
+
+
+def fill_any_like_back(legacy, exporter):
+    """dtype -1 means "as X"; PIR's full_like names the dtype."""
+    if legacy.attrs.get("dtype", -1) != -1:
+        return legacy
+    copy = legacy.copy()
+    copy.set_attr("dtype", exporter.type_of(legacy.input("X")[0]).dtype)
+    return copy
+
+
+def transpose_grad_xshape(legacy, op, ctx) -> None:
+    """PIR's transpose_grad reads only the output grad; the legacy one also reads XShape, made here
+    from the output grad's shape with the permutation undone."""
+    out_grad = ctx.block.find_var(legacy.input("Out@GRAD")[0])
+    perm = legacy.attrs["axis"]
+    shape = [0] * len(perm)
+    for i, axis in enumerate(perm):
+        shape[axis] = out_grad.shape[i]
+    xshape = ctx.xshape_for(legacy.output("X@GRAD")[0], op, shape) if legacy.output("X@GRAD") else None
+    ctx.block.ops.remove(legacy)
+    legacy.inputs["XShape"] = [xshape] if xshape else []
+    ctx.block.ops.append(legacy)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import reduce_all
+from .hooks import reduce_all, reduce_all_back
 
 AXIS = {"axis": -1}   # PIR broadcasts numpy-style: legacy elementwise ops with axis -1
+ALL_AXES = {"hook": reduce_all, "back": reduce_all_back}
 
 ROWS = [
     row("pd_op.add", "elementwise_add", "x:X y:Y", fixed=AXIS),
@@ -48,13 +49,13 @@ ROWS = [
     row("pd_op.softmax", "softmax", "x:X", "out:Out", "axis:i32"),
     row("pd_op.log_softmax", "log_softmax", "x:X", "out:Out", "axis:i32"),
     # reductions: an empty PIR axis list means every axis
-    row("pd_op.mean", "reduce_mean", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", hook=reduce_all),
+    row("pd_op.mean", "reduce_mean", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", **ALL_AXES),
     row("pd_op.sum", "reduce_sum", "x:X axis>dim:ints", "out:Out", "dtype=out_dtype:dtype keepdim=keep_dim:bool",
-        hook=reduce_all),
-    row("pd_op.max", "reduce_max", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", hook=reduce_all),
-    row("pd_op.min", "reduce_min", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", hook=reduce_all),
+        **ALL_AXES),
+    row("pd_op.max", "reduce_max", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", **ALL_AXES),
+    row("pd_op.min", "reduce_min", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", **ALL_AXES),
     row("pd_op.prod", "reduce_prod", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool reduce_all:bool",
-        hook=reduce_all),
+        **ALL_AXES),
     row("pd_op.mean_all", "mean", "x:X"),
     row("pd_op.argmax", "arg_max", "x:X axis>axis:long", "out:Out", "keepdims:bool flatten:bool dtype:dtype=int64"),
     row("pd_op.argmin", "arg_min", "x:X axis>axis:long", "out:Out", "keepdims:bool flatten:bool dtype:dtype=int64"),

@@ -20,7 +20,7 @@ ROWS = [
         "global_pooling:bool adaptive:bool padding_algorithm:str"),
     # the running mean and variance are updated in place, as legacy MeanOut / VarianceOut are
     row("pd_op.batch_norm_", "batch_norm", "x:X mean:Mean variance:Variance scale?:Scale bias?:Bias",
-        "out:Y mean_out:MeanOut@mean variance_out:VarianceOut@variance saved_mean:SavedMean "
+        "out:Y mean_out:MeanOut&mean variance_out:VarianceOut&variance saved_mean:SavedMean "
         "saved_variance:SavedVariance reserve_space:ReserveSpace", BATCH_NORM, hook=batch_norm_affine),
     row("pd_op.layer_norm", "layer_norm", "x:X scale?:Scale bias?:Bias", "out:Y mean:Mean variance:Variance",
         "epsilon:f32 begin_norm_axis:i32"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import control_flow, rnn
-from . import math_rows, nn_rows, plumbing, shape_rows, special
+from . import grad_rows, math_rows, nn_rows, plumbing, shape_rows, special
 
 SPECIAL = [
     special("builtin.parameter", plumbing.parameter, 0, 1),
@@ -30,7 +30,7 @@ def _table(rows) -> dict:
     return table
 
 
-TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + SPECIAL)
+TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + grad_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:

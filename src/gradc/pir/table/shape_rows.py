@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import cast_dtypes
+from .hooks import cast_dtypes, fill_any_like_back
 
 
 def _has_sections(op) -> bool:
@@ -37,10 +37,11 @@ ROWS = [
     row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int"),
     row("pd_op.topk", "top_k_v2", "x:X k>k:int", "out:Out indices:Indices", "axis:i32 largest:bool sorted:bool"),
     # creation
-    row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place"),
+    row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place",
+        back=fill_any_like_back),
     row("pd_op.uniform", "uniform_random", "shape>shape:ints min>min:float max>max:float", "out:Out",
         "dtype:dtype seed:i32 place=-:place"),
     row("pd_op.gaussian", "gaussian_random", "shape>shape:ints", "out:Out",
         "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
-    row("pd_op.increment_", "increment", "x:X", "out:Out@x", "value=step:f32"),
+    row("pd_op.increment_", "increment", "x:X", "out:Out&x", "value=step:f32"),
 ]
