@@ -8,7 +8,19 @@ import pytest
 
 import gradc
 from gradc.pir import load_pir, parse_pir, save_pir, serialize_pir
-from pir_fixtures import INFERENCE, PIR_DATA, TRAINING, assert_matches_paddle, load, run_inference, train_and_run
+from pir_fixtures import (
+    INFERENCE,
+    PIR_DATA,
+    TRAINING,
+    WITH_BACKWARD,
+    assert_matches_paddle,
+    load,
+    npz,
+    paddle_backward,
+    run_fetches,
+    run_inference,
+    train_and_run,
+)
 
 STRAIGHT = [case for case in TRAINING if case not in ("cond", "while_loop")]
 
@@ -32,6 +44,21 @@ def test_round_trip_keeps_the_ops_and_vars(case):
 @pytest.mark.parametrize("case", STRAIGHT)
 def test_round_trip_trains_to_paddles_gradients(case):
     assert_matches_paddle(train_and_run(round_trip(case), case), case)
+
+
+@pytest.mark.parametrize("case", STRAIGHT)
+def test_a_compiled_training_program_round_trips_with_its_grad_ops(case):
+    """gradc's backward written as pd_op.*_grad ops and read back runs to Paddle's loss and gradients."""
+    program = load(case)
+    gradc.append_backward(program, "loss")
+    data = serialize_pir(program, fetch=list(npz(case, "grads")))
+    assert b'_grad"' in data
+    assert_matches_paddle(run_fetches(parse_pir(data), case), case)
+
+
+@pytest.mark.parametrize("case", [case for case in WITH_BACKWARD if case != "lstm"])
+def test_paddles_training_program_round_trips(case):
+    assert_matches_paddle(run_fetches(parse_pir(serialize_pir(load_pir(paddle_backward(case)))), case), case)
 
 
 @pytest.mark.parametrize("case", INFERENCE)

@@ -8,11 +8,13 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
   its output must equal the fixture's;
 - training fixtures, forward: the loss Paddle computes from gradc's file must equal the fixture's;
 - training fixtures, with gradc's backward (append_backward) exported too: Paddle's deserializer reads
-  it and the loss and every gradient must equal the fixture's.
+  it and the loss and every gradient must equal the fixture's;
+- Paddle's own training programs (backward.json.gz) read by gradc and written back: the same.
 """
 
 from __future__ import annotations
 
+import gzip
 import shutil
 import sys
 import tempfile
@@ -80,11 +82,24 @@ def training(case: str, workdir: Path) -> bool:
     return all(results)
 
 
+def round_trip(case: str, workdir: Path) -> bool:
+    source = DATA / case
+    with np.load(source / "grads.npz") as archive:
+        grads = {name: archive[name] for name in archive.files}
+    save_pir(load_pir(gzip.decompress((source / "backward.json.gz").read_bytes())), workdir / "train.json")
+    loss, *values = run_program(workdir / "train.json", source, 1 + len(grads))
+    results = [check("loss", loss, np.load(source / "loss.npy"))]
+    results += [check(name, value, grads[name]) for name, value in zip(grads, values)]
+    return all(results)
+
+
 def main(cases: list[str]) -> int:
     failures = 0
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases or sorted(p.name for p in DATA.iterdir()):
             kinds = [inference] if (DATA / case / "model.json").exists() else [forward, training]
+            if (DATA / case / "backward.json.gz").exists() and case != "lstm":  # gradc has no rnn_grad
+                kinds.append(round_trip)
             for kind in kinds:
                 workdir = Path(tmp) / f"{case}-{kind.__name__}"
                 workdir.mkdir()
