@@ -28,8 +28,8 @@ from pir_fixtures import (
 
 
 def test_every_expected_fixture_is_there():
-    assert TRAINING == ["cnn_bn", "cond", "lstm", "mlp", "transformer", "while_loop", "zoo_activation", "zoo_math",
-                        "zoo_nn", "zoo_reduce", "zoo_shape"]
+    assert TRAINING == ["cnn_bn", "cond", "lstm", "mlp", "transformer", "translated_cond", "translated_while_loop",
+                        "while_loop", "zoo_activation", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape"]
     assert INFERENCE == ["inference", "jit"]
 
 
@@ -108,6 +108,13 @@ def test_cond_is_two_conditional_blocks_and_a_select_input():
     true_branch = next(op for op in program.global_block.ops if op.type == "conditional_block")
     assert true_branch.attrs["is_scalar_condition"] is True
     assert set(true_branch.input("Input")) == {"x", "linear_0.w_0", "linear_0.b_0"}
+
+
+def test_an_if_with_a_placeholder_false_branch_is_one_conditional_block():
+    """Paddle's translation of a legacy cond: each branch an if whose false branch only yields zeros."""
+    ops = load("translated_cond").global_block.ops
+    assert [op.type for op in ops].count("conditional_block") == 2
+    assert [op.type for op in ops].count("select_input") == 1
 
 
 def test_while_carries_its_loop_values_in_vars_the_body_reassigns():

@@ -2,7 +2,8 @@
 legacy static.nn.cond and while_loop lay them out:
 
     if:    conditional_block(cond) {branch; assign results}, logical_not, conditional_block(not cond),
-           cast(cond -> int32), select_input([false result, true result], mask) per result
+           cast(cond -> int32), select_input([false result, true result], mask) per result;
+           an if whose false branch is a placeholder (fake_false_branch) is one conditional_block
     while: assign each initial value into a loop var; while(cond) {body; assign new values into the
            loop vars and the condition}; the loop vars are the results
 """
@@ -17,6 +18,12 @@ def translate_if(op: Op, ctx) -> None:
     if len(op.regions) != 2 or any(len(region.blocks) != 1 for region in op.regions):
         raise ctx.fail(op, "pd_op.if needs two regions (true, false) of one block each")
     cond = ctx.args(op.operands[0], op, 0)[0]
+    if op.attr("fake_false_branch", False) is True:
+        # the false branch only stands in for "no value" (Paddle's translation of a legacy
+        # conditional_block): the legacy op leaves its outputs unwritten instead
+        for result, name in zip(op.results, _branch(op, op.regions[0].blocks[0], cond, ctx)):
+            ctx.bind(result, name)
+        return
     not_cond = ctx.namer.fresh("logical_not")
     ctx.block.add_var(_bool_var(ctx, not_cond, cond))
     branch_outs = []
@@ -151,3 +158,12 @@ def _bool_var(ctx, name: str, like: str) -> VarDesc:
     like_var = ctx.block.find_var(like)
     shape = like_var.shape if like_var is not None and like_var.shape is not None else [1]
     return VarDesc(name, shape, VarType.BOOL, stop_gradient=True)
+
+
+def translate_select_input(op: Op, ctx) -> None:
+    """pd_op.select_input(mask, x0, x1, ...): the legacy op takes the candidates as one list."""
+    if len(op.operands) < 2:
+        raise ctx.fail(op, "pd_op.select_input needs a mask and at least one candidate")
+    candidates = [ctx.args(value, op, i + 1)[0] for i, value in enumerate(op.operands[1:])]
+    name = ctx.define(op.results[0], ctx.namer.for_op("select_input"))
+    ctx.emit("select_input", {"X": candidates, "Mask": ctx.args(op.operands[0], op, 0)}, {"Out": [name]})

@@ -9,7 +9,7 @@ operands. Control flow sub-blocks have no export yet (docs/pir-format.md says ho
 from __future__ import annotations
 
 from ..errors import ProgramError, op_location
-from ..ir import EMPTY_VAR, OpDesc, Program, VarType
+from ..ir import EMPTY_VAR, AttrType, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
 from ..registry import OPS
 from . import schema
@@ -33,6 +33,7 @@ class Exporter:
         self.program = program
         self.block: LegacyBlock = program.global_block
         self.body = Block()
+        self.target = self.body                     # where emit() puts ops
         self.current: dict[str, Value] = {}
         self.xshape_source: dict[str, Value] = {}   # an XShape var -> the value of the X it describes
         self.where = ""
@@ -40,13 +41,7 @@ class Exporter:
     def run(self, fetch) -> Module:
         _check_exportable(self.program)
         self._inputs()
-        for index, op in enumerate(self.block.ops):
-            self.where = op_location(0, index, op.type)
-            exporter = SPECIAL_EXPORTS.get(op.type)
-            if exporter is not None:
-                exporter(op, self)
-            else:
-                self.generic(_pick_row(op), op)
+        self.export_block(self.block, self.body)
         cols = sum(op.type == "fetch" for op in self.block.ops)
         for col, name in enumerate(fetch, start=cols):
             self.where = f"fetch target '{name}'"
@@ -56,9 +51,28 @@ class Exporter:
     def fail(self, message: str) -> ProgramError:
         return ProgramError(f"cannot write as PIR: {self.where}: {message}")
 
+    def export_block(self, legacy: LegacyBlock, target: Block) -> None:
+        """The ops of a legacy block into a PIR block (the program's body or a region's block)."""
+        outer, self.target = self.target, target
+        for index, op in enumerate(legacy.ops):
+            self.where = op_location(legacy.idx, index, op.type)
+            exporter = SPECIAL_EXPORTS.get(op.type)
+            if exporter is not None:
+                exporter(op, self)
+            else:
+                self.generic(_pick_row(op), op)
+        self.target = outer
+
     # ------------------------------------------------------------ values
+    def _var(self, name: str):
+        """A var of any block (sub-block vars have unique names in the programs gradc writes)."""
+        for block in self.program.blocks:
+            if name in block.vars:
+                return block.vars[name]
+        return None
+
     def type_of(self, name: str):
-        var = self.block.find_var(name)
+        var = self._var(name)
         if var is None:
             raise self.fail(f"no var named '{name}'")
         kind = _TENSOR_KINDS.get(var.type)
@@ -67,7 +81,7 @@ class Exporter:
         return TensorType(kind, int(var.dtype), tuple(var.shape or ()))
 
     def new_value(self, name: str) -> Value:
-        var = self.block.find_var(name)
+        var = self._var(name)
         return Value(0, self.type_of(name), stop_gradient=bool(var.stop_gradient), persistable=bool(var.persistable))
 
     def read(self, name: str) -> Value:
@@ -80,7 +94,7 @@ class Exporter:
         op = Op(name, operands, results, attrs)
         for index, value in enumerate(results):
             value.op, value.index = op, index
-        self.body.ops.append(op)
+        self.target.ops.append(op)
         return op
 
     def constant(self, fold: str, value) -> Value:
@@ -112,12 +126,20 @@ class Exporter:
 
     # ------------------------------------------------------------ inputs
     def _inputs(self) -> None:
-        """Vars read before written: parameters (persistable) first, then data, in first-read order."""
+        """Vars of block 0 read before written (in sub-blocks too): parameters (persistable) first, then
+        data, in first-read order."""
         written, inputs = set(), {}
-        for op in self.block.ops:
+        stack = [iter(self.block.ops)]
+        while stack:
+            op = next(stack[-1], None)
+            if op is None:
+                stack.pop()
+                continue
             for name in op.input_names():
-                if name not in written and name != EMPTY_VAR:
+                if name not in written and name != EMPTY_VAR and name in self.block.vars:
                     inputs.setdefault(name, None)
+            if "sub_block" in op.attrs and op.attr_types.get("sub_block") == AttrType.BLOCK:
+                stack.append(iter(self.program.blocks[op.attrs["sub_block"]].ops))
             written.update(op.output_names())
         names = [n for n in inputs if self.block.find_var(n) is None or self.block.find_var(n).type not in _HOLDERS]
         params = [n for n in names if self.block.find_var(n) is not None and self.block.find_var(n).persistable]

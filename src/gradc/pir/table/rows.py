@@ -17,6 +17,7 @@ SPECIAL = [
     special("cf.yield", plumbing.unexpected_yield),
     special("pd_op.if", control_flow.translate_if, 1, None),
     special("pd_op.while", control_flow.translate_while, None, None),
+    special("pd_op.select_input", control_flow.translate_select_input, None, 1),
     special("pd_op.rnn", rnn.translate_rnn, 5, 4),
 ]
 
