@@ -10,7 +10,6 @@ import os
 from pathlib import Path
 
 from ..errors import FormatError
-from ..io import write_atomic
 from ..ir import Program
 from .dump import dumps
 from .export import to_module
@@ -42,4 +41,5 @@ def serialize_pir(program: Program, fetch: list[str] | tuple = ()) -> bytes:
 
 def save_pir(program: Program, path: str | os.PathLike, fetch: list[str] | tuple = ()) -> None:
     """Write ``program`` as a PIR JSON file Paddle 3 loads (atomic: the whole file or nothing)."""
+    from ..io import write_atomic  # here, not at the top: gradc.io imports gradc.pir to sniff and load PIR files
     write_atomic(path, serialize_pir(program, fetch))

@@ -50,10 +50,10 @@ class _Writer:
                schema.OPERANDS: [{schema.VALUE_ID: 0 if v is None else self.ids[v]} for v in op.operands],
                schema.ATTRS: [{schema.NAME: name, schema.ATTR_TYPE: encode_attr(attr)}
                               for name, attr in op.attrs.items()]}
+        out[schema.RESULTS] = [self.result(v) for v in op.results]   # numbered before the regions, as Paddle does
         if op.regions:
             out[schema.REGIONS] = [{schema.ID: self.region_name(), schema.BLOCKS: [self.block(b) for b in r.blocks]}
                                    for r in op.regions]
-        out[schema.RESULTS] = [self.result(v) for v in op.results]
         out[schema.RESULT_ATTRS] = _result_flags(op.results)
         return out
 
