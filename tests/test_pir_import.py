@@ -160,7 +160,8 @@ def test_a_program_saved_without_result_attributes_loads():
     for op in doc["program"]["regions"][0]["blocks"][0]["ops"]:
         op.pop("OA", None)
     program = load_pir(json.dumps(doc).encode())
-    assert program.global_block.vars["linear_0.w_0"].persistable
+    weight = program.global_block.vars["linear_0.w_0"]
+    assert weight.persistable and weight.is_parameter and not weight.stop_gradient
 
 
 def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():

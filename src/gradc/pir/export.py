@@ -181,7 +181,9 @@ class Exporter:
         operands, consumed = [], set()
         for spec in row.operands:
             if spec.attr is not None:
-                operands.append(self.constant(spec.fold, legacy_attrs.get(spec.attr, [])))
+                if spec.attr not in legacy_attrs:
+                    raise self.fail(f"has no attribute '{spec.attr}', which {row.pir} takes as operand '{spec.name}'")
+                operands.append(self.constant(spec.fold, legacy_attrs[spec.attr]))
                 continue
             names = [n for n in op.input(spec.slot) if n != EMPTY_VAR] if spec.slot else []
             consumed.add(spec.slot)

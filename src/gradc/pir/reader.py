@@ -165,7 +165,7 @@ class _Walker:
         op = Op("builtin.parameter", where=where, attrs={
             "is_distributed": Attr("a_bool", bool(flags[0])), "is_parameter": Attr("a_bool", bool(flags[1])),
             "need_clip": Attr("a_bool", bool(flags[2])), "parameter_name": Attr("a_str", flags[3])})
-        result_flags = op_json.get(schema.RESULT_ATTRS) or [1, 1, 1]
+        result_flags = op_json.get(schema.RESULT_ATTRS) or [1, 0, 1]   # a file written without them: trainable
         if not (isinstance(result_flags, list) and len(result_flags) == 3):
             raise self.fail(where, "OA must be [persistable, stop_gradient, trainable]")
         op.attrs["trainable"] = Attr("a_bool", bool(result_flags[2]))
