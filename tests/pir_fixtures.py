@@ -73,3 +73,8 @@ def run_fetches(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
         scope[name] = value
     names = [meta(case)["loss"], *npz(case, "grads")]
     return dict(zip(names, gradc.Executor().run(program, feed=npz(case, "feed"), fetch_list=names, scope=scope)))
+
+
+def translatable_backward() -> list[str]:
+    """Cases whose Paddle training program gradc translates: all but those with Paddle's fused rnn_grad."""
+    return [case for case in WITH_BACKWARD if "pd_op.rnn_grad" not in meta(case)["pir_backward_ops"]]

@@ -24,12 +24,14 @@ from pir_fixtures import (
     run_fetches,
     run_inference,
     train_and_run,
+    translatable_backward,
 )
 
 
 def test_every_expected_fixture_is_there():
-    assert TRAINING == ["cnn_bn", "cond", "lstm", "mlp", "transformer", "translated_cond", "translated_while_loop",
-                        "while_loop", "zoo_activation", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape"]
+    assert TRAINING == ["cnn_bn", "cond", "lstm", "lstm_stacked", "mlp", "transformer", "translated_cond",
+                        "translated_while_loop", "while_loop", "zoo_activation", "zoo_math", "zoo_nn", "zoo_reduce",
+                        "zoo_shape"]
     assert INFERENCE == ["inference", "jit"]
 
 
@@ -48,7 +50,7 @@ def test_the_loss_is_named_by_its_fetch_name(case):
     assert block.ops[-1].type == "fetch" and block.ops[-1].input("X") == ["loss"]
 
 
-@pytest.mark.parametrize("case", [case for case in WITH_BACKWARD if case != "lstm"])
+@pytest.mark.parametrize("case", translatable_backward())
 def test_paddles_own_training_program_runs_and_gives_its_gradients(case):
     """Paddle's backward (pd_op.*_grad ops) translated to legacy grad ops, no gradc backward pass."""
     program = load_pir(paddle_backward(case))

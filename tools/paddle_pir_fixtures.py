@@ -63,6 +63,15 @@ def lstm(rng):
         "nn.LSTM(4 -> 5) over 3 steps -> mean(out^2) + mean(h + c)"
 
 
+def lstm_stacked(rng):
+    x = paddle.static.data("x", [2, 3, 4], "float32")
+    x.stop_gradient = False
+    out, (h, c) = paddle.nn.LSTM(4, 3, num_layers=2, direction="bidirect")(x)
+    loss = paddle.add(paddle.mean(paddle.square(out)), paddle.mean(paddle.multiply(h, c)))
+    return loss, {"x": rng.standard_normal((2, 3, 4)).astype("float32")}, \
+        "nn.LSTM(4 -> 3, 2 layers, bidirectional) over 3 steps -> mean(out^2) + mean(h * c)"
+
+
 def cond(rng):
     x = paddle.static.data("x", [4, 8], "float32")
     flag = paddle.static.data("flag", [1], "float32")
@@ -88,7 +97,8 @@ def while_loop(rng):
         "static.nn.while_loop: 3 steps of h = tanh(h @ W) -> mean"
 
 
-CASES = {"mlp": mlp, "cnn_bn": cnn_bn, "transformer": transformer, "lstm": lstm, "cond": cond,
+CASES = {"mlp": mlp, "cnn_bn": cnn_bn, "transformer": transformer, "lstm": lstm, "lstm_stacked": lstm_stacked,
+         "cond": cond,
          "while_loop": while_loop, **ZOO}
 
 
