@@ -172,13 +172,31 @@ class Exporter:
 
     # ------------------------------------------------------------ ops
     def generic(self, row, op: OpDesc) -> None:
+        """One PIR op from one table row: input slots to operands (attributes to constant operands),
+        attributes to the row's PIR kinds, output vars to new values."""
         if row.back is not None:
             op = row.back(op, self)
         legacy_attrs = {**OPS[op.type].attrs, **op.attrs} if op.type in OPS else dict(op.attrs)
         for name, value in row.fixed.items():
             if legacy_attrs.get(name, value) != value:
                 raise self.fail(f"attribute {name}={legacy_attrs[name]!r} has no {row.pir} counterpart")
-        operands, consumed = [], set()
+        operands = self._operands(row, op, legacy_attrs)
+        attrs = {spec.name: encode_attr_value(spec.kind, legacy_attrs.get(spec.legacy, spec.default)
+                                              if spec.legacy is not None else spec.default, self)
+                 for spec in row.attrs}
+        for slot in row.extra_outputs:   # remember which value an XShape describes before X is rewritten
+            if op.output(slot) and op.input("X"):
+                self.xshape_source[op.output(slot)[0]] = self.read(op.input("X")[0])
+        results, bindings, splits = self._results(row, op)
+        self.emit(row.pir, operands, results, attrs)
+        self.current.update(bindings)
+        for value, names in splits:
+            parts = [Value(0, None) if n == EMPTY_VAR else self.new_value(n) for n in names]
+            self.emit("builtin.split", [value], parts, {})
+            self.current.update((n, part) for n, part in zip(names, parts) if n != EMPTY_VAR)
+
+    def _operands(self, row, op: OpDesc, legacy_attrs: dict) -> list:
+        operands, consumed = [], set(row.dropped_inputs)
         for spec in row.operands:
             if spec.attr is not None:
                 if spec.attr not in legacy_attrs:
@@ -199,37 +217,26 @@ class Exporter:
                 operands.append(self.read(names[0]))
             else:
                 raise self.fail(f"input slot {spec.slot} holds {len(names)} vars; {row.pir} takes one")
-        _refuse_unmapped_slots(self, op.inputs, consumed | set(row.dropped_inputs), "input")
-        attrs = {spec.name: encode_attr_value(spec.kind, legacy_attrs.get(spec.legacy, spec.default)
-                                              if spec.legacy is not None else spec.default, self)
-                 for spec in row.attrs}
-        results, bindings, splits = [], [], []
+        _refuse_unmapped_slots(self, op.inputs, consumed, "input")
+        return operands
+
+    def _results(self, row, op: OpDesc) -> tuple[list, dict, list]:
+        """The op's result values, the vars they become, and the lists a builtin.split takes apart."""
+        results, bindings, splits = [], {}, []
         for spec in row.results:
             if spec.is_list:
                 names = op.output(spec.slot)
                 value = Value(0, VectorType(tuple(None if n == EMPTY_VAR else self.type_of(n) for n in names)))
                 splits.append((value, names))
-                results.append(value)
-                continue
-            names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
-            if names:
-                value = self.new_value(names[0])
-                bindings.append((names[0], value))
             else:
-                value = Value(0, _MISSING_RESULT_TYPES.get((row.pir, spec.name)), stop_gradient=True)
+                names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
+                if names:
+                    value = bindings[names[0]] = self.new_value(names[0])
+                else:   # a grad nobody asked for, or an output legacy programs may leave out
+                    value = Value(0, _MISSING_RESULT_TYPES.get((row.pir, spec.name)), stop_gradient=True)
             results.append(value)
         _refuse_unmapped_slots(self, op.outputs, {r.slot for r in row.results} | set(row.extra_outputs), "output")
-        self.emit(row.pir, operands, results, attrs)
-        for name, value in bindings:
-            self.current[name] = value
-        for value, names in splits:
-            parts = [Value(0, None) if n == EMPTY_VAR else self.new_value(n) for n in names]
-            self.emit("builtin.split", [value], parts, {})
-            self.current.update((n, part) for n, part in zip(names, parts) if n != EMPTY_VAR)
-        for slot in row.extra_outputs:
-            if op.output(slot) and op.input("X"):
-                self.xshape_source[op.output(slot)[0]] = self.read(op.input("X")[0])
-
+        return results, bindings, splits
 
     def _xshape_source(self, name: str) -> Value:
         """PIR grads of reshape-like ops read the forward input where legacy ones read its XShape."""

@@ -175,14 +175,27 @@ class Translator:
         return op
 
     def generic(self, row, op: Op) -> None:
+        """One legacy op from one table row: operands to input slots or folded attributes, attributes
+        renamed, results to new vars (or, in place, to an operand's var)."""
         if len(op.operands) != len(row.operands) or len(op.results) != len(row.results):
             raise self.fail(op, f"has {len(op.operands)} operands and {len(op.results)} results; gradc's table "
                                 f"expects {len(row.operands)} ({' '.join(o.name for o in row.operands)}) and "
                                 f"{len(row.results)} ({' '.join(r.name for r in row.results)})")
+        inputs, attrs = self._legacy_inputs(row, op)
+        for spec in row.attrs:
+            if spec.legacy is not None and spec.name in op.attrs:
+                attrs[spec.legacy] = legacy_value(op.attrs[spec.name])
+        next_name = self.namer.for_op(row.legacy)
+        outputs = self._legacy_outputs(row, op, next_name)
+        for slot in row.extra_outputs:
+            outputs[slot] = [self._extra_output(slot, inputs, next_name)]
+        legacy = self.emit(row.legacy, inputs, outputs, attrs)
+        if row.hook is not None:
+            row.hook(legacy, op, self)
+
+    def _legacy_inputs(self, row, op: Op) -> tuple[dict, dict]:
         inputs, attrs = {}, dict(row.fixed)
-        by_name = {}
         for position, (spec, value) in enumerate(zip(row.operands, op.operands)):
-            by_name[spec.name] = value
             if spec.attr is not None:
                 if value is not None or not spec.optional:
                     attrs[spec.attr] = self.constant(value, spec.fold, op, spec.name, spec.attr)
@@ -193,10 +206,9 @@ class Translator:
                 inputs["XShape"] = [self.xshape_for(self.args(value, op, position)[0], op)]
             elif spec.slot is not None:
                 inputs[spec.slot] = self.args(value, op, position)
-        for spec in row.attrs:
-            if spec.legacy is not None and spec.name in op.attrs:
-                attrs[spec.legacy] = legacy_value(op.attrs[spec.name])
-        next_name = self.namer.for_op(row.legacy)
+        return inputs, attrs
+
+    def _legacy_outputs(self, row, op: Op, next_name) -> dict:
         outputs = {}
         for spec, value in zip(row.results, op.results):
             if spec.slot is None or value.type is None:   # a NULL type: a grad nobody asked for
@@ -208,17 +220,13 @@ class Translator:
                         self.block.add_var(self.var(name, item, value))
                 self.bind(value, names)
             elif spec.inplace is not None:
-                target = by_name[spec.inplace]
-                names = self.name(target, op, row.operands.index(row.operand(spec.inplace)))
+                position = row.operands.index(row.operand(spec.inplace))
+                names = self.name(op.operands[position], op, position)
                 self.bind(value, names)
             else:
                 names = self.define(value, next_name)
             outputs[spec.slot] = list(names) if isinstance(names, list) else [names]
-        for slot in row.extra_outputs:
-            outputs[slot] = [self._extra_output(slot, inputs, next_name)]
-        legacy = self.emit(row.legacy, inputs, outputs, attrs)
-        if row.hook is not None:
-            row.hook(legacy, op, self)
+        return outputs
 
     def _extra_output(self, slot: str, inputs: dict, next_name) -> str:
         """XShape: [0] + X's shape, no data (what legacy reshape2/transpose2/... write)."""
@@ -238,7 +246,7 @@ class Translator:
             return known
         var = self.block.find_var(x)
         shape = list(var.shape) if shape is None and var is not None and var.shape is not None else shape
-        if shape is None or any(d < 0 for d in shape):
+        if var is None or shape is None or any(d < 0 for d in shape):
             raise self.fail(op, f"the legacy grad needs the shape of '{x}' ({shape}) to be known")
         name = self.namer.fresh("xshape")
         self.block.create_var(name, [0] + shape, var.dtype, stop_gradient=True)
