@@ -1,7 +1,13 @@
-"""Build PIR test fixtures with a real PaddlePaddle 3.x in its default PIR mode: the forward program
-as Paddle serializes it (`forward.json`, the loss fetched as "loss"), inputs, parameters, and the loss
-and gradients Paddle computes for the same program (`paddle.static.gradients` under PIR); plus
-inference models saved by `save_inference_model` and by `jit.save`. Not part of the package.
+"""Build PIR test fixtures with a real PaddlePaddle 3.x in its default PIR mode, into
+tests/data/paddle/pir/<case>/:
+- training cases from Paddle's own layers (and the op zoo of tools/paddle_pir_zoo.py): the forward program
+  as Paddle serializes it (forward.json, the loss fetched as "loss"), feed.npz, params.npz, and the loss
+  and gradients Paddle computes for it in PIR mode (paddle.static.gradients): loss.npy, grads.npz; plus
+  Paddle's own training program with its grad ops (backward.json.gz) where Paddle can serialize it;
+- translated_<case>: a legacy fixture's program through Paddle's legacy-to-PIR translator;
+- inference models saved by save_inference_model and jit.save (model.json + model.pdiparams) with an
+  input and Paddle's output.
+meta.json lists the PIR op names each file uses. Not part of the package: gradc does not need Paddle.
 
     /path/to/paddle/python tools/paddle_pir_fixtures.py tests/data/paddle/pir [case ...]
 """
