@@ -1,0 +1,45 @@
+"""Paddle 3 PIR programs (`model.json`): read them into gradc Programs of legacy ops, write them back.
+
+    program = gradc.pir.load_pir("model.json")       # or bytes
+    gradc.pir.save_pir(program, "out.json")
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import FormatError
+from ..ir import Program
+from .dump import dumps
+from .export import to_module
+from .reader import is_pir, read_module
+from .translate import to_program
+
+__all__ = ["is_pir", "load_pir", "parse_pir", "save_pir", "serialize_pir"]
+
+
+def parse_pir(data: bytes, source: str = "<bytes>") -> Program:
+    return to_program(read_module(data, source), source)
+
+
+def load_pir(path_or_bytes: str | os.PathLike | bytes) -> Program:
+    """A PIR JSON program (a path or the file's bytes) as a gradc Program of legacy ops."""
+    if isinstance(path_or_bytes, (bytes, bytearray)):
+        return parse_pir(bytes(path_or_bytes))
+    try:
+        data = Path(path_or_bytes).read_bytes()
+    except OSError as exc:
+        raise FormatError(f"cannot read '{path_or_bytes}': {exc.strerror}") from None
+    return parse_pir(data, str(path_or_bytes))
+
+
+def serialize_pir(program: Program, fetch: list[str] | tuple = ()) -> bytes:
+    """The PIR JSON of a Program of legacy ops; ``fetch`` adds pd_op.fetch ops for those vars."""
+    return dumps(to_module(program, fetch))
+
+
+def save_pir(program: Program, path: str | os.PathLike, fetch: list[str] | tuple = ()) -> None:
+    """Write ``program`` as a PIR JSON file Paddle 3 loads (atomic: the whole file or nothing)."""
+    from ..io import write_atomic  # here, not at the top: gradc.io imports gradc.pir to sniff and load PIR files
+    write_atomic(path, serialize_pir(program, fetch))

@@ -1,0 +1,169 @@
+"""pd_op.if and pd_op.while -> legacy conditional_block / while with sub-blocks, laid out as Paddle's
+legacy static.nn.cond and while_loop lay them out:
+
+    if:    conditional_block(cond) {branch; assign results}, logical_not, conditional_block(not cond),
+           cast(cond -> int32), select_input([false result, true result], mask) per result;
+           an if whose false branch is a placeholder (fake_false_branch) is one conditional_block
+    while: assign each initial value into a loop var; while(cond) {body; assign new values into the
+           loop vars and the condition}; the loop vars are the results
+"""
+
+from __future__ import annotations
+
+from ..ir import AttrType, Block, OpDesc, VarDesc, VarType
+from .graph import Op
+
+
+def translate_if(op: Op, ctx) -> None:
+    if len(op.regions) != 2 or any(len(region.blocks) != 1 for region in op.regions):
+        raise ctx.fail(op, "pd_op.if needs two regions (true, false) of one block each")
+    cond = ctx.args(op.operands[0], op, 0)[0]
+    if op.attr("fake_false_branch", False) is True:
+        # the false branch only stands in for "no value" (Paddle's translation of a legacy
+        # conditional_block): the legacy op leaves its outputs unwritten instead
+        for result, name in zip(op.results, _branch(op, op.regions[0].blocks[0], cond, ctx)):
+            ctx.bind(result, name)
+        return
+    not_cond = ctx.namer.fresh("logical_not")
+    ctx.block.add_var(_bool_var(ctx, not_cond, cond))
+    branch_outs = []
+    for region, condition in zip(op.regions, (cond, not_cond)):
+        if condition is not_cond:
+            ctx.emit("logical_not", {"X": [cond]}, {"Out": [not_cond]})
+        branch_outs.append(_branch(op, region.blocks[0], condition, ctx))
+    if not op.results:
+        return
+    mask = ctx.namer.fresh("cast")
+    ctx.block.create_var(mask, [1], VarType.INT32, stop_gradient=True)
+    ctx.emit("cast", {"X": [cond]}, {"Out": [mask]}, {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
+    next_name = ctx.namer.for_op("select_input")
+    for result, true_out, false_out in zip(op.results, *branch_outs):
+        name = ctx.define(result, next_name)
+        ctx.emit("select_input", {"X": [false_out, true_out], "Mask": [mask]}, {"Out": [name]})
+
+
+def _branch(op: Op, body, condition: str, ctx) -> list[str]:
+    """One branch as a conditional_block; returns the parent-block vars its results land in."""
+    yielded = _yield_operands(op, body, len(op.results), ctx)
+    parent = ctx.block
+    sub = ctx.program.append_block(parent.idx)
+    ctx.translate_block(body.ops[:-1], sub)
+    next_name = ctx.namer.for_op("conditional_block")
+    outs = []
+    for result, value in zip(op.results, yielded):
+        name = next_name()
+        parent.add_var(ctx.var(name, result.type, result))
+        sub.ops.append(_assign(ctx.args(value, body.ops[-1], len(outs))[0], name))
+        outs.append(name)
+    scope = next_name()
+    parent.create_var(scope, None, None, type=VarType.STEP_SCOPES)
+    ctx.emit("conditional_block", {"Cond": [condition], "Input": sub_block_inputs(ctx.program, sub)},
+             {"Out": outs, "Scope": [scope]}, {"sub_block": sub.idx, "is_scalar_condition": True},
+             {"sub_block": AttrType.BLOCK})
+    return outs
+
+
+def translate_while(op: Op, ctx) -> None:
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        raise ctx.fail(op, "pd_op.while needs one region of one block")
+    body = op.regions[0].blocks[0]
+    inits = op.operands[1:]
+    if not (len(inits) == len(body.args) == len(op.results)):
+        raise ctx.fail(op, f"pd_op.while has {len(inits)} loop values, {len(body.args)} block arguments and "
+                           f"{len(op.results)} results; they must agree")
+    yielded = _yield_operands(op, body, 1 + len(inits), ctx)
+    parent = ctx.block
+    next_name = ctx.namer.for_op("while")
+    carries = []
+    for position, (init, arg, result) in enumerate(zip(inits, body.args, op.results)):
+        name = next_name()
+        parent.add_var(ctx.var(name, result.type, result))
+        ctx.emit("assign", {"X": ctx.args(init, op, position + 1)}, {"Out": [name]})
+        ctx.bind(arg, name)
+        carries.append(name)
+    condition = next_name()
+    parent.add_var(_bool_var(ctx, condition, ctx.args(op.operands[0], op, 0)[0]))
+    ctx.emit("assign", {"X": ctx.args(op.operands[0], op, 0)}, {"Out": [condition]})
+    sub = ctx.program.append_block(parent.idx)
+    ctx.translate_block(body.ops[:-1], sub)
+    new_names = [ctx.args(value, body.ops[-1], i)[0] for i, value in enumerate(yielded)]
+    sub.ops.extend(_loop_update(ctx, sub, new_names, [condition] + carries))
+    scopes = next_name()
+    parent.create_var(scopes, None, None, type=VarType.STEP_SCOPES)
+    ctx.emit("while", {"Condition": [condition], "X": sub_block_inputs(ctx.program, sub)},
+             {"Out": carries + [condition], "StepScopes": [scopes]}, {"sub_block": sub.idx, "is_test": False},
+             {"sub_block": AttrType.BLOCK})
+    for result, name in zip(op.results, carries):
+        ctx.bind(result, name)
+
+
+def _loop_update(ctx, sub: Block, sources: list[str], targets: list[str]) -> list:
+    """Assigns of the new values into the loop vars; a new value that is another loop var (a swap)
+    is copied to a temporary first, so no assign reads a var an earlier one overwrote."""
+    ops, moves = [], []
+    for source, target in zip(sources, targets):
+        if source == target:
+            continue
+        if source in targets:
+            temp = ctx.namer.fresh("assign")
+            sub.add_var(sub.find_var(source).copy(temp))
+            ops.append(_assign(source, temp))
+            source = temp
+        moves.append(_assign(source, target))
+    return ops + moves
+
+
+def _yield_operands(op: Op, body, count: int, ctx) -> list:
+    last = body.ops[-1] if body.ops else None
+    if last is None or last.name != "cf.yield":
+        raise ctx.fail(op, "a region of control flow must end with cf.yield")
+    if len(last.operands) != count:
+        raise ctx.fail(last, f"yields {len(last.operands)} values; {op.name} needs {count}")
+    if any(value is None for value in last.operands):
+        raise ctx.fail(last, "yields a null value")
+    return last.operands
+
+
+def sub_block_inputs(program, sub: Block) -> list[str]:
+    """Vars the sub-block (and blocks nested in it) read that live outside it, in first-read order."""
+    inside = {sub.idx}
+    for block in program.blocks[sub.idx + 1:]:
+        if block.parent_idx in inside:
+            inside.add(block.idx)
+    names: dict[str, None] = {}
+    for idx in sorted(inside):
+        block = program.blocks[idx]
+        for op in block.ops:
+            for name in op.input_names():
+                var_block = _owner(block, name)
+                if var_block is not None and var_block.idx not in inside:
+                    names[name] = None
+    return list(names)
+
+
+def _owner(block: Block, name: str) -> Block | None:
+    while block is not None:
+        if name in block.vars:
+            return block
+        block = block.parent
+    return None
+
+
+def _assign(source: str, target: str) -> OpDesc:
+    return OpDesc("assign", {"X": [source]}, {"Out": [target]})
+
+
+def _bool_var(ctx, name: str, like: str) -> VarDesc:
+    """A condition var shaped like the condition it derives from ([1] or [])."""
+    like_var = ctx.block.find_var(like)
+    shape = like_var.shape if like_var is not None and like_var.shape is not None else [1]
+    return VarDesc(name, shape, VarType.BOOL, stop_gradient=True)
+
+
+def translate_select_input(op: Op, ctx) -> None:
+    """pd_op.select_input(mask, x0, x1, ...): the legacy op takes the candidates as one list."""
+    if len(op.operands) < 2:
+        raise ctx.fail(op, "pd_op.select_input needs a mask and at least one candidate")
+    candidates = [ctx.args(value, op, i + 1)[0] for i, value in enumerate(op.operands[1:])]
+    name = ctx.define(op.results[0], ctx.namer.for_op("select_input"))
+    ctx.emit("select_input", {"X": candidates, "Mask": ctx.args(op.operands[0], op, 0)}, {"Out": [name]})

@@ -1,0 +1,268 @@
+"""A gradc Program of legacy ops -> a PIR graph (gradc.pir.graph.Module), the table read backwards.
+
+Legacy vars become SSA values: each write of a var makes a new value, each read takes the latest.
+Vars read before any op writes them are inputs: persistable ones become builtin.parameter, the others
+pd_op.data. Constants that legacy ops hold as attributes become pd_op.full_int_array / pd_op.full
+operands. Control flow sub-blocks have no export yet (docs/pir-format.md says how PIR spells them).
+"""
+
+from __future__ import annotations
+
+from ..errors import ProgramError, op_location
+from ..ir import EMPTY_VAR, AttrType, OpDesc, Program, VarType
+from ..ir import Block as LegacyBlock
+from ..registry import OPS
+from . import schema
+from .export_special import SPECIAL_EXPORTS, encode_attr_value
+from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
+from .table.rows import EXPORTS
+
+_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
+_TENSOR_KINDS = {VarType.DENSE_TENSOR: "t_dtensor", VarType.SELECTED_ROWS: "t_selected_rows",
+                 VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array"}
+# results a legacy program may leave out but Paddle's PIR op always has
+_MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,))}
+
+
+def to_module(program: Program, fetch: list[str] | tuple = ()) -> Module:
+    return Exporter(program).run(fetch)
+
+
+class Exporter:
+    def __init__(self, program: Program):
+        self.program = program
+        self.block: LegacyBlock = program.global_block
+        self.body = Block()
+        self.target = self.body                     # where emit() puts ops
+        self.current: dict[str, Value] = {}
+        self.xshape_source: dict[str, Value] = {}   # an XShape var -> the value of the X it describes
+        self.where = ""
+
+    def run(self, fetch) -> Module:
+        _check_exportable(self.program)
+        self._inputs()
+        self.export_block(self.block, self.body)
+        cols = sum(op.type == "fetch" for op in self.block.ops)
+        for col, name in enumerate(fetch, start=cols):
+            self.where = f"fetch target '{name}'"
+            self.append_fetch(name, col)
+        return Module(self.body, schema.WRITE_VERSION, True)
+
+    def fail(self, message: str) -> ProgramError:
+        return ProgramError(f"cannot write as PIR: {self.where}: {message}")
+
+    def export_block(self, legacy: LegacyBlock, target: Block) -> None:
+        """The ops of a legacy block into a PIR block (the program's body or a region's block)."""
+        outer, self.target = self.target, target
+        for index, op in enumerate(legacy.ops):
+            self.where = op_location(legacy.idx, index, op.type)
+            exporter = SPECIAL_EXPORTS.get(op.type)
+            if exporter is not None:
+                exporter(op, self)
+            else:
+                self.generic(_pick_row(op), op)
+        self.target = outer
+
+    # ------------------------------------------------------------ values
+    def _var(self, name: str):
+        """A var of any block (sub-block vars have unique names in the programs gradc writes)."""
+        for block in self.program.blocks:
+            if name in block.vars:
+                return block.vars[name]
+        return None
+
+    def type_of(self, name: str):
+        var = self._var(name)
+        if var is None:
+            raise self.fail(f"no var named '{name}'")
+        kind = _TENSOR_KINDS.get(var.type)
+        if kind is None or var.dtype not in schema.ELEMENT_TYPE_NAMES:
+            raise self.fail(f"var '{name}' is not a tensor of a dtype PIR has (type {var.type}, dtype {var.dtype})")
+        return TensorType(kind, int(var.dtype), tuple(var.shape or ()))
+
+    def new_value(self, name: str) -> Value:
+        var = self._var(name)
+        return Value(0, self.type_of(name), stop_gradient=bool(var.stop_gradient), persistable=bool(var.persistable))
+
+    def read(self, name: str) -> Value:
+        value = self.current.get(name)
+        if value is None:
+            raise self.fail(f"reads var '{name}', which nothing wrote before")
+        return value
+
+    def emit(self, name: str, operands: list, results: list[Value], attrs: dict) -> Op:
+        op = Op(name, operands, results, attrs)
+        for index, value in enumerate(results):
+            value.op, value.index = op, index
+        self.target.ops.append(op)
+        return op
+
+    def constant(self, fold: str, value) -> Value:
+        """The pd_op.full_int_array / pd_op.full that Paddle makes for an attribute-like operand."""
+        cpu = Attr("a_place", list(schema.PLACE_CPU))
+        if fold == "ints":
+            values = [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+            result = Value(0, TensorType("t_dtensor", VarType.INT64, (len(values),)), stop_gradient=True)
+            self.emit("pd_op.full_int_array", [], [result], {
+                "value": Attr("a_array", [Attr("a_i64", v) for v in values]), "dtype": Attr("a_dtype", "int64"),
+                "place": cpu})
+            return result
+        dtype = {"int": "int32", "long": "int64", "float": "float32"}[fold]
+        number = value[0] if isinstance(value, (list, tuple)) else value
+        result = Value(0, TensorType("t_dtensor", schema.DTYPE_NAMES[dtype], (1,)), stop_gradient=True)
+        self.emit("pd_op.full", [], [result], {"shape": Attr("a_intarray", [1]), "value": Attr("a_f64", float(number)),
+                                               "dtype": Attr("a_dtype", dtype), "place": cpu})
+        return result
+
+    def combine(self, values: list[Value]) -> Value:
+        result = Value(0, VectorType(tuple(v.type for v in values)))
+        self.emit("builtin.combine", values, [result], {})
+        return result
+
+    def append_fetch(self, name: str, col: int) -> None:
+        source = self.read(name)
+        result = Value(0, source.type, stop_gradient=source.stop_gradient, persistable=True)
+        self.emit("pd_op.fetch", [source], [result], {"name": Attr("a_str", name), "col": Attr("a_i32", col)})
+
+    # ------------------------------------------------------------ inputs
+    def _inputs(self) -> None:
+        """Vars of block 0 read before written (in sub-blocks too): parameters (persistable) first, then
+        data, in first-read order."""
+        written, inputs = set(), {}
+        stack = [iter(self.block.ops)]
+        while stack:
+            op = next(stack[-1], None)
+            if op is None:
+                stack.pop()
+                continue
+            for name in op.input_names():
+                if name not in written and name != EMPTY_VAR and name in self.block.vars:
+                    inputs.setdefault(name, None)
+            if "sub_block" in op.attrs and op.attr_types.get("sub_block") == AttrType.BLOCK:
+                stack.append(iter(self.program.blocks[op.attrs["sub_block"]].ops))
+            written.update(op.output_names())
+        names = [n for n in inputs if self.block.find_var(n) is None or self.block.find_var(n).type not in _HOLDERS]
+        params = [n for n in names if self.block.find_var(n) is not None and self.block.find_var(n).persistable]
+        for name in params:
+            self.where = f"parameter '{name}'"
+            self.current[name] = self.parameter(name)
+        for name in names:
+            if name not in self.current:
+                self.where = f"input '{name}'"
+                self.current[name] = self.data(name)
+
+    def parameter(self, name: str) -> Value:
+        var = self.block.find_var(name)
+        value = self.new_value(name)
+        trainable = bool(var.is_parameter) and not var.stop_gradient
+        value.stop_gradient = not trainable
+        self.emit("builtin.parameter", [], [value], {
+            "is_distributed": Attr("a_bool", False), "is_parameter": Attr("a_bool", True),
+            "need_clip": Attr("a_bool", True), "parameter_name": Attr("a_str", name),
+            "trainable": Attr("a_bool", trainable)})
+        return value
+
+    def data(self, name: str) -> Value:
+        value = self.new_value(name)
+        self.emit("pd_op.data", [], [value], {
+            "name": Attr("a_str", name), "shape": Attr("a_intarray", list(value.type.dims)),
+            "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[value.type.dtype]),
+            "place": Attr("a_place", list(schema.PLACE_UNDEFINED))})
+        return value
+
+    # ------------------------------------------------------------ ops
+    def generic(self, row, op: OpDesc) -> None:
+        """One PIR op from one table row: input slots to operands (attributes to constant operands),
+        attributes to the row's PIR kinds, output vars to new values."""
+        if row.back is not None:
+            op = row.back(op, self)
+        legacy_attrs = {**OPS[op.type].attrs, **op.attrs} if op.type in OPS else dict(op.attrs)
+        for name, value in row.fixed.items():
+            if legacy_attrs.get(name, value) != value:
+                raise self.fail(f"attribute {name}={legacy_attrs[name]!r} has no {row.pir} counterpart")
+        operands = self._operands(row, op, legacy_attrs)
+        attrs = {spec.name: encode_attr_value(spec.kind, legacy_attrs.get(spec.legacy, spec.default)
+                                              if spec.legacy is not None else spec.default, self)
+                 for spec in row.attrs}
+        for slot in row.extra_outputs:   # remember which value an XShape describes before X is rewritten
+            if op.output(slot) and op.input("X"):
+                self.xshape_source[op.output(slot)[0]] = self.read(op.input("X")[0])
+        results, bindings, splits = self._results(row, op)
+        self.emit(row.pir, operands, results, attrs)
+        self.current.update(bindings)
+        for value, names in splits:
+            parts = [Value(0, None) if n == EMPTY_VAR else self.new_value(n) for n in names]
+            self.emit("builtin.split", [value], parts, {})
+            self.current.update((n, part) for n, part in zip(names, parts) if n != EMPTY_VAR)
+
+    def _operands(self, row, op: OpDesc, legacy_attrs: dict) -> list:
+        operands, consumed = [], set(row.dropped_inputs)
+        for spec in row.operands:
+            if spec.attr is not None:
+                if spec.attr not in legacy_attrs:
+                    raise self.fail(f"has no attribute '{spec.attr}', which {row.pir} takes as operand '{spec.name}'")
+                operands.append(self.constant(spec.fold, legacy_attrs[spec.attr]))
+                continue
+            names = [n for n in op.input(spec.slot) if n != EMPTY_VAR] if spec.slot else []
+            consumed.add(spec.slot)
+            if not names:
+                if spec.slot is not None and not spec.optional:
+                    raise self.fail(f"input slot {spec.slot} is empty; {row.pir} needs operand '{spec.name}'")
+                operands.append(None)
+            elif spec.is_list:
+                operands.append(self.combine([self.read(n) for n in names]))
+            elif spec.slot == "XShape":
+                operands.append(self._xshape_source(names[0]))
+            elif len(names) == 1:
+                operands.append(self.read(names[0]))
+            else:
+                raise self.fail(f"input slot {spec.slot} holds {len(names)} vars; {row.pir} takes one")
+        _refuse_unmapped_slots(self, op.inputs, consumed, "input")
+        return operands
+
+    def _results(self, row, op: OpDesc) -> tuple[list, dict, list]:
+        """The op's result values, the vars they become, and the lists a builtin.split takes apart."""
+        results, bindings, splits = [], {}, []
+        for spec in row.results:
+            if spec.is_list:
+                names = op.output(spec.slot)
+                value = Value(0, VectorType(tuple(None if n == EMPTY_VAR else self.type_of(n) for n in names)))
+                splits.append((value, names))
+            else:
+                names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
+                if names:
+                    value = bindings[names[0]] = self.new_value(names[0])
+                else:   # a grad nobody asked for, or an output legacy programs may leave out
+                    value = Value(0, _MISSING_RESULT_TYPES.get((row.pir, spec.name)), stop_gradient=True)
+            results.append(value)
+        _refuse_unmapped_slots(self, op.outputs, {r.slot for r in row.results} | set(row.extra_outputs), "output")
+        return results, bindings, splits
+
+    def _xshape_source(self, name: str) -> Value:
+        """PIR grads of reshape-like ops read the forward input where legacy ones read its XShape."""
+        if name not in self.xshape_source:
+            raise self.fail(f"XShape var '{name}' does not come from an op this program exports")
+        return self.xshape_source[name]
+
+
+def _pick_row(op: OpDesc):
+    return next(row for row in EXPORTS[op.type] if row.when is None or row.when(op))
+
+
+def _refuse_unmapped_slots(exporter: Exporter, slots: dict, mapped: set, what: str) -> None:
+    extra = sorted(slot for slot, args in slots.items() if slot not in mapped and any(a != EMPTY_VAR for a in args))
+    if extra:
+        raise exporter.fail(f"{what} slot(s) {', '.join(extra)} have no counterpart in gradc's PIR table")
+
+
+def _check_exportable(program: Program) -> None:
+    """One error listing every op the table cannot write."""
+    missing: dict[str, str] = {}
+    for block in program.blocks:
+        for index, op in enumerate(block.ops):
+            if op.type not in EXPORTS and op.type not in SPECIAL_EXPORTS:
+                missing.setdefault(op.type, op_location(block.idx, index, op.type))
+    if missing:
+        listing = "; ".join(f"{t} (first at {where})" for t, where in sorted(missing.items()))
+        raise ProgramError(f"cannot write as PIR: {len(missing)} op type(s) gradc's PIR table has no export for: "
+                           f"{listing}")

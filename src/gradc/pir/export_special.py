@@ -1,0 +1,63 @@
+"""Export of the legacy ops that are not one table row (fill_constant, feed, fetch) and of attribute
+values into the PIR kinds a row names."""
+
+from __future__ import annotations
+
+from ..ir import OpDesc
+from . import export_control, schema
+from .graph import Attr
+
+_SCALAR_KINDS = {"bool": ("a_bool", bool), "i32": ("a_i32", int), "i64": ("a_i64", int), "f32": ("a_f32", float),
+                 "f64": ("a_f64", float), "str": ("a_str", str)}
+_ARRAY_KINDS = {"i32s": ("a_i32", int), "i64s": ("a_i64", int), "f32s": ("a_f32", float)}
+
+
+def encode_attr_value(kind: str, value, exporter) -> Attr:
+    """A legacy attribute value as the PIR attribute kind of a row (``i32s`` -> a_array of a_i32, ...)."""
+    try:
+        if kind in _SCALAR_KINDS:
+            name, cast = _SCALAR_KINDS[kind]
+            return Attr(name, cast(value))
+        if kind in _ARRAY_KINDS:
+            name, cast = _ARRAY_KINDS[kind]
+            return Attr("a_array", [Attr(name, cast(v)) for v in value])
+        if kind == "intarray":
+            return Attr("a_intarray", [int(v) for v in value])
+        if kind == "dtype":
+            return Attr("a_dtype", value if isinstance(value, str) else
+                        schema.DTYPE_BY_VARTYPE.get(int(value), schema.UNDEFINED_DTYPE))
+        if kind == "place":
+            return Attr("a_place", list(value))
+    except (TypeError, ValueError):
+        raise exporter.fail(f"attribute value {value!r:.60} does not fit PIR kind {kind}") from None
+    raise exporter.fail(f"unknown attribute kind {kind} in gradc's PIR table")
+
+
+def fill_constant(op: OpDesc, exporter) -> None:
+    if any(op.input(slot) for slot in ("ShapeTensor", "ShapeTensorList", "ValueTensor")):
+        raise exporter.fail("fill_constant with a tensor shape or value has no export yet")
+    name = op.output("Out")[0]
+    text = op.attrs.get("str_value") or ""
+    value = float(text) if text else float(op.attrs.get("value", 0.0))
+    result = exporter.new_value(name)
+    exporter.emit("pd_op.full", [], [result], {
+        "shape": Attr("a_intarray", [int(d) for d in op.attrs.get("shape", [])]), "value": Attr("a_f64", value),
+        "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[result.type.dtype]),
+        "place": Attr("a_place", list(schema.PLACE_CPU))})
+    exporter.current[name] = result
+
+
+def fetch(op: OpDesc, exporter) -> None:
+    exporter.append_fetch(op.input("X")[0], int(op.attrs.get("col", 0)))
+
+
+def feed(op: OpDesc, exporter) -> None:
+    """A saved inference program's feed op reads its input from a holder: PIR names the input itself."""
+    name = op.output("Out")[0]
+    exporter.current[name] = exporter.data(name)
+
+
+SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
+                   "conditional_block": export_control.conditional_block, "select_input": export_control.select_input,
+                   "while": export_control.while_}
+

@@ -1,0 +1,38 @@
+"""Readable, stable names for SSA values, Paddle-style: `<legacy type>_<k>.tmp_<i>` for the i-th output
+of the k-th op of a type; parameters, data and fetch targets keep the names the file gives them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+
+class Namer:
+    def __init__(self, reserved: set[str]):
+        self.used = set(reserved)
+        self.counters: dict[str, int] = {}
+
+    def for_op(self, op_type: str) -> Callable[[], str]:
+        """Names for the outputs of one op: `<type>_<k>.tmp_0`, `.tmp_1`, ..."""
+        k = self.counters.get(op_type, 0)
+        self.counters[op_type] = k + 1
+        index = 0
+
+        def next_name() -> str:
+            nonlocal index
+            name = self.unique(f"{op_type}_{k}.tmp_{index}")
+            index += 1
+            return name
+
+        return next_name
+
+    def fresh(self, op_type: str) -> str:
+        return self.for_op(op_type)()
+
+    def unique(self, name: str) -> str:
+        """``name``, or ``name_1``, ``name_2``, ... if a file name already took it."""
+        candidate, n = name, 0
+        while candidate in self.used:
+            n += 1
+            candidate = f"{name}_{n}"
+        self.used.add(candidate)
+        return candidate

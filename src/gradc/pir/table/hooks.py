@@ -1,0 +1,72 @@
+"""Adjustments a row's notation cannot say: where PIR and the legacy op mean different things by the
+same attribute."""
+
+from __future__ import annotations
+
+from ...ir import AttrType, OpDesc
+
+
+def reduce_all(legacy, op, ctx) -> None:
+    """PIR reduces over every axis when the axis list is empty; the legacy op says so with reduce_all."""
+    x = ctx.block.find_var(legacy.input("X")[0])
+    rank = len(x.shape) if x is not None and x.shape is not None else None
+    dims = legacy.attrs.get("dim", [])
+    covers_all = bool(rank) and len({d % rank for d in dims}) == rank
+    legacy.set_attr("dim", list(dims))
+    legacy.set_attr("reduce_all", bool(not dims or covers_all or legacy.attrs.get("reduce_all", False)))
+
+
+def cast_dtypes(legacy, op, ctx) -> None:
+    """Legacy cast also names the input dtype."""
+    x = ctx.block.find_var(legacy.input("X")[0])
+    if x is not None and x.dtype is not None:
+        legacy.set_attr("in_dtype", int(x.dtype))
+
+
+def batch_norm_affine(legacy, op, ctx) -> None:
+    """A batch_norm without scale or bias (F.batch_norm(weight=None)) gets ones / zeros: gradc's
+    batch_norm kernel reads both."""
+    mean = ctx.block.find_var((legacy.input("Mean") or legacy.input("MeanOut"))[0])
+    for slot, value in (("Scale", 1.0), ("Bias", 0.0)):
+        if not legacy.input(slot):
+            name = ctx.namer.fresh("fill_constant")
+            ctx.block.create_var(name, list(mean.shape), mean.dtype, stop_gradient=True)
+            ctx.block.ops.insert(len(ctx.block.ops) - 1, OpDesc(
+                "fill_constant", {}, {"Out": [name]},
+                {"shape": list(mean.shape), "dtype": int(mean.dtype), "value": value, "str_value": str(value)},
+                {"shape": AttrType.LONGS}))
+            legacy.inputs[slot] = [name]
+
+
+# ---------------------------------------------------------------- export (legacy op -> adjusted copy)
+
+def reduce_all_back(legacy, exporter):
+    """reduce_all: PIR says it with an empty axis list."""
+    if not legacy.attrs.get("reduce_all"):
+        return legacy
+    copy = legacy.copy()
+    copy.set_attr("dim", [])
+    return copy
+
+
+def fill_any_like_back(legacy, exporter):
+    """dtype -1 means "as X"; PIR's full_like names the dtype."""
+    if legacy.attrs.get("dtype", -1) != -1:
+        return legacy
+    copy = legacy.copy()
+    copy.set_attr("dtype", exporter.type_of(legacy.input("X")[0]).dtype)
+    return copy
+
+
+def transpose_grad_xshape(legacy, op, ctx) -> None:
+    """PIR's transpose_grad reads only the output grad; the legacy one also reads XShape, made here
+    from the output grad's shape with the permutation undone."""
+    out_grad = ctx.block.find_var(legacy.input("Out@GRAD")[0])
+    perm = legacy.attrs["axis"]
+    shape = [0] * len(perm)
+    for i, axis in enumerate(perm):
+        shape[axis] = out_grad.shape[i]
+    xshape = ctx.xshape_for(legacy.output("X@GRAD")[0], op, shape) if legacy.output("X@GRAD") else None
+    ctx.block.ops.remove(legacy)
+    legacy.inputs["XShape"] = [xshape] if xshape else []
+    ctx.block.ops.append(legacy)

@@ -1,0 +1,100 @@
+"""Special rows for ops that are vars, lists or constants rather than computations: parameters, data,
+fetch targets, builtin.combine / split (list plumbing), coalesce_tensor, full / full_int_array."""
+
+from __future__ import annotations
+
+from ...ir import VarType
+from .. import schema
+from ..graph import TensorType
+
+
+def parameter(op, ctx) -> None:
+    """A persistable var with the parameter's name; trainable ones are legacy parameters."""
+    value = op.results[0]
+    name = ctx.define(value, None, ctx.program.global_block)
+    var = ctx.program.global_block.vars[name]
+    var.persistable = True
+    trainable = bool(op.attr("trainable", True)) and not value.stop_gradient
+    var.is_parameter = True if op.attr("is_parameter", True) and trainable else None
+    var.stop_gradient = None if trainable else True
+
+
+def data(op, ctx) -> None:
+    """An input var fed by name; legacy programs have no op for it."""
+    ctx.attr(op, "name", str)
+    name = ctx.define(op.results[0], None)
+    ctx.block.vars[name].need_check_feed = True
+
+
+def fetch(op, ctx) -> None:
+    """The legacy fetch op; its target var carries the fetch name (an assign makes one if the
+    fetched value already has another name, e.g. a parameter)."""
+    fetch_name = ctx.attr(op, "name", str)
+    col = ctx.attr(op, "col", int, default=0)
+    source = ctx.args(op.operands[0], op, 0)[0]
+    if source != fetch_name:
+        if fetch_name not in ctx.block.vars:
+            var = ctx.var(fetch_name, op.operands[0].type, op.operands[0])
+            var.persistable = None
+            ctx.block.add_var(var)
+        ctx.emit("assign", {"X": [source]}, {"Out": [fetch_name]})
+    if "fetch" not in ctx.program.global_block.vars:
+        ctx.program.global_block.create_var("fetch", None, None, type=VarType.FETCH_LIST, persistable=True)
+    ctx.emit("fetch", {"X": [fetch_name]}, {"Out": ["fetch"]}, {"col": col})
+    ctx.bind(op.results[0], fetch_name)
+
+
+def combine(op, ctx) -> None:
+    """A list of values: the legacy side is just the list of their names."""
+    ctx.bind(op.results[0], [ctx.args(v, op, i)[0] for i, v in enumerate(op.operands)])
+
+
+def split(op, ctx) -> None:
+    items = ctx.args(op.operands[0], op, 0)
+    if len(items) != len(op.results):
+        raise ctx.fail(op, f"splits a list of {len(items)} into {len(op.results)} values")
+    for value, name in zip(op.results, items):
+        ctx.bind(value, name)
+
+
+def coalesce(op, ctx) -> None:
+    """Fuses a list of tensors into one buffer for speed; its list result is the same tensors."""
+    ctx.bind(op.results[0], ctx.args(op.operands[0], op, 0))
+
+
+def full(op, ctx) -> None:
+    """fill_constant; dropped at the end if every reader took the value as an attribute."""
+    dtype = schema.DTYPE_NAMES.get(ctx.attr(op, "dtype", str), VarType.FP32)
+    value = ctx.attr(op, "value", int, float)
+    shape = ctx.attr(op, "shape", list)
+    name = ctx.define(op.results[0], ctx.namer.for_op("fill_constant"))
+    ctx.emit_constant("fill_constant", {}, {"Out": [name]},
+                      {"shape": shape, "dtype": int(dtype), "value": float(value),
+                       "str_value": _str_value(value)},
+                      {"shape": 11})  # LONGS, as Paddle's proto declares it
+
+
+def full_int_array(op, ctx) -> None:
+    """A constant int list; legacy ops take these as attributes, so readers fold it. A reader that
+    needs it as a tensor gets fill_constant when all elements are equal."""
+    values = ctx.attr(op, "value", list)
+    if not all(isinstance(v, int) for v in values):
+        raise ctx.fail(op, f"attribute 'value' must be a list of ints, got {values!r:.60}")
+    result = op.results[0]
+    name = ctx.define(result, ctx.namer.for_op("fill_constant"))
+    if values and len(set(values)) == 1:
+        dtype = result.type.dtype if isinstance(result.type, TensorType) else VarType.INT64
+        ctx.emit_constant("fill_constant", {}, {"Out": [name]},
+                          {"shape": [len(values)], "dtype": int(dtype), "value": float(values[0]),
+                           "str_value": str(values[0])}, {"shape": 11})
+    else:
+        ctx.unmade[name] = (ctx.block, op)
+
+
+def _str_value(value) -> str:
+    number = float(value)
+    return str(int(number)) if number.is_integer() and abs(number) < 1e15 else repr(number)
+
+
+def unexpected_yield(op, ctx) -> None:
+    raise ctx.fail(op, "cf.yield outside of the region of a pd_op.if or pd_op.while")

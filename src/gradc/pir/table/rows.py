@@ -1,0 +1,46 @@
+"""TABLE: PIR op name -> Row, assembled from the row modules."""
+
+from __future__ import annotations
+
+from .. import control_flow, rnn
+from . import grad_rows, math_rows, nn_rows, plumbing, shape_rows, special
+
+SPECIAL = [
+    special("builtin.parameter", plumbing.parameter, 0, 1),
+    special("pd_op.data", plumbing.data, 0, 1),
+    special("pd_op.fetch", plumbing.fetch, 1, 1),
+    special("builtin.combine", plumbing.combine, None, 1),
+    special("builtin.split", plumbing.split, 1, None),
+    special("pd_op.coalesce_tensor", plumbing.coalesce, 1, 2),
+    special("pd_op.full", plumbing.full, 0, 1),
+    special("pd_op.full_int_array", plumbing.full_int_array, 0, 1),
+    special("cf.yield", plumbing.unexpected_yield),
+    special("pd_op.if", control_flow.translate_if, 1, None),
+    special("pd_op.while", control_flow.translate_while, None, None),
+    special("pd_op.select_input", control_flow.translate_select_input, None, 1),
+    special("pd_op.rnn", rnn.translate_rnn, 5, 4),
+]
+
+
+def _table(rows) -> dict:
+    table = {}
+    for entry in rows:
+        if entry.pir in table:
+            raise ValueError(f"two rows for {entry.pir}")
+        table[entry.pir] = entry
+    return table
+
+
+TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + grad_rows.ROWS + SPECIAL)
+
+
+def _exports(rows) -> dict:
+    """legacy type -> the rows export may write it with, in table order (``when`` picks among them)."""
+    exports: dict[str, list] = {}
+    for entry in rows:
+        if entry.special is None:
+            exports.setdefault(entry.legacy, []).append(entry)
+    return exports
+
+
+EXPORTS = _exports(TABLE.values())

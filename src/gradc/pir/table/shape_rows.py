@@ -1,0 +1,48 @@
+"""Rows: reshaping, slicing, gathering, casting and tensor creation."""
+
+from __future__ import annotations
+
+from . import row
+from .hooks import cast_dtypes, fill_any_like_back
+
+
+def _has_sections(op) -> bool:
+    return bool(op.attrs.get("sections"))
+
+ROWS = [
+    row("pd_op.reshape", "reshape2", "x:X shape>shape:ints", "out:Out +XShape"),
+    row("pd_op.transpose", "transpose2", "x:X", "out:Out +XShape", "perm=axis:i32s"),
+    row("pd_op.flatten", "flatten_contiguous_range", "x:X", "out:Out +XShape", "start_axis:i32 stop_axis:i32"),
+    row("pd_op.squeeze", "squeeze2", "x:X axis>axes:ints", "out:Out +XShape"),
+    row("pd_op.unsqueeze", "unsqueeze2", "x:X axis>axes:ints", "out:Out +XShape"),
+    row("pd_op.concat", "concat", "x:X* axis>axis:int"),
+    row("pd_op.split", "split", "x:X sections>sections:ints axis>axis:int", "out:Out*", when=_has_sections),
+    row("pd_op.split_with_num", "split", "x:X axis>axis:int", "out:Out*", "num:i32"),
+    row("pd_op.stack", "stack", "x:X*", "out:Y", "axis:i32"),
+    row("pd_op.unstack", "unstack", "x:X", "out:Y*", "axis:i32 num:i32"),
+    row("pd_op.slice", "slice", "input:Input starts>starts:ints ends>ends:ints", "out:Out",
+        "axes:i64s infer_flags:i64s decrease_axis:i64s"),
+    row("pd_op.strided_slice", "strided_slice", "x:Input starts>starts:ints ends>ends:ints strides>strides:ints",
+        "out:Out", "axes:i32s"),
+    row("pd_op.tile", "tile", "x:X repeat_times>repeat_times:ints"),
+    row("pd_op.expand", "expand_v2", "x:X shape>shape:ints"),
+    row("pd_op.expand_as", "expand_as_v2", "x:X y?:Y", "out:Out", "target_shape:i64s"),
+    row("pd_op.gather", "gather", "x:X index:Index axis>axis:int"),
+    row("pd_op.gather_nd", "gather_nd", "x:X index:Index"),
+    row("pd_op.scatter", "scatter", "x:X index:Ids updates:Updates", "out:Out", "overwrite:bool"),
+    row("pd_op.cast", "cast", "x:X", "out:Out", "dtype=out_dtype:dtype", hook=cast_dtypes),
+    row("pd_op.assign", "assign", "x:X"),
+    row("pd_op.assign_out_", "assign", "x:X output:-", "out:Out&output"),
+    row("pd_op.pad3d", "pad3d", "x:X paddings>paddings:ints", "out:Out",
+        "mode:str pad_value=value:f64 data_format:str"),
+    row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int"),
+    row("pd_op.topk", "top_k_v2", "x:X k>k:int", "out:Out indices:Indices", "axis:i32 largest:bool sorted:bool"),
+    # creation
+    row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place",
+        back=fill_any_like_back),
+    row("pd_op.uniform", "uniform_random", "shape>shape:ints min>min:float max>max:float", "out:Out",
+        "dtype:dtype seed:i32 place=-:place"),
+    row("pd_op.gaussian", "gaussian_random", "shape>shape:ints", "out:Out",
+        "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
+    row("pd_op.increment_", "increment", "x:X", "out:Out&x", "value=step:f32"),
+]

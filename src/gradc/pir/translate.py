@@ -1,0 +1,292 @@
+"""A PIR graph -> a gradc Program of legacy ops, one table row per PIR op (gradc.pir.table).
+
+SSA values become named vars (gradc.pir.naming); constants that feed legacy attributes are folded
+and their ops dropped when nothing else reads them; control flow gets sub-blocks.
+"""
+
+from __future__ import annotations
+
+from ..errors import FormatError
+from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarDesc, VarType
+from ..verify import check_structure
+from . import schema
+from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
+from .naming import Namer
+from .table.rows import TABLE
+
+# the producers whose value gradc can fold into a legacy attribute
+CONSTANT_OPS = {"pd_op.full_int_array", "pd_op.full"}
+MISSING = object()
+
+
+def to_program(module: Module, source: str = "<pir>") -> Program:
+    return Translator(module, source).run()
+
+
+class Translator:
+    def __init__(self, module: Module, source: str):
+        self.module, self.source = module, source
+        self.program = Program()
+        self.names: dict[Value, str | list[str]] = {}
+        self.constant_ops: list[tuple[Block, OpDesc]] = []
+        self.unmade: dict[str, tuple[Block, Op]] = {}   # constant lists no legacy op can make
+        self.xshapes: dict[str, str] = {}   # a var -> the XShape var a reshape-like op wrote for it
+        self.blocks: list[Block] = [self.program.global_block]
+        self.fixed_names = _file_names(module)
+        self.namer = Namer(set(self.fixed_names.values()))
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> Program:
+        _check_mapped(self.module, self.source)
+        self.translate_block(self.module.body.ops)
+        self._drop_unread_constants()
+        check_structure(self.program, self.source)
+        return self.program
+
+    @property
+    def block(self) -> Block:
+        return self.blocks[-1]
+
+    def translate_block(self, ops: list[Op], block: Block | None = None) -> None:
+        if block is not None:
+            self.blocks.append(block)
+        for op in ops:
+            row = TABLE[op.name]
+            if row.special is not None:
+                self._check_arity(row, op)
+                row.special(op, self)
+            else:
+                self.generic(row, op)
+        if block is not None:
+            self.blocks.pop()
+
+    def fail(self, op: Op, message: str) -> FormatError:
+        return FormatError(f"{self.source}: {op.where}: {message}")
+
+    def _check_arity(self, row, op: Op) -> None:
+        for what, expected, found in (("operands", row.arity[0], op.operands), ("results", row.arity[1], op.results)):
+            if expected is not None and len(found) != expected:
+                raise self.fail(op, f"has {len(found)} {what}; {op.name} has {expected}")
+
+    def attr(self, op: Op, name: str, *types, default=MISSING):
+        """An attribute of a type the translation relies on, or a clear error."""
+        value = op.attr(name, MISSING)
+        if value is MISSING and default is not MISSING:
+            return default
+        if value is MISSING or not isinstance(value, types) or (bool not in types and isinstance(value, bool)):
+            wanted = " or ".join(t.__name__ for t in types)
+            found = "no such attribute" if value is MISSING else f"{value!r:.60}"
+            raise self.fail(op, f"attribute '{name}' must be {wanted}, got {found}")
+        return value
+
+    # ------------------------------------------------------------ values
+    def name(self, value: Value | None, op: Op, position: int) -> str | list[str]:
+        if value is None:
+            raise self.fail(op, f"operand {position} is null, but gradc needs a value there")
+        names = self.names.get(value)
+        if names is None:
+            producer = f"{value.op.name} result {value.index}" if value.op else "a block argument"
+            raise self.fail(op, f"operand {position} (%{value.id}) comes from {producer}, which has no legacy "
+                                f"counterpart gradc can read")
+        return names
+
+    def args(self, value: Value, op: Op, position: int) -> list[str]:
+        names = self.name(value, op, position)
+        return list(names) if isinstance(names, list) else [names]
+
+    def define(self, value: Value, next_name, block: Block | None = None) -> str | list[str]:
+        """Bind a result to new var(s) declared in ``block`` (default: the current one)."""
+        block = block or self.block
+        if isinstance(value.type, VectorType):
+            names = [next_name() for _ in value.type.items]
+            for name, item in zip(names, value.type.items):
+                block.add_var(self.var(name, item, value))
+        else:
+            names = self.fixed_names.get(value) or next_name()
+            block.add_var(self.var(names, value.type, value))
+        self.names[value] = names
+        return names
+
+    def bind(self, value: Value, names: str | list[str]) -> None:
+        self.names[value] = names
+
+    @staticmethod
+    def var(name: str, type_, value: Value) -> VarDesc:
+        if isinstance(type_, TensorType):
+            var = VarDesc(name, list(type_.dims), type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
+        else:
+            var = VarDesc(name, None, None, type=VarType.RAW)
+        var.stop_gradient = True if value.stop_gradient else None
+        var.persistable = True if value.persistable else None
+        return var
+
+    def constant(self, value: Value | None, fold: str, op: Op, operand: str, attr: str):
+        producer = value.op if value is not None else None
+        if producer is not None and producer.name in CONSTANT_OPS:
+            raw = producer.attr("value")
+        elif producer is not None and producer.name == "builtin.combine" \
+                and all(v is not None and v.op is not None and v.op.name == "pd_op.full" for v in producer.operands):
+            raw = [v.op.attr("value") for v in producer.operands]
+        else:
+            source = "a null value" if value is None else (producer.name if producer else "a block argument")
+            raise self.fail(op, f"operand '{operand}' must be a constant (pd_op.full_int_array or pd_op.full): "
+                                f"the legacy op takes it as attribute '{attr}', but it comes from {source}")
+        values = raw if isinstance(raw, list) else [raw]
+        if not all(isinstance(v, (int, float)) for v in values):
+            raise self.fail(producer, f"attribute 'value' must hold numbers, got {raw!r:.60}")
+        if fold == "ints":
+            return [int(v) for v in values]
+        if len(values) != 1:
+            raise self.fail(op, f"operand '{operand}' must hold one number for attribute '{attr}', not {values}")
+        return float(values[0]) if fold == "float" else int(values[0])
+
+    def _drop_unread_constants(self) -> None:
+        readers = {}
+        for block in self.program.blocks:
+            for index, op in enumerate(block.ops):
+                for name in op.input_names():
+                    readers.setdefault(name, (block.idx, index, op.type))
+        dropped = set()
+        for block, op in self.constant_ops:
+            if not any(name in readers for name in op.output_names()):
+                dropped.add(id(op))
+                for name in op.output_names():
+                    block.vars.pop(name, None)
+        for block in {id(b): b for b, _ in self.constant_ops}.values():
+            block.ops = [op for op in block.ops if id(op) not in dropped]
+        for name, (block, op) in self.unmade.items():
+            if name in readers:
+                b, i, t = readers[name]
+                raise self.fail(op, f"this int list is read as a tensor by block {b}, op {i} ({t}), and gradc has "
+                                    f"no legacy op that makes a constant list of different values")
+            block.vars.pop(name, None)
+
+    # ------------------------------------------------------------ ops
+    def emit(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None,
+             attr_types: dict | None = None) -> OpDesc:
+        op = OpDesc(type, inputs, outputs, attrs, attr_types)
+        self.block.ops.append(op)
+        return op
+
+    def emit_constant(self, type: str, inputs: dict, outputs: dict, attrs: dict, attr_types: dict | None = None):
+        """A constant-making op, dropped at the end if every reader folded it into an attribute."""
+        op = self.emit(type, inputs, outputs, attrs, attr_types)
+        self.constant_ops.append((self.block, op))
+        return op
+
+    def generic(self, row, op: Op) -> None:
+        """One legacy op from one table row: operands to input slots or folded attributes, attributes
+        renamed, results to new vars (or, in place, to an operand's var)."""
+        if len(op.operands) != len(row.operands) or len(op.results) != len(row.results):
+            raise self.fail(op, f"has {len(op.operands)} operands and {len(op.results)} results; gradc's table "
+                                f"expects {len(row.operands)} ({' '.join(o.name for o in row.operands)}) and "
+                                f"{len(row.results)} ({' '.join(r.name for r in row.results)})")
+        inputs, attrs = self._legacy_inputs(row, op)
+        for spec in row.attrs:
+            if spec.legacy is not None and spec.name in op.attrs:
+                attrs[spec.legacy] = legacy_value(op.attrs[spec.name])
+        next_name = self.namer.for_op(row.legacy)
+        outputs = self._legacy_outputs(row, op, next_name)
+        for slot in row.extra_outputs:
+            outputs[slot] = [self._extra_output(slot, inputs, next_name)]
+        legacy = self.emit(row.legacy, inputs, outputs, attrs)
+        if row.hook is not None:
+            row.hook(legacy, op, self)
+
+    def _legacy_inputs(self, row, op: Op) -> tuple[dict, dict]:
+        inputs, attrs = {}, dict(row.fixed)
+        for position, (spec, value) in enumerate(zip(row.operands, op.operands)):
+            if spec.attr is not None:
+                if value is not None or not spec.optional:
+                    attrs[spec.attr] = self.constant(value, spec.fold, op, spec.name, spec.attr)
+            elif value is None:
+                if spec.slot is not None and not spec.optional:
+                    raise self.fail(op, f"operand '{spec.name}' is null, but legacy slot {spec.slot} needs a value")
+            elif spec.slot == "XShape":
+                inputs["XShape"] = [self.xshape_for(self.args(value, op, position)[0], op)]
+            elif spec.slot is not None:
+                inputs[spec.slot] = self.args(value, op, position)
+        return inputs, attrs
+
+    def _legacy_outputs(self, row, op: Op, next_name) -> dict:
+        outputs = {}
+        for spec, value in zip(row.results, op.results):
+            if spec.slot is None or value.type is None:   # a NULL type: a grad nobody asked for
+                continue
+            if isinstance(value.type, VectorType) and None in value.type.items:
+                names = [EMPTY_VAR if item is None else next_name() for item in value.type.items]
+                for name, item in zip(names, value.type.items):
+                    if item is not None:
+                        self.block.add_var(self.var(name, item, value))
+                self.bind(value, names)
+            elif spec.inplace is not None:
+                position = row.operands.index(row.operand(spec.inplace))
+                names = self.name(op.operands[position], op, position)
+                self.bind(value, names)
+            else:
+                names = self.define(value, next_name)
+            outputs[spec.slot] = list(names) if isinstance(names, list) else [names]
+        return outputs
+
+    def _extra_output(self, slot: str, inputs: dict, next_name) -> str:
+        """XShape: [0] + X's shape, no data (what legacy reshape2/transpose2/... write)."""
+        name = next_name()
+        x = self.block.find_var(inputs["X"][0]) if inputs.get("X") else None
+        shape = [0] + list(x.shape) if x is not None and x.shape is not None else None
+        self.block.add_var(VarDesc(name, shape, x.dtype if x is not None else VarType.FP32, stop_gradient=True))
+        if x is not None:
+            self.xshapes.setdefault(x.name, name)
+        return name
+
+    def xshape_for(self, x: str, op: Op, shape: list[int] | None = None) -> str:
+        """The XShape var a legacy grad reads where PIR's reads the forward input ``x`` (or a tensor of
+        ``shape``): the forward op's XShape if it wrote one, else an empty [0, *shape] constant."""
+        known = self.xshapes.get(x)
+        if known is not None and self.block.find_var(known) is not None:
+            return known
+        var = self.block.find_var(x)
+        shape = list(var.shape) if shape is None and var is not None and var.shape is not None else shape
+        if var is None or shape is None or any(d < 0 for d in shape):
+            raise self.fail(op, f"the legacy grad needs the shape of '{x}' ({shape}) to be known")
+        name = self.namer.fresh("xshape")
+        self.block.create_var(name, [0] + shape, var.dtype, stop_gradient=True)
+        self.emit("fill_constant", {}, {"Out": [name]},
+                  {"shape": [0] + shape, "dtype": int(var.dtype), "value": 0.0, "str_value": "0"}, {"shape": 11})
+        self.xshapes[x] = name
+        return name
+
+
+def legacy_value(attr: Attr):
+    """A PIR attribute as a legacy attribute value (a_dtype -> the VarType number, -1 if undefined)."""
+    if attr.kind == "a_dtype":
+        return schema.DTYPE_NAMES.get(attr.value, -1)
+    return attr.plain()
+
+
+def _file_names(module: Module) -> dict[Value, str]:
+    """Names the file gives: parameters, data and feed inputs, and fetch targets."""
+    names: dict[Value, str] = {}
+    fetches = []
+    for op in walk_ops(module.body):
+        if op.name == "builtin.parameter" and op.results:
+            names[op.results[0]] = op.attr("parameter_name")
+        elif op.name == "pd_op.data" and op.results:
+            names[op.results[0]] = op.attr("name")
+        elif op.name == "pd_op.fetch" and op.operands and op.operands[0] is not None:
+            fetches.append((op.operands[0], op.attr("name")))
+    taken = set(names.values())
+    for value, name in fetches:
+        if value not in names and name not in taken and isinstance(value.type, TensorType):
+            names[value] = name
+            taken.add(name)
+    return names
+
+
+def _check_mapped(module: Module, source: str) -> None:
+    unmapped: dict[str, str] = {}
+    for op in walk_ops(module.body):
+        if op.name not in TABLE and op.name not in unmapped:
+            unmapped[op.name] = op.where
+    if unmapped:
+        listing = "; ".join(f"{name} (first at {where})" for name, where in sorted(unmapped.items()))
+        raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing}")

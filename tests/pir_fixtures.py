@@ -1,0 +1,80 @@
+"""The PIR fixtures in tests/data/paddle/pir (tools/paddle_pir_fixtures.py): Paddle 3.3.1 programs in
+its PIR JSON format, with the numbers Paddle computed for them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+
+import gradc
+from gradc.pir import load_pir
+
+PIR_DATA = Path(__file__).parent / "data" / "paddle" / "pir"
+TRAINING = sorted(p.parent.name for p in PIR_DATA.glob("*/forward.json"))
+INFERENCE = sorted(p.parent.name for p in PIR_DATA.glob("*/model.json"))
+WITH_BACKWARD = sorted(p.parent.name for p in PIR_DATA.glob("*/backward.json.gz"))
+
+
+def meta(case: str) -> dict:
+    return json.loads((PIR_DATA / case / "meta.json").read_text())
+
+
+def npz(case: str, name: str) -> dict[str, np.ndarray]:
+    with np.load(PIR_DATA / case / f"{name}.npz") as archive:
+        return {k: archive[k] for k in archive.files}
+
+
+def program_file(case: str) -> Path:
+    return PIR_DATA / case / ("forward.json" if (PIR_DATA / case / "forward.json").exists() else "model.json")
+
+
+def train_and_run(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
+    """Compile the backward of the fetched loss and run it on the fixture's inputs and parameters."""
+    loss = meta(case)["loss"]
+    gradc.append_backward(program, loss)
+    scope = gradc.Scope()
+    for name, value in npz(case, "params").items():
+        scope[name] = value
+    names = [loss, *npz(case, "grads")]
+    return dict(zip(names, gradc.Executor().run(program, feed=npz(case, "feed"), fetch_list=names, scope=scope)))
+
+
+def assert_matches_paddle(results: dict[str, np.ndarray], case: str) -> None:
+    np.testing.assert_allclose(results[meta(case)["loss"]], np.load(PIR_DATA / case / "loss.npy"),
+                               rtol=1e-5, atol=1e-6)
+    for name, expected in npz(case, "grads").items():
+        np.testing.assert_allclose(results[name], expected, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def run_inference(program: gradc.Program, case: str) -> np.ndarray:
+    scope = gradc.Scope()
+    for name, value in gradc.read_params(PIR_DATA / case / "model.pdiparams", program).items():
+        scope[name] = value
+    (out,) = gradc.Executor().run(program, npz(case, "feed"), scope=scope)
+    return out
+
+
+def load(case: str) -> gradc.Program:
+    return load_pir(program_file(case))
+
+
+def paddle_backward(case: str) -> bytes:
+    """Paddle's own training program of the case: its grad ops, fetching the loss and every gradient."""
+    return gzip.decompress((PIR_DATA / case / "backward.json.gz").read_bytes())
+
+
+def run_fetches(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
+    """Run a program that already holds its backward, fetching the loss and Paddle's gradients."""
+    scope = gradc.Scope()
+    for name, value in npz(case, "params").items():
+        scope[name] = value
+    names = [meta(case)["loss"], *npz(case, "grads")]
+    return dict(zip(names, gradc.Executor().run(program, feed=npz(case, "feed"), fetch_list=names, scope=scope)))
+
+
+def translatable_backward() -> list[str]:
+    """Cases whose Paddle training program gradc translates: all but those with Paddle's fused rnn_grad."""
+    return [case for case in WITH_BACKWARD if "pd_op.rnn_grad" not in meta(case)["pir_backward_ops"]]

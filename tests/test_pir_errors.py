@@ -1,0 +1,192 @@
+"""Bad PIR input gives one FormatError that names where (region/block/op index, PIR op name) and what;
+never another exception; huge or deeply nested files are refused without exhausting memory or stack."""
+
+import copy
+import json
+
+import pytest
+
+import gradc
+from gradc.pir import load_pir
+from gradc.pir.reader import read_module
+from pir_fixtures import program_file
+
+MLP = json.loads(program_file("mlp").read_bytes())
+WHILE = json.loads(program_file("while_loop").read_bytes())
+
+
+def ops_of(doc) -> list:
+    return doc["program"]["regions"][0]["blocks"][0]["ops"]
+
+
+def index_of(doc, name: str) -> int:
+    return next(i for i, op in enumerate(ops_of(doc)) if op["#"] == name)
+
+
+def fails(doc_or_bytes, match: str):
+    data = doc_or_bytes if isinstance(doc_or_bytes, bytes) else json.dumps(doc_or_bytes).encode()
+    with pytest.raises(gradc.FormatError, match=match) as info:
+        load_pir(data)
+    return str(info.value)
+
+
+def edited(doc, edit):
+    doc = copy.deepcopy(doc)
+    edit(doc)
+    return doc
+
+
+def test_truncated_json():
+    fails(program_file("mlp").read_bytes()[:500], r"not valid JSON: .*char 500")
+
+
+def test_bytes_that_are_not_text():
+    fails(b'{"base_code": "\xff\xfe"}', "not UTF-8")
+
+
+def test_unknown_magic_is_named():
+    fails(edited(MLP, lambda d: d["base_code"].update(magic="xir")), r"magic is 'xir', not 'pir'")
+
+
+@pytest.mark.parametrize("version", [0, 5, "4", None, True])
+def test_unknown_version_is_named(version):
+    fails(edited(MLP, lambda d: d["base_code"].update(version=version)),
+          rf"PIR version {version!r} is not one gradc reads \(known: 1, 2, 3, 4")
+
+
+def test_program_without_its_one_region():
+    fails(edited(MLP, lambda d: d["program"].update(regions=[])), "exactly one region")
+
+
+def test_dangling_value_id_names_the_op():
+    position = index_of(MLP, "1.relu")
+    doc = edited(MLP, lambda d: ops_of(d)[position]["I"][0].update({"%": 999}))
+    fails(doc, rf"region 0, block 0, op {position} \(pd_op.relu\): operand 0 refers to %999, which no earlier op")
+
+
+def test_dangling_value_id_inside_a_loop_body_names_the_nesting():
+    loop = index_of(WHILE, "1.while")
+
+    def edit(d):
+        body = ops_of(d)[loop]["regions"][0]["blocks"][0]["ops"]
+        body[2]["I"][0]["%"] = 12345
+    fails(edited(WHILE, edit), rf"op {loop} \(pd_op.while\) > region 0, block 0, op 2 \(pd_op.matmul\): .*%12345")
+
+
+def test_a_value_used_outside_the_block_that_defines_it():
+    loop = index_of(WHILE, "1.while")
+    inner_id = ops_of(WHILE)[loop]["regions"][0]["blocks"][0]["ops"][1]["O"][0]["%"]
+    mean = index_of(WHILE, "1.mean")
+    fails(edited(WHILE, lambda d: ops_of(d)[mean]["I"][0].update({"%": inner_id})),
+          rf"op {mean} \(pd_op.mean\): operand 0 refers to %{inner_id}")
+
+
+def test_unknown_type_names_the_op_and_result():
+    position = index_of(MLP, "1.relu")
+    doc = edited(MLP, lambda d: ops_of(d)[position]["O"][0]["TT"].update({"#": "0.t_quaternion"}))
+    fails(doc, rf"op {position} \(pd_op.relu\), result 0: unknown type '0.t_quaternion'")
+
+
+def test_unknown_element_type():
+    position = index_of(MLP, "1.relu")
+    doc = edited(MLP, lambda d: ops_of(d)[position]["O"][0]["TT"]["D"][0].update({"#": "0.t_f7"}))
+    fails(doc, r"unknown element type 't_f7'")
+
+
+def test_unknown_attribute_kind_names_the_attribute():
+    position = index_of(MLP, "1.matmul")
+    doc = edited(MLP, lambda d: ops_of(d)[position]["A"][0]["AT"].update({"#": "0.a_tensor_view"}))
+    fails(doc, rf"op {position} \(pd_op.matmul\): attribute 'transpose_x': unknown attribute kind '0.a_tensor_view'")
+
+
+def test_attribute_data_of_the_wrong_shape():
+    position = index_of(MLP, "1.matmul")
+    doc = edited(MLP, lambda d: ops_of(d)[position]["A"][0]["AT"].update({"D": "no"}))
+    fails(doc, r"attribute 'transpose_x': attribute kind a_bool cannot hold 'no'")
+
+
+def test_value_defined_twice():
+    first, second = index_of(MLP, "1.relu"), index_of(MLP, "1.data")
+    doc = edited(MLP, lambda d: ops_of(d)[first]["O"][0].update({"%": ops_of(d)[second]["O"][0]["%"]}))
+    fails(doc, rf"op {first} \(pd_op.relu\), result 0: value %\d+ is defined twice")
+
+
+def test_every_unmapped_op_type_is_listed_at_once():
+    relu, mean = index_of(MLP, "1.relu"), index_of(MLP, "1.mean")
+
+    def edit(d):
+        ops_of(d)[relu]["#"] = "1.swiglu"
+        ops_of(d)[mean]["#"] = "3.my_custom_op"
+    message = fails(edited(MLP, edit), "2 PIR op type")
+    assert f"custom_op.my_custom_op (first at region 0, block 0, op {mean} (custom_op.my_custom_op))" in message
+    assert f"pd_op.swiglu (first at region 0, block 0, op {relu} (pd_op.swiglu))" in message
+
+
+def test_an_op_with_the_wrong_operand_count_for_its_row():
+    position = index_of(MLP, "1.relu")
+    doc = edited(MLP, lambda d: ops_of(d)[position]["I"].append(ops_of(d)[position]["I"][0]))
+    fails(doc, rf"op {position} \(pd_op.relu\): has 2 operands and 1 results; gradc's table expects 1 \(x\)")
+
+
+def test_a_folded_operand_that_is_not_a_constant():
+    """pd_op.mean's axis becomes a legacy attribute, so it must be a constant."""
+    mean = index_of(MLP, "1.mean")
+    data_id = ops_of(MLP)[index_of(MLP, "1.data")]["O"][0]["%"]
+    doc = edited(MLP, lambda d: ops_of(d)[mean]["I"][1].update({"%": data_id}))
+    fails(doc, rf"op {mean} \(pd_op.mean\): operand 'axis' must be a constant .* attribute 'dim', but it comes from "
+               r"pd_op.data")
+
+
+def test_a_constant_list_read_as_a_tensor():
+    last_mean = len(ops_of(MLP)) - 2
+    int_array = ops_of(MLP)[index_of(MLP, "1.full_int_array")]["O"][0]["%"]
+    doc = edited(MLP, lambda d: ops_of(d)[last_mean]["I"][0].update({"%": int_array}))
+    fails(doc, r"pd_op.full_int_array\): this int list is read as a tensor by block 0, op \d+ \(reduce_mean\)")
+
+
+def test_a_special_op_with_missing_attributes():
+    data = index_of(MLP, "1.data")
+    doc = edited(MLP, lambda d: ops_of(d)[data].update(A=[]))
+    fails(doc, rf"op {data} \(pd_op.data\): attribute 'name' must be str, got no such attribute")
+
+
+def test_a_file_over_the_size_limit_is_refused_before_parsing():
+    with pytest.raises(gradc.FormatError, match="more than the 100 bytes"):
+        read_module(program_file("mlp").read_bytes(), "big.json", max_bytes=100)
+
+
+def test_deeply_nested_json_is_refused():
+    fails(b'{"base_code": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested too deeply")
+
+
+def test_deeply_nested_regions_are_refused():
+    cond = ops_of(MLP)[index_of(MLP, "1.data")]["O"][0]["%"]
+    yield_op = {"#": "2.yield", "I": [], "O": [], "A": []}
+    ops = [yield_op]
+    for _ in range(80):   # if inside if inside if ...
+        branch = [{"#": "r", "blocks": [{"#": "b", "args": [], "ops": body}]} for body in (ops, [yield_op])]
+        ops = [{"#": "1.if", "I": [{"%": cond}], "O": [], "A": [], "regions": branch}, yield_op]
+    doc = edited(MLP, lambda d: ops_of(d).append(ops[0]))
+    fails(doc, r"op \d+ \(pd_op.if\)( > region 0, block 0, op 0 \(pd_op.if\)){63} > region 0, block 0: regions "
+               r"nested more than 64 deep")
+
+
+def _mutations(doc):
+    """Every op with each of its keys deleted, or replaced by a value of the wrong type."""
+    for position, op in enumerate(ops_of(doc)):
+        for key in list(op):
+            for replacement in (None, 7, "x", [None], {"#": 3}):
+                yield position, key, replacement
+
+
+@pytest.mark.parametrize("position, key, replacement", list(_mutations(MLP)))
+def test_corrupt_op_fields_give_format_errors_only(position, key, replacement):
+    doc = copy.deepcopy(MLP)
+    if replacement is None:
+        del ops_of(doc)[position][key]
+    else:
+        ops_of(doc)[position][key] = replacement
+    try:
+        load_pir(json.dumps(doc).encode())
+    except gradc.FormatError as exc:
+        assert "region 0, block 0" in str(exc) or "PIR op type" in str(exc)

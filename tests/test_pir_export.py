@@ -1,0 +1,136 @@
+"""save_pir writes Paddle's PIR JSON: json -> gradc -> json -> gradc gives the same program and the same
+numbers (Paddle itself runs these files: tools/run_pir_in_paddle.py)."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.pir import load_pir, parse_pir, save_pir, serialize_pir
+from pir_fixtures import (
+    INFERENCE,
+    PIR_DATA,
+    TRAINING,
+    assert_matches_paddle,
+    load,
+    npz,
+    paddle_backward,
+    run_fetches,
+    run_inference,
+    train_and_run,
+    translatable_backward,
+)
+
+STRAIGHT = [case for case in TRAINING if "cond" not in case and "while" not in case]
+
+
+def round_trip(case: str) -> gradc.Program:
+    return parse_pir(serialize_pir(load(case)))
+
+
+@pytest.mark.parametrize("case", [case for case in TRAINING if "while" not in case])
+def test_round_trip_keeps_the_ops_and_vars(case):
+    """(A while gains one assign per loop value each trip: importing copies the initial values into
+    the loop vars, which keeps them intact for later readers.)"""
+    first = load(case)
+    again = round_trip(case)
+    assert [op.type for op in again.global_block.ops] == [op.type for op in first.global_block.ops]
+    for name, var in first.global_block.vars.items():
+        if name in again.global_block.vars:
+            copy = again.global_block.vars[name]
+            assert (copy.shape, copy.dtype, copy.persistable, copy.is_parameter) == \
+                   (var.shape, var.dtype, var.persistable, var.is_parameter), name
+
+
+@pytest.mark.parametrize("case", TRAINING)
+def test_round_trip_trains_to_paddles_gradients(case):
+    assert_matches_paddle(train_and_run(round_trip(case), case), case)
+
+
+@pytest.mark.parametrize("case", STRAIGHT)
+def test_a_compiled_training_program_round_trips_with_its_grad_ops(case):
+    """gradc's backward written as pd_op.*_grad ops and read back runs to Paddle's loss and gradients."""
+    program = load(case)
+    gradc.append_backward(program, "loss")
+    data = serialize_pir(program, fetch=list(npz(case, "grads")))
+    assert b'_grad"' in data
+    assert_matches_paddle(run_fetches(parse_pir(data), case), case)
+
+
+@pytest.mark.parametrize("case", translatable_backward())
+def test_paddles_training_program_round_trips(case):
+    assert_matches_paddle(run_fetches(parse_pir(serialize_pir(load_pir(paddle_backward(case)))), case), case)
+
+
+@pytest.mark.parametrize("case", INFERENCE)
+def test_round_trip_of_an_inference_model_gives_paddles_output(case, tmp_path):
+    save_pir(load(case), tmp_path / "model.json")
+    again = load_pir(tmp_path / "model.json")
+    np.testing.assert_allclose(run_inference(again, case), np.load(PIR_DATA / case / "expected.npy"),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_writing_is_deterministic_and_laid_out_as_paddle_writes():
+    data = serialize_pir(load("mlp"))
+    assert data == serialize_pir(load("mlp"))
+    doc = json.loads(data)
+    assert doc["base_code"] == {"magic": "pir", "version": 4, "trainable": True}
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    params = [op for op in ops if op["#"] == "p"]
+    assert {op["A"][3] for op in params} == {"linear_0.w_0", "linear_0.b_0", "linear_1.w_0", "linear_1.b_0"}
+    assert all(op["OA"] == [1, 0, 1] for op in params)
+    matmul = next(op for op in ops if op["#"] == "1.matmul")
+    assert [a["N"] for a in matmul["A"]] == ["transpose_x", "transpose_y"]
+    ids = [op["O"]["%"] if op["#"] == "p" else r["%"] for op in ops for r in ([None] if op["#"] == "p" else op["O"])]
+    assert ids == list(range(1, len(ids) + 1))
+
+
+def test_constants_folded_on_import_are_operands_again():
+    ops = json.loads(serialize_pir(load("cnn_bn")))["program"]["regions"][0]["blocks"][0]["ops"]
+    pool = next(i for i, op in enumerate(ops) if op["#"] == "1.pool2d")
+    kernel = next(op for op in ops if op["#"] == "1.full_int_array" and op["O"][0]["%"] == ops[pool]["I"][1]["%"])
+    assert [a["AT"] for a in kernel["A"] if a["N"] == "value"] == [
+        {"#": "0.a_array", "D": [{"#": "0.a_i64", "D": 2}, {"#": "0.a_i64", "D": 2}]}]
+
+
+def test_fetch_adds_fetch_ops_named_after_the_vars():
+    program = load("mlp")
+    doc = json.loads(serialize_pir(program, fetch=["relu_0.tmp_0"]))
+    fetches = [op for op in doc["program"]["regions"][0]["blocks"][0]["ops"] if op["#"] == "1.fetch"]
+    assert [(a["N"], a["AT"]["D"]) for op in fetches for a in op["A"]] == [
+        ("name", "loss"), ("col", 0), ("name", "relu_0.tmp_0"), ("col", 1)]
+
+
+def test_control_flow_becomes_regions():
+    doc = json.loads(serialize_pir(load("while_loop")))
+    loop = next(op for op in doc["program"]["regions"][0]["blocks"][0]["ops"] if op["#"] == "1.while")
+    body = loop["regions"][0]["blocks"][0]
+    assert len(body["args"]) == len(loop["O"]) == len(loop["I"]) - 1
+    assert body["ops"][-1]["#"] == "2.yield" and len(body["ops"][-1]["I"]) == len(loop["I"])
+    ops = json.loads(serialize_pir(load("cond")))["program"]["regions"][0]["blocks"][0]["ops"]
+    assert [op["#"] for op in ops].count("1.if") == 2 and "1.select_input" in [op["#"] for op in ops]
+
+
+def test_every_op_without_an_export_is_listed_at_once():
+    program = load("cond")
+    gradc.append_backward(program, "loss")
+    with pytest.raises(gradc.ProgramError, match=r"cannot write as PIR: 2 op type.*: conditional_block_grad \(first "
+                                                 r"at block 0, op \d+ \(conditional_block_grad\)\); select_output"):
+        serialize_pir(program)
+
+
+def test_an_attribute_the_pir_op_cannot_express_is_refused():
+    program = load("mlp")
+    add = next(op for op in program.global_block.ops if op.type == "elementwise_add")
+    add.set_attr("axis", 1)
+    with pytest.raises(gradc.ProgramError, match=r"elementwise_add\): attribute axis=1 has no pd_op.add counterpart"):
+        serialize_pir(program)
+
+
+def test_a_legacy_slot_the_table_does_not_map_is_refused():
+    program = load("mlp")
+    reshape_like = next(op for op in program.global_block.ops if op.type == "reduce_mean")
+    reshape_like.inputs["Extra"] = ["x"]
+    with pytest.raises(gradc.ProgramError, match="input slot.*Extra have no counterpart"):
+        serialize_pir(program)

@@ -1,0 +1,176 @@
+"""Paddle 3.3.1's PIR programs load, compile with gradc's backward, and give Paddle's loss and every
+gradient; saved inference models give Paddle's outputs."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.pir import is_pir, load_pir
+from gradc.pir.graph import walk_ops
+from gradc.pir.reader import read_module
+from gradc.pir.table.rows import TABLE
+from pir_fixtures import (
+    INFERENCE,
+    PIR_DATA,
+    TRAINING,
+    WITH_BACKWARD,
+    assert_matches_paddle,
+    load,
+    meta,
+    paddle_backward,
+    program_file,
+    run_fetches,
+    run_inference,
+    train_and_run,
+    translatable_backward,
+)
+
+
+def test_every_expected_fixture_is_there():
+    assert TRAINING == ["cnn_bn", "cond", "lstm", "lstm_stacked", "mlp", "transformer", "translated_cond",
+                        "translated_while_loop", "while_loop", "zoo_activation", "zoo_math", "zoo_nn", "zoo_reduce",
+                        "zoo_shape"]
+    assert INFERENCE == ["inference", "jit"]
+
+
+@pytest.mark.parametrize("case", TRAINING)
+def test_training_program_gives_paddles_loss_and_gradients(case):
+    assert_matches_paddle(train_and_run(load(case), case), case)
+
+
+@pytest.mark.parametrize("case", TRAINING)
+def test_the_loss_is_named_by_its_fetch_name(case):
+    program = load(case)
+    block = program.global_block
+    assert meta(case)["loss"] == "loss"
+    writer = next(op for op in block.ops if "loss" in op.output_names())
+    assert writer.type not in ("fetch", "assign")
+    assert block.ops[-1].type == "fetch" and block.ops[-1].input("X") == ["loss"]
+
+
+@pytest.mark.parametrize("case", translatable_backward())
+def test_paddles_own_training_program_runs_and_gives_its_gradients(case):
+    """Paddle's backward (pd_op.*_grad ops) translated to legacy grad ops, no gradc backward pass."""
+    program = load_pir(paddle_backward(case))
+    assert any(op.type.endswith("_grad") for op in program.global_block.ops)
+    assert_matches_paddle(run_fetches(program, case), case)
+
+
+def test_rnn_grad_of_paddles_lstm_training_program_is_named_as_unmapped():
+    """gradc unrolls pd_op.rnn; Paddle's fused rnn_grad has no legacy op to become (compile the forward)."""
+    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.rnn_grad \(first "
+                                                r"at region 0, block 0, op \d+"):
+        load_pir(paddle_backward("lstm"))
+
+
+@pytest.mark.parametrize("case", INFERENCE)
+def test_inference_model_gives_paddles_output(case):
+    np.testing.assert_allclose(run_inference(load(case), case), np.load(PIR_DATA / case / "expected.npy"),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_parameter_names_are_kept_and_flags_follow_the_file():
+    block = load("cnn_bn").global_block
+    weight = block.vars["conv2d_0.w_0"]
+    assert weight.persistable and weight.is_parameter and not weight.stop_gradient
+    running_mean = next(v for name, v in block.vars.items() if name.startswith("batch_norm2d") and name.endswith("w_1"))
+    assert running_mean.persistable and not running_mean.is_parameter and running_mean.stop_gradient
+    assert block.vars["img"].need_check_feed and block.vars["img"].stop_gradient
+    assert block.vars["img"].shape == [2, 3, 6, 6]
+
+
+def test_values_get_paddle_style_names():
+    block = load("mlp").global_block
+    matmuls = [op for op in block.ops if op.type == "matmul_v2"]
+    assert [op.output("Out") for op in matmuls] == [["matmul_v2_0.tmp_0"], ["matmul_v2_1.tmp_0"]]
+    assert all(name in block.vars for op in block.ops for name in op.output_names())
+
+
+def test_batch_norm_updates_its_running_stats_in_place():
+    op = next(op for op in load("cnn_bn").global_block.ops if op.type == "batch_norm")
+    assert op.output("MeanOut") == op.input("Mean") and op.output("VarianceOut") == op.input("Variance")
+
+
+def test_constant_shape_and_axis_lists_become_attributes():
+    ops = load("cnn_bn").global_block.ops
+    assert not any(op.type == "fill_constant" for op in ops)   # every full_int_array was folded
+    pool = next(op for op in ops if op.type == "pool2d")
+    assert pool.attrs["ksize"] == [2, 2] and pool.attrs["pooling_type"] == "max"
+    means = [op for op in ops if op.type == "reduce_mean"]
+    assert all(op.attrs["reduce_all"] for op in means)
+
+
+def test_cond_is_two_conditional_blocks_and_a_select_input():
+    program = load("cond")
+    types = [op.type for op in program.global_block.ops]
+    assert types.count("conditional_block") == 2 and "logical_not" in types and "select_input" in types
+    assert [b.parent_idx for b in program.blocks] == [-1, 0, 0]
+    true_branch = next(op for op in program.global_block.ops if op.type == "conditional_block")
+    assert true_branch.attrs["is_scalar_condition"] is True
+    assert set(true_branch.input("Input")) == {"x", "linear_0.w_0", "linear_0.b_0"}
+
+
+def test_an_if_with_a_placeholder_false_branch_is_one_conditional_block():
+    """Paddle's translation of a legacy cond: each branch an if whose false branch only yields zeros."""
+    ops = load("translated_cond").global_block.ops
+    assert [op.type for op in ops].count("conditional_block") == 2
+    assert [op.type for op in ops].count("select_input") == 1
+
+
+def test_while_carries_its_loop_values_in_vars_the_body_reassigns():
+    program = load("while_loop")
+    loop = next(op for op in program.global_block.ops if op.type == "while")
+    body = program.blocks[loop.attrs["sub_block"]]
+    carried = loop.output("Out")
+    assert loop.input("Condition") == [carried[-1]]
+    assert {op.output("Out")[0] for op in body.ops if op.type == "assign"} == set(carried)
+    assert "create_parameter_0.w_0" in loop.input("X")
+
+
+def test_lstm_is_unrolled_over_its_three_steps():
+    ops = load("lstm").global_block.ops
+    assert [op.type for op in ops].count("split") == 3       # one gate split per step
+    assert not any(op.type.startswith("rnn") for op in ops)
+
+
+def test_is_pir_sniffs_pir_files_only():
+    assert all(is_pir(program_file(case).read_bytes()) for case in TRAINING + INFERENCE)
+    legacy = PIR_DATA.parent / "mlp" / "forward.pb"
+    assert not is_pir(legacy.read_bytes())
+    assert not is_pir(gradc.io.serialize(gradc.load(legacy), "json"))
+
+
+def test_load_takes_bytes_and_paths_alike():
+    path = program_file("mlp")
+    by_path, by_bytes = load_pir(path), load_pir(path.read_bytes())
+    assert [op.type for op in by_path.global_block.ops] == [op.type for op in by_bytes.global_block.ops]
+
+
+def test_older_pir_versions_load():
+    doc = json.loads(program_file("mlp").read_bytes())
+    for version in (1, 2, 3):
+        doc["base_code"]["version"] = version
+        assert [op.type for op in load_pir(json.dumps(doc).encode()).global_block.ops][-1] == "fetch"
+
+
+def test_a_program_saved_without_result_attributes_loads():
+    """trainable=False files carry no OA: no stop_gradient or persistable flags."""
+    doc = json.loads(program_file("mlp").read_bytes())
+    doc["base_code"]["trainable"] = False
+    for op in doc["program"]["regions"][0]["blocks"][0]["ops"]:
+        op.pop("OA", None)
+    program = load_pir(json.dumps(doc).encode())
+    weight = program.global_block.vars["linear_0.w_0"]
+    assert weight.persistable and weight.is_parameter and not weight.stop_gradient
+
+
+def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
+    files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE]
+    files += [paddle_backward(case) for case in WITH_BACKWARD]
+    used = {op.name for data in files for op in walk_ops(read_module(data).body)}
+    assert used - set(TABLE) == {"pd_op.rnn_grad"}
+    assert set(TABLE) <= used, f"rows no fixture exercises: {sorted(set(TABLE) - used)}"
+    for case in TRAINING + INFERENCE:
+        assert set(meta(case)["pir_ops"]) <= used

@@ -1,0 +1,308 @@
+"""Build PIR test fixtures with a real PaddlePaddle 3.x in its default PIR mode, into
+tests/data/paddle/pir/<case>/:
+- training cases from Paddle's own layers (and the op zoo of tools/paddle_pir_zoo.py): the forward program
+  as Paddle serializes it (forward.json, the loss fetched as "loss"), feed.npz, params.npz, and the loss
+  and gradients Paddle computes for it in PIR mode (paddle.static.gradients): loss.npy, grads.npz; plus
+  Paddle's own training program with its grad ops (backward.json.gz) where Paddle can serialize it;
+- translated_<case>: a legacy fixture's program through Paddle's legacy-to-PIR translator;
+- inference models saved by save_inference_model and jit.save (model.json + model.pdiparams) with an
+  input and Paddle's output.
+meta.json lists the PIR op names each file uses. Not part of the package: gradc does not need Paddle.
+
+    /path/to/paddle/python tools/paddle_pir_fixtures.py tests/data/paddle/pir [case ...]
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+from paddle.base import core
+from paddle_pir_zoo import ZOO
+
+LOSS_NAME = "loss"
+
+
+def mlp(rng):
+    x = paddle.static.data("x", [4, 6], "float32")
+    label = paddle.static.data("label", [4, 1], "int64")
+    hidden = F.relu(paddle.nn.Linear(6, 8)(x))
+    loss = paddle.mean(F.cross_entropy(paddle.nn.Linear(8, 3)(hidden), label))
+    feed = {"x": rng.standard_normal((4, 6)).astype("float32"), "label": rng.integers(0, 3, (4, 1)).astype("int64")}
+    return loss, feed, "linear(6->8) -> relu -> linear(->3) -> cross entropy -> mean"
+
+
+def cnn_bn(rng):
+    img = paddle.static.data("img", [2, 3, 6, 6], "float32")
+    label = paddle.static.data("label", [2, 1], "int64")
+    h = F.relu(paddle.nn.BatchNorm2D(4)(paddle.nn.Conv2D(3, 4, 3, padding=1)(img)))
+    h = F.max_pool2d(h, 2)
+    loss = paddle.mean(F.cross_entropy(paddle.nn.Linear(36, 3)(paddle.flatten(h, 1)), label))
+    feed = {"img": rng.standard_normal((2, 3, 6, 6)).astype("float32"),
+            "label": rng.integers(0, 3, (2, 1)).astype("int64")}
+    return loss, feed, "conv2d -> batch_norm (training) -> relu -> max pool -> flatten -> linear -> cross entropy"
+
+
+def transformer(rng):
+    x = paddle.static.data("x", [2, 4, 8], "float32")
+    x.stop_gradient = False
+    target = paddle.static.data("target", [2, 4, 8], "float32")
+    layer = paddle.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
+    loss = paddle.mean(paddle.square(paddle.subtract(layer(x), target)))
+    feed = {"x": rng.standard_normal((2, 4, 8)).astype("float32"),
+            "target": rng.standard_normal((2, 4, 8)).astype("float32")}
+    return loss, feed, "nn.TransformerEncoderLayer(d_model 8, 2 heads, ffn 16) -> mean squared error"
+
+
+def lstm(rng):
+    x = paddle.static.data("x", [2, 3, 4], "float32")
+    x.stop_gradient = False
+    out, (h, c) = paddle.nn.LSTM(4, 5)(x)
+    loss = paddle.add(paddle.mean(paddle.square(out)), paddle.mean(paddle.add(h, c)))
+    return loss, {"x": rng.standard_normal((2, 3, 4)).astype("float32")}, \
+        "nn.LSTM(4 -> 5) over 3 steps -> mean(out^2) + mean(h + c)"
+
+
+def lstm_stacked(rng):
+    x = paddle.static.data("x", [2, 3, 4], "float32")
+    x.stop_gradient = False
+    out, (h, c) = paddle.nn.LSTM(4, 3, num_layers=2, direction="bidirect")(x)
+    loss = paddle.add(paddle.mean(paddle.square(out)), paddle.mean(paddle.multiply(h, c)))
+    return loss, {"x": rng.standard_normal((2, 3, 4)).astype("float32")}, \
+        "nn.LSTM(4 -> 3, 2 layers, bidirectional) over 3 steps -> mean(out^2) + mean(h * c)"
+
+
+def cond(rng):
+    x = paddle.static.data("x", [4, 8], "float32")
+    flag = paddle.static.data("flag", [1], "float32")
+    first, second = paddle.nn.Linear(8, 8), paddle.nn.Linear(8, 8)
+    out = paddle.static.nn.cond(paddle.sum(flag) > 0, lambda: paddle.tanh(first(x)), lambda: second(x) * 2)
+    loss = paddle.mean(out)
+    return loss, {"x": rng.standard_normal((4, 8)).astype("float32"), "flag": np.array([1.0], "float32")}, \
+        "static.nn.cond(sum(flag) > 0, tanh(linear(x)), 2 linear(x)) -> mean"
+
+
+def while_loop(rng):
+    x = paddle.static.data("x", [4, 8], "float32")
+    x.stop_gradient = False
+    weight = paddle.create_parameter([8, 8], "float32")
+    limit = paddle.full([1], 3, "int64")
+
+    def body(i, h):
+        return i + 1, paddle.tanh(paddle.matmul(h, weight))
+
+    _, h = paddle.static.nn.while_loop(lambda i, h: i < limit, body, [paddle.full([1], 0, "int64"), x])
+    loss = paddle.mean(h)
+    return loss, {"x": (0.5 * rng.standard_normal((4, 8))).astype("float32")}, \
+        "static.nn.while_loop: 3 steps of h = tanh(h @ W) -> mean"
+
+
+CASES = {"mlp": mlp, "cnn_bn": cnn_bn, "transformer": transformer, "lstm": lstm, "lstm_stacked": lstm_stacked,
+         "cond": cond,
+         "while_loop": while_loop, **ZOO}
+
+
+def op_names(program) -> list[str]:
+    """Every op name of the program, nested regions included, sorted and unique."""
+    names, stack = set(), [program.global_block()]
+    while stack:
+        for op in stack.pop().ops:
+            names.add(op.name())
+            stack.extend(op.blocks())
+    return sorted(names)
+
+
+# Paddle 3.3.1 aborts serializing the backward of control flow (it deletes the cf.stack ops its
+# grad ops still use), so these cases have no backward.json
+CONTROL_FLOW = {"cond", "while_loop"}
+
+
+def write_backward(main, loss, wrt, out: Path) -> list[str]:
+    """Paddle's own training program (backward.json.gz): forward and grad ops, fetching the loss and
+    every gradient under the names gradc gives them ("<var>@GRAD")."""
+    mapping = paddle.pir.IrMapping()
+    program = main.clone(mapping)
+    with paddle.static.program_guard(program):
+        paddle._pir_ops.fetch(mapping.look_up(loss), LOSS_NAME, 0).persistable = True
+        for col, (name, grad) in enumerate(wrt, start=1):
+            paddle._pir_ops.fetch(mapping.look_up(grad), f"{name}@GRAD", col).persistable = True
+    core.serialize_pir_program(program, str(out / "backward.json"), True, False, True)
+    raw = out / "backward.json"  # gzipped: grad ops make these files ten times the forward's size
+    (out / "backward.json.gz").write_bytes(gzip.compress(raw.read_bytes(), mtime=0))
+    raw.unlink()
+    return op_names(program)
+
+
+def parameter_values(program, scope) -> dict[str, np.ndarray]:
+    values = {}
+    for op in program.global_block().ops:
+        if op.name() == "builtin.parameter":
+            name = op.attrs()["parameter_name"]
+            var = scope.find_var(name)
+            if var is not None and var.get_tensor()._is_initialized():
+                values[name] = np.array(var.get_tensor())
+    return values
+
+
+def build(case: str, out_dir: Path, seed: int = 2024) -> None:
+    paddle.enable_static()
+    paddle.seed(seed)
+    rng = np.random.default_rng(seed)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        loss, feed, description = CASES[case](rng)
+    mapping = paddle.pir.IrMapping()
+    forward = main.clone(mapping)
+    with paddle.static.program_guard(forward):
+        paddle._pir_ops.fetch(mapping.look_up(loss), LOSS_NAME, 0).persistable = True
+    out = out_dir / case
+    out.mkdir(parents=True, exist_ok=True)
+    core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
+
+    inputs = [op.result(0) for op in main.global_block().ops
+              if op.name() == "pd_op.data" and not op.result(0).stop_gradient]
+    params = [p for p in main.global_block().all_parameters() if not p.stop_gradient]
+    with paddle.static.program_guard(main, startup):
+        grads = paddle.static.gradients([loss], params + inputs)
+    # a parameter the loss does not reach (nn.LSTM's flat weight buffer) gets no gradient
+    wrt = [(v.name, g) for v, g in zip(params + inputs, grads) if g is not None]
+    backward_ops = write_backward(main, loss, wrt, out) if case not in CONTROL_FLOW else []
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    executor.run(startup)
+    scope = paddle.static.global_scope()
+    values_before = parameter_values(main, scope)  # batch_norm's run updates its running stats
+    names = [name for name, _ in wrt]
+    fetched = executor.run(main, feed=feed, fetch_list=[loss] + [g for _, g in wrt])
+    np.savez(out / "feed.npz", **feed)
+    np.savez(out / "params.npz", **values_before)
+    np.savez(out / "grads.npz", **{f"{n}@GRAD": g for n, g in zip(names, fetched[1:])})
+    np.save(out / "loss.npy", fetched[0])
+    meta = {"case": case, "seed": seed, "paddle_version": paddle.__version__, "description": description,
+            "loss": LOSS_NAME, "params_grads": [[n, f"{n}@GRAD"] for n in names],
+            "pir_ops": op_names(forward), "pir_backward_ops": backward_ops}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"{case}: loss {float(fetched[0]):.6f}, {len(names)} grads, ops: {meta['pir_ops']}")
+
+
+class SmallCnn(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv = paddle.nn.Conv2D(3, 4, 3, padding=1)
+        self.norm = paddle.nn.BatchNorm2D(4)
+        self.fc = paddle.nn.Linear(16, 5)
+
+    def forward(self, x):
+        h = F.avg_pool2d(F.relu(self.norm(self.conv(x))), 2)
+        return F.softmax(self.fc(paddle.flatten(h, 1)))
+
+
+def fetch_name(program) -> str:
+    return next(op.attrs()["name"] for op in program.global_block().ops if op.name() == "pd_op.fetch")
+
+
+def save_meta(out: Path, case: str, seed: int, feed: dict, expected, output: str, description: str, program):
+    np.savez(out / "feed.npz", **feed)
+    np.save(out / "expected.npy", expected)
+    meta = {"case": case, "seed": seed, "paddle_version": paddle.__version__, "output": output,
+            "description": description, "pir_ops": op_names(program)}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"{case}: output {output} {expected.shape}, ops: {meta['pir_ops']}")
+
+
+def randomize_running_stats(program, rng) -> None:
+    """Running mean/variance other than 0/1, so a test-mode batch_norm computes something visible."""
+    scope = paddle.static.global_scope()
+    for name in parameter_values(program, scope):
+        if name.endswith((".w_1", ".w_2")) and "norm" in name:
+            tensor = scope.find_var(name).get_tensor()
+            shape = np.array(tensor).shape
+            value = rng.uniform(0.5, 1.5, shape) if name.endswith(".w_2") else rng.standard_normal(shape)
+            tensor.set(value.astype("float32"), paddle.CPUPlace())
+
+
+def build_inference(case: str, out_dir: Path, seed: int = 2024) -> None:
+    """save_inference_model of a static program (fc -> relu -> batch_norm (test) -> fc -> softmax)."""
+    paddle.enable_static()
+    paddle.seed(seed)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [-1, 6], "float32")
+        hidden = paddle.nn.BatchNorm1D(8)(F.relu(paddle.nn.Linear(6, 8)(x)))
+        prob = F.softmax(paddle.nn.Linear(8, 3)(hidden))
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    executor.run(startup)
+    randomize_running_stats(main, np.random.default_rng(seed + 1))
+    out = out_dir / case
+    out.mkdir(parents=True, exist_ok=True)
+    paddle.static.save_inference_model(str(out / "model"), [x], [prob], executor, program=main)
+    program, feeds, fetches = paddle.static.load_inference_model(str(out / "model"), executor)
+    feed = {"x": np.random.default_rng(seed).standard_normal((4, 6)).astype("float32")}
+    (expected,) = executor.run(program, feed=feed, fetch_list=fetches)
+    save_meta(out, case, seed, feed, expected, fetch_name(program), "save_inference_model: fc -> relu -> batch_norm "
+              "(test) -> fc -> softmax", program)
+
+
+def build_jit(case: str, out_dir: Path, seed: int = 2024) -> None:
+    """paddle.jit.save of a dygraph layer (conv -> batch_norm -> relu -> avg pool -> fc -> softmax)."""
+    paddle.disable_static()
+    paddle.seed(seed)
+    layer = SmallCnn()
+    layer.eval()
+    out = out_dir / case
+    out.mkdir(parents=True, exist_ok=True)
+    spec = [paddle.static.InputSpec([None, 3, 4, 4], "float32", "x")]
+    paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), str(out / "model"))
+    feed = {"x": np.random.default_rng(seed).standard_normal((2, 3, 4, 4)).astype("float32")}
+    paddle.enable_static()
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    program, _, fetches = paddle.static.load_inference_model(str(out / "model"), executor)
+    (expected,) = executor.run(program, feed=feed, fetch_list=fetches)
+    save_meta(out, case, seed, feed, expected, fetch_name(program), "jit.save of a dygraph layer: conv -> "
+              "batch_norm -> relu -> avg pool -> fc -> softmax", program)
+
+
+def build_translated(case: str, out_dir: Path, seed: int = 2024) -> None:
+    """A legacy fixture's forward program (tests/data/paddle/<legacy case>) as Paddle's own
+    legacy-to-PIR translator writes it (pd_op.if with a placeholder false branch, pd_op.select_input,
+    pd_op.assign_out_ in loops), with the legacy fixture's inputs, parameters and gradients."""
+    paddle.enable_static()
+    legacy = out_dir.parent / case.removeprefix("translated_")
+    program = paddle.base.libpaddle.pir.translate_to_pir(core.ProgramDesc((legacy / "forward.pb").read_bytes()))
+    loss = [op for op in program.global_block().ops if op.name() == "pd_op.mean"][-1].result(0)
+    with paddle.static.program_guard(program):
+        paddle._pir_ops.fetch(loss, LOSS_NAME, 0).persistable = True
+    out = out_dir / case
+    out.mkdir(parents=True, exist_ok=True)
+    core.serialize_pir_program(program, str(out / "forward.json"), True, False, True)
+    for name in ("feed.npz", "params.npz", "grads.npz"):
+        shutil.copy(legacy / name, out / name)
+    with np.load(legacy / "feed.npz") as feed, np.load(legacy / "params.npz") as params:
+        scope = paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            for name in params.files:
+                scope.var(name).get_tensor().set(params[name], paddle.CPUPlace())
+            (value,) = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=dict(feed), fetch_list=[loss])
+    assert np.allclose(value, np.load(legacy / "loss.npy"), rtol=1e-6), "the translated program computes another loss"
+    np.save(out / "loss.npy", value)
+    meta = {"case": case, "paddle_version": paddle.__version__, "loss": LOSS_NAME,
+            "description": f"tests/data/paddle/{legacy.name}/forward.pb through paddle's translate_to_pir",
+            "params_grads": [[name[:-5], name] for name in np.load(legacy / "grads.npz").files],
+            "pir_ops": op_names(program), "pir_backward_ops": []}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"{case}: loss {float(value):.6f}, ops: {meta['pir_ops']}")
+
+
+BUILDERS = {**{case: build for case in CASES}, "inference": build_inference, "jit": build_jit,
+            "translated_cond": build_translated, "translated_while_loop": build_translated}
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/pir")
+    for name in sys.argv[2:] or list(BUILDERS):
+        with paddle.utils.unique_name.guard():  # names that do not depend on which cases ran before
+            BUILDERS[name](name, target)

@@ -1,0 +1,96 @@
+"""Op-zoo cases for tools/paddle_pir_fixtures.py: programs built from Paddle's functional API that
+together use every PIR op gradc's table maps. Each returns (loss, feed, description); the loss adds
+up the mean of every float result, so Paddle's gradients check each op's translation."""
+
+from __future__ import annotations
+
+import numpy as np
+import paddle
+import paddle.nn.functional as F
+
+
+def _inputs(rng, *names, shape=(2, 3, 4)):
+    values = []
+    for name in names:
+        value = paddle.static.data(name, list(shape), "float32")
+        value.stop_gradient = False
+        values.append(value)
+    return values, {name: rng.uniform(0.5, 1.5, shape).astype("float32") * rng.choice([-1, 1], shape).astype("float32")
+                    for name in names}
+
+
+def _loss(outs):
+    return paddle.add_n([paddle.mean(paddle.cast(o, "float32")) for o in outs])
+
+
+def zoo_math(rng):
+    (x, y), feed = _inputs(rng, "x", "y")
+    positive = paddle.exp(y)
+    ints = paddle.static.data("ints", [2, 3], "int64")
+    feed["ints"] = rng.integers(1, 9, (2, 3)).astype("int64")
+    outs = [paddle.subtract(x, y), paddle.multiply(x, y), paddle.divide(x, positive), paddle.maximum(x, y),
+            paddle.minimum(x, y), paddle.pow(positive, x), paddle.bmm(x, paddle.transpose(y, [0, 2, 1])),
+            paddle.add_n([x, y, x]), paddle.abs(x), paddle.log(positive), paddle.sqrt(positive),
+            paddle.rsqrt(positive), paddle.sign(x) * y, paddle.pow(x, 3.0), paddle.clip(x, -0.8, 0.9),
+            paddle.cumsum(x, 1), paddle.where(x > y, x, y), paddle.scale(x, 2.0, 1.0),
+            paddle.remainder(ints, paddle.full_like(ints, 4)), paddle.floor_divide(ints, paddle.full_like(ints, 3)),
+            paddle.increment(paddle.full([1], 1.0), 2.0) * x]
+    return _loss(outs), feed, "elementwise math: sub mul div max min pow bmm add_n abs log sqrt rsqrt sign ..."
+
+
+def zoo_activation(rng):
+    (x,), feed = _inputs(rng, "x")
+    outs = [F.relu6(3 * x), F.sigmoid(x), F.tanh(x), F.gelu(x), F.gelu(x, approximate=True), F.elu(x, 0.7),
+            F.leaky_relu(x, 0.1), F.silu(x), F.swish(x), F.softplus(x, 2.0), F.hardswish(3 * x),
+            F.hardsigmoid(3 * x), F.log_softmax(x, 1), F.softmax(x, 2) * x]
+    return _loss(outs), feed, "activations: relu6 sigmoid gelu elu leaky_relu silu swish softplus hardswish ..."
+
+
+def zoo_reduce(rng):
+    (x, y), feed = _inputs(rng, "x", "y")
+    outs = [paddle.max(x, 1), paddle.min(x, [0, 2], keepdim=True), paddle.prod(x, 2), paddle.sum(x, 1),
+            paddle.mean(x, [1], keepdim=True), paddle.argmax(x, 1), paddle.argmin(x, 2),
+            paddle.linalg.norm(x, 2, axis=1), paddle.logical_and(paddle.equal(x, x), paddle.not_equal(x, y)),
+            paddle.less_equal(x, y), paddle.greater_equal(x, y), paddle.logical_or(x > 0, y > 0),
+            paddle.logical_xor(x > 0, y > 0), paddle.logical_not(x > 0), paddle.cast(x > y, "float32") * x]
+    return _loss(outs), feed, "reductions, arg max/min, p_norm, comparisons, logic, cast"
+
+
+def zoo_shape(rng):
+    (x, y), feed = _inputs(rng, "x", "y")
+    index = paddle.static.data("index", [2], "int64")
+    feed["index"] = np.array([2, 0], "int64")
+    first, second = paddle.split(x, [1, 3], axis=2)
+    halves = paddle.split(y, 2, axis=2)
+    outs = [paddle.reshape(x, [6, 4]), paddle.flatten(x, 1), paddle.squeeze(paddle.unsqueeze(x, [0, 2]), [0]),
+            paddle.concat([x, y], 1), first * 2, second, halves[0] * halves[1], paddle.stack([x, y], 1),
+            *paddle.unstack(y, 1), x[:, 1:3, ::2], paddle.strided_slice(y, [2], [0], [4], [2]),
+            paddle.tile(x, [1, 2, 1]), paddle.expand(paddle.unsqueeze(y[0], 0), [3, 3, 4]),
+            paddle.expand_as(x[:1], y), paddle.gather(x, index, axis=1),
+            paddle.gather_nd(paddle.transpose(y, [2, 0, 1]), paddle.unsqueeze(index, 1)),
+            paddle.scatter(x[0], index, y[0, :2]), paddle.assign(x) * y,
+            F.pad(paddle.unsqueeze(x, 0), [1, 1, 0, 2], mode="reflect"), F.one_hot(index, 5) * x[0, :2, :1],
+            paddle.topk(x, 2)[0], paddle.full_like(x, 2.0) * x, paddle.zeros_like(y) + y]
+    return _loss(outs), feed, "reshape flatten squeeze unsqueeze concat split stack unstack slice tile expand ..."
+
+
+def zoo_nn(rng):
+    (img,), feed = _inputs(rng, "img", shape=(2, 4, 6, 6))
+    (prob, target), more = _inputs(rng, "prob", "target", shape=(2, 5))
+    feed.update(more)
+    ids = paddle.static.data("ids", [2, 3], "int64")
+    feed["ids"] = rng.integers(0, 10, (2, 3)).astype("int64")
+    feed["prob"] = rng.uniform(0.1, 0.9, (2, 5)).astype("float32")
+    conv = paddle.nn.Conv2D(4, 4, 3, groups=4, padding=1)(img)
+    outs = [conv, paddle.nn.Conv2DTranspose(4, 2, 3, stride=2)(img), F.avg_pool2d(img, 2, exclusive=False),
+            F.adaptive_avg_pool2d(img, 2), paddle.nn.GroupNorm(2, 4)(conv), F.dropout(img, 0.5, training=False),
+            paddle.nn.Embedding(10, 4, padding_idx=0)(ids), F.binary_cross_entropy(prob, F.sigmoid(target)),
+            F.binary_cross_entropy_with_logits(target, prob), F.kl_div(F.log_softmax(target), F.softmax(prob), "mean"),
+            F.smooth_l1_loss(target, prob), paddle.nn.BatchNorm2D(4)(img) * 0.5,
+            F.batch_norm(img, paddle.full([4], 0.1), paddle.full([4], 1.5), training=False),
+            0 * paddle.uniform([2, 3]), 0 * paddle.randn([2, 3])]
+    return _loss(outs), feed, "depthwise conv, conv transpose, pools, group norm, dropout (test), embedding, losses"
+
+
+ZOO = {"zoo_math": zoo_math, "zoo_activation": zoo_activation, "zoo_reduce": zoo_reduce, "zoo_shape": zoo_shape,
+       "zoo_nn": zoo_nn}
