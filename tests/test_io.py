@@ -27,11 +27,11 @@ def test_load_save_round_trip_is_exact(path):
     assert out == data  # Paddle writes fields in order too, so even the bytes agree
 
 
-@pytest.mark.parametrize("fmt", ["pbtxt", "json"])
-def test_text_formats_round_trip(tmp_path, fmt):
+@pytest.mark.parametrize("suffix", ["pbtxt", "pbjson"])
+def test_text_formats_round_trip(tmp_path, suffix):
     program = gradc.load(DATA / "mlp" / "forward.pb")
-    gradc.save(program, tmp_path / f"p.{fmt}")
-    again = gradc.load(tmp_path / f"p.{fmt}")
+    gradc.save(program, tmp_path / f"p.{suffix}")
+    again = gradc.load(tmp_path / f"p.{suffix}")
     assert serialize(again) == serialize(program)
 
 

@@ -16,7 +16,7 @@ from . import registry
 from .errors import GradcError
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
-from .io import check_writable, load, save, write_atomic
+from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
 from .io.pdiparams import read_params, write_params
 from .listing import program_listing
@@ -243,10 +243,14 @@ def _grad_kind(opdef: registry.OpDef) -> str:
 @cli.command()
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.argument("target", type=click.Path(dir_okay=False))
-def convert(source, target):
-    """Convert between .pb, .pbtxt and .json (chosen by extension)."""
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
+              help="Output format (default: by TARGET's extension: .pb binary, .pbtxt text, .pbjson protobuf "
+                   "JSON, .json Paddle 3's PIR JSON).")
+def convert(source, target, fmt):
+    """Convert a program between binary .pb, text .pbtxt, protobuf JSON (.pbjson) and Paddle 3's PIR JSON
+    (.json). Reading sniffs the format, so SOURCE may be any of them."""
     check_writable(target)
-    save(load(source), target)
+    save(load(source), target, fmt)
     click.echo(f"wrote {target}")
 
 

@@ -1,5 +1,6 @@
-"""Reading and writing programs: binary .pb, text .pbtxt, .json, converted to and from the IR
-(gradc.io.protobuf), and Paddle's combined parameter files (gradc.io.pdiparams).
+"""Reading and writing programs: binary .pb, text .pbtxt, protobuf JSON (.pbjson) converted to and from
+the IR (gradc.io.protobuf), Paddle 3's PIR JSON (.json, gradc.pir), and Paddle's combined parameter
+files (gradc.io.pdiparams). Reading sniffs the bytes, so a .json file may hold either JSON form.
 
 Saving is byte-deterministic and atomic: the file appears complete or not at all.
 """
@@ -15,6 +16,7 @@ from google.protobuf.message import DecodeError
 
 from ..errors import FormatError
 from ..ir import Program
+from ..pir import is_pir, parse_pir, serialize_pir
 from ..proto import framework_pb2 as pb
 from ..verify import check_structure
 from .files import check_writable, write_atomic
@@ -24,22 +26,23 @@ __all__ = ["check_writable", "detect_format", "load", "parse_program", "program_
            "program_to_proto", "save", "serialize", "write_atomic"]
 
 TEXT_SUFFIXES = {".pbtxt", ".prototxt", ".txt"}
-JSON_SUFFIXES = {".json"}
+FORMATS = ("pb", "pbtxt", "json", "pir")   # json: ProgramDesc as protobuf JSON; pir: Paddle 3's PIR JSON
 
 
 def detect_format(path: str | os.PathLike, data: bytes | None = None) -> str:
-    """'pb', 'pbtxt' or 'json': by extension, else by sniffing the bytes."""
+    """One of FORMATS: for a file's bytes by sniffing them (and the extension), for a file to write by its
+    extension: .json is Paddle 3's PIR JSON (what Paddle saves by default), .pbjson protobuf JSON."""
     suffix = Path(path).suffix.lower()
+    if data is None:
+        return {".json": "pir", ".pbjson": "json"}.get(suffix, "pbtxt" if suffix in TEXT_SUFFIXES else "pb")
     if suffix in TEXT_SUFFIXES:
         return "pbtxt"
-    if suffix in JSON_SUFFIXES:
-        return "json"
-    if data is not None and suffix not in {".pb", ".pdmodel", ".bin"}:
-        head = data.lstrip()[:1]
-        if head == b"{":
-            return "json"
-        if head[:1].isalpha() and _is_text(data):
-            return "pbtxt"
+    if suffix in {".pb", ".pdmodel", ".bin"}:
+        return "pb"
+    if data.lstrip()[:1] == b"{":
+        return "pir" if is_pir(data) else "json"
+    if data.lstrip()[:1].isalpha() and _is_text(data):
+        return "pbtxt"
     return "pb"
 
 
@@ -52,6 +55,8 @@ def _is_text(data: bytes) -> bool:
 
 
 def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Program:
+    if fmt == "pir":
+        return parse_pir(data, source)
     msg = pb.ProgramDesc()
     try:
         if fmt == "pb":
@@ -105,6 +110,8 @@ def load(path: str | os.PathLike) -> Program:
 
 
 def serialize(program: Program, fmt: str = "pb") -> bytes:
+    if fmt == "pir":
+        return serialize_pir(program)
     msg = program_to_proto(program)
     if fmt == "pb":
         return msg.SerializeToString(deterministic=True)
