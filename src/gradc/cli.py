@@ -6,27 +6,39 @@ Every failure is one line on stderr and exit code 1; no output file is left half
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import io as _io
+import os
+import signal
 import sys
+import traceback
+import warnings
+from pathlib import Path
 
 import click
 import numpy as np
 
 from . import registry
-from .errors import GradcError
+from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
 from .io.pdiparams import read_params, write_params
+from .ir.types import NUMPY_DTYPE_NAMES
+from .limits import LIMITS, parse_bytes
 from .listing import program_listing
 from .opdoc import describe
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
-def _load_params(path: str, program) -> dict[str, np.ndarray]:
-    """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file."""
-    return read_params(path, program) if path.endswith(".pdiparams") else read_npz(path, "params")
+def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
+    """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file, each checked against
+    the var the program declares."""
+    if not path:
+        return {}
+    values = read_params(path, program) if path.endswith(".pdiparams") else read_npz(path, "params")
+    return {name: _checked_param(program, name, value, path) for name, value in values.items()}
 
 
 def _session(program_path: str, params: str | None, startups) -> tuple:
@@ -35,9 +47,23 @@ def _session(program_path: str, params: str | None, startups) -> tuple:
     scope, executor = Scope(), Executor()
     for startup in startups:
         executor.run(load(startup), scope=scope)
-    for name, value in (_load_params(params, prog) if params else {}).items():
+    for name, value in _load_params(params, prog).items():
         scope[name] = value
     return prog, executor, scope
+
+
+def _checked_param(program, name: str, value, source: str):
+    """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
+    var = program.global_block.find_var(name)
+    if var is None or var.shape is None:
+        return value
+    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
+        raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
+                          f"{var.shape}")
+    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
+    if expected is not None and value.dtype.name != expected:
+        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
+    return value
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -48,20 +74,52 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
-              help="Import a Python module first (it may register ops, kernels or passes). Repeatable.")
+              help="Import a Python module (a name, or a path to a .py file) first: it may register ops, kernels "
+                   "or passes. Repeatable.")
+@click.option("--max-memory", metavar="SIZE", help="The largest tensor gradc may allocate, e.g. 512M or 4G "
+              "(default: half the machine's memory).")
+@click.option("--max-iterations", type=click.IntRange(min=1), metavar="N",
+              help="The most iterations one while loop may run (default 1,000,000).")
+@click.option("--debug", is_flag=True, help="On an error, show the traceback too (and numpy's warnings).")
 @click.version_option(package_name="gradc")
-def cli(plugins: tuple[str, ...]) -> None:
+def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | None, debug: bool) -> None:
     """Compile PaddlePaddle ProgramDescs into training programs; run them with numpy."""
+    _DEBUG[0] = debug
+    if not debug:   # numeric trouble shows as NaN/Inf in results, not as warnings before an error line
+        warnings.simplefilter("ignore")
+        np.seterr(all="ignore")
+    try:
+        LIMITS.max_bytes = parse_bytes(max_memory) if max_memory else LIMITS.max_bytes
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--max-memory") from None
+    LIMITS.max_iterations = max_iterations or LIMITS.max_iterations
     for name in plugins:
-        try:
+        import_plugin(name)
+
+
+def import_plugin(name: str) -> None:
+    """A module name (importable from the current directory too) or a path to a .py file."""
+    try:
+        if name.endswith(".py") or "/" in name:
+            path = Path(name)
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or not path.is_file():
+                raise ImportError(f"no file {path}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+        else:
+            sys.path.insert(0, os.getcwd())
             importlib.import_module(name)
-        except ImportError as exc:
-            raise GradcError(f"cannot import plugin '{name}': {exc}") from None
+    except GradcError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the plugin's own bug: one line naming it
+        raise GradcError(f"cannot import plugin '{name}': {type(exc).__name__}: {exc}") from None
 
 
 @cli.command()
-@click.argument("program", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the result.")
+@click.argument("program", type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the result.")
 @click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
 @click.option("--param", "params", multiple=True, help="Only these parameters get gradients. Repeatable.")
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
@@ -70,7 +128,7 @@ def cli(plugins: tuple[str, ...]) -> None:
 @click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam", "adamw"]),
               help="Also append parameter updates (a training step), as Paddle's minimize() does.")
 @click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True, help="Learning rate.")
-@click.option("--startup-out", type=click.Path(dir_okay=False),
+@click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
 def compile(program, output, loss, params, no_grad, extra_passes, optimizer, learning_rate, startup_out):
     """Append the backward (training) ops of a forward program."""
@@ -106,13 +164,13 @@ def _with_suffix(path: str, infix: str) -> str:
 
 
 @cli.command()
-@click.argument("program", type=click.Path(dir_okay=False))
-@click.option("--feed", type=click.Path(dir_okay=False), help="Inputs, an .npz of name -> array.")
-@click.option("--params", type=click.Path(dir_okay=False),
+@click.argument("program", type=click.Path())
+@click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array.")
+@click.option("--params", type=click.Path(),
               help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", type=click.Path(dir_okay=False), help="An initialiser program to run first.")
+@click.option("--startup", type=click.Path(), help="An initialiser program to run first.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Write the fetched values to this .npz.")
+@click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
 def run(program, feed, params, startup, fetches, out):
     """Run a program with the numpy executor."""
     if out:
@@ -130,16 +188,16 @@ def run(program, feed, params, startup, fetches, out):
 
 
 @cli.command()
-@click.argument("program", type=click.Path(dir_okay=False))
-@click.option("--feed", required=True, type=click.Path(dir_okay=False), help="Inputs of one step, an .npz.")
-@click.option("--params", type=click.Path(dir_okay=False),
+@click.argument("program", type=click.Path())
+@click.option("--feed", required=True, type=click.Path(), help="Inputs of one step, an .npz.")
+@click.option("--params", type=click.Path(),
               help="Initial persistable values: an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(dir_okay=False),
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
 @click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--save-params", type=click.Path(dir_okay=False),
+@click.option("--save-params", type=click.Path(),
               help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
 def train(program, feed, params, startups, steps, fetches, log_every, save_params):
     """Run a compiled training program (backward + optimizer) for some steps on one batch."""
@@ -162,9 +220,9 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
 
 
 @cli.command()
-@click.argument("program", type=click.Path(dir_okay=False))
-@click.option("--feed", type=click.Path(dir_okay=False), help="Inputs, an .npz.")
-@click.option("--params", type=click.Path(dir_okay=False), help="Parameters: an .npz, or Paddle's .pdiparams.")
+@click.argument("program", type=click.Path())
+@click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
+@click.option("--params", type=click.Path(), help="Parameters: an .npz, or Paddle's .pdiparams.")
 @click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
@@ -175,7 +233,7 @@ def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
     _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
-                                _load_params(params, prog) if params else {}, rtol=rtol, atol=atol,
+                                _load_params(params, prog), rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
@@ -189,17 +247,19 @@ def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences")
 
 
-def _summary(name: str, value: np.ndarray) -> str:
+def _summary(name: str, value) -> str:
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
+        return f"{name}: {type(value).__name__ if value is None or not isinstance(value, np.ndarray) else value.dtype}"
     head = f"{name}: {value.dtype}{list(value.shape)}"
     if value.size == 1:
         return f"{head} = {value.reshape(()).item():.8g}"
-    if value.dtype.kind == "f":
+    if value.dtype.kind == "f" and value.size:
         return f"{head} mean={value.mean():.6g} min={value.min():.6g} max={value.max():.6g}"
     return head
 
 
 @cli.command()
-@click.argument("program", type=click.Path(dir_okay=False))
+@click.argument("program", type=click.Path())
 @click.option("--no-attrs", is_flag=True, help="Leave op attributes out.")
 def show(program, no_attrs):
     """Print a readable listing: blocks, vars, ops."""
@@ -241,8 +301,8 @@ def _grad_kind(opdef: registry.OpDef) -> str:
 
 
 @cli.command()
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.argument("target", type=click.Path(dir_okay=False))
+@click.argument("source", type=click.Path())
+@click.argument("target", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="Output format (default: by TARGET's extension: .pb binary, .pbtxt text, .pbjson protobuf "
                    "JSON, .json Paddle 3's PIR JSON).")
@@ -254,20 +314,47 @@ def convert(source, target, fmt):
     click.echo(f"wrote {target}")
 
 
+_DEBUG = [False]
+
+
+class Interrupted(GradcError):
+    """Ctrl-C: raised from the signal handler, so the run ends with one line (and commands may clean up)."""
+
+
+def _interrupt(signum, frame):
+    raise Interrupted("interrupted")
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
 def main() -> None:
+    signal.signal(signal.SIGINT, _interrupt)
     try:
         cli.main(standalone_mode=False)
+    except Interrupted:
+        click.echo("gradc: interrupted", err=True)
+        sys.exit(130)
     except click.exceptions.Abort:
         click.echo("gradc: aborted", err=True)
         sys.exit(1)
+    except click.UsageError as exc:
+        click.echo(f"gradc: error: {_one_line(exc.format_message())} (see gradc --help)", err=True)
+        sys.exit(2)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"gradc: error: {_one_line(exc.format_message())}", err=True)
         sys.exit(exc.exit_code)
     except GradcError as exc:
-        click.echo(f"gradc: error: {exc}", err=True)
+        if _DEBUG[0]:
+            traceback.print_exc()
+        click.echo(f"gradc: error: {_one_line(exc)}", err=True)
         sys.exit(1)
     except Exception as exc:  # a bug in gradc: still one line, and say how to report it
-        click.echo(f"gradc: internal error: {type(exc).__name__}: {exc} (please report this)", err=True)
+        if _DEBUG[0]:
+            traceback.print_exc()
+        click.echo(f"gradc: internal error: {type(exc).__name__}: {_one_line(exc)} (please report this; "
+                   f"--debug shows the traceback)", err=True)
         sys.exit(1)
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ExecutionError
 from ...ir import EMPTY_VAR, grad_name
+from ...limits import LIMITS
 from ..scope import Scope
 from . import kernel
 
@@ -79,8 +81,12 @@ def conditional_block_grad(k):
 def while_(k):
     outs = k.out_names("Out")
     loop_vars = [name for name in k.op.input("X") if name in set(outs)]
-    steps, last = [], k.scope
+    steps, last, count = [], k.scope, 0
     while _truth(k, "Condition"):
+        if count == LIMITS.max_iterations:
+            raise ExecutionError(f"{k.where}: the loop ran {count:,} iterations and its condition is still true "
+                                 f"(the limit is --max-iterations)")
+        count += 1
         start = {name: value for name in loop_vars if (value := k.scope.find(name)) is not None}
         last = k.scope.child()
         k.run_block(k.attr("sub_block"), last)
