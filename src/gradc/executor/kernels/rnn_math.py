@@ -64,10 +64,11 @@ class RnnShape:
 
 def _processing_order(a):
     """[D, T, ...] in time order <-> processing order: direction 1 runs backwards in time (an involution)."""
-    if a.shape[0] == 2:
-        a = a.copy()
-        a[1] = a[1, ::-1]
-    return a
+    if a.shape[0] == 1:
+        return a
+    ordered = np.empty_like(a)
+    ordered[0], ordered[1] = a[0], a[1, ::-1]
+    return ordered
 
 
 def _step_masks(sequence_length, steps: int, directions: int, dtype):
