@@ -36,6 +36,8 @@ class FusedFixture:
         self.state_names = op["inputs"]["PreState"]
         self.seq_len = self.feed[op["inputs"]["SequenceLength"][0]] if op["inputs"]["SequenceLength"] else None
         self.batch_major = not self.meta["time_major"]
+        mask = self.dir / "dropout_state.npy"  # Paddle's random mask of the recorded run
+        self.dropout = {"dropout_mask": np.load(mask), "dropout_prob": attrs["dropout_prob"]} if mask.exists() else {}
 
     def to_time_major(self, x):
         return x.transpose(1, 0, 2) if self.batch_major else x
@@ -50,13 +52,14 @@ class FusedFixture:
     def loss_and_grads(self, dtype):
         """The fixture's loss and every grad it records, computed by rnn_math in ``dtype``."""
         x, states, weights = self.inputs(dtype)
-        out, finals, reserve = rnn_forward(self.shape, x, states, weights, self.seq_len)
+        out, finals, reserve = rnn_forward(self.shape, x, states, weights, self.seq_len, **self.dropout)
         values = {"Out": self.to_time_major(out), **{f"State{k}": s for k, s in enumerate(finals)}}
         terms = {role: self.feed[w].astype(dtype) for role, w in self.meta["loss_terms"]}
         loss = sum(np.mean(values[role] * w) for role, w in terms.items())
         seeds = {role: w / dtype(w.size) for role, w in terms.items()}
         dx, dstates, dweights = rnn_backward(self.shape, x, states, weights, reserve, self.to_time_major(seeds["Out"]),
-                                             [seeds[f"State{k}"] for k in range(len(states))], self.seq_len)
+                                             [seeds[f"State{k}"] for k in range(len(states))], self.seq_len,
+                                             **self.dropout)
         grads = {f"{n}@GRAD": g for n, g in zip(self.weight_names, dweights)}
         grads["x@GRAD"] = self.to_time_major(dx)
         grads.update({f"{n}@GRAD": g for n, g in zip(self.state_names, dstates)})
@@ -68,6 +71,7 @@ FUSED = sorted(p.name for p in DATA.iterdir() if "loss_terms" in json.loads((p /
 
 def test_every_fused_fixture_is_found():
     assert len(FUSED) >= 20
+    assert FusedFixture("lstm_l3_bi_seq_dropout").dropout["dropout_mask"].any()
 
 
 @pytest.mark.parametrize("case", FUSED)

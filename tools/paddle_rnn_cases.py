@@ -78,7 +78,8 @@ LAYERS = {"LSTM": (nn.LSTM, {}), "GRU": (nn.GRU, {}), "RNN_TANH": (nn.SimpleRNN,
           "RNN_RELU": (nn.SimpleRNN, {"activation": "relu"})}
 
 
-def fused(mode, layers=1, bidirect=False, seq=False, init=False, time_major=False, batch=3, steps=4, inp=3, hidden=4):
+def fused(mode, layers=1, bidirect=False, seq=False, init=False, time_major=False, dropout=0.0, batch=3, steps=4, inp=3,
+          hidden=4):
     def case(rng, dtype):
         directions, n_states = 1 + bidirect, 1 + (mode == "LSTM")
         x_shape = [steps, batch, inp] if time_major else [batch, steps, inp]
@@ -96,7 +97,7 @@ def fused(mode, layers=1, bidirect=False, seq=False, init=False, time_major=Fals
             feed["seq_len"] = lengths(batch, steps)
         cls, kwargs = LAYERS[mode]
         layer = cls(inp, hidden, num_layers=layers, direction="bidirect" if bidirect else "forward",
-                    time_major=time_major, **kwargs)
+                    time_major=time_major, dropout=dropout, **kwargs)
         out, final = layer(x, states, sequence_length=seq_len)
         final = list(final) if n_states == 2 else [final]
         out_shape = x_shape[:2] + [directions * hidden]
@@ -104,9 +105,14 @@ def fused(mode, layers=1, bidirect=False, seq=False, init=False, time_major=Fals
         loss = weighted_loss(rng, dtype, feed, terms)
         what = (f"paddle.nn.{cls.__name__}({inp}, {hidden}, num_layers={layers}, "
                 f"direction={'bidirect' if bidirect else 'forward'}, time_major={time_major}{_kwargs(kwargs)})"
-                f"{' with sequence_length' if seq else ''}{' from fed initial states' if init else ''}")
+                f"{' with sequence_length' if seq else ''}{' from fed initial states' if init else ''}"
+                f"{f', dropout={dropout} between layers (training)' if dropout else ''}")
         extra = {"loss_terms": [["Out", "w_out"]] + [[f"State{k}", f"w_state{k}"] for k in range(n_states)],
                  "time_major": time_major, "initial_states": list(feed)[1:1 + n_states] if init else []}
+        if dropout:
+            extra["save_outputs"] = {"dropout_state": layer._dropout_state.name}
+            extra["notes"] = ["DropoutState is random, a fresh mask every run: dropout_state.npy is the mask of the "
+                              "recorded run (one mask of Out's shape, applied at every layer boundary)"]
         return loss, feed, what + "; loss = sum of mean(value * fed random weights) over Out and each State", extra
     return case
 
@@ -216,5 +222,6 @@ CASES = {
     "birnn_lstm_seq": cell_rnn("lstm", seq=True, bidirect=True),
     "while_array": while_array(), "while_array_two_readers": while_array("two"),
     "while_array_reread": while_array("reread"),
+    "lstm_l3_bi_seq_dropout": fused("LSTM", 3, True, seq=True, dropout=0.4),
     "lstm_lm": lstm_lm,
 }

@@ -81,7 +81,8 @@ def _step_masks(sequence_length, steps: int, directions: int, dtype):
 def _dropout(x, mask, prob: float):
     if mask is None:
         return x
-    return np.zeros_like(x) if prob == 1 else x * mask.astype(x.dtype) / x.dtype.type(1 - prob)
+    keep = np.float32(1) - np.float32(prob)  # Paddle's 1.0f - p, in float32 whatever the dtype
+    return np.zeros_like(x) if prob == 1 else x * mask.astype(x.dtype) / x.dtype.type(keep)
 
 
 def _layer_output(h_steps, m):
