@@ -209,7 +209,7 @@ CASES = {
     "lstm": fused("LSTM"), "gru": fused("GRU"), "rnn_tanh": fused("RNN_TANH"), "rnn_relu": fused("RNN_RELU"),
     "lstm_l2_bi": fused("LSTM", 2, True), "gru_l2_bi": fused("GRU", 2, True),
     "rnn_tanh_l2_bi": fused("RNN_TANH", 2, True), "rnn_relu_l2_bi": fused("RNN_RELU", 2, True),
-    "lstm_bi": fused("LSTM", 1, True), "gru_l2": fused("GRU", 2), "rnn_tanh_l2": fused("RNN_TANH", 2),
+    "lstm_bi": fused("LSTM", 1, True),
     "lstm_seq_init": fused("LSTM", 1, seq=True, init=True), "lstm_l2_bi_seq": fused("LSTM", 2, True, seq=True),
     "gru_l2_seq": fused("GRU", 2, seq=True), "gru_bi_seq": fused("GRU", 1, True, seq=True),
     "rnn_relu_bi_seq": fused("RNN_RELU", 1, True, seq=True),
