@@ -10,7 +10,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gradc.executor.kernels.rnn_math import RnnShape, rnn_backward, rnn_forward
+from gradc.executor.kernels.rnn_math import (
+    RnnShape,
+    rnn_backward,
+    rnn_forward,
+    sequence_length_problem,
+    shape_problems,
+)
 
 DATA = Path(__file__).parent / "data" / "paddle" / "rnn"
 MODES = ["LSTM", "GRU", "RNN_TANH", "RNN_RELU"]
@@ -180,3 +186,33 @@ def test_float32_stays_float32():
                                          np.array([4, 2]))
     assert {a.dtype for a in [out, reserve, dx, *finals, *dstates, *dweights]} == {np.dtype(np.float32)}
     assert reserve.shape == shape.reserve_shape(4, 2) == (2, 2, 4, 2, 5 * 4)
+
+
+# ---------------------------------------------------------------- validation the op will report
+@pytest.mark.parametrize("case", FUSED)
+def test_fixture_shapes_are_valid(case):
+    fixture = FusedFixture(case)
+    x, states, weights = fixture.inputs(np.float32)
+    dims = [-1, -1, x.shape[2]], [[s.shape[0], -1, s.shape[2]] for s in states], [w.shape for w in weights]
+    assert shape_problems(fixture.shape, *dims) == []
+    if fixture.seq_len is not None:
+        assert sequence_length_problem(fixture.seq_len, x.shape[0]) is None
+
+
+def test_shape_problems_name_the_slot():
+    shape = RnnShape("LSTM", 2, 2, 3, 4)
+    weights = [list(w) for w in shape.weight_shapes()]
+    state = [4, -1, 4]
+    assert shape_problems(shape, [5, 2, 3], [state, state], weights) == []
+    assert [slot for slot, _ in shape_problems(shape, [5, 2, 7], [state], weights[:-1])] == [
+        "Input", "PreState", "WeightList"]
+    wrong = weights[:5] + [[16, 3]] + weights[6:]
+    assert shape_problems(shape, [5, 2, 3], [state, [2, 2, 4]], wrong) == [
+        ("PreState[1]", "must be [num_layers * directions, B, hidden_size] = [4, B, 4], got [2, 2, 4]"),
+        ("WeightList[5]", "must be [16, 4], got [16, 3]")]
+
+
+def test_sequence_length_problems():
+    assert sequence_length_problem(np.array([3, 0, 2]), 3) is None
+    assert "[4, -1]" in sequence_length_problem(np.array([4, 1, -1]), 3)
+    assert "integer" in sequence_length_problem(np.array([1.0, 2.0]), 3)

@@ -35,9 +35,9 @@ def _mask_coefficients(m, *arrays):
         a *= m[..., None, :] if a.ndim == m.ndim + 1 else m
 
 
-def _steps_in_reverse(dout, state_grads):
-    """dh (and dc) per step, walking the loop backwards, starting from the final states' grads."""
-    return range(dout.shape[1] - 1, -1, -1), [g.copy() for g in state_grads]
+def _complement(m):
+    """1 - m: how much of a step's state grad passes straight to the previous step (None: nothing)."""
+    return None if m is None else 1 - m
 
 
 class LSTM:
@@ -88,16 +88,16 @@ class LSTM:
             _mask_coefficients(m, dc_from_dh, do_from_dh, ifg_from_dc)
             _carry(keep_c, np.ones_like(keep_c[:1]), m)
         dgates = np.empty_like(gates)
-        steps, (dh, dc) = _steps_in_reverse(dout, state_grads)
-        tmp = np.empty_like(dh)
-        for s in steps:
+        dh, dc = (g.copy() for g in state_grads)
+        tmp, through = np.empty_like(dh), _complement(m)
+        for s in reversed(range(dout.shape[1])):
             dh += dout[:, s]
             np.multiply(dh, dc_from_dh[:, s], out=tmp)
             dc += tmp
             np.multiply(dc[..., None, :], ifg_from_dc[:, s], out=dgates[:, s, :, :3])
             np.multiply(dh, do_from_dh[:, s], out=dgates[:, s, :, 3])
             dc *= keep_c[:, s]
-            carried = dh * (1 - m[:, s]) if m is not None else None
+            carried = None if through is None else dh * through[:, s]
             np.matmul(dgates[:, s].reshape(dh.shape[:-1] + (4 * hidden,)), whh, out=dh)
             if carried is not None:
                 dh += carried
@@ -116,7 +116,8 @@ class GRU:
         hproj = np.empty_like(xp[:, 0])
         for s in range(xp.shape[1]):
             np.matmul(h, whh_t, out=hproj)
-            act, hn, h_new = res[:, s, :, :3 * hidden], res[:, s, :, 3 * hidden:4 * hidden], res[:, s, :, 4 * hidden:]
+            step = res[:, s]
+            act, hn, h_new = step[..., :3 * hidden], step[..., 3 * hidden:4 * hidden], step[..., 4 * hidden:]
             rz = act[..., :2 * hidden]
             np.add(xp[:, s, :, :2 * hidden], hproj[..., :2 * hidden], out=rz)
             sigmoid(rz, rz)
@@ -145,8 +146,8 @@ class GRU:
             _carry(keep_h, np.ones_like(keep_h[:1]), m)
         dgates_h = np.empty(res.shape[:-1] + (3, hidden), res.dtype)
         dh_steps = np.empty_like(h_prev)
-        steps, (dh,) = _steps_in_reverse(dout, state_grads[:1])
-        for s in steps:
+        dh = state_grads[0].copy()
+        for s in reversed(range(dout.shape[1])):
             dh += dout[:, s]
             dh_steps[:, s] = dh
             np.multiply(dh[..., None, :], h_side[:, s], out=dgates_h[:, s])
@@ -171,7 +172,10 @@ class SimpleRNN:
             h_new = res[:, s]
             np.matmul(h, whh_t, out=h_new)
             h_new += xp[:, s]
-            np.maximum(h_new, 0, out=h_new) if self.relu else np.tanh(h_new, out=h_new)
+            if self.relu:
+                np.maximum(h_new, 0, out=h_new)
+            else:
+                np.tanh(h_new, out=h_new)
             if m is not None:
                 _carry(h_new, h, m[:, s])
             h = h_new
@@ -182,11 +186,11 @@ class SimpleRNN:
         if m is not None:
             dz_from_dh *= m
         dz = np.empty_like(res)
-        steps, (dh,) = _steps_in_reverse(dout, state_grads[:1])
-        for s in steps:
+        dh, through = state_grads[0].copy(), _complement(m)
+        for s in reversed(range(dout.shape[1])):
             dh += dout[:, s]
             np.multiply(dh, dz_from_dh[:, s], out=dz[:, s])
-            carried = dh * (1 - m[:, s]) if m is not None else None
+            carried = None if through is None else dh * through[:, s]
             np.matmul(dz[:, s], whh, out=dh)
             if carried is not None:
                 dh += carried

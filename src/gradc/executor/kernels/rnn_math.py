@@ -62,6 +62,42 @@ class RnnShape:
                      for k in range(4))
 
 
+def _fits(dims, expected) -> bool:
+    """Same rank, and every dim known on both sides (not -1, not None) agrees."""
+    return len(dims) == len(expected) and all(d < 0 or e is None or d == e for d, e in zip(dims, expected))
+
+
+def shape_problems(shape: RnnShape, input_dims, pre_state_dims: list, weight_dims: list) -> list[tuple[str, str]]:
+    """(slot, message) for every way the slots' shapes contradict the attributes; -1 dims are not checked."""
+    problems = []
+    if not _fits(input_dims, [None, None, shape.input_size]):
+        problems.append(("Input", f"must be [T, B, input_size={shape.input_size}], got {list(input_dims)}"))
+    if len(pre_state_dims) != shape.states:
+        problems.append(("PreState", f"{shape.mode} takes {shape.states} initial states, got {len(pre_state_dims)}"))
+    layers_directions = shape.num_layers * shape.directions
+    problems += [(f"PreState[{k}]", f"must be [num_layers * directions, B, hidden_size] = "
+                                    f"[{layers_directions}, B, {shape.hidden_size}], got {list(dims)}")
+                 for k, dims in enumerate(pre_state_dims)
+                 if not _fits(dims, [layers_directions, None, shape.hidden_size])]
+    expected = shape.weight_shapes()
+    if len(weight_dims) != len(expected):
+        problems.append(("WeightList", f"{shape.mode} with {shape.num_layers} layers and {shape.directions} "
+                                       f"direction(s) takes {len(expected)} tensors, got {len(weight_dims)}"))
+    else:
+        problems += [(f"WeightList[{k}]", f"must be {list(e)}, got {list(d)}")
+                     for k, (d, e) in enumerate(zip(weight_dims, expected)) if tuple(d) != e]
+    return problems
+
+
+def sequence_length_problem(sequence_length, steps: int) -> str | None:
+    """Why SequenceLength cannot be used with ``steps`` time steps, or None."""
+    lengths = np.asarray(sequence_length)
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
+        return f"must be an integer vector [B], got {lengths.dtype} {list(lengths.shape)}"
+    bad = lengths[(lengths < 0) | (lengths > steps)]
+    return f"lengths must lie in [0, {steps}] (the time steps), got {bad.tolist()}" if bad.size else None
+
+
 def _processing_order(a):
     """[D, T, ...] in time order <-> processing order: direction 1 runs backwards in time (an involution)."""
     if a.shape[0] == 1:
@@ -129,8 +165,8 @@ def rnn_forward(shape: RnnShape, x, pre_states, weights, sequence_length=None, d
             w_ih, w_hh, b_ih, b_hh = shape.layer_weights(weights, layer)
             xp = _input_projection(layer_in, w_ih, _folded_bias(shape, b_ih, b_hh))
             h0, *c0 = _layer_states(pre_states, layer, shape.directions)
-            hidden = np.ascontiguousarray(w_hh.transpose(0, 2, 1))
-            h, c = shape.cell.forward(xp, h0, c0[0] if c0 else None, hidden, b_hh[:, None, :], masks, reserve[layer])
+            whh_t = np.ascontiguousarray(w_hh.transpose(0, 2, 1))
+            h, c = shape.cell.forward(xp, h0, c0[0] if c0 else None, whh_t, b_hh[:, None, :], masks, reserve[layer])
             for final, value in zip(finals, (h, c)):
                 final.append(value)
             out = _layer_output(reserve[layer, ..., -shape.hidden_size:], masks)
@@ -166,8 +202,8 @@ def rnn_backward(shape: RnnShape, x, pre_states, weights, reserve, out_grad=None
         if masks is not None:
             dout = dout * masks
         finals = _layer_states(state_grads, layer, directions)
-        c0 = c0[0] if c0 else None
-        dgates_x, dgates_h, dh0, dc0 = shape.cell.backward(res, h_prev, c0, w_hh, masks, dout, finals)
+        c_init = c0[0] if c0 else None
+        dgates_x, dgates_h, dh0, dc0 = shape.cell.backward(res, h_prev, c_init, w_hh, masks, dout, finals)
         for grad, value in zip(pre_state_grads, (dh0, dc0)):
             grad[layer * directions:(layer + 1) * directions] = value
         dgates_x = _processing_order(dgates_x).reshape(directions, steps * batch, -1)
