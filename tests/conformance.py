@@ -40,16 +40,16 @@ def _same_default(kind: str, theirs, ours) -> bool:
 
 
 def _slot_findings(theirs: dict, opdef) -> list[str]:
+    """Paddle's slots against gradc's. gradc may leave out a slot Paddle marks extra (a runtime hint); one it
+    declares has Paddle's flags."""
     found = []
     is_proto = theirs.get("proto", True)
     for side in ("inputs", "outputs"):
         ours = getattr(opdef, side)
-        declared = {s["name"]: s for s in theirs[side] if not s.get("extra")}
-        extra = {s["name"] for s in theirs[side] if s.get("extra")}
-        found += [f"{side} lacks {name}" for name in declared if name not in ours]
-        found += [f"{side} has {name}, which Paddle lacks" for name in ours
-                  if name not in declared and name not in extra]
-        for name, slot in declared.items():
+        slots = {s["name"]: s for s in theirs[side]}
+        found += [f"{side} lacks {name}" for name, slot in slots.items() if name not in ours and not slot.get("extra")]
+        found += [f"{side} has {name}, which Paddle lacks" for name in ours if name not in slots]
+        for name, slot in slots.items():
             if name not in ours:
                 continue
             mine = opdef.slot(name)

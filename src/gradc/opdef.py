@@ -139,6 +139,25 @@ def unsupported_setting(op: OpDesc) -> str | None:
     return None
 
 
+_SAME_KIND = {AttrType.LONG: AttrType.INT, AttrType.LONGS: AttrType.INTS, AttrType.FLOAT64: AttrType.FLOAT,
+              AttrType.FLOAT64S: AttrType.FLOATS}
+
+
+def attr_type_problem(op: OpDesc) -> str | None:
+    """An attribute whose wire type is not of the kind the op's definition declares (an int for a string,
+    a var name for a value), which no kernel could read."""
+    opdef = OPS.get(op.type)
+    if opdef is None:
+        return None
+    for name, kind in op.attr_types.items():
+        declared = opdef.attr_types.get(name)
+        if declared is not None and _SAME_KIND.get(kind, kind) != _SAME_KIND.get(declared, declared):
+            given = "a var name (a tensor-valued attribute gradc does not support)" if kind in (
+                AttrType.VAR, AttrType.VARS) else AttrType(kind).name
+            return f"attribute '{name}' is {given}, but op '{op.type}' defines it as {AttrType(declared).name}"
+    return None
+
+
 def declared_type(type: str, attr: str) -> AttrType | None:
     """The wire type an op's definition declares for an attribute (None: unknown op or attribute)."""
     opdef = OPS.get(type)

@@ -23,6 +23,7 @@ from .opdef import (
     OpDef,
     Slot,
     attr_default,
+    attr_type_problem,
     get,
     make_op,
     make_opdef,
@@ -32,7 +33,8 @@ from .opdef import (
     unsupported_setting,
 )
 
-__all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default", "defgrad",
+__all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default",
+           "attr_type_problem", "defgrad",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
            "typed", "unsupported_setting"]
 

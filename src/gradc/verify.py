@@ -108,17 +108,43 @@ def check_vars(program: Program) -> None:
                                 f"or its ancestors")
 
 
+def check_op_against_definition(block, idx: int, op) -> None:
+    """Slots hold what the op's definition allows (a required slot a var, a single slot at most one) and
+    attributes have the declared kind."""
+    opdef = registry.get(op.type)
+    if opdef is None:
+        return
+    where = op_location(block.idx, idx, op.type)
+    for slot_name in opdef.inputs:
+        slot, args = opdef.slots[slot_name], op.input(slot_name)
+        if not args and not slot.dispensable:
+            raise ProgramError(f"{where}: the required input slot '{slot_name}' is empty")
+        if len(args) > 1 and not slot.duplicable:
+            raise ProgramError(f"{where}: input slot '{slot_name}' takes one var, not {len(args)}")
+    problem = registry.attr_type_problem(op)
+    if problem:
+        raise ProgramError(f"{where}: {problem}")
+
+
 def check_shapes(program: Program) -> None:
-    """Run every registered inference over the program; raise on the first mismatch."""
+    """Check every op against its definition and run its inference; raise on the first problem."""
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
             if opdef is None or opdef.infer is None:
                 continue
+            check_op_against_definition(block, idx, op)
             ctx = InferContext(op, block, idx)
             if any(shape is None for slot in op.inputs for shape in ctx.shapes(slot)):
                 continue
-            for slot, result in opdef.infer(ctx).items():
+            try:
+                results = opdef.infer(ctx)
+            except ProgramError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - inputs the rule cannot read: say so, naming the op
+                ctx.fail(f"its shapes cannot be inferred from these inputs and attributes ({type(exc).__name__}: "
+                         f"{exc})")
+            for slot, result in results.items():
                 results = result if isinstance(result, list) else [result]
                 for name, (shape, _) in zip(op.output(slot), results):
                     var = block.find_var(name)

@@ -39,7 +39,7 @@ def _batch_norm_infer(ctx):
 # MeanOut/VarianceOut are the Mean/Variance vars, updated in place; the grad reads them (Paddle's
 # slot names) for the global-stats mode, SavedMean/SavedVariance (= 1/sqrt(var + eps)) otherwise.
 defop("batch_norm", ["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor?"],
-      ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"],
+      ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace?"],
       attrs={"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False,
              "trainable_statistics": False, "data_layout": "NCHW", "fuse_with_relu": False},
       no_grad_inputs=["Mean", "Variance", "MomentumTensor"],
@@ -87,7 +87,7 @@ defop("group_norm", ["X", "Scale?", "Bias?"], ["Y", "Mean", "Variance"],
 
 # ---------------------------------------------------------------- dropout
 # The grad reads the Mask (uint8), not X, so the same units are dropped forward and backward.
-defop("dropout", ["X", "Seed"], ["Out", "Mask"],
+defop("dropout", ["X", "Seed?"], ["Out", "Mask"],
       attrs={"dropout_prob": 0.5, "is_test": False, "fix_seed": False, "seed": 0,
              "dropout_implementation": "downgrade_in_infer"},
       no_grad_inputs=["Seed"], no_grad_outputs=["Mask"],

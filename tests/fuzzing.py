@@ -1,0 +1,331 @@
+"""Hostile inputs for the CLI contract (issue: zero internal errors, hangs or memory blowups).
+
+A case is a CLI command over copies of committed fixtures, one of them mutated at the byte level or
+at the protobuf / npz level. ``run_case`` runs it in a forked child (gradc already imported, so it
+starts at once) under a memory cap and a time limit, and ``verdict`` classifies what happened:
+
+    ok, error           the contract holds (exit 0, or exactly one `gradc: error:` line with exit 1/2)
+    internal, multiline, traceback, partial_output, accepted_invalid, timeout, crash   it does not
+
+Used by tests/test_fuzz.py (a short hypothesis run in `make test`) and tests/fuzz_run.py (`make fuzz`).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+import resource
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from gradc.proto import framework_pb2 as pb
+
+DATA = Path(__file__).parent / "data" / "paddle"
+MEMORY_CAP = 3 << 30          # the child's address space: a blowup dies here, not on the machine
+GRADC_LIMITS = ["--max-memory", "256M", "--max-iterations", "2000"]
+BAD = {"internal", "multiline", "traceback", "partial_output", "accepted_invalid", "timeout", "crash"}
+
+
+@dataclass
+class Case:
+    files: dict[str, bytes]       # name -> content, written into a fresh directory
+    args: list[str]               # the gradc command line (after the limits)
+    must_fail: bool = False       # the mutation makes the input invalid: exit 0 would accept it
+    output: str | None = None     # a file the command writes: absent unless it succeeds
+    label: str = ""
+
+
+@dataclass
+class Outcome:
+    code: int | None
+    stderr: str
+    seconds: float
+    output_written: bool
+    signal: int | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------ scenarios over the fixtures
+def _read(path: Path) -> bytes:
+    return path.read_bytes()
+
+
+@functools.cache
+def scenarios() -> tuple[Case, ...]:
+    """Unmutated commands over real Paddle programs; each mutation starts from one of these."""
+    mlp, cond, loop, conv = DATA / "mlp", DATA / "cond", DATA / "while_loop", DATA / "conv"
+    inference, sgd, pir = DATA / "inference", DATA / "train_sgd", DATA / "pir" / "mlp"
+    cases = []
+    for fixture, loss in ((mlp, "mean_0.tmp_0"), (cond, None), (loop, None), (conv, None)):
+        files = {"forward.pb": _read(fixture / "forward.pb"), "feed.npz": _read(fixture / "feed.npz"),
+                 "params.npz": _read(fixture / "params.npz")}
+        meta = json.loads((fixture / "meta.json").read_text())
+        loss = loss or meta["loss"]
+        cases.append(Case(files, ["compile", "forward.pb", "-o", "out.pb", "--loss", loss], output="out.pb"))
+        cases.append(Case(files, ["run", "forward.pb", "--feed", "feed.npz", "--params", "params.npz",
+                                  "--fetch", loss, "--out", "out.npz"], output="out.npz"))
+        cases.append(Case(files, ["check", "forward.pb", "--feed", "feed.npz", "--params", "params.npz",
+                                  "--loss", loss, "--max-elements", "2"]))
+    infer = {"model.pdmodel": _read(inference / "model.pdmodel"), "model.pdiparams": _read(inference / "model.pdiparams"),
+             "feed.npz": _read(inference / "feed.npz")}
+    cases.append(Case(infer, ["run", "model.pdmodel", "--params", "model.pdiparams", "--feed", "feed.npz"]))
+    cases.append(Case(infer, ["convert", "model.pdmodel", "out.pbtxt"], output="out.pbtxt"))
+    cases.append(Case(infer, ["show", "model.pdmodel"]))
+    train = {"train.pb": _read(sgd / "train.pb"), "startup.pb": _read(sgd / "startup.pb"),
+             "feed.npz": _read(sgd / "feed.npz"), "params.npz": _read(sgd / "params.npz")}
+    cases.append(Case(train, ["train", "train.pb", "--startup", "startup.pb", "--params", "params.npz",
+                              "--feed", "feed.npz", "--steps", "2", "--save-params", "out.npz"], output="out.npz"))
+    cases.append(Case({"forward.json": _read(pir / "forward.json"), "feed.npz": _read(pir / "feed.npz"),
+                       "params.npz": _read(pir / "params.npz")},
+                      ["run", "forward.json", "--feed", "feed.npz", "--params", "params.npz", "--fetch", "loss"]))
+    return tuple(cases)
+
+
+# ------------------------------------------------------------------ mutations
+def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
+    data = bytearray(data)
+    kind = rng.choice(["flip", "truncate", "insert", "zero", "duplicate"])
+    if not data or kind == "truncate":
+        return bytes(data[: rng.randrange(len(data) + 1)])
+    at = rng.randrange(len(data))
+    if kind == "flip":
+        for _ in range(rng.randint(1, 8)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    elif kind == "insert":
+        data[at:at] = bytes(rng.randrange(256) for _ in range(rng.randint(1, 16)))
+    elif kind == "zero":
+        data[at:at + rng.randint(1, 64)] = bytes(min(64, len(data) - at))
+    else:
+        data[at:at] = data[at:at + rng.randint(1, 256)]
+    return bytes(data)
+
+
+HUGE = [10**12, -7, 0, 2**31, 2**62]
+
+
+def mutate_program(data: bytes, rng: random.Random) -> tuple[bytes, str | None]:
+    """A structural change to a ProgramDesc, and when the result must be rejected: "load" (by every
+    command), "use" (by commands that compile or run it) or None (it may be valid)."""
+    msg = pb.ProgramDesc.FromString(data)
+    block = rng.choice(msg.blocks)
+    kind = rng.choice(["dims", "attr", "drop_arg", "rename_arg", "drop_op", "dup_op", "parent", "sub_block",
+                       "name", "deep", "dtype", "fill_huge", "slot"])
+    must_fail = None
+    ops, tensor_vars = list(block.ops), [v for v in block.vars if v.type.HasField("dense_tensor")]
+    if kind == "dims" and tensor_vars:
+        var = rng.choice(tensor_vars)
+        del var.type.dense_tensor.tensor.dims[:]
+        var.type.dense_tensor.tensor.dims.extend(rng.choice([[HUGE[0]], [-5, 3], [], [1] * 9]))
+    elif kind == "dtype" and tensor_vars:
+        rng.choice(tensor_vars).type.dense_tensor.tensor.data_type = rng.choice([0, 1, 2, 3, 6, 20, 25, 38])
+    elif kind == "attr" and ops:
+        op = rng.choice(ops)
+        if op.attrs:
+            attr = rng.choice(op.attrs)
+            if attr.type == pb.INT:
+                attr.i = rng.choice([2**31 - 1, -(2**31), -1, 0])
+            elif attr.type in (pb.INTS, pb.LONGS):
+                values = attr.ints if attr.type == pb.INTS else attr.longs
+                if values:
+                    values[rng.randrange(len(values))] = rng.choice([0, -3, 2**31 - 1 if attr.type == pb.INTS else 2**40])
+            elif attr.type == pb.FLOAT:
+                attr.f = rng.choice([float("nan"), float("inf"), -1e30, 0.0])
+            elif attr.type == pb.STRING:
+                attr.s = rng.choice(["", "NOPE", "x" * 300])
+            else:
+                attr.type = rng.choice([pb.INT, pb.STRING, pb.FLOATS])   # a value of the wrong kind
+    elif kind in ("drop_arg", "rename_arg", "slot") and ops:
+        op = rng.choice(ops)
+        slots = [s for s in list(op.inputs) + list(op.outputs) if s.arguments]
+        if slots:
+            slot = rng.choice(slots)
+            if kind == "drop_arg":
+                del slot.arguments[rng.randrange(len(slot.arguments))]
+            elif kind == "rename_arg":
+                slot.arguments[rng.randrange(len(slot.arguments))] = "no_such_var"
+                must_fail = "use"
+            else:
+                slot.parameter = rng.choice(["Nope", "X", "Out@GRAD"])
+    elif kind == "drop_op" and ops:
+        del block.ops[rng.randrange(len(ops))]
+    elif kind == "dup_op" and ops:
+        block.ops.add().CopyFrom(rng.choice(ops))
+    elif kind == "parent" and len(msg.blocks) > 1:
+        rng.choice(msg.blocks[1:]).parent_idx = rng.choice([-1, 99, len(msg.blocks) - 1])
+    elif kind == "sub_block":
+        for op in ops:
+            for attr in op.attrs:
+                if attr.type == pb.BLOCK:
+                    attr.block_idx = rng.choice([0, -1, 50, block.idx])
+    elif kind == "name" and ops:
+        rng.choice(ops).type = rng.choice(["relu\nrelu", "r\x00lu", "nosuchop"])
+    elif kind == "deep":
+        parent = len(msg.blocks) - 1
+        for _ in range(rng.choice([100, 1000])):
+            sub = msg.blocks.add(idx=len(msg.blocks), parent_idx=parent)
+            parent = sub.idx
+        must_fail = "load"
+    elif kind == "fill_huge":
+        op = block.ops.add(type="fill_constant")
+        op.outputs.add(parameter="Out", arguments=[tensor_vars[0].name if tensor_vars else "x"])
+        op.attrs.add(name="shape", type=pb.LONGS, longs=[10**6, 10**6])
+        op.attrs.add(name="dtype", type=pb.INT, i=5)
+        op.attrs.add(name="value", type=pb.FLOAT, f=1.0)
+    return msg.SerializeToString(), must_fail
+
+
+def mutate_npz(data: bytes, rng: random.Random, declared: dict[str, list[int]]) -> tuple[bytes, str | None]:
+    """An archive with one array changed (shape, dtype, header) or replaced; "use" when reading it must fail."""
+    import io
+
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    if not arrays:
+        return data, None
+    name = rng.choice(sorted(arrays))
+    kind = rng.choice(["shape", "dtype", "huge_header", "npy", "strings"])
+    must_fail = None
+    if kind == "shape":
+        arrays[name] = np.zeros(tuple(d + 1 for d in arrays[name].shape) or (2,), arrays[name].dtype)
+        must_fail = "use" if name in declared and all(d >= 0 for d in declared[name]) else None
+    elif kind == "dtype":
+        arrays[name] = arrays[name].astype(rng.choice(["float64", "int32", "bool", "complex64"]))
+    elif kind == "strings":
+        arrays[name] = np.array(["a", "b"])
+        must_fail = "use"
+    elif kind == "npy":
+        buffer = io.BytesIO()
+        np.save(buffer, arrays[name])
+        return buffer.getvalue(), "use"
+    else:
+        buffer = io.BytesIO()
+        np.savez(buffer, **arrays)
+        raw = buffer.getvalue()
+        return raw.replace(repr(tuple(arrays[name].shape)).encode(), b"(1000000000000,)", 1), None
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue(), must_fail
+
+
+def declared_shapes(program_bytes: bytes) -> dict[str, list[int]]:
+    try:
+        msg = pb.ProgramDesc.FromString(program_bytes)
+    except Exception:  # noqa: BLE001 - not a ProgramDesc (PIR JSON): no declared shapes to check against
+        return {}
+    return {v.name: list(v.type.dense_tensor.tensor.dims) for b in msg.blocks for v in b.vars
+            if v.type.HasField("dense_tensor")}
+
+
+RUNS = {"compile", "run", "check", "train"}   # commands that verify and execute what they read
+
+
+def mutated(base: Case, rng: random.Random) -> Case:
+    """One of the files the command reads, mutated."""
+    files = dict(base.files)
+    target = rng.choice(sorted(name for name in files if name in base.args))
+    must_fail = None
+    program = next((n for n in files if n.endswith((".pb", ".pdmodel"))), None)
+    level = rng.random()
+    if target.endswith((".pb", ".pdmodel")) and level < 0.6:
+        try:
+            files[target], must_fail = mutate_program(files[target], rng)
+        except Exception:  # noqa: BLE001 - a structural edit that protobuf refuses: mutate bytes instead
+            files[target] = mutate_bytes(files[target], rng)
+    elif target.endswith(".npz") and level < 0.6:
+        declared = declared_shapes(files[program]) if program else {}
+        files[target], must_fail = mutate_npz(files[target], rng, declared)
+    else:
+        files[target] = mutate_bytes(files[target], rng)
+    rejected = must_fail == "load" or (must_fail == "use" and base.args[0] in RUNS)
+    return Case(files, base.args, rejected, base.output, f"{' '.join(base.args[:2])} ~{target}")
+
+
+# ------------------------------------------------------------------ running and judging
+def run_case(case: Case, timeout: float = 30.0) -> Outcome:
+    """Run in a forked child under MEMORY_CAP and ``timeout``; the parent never runs gradc code."""
+    from gradc.cli import main
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, content in case.files.items():
+            Path(tmp, name).write_bytes(content)
+        err_path = Path(tmp, ".stderr")
+        start = time.monotonic()
+        pid = os.fork()
+        if pid == 0:   # the child: run the command, exit with its code
+            try:
+                os.chdir(tmp)
+                resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+                fd = os.open(err_path, os.O_WRONLY | os.O_CREAT)
+                os.dup2(fd, 2)
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                sys.argv = ["gradc", *GRADC_LIMITS, *case.args]
+                main()
+                os._exit(0)
+            except SystemExit as exit_:
+                os._exit(exit_.code if isinstance(exit_.code, int) else 1)
+            except BaseException:  # noqa: BLE001 - anything escaping main() is a contract breach
+                import traceback
+                traceback.print_exc()
+                os._exit(3)
+        code, sig = _wait(pid, timeout)
+        seconds = time.monotonic() - start
+        stderr = err_path.read_text(errors="replace") if err_path.exists() else ""
+        written = case.output is not None and Path(tmp, case.output).exists()
+        return Outcome(code, stderr, seconds, written, sig)
+
+
+def _wait(pid: int, timeout: float) -> tuple[int | None, int | None]:
+    deadline = time.monotonic() + timeout
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            if os.WIFSIGNALED(status):
+                return None, os.WTERMSIG(status)
+            return os.WEXITSTATUS(status), None
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return None, -1
+        time.sleep(0.005)
+
+
+def verdict(case: Case, outcome: Outcome) -> str:
+    lines = outcome.stderr.strip().splitlines()
+    if outcome.signal == -1:
+        return "timeout"
+    if outcome.signal is not None or outcome.code not in (0, 1, 2, 130):
+        return "crash" if "Traceback" not in outcome.stderr else "traceback"
+    if "Traceback" in outcome.stderr:
+        return "traceback"
+    if outcome.code == 0:
+        return "accepted_invalid" if case.must_fail else "ok"
+    if any("internal error" in line for line in lines):
+        return "internal"
+    if len(lines) != 1 or not lines[0].startswith("gradc: error: "):
+        return "multiline"
+    if outcome.output_written:
+        return "partial_output"
+    return "error"
+
+
+def cause(outcome: Outcome) -> str:
+    """The error line with numbers and quoted names folded, to count distinct causes."""
+    import re
+
+    line = (outcome.stderr.strip().splitlines() or [""])[-1]
+    return re.sub(r"'[^']*'|\d+", "#", line)[:160]
+
+
+def random_case(seed: int) -> Case:
+    rng = random.Random(seed)
+    base = rng.choice(scenarios())
+    return mutated(base, rng)
