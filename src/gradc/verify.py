@@ -56,6 +56,13 @@ def _nesting_depths(program: Program, source: str) -> list[int]:
     return depths
 
 
+_TEXT_ATTRS = {AttrType.STRING, AttrType.STRINGS, AttrType.VAR, AttrType.VARS}
+
+
+def _as_list(value) -> list:
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
 def _bad_name(name) -> bool:
     return type(name) is not str or not name.isprintable()
 
@@ -76,9 +83,11 @@ def _check_names(block, source: str) -> None:
                     if _bad_name(name):
                         raise ProgramError(f"{where} ({op.type}): slot {slot!r} names {name!r}, which is not "
                                            f"printable text")
-        for name in op.attrs:
+        for name, value in op.attrs.items():
             if _bad_name(name):
                 raise ProgramError(f"{where} ({op.type}): attribute name {name!r} is not printable text")
+            if op.attr_types[name] in _TEXT_ATTRS and not all(type(v) is str for v in _as_list(value)):
+                raise ProgramError(f"{where} ({op.type}): attribute '{name}' holds bytes that are not UTF-8 text")
 
 
 def _check_sub_block(program, block_idx, op_idx, op_type, attr, sub, source, depths) -> None:
@@ -101,7 +110,7 @@ def check_vars(program: Program) -> None:
             for direction, slots in (("reads", op.inputs), ("writes", op.outputs)):
                 for slot, args in slots.items():
                     for name in args:
-                        if name != EMPTY_VAR and block.find_var(name) is None:
+                        if name != EMPTY_VAR and block.visible_var(name) is None:
                             raise ProgramError(
                                 f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
                                 f"(slot {slot}), which is not declared in block {block.idx} "

@@ -11,19 +11,8 @@ def forward_name(grad: str) -> str:
 
 
 def lookup(block: Block, name: str) -> VarDesc | None:
-    """The var ``name`` as a backward block sees it: its own and its ancestors' vars, and for the
-    backward block of a control-flow op also those of the forward block it differentiates."""
-    program = block.program
-    current: Block | None = block
-    while current is not None:
-        var = current.vars.get(name)
-        forward = current.forward_block_idx
-        if var is None and forward is not None and forward >= 0:
-            var = program.blocks[forward].vars.get(name)
-        if var is not None:
-            return var
-        current = current.parent
-    return None
+    """The var ``name`` as a backward block sees it (Block.visible_var)."""
+    return block.visible_var(name)
 
 
 def derived_var(source: VarDesc, name: str) -> VarDesc:

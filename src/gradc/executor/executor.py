@@ -102,7 +102,7 @@ class Executor:
             listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
             raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
         for idx, op in enumerate(block.ops):
-            problem = registry.unsupported_setting(op) or registry.attr_type_problem(op)
+            problem = registry.unsupported_setting(op) or registry.attr_type_problem(op) or _undeclared(block, op)
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
         last_use: dict[str, int] = {}
@@ -152,6 +152,16 @@ class Executor:
                 _write(ctx, step.writes, results, scope, run_scope)
             for name in step.frees:
                 scope.vars.pop(name, None)
+
+
+def _undeclared(block: Block, op: OpDesc) -> str | None:
+    """A var the op reads or writes that no block it can see declares (Paddle would not run it either)."""
+    for slots, verb in ((op.inputs, "reads"), (op.outputs, "writes")):
+        for slot, args in slots.items():
+            for name in args:
+                if name != EMPTY_VAR and block.visible_var(name) is None:
+                    return f"{verb} var '{name}' (slot {slot}), which no block it can see declares"
+    return None
 
 
 def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: Scope) -> None:

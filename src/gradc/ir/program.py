@@ -172,6 +172,20 @@ class Block:
             block = block.parent
         return None
 
+    def visible_var(self, name: str) -> VarDesc | None:
+        """The var as ops of this block see it: like find_var, and a backward block (forward_block_idx set)
+        of a control-flow op also sees the vars of the forward block it differentiates, at each level."""
+        block: Block | None = self
+        while block is not None:
+            var = block.vars.get(name)
+            forward = block.forward_block_idx
+            if var is None and forward is not None and forward >= 0:
+                var = self.program.blocks[forward].vars.get(name)
+            if var is not None:
+                return var
+            block = block.parent
+        return None
+
     def var(self, name: str) -> VarDesc:
         var = self.find_var(name)
         if var is None:
