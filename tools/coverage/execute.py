@@ -1,0 +1,83 @@
+"""Run a built row in Paddle's executor: Paddle's loss and gradients, and a float64 check of
+Paddle's gradients against central differences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import paddle
+
+from .paddle_run import Built
+
+
+@dataclass
+class Values:
+    params: dict[str, np.ndarray]   # every persistable before the run (batch norm's running stats too)
+    loss: np.ndarray
+    grads: dict[str, np.ndarray]    # param grads and input grads
+    random: dict[str, np.ndarray]   # outputs of random ops
+
+
+def cast_floats(values: dict[str, np.ndarray], dtype: str) -> dict[str, np.ndarray]:
+    return {k: v.astype(dtype) if v.dtype.kind == "f" else v for k, v in values.items()}
+
+
+def persistables(program: paddle.static.Program, scope) -> dict[str, np.ndarray]:
+    return {v.name: np.array(scope.find_var(v.name).get_tensor()) for v in program.list_vars()
+            if v.persistable and v.name not in ("feed", "fetch") and scope.find_var(v.name) is not None}
+
+
+def set_values(scope, values: dict[str, np.ndarray]) -> None:
+    for name, value in values.items():
+        scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+
+
+def run(built: Built, feed: dict, seed: int, params: dict | None = None) -> Values:
+    """Initialise with the startup program (seeded), or with ``params`` when given, and run once."""
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        paddle.seed(seed)
+        executor.run(built.startup)
+        if params is not None:
+            set_values(scope, params)
+        before = persistables(built.main, scope)
+        grads = [g for _, g in built.params_grads] + list(built.input_grads.values())
+        fetch = [built.loss, *grads, *built.random_outputs]
+        values = executor.run(built.main, feed=feed, fetch_list=fetch)
+    n = 1 + len(grads)
+    return Values(before, values[0], dict(zip(grads, values[1:n])), dict(zip(built.random_outputs, values[n:])))
+
+
+def central_differences(built: Built, feed: dict, params: dict, grads: dict, samples: int = 4,
+                        h: float = 1e-6, seed: int = 0) -> dict[str, float]:
+    """Per gradient, the largest |analytic - numeric| / (1 + |numeric|) over a few sampled elements
+    of its var, the loss being evaluated by the forward program in float64."""
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    rng = np.random.default_rng(seed)
+    errors = {}
+    var_of = {g: p for p, g in built.params_grads} | {g: x for x, g in built.input_grads.items()}
+    for grad_name, analytic in grads.items():
+        var = var_of[grad_name]
+        base = feed[var] if var in feed else params[var]
+        worst = 0.0
+        for flat in rng.choice(base.size, min(samples, base.size), replace=False):
+            diffs = []
+            for step in (h, -h):
+                moved = base.copy()
+                moved.reshape(-1)[flat] += step
+                diffs.append(forward_loss(executor, built, {**feed, var: moved} if var in feed else feed,
+                                          {**params, var: moved} if var in params else params))
+            numeric = (diffs[0] - diffs[1]) / (2 * h)
+            worst = max(worst, abs(float(analytic.reshape(-1)[flat]) - numeric) / (1 + abs(numeric)))
+        errors[grad_name] = worst
+    return errors
+
+
+def forward_loss(executor, built: Built, feed: dict, params: dict) -> float:
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        set_values(scope, params)
+        (loss,) = executor.run(built.forward, feed=feed, fetch_list=[built.loss])
+    return float(loss)

@@ -1,0 +1,100 @@
+"""A coverage row is one Paddle layer, loss or model with the inputs it is fed; the row tables of
+the families (activations.py, conv.py, ...) are lists of one-line entries built with these helpers:
+
+    ("relu", lambda x: nn.ReLU()(x), f(2, 3))
+
+The builder's parameter names are the names of the program's data vars.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Input:
+    shape: tuple[int, ...]
+    kind: str = "normal"   # normal | positive | unit | ints | signs | soft | choice
+    high: int = 0          # ints: values in [0, high); choice: values in [0, high) or -100 (ignored)
+    grad: bool = True      # a float input Paddle differentiates (stop_gradient False)
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind not in ("ints", "choice")
+
+
+def f(*shape: int) -> Input:
+    """Standard normal values, differentiated."""
+    return Input(shape)
+
+
+def pos(*shape: int) -> Input:
+    """Values in [0.5, 2): inputs of log, sqrt, Poisson rates."""
+    return Input(shape, "positive")
+
+
+def unit(*shape: int, grad: bool = True) -> Input:
+    """Values in [0.05, 0.95): probabilities."""
+    return Input(shape, "unit", grad=grad)
+
+
+def ints(high: int, *shape: int) -> Input:
+    """int64 values in [0, high): class labels, ids."""
+    return Input(shape, "ints", high, grad=False)
+
+
+def some_ignored(high: int, *shape: int) -> Input:
+    """int64 labels in [0, high) with one -100 (the default ignore_index)."""
+    return Input(shape, "choice", high, grad=False)
+
+
+def signs(*shape: int) -> Input:
+    """+1 / -1 labels, not differentiated."""
+    return Input(shape, "signs", grad=False)
+
+
+def soft(*shape: int) -> Input:
+    """Probability rows over the last axis (soft labels), not differentiated."""
+    return Input(shape, "soft", grad=False)
+
+
+def weights(*shape: int) -> Input:
+    """Values in [0.5, 2), not differentiated: class weights, positive weights."""
+    return Input(shape, "positive", grad=False)
+
+
+def const(*shape: int) -> Input:
+    """Standard normal values, not differentiated (regression targets)."""
+    return Input(shape, grad=False)
+
+
+@dataclass(frozen=True)
+class Row:
+    id: str
+    build: Callable
+    inputs: tuple[Input, ...]
+    family: str
+
+    @property
+    def input_names(self) -> list[str]:
+        return list(inspect.signature(self.build).parameters)
+
+    @property
+    def code(self) -> str:
+        """The row's source line(s): `("relu", lambda x: nn.ReLU()(x), f(2, 3))`."""
+        return " ".join(line.strip() for line in inspect.getsource(self.build).splitlines()).rstrip(",")
+
+
+def table(family: str, *entries: tuple) -> list[Row]:
+    rows = [Row(entry[0], entry[1], tuple(entry[2:]), family) for entry in entries]
+    for row in rows:
+        assert len(row.input_names) == len(row.inputs), f"{row.id}: builder and inputs disagree"
+    return rows
+
+
+def evaluated(layer):
+    """The layer in eval mode (dropout off, batch norm on its running statistics)."""
+    layer.eval()
+    return layer
