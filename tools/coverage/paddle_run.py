@@ -16,8 +16,8 @@ from .legacy_shim import append, legacy_apis
 from .spec import Input, Row
 
 # Ops whose outputs are random draws: their outputs are recorded, gradc replays them.
-RANDOM_OPS = frozenset({"dropout", "rrelu", "uniform_random", "gaussian_random", "bernoulli", "randint",
-                        "randperm", "fractional_max_pool2d", "fractional_max_pool3d", "dropout_nd"})
+RANDOM_OPS = frozenset({"dropout", "dropout_nd", "rrelu", "uniform_random", "gaussian_random", "bernoulli", "randint",
+                        "randperm"})
 FLOAT_DTYPES = (paddle.float32, paddle.float64)
 
 
@@ -67,6 +67,7 @@ class Built:
     loss: str
     params_grads: list[tuple[str, str]]
     input_grads: dict[str, str]
+    outputs: list[str]                       # the row's float outputs (the loss weights' shapes)
     random_outputs: list[str] = field(default_factory=list)
     forward_ops: list[str] = field(default_factory=list)
     backward_ops: list[str] = field(default_factory=list)
@@ -99,16 +100,20 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
     n_forward = len(forward.global_block().ops)
     built = Built(main, startup, forward, loss.name, [(p.name, g.name) for p, g in params_grads],
                   {name: f"{name}@GRAD" for name in row.input_names if block.has_var(f"{name}@GRAD")},
+                  [out.name for out in outputs],
                   forward_ops=[op.type for op in ops[:n_forward]], backward_ops=[op.type for op in ops[n_forward:]])
-    built.random_outputs = [name for op in ops[:n_forward] if op.type in RANDOM_OPS for name in op.output_arg_names]
+    built.random_outputs = [name for op in ops[:n_forward] if is_random(op) for name in op.output_arg_names]
     return built
+
+
+def is_random(op) -> bool:
+    """A random op outside test mode (dropout with is_test draws nothing)."""
+    return op.type in RANDOM_OPS and not (op.has_attr("is_test") and op.attr("is_test"))
 
 
 def weighted_mean(outputs: list) -> paddle.static.Variable:
     terms = []
     for i, out in enumerate(outputs):
-        if any(d < 0 for d in out.shape):
-            raise ValueError(f"output {out.name} has an unknown dim: {out.shape}")
         weight = paddle.static.data(f"loss_w{i}", list(out.shape), out.dtype)
         terms.append(paddle.mean(append("elementwise_mul", {"X": out, "Y": weight}, {"axis": -1})))
     loss = terms[0]
@@ -117,8 +122,7 @@ def weighted_mean(outputs: list) -> paddle.static.Variable:
     return loss
 
 
-def loss_weights(built: Built, seed: int) -> dict[str, np.ndarray]:
+def loss_weights(shapes: list[tuple[int, ...]], seed: int) -> dict[str, np.ndarray]:
+    """The fixed random weights of the loss, one per output of the given shapes."""
     rng = np.random.default_rng(seed + 1)
-    block = built.main.global_block()
-    names = sorted(n for n in block.vars if n.startswith("loss_w"))
-    return {n: rng.standard_normal(block.var(n).shape).astype("float32") for n in names}
+    return {f"loss_w{i}": rng.standard_normal(shape).astype("float32") for i, shape in enumerate(shapes)}

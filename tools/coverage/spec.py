@@ -3,7 +3,8 @@ the families (activations.py, conv.py, ...) are lists of one-line entries built 
 
     ("relu", lambda x: nn.ReLU()(x), f(2, 3))
 
-The builder's parameter names are the names of the program's data vars.
+The builder's parameter names are the names of the program's data vars; parameters with defaults
+bind loop variables in generated rows (`lambda x, mode=mode: ...`).
 """
 
 from __future__ import annotations
@@ -79,7 +80,9 @@ class Row:
 
     @property
     def input_names(self) -> list[str]:
-        return list(inspect.signature(self.build).parameters)
+        """The builder's parameters without defaults (a default binds a loop variable)."""
+        parameters = inspect.signature(self.build).parameters.values()
+        return [p.name for p in parameters if p.default is inspect.Parameter.empty]
 
     @property
     def code(self) -> str:
