@@ -67,6 +67,7 @@ class Row:
 
 @dataclass
 class Outcome:
+    numbers: bool = True     # False for a program-only row: it matches when it compiles to Paddle's param grads
     compiles: bool = False
     runs: bool = False
     matches: bool = False
@@ -84,23 +85,25 @@ def op_types(program: gradc.Program) -> set[str]:
 
 def check(row: Row) -> Outcome:
     """Compile, run and compare one row; on failure, the first error and the op types to blame."""
-    outcome = Outcome()
+    outcome = Outcome(numbers=not row.meta.get("program_only"))
     program = gradc.load(row.dir / "forward.pb")
     undefined = {t for t in op_types(program) if registry.get(t) is None}
-    if undefined:
-        outcome.missing["definition"] = undefined
     try:
-        gradc.append_backward(program, loss=row.meta["loss"])
+        pairs = gradc.append_backward(program, loss=row.meta["loss"])
         outcome.compiles = True
     except gradc.GradcError as error:
         outcome.error = f"compile: {error}"
-        makers = set(re.findall(r"op \d+ \(([\w.]+)\)", str(error))) - undefined
-        if makers:
-            outcome.missing["grad maker"] = makers
-    no_kernel = {t for t in op_types(program) if t not in KERNELS} - undefined
-    if no_kernel:
-        outcome.missing["kernel"] = no_kernel
+        offenders = set(re.findall(r"op \d+ \(([\w.]+)\)", str(error))) if "no grad maker" in str(error) else set()
+        outcome.missing = {"definition": offenders & undefined, "grad maker": offenders - undefined}
+    if outcome.numbers:  # running needs every op defined, and a kernel for every op of the compiled program
+        outcome.missing["definition"] = undefined
+        outcome.missing["kernel"] = {t for t in op_types(program) if t not in KERNELS} - undefined
+    outcome.missing = {kind: types for kind, types in outcome.missing.items() if types}
     if not outcome.compiles:
+        return outcome
+    if not outcome.numbers:
+        outcome.matches = sorted(pairs) == sorted(map(tuple, row.meta["params_grads"]))
+        outcome.error = "" if outcome.matches else "compile: not the parameter gradients Paddle's backward computes"
         return outcome
     try:
         results = run(row, program)

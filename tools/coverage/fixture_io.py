@@ -2,6 +2,7 @@
 
     forward.pb  backward.pb  feed.npz  params.npz  grads.npz  loss.npy  meta.json
     random.npz              outputs of random ops (dropout masks), which gradc replays
+A row too big for numbers (a full-size model) keeps forward.pb and meta.json only.
     grads64.npz loss64.npy  Paddle's float64 run, where float32 rounding exceeds rtol 1e-5 / atol 1e-6
 """
 
@@ -18,11 +19,14 @@ from .paddle_run import Built
 
 
 def serialize(program: paddle.static.Program) -> bytes:
-    """The program without `op_callstack` (Python tracebacks: most of the bytes, none of the meaning)."""
+    """The program without its ops' runtime extras, as Paddle's own saving clips them
+    (Program._remove_training_info(clip_extra=True): op_callstack, with_quant_attr and each op's
+    extra attrs such as use_mkldnn), but keeping the vars' is_parameter and stop_gradient flags."""
     program = paddle.static.Program.parse_from_string(program.desc.serialize_to_string())
     for block in program.blocks:
         for op in block.ops:
-            op.desc.remove_attr("op_callstack")
+            for name in ["op_callstack", "with_quant_attr", *paddle.base.core.get_op_extra_attrs(op.type)]:
+                op.desc.remove_attr(name)
     return program.desc.serialize_to_string()
 
 
@@ -35,6 +39,13 @@ def fresh_dir(path: Path) -> Path:
 
 def write_failure(path: Path, meta: dict) -> None:
     (fresh_dir(path) / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def write_program_only(path: Path, built: Built, meta: dict) -> None:
+    """A row too big for numbers: its forward program and Paddle's op lists and parameter gradients."""
+    out = fresh_dir(path)
+    (out / "forward.pb").write_bytes(serialize(built.forward))
+    write_meta(out, built, {**meta, "program_only": True})
 
 
 def write_fixture(path: Path, built: Built, feed: dict, values, meta: dict, float64=None) -> None:
@@ -50,8 +61,12 @@ def write_fixture(path: Path, built: Built, feed: dict, values, meta: dict, floa
     if float64 is not None:
         np.savez_compressed(out / "grads64.npz", **float64.grads)
         np.save(out / "loss64.npy", float64.loss)
+    write_meta(out, built, meta)
+
+
+def write_meta(out: Path, built: Built, meta: dict) -> None:
     meta = {**meta, "paddle_version": paddle.__version__, "loss": built.loss,
             "params_grads": [list(pair) for pair in built.params_grads], "input_grads": built.input_grads,
-            "random_outputs": built.random_outputs, "ops_forward": built.forward_ops,
-            "ops_backward": built.backward_ops}
+            "random_outputs": built.random_outputs, "ops_forward": sorted(set(built.forward_ops)),
+            "ops_backward": sorted(set(built.backward_ops))}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")

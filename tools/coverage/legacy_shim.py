@@ -72,6 +72,8 @@ SHIMS = {
     "sum": _sum,
     "logsumexp": _logsumexp,
     "amax": _reduce("reduce_amax"),
+    "all": _reduce("reduce_all"),
+    "any": _reduce("reduce_any"),
     "amin": _reduce("reduce_amin"),
     "tril": _triangle(True),
     "triu": _triangle(False),
@@ -82,12 +84,14 @@ SHIMS = {
 
 @functools.cache
 def _places() -> list[tuple[object, str, str, object]]:
-    """(module, attribute, API, builtin) for every paddle module attribute holding one of the
-    builtins: some modules import them by name (`from paddle._C_ops import gelu, sigmoid`)."""
+    """(owner, attribute, API, builtin) for every paddle module attribute holding one of the builtins
+    (some modules import them by name: `from paddle._C_ops import gelu`), and Variable's methods
+    that are the builtins themselves (`x.sum()` then passes no tensor at all)."""
     builtins = {id(getattr(paddle._C_ops, name)): name for name in SHIMS}
-    return [(module, attr, builtins[id(value)], value)
-            for module_name, module in list(sys.modules.items()) if module_name.startswith("paddle") and module
-            for attr, value in list(vars(module).items()) if id(value) in builtins]
+    owners = [m for name, m in list(sys.modules.items()) if name.startswith("paddle") and m]
+    owners.append(paddle.base.framework.Variable)
+    return [(owner, attr, builtins[id(value)], value)
+            for owner in owners for attr, value in list(vars(owner).items()) if id(value) in builtins]
 
 
 @contextmanager

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import zlib
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import paddle
@@ -32,8 +32,10 @@ def make_feed(row: Row) -> dict[str, np.ndarray]:
 
 def sample(spec: Input, rng: np.random.Generator) -> np.ndarray:
     shape = spec.shape
+    if spec.kind == "given":
+        return spec.value.astype("float32") if spec.is_float else spec.value
     if spec.kind == "ints":
-        return rng.integers(0, spec.high, shape).astype("int64")
+        return rng.integers(0, spec.high, shape).astype(spec.int_dtype)
     if spec.kind == "choice":
         labels = rng.integers(0, spec.high, shape).astype("int64")
         labels.reshape(-1)[0] = -100
@@ -68,9 +70,9 @@ class Built:
     params_grads: list[tuple[str, str]]
     input_grads: dict[str, str]
     outputs: list[str]                       # the row's float outputs (the loss weights' shapes)
-    random_outputs: list[str] = field(default_factory=list)
-    forward_ops: list[str] = field(default_factory=list)
-    backward_ops: list[str] = field(default_factory=list)
+    random_outputs: list[str]                # outputs of random ops, recorded for gradc to replay
+    forward_ops: list[str]                   # op types, every block
+    backward_ops: list[str]                  # op types append_backward added, backward blocks included
 
 
 def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
@@ -84,7 +86,7 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
         with unique_name.guard(), paddle.static.program_guard(main, startup), apis:
             inputs = []
             for name, spec in zip(row.input_names, row.inputs):
-                var = paddle.static.data(name, list(spec.shape), dtype if spec.is_float else "int64")
+                var = paddle.static.data(name, list(spec.shape), dtype if spec.is_float else spec.int_dtype)
                 var.stop_gradient = not spec.grad
                 inputs.append(var)
             outputs = float_outputs(row.build(*inputs))
@@ -96,14 +98,13 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
     finally:
         paddle.set_default_dtype("float32")
     block = main.global_block()
-    ops = block.ops
-    n_forward = len(forward.global_block().ops)
-    built = Built(main, startup, forward, loss.name, [(p.name, g.name) for p, g in params_grads],
-                  {name: f"{name}@GRAD" for name in row.input_names if block.has_var(f"{name}@GRAD")},
-                  [out.name for out in outputs],
-                  forward_ops=[op.type for op in ops[:n_forward]], backward_ops=[op.type for op in ops[n_forward:]])
-    built.random_outputs = [name for op in ops[:n_forward] if is_random(op) for name in op.output_arg_names]
-    return built
+    forward_ops = block.ops[:len(forward.global_block().ops)]
+    backward_ops = block.ops[len(forward_ops):] + [op for b in main.blocks[len(forward.blocks):] for op in b.ops]
+    return Built(main, startup, forward, loss.name, [(p.name, g.name) for p, g in params_grads],
+                 {name: f"{name}@GRAD" for name in row.input_names if block.has_var(f"{name}@GRAD")},
+                 [out.name for out in outputs],
+                 [name for op in forward_ops if is_random(op) for name in op.output_arg_names],
+                 [op.type for b in forward.blocks for op in b.ops], [op.type for op in backward_ops])
 
 
 def is_random(op) -> bool:

@@ -11,18 +11,24 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+import numpy as np
 
 
 @dataclass(frozen=True)
 class Input:
     shape: tuple[int, ...]
-    kind: str = "normal"   # normal | positive | unit | ints | signs | soft | choice
+    kind: str = "normal"   # normal | positive | unit | ints | signs | soft | choice | given
     high: int = 0          # ints: values in [0, high); choice: values in [0, high) or -100 (ignored)
     grad: bool = True      # a float input Paddle differentiates (stop_gradient False)
+    int_dtype: str = "int64"
+    value: np.ndarray | None = field(default=None, compare=False)   # given: the values themselves
 
     @property
     def is_float(self) -> bool:
+        if self.kind == "given":
+            return self.value.dtype.kind == "f"
         return self.kind not in ("ints", "choice")
 
 
@@ -41,9 +47,15 @@ def unit(*shape: int, grad: bool = True) -> Input:
     return Input(shape, "unit", grad=grad)
 
 
-def ints(high: int, *shape: int) -> Input:
-    """int64 values in [0, high): class labels, ids."""
-    return Input(shape, "ints", high, grad=False)
+def ints(high: int, *shape: int, dtype: str = "int64") -> Input:
+    """Integer values in [0, high): class labels, ids."""
+    return Input(shape, "ints", high, grad=False, int_dtype=dtype)
+
+
+def given(values, dtype: str) -> Input:
+    """These exact values (label layouts a random draw would not make), not differentiated."""
+    array = np.array(values, dtype=dtype)
+    return Input(array.shape, "given", grad=False, int_dtype=dtype, value=array)
 
 
 def some_ignored(high: int, *shape: int) -> Input:
@@ -77,6 +89,7 @@ class Row:
     build: Callable
     inputs: tuple[Input, ...]
     family: str
+    numbers: bool = True   # False: too big for a fixture's numbers; only the programs and op lists are kept
 
     @property
     def input_names(self) -> list[str]:
@@ -90,8 +103,8 @@ class Row:
         return " ".join(line.strip() for line in inspect.getsource(self.build).splitlines()).rstrip(",")
 
 
-def table(family: str, *entries: tuple) -> list[Row]:
-    rows = [Row(entry[0], entry[1], tuple(entry[2:]), family) for entry in entries]
+def table(family: str, *entries: tuple, numbers: bool = True) -> list[Row]:
+    rows = [Row(entry[0], entry[1], tuple(entry[2:]), family, numbers) for entry in entries]
     for row in rows:
         assert len(row.input_names) == len(row.inputs), f"{row.id}: builder and inputs disagree"
     return rows
