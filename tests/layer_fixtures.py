@@ -163,13 +163,16 @@ def agrees(ours: np.ndarray, paddle32: np.ndarray, paddle64: np.ndarray | None) 
 
 
 def compare(row: Row, results: dict[str, np.ndarray]) -> str:
-    """'' when the loss and every gradient agree with Paddle; else the first that does not."""
-    grads64, loss64 = row.npz("grads64"), row.npy("loss64")
+    """'' when the loss and every gradient agree with Paddle; else the first that does not. Where
+    Paddle's gradient is wrong (grads_reference.npz: float64 central differences), with the reference."""
+    grads64, loss64, reference = row.npz("grads64"), row.npy("loss64"), row.npz("grads_reference")
     expected = [(row.meta["loss"], row.npy("loss"), loss64),
-                *((name, grad, grads64.get(name)) for name, grad in row.npz("grads").items())]
+                *((name, reference.get(name, grad), None if name in reference else grads64.get(name))
+                  for name, grad in row.npz("grads").items())]
     for name, paddle32, paddle64 in expected:
         ours = np.asarray(results[name])
         if not agrees(ours, paddle32, paddle64):
             worst = np.abs(ours - paddle32).max() if ours.shape == paddle32.shape else f"shape {ours.shape}"
-            return f"{name} differs from Paddle's (max abs diff {worst})"
+            whose = "the central-difference reference" if name in reference else "Paddle's"
+            return f"{name} differs from {whose} (max abs diff {worst})"
     return ""

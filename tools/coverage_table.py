@@ -109,17 +109,22 @@ def notes(rows: dict[str, Row]) -> list[str]:
         for api in meta.get("legacy_shim", []):
             shimmed[api].append(row_id)
             errors.setdefault(api, meta["paddle_legacy_error"])
-        flagged = meta.get("float64", {}).get("suspicious")
-        if flagged:
-            suspicious.append(f"- `{row_id}`: {', '.join(flagged)}")
+        float64 = meta.get("float64", {})
+        if float64.get("suspicious"):
+            verdict = (f"Paddle is wrong, gradc must match `grads_reference.npz`: {float64['paddle_wrong']}"
+                       if "paddle_wrong" in float64 else
+                       f"by design, gradc follows Paddle: {float64['by_design']}" if "by_design" in float64 else
+                       "not explained yet")
+            suspicious.append(f"- `{row_id}` ({', '.join(float64['suspicious'])}): {verdict}")
     lines = ["## Built through the legacy shim", "",
              "Paddle 3.3.1 builds these APIs only as PIR ops: in legacy static mode they raise (e.g. "
              f"`{short(next(iter(errors.values()), ''), 120)}`). `tools/coverage/legacy_shim.py` appends the legacy "
              "op Paddle 2.x wrote for them, so the rows below still hold Paddle's own programs and gradients.", ""]
     lines += [f"- `{api}`: {', '.join(f'`{r}`' for r in row_ids_)}" for api, row_ids_ in sorted(shimmed.items())]
     lines += ["", "## Paddle's gradient against float64 central differences", "",
-              "Every row is also run in float64; these gradients disagree with central differences of Paddle's "
-              "own forward (see the implementers' notes in the report):", "", *suspicious, ""]
+              "Every row is also run in float64 and its gradients are sampled against central differences of "
+              "Paddle's own forward (a kink, such as relu of an exact zero, accepts any slope between its two "
+              "sides). These disagree:", "", *suspicious, ""]
     return lines
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import paddle
-from coverage import execute, fixture_io, op_protos, paddle_run
+from coverage import execute, fixture_io, known_issues, op_protos, paddle_run
 from coverage.catalogue import ROWS
 from coverage.spec import Row
 
@@ -72,10 +72,10 @@ def build_row(row: Row, out: Path) -> str:
     except Exception as error:  # noqa: BLE001 - Paddle's own failure is the row's result
         fixture_io.write_failure(out, {**meta, "paddle_error": one_line(error)})
         return f"paddle cannot: {one_line(error)}"
-    float64 = None
+    float64 = reference = None
     if not built.random_outputs:
-        float64, meta["float64"] = float64_run(row, feed, values, seed, shim)
-    fixture_io.write_fixture(out, built, feed, values, meta, float64)
+        float64, meta["float64"], reference = float64_run(row, feed, values, seed, shim)
+    fixture_io.write_fixture(out, built, feed, values, meta, float64, reference)
     flagged = meta.get("float64", {}).get("suspicious")
     return (f"loss {float(values.loss):.6f}, {len(values.grads)} grads, ops {sorted(set(built.forward_ops))}"
             + (f"; Paddle's gradient of {flagged} disagrees with central differences" if flagged else ""))
@@ -83,20 +83,28 @@ def build_row(row: Row, out: Path) -> str:
 
 def float64_run(row: Row, feed: dict, values: execute.Values, seed: int, shim: set | None):
     """Paddle's float64 run of the same case: kept when float32 rounding exceeds the tolerance; its
-    gradients are also checked against central differences (Paddle's own gradient can be wrong)."""
+    gradients are also checked against central differences (Paddle's own gradient can be wrong).
+    Returns the run to keep (or None), the report for meta.json, and for a row where Paddle is known
+    wrong the reference gradients (central differences of every element of each flagged gradient)."""
     try:
         built = paddle_run.build(row, "float64", None if shim is None else set())
         feed64, params64 = execute.cast_floats(feed, "float64"), execute.cast_floats(values.params, "float64")
         run64 = execute.run(built, feed64, seed, params=params64)
         numeric = execute.central_differences(built, feed64, params64, run64.grads, seed=seed)
     except Exception as error:  # noqa: BLE001
-        return None, {"error": one_line(error)}
+        return None, {"error": one_line(error)}, None
     f32_error = {name: float(np.abs(values.grads[name] - g).max(initial=0)) for name, g in run64.grads.items()}
     f32_error["loss"] = float(np.abs(values.loss - run64.loss).max())
     matters = not close(values.loss, run64.loss) or any(not close(values.grads[n], g) for n, g in run64.grads.items())
-    report = {"stored": matters, "paddle_f32_error": f32_error, "numeric_error": numeric,
-              "suspicious": sorted(n for n, e in numeric.items() if e > NUMERIC_SUSPICIOUS)}
-    return (run64 if matters else None), report
+    suspicious = sorted(n for n, e in numeric.items() if e > NUMERIC_SUSPICIOUS)
+    report = {"stored": matters, "paddle_f32_error": f32_error, "numeric_error": numeric, "suspicious": suspicious}
+    reference = None
+    if row.id in known_issues.PADDLE_WRONG:
+        report["paddle_wrong"] = known_issues.PADDLE_WRONG[row.id]
+        reference = {g: execute.numeric_gradient(built, feed64, params64, g) for g in suspicious}
+    elif row.id in known_issues.PADDLE_BY_DESIGN:
+        report["by_design"] = known_issues.PADDLE_BY_DESIGN[row.id]
+    return (run64 if matters else None), report, reference
 
 
 def main() -> None:

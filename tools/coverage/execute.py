@@ -109,6 +109,23 @@ def central_differences(built: Built, feed: dict, params: dict, grads: dict, sam
     return errors
 
 
+def numeric_gradient(built: Built, feed: dict, params: dict, grad_name: str, h: float = 1e-6) -> np.ndarray:
+    """Every element of one gradient by central differences of the float64 forward program."""
+    var = {g: p for p, g in built.params_grads}.get(grad_name) or grad_name.removesuffix("@GRAD")
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    base = feed[var] if var in feed else params[var]
+    gradient = np.zeros_like(base)
+    for flat in range(base.size):
+        losses = []
+        for step in (h, -h):
+            moved = base.copy()
+            moved.reshape(-1)[flat] += step
+            losses.append(forward_loss(executor, built, {**feed, var: moved} if var in feed else feed,
+                                       {**params, var: moved} if var in params else params))
+        gradient.reshape(-1)[flat] = (losses[0] - losses[1]) / (2 * h)
+    return gradient
+
+
 def forward_loss(executor, built: Built, feed: dict, params: dict) -> float:
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):

@@ -4,6 +4,7 @@
     random.npz              outputs of random ops (dropout masks), which gradc replays
 A row too big for numbers (a full-size model) keeps forward.pb and meta.json only.
     grads64.npz loss64.npy  Paddle's float64 run, where float32 rounding exceeds rtol 1e-5 / atol 1e-6
+    grads_reference.npz     where Paddle's gradient is wrong (known_issues.py): central differences in float64
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def write_program_only(path: Path, built: Built, meta: dict) -> None:
     write_meta(out, built, {**meta, "program_only": True})
 
 
-def write_fixture(path: Path, built: Built, feed: dict, values, meta: dict, float64=None) -> None:
+def write_fixture(path: Path, built: Built, feed: dict, values, meta: dict, float64=None, reference=None) -> None:
     out = fresh_dir(path)
     (out / "forward.pb").write_bytes(serialize(built.forward))
     (out / "backward.pb").write_bytes(serialize(built.main))
@@ -61,6 +62,8 @@ def write_fixture(path: Path, built: Built, feed: dict, values, meta: dict, floa
     if float64 is not None:
         np.savez_compressed(out / "grads64.npz", **float64.grads)
         np.save(out / "loss64.npy", float64.loss)
+    if reference:
+        np.savez_compressed(out / "grads_reference.npz", **reference)
     write_meta(out, built, meta)
 
 

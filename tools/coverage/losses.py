@@ -119,11 +119,15 @@ MARGIN = table(
 SEQUENCE = table(
     "loss",
     ("ctc_loss", lambda logp, labels, in_len, label_len: nn.CTCLoss()(logp, labels, in_len, label_len),
-     f(5, 2, 4), ints(3, 2, 2, dtype="int32"), given([5, 4], "int64"), given([2, 1], "int64")),
+     f(5, 2, 4), given([[1, 2], [3, 3]], "int32"), given([5, 4], "int64"), given([2, 1], "int64")),
     ("ctc_loss_sum_norm_by_times",
      lambda logp, labels, in_len, label_len: nn.CTCLoss(reduction="sum")(logp, labels, in_len, label_len, True),
-     f(5, 2, 4), ints(3, 2, 2, dtype="int32"), given([5, 5], "int64"), given([2, 2], "int64")),
+     f(5, 2, 4), given([[2, 1], [3, 3]], "int32"), given([5, 5], "int64"), given([2, 2], "int64")),
     ("rnnt_loss", lambda x, label, in_len, label_len: nn.RNNTLoss()(F.log_softmax(x), label, in_len, label_len),
+     f(2, 4, 3, 5), given([[1, 2], [3, 1]], "int32"), given([4, 3], "int32"), given([2, 2], "int32")),
+    ("rnnt_loss_no_fastemit_sum",
+     lambda x, label, in_len, label_len: nn.RNNTLoss(fastemit_lambda=0.0, reduction="sum")(
+         F.log_softmax(x), label, in_len, label_len),
      f(2, 4, 3, 5), given([[1, 2], [3, 1]], "int32"), given([4, 3], "int32"), given([2, 2], "int32")),
 )
 
