@@ -1,5 +1,6 @@
 """Rows: the activation layers of paddle.nn, with their options."""
 
+import paddle
 from paddle import nn
 
 from .spec import evaluated, f, table
@@ -25,6 +26,7 @@ ROWS = table(
     ("prelu_all", lambda x: nn.PReLU()(x), f(2, 3, 4, 4)),
     ("prelu_channel", lambda x: nn.PReLU(3, 0.2)(x), f(2, 3, 4, 4)),
     ("prelu_channel_nhwc", lambda x: nn.PReLU(3, 0.2, data_format="NHWC")(x), f(2, 4, 4, 3)),
+    ("prelu_element", lambda x: paddle.static.nn.prelu(x, "element"), f(2, 3, 2, 2)),
     ("relu", lambda x: nn.ReLU()(x), f(2, 5)),
     ("relu6", lambda x: nn.ReLU6()(x * 4), f(2, 5)),
     ("rrelu_eval", lambda x: evaluated(nn.RReLU(0.1, 0.3))(x), f(2, 5)),

@@ -1,6 +1,6 @@
 """Write a row's fixture directory (the layout of tools/paddle_fixtures.py's `build`):
 
-    forward.pb  backward.pb  feed.npz  params.npz  grads.npz  loss.npy  meta.json
+    forward.pb  backward.pb  feed.npz  params.npz (if any)  grads.npz  loss.npy  meta.json
     random.npz              outputs of random ops (dropout masks), which gradc replays
 A row too big for numbers (a full-size model) keeps forward.pb and meta.json only.
     grads64.npz loss64.npy  Paddle's float64 run, where float32 rounding exceeds rtol 1e-5 / atol 1e-6
@@ -54,7 +54,8 @@ def write_fixture(path: Path, built: Built, feed: dict, values, meta: dict, floa
     (out / "forward.pb").write_bytes(serialize(built.forward))
     (out / "backward.pb").write_bytes(serialize(built.main))
     np.savez_compressed(out / "feed.npz", **feed)
-    np.savez_compressed(out / "params.npz", **values.params)
+    if values.params:  # a row without parameters has no params.npz
+        np.savez_compressed(out / "params.npz", **values.params)
     np.savez_compressed(out / "grads.npz", **values.grads)
     np.save(out / "loss.npy", values.loss)
     if values.random:

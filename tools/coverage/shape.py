@@ -2,7 +2,7 @@
 
 from paddle import nn
 
-from .spec import f, table
+from .spec import f, given, table
 
 PADDING = table(
     "padding",
@@ -47,6 +47,12 @@ UPSAMPLE = table(
      f(1, 2, 3, 3)),
     ("upsample_trilinear_ndhwc", lambda x: nn.Upsample(scale_factor=2, mode="trilinear", data_format="NDHWC")(x),
      f(1, 2, 2, 2, 2)),
+    ("upsample_bilinear_out_size_tensor", lambda x, size: nn.Upsample(size=size, mode="bilinear")(x),
+     f(2, 2, 3, 3), given([5, 4], "int32")),
+    ("upsample_nearest_size_tensor_list", lambda x, height: nn.Upsample(size=[height, 4])(x),
+     f(2, 2, 3, 3), given([5], "int32")),
+    ("upsample_bilinear_scale_tensor", lambda x, scale: nn.Upsample(scale_factor=scale, mode="bilinear")(x),
+     f(2, 2, 3, 3), given([2.0, 1.5], "float32")),
     ("upsampling_nearest2d", lambda x: nn.UpsamplingNearest2D(scale_factor=2)(x), f(2, 2, 3, 3)),
     ("upsampling_bilinear2d", lambda x: nn.UpsamplingBilinear2D(size=[5, 6])(x), f(2, 2, 3, 3)),
 )
