@@ -1,0 +1,8 @@
+"""Every coverage row, family by family."""
+
+from . import activations, conv, losses, misc, models, models_full, norms, sequence, shape
+
+ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *sequence.ROWS, *losses.ROWS,
+        *models.ROWS, *models_full.ROWS]
+
+assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"
