@@ -349,7 +349,7 @@ def test_logical_ops(type, fn):
 
 
 def test_increment_keeps_the_dtype_and_comparisons_have_no_gradient():
-    """(increment's gradient is the identity: tests/test_math_family.py)"""
+    """(increment's gradient is the identity: tests/test_activation_math_family.py)"""
     net = Net()
     i = net.constant(3)
     net.increment(i, step=2.0)

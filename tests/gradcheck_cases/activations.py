@@ -2,7 +2,7 @@
 ThresholdedReLU, PReLU, Maxout, RReLU and F.gumbel_softmax emit, and relu6's threshold and swish's beta.
 
 Inputs keep a margin from every kink. rrelu's training mode and gumbel_softmax draw fresh noise each run,
-which central differences cannot follow: tests/test_activation_ops.py checks them with the noise pinned;
+which central differences cannot follow: tests/test_activation_math_family.py checks them with the noise pinned;
 here rrelu runs in test mode and gumbel_softmax in hard mode with logits far apart (a constant one-hot).
 """
 
