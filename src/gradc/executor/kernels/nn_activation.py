@@ -39,7 +39,7 @@ def _alpha_grad(k, x, alpha, d):
     part = np.where(x > 0, 0, x * d)
     mode = k.attr("mode")
     if mode == "all":
-        return part.sum().reshape(alpha.shape).astype(alpha.dtype, copy=False)
+        return part.sum().reshape(alpha.shape)
     if mode == "channel":
         axis = 1 if k.attr("data_format") == "NCHW" else x.ndim - 1
         return part.sum(axis=tuple(i for i in range(x.ndim) if i != axis)).reshape(alpha.shape)
@@ -61,27 +61,30 @@ def prelu_grad(k):
 
 
 # ---------------------------------------------------------------- maxout
+def _channel_axis(k, x) -> int:
+    return normalize_axis(k.attr("axis"), x.ndim)
+
+
 def _grouped(k, x):
-    """X as [N, C / groups, groups, ...] with the channel axis moved to 1."""
-    channels_first = np.moveaxis(x, normalize_axis(k.attr("axis"), x.ndim), 1)
-    groups = k.attr("groups")
-    return channels_first.reshape(x.shape[0], -1, groups, *channels_first.shape[2:])
+    """X as [N, C / groups, groups, spatial...]: the channel axis moved to 1 and split into its groups."""
+    channels_first = np.moveaxis(x, _channel_axis(k, x), 1)
+    return channels_first.reshape(x.shape[0], -1, k.attr("groups"), *channels_first.shape[2:])
 
 
 @kernel("maxout")
 def maxout(k):
     x = k.x("X")
-    return {"Out": np.moveaxis(_grouped(k, x).max(axis=2), 1, normalize_axis(k.attr("axis"), x.ndim))}
+    return {"Out": np.moveaxis(_grouped(k, x).max(axis=2), 1, _channel_axis(k, x))}
 
 
 @kernel("maxout_grad")
 def maxout_grad(k):
-    x, axis = k.x("X"), normalize_axis(k.attr("axis"), k.x("X").ndim)
-    grouped = _grouped(k, x)
-    first_max = np.arange(grouped.shape[2]).reshape(1, 1, -1, *[1] * (grouped.ndim - 3)) == \
-        np.expand_dims(grouped.argmax(axis=2), 2)
-    d = np.expand_dims(np.moveaxis(k.x("Out@GRAD"), axis, 1), 2)
-    dx = np.where(first_max, d, 0).reshape(x.shape[0], -1, *grouped.shape[3:])
+    x = k.x("X")
+    grouped, axis = _grouped(k, x), _channel_axis(k, x)
+    first_max = np.zeros(grouped.shape, bool)
+    np.put_along_axis(first_max, np.expand_dims(grouped.argmax(axis=2), 2), True, axis=2)
+    dout = np.expand_dims(np.moveaxis(k.x("Out@GRAD"), axis, 1), 2)
+    dx = np.where(first_max, dout, 0).reshape(x.shape[0], -1, *grouped.shape[3:])
     return {"X@GRAD": np.moveaxis(dx, 1, axis)}
 
 
