@@ -60,6 +60,22 @@ def test_draws_differ_between_runs():
     assert not np.array_equal(run_op("gumbel_softmax", {"X": x})[0], run_op("gumbel_softmax", {"X": x})[0])
 
 
+def test_maxout_gives_a_tied_maximums_gradient_to_the_first_as_paddle():
+    """Paddle 3.3.1: X [1, 1, 0.5, 2] in groups of 2 -> X@GRAD [1, 0, 0, 1]."""
+    program = Program()
+    block = program.global_block
+    block.create_var("x", [1, 4, 1, 1], F64, is_parameter=True, persistable=True)
+    block.create_var("out", [1, 2, 1, 1], F64)
+    block.create_var("loss", [], F64)
+    block.append_op("maxout", {"X": ["x"]}, {"Out": ["out"]}, {"groups": 2})
+    block.append_op("reduce_sum", {"X": ["out"]}, {"Out": ["loss"]}, {"reduce_all": True})
+    append_backward(program, "loss")
+    scope = Scope()
+    scope["x"] = np.array([1.0, 1.0, 0.5, 2.0]).reshape(1, 4, 1, 1)
+    (grad,) = gradc.Executor().run(program, {}, ["x@GRAD"], scope)
+    assert grad.reshape(-1).tolist() == [1.0, 0.0, 0.0, 1.0]
+
+
 def test_relu6_threshold_and_swish_beta_are_honoured():
     """Paddle 3.3.1 ignores both (extra attributes); Paddle 2.x computed with them, as gradc does."""
     x = np.linspace(-8, 8, 9)

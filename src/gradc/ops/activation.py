@@ -63,8 +63,6 @@ activation("hard_sigmoid", "Out", attrs={"slope": 0.2, "offset": 0.5})
 activation("hard_swish", "X", attrs={"threshold": 6.0, "scale": 6.0, "offset": 3.0})
 activation("softsign", "X")
 activation("relu6", "Out", attrs={"threshold": 6.0})   # min(max(x, 0), threshold)
-
-
 activation("brelu", "X", attrs={"t_min": 0.0, "t_max": 24.0})       # nn.Hardtanh: clip to [t_min, t_max]
 activation("celu", "X", attrs={"alpha": 1.0}, rules=[("alpha", lambda a: a != 0, "nonzero")])
 activation("hard_shrink", "X", attrs={"threshold": 0.5})             # x where |x| > threshold, else 0
