@@ -63,7 +63,7 @@ def test_grad_ops_read_the_forward_values_paddle_reads(op_type, reads):
 
 def test_legacy_attribute_defaults():
     assert registry.get("hard_sigmoid").attrs == {"slope": 0.2, "offset": 0.5}
-    assert registry.get("relu6").attrs == {} and registry.get("swish").attrs == {}
+    assert registry.get("relu6").attrs == {"threshold": 6.0} and registry.get("swish").attrs == {"beta": 1.0}
     assert registry.get("leaky_relu").attrs == {"alpha": 0.02}
     assert registry.get("gelu").attrs == {"approximate": False}
     assert registry.get("matmul").attrs == {"transpose_X": False, "transpose_Y": False, "alpha": 1.0, "head_number": 1}
@@ -77,9 +77,10 @@ def test_sign_grad_is_a_zero_scale():
     assert grad.attrs["scale"] == 0.0
 
 
-def test_integer_valued_binary_ops_have_no_grad_and_python_semantics():
-    for op_type in ("elementwise_mod", "elementwise_floordiv"):
-        assert not registry.get(op_type).differentiable
+def test_floordiv_has_no_grad_mod_has_paddles_remainder_grad_and_both_follow_python():
+    assert not registry.get("elementwise_floordiv").differentiable
+    (grad,) = grad_ops("elementwise_mod", {"X": [4], "Y": [4]})
+    assert (grad.type, sorted(grad.inputs)) == ("remainder_grad", ["Out@GRAD", "X", "Y"])
     x, y = np.array([7.0, -7.0, 7.5, -7.5]), np.array([3.0, 3.0, -2.0, -2.0])
     for op_type, expected in (("elementwise_mod", x % y), ("elementwise_floordiv", x // y)):
         (out,) = Executor().run(one_op(op_type, {"X": [4], "Y": [4]}), {"x": x, "y": y}, ["out"], Scope())

@@ -1,5 +1,12 @@
-"""Activations. Each grad op reads the forward slots Paddle's `<type>_grad` reads: Out where the
-derivative is a function of the output (X can then be freed early), X otherwise."""
+"""Elementwise activations. Each grad op reads the forward slots Paddle's `<type>_grad` reads: Out where
+the derivative is a function of the output (X can then be freed early), X otherwise.
+
+Attributes out of range fail in inference where Paddle rejects them (its op or its Python API) or where
+the function is undefined: celu's alpha 0 divides by zero, softshrink's negative lambda makes Paddle's
+kernel add both branches. `relu6.threshold` and `swish.beta` are honoured (docs/ops-activation-math.md):
+Paddle 3.3.1 marks them extra and ignores them, Paddle 2.x computed with them; their defaults give
+Paddle 3.3.1's fixed functions, so every program 3.3.1 writes computes the same.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,20 @@ from ..registry import defgrad, defop, grad_op
 from .infer import same_as
 
 
-def activation(name: str, *uses: str, attrs: dict | None = None) -> None:
-    """An elementwise X -> Out op whose `<name>_grad` reads the forward slots ``uses``."""
-    defop(name, ["X"], attrs=attrs, infer=_along_axis if "axis" in (attrs or {}) else same_as("X"),
-          grad=grad_op(*uses))
+def activation(name: str, *uses: str, attrs: dict | None = None, rules=()) -> None:
+    """An elementwise X -> Out op whose `<name>_grad` reads the forward slots ``uses``; its attributes
+    must pass ``rules``, each (attribute, test, the requirement in words)."""
+    infer = _along_axis if "axis" in (attrs or {}) else _checked(rules) if rules else same_as("X")
+    defop(name, ["X"], attrs=attrs, infer=infer, grad=grad_op(*uses))
+
+
+def _checked(rules):
+    def infer(ctx):
+        for name, test, requirement in rules:
+            if not test(ctx.attr(name)):
+                ctx.fail(f"attribute {name}={ctx.attr(name)!r} is out of range: it must be {requirement}")
+        return same_as("X")(ctx)
+    return infer
 
 
 def _along_axis(ctx):
@@ -40,9 +57,20 @@ activation("gelu", "X", attrs={"approximate": False})
 activation("leaky_relu", "X", attrs={"alpha": 0.02})
 activation("elu", "X", "Out", attrs={"alpha": 1.0})
 activation("silu", "X", "Out")
-activation("swish", "X")                        # x * sigmoid(x): the legacy op has no beta
+activation("swish", "X", attrs={"beta": 1.0})   # x * sigmoid(beta * x)
 activation("softplus", "X", attrs={"beta": 1.0, "threshold": 20.0})
 activation("hard_sigmoid", "Out", attrs={"slope": 0.2, "offset": 0.5})
 activation("hard_swish", "X", attrs={"threshold": 6.0, "scale": 6.0, "offset": 3.0})
 activation("softsign", "X")
-activation("relu6", "Out")                      # Paddle 3.x: no threshold attribute, the cap is 6
+activation("relu6", "Out", attrs={"threshold": 6.0})   # min(max(x, 0), threshold)
+activation("brelu", "X", attrs={"t_min": 0.0, "t_max": 24.0})       # nn.Hardtanh: clip to [t_min, t_max]
+activation("celu", "X", attrs={"alpha": 1.0}, rules=[("alpha", lambda a: a != 0, "nonzero")])
+activation("hard_shrink", "X", attrs={"threshold": 0.5})             # x where |x| > threshold, else 0
+activation("logsigmoid", "X")
+activation("mish", "X", attrs={"threshold": 20.0})                   # x tanh(softplus(x)), softplus(x) = x past it
+# selu_grad reads Out, which tells the two branches apart only for scale > 0 and alpha >= 0
+activation("selu", "Out", attrs={"alpha": 1.6732631921768188, "scale": 1.0507010221481323},
+           rules=[("scale", lambda v: v > 0, "> 0"), ("alpha", lambda v: v >= 0, ">= 0")])
+activation("softshrink", "X", attrs={"lambda": 0.5}, rules=[("lambda", lambda v: v >= 0, ">= 0")])
+activation("tanh_shrink", "X")                                       # x - tanh(x)
+activation("thresholded_relu", "X", attrs={"threshold": 1.0, "value": 0.0})   # x past threshold, else value

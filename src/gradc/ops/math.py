@@ -1,4 +1,10 @@
-"""Arithmetic: elementwise_*, mul, matmul(_v2), bmm, scale, sum, unary math, clip, where, cumsum."""
+"""Arithmetic: elementwise_*, mul, matmul(_v2), bmm, bilinear_tensor_product, scale, sum, unary math, clip,
+where, cumsum.
+
+Integer values get no gradient: an integer result is a piecewise constant function of anything it is
+computed from, so its derivative is zero wherever it exists (docs/ops-activation-math.md). Paddle runs
+grad kernels on integer vars whose stop_gradient is cleared; gradc's backward passes them by.
+"""
 
 from __future__ import annotations
 
@@ -19,8 +25,11 @@ for _name in ("elementwise_add", "elementwise_sub", "elementwise_mul", "elementw
               "elementwise_pow"):
     defop(_name, ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=grad_op("X", "Y"))
 defop("elementwise_div", ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=grad_op("X", "Y", "Out"))
-for _name in ("elementwise_mod", "elementwise_floordiv"):  # piecewise constant in Y, integer-valued: no grad
-    defop(_name, ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=NO_GRAD)
+# floor(x / y) is piecewise constant: no gradient. x mod y = x - y floor(x / y) is not: Paddle's maker
+# emits remainder_grad (dX = dOut, dY = -floor(x / y) dOut), for which Paddle 3.3.1 has no CPU kernel.
+defop("elementwise_floordiv", ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=NO_GRAD)
+defop("elementwise_mod", ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer,
+      grad=grad_op("X", "Y", grad_type="remainder_grad"))
 
 
 def _mul_infer(ctx):
@@ -74,14 +83,42 @@ def _bmm_infer(ctx):
 defop("bmm", ["X", "Y"], infer=_bmm_infer, grad=grad_op("X", "Y"))
 
 
+def _bilinear_infer(ctx):
+    x, y, w = ctx.shape("X"), ctx.shape("Y"), ctx.shape("Weight")
+    if len(x) != 2 or len(y) != 2 or len(w) != 3:
+        ctx.fail(f"bilinear_tensor_product takes X [B, M], Y [B, N] and Weight [K, M, N], got {x}, {y} and {w}")
+    if not (dims_match(x[0], y[0]) and dims_match(x[1], w[1]) and dims_match(y[1], w[2])):
+        ctx.fail(f"X {x}, Y {y} and Weight {w} do not match: X [B, M], Y [B, N], Weight [K, M, N]")
+    if ctx.has("Bias") and (len(ctx.shape("Bias")) != 2 or not dims_match(ctx.shape("Bias")[0], 1)
+                            or not dims_match(ctx.shape("Bias")[1], w[0])):
+        ctx.fail(f"Bias must be a row [1, {w[0]}], got {ctx.shape('Bias')}")
+    return {"Out": ([x[0] if x[0] >= 0 else y[0], w[0]], ctx.dtype("X"))}
+
+
+# nn.Bilinear: Out[b, k] = X[b] . Weight[k] . Y[b] + Bias[0, k]
+defop("bilinear_tensor_product", ["X", "Y", "Weight", "Bias?"], infer=_bilinear_infer,
+      grad=grad_op("X", "Y", "Weight"))
+
+
 def _scale_grad(g):
-    """d(scale*x + b) = scale * dOut: the grad of scale is a scale (no new kernel)."""
-    return [g.op("scale", {"X": g.OG("Out")}, {"Out": g.IG("X")},
+    """d(scale x + b) = scale dOut: the grad of scale is a scale (no new kernel), by the ScaleTensor when
+    there is one. Paddle's maker also passes the BiasTensor on, which then adds the bias to the gradient
+    (a Paddle bug); gradc does not."""
+    return [g.op("scale", {"X": g.OG("Out"), "ScaleTensor": g.I("ScaleTensor")}, {"Out": g.IG("X")},
                  {"scale": g.attr("scale"), "bias": 0.0, "bias_after_scale": True})]
 
 
-defop("scale", ["X"], attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-      infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X"))}, grad=_scale_grad)
+def _scale_infer(ctx):
+    for slot in ("ScaleTensor", "BiasTensor"):
+        if ctx.has(slot) and not dims_match(numel(ctx.shape(slot)), 1):
+            ctx.fail(f"{slot} must hold one value, but has shape {ctx.shape(slot)}")
+    return {"Out": (ctx.shape("X"), ctx.dtype("X"))}
+
+
+# Out = scale * X + bias (bias_after_scale) or scale * (X + bias); ScaleTensor and BiasTensor, one value
+# each, override the attributes. Paddle gives them no gradient.
+defop("scale", ["X", "ScaleTensor?", "BiasTensor?"], attrs={"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
+      infer=_scale_infer, no_grad_inputs=["ScaleTensor", "BiasTensor"], grad=_scale_grad)
 
 
 def _sum_grad(g):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..registry import defop, grad_op
+from ..ir import AttrType, VarType
+from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import normalize_axis, value_error
 
 REDUCE_ATTRS = {"dim": [0], "keep_dim": False, "reduce_all": False, "in_dtype": -1, "out_dtype": -1}
@@ -18,20 +19,33 @@ def reduced_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
     return tuple(sorted(axes)) if rank else ()  # dim 0 or -1 of a 0-d X: nothing to fold
 
 
-def _reduce_infer(ctx):
+def _reduce_infer(ctx, dtype=None):
     shape = ctx.shape("X")
     axes = reduced_axes(ctx.attr, len(shape), ctx.fail)
     if ctx.attr("keep_dim"):
         out = [1 if i in axes else d for i, d in enumerate(shape)]
     else:
         out = [d for i, d in enumerate(shape) if i not in axes]
-    return {"Out": (out, ctx.dtype("X"))}
+    return {"Out": (out, dtype or ctx.dtype("X"))}
+
+
+def _logical_reduce_infer(ctx):
+    """A bool Out; axes in AxisTensor(List) are known at run time only (then keep_dim keeps the rank)."""
+    if ctx.has("AxisTensor") or ctx.has("AxisTensorList"):
+        return {"Out": ([-1] * len(ctx.shape("X")) if ctx.attr("keep_dim") else None, VarType.BOOL)}
+    return _reduce_infer(ctx, VarType.BOOL)
 
 
 for _name in ("reduce_sum", "reduce_mean"):
     defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X"))
 for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with / divide by Out
     defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X", "Out"))
+
+# Whether every / any element along the axes is nonzero. AxisTensor (the axes) or AxisTensorList (one axis
+# per tensor) overrides dim, as the slots say; Paddle 3.3.1's kernels ignore them (docs/ops-activation-math.md).
+for _name in ("reduce_all", "reduce_any"):
+    defop(_name, ["X", "AxisTensor?", "AxisTensorList[]?"], attrs={**REDUCE_ATTRS, "dim": typed([0], AttrType.LONGS)},
+          infer=_logical_reduce_infer, grad=NO_GRAD)
 
 defop("mean", ["X"], infer=lambda ctx: {"Out": ([], ctx.dtype("X"))}, grad=grad_op("X"))
 

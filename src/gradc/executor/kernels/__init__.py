@@ -37,6 +37,7 @@ def load_all() -> None:
         loss,
         math,
         nn,
+        nn_activation,
         optimizer,
         reduce,
         shape,

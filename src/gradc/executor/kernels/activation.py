@@ -85,12 +85,61 @@ unary("leaky_relu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * x),
       lambda x, d, k: np.where(x > 0, d, k.attr("alpha") * d))
 unary("elu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0))),
       lambda x, d, k: np.where(x > 0, d, d * (k.x("Out") + k.attr("alpha"))))
-for _name in ("silu", "swish"):   # the same function: x * sigmoid(x)
-    unary(_name, lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+unary("silu", lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+
+
+def _swish_grad(x, d, k):
+    beta = k.attr("beta")
+    s = sigmoid(beta * x)
+    return d * s * (1 + beta * x * (1 - s))
+
+
+unary("swish", lambda x, k: x * sigmoid(k.attr("beta") * x), _swish_grad)
 unary("softplus", lambda x, k: _softplus(x, k.attr("beta"), k.attr("threshold")),
       lambda x, d, k: np.where(k.attr("beta") * x > k.attr("threshold"), d, d * sigmoid(k.attr("beta") * x)))
 unary("hard_sigmoid", lambda x, k: np.clip(k.attr("slope") * x + k.attr("offset"), 0, 1),
       lambda out, d, k: d * k.attr("slope") * ((out > 0) & (out < 1)), uses="Out")
 unary("hard_swish", _hard_swish, _hard_swish_grad)
 unary("softsign", lambda x, k: x / (1 + np.abs(x)), lambda x, d, k: d / (1 + np.abs(x)) ** 2)
-unary("relu6", lambda x, k: np.clip(x, 0, 6), lambda out, d, k: d * ((out > 0) & (out < 6)), uses="Out")
+unary("relu6", lambda x, k: np.minimum(np.maximum(x, 0), k.attr("threshold")),
+      lambda out, d, k: d * ((out > 0) & (out < k.attr("threshold"))), uses="Out")
+
+
+def _within(x, k, low: str, high: str):
+    return (x > k.attr(low)) & (x < k.attr(high))
+
+
+unary("brelu", lambda x, k: np.minimum(np.maximum(x, k.attr("t_min")), k.attr("t_max")),
+      lambda x, d, k: d * _within(x, k, "t_min", "t_max"))
+# celu: x for x > 0, alpha (exp(x / alpha) - 1) otherwise (either sign of alpha)
+unary("celu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0) / k.attr("alpha"))),
+      lambda x, d, k: np.where(x > 0, d, d * np.exp(np.minimum(x, 0) / k.attr("alpha"))))
+unary("hard_shrink", lambda x, k: np.where(np.abs(x) > k.attr("threshold"), x, 0),
+      lambda x, d, k: d * (np.abs(x) > k.attr("threshold")))
+unary("logsigmoid", lambda x, k: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), lambda x, d, k: d * sigmoid(-x))
+
+
+def _mish_softplus(x, k):
+    return np.where(x > k.attr("threshold"), x, np.logaddexp(0, x))
+
+
+def _mish_grad(x, d, k):
+    t = np.tanh(_mish_softplus(x, k))
+    return d * (t + x * (1 - t * t) * np.where(x > k.attr("threshold"), 1, sigmoid(x)))
+
+
+unary("mish", lambda x, k: x * np.tanh(_mish_softplus(x, k)), _mish_grad)
+unary("selu", lambda x, k: k.attr("scale") * np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0))),
+      lambda out, d, k: np.where(out > 0, d * k.attr("scale"), d * (out + k.attr("scale") * k.attr("alpha"))),
+      uses="Out")
+
+
+def _softshrink(x, k):
+    shift = k.attr("lambda")
+    return np.where(x > shift, x - shift, np.where(x < -shift, x + shift, 0))
+
+
+unary("softshrink", _softshrink, lambda x, d, k: d * (np.abs(x) > k.attr("lambda")))
+unary("tanh_shrink", lambda x, k: x - np.tanh(x), lambda x, d, k: d * np.tanh(x) ** 2)
+unary("thresholded_relu", lambda x, k: np.where(x > k.attr("threshold"), x, k.attr("value")),
+      lambda x, d, k: d * (x > k.attr("threshold")))

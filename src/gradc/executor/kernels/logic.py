@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ExecutionError
 from . import kernel
 from .broadcast import align
 
@@ -36,4 +37,16 @@ def logical_not(k):
 @kernel("increment")
 def increment(k):
     x = k.x("X")
-    return {"Out": (x + k.attr("step")).astype(x.dtype)}
+    step = k.attr("step")
+    return {"Out": x + (x.dtype.type(step) if np.issubdtype(x.dtype, np.integer) else step)}
+
+
+@kernel("assert")
+def assert_(k):
+    if bool(np.asarray(k.x("Cond")).reshape(-1)[0]):
+        return {}
+    count = k.attr("summarize")
+    shown = [f"{name} {list(np.shape(value))}: {np.asarray(value).reshape(-1)[:None if count < 0 else count]}"
+             for name, value in zip(k.op.input("Data"), k.xs("Data"))]
+    raise ExecutionError(f"{k.where}: assertion failed: Cond '{k.op.input('Cond')[0]}' is false"
+                         + "".join(f"; {line}" for line in shown))

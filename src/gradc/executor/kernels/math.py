@@ -26,12 +26,31 @@ def _binary(name, fn):
 _binary("elementwise_add", np.add)
 _binary("elementwise_sub", np.subtract)
 _binary("elementwise_mul", np.multiply)
-_binary("elementwise_div", np.divide)
+
+
+def _integer_safe(fn):
+    """``fn`` for floats; for integers after a check for zero divisors, which Paddle reports too."""
+    def apply(x, y):
+        if np.issubdtype(np.result_type(x, y), np.integer) and not np.all(y):
+            raise ValueError("integer division by zero")
+        return fn(x, y)
+    return apply
+
+
+def _divide(x, y):
+    """Paddle's division: true division of floats, integers rounded toward zero (as C does)."""
+    if not np.issubdtype(np.result_type(x, y), np.integer):
+        return np.divide(x, y)
+    quotient = np.floor_divide(x, y)
+    return quotient + ((quotient < 0) & (quotient * y != x))
+
+
+_binary("elementwise_div", _integer_safe(_divide))
 _binary("elementwise_max", np.maximum)
 _binary("elementwise_min", np.minimum)
 _binary("elementwise_pow", np.power)
-_binary("elementwise_mod", np.mod)                # the sign of Y, as Python's %
-_binary("elementwise_floordiv", np.floor_divide)  # rounds toward -inf
+_binary("elementwise_mod", _integer_safe(np.mod))                # the sign of Y, as Python's %
+_binary("elementwise_floordiv", _integer_safe(np.floor_divide))  # rounds toward -inf
 
 
 def _binary_grad(name, dx, dy):
@@ -52,6 +71,8 @@ _binary_grad("elementwise_div_grad", lambda x, y, d: d / y, lambda x, y, d: -d *
 # Ties go to Y, as in Paddle's kernels.
 _binary_grad("elementwise_max_grad", lambda x, y, d: d * (x > y), lambda x, y, d: d * (x <= y))
 _binary_grad("elementwise_min_grad", lambda x, y, d: d * (x < y), lambda x, y, d: d * (x >= y))
+# x mod y = x - y floor(x / y)
+_binary_grad("remainder_grad", lambda x, y, d: d, lambda x, y, d: -d * np.floor_divide(x, y))
 # d(x^y)/dy = x^y log x, whose limit at x = 0 is 0 (log(1) stands in there).
 _binary_grad("elementwise_pow_grad", lambda x, y, d: d * y * np.power(x, y - 1),
              lambda x, y, d: d * np.power(x, y) * np.log(np.where(x == 0, 1, x)))
@@ -157,9 +178,33 @@ kernel("bmm")(lambda k: {"Out": k.x("X") @ k.x("Y")})
 kernel("bmm_grad")(lambda k: _matmul_grads(k, k.x("X"), k.x("Y"), k.x("Out@GRAD"), False, False))
 
 
+@kernel("bilinear_tensor_product")
+def bilinear_tensor_product(k):
+    out = np.einsum("bm,kmn,bn->bk", k.x("X"), k.x("Weight"), k.x("Y"))
+    bias = k.optional("Bias")
+    return {"Out": out if bias is None else out + bias}
+
+
+@kernel("bilinear_tensor_product_grad")
+def bilinear_tensor_product_grad(k):
+    x, y, w, d = k.x("X"), k.x("Y"), k.x("Weight"), k.x("Out@GRAD")
+    return k.grads({"X@GRAD": lambda: np.einsum("bk,kmn,bn->bm", d, w, y),
+                    "Y@GRAD": lambda: np.einsum("bk,kmn,bm->bn", d, w, x),
+                    "Weight@GRAD": lambda: np.einsum("bk,bm,bn->kmn", d, x, y),
+                    "Bias@GRAD": lambda: d.sum(axis=0, keepdims=True)})
+
+
+def _scalar(k, slot: str, attr: str, dtype):
+    """The slot's one value when given, else the attribute; Paddle casts both to an integer X's dtype."""
+    tensor = k.optional(slot)
+    value = tensor.reshape(-1)[0] if tensor is not None else k.attr(attr)
+    return dtype.type(value) if np.issubdtype(dtype, np.integer) else float(value)
+
+
 @kernel("scale")
 def scale(k):
-    x, s, b = k.x("X"), k.attr("scale"), k.attr("bias")
+    x = k.x("X")
+    s, b = _scalar(k, "ScaleTensor", "scale", x.dtype), _scalar(k, "BiasTensor", "bias", x.dtype)
     out = x * s + b if k.attr("bias_after_scale") else (x + b) * s
     return {"Out": out.astype(x.dtype, copy=False)}
 

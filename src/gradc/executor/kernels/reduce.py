@@ -46,6 +46,19 @@ def reduce_mean_grad(k):
     return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x) / count}
 
 
+def _logical_axes(k, x):
+    """The axes of reduce_all / reduce_any: AxisTensor or AxisTensorList when given, else dim."""
+    tensors = [k.optional("AxisTensor")] if k.has("AxisTensor") else k.xs("AxisTensorList")
+    if not tensors:
+        return _axes(k, x)
+    dims = [int(d) for t in tensors for d in np.asarray(t).reshape(-1)]
+    return reduced_axes(lambda name: dims if name == "dim" else k.attr(name), x.ndim)
+
+
+kernel("reduce_all")(lambda k: {"Out": np.all(k.x("X"), axis=_logical_axes(k, k.x("X")), keepdims=k.attr("keep_dim"))})
+kernel("reduce_any")(lambda k: {"Out": np.any(k.x("X"), axis=_logical_axes(k, k.x("X")), keepdims=k.attr("keep_dim"))})
+
+
 @kernel("mean")
 def mean(k):
     return {"Out": np.mean(k.x("X"))}
