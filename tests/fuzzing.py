@@ -74,8 +74,7 @@ def scenarios() -> tuple[Case, ...]:
                                   "--fetch", loss, "--out", "out.npz"], output="out.npz"))
         cases.append(Case(files, ["check", "forward.pb", "--feed", "feed.npz", "--params", "params.npz",
                                   "--loss", loss, "--max-elements", "2"]))
-    infer = {"model.pdmodel": _read(inference / "model.pdmodel"), "model.pdiparams": _read(inference / "model.pdiparams"),
-             "feed.npz": _read(inference / "feed.npz")}
+    infer = {name: _read(inference / name) for name in ("model.pdmodel", "model.pdiparams", "feed.npz")}
     cases.append(Case(infer, ["run", "model.pdmodel", "--params", "model.pdiparams", "--feed", "feed.npz"]))
     cases.append(Case(infer, ["convert", "model.pdmodel", "out.pbtxt"], output="out.pbtxt"))
     cases.append(Case(infer, ["show", "model.pdmodel"]))
@@ -135,7 +134,8 @@ def mutate_program(data: bytes, rng: random.Random) -> tuple[bytes, str | None]:
             elif attr.type in (pb.INTS, pb.LONGS):
                 values = attr.ints if attr.type == pb.INTS else attr.longs
                 if values:
-                    values[rng.randrange(len(values))] = rng.choice([0, -3, 2**31 - 1 if attr.type == pb.INTS else 2**40])
+                    big = 2**31 - 1 if attr.type == pb.INTS else 2**40
+                    values[rng.randrange(len(values))] = rng.choice([0, -3, big])
             elif attr.type == pb.FLOAT:
                 attr.f = rng.choice([float("nan"), float("inf"), -1e30, 0.0])
             elif attr.type == pb.STRING:

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from contextlib import contextmanager
 
 from ..errors import GradError
-from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program
+from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name
 from ..shapes import numel
 from . import roles
 from .emit import emit_grad_ops
@@ -52,6 +52,16 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
     raise GradError(f"loss '{loss}' is not written by any op of block 0 (candidates: {candidates})")
 
 
+def _check_float(block: Block, names: list[str], what: str) -> None:
+    """A gradient is asked for only of float vars: integer and bool values are piecewise constant, so gradc
+    (unlike Paddle, which runs integer grad kernels) differentiates through none of them."""
+    for name in names:
+        var = block.find_var(name)
+        if var.dtype not in FLOAT_DTYPES:
+            raise GradError(f"{what} '{name}' is {dtype_name(var.dtype)}: gradc computes gradients of float vars "
+                            f"only (an integer value's derivative is zero wherever it exists)")
+
+
 def _seed(block: Block, loss: str) -> OpDesc:
     """d(loss)/d(loss) = 1: Paddle's fill_constant of the loss's shape, or, when the shape has an
     unknown (batch) dim, ones shaped like the loss at run time."""
@@ -91,6 +101,8 @@ def append_backward(program: Program, loss: str | None = None,
     unknown = [p for p in params if block.find_var(p) is None]
     if unknown:
         raise GradError(f"parameter(s) not declared in block 0: {', '.join(unknown)}")
+    if parameter_list is not None:
+        _check_float(block, params, "parameter")
     no_grad = set(no_grad_set or ()) | (set(all_params) - set(params))
 
     seed = _seed(block, loss)
@@ -142,6 +154,7 @@ def gradients(program: Program, loss: str, inputs: Iterable[str],
               no_grad_set: Iterable[str] | None = None) -> list[str | None]:
     """Append the backward of ``loss`` and return the grad var of each input (None: no gradient)."""
     inputs = list(inputs)
+    _check_float(program.global_block, [name for name in inputs if program.global_block.find_var(name)], "input")
     append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set)
     block = program.global_block
     return [name + "@GRAD" if block.find_var(name + "@GRAD") is not None else None for name in inputs]
