@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: venv test demo proto lint bench clean
+.PHONY: venv test demo proto lint bench fuzz clean
 
 venv: $(STAMP)
 
@@ -38,6 +38,10 @@ bench: venv
 	$(BIN)/python benchmarks/compile_scaling.py --out benchmarks/results/compile_scaling.txt
 	$(BIN)/python benchmarks/conv2d.py --out benchmarks/results/conv2d.txt
 	$(BIN)/python benchmarks/while_memory.py --out benchmarks/results/while_memory.txt
+
+# Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
+fuzz: venv
+	$(BIN)/python tests/fuzz_run.py --count 10000 --out fuzz-results.txt
 
 clean:
 	rm -rf $(VENV) build

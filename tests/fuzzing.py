@@ -267,6 +267,8 @@ def run_case(case: Case, timeout: float = 30.0) -> Outcome:
                 os.dup2(fd, 2)
                 devnull = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(devnull, 1)
+                sys.stderr = open(2, "w", closefd=False)   # not a test runner's capture object
+                sys.stdout = open(1, "w", closefd=False)
                 sys.argv = ["gradc", *GRADC_LIMITS, *case.args]
                 main()
                 os._exit(0)
