@@ -31,6 +31,7 @@ def load_all() -> None:
         activation,
         control_flow,
         conv,
+        hsigmoid,
         index,
         io,
         logic,
@@ -39,6 +40,7 @@ def load_all() -> None:
         nn,
         optimizer,
         reduce,
+        sequence_loss,
         shape,
         tensor,
     )
