@@ -13,6 +13,7 @@ import pytest
 
 import gradc
 from gradc.errors import GradcError
+from gradc.gradcheck import compare_program
 
 DATA = Path(__file__).parent / "data" / "paddle" / "ops" / "loss"
 META = json.loads((DATA / "cases.json").read_text())
@@ -26,7 +27,10 @@ PENDING = {
     "multi_label_soft_margin_weight_mean": "logsigmoid",
     "multi_margin_mean": "index_sample",
 }
-CASES = [c for c in META["cases"] if c["name"] not in PENDING]
+# Paddle's hierarchical_sigmoid_grad ignores its forward's clip of the logits to [-40, 40] (a TODO in its
+# kernel): beyond the clip the loss is flat, and gradc's gradient, checked by central differences, is 0.
+PADDLE_WRONG = {"hsigmoid_saturated"}
+CASES = [c for c in META["cases"] if c["name"] not in PENDING.keys() | PADDLE_WRONG]
 PENDING_CASES = [c for c in META["cases"] if c["name"] in PENDING]
 
 
@@ -73,6 +77,20 @@ def test_compiled_by_gradc_matches_paddle(case):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c["name"])
 def test_paddles_own_backward_program_runs_in_gradc(case):
     assert_matches_paddle(case, run(case, gradc.load(DATA / f"{case['name']}.backward.pb")))
+
+
+@pytest.mark.parametrize("name", sorted(PADDLE_WRONG))
+def test_where_paddles_gradient_is_wrong_gradc_follows_central_differences(name):
+    case = next(c for c in META["cases"] if c["name"] == name)
+    results = run(case, compiled(case))
+    np.testing.assert_allclose(results[case["loss"]], arrays(name)["loss"], rtol=1e-12)
+    params, feed = _part(name, "param/"), _part(name, "feed/")
+    wrt = [g.removesuffix("@GRAD") for g in case["grads"]]
+    grads, checks = compare_program(gradc.load(DATA / f"{name}.forward.pb"), feed, wrt, case["loss"], params,
+                                    eps=1e-4)
+    assert all(check.mismatch is None for check in checks), [c for c in checks if c.mismatch]
+    paddle = _part(name, "grad/")
+    assert any(not np.allclose(results[g], paddle[g]) for g in case["grads"])
 
 
 @pytest.mark.parametrize("case", PENDING_CASES, ids=lambda c: c["name"])

@@ -54,9 +54,9 @@ def signs(i, *shape):
     return i.data("label", i.rng.choice([-1.0, 1.0], shape))
 
 
-def hsigmoid(i, custom=False, **options):
+def hsigmoid(i, custom=False, scale=1.0, **options):
     """HSigmoidLoss: 5 features, 6 classes on the default tree, or a custom tree of path_table/path_code."""
-    x, label = i.randn("x", 4, 5), i.ints("label", [[0], [5], [3], [2]])
+    x, label = i.randn("x", 4, 5, scale=scale), i.ints("label", [[0], [5], [3], [2]])
     if not custom:
         return nn.HSigmoidLoss(5, 6, **options)(x, label)
     table = i.ints("path_table", [[0, 1, -1], [0, 2, 4], [0, 1, 3], [0, 2, -1]])  # node ids; -1 ends a path
@@ -192,6 +192,7 @@ CASES = {
     "hsigmoid_custom_tree": lambda i: hsigmoid(i, custom=True),
     "hsigmoid_sparse": lambda i: hsigmoid(i, is_sparse=True),
     "hsigmoid_custom_tree_float32": lambda i: hsigmoid(i, custom=True),
+    "hsigmoid_saturated": lambda i: hsigmoid(i, scale=100.0),  # logits beyond the +-40 clip
     # warpctc
     "ctc_mean": lambda i: ctc(i),
     "ctc_blank4_sum": lambda i: ctc(i, blank=4, reduction="sum"),
