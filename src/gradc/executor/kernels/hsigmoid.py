@@ -14,6 +14,8 @@ def _paths(k):
     """Per sample and step: the tree node (0 past the path's end), the branch bit, and whether the step is
     on the path. The default tree numbers class c as c + num_classes: its nodes are the prefixes of that
     code, its branches the bits below them."""
+    if k.has("PathTable") != k.has("PathCode"):
+        raise ValueError("a custom tree needs both PathTable and PathCode")
     if k.has("PathTable"):
         table, code = k.x("PathTable").astype(np.int64), k.x("PathCode").astype(np.int64)
         on_path = np.cumprod(table >= 0, axis=1).astype(bool)  # a path ends at its first negative node
