@@ -63,6 +63,18 @@ def test_rnnt_loss_is_the_probability_of_every_lattice_path():
     np.testing.assert_allclose(loss, expected, rtol=1e-10)
 
 
+def test_a_batch_without_labels_is_all_blanks():
+    logits = rng.standard_normal((3, 2, 4))
+    ctc = run("warpctc", {"Logits": logits, "Label": np.zeros((2, 0), np.int32), "LogitsLength": np.array([3, 2]),
+                          "LabelLength": np.zeros(2, np.int64)})["Loss"]
+    np.testing.assert_allclose(ctc[:, 0], -log_softmax(logits)[:, :, 0].cumsum(0)[[2, 1], [0, 1]], rtol=1e-12)
+    x = log_softmax(rng.standard_normal((2, 3, 1, 4)))
+    rnnt = run("warprnnt", {"input": x, "label": np.zeros((2, 0), np.int32),
+                            "input_lengths": np.array([3, 2], np.int32), "label_lengths": np.zeros(2, np.int32)},
+               {"blank": 1})["loss"]
+    np.testing.assert_allclose(rnnt, -x[:, :, 0, 1].cumsum(1)[[0, 1], [2, 1]], rtol=1e-12)
+
+
 def test_hsigmoid_default_tree_paths_of_unequal_length():
     """6 classes: leaves 6, 7 are two steps from the root, 8..11 three; the short paths add log 2 (Paddle)."""
     x, w, bias = rng.standard_normal((6, 3)), rng.standard_normal((5, 3)), rng.standard_normal((5, 1))

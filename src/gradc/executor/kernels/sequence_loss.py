@@ -40,8 +40,10 @@ def _logsumexp(*terms):
 
 def _shift(a, by: int):
     """a moved ``by`` places along its last axis (right for by > 0, left for by < 0), -inf coming in."""
+    width = a.shape[-1]
+    by = max(-width, min(width, by))
     pad = np.full(a.shape[:-1] + (abs(by),), NEG_INF)
-    return np.concatenate([pad, a[..., :-by]], -1) if by > 0 else np.concatenate([a[..., -by:], pad], -1)
+    return np.concatenate([pad, a[..., :width - by]], -1) if by > 0 else np.concatenate([a[..., -by:], pad], -1)
 
 
 def _ctc(log_probs, ext, skip, times, states):
@@ -67,7 +69,7 @@ def _ctc(log_probs, ext, skip, times, states):
             back = _logsumexp(nxt, _shift(nxt, -1), np.where(skipped_to, _shift(nxt, -2), NEG_INF)) + emit[t]
             beta[t] = np.where((t < times - 1)[:, None], back, NEG_INF)
         beta[t] = np.where(((t == times - 1)[:, None]) & ends, emit[t], beta[t])
-    log_p = _logsumexp(beta[0, :, 0], beta[0, :, 1])
+    log_p = _logsumexp(*beta[0, :, :2].T)  # starting with the first blank or the first label
     with np.errstate(invalid="ignore"):
         occupancy = np.exp(alpha + beta - emit - log_p[None, :, None])
     occupancy = np.where(np.isfinite(log_p)[None, :, None], np.nan_to_num(occupancy), 0)
@@ -110,30 +112,30 @@ def _cells(diagonal: int, steps: int, states: int):
 
 
 def _rnnt(blank, emit, times, sizes):
-    """Forward (alpha) and backward (beta) log-variables of the RNN-T lattice [batch, time, label position]:
-    ``blank`` is the log-probability of moving in time, ``emit`` (one label position fewer) of emitting the
-    next label. beta includes the final blank; cells outside a sequence's lengths are -inf in beta."""
+    """Log-variables of the RNN-T lattice [batch, time, label position]: ``blank`` is the log-probability of
+    moving on in time, ``emit`` of emitting the next label (-inf at the last position). alpha: of reaching
+    a cell; beta: of finishing from it, the final blank included (-inf outside a sequence's lengths);
+    after_blank: beta of the cell a blank leads to (0 after the final blank)."""
     batch, steps, states = blank.shape
+    t_grid, u_grid = np.arange(steps)[None, :, None], np.arange(states)[None, None, :]
+    inside = (t_grid < times[:, None, None]) & (u_grid <= sizes[:, None, None])
+    final = (t_grid == times[:, None, None] - 1) & (u_grid == sizes[:, None, None])
     alpha = np.full(blank.shape, NEG_INF)
     alpha[:, 0, 0] = 0
-    beta = np.full(blank.shape, NEG_INF)
-    end = (np.arange(steps)[None, :, None] == times[:, None, None] - 1) & \
-          (np.arange(states)[None, None, :] == sizes[:, None, None])
-    inside = (np.arange(steps)[None, :, None] < times[:, None, None]) & \
-             (np.arange(states)[None, None, :] <= sizes[:, None, None])
-    for diagonal in range(1, steps + states - 1):  # cells on a diagonal depend only on the one before
+    for diagonal in range(1, steps + states - 1):  # the cells of a diagonal depend only on the one before
         t, u = _cells(diagonal, steps, states)
         from_time = np.where(t > 0, alpha[:, t - 1, u] + blank[:, t - 1, u], NEG_INF)
         from_label = np.where(u > 0, alpha[:, t, u - 1] + emit[:, t, u - 1], NEG_INF)
         alpha[:, t, u] = _logsumexp(from_time, from_label)
+    beta = np.full(blank.shape, NEG_INF)
     for diagonal in range(steps + states - 2, -1, -1):
         t, u = _cells(diagonal, steps, states)
-        later = np.where(t + 1 < steps, beta[:, np.minimum(t + 1, steps - 1), u], NEG_INF) + blank[:, t, u]
-        more = np.where(u + 1 < states, beta[:, t, np.minimum(u + 1, states - 1)], NEG_INF) + \
-            emit[:, t, np.minimum(u, states - 2)]
-        beta[:, t, u] = np.where(end[:, t, u], blank[:, t, u], np.where(inside[:, t, u], _logsumexp(later, more),
-                                                                           NEG_INF))
-    return alpha, beta
+        later = np.where(final[:, t, u], 0, np.where(t + 1 < steps, beta[:, np.minimum(t + 1, steps - 1), u], NEG_INF))
+        more = np.where(u + 1 < states, beta[:, t, np.minimum(u + 1, states - 1)], NEG_INF) + emit[:, t, u]
+        beta[:, t, u] = np.where(inside[:, t, u], _logsumexp(later + blank[:, t, u], more), NEG_INF)
+    after_blank = np.full(blank.shape, NEG_INF)
+    after_blank[:, :-1] = beta[:, 1:]
+    return alpha, beta, np.where(final, 0, after_blank)
 
 
 @kernel("warprnnt")
@@ -149,20 +151,17 @@ def warprnnt(k):
     log_probs = x.astype(np.float64)
     blank = log_probs[..., k.attr("blank")]
     emit = np.take_along_axis(log_probs[:, :, :-1], labels[:, None, :, None], axis=3)[..., 0]
-    alpha, beta = _rnnt(blank, emit, times, sizes)
-    log_p = beta[:, 0, 0]
-    final = np.zeros((batch, steps, states))  # the final blank ends the lattice: beta after it is log 1
-    final[:, :-1] = beta[:, 1:]
-    final = np.where(np.arange(steps)[None, :, None] == times[:, None, None] - 1,
-                     np.where(np.arange(states) == sizes[:, None, None], 0, NEG_INF), np.where(
-                         np.arange(steps)[None, :, None] < times[:, None, None] - 1, final, NEG_INF))
+    emit = np.concatenate([emit, np.full((batch, steps, 1), NEG_INF)], axis=2)
+    alpha, beta, after_blank = _rnnt(blank, emit, times, sizes)
+    log_p = beta[:, :1, :1]
     grad = np.zeros(log_probs.shape)
-    grad[..., k.attr("blank")] = -np.exp(alpha + blank + final - log_p[:, None, None])
-    emitted = -np.exp(alpha[:, :, :-1] + emit + beta[:, :, 1:] - log_p[:, None, None])
-    # padding labels may share the blank's class: their emissions are 0, so adding leaves the blank's grad
-    grad[:, :, :-1] += (1 + k.attr("fastemit_lambda")) * emitted[..., None] * (labels[:, None, :, None] ==
-                                                                             np.arange(classes))
-    return {"loss": (-log_p).astype(x.dtype), "warprnntgrad": grad.astype(x.dtype)}
+    grad[..., k.attr("blank")] = -np.exp(alpha + blank + after_blank - log_p)
+    after_label = np.concatenate([beta[:, :, 1:], np.full((batch, steps, 1), NEG_INF)], axis=2)
+    emitted = -np.exp(alpha + emit + after_label - log_p)[:, :, :-1, None] * (labels[:, None, :, None] ==
+                                                                              np.arange(classes))
+    # added, not set: a padding label may share the blank's class (its emission's gradient is 0)
+    grad[:, :, :-1] += (1 + k.attr("fastemit_lambda")) * emitted
+    return {"loss": -log_p.reshape(batch).astype(x.dtype), "warprnntgrad": grad.astype(x.dtype)}
 
 
 @kernel("warprnnt_grad")
