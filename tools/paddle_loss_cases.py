@@ -64,15 +64,15 @@ def hsigmoid(i, custom=False, scale=1.0, **options):
     return nn.HSigmoidLoss(5, 6, is_custom=True, **options)(x, label, table, code)
 
 
-def ctc(i, blank=0, reduction="mean", norm_by_times=False):
+def ctc(i, blank=0, reduction="mean", norm_by_times=False, times=(6, 5, 4), zero_infinity=False):
     """CTCLoss: T=6, B=3, 5 classes, sequences of 6, 5, 4 steps with labels of 3, 2, 1 (padded)."""
     logits = i.randn("logits", 6, 3, 5)
     labels = i.rng.integers(0, 4, (3, 3))
     labels = labels + (labels >= blank)  # no label is the blank
     labels[0, 1] = labels[0, 0]          # a repeated label needs a blank between the two
     label = i.ints("label", labels, "int32")
-    lengths = i.ints("logit_lengths", [6, 5, 4]), i.ints("label_lengths", [3, 2, 1])
-    return nn.CTCLoss(blank, reduction)(logits, label, *lengths, norm_by_times=norm_by_times)
+    lengths = i.ints("logit_lengths", times), i.ints("label_lengths", [3, 2, 1])
+    return nn.CTCLoss(blank, reduction, zero_infinity)(logits, label, *lengths, norm_by_times=norm_by_times)
 
 
 def rnnt(i, blank=0, fastemit_lambda=0.001, reduction="mean", log_probs=True):
@@ -199,6 +199,9 @@ CASES = {
     "ctc_none": lambda i: ctc(i, blank=2, reduction="none"),
     "ctc_norm_by_times_mean": lambda i: ctc(i, norm_by_times=True),
     "ctc_sum_float32": lambda i: ctc(i, reduction="sum"),
+    # 3 labels, the first two equal, need 4 steps: with 3 no alignment exists (warp-ctc gives loss 0, grad 0)
+    "ctc_impossible_none": lambda i: ctc(i, reduction="none", times=(3, 5, 4)),
+    "ctc_impossible_zero_infinity_sum": lambda i: ctc(i, reduction="sum", times=(3, 5, 4), zero_infinity=True),
     # warprnnt
     "rnnt_mean": lambda i: rnnt(i),
     "rnnt_blank2_no_fastemit_none": lambda i: rnnt(i, blank=2, fastemit_lambda=0.0, reduction="none"),

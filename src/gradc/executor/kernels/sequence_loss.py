@@ -70,9 +70,8 @@ def _ctc(log_probs, ext, skip, times, states):
             beta[t] = np.where((t < times - 1)[:, None], back, NEG_INF)
         beta[t] = np.where(((t == times - 1)[:, None]) & ends, emit[t], beta[t])
     log_p = _logsumexp(*beta[0, :, :2].T)  # starting with the first blank or the first label
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore"):  # NaN for a label no alignment fits (log_p = -inf): the caller's case
         occupancy = np.exp(alpha + beta - emit - log_p[None, :, None])
-    occupancy = np.where(np.isfinite(log_p)[None, :, None], np.nan_to_num(occupancy), 0)
     per_class = np.zeros(log_probs.shape)
     np.add.at(per_class, (np.arange(steps)[:, None, None], np.arange(batch)[None, :, None], ext[None]), occupancy)
     return -log_p, per_class
@@ -92,8 +91,11 @@ def warpctc(k):
     skip[:, 3::2] = labels[:, 1:] != labels[:, :-1]
     log_probs = log_softmax(logits.astype(np.float64), 2)
     loss, occupancy = _ctc(log_probs, ext, skip, times, 2 * sizes + 1)
-    running = (np.arange(steps)[:, None] < times[None, :])[:, :, None]
-    grad = np.where(running, np.exp(log_probs) - occupancy, 0)
+    # a label no alignment fits (too many labels and repeats for its steps): warp-ctc gives loss 0, grad 0
+    possible = np.isfinite(loss)
+    running = (np.arange(steps)[:, None] < times[None, :]) & possible
+    grad = np.where(running[:, :, None], np.exp(log_probs) - occupancy, 0)
+    loss = np.where(possible, loss, 0)
     return {"Loss": loss.reshape(batch, 1).astype(logits.dtype), "WarpCTCGrad": grad.astype(logits.dtype)}
 
 
