@@ -21,6 +21,14 @@ def cross_entropy2(x, label, ignore_index=-100):
     return out
 
 
+def raw_op(op_type, inputs: dict, out_slot: str, **attrs):
+    """A legacy loss op no 3.3.1 layer emits any more (programs saved by older Paddle hold them)."""
+    helper = LayerHelper(op_type)
+    out = helper.create_variable_for_type_inference(next(iter(inputs.values())).dtype)
+    helper.append_op(type=op_type, inputs={s: [v] for s, v in inputs.items()}, outputs={out_slot: [out]}, attrs=attrs)
+    return out
+
+
 def ce(i, shape=(4, 5), labels=(4, 1), axis=-1, **options):
     """CrossEntropyLoss on integer labels (class axis ``axis``; ``labels`` a shape or the values), with
     ``weight`` fed when asked for."""
@@ -124,6 +132,16 @@ CASES = {
         i.probs("x", 4, 5), i.ints("label", [1, -100, 0, 3])),
     "cross_entropy2_3d_ignore_index": lambda i: cross_entropy2(
         i.probs("x", 2, 3, 4), i.ints("label", [[[1], [5], [3]], [[5], [0], [2]]]), ignore_index=5),
+    # legacy ops (raw)
+    "cross_entropy_v1": lambda i: raw_op("cross_entropy", {"X": i.probs("x", 4, 5), "Label": i.ints(
+        "label", [[1], [4], [0], [2]])}, "Y"),
+    "cross_entropy_v1_ignore_index": lambda i: raw_op("cross_entropy", {"X": i.probs("x", 2, 3, 4), "Label": i.ints(
+        "label", [[[1], [5], [3]], [[5], [0], [2]]])}, "Y", ignore_index=5),
+    "cross_entropy_v1_soft_label": lambda i: raw_op("cross_entropy", {"X": i.probs("x", 4, 5), "Label": i.probs(
+        "label", 4, 5, grad=False)}, "Y", soft_label=True),
+    "identity_loss_sum": lambda i: raw_op("identity_loss", {"X": i.randn("x", 3, 4)}, "Out", reduction=0),
+    "identity_loss_mean": lambda i: raw_op("identity_loss", {"X": i.randn("x", 3, 4)}, "Out", reduction=1),
+    "identity_loss_none": lambda i: raw_op("identity_loss", {"X": i.randn("x", 3, 4)}, "Out", reduction=2),
     # nll_loss
     "nll_mean": lambda i: nll(i),
     # Paddle's kernel writes a 0 at out[i] for an ignored label i of a reduced (scalar) loss: one at i = 0 only

@@ -52,20 +52,48 @@ defop("softmax_with_cross_entropy", ["Logits", "Label"], ["Softmax", "Loss"],
       grad=grad_op("Label", "Softmax"))
 
 
-def _cross_entropy2_infer(ctx):
-    """Label is X's shape with the last axis 1, or without it; Y has Label's shape (last axis 1)."""
+def _cross_entropy_y(ctx) -> list[int]:
+    """Y of cross_entropy(2): integer labels are X's shape with the last axis 1, or without it, and Y has
+    their shape (last axis 1); soft labels have X's shape, Y has it with the last axis 1."""
     x, label = ctx.shape("X"), ctx.shape("Label")
-    match = _class_axis_as_one(ctx, x)
-    if not (_same_dims(label, match) or _same_dims(label, x[:-1])):
-        ctx.fail(f"Label {label} must have shape {match} or {x[:-1]}")
-    y = match if len(label) == len(x) else label
-    return {"Y": (y, ctx.dtype("X")), "MatchX": (match, ctx.dtype("X")), "XShape": (x + [0], ctx.dtype("X"))}
+    y = _class_axis_as_one(ctx, x)
+    if ctx.op.type == "cross_entropy" and ctx.attr("soft_label"):
+        if not _same_dims(label, x):
+            ctx.fail(f"Label {label} must have the shape of X {x} (soft labels)")
+    elif not (_same_dims(label, y) or _same_dims(label, x[:-1])):
+        ctx.fail(f"Label {label} must have shape {y} or {x[:-1]}")
+    return y if len(label) == len(x) else label
+
+
+def _cross_entropy2_infer(ctx):
+    x, dtype = ctx.shape("X"), ctx.dtype("X")
+    return {"Y": (_cross_entropy_y(ctx), dtype), "MatchX": (_class_axis_as_one(ctx, x), dtype),
+            "XShape": (x + [0], dtype)}
 
 
 # X holds probabilities; MatchX = X at the label (0 where ignored), which is all the grad needs.
 defop("cross_entropy2", ["X", "Label"], ["Y", "XShape", "MatchX"], attrs={"ignore_index": -100},
       no_grad_inputs=["Label"], no_grad_outputs=["XShape", "MatchX"], infer=_cross_entropy2_infer,
       grad=grad_op("Label", "MatchX", "XShape", grad_type="cross_entropy_grad2"))
+
+
+# X holds probabilities: Y = -log(X at the label), or -sum(Label * log X) for soft labels.
+defop("cross_entropy", ["X", "Label"], ["Y"], attrs={"soft_label": False, "ignore_index": -100},
+      no_grad_inputs=["Label"], infer=lambda ctx: {"Y": (_cross_entropy_y(ctx), ctx.dtype("X"))},
+      grad=grad_op("X", "Label"))
+
+IDENTITY_LOSS_REDUCTIONS = {0: "sum", 1: "mean", 2: "none"}
+
+
+def _identity_loss_infer(ctx):
+    reduction = IDENTITY_LOSS_REDUCTIONS.get(ctx.attr("reduction"))
+    if reduction is None:
+        ctx.fail(f"reduction {ctx.attr('reduction')} is not one of {IDENTITY_LOSS_REDUCTIONS}")
+    return {"Out": (ctx.shape("X") if reduction == "none" else [], ctx.dtype("X"))}
+
+
+# Marks a loss computed by other ops; reduction 0 sums it, 1 averages it, 2 keeps it.
+defop("identity_loss", ["X"], attrs={"reduction": 1}, infer=_identity_loss_infer, grad=grad_op("X"))
 
 
 def _nll_infer(ctx):

@@ -63,14 +63,19 @@ def softmax_with_cross_entropy_grad(k):
     return {"Logits@GRAD": -target / softmax * dloss}
 
 
+def _tolerable_log(x):
+    """log, with log(0) = -inf capped at -1e20 as Paddle does."""
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log(x), -1e20)
+
+
 @kernel("cross_entropy2")
 def cross_entropy2(k):
     """Y = -log(X at the label), in the label's shape; 0 (and MatchX 0) where the label is ignored."""
     x, label = k.x("X"), k.x("Label")
     index, ignored = class_index(k, x, -1)
     match = np.where(ignored, 0, np.take_along_axis(x, index, axis=-1))
-    with np.errstate(divide="ignore"):  # log(0) = -inf, which Paddle caps at -1e20
-        y = np.where(ignored, 0, -np.maximum(np.log(np.where(ignored, 1, match)), -1e20))
+    y = np.where(ignored, 0, -_tolerable_log(np.where(ignored, 1, match)))
     return {"Y": y.reshape(label.shape), "MatchX": match, "XShape": np.zeros(x.shape + (0,), dtype=x.dtype)}
 
 
@@ -81,6 +86,28 @@ def cross_entropy_grad2(k):
     index, ignored = class_index(k, dx, -1)
     dy = dy.reshape(match.shape)
     np.put_along_axis(dx, index, np.where(ignored, 0, -dy / np.where(ignored, 1, match)), axis=-1)
+    return {"X@GRAD": dx}
+
+
+@kernel("cross_entropy")
+def cross_entropy(k):
+    x, label = k.x("X"), k.x("Label")
+    if k.attr("soft_label"):
+        return {"Y": -(label * _tolerable_log(x)).sum(axis=-1, keepdims=True)}
+    index, ignored = class_index(k, x, -1)
+    picked = np.take_along_axis(x, index, axis=-1)
+    return {"Y": np.where(ignored, 0, -_tolerable_log(np.where(ignored, 1, picked))).reshape(label.shape)}
+
+
+@kernel("cross_entropy_grad")
+def cross_entropy_grad(k):
+    x, label, dy = k.x("X"), k.x("Label"), k.x("Y@GRAD")
+    dy = dy.reshape(x.shape[:-1] + (1,))
+    if k.attr("soft_label"):
+        return {"X@GRAD": -label * dy / x}
+    index, ignored = class_index(k, x, -1)
+    dx = np.zeros_like(x)
+    np.put_along_axis(dx, index, np.where(ignored, 0, -dy / np.take_along_axis(x, index, axis=-1)), axis=-1)
     return {"X@GRAD": dx}
 
 
@@ -216,3 +243,19 @@ def log_loss(k):
 def log_loss_grad(k):
     p, labels, eps = k.x("Predicted"), k.x("Labels"), k.attr("epsilon")
     return {"Predicted@GRAD": k.x("Loss@GRAD") * ((1 - labels) / (1 - p + eps) - labels / (p + eps))}
+
+
+_IDENTITY_LOSS_REDUCE = {0: np.sum, 1: np.mean}  # 2: none
+
+
+@kernel("identity_loss")
+def identity_loss(k):
+    x, reduce = k.x("X"), _IDENTITY_LOSS_REDUCE.get(k.attr("reduction"))
+    return {"Out": x if reduce is None else np.asarray(reduce(x), x.dtype)}
+
+
+@kernel("identity_loss_grad")
+def identity_loss_grad(k):
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    scale = 1 / x.size if k.attr("reduction") == 1 else 1
+    return {"X@GRAD": np.broadcast_to(dout * scale, x.shape).astype(x.dtype)}
