@@ -209,6 +209,12 @@ def test_labels_paddle_rejects_fail_naming_the_op_and_the_vars(op_type, inputs, 
         run(op_type, inputs, attrs)
 
 
+def test_hsigmoid_on_remote_tables_is_refused():
+    inputs = {"X": X45, "W": np.zeros((3, 5)), "Label": np.zeros((4, 1), np.int64)}
+    with pytest.raises(ExecutionError, match=r"hierarchical_sigmoid.*epmap=\['127.0.0.1:6174'\] is not supported"):
+        run("hierarchical_sigmoid", inputs, {"num_classes": 4, "epmap": ["127.0.0.1:6174"]})
+
+
 def test_the_command_line_reports_a_bad_loss_in_one_line(tmp_path):
     program = program_of("nll_loss", {"X": X45, "Label": np.zeros(4, np.int64)}, {"reduction": "batchmean"})
     gradc.save(program, tmp_path / "bad.pb")

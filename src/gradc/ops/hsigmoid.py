@@ -31,10 +31,13 @@ def _infer(ctx):
 
 
 # W_Out is W itself (Paddle's layer passes the same var): a hook for remote tables, left unchanged here.
-# PreOut, softplus of each step's logit, is what Paddle's grad reads.
+# PreOut, softplus of each step's logit, is what Paddle's grad reads. is_sparse gives W a dense gradient
+# (gradc has no sparse rows), with the same values.
+REMOTE = "parameter-server tables are not supported"
 defop("hierarchical_sigmoid", ["X", "W", "Label", "PathTable?", "PathCode?", "Bias?"], ["Out", "PreOut", "W_Out"],
       attrs={"num_classes": 2, "is_sparse": False, "epmap": typed([], AttrType.STRINGS),
              "height_sections": typed([], AttrType.LONGS), "table_names": typed([], AttrType.STRINGS),
              "trainer_id": 0},
       no_grad_inputs=["Label", "PathTable", "PathCode"], no_grad_outputs=["PreOut", "W_Out"], infer=_infer,
+      unsupported_attrs={"epmap": REMOTE, "table_names": REMOTE, "height_sections": REMOTE},
       grad=grad_op("X", "W", "Label", "PathTable", "PathCode", "Bias", "PreOut"))
