@@ -110,7 +110,7 @@ def build(name: str, make, seed: int = 2024) -> dict:
     (OUT / f"{name}.backward.pb").write_bytes(_strip_callstacks(main))
     ops = sorted({op.type for op in main.global_block().ops})
     print(f"{name}: loss {float(values[0]):.6g}; {' '.join(ops)}")
-    return {"name": name, "description": make.__doc__ or "", "loss": loss.name, "grads": grads,
+    return {"name": name, "loss": loss.name, "grads": grads,
             "params_grads": [[p.name, g.name] for p, g in params_grads], "op_types": ops, "dtype": dtype}
 
 
