@@ -4,6 +4,7 @@ from . import (  # noqa: F401
     activation,
     control_flow,
     conv,
+    hsigmoid,
     index,
     io,
     logic,
@@ -13,6 +14,7 @@ from . import (  # noqa: F401
     nn_activation,
     optimizer,
     reduce,
+    sequence_loss,
     shape,
     tensor,
 )

@@ -1,9 +1,25 @@
-"""Losses: cross entropies over classes (integer or soft labels), elementwise losses, KL divergence."""
+"""Losses: cross entropies over classes (integer or soft labels), negative log-likelihood, elementwise
+losses, KL divergence. Sequence losses (CTC, RNN-T) are in gradc.ops.sequence_loss, the hierarchical
+sigmoid in gradc.ops.hsigmoid."""
 
 from __future__ import annotations
 
-from ..registry import defop, grad_op
+from ..ir import AttrType
+from ..registry import defop, grad_op, typed
 from ..shapes import dims_match
+
+REDUCTIONS = ("none", "mean", "sum")
+
+
+def _same_dims(a: list[int], b: list[int]) -> bool:
+    return len(a) == len(b) and all(map(dims_match, a, b))
+
+
+def check_reduction(ctx, allowed=REDUCTIONS) -> str:
+    reduction = ctx.attr("reduction")
+    if reduction not in allowed:
+        ctx.fail(f"reduction {reduction!r} is not one of {allowed}")
+    return reduction
 
 
 def _class_axis_as_one(ctx, shape: list[int], axis: int = -1) -> list[int]:
@@ -15,33 +31,99 @@ def _class_axis_as_one(ctx, shape: list[int], axis: int = -1) -> list[int]:
     return shape
 
 
+def _softmax_ce_infer(ctx):
+    """Label: Logits' shape with the class axis 1 (integer labels) or of the class count (soft labels)."""
+    logits, label = ctx.shape("Logits"), ctx.shape("Label")
+    loss = _class_axis_as_one(ctx, logits, ctx.attr("axis"))
+    axis = ctx.axis(ctx.attr("axis"), len(logits))
+    if axis != len(logits) - 1 and not ctx.attr("numeric_stable_mode"):
+        ctx.fail(f"axis {ctx.attr('axis')} must be the last one when numeric_stable_mode is off")
+    expected = logits if ctx.attr("soft_label") else loss
+    if not _same_dims(label, expected):
+        kind = "soft labels" if ctx.attr("soft_label") else "integer labels"
+        ctx.fail(f"Label {label} must have shape {expected} ({kind}, class axis {axis})")
+    return {"Softmax": (logits, ctx.dtype("Logits")), "Loss": (loss, ctx.dtype("Logits"))}
+
+
 defop("softmax_with_cross_entropy", ["Logits", "Label"], ["Softmax", "Loss"],
       attrs={"soft_label": False, "ignore_index": -100, "numeric_stable_mode": True,
              "use_softmax": True, "axis": -1},
-      no_grad_inputs=["Label"], no_grad_outputs=["Softmax"],
-      infer=lambda ctx: {"Softmax": (ctx.shape("Logits"), ctx.dtype("Logits")),
-                         "Loss": (_class_axis_as_one(ctx, ctx.shape("Logits"), ctx.attr("axis")), ctx.dtype("Logits"))},
+      no_grad_inputs=["Label"], no_grad_outputs=["Softmax"], infer=_softmax_ce_infer,
       grad=grad_op("Label", "Softmax"))
 
-# X holds probabilities; MatchX = X at the label, which is all the grad needs.
+
+def _cross_entropy_y(ctx) -> list[int]:
+    """Y of cross_entropy(2): integer labels are X's shape with the last axis 1, or without it, and Y has
+    their shape (last axis 1); soft labels have X's shape, Y has it with the last axis 1."""
+    x, label = ctx.shape("X"), ctx.shape("Label")
+    y = _class_axis_as_one(ctx, x)
+    if ctx.op.type == "cross_entropy" and ctx.attr("soft_label"):
+        if not _same_dims(label, x):
+            ctx.fail(f"Label {label} must have the shape of X {x} (soft labels)")
+    elif not (_same_dims(label, y) or _same_dims(label, x[:-1])):
+        ctx.fail(f"Label {label} must have shape {y} or {x[:-1]}")
+    return y if len(label) == len(x) else label
+
+
+def _cross_entropy2_infer(ctx):
+    x, dtype = ctx.shape("X"), ctx.dtype("X")
+    return {"Y": (_cross_entropy_y(ctx), dtype), "MatchX": (_class_axis_as_one(ctx, x), dtype),
+            "XShape": (x + [0], dtype)}
+
+
+# X holds probabilities; MatchX = X at the label (0 where ignored), which is all the grad needs.
 defop("cross_entropy2", ["X", "Label"], ["Y", "XShape", "MatchX"], attrs={"ignore_index": -100},
-      no_grad_inputs=["Label"], no_grad_outputs=["XShape", "MatchX"],
-      infer=lambda ctx: {"Y": (_class_axis_as_one(ctx, ctx.shape("X")), ctx.dtype("X")),
-                         "MatchX": (_class_axis_as_one(ctx, ctx.shape("X")), ctx.dtype("X")),
-                         "XShape": ([0] + ctx.shape("X"), ctx.dtype("X"))},
+      no_grad_inputs=["Label"], no_grad_outputs=["XShape", "MatchX"], infer=_cross_entropy2_infer,
       grad=grad_op("Label", "MatchX", "XShape", grad_type="cross_entropy_grad2"))
 
 
+# X holds probabilities: Y = -log(X at the label), or -sum(Label * log X) for soft labels.
+defop("cross_entropy", ["X", "Label"], ["Y"], attrs={"soft_label": False, "ignore_index": -100},
+      no_grad_inputs=["Label"], infer=lambda ctx: {"Y": (_cross_entropy_y(ctx), ctx.dtype("X"))},
+      grad=grad_op("X", "Label"))
 
-def _same_shape_infer(*slots: str, outs=("Out",)):
-    """Elementwise losses: every slot has X's shape, and so does each output."""
+IDENTITY_LOSS_REDUCTIONS = {0: "sum", 1: "mean", 2: "none"}
+
+
+def _identity_loss_infer(ctx):
+    reduction = IDENTITY_LOSS_REDUCTIONS.get(ctx.attr("reduction"))
+    if reduction is None:
+        ctx.fail(f"reduction {ctx.attr('reduction')} is not one of {IDENTITY_LOSS_REDUCTIONS}")
+    return {"Out": (ctx.shape("X") if reduction == "none" else [], ctx.dtype("X"))}
+
+
+# Marks a loss computed by other ops; reduction 0 sums it, 1 averages it, 2 keeps it.
+defop("identity_loss", ["X"], attrs={"reduction": 1}, infer=_identity_loss_infer, grad=grad_op("X"))
+
+
+def _nll_infer(ctx):
+    """X is [N, C] (Label [N]) or [N, C, H, W] (Label [N, H, W]); Weight [C]."""
+    x, label, reduction = ctx.shape("X"), ctx.shape("Label"), check_reduction(ctx)
+    if len(x) not in (2, 4):
+        ctx.fail(f"X must be [N, C] or [N, C, H, W], got shape {x}")
+    if not _same_dims(label, x[:1] + x[2:]):
+        ctx.fail(f"Label {label} must have shape {x[:1] + x[2:]}")
+    if ctx.has("Weight") and not _same_dims(ctx.shape("Weight"), x[1:2]):
+        ctx.fail(f"Weight {ctx.shape('Weight')} must have shape [{x[1]}] (one weight per class)")
+    out = x[:1] + x[2:] if reduction == "none" else []
+    return {"Out": (out, ctx.dtype("X")), "Total_weight": ([], ctx.dtype("X"))}
+
+
+# Total_weight = sum of the weights of the labels counted, what "mean" divides by.
+defop("nll_loss", ["X", "Label", "Weight?"], ["Out", "Total_weight"],
+      attrs={"ignore_index": typed(-100, AttrType.LONG), "reduction": "mean"},
+      no_grad_inputs=["Label", "Weight"], no_grad_outputs=["Total_weight"], infer=_nll_infer,
+      grad=grad_op("X", "Label", "Weight", "Total_weight"))
+
+
+def _same_shape_infer(*slots: str, outs=("Out",), first="X"):
+    """Elementwise losses: every slot has ``first``'s shape, and so does each output."""
     def infer(ctx):
-        x = ctx.shape("X")
+        x = ctx.shape(first)
         for slot in slots:
-            other = ctx.shape(slot)
-            if ctx.has(slot) and (len(other) != len(x) or not all(map(dims_match, x, other))):
-                ctx.fail(f"{slot} {other} must have the shape of X {x}")
-        return {out: (x, ctx.dtype("X")) for out in outs}
+            if ctx.has(slot) and not _same_dims(x, ctx.shape(slot)):
+                ctx.fail(f"{slot} {ctx.shape(slot)} must have the shape of {first} {x}")
+        return {out: (x, ctx.dtype(first)) for out in outs}
     return infer
 
 
@@ -53,15 +135,17 @@ defop("bce_loss", ["X", "Label"], no_grad_inputs=["Label"], infer=_same_shape_in
 # Residual = Y - X is all the grad needs.
 defop("huber_loss", ["X", "Y"], ["Out", "Residual"], attrs={"delta": 1.0}, no_grad_outputs=["Residual"],
       infer=_same_shape_infer("Y", outs=("Out", "Residual")), grad=grad_op("Residual"))
+# -labels * log(p + eps) - (1 - labels) * log(1 - p + eps); Paddle's op has no default for epsilon
+defop("log_loss", ["Predicted", "Labels"], ["Loss"], attrs={"epsilon": 1e-4}, no_grad_inputs=["Labels"],
+      infer=_same_shape_infer("Labels", outs=("Loss",), first="Predicted"), grad=grad_op("Predicted", "Labels"))
 
 KLDIV_REDUCTIONS = ("none", "batchmean", "mean", "sum")
 
 
 def _kldiv_infer(ctx):
-    if ctx.attr("reduction") not in KLDIV_REDUCTIONS:
-        ctx.fail(f"kldiv_loss reduction {ctx.attr('reduction')!r} is not one of {KLDIV_REDUCTIONS}")
+    reduction = check_reduction(ctx, KLDIV_REDUCTIONS)
     shape, dtype = _same_shape_infer("Target", outs=("Loss",))(ctx)["Loss"]
-    return {"Loss": (shape if ctx.attr("reduction") == "none" else [], dtype)}
+    return {"Loss": (shape if reduction == "none" else [], dtype)}
 
 
 defop("kldiv_loss", ["X", "Target"], ["Loss"], attrs={"reduction": "mean", "log_target": False},

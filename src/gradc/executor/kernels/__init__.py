@@ -31,6 +31,7 @@ def load_all() -> None:
         activation,
         control_flow,
         conv,
+        hsigmoid,
         index,
         io,
         logic,
@@ -40,6 +41,7 @@ def load_all() -> None:
         nn_activation,
         optimizer,
         reduce,
+        sequence_loss,
         shape,
         tensor,
     )

@@ -13,10 +13,20 @@ def _class_axis(k, x):
     return normalize_axis(k.attr("axis"), x.ndim)
 
 
-def _index(label, like, axis):
-    """Integer labels shaped like ``like`` with the class axis of size 1."""
-    index = label.astype(np.int64)
-    return np.expand_dims(index, axis) if index.ndim == like.ndim - 1 else index
+def class_index(k, like, axis: int):
+    """The integer labels of slot Label as indices into ``like`` along ``axis`` (a label without the class
+    axis gets one of size 1), class 0 where the label is ignore_index; and the mask of ignored labels. A
+    label outside [0, classes) that is not ignored is an error, as in Paddle."""
+    index = k.x("Label").astype(np.int64)
+    if index.ndim == like.ndim - 1:
+        index = np.expand_dims(index, axis)
+    ignored = index == k.attr("ignore_index")
+    classes = like.shape[axis]
+    wrong = ~ignored & ((index < 0) | (index >= classes))
+    if wrong.any():
+        raise ValueError(f"Label holds {index[wrong][0]}: a label must be in [0, {classes}) "
+                         f"or ignore_index ({k.attr('ignore_index')})")
+    return np.where(ignored, 0, index), ignored
 
 
 @kernel("softmax_with_cross_entropy")
@@ -32,10 +42,8 @@ def softmax_with_cross_entropy(k):
     if k.attr("soft_label"):
         loss = -(label * log_prob).sum(axis=axis, keepdims=True)
     else:
-        index = _index(label, logits, axis)
-        ignored = index == k.attr("ignore_index")
-        picked = np.take_along_axis(log_prob, np.where(ignored, 0, index), axis=axis)
-        loss = np.where(ignored, 0, -picked)
+        index, ignored = class_index(k, logits, axis)
+        loss = np.where(ignored, 0, -np.take_along_axis(log_prob, index, axis=axis))
     return {"Softmax": softmax, "Loss": loss}
 
 
@@ -46,32 +54,96 @@ def softmax_with_cross_entropy_grad(k):
     if k.attr("soft_label"):
         target = label
     else:
-        index = _index(label, softmax, axis)
-        ignored = index == k.attr("ignore_index")
+        index, ignored = class_index(k, softmax, axis)
         target = np.zeros_like(softmax)
-        np.put_along_axis(target, np.where(ignored, 0, index), 1, axis=axis)
+        np.put_along_axis(target, index, 1, axis=axis)
         dloss = np.where(ignored, 0, dloss)
     if k.attr("use_softmax"):  # the grad of -sum(target * log_softmax), also for soft labels not summing to 1
         return {"Logits@GRAD": (softmax * target.sum(axis=axis, keepdims=True) - target) * dloss}
     return {"Logits@GRAD": -target / softmax * dloss}
 
 
+def _tolerable_log(x):
+    """log, with log(0) = -inf capped at -1e20 as Paddle does."""
+    with np.errstate(divide="ignore"):
+        return np.maximum(np.log(x), -1e20)
+
+
 @kernel("cross_entropy2")
 def cross_entropy2(k):
-    x, label = k.x("X"), k.x("Label").astype(np.int64)
-    ignored = label == k.attr("ignore_index")
-    match = np.take_along_axis(x, np.where(ignored, 0, label), axis=-1)
-    match = np.where(ignored, 1, match)  # log(1) = 0 for ignored rows
-    return {"Y": -np.log(match), "MatchX": match, "XShape": np.zeros((0,) + x.shape, dtype=x.dtype)}
+    """Y = -log(X at the label), in the label's shape; 0 (and MatchX 0) where the label is ignored."""
+    x, label = k.x("X"), k.x("Label")
+    index, ignored = class_index(k, x, -1)
+    match = np.where(ignored, 0, np.take_along_axis(x, index, axis=-1))
+    y = np.where(ignored, 0, -_tolerable_log(np.where(ignored, 1, match)))
+    return {"Y": y.reshape(label.shape), "MatchX": match, "XShape": np.zeros(x.shape + (0,), dtype=x.dtype)}
 
 
 @kernel("cross_entropy_grad2")
 def cross_entropy_grad2(k):
-    label, match, dy = k.x("Label").astype(np.int64), k.x("MatchX"), k.x("Y@GRAD")
-    shape = tuple(k.x("XShape").shape[1:])
-    ignored = label == k.attr("ignore_index")
-    dx = np.zeros(shape, dtype=match.dtype)
-    np.put_along_axis(dx, np.where(ignored, 0, label), np.where(ignored, 0, -dy / match), axis=-1)
+    match, dy = k.x("MatchX"), k.x("Y@GRAD")
+    dx = np.zeros(k.x("XShape").shape[:-1], dtype=match.dtype)
+    index, ignored = class_index(k, dx, -1)
+    dy = dy.reshape(match.shape)
+    np.put_along_axis(dx, index, np.where(ignored, 0, -dy / np.where(ignored, 1, match)), axis=-1)
+    return {"X@GRAD": dx}
+
+
+@kernel("cross_entropy")
+def cross_entropy(k):
+    x, label = k.x("X"), k.x("Label")
+    if k.attr("soft_label"):
+        return {"Y": -(label * _tolerable_log(x)).sum(axis=-1, keepdims=True)}
+    index, ignored = class_index(k, x, -1)
+    picked = np.take_along_axis(x, index, axis=-1)
+    return {"Y": np.where(ignored, 0, -_tolerable_log(np.where(ignored, 1, picked))).reshape(label.shape)}
+
+
+@kernel("cross_entropy_grad")
+def cross_entropy_grad(k):
+    x, label, dy = k.x("X"), k.x("Label"), k.x("Y@GRAD")
+    dy = dy.reshape(x.shape[:-1] + (1,))
+    if k.attr("soft_label"):
+        return {"X@GRAD": -label * dy / x}
+    index, ignored = class_index(k, x, -1)
+    dx = np.zeros_like(x)
+    np.put_along_axis(dx, index, np.where(ignored, 0, -dy / np.take_along_axis(x, index, axis=-1)), axis=-1)
+    return {"X@GRAD": dx}
+
+
+def _nll_terms(k):
+    """X, the label indices along the class axis 1, and each label's weight (0 where ignored)."""
+    x, weight = k.x("X"), k.optional("Weight")
+    index, ignored = class_index(k, x, 1)
+    picked_weight = weight[index] if weight is not None else np.ones(index.shape, x.dtype)
+    return x, index, np.where(ignored, 0, picked_weight).astype(x.dtype, copy=False)
+
+
+def _nll_divisor(k, total):
+    """What the reduced loss (and its grad) is divided by: the total weight for "mean" (when not 0)."""
+    return total if k.attr("reduction") == "mean" and total != 0 else 1
+
+
+@kernel("nll_loss")
+def nll_loss(k):
+    x, index, weight = _nll_terms(k)
+    loss = -np.take_along_axis(x, index, axis=1) * weight
+    if k.attr("reduction") == "none":  # Paddle leaves Total_weight at 0 here
+        return {"Out": loss.squeeze(1), "Total_weight": np.zeros((), x.dtype)}
+    total = weight.sum(dtype=x.dtype)
+    return {"Out": np.asarray(loss.sum() / _nll_divisor(k, total), x.dtype), "Total_weight": total}
+
+
+@kernel("nll_loss_grad")
+def nll_loss_grad(k):
+    x, index, weight = _nll_terms(k)
+    dout = k.x("Out@GRAD")
+    if k.attr("reduction") == "none":
+        dout = np.expand_dims(dout, 1)
+    else:
+        dout = dout / _nll_divisor(k, k.x("Total_weight"))
+    dx = np.zeros_like(x)
+    np.put_along_axis(dx, index, -weight * dout, axis=1)
     return {"X@GRAD": dx}
 
 
@@ -159,3 +231,31 @@ def kldiv_loss_grad(k):
     x, target, dloss = k.x("X"), k.x("Target"), k.x("Loss@GRAD")
     weight = np.exp(target) if k.attr("log_target") else np.maximum(target, 0)
     return {"X@GRAD": -weight * dloss / _kldiv_scale(k, x)}
+
+
+@kernel("log_loss")
+def log_loss(k):
+    p, labels, eps = k.x("Predicted"), k.x("Labels"), k.attr("epsilon")
+    return {"Loss": -labels * np.log(p + eps) - (1 - labels) * np.log(1 - p + eps)}
+
+
+@kernel("log_loss_grad")
+def log_loss_grad(k):
+    p, labels, eps = k.x("Predicted"), k.x("Labels"), k.attr("epsilon")
+    return {"Predicted@GRAD": k.x("Loss@GRAD") * ((1 - labels) / (1 - p + eps) - labels / (p + eps))}
+
+
+_IDENTITY_LOSS_REDUCE = {0: np.sum, 1: np.mean}  # 2: none
+
+
+@kernel("identity_loss")
+def identity_loss(k):
+    x, reduce = k.x("X"), _IDENTITY_LOSS_REDUCE.get(k.attr("reduction"))
+    return {"Out": x if reduce is None else np.asarray(reduce(x), x.dtype)}
+
+
+@kernel("identity_loss_grad")
+def identity_loss_grad(k):
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    scale = 1 / x.size if k.attr("reduction") == 1 else 1
+    return {"X@GRAD": np.broadcast_to(dout * scale, x.shape).astype(x.dtype)}
