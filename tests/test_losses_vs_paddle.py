@@ -23,10 +23,6 @@ META = json.loads((DATA / "cases.json").read_text())
 PENDING = {
     "ce_label_smoothing_mean": ("label_smooth",),
     "ctc_impossible_zero_infinity_sum": ("isinf_v2",),
-    "triplet_margin_with_distance_mean": ("reduce_all",),
-    "triplet_margin_with_l1_distance_sum": ("reduce_all",),
-    "gaussian_nll_mean": ("reduce_all", "assert"),
-    "multi_label_soft_margin_weight_mean": ("logsigmoid",),
     "multi_margin_mean": ("index_sample",),
 }
 # Paddle's hierarchical_sigmoid_grad ignores its forward's clip of the logits to [-40, 40] (a TODO in its
