@@ -40,7 +40,7 @@ def main() -> int:
              "verdicts: " + ", ".join(f"{k} {v}" for k, v in verdicts.most_common()),
              f"distinct error causes: {sum(1 for (v, _) in causes if v == 'error')}", "", "contract breaches:",
              *(bad or ["none"]), "", "most common clean errors:",
-             *(f"{n:6d}  {c}" for (v, c), n in causes.most_common() if v == "error")[:40]]
+             *[f"{n:6d}  {c}" for (v, c), n in causes.most_common() if v == "error"][:40]]
     args.out.write_text("\n".join(lines) + "\n")
     print("\n".join(lines[:4]))
     return 1 if bad else 0
