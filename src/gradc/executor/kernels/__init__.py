@@ -29,6 +29,8 @@ def kernel(*types: str, replace: bool = False):
 def load_all() -> None:
     from . import (  # noqa: F401
         activation,
+        clip,
+        constant,
         control_flow,
         conv,
         index,
@@ -38,6 +40,7 @@ def load_all() -> None:
         math,
         nn,
         optimizer,
+        optimizer_adam,
         reduce,
         shape,
         tensor,
