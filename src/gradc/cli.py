@@ -12,7 +12,7 @@ import sys
 import click
 import numpy as np
 
-from . import registry
+from . import registry, schedules
 from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
@@ -148,13 +148,20 @@ def run(program, feed, params, startup, fetches, out):
 @click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--save-params", type=click.Path(dir_okay=False),
               help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
-def train(program, feed, params, startups, steps, fetches, log_every, save_params):
+@click.option("--lr-schedule", metavar="SPEC",
+              help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
+                   "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
+@click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+def train(program, feed, params, startups, steps, fetches, log_every, save_params, lr_schedule, lr_var):
     """Run a compiled training program (backward + optimizer) for some steps on one batch."""
     if save_params:
         check_writable(save_params)
     prog, executor, scope = _session(program, params, startups)
     feeds = _load_npz(feed, "feed")
+    schedule = schedules.parse(lr_schedule) if lr_schedule else None
     for step in range(1, steps + 1):
+        if schedule is not None:
+            schedules.write_learning_rate(prog, scope, schedule(step - 1), lr_var)
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
         if step % log_every == 0 or step == steps:
             shown = "  ".join(f"{n}={np.asarray(v).reshape(-1)[0]:.6g}" for n, v in zip(fetches, values))
