@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import gradc
-from gradc import schedules
+from gradc import optimizers, schedules
 
 DATA = Path(__file__).parent / "data" / "paddle" / "optim"
 CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").is_file())
@@ -86,3 +86,49 @@ def assert_trained_like_paddle(case: OptimCase, losses, states, skip: frozenset[
                 np.testing.assert_array_equal(actual, expected, err_msg=what)
             else:
                 np.testing.assert_allclose(actual, expected, rtol=RTOL, atol=ATOL, err_msg=what)
+
+
+# ---------------------------------------------------------------- the same training set up with gradc's own API
+FUNCTIONS = {"function not_bias": lambda name: not name.endswith(".b_0"),
+             "function is_bias": lambda name: name.endswith(".b_0")}
+CLASSES = {"LarsMomentumOptimizer": "lars_momentum", "RMSProp": "rmsprop"}
+# the parameters "first.w" / "last.w" of tools/paddle_optimizer_cases.py, by model
+LAYER_WEIGHTS = {"mlp": {"first.w": "linear_0.w_0", "last.w": "linear_1.w_0"},
+                 "cnn": {"first.w": "conv2d_0.w_0", "last.w": "linear_0.w_0"},
+                 "linear": {"first.w": "linear_0.w_0"}}
+
+
+def _argument(key: str, value):
+    """A hyper-parameter as meta.json describes it -> gradc's object."""
+    if isinstance(value, str) and value in FUNCTIONS:
+        return FUNCTIONS[value]
+    if not isinstance(value, dict):
+        return value
+    if "tensor" in value:
+        return optimizers.Tensor(value["tensor"], f"{key}_tensor")
+    if "scheduler" in value:
+        arguments = dict(value)
+        return schedules.make(arguments.pop("scheduler"), **arguments)
+    settings = {k: v for k, v in value.items() if k in ("clip_norm", "max", "min", "coeff")}
+    return getattr(optimizers, value["class"])(**settings)
+
+
+def gradc_optimizer(case: OptimCase) -> tuple[optimizers.Optimizer, dict]:
+    """The case's optimizer and ParamAttrs built with gradc.optimizers from meta.json."""
+    meta = case.meta
+    name = CLASSES.get(meta["optimizer"], meta["optimizer"].lower())
+    arguments = {k: _argument(k, v) for k, v in meta["hyperparameters"].items()}
+    if arguments.pop("use_multi_tensor", False):
+        name = "merged_" + name
+    param_attrs = {LAYER_WEIGHTS[meta["model"]][layer]: optimizers.ParamAttr(**{k: _argument(k, v)
+                                                                                for k, v in attrs.items()})
+                   for layer, attrs in meta["param_attrs"].items()}
+    return optimizers.make_optimizer(name, **arguments), param_attrs
+
+
+def gradc_program(case: OptimCase) -> tuple[gradc.Program, gradc.Program]:
+    """The case's forward program compiled by gradc (backward + its optimizer pass) and gradc's startup."""
+    program = case.forward()
+    optimizer, param_attrs = gradc_optimizer(case)
+    startup = optimizer.minimize(program, case.meta["loss"], param_attrs=param_attrs)
+    return program, startup

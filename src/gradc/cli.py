@@ -20,6 +20,7 @@ from .io import check_writable, load, save, write_atomic
 from .io.pdiparams import read_params, write_params
 from .listing import program_listing
 from .opdoc import describe
+from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
@@ -74,24 +75,23 @@ def cli(plugins: tuple[str, ...]) -> None:
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
               help="Run a registered pass after the backward pass. Repeatable.")
-@click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam", "adamw"]),
-              help="Also append parameter updates (a training step), as Paddle's minimize() does.")
-@click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True, help="Learning rate.")
 @click.option("--startup-out", type=click.Path(dir_okay=False),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
-def compile(program, output, loss, params, no_grad, extra_passes, optimizer, learning_rate, startup_out):
+@optimizer_options
+def compile(program, output, loss, params, no_grad, extra_passes, startup_out, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
-    if optimizer:
+    optimizer = build_optimizer(**optimizer_settings)
+    if optimizer is not None:
         startup_out = startup_out or _with_suffix(output, ".startup")
-    for path in (output, startup_out) if optimizer else (output,):
+    for path in (output, startup_out) if optimizer is not None else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
-    if optimizer:
-        passes.append(OptimizerPass(optimizer, learning_rate))
+    if optimizer is not None:
+        passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
     save(prog, output)
-    if optimizer:
+    if optimizer is not None:
         save(results["optimizer"], startup_out)
     pairs = results["backward"]
     width = max([len(p) for p, _ in pairs] + [9])
@@ -102,8 +102,9 @@ def compile(program, output, loss, params, no_grad, extra_passes, optimizer, lea
         if results[name] is not None:
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
-    if optimizer:
-        click.echo(f"wrote {startup_out} (initialises the {optimizer} learning rate and accumulators)")
+    if optimizer is not None:
+        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer']} learning rate and "
+                   f"accumulators)")
 
 
 def _with_suffix(path: str, infix: str) -> str:

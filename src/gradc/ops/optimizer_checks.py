@@ -53,11 +53,11 @@ def check_update(rule: UpdateRule, op: OpView, fail: Callable[[str], None]) -> N
     for name in rule.nonnegative:
         value = _hyper_parameter(rule, op, name)
         if value is not None and value < 0:
-            fail(f"{_source(rule, op, name)} is {value}, but it must be >= 0")
+            fail(f"{_source(rule, op, name)} is {value:.7g}, but it must be >= 0")
     for name in rule.betas:
         value = _hyper_parameter(rule, op, name)
         if value is not None and not 0 <= value < 1:
-            fail(f"{_source(rule, op, name)} is {value}, but it must be in [0, 1)")
+            fail(f"{_source(rule, op, name)} is {value:.7g}, but it must be in [0, 1)")
     for name, allowed in rule.choices:
         value = op.attr(name)
         for item in value if isinstance(value, list) else [value]:
