@@ -4,6 +4,8 @@ Adadelta, RMSProp and Rprop; gradc.ops.optimizer_adam the Adam family. docs/opti
 
 from __future__ import annotations
 
+import struct
+
 from ..ir import AttrType
 from ..registry import NO_GRAD, defop, typed
 from .optimizer_checks import OpView, UpdateRule, check_update, update_rule
@@ -30,10 +32,18 @@ def _infer(rule: UpdateRule):
     return infer
 
 
+def float32(value):
+    """A FLOAT attribute's value as Paddle holds it (0.9 is 0.8999999761581421), lists item by item."""
+    if isinstance(value, list):
+        return [float32(v) for v in value]
+    return struct.unpack("f", struct.pack("f", value))[0] if isinstance(value, float) else value
+
+
 def defupdate(type: str, inputs: list[str], outputs: list[str], attrs: dict, rule: UpdateRule) -> None:
-    """Register an optimizer op: in-place outputs, the checks of ``rule``, no gradient."""
+    """Register an optimizer op: in-place outputs, the checks of ``rule``, no gradient. Float defaults are
+    Paddle's float32 values, so an op without the attribute updates exactly as Paddle's does."""
     update_rule(type, rule)
-    defop(type, inputs, outputs, attrs=attrs, infer=_infer(rule), grad=NO_GRAD)
+    defop(type, inputs, outputs, attrs={k: float32(v) for k, v in attrs.items()}, infer=_infer(rule), grad=NO_GRAD)
 
 
 MASTER = {"multi_precision": False}
