@@ -36,3 +36,16 @@ def test_the_master_weight_gets_the_update(case):
     for actual, want in zip(got, values):
         assert actual.dtype == np.float32
         np.testing.assert_allclose(actual, want, rtol=1e-6, atol=1e-7)
+
+
+def test_clip_by_norm_on_the_way_to_a_loss_is_reported():
+    """Paddle has no clip_by_norm gradient and its append_backward silently stops there; gradc says so."""
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("w", [2, 3], gradc.VarType.FP32, is_parameter=True, persistable=True)
+    block.create_var("c", [2, 3], gradc.VarType.FP32)
+    block.create_var("loss", [], gradc.VarType.FP32)
+    block.append_op("clip_by_norm", {"X": ["w"]}, {"Out": ["c"]}, {"max_norm": 1.0})
+    block.append_op("mean", {"X": ["c"]}, {"Out": ["loss"]})
+    with pytest.raises(gradc.GradError, match=r"no grad maker: block 0, op 0 \(clip_by_norm\)"):
+        gradc.append_backward(program, "loss")
