@@ -68,6 +68,8 @@ class Matcher:
             if attr == "op_role_var":
                 mine = [self.pairs.get(n, n) for n in mine]
             assert mine == paddle, f"{where}: attribute {attr} gradc {mine!r}, Paddle {paddle!r}"
+            kinds = ours.attr_types.get(attr), theirs.attr_types.get(attr)
+            assert kinds[0] == kinds[1], f"{where}: attribute {attr} has wire type {kinds[0]}, Paddle {kinds[1]}"
 
 
 def startup_fills(case: OptimCase, startup: gradc.Program) -> list:

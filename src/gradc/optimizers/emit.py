@@ -5,7 +5,7 @@ persistable vars they need (learning rate, accumulators) into a startup program.
 from __future__ import annotations
 
 from ..backward import roles
-from ..ir import AttrType, OpDesc, Program, VarType
+from ..ir import AttrType, OpDesc, Program
 from ..registry import get, make_op
 
 LR_SCHEDULE = 0x0010   # Paddle's OpRole.LRSched: ops that compute a learning rate carry OPTIMIZE | LR_SCHEDULE
@@ -76,5 +76,3 @@ def _complete(op: OpDesc) -> OpDesc:
             op.set_attr(name, list(default) if isinstance(default, list) else default, opdef.attr_types[name])
     return op
 
-
-FP32 = VarType.FP32
