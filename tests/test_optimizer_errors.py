@@ -10,6 +10,8 @@ import pytest
 import gradc
 from gradc.cli import main
 from gradc.ir import VarType
+from gradc.optimizers import SGD, ParamAttr
+from optim_cases import OptimCase
 
 F32 = VarType.FP32
 ADAM = {"Moment1": "m1", "Moment2": "m2", "Beta1Pow": "b1", "Beta2Pow": "b2"}
@@ -125,3 +127,11 @@ def test_bad_optimizer_options(options, phrase, tmp_path, capsys, monkeypatch):
     code, err = cli(capsys, monkeypatch, "compile", path, "-o", tmp_path / "o.pb", *options)
     assert_one_line(code, err, phrase)
     assert not (tmp_path / "o.pb").exists()
+
+
+
+def test_param_attrs_for_a_parameter_the_program_does_not_train():
+    case = OptimCase("mlp_sgd")
+    program = case.forward()
+    with pytest.raises(gradc.GradcError, match="param_attrs name linear_9.w_0, which the program does not train"):
+        SGD(0.1).minimize(program, case.meta["loss"], param_attrs={"linear_9.w_0": ParamAttr(learning_rate=0.5)})

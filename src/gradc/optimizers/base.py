@@ -117,6 +117,10 @@ class Optimizer:
         params = trained_parameters(emit.block)
         if not params:
             raise GradcError("no parameter has a gradient: append the backward first")
+        unknown = sorted(set(param_attrs or {}) - set(params))
+        if unknown:
+            raise GradcError(f"param_attrs name {', '.join(unknown)}, which the program does not train "
+                             f"(trained: {', '.join(params)})")
         attrs = {p: (param_attrs or {}).get(p) or ParamAttr() for p in params}
         for tensor in self.tensors().values():
             emit.persistable(tensor.name, [1], VarType.FP32, tensor.value, stop_gradient=True)
