@@ -17,6 +17,7 @@ import pytest
 
 import gradc
 from gradc.executor.kernels import optimizer_math as M
+from gradc.executor.kernels.constant import scalar_value
 
 DATA = Path(__file__).parent / "data" / "paddle" / "optim"
 CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").is_file())
@@ -71,6 +72,15 @@ RULES = {
         a("momentum"), a("centered"), x("MeanGrad"))),
     "lamb": (["ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"], lambda x, xs, a: M.lamb(
         *map(x, ADAM_IN), a("weight_decay"), a("beta1"), a("beta2"), a("epsilon"), a("always_adapt"))),
+    "nadam": (["param_out", "momentum_decay_pow_out", "beta2_pow_out", "mu_product_out", "moment1_out", "moment2_out"],
+              lambda x, xs, a: M.nadam(*map(x, ["param", "grad", "learning_rate", "momentum_decay_pow", "beta2_pow",
+                                                "mu_product", "moment1", "moment2"]),
+                                       a("beta1"), a("beta2"), a("epsilon"), a("momentum_decay"))),
+    "radam": (["param_out", "beta1_pow_out", "beta2_pow_out", "rho_out", "moment1_out", "moment2_out"],
+              lambda x, xs, a: M.radam(*map(x, ["param", "grad", "learning_rate", "beta1_pow", "beta2_pow", "rho",
+                                                "moment1", "moment2"]), a("beta1"), a("beta2"), a("epsilon"))),
+    "rprop": (["param_out", "prev_out", "learning_rate_out"], lambda x, xs, a: M.rprop(
+        *map(x, ["param", "grad", "prev", "learning_rate", "learning_rate_range", "etas"]))),
     "squared_l2_norm": (["Out"], lambda x, xs, a: M.squared_l2_norm(x("X"))),
     "clip_by_norm": (["Out"], lambda x, xs, a: M.clip_by_norm(x("X"), a("max_norm"))),
     "clip": (["Out"], lambda x, xs, a: M.clip(x("X"), a("min"), a("max"))),
@@ -85,6 +95,10 @@ RULES = {
     "elementwise_max": (["Out"], lambda x, xs, a: (np.maximum(x("X"), x("Y")),)),
     "elementwise_div": (["Out"], lambda x, xs, a: (x("X") / x("Y"),)),
     "elementwise_mul": (["Out"], lambda x, xs, a: (x("X") * x("Y"),)),
+    # Rprop's hyper-parameter tensors, and the param[0] its Python code reads for the dtype
+    "assign_value": (["Out"], lambda x, xs, a: (
+        np.array([scalar_value(v) for v in a("values")], DTYPES[a("dtype")]).reshape(a("shape")),)),
+    "slice": (["Out"], lambda x, xs, a: (x("Input")[0],)),
 }
 
 

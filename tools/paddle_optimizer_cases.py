@@ -48,6 +48,7 @@ class Case:
     optimizer: type
     kwargs: dict
     param_attrs: dict = field(default_factory=dict)   # "first.w" / "last.w" -> ParamAttr kwargs
+    steps: int = 5
 
 
 def mlp(param_attrs: dict) -> tuple:
@@ -138,7 +139,16 @@ def _optimizer_cases() -> dict[str, tuple]:
         "merged_adam": (opt.Adam, {"learning_rate": 0.01, "use_multi_tensor": True}, {}, BOTH),
         "merged_momentum": (opt.Momentum, {"learning_rate": 0.05, "momentum": 0.9, "use_multi_tensor": True},
                             {}, BOTH),
+        "nadam": (opt.NAdam, {"learning_rate": 0.01, "beta2": 0.99, "epsilon": 1e-6, "momentum_decay": 0.004},
+                  {}, MLP),
+        "radam": (opt.RAdam, {"learning_rate": 0.01, "beta2": 0.95, "epsilon": 1e-6}, {}, MLP),
+        "rprop": (opt.Rprop, {"learning_rate": 0.01, "learning_rate_range": (1e-4, 0.05), "etas": (0.5, 1.2)},
+                  {}, MLP),
     }
+
+
+# RAdam switches from its momentum-only step to the rectified Adam step when rho_t > 5: from step 6 on
+STEPS_OF = {"radam": 8}
 
 
 def _clip_and_regularization_cases() -> dict[str, tuple]:
@@ -178,7 +188,7 @@ def cases() -> dict[str, Case]:
     for model in MODELS:
         for name, (cls, kwargs, attrs, models) in {**_optimizer_cases(), **_clip_and_regularization_cases()}.items():
             if model in models:
-                table[f"{model}_{name}"] = Case(model, cls, kwargs, attrs)
+                table[f"{model}_{name}"] = Case(model, cls, kwargs, attrs, STEPS_OF.get(name, 5))
     for name, kwargs in SCHEDULES.items():
         table[f"linear_lr_{name}"] = Case("linear", opt.SGD, {"learning_rate": Schedule(name, kwargs)})
     return table

@@ -1,6 +1,6 @@
 """Optimizer fixtures from a real PaddlePaddle: Paddle's own training programs (opt.minimize in legacy static
 mode) for every optimizer, gradient clipping, regularization and learning-rate schedule of
-tools/paddle_optimizer_cases.py, trained 5 steps, with every value a test needs to replay the updates.
+tools/paddle_optimizer_cases.py, trained 5 steps (RAdam 8), with every value a test needs to replay the updates.
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_optimizer_fixtures.py tests/data/paddle/optim [case ...]
 
@@ -8,12 +8,12 @@ models/<model>.pb   the forward program, the same for every case of the model (m
 Each case directory holds:
   train.pb (after minimize), startup.pb   the programs, without the op_callstack debug attribute
   init.npz        every persistable after the startup program (params, accumulators, beta pows, LR, BN stats)
-  feeds.npz       the 5 batches, one array per feed var with the step as leading axis (as in the files below:
+  feeds.npz       one batch per step, one array per feed var with the step as leading axis (as in the files below:
                   an npz entry costs ~250 bytes of headers, so per-step entries would triple the size)
   grads.npz       <param>@GRAD [step, ...]: the gradients backward produced, before clipping and regularization
   intermediates.npz  <var> [step, ...]: every non-persistable var an optimize op writes, as the train run left
                   it (clipped grads, norms, regularization terms; clipping and regularization overwrite @GRAD)
-  states.npz      <var> [k - 1, ...]: every persistable after k = 1..4 steps; final.npz: after the 5th
+  states.npz      <var> [k - 1, ...]: every persistable after k = 1..steps-1 steps; final.npz: after the last
   losses.npy, lrs.npy   the loss of each step and the learning rate the step used
   meta.json       model, optimizer and hyper-parameters, var names, the op types of train.pb
 """
@@ -28,7 +28,6 @@ import numpy as np
 import paddle
 from paddle_optimizer_cases import MODELS, Case, Schedule, TensorArg, cases, describe, make_schedule
 
-STEPS = 5
 SEED = 2024
 OPTIMIZE_ROLES = 0x0002 | 0x0010  # Optimize and LRSched
 DEBUG_ATTRS = ("op_callstack",)
@@ -94,7 +93,7 @@ def stacked(steps: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
 
 
 def train(name: str, case: Case) -> dict:
-    """Build the case's programs and train them STEPS steps; everything the fixture files hold."""
+    """Build the case's programs and train them case.steps steps; everything the fixture files hold."""
     paddle.seed(SEED)
     rng = np.random.default_rng(SEED)
     main, startup = paddle.static.Program(), paddle.static.Program()
@@ -112,7 +111,7 @@ def train(name: str, case: Case) -> dict:
     written = [n for op in optimize_ops(main) for slot in op.output_names for n in op.output(slot)]
     intermediates = sorted({n for n in written if not block.var(n).persistable})
     untouched = [g for g in grads if g not in intermediates]
-    feeds = [make_batch(rng) for _ in range(STEPS)]
+    feeds = [make_batch(rng) for _ in range(case.steps)]
 
     scope = paddle.static.Scope()
     executor = paddle.static.Executor(paddle.CPUPlace())
@@ -137,7 +136,7 @@ def train(name: str, case: Case) -> dict:
             if scheduler:
                 scheduler.step()
     meta = {
-        "case": name, "model": case.model, "seed": SEED, "paddle_version": paddle.__version__, "steps": STEPS,
+        "case": name, "model": case.model, "seed": SEED, "paddle_version": paddle.__version__, "steps": case.steps,
         "description": MODELS[case.model].__doc__.split("\n")[0],
         "optimizer": case.optimizer.__name__, "hyperparameters": describe(case.kwargs),
         "param_attrs": describe(case.param_attrs),

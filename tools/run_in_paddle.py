@@ -1,12 +1,22 @@
-"""Run programs gradc compiled in a real PaddlePaddle and compare with a fixture's gradients:
-checks that what gradc writes, Paddle loads and executes. Needs paddlepaddle (not a gradc dependency).
+"""Run programs gradc compiled in a real PaddlePaddle and compare with a fixture: checks that what gradc writes,
+Paddle loads and executes. Needs paddlepaddle (not a gradc dependency).
+
+Gradients of a compiled forward program against a fixture's grads.npz:
 
     gradc compile tests/data/paddle/vision/forward.pb -o /tmp/vision_train.pb
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/run_in_paddle.py /tmp/vision_train.pb tests/data/paddle/vision
+
+Training programs with gradc's optimizers (tools/gradc_optim_programs.py) against the optimizer fixtures: Paddle
+runs gradc's startup program, takes the parameters from the fixture's init.npz, writes each step's learning rate
+as its LRScheduler would, trains on the fixture's batches and must reach Paddle's own losses and persistables:
+
+    .venv/bin/python tools/gradc_optim_programs.py /tmp/gradc_optim
+    FLAGS_enable_pir_api=0 /path/to/paddle/python tools/run_in_paddle.py --optim /tmp/gradc_optim [case ...]
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -15,20 +25,28 @@ import paddle
 from paddle.base import framework
 
 paddle.enable_static()
+OPTIM = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "optim"
 
 
-def main(program_file: str, fixture: str) -> int:
+def _npz(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def _program(path: Path):
+    return framework.Program.parse_from_string(path.read_bytes())
+
+
+def gradients(program_file: str, fixture: str) -> int:
     directory = Path(fixture)
-    program = framework.Program.parse_from_string(Path(program_file).read_bytes())
+    program = _program(Path(program_file))
     scope = paddle.static.Scope()
     executor = paddle.static.Executor(paddle.CPUPlace())
-    with np.load(directory / "grads.npz") as archive:
-        grads = {name: archive[name] for name in archive.files}
-    with paddle.static.scope_guard(scope), np.load(directory / "params.npz") as params, \
-            np.load(directory / "feed.npz") as feed:
-        for name in params.files:
-            scope.var(name).get_tensor().set(params[name], paddle.CPUPlace())
-        values = executor.run(program, feed=dict(feed), fetch_list=list(grads))
+    grads = _npz(directory / "grads.npz")
+    with paddle.static.scope_guard(scope):
+        for name, value in _npz(directory / "params.npz").items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        values = executor.run(program, feed=_npz(directory / "feed.npz"), fetch_list=list(grads))
     failed = [name for name, value in zip(grads, values)
               if not np.allclose(value, grads[name], rtol=1e-5, atol=1e-6)]
     print(f"Paddle {paddle.__version__} ran {program_file}: {len(grads) - len(failed)}/{len(grads)} gradients match"
@@ -36,5 +54,43 @@ def main(program_file: str, fixture: str) -> int:
     return 1 if failed else 0
 
 
+def train_case(programs: Path, name: str) -> list[str]:
+    """Paddle trains gradc's program of one case; the names that differ from Paddle's own training."""
+    fixture = OPTIM / name
+    meta = json.loads((fixture / "meta.json").read_text())
+    program, startup = _program(programs / name / "train.pb"), _program(programs / name / "startup.pb")
+    init, feeds, lrs = _npz(fixture / "init.npz"), _npz(fixture / "feeds.npz"), np.load(fixture / "lrs.npy")
+    final, lr_var = _npz(fixture / "final.npz"), meta["learning_rate_var"]
+    scope = paddle.static.Scope()
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    losses = []
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        for var, value in init.items():
+            if scope.find_var(var) is None:   # parameters and batch-norm stats: Paddle's random initialisers
+                scope.var(var).get_tensor().set(value, paddle.CPUPlace())
+        for step in range(meta["steps"]):
+            scope.find_var(lr_var).get_tensor().set(np.float32(lrs[step]).reshape(init[lr_var].shape),
+                                                    paddle.CPUPlace())
+            feed = {var: batches[step] for var, batches in feeds.items()}
+            losses.append(float(executor.run(program, feed=feed, fetch_list=[meta["loss"]])[0]))
+        trained = {var: np.array(scope.find_var(var).get_tensor()).reshape(value.shape) for var, value in final.items()}
+    failed = [] if np.allclose(losses, np.load(fixture / "losses.npy"), rtol=1e-4, atol=1e-6) else ["losses"]
+    return failed + [var for var, value in final.items() if not np.allclose(trained[var], value, rtol=1e-4, atol=1e-6)]
+
+
+def optim(programs: str, names: list[str]) -> int:
+    directory = Path(programs)
+    names = names or sorted(p.name for p in directory.iterdir() if (p / "train.pb").is_file())
+    failed = {name: diff for name in names if (diff := train_case(directory, name))}
+    for name, diff in failed.items():
+        print(f"{name}: differs from Paddle's training in {diff}")
+    print(f"Paddle {paddle.__version__} trained gradc's programs of {len(names)} cases: "
+          f"{len(names) - len(failed)} match Paddle's own training")
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main(*sys.argv[1:3]))
+    if sys.argv[1] == "--optim":
+        sys.exit(optim(sys.argv[2], sys.argv[3:]))
+    sys.exit(gradients(*sys.argv[1:3]))

@@ -18,7 +18,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from . import registry
+from . import registry, schedules
 from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
@@ -29,6 +29,7 @@ from .ir.types import NUMPY_DTYPE_NAMES
 from .limits import LIMITS, parse_bytes
 from .listing import program_listing
 from .opdoc import describe
+from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 
 
@@ -125,24 +126,23 @@ def import_plugin(name: str) -> None:
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
               help="Run a registered pass after the backward pass. Repeatable.")
-@click.option("--optimizer", type=click.Choice(["sgd", "momentum", "adam", "adamw"]),
-              help="Also append parameter updates (a training step), as Paddle's minimize() does.")
-@click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True, help="Learning rate.")
 @click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
-def compile(program, output, loss, params, no_grad, extra_passes, optimizer, learning_rate, startup_out):
+@optimizer_options
+def compile(program, output, loss, params, no_grad, extra_passes, startup_out, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
-    if optimizer:
+    optimizer = build_optimizer(**optimizer_settings)
+    if optimizer is not None:
         startup_out = startup_out or _with_suffix(output, ".startup")
-    for path in (output, startup_out) if optimizer else (output,):
+    for path in (output, startup_out) if optimizer is not None else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
-    if optimizer:
-        passes.append(OptimizerPass(optimizer, learning_rate))
+    if optimizer is not None:
+        passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
     save(prog, output)
-    if optimizer:
+    if optimizer is not None:
         save(results["optimizer"], startup_out)
     pairs = results["backward"]
     width = max([len(p) for p, _ in pairs] + [9])
@@ -153,8 +153,9 @@ def compile(program, output, loss, params, no_grad, extra_passes, optimizer, lea
         if results[name] is not None:
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
-    if optimizer:
-        click.echo(f"wrote {startup_out} (initialises the {optimizer} learning rate and accumulators)")
+    if optimizer is not None:
+        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer']} learning rate and "
+                   f"accumulators)")
 
 
 def _with_suffix(path: str, infix: str) -> str:
@@ -199,13 +200,20 @@ def run(program, feed, params, startup, fetches, out):
 @click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
 @click.option("--save-params", type=click.Path(),
               help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
-def train(program, feed, params, startups, steps, fetches, log_every, save_params):
+@click.option("--lr-schedule", metavar="SPEC",
+              help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
+                   "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
+@click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+def train(program, feed, params, startups, steps, fetches, log_every, save_params, lr_schedule, lr_var):
     """Run a compiled training program (backward + optimizer) for some steps on one batch."""
     if save_params:
         check_writable(save_params)
     prog, executor, scope = _session(program, params, startups)
     feeds = read_npz(feed, "feed")
+    schedule = schedules.parse(lr_schedule) if lr_schedule else None
     for step in range(1, steps + 1):
+        if schedule is not None:
+            schedules.write_learning_rate(prog, scope, schedule(step - 1), lr_var)
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
         if step % log_every == 0 or step == steps:
             shown = "  ".join(f"{n}={np.asarray(v).reshape(-1)[0]:.6g}" for n, v in zip(fetches, values))

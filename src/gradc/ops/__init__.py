@@ -2,6 +2,8 @@
 
 from . import (  # noqa: F401
     activation,
+    clip,
+    constant,
     control_flow,
     conv,
     hsigmoid,
@@ -13,6 +15,7 @@ from . import (  # noqa: F401
     nn,
     nn_activation,
     optimizer,
+    optimizer_adam,
     reduce,
     sequence_loss,
     shape,

@@ -29,6 +29,8 @@ def kernel(*types: str, replace: bool = False):
 def load_all() -> None:
     from . import (  # noqa: F401
         activation,
+        clip,
+        constant,
         control_flow,
         conv,
         hsigmoid,
@@ -40,6 +42,7 @@ def load_all() -> None:
         nn,
         nn_activation,
         optimizer,
+        optimizer_adam,
         reduce,
         sequence_loss,
         shape,

@@ -1,59 +1,132 @@
-"""Kernels of gradc.ops.optimizer: the update rules Paddle applies, in the parameter's dtype."""
+"""Kernels of gradc.ops.optimizer: thin wrappers over the update rules of optimizer_math (one rule per op, no
+copy). Each checks its op first (gradc.ops.optimizer_checks: the same errors shape inference gives), and with a
+master weight (multi_precision) runs the rule on it and writes ParamOut as its cast, as Paddle's GPU kernels do."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...errors import ExecutionError
+from ...ops.optimizer_checks import UPDATES, OpView, check_update
 from . import kernel
+from . import optimizer_math as M
 
 
-def _lr(k, like):
-    return np.asarray(k.x("LearningRate"), dtype=like.dtype).reshape(())
+def check(k) -> None:
+    """The checks of the op's UpdateRule on the arrays it reads."""
+    def shape(slot, i):
+        return list(np.shape(k.x(slot, i))) if i < len(k.op.input(slot)) else None
+
+    def value(slot, i):
+        return float(np.asarray(k.x(slot, i)).reshape(-1)[0])
+
+    def fail(message):
+        raise ExecutionError(f"{k.where}: {message}")
+
+    check_update(UPDATES[k.op.type], OpView(k.op.input, shape, k.attr, value), fail)
+
+
+def out(slot: str) -> str:
+    """Param -> ParamOut, param -> param_out (the output slot that overwrites an input slot)."""
+    return slot + ("_out" if slot.islower() else "Out")
+
+
+def update(k, rule, outputs: list[str], param: str = "Param", grad: str = "Grad", master: str = "MasterParam",
+           i: int | None = None) -> dict:
+    """{output slot: value} of ``rule(param, grad)``, which returns values in the order of ``outputs`` (ParamOut
+    first, None for an output it leaves alone). ``i`` picks one parameter of a list op (the values are then
+    returned for that index). With multi_precision and a master weight the rule runs on the master."""
+    index = 0 if i is None else i
+    value, gradient = k.x(param, index), k.x(grad, index)
+    masters = k.op.input(master)
+    if k.attr("multi_precision") and masters:
+        weight = k.x(master, index)
+        results = dict(zip(outputs, rule(weight, gradient.astype(weight.dtype))))
+        results[out(master)] = results[outputs[0]]
+        results[outputs[0]] = results[outputs[0]].astype(value.dtype)
+    else:
+        results = dict(zip(outputs, rule(value, gradient)))
+    return {slot: v for slot, v in results.items() if v is not None}
+
+
+def update_each(k, rule_of, outputs: list[str], param: str = "Param") -> dict:
+    """A list op (lars_momentum, merged_*): ``rule_of(i)`` updates parameter i; outputs become lists."""
+    columns = [update(k, rule_of(i), outputs, param, i=i) for i in range(len(k.op.input(param)))]
+    return {slot: [column[slot] for column in columns] for slot in columns[0]} if columns else {}
+
+
+def pick(values: list, i: int):
+    """Entry i of a per-parameter list input or attribute, or its only entry when it is shared."""
+    return values[i if len(values) > 1 else 0]
 
 
 @kernel("sgd")
 def sgd(k):
-    param = k.x("Param")
-    return {"ParamOut": param - _lr(k, param) * k.x("Grad")}
+    check(k)
+    return update(k, lambda p, g: M.sgd(p, g, k.x("LearningRate")), ["ParamOut"])
+
+
+def _momentum_rule(k, velocity, lr, method, coeff):
+    return lambda p, g: M.momentum(p, g, velocity, lr, k.attr("mu"), k.attr("use_nesterov"), method, coeff,
+                                   k.attr("rescale_grad"))
 
 
 @kernel("momentum")
 def momentum(k):
-    param, grad, velocity = k.x("Param"), k.x("Grad") * k.attr("rescale_grad"), k.x("Velocity")
-    if k.attr("regularization_method") == "l2_decay":
-        grad = grad + k.attr("regularization_coeff") * param
-    mu, lr = k.attr("mu"), _lr(k, param)
-    velocity = mu * velocity + grad
-    step = (grad + mu * velocity) if k.attr("use_nesterov") else velocity
-    return {"ParamOut": param - lr * step, "VelocityOut": velocity}
+    check(k)
+    rule = _momentum_rule(k, k.x("Velocity"), k.x("LearningRate"), k.attr("regularization_method"),
+                          k.attr("regularization_coeff"))
+    return update(k, rule, ["ParamOut", "VelocityOut"])
 
 
-def _adam(k, param, lr):
-    """One Adam step with bias-corrected moments; Beta1Pow/Beta2Pow already include this step."""
-    grad, m1, m2 = k.x("Grad"), k.x("Moment1"), k.x("Moment2")
-    b1, b2, eps = k.attr("beta1"), k.attr("beta2"), k.attr("epsilon")
-    b1_pow, b2_pow = k.x("Beta1Pow").reshape(()), k.x("Beta2Pow").reshape(())
-    m1 = b1 * m1 + (1 - b1) * grad
-    m2 = b2 * m2 + (1 - b2) * grad * grad
-    m1_hat, m2_hat = m1 / (1 - b1_pow), m2 / (1 - b2_pow)
-    out = {"ParamOut": param - lr * m1_hat / (np.sqrt(m2_hat) + eps), "Moment1Out": m1, "Moment2Out": m2}
-    if not k.attr("use_global_beta_pow"):
-        out["Beta1PowOut"] = k.x("Beta1Pow") * b1
-        out["Beta2PowOut"] = k.x("Beta2Pow") * b2
-    return out
+@kernel("merged_momentum")
+def merged_momentum(k):
+    check(k)
+    lrs, methods, coeffs = k.xs("LearningRate"), k.attr("regularization_method"), k.attr("regularization_coeff")
+    return update_each(k, lambda i: _momentum_rule(k, k.x("Velocity", i), pick(lrs, i),
+                                                   methods[i] if methods else "", coeffs[i] if coeffs else 0.0),
+                       ["ParamOut", "VelocityOut"])
 
 
-@kernel("adam")
-def adam(k):
-    param = k.x("Param")
-    return _adam(k, param, _lr(k, param))
+@kernel("lars_momentum")
+def lars_momentum(k):
+    check(k)
+    decays, lrs = k.attr("lars_weight_decay"), k.xs("LearningRate")
+    if len(decays) not in (1, len(k.op.input("Param"))):
+        raise ExecutionError(f"{k.where}: attribute lars_weight_decay has {len(decays)} values for "
+                             f"{len(k.op.input('Param'))} parameters")
+    return update_each(k, lambda i: lambda p, g: M.lars_momentum(
+        p, g, k.x("Velocity", i), pick(lrs, i), k.attr("mu"), k.attr("lars_coeff"), pick(decays, i),
+        k.attr("epsilon"), k.attr("rescale_grad")), ["ParamOut", "VelocityOut"])
 
 
-@kernel("adamw")
-def adamw(k):
-    """Decoupled weight decay first (p *= 1 - lr * lr_ratio * coeff), then the Adam step."""
-    param = k.x("Param")
-    lr = _lr(k, param) * k.attr("lr_ratio")
-    if k.attr("with_decay"):
-        param = param * (1 - lr * k.attr("coeff"))
-    return _adam(k, param, lr)
+@kernel("adagrad")
+def adagrad(k):
+    check(k)
+    return update(k, lambda p, g: M.adagrad(p, g, k.x("Moment"), k.x("LearningRate"), k.attr("epsilon")),
+                  ["ParamOut", "MomentOut"])
+
+
+@kernel("adadelta")
+def adadelta(k):
+    check(k)
+    return update(k, lambda p, g: M.adadelta(p, g, k.x("AvgSquaredGrad"), k.x("AvgSquaredUpdate"),
+                                             k.x("LearningRate"), k.attr("rho"), k.attr("epsilon")),
+                  ["ParamOut", "AvgSquaredGradOut", "AvgSquaredUpdateOut"])
+
+
+@kernel("rmsprop")
+def rmsprop(k):
+    check(k)
+    return update(k, lambda p, g: M.rmsprop(p, k.x("MeanSquare"), g, k.x("Moment"), k.x("LearningRate"),
+                                            k.attr("epsilon"), k.attr("decay"), k.attr("momentum"),
+                                            k.attr("centered"), k.optional("MeanGrad")),
+                  ["ParamOut", "MomentOut", "MeanSquareOut", "MeanGradOut"])
+
+
+@kernel("rprop")
+def rprop(k):
+    check(k)
+    return update(k, lambda p, g: M.rprop(p, g, k.x("prev"), k.x("learning_rate"), k.x("learning_rate_range"),
+                                          k.x("etas")),
+                  ["param_out", "prev_out", "learning_rate_out"], "param", "grad", "master_param")

@@ -183,3 +183,57 @@ def clip_by_norm(x, max_norm):
 def clip(x, min_value, max_value):
     """-> Out: x limited to [min, max] (the attributes)."""
     return (np.clip(x, _scalar(min_value, x), _scalar(max_value, x)),)
+
+
+def nadam(param, grad, lr, momentum_decay_pow, beta2_pow, mu_product, moment1, moment2, beta1, beta2, epsilon,
+          momentum_decay):
+    """-> param_out, momentum_decay_pow_out, beta2_pow_out, mu_product_out, moment1_out, moment2_out.
+    The momentum schedule mu_t = b1 (1 - 0.5 * 0.96^(t psi)) runs on the accumulators (0.96^t, b2^t and the
+    product of the mu's, all shaped like the parameter); m1_hat mixes m1 (with mu_{t+1}) and g (with mu_t)."""
+    dtype = param.dtype.type
+    b1, b2, psi, one = dtype(beta1), dtype(beta2), dtype(momentum_decay), dtype(1)
+    decay_pow = momentum_decay_pow * dtype(0.96)
+    beta2_pow = beta2_pow * b2
+    mu_t = b1 * (one - dtype(0.5) * decay_pow ** psi)
+    mu_next = b1 * (one - dtype(0.5) * decay_pow ** psi * dtype(0.96) ** psi)
+    mu_product = mu_product * mu_t
+    moment1 = b1 * moment1 + (one - b1) * grad
+    moment2 = b2 * moment2 + (one - b2) * grad * grad
+    m1_hat = mu_next * moment1 / (one - mu_product * mu_next) + (one - mu_t) * grad / (one - mu_product)
+    m2_hat = moment2 / (one - beta2_pow)
+    param = param - _scalar(lr, param) * m1_hat / (np.sqrt(m2_hat) + dtype(epsilon))
+    return param, decay_pow, beta2_pow, mu_product, moment1, moment2
+
+
+def radam(param, grad, lr, beta1_pow, beta2_pow, rho, moment1, moment2, beta1, beta2, epsilon):
+    """-> param_out, beta1_pow_out, beta2_pow_out, rho_out, moment1_out, moment2_out.
+    rho holds t b2^t / (1 - b2^t) (updated recursively); while rho_inf - 2 rho <= 5 the step is SGD with
+    momentum on the bias-corrected m1, after that Adam's step times the variance rectification r_t."""
+    dtype = param.dtype.type
+    b1, b2, one = dtype(beta1), dtype(beta2), dtype(1)
+    rho_inf = dtype(2) / (one - b2) - one
+    beta1_pow, beta2_pow = beta1_pow * b1, beta2_pow * b2
+    rho = (rho * (b2 - beta2_pow) + beta2_pow) / (one - beta2_pow)
+    moment1 = b1 * moment1 + (one - b1) * grad
+    moment2 = b2 * moment2 + (one - b2) * grad * grad
+    step = _scalar(lr, param) * moment1 / (one - beta1_pow)
+    rho_t = rho_inf - dtype(2) * rho.reshape(-1)[0]
+    if rho_t > 5:
+        adaptive = np.sqrt(one - beta2_pow) / (np.sqrt(moment2) + dtype(epsilon))
+        rectify = np.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
+        step = step * rectify * adaptive
+    return param - step, beta1_pow, beta2_pow, rho, moment1, moment2
+
+
+def rprop(param, grad, prev, lr, learning_rate_range, etas):
+    """-> param_out, prev_out, learning_rate_out. Per element: the step size (``lr``, shaped like the parameter)
+    grows by etas[1] where the gradient kept its sign, shrinks by etas[0] where it flipped (and that gradient
+    counts as 0), stays where one of them is 0, within learning_rate_range; Param -= sign(g) * step."""
+    low, high = np.asarray(learning_rate_range, param.dtype).reshape(-1)[:2]
+    shrink, grow = np.asarray(etas, param.dtype).reshape(-1)[:2]
+    product = grad * prev
+    one = param.dtype.type(1)
+    eta = np.where(product > 0, grow, np.where(product < 0, shrink, one)).astype(param.dtype)
+    grad = np.where(product < 0, param.dtype.type(0), grad)
+    lr = np.clip(lr * eta, low, high)
+    return param - np.sign(grad) * lr, grad, lr

@@ -1,0 +1,38 @@
+"""Paddle's optimizers, gradient clipping and weight decay for gradc programs: the same ops, accumulators,
+attributes, op order and startup initialisers as Paddle's ``minimize`` (gradc.optimizers.base).
+
+    from gradc.optimizers import Adam, ClipGradByGlobalNorm
+    startup = Adam(learning_rate=0.01, grad_clip=ClipGradByGlobalNorm(1.0)).minimize(program, "mean_0.tmp_0")
+"""
+
+from .adam_family import Adam, Adamax, AdamW, Lamb, NAdam, RAdam
+from .base import Optimizer, ParamAttr, Tensor, trained_parameters
+from .clip import ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, GradientClip
+from .regularizer import L1Decay, L2Decay, WeightDecay
+from .sgd_family import SGD, Adadelta, Adagrad, LarsMomentum, Momentum, RMSProp, Rprop
+
+# the names gradc compile --optimizer takes; merged_* are Momentum/Adam with use_multi_tensor
+OPTIMIZERS = {"sgd": SGD, "momentum": Momentum, "lars_momentum": LarsMomentum, "adam": Adam, "adamw": AdamW,
+              "adamax": Adamax, "adagrad": Adagrad, "adadelta": Adadelta, "rmsprop": RMSProp, "lamb": Lamb,
+              "nadam": NAdam, "radam": RAdam, "rprop": Rprop, "merged_momentum": Momentum, "merged_adam": Adam}
+MULTI_TENSOR = frozenset({"merged_momentum", "merged_adam"})
+
+__all__ = ["MULTI_TENSOR", "OPTIMIZERS", "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax",
+           "ClipGradByGlobalNorm", "ClipGradByNorm", "ClipGradByValue", "GradientClip", "L1Decay", "L2Decay",
+           "Lamb", "LarsMomentum", "Momentum", "NAdam", "Optimizer", "ParamAttr", "RAdam", "RMSProp", "Rprop",
+           "Tensor", "WeightDecay", "make_optimizer", "trained_parameters"]
+
+
+def make_optimizer(name: str, **arguments) -> Optimizer:
+    """An optimizer by its gradc name with Paddle's Python arguments (``make_optimizer("adam", beta1=0.85)``)."""
+    from ..errors import GradcError
+
+    cls = OPTIMIZERS.get(name)
+    if cls is None:
+        raise GradcError(f"unknown optimizer '{name}' (known: {', '.join(sorted(OPTIMIZERS))})")
+    if name in MULTI_TENSOR:
+        arguments["use_multi_tensor"] = True
+    try:
+        return cls(**arguments)
+    except TypeError as exc:
+        raise GradcError(f"optimizer {name}: {exc}") from None

@@ -1,0 +1,215 @@
+"""Learning-rate schedules. In Paddle no op writes the learning rate: an LRScheduler's value is written into the
+learning-rate var before each run (``float32(scheduler())``, run k reading the value at epoch k). gradc does the
+same: a Schedule maps the 0-based run index to a learning rate, ``write_learning_rate`` stores it in the scope,
+and ``run_step`` runs one scheduled training step. Paddle's schedulers are here under their names and arguments
+(``make("StepDecay", learning_rate=0.1, step_size=2)``, or ``parse("StepDecay(learning_rate=0.1, step_size=2)")``),
+closed forms of the values Paddle computes; a list of per-step values is a schedule too (``parse("0.1,0.05")``)."""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .errors import GradcError
+from .ir import Program
+from .ir.types import NUMPY_DTYPE_NAMES
+from .ops.optimizer_checks import UPDATES
+
+
+class Schedule:
+    """A learning rate for each run (step 0, 1, ...)."""
+
+    def __call__(self, step: int) -> float:
+        raise NotImplementedError
+
+
+class Values(Schedule):
+    """Given per-step values; past the end the last one stays."""
+
+    def __init__(self, values: Sequence[float]):
+        if not values:
+            raise GradcError("a learning-rate schedule of values needs at least one value")
+        self.values = [float(v) for v in values]
+
+    def __call__(self, step):
+        return self.values[min(step, len(self.values) - 1)]
+
+
+class _Decay(Schedule):
+    def __init__(self, learning_rate: float, **settings):
+        self.base = float(learning_rate)
+        self.__dict__.update(settings)
+
+
+class StepDecay(_Decay):
+    def __init__(self, learning_rate, step_size, gamma=0.1):
+        super().__init__(learning_rate, step_size=step_size, gamma=gamma)
+
+    def __call__(self, step):
+        return self.base * self.gamma ** (step // self.step_size)
+
+
+class MultiStepDecay(_Decay):
+    def __init__(self, learning_rate, milestones, gamma=0.1):
+        super().__init__(learning_rate, milestones=list(milestones), gamma=gamma)
+
+    def __call__(self, step):
+        return self.base * self.gamma ** sum(1 for m in self.milestones if step >= m)
+
+
+class ExponentialDecay(_Decay):
+    def __init__(self, learning_rate, gamma):
+        super().__init__(learning_rate, gamma=gamma)
+
+    def __call__(self, step):
+        return self.base * self.gamma ** step
+
+
+class NaturalExpDecay(ExponentialDecay):
+    def __call__(self, step):
+        return self.base * math.exp(-self.gamma * step)
+
+
+class InverseTimeDecay(ExponentialDecay):
+    def __call__(self, step):
+        return self.base / (1 + self.gamma * step)
+
+
+class PolynomialDecay(_Decay):
+    def __init__(self, learning_rate, decay_steps, end_lr=0.0001, power=1.0, cycle=False):
+        super().__init__(learning_rate, decay_steps=decay_steps, end_lr=end_lr, power=power, cycle=cycle)
+
+    def __call__(self, step):
+        steps = self.decay_steps
+        if self.cycle:
+            steps *= max(1, math.ceil(step / self.decay_steps))
+        else:
+            step = min(step, self.decay_steps)
+        return (self.base - self.end_lr) * (1 - step / steps) ** self.power + self.end_lr
+
+
+class CosineAnnealingDecay(_Decay):
+    """eta_min + (lr - eta_min)(1 + cos(pi step / T_max)) / 2, also past T_max (Paddle's recursion, in closed
+    form: the two agree to float64 rounding)."""
+
+    def __init__(self, learning_rate, T_max, eta_min=0.0):  # noqa: N803 - Paddle's argument name
+        super().__init__(learning_rate, T_max=T_max, eta_min=float(eta_min))
+
+    def __call__(self, step):
+        return self.eta_min + (self.base - self.eta_min) * (1 + math.cos(math.pi * step / self.T_max)) / 2
+
+
+class LinearWarmup(Schedule):
+    """From start_lr to end_lr over warmup_steps, then ``learning_rate`` (a float or a schedule that starts
+    counting after the warm-up)."""
+
+    def __init__(self, learning_rate, warmup_steps, start_lr, end_lr):
+        self.after, self.warmup_steps, self.start_lr, self.end_lr = learning_rate, warmup_steps, start_lr, end_lr
+
+    def __call__(self, step):
+        if step < self.warmup_steps:
+            return (self.end_lr - self.start_lr) * step / self.warmup_steps + self.start_lr
+        after = self.after
+        return after(step - self.warmup_steps) if isinstance(after, Schedule) else float(after)
+
+
+class PiecewiseDecay(Schedule):
+    def __init__(self, boundaries, values):
+        if len(values) != len(boundaries) + 1:
+            raise GradcError(f"PiecewiseDecay needs one value more than boundaries, got {len(boundaries)} "
+                             f"boundaries and {len(values)} values")
+        self.boundaries, self.values = list(boundaries), [float(v) for v in values]
+
+    def __call__(self, step):
+        return next((v for b, v in zip(self.boundaries, self.values) if step < b), self.values[-1])
+
+
+class NoamDecay(Schedule):
+    """learning_rate * d_model^-0.5 * min(step^-0.5, step * warmup_steps^-1.5): 0 at step 0, as in Paddle."""
+
+    def __init__(self, d_model, warmup_steps, learning_rate=1.0):
+        self.d_model, self.warmup_steps, self.base = d_model, warmup_steps, float(learning_rate)
+
+    def __call__(self, step):
+        first = 1.0 if step == 0 else step ** -0.5
+        return self.base * self.d_model ** -0.5 * min(first, self.warmup_steps ** -1.5 * step)
+
+
+SCHEDULES: dict[str, type[Schedule]] = {cls.__name__: cls for cls in (
+    StepDecay, MultiStepDecay, ExponentialDecay, NaturalExpDecay, InverseTimeDecay, PolynomialDecay,
+    CosineAnnealingDecay, LinearWarmup, PiecewiseDecay, NoamDecay)}
+
+
+def make(name: str, **arguments) -> Schedule:
+    """Paddle's scheduler ``name`` (CosineAnnealing may drop its Decay) with Paddle's argument names."""
+    cls = SCHEDULES.get(name) or SCHEDULES.get(name + "Decay")
+    if cls is None:
+        raise GradcError(f"unknown learning-rate schedule '{name}' (known: {', '.join(sorted(SCHEDULES))})")
+    try:
+        return cls(**arguments)
+    except TypeError as exc:
+        raise GradcError(f"schedule {name}: {exc}") from None
+
+
+def parse(spec: str) -> Schedule:
+    """"0.1,0.05,0.01" (per-step values) or "Name(arg=value, ...)" (Paddle's scheduler and arguments)."""
+    try:
+        tree = ast.parse(spec.strip(), mode="eval").body
+        if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.args:
+            return make(tree.func.id, **{kw.arg: ast.literal_eval(kw.value) for kw in tree.keywords})
+        values = ast.literal_eval(tree)
+        return Values(list(values) if isinstance(values, (tuple, list)) else [values])
+    except (SyntaxError, ValueError, TypeError):
+        raise GradcError(f"cannot read the learning-rate schedule '{spec}': give values (0.1,0.05) or "
+                         f"Name(arg=value, ...), e.g. StepDecay(learning_rate=0.1, step_size=2)") from None
+
+
+def learning_rate_vars(program: Program) -> list[str]:
+    """The vars that hold the learning rate: those the optimizer ops read as it, traced back through the ops
+    that derive per-parameter rates (ParamAttr(learning_rate=r) scales it) to the vars no op writes."""
+    block = program.global_block
+    writers = {name: op for op in block.ops for name in op.output_names()}
+    pending = [name for op in block.ops if op.type in UPDATES and not UPDATES[op.type].lr_like_param
+               for name in op.input(UPDATES[op.type].lr)]
+    roots, seen = set(), set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        writer = writers.get(name)
+        if writer is None or writer.type in UPDATES:
+            roots.add(name)
+        else:
+            pending.extend(writer.input_names())
+    return sorted(roots)
+
+
+def learning_rate_var(program: Program, name: str | None = None) -> str:
+    """``name``, or the one learning-rate var of the program."""
+    if name is not None:
+        if program.global_block.find_var(name) is None:
+            raise GradcError(f"the learning-rate var '{name}' is not declared in block 0")
+        return name
+    found = learning_rate_vars(program)
+    if len(found) != 1:
+        what = "no optimizer op reads a learning rate" if not found else f"several vars: {', '.join(found)}"
+        raise GradcError(f"cannot tell which var a schedule writes ({what}); name it")
+    return found[0]
+
+
+def write_learning_rate(program: Program, scope, value: float, name: str | None = None) -> None:
+    """Store ``value`` in the learning-rate var, in its declared shape and dtype (Paddle: float32)."""
+    var = program.global_block.find_var(learning_rate_var(program, name))
+    dtype = NUMPY_DTYPE_NAMES.get(var.dtype, "float32")
+    scope[var.name] = np.full([max(d, 1) for d in var.shape or []], value, dtype)
+
+
+def run_step(executor, program: Program, scope, schedule: Schedule, step: int, feed: Mapping | None = None,
+             fetch_list=None, lr_var: str | None = None) -> list:
+    """One training run at ``step`` (0-based): the schedule's value goes into the learning-rate var first."""
+    write_learning_rate(program, scope, schedule(step), lr_var)
+    return executor.run(program, feed=feed, fetch_list=fetch_list, scope=scope)

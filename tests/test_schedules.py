@@ -1,0 +1,96 @@
+"""Learning-rate schedules (gradc.schedules): Paddle's schedulers by name and arguments give the learning rate
+Paddle wrote before each run (lrs.npy of the linear_lr_* fixtures, float32-exact), and training with them
+through the executor API and `gradc train` follows Paddle's training."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc import schedules
+from optim_cases import CASES, OptimCase, assert_trained_like_paddle, train
+from test_cli import assert_clean_failure
+from test_cli import gradc as gradc_cli
+
+SCHEDULED = [name for name in CASES if name.startswith("linear_lr_")]
+
+
+def paddles_schedule(case: OptimCase) -> schedules.Schedule:
+    arguments = dict(case.meta["hyperparameters"]["learning_rate"])
+    return schedules.make(arguments.pop("scheduler"), **arguments)
+
+
+@pytest.mark.parametrize("name", SCHEDULED)
+def test_schedule_gives_paddles_learning_rates(name):
+    case = OptimCase(name)
+    schedule = paddles_schedule(case)
+    np.testing.assert_array_equal(np.float32([schedule(step) for step in range(case.steps)]), case.lrs)
+
+
+@pytest.mark.parametrize("name", ["linear_lr_NoamDecay", "linear_lr_CosineAnnealingDecay"])
+def test_training_with_a_schedule_follows_paddle(name):
+    case = OptimCase(name)
+    losses, states = train(case, case.program(), paddles_schedule(case))
+    assert_trained_like_paddle(case, losses, states)
+
+
+def test_schedules_past_the_fixtures():
+    """Values Paddle's formulas give beyond 5 steps: the cosine rises again after T_max, the warm-up hands over
+    to its inner schedule, piecewise and values hold their last value."""
+    cosine = schedules.make("CosineAnnealing", learning_rate=1.0, T_max=2)
+    assert [round(cosine(e), 12) for e in range(5)] == [1.0, 0.5, 0.0, 0.5, 1.0]
+    warmup = schedules.LinearWarmup(schedules.StepDecay(0.1, step_size=1, gamma=0.5), 2, 0.0, 0.1)
+    assert [warmup(e) for e in range(5)] == [0.0, 0.05, 0.1, 0.05, 0.025]
+    assert schedules.PiecewiseDecay([1, 3], [3.0, 2.0, 1.0])(10) == 1.0
+    assert schedules.parse("0.3, 0.2")(7) == 0.2
+    poly = schedules.make("PolynomialDecay", learning_rate=1.0, decay_steps=4, end_lr=0.0, cycle=True)
+    assert [poly(e) for e in (0, 2, 4, 6)] == [1.0, 0.5, 0.0, 0.25]
+
+
+def test_parse_reads_names_with_arguments_and_values():
+    assert schedules.parse("StepDecay(learning_rate=0.1, step_size=2, gamma=0.5)")(3) == pytest.approx(0.05)
+    assert schedules.parse("MultiStepDecay(learning_rate=1.0, milestones=[1, 3])")(3) == pytest.approx(0.01)
+    assert schedules.parse("0.1,0.05,0.01")(1) == 0.05
+    for bad, phrase in (("Nope(x=1)", "unknown learning-rate schedule 'Nope'"),
+                        ("StepDecay(lr=1)", "schedule StepDecay"), ("0.1,,", "cannot read")):
+        with pytest.raises(gradc.GradcError, match=phrase):
+            schedules.parse(bad)
+
+
+def test_the_learning_rate_var_is_found_behind_per_parameter_rates():
+    """ParamAttr(learning_rate=0.5) makes the op read scale(learning_rate_0): the schedule writes the source."""
+    program = OptimCase("mlp_param_learning_rate").program()
+    assert schedules.learning_rate_vars(program) == ["learning_rate_0"]
+    assert schedules.learning_rate_vars(OptimCase("mlp_rprop").program()) == []
+    with pytest.raises(gradc.GradcError, match="no optimizer op reads a learning rate"):
+        schedules.learning_rate_var(OptimCase("mlp_rprop").program())
+
+
+def test_gradc_train_takes_a_schedule(tmp_path):
+    """`gradc train --lr-schedule` writes the learning rate before each step as Paddle does: the same run in
+    Python, one batch repeated, gives the same parameters; a constant rate gives others."""
+    case = OptimCase("linear_lr_StepDecay")
+    spec = "StepDecay(learning_rate=0.1, step_size=2, gamma=0.5)"
+    feed = {name: batches[0] for name, batches in case.arrays("feeds").items()}
+    np.savez(tmp_path / "feed.npz", **feed)
+    np.savez(tmp_path / "init.npz", **case.arrays("init"))
+    result = gradc_cli("train", case.directory / "train.pb", "--params", tmp_path / "init.npz", "--feed",
+                       tmp_path / "feed.npz", "--steps", 4, "--lr-schedule", spec, "--fetch", case.meta["loss"],
+                       "--save-params", tmp_path / "out.npz")
+    assert result.returncode == 0, result.stderr
+    def python_run(schedule):
+        scope, program, executor = gradc.Scope(), case.program(), gradc.Executor()
+        for name, value in case.arrays("init").items():
+            scope[name] = value
+        for step in range(4):
+            schedules.run_step(executor, program, scope, schedule, step, feed)
+        return scope
+
+    scheduled, constant = python_run(schedules.parse(spec)), python_run(schedules.Values([0.1]))
+    with np.load(tmp_path / "out.npz") as trained:
+        for name in case.meta["params"]:
+            np.testing.assert_array_equal(trained[name], scheduled[name])
+        assert trained["learning_rate_0"] == np.float32(0.05)
+        assert not np.allclose(trained["linear_0.w_0"], constant["linear_0.w_0"])
+    bad = gradc_cli("train", case.directory / "train.pb", "--params", tmp_path / "init.npz", "--feed",
+                    tmp_path / "feed.npz", "--lr-schedule", "Warp(speed=9)")
+    assert_clean_failure(bad, "unknown learning-rate schedule 'Warp'")
