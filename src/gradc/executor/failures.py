@@ -46,6 +46,8 @@ def kernel_failure(ctx, exc: Exception) -> ExecutionError:
             return ExecutionError(str(rejected))
         except Exception:  # noqa: BLE001 - inference that cannot judge these values says nothing
             pass
+    if isinstance(exc, ValueError):   # a kernel's own check of its inputs: its message says what is wrong
+        return ExecutionError(f"{ctx.where}: {exc} [inputs: {describe_inputs(ctx)}]")
     return ExecutionError(f"{ctx.where} failed: {type(exc).__name__}: {exc} [inputs: {describe_inputs(ctx)}]")
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...ir.types import NUMPY_DTYPE_NAMES
+from ...limits import check_allocation
 from ..tensor_array import TensorArray
 from . import kernel
 
@@ -14,11 +17,18 @@ def _dtype(code):
 
 
 def _shape(k):
+    """The shape to create (from ShapeTensor, ShapeTensorList or the attribute), checked against the
+    memory limit before anything is allocated."""
     if k.has("ShapeTensor"):
-        return tuple(int(d) for d in k.x("ShapeTensor").reshape(-1))
-    if k.has("ShapeTensorList"):
-        return tuple(int(np.asarray(t).reshape(())) for t in k.xs("ShapeTensorList"))
-    return tuple(k.attr("shape"))
+        shape = tuple(int(d) for d in k.x("ShapeTensor").reshape(-1))
+    elif k.has("ShapeTensorList"):
+        shape = tuple(int(np.asarray(t).reshape(())) for t in k.xs("ShapeTensorList"))
+    else:
+        shape = tuple(k.attr("shape"))
+    if any(d < 0 for d in shape):
+        raise ValueError(f"shape {list(shape)} has a negative dim")
+    check_allocation(math.prod(shape), _dtype(k.attr("dtype")).itemsize, f"a tensor of shape {list(shape)}")
+    return shape
 
 
 @kernel("fill_constant")
