@@ -69,7 +69,7 @@ def _endless_loop(block, program):
     block.create_var("scopes", None, None, type=VarType.STEP_SCOPES)
     block.append_op("fill_constant", {}, {"Out": ["c"]}, {"shape": [1], "dtype": int(VarType.BOOL), "value": 1.0})
     program.append_block(0)
-    block.append_op("while", {"Condition": ["c"], "X": []}, {"Out": [], "StepScopes": ["scopes"]},
+    block.append_op("while", {"Condition": ["c"], "X": ["c"]}, {"Out": [], "StepScopes": ["scopes"]},
                     {"sub_block": 1, "is_test": True}, {"sub_block": AttrType.BLOCK})
 
 

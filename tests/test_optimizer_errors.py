@@ -63,7 +63,7 @@ CASES = {
                           "Moment1 'm1' has shape [2, 4], but parameter 'w' has shape [2, 3]"),
     "list accumulator shape": ("lars_momentum", {"Velocity": "v"}, {}, {"v": [3, 2]}, None,
                                "Velocity 'v' has shape [3, 2], but parameter 'w' has shape [2, 3]"),
-    "no learning rate": ("sgd", {}, {}, {}, "", "input LearningRate is empty"),
+    "no learning rate": ("sgd", {}, {}, {}, "", "the required input slot 'LearningRate' is empty"),
     "learning rate not a scalar": ("momentum", {"Velocity": "v"}, {}, {"lr": [2]}, None,
                                    "LearningRate 'lr' has shape [2], but it must hold one value"),
     "negative epsilon": ("adagrad", {"Moment": "m"}, {"epsilon": -1e-6}, {}, None,

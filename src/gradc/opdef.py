@@ -139,6 +139,7 @@ def unsupported_setting(op: OpDesc) -> str | None:
     return None
 
 
+_NUMBER_LISTS = {AttrType.INTS, AttrType.LONGS, AttrType.FLOATS, AttrType.FLOAT64S, AttrType.BOOLEANS}
 _SAME_KIND = {AttrType.LONG: AttrType.INT, AttrType.LONGS: AttrType.INTS, AttrType.FLOAT64: AttrType.FLOAT,
               AttrType.FLOAT64S: AttrType.FLOATS}
 
@@ -151,10 +152,24 @@ def attr_type_problem(op: OpDesc) -> str | None:
         return None
     for name, kind in op.attr_types.items():
         declared = opdef.attr_types.get(name)
+        if declared == AttrType.SCALARS and kind in _NUMBER_LISTS:   # numbers, as a program built in Python gives
+            continue
         if declared is not None and _SAME_KIND.get(kind, kind) != _SAME_KIND.get(declared, declared):
             given = "a var name (a tensor-valued attribute gradc does not support)" if kind in (
                 AttrType.VAR, AttrType.VARS) else AttrType(kind).name
             return f"attribute '{name}' is {given}, but op '{op.type}' defines it as {AttrType(declared).name}"
+    return None
+
+
+def slot_problem(op: OpDesc) -> str | None:
+    """A required input slot that is empty, or a single-var slot holding several."""
+    opdef = OPS.get(op.type)
+    for name in opdef.inputs if opdef is not None else ():
+        slot, args = opdef.slots[name], op.input(name)
+        if not args and not slot.dispensable:
+            return f"the required input slot '{name}' is empty"
+        if len(args) > 1 and not slot.duplicable:
+            return f"input slot '{name}' takes one var, not {len(args)}"
     return None
 
 

@@ -28,6 +28,7 @@ from .opdef import (
     make_op,
     make_opdef,
     slot_names,
+    slot_problem,
     sub_block,
     typed,
     unsupported_setting,
@@ -36,7 +37,7 @@ from .opdef import (
 __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slot", "attr_default",
            "attr_type_problem", "defgrad",
            "defop", "get", "grad_op", "make_op", "missing_grad_error", "register", "register_op", "sub_block",
-           "typed", "unsupported_setting"]
+           "slot_problem", "typed", "unsupported_setting"]
 
 
 def register(opdef: OpDef, *, replace: bool = False) -> OpDef:

@@ -120,19 +120,9 @@ def check_vars(program: Program) -> None:
 def check_op_against_definition(block, idx: int, op) -> None:
     """Slots hold what the op's definition allows (a required slot a var, a single slot at most one) and
     attributes have the declared kind."""
-    opdef = registry.get(op.type)
-    if opdef is None:
-        return
-    where = op_location(block.idx, idx, op.type)
-    for slot_name in opdef.inputs:
-        slot, args = opdef.slots[slot_name], op.input(slot_name)
-        if not args and not slot.dispensable:
-            raise ProgramError(f"{where}: the required input slot '{slot_name}' is empty")
-        if len(args) > 1 and not slot.duplicable:
-            raise ProgramError(f"{where}: input slot '{slot_name}' takes one var, not {len(args)}")
-    problem = registry.attr_type_problem(op)
+    problem = registry.slot_problem(op) or registry.attr_type_problem(op)
     if problem:
-        raise ProgramError(f"{where}: {problem}")
+        raise ProgramError(f"{op_location(block.idx, idx, op.type)}: {problem}")
 
 
 def check_shapes(program: Program) -> None:

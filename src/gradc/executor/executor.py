@@ -102,7 +102,8 @@ class Executor:
             listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
             raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
         for idx, op in enumerate(block.ops):
-            problem = registry.unsupported_setting(op) or registry.attr_type_problem(op) or _undeclared(block, op)
+            problem = (registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
+                       or _undeclared(block, op))
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
         last_use: dict[str, int] = {}
