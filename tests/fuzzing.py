@@ -110,9 +110,9 @@ def mutate_bytes(data: bytes, rng: random.Random) -> bytes:
 HUGE = [10**12, -7, 0, 2**31, 2**62]
 
 
-def mutate_program(data: bytes, rng: random.Random) -> tuple[bytes, str | None]:
-    """A structural change to a ProgramDesc, and when the result must be rejected: "load" (by every
-    command), "use" (by commands that compile or run it) or None (it may be valid)."""
+def mutate_program(data: bytes, rng: random.Random) -> tuple[bytes, str | None, str]:
+    """A structural change to a ProgramDesc, when the result must be rejected ("load": by every command,
+    "use": by commands that compile or run it, None: it may be valid), and the kind of change."""
     msg = pb.ProgramDesc.FromString(data)
     block = rng.choice(msg.blocks)
     kind = rng.choice(["dims", "attr", "drop_arg", "rename_arg", "drop_op", "dup_op", "parent", "sub_block",
@@ -179,7 +179,7 @@ def mutate_program(data: bytes, rng: random.Random) -> tuple[bytes, str | None]:
         op.attrs.add(name="shape", type=pb.LONGS, longs=[10**6, 10**6])
         op.attrs.add(name="dtype", type=pb.INT, i=5)
         op.attrs.add(name="value", type=pb.FLOAT, f=1.0)
-    return msg.SerializeToString(), must_fail
+    return msg.SerializeToString(), must_fail, kind
 
 
 def mutate_npz(data: bytes, rng: random.Random, declared: dict[str, list[int]]) -> tuple[bytes, str | None]:
@@ -231,21 +231,22 @@ def mutated(base: Case, rng: random.Random) -> Case:
     """One of the files the command reads, mutated."""
     files = dict(base.files)
     target = rng.choice(sorted(name for name in files if name in base.args))
-    must_fail = None
+    must_fail, kind = None, "bytes"
     program = next((n for n in files if n.endswith((".pb", ".pdmodel"))), None)
     level = rng.random()
     if target.endswith((".pb", ".pdmodel")) and level < 0.6:
         try:
-            files[target], must_fail = mutate_program(files[target], rng)
+            files[target], must_fail, kind = mutate_program(files[target], rng)
         except Exception:  # noqa: BLE001 - a structural edit that protobuf refuses: mutate bytes instead
             files[target] = mutate_bytes(files[target], rng)
     elif target.endswith(".npz") and level < 0.6:
         declared = declared_shapes(files[program]) if program else {}
         files[target], must_fail = mutate_npz(files[target], rng, declared)
+        kind = "arrays"
     else:
         files[target] = mutate_bytes(files[target], rng)
     rejected = must_fail == "load" or (must_fail == "use" and base.args[0] in RUNS)
-    return Case(files, base.args, rejected, base.output, f"{' '.join(base.args[:2])} ~{target}")
+    return Case(files, base.args, rejected, base.output, f"{' '.join(base.args[:2])} ~{target} {kind}")
 
 
 # ------------------------------------------------------------------ running and judging

@@ -150,6 +150,8 @@ def attr_type_problem(op: OpDesc) -> str | None:
     opdef = OPS.get(op.type)
     if opdef is None:
         return None
+    if opdef.sub_block_attr and op.attr_types.get(opdef.sub_block_attr) != AttrType.BLOCK:
+        return f"attribute '{opdef.sub_block_attr}' must name the block the op runs"
     for name, kind in op.attr_types.items():
         declared = opdef.attr_types.get(name)
         if declared == AttrType.SCALARS and kind in _NUMBER_LISTS:   # numbers, as a program built in Python gives

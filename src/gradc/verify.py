@@ -25,6 +25,9 @@ def check_structure(program: Program, source: str = "program") -> None:
             raise ProgramError(f"{source}: block {position} has parent_idx {block.parent_idx}, "
                                f"but the program has {count} blocks")
     depths = _nesting_depths(program, source)
+    for name, _ in program.op_version_map or ():
+        if _bad_name(name):
+            raise ProgramError(f"{source}: the op version map names {name!r}, which is not printable text")
     for block in program.blocks:
         _check_names(block, source)
         for op_idx, op in enumerate(block.ops):
@@ -129,10 +132,10 @@ def check_shapes(program: Program) -> None:
     """Check every op against its definition and run its inference; raise on the first problem."""
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
+            check_op_against_definition(block, idx, op)
             opdef = registry.get(op.type)
             if opdef is None or opdef.infer is None:
                 continue
-            check_op_against_definition(block, idx, op)
             ctx = InferContext(op, block, idx)
             if any(shape is None for slot in op.inputs for shape in ctx.shapes(slot)):
                 continue

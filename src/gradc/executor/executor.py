@@ -14,6 +14,7 @@ from .. import registry
 from ..errors import ExecutionError, GradcError, op_location
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
+from ..verify import check_vars
 from .context import KernelContext
 from .failures import kernel_failure
 from .feeding import feed_values
@@ -92,6 +93,8 @@ class Executor:
         plan = plans.get(keep)
         revision = block.program.revision
         if plan is None or plan.revision != revision or plan.op_ids != op_ids:
+            if block.idx == 0:   # every block it may run: each var an op reads or writes is declared
+                check_vars(block.program)
             plan = plans[keep] = Plan(revision, op_ids, self._prepare(block, keep))
             self.plans_built += 1
         return plan
@@ -102,8 +105,7 @@ class Executor:
             listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
             raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
         for idx, op in enumerate(block.ops):
-            problem = (registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
-                       or _undeclared(block, op))
+            problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
         last_use: dict[str, int] = {}
@@ -153,16 +155,6 @@ class Executor:
                 _write(ctx, step.writes, results, scope, run_scope)
             for name in step.frees:
                 scope.vars.pop(name, None)
-
-
-def _undeclared(block: Block, op: OpDesc) -> str | None:
-    """A var the op reads or writes that no block it can see declares (Paddle would not run it either)."""
-    for slots, verb in ((op.inputs, "reads"), (op.outputs, "writes")):
-        for slot, args in slots.items():
-            for name in args:
-                if name != EMPTY_VAR and block.visible_var(name) is None:
-                    return f"{verb} var '{name}' (slot {slot}), which no block it can see declares"
-    return None
 
 
 def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: Scope) -> None:
