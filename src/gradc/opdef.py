@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 from .ir import AttrType, OpDesc, infer_attr_type
@@ -88,7 +89,7 @@ class OpDef:
     def differentiable(self) -> bool:
         return self.grad is not None and self.grad is not NO_GRAD
 
-    @property
+    @cached_property
     def sub_block_attr(self) -> str | None:
         """The BLOCK attribute naming the block a control-flow op runs, or None."""
         return next((name for name, kind in self.attr_types.items() if kind == AttrType.BLOCK), None)

@@ -71,7 +71,23 @@ def _bad_name(name) -> bool:
 
 
 def _check_names(block, source: str) -> None:
-    """Names are text a user can read in one line: not undecodable bytes, no control characters."""
+    """Names are text a user can read in one line: not undecodable bytes, no control characters. Checked
+    in bulk (one join per block); the slow search for the culprit runs only when something is wrong."""
+    names = list(block.vars)
+    for op in block.ops:
+        names.append(op.type)
+        for slots in (op.inputs, op.outputs):
+            for slot, args in slots.items():
+                names.append(slot)
+                names.extend(args)
+        names.extend(op.attrs)
+    texts = [value for op in block.ops for name, value in op.attrs.items() if op.attr_types[name] in _TEXT_ATTRS]
+    if not (all(type(n) is str for n in names) and "".join(names).isprintable()
+            and all(type(v) is str for value in texts for v in _as_list(value))):
+        _find_bad_name(block, source)
+
+
+def _find_bad_name(block, source: str) -> None:
     for name in block.vars:
         if _bad_name(name):
             raise ProgramError(f"{source}: block {block.idx} declares a var whose name {name!r} is not "
