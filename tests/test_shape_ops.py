@@ -232,12 +232,16 @@ def test_stack_unstack_and_expand():
     np.testing.assert_array_equal(run("tile", {"X": x}, {"repeat_times": [2, 1, 3]})["Out"], np.tile(x, (2, 1, 3)))
 
 
-def test_pad_orders_paddings_by_pad_from_first_axis():
+def test_pad_takes_a_pair_per_dim_from_the_first():
     x = r.standard_normal((2, 3))
     out = run("pad", {"X": x}, {"paddings": [1, 0, 0, 2], "pad_value": 9.0})["Out"]
     np.testing.assert_array_equal(out, np.pad(x, [(1, 0), (0, 2)], constant_values=9.0))
-    out = run("pad", {"X": x}, {"paddings": [1, 0], "pad_from_first_axis": False})["Out"]
-    np.testing.assert_array_equal(out, np.pad(x, [(0, 0), (1, 0)]))
+
+
+@pytest.mark.parametrize("paddings, phrase", [([1, 0], "needs 2 \\* rank = 4 paddings"), ([1, 0, -1, 0], ">= 0")])
+def test_pad_rejects_paddings_paddle_rejects(paddings, phrase):
+    with pytest.raises(ProgramError, match=f"op 0 \\(pad\\).*{phrase}"):
+        run("pad", {"X": r.standard_normal((2, 3))}, {"paddings": paddings})
 
 
 @pytest.mark.parametrize("mode, np_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")])

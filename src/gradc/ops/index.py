@@ -4,6 +4,7 @@ arg_max, arg_min."""
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
+from ..opdef import slot_names
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import dims_match, normalize_axis, value_error
 
@@ -52,7 +53,8 @@ def _slice_infer(strided: bool):
         tensors = STRIDED_TENSORS if strided else SLICE_TENSORS
         axes = list(ctx.attr("axes"))
         strides = list(ctx.attr("strides")) if strided else [1] * len(axes)
-        if any(ctx.has(s) for s in tensors) or -1 in list(ctx.attr("infer_flags") or []):   # bounds known at run time
+        # bounds known at run time only: a tensor gives them, or Paddle's infer_flags say so
+        if any(ctx.has(s) for s in slot_names(tensors)) or -1 in list(ctx.attr("infer_flags") or []):
             sliced = {ctx.axis(a, len(x)) for a in axes}
             x = [-1 if i in sliced else d for i, d in enumerate(x)]
         _, out = slicing(x, axes, ctx.attr("starts"), ctx.attr("ends"), strides, list(ctx.attr("decrease_axis")),
@@ -74,8 +76,8 @@ def _gather_infer(ctx):
         ctx.fail(f"gather needs a 1-D Index, got {index}")
     if not x:
         ctx.fail("gather needs X of rank >= 1, got a 0-d tensor")
-    if ctx.has("Axis"):
-        return {"Out": (None, ctx.dtype("X"))}
+    if ctx.has("Axis"):  # the axis is known at run time only: so is every dim
+        return {"Out": ([-1] * (len(x) - (not index)), ctx.dtype("X"))}
     axis = ctx.axis(ctx.attr("axis"), len(x))
     return {"Out": (x[:axis] + index[:1] + x[axis + 1:], ctx.dtype("X"))}
 

@@ -31,6 +31,7 @@ def load_all() -> None:
         activation,
         control_flow,
         conv,
+        creation,
         index,
         io,
         logic,
@@ -38,7 +39,10 @@ def load_all() -> None:
         math,
         nn,
         optimizer,
+        pad,
+        rearrange,
         reduce,
+        select,
         shape,
         tensor,
     )

@@ -13,12 +13,17 @@ def _dtype(code):
     return np.dtype(NUMPY_DTYPE_NAMES[code])
 
 
-def _shape(k):
-    if k.has("ShapeTensor"):
-        return tuple(int(d) for d in k.x("ShapeTensor").reshape(-1))
-    if k.has("ShapeTensorList"):
-        return tuple(int(np.asarray(t).reshape(())) for t in k.xs("ShapeTensorList"))
-    return tuple(k.attr("shape"))
+def _shape(k, tensor_first: bool) -> tuple[int, ...]:
+    """The created tensor's dims, in the op's order of priority (gradc.ops.tensor.created_dims)."""
+    if k.has("ShapeTensorList") and not (tensor_first and k.has("ShapeTensor")):
+        shape = [int(np.asarray(t).reshape(())) for t in k.xs("ShapeTensorList")]
+    elif k.has("ShapeTensor") and (tensor_first or not k.attr("shape")):
+        shape = [int(d) for d in k.x("ShapeTensor").reshape(-1)]
+    else:
+        shape = list(k.attr("shape"))
+    if any(d < 0 for d in shape):
+        raise ValueError(f"the shape {shape} has a negative dim")
+    return tuple(shape)
 
 
 @kernel("fill_constant")
@@ -27,7 +32,7 @@ def fill_constant(k):
     if value is None:
         text = k.attr("str_value")
         value = float(text) if text else k.attr("value")
-    return {"Out": np.full(_shape(k), value, dtype=_dtype(k.attr("dtype")))}
+    return {"Out": np.full(_shape(k, tensor_first=True), np.ravel(value)[0], dtype=_dtype(k.attr("dtype")))}
 
 
 @kernel("fill_any_like")
@@ -60,13 +65,19 @@ def _rng(k):
 
 @kernel("uniform_random")
 def uniform_random(k):
-    out = _rng(k).uniform(k.attr("min"), k.attr("max"), size=_shape(k))
-    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+    out = _rng(k).uniform(k.attr("min"), k.attr("max"), size=_shape(k, tensor_first=False))
+    out = out.astype(_dtype(k.attr("dtype")))
+    count, step = k.attr("diag_num"), k.attr("diag_step")
+    if count > 0:  # an identity-like start: diag_val at flat positions i * (diag_step + 1)
+        if (count - 1) * (step + 1) >= out.size:
+            raise ValueError(f"diag_num {count} with diag_step {step} does not fit {out.size} elements")
+        out.reshape(-1)[np.arange(count) * (step + 1)] = k.attr("diag_val")
+    return {"Out": out}
 
 
 @kernel("gaussian_random")
 def gaussian_random(k):
-    out = _rng(k).normal(k.attr("mean"), k.attr("std"), size=_shape(k))
+    out = _rng(k).normal(k.attr("mean"), k.attr("std"), size=_shape(k, tensor_first=False))
     return {"Out": out.astype(_dtype(k.attr("dtype")))}
 
 
@@ -76,7 +87,9 @@ def _copy(x):
 
 @kernel("assign")
 def assign(k):
-    x = k.x("X")
+    x = k.optional("X")
+    if x is None:  # Paddle's assign without X writes nothing: Out keeps what it holds
+        return {}
     return {"Out": x.map(_copy) if isinstance(x, TensorArray) else _copy(x)}
 
 
