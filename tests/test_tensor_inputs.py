@@ -1,17 +1,19 @@
 """Tensor inputs that override attributes, beyond tests/test_optional_inputs.py: for every case of the shape,
-index and tensor-creating families (tests/slot_cases/shape.py), the slot decides the result (without it the
-op gives another shape or other values), and shape inference agrees with what the kernel produces (a dim a
-tensor decides at run time is inferred unknown, never wrong)."""
+index and tensor-creating families (tests/slot_cases/shape.py, select_creation.py), the slot decides the result
+(without it the op gives another shape or other values), and shape inference agrees with what the kernel
+produces (a dim a tensor decides at run time is inferred unknown, never wrong)."""
 
 import numpy as np
 import pytest
 
 from gradc import registry
-from slot_cases.shape import CASES
+from slot_cases import select_creation, shape
 from test_optional_inputs import _run
 from test_shape_ops import run
 
+CASES = shape.CASES + select_creation.CASES
 IDS = [c.id for c in CASES]
+NOT_READ = {"assign.X", "assign_value.ValuesTensor"}   # no attribute to override (assign) or Paddle ignores it
 
 
 def _differs(without: dict, expected: dict) -> bool:
@@ -23,7 +25,7 @@ def _differs(without: dict, expected: dict) -> bool:
     return False
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.op != "assign"], ids=[i for i in IDS if i != "assign.X"])
+@pytest.mark.parametrize("case", [c for c in CASES if c.id not in NOT_READ], ids=[i for i in IDS if i not in NOT_READ])
 def test_without_the_slot_the_attribute_gives_another_result(case):
     try:
         without = _run(case, with_slot=False)

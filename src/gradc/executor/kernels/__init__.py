@@ -40,6 +40,7 @@ def load_all() -> None:
         nn,
         optimizer,
         pad,
+        put_along,
         rearrange,
         reduce,
         select,

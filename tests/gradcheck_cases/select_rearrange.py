@@ -1,0 +1,62 @@
+"""Cases for the ops that pick, place and rearrange elements (gradc.ops.select, gradc.ops.rearrange) and
+label_smooth: every attribute variant that changes the math, tensor-valued inputs, repeated and negative
+indices."""
+
+import numpy as np
+
+from . import Case, rng
+
+r = rng(11)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def ids(*rows):
+    return np.array(rows, dtype=np.int64)
+
+
+REARRANGE = [
+    Case("flip", {"X": randn(2, 3, 4)}, {"axis": [0, 2]}),
+    Case("flip", {"X": randn(3, 4)}, {"axis": [-1]}),
+    Case("roll", {"X": randn(3, 4)}, {"shifts": [1, -2], "axis": [0, 1]}),
+    Case("roll", {"X": randn(3, 4)}, {"shifts": [5], "axis": []}),
+    Case("roll", {"X": randn(2, 5), "ShiftsTensor": ids(7)}, {"shifts": [1], "axis": [-1]}),
+    Case("tril_triu", {"X": randn(2, 3, 4)}, {"lower": True, "diagonal": 0}),
+    Case("tril_triu", {"X": randn(3, 4)}, {"lower": False, "diagonal": 1}),
+    Case("tril_triu", {"X": randn(4, 3)}, {"lower": True, "diagonal": -1}),
+    Case("meshgrid", {"X": [randn(2), randn(3), randn(4)]}, outputs={"Out": 3}),
+    Case("meshgrid", {"X": [randn(), randn(3)]}, outputs={"Out": 2}),
+    Case("label_smooth", {"X": r.uniform(0, 1, (3, 4))}, {"epsilon": 0.1}),
+    Case("label_smooth", {"X": r.uniform(0, 1, (2, 2, 3)), "PriorDist": np.array([0.5, 0.3, 0.2])}, {"epsilon": 0.3}),
+]
+
+SELECT = [
+    Case("index_select", {"X": randn(3, 4), "Index": ids(2, 0, 2)}, {"dim": 1}),
+    Case("index_select", {"X": randn(3, 2, 2), "Index": ids(-1, 0)}, {"dim": -3}),
+    Case("index_sample", {"X": randn(3, 5), "Index": ids([0, 4], [1, 1], [3, 2])}),
+    Case("take_along_axis", {"Input": randn(3, 4), "Index": ids([0, 3, 3], [1, 0, 2], [2, 2, 1])}, {"Axis": 1}),
+    Case("take_along_axis", {"Input": randn(3, 4), "Index": ids([-1, 0, 1, 1], [2, 2, 0, 1])}, {"Axis": 0}),
+    Case("scatter_nd_add", {"X": randn(3, 4), "Index": ids([1], [1], [0]), "Updates": randn(3, 4)}),
+    Case("scatter_nd_add", {"X": randn(3, 4), "Index": ids([0, 1], [2, -1], [0, 1]), "Updates": randn(3)}),
+    Case("scatter_nd_add", {"X": randn(2, 3), "Index": np.zeros((2, 0), np.int64), "Updates": randn(2, 2, 3)}),
+    Case("masked_select", {"X": randn(3, 4), "Mask": r.uniform(size=(3, 4)) > 0.4}),
+    Case("masked_select", {"X": randn(4), "Mask": r.uniform(size=(3, 4)) > 0.5}),
+    Case("masked_select", {"X": randn(3, 1), "Mask": r.uniform(size=(3, 4)) > 0.5}),
+]
+
+# duplicate targets ([0, 0] and [2, 2] in rows 0 and 2) exercise how each mode combines values
+PUT_INDEX = ids([0, 0, 3], [1, 3, 2], [2, 2, 2])
+PUT = [
+    Case("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
+         {"Axis": 1, "Reduce": reduce, "Include_self": include_self})
+    for reduce in ("assign", "add", "mul", "mean", "amin", "amax") for include_self in (True, False)
+] + [
+    Case("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, -1, 0, 1]), "Value": randn(1, 4)},
+         {"Axis": 0, "Reduce": "multiply"}),
+    Case("put_along_axis", {"Input": randn(2, 3), "Index": ids([1], [1]), "Value": np.zeros((2, 1))},
+         {"Axis": 1, "Reduce": "mul"}),   # a zero factor: the others' product, not a division by it
+]
+
+CASES = REARRANGE + SELECT + PUT

@@ -1,0 +1,19 @@
+"""Optional inputs of the rearranging and tensor-making ops (gradc.ops.rearrange, gradc.ops.creation)."""
+
+import numpy as np
+
+from . import SlotCase
+
+X = np.arange(6.0).reshape(2, 3)
+
+CASES = [
+    SlotCase("roll", "ShiftsTensor", {"X": X, "ShiftsTensor": np.array([2], np.int64)}, {"Out": np.roll(X, 2, axis=1)},
+             {"shifts": [1], "axis": [1]}),
+    SlotCase("label_smooth", "PriorDist", {"X": X / 10, "PriorDist": np.array([0.5, 0.25, 0.25])},
+             {"Out": X / 10 * 0.8 + 0.2 * np.array([0.5, 0.25, 0.25])}, {"epsilon": 0.2}),
+    # ValuesTensor is the in-place target of PIR's assign_value_: Paddle 3.3.1 reads `values`, and so does gradc
+    # (given here as plain numbers, which the kernel takes as well as serialized Scalars)
+    SlotCase("assign_value", "ValuesTensor", {"ValuesTensor": np.array([7.0, 8.0, 9.0], np.float32)},
+             {"Out": np.array([1.0, 2.0, 3.0])}, {"shape": [3], "dtype": 5, "values": [1.0, 2.0, 3.0]},
+             overrides=False),
+]
