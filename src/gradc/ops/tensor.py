@@ -34,6 +34,8 @@ defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1},
 defop("fill_zeros_like", ["X"], infer=same_as("X"), grad=NO_GRAD)
 # Paddle's shape op: X's dims as an int32 vector (a loop bound, a reshape target)
 defop("shape", ["Input"], infer=lambda ctx: {"Out": ([len(ctx.shape("Input"))], VarType.INT32)}, grad=NO_GRAD)
+# Paddle's size op: X's element count as an int64 0-d tensor (paddle.numel; paddle.expand with a tensor shape)
+defop("size", ["Input"], infer=lambda ctx: {"Out": ([], VarType.INT64)}, grad=NO_GRAD)
 
 
 

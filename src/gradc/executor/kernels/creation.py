@@ -54,9 +54,10 @@ def range_(k):
     start, end, step = (_scalar(k, s) for s in ("Start", "End", "Step"))
     if step == 0:
         raise ValueError("Step must not be 0")
-    count = max(int(np.ceil(abs(end - start) / abs(step))) if (end - start) * step > 0 else 0, 0)
+    count = int(np.ceil(abs(end - start) / abs(step))) if (end - start) * step > 0 else 0
     dtype = k.x("Start").dtype
-    return {"Out": (start + step * np.arange(count, dtype=dtype)).astype(dtype)}
+    # Paddle adds the step once per element, so float rounding accumulates as it does there
+    return {"Out": np.cumsum(np.concatenate([[start], np.full(max(count - 1, 0), step)]).astype(dtype))[:count]}
 
 
 @kernel("coalesce_tensor")
@@ -89,12 +90,17 @@ def _check_concated_shapes(k, inputs) -> None:
                          f"{[list(x.shape) for x in inputs]}")
 
 
+def _keep(k, dtype):
+    """1 - epsilon, computed in float32 as Paddle does (epsilon is a float attribute) before the cast."""
+    return dtype.type(np.float32(1) - np.float32(k.attr("epsilon")))
+
+
 @kernel("label_smooth")
 def label_smooth(k):
-    x, epsilon = k.x("X"), k.attr("epsilon")
+    x, epsilon = k.x("X"), np.float32(k.attr("epsilon"))
     prior = k.optional("PriorDist")
-    spread = np.asarray(prior, x.dtype) if prior is not None else np.asarray(1.0 / x.shape[-1], x.dtype)
-    return {"Out": (x * x.dtype.type(1 - epsilon) + x.dtype.type(epsilon) * spread).astype(x.dtype)}
+    spread = x.dtype.type(epsilon) * prior if prior is not None else x.dtype.type(epsilon / np.float32(x.shape[-1]))
+    return {"Out": (_keep(k, x.dtype) * x + spread).astype(x.dtype)}
 
 
-kernel("label_smooth_grad")(lambda k: {"X@GRAD": k.x("Out@GRAD") * k.x("Out@GRAD").dtype.type(1 - k.attr("epsilon"))})
+kernel("label_smooth_grad")(lambda k: {"X@GRAD": _keep(k, k.x("Out@GRAD").dtype) * k.x("Out@GRAD")})

@@ -51,6 +51,9 @@ def shape(k):
     return {"Out": np.array(np.shape(k.x("Input")), dtype=np.int32)}
 
 
+kernel("size")(lambda k: {"Out": np.array(np.size(k.x("Input")), dtype=np.int64)})
+
+
 @kernel("fill_zeros_like")
 def fill_zeros_like(k):
     x = k.x("X")
