@@ -211,6 +211,11 @@ def _split_infer(ctx):
     if ctx.has("AxisTensor"):  # the axis is known at run time only, so is every dim
         count = len(ctx.op.output("Out")) or ctx.attr("num") or len(ctx.attr("sections"))
         return {"Out": [([-1] * len(shape), ctx.dtype("X"))] * count}
+    named = len(ctx.op.output("Out"))
+    wanted = len(ctx.op.input("SectionsTensorList")) or len(ctx.attr("sections")) or ctx.attr("num")
+    if named and wanted and named != wanted:
+        ctx.fail(f"split names {named} output var(s) but num {ctx.attr('num')}, sections {ctx.attr('sections')} "
+                 f"and SectionsTensorList ({len(ctx.op.input('SectionsTensorList'))} vars) ask for {wanted}")
     if ctx.has("SectionsTensorList"):
         sizes = [-1] * len(ctx.op.input("SectionsTensorList"))
     else:

@@ -18,6 +18,16 @@ def scatter_add(grad: np.ndarray, index: np.ndarray, size: int, axis: int) -> np
     return np.moveaxis(out, 0, axis)
 
 
+def checked(index: np.ndarray, size: int, slot: str, negative: bool = True) -> np.ndarray:
+    """``index`` as int64 in [0, size); negative entries count from the end where Paddle allows them."""
+    index = np.asarray(index).astype(np.int64)
+    low = -size if negative else 0
+    bad = index[(index < low) | (index >= size)]
+    if bad.size:
+        raise ValueError(f"{slot} holds {bad.ravel()[0]}, outside [{low}, {size})")
+    return np.where(index < 0, index + size, index)
+
+
 def ints(k, slots, attr: str) -> list[int]:
     """An int-list attribute, overridden by the first given input slot (a tensor, or a list of 1-element
     tensors), in Paddle's order of priority."""
@@ -65,7 +75,8 @@ def _gather_args(k):
     axis = int(np.ravel(k.x("Axis"))[0]) if k.has("Axis") else k.attr("axis")
     if index.ndim == 2 and index.shape[1] == 1:  # [N, 1] is read as [N]
         index = index[:, 0]
-    return x, index.astype(np.int64), normalize_axis(axis, x.ndim)
+    axis = normalize_axis(axis, x.ndim)
+    return x, checked(index, x.shape[axis], "Index"), axis
 
 
 @kernel("gather")

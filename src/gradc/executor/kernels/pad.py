@@ -65,16 +65,23 @@ def pad_grad(k):
     return {"X@GRAD": _unpadded(dout, shape, pairs, "constant")}
 
 
-def _pad3d_pairs(k):
-    return pad3d_pairs(ints(k, ["Paddings"], "paddings"), k.attr("data_format"))
+def _pad3d_pairs(k, shape):
+    """pad3d's pairs, checked against X (Paddings may bring values inference never saw)."""
+    pairs = pad3d_pairs(ints(k, ["Paddings"], "paddings"), k.attr("data_format"))
+    if any(n + a + b < 0 for n, (a, b) in zip(shape, pairs)):
+        raise ValueError(f"paddings {pairs} cut more than the whole of {list(shape)}")
+    if k.attr("mode") == "reflect" and any(max(a, b) >= n for n, (a, b) in zip(shape, pairs) if a or b):
+        raise ValueError(f"reflect paddings {pairs} must be smaller than the dims they pad in {list(shape)}")
+    return pairs
 
 
 @kernel("pad3d")
 def pad3d(k):
-    return {"Out": _padded(k.x("X"), _pad3d_pairs(k), k.attr("mode"), k.attr("value"))}
+    x = k.x("X")
+    return {"Out": _padded(x, _pad3d_pairs(k, x.shape), k.attr("mode"), k.attr("value"))}
 
 
 @kernel("pad3d_grad")
 def pad3d_grad(k):
     x = k.x("X")
-    return {"X@GRAD": _unpadded(k.x("Out@GRAD"), x.shape, _pad3d_pairs(k), k.attr("mode"))}
+    return {"X@GRAD": _unpadded(k.x("Out@GRAD"), x.shape, _pad3d_pairs(k, x.shape), k.attr("mode"))}

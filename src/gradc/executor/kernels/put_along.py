@@ -12,7 +12,8 @@ import numpy as np
 from ...shapes import normalize_axis
 from . import kernel
 from .broadcast import unbroadcast
-from .select import along_coords, checked
+from .index import checked
+from .select import along_coords
 
 
 class Placement:

@@ -8,17 +8,7 @@ import numpy as np
 from ...shapes import normalize_axis
 from . import kernel
 from .broadcast import unbroadcast
-from .index import scatter_add
-
-
-def checked(index: np.ndarray, size: int, slot: str, negative: bool = True) -> np.ndarray:
-    """``index`` as int64 in [0, size); negative entries count from the end where Paddle allows them."""
-    index = np.asarray(index).astype(np.int64)
-    low = -size if negative else 0
-    bad = index[(index < low) | (index >= size)]
-    if bad.size:
-        raise ValueError(f"{slot} holds {bad.ravel()[0]}, outside [{low}, {size})")
-    return np.where(index < 0, index + size, index)
+from .index import checked, scatter_add
 
 
 def along_coords(index: np.ndarray, axis: int) -> tuple[np.ndarray, ...]:
