@@ -98,6 +98,14 @@ CASES = {
                    legacy("tril_triu", {"X": v["x"]}, {"diagonal": 1, "lower": True}),
                    legacy("tril_triu", {"X": v["x"]}, {"diagonal": -1, "lower": False})],
         "flip, roll (and with ShiftsTensor, flat), tril/triu"),
+    "shuffles_unbind": case(
+        {"x": randn(2, 8, 2, 3), "y": randn(1, 3, 2, 9)},
+        lambda v: [paddle.nn.PixelShuffle(2)(v["x"]), paddle.nn.PixelShuffle(3, "NHWC")(v["y"]),
+                   paddle.nn.PixelUnshuffle(2)(paddle.nn.PixelShuffle(2)(v["x"])),
+                   paddle.nn.PixelUnshuffle(3, "NHWC")(v["y"][:, :, :, :9].reshape([1, 3, 3, 6])),
+                   paddle.nn.ChannelShuffle(4)(v["x"]), paddle.nn.ChannelShuffle(3, "NHWC")(v["y"]),
+                   *paddle.unbind(v["x"], axis=2)],
+        "nn.PixelShuffle, nn.PixelUnshuffle, nn.ChannelShuffle (NCHW and NHWC), unbind"),
     "meshgrid": case({"a": randn(2), "b": randn(3), "c": randn(4)}, lambda v: paddle.meshgrid(v["a"], v["b"], v["c"]),
                      "meshgrid of three vectors"),
     "index_ops": case(

@@ -1,12 +1,13 @@
-"""Ops that move elements within a tensor or mask some of them out: flip, roll, tril_triu, meshgrid.
-Each is linear, and its gradient moves Out@GRAD back the same way (flip's gradient is a flip)."""
+"""Ops that move elements within a tensor or mask some of them out: flip, roll, tril_triu, meshgrid, unbind,
+pixel_shuffle, pixel_unshuffle, channel_shuffle. Each is linear, and its gradient moves Out@GRAD back the
+same way (flip's gradient is a flip, unbind's a stack)."""
 
 from __future__ import annotations
 
 from ..ir import AttrType
 from ..registry import defop, grad_op, typed
 from .infer import same_as
-from .shape import tensor_length
+from .shape import along_axis, tensor_length
 
 
 def _axes(ctx, axes, rank: int) -> list[int]:
@@ -62,3 +63,60 @@ def _meshgrid_infer(ctx):
 
 
 defop("meshgrid", ["X[]"], ["Out[]"], infer=_meshgrid_infer, grad=grad_op("X"))
+
+
+def _unbind_infer(ctx):
+    x = ctx.shape("X")
+    axis = along_axis(ctx, x)
+    count = len(ctx.op.output("Out")) or x[axis]
+    if x[axis] >= 0 and count != x[axis]:
+        ctx.fail(f"unbind along axis {axis} of {x} gives {x[axis]} tensors, but {count} outputs are named")
+    return {"Out": [(x[:axis] + x[axis + 1:], ctx.dtype("X"))] * count}
+
+
+def _unbind_grad(g):
+    """Paddle's own: the output grads stacked back along the axis (missing ones zero-filled)."""
+    return [g.op("stack", {"X": g.OG("Out")}, {"Y": g.IG("X")}, {"axis": g.attr("axis")})]
+
+
+defop("unbind", ["X"], ["Out[]"], attrs={"axis": 0}, infer=_unbind_infer, grad=_unbind_grad)
+
+
+def _spatial(ctx, factor: int, name: str) -> tuple[list[int], int]:
+    """A 4-D X and its channel axis; fails unless the factor is >= 1."""
+    x = ctx.shape("X")
+    if len(x) != 4:
+        ctx.fail(f"{ctx.op.type} needs a 4-D input, got {x}")
+    if factor < 1:
+        ctx.fail(f"{ctx.op.type} {name} must be >= 1, got {factor}")
+    if ctx.attr("data_format") not in ("NCHW", "NHWC"):
+        ctx.fail(f"{ctx.op.type} data_format {ctx.attr('data_format')!r} is not NCHW or NHWC")
+    return x, 1 if ctx.attr("data_format") == "NCHW" else 3
+
+
+def _resized(ctx, factor: str, upscale: bool):
+    """pixel_shuffle (upscale) moves r^2 channels into an r x r block of pixels; pixel_unshuffle undoes it."""
+    x, c = _spatial(ctx, ctx.attr(factor), factor)
+    r = ctx.attr(factor)
+    shrunk = [c] if upscale else [i for i in range(1, 4) if i != c]
+    divisor = r * r if upscale else r
+    if any(x[i] >= 0 and x[i] % divisor for i in shrunk):
+        ctx.fail(f"{ctx.op.type}: dims {[x[i] for i in shrunk]} of {x} do not divide by {divisor} ({factor} {r})")
+    grown = r if upscale else r * r
+    out = [d if i == 0 or d < 0 else (d // divisor if i in shrunk else d * grown) for i, d in enumerate(x)]
+    return {"Out": (out, ctx.dtype("X"))}
+
+
+def _channel_shuffle_infer(ctx):
+    x, c = _spatial(ctx, ctx.attr("groups"), "groups")
+    if x[c] >= 0 and x[c] % ctx.attr("groups"):
+        ctx.fail(f"channel_shuffle: {x[c]} channels do not divide into {ctx.attr('groups')} groups")
+    return same_as("X")(ctx)
+
+
+# each grad op reads Out@GRAD only and moves it back (the inverse rearrangement)
+for _type, _factor, _infer in (("pixel_shuffle", "upscale_factor", lambda ctx: _resized(ctx, "upscale_factor", True)),
+                               ("pixel_unshuffle", "downscale_factor",
+                                lambda ctx: _resized(ctx, "downscale_factor", False)),
+                               ("channel_shuffle", "groups", _channel_shuffle_infer)):
+    defop(_type, ["X"], attrs={_factor: 1, "data_format": "NCHW"}, infer=_infer, grad=grad_op())
