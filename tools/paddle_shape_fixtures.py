@@ -106,6 +106,13 @@ CASES = {
                    paddle.nn.ChannelShuffle(4)(v["x"]), paddle.nn.ChannelShuffle(3, "NHWC")(v["y"]),
                    *paddle.unbind(v["x"], axis=2)],
         "nn.PixelShuffle, nn.PixelUnshuffle, nn.ChannelShuffle (NCHW and NHWC), unbind"),
+    "setitem": case(
+        {"x": randn(3, 4, 2), "v": randn(4), "w": randn(4, 2)},
+        lambda v: [paddle.static.setitem(paddle.scale(v["x"], 1.0), index, value) for index, value in (
+            ((1, slice(None), 0), v["v"]), ((slice(None, None, -1),), v["w"]),
+            ((slice(1, None), slice(None, None, 2), 0), 2.5), ((slice(None), None, 0), 3.0),
+            ((slice(paddle.full([1], 1, "int64"), None), slice(-1, None, -2)), 0.5))],
+        "paddle.static.setitem (set_value): tensor and literal values, negative steps, None and int indices"),
     "meshgrid": case({"a": randn(2), "b": randn(3), "c": randn(4)}, lambda v: paddle.meshgrid(v["a"], v["b"], v["c"]),
                      "meshgrid of three vectors"),
     "index_ops": case(

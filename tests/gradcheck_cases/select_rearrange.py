@@ -67,4 +67,17 @@ PUT = [
          {"Axis": 1, "Reduce": "mul"}),   # a zero factor: the others' product, not a division by it
 ]
 
-CASES = REARRANGE + SELECT + PUT
+SET_VALUE = [
+    Case("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
+         {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
+    Case("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(1)},
+         {"axes": [0, 1], "starts": [-1, 3], "ends": [-4, -1], "steps": [-1, -2]}),   # reversed, through index 0
+    Case("set_value", {"Input": randn(3, 4), "ValueTensor": randn(3, 1, 1)},
+         {"axes": [1], "starts": [2], "ends": [3], "steps": [1], "decrease_axes": [1], "none_axes": [1, 2]}),
+    Case("set_value", {"Input": randn(3, 4), "ValueTensor": randn(2, 4), "StartsTensorList": [ids(1)],
+                       "StepsTensorList": [ids(1)]}, {"axes": [0], "starts": [0], "ends": [3], "steps": [2]}),
+    Case("set_value", {"Input": randn(2, 3)}, {"axes": [1], "starts": [0], "ends": [2], "steps": [1],
+                                               "shape": [1], "dtype": 6, "values": [2.5]}),
+]
+
+CASES = REARRANGE + SELECT + PUT + SET_VALUE

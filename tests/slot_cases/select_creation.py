@@ -6,7 +6,24 @@ from . import SlotCase
 
 X = np.arange(6.0).reshape(2, 3)
 
+SLICE = {"axes": [1], "starts": [0], "ends": [3], "steps": [1], "shape": [1], "dtype": 6, "values": [-1.0]}
+
+
+def _set(x, index, value):
+    out = x.copy()
+    out[index] = value
+    return out
+
+
 CASES = [
+    SlotCase("set_value", "ValueTensor", {"Input": X, "ValueTensor": np.array([7.0, 8.0, 9.0])},
+             {"Out": _set(X, (slice(None), slice(0, 3)), [7.0, 8.0, 9.0])}, SLICE),
+    SlotCase("set_value", "StartsTensorList", {"Input": X, "StartsTensorList": [np.array([2], np.int64)]},
+             {"Out": _set(X, (slice(None), slice(2, 3)), -1.0)}, SLICE),
+    SlotCase("set_value", "EndsTensorList", {"Input": X, "EndsTensorList": [np.array([1], np.int32)]},
+             {"Out": _set(X, (slice(None), slice(0, 1)), -1.0)}, SLICE),
+    SlotCase("set_value", "StepsTensorList", {"Input": X, "StepsTensorList": [np.array([2], np.int64)]},
+             {"Out": _set(X, (slice(None), slice(0, 3, 2)), -1.0)}, SLICE),
     SlotCase("roll", "ShiftsTensor", {"X": X, "ShiftsTensor": np.array([2], np.int64)}, {"Out": np.roll(X, 2, axis=1)},
              {"shifts": [1], "axis": [1]}),
     SlotCase("label_smooth", "PriorDist", {"X": X / 10, "PriorDist": np.array([0.5, 0.25, 0.25])},

@@ -16,6 +16,7 @@ from . import (  # noqa: F401
     rearrange,
     reduce,
     select,
+    set_value,
     shape,
     tensor,
 )

@@ -44,6 +44,7 @@ def load_all() -> None:
         rearrange,
         reduce,
         select,
+        set_value,
         shape,
         tensor,
     )
