@@ -111,6 +111,17 @@ COMPILE_TIME = {
     "set_value value shape": ("set_value", {"Input": M, "ValueTensor": ("w", [3], F32)},
                               {"axes": [0], "starts": [0], "ends": [1], "steps": [1]}, ("Out",),
                               "does not broadcast to"),
+    "top_k_v2 k": ("top_k_v2", {"X": M}, {"k": 5}, ("Out", "Indices"), "k 5 must be in [1, 4]"),
+    "argsort axis": ("argsort", {"X": M}, {"axis": -3}, ("Out", "Indices"), "axis -3 is out of range"),
+    "crop_tensor window": ("crop_tensor", {"X": M}, {"shape": [2, 3], "offsets": [2, 0]}, ("Out",), "leaves X"),
+    "crop_tensor rank": ("crop_tensor", {"X": M}, {"shape": [2]}, ("Out",), "every dim of [3, 4]"),
+    "repeat_interleave repeats": ("repeat_interleave", {"X": M, "RepeatsTensor": ("r", [3], I64)}, {"dim": 1},
+                                  ("Out",), "[X's dim 1] = [4]"),
+    "repeat_interleave negative": ("repeat_interleave", {"X": M}, {"Repeats": -1}, ("Out",), ">= 0"),
+    "diag_v2 rank": ("diag_v2", {"X": X}, {}, ("Out",), "1-D X"),
+    "diag_v2 offset": ("diag_v2", {"X": M}, {"offset": 4}, ("Out",), "names no diagonal of a 3 x 4"),
+    "randint range": ("randint", {}, {"shape": [2], "low": 3, "high": 3}, ("Out",), "low < high"),
+    "randperm n": ("randperm", {}, {"n": -1}, ("Out",), "n >= 0"),
     "coalesce dtype": ("coalesce_tensor", {"Input": [M]}, {"dtype": 7}, ("Output", "FusedOutput"), "dtype 7"),
 }
 
@@ -154,6 +165,9 @@ RUN_TIME = {
     "set_value tensor bounds": ("set_value", {"Input": m34, "EndsTensorList": [i64(-4)]},
                                 {"axes": [1], "starts": [2], "ends": [4], "steps": [1], "shape": [1], "values": [0.0]},
                                 "needs end >= start"),
+    "repeat_interleave tensor": ("repeat_interleave", {"X": m34, "RepeatsTensor": i64(1, -1, 2)}, {},
+                                 "a count >= 0 per element"),
+    "crop_tensor tensor": ("crop_tensor", {"X": m34, "Offsets": i64(2, 3)}, {"shape": [2, 2]}, "leaves X"),
     "pad3d tensor": ("pad3d", {"X": np.zeros((1, 1, 1, 2, 2)), "Paddings": i64(2, 0, 0, 0, 0, 0)}, {"mode": "reflect"},
                      "must be smaller than the dims"),
 }

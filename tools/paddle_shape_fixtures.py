@@ -113,6 +113,15 @@ CASES = {
             ((slice(1, None), slice(None, None, 2), 0), 2.5), ((slice(None), None, 0), 3.0),
             ((slice(paddle.full([1], 1, "int64"), None), slice(-1, None, -2)), 0.5))],
         "paddle.static.setitem (set_value): tensor and literal values, negative steps, None and int indices"),
+    "sort_crop_repeat_diag": case(
+        {"x": randn(3, 4), "v": randn(3)},
+        lambda v: [paddle.sort(v["x"], axis=0, descending=True), paddle.argsort(v["x"], axis=-1),
+                   paddle.crop(v["x"], [2, -1], [1, 1]),
+                   paddle.crop(v["x"], i32(2, 2), [paddle.full([1], 1, "int32"), 2]),
+                   paddle.repeat_interleave(v["x"], 2, 1),
+                   paddle.repeat_interleave(v["x"], paddle.assign(np.array([1, 0, 3], np.int64)), 0),
+                   paddle.diag(v["v"], offset=1, padding_value=0.5), paddle.diag(v["x"], offset=-1)],
+        "sort, argsort, crop (attr and tensor shape/offsets), repeat_interleave (int and tensor), diag (both ways)"),
     "meshgrid": case({"a": randn(2), "b": randn(3), "c": randn(4)}, lambda v: paddle.meshgrid(v["a"], v["b"], v["c"]),
                      "meshgrid of three vectors"),
     "index_ops": case(

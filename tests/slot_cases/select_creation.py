@@ -15,7 +15,32 @@ def _set(x, index, value):
     return out
 
 
+X45 = np.arange(20.0).reshape(4, 5)
+CROP = {"shape": [2, 2], "offsets": [0, 0]}
+
+
+def i32(*values):
+    return np.array(values, np.int32)
+
+
 CASES = [
+    SlotCase("crop_tensor", "Shape", {"X": X45, "Shape": i32(1, 2)}, {"Out": X45[:1, :2]}, CROP, overrides=False),
+    SlotCase("crop_tensor", "ShapeTensor", {"X": X45, "ShapeTensor": [i32(3), i32(-1)]}, {"Out": X45[:3, :]}, CROP,
+             overrides=False),
+    SlotCase("crop_tensor", "Offsets", {"X": X45, "Offsets": i32(2, 3)}, {"Out": X45[2:4, 3:5]}, CROP),
+    SlotCase("crop_tensor", "OffsetsTensor", {"X": X45, "OffsetsTensor": [i32(1), i32(1)]}, {"Out": X45[1:3, 1:3]},
+             CROP),
+    SlotCase("repeat_interleave", "RepeatsTensor", {"X": X, "RepeatsTensor": np.array([0, 2], np.int64)},
+             {"Out": np.repeat(X, [0, 2], axis=0)}, {"Repeats": 1, "dim": 0}, overrides=False),
+    SlotCase("empty", "ShapeTensor", {"ShapeTensor": i32(2, 3)}, {"Out": np.zeros((2, 3))}, {"shape": [4], "dtype": 6},
+             overrides=False),
+    SlotCase("empty", "ShapeTensorList", {"ShapeTensorList": [i32(2), i32(3)]}, {"Out": np.zeros((2, 3))},
+             {"shape": [4], "dtype": 6}, overrides=False),
+    # randint's values are random: low = high - 1 makes them one known number
+    SlotCase("randint", "ShapeTensor", {"ShapeTensor": i32(2, 3)}, {"Out": np.full((2, 3), 4)},
+             {"shape": [], "low": 4, "high": 5}, overrides=False),
+    SlotCase("randint", "ShapeTensorList", {"ShapeTensorList": [i32(2), i32(3)]}, {"Out": np.full((2, 3), 4)},
+             {"shape": [4], "low": 4, "high": 5}, overrides=False),
     SlotCase("set_value", "ValueTensor", {"Input": X, "ValueTensor": np.array([7.0, 8.0, 9.0])},
              {"Out": _set(X, (slice(None), slice(0, 3)), [7.0, 8.0, 9.0])}, SLICE),
     SlotCase("set_value", "StartsTensorList", {"Input": X, "StartsTensorList": [np.array([2], np.int64)]},

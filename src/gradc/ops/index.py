@@ -1,5 +1,5 @@
-"""Ops that pick elements by position: slice, strided_slice, gather, gather_nd, scatter, top_k_v2,
-arg_max, arg_min."""
+"""Ops that pick elements by position: slice, strided_slice, crop_tensor, gather, gather_nd, scatter,
+top_k_v2, argsort, arg_max, arg_min."""
 
 from __future__ import annotations
 
@@ -124,6 +124,9 @@ for _name in ("arg_max", "arg_min"):
 def _top_k_infer(ctx):
     x = list(ctx.shape("X"))
     axis = ctx.axis(ctx.attr("axis"), len(x))
+    k = ctx.attr("k")
+    if not ctx.has("K") and (k < 1 or (x and k > x[axis] >= 0) or (not x and k > 1)):
+        ctx.fail(f"top_k_v2 k {k} must be in [1, {x[axis] if x else 1}] (axis {axis} of {x})")
     if x:  # a 0-d X gives 0-d outputs
         x[axis] = -1 if ctx.has("K") else ctx.attr("k")
     return {"Out": (x, ctx.dtype("X")), "Indices": (x, VarType.INT64)}
@@ -131,3 +134,36 @@ def _top_k_infer(ctx):
 
 defop("top_k_v2", ["X", "K?"], ["Out", "Indices"], attrs={"k": 1, "axis": -1, "largest": True, "sorted": True},
       no_grad_inputs=["K"], no_grad_outputs=["Indices"], infer=_top_k_infer, grad=grad_op("X", "Indices", "K"))
+
+
+def _argsort_infer(ctx):
+    x = ctx.shape("X")
+    ctx.axis(ctx.attr("axis"), len(x))
+    return {"Out": (x, ctx.dtype("X")), "Indices": (x, VarType.INT64)}
+
+
+# ties keep their order (a stable sort) whatever `stable` says: one of the orders Paddle may give
+defop("argsort", ["X"], ["Out", "Indices"], attrs={"axis": -1, "descending": False, "stable": False},
+      no_grad_outputs=["Indices"], infer=_argsort_infer, grad=grad_op("X", "Indices"))
+
+CROP_TENSORS = ["Shape?", "ShapeTensor[]?", "Offsets?", "OffsetsTensor[]?"]
+
+
+def _crop_infer(ctx):
+    x, shape, offsets = ctx.shape("X"), list(ctx.attr("shape")), list(ctx.attr("offsets"))
+    if ctx.has("Shape") or ctx.has("ShapeTensor"):   # the dims are known at run time only
+        return {"Out": ([-1] * len(x), ctx.dtype("X"))}
+    if len(shape) != len(x):
+        ctx.fail(f"crop_tensor shape {shape} must give every dim of {x}")
+    if ctx.has("Offsets") or ctx.has("OffsetsTensor"):
+        offsets = [0] * len(x)   # only the sizes can be checked before run time
+    elif len(offsets) != len(x):
+        ctx.fail(f"crop_tensor offsets {offsets} must give every dim of {x}")
+    out = [d - o if s == -1 and d >= 0 else s for d, s, o in zip(x, shape, offsets)]
+    if any(s < -1 or s == 0 or o < 0 or (d >= 0 and o + s > d) for d, s, o in zip(x, out, offsets)):
+        ctx.fail(f"crop_tensor of {x} with shape {shape} at offsets {offsets} leaves X")
+    return {"Out": (out, ctx.dtype("X"))}
+
+
+defop("crop_tensor", ["X"] + CROP_TENSORS, attrs={"shape": [], "offsets": []}, no_grad_inputs=CROP_TENSORS,
+      infer=_crop_infer, grad=grad_op("X", "Offsets", "OffsetsTensor"))

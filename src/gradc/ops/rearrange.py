@@ -1,11 +1,12 @@
-"""Ops that move elements within a tensor or mask some of them out: flip, roll, tril_triu, meshgrid, unbind,
-pixel_shuffle, pixel_unshuffle, channel_shuffle. Each is linear, and its gradient moves Out@GRAD back the
-same way (flip's gradient is a flip, unbind's a stack)."""
+"""Ops that move, copy or mask elements of a tensor: flip, roll, tril_triu, meshgrid, unbind, pixel_shuffle,
+pixel_unshuffle, channel_shuffle, repeat_interleave, diag_v2. Each is linear, and its gradient moves Out@GRAD
+back the same way (flip's gradient is a flip, unbind's a stack; copies add up)."""
 
 from __future__ import annotations
 
 from ..ir import AttrType
 from ..registry import defop, grad_op, typed
+from ..shapes import dims_match
 from .infer import same_as
 from .shape import along_axis, tensor_length
 
@@ -120,3 +121,45 @@ for _type, _factor, _infer in (("pixel_shuffle", "upscale_factor", lambda ctx: _
                                 lambda ctx: _resized(ctx, "downscale_factor", False)),
                                ("channel_shuffle", "groups", _channel_shuffle_infer)):
     defop(_type, ["X"], attrs={_factor: 1, "data_format": "NCHW"}, infer=_infer, grad=grad_op())
+
+
+def _repeat_interleave_infer(ctx):
+    x = ctx.shape("X")
+    dim = ctx.axis(ctx.attr("dim"), len(x))
+    out = list(x)
+    if ctx.has("RepeatsTensor"):   # per-element repeats: the total is known at run time (or from output_size)
+        repeats = ctx.shape("RepeatsTensor")
+        if len(repeats) != 1 or not dims_match(repeats[0], x[dim] if x else 1):
+            ctx.fail(f"repeat_interleave RepeatsTensor must be [X's dim {dim}] = [{x[dim] if x else 1}], got {repeats}")
+        out[dim] = ctx.attr("output_size") if ctx.attr("output_size") > 0 else -1
+    elif ctx.attr("Repeats") < 0:
+        ctx.fail(f"repeat_interleave Repeats must be >= 0, got {ctx.attr('Repeats')}")
+    elif out:
+        out[dim] = -1 if out[dim] < 0 else out[dim] * ctx.attr("Repeats")
+    return {"Out": (out, ctx.dtype("X"))}
+
+
+defop("repeat_interleave", ["X", "RepeatsTensor?"],
+      attrs={"Repeats": 0, "dim": 0, "output_size": typed(-1, AttrType.LONG)}, no_grad_inputs=["RepeatsTensor"],
+      infer=_repeat_interleave_infer, grad=grad_op("X", "RepeatsTensor"))
+
+
+def diagonal_length(rows: int, cols: int, offset: int) -> int:
+    """Elements on the diagonal ``offset`` (> 0 above the main one) of a rows x cols matrix."""
+    return max(min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols), 0)
+
+
+def _diag_v2_infer(ctx):
+    x, offset = ctx.shape("X"), ctx.attr("offset")
+    if len(x) > 2:
+        ctx.fail(f"diag_v2 needs a 1-D X (builds a matrix) or a 2-D X (takes a diagonal), got {x}")
+    if len(x) < 2:   # a 0-d X is a one-element vector
+        size = -1 if x and x[0] < 0 else (x[0] if x else 1) + abs(offset)
+        return {"Out": ([size, size], ctx.dtype("X"))}
+    rows, cols = x
+    if rows >= 0 and cols >= 0 and not -rows < offset < cols:
+        ctx.fail(f"diag_v2 offset {offset} names no diagonal of a {rows} x {cols} matrix")
+    return {"Out": ([-1 if rows < 0 or cols < 0 else diagonal_length(rows, cols, offset)], ctx.dtype("X"))}
+
+
+defop("diag_v2", ["X"], attrs={"offset": 0, "padding_value": 0.0}, infer=_diag_v2_infer, grad=grad_op("X"))

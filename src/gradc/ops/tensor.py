@@ -64,6 +64,28 @@ defop("gaussian_random", ["ShapeTensor?", "ShapeTensorList[]?"],
       attrs={"shape": typed([], AttrType.LONGS), "mean": 0.0, "std": 1.0, "seed": 0, "dtype": 5},
       infer=_gaussian_infer, grad=NO_GRAD)
 
+# empty's memory is uninitialised in Paddle: gradc fills zeros
+defop("empty", ["ShapeTensor?", "ShapeTensorList[]?"], attrs={"shape": typed([], AttrType.LONGS), "dtype": 5},
+      infer=lambda ctx: {"Out": (created_dims(ctx, tensor_first=True), ctx.attr("dtype"))}, grad=NO_GRAD)
+
+
+def _randint_infer(ctx):
+    if ctx.attr("low") >= ctx.attr("high"):
+        ctx.fail(f"randint needs low < high, got low {ctx.attr('low')} and high {ctx.attr('high')}")
+    return {"Out": (created_dims(ctx, tensor_first=False), ctx.attr("dtype"))}
+
+
+def _randperm_infer(ctx):
+    if ctx.attr("n") < 0:
+        ctx.fail(f"randperm needs n >= 0, got {ctx.attr('n')}")
+    return {"Out": ([ctx.attr("n")], ctx.attr("dtype"))}
+
+
+defop("randint", ["ShapeTensor?", "ShapeTensorList[]?"],
+      attrs={"shape": typed([], AttrType.LONGS), "low": 0, "high": 1, "seed": 0, "dtype": 3},
+      infer=_randint_infer, grad=NO_GRAD)
+defop("randperm", [], attrs={"n": 0, "dtype": 3}, infer=_randperm_infer, grad=NO_GRAD)
+
 
 def _assign_grad(g):
     return [g.op("assign", {"X": g.OG("Out")}, {"Out": g.IG("X")})]

@@ -189,3 +189,53 @@ def top_k_v2_grad(k):
     dx = np.zeros(x.shape, dout.dtype)
     np.put_along_axis(dx, indices, dout, axis=axis)
     return {"X@GRAD": dx.reshape(k.x("X").shape)}
+
+
+def _sort_order(x: np.ndarray, k) -> tuple[np.ndarray, int]:
+    """argsort's order along its axis: stable, so ties keep their original order, descending too."""
+    axis = normalize_axis(k.attr("axis"), x.ndim)
+    keys = x.astype(np.int64) if x.dtype.kind in "ub" else x
+    return np.argsort(-keys if k.attr("descending") else keys, axis=axis, kind="stable"), axis
+
+
+@kernel("argsort")
+def argsort(k):
+    x = k.x("X")
+    order, axis = _sort_order(x, k)
+    return {"Out": np.take_along_axis(x, order, axis=axis), "Indices": order.astype(np.int64)}
+
+
+@kernel("argsort_grad")
+def argsort_grad(k):
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    dx = np.zeros(x.shape, dout.dtype)
+    np.put_along_axis(dx, k.x("Indices").astype(np.int64), dout, axis=normalize_axis(k.attr("axis"), x.ndim))
+    return {"X@GRAD": dx}
+
+
+def _window(shape, sizes, offsets) -> tuple[slice, ...]:
+    """crop_tensor's window in X of ``shape``: a size -1 takes the rest of the dim."""
+    if len(sizes) != len(shape) or len(offsets) != len(shape):
+        raise ValueError(f"crop_tensor needs a size and an offset per dim of {list(shape)}, got {sizes} and {offsets}")
+    sizes = [d - o if s == -1 else s for d, s, o in zip(shape, sizes, offsets)]
+    if any(s <= 0 or o < 0 or o + s > d for d, s, o in zip(shape, sizes, offsets)):
+        raise ValueError(f"crop_tensor of {list(shape)} with sizes {sizes} at offsets {offsets} leaves X")
+    return tuple(slice(o, o + s) for s, o in zip(sizes, offsets))
+
+
+def _offsets(k) -> list[int]:
+    return ints(k, ["Offsets", "OffsetsTensor"], "offsets")   # the tensor wins over the list, as in Paddle
+
+
+@kernel("crop_tensor")
+def crop_tensor(k):
+    x = k.x("X")
+    return {"Out": x[_window(x.shape, ints(k, ["Shape", "ShapeTensor"], "shape"), _offsets(k))].copy()}
+
+
+@kernel("crop_tensor_grad")
+def crop_tensor_grad(k):
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    dx = np.zeros(x.shape, dout.dtype)
+    dx[_window(x.shape, list(dout.shape), _offsets(k))] = dout
+    return {"X@GRAD": dx}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.rearrange import diagonal_length
 from ...shapes import normalize_axis
 from . import kernel
-from .index import ints
+from .index import ints, scatter_add
 
 
 @kernel("flip")
@@ -99,3 +100,60 @@ kernel("pixel_unshuffle_grad")(lambda k: {"X@GRAD": _shuffle_up(k.x("Out@GRAD"),
 kernel("channel_shuffle")(lambda k: {"Out": _channel_shuffle(k.x("X"), k.attr("groups"), k)})
 kernel("channel_shuffle_grad")(lambda k: {"X@GRAD": _channel_shuffle(
     k.x("Out@GRAD"), k.x("Out@GRAD").shape[1 if k.attr("data_format") == "NCHW" else 3] // k.attr("groups"), k)})
+
+
+def _repeats(k, x: np.ndarray) -> tuple[np.ndarray | int, int]:
+    """repeat_interleave's repeats (RepeatsTensor wins over Repeats) and its axis."""
+    dim = normalize_axis(k.attr("dim"), x.ndim)
+    tensor = k.optional("RepeatsTensor")
+    if tensor is None:
+        return k.attr("Repeats"), dim
+    repeats = np.ravel(tensor).astype(np.int64)
+    if repeats.size != (x.shape[dim] if x.ndim else 1) or (repeats < 0).any():
+        raise ValueError(f"RepeatsTensor must hold a count >= 0 per element of dim {dim} of {list(x.shape)}, "
+                         f"got {repeats.tolist()}")
+    return repeats, dim
+
+
+@kernel("repeat_interleave")
+def repeat_interleave(k):
+    x = k.x("X")
+    repeats, dim = _repeats(k, x)
+    return {"Out": np.repeat(x, repeats, axis=dim if x.ndim else None)}
+
+
+@kernel("repeat_interleave_grad")
+def repeat_interleave_grad(k):
+    """Each element's grad adds up the grads of its copies."""
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    repeats, dim = _repeats(k, x)
+    if x.ndim == 0:
+        return {"X@GRAD": dout.sum().reshape(())}
+    owner = np.repeat(np.arange(x.shape[dim]), repeats)
+    return {"X@GRAD": scatter_add(dout, owner, x.shape[dim], dim)}
+
+
+def _diagonal_index(rows: int, cols: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    start = np.arange(diagonal_length(rows, cols, offset))
+    return (start, start + offset) if offset >= 0 else (start - offset, start)
+
+
+@kernel("diag_v2")
+def diag_v2(k):
+    x, offset = k.x("X"), k.attr("offset")
+    if x.ndim == 2:
+        return {"Out": x[_diagonal_index(*x.shape, offset)].copy()}
+    size = x.size + abs(offset)
+    out = np.full((size, size), k.attr("padding_value"), x.dtype)
+    out[_diagonal_index(size, size, offset)] = np.ravel(x)
+    return {"Out": out}
+
+
+@kernel("diag_v2_grad")
+def diag_v2_grad(k):
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    if x.ndim == 2:
+        dx = np.zeros(x.shape, dout.dtype)
+        dx[_diagonal_index(*x.shape, k.attr("offset"))] = dout
+        return {"X@GRAD": dx}
+    return {"X@GRAD": dout[_diagonal_index(*dout.shape, k.attr("offset"))].reshape(x.shape)}

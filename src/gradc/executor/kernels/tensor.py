@@ -84,6 +84,21 @@ def gaussian_random(k):
     return {"Out": out.astype(_dtype(k.attr("dtype")))}
 
 
+kernel("empty")(lambda k: {"Out": np.zeros(_shape(k, tensor_first=True), dtype=_dtype(k.attr("dtype")))})
+
+
+@kernel("randint")
+def randint(k):
+    out = _rng(k).integers(k.attr("low"), k.attr("high"), size=_shape(k, tensor_first=False))
+    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+
+
+@kernel("randperm")
+def randperm(k):
+    seed = k.attrs.get("seed", 0)   # an extra attribute in Paddle 3.3.1: programs may omit it
+    return {"Out": np.random.default_rng(seed or None).permutation(k.attr("n")).astype(_dtype(k.attr("dtype")))}
+
+
 def _copy(x):
     return np.array(x, copy=True)
 
