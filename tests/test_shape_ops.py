@@ -388,3 +388,12 @@ def test_shape_op_gives_the_dims_as_int32():
     assert dims.dtype == np.int32 and dims.tolist() == [2, 3, 4]
     (shape, dtype), = registry.get("shape").infer(InferContext(block.ops[0], block)).values()
     assert shape == [3] and dtype == VarType.INT32
+
+
+def test_squeeze2_takes_a_listed_unknown_dim_for_1_like_paddles_inference():
+    """Paddle declares squeeze2's output with listed unknown dims dropped; gradc's inference agrees, and
+    squeezes only size-1 dims when no axis is listed."""
+    from gradc.ops.shape import squeeze_dims
+    assert squeeze_dims([2, -1, 1], [1]) == [2, 1]
+    assert squeeze_dims([2, -1, 1], []) == [2, -1]
+    assert squeeze_dims([1, 3, 1], [-1]) == [1, 3]

@@ -64,9 +64,10 @@ def _reshape_out(ctx, x):
 
 
 def squeeze_dims(x: list[int], axes, fail=value_error) -> list[int]:
-    """Drops the listed dims of size 1 (all size-1 dims if none is listed); others are ignored."""
-    axes = {normalize_axis(a, len(x), fail) for a in axes} or set(range(len(x)))
-    return [d for i, d in enumerate(x) if not (i in axes and d == 1)]
+    """Drops the listed dims of size 1 (all size-1 dims if none is listed); others are ignored. A listed dim
+    not known before run time is taken to be 1, as Paddle's own inference does."""
+    listed = {normalize_axis(a, len(x), fail) for a in axes}
+    return [d for i, d in enumerate(x) if not (d == 1 and (i in listed or not listed) or (d < 0 and i in listed))]
 
 
 def unsqueeze_dims(x: list[int], axes, fail=value_error) -> list[int]:
