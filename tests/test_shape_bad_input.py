@@ -122,6 +122,15 @@ COMPILE_TIME = {
     "diag_v2 offset": ("diag_v2", {"X": M}, {"offset": 4}, ("Out",), "names no diagonal of a 3 x 4"),
     "randint range": ("randint", {}, {"shape": [2], "low": 3, "high": 3}, ("Out",), "low < high"),
     "randperm n": ("randperm", {}, {"n": -1}, ("Out",), "n >= 0"),
+    "kthvalue k": ("kthvalue", {"X": M}, {"k": 5}, ("Out", "Indices"), "k 5 must be in [1, 4]"),
+    "index_add value": ("index_add", {"X": M, "Index": IDX, "AddValue": ("w", [3, 3], F32)}, {"axis": 1}, ("Out",),
+                        "AddValue shaped like X"),
+    "searchsorted shapes": ("searchsorted", {"SortedSequence": M, "Values": ("v", [2, 4], F32)}, {}, ("Out",),
+                            "leading dims"),
+    "bincount rank": ("bincount", {"X": ("c", [2, 2], I64)}, {}, ("Out",), "1-D X"),
+    "shard_index shard": ("shard_index", {"X": ("c", [4, 1], I64)}, {"index_num": 8, "nshards": 2, "shard_id": 2},
+                          ("Out",), "0 <= shard_id < nshards"),
+    "sequence_mask dtype": ("sequence_mask", {"X": IDX}, {"out_dtype": 17}, ("Y",), "out_dtype 17"),
     "coalesce dtype": ("coalesce_tensor", {"Input": [M]}, {"dtype": 7}, ("Output", "FusedOutput"), "dtype 7"),
 }
 
@@ -168,6 +177,8 @@ RUN_TIME = {
     "repeat_interleave tensor": ("repeat_interleave", {"X": m34, "RepeatsTensor": i64(1, -1, 2)}, {},
                                  "a count >= 0 per element"),
     "crop_tensor tensor": ("crop_tensor", {"X": m34, "Offsets": i64(2, 3)}, {"shape": [2, 2]}, "leaves X"),
+    "bincount negative": ("bincount", {"X": i64(1, -2)}, {}, "negative"),
+    "shard_index id": ("shard_index", {"X": i64([3], [9])}, {"index_num": 8, "nshards": 2}, "outside [0, index_num"),
     "pad3d tensor": ("pad3d", {"X": np.zeros((1, 1, 1, 2, 2)), "Paddings": i64(2, 0, 0, 0, 0, 0)}, {"mode": "reflect"},
                      "must be smaller than the dims"),
 }
@@ -178,8 +189,8 @@ def test_a_kernel_names_the_op_and_the_bad_value(case):
     op_type, feeds, attrs, phrase = RUN_TIME[case]
     inputs = {slot: [(f"{slot.lower()}{i}", list(np.shape(a)), to_var_type(np.asarray(a).dtype))
                      for i, a in enumerate(v if isinstance(v, list) else [v])] for slot, v in feeds.items()}
-    outputs = ("Out", "XShape") if op_type == "reshape2" else ("Y",) if op_type == "masked_select" else \
-        ("Result",) if "along_axis" in op_type else ("Out",)
+    outputs = ("Out", "XShape") if op_type == "reshape2" else ("Y",) if op_type in ("masked_select", "sequence_mask") \
+        else ("Result",) if "along_axis" in op_type else ("Out",)
     program = _program(op_type, inputs, attrs, outputs)
     feed = {name: np.asarray(a) for slot, v in feeds.items()
             for (name, _, _), a in zip(inputs[slot], v if isinstance(v, list) else [v])}

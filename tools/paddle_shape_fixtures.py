@@ -122,6 +122,17 @@ CASES = {
                    paddle.repeat_interleave(v["x"], paddle.assign(np.array([1, 0, 3], np.int64)), 0),
                    paddle.diag(v["v"], offset=1, padding_value=0.5), paddle.diag(v["x"], offset=-1)],
         "sort, argsort, crop (attr and tensor shape/offsets), repeat_interleave (int and tensor), diag (both ways)"),
+    "kth_search_count": case(
+        {"x": randn(3, 4), "index": np.array([2, 0, 2]), "value": randn(3, 3), "seq": np.array([[1.0, 3.0, 5.0],
+                                                                                               [2.0, 4.0, 6.0]]),
+         "ids": np.array([[1], [7], [12], [19]]), "counts": np.array([0, 3, 3, 5]), "lengths": np.array([2, 0, 3])},
+        lambda v: [paddle.kthvalue(v["x"], 2, axis=1)[0], paddle.index_add(v["x"], v["index"], 1, v["value"]),
+                   paddle.searchsorted(v["seq"], v["seq"] + 1.0, right=True),
+                   paddle.bucketize(v["seq"][0], v["seq"][1], out_int32=True),
+                   paddle.bincount(v["counts"], minlength=7), paddle.bincount(v["counts"], weights=v["x"][0]),
+                   paddle.shard_index(v["ids"], 20, 3, 1), F.sequence_mask(v["lengths"], dtype="float64"),
+                   F.sequence_mask(v["lengths"], paddle.full([1], 5, "int32"))],
+        "kthvalue, index_add, searchsorted, bucketize, bincount (with weights), shard_index, sequence_mask"),
     "meshgrid": case({"a": randn(2), "b": randn(3), "c": randn(4)}, lambda v: paddle.meshgrid(v["a"], v["b"], v["c"]),
                      "meshgrid of three vectors"),
     "index_ops": case(

@@ -24,6 +24,10 @@ def i32(*values):
 
 
 CASES = [
+    SlotCase("bincount", "Weights", {"X": np.array([0, 2, 2, 3]), "Weights": np.array([0.5, 1.0, 2.0, 4.0])},
+             {"Out": np.array([0.5, 0.0, 3.0, 4.0])}),
+    SlotCase("sequence_mask", "MaxLenTensor", {"X": np.array([1, 3]), "MaxLenTensor": np.array([4], np.int32)},
+             {"Y": np.array([[1, 0, 0, 0], [1, 1, 1, 0]])}, {"maxlen": 3}, overrides=False),
     SlotCase("crop_tensor", "Shape", {"X": X45, "Shape": i32(1, 2)}, {"Out": X45[:1, :2]}, CROP, overrides=False),
     SlotCase("crop_tensor", "ShapeTensor", {"X": X45, "ShapeTensor": [i32(3), i32(-1)]}, {"Out": X45[:3, :]}, CROP,
              overrides=False),

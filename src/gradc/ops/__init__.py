@@ -18,5 +18,6 @@ from . import (  # noqa: F401
     select,
     set_value,
     shape,
+    sort,
     tensor,
 )

@@ -1,5 +1,6 @@
 """Ops that make tensors from attributes or small inputs: assign_value (a literal array), eye, linspace,
-range; coalesce_tensor (copies parameters into one flat buffer); label_smooth (labels blended with a prior).
+range, sequence_mask; coalesce_tensor (copies parameters into one flat buffer); label_smooth (labels blended
+with a prior).
 
 assign_value keeps its literal in `values`, a SCALARS attribute (serialized Scalar messages); programs from
 Paddle 2.x keep it in a per-dtype attribute instead (fp32_values, int32_values, ...), which Paddle 3.3.1 no
@@ -100,6 +101,18 @@ def _range_infer(ctx):
 
 defop("linspace", ["Start", "Stop", "Num"], attrs={"dtype": 5}, infer=_linspace_infer, grad=NO_GRAD)
 defop("range", ["Start", "End", "Step"], infer=_range_infer, grad=NO_GRAD)
+
+
+def _sequence_mask_infer(ctx):
+    if ctx.attr("out_dtype") not in DTYPE_BYTES:
+        ctx.fail(f"sequence_mask out_dtype {ctx.attr('out_dtype')} is not a tensor dtype")
+    maxlen = -1 if ctx.has("MaxLenTensor") or ctx.attr("maxlen") < 0 else ctx.attr("maxlen")
+    return {"Y": (ctx.shape("X") + [maxlen], ctx.attr("out_dtype"))}
+
+
+# Y[..., j] = j < X[...]: MaxLenTensor, else maxlen, else (maxlen < 0) the longest length, gives the last dim
+defop("sequence_mask", ["X", "MaxLenTensor?"], ["Y"], attrs={"maxlen": -1, "out_dtype": 3},
+      infer=_sequence_mask_infer, grad=NO_GRAD)
 
 
 def aligned_length(count: int, dtype_bytes: int, use_align: bool, align_size: int) -> int:

@@ -1,5 +1,5 @@
 """Ops that pick elements by position: slice, strided_slice, crop_tensor, gather, gather_nd, scatter,
-top_k_v2, argsort, arg_max, arg_min."""
+top_k_v2, arg_max, arg_min."""
 
 from __future__ import annotations
 
@@ -135,16 +135,6 @@ def _top_k_infer(ctx):
 defop("top_k_v2", ["X", "K?"], ["Out", "Indices"], attrs={"k": 1, "axis": -1, "largest": True, "sorted": True},
       no_grad_inputs=["K"], no_grad_outputs=["Indices"], infer=_top_k_infer, grad=grad_op("X", "Indices", "K"))
 
-
-def _argsort_infer(ctx):
-    x = ctx.shape("X")
-    ctx.axis(ctx.attr("axis"), len(x))
-    return {"Out": (x, ctx.dtype("X")), "Indices": (x, VarType.INT64)}
-
-
-# ties keep their order (a stable sort) whatever `stable` says: one of the orders Paddle may give
-defop("argsort", ["X"], ["Out", "Indices"], attrs={"axis": -1, "descending": False, "stable": False},
-      no_grad_outputs=["Indices"], infer=_argsort_infer, grad=grad_op("X", "Indices"))
 
 CROP_TENSORS = ["Shape?", "ShapeTensor[]?", "Offsets?", "OffsetsTensor[]?"]
 

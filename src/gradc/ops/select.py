@@ -1,6 +1,7 @@
 """Ops that pick or place elements by index tensors: index_select, index_sample, take_along_axis,
-put_along_axis, scatter_nd_add, masked_select, where_index, unique, gather_tree. Index inputs never get a
-gradient; ops whose output size depends on the data (masked_select, where_index, unique) infer it unknown."""
+put_along_axis, scatter_nd_add, index_add, masked_select, where_index, unique, gather_tree, shard_index,
+bincount. Index inputs never get a gradient; ops whose output size depends on the data (masked_select,
+where_index, unique, bincount) infer it unknown."""
 
 from __future__ import annotations
 
@@ -125,3 +126,43 @@ def _gather_tree_infer(ctx):
 
 
 defop("gather_tree", ["Ids", "Parents"], infer=_gather_tree_infer, grad=NO_GRAD)
+
+
+def _index_add_infer(ctx):
+    x, index, value = ctx.shape("X"), ctx.shape("Index"), ctx.shape("AddValue")
+    axis = ctx.axis(ctx.attr("axis"), len(x))
+    want = x[:axis] + index[:1] + x[axis + 1:]
+    if len(index) != 1 or len(value) != len(want) or not all(map(dims_match, value, want)):
+        ctx.fail(f"index_add needs a 1-D Index and AddValue shaped like X with Index's length on axis {axis}: "
+                 f"{want}, got Index {index} and AddValue {value}")
+    return {"Out": (x, ctx.dtype("X"))}
+
+
+defop("index_add", ["X", "Index", "AddValue"], attrs={"axis": 0}, no_grad_inputs=["Index"],
+      infer=_index_add_infer, grad=grad_op("Index", "AddValue"))
+
+
+def _shard_index_infer(ctx):
+    x = ctx.shape("X")
+    count, shards, shard = ctx.attr("index_num"), ctx.attr("nshards"), ctx.attr("shard_id")
+    if not x or x[-1] not in (1, -1) or count < 1 or shards < 1 or not 0 <= shard < shards:
+        ctx.fail(f"shard_index needs X [..., 1], index_num >= 1 and 0 <= shard_id < nshards, got {x}, "
+                 f"index_num {count}, shard_id {shard}, nshards {shards}")
+    return {"Out": (x, ctx.dtype("X"))}
+
+
+defop("shard_index", ["X"], attrs={"index_num": 0, "nshards": 1, "shard_id": 0, "ignore_value": -1},
+      infer=_shard_index_infer, grad=NO_GRAD)
+
+
+def _bincount_infer(ctx):
+    x, weights = ctx.shape("X"), ctx.shape("Weights") if ctx.has("Weights") else None
+    if len(x) != 1 or (weights is not None and (len(weights) != 1 or not dims_match(weights[0], x[0]))):
+        ctx.fail(f"bincount needs a 1-D X and Weights of its length, got X {x} and Weights {weights}")
+    if ctx.attr("minlength") < 0:
+        ctx.fail(f"bincount minlength must be >= 0, got {ctx.attr('minlength')}")
+    dtype = ctx.dtype("Weights") if ctx.has("Weights") else VarType.INT64
+    return {"Out": ([-1], dtype if dtype in (VarType.FP32, VarType.FP64) else VarType.INT64)}
+
+
+defop("bincount", ["X", "Weights?"], attrs={"minlength": 0}, infer=_bincount_infer, grad=NO_GRAD)

@@ -46,5 +46,6 @@ def load_all() -> None:
         select,
         set_value,
         shape,
+        sort,
         tensor,
     )

@@ -60,6 +60,16 @@ def range_(k):
     return {"Out": np.cumsum(np.concatenate([[start], np.full(max(count - 1, 0), step)]).astype(dtype))[:count]}
 
 
+@kernel("sequence_mask")
+def sequence_mask(k):
+    lengths = k.x("X")
+    tensor = k.optional("MaxLenTensor")
+    maxlen = int(np.ravel(tensor)[0]) if tensor is not None else k.attr("maxlen")
+    if maxlen < 0:
+        maxlen = int(lengths.max()) if lengths.size else 0
+    return {"Y": (np.arange(maxlen) < lengths[..., None]).astype(_dtype(k.attr("out_dtype")))}
+
+
 @kernel("coalesce_tensor")
 def coalesce_tensor(k):
     """One flat buffer holding every input (each padded to the alignment), and the outputs as its pieces.

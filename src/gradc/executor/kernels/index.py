@@ -191,28 +191,6 @@ def top_k_v2_grad(k):
     return {"X@GRAD": dx.reshape(k.x("X").shape)}
 
 
-def _sort_order(x: np.ndarray, k) -> tuple[np.ndarray, int]:
-    """argsort's order along its axis: stable, so ties keep their original order, descending too."""
-    axis = normalize_axis(k.attr("axis"), x.ndim)
-    keys = x.astype(np.int64) if x.dtype.kind in "ub" else x
-    return np.argsort(-keys if k.attr("descending") else keys, axis=axis, kind="stable"), axis
-
-
-@kernel("argsort")
-def argsort(k):
-    x = k.x("X")
-    order, axis = _sort_order(x, k)
-    return {"Out": np.take_along_axis(x, order, axis=axis), "Indices": order.astype(np.int64)}
-
-
-@kernel("argsort_grad")
-def argsort_grad(k):
-    x, dout = k.x("X"), k.x("Out@GRAD")
-    dx = np.zeros(x.shape, dout.dtype)
-    np.put_along_axis(dx, k.x("Indices").astype(np.int64), dout, axis=normalize_axis(k.attr("axis"), x.ndim))
-    return {"X@GRAD": dx}
-
-
 def _window(shape, sizes, offsets) -> tuple[slice, ...]:
     """crop_tensor's window in X of ``shape``: a size -1 takes the rest of the dim."""
     if len(sizes) != len(shape) or len(offsets) != len(shape):

@@ -150,3 +150,45 @@ def gather_tree(k):
         out[step] = ids[step, batch, beam]
         beam = checked(parents[step, batch, beam], ids.shape[2], "Parents", negative=False)
     return {"Out": out}
+
+
+def _index_add_args(k, shape):
+    axis = normalize_axis(k.attr("axis"), len(shape))
+    return checked(_flat_index(k.x("Index")), shape[axis], "Index"), axis
+
+
+@kernel("index_add")
+def index_add(k):
+    x, value = k.x("X"), k.x("AddValue")
+    index, axis = _index_add_args(k, x.shape)
+    return {"Out": x + scatter_add(value, index, x.shape[axis], axis).astype(x.dtype)}
+
+
+@kernel("index_add_grad")
+def index_add_grad(k):
+    dout = k.x("Out@GRAD")
+    index, axis = _index_add_args(k, dout.shape)
+    return k.grads({"X@GRAD": lambda: dout.copy(),
+                    "AddValue@GRAD": lambda: np.take(dout, index, axis=axis).astype(k.x("AddValue").dtype)})
+
+
+@kernel("shard_index")
+def shard_index(k):
+    """An id of shard_id's range [shard_id * size, (shard_id + 1) * size) becomes its offset there; the others
+    ignore_value (size: index_num split in nshards, rounded up)."""
+    x = k.x("X")
+    size = -(-k.attr("index_num") // k.attr("nshards"))
+    if ((x < 0) | (x >= k.attr("index_num"))).any():
+        raise ValueError(f"X holds ids outside [0, index_num = {k.attr('index_num')})")
+    mine = x // size == k.attr("shard_id")
+    return {"Out": np.where(mine, x - k.attr("shard_id") * size, k.attr("ignore_value")).astype(x.dtype)}
+
+
+@kernel("bincount")
+def bincount(k):
+    x, weights = k.x("X"), k.optional("Weights")
+    if (x < 0).any():
+        raise ValueError("X holds negative values")
+    out = np.bincount(x, weights=weights, minlength=k.attr("minlength"))
+    keep = weights is not None and weights.dtype.kind == "f"
+    return {"Out": out.astype(weights.dtype if keep else np.int64)}
