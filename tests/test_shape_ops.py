@@ -397,3 +397,15 @@ def test_squeeze2_takes_a_listed_unknown_dim_for_1_like_paddles_inference():
     assert squeeze_dims([2, -1, 1], [1]) == [2, 1]
     assert squeeze_dims([2, -1, 1], []) == [2, -1]
     assert squeeze_dims([1, 3, 1], [-1]) == [1, 3]
+
+
+@pytest.mark.parametrize("attrs, expected", [
+    ({"shape": [2], "dtype": 5, "fp32_values": [1.5, 2.5]}, np.array([1.5, 2.5], np.float32)),
+    ({"shape": [1, 2], "dtype": 3, "int64_values": [2**40, -3]}, np.array([[2**40, -3]], np.int64)),
+    ({"shape": [2], "dtype": 0, "bool_values": [1, 0]}, np.array([True, False])),
+])
+def test_assign_value_reads_paddle_2_per_dtype_values(attrs, expected):
+    """Programs saved by Paddle 2.x keep assign_value's literal in the attribute of its dtype, not `values`."""
+    out = run("assign_value", {}, attrs)["Out"]
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
