@@ -43,9 +43,9 @@ def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
 def tensor_length(ctx, slot: str) -> int | None:
     """How many values a 1-D (or 0-d) int input holds, if its declared shape tells."""
     shape = ctx.shape(slot)
-    if shape is None or len(shape) > 1:
+    if shape is None or len(shape) > 1 or (shape and shape[0] < 0):
         return None
-    return shape[0] if shape and shape[0] >= 0 else (1 if not shape else None)
+    return shape[0] if shape else 1
 
 
 def runtime_dims(ctx, tensor: str, tensor_list: str) -> list[int] | None:
