@@ -21,9 +21,7 @@ META = json.loads((DATA / "cases.json").read_text())
 
 # case -> the op types (of other families) gradc lacks: a kernel, or a grad maker where on the loss's path
 PENDING = {
-    "ce_label_smoothing_mean": ("label_smooth",),
     "ctc_impossible_zero_infinity_sum": ("isinf_v2",),
-    "multi_margin_mean": ("index_sample",),
 }
 # Paddle's hierarchical_sigmoid_grad ignores its forward's clip of the logits to [-40, 40] (a TODO in its
 # kernel): beyond the clip the loss is flat, and gradc's gradient, checked by central differences, is 0.
@@ -51,8 +49,14 @@ def run(case: dict, program: gradc.Program) -> dict[str, np.ndarray]:
     return dict(zip(fetch, values))
 
 
+# float64 losses whose label passes through a float32 op (label_smooth on the float32 one-hot): Paddle's
+# vectorised kernel may fuse its multiply-add, so the label differs from numpy's by float32 rounding
+FLOAT32_LABELS = {"ce_label_smoothing_mean"}
+
+
 def assert_matches_paddle(case: dict, results: dict[str, np.ndarray]) -> None:
-    tol = {"rtol": 1e-5, "atol": 1e-6} if case["dtype"] == "float32" else {"rtol": 1e-9, "atol": 1e-10}
+    float32 = case["dtype"] == "float32" or case["name"] in FLOAT32_LABELS
+    tol = {"rtol": 1e-5, "atol": 1e-6} if float32 else {"rtol": 1e-9, "atol": 1e-10}
     expected = _part(case["name"], "grad/")
     np.testing.assert_allclose(results[case["loss"]], arrays(case["name"])["loss"], **tol, err_msg="loss")
     for name in case["grads"]:

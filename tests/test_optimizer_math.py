@@ -17,7 +17,7 @@ import pytest
 
 import gradc
 from gradc.executor.kernels import optimizer_math as M
-from gradc.executor.kernels.constant import scalar_value
+from gradc.ops.creation import scalar_values
 
 DATA = Path(__file__).parent / "data" / "paddle" / "optim"
 CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").is_file())
@@ -97,7 +97,7 @@ RULES = {
     "elementwise_mul": (["Out"], lambda x, xs, a: (x("X") * x("Y"),)),
     # Rprop's hyper-parameter tensors, and the param[0] its Python code reads for the dtype
     "assign_value": (["Out"], lambda x, xs, a: (
-        np.array([scalar_value(v) for v in a("values")], DTYPES[a("dtype")]).reshape(a("shape")),)),
+        np.array(scalar_values(a("values")), DTYPES[a("dtype")]).reshape(a("shape")),)),
     "slice": (["Out"], lambda x, xs, a: (x("Input")[0],)),
 }
 

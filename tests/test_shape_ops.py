@@ -232,12 +232,16 @@ def test_stack_unstack_and_expand():
     np.testing.assert_array_equal(run("tile", {"X": x}, {"repeat_times": [2, 1, 3]})["Out"], np.tile(x, (2, 1, 3)))
 
 
-def test_pad_orders_paddings_by_pad_from_first_axis():
+def test_pad_takes_a_pair_per_dim_from_the_first():
     x = r.standard_normal((2, 3))
     out = run("pad", {"X": x}, {"paddings": [1, 0, 0, 2], "pad_value": 9.0})["Out"]
     np.testing.assert_array_equal(out, np.pad(x, [(1, 0), (0, 2)], constant_values=9.0))
-    out = run("pad", {"X": x}, {"paddings": [1, 0], "pad_from_first_axis": False})["Out"]
-    np.testing.assert_array_equal(out, np.pad(x, [(0, 0), (1, 0)]))
+
+
+@pytest.mark.parametrize("paddings, phrase", [([1, 0], "needs 2 \\* rank = 4 paddings"), ([1, 0, -1, 0], ">= 0")])
+def test_pad_rejects_paddings_paddle_rejects(paddings, phrase):
+    with pytest.raises(ProgramError, match=f"op 0 \\(pad\\).*{phrase}"):
+        run("pad", {"X": r.standard_normal((2, 3))}, {"paddings": paddings})
 
 
 @pytest.mark.parametrize("mode, np_mode", [("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")])
@@ -384,3 +388,24 @@ def test_shape_op_gives_the_dims_as_int32():
     assert dims.dtype == np.int32 and dims.tolist() == [2, 3, 4]
     (shape, dtype), = registry.get("shape").infer(InferContext(block.ops[0], block)).values()
     assert shape == [3] and dtype == VarType.INT32
+
+
+def test_squeeze2_takes_a_listed_unknown_dim_for_1_like_paddles_inference():
+    """Paddle declares squeeze2's output with listed unknown dims dropped; gradc's inference agrees, and
+    squeezes only size-1 dims when no axis is listed."""
+    from gradc.ops.shape import squeeze_dims
+    assert squeeze_dims([2, -1, 1], [1]) == [2, 1]
+    assert squeeze_dims([2, -1, 1], []) == [2, -1]
+    assert squeeze_dims([1, 3, 1], [-1]) == [1, 3]
+
+
+@pytest.mark.parametrize("attrs, expected", [
+    ({"shape": [2], "dtype": 5, "fp32_values": [1.5, 2.5]}, np.array([1.5, 2.5], np.float32)),
+    ({"shape": [1, 2], "dtype": 3, "int64_values": [2**40, -3]}, np.array([[2**40, -3]], np.int64)),
+    ({"shape": [2], "dtype": 0, "bool_values": [1, 0]}, np.array([True, False])),
+])
+def test_assign_value_reads_paddle_2_per_dtype_values(attrs, expected):
+    """Programs saved by Paddle 2.x keep assign_value's literal in the attribute of its dtype, not `values`."""
+    out = run("assign_value", {}, attrs)["Out"]
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)

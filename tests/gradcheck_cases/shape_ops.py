@@ -19,6 +19,10 @@ def ids(*values):
     return np.array(values, dtype=np.int64)
 
 
+def i32(*values):
+    return np.array(values, dtype=np.int32)
+
+
 XSHAPE = {"Out": 1, "XShape": 1}
 
 SHAPE = [
@@ -36,6 +40,7 @@ SHAPE = [
     Case("unsqueeze2", {"X": randn(2, 3)}, {"axes": [2, 0]}, outputs=XSHAPE),
     Case("unsqueeze2", {"X": randn(2, 3)}, {"axes": [-1]}, outputs=XSHAPE),
     Case("unsqueeze2", {"X": randn(2, 3), "AxesTensorList": [ids(1), ids(1)]}, outputs=XSHAPE),
+    Case("unsqueeze2", {"X": randn(2, 3), "AxesTensor": i32(0, -1)}, {"axes": [1]}, outputs=XSHAPE),
     Case("flatten_contiguous_range", {"X": randn(2, 3, 2, 2)}, {"start_axis": 1, "stop_axis": 2}, outputs=XSHAPE),
     Case("flatten_contiguous_range", {"X": randn(2, 3, 4)}, {"start_axis": 0, "stop_axis": -1}, outputs=XSHAPE),
     Case("flatten_contiguous_range", {"X": randn(2, 3, 4)}, {"start_axis": -2, "stop_axis": -1}, outputs=XSHAPE),
@@ -47,21 +52,27 @@ SHAPE = [
     Case("expand_v2", {"X": randn(3, 1)}, {"shape": [2, 3, 4]}),
     Case("expand_v2", {"X": randn(1, 4)}, {"shape": [3, -1]}),
     Case("expand_v2", {"X": randn(2, 1), "expand_shapes_tensor": [ids(2), ids(3)]}, {"shape": [-1, -1]}),
+    Case("expand_v2", {"X": randn(3, 1), "Shape": i32(2, 3, 4)}, {"shape": [3, 1]}),
     Case("expand_as_v2", {"X": randn(3, 1), "Y": randn(2, 3, 4)}),
     Case("expand_as_v2", {"X": randn(4)}, {"target_shape": [3, 4]}),
     Case("tile", {"X": randn(2, 3)}, {"repeat_times": [2, 1]}),
     Case("tile", {"X": randn(2, 3)}, {"repeat_times": [2, 1, 2]}),
     Case("tile", {"X": randn(2, 1, 3)}, {"repeat_times": [3]}),
     Case("tile", {"X": randn(3), "RepeatTimes": np.array([2, 2], np.int32)}),
+    Case("tile", {"X": randn(2, 3), "repeat_times_tensor": [ids(2), i32(1), ids(2)]}, {"repeat_times": [1]}),
     Case("pad", {"X": randn(2, 3)}, {"paddings": [1, 0, 2, 1], "pad_value": 0.5}),
     Case("pad", {"X": randn(2, 3, 2)}, {"paddings": [0, 1, 1, 0, 0, 2]}),
-    Case("pad", {"X": randn(2, 3)}, {"paddings": [1, 2], "pad_from_first_axis": False}),
+    Case("pad", {"X": randn(2, 3)}, {"paddings": [0, 0, 1, 2]}),
     Case("concat", {"X": [randn(2, 3), randn(2, 1), randn(2, 2)]}, {"axis": -1}),
     Case("concat", {"X": [randn(1, 3, 2), randn(2, 3, 2)]}, {"axis": -3}),
     Case("concat", {"X": [randn(2, 3), randn(2, 1), randn(2, 2)]}, {"axis": 1}, wrt=["X0", "X2"]),
     Case("split", {"X": randn(2, 6)}, {"axis": -1, "sections": [1, 2, 3]}, outputs={"Out": 3}),
     Case("split", {"X": randn(4, 2, 3)}, {"axis": -3, "sections": [-1, 3]}, outputs={"Out": 2}),
     Case("split", {"X": randn(2, 2, 4)}, {"axis": -1, "num": 2}, outputs={"Out": 2}),
+    Case("split", {"X": randn(2, 4), "AxisTensor": ids(-1)}, {"axis": 0, "num": 2}, outputs={"Out": 2}),
+    Case("split", {"X": randn(5, 2), "AxisTensor": i32(0), "SectionsTensorList": [ids(2), i32(-1)]},
+         {"axis": 1, "sections": [1, 1]}, outputs={"Out": 2}),
+    Case("concat", {"X": [randn(2, 3), randn(2, 1)], "AxisTensor": i32(1)}, {"axis": 0}),
 ]
 
 PAD3D = [
@@ -69,7 +80,10 @@ PAD3D = [
          {"paddings": [1, 2, 1, 0, 0, 1], "mode": mode, "value": 0.5, "data_format": fmt})
     for mode in ("constant", "reflect", "replicate", "circular") for fmt in ("NCDHW", "NDHWC")
 ] + [Case("pad3d", {"X": randn(1, 1, 2, 3, 3), "Paddings": np.array([1, 1, 2, 0, 1, 0], np.int32)},
-          {"mode": "reflect"})]
+          {"mode": "reflect"})] + [
+    Case("pad3d", {"X": randn(1, 1, 2, 3, 4)}, {"paddings": [-1, 2, 1, -1, -1, 1], "mode": mode, "value": 0.5})
+    for mode in ("constant", "reflect", "replicate", "circular")   # a negative padding crops
+]
 
 INDEX = [
     Case("slice", {"Input": randn(3, 4, 5)}, {"axes": [0, 2], "starts": [1, -3], "ends": [3, 100]}),
@@ -79,6 +93,10 @@ INDEX = [
     Case("slice", {"Input": randn(3, 4), "StartsTensor": ids(1), "EndsTensorList": [ids(3)]},
          {"axes": [1], "starts": [-1], "ends": [-1], "infer_flags": [-1]}),
     Case("strided_slice", {"Input": randn(4, 6)}, {"axes": [1], "starts": [0], "ends": [6], "strides": [2]}),
+    Case("strided_slice", {"Input": randn(4, 6), "StartsTensorList": [ids(5)], "StridesTensor": i32(-2)},
+         {"axes": [1], "starts": [0], "ends": [-1], "strides": [1], "infer_flags": [-1]}),
+    Case("slice", {"Input": randn(3, 4), "StartsTensorList": [i32(1)], "EndsTensor": ids(3)},
+         {"axes": [1], "starts": [0], "ends": [1], "infer_flags": [-1]}),
     Case("strided_slice", {"Input": randn(4, 6)}, {"axes": [0, 1], "starts": [-1, 4], "ends": [-1, 0],
                                                    "strides": [-1, -3]}),
     Case("strided_slice", {"Input": randn(4, 6)}, {"axes": [1], "starts": [10], "ends": [-100], "strides": [-2]}),

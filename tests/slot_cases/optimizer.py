@@ -1,4 +1,4 @@
-"""Optional inputs of the optimizer ops (gradc.ops.optimizer, optimizer_adam) and assign_value.
+"""Optional inputs of the optimizer ops (gradc.ops.optimizer, optimizer_adam).
 
 MasterParam (multi_precision): the update runs on the float32 master weight and ParamOut is its float16 cast,
 as Paddle's GPU kernels do (its CPU momentum, adagrad, adamax and rmsprop kernels ignore the master); without
@@ -142,10 +142,6 @@ TENSOR_CASES = [
              _outputs(M.rmsprop(P, MEAN_SQUARE, G, V, LR, 1e-10, 0.9, centered=True, mean_grad=MEAN_GRAD),
                       ["ParamOut", "MomentOut", "MeanSquareOut", "MeanGradOut"]), {"centered": True},
              overrides=False),
-    # ValuesTensor is the var Paddle's in-place assign_value_ writes, not a source of values
-    SlotCase("assign_value", "ValuesTensor", {"ValuesTensor": np.zeros((1, 2), "float32")},
-             {"Out": np.array([[0.25, -3.0]], "float32")},
-             {"dtype": 5, "shape": [1, 2], "values": [0.25, -3.0]}, overrides=False),
 ]
 
 CASES = MASTER_CASES + TENSOR_CASES

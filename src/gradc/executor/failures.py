@@ -1,7 +1,7 @@
 """What the executor says when a kernel fails: if the op's shape inference, run on the values the op
 actually got, rejects them, its message (in the user's terms: shapes, axes, attributes) is the error;
-otherwise the kernel's own exception, with the op and the shapes it read. Costs nothing when kernels
-succeed."""
+otherwise the kernel's own message (a ValueError is a check of its inputs; another exception is named),
+with the op and the shapes it read. Costs nothing when kernels succeed."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def kernel_failure(ctx, exc: Exception) -> ExecutionError:
             return ExecutionError(str(rejected))
         except Exception:  # noqa: BLE001 - inference that cannot judge these values says nothing
             pass
-    if isinstance(exc, ValueError):   # a kernel's own check of its inputs: its message says what is wrong
+    if isinstance(exc, ValueError):   # a kernel's own check of the values it got: its message says what is wrong
         return ExecutionError(f"{ctx.where}: {exc} [inputs: {describe_inputs(ctx)}]")
     return ExecutionError(f"{ctx.where} failed: {type(exc).__name__}: {exc} [inputs: {describe_inputs(ctx)}]")
 

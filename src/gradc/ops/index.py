@@ -1,9 +1,10 @@
-"""Ops that pick elements by position: slice, strided_slice, gather, gather_nd, scatter, top_k_v2,
-arg_max, arg_min."""
+"""Ops that pick elements by position: slice, strided_slice, crop_tensor, gather, gather_nd, scatter,
+top_k_v2, arg_max, arg_min."""
 
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
+from ..opdef import slot_names
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import dims_match, normalize_axis, value_error
 
@@ -52,7 +53,8 @@ def _slice_infer(strided: bool):
         tensors = STRIDED_TENSORS if strided else SLICE_TENSORS
         axes = list(ctx.attr("axes"))
         strides = list(ctx.attr("strides")) if strided else [1] * len(axes)
-        if any(ctx.has(s) for s in tensors) or -1 in list(ctx.attr("infer_flags") or []):   # bounds known at run time
+        # bounds known at run time only: a tensor gives them, or Paddle's infer_flags say so
+        if any(ctx.has(s) for s in slot_names(tensors)) or -1 in list(ctx.attr("infer_flags") or []):
             sliced = {ctx.axis(a, len(x)) for a in axes}
             x = [-1 if i in sliced else d for i, d in enumerate(x)]
         _, out = slicing(x, axes, ctx.attr("starts"), ctx.attr("ends"), strides, list(ctx.attr("decrease_axis")),
@@ -74,8 +76,8 @@ def _gather_infer(ctx):
         ctx.fail(f"gather needs a 1-D Index, got {index}")
     if not x:
         ctx.fail("gather needs X of rank >= 1, got a 0-d tensor")
-    if ctx.has("Axis"):
-        return {"Out": (None, ctx.dtype("X"))}
+    if ctx.has("Axis"):  # the axis is known at run time only: so is every dim
+        return {"Out": ([-1] * (len(x) - (not index)), ctx.dtype("X"))}
     axis = ctx.axis(ctx.attr("axis"), len(x))
     return {"Out": (x[:axis] + index[:1] + x[axis + 1:], ctx.dtype("X"))}
 
@@ -122,6 +124,9 @@ for _name in ("arg_max", "arg_min"):
 def _top_k_infer(ctx):
     x = list(ctx.shape("X"))
     axis = ctx.axis(ctx.attr("axis"), len(x))
+    k = ctx.attr("k")
+    if not ctx.has("K") and (k < 1 or (x and k > x[axis] >= 0) or (not x and k > 1)):
+        ctx.fail(f"top_k_v2 k {k} must be in [1, {x[axis] if x else 1}] (axis {axis} of {x})")
     if x:  # a 0-d X gives 0-d outputs
         x[axis] = -1 if ctx.has("K") else ctx.attr("k")
     return {"Out": (x, ctx.dtype("X")), "Indices": (x, VarType.INT64)}
@@ -129,3 +134,26 @@ def _top_k_infer(ctx):
 
 defop("top_k_v2", ["X", "K?"], ["Out", "Indices"], attrs={"k": 1, "axis": -1, "largest": True, "sorted": True},
       no_grad_inputs=["K"], no_grad_outputs=["Indices"], infer=_top_k_infer, grad=grad_op("X", "Indices", "K"))
+
+
+CROP_TENSORS = ["Shape?", "ShapeTensor[]?", "Offsets?", "OffsetsTensor[]?"]
+
+
+def _crop_infer(ctx):
+    x, shape, offsets = ctx.shape("X"), list(ctx.attr("shape")), list(ctx.attr("offsets"))
+    if ctx.has("Shape") or ctx.has("ShapeTensor"):   # the dims are known at run time only
+        return {"Out": ([-1] * len(x), ctx.dtype("X"))}
+    if len(shape) != len(x):
+        ctx.fail(f"crop_tensor shape {shape} must give every dim of {x}")
+    if ctx.has("Offsets") or ctx.has("OffsetsTensor"):
+        offsets = [0] * len(x)   # only the sizes can be checked before run time
+    elif len(offsets) != len(x):
+        ctx.fail(f"crop_tensor offsets {offsets} must give every dim of {x}")
+    out = [d - o if s == -1 and d >= 0 else s for d, s, o in zip(x, shape, offsets)]
+    if any(s < -1 or s == 0 or o < 0 or (d >= 0 and o + s > d) for d, s, o in zip(x, out, offsets)):
+        ctx.fail(f"crop_tensor of {x} with shape {shape} at offsets {offsets} leaves X")
+    return {"Out": (out, ctx.dtype("X"))}
+
+
+defop("crop_tensor", ["X"] + CROP_TENSORS, attrs={"shape": [], "offsets": []}, no_grad_inputs=CROP_TENSORS,
+      infer=_crop_infer, grad=grad_op("X", "Offsets", "OffsetsTensor"))

@@ -48,7 +48,8 @@ class InferContext:
         return normalize_axis(axis, rank, self.fail)
 
     def fail(self, message: str):
-        names = ", ".join(f"{slot}={args[0]}{self.shapes(slot)[0]}" for slot, args in self.op.inputs.items() if args)
+        names = ", ".join(f"{slot}={name}{shape}" for slot, args in self.op.inputs.items()
+                          for name, shape in zip(args, self.shapes(slot)))
         raise ProgramError(f"{op_location(self.block.idx, self.op_idx, self.op.type)}: {message} "
                            f"[inputs: {names}]")
 

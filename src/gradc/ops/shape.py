@@ -1,4 +1,4 @@
-"""Ops that move data around without arithmetic: reshape, transpose, squeeze, stack, expand, pad,
+"""Ops that move data around without arithmetic: reshape, transpose, squeeze, stack, expand, tile,
 split, concat. Ops with an `XShape` output keep it (shape [0] + X's shape, no data) so their grads
 read XShape instead of X, and X can be freed right after the forward op."""
 
@@ -40,19 +40,34 @@ def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
     return out
 
 
+def tensor_length(ctx, slot: str) -> int | None:
+    """How many values a 1-D (or 0-d) int input holds, if its declared shape tells."""
+    shape = ctx.shape(slot)
+    if shape is None or len(shape) > 1 or (shape and shape[0] < 0):
+        return None
+    return shape[0] if shape else 1
+
+
+def runtime_dims(ctx, tensor: str, tensor_list: str) -> list[int] | None:
+    """The dims of a shape given by a tensor (wins) or a list of 1-value tensors: the rank is known, the
+    dims only at run time."""
+    count = tensor_length(ctx, tensor) if ctx.has(tensor) else len(ctx.op.input(tensor_list))
+    return None if count is None else [-1] * count
+
+
 def _reshape_out(ctx, x):
-    shape = list(ctx.attr("shape") or [])
-    if ctx.has("ShapeTensor"):  # one 1-element tensor per dim: the rank is known, the dims are not
+    if ctx.has("ShapeTensor"):  # one 1-value tensor per dim, and it wins over Shape
         return [-1] * len(ctx.op.input("ShapeTensor"))
     if ctx.has("Shape"):
-        return None
-    return reshape_dims(ctx.fail, x, shape)
+        return runtime_dims(ctx, "Shape", "ShapeTensor")
+    return reshape_dims(ctx.fail, x, list(ctx.attr("shape") or []))
 
 
 def squeeze_dims(x: list[int], axes, fail=value_error) -> list[int]:
-    """Drops the listed dims of size 1 (all size-1 dims if none is listed); others are ignored."""
-    axes = {normalize_axis(a, len(x), fail) for a in axes} or set(range(len(x)))
-    return [d for i, d in enumerate(x) if not (i in axes and d == 1)]
+    """Drops the listed dims of size 1 (all size-1 dims if none is listed); others are ignored. A listed dim
+    not known before run time is taken to be 1, as Paddle's own inference does."""
+    listed = {normalize_axis(a, len(x), fail) for a in axes}
+    return [d for i, d in enumerate(x) if not (d == 1 and (i in listed or not listed) or (d < 0 and i in listed))]
 
 
 def unsqueeze_dims(x: list[int], axes, fail=value_error) -> list[int]:
@@ -80,7 +95,8 @@ def _transpose_out(ctx, x):
 
 def _unsqueeze_out(ctx, x):
     if ctx.has("AxesTensor") or ctx.has("AxesTensorList"):
-        return None
+        axes = runtime_dims(ctx, "AxesTensor", "AxesTensorList")
+        return None if axes is None else [-1] * (len(x) + len(axes))
     return unsqueeze_dims(x, ctx.attr("axes"), ctx.fail)
 
 
@@ -140,8 +156,10 @@ def expand_dims_to(fail, x: list[int], shape: list[int]) -> list[int]:
 
 
 def _expand_infer(ctx):
-    if ctx.has("Shape") or ctx.has("expand_shapes_tensor"):
+    if ctx.has("Shape"):  # Paddle's own inference declares X's rank here, whatever the tensor's length
         return {"Out": (None, ctx.dtype("X"))}
+    if ctx.has("expand_shapes_tensor"):
+        return {"Out": ([-1] * len(ctx.op.input("expand_shapes_tensor")), ctx.dtype("X"))}
     return {"Out": (expand_dims_to(ctx.fail, ctx.shape("X"), list(ctx.attr("shape"))), ctx.dtype("X"))}
 
 
@@ -153,7 +171,8 @@ def _expand_as_infer(ctx):
 def _tile_infer(ctx):
     x = ctx.shape("X")
     if ctx.has("RepeatTimes") or ctx.has("repeat_times_tensor"):
-        return {"Out": (None, ctx.dtype("X"))}
+        reps = runtime_dims(ctx, "RepeatTimes", "repeat_times_tensor")
+        return {"Out": (None if reps is None else [-1] * max(len(x), len(reps)), ctx.dtype("X"))}
     reps = list(ctx.attr("repeat_times"))
     rank = max(len(x), len(reps))
     x, reps = [1] * (rank - len(x)) + x, [1] * (rank - len(reps)) + reps
@@ -170,75 +189,46 @@ defop("tile", ["X", "RepeatTimes?", "repeat_times_tensor[]?"], attrs={"repeat_ti
       grad=grad_op("X", "RepeatTimes", "repeat_times_tensor"))
 
 
-def pad_pairs(paddings, rank: int, from_first_axis: bool = True) -> list[tuple[int, int]]:
-    """pad's paddings as (before, after) per dim; without pad_from_first_axis pairs run from the last dim."""
-    pairs = [(paddings[2 * i], paddings[2 * i + 1]) for i in range(len(paddings) // 2)]
-    if from_first_axis and len(pairs) == rank:
-        return pairs
-    return [(0, 0)] * (rank - len(pairs)) + pairs[::-1]
-
-
-def _pad_infer(ctx):
-    x = ctx.shape("X")
-    paddings = list(ctx.attr("paddings"))
-    if len(paddings) % 2 or len(paddings) > 2 * len(x):
-        ctx.fail(f"pad needs two paddings per dim of {x}, got {paddings}")
-    pairs = pad_pairs(paddings, len(x), ctx.attr("pad_from_first_axis"))
-    return {"Out": ([-1 if d < 0 else d + a + b for d, (a, b) in zip(x, pairs)], ctx.dtype("X"))}
-
-
-defop("pad", ["X"], attrs={"paddings": [], "pad_value": 0.0, "pad_from_first_axis": True},
-      infer=_pad_infer, grad=grad_op())
-
-PAD3D_MODES = ("constant", "reflect", "replicate", "circular")
-
-
-def pad3d_pairs(paddings, data_format: str) -> list[tuple[int, int]]:
-    """pad3d's [left, right, top, bottom, front, back] as (before, after) per dim of a 5-D tensor."""
-    left, right, top, bottom, front, back = paddings
-    spatial = [(front, back), (top, bottom), (left, right)]
-    return [(0, 0), (0, 0)] + spatial if data_format == "NCDHW" else [(0, 0)] + spatial + [(0, 0)]
-
-
-def _pad3d_infer(ctx):
-    x = ctx.shape("X")
-    if len(x) != 5:
-        ctx.fail(f"pad3d needs a 5-D input, got {x}")
-    if ctx.attr("mode") not in PAD3D_MODES:
-        ctx.fail(f"pad3d mode {ctx.attr('mode')!r} is not one of {PAD3D_MODES}")
-    if ctx.has("Paddings"):
-        spatial = [2, 3, 4] if ctx.attr("data_format") == "NCDHW" else [1, 2, 3]
-        return {"Out": ([-1 if i in spatial else d for i, d in enumerate(x)], ctx.dtype("X"))}
-    pairs = pad3d_pairs(ctx.attr("paddings"), ctx.attr("data_format"))
-    return {"Out": ([-1 if d < 0 else d + a + b for d, (a, b) in zip(x, pairs)], ctx.dtype("X"))}
-
-
-defop("pad3d", ["X", "Paddings?"], attrs={"paddings": [0] * 6, "mode": "constant", "value": 0.0,
-                                         "data_format": "NCDHW"},
-      no_grad_inputs=["Paddings"], infer=_pad3d_infer, grad=grad_op("X", "Paddings"))
+def split_sizes(fail, size: int, num: int, sections: list[int]) -> list[int]:
+    """The sizes split cuts a dim of ``size`` into: ``num`` equal parts, or ``sections`` (one may be -1,
+    the rest). An unknown dim (-1) gives unknown sizes where they depend on it."""
+    if not sections:
+        if num <= 0:
+            fail(f"split needs num > 0 or sections, got num {num}")
+        if size >= 0 and size % num:
+            fail(f"split cannot cut a dim of {size} into {num} equal parts")
+        return [size // num if size >= 0 else -1] * num
+    if sections.count(-1) > 1 or any(s < -1 for s in sections):
+        fail(f"split sections {sections}: sizes >= 0 and at most one -1")
+    known = sum(s for s in sections if s != -1)
+    if size >= 0 and (known > size or (-1 not in sections and known != size)):
+        fail(f"split sections {sections} do not add up to the dim of {size} they cut")
+    return [size - known if s == -1 and size >= 0 else s for s in sections]
 
 
 def _split_infer(ctx):
     shape = ctx.shape("X")
     axis = along_axis(ctx, shape)
-    sections = list(ctx.attr("sections") or [])
-    count = len(ctx.op.output("Out")) or ctx.attr("num")
-    if not sections:
-        sections = [shape[axis] // count if shape[axis] >= 0 else -1] * count
-    elif -1 in sections and shape[axis] >= 0:
-        known = sum(s for s in sections if s != -1)
-        sections = [shape[axis] - known if s == -1 else s for s in sections]
-    outs = []
-    for size in sections:
-        out = list(shape)
-        out[axis] = size
-        outs.append((out, ctx.dtype("X")))
-    return {"Out": outs}
+    if ctx.has("AxisTensor"):  # the axis is known at run time only, so is every dim
+        count = len(ctx.op.output("Out")) or ctx.attr("num") or len(ctx.attr("sections"))
+        return {"Out": [([-1] * len(shape), ctx.dtype("X"))] * count}
+    named = len(ctx.op.output("Out"))
+    wanted = len(ctx.op.input("SectionsTensorList")) or len(ctx.attr("sections")) or ctx.attr("num")
+    if named and wanted and named != wanted:
+        ctx.fail(f"split names {named} output var(s) but num {ctx.attr('num')}, sections {ctx.attr('sections')} "
+                 f"and SectionsTensorList ({len(ctx.op.input('SectionsTensorList'))} vars) ask for {wanted}")
+    if ctx.has("SectionsTensorList"):
+        sizes = [-1] * len(ctx.op.input("SectionsTensorList"))
+    else:
+        sizes = split_sizes(ctx.fail, shape[axis], len(ctx.op.output("Out")) or ctx.attr("num"),
+                            list(ctx.attr("sections") or []))
+    return {"Out": [(shape[:axis] + [size] + shape[axis + 1:], ctx.dtype("X")) for size in sizes]}
 
 
 def _split_grad(g):
-    """The grad of split is a concat of the output grads; missing ones are zero-filled."""
-    return [g.op("concat", {"X": g.OG("Out")}, {"Out": g.IG("X")}, {"axis": g.attr("axis")})]
+    """The grad of split is a concat of the output grads (missing ones zero-filled), along the same axis."""
+    return [g.op("concat", {"X": g.OG("Out"), "AxisTensor": g.I("AxisTensor")}, {"Out": g.IG("X")},
+                 {"axis": g.attr("axis")})]
 
 
 defop("split", ["X", "AxisTensor?", "SectionsTensorList[]?"], ["Out[]"], attrs={"axis": 0, "num": 0, "sections": []},
@@ -247,6 +237,10 @@ defop("split", ["X", "AxisTensor?", "SectionsTensorList[]?"], ["Out[]"], attrs={
 
 def _concat_infer(ctx):
     shapes = ctx.shapes("X")
+    if ctx.has("AxisTensor"):  # the axis is known at run time only, so is every dim
+        if not shapes[0] or any(len(s) != len(shapes[0]) for s in shapes):
+            ctx.fail(f"concat needs inputs of one rank >= 1, got {shapes}")
+        return {"Out": ([-1] * len(shapes[0]), ctx.dtype("X"))}
     axis = along_axis(ctx, shapes[0])
     out = list(shapes[0])
     out[axis] = -1 if any(s[axis] < 0 for s in shapes) else sum(s[axis] for s in shapes)

@@ -18,6 +18,16 @@ def scatter_add(grad: np.ndarray, index: np.ndarray, size: int, axis: int) -> np
     return np.moveaxis(out, 0, axis)
 
 
+def checked(index: np.ndarray, size: int, slot: str, negative: bool = True) -> np.ndarray:
+    """``index`` as int64 in [0, size); negative entries count from the end where Paddle allows them."""
+    index = np.asarray(index).astype(np.int64)
+    low = -size if negative else 0
+    bad = index[(index < low) | (index >= size)]
+    if bad.size:
+        raise ValueError(f"{slot} holds {bad.ravel()[0]}, outside [{low}, {size})")
+    return np.where(index < 0, index + size, index)
+
+
 def ints(k, slots, attr: str) -> list[int]:
     """An int-list attribute, overridden by the first given input slot (a tensor, or a list of 1-element
     tensors), in Paddle's order of priority."""
@@ -65,7 +75,8 @@ def _gather_args(k):
     axis = int(np.ravel(k.x("Axis"))[0]) if k.has("Axis") else k.attr("axis")
     if index.ndim == 2 and index.shape[1] == 1:  # [N, 1] is read as [N]
         index = index[:, 0]
-    return x, index.astype(np.int64), normalize_axis(axis, x.ndim)
+    axis = normalize_axis(axis, x.ndim)
+    return x, checked(index, x.shape[axis], "Index"), axis
 
 
 @kernel("gather")
@@ -178,3 +189,31 @@ def top_k_v2_grad(k):
     dx = np.zeros(x.shape, dout.dtype)
     np.put_along_axis(dx, indices, dout, axis=axis)
     return {"X@GRAD": dx.reshape(k.x("X").shape)}
+
+
+def _window(shape, sizes, offsets) -> tuple[slice, ...]:
+    """crop_tensor's window in X of ``shape``: a size -1 takes the rest of the dim."""
+    if len(sizes) != len(shape) or len(offsets) != len(shape):
+        raise ValueError(f"crop_tensor needs a size and an offset per dim of {list(shape)}, got {sizes} and {offsets}")
+    sizes = [d - o if s == -1 else s for d, s, o in zip(shape, sizes, offsets)]
+    if any(s <= 0 or o < 0 or o + s > d for d, s, o in zip(shape, sizes, offsets)):
+        raise ValueError(f"crop_tensor of {list(shape)} with sizes {sizes} at offsets {offsets} leaves X")
+    return tuple(slice(o, o + s) for s, o in zip(sizes, offsets))
+
+
+def _offsets(k) -> list[int]:
+    return ints(k, ["Offsets", "OffsetsTensor"], "offsets")   # the tensor wins over the list, as in Paddle
+
+
+@kernel("crop_tensor")
+def crop_tensor(k):
+    x = k.x("X")
+    return {"Out": x[_window(x.shape, ints(k, ["Shape", "ShapeTensor"], "shape"), _offsets(k))].copy()}
+
+
+@kernel("crop_tensor_grad")
+def crop_tensor_grad(k):
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    dx = np.zeros(x.shape, dout.dtype)
+    dx[_window(x.shape, list(dout.shape), _offsets(k))] = dout
+    return {"X@GRAD": dx}

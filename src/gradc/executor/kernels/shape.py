@@ -10,7 +10,7 @@ from ...shapes import normalize_axis
 from ...shapes import value_error as fail
 from . import kernel
 from .broadcast import unbroadcast
-from .index import ints, scatter_add
+from .index import ints
 
 
 def _with_xshape(name: str, forward, backward=lambda dout, shape, k: dout.reshape(shape)) -> None:
@@ -85,85 +85,30 @@ def tile_grad(k):
     return {"X@GRAD": split.sum(axis=tuple(range(0, split.ndim, 2))).reshape(x.shape)}
 
 
-def _unpad(dout, pairs):
-    return dout[tuple(slice(a, n - b) for n, (a, b) in zip(dout.shape, pairs))].copy()
-
-
-@kernel("pad")
-def pad(k):
-    x = k.x("X")
-    pairs = dims.pad_pairs(k.attr("paddings"), x.ndim, k.attr("pad_from_first_axis"))
-    return {"Out": np.pad(x, pairs, constant_values=k.attr("pad_value"))}
-
-
-@kernel("pad_grad")
-def pad_grad(k):
-    dout = k.x("Out@GRAD")
-    return {"X@GRAD": _unpad(dout, dims.pad_pairs(k.attr("paddings"), dout.ndim, k.attr("pad_from_first_axis")))}
-
-
-def _pad3d_pairs(k):
-    return dims.pad3d_pairs(ints(k, ["Paddings"], "paddings"), k.attr("data_format"))
-
-
-def _source_index(mode: str, size: int, before: int, after: int) -> np.ndarray:
-    """For each output position along a padded dim, the input position it copies."""
-    i = np.arange(-before, size + after)
-    if mode == "reflect":
-        i = np.abs(i)
-        return np.where(i > size - 1, 2 * (size - 1) - i, i)
-    if mode == "replicate":
-        return np.clip(i, 0, size - 1)
-    return i % size  # circular
-
-
-@kernel("pad3d")
-def pad3d(k):
-    x, mode = k.x("X"), k.attr("mode")
-    pairs = _pad3d_pairs(k)
-    if mode == "constant":
-        return {"Out": np.pad(x, pairs, constant_values=k.attr("value"))}
-    out = x
-    for axis, (before, after) in enumerate(pairs):
-        if before or after:
-            out = np.take(out, _source_index(mode, x.shape[axis], before, after), axis=axis)
-    return {"Out": out}
-
-
-@kernel("pad3d_grad")
-def pad3d_grad(k):
-    x, dout, mode = k.x("X"), k.x("Out@GRAD"), k.attr("mode")
-    pairs = _pad3d_pairs(k)
-    if mode == "constant":
-        return {"X@GRAD": _unpad(dout, pairs)}
-    grad = dout
-    for axis, (before, after) in reversed(list(enumerate(pairs))):
-        if before or after:
-            grad = scatter_add(grad, _source_index(mode, x.shape[axis], before, after), x.shape[axis], axis)
-    return {"X@GRAD": grad}
+def _axis_of(k, rank: int) -> int:
+    """split/concat's axis: AxisTensor wins over the attribute."""
+    tensor = k.optional("AxisTensor")
+    return normalize_axis(int(np.ravel(tensor)[0]) if tensor is not None else k.attr("axis"), rank)
 
 
 @kernel("split")
 def split(k):
     x = k.x("X")
-    axis = _axis(k, x.ndim)
-    sections = list(k.attr("sections") or [])
-    if not sections:
-        return {"Out": np.split(x, len(k.out_names("Out")), axis=axis)}
-    if -1 in sections:
-        sections[sections.index(-1)] = x.shape[axis] - (sum(sections) + 1)
-    return {"Out": np.split(x, np.cumsum(sections)[:-1], axis=axis)}
+    axis = _axis_of(k, x.ndim)
+    sections = ints(k, ["SectionsTensorList"], "sections")
+    sizes = dims.split_sizes(fail, x.shape[axis], len(k.out_names("Out")), sections)
+    return {"Out": [part.copy() for part in np.split(x, np.cumsum(sizes)[:-1], axis=axis)]}
 
 
 @kernel("concat")
 def concat(k):
     xs = k.xs("X")
-    return {"Out": np.concatenate(xs, axis=_axis(k, xs[0].ndim))}
+    return {"Out": np.concatenate(xs, axis=_axis_of(k, xs[0].ndim))}
 
 
 @kernel("concat_grad")
 def concat_grad(k):
     xs, dout = k.xs("X"), k.x("Out@GRAD")
-    axis = _axis(k, dout.ndim)
+    axis = _axis_of(k, dout.ndim)
     bounds = np.cumsum([x.shape[axis] for x in xs])[:-1]
     return {"X@GRAD": [part.copy() for part in np.split(dout, bounds, axis=axis)]}

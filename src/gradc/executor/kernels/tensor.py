@@ -16,19 +16,19 @@ def _dtype(code):
     return np.dtype(NUMPY_DTYPE_NAMES[code])
 
 
-def _shape(k):
-    """The shape to create (from ShapeTensor, ShapeTensorList or the attribute), checked against the
-    memory limit before anything is allocated."""
-    if k.has("ShapeTensor"):
-        shape = tuple(int(d) for d in k.x("ShapeTensor").reshape(-1))
-    elif k.has("ShapeTensorList"):
-        shape = tuple(int(np.asarray(t).reshape(())) for t in k.xs("ShapeTensorList"))
+def _shape(k, tensor_first: bool) -> tuple[int, ...]:
+    """The created tensor's dims, in the op's order of priority (gradc.ops.tensor.created_dims), checked
+    against the memory limit before anything is allocated."""
+    if k.has("ShapeTensorList") and not (tensor_first and k.has("ShapeTensor")):
+        shape = [int(np.asarray(t).reshape(())) for t in k.xs("ShapeTensorList")]
+    elif k.has("ShapeTensor") and (tensor_first or not k.attr("shape")):
+        shape = [int(d) for d in k.x("ShapeTensor").reshape(-1)]
     else:
-        shape = tuple(k.attr("shape"))
+        shape = list(k.attr("shape"))
     if any(d < 0 for d in shape):
-        raise ValueError(f"shape {list(shape)} has a negative dim")
-    check_allocation(math.prod(shape), _dtype(k.attr("dtype")).itemsize, f"a tensor of shape {list(shape)}")
-    return shape
+        raise ValueError(f"the shape {shape} has a negative dim")
+    check_allocation(math.prod(shape), _dtype(k.attr("dtype")).itemsize, f"a tensor of shape {shape}")
+    return tuple(shape)
 
 
 @kernel("fill_constant")
@@ -37,7 +37,7 @@ def fill_constant(k):
     if value is None:
         text = k.attr("str_value")
         value = float(text) if text else k.attr("value")
-    return {"Out": np.full(_shape(k), value, dtype=_dtype(k.attr("dtype")))}
+    return {"Out": np.full(_shape(k, tensor_first=True), np.ravel(value)[0], dtype=_dtype(k.attr("dtype")))}
 
 
 @kernel("fill_any_like")
@@ -56,6 +56,9 @@ def shape(k):
     return {"Out": np.array(np.shape(k.x("Input")), dtype=np.int32)}
 
 
+kernel("size")(lambda k: {"Out": np.array(np.size(k.x("Input")), dtype=np.int64)})
+
+
 @kernel("fill_zeros_like")
 def fill_zeros_like(k):
     x = k.x("X")
@@ -70,14 +73,35 @@ def _rng(k):
 
 @kernel("uniform_random")
 def uniform_random(k):
-    out = _rng(k).uniform(k.attr("min"), k.attr("max"), size=_shape(k))
-    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+    out = _rng(k).uniform(k.attr("min"), k.attr("max"), size=_shape(k, tensor_first=False))
+    out = out.astype(_dtype(k.attr("dtype")))
+    count, step = k.attr("diag_num"), k.attr("diag_step")
+    if count > 0:  # an identity-like start: diag_val at flat positions i * (diag_step + 1)
+        if (count - 1) * (step + 1) >= out.size:
+            raise ValueError(f"diag_num {count} with diag_step {step} does not fit {out.size} elements")
+        out.reshape(-1)[np.arange(count) * (step + 1)] = k.attr("diag_val")
+    return {"Out": out}
 
 
 @kernel("gaussian_random")
 def gaussian_random(k):
-    out = _rng(k).normal(k.attr("mean"), k.attr("std"), size=_shape(k))
+    out = _rng(k).normal(k.attr("mean"), k.attr("std"), size=_shape(k, tensor_first=False))
     return {"Out": out.astype(_dtype(k.attr("dtype")))}
+
+
+kernel("empty")(lambda k: {"Out": np.zeros(_shape(k, tensor_first=True), dtype=_dtype(k.attr("dtype")))})
+
+
+@kernel("randint")
+def randint(k):
+    out = _rng(k).integers(k.attr("low"), k.attr("high"), size=_shape(k, tensor_first=False))
+    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+
+
+@kernel("randperm")
+def randperm(k):
+    seed = k.attrs.get("seed", 0)   # an extra attribute in Paddle 3.3.1: programs may omit it
+    return {"Out": np.random.default_rng(seed or None).permutation(k.attr("n")).astype(_dtype(k.attr("dtype")))}
 
 
 def _copy(x):
@@ -86,7 +110,9 @@ def _copy(x):
 
 @kernel("assign")
 def assign(k):
-    x = k.x("X")
+    x = k.optional("X")
+    if x is None:  # Paddle's assign without X writes nothing: Out keeps what it holds
+        return {}
     return {"Out": x.map(_copy) if isinstance(x, TensorArray) else _copy(x)}
 
 
