@@ -32,6 +32,7 @@ def load_all() -> None:
         control_flow,
         conv,
         index,
+        interp,
         io,
         logic,
         loss,

@@ -38,7 +38,7 @@ def _geometry(k, sizes, k_sizes) -> Geometry:
     return Geometry(tuple(k.attr("strides")), tuple(pads), tuple(dils), k.attr("groups"))
 
 
-def _channels_first(a, last: bool, dims: int):
+def channels_first(a, last: bool, dims: int):
     if a.ndim != dims + 2:
         spatial = ops.AXIS_NAMES[-dims:]
         raise ValueError(f"expects {dims + 2}-D {f'N{spatial}C' if last else f'NC{spatial}'} tensors, "
@@ -46,7 +46,7 @@ def _channels_first(a, last: bool, dims: int):
     return np.moveaxis(a, -1, 1) if last else a
 
 
-def _channels_back(a, last: bool):
+def channels_back(a, last: bool):
     return np.ascontiguousarray(np.moveaxis(a, 1, -1) if last else a)
 
 
@@ -110,7 +110,7 @@ def conv_input_grad(dy, w, x_sizes, geo: Geometry):
 
 def _conv_args(k, dims: int, transpose: bool = False):
     last = ops.channel_last(k.attr("data_format"))
-    x, w = _channels_first(k.x("Input"), last, dims), _channels_first(k.x("Filter"), False, dims)
+    x, w = channels_first(k.x("Input"), last, dims), channels_first(k.x("Filter"), False, dims)
     channels, groups = (w.shape[0], 1) if transpose else (w.shape[1], k.attr("groups"))
     if k.attr("groups") < 1 or x.shape[1] != channels * groups or w.shape[0] % k.attr("groups"):
         raise ValueError(f"Input has {x.shape[1]} channels, which Filter {list(w.shape)} with "
@@ -125,13 +125,13 @@ def _conv_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
         last, x, w, geo = _conv_args(k, dims)
-        return {"Output": _channels_back(conv(x, w, geo), last)}
+        return {"Output": channels_back(conv(x, w, geo), last)}
 
     @kernel(name + "_grad")
     def backward(k):
         last, x, w, geo = _conv_args(k, dims)
-        dy = _channels_first(k.x("Output@GRAD"), last, dims)
-        return k.grads({"Input@GRAD": lambda: _channels_back(conv_input_grad(dy, w, x.shape[2:], geo), last),
+        dy = channels_first(k.x("Output@GRAD"), last, dims)
+        return k.grads({"Input@GRAD": lambda: channels_back(conv_input_grad(dy, w, x.shape[2:], geo), last),
                         "Filter@GRAD": lambda: conv_filter_grad(x, dy, w.shape, geo)})
 
 
@@ -141,13 +141,13 @@ def _conv_transpose_kernels(name: str, dims: int) -> None:
     def forward(k):
         last, x, w, geo = _conv_args(k, dims, transpose=True)
         out = ops.conv_transpose_out_sizes(x.shape[2:], w.shape[2:], ops.attr_values(k, ops.conv_transpose_attrs(dims)))
-        return {"Output": _channels_back(conv_input_grad(x, w, out, geo), last)}
+        return {"Output": channels_back(conv_input_grad(x, w, out, geo), last)}
 
     @kernel(name + "_grad")
     def backward(k):
         last, x, w, geo = _conv_args(k, dims, transpose=True)
-        dy = _channels_first(k.x("Output@GRAD"), last, dims)
-        return k.grads({"Input@GRAD": lambda: _channels_back(conv(dy, w, geo), last),
+        dy = channels_first(k.x("Output@GRAD"), last, dims)
+        return k.grads({"Input@GRAD": lambda: channels_back(conv(dy, w, geo), last),
                         "Filter@GRAD": lambda: conv_filter_grad(dy, x, w.shape, geo)})
 
 
@@ -189,7 +189,7 @@ def _membership(size, bounds, dtype):
     return ((i >= start[:, None]) & (i < end[:, None])).astype(dtype)
 
 
-def _along_axes(x, matrices):
+def along_axes(x, matrices):
     """x [N, C, *S] with each spatial axis i mapped through matrices[i] ([new, old]), first axis first."""
     for axis, m in enumerate(matrices, start=2):
         x = x @ m.T if axis == x.ndim - 1 else np.moveaxis(m @ np.moveaxis(x, axis, -2), -2, axis)
@@ -241,25 +241,25 @@ def _pool_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
         last = ops.channel_last(k.attr("data_format"))
-        x = _channels_first(k.x("X"), last, dims)
+        x = channels_first(k.x("X"), last, dims)
         bounds, divisor = _pool_windows(k, x, dims)
         if k.attr("pooling_type") == "max":
             out = _windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
         else:
-            out = _along_axes(x, [_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
-        return {"Out": _channels_back(out, last)}
+            out = along_axes(x, [_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
+        return {"Out": channels_back(out, last)}
 
     @kernel(name + "_grad")
     def backward(k):
         last = ops.channel_last(k.attr("data_format"))
-        x, dout = _channels_first(k.x("X"), last, dims), _channels_first(k.x("Out@GRAD"), last, dims)
+        x, dout = channels_first(k.x("X"), last, dims), channels_first(k.x("Out@GRAD"), last, dims)
         bounds, divisor = _pool_windows(k, x, dims)
         if k.attr("pooling_type") == "max":
             dx = _max_pool_grad(x, dout, bounds)
         else:
             adjoints = [_membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
-            dx = _along_axes(dout / divisor, adjoints)
-        return {"X@GRAD": _channels_back(dx, last)}
+            dx = along_axes(dout / divisor, adjoints)
+        return {"X@GRAD": channels_back(dx, last)}
 
 
 for _name, _dims in ops.POOL_OPS.items():
