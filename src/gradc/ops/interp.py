@@ -13,15 +13,16 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-from ..registry import defop, grad_op
+from ..ir import AttrType
+from ..registry import defop, grad_op, typed
 
 METHOD_RANKS = {"linear": (3,), "bilinear": (4,), "bicubic": (4,), "trilinear": (5,), "nearest": (4, 5)}
 OUT_ATTRS = ("out_d", "out_h", "out_w")
 SIZE_SLOTS = ("OutSize", "SizeTensor", "Scale")
 INTERP_OPS = ("linear_interp_v2", "bilinear_interp_v2", "bicubic_interp_v2", "trilinear_interp_v2",
               "nearest_interp_v2")
-INTERP_ATTRS = {"data_layout": "NCHW", "out_d": 0, "out_h": 0, "out_w": 0, "scale": [], "interp_method": "bilinear",
-                "align_corners": True, "align_mode": 1}
+INTERP_ATTRS = {"data_layout": "NCHW", "out_d": 0, "out_h": 0, "out_w": 0, "scale": typed([], AttrType.FLOATS),
+                "interp_method": "bilinear", "align_corners": True, "align_mode": 1}
 
 
 def float32(value: float) -> float:
