@@ -15,4 +15,5 @@ from . import (  # noqa: F401
     reduce,
     shape,
     tensor,
+    vision,
 )

@@ -42,4 +42,5 @@ def load_all() -> None:
         reduce,
         shape,
         tensor,
+        vision,
     )

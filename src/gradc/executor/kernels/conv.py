@@ -50,7 +50,7 @@ def channels_back(a, last: bool):
     return np.ascontiguousarray(np.moveaxis(a, 1, -1) if last else a)
 
 
-def _cols(x, k_sizes, geo: Geometry):
+def im2col(x, k_sizes, geo: Geometry):
     """Windows of x [N, C, *S] as [groups, C/g * prod(kernel), N * prod(out)], and the out sizes."""
     dims = len(k_sizes)
     pairs = [(geo.pads[2 * i], geo.pads[2 * i + 1]) for i in range(dims)]
@@ -81,31 +81,36 @@ def _ungrouped(a, n, sizes):
 def conv(x, w, geo: Geometry):
     """y = conv(x, w): x [N, C, *S], w [O, C/g, *K] -> [N, O, *out]."""
     g = geo.groups
-    cols, out = _cols(x, w.shape[2:], geo)
+    cols, out = im2col(x, w.shape[2:], geo)
     return _ungrouped(w.reshape(g, w.shape[0] // g, -1) @ cols, x.shape[0], out)
 
 
 def conv_filter_grad(x, dy, w_shape, geo: Geometry):
     """dL/dw of y = conv(x, w), given dy = dL/dy."""
-    cols, _ = _cols(x, w_shape[2:], geo)
+    cols, _ = im2col(x, w_shape[2:], geo)
     return (_grouped(dy, geo.groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
+
+
+def col2im(cols, sizes, geo: Geometry):
+    """The adjoint of the windows: cols [C, *kernel, N, *out] summed back into [N, C, *sizes]."""
+    dims = len(sizes)
+    channels, k_sizes, n, out = cols.shape[0], cols.shape[1:dims + 1], cols.shape[dims + 1], cols.shape[dims + 2:]
+    cols = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
+    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
+    xp = np.zeros((n, channels, *padded), dtype=cols.dtype)
+    for offset in itertools.product(*map(range, k_sizes)):  # one strided add per kernel position
+        window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
+                       for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
+        xp[(slice(None), slice(None), *window)] += cols[offset]
+    return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
+                                           for i, size in enumerate(sizes)))]
 
 
 def conv_input_grad(dy, w, x_sizes, geo: Geometry):
     """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: col2im of W^T @ dy."""
     g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
-    dims = len(k_sizes)
     wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
-    dcols = (wt @ _grouped(dy, g)).reshape(g * cg, *k_sizes, n, *out)
-    dcols = dcols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
-    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(x_sizes)]
-    dxp = np.zeros((n, g * cg, *padded), dtype=dy.dtype)
-    for offset in itertools.product(*map(range, k_sizes)):  # col2im: one strided add per kernel position
-        window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
-                       for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
-        dxp[(slice(None), slice(None), *window)] += dcols[offset]
-    return dxp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
-                                            for i, size in enumerate(x_sizes)))]
+    return col2im((wt @ _grouped(dy, g)).reshape(g * cg, *k_sizes, n, *out), x_sizes, geo)
 
 
 def _conv_args(k, dims: int, transpose: bool = False):
