@@ -12,6 +12,7 @@ from . import (  # noqa: F401
     math,
     nn,
     optimizer,
+    pool,
     reduce,
     shape,
     tensor,

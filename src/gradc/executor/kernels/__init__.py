@@ -39,6 +39,7 @@ def load_all() -> None:
         math,
         nn,
         optimizer,
+        pool,
         reduce,
         shape,
         tensor,

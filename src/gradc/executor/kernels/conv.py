@@ -165,7 +165,7 @@ for _name, _dims in ops.CONV_TRANSPOSE_OPS.items():
 # ---------------------------------------------------------------- pooling
 PADDLE_MAX_POOL_INIT = -float(np.finfo(np.float32).max)   # what an empty max window gives, in any dtype (Paddle)
 
-def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):
+def axis_windows(size, out, k, stride, pad, adaptive, exclusive):
     """Along one axis: each output's window [start, end) clipped to the input, and the length average
     pooling divides by. Non-exclusive windows count padding up to ``pad`` cells past either edge
     (Paddle keeps only the leading pad), so a ceil_mode window hanging past that is cut short."""
@@ -181,13 +181,13 @@ def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):
 def _pool_windows(k, x, dims: int):
     """Per spatial axis: window bounds; plus the divisor of average pooling, shaped like the output."""
     ksize, pads, out = ops.pool_geometry(x.shape[2:], ops.attr_values(k, ops.pool_attrs(dims)))
-    axes = [_axis_windows(x.shape[2 + i], out[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
+    axes = [axis_windows(x.shape[2 + i], out[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
                           k.attr("exclusive")) for i in range(dims)]
     divisor = np.maximum(reduce(np.multiply.outer, [length for _, length in axes]), 1)  # empty ceil_mode windows: 0
     return [bounds for bounds, _ in axes], divisor.astype(x.dtype)
 
 
-def _membership(size, bounds, dtype):
+def membership(size, bounds, dtype):
     """[out, size] 0/1 matrix: which inputs each output window covers (average pooling is separable)."""
     start, end = bounds
     i = np.arange(size)
@@ -212,7 +212,7 @@ def _broadcast_axes(arrays):
     return shaped
 
 
-def _windows(x, bounds):
+def max_windows(x, bounds):
     """Max pooling's windows of x [N, C, *S] as [N*C, L, prod(out)] (L = cells of the longest window,
     shorter ones padded with the dtype's min) and the flat input index of each cell [L, prod(out)]."""
     idx, valid = [], []
@@ -231,7 +231,7 @@ def _windows(x, bounds):
 
 def _max_pool_grad(x, dout, bounds):
     """The first maximum of each window (row-major, as in Paddle) gets the window's grad."""
-    win, flat = _windows(x, bounds)
+    win, flat = max_windows(x, bounds)
     best, pick = win.max(1), np.zeros(win[:, 0].shape, dtype=np.intp)
     for offset in reversed(range(win.shape[1])):  # a loop over window cells: argmax of a short axis is slow
         pick = np.where(win[:, offset] == best, offset, pick)
@@ -249,9 +249,9 @@ def _pool_kernels(name: str, dims: int) -> None:
         x = channels_first(k.x("X"), last, dims)
         bounds, divisor = _pool_windows(k, x, dims)
         if k.attr("pooling_type") == "max":
-            out = _windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
+            out = max_windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
         else:
-            out = along_axes(x, [_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
+            out = along_axes(x, [membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
         return {"Out": channels_back(out, last)}
 
     @kernel(name + "_grad")
@@ -262,7 +262,7 @@ def _pool_kernels(name: str, dims: int) -> None:
         if k.attr("pooling_type") == "max":
             dx = _max_pool_grad(x, dout, bounds)
         else:
-            adjoints = [_membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
+            adjoints = [membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
             dx = along_axes(dout / divisor, adjoints)
         return {"X@GRAD": channels_back(dx, last)}
 
