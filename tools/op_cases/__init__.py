@@ -9,7 +9,7 @@ random fed weights w_i, so the gradients are vector-Jacobian products of the ops
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import paddle
@@ -23,7 +23,6 @@ class Case:
     name: str
     build: Callable[[], list]            # -> the outputs the loss weights (inside the program guard)
     dtype: str = "float64"               # float32 where Paddle has no float64 kernel
-    fetch: list[str] = field(default_factory=list)   # persistables to compare after the run (running stats)
     note: str = ""
 
 

@@ -11,6 +11,7 @@ from . import (  # noqa: F401
     loss,
     math,
     nn,
+    norm,
     optimizer,
     pool,
     reduce,

@@ -14,8 +14,10 @@ from ..shapes import dims_match, numel
 
 def _channel_axis(ctx, x) -> int:
     """Channels sit at axis 1 (NCHW) or last (NHWC); a 2-D input is [N, C] either way."""
-    if len(x) < 2:
-        ctx.fail(f"X must have rank >= 2 (N, C, ...), got shape {x}")
+    if not 2 <= len(x) <= 5:
+        ctx.fail(f"X must have rank 2 to 5 (N, C, ...), got shape {x}")
+    if ctx.attr("data_layout") not in ("NCHW", "NHWC", "AnyLayout"):
+        ctx.fail(f"data_layout {ctx.attr('data_layout')!r} is not NCHW or NHWC")
     return len(x) - 1 if ctx.attr("data_layout") == "NHWC" else 1
 
 
@@ -87,7 +89,7 @@ defop("group_norm", ["X", "Scale?", "Bias?"], ["Y", "Mean", "Variance"],
 
 # ---------------------------------------------------------------- dropout
 # The grad reads the Mask (uint8), not X, so the same units are dropped forward and backward.
-defop("dropout", ["X", "Seed"], ["Out", "Mask"],
+defop("dropout", ["X", "Seed?"], ["Out", "Mask"],
       attrs={"dropout_prob": 0.5, "is_test": False, "fix_seed": False, "seed": 0,
              "dropout_implementation": "downgrade_in_infer"},
       no_grad_inputs=["Seed"], no_grad_outputs=["Mask"],

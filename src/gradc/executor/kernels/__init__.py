@@ -38,6 +38,7 @@ def load_all() -> None:
         loss,
         math,
         nn,
+        norm,
         optimizer,
         pool,
         reduce,
