@@ -36,12 +36,15 @@ PADDLE_WRONG = {
 }
 
 
-def _load():
+def _load(random: bool = False):
+    """The fixture cases (random=True: the random layers, whose values only have a structure in common)."""
     cases = []
     for family in sorted(p for p in ROOT.iterdir() if p.is_dir()):
         with np.load(family / "values.npz") as archive:
             values = {name: archive[name] for name in archive.files}
         for meta in json.loads((family / "cases.json").read_text())["cases"]:
+            if ("random" in meta) != random:
+                continue
             prefix = meta["name"] + "/"
             case_values = {k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)}
             cases.append(pytest.param(family, meta, case_values, id=f"{family.name}/{meta['name']}"))
@@ -82,3 +85,19 @@ def test_matches_paddle(family, meta, values):
     if wrong_grads:
         check_program(gradc.load(family / f"{meta['name']}.pb"), _group(values, "feed"), wrong_grads,
                       loss=meta["loss"], params=_group(values, "param"))
+
+
+@pytest.mark.parametrize("family, meta, values", _load(random=True))
+def test_random_layers_keep_their_structure(family, meta, values):
+    """Dropout in training: gradc's draws are not Paddle's, but in both runs dLoss/dx / w (w the loss weight) is
+    the kept units' factor or 0, one draw for all cells along the shared axes."""
+    ours = run_gradc(family, meta, values)
+    weight = _group(values, "feed")["w0"]
+    axes = tuple(meta["random"]["shared_axes"])
+    for grads in (ours, _group(values, "grad")):
+        factor = grads["x@GRAD"] / weight
+        kept = np.isclose(factor, meta["random"]["scale"], rtol=1e-6)
+        assert np.all(kept | (factor == 0)), np.unique(factor)
+        assert 0 < kept.mean() < 1
+        if axes:
+            assert np.all(kept.all(axis=axes) | ~kept.any(axis=axes))

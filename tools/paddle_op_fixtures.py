@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import op_cases  # noqa: E402
 import paddle_legacy_shim  # noqa: E402
 
-FAMILIES = ("interp", "vision", "pool", "norm", "pad")
+FAMILIES = ("interp", "vision", "pool", "norm", "pad", "dropout")
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "ops"
 
 
@@ -91,6 +91,8 @@ def run_case(case: op_cases.Case, seed: int) -> tuple[dict, dict[str, np.ndarray
             "params_grads": [[p.name, g.name] for p, g in params_grads], "inputs": inputs}
     if case.note:
         meta["note"] = case.note
+    if case.random:
+        meta["random"] = case.random
     return meta, arrays, forward
 
 

@@ -24,6 +24,8 @@ class Case:
     build: Callable[[], list]            # -> the outputs the loss weights (inside the program guard)
     dtype: str = "float64"               # float32 where Paddle has no float64 kernel
     note: str = ""
+    random: dict | None = None           # a random layer: {"scale": kept units' factor, "shared_axes": axes one
+                                         # draw covers}; its values are checked for that structure, not compared
 
 
 def data(name: str, *shape: int, kind: str = "normal", grad: bool = True, dtype: str | None = None, value=None):
