@@ -121,3 +121,31 @@ def test_momentum_tensor_overrides_the_attribute_where_paddle_ignores_it():
     for name, stat, initial in zip(("batch_norm_0.w_1", "batch_norm_0.w_2"), batch, (0.0, 1.0)):
         np.testing.assert_allclose(ours[f"after/{name}"], 0.7 * initial + 0.3 * stat, rtol=1e-6)
         np.testing.assert_allclose(values[f"after/{name}"], 0.9 * initial + 0.1 * stat, rtol=1e-6)  # Paddle
+
+
+@pytest.mark.parametrize("attrs, reads_running_stats", [
+    ({}, False), ({"use_global_stats": True}, True), ({"is_test": True}, True),
+    ({"is_test": True, "trainable_statistics": True}, True)])
+def test_grad_op_has_paddles_slots(attrs, reads_running_stats):
+    """As Paddle's maker: the global-statistics modes also give batch_norm_grad the running statistics as
+    Mean/Variance (Paddle's kernel crashes without them); gradc's kernel reads MeanOut/VarianceOut."""
+    x = rng.standard_normal((2, 3, 2))
+    program = gradc.Program()
+    block = program.global_block
+    for name, shape in (("X", [2, 3, 2]), ("Scale", [3]), ("Bias", [3]), ("Mean", [3]), ("Variance", [3])):
+        block.create_var(name, shape, gradc.VarType.FP64)
+    for name in ("Y", "SavedMean", "SavedVariance"):
+        block.create_var(name, None, gradc.VarType.FP64)
+    block.append_op("batch_norm", {s: [s] for s in ("X", "Scale", "Bias", "Mean", "Variance")},
+                    {"Y": ["Y"], "MeanOut": ["Mean"], "VarianceOut": ["Variance"], "SavedMean": ["SavedMean"],
+                     "SavedVariance": ["SavedVariance"]}, attrs)
+    block.var("Y").shape = [2, 3, 2]
+    append_grad_ops(program, ["Y"], no_grad_set={"Mean", "Variance"})
+    grad = next(op for op in block.ops if op.type == "batch_norm_grad")
+    assert {"X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "Y@GRAD"} <= set(grad.inputs)
+    assert ("Mean" in grad.inputs and "Variance" in grad.inputs) == reads_running_stats
+    feed = {"X": x, "Scale": np.ones(3), "Bias": np.zeros(3), "Mean": np.zeros(3), "Variance": np.ones(3),
+            "Y@GRAD": np.ones_like(x)}
+    _, mean = gradc.Executor().run(program, feed, ["X@GRAD", "Mean"], gradc.Scope())
+    updated = not reads_running_stats or attrs.get("trainable_statistics")
+    assert (not np.allclose(mean, 0)) == bool(updated)   # the running mean moves only with batch statistics

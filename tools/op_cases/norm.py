@@ -62,7 +62,7 @@ CASES = [
     Case("group_norm_no_affine", lambda: [nn.GroupNorm(2, 4, weight_attr=False, bias_attr=False)(
         data("x", 2, 4, 3))]),
     Case("spectral_norm", lambda: [nn.SpectralNorm([4, 3], power_iters=40, dtype="float64")(data("x", 4, 3))]),
-    Case("spectral_norm_dim1", lambda: [nn.SpectralNorm([2, 3, 2, 2], dim=1, power_iters=40, dtype="float64")(
+    Case("spectral_norm_dim1", lambda: [nn.SpectralNorm([2, 3, 2, 2], dim=1, power_iters=1, dtype="float64")(
         data("x", 2, 3, 2, 2))]),
     Case("lrn", lambda: lrn((2, 6, 2, 3), "NCHW", n=5, k=1.0, alpha=0.1, beta=0.75), dtype="float32",
          note="Paddle registers lrn_grad for float32 only"),

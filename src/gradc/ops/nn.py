@@ -8,7 +8,7 @@ grad ops read them as constants of the forward pass.
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
-from ..registry import NO_GRAD, defop, grad_op, typed
+from ..registry import NO_GRAD, GradOp, defop, grad_op, typed
 from ..shapes import dims_match, numel
 
 
@@ -38,6 +38,19 @@ def _batch_norm_infer(ctx):
             "SavedVariance": stats, "ReserveSpace": ([-1], dtype)}
 
 
+class _BatchNormGrad(GradOp):
+    """Paddle's maker: in the global-statistics modes (use_global_stats or is_test) its batch_norm_grad also
+    reads the running statistics under the forward's slot names Mean and Variance, and Paddle's kernel
+    crashes without them. gradc's kernel reads MeanOut/VarianceOut, the same vars; Mean and Variance are
+    not declared because Paddle's grad-op record (op_protos.json) was probed with the default attributes."""
+
+    def __call__(self, g):
+        ops = super().__call__(g)
+        if g.attr("use_global_stats") or g.attr("is_test"):
+            ops[0].inputs.update(Mean=list(g.O("MeanOut")), Variance=list(g.O("VarianceOut")))
+        return ops
+
+
 # MeanOut/VarianceOut are the Mean/Variance vars, updated in place; the grad reads them (Paddle's
 # slot names) for the global-stats mode, SavedMean/SavedVariance (= 1/sqrt(var + eps)) otherwise.
 defop("batch_norm", ["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor?"],
@@ -47,8 +60,8 @@ defop("batch_norm", ["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor
       no_grad_inputs=["Mean", "Variance", "MomentumTensor"],
       no_grad_outputs=["MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"],
       infer=_batch_norm_infer,
-      grad=grad_op("X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance",
-                   "ReserveSpace"))
+      grad=_BatchNormGrad(("X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance",
+                           "ReserveSpace")))
 
 
 # ---------------------------------------------------------------- layer_norm

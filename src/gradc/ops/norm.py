@@ -4,8 +4,8 @@ legacy local response normalisation op; nn.LocalResponseNorm is built from pad3d
 instance_norm normalises each (sample, channel) over its spatial cells; SavedMean and SavedVariance
 (1 / sqrt(var + eps), as batch_norm's) are [N * C]. spectral_norm divides Weight by its largest singular
 value, estimated by power_iters rounds of power iteration from U and V (vectors of the sizes of Weight's
-dim and of the other dims); the grad, as Paddle's (and every framework's), treats the iterated U and V as
-constants, which is the exact derivative once the iteration has converged.
+dim and of the other dims); the grad is the derivative of Out through the iteration (U and V are inputs
+without a gradient). Paddle's spectral_norm_grad is another formula, wrong even once the iteration converged.
 """
 
 from __future__ import annotations

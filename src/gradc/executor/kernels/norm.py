@@ -47,39 +47,64 @@ def instance_norm_grad(k):
 
 
 # ---------------------------------------------------------------- spectral_norm
+def _normalised(a, eps):
+    """(a / (|a| + eps), |a|)."""
+    norm = np.sqrt((a * a).sum())
+    return a / (norm + eps), norm
+
+
+def _normalised_grad(a, norm, eps, d):
+    """The vector-Jacobian product of a -> a / (|a| + eps) with d."""
+    grad = d / (norm + eps)
+    return grad if norm == 0 else grad - a * (a @ d) / ((norm + eps) ** 2 * norm)
+
+
 def _spectral(k):
-    """(Weight as a matrix, sigma, u, v, dim): the power iteration from U and V."""
+    """(Weight as a [dim, rest] matrix, dim, the power iteration's steps, u, v): each step holds the
+    unnormalised v and u it made and their norms."""
     weight, dim, eps = k.x("Weight"), k.attr("dim"), k.attr("eps")
     rows, cols = ops.spectral_sizes(list(weight.shape), dim)
     u, v = k.x("U").reshape(-1), k.x("V").reshape(-1)
     if u.size != rows or v.size != cols:
         raise ValueError(f"U and V must have {rows} and {cols} values for Weight {list(weight.shape)}, dim {dim}")
     matrix = np.moveaxis(weight, dim, 0).reshape(rows, cols)
+    steps = []
     for _ in range(k.attr("power_iters")):
-        v = matrix.T @ u
-        v = v / (np.sqrt((v * v).sum()) + eps)
-        u = matrix @ v
-        u = u / (np.sqrt((u * u).sum()) + eps)
-    return matrix, u @ (matrix @ v), u, v, dim
+        raw_v = matrix.T @ u
+        v_next, v_norm = _normalised(raw_v, eps)
+        raw_u = matrix @ v_next
+        u_next, u_norm = _normalised(raw_u, eps)
+        steps.append((u, raw_v, v_norm, v_next, raw_u, u_norm))
+        u, v = u_next, v_next
+    return matrix, dim, steps, u, v
 
 
 def _as_weight(matrix, like, dim):
-    moved = np.moveaxis(like, dim, 0).shape
-    return np.moveaxis(matrix.reshape(moved), 0, dim)
+    return np.moveaxis(matrix.reshape(np.moveaxis(like, dim, 0).shape), 0, dim)
 
 
 @kernel("spectral_norm")
 def spectral_norm(k):
-    matrix, sigma, _, _, dim = _spectral(k)
-    return {"Out": _as_weight(matrix / sigma, k.x("Weight"), dim)}
+    matrix, dim, _, u, v = _spectral(k)
+    return {"Out": _as_weight(matrix / (u @ matrix @ v), k.x("Weight"), dim)}
 
 
 @kernel("spectral_norm_grad")
 def spectral_norm_grad(k):
-    matrix, sigma, u, v, dim = _spectral(k)
+    """Out = W / sigma, sigma = u^T W v after the power iteration from U and V: the derivative through the
+    iteration too (Paddle's is another formula; holding u and v fixed is exact only once they converged)."""
+    matrix, dim, steps, u, v = _spectral(k)
+    eps, sigma = k.attr("eps"), u @ matrix @ v
     dout = np.moveaxis(k.x("Out@GRAD"), dim, 0).reshape(matrix.shape)
-    # Out = W / sigma, sigma = u^T W v with u, v held fixed
-    dmatrix = (dout - np.outer(u, v) * (dout * matrix).sum() / sigma) / sigma
+    dsigma = -(dout * matrix).sum() / sigma ** 2
+    dmatrix = dout / sigma + dsigma * np.outer(u, v)
+    du, dv = dsigma * (matrix @ v), dsigma * (matrix.T @ u)
+    for u_prev, raw_v, v_norm, v_next, raw_u, u_norm in reversed(steps):
+        draw_u = _normalised_grad(raw_u, u_norm, eps, du)          # u = normalised(W v)
+        dmatrix += np.outer(draw_u, v_next)
+        draw_v = _normalised_grad(raw_v, v_norm, eps, dv + matrix.T @ draw_u)   # v = normalised(W^T u_prev)
+        dmatrix += np.outer(u_prev, draw_v)
+        du, dv = matrix @ draw_v, np.zeros_like(dv)
     return {"Weight@GRAD": _as_weight(dmatrix, k.x("Weight"), dim)}
 
 
