@@ -66,3 +66,22 @@ def test_fractional_pooling_draws_u_when_it_is_zero():
     expected = np.zeros(64)
     np.add.at(expected, mask.ravel(), dout.ravel())
     np.testing.assert_array_equal(dx.ravel(), expected)
+
+
+def test_an_empty_ceil_mode_window_gives_paddles_fill_and_no_gradient():
+    """A ceil_mode window past the input holds no cell: Out -FLT_MAX and Mask -1, as Paddle's kernel, and
+    no gradient (Paddle's grad kernel writes before X@GRAD's start there)."""
+    x = np.arange(9.0).reshape(1, 1, 3, 3)
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("x", [1, 1, 3, 3], gradc.VarType.FP64)
+    block.create_var("out", [1, 1, 3, 3], gradc.VarType.FP64)
+    block.create_var("mask", [1, 1, 3, 3], gradc.VarType.INT32)
+    block.append_op("max_pool2d_with_index", {"X": ["x"]}, {"Out": ["out"], "Mask": ["mask"]},
+                    {"ksize": [2, 2], "strides": [2, 2], "paddings": [1, 1], "ceil_mode": True})
+    append_grad_ops(program, ["out"])
+    out, mask, dx = gradc.Executor().run(program, {"x": x, "out@GRAD": np.ones((1, 1, 3, 3))},
+                                         ["out", "mask", "x@GRAD"], gradc.Scope())
+    np.testing.assert_array_equal(out[0, 0, :2, :2], [[0, 2], [6, 8]])
+    assert (out[0, 0, 2] == -np.finfo(np.float32).max).all() and (mask[0, 0, :, 2] == -1).all()
+    np.testing.assert_array_equal(dx[0, 0], [[1, 0, 1], [0, 0, 0], [1, 0, 1]])

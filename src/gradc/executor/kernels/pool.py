@@ -16,7 +16,7 @@ import numpy as np
 from ...ops import pool as ops
 from ...ops.conv import attr_values, channel_last, pool_geometry
 from . import kernel
-from .conv import PADDLE_MAX_POOL_INIT, along_axes, axis_windows, channels_back, channels_first, max_windows, membership
+from .conv import along_axes, axis_windows, channels_back, channels_first, max_windows, membership
 
 
 def _planes(a):
@@ -25,16 +25,15 @@ def _planes(a):
 
 
 def max_with_mask(x, bounds):
-    """Each window's maximum and its flat position in the (N, C) plane, -1 for an empty window."""
+    """Each window's maximum (an empty window's: -FLT_MAX, the fill of max_windows) and its flat position
+    in the (N, C) plane (-1 for an empty window)."""
     win, flat = max_windows(x, bounds)
     first = win.argmax(1)
-    cells = np.arange(flat.shape[1])
     out = np.take_along_axis(win, first[:, None], 1)[:, 0]
     nonempty = reduce(np.logical_and.outer, [end > start for start, end in bounds]).ravel()
-    mask = np.where(nonempty, flat[first, cells], -1).astype(np.int32)
-    sizes = [len(start) for start, _ in bounds]
-    return np.where(nonempty, out, x.dtype.type(PADDLE_MAX_POOL_INIT)).reshape(*x.shape[:2], *sizes), \
-        mask.reshape(*x.shape[:2], *sizes)
+    mask = np.where(nonempty, flat[first, np.arange(flat.shape[1])], -1).astype(np.int32)
+    shape = (*x.shape[:2], *(len(start) for start, _ in bounds))
+    return out.reshape(shape), mask.reshape(shape)
 
 
 def scatter_to_mask(dout, mask, x_shape):
