@@ -85,3 +85,19 @@ def test_an_empty_ceil_mode_window_gives_paddles_fill_and_no_gradient():
     np.testing.assert_array_equal(out[0, 0, :2, :2], [[0, 2], [6, 8]])
     assert (out[0, 0, 2] == -np.finfo(np.float32).max).all() and (mask[0, 0, :, 2] == -1).all()
     np.testing.assert_array_equal(dx[0, 0], [[1, 0, 1], [0, 0, 0], [1, 0, 1]])
+
+
+def test_uint8_images_resize_with_truncation():
+    """Paddle registers the linear resizes for uint8: weighed in float, truncated when stored."""
+    x = np.array([[[[0, 100], [50, 201]]]], np.uint8)
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("x", [1, 1, 2, 2], gradc.VarType.UINT8)
+    block.create_var("out", None, gradc.VarType.UINT8)
+    block.append_op("bilinear_interp_v2", {"X": ["x"]}, {"Out": ["out"]},
+                    {"interp_method": "bilinear", "out_h": 3, "out_w": 3, "align_corners": True})
+    out, = gradc.Executor().run(program, {"x": x}, ["out"], gradc.Scope())
+    rows = np.stack([x[0, 0, 0], x[0, 0].mean(0), x[0, 0, 1]]).astype(float)   # 2 -> 3 with align_corners
+    expected = np.stack([rows[:, 0], rows.mean(1), rows[:, 1]], axis=1)
+    assert out.dtype == np.uint8
+    np.testing.assert_array_equal(out[0, 0], np.trunc(expected))

@@ -129,6 +129,9 @@ def interp(k):
             ratio = _ratio(size, o, scale, k.attr("align_corners"))
             out = np.take(out, _nearest_index(size, o, ratio, k.attr("align_corners")), axis=axis)
         return {"Out": channels_back(out, last)}
+    if x.dtype.kind != "f":  # uint8 images: weighed in float32, truncated back as Paddle's kernels store them
+        return {"Out": channels_back(along_axes(x.astype(np.float32), _matrices(k, x, plan, np.float32)),
+                                     last).astype(x.dtype)}
     return {"Out": channels_back(along_axes(x, _matrices(k, x, plan, x.dtype)), last)}
 
 
