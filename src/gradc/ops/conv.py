@@ -113,7 +113,7 @@ def pool_geometry(sizes, attrs):
     return ksize, pads, out
 
 
-def _geometry(ctx, fn, *args):
+def infer_geometry(ctx, fn, *args):
     """A geometry helper's result; its ValueError becomes the op's inference error."""
     try:
         return fn(*args)
@@ -150,7 +150,7 @@ def _conv_infer(dims: int):
             ctx.fail(f"Filter's {o} output channels do not split into {groups} groups")
         pads, dils = resolve_padding(sizes, k_sizes, ctx.attr("strides"), ctx.attr("paddings"), ctx.attr("dilations"),
                                      ctx.attr("padding_algorithm"))
-        out = _geometry(ctx, conv_out_sizes, sizes, k_sizes, ctx.attr("strides"), pads, dils)
+        out = infer_geometry(ctx, conv_out_sizes, sizes, k_sizes, ctx.attr("strides"), pads, dils)
         return {"Output": (_join_layout(ctx, n, o, out), ctx.dtype("Input"))}
     return infer
 
@@ -163,7 +163,8 @@ def _conv_transpose_infer(dims: int):
             ctx.fail(f"Filter must be {dims + 2}-D [C_in, C_out/groups, *kernel], got {filt}")
         if c >= 0 and c != filt[0]:
             ctx.fail(f"Input has {c} channels but Filter [C_in, C_out/groups, *kernel] has C_in {filt[0]}")
-        out = _geometry(ctx, conv_transpose_out_sizes, sizes, filt[2:], attr_values(ctx, conv_transpose_attrs(dims)))
+        attrs = attr_values(ctx, conv_transpose_attrs(dims))
+        out = infer_geometry(ctx, conv_transpose_out_sizes, sizes, filt[2:], attrs)
         return {"Output": (_join_layout(ctx, n, filt[1] * ctx.attr("groups"), out), ctx.dtype("Input"))}
     return infer
 
@@ -171,7 +172,7 @@ def _conv_transpose_infer(dims: int):
 def _pool_infer(dims: int):
     def infer(ctx):
         n, c, sizes = _split_layout(ctx, ctx.shape("X"), dims)
-        _, _, out = _geometry(ctx, pool_geometry, sizes, attr_values(ctx, pool_attrs(dims)))
+        _, _, out = infer_geometry(ctx, pool_geometry, sizes, attr_values(ctx, pool_attrs(dims)))
         return {"Out": (_join_layout(ctx, n, c, out), ctx.dtype("X"))}
     return infer
 

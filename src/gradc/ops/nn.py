@@ -8,14 +8,16 @@ grad ops read them as constants of the forward pass.
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
-from ..registry import NO_GRAD, defop, grad_op, typed
+from ..registry import NO_GRAD, GradOp, defop, grad_op, typed
 from ..shapes import dims_match, numel
 
 
 def _channel_axis(ctx, x) -> int:
     """Channels sit at axis 1 (NCHW) or last (NHWC); a 2-D input is [N, C] either way."""
-    if len(x) < 2:
-        ctx.fail(f"X must have rank >= 2 (N, C, ...), got shape {x}")
+    if not 2 <= len(x) <= 5:
+        ctx.fail(f"X must have rank 2 to 5 (N, C, ...), got shape {x}")
+    if ctx.attr("data_layout") not in ("NCHW", "NHWC", "AnyLayout"):
+        ctx.fail(f"data_layout {ctx.attr('data_layout')!r} is not NCHW or NHWC")
     return len(x) - 1 if ctx.attr("data_layout") == "NHWC" else 1
 
 
@@ -36,6 +38,19 @@ def _batch_norm_infer(ctx):
             "SavedVariance": stats, "ReserveSpace": ([-1], dtype)}
 
 
+class _BatchNormGrad(GradOp):
+    """Paddle's maker: in the global-statistics modes (use_global_stats or is_test) its batch_norm_grad also
+    reads the running statistics under the forward's slot names Mean and Variance, and Paddle's kernel
+    crashes without them. gradc's kernel reads MeanOut/VarianceOut, the same vars; Mean and Variance are
+    not declared because Paddle's grad-op record (op_protos.json) was probed with the default attributes."""
+
+    def __call__(self, g):
+        ops = super().__call__(g)
+        if g.attr("use_global_stats") or g.attr("is_test"):
+            ops[0].inputs.update(Mean=list(g.O("MeanOut")), Variance=list(g.O("VarianceOut")))
+        return ops
+
+
 # MeanOut/VarianceOut are the Mean/Variance vars, updated in place; the grad reads them (Paddle's
 # slot names) for the global-stats mode, SavedMean/SavedVariance (= 1/sqrt(var + eps)) otherwise.
 defop("batch_norm", ["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor?"],
@@ -45,8 +60,8 @@ defop("batch_norm", ["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor
       no_grad_inputs=["Mean", "Variance", "MomentumTensor"],
       no_grad_outputs=["MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace"],
       infer=_batch_norm_infer,
-      grad=grad_op("X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance",
-                   "ReserveSpace"))
+      grad=_BatchNormGrad(("X", "Scale", "Bias", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance",
+                           "ReserveSpace")))
 
 
 # ---------------------------------------------------------------- layer_norm

@@ -1,5 +1,5 @@
-"""Ops that move, copy or mask elements of a tensor: flip, roll, tril_triu, meshgrid, unbind, pixel_shuffle,
-pixel_unshuffle, channel_shuffle, repeat_interleave, diag_v2. Each is linear, and its gradient moves Out@GRAD
+"""Ops that move, copy or mask elements of a tensor: flip, roll, tril_triu, meshgrid, unbind, repeat_interleave,
+diag_v2 (the pixel and channel shuffles are in gradc.ops.vision). Each is linear, and its gradient moves Out@GRAD
 back the same way (flip's gradient is a flip, unbind's a stack; copies add up)."""
 
 from __future__ import annotations
@@ -81,46 +81,6 @@ def _unbind_grad(g):
 
 
 defop("unbind", ["X"], ["Out[]"], attrs={"axis": 0}, infer=_unbind_infer, grad=_unbind_grad)
-
-
-def _spatial(ctx, factor: int, name: str) -> tuple[list[int], int]:
-    """A 4-D X and its channel axis; fails unless the factor is >= 1."""
-    x = ctx.shape("X")
-    if len(x) != 4:
-        ctx.fail(f"{ctx.op.type} needs a 4-D input, got {x}")
-    if factor < 1:
-        ctx.fail(f"{ctx.op.type} {name} must be >= 1, got {factor}")
-    if ctx.attr("data_format") not in ("NCHW", "NHWC"):
-        ctx.fail(f"{ctx.op.type} data_format {ctx.attr('data_format')!r} is not NCHW or NHWC")
-    return x, 1 if ctx.attr("data_format") == "NCHW" else 3
-
-
-def _resized(ctx, factor: str, upscale: bool):
-    """pixel_shuffle (upscale) moves r^2 channels into an r x r block of pixels; pixel_unshuffle undoes it."""
-    x, c = _spatial(ctx, ctx.attr(factor), factor)
-    r = ctx.attr(factor)
-    shrunk = [c] if upscale else [i for i in range(1, 4) if i != c]
-    divisor = r * r if upscale else r
-    if any(x[i] >= 0 and x[i] % divisor for i in shrunk):
-        ctx.fail(f"{ctx.op.type}: dims {[x[i] for i in shrunk]} of {x} do not divide by {divisor} ({factor} {r})")
-    grown = r if upscale else r * r
-    out = [d if i == 0 or d < 0 else (d // divisor if i in shrunk else d * grown) for i, d in enumerate(x)]
-    return {"Out": (out, ctx.dtype("X"))}
-
-
-def _channel_shuffle_infer(ctx):
-    x, c = _spatial(ctx, ctx.attr("groups"), "groups")
-    if x[c] >= 0 and x[c] % ctx.attr("groups"):
-        ctx.fail(f"channel_shuffle: {x[c]} channels do not divide into {ctx.attr('groups')} groups")
-    return same_as("X")(ctx)
-
-
-# each grad op reads Out@GRAD only and moves it back (the inverse rearrangement)
-for _type, _factor, _infer in (("pixel_shuffle", "upscale_factor", lambda ctx: _resized(ctx, "upscale_factor", True)),
-                               ("pixel_unshuffle", "downscale_factor",
-                                lambda ctx: _resized(ctx, "downscale_factor", False)),
-                               ("channel_shuffle", "groups", _channel_shuffle_infer)):
-    defop(_type, ["X"], attrs={_factor: 1, "data_format": "NCHW"}, infer=_infer, grad=grad_op())
 
 
 def _repeat_interleave_infer(ctx):

@@ -38,7 +38,7 @@ def _geometry(k, sizes, k_sizes) -> Geometry:
     return Geometry(tuple(k.attr("strides")), tuple(pads), tuple(dils), k.attr("groups"))
 
 
-def _channels_first(a, last: bool, dims: int):
+def channels_first(a, last: bool, dims: int):
     if a.ndim != dims + 2:
         spatial = ops.AXIS_NAMES[-dims:]
         raise ValueError(f"expects {dims + 2}-D {f'N{spatial}C' if last else f'NC{spatial}'} tensors, "
@@ -46,11 +46,11 @@ def _channels_first(a, last: bool, dims: int):
     return np.moveaxis(a, -1, 1) if last else a
 
 
-def _channels_back(a, last: bool):
+def channels_back(a, last: bool):
     return np.ascontiguousarray(np.moveaxis(a, 1, -1) if last else a)
 
 
-def _cols(x, k_sizes, geo: Geometry):
+def im2col(x, k_sizes, geo: Geometry):
     """Windows of x [N, C, *S] as [groups, C/g * prod(kernel), N * prod(out)], and the out sizes."""
     dims = len(k_sizes)
     pairs = [(geo.pads[2 * i], geo.pads[2 * i + 1]) for i in range(dims)]
@@ -81,36 +81,41 @@ def _ungrouped(a, n, sizes):
 def conv(x, w, geo: Geometry):
     """y = conv(x, w): x [N, C, *S], w [O, C/g, *K] -> [N, O, *out]."""
     g = geo.groups
-    cols, out = _cols(x, w.shape[2:], geo)
+    cols, out = im2col(x, w.shape[2:], geo)
     return _ungrouped(w.reshape(g, w.shape[0] // g, -1) @ cols, x.shape[0], out)
 
 
 def conv_filter_grad(x, dy, w_shape, geo: Geometry):
     """dL/dw of y = conv(x, w), given dy = dL/dy."""
-    cols, _ = _cols(x, w_shape[2:], geo)
+    cols, _ = im2col(x, w_shape[2:], geo)
     return (_grouped(dy, geo.groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
+
+
+def col2im(cols, sizes, geo: Geometry):
+    """The adjoint of the windows: cols [C, *kernel, N, *out] summed back into [N, C, *sizes]."""
+    dims = len(sizes)
+    channels, k_sizes, n, out = cols.shape[0], cols.shape[1:dims + 1], cols.shape[dims + 1], cols.shape[dims + 2:]
+    cols = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
+    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
+    xp = np.zeros((n, channels, *padded), dtype=cols.dtype)
+    for offset in itertools.product(*map(range, k_sizes)):  # one strided add per kernel position
+        window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
+                       for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
+        xp[(slice(None), slice(None), *window)] += cols[offset]
+    return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
+                                           for i, size in enumerate(sizes)))]
 
 
 def conv_input_grad(dy, w, x_sizes, geo: Geometry):
     """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: col2im of W^T @ dy."""
     g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
-    dims = len(k_sizes)
     wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
-    dcols = (wt @ _grouped(dy, g)).reshape(g * cg, *k_sizes, n, *out)
-    dcols = dcols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
-    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(x_sizes)]
-    dxp = np.zeros((n, g * cg, *padded), dtype=dy.dtype)
-    for offset in itertools.product(*map(range, k_sizes)):  # col2im: one strided add per kernel position
-        window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
-                       for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
-        dxp[(slice(None), slice(None), *window)] += dcols[offset]
-    return dxp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
-                                            for i, size in enumerate(x_sizes)))]
+    return col2im((wt @ _grouped(dy, g)).reshape(g * cg, *k_sizes, n, *out), x_sizes, geo)
 
 
 def _conv_args(k, dims: int, transpose: bool = False):
     last = ops.channel_last(k.attr("data_format"))
-    x, w = _channels_first(k.x("Input"), last, dims), _channels_first(k.x("Filter"), False, dims)
+    x, w = channels_first(k.x("Input"), last, dims), channels_first(k.x("Filter"), False, dims)
     channels, groups = (w.shape[0], 1) if transpose else (w.shape[1], k.attr("groups"))
     if k.attr("groups") < 1 or x.shape[1] != channels * groups or w.shape[0] % k.attr("groups"):
         raise ValueError(f"Input has {x.shape[1]} channels, which Filter {list(w.shape)} with "
@@ -125,13 +130,13 @@ def _conv_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
         last, x, w, geo = _conv_args(k, dims)
-        return {"Output": _channels_back(conv(x, w, geo), last)}
+        return {"Output": channels_back(conv(x, w, geo), last)}
 
     @kernel(name + "_grad")
     def backward(k):
         last, x, w, geo = _conv_args(k, dims)
-        dy = _channels_first(k.x("Output@GRAD"), last, dims)
-        return k.grads({"Input@GRAD": lambda: _channels_back(conv_input_grad(dy, w, x.shape[2:], geo), last),
+        dy = channels_first(k.x("Output@GRAD"), last, dims)
+        return k.grads({"Input@GRAD": lambda: channels_back(conv_input_grad(dy, w, x.shape[2:], geo), last),
                         "Filter@GRAD": lambda: conv_filter_grad(x, dy, w.shape, geo)})
 
 
@@ -141,13 +146,13 @@ def _conv_transpose_kernels(name: str, dims: int) -> None:
     def forward(k):
         last, x, w, geo = _conv_args(k, dims, transpose=True)
         out = ops.conv_transpose_out_sizes(x.shape[2:], w.shape[2:], ops.attr_values(k, ops.conv_transpose_attrs(dims)))
-        return {"Output": _channels_back(conv_input_grad(x, w, out, geo), last)}
+        return {"Output": channels_back(conv_input_grad(x, w, out, geo), last)}
 
     @kernel(name + "_grad")
     def backward(k):
         last, x, w, geo = _conv_args(k, dims, transpose=True)
-        dy = _channels_first(k.x("Output@GRAD"), last, dims)
-        return k.grads({"Input@GRAD": lambda: _channels_back(conv(dy, w, geo), last),
+        dy = channels_first(k.x("Output@GRAD"), last, dims)
+        return k.grads({"Input@GRAD": lambda: channels_back(conv(dy, w, geo), last),
                         "Filter@GRAD": lambda: conv_filter_grad(dy, x, w.shape, geo)})
 
 
@@ -160,7 +165,7 @@ for _name, _dims in ops.CONV_TRANSPOSE_OPS.items():
 # ---------------------------------------------------------------- pooling
 PADDLE_MAX_POOL_INIT = -float(np.finfo(np.float32).max)   # what an empty max window gives, in any dtype (Paddle)
 
-def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):
+def axis_windows(size, out, k, stride, pad, adaptive, exclusive):
     """Along one axis: each output's window [start, end) clipped to the input, and the length average
     pooling divides by. Non-exclusive windows count padding up to ``pad`` cells past either edge
     (Paddle keeps only the leading pad), so a ceil_mode window hanging past that is cut short."""
@@ -176,20 +181,20 @@ def _axis_windows(size, out, k, stride, pad, adaptive, exclusive):
 def _pool_windows(k, x, dims: int):
     """Per spatial axis: window bounds; plus the divisor of average pooling, shaped like the output."""
     ksize, pads, out = ops.pool_geometry(x.shape[2:], ops.attr_values(k, ops.pool_attrs(dims)))
-    axes = [_axis_windows(x.shape[2 + i], out[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
+    axes = [axis_windows(x.shape[2 + i], out[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
                           k.attr("exclusive")) for i in range(dims)]
     divisor = np.maximum(reduce(np.multiply.outer, [length for _, length in axes]), 1)  # empty ceil_mode windows: 0
     return [bounds for bounds, _ in axes], divisor.astype(x.dtype)
 
 
-def _membership(size, bounds, dtype):
+def membership(size, bounds, dtype):
     """[out, size] 0/1 matrix: which inputs each output window covers (average pooling is separable)."""
     start, end = bounds
     i = np.arange(size)
     return ((i >= start[:, None]) & (i < end[:, None])).astype(dtype)
 
 
-def _along_axes(x, matrices):
+def along_axes(x, matrices):
     """x [N, C, *S] with each spatial axis i mapped through matrices[i] ([new, old]), first axis first."""
     for axis, m in enumerate(matrices, start=2):
         x = x @ m.T if axis == x.ndim - 1 else np.moveaxis(m @ np.moveaxis(x, axis, -2), -2, axis)
@@ -207,7 +212,7 @@ def _broadcast_axes(arrays):
     return shaped
 
 
-def _windows(x, bounds):
+def max_windows(x, bounds):
     """Max pooling's windows of x [N, C, *S] as [N*C, L, prod(out)] (L = cells of the longest window,
     shorter ones padded with the dtype's min) and the flat input index of each cell [L, prod(out)]."""
     idx, valid = [], []
@@ -226,7 +231,7 @@ def _windows(x, bounds):
 
 def _max_pool_grad(x, dout, bounds):
     """The first maximum of each window (row-major, as in Paddle) gets the window's grad."""
-    win, flat = _windows(x, bounds)
+    win, flat = max_windows(x, bounds)
     best, pick = win.max(1), np.zeros(win[:, 0].shape, dtype=np.intp)
     for offset in reversed(range(win.shape[1])):  # a loop over window cells: argmax of a short axis is slow
         pick = np.where(win[:, offset] == best, offset, pick)
@@ -241,25 +246,25 @@ def _pool_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
         last = ops.channel_last(k.attr("data_format"))
-        x = _channels_first(k.x("X"), last, dims)
+        x = channels_first(k.x("X"), last, dims)
         bounds, divisor = _pool_windows(k, x, dims)
         if k.attr("pooling_type") == "max":
-            out = _windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
+            out = max_windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
         else:
-            out = _along_axes(x, [_membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
-        return {"Out": _channels_back(out, last)}
+            out = along_axes(x, [membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
+        return {"Out": channels_back(out, last)}
 
     @kernel(name + "_grad")
     def backward(k):
         last = ops.channel_last(k.attr("data_format"))
-        x, dout = _channels_first(k.x("X"), last, dims), _channels_first(k.x("Out@GRAD"), last, dims)
+        x, dout = channels_first(k.x("X"), last, dims), channels_first(k.x("Out@GRAD"), last, dims)
         bounds, divisor = _pool_windows(k, x, dims)
         if k.attr("pooling_type") == "max":
             dx = _max_pool_grad(x, dout, bounds)
         else:
-            adjoints = [_membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
-            dx = _along_axes(dout / divisor, adjoints)
-        return {"X@GRAD": _channels_back(dx, last)}
+            adjoints = [membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
+            dx = along_axes(dout / divisor, adjoints)
+        return {"X@GRAD": channels_back(dx, last)}
 
 
 for _name, _dims in ops.POOL_OPS.items():

@@ -1,7 +1,7 @@
 """Kernels of gradc.ops.nn: normalisation, dropout, embeddings.
 
 The three norms share one fact: for xhat = (x - mean) * inv over some axes and g = dL/dxhat,
-dL/dx = inv * (g - mean(g) - xhat * mean(g * xhat)) over the same axes (``_norm_grad``).
+dL/dx = inv * (g - mean(g) - xhat * mean(g * xhat)) over the same axes (``norm_grad``).
 Statistics use the biased variance, as Paddle does.
 """
 
@@ -15,12 +15,12 @@ from . import kernel
 from .math import as_matrix
 
 
-def _moments(x, axes):
+def moments(x, axes):
     mean = x.mean(axis=axes, keepdims=True)
     return mean, ((x - mean) ** 2).mean(axis=axes, keepdims=True)
 
 
-def _norm_grad(xhat, g, inv, axes):
+def norm_grad(xhat, g, inv, axes):
     return inv * (g - g.mean(axis=axes, keepdims=True) - xhat * (g * xhat).mean(axis=axes, keepdims=True))
 
 
@@ -34,7 +34,7 @@ def _channels_back(x, layout: str):
     return np.moveaxis(x, 1, -1) if layout == "NHWC" else x
 
 
-def _per_channel(v, x):
+def per_channel(v, x):
     """A [C] vector shaped to broadcast against a channels-first x."""
     return v.reshape((1, -1) + (1,) * (x.ndim - 2))
 
@@ -54,40 +54,63 @@ def _momentum(k) -> float:
     return float(tensor.reshape(-1)[0]) if tensor is not None else k.attr("momentum")
 
 
+def _affine(k, x):
+    """Scale and Bias as per-channel arrays: ones and zeros where the op has none."""
+    channels = x.shape[1]
+    scale, bias = k.optional("Scale"), k.optional("Bias")
+    return (np.ones(channels, x.dtype) if scale is None else scale), (np.zeros(channels, x.dtype) if bias is None
+                                                                       else bias)
+
+
+def _single_value(x) -> bool:
+    """One value per channel: Paddle then passes X through unnormalised (and leaves the statistics)."""
+    return x.size == x.shape[1]
+
+
 @kernel("batch_norm")
 def batch_norm(k):
     layout, eps = k.attr("data_layout"), k.attr("epsilon")
     x = _channels_first(k.x("X"), layout)
+    scale, bias = _affine(k, x)
     running_mean, running_var = k.x("Mean"), k.x("Variance")
+    mean_out, var_out = running_mean, running_var
     if _global_stats(k):
         mean, var = running_mean, running_var
-        mean_out, var_out = running_mean, running_var
+    elif _single_value(x):
+        zeros = np.zeros(x.shape[1], x.dtype)
+        return {"Y": k.x("X").copy(), "MeanOut": mean_out, "VarianceOut": var_out, "SavedMean": zeros,
+                "SavedVariance": zeros, "ReserveSpace": np.empty(0, x.dtype)}
     else:
-        axes = _not_channel(x)
-        mean, var = (s.reshape(-1) for s in _moments(x, axes))
+        mean, var = (s.reshape(-1) for s in moments(x, _not_channel(x)))
         m = _momentum(k)
         mean_out, var_out = m * running_mean + (1 - m) * mean, m * running_var + (1 - m) * var
     inv = 1 / np.sqrt(var + eps)
-    y = (x - _per_channel(mean, x)) * _per_channel(inv * k.x("Scale"), x) + _per_channel(k.x("Bias"), x)
+    y = (x - per_channel(mean, x)) * per_channel(inv * scale, x) + per_channel(bias, x)
     return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
             "SavedMean": mean, "SavedVariance": inv, "ReserveSpace": np.empty(0, x.dtype)}
 
 
 @kernel("batch_norm_grad")
 def batch_norm_grad(k):
+    """The grad of the forward's mode: Paddle's kernel takes is_test alone as global statistics, which
+    is wrong with trainable_statistics (the forward normalised with the batch's)."""
     layout = k.attr("data_layout")
     x = _channels_first(k.x("X"), layout)
     dy = _channels_first(k.x("Y@GRAD"), layout)
     axes, global_stats = _not_channel(x), _global_stats(k)
     if global_stats:  # the stats are constants: y is affine in x
         mean, inv = k.x("MeanOut"), 1 / np.sqrt(k.x("VarianceOut") + k.attr("epsilon"))
+    elif _single_value(x):  # y = x
+        return k.grads({"X@GRAD": lambda: k.x("Y@GRAD").copy(), "Scale@GRAD": lambda: np.zeros_like(k.x("Scale")),
+                        "Bias@GRAD": lambda: np.zeros_like(k.x("Bias"))})
     else:
         mean, inv = k.x("SavedMean"), k.x("SavedVariance")
-    inv = _per_channel(inv, x)
-    xhat = (x - _per_channel(mean, x)) * inv
+    inv = per_channel(inv, x)
+    xhat = (x - per_channel(mean, x)) * inv
+
     def dx():
-        g = dy * _per_channel(k.x("Scale"), x)
-        return _channels_back(g * inv if global_stats else _norm_grad(xhat, g, inv, axes), layout)
+        g = dy * per_channel(_affine(k, x)[0], x)
+        return _channels_back(g * inv if global_stats else norm_grad(xhat, g, inv, axes), layout)
 
     return k.grads({"X@GRAD": dx, "Scale@GRAD": lambda: (dy * xhat).sum(axis=axes),
                     "Bias@GRAD": lambda: dy.sum(axis=axes)})
@@ -103,7 +126,7 @@ def _scale_shift(xhat, scale, bias):
 def layer_norm(k):
     x, axis = k.x("X"), k.attr("begin_norm_axis")
     x2 = as_matrix(x, axis)
-    mean, var = _moments(x2, 1)
+    mean, var = moments(x2, 1)
     y = _scale_shift((x2 - mean) / np.sqrt(var + k.attr("epsilon")), k.optional("Scale"), k.optional("Bias"))
     stats = x.shape[:axis]
     return {"Y": y.reshape(x.shape), "Mean": mean.reshape(stats), "Variance": var.reshape(stats)}
@@ -115,7 +138,7 @@ def layer_norm_grad(k):
     x2, dy = as_matrix(x, axis), as_matrix(k.x("Y@GRAD"), axis)
     inv = 1 / np.sqrt(k.x("Variance").reshape(-1, 1) + k.attr("epsilon"))
     xhat = (x2 - k.x("Mean").reshape(-1, 1)) * inv
-    return k.grads({"X@GRAD": lambda: _norm_grad(xhat, dy if scale is None else dy * scale, inv, 1).reshape(x.shape),
+    return k.grads({"X@GRAD": lambda: norm_grad(xhat, dy if scale is None else dy * scale, inv, 1).reshape(x.shape),
                     "Scale@GRAD": lambda: (dy * xhat).sum(axis=0), "Bias@GRAD": lambda: dy.sum(axis=0)})
 
 
@@ -133,9 +156,9 @@ def group_norm(k):
     layout = k.attr("data_layout")
     x = _channels_first(k.x("X"), layout)
     xg = _groups(k, x)
-    mean, var = _moments(xg, 2)
+    mean, var = moments(xg, 2)
     xhat = ((xg - mean) / np.sqrt(var + k.attr("epsilon"))).reshape(x.shape)
-    scale, bias = (None if v is None else _per_channel(v, x) for v in (k.optional("Scale"), k.optional("Bias")))
+    scale, bias = (None if v is None else per_channel(v, x) for v in (k.optional("Scale"), k.optional("Bias")))
     y = _scale_shift(xhat, scale, bias)
     return {"Y": _channels_back(y, layout), "Mean": mean[..., 0], "Variance": var[..., 0]}
 
@@ -150,8 +173,8 @@ def group_norm_grad(k):
     axes = _not_channel(x)
 
     def dx():
-        g = dy if scale is None else dy * _per_channel(scale, x)
-        return _channels_back(_norm_grad(xhat, _groups(k, g), inv, 2).reshape(x.shape), layout)
+        g = dy if scale is None else dy * per_channel(scale, x)
+        return _channels_back(norm_grad(xhat, _groups(k, g), inv, 2).reshape(x.shape), layout)
 
     return k.grads({"X@GRAD": dx, "Scale@GRAD": lambda: (dy * xhat.reshape(x.shape)).sum(axis=axes),
                     "Bias@GRAD": lambda: dy.sum(axis=axes)})

@@ -63,45 +63,6 @@ def unbind(k):
     return {"Out": [np.take(x, i, axis=axis) for i in range(x.shape[axis])]}
 
 
-def _channels_last(x: np.ndarray, k) -> np.ndarray:
-    """X as NHWC, whatever its data_format (the rearrangements below are written for NHWC)."""
-    return x if k.attr("data_format") == "NHWC" else x.transpose(0, 2, 3, 1)
-
-
-def _back(y: np.ndarray, k) -> np.ndarray:
-    return np.ascontiguousarray(y if k.attr("data_format") == "NHWC" else y.transpose(0, 3, 1, 2))
-
-
-def _shuffle_up(x: np.ndarray, r: int, k) -> np.ndarray:
-    """[N, H, W, C r r] -> [N, H r, W r, C]: channel c r^2 + i r + j goes to pixel (h r + i, w r + j)."""
-    n, h, w, c = _channels_last(x, k).shape
-    y = _channels_last(x, k).reshape(n, h, w, c // (r * r), r, r).transpose(0, 1, 4, 2, 5, 3)
-    return _back(y.reshape(n, h * r, w * r, c // (r * r)), k)
-
-
-def _shuffle_down(x: np.ndarray, r: int, k) -> np.ndarray:
-    """The inverse of _shuffle_up."""
-    n, h, w, c = _channels_last(x, k).shape
-    y = _channels_last(x, k).reshape(n, h // r, r, w // r, r, c).transpose(0, 1, 3, 5, 2, 4)
-    return _back(y.reshape(n, h // r, w // r, c * r * r), k)
-
-
-def _channel_shuffle(x: np.ndarray, groups: int, k) -> np.ndarray:
-    """Channel g * (C / groups) + i goes to i * groups + g."""
-    n, h, w, c = _channels_last(x, k).shape
-    y = _channels_last(x, k).reshape(n, h, w, groups, c // groups).transpose(0, 1, 2, 4, 3)
-    return _back(y.reshape(n, h, w, c), k)
-
-
-kernel("pixel_shuffle")(lambda k: {"Out": _shuffle_up(k.x("X"), k.attr("upscale_factor"), k)})
-kernel("pixel_shuffle_grad")(lambda k: {"X@GRAD": _shuffle_down(k.x("Out@GRAD"), k.attr("upscale_factor"), k)})
-kernel("pixel_unshuffle")(lambda k: {"Out": _shuffle_down(k.x("X"), k.attr("downscale_factor"), k)})
-kernel("pixel_unshuffle_grad")(lambda k: {"X@GRAD": _shuffle_up(k.x("Out@GRAD"), k.attr("downscale_factor"), k)})
-kernel("channel_shuffle")(lambda k: {"Out": _channel_shuffle(k.x("X"), k.attr("groups"), k)})
-kernel("channel_shuffle_grad")(lambda k: {"X@GRAD": _channel_shuffle(
-    k.x("Out@GRAD"), k.x("Out@GRAD").shape[1 if k.attr("data_format") == "NCHW" else 3] // k.attr("groups"), k)})
-
-
 def _repeats(k, x: np.ndarray) -> tuple[np.ndarray | int, int]:
     """repeat_interleave's repeats (RepeatsTensor wins over Repeats) and its axis."""
     dim = normalize_axis(k.attr("dim"), x.ndim)

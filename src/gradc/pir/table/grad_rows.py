@@ -99,7 +99,7 @@ ROWS = [
     row("pd_op.pool2d_grad", "pool2d_grad", "x:X out:Out out_grad:Out@GRAD kernel_size>ksize:ints", X_GRAD, POOL),
     row("pd_op.batch_norm_grad", "batch_norm_grad",
         "x:X scale?:Scale bias?:Bias mean_out:MeanOut variance_out:VarianceOut saved_mean:SavedMean "
-        "saved_variance:SavedVariance reserve_space?:ReserveSpace out_grad:Y@GRAD",
+        "saved_variance:SavedVariance reserve_space?:ReserveSpace out_grad:Y@GRAD ~Mean ~Variance",  # ~: copies
         "x_grad:X@GRAD scale_grad:Scale@GRAD bias_grad:Bias@GRAD", BATCH_NORM, hook=batch_norm_affine),
     row("pd_op.layer_norm_grad", "layer_norm_grad",
         "x:X scale?:Scale bias?:Bias mean:Mean variance:Variance out_grad:Y@GRAD",
