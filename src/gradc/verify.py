@@ -144,6 +144,14 @@ def check_op_against_definition(block, idx: int, op) -> None:
         raise ProgramError(f"{op_location(block.idx, idx, op.type)}: {problem}")
 
 
+def check_definitions(program: Program) -> None:
+    """Every op of every block against its definition (slots, attribute kinds): what the backward pass and
+    the executor assume before they read an op."""
+    for block in program.blocks:
+        for idx, op in enumerate(block.ops):
+            check_op_against_definition(block, idx, op)
+
+
 def check_shapes(program: Program) -> None:
     """Check every op against its definition and run its inference; raise on the first problem."""
     for block in program.blocks:

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from ..errors import GradError
 from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name
 from ..shapes import numel
+from ..verify import check_definitions
 from . import roles
 from .emit import emit_grad_ops
 from .job import BlockBackward
@@ -95,6 +96,7 @@ def append_backward(program: Program, loss: str | None = None,
     is_parameter); ``no_grad_set`` names further vars that get none.
     """
     block = program.global_block
+    check_definitions(program)
     loss, loss_idx = _resolve_loss(block, loss)
     all_params = [name for name, var in block.vars.items() if var.is_parameter]
     params = all_params if parameter_list is None else list(parameter_list)
@@ -139,6 +141,7 @@ def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Itera
     """Append the backward of block 0 for ``targets`` whose grads (``t@GRAD``) the caller feeds.
     Returns the vars that get gradients."""
     block = program.global_block
+    check_definitions(program)
     targets = set(targets)
     last_write = {name: idx for idx, op in enumerate(block.ops) for name in op.output_names()}
     unwritten = sorted(targets - last_write.keys())
