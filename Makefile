@@ -33,8 +33,16 @@ proto: venv
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
 
-# Speed and memory targets live here, not in the tests; each script compares side by side in one run.
+# Speed and memory targets live here, not in the tests. benchmarks/perf.py measures issue 13's table side by side
+# in one run: Paddle where PADDLE_PYTHON imports paddle (skipped with a message otherwise), and an older gradc
+# alongside with BASELINE=<git ref>. Results go to the untracked benchmarks/results/; benchmarks/README.md
+# records the latest figures by hand.
+PADDLE_PYTHON ?= $(BIN)/python
+BASELINE ?=
 bench: venv
+	$(if $(BASELINE),rm -rf build/baseline && mkdir -p build/baseline && git archive $(BASELINE) src | tar -x -C build/baseline)
+	$(BIN)/python benchmarks/perf.py --paddle-python $(PADDLE_PYTHON) $(if $(BASELINE),--baseline build/baseline/src) \
+		--out benchmarks/results/perf.txt
 	$(BIN)/python benchmarks/compile_scaling.py --out benchmarks/results/compile_scaling.txt
 	$(BIN)/python benchmarks/conv2d.py --out benchmarks/results/conv2d.txt
 	$(BIN)/python benchmarks/while_memory.py --out benchmarks/results/while_memory.txt
