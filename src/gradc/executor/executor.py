@@ -1,9 +1,9 @@
-"""Runs programs with numpy kernels. Each block is prepared once (kernels resolved, attributes
-merged with defaults, each var's last use found) so the per-op loop is only calls."""
+"""Runs programs with numpy kernels. Each block is planned once per (program revision, fetch set): kernels
+resolved, slots bound, attributes merged with their defaults, each output's declared dtype and destination
+and each var's last reader found, so the per-op loop is a kernel call, a store per output and the frees."""
 
 from __future__ import annotations
 
-from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
@@ -24,13 +24,17 @@ from .scope import MISSING, Scope, global_scope
 load_all()
 
 
-@dataclass
 class Step:
-    kernel: object
-    ctx: KernelContext
-    writes: list[tuple[str, list[tuple[str, object, bool]]]]  # (slot, [(name, dtype, persistable)])
-    frees: tuple[str, ...]
-    checked: bool = False   # the kernel's result slots were checked against the op's definition
+    """One op of a plan. ``writes``: (slot, [(name, dtype, persistable)]) with EMPTY_VAR outputs left out."""
+
+    __slots__ = ("kernel", "ctx", "writes", "frees", "checked")
+
+    def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...]):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.writes = writes
+        self.frees = frees
+        self.checked = False   # the kernel's result slots were checked against the op's definition
 
 
 @dataclass
@@ -121,10 +125,9 @@ class Executor:
         steps = []
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
-            attrs = ChainMap(op.attrs, opdef.attrs) if opdef is not None else op.attrs  # live: edits show
-            ctx = KernelContext(op, block, idx, attrs, self, opdef)
-            writes = [(slot, [self._write_spec(block, name) for name in args])
-                      for slot, args in op.outputs.items()]
+            ctx = KernelContext(op, block, idx, self, opdef)
+            writes = tuple((slot, [self._write_spec(block, name) for name in args])
+                           for slot, args in op.outputs.items() if args)
             steps.append(Step(KERNELS[op.type], ctx, writes, tuple(sorted(frees[idx]))))
         return steps
 
@@ -138,6 +141,7 @@ class Executor:
 
     # ------------------------------------------------------------------ the hot loop
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
+        local = scope.vars
         for step in plan.steps:
             ctx = step.ctx
             ctx.scope = scope
@@ -152,29 +156,40 @@ class Executor:
                 if not step.checked:
                     ctx.check_results(results)
                     step.checked = True
-                _write(ctx, step.writes, results, scope, run_scope)
+                for slot, specs in step.writes:
+                    value = results.get(slot)
+                    if value is None:
+                        continue
+                    if type(value) is not list and len(specs) == 1:   # a TensorArray is one value
+                        _store(ctx, specs[0], value, scope, local, run_scope)
+                    else:
+                        _store_all(ctx, slot, specs, value, scope, local, run_scope)
             for name in step.frees:
-                scope.vars.pop(name, None)
+                local.pop(name, None)
 
 
-def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: Scope) -> None:
-    for slot, specs in writes:
-        value = results.get(slot)
-        if value is None or not specs:
-            continue
-        values = value if type(value) is list else [value]   # a TensorArray is one value
-        if len(values) != len(specs):
-            raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
-                                 f"{slot}, which names {len(specs)} var(s)")
-        for (name, dtype, persistable), array in zip(specs, values):
-            if array is None or name == EMPTY_VAR:
-                continue
-            if dtype is not None:
-                array = _as_declared(ctx, name, array, dtype)
-            if persistable and scope.owner(name) is None:
-                run_scope.vars[name] = array
-            else:
-                scope.assign(name, array)
+def _store(ctx: KernelContext, spec: tuple, array, scope: Scope, local: dict, run_scope: Scope) -> None:
+    name, dtype, persistable = spec
+    if array is None or name == EMPTY_VAR:
+        return
+    if dtype is not None and (type(array) is not np.ndarray or array.dtype is not dtype):
+        array = _as_declared(ctx, name, array, dtype)
+    if name in local:
+        local[name] = array
+    elif persistable and scope.owner(name) is None:
+        run_scope.vars[name] = array
+    else:
+        scope.assign(name, array)
+
+
+def _store_all(ctx: KernelContext, slot: str, specs: list, value, scope: Scope, local: dict,
+               run_scope: Scope) -> None:
+    values = value if type(value) is list else [value]
+    if len(values) != len(specs):
+        raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
+                             f"{slot}, which names {len(specs)} var(s)")
+    for spec, array in zip(specs, values):
+        _store(ctx, spec, array, scope, local, run_scope)
 
 
 def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
