@@ -65,7 +65,11 @@ class KernelContext:
 
     def optional(self, slot: str):
         """The first input array of an optional slot, or None when the slot is empty."""
-        return self.x(slot) if self.has(slot) else None
+        if self.ins.get(slot):
+            return self.x(slot)
+        if self.inputs is not None and slot not in self.inputs:
+            self._declared(slot, self.inputs)
+        return None
 
     def xs(self, slot: str) -> list:
         self._declared(slot, self.inputs)
@@ -86,7 +90,7 @@ class KernelContext:
     def attr(self, name: str):
         """Read live (an attribute set between runs shows in the next one), the default where the op has none."""
         value = self.op.attrs.get(name, MISSING)
-        if value is MISSING:
+        if value is MISSING:   # most reads find the op's own attribute
             value = self.defaults.get(name, MISSING)
             if value is MISSING:
                 raise ExecutionError(f"{self.where} has no attribute '{name}'")
@@ -101,7 +105,13 @@ class KernelContext:
 
     def grads(self, makers: dict[str, Callable[[], object]]) -> dict:
         """{slot: thunk} -> {slot: value} for the output slots the op writes; the others are not computed."""
-        return {slot: make() for slot, make in makers.items() if self.wants(slot)}
+        wanted, results = self.wanted, {}
+        for slot, make in makers.items():
+            if slot in wanted:
+                results[slot] = make()
+            elif self.outputs is not None and slot not in self.outputs:
+                self._declared(slot, self.outputs)
+        return results
 
     def out_names(self, slot: str) -> list[str]:
         self._declared(slot, self.outputs)

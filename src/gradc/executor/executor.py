@@ -12,28 +12,32 @@ import numpy as np
 
 from .. import registry
 from ..errors import ExecutionError, GradcError, op_location
-from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
+from ..ir import EMPTY_VAR, Block, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..verify import check_vars
 from .context import KernelContext
 from .failures import kernel_failure
 from .feeding import feed_values
 from .kernels import KERNELS, load_all
+from .liveness import deaths, shape_stub
 from .scope import MISSING, Scope, global_scope
 
 load_all()
 
 
 class Step:
-    """One op of a plan. ``writes``: (slot, [(name, dtype, persistable)]) with EMPTY_VAR outputs left out."""
+    """One op of a plan. ``writes``: (slot, [(name, dtype, persistable)]); ``single``: the one
+    (slot, name, dtype, persistable) of an op that writes one var (most ops), else None."""
 
-    __slots__ = ("kernel", "ctx", "writes", "frees", "checked")
+    __slots__ = ("kernel", "ctx", "writes", "single", "frees", "shrinks", "checked")
 
-    def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...]):
+    def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...], shrinks: tuple[str, ...]):
         self.kernel = kernel
         self.ctx = ctx
         self.writes = writes
+        self.single = (writes[0][0], *writes[0][1][0]) if len(writes) == 1 and len(writes[0][1]) == 1 else None
         self.frees = frees
+        self.shrinks = shrinks   # values only read for their shape from here on: kept as shape stubs
         self.checked = False   # the kernel's result slots were checked against the op's definition
 
 
@@ -42,15 +46,6 @@ class Plan:
     revision: int             # the program's revision it was made for
     op_ids: tuple[int, ...]   # and its ops: a plan is reused only for the very same program and ops
     steps: list[Step]
-
-
-def referenced_names(program: Program, op: OpDesc) -> set[str]:
-    """Names an op touches, including everything its sub-blocks (recursively) touch."""
-    names = set(op.input_names()) | set(op.output_names())
-    for _, sub in op.block_refs():
-        for inner in program.blocks[sub].ops:
-            names |= referenced_names(program, inner)
-    return names
 
 
 class Executor:
@@ -112,23 +107,14 @@ class Executor:
             problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
-        last_use: dict[str, int] = {}
-        if keep is not None:
-            for idx, op in enumerate(block.ops):
-                for name in referenced_names(block.program, op):
-                    last_use[name] = idx
-        frees: list[list[str]] = [[] for _ in block.ops]
-        for name, idx in last_use.items():
-            var = block.find_var(name)
-            if name not in keep and name != EMPTY_VAR and not (var is not None and var.persistable):
-                frees[idx].append(name)
+        frees, shrinks = deaths(block, keep)
         steps = []
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
             ctx = KernelContext(op, block, idx, self, opdef)
             writes = tuple((slot, [self._write_spec(block, name) for name in args])
                            for slot, args in op.outputs.items() if args)
-            steps.append(Step(KERNELS[op.type], ctx, writes, tuple(sorted(frees[idx]))))
+            steps.append(Step(KERNELS[op.type], ctx, writes, tuple(frees[idx]), tuple(shrinks[idx])))
         return steps
 
     @staticmethod
@@ -141,7 +127,8 @@ class Executor:
 
     # ------------------------------------------------------------------ the hot loop
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
-        local = scope.vars
+        local, ndarray = scope.vars, np.ndarray
+        outer = _outer_vars(scope)
         for step in plan.steps:
             ctx = step.ctx
             ctx.scope = scope
@@ -152,44 +139,78 @@ class Executor:
                 raise
             except Exception as exc:  # bad data or a kernel bug: say which op, what it read and why
                 raise kernel_failure(ctx, exc) from exc
-            if results:
+            if not results:
+                pass
+            elif step.single and step.checked:   # most ops: one value of the declared dtype
+                slot, name, dtype, persistable = step.single
+                value = results.get(slot)
+                if type(value) is not ndarray or value.dtype is not dtype:
+                    _store_slots(ctx, step.writes, results, scope, outer, run_scope)
+                elif name in local:
+                    local[name] = value
+                else:
+                    _place(name, value, persistable, scope, outer, run_scope)
+            else:
                 if not step.checked:
                     ctx.check_results(results)
                     step.checked = True
-                for slot, specs in step.writes:
-                    value = results.get(slot)
-                    if value is None:
-                        continue
-                    if type(value) is not list and len(specs) == 1:   # a TensorArray is one value
-                        _store(ctx, specs[0], value, scope, local, run_scope)
-                    else:
-                        _store_all(ctx, slot, specs, value, scope, local, run_scope)
+                _store_slots(ctx, step.writes, results, scope, outer, run_scope)
             for name in step.frees:
                 local.pop(name, None)
+            for name in step.shrinks:
+                value = local.get(name)
+                if type(value) is ndarray:
+                    local[name] = shape_stub(value)
 
 
-def _store(ctx: KernelContext, spec: tuple, array, scope: Scope, local: dict, run_scope: Scope) -> None:
-    name, dtype, persistable = spec
-    if array is None or name == EMPTY_VAR:
+def _outer_vars(scope: Scope) -> list[dict] | None:
+    """The vars of the scopes above ``scope``, nearest first; None when ``scope`` decides where writes go
+    itself (a subclass with its own ``assign``, like the backward replay scope)."""
+    if type(scope) is not Scope:
+        return None
+    outer, parent = [], scope.parent
+    while parent is not None:
+        outer.append(parent.vars)
+        parent = parent.parent
+    return outer
+
+
+def _place(name: str, value, persistable: bool, scope: Scope, outer: list[dict] | None, run_scope: Scope) -> None:
+    """Write where the name lives, this scope or an outer one; a new var here, a new persistable one in
+    the run's persistent scope (parameters outlive the run)."""
+    if outer is None:
+        if persistable and scope.owner(name) is None:
+            run_scope.vars[name] = value
+        else:
+            scope.assign(name, value)
         return
-    if dtype is not None and (type(array) is not np.ndarray or array.dtype is not dtype):
-        array = _as_declared(ctx, name, array, dtype)
+    local = scope.vars
     if name in local:
-        local[name] = array
-    elif persistable and scope.owner(name) is None:
-        run_scope.vars[name] = array
-    else:
-        scope.assign(name, array)
+        local[name] = value
+        return
+    for values in outer:
+        if name in values:
+            values[name] = value
+            return
+    (run_scope.vars if persistable else local)[name] = value
 
 
-def _store_all(ctx: KernelContext, slot: str, specs: list, value, scope: Scope, local: dict,
-               run_scope: Scope) -> None:
-    values = value if type(value) is list else [value]
-    if len(values) != len(specs):
-        raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
-                             f"{slot}, which names {len(specs)} var(s)")
-    for spec, array in zip(specs, values):
-        _store(ctx, spec, array, scope, local, run_scope)
+def _store_slots(ctx: KernelContext, writes: tuple, results: dict, scope: Scope, outer: list[dict] | None,
+                 run_scope: Scope) -> None:
+    for slot, specs in writes:
+        value = results.get(slot)
+        if value is None:
+            continue
+        values = value if type(value) is list else [value]   # a TensorArray is one value
+        if len(values) != len(specs):
+            raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
+                                 f"{slot}, which names {len(specs)} var(s)")
+        for (name, dtype, persistable), array in zip(specs, values):
+            if array is None or name == EMPTY_VAR:
+                continue
+            if dtype is not None and (type(array) is not np.ndarray or array.dtype is not dtype):
+                array = _as_declared(ctx, name, array, dtype)
+            _place(name, array, persistable, scope, outer, run_scope)
 
 
 def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
