@@ -15,6 +15,7 @@ from google.protobuf import json_format, text_format
 from google.protobuf.message import DecodeError
 
 from ..errors import FormatError
+from ..gcpause import gc_paused
 from ..ir import Program
 from ..pir import is_pir, parse_pir, serialize_pir
 from ..proto import framework_pb2 as pb
@@ -54,6 +55,7 @@ def _is_text(data: bytes) -> bool:
     return True
 
 
+@gc_paused()
 def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Program:
     if fmt == "pir":
         return parse_pir(data, source)
@@ -109,6 +111,7 @@ def load(path: str | os.PathLike) -> Program:
     return parse_program(data, detect_format(path, data), str(path))
 
 
+@gc_paused()
 def serialize(program: Program, fmt: str = "pb") -> bytes:
     if fmt == "pir":
         return serialize_pir(program)
