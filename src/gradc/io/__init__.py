@@ -22,6 +22,7 @@ from ..proto import framework_pb2 as pb
 from ..verify import check_structure
 from .files import check_writable, write_atomic
 from .protobuf import program_from_proto, program_to_proto
+from .wire import encode_program
 
 __all__ = ["check_writable", "detect_format", "load", "parse_program", "program_from_proto",
            "program_to_proto", "save", "serialize", "write_atomic"]
@@ -115,9 +116,9 @@ def load(path: str | os.PathLike) -> Program:
 def serialize(program: Program, fmt: str = "pb") -> bytes:
     if fmt == "pir":
         return serialize_pir(program)
-    msg = program_to_proto(program)
     if fmt == "pb":
-        return msg.SerializeToString(deterministic=True)
+        return encode_program(program)
+    msg = program_to_proto(program)
     if fmt == "pbtxt":
         return text_format.MessageToString(msg).encode("utf-8")
     return json_format.MessageToJson(msg, preserving_proto_field_name=True, indent=1).encode("utf-8") + b"\n"
