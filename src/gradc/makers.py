@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .errors import GradError
-from .ir import EMPTY_VAR, OpDesc, grad_name
-from .opdef import NO_GRAD, OpDef, attr_default, declared_type, make_op, parse_slot
+from .ir import EMPTY_VAR, GRAD_SUFFIX, OpDesc
+from .opdef import NO_GRAD, OpDef, attr_default, declared_type, parse_slot
 
 __all__ = ["NO_GRAD", "GradContext", "GradMaker", "GradOp", "grad_op", "missing_grad_error"]
 
@@ -45,12 +45,13 @@ class GradContext:
         return self.fwd.output(slot)
 
     def OG(self, slot: str) -> list[str]:
-        return [grad_name(n) for n in self.fwd.output(slot)]
+        return [n + GRAD_SUFFIX for n in self.fwd.output(slot)]
 
     def IG(self, slot: str) -> list[str]:
         if slot in self.opdef.no_grad_inputs:
             return [EMPTY_VAR] * len(self.fwd.input(slot))
-        return [grad_name(n) if self._wants_grad(n) else EMPTY_VAR for n in self.fwd.input(slot)]
+        wants = self._wants_grad
+        return [n + GRAD_SUFFIX if wants(n) else EMPTY_VAR for n in self.fwd.input(slot)]
 
     def attr(self, name: str):
         return attr_default(self.fwd, name)
@@ -73,11 +74,14 @@ class GradContext:
         """A grad op, its attributes typed as its definition says. An output slot with no wanted grad
         is left empty, as Paddle does; a list slot with some keeps its EMPTY_VAR placeholders, so grads
         stay aligned with the forward vars."""
-        op = make_op(type, inputs, {s: args if any(n != EMPTY_VAR for n in args) else []
-                                    for s, args in outputs.items()})
-        if forward_attrs:
-            op.attrs = dict(self.fwd.attrs)
-            op.attr_types = dict(self.fwd.attr_types)
+        op = OpDesc.__new__(OpDesc)   # make_op's op, its dicts filled once
+        op.type = type
+        op.inputs = {slot: list(args) for slot, args in inputs.items()}
+        op.outputs = {slot: list(args) if args.count(EMPTY_VAR) != len(args) else [] for slot, args in outputs.items()}
+        op.attrs = dict(self.fwd.attrs) if forward_attrs else {}
+        op.attr_types = dict(self.fwd.attr_types) if forward_attrs else {}
+        op.is_target = None
+        op.repeated_attrs = []
         for name, value in (attrs or {}).items():
             op.set_attr(name, value, declared_type(type, name))
         return op

@@ -17,8 +17,9 @@ def tag_param_grads(ops: list[OpDesc], params: set[str]) -> None:
     """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad."""
     last_writer: dict[str, OpDesc] = {}
     for op in ops:
-        for name in op.output_names():
-            last_writer[name] = op
+        for args in op.outputs.values():
+            for name in args:
+                last_writer[name] = op
     for param in sorted(params):
         writer = last_writer.get(param + "@GRAD")
         if writer is not None:
