@@ -62,6 +62,9 @@ def _nesting_depths(program: Program, source: str) -> list[int]:
 _TEXT_ATTRS = {AttrType.STRING, AttrType.STRINGS, AttrType.VAR, AttrType.VARS}
 
 
+_STR = frozenset({str})
+
+
 def _as_list(value) -> list:
     return value if isinstance(value, list) else [] if value is None else [value]
 
@@ -74,16 +77,22 @@ def _check_names(block, source: str) -> None:
     """Names are text a user can read in one line: not undecodable bytes, no control characters. Checked
     in bulk (one join per block); the slow search for the culprit runs only when something is wrong."""
     names = list(block.vars)
+    texts = []   # text attribute values: they must be str
     for op in block.ops:
         names.append(op.type)
         for slots in (op.inputs, op.outputs):
             for slot, args in slots.items():
                 names.append(slot)
-                names.extend(args)
-        names.extend(op.attrs)
-    texts = [value for op in block.ops for name, value in op.attrs.items() if op.attr_types[name] in _TEXT_ATTRS]
-    if not (all(type(n) is str for n in names) and "".join(names).isprintable()
-            and all(type(v) is str for value in texts for v in _as_list(value))):
+                names += args
+        attrs, kinds = op.attrs, op.attr_types
+        names += attrs
+        for name, value in attrs.items():
+            if kinds[name] in _TEXT_ATTRS and value is not None:
+                if type(value) is list:
+                    texts += value
+                else:
+                    texts.append(value)
+    if not (_STR.issuperset(map(type, names)) and "".join(names).isprintable() and _STR.issuperset(map(type, texts))):
         _find_bad_name(block, source)
 
 
@@ -152,6 +161,15 @@ def check_definitions(program: Program) -> None:
             check_op_against_definition(block, idx, op)
 
 
+def _input_shapes_known(block, op) -> bool:
+    for args in op.inputs.values():
+        for name in args:
+            var = block.find_var(name)
+            if var is None or var.shape is None:
+                return False
+    return True
+
+
 def check_shapes(program: Program) -> None:
     """Check every op against its definition and run its inference; raise on the first problem."""
     for block in program.blocks:
@@ -160,9 +178,9 @@ def check_shapes(program: Program) -> None:
             opdef = registry.get(op.type)
             if opdef is None or opdef.infer is None:
                 continue
-            ctx = InferContext(op, block, idx)
-            if any(shape is None for slot in op.inputs for shape in ctx.shapes(slot)):
+            if not _input_shapes_known(block, op):
                 continue
+            ctx = InferContext(op, block, idx)
             try:
                 results = opdef.infer(ctx)
             except ProgramError:
