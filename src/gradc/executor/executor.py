@@ -148,6 +148,13 @@ class Executor:
                     _store_slots(ctx, step.writes, results, scope, outer, run_scope)
                 elif name in local:
                     local[name] = value
+                elif outer is not None and not persistable:   # _place, inlined: a new value lives here
+                    for values in outer:
+                        if name in values:
+                            values[name] = value
+                            break
+                    else:
+                        local[name] = value
                 else:
                     _place(name, value, persistable, scope, outer, run_scope)
             else:

@@ -23,7 +23,14 @@ def _binary(name, fn):
     kernel(name)(lambda k: {"Out": fn(*_elementwise(k)[2:])})
 
 
-_binary("elementwise_add", np.add)
+@kernel("elementwise_add")
+def elementwise_add(k):
+    x, y = k.x("X"), k.x("Y")
+    if x.ndim != y.ndim:
+        x, y = align(x, y, k.attr("axis"))
+    return {"Out": np.add(x, y)}
+
+
 _binary("elementwise_sub", np.subtract)
 _binary("elementwise_mul", np.multiply)
 
