@@ -52,6 +52,7 @@ def load_all() -> None:
         optimizer_adam,
         pad,
         pool,
+        pool_windows,
         put_along,
         rearrange,
         reduce,
