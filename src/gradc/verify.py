@@ -31,12 +31,17 @@ def check_structure(program: Program, source: str = "program") -> None:
     for block in program.blocks:
         _check_names(block, source)
         for op_idx, op in enumerate(block.ops):
+            if _BLOCK_KINDS.isdisjoint(op.attr_types.values()):   # most ops: no block attribute to check
+                continue
             for name, kind in op.attr_types.items():
                 if kind == AttrType.BLOCK and op.attrs[name] is None:
                     raise ProgramError(f"{source}: {op_location(block.idx, op_idx, op.type)}: attribute '{name}' "
                                        f"is a block reference with no block index")
             for name, sub in op.block_refs():
                 _check_sub_block(program, block.idx, op_idx, op.type, name, sub, source, depths)
+
+
+_BLOCK_KINDS = frozenset({AttrType.BLOCK, AttrType.BLOCKS})
 
 
 def _nesting_depths(program: Program, source: str) -> list[int]:
@@ -81,11 +86,13 @@ def _check_names(block, source: str) -> None:
     for op in block.ops:
         names.append(op.type)
         for slots in (op.inputs, op.outputs):
-            for slot, args in slots.items():
-                names.append(slot)
+            names += slots
+            for args in slots.values():
                 names += args
         attrs, kinds = op.attrs, op.attr_types
         names += attrs
+        if _TEXT_ATTRS.isdisjoint(kinds.values()):
+            continue
         for name, value in attrs.items():
             if kinds[name] in _TEXT_ATTRS and value is not None:
                 if type(value) is list:
