@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ir import VarType
 from ...ir.types import NUMPY_DTYPE_NAMES
+from ...limits import check_shape
 from . import kernel
 from .math import as_matrix
 
@@ -258,4 +259,6 @@ def one_hot_v2(k):
     bad = (x < 0) | (x >= depth)
     if bad.any() and not k.attr("allow_out_of_range"):
         raise ValueError(f"index {x[bad][0]} is out of range for depth {depth}")
-    return {"Out": (x[..., None] == np.arange(depth)).astype(NUMPY_DTYPE_NAMES[VarType(k.attr("dtype"))])}
+    dtype = NUMPY_DTYPE_NAMES[VarType(k.attr("dtype"))]
+    check_shape([*x.shape, depth], dtype, "the one-hot tensor")
+    return {"Out": (x[..., None] == np.arange(depth)).astype(dtype)}

@@ -13,6 +13,7 @@ from functools import reduce
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops import pool as ops
 from ...ops.conv import attr_values, channel_last, pool_geometry
 from . import kernel
@@ -126,7 +127,7 @@ def _unpool_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
         out_shape, target, cells = _winners(k, dims)
-        out = np.zeros(math.prod(out_shape), k.x("X").dtype)
+        out = np.zeros(math.prod(check_shape(out_shape, k.x("X").dtype, "the unpooled tensor")), k.x("X").dtype)
         out[target] = k.x("X").ravel()[cells]
         return {"Out": out.reshape(out_shape)}
 
