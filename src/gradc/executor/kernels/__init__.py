@@ -39,6 +39,8 @@ def load_all() -> None:
         nn,
         optimizer,
         reduce,
+        rnn,
         shape,
         tensor,
+        tensor_array,
     )
