@@ -11,6 +11,8 @@ import gradc
 from fixtures import DATA, Fixture
 from gradc import registry
 from gradc.gradcheck import compare_program, float64_copy
+from gradc.passes import VerifyPass
+from gradc.verify import check_shapes
 
 CASES = sorted(path.name for path in (DATA / "rnn").iterdir())
 DROPOUT = "lstm_l3_bi_seq_dropout"   # Paddle's random mask: gradc draws its own (checked below)
@@ -51,6 +53,15 @@ def assert_matches(case: str, results: dict, skip=()) -> None:
     assert checked or skip
     for name in checked:
         np.testing.assert_allclose(results[name], f.npz("grads")[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("case", RUNNABLE)
+def test_shape_inference_agrees_with_paddles_declarations(case):
+    """The forward passes `gradc compile`'s verification; the compiled and Paddle's backward programs'
+    declared vars (Reserve and OutIndex as Paddle declares them, array grads) agree with inference."""
+    VerifyPass()(gradc.load(fixture(case).dir / "forward.pb"))
+    check_shapes(compiled(case))
+    check_shapes(gradc.load(fixture(case).dir / "backward.pb"))
 
 
 @pytest.mark.parametrize("case", RUNNABLE)

@@ -50,7 +50,7 @@ def _to_tensor_infer(ctx):
     use_stack = ctx.attr("use_stack")
     axis = stack_axis(ctx.attr("axis"), len(dims), use_stack, ctx.fail)
     out = dims[:axis] + [-1] + dims[axis:] if use_stack else dims[:axis] + [-1] + dims[axis + 1:]
-    return {"Out": (out, ctx.dtype("X")), "OutIndex": ([-1], VarType.INT32)}
+    return {"Out": (out, ctx.dtype("X")), "OutIndex": (None, VarType.INT32)}   # Paddle declares [], fills it never
 
 
 defop("write_to_array", ["X", "I"], no_grad_inputs=["I"], infer=_element, grad=_write_grad, partial_write=True)
