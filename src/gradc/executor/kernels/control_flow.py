@@ -2,10 +2,10 @@
 
 Sub-blocks run in child scopes: a body's writes to outer vars land in the outer scope (Scope.assign),
 its temporaries stay in the child. ``while`` keeps one scope per iteration, each also holding the
-values the loop vars had when the iteration started, so ``while_grad`` can replay the iterations in
-reverse. A backward block runs in a _GradScope under the forward scope it differentiates, seeded
-with the outer grads the grad op lists (Out@GRAD): it reads forward values through the scope chain
-and writes only locally.
+values the loop vars had when the iteration started (except vars the body updates in place, which
+Paddle shares between iterations), so ``while_grad`` can replay the iterations in reverse. A backward
+block runs in a _GradScope under the forward scope it differentiates, seeded with the outer grads the
+grad op lists (Out@GRAD): it reads forward values through the scope chain and writes only locally.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import numpy as np
 from ...errors import ExecutionError
 from ...ir import EMPTY_VAR, GRAD_SUFFIX, VarType, grad_name
 from ...limits import LIMITS
+from ...ops.control_flow import updated_in_place
 from ..scope import Scope
 from ..tensor_array import TensorArray
 from . import kernel
@@ -65,12 +66,10 @@ def _created_arrays(k, names: list[str]) -> None:
             k.scope.assign(name, TensorArray())
 
 
-def _updated_in_place(block) -> list[str]:
-    """Forward vars that some op of a backward block both reads and writes: Paddle's loop counter, which
-    its backward block steps back down (increment by -step) from one iteration to the previous one."""
-    names = {name for op in block.ops for name in set(op.input_names()) & set(op.output_names())
-             if GRAD_SUFFIX not in name}
-    return sorted(names)
+def _shared_in_backward(block) -> list[str]:
+    """Forward vars that an op of a backward block updates in place: Paddle's loop counter, which its
+    backward block steps back down (increment by -step) from one iteration to the previous one."""
+    return sorted(name for name in updated_in_place(block) if GRAD_SUFFIX not in name)
 
 
 @kernel("conditional_block")
@@ -104,13 +103,15 @@ def while_(k):
     outs = k.out_names("Out")
     loop_vars = [name for name in k.op.input("X") if name in set(outs)]
     _created_arrays(k, loop_vars)
+    in_place = updated_in_place(k.block.program.blocks[k.attr("sub_block")])
+    kept = [name for name in loop_vars if name not in in_place]   # Paddle copies these per iteration
     steps, last, count = [], k.scope, 0
     while _truth(k, "Condition"):
         if count == LIMITS.max_iterations:
             raise ExecutionError(f"{k.where}: the loop ran {count:,} iterations and its condition is still true "
                                  f"(the limit is --max-iterations)")
         count += 1
-        start = {name: value for name in loop_vars if (value := k.scope.find(name)) is not None}
+        start = {name: value for name in kept if (value := k.scope.find(name)) is not None}
         last = k.scope.child()
         k.run_block(k.attr("sub_block"), last)
         if not k.attr("is_test"):
@@ -126,7 +127,7 @@ def while_grad(k):
     wanted = [grad_name(name) for name, out in zip(xs, k.out_names("X@GRAD")) if out != EMPTY_VAR]
     loop_grads = [grad_name(name) for name in xs if grad_name(name) in wanted and name in outs]
     # grads of the outputs, carried from each iteration to the previous one (loop vars: to the start)
-    shared = _updated_in_place(k.block.program.blocks[k.attr("sub_block")])
+    shared = _shared_in_backward(k.block.program.blocks[k.attr("sub_block")])
     carry = {name: k.scope.find(name) for name in [*k.op.input("Out@GRAD"), *loop_grads, *shared]}
     sums = {name: None for name in wanted if name not in carry}   # read in every iteration: added up
     for step in reversed(k.x("StepScopes")):
