@@ -58,8 +58,8 @@ def _zeros_for(k, slot: str, grads: list) -> list:
 
 
 def _created_arrays(k, names: list[str]) -> None:
-    """Loop vars that are tensor arrays the body creates by its first write: created empty before the
-    loop, so every iteration writes the same array (Paddle creates each declared var up front)."""
+    """Outputs that are tensor arrays the body creates by its first write: created empty before the loop,
+    so every iteration writes the same array (Paddle creates each declared var up front)."""
     for name in names:
         var = k.block.find_var(name)
         if var is not None and var.type == VarType.DENSE_TENSOR_ARRAY and k.scope.find(name) is None:
@@ -102,7 +102,7 @@ def conditional_block_grad(k):
 def while_(k):
     outs = k.out_names("Out")
     loop_vars = [name for name in k.op.input("X") if name in set(outs)]
-    _created_arrays(k, loop_vars)
+    _created_arrays(k, outs)
     in_place = updated_in_place(k.block.program.blocks[k.attr("sub_block")])
     kept = [name for name in loop_vars if name not in in_place]   # Paddle copies these per iteration
     steps, last, count = [], k.scope, 0
