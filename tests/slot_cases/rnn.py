@@ -37,9 +37,6 @@ OUT, STATE = _padded_batch()
 CASES = [
     SlotCase("rnn", "SequenceLength", {"Input": X, "PreState": [H0], "WeightList": WEIGHTS, "SequenceLength": LENGTHS},
              {"Out": OUT, "State": [STATE]}, {"mode": "RNN_TANH", "input_size": 2, "hidden_size": 3}),
-    # without MaxLenTensor the attribute (2) decides the mask's width: the tensor (4) wins
-    SlotCase("sequence_mask", "MaxLenTensor", {"X": np.array([1, 3]), "MaxLenTensor": np.array([4], np.int32)},
-             {"Y": np.array([[1, 0, 0, 0], [1, 1, 1, 0]])}, {"maxlen": 2, "out_dtype": 3}, overrides=False),
     # a slot never written: zeros shaped like X_W (without X_W that read is an error)
     SlotCase("read_from_array", "X_W", {"X": TensorArray([np.ones((2, 3))]), "I": np.array([2]),
                                          "X_W": np.ones((2, 3))},

@@ -19,8 +19,8 @@
 
 from __future__ import annotations
 
-from ..ir import AttrType, VarType
-from ..registry import NO_GRAD, defop, grad_op, typed
+from ..ir import VarType
+from ..registry import defop, grad_op
 from ..rnn_shape import MODES, RnnShape, named, shape_problems
 
 RNN_ATTRS = {"mode": "RNN_TANH", "num_layers": 1, "is_bidirec": False, "input_size": 10, "hidden_size": 100,
@@ -81,15 +81,3 @@ defop("rnn", ["Input", "PreState[]", "WeightList[]", "SequenceLength?"],
       no_grad_inputs=["SequenceLength"], no_grad_outputs=["DropoutState", "Reserve"],
       grad=grad_op("Input", "PreState", "WeightList", "SequenceLength", "Out", "DropoutState", "Reserve"))
 
-
-def _sequence_mask_infer(ctx):
-    maxlen = ctx.attr("maxlen")
-    if ctx.dtype("X") not in (VarType.INT32, VarType.INT64):
-        ctx.fail("X must hold int32 or int64 lengths")
-    known = maxlen if maxlen > 0 and not ctx.has("MaxLenTensor") else -1
-    return {"Y": (ctx.shape("X") + [known], ctx.attr("out_dtype"))}
-
-
-# nn.RNN's mask of valid steps: Y[..., j] = j < X[...], j < MaxLenTensor, else maxlen (> 0), else max(X)
-defop("sequence_mask", ["X", "MaxLenTensor?"], ["Y"], attrs={"maxlen": -1, "out_dtype": typed(3, AttrType.INT)},
-      no_grad_inputs=["X", "MaxLenTensor"], infer=_sequence_mask_infer, grad=NO_GRAD)

@@ -8,7 +8,6 @@ import numpy as np
 
 from ...errors import ExecutionError
 from ...ir import EMPTY_VAR
-from ...ir.types import NUMPY_DTYPE_NAMES
 from ...ops.rnn import attr_problem, describe_problems, rnn_shape_of
 from ...rnn_shape import named, shape_problems
 from . import kernel
@@ -97,13 +96,3 @@ def rnn_grad(k):
                                          mask, k.attr("dropout_prob"))
     return k.grads({"Input@GRAD": lambda: dx, "PreState@GRAD": lambda: dstates, "WeightList@GRAD": lambda: dweights})
 
-
-@kernel("sequence_mask")
-def sequence_mask(k):
-    lengths = np.asarray(k.x("X"))
-    limit = k.optional("MaxLenTensor")
-    maxlen = int(np.asarray(limit).reshape(-1)[0]) if limit is not None else k.attr("maxlen")
-    if maxlen < 0:
-        maxlen = int(lengths.max(initial=0))
-    mask = np.arange(maxlen) < lengths[..., None]
-    return {"Y": mask.astype(NUMPY_DTYPE_NAMES[k.attr("out_dtype")])}
