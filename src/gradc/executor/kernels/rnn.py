@@ -26,7 +26,7 @@ def _inputs(k):
         _fail(k, problem)
     shape = rnn_shape_of(k.attr)
     x, states, weights = k.x("Input"), k.xs("PreState"), k.xs("WeightList")
-    problems = shape_problems_of(shape, x, states, weights)
+    problems = _value_problems(shape, x, states, weights)
     if problems:
         _fail(k, describe_problems(k.op, problems))
     lengths = k.optional("SequenceLength")
@@ -37,7 +37,7 @@ def _inputs(k):
     return shape, x, states, weights, lengths
 
 
-def shape_problems_of(shape, x, states, weights) -> list[tuple[str, str]]:
+def _value_problems(shape, x, states, weights) -> list[tuple[str, str]]:
     """shape_problems of the values, and their dtypes: float32 or float64, all alike."""
     problems = shape_problems(shape, x.shape, [s.shape for s in states], [w.shape for w in weights])
     if x.dtype not in (np.float32, np.float64):
