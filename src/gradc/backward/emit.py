@@ -53,18 +53,19 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     on_path = set(path.op_indices)
     for idx in range(len(forward_ops) - 1, -1, -1):
         fwd = forward_ops[idx]
+        opdef = registry.get(fwd.type)
         written = set()
         if idx in on_path:
-            opdef = registry.get(fwd.type)
             context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block)
             grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
             versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
                 written.update(grad_op.output_names())   # before append renames a second writer's output
                 append(grad_op)
-        for name in fwd.output_names():   # earlier ops see the value this op overwrote
-            if grad_name(name) not in written:
-                acc.forget(grad_name(name))
+        if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
+            for name in fwd.output_names():
+                if grad_name(name) not in written:
+                    acc.forget(grad_name(name))
     emitted.extend(acc.remaining_sums())
     for name in job.required:
         if not acc.is_written(name):

@@ -20,6 +20,7 @@ from .failures import kernel_failure
 from .feeding import feed_values
 from .kernels import KERNELS, load_all
 from .scope import MISSING, Scope, global_scope
+from .tensor_array import TensorArray
 
 load_all()
 
@@ -180,6 +181,9 @@ def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: S
 def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
     """The value in the var's declared dtype. A float kernel result wider than declared is a kernel
     bug (float32 silently computed in float64), reported rather than cast away."""
+    if isinstance(array, TensorArray):
+        raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
+                             f"declares a tensor")
     array = np.asarray(array)
     if array.dtype == dtype:
         return array

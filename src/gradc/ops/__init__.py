@@ -22,11 +22,13 @@ from . import (  # noqa: F401
     pool,
     rearrange,
     reduce,
+    rnn,
     select,
     sequence_loss,
     set_value,
     shape,
     sort,
     tensor,
+    tensor_array,
     vision,
 )

@@ -13,6 +13,12 @@ from .infer import same_as
 SUB_BLOCK = {"sub_block": typed(0, AttrType.BLOCK)}
 
 
+def updated_in_place(block) -> set[str]:
+    """Vars some op of ``block`` both reads and writes (a loop counter's increment). Paddle's while keeps
+    no per-iteration copy of these: every iteration, and the backward, sees the one shared var."""
+    return {name for op in block.ops for name in set(op.input_names()) & set(op.output_names())}
+
+
 def _input_grads(g, slot: str, computed: set[str]) -> list[str]:
     """The grads of ``slot``, positionally aligned (the grad kernel matches them to the inputs):
     @EMPTY@ where the backward block computes none."""

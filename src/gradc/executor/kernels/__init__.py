@@ -50,11 +50,13 @@ def load_all() -> None:
         put_along,
         rearrange,
         reduce,
+        rnn,
         select,
         sequence_loss,
         set_value,
         shape,
         sort,
         tensor,
+        tensor_array,
         vision,
     )
