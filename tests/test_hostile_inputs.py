@@ -14,7 +14,8 @@ import pytest
 
 import gradc
 from fixtures import DATA
-from gradc.ir import AttrType, VarType
+from gradc.ir import AttrType, VarType, to_var_type
+from gradc.limits import limited
 from gradc.proto import framework_pb2 as pb
 from test_cli import assert_clean_failure
 from test_cli import gradc as run_gradc
@@ -173,3 +174,30 @@ def test_usage(tmp_path):
     assert_clean_failure(run_gradc("--plugin", "no_such_plugin_module", "ops"), "cannot import plugin")
     usage = run_gradc("compile")
     assert usage.returncode == 2 and usage.stderr.count("\n") == 1 and usage.stderr.startswith("gradc: error: ")
+
+
+def _one_op(op_type, inputs: dict, attrs: dict, out_slot="Out"):
+    program = gradc.Program()
+    block = program.global_block
+    feed = {}
+    for slot, array in inputs.items():
+        block.create_var(slot.lower(), list(array.shape), to_var_type(array.dtype))
+        feed[slot.lower()] = array
+    block.create_var("out", None, None)
+    block.append_op(op_type, {slot: [slot.lower()] for slot in inputs}, {out_slot: ["out"]}, attrs)
+    return program, feed
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs", [
+    ("expand_v2", {"X": np.ones((1, 1), "float32")}, {"shape": [10**6, 10**6]}),
+    ("tile", {"X": np.ones((2, 2), "float32")}, {"repeat_times": [10**6, 10**6]}),
+    ("pad3d", {"X": np.ones((1, 1, 1, 1, 1), "float32")}, {"paddings": [10**5] * 6}),
+    ("one_hot_v2", {"X": np.zeros((4, 1), "int64")}, {"depth": 10**12}),
+    ("eye", {}, {"num_rows": 10**7, "num_columns": 10**7, "dtype": int(VarType.FP32)}),
+    ("uniform_random", {}, {"shape": [10**6, 10**6], "dtype": int(VarType.FP32)}),
+])
+def test_attribute_sized_outputs_are_refused_before_they_are_allocated(op_type, inputs, attrs):
+    program, feed = _one_op(op_type, inputs, attrs)
+    with limited(max_bytes=1 << 30), pytest.raises(gradc.ExecutionError,
+                                                                  match=rf"op 0 \({op_type}\).*more than the limit"):
+        gradc.Executor().run(program, feed, ["out"], gradc.Scope())
