@@ -72,7 +72,10 @@ def expand_grad(k):
 
 @kernel("tile")
 def tile(k):
-    return {"Out": np.tile(k.x("X"), ints(k, ["RepeatTimes", "repeat_times_tensor"], "repeat_times"))}
+    reps = ints(k, ["RepeatTimes", "repeat_times_tensor"], "repeat_times")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"the repeat times {reps} must not be negative")
+    return {"Out": np.tile(k.x("X"), reps)}
 
 
 @kernel("tile_grad")
