@@ -152,6 +152,24 @@ def check_definitions(program: Program) -> None:
             check_op_against_definition(block, idx, op)
 
 
+def check_inputs(block, idx: int, op) -> None:
+    """The op's inference on its declared inputs: attributes out of range and inputs that cannot go together
+    fail as they do at compile time. Declared outputs are not compared (Paddle's can be stale), and inputs the
+    rule cannot read are left to the kernel."""
+    opdef = registry.get(op.type)
+    if opdef is None or opdef.infer is None:
+        return
+    ctx = InferContext(op, block, idx)
+    if any(shape is None for slot in op.inputs for shape in ctx.shapes(slot)):
+        return
+    try:
+        opdef.infer(ctx)
+    except ProgramError:
+        raise
+    except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
+        return
+
+
 def check_shapes(program: Program) -> None:
     """Check every op against its definition and run its inference; raise on the first problem."""
     for block in program.blocks:

@@ -11,10 +11,10 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from .. import registry
-from ..errors import ExecutionError, GradcError, op_location
+from ..errors import ExecutionError, GradcError, ProgramError, op_location
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
-from ..verify import check_vars
+from ..verify import check_inputs, check_vars
 from .context import KernelContext
 from .failures import kernel_failure
 from .feeding import feed_values
@@ -109,6 +109,10 @@ class Executor:
             problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
+            try:
+                check_inputs(block, idx, op)
+            except ProgramError as exc:
+                raise ExecutionError(str(exc)) from None
         last_use: dict[str, int] = {}
         if keep is not None:
             for idx, op in enumerate(block.ops):

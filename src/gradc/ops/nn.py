@@ -102,12 +102,19 @@ defop("group_norm", ["X", "Scale?", "Bias?"], ["Y", "Mean", "Variance"],
 
 # ---------------------------------------------------------------- dropout
 # The grad reads the Mask (uint8), not X, so the same units are dropped forward and backward.
+def _dropout_infer(ctx):
+    if not 0 <= ctx.attr("dropout_prob") <= 1:
+        ctx.fail(f"dropout_prob {ctx.attr('dropout_prob')} is not in [0, 1]")
+    if ctx.attr("dropout_implementation") not in ("downgrade_in_infer", "upscale_in_train"):
+        ctx.fail(f"dropout_implementation {ctx.attr('dropout_implementation')!r} is not 'downgrade_in_infer' or "
+                 f"'upscale_in_train'")
+    return {"Out": (ctx.shape("X"), ctx.dtype("X")), "Mask": (ctx.shape("X"), VarType.UINT8)}
+
+
 defop("dropout", ["X", "Seed?"], ["Out", "Mask"],
       attrs={"dropout_prob": 0.5, "is_test": False, "fix_seed": False, "seed": 0,
              "dropout_implementation": "downgrade_in_infer"},
-      no_grad_inputs=["Seed"], no_grad_outputs=["Mask"],
-      infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X")), "Mask": (ctx.shape("X"), VarType.UINT8)},
-      grad=grad_op("Mask"))
+      no_grad_inputs=["Seed"], no_grad_outputs=["Mask"], infer=_dropout_infer, grad=grad_op("Mask"))
 
 
 # ---------------------------------------------------------------- embeddings

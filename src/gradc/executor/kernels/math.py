@@ -238,6 +238,8 @@ def _bounds(k):
     """clip's bounds: the Min/Max tensors when given, else the attributes."""
     lo = float(k.x("Min").reshape(-1)[0]) if k.has("Min") else k.attr("min")
     hi = float(k.x("Max").reshape(-1)[0]) if k.has("Max") else k.attr("max")
+    if not lo <= hi:
+        raise ValueError(f"min {lo:g} is above max {hi:g}")
     return lo, hi
 
 
