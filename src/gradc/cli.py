@@ -1,4 +1,5 @@
-"""The `gradc` command line: compile, run, show, ops, convert.
+"""The `gradc` command line: compile, run, train, check, convert here; show, ops, view, diff and verify in
+gradc.commands.
 
 Every failure is one line on stderr and exit code 1; no output file is left half-written.
 """
@@ -18,19 +19,19 @@ from pathlib import Path
 import click
 import numpy as np
 
-from . import registry, schedules
+from . import schedules
+from .commands import register_commands
 from .errors import FormatError, GradcError
-from .executor import KERNELS, Executor, Scope
+from .executor import Executor, Scope
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
 from .io.pdiparams import read_params, write_params
 from .ir.types import NUMPY_DTYPE_NAMES
 from .limits import LIMITS, parse_bytes
-from .listing import program_listing
-from .opdoc import describe
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .verification import verify
 
 
 def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
@@ -82,7 +83,7 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--max-iterations", type=click.IntRange(min=1), metavar="N",
               help="The most iterations one while loop may run (default 1,000,000).")
 @click.option("--debug", is_flag=True, help="On an error, show the traceback too (and numpy's warnings).")
-@click.version_option(package_name="gradc")
+@click.version_option(None, "-V", "--version", package_name="gradc")
 def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | None, debug: bool) -> None:
     """Compile PaddlePaddle ProgramDescs into training programs; run them with numpy."""
     _DEBUG[0] = debug
@@ -128,8 +129,9 @@ def import_plugin(name: str) -> None:
               help="Run a registered pass after the backward pass. Repeatable.")
 @click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
+@click.option("--no-verify", is_flag=True, help="Skip checking the compiled program (gradc verify) before writing it.")
 @optimizer_options
-def compile(program, output, loss, params, no_grad, extra_passes, startup_out, **optimizer_settings):
+def compile(program, output, loss, params, no_grad, extra_passes, startup_out, no_verify, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     optimizer = build_optimizer(**optimizer_settings)
     if optimizer is not None:
@@ -141,6 +143,10 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, *
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
+    problems = [] if no_verify else verify(prog, output)
+    if problems:   # gradc's own output: a bug, reported before anything is written
+        raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
+                         f"skips this): {problems[0]}")
     save(prog, output)
     if optimizer is not None:
         save(results["optimizer"], startup_out)
@@ -267,48 +273,6 @@ def _summary(name: str, value) -> str:
 
 
 @cli.command()
-@click.argument("program", type=click.Path())
-@click.option("--no-attrs", is_flag=True, help="Leave op attributes out.")
-def show(program, no_attrs):
-    """Print a readable listing: blocks, vars, ops."""
-    click.echo(program_listing(load(program), attrs=not no_attrs))
-
-
-@cli.command()
-@click.argument("op_type", required=False)
-def ops(op_type):
-    """List registered op types, their grad makers and kernels; or describe OP_TYPE (slots, attributes,
-    grad op)."""
-    if op_type:
-        opdef = registry.get(op_type)
-        if opdef is None:
-            raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them)")
-        click.echo(describe(opdef, op_type in KERNELS))
-        return
-    rows = []
-    for op_type in sorted(registry.OPS):
-        opdef = registry.OPS[op_type]
-        rows.append((op_type, _grad_kind(opdef), "yes" if op_type in KERNELS else "no"))
-    width = max(len(r[0]) for r in rows)
-    grad_width = max(len(r[1]) for r in rows)
-    click.echo(f"{'op':<{width}}  {'grad':<{grad_width}}  kernel")
-    for op_type, grad, kernel in rows:
-        click.echo(f"{op_type:<{width}}  {grad:<{grad_width}}  {kernel}")
-    differentiable = sum(1 for d in registry.OPS.values() if d.differentiable)
-    click.echo(f"{len(rows)} ops, {differentiable} differentiable, {sum(r[2] == 'yes' for r in rows)} with kernels")
-
-
-def _grad_kind(opdef: registry.OpDef) -> str:
-    if opdef.grad is registry.NO_GRAD:
-        return "none"
-    if opdef.grad is None:
-        return f"(grad of {opdef.grad_op_of})" if opdef.grad_op_of else "-"
-    if isinstance(opdef.grad, registry.GradOp):
-        return opdef.grad.type_for(opdef)
-    return "composite"
-
-
-@cli.command()
 @click.argument("source", type=click.Path())
 @click.argument("target", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -321,6 +285,8 @@ def convert(source, target, fmt):
     save(load(source), target, fmt)
     click.echo(f"wrote {target}")
 
+
+register_commands(cli)
 
 _DEBUG = [False]
 

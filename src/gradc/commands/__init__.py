@@ -1,0 +1,14 @@
+"""`gradc` commands that live outside cli.py, one module per topic, registered on the click group."""
+
+from __future__ import annotations
+
+import click
+
+
+def register_commands(group: click.Group) -> None:
+    from .ops import ops
+    from .show import show
+    from .verify import verify
+
+    for command in (show, ops, verify):
+        group.add_command(command)
