@@ -22,19 +22,28 @@ FEED_FETCH, FORWARD, BACKWARD, OPTIMIZER = "feed/fetch", "forward", "backward", 
 _BACKWARD_BIT, _OPTIMIZE_BITS, LOSS_BIT = 1, 2 | 16, 256
 
 
-def _io_types(block: Block, names) -> set[int]:
-    types = set()
-    for name in names:
-        var = block.find_var(name)
-        if var is not None:
-            types.add(var.type)
-    return types
+def _feed_fetch_names(block: Block) -> set[str]:
+    """The feed and fetch holder vars the block's ops can name."""
+    names, current = set(), block
+    while current is not None:
+        names.update(n for n, v in current.vars.items() if v.type in (VarType.FEED_MINIBATCH, VarType.FETCH_LIST))
+        current = current.parent
+    return names
+
+
+def op_kinds(block: Block) -> list[str]:
+    """The kind of each op of the block: by Paddle's op_role where the op has one; else by what it reads and
+    writes (the feed and fetch holders, grad vars)."""
+    holders = _feed_fetch_names(block)
+    return [_kind(op, holders) for op in block.ops]
 
 
 def op_kind(block: Block, op: OpDesc) -> str:
-    """By Paddle's op_role where the op has one; else by what it reads and writes."""
-    if {VarType.FEED_MINIBATCH, VarType.FETCH_LIST} & (_io_types(block, op.input_names())
-                                                      | _io_types(block, op.output_names())):
+    return _kind(op, _feed_fetch_names(block))
+
+
+def _kind(op: OpDesc, holders: set[str]) -> str:
+    if holders and any(n in holders for n in (*op.input_names(), *op.output_names())):
         return FEED_FETCH
     role = op.attrs.get("op_role")
     if isinstance(role, int) and not isinstance(role, bool):
@@ -128,7 +137,7 @@ def pair_grad_ops(program: Program) -> dict[OpRef, OpRef]:
             grad_ops = list(enumerate(block.ops))
         else:
             source = block
-            kinds = [op_kind(block, op) for op in block.ops]
+            kinds = op_kinds(block)
             fwd_ops = [(i, op) for i, op in enumerate(block.ops) if kinds[i] == FORWARD]
             grad_ops = [(i, op) for i, op in enumerate(block.ops) if kinds[i] == BACKWARD]
         pairs.update(_pair_block(block.idx, source.idx, fwd_ops, grad_ops))

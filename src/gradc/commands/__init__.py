@@ -8,7 +8,8 @@ import click
 def register_commands(group: click.Group) -> None:
     from .ops import ops
     from .show import show
+    from .view import view
     from .verify import verify
 
-    for command in (show, ops, verify):
+    for command in (show, ops, view, verify):
         group.add_command(command)
