@@ -77,7 +77,8 @@ function drawGroups(r, s) {
       ctx.font = `600 12px ${FONT}`;
       const what = run ? `run by ${S[run[0]]} (block ${b.run_by[0]}, op ${b.run_by[1]})` : "run by no op";
       const back = b.forward >= 0 && b.forward !== null ? `, backward of block ${b.forward}` : "";
-      ctx.fillText(`${g.collapsed ? "▸" : "▾"} block ${g.b}: ${b.ops.length} ops, ${what}${back}`, g.x + 10, g.y + 17);
+      ctx.fillText(fitText(`${g.collapsed ? "▸" : "▾"} block ${g.b}: ${b.ops.length} ops, ${what}${back}`, g.w - 16),
+                   g.x + 10, g.y + 17);
     }
   }
 }
