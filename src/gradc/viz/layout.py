@@ -96,7 +96,7 @@ def layout_block(program: Program, block: Block, kinds: list[str], pairs: dict[O
     cells: list[list[list[int]]] = [[[] for _ in range(n_rows)] for _ in range(3)]   # lane -> row -> ops
     for i, row in enumerate(rows):
         cells[LANES[kinds[i]]][row].append(i)
-    hidden = {name for name, var in _all_vars(program, block).items()   # feed/fetch lists, step scopes
+    hidden = {name for name, var in visible_vars(program, block).items()   # feed/fetch lists, step scopes
               if var.type not in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS, VarType.DENSE_TENSOR_ARRAY)}
     written: set[str] = set()
     first_reader: dict[int, list[str]] = {}
@@ -131,8 +131,9 @@ def layout_block(program: Program, block: Block, kinds: list[str], pairs: dict[O
     return layout
 
 
-def _all_vars(program: Program, block: Block) -> dict:
-    """The vars the block's ops can name: its own and its ancestors', and a backward block's forward block's."""
+def visible_vars(program: Program, block: Block) -> dict:
+    """The vars the block's ops can name: its own and its ancestors', and a backward block's forward block's
+    (each block's first declaration of a name wins)."""
     names = {}
     current = block
     while current is not None:
