@@ -6,10 +6,11 @@ import click
 
 
 def register_commands(group: click.Group) -> None:
+    from .diff import diff
     from .ops import ops
     from .show import show
     from .view import view
     from .verify import verify
 
-    for command in (show, ops, view, verify):
+    for command in (show, ops, view, diff, verify):
         group.add_command(command)
