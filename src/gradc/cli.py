@@ -14,6 +14,7 @@ import signal
 import sys
 import traceback
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
@@ -31,6 +32,7 @@ from .ir.types import NUMPY_DTYPE_NAMES
 from .limits import LIMITS, parse_bytes
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .profile import profiling
 from .verification import verify
 
 
@@ -178,13 +180,16 @@ def _with_suffix(path: str, infix: str) -> str:
 @click.option("--startup", type=click.Path(), help="An initialiser program to run first.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
 @click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
-def run(program, feed, params, startup, fetches, out):
+@click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
+              "with tracemalloc on, which slows them).")
+def run(program, feed, params, startup, fetches, out, profile):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
     prog, executor, scope = _session(program, params, [startup] if startup else [])
     feeds = read_npz(feed, "feed") if feed else {}
-    values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+    with profiling() if profile else nullcontext() as measured:
+        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
     for name, value in zip(fetches, values):
@@ -192,6 +197,8 @@ def run(program, feed, params, startup, fetches, out):
     if out:
         _save_npz(out, dict(zip(fetches, (np.asarray(v) for v in values))))
         click.echo(f"wrote {out}")
+    if measured is not None:
+        click.echo(measured.report())
 
 
 @cli.command()

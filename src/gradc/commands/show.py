@@ -41,6 +41,6 @@ def show(program, no_attrs, dot_out, svg_out, png_out, memory, batch_size):
         return
     if memory:
         from ..memory import estimate, memory_report
-        click.echo(memory_report(estimate(prog, batch_size), batch_size))
+        click.echo(memory_report(estimate(prog, batch_size), batch_size, prog))
         return
     click.echo(program_listing(prog, attrs=not no_attrs))
