@@ -73,10 +73,12 @@ def test_show_memory_and_run_profile_cli():
     assert "unknown dims = batch size 8" in shown.stdout and "kept for the backward" in shown.stdout
     assert "at op" in shown.stdout and "conv2d_grad" in shown.stdout
     case = DATA / "conv"
-    ran = subprocess.run([sys.executable, "-m", "gradc", "run", str(case / "backward.pb"), "--feed", str(case / "feed.npz"),
-                          "--params", str(case / "params.npz"), "--profile"], capture_output=True, text=True)
+    ran = subprocess.run([sys.executable, "-m", "gradc", "run", str(case / "backward.pb"), "--feed",
+                          str(case / "feed.npz"), "--params", str(case / "params.npz"), "--profile"],
+                         capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
-    rows = {line.split()[0]: line.split() for line in ran.stdout.splitlines() if line and line.split()[0].isidentifier()}
+    rows = {line.split()[0]: line.split() for line in ran.stdout.splitlines()
+            if line and line.split()[0].isidentifier()}
     program = gradc.load(case / "backward.pb")
     counts = {}
     for op in program.global_block.ops:

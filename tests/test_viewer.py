@@ -20,7 +20,8 @@ from gradc.viz.stats import value_stats
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
 CHROMIUM = os.environ.get("GRADC_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
-    pytest.skip("no chromium browser (Debian: apt-get install chromium; or set GRADC_CHROMIUM)", allow_module_level=True)
+    pytest.skip("no chromium browser (Debian: apt-get install chromium; or set GRADC_CHROMIUM)",
+                allow_module_level=True)
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -72,8 +73,8 @@ def test_fixture_page_click_an_op(browser, shots, tmp_path, case, name):
     pairs = pair_grad_ops(program)
     block = program.global_block
     kinds = op_kinds(block)
-    target = max((i for i, k in enumerate(kinds) if k == BACKWARD and (0, i) in {(r.block, r.index) for r in pairs}),
-                 default=len(block.ops) // 2)
+    paired = {ref.index for ref in pairs if ref.block == 0}
+    target = max((i for i, k in enumerate(kinds) if k == BACKWARD and i in paired), default=len(block.ops) // 2)
     panel = click_op(page, 0, target)
     assert page.evaluate("gradcViewer.selection") == {"type": "op", "b": 0, "i": target}
     assert block.ops[target].type in panel and f"block 0, op {target}" in panel
@@ -99,7 +100,8 @@ def test_var_panel_shows_the_run_values(browser, shots, tmp_path):
     w = params["fc_0.w_0"]
     assert "fc_0.w_0@GRAD" in panel and "mul (block 0, op 0)" in panel
     for label, value in (("min", w.min()), ("max", w.max()), ("mean", w.mean())):
-        shown = float(page.locator("#panel td", has_text=label).locator("xpath=following-sibling::td").first.inner_text())
+        cell = page.locator("#panel td", has_text=label).locator("xpath=following-sibling::td").first
+        shown = float(cell.inner_text())
         assert shown == pytest.approx(float(value), rel=1e-5, abs=1e-7), label
     page.screenshot(path=str(shots / "mlp_var.png"))
     assert not errors, errors
@@ -119,7 +121,8 @@ def test_sub_blocks_collapse_and_expand(browser, shots, tmp_path):
     page.screenshot(path=str(shots / "while_collapsed.png"))
     pos = page.evaluate("gradcViewer.groupPos(1)")
     page.mouse.click(pos["x"], pos["y"] + BAR)
-    assert page.evaluate("[...gradcViewer.collapsed]") == [] and page.evaluate("gradcViewer.scene.nodes.length") == visible
+    assert page.evaluate("[...gradcViewer.collapsed]") == []
+    assert page.evaluate("gradcViewer.scene.nodes.length") == visible
     assert not errors, errors
     page.close()
 

@@ -72,8 +72,8 @@ class Differ:
         for name in dict.fromkeys([*a.attrs, *b.attrs]):
             if self.ignored(name):
                 continue
-            value_a, value_b = a.attrs.get(name, defaults.get(name, _ABSENT)), b.attrs.get(name, defaults.get(name, _ABSENT))
-            if value_a == value_b:
+            default = defaults.get(name, _ABSENT)
+            if a.attrs.get(name, default) == b.attrs.get(name, default):
                 continue
             text_a = attr_text(a.attrs[name], a.attr_types[name]) if name in a.attrs else "absent"
             text_b = attr_text(b.attrs[name], b.attr_types[name]) if name in b.attrs else "absent"

@@ -9,8 +9,8 @@ def register_commands(group: click.Group) -> None:
     from .diff import diff
     from .ops import ops
     from .show import show
-    from .view import view
     from .verify import verify
+    from .view import view
 
     for command in (show, ops, view, diff, verify):
         group.add_command(command)

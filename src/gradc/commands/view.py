@@ -19,7 +19,7 @@ from ..io.arrays import read_npz
 def view(program, output, feed, params, startups, title):
     """Write an interactive picture of a program: ops top to bottom styled by role, each grad op linked to
     the forward op it differentiates, collapsible sub-blocks, click panels, search. Open it in a browser."""
-    from ..cli import _load_params   # the params checks of gradc run
+    from ..cli import _load_params  # the params checks of gradc run
     from ..viz.html import program_html
     from ..viz.stats import value_stats
 

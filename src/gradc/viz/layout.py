@@ -63,7 +63,8 @@ def assign_rows(block: Block, kinds: list[str], pairs: dict[OpRef, OpRef]) -> li
             readers.setdefault(name, []).append(i)
     for i in range(n - 1, -1, -1):   # sums and zero fills: on the row of the grad op that reads them
         if i not in rows and kinds[i] == BACKWARD:
-            later = [rows[r] for name in block.ops[i].output_names() for r in readers.get(name, ()) if r > i and r in rows]
+            later = [rows[r] for name in block.ops[i].output_names() for r in readers.get(name, ())
+                     if r > i and r in rows]
             if later:
                 rows[i] = later[0]
     unplaced = [i for i in range(n) if i not in rows and kinds[i] == BACKWARD]

@@ -9,7 +9,7 @@ from ..executor import KERNELS
 from ..ir import Program, VarDesc, VarType, dtype_name
 from ..listing import HIDDEN_ATTRS, attr_text
 from ..opdoc import describe
-from ..pairing import OpRef, op_kinds, pair_grad_ops
+from ..pairing import BACKWARD, OpRef, is_loss, op_kinds, pair_grad_ops
 from .layout import CELL_W, OP_H, PILL_GAP, PILL_H, layout_block
 from .style import GRAD_LINK, KIND_COLORS, KIND_ORDER, LOSS_BORDER, VAR_COLORS
 
@@ -74,8 +74,7 @@ def program_model(program: Program, title: str, stats: dict[str, list] | None = 
         for idx, op in enumerate(block.ops):
             pair = pairs.get(OpRef(block.idx, idx))
             sub = next((s for _, s in op.block_refs() if 0 < s < len(program.blocks) and s != block.idx), -1)
-            role = op.attrs.get("op_role")
-            loss = isinstance(role, int) and not isinstance(role, bool) and bool(role & 256) and kinds[idx] != "backward"
+            loss = is_loss(op) and kinds[idx] != BACKWARD
             ops.append([strings(op.type), KIND_ORDER.index(kinds[idx]), *layout.ops[idx], int(loss),
                         pair.block if pair else -1, pair.index if pair else -1, sub,
                         [[strings(slot), [strings(n) for n in args]] for slot, args in op.inputs.items()],
