@@ -3,16 +3,11 @@ equal and 1 when not; gradc's compile of each Paddle fixture against Paddle's ow
 in a few lines at most (docs/tools.md says what and why)."""
 
 import json
-import subprocess
-import sys
 
 import gradc
+from cli_inprocess import gradc_cli
 from fixtures import DATA
 from gradc.diff import diff_programs
-
-
-def gradc_cli(*args):
-    return subprocess.run([sys.executable, "-m", "gradc", *map(str, args)], capture_output=True, text=True)
 
 
 def test_same_program_exit_0_and_a_changed_one_exit_1(tmp_path):

@@ -1,15 +1,14 @@
 """gradc show --dot/--svg/--png: valid DOT in the viewer's styles, drawn by Graphviz when it is installed, and
 one clear error line when it is not."""
 
-import os
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 import gradc
+from cli_inprocess import gradc_cli
 from fixtures import DATA
 from gradc.pairing import pair_grad_ops
 from gradc.viz.dot import program_dot
@@ -19,8 +18,6 @@ DOT = shutil.which("dot")
 needs_graphviz = pytest.mark.skipif(DOT is None, reason="Graphviz's dot is not installed (apt-get install graphviz)")
 
 
-def gradc_cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "gradc", *map(str, args)], capture_output=True, text=True, env=env)
 
 
 def _declared_and_used(text):
@@ -59,10 +56,9 @@ def test_svg_and_png_through_graphviz(tmp_path):
     assert checked.returncode == 0 and not checked.stderr
 
 
-def test_svg_without_graphviz_is_one_clear_error(tmp_path):
-    env = {**os.environ, "PATH": str(tmp_path)}   # nothing on PATH: no dot
-    result = subprocess.run([sys.executable, "-m", "gradc", "show", str(DATA / "mlp" / "forward.pb"), "--svg",
-                             str(tmp_path / "g.svg")], capture_output=True, text=True, env=env)
+def test_svg_without_graphviz_is_one_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))   # nothing on PATH: no dot
+    result = gradc_cli("show", DATA / "mlp" / "forward.pb", "--svg", tmp_path / "g.svg")
     assert result.returncode == 1 and not (tmp_path / "g.svg").exists()
     assert result.stderr.strip().splitlines() == [
         "gradc: error: --svg needs Graphviz's `dot` on PATH (Debian: apt-get install graphviz); "

@@ -4,14 +4,13 @@ larger, so arrays rather than the interpreter's own objects dominate); gradc run
 type."""
 
 import json
-import subprocess
-import sys
 import tracemalloc
 
 import numpy as np
 import pytest
 
 import gradc
+from cli_inprocess import gradc_cli
 from fixtures import DATA
 from gradc.memory import estimate
 from rebatch import rebatch, tile_feed
@@ -67,15 +66,13 @@ def test_estimate_parts_and_batch_size():
 
 
 def test_show_memory_and_run_profile_cli():
-    shown = subprocess.run([sys.executable, "-m", "gradc", "show", str(DATA / "conv" / "backward.pb"), "--memory",
-                            "--batch-size", "8"], capture_output=True, text=True)
+    shown = gradc_cli("show", DATA / "conv" / "backward.pb", "--memory", "--batch-size", "8")
     assert shown.returncode == 0, shown.stderr
     assert "unknown dims = batch size 8" in shown.stdout and "kept for the backward" in shown.stdout
     assert "at op" in shown.stdout and "conv2d_grad" in shown.stdout
     case = DATA / "conv"
-    ran = subprocess.run([sys.executable, "-m", "gradc", "run", str(case / "backward.pb"), "--feed",
-                          str(case / "feed.npz"), "--params", str(case / "params.npz"), "--profile"],
-                         capture_output=True, text=True)
+    ran = gradc_cli("run", case / "backward.pb", "--feed", case / "feed.npz", "--params", case / "params.npz",
+                    "--profile")
     assert ran.returncode == 0, ran.stderr
     rows = {line.split()[0]: line.split() for line in ran.stdout.splitlines()
             if line and line.split()[0].isidentifier()}

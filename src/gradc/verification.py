@@ -7,7 +7,7 @@ walk after the structure checks: nothing else could be read safely."""
 from __future__ import annotations
 
 from .ir import Program
-from .verify import definition_problems, frame_problems, shape_problems, structure_problems, var_problems
+from .verify import frame_problems, shape_problems, structure_problems, var_problems
 from .verify_flow import grad_writer_problems, unreachable_block_problems, unwritten_read_problems
 
 
@@ -16,7 +16,7 @@ def verify(program: Program, source: str = "program") -> list[str]:
     problems = list(structure_problems(program, source))
     if frame_problems(program, source):
         return problems
-    for check in (var_problems, definition_problems, lambda p: shape_problems(p, definitions=False),
+    for check in (var_problems, shape_problems,   # shape_problems checks each op against its definition first
                   unreachable_block_problems, unwritten_read_problems, grad_writer_problems):
         problems.extend(check(program))
     return problems
