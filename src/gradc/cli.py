@@ -208,9 +208,10 @@ def run(program, feed, params, startup, fetches, out, profile):
               help="Initial persistable values: an .npz, or Paddle's .pdiparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="How many steps to run.")
 @click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
-@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Print the fetched values every N steps (and after the last).")
 @click.option("--save-params", type=click.Path(),
               help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
 @click.option("--lr-schedule", metavar="SPEC",
@@ -248,8 +249,10 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
-@click.option("--rtol", type=float, default=1e-5, show_default=True)
-@click.option("--atol", type=float, default=1e-7, show_default=True)
+@click.option("--rtol", type=float, default=1e-5, show_default=True,
+              help="Relative tolerance of |compiled - numeric|.")
+@click.option("--atol", type=float, default=1e-7, show_default=True,
+              help="Absolute tolerance of |compiled - numeric|.")
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
@@ -313,7 +316,7 @@ def _one_line(text: str) -> str:
 def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, prog_name="gradc")   # also names the completion variable: _GRADC_COMPLETE
     except Interrupted:
         click.echo("gradc: interrupted", err=True)
         sys.exit(130)
