@@ -164,8 +164,9 @@ def test_the_9000_op_deep_mlp_pans_and_zooms(browser, shots, tmp_path):
     after = page.evaluate("({...gradcViewer.view})")
     assert after["scale"] < before["scale"] / 2 and after["ty"] != before["ty"]
     assert page.evaluate("gradcViewer.frames.length") >= 3
-    page.screenshot(path=str(shots / "deep_mlp.png"))
+    page.screenshot(path=str(shots / "deep_mlp_far.png"))
     panel = click_op(page, 0, 4500)
     assert "block 0, op 4500" in panel
+    page.screenshot(path=str(shots / "deep_mlp_op_4500.png"))
     assert not errors, errors
     page.close()

@@ -177,13 +177,9 @@ def var_problems(program: Program) -> Iterator[str]:
                                    f"(slot {slot}), which is not declared in block {block.idx} or its ancestors")
 
 
-def check_op_against_definition(block, idx: int, op) -> None:
+def _definition_problems(block, idx: int, op) -> Iterator[str]:
     """Slots hold what the op's definition allows (a required slot a var, a single slot at most one) and
     attributes have the declared kind."""
-    raise_first(_definition_problems(block, idx, op))
-
-
-def _definition_problems(block, idx: int, op) -> Iterator[str]:
     for problem in (registry.slot_problem(op), registry.attr_type_problem(op)):
         if problem:
             yield f"{op_location(block.idx, idx, op.type)}: {problem}"
@@ -206,14 +202,13 @@ def check_shapes(program: Program) -> None:
     raise_first(shape_problems(program))
 
 
-def shape_problems(program: Program, definitions: bool = True) -> Iterator[str]:
-    """Each op's definition problems (unless ``definitions`` is off: reported elsewhere), then its shapes:
-    an op whose definition is broken is not inferred."""
+def shape_problems(program: Program) -> Iterator[str]:
+    """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
+    is broken)."""
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
             broken = list(_definition_problems(block, idx, op))
-            if definitions:
-                yield from broken
+            yield from broken
             if not broken:
                 try:
                     _check_inference(block, idx, op)
