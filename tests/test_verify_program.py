@@ -56,7 +56,8 @@ def test_unreachable_block():
     program = gradc.load(DATA / "cond" / "forward.pb")
     program.global_block.ops[2].set_attr("sub_block", 2, gradc.ir.AttrType.BLOCK)   # both conds run block 2
     problems = gradc.verify(program)
-    assert "block 1 (parent 0, 3 ops) is run by no op: no op's block attribute names it" in problems
+    assert ("block 1 (parent 0, 3 ops) never runs: no op that block 0 runs, directly or through other blocks, "
+            "names it in a block attribute") in problems
 
 
 def test_lost_gradient_contribution():

@@ -14,6 +14,7 @@ import gradc
 from fixtures import DATA
 from gradc.layers import ProgramBuilder
 from gradc.pairing import BACKWARD, op_kinds, pair_grad_ops
+from gradc.viz.dot import program_dot
 from gradc.viz.html import program_html
 from gradc.viz.stats import value_stats
 
@@ -169,4 +170,24 @@ def test_the_9000_op_deep_mlp_pans_and_zooms(browser, shots, tmp_path):
     assert "block 0, op 4500" in panel
     page.screenshot(path=str(shots / "deep_mlp_op_4500.png"))
     assert not errors, errors
+    page.close()
+
+
+def test_blocks_that_run_each_other_but_not_from_block_0(browser, tmp_path):
+    """A malformed program (verify reports the unreachable blocks) still draws: both blocks at the bottom."""
+    program = gradc.load(DATA / "cond" / "forward.pb")
+    spare = program.append_block(0)
+    for op in program.global_block.ops:
+        if op.type == "conditional_block":
+            op.set_attr("sub_block", spare.idx, gradc.ir.AttrType.BLOCK)
+    for block, other in ((1, 2), (2, 1)):
+        program.blocks[block].append_op("conditional_block", {"Cond": [], "Input": []}, {"Out": [], "Scope": []},
+                                        {"sub_block": other}, {"sub_block": gradc.ir.AttrType.BLOCK})
+    assert sum("never runs" in p for p in gradc.verify(program)) == 2
+    assert program_dot(program).count("subgraph cluster_") == 3
+    page, errors = open_page(browser, program, tmp_path, "cycle")
+    groups = page.evaluate("gradcViewer.scene.groups.map(g => g.b).sort()")
+    assert groups == [1, 2, 3] and not errors, (groups, errors)
+    page.evaluate("gradcViewer.selectOp(1, 0, true)")
+    assert "block 1, op 0" in page.inner_text("#panel")
     page.close()

@@ -31,8 +31,8 @@ def unreachable_block_problems(program: Program) -> Iterator[str]:
                 todo.append(sub)
     for block in program.blocks:
         if block.idx not in reached:
-            yield (f"block {block.idx} (parent {block.parent_idx}, {len(block.ops)} ops) is run by no op: "
-                   f"no op's block attribute names it")
+            yield (f"block {block.idx} (parent {block.parent_idx}, {len(block.ops)} ops) never runs: no op that "
+                   f"block 0 runs, directly or through other blocks, names it in a block attribute")
 
 
 def _written_in_tree(program: Program, block_idx: int, seen: set[int] | None = None) -> set[str]:

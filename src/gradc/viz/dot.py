@@ -39,6 +39,7 @@ class _Writer:
     def __init__(self, program: Program):
         self.program = program
         self.lines: list[str] = []
+        self.drawn = {0}
         self.runs: dict[int, list[int]] = {}   # block -> the sub-blocks its ops run (each under its first runner)
         placed = set()
         for block in program.blocks:
@@ -80,6 +81,9 @@ class _Writer:
         return node
 
     def cluster(self, idx: int, depth: int) -> None:
+        if idx in self.drawn:   # a malformed program whose blocks run each other
+            return
+        self.drawn.add(idx)
         pad = "  " * depth
         block = self.program.blocks[idx]
         backward = (f", backward of block {block.forward_block_idx}"
@@ -91,10 +95,6 @@ class _Writer:
         self.lines.append(f"{pad}}}")
 
 
-def _flat(runs: dict[int, list[int]]) -> set[int]:
-    return {sub for subs in runs.values() for sub in subs}
-
-
 def program_dot(program: Program, title: str = "program") -> str:
     writer = _Writer(program)
     writer.lines += ["digraph program {",
@@ -102,10 +102,8 @@ def program_dot(program: Program, title: str = "program") -> str:
                      '  node [fontname="Helvetica", fontsize=11];',
                      '  edge [color="#9ca3af", arrowsize=0.6];']
     writer.block(program.global_block, 1)
-    placed = {0} | _flat(writer.runs)
-    for block in program.blocks:   # blocks no op runs
-        if block.idx not in placed:
-            writer.cluster(block.idx, 1)
+    for block in program.blocks:   # blocks no op of block 0's tree runs
+        writer.cluster(block.idx, 1)
     for grad, fwd in sorted(pair_grad_ops(program).items(), key=lambda item: (item[0].block, item[0].index)):
         writer.lines.append(f'  b{grad.block}_op{grad.index} -> b{fwd.block}_op{fwd.index} [style=dashed, '
                             f'color="{GRAD_LINK}", constraint=false, arrowhead=open];')

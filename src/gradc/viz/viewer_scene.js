@@ -11,13 +11,11 @@ const PILL_W = SIZE.cell - 16, GROUP_HEAD = 26, GROUP_PAD = 14, LONG_EDGE = 2400
 function buildIndex() {
   const blocks = DATA.blocks;
   const children = blocks.map(() => []);     // block -> sub-blocks inserted into it, [row, op x, sub]
-  const orphans = [];
   for (const b of blocks) {
-    if (b.idx === 0) continue;
-    if (b.run_by && blocks[b.run_by[0]]) {
+    if (b.idx !== 0 && b.run_by && blocks[b.run_by[0]]) {
       const host = blocks[b.run_by[0]], op = host.ops[b.run_by[1]];
       children[host.idx].push([op[2], op[3], b.idx]);
-    } else orphans.push(b.idx);
+    }
   }
   for (const list of children) list.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   const ops = [], pills = [];
@@ -43,7 +41,7 @@ function buildIndex() {
   }
   const gradsOf = new Map();                 // forward op "b:i" -> grad ops
   for (const n of ops) if (n.op[5] >= 0) push(gradsOf, n.op[5] + ":" + n.op[6], [n.b, n.i]);
-  return {children, orphans, ops, pills, varsByName, writers, readers, gradsOf};
+  return {children, ops, pills, varsByName, writers, readers, gradsOf};
 }
 
 function push(map, key, value) {
@@ -52,8 +50,9 @@ function push(map, key, value) {
 }
 
 function compose(index, collapsed) {
-  const groups = [];
+  const groups = [], placed = new Set();
   function place(bidx, ox, oy, depth) {
+    placed.add(bidx);
     const b = DATA.blocks[bidx];
     const top = oy + (bidx === 0 ? 0 : GROUP_HEAD);
     const rowY = new Array(b.rows.length);
@@ -65,6 +64,7 @@ function compose(index, collapsed) {
       y += b.rows[r][1];
       while (k < kids.length && kids[k][0] === r) {
         const [, x, sub] = kids[k++];
+        if (placed.has(sub)) continue;            // a malformed program whose blocks run each other
         const g = {b: sub, x: ox + x, y: y, w: DATA.blocks[sub].width + 2 * GROUP_PAD, h: GROUP_HEAD, depth: depth + 1,
                    collapsed: collapsed.has(sub)};
         groups.push(g);
@@ -81,13 +81,15 @@ function compose(index, collapsed) {
     return y - oy;
   }
   function hide(bidx) {
+    placed.add(bidx);
     const b = DATA.blocks[bidx];
     for (const n of b.opNodes) n.hidden = true;
     for (const n of b.pillNodes) n.hidden = true;
-    for (const [, , sub] of index.children[bidx]) hide(sub);
+    for (const [, , sub] of index.children[bidx]) if (!placed.has(sub)) hide(sub);
   }
   let height = place(0, 0, 0, 0);
-  for (const sub of index.orphans) {        // blocks no op runs: at the bottom
+  for (const {idx: sub} of DATA.blocks) {   // blocks no op of block 0's tree runs: at the bottom
+    if (placed.has(sub)) continue;
     const g = {b: sub, x: 0, y: height + 30, w: DATA.blocks[sub].width + 2 * GROUP_PAD, h: GROUP_HEAD, depth: 1,
                collapsed: collapsed.has(sub), orphan: true};
     groups.push(g);

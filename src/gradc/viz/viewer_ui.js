@@ -45,7 +45,7 @@ function initialView() {
 
 function reveal(bidx) {              // expand the groups that hide a block
   let changed = false;
-  for (let b = bidx; b > 0;) {
+  for (let b = bidx, steps = 0; b > 0 && steps < DATA.blocks.length; steps++) {
     if (collapsed.delete(b)) changed = true;
     const host = DATA.blocks[b].run_by;
     b = host ? host[0] : 0;
