@@ -38,6 +38,7 @@ bench: venv
 	$(BIN)/python benchmarks/compile_scaling.py --out benchmarks/results/compile_scaling.txt
 	$(BIN)/python benchmarks/conv2d.py --out benchmarks/results/conv2d.txt
 	$(BIN)/python benchmarks/while_memory.py --out benchmarks/results/while_memory.txt
+	$(BIN)/python benchmarks/viewer.py --out benchmarks/results/viewer.txt
 
 # Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
 fuzz: venv

@@ -1,4 +1,5 @@
-"""The `gradc` command line: compile, run, show, ops, convert.
+"""The `gradc` command line: compile, run, train, check, convert here; show, ops, view, diff and verify in
+gradc.commands.
 
 Every failure is one line on stderr and exit code 1; no output file is left half-written.
 """
@@ -13,24 +14,26 @@ import signal
 import sys
 import traceback
 import warnings
+from contextlib import nullcontext
 from pathlib import Path
 
 import click
 import numpy as np
 
-from . import registry, schedules
+from . import schedules
+from .commands import register_commands
 from .errors import FormatError, GradcError
-from .executor import KERNELS, Executor, Scope
+from .executor import Executor, Scope
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
 from .io.pdiparams import read_params, write_params
 from .ir.types import NUMPY_DTYPE_NAMES
 from .limits import LIMITS, parse_bytes
-from .listing import program_listing
-from .opdoc import describe
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .profile import profiling
+from .verification import verify
 
 
 def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
@@ -82,7 +85,7 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--max-iterations", type=click.IntRange(min=1), metavar="N",
               help="The most iterations one while loop may run (default 1,000,000).")
 @click.option("--debug", is_flag=True, help="On an error, show the traceback too (and numpy's warnings).")
-@click.version_option(package_name="gradc")
+@click.version_option(None, "-V", "--version", package_name="gradc")
 def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | None, debug: bool) -> None:
     """Compile PaddlePaddle ProgramDescs into training programs; run them with numpy."""
     _DEBUG[0] = debug
@@ -128,8 +131,9 @@ def import_plugin(name: str) -> None:
               help="Run a registered pass after the backward pass. Repeatable.")
 @click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
+@click.option("--no-verify", is_flag=True, help="Skip checking the compiled program (gradc verify) before writing it.")
 @optimizer_options
-def compile(program, output, loss, params, no_grad, extra_passes, startup_out, **optimizer_settings):
+def compile(program, output, loss, params, no_grad, extra_passes, startup_out, no_verify, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     optimizer = build_optimizer(**optimizer_settings)
     if optimizer is not None:
@@ -141,6 +145,10 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, *
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
+    problems = [] if no_verify else verify(prog, output)
+    if problems:   # gradc's own output: a bug, reported before anything is written
+        raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
+                         f"skips this): {problems[0]}")
     save(prog, output)
     if optimizer is not None:
         save(results["optimizer"], startup_out)
@@ -172,13 +180,16 @@ def _with_suffix(path: str, infix: str) -> str:
 @click.option("--startup", type=click.Path(), help="An initialiser program to run first.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
 @click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
-def run(program, feed, params, startup, fetches, out):
+@click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
+              "with tracemalloc on, which slows them).")
+def run(program, feed, params, startup, fetches, out, profile):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
     prog, executor, scope = _session(program, params, [startup] if startup else [])
     feeds = read_npz(feed, "feed") if feed else {}
-    values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+    with profiling() if profile else nullcontext() as measured:
+        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
     for name, value in zip(fetches, values):
@@ -186,6 +197,8 @@ def run(program, feed, params, startup, fetches, out):
     if out:
         _save_npz(out, dict(zip(fetches, (np.asarray(v) for v in values))))
         click.echo(f"wrote {out}")
+    if measured is not None:
+        click.echo(measured.report())
 
 
 @cli.command()
@@ -195,9 +208,10 @@ def run(program, feed, params, startup, fetches, out):
               help="Initial persistable values: an .npz, or Paddle's .pdiparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="How many steps to run.")
 @click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
-@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Print the fetched values every N steps (and after the last).")
 @click.option("--save-params", type=click.Path(),
               help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
 @click.option("--lr-schedule", metavar="SPEC",
@@ -235,8 +249,10 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
-@click.option("--rtol", type=float, default=1e-5, show_default=True)
-@click.option("--atol", type=float, default=1e-7, show_default=True)
+@click.option("--rtol", type=float, default=1e-5, show_default=True,
+              help="Relative tolerance of |compiled - numeric|.")
+@click.option("--atol", type=float, default=1e-7, show_default=True,
+              help="Absolute tolerance of |compiled - numeric|.")
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
@@ -267,48 +283,6 @@ def _summary(name: str, value) -> str:
 
 
 @cli.command()
-@click.argument("program", type=click.Path())
-@click.option("--no-attrs", is_flag=True, help="Leave op attributes out.")
-def show(program, no_attrs):
-    """Print a readable listing: blocks, vars, ops."""
-    click.echo(program_listing(load(program), attrs=not no_attrs))
-
-
-@cli.command()
-@click.argument("op_type", required=False)
-def ops(op_type):
-    """List registered op types, their grad makers and kernels; or describe OP_TYPE (slots, attributes,
-    grad op)."""
-    if op_type:
-        opdef = registry.get(op_type)
-        if opdef is None:
-            raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them)")
-        click.echo(describe(opdef, op_type in KERNELS))
-        return
-    rows = []
-    for op_type in sorted(registry.OPS):
-        opdef = registry.OPS[op_type]
-        rows.append((op_type, _grad_kind(opdef), "yes" if op_type in KERNELS else "no"))
-    width = max(len(r[0]) for r in rows)
-    grad_width = max(len(r[1]) for r in rows)
-    click.echo(f"{'op':<{width}}  {'grad':<{grad_width}}  kernel")
-    for op_type, grad, kernel in rows:
-        click.echo(f"{op_type:<{width}}  {grad:<{grad_width}}  {kernel}")
-    differentiable = sum(1 for d in registry.OPS.values() if d.differentiable)
-    click.echo(f"{len(rows)} ops, {differentiable} differentiable, {sum(r[2] == 'yes' for r in rows)} with kernels")
-
-
-def _grad_kind(opdef: registry.OpDef) -> str:
-    if opdef.grad is registry.NO_GRAD:
-        return "none"
-    if opdef.grad is None:
-        return f"(grad of {opdef.grad_op_of})" if opdef.grad_op_of else "-"
-    if isinstance(opdef.grad, registry.GradOp):
-        return opdef.grad.type_for(opdef)
-    return "composite"
-
-
-@cli.command()
 @click.argument("source", type=click.Path())
 @click.argument("target", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -321,6 +295,8 @@ def convert(source, target, fmt):
     save(load(source), target, fmt)
     click.echo(f"wrote {target}")
 
+
+register_commands(cli)
 
 _DEBUG = [False]
 
@@ -340,7 +316,7 @@ def _one_line(text: str) -> str:
 def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, prog_name="gradc")   # also names the completion variable: _GRADC_COMPLETE
     except Interrupted:
         click.echo("gradc: interrupted", err=True)
         sys.exit(130)

@@ -34,8 +34,11 @@ def _batch_norm_infer(ctx):
     for slot in ("Scale", "Bias", "Mean", "Variance"):
         _check_vector(ctx, slot, channels)
     stats = ([channels], ctx.dtype("Scale") or dtype)
-    return {"Y": (x, dtype), "MeanOut": stats, "VarianceOut": stats, "SavedMean": stats,
-            "SavedVariance": stats, "ReserveSpace": ([-1], dtype)}
+    # Paddle: the saved statistics get no shape in test mode; the reserve space is a backend buffer whose
+    # dtype varies (float32 in legacy programs, uint8 in PIR's)
+    saved = stats if not ctx.attr("is_test") or ctx.attr("trainable_statistics") else (None, stats[1])
+    return {"Y": (x, dtype), "MeanOut": stats, "VarianceOut": stats, "SavedMean": saved,
+            "SavedVariance": saved, "ReserveSpace": ([-1], None)}
 
 
 class _BatchNormGrad(GradOp):
