@@ -19,7 +19,7 @@ import click
 import numpy as np
 
 from . import registry, schedules
-from .errors import FormatError, GradcError
+from .errors import FormatError, GradcError, Interrupted
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
@@ -325,10 +325,6 @@ def convert(source, target, fmt):
 _DEBUG = [False]
 
 
-class Interrupted(GradcError):
-    """Ctrl-C: raised from the signal handler, so the run ends with one line (and commands may clean up)."""
-
-
 def _interrupt(signum, frame):
     raise Interrupted("interrupted")
 
@@ -341,8 +337,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     try:
         cli.main(standalone_mode=False)
-    except Interrupted:
-        click.echo("gradc: interrupted", err=True)
+    except Interrupted as exc:
+        click.echo(f"gradc: {_one_line(exc)}", err=True)
         sys.exit(130)
     except click.exceptions.Abort:
         click.echo("gradc: aborted", err=True)

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     logic,
     loss,
     math,
+    metric,
     nn,
     nn_activation,
     norm,

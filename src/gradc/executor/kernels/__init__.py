@@ -40,6 +40,7 @@ def load_all() -> None:
         logic,
         loss,
         math,
+        metric,
         nn,
         nn_activation,
         norm,
