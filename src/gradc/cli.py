@@ -18,28 +18,23 @@ from pathlib import Path
 import click
 import numpy as np
 
-from . import registry, schedules
-from .errors import FormatError, GradcError, Interrupted
+from . import registry
+from .errors import GradcError, Interrupted
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
-from .io.pdiparams import read_params, write_params
-from .ir.types import NUMPY_DTYPE_NAMES
 from .limits import LIMITS, parse_bytes
 from .listing import program_listing
 from .opdoc import describe
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .training.params import read_values
 
 
 def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
-    """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file, each checked against
-    the var the program declares."""
-    if not path:
-        return {}
-    values = read_params(path, program) if path.endswith(".pdiparams") else read_npz(path, "params")
-    return {name: _checked_param(program, name, value, path) for name, value in values.items()}
+    """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
+    return read_values(path, program) if path else {}
 
 
 def _session(program_path: str, params: str | None, startups) -> tuple:
@@ -51,20 +46,6 @@ def _session(program_path: str, params: str | None, startups) -> tuple:
     for name, value in _load_params(params, prog).items():
         scope[name] = value
     return prog, executor, scope
-
-
-def _checked_param(program, name: str, value, source: str):
-    """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
-    var = program.global_block.find_var(name)
-    if var is None or var.shape is None:
-        return value
-    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
-        raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
-                          f"{var.shape}")
-    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
-    if expected is not None and value.dtype.name != expected:
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
-    return value
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -169,14 +150,15 @@ def _with_suffix(path: str, infix: str) -> str:
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array.")
 @click.option("--params", type=click.Path(),
               help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", type=click.Path(), help="An initialiser program to run first.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
 @click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
-def run(program, feed, params, startup, fetches, out):
+def run(program, feed, params, startups, fetches, out):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
-    prog, executor, scope = _session(program, params, [startup] if startup else [])
+    prog, executor, scope = _session(program, params, startups)
     feeds = read_npz(feed, "feed") if feed else {}
     values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
@@ -186,45 +168,6 @@ def run(program, feed, params, startup, fetches, out):
     if out:
         _save_npz(out, dict(zip(fetches, (np.asarray(v) for v in values))))
         click.echo(f"wrote {out}")
-
-
-@cli.command()
-@click.argument("program", type=click.Path())
-@click.option("--feed", required=True, type=click.Path(), help="Inputs of one step, an .npz.")
-@click.option("--params", type=click.Path(),
-              help="Initial persistable values: an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(),
-              help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
-@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--save-params", type=click.Path(),
-              help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
-@click.option("--lr-schedule", metavar="SPEC",
-              help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
-                   "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
-@click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
-def train(program, feed, params, startups, steps, fetches, log_every, save_params, lr_schedule, lr_var):
-    """Run a compiled training program (backward + optimizer) for some steps on one batch."""
-    if save_params:
-        check_writable(save_params)
-    prog, executor, scope = _session(program, params, startups)
-    feeds = read_npz(feed, "feed")
-    schedule = schedules.parse(lr_schedule) if lr_schedule else None
-    for step in range(1, steps + 1):
-        if schedule is not None:
-            schedules.write_learning_rate(prog, scope, schedule(step - 1), lr_var)
-        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
-        if step % log_every == 0 or step == steps:
-            shown = "  ".join(f"{n}={np.asarray(v).reshape(-1)[0]:.6g}" for n, v in zip(fetches, values))
-            click.echo(f"step {step}: {shown}")
-    if save_params:
-        values = {name: np.asarray(scope[name]) for name in scope.keys()}
-        if save_params.endswith(".pdiparams"):
-            write_params(save_params, prog, values)
-        else:
-            _save_npz(save_params, values)
-        click.echo(f"wrote {save_params} ({len(scope)} persistable values)")
 
 
 @cli.command()
@@ -323,6 +266,8 @@ def convert(source, target, fmt):
 
 
 _DEBUG = [False]
+
+from . import cli_train  # noqa: E402,F401  (registers train and export on the group)
 
 
 def _interrupt(signum, frame):

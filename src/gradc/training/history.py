@@ -55,7 +55,7 @@ class History:
         return {name: total / count for name, total in zip(self.fetch, self.epoch_sums)}
 
     def end_epoch(self, epoch: int, evaluated: dict[str, float]) -> dict:
-        record = {"epoch": epoch + 1, "train": self.running(), "eval": evaluated}
+        record = {"epoch": epoch + 1, "step": len(self.steps), "train": self.running(), "eval": evaluated}
         self.epochs.append(record)
         self.epoch_sums, self.epoch_examples = [], 0
         return record

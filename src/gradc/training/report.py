@@ -53,11 +53,10 @@ class ConsoleReporter(Reporter):
             status = f"{self._rate():,.0f} ex/s" + "".join(f"  {n}={v:.4g}" for n, v in running.items())
             self.bar.update(1, status)
             return
-        if step % self.log_every and step != self.total_steps:
-            return
         if self.single:
-            click.echo(f"step {step}: {_values(self.names, values)}")
-        else:
+            if step % self.log_every == 0 or step == self.total_steps:
+                click.echo(f"step {step}: {_values(self.names, values)}")
+        elif batch % self.log_every == 0 or batch == self.batches:
             click.echo(f"epoch {epoch + 1}/{self.epochs} step {batch}/{self.batches}: "
                        f"{_values(self.names, values)} ({self._rate():,.0f} ex/s)")
 
