@@ -5,15 +5,11 @@ Every failure is one line on stderr and exit code 1; no output file is left half
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import io as _io
-import os
 import signal
 import sys
 import traceback
 import warnings
-from pathlib import Path
 
 import click
 import numpy as np
@@ -29,7 +25,9 @@ from .listing import program_listing
 from .opdoc import describe
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .plugins import import_plugin
 from .training.params import read_values
+from .training.programs import is_training_op
 
 
 def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
@@ -79,26 +77,6 @@ def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | 
         import_plugin(name)
 
 
-def import_plugin(name: str) -> None:
-    """A module name (importable from the current directory too) or a path to a .py file."""
-    try:
-        if name.endswith(".py") or "/" in name:
-            path = Path(name)
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or not path.is_file():
-                raise ImportError(f"no file {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
-            spec.loader.exec_module(module)
-        else:
-            sys.path.insert(0, os.getcwd())
-            importlib.import_module(name)
-    except GradcError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the plugin's own bug: one line naming it
-        raise GradcError(f"cannot import plugin '{name}': {type(exc).__name__}: {exc}") from None
-
-
 @cli.command()
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the result.")
@@ -113,9 +91,12 @@ def import_plugin(name: str) -> None:
 def compile(program, output, loss, params, no_grad, extra_passes, startup_out, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     optimizer = build_optimizer(**optimizer_settings)
-    if optimizer is not None:
+    if optimizer is not None and "optimizer" in extra_passes:
+        raise GradcError("give --optimizer or --pass optimizer, not both")
+    updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too
+    if updates:
         startup_out = startup_out or _with_suffix(output, ".startup")
-    for path in (output, startup_out) if optimizer is not None else (output,):
+    for path in (output, startup_out) if updates else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
@@ -123,7 +104,7 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, *
         passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
     save(prog, output)
-    if optimizer is not None:
+    if updates:
         save(results["optimizer"], startup_out)
     pairs = results["backward"]
     width = max([len(p) for p, _ in pairs] + [9])
@@ -131,12 +112,12 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, *
     for param, grad in pairs:
         click.echo(f"{param:<{width}}  {grad}")
     for name in extra_passes:
-        if results[name] is not None:
+        if results[name] is not None and name != "optimizer":
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
-    if optimizer is not None:
-        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer']} learning rate and "
-                   f"accumulators)")
+    if updates:
+        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate "
+                   f"and accumulators)")
 
 
 def _with_suffix(path: str, infix: str) -> str:
@@ -178,11 +159,14 @@ def run(program, feed, params, startups, fetches, out):
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
-@click.option("--rtol", type=float, default=1e-5, show_default=True)
-@click.option("--atol", type=float, default=1e-7, show_default=True)
+@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
+@click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
+    if any(is_training_op(op) for op in prog.global_block.ops):
+        raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
+                         f"forward program it was compiled from")
     _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
                                 _load_params(params, prog), rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)
