@@ -35,13 +35,13 @@ demo: base
 		--params examples/mlp/params.npz --feed examples/mlp/feed.npz --steps 50 --log-every 10 --fetch mean_0.tmp_0
 
 # A CNN for 8x8 handwritten digits (examples/digits, built with Paddle's layers): compile with Adam and a cosine
-# schedule as ops, train 10 epochs with evaluation, export for inference, run the export on ten test images.
+# schedule as ops, train 5 epochs with evaluation, export for inference, run the export on ten test images.
 digits: base
 	$(BIN)/pip install --quiet -e '.[plot]'
 	$(BIN)/gradc compile $(DIGITS)/forward.pb -o $(DIGITS)/train.pb --optimizer adam --lr 0.01 \
-		--lr-schedule cosine --decay-steps 230 --warmup-steps 20
+		--lr-schedule cosine --decay-steps 115 --warmup-steps 10
 	$(BIN)/gradc train $(DIGITS)/train.pb --startup $(DIGITS)/startup.pb --startup $(DIGITS)/train.startup.pb \
-		--data $(DIGITS)/train.npz --eval $(DIGITS)/test.npz --epochs 10 --batch-size 64 --shuffle --seed 0 \
+		--data $(DIGITS)/train.npz --eval $(DIGITS)/test.npz --epochs 5 --batch-size 64 --shuffle --seed 0 \
 		--fetch mean_0.tmp_0 --fetch accuracy_0.tmp_2 --save-params $(DIGITS)/trained.npz --plot $(DIGITS)/loss.png
 	$(BIN)/gradc export $(DIGITS)/train.pb --params $(DIGITS)/trained.npz --feed img --fetch softmax_0.tmp_0 \
 		-o $(DIGITS)/model

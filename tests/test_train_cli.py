@@ -11,9 +11,11 @@ import time
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
 import gradc
 from fixtures import DATA
+from gradc.cli import cli
 from gradc.training.report import ConsoleReporter
 from test_cli import assert_clean_failure
 from test_cli import gradc as run_gradc
@@ -22,10 +24,22 @@ from test_training_loop import ACC, EXAMPLE, LOSS, digits, trainer
 EXPORT = DATA / "export"
 
 
+class Done:
+    def __init__(self, result):
+        self.returncode, self.stdout, self.stderr = result.exit_code, result.output, ""
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+
+
+def invoke(*args):
+    """A command run in this process (as the CLI parses it; the one-line error contract is tested by subprocess)."""
+    return Done(CliRunner().invoke(cli, [str(a) for a in args]))
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     directory = tmp_path_factory.mktemp("digits")
-    done = run_gradc("compile", EXAMPLE / "forward.pb", "-o", directory / "train.pb", "--optimizer", "adam",
+    done = invoke("compile", EXAMPLE / "forward.pb", "-o", directory / "train.pb", "--optimizer", "adam",
                      "--lr", "0.01", "--lr-schedule", "cosine", "--decay-steps", "40", "--warmup-steps", "2")
     assert done.returncode == 0, done.stderr
     np.savez(directory / "train.npz", **digits(96))
@@ -39,7 +53,7 @@ def train_args(directory, *extra):
 
 
 def test_train_evaluate_save_and_plot(compiled, tmp_path):
-    done = run_gradc(*train_args(compiled, "--epochs", "2", "--shuffle", "--eval", compiled / "test.npz", "--fetch",
+    done = invoke(*train_args(compiled, "--epochs", "2", "--shuffle", "--eval", compiled / "test.npz", "--fetch",
                                  LOSS, "--fetch", ACC, "--log-every", "2", "--save-params", tmp_path / "m.pdiparams",
                                  "--plot", tmp_path / "loss.png"))
     assert done.returncode == 0, done.stderr
@@ -58,8 +72,8 @@ def test_train_evaluate_save_and_plot(compiled, tmp_path):
 
 def test_one_fed_batch_still_trains_for_some_steps(compiled):
     np.savez(compiled / "feed.npz", **digits(16))
-    done = run_gradc("train", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
-                     compiled / "train.startup.pb", "--feed", compiled / "feed.npz", "--steps", "3")
+    done = invoke("train", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+                  compiled / "train.startup.pb", "--feed", compiled / "feed.npz", "--steps", "3")
     assert done.returncode == 0, done.stderr
     assert [line.split(":")[0] for line in done.stdout.splitlines()[:3]] == ["step 1", "step 2", "step 3"]
 
@@ -84,8 +98,8 @@ def test_ctrl_c_saves_a_checkpoint_and_a_resume_ends_where_an_uninterrupted_run_
     assert process.returncode == 130
     assert stderr.startswith("gradc: interrupted after step ") and len(stderr.splitlines()) == 1
     assert f"checkpoint saved in {tmp_path / 'ck'} (continue with --resume {tmp_path / 'ck'})" in stderr
-    resumed = run_gradc(*args, "--resume", tmp_path / "ck", "--save-params", tmp_path / "resumed.npz")
-    straight = run_gradc(*args, "--save-params", tmp_path / "straight.npz")
+    resumed = invoke(*args, "--resume", tmp_path / "ck", "--save-params", tmp_path / "resumed.npz")
+    straight = invoke(*args, "--save-params", tmp_path / "straight.npz")
     assert resumed.returncode == 0 and straight.returncode == 0, resumed.stderr + straight.stderr
     with np.load(tmp_path / "resumed.npz") as a, np.load(tmp_path / "straight.npz") as b:
         assert a.files == b.files and all(np.array_equal(a[name], b[name]) for name in a.files)
@@ -106,8 +120,8 @@ def test_export_is_what_paddle_loaded_and_gives_paddles_outputs(compiled, tmp_pa
     """Exporting the fixture's values again writes the very files Paddle's load_inference_model ran."""
     prog = compiled / "train.pb"
     for fmt, prefix in (("pb", "model"), ("pir", "pir")):
-        done = run_gradc("export", prog, "--params", EXPORT / "model.pdiparams", "--feed", "img", "--fetch",
-                         "softmax_0.tmp_0", "-o", tmp_path / prefix, "--format", fmt)
+        done = invoke("export", prog, "--params", EXPORT / "model.pdiparams", "--feed", "img", "--fetch",
+                      "softmax_0.tmp_0", "-o", tmp_path / prefix, "--format", fmt)
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "model.pdmodel").read_bytes() == (EXPORT / "model.pdmodel").read_bytes()
     assert (tmp_path / "pir.json").read_bytes() == (EXPORT / "pir.json").read_bytes()
