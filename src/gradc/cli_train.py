@@ -12,6 +12,7 @@ from .cli import cli
 from .executor import Executor, Scope
 from .io import check_writable, load
 from .io.arrays import read_npz
+from .optimizers.schedule_ops import KINDS
 from .training import Dataset, OneBatch, Trainer, export, load_params, read_values
 from .training import save_params as write_model_params
 from .training.plot import plot_history, require_matplotlib
@@ -68,6 +69,9 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
                                           ("--eval", eval_data)) if value]
         if given:
             raise click.UsageError(f"{', '.join(given)}: only with --data")
+    if lr_schedule in KINDS:
+        raise click.UsageError(f"--lr-schedule {lr_schedule} is written as ops of the program: give it to gradc "
+                               f"compile (with --decay-steps N); gradc train then needs no schedule")
     for path in (save_params, plot):
         if path:
             check_writable(path)

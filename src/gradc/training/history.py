@@ -71,9 +71,10 @@ class History:
     def from_state(cls, fetch: list[str], state: dict) -> History:
         """The history a checkpoint kept; a fresh one if it fetched other vars (its records would not line up)."""
         history = cls(list(fetch))
-        if state.get("fetch") == history.fetch:
+        if state.get("fetch") == history.fetch and all(isinstance(state.get(key), list) for key in ("steps", "epochs")):
             for key, value in state.items():
-                setattr(history, key, value) if key in cls.__dataclass_fields__ else None
+                if key in cls.__dataclass_fields__ and isinstance(value, type(getattr(history, key))):
+                    setattr(history, key, value)
         return history
 
 
