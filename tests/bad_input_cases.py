@@ -38,6 +38,9 @@ COMPILE_TIME = {
                                                                                  "logical_xor")},
     "where shapes": ("where", {"Condition": zeros(2, 3, dtype=bool), **MISMATCHED}, {}, "cannot broadcast"),
     "sum shapes": ("sum", {"X": [X23, zeros(3, 2)]}, {}, "the addends must have one shape"),
+    "accuracy rows": ("accuracy", {"Out": X23, "Indices": zeros(2, 3, dtype=np.int64),
+                                   "Label": zeros(3, 1, dtype=np.int64)},
+                      {}, "one Label per row of Indices"),
     # products, reductions, shapes and indices
     "matmul contraction": ("matmul", {"X": X23, "Y": zeros(4, 5)}, {}, "contraction dims differ: 3 vs 4"),
     "matmul_v2 contraction": ("matmul_v2", {"X": X23, "Y": zeros(4, 5)}, {}, "contraction dims differ: 3 vs 4"),
@@ -141,7 +144,7 @@ EXEMPT = {
     "lod_array_length": "no attribute: every tensor array has a length",
     **{op: ANY_TENSOR for op in ("abs", "exp", "log", "sqrt", "rsqrt", "square", "sign", "sigmoid", "tanh", "relu",
                                  "silu", "softsign", "logsigmoid", "tanh_shrink", "gelu", "mean", "assign",
-                                 "fill_zeros_like", "squared_l2_norm")},
+                                 "fill_zeros_like", "squared_l2_norm", "cos", "sin")},
     **{op: FREE_ATTRIBUTES for op in ("elu", "leaky_relu", "relu6", "swish", "hard_sigmoid", "hard_swish", "mish",
                                       "thresholded_relu", "pow")},
     "logical_not": "elementwise on any bool tensor",

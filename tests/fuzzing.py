@@ -91,6 +91,12 @@ def scenarios() -> tuple[Case, ...]:
              "feed.npz": _read(sgd / "feed.npz"), "params.npz": _read(sgd / "params.npz")}
     cases.append(Case(train, ["train", "train.pb", "--startup", "startup.pb", "--params", "params.npz",
                               "--feed", "feed.npz", "--steps", "2", "--save-params", "out.npz"], output="out.npz"))
+    cases.append(Case(train, ["train", "train.pb", "--startup", "startup.pb", "--data", "feed.npz", "--batch-size", "8",
+                              "--shuffle", "--eval", "feed.npz", "--checkpoint-dir", "ck", "--save-params",
+                              "out.pdiparams"], output="out.pdiparams"))
+    export = {name: _read(DATA / "export" / name) for name in ("model.pdmodel", "model.pdiparams")}
+    cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--feed", "img", "--fetch",
+                               "softmax_0.tmp_0", "-o", "out"], output="out.pdmodel"))
     cases.append(Case({"forward.json": _read(pir / "forward.json"), "feed.npz": _read(pir / "feed.npz"),
                        "params.npz": _read(pir / "params.npz")},
                       ["run", "forward.json", "--feed", "feed.npz", "--params", "params.npz", "--fetch", "loss"]))

@@ -1,48 +1,40 @@
-"""The `gradc` command line: compile, run, train, check, convert here; show, ops, view, diff and verify in
-gradc.commands.
+"""The `gradc` command line: compile, run, check, convert here; train and export in gradc.cli_train; show, ops,
+view, diff and verify in gradc.commands.
 
 Every failure is one line on stderr and exit code 1; no output file is left half-written.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import io as _io
-import os
 import signal
 import sys
 import traceback
 import warnings
 from contextlib import nullcontext
-from pathlib import Path
 
 import click
 import numpy as np
 
-from . import schedules
 from .commands import register_commands
-from .errors import FormatError, GradcError
+from .errors import GradcError, Interrupted
 from .executor import Executor, Scope
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
-from .io.pdiparams import read_params, write_params
-from .ir.types import NUMPY_DTYPE_NAMES
 from .limits import LIMITS, parse_bytes
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .plugins import import_plugin
 from .profile import profiling
+from .training.params import read_values
+from .training.programs import is_training_op
 from .verification import verify
 
 
 def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
-    """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file, each checked against
-    the var the program declares."""
-    if not path:
-        return {}
-    values = read_params(path, program) if path.endswith(".pdiparams") else read_npz(path, "params")
-    return {name: _checked_param(program, name, value, path) for name, value in values.items()}
+    """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
+    return read_values(path, program) if path else {}
 
 
 def _session(program_path: str, params: str | None, startups) -> tuple:
@@ -54,20 +46,6 @@ def _session(program_path: str, params: str | None, startups) -> tuple:
     for name, value in _load_params(params, prog).items():
         scope[name] = value
     return prog, executor, scope
-
-
-def _checked_param(program, name: str, value, source: str):
-    """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
-    var = program.global_block.find_var(name)
-    if var is None or var.shape is None:
-        return value
-    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
-        raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
-                          f"{var.shape}")
-    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
-    if expected is not None and value.dtype.name != expected:
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
-    return value
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -101,26 +79,6 @@ def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | 
         import_plugin(name)
 
 
-def import_plugin(name: str) -> None:
-    """A module name (importable from the current directory too) or a path to a .py file."""
-    try:
-        if name.endswith(".py") or "/" in name:
-            path = Path(name)
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or not path.is_file():
-                raise ImportError(f"no file {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
-            spec.loader.exec_module(module)
-        else:
-            sys.path.insert(0, os.getcwd())
-            importlib.import_module(name)
-    except GradcError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the plugin's own bug: one line naming it
-        raise GradcError(f"cannot import plugin '{name}': {type(exc).__name__}: {exc}") from None
-
-
 @cli.command()
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the result.")
@@ -136,9 +94,12 @@ def import_plugin(name: str) -> None:
 def compile(program, output, loss, params, no_grad, extra_passes, startup_out, no_verify, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     optimizer = build_optimizer(**optimizer_settings)
-    if optimizer is not None:
+    if optimizer is not None and "optimizer" in extra_passes:
+        raise GradcError("give --optimizer or --pass optimizer, not both")
+    updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too
+    if updates:
         startup_out = startup_out or _with_suffix(output, ".startup")
-    for path in (output, startup_out) if optimizer is not None else (output,):
+    for path in (output, startup_out) if updates else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
@@ -150,7 +111,7 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, n
         raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
                          f"skips this): {problems[0]}")
     save(prog, output)
-    if optimizer is not None:
+    if updates:
         save(results["optimizer"], startup_out)
     pairs = results["backward"]
     width = max([len(p) for p, _ in pairs] + [9])
@@ -158,12 +119,12 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, n
     for param, grad in pairs:
         click.echo(f"{param:<{width}}  {grad}")
     for name in extra_passes:
-        if results[name] is not None:
+        if results[name] is not None and name != "optimizer":
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
-    if optimizer is not None:
-        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer']} learning rate and "
-                   f"accumulators)")
+    if updates:
+        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate "
+                   f"and accumulators)")
 
 
 def _with_suffix(path: str, infix: str) -> str:
@@ -177,16 +138,17 @@ def _with_suffix(path: str, infix: str) -> str:
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array.")
 @click.option("--params", type=click.Path(),
               help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", type=click.Path(), help="An initialiser program to run first.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
 @click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
 @click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
               "with tracemalloc on, which slows them).")
-def run(program, feed, params, startup, fetches, out, profile):
+def run(program, feed, params, startups, fetches, out, profile):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
-    prog, executor, scope = _session(program, params, [startup] if startup else [])
+    prog, executor, scope = _session(program, params, startups)
     feeds = read_npz(feed, "feed") if feed else {}
     with profiling() if profile else nullcontext() as measured:
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
@@ -203,59 +165,20 @@ def run(program, feed, params, startup, fetches, out, profile):
 
 @cli.command()
 @click.argument("program", type=click.Path())
-@click.option("--feed", required=True, type=click.Path(), help="Inputs of one step, an .npz.")
-@click.option("--params", type=click.Path(),
-              help="Initial persistable values: an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(),
-              help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True, help="How many steps to run.")
-@click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
-@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Print the fetched values every N steps (and after the last).")
-@click.option("--save-params", type=click.Path(),
-              help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
-@click.option("--lr-schedule", metavar="SPEC",
-              help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
-                   "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
-@click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
-def train(program, feed, params, startups, steps, fetches, log_every, save_params, lr_schedule, lr_var):
-    """Run a compiled training program (backward + optimizer) for some steps on one batch."""
-    if save_params:
-        check_writable(save_params)
-    prog, executor, scope = _session(program, params, startups)
-    feeds = read_npz(feed, "feed")
-    schedule = schedules.parse(lr_schedule) if lr_schedule else None
-    for step in range(1, steps + 1):
-        if schedule is not None:
-            schedules.write_learning_rate(prog, scope, schedule(step - 1), lr_var)
-        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
-        if step % log_every == 0 or step == steps:
-            shown = "  ".join(f"{n}={np.asarray(v).reshape(-1)[0]:.6g}" for n, v in zip(fetches, values))
-            click.echo(f"step {step}: {shown}")
-    if save_params:
-        values = {name: np.asarray(scope[name]) for name in scope.keys()}
-        if save_params.endswith(".pdiparams"):
-            write_params(save_params, prog, values)
-        else:
-            _save_npz(save_params, values)
-        click.echo(f"wrote {save_params} ({len(scope)} persistable values)")
-
-
-@cli.command()
-@click.argument("program", type=click.Path())
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
 @click.option("--params", type=click.Path(), help="Parameters: an .npz, or Paddle's .pdiparams.")
 @click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
-@click.option("--rtol", type=float, default=1e-5, show_default=True,
-              help="Relative tolerance of |compiled - numeric|.")
-@click.option("--atol", type=float, default=1e-7, show_default=True,
-              help="Absolute tolerance of |compiled - numeric|.")
+@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
+@click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
+    if any(is_training_op(op) for op in prog.global_block.ops):
+        raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
+                         f"forward program it was compiled from")
     _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
                                 _load_params(params, prog), rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)
@@ -296,13 +219,11 @@ def convert(source, target, fmt):
     click.echo(f"wrote {target}")
 
 
-register_commands(cli)
-
 _DEBUG = [False]
 
+from . import cli_train  # noqa: E402,F401  (registers train and export on the group)
 
-class Interrupted(GradcError):
-    """Ctrl-C: raised from the signal handler, so the run ends with one line (and commands may clean up)."""
+register_commands(cli)
 
 
 def _interrupt(signum, frame):
@@ -317,8 +238,8 @@ def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     try:
         cli.main(standalone_mode=False, prog_name="gradc")   # also names the completion variable: _GRADC_COMPLETE
-    except Interrupted:
-        click.echo("gradc: interrupted", err=True)
+    except Interrupted as exc:
+        click.echo(f"gradc: {_one_line(exc)}", err=True)
         sys.exit(130)
     except click.exceptions.Abort:
         click.echo("gradc: aborted", err=True)

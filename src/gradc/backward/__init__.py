@@ -48,6 +48,9 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
             var = block.find_var(loss)
             if var is None or var.dtype not in FLOAT_DTYPES:
                 raise GradError(f"loss '{loss}' must be a float var (block 0, written by op {idx})")
+            if var.shape is not None and numel(var.shape) > 1:   # a batch dim (-1) is summed over, a known size is not
+                raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
+                                f"or a sum first)")
             return loss, idx
     candidates = ", ".join(loss_candidates(block.program)) or "none"
     raise GradError(f"loss '{loss}' is not written by any op of block 0 (candidates: {candidates})")
@@ -105,6 +108,9 @@ def append_backward(program: Program, loss: str | None = None,
         raise GradError(f"parameter(s) not declared in block 0: {', '.join(unknown)}")
     if parameter_list is not None:
         _check_float(block, params, "parameter")
+    unknown = sorted(name for name in set(no_grad_set or ()) if not any(b.find_var(name) for b in program.blocks))
+    if unknown:
+        raise GradError(f"no-grad var(s) not declared in the program: {', '.join(unknown)}")
     no_grad = set(no_grad_set or ()) | (set(all_params) - set(params))
 
     seed = _seed(block, loss)

@@ -145,6 +145,8 @@ activation("sqrt", "Out")
 activation("rsqrt", "Out")
 activation("square", "X")
 activation("abs", "X")
+activation("cos", "X")
+activation("sin", "X")
 defop("pow", ["X", "FactorTensor?"], attrs={"factor": 1.0}, infer=same_as("X"),
       no_grad_inputs=["FactorTensor"], grad=grad_op("X", "FactorTensor"))
 
