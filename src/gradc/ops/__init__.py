@@ -2,6 +2,7 @@
 
 from . import (  # noqa: F401
     activation,
+    activation_double,
     clip,
     control_flow,
     conv,
@@ -13,8 +14,10 @@ from . import (  # noqa: F401
     logic,
     loss,
     math,
+    math_double,
     nn,
     nn_activation,
+    nn_double,
     norm,
     optimizer,
     optimizer_adam,
@@ -26,6 +29,7 @@ from . import (  # noqa: F401
     sequence_loss,
     set_value,
     shape,
+    shape_double,
     sort,
     tensor,
     vision,
