@@ -132,3 +132,46 @@ def test_a_gradient_penalty_as_the_issue_tried_it():
     penalty = net.mean(net.op("square", {"X": "fc_0.w_0@GRAD"})[0])
     assert gradc.gradients(net.program, penalty, ["fc_0.w_0"]) == ["fc_0.w_0@GRAD@2"]
     check_program(net.program, feed, list(params), loss=penalty, params=params)
+
+
+THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1]]", "gelu_grad[approximate=True]",
+               "softplus_grad", "softmax_grad", "log_softmax_grad", "softmax_with_cross_entropy_grad",
+               "conv2d_grad[paddings=[1, 1]]", "pool2d_grad[pooling_type=max,ksize=[2, 2],strides=[2, 2]]",
+               "batch_norm_grad", "layer_norm_grad[epsilon=0.001]", "reshape2_grad[shape=[3, -1]]"]
+
+
+@pytest.mark.parametrize("case_id", THIRD_ORDER)
+def test_third_derivatives_through(case_id):
+    """A third backward over a second-order case's program (tests/gradcheck_cases/second_order.py): the ops
+    each second-order maker emits have makers of their own."""
+    from gradcheck_cases.second_order import CASES
+
+    case = next(c for c in CASES if c.id == case_id)
+    built = case.program()
+    net = ProgramBuilder()
+    net.program, net.block = built["program"], built["program"].global_block
+    third = gradc.gradients(net.program, built["loss"], built["wrt"])
+    loss3 = _weighted(net, [name for name in third if name is not None], built["feed"], "u")
+    check_program(net.program, built["feed"], built["wrt"], loss=loss3, rtol=1e-4, atol=1e-6)
+
+
+def test_a_gradient_reaching_an_output_the_maker_ignores_is_an_error():
+    """batch_norm's grad reads its saved statistics as constants: a loss of SavedMean has nowhere to go."""
+    net = ProgramBuilder()
+    x = net.data("x", [4, 3], "float64", stop_gradient=False)
+    stats = {slot: net.parameter(f"bn.{slot}", [3], "float64") for slot in ("Scale", "Bias", "Mean", "Variance")}
+    saved = net.op("batch_norm", {"X": x, **stats}, outputs=["SavedMean"])[0]
+    loss = net.mean(saved)
+    with pytest.raises(gradc.GradError, match=r"op 0 \(batch_norm\).*'batch_norm_0\.tmp_3' \(slot SavedMean\)"):
+        gradc.append_backward(net.program, loss)
+
+
+def test_a_loss_of_softmax_with_cross_entropy_s_softmax_output_reaches_the_logits():
+    net = ProgramBuilder()
+    logits = net.data("logits", [3, 4], "float64", stop_gradient=False)
+    label = net.data("label", [3, 1], "int64")
+    softmax, ce = net.op("softmax_with_cross_entropy", {"Logits": logits, "Label": label},
+                         outputs=["Softmax", "Loss"])
+    both = net.op("elementwise_add", {"X": net.mean(net.op("square", {"X": softmax})[0]), "Y": net.mean(ce)})[0]
+    check_program(net.program, {"logits": RNG.standard_normal((3, 4)), "label": np.array([[0], [3], [1]])},
+                  ["logits"], loss=both)

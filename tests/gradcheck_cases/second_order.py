@@ -204,6 +204,7 @@ CASES = [
     second_order("gather", {"X": randn(4, 2), "Index": np.array([3, 0, 3])}),
     second_order("gather", {"X": randn(2, 3), "Index": np.array([2, 1])}, {"axis": 1}),
     second_order("gather_nd", {"X": randn(3, 2), "Index": np.array([[2], [0]])}),
+    second_order("take_along_axis", {"Input": randn(2, 3), "Index": np.array([[2, 0, 2], [1, 1, 0]])}, {"Axis": 1}),
     second_order("index_select", {"X": randn(2, 3), "Index": np.array([1, 1, 0])}, {"dim": 1}),
     second_order("expand_v2", {"X": randn(3, 1)}, {"shape": [2, 3, 2]}),
     second_order("tile", {"X": randn(2, 1)}, {"repeat_times": [2, 3]}),

@@ -4,6 +4,7 @@ zero-filled grads where a grad op reads a grad nobody writes, summed grads where
 from __future__ import annotations
 
 from .. import registry
+from ..errors import GradError, op_location
 from ..ir import OpDesc
 from . import control_flow
 from .accumulate import GradAccumulator
@@ -63,6 +64,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             opdef = registry.get(fwd.type)
             context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of=names, shape=shape)
             grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
+            _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
             versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
                 written.update(grad_op.output_names())   # before append renames a second writer's output
@@ -76,3 +78,15 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             zero_fill(name)
     versions.insert_saves(job.forward_block)
     return emitted
+
+
+def _check_nothing_dropped(job: BlockBackward, idx: int, opdef, grad_ops: list[OpDesc], has_grad) -> None:
+    """A gradient that reaches an output whose grad the op's maker never reads (a saved statistic, say,
+    which a second derivative can reach through the grad op reading it) would be dropped without a word."""
+    fwd = job.forward_ops[idx]
+    reads = {name for op in grad_ops for name in op.input_names()}
+    for slot in opdef.no_grad_outputs:
+        for name in fwd.output(slot):
+            if has_grad(job.names(name)) and job.names(name) not in reads:
+                raise GradError(f"{op_location(job.forward_block.idx, idx, fwd.type)}: a gradient reaches its output "
+                                f"'{name}' (slot {slot}), through which gradc does not differentiate the op")

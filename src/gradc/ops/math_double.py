@@ -81,12 +81,15 @@ def _select(first_wins: str):
     kernel); flat in X and Y, so d/d(dOut) = where(X wins, ddX, ddY), each broadcast to dOut's shape."""
 
     def maker(g):
+        wanted = first(g.IG("Out@GRAD"))
+        if wanted == EMPTY_VAR:
+            return []
         f = Formula(g)
         x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
         zeros = f.fill_like(dout, 0.0)
         ddx, ddy = first(g.OG("X@GRAD")), first(g.OG("Y@GRAD"))
         picks = f.op(first_wins, {"X": x, "Y": y}, dout, {"axis": axis})
-        f.into(first(g.IG("Out@GRAD")), "where", {
+        f.into(wanted, "where", {
             "Condition": picks,
             "X": f.add(ddx, zeros, dout, axis) if ddx else zeros,
             "Y": f.add(zeros, ddy, dout, axis) if ddy else zeros})
@@ -101,6 +104,8 @@ defgrad("elementwise_min_grad", grad=_select("less_than"), no_grad_inputs=["X", 
 
 def _where_double(g):
     """where_grad splits dOut by the condition: d/d(dOut) = where(Condition, ddX, ddY)."""
+    if first(g.IG("Out@GRAD")) == EMPTY_VAR:
+        return []
     f = Formula(g)
     dout = first(g.I("Out@GRAD"))
     ddx, ddy = (first(g.OG(s + "@GRAD")) or f.fill_like(first(g.I(s)), 0.0) for s in ("X", "Y"))
@@ -121,12 +126,13 @@ for _name in ("reduce_sum", "reduce_mean"):
 def _extreme(g):
     """reduce_max/min give dOut to the elements equal to Out: d/d(dOut) sums ddX over those (the mask is
     the grad op's own output for dOut = 1)."""
+    wanted = first(g.IG("Out@GRAD"))
+    if wanted == EMPTY_VAR:
+        return []
     f = Formula(g)
     x, out, dout = first(g.I("X")), first(g.I("Out")), first(g.I("Out@GRAD"))
     mask = f.op(g.fwd.type, {"X": x, "Out": out, "Out@GRAD": f.fill_like(dout, 1.0)}, x, slot="X@GRAD", same=True)
-    wanted = first(g.IG("Out@GRAD"))
-    if wanted != EMPTY_VAR:
-        f.into(wanted, "reduce_sum", {"X": f.mul(first(g.OG("X@GRAD")), mask, x)}, same=True)
+    f.into(wanted, "reduce_sum", {"X": f.mul(first(g.OG("X@GRAD")), mask, x)}, same=True)
     return f.ops
 
 

@@ -32,6 +32,8 @@ def _pool(forward: str):
         if g.attr("pooling_type") != "max":
             return averaged(g)
         wanted = first(g.IG("Out@GRAD"))
+        if wanted == EMPTY_VAR:
+            return []
         paddings = list(g.attr("paddings"))
         if forward != "pool2d" or g.attr("data_format") == "NHWC" or g.attr("padding_algorithm") != "EXPLICIT" \
                 or (len(paddings) == 4 and (paddings[0] != paddings[1] or paddings[2] != paddings[3])):
@@ -49,7 +51,7 @@ def _pool(forward: str):
         picked = f.op("take_along_axis", {"Input": planes[0], "Index": planes[1]}, dout, {"Axis": 2},
                       slot="Result", dims=lambda s: s[:2] + [-1])
         shape = f.op("shape", {"Input": dout}, dout, dims=lambda s: [len(s)], dtype=VarType.INT32)
-        f.into(wanted, "reshape2", {"X": picked, "Shape": shape}, slot="Out")
+        f.emit("reshape2", {"X": picked, "Shape": shape}, {"Out": wanted, "XShape": f.xshape(picked)})
         return f.ops
 
     return maker

@@ -27,6 +27,8 @@ for _name, _tensors in (("slice", SLICE_TENSORS), ("strided_slice", STRIDED_TENS
             no_grad_inputs=["Input"])
 defgrad("gather_grad", grad=linear("gather", passed=("Index", "Axis")), no_grad_inputs=["X"])
 defgrad("gather_nd_grad", grad=linear("gather_nd", passed=("Index",)), no_grad_inputs=["X"])
+defgrad("take_along_axis_grad", grad=linear("take_along_axis", x="Input", out="Result", passed=("Index",)),
+        no_grad_inputs=["Input"])
 defgrad("index_select_grad", grad=linear("index_select", passed=("Index",)), no_grad_inputs=["X"])
 defgrad("expand_v2_grad", grad=linear("expand_v2", passed=("Shape", "expand_shapes_tensor")), no_grad_inputs=["X"])
 defgrad("tile_grad", grad=linear("tile", passed=("RepeatTimes", "repeat_times_tensor")), no_grad_inputs=["X"])
