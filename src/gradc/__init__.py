@@ -13,6 +13,7 @@ from .executor import Executor, Scope, global_scope, kernel
 from .io import load, save
 from .io.pdiparams import read_params, write_params
 from .ir import Block, OpDesc, Program, VarDesc, VarType
+from .passes.recompute import recompute
 from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
 
 __version__ = "0.1.0"
@@ -21,5 +22,5 @@ __all__ = [
     "NO_GRAD", "Block", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
     "GradcError", "OpDef", "OpDesc", "OutputError", "Program", "ProgramError", "Scope", "VarDesc", "VarType",
     "append_backward", "defop", "global_scope", "grad_op", "gradients", "kernel", "load",
-    "loss_candidates", "read_params", "register_op", "save", "write_params",
+    "loss_candidates", "read_params", "recompute", "register_op", "save", "write_params",
 ]

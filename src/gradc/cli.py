@@ -19,6 +19,7 @@ import click
 import numpy as np
 
 from . import registry, schedules
+from .cli_memory import memory_options, memory_passes
 from .errors import FormatError, GradcError
 from .executor import KERNELS, Executor, Scope
 from .gradcheck import compare_program
@@ -128,16 +129,19 @@ def import_plugin(name: str) -> None:
               help="Run a registered pass after the backward pass. Repeatable.")
 @click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
+@memory_options
 @optimizer_options
-def compile(program, output, loss, params, no_grad, extra_passes, startup_out, **optimizer_settings):
+def compile(program, output, loss, params, no_grad, extra_passes, startup_out, recompute, recompute_budget,
+            accumulate, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     optimizer = build_optimizer(**optimizer_settings)
+    memory = memory_passes(recompute, recompute_budget, accumulate)
     if optimizer is not None:
         startup_out = startup_out or _with_suffix(output, ".startup")
     for path in (output, startup_out) if optimizer is not None else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
-    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
+    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
@@ -149,7 +153,7 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, *
     click.echo(f"{'parameter':<{width}}  gradient")
     for param, grad in pairs:
         click.echo(f"{param:<{width}}  {grad}")
-    for name in extra_passes:
+    for name in [p.name for p in memory] + list(extra_passes):
         if results[name] is not None:
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
