@@ -43,7 +43,7 @@ def resnet(blocks: int, channels: int, size: int, batch: int, dtype: str = "floa
             stats[slot] = net.parameter(f"{name}.{slot}", [channels], dtype, init=init)
             net.block.var(stats[slot]).is_parameter = False
             net.block.var(stats[slot]).stop_gradient = True
-        return net.op("batch_norm", {"X": y, **stats}, outputs=["Y"])[0]
+        return batch_norm(net, y, stats)
 
     hidden = net.op("relu", {"X": conv_bn(image, 3, "stem")})[0]
     for block in range(blocks):
@@ -58,6 +58,14 @@ def resnet(blocks: int, channels: int, size: int, batch: int, dtype: str = "floa
     feed = {"image": rng.standard_normal((batch, 3, size, size)).astype(dtype),
             "label": rng.integers(0, 10, (batch, 1))}
     return net, loss, feed
+
+
+def batch_norm(net: ProgramBuilder, x: str, stats: dict) -> str:
+    """batch_norm's Y, its running statistics updated in place (MeanOut is Mean, as Paddle requires)."""
+    y = net.op("batch_norm", {"X": x, **stats}, outputs=["Y"])[0]
+    op = net.block.ops[-1]
+    op.outputs["MeanOut"], op.outputs["VarianceOut"] = [stats["Mean"]], [stats["Variance"]]
+    return y
 
 
 def fan_out(readers: int, width: int, batch: int, dtype: str = "float32"):

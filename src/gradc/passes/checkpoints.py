@@ -14,6 +14,7 @@ unit of recomputation instead.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -137,24 +138,38 @@ def segments(fwd: Forward, cuts: list[int]) -> list[range]:
 def auto_plan(fwd: Forward, budget: float) -> tuple[list[int], set[int]]:
     """The cuts that give the smallest peak of checkpoints + one segment, and the segments to recompute
     within the budget."""
-    sizes = [sum(fwd.nbytes(n) for n in fwd.produced_needed(i)) for i in range(len(fwd.ops))]
-    kept = [sum(fwd.nbytes(n) for n in crossing(fwd, i)) for i in range(len(fwd.ops))]
+    n = len(fwd.ops)
+    sizes = [sum(fwd.nbytes(name) for name in fwd.produced_needed(i)) for i in range(n)]
     total = sum(sizes)
     if total == 0:
         return [], set()
+    kept = _crossing_bytes(fwd)
     best: tuple[int, list[int]] | None = None
-    for bound in sorted({max(total // k, max(sizes)) for k in range(1, len(sizes) + 1)}):
-        cuts, segment = [], 0
-        for i, size in enumerate(sizes):
-            if segment + size > bound and i > 0:
-                cuts.append(i - 1)
-                segment = 0
-            segment += size
-        peak = sum(kept[c] for c in cuts) + max(sum(sizes[i] for i in r) for r in segments(fwd, cuts))
+    prefix = [0, *itertools.accumulate(sizes)]
+    counts = {round(1.1 ** e) for e in range(int(math.log(n, 1.1)) + 2)}   # segment counts to try
+    for bound in sorted({max(total // k, max(sizes)) for k in counts if k >= 1}):
+        cuts, start = [], 0
+        for i in range(1, len(sizes)):
+            if prefix[i + 1] - prefix[start] > bound:   # cut where the fewest bytes cross (a block boundary)
+                cut = min(range(start, i), key=lambda p: (kept[p], -p))
+                cuts.append(cut)
+                start = cut + 1
+        peak = sum(kept[c] for c in cuts) + max(prefix[r.stop] - prefix[r.start] for r in segments(fwd, cuts))
         if best is None or peak < best[0]:
             best = (peak, cuts)
     cuts = best[1]
     return cuts, _within_budget(fwd, segments(fwd, cuts), sizes, budget)
+
+
+def _crossing_bytes(fwd: Forward) -> list[int]:
+    """The bytes a cut after each forward op keeps (crossing(), summed for every cut in one sweep)."""
+    delta = [0] * (len(fwd.ops) + 1)
+    for name, idx in fwd.producer.items():
+        last = fwd.last_forward_read.get(name, -1)
+        if last > idx and name not in fwd.always_kept:
+            delta[idx] += fwd.nbytes(name)
+            delta[last] -= fwd.nbytes(name)
+    return list(itertools.accumulate(delta))[:len(fwd.ops)]
 
 
 def _within_budget(fwd: Forward, parts: list[range], sizes: list[int], budget: float) -> set[int]:

@@ -84,8 +84,8 @@ def _recompute(fwd: Forward, part: range, kept: set[str]) -> tuple[list[OpDesc],
         if any(fwd.producer.get(n) == i for n in op.output_names() if n in need):
             marked.append(i)
             need.update(n for n in op.input_names() if fwd.producer.get(n, -1) in part and n not in kept)
-    names = {n: _fresh(block, n) for i in marked for n in fwd.ops[i].output_names() if n != EMPTY_VAR}
-    copies = [_copy(fwd.ops[i], names) for i in sorted(marked)]
+    names: dict[str, str] = {}   # var -> its copy, for the ops copied so far
+    copies = [copy for i in sorted(marked) for copy in _copy(block, fwd.ops[i], names)]
     backward = block.ops[fwd.first_backward:]
     at = next(i for i, op in enumerate(backward) if wanted & set(op.input_names()))
     for op in backward:
@@ -103,18 +103,28 @@ def _fresh(block, name: str) -> str:
     return fresh
 
 
-def _copy(op: OpDesc, names: dict[str, str]) -> OpDesc:
-    """The op again, reading the copies made before it and writing copies of its outputs; dropout as
-    dropout_grad of its input with the saved Mask."""
+def _copy(block, op: OpDesc, names: dict[str, str]) -> list[OpDesc]:
+    """The op again, reading the copies made before it and writing copies of its outputs (added to ``names``).
+    Dropout becomes dropout_grad of its input with the saved Mask. A var the op updates in place (batch_norm's
+    running statistics) is copied first, and the copy is updated: the statistics are updated once per step,
+    and the op keeps reading and writing one var, as Paddle's batch_norm requires."""
     inputs = {slot: [names.get(n, n) for n in args] for slot, args in op.inputs.items()}
+    updated = set(op.input_names()) & set(op.output_names())
+    ops = []
+    for name in sorted(updated):
+        names[name] = _fresh(block, name)
+        ops.append(OpDesc("assign", {"X": [name]}, {"Out": [names[name]]}))
+    inputs = {slot: [names[n] if n in updated else n for n in args] for slot, args in inputs.items()}
+    names.update((n, _fresh(block, n)) for n in op.output_names() if n != EMPTY_VAR and n not in updated)
+    outputs = {slot: [names.get(n, n) for n in args] for slot, args in op.outputs.items()}
     if op.type == "dropout":
-        copy = OpDesc("dropout_grad", {"Mask": op.output("Mask"), "Out@GRAD": inputs["X"]},
-                      {"X@GRAD": [names[n] for n in op.output("Out")]}, dict(op.attrs), dict(op.attr_types))
+        ops.append(OpDesc("dropout_grad", {"Mask": op.output("Mask"), "Out@GRAD": inputs["X"]},
+                          {"X@GRAD": outputs["Out"]}, dict(op.attrs), dict(op.attr_types)))
     else:
-        copy = OpDesc(op.type, inputs, {slot: [names.get(n, n) for n in args] for slot, args in op.outputs.items()},
-                      dict(op.attrs), dict(op.attr_types))
-    roles.set_role(copy, roles.BACKWARD)
-    return copy
+        ops.append(OpDesc(op.type, inputs, outputs, dict(op.attrs), dict(op.attr_types)))
+    for copy in ops:
+        roles.set_role(copy, roles.BACKWARD)
+    return ops
 
 
 def recompute(program: Program, checkpoints: str | Iterable[str] = "auto", budget: float = 1.0) -> str:
