@@ -9,6 +9,7 @@ import pytest
 import gradc
 from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
+from programs import Net
 
 RNG = np.random.default_rng(7)
 
@@ -175,3 +176,18 @@ def test_a_loss_of_softmax_with_cross_entropy_s_softmax_output_reaches_the_logit
     both = net.op("elementwise_add", {"X": net.mean(net.op("square", {"X": softmax})[0]), "Y": net.mean(ce)})[0]
     check_program(net.program, {"logits": RNG.standard_normal((3, 4)), "label": np.array([[0], [3], [1]])},
                   ["logits"], loss=both)
+
+
+@pytest.mark.parametrize("threshold", [0.5, -5.0], ids=["tanh branch", "square branch"])
+def test_second_derivatives_through_a_conditional_block(threshold):
+    """A gradient penalty of a cond: the grad of mean((dL/dw)^2) replays the chosen branch's forward and
+    backward blocks in a conditional_block of its own, then differentiates that."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    pred = net.op("less_than", {"X": net.mean(x), "Y": net.constant(threshold, (), gradc.VarType.FP64)})
+    y = net.cond(pred, lambda: net.tanh(net.matmul(x, w)), lambda: net.square(net.matmul(x, w)))
+    gradc.append_backward(net.program, net.mean(net.elementwise_mul(y, y)))
+    penalty = net.mean(net.square("w@GRAD"))
+    grads = check_program(net.program, {"x": RNG.standard_normal((2, 3))}, ["w", "x"], loss=penalty,
+                          params={"w": RNG.standard_normal((3, 3))})
+    assert all(np.abs(g).max() > 1e-3 for g in grads.values())

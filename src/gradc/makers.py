@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .errors import GradError
 from .ir import EMPTY_VAR, OpDesc, grad_name
 from .opdef import NO_GRAD, OpDef, attr_default, declared_type, make_op, parse_slot
+from .opdef import get as get_opdef
 
 __all__ = ["NO_GRAD", "GradContext", "GradMaker", "GradOp", "grad_op", "missing_grad_error"]
 
@@ -29,11 +30,12 @@ class GradContext:
     ``grad_of`` names the grad of a var (``v@GRAD``; another name where a backward already took it).
     """
 
-    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block", "grad_of", "_shape")
+    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block", "grad_of", "_shape", "block")
 
     def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
                  new_tmp: Callable[[str], str], backward_block: Callable | None = None,
-                 grad_of: Callable[[str], str] = grad_name, shape: Callable[[str], list[int] | None] | None = None):
+                 grad_of: Callable[[str], str] = grad_name, shape: Callable[[str], list[int] | None] | None = None,
+                 block=None):
         self.fwd = fwd
         self.opdef = opdef
         self._wants_grad = wants_grad
@@ -41,6 +43,12 @@ class GradContext:
         self._backward_block = backward_block
         self.grad_of = grad_of
         self._shape = shape
+        self.block = block   # the block the grad ops go into (control-flow makers add blocks to its program)
+
+    def for_op(self, fwd: OpDesc) -> GradContext:
+        """The context of another forward op in the same backward (an op a maker builds and differentiates)."""
+        return GradContext(fwd, get_opdef(fwd.type), self._wants_grad, self._new_tmp, self._backward_block,
+                           self.grad_of, self._shape, self.block)
 
     def I(self, slot: str) -> list[str]:  # noqa: E743 - the seeds' names
         return self.fwd.input(slot)

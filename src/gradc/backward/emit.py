@@ -62,7 +62,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         written = set()
         if idx in on_path:
             opdef = registry.get(fwd.type)
-            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of=names, shape=shape)
+            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of=names, shape=shape,
+                                           block=block)
             grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
             _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
             versions.reading(grad_ops, job.forward_block, idx)

@@ -5,6 +5,7 @@ from . import (  # noqa: F401
     activation_double,
     clip,
     control_flow,
+    control_flow_double,
     conv,
     creation,
     hsigmoid,

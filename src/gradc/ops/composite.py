@@ -121,7 +121,8 @@ def differentiate(g: GradContext, ops: list[OpDesc], seeds: dict[str, str], targ
             return parts.finish(var, emitted) if var in outputs else parts.pending(var)
 
         opdef = registry.get(op.type)
-        for grad_op in opdef.grad(GradContext(op, opdef, wanting.__contains__, g.tmp, grad_of=grad_of, shape=g.shape)):
+        for grad_op in opdef.grad(GradContext(op, opdef, wanting.__contains__, g.tmp, grad_of=grad_of, shape=g.shape,
+                                              block=g.block)):
             if any(grad_op.output_names()):
                 parts.take(grad_op)
                 emitted.append(grad_op)

@@ -56,10 +56,15 @@ def _inner_grads(k, slot: str) -> list:
 
 
 def _zeros_for(k, slot: str, grads: list) -> list:
-    """The grads, with zeros (shaped like the forward input) where none was computed."""
+    """The grads, with zeros (shaped like the forward input) where none was computed; none for an input that
+    has no value either (the grad, in a second backward, of a branch's output grad when the branch did not run)."""
     names = k.op.input(slot)
-    return [None if out == EMPTY_VAR else g if g is not None else np.zeros_like(k.read(names[i], slot))
+    return [None if out == EMPTY_VAR else g if g is not None else _zeros_like(k.scope.find(names[i]))
             for i, (out, g) in enumerate(zip(k.out_names(slot + "@GRAD"), grads))]
+
+
+def _zeros_like(value):
+    return None if value is None else np.zeros_like(value)
 
 
 @kernel("conditional_block")
