@@ -191,3 +191,20 @@ def test_second_derivatives_through_a_conditional_block(threshold):
     grads = check_program(net.program, {"x": RNG.standard_normal((2, 3))}, ["w", "x"], loss=penalty,
                           params={"w": RNG.standard_normal((3, 3))})
     assert all(np.abs(g).max() > 1e-3 for g in grads.values())
+
+
+@pytest.mark.parametrize("iterations", [3, 1, 0])
+def test_second_derivatives_through_a_while_loop(iterations):
+    """h = tanh(h W) + b, ``iterations`` times: the grad of the penalty replays the loop (forward and backward)
+    with ordinary while ops, then differentiates those; the Hessian of the loop's loss flows through h too."""
+    net = Net()
+    x, w, b = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("b", [3])
+    i, n = net.constant(0), net.constant(iterations)
+    h = net.copy(x)
+    net.while_loop(lambda i, h: net.less_than(i, n),
+                   lambda i, h: [net.increment(i), net.elementwise_add(net.tanh(net.matmul(h, w)), b)], [i, h])
+    gradc.append_backward(net.program, net.mean(net.elementwise_mul(h, h)))
+    penalty = net.op("sum", {"X": [net.mean(net.square("w@GRAD")), net.mean(net.square("x@GRAD"))]})
+    grads = check_program(net.program, {"x": RNG.standard_normal((2, 3))}, ["w", "b", "x"], loss=penalty,
+                          params={"w": 0.5 * RNG.standard_normal((3, 3)), "b": RNG.standard_normal(3)})
+    assert np.abs(grads["x"]).max() > 1e-3 and (np.abs(grads["w"]).max() > 1e-3) == (iterations > 0)

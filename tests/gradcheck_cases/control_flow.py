@@ -62,4 +62,6 @@ CASES = [
     Case("while", {}, {"iterations": 0}, program=lambda: _while(0)),
     Case("conditional_block_grad", {}, {"branch": "true"}, program=lambda: _penalty_of(_cond(1.0))),
     Case("conditional_block_grad", {}, {"branch": "false"}, program=lambda: _penalty_of(_cond(-1.0))),
+    Case("while_grad", {}, {"iterations": 3}, program=lambda: _penalty_of(_while(3))),
+    Case("while_grad", {}, {"iterations": 0}, program=lambda: _penalty_of(_while(0))),
 ]

@@ -13,6 +13,7 @@ from . import (  # noqa: F401
     interp,
     io,
     logic,
+    loop_double,
     loss,
     math,
     math_double,

@@ -116,6 +116,8 @@ def while_(k):
 @kernel("while_grad")
 def while_grad(k):
     xs, outs, inner = k.op.input("X"), set(k.op.input("Out")), _inner_grads(k, "X")
+    scopes = k.op.input("StepScopes")
+    later = any(scopes == op.input("StepScopes") for op in k.block.ops[k.op_idx + 1:])
     wanted = [grad for grad in inner if grad]
     loop_grads = [grad for name, grad in zip(xs, inner) if grad and name in outs]
     # grads of the outputs, carried from each iteration to the previous one (loop vars: to the start)
@@ -131,7 +133,8 @@ def while_grad(k):
             value = scope.vars.get(name)
             if value is not None:
                 sums[name] = value if total is None else total + value
-        step.vars.clear()   # replayed: its forward values are no longer needed
+        if not later:   # replayed: its forward values are no longer needed (unless a second backward replays it)
+            step.vars.clear()
     grads = [carry.get(grad, sums.get(grad)) if grad else None for grad in inner]
     return {"X@GRAD": _zeros_for(k, "X", grads)}
 
