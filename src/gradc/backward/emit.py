@@ -49,12 +49,12 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         return control_flow.backward_block(job, fwd, inputs=inputs, outputs=outputs, has_grad=has_grad,
                                            emit=emit_grad_ops)
 
-    for seed in job.seeds:
-        append(seed)
     def shape(name: str) -> list[int] | None:
         var = lookup(block, name)
         return None if var is None or var.shape is None else list(var.shape)
 
+    for seed in job.seeds:
+        append(seed)
     wants = path.wants_grad.__contains__
     on_path = set(path.op_indices)
     for idx in range(len(forward_ops) - 1, -1, -1):
