@@ -40,8 +40,11 @@ def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = ()):
     defgrad(grad_type, grad=maker, no_grad_inputs=flat)
 
 
-for _name in ("leaky_relu", "abs"):   # piecewise linear: f'' = 0
+for _name in ("leaky_relu", "abs", "brelu", "hard_shrink", "softshrink", "thresholded_relu"):   # piecewise linear
     unary_double(f"{_name}_grad", flat=("X",))
+for _name in ("relu6", "hard_sigmoid"):
+    unary_double(f"{_name}_grad", flat=("Out",))
+unary_double("clip_grad", flat=("X", "Min", "Max"))
 unary_double("tanh_grad", lambda f, g, out, p: f.scale(f.mul(p, out, p), -2.0))             # f' = 1 - out^2
 unary_double("sigmoid_grad", lambda f, g, out, p: f.mul(p, f.scale(out, -2.0, 1.0), p))  # f' = out (1 - out)
 unary_double("exp_grad", lambda f, g, out, p: p)                                           # f' = out

@@ -216,11 +216,13 @@ def bilinear(forward: str, x: str = "X", y: str = "Y", out: str = "Out"):
     return maker
 
 
-def linear(forward: str, x: str = "X", out: str = "Out", passed: tuple[str, ...] = (), extra: tuple[str, ...] = ()):
+def linear(forward: str, x: str = "X", out: str = "Out", passed: tuple[str, ...] = (), extra: tuple[str, ...] = (),
+           fixed: dict | None = None):
     """The maker of the grad op of an op F linear in ``x`` (a reshape, slice, gather, sum over dims): the grad
     op is F's adjoint, linear in dOut and flat in all else, so d/d(dOut) is F applied to ddX. ``passed``:
     inputs of the grad op F reads too (index, axis tensors); ``extra``: outputs of F besides ``out`` (XShape),
-    written to temporaries. A list input missing a grad gets zeros there."""
+    written to temporaries; ``fixed``: attributes F takes otherwise (a padding value 0: F affine, not linear).
+    A list input missing a grad gets zeros there."""
 
     def maker(g: GradContext) -> list[OpDesc]:
         f = Formula(g)
@@ -232,6 +234,8 @@ def linear(forward: str, x: str = "X", out: str = "Out", passed: tuple[str, ...]
                for name, dd, value in zip(written, g.OG(x + "@GRAD"), g.I(x) or written)]
         outputs = {out: wanted, **{slot: g.tmp(first(g.I(slot)) or ddx[0]) for slot in extra}}
         f.emit(forward, {x: ddx, **{slot: g.I(slot) for slot in passed}}, outputs, same=True)
+        for name, value in (fixed or {}).items():
+            f.ops[-1].set_attr(name, value)
         return f.ops
 
     return maker

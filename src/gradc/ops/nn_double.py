@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
-from . import conv, loss, nn  # noqa: F401  (register the grad ops given makers here)
+from . import conv, loss, nn, pool  # noqa: F401  (register the grad ops given makers here)
 from .activation_double import unary_double
 from .composite import Formula, bilinear, expansion, first, linear
 from .conv import CONV_OPS, CONV_TRANSPOSE_OPS, POOL_OPS
@@ -41,20 +41,36 @@ def _pool(forward: str):
                             f"explicit symmetric paddings (got {g.attr('data_format')}, "
                             f"{g.attr('padding_algorithm')}, paddings {paddings})")
         f = Formula(g)
-        x, dout, ddx = first(g.I("X")), first(g.I("Out@GRAD")), first(g.OG("X@GRAD"))
+        x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
         attrs = {name: g.attr(name) for name in ("ksize", "strides", "global_pooling", "adaptive", "ceil_mode")}
         mask = f.op("max_pool2d_with_index", {"X": x}, dout, {**attrs, "paddings": paddings[::2] if len(paddings) == 4
                                                                else paddings}, slot="Mask",
                     more={"Out": g.tmp(dout)}, dtype=VarType.INT32)
-        planes = [f.op("reshape2", {"X": v}, like, {"shape": [0, 0, -1]}, more={"XShape": f.xshape(like)},
-                       dims=lambda s: s[:2] + [-1]) for v, like in ((ddx, x), (mask, mask))]
-        picked = f.op("take_along_axis", {"Input": planes[0], "Index": planes[1]}, dout, {"Axis": 2},
-                      slot="Result", dims=lambda s: s[:2] + [-1])
-        shape = f.op("shape", {"Input": dout}, dout, dims=lambda s: [len(s)], dtype=VarType.INT32)
-        f.emit("reshape2", {"X": picked, "Shape": shape}, {"Out": wanted, "XShape": f.xshape(picked)})
-        return f.ops
+        return _picked(f, g, mask, wanted)
 
     return maker
+
+
+def _picked(f, g, mask: str, wanted: str) -> list:
+    """ddX at each window's maximum (``mask``: its position in the plane), into ``wanted``: reshape both to
+    [N, C, cells] planes, take_along_axis, reshape to dOut's shape."""
+    x, dout, ddx = first(g.I("X")), first(g.I("Out@GRAD")), first(g.OG("X@GRAD"))
+    planes = [f.op("reshape2", {"X": v}, like, {"shape": [0, 0, -1]}, more={"XShape": f.xshape(like)},
+                   dims=lambda s: s[:2] + [-1]) for v, like in ((ddx, x), (mask, mask))]
+    picked = f.op("take_along_axis", {"Input": planes[0], "Index": planes[1]}, dout, {"Axis": 2},
+                  slot="Result", dims=lambda s: s[:2] + [-1])
+    shape = f.op("shape", {"Input": dout}, dout, dims=lambda s: [len(s)], dtype=VarType.INT32)
+    f.emit("reshape2", {"X": picked, "Shape": shape}, {"Out": wanted, "XShape": f.xshape(picked)})
+    return f.ops
+
+
+def _with_index(g):
+    """max_pool2d_with_index_grad sends dOut to the Mask's positions: d/d(dOut) picks ddX there."""
+    wanted = first(g.IG("Out@GRAD"))
+    return [] if wanted == EMPTY_VAR else _picked(Formula(g), g, first(g.I("Mask")), wanted)
+
+
+defgrad("max_pool2d_with_index_grad", grad=_with_index, no_grad_inputs=["X", "Mask"])
 
 
 for _name in POOL_OPS:

@@ -6,10 +6,11 @@ do: transpose2_grad's grad is a transpose2, slice_grad's a slice, gather_grad's 
 
 from __future__ import annotations
 
+from .. import registry
 from ..ir import VarType
 from ..opdef import slot_names
 from ..registry import defgrad
-from . import index, select, shape  # noqa: F401  (register the grad ops given makers here)
+from . import index, interp, math, nn, pad, rearrange, select, shape, vision  # noqa: F401  (registers grad ops)
 from .composite import Formula, first, linear
 from .index import SLICE_TENSORS, STRIDED_TENSORS
 
@@ -32,6 +33,20 @@ defgrad("take_along_axis_grad", grad=linear("take_along_axis", x="Input", out="R
 defgrad("index_select_grad", grad=linear("index_select", passed=("Index",)), no_grad_inputs=["X"])
 defgrad("expand_v2_grad", grad=linear("expand_v2", passed=("Shape", "expand_shapes_tensor")), no_grad_inputs=["X"])
 defgrad("tile_grad", grad=linear("tile", passed=("RepeatTimes", "repeat_times_tensor")), no_grad_inputs=["X"])
+
+
+# more ops that move data (gradc.ops.rearrange, .select, .pad, .interp, .vision, .nn, .math)
+for _name, _options in {
+    "pad": {"fixed": {"pad_value": 0.0}}, "pad3d": {"passed": ("Paddings",), "fixed": {"value": 0.0}},
+    "roll": {"passed": ("ShiftsTensor",)}, "tril_triu": {}, "cumsum": {}, "diag_v2": {"fixed": {"padding_value": 0.0}},
+    "pixel_shuffle": {}, "pixel_unshuffle": {}, "channel_shuffle": {}, "index_sample": {"passed": ("Index",)},
+    "masked_select": {"out": "Y", "passed": ("Mask",)}, "repeat_interleave": {"passed": ("RepeatsTensor",)},
+    "unfold": {"out": "Y"}, "fold": {"out": "Y"}, "lookup_table_v2": {"x": "W", "passed": ("Ids",)},
+    **{f"{kind}_interp_v2": {"passed": ("OutSize", "SizeTensor", "Scale")}
+       for kind in ("linear", "bilinear", "trilinear", "nearest", "bicubic")},
+}.items():
+    _flat = [slot for slot in registry.get(f"{_name}_grad").inputs if not slot.endswith("@GRAD")]
+    defgrad(f"{_name}_grad", grad=linear(_name, **_options), no_grad_inputs=_flat)
 
 
 def _reshape(g):
