@@ -99,6 +99,36 @@ def _gelu(f, g, x, p):
     return f.op("tanh_grad", {"Out": t, "Out@GRAD": f.mul(bracket, p, x)}, x, slot="X@GRAD")
 
 
+def _swish(f, g, x, p):
+    """f' = s (1 + b x (1 - s)), s = sigmoid(b x): f'' = b s (1 - s) (2 + b x (1 - 2 s))."""
+    beta = g.attr("beta")
+    s = f.unary("sigmoid", f.scale(x, beta))
+    ds = f.op("sigmoid_grad", {"Out": s, "Out@GRAD": p}, x, slot="X@GRAD")
+    return f.scale(f.mul(ds, f.scale(f.mul(x, f.scale(s, -2.0, 1.0), x), beta, 2.0), x), beta)
+
+
+def _logsigmoid(f, g, x, p):
+    """f' = sigmoid(-x): f'' = -sigmoid(-x) (1 - sigmoid(-x))."""
+    s = f.unary("sigmoid", f.scale(x, -1.0))
+    return f.scale(f.op("sigmoid_grad", {"Out": s, "Out@GRAD": p}, x, slot="X@GRAD"), -1.0)
+
+
+def _softsign(f, g, x, p):
+    """f' = 1 / (1 + |x|)^2: f'' = -2 sign(x) f' / (1 + |x|)."""
+    once = f.op("softsign_grad", {"X": x, "Out@GRAD": p}, x, slot="X@GRAD")
+    return f.scale(f.mul(f.div(once, f.scale(f.unary("abs", x), 1.0, 1.0), x), f.unary("sign", x), x), -2.0)
+
+
+def _tanh_shrink(f, g, x, p):
+    """f' = tanh(x)^2: f'' = 2 tanh(x) (1 - tanh(x)^2)."""
+    t = f.unary("tanh", x)
+    return f.scale(f.op("tanh_grad", {"Out": t, "Out@GRAD": f.mul(t, p, x)}, x, slot="X@GRAD"), 2.0)
+
+
+unary_double("swish_grad", _swish)
+unary_double("logsigmoid_grad", _logsigmoid)
+unary_double("softsign_grad", _softsign)
+unary_double("tanh_shrink_grad", _tanh_shrink)
 unary_double("log_grad", _log)
 unary_double("sqrt_grad", _sqrt)
 unary_double("elu_grad", _elu, flat=("X",))
