@@ -16,6 +16,7 @@ from .ir import Block, OpDesc, Program, VarDesc, VarType
 from .layers import ProgramBuilder
 from .ops.infer import same_as
 from .optimizers import minimize
+from .passes.recompute import recompute
 from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
 from .training import Dataset, History, Trainer, export, load_params, save_params, train
 from .verification import verify  # the function: gradc.verify(program); checks stay in the module gradc.verify
@@ -26,6 +27,6 @@ __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
     "GradcError", "History", "OpDef", "OpDesc", "OutputError", "Program", "ProgramBuilder", "ProgramError", "Scope",
     "Trainer", "VarDesc", "VarType", "append_backward", "defop", "export", "global_scope", "grad_op", "gradients",
-    "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "register_op", "same_as", "save",
-    "save_params", "train", "verify", "write_params",
+    "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute", "register_op",
+    "same_as", "save", "save_params", "train", "verify", "write_params",
 ]

@@ -16,6 +16,7 @@ from contextlib import nullcontext
 import click
 import numpy as np
 
+from .cli_memory import memory_options, memory_passes
 from .commands import register_commands
 from .errors import GradcError, Interrupted
 from .executor import Executor, Scope
@@ -90,10 +91,13 @@ def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | 
 @click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
 @click.option("--no-verify", is_flag=True, help="Skip checking the compiled program (gradc verify) before writing it.")
+@memory_options
 @optimizer_options
-def compile(program, output, loss, params, no_grad, extra_passes, startup_out, no_verify, **optimizer_settings):
+def compile(program, output, loss, params, no_grad, extra_passes, startup_out, no_verify, recompute, recompute_budget,
+            accumulate, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     optimizer = build_optimizer(**optimizer_settings)
+    memory = memory_passes(recompute, recompute_budget, accumulate)
     if optimizer is not None and "optimizer" in extra_passes:
         raise GradcError("give --optimizer or --pass optimizer, not both")
     updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too
@@ -102,7 +106,7 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, n
     for path in (output, startup_out) if updates else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
-    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
+    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
@@ -118,7 +122,7 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, n
     click.echo(f"{'parameter':<{width}}  gradient")
     for param, grad in pairs:
         click.echo(f"{param:<{width}}  {grad}")
-    for name in extra_passes:
+    for name in [p.name for p in memory] + list(extra_passes):
         if results[name] is not None and name != "optimizer":
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")

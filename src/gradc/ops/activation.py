@@ -51,8 +51,14 @@ def _relu_double_grad(g):
 
 
 defgrad("relu_grad", grad=_relu_double_grad, no_grad_inputs=["Out"])
+def _relu_triple_grad(g):
+    """relu_grad_grad masks grad_x@GRAD the same way: linear in it, flat in Out."""
+    return [g.op("relu_grad_grad", {"Out": g.I("Out"), "grad_x@GRAD": g.OG("grad_out@GRAD")},
+                 {"grad_out@GRAD": g.IG("grad_x@GRAD")})]
+
+
 defgrad("relu_grad_grad", inputs=["Out", "grad_x@GRAD"], outputs=["grad_out@GRAD"],
-        infer=same_as("grad_x@GRAD", "grad_out@GRAD"))
+        infer=same_as("grad_x@GRAD", "grad_out@GRAD"), grad=_relu_triple_grad, no_grad_inputs=["Out"])
 activation("sigmoid", "Out")
 activation("tanh", "Out")
 activation("softmax", "Out", attrs={"axis": -1})
