@@ -3,18 +3,21 @@ allocation bombs, endless loops, deep nesting, bad names and enums, unguarded st
 accepted, usage. Each ends in one `gradc: error:` line (exit 1; 2 for usage, 130 for Ctrl-C)."""
 
 import io
+import os
 import signal
 import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gradc
 from fixtures import DATA
-from gradc.ir import AttrType, VarType
+from gradc.ir import AttrType, VarType, to_var_type
+from gradc.limits import limited
 from gradc.proto import framework_pb2 as pb
 from test_cli import assert_clean_failure
 from test_cli import gradc as run_gradc
@@ -79,11 +82,17 @@ def test_an_endless_loop_stops_at_the_iteration_limit(tmp_path):
     assert_clean_failure(result, "block 0, op 1 (while)", "ran 500 iterations", "--max-iterations")
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+
+
 def test_ctrl_c_ends_a_run_with_one_line(tmp_path):
     gradc.save(_program(_endless_loop), tmp_path / "loop.pb")
     child = subprocess.Popen([sys.executable, "-m", "gradc", "run", tmp_path / "loop.pb"],
                              stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    while _cpu_seconds(child.pid) < 2.0:   # past the imports (about 1 s of CPU), however loaded the machine
+        time.sleep(0.1)
     child.send_signal(signal.SIGINT)
     _, stderr = child.communicate(timeout=30)
     assert child.returncode == 130 and stderr.strip() == "gradc: interrupted"
@@ -173,3 +182,30 @@ def test_usage(tmp_path):
     assert_clean_failure(run_gradc("--plugin", "no_such_plugin_module", "ops"), "cannot import plugin")
     usage = run_gradc("compile")
     assert usage.returncode == 2 and usage.stderr.count("\n") == 1 and usage.stderr.startswith("gradc: error: ")
+
+
+def _one_op(op_type, inputs: dict, attrs: dict, out_slot="Out"):
+    program = gradc.Program()
+    block = program.global_block
+    feed = {}
+    for slot, array in inputs.items():
+        block.create_var(slot.lower(), list(array.shape), to_var_type(array.dtype))
+        feed[slot.lower()] = array
+    block.create_var("out", None, None)
+    block.append_op(op_type, {slot: [slot.lower()] for slot in inputs}, {out_slot: ["out"]}, attrs)
+    return program, feed
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs", [
+    ("expand_v2", {"X": np.ones((1, 1), "float32")}, {"shape": [10**6, 10**6]}),
+    ("tile", {"X": np.ones((2, 2), "float32")}, {"repeat_times": [10**6, 10**6]}),
+    ("pad3d", {"X": np.ones((1, 1, 1, 1, 1), "float32")}, {"paddings": [10**5] * 6}),
+    ("one_hot_v2", {"X": np.zeros((4, 1), "int64")}, {"depth": 10**12}),
+    ("eye", {}, {"num_rows": 10**7, "num_columns": 10**7, "dtype": int(VarType.FP32)}),
+    ("uniform_random", {}, {"shape": [10**6, 10**6], "dtype": int(VarType.FP32)}),
+])
+def test_attribute_sized_outputs_are_refused_before_they_are_allocated(op_type, inputs, attrs):
+    program, feed = _one_op(op_type, inputs, attrs)
+    with limited(max_bytes=1 << 30), pytest.raises(gradc.ExecutionError,
+                                                                  match=rf"op 0 \({op_type}\).*more than the limit"):
+        gradc.Executor().run(program, feed, ["out"], gradc.Scope())

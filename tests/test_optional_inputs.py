@@ -9,7 +9,8 @@ import gradc
 from fixtures import DATA
 from gradc import registry
 from gradc.executor import KERNELS
-from gradc.ir import to_var_type
+from gradc.executor.tensor_array import TensorArray
+from gradc.ir import VarType, to_var_type
 from slot_cases import SlotCase, all_cases
 
 CASES = all_cases()
@@ -33,9 +34,14 @@ def _run(case: SlotCase, with_slot: bool) -> dict:
     program = gradc.Program()
     block = program.global_block
     opdef = registry.get(case.op)
-    inputs, feed = {}, {}
+    inputs, feed, scope = {}, {}, gradc.Scope()
     for slot, value in case.inputs.items():
         if slot == case.slot and not with_slot:
+            continue
+        if isinstance(value, TensorArray):   # no feed: the array is put into the scope
+            inputs[slot] = [slot]
+            block.create_var(slot, None, None, type=VarType.DENSE_TENSOR_ARRAY)
+            scope[slot] = value
             continue
         arrays = value if isinstance(value, list) else [value]
         inputs[slot] = [f"{slot}{i}" for i in range(len(arrays))]
@@ -50,7 +56,7 @@ def _run(case: SlotCase, with_slot: bool) -> dict:
             block.create_var(name, None, None)
     block.append_op(case.op, inputs, outputs, dict(case.attrs))
     fetch = [name for slot in opdef.outputs if slot in outputs for name in outputs[slot]]
-    values = dict(zip(fetch, gradc.Executor().run(program, feed, fetch, gradc.Scope())))
+    values = dict(zip(fetch, gradc.Executor().run(program, feed, fetch, scope)))
     return {slot: [values[n] for n in names] if isinstance(case.expected[slot], list) else values[names[0]]
             for slot, names in outputs.items()}
 

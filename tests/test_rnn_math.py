@@ -208,7 +208,7 @@ def test_shape_problems_name_the_slot():
         "Input", "PreState", "WeightList"]
     wrong = weights[:5] + [[16, 3]] + weights[6:]
     assert shape_problems(shape, [5, 2, 3], [state, [2, 2, 4]], wrong) == [
-        ("PreState[1]", "must be [num_layers * directions, B, hidden_size] = [4, B, 4], got [2, 2, 4]"),
+        ("PreState[1]", "must be [num_layers * directions, B, hidden_size] = [4, 2, 4], got [2, 2, 4]"),
         ("WeightList[5]", "must be [16, 4], got [16, 3]")]
 
 
@@ -216,3 +216,4 @@ def test_sequence_length_problems():
     assert sequence_length_problem(np.array([3, 0, 2]), 3) is None
     assert "[4, -1]" in sequence_length_problem(np.array([4, 1, -1]), 3)
     assert "integer" in sequence_length_problem(np.array([1.0, 2.0]), 3)
+    assert "[B=3]" in sequence_length_problem(np.array([1, 2]), 3, batch=3)

@@ -218,6 +218,7 @@ CASES = {
     "gru_bi_seq_init": fused("GRU", 1, True, seq=True, init=True),
     "lstm_bi_seq_init": fused("LSTM", 1, True, seq=True, init=True),
     "rnn_lstm_cell": cell_rnn("lstm", init=True), "rnn_gru_cell_reverse_seq": cell_rnn("gru", reverse=True, seq=True),
+    "rnn_gru_cell_seq_init": cell_rnn("gru", seq=True, init=True),
     "rnn_simple_cell": cell_rnn("simple"), "rnn_simple_relu_cell_seq": cell_rnn("simple_relu", seq=True),
     "birnn_lstm_seq": cell_rnn("lstm", seq=True, bidirect=True),
     "while_array": while_array(), "while_array_two_readers": while_array("two"),

@@ -3,8 +3,11 @@ generous; the CLI's --max-memory and --max-iterations (or these setters) change 
 
 from __future__ import annotations
 
+import math
 import os
 from contextlib import contextmanager
+
+import numpy as np
 
 
 def _physical_memory() -> int:
@@ -45,6 +48,15 @@ def check_allocation(count: int, itemsize: int, what: str) -> None:
     if count * itemsize > LIMITS.max_bytes:
         raise ValueError(f"{what} would need {count * itemsize:,} bytes ({count:,} elements), more than the "
                          f"limit of {LIMITS.max_bytes:,} bytes (--max-memory)")
+
+
+def check_shape(shape, dtype, what: str) -> tuple[int, ...]:
+    """``shape`` (an output a kernel is about to allocate, sized by attributes or tensors) if it fits the limit."""
+    shape = tuple(int(d) for d in shape)
+    if any(d < 0 for d in shape):
+        raise ValueError(f"{what}: the shape {list(shape)} has a negative dim")
+    check_allocation(math.prod(shape), np.dtype(dtype).itemsize, f"{what} of shape {list(shape)}")
+    return shape
 
 
 def parse_bytes(text: str) -> int:

@@ -5,8 +5,9 @@ the backward runs, and a program may write a name twice: a loop var updated in i
 inner loop updates in place and an outer body reads afterwards. Where the backward runs:
 - in a block's own scope, a name holds the block's last write of it;
 - in a while body, a loop var (read and written by the body) holds its value at the start of the
-  iteration (the while kernel keeps it in the step scope), and any other outer var the body writes
-  holds what the last iteration left;
+  iteration (the while kernel keeps it in the step scope), unless an op of the body updates it in place
+  (a counter's increment: Paddle keeps no copy of it), and any other outer var the body writes holds
+  what the last iteration left;
 - a name the block does not write holds what its parent block has at the control-flow op.
 Where that is not the value the forward op saw, the grad op reads a copy made right after the
 forward op (``v@SAVE@{block}@{op}``, an ``assign`` inserted into the forward block). An op that
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 from .. import registry
 from ..ir import Block, OpDesc
+from ..ops.control_flow import updated_in_place
 from . import roles
 from .vars import derived_var
 
@@ -34,6 +36,7 @@ class Versions:
                 if sub is not None:
                     self.owner[sub] = (block, idx)
         self._writes: dict[int, dict[str, tuple[int, int]]] = {}
+        self._in_place: dict[int, set[str]] = {}
         self.saves: dict[tuple[int, int, str], OpDesc] = {}
 
     def writes(self, block: Block) -> dict[str, tuple[int, int]]:
@@ -45,6 +48,12 @@ class Versions:
                 for name in op.output_names():
                     writes[name] = (writes.get(name, (idx,))[0], idx)
         return writes
+
+    def in_place(self, block: Block) -> set[str]:
+        names = self._in_place.get(block.idx)
+        if names is None:
+            names = self._in_place[block.idx] = updated_in_place(block)
+        return names
 
     def stale(self, block: Block, idx: int, name: str) -> bool:
         """Whether ``name`` no longer holds its value after op ``idx`` of ``block`` (-1: at its start)
@@ -58,7 +67,8 @@ class Versions:
             control = control_block.ops[control_idx]
             carried = registry.get(control.type).loop_carried
             if carried and first is not None:
-                if name in control.input(carried[0]) and name in control.output(carried[1]):   # kept per step
+                if name in control.input(carried[0]) and name in control.output(carried[1]) \
+                        and name not in self.in_place(block):   # kept per step
                     return first <= idx
                 return True
             if last > idx:

@@ -11,16 +11,17 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from .. import registry
-from ..errors import ExecutionError, GradcError, op_location
+from ..errors import ExecutionError, GradcError, ProgramError, op_location
 from ..ir import EMPTY_VAR, Block, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
-from ..verify import check_vars
+from ..verify import check_inputs, check_vars
 from .context import KernelContext
-from .failures import kernel_failure
+from .failures import check_finite, kernel_failure
 from .feeding import feed_values
 from .kernels import KERNELS, load_all
 from .liveness import deaths, shape_stub
 from .scope import MISSING, Scope, global_scope
+from .tensor_array import TensorArray
 
 load_all()
 
@@ -53,6 +54,7 @@ class Executor:
         # block -> {vars to keep: plan}; weak, so a long-lived executor does not keep programs alive
         self._plans: WeakKeyDictionary[Block, dict[frozenset[str] | None, Plan]] = WeakKeyDictionary()
         self.plans_built = 0   # how many times a block was planned (plans are reused until the program changes)
+        self.check_finite = False   # stop at the first op that writes NaN or Inf (gradc train --check-nan)
 
     # ------------------------------------------------------------------ public
     def run(self, program: Program, feed: Mapping[str, object] | None = None,
@@ -63,7 +65,7 @@ class Executor:
         live in a child scope dropped at the end.
         """
         scope = global_scope() if scope is None else scope
-        fetch_list = list(fetch_list or [])
+        fetch_list = [fetch_list] if isinstance(fetch_list, str) else list(fetch_list or [])
         block = program.global_block
         local = scope.child()
         feed_values(block, feed or {}, local)
@@ -107,6 +109,10 @@ class Executor:
             problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
+            try:
+                check_inputs(block, idx, op)
+            except ProgramError as exc:
+                raise ExecutionError(str(exc)) from None
         frees, shrinks = deaths(block, keep)
         steps = []
         for idx, op in enumerate(block.ops):
@@ -129,6 +135,7 @@ class Executor:
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
         local, ndarray = scope.vars, np.ndarray
         outer = _outer_vars(scope)
+        finite = self.check_finite
         for step in plan.steps:
             ctx = step.ctx
             ctx.scope = scope
@@ -162,6 +169,8 @@ class Executor:
                     ctx.check_results(results)
                     step.checked = True
                 _store_slots(ctx, step.writes, results, scope, outer, run_scope)
+            if finite and results:
+                check_finite(ctx, results)
             for name in step.frees:
                 local.pop(name, None)
             for name in step.shrinks:
@@ -223,6 +232,9 @@ def _store_slots(ctx: KernelContext, writes: tuple, results: dict, scope: Scope,
 def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
     """The value in the var's declared dtype. A float kernel result wider than declared is a kernel
     bug (float32 silently computed in float64), reported rather than cast away."""
+    if isinstance(array, TensorArray):
+        raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
+                             f"declares a tensor")
     array = np.asarray(array)
     if array.dtype == dtype:
         return array

@@ -134,12 +134,18 @@ def _join_layout(ctx, n, c, sizes):
     return [n, *sizes, c] if channel_last(ctx.attr("data_format")) else [n, c, *sizes]
 
 
+def _input_and_filter(ctx, dims: int, layout: str):
+    """(N, C, spatial sizes) of Input and the Filter's dims, which must be [*layout, *kernel]."""
+    n, c, sizes = _split_layout(ctx, ctx.shape("Input"), dims)
+    filt = ctx.shape("Filter")
+    if len(filt) != dims + 2:
+        ctx.fail(f"Filter must be {dims + 2}-D [{layout}, *kernel], got {filt}")
+    return n, c, sizes, filt
+
+
 def _conv_infer(dims: int):
     def infer(ctx):
-        n, c, sizes = _split_layout(ctx, ctx.shape("Input"), dims)
-        filt = ctx.shape("Filter")
-        if len(filt) != dims + 2:
-            ctx.fail(f"Filter must be {dims + 2}-D [C_out, C_in/groups, *kernel], got {filt}")
+        n, c, sizes, filt = _input_and_filter(ctx, dims, "C_out, C_in/groups")
         o, cg, k_sizes = filt[0], filt[1], filt[2:]
         groups = ctx.attr("groups")
         if groups < 1:
@@ -157,10 +163,7 @@ def _conv_infer(dims: int):
 
 def _conv_transpose_infer(dims: int):
     def infer(ctx):
-        n, c, sizes = _split_layout(ctx, ctx.shape("Input"), dims)
-        filt = ctx.shape("Filter")
-        if len(filt) != dims + 2:
-            ctx.fail(f"Filter must be {dims + 2}-D [C_in, C_out/groups, *kernel], got {filt}")
+        n, c, sizes, filt = _input_and_filter(ctx, dims, "C_in, C_out/groups")
         if c >= 0 and c != filt[0]:
             ctx.fail(f"Input has {c} channels but Filter [C_in, C_out/groups, *kernel] has C_in {filt[0]}")
         attrs = attr_values(ctx, conv_transpose_attrs(dims))
@@ -172,6 +175,8 @@ def _conv_transpose_infer(dims: int):
 def _pool_infer(dims: int):
     def infer(ctx):
         n, c, sizes = _split_layout(ctx, ctx.shape("X"), dims)
+        if ctx.attr("pooling_type") not in ("max", "avg"):
+            ctx.fail(f"pooling_type {ctx.attr('pooling_type')!r} is not 'max' or 'avg'")
         _, _, out = infer_geometry(ctx, pool_geometry, sizes, attr_values(ctx, pool_attrs(dims)))
         return {"Out": (_join_layout(ctx, n, c, out), ctx.dtype("X"))}
     return infer

@@ -289,4 +289,5 @@ def _check_mapped(module: Module, source: str) -> None:
             unmapped[op.name] = op.where
     if unmapped:
         listing = "; ".join(f"{name} (first at {where})" for name, where in sorted(unmapped.items()))
-        raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing}")
+        raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing} (a Paddle 3 "
+                          f"PIR program; saving with FLAGS_enable_pir_api=0 gives a legacy ProgramDesc)")

@@ -8,6 +8,8 @@ Kernel modules mirror the op families in gradc.ops; importing this package regis
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 
 KERNELS: dict[str, Callable] = {}
@@ -32,35 +34,6 @@ def kernel(*types: str, replace: bool = False, shape_only: tuple[str, ...] = ())
 
 
 def load_all() -> None:
-    from . import (  # noqa: F401
-        activation,
-        clip,
-        control_flow,
-        conv,
-        creation,
-        hsigmoid,
-        index,
-        interp,
-        io,
-        logic,
-        loss,
-        math,
-        nn,
-        nn_activation,
-        norm,
-        optimizer,
-        optimizer_adam,
-        pad,
-        pool,
-        pool_windows,
-        put_along,
-        rearrange,
-        reduce,
-        select,
-        sequence_loss,
-        set_value,
-        shape,
-        sort,
-        tensor,
-        vision,
-    )
+    """Import every kernel module (one per op family, mirroring gradc.ops)."""
+    for module in pkgutil.iter_modules(__path__):
+        importlib.import_module(f"{__name__}.{module.name}")

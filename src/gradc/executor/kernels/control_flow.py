@@ -2,20 +2,24 @@
 
 Sub-blocks run in child scopes: a body's writes to outer vars land in the outer scope (Scope.assign),
 its temporaries stay in the child. ``while`` keeps one scope per iteration, each also holding the
-values the loop vars had when the iteration started, so ``while_grad`` can replay the iterations in
-reverse. A backward block runs in a _GradScope under the forward scope it differentiates, seeded
-with the outer grads the grad op lists (Out@GRAD): it reads forward values through the scope chain
-and writes only locally.
+values the loop vars had when the iteration started (except vars the body updates in place, which
+Paddle shares between iterations), so ``while_grad`` can replay the iterations in reverse. A backward
+block runs in a _GradScope under the forward scope it differentiates, seeded with the outer grads the
+grad op lists (Out@GRAD): it reads forward values through the scope chain and writes only locally.
 """
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ...errors import ExecutionError
-from ...ir import EMPTY_VAR, grad_name
+from ...ir import EMPTY_VAR, GRAD_SUFFIX, VarType
 from ...limits import LIMITS
+from ...ops.control_flow import updated_in_place
 from ..scope import Scope
+from ..tensor_array import TensorArray
 from . import kernel
 
 
@@ -44,11 +48,42 @@ def _grad_scope(k, forward: Scope) -> _GradScope:
     return scope
 
 
+_RENAMED = re.compile(r"@RENAME@block\d+@\d+$")
+
+
+def _inner_grads(k, slot: str) -> list:
+    """The name the backward block gives the grad of each var of ``slot`` (None where none is wanted): the
+    op's output, as the backward pass named it before summing made it a renamed part."""
+    return [None if out == EMPTY_VAR else _RENAMED.sub("", out) for out in k.out_names(slot + "@GRAD")]
+
+
+def _zeros_like(value):
+    if value is None:
+        return None
+    return value.map(np.zeros_like) if isinstance(value, TensorArray) else np.zeros_like(value)
+
+
 def _zeros_for(k, slot: str, grads: list) -> list:
-    """The grads, with zeros (shaped like the forward input) where none was computed."""
+    """The grads, with zeros (shaped like the forward input) where none was computed; none for an input that
+    has no value either (the grad, in a second backward, of a branch's output grad when the branch did not run)."""
     names = k.op.input(slot)
-    return [None if out == EMPTY_VAR else g if g is not None else np.zeros_like(k.read(names[i], slot))
+    return [None if out == EMPTY_VAR else g if g is not None else _zeros_like(k.scope.find(names[i]))
             for i, (out, g) in enumerate(zip(k.out_names(slot + "@GRAD"), grads))]
+
+
+def _created_arrays(k, names: list[str]) -> None:
+    """Outputs that are tensor arrays the body creates by its first write: created empty before the loop,
+    so every iteration writes the same array (Paddle creates each declared var up front)."""
+    for name in names:
+        var = k.block.find_var(name)
+        if var is not None and var.type == VarType.DENSE_TENSOR_ARRAY and k.scope.find(name) is None:
+            k.scope.assign(name, TensorArray())
+
+
+def _shared_in_backward(block) -> list[str]:
+    """Forward vars that an op of a backward block updates in place: Paddle's loop counter, which its
+    backward block steps back down (increment by -step) from one iteration to the previous one."""
+    return sorted(name for name in updated_in_place(block) if GRAD_SUFFIX not in name)
 
 
 @kernel("conditional_block")
@@ -66,14 +101,14 @@ def conditional_block(k):
 
 @kernel("conditional_block_grad")
 def conditional_block_grad(k):
-    inputs, scopes = k.op.input("Input"), k.x("Scope")
+    inputs, scopes, inner = k.op.input("Input"), k.x("Scope"), _inner_grads(k, "Input")
     if scopes:
         scope = _grad_scope(k, scopes[0])
         k.run_block(k.attr("sub_block"), scope)
-        grads = [scope.vars.get(grad_name(name)) for name in inputs]
+        grads = [scope.vars.get(grad) if grad else None for grad in inner]
     else:  # the branch did not run: an input it would have overwritten passes its grad through
         outs = set(k.op.input("Out"))
-        grads = [k.scope.find(grad_name(name)) if name in outs else None for name in inputs]
+        grads = [k.scope.find(grad) if grad and name in outs else None for name, grad in zip(inputs, inner)]
     return {"Input@GRAD": _zeros_for(k, "Input", grads)}
 
 
@@ -81,13 +116,16 @@ def conditional_block_grad(k):
 def while_(k):
     outs = k.out_names("Out")
     loop_vars = [name for name in k.op.input("X") if name in set(outs)]
+    _created_arrays(k, outs)
+    in_place = updated_in_place(k.block.program.blocks[k.attr("sub_block")])
+    kept = [name for name in loop_vars if name not in in_place]   # Paddle copies these per iteration
     steps, last, count = [], k.scope, 0
     while _truth(k, "Condition"):
         if count == LIMITS.max_iterations:
             raise ExecutionError(f"{k.where}: the loop ran {count:,} iterations and its condition is still true "
                                  f"(the limit is --max-iterations)")
         count += 1
-        start = {name: value for name in loop_vars if (value := k.scope.find(name)) is not None}
+        start = {name: value for name in kept if (value := k.scope.find(name)) is not None}
         last = k.scope.child()
         k.run_block(k.attr("sub_block"), last)
         if not k.attr("is_test"):
@@ -99,11 +137,14 @@ def while_(k):
 
 @kernel("while_grad")
 def while_grad(k):
-    xs, outs = k.op.input("X"), set(k.op.input("Out"))
-    wanted = [grad_name(name) for name, out in zip(xs, k.out_names("X@GRAD")) if out != EMPTY_VAR]
-    loop_grads = [grad_name(name) for name in xs if grad_name(name) in wanted and name in outs]
+    xs, outs, inner = k.op.input("X"), set(k.op.input("Out")), _inner_grads(k, "X")
+    scopes = k.op.input("StepScopes")
+    later = any(scopes == op.input("StepScopes") for op in k.block.ops[k.op_idx + 1:])
+    wanted = [grad for grad in inner if grad]
+    loop_grads = [grad for name, grad in zip(xs, inner) if grad and name in outs]
     # grads of the outputs, carried from each iteration to the previous one (loop vars: to the start)
-    carry = {name: k.scope.find(name) for name in [*k.op.input("Out@GRAD"), *loop_grads]}
+    shared = _shared_in_backward(k.block.program.blocks[k.attr("sub_block")])
+    carry = {name: k.scope.find(name) for name in [*k.op.input("Out@GRAD"), *loop_grads, *shared]}
     sums = {name: None for name in wanted if name not in carry}   # read in every iteration: added up
     for step in reversed(k.x("StepScopes")):
         scope = _GradScope(step)
@@ -115,8 +156,11 @@ def while_grad(k):
             value = scope.vars.get(name)
             if value is not None:
                 sums[name] = value if total is None else total + value
-        step.vars.clear()   # replayed: its forward values are no longer needed
-    grads = [carry.get(grad_name(name), sums.get(grad_name(name))) for name in xs]
+        if not later:   # replayed: its forward values are no longer needed (unless a second backward replays it)
+            step.vars.clear()
+    for name in shared:   # stepped back through every iteration, as Paddle leaves it
+        k.scope.assign(name, carry[name])
+    grads = [carry.get(grad, sums.get(grad)) if grad else None for grad in inner]
     return {"X@GRAD": _zeros_for(k, "X", grads)}
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir.types import NUMPY_DTYPE_NAMES
+from ...limits import check_shape
 from ...ops.creation import aligned_length, dtype_bytes, literal
 from . import kernel
 
@@ -24,7 +25,9 @@ def assign_value(k):
 @kernel("eye")
 def eye(k):
     rows, cols = k.attr("num_rows"), k.attr("num_columns")
-    return {"Out": np.eye(rows, rows if cols == -1 else cols, dtype=_dtype(k.attr("dtype")))}
+    cols = rows if cols == -1 else cols
+    check_shape([rows, cols], _dtype(k.attr("dtype")), "eye")
+    return {"Out": np.eye(rows, cols, dtype=_dtype(k.attr("dtype")))}
 
 
 def _scalar(k, slot: str):
@@ -41,6 +44,7 @@ def linspace(k):
     dtype, count = _dtype(k.attr("dtype")), int(_scalar(k, "Num"))
     if count < 0:
         raise ValueError(f"Num must be >= 0, got {count}")
+    check_shape([count], np.float64, "linspace")
     work = np.float32 if dtype == np.float32 else np.float64
     start, stop = (work(dtype.type(_scalar(k, s))) for s in ("Start", "Stop"))
     step = (stop - start) / work(max(count - 1, 1))
@@ -56,6 +60,7 @@ def range_(k):
         raise ValueError("Step must not be 0")
     count = int(np.ceil(abs(end - start) / abs(step))) if (end - start) * step > 0 else 0
     dtype = k.x("Start").dtype
+    check_shape([count], np.float64, "range")
     # Paddle adds the step once per element, so float rounding accumulates as it does there
     return {"Out": np.cumsum(np.concatenate([[start], np.full(max(count - 1, 0), step)]).astype(dtype))[:count]}
 
@@ -67,6 +72,7 @@ def sequence_mask(k):
     maxlen = int(np.ravel(tensor)[0]) if tensor is not None else k.attr("maxlen")
     if maxlen < 0:
         maxlen = int(lengths.max()) if lengths.size else 0
+    check_shape([*lengths.shape, maxlen], np.float64, "the sequence mask")
     return {"Y": (np.arange(maxlen) < lengths[..., None]).astype(_dtype(k.attr("out_dtype")))}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops import interp as ops
 from . import kernel
 from .conv import channels_back, channels_first
@@ -111,7 +112,9 @@ def _setup(k):
     ops.check_attrs(k.attr, x.ndim)
     last = k.attr("data_layout") == "NHWC"
     x = channels_first(x, last, x.ndim - 2)
-    return last, x, _plan(k, list(x.shape[2:]))
+    plan = _plan(k, list(x.shape[2:]))
+    check_shape([*x.shape[:2], *plan.sizes], x.dtype, "the resized tensor")
+    return last, x, plan
 
 
 def _matrices(k, x, plan, dtype, grad=False):

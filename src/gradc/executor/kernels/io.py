@@ -18,6 +18,8 @@ def fetch(k):
         holder = []
         k.scope.assign(holder_name, holder)
     col = k.attr("col")
+    if not 0 <= col < len(k.block.ops):   # a column per fetch op at most
+        raise ValueError(f"column {col} is outside the program's fetch columns")
     holder.extend([None] * (col + 1 - len(holder)))
     holder[col] = k.x("X")
     return {}

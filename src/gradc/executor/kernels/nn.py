@@ -11,6 +11,8 @@ import numpy as np
 
 from ...ir import VarType
 from ...ir.types import NUMPY_DTYPE_NAMES
+from ...limits import check_shape
+from .. import randomness
 from . import kernel
 from .math import as_matrix
 
@@ -200,7 +202,7 @@ def _rng(k) -> np.random.Generator:
     seed = k.optional("Seed")
     if seed is not None:
         return np.random.default_rng(int(seed.reshape(-1)[0]))
-    return np.random.default_rng(k.attr("seed") if k.attr("fix_seed") else None)
+    return np.random.default_rng(k.attr("seed")) if k.attr("fix_seed") else randomness.generator()
 
 
 @kernel("dropout")
@@ -258,4 +260,6 @@ def one_hot_v2(k):
     bad = (x < 0) | (x >= depth)
     if bad.any() and not k.attr("allow_out_of_range"):
         raise ValueError(f"index {x[bad][0]} is out of range for depth {depth}")
-    return {"Out": (x[..., None] == np.arange(depth)).astype(NUMPY_DTYPE_NAMES[VarType(k.attr("dtype"))])}
+    dtype = NUMPY_DTYPE_NAMES[VarType(k.attr("dtype"))]
+    check_shape([*x.shape, depth], dtype, "the one-hot tensor")
+    return {"Out": (x[..., None] == np.arange(depth)).astype(dtype)}

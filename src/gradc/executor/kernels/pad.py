@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops.pad import pad3d_pairs, pad_pairs
 from . import kernel
 from .index import ints, scatter_add
@@ -26,6 +27,7 @@ def _source_index(mode: str, size: int, before: int, after: int) -> np.ndarray:
 
 
 def _padded(x: np.ndarray, pairs, mode: str, value) -> np.ndarray:
+    check_shape([n + a + b for n, (a, b) in zip(x.shape, pairs)], x.dtype, "the padded tensor")
     out = x
     for axis, (before, after) in enumerate(pairs):
         if before or after:

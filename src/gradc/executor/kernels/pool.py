@@ -13,8 +13,10 @@ from functools import reduce
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops import pool as ops
 from ...ops.conv import attr_values, channel_last, pool_geometry
+from .. import randomness
 from . import kernel
 from .conv import channels_back, channels_first
 from .pool_windows import along_axes, axis_windows, max_windows, membership
@@ -94,7 +96,7 @@ def _fractional_kernels(dims: int) -> None:
         x = channels_first(k.x("x"), False, dims)
         output_size, kernel_size = k.attr("output_size"), k.attr("kernel_size")
         ops.fractional_check(x.shape[2:], output_size, kernel_size)
-        u = np.float32(k.attr("random_u") or np.random.default_rng().random())   # 0: drawn per run, as Paddle
+        u = np.float32(k.attr("random_u") or randomness.generator().random())   # 0: drawn per run, as Paddle
         bounds = [fractional_bounds(*args, u) for args in zip(x.shape[2:], output_size, kernel_size)]
         out, mask = max_with_mask(x, bounds)
         return {"out": out, "mask": mask}
@@ -127,7 +129,7 @@ def _unpool_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
         out_shape, target, cells = _winners(k, dims)
-        out = np.zeros(math.prod(out_shape), k.x("X").dtype)
+        out = np.zeros(math.prod(check_shape(out_shape, k.x("X").dtype, "the unpooled tensor")), k.x("X").dtype)
         out[target] = k.x("X").ravel()[cells]
         return {"Out": out.reshape(out_shape)}
 

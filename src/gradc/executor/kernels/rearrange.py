@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops.rearrange import diagonal_length
 from ...shapes import normalize_axis
 from . import kernel
@@ -80,6 +81,8 @@ def _repeats(k, x: np.ndarray) -> tuple[np.ndarray | int, int]:
 def repeat_interleave(k):
     x = k.x("X")
     repeats, dim = _repeats(k, x)
+    count = int(np.sum(np.broadcast_to(repeats, (x.shape[dim] if x.ndim else 1,))))
+    check_shape([x.size // max(x.shape[dim], 1) * count if x.ndim else count], x.dtype, "the repeated tensor")
     return {"Out": np.repeat(x, repeats, axis=dim if x.ndim else None)}
 
 
@@ -105,7 +108,7 @@ def diag_v2(k):
     if x.ndim == 2:
         return {"Out": x[_diagonal_index(*x.shape, offset)].copy()}
     size = x.size + abs(offset)
-    out = np.full((size, size), k.attr("padding_value"), x.dtype)
+    out = np.full(check_shape((size, size), x.dtype, "the diagonal matrix"), k.attr("padding_value"), x.dtype)
     out[_diagonal_index(size, size, offset)] = np.ravel(x)
     return {"Out": out}
 

@@ -1,99 +1,32 @@
 """Numpy math of Paddle's fused ``rnn`` op (modes LSTM, GRU, RNN_TANH, RNN_RELU): forward and backward of a
 multi-layer, optionally bidirectional stack with per-sequence lengths and inter-layer dropout.
-Pure functions of arrays; docs/rnn.md has the semantics, the WeightList order and the Reserve layout.
-
-Shapes: Input [T, B, I] (time major); PreState / State: [h] or [h, c], each [L * D, B, H] with index
-l * D + d; Out [T, B, D * H] (directions concatenated on the features); WeightList: every layer's and
-direction's W_ih [G * H, in], W_hh [G * H, H], then every b_ih [G * H], b_hh [G * H] (G gates).
-Reserve [L, D, T, B, width]: per-step values of each layer and direction, in processing order.
+Pure functions of arrays; docs/rnn.md has the semantics, the WeightList order and the Reserve layout,
+gradc.rnn_shape the shapes (Reserve [L, D, T, B, width]: per-step values in processing order).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
+from ...rnn_shape import RnnShape, shape_problems
 from .rnn_cells import CELLS
 
-
-@dataclass(frozen=True)
-class RnnShape:
-    mode: str
-    num_layers: int
-    directions: int
-    input_size: int
-    hidden_size: int
-
-    @property
-    def cell(self):
-        return CELLS[self.mode]
-
-    @property
-    def gate_size(self) -> int:
-        return self.cell.gates * self.hidden_size
-
-    @property
-    def states(self) -> int:
-        return 2 if self.mode == "LSTM" else 1
-
-    def layer_input_size(self, layer: int) -> int:
-        return self.input_size if layer == 0 else self.directions * self.hidden_size
-
-    def weight_shapes(self) -> list[tuple[int, ...]]:
-        """Shapes of WeightList, in Paddle's order."""
-        layers = range(self.num_layers)
-        weights = [shape for layer in layers for _ in range(self.directions)
-                   for shape in ((self.gate_size, self.layer_input_size(layer)), (self.gate_size, self.hidden_size))]
-        return weights + [(self.gate_size,)] * (2 * self.num_layers * self.directions)
-
-    def reserve_shape(self, steps: int, batch: int) -> tuple[int, ...]:
-        width = (self.cell.gates + self.cell.extra) * self.hidden_size
-        return (self.num_layers, self.directions, steps, batch, width)
-
-    def weight_index(self, layer: int, direction: int, k: int) -> int:
-        """Position in WeightList of W_ih (k=0), W_hh (1), b_ih (2), b_hh (3) of one layer and direction."""
-        first_bias = 2 * self.num_layers * self.directions if k >= 2 else 0
-        return first_bias + 2 * (layer * self.directions + direction) + k % 2
-
-    def layer_weights(self, weights, layer: int):
-        """(W_ih, W_hh, b_ih, b_hh) of one layer, each stacked over directions."""
-        return tuple(np.stack([weights[self.weight_index(layer, d, k)] for d in range(self.directions)])
-                     for k in range(4))
+__all__ = ["RnnShape", "layer_weights", "rnn_backward", "rnn_forward", "sequence_length_problem",
+           "shape_problems"]
 
 
-def _fits(dims, expected) -> bool:
-    """Same rank, and every dim known on both sides (not -1, not None) agrees."""
-    return len(dims) == len(expected) and all(d < 0 or e is None or d == e for d, e in zip(dims, expected))
+def layer_weights(shape: RnnShape, weights, layer: int):
+    """(W_ih, W_hh, b_ih, b_hh) of one layer, each stacked over directions."""
+    return tuple(np.stack([weights[shape.weight_index(layer, d, k)] for d in range(shape.directions)])
+                 for k in range(4))
 
 
-def shape_problems(shape: RnnShape, input_dims, pre_state_dims: list, weight_dims: list) -> list[tuple[str, str]]:
-    """(slot, message) for every way the slots' shapes contradict the attributes; -1 dims are not checked."""
-    problems = []
-    if not _fits(input_dims, [None, None, shape.input_size]):
-        problems.append(("Input", f"must be [T, B, input_size={shape.input_size}], got {list(input_dims)}"))
-    if len(pre_state_dims) != shape.states:
-        problems.append(("PreState", f"{shape.mode} takes {shape.states} initial states, got {len(pre_state_dims)}"))
-    layers_directions = shape.num_layers * shape.directions
-    problems += [(f"PreState[{k}]", f"must be [num_layers * directions, B, hidden_size] = "
-                                    f"[{layers_directions}, B, {shape.hidden_size}], got {list(dims)}")
-                 for k, dims in enumerate(pre_state_dims)
-                 if not _fits(dims, [layers_directions, None, shape.hidden_size])]
-    expected = shape.weight_shapes()
-    if len(weight_dims) != len(expected):
-        problems.append(("WeightList", f"{shape.mode} with {shape.num_layers} layers and {shape.directions} "
-                                       f"direction(s) takes {len(expected)} tensors, got {len(weight_dims)}"))
-    else:
-        problems += [(f"WeightList[{k}]", f"must be {list(e)}, got {list(d)}")
-                     for k, (d, e) in enumerate(zip(weight_dims, expected)) if tuple(d) != e]
-    return problems
-
-
-def sequence_length_problem(sequence_length, steps: int) -> str | None:
-    """Why SequenceLength cannot be used with ``steps`` time steps, or None."""
+def sequence_length_problem(sequence_length, steps: int, batch: int | None = None) -> str | None:
+    """Why SequenceLength cannot be used with ``steps`` time steps (and ``batch`` sequences), or None."""
     lengths = np.asarray(sequence_length)
-    if lengths.ndim != 1 or lengths.dtype.kind not in "iu":
-        return f"must be an integer vector [B], got {lengths.dtype} {list(lengths.shape)}"
+    if lengths.ndim != 1 or lengths.dtype.kind not in "iu" or batch not in (None, lengths.size):
+        expected = "B" if batch is None else f"B={batch}"
+        return f"must be an integer vector [{expected}], got {lengths.dtype} {list(lengths.shape)}"
     bad = lengths[(lengths < 0) | (lengths > steps)]
     return f"lengths must lie in [0, {steps}] (the time steps), got {bad.tolist()}" if bad.size else None
 
@@ -162,11 +95,12 @@ def rnn_forward(shape: RnnShape, x, pre_states, weights, sequence_length=None, d
     layer_in = x
     with np.errstate(over="ignore"):  # exp overflow in the sigmoid gives the right limit, 0
         for layer in range(shape.num_layers):
-            w_ih, w_hh, b_ih, b_hh = shape.layer_weights(weights, layer)
+            w_ih, w_hh, b_ih, b_hh = layer_weights(shape, weights, layer)
             xp = _input_projection(layer_in, w_ih, _folded_bias(shape, b_ih, b_hh))
             h0, *c0 = _layer_states(pre_states, layer, shape.directions)
             whh_t = np.ascontiguousarray(w_hh.transpose(0, 2, 1))
-            h, c = shape.cell.forward(xp, h0, c0[0] if c0 else None, whh_t, b_hh[:, None, :], masks, reserve[layer])
+            cell = CELLS[shape.mode]
+            h, c = cell.forward(xp, h0, c0[0] if c0 else None, whh_t, b_hh[:, None, :], masks, reserve[layer])
             for final, value in zip(finals, (h, c)):
                 final.append(value)
             out = _layer_output(reserve[layer, ..., -shape.hidden_size:], masks)
@@ -195,7 +129,7 @@ def rnn_backward(shape: RnnShape, x, pre_states, weights, reserve, out_grad=None
         res = reserve[layer]
         layer_in = x if layer == 0 else _dropout(_layer_output(reserve[layer - 1, ..., -hidden:], masks),
                                                  dropout_mask, dropout_prob)
-        w_ih, w_hh, _, _ = shape.layer_weights(weights, layer)
+        w_ih, w_hh, _, _ = layer_weights(shape, weights, layer)
         h0, *c0 = _layer_states(pre_states, layer, directions)
         h_prev = _previous_steps(h0, res[..., -hidden:])
         dout = _processing_order(out_grad.reshape(steps, batch, directions, hidden).transpose(2, 0, 1, 3))
@@ -203,7 +137,7 @@ def rnn_backward(shape: RnnShape, x, pre_states, weights, reserve, out_grad=None
             dout = dout * masks
         finals = _layer_states(state_grads, layer, directions)
         c_init = c0[0] if c0 else None
-        dgates_x, dgates_h, dh0, dc0 = shape.cell.backward(res, h_prev, c_init, w_hh, masks, dout, finals)
+        dgates_x, dgates_h, dh0, dc0 = CELLS[shape.mode].backward(res, h_prev, c_init, w_hh, masks, dout, finals)
         for grad, value in zip(pre_state_grads, (dh0, dc0)):
             grad[layer * directions:(layer + 1) * directions] = value
         dgates_x = _processing_order(dgates_x).reshape(directions, steps * batch, -1)

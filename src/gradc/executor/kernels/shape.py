@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops import shape as dims
 from ...shapes import normalize_axis
 from ...shapes import value_error as fail
@@ -54,15 +55,16 @@ kernel("unstack_grad")(lambda k: {"X@GRAD": _stacked(k.xs("Y@GRAD"), k)})
 @kernel("expand_v2")
 def expand_v2(k):
     x = k.x("X")
-    shape = ints(k, ["Shape", "expand_shapes_tensor"], "shape")
-    return {"Out": np.broadcast_to(x, dims.expand_dims_to(fail, list(x.shape), shape)).copy()}
+    shape = dims.expand_dims_to(fail, list(x.shape), ints(k, ["Shape", "expand_shapes_tensor"], "shape"))
+    return {"Out": np.broadcast_to(x, check_shape(shape, x.dtype, "the expanded tensor")).copy()}
 
 
 @kernel("expand_as_v2")
 def expand_as_v2(k):
     x = k.x("X")
     target = list(k.x("Y").shape) if k.has("Y") else list(k.attr("target_shape"))
-    return {"Out": np.broadcast_to(x, dims.expand_dims_to(fail, list(x.shape), target)).copy()}
+    shape = dims.expand_dims_to(fail, list(x.shape), target)
+    return {"Out": np.broadcast_to(x, check_shape(shape, x.dtype, "the expanded tensor")).copy()}
 
 
 @kernel("expand_v2_grad", "expand_as_v2_grad")
@@ -72,7 +74,13 @@ def expand_grad(k):
 
 @kernel("tile")
 def tile(k):
-    return {"Out": np.tile(k.x("X"), ints(k, ["RepeatTimes", "repeat_times_tensor"], "repeat_times"))}
+    x, reps = k.x("X"), ints(k, ["RepeatTimes", "repeat_times_tensor"], "repeat_times")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"the repeat times {reps} must not be negative")
+    rank = max(x.ndim, len(reps))
+    dims_, reps_ = [1] * (rank - x.ndim) + list(x.shape), [1] * (rank - len(reps)) + list(reps)
+    check_shape([d * r for d, r in zip(dims_, reps_)], x.dtype, "the tiled tensor")
+    return {"Out": np.tile(x, reps)}
 
 
 @kernel("tile_grad")
