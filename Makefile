@@ -74,6 +74,7 @@ bench: venv
 	$(BIN)/python benchmarks/viewer.py --out benchmarks/results/viewer.txt
 	$(BIN)/python benchmarks/lstm.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out benchmarks/results/lstm.txt
 	$(BIN)/python benchmarks/memory.py --out benchmarks/results/memory.txt
+	$(BIN)/python benchmarks/validation_cost.py --out benchmarks/results/validation_cost.txt
 
 # Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
 fuzz: venv
