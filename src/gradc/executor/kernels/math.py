@@ -225,7 +225,10 @@ def _scalar(k, slot: str, attr: str, dtype):
 def scale(k):
     x = k.x("X")
     dtype = x.dtype
-    s, b = _scalar(k, "ScaleTensor", "scale", dtype), _scalar(k, "BiasTensor", "bias", dtype)
+    if dtype.char in "efdg" and not (k.ins.get("ScaleTensor") or k.ins.get("BiasTensor")):   # the common case
+        s, b = float(k.attr("scale")), float(k.attr("bias"))
+    else:
+        s, b = _scalar(k, "ScaleTensor", "scale", dtype), _scalar(k, "BiasTensor", "bias", dtype)
     out = x * s + b if k.attr("bias_after_scale") else (x + b) * s
     return {"Out": out if out.dtype is dtype else out.astype(dtype)}
 
