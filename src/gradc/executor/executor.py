@@ -20,6 +20,7 @@ from .failures import check_finite, kernel_failure
 from .feeding import feed_values
 from .kernels import KERNELS, load_all
 from .scope import MISSING, Scope, global_scope
+from .selected_rows import SelectedRows
 from .tensor_array import TensorArray
 
 load_all()
@@ -191,6 +192,8 @@ def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nd
     if isinstance(array, TensorArray):
         raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
                              f"declares a tensor")
+    if isinstance(array, SelectedRows):   # sparse grads stay sparse, whatever the var declares (as in Paddle)
+        return array
     array = np.asarray(array)
     if array.dtype == dtype:
         return array
