@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
+from .sparse import mark_sparse_grads
 
 
 def forward_name(grad: str) -> str:
@@ -38,6 +39,7 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
                 continue
             block.add_var(derived_var(source, name))
             created.append(name)
+    mark_sparse_grads(block, ops)
     return created
 
 
