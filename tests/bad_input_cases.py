@@ -133,6 +133,8 @@ RUN_TIME = {
     "one_hot_v2 depth": ("one_hot_v2", {"X": i64(1, 7)}, {"depth": 4}, "index 7 is out of range for depth 4"),
     "select_input mask": ("select_input", {"X": [zeros(2), zeros(2)], "Mask": np.array([5], np.int32)}, {},
                           "Mask 5 selects none of the 2 branches"),
+    **{f"{op} tensor": (op, {"X": X23}, {}, "X holds a dense tensor, not a SelectedRows")
+       for op in ("merge_selected_rows", "get_tensor_from_selected_rows")},
     "select_output mask": ("select_output", {"X": zeros(2), "Mask": np.array([5], np.int32)}, {},
                            "Mask 5 selects none of the 1 branches"),
 }

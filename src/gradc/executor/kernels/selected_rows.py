@@ -85,7 +85,7 @@ def lookup_table_v2_grad(k):
 def _sparse_input(k) -> SelectedRows:
     x = k.x("X")
     if not isinstance(x, SelectedRows):
-        raise ValueError(f"X holds a {type(x).__name__}, not a SelectedRows")
+        raise ValueError("X holds a dense tensor, not a SelectedRows (the sparse gradient of an embedding table)")
     return x
 
 
