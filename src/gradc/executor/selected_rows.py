@@ -47,6 +47,11 @@ class SelectedRows:
                f"height={self.height})"
 
 
+def as_dense(value):
+    """A fetched value as an array: a SelectedRows as the tensor it stands for (what `gradc run --out` saves)."""
+    return value.to_dense() if isinstance(value, SelectedRows) else value
+
+
 def merge_add(inputs: list[SelectedRows], sort: bool = False) -> SelectedRows:
     """Paddle's MergeAdd of several SelectedRows of one height (sum of SelectedRows, merge_selected_rows):
     concatenated when no row repeats across them and ``sort`` is off, else one row each, ascending."""
