@@ -5,7 +5,10 @@ shared by two lookups (tools/paddle_sparse_fixtures.py -> tests/data/paddle/opti
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+import gradc
+from gradc.cli import cli
 from gradc.ir import VarType
 from optim_cases import OptimCase, assert_trained_like_paddle, gradc_program, train
 from test_optimizer_pass_vs_paddle import Matcher, optimize_ops
@@ -70,3 +73,19 @@ def test_the_dense_gradient_does_not_train_like_paddles_sparse_one(name):
     losses, states = train(case, _densified(case))
     with pytest.raises(AssertionError, match=name):
         assert_trained_like_paddle(case, losses, states)
+
+
+def test_gradc_compile_with_lazy_adam_trains_like_paddle(tmp_path):
+    """`gradc compile --optimizer adam --opt lazy_mode=True` on the forward program of the sparse embedding."""
+    case = OptimCase("emb_adam_lazy", DATA)
+    hyper = case.meta["hyperparameters"]
+    assert hyper["lazy_mode"] is True
+    result = CliRunner().invoke(cli, [
+        "compile", str(DATA / case.meta["forward"]), "-o", str(tmp_path / "train.pb"), "--loss", case.meta["loss"],
+        "--optimizer", "adam", "--lr", str(hyper["learning_rate"]), "--epsilon", str(hyper["epsilon"]),
+        "--opt", f"beta1={hyper['beta1']}", "--opt", f"beta2={hyper['beta2']}", "--opt", "lazy_mode=True"])
+    assert result.exit_code == 0, result.output
+    program = gradc.load(tmp_path / "train.pb")
+    assert [op.attrs["lazy_mode"] for op in program.global_block.ops if op.type == "adam"] == [True] * 3
+    losses, states = train(case, program)
+    assert_trained_like_paddle(case, losses, states)
