@@ -68,22 +68,21 @@ def merge_add(inputs: list[SelectedRows], sort: bool = False) -> SelectedRows:
 
 def lookup_rows(rows: np.ndarray, height: int) -> np.ndarray:
     """For each table row, the index into ``rows`` that Paddle's BinarySearch finds, or -1. On unsorted rows
-    (a MergeAdd without sort and without repeats) the search misses some rows that are there, as Paddle's does."""
+    (a MergeAdd without sort and without repeats) the search misses some rows that are there, as Paddle's does.
+    All table rows are searched at once, one halving step per loop."""
+    targets = np.arange(height)
     found = np.full(height, -1, np.int64)
-    if np.all(rows[1:] > rows[:-1]):   # sorted: the search finds every row
-        found[rows] = np.arange(rows.size)
-        return found
-    for row in range(height):
-        low, high = 0, rows.size - 1
-        while low <= high:
-            mid = (low + high) >> 1
-            if rows[mid] == row:
-                found[row] = mid
-                break
-            if rows[mid] < row:
-                low = mid + 1
-            else:
-                high = mid - 1
+    low, high = np.zeros(height, np.int64), np.full(height, rows.size - 1, np.int64)
+    searching = low <= high
+    while searching.any():
+        mid = np.where(searching, (low + high) >> 1, 0)
+        at = rows[mid]
+        hit = searching & (at == targets)
+        found[hit] = mid[hit]
+        searching &= ~hit
+        low = np.where(searching & (at < targets), mid + 1, low)
+        high = np.where(searching & (at > targets), mid - 1, high)
+        searching &= low <= high
     return found
 
 
