@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.nn.functional as F
+from paddle.base.layer_helper import LayerHelper
 from paddle.regularizer import L2Decay
 from paddle_optimizer_cases import Case, describe  # also restores the legacy ops ClipGradByGlobalNorm writes
 from paddle_optimizer_fixtures import SEED, Persistables, build_optimizer, serialize, stacked, write, write_forward
@@ -74,7 +75,27 @@ def shared() -> tuple:
     return loss, batches
 
 
-MODELS = {"emb": emb, "shared": shared}
+def emb_v1() -> tuple:
+    """ids [4, 3, 1] -> lookup_table (v1, sparse, padding_idx 0) -> mean over the ids -> fc(3) -> softmax CE.
+    No layer of Paddle 3.3.1 writes the v1 op for a local table (sparse_embedding's table is a distributed one), so
+    the model appends it with LayerHelper, the way fluid 1.x's embedding did; the rest is Paddle's layers."""
+    ids = paddle.static.data("ids", [BATCH, 3, 1], "int64")
+    label = paddle.static.data("label", [BATCH, 1], "int64")
+    helper = LayerHelper("embedding")
+    table = helper.create_parameter(paddle.ParamAttr(name="embedding_0.w_0"), [VOCAB, WIDTH], "float32")
+    looked_up = helper.create_variable_for_type_inference("float32")
+    helper.append_op(type="lookup_table", inputs={"W": table, "Ids": ids}, outputs={"Out": looked_up},
+                     attrs={"is_sparse": True, "padding_idx": 0})
+    logits = paddle.nn.Linear(WIDTH, 3)(paddle.mean(looked_up, axis=1))
+    loss = paddle.mean(F.cross_entropy(logits, label))
+
+    def batches(rng):
+        return [{"ids": ids[..., None], "label": rng.integers(0, 3, (BATCH, 1)).astype("int64")}
+                for ids in id_batches(rng, STEPS, 3)]
+    return loss, batches
+
+
+MODELS = {"emb": emb, "shared": shared, "emb_v1": emb_v1}
 
 
 def cases() -> dict[str, Case]:
@@ -95,6 +116,8 @@ def cases() -> dict[str, Case]:
     out = {f"emb_{name}": Case("emb", cls, kwargs) for name, (cls, kwargs) in table.items()}
     for name in ("sgd", "adam", "adam_lazy", "momentum", "clip_global_norm"):
         out[f"shared_{name}"] = Case("shared", *table[name])
+    for name in ("adam", "adam_lazy"):
+        out[f"emb_v1_{name}"] = Case("emb_v1", *table[name])
     return out
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from ..ir import Block, OpDesc, VarType
 
-SPARSE_TABLE_GRADS = {"lookup_table_v2_grad": "W@GRAD"}   # op -> the output slot that is sparse with is_sparse
+# op -> its output slot that is sparse when the op has is_sparse
+SPARSE_TABLE_GRADS = {"lookup_table_v2_grad": "W@GRAD", "lookup_table_grad": "W@GRAD"}
 
 
 def mark_sparse_grads(block: Block, ops: list[OpDesc]) -> None:

@@ -71,8 +71,8 @@ def sum_(k):
 DENSE_LOOKUP_GRAD = KERNELS["lookup_table_v2_grad"]
 
 
-@kernel("lookup_table_v2_grad", replace=True)
-def lookup_table_v2_grad(k):
+@kernel("lookup_table_v2_grad", "lookup_table_grad", replace=True)
+def lookup_table_grad(k):
     """is_sparse: a SelectedRows with one row per id, in the order of Ids, padding ids included (Paddle's sparse
     kernel does not drop them: the padding row is trained), each the output grad of that position."""
     if not k.attr("is_sparse"):
