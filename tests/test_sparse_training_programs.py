@@ -9,6 +9,8 @@ from click.testing import CliRunner
 
 import gradc
 from gradc.cli import cli
+from gradc.executor import SelectedRows
+from gradc.executor.kernels import optimizer_sparse
 from gradc.ir import VarType
 from optim_cases import OptimCase, assert_trained_like_paddle, gradc_program, train
 from test_optimizer_pass_vs_paddle import Matcher, optimize_ops
@@ -89,3 +91,14 @@ def test_gradc_compile_with_lazy_adam_trains_like_paddle(tmp_path):
     assert [op.attrs["lazy_mode"] for op in program.global_block.ops if op.type == "adam"] == [True] * 3
     losses, states = train(case, program)
     assert_trained_like_paddle(case, losses, states)
+
+
+@pytest.mark.parametrize("name", ["emb_momentum", "emb_rmsprop"])
+def test_momentum_and_rmsprop_miss_the_rows_paddles_binary_search_misses(name, monkeypatch):
+    """With every selected row found (the whole sparse gradient), they no longer train like Paddle."""
+    case = OptimCase(name, DATA)
+    op_type = name.split("_")[1]
+    monkeypatch.setitem(optimizer_sparse.DENSE_VIEW, op_type, SelectedRows.to_dense)
+    losses, states = train(case, case.program())
+    with pytest.raises(AssertionError, match=name):
+        assert_trained_like_paddle(case, losses, states)
