@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
+from .sparse import mark_sparse_grads
 
 
 def forward_name(grad: str) -> str:
@@ -42,6 +43,7 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
                 created.append(name)
     if created:
         block.program.mark_changed()
+    mark_sparse_grads(block, ops)
     return created
 
 

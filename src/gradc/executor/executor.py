@@ -21,6 +21,7 @@ from .feeding import feed_values
 from .kernels import KERNELS, load_all
 from .liveness import deaths, shape_stub
 from .scope import MISSING, Scope, global_scope
+from .selected_rows import SelectedRows
 from .tensor_array import TensorArray
 
 load_all()
@@ -235,6 +236,8 @@ def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nd
     if isinstance(array, TensorArray):
         raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
                              f"declares a tensor")
+    if isinstance(array, SelectedRows):   # sparse grads stay sparse, whatever the var declares (as in Paddle)
+        return array
     array = np.asarray(array)
     if array.dtype == dtype:
         return array
