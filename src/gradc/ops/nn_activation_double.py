@@ -1,0 +1,47 @@
+"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, composite (gradc.ops.composite) so
+third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
+"""
+
+from __future__ import annotations
+
+from ..ir import EMPTY_VAR
+from ..registry import defgrad
+from . import nn_activation  # noqa: F401  (registers the grad ops given makers here)
+from .activation_double import unary_double
+from .composite import Formula, first
+
+# rrelu_grad is dOut times the Noise the forward drew: linear in dOut, flat in the rest
+unary_double("rrelu_grad", flat=("X", "Noise"))
+
+
+def _prelu(g):
+    """prelu_grad: X@GRAD = dOut (1 where x > 0, alpha elsewhere), Alpha@GRAD = dOut x where x <= 0, summed per
+    slope. Linear in dOut and in alpha, piecewise linear in x:
+        d/d(dOut) = X@GRAD(dOut = ddX) + (prelu(x, ddAlpha) - relu(x)),
+        d/dX = X@GRAD(alpha = ddAlpha, dOut where x <= 0),   d/dAlpha = Alpha@GRAD(x = -[x <= 0], dOut ddX) * -1."""
+    f = Formula(g)
+    x, alpha, dout = first(g.I("X")), first(g.I("Alpha")), first(g.I("Out@GRAD"))
+    ddx, ddalpha = first(g.OG("X@GRAD")), first(g.OG("Alpha@GRAD"))
+
+    def grad(slot, xv, slopes, d, like):
+        return f.op("prelu_grad", {"X": xv, "Alpha": slopes, "Out@GRAD": d}, like, slot=slot, same=True)
+
+    def negative_part(value):   # value where x <= 0
+        return f.sub(value, f.op("relu_grad", {"Out": x, "Out@GRAD": value}, x, slot="X@GRAD"), x)
+
+    wanted = first(g.IG("Out@GRAD"))
+    if wanted != EMPTY_VAR and ddx is not None:
+        f.into(wanted, "scale", {"X": grad("X@GRAD", x, alpha, ddx, x)}, {"scale": 1.0})
+    if wanted != EMPTY_VAR and ddalpha is not None:
+        f.into(wanted, "prelu", {"X": negative_part(x), "Alpha": ddalpha}, same=True)
+    wanted = first(g.IG("X"))
+    if wanted != EMPTY_VAR and ddalpha is not None:
+        f.into(wanted, "scale", {"X": grad("X@GRAD", x, ddalpha, negative_part(dout), x)}, {"scale": 1.0})
+    wanted = first(g.IG("Alpha"))
+    if wanted != EMPTY_VAR and ddx is not None:
+        below = f.scale(f.op("relu_grad", {"Out": x, "Out@GRAD": f.fill_like(x, 1.0)}, x, slot="X@GRAD"), 1.0, -1.0)
+        f.into(wanted, "scale", {"X": grad("Alpha@GRAD", below, alpha, f.mul(dout, ddx, x), alpha)}, {"scale": -1.0})
+    return f.ops
+
+
+defgrad("prelu_grad", grad=_prelu)
