@@ -6,9 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .second_order import away, randn, second_order
+from .second_order import away, positive, randn, second_order
 
 r = rng(43)
+
+
+def probs(*shape):
+    return r.uniform(0.1, 0.9, shape)
+
+
+def ids(values):
+    return np.array(values, dtype=np.int64)
+
 
 CASES = [
     # activations
@@ -29,4 +38,35 @@ CASES = [
                  {"mode": "channel", "data_format": "NHWC"}),
     second_order("prelu", {"X": away(2, 3, 2), "Alpha": r.uniform(0, 1, (1, 3, 2))}, {"mode": "element"}),
     second_order("rrelu", {"X": away(2, 3)}, {"is_test": True, "lower": 0.1, "upper": 0.3}),
+    # losses
+    second_order("bce_loss", {"X": probs(2, 3), "Label": probs(2, 3)}),
+    second_order("sigmoid_cross_entropy_with_logits", {"X": randn(2, 3), "Label": probs(2, 3)}),
+    second_order("sigmoid_cross_entropy_with_logits", {"X": randn(2, 3),
+                                                       "Label": np.array([[1., 0., -1.], [-1., 1., 0.]])},
+                 {"normalize": True, "ignore_index": -1}),
+    second_order("sigmoid_cross_entropy_with_logits", {"X": randn(2, 3), "Label": probs(2, 3),
+                                                       "pos_weight": positive(2, 3)}),
+    second_order("huber_loss", {"X": np.array([[0.0, 1.0, -1.0], [2.0, 0.5, 0.3]]),
+                                "Y": np.array([[0.3, -0.6, 1.5], [0.2, 0.6, 0.4]])}, {"delta": 1.0}),
+    second_order("huber_loss", {"X": randn(2, 3), "Y": randn(2, 3)}, {"delta": 10.0}),
+    second_order("kldiv_loss", {"X": np.log(probs(2, 3)), "Target": probs(2, 3)}),
+    second_order("kldiv_loss", {"X": np.log(probs(2, 3)), "Target": probs(2, 3)}, {"reduction": "batchmean"}),
+    second_order("kldiv_loss", {"X": np.log(probs(2, 3)), "Target": np.log(probs(2, 3))},
+                 {"reduction": "none", "log_target": True}),
+    second_order("log_loss", {"Predicted": probs(3, 1), "Labels": np.array([[1.0], [0.0], [1.0]])}),
+    second_order("log_loss", {"Predicted": probs(2, 2), "Labels": probs(2, 2)}, {"epsilon": 0.05}),
+    second_order("nll_loss", {"X": randn(3, 4), "Label": ids([1, 0, 3])}),
+    second_order("nll_loss", {"X": randn(3, 4), "Label": ids([1, -100, 3]), "Weight": positive(4)},
+                 {"reduction": "sum"}),
+    second_order("nll_loss", {"X": randn(2, 3, 1, 2), "Label": ids([[[0, 2]], [[1, 1]]]), "Weight": positive(3)},
+                 {"reduction": "none"}),
+    second_order("cross_entropy", {"X": r.dirichlet(np.ones(4), 3), "Label": ids([[1], [3], [2]])}),
+    second_order("cross_entropy", {"X": r.dirichlet(np.ones(3), (2, 2)), "Label": ids([[2, 5], [5, 0]])},
+                 {"ignore_index": 5}),
+    second_order("cross_entropy", {"X": r.dirichlet(np.ones(4), 3), "Label": r.dirichlet(np.ones(4), 3)},
+                 {"soft_label": True}),
+    second_order("cross_entropy2", {"X": r.dirichlet(np.ones(4), 3), "Label": ids([[1], [-100], [2]])}),
+    second_order("cross_entropy2", {"X": r.dirichlet(np.ones(3), (2, 2)), "Label": ids([[2, 1], [0, 0]])}),
+    second_order("label_smooth", {"X": probs(2, 3)}, {"epsilon": 0.1}),
+    *(second_order("identity_loss", {"X": randn(2, 3)}, {"reduction": reduction}) for reduction in (0, 1, 2)),
 ]

@@ -21,15 +21,15 @@ TANH_GELU_C = sqrt(2 / pi)   # tanh-approximate gelu: 0.5 x (1 + tanh(c (x + a x
 TANH_GELU_A = 0.044715
 
 
-def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = ()):
+def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = (), x: str = "X", out: str = "Out"):
     """Give ``grad_type`` its maker: ``second(f, g, v, p)`` returns d/dv (p = dOut * ddX) for the one input
-    v that is not dOut or in ``flat`` (inputs the grad op is constant in)."""
+    v that is not dOut or in ``flat`` (inputs the grad op is constant in); ``x``, ``out``: the forward's slots."""
 
     def maker(g):
         f = Formula(g)
-        ddx, dout = first(g.OG("X@GRAD")), first(g.I("Out@GRAD"))
-        values = {slot: g.I(slot) for slot in g.opdef.inputs if slot != "Out@GRAD"}
-        f.into(first(g.IG("Out@GRAD")), g.fwd.type, {**values, "Out@GRAD": ddx}, slot="X@GRAD", same=True)
+        ddx, dout = first(g.OG(x + "@GRAD")), first(g.I(out + "@GRAD"))
+        values = {slot: g.I(slot) for slot in g.opdef.inputs if slot != out + "@GRAD"}
+        f.into(first(g.IG(out + "@GRAD")), g.fwd.type, {**values, out + "@GRAD": ddx}, slot=x + "@GRAD", same=True)
         for slot in values:
             wanted = first(g.IG(slot))
             if slot not in flat and wanted not in (None, EMPTY_VAR):
