@@ -45,3 +45,26 @@ def _prelu(g):
 
 
 defgrad("prelu_grad", grad=_prelu)
+
+
+def _maxout(g):
+    """maxout_grad sends dOut to each group's first maximum: d/d(dOut) sums ddX times that one-hot mask (the grad
+    op for dOut = 1) over each group of ``groups`` adjacent channels."""
+    wanted = first(g.IG("Out@GRAD"))
+    if wanted == EMPTY_VAR:
+        return []
+    f = Formula(g)
+    x, out, dout = first(g.I("X")), first(g.I("Out")), first(g.I("Out@GRAD"))
+    mask = f.op("maxout_grad", {"X": x, "Out": out, "Out@GRAD": f.fill_like(dout, 1.0)}, x, slot="X@GRAD", same=True)
+    groups, shape = g.attr("groups"), g.shape(x)
+    channel_first = g.attr("axis") == 1   # [N, C, H, W] as [N, C / groups, groups, H W]; NHWC splits the last dim
+    split = [0, shape[1] // groups, groups, -1] if channel_first else [0, 0, 0, shape[3] // groups, groups]
+    grouped = f.op("reshape2", {"X": f.mul(first(g.OG("X@GRAD")), mask, x)}, x, {"shape": split},
+                   more={"XShape": f.xshape(x)}, dims=lambda s: [s[0], *split[1:3], -1] if channel_first else
+                   [*s[:3], *split[3:]])
+    summed = f.reduce("reduce_sum", grouped, [2 if channel_first else 4], dout)
+    f.shaped_like(summed, dout, out=wanted)
+    return f.ops
+
+
+defgrad("maxout_grad", grad=_maxout, no_grad_inputs=["X", "Out"])

@@ -65,12 +65,14 @@ def _picked(f, g, mask: str, wanted: str) -> list:
 
 
 def _with_index(g):
-    """max_pool2d_with_index_grad sends dOut to the Mask's positions: d/d(dOut) picks ddX there."""
+    """max_pool{2,3}d_with_index_grad sends dOut to the Mask's positions (in the plane or volume): d/d(dOut) picks
+    ddX there."""
     wanted = first(g.IG("Out@GRAD"))
     return [] if wanted == EMPTY_VAR else _picked(Formula(g), g, first(g.I("Mask")), wanted)
 
 
-defgrad("max_pool2d_with_index_grad", grad=_with_index, no_grad_inputs=["X", "Mask"])
+for _name in ("max_pool2d_with_index", "max_pool3d_with_index"):
+    defgrad(f"{_name}_grad", grad=_with_index, no_grad_inputs=["X", "Mask"])
 
 
 for _name in POOL_OPS:

@@ -1,0 +1,61 @@
+"""Second-derivative cases (as in second_order.py) for the ops that select or place with indices the forward
+fixed: sorts, scatters, puts, crops, unpooling, maxout, 3-D max pooling with index."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rng
+from .second_order import distinct, randn, second_order
+
+r = rng(47)
+
+
+def ids(*rows, dtype=np.int64):
+    return np.array(rows, dtype=dtype)
+
+
+def unpool_inputs(x_shape, out_shape):
+    """X and Indices of distinct positions in each plane, as max pooling gives."""
+    planes = [r.choice(int(np.prod(out_shape)), int(np.prod(x_shape[2:])), replace=False)
+              for _ in range(x_shape[0] * x_shape[1])]
+    return {"X": randn(*x_shape), "Indices": np.array(planes, np.int32).reshape(x_shape)}
+
+
+PUT_INDEX = ids([0, 0, 3], [1, 3, 2], [2, 2, 2])
+
+CASES = [
+    second_order("top_k_v2", {"X": distinct(3, 4)}, {"k": 2}),
+    second_order("top_k_v2", {"X": distinct(3, 2, 2)}, {"k": 2, "axis": 0, "largest": False}),
+    second_order("argsort", {"X": distinct(2, 3)}),
+    second_order("argsort", {"X": distinct(3, 2)}, {"axis": 0, "descending": True}),
+    second_order("kthvalue", {"X": distinct(3, 4)}, {"k": 2}),
+    second_order("kthvalue", {"X": distinct(3, 2, 2)}, {"k": 3, "axis": 0, "keepdim": True}),
+    second_order("kthvalue", {"X": distinct(2, 3, 2)}, {"k": 1, "axis": 1}),
+    second_order("scatter", {"X": randn(4, 2), "Ids": ids(1, 3, 1), "Updates": randn(3, 2)}, {"overwrite": True}),
+    second_order("scatter", {"X": randn(4, 2), "Ids": ids(1, 3, 1), "Updates": randn(3, 2)}, {"overwrite": False}),
+    second_order("scatter_nd_add", {"X": randn(3, 4), "Index": ids([0, 1], [2, -1], [0, 1]), "Updates": randn(3)}),
+    second_order("index_add", {"X": randn(3, 4), "Index": ids(2, 0, 2), "AddValue": randn(3, 3)}, {"axis": 1}),
+    *(second_order("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
+                   {"Axis": 1, "Reduce": reduce, "Include_self": include_self})
+      for reduce in ("assign", "add", "mean") for include_self in (True, False)),
+    second_order("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
+                 {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
+    second_order("set_value", {"Input": randn(2, 3)}, {"axes": [1], "starts": [0], "ends": [2], "steps": [1],
+                                                       "shape": [1], "dtype": 6, "values": [2.5]}),
+    second_order("expand_as_v2", {"X": randn(3, 1), "Y": randn(2, 3, 4)}),
+    second_order("expand_as_v2", {"X": randn(4)}, {"target_shape": [3, 4]}),
+    second_order("crop_tensor", {"X": randn(3, 4)}, {"shape": [2, -1], "offsets": [1, 1]}),
+    second_order("crop_tensor", {"X": randn(3, 4), "Shape": ids(2, 2),
+                                 "OffsetsTensor": [ids(0), ids(2, dtype=np.int32)]},
+                 {"shape": [1, 1], "offsets": [0, 0]}),
+    second_order("meshgrid", {"X": [randn(2), randn(3)]}, counts={"Out": 2}),
+    second_order("unpool", unpool_inputs((1, 2, 2, 2), (4, 3)),
+                 {"ksize": [2, 2], "strides": [2, 2], "output_size": [4, 3], "unpooling_type": "max"}),
+    second_order("unpool3d", unpool_inputs((1, 1, 1, 2, 2), (2, 4, 2)),
+                 {"ksize": [2, 2, 2], "strides": [2, 2, 2], "output_size": [2, 4, 2]}),
+    second_order("maxout", {"X": distinct(2, 4, 2, 2)}, {"groups": 2}),
+    second_order("maxout", {"X": distinct(1, 2, 2, 6)}, {"groups": 3, "axis": -1}),
+    second_order("max_pool3d_with_index", {"X": distinct(1, 2, 2, 4, 4)}, {"ksize": [2, 2, 2], "strides": [2, 2, 2]},
+                 wrt=["X"]),
+]
