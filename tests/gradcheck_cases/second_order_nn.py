@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .second_order import away, positive, randn, second_order
+from .second_order import away, distinct, positive, randn, second_order
 
 r = rng(43)
 
@@ -69,4 +69,18 @@ CASES = [
     second_order("cross_entropy2", {"X": r.dirichlet(np.ones(3), (2, 2)), "Label": ids([[2, 1], [0, 0]])}),
     second_order("label_smooth", {"X": probs(2, 3)}, {"epsilon": 0.1}),
     *(second_order("identity_loss", {"X": randn(2, 3)}, {"reduction": reduction}) for reduction in (0, 1, 2)),
+    # norms
+    second_order("group_norm", {"X": randn(2, 4, 3), "Scale": randn(4), "Bias": randn(4)}, {"groups": 2}),
+    second_order("group_norm", {"X": randn(2, 2, 2, 4), "Scale": randn(4), "Bias": randn(4)},
+                 {"groups": 2, "data_layout": "NHWC", "epsilon": 1e-3}),
+    second_order("group_norm", {"X": randn(2, 3, 2, 2)}, {"groups": 3}),
+    second_order("instance_norm", {"X": randn(2, 3, 4), "Scale": randn(3), "Bias": randn(3)}),
+    second_order("instance_norm", {"X": randn(2, 2, 2, 2)}, {"epsilon": 1e-3}),
+    second_order("p_norm", {"X": randn(3, 4)}),
+    second_order("p_norm", {"X": away(3, 4)}, {"porder": 1.0, "axis": 0, "keepdim": True}),
+    second_order("p_norm", {"X": away(2, 3, 2)}, {"porder": 3.0, "axis": 1}),
+    second_order("p_norm", {"X": away(2, 3)}, {"porder": 1.5, "asvector": True}),
+    second_order("p_norm", {"X": distinct(3, 4)}, {"porder": float("inf")}),
+    second_order("p_norm", {"X": distinct(3, 4) + 0.03}, {"porder": float("-inf"), "axis": 0, "keepdim": True}),
+    second_order("squared_l2_norm", {"X": randn(2, 3)}),
 ]

@@ -1,0 +1,123 @@
+"""Second derivatives of the norms without a running statistic: group and instance norm, p_norm,
+squared_l2_norm and lrn, composite (gradc.ops.composite) so third derivatives follow.
+
+As batch and layer norm's makers (nn_double), the grad op's arithmetic is written again with differentiable ops
+from X (``expansion``), so the statistics the forward saved (Mean, Variance, MidOut, Out) are constants.
+"""
+
+from __future__ import annotations
+
+from math import isinf
+
+from ..ir import EMPTY_VAR
+from ..registry import defgrad
+from . import clip, nn, norm, reduce  # noqa: F401  (register the grad ops given makers here)
+from .composite import expansion, first
+from .loss_double import reducing
+
+
+def _channels_first(f, g, value: str, channel_last: bool) -> str:
+    """``value`` with its last dim moved to dim 1 (NHWC to NCHW) when ``channel_last``."""
+    if not channel_last:
+        return value
+    rank = len(g.shape(value))
+    perm = [0, rank - 1, *range(1, rank - 1)]
+    return f.op("transpose2", {"X": value}, value, {"axis": perm}, more={"XShape": f.xshape(value)},
+                dims=lambda s: [s[i] for i in perm])
+
+
+def _channels_back(f, g, value: str, channel_last: bool) -> str:
+    if not channel_last:
+        return value
+    rank = len(g.shape(value))
+    perm = [0, *range(2, rank), 1]
+    return f.op("transpose2", {"X": value}, value, {"axis": perm}, more={"XShape": f.xshape(value)},
+                dims=lambda s: [s[i] for i in perm])
+
+
+def _grouped_norm_grad(f, g, groups: int, channel_last: bool = False) -> dict:
+    """Group norm's grad (instance norm's with a group per channel): X as [N, groups, rest] rows normalised,
+    scaled and shifted per channel. dBias = sum(dy), dScale = sum(dy xhat) over all but the channel axis;
+    dX = inv (dy scale - mean(dy scale) - xhat mean(dy scale xhat)) along each row, mean and inv from X."""
+    x = _channels_first(f, g, first(g.I("X")), channel_last)
+    dy = _channels_first(f, g, first(g.I("Y@GRAD")), channel_last)
+    scale = first(g.I("Scale"))
+    split = {"shape": [0, groups, -1]}
+
+    def rows(value):
+        return f.op("reshape2", {"X": value}, value, split, more={"XShape": f.xshape(value)},
+                    dims=lambda s: [s[0], groups, -1])
+
+    def row_mean(value):
+        return f.op("reduce_mean", {"X": value}, value, {"dim": [2], "keep_dim": False, "reduce_all": False},
+                    dims=lambda s: s[:2])
+
+    x_rows = rows(x)
+    centred = f.sub(x_rows, row_mean(x_rows), x_rows, 0)
+    inv = f.unary("rsqrt", f.scale(row_mean(f.unary("square", centred)), 1.0, g.attr("epsilon")))
+    xhat_rows = f.mul(centred, inv, x_rows, 0)
+    xhat = f.shaped_like(xhat_rows, x)
+    others = [0, *range(2, len(g.shape(x)))]
+    grads = {}
+    if g.O("Bias@GRAD"):
+        grads["Bias@GRAD"] = f.reduce("reduce_sum", dy, others, first(g.O("Bias@GRAD")))
+    if g.O("Scale@GRAD"):
+        grads["Scale@GRAD"] = f.reduce("reduce_sum", f.mul(dy, xhat, x), others, first(g.O("Scale@GRAD")))
+    if g.O("X@GRAD"):
+        scaled = rows(f.mul(dy, scale, x, 1) if scale else dy)
+        spread = f.mul(xhat_rows, row_mean(f.mul(scaled, xhat_rows, x_rows)), x_rows, 0)
+        centred_grad = f.sub(scaled, row_mean(scaled), x_rows, 0)
+        dx = f.shaped_like(f.mul(f.sub(centred_grad, spread, x_rows), inv, x_rows, 0), x)
+        grads["X@GRAD"] = _channels_back(f, g, dx, channel_last)
+    return grads
+
+
+@expansion
+def _group_norm_grad(f, g):
+    return _grouped_norm_grad(f, g, g.attr("groups"), g.attr("data_layout") == "NHWC")
+
+
+@expansion
+def _instance_norm_grad(f, g):
+    return _grouped_norm_grad(f, g, 0)   # reshape2's 0 keeps the channels: a row per (sample, channel)
+
+
+defgrad("group_norm_grad", grad=_group_norm_grad, no_grad_inputs=["Bias", "Y", "Mean", "Variance"])
+defgrad("instance_norm_grad", grad=_instance_norm_grad, no_grad_inputs=["Bias", "SavedMean", "SavedVariance"])
+
+
+@expansion
+def _p_norm_grad(f, g):
+    """X@GRAD = dOut sign(x) |x|^(p-1) / (norm^(p-1) + eps), the norm recomputed from X with its dims kept."""
+    x, dout, p = first(g.I("X")), first(g.I("Out@GRAD")), g.attr("porder")
+    norm_kept = f.op("p_norm", {"X": x}, x, {"keepdim": True}, same=True,
+                     dims=lambda s: [1] * len(s) if g.attr("asvector") else
+                     [1 if i == g.attr("axis") % len(s) else d for i, d in enumerate(s)])
+    denominator = f.scale(f.unary("pow", norm_kept, {"factor": p - 1.0}), 1.0, g.attr("epsilon"))
+    slope = f.mul(f.unary("sign", x), f.unary("pow", f.unary("abs", x), {"factor": p - 1.0}), x)
+    return {"X@GRAD": f.div(f.mul(slope, f.shaped_like(dout, norm_kept), x), denominator, x)}
+
+
+def _p_norm_axis(g, rank):
+    return None if g.attr("asvector") else [g.attr("axis") % rank]
+
+
+_p_norm_flat = reducing("Out@GRAD", _p_norm_axis)   # p = 0 and +-inf: piecewise constant in X
+
+
+def _p_norm(g):
+    p = g.attr("porder")
+    return (_p_norm_flat if p == 0 or isinf(p) else _p_norm_grad)(g)
+
+
+defgrad("p_norm_grad", grad=_p_norm, no_grad_inputs=["Out"])
+
+
+def _squared_l2_x(f, g, unit, ddx):
+    """X@GRAD = 2 x dOut: d/dX = 2 ddX dOut, the grad op with X = ddX."""
+    wanted = first(g.IG("X"))
+    if wanted != EMPTY_VAR:
+        f.into(wanted, g.fwd.type, {"X": ddx, "Out@GRAD": first(g.I("Out@GRAD"))}, slot="X@GRAD")
+
+
+defgrad("squared_l2_norm_grad", grad=reducing("Out@GRAD", lambda g, rank: None, _squared_l2_x))
