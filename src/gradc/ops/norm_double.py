@@ -121,3 +121,33 @@ def _squared_l2_x(f, g, unit, ddx):
 
 
 defgrad("squared_l2_norm_grad", grad=reducing("Out@GRAD", lambda g, rank: None, _squared_l2_x))
+
+
+def _window_sums(f, g, value: str) -> str:
+    """Per channel, the sum of ``value`` (channels first) over the n channels around it: an average pool of
+    [N, 1, C, H W] over n x 1 windows with zero padding counted, times n."""
+    n, channels = g.attr("n"), g.shape(value)[1]
+    column = f.op("reshape2", {"X": value}, value, {"shape": [0, 1, channels, -1]}, more={"XShape": f.xshape(value)},
+                  dims=lambda s: [s[0], 1, channels, -1])
+    pooled = f.op("pool2d", {"X": column}, column, {"pooling_type": "avg", "ksize": [n, 1], "strides": [1, 1],
+                                                    "paddings": [(n - 1) // 2, 0], "exclusive": False})
+    return f.shaped_like(f.scale(pooled, float(n)), value)
+
+
+@expansion
+def _lrn_grad(f, g):
+    """mid = k + alpha W(x^2), W the window sums (symmetric): X@GRAD = dOut mid^-beta
+    - 2 alpha beta x W(dOut out / mid), with mid and out recomputed from X."""
+    channel_last = g.attr("data_format") == "NHWC"
+    x = _channels_first(f, g, first(g.I("X")), channel_last)
+    dout = _channels_first(f, g, first(g.I("Out@GRAD")), channel_last)
+    alpha, beta = g.attr("alpha"), g.attr("beta")
+    mid = f.scale(_window_sums(f, g, f.unary("square", x)), alpha, g.attr("k"))
+    damping = f.unary("pow", mid, {"factor": -beta})
+    out = f.mul(x, damping, x)
+    spread = f.mul(x, _window_sums(f, g, f.div(f.mul(dout, out, x), mid, x)), x)
+    dx = f.sub(f.mul(dout, damping, x), f.scale(spread, 2 * alpha * beta), x)
+    return {"X@GRAD": _channels_back(f, g, dx, channel_last)}
+
+
+defgrad("lrn_grad", grad=_lrn_grad, no_grad_inputs=["Out", "MidOut"])
