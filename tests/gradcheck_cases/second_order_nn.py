@@ -38,6 +38,14 @@ CASES = [
                  {"mode": "channel", "data_format": "NHWC"}),
     second_order("prelu", {"X": away(2, 3, 2), "Alpha": r.uniform(0, 1, (1, 3, 2))}, {"mode": "element"}),
     second_order("rrelu", {"X": away(2, 3)}, {"is_test": True, "lower": 0.1, "upper": 0.3}),
+    # arithmetic
+    second_order("elementwise_mod", {"X": np.array([[2.5, -1.3], [0.7, 4.1]]),
+                                     "Y": np.array([[1.1, 0.6], [-0.9, 1.7]])}),   # quotients away from integers
+    second_order("elementwise_mod", {"X": np.array([[[2.5], [-1.3]], [[0.7], [4.1]]]), "Y": np.array([1.1, -0.7])},
+                 {"axis": 1}),
+    second_order("bilinear_tensor_product", {"X": randn(2, 3), "Y": randn(2, 2), "Weight": randn(2, 3, 2),
+                                             "Bias": randn(1, 2)}),
+    second_order("bilinear_tensor_product", {"X": randn(3, 2), "Y": randn(3, 1), "Weight": randn(1, 2, 1)}),
     # losses
     second_order("bce_loss", {"X": probs(2, 3), "Label": probs(2, 3)}),
     second_order("sigmoid_cross_entropy_with_logits", {"X": randn(2, 3), "Label": probs(2, 3)}),

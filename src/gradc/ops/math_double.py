@@ -138,3 +138,48 @@ def _extreme(g):
 
 for _name in ("reduce_max", "reduce_min"):
     defgrad(f"{_name}_grad", grad=_extreme, no_grad_inputs=["X", "Out"])
+
+
+def _remainder(g):
+    """remainder_grad (elementwise_mod's): X@GRAD = dOut, Y@GRAD = -floor(x / y) dOut, each summed down; flat in
+    X and Y away from the jumps, so d/d(dOut) = ddX - floor(x / y) ddY, each broadcast to dOut's shape."""
+    wanted = first(g.IG("Out@GRAD"))
+    if wanted == EMPTY_VAR:
+        return []
+    f = Formula(g)
+    x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
+    ddx, ddy = first(g.OG("X@GRAD")), first(g.OG("Y@GRAD"))
+    if ddx is not None:
+        f.into(wanted, "elementwise_add", {"X": f.fill_like(dout, 0.0), "Y": ddx}, {"axis": axis})
+    if ddy is not None:
+        quotient = f.op("elementwise_floordiv", {"X": x, "Y": y}, dout, {"axis": axis})
+        f.into(wanted, "scale", {"X": f.mul(quotient, ddy, dout, axis)}, {"scale": -1.0})
+    return f.ops
+
+
+defgrad("remainder_grad", grad=_remainder, no_grad_inputs=["X", "Y"])
+
+
+def _bilinear_tensor_product(g):
+    """Out = F(x, w, y) + bias, F linear in each: the grad op G gives G_X(d, w, y), G_Y(d, w, x), G_W(d, x, y) and
+    the batch sum of d, each <dd*, G_*> = <d, F(...)> with the dd in its operand's place, so
+        d/d(dOut) = F(ddX, w, y) + F(x, w, ddY) + F(x, ddW, y) + ddBias,   d/dX = G_X(d, w, ddY) + G_X(d, ddW, y),
+        d/dY = G_Y(d, w, ddX) + G_Y(d, ddW, x),   d/dW = G_W(d, ddX, y) + G_W(d, x, ddY)."""
+    f = Formula(g)
+    given = {slot: first(g.I(slot)) for slot in ("X", "Y", "Weight")}
+    dout = first(g.I("Out@GRAD"))
+    dd = {slot: first(g.OG(slot + "@GRAD")) for slot in ("X", "Y", "Weight", "Bias")}
+    for swapped in ("X", "Y", "Weight"):
+        if dd[swapped] is None:
+            continue
+        operands = {**given, swapped: dd[swapped]}
+        f.into(first(g.IG("Out@GRAD")), "bilinear_tensor_product", operands)
+        for other in ("X", "Y", "Weight"):
+            if other != swapped:
+                f.into(first(g.IG(other)), g.fwd.type, {**operands, "Out@GRAD": dout}, slot=other + "@GRAD")
+    if dd["Bias"] is not None:
+        f.into(first(g.IG("Out@GRAD")), "elementwise_add", {"X": f.fill_like(dout, 0.0), "Y": dd["Bias"]})
+    return f.ops
+
+
+defgrad("bilinear_tensor_product_grad", grad=_bilinear_tensor_product)
