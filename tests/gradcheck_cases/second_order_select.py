@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .second_order import distinct, randn, second_order
+from .second_order import distinct, positive, randn, second_order
 
 r = rng(47)
 
@@ -58,4 +58,14 @@ CASES = [
     second_order("maxout", {"X": distinct(1, 2, 2, 6)}, {"groups": 3, "axis": -1}),
     second_order("max_pool3d_with_index", {"X": distinct(1, 2, 2, 4, 4)}, {"ksize": [2, 2, 2], "strides": [2, 2, 2]},
                  wrt=["X"]),
+    second_order("fractional_max_pool2d", {"x": distinct(1, 2, 5, 4)}, {"output_size": [3, 2], "random_u": 0.3},
+                 wrt=["x"]),
+    second_order("fractional_max_pool3d", {"x": distinct(1, 1, 4, 3, 3)}, {"output_size": [2, 2, 2],
+                                                                          "kernel_size": [2, 2, 2], "random_u": 0.7},
+                 wrt=["x"]),
+    second_order("lp_pool2d", {"x": positive(1, 2, 4, 4)}, {"kernel_size": [2, 2], "strides": [2, 2], "norm_type": 2.0,
+                                                            "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 3, 4, 2)}, {"kernel_size": [3, 2], "strides": [1, 2], "norm_type": 3.5,
+                                                            "ceil_mode": True, "paddings": [1, 0],
+                                                            "data_format": "NHWC"}),
 ]
