@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+import gradc
+from gradc.ir import VarType
+
+from . import Case, rng
 from .second_order import away, distinct, positive, randn, second_order
 
 r = rng(43)
@@ -17,6 +20,30 @@ def probs(*shape):
 
 def ids(values):
     return np.array(values, dtype=np.int64)
+
+
+
+def noise_free(grad_type: str, forward: str, attrs: dict) -> Case:
+    """The case of a grad op whose forward op draws noise (gumbel_softmax): the grad op on its own, reading
+    ``forward`` (the noiseless function of X), a random dOut W1 and loss2 = sum(W2 * the grad), differentiated
+    with respect to X and W1."""
+    shape = (2, 3)
+
+    def build() -> dict:
+        program = gradc.Program()
+        block = program.global_block
+        feed = {"x": randn(*shape), "w1": randn(*shape), "w2": randn(*shape)}
+        for name in ("x", "w1", "w2", "out", "x@GRAD", "product"):
+            block.create_var(name, list(shape), VarType.FP64).stop_gradient = name == "w2"
+        block.create_var("loss2", [], VarType.FP64)
+        axis = attrs.get("axis", -1)
+        block.append_op(forward, {"X": ["x"]}, {"Out": ["out"]}, {"axis": axis})
+        block.append_op(grad_type, {"Out": ["out"], "Out@GRAD": ["w1"]}, {"X@GRAD": ["x@GRAD"]}, attrs)
+        block.append_op("elementwise_mul", {"X": ["x@GRAD"], "Y": ["w2"]}, {"Out": ["product"]})
+        block.append_op("reduce_sum", {"X": ["product"]}, {"Out": ["loss2"]}, {"reduce_all": True})
+        return {"program": program, "feed": feed, "wrt": ["x", "w1"], "loss": "loss2"}
+
+    return Case(grad_type, {}, attrs, program=build)
 
 
 CASES = [
@@ -38,6 +65,8 @@ CASES = [
                  {"mode": "channel", "data_format": "NHWC"}),
     second_order("prelu", {"X": away(2, 3, 2), "Alpha": r.uniform(0, 1, (1, 3, 2))}, {"mode": "element"}),
     second_order("rrelu", {"X": away(2, 3)}, {"is_test": True, "lower": 0.1, "upper": 0.3}),
+    noise_free("gumbel_softmax_grad", "softmax", {"temperature": 0.7, "hard": False, "axis": -1}),
+    noise_free("gumbel_softmax_grad", "softmax", {"temperature": 2.0, "hard": False, "axis": 0}),
     # arithmetic
     second_order("elementwise_mod", {"X": np.array([[2.5, -1.3], [0.7, 4.1]]),
                                      "Y": np.array([[1.1, 0.6], [-0.9, 1.7]])}),   # quotients away from integers

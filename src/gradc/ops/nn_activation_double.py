@@ -68,3 +68,21 @@ def _maxout(g):
 
 
 defgrad("maxout_grad", grad=_maxout, no_grad_inputs=["X", "Out"])
+
+
+def _gumbel_softmax(g):
+    """gumbel_softmax_grad = out (d - sum(d out)) / temperature along the axis (the softmax's, Out being the
+    noisy softmax): symmetric in d, so d/d(dOut) is the grad op applied to ddX; d/d(out) = (ddX (d - sum(d out))
+    - d sum(ddX out)) / temperature."""
+    f = Formula(g)
+    out, dout, ddx, axis = first(g.I("Out")), first(g.I("Out@GRAD")), first(g.OG("X@GRAD")), g.attr("axis")
+    f.into(first(g.IG("Out@GRAD")), g.fwd.type, {"Out": out, "Out@GRAD": ddx}, slot="X@GRAD", same=True)
+    wanted = first(g.IG("Out"))
+    if wanted != EMPTY_VAR:
+        centred = f.sub(dout, f.sum_along(f.mul(dout, out, out), axis), out)
+        moved = f.sub(f.mul(ddx, centred, out), f.mul(dout, f.sum_along(f.mul(ddx, out, out), axis), out), out)
+        f.into(wanted, "scale", {"X": moved}, {"scale": 1.0 / g.attr("temperature")})
+    return f.ops
+
+
+defgrad("gumbel_softmax_grad", grad=_gumbel_softmax)
