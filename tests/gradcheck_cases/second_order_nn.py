@@ -120,6 +120,10 @@ CASES = [
     second_order("p_norm", {"X": distinct(3, 4)}, {"porder": float("inf")}),
     second_order("p_norm", {"X": distinct(3, 4) + 0.03}, {"porder": float("-inf"), "axis": 0, "keepdim": True}),
     second_order("squared_l2_norm", {"X": randn(2, 3)}),
+    second_order("spectral_norm", {"Weight": randn(3, 4), "U": randn(3), "V": randn(4)}),
+    second_order("spectral_norm", {"Weight": randn(2, 3, 2), "U": randn(3), "V": randn(4)},
+                 {"dim": 1, "power_iters": 2}),
+    second_order("spectral_norm", {"Weight": randn(2, 3), "U": randn(2), "V": randn(3)}, {"power_iters": 0}),
     second_order("lrn", {"X": randn(1, 4, 2, 2)}, {"n": 3, "k": 1.0, "alpha": 0.3, "beta": 0.75}),
     second_order("lrn", {"X": randn(1, 2, 2, 3)}, {"n": 3, "k": 2.0, "alpha": 0.5, "beta": 0.6, "data_format": "NHWC"}),
 ]

@@ -12,7 +12,7 @@ from math import isinf
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import clip, nn, norm, reduce  # noqa: F401  (register the grad ops given makers here)
-from .composite import expansion, first
+from .composite import differentiate, expansion, first
 from .loss_double import reducing
 
 
@@ -151,3 +151,52 @@ def _lrn_grad(f, g):
 
 
 defgrad("lrn_grad", grad=_lrn_grad, no_grad_inputs=["Out", "MidOut"])
+
+
+def _spectral_out(f, g) -> str:
+    """spectral_norm's Out written with differentiable ops: Weight as a [dim, rest] matrix, power_iters rounds
+    v = normalised(W^T u), u = normalised(W v) from U and V, Out = Weight / (u^T W v)."""
+    weight, dim, eps = first(g.I("Weight")), g.attr("dim"), g.attr("eps")
+    shape = g.shape(weight)
+    matrix = weight
+    if dim != 0:
+        perm = [dim, *(i for i in range(len(shape)) if i != dim)]
+        matrix = f.op("transpose2", {"X": weight}, weight, {"axis": perm}, more={"XShape": f.xshape(weight)},
+                      dims=lambda s: [s[i] for i in perm])
+    matrix = f.op("reshape2", {"X": matrix}, weight, {"shape": [shape[dim], -1]}, more={"XShape": f.xshape(matrix)},
+                  dims=lambda s: [shape[dim], -1])
+
+    def column(vector):
+        return f.op("reshape2", {"X": vector}, vector, {"shape": [-1, 1]}, more={"XShape": f.xshape(vector)},
+                    dims=lambda s: [-1, 1])
+
+    def total(value):
+        return f.op("reduce_sum", {"X": value}, value, {"dim": [0], "keep_dim": False, "reduce_all": True},
+                    dims=lambda s: [])
+
+    def normalised(value):
+        return f.div(value, f.scale(f.unary("sqrt", total(f.unary("square", value))), 1.0, eps), value)
+
+    def times(vector, transposed=False):
+        return f.op("matmul_v2", {"X": matrix, "Y": vector}, vector, {"trans_x": transposed, "trans_y": False},
+                    dims=lambda s: [-1, 1])
+
+    u, v = column(first(g.I("U"))), column(first(g.I("V")))
+    for _ in range(g.attr("power_iters")):
+        v = normalised(times(u, transposed=True))
+        u = normalised(times(v))
+    sigma = total(f.mul(u, times(v), u))
+    return f.div(weight, sigma, weight)
+
+
+@expansion
+def _spectral_norm_grad(f, g):
+    """The grad op differentiates Out through the power iteration: its Weight@GRAD is the backward of Out written
+    with differentiable ops (``differentiate``), so the maker differentiates that backward again."""
+    out = _spectral_out(f, g)
+    grad = g.tmp(first(g.I("Weight")))
+    f.ops.extend(differentiate(g, list(f.ops), {out: first(g.I("Out@GRAD"))}, {first(g.I("Weight")): grad}))
+    return {"Weight@GRAD": grad}
+
+
+defgrad("spectral_norm_grad", grad=_spectral_norm_grad, no_grad_inputs=["U", "V"])
