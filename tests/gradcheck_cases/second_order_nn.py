@@ -75,6 +75,11 @@ CASES = [
     second_order("bilinear_tensor_product", {"X": randn(2, 3), "Y": randn(2, 2), "Weight": randn(2, 3, 2),
                                              "Bias": randn(1, 2)}),
     second_order("bilinear_tensor_product", {"X": randn(3, 2), "Y": randn(3, 1), "Weight": randn(1, 2, 1)}),
+    second_order("reduce_prod", {"X": randn(2, 5, 2)}, {"dim": [1]}),
+    second_order("reduce_prod", {"X": randn(3, 2, 2)}, {"dim": [0, 2], "keep_dim": True}),
+    second_order("reduce_prod", {"X": np.array([[0.0, 2.0, -1.5], [0.0, 0.0, 3.0], [1.2, 0.7, -0.4]])},
+                 {"reduce_all": True}),
+    second_order("reduce_prod", {"X": np.array([[0.0, 2.0, -1.5], [0.0, 0.0, 3.0], [1.2, 0.7, -0.4]])}, {"dim": [1]}),
     # losses
     second_order("bce_loss", {"X": probs(2, 3), "Label": probs(2, 3)}),
     second_order("sigmoid_cross_entropy_with_logits", {"X": randn(2, 3), "Label": probs(2, 3)}),

@@ -8,10 +8,13 @@ derivatives with forward ops and first-order grad ops, which Paddle runs too.
 
 from __future__ import annotations
 
+from math import prod
+
+from ..errors import GradError
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
-from .composite import Formula, bilinear, expansion, first, linear
+from .composite import Formula, bilinear, differentiate, expansion, first, linear
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
     defgrad(f"{_name}_grad", grad=bilinear(_name))
@@ -183,3 +186,51 @@ def _bilinear_tensor_product(g):
 
 
 defgrad("bilinear_tensor_product_grad", grad=_bilinear_tensor_product)
+
+
+def _pairwise_product(f, g, x: str) -> str:
+    """reduce_prod of ``x`` written with differentiable ops, exact at zeros: the reduced dims moved last and
+    flattened, then halved log2(n) times by multiplying the even and odd positions (an odd last one carried)."""
+    shape = g.shape(x)
+    rank = len(shape)
+    reduced = list(range(rank)) if g.attr("reduce_all") or not g.attr("dim") else \
+        sorted({d % rank for d in g.attr("dim")})
+    kept = [d for d in range(rank) if d not in reduced]
+    count = prod(shape[d] for d in reduced)
+    if count < 0:
+        raise GradError(f"reduce_prod_grad: the reduced dims of {x} must be known, got shape {shape}")
+    row = x
+    if kept + reduced != list(range(rank)):
+        row = f.op("transpose2", {"X": x}, x, {"axis": kept + reduced}, more={"XShape": f.xshape(x)},
+                   dims=lambda s: [s[d] for d in kept + reduced])
+    row = f.op("reshape2", {"X": row}, x, {"shape": [0] * len(kept) + [-1]}, more={"XShape": f.xshape(row)},
+               dims=lambda s: [s[d] for d in kept] + [count])
+    last = len(kept)
+
+    def part(start: int, end: int, step: int, size: int) -> str:
+        return f.op("strided_slice", {"Input": row}, row, {"axes": [last], "starts": [start], "ends": [end],
+                                                          "strides": [step], "infer_flags": [1], "decrease_axis": []},
+                    dims=lambda s: s[:-1] + [size])
+
+    while count > 1:
+        half = count // 2
+        product = f.mul(part(0, 2 * half, 2, half), part(1, 2 * half, 2, half), row)
+        if count % 2:
+            product = f.op("concat", {"X": [product, part(count - 1, count, 1, 1)]}, row, {"axis": last},
+                           dims=lambda s, n=half + 1: s[:-1] + [n])
+        row, count = product, half + count % 2
+    return row
+
+
+@expansion
+def _reduce_prod_grad(f, g):
+    """X@GRAD = dOut times the product of the other elements: the backward of the pairwise product, emitted by
+    ``differentiate`` (no division, so zeros are no special case)."""
+    x = first(g.I("X"))
+    total = _pairwise_product(f, g, x)
+    grad = g.tmp(x)
+    f.ops.extend(differentiate(g, list(f.ops), {total: f.shaped_like(first(g.I("Out@GRAD")), total)}, {x: grad}))
+    return {"X@GRAD": grad}
+
+
+defgrad("reduce_prod_grad", grad=_reduce_prod_grad, no_grad_inputs=["Out"])
