@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+import gradc
+from programs import Net
+
+from . import Case, rng
 from .second_order import distinct, positive, randn, second_order
+from .tensor_array import array, to_tensor, write
 
 r = rng(47)
 
@@ -68,4 +72,31 @@ CASES = [
     second_order("lp_pool2d", {"x": positive(1, 3, 4, 2)}, {"kernel_size": [3, 2], "strides": [1, 2], "norm_type": 3.5,
                                                             "ceil_mode": True, "paddings": [1, 0],
                                                             "data_format": "NHWC"}),
+]
+
+
+def _array_join(axis: int, use_stack: bool) -> dict:
+    """A = [x0, tanh(x1)]; loss1 = sum(W1 t2t(A)); loss2 = sum(W2 x0@GRAD) + sum(W3 x1@GRAD), differentiated with
+    respect to x0, x1 and W1 (the join's dOut)."""
+    net = Net()
+    x0, x1, w1 = net.data("x0", [2, 3]), net.data("x1", [2, 3]), net.data("w1", [2, 6] if not use_stack else
+                                                                         [2, 2, 3] if axis == 1 else [2, 3, 2])
+    a = array(net, x0)
+    write(net, x0, net.constant(0), a)
+    write(net, net.tanh(x1), net.constant(1), a)
+    joined = to_tensor(net, a, axis=axis, use_stack=use_stack)
+    loss1 = net.op("reduce_sum", {"X": net.elementwise_mul(joined, w1)}, {"reduce_all": True, "dim": []})
+    gradc.append_backward(net.program, loss1)
+    w2, w3 = net.data("w2", [2, 3]), net.data("w3", [2, 3])
+    for w in (w2, w3):
+        net.block.var(w).stop_gradient = True
+    terms = [net.op("reduce_sum", {"X": net.elementwise_mul(x + "@GRAD", w)}, {"reduce_all": True, "dim": []})
+             for x, w in ((x0, w2), (x1, w3))]
+    feed = {name: randn(*net.shape(name)) for name in ("x0", "x1", "w1", "w2", "w3")}
+    return {"program": net.program, "feed": feed, "loss": net.op("sum", {"X": terms}), "wrt": ["x0", "x1", "w1"]}
+
+
+CASES += [
+    Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1}, program=lambda: _array_join(1, False)),
+    Case("tensor_array_to_tensor_grad", {}, {"use_stack": True, "axis": -1}, program=lambda: _array_join(-1, True)),
 ]

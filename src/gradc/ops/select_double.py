@@ -10,7 +10,7 @@ from .. import registry
 from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
-from . import index, pool, rearrange, select, set_value, shape, sort  # noqa: F401  (register the grad ops)
+from . import index, pool, rearrange, select, set_value, shape, sort, tensor_array  # noqa: F401  (grad ops)
 from .composite import Formula, first, linear
 
 
@@ -115,3 +115,18 @@ defgrad("crop_tensor_grad", grad=_crop, no_grad_inputs=_flat("crop_tensor_grad")
 defgrad("meshgrid_grad", grad=linear("meshgrid"), no_grad_inputs=["X"])
 for _name in ("unpool", "unpool3d"):
     defgrad(f"{_name}_grad", grad=linear(_name, passed=("Indices",)), no_grad_inputs=_flat(f"{_name}_grad"))
+
+
+def _array_join(g):
+    """tensor_array_to_tensor_grad splits dOut into the array's slots: d/d(dOut) joins the slots of ddX (the grad
+    of the array grad) the same way."""
+    wanted, ddx = first(g.IG("Out@GRAD")), first(g.OG("X@GRAD"))
+    if wanted == EMPTY_VAR or ddx is None:
+        return []
+    f = Formula(g)
+    sizes = g.tmp(first(g.I("Out@GRAD")), lambda s: [-1], VarType.INT32)
+    f.emit("tensor_array_to_tensor", {"X": ddx}, {"Out": wanted, "OutIndex": sizes}, same=True)
+    return f.ops
+
+
+defgrad("tensor_array_to_tensor_grad", grad=_array_join, no_grad_inputs=["X"])
