@@ -23,8 +23,10 @@ def _prelu(g):
     x, alpha, dout = first(g.I("X")), first(g.I("Alpha")), first(g.I("Out@GRAD"))
     ddx, ddalpha = first(g.OG("X@GRAD")), first(g.OG("Alpha@GRAD"))
 
-    def grad(slot, xv, slopes, d, like):
-        return f.op("prelu_grad", {"X": xv, "Alpha": slopes, "Out@GRAD": d}, like, slot=slot, same=True)
+    def grad(slot, xv, slopes, d, like):   # both outputs written: Paddle's kernel writes both
+        other = "Alpha@GRAD" if slot == "X@GRAD" else "X@GRAD"
+        return f.op("prelu_grad", {"X": xv, "Alpha": slopes, "Out@GRAD": d}, like, slot=slot, same=True,
+                    more={other: g.tmp(alpha if other == "Alpha@GRAD" else x)})
 
     def negative_part(value):   # value where x <= 0
         return f.sub(value, f.op("relu_grad", {"Out": x, "Out@GRAD": value}, x, slot="X@GRAD"), x)

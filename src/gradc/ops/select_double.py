@@ -28,7 +28,8 @@ def _picked(keep_dim: str | None = None):
         if wanted == EMPTY_VAR:
             return []
         f = Formula(g)
-        indices, dout, axis = first(g.I("Indices")), first(g.I("Out@GRAD")), g.attr("axis")
+        indices, dout = first(g.I("Indices")), first(g.I("Out@GRAD"))
+        axis = g.attr("axis") % len(g.shape(first(g.O("X@GRAD"))))   # Paddle's take_along_axis wants it >= 0
 
         def unsqueezed(s):
             return s[:axis % (len(s) + 1)] + [1] + s[axis % (len(s) + 1):]
