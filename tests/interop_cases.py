@@ -148,6 +148,32 @@ def norms_selections_second_order():
     return net.program, feed, params, [g for _, g in pairs] + second
 
 
+def conv_losses_second_order():
+    """H v through instance_norm, log_softmax with nll_loss and kldiv_loss, scatter and reduce_prod (not lrn:
+    Paddle 3.3.1 has no float64 kernel; not spectral_norm: Paddle's first derivative is another formula)."""
+    rng = _rng(6)
+    net = ProgramBuilder(seed=6)
+    x = net.data("x", [2, 3, 2, 2], "float64", stop_gradient=True)
+    label, target = net.data("label", [2], "int64"), net.data("target", [2, 4], "float64")
+    hidden = net.op("conv2d", {"Input": x, "Filter": net.parameter("conv.w", [3, 3, 1, 1], "float64")})[0]
+    hidden = net.op("instance_norm", {"X": hidden, "Scale": net.parameter("in.scale", [3], "float64"),
+                                      "Bias": net.parameter("in.bias", [3], "float64")})[0]
+    flat = net.op("flatten_contiguous_range", {"X": hidden}, {"start_axis": 1, "stop_axis": 3})[0]
+    ids = net.data("ids", [2], "int64")
+    logits = net.op("scatter", {"X": _fc(net, flat, 4), "Ids": ids, "Updates": _fc(net, flat, 4)},
+                    {"overwrite": False})[0]
+    scores = net.op("log_softmax", {"X": logits}, {"axis": -1})[0]
+    nll = net.op("nll_loss", {"X": scores, "Label": label})[0]
+    kl = net.op("kldiv_loss", {"X": scores, "Target": target}, {"reduction": "batchmean"})[0]
+    product = net.op("reduce_prod", {"X": _fc(net, flat, 3, "tanh")}, {"dim": [1]})[0]
+    loss = net.op("sum", {"X": [nll, kl, net.mean(product)]})[0]
+    feed = {"x": rng.standard_normal((2, 3, 2, 2)), "label": np.array([3, 1]), "target": rng.dirichlet(np.ones(4), 2), "ids": np.array([1, 1])}
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng, scale=1.0)
+    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    return net.program, feed, params, [g for _, g in pairs] + second
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -163,6 +189,7 @@ CASES = {
     "hvp_norms": norms_second_order,
     "hvp_activations_losses": activations_losses_second_order,
     "hvp_norms_selections": norms_selections_second_order,
+    "hvp_conv_losses": conv_losses_second_order,
     "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
     "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
                                       RecomputePass("auto")),
