@@ -167,7 +167,8 @@ def conv_losses_second_order():
     kl = net.op("kldiv_loss", {"X": scores, "Target": target}, {"reduction": "batchmean"})[0]
     product = net.op("reduce_prod", {"X": _fc(net, flat, 3, "tanh")}, {"dim": [1]})[0]
     loss = net.op("sum", {"X": [nll, kl, net.mean(product)]})[0]
-    feed = {"x": rng.standard_normal((2, 3, 2, 2)), "label": np.array([3, 1]), "target": rng.dirichlet(np.ones(4), 2), "ids": np.array([1, 1])}
+    feed = {"x": rng.standard_normal((2, 3, 2, 2)), "label": np.array([3, 1]), "target": rng.dirichlet(np.ones(4), 2),
+            "ids": np.array([1, 1])}
     pairs = gradc.append_backward(net.program, loss)
     params = _params(net, rng, scale=1.0)
     second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
