@@ -149,7 +149,8 @@ def norms_selections_second_order():
 
 
 def conv_losses_second_order():
-    """H v through instance_norm, log_softmax with nll_loss and kldiv_loss, scatter and reduce_prod (not lrn:
+    """H v through instance_norm, log_softmax with nll_loss and kldiv_loss, scatter, reduce_prod and
+    hierarchical_sigmoid (not lrn:
     Paddle 3.3.1 has no float64 kernel; not spectral_norm: Paddle's first derivative is another formula)."""
     rng = _rng(6)
     net = ProgramBuilder(seed=6)
@@ -166,7 +167,12 @@ def conv_losses_second_order():
     nll = net.op("nll_loss", {"X": scores, "Label": label})[0]
     kl = net.op("kldiv_loss", {"X": scores, "Target": target}, {"reduction": "batchmean"})[0]
     product = net.op("reduce_prod", {"X": _fc(net, flat, 3, "tanh")}, {"dim": [1]})[0]
-    loss = net.op("sum", {"X": [nll, kl, net.mean(product)]})[0]
+    tree = net.op("hierarchical_sigmoid", {"X": _fc(net, flat, 3), "W": net.parameter("hs.w", [5, 3], "float64"),
+                                           "Label": label, "Bias": net.parameter("hs.b", [5, 1], "float64")},
+                  {"num_classes": 6})[0]
+    net.block.create_var("hs.pre_out", [2, 3], gradc.VarType.FP64)   # PreOut's steps are not inferred
+    net.block.ops[-1].outputs["PreOut"] = ["hs.pre_out"]
+    loss = net.op("sum", {"X": [nll, kl, net.mean(product), net.mean(tree)]})[0]
     feed = {"x": rng.standard_normal((2, 3, 2, 2)), "label": np.array([3, 1]), "target": rng.dirichlet(np.ones(4), 2),
             "ids": np.array([1, 1])}
     pairs = gradc.append_backward(net.program, loss)
