@@ -91,9 +91,9 @@ class Formula:
         return out
 
     def summed_like(self, x: str, target: str, dims: list[int] | None = None, out: str | None = None) -> str:
-        """``x`` summed over ``dims`` (all when None) and reshaped to ``target``'s shape: the adjoint of
-        spreading ``target`` over ``x`` (a loss's dOut over the grad it scales)."""
-        attrs = {"dim": list(dims or [0]), "keep_dim": False, "reduce_all": dims is None}
+        """``x`` summed over ``dims`` (non-negative; all when None) and reshaped to ``target``'s shape: the
+        adjoint of spreading ``target`` over ``x`` (a loss's dOut over the grad it scales)."""
+        attrs = {"dim": [0] if dims is None else list(dims), "keep_dim": False, "reduce_all": dims is None}
         total = self.op("reduce_sum", {"X": x}, x, attrs, dims=lambda s: [d for i, d in enumerate(s)
                                                                            if dims is not None and i not in dims])
         return self.shaped_like(total, target, out)

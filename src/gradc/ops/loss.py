@@ -164,6 +164,8 @@ defop("sigmoid_cross_entropy_with_logits", ["X", "Label", "pos_weight?"],
       infer=_same_shape_infer("Label", "pos_weight"), grad=grad_op("X", "Label", "pos_weight"))
 defop("bce_loss", ["X", "Label"], no_grad_inputs=["Label"], infer=_same_shape_infer("Label"),
       grad=grad_op("X", "Label"))
+
+
 class _HuberGrad(GradOp):
     """Paddle's grad op, reading Residual = Y - X; when Residual has a gradient too (a second derivative reaches
     it through that grad op), it goes to Y as it is and to X negated."""

@@ -1,4 +1,4 @@
-"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, composite (gradc.ops.composite) so
+"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, composite
 third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
 """
 
