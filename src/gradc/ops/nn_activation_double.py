@@ -1,5 +1,5 @@
 """Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, composite
-third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
+(gradc.ops.composite) so third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
 """
 
 from __future__ import annotations
