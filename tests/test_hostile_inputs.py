@@ -91,7 +91,7 @@ def test_ctrl_c_ends_a_run_with_one_line(tmp_path):
     gradc.save(_program(_endless_loop), tmp_path / "loop.pb")
     child = subprocess.Popen([sys.executable, "-m", "gradc", "run", tmp_path / "loop.pb"],
                              stderr=subprocess.PIPE, text=True)
-    while _cpu_seconds(child.pid) < 2.0:   # past the imports (about 1 s of CPU), however loaded the machine
+    while child.poll() is None and _cpu_seconds(child.pid) < 2.0:   # past the imports (about 1 s of CPU)
         time.sleep(0.1)
     child.send_signal(signal.SIGINT)
     _, stderr = child.communicate(timeout=30)
@@ -209,3 +209,17 @@ def test_attribute_sized_outputs_are_refused_before_they_are_allocated(op_type, 
     with limited(max_bytes=1 << 30), pytest.raises(gradc.ExecutionError,
                                                                   match=rf"op 0 \({op_type}\).*more than the limit"):
         gradc.Executor().run(program, feed, ["out"], gradc.Scope())
+
+
+def test_an_emptied_required_output_slot_is_refused_before_the_backward(tmp_path):
+    """Found by make fuzz: a softmax_with_cross_entropy whose Softmax output list was emptied reached its
+    grad maker (an IndexError); a loop's empty Out list stays valid, as in Paddle."""
+    program = gradc.load(DATA / "transformer" / "forward.pb")
+    op_idx, op = next((i, op) for i, op in enumerate(program.global_block.ops)
+                      if op.type == "softmax_with_cross_entropy")
+    op.outputs["Softmax"] = []
+    gradc.save(program, tmp_path / "cut.pb")
+    result = run_gradc("compile", tmp_path / "cut.pb", "-o", tmp_path / "out.pb")
+    assert_clean_failure(result, f"block 0, op {op_idx} (softmax_with_cross_entropy)",
+                         "required output slot 'Softmax' is empty")
+    assert not (tmp_path / "out.pb").exists()
