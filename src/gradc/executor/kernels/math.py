@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from ...shapes import normalize_axis
+from ..selected_rows import SelectedRows
 from ..tensor_array import TensorArray
 from . import kernel
 from .activation import unary
@@ -74,11 +75,19 @@ def _binary_grad(name, dx, dy):
 @kernel("elementwise_add_grad", shape_only=("X", "Y"))
 def elementwise_add_grad(k):
     """dX and dY are dOut summed back to each operand's shape (a bias: over the batch)."""
-    x, y, xa, ya = _elementwise(k)
-    dout = k.x("Out@GRAD")
+    x, y, dout = k.x("X"), k.x("Y"), k.x("Out@GRAD")
+    axis = k.attr("axis")
+    # a matrix plus a bias row (fc), as the general path computes it (which leaves a batch of 1 by axis 1 unsummed)
+    if x.shape == dout.shape and dout.ndim == 2 and y.shape == dout.shape[1:] and (axis == -1 or axis == 1 < len(dout)):
+        wanted, grads = k.wanted, {}
+        if "X@GRAD" in wanted:
+            grads["X@GRAD"] = dout
+        if "Y@GRAD" in wanted:
+            grads["Y@GRAD"] = dout.sum(axis=(0,))
+        return grads
+    xa, ya = align(x, y, axis)
     return k.grads({"X@GRAD": lambda: dout if x.shape == dout.shape else reduce_to(dout, x, xa),
                     "Y@GRAD": lambda: dout if y.shape == dout.shape else reduce_to(dout, y, ya)})
-
 
 
 _binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
@@ -99,10 +108,18 @@ def as_matrix(a, axis: int):
     return a.reshape(math.prod(a.shape[:axis]), -1)
 
 
+def _col_dims(k) -> tuple[int, int]:
+    attrs = k.op.attrs   # read live, as k.attr does; its defaults only for an op that lacks one
+    try:
+        return attrs["x_num_col_dims"], attrs["y_num_col_dims"]
+    except KeyError:
+        return k.attr("x_num_col_dims"), k.attr("y_num_col_dims")
+
+
 @kernel("mul")
 def mul(k):
     x, y = k.x("X"), k.x("Y")
-    xn, yn = k.attr("x_num_col_dims"), k.attr("y_num_col_dims")
+    xn, yn = _col_dims(k)
     if x.ndim == 2 and y.ndim == 2 and xn == yn == 1:   # already matrices (fc layers)
         return {"Out": x @ y}
     out = as_matrix(x, xn) @ as_matrix(y, yn)
@@ -112,9 +129,15 @@ def mul(k):
 @kernel("mul_grad")
 def mul_grad(k):
     x, y, dout = k.x("X"), k.x("Y"), k.x("Out@GRAD")
-    if x.ndim == 2 and y.ndim == 2 and dout.ndim == 2 and k.attr("x_num_col_dims") == k.attr("y_num_col_dims") == 1:
-        return k.grads({"X@GRAD": lambda: dout @ y.T, "Y@GRAD": lambda: x.T @ dout})
-    x2, y2 = as_matrix(x, k.attr("x_num_col_dims")), as_matrix(y, k.attr("y_num_col_dims"))
+    xn, yn = _col_dims(k)
+    if x.ndim == 2 and y.ndim == 2 and dout.ndim == 2 and xn == yn == 1:   # matrices (fc layers): hot
+        wanted, grads = k.wanted, {}
+        if "X@GRAD" in wanted:
+            grads["X@GRAD"] = dout @ y.T
+        if "Y@GRAD" in wanted:
+            grads["Y@GRAD"] = x.T @ dout
+        return grads
+    x2, y2 = as_matrix(x, xn), as_matrix(y, yn)
     d2 = dout.reshape(x2.shape[0], y2.shape[1])
     return k.grads({"X@GRAD": lambda: (d2 @ y2.T).reshape(x.shape), "Y@GRAD": lambda: (x2.T @ d2).reshape(y.shape)})
 
@@ -223,25 +246,40 @@ def _scalar(k, slot: str, attr: str, dtype):
 
 @kernel("scale")
 def scale(k):
-    x = k.x("X")
+    """Also of a sparse grad's values (Paddle's SelectedRows kernel), checked here rather than by a wrapper: hot."""
+    x = sparse = k.x("X")
+    if type(x) is np.ndarray or not isinstance(x, SelectedRows):
+        sparse = None
+    else:
+        x = sparse.values
     dtype = x.dtype
+    attrs = k.op.attrs   # read live, as k.attr does; its defaults only for an op that lacks one
+    try:
+        s, b, after = attrs["scale"], attrs["bias"], attrs["bias_after_scale"]
+    except KeyError:
+        s, b, after = k.attr("scale"), k.attr("bias"), k.attr("bias_after_scale")
     if dtype.char in "efdg" and not (k.ins.get("ScaleTensor") or k.ins.get("BiasTensor")):   # the common case
-        s, b = float(k.attr("scale")), float(k.attr("bias"))
+        s, b = float(s), float(b)
     else:
         s, b = _scalar(k, "ScaleTensor", "scale", dtype), _scalar(k, "BiasTensor", "bias", dtype)
-    out = x * s + b if k.attr("bias_after_scale") else (x + b) * s
-    return {"Out": out if out.dtype is dtype else out.astype(dtype)}
+    out = x * s + b if after else (x + b) * s
+    out = out if out.dtype is dtype else out.astype(dtype)
+    return {"Out": out if sparse is None else sparse.with_values(out)}
+
+
+def add_up(arrays: list):
+    """The sum of dense arrays (or of TensorArrays), in their order, into a new array."""
+    if isinstance(arrays[0], TensorArray):   # the backward adds up gradient arrays too
+        return TensorArray.sum(arrays)
+    out = arrays[0].copy()
+    for a in arrays[1:]:
+        out += a
+    return out
 
 
 @kernel("sum")
 def sum_(k):
-    arrays = k.xs("X")
-    if isinstance(arrays[0], TensorArray):   # the backward adds up gradient arrays too
-        return {"Out": TensorArray.sum(arrays)}
-    out = arrays[0].copy()
-    for a in arrays[1:]:
-        out += a
-    return {"Out": out}
+    return {"Out": add_up(k.xs("X"))}
 
 
 def _factor(k):
