@@ -141,6 +141,7 @@ class Executor:
         local, ndarray = scope.vars, np.ndarray
         drop = local.pop
         outer = _outer_vars(scope)
+        nearest, farther = (outer[0], outer[1:]) if outer else (None, None)   # usually the caller's scope alone
         finite = self.check_finite
         for kernel, ctx, step in plan.rows:
             ctx.scope = scope
@@ -161,11 +162,11 @@ class Executor:
                     _store_slots(ctx, step.writes, results, scope, outer, run_scope)
                 elif name in local:
                     local[name] = value
-                elif outer is not None and not persistable:   # _place, inlined: a new value lives here
-                    for values in outer:
-                        if name in values:
-                            values[name] = value
-                            break
+                elif nearest is not None and not persistable:   # _place, inlined: a new value lives here
+                    if name in nearest:
+                        nearest[name] = value
+                    elif farther and any(name in values for values in farther):
+                        _place(name, value, persistable, scope, outer, run_scope)
                     else:
                         local[name] = value
                 else:

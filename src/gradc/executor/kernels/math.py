@@ -101,6 +101,9 @@ _binary_grad("elementwise_pow_grad", lambda x, y, d: d * y * np.power(x, y - 1),
              lambda x, y, d: d * np.power(x, y) * np.log(np.where(x == 0, 1, x)))
 
 
+_ndarray = np.ndarray
+
+
 def _scalar(k, slot: str, attr: str, dtype):
     """The slot's one value when given, else the attribute; Paddle casts both to an integer X's dtype."""
     tensor = k.optional(slot)
@@ -112,7 +115,7 @@ def _scalar(k, slot: str, attr: str, dtype):
 def scale(k):
     """Also of a sparse grad's values (Paddle's SelectedRows kernel), checked here rather than by a wrapper: hot."""
     x = sparse = k.x("X")
-    if type(x) is np.ndarray or not isinstance(x, SelectedRows):
+    if type(x) is _ndarray or not isinstance(x, SelectedRows):
         sparse = None
     else:
         x = sparse.values
@@ -122,7 +125,8 @@ def scale(k):
         s, b, after = attrs["scale"], attrs["bias"], attrs["bias_after_scale"]
     except KeyError:
         s, b, after = k.attr("scale"), k.attr("bias"), k.attr("bias_after_scale")
-    if dtype.char in "efdg" and not (k.ins.get("ScaleTensor") or k.ins.get("BiasTensor")):   # the common case
+    ins = k.ins   # the common case: X alone (or with empty tensor slots), of a float type
+    if dtype.kind == "f" and (len(ins) == 1 or not (ins.get("ScaleTensor") or ins.get("BiasTensor"))):
         s, b = float(s), float(b)
     else:
         s, b = _scalar(k, "ScaleTensor", "scale", dtype), _scalar(k, "BiasTensor", "bias", dtype)
