@@ -82,3 +82,25 @@ def test_mul_and_mul_grad_of_matrices_match_their_flattening_path(monkeypatch):
     monkeypatch.setitem(KERNELS, "mul_grad", unflattened(mul_grad, ("X@GRAD",)))
     general = gradc.Executor().run(net.program, feed, fetch, scope)
     assert all(a.tobytes() == b.tobytes() and a.shape == b.shape for a, b in zip(direct, general))
+
+
+def test_an_op_of_several_outputs_stores_each_where_its_var_lives():
+    """mul_grad writes two vars: from the second run on through the plan's per-slot store."""
+    rng = np.random.default_rng(1)
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 4])
+    y = net.parameter("w", [4, 3])
+    out = net.op("mul", {"X": x, "Y": y}, {"x_num_col_dims": 1, "y_num_col_dims": 1})[0]
+    loss = net.op("reduce_sum", {"X": net.op("square", {"X": out})[0]}, {"reduce_all": True})[0]
+    grad = gradc.append_backward(net.program, loss)[0][1]
+    w, feed = rng.standard_normal((4, 3), dtype=np.float32), {"x": rng.standard_normal((5, 4), dtype=np.float32)}
+    reference = gradc.Scope()
+    reference.vars["w"] = w
+    expected = gradc.Executor().run(net.program, feed, [grad], reference)[0]
+    scope = gradc.Scope()
+    scope.vars.update(w=w, **{grad: np.zeros((4, 3), np.float32)})
+    executor = gradc.Executor()
+    for _ in range(2):
+        executor.run(net.program, feed, [out], scope)
+        assert "x@GRAD" not in scope.vars and scope.vars[grad].dtype == np.float32
+        assert scope.vars[grad].tobytes() == expected.tobytes()

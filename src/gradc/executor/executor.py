@@ -31,7 +31,7 @@ class Step:
     """One op of a plan. ``writes``: (slot, [(name, dtype, persistable)]); ``single``: the one
     (slot, name, dtype, persistable) of an op that writes one var (most ops), else None."""
 
-    __slots__ = ("kernel", "ctx", "writes", "single", "fast", "frees", "shrinks", "checked")
+    __slots__ = ("kernel", "ctx", "writes", "single", "fast", "pairs", "frees", "shrinks", "checked")
 
     def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...], shrinks: tuple[str, ...]):
         self.kernel = kernel
@@ -42,6 +42,8 @@ class Step:
         self.shrinks = shrinks   # values only read for their shape from here on: kept as shape stubs
         self.checked = False   # the kernel's result slots were checked against the op's definition
         self.fast = None       # ``single`` once checked: the hot loop's one-value store
+        # once checked, for an op of several slots each naming one var (most grad ops): their (slot, name, ...)
+        self.pairs = None
 
 
 @dataclass
@@ -171,11 +173,21 @@ class Executor:
                         local[name] = value
                 else:
                     _place(name, value, persistable, scope, outer, run_scope)
+            elif step.pairs is not None:
+                for slot, name, dtype, persistable in step.pairs:
+                    value = results.get(slot)
+                    if type(value) is ndarray and value.dtype is dtype:
+                        _place(name, value, persistable, scope, outer, run_scope)
+                    elif value is not None:
+                        _store_slots(ctx, ((slot, [(name, dtype, persistable)]),), results, scope, outer, run_scope)
             else:
                 if not step.checked:
                     ctx.check_results(results)
                     step.checked = True
                     step.fast = step.single
+                    if len(step.writes) > 1 and all(len(specs) == 1 and specs[0][0] != EMPTY_VAR
+                                                    for _, specs in step.writes):
+                        step.pairs = tuple((slot, *specs[0]) for slot, specs in step.writes)
                 _store_slots(ctx, step.writes, results, scope, outer, run_scope)
             if finite and results:
                 check_finite(ctx, results)
