@@ -60,7 +60,10 @@ class KernelContext:
             self._declared(slot, self.inputs)
             raise ExecutionError(f"{self.where}: input slot '{slot}' holds {len(self.ins.get(slot, ()))} var(s); "
                                  f"the kernel needs var {i} of it") from None
-        value = self.scope.vars.get(name, MISSING)   # most reads: a value of this very scope
+        scope = self.scope
+        value = scope.vars.get(name, MISSING)   # most reads: a value of this very scope
+        if value is MISSING and scope.parent is not None:   # or of the caller's (parameters)
+            value = scope.parent.vars.get(name, MISSING)
         return self.read(name, slot) if value is MISSING else value
 
     def optional(self, slot: str):

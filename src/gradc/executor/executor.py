@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import registry
 from ..errors import ExecutionError, GradcError, ProgramError, op_location
-from ..ir import EMPTY_VAR, Block, Program, VarType
+from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..verify import check_inputs, check_vars
 from .context import KernelContext
@@ -31,7 +31,7 @@ class Step:
     """One op of a plan. ``writes``: (slot, [(name, dtype, persistable)]); ``single``: the one
     (slot, name, dtype, persistable) of an op that writes one var (most ops), else None."""
 
-    __slots__ = ("kernel", "ctx", "writes", "single", "frees", "shrinks", "checked")
+    __slots__ = ("kernel", "ctx", "writes", "single", "fast", "pairs", "frees", "shrinks", "checked")
 
     def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...], shrinks: tuple[str, ...]):
         self.kernel = kernel
@@ -41,13 +41,19 @@ class Step:
         self.frees = frees
         self.shrinks = shrinks   # values only read for their shape from here on: kept as shape stubs
         self.checked = False   # the kernel's result slots were checked against the op's definition
+        self.fast = None       # ``single`` once checked: the hot loop's one-value store
+        # once checked, for an op of several slots each naming one var (most grad ops): their (slot, name, ...)
+        self.pairs = None
 
 
 @dataclass
 class Plan:
     revision: int             # the program's revision it was made for
-    op_ids: tuple[int, ...]   # and its ops: a plan is reused only for the very same program and ops
+    ops: list[OpDesc]    # and its ops: a plan is reused only for the very same program and ops
     steps: list[Step]
+
+    def __post_init__(self):
+        self.rows = [(step.kernel, step.ctx, step) for step in self.steps]   # unpacked faster than attributes
 
 
 class Executor:
@@ -91,13 +97,13 @@ class Executor:
     # ------------------------------------------------------------------ planning
     def _plan(self, block: Block, keep: frozenset[str] | None) -> Plan:
         plans = self._plans.setdefault(block, {})
-        op_ids = tuple(map(id, block.ops))   # also catches ops replaced without mark_changed()
         plan = plans.get(keep)
         revision = block.program.revision
-        if plan is None or plan.revision != revision or plan.op_ids != op_ids:
+        # the op list compared by identity (OpDesc has no __eq__): also catches ops replaced without mark_changed()
+        if plan is None or plan.revision != revision or plan.ops != block.ops:
             if block.idx == 0:   # every block it may run: each var an op reads or writes is declared
                 check_vars(block.program)
-            plan = plans[keep] = Plan(revision, op_ids, self._prepare(block, keep))
+            plan = plans[keep] = Plan(revision, list(block.ops), self._prepare(block, keep))
             self.plans_built += 1
         return plan
 
@@ -135,49 +141,63 @@ class Executor:
     # ------------------------------------------------------------------ the hot loop
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
         local, ndarray = scope.vars, np.ndarray
+        drop = local.pop
         outer = _outer_vars(scope)
+        nearest, farther = (outer[0], outer[1:]) if outer else (None, None)   # usually the caller's scope alone
         finite = self.check_finite
-        for step in plan.steps:
-            ctx = step.ctx
+        for kernel, ctx, step in plan.rows:
             ctx.scope = scope
             ctx.run_scope = run_scope
             try:
-                results = step.kernel(ctx)
+                results = kernel(ctx)
             except GradcError:
                 raise
             except Exception as exc:  # bad data or a kernel bug: say which op, what it read and why
                 raise kernel_failure(ctx, exc) from exc
+            fast = step.fast
             if not results:
                 pass
-            elif step.single and step.checked:   # most ops: one value of the declared dtype
-                slot, name, dtype, persistable = step.single
+            elif fast is not None:   # most ops: one value of the declared dtype
+                slot, name, dtype, persistable = fast
                 value = results.get(slot)
                 if type(value) is not ndarray or value.dtype is not dtype:
                     _store_slots(ctx, step.writes, results, scope, outer, run_scope)
                 elif name in local:
                     local[name] = value
-                elif outer is not None and not persistable:   # _place, inlined: a new value lives here
-                    for values in outer:
-                        if name in values:
-                            values[name] = value
-                            break
+                elif nearest is not None and not persistable:   # _place, inlined: a new value lives here
+                    if name in nearest:
+                        nearest[name] = value
+                    elif farther and any(name in values for values in farther):
+                        _place(name, value, persistable, scope, outer, run_scope)
                     else:
                         local[name] = value
                 else:
                     _place(name, value, persistable, scope, outer, run_scope)
+            elif step.pairs is not None:
+                for slot, name, dtype, persistable in step.pairs:
+                    value = results.get(slot)
+                    if type(value) is ndarray and value.dtype is dtype:
+                        _place(name, value, persistable, scope, outer, run_scope)
+                    elif value is not None:
+                        _store_slots(ctx, ((slot, [(name, dtype, persistable)]),), results, scope, outer, run_scope)
             else:
                 if not step.checked:
                     ctx.check_results(results)
                     step.checked = True
+                    step.fast = step.single
+                    if len(step.writes) > 1 and all(len(specs) == 1 and specs[0][0] != EMPTY_VAR
+                                                    for _, specs in step.writes):
+                        step.pairs = tuple((slot, *specs[0]) for slot, specs in step.writes)
                 _store_slots(ctx, step.writes, results, scope, outer, run_scope)
             if finite and results:
                 check_finite(ctx, results)
             for name in step.frees:
-                local.pop(name, None)
-            for name in step.shrinks:
-                value = local.get(name)
-                if type(value) is ndarray:
-                    local[name] = shape_stub(value)
+                drop(name, None)
+            if step.shrinks:
+                for name in step.shrinks:
+                    value = local.get(name)
+                    if type(value) is ndarray:
+                        local[name] = shape_stub(value)
 
 
 def _outer_vars(scope: Scope) -> list[dict] | None:

@@ -14,7 +14,7 @@ from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_shape
 from .. import randomness
 from . import kernel
-from .math import as_matrix
+from .matmul import as_matrix
 
 
 def moments(x, axes):

@@ -42,12 +42,9 @@ def on_values(op_type: str, slot: str = "X", merge: bool = False) -> None:
         return {"Out": x.with_values(dense(Reading(k, {slot: x.values}))["Out"])}
 
 
-on_values("scale")
+# scale checks for a SelectedRows itself (math.py): it is hot in dense programs
 on_values("elementwise_mul")
 on_values("clip_by_norm", merge=True)
-
-
-DENSE_SUM = KERNELS["sum"]
 
 
 @kernel("sum", replace=True)
@@ -56,7 +53,7 @@ def sum_(k):
     addends = k.xs("X")
     sparse = [a for a in addends if isinstance(a, SelectedRows)]
     if not sparse:
-        return DENSE_SUM(k)
+        return {"Out": math.add_up(addends)}
     if len(sparse) == len(addends):
         return {"Out": merge_add(addends)}
     out = np.zeros(sparse[0].shape, sparse[0].dtype)

@@ -1,0 +1,143 @@
+"""Kernels of gradc.ops.math's matrix products: mul, matmul, matmul_v2, bmm, bilinear_tensor_product."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import kernel
+
+
+def as_matrix(a, axis: int):
+    """``a`` as [prod(shape[:axis]), prod(shape[axis:])]: mul's flattening, one row per normalised slice."""
+    return a.reshape(math.prod(a.shape[:axis]), -1)
+
+
+def _col_dims(k) -> tuple[int, int]:
+    attrs = k.op.attrs   # read live, as k.attr does; its defaults only for an op that lacks one
+    try:
+        return attrs["x_num_col_dims"], attrs["y_num_col_dims"]
+    except KeyError:
+        return k.attr("x_num_col_dims"), k.attr("y_num_col_dims")
+
+
+@kernel("mul")
+def mul(k):
+    x, y = k.x("X"), k.x("Y")
+    xn, yn = _col_dims(k)
+    if x.ndim == 2 and y.ndim == 2 and xn == yn == 1:   # already matrices (fc layers)
+        return {"Out": x @ y}
+    out = as_matrix(x, xn) @ as_matrix(y, yn)
+    return {"Out": out.reshape(x.shape[:xn] + y.shape[yn:])}
+
+
+@kernel("mul_grad")
+def mul_grad(k):
+    x, y, dout = k.x("X"), k.x("Y"), k.x("Out@GRAD")
+    xn, yn = _col_dims(k)
+    if x.ndim == 2 and y.ndim == 2 and dout.ndim == 2 and xn == yn == 1:   # matrices (fc layers): hot
+        wanted, grads = k.wanted, {}
+        if "X@GRAD" in wanted:
+            grads["X@GRAD"] = dout @ y.T
+        if "Y@GRAD" in wanted:
+            grads["Y@GRAD"] = x.T @ dout
+        return grads
+    x2, y2 = as_matrix(x, xn), as_matrix(y, yn)
+    d2 = dout.reshape(x2.shape[0], y2.shape[1])
+    return k.grads({"X@GRAD": lambda: (d2 @ y2.T).reshape(x.shape), "Y@GRAD": lambda: (x2.T @ d2).reshape(y.shape)})
+
+
+def _swap_last(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def _operands(x, y, trans_x, trans_y):
+    """X and Y as (batch..., m, n) operands: a 1-D X is a row and a 1-D Y a column (never transposed)."""
+    xm = x[None, :] if x.ndim == 1 else (_swap_last(x) if trans_x else x)
+    ym = y[:, None] if y.ndim == 1 else (_swap_last(y) if trans_y else y)
+    return xm, ym
+
+
+def _matmul(x, y, trans_x, trans_y):
+    xm, ym = _operands(x, y, trans_x, trans_y)
+    out = xm @ ym
+    if x.ndim == 1:
+        out = out[..., 0, :]
+    if y.ndim == 1:
+        out = out[..., 0]
+    return out
+
+
+def _matmul_grads(k, x, y, dout, trans_x, trans_y):
+    xm, ym = _operands(x, y, trans_x, trans_y)
+    if y.ndim == 1:  # restore the dropped dims: Y's column first, so a 0-d dout works too
+        dout = dout[..., None]
+    if x.ndim == 1:
+        dout = np.expand_dims(dout, -2)
+
+    def dx():
+        dxm = dout @ _swap_last(ym)
+        return _sum_batch(dxm if x.ndim == 1 or not trans_x else _swap_last(dxm), x.shape)
+
+    def dy():
+        dym = _swap_last(xm) @ dout
+        return _sum_batch(dym if y.ndim == 1 or not trans_y else _swap_last(dym), y.shape)
+
+    return k.grads({"X@GRAD": dx, "Y@GRAD": dy})
+
+
+def _sum_batch(grad, shape):
+    """Undo batch broadcasting (and 1-D promotion) of a matmul operand."""
+    if len(shape) == 1:
+        return grad.reshape(-1, shape[0]).sum(0)
+    lead = grad.ndim - len(shape)
+    if lead:
+        grad = grad.sum(axis=tuple(range(lead)))
+    axes = tuple(i for i, s in enumerate(shape[:-2]) if s == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+@kernel("matmul_v2")
+def matmul_v2(k):
+    return {"Out": _matmul(k.x("X"), k.x("Y"), k.attr("trans_x"), k.attr("trans_y"))}
+
+
+@kernel("matmul_v2_grad")
+def matmul_v2_grad(k):
+    return _matmul_grads(k, k.x("X"), k.x("Y"), k.x("Out@GRAD"), k.attr("trans_x"), k.attr("trans_y"))
+
+
+@kernel("matmul")
+def matmul(k):
+    x, y = k.x("X"), k.x("Y")
+    out = _matmul(x, y, k.attr("transpose_X"), k.attr("transpose_Y")) * k.attr("alpha")
+    return {"Out": out.reshape(1) if x.ndim == y.ndim == 1 else out}
+
+
+@kernel("matmul_grad")
+def matmul_grad(k):
+    x, y = k.x("X"), k.x("Y")
+    dout = k.x("Out@GRAD") * k.attr("alpha")
+    dout = dout.reshape(()) if x.ndim == y.ndim == 1 else dout
+    return _matmul_grads(k, x, y, dout, k.attr("transpose_X"), k.attr("transpose_Y"))
+
+
+kernel("bmm")(lambda k: {"Out": k.x("X") @ k.x("Y")})
+kernel("bmm_grad")(lambda k: _matmul_grads(k, k.x("X"), k.x("Y"), k.x("Out@GRAD"), False, False))
+
+
+@kernel("bilinear_tensor_product")
+def bilinear_tensor_product(k):
+    out = np.einsum("bm,kmn,bn->bk", k.x("X"), k.x("Weight"), k.x("Y"))
+    bias = k.optional("Bias")
+    return {"Out": out if bias is None else out + bias}
+
+
+@kernel("bilinear_tensor_product_grad")
+def bilinear_tensor_product_grad(k):
+    x, y, w, d = k.x("X"), k.x("Y"), k.x("Weight"), k.x("Out@GRAD")
+    return k.grads({"X@GRAD": lambda: np.einsum("bk,kmn,bn->bm", d, w, y),
+                    "Y@GRAD": lambda: np.einsum("bk,kmn,bm->bn", d, w, x),
+                    "Weight@GRAD": lambda: np.einsum("bk,bm,bn->kmn", d, x, y),
+                    "Bias@GRAD": lambda: d.sum(axis=0, keepdims=True)})
