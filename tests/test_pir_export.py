@@ -12,6 +12,7 @@ from pir_fixtures import (
     INFERENCE,
     PIR_DATA,
     TRAINING,
+    WITH_BACKWARD,
     assert_matches_paddle,
     load,
     npz,
@@ -19,7 +20,6 @@ from pir_fixtures import (
     run_fetches,
     run_inference,
     train_and_run,
-    translatable_backward,
 )
 
 STRAIGHT = [case for case in TRAINING if "cond" not in case and "while" not in case]
@@ -58,7 +58,7 @@ def test_a_compiled_training_program_round_trips_with_its_grad_ops(case):
     assert_matches_paddle(run_fetches(parse_pir(data), case), case)
 
 
-@pytest.mark.parametrize("case", translatable_backward())
+@pytest.mark.parametrize("case", WITH_BACKWARD)
 def test_paddles_training_program_round_trips(case):
     assert_matches_paddle(run_fetches(parse_pir(serialize_pir(load_pir(paddle_backward(case)))), case), case)
 

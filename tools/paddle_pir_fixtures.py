@@ -3,7 +3,7 @@ tests/data/paddle/pir/<case>/:
 - training cases from Paddle's own layers (and the op zoo of tools/paddle_pir_zoo.py): the forward program
   as Paddle serializes it (forward.json, the loss fetched as "loss"), feed.npz, params.npz, and the loss
   and gradients Paddle computes for it in PIR mode (paddle.static.gradients): loss.npy, grads.npz; plus
-  Paddle's own training program with its grad ops (backward.json.gz) where Paddle can serialize it;
+  Paddle's own training program with its grad ops (backward.json.gz; control flow with its cf stacks);
 - translated_<case>: a legacy fixture's program through Paddle's legacy-to-PIR translator;
 - inference models saved by save_inference_model and jit.save (model.json + model.pdiparams) with an
   input and Paddle's output.
@@ -27,6 +27,9 @@ from paddle.base import core
 from paddle_pir_zoo import ZOO
 
 LOSS_NAME = "loss"
+# Without it Paddle 3.3.1 deletes the cf stack ops of a control-flow backward while writing the program
+# (their grad ops still use them) and aborts; with it the stacks are written and the program loads back.
+paddle.set_flags({"FLAGS_save_cf_stack_op": True})
 
 
 def mlp(rng):
@@ -78,6 +81,45 @@ def lstm_stacked(rng):
         "nn.LSTM(4 -> 3, 2 layers, bidirectional) over 3 steps -> mean(out^2) + mean(h * c)"
 
 
+def _recurrent(rng, layer, lengths=None):
+    """A recurrent layer over [batch 3, time 4, features 4] (padded batches when ``lengths`` is given):
+    mean(out^2) plus a weighted mean of the final states."""
+    x = paddle.static.data("x", [3, 4, 4], "float32")
+    x.stop_gradient = False
+    feed = {"x": rng.standard_normal((3, 4, 4)).astype("float32")}
+    if lengths is not None:
+        feed["lengths"] = np.array(lengths, "int64")
+        out, states = layer(x, sequence_length=paddle.static.data("lengths", [3], "int64"))
+    else:
+        out, states = layer(x)
+    states = list(states) if isinstance(states, (tuple, list)) else [states]
+    loss = paddle.mean(paddle.square(out))
+    for k, state in enumerate(states):
+        loss = paddle.add(loss, paddle.mean(paddle.scale(state, 0.5 + k)))
+    return loss, feed
+
+
+def gru_stacked_lengths(rng):
+    loss, feed = _recurrent(rng, paddle.nn.GRU(4, 3, num_layers=2, direction="bidirect"), [4, 2, 3])
+    return loss, feed, "nn.GRU(4 -> 3, 2 layers, bidirectional) over padded sequences of lengths 4, 2, 3"
+
+
+def simple_rnn_tanh(rng):
+    loss, feed = _recurrent(rng, paddle.nn.SimpleRNN(4, 5))
+    return loss, feed, "nn.SimpleRNN(4 -> 5, tanh) over 4 steps"
+
+
+def simple_rnn_relu_lengths(rng):
+    loss, feed = _recurrent(rng, paddle.nn.SimpleRNN(4, 3, num_layers=2, direction="bidirect", activation="relu"),
+                            [1, 4, 3])
+    return loss, feed, "nn.SimpleRNN(4 -> 3, relu, 2 layers, bidirectional) over padded sequences of lengths 1, 4, 3"
+
+
+def lstm_stacked_lengths(rng):
+    loss, feed = _recurrent(rng, paddle.nn.LSTM(4, 3, num_layers=2, direction="bidirect"), [2, 4, 1])
+    return loss, feed, "nn.LSTM(4 -> 3, 2 layers, bidirectional) over padded sequences of lengths 2, 4, 1"
+
+
 def cond(rng):
     x = paddle.static.data("x", [4, 8], "float32")
     flag = paddle.static.data("flag", [1], "float32")
@@ -104,7 +146,8 @@ def while_loop(rng):
 
 
 CASES = {"mlp": mlp, "cnn_bn": cnn_bn, "transformer": transformer, "lstm": lstm, "lstm_stacked": lstm_stacked,
-         "cond": cond,
+         "lstm_stacked_lengths": lstm_stacked_lengths, "gru_stacked_lengths": gru_stacked_lengths,
+         "simple_rnn_tanh": simple_rnn_tanh, "simple_rnn_relu_lengths": simple_rnn_relu_lengths, "cond": cond,
          "while_loop": while_loop, **ZOO}
 
 
@@ -116,11 +159,6 @@ def op_names(program) -> list[str]:
             names.add(op.name())
             stack.extend(op.blocks())
     return sorted(names)
-
-
-# Paddle 3.3.1 aborts serializing the backward of control flow (it deletes the cf.stack ops its
-# grad ops still use), so these cases have no backward.json
-CONTROL_FLOW = {"cond", "while_loop"}
 
 
 def write_backward(main, loss, wrt, out: Path) -> list[str]:
@@ -172,7 +210,7 @@ def build(case: str, out_dir: Path, seed: int = 2024) -> None:
         grads = paddle.static.gradients([loss], params + inputs)
     # a parameter the loss does not reach (nn.LSTM's flat weight buffer) gets no gradient
     wrt = [(v.name, g) for v, g in zip(params + inputs, grads) if g is not None]
-    backward_ops = write_backward(main, loss, wrt, out) if case not in CONTROL_FLOW else []
+    backward_ops = write_backward(main, loss, wrt, out)
     executor = paddle.static.Executor(paddle.CPUPlace())
     executor.run(startup)
     scope = paddle.static.global_scope()

@@ -57,8 +57,9 @@ def _branch(op: Op, body, condition: str, ctx) -> list[str]:
         outs.append(name)
     scope = next_name()
     parent.create_var(scope, None, None, type=VarType.STEP_SCOPES)
+    written = [name for name in outer_writes(ctx.program, sub) if name not in outs]
     ctx.emit("conditional_block", {"Cond": [condition], "Input": sub_block_inputs(ctx.program, sub)},
-             {"Out": outs, "Scope": [scope]}, {"sub_block": sub.idx, "is_scalar_condition": True},
+             {"Out": outs + written, "Scope": [scope]}, {"sub_block": sub.idx, "is_scalar_condition": True},
              {"sub_block": AttrType.BLOCK})
     return outs
 
@@ -78,7 +79,8 @@ def translate_while(op: Op, ctx) -> None:
     for position, (init, arg, result) in enumerate(zip(inits, body.args, op.results)):
         name = next_name()
         parent.add_var(ctx.var(name, result.type, result))
-        ctx.emit("assign", {"X": ctx.args(init, op, position + 1)}, {"Out": [name]})
+        if init is None or init.op is None or init.op.name != "pd_op.create_array":  # the loop makes empty arrays
+            ctx.emit("assign", {"X": ctx.args(init, op, position + 1)}, {"Out": [name]})
         ctx.bind(arg, name)
         carries.append(name)
     condition = next_name()
@@ -90,8 +92,9 @@ def translate_while(op: Op, ctx) -> None:
     sub.ops.extend(_loop_update(ctx, sub, new_names, [condition] + carries))
     scopes = next_name()
     parent.create_var(scopes, None, None, type=VarType.STEP_SCOPES)
+    written = [name for name in outer_writes(ctx.program, sub) if name not in carries and name != condition]
     ctx.emit("while", {"Condition": [condition], "X": sub_block_inputs(ctx.program, sub)},
-             {"Out": carries + [condition], "StepScopes": [scopes]}, {"sub_block": sub.idx, "is_test": False},
+             {"Out": carries + written + [condition], "StepScopes": [scopes]}, {"sub_block": sub.idx, "is_test": False},
              {"sub_block": AttrType.BLOCK})
     for result, name in zip(op.results, carries):
         ctx.bind(result, name)
@@ -126,6 +129,16 @@ def _yield_operands(op: Op, body, count: int, ctx) -> list:
 
 def sub_block_inputs(program, sub: Block) -> list[str]:
     """Vars the sub-block (and blocks nested in it) read that live outside it, in first-read order."""
+    return _outer_vars(program, sub, lambda op: op.input_names())
+
+
+def outer_writes(program, sub: Block) -> list[str]:
+    """Vars the sub-block (and blocks nested in it) write that live outside it (PIR's in-place ops:
+    array_write_, increment_, assign_out_); a legacy loop lists them among its outputs."""
+    return _outer_vars(program, sub, lambda op: op.output_names())
+
+
+def _outer_vars(program, sub: Block, names_of) -> list[str]:
     inside = {sub.idx}
     for block in program.blocks[sub.idx + 1:]:
         if block.parent_idx in inside:
@@ -134,7 +147,7 @@ def sub_block_inputs(program, sub: Block) -> list[str]:
     for idx in sorted(inside):
         block = program.blocks[idx]
         for op in block.ops:
-            for name in op.input_names():
+            for name in names_of(op):
                 var_block = _owner(block, name)
                 if var_block is not None and var_block.idx not in inside:
                     names[name] = None

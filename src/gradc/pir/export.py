@@ -13,6 +13,7 @@ from ..ir import EMPTY_VAR, AttrType, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
 from ..registry import OPS
 from . import schema
+from .export_control import in_place_target
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
 from .table.rows import EXPORTS
@@ -64,7 +65,7 @@ class Exporter:
         self.target = outer
 
     # ------------------------------------------------------------ values
-    def _var(self, name: str):
+    def var(self, name: str):
         """A var of any block (sub-block vars have unique names in the programs gradc writes)."""
         for block in self.program.blocks:
             if name in block.vars:
@@ -72,7 +73,7 @@ class Exporter:
         return None
 
     def type_of(self, name: str):
-        var = self._var(name)
+        var = self.var(name)
         if var is None:
             raise self.fail(f"no var named '{name}'")
         kind = _TENSOR_KINDS.get(var.type)
@@ -81,7 +82,7 @@ class Exporter:
         return TensorType(kind, int(var.dtype), tuple(var.shape or ()))
 
     def new_value(self, name: str) -> Value:
-        var = self._var(name)
+        var = self.var(name)
         return Value(0, self.type_of(name), stop_gradient=bool(var.stop_gradient), persistable=bool(var.persistable))
 
     def read(self, name: str) -> Value:
@@ -199,13 +200,21 @@ class Exporter:
         operands, consumed = [], set(row.dropped_inputs)
         for spec in row.operands:
             if spec.attr is not None:
+                computed = self._computed_operand(spec, op)
+                if computed is not None:
+                    operands.append(computed)
+                    consumed.update(spec.tensor_slots)
+                    continue
                 if spec.attr not in legacy_attrs:
                     raise self.fail(f"has no attribute '{spec.attr}', which {row.pir} takes as operand '{spec.name}'")
                 operands.append(self.constant(spec.fold, legacy_attrs[spec.attr]))
                 continue
             names = [n for n in op.input(spec.slot) if n != EMPTY_VAR] if spec.slot else []
             consumed.add(spec.slot)
-            if not names:
+            target = next((r for r in row.results if r.inplace == spec.name), None) if spec.slot is None else None
+            if target is not None:   # PIR writes into this operand; the legacy op only names its output
+                operands.append(in_place_target(self, op.output(target.slot)[0]))
+            elif not names:
                 if spec.slot is not None and not spec.optional:
                     raise self.fail(f"input slot {spec.slot} is empty; {row.pir} needs operand '{spec.name}'")
                 operands.append(None)
@@ -219,6 +228,14 @@ class Exporter:
                 raise self.fail(f"input slot {spec.slot} holds {len(names)} vars; {row.pir} takes one")
         _refuse_unmapped_slots(self, op.inputs, consumed, "input")
         return operands
+
+    def _computed_operand(self, spec, op: OpDesc) -> Value | None:
+        """The value of a legacy tensor (or tensor list) input that stands for an attribute."""
+        for position, slot in enumerate(spec.tensor_slots):
+            names = [n for n in op.input(slot) if n != EMPTY_VAR]
+            if names:
+                return self.combine([self.read(n) for n in names]) if position == 1 else self.read(names[0])
+        return None
 
     def _results(self, row, op: OpDesc) -> tuple[list, dict, list]:
         """The op's result values, the vars they become, and the lists a builtin.split takes apart."""

@@ -12,7 +12,7 @@ its own if/while regions and cf stacks, which gradc does not build.
 
 from __future__ import annotations
 
-from ..ir import OpDesc
+from ..ir import OpDesc, VarType
 from . import schema
 from .graph import Attr, Block, Region, Value
 
@@ -50,10 +50,11 @@ def select_input(op: OpDesc, exporter) -> None:
 def while_(op: OpDesc, exporter) -> None:
     condition = op.input("Condition")[0]
     carried = [name for name in op.output("Out") if name != condition]
-    missing = [name for name in carried if name not in exporter.current]
+    missing = [name for name in carried if name not in exporter.current
+               and (exporter.var(name) is None or exporter.var(name).type != VarType.DENSE_TENSOR_ARRAY)]
     if missing:
         raise exporter.fail(f"loop var(s) {', '.join(missing)} have no value before the loop; a PIR while needs one")
-    inits = [exporter.read(name) for name in carried]
+    inits = [in_place_target(exporter, name) for name in carried]   # an array the body fills starts empty
     body = Block(args=[Value(0, exporter.type_of(name)) for name in carried])
     before = dict(exporter.current)
     exporter.current.update(zip(carried, body.args))
@@ -64,6 +65,27 @@ def while_(op: OpDesc, exporter) -> None:
     loop = exporter.emit("pd_op.while", [exporter.read(condition)] + inits, results, {})
     loop.regions = [Region([body])]
     exporter.current.update(zip(carried, results))
+
+
+def in_place_target(exporter, name: str):
+    """The value a PIR op writes ``name`` into: its current value, else a new empty array
+    (pd_op.create_array) or zeros of its shape, as Paddle makes them before array_write_ / assign_value_."""
+    if name in exporter.current:
+        return exporter.current[name]
+    var = exporter.var(name)
+    value = exporter.new_value(name)
+    dtype = Attr("a_dtype", schema.DTYPE_BY_VARTYPE[value.type.dtype])
+    if var.type == VarType.DENSE_TENSOR_ARRAY:
+        exporter.emit("pd_op.create_array", [], [value], {"dtype": dtype})
+    elif all(d >= 0 for d in value.type.dims):
+        exporter.emit("pd_op.full", [], [value], {
+            "shape": Attr("a_intarray", list(value.type.dims)), "value": Attr("a_f64", 0.0), "dtype": dtype,
+            "place": Attr("a_place", list(schema.PLACE_CPU))})
+    else:
+        raise exporter.fail(f"'{name}' has no value before this op writes it and its shape {list(value.type.dims)} "
+                            f"is not static")
+    exporter.current[name] = value
+    return value
 
 
 def _yield(exporter, block: Block, values: list[Value]) -> None:

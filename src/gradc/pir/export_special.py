@@ -9,7 +9,7 @@ from .graph import Attr
 
 _SCALAR_KINDS = {"bool": ("a_bool", bool), "i32": ("a_i32", int), "i64": ("a_i64", int), "f32": ("a_f32", float),
                  "f64": ("a_f64", float), "str": ("a_str", str)}
-_ARRAY_KINDS = {"i32s": ("a_i32", int), "i64s": ("a_i64", int), "f32s": ("a_f32", float)}
+_ARRAY_KINDS = {"i32s": ("a_i32", int), "i64s": ("a_i64", int), "f32s": ("a_f32", float), "f64s": ("a_f64", float)}
 
 
 def encode_attr_value(kind: str, value, exporter) -> Attr:

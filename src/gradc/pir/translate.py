@@ -12,7 +12,9 @@ from ..verify import check_structure
 from . import schema
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
 from .naming import Namer
+from .stacks import origin
 from .table.rows import TABLE
+from .table.unmapped import UNMAPPED
 
 # the producers whose value gradc can fold into a legacy attribute
 CONSTANT_OPS = {"pd_op.full_int_array", "pd_op.full"}
@@ -31,6 +33,8 @@ class Translator:
         self.constant_ops: list[tuple[Block, OpDesc]] = []
         self.unmade: dict[str, tuple[Block, Op]] = {}   # constant lists no legacy op can make
         self.xshapes: dict[str, str] = {}   # a var -> the XShape var a reshape-like op wrote for it
+        self.stacks: dict = {}              # a cf stack, inlet or outlet value -> its arrays (gradc.pir.stacks)
+        self.pushes: dict | None = None
         self.blocks: list[Block] = [self.program.global_block]
         self.fixed_names = _file_names(module)
         self.namer = Namer(set(self.fixed_names.values()))
@@ -121,11 +125,11 @@ class Translator:
         return var
 
     def constant(self, value: Value | None, fold: str, op: Op, operand: str, attr: str):
+        value = origin(value, self.stacks)
         producer = value.op if value is not None else None
         if producer is not None and producer.name in CONSTANT_OPS:
             raw = producer.attr("value")
-        elif producer is not None and producer.name == "builtin.combine" \
-                and all(v is not None and v.op is not None and v.op.name == "pd_op.full" for v in producer.operands):
+        elif is_constant(value):
             raw = [v.op.attr("value") for v in producer.operands]
         else:
             source = "a null value" if value is None else (producer.name if producer else "a block argument")
@@ -197,7 +201,10 @@ class Translator:
         inputs, attrs = {}, dict(row.fixed)
         for position, (spec, value) in enumerate(zip(row.operands, op.operands)):
             if spec.attr is not None:
-                if value is not None or not spec.optional:
+                if spec.tensor_slots and value is not None and not is_constant(origin(value, self.stacks)):
+                    tensor, listed = (*spec.tensor_slots, spec.tensor_slots[0])[:2]
+                    inputs[listed if isinstance(value.type, VectorType) else tensor] = self.args(value, op, position)
+                elif value is not None or not spec.optional:
                     attrs[spec.attr] = self.constant(value, spec.fold, op, spec.name, spec.attr)
             elif value is None:
                 if spec.slot is not None and not spec.optional:
@@ -238,14 +245,14 @@ class Translator:
             self.xshapes.setdefault(x.name, name)
         return name
 
-    def xshape_for(self, x: str, op: Op, shape: list[int] | None = None) -> str:
-        """The XShape var a legacy grad reads where PIR's reads the forward input ``x`` (or a tensor of
-        ``shape``): the forward op's XShape if it wrote one, else an empty [0, *shape] constant."""
+    def xshape_for(self, x: str, op: Op) -> str:
+        """The XShape var a legacy grad reads where PIR's reads the forward input ``x``: the forward op's
+        XShape if it wrote one, else an empty [0, *x.shape] constant."""
         known = self.xshapes.get(x)
         if known is not None and self.block.find_var(known) is not None:
             return known
         var = self.block.find_var(x)
-        shape = list(var.shape) if shape is None and var is not None and var.shape is not None else shape
+        shape = list(var.shape) if var is not None and var.shape is not None else None
         if var is None or shape is None or any(d < 0 for d in shape):
             raise self.fail(op, f"the legacy grad needs the shape of '{x}' ({shape}) to be known")
         name = self.namer.fresh("xshape")
@@ -254,6 +261,16 @@ class Translator:
                   {"shape": [0] + shape, "dtype": int(var.dtype), "value": 0.0, "str_value": "0"}, {"shape": 11})
         self.xshapes[x] = name
         return name
+
+
+def is_constant(value: Value | None) -> bool:
+    """Made by pd_op.full_int_array / pd_op.full, or a builtin.combine of pd_op.full values."""
+    producer = value.op if value is not None else None
+    if producer is None:
+        return False
+    if producer.name == "builtin.combine":
+        return all(v is not None and v.op is not None and v.op.name == "pd_op.full" for v in producer.operands)
+    return producer.name in CONSTANT_OPS
 
 
 def legacy_value(attr: Attr):
@@ -288,5 +305,6 @@ def _check_mapped(module: Module, source: str) -> None:
         if op.name not in TABLE and op.name not in unmapped:
             unmapped[op.name] = op.where
     if unmapped:
-        listing = "; ".join(f"{name} (first at {where})" for name, where in sorted(unmapped.items()))
+        listing = "; ".join(f"{name} (first at {where}{': ' + UNMAPPED[name] if name in UNMAPPED else ''})"
+                            for name, where in sorted(unmapped.items()))
         raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing}")

@@ -3,7 +3,7 @@ same attribute."""
 
 from __future__ import annotations
 
-from ...ir import AttrType, OpDesc
+from ...ir import AttrType, OpDesc, VarType
 
 
 def reduce_all(legacy, op, ctx) -> None:
@@ -38,6 +38,16 @@ def batch_norm_affine(legacy, op, ctx) -> None:
             legacy.inputs[slot] = [name]
 
 
+def rnn_byte_buffers(legacy, op, ctx) -> None:
+    """PIR types rnn's Reserve and DropoutState as float tensors; legacy programs (and gradc's kernel,
+    which stores Reserve as the bytes of its floats) declare them UINT8 of unknown size."""
+    for slot in ("Reserve", "DropoutState"):
+        for name in legacy.output(slot):
+            var = ctx.block.find_var(name)
+            if var is not None:
+                var.dtype, var.shape = VarType.UINT8, []
+
+
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)
 
 def reduce_all_back(legacy, exporter):
@@ -58,15 +68,19 @@ def fill_any_like_back(legacy, exporter):
     return copy
 
 
-def transpose_grad_xshape(legacy, op, ctx) -> None:
-    """PIR's transpose_grad reads only the output grad; the legacy one also reads XShape, made here
-    from the output grad's shape with the permutation undone."""
-    out_grad = ctx.block.find_var(legacy.input("Out@GRAD")[0])
-    perm = legacy.attrs["axis"]
-    shape = [0] * len(perm)
-    for i, axis in enumerate(perm):
-        shape[axis] = out_grad.shape[i]
-    xshape = ctx.xshape_for(legacy.output("X@GRAD")[0], op, shape) if legacy.output("X@GRAD") else None
+def transpose_grad_as_transpose(legacy, op, ctx) -> None:
+    """PIR's transpose_grad reads only the output grad; the legacy one also reads XShape, a tensor of X's
+    shape, which cannot be made where a dim is only known at run time. The grad is the transpose by the
+    inverse permutation: that is the legacy op written here."""
+    perm, out_grad = legacy.attrs.get("axis"), legacy.input("Out@GRAD")[0]
+    if not isinstance(perm, list) or sorted(perm) != list(range(len(perm))):
+        raise ctx.fail(op, f"attribute 'perm' must be a permutation, got {perm!r:.60}")
     ctx.block.ops.remove(legacy)
-    legacy.inputs["XShape"] = [xshape] if xshape else []
-    ctx.block.ops.append(legacy)
+    if not legacy.output("X@GRAD"):
+        return
+    var = ctx.block.find_var(out_grad)
+    xshape = ctx.namer.fresh("transpose2")
+    ctx.block.create_var(xshape, None if var is None or var.shape is None else [0] + list(var.shape),
+                         var.dtype if var is not None else None, stop_gradient=True)
+    ctx.emit("transpose2", {"X": [out_grad]}, {"Out": legacy.output("X@GRAD"), "XShape": [xshape]},
+             {"axis": [perm.index(axis) for axis in range(len(perm))]})

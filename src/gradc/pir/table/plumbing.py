@@ -1,5 +1,6 @@
 """Special rows for ops that are vars, lists or constants rather than computations: parameters, data,
-fetch targets, builtin.combine / split (list plumbing), coalesce_tensor, full / full_int_array."""
+fetch targets, builtin.combine / split (list plumbing), coalesce_tensor, full / full_int_array,
+create_array; and shape64, which legacy programs spell as shape and a cast."""
 
 from __future__ import annotations
 
@@ -89,6 +90,24 @@ def full_int_array(op, ctx) -> None:
                            "str_value": str(values[0])}, {"shape": 11})
     else:
         ctx.unmade[name] = (ctx.block, op)
+
+
+def create_array(op, ctx) -> None:
+    """An empty tensor array: legacy programs declare the var and let write_to_array fill it."""
+    ctx.attr(op, "dtype", str)
+    ctx.define(op.results[0], ctx.namer.for_op("create_array"))
+
+
+def shape64(op, ctx) -> None:
+    """The legacy shape op makes int32: shape, then a cast to the int64 PIR promises."""
+    source = ctx.args(op.operands[0], op, 0)[0]
+    if not isinstance(op.results[0].type, TensorType):
+        raise ctx.fail(op, "the result of pd_op.shape64 must be a tensor")
+    dims = ctx.namer.fresh("shape")
+    ctx.block.create_var(dims, list(op.results[0].type.dims), VarType.INT32, stop_gradient=True)
+    ctx.emit("shape", {"Input": [source]}, {"Out": [dims]})
+    name = ctx.define(op.results[0], ctx.namer.for_op("cast"))
+    ctx.emit("cast", {"X": [dims]}, {"Out": [name]}, {"in_dtype": int(VarType.INT32), "out_dtype": int(VarType.INT64)})
 
 
 def _str_value(value) -> str:
