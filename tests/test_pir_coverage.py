@@ -9,7 +9,7 @@ import json
 import pytest
 
 import gradc
-from gradc.pir import load_pir
+from gradc.pir import load_pir, parse_pir, serialize_pir
 from gradc.pir.table.rows import TABLE
 from gradc.pir.table.unmapped import UNMAPPED
 from gradc.registry import OPS
@@ -20,6 +20,7 @@ from pir_fixtures import (
     assert_matches_paddle,
     load,
     meta,
+    npz,
     paddle_backward,
     run_fetches,
     train_and_run,
@@ -83,3 +84,14 @@ def test_an_op_without_a_legacy_counterpart_is_named_with_the_reason():
                                                  r"region 0, block 0, op \d+ \(pd_op.cumprod\): gradc registers no "
                                                  r"legacy op that computes it \(cumprod"):
         load_pir(json.dumps(doc).encode())
+
+
+def test_a_training_program_over_tensor_arrays_round_trips():
+    """gradc's backward of nn.BiRNN's loops (while_grad over tensor arrays, their grads summed with
+    add_n_array) written as PIR and read back gives Paddle's gradients."""
+    case = "pir_layers/birnn_gru_cells"
+    program = load(case)
+    gradc.append_backward(program, "loss")
+    data = serialize_pir(program, fetch=list(npz(case, "grads")))
+    assert b'"1.add_n_array"' in data and b'"2.tuple_pop"' in data
+    assert_matches_paddle(run_fetches(parse_pir(data), case), case)

@@ -1,7 +1,7 @@
 """Check in a real PaddlePaddle 3.x (PIR mode) that the PIR JSON gradc writes loads and runs with the
 numbers of the fixtures in tests/data/paddle/pir. Needs paddlepaddle, which gradc does not depend on.
 
-    /path/to/paddle/python tools/run_pir_in_paddle.py [case ...]
+    /path/to/paddle/python tools/run_pir_in_paddle.py [case ...]     (a case: "mlp", "pir_layers/celu")
 
 For each case gradc reads Paddle's file, translates it, and writes it back as PIR with gradc.pir.save_pir:
 - inference models (model.json + model.pdiparams): Paddle's load_inference_model reads gradc's file and
@@ -28,7 +28,12 @@ import gradc  # noqa: E402
 from gradc.pir import load_pir, save_pir  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "paddle" / "pir"
+LAYERS = DATA.parent / "pir_layers"   # coverage rows built in PIR mode (tools/paddle_pir_coverage.py)
 paddle.enable_static()
+
+
+def case_dir(case: str) -> Path:
+    return DATA.parent / case if "/" in case else DATA / case
 
 
 def run_program(path: Path, case_dir: Path, fetch_count: int) -> list[np.ndarray]:
@@ -51,7 +56,7 @@ def check(name: str, got, expected) -> bool:
 
 
 def inference(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     save_pir(load_pir(source / "model.json"), workdir / "model.json")
     shutil.copy(source / "model.pdiparams", workdir / "model.pdiparams")
     scope = paddle.static.Scope()
@@ -63,14 +68,14 @@ def inference(case: str, workdir: Path) -> bool:
 
 
 def forward(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     save_pir(load_pir(source / "forward.json"), workdir / "forward.json")
     (loss,) = run_program(workdir / "forward.json", source, 1)
     return check("loss", loss, np.load(source / "loss.npy"))
 
 
 def training(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     program = load_pir(source / "forward.json")
     gradc.append_backward(program, "loss")
     with np.load(source / "grads.npz") as archive:
@@ -83,7 +88,7 @@ def training(case: str, workdir: Path) -> bool:
 
 
 def round_trip(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     with np.load(source / "grads.npz") as archive:
         grads = {name: archive[name] for name in archive.files}
     save_pir(load_pir(gzip.decompress((source / "backward.json.gz").read_bytes())), workdir / "train.json")
@@ -93,21 +98,16 @@ def round_trip(case: str, workdir: Path) -> bool:
     return all(results)
 
 
-def _has_control_flow(case: str) -> bool:
-    return len(load_pir(DATA / case / "forward.json").blocks) > 1
-
-
 def main(cases: list[str]) -> int:
     failures = 0
+    every = sorted(p.name for p in DATA.iterdir()) + sorted(f"pir_layers/{p.name}" for p in LAYERS.iterdir())
     with tempfile.TemporaryDirectory() as tmp:
-        for case in cases or sorted(p.name for p in DATA.iterdir()):
-            kinds = [inference] if (DATA / case / "model.json").exists() else [forward]
-            if kinds[0] is not inference and not _has_control_flow(case):  # control-flow grads: no PIR export
-                kinds.append(training)
-            if (DATA / case / "backward.json.gz").exists() and "lstm" not in case:  # gradc has no rnn_grad
+        for case in cases or every:
+            kinds = [inference] if (case_dir(case) / "model.json").exists() else [forward, training]
+            if (case_dir(case) / "backward.json.gz").exists():
                 kinds.append(round_trip)
             for kind in kinds:
-                workdir = Path(tmp) / f"{case}-{kind.__name__}"
+                workdir = Path(tmp) / f"{case.replace('/', '-')}-{kind.__name__}"
                 workdir.mkdir()
                 try:
                     ok = kind(case, workdir)
@@ -115,7 +115,7 @@ def main(cases: list[str]) -> int:
                 except (gradc.GradcError, RuntimeError, ValueError) as exc:
                     ok, message = False, f"FAILED: {str(exc).strip().splitlines()[0][:300]}"
                 failures += not ok
-                print(f"{case:16} {kind.__name__:10} {message}")
+                print(f"{case:40} {kind.__name__:10} {message}", flush=True)
     print(f"Paddle {paddle.__version__}: {failures} failure(s)")
     return 1 if failures else 0
 

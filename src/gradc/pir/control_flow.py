@@ -77,10 +77,13 @@ def translate_while(op: Op, ctx) -> None:
     next_name = ctx.namer.for_op("while")
     carries = []
     for position, (init, arg, result) in enumerate(zip(inits, body.args, op.results)):
-        name = next_name()
-        parent.add_var(ctx.var(name, result.type, result))
-        if init is None or init.op is None or init.op.name != "pd_op.create_array":  # the loop makes empty arrays
-            ctx.emit("assign", {"X": ctx.args(init, op, position + 1)}, {"Out": [name]})
+        source = ctx.args(init, op, position + 1)[0]
+        if _is_array(ctx, source):   # written in place: the loop carries the array itself
+            name = source
+        else:
+            name = next_name()
+            parent.add_var(ctx.var(name, result.type, result))
+            ctx.emit("assign", {"X": [source]}, {"Out": [name]})
         ctx.bind(arg, name)
         carries.append(name)
     condition = next_name()
@@ -98,6 +101,11 @@ def translate_while(op: Op, ctx) -> None:
              {"sub_block": AttrType.BLOCK})
     for result, name in zip(op.results, carries):
         ctx.bind(result, name)
+
+
+def _is_array(ctx, name: str) -> bool:
+    var = ctx.block.find_var(name)
+    return var is not None and var.type == VarType.DENSE_TENSOR_ARRAY
 
 
 def _loop_update(ctx, sub: Block, sources: list[str], targets: list[str]) -> list:
@@ -180,3 +188,11 @@ def translate_select_input(op: Op, ctx) -> None:
     candidates = [ctx.args(value, op, i + 1)[0] for i, value in enumerate(op.operands[1:])]
     name = ctx.define(op.results[0], ctx.namer.for_op("select_input"))
     ctx.emit("select_input", {"X": candidates, "Mask": ctx.args(op.operands[0], op, 0)}, {"Out": [name]})
+
+
+def translate_select_output(op: Op, ctx) -> None:
+    """pd_op.select_output(mask, x) -> one result per branch: x lands in the one the mask picks."""
+    mask, x = (ctx.args(value, op, i)[0] for i, value in enumerate(op.operands))
+    next_name = ctx.namer.for_op("select_output")
+    outs = [ctx.define(result, next_name) for result in op.results]
+    ctx.emit("select_output", {"X": [x], "Mask": [mask]}, {"Out": outs})

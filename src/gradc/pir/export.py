@@ -3,7 +3,7 @@
 Legacy vars become SSA values: each write of a var makes a new value, each read takes the latest.
 Vars read before any op writes them are inputs: persistable ones become builtin.parameter, the others
 pd_op.data. Constants that legacy ops hold as attributes become pd_op.full_int_array / pd_op.full
-operands. Control flow sub-blocks have no export yet (docs/pir-format.md says how PIR spells them).
+operands. Control flow and its gradients become regions (gradc.pir.export_control, export_grads).
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from ..ir import Block as LegacyBlock
 from ..registry import OPS
 from . import schema
 from .export_control import in_place_target
+from .export_grads import plan_saves
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
 from .table.rows import EXPORTS
@@ -37,6 +38,8 @@ class Exporter:
         self.target = self.body                     # where emit() puts ops
         self.current: dict[str, Value] = {}
         self.xshape_source: dict[str, Value] = {}   # an XShape var -> the value of the X it describes
+        self.saves = plan_saves(program)            # forward block -> the names its grad block reads of it
+        self.stacks: dict[int, tuple] = {}          # forward block -> its cf stack (stack, inlet, outlet)
         self.where = ""
 
     def run(self, fetch) -> Module:
@@ -61,7 +64,7 @@ class Exporter:
             if exporter is not None:
                 exporter(op, self)
             else:
-                self.generic(_pick_row(op), op)
+                self.generic(_pick_row(op, self), op)
         self.target = outer
 
     # ------------------------------------------------------------ values
@@ -262,8 +265,8 @@ class Exporter:
         return self.xshape_source[name]
 
 
-def _pick_row(op: OpDesc):
-    return next(row for row in EXPORTS[op.type] if row.when is None or row.when(op))
+def _pick_row(op: OpDesc, exporter: Exporter):
+    return next(row for row in EXPORTS[op.type] if row.when is None or row.when(op, exporter))
 
 
 def _refuse_unmapped_slots(exporter: Exporter, slots: dict, mapped: set, what: str) -> None:

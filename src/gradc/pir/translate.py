@@ -145,14 +145,17 @@ class Translator:
         return float(values[0]) if fold == "float" else int(values[0])
 
     def _drop_unread_constants(self) -> None:
-        readers = {}
+        readers, rewritten = {}, set()   # a constant another op writes in place is its initial value: kept
+        constants = {id(op) for _, op in self.constant_ops}
         for block in self.program.blocks:
             for index, op in enumerate(block.ops):
                 for name in op.input_names():
                     readers.setdefault(name, (block.idx, index, op.type))
+                if id(op) not in constants:
+                    rewritten.update(op.output_names())
         dropped = set()
         for block, op in self.constant_ops:
-            if not any(name in readers for name in op.output_names()):
+            if not any(name in readers or name in rewritten for name in op.output_names()):
                 dropped.add(id(op))
                 for name in op.output_names():
                     block.vars.pop(name, None)

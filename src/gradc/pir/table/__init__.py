@@ -66,7 +66,7 @@ class Row:
     fixed: dict = field(default_factory=dict)
     hook: object = None          # hook(legacy_op, pir_op, translator)
     back: object = None          # back(legacy_op, exporter) -> {legacy attr: value} used instead on export
-    when: object = None          # when(legacy_op) -> whether export uses this row for it
+    when: object = None          # when(legacy_op, exporter) -> whether export uses this row for it
     special: object = None       # special(pir_op, translator): the whole translation
     arity: tuple = (None, None)  # a special row's operand and result counts (None: any)
 

@@ -59,6 +59,12 @@ def reduce_all_back(legacy, exporter):
     return copy
 
 
+def sums_arrays(legacy, exporter) -> bool:
+    """Legacy sum adds tensor arrays too; PIR has add_n_array for them."""
+    var = exporter.var(legacy.input("X")[0]) if legacy.input("X") else None
+    return var is not None and var.type == VarType.DENSE_TENSOR_ARRAY
+
+
 def fill_any_like_back(legacy, exporter):
     """dtype -1 means "as X"; PIR's full_like names the dtype."""
     if legacy.attrs.get("dtype", -1) != -1:

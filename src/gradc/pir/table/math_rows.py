@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import reduce_all, reduce_all_back
+from .hooks import reduce_all, reduce_all_back, sums_arrays
 
 AXIS = {"axis": -1}   # PIR broadcasts numpy-style: legacy elementwise ops with axis -1
 ALL_AXES = {"hook": reduce_all, "back": reduce_all_back}
@@ -21,6 +21,7 @@ ROWS = [
     row("pd_op.matmul", "matmul_v2", "x:X y:Y", "out:Out", "transpose_x=trans_x:bool transpose_y=trans_y:bool"),
     row("pd_op.bmm", "bmm", "x:X y:Y"),
     row("pd_op.scale", "scale", "x:X scale>scale:float", "out:Out", "bias:f32 bias_after_scale:bool"),
+    row("pd_op.add_n_array", "sum", "inputs:X*", when=sums_arrays),   # tensor arrays (grads of arrays)
     row("pd_op.add_n", "sum", "inputs:X*"),
     row("pd_op.abs", "abs", "x:X"),
     row("pd_op.exp", "exp", "x:X"),

@@ -34,11 +34,12 @@ ROWS = [
     row("pd_op.spectral_norm", "spectral_norm", "weight:Weight u:U v:V", "out:Out", "dim:i32 power_iters:i32 eps:f32"),
     row("pd_op.embedding", "lookup_table_v2", "x:Ids weight:W", "out:Out", "padding_idx:i64 sparse=-:bool"),
     row("pd_op.bilinear", "bilinear_tensor_product", "x:X y:Y weight:Weight bias?:Bias"),
-    # the fused recurrent op; PIR also hands it the dropout state buffer it updates, which legacy
+    # the fused recurrent op; PIR also hands it the dropout state buffer it updates in place, which legacy
     # programs only name as the DropoutState output
     row("pd_op.rnn", "rnn",
         "x:Input pre_state:PreState* weight_list:WeightList* sequence_length?:SequenceLength dropout_state_in:-",
-        "out:Out dropout_state_out:DropoutState state:State* reserve:Reserve", RNN, hook=rnn_byte_buffers),
+        "out:Out dropout_state_out:DropoutState&dropout_state_in state:State* reserve:Reserve", RNN,
+        hook=rnn_byte_buffers),
     # losses
     row("pd_op.cross_entropy_with_softmax", "softmax_with_cross_entropy", "input:Logits label:Label",
         "softmax:Softmax loss:Loss", "soft_label:bool use_softmax:bool numeric_stable_mode:bool ignore_index:i32 "

@@ -20,6 +20,7 @@ SPECIAL = [
     special("pd_op.if", control_flow.translate_if, 1, None),
     special("pd_op.while", control_flow.translate_while, None, None),
     special("pd_op.select_input", control_flow.translate_select_input, None, 1),
+    special("pd_op.select_output", control_flow.translate_select_output, 2, None),
     special("cf.stack_create", stacks.stack_create, 0, 3),
     special("cf.tuple_push", stacks.tuple_push, None, 0),
     special("cf.tuple_pop", stacks.tuple_pop, 1, None),

@@ -8,7 +8,7 @@ from .hooks import cast_dtypes, fill_any_like_back
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
 
 
-def _has_sections(op) -> bool:
+def _has_sections(op, exporter) -> bool:
     return bool(op.attrs.get("sections"))
 
 ROWS = [
@@ -49,7 +49,8 @@ ROWS = [
         "axes:i64s decrease_axes:i64s none_axes:i64s"),
     # tensor arrays: PIR creates them explicitly (plumbing.create_array) and writes them in place
     row("pd_op.array_write_", "write_to_array", "array:- x:X i:I", "out:Out&array"),
-    row("pd_op.array_read", "read_from_array", "array:X i:I"),
+    # X_W (a grad read: zeros where no slot was written) is dropped on export, as Paddle's own grads read
+    row("pd_op.array_read", "read_from_array", "array:X i:I ~X_W"),
     row("pd_op.array_to_tensor", "tensor_array_to_tensor", "x:X", "out:Out out_index:OutIndex",
         "axis:i32 use_stack:bool"),
     # creation
