@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fuzzing_pir import mutate_pir
 from gradc.proto import framework_pb2 as pb
 
 DATA = Path(__file__).parent / "data" / "paddle"
@@ -85,6 +86,9 @@ def scenarios() -> tuple[Case, ...]:
     cases.append(Case({"forward.json": _read(pir / "forward.json"), "feed.npz": _read(pir / "feed.npz"),
                        "params.npz": _read(pir / "params.npz")},
                       ["run", "forward.json", "--feed", "feed.npz", "--params", "params.npz", "--fetch", "loss"]))
+    for case in ("cond", "lstm"):   # PIR control flow and the fused rnn, compiled and written back as PIR
+        cases.append(Case({"forward.json": _read(DATA / "pir" / case / "forward.json")},
+                          ["compile", "forward.json", "-o", "out.json", "--loss", "loss"], output="out.json"))
     return tuple(cases)
 
 
@@ -238,6 +242,11 @@ def mutated(base: Case, rng: random.Random) -> Case:
         try:
             files[target], must_fail, kind = mutate_program(files[target], rng)
         except Exception:  # noqa: BLE001 - a structural edit that protobuf refuses: mutate bytes instead
+            files[target] = mutate_bytes(files[target], rng)
+    elif target.endswith(".json") and level < 0.8:
+        try:
+            files[target], must_fail, kind = mutate_pir(files[target], rng)
+        except (ValueError, KeyError, IndexError, TypeError):  # not a PIR file to edit: mutate bytes instead
             files[target] = mutate_bytes(files[target], rng)
     elif target.endswith(".npz") and level < 0.6:
         declared = declared_shapes(files[program]) if program else {}

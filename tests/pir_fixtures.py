@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 import gradc
+from gradc.passes import VerifyPass
 from gradc.pir import load_pir
 
 PIR_DATA = Path(__file__).parent / "data" / "paddle" / "pir"
@@ -42,8 +43,10 @@ def program_file(case: str) -> Path:
 
 
 def train_and_run(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
-    """Compile the backward of the fetched loss and run it on the fixture's inputs and parameters."""
+    """Verify the program as `gradc compile` does, compile the backward of the fetched loss and run it on
+    the fixture's inputs and parameters."""
     loss = meta(case)["loss"]
+    VerifyPass().apply(program)
     gradc.append_backward(program, loss)
     scope = gradc.Scope()
     for name, value in npz(case, "params").items():
@@ -78,7 +81,8 @@ def paddle_backward(case: str) -> bytes:
 
 
 def run_fetches(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
-    """Run a program that already holds its backward, fetching the loss and Paddle's gradients."""
+    """Verify and run a program that already holds its backward, fetching the loss and Paddle's gradients."""
+    VerifyPass().apply(program)
     scope = gradc.Scope()
     for name, value in npz(case, "params").items():
         scope[name] = value

@@ -34,7 +34,7 @@ def translate_if(op: Op, ctx) -> None:
     if not op.results:
         return
     mask = ctx.namer.fresh("cast")
-    ctx.block.create_var(mask, [1], VarType.INT32, stop_gradient=True)
+    ctx.block.add_var(_bool_var(ctx, mask, cond)).dtype = VarType.INT32   # shaped as the condition, [1] or []
     ctx.emit("cast", {"X": [cond]}, {"Out": [mask]}, {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
     next_name = ctx.namer.for_op("select_input")
     for result, true_out, false_out in zip(op.results, *branch_outs):

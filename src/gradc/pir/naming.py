@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .graph import Module, TensorType, Value, walk_ops
+
 
 class Namer:
     def __init__(self, reserved: set[str]):
@@ -36,3 +38,22 @@ class Namer:
             candidate = f"{name}_{n}"
         self.used.add(candidate)
         return candidate
+
+
+def file_names(module: Module) -> dict[Value, str]:
+    """Names the file gives: parameters, data and feed inputs, and fetch targets."""
+    names: dict[Value, str] = {}
+    fetches = []
+    for op in walk_ops(module.body):
+        if op.name == "builtin.parameter" and op.results:
+            names[op.results[0]] = op.attr("parameter_name")
+        elif op.name == "pd_op.data" and op.results:
+            names[op.results[0]] = op.attr("name")
+        elif op.name == "pd_op.fetch" and op.operands and op.operands[0] is not None:
+            fetches.append((op.operands[0], op.attr("name")))
+    taken = set(names.values())
+    for value, name in fetches:
+        if value not in names and name not in taken and isinstance(value.type, TensorType):
+            names[value] = name
+            taken.add(name)
+    return names

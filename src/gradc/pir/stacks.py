@@ -59,7 +59,8 @@ def _slot(value, push: Op, ctx):
     names = []
     for item in items:
         names.append(ctx.namer.fresh("stack_array"))
-        ctx.block.create_var(names[-1], None, item.dtype, type=VarType.DENSE_TENSOR_ARRAY, stop_gradient=True)
+        ctx.block.create_var(names[-1], list(item.dims), item.dtype, type=VarType.DENSE_TENSOR_ARRAY,
+                             stop_gradient=True)
     return names if isinstance(value.type, VectorType) else names[0]
 
 
@@ -116,9 +117,11 @@ def has_elements(op: Op, ctx) -> None:
 
 def origin(value: Value | None, stacks: dict) -> Value | None:
     """The value a tuple_pop result gives back (a constant a grad op folds into an attribute, say)."""
+    seen = set()   # a hostile file may push a value its own pop gives
     while value is not None and value.op is not None and value.op.name == "cf.tuple_pop" and value.op.operands:
         stack = stacks.get(value.op.operands[0])
-        if stack is None or value.index >= len(stack.pushed):
+        if stack is None or value.index >= len(stack.pushed) or id(value) in seen:
             break
+        seen.add(id(value))
         value = stack.pushed[value.index]
     return value

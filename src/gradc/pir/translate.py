@@ -11,7 +11,7 @@ from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarDesc, VarType
 from ..verify import check_structure
 from . import schema
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
-from .naming import Namer
+from .naming import Namer, file_names
 from .stacks import origin
 from .table.rows import TABLE
 from .table.unmapped import UNMAPPED
@@ -36,7 +36,7 @@ class Translator:
         self.stacks: dict = {}              # a cf stack, inlet or outlet value -> its arrays (gradc.pir.stacks)
         self.pushes: dict | None = None
         self.blocks: list[Block] = [self.program.global_block]
-        self.fixed_names = _file_names(module)
+        self.fixed_names = file_names(module)
         self.namer = Namer(set(self.fixed_names.values()))
 
     # ------------------------------------------------------------ driver
@@ -117,7 +117,9 @@ class Translator:
     @staticmethod
     def var(name: str, type_, value: Value) -> VarDesc:
         if isinstance(type_, TensorType):
-            var = VarDesc(name, list(type_.dims), type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
+            array = type_.kind == "t_dense_tensor_array"   # dims are its elements'; none written: unknown
+            shape = None if array and not type_.dims else list(type_.dims)
+            var = VarDesc(name, shape, type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
         else:
             var = VarDesc(name, None, None, type=VarType.RAW)
         var.stop_gradient = True if value.stop_gradient else None
@@ -281,25 +283,6 @@ def legacy_value(attr: Attr):
     if attr.kind == "a_dtype":
         return schema.DTYPE_NAMES.get(attr.value, -1)
     return attr.plain()
-
-
-def _file_names(module: Module) -> dict[Value, str]:
-    """Names the file gives: parameters, data and feed inputs, and fetch targets."""
-    names: dict[Value, str] = {}
-    fetches = []
-    for op in walk_ops(module.body):
-        if op.name == "builtin.parameter" and op.results:
-            names[op.results[0]] = op.attr("parameter_name")
-        elif op.name == "pd_op.data" and op.results:
-            names[op.results[0]] = op.attr("name")
-        elif op.name == "pd_op.fetch" and op.operands and op.operands[0] is not None:
-            fetches.append((op.operands[0], op.attr("name")))
-    taken = set(names.values())
-    for value, name in fetches:
-        if value not in names and name not in taken and isinstance(value.type, TensorType):
-            names[value] = name
-            taken.add(name)
-    return names
 
 
 def _check_mapped(module: Module, source: str) -> None:

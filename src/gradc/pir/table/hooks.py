@@ -48,6 +48,14 @@ def rnn_byte_buffers(legacy, op, ctx) -> None:
                 var.dtype, var.shape = VarType.UINT8, []
 
 
+def w_out_like_w(legacy, op, ctx) -> None:
+    """PIR types hsigmoid_loss's w_out 0-d (Paddle computes nothing into it); the legacy op declares W_Out
+    as W, whose shape gradc's check infers for it."""
+    w, w_out = ctx.block.find_var(legacy.input("W")[0]), legacy.output("W_Out")
+    if w is not None and w_out and ctx.block.find_var(w_out[0]) is not None:
+        ctx.block.find_var(w_out[0]).shape = list(w.shape) if w.shape is not None else None
+
+
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)
 
 def reduce_all_back(legacy, exporter):
@@ -79,7 +87,8 @@ def transpose_grad_as_transpose(legacy, op, ctx) -> None:
     shape, which cannot be made where a dim is only known at run time. The grad is the transpose by the
     inverse permutation: that is the legacy op written here."""
     perm, out_grad = legacy.attrs.get("axis"), legacy.input("Out@GRAD")[0]
-    if not isinstance(perm, list) or sorted(perm) != list(range(len(perm))):
+    permutes = isinstance(perm, list) and all(type(axis) is int for axis in perm)
+    if not permutes or sorted(perm) != list(range(len(perm))):
         raise ctx.fail(op, f"attribute 'perm' must be a permutation, got {perm!r:.60}")
     ctx.block.ops.remove(legacy)
     if not legacy.output("X@GRAD"):
