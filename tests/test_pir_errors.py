@@ -7,6 +7,7 @@ import json
 import pytest
 
 import gradc
+from gradc.limits import limited
 from gradc.pir import load_pir
 from gradc.pir.reader import read_module
 from pir_fixtures import program_file
@@ -153,6 +154,17 @@ def test_a_special_op_with_missing_attributes():
 def test_a_file_over_the_size_limit_is_refused_before_parsing():
     with pytest.raises(gradc.FormatError, match="more than the 100 bytes"):
         read_module(program_file("mlp").read_bytes(), "big.json", max_bytes=100)
+
+
+def test_the_size_limit_follows_the_memory_limit():
+    """Parsed JSON takes up to ~25 times its text: a file is refused when that could pass --max-memory."""
+    data = program_file("mlp").read_bytes()
+    with limited(max_bytes=32 * (len(data) - 1)):
+        with pytest.raises(gradc.FormatError, match=rf"{len(data):,} bytes is more than the {len(data) - 1:,} bytes "
+                                                     r"gradc reads as PIR JSON \(parsing .*--max-memory"):
+            load_pir(data)
+    with limited(max_bytes=32 * len(data)):
+        assert load_pir(data).global_block.ops
 
 
 def test_deeply_nested_json_is_refused():
