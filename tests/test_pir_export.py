@@ -146,11 +146,30 @@ def test_control_flow_gradients_become_regions_over_cf_stacks():
     assert names.count("2.tuple_push") == names.count("2.tuple_pop") == 1
 
 
+def test_a_legacy_broadcast_axis_becomes_unit_dims_on_y():
+    """Legacy elementwise ops align Y from an axis (conv1d's bias at axis 1); PIR broadcasts numpy-style,
+    so Y is unsqueezed first, and the program computes the same."""
+    case = PIR_DATA.parent / "layers" / "conv1d"
+    program = gradc.load(case / "forward.pb")
+    add = next(op for op in program.global_block.ops if op.type == "elementwise_add")
+    assert add.attrs["axis"] == 1
+    loss = json.loads((case / "meta.json").read_text())["loss"]
+    data = serialize_pir(program, fetch=[loss])
+    assert b'"1.unsqueeze"' in data
+    with np.load(case / "feed.npz") as feed, np.load(case / "params.npz") as params:
+        scope = gradc.Scope()
+        for name in params.files:
+            scope[name] = params[name]
+        (value,) = gradc.Executor().run(parse_pir(data), feed=dict(feed), fetch_list=[loss], scope=scope)
+    np.testing.assert_allclose(value, np.load(case / "loss.npy"), rtol=1e-5, atol=1e-6)
+
+
 def test_an_attribute_the_pir_op_cannot_express_is_refused():
     program = load("mlp")
     add = next(op for op in program.global_block.ops if op.type == "elementwise_add")
-    add.set_attr("axis", 1)
-    with pytest.raises(gradc.ProgramError, match=r"elementwise_add\): attribute axis=1 has no pd_op.add counterpart"):
+    add.set_attr("axis", 5)
+    with pytest.raises(gradc.ProgramError, match=r"elementwise_add\): attribute axis=5 does not place Y \[8\] inside "
+                                                 r"X \[4, 8\]"):
         serialize_pir(program)
 
 
@@ -160,3 +179,24 @@ def test_a_legacy_slot_the_table_does_not_map_is_refused():
     reshape_like.inputs["Extra"] = ["x"]
     with pytest.raises(gradc.ProgramError, match="input slot.*Extra have no counterpart"):
         serialize_pir(program)
+
+
+def test_a_legacy_training_program_with_fc_mul_converts_to_pir():
+    """`gradc convert train.pb train.json` of Paddle's legacy training program of a CNN whose fc layer is
+    `mul` / `mul_grad` (PIR has neither: matmul and matmul_grad, X flattened to x_num_col_dims + 1 dims)."""
+    case = PIR_DATA.parent / "conv"
+    program = gradc.load(case / "backward.pb")
+    assert {"mul", "mul_grad"} <= {op.type for op in program.global_block.ops}
+    meta = json.loads((case / "meta.json").read_text())
+    with np.load(case / "grads.npz") as archive:
+        grads = {name: archive[name] for name in archive.files}
+    data = serialize_pir(program, fetch=[meta["loss"], *grads])
+    assert b'"1.matmul_grad"' in data and b'"1.mul' not in data
+    scope = gradc.Scope()
+    with np.load(case / "params.npz") as params, np.load(case / "feed.npz") as feed:
+        for name in params.files:
+            scope[name] = params[name]
+        values = gradc.Executor().run(parse_pir(data), feed=dict(feed), fetch_list=[meta["loss"], *grads], scope=scope)
+    np.testing.assert_allclose(values[0], np.load(case / "loss.npy"), rtol=1e-5, atol=1e-6)
+    for (name, expected), value in zip(grads.items(), values[1:]):
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=name)

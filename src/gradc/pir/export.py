@@ -19,11 +19,13 @@ from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
 from .table.rows import EXPORTS
 
-_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
+# not inputs: holders, and tensor arrays a loop fills (created empty where first needed: pd_op.create_array)
+_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.DENSE_TENSOR_ARRAY}
 _TENSOR_KINDS = {VarType.DENSE_TENSOR: "t_dtensor", VarType.SELECTED_ROWS: "t_selected_rows",
                  VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array"}
 # results a legacy program may leave out but Paddle's PIR op always has
-_MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,))}
+_MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,)),
+                         ("pd_op.hsigmoid_loss", "w_out"): TensorType("t_dtensor", VarType.FP32, ())}
 
 
 def to_module(program: Program, fetch: list[str] | tuple = ()) -> Module:

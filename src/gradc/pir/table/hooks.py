@@ -4,6 +4,9 @@ same attribute."""
 from __future__ import annotations
 
 from ...ir import AttrType, OpDesc, VarType
+from ...ops.creation import literal
+from ...registry import OPS
+from ..graph import TensorType, Value
 
 
 def reduce_all(legacy, op, ctx) -> None:
@@ -64,6 +67,42 @@ def reduce_all_back(legacy, exporter):
         return legacy
     copy = legacy.copy()
     copy.set_attr("dim", [])
+    return copy
+
+
+def aligned_y(legacy, exporter):
+    """Legacy elementwise ops align Y with X from ``axis`` (a bias of [C] on [N, C, H, W] at axis 1); PIR
+    broadcasts from the last dim, so Y first gets trailing unit dims, as Paddle's translator gives it."""
+    axis = legacy.attrs.get("axis", -1)
+    if axis == -1:
+        return legacy
+    x, y = (exporter.type_of(legacy.input(slot)[0]) for slot in ("X", "Y"))
+    trailing = len(x.dims) - axis - len(y.dims) if isinstance(axis, int) else -1
+    if not isinstance(axis, int) or axis < 0 or trailing < 0:
+        raise exporter.fail(f"attribute axis={axis!r} does not place Y {list(y.dims)} inside X {list(x.dims)}")
+    copy = legacy.copy()
+    copy.set_attr("axis", -1)
+    if trailing:
+        aligned = Value(0, TensorType(y.kind, y.dtype, y.dims + (1,) * trailing))
+        axes = exporter.constant("ints", list(range(len(y.dims), len(y.dims) + trailing)))
+        exporter.emit("pd_op.unsqueeze", [exporter.read(legacy.input("Y")[0]), axes], [aligned], {})
+        copy.inputs["Y"] = [legacy.input("Y")[0] + "@aligned"]   # a value only this op reads
+        exporter.current[copy.inputs["Y"][0]] = aligned
+    return copy
+
+
+def literal_values(legacy, exporter):
+    """assign_value keeps its numbers as serialized Scalars (or Paddle 2.x per-dtype lists); PIR as f64s."""
+    copy = legacy.copy()
+    copy.set_attr("values", [float(v) for v in literal({**OPS["assign_value"].attrs, **legacy.attrs})])
+    return copy
+
+
+def without_w_out(legacy, exporter):
+    """Paddle computes nothing into hsigmoid_loss's w_out, and legacy programs name W itself as W_Out:
+    the export leaves the result unnamed, so W keeps its value."""
+    copy = legacy.copy()
+    copy.outputs["W_Out"] = []
     return copy
 
 

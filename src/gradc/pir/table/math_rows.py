@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import reduce_all, reduce_all_back, sums_arrays
+from .hooks import aligned_y, reduce_all, reduce_all_back, sums_arrays
 
-AXIS = {"axis": -1}   # PIR broadcasts numpy-style: legacy elementwise ops with axis -1
+# PIR broadcasts numpy-style: legacy elementwise ops with axis -1 (export aligns Y for another axis)
+BROADCAST = {"fixed": {"axis": -1}, "back": aligned_y}
 ALL_AXES = {"hook": reduce_all, "back": reduce_all_back}
 
 ROWS = [
-    row("pd_op.add", "elementwise_add", "x:X y:Y", fixed=AXIS),
-    row("pd_op.subtract", "elementwise_sub", "x:X y:Y", fixed=AXIS),
-    row("pd_op.multiply", "elementwise_mul", "x:X y:Y", fixed=AXIS),
-    row("pd_op.divide", "elementwise_div", "x:X y:Y", fixed=AXIS),
-    row("pd_op.maximum", "elementwise_max", "x:X y:Y", fixed=AXIS),
-    row("pd_op.minimum", "elementwise_min", "x:X y:Y", fixed=AXIS),
-    row("pd_op.elementwise_pow", "elementwise_pow", "x:X y:Y", fixed=AXIS),
-    row("pd_op.remainder", "elementwise_mod", "x:X y:Y", fixed=AXIS),
-    row("pd_op.floor_divide", "elementwise_floordiv", "x:X y:Y", fixed=AXIS),
+    row("pd_op.add", "elementwise_add", "x:X y:Y", **BROADCAST),
+    row("pd_op.subtract", "elementwise_sub", "x:X y:Y", **BROADCAST),
+    row("pd_op.multiply", "elementwise_mul", "x:X y:Y", **BROADCAST),
+    row("pd_op.divide", "elementwise_div", "x:X y:Y", **BROADCAST),
+    row("pd_op.maximum", "elementwise_max", "x:X y:Y", **BROADCAST),
+    row("pd_op.minimum", "elementwise_min", "x:X y:Y", **BROADCAST),
+    row("pd_op.elementwise_pow", "elementwise_pow", "x:X y:Y", **BROADCAST),
+    row("pd_op.remainder", "elementwise_mod", "x:X y:Y", **BROADCAST),
+    row("pd_op.floor_divide", "elementwise_floordiv", "x:X y:Y", **BROADCAST),
     row("pd_op.matmul", "matmul_v2", "x:X y:Y", "out:Out", "transpose_x=trans_x:bool transpose_y=trans_y:bool"),
     row("pd_op.bmm", "bmm", "x:X y:Y"),
     row("pd_op.scale", "scale", "x:X scale>scale:float", "out:Out", "bias:f32 bias_after_scale:bool"),
@@ -76,12 +77,12 @@ ROWS = [
     row("pd_op.argmin", "arg_min", "x:X axis>axis:long", "out:Out", "keepdims:bool flatten:bool dtype:dtype=int64"),
     row("pd_op.p_norm", "p_norm", "x:X", "out:Out", "porder:f32 axis:i32 epsilon:f32 keepdim:bool asvector:bool"),
     # comparisons and logic
-    row("pd_op.equal", "equal", "x:X y:Y", fixed=AXIS),
-    row("pd_op.not_equal", "not_equal", "x:X y:Y", fixed=AXIS),
-    row("pd_op.less_than", "less_than", "x:X y:Y", fixed=AXIS),
-    row("pd_op.less_equal", "less_equal", "x:X y:Y", fixed=AXIS),
-    row("pd_op.greater_than", "greater_than", "x:X y:Y", fixed=AXIS),
-    row("pd_op.greater_equal", "greater_equal", "x:X y:Y", fixed=AXIS),
+    row("pd_op.equal", "equal", "x:X y:Y", **BROADCAST),
+    row("pd_op.not_equal", "not_equal", "x:X y:Y", **BROADCAST),
+    row("pd_op.less_than", "less_than", "x:X y:Y", **BROADCAST),
+    row("pd_op.less_equal", "less_equal", "x:X y:Y", **BROADCAST),
+    row("pd_op.greater_than", "greater_than", "x:X y:Y", **BROADCAST),
+    row("pd_op.greater_equal", "greater_equal", "x:X y:Y", **BROADCAST),
     row("pd_op.logical_and", "logical_and", "x:X y:Y"),
     row("pd_op.logical_or", "logical_or", "x:X y:Y"),
     row("pd_op.logical_xor", "logical_xor", "x:X y:Y"),

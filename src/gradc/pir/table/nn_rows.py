@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import batch_norm_affine, rnn_byte_buffers, w_out_like_w
+from .hooks import batch_norm_affine, rnn_byte_buffers, w_out_like_w, without_w_out
 
 CONV = "strides:i32s paddings:i32s padding_algorithm:str dilations:i32s groups:i32 data_format:str"
 RNN = "dropout_prob:f32 is_bidirec:bool input_size:i32 hidden_size:i32 num_layers:i32 mode:str seed:i32 is_test:bool"
@@ -53,7 +53,8 @@ ROWS = [
         "ignore_index:i64 reduction:str"),
     row("pd_op.label_smooth", "label_smooth", "label:X prior_dist?:PriorDist", "out:Out", "epsilon:f32"),
     row("pd_op.hsigmoid_loss", "hierarchical_sigmoid", "x:X label:Label w:W bias?:Bias path?:PathTable code?:PathCode",
-        "out:Out pre_out:PreOut w_out:W_Out", "num_classes:i32 is_sparse:bool", hook=w_out_like_w),
+        "out:Out pre_out:PreOut w_out:W_Out", "num_classes:i32 is_sparse:bool", hook=w_out_like_w,
+        back=without_w_out),
     row("pd_op.warpctc", "warpctc", "logits:Logits label:Label logits_length?:LogitsLength labels_length?:LabelLength",
         "loss:Loss warpctcgrad:WarpCTCGrad", "blank:i32 norm_by_times:bool"),
     row("pd_op.warprnnt", "warprnnt", "input:input label:label input_lengths:input_lengths label_lengths:label_lengths",

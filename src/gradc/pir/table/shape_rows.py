@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import cast_dtypes, fill_any_like_back
+from .hooks import cast_dtypes, fill_any_like_back, literal_values
 
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
 
@@ -62,5 +62,5 @@ ROWS = [
         "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
     row("pd_op.increment_", "increment", "x:X", "out:Out&x", "value=step:f32"),
     row("pd_op.assign_value_", "assign_value", "output:-", "out:Out&output",
-        "shape:i32s dtype:dtype values:f64s place=-:place"),
+        "shape:i32s dtype:dtype values:f64s place=-:place", back=literal_values),
 ]

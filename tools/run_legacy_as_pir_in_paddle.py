@@ -1,0 +1,109 @@
+"""Check in a real PaddlePaddle 3.x that legacy training programs written as PIR by gradc (`gradc convert
+train.pb train.json`) load and run with the legacy fixtures' numbers. Needs paddlepaddle.
+
+    /path/to/paddle/python tools/run_legacy_as_pir_in_paddle.py [fixture dir ...]
+
+For every fixture directory under tests/data/paddle with forward.pb, grads.npz and loss.npy (the default:
+all of them, rows of tools/coverage included; fixtures with random draws are skipped), each in a child
+process (Paddle can crash on a program it does not accept):
+- compiled: gradc compiles forward.pb (append_backward), writes it as PIR fetching the loss and the
+  gradients, and Paddle's deserialize_pir_program + Executor must give loss.npy and grads.npz;
+- converted: Paddle's own legacy training program (backward.pb) written as PIR the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import paddle
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+import gradc  # noqa: E402
+from gradc.pir import save_pir  # noqa: E402
+
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "paddle"
+paddle.enable_static()
+
+
+def arrays(path: Path) -> dict[str, np.ndarray]:
+    if not path.exists():
+        return {}
+    with np.load(path) as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def run_in_paddle(path: Path, case: Path, fetch_count: int) -> list[np.ndarray]:
+    program = paddle.static.Program()
+    paddle.base.core.deserialize_pir_program(str(path), program)
+    fetch = [op.operand_source(0) for op in program.global_block().ops if op.name() == "pd_op.fetch"]
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        for name, value in arrays(case / "params.npz").items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        return paddle.static.Executor(paddle.CPUPlace()).run(program, feed=arrays(case / "feed.npz"),
+                                                             fetch_list=fetch[:fetch_count])
+
+
+def check(case: Path, program: gradc.Program, workdir: Path) -> str:
+    loss, grads = json.loads((case / "meta.json").read_text())["loss"], arrays(case / "grads.npz")
+    # Paddle cannot fetch a SelectedRows grad (a sparse embedding's): those are left out
+    names = [name for name in grads if program.global_block.find_var(name) is not None
+             and program.global_block.find_var(name).type != gradc.VarType.SELECTED_ROWS]
+    save_pir(program, workdir / "train.json", fetch=[loss, *names])
+    values = run_in_paddle(workdir / "train.json", case, 1 + len(names))
+    expected = [np.load(case / "loss.npy"), *(grads[name] for name in names)]
+    wrong = [name for name, got, want in zip([loss, *names], values, expected)
+             if not np.allclose(got, want, rtol=1e-5, atol=1e-6)]
+    missing = sorted(set(grads) - set(names))
+    return "DIFFERS: " + ", ".join(wrong) if wrong else "matches" + (f" (not fetched: {missing})" if missing else "")
+
+
+def compiled(case: Path, workdir: Path) -> str:
+    program = gradc.load(case / "forward.pb")
+    gradc.append_backward(program, json.loads((case / "meta.json").read_text())["loss"])
+    return check(case, program, workdir)
+
+
+def converted(case: Path, workdir: Path) -> str:
+    return check(case, gradc.load(case / "backward.pb"), workdir)
+
+
+def cases() -> list[Path]:
+    found = sorted(p.parent for p in DATA.rglob("forward.pb") if "pir" not in p.parts)
+    return [c for c in found if (c / "grads.npz").exists() and (c / "loss.npy").exists()
+            and not (c / "random.npz").exists()]
+
+
+def one(case: Path, kind) -> str:
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            return kind(case, Path(tmp))
+        except (gradc.GradcError, RuntimeError, ValueError) as exc:
+            return f"FAILED: {str(exc).strip().splitlines()[0][:240]}"
+
+
+def main(paths: list[str]) -> int:
+    if paths[:1] == ["--one"]:   # a child: one case, so a crash in Paddle is that case's result
+        print(one(Path(paths[1]), globals()[paths[2]]))
+        return 0
+    failures = total = 0
+    for case in [Path(p) for p in paths] or cases():
+        for kind in (compiled, converted) if (case / "backward.pb").exists() else (compiled,):
+            child = subprocess.run([sys.executable, __file__, "--one", str(case), kind.__name__],
+                                   capture_output=True, text=True)
+            lines = child.stdout.strip().splitlines()
+            message = lines[-1] if child.returncode == 0 and lines else f"CRASHED (exit {child.returncode})"
+            total += 1
+            failures += not message.startswith("matches")
+            print(f"{case.relative_to(DATA)!s:55} {kind.__name__:9} {message}", flush=True)
+    print(f"Paddle {paddle.__version__}: {total - failures} of {total} match")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
