@@ -23,6 +23,8 @@ from .table.rows import EXPORTS
 _HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.DENSE_TENSOR_ARRAY}
 _TENSOR_KINDS = {VarType.DENSE_TENSOR: "t_dtensor", VarType.SELECTED_ROWS: "t_selected_rows",
                  VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array"}
+# PIR ops whose results are dense where a legacy program declares SelectedRows (a sparse embedding's grad)
+_DENSE_RESULTS = {"pd_op.embedding_grad"}
 # results a legacy program may leave out but Paddle's PIR op always has
 _MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,)),
                          ("pd_op.hsigmoid_loss", "w_out"): TensorType("t_dtensor", VarType.FP32, ())}
@@ -254,6 +256,8 @@ class Exporter:
                 names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
                 if names:
                     value = bindings[names[0]] = self.new_value(names[0])
+                    if row.pir in _DENSE_RESULTS and value.type.kind == "t_selected_rows":
+                        value.type = TensorType("t_dtensor", value.type.dtype, value.type.dims)
                 else:   # a grad nobody asked for, or an output legacy programs may leave out
                     value = Value(0, _MISSING_RESULT_TYPES.get((row.pir, spec.name)), stop_gradient=True)
             results.append(value)

@@ -53,6 +53,8 @@ ROWS = [
     row("pd_op.array_read", "read_from_array", "array:X i:I ~X_W"),
     row("pd_op.array_to_tensor", "tensor_array_to_tensor", "x:X", "out:Out out_index:OutIndex",
         "axis:i32 use_stack:bool"),
+    row("pd_op.array_length", "lod_array_length", "x:X"),
+    row("pd_op.sequence_mask", "sequence_mask", "x:X max_len>maxlen:int@MaxLenTensor", "out:Y", "out_dtype:dtype"),
     # creation
     row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place",
         back=fill_any_like_back),
