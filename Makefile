@@ -1,28 +1,53 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+BASE := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
+DIGITS := examples/digits
+PADDLE_PYTHON ?=   # an interpreter with paddlepaddle 3.3.1: make bench then measures Paddle too
 
-.PHONY: venv test demo proto lint bench fuzz clean
+.PHONY: venv base test demo digits proto lint bench fuzz clean
 
-venv: $(STAMP)
+# gradc alone (protobuf, numpy, click): what `make demo` needs
+base: $(BASE)
 
-$(STAMP): pyproject.toml
+$(BASE): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e .
+	touch $(BASE)
+
+# with the test and development extras
+venv: $(STAMP)
+
+$(STAMP): $(BASE)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
 test: venv
 	$(BIN)/pytest
 
-demo: venv
+demo: base
 	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train.pb
 	$(BIN)/gradc run examples/mlp/train.pb --feed examples/mlp/feed.npz --params examples/mlp/params.npz \
 		--fetch mean_0.tmp_0 --fetch fc_0.w_0@GRAD --out examples/mlp/results.npz
 	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train_adam.pb --optimizer adam --lr 0.01
 	$(BIN)/gradc train examples/mlp/train_adam.pb --startup examples/mlp/train_adam.startup.pb \
 		--params examples/mlp/params.npz --feed examples/mlp/feed.npz --steps 50 --log-every 10 --fetch mean_0.tmp_0
+
+# A CNN for 8x8 handwritten digits (examples/digits, built with Paddle's layers): compile with Adam and a cosine
+# schedule as ops, train 5 epochs with evaluation, export for inference, run the export on ten test images.
+digits: base
+	$(BIN)/pip install --quiet -e '.[plot]'
+	$(BIN)/gradc compile $(DIGITS)/forward.pb -o $(DIGITS)/train.pb --optimizer adam --lr 0.01 \
+		--lr-schedule cosine --decay-steps 115 --warmup-steps 10
+	$(BIN)/gradc train $(DIGITS)/train.pb --startup $(DIGITS)/startup.pb --startup $(DIGITS)/train.startup.pb \
+		--data $(DIGITS)/train.npz --eval $(DIGITS)/test.npz --epochs 5 --batch-size 64 --shuffle --seed 0 \
+		--fetch mean_0.tmp_0 --fetch accuracy_0.tmp_2 --save-params $(DIGITS)/trained.npz --plot $(DIGITS)/loss.png
+	$(BIN)/gradc export $(DIGITS)/train.pb --params $(DIGITS)/trained.npz --feed img --fetch softmax_0.tmp_0 \
+		-o $(DIGITS)/model
+	$(BIN)/gradc run $(DIGITS)/model.pdmodel --params $(DIGITS)/model.pdiparams --feed $(DIGITS)/sample.npz \
+		--out $(DIGITS)/predictions.npz
 
 # Regenerates the committed protobuf code from proto/gradc/framework.proto.
 proto: venv
@@ -33,11 +58,16 @@ proto: venv
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
 
-# Speed and memory targets live here, not in the tests; each script compares side by side in one run.
+# Speed and memory targets live here, not in the tests; each script compares side by side in one run. Results go
+# to build/bench/; benchmarks/results/ holds the committed reference runs (copy a new run there on purpose).
 bench: venv
-	$(BIN)/python benchmarks/compile_scaling.py --out benchmarks/results/compile_scaling.txt
-	$(BIN)/python benchmarks/conv2d.py --out benchmarks/results/conv2d.txt
-	$(BIN)/python benchmarks/while_memory.py --out benchmarks/results/while_memory.txt
+	mkdir -p build/bench
+	$(BIN)/python benchmarks/compile_scaling.py --out build/bench/compile_scaling.txt
+	$(BIN)/python benchmarks/conv2d.py --out build/bench/conv2d.txt
+	$(BIN)/python benchmarks/while_memory.py --out build/bench/while_memory.txt
+	$(BIN)/python benchmarks/viewer.py --out build/bench/viewer.txt
+	$(BIN)/python benchmarks/lstm.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out build/bench/lstm.txt
+	$(BIN)/python benchmarks/memory.py --out build/bench/memory.txt
 
 # Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
 fuzz: venv

@@ -64,7 +64,7 @@ def test_bad_inputs_fail_at_run_time_naming_the_op(op_type, inputs, message):
      {"strides": [2, 2], "output_size": [8, 9]}, "output_size 8 along H is below the 9"),
     ("conv2d_transpose", {"Input": np.zeros((1, 3, 1, 1)), "Filter": np.zeros((3, 2, 1, 1))},
      {"paddings": [1, 1]}, "output H would be -1"),
-    ("pool2d", {"X": np.zeros((1, 3, 2, 2))}, {"ksize": [3, 3]}, "window does not fit"),
+    ("pool2d", {"X": np.zeros((1, 3, 2, 2))}, {"ksize": [3, 3], "pooling_type": "max"}, "window does not fit"),
 ])
 def test_impossible_geometry_fails_in_inference_and_at_run_time(op_type, inputs, attrs, message):
     program, op, _ = _program(op_type, inputs, attrs)

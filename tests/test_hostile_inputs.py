@@ -3,11 +3,13 @@ allocation bombs, endless loops, deep nesting, bad names and enums, unguarded st
 accepted, usage. Each ends in one `gradc: error:` line (exit 1; 2 for usage, 130 for Ctrl-C)."""
 
 import io
+import os
 import signal
 import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,11 +82,17 @@ def test_an_endless_loop_stops_at_the_iteration_limit(tmp_path):
     assert_clean_failure(result, "block 0, op 1 (while)", "ran 500 iterations", "--max-iterations")
 
 
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")   # utime + stime
+
+
 def test_ctrl_c_ends_a_run_with_one_line(tmp_path):
     gradc.save(_program(_endless_loop), tmp_path / "loop.pb")
     child = subprocess.Popen([sys.executable, "-m", "gradc", "run", tmp_path / "loop.pb"],
                              stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)
+    while _cpu_seconds(child.pid) < 2.0:   # past the imports (about 1 s of CPU), however loaded the machine
+        time.sleep(0.1)
     child.send_signal(signal.SIGINT)
     _, stderr = child.communicate(timeout=30)
     assert child.returncode == 130 and stderr.strip() == "gradc: interrupted"

@@ -75,7 +75,7 @@ def test_gradc_train_takes_a_schedule(tmp_path):
     np.savez(tmp_path / "init.npz", **case.arrays("init"))
     result = gradc_cli("train", case.directory / "train.pb", "--params", tmp_path / "init.npz", "--feed",
                        tmp_path / "feed.npz", "--steps", 4, "--lr-schedule", spec, "--fetch", case.meta["loss"],
-                       "--save-params", tmp_path / "out.npz")
+                       "--save-params", tmp_path / "out.npz", "--checkpoint-dir", tmp_path / "ck")
     assert result.returncode == 0, result.stderr
     def python_run(schedule):
         scope, program, executor = gradc.Scope(), case.program(), gradc.Executor()
@@ -89,7 +89,11 @@ def test_gradc_train_takes_a_schedule(tmp_path):
     with np.load(tmp_path / "out.npz") as trained:
         for name in case.meta["params"]:
             np.testing.assert_array_equal(trained[name], scheduled[name])
-        assert trained["learning_rate_0"] == np.float32(0.05)
+        assert "learning_rate_0" not in trained.files   # the model's parameters; the rest is in the checkpoint
+    with np.load(tmp_path / "ck" / "checkpoint-00000004.npz") as checkpoint:
+        assert checkpoint["learning_rate_0"] == np.float32(0.05)
+        assert all(np.array_equal(checkpoint[name], scheduled[name]) for name in case.meta["params"])
+    with np.load(tmp_path / "out.npz") as trained:
         assert not np.allclose(trained["linear_0.w_0"], constant["linear_0.w_0"])
     bad = gradc_cli("train", case.directory / "train.pb", "--params", tmp_path / "init.npz", "--feed",
                     tmp_path / "feed.npz", "--lr-schedule", "Warp(speed=9)")

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 from layer_fixtures import LAYERS, PENDING, Outcome, Row, check, row_ids  # noqa: E402
+from vision_training import MODELS, Fixture, compare, train  # noqa: E402
 
 DOC = ROOT / "docs" / "coverage.md"
 FAMILY_ORDER = ("activation", "conv", "pool", "norm", "padding", "upsample", "shape", "linear", "dropout",
@@ -128,6 +129,28 @@ def notes(rows: dict[str, Row]) -> list[str]:
     return lines
 
 
+def training_table() -> list[str]:
+    """The vision training fixtures: a tiny model of each paddle.vision.models family, Adam for a few steps."""
+    lines = ["## Vision models: training steps with Adam", "",
+             "A tiny classifier of every paddle.vision.models family (`tools/coverage/tiny_models.py`), trained by "
+             "Paddle for a few steps with Adam (`tools/paddle_vision_training.py`, `tests/data/paddle/vision_train`). "
+             "gradc compiles Paddle's forward program with its own Adam and trains from Paddle's initial parameters; "
+             "it **matches** when each step's loss, the first step's gradients and every parameter after the last "
+             "step agree by the rule above (`tests/test_vision_training.py`, which also trains each one further "
+             "with `gradc compile --optimizer adam` and `gradc train`).", "",
+             "| model | built from | parameters | Paddle's losses | float64 run kept | matches |",
+             "|---|---|---|---|---|---|"]
+    for name in MODELS:
+        fixture = Fixture(name)
+        differ = compare(fixture, train(fixture))
+        size = sum(v.size for v in fixture.npz("init").values())
+        losses = ", ".join(f"{v:.4f}" for v in fixture.npy("losses"))
+        lines.append(f"| `{name}` | {fixture.meta['about']} | {size} | {losses} | "
+                     f"{'yes' if fixture.meta['float64_kept'] else 'no'} | "
+                     f"{'yes' if not differ else '**no**: ' + ', '.join(differ[:3])} |")
+    return lines + [""]
+
+
 def write_pending(outcomes: dict[str, Outcome | None]) -> None:
     lines = ["# Rows gradc cannot handle yet: `<row> <missing op types | none>  # first error`.",
              "# tests/test_layer_fixtures.py asserts each still fails with exactly these missing ops;",
@@ -146,7 +169,7 @@ def main() -> None:
     rows = {row_id: Row(row_id) for row_id in row_ids()}
     outcomes = {row_id: check(row) if (row.dir / "forward.pb").exists() else None for row_id, row in rows.items()}
     DOC.parent.mkdir(exist_ok=True)
-    DOC.write_text("\n".join(summary(rows, outcomes) + row_table(rows, outcomes) + notes(rows)))
+    DOC.write_text("\n".join(summary(rows, outcomes) + row_table(rows, outcomes) + training_table() + notes(rows)))
     if args.write_pending:
         write_pending(outcomes)
     built = [o for o in outcomes.values() if o is not None]

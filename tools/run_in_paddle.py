@@ -6,6 +6,20 @@ Gradients of a compiled forward program against a fixture's grads.npz:
     gradc compile tests/data/paddle/vision/forward.pb -o /tmp/vision_train.pb
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/run_in_paddle.py /tmp/vision_train.pb tests/data/paddle/vision
 
+Every fixture (coverage rows, top-level fixtures, op families, vision training) compiled by gradc
+(tools/compile_for_paddle.py), against Paddle's own numbers or its own backward of the same forward program:
+
+    .venv/bin/python tools/compile_for_paddle.py /tmp/interop
+    FLAGS_enable_pir_api=0 /path/to/paddle/python tools/run_in_paddle.py --fixtures /tmp/interop [GLOB ...]
+
+Programs with second- and third-order backwards, recomputation and eager accumulation (tests/interop_cases.py,
+written by tools/higher_order_programs.py) against gradc's own numbers; --save keeps Paddle's numbers for
+tests/test_higher_order_vs_paddle.py:
+
+    .venv/bin/python tools/higher_order_programs.py /tmp/gradc_higher
+    FLAGS_enable_pir_api=0 /path/to/paddle/python tools/run_in_paddle.py --higher /tmp/gradc_higher \
+        [--save tests/data/paddle/higher_order]
+
 Training programs with gradc's optimizers (tools/gradc_optim_programs.py) against the optimizer fixtures: Paddle
 runs gradc's startup program, takes the parameters from the fixture's init.npz, writes each step's learning rate
 as its LRScheduler would, trains on the fixture's batches and must reach Paddle's own losses and persistables:
@@ -90,7 +104,58 @@ def optim(programs: str, names: list[str]) -> int:
     return 1 if failed else 0
 
 
+def fixtures(compiled: str, patterns: list[str]) -> int:
+    from collections import Counter
+
+    from interop.paddle_side import EXPLAINED, run_all
+    results = run_all(Path(compiled), patterns)
+    skipped = json.loads((Path(compiled) / "skipped.json").read_text())
+    groups = Counter(r.name.rsplit("/", 1)[0] for r in results)
+    matched = Counter(r.name.rsplit("/", 1)[0] for r in results if not r.error and not r.differ)
+    for group in sorted(groups):
+        print(f"  {group}: {matched[group]}/{groups[group]} match")
+    different = [r for r in results if r.error or r.differ]
+    explained = [r for r in different if r.differ and r.name in EXPLAINED]
+    for r in explained:
+        print(f"explained, {r.name}: {EXPLAINED[r.name]}")
+    failed = [r for r in different if r not in explained]
+    print(f"Paddle {paddle.__version__} ran {len(results)} programs gradc compiled: {len(results) - len(different)} "
+          f"give Paddle's numbers, {len(explained)} differ where Paddle is wrong (explained above), "
+          f"{sum(bool(r.error) for r in failed)} do not run, {sum(bool(r.differ) for r in failed)} differ otherwise; "
+          f"gradc cannot compile {len(skipped)} fixtures: {', '.join(skipped)}")
+    return 1 if failed else 0
+
+
+def higher(programs: str, save: str | None) -> int:
+    """Paddle runs each case's program on its feed and parameters; its gradients against gradc's."""
+    failed = []
+    cases = sorted(p for p in Path(programs).iterdir() if (p / "program.pb").is_file())
+    for case in cases:
+        fetch = json.loads((case / "fetch.json").read_text())
+        scope = paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            for name, value in _npz(case / "params.npz").items():
+                scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+            values = paddle.static.Executor(paddle.CPUPlace()).run(
+                _program(case / "program.pb"), feed=_npz(case / "feed.npz"), fetch_list=fetch)
+        ours = _npz(case / "gradc.npz")
+        differ = [name for name, value in zip(fetch, values)
+                  if not np.allclose(value, ours[name], rtol=1e-6, atol=1e-8)]   # float64 programs
+        print(f"{case.name}: {len(fetch) - len(differ)}/{len(fetch)} gradients match gradc's"
+              + (f"; differ: {differ}" if differ else ""))
+        failed += [case.name] if differ else []
+        if save:
+            Path(save).mkdir(parents=True, exist_ok=True)
+            np.savez(Path(save) / f"{case.name}.npz", **{name: np.asarray(v) for name, v in zip(fetch, values)})
+    print(f"Paddle {paddle.__version__} ran gradc's programs of {len(cases)} cases: {len(cases) - len(failed)} match")
+    return 1 if failed else 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--fixtures":
+        sys.exit(fixtures(sys.argv[2], sys.argv[3:]))
     if sys.argv[1] == "--optim":
         sys.exit(optim(sys.argv[2], sys.argv[3:]))
+    if sys.argv[1] == "--higher":
+        sys.exit(higher(sys.argv[2], sys.argv[4] if sys.argv[3:4] == ["--save"] else None))
     sys.exit(gradients(*sys.argv[1:3]))

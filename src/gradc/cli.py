@@ -1,45 +1,41 @@
-"""The `gradc` command line: compile, run, show, ops, convert.
+"""The `gradc` command line: compile, run, check, convert here; train and export in gradc.cli_train; show, ops,
+view, diff and verify in gradc.commands.
 
 Every failure is one line on stderr and exit code 1; no output file is left half-written.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import io as _io
-import os
 import signal
 import sys
 import traceback
 import warnings
-from pathlib import Path
+from contextlib import nullcontext
 
 import click
 import numpy as np
 
-from . import registry, schedules
-from .errors import FormatError, GradcError
-from .executor import KERNELS, Executor, Scope
+from .cli_memory import memory_options, memory_passes
+from .commands import register_commands
+from .errors import GradcError, Interrupted
+from .executor import Executor, Scope
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
-from .io.pdiparams import read_params, write_params
-from .ir.types import NUMPY_DTYPE_NAMES
 from .limits import LIMITS, parse_bytes
-from .listing import program_listing
-from .opdoc import describe
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from .plugins import import_plugin
+from .profile import profiling
+from .training.params import read_values
+from .training.programs import is_training_op
+from .verification import verify
 
 
 def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
-    """Persistable values from an .npz (name -> array) or a Paddle .pdiparams file, each checked against
-    the var the program declares."""
-    if not path:
-        return {}
-    values = read_params(path, program) if path.endswith(".pdiparams") else read_npz(path, "params")
-    return {name: _checked_param(program, name, value, path) for name, value in values.items()}
+    """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
+    return read_values(path, program) if path else {}
 
 
 def _session(program_path: str, params: str | None, startups) -> tuple:
@@ -51,20 +47,6 @@ def _session(program_path: str, params: str | None, startups) -> tuple:
     for name, value in _load_params(params, prog).items():
         scope[name] = value
     return prog, executor, scope
-
-
-def _checked_param(program, name: str, value, source: str):
-    """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
-    var = program.global_block.find_var(name)
-    if var is None or var.shape is None:
-        return value
-    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
-        raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
-                          f"{var.shape}")
-    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
-    if expected is not None and value.dtype.name != expected:
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
-    return value
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -82,7 +64,7 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--max-iterations", type=click.IntRange(min=1), metavar="N",
               help="The most iterations one while loop may run (default 1,000,000).")
 @click.option("--debug", is_flag=True, help="On an error, show the traceback too (and numpy's warnings).")
-@click.version_option(package_name="gradc")
+@click.version_option(None, "-V", "--version", package_name="gradc")
 def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | None, debug: bool) -> None:
     """Compile PaddlePaddle ProgramDescs into training programs; run them with numpy."""
     _DEBUG[0] = debug
@@ -98,26 +80,6 @@ def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | 
         import_plugin(name)
 
 
-def import_plugin(name: str) -> None:
-    """A module name (importable from the current directory too) or a path to a .py file."""
-    try:
-        if name.endswith(".py") or "/" in name:
-            path = Path(name)
-            spec = importlib.util.spec_from_file_location(path.stem, path)
-            if spec is None or not path.is_file():
-                raise ImportError(f"no file {path}")
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[path.stem] = module
-            spec.loader.exec_module(module)
-        else:
-            sys.path.insert(0, os.getcwd())
-            importlib.import_module(name)
-    except GradcError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the plugin's own bug: one line naming it
-        raise GradcError(f"cannot import plugin '{name}': {type(exc).__name__}: {exc}") from None
-
-
 @cli.command()
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the result.")
@@ -128,34 +90,45 @@ def import_plugin(name: str) -> None:
               help="Run a registered pass after the backward pass. Repeatable.")
 @click.option("--startup-out", type=click.Path(),
               help="Where the optimizer's initialiser program goes (default: OUTPUT with .startup before the suffix).")
+@click.option("--no-verify", is_flag=True, help="Skip checking the compiled program (gradc verify) before writing it.")
+@memory_options
 @optimizer_options
-def compile(program, output, loss, params, no_grad, extra_passes, startup_out, **optimizer_settings):
+def compile(program, output, loss, params, no_grad, extra_passes, startup_out, no_verify, recompute, recompute_budget,
+            accumulate, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     optimizer = build_optimizer(**optimizer_settings)
-    if optimizer is not None:
+    memory = memory_passes(recompute, recompute_budget, accumulate)
+    if optimizer is not None and "optimizer" in extra_passes:
+        raise GradcError("give --optimizer or --pass optimizer, not both")
+    updates = optimizer is not None or "optimizer" in extra_passes   # either writes a startup program too
+    if updates:
         startup_out = startup_out or _with_suffix(output, ".startup")
-    for path in (output, startup_out) if optimizer is not None else (output,):
+    for path in (output, startup_out) if updates else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
-    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad)]
+    passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))
     results = Pipeline(passes + [make_pass(name) for name in extra_passes])(prog)
+    problems = [] if no_verify else verify(prog, output)
+    if problems:   # gradc's own output: a bug, reported before anything is written
+        raise GradcError(f"the compiled program fails verification ({len(problems)} problem(s); --no-verify "
+                         f"skips this): {problems[0]}")
     save(prog, output)
-    if optimizer is not None:
+    if updates:
         save(results["optimizer"], startup_out)
     pairs = results["backward"]
     width = max([len(p) for p, _ in pairs] + [9])
     click.echo(f"{'parameter':<{width}}  gradient")
     for param, grad in pairs:
         click.echo(f"{param:<{width}}  {grad}")
-    for name in extra_passes:
-        if results[name] is not None:
+    for name in [p.name for p in memory] + list(extra_passes):
+        if results[name] is not None and name != "optimizer":
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
-    if optimizer is not None:
-        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer']} learning rate and "
-                   f"accumulators)")
+    if updates:
+        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate "
+                   f"and accumulators)")
 
 
 def _with_suffix(path: str, infix: str) -> str:
@@ -169,16 +142,20 @@ def _with_suffix(path: str, infix: str) -> str:
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array.")
 @click.option("--params", type=click.Path(),
               help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", type=click.Path(), help="An initialiser program to run first.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
 @click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
-def run(program, feed, params, startup, fetches, out):
+@click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
+              "with tracemalloc on, which slows them).")
+def run(program, feed, params, startups, fetches, out, profile):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
-    prog, executor, scope = _session(program, params, [startup] if startup else [])
+    prog, executor, scope = _session(program, params, startups)
     feeds = read_npz(feed, "feed") if feed else {}
-    values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+    with profiling() if profile else nullcontext() as measured:
+        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
     for name, value in zip(fetches, values):
@@ -186,45 +163,8 @@ def run(program, feed, params, startup, fetches, out):
     if out:
         _save_npz(out, dict(zip(fetches, (np.asarray(v) for v in values))))
         click.echo(f"wrote {out}")
-
-
-@cli.command()
-@click.argument("program", type=click.Path())
-@click.option("--feed", required=True, type=click.Path(), help="Inputs of one step, an .npz.")
-@click.option("--params", type=click.Path(),
-              help="Initial persistable values: an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(),
-              help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--steps", type=click.IntRange(min=1), default=10, show_default=True)
-@click.option("--fetch", "fetches", multiple=True, help="Scalars to print each logged step. Repeatable.")
-@click.option("--log-every", type=click.IntRange(min=1), default=1, show_default=True)
-@click.option("--save-params", type=click.Path(),
-              help="Write the trained persistable values here (.npz, or .pdiparams for Paddle).")
-@click.option("--lr-schedule", metavar="SPEC",
-              help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
-                   "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
-@click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
-def train(program, feed, params, startups, steps, fetches, log_every, save_params, lr_schedule, lr_var):
-    """Run a compiled training program (backward + optimizer) for some steps on one batch."""
-    if save_params:
-        check_writable(save_params)
-    prog, executor, scope = _session(program, params, startups)
-    feeds = read_npz(feed, "feed")
-    schedule = schedules.parse(lr_schedule) if lr_schedule else None
-    for step in range(1, steps + 1):
-        if schedule is not None:
-            schedules.write_learning_rate(prog, scope, schedule(step - 1), lr_var)
-        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
-        if step % log_every == 0 or step == steps:
-            shown = "  ".join(f"{n}={np.asarray(v).reshape(-1)[0]:.6g}" for n, v in zip(fetches, values))
-            click.echo(f"step {step}: {shown}")
-    if save_params:
-        values = {name: np.asarray(scope[name]) for name in scope.keys()}
-        if save_params.endswith(".pdiparams"):
-            write_params(save_params, prog, values)
-        else:
-            _save_npz(save_params, values)
-        click.echo(f"wrote {save_params} ({len(scope)} persistable values)")
+    if measured is not None:
+        click.echo(measured.report())
 
 
 @cli.command()
@@ -235,11 +175,14 @@ def train(program, feed, params, startups, steps, fetches, log_every, save_param
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
-@click.option("--rtol", type=float, default=1e-5, show_default=True)
-@click.option("--atol", type=float, default=1e-7, show_default=True)
+@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
+@click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     prog = load(program)
+    if any(is_training_op(op) for op in prog.global_block.ops):
+        raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
+                         f"forward program it was compiled from")
     _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
                                 _load_params(params, prog), rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)
@@ -267,48 +210,6 @@ def _summary(name: str, value) -> str:
 
 
 @cli.command()
-@click.argument("program", type=click.Path())
-@click.option("--no-attrs", is_flag=True, help="Leave op attributes out.")
-def show(program, no_attrs):
-    """Print a readable listing: blocks, vars, ops."""
-    click.echo(program_listing(load(program), attrs=not no_attrs))
-
-
-@cli.command()
-@click.argument("op_type", required=False)
-def ops(op_type):
-    """List registered op types, their grad makers and kernels; or describe OP_TYPE (slots, attributes,
-    grad op)."""
-    if op_type:
-        opdef = registry.get(op_type)
-        if opdef is None:
-            raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them)")
-        click.echo(describe(opdef, op_type in KERNELS))
-        return
-    rows = []
-    for op_type in sorted(registry.OPS):
-        opdef = registry.OPS[op_type]
-        rows.append((op_type, _grad_kind(opdef), "yes" if op_type in KERNELS else "no"))
-    width = max(len(r[0]) for r in rows)
-    grad_width = max(len(r[1]) for r in rows)
-    click.echo(f"{'op':<{width}}  {'grad':<{grad_width}}  kernel")
-    for op_type, grad, kernel in rows:
-        click.echo(f"{op_type:<{width}}  {grad:<{grad_width}}  {kernel}")
-    differentiable = sum(1 for d in registry.OPS.values() if d.differentiable)
-    click.echo(f"{len(rows)} ops, {differentiable} differentiable, {sum(r[2] == 'yes' for r in rows)} with kernels")
-
-
-def _grad_kind(opdef: registry.OpDef) -> str:
-    if opdef.grad is registry.NO_GRAD:
-        return "none"
-    if opdef.grad is None:
-        return f"(grad of {opdef.grad_op_of})" if opdef.grad_op_of else "-"
-    if isinstance(opdef.grad, registry.GradOp):
-        return opdef.grad.type_for(opdef)
-    return "composite"
-
-
-@cli.command()
 @click.argument("source", type=click.Path())
 @click.argument("target", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -324,9 +225,9 @@ def convert(source, target, fmt):
 
 _DEBUG = [False]
 
+from . import cli_train  # noqa: E402,F401  (registers train and export on the group)
 
-class Interrupted(GradcError):
-    """Ctrl-C: raised from the signal handler, so the run ends with one line (and commands may clean up)."""
+register_commands(cli)
 
 
 def _interrupt(signum, frame):
@@ -340,9 +241,9 @@ def _one_line(text: str) -> str:
 def main() -> None:
     signal.signal(signal.SIGINT, _interrupt)
     try:
-        cli.main(standalone_mode=False)
-    except Interrupted:
-        click.echo("gradc: interrupted", err=True)
+        cli.main(standalone_mode=False, prog_name="gradc")   # also names the completion variable: _GRADC_COMPLETE
+    except Interrupted as exc:
+        click.echo(f"gradc: {_one_line(exc)}", err=True)
         sys.exit(130)
     except click.exceptions.Abort:
         click.echo("gradc: aborted", err=True)

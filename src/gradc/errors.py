@@ -25,5 +25,10 @@ class ExecutionError(GradcError):
     """An op failed while the executor ran it."""
 
 
+class Interrupted(GradcError):
+    """Ctrl-C: the CLI raises it from its signal handler (so a run ends with one line, exit 130); training
+    raises it once it has saved a checkpoint."""
+
+
 def op_location(block_idx: int, op_idx: int, op_type: str) -> str:
     return f"block {block_idx}, op {op_idx} ({op_type})"

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import registry
 from .backward import append_backward, append_grad_ops, loss_candidates
+from .backward.names import GradNames
 from .errors import GradcError
 from .executor import Executor, Scope
 from .ir import FLOAT_DTYPES, Program, to_var_type
@@ -170,6 +171,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
             raise GradcheckError(f"name the loss: candidates are {candidates}")
         loss = candidates[0]
     train = program.clone()
+    grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
     pairs = append_backward(train, loss)
     wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
     values = {k: np.array(v) for k, v in feed.items()}
@@ -186,9 +188,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         return s
 
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
-    computed = [name for name in wrt if train.global_block.find_var(name + "@GRAD") is not None]
+    computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
     analytic = {name: np.zeros(np.shape(values.get(name, param_values.get(name)))) for name in wrt}
-    analytic.update(zip(computed, executor.run(train, values, [n + "@GRAD" for n in computed], scope())))
+    analytic.update(zip(computed, executor.run(train, values, [grad_of(n) for n in computed], scope())))
 
     def objective() -> float:
         return float(np.sum(executor.run(program, values, [loss], scope())[0]))

@@ -16,7 +16,7 @@ def describe_var(var: VarDesc) -> str:
     return text + (f"  [{', '.join(flags)}]" if flags else "")
 
 
-def _attr_text(value, kind: int) -> str:
+def attr_text(value, kind: int) -> str:
     if kind == AttrType.BLOCK:
         return f"block {value}"
     if isinstance(value, bytes) or (isinstance(value, list) and value and isinstance(value[0], bytes)):
@@ -42,7 +42,7 @@ def program_listing(program: Program, attrs: bool = True) -> str:
             outs = ", ".join(f"{slot}={args}" for slot, args in op.outputs.items() if args)
             lines.append(f"    [{idx}] {op.type}({ins}) -> {outs}")
             if attrs:
-                shown = [f"{k}={_attr_text(v, op.attr_types[k])}" for k, v in op.attrs.items()
+                shown = [f"{k}={attr_text(v, op.attr_types[k])}" for k, v in op.attrs.items()
                          if k not in HIDDEN_ATTRS]
                 if shown:
                     lines.append(f"         {', '.join(shown)}")

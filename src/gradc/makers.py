@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .errors import GradError
 from .ir import EMPTY_VAR, OpDesc, grad_name
 from .opdef import NO_GRAD, OpDef, attr_default, declared_type, make_op, parse_slot
+from .opdef import get as get_opdef
 
 __all__ = ["NO_GRAD", "GradContext", "GradMaker", "GradOp", "grad_op", "missing_grad_error"]
 
@@ -26,17 +27,28 @@ class GradContext:
 
     I/O give forward input/output var names of a slot; OG the grads of outputs; IG the grads of
     inputs, with EMPTY_VAR where no gradient is wanted (stop_gradient, no-grad set, integer vars).
+    ``grad_of`` names the grad of a var (``v@GRAD``; another name where a backward already took it).
     """
 
-    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block")
+    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block", "grad_of", "_shape", "block")
 
     def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
-                 new_tmp: Callable[[str], str], backward_block: Callable | None = None):
+                 new_tmp: Callable[[str], str], backward_block: Callable | None = None,
+                 grad_of: Callable[[str], str] = grad_name, shape: Callable[[str], list[int] | None] | None = None,
+                 block=None):
         self.fwd = fwd
         self.opdef = opdef
         self._wants_grad = wants_grad
         self._new_tmp = new_tmp
         self._backward_block = backward_block
+        self.grad_of = grad_of
+        self._shape = shape
+        self.block = block   # the block the grad ops go into (control-flow makers add blocks to its program)
+
+    def for_op(self, fwd: OpDesc) -> GradContext:
+        """The context of another forward op in the same backward (an op a maker builds and differentiates)."""
+        return GradContext(fwd, get_opdef(fwd.type), self._wants_grad, self._new_tmp, self._backward_block,
+                           self.grad_of, self._shape, self.block)
 
     def I(self, slot: str) -> list[str]:  # noqa: E743 - the seeds' names
         return self.fwd.input(slot)
@@ -45,19 +57,28 @@ class GradContext:
         return self.fwd.output(slot)
 
     def OG(self, slot: str) -> list[str]:
-        return [grad_name(n) for n in self.fwd.output(slot)]
+        return [self.grad_of(n) for n in self.fwd.output(slot)]
 
     def IG(self, slot: str) -> list[str]:
         if slot in self.opdef.no_grad_inputs:
             return [EMPTY_VAR] * len(self.fwd.input(slot))
-        return [grad_name(n) if self._wants_grad(n) else EMPTY_VAR for n in self.fwd.input(slot)]
+        return [self.grad_of(n) if self._wants_grad(n) else EMPTY_VAR for n in self.fwd.input(slot)]
+
+    def shape(self, name: str) -> list[int] | None:
+        """The declared shape of a var (-1 for a dim known at run time only), or None when unknown."""
+        return self._shape(name) if self._shape is not None else None
+
+    def wants(self, name: str) -> bool:
+        """Whether the var ``name`` gets a gradient in this backward."""
+        return self._wants_grad(name)
 
     def attr(self, name: str):
         return attr_default(self.fwd, name)
 
-    def tmp(self, like: str) -> str:
-        """A fresh intermediate var, declared with the shape and dtype of ``like``."""
-        return self._new_tmp(like)
+    def tmp(self, like: str, dims: Callable[[list[int]], list[int]] | None = None, dtype=None) -> str:
+        """A fresh intermediate var, declared with the dtype and shape of ``like``, or with ``dtype`` and
+        ``dims(shape)`` when given (a sum along an axis keeps it as 1)."""
+        return self._new_tmp(like, dims, dtype) if dims is not None or dtype is not None else self._new_tmp(like)
 
     def backward_block(self, inputs: str, outputs: str):
         """Differentiate the op's sub-block (control flow): the backward pass appends a backward block

@@ -48,7 +48,7 @@ def broadcast_dims(x: list[int], y: list[int], axis: int = -1, fail=value_error)
         if a == 1:
             out.append(b)
         elif b == 1 or dims_match(a, b):
-            out.append(a if a >= 0 else b)
+            out.append(a if a >= 0 or b == 1 else b)   # an unknown dim against a 1 stays unknown
         else:
             fail(f"cannot broadcast shapes {x} and {y} (axis {axis})")
     return out

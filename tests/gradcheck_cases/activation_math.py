@@ -72,6 +72,8 @@ CASES = [
     Case("exp", {"X": randn(3, 4)}),
     Case("exp", {"X": randn(2, 3, 2)}),
     Case("log", {"X": positive(3, 4)}),
+    Case("cos", {"X": randn(3, 4, scale=3)}),
+    Case("sin", {"X": randn(3, 4, scale=3)}),
     Case("sqrt", {"X": positive(3, 4)}),
     Case("rsqrt", {"X": positive(3, 4)}),
     Case("square", {"X": randn(3, 4)}),

@@ -4,6 +4,7 @@ end with check_program."""
 
 import numpy as np
 
+import gradc
 from gradc.ir import VarType
 from programs import Net
 
@@ -40,6 +41,17 @@ def _while(n_iter: int):
             "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
 
 
+def _penalty_of(case: dict) -> dict:
+    """The same program with its backward, and loss = the mean of the squared grads of its parameters: the
+    check differentiates the control-flow grad ops (second derivatives)."""
+    program = case["program"]
+    pairs = gradc.append_backward(program, case["loss"])
+    net = Net()
+    net.program, net.block = program, program.global_block
+    squares = [net.mean(net.square(grad)) for _, grad in pairs]
+    return {**case, "loss": net.op("sum", {"X": squares})}
+
+
 CASES = [
     Case("select_input", {"X": [randn(2, 3), randn(2, 3)], "Mask": np.array([1], np.int32)}, wrt=["X1"]),
     Case("select_input", {"X": [randn(3), randn(3), randn(3)], "Mask": np.array([0], np.int32)}, wrt=["X0"]),
@@ -48,4 +60,8 @@ CASES = [
     Case("conditional_block", {}, {"branch": "false"}, program=lambda: _cond(-1.0)),
     Case("while", {}, {"iterations": 3}, program=lambda: _while(3)),
     Case("while", {}, {"iterations": 0}, program=lambda: _while(0)),
+    Case("conditional_block_grad", {}, {"branch": "true"}, program=lambda: _penalty_of(_cond(1.0))),
+    Case("conditional_block_grad", {}, {"branch": "false"}, program=lambda: _penalty_of(_cond(-1.0))),
+    Case("while_grad", {}, {"iterations": 3}, program=lambda: _penalty_of(_while(3))),
+    Case("while_grad", {}, {"iterations": 0}, program=lambda: _penalty_of(_while(0))),
 ]

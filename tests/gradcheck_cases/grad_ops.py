@@ -17,4 +17,6 @@ CASES = [
     # relu_grad(Out, dOut) = dOut * (Out > 0): linear in dOut, flat in Out
     Case("relu_grad", {"Out": away_from_zero(3, 4), "Out@GRAD": r.standard_normal((3, 4))}),
     Case("relu_grad", {"Out": away_from_zero(2, 3, 2), "Out@GRAD": r.standard_normal((2, 3, 2))}),
+    # relu_grad_grad(Out, grad_x@GRAD) = grad_x@GRAD * (Out > 0): the same mask again (third derivatives)
+    Case("relu_grad_grad", {"Out": away_from_zero(3, 4), "grad_x@GRAD": r.standard_normal((3, 4))}),
 ]

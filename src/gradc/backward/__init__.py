@@ -16,6 +16,7 @@ from ..verify import check_definitions
 from . import roles
 from .emit import emit_grad_ops
 from .job import BlockBackward
+from .names import GradNames
 from .path import OpPath, check_makers, find_path
 from .vars import declare_grad_vars
 from .versions import Versions
@@ -48,6 +49,9 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
             var = block.find_var(loss)
             if var is None or var.dtype not in FLOAT_DTYPES:
                 raise GradError(f"loss '{loss}' must be a float var (block 0, written by op {idx})")
+            if var.shape is not None and numel(var.shape) > 1:   # a batch dim (-1) is summed over, a known size is not
+                raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
+                                f"or a sum first)")
             return loss, idx
     candidates = ", ".join(loss_candidates(block.program)) or "none"
     raise GradError(f"loss '{loss}' is not written by any op of block 0 (candidates: {candidates})")
@@ -63,13 +67,13 @@ def _check_float(block: Block, names: list[str], what: str) -> None:
                             f"only (an integer value's derivative is zero wherever it exists)")
 
 
-def _seed(block: Block, loss: str) -> OpDesc:
+def _seed(block: Block, loss: str, grad: str) -> OpDesc:
     """d(loss)/d(loss) = 1: Paddle's fill_constant of the loss's shape, or, when the shape has an
     unknown (batch) dim, ones shaped like the loss at run time."""
     var = block.var(loss)
     if var.shape is None or numel(var.shape) < 0:
-        return OpDesc("fill_any_like", {"X": [loss]}, {"Out": [loss + "@GRAD"]}, {"value": 1.0, "dtype": -1})
-    return OpDesc("fill_constant", {}, {"Out": [loss + "@GRAD"]},
+        return OpDesc("fill_any_like", {"X": [loss]}, {"Out": [grad]}, {"value": 1.0, "dtype": -1})
+    return OpDesc("fill_constant", {}, {"Out": [grad]},
                   {"shape": list(var.shape or []), "dtype": int(var.dtype), "value": 1.0},
                   {"shape": AttrType.LONGS, "dtype": AttrType.INT, "value": AttrType.FLOAT})
 
@@ -93,7 +97,8 @@ def append_backward(program: Program, loss: str | None = None,
     """Append the backward ops of ``loss`` to block 0; return [(param, param@GRAD), ...].
 
     ``parameter_list`` restricts which parameters get gradients (default: every var with
-    is_parameter); ``no_grad_set`` names further vars that get none.
+    is_parameter); ``no_grad_set`` names further vars that get none. In a program that already has
+    a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
     """
     block = program.global_block
     check_definitions(program)
@@ -105,30 +110,35 @@ def append_backward(program: Program, loss: str | None = None,
         raise GradError(f"parameter(s) not declared in block 0: {', '.join(unknown)}")
     if parameter_list is not None:
         _check_float(block, params, "parameter")
+    unknown = sorted(name for name in set(no_grad_set or ()) if not any(b.find_var(name) for b in program.blocks))
+    if unknown:
+        raise GradError(f"no-grad var(s) not declared in the program: {', '.join(unknown)}")
     no_grad = set(no_grad_set or ()) | (set(all_params) - set(params))
 
-    seed = _seed(block, loss)
+    names = GradNames(program)
+    seed = _seed(block, loss, names(loss))
     loss_op = block.ops[loss_idx]   # copies of overwritten forward values may be inserted before it
     first_backward = len(block.ops)
     with _gc_paused():
-        path = _differentiate(block, loss_idx + 1, {loss}, no_grad, seeds=[seed])
+        path = _differentiate(block, loss_idx + 1, {loss}, no_grad, names, seeds=[seed])
     roles.set_role(loss_op, roles.LOSS)
     roles.set_role(seed, roles.LOSS | roles.BACKWARD)
-    granted = [p for p in params if p in path.wants_grad]
-    roles.tag_param_grads(block.ops[first_backward:], set(granted))
-    return [(p, p + "@GRAD") for p in granted]
+    pairs = [(p, names(p)) for p in params if p in path.wants_grad]
+    roles.tag_param_grads(block.ops[first_backward:], pairs)
+    return pairs
 
 
-def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set[str],
+def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set[str], names: GradNames,
                    seeds: list[OpDesc]) -> OpPath:
     """Append to ``block`` the backward of its first ``n_forward`` ops with respect to ``targets``,
     whose grads the ``seeds`` write (or, with no seeds, the caller feeds)."""
     forward_ops = block.ops[:n_forward]
     path = find_path(block, forward_ops, targets, no_grad)
     check_makers(block, path)
-    given = [] if seeds else [t + "@GRAD" for t in targets]
+    given = [] if seeds else [names(t) for t in targets]
     backward_ops = emit_grad_ops(BlockBackward(block=block, forward_block=block, forward_ops=forward_ops, path=path,
-                                               versions=Versions(block.program), seeds=seeds, given=given))
+                                               versions=Versions(block.program), names=names, seeds=seeds,
+                                               given=given))
     for op in backward_ops:
         roles.set_role(op, roles.BACKWARD)
     block.ops.extend(backward_ops)
@@ -138,8 +148,8 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
 
 
 def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Iterable[str] = ()) -> set[str]:
-    """Append the backward of block 0 for ``targets`` whose grads (``t@GRAD``) the caller feeds.
-    Returns the vars that get gradients."""
+    """Append the backward of block 0 for ``targets`` whose grads (``t@GRAD``, or ``t@GRAD@2`` in a program
+    that already has them) the caller feeds. Returns the vars that get gradients."""
     block = program.global_block
     check_definitions(program)
     targets = set(targets)
@@ -148,16 +158,19 @@ def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Itera
     if unwritten or not targets:
         raise GradError(f"no op of block 0 writes the target(s): {', '.join(unwritten) or 'none given'}")
     last = max(last_write[target] for target in targets)
+    names = GradNames(program)
     for target in targets:
-        block.add_var(block.var(target).copy(target + "@GRAD"))
-    return _differentiate(block, last + 1, targets, set(no_grad_set), seeds=[]).wants_grad
+        block.add_var(block.var(target).copy(names(target)))
+    return _differentiate(block, last + 1, targets, set(no_grad_set), names, seeds=[]).wants_grad
 
 
 def gradients(program: Program, loss: str, inputs: Iterable[str],
               no_grad_set: Iterable[str] | None = None) -> list[str | None]:
-    """Append the backward of ``loss`` and return the grad var of each input (None: no gradient)."""
+    """Append the backward of ``loss`` and return the grad var of each input (None: no gradient). In a
+    program that already has a backward, a grad whose usual name is taken is ``input@GRAD@2``."""
     inputs = list(inputs)
     _check_float(program.global_block, [name for name in inputs if program.global_block.find_var(name)], "input")
+    names = GradNames(program)
     append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set)
     block = program.global_block
-    return [name + "@GRAD" if block.find_var(name + "@GRAD") is not None else None for name in inputs]
+    return [names(name) if block.find_var(names(name)) is not None else None for name in inputs]

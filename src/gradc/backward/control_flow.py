@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import registry
-from ..ir import OpDesc, grad_name
+from ..ir import OpDesc
 from . import roles
 from .job import BlockBackward
 from .path import check_makers, sub_block_path
@@ -40,12 +40,12 @@ def backward_block(outer: BlockBackward, fwd: OpDesc, *, inputs: str, outputs: s
                    emit: Callable[[BlockBackward], list[OpDesc]]) -> BlockGrad:
     """Append the backward block of ``fwd`` (an op of ``outer.forward_block``)'s sub-block, whose grad
     op goes into ``outer.block``. ``has_grad`` tells which outer grads ``outer`` has written so far."""
-    parent, versions = outer.block, outer.versions
+    parent, versions, names = outer.block, outer.versions, outer.names
     program = parent.program
     body = program.blocks[registry.sub_block(fwd)]
     leaves = {name for name in fwd.input(inputs) if name in outer.path.wants_grad}
     outs = fwd.output(outputs)
-    path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(grad_name(name))},
+    path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(names(name))},
                                    leaves, outer.path.no_grad, outer.path.sub_paths)
     check_makers(body, path)
     passes = [name for name in outs if name in targets and name not in fwd.input(inputs)
@@ -54,11 +54,11 @@ def backward_block(outer: BlockBackward, fwd: OpDesc, *, inputs: str, outputs: s
     loop = registry.get(fwd.type).loop_carried is not None
     grad_block = program.append_block(parent.idx)
     grad_block.forward_block_idx = body.idx
-    given = [grad_name(name) for name in outs if name in targets]
-    handed_back = [grad_name(name) for name in outs
+    given = [names(name) for name in outs if name in targets]
+    handed_back = [names(name) for name in outs
                    if name in targets and (loop or name in leaves or name in passes)]
     ops = emit(BlockBackward(block=grad_block, forward_block=body, forward_ops=body.ops, path=path,
-                             versions=versions, given=given, required=handed_back))
+                             versions=versions, names=names, given=given, required=handed_back))
     for op in ops:
         roles.set_role(op, roles.BACKWARD)
     grad_block.ops = ops

@@ -4,22 +4,23 @@ zero-filled grads where a grad op reads a grad nobody writes, summed grads where
 from __future__ import annotations
 
 from .. import registry
-from ..ir import GRAD_SUFFIX, OpDesc, grad_name
+from ..errors import GradError, op_location
+from ..ir import OpDesc
 from . import control_flow
 from .accumulate import GradAccumulator
 from .job import BlockBackward
 from .vars import TmpVars, lookup
 
 
-def zeros_like(var: str) -> OpDesc:
-    """``var@GRAD`` = zeros shaped like ``var`` (Paddle: fill_any_like, value 0, dtype -1 = same as X)."""
-    return OpDesc("fill_any_like", {"X": [var]}, {"Out": [var + GRAD_SUFFIX]}, {"value": 0.0, "dtype": -1})
+def zeros_like(var: str, grad: str) -> OpDesc:
+    """``grad`` = zeros shaped like ``var`` (Paddle: fill_any_like, value 0, dtype -1 = same as X)."""
+    return OpDesc("fill_any_like", {"X": [var]}, {"Out": [grad]}, {"value": 0.0, "dtype": -1})
 
 
 def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     """The backward ops of ``job``, wired together. Copies of forward values that are overwritten
     later go into the forward block."""
-    block, forward_ops, path, versions = job.block, job.forward_ops, job.path, job.versions
+    block, forward_ops, path, versions, names = job.block, job.forward_ops, job.path, job.versions, job.names
     new_tmp = TmpVars(block)
     acc = GradAccumulator(block.idx)
     for name in job.given:
@@ -27,14 +28,15 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     emitted: list[OpDesc] = []
 
     def zero_fill(grad: str) -> None:
-        zero = zeros_like(grad[: -len(GRAD_SUFFIX)])
+        zero = zeros_like(names.source(grad), grad)
         acc.record_outputs(zero)
         emitted.append(zero)
 
     def append(op: OpDesc) -> None:
         for name in op.input_names():
-            if name.endswith(GRAD_SUFFIX) and not acc.is_written(name) and name not in acc.pending:
-                if lookup(block, name[: -len(GRAD_SUFFIX)]) is not None:
+            if not acc.is_written(name) and name not in acc.pending:
+                var = names.source(name)
+                if var is not None and lookup(block, var) is not None:
                     zero_fill(name)
         emitted.extend(acc.sums_before(op))
         acc.record_outputs(op)
@@ -47,6 +49,10 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         return control_flow.backward_block(job, fwd, inputs=inputs, outputs=outputs, has_grad=has_grad,
                                            emit=emit_grad_ops)
 
+    def shape(name: str) -> list[int] | None:
+        var = lookup(block, name)
+        return None if var is None or var.shape is None else list(var.shape)
+
     for seed in job.seeds:
         append(seed)
     wants = path.wants_grad.__contains__
@@ -56,19 +62,33 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         opdef = registry.get(fwd.type)
         written = set()
         if idx in on_path:
-            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block)
+            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of=names, shape=shape,
+                                           block=block)
             grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
+            _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
             versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
                 written.update(grad_op.output_names())   # before append renames a second writer's output
                 append(grad_op)
         if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
             for name in fwd.output_names():
-                if grad_name(name) not in written:
-                    acc.forget(grad_name(name))
+                if names(name) not in written:
+                    acc.forget(names(name))
     emitted.extend(acc.remaining_sums())
     for name in job.required:
         if not acc.is_written(name):
             zero_fill(name)
     versions.insert_saves(job.forward_block)
     return emitted
+
+
+def _check_nothing_dropped(job: BlockBackward, idx: int, opdef, grad_ops: list[OpDesc], has_grad) -> None:
+    """A gradient that reaches an output whose grad the op's maker never reads (a saved statistic, say,
+    which a second derivative can reach through the grad op reading it) would be dropped without a word."""
+    fwd = job.forward_ops[idx]
+    reads = {name for op in grad_ops for name in op.input_names()}
+    for slot in opdef.no_grad_outputs:
+        for name in fwd.output(slot):
+            if has_grad(job.names(name)) and job.names(name) not in reads:
+                raise GradError(f"{op_location(job.forward_block.idx, idx, fwd.type)}: a gradient reaches its output "
+                                f"'{name}' (slot {slot}), through which gradc does not differentiate the op")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir import Block, OpDesc
+from .names import GradNames
 from .path import OpPath
 from .versions import Versions
 
@@ -21,6 +22,7 @@ class BlockBackward:
     forward_ops: list[OpDesc]
     path: OpPath
     versions: Versions   # one per program: copies of overwritten forward values, in any block
+    names: GradNames     # one per pass: the grad var of each var
     seeds: list[OpDesc] = field(default_factory=list)
     given: list[str] = field(default_factory=list)
     required: list[str] = field(default_factory=list)

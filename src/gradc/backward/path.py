@@ -67,7 +67,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
         if overwrites(op):
             needed.difference_update(op.output_names())
         if inputs and outputs:
-            if registry.sub_block(op) is not None:   # only what its body really uses
+            if registry.sub_block(op) is not None and not registry.get(op.type).grad_op_of:   # only what its body uses
                 inner = sub_block_path(block.program, op, set(outputs), set(inputs), no_grad, sub_paths)[0]
                 inputs = [name for name in inputs if name in inner.wants_grad]
             if inputs:

@@ -13,14 +13,14 @@ def set_role(op: OpDesc, role: int) -> None:
         op.set_attr("op_role_var", [], AttrType.STRINGS)
 
 
-def tag_param_grads(ops: list[OpDesc], params: set[str]) -> None:
+def tag_param_grads(ops: list[OpDesc], pairs: list[tuple[str, str]]) -> None:
     """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad."""
     last_writer: dict[str, OpDesc] = {}
     for op in ops:
         for name in op.output_names():
             last_writer[name] = op
-    for param in sorted(params):
-        writer = last_writer.get(param + "@GRAD")
+    for param, grad in sorted(pairs):
+        writer = last_writer.get(grad)
         if writer is not None:
             roles = list(writer.attrs.get("op_role_var") or [])
-            writer.set_attr("op_role_var", roles + [param, param + "@GRAD"], AttrType.STRINGS)
+            writer.set_attr("op_role_var", roles + [param, grad], AttrType.STRINGS)

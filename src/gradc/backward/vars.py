@@ -48,8 +48,15 @@ class TmpVars:
         self.block = block
         self.count = 0
 
-    def __call__(self, like: str) -> str:
+    def __call__(self, like: str, dims=None, dtype=None) -> str:
         name = f"{like}@GRAD@TMP@{self.block.idx}@{self.count}"
+        while name in self.block.vars:   # an earlier backward of the program made temporaries too
+            self.count += 1
+            name = f"{like}@GRAD@TMP@{self.block.idx}@{self.count}"
         self.count += 1
-        self.block.add_var(derived_var(lookup(self.block, like), name))
+        var = self.block.add_var(derived_var(lookup(self.block, like), name))
+        if dims is not None and var.shape is not None:
+            var.shape = list(dims(var.shape))
+        if dtype is not None:
+            var.dtype = dtype
         return name

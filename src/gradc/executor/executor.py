@@ -11,12 +11,12 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from .. import registry
-from ..errors import ExecutionError, GradcError, op_location
+from ..errors import ExecutionError, GradcError, ProgramError, op_location
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
-from ..verify import check_vars
+from ..verify import check_inputs, check_vars
 from .context import KernelContext
-from .failures import kernel_failure
+from .failures import check_finite, kernel_failure
 from .feeding import feed_values
 from .kernels import KERNELS, load_all
 from .scope import MISSING, Scope, global_scope
@@ -55,6 +55,7 @@ class Executor:
         # block -> {vars to keep: plan}; weak, so a long-lived executor does not keep programs alive
         self._plans: WeakKeyDictionary[Block, dict[frozenset[str] | None, Plan]] = WeakKeyDictionary()
         self.plans_built = 0   # how many times a block was planned (plans are reused until the program changes)
+        self.check_finite = False   # stop at the first op that writes NaN or Inf (gradc train --check-nan)
 
     # ------------------------------------------------------------------ public
     def run(self, program: Program, feed: Mapping[str, object] | None = None,
@@ -65,7 +66,7 @@ class Executor:
         live in a child scope dropped at the end.
         """
         scope = global_scope() if scope is None else scope
-        fetch_list = list(fetch_list or [])
+        fetch_list = [fetch_list] if isinstance(fetch_list, str) else list(fetch_list or [])
         block = program.global_block
         local = scope.child()
         feed_values(block, feed or {}, local)
@@ -109,6 +110,10 @@ class Executor:
             problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
+            try:
+                check_inputs(block, idx, op)
+            except ProgramError as exc:
+                raise ExecutionError(str(exc)) from None
         last_use: dict[str, int] = {}
         if keep is not None:
             for idx, op in enumerate(block.ops):
@@ -154,6 +159,8 @@ class Executor:
                     ctx.check_results(results)
                     step.checked = True
                 _write(ctx, step.writes, results, scope, run_scope)
+                if self.check_finite:
+                    check_finite(ctx, results)
             for name in step.frees:
                 scope.vars.pop(name, None)
 

@@ -59,3 +59,20 @@ def describe_inputs(ctx) -> str:
             shape = list(value.shape) if hasattr(value, "shape") else type(value).__name__
             parts.append(f"{slot}={name}{shape}")
     return ", ".join(parts) or "none"
+
+
+class NonFiniteError(ExecutionError):
+    """An op wrote NaN or Inf (raised only when the executor's check_finite is on)."""
+
+    def __init__(self, where: str, var: str, slot: str, what: str, step: int | None = None):
+        super().__init__(f"{'' if step is None else f'step {step}: '}{where} wrote {what} into '{var}' (output {slot})")
+        self.where, self.var, self.slot, self.what = where, var, slot, what
+
+
+def check_finite(ctx, results: dict) -> None:
+    """Raise NonFiniteError for the first float output of this op holding NaN or Inf."""
+    for slot, value in results.items():
+        values = value if type(value) is list else [value]
+        for name, array in zip(ctx.op.outputs.get(slot, ()), values):
+            if isinstance(array, np.ndarray) and array.dtype.kind in "fc" and not np.isfinite(array).all():
+                raise NonFiniteError(ctx.where, name, slot, "NaN" if np.isnan(array).any() else "Inf")

@@ -20,6 +20,7 @@ from ..pir import is_pir, parse_pir, serialize_pir
 from ..proto import framework_pb2 as pb
 from ..verify import check_structure
 from .files import check_writable, write_atomic
+from .jsonform import message_to_json
 from .protobuf import program_from_proto, program_to_proto
 
 __all__ = ["check_writable", "detect_format", "load", "parse_program", "program_from_proto",
@@ -34,16 +35,26 @@ def detect_format(path: str | os.PathLike, data: bytes | None = None) -> str:
     extension: .json is Paddle 3's PIR JSON (what Paddle saves by default), .pbjson protobuf JSON."""
     suffix = Path(path).suffix.lower()
     if data is None:
-        return {".json": "pir", ".pbjson": "json"}.get(suffix, "pbtxt" if suffix in TEXT_SUFFIXES else "pb")
+        return _output_format(path, suffix)
     if suffix in TEXT_SUFFIXES:
         return "pbtxt"
+    if data.lstrip()[:1] == b"{":   # JSON whatever the name says (a PIR model.json renamed .pdmodel)
+        return "pir" if is_pir(data) else "json"
     if suffix in {".pb", ".pdmodel", ".bin"}:
         return "pb"
-    if data.lstrip()[:1] == b"{":
-        return "pir" if is_pir(data) else "json"
     if data.lstrip()[:1].isalpha() and _is_text(data):
         return "pbtxt"
     return "pb"
+
+
+def _output_format(path, suffix: str) -> str:
+    """A file to write: its extension says the format; none means binary; another one is a mistake."""
+    known = {".json": "pir", ".pbjson": "json", **dict.fromkeys(TEXT_SUFFIXES, "pbtxt"),
+             **dict.fromkeys(("", ".pb", ".pdmodel", ".bin", ".model"), "pb")}
+    if suffix not in known:
+        raise FormatError(f"cannot tell the format of '{path}' from its extension: use .pb (binary), .pbtxt (text), "
+                          f".pbjson (protobuf JSON) or .json (Paddle 3's PIR JSON), or give the format")
+    return known[suffix]
 
 
 def _is_text(data: bytes) -> bool:
@@ -117,7 +128,7 @@ def serialize(program: Program, fmt: str = "pb") -> bytes:
         return msg.SerializeToString(deterministic=True)
     if fmt == "pbtxt":
         return text_format.MessageToString(msg).encode("utf-8")
-    return json_format.MessageToJson(msg, preserving_proto_field_name=True, indent=1).encode("utf-8") + b"\n"
+    return message_to_json(msg)
 
 
 def save(program: Program, path: str | os.PathLike, fmt: str | None = None) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from .types import AttrType, VarType
+from .types import AttrType, VarType, dtype_name
 
 GRAD_SUFFIX = "@GRAD"
 EMPTY_VAR = "@EMPTY@"
@@ -16,6 +16,13 @@ EMPTY_VAR = "@EMPTY@"
 
 def grad_name(var: str) -> str:
     return var + GRAD_SUFFIX
+
+
+def _enum_name(enum, value) -> str:
+    try:
+        return enum(value).name
+    except ValueError:
+        return str(value)
 
 
 class VarDesc:
@@ -52,7 +59,8 @@ class VarDesc:
         return new
 
     def __repr__(self) -> str:
-        return f"VarDesc({self.name!r}, shape={self.shape}, dtype={self.dtype})"
+        kind = "" if self.type == VarType.DENSE_TENSOR else f", type={_enum_name(VarType, self.type)}"
+        return f"VarDesc({self.name!r}, shape={self.shape}, dtype={dtype_name(self.dtype)}{kind})"
 
 
 class OpDesc:

@@ -16,16 +16,20 @@ from .infer import same_as
 
 def activation(name: str, *uses: str, attrs: dict | None = None, rules=()) -> None:
     """An elementwise X -> Out op whose `<name>_grad` reads the forward slots ``uses``; its attributes
-    must pass ``rules``, each (attribute, test, the requirement in words)."""
+    must pass ``rules``, each (attribute or tuple of attributes, test of their values, the requirement in words)."""
     infer = _along_axis if "axis" in (attrs or {}) else _checked(rules) if rules else same_as("X")
     defop(name, ["X"], attrs=attrs, infer=infer, grad=grad_op(*uses))
 
 
 def _checked(rules):
     def infer(ctx):
-        for name, test, requirement in rules:
-            if not test(ctx.attr(name)):
-                ctx.fail(f"attribute {name}={ctx.attr(name)!r} is out of range: it must be {requirement}")
+        for names, test, requirement in rules:
+            names = (names,) if isinstance(names, str) else names
+            values = [ctx.attr(name) for name in names]
+            if not test(*values):
+                shown = ", ".join(f"{name}={value!r}" for name, value in zip(names, values))
+                subject = f"attributes {shown} are" if len(names) > 1 else f"attribute {shown} is"
+                ctx.fail(f"{subject} out of range: it must be {requirement}")
         return same_as("X")(ctx)
     return infer
 
@@ -47,8 +51,14 @@ def _relu_double_grad(g):
 
 
 defgrad("relu_grad", grad=_relu_double_grad, no_grad_inputs=["Out"])
+def _relu_triple_grad(g):
+    """relu_grad_grad masks grad_x@GRAD the same way: linear in it, flat in Out."""
+    return [g.op("relu_grad_grad", {"Out": g.I("Out"), "grad_x@GRAD": g.OG("grad_out@GRAD")},
+                 {"grad_out@GRAD": g.IG("grad_x@GRAD")})]
+
+
 defgrad("relu_grad_grad", inputs=["Out", "grad_x@GRAD"], outputs=["grad_out@GRAD"],
-        infer=same_as("grad_x@GRAD", "grad_out@GRAD"))
+        infer=same_as("grad_x@GRAD", "grad_out@GRAD"), grad=_relu_triple_grad, no_grad_inputs=["Out"])
 activation("sigmoid", "Out")
 activation("tanh", "Out")
 activation("softmax", "Out", attrs={"axis": -1})
@@ -58,14 +68,16 @@ activation("leaky_relu", "X", attrs={"alpha": 0.02})
 activation("elu", "X", "Out", attrs={"alpha": 1.0})
 activation("silu", "X", "Out")
 activation("swish", "X", attrs={"beta": 1.0})   # x * sigmoid(beta * x)
-activation("softplus", "X", attrs={"beta": 1.0, "threshold": 20.0})
+activation("softplus", "X", attrs={"beta": 1.0, "threshold": 20.0}, rules=[("beta", lambda b: b != 0, "nonzero")])
 activation("hard_sigmoid", "Out", attrs={"slope": 0.2, "offset": 0.5})
 activation("hard_swish", "X", attrs={"threshold": 6.0, "scale": 6.0, "offset": 3.0})
 activation("softsign", "X")
 activation("relu6", "Out", attrs={"threshold": 6.0})   # min(max(x, 0), threshold)
-activation("brelu", "X", attrs={"t_min": 0.0, "t_max": 24.0})       # nn.Hardtanh: clip to [t_min, t_max]
+activation("brelu", "X", attrs={"t_min": 0.0, "t_max": 24.0},        # nn.Hardtanh: clip to [t_min, t_max]
+           rules=[(("t_min", "t_max"), lambda low, high: low <= high, "t_min <= t_max")])
 activation("celu", "X", attrs={"alpha": 1.0}, rules=[("alpha", lambda a: a != 0, "nonzero")])
-activation("hard_shrink", "X", attrs={"threshold": 0.5})             # x where |x| > threshold, else 0
+activation("hard_shrink", "X", attrs={"threshold": 0.5},             # x where |x| > threshold, else 0
+           rules=[("threshold", lambda v: v >= 0, ">= 0")])
 activation("logsigmoid", "X")
 activation("mish", "X", attrs={"threshold": 20.0})                   # x tanh(softplus(x)), softplus(x) = x past it
 # selu_grad reads Out, which tells the two branches apart only for scale > 0 and alpha >= 0

@@ -6,7 +6,7 @@ split the values of the two branches of a cond (each is the other's gradient).
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR, AttrType, grad_name
+from ..ir import EMPTY_VAR, AttrType
 from ..registry import defop, typed
 from .infer import same_as
 
@@ -29,7 +29,7 @@ def _control_grad(g, type: str, inputs: dict, x_slot: str, sub) -> list:
     """The grad op; outputs the body may leave untouched are extra inputs whose grads pass through."""
     inputs[x_slot] = inputs[x_slot] + sub.passes
     op = g.op(type, {**inputs, "Out": g.O("Out"), "Out@GRAD": sub.reads}, {}, forward_attrs=True)
-    op.outputs[x_slot + "@GRAD"] = _input_grads(g, x_slot, sub.grads) + [grad_name(n) for n in sub.passes]
+    op.outputs[x_slot + "@GRAD"] = _input_grads(g, x_slot, sub.grads) + [g.grad_of(n) for n in sub.passes]
     op.set_attr("sub_block", sub.idx, AttrType.BLOCK)
     return [op]
 

@@ -175,6 +175,8 @@ def _conv_transpose_infer(dims: int):
 def _pool_infer(dims: int):
     def infer(ctx):
         n, c, sizes = _split_layout(ctx, ctx.shape("X"), dims)
+        if ctx.attr("pooling_type") not in ("max", "avg"):
+            ctx.fail(f"pooling_type {ctx.attr('pooling_type')!r} is not 'max' or 'avg'")
         _, _, out = infer_geometry(ctx, pool_geometry, sizes, attr_values(ctx, pool_attrs(dims)))
         return {"Out": (_join_layout(ctx, n, c, out), ctx.dtype("X"))}
     return infer

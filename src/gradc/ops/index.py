@@ -41,6 +41,8 @@ def slicing(x: list[int], axes, starts, ends, strides, decrease_axis, fail=value
     index, out = [slice(None)] * len(x), list(x)
     for axis, start, end, stride in zip(axes, starts, ends, strides):
         axis = normalize_axis(axis, len(x), fail)
+        if stride == 0:
+            fail(f"the stride along axis {axis} is 0")
         if x[axis] >= 0:
             index[axis] = paddle_slice(start, end, stride, x[axis], axis in decrease)
             out[axis] = len(range(x[axis])[index[axis]])

@@ -4,8 +4,8 @@ sigmoid in gradc.ops.hsigmoid."""
 
 from __future__ import annotations
 
-from ..ir import AttrType
-from ..registry import defop, grad_op, typed
+from ..ir import EMPTY_VAR, AttrType
+from ..registry import GradOp, defop, grad_op, typed
 from ..shapes import dims_match
 
 REDUCTIONS = ("none", "mean", "sum")
@@ -45,11 +45,27 @@ def _softmax_ce_infer(ctx):
     return {"Softmax": (logits, ctx.dtype("Logits")), "Loss": (loss, ctx.dtype("Logits"))}
 
 
+class _SoftmaxCrossEntropyGrad(GradOp):
+    """Paddle's grad op, which reads Loss@GRAD only; when the Softmax output has a gradient too (a second
+    derivative reaches it through that grad op), it flows back to Logits through the softmax."""
+
+    def __call__(self, g):
+        ops = super().__call__(g)
+        softmax, wanted = g.O("Softmax")[0], g.IG("Logits")
+        if g.wants(softmax) and wanted != [EMPTY_VAR]:
+            if g.attr("use_softmax"):
+                ops.append(g.op("softmax_grad", {"Out": [softmax], "Out@GRAD": [g.grad_of(softmax)]},
+                                {"X@GRAD": wanted}, {"axis": g.attr("axis")}))
+            else:   # Softmax is Logits
+                ops.append(g.op("scale", {"X": [g.grad_of(softmax)]}, {"Out": wanted}, {"scale": 1.0}))
+        return ops
+
+
 defop("softmax_with_cross_entropy", ["Logits", "Label"], ["Softmax", "Loss"],
       attrs={"soft_label": False, "ignore_index": -100, "numeric_stable_mode": True,
              "use_softmax": True, "axis": -1},
       no_grad_inputs=["Label"], no_grad_outputs=["Softmax"], infer=_softmax_ce_infer,
-      grad=grad_op("Label", "Softmax"))
+      grad=_SoftmaxCrossEntropyGrad(("Label", "Softmax")))
 
 
 def _cross_entropy_y(ctx) -> list[int]:

@@ -127,7 +127,15 @@ def _sum_grad(g):
             for ig in g.IG("X") if ig != EMPTY_VAR]
 
 
-defop("sum", ["X[]"], infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X"))}, grad=_sum_grad)
+def _sum_infer(ctx):
+    shapes = ctx.shapes("X")
+    for shape in shapes[1:]:
+        if len(shape) != len(shapes[0]) or not all(map(dims_match, shape, shapes[0])):
+            ctx.fail(f"the addends must have one shape, got {shapes}")
+    return {"Out": (shapes[0], ctx.dtype("X"))}
+
+
+defop("sum", ["X[]"], infer=_sum_infer, grad=_sum_grad)
 
 
 # Unary math, with the forward value each Paddle grad op reads (Out where dx is a function of it).
@@ -137,6 +145,8 @@ activation("sqrt", "Out")
 activation("rsqrt", "Out")
 activation("square", "X")
 activation("abs", "X")
+activation("cos", "X")
+activation("sin", "X")
 defop("pow", ["X", "FactorTensor?"], attrs={"factor": 1.0}, infer=same_as("X"),
       no_grad_inputs=["FactorTensor"], grad=grad_op("X", "FactorTensor"))
 
@@ -150,7 +160,13 @@ def _sign_grad(g):
 defop("sign", ["X"], infer=same_as("X"), grad=_sign_grad)
 
 FLOAT32_MAX = 3.4028234663852886e38
-defop("clip", ["X", "Min?", "Max?"], attrs={"min": -FLOAT32_MAX, "max": FLOAT32_MAX}, infer=same_as("X"),
+def _clip_infer(ctx):
+    if not (ctx.has("Min") or ctx.has("Max")) and not ctx.attr("min") <= ctx.attr("max"):
+        ctx.fail(f"min {ctx.attr('min')} is above max {ctx.attr('max')}")
+    return same_as("X")(ctx)
+
+
+defop("clip", ["X", "Min?", "Max?"], attrs={"min": -FLOAT32_MAX, "max": FLOAT32_MAX}, infer=_clip_infer,
       no_grad_inputs=["Min", "Max"], grad=grad_op("X", "Min", "Max"))
 
 

@@ -34,8 +34,11 @@ def _batch_norm_infer(ctx):
     for slot in ("Scale", "Bias", "Mean", "Variance"):
         _check_vector(ctx, slot, channels)
     stats = ([channels], ctx.dtype("Scale") or dtype)
-    return {"Y": (x, dtype), "MeanOut": stats, "VarianceOut": stats, "SavedMean": stats,
-            "SavedVariance": stats, "ReserveSpace": ([-1], dtype)}
+    # Paddle: the saved statistics get no shape in test mode; the reserve space is a backend buffer whose
+    # dtype varies (float32 in legacy programs, uint8 in PIR's)
+    saved = stats if not ctx.attr("is_test") or ctx.attr("trainable_statistics") else (None, stats[1])
+    return {"Y": (x, dtype), "MeanOut": stats, "VarianceOut": stats, "SavedMean": saved,
+            "SavedVariance": saved, "ReserveSpace": ([-1], None)}
 
 
 class _BatchNormGrad(GradOp):
@@ -102,12 +105,19 @@ defop("group_norm", ["X", "Scale?", "Bias?"], ["Y", "Mean", "Variance"],
 
 # ---------------------------------------------------------------- dropout
 # The grad reads the Mask (uint8), not X, so the same units are dropped forward and backward.
+def _dropout_infer(ctx):
+    if not 0 <= ctx.attr("dropout_prob") <= 1:
+        ctx.fail(f"dropout_prob {ctx.attr('dropout_prob')} is not in [0, 1]")
+    if ctx.attr("dropout_implementation") not in ("downgrade_in_infer", "upscale_in_train"):
+        ctx.fail(f"dropout_implementation {ctx.attr('dropout_implementation')!r} is not 'downgrade_in_infer' or "
+                 f"'upscale_in_train'")
+    return {"Out": (ctx.shape("X"), ctx.dtype("X")), "Mask": (ctx.shape("X"), VarType.UINT8)}
+
+
 defop("dropout", ["X", "Seed?"], ["Out", "Mask"],
       attrs={"dropout_prob": 0.5, "is_test": False, "fix_seed": False, "seed": 0,
              "dropout_implementation": "downgrade_in_infer"},
-      no_grad_inputs=["Seed"], no_grad_outputs=["Mask"],
-      infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X")), "Mask": (ctx.shape("X"), VarType.UINT8)},
-      grad=grad_op("Mask"))
+      no_grad_inputs=["Seed"], no_grad_outputs=["Mask"], infer=_dropout_infer, grad=grad_op("Mask"))
 
 
 # ---------------------------------------------------------------- embeddings

@@ -174,6 +174,8 @@ def _tile_infer(ctx):
         reps = runtime_dims(ctx, "RepeatTimes", "repeat_times_tensor")
         return {"Out": (None if reps is None else [-1] * max(len(x), len(reps)), ctx.dtype("X"))}
     reps = list(ctx.attr("repeat_times"))
+    if any(r < 0 for r in reps):
+        ctx.fail(f"repeat_times {reps} must not be negative")
     rank = max(len(x), len(reps))
     x, reps = [1] * (rank - len(x)) + x, [1] * (rank - len(reps)) + reps
     return {"Out": ([-1 if d < 0 else d * r for d, r in zip(x, reps)], ctx.dtype("X"))}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir import FLOAT_DTYPES, AttrType, VarType
+from ..ir.types import NUMPY_DTYPE_NAMES
 from ..registry import NO_GRAD, defop, typed
 from ..shapes import numel
 from .infer import same_as
@@ -28,9 +29,14 @@ def created_dims(ctx, tensor_first: bool) -> list[int] | None:
 
 defop("fill_constant", ["ShapeTensor?", "ShapeTensorList[]?", "ValueTensor?"], attrs=FILL_ATTRS,
       infer=lambda ctx: {"Out": (created_dims(ctx, tensor_first=True), ctx.attr("dtype"))}, grad=NO_GRAD)
-defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1},
-      infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.dtype("X") if ctx.attr("dtype") == -1 else ctx.attr("dtype"))},
-      grad=NO_GRAD)
+def _fill_any_like_infer(ctx):
+    dtype = ctx.attr("dtype")
+    if dtype != -1 and dtype not in NUMPY_DTYPE_NAMES:
+        ctx.fail(f"dtype {dtype} is neither -1 (X's) nor a tensor data type gradc knows")
+    return {"Out": (ctx.shape("X"), ctx.dtype("X") if dtype == -1 else dtype)}
+
+
+defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1}, infer=_fill_any_like_infer, grad=NO_GRAD)
 defop("fill_zeros_like", ["X"], infer=same_as("X"), grad=NO_GRAD)
 # Paddle's shape op: X's dims as an int32 vector (a loop bound, a reshape target)
 defop("shape", ["Input"], infer=lambda ctx: {"Out": ([len(ctx.shape("Input"))], VarType.INT32)}, grad=NO_GRAD)
@@ -102,5 +108,10 @@ def _cast_grad(g):
                  {"in_dtype": g.attr("out_dtype"), "out_dtype": g.attr("in_dtype")})]
 
 
-defop("cast", ["X"], attrs={"in_dtype": 5, "out_dtype": 5},
-      infer=lambda ctx: {"Out": (ctx.shape("X"), ctx.attr("out_dtype"))}, grad=_cast_grad)
+def _cast_infer(ctx):
+    if ctx.attr("out_dtype") not in NUMPY_DTYPE_NAMES:
+        ctx.fail(f"out_dtype {ctx.attr('out_dtype')} is not a tensor data type gradc knows")
+    return {"Out": (ctx.shape("X"), ctx.attr("out_dtype"))}
+
+
+defop("cast", ["X"], attrs={"in_dtype": 5, "out_dtype": 5}, infer=_cast_infer, grad=_cast_grad)

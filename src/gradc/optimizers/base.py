@@ -24,6 +24,7 @@ from ..schedules import Schedule
 from .clip import GradientClip
 from .emit import LR_SCHEDULE, Emitter
 from .regularizer import WeightDecay, as_regularizer
+from .schedule_ops import ProgramSchedule
 
 
 @dataclass
@@ -130,6 +131,8 @@ class Optimizer:
         pairs = [(p, self._regularize(emit, p, g, attrs[p])) for p, g in pairs]
         rate = self.learning_rate(0) if isinstance(self.learning_rate, Schedule) else self.learning_rate
         lr = emit.persistable(emit.fresh("learning_rate_{}"), [], VarType.FP32, rate, stop_gradient=True)
+        if isinstance(self.learning_rate, ProgramSchedule):   # the rate computed by ops of the program
+            self.learning_rate.append(emit, lr)
         accs = {p: self._accumulators(emit, p) for p in params}
         self.append_updates(emit, pairs, lr, attrs, accs)
         self.finish(emit, pairs, accs)

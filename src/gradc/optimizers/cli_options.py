@@ -4,6 +4,7 @@ arguments as --opt KEY=VALUE, a learning rate or schedule, gradient clipping and
 from __future__ import annotations
 
 import ast
+import inspect
 
 import click
 
@@ -11,6 +12,7 @@ from ..errors import GradcError
 from ..schedules import parse
 from . import OPTIMIZERS, ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, L1Decay, L2Decay, make_optimizer
 from .base import Optimizer
+from .schedule_ops import KINDS, ProgramSchedule
 
 # optimizers whose weight decay is their own (decoupled) setting, not a regularizer: --opt sets it
 DECOUPLED = {"adamw": "weight_decay", "lamb": "lamb_weight_decay", "rprop": None}
@@ -21,8 +23,22 @@ OPTIONS = [
                  help="Also append parameter updates (a training step), as Paddle's minimize() does."),
     click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True, help="Learning rate."),
     click.option("--lr-schedule", metavar="SPEC",
-                 help="A learning-rate schedule (see gradc train): the startup program holds its step-0 value; "
-                      "give the same schedule to gradc train."),
+                 help="cosine or step: the schedule as ops of the program (with --decay-steps, --gamma, "
+                      "--warmup-steps; Paddle runs it as it is). Or a Paddle scheduler, e.g. "
+                      "'StepDecay(learning_rate=0.1, step_size=2)': the startup holds its step-0 value; give the "
+                      "same to gradc train --lr-schedule."),
+    click.option("--decay-steps", type=click.IntRange(min=1), metavar="N",
+                 help="cosine: the steps from the full rate to 0 (T_max); step: the steps between decays."),
+    click.option("--gamma", type=float, default=0.1, show_default=True, help="step: the factor of each decay."),
+    click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
+                 help="Rise linearly from 0 to --lr over the first N steps (ops in the program), then the schedule."),
+    click.option("--beta1", type=float, help="Adam family: the first moment's decay (Paddle's beta1)."),
+    click.option("--beta2", type=float, help="Adam family: the second moment's decay (beta2)."),
+    click.option("--epsilon", type=float, help="The optimizer's epsilon (Adam family, RMSProp, Adagrad, ...)."),
+    click.option("--weight-decay", type=float, metavar="C",
+                 help="As Paddle's weight_decay=C: L2 decay, or the decoupled decay of adamw and lamb."),
+    click.option("--momentum", type=float, help="Momentum, LARS and RMSProp: the momentum factor."),
+    click.option("--nesterov", is_flag=True, default=None, help="Momentum: Nesterov's update (use_nesterov)."),
     click.option("--opt", "arguments", multiple=True, metavar="KEY=VALUE",
                  help="An argument of Paddle's optimizer class (beta1=0.85, momentum=0.8, use_nesterov=True). "
                       "Repeatable."),
@@ -51,18 +67,34 @@ def _argument(text: str) -> tuple[str, object]:
         return key.strip(), value.strip()   # a bare word is a string
 
 
+# shortcuts for Paddle's optimizer arguments: option -> argument name
+SHORTCUTS = {"beta1": "beta1", "beta2": "beta2", "epsilon": "epsilon", "momentum": "momentum",
+             "nesterov": "use_nesterov"}
+
+
 def build_optimizer(optimizer: str | None, learning_rate: float, lr_schedule: str | None, arguments, clip_global_norm,
-                    clip_norm, clip_value, l1, l2) -> Optimizer | None:
+                    clip_norm, clip_value, l1, l2, decay_steps=None, gamma=0.1, warmup_steps=0, weight_decay=None,
+                    **shortcuts) -> Optimizer | None:
     """The Optimizer the options describe, or None without --optimizer (then no other option may be given)."""
     extras = {"--lr-schedule": lr_schedule, "--opt": arguments or None, "--clip-global-norm": clip_global_norm,
-              "--clip-norm": clip_norm, "--clip-value": clip_value, "--l1": l1, "--l2": l2}
+              "--clip-norm": clip_norm, "--clip-value": clip_value, "--l1": l1, "--l2": l2,
+              "--decay-steps": decay_steps, "--warmup-steps": warmup_steps or None, "--weight-decay": weight_decay,
+              **{f"--{name}": value for name, value in shortcuts.items()}}
     if optimizer is None:
         given = [name for name, value in extras.items() if value is not None]
         if given:
             raise GradcError(f"{', '.join(given)}: only with --optimizer")
         return None
     settings = dict(_argument(text) for text in arguments)
-    settings.setdefault("learning_rate", parse(lr_schedule) if lr_schedule else learning_rate)
+    _shortcuts(optimizer, settings, shortcuts)
+    rate = schedule(lr_schedule, learning_rate, decay_steps, gamma, warmup_steps)
+    settings.setdefault("learning_rate", rate)
+    if weight_decay is not None:
+        if l1 is not None or l2 is not None:
+            raise GradcError("give one of --weight-decay, --l1, --l2")
+        own = DECOUPLED.get(optimizer, "weight_decay") or "weight_decay"
+        settings[REGULARIZER_ARGUMENT.get(optimizer, own)] = (L2Decay(weight_decay)
+                                                               if optimizer in REGULARIZER_ARGUMENT else weight_decay)
     clips = [clip for clip in (clip_global_norm is not None and ClipGradByGlobalNorm(clip_global_norm),
                                clip_norm is not None and ClipGradByNorm(clip_norm),
                                clip_value is not None and ClipGradByValue(clip_value)) if clip]
@@ -79,3 +111,27 @@ def build_optimizer(optimizer: str | None, learning_rate: float, lr_schedule: st
                              (f"; its own decay is --opt {own}=C" if own else ""))
         settings[REGULARIZER_ARGUMENT.get(optimizer, "weight_decay")] = L1Decay(l1) if l1 is not None else L2Decay(l2)
     return make_optimizer(optimizer, **settings)
+
+
+def _shortcuts(optimizer: str, settings: dict, shortcuts: dict) -> None:
+    """--beta1 and the like as the arguments of Paddle's class; an option the class does not take is an error."""
+    accepted = inspect.signature(OPTIMIZERS[optimizer].__init__).parameters
+    for option, value in shortcuts.items():
+        if value is None:
+            continue
+        argument = SHORTCUTS[option]
+        if argument not in accepted:
+            raise GradcError(f"--{option}: {optimizer} has no {argument} argument")
+        if argument in settings:
+            raise GradcError(f"--{option} and --opt {argument}=...: give one")
+        settings[argument] = value
+
+
+def schedule(spec: str | None, learning_rate: float, decay_steps, gamma: float, warmup_steps: int):
+    """The learning rate: a number, a schedule of ops in the program (cosine, step, or a warm-up alone), or
+    a Paddle scheduler written by the host."""
+    if spec in KINDS or (spec is None and warmup_steps):
+        return ProgramSchedule(spec or "constant", learning_rate, decay_steps, gamma, warmup_steps)
+    if decay_steps is not None or warmup_steps:
+        raise GradcError("--decay-steps and --warmup-steps go with --lr-schedule cosine or step")
+    return parse(spec) if spec else learning_rate

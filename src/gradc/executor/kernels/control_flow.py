@@ -10,10 +10,12 @@ grad op lists (Out@GRAD): it reads forward values through the scope chain and wr
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ...errors import ExecutionError
-from ...ir import EMPTY_VAR, GRAD_SUFFIX, VarType, grad_name
+from ...ir import EMPTY_VAR, GRAD_SUFFIX, VarType
 from ...limits import LIMITS
 from ...ops.control_flow import updated_in_place
 from ..scope import Scope
@@ -46,14 +48,26 @@ def _grad_scope(k, forward: Scope) -> _GradScope:
     return scope
 
 
+_RENAMED = re.compile(r"@RENAME@block\d+@\d+$")
+
+
+def _inner_grads(k, slot: str) -> list:
+    """The name the backward block gives the grad of each var of ``slot`` (None where none is wanted): the
+    op's output, as the backward pass named it before summing made it a renamed part."""
+    return [None if out == EMPTY_VAR else _RENAMED.sub("", out) for out in k.out_names(slot + "@GRAD")]
+
+
 def _zeros_like(value):
+    if value is None:
+        return None
     return value.map(np.zeros_like) if isinstance(value, TensorArray) else np.zeros_like(value)
 
 
 def _zeros_for(k, slot: str, grads: list) -> list:
-    """The grads, with zeros (shaped like the forward input) where none was computed."""
+    """The grads, with zeros (shaped like the forward input) where none was computed; none for an input that
+    has no value either (the grad, in a second backward, of a branch's output grad when the branch did not run)."""
     names = k.op.input(slot)
-    return [None if out == EMPTY_VAR else g if g is not None else _zeros_like(k.read(names[i], slot))
+    return [None if out == EMPTY_VAR else g if g is not None else _zeros_like(k.scope.find(names[i]))
             for i, (out, g) in enumerate(zip(k.out_names(slot + "@GRAD"), grads))]
 
 
@@ -87,14 +101,14 @@ def conditional_block(k):
 
 @kernel("conditional_block_grad")
 def conditional_block_grad(k):
-    inputs, scopes = k.op.input("Input"), k.x("Scope")
+    inputs, scopes, inner = k.op.input("Input"), k.x("Scope"), _inner_grads(k, "Input")
     if scopes:
         scope = _grad_scope(k, scopes[0])
         k.run_block(k.attr("sub_block"), scope)
-        grads = [scope.vars.get(grad_name(name)) for name in inputs]
+        grads = [scope.vars.get(grad) if grad else None for grad in inner]
     else:  # the branch did not run: an input it would have overwritten passes its grad through
         outs = set(k.op.input("Out"))
-        grads = [k.scope.find(grad_name(name)) if name in outs else None for name in inputs]
+        grads = [k.scope.find(grad) if grad and name in outs else None for name, grad in zip(inputs, inner)]
     return {"Input@GRAD": _zeros_for(k, "Input", grads)}
 
 
@@ -123,9 +137,11 @@ def while_(k):
 
 @kernel("while_grad")
 def while_grad(k):
-    xs, outs = k.op.input("X"), set(k.op.input("Out"))
-    wanted = [grad_name(name) for name, out in zip(xs, k.out_names("X@GRAD")) if out != EMPTY_VAR]
-    loop_grads = [grad_name(name) for name in xs if grad_name(name) in wanted and name in outs]
+    xs, outs, inner = k.op.input("X"), set(k.op.input("Out")), _inner_grads(k, "X")
+    scopes = k.op.input("StepScopes")
+    later = any(scopes == op.input("StepScopes") for op in k.block.ops[k.op_idx + 1:])
+    wanted = [grad for grad in inner if grad]
+    loop_grads = [grad for name, grad in zip(xs, inner) if grad and name in outs]
     # grads of the outputs, carried from each iteration to the previous one (loop vars: to the start)
     shared = _shared_in_backward(k.block.program.blocks[k.attr("sub_block")])
     carry = {name: k.scope.find(name) for name in [*k.op.input("Out@GRAD"), *loop_grads, *shared]}
@@ -140,10 +156,11 @@ def while_grad(k):
             value = scope.vars.get(name)
             if value is not None:
                 sums[name] = value if total is None else total + value
-        step.vars.clear()   # replayed: its forward values are no longer needed
+        if not later:   # replayed: its forward values are no longer needed (unless a second backward replays it)
+            step.vars.clear()
     for name in shared:   # stepped back through every iteration, as Paddle leaves it
         k.scope.assign(name, carry[name])
-    grads = [carry.get(grad_name(name), sums.get(grad_name(name))) for name in xs]
+    grads = [carry.get(grad, sums.get(grad)) if grad else None for grad in inner]
     return {"X@GRAD": _zeros_for(k, "X", grads)}
 
 

@@ -92,15 +92,16 @@ def gather_grad(k):
     return {"X@GRAD": scatter_add(dout, index, x.shape[axis], axis)}
 
 
-def _nd_index(index):
-    """gather_nd's [..., k] index as a tuple of k index arrays."""
-    return tuple(np.moveaxis(index.astype(np.int64), -1, 0))
+def _nd_index(index, shape):
+    """gather_nd's [..., k] index as a tuple of k index arrays, each within its dim of X (negative from the end)."""
+    return tuple(checked(i, size, f"Index[..., {d}]") for d, (i, size) in enumerate(zip(np.moveaxis(index, -1, 0),
+                                                                                         shape)))
 
 
 @kernel("gather_nd")
 def gather_nd(k):
     x, index = k.x("X"), k.x("Index")
-    return {"Out": np.broadcast_to(x[_nd_index(index)], index.shape[:-1] + x.shape[index.shape[-1]:]).copy()}
+    return {"Out": np.broadcast_to(x[_nd_index(index, x.shape)], index.shape[:-1] + x.shape[index.shape[-1]:]).copy()}
 
 
 @kernel("gather_nd_grad")
@@ -109,13 +110,14 @@ def gather_nd_grad(k):
     dx = np.zeros(x.shape, dout.dtype)
     if index.shape[-1] == 0:  # every index picks all of X
         return {"X@GRAD": dout.reshape((-1,) + x.shape).sum(axis=0)}
-    np.add.at(dx, _nd_index(index), dout)
+    np.add.at(dx, _nd_index(index, x.shape), dout)
     return {"X@GRAD": dx}
 
 
-def _scatter_args(k):
-    """Ids as a flat int array, and which entries write: with overwrite, the last one per row."""
-    ids = np.ravel(k.x("Ids")).astype(np.int64)
+def _scatter_args(k, rows: int):
+    """Ids as a flat int array of rows (negative from the end), and which entries write: with overwrite, the
+    last one per row."""
+    ids = checked(np.ravel(k.x("Ids")), rows, "Ids")
     if not k.attr("overwrite"):
         return ids, np.ones(ids.shape, bool)
     _, last_from_end = np.unique(ids[::-1], return_index=True)
@@ -127,7 +129,7 @@ def _scatter_args(k):
 @kernel("scatter")
 def scatter(k):
     x, updates = k.x("X"), k.x("Updates")
-    ids, writes = _scatter_args(k)
+    ids, writes = _scatter_args(k, x.shape[0])
     out = x.copy()
     out[ids] = 0
     np.add.at(out, ids[writes], updates[writes])
@@ -137,7 +139,7 @@ def scatter(k):
 @kernel("scatter_grad")
 def scatter_grad(k):
     dout = k.x("Out@GRAD")
-    ids, writes = _scatter_args(k)
+    ids, writes = _scatter_args(k, dout.shape[0])
 
     def dx():
         grad = dout.copy()

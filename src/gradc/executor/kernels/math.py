@@ -230,6 +230,8 @@ unary("sqrt", lambda x, k: np.sqrt(x), lambda out, d, k: d * 0.5 / out, uses="Ou
 unary("rsqrt", lambda x, k: 1 / np.sqrt(x), lambda out, d, k: d * -0.5 * out ** 3, uses="Out")
 unary("square", lambda x, k: x * x, lambda x, d, k: d * 2 * x)
 unary("abs", lambda x, k: np.abs(x), lambda x, d, k: d * np.sign(x))
+unary("cos", lambda x, k: np.cos(x), lambda x, d, k: -d * np.sin(x))
+unary("sin", lambda x, k: np.sin(x), lambda x, d, k: d * np.cos(x))
 unary("pow", lambda x, k: np.power(x, _factor(k)), lambda x, d, k: d * _factor(k) * np.power(x, _factor(k) - 1))
 kernel("sign")(lambda k: {"Out": np.sign(k.x("X"))})
 
@@ -238,6 +240,8 @@ def _bounds(k):
     """clip's bounds: the Min/Max tensors when given, else the attributes."""
     lo = float(k.x("Min").reshape(-1)[0]) if k.has("Min") else k.attr("min")
     hi = float(k.x("Max").reshape(-1)[0]) if k.has("Max") else k.attr("max")
+    if not lo <= hi:
+        raise ValueError(f"min {lo:g} is above max {hi:g}")
     return lo, hi
 
 

@@ -12,6 +12,7 @@ import numpy as np
 from ...ir import VarType
 from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_shape
+from .. import randomness
 from . import kernel
 from .math import as_matrix
 
@@ -201,7 +202,7 @@ def _rng(k) -> np.random.Generator:
     seed = k.optional("Seed")
     if seed is not None:
         return np.random.default_rng(int(seed.reshape(-1)[0]))
-    return np.random.default_rng(k.attr("seed") if k.attr("fix_seed") else None)
+    return np.random.default_rng(k.attr("seed")) if k.attr("fix_seed") else randomness.generator()
 
 
 @kernel("dropout")

@@ -7,13 +7,14 @@ import math
 import numpy as np
 
 from ...shapes import normalize_axis
+from .. import randomness
 from . import kernel
 from .activation import softmax
 
 
 def noise_generator() -> np.random.Generator:
     """Where rrelu and gumbel_softmax draw their noise: fresh each run (tests pin it)."""
-    return np.random.default_rng()
+    return randomness.generator()
 
 
 # ---------------------------------------------------------------- prelu

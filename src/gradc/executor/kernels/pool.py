@@ -16,6 +16,7 @@ import numpy as np
 from ...limits import check_shape
 from ...ops import pool as ops
 from ...ops.conv import attr_values, channel_last, pool_geometry
+from .. import randomness
 from . import kernel
 from .conv import along_axes, axis_windows, channels_back, channels_first, max_windows, membership
 
@@ -94,7 +95,7 @@ def _fractional_kernels(dims: int) -> None:
         x = channels_first(k.x("x"), False, dims)
         output_size, kernel_size = k.attr("output_size"), k.attr("kernel_size")
         ops.fractional_check(x.shape[2:], output_size, kernel_size)
-        u = np.float32(k.attr("random_u") or np.random.default_rng().random())   # 0: drawn per run, as Paddle
+        u = np.float32(k.attr("random_u") or randomness.generator().random())   # 0: drawn per run, as Paddle
         bounds = [fractional_bounds(*args, u) for args in zip(x.shape[2:], output_size, kernel_size)]
         out, mask = max_with_mask(x, bounds)
         return {"out": out, "mask": mask}

@@ -75,6 +75,8 @@ def expand_grad(k):
 @kernel("tile")
 def tile(k):
     x, reps = k.x("X"), ints(k, ["RepeatTimes", "repeat_times_tensor"], "repeat_times")
+    if any(r < 0 for r in reps):
+        raise ValueError(f"the repeat times {reps} must not be negative")
     rank = max(x.ndim, len(reps))
     dims_, reps_ = [1] * (rank - x.ndim) + list(x.shape), [1] * (rank - len(reps)) + list(reps)
     check_shape([d * r for d, r in zip(dims_, reps_)], x.dtype, "the tiled tensor")

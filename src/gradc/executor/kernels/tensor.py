@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_allocation
+from .. import randomness
 from ..tensor_array import TensorArray
 from . import kernel
 
@@ -68,7 +69,7 @@ def fill_zeros_like(k):
 def _rng(k):
     """A fixed seed gives the same numbers every run; seed 0 means fresh randomness."""
     seed = k.attr("seed")
-    return np.random.default_rng(seed if seed else None)
+    return np.random.default_rng(seed) if seed else randomness.generator()
 
 
 @kernel("uniform_random")
@@ -101,7 +102,8 @@ def randint(k):
 @kernel("randperm")
 def randperm(k):
     seed = k.attrs.get("seed", 0)   # an extra attribute in Paddle 3.3.1: programs may omit it
-    return {"Out": np.random.default_rng(seed or None).permutation(k.attr("n")).astype(_dtype(k.attr("dtype")))}
+    rng = np.random.default_rng(seed) if seed else randomness.generator()
+    return {"Out": rng.permutation(k.attr("n")).astype(_dtype(k.attr("dtype")))}
 
 
 def _copy(x):

@@ -1,0 +1,40 @@
+"""The name of each var's gradient in one backward pass.
+
+The grad of ``v`` is ``v@GRAD`` (Paddle's convention), unless the program already declares a var of that
+name: a program differentiated before (a gradient penalty, a Hessian-vector product) keeps its first
+backward's grads, and the new pass names its own ``v@GRAD@2`` (the first free of @2, @3, ...). The names
+depend only on the vars declared when the pass starts, so every block of the pass agrees on them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..ir import GRAD_SUFFIX, Program
+
+_NUMBERED = re.compile(r"(.*)@GRAD@\d+")
+
+
+class GradNames:
+    def __init__(self, program: Program):
+        self.taken = {name for block in program.blocks for name in block.vars}
+        self._names: dict[str, str] = {}
+
+    def __call__(self, var: str) -> str:
+        name = self._names.get(var)
+        if name is None:
+            name, count = var + GRAD_SUFFIX, 2
+            while name in self.taken:
+                name, count = f"{var}{GRAD_SUFFIX}@{count}", count + 1
+            self._names[var] = name
+        return name
+
+    def source(self, name: str) -> str | None:
+        """The var whose grad in this pass ``name`` is, or None (a forward value, a temporary)."""
+        if name.endswith(GRAD_SUFFIX):
+            var = name[: -len(GRAD_SUFFIX)]
+        elif "@GRAD@" in name and (match := _NUMBERED.fullmatch(name)):
+            var = match.group(1)
+        else:
+            return None
+        return var if self(var) == name else None

@@ -1,0 +1,126 @@
+"""`gradc train` and `gradc export`: training over a data set (or one batch) and export for inference, thin
+over gradc.training. Registered on the `gradc` group by gradc.cli."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+
+from .cli import cli
+from .executor import Executor, Scope
+from .io import check_writable, load
+from .io.arrays import read_npz
+from .optimizers.schedule_ops import KINDS
+from .training import Dataset, OneBatch, Trainer, export, load_params, read_values
+from .training import save_params as write_model_params
+from .training.plot import plot_history, require_matplotlib
+from .training.report import ConsoleReporter
+
+
+@cli.command()
+@click.argument("program", type=click.Path())
+@click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
+              "share their first dimension, or a directory of NAME.npy files (memory-mapped, read batch by batch).")
+@click.option("--feed", type=click.Path(), help="Instead of --data: one batch (.npz), fed at every step.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs to run first, in order (gradc compile writes OUTPUT.startup.pb). Repeatable.")
+@click.option("--params", type=click.Path(),
+              help="Initial values: .npz, Paddle's .pdiparams, or its pickled .pdparams / .pdopt.")
+@click.option("--epochs", type=click.IntRange(min=1), help="Passes over --data, in all (default 1; a resumed "
+              "run continues up to this many).")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True, help="Examples per step.")
+@click.option("--shuffle", is_flag=True, help="Shuffle the examples each epoch (the order depends only on --seed "
+              "and the epoch).")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seeds the shuffling, dropout and initialisers without a seed of their own.")
+@click.option("--drop-last", is_flag=True, help="Leave out the last batch of an epoch when it is not full.")
+@click.option("--steps", type=click.IntRange(min=1), help="With --feed: how many steps (default 10). With --data: "
+              "stop after this many steps in all.")
+@click.option("--eval", "eval_data", type=click.Path(), help="Examples to evaluate after each epoch (like --data): "
+              "the forward part in test mode, the mean of each fetched scalar.")
+@click.option("--fetch", "fetches", multiple=True, help="A scalar to report (loss, accuracy; default: the loss). "
+              "Repeatable.")
+@click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "
+              "(default 1 with --feed, 10 with --data).")
+@click.option("--check-nan", is_flag=True, help="Stop at the first op that writes NaN or Inf, naming it and the step.")
+@click.option("--checkpoint-dir", type=click.Path(), help="Keep checkpoints (parameters, optimizer state, position) "
+              "here: after each epoch, every --checkpoint-every steps, at the end and on Ctrl-C.")
+@click.option("--checkpoint-every", type=click.IntRange(min=1), metavar="N", help="A checkpoint every N steps.")
+@click.option("--resume", type=click.Path(), help="Continue from the newest checkpoint in this directory (with the "
+              "same data, --batch-size, --shuffle, --seed and --drop-last).")
+@click.option("--save-params", type=click.Path(), help="Write the trained model parameters (no optimizer state): "
+              ".npz, .pdiparams (Paddle's load_inference_model reads it) or .pdparams.")
+@click.option("--plot", type=click.Path(), help="Draw the fetched scalars per step and per epoch (.png, .svg; "
+              "needs matplotlib: pip install 'gradc[plot]').")
+@click.option("--lr-schedule", metavar="SPEC",
+              help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
+                   "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
+@click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
+          fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, resume, save_params, plot, lr_schedule,
+          lr_var):
+    """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
+    if (data is None) == (feed is None):
+        raise click.UsageError("give --data (a data set) or --feed (one batch)")
+    if feed is not None:
+        given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
+                                          ("--eval", eval_data)) if value]
+        if given:
+            raise click.UsageError(f"{', '.join(given)}: only with --data")
+    if lr_schedule in KINDS:
+        raise click.UsageError(f"--lr-schedule {lr_schedule} is written as ops of the program: give it to gradc "
+                               f"compile (with --decay-steps N); gradc train then needs no schedule")
+    for path in (save_params, plot):
+        if path:
+            check_writable(path)
+    if plot:
+        require_matplotlib()
+    trainer = Trainer(program, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
+                      lr_schedule=lr_schedule, lr_var=lr_var)
+    if params:
+        load_params(trainer.scope, params, trainer.program)
+    if feed is not None:
+        source, epochs = OneBatch(read_npz(feed, "feed")), steps or 10
+    else:
+        source = Dataset.load(data, "data")
+        batches = max(source.batch_count(batch_size, drop_last), 1)
+        epochs = epochs or (math.ceil(steps / batches) if steps else 1)
+    history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                          steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
+                          checkpoint_every=checkpoint_every, resume=resume,
+                          reporter=ConsoleReporter(log_every or (1 if feed is not None else 10)))
+    if save_params:
+        names = write_model_params(trainer.scope, save_params, trainer.program)
+        click.echo(f"wrote {save_params} ({len(names)} model parameters)")
+    if plot:
+        plot_history(history, plot)
+        click.echo(f"wrote {plot}")
+
+
+@cli.command("export")
+@click.argument("program", type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(),
+              help="The prefix: writes PREFIX.pdmodel (or PREFIX.json) and PREFIX.pdiparams.")
+@click.option("--feed", "feeds", multiple=True, required=True,
+              help="An input of the exported model (a var the fetches depend on). Repeatable, in order.")
+@click.option("--fetch", "fetches", multiple=True, required=True, help="An output of the model. Repeatable, in order.")
+@click.option("--params", type=click.Path(),
+              help="The trained values: .npz (gradc train --save-params), .pdiparams, .pdparams.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs run first (values --params does not give). Repeatable.")
+@click.option("--format", "fmt", type=click.Choice(["pb", "pir"]), default="pb", show_default=True,
+              help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json).")
+def export_command(program, output, feeds, fetches, params, startups, fmt):
+    """Export a (training) program for inference as Paddle's save_inference_model does: pruned to what the
+    fetches need from the feeds, without backward and optimizer ops, dropout and batch norm in test mode, feed
+    and fetch ops in Paddle's layout, and the parameters it reads."""
+    prefix = str(Path(output).with_suffix("")) if Path(output).suffix in (".pdmodel", ".json", ".pdiparams") else output
+    prog, scope, executor = load(program), Scope(), Executor()
+    for startup in startups:
+        executor.run(load(startup), scope=scope)
+    if params:
+        scope.vars.update(read_values(params, prog))
+    model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
+    click.echo(f"wrote {model_path} (feeds {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")

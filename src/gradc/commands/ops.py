@@ -1,0 +1,43 @@
+"""`gradc ops`: the registered op types, one op's reference, or the whole reference as Markdown."""
+
+from __future__ import annotations
+
+import click
+
+from .. import registry
+from ..errors import GradcError
+from ..executor import KERNELS
+from ..io import write_atomic
+from ..opdoc import describe, grad_kind, markdown_reference
+
+
+@click.command()
+@click.argument("op_type", required=False)
+@click.option("--markdown", "markdown", type=click.Path(), metavar="FILE",
+              help="Write the reference of every registered op as Markdown to FILE ('-' for stdout); "
+                   "docs/ops.md is made this way.")
+def ops(op_type, markdown):
+    """List registered op types, their grad makers and kernels; or describe OP_TYPE: slots, attributes,
+    what its grad maker emits, an example."""
+    if markdown:
+        text = markdown_reference(set(KERNELS))
+        if markdown == "-":
+            click.echo(text, nl=False)
+        else:
+            write_atomic(markdown, text.encode())
+            click.echo(f"wrote {markdown} ({len(registry.OPS)} ops)")
+        return
+    if op_type:
+        opdef = registry.get(op_type)
+        if opdef is None:
+            raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them)")
+        click.echo(describe(opdef, op_type in KERNELS))
+        return
+    rows = [(name, grad_kind(registry.OPS[name]), "yes" if name in KERNELS else "no") for name in sorted(registry.OPS)]
+    width = max(len(r[0]) for r in rows)
+    grad_width = max(len(r[1]) for r in rows)
+    click.echo(f"{'op':<{width}}  {'grad':<{grad_width}}  kernel")
+    for name, grad, kernel in rows:
+        click.echo(f"{name:<{width}}  {grad:<{grad_width}}  {kernel}")
+    differentiable = sum(1 for d in registry.OPS.values() if d.differentiable)
+    click.echo(f"{len(rows)} ops, {differentiable} differentiable, {sum(r[2] == 'yes' for r in rows)} with kernels")

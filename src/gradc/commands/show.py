@@ -1,0 +1,46 @@
+"""`gradc show`: a readable listing, a Graphviz picture (--dot/--svg/--png) or a memory estimate."""
+
+from __future__ import annotations
+
+import click
+
+from ..io import check_writable, load, write_atomic
+from ..listing import program_listing
+
+
+@click.command()
+@click.argument("program", type=click.Path())
+@click.option("--no-attrs", is_flag=True, help="Leave op attributes out of the listing.")
+@click.option("--dot", "dot_out", type=click.Path(), metavar="FILE",
+              help="Write the program as a Graphviz DOT graph to FILE (ops styled by role, grad ops linked to "
+                   "their forward op).")
+@click.option("--svg", "svg_out", type=click.Path(), metavar="FILE",
+              help="Render the graph to an SVG file with Graphviz's `dot` (it must be on PATH).")
+@click.option("--png", "png_out", type=click.Path(), metavar="FILE",
+              help="Render the graph to a PNG file with Graphviz's `dot` (it must be on PATH).")
+@click.option("--memory", is_flag=True,
+              help="Print a static estimate of one step's peak memory per block instead of the listing.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
+              help="The size that unknown (-1) dims take in the --memory estimate.")
+def show(program, no_attrs, dot_out, svg_out, png_out, memory, batch_size):
+    """Print a readable listing (blocks, vars, ops), or write a DOT/SVG/PNG graph, or estimate memory."""
+    for path in (dot_out, svg_out, png_out):
+        if path:
+            check_writable(path)
+    prog = load(program)
+    if dot_out or svg_out or png_out:
+        from ..viz.dot import program_dot, render
+        text = program_dot(prog, title=str(program))
+        if dot_out:
+            write_atomic(dot_out, text.encode())
+            click.echo(f"wrote {dot_out}")
+        for path, fmt in ((svg_out, "svg"), (png_out, "png")):
+            if path:
+                write_atomic(path, render(text, fmt))
+                click.echo(f"wrote {path}")
+        return
+    if memory:
+        from ..memory import estimate, memory_report
+        click.echo(memory_report(estimate(prog, batch_size), batch_size, prog))
+        return
+    click.echo(program_listing(prog, attrs=not no_attrs))

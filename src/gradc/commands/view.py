@@ -1,0 +1,34 @@
+"""`gradc view`: the interactive program viewer, one self-contained HTML file."""
+
+from __future__ import annotations
+
+import click
+
+from ..io import check_writable, load, write_atomic
+from ..io.arrays import read_npz
+
+
+@click.command()
+@click.argument("program", type=click.Path())
+@click.option("-o", "--output", required=True, type=click.Path(), help="The HTML file to write.")
+@click.option("--feed", type=click.Path(), help="Inputs (.npz): run block 0 once and show each var's value statistics.")
+@click.option("--params", type=click.Path(), help="Parameters for that run: an .npz, or Paddle's .pdiparams.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs to run before that run, in order. Repeatable.")
+@click.option("--title", help="The page title (default: the program's path).")
+def view(program, output, feed, params, startups, title):
+    """Write an interactive picture of a program: ops top to bottom styled by role, each grad op linked to
+    the forward op it differentiates, collapsible sub-blocks, click panels, search. Open it in a browser."""
+    from ..cli import _load_params  # the params checks of gradc run
+    from ..viz.html import program_html
+    from ..viz.stats import value_stats
+
+    check_writable(output)
+    prog = load(program)
+    stats = None
+    if feed or params or startups:
+        stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, _load_params(params, prog),
+                            [load(path) for path in startups])
+    page = program_html(prog, title or str(program), stats)
+    write_atomic(output, page.encode("utf-8"))
+    click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(page) // 1024} KiB)")

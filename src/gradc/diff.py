@@ -1,0 +1,141 @@
+"""A structural diff of two programs (`gradc diff`), block by block: vars matched by name, ops aligned by
+their order and type (difflib over the op types), then each matched pair compared slot by slot and attribute
+by attribute. Attributes can be left out by name or glob (``--ignore-attr 'op_*'``).
+
+What the comparison counts as the same: an attribute one op leaves out and the other sets to the value the
+op's definition gives by default (a kernel reads the same), an unset lod_level and 0 (the wire default), and,
+unless asked for, Paddle's bookkeeping attributes (BOOKKEEPING: where the op was built, backend switches)."""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from collections.abc import Iterable
+
+from . import registry
+from .ir import Block, OpDesc, Program, VarDesc, VarType, dtype_name
+from .listing import attr_text
+
+BOOKKEEPING = ("op_callstack", "op_namescope", "op_device", "with_quant_attr", "use_mkldnn", "use_onednn",
+               "mkldnn_data_type", "onednn_data_type", "use_quantizer")
+VAR_FIELDS = ("type", "dtype", "shape", "lod_level", "persistable", "is_parameter", "stop_gradient",
+              "need_check_feed")
+
+
+def _field_text(field: str, value) -> str:
+    if value is None:
+        return "unset"
+    if field == "dtype":
+        return dtype_name(value)
+    if field == "type":
+        return VarType(value).name if value in VarType._value2member_map_ else str(value)
+    return str(value)
+
+
+def _var_text(var: VarDesc) -> str:
+    return f"{dtype_name(var.dtype) if var.dtype is not None else VarType(var.type).name}{var.shape or ''}"
+
+
+def op_text(op: OpDesc) -> str:
+    ins = ", ".join(f"{slot}={args}" for slot, args in op.inputs.items() if args)
+    outs = ", ".join(f"{slot}={args}" for slot, args in op.outputs.items() if args)
+    return f"{op.type}({ins}) -> {outs}"
+
+
+_ABSENT = object()
+
+
+class Differ:
+    def __init__(self, ignore_attrs: Iterable[str] = (), bookkeeping: bool = False):
+        self.ignore = list(ignore_attrs) + ([] if bookkeeping else list(BOOKKEEPING))
+
+    def ignored(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, pattern) for pattern in self.ignore)
+
+    def var_changes(self, a: VarDesc, b: VarDesc) -> list[str]:
+        """Fields that differ; an unset flag or lod_level reads as its wire default (False, 0)."""
+        def value(var: VarDesc, field: str):
+            raw = getattr(var, field)
+            return (raw or 0) if field == "lod_level" else bool(raw) if field in VAR_FIELDS[4:] else raw
+
+        return [f"{field} {_field_text(field, getattr(a, field))} -> {_field_text(field, getattr(b, field))}"
+                for field in VAR_FIELDS if value(a, field) != value(b, field)]
+
+    def op_changes(self, a: OpDesc, b: OpDesc) -> list[str]:
+        changes = []
+        for kind, slots_a, slots_b in (("input", a.inputs, b.inputs), ("output", a.outputs, b.outputs)):
+            for slot in dict.fromkeys([*slots_a, *slots_b]):
+                args_a, args_b = slots_a.get(slot, []), slots_b.get(slot, [])
+                if args_a != args_b:
+                    changes.append(f"{kind} {slot}: {args_a} -> {args_b}")
+        defaults = registry.OPS[a.type].attrs if a.type == b.type and a.type in registry.OPS else {}
+        for name in dict.fromkeys([*a.attrs, *b.attrs]):
+            if self.ignored(name):
+                continue
+            default = defaults.get(name, _ABSENT)
+            if a.attrs.get(name, default) == b.attrs.get(name, default):
+                continue
+            text_a = attr_text(a.attrs[name], a.attr_types[name]) if name in a.attrs else "absent"
+            text_b = attr_text(b.attrs[name], b.attr_types[name]) if name in b.attrs else "absent"
+            changes.append(f"attr {name}: {text_a} -> {text_b}")
+        return changes
+
+    def block_lines(self, a: Block, b: Block) -> list[str]:
+        lines = []
+        for name in sorted(a.vars.keys() - b.vars.keys()):
+            lines.append(f"  - var {name} : {_var_text(a.vars[name])}")
+        for name in sorted(b.vars.keys() - a.vars.keys()):
+            lines.append(f"  + var {name} : {_var_text(b.vars[name])}")
+        for name in sorted(a.vars.keys() & b.vars.keys()):
+            changes = self.var_changes(a.vars[name], b.vars[name])
+            if changes:
+                lines.append(f"  ~ var {name}: {'; '.join(changes)}")
+        matcher = difflib.SequenceMatcher(None, [op.type for op in a.ops], [op.type for op in b.ops], autojunk=False)
+        for tag, i0, i1, j0, j1 in matcher.get_opcodes():
+            if tag == "equal" or (tag == "replace" and i1 - i0 == j1 - j0):
+                for i, j in zip(range(i0, i1), range(j0, j1)):
+                    changes = self.op_changes(a.ops[i], b.ops[j]) if a.ops[i].type == b.ops[j].type else [
+                        f"type {a.ops[i].type} -> {b.ops[j].type}", *self.op_changes(a.ops[i], b.ops[j])]
+                    if changes:
+                        lines.append(f"  ~ op {_where(i, j)} {a.ops[i].type}: " + "; ".join(changes))
+                continue
+            lines += [f"  - op {i} {op_text(a.ops[i])}" for i in range(i0, i1)]
+            lines += [f"  + op {j} {op_text(b.ops[j])}" for j in range(j0, j1)]
+        return lines
+
+
+def _where(i: int, j: int) -> str:
+    return str(i) if i == j else f"{i}/{j}"
+
+
+def diff_programs(a: Program, b: Program, ignore_attrs: Iterable[str] = (), bookkeeping: bool = False) -> list[str]:
+    """The differences, one line each under a header per block; empty when the programs are the same.
+    ``bookkeeping`` compares Paddle's bookkeeping attributes too."""
+    differ = Differ(ignore_attrs, bookkeeping)
+    lines = []
+    for idx in range(max(len(a.blocks), len(b.blocks))):
+        if idx >= len(b.blocks):
+            lines.append(f"block {idx}: only in the first program ({len(a.blocks[idx].ops)} ops)")
+            continue
+        if idx >= len(a.blocks):
+            lines.append(f"block {idx}: only in the second program ({len(b.blocks[idx].ops)} ops)")
+            continue
+        block_a, block_b = a.blocks[idx], b.blocks[idx]
+        header = []
+        for field in ("parent_idx", "forward_block_idx"):
+            if getattr(block_a, field) != getattr(block_b, field):
+                header.append(f"{field} {getattr(block_a, field)} -> {getattr(block_b, field)}")
+        body = differ.block_lines(block_a, block_b)
+        if header or body:
+            lines.append(f"block {idx}: " + ("; ".join(header) if header else _summary(body)))
+            lines += body
+    return lines
+
+
+def _summary(body: list[str]) -> str:
+    counts = {}
+    for line in body:
+        sign, kind = line.split()[:2]
+        counts[(kind, sign)] = counts.get((kind, sign), 0) + 1
+    words = {"+": "added", "-": "removed", "~": "changed"}
+    return ", ".join(f"{n} {kind}{'s' if n > 1 else ''} {words[sign]}" for (kind, sign), n in sorted(counts.items()))

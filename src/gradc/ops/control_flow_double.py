@@ -1,0 +1,120 @@
+"""Second derivatives through control flow: conditional_block_grad's maker, and what while_grad's
+(gradc.ops.loop_double) shares with it.
+
+A control-flow grad op runs its backward block in the scopes its forward op left: it reads the forward
+block's values there, not through its inputs, so no maker can see how they move with the inputs. Its maker
+recomputes instead: it builds a forward op whose block replays copies of the forward block's and the
+backward block's ops, writing the grads the grad op wrote, and differentiates that op with the control-flow
+op's own maker. Every var the copies write is renamed (``v@REPLAY@{block}``), so the replay never touches
+the values of the run it repeats; the grads it writes again get the same values.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..errors import GradError
+from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
+from ..registry import defgrad, get, make_op
+from . import control_flow  # noqa: F401  (registers the grad ops given makers here)
+
+RENAMED = re.compile(r"@RENAME@block\d+@\d+$")   # a grad op's output renamed by the sums of the backward pass
+
+
+class Replay:
+    """Appends ops to a block, declaring the vars they write: copies of other blocks' ops, renamed."""
+
+    def __init__(self, block: Block, *sources: Block):
+        self.block, self.sources = block, sources   # the blocks whose ops are copied (they see the originals)
+
+    def unique(self, name: str) -> str:
+        count, new = 0, f"{name}@REPLAY@{self.block.idx}"
+        while any(new in b.vars for b in self.block.program.blocks):
+            count += 1
+            new = f"{name}@REPLAY@{self.block.idx}@{count}"
+        return new
+
+    def fresh(self, name: str) -> str:
+        """A new var of this block, declared like ``name``."""
+        source = next(var for b in (*self.sources, self.block) if (var := b.visible_var(name)) is not None)
+        var = self.block.add_var(source.copy(self.unique(name)))
+        var.persistable = False
+        return var.name
+
+    def var(self, name: str, dtype, shape=(1,)) -> str:
+        var = self.block.create_var(self.unique(name), None if shape is None else list(shape), dtype)
+        if dtype == VarType.STEP_SCOPES:
+            var.type, var.dtype = VarType.STEP_SCOPES, None
+        return var.name
+
+    def op(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None) -> OpDesc:
+        op = make_op(type, inputs, outputs, attrs)
+        self.block.ops.append(op)
+        return op
+
+    def copy_ops(self, ops: list[OpDesc], reads: dict[str, str], writes: dict[str, str] | None = None) -> dict:
+        """Copies of ``ops``: a read of a name in ``reads`` reads its var here; a write of a name in ``writes``
+        writes that var (in place), any other write a fresh var. Returns ``reads`` with the fresh names."""
+        reads = dict(reads)
+        for op in ops:
+            if any(True for _ in op.block_refs()):
+                raise GradError(f"gradc does not differentiate twice through nested control flow (op {op.type} "
+                                f"in a block a control-flow grad op runs)")
+            copy = op.copy()
+            copy.inputs = {slot: [reads.get(n, n) for n in args] for slot, args in op.inputs.items()}
+            for args in copy.outputs.values():
+                for pos, name in enumerate(args):
+                    if name != EMPTY_VAR:
+                        reads[name] = args[pos] = (writes or {}).get(name) or self.fresh(name)
+            self.block.ops.append(copy)
+        return reads
+
+
+def outer_reads(block: Block) -> list[str]:
+    """The vars the block's ops read before any of them writes them: what it takes from outside."""
+    written, reads = set(), []
+    for op in block.ops:
+        reads += [n for n in op.input_names() if n not in written and n not in reads and n != EMPTY_VAR]
+        written.update(op.output_names())
+    return reads
+
+
+def differentiated_run(g, replay: Block, outputs: list[str], cond: str | None = None) -> list[OpDesc]:
+    """A conditional_block running ``replay`` (on ``cond``, else always) and writing ``outputs``, then its grad
+    ops from conditional_block's own maker."""
+    ops = []
+    if cond is None:
+        cond = g.block.create_var(Replay(replay).unique("always"), [1], VarType.BOOL).name
+        ops.append(OpDesc("fill_constant", {}, {"Out": [cond]}, {"shape": [1], "dtype": int(VarType.BOOL),
+                                                                  "value": 1.0}))
+    scope = Replay(g.block).var("scope", VarType.STEP_SCOPES, None)
+    run = OpDesc("conditional_block", {"Cond": [cond], "Input": outer_reads(replay)},
+                 {"Out": outputs, "Scope": [scope]}, {"is_scalar_condition": True})
+    run.set_attr("sub_block", replay.idx, AttrType.BLOCK)
+    return [*ops, run, *get("conditional_block").grad(g.for_op(run))]
+
+
+def _conditional_block_grad(g) -> list[OpDesc]:
+    """d(conditional_block_grad): the branch's forward and backward blocks replayed in a conditional_block
+    on the same condition, differentiated as a branch."""
+    if not g.attr("is_scalar_condition"):
+        raise GradError("conditional_block_grad: gradc differentiates twice only branches on a scalar condition")
+    program = g.block.program
+    backward = program.blocks[g.attr("sub_block")]
+    forward = program.blocks[backward.forward_block_idx]
+    replay = Replay(program.append_block(g.block.idx), forward, backward)
+    renamed = replay.copy_ops(forward.ops + backward.ops, {})
+    outputs = []
+    for var, grad in zip(g.I("Input"), g.O("Input@GRAD")):   # the grads again (zeros where none was computed)
+        if grad != EMPTY_VAR:
+            inner = renamed.get(RENAMED.sub("", grad))
+            replay.op("assign", {"X": [inner]}, {"Out": [grad]}) if inner else \
+                replay.op("fill_any_like", {"X": [var]}, {"Out": [grad]}, {"value": 0.0, "dtype": -1})
+            outputs.append(grad)
+    return differentiated_run(g, replay.block, outputs, cond=g.I("Cond")[0])
+
+
+# a grad op: the backward pass sees it through its inputs and outputs, not the names its block uses; the
+# replay recomputes the branch's outputs (Out), so their values need no gradient
+defgrad("conditional_block_grad", grad=_conditional_block_grad, no_grad_inputs=["Cond", "Out", "Scope"]).grad_op_of = \
+    "conditional_block"

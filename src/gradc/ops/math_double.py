@@ -1,0 +1,140 @@
+"""Second derivatives of arithmetic: makers for the grad ops of gradc.ops.math and gradc.ops.reduce, all
+composite (gradc.ops.composite), so the ops they emit have makers of their own and third derivatives
+follow. ``ddX`` is the grad of the grad op's output X@GRAD.
+
+Paddle's makers emit elementwise_{add,sub,mul,div}_grad_grad and matmul_v2_grad_grad; gradc writes the same
+derivatives with forward ops and first-order grad ops, which Paddle runs too.
+"""
+
+from __future__ import annotations
+
+from ..ir import EMPTY_VAR
+from ..registry import defgrad
+from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
+from .composite import Formula, bilinear, expansion, first, linear
+
+for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
+    defgrad(f"{_name}_grad", grad=bilinear(_name))
+
+
+def _sum_or_difference(forward: str):
+    """X@GRAD and Y@GRAD are dOut summed down to X and Y: linear in dOut, so d/d(dOut) = ddX +- ddY
+    broadcast (zeros for one nobody computed)."""
+
+    def maker(g):
+        f = Formula(g)
+        ddx, ddy = (first(g.OG(s + "@GRAD")) or f.fill_like(first(g.I(s)), 0.0) for s in ("X", "Y"))
+        f.into(first(g.IG("Out@GRAD")), forward, {"X": ddx, "Y": ddy}, same=True)
+        return f.ops
+
+    return maker
+
+
+for _name in ("elementwise_add", "elementwise_sub"):
+    defgrad(f"{_name}_grad", grad=_sum_or_difference(_name), no_grad_inputs=["X", "Y"])
+
+
+def summed_to(f, operand: str, slot: str, value: str, axis: int) -> str:
+    """``value`` (shaped like the output) summed down to ``operand``, the ``slot`` ("X" or "Y") input of a
+    broadcasting elementwise op: elementwise_add_grad with ``value`` standing in for the other operand."""
+    other = "Y" if slot == "X" else "X"
+    return f.op("elementwise_add_grad", {slot: operand, other: value, "Out@GRAD": value}, operand,
+                {"axis": axis}, slot=slot + "@GRAD")
+
+
+@expansion
+def _div_grad(f, g):
+    """X@GRAD = dOut / y and Y@GRAD = -dOut x / y^2, summed down to X and Y."""
+    x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
+    quotient = f.div(dout, y, dout, axis)
+    grads = {}
+    if g.O("X@GRAD"):
+        grads["X@GRAD"] = summed_to(f, x, "X", quotient, axis)
+    if g.O("Y@GRAD"):
+        minus = f.scale(f.div(f.mul(quotient, x, dout, axis), y, dout, axis), -1.0)
+        grads["Y@GRAD"] = summed_to(f, y, "Y", minus, axis)
+    return grads
+
+
+defgrad("elementwise_div_grad", grad=_div_grad, no_grad_inputs=["Out"])   # gradc's kernel reads X, not Out
+
+
+@expansion
+def _pow_grad(f, g):
+    """X@GRAD = dOut y x^(y-1) and Y@GRAD = dOut x^y log x (x > 0), summed down to X and Y."""
+    x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
+    grads = {}
+    if g.O("X@GRAD"):
+        power = f.op("elementwise_pow", {"X": x, "Y": f.scale(y, 1.0, -1.0)}, dout, {"axis": axis})
+        grads["X@GRAD"] = summed_to(f, x, "X", f.mul(f.mul(dout, power, dout), y, dout, axis), axis)
+    if g.O("Y@GRAD"):
+        power = f.op("elementwise_pow", {"X": x, "Y": y}, dout, {"axis": axis})
+        grads["Y@GRAD"] = summed_to(f, y, "Y", f.mul(f.mul(dout, power, dout), f.unary("log", x), dout, axis), axis)
+    return grads
+
+
+defgrad("elementwise_pow_grad", grad=_pow_grad)
+
+
+def _select(first_wins: str):
+    """max/min: dOut goes to X where ``first_wins`` compares X against Y, else to Y (ties to Y, as the grad
+    kernel); flat in X and Y, so d/d(dOut) = where(X wins, ddX, ddY), each broadcast to dOut's shape."""
+
+    def maker(g):
+        wanted = first(g.IG("Out@GRAD"))
+        if wanted == EMPTY_VAR:
+            return []
+        f = Formula(g)
+        x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
+        zeros = f.fill_like(dout, 0.0)
+        ddx, ddy = first(g.OG("X@GRAD")), first(g.OG("Y@GRAD"))
+        picks = f.op(first_wins, {"X": x, "Y": y}, dout, {"axis": axis})
+        f.into(wanted, "where", {
+            "Condition": picks,
+            "X": f.add(ddx, zeros, dout, axis) if ddx else zeros,
+            "Y": f.add(zeros, ddy, dout, axis) if ddy else zeros})
+        return f.ops
+
+    return maker
+
+
+defgrad("elementwise_max_grad", grad=_select("greater_than"), no_grad_inputs=["X", "Y"])
+defgrad("elementwise_min_grad", grad=_select("less_than"), no_grad_inputs=["X", "Y"])
+
+
+def _where_double(g):
+    """where_grad splits dOut by the condition: d/d(dOut) = where(Condition, ddX, ddY)."""
+    if first(g.IG("Out@GRAD")) == EMPTY_VAR:
+        return []
+    f = Formula(g)
+    dout = first(g.I("Out@GRAD"))
+    ddx, ddy = (first(g.OG(s + "@GRAD")) or f.fill_like(first(g.I(s)), 0.0) for s in ("X", "Y"))
+    f.into(first(g.IG("Out@GRAD")), "where", {"Condition": g.I("Condition"),
+                                               "X": f.add(ddx, f.fill_like(dout, 0.0), dout),
+                                               "Y": f.add(ddy, f.fill_like(dout, 0.0), dout)})
+    return f.ops
+
+
+defgrad("where_grad", grad=_where_double, no_grad_inputs=["Condition", "X", "Y"])
+
+# Reductions: mean and sum spread dOut evenly, so d/d(dOut) reduces ddX the same way.
+defgrad("mean_grad", grad=linear("mean"), no_grad_inputs=["X"])
+for _name in ("reduce_sum", "reduce_mean"):
+    defgrad(f"{_name}_grad", grad=linear(_name), no_grad_inputs=["X"])
+
+
+def _extreme(g):
+    """reduce_max/min give dOut to the elements equal to Out: d/d(dOut) sums ddX over those (the mask is
+    the grad op's own output for dOut = 1)."""
+    wanted = first(g.IG("Out@GRAD"))
+    if wanted == EMPTY_VAR:
+        return []
+    f = Formula(g)
+    x, out, dout = first(g.I("X")), first(g.I("Out")), first(g.I("Out@GRAD"))
+    mask = f.op(g.fwd.type, {"X": x, "Out": out, "Out@GRAD": f.fill_like(dout, 1.0)}, x, slot="X@GRAD", same=True)
+    f.into(wanted, "reduce_sum", {"X": f.mul(first(g.OG("X@GRAD")), mask, x)}, same=True)
+    return f.ops
+
+
+for _name in ("reduce_max", "reduce_min"):
+    defgrad(f"{_name}_grad", grad=_extreme, no_grad_inputs=["X", "Out"])

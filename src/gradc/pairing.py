@@ -1,0 +1,170 @@
+"""What each op of a program is for (feed/fetch, forward, backward, optimizer) and which forward op each
+grad op differentiates: what the viewer, the DOT picture and the diff show.
+
+Pairing reads the names: a grad op writes the grads of its forward op's inputs (``x@GRAD``, or a renamed
+partial ``x@GRAD@RENAME@...``) and reads the grads of its outputs and the forward values themselves. Grad
+ops come in the reverse order of the forward ops, so the pairing walks them with a cursor that only moves
+back: of the forward ops the names point at, the best match at or before the cursor wins (a type named
+``<forward>_grad`` breaks ties). Helper ops with no grad names (a composite maker's temporaries) take the
+pairing of the grad op that reads their result; sums of partial grads and zero fills pair with nothing.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from . import registry
+from .ir import Block, OpDesc, Program, VarType
+
+FEED_FETCH, FORWARD, BACKWARD, OPTIMIZER = "feed/fetch", "forward", "backward", "optimizer"
+# Paddle's op_role bits: Backward 1, Optimize 2, LRSched 16, Loss 256
+_BACKWARD_BIT, _OPTIMIZE_BITS, LOSS_BIT = 1, 2 | 16, 256
+
+
+def _feed_fetch_names(block: Block) -> set[str]:
+    """The feed and fetch holder vars the block's ops can name."""
+    names, current = set(), block
+    while current is not None:
+        names.update(n for n, v in current.vars.items() if v.type in (VarType.FEED_MINIBATCH, VarType.FETCH_LIST))
+        current = current.parent
+    return names
+
+
+def op_kinds(block: Block) -> list[str]:
+    """The kind of each op of the block: by Paddle's op_role where the op has one; else by what it reads and
+    writes (the feed and fetch holders, grad vars)."""
+    holders = _feed_fetch_names(block)
+    return [_kind(op, holders) for op in block.ops]
+
+
+def op_kind(block: Block, op: OpDesc) -> str:
+    return _kind(op, _feed_fetch_names(block))
+
+
+def _kind(op: OpDesc, holders: set[str]) -> str:
+    if holders and any(n in holders for n in (*op.input_names(), *op.output_names())):
+        return FEED_FETCH
+    role = op.attrs.get("op_role")
+    if isinstance(role, int) and not isinstance(role, bool):
+        if role & _OPTIMIZE_BITS:
+            return OPTIMIZER
+        return BACKWARD if role & _BACKWARD_BIT else FORWARD
+    opdef = registry.get(op.type)
+    if (opdef is not None and opdef.grad_op_of) or any(is_grad(n) for n in op.output_names()):
+        return BACKWARD
+    return FORWARD
+
+
+def is_loss(op: OpDesc) -> bool:
+    role = op.attrs.get("op_role")
+    return isinstance(role, int) and bool(role & LOSS_BIT)
+
+
+def _strip_rename(name: str) -> str:
+    return name.split("@RENAME@", 1)[0]
+
+
+def is_grad(name: str) -> bool:
+    return _strip_rename(name).endswith("@GRAD")
+
+
+def grad_base(name: str) -> str:
+    """x@GRAD -> x, x@GRAD@RENAME@block0@1 -> x, x@GRAD@GRAD -> x@GRAD."""
+    return _strip_rename(name).removesuffix("@GRAD")
+
+
+@dataclass(frozen=True)
+class OpRef:
+    block: int
+    index: int
+
+
+def _is_plumbing(op: OpDesc) -> bool:
+    """A sum of one var's partial grads, or a zero fill of its grad: it differentiates no single op."""
+    names = [*op.input_names(), *op.output_names()]
+    return bool(names) and any(is_grad(n) for n in op.output_names()) and len(
+        {grad_base(n) if is_grad(n) else n for n in names}) == 1
+
+
+class _ForwardIndex:
+    """Which forward ops read and write each name."""
+
+    def __init__(self, ops: list[tuple[int, OpDesc]]):
+        self.ops = dict(ops)
+        self.readers: dict[str, list[int]] = defaultdict(list)
+        self.writers: dict[str, list[int]] = defaultdict(list)
+        for idx, op in ops:
+            for name in set(op.input_names()):
+                self.readers[name].append(idx)
+            for name in set(op.output_names()):
+                self.writers[name].append(idx)
+
+    def best(self, op: OpDesc, cursor: int) -> int | None:
+        grads_of_inputs = {grad_base(n) for n in op.output_names() if is_grad(n)}
+        grads_of_outputs = {grad_base(n) for n in op.input_names() if is_grad(n)}
+        values = {n for n in op.input_names() if not is_grad(n)}
+        scores: dict[int, int] = defaultdict(int)
+        for name in grads_of_inputs:
+            for idx in self.readers.get(name, ()):
+                scores[idx] += 4
+            for idx in self.writers.get(name, ()):   # a seed: the grad of the value the op computes
+                scores[idx] += 1
+        for name in grads_of_outputs:
+            for idx in self.writers.get(name, ()):
+                scores[idx] += 4
+        if not scores:
+            return None
+        opdef = registry.get(op.type)
+        for idx in scores:
+            fwd = self.ops[idx]
+            if op.type == f"{fwd.type}_grad" or (opdef is not None and opdef.grad_op_of == fwd.type):
+                scores[idx] += 8
+            scores[idx] += len(values & (set(fwd.input_names()) | set(fwd.output_names())))
+        before = [idx for idx in scores if idx <= cursor] or list(scores)
+        return max(before, key=lambda idx: (scores[idx], idx))
+
+
+def pair_grad_ops(program: Program) -> dict[OpRef, OpRef]:
+    """Each grad op -> the forward op it differentiates, in every block: a block's own backward ops pair with
+    its forward ops, the ops of a backward block (forward_block_idx set) with those of its forward block."""
+    pairs: dict[OpRef, OpRef] = {}
+    for block in program.blocks:
+        forward = block.forward_block_idx
+        if forward is not None and 0 <= forward < len(program.blocks) and forward != block.idx:
+            source = program.blocks[forward]
+            fwd_ops = list(enumerate(source.ops))
+            grad_ops = list(enumerate(block.ops))
+        else:
+            source = block
+            kinds = op_kinds(block)
+            fwd_ops = [(i, op) for i, op in enumerate(block.ops) if kinds[i] == FORWARD]
+            grad_ops = [(i, op) for i, op in enumerate(block.ops) if kinds[i] == BACKWARD]
+        pairs.update(_pair_block(block.idx, source.idx, fwd_ops, grad_ops))
+    return pairs
+
+
+def _pair_block(block_idx: int, source_idx: int, fwd_ops, grad_ops) -> dict[OpRef, OpRef]:
+    index = _ForwardIndex(fwd_ops)
+    found: dict[int, int] = {}
+    cursor = max((idx for idx, _ in fwd_ops), default=-1)
+    helpers = []
+    for idx, op in grad_ops:
+        if _is_plumbing(op):
+            continue
+        match = index.best(op, cursor)
+        if match is None:
+            helpers.append((idx, op))
+        else:
+            found[idx] = cursor = match
+    readers: dict[str, list[int]] = defaultdict(list)   # which grad ops read each name, in order
+    for idx, op in grad_ops:
+        for name in op.input_names():
+            readers[name].append(idx)
+    for idx, op in reversed(helpers):   # a temporary's pairing is its reader's
+        for name in op.output_names():
+            reader = next((r for r in readers.get(name, ()) if r > idx and r in found), None)
+            if reader is not None:
+                found[idx] = found[reader]
+                break
+    return {OpRef(block_idx, idx): OpRef(source_idx, fwd) for idx, fwd in found.items()}

@@ -1,0 +1,66 @@
+"""Checkpoints of a training run in one directory: every persistable value (parameters, optimizer
+accumulators, learning rate and step counters, batch-norm statistics) and where the run stands (epoch, batch,
+step, and the settings that decide what comes next). Each checkpoint is two files written atomically, the
+arrays first: a checkpoint exists once its state file does. The newest KEEP are kept."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FormatError, GradcError, OutputError
+from ..io import write_atomic
+from ..io.arrays import read_npz
+
+FORMAT = "gradc checkpoint 1"
+KEEP = 2
+_STATE = re.compile(r"checkpoint-(\d{8,})\.json$")
+
+
+def save_checkpoint(directory: str | Path, values: dict[str, np.ndarray], state: dict) -> Path:
+    """Write checkpoint number ``state['step']``; return its state file."""
+    directory = Path(directory)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"cannot create the checkpoint directory '{directory}': {exc.strerror}") from None
+    stem = f"checkpoint-{state['step']:08d}"
+    buffer = io.BytesIO()
+    np.savez(buffer, **values)
+    write_atomic(directory / f"{stem}.npz", buffer.getvalue())
+    path = directory / f"{stem}.json"
+    write_atomic(path, (json.dumps({"format": FORMAT, **state}, indent=1) + "\n").encode())
+    for old in _states(directory)[:-KEEP]:
+        old.with_suffix(".npz").unlink(missing_ok=True)
+        old.unlink(missing_ok=True)
+    return path
+
+
+def load_checkpoint(directory: str | Path) -> tuple[dict[str, np.ndarray], dict, Path]:
+    """The newest checkpoint of ``directory``: (values, state, its state file)."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        raise GradcError(f"cannot resume from '{directory}': no such directory")
+    states = _states(directory)
+    if not states:
+        raise GradcError(f"cannot resume from '{directory}': it holds no checkpoint (checkpoint-N.json)")
+    path = states[-1]
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise FormatError(f"checkpoint '{path}' is not readable: {exc}") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise FormatError(f"checkpoint '{path}' is not a {FORMAT!r} state file")
+    for key in ("epoch", "batch", "step"):
+        if not isinstance(state.get(key), int) or state[key] < 0:
+            raise FormatError(f"checkpoint '{path}': '{key}' must be a count >= 0")
+    return read_npz(path.with_suffix(".npz"), "checkpoint"), state, path
+
+
+def _states(directory: Path) -> list[Path]:
+    found = [(int(match[1]), path) for path in directory.iterdir() if (match := _STATE.match(path.name))]
+    return [path for _, path in sorted(found)]

@@ -1,0 +1,75 @@
+"""Data for training: named arrays (one per feed var) that share their first dimension, the examples, cut
+into batches in order or shuffled; or one batch fed at every step. Arrays may be memory-mapped (a directory
+of .npy files): a batch reads only its rows."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import GradcError
+from ..io.arrays import read_arrays
+
+
+class Dataset:
+    """Examples as arrays named after feed vars, sharing their first dimension."""
+
+    def __init__(self, arrays: Mapping[str, np.ndarray], source: str = "data"):
+        if not arrays:
+            raise GradcError(f"{source}: no arrays")
+        self.arrays = {name: value if isinstance(value, np.ndarray) else np.asarray(value)
+                       for name, value in arrays.items()}
+        sizes = {name: (value.shape[0] if value.ndim else None) for name, value in self.arrays.items()}
+        if len(set(sizes.values())) != 1 or None in sizes.values():
+            listed = ", ".join(f"{name} {list(value.shape)}" for name, value in self.arrays.items())
+            raise GradcError(f"{source}: the arrays must share their first dimension (the examples): {listed}")
+        self.size = next(iter(sizes.values()))
+        if self.size == 0:
+            raise GradcError(f"{source}: holds no examples")
+        self.source = source
+
+    @classmethod
+    def load(cls, path: str | Path, what: str = "data") -> Dataset:
+        """An .npz of named arrays, or a directory of NAME.npy files (memory-mapped)."""
+        return cls(read_arrays(path, what), f"{what} '{path}'")
+
+    def batch_count(self, batch_size: int, drop_last: bool) -> int:
+        full, rest = divmod(self.size, batch_size)
+        return full if drop_last or not rest else full + 1
+
+    def order(self, epoch: int, shuffle: bool, seed: int) -> np.ndarray:
+        """The examples of an epoch: a function of (seed, epoch) alone, so a resumed run sees the same order."""
+        return np.random.default_rng([seed, epoch]).permutation(self.size) if shuffle else np.arange(self.size)
+
+    def batches(self, epoch: int, batch_size: int, shuffle: bool = False, seed: int = 0, drop_last: bool = False,
+                start: int = 0) -> Iterator[dict[str, np.ndarray]]:
+        """The batches of ``epoch`` from batch ``start`` on."""
+        order = self.order(epoch, shuffle, seed)
+        for index in range(start, self.batch_count(batch_size, drop_last)):
+            rows = order[index * batch_size:(index + 1) * batch_size]
+            yield {name: _rows(value, rows, shuffle) for name, value in self.arrays.items()}
+
+
+class OneBatch:
+    """The same fed values at every step (gradc train --feed): one batch per epoch."""
+
+    def __init__(self, feed: Mapping[str, object]):
+        self.feed = dict(feed)
+        first = next((np.shape(v) for v in self.feed.values() if np.ndim(v)), None)
+        self.size = first[0] if first else 1
+
+    def batch_count(self, batch_size: int | None = None, drop_last: bool = False) -> int:
+        return 1
+
+    def batches(self, epoch: int, batch_size=None, shuffle=False, seed=0, drop_last=False, start: int = 0):
+        if start == 0:
+            yield self.feed
+
+
+def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:
+    """The rows of a batch as an in-memory array (a contiguous slice when the order is the natural one)."""
+    if not shuffled and len(rows):
+        return np.array(value[rows[0]:rows[-1] + 1])
+    return np.asarray(value[rows])

@@ -1,0 +1,73 @@
+"""Export for inference, as Paddle's save_inference_model writes it: the program pruned to what the fetches
+need from the feeds, without backward, optimizer or learning-rate ops, in test mode (dropout keeps every unit,
+batch norm uses its running statistics), with feed ops reading the `feed` holder (column i for feed i) first
+and fetch ops writing the `fetch` holder last; beside it the parameters the pruned program reads, sorted by
+name, in Paddle's combined format. ``paddle.static.load_inference_model(prefix, executor)`` loads the pair.
+
+    export(program, "model", feeds=["img"], fetches=["softmax_0.tmp_0"], scope=scope)
+    # -> model.pdmodel + model.pdiparams   (format="pir": model.json, Paddle 3's default)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..backward import roles
+from ..errors import GradcError
+from ..io import check_writable, save
+from ..io.pdiparams import persistable_names, write_params
+from ..ir import AttrType, OpDesc, Program, VarType
+from .programs import forward_part, prune
+
+SUFFIXES = {"pb": ".pdmodel", "pir": ".json"}
+
+
+def inference_program(program: Program, feeds: Sequence[str], fetches: Sequence[str]) -> Program:
+    """The program save_inference_model would write for these feeds and fetches."""
+    if not fetches:
+        raise GradcError("export needs at least one fetch var (the model's output)")
+    model = prune(forward_part(program), list(fetches), feeds)
+    block = model.global_block
+    for name in feeds:
+        block.var(name).need_check_feed = True
+    block.create_var("feed", None, None, type=VarType.FEED_MINIBATCH, persistable=True)
+    block.create_var("fetch", None, None, type=VarType.FETCH_LIST, persistable=True)
+    feed_ops = [_holder_op("feed", "feed", name, col) for col, name in enumerate(feeds)]
+    fetch_ops = [_holder_op("fetch", name, "fetch", col) for col, name in enumerate(fetches)]
+    block.ops = feed_ops[::-1] + block.ops + fetch_ops   # Paddle prepends the feed ops one by one
+    model.mark_changed()
+    return model
+
+
+def _holder_op(kind: str, source: str, target: str, col: int) -> OpDesc:
+    op = OpDesc(kind, {"X": [source]}, {"Out": [target]}, {"col": col}, {"col": AttrType.INT})
+    roles.set_role(op, roles.FORWARD)
+    return op
+
+
+def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fetches: Sequence[str],
+           scope=None, values: Mapping[str, np.ndarray] | None = None, format: str = "pb") -> tuple[str, str]:
+    """Write ``prefix``.pdmodel (or .json with format="pir") and ``prefix``.pdiparams; the parameter values come
+    from ``values`` or ``scope``. Returns the two paths."""
+    if format not in SUFFIXES:
+        raise GradcError(f"unknown export format '{format}' (known: {', '.join(SUFFIXES)})")
+    model_path, params_path = f"{prefix}{SUFFIXES[format]}", f"{prefix}.pdiparams"
+    for path in (model_path, params_path):
+        check_writable(path)
+    model = inference_program(program, list(feeds), list(fetches))
+    source = values if values is not None else scope
+    names = persistable_names(model)
+    missing = [name for name in names if source is None or name not in source]
+    if missing:
+        raise GradcError(f"export: no value for {', '.join(missing)} (give the trained parameters)")
+    arrays = {name: np.asarray(source[name]) for name in names}
+    if format == "pir":
+        from ..pir import save_pir
+        save_pir(model, model_path)
+    else:
+        save(model, model_path, "pb")
+    write_params(params_path, model, arrays)
+    return model_path, params_path

@@ -1,0 +1,97 @@
+"""What a training run reports: the fetched scalars of every step, the means of every epoch (training and
+evaluation), time and examples; and the Reporter the trainer tells as it goes (silent here; the CLI's prints)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..backward import loss_candidates, roles
+from ..errors import GradcError
+from ..ir import Program
+
+
+def scalar(name: str, value) -> float:
+    array = np.asarray(value)
+    if array.size != 1 or array.dtype.kind not in "biuf":
+        raise GradcError(f"fetched var '{name}' is {array.dtype}{list(array.shape)}: training reports scalars "
+                         f"(a loss, an accuracy); fetch other values with gradc run")
+    return float(array.reshape(()))
+
+
+def default_fetch(program: Program) -> list[str]:
+    """The loss: the float scalar output of the op Paddle's role marks as the loss, else the usual guess."""
+    block = program.global_block
+    for op in block.ops:
+        role = op.attrs.get("op_role")
+        if isinstance(role, int) and role & roles.LOSS and not role & roles.BACKWARD:
+            names = [n for n in op.output_names() if (v := block.find_var(n)) is not None and v.shape in ([], [1])]
+            if len(names) == 1:
+                return names
+    candidates = loss_candidates(program)
+    return candidates if len(candidates) == 1 else []
+
+
+@dataclass
+class History:
+    fetch: list[str]
+    steps: list[list[float]] = field(default_factory=list)     # the fetched scalars of each step
+    epochs: list[dict] = field(default_factory=list)           # {"epoch", "train": {name: mean}, "eval": {...}}
+    examples: int = 0
+    seconds: float = 0.0
+    epoch_sums: list[float] = field(default_factory=list)      # of the epoch under way, weighted by batch size
+    epoch_examples: int = 0
+
+    def add_step(self, values: list[float], examples: int) -> None:
+        self.steps.append(values)
+        self.examples += examples
+        self.epoch_sums = [s + v * examples for s, v in zip(self.epoch_sums or [0.0] * len(values), values)]
+        self.epoch_examples += examples
+
+    def running(self) -> dict[str, float]:
+        """The means of the epoch so far."""
+        count = max(self.epoch_examples, 1)
+        return {name: total / count for name, total in zip(self.fetch, self.epoch_sums)}
+
+    def end_epoch(self, epoch: int, evaluated: dict[str, float]) -> dict:
+        record = {"epoch": epoch + 1, "step": len(self.steps), "train": self.running(), "eval": evaluated}
+        self.epochs.append(record)
+        self.epoch_sums, self.epoch_examples = [], 0
+        return record
+
+    def last(self) -> dict[str, float]:
+        return dict(zip(self.fetch, self.steps[-1])) if self.steps else {}
+
+    def state(self) -> dict:
+        return {"fetch": self.fetch, "steps": self.steps, "epochs": self.epochs, "examples": self.examples,
+                "seconds": self.seconds, "epoch_sums": self.epoch_sums, "epoch_examples": self.epoch_examples}
+
+    @classmethod
+    def from_state(cls, fetch: list[str], state: dict) -> History:
+        """The history a checkpoint kept; a fresh one if it fetched other vars (its records would not line up)."""
+        history = cls(list(fetch))
+        if state.get("fetch") == history.fetch and all(isinstance(state.get(key), list) for key in ("steps", "epochs")):
+            for key, value in state.items():
+                if key in cls.__dataclass_fields__ and isinstance(value, type(getattr(history, key))):
+                    setattr(history, key, value)
+        return history
+
+
+class Reporter:
+    """What the trainer tells as it goes; every method may be overridden, none must be."""
+
+    def begin(self, trainer, epochs: int, batches: int, single_batch: bool, steps: int | None) -> None:
+        pass
+
+    def epoch_begin(self, epoch: int, batch: int) -> None:
+        pass
+
+    def step(self, step: int, epoch: int, batch: int, values: list[float]) -> None:
+        pass
+
+    def epoch_end(self, epoch: int, record: dict) -> None:
+        pass
+
+    def end(self, history: History) -> None:
+        pass

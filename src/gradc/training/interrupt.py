@@ -1,0 +1,37 @@
+"""Ctrl-C during training: the first one lets the current step finish (so the checkpoint written next holds a
+consistent state), a second one stops at once, as the handler installed before would."""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+
+
+class StopRequest:
+    requested = False
+
+
+@contextmanager
+def deferred_interrupt():
+    """Yield a StopRequest whose ``requested`` turns True on the first SIGINT (main thread only)."""
+    stop = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum, frame):
+        if not stop.requested:
+            stop.requested = True
+            return
+        signal.signal(signal.SIGINT, previous)
+        if callable(previous):
+            previous(signum, frame)
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)

@@ -1,0 +1,115 @@
+"""Parameters in and out of a Scope in one call, in any of the formats users have: an .npz of name -> array,
+Paddle's combined .pdiparams (save_inference_model), or its pickled .pdparams / .pdopt (paddle.save).
+
+    gradc.load_params(scope, "params.npz", program)      # every value checked against the var it fills
+    gradc.save_params(scope, "model.pdiparams", program) # the model's parameters (no optimizer state)
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import FormatError, GradcError
+from ..io import write_atomic
+from ..io.arrays import read_npz
+from ..io.pdiparams import persistable_names, read_params, write_params
+from ..io.pickled import read_pickled, write_pickled
+from ..ir import Program
+from ..ir.types import NUMPY_DTYPE_NAMES
+from .programs import forward_part
+
+PICKLED = (".pdparams", ".pdopt")
+
+
+def read_values(path: str | os.PathLike, program: Program | None = None) -> dict[str, np.ndarray]:
+    """name -> array from a parameter file, each checked against the var ``program`` declares. A .pdiparams
+    names nothing itself: it is read in the order of the program's persistable vars, or of its forward part's
+    (what save_params and Paddle's save_inference_model write)."""
+    path = str(path)
+    if path.endswith(".pdiparams"):
+        if program is None:
+            raise GradcError(f"'{path}': a .pdiparams file is read against the program it belongs to")
+        values = _read_combined(path, program)
+    elif path.endswith(PICKLED):
+        values = read_pickled(path, "params")
+    else:
+        values = read_npz(path, "params")
+    if program is not None:
+        values = {name: checked_param(program, name, value, path) for name, value in values.items()}
+    return values
+
+
+def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
+    try:
+        return read_params(path, program)
+    except FormatError as whole_program:
+        try:
+            forward = forward_part(program)
+        except GradcError:
+            raise whole_program from None
+        if persistable_names(forward) == persistable_names(program):
+            raise
+        try:
+            return read_params(path, forward)
+        except FormatError:
+            raise whole_program from None
+
+
+def checked_param(program: Program, name: str, value, source: str):
+    """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
+    var = program.global_block.find_var(name)
+    if var is None or var.shape is None:
+        return value
+    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
+        raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
+                          f"{var.shape}")
+    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
+    if expected is not None and value.dtype.name != expected:
+        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
+    return value
+
+
+def load_params(scope, path: str | os.PathLike, program: Program | None = None) -> list[str]:
+    """Put the values of a parameter file into ``scope``; return their names."""
+    values = read_values(path, program)
+    for name, value in values.items():
+        scope[name] = value
+    return sorted(values)
+
+
+def save_params(scope, path: str | os.PathLike, program: Program, names: list[str] | None = None) -> list[str]:
+    """Write the model's parameters (by default the persistable vars of the program's forward part: weights and
+    batch-norm statistics, no optimizer state) from ``scope``, in the format the extension says."""
+    forward = forward_part(program)
+    names = persistable_names(forward) if names is None else sorted(names)
+    missing = [name for name in names if name not in scope]
+    if missing:
+        raise GradcError(f"cannot save parameters: the scope has no value for {', '.join(missing)} "
+                         f"(run the startup program or load parameters first)")
+    values = {name: np.asarray(scope[name]) for name in names}
+    suffix = Path(path).suffix
+    if suffix == ".pdiparams":
+        write_params(path, _holding(forward, names), values)
+    elif suffix in PICKLED:
+        write_pickled(path, values)
+    else:
+        buffer = io.BytesIO()
+        np.savez(buffer, **values)
+        write_atomic(path, buffer.getvalue())
+    return names
+
+
+def _holding(program: Program, names: list[str]) -> Program:
+    """A program whose persistable vars are exactly ``names`` (the order a .pdiparams file is in)."""
+    holder = Program()
+    for name in names:
+        var = program.global_block.find_var(name)
+        if var is None:
+            raise GradcError(f"cannot save '{name}' in a .pdiparams: the forward part of the program has no such var")
+        copy = holder.global_block.add_var(var.copy())
+        copy.persistable = True
+    return holder

@@ -1,0 +1,89 @@
+"""The programs a training program implies: its forward part (what evaluation runs and export starts from:
+backward, optimizer and learning-rate ops removed, dropout and batch norm in test mode, as Paddle's
+``clone(for_test=True)``), the model's parameters, and the ops some fetches need."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .. import registry
+from ..backward import roles
+from ..errors import GradcError
+from ..executor.executor import referenced_names
+from ..io.pdiparams import persistable_names
+from ..ir import GRAD_SUFFIX, AttrType, Program
+from ..ops.optimizer_checks import UPDATES
+from ..optimizers.emit import LR_SCHEDULE
+
+TRAINING_ROLES = roles.BACKWARD | roles.OPTIMIZE | LR_SCHEDULE
+
+
+def is_training_op(op) -> bool:
+    """Backward, optimizer or learning-rate op: by Paddle's op_role, else by what it is and writes."""
+    role = op.attrs.get("op_role")
+    if isinstance(role, int) and role & TRAINING_ROLES:
+        return True
+    return op.type in UPDATES or any(GRAD_SUFFIX in name for name in op.output_names())
+
+
+def forward_part(program: Program) -> Program:
+    """A copy without the training ops, in test mode, without the vars no op uses any more."""
+    test = program.clone()
+    block = test.global_block
+    block.ops = [op for op in block.ops if not is_training_op(op)]
+    if not block.ops:
+        raise GradcError("the program has no forward ops (only backward, optimizer or learning-rate ops)")
+    set_test_mode(test)
+    drop_unused_vars(test)
+    return test
+
+
+def set_test_mode(program: Program) -> None:
+    """is_test on every op that has the attribute (dropout keeps every unit, batch norm uses its running
+    statistics), as Paddle's inference optimisation does."""
+    for block in program.blocks:
+        for op in block.ops:
+            opdef = registry.get(op.type)
+            if "is_test" in op.attrs or (opdef is not None and "is_test" in opdef.attrs):
+                op.set_attr("is_test", True, AttrType.BOOLEAN)
+    program.mark_changed()
+
+
+def drop_unused_vars(program: Program, keep: Iterable[str] = ()) -> None:
+    used = set(keep)
+    for block in program.blocks:
+        for op in block.ops:
+            used |= set(op.input_names()) | set(op.output_names())
+    for block in program.blocks:
+        block.vars = {name: var for name, var in block.vars.items() if name in used}
+    program.mark_changed()
+
+
+def model_parameters(program: Program) -> list[str]:
+    """The persistable vars the forward part reads or writes (parameters, batch-norm statistics), by name:
+    what a trained model is, without the optimizer's state."""
+    return persistable_names(forward_part(program))
+
+
+def prune(program: Program, fetches: list[str], feeds: Iterable[str] = ()) -> Program:
+    """A copy of ``program`` with only the block-0 ops the fetches need; fed vars cut the graph above them."""
+    pruned = program.clone()
+    block, feeds = pruned.global_block, set(feeds)
+    for name in [*fetches, *feeds]:
+        if block.find_var(name) is None:
+            raise GradcError(f"'{name}' is not a var of block 0 of the program")
+    needed, kept = set(fetches), []
+    for op in reversed(block.ops):
+        outputs = set(op.output_names())
+        if outputs & needed and not outputs <= feeds:
+            kept.append(op)
+            needed |= referenced_names(pruned, op) - outputs | (set(op.input_names()) & outputs)
+    block.ops = kept[::-1]
+    written = {name for op in block.ops for name in op.output_names()}
+    for name in sorted(needed - written - feeds):
+        var = block.find_var(name)
+        if var is not None and not var.persistable:
+            raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
+                             f"(feed it, or fetch something that does not depend on it)")
+    drop_unused_vars(pruned, keep=[*fetches, *feeds])
+    return pruned

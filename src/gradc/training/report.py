@@ -1,0 +1,91 @@
+"""How `gradc train` reports: a progress bar per epoch (click's) on stderr when it is a terminal, plain log
+lines every --log-every steps otherwise; a line per epoch with the training and evaluation means; a summary."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from .history import History, Reporter
+
+
+def _values(names, values) -> str:
+    return " ".join(f"{name}={value:.6g}" for name, value in zip(names, values))
+
+
+class ConsoleReporter(Reporter):
+    def __init__(self, log_every: int = 1, progress_stream=None):
+        self.log_every = log_every
+        self.stream = progress_stream or sys.stderr
+        self.bar = None
+
+    def begin(self, trainer, epochs, batches, single_batch, steps):
+        self.trainer, self.epochs, self.batches, self.single = trainer, epochs, batches, single_batch
+        self.total_steps = steps if single_batch and steps else epochs * batches
+        self.names, self.started = trainer.fetch, time.perf_counter()
+        self.examples_at_start = trainer.history.examples
+        terminal = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.progress = terminal
+        if terminal and single_batch:
+            self.bar = self._bar(self.total_steps, "training", trainer.step)
+
+    def _bar(self, length: int, label: str, done: int):
+        bar = click.progressbar(length=length, label=label, file=self.stream, show_eta=True, show_pos=True,
+                                item_show_func=lambda status: status)
+        bar.__enter__()
+        bar.update(done)
+        return bar
+
+    def epoch_begin(self, epoch, batch):
+        self.epoch_started, self.epoch_examples = time.perf_counter(), self.trainer.history.epoch_examples
+        if self.progress and not self.single:
+            self.bar = self._bar(self.batches, f"epoch {epoch + 1}/{self.epochs}", batch)
+
+    def _rate(self) -> float:
+        seen = self.trainer.history.examples - self.examples_at_start
+        return seen / max(time.perf_counter() - self.started, 1e-9)
+
+    def step(self, step, epoch, batch, values):
+        if self.bar is not None:
+            running = self.trainer.history.running() if not self.single else dict(zip(self.names, values))
+            status = f"{self._rate():,.0f} ex/s" + "".join(f"  {n}={v:.4g}" for n, v in running.items())
+            self.bar.update(1, status)
+            return
+        if self.single:
+            if step % self.log_every == 0 or step == self.total_steps:
+                click.echo(f"step {step}: {_values(self.names, values)}")
+        elif batch % self.log_every == 0 or batch == self.batches:
+            click.echo(f"epoch {epoch + 1}/{self.epochs} step {batch}/{self.batches}: "
+                       f"{_values(self.names, values)} ({self._rate():,.0f} ex/s)")
+
+    def _close_bar(self):
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+    def epoch_end(self, epoch, record):
+        if self.single:
+            return
+        self._close_bar()
+        seconds = time.perf_counter() - self.epoch_started
+        line = f"epoch {epoch + 1}/{self.epochs}: train {_values(record['train'], record['train'].values())}"
+        if record["eval"]:
+            line += f" | eval {_values(record['eval'], record['eval'].values())}"
+        click.echo(f"{line} ({seconds:.1f} s)")
+
+    def end(self, history: History):
+        self._close_bar()
+        steps, seconds = len(history.steps), history.seconds
+        rate = history.examples / max(seconds, 1e-9)
+        parts = [f"{steps} steps", f"{history.examples:,} examples in {seconds:.1f} s ({rate:,.0f} ex/s)"]
+        if not self.single:
+            parts.insert(0, f"{len(history.epochs)} epochs")
+        line = "done: " + ", ".join(parts)
+        if history.steps:
+            line += f"; last step {_values(history.fetch, history.steps[-1])}"
+        if history.epochs and history.epochs[-1]["eval"]:
+            evaluated = history.epochs[-1]["eval"]
+            line += f"; eval {_values(evaluated, evaluated.values())}"
+        click.echo(line)

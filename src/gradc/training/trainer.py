@@ -1,0 +1,199 @@
+"""Training over data: the training program run once per batch (a Dataset cut into batches, or one fed batch
+at every step), the forward part evaluated after each epoch, a host-side learning-rate schedule, NaN checks,
+checkpoints and resuming, and Ctrl-C. ``gradc train`` and Python's ``gradc.Trainer`` / ``gradc.train`` are this.
+
+    trainer = Trainer(program, startup, fetch=["mean_0.tmp_0", "accuracy_0.tmp_2"], seed=0)
+    history = trainer.fit("train.npz", epochs=5, batch_size=64, shuffle=True, eval_data="test.npz")
+
+A run is a function of its seed: the order of each epoch comes from (seed, epoch) and the randomness of each
+step (dropout, ...) from (seed, step), so a run resumed from a checkpoint ends where an uninterrupted one does.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from .. import schedules
+from ..errors import GradcError, Interrupted
+from ..executor import Executor, Scope, randomness
+from ..executor.failures import NonFiniteError
+from ..io import load
+from ..ir import Program
+from .checkpoint import load_checkpoint, save_checkpoint
+from .data import Dataset, OneBatch
+from .history import History, Reporter, default_fetch, scalar
+from .interrupt import deferred_interrupt
+from .programs import forward_part, prune
+
+STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
+
+
+def as_data(data, what: str = "data") -> Dataset | OneBatch:
+    """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz or a directory of .npy)."""
+    if isinstance(data, (Dataset, OneBatch)):
+        return data
+    if isinstance(data, Mapping):
+        return Dataset(data, what)
+    if isinstance(data, (str, os.PathLike)):
+        return Dataset.load(data, what)
+    raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
+
+
+class Trainer:
+    def __init__(self, program: Program | str | os.PathLike, startup=(), scope: Scope | None = None, *,
+                 fetch: str | Sequence[str] | None = None, seed: int = 0, check_nan: bool = False,
+                 lr_schedule: schedules.Schedule | str | None = None, lr_var: str | None = None,
+                 executor: Executor | None = None):
+        """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
+        reported each step and evaluated (default: the loss)."""
+        self.program = program if isinstance(program, Program) else load(program)
+        self.scope = Scope() if scope is None else scope
+        self.executor = executor or Executor()
+        self.executor.check_finite = check_nan
+        fetch = [fetch] if isinstance(fetch, str) else list(fetch) if fetch is not None else None
+        self.fetch = default_fetch(self.program) if fetch is None else fetch
+        self.seed = seed
+        self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
+        self.lr_var = lr_var
+        self.epoch = self.batch = self.step = 0
+        self.history = History(list(self.fetch))
+        self._eval_programs: dict[tuple, Program] = {}
+        startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup or ())
+        for number, init in enumerate(startups):
+            randomness.seed([seed, STARTUP, number])   # initialisers without a seed of their own
+            self.executor.run(init if isinstance(init, Program) else load(init), scope=self.scope)
+
+    # ------------------------------------------------------------------ steps and evaluation
+    def train_step(self, feed: Mapping[str, object]) -> list[float]:
+        """One step of the training program on ``feed``; the fetched scalars."""
+        randomness.seed([self.seed, STEP, self.step])
+        if self.schedule is not None:
+            schedules.write_learning_rate(self.program, self.scope, self.schedule(self.step), self.lr_var)
+        try:
+            values = self.executor.run(self.program, feed, self.fetch, self.scope)
+        except NonFiniteError as exc:
+            raise NonFiniteError(exc.where, exc.var, exc.slot, exc.what, step=self.step + 1) from None
+        self.step += 1
+        return [scalar(name, value) for name, value in zip(self.fetch, values)]
+
+    def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
+        """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
+        data = as_data(data, "eval data")
+        feeds = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
+        program, names = self._eval_program(tuple(feeds))
+        totals, count = dict.fromkeys(names, 0.0), 0
+        randomness.seed([self.seed, EVAL, self.epoch])
+        for feed in data.batches(0, batch_size or data.size):
+            size = _examples(feed)
+            for name, value in zip(names, self.executor.run(program, feed, names, self.scope)):
+                totals[name] += scalar(name, value) * size
+            count += size
+        return {name: total / count for name, total in totals.items()}
+
+    def _eval_program(self, feeds: tuple[str, ...]) -> tuple[Program, list[str]]:
+        if feeds not in self._eval_programs:
+            forward = forward_part(self.program)
+            written = {name for op in forward.global_block.ops for name in op.output_names()}
+            names = [name for name in self.fetch if name in written]
+            if not names:
+                raise GradcError(f"evaluation: none of the fetched vars ({', '.join(self.fetch) or 'none'}) is "
+                                 f"computed by the forward part of the program")
+            self._eval_programs[feeds] = prune(forward, names, feeds)
+        program = self._eval_programs[feeds]
+        return program, [name for name in self.fetch if program.global_block.find_var(name) is not None]
+
+    # ------------------------------------------------------------------ the loop
+    def fit(self, data, *, epochs: int = 1, batch_size: int = 32, shuffle: bool = False, drop_last: bool = False,
+            steps: int | None = None, eval_data=None, checkpoint_dir=None, checkpoint_every: int | None = None,
+            resume=None, reporter: Reporter | None = None) -> History:
+        """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done; return the history."""
+        data = as_data(data)
+        eval_data = as_data(eval_data, "eval data") if eval_data is not None else None
+        settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
+                    "examples": data.size, "single_batch": isinstance(data, OneBatch)}
+        if resume is not None:
+            self._resume(resume, settings)
+            checkpoint_dir = checkpoint_dir or resume
+        batches = data.batch_count(batch_size, drop_last)
+        if batches == 0:
+            raise GradcError(f"{data.source}: {data.size} examples make no batch of {batch_size} with --drop-last")
+        reporter = reporter or Reporter()
+        reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
+        started, saved_at = time.perf_counter(), None
+        with deferred_interrupt() as stop:
+            while self.epoch < epochs and (steps is None or self.step < steps):
+                reporter.epoch_begin(self.epoch, self.batch)
+                for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
+                    values = self.train_step(feed)
+                    self.batch += 1
+                    self.history.add_step(values, _examples(feed))
+                    reporter.step(self.step, self.epoch, self.batch, values)
+                    if checkpoint_dir and checkpoint_every and self.step % checkpoint_every == 0:
+                        saved_at = self._save(checkpoint_dir, settings)
+                    if stop.requested:
+                        self._stop(checkpoint_dir, settings, saved_at)
+                    if steps is not None and self.step >= steps:
+                        break
+                if self.batch < batches:
+                    break
+                results = self.evaluate(eval_data, batch_size) if eval_data is not None else {}
+                reporter.epoch_end(self.epoch, self.history.end_epoch(self.epoch, results))
+                self.epoch, self.batch = self.epoch + 1, 0
+                if checkpoint_dir and not checkpoint_every:
+                    saved_at = self._save(checkpoint_dir, settings)
+                if stop.requested:
+                    self._stop(checkpoint_dir, settings, saved_at)
+            if checkpoint_dir and saved_at != self.step:
+                self._save(checkpoint_dir, settings)
+        self.history.seconds += time.perf_counter() - started
+        reporter.end(self.history)
+        return self.history
+
+    # ------------------------------------------------------------------ checkpoints
+    def persistable_values(self) -> dict[str, np.ndarray]:
+        return {name: np.asarray(value) for name, value in self.scope.vars.items() if isinstance(value, np.ndarray)}
+
+    def _save(self, directory, settings: dict) -> int:
+        state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
+                 "history": self.history.state()}
+        save_checkpoint(directory, self.persistable_values(), state)
+        return self.step
+
+    def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
+        where = f"step {self.step} (epoch {self.epoch + 1}, batch {self.batch})"
+        if not directory:
+            raise Interrupted(f"interrupted after {where}; nothing saved (--checkpoint-dir keeps a checkpoint)")
+        if saved_at != self.step:
+            self._save(directory, settings)
+        raise Interrupted(f"interrupted after {where}; checkpoint saved in {directory} "
+                          f"(continue with --resume {directory})")
+
+    def _resume(self, directory, settings: dict) -> None:
+        values, state, path = load_checkpoint(directory)
+        saved = state.get("settings") or {}
+        changed = [f"{key} {saved.get(key)!r} -> {value!r}" for key, value in settings.items()
+                   if saved.get(key) != value]
+        if changed:
+            raise GradcError(f"cannot resume from {path}: it was made with other settings ({'; '.join(changed)}); "
+                             f"a resumed run continues only the run that wrote it")
+        for name, value in values.items():
+            self.scope[name] = value
+        self.epoch, self.batch, self.step = state["epoch"], state["batch"], state["step"]
+        self.history = History.from_state(self.fetch, state.get("history") or {})
+
+
+def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
+          check_nan: bool = False, lr_schedule=None, lr_var=None, **fit_options) -> History:
+    """Trainer(program, startup, scope, ...).fit(data, **fit_options) in one call."""
+    trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan,
+                      lr_schedule=lr_schedule, lr_var=lr_var)
+    return trainer.fit(data, **fit_options)
+
+
+def _examples(feed: Mapping[str, object]) -> int:
+    first = next((np.shape(v) for v in feed.values() if np.ndim(v)), None)
+    return first[0] if first else 1

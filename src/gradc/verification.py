@@ -1,0 +1,23 @@
+"""``gradc.verify(program)``: every problem found in a program, not only the first (`gradc verify`).
+
+Structure, declared vars, each op against its definition, shapes and dtypes by inference, blocks no op
+runs, reads before writes, and gradients written twice without a sum. A broken block structure stops the
+walk after the structure checks: nothing else could be read safely."""
+
+from __future__ import annotations
+
+from .ir import Program
+from .verify import frame_problems, shape_problems, structure_problems, var_problems
+from .verify_flow import grad_writer_problems, unreachable_block_problems, unwritten_read_problems
+
+
+def verify(program: Program, source: str = "program") -> list[str]:
+    """The problems of ``program``, one line each naming block, op and var; empty when it is well formed."""
+    problems = list(structure_problems(program, source))
+    if frame_problems(program, source):
+        return problems
+    for check in (var_problems, shape_problems,   # shape_problems checks each op against its definition first
+                  unreachable_block_problems, unwritten_read_problems, grad_writer_problems):
+        problems.extend(check(program))
+    return problems
+

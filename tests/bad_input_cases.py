@@ -1,0 +1,156 @@
+"""Bad input for the ops the family tests leave without a case (tests/test_bad_input_audit.py runs them and
+checks that every forward op of the registry has a case somewhere, or a reason in EXEMPT).
+
+COMPILE_TIME: what the declared shapes and attributes already show; RUN_TIME: what only the values show.
+Each case is (op type, {slot: array or [arrays]}, attributes, a phrase of the message)."""
+
+import numpy as np
+
+f32 = np.float32
+
+
+def zeros(*shape, dtype=f32):
+    return np.zeros(shape, dtype)
+
+
+def i64(*values):
+    return np.array(values, np.int64)
+
+
+X23, X4 = zeros(2, 3), zeros(2, 4, 3, 3)
+ONE = zeros(1)
+ADAM_STATE = {"Param": X23, "Grad": X23, "LearningRate": ONE, "Moment1": X23, "Moment2": X23, "Beta1Pow": ONE,
+              "Beta2Pow": ONE}
+MISMATCHED = {"X": X23, "Y": zeros(2, 4)}
+
+COMPILE_TIME = {
+    # activations and elementwise ops
+    "brelu range": ("brelu", {"X": X23}, {"t_min": 2.0, "t_max": 1.0}, "t_min=2.0, t_max=1.0 are out of range"),
+    "hard_shrink threshold": ("hard_shrink", {"X": X23}, {"threshold": -1.0}, "threshold=-1.0 is out of range"),
+    "softplus beta": ("softplus", {"X": X23}, {"beta": 0.0}, "beta=0.0 is out of range: it must be nonzero"),
+    "clip bounds": ("clip", {"X": X23}, {"min": 2.0, "max": 1.0}, "min 2.0 is above max 1.0"),
+    **{f"{op} shapes": (op, MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]")
+       for op in ("elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_floordiv", "elementwise_max",
+                  "elementwise_min", "elementwise_mod", "elementwise_pow", "equal", "not_equal", "less_than",
+                  "less_equal", "greater_than", "greater_equal")},
+    **{f"{op} shapes": (op, {"X": zeros(2, 3, dtype=bool), "Y": zeros(2, 4, dtype=bool)}, {},
+                        "cannot broadcast shapes [2, 3] and [2, 4]") for op in ("logical_and", "logical_or",
+                                                                                 "logical_xor")},
+    "where shapes": ("where", {"Condition": zeros(2, 3, dtype=bool), **MISMATCHED}, {}, "cannot broadcast"),
+    "sum shapes": ("sum", {"X": [X23, zeros(3, 2)]}, {}, "the addends must have one shape"),
+    "accuracy rows": ("accuracy", {"Out": X23, "Indices": zeros(2, 3, dtype=np.int64),
+                                   "Label": zeros(3, 1, dtype=np.int64)},
+                      {}, "one Label per row of Indices"),
+    # products, reductions, shapes and indices
+    "matmul contraction": ("matmul", {"X": X23, "Y": zeros(4, 5)}, {}, "contraction dims differ: 3 vs 4"),
+    "matmul_v2 contraction": ("matmul_v2", {"X": X23, "Y": zeros(4, 5)}, {}, "contraction dims differ: 3 vs 4"),
+    "mul flattening": ("mul", {"X": X23, "Y": zeros(4, 5)}, {}, "X flattens to [*, 3] but Y to [4, *]"),
+    "bmm batch": ("bmm", {"X": zeros(2, 3, 4), "Y": zeros(3, 4, 5)}, {}, "bmm needs X [B, M, K] and Y [B, K, N]"),
+    **{f"{op} axis": (op, {"X": X23}, {"dim": [5]}, "axis 5 is out of range for rank 2")
+       for op in ("reduce_mean", "reduce_min", "reduce_prod")},
+    "reduce_any axis": ("reduce_any", {"X": zeros(2, 3, dtype=bool)}, {"dim": [2]}, "axis 2 is out of range"),
+    "arg_max axis": ("arg_max", {"X": X23}, {"axis": 3}, "axis 3 is out of range for rank 2"),
+    "arg_min axis": ("arg_min", {"X": X23}, {"axis": -3}, "axis -3 is out of range for rank 2"),
+    "unstack axis": ("unstack", {"X": X23}, {"axis": 3, "num": 2}, "axis 3 is out of range for rank 2"),
+    "strided_slice stride": ("strided_slice", {"Input": X23},
+                             {"axes": [1], "starts": [0], "ends": [1], "strides": [0]}, "the stride along axis 1 is 0"),
+    "tile repeats": ("tile", {"X": X23}, {"repeat_times": [-1, 2]}, "repeat_times [-1, 2] must not be negative"),
+    "expand_as_v2 target": ("expand_as_v2", {"X": X23, "Y": zeros(4, 5)}, {"target_shape": [4, 5]},
+                            "cannot expand dim 2 of [2, 3] to 4"),
+    "gather_nd depth": ("gather_nd", {"X": X23, "Index": i64([[0, 1, 2]])}, {}, "addresses 3 dims of the rank 2 X"),
+    "scatter updates": ("scatter", {"X": zeros(4, 3), "Ids": i64(1, 2), "Updates": zeros(2, 4)}, {},
+                        "scatter needs Updates shaped [len(Ids)] + X.shape[1:]"),
+    "cast dtype": ("cast", {"X": X23}, {"in_dtype": 5, "out_dtype": 99}, "out_dtype 99 is not a tensor data type"),
+    "fill_any_like dtype": ("fill_any_like", {"X": X23}, {"dtype": 99, "value": 1.0},
+                            "dtype 99 is neither -1 (X's) nor a tensor data type"),
+    "empty shape": ("empty", {}, {"shape": [2, -3], "dtype": 5}, "empty shape [2, -3] has a negative dim"),
+    # nn layers
+    "conv3d channels": ("conv3d", {"Input": zeros(1, 2, 3, 3, 3), "Filter": zeros(2, 3, 1, 1, 1)}, {},
+                        "Input has 2 channels but Filter expects 3 per group x 1 groups"),
+    "conv3d_transpose channels": ("conv3d_transpose", {"Input": zeros(1, 2, 3, 3, 3), "Filter": zeros(3, 2, 1, 1, 1)},
+                                  {}, "Input has 2 channels but Filter [C_in, C_out/groups, *kernel] has C_in 3"),
+    "depthwise_conv2d zero groups": ("depthwise_conv2d", {"Input": zeros(1, 4, 3, 3), "Filter": zeros(4, 1, 3, 3)},
+                                     {"groups": 0}, "groups must be >= 1, got 0"),
+    "depthwise_conv2d_transpose channels": ("depthwise_conv2d_transpose", {"Input": zeros(1, 4, 3, 3),
+                                                                           "Filter": zeros(3, 1, 3, 3)},
+                                            {"groups": 4}, "Input has 4 channels but Filter"),
+    "pool3d type": ("pool3d", {"X": zeros(1, 1, 2, 2, 2)}, {"pooling_type": "min"}, "pooling_type 'min' is not"),
+    "max_pool3d_with_index window": ("max_pool3d_with_index", {"X": zeros(1, 1, 2, 2, 2)}, {"ksize": [3, 3, 3]},
+                                     "a [3, 3, 3] window does not fit the padded input [2, 2, 2]"),
+    "fractional_max_pool3d size": ("fractional_max_pool3d", {"x": zeros(1, 1, 4, 4, 4)},
+                                   {"output_size": [6, 2, 2], "random_u": 0.5}, "cannot give output_size [6, 2, 2]"),
+    "unpool3d output size": ("unpool3d", {"X": zeros(1, 1, 2, 2, 2), "Indices": zeros(1, 1, 2, 2, 2, dtype=np.int32)},
+                             {"output_size": [4, 0, 4]}, "output_size must be 3 sizes >= 1, got [4, 0, 4]"),
+    "bicubic_interp_v2 size": ("bicubic_interp_v2", {"X": X4}, {"interp_method": "bicubic", "out_h": -2, "out_w": 3},
+                               "the output size [-2, 3] must be > 0"),
+    "linear_interp_v2 scale": ("linear_interp_v2", {"X": zeros(1, 2, 3)}, {"interp_method": "linear", "scale": [-1.0]},
+                               "attribute scale [-1.0] must be > 0"),
+    "group_norm zero groups": ("group_norm", {"X": X4}, {"groups": 0}, "groups=0 must be >= 1 and divide the 4"),
+    "layer_norm axis": ("layer_norm", {"X": X23}, {"begin_norm_axis": 2}, "begin_norm_axis 2 is out of range"),
+    "dropout rate": ("dropout", {"X": X23}, {"dropout_prob": 1.5}, "dropout_prob 1.5 is not in [0, 1]"),
+    "dropout mode": ("dropout", {"X": X23}, {"dropout_implementation": "upscale"}, "dropout_implementation 'upscale'"),
+    # losses
+    "huber_loss shapes": ("huber_loss", {"X": zeros(2, 1), "Y": zeros(3, 1)}, {"delta": 1.0},
+                          "Y [3, 1] must have the shape of X [2, 1]"),
+    "bce_loss shapes": ("bce_loss", {"X": X23, "Label": zeros(2, 4)}, {}, "Label [2, 4] must have the shape of X"),
+    "sigmoid_cross_entropy_with_logits shapes": ("sigmoid_cross_entropy_with_logits", {"X": X23, "Label": zeros(2, 4)},
+                                                 {}, "Label [2, 4] must have the shape of X [2, 3]"),
+    # optimizers
+    "clip_by_norm max_norm": ("clip_by_norm", {"X": X23}, {"max_norm": -1.0}, "attribute max_norm is -1.0"),
+    "adamw beta1": ("adamw", ADAM_STATE, {"beta1": 1.0}, "attribute beta1 is 1, but it must be in [0, 1)"),
+    "adamax beta2": ("adamax", {"Param": X23, "Grad": X23, "LearningRate": ONE, "Moment": X23, "InfNorm": X23,
+                                "Beta1Pow": ONE}, {"beta2": -0.5}, "attribute beta2 is -0.5"),
+    "adadelta accumulator": ("adadelta", {"Param": X23, "Grad": X23, "AvgSquaredGrad": zeros(3, 2),
+                                          "AvgSquaredUpdate": X23, "LearningRate": ONE}, {},
+                             "AvgSquaredGrad 'avgsquaredgrad0' has shape [3, 2], but parameter 'param0'"),
+    "rmsprop centered": ("rmsprop", {"Param": X23, "MeanSquare": X23, "Grad": X23, "Moment": X23, "LearningRate": ONE},
+                         {"centered": True}, "attribute centered is set, but input MeanGrad is empty"),
+    "rprop accumulator": ("rprop", {"param": X23, "grad": X23, "prev": zeros(2, 2), "learning_rate": X23,
+                                    "learning_rate_range": zeros(2), "etas": zeros(2)}, {},
+                          "prev 'prev0' has shape [2, 2], but parameter 'param0' has shape [2, 3]"),
+    "nadam decay": ("nadam", {"param": X23, "grad": X23, "learning_rate": ONE, "momentum_decay_pow": X23,
+                              "beta2_pow": X23, "mu_product": X23, "moment1": X23, "moment2": X23},
+                    {"momentum_decay": -0.1}, "attribute momentum_decay is -0.1, but it must be >= 0"),
+    "radam beta2": ("radam", {"param": X23, "grad": X23, "learning_rate": ONE, "beta1_pow": X23, "beta2_pow": X23,
+                              "rho": X23, "moment1": X23, "moment2": X23}, {"beta2": 1.5}, "attribute beta2 is 1.5"),
+    "merged_adam moment": ("merged_adam", {**{k: [v, v] for k, v in ADAM_STATE.items()}, "Moment1": [X23, ONE]}, {},
+                           "Moment1 'moment11' has shape [1], but parameter 'param1' has shape [2, 3]"),
+    "merged_momentum velocity": ("merged_momentum", {"Param": [X23], "Grad": [X23], "Velocity": [zeros(3)],
+                                                     "LearningRate": [ONE]}, {},
+                                 "Velocity 'velocity0' has shape [3], but parameter 'param0' has shape [2, 3]"),
+}
+
+RUN_TIME = {
+    "gather_nd index": ("gather_nd", {"X": X23, "Index": i64([0, 5])}, {}, "Index[..., 1] holds 5, outside [-3, 3)"),
+    "scatter ids": ("scatter", {"X": zeros(4, 3), "Ids": i64(1, 9), "Updates": zeros(2, 3)}, {},
+                    "Ids holds 9, outside [-4, 4)"),
+    "clip tensor bounds": ("clip", {"X": X23, "Min": np.array([2.0], f32), "Max": np.array([1.0], f32)}, {},
+                           "min 2 is above max 1"),
+    "tile tensor": ("tile", {"X": X23, "RepeatTimes": np.array([2, -1], np.int32)}, {},
+                    "the repeat times [2, -1] must not be negative"),
+    "lookup_table_v2 id": ("lookup_table_v2", {"W": zeros(4, 3), "Ids": i64(1, 7)}, {},
+                           "id 7 is out of range for a table of 4 rows"),
+    "one_hot_v2 depth": ("one_hot_v2", {"X": i64(1, 7)}, {"depth": 4}, "index 7 is out of range for depth 4"),
+    "select_input mask": ("select_input", {"X": [zeros(2), zeros(2)], "Mask": np.array([5], np.int32)}, {},
+                          "Mask 5 selects none of the 2 branches"),
+    "select_output mask": ("select_output", {"X": zeros(2), "Mask": np.array([5], np.int32)}, {},
+                           "Mask 5 selects none of the 1 branches"),
+}
+
+# forward ops with nothing a program can get wrong, and why
+ANY_TENSOR = "any shape, no attribute: every float tensor is valid input"
+FREE_ATTRIBUTES = "elementwise, and every real value of its attributes is a valid Paddle formula"
+EXEMPT = {
+    "lod_array_length": "no attribute: every tensor array has a length",
+    **{op: ANY_TENSOR for op in ("abs", "exp", "log", "sqrt", "rsqrt", "square", "sign", "sigmoid", "tanh", "relu",
+                                 "silu", "softsign", "logsigmoid", "tanh_shrink", "gelu", "mean", "assign",
+                                 "fill_zeros_like", "squared_l2_norm", "cos", "sin")},
+    **{op: FREE_ATTRIBUTES for op in ("elu", "leaky_relu", "relu6", "swish", "hard_sigmoid", "hard_swish", "mish",
+                                      "thresholded_relu", "pow")},
+    "logical_not": "elementwise on any bool tensor",
+    "shape": "any tensor: its dims", "size": "any tensor: its element count",
+    "feed": "the executor's own input op", "fetch": "the executor's own output op",
+    "conditional_block": "control flow: a block without its sub-block attribute or vars is refused by the "
+                         "definition checks (tests/test_fuzz.py, tests/test_hostile_inputs.py)",
+    "while": "control flow: an endless loop stops at the iteration limit (tests/test_hostile_inputs.py)",
+}

@@ -1,0 +1,124 @@
+"""Programs with second- and third-order backwards, recomputation and eager accumulation that Paddle 3.3.1 runs
+too (tools/higher_order_programs.py writes them, tools/run_in_paddle.py --higher runs them in Paddle and keeps
+Paddle's numbers; tests/test_higher_order_vs_paddle.py compares gradc's). Float64, small.
+
+Each case builds (program, feed, params, fetch): every var in fetch is a gradient the program computes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gradc
+from deep_nets import batch_norm, fan_out, initial_values, mlp, resnet
+from gradc.layers import ProgramBuilder
+from gradc.passes import EagerAccumulationPass, RecomputePass
+
+
+def _rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def _fc(net: ProgramBuilder, x: str, size: int, act: str | None = None) -> str:
+    layer = net.unique("fc")
+    w = net.parameter(f"fc_{layer}.w_0", [net.block.var(x).shape[-1], size], "float64")
+    b = net.parameter(f"fc_{layer}.b_0", [size], "float64")
+    out = net.op("elementwise_add", {"X": net.op("mul", {"X": x, "Y": w})[0], "Y": b})[0]
+    return net.op(act, {"X": out})[0] if act else out
+
+
+def _dot(net: ProgramBuilder, names: list[str], feed: dict, prefix: str, rng) -> str:
+    """sum over ``names`` of sum(v * var), each v a fed constant."""
+    terms = []
+    for name in names:
+        shape = net.block.var(name).shape
+        v = net.data(f"{prefix}.{name}", shape, "float64", stop_gradient=True)
+        feed[v] = rng.standard_normal(shape)
+        terms.append(net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": name, "Y": v})[0]},
+                            {"reduce_all": True, "dim": []})[0])
+    return net.op("sum", {"X": terms})[0]
+
+
+def _params(net: ProgramBuilder, rng, scale: float = 0.6) -> dict:
+    """Random parameters, and positive variances for the running statistics."""
+    values = {name: rng.standard_normal(var.shape) * scale for name, var in net.block.vars.items() if var.persistable}
+    return {name: np.abs(value) + 0.5 if name.endswith("Variance") else value for name, value in values.items()}
+
+
+def hessian_vector_product(third: bool = False):
+    """H v of a tanh / gelu / softplus MLP (and the derivative of u . H v with ``third``)."""
+    rng = _rng(1)
+    net = ProgramBuilder(seed=1)
+    x = net.data("x", [4, 3], "float64", stop_gradient=True)
+    hidden = _fc(net, _fc(net, _fc(net, x, 4, "tanh"), 4, "gelu"), 2, "softplus")
+    loss = net.mean(net.op("elementwise_add", {"X": net.op("square", {"X": hidden})[0], "Y": hidden})[0])
+    feed = {"x": rng.standard_normal((4, 3))}
+    pairs = gradc.append_backward(net.program, loss)
+    params = [p for p, _ in pairs]
+    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), params)
+    fetch = [g for _, g in pairs] + second
+    if third:
+        fetch += gradc.gradients(net.program, _dot(net, second, feed, "u", rng), params)
+    return net.program, feed, _params(net, rng), fetch
+
+
+def cnn_gradient_penalty(pool: str):
+    """The gradient of sum((d loss / d image)^2) of conv + tanh + pool + fc + softmax cross entropy."""
+    rng = _rng(2)
+    net = ProgramBuilder(seed=2)
+    image = net.data("image", [2, 1, 4, 4], "float64", stop_gradient=False)
+    label = net.data("label", [2, 1], "int64")
+    hidden = net.op("conv2d", {"Input": image, "Filter": net.parameter("conv.w", [2, 1, 3, 3], "float64")},
+                    {"paddings": [1, 1]})[0]
+    hidden = net.op("pool2d", {"X": net.op("tanh", {"X": hidden})[0]},
+                    {"pooling_type": pool, "ksize": [2, 2], "strides": [2, 2]})[0]
+    flat = net.op("flatten_contiguous_range", {"X": hidden}, {"start_axis": 1, "stop_axis": 3})[0]
+    loss = net.cross_entropy_loss(_fc(net, flat, 3), label)
+    gradc.gradients(net.program, loss, ["image"])
+    norm = net.op("reduce_sum", {"X": net.op("square", {"X": "image@GRAD"})[0]}, {"reduce_all": True, "dim": []})[0]
+    params = _params(net, rng)
+    fetch = ["image@GRAD"] + gradc.gradients(net.program, norm, list(params))
+    feed = {"image": rng.standard_normal((2, 1, 4, 4)), "label": np.array([[2], [0]])}
+    return net.program, feed, params, fetch
+
+
+def norms_second_order():
+    """H v through batch_norm, layer_norm, log_softmax and softmax_with_cross_entropy."""
+    rng = _rng(3)
+    net = ProgramBuilder(seed=3)
+    x = net.data("x", [4, 3], "float64", stop_gradient=True)
+    label = net.data("label", [4, 1], "int64")
+    stats = {slot: net.parameter(f"bn.{slot}", [3], "float64") for slot in ("Scale", "Bias", "Mean", "Variance")}
+    for slot in ("Mean", "Variance"):
+        net.block.var(stats[slot]).is_parameter = False
+    hidden = batch_norm(net, _fc(net, x, 3), stats)
+    hidden = net.op("layer_norm", {"X": net.op("sigmoid", {"X": hidden})[0],
+                                   "Scale": net.parameter("ln.scale", [3], "float64"),
+                                   "Bias": net.parameter("ln.bias", [3], "float64")}, outputs=["Y"])[0]
+    logits = net.op("log_softmax", {"X": _fc(net, hidden, 3)}, {"axis": -1})[0]
+    loss = net.cross_entropy_loss(logits, label)
+    feed = {"x": rng.standard_normal((4, 3)), "label": np.array([[0], [2], [1], [2]])}
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng)
+    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    return net.program, feed, params, [g for _, g in pairs] + second
+
+
+def _with(build, transform):
+    net, loss, feed = build
+    pairs = gradc.append_backward(net.program, loss)
+    transform(net.program)
+    return net.program, feed, initial_values(net), [loss] + [g for _, g in pairs]
+
+
+CASES = {
+    "hvp_mlp": lambda: hessian_vector_product(),
+    "third_order_mlp": lambda: hessian_vector_product(third=True),
+    "penalty_cnn_avg": lambda: cnn_gradient_penalty("avg"),
+    "penalty_cnn_max": lambda: cnn_gradient_penalty("max"),
+    "hvp_norms": norms_second_order,
+    "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
+    "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
+                                      RecomputePass("auto")),
+    "eager_fan_out": lambda: _with(fan_out(readers=6, width=3, batch=2, dtype="float64"), EagerAccumulationPass()),
+}

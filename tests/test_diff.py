@@ -1,0 +1,83 @@
+"""gradc diff: a structural diff per block (vars by name, ops aligned by order), attribute filters, exit 0 when
+equal and 1 when not; gradc's compile of each Paddle fixture against Paddle's own backward program differs
+in a few lines at most (docs/tools.md says what and why)."""
+
+import json
+
+import gradc
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+from gradc.diff import diff_programs
+
+
+def test_same_program_exit_0_and_a_changed_one_exit_1(tmp_path):
+    path = DATA / "mlp" / "backward.pb"
+    same = gradc_cli("diff", path, path)
+    assert same.returncode == 0 and same.stdout.strip().endswith("are the same")
+    program = gradc.load(path)
+    block = program.global_block
+    block.ops[3].set_attr("x_num_col_dims", 2)
+    block.ops[3].set_attr("op_callstack", ["somewhere"])
+    del block.ops[5]
+    block.create_var("extra", [2, 3])
+    block.vars["fc_0.tmp_0"].shape = [-1, 32]
+    changed = tmp_path / "changed.pb"
+    gradc.save(program, changed)
+    result = gradc_cli("diff", path, changed)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines[0] == "block 0: 1 op removed, 1 op changed, 1 var added, 1 var changed"
+    assert "  + var extra : float32[2, 3]" in lines
+    assert "  ~ var fc_0.tmp_0: shape [32, 32] -> [-1, 32]" in lines
+    assert "  ~ op 3 mul: attr x_num_col_dims: 1 -> 2" in lines   # op_callstack is bookkeeping: left out
+    assert any(line.startswith("  - op 5 softmax_with_cross_entropy(") for line in lines)
+    everything = gradc_cli("diff", path, changed, "--all-attrs")
+    assert "  ~ op 3 mul: attr op_callstack: [] -> ['somewhere']; attr x_num_col_dims: 1 -> 2" in everything.stdout
+    filtered = gradc_cli("diff", path, changed, "--ignore-attr", "x_*")
+    assert "x_num_col_dims" not in filtered.stdout and filtered.returncode == 1
+
+
+def test_an_absent_attribute_equals_its_registered_default():
+    program = gradc.load(DATA / "mlp" / "forward.pb")
+    other = program.clone()
+    del other.global_block.ops[0].attrs["x_num_col_dims"]
+    assert diff_programs(program, other) == []
+    other.global_block.ops[0].set_attr("y_num_col_dims", 2)
+    assert diff_programs(program, other) == ["block 0: 1 op changed", "  ~ op 0 mul: attr y_num_col_dims: 1 -> 2"]
+
+
+# In loops over tensor arrays gradc keeps copies of the loop counter (@SAVE@) where Paddle decrements it, and
+# adds the grads of an array slot read twice where Paddle overwrites: every read and write in the body shows
+# (and, as outside loops, Paddle copies split's num/sections onto the concat that is its grad).
+LOOP_DIFFERENCES = ("@SAVE@", "@RENAME@", "sum", "increment", "while_grad", "@GRAD", "block ", "concat: attr num")
+
+
+def test_gradc_against_paddle_backward_programs_is_short():
+    """Over every Paddle fixture gradc compiles: most are the same, none without a loop differs in more than a
+    handful of lines (saved copies, the order of sums, a sparse grad: docs/tools.md); loops differ only in the
+    ways LOOP_DIFFERENCES names."""
+    compared, same, longest = 0, 0, 0
+    for backward in sorted(DATA.glob("**/backward.pb")):
+        meta = backward.parent / "meta.json"
+        if not (backward.parent / "forward.pb").exists() or "loss" not in json.loads(meta.read_text()):
+            continue
+        program = gradc.load(backward.parent / "forward.pb")
+        try:
+            gradc.append_backward(program, json.loads(meta.read_text())["loss"])
+        except gradc.GradError:
+            continue
+        lines = diff_programs(gradc.load(backward), program)
+        compared += 1
+        same += not lines
+        if any(op.type == "while" for op in program.global_block.ops):
+            assert all(any(kind in line for kind in LOOP_DIFFERENCES) for line in lines), (backward, lines)
+        else:
+            longest = max(longest, len(lines))
+    assert compared > 300 and same > 0.85 * compared and longest <= 8, (compared, same, longest)
+
+
+def test_blocks_only_in_one_program():
+    one = gradc.load(DATA / "mlp" / "forward.pb")
+    two = gradc.load(DATA / "cond" / "forward.pb")
+    lines = diff_programs(one, two)
+    assert "block 1: only in the second program (3 ops)" in lines

@@ -1,0 +1,90 @@
+"""gradc.verify / gradc verify: every problem at once, each check catching what it is for, and not one false
+alarm on Paddle's own programs (every .pb, .pdmodel and PIR .json fixture, forward and backward)."""
+
+
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+from gradc.errors import ProgramError
+from gradc.verify import check_shapes
+
+PROGRAMS = sorted([*DATA.glob("**/*.pb"), *DATA.glob("**/*.pdmodel"),
+                   *(p for p in DATA.glob("pir/**/*.json") if p.name != "meta.json")])
+
+
+
+
+def test_no_false_alarm_on_any_paddle_program():
+    assert len(PROGRAMS) > 1000
+    alarms = {str(path): problems for path in PROGRAMS if (problems := gradc.verify(gradc.load(path)))}
+    assert not alarms, list(alarms.items())[:3]
+
+
+def _mlp():
+    return gradc.load(DATA / "mlp" / "backward.pb")
+
+
+def test_every_problem_is_reported_not_only_the_first():
+    program = _mlp()
+    block = program.global_block
+    block.ops[0].inputs["X"] = ["nowhere"]                      # undeclared
+    block.ops[3].set_attr("x_num_col_dims", "one", gradc.ir.AttrType.STRING)   # an attribute of the wrong kind
+    block.vars["mean_0.tmp_0"].shape = [7]                      # inference disagrees (nobody infers from it)
+    block.vars["fc_0.w_0@GRAD"].dtype = gradc.VarType.FP64      # so does the dtype of a final grad
+    problems = gradc.verify(program)
+    assert len(problems) == 4, problems
+    assert "block 0, op 0 (mul) reads var 'nowhere' (slot X), which is not declared" in problems[0]
+    assert "block 0, op 3 (mul): attribute 'x_num_col_dims' is STRING, but op 'mul' defines it as INT" in problems[1]
+    assert "op 6 (reduce_mean): output 'mean_0.tmp_0' is declared with shape [7], but the inputs give []" in problems[2]
+    assert "op 14 (mul_grad): output 'fc_0.w_0@GRAD' is declared float64, but the inputs give float32" in problems[3]
+    with pytest.raises(ProgramError, match="x_num_col_dims"):   # the raising check still stops at the first
+        check_shapes(program)
+
+
+def test_read_before_write():
+    program = _mlp()
+    block = program.global_block
+    block.ops[1], block.ops[2] = block.ops[2], block.ops[1]     # relu now reads fc_0.tmp_1 before it is written
+    assert gradc.verify(program) == [
+        "block 0, op 1 (relu) reads var 'fc_0.tmp_1' (slot X) before any op writes it, and it is neither "
+        "persistable nor fed; block 0, op 2 (elementwise_add) writes it"]
+
+
+def test_unreachable_block():
+    program = gradc.load(DATA / "cond" / "forward.pb")
+    program.global_block.ops[2].set_attr("sub_block", 2, gradc.ir.AttrType.BLOCK)   # both conds run block 2
+    problems = gradc.verify(program)
+    assert ("block 1 (parent 0, 3 ops) never runs: no op that block 0 runs, directly or through other blocks, "
+            "names it in a block attribute") in problems
+
+
+def test_lost_gradient_contribution():
+    program = gradc.load(DATA / "shared_param" / "backward.pb")
+    block = program.global_block
+    summed = next(i for i, op in enumerate(block.ops) if op.type == "sum")
+    renamed = block.ops[summed].input("X")
+    for op in block.ops:   # the partial grads written straight to the final name, the sum dropped
+        for slot, args in op.outputs.items():
+            op.outputs[slot] = [block.ops[summed].output("Out")[0] if a in renamed else a for a in args]
+    final = block.ops[summed].output("Out")[0]
+    del block.ops[summed]
+    problems = gradc.verify(program)
+    assert len(problems) == len(renamed) - 1 and all(f"writes '{final}', which" in p for p in problems), problems
+    assert "that gradient contribution is lost" in problems[0]
+
+
+def test_cli_lists_problems_and_compile_verifies(tmp_path):
+    broken = _mlp()
+    broken.global_block.ops[0].inputs["X"] = ["nowhere"]
+    broken.global_block.vars["mean_0.tmp_0"].shape = [7]
+    path = tmp_path / "broken.pb"
+    gradc.save(broken, path)
+    result = gradc_cli("verify", DATA / "mlp" / "backward.pb", path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == f"{DATA / 'mlp' / 'backward.pb'}: ok (1 block(s), 15 ops)"
+    assert len(result.stdout.splitlines()) == 3
+    assert result.stderr.strip() == f"gradc: error: problems found in {path} (2)"
+    compiled = gradc_cli("compile", DATA / "cond" / "forward.pb", "-o", tmp_path / "train.pb")
+    assert compiled.returncode == 0 and gradc_cli("verify", "-q", tmp_path / "train.pb").stdout == ""

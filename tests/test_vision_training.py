@@ -1,0 +1,66 @@
+"""Every family of paddle.vision.models (LeNet, AlexNet, VGG with and without batch norm, ResNet with basic and
+bottleneck blocks, ResNeXt, Wide ResNet, MobileNet V1/V2/V3, ShuffleNetV2, SqueezeNet, DenseNet, GoogLeNet,
+InceptionV3) as a tiny classifier: gradc compiles Paddle's forward program with Adam, trains it, and matches
+Paddle's own training step by step (tests/data/paddle/vision_train); then `gradc compile --optimizer adam` and
+`gradc train` train each for more steps and its loss goes down."""
+
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from gradc.cli import cli
+from vision_training import MODELS, Fixture, compare, train
+
+FAMILIES = {"lenet", "alexnet", "vgg", "vgg_bn", "resnet_basic", "resnet_bottleneck", "resnext", "wide_resnet",
+            "mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "shufflenet_v2", "squeezenet", "densenet", "googlenet",
+            "inception_v3"}
+CLI_STEPS = 8
+
+
+def test_every_family_has_a_fixture():
+    assert set(MODELS) == FAMILIES
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_training_steps_match_paddle(name):
+    """Each step's loss, the first step's gradients and every parameter (batch norm's running statistics too)
+    after Paddle's steps."""
+    fixture = Fixture(name)
+    differ = compare(fixture, train(fixture))
+    assert not differ, f"{name}: differs from Paddle's training in {differ}"
+
+
+def test_the_comparison_notices_a_slightly_different_step():
+    """A learning rate 1% off is caught: the comparison is sharper than the steps themselves."""
+    fixture = Fixture("resnet_basic")
+    fixture.meta["hyperparameters"]["learning_rate"] *= 1.01
+    differ = compare(fixture, train(fixture))
+    assert "losses" in differ and any(name.endswith(".w_0") for name in differ)
+
+
+def cli_losses(fixture: Fixture, tmp_path) -> list[float]:
+    """`gradc compile --optimizer adam` then `gradc train` from Paddle's initial parameters: the logged losses."""
+    runner, meta, program = CliRunner(), fixture.meta, tmp_path / "train.pb"
+    arguments = dict(meta["hyperparameters"])
+    options = ["--lr", str(arguments.pop("learning_rate"))]
+    options += [a for key, value in arguments.items() for a in ("--opt", f"{key}={value}")]
+    compiled = runner.invoke(cli, ["compile", str(fixture.dir / "forward.pb"), "-o", str(program), "--loss",
+                                   meta["loss"], "--optimizer", "adam", *options])
+    assert compiled.exit_code == 0, compiled.output
+    trained = runner.invoke(cli, ["train", str(program), "--startup", str(tmp_path / "train.startup.pb"),
+                                  "--params", str(fixture.dir / "init.npz"), "--feed", str(fixture.dir / "feed.npz"),
+                                  "--steps", str(CLI_STEPS), "--fetch", meta["loss"]])
+    assert trained.exit_code == 0, trained.output
+    return [float(v) for v in re.findall(rf"^step \d+: {re.escape(meta['loss'])}=(\S+)$", trained.output, re.M)]
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_gradc_cli_trains_it(name, tmp_path):
+    fixture = Fixture(name)
+    losses = cli_losses(fixture, tmp_path)
+    assert len(losses) == CLI_STEPS
+    paddle_steps = fixture.meta["steps"]
+    np.testing.assert_allclose(losses[:paddle_steps], fixture.npy("losses"), rtol=1e-5)   # printed with 6 digits
+    assert all(np.diff(losses) < 0), f"{name}: the loss does not go down step by step: {losses}"

@@ -1,0 +1,79 @@
+"""The training fixtures of tests/data/paddle/vision_train (tools/paddle_vision_training.py): a tiny model of
+every paddle.vision.models family, trained by Paddle with Adam for a few steps on one batch. `train(fixture)`
+does the same in gradc, from Paddle's forward program and initial parameters; `compare` applies the rule of
+tests/layer_fixtures.py (rtol 1e-5 / atol 1e-6, or within 4x Paddle's float32 error of its float64 run)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+import gradc
+from gradc.optimizers import Adam
+from layer_fixtures import agrees
+
+DATA = Path(__file__).parent / "data" / "paddle" / "vision_train"
+MODELS = sorted(d.name for d in DATA.iterdir() if (d / "meta.json").exists())
+
+
+@dataclass
+class Fixture:
+    name: str
+
+    @property
+    def dir(self) -> Path:
+        return DATA / self.name
+
+    @cached_property
+    def meta(self) -> dict:
+        return json.loads((self.dir / "meta.json").read_text())
+
+    def npz(self, name: str) -> dict[str, np.ndarray]:
+        if not (self.dir / f"{name}.npz").exists():
+            return {}
+        with np.load(self.dir / f"{name}.npz") as archive:
+            return {k: archive[k] for k in archive.files}
+
+    def npy(self, name: str) -> np.ndarray | None:
+        path = self.dir / f"{name}.npy"
+        return np.load(path) if path.exists() else None
+
+
+@dataclass
+class Trained:
+    losses: np.ndarray                 # one per step
+    grads: dict[str, np.ndarray]       # the first step's parameter gradients
+    final: dict[str, np.ndarray]       # every parameter after the last step
+
+
+def train(fixture: Fixture) -> Trained:
+    """gradc compiles Paddle's forward program with its Adam (the fixture's hyper-parameters), runs the startup
+    program, takes Paddle's initial parameters and trains the fixture's steps on its batch."""
+    meta = fixture.meta
+    program = gradc.load(fixture.dir / "forward.pb")
+    startup = Adam(**meta["hyperparameters"]).minimize(program, meta["loss"])
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(startup, scope=scope)
+    for name, value in fixture.npz("init").items():
+        scope[name] = value
+    grads = list(fixture.npz("grads"))
+    feed, losses, first = fixture.npz("feed"), [], {}
+    for step in range(meta["steps"]):
+        values = executor.run(program, feed=feed, fetch_list=[meta["loss"], *(grads if step == 0 else [])],
+                              scope=scope)
+        losses.append(np.asarray(values[0]).reshape(()))
+        first = first or dict(zip(grads, values[1:]))
+    return Trained(np.stack(losses), first, {p: np.asarray(scope[p]) for p in meta["params"]})
+
+
+def compare(fixture: Fixture, trained: Trained) -> list[str]:
+    """What differs from Paddle's training: the losses, a first-step gradient, a parameter after the last step."""
+    expected = [("losses", trained.losses, fixture.npy("losses"), fixture.npy("losses64"))]
+    for part, ours in (("grads", trained.grads), ("final", trained.final)):
+        paddle32, paddle64 = fixture.npz(part), fixture.npz(f"{part}64")
+        expected += [(name, ours[name], value, paddle64.get(name)) for name, value in paddle32.items()]
+    return [name for name, ours, paddle32, paddle64 in expected if not agrees(np.asarray(ours), paddle32, paddle64)]
