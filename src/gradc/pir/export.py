@@ -17,6 +17,7 @@ from .export_control import in_place_target
 from .export_grads import plan_saves
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
+from .naming import training_names
 from .table.rows import EXPORTS
 
 # not inputs: holders, and tensor arrays a loop fills (created empty where first needed: pd_op.create_array)
@@ -50,8 +51,9 @@ class Exporter:
         _check_exportable(self.program)
         self._inputs()
         self.export_block(self.block, self.body)
-        cols = sum(op.type == "fetch" for op in self.block.ops)
-        for col, name in enumerate(fetch, start=cols):
+        fetched = [name for op in self.block.ops if op.type == "fetch" for name in op.input("X")]
+        kept = [name for name in training_names(self.program) if name not in fetched and name not in fetch]
+        for col, name in enumerate([*fetch, *kept], start=len(fetched)):
             self.where = f"fetch target '{name}'"
             self.append_fetch(name, col)
         return Module(self.body, schema.WRITE_VERSION, True)

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..backward.roles import BACKWARD, LOSS
+from ..ir import Program
 from .graph import Module, TensorType, Value, walk_ops
+
+GRAD = "@GRAD"
 
 
 class Namer:
@@ -57,3 +61,21 @@ def file_names(module: Module) -> dict[Value, str]:
             names[value] = name
             taken.add(name)
     return names
+
+
+def training_names(program: Program) -> list[str]:
+    """The loss and the gradients of the parameters and inputs of a training program's block 0: PIR names a value
+    only as a fetch target, so the export fetches these to keep their names (and Paddle's executor returns them)."""
+    block = program.global_block
+    written = {name for op in block.ops for name in op.output_names()}
+    losses = [name.removesuffix(GRAD) for op in block.ops if _is_seed(op) for name in op.output_names()
+              if name.endswith(GRAD) and name.removesuffix(GRAD) in written]
+    grads = [name + GRAD for name, var in block.vars.items()
+             if (var.persistable or name not in written) and name + GRAD in written]
+    return list(dict.fromkeys(losses + grads))
+
+
+def _is_seed(op) -> bool:
+    """The op that starts the backward with d loss / d loss = 1."""
+    role = op.attrs.get("op_role")
+    return isinstance(role, int) and role & (LOSS | BACKWARD) == LOSS | BACKWARD

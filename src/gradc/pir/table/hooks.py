@@ -43,12 +43,13 @@ def batch_norm_affine(legacy, op, ctx) -> None:
 
 def rnn_byte_buffers(legacy, op, ctx) -> None:
     """PIR types rnn's Reserve and DropoutState as float tensors; legacy programs (and gradc's kernel,
-    which stores Reserve as the bytes of its floats) declare them UINT8 of unknown size."""
+    which stores Reserve as the bytes of its floats) declare them UINT8 of unknown size. A DropoutState that is
+    a parameter keeps its dims ([0]), so the empty state Paddle saves for it fits."""
     for slot in ("Reserve", "DropoutState"):
         for name in legacy.output(slot):
             var = ctx.block.find_var(name)
             if var is not None:
-                var.dtype, var.shape = VarType.UINT8, []
+                var.dtype, var.shape = VarType.UINT8, var.shape if var.persistable else []
 
 
 def w_out_like_w(legacy, op, ctx) -> None:
