@@ -9,14 +9,15 @@ import numpy as np
 import pytest
 
 from cli_inprocess import gradc_cli
-from pir_fixtures import INFERENCE, PIR_DATA, meta
+from fixtures import DATA
+from pir_fixtures import INFERENCE, PIR_DATA
 
 # the issue's models: an MLP, a CNN with batch norm, a transformer encoder layer, an LSTM, cond, while_loop
 MODELS = ["mlp", "cnn_bn", "transformer", "lstm", "cond", "while_loop"]
 
 
-def run_and_compare(program, case: str, out) -> None:
-    case_dir, loss = PIR_DATA / case, meta(case)["loss"]
+def run_and_compare(program, case_dir, out) -> None:
+    loss = json.loads((case_dir / "meta.json").read_text())["loss"]
     with np.load(case_dir / "grads.npz") as archive:
         grads = {name: archive[name] for name in archive.files}
     fetches = [arg for name in [loss, *grads] for arg in ("--fetch", name)]
@@ -33,11 +34,20 @@ def run_and_compare(program, case: str, out) -> None:
 def test_a_pir_model_compiles_runs_and_converts_back_to_pir(case, tmp_path):
     compiled = gradc_cli("compile", PIR_DATA / case / "forward.json", "-o", tmp_path / "train.pb")
     assert compiled.returncode == 0, compiled.stderr
-    run_and_compare(tmp_path / "train.pb", case, tmp_path / "out.npz")
+    run_and_compare(tmp_path / "train.pb", PIR_DATA / case, tmp_path / "out.npz")
     converted = gradc_cli("convert", tmp_path / "train.pb", tmp_path / "train.json")
     assert converted.returncode == 0, converted.stderr
     assert json.loads((tmp_path / "train.json").read_text())["base_code"]["magic"] == "pir"
-    run_and_compare(tmp_path / "train.json", case, tmp_path / "again.npz")
+    run_and_compare(tmp_path / "train.json", PIR_DATA / case, tmp_path / "again.npz")
+
+
+def test_a_legacy_training_program_converts_to_pir_that_gives_its_numbers(tmp_path):
+    """gradc convert train.pb train.json keeps the loss's and the gradients' names (Paddle runs such files:
+    tools/run_legacy_as_pir_in_paddle.py)."""
+    assert gradc_cli("compile", DATA / "mlp" / "forward.pb", "-o", tmp_path / "train.pb").returncode == 0
+    converted = gradc_cli("convert", tmp_path / "train.pb", tmp_path / "train.json")
+    assert converted.returncode == 0, converted.stderr
+    run_and_compare(tmp_path / "train.json", DATA / "mlp", tmp_path / "out.npz")
 
 
 @pytest.mark.parametrize("case", INFERENCE)
