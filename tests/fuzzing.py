@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from fuzzing_pir import mutate_pir
+from fuzzing_pir import mutate_pir, pir_scenarios
 from gradc.proto import framework_pb2 as pb
 
 DATA = Path(__file__).parent / "data" / "paddle"
@@ -63,7 +63,7 @@ def _read(path: Path) -> bytes:
 def scenarios() -> tuple[Case, ...]:
     """Unmutated commands over real Paddle programs; each mutation starts from one of these."""
     mlp, cond, loop, conv = DATA / "mlp", DATA / "cond", DATA / "while_loop", DATA / "conv"
-    inference, sgd, pir = DATA / "inference", DATA / "train_sgd", DATA / "pir" / "mlp"
+    inference, sgd = DATA / "inference", DATA / "train_sgd"
     cases = []
     for fixture, loss in ((mlp, "mean_0.tmp_0"), (cond, None), (loop, None), (conv, None)):
         files = {"forward.pb": _read(fixture / "forward.pb"), "feed.npz": _read(fixture / "feed.npz"),
@@ -98,12 +98,7 @@ def scenarios() -> tuple[Case, ...]:
     export = {name: _read(DATA / "export" / name) for name in ("model.pdmodel", "model.pdiparams")}
     cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--feed", "img", "--fetch",
                                "softmax_0.tmp_0", "-o", "out"], output="out.pdmodel"))
-    cases.append(Case({"forward.json": _read(pir / "forward.json"), "feed.npz": _read(pir / "feed.npz"),
-                       "params.npz": _read(pir / "params.npz")},
-                      ["run", "forward.json", "--feed", "feed.npz", "--params", "params.npz", "--fetch", "loss"]))
-    for case in ("cond", "lstm"):   # PIR control flow and the fused rnn, compiled and written back as PIR
-        cases.append(Case({"forward.json": _read(DATA / "pir" / case / "forward.json")},
-                          ["compile", "forward.json", "-o", "out.json", "--loss", "loss"], output="out.json"))
+    cases += [Case(files, args, output=output) for files, args, output in pir_scenarios(DATA)]
     return tuple(cases)
 
 

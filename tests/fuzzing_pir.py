@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 DEEP, DEEP_REGIONS = "@deep@", "@deep regions@"
 KINDS = ["op_name", "dangling", "null_operand", "drop_operand", "dup_result", "attr_kind", "attr_value", "dims",
@@ -103,3 +104,17 @@ def _nested_ifs(depth: int) -> str:
     for _ in range(depth):
         text = '{"#": "1.if", "I": [], "O": [], "A": [], "regions": [{"blocks": [{"ops": [' + text + ']}]}]}'
     return text
+
+
+def pir_scenarios(data: Path) -> list[tuple[dict[str, bytes], list[str], str | None]]:
+    """(files, gradc command, the output it writes) over Paddle's PIR fixtures, for fuzzing.scenarios."""
+    pir = data / "pir"
+    mlp = {name: (pir / "mlp" / name).read_bytes() for name in ("forward.json", "feed.npz", "params.npz")}
+    model = {name: (pir / "inference" / name).read_bytes() for name in ("model.json", "model.pdiparams", "feed.npz")}
+    found = [(mlp, ["run", "forward.json", "--feed", "feed.npz", "--params", "params.npz", "--fetch", "loss"], None),
+             (mlp, ["compile", "forward.json", "-o", "out.pb"], "out.pb"),   # the loss picked from the fetch ops
+             (model, ["run", "model.json", "--params", "model.pdiparams", "--feed", "feed.npz"], None)]
+    for case in ("cond", "lstm", "while_loop"):   # control flow and the fused rnn, written back as PIR
+        found.append(({"forward.json": (pir / case / "forward.json").read_bytes()},
+                      ["compile", "forward.json", "-o", "out.json", "--loss", "loss"], "out.json"))
+    return found
