@@ -18,6 +18,7 @@ PIR_DATA = Path(__file__).parent / "data" / "paddle" / "pir"
 TRAINING = sorted(p.parent.name for p in PIR_DATA.glob("*/forward.json"))
 INFERENCE = sorted(p.parent.name for p in PIR_DATA.glob("*/model.json"))
 WITH_BACKWARD = sorted(p.parent.name for p in PIR_DATA.glob("*/backward.json.gz"))
+OPTIM = sorted(p.parent.name for p in PIR_DATA.glob("optim_*/train.json.gz"))   # with update ops, 3 steps
 LAYERS = sorted(f"pir_layers/{p.parent.name}" for p in PIR_DATA.parent.glob("pir_layers/*/forward.json"))
 LAYERS_WITH_BACKWARD = [case for case in LAYERS if (PIR_DATA.parent / case / "backward.json.gz").exists()]
 

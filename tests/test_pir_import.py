@@ -1,6 +1,7 @@
 """Paddle 3.3.1's PIR programs load, compile with gradc's backward, and give Paddle's loss and every
 gradient; saved inference models give Paddle's outputs."""
 
+import gzip
 import json
 
 import numpy as np
@@ -15,6 +16,7 @@ from pir_fixtures import (
     INFERENCE,
     LAYERS,
     LAYERS_WITH_BACKWARD,
+    OPTIM,
     PIR_DATA,
     TRAINING,
     WITH_BACKWARD,
@@ -169,6 +171,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     pd_op.array_length and pd_op.sequence_mask (legacy recurrent programs); the export tests read them back."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
+    files += [gzip.decompress((PIR_DATA / case / "train.json.gz").read_bytes()) for case in OPTIM]
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.array_length",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .. import control_flow, stacks
-from . import grad_rows, math_rows, nn_rows, plumbing, shape_rows, special, vision_rows
+from . import grad_rows, math_rows, nn_rows, optimizer_rows, plumbing, shape_rows, special, vision_rows
 
 SPECIAL = [
     special("builtin.parameter", plumbing.parameter, 0, 1),
@@ -37,7 +37,8 @@ def _table(rows) -> dict:
     return table
 
 
-TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROWS + grad_rows.ROWS + SPECIAL)
+TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROWS + grad_rows.ROWS + optimizer_rows.ROWS
+               + SPECIAL)
 
 
 def _exports(rows) -> dict:
