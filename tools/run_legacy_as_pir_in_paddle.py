@@ -12,6 +12,12 @@ process (Paddle can crash on a program it does not accept):
 - converted: Paddle's own legacy training program (backward.pb) written as PIR the same way.
 Where Paddle's legacy gradient is wrong (meta.json paddle_wrong_grads), Paddle's run of the PIR must give
 what gradc's run of the same program gives.
+
+    /path/to/paddle/python tools/run_legacy_as_pir_in_paddle.py --optim [case ...]
+
+Paddle's legacy training programs with an optimizer (tests/data/paddle/optim, those gradc writes as PIR)
+converted: from Paddle's persistables after its startup, with its learning rate of each step, the loss at
+each step and every persistable after the last must be Paddle's.
 """
 
 from __future__ import annotations
@@ -87,6 +93,42 @@ def converted(case: Path, workdir: Path) -> str:
     return check(case, gradc.load(case / "backward.pb"), workdir)
 
 
+def optimizer_steps(case: Path, workdir: Path) -> str:
+    meta = json.loads((case / "meta.json").read_text())
+    save_pir(gradc.load(case / "train.pb"), workdir / "train.json")
+    program = paddle.static.Program()
+    paddle.base.core.deserialize_pir_program(str(workdir / "train.json"), program)
+    loss = next(op.operand_source(0) for op in program.global_block().ops
+                if op.name() == "pd_op.fetch" and op.attrs()["name"] == meta["loss"])
+    init, feeds, final, lrs = arrays(case / "init.npz"), arrays(case / "feeds.npz"), arrays(case / "final.npz"), \
+        np.load(case / "lrs.npy")
+    scope, executor, losses = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace()), []
+    with paddle.static.scope_guard(scope):
+        for name, value in init.items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        rate = init[meta["learning_rate_var"]]
+        for step in range(meta["steps"]):
+            scope.var(meta["learning_rate_var"]).get_tensor().set(np.full_like(rate, lrs[step]), paddle.CPUPlace())
+            value = executor.run(program, feed={n: v[step] for n, v in feeds.items()}, fetch_list=[loss])[0]
+            losses.append(float(np.asarray(value)))
+        wrong = [n for n, v in final.items() if not np.allclose(np.array(scope.find_var(n).get_tensor()), v,
+                                                                   rtol=1e-4, atol=1e-6)]
+    wrong += ["losses"] if not np.allclose(losses, np.load(case / "losses.npy"), rtol=1e-4, atol=1e-6) else []
+    return "DIFFERS: " + ", ".join(wrong) if wrong else "matches"
+
+
+def optim_cases() -> list[Path]:
+    """The optimizer training programs gradc writes as PIR (the others have update ops without a table row)."""
+    found = []
+    for case in sorted(p.parent for p in (DATA / "optim").glob("*/train.pb")):
+        try:
+            save_pir(gradc.load(case / "train.pb"), Path(tempfile.gettempdir()) / "probe.json")
+            found.append(case)
+        except gradc.GradcError:
+            pass
+    return found
+
+
 def cases() -> list[Path]:
     found = sorted(p.parent for p in DATA.rglob("forward.pb") if "pir" not in p.parts)
     return [c for c in found if (c / "grads.npz").exists() and (c / "loss.npy").exists()
@@ -106,8 +148,12 @@ def main(paths: list[str]) -> int:
         print(one(Path(paths[1]), globals()[paths[2]]))
         return 0
     failures = total = 0
-    for case in [Path(p).resolve() for p in paths] or cases():
-        for kind in (compiled, converted) if (case / "backward.pb").exists() else (compiled,):
+    optim = paths[:1] == ["--optim"]
+    chosen = [Path(p).resolve() for p in paths[optim:]] or (optim_cases() if optim else cases())
+    for case in chosen:
+        kinds = (optimizer_steps,) if optim else (compiled, converted) if (case / "backward.pb").exists() \
+            else (compiled,)
+        for kind in kinds:
             child = subprocess.run([sys.executable, __file__, "--one", str(case), kind.__name__],
                                    capture_output=True, text=True)
             lines = child.stdout.strip().splitlines()

@@ -9,7 +9,9 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
 - training fixtures, forward: the loss Paddle computes from gradc's file must equal the fixture's;
 - training fixtures, with gradc's backward (append_backward) exported too: Paddle's deserializer reads
   it and the loss and every gradient must equal the fixture's;
-- Paddle's own training programs (backward.json.gz) read by gradc and written back: the same.
+- Paddle's own training programs (backward.json.gz) read by gradc and written back: the same;
+- Paddle's PIR training programs with an optimizer (optim_*: train.json.gz) read by gradc and written back:
+  from Paddle's persistables after its startup, the loss at each step and every persistable after the last.
 """
 
 from __future__ import annotations
@@ -98,12 +100,33 @@ def round_trip(case: str, workdir: Path) -> bool:
     return all(results)
 
 
+def optimizer_steps(case: str, workdir: Path) -> bool:
+    source = case_dir(case)
+    save_pir(load_pir(gzip.decompress((source / "train.json.gz").read_bytes())), workdir / "train.json")
+    program = paddle.static.Program()
+    paddle.base.core.deserialize_pir_program(str(workdir / "train.json"), program)
+    loss = next(op.operand_source(0) for op in program.global_block().ops if op.name() == "pd_op.fetch")
+    scope, executor, losses = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace()), []
+    with paddle.static.scope_guard(scope), np.load(source / "init.npz") as init, \
+            np.load(source / "feeds.npz") as feeds, np.load(source / "final.npz") as final:
+        for name in init.files:
+            scope.var(name).get_tensor().set(init[name], paddle.CPUPlace())
+        for step in range(len(feeds["x"])):
+            (value,) = executor.run(program, feed={n: feeds[n][step] for n in feeds.files}, fetch_list=[loss])
+            losses.append(float(np.asarray(value)))
+        results = [check("losses", losses, np.load(source / "losses.npy"))]
+        results += [check(n, np.array(scope.find_var(n).get_tensor()), final[n]) for n in final.files]
+    return all(results)
+
+
 def main(cases: list[str]) -> int:
     failures = 0
     every = sorted(p.name for p in DATA.iterdir()) + sorted(f"pir_layers/{p.name}" for p in LAYERS.iterdir())
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases or every:
             kinds = [inference] if (case_dir(case) / "model.json").exists() else [forward, training]
+            if (case_dir(case) / "train.json.gz").exists():
+                kinds = [optimizer_steps]
             if (case_dir(case) / "backward.json.gz").exists():
                 kinds.append(round_trip)
             for kind in kinds:
