@@ -25,6 +25,16 @@ OPTIMIZERS = {
     "momentum": lambda: paddle.optimizer.Momentum(0.1, momentum=0.8, use_nesterov=True),
     "adam": lambda: paddle.optimizer.Adam(0.05, beta1=0.85, beta2=0.99, epsilon=1e-6),
     "adamw": lambda: paddle.optimizer.AdamW(0.05, weight_decay=0.02),
+    "adagrad": lambda: paddle.optimizer.Adagrad(0.1),
+    "adamax": lambda: paddle.optimizer.Adamax(0.05),
+    "rmsprop": lambda: paddle.optimizer.RMSProp(0.02, centered=True, momentum=0.5),
+    "adadelta": lambda: paddle.optimizer.Adadelta(0.5),
+    "lamb": lambda: paddle.optimizer.Lamb(0.05),
+    "nadam": lambda: paddle.optimizer.NAdam(0.05),
+    "radam": lambda: paddle.optimizer.RAdam(0.05),
+    "rprop": lambda: paddle.optimizer.Rprop(0.05),
+    "clip_global_norm": lambda: paddle.optimizer.SGD(0.1, grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
+    "clip_norm": lambda: paddle.optimizer.SGD(0.1, grad_clip=paddle.nn.ClipGradByNorm(0.3)),
 }
 
 

@@ -42,12 +42,12 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
 
 
 def _exports(rows) -> dict:
-    """legacy type -> the rows export may write it with, in table order (``when`` picks among them)."""
+    """legacy type -> the rows export may write it with: those with a ``when`` first, then in table order."""
     exports: dict[str, list] = {}
     for entry in rows:
         if entry.special is None:
             exports.setdefault(entry.legacy, []).append(entry)
-    return exports
+    return {legacy: sorted(entries, key=lambda entry: entry.when is None) for legacy, entries in exports.items()}
 
 
 EXPORTS = _exports(TABLE.values())
