@@ -43,6 +43,35 @@ def test_paddles_pir_training_program_trains_like_paddle(case, written_back):
             np.testing.assert_allclose(np.asarray(scope[name]), final[name], rtol=1e-5, atol=1e-6, err_msg=name)
 
 
+@pytest.mark.parametrize("case", OPTIM)
+def test_paddles_pir_startup_program_initialises_the_persistables(case):
+    """builtin.set_parameter / shadow_output keep what the startup makes: the accumulators and the learning rate
+    as Paddle's, the parameters (random in Paddle and gradc alike) with their shapes."""
+    program = load_pir(gzip.decompress((PIR_DATA / case / "startup.json.gz").read_bytes()))
+    scope = gradc.Scope()
+    gradc.Executor().run(program, scope=scope)
+    with np.load(PIR_DATA / case / "init.npz") as init:
+        assert set(init.files) <= {name for name, var in program.global_block.vars.items() if var.persistable}
+        for name in init.files:
+            if program.global_block.vars[name].is_parameter:
+                assert np.asarray(scope[name]).shape == init[name].shape
+            else:
+                np.testing.assert_array_equal(np.asarray(scope[name]), init[name], err_msg=name)
+
+
+def test_gradcs_startup_program_written_as_pir_initialises_the_same():
+    program = load_pir(PIR_DATA / "mlp" / "forward.json")
+    startup = gradc.minimize(program, "loss", "adam", lr=0.05)
+    again = parse_pir(serialize_pir(startup))
+    made = [gradc.Scope(), gradc.Scope()]
+    for each, scope in zip((startup, again), made):
+        gradc.Executor().run(each, scope=scope)
+    names = [name for name, var in startup.global_block.vars.items() if var.persistable]
+    assert len(names) == 1 + 4 * 4   # the learning rate; moments and beta powers of 4 parameters
+    for name in names:
+        np.testing.assert_array_equal(np.asarray(made[1][name]), np.asarray(made[0][name]), err_msg=name)
+
+
 def writable(name: str) -> bool:
     try:
         serialize_pir(OptimCase(name).program())

@@ -1,8 +1,9 @@
 """Build PIR training fixtures with optimizers with a real PaddlePaddle 3.x in its default PIR mode, into
 tests/data/paddle/pir/optim_<name>/: Paddle's own training program (forward, backward and the update ops of
-`Optimizer.minimize`, the loss fetched as "loss") as train.json.gz; every persistable after the startup program
-(init.npz: parameters, accumulators, learning rate); three batches (feeds.npz); Paddle's loss at each step
-(losses.npy) and every persistable after the last (final.npz). Not part of the package.
+`Optimizer.minimize`, the loss fetched as "loss") as train.json.gz and its startup program as startup.json.gz;
+every persistable after the startup program (init.npz: parameters, accumulators, learning rate); three
+batches (feeds.npz); Paddle's loss at each step (losses.npy) and every persistable after the last (final.npz).
+Not part of the package.
 
     /path/to/paddle/python tools/paddle_pir_optim_fixtures.py tests/data/paddle/pir [name ...]
 """
@@ -53,7 +54,7 @@ def build(name: str, out_dir: Path, seed: int = 2024) -> None:
     paddle.seed(seed)
     rng = np.random.default_rng(seed)
     main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(main, startup):
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():   # linear_0 in every case
         x = paddle.static.data("x", [4, 6], "float32")
         label = paddle.static.data("label", [4, 1], "int64")
         hidden = F.relu(paddle.nn.Linear(6, 8)(x))
@@ -62,10 +63,11 @@ def build(name: str, out_dir: Path, seed: int = 2024) -> None:
         paddle._pir_ops.fetch(loss, "loss", 0).persistable = True
     out = out_dir / f"optim_{name}"
     out.mkdir(parents=True, exist_ok=True)
-    raw = out / "train.json"   # gzipped, as backward.json.gz: 26 KB of JSON for this small model
-    core.serialize_pir_program(main, str(raw), True, False, True)
-    (out / "train.json.gz").write_bytes(gzip.compress(raw.read_bytes(), mtime=0))
-    raw.unlink()
+    for program, stem in ((main, "train"), (startup, "startup")):   # gzipped, as backward.json.gz (26 KB)
+        raw = out / f"{stem}.json"
+        core.serialize_pir_program(program, str(raw), True, False, True)
+        (out / f"{stem}.json.gz").write_bytes(gzip.compress(raw.read_bytes(), mtime=0))
+        raw.unlink()
     feeds = {"x": rng.standard_normal((STEPS, 4, 6)).astype("float32"),
              "label": rng.integers(0, 3, (STEPS, 4, 1)).astype("int64")}
     executor, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()

@@ -11,7 +11,10 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
   it and the loss and every gradient must equal the fixture's;
 - Paddle's own training programs (backward.json.gz) read by gradc and written back: the same;
 - Paddle's PIR training programs with an optimizer (optim_*: train.json.gz) read by gradc and written back:
-  from Paddle's persistables after its startup, the loss at each step and every persistable after the last.
+  from Paddle's persistables after its startup, the loss at each step and every persistable after the last;
+- gradc's own training programs (gradc.minimize with each optimizer of `gradc compile --optimizer` Paddle 3.3.1
+  writes one op per parameter for, over the PIR MLP) and their startup programs, written as PIR: Paddle runs
+  the startup, takes the MLP's parameters and trains 5 steps with gradc's losses and persistables.
 """
 
 from __future__ import annotations
@@ -119,14 +122,52 @@ def optimizer_steps(case: str, workdir: Path) -> bool:
     return all(results)
 
 
+def compiled_optimizer(case: str, workdir: Path) -> bool:
+    name, source = case.split("/")[1], DATA / "mlp"
+    program = load_pir(source / "forward.json")
+    startup = gradc.minimize(program, "loss", name, lr=0.05)
+    save_pir(program, workdir / "train.json")
+    save_pir(startup, workdir / "startup.json")
+    with np.load(source / "params.npz") as archive:
+        params = {n: archive[n] for n in archive.files}
+    with np.load(source / "feed.npz") as archive:
+        feed = {n: archive[n] for n in archive.files}
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(startup, scope=scope)
+    for n, value in params.items():
+        scope[n] = value
+    ours = [float(executor.run(program, feed=feed, fetch_list=["loss"], scope=scope)[0]) for _ in range(5)]
+    main_program, startup_program = paddle.static.Program(), paddle.static.Program()
+    paddle.base.core.deserialize_pir_program(str(workdir / "train.json"), main_program)
+    paddle.base.core.deserialize_pir_program(str(workdir / "startup.json"), startup_program)
+    loss = next(op.operand_source(0) for op in main_program.global_block().ops if op.name() == "pd_op.fetch")
+    paddle_scope, runner = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    with paddle.static.scope_guard(paddle_scope):
+        runner.run(startup_program)
+        for n, value in params.items():
+            paddle_scope.var(n).get_tensor().set(value, paddle.CPUPlace())
+        theirs = [float(np.asarray(runner.run(main_program, feed=feed, fetch_list=[loss])[0])) for _ in range(5)]
+        results = [check("losses", theirs, ours)]
+        results += [check(n, np.array(paddle_scope.find_var(n).get_tensor()), np.asarray(scope[n]))
+                    for n in startup.global_block.vars if startup.global_block.vars[n].persistable]
+    return all(results)
+
+
+COMPILED = ["sgd", "momentum", "adam", "adamw", "adagrad", "adamax", "rmsprop", "adadelta", "lamb", "nadam", "radam",
+            "rprop"]
+
+
 def main(cases: list[str]) -> int:
     failures = 0
     every = sorted(p.name for p in DATA.iterdir()) + sorted(f"pir_layers/{p.name}" for p in LAYERS.iterdir())
+    every += [f"compiled/{name}" for name in COMPILED]
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases or every:
             kinds = [inference] if (case_dir(case) / "model.json").exists() else [forward, training]
             if (case_dir(case) / "train.json.gz").exists():
                 kinds = [optimizer_steps]
+            if case.startswith("compiled/"):
+                kinds = [compiled_optimizer]
             if (case_dir(case) / "backward.json.gz").exists():
                 kinds.append(round_trip)
             for kind in kinds:

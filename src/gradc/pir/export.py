@@ -51,6 +51,7 @@ class Exporter:
         _check_exportable(self.program)
         self._inputs()
         self.export_block(self.block, self.body)
+        self._keep_made_persistables()
         fetched = [name for op in self.block.ops if op.type == "fetch" for name in op.input("X")]
         kept = [name for name in training_names(self.program) if name not in fetched and name not in fetch]
         for col, name in enumerate([*fetch, *kept], start=len(fetched)):
@@ -160,6 +161,16 @@ class Exporter:
             if name not in self.current:
                 self.where = f"input '{name}'"
                 self.current[name] = self.data(name)
+        self.inputs = set(self.current)
+
+    def _keep_made_persistables(self) -> None:
+        """Persistable vars block 0 makes rather than updates in place (a startup program's initialisers) stay
+        in the scope through builtin.set_parameter (parameters) or builtin.shadow_output, as in Paddle's startup."""
+        for name, var in self.block.vars.items():
+            if var.persistable and name in self.current and name not in self.inputs and var.type in _TENSOR_KINDS:
+                key = "parameter_name" if var.is_parameter else "output_name"
+                self.emit("builtin.set_parameter" if var.is_parameter else "builtin.shadow_output",
+                          [self.current[name]], [], {key: Attr("a_str", name)})
 
     def parameter(self, name: str) -> Value:
         var = self.block.find_var(name)

@@ -45,6 +45,21 @@ def fetch(op, ctx) -> None:
     ctx.bind(op.results[0], fetch_name)
 
 
+def keep_persistable(op, ctx) -> None:
+    """builtin.set_parameter / shadow_output (how a startup program initialises): the value is assigned to the
+    persistable var of that name, a parameter for set_parameter."""
+    is_parameter = op.name == "builtin.set_parameter"
+    name = ctx.attr(op, "parameter_name" if is_parameter else "output_name", str)
+    source = ctx.args(op.operands[0], op, 0)[0]
+    block = ctx.program.global_block
+    if name not in block.vars:
+        block.add_var(ctx.var(name, op.operands[0].type, op.operands[0]))
+    block.vars[name].persistable = True
+    block.vars[name].is_parameter = True if is_parameter else None
+    if source != name:
+        ctx.emit("assign", {"X": [source]}, {"Out": [name]})
+
+
 def combine(op, ctx) -> None:
     """A list of values: the legacy side is just the list of their names."""
     ctx.bind(op.results[0], [ctx.args(v, op, i)[0] for i, v in enumerate(op.operands)])

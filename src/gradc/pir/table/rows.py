@@ -9,6 +9,8 @@ SPECIAL = [
     special("builtin.parameter", plumbing.parameter, 0, 1),
     special("pd_op.data", plumbing.data, 0, 1),
     special("pd_op.fetch", plumbing.fetch, 1, 1),
+    special("builtin.set_parameter", plumbing.keep_persistable, 1, 0),
+    special("builtin.shadow_output", plumbing.keep_persistable, 1, 0),
     special("builtin.combine", plumbing.combine, None, 1),
     special("builtin.split", plumbing.split, 1, None),
     special("pd_op.coalesce_tensor", plumbing.coalesce, 1, 2),
