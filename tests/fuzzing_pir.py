@@ -3,6 +3,7 @@ value, type, attribute or region of a real file, and whether the result must be 
 
 from __future__ import annotations
 
+import gzip
 import json
 import random
 from pathlib import Path
@@ -114,6 +115,9 @@ def pir_scenarios(data: Path) -> list[tuple[dict[str, bytes], list[str], str | N
     found = [(mlp, ["run", "forward.json", "--feed", "feed.npz", "--params", "params.npz", "--fetch", "loss"], None),
              (mlp, ["compile", "forward.json", "-o", "out.pb"], "out.pb"),   # the loss picked from the fetch ops
              (model, ["run", "model.json", "--params", "model.pdiparams", "--feed", "feed.npz"], None)]
+    optim = {f"{kind}.json": gzip.decompress((pir / "optim_adam" / f"{kind}.json.gz").read_bytes())
+             for kind in ("train", "startup")}   # Paddle's Adam training program and its startup
+    found += [(optim, ["run", "startup.json"], None), (optim, ["verify", "train.json"], None)]
     for case in ("cond", "lstm", "while_loop"):   # control flow and the fused rnn, written back as PIR
         found.append(({"forward.json": (pir / case / "forward.json").read_bytes()},
                       ["compile", "forward.json", "-o", "out.json", "--loss", "loss"], "out.json"))
