@@ -68,6 +68,7 @@ bench: venv
 	$(BIN)/python benchmarks/viewer.py --out build/bench/viewer.txt
 	$(BIN)/python benchmarks/lstm.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out build/bench/lstm.txt
 	$(BIN)/python benchmarks/memory.py --out build/bench/memory.txt
+	$(BIN)/python benchmarks/validation_cost.py --out build/bench/validation_cost.txt
 
 # Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
 fuzz: venv

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
@@ -13,21 +15,39 @@ import gradc
 DATA = Path(__file__).parent / "data" / "paddle"
 
 
+class FixtureFiles:
+    """A fixture directory's files: meta.json and named .npz / .npy files. Where ``optional_files`` is set, a
+    missing file reads as empty (None for .npy); otherwise it is an error."""
+
+    optional_files: ClassVar[bool] = False
+
+    @property
+    def dir(self) -> Path:
+        raise NotImplementedError
+
+    @cached_property
+    def meta(self) -> dict:
+        return json.loads((self.dir / "meta.json").read_text())
+
+    def npz(self, name: str) -> dict[str, np.ndarray]:
+        path = self.dir / f"{name}.npz"
+        if self.optional_files and not path.exists():
+            return {}
+        with np.load(path) as archive:
+            return {k: archive[k] for k in archive.files}
+
+    def npy(self, name: str) -> np.ndarray | None:
+        path = self.dir / f"{name}.npy"
+        return None if self.optional_files and not path.exists() else np.load(path)
+
+
 @dataclass
-class Fixture:
+class Fixture(FixtureFiles):
     case: str
 
     @property
     def dir(self) -> Path:
         return DATA / self.case
-
-    @property
-    def meta(self) -> dict:
-        return json.loads((self.dir / "meta.json").read_text())
-
-    def npz(self, name: str) -> dict[str, np.ndarray]:
-        with np.load(self.dir / f"{name}.npz") as archive:
-            return {k: archive[k] for k in archive.files}
 
     @property
     def loss(self) -> float:

@@ -4,15 +4,16 @@ says which op types stop it. tools/coverage_table.py and tests/test_layer_fixtur
 
 from __future__ import annotations
 
-import json
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 import gradc
+from fixtures import FixtureFiles
 from gradc import registry
 from gradc.executor import KERNELS
 
@@ -43,26 +44,13 @@ def read_pending() -> dict[str, frozenset[str]]:
 
 
 @dataclass
-class Row:
+class Row(FixtureFiles):
     id: str
+    optional_files: ClassVar[bool] = True
 
     @property
     def dir(self) -> Path:
         return LAYERS / self.id
-
-    @property
-    def meta(self) -> dict:
-        return json.loads((self.dir / "meta.json").read_text())
-
-    def npz(self, name: str) -> dict[str, np.ndarray]:
-        if not (self.dir / f"{name}.npz").exists():
-            return {}
-        with np.load(self.dir / f"{name}.npz") as archive:
-            return {k: archive[k] for k in archive.files}
-
-    def npy(self, name: str) -> np.ndarray | None:
-        path = self.dir / f"{name}.npy"
-        return np.load(path) if path.exists() else None
 
 
 @dataclass

@@ -38,14 +38,24 @@ def test_the_master_weight_gets_the_update(case):
         np.testing.assert_allclose(actual, want, rtol=1e-6, atol=1e-7)
 
 
-def test_clip_by_norm_on_the_way_to_a_loss_is_reported():
-    """Paddle has no clip_by_norm gradient and its append_backward silently stops there; gradc says so."""
+@pytest.mark.parametrize("max_norm", [1.0, 100.0])
+def test_clip_by_norm_on_the_way_to_a_loss_has_its_gradient(max_norm):
+    """Paddle has no clip_by_norm gradient and its append_backward silently stops there; gradc differentiates
+    Out = X c / max(||X||, c): dX = s dOut - [||X|| > c] c / ||X||^3 (X . dOut) X, s = c / max(||X||, c)."""
     program = gradc.Program()
     block = program.global_block
-    block.create_var("w", [2, 3], gradc.VarType.FP32, is_parameter=True, persistable=True)
-    block.create_var("c", [2, 3], gradc.VarType.FP32)
-    block.create_var("loss", [], gradc.VarType.FP32)
-    block.append_op("clip_by_norm", {"X": ["w"]}, {"Out": ["c"]}, {"max_norm": 1.0})
+    block.create_var("w", [2, 3], gradc.VarType.FP64, is_parameter=True, persistable=True)
+    block.create_var("c", [2, 3], gradc.VarType.FP64)
+    block.create_var("loss", [], gradc.VarType.FP64)
+    block.append_op("clip_by_norm", {"X": ["w"]}, {"Out": ["c"]}, {"max_norm": max_norm})
     block.append_op("mean", {"X": ["c"]}, {"Out": ["loss"]})
-    with pytest.raises(gradc.GradError, match=r"no grad maker: block 0, op 0 \(clip_by_norm\)"):
-        gradc.append_backward(program, "loss")
+    gradc.append_backward(program, "loss")
+    w = np.arange(1.0, 7.0).reshape(2, 3)
+    scope = gradc.Scope()
+    scope["w"] = w
+    (grad,) = gradc.Executor().run(program, fetch_list=["w@GRAD"], scope=scope)
+    norm, dout = np.linalg.norm(w), np.full_like(w, 1 / 6)
+    scale = max_norm / max(norm, max_norm)
+    want = scale * dout - (norm > max_norm) * max_norm / norm**3 * np.sum(w * dout) * w
+    np.testing.assert_allclose(grad, want, rtol=1e-12)
+    assert (norm > max_norm) == (max_norm == 1.0)

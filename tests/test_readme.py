@@ -1,7 +1,8 @@
 """Every example of README.md runs as written. In document order, in one temporary directory holding the files
 they name: each ```python block (in a fresh namespace; one introduced by "In `NAME.py`:" is written to that file
-instead) and each `gradc ...` command of the other fenced blocks (```text blocks are output, not examples;
-```sh blocks are the tools section, which tests/test_readme_tools.py runs). All
+instead), each `gradc ...` command of the other fenced blocks (```text blocks are output, not examples;
+```sh blocks are the tools section, which tests/test_readme_tools.py runs) and each `$ gradc ...` line of a
+```console block, whose printed lines and exit code (1 after an error line, else 0) must be the block's. All
 run in one child process, so what the examples register (an op, a pass) stays out of the test session."""
 
 import json
@@ -22,8 +23,23 @@ FILES = {"forward.pb": DATA / "mlp" / "forward.pb", "startup.pb": ROOT / "exampl
 FENCE = re.compile(r"(?:^([^\n]*)\n\n)?^```(\w*)\n(.*?)^```", re.M | re.S)
 
 RUNNER = """
-import json, shlex, sys
-from gradc.cli import cli
+import contextlib, io, json, shlex, sys
+from gradc.cli import cli, main
+from gradc.limits import limited
+
+
+def console(block):
+    for command, *shown in (part.splitlines() for part in ("\\n" + block).split("\\n$ ")[1:]):
+        printed, code = io.StringIO(), 0
+        sys.argv = shlex.split(command)
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed), limited():
+            try:
+                main()
+            except SystemExit as done:
+                code = done.code
+        expected = 1 if shown and shown[0].startswith("gradc: error:") else 0
+        assert (printed.getvalue().splitlines(), code) == (shown, expected), (command, printed.getvalue(), code)
+
 for kind, text in json.load(open(sys.argv[1])):
     print(f"=== {kind}: {text.splitlines()[0]}", flush=True)
     if kind == "python":
@@ -34,6 +50,8 @@ for kind, text in json.load(open(sys.argv[1])):
         except SystemExit as done:   # gradc diff answers "they differ" with exit 1
             if not (text.startswith("gradc diff") and done.code == 1):
                 raise
+    elif kind == "console":
+        console(text)
     else:
         open(kind, "w").write(text)
 """
@@ -45,6 +63,8 @@ def readme_examples(text: str) -> list[tuple[str, str]]:
         named = re.fullmatch(r"In `(\w+\.py)`:", (before or "").strip())
         if language == "python":
             steps.append((named[1] if named else "python", body))
+        elif language == "console":
+            steps.append(("console", body))
         elif language not in ("text", "sh"):   # ```sh: the tools section, run by tests/test_readme_tools.py
             steps.extend(("command", command) for command in _commands(body))
     return steps
@@ -60,6 +80,7 @@ def test_every_readme_example_runs(tmp_path):
     steps = readme_examples((ROOT / "README.md").read_text())
     kinds = [kind for kind, _ in steps]
     assert kinds.count("python") >= 5 and kinds.count("command") >= 15 and "mypasses.py" in kinds, kinds
+    assert "console" in kinds, kinds
     for name, source in FILES.items():
         (tmp_path / name).write_bytes(source.read_bytes())
     (tmp_path / "examples").symlink_to(ROOT / "examples")

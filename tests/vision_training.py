@@ -5,14 +5,14 @@ tests/layer_fixtures.py (rtol 1e-5 / atol 1e-6, or within 4x Paddle's float32 er
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import cached_property
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 
 import gradc
+from fixtures import FixtureFiles
 from gradc.optimizers import Adam
 from layer_fixtures import agrees
 
@@ -21,26 +21,13 @@ MODELS = sorted(d.name for d in DATA.iterdir() if (d / "meta.json").exists())
 
 
 @dataclass
-class Fixture:
+class Fixture(FixtureFiles):
     name: str
+    optional_files: ClassVar[bool] = True
 
     @property
     def dir(self) -> Path:
         return DATA / self.name
-
-    @cached_property
-    def meta(self) -> dict:
-        return json.loads((self.dir / "meta.json").read_text())
-
-    def npz(self, name: str) -> dict[str, np.ndarray]:
-        if not (self.dir / f"{name}.npz").exists():
-            return {}
-        with np.load(self.dir / f"{name}.npz") as archive:
-            return {k: archive[k] for k in archive.files}
-
-    def npy(self, name: str) -> np.ndarray | None:
-        path = self.dir / f"{name}.npy"
-        return np.load(path) if path.exists() else None
 
 
 @dataclass
