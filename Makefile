@@ -58,17 +58,23 @@ proto: venv
 lint: venv
 	$(BIN)/ruff check src tests benchmarks
 
-# Speed and memory targets live here, not in the tests; each script compares side by side in one run. Results go
-# to build/bench/; benchmarks/results/ holds the committed reference runs (copy a new run there on purpose).
+# Speed and memory targets live here, not in the tests. benchmarks/perf.py measures issue 13's table side by side
+# in one run: Paddle where PADDLE_PYTHON imports paddle (skipped with a message otherwise), and an older gradc
+# alongside with BASELINE=<git ref>. Results go to the untracked benchmarks/results/; benchmarks/README.md
+# records the latest figures by hand.
+PADDLE_PYTHON ?= $(BIN)/python
+BASELINE ?=
 bench: venv
-	mkdir -p build/bench
-	$(BIN)/python benchmarks/compile_scaling.py --out build/bench/compile_scaling.txt
-	$(BIN)/python benchmarks/conv2d.py --out build/bench/conv2d.txt
-	$(BIN)/python benchmarks/while_memory.py --out build/bench/while_memory.txt
-	$(BIN)/python benchmarks/viewer.py --out build/bench/viewer.txt
-	$(BIN)/python benchmarks/lstm.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out build/bench/lstm.txt
-	$(BIN)/python benchmarks/memory.py --out build/bench/memory.txt
-	$(BIN)/python benchmarks/validation_cost.py --out build/bench/validation_cost.txt
+	$(if $(BASELINE),rm -rf build/baseline && mkdir -p build/baseline && git archive $(BASELINE) src | tar -x -C build/baseline)
+	$(BIN)/python benchmarks/perf.py --paddle-python $(PADDLE_PYTHON) $(if $(BASELINE),--baseline build/baseline/src) \
+		--out benchmarks/results/perf.txt
+	$(BIN)/python benchmarks/compile_scaling.py --out benchmarks/results/compile_scaling.txt
+	$(BIN)/python benchmarks/conv2d.py --out benchmarks/results/conv2d.txt
+	$(BIN)/python benchmarks/while_memory.py --out benchmarks/results/while_memory.txt
+	$(BIN)/python benchmarks/viewer.py --out benchmarks/results/viewer.txt
+	$(BIN)/python benchmarks/lstm.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out benchmarks/results/lstm.txt
+	$(BIN)/python benchmarks/memory.py --out benchmarks/results/memory.txt
+	$(BIN)/python benchmarks/validation_cost.py --out benchmarks/results/validation_cost.txt
 
 # Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
 fuzz: venv

@@ -2,7 +2,7 @@
 gradc's input validation (the structure check at load, each op against its definition at compile) and with
 those checks replaced by no-ops, alternating in one process; CPU time, median of the rounds.
 
-    python benchmarks/validation_cost.py --layers 3000 --rounds 7 --out build/bench/validation_cost.txt
+    python benchmarks/validation_cost.py --layers 3000 --rounds 7 --out benchmarks/results/validation_cost.txt
 """
 
 from __future__ import annotations

@@ -29,6 +29,7 @@ COMPILE_TIME = {
     "hard_shrink threshold": ("hard_shrink", {"X": X23}, {"threshold": -1.0}, "threshold=-1.0 is out of range"),
     "softplus beta": ("softplus", {"X": X23}, {"beta": 0.0}, "beta=0.0 is out of range: it must be nonzero"),
     "clip bounds": ("clip", {"X": X23}, {"min": 2.0, "max": 1.0}, "min 2.0 is above max 1.0"),
+    "lookup_table ids": ("lookup_table", {"W": zeros(4, 3), "Ids": i64([1, 2])}, {}, "the last dim of Ids must be 1"),
     **{f"{op} shapes": (op, MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]")
        for op in ("elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_floordiv", "elementwise_max",
                   "elementwise_min", "elementwise_mod", "elementwise_pow", "equal", "not_equal", "less_than",
@@ -130,9 +131,13 @@ RUN_TIME = {
                     "the repeat times [2, -1] must not be negative"),
     "lookup_table_v2 id": ("lookup_table_v2", {"W": zeros(4, 3), "Ids": i64(1, 7)}, {},
                            "id 7 is out of range for a table of 4 rows"),
+    "lookup_table id": ("lookup_table", {"W": zeros(4, 3), "Ids": i64([1], [7])}, {},
+                        "id 7 is out of range for a table of 4 rows"),
     "one_hot_v2 depth": ("one_hot_v2", {"X": i64(1, 7)}, {"depth": 4}, "index 7 is out of range for depth 4"),
     "select_input mask": ("select_input", {"X": [zeros(2), zeros(2)], "Mask": np.array([5], np.int32)}, {},
                           "Mask 5 selects none of the 2 branches"),
+    **{f"{op} tensor": (op, {"X": X23}, {}, "X holds a dense tensor, not a SelectedRows")
+       for op in ("merge_selected_rows", "get_tensor_from_selected_rows")},
     "select_output mask": ("select_output", {"X": zeros(2), "Mask": np.array([5], np.int32)}, {},
                            "Mask 5 selects none of the 1 branches"),
 }

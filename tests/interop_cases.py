@@ -104,6 +104,83 @@ def norms_second_order():
     return net.program, feed, params, [g for _, g in pairs] + second
 
 
+def activations_losses_second_order():
+    """H v through mish, prelu (per channel), selu, hard_swish, sigmoid cross entropy and huber loss."""
+    rng = _rng(4)
+    net = ProgramBuilder(seed=4)
+    x = net.data("x", [4, 3], "float64", stop_gradient=True)
+    label, target = net.data("label", [4, 2], "float64"), net.data("target", [4, 2], "float64")
+    hidden = _fc(net, x, 4, "mish")
+    hidden = net.op("prelu", {"X": hidden, "Alpha": net.parameter("prelu.alpha", [4], "float64")},
+                    {"mode": "channel"})[0]
+    hidden = net.op("hard_swish", {"X": _fc(net, hidden, 4, "selu")})[0]
+    logits = _fc(net, hidden, 2)
+    ce = net.op("sigmoid_cross_entropy_with_logits", {"X": logits, "Label": label})[0]
+    huber = net.op("huber_loss", {"X": logits, "Y": target}, {"delta": 0.5})[0]
+    loss = net.op("elementwise_add", {"X": net.mean(ce), "Y": net.mean(huber)})[0]
+    feed = {"x": 2 * rng.standard_normal((4, 3)), "label": rng.uniform(0, 1, (4, 2)),
+            "target": rng.standard_normal((4, 2))}
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng, scale=1.0)
+    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    return net.program, feed, params, [g for _, g in pairs] + second
+
+
+def norms_selections_second_order():
+    """H v through group_norm, maxout, top_k_v2, p_norm and bilinear_tensor_product."""
+    rng = _rng(5)
+    net = ProgramBuilder(seed=5)
+    x = net.data("x", [2, 4, 2, 2], "float64", stop_gradient=True)
+    scaled = net.op("elementwise_mul", {"X": x, "Y": net.parameter("gain", [4], "float64")}, {"axis": 1})[0]
+    normed = net.op("group_norm", {"X": scaled, "Scale": net.parameter("gn.scale", [4], "float64"),
+                                   "Bias": net.parameter("gn.bias", [4], "float64")}, {"groups": 2})[0]
+    pooled = net.op("maxout", {"X": normed}, {"groups": 2})[0]
+    flat = net.op("flatten_contiguous_range", {"X": pooled}, {"start_axis": 1, "stop_axis": 3})[0]
+    top = net.op("top_k_v2", {"X": _fc(net, flat, 6, "tanh")}, {"k": 3})[0]
+    norm = net.op("p_norm", {"X": top}, {"porder": 3.0, "axis": 1})[0]
+    product = net.op("bilinear_tensor_product", {"X": top, "Y": _fc(net, flat, 2),
+                                                 "Weight": net.parameter("btp.w", [2, 3, 2], "float64")})[0]
+    loss = net.op("elementwise_add", {"X": net.mean(norm), "Y": net.mean(net.op("square", {"X": product})[0])})[0]
+    feed = {"x": rng.standard_normal((2, 4, 2, 2))}
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng, scale=1.0)
+    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    return net.program, feed, params, [g for _, g in pairs] + second
+
+
+def conv_losses_second_order():
+    """H v through instance_norm, log_softmax with nll_loss and kldiv_loss, scatter, reduce_prod and
+    hierarchical_sigmoid (not lrn:
+    Paddle 3.3.1 has no float64 kernel; not spectral_norm: Paddle's first derivative is another formula)."""
+    rng = _rng(6)
+    net = ProgramBuilder(seed=6)
+    x = net.data("x", [2, 3, 2, 2], "float64", stop_gradient=True)
+    label, target = net.data("label", [2], "int64"), net.data("target", [2, 4], "float64")
+    hidden = net.op("conv2d", {"Input": x, "Filter": net.parameter("conv.w", [3, 3, 1, 1], "float64")})[0]
+    hidden = net.op("instance_norm", {"X": hidden, "Scale": net.parameter("in.scale", [3], "float64"),
+                                      "Bias": net.parameter("in.bias", [3], "float64")})[0]
+    flat = net.op("flatten_contiguous_range", {"X": hidden}, {"start_axis": 1, "stop_axis": 3})[0]
+    ids = net.data("ids", [2], "int64")
+    logits = net.op("scatter", {"X": _fc(net, flat, 4), "Ids": ids, "Updates": _fc(net, flat, 4)},
+                    {"overwrite": False})[0]
+    scores = net.op("log_softmax", {"X": logits}, {"axis": -1})[0]
+    nll = net.op("nll_loss", {"X": scores, "Label": label})[0]
+    kl = net.op("kldiv_loss", {"X": scores, "Target": target}, {"reduction": "batchmean"})[0]
+    product = net.op("reduce_prod", {"X": _fc(net, flat, 3, "tanh")}, {"dim": [1]})[0]
+    tree = net.op("hierarchical_sigmoid", {"X": _fc(net, flat, 3), "W": net.parameter("hs.w", [5, 3], "float64"),
+                                           "Label": label, "Bias": net.parameter("hs.b", [5, 1], "float64")},
+                  {"num_classes": 6})[0]
+    net.block.create_var("hs.pre_out", [2, 3], gradc.VarType.FP64)   # PreOut's steps are not inferred
+    net.block.ops[-1].outputs["PreOut"] = ["hs.pre_out"]
+    loss = net.op("sum", {"X": [nll, kl, net.mean(product), net.mean(tree)]})[0]
+    feed = {"x": rng.standard_normal((2, 3, 2, 2)), "label": np.array([3, 1]), "target": rng.dirichlet(np.ones(4), 2),
+            "ids": np.array([1, 1])}
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng, scale=1.0)
+    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    return net.program, feed, params, [g for _, g in pairs] + second
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -117,6 +194,9 @@ CASES = {
     "penalty_cnn_avg": lambda: cnn_gradient_penalty("avg"),
     "penalty_cnn_max": lambda: cnn_gradient_penalty("max"),
     "hvp_norms": norms_second_order,
+    "hvp_activations_losses": activations_losses_second_order,
+    "hvp_norms_selections": norms_selections_second_order,
+    "hvp_conv_losses": conv_losses_second_order,
     "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
     "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
                                       RecomputePass("auto")),

@@ -19,9 +19,9 @@ RTOL, ATOL = 1e-4, 1e-6
 
 
 class OptimCase:
-    def __init__(self, name: str):
+    def __init__(self, name: str, data: Path = DATA):
         self.name = name
-        self.directory = DATA / name
+        self.directory = data / name
         self.meta = json.loads((self.directory / "meta.json").read_text())
         self.steps = self.meta["steps"]
 
@@ -40,7 +40,7 @@ class OptimCase:
         return gradc.load(self.directory / f"{kind}.pb")
 
     def forward(self) -> gradc.Program:
-        return gradc.load(DATA / self.meta["forward"])
+        return gradc.load(self.directory.parent / self.meta["forward"])
 
     def paddle_states(self) -> list[dict[str, np.ndarray]]:
         """Every persistable after each step."""

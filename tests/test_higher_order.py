@@ -138,16 +138,23 @@ def test_a_gradient_penalty_as_the_issue_tried_it():
 THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1]]", "gelu_grad[approximate=True]",
                "softplus_grad", "softmax_grad", "log_softmax_grad", "softmax_with_cross_entropy_grad",
                "conv2d_grad[paddings=[1, 1]]", "pool2d_grad[pooling_type=max,ksize=[2, 2],strides=[2, 2]]",
-               "batch_norm_grad", "layer_norm_grad[epsilon=0.001]", "reshape2_grad[shape=[3, -1]]"]
+               "batch_norm_grad", "layer_norm_grad[epsilon=0.001]", "reshape2_grad[shape=[3, -1]]",
+               "mish_grad", "prelu_grad[mode=channel]", "sigmoid_cross_entropy_with_logits_grad", "cross_entropy_grad2",
+               "huber_loss_grad[delta=1.0]", "group_norm_grad[groups=2,data_layout=NHWC,epsilon=0.001]",
+               "p_norm_grad[porder=3.0,axis=1]", "lrn_grad[n=3,k=1.0,alpha=0.3,beta=0.75]",
+               "bilinear_tensor_product_grad", "kthvalue_grad[k=1,axis=1]", "maxout_grad[groups=2]",
+               "put_along_axis_grad[Axis=1,Reduce=mean,Include_self=False]",
+               "lp_pool2d_grad[kernel_size=[2, 2],strides=[2, 2],norm_type=2.0,pooling_type=lp]"]
 
 
 @pytest.mark.parametrize("case_id", THIRD_ORDER)
 def test_third_derivatives_through(case_id):
-    """A third backward over a second-order case's program (tests/gradcheck_cases/second_order.py): the ops
+    """A third backward over a second-order case's program (tests/gradcheck_cases/second_order*.py): the ops
     each second-order maker emits have makers of their own."""
-    from gradcheck_cases.second_order import CASES
+    from gradcheck_cases import second_order, second_order_nn, second_order_select
 
-    case = next(c for c in CASES if c.id == case_id)
+    case = next(c for module in (second_order, second_order_nn, second_order_select) for c in module.CASES
+                if c.id == case_id)
     built = case.program()
     net = ProgramBuilder()
     net.program, net.block = built["program"], built["program"].global_block

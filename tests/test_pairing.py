@@ -84,7 +84,7 @@ def test_each_layer_of_a_deep_net_pairs_with_its_own_layer_and_kinds_follow_role
     pairs = pair_grad_ops(program)
     for ref, fwd in pairs.items():
         grad, forward = block.ops[ref.index], block.ops[fwd.index]
-        layer = forward.output_names().__next__().split(".")[0]
+        layer = forward.output_names()[0].split(".")[0]
         assert any(name.startswith(layer + ".") for name in grad.input_names()), (grad, forward)
     kinds = [op_kind(block, op) for op in block.ops]
     assert kinds[:19] == [FORWARD] * 19 and set(kinds[19:]) == {BACKWARD}

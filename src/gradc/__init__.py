@@ -9,7 +9,7 @@
 from . import ops  # noqa: F401  (registers the built-in ops)
 from .backward import append_backward, gradients, loss_candidates
 from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
-from .executor import Executor, Scope, global_scope, kernel
+from .executor import Executor, Scope, SelectedRows, global_scope, kernel
 from .io import load, save
 from .io.pdiparams import read_params, write_params
 from .ir import Block, OpDesc, Program, VarDesc, VarType
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
     "GradcError", "History", "OpDef", "OpDesc", "OutputError", "Program", "ProgramBuilder", "ProgramError", "Scope",
-    "Trainer", "VarDesc", "VarType", "append_backward", "defop", "export", "global_scope", "grad_op", "gradients",
-    "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute", "register_op",
-    "same_as", "save", "save_params", "train", "verify", "write_params",
+    "SelectedRows", "Trainer", "VarDesc", "VarType", "append_backward", "defop", "export", "global_scope", "grad_op",
+    "gradients", "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute",
+    "register_op", "same_as", "save", "save_params", "train", "verify", "write_params",
 ]

@@ -20,6 +20,7 @@ from .cli_memory import memory_options, memory_passes
 from .commands import register_commands
 from .errors import GradcError, Interrupted
 from .executor import Executor, Scope
+from .executor.selected_rows import as_dense
 from .gradcheck import compare_program
 from .io import FORMATS, check_writable, load, save, write_atomic
 from .io.arrays import read_npz
@@ -159,9 +160,9 @@ def run(program, feed, params, startups, fetches, out, profile):
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
     for name, value in zip(fetches, values):
-        click.echo(_summary(name, np.asarray(value)))
+        click.echo(_summary(name, np.asarray(as_dense(value))))
     if out:
-        _save_npz(out, dict(zip(fetches, (np.asarray(v) for v in values))))
+        _save_npz(out, dict(zip(fetches, (np.asarray(as_dense(v)) for v in values))))
         click.echo(f"wrote {out}")
     if measured is not None:
         click.echo(measured.report())

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .errors import GradError
 from .ir import EMPTY_VAR, OpDesc, grad_name
-from .opdef import NO_GRAD, OpDef, attr_default, declared_type, make_op, parse_slot
+from .opdef import NO_GRAD, OpDef, attr_default, declared_type, parse_slot
 from .opdef import get as get_opdef
 
 __all__ = ["NO_GRAD", "GradContext", "GradMaker", "GradOp", "grad_op", "missing_grad_error"]
@@ -62,7 +62,8 @@ class GradContext:
     def IG(self, slot: str) -> list[str]:
         if slot in self.opdef.no_grad_inputs:
             return [EMPTY_VAR] * len(self.fwd.input(slot))
-        return [self.grad_of(n) if self._wants_grad(n) else EMPTY_VAR for n in self.fwd.input(slot)]
+        wants, grad_of = self._wants_grad, self.grad_of
+        return [grad_of(n) if wants(n) else EMPTY_VAR for n in self.fwd.input(slot)]
 
     def shape(self, name: str) -> list[int] | None:
         """The declared shape of a var (-1 for a dim known at run time only), or None when unknown."""
@@ -94,11 +95,14 @@ class GradContext:
         """A grad op, its attributes typed as its definition says. An output slot with no wanted grad
         is left empty, as Paddle does; a list slot with some keeps its EMPTY_VAR placeholders, so grads
         stay aligned with the forward vars."""
-        op = make_op(type, inputs, {s: args if any(n != EMPTY_VAR for n in args) else []
-                                    for s, args in outputs.items()})
-        if forward_attrs:
-            op.attrs = dict(self.fwd.attrs)
-            op.attr_types = dict(self.fwd.attr_types)
+        op = OpDesc.__new__(OpDesc)   # make_op's op, its dicts filled once
+        op.type = type
+        op.inputs = {slot: list(args) for slot, args in inputs.items()}
+        op.outputs = {slot: list(args) if args.count(EMPTY_VAR) != len(args) else [] for slot, args in outputs.items()}
+        op.attrs = dict(self.fwd.attrs) if forward_attrs else {}
+        op.attr_types = dict(self.fwd.attr_types) if forward_attrs else {}
+        op.is_target = None
+        op.repeated_attrs = []
         for name, value in (attrs or {}).items():
             op.set_attr(name, value, declared_type(type, name))
         return op

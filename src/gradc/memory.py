@@ -1,7 +1,8 @@
 """A static estimate of one step's peak memory (`gradc show --memory`), per block, from a liveness analysis
 over the op order that follows the executor's own rule: a value lives from the op that writes it (a fed
-input from the start) until the last op that names it, unless it is persistable or fetched. At each op its
-outputs are new arrays while everything it reads is still alive; the peak is the largest such moment.
+input from the start) until the last op that names it (or the last that reads more than its shape: a shape
+stub takes its place), unless it is persistable or fetched. At each op its outputs are new arrays while
+everything it reads is still alive; the peak is the largest such moment.
 
 Parameters and optimizer state (the other persistable vars) live throughout. Activations kept for the
 backward are forward values some backward op reads: they are what training costs over inference. Unknown
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .executor.executor import referenced_names
+from .executor.liveness import deaths, referenced_names
 from .ir import EMPTY_VAR, Block, Program, VarType
 from .ir.types import NUMPY_DTYPE_NAMES
 from .pairing import BACKWARD, op_kinds
@@ -77,6 +78,9 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
         for name in referenced_names(program, op):
             last_use[name] = idx
         written.update(op.output_names())
+    for idx, names in enumerate(deaths(block, keep)[1]):   # only their shape is read later: stubs from here on
+        for name in names:
+            last_use[name] = idx
     persistent = {name for name in last_use if (var := block.visible_var(name)) is not None and var.persistable}
     for name in sorted(persistent):
         var = block.visible_var(name)

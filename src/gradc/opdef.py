@@ -153,11 +153,14 @@ def attr_type_problem(op: OpDesc) -> str | None:
         return None
     if opdef.sub_block_attr and op.attr_types.get(opdef.sub_block_attr) != AttrType.BLOCK:
         return f"attribute '{opdef.sub_block_attr}' must name the block the op runs"
+    declared_types = opdef.attr_types
     for name, kind in op.attr_types.items():
-        declared = opdef.attr_types.get(name)
+        declared = declared_types.get(name)
+        if declared is None or declared == kind:
+            continue
         if declared == AttrType.SCALARS and kind in _NUMBER_LISTS:   # numbers, as a program built in Python gives
             continue
-        if declared is not None and _SAME_KIND.get(kind, kind) != _SAME_KIND.get(declared, declared):
+        if _SAME_KIND.get(kind, kind) != _SAME_KIND.get(declared, declared):
             given = "a var name (a tensor-valued attribute gradc does not support)" if kind in (
                 AttrType.VAR, AttrType.VARS) else AttrType(kind).name
             return f"attribute '{name}' is {given}, but op '{op.type}' defines it as {AttrType(declared).name}"

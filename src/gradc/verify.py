@@ -43,12 +43,17 @@ def structure_problems(program: Program, source: str = "program") -> Iterator[st
     for block in program.blocks:
         yield from _name_problems(block, source)
         for op_idx, op in enumerate(block.ops):
+            if _BLOCK_KINDS.isdisjoint(op.attr_types.values()):   # most ops: no block attribute to check
+                continue
             for name, kind in op.attr_types.items():
                 if kind == AttrType.BLOCK and op.attrs[name] is None:
                     yield (f"{source}: {op_location(block.idx, op_idx, op.type)}: attribute '{name}' "
                            f"is a block reference with no block index")
             for name, sub in op.block_refs():
                 yield from _sub_block_problems(program, block.idx, op_idx, op.type, name, sub, source, depths)
+
+
+_BLOCK_KINDS = frozenset({AttrType.BLOCK, AttrType.BLOCKS})
 
 
 def frame_problems(program: Program, source: str = "program") -> list[str]:
@@ -102,6 +107,9 @@ def _nesting_depths(program: Program, source: str, depths: list[int]) -> Iterato
 _TEXT_ATTRS = {AttrType.STRING, AttrType.STRINGS, AttrType.VAR, AttrType.VARS}
 
 
+_STR = frozenset({str})
+
+
 def _as_list(value) -> list:
     return value if isinstance(value, list) else [] if value is None else [value]
 
@@ -114,16 +122,24 @@ def _name_problems(block, source: str) -> Iterator[str]:
     """Names are text a user can read in one line: not undecodable bytes, no control characters. Checked
     in bulk (one join per block); the slow search for the culprits runs only when something is wrong."""
     names = list(block.vars)
+    texts = []   # text attribute values: they must be str
     for op in block.ops:
         names.append(op.type)
         for slots in (op.inputs, op.outputs):
-            for slot, args in slots.items():
-                names.append(slot)
-                names.extend(args)
-        names.extend(op.attrs)
-    texts = [value for op in block.ops for name, value in op.attrs.items() if op.attr_types[name] in _TEXT_ATTRS]
-    if not (all(type(n) is str for n in names) and "".join(names).isprintable()
-            and all(type(v) is str for value in texts for v in _as_list(value))):
+            names += slots
+            for args in slots.values():
+                names += args
+        attrs, kinds = op.attrs, op.attr_types
+        names += attrs
+        if _TEXT_ATTRS.isdisjoint(kinds.values()):
+            continue
+        for name, value in attrs.items():
+            if kinds[name] in _TEXT_ATTRS and value is not None:
+                if type(value) is list:
+                    texts += value
+                else:
+                    texts.append(value)
+    if not (_STR.issuperset(map(type, names)) and "".join(names).isprintable() and _STR.issuperset(map(type, texts))):
         yield from _bad_names(block, source)
 
 
@@ -204,15 +220,24 @@ def check_inputs(block, idx: int, op) -> None:
     opdef = registry.get(op.type)
     if opdef is None or opdef.infer is None:
         return
-    ctx = InferContext(op, block, idx)
-    if any(shape is None for slot in op.inputs for shape in ctx.shapes(slot)):
+    if not _input_shapes_known(block, op):
         return
+    ctx = InferContext(op, block, idx)
     try:
         opdef.infer(ctx)
     except ProgramError:
         raise
     except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
         return
+
+
+def _input_shapes_known(block, op) -> bool:
+    for args in op.inputs.values():
+        for name in args:
+            var = block.find_var(name)
+            if var is None or var.shape is None:
+                return False
+    return True
 
 
 def check_shapes(program: Program) -> None:
@@ -238,9 +263,9 @@ def _check_inference(block, idx: int, op) -> None:
     opdef = registry.get(op.type)
     if opdef is None or opdef.infer is None:
         return
-    ctx = InferContext(op, block, idx)
-    if any(shape is None for slot in op.inputs for shape in ctx.shapes(slot)):
+    if not _input_shapes_known(block, op):
         return
+    ctx = InferContext(op, block, idx)
     try:
         results = opdef.infer(ctx)
     except ProgramError:

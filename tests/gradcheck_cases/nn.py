@@ -51,4 +51,5 @@ CASES = [
     Case("lookup_table_v2", {"W": randn(5, 3), "Ids": np.array([[0, 4, 2], [2, 1, 0]])}),
     Case("lookup_table_v2", {"W": randn(5, 3), "Ids": np.array([0, 4, 2, 2, 4])}, {"padding_idx": 2}),
     Case("lookup_table_v2", {"W": randn(4, 2), "Ids": np.array([[3], [0]], np.int32)}, {"padding_idx": 0}),
+    Case("lookup_table", {"W": randn(5, 3), "Ids": np.array([[0], [4], [2], [4]])}, {"padding_idx": 2}),
 ]

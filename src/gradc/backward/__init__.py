@@ -5,11 +5,10 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable
-from contextlib import contextmanager
 
 from ..errors import GradError
+from ..gcpause import gc_paused
 from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name
 from ..shapes import numel
 from ..verify import check_definitions
@@ -80,19 +79,7 @@ def _seed(block: Block, loss: str, grad: str) -> OpDesc:
                   {"shape": AttrType.LONGS, "dtype": AttrType.INT, "value": AttrType.FLOAT})
 
 
-@contextmanager
-def _gc_paused():
-    """The pass allocates many small acyclic objects; the cycle collector would rescan the whole
-    growing heap again and again (measured: half the time of a 9,000-op compile)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
+@gc_paused()
 def append_backward(program: Program, loss: str | None = None,
                     parameter_list: Iterable[str] | None = None,
                     no_grad_set: Iterable[str] | None = None) -> list[tuple[str, str]]:
@@ -121,8 +108,7 @@ def append_backward(program: Program, loss: str | None = None,
     seed = _seed(block, loss, names(loss))
     loss_op = block.ops[loss_idx]   # copies of overwritten forward values may be inserted before it
     first_backward = len(block.ops)
-    with _gc_paused():
-        path = _differentiate(block, loss_idx + 1, {loss}, no_grad, names, seeds=[seed])
+    path = _differentiate(block, loss_idx + 1, {loss}, no_grad, names, seeds=[seed])
     roles.set_role(loss_op, roles.LOSS)
     roles.set_role(seed, roles.LOSS | roles.BACKWARD)
     pairs = [(p, names(p)) for p in params if p in path.wants_grad]
@@ -149,6 +135,7 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
     return path
 
 
+@gc_paused()
 def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Iterable[str] = ()) -> set[str]:
     """Append the backward of block 0 for ``targets`` whose grads (``t@GRAD``, or ``t@GRAD@2`` in a program
     that already has them) the caller feeds. Returns the vars that get gradients."""

@@ -29,6 +29,18 @@ def is_differentiable_var(block: Block, name: str, no_grad: set[str]) -> bool:
             and var.dtype in FLOAT_DTYPES)
 
 
+class _DifferentiableVars(dict):
+    """name -> is_differentiable_var, each name asked once."""
+
+    def __init__(self, block: Block, no_grad: set[str]):
+        super().__init__()
+        self.block, self.no_grad = block, no_grad
+
+    def __missing__(self, name: str) -> bool:
+        result = self[name] = is_differentiable_var(self.block, name, self.no_grad)
+        return result
+
+
 def differentiable_inputs(op: OpDesc) -> list[str]:
     opdef = registry.get(op.type)
     skip = opdef.no_grad_inputs if opdef is not None else frozenset()
@@ -45,27 +57,29 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     carries = set(leaves or ())   # vars whose current value depends on a differentiable leaf
     written: set[str] = set()
     carried_inputs = []           # per op: its differentiable inputs that carry when it runs
-    for op in ops:
+    outputs_of = [list(op.output_names()) for op in ops]
+    differentiable = _DifferentiableVars(block, no_grad)
+    for op, outputs in zip(ops, outputs_of):
         inputs = differentiable_inputs(op)
         if leaves is None:
-            carries.update(n for n in inputs if n not in written and is_differentiable_var(block, n, no_grad))
-            written.update(op.output_names())
+            carries.update(n for n in inputs if n not in written and differentiable[n])
+            written.update(outputs)
         opdef = registry.get(op.type)
         carried = [] if opdef is not None and opdef.grad is registry.NO_GRAD else [n for n in inputs if n in carries]
         carried_inputs.append(carried)
         if overwrites(op):
-            carries.difference_update(op.output_names())
+            carries.difference_update(outputs)
         if carried:
-            carries.update(n for n in op.output_names() if is_differentiable_var(block, n, no_grad))
+            carries.update(n for n in outputs if differentiable[n])
 
     needed = set(targets)   # vars whose current value's gradient reaches the targets
     wants = targets & leaves if leaves else set()   # a block that may not run passes their grads through
     on_path = []
     for idx in range(len(ops) - 1, -1, -1):
         op, inputs = ops[idx], carried_inputs[idx]
-        outputs = [n for n in op.output_names() if n in needed and is_differentiable_var(block, n, no_grad)]
+        outputs = [n for n in outputs_of[idx] if n in needed and differentiable[n]]
         if overwrites(op):
-            needed.difference_update(op.output_names())
+            needed.difference_update(outputs_of[idx])
         if inputs and outputs:
             if registry.sub_block(op) is not None and not registry.get(op.type).grad_op_of:   # only what its body uses
                 inner = sub_block_path(block.program, op, set(outputs), set(inputs), no_grad, sub_paths)[0]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
+from .sparse import mark_sparse_grads
 
 
 def forward_name(grad: str) -> str:
@@ -29,15 +30,20 @@ def derived_var(source: VarDesc, name: str) -> VarDesc:
 def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
     """Declare every var the ops write that is not declared yet; returns the new names."""
     created = []
+    declared = block.vars
     for op in ops:
-        for name in op.output_names():
-            if name == EMPTY_VAR or name in block.vars:
-                continue
-            source = lookup(block, forward_name(name))
-            if source is None:
-                continue
-            block.add_var(derived_var(source, name))
-            created.append(name)
+        for args in op.outputs.values():
+            for name in args:
+                if name == EMPTY_VAR or name in declared:
+                    continue
+                source = lookup(block, forward_name(name))
+                if source is None:
+                    continue
+                declared[name] = derived_var(source, name)
+                created.append(name)
+    if created:
+        block.program.mark_changed()
+    mark_sparse_grads(block, ops)
     return created
 
 

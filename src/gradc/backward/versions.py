@@ -23,6 +23,8 @@ from ..ops.control_flow import updated_in_place
 from . import roles
 from .vars import derived_var
 
+_UNWRITTEN = (None, -1)
+
 
 class Versions:
     def __init__(self, program):
@@ -84,8 +86,10 @@ class Versions:
         fwd = block.ops[idx]
         if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
             return
-        names = set(fwd.input_names()) | set(fwd.output_names())   # once per op: sum may have 1000s
-        in_place = set(fwd.input_names()) & set(fwd.output_names())
+        inputs, outputs = set(fwd.input_names()), set(fwd.output_names())   # once per op: sum may have 1000s
+        names, in_place = inputs | outputs, inputs & outputs
+        # in a block no control-flow op runs, a name holds its last write: stale if that comes later
+        writes = self.writes(block) if block.idx not in self.owner else None
         for grad_op in grad_ops:
             for slot, args in grad_op.inputs.items():
                 for pos, name in enumerate(args):
@@ -93,7 +97,7 @@ class Versions:
                         continue
                     # read as the op's input (its slot is no forward output slot): the value before the op
                     at = idx - 1 if name in in_place and slot not in fwd.outputs else idx
-                    if self.stale(block, at, name):
+                    if (writes.get(name, _UNWRITTEN)[1] > at) if writes is not None else self.stale(block, at, name):
                         args[pos] = self._save(block, at, name)
 
     def _save(self, block: Block, idx: int, name: str) -> str:

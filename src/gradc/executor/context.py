@@ -7,6 +7,7 @@ be empty; ``grads`` computes only the gradients the op is asked for.
 
 from __future__ import annotations
 
+from collections import ChainMap
 from collections.abc import Callable
 
 from ..errors import ExecutionError, op_location
@@ -15,19 +16,25 @@ from .scope import MISSING
 
 
 class KernelContext:
-    __slots__ = ("op", "block", "op_idx", "attrs", "scope", "executor", "run_scope", "inputs", "outputs")
+    __slots__ = ("op", "block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
+                 "wanted")
 
-    def __init__(self, op: OpDesc, block: Block, op_idx: int, attrs, executor, opdef=None):
+    def __init__(self, op: OpDesc, block: Block, op_idx: int, executor, opdef=None):
         self.op = op
         self.block = block
         self.op_idx = op_idx
-        self.attrs = attrs
+        self.defaults = opdef.attrs if opdef is not None else {}
         self.executor = executor
         self.scope = None       # set by the executor before each call
         self.run_scope = None   # the scope persistable vars are written to
         # the declared slots; None for an op with a kernel but no definition (nothing to check against)
         self.inputs = frozenset(opdef.inputs) if opdef is not None else None
         self.outputs = frozenset(opdef.outputs) if opdef is not None else None
+        # bound once per plan (the program's revision): the declared input slots the op fills, and the
+        # declared output slots it writes (grad kernels skip the others)
+        self.ins = {s: args for s, args in op.inputs.items() if self.inputs is None or s in self.inputs}
+        self.wanted = frozenset(s for s, args in op.outputs.items() if (self.outputs is None or s in self.outputs)
+                                and any(name != EMPTY_VAR for name in args))
 
     @property
     def where(self) -> str:
@@ -40,25 +47,33 @@ class KernelContext:
                                  f"does not declare (declared: {', '.join(sorted(declared)) or 'none'})")
 
     def has(self, slot: str) -> bool:
+        if self.ins.get(slot):
+            return True
         self._declared(slot, self.inputs)
-        return bool(self.op.inputs.get(slot))
+        return False
 
     def x(self, slot: str, i: int = 0):
         """The i-th input array of a slot that must hold one (see ``optional``)."""
-        args = self.op.inputs.get(slot)
-        if not args or i >= len(args):
+        try:
+            name = self.ins[slot][i]
+        except (KeyError, IndexError):
             self._declared(slot, self.inputs)
-            raise ExecutionError(f"{self.where}: input slot '{slot}' holds {len(args or ())} var(s); the kernel "
-                                 f"needs var {i} of it")
-        return self.read(args[i], slot)
+            raise ExecutionError(f"{self.where}: input slot '{slot}' holds {len(self.ins.get(slot, ()))} var(s); "
+                                 f"the kernel needs var {i} of it") from None
+        value = self.scope.vars.get(name, MISSING)   # most reads: a value of this very scope
+        return self.read(name, slot) if value is MISSING else value
 
     def optional(self, slot: str):
         """The first input array of an optional slot, or None when the slot is empty."""
-        return self.x(slot) if self.has(slot) else None
+        if self.ins.get(slot):
+            return self.x(slot)
+        if self.inputs is not None and slot not in self.inputs:
+            self._declared(slot, self.inputs)
+        return None
 
     def xs(self, slot: str) -> list:
         self._declared(slot, self.inputs)
-        return [self.read(name, slot) for name in self.op.inputs.get(slot, ())]
+        return [self.read(name, slot) for name in self.ins.get(slot, ())]
 
     def read(self, name: str, slot: str = "?"):
         value = self.scope.find(name, MISSING)
@@ -67,20 +82,36 @@ class KernelContext:
                                  f"it is not fed, not in the scope, and no earlier op wrote it")
         return value
 
+    @property
+    def attrs(self) -> ChainMap:
+        """The op's attributes over the definition's defaults."""
+        return ChainMap(self.op.attrs, self.defaults)
+
     def attr(self, name: str):
-        try:
-            return self.attrs[name]
-        except KeyError:
-            raise ExecutionError(f"{self.where} has no attribute '{name}'") from None
+        """Read live (an attribute set between runs shows in the next one), the default where the op has none."""
+        value = self.op.attrs.get(name, MISSING)
+        if value is MISSING:   # most reads find the op's own attribute
+            value = self.defaults.get(name, MISSING)
+            if value is MISSING:
+                raise ExecutionError(f"{self.where} has no attribute '{name}'")
+        return value
 
     def wants(self, slot: str) -> bool:
         """Whether the op writes this output slot (grad kernels skip grads nobody asked for)."""
+        if slot in self.wanted:
+            return True
         self._declared(slot, self.outputs)
-        return any(name != EMPTY_VAR for name in self.op.outputs.get(slot, ()))
+        return False
 
     def grads(self, makers: dict[str, Callable[[], object]]) -> dict:
         """{slot: thunk} -> {slot: value} for the output slots the op writes; the others are not computed."""
-        return {slot: make() for slot, make in makers.items() if self.wants(slot)}
+        wanted, results = self.wanted, {}
+        for slot, make in makers.items():
+            if slot in wanted:
+                results[slot] = make()
+            elif self.outputs is not None and slot not in self.outputs:
+                self._declared(slot, self.outputs)
+        return results
 
     def out_names(self, slot: str) -> list[str]:
         self._declared(slot, self.outputs)

@@ -1,9 +1,9 @@
-"""Runs programs with numpy kernels. Each block is prepared once (kernels resolved, attributes
-merged with defaults, each var's last use found) so the per-op loop is only calls."""
+"""Runs programs with numpy kernels. Each block is planned once per (program revision, fetch set): kernels
+resolved, slots bound, attributes merged with their defaults, each output's declared dtype and destination
+and each var's last reader found, so the per-op loop is a kernel call, a store per output and the frees."""
 
 from __future__ import annotations
 
-from collections import ChainMap
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
@@ -12,26 +12,35 @@ import numpy as np
 
 from .. import registry
 from ..errors import ExecutionError, GradcError, ProgramError, op_location
-from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
+from ..ir import EMPTY_VAR, Block, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..verify import check_inputs, check_vars
 from .context import KernelContext
 from .failures import check_finite, kernel_failure
 from .feeding import feed_values
 from .kernels import KERNELS, load_all
+from .liveness import deaths, shape_stub
 from .scope import MISSING, Scope, global_scope
+from .selected_rows import SelectedRows
 from .tensor_array import TensorArray
 
 load_all()
 
 
-@dataclass
 class Step:
-    kernel: object
-    ctx: KernelContext
-    writes: list[tuple[str, list[tuple[str, object, bool]]]]  # (slot, [(name, dtype, persistable)])
-    frees: tuple[str, ...]
-    checked: bool = False   # the kernel's result slots were checked against the op's definition
+    """One op of a plan. ``writes``: (slot, [(name, dtype, persistable)]); ``single``: the one
+    (slot, name, dtype, persistable) of an op that writes one var (most ops), else None."""
+
+    __slots__ = ("kernel", "ctx", "writes", "single", "frees", "shrinks", "checked")
+
+    def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...], shrinks: tuple[str, ...]):
+        self.kernel = kernel
+        self.ctx = ctx
+        self.writes = writes
+        self.single = (writes[0][0], *writes[0][1][0]) if len(writes) == 1 and len(writes[0][1]) == 1 else None
+        self.frees = frees
+        self.shrinks = shrinks   # values only read for their shape from here on: kept as shape stubs
+        self.checked = False   # the kernel's result slots were checked against the op's definition
 
 
 @dataclass
@@ -39,15 +48,6 @@ class Plan:
     revision: int             # the program's revision it was made for
     op_ids: tuple[int, ...]   # and its ops: a plan is reused only for the very same program and ops
     steps: list[Step]
-
-
-def referenced_names(program: Program, op: OpDesc) -> set[str]:
-    """Names an op touches, including everything its sub-blocks (recursively) touch."""
-    names = set(op.input_names()) | set(op.output_names())
-    for _, sub in op.block_refs():
-        for inner in program.blocks[sub].ops:
-            names |= referenced_names(program, inner)
-    return names
 
 
 class Executor:
@@ -114,24 +114,14 @@ class Executor:
                 check_inputs(block, idx, op)
             except ProgramError as exc:
                 raise ExecutionError(str(exc)) from None
-        last_use: dict[str, int] = {}
-        if keep is not None:
-            for idx, op in enumerate(block.ops):
-                for name in referenced_names(block.program, op):
-                    last_use[name] = idx
-        frees: list[list[str]] = [[] for _ in block.ops]
-        for name, idx in last_use.items():
-            var = block.find_var(name)
-            if name not in keep and name != EMPTY_VAR and not (var is not None and var.persistable):
-                frees[idx].append(name)
+        frees, shrinks = deaths(block, keep)
         steps = []
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
-            attrs = ChainMap(op.attrs, opdef.attrs) if opdef is not None else op.attrs  # live: edits show
-            ctx = KernelContext(op, block, idx, attrs, self, opdef)
-            writes = [(slot, [self._write_spec(block, name) for name in args])
-                      for slot, args in op.outputs.items()]
-            steps.append(Step(KERNELS[op.type], ctx, writes, tuple(sorted(frees[idx]))))
+            ctx = KernelContext(op, block, idx, self, opdef)
+            writes = tuple((slot, [self._write_spec(block, name) for name in args])
+                           for slot, args in op.outputs.items() if args)
+            steps.append(Step(KERNELS[op.type], ctx, writes, tuple(frees[idx]), tuple(shrinks[idx])))
         return steps
 
     @staticmethod
@@ -144,6 +134,9 @@ class Executor:
 
     # ------------------------------------------------------------------ the hot loop
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
+        local, ndarray = scope.vars, np.ndarray
+        outer = _outer_vars(scope)
+        finite = self.check_finite
         for step in plan.steps:
             ctx = step.ctx
             ctx.scope = scope
@@ -154,21 +147,76 @@ class Executor:
                 raise
             except Exception as exc:  # bad data or a kernel bug: say which op, what it read and why
                 raise kernel_failure(ctx, exc) from exc
-            if results:
+            if not results:
+                pass
+            elif step.single and step.checked:   # most ops: one value of the declared dtype
+                slot, name, dtype, persistable = step.single
+                value = results.get(slot)
+                if type(value) is not ndarray or value.dtype is not dtype:
+                    _store_slots(ctx, step.writes, results, scope, outer, run_scope)
+                elif name in local:
+                    local[name] = value
+                elif outer is not None and not persistable:   # _place, inlined: a new value lives here
+                    for values in outer:
+                        if name in values:
+                            values[name] = value
+                            break
+                    else:
+                        local[name] = value
+                else:
+                    _place(name, value, persistable, scope, outer, run_scope)
+            else:
                 if not step.checked:
                     ctx.check_results(results)
                     step.checked = True
-                _write(ctx, step.writes, results, scope, run_scope)
-                if self.check_finite:
-                    check_finite(ctx, results)
+                _store_slots(ctx, step.writes, results, scope, outer, run_scope)
+            if finite and results:
+                check_finite(ctx, results)
             for name in step.frees:
-                scope.vars.pop(name, None)
+                local.pop(name, None)
+            for name in step.shrinks:
+                value = local.get(name)
+                if type(value) is ndarray:
+                    local[name] = shape_stub(value)
 
 
-def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: Scope) -> None:
+def _outer_vars(scope: Scope) -> list[dict] | None:
+    """The vars of the scopes above ``scope``, nearest first; None when ``scope`` decides where writes go
+    itself (a subclass with its own ``assign``, like the backward replay scope)."""
+    if type(scope) is not Scope:
+        return None
+    outer, parent = [], scope.parent
+    while parent is not None:
+        outer.append(parent.vars)
+        parent = parent.parent
+    return outer
+
+
+def _place(name: str, value, persistable: bool, scope: Scope, outer: list[dict] | None, run_scope: Scope) -> None:
+    """Write where the name lives, this scope or an outer one; a new var here, a new persistable one in
+    the run's persistent scope (parameters outlive the run)."""
+    if outer is None:
+        if persistable and scope.owner(name) is None:
+            run_scope.vars[name] = value
+        else:
+            scope.assign(name, value)
+        return
+    local = scope.vars
+    if name in local:
+        local[name] = value
+        return
+    for values in outer:
+        if name in values:
+            values[name] = value
+            return
+    (run_scope.vars if persistable else local)[name] = value
+
+
+def _store_slots(ctx: KernelContext, writes: tuple, results: dict, scope: Scope, outer: list[dict] | None,
+                 run_scope: Scope) -> None:
     for slot, specs in writes:
         value = results.get(slot)
-        if value is None or not specs:
+        if value is None:
             continue
         values = value if type(value) is list else [value]   # a TensorArray is one value
         if len(values) != len(specs):
@@ -177,12 +225,9 @@ def _write(ctx: KernelContext, writes, results: dict, scope: Scope, run_scope: S
         for (name, dtype, persistable), array in zip(specs, values):
             if array is None or name == EMPTY_VAR:
                 continue
-            if dtype is not None:
+            if dtype is not None and (type(array) is not np.ndarray or array.dtype is not dtype):
                 array = _as_declared(ctx, name, array, dtype)
-            if persistable and scope.owner(name) is None:
-                run_scope.vars[name] = array
-            else:
-                scope.assign(name, array)
+            _place(name, array, persistable, scope, outer, run_scope)
 
 
 def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
@@ -191,6 +236,8 @@ def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nd
     if isinstance(array, TensorArray):
         raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
                              f"declares a tensor")
+    if isinstance(array, SelectedRows):   # sparse grads stay sparse, whatever the var declares (as in Paddle)
+        return array
     array = np.asarray(array)
     if array.dtype == dtype:
         return array

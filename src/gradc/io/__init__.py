@@ -15,6 +15,7 @@ from google.protobuf import json_format, text_format
 from google.protobuf.message import DecodeError
 
 from ..errors import FormatError
+from ..gcpause import gc_paused
 from ..ir import Program
 from ..pir import is_pir, parse_pir, serialize_pir
 from ..proto import framework_pb2 as pb
@@ -22,6 +23,7 @@ from ..verify import check_structure
 from .files import check_writable, write_atomic
 from .jsonform import message_to_json
 from .protobuf import program_from_proto, program_to_proto
+from .wire import encode_program
 
 __all__ = ["check_writable", "detect_format", "load", "parse_program", "program_from_proto",
            "program_to_proto", "save", "serialize", "write_atomic"]
@@ -65,6 +67,7 @@ def _is_text(data: bytes) -> bool:
     return True
 
 
+@gc_paused()
 def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Program:
     if fmt == "pir":
         return parse_pir(data, source)
@@ -120,12 +123,13 @@ def load(path: str | os.PathLike) -> Program:
     return parse_program(data, detect_format(path, data), str(path))
 
 
+@gc_paused()
 def serialize(program: Program, fmt: str = "pb") -> bytes:
     if fmt == "pir":
         return serialize_pir(program)
-    msg = program_to_proto(program)
     if fmt == "pb":
-        return msg.SerializeToString(deterministic=True)
+        return encode_program(program)
+    msg = program_to_proto(program)
     if fmt == "pbtxt":
         return text_format.MessageToString(msg).encode("utf-8")
     return message_to_json(msg)

@@ -29,6 +29,9 @@ _MODELED_TENSOR_FIELDS = {
 # ---------------------------------------------------------------- protobuf -> IR
 
 def program_from_proto(msg: pb.ProgramDesc) -> Program:
+    from .fast_read import Reader  # it converts through this module's converters
+
+    reader = Reader()
     program = Program.empty()
     if msg.HasField("version"):
         program.version = msg.version.version if msg.version.HasField("version") else 0
@@ -39,8 +42,9 @@ def program_from_proto(msg: pb.ProgramDesc) -> Program:
         if block_msg.HasField("forward_block_idx"):
             block.forward_block_idx = block_msg.forward_block_idx
         for var_msg in block_msg.vars:
-            block.vars[var_msg.name] = _var_from_proto(var_msg)
-        block.ops = [_op_from_proto(op_msg) for op_msg in block_msg.ops]
+            var = reader.var(var_msg)
+            block.vars[var.name] = var
+        block.ops = [reader.op(op_msg) for op_msg in block_msg.ops]
         program.blocks.append(block)
     return program
 

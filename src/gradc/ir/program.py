@@ -86,13 +86,17 @@ class OpDesc:
     def output(self, slot: str) -> list[str]:
         return self.outputs.get(slot, [])
 
-    def input_names(self) -> Iterator[str]:
+    def input_names(self) -> list[str]:
+        names: list[str] = []   # a list, not a generator: the passes call these on every op, often
         for args in self.inputs.values():
-            yield from args
+            names += args
+        return names
 
-    def output_names(self) -> Iterator[str]:
+    def output_names(self) -> list[str]:
+        names: list[str] = []
         for args in self.outputs.values():
-            yield from args
+            names += args
+        return names
 
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)

@@ -21,15 +21,15 @@ TANH_GELU_C = sqrt(2 / pi)   # tanh-approximate gelu: 0.5 x (1 + tanh(c (x + a x
 TANH_GELU_A = 0.044715
 
 
-def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = ()):
+def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = (), x: str = "X", out: str = "Out"):
     """Give ``grad_type`` its maker: ``second(f, g, v, p)`` returns d/dv (p = dOut * ddX) for the one input
-    v that is not dOut or in ``flat`` (inputs the grad op is constant in)."""
+    v that is not dOut or in ``flat`` (inputs the grad op is constant in); ``x``, ``out``: the forward's slots."""
 
     def maker(g):
         f = Formula(g)
-        ddx, dout = first(g.OG("X@GRAD")), first(g.I("Out@GRAD"))
-        values = {slot: g.I(slot) for slot in g.opdef.inputs if slot != "Out@GRAD"}
-        f.into(first(g.IG("Out@GRAD")), g.fwd.type, {**values, "Out@GRAD": ddx}, slot="X@GRAD", same=True)
+        ddx, dout = first(g.OG(x + "@GRAD")), first(g.I(out + "@GRAD"))
+        values = {slot: g.I(slot) for slot in g.opdef.inputs if slot != out + "@GRAD"}
+        f.into(first(g.IG(out + "@GRAD")), g.fwd.type, {**values, out + "@GRAD": ddx}, slot=x + "@GRAD", same=True)
         for slot in values:
             wanted = first(g.IG(slot))
             if slot not in flat and wanted not in (None, EMPTY_VAR):
@@ -182,3 +182,39 @@ def _log_softmax(g):
 
 defgrad("softmax_grad", grad=_softmax)
 defgrad("log_softmax_grad", grad=_log_softmax)
+
+
+def _celu(f, g, x, p):
+    """f' = exp(x / alpha) where x <= 0, 1 past it: f'' p = (celu_grad - the part past 0) / alpha."""
+    once = f.op("celu_grad", {"X": x, "Out@GRAD": p}, x, slot="X@GRAD", same=True)
+    above = f.op("relu_grad", {"Out": x, "Out@GRAD": p}, x, slot="X@GRAD")
+    return f.scale(f.sub(once, above, x), 1.0 / g.attr("alpha"))
+
+
+def _mish(f, g, x, p):
+    """f = x t, t = tanh(sp), sp = softplus (x past the threshold), s = sp':
+    f'' = (1 - t^2) (2 s + x (s' - 2 t s^2))."""
+    softplus = {"beta": 1.0, "threshold": g.attr("threshold")}
+    t = f.unary("tanh", f.unary("softplus", x, softplus))
+    s = f.op("softplus_grad", {"X": x, "Out@GRAD": f.fill_like(x, 1.0)}, x, softplus, slot="X@GRAD")
+    ds = f.op("sigmoid_grad", {"Out": s, "Out@GRAD": x}, x, slot="X@GRAD")   # x s', s' = 0 past the threshold
+    bracket = f.sub(f.add(f.scale(s, 2.0), ds, x), f.scale(f.mul(f.mul(x, t, x), f.unary("square", s), x), 2.0), x)
+    return f.op("tanh_grad", {"Out": t, "Out@GRAD": f.mul(bracket, p, x)}, x, slot="X@GRAD")
+
+
+def _hard_swish(f, g, x, p):
+    """f = x clip(x + offset, 0, threshold) / scale: f'' = 2 / scale where 0 < x + offset < threshold."""
+    offset = g.attr("offset")
+    inside = f.op("brelu_grad", {"X": x, "Out@GRAD": p}, x, {"t_min": -offset, "t_max": g.attr("threshold") - offset},
+                  slot="X@GRAD")
+    return f.scale(inside, 2.0 / g.attr("scale"))
+
+
+unary_double("sin_grad", lambda f, g, x, p: f.op("cos_grad", {"X": x, "Out@GRAD": p}, x, slot="X@GRAD"))  # -sin x
+unary_double("cos_grad", lambda f, g, x, p: f.scale(f.op("sin_grad", {"X": x, "Out@GRAD": p}, x, slot="X@GRAD"),
+                                                    -1.0))                                              # -cos x
+unary_double("selu_grad", lambda f, g, out, p: f.sub(p, f.op("relu_grad", {"Out": out, "Out@GRAD": p}, p,
+                                                              slot="X@GRAD"), p))   # d/d(out) = 1 where out <= 0
+unary_double("celu_grad", _celu)
+unary_double("mish_grad", _mish)
+unary_double("hard_swish_grad", _hard_swish)

@@ -15,7 +15,7 @@ one, is easier to write than to differentiate by hand.
 from __future__ import annotations
 
 from .. import registry
-from ..ir import EMPTY_VAR, OpDesc
+from ..ir import EMPTY_VAR, OpDesc, VarType
 from ..makers import GradContext
 
 
@@ -82,6 +82,21 @@ class Formula:
     def xshape(self, like: str) -> str:
         """A temporary for the XShape output of a reshaping op whose input is shaped like ``like``."""
         return self.g.tmp(like, lambda shape: [0, *shape])
+
+    def shaped_like(self, x: str, target: str, out: str | None = None) -> str:
+        """``x`` reshaped to ``target``'s shape, read at run time (into ``out`` when given)."""
+        dims = self.op("shape", {"Input": target}, target, dims=lambda s: [len(s)], dtype=VarType.INT32)
+        out = out or self.g.tmp(target)
+        self.emit("reshape2", {"X": x, "Shape": dims}, {"Out": out, "XShape": self.xshape(x)})
+        return out
+
+    def summed_like(self, x: str, target: str, dims: list[int] | None = None, out: str | None = None) -> str:
+        """``x`` summed over ``dims`` (non-negative; all when None) and reshaped to ``target``'s shape: the
+        adjoint of spreading ``target`` over ``x`` (a loss's dOut over the grad it scales)."""
+        attrs = {"dim": [0] if dims is None else list(dims), "keep_dim": False, "reduce_all": dims is None}
+        total = self.op("reduce_sum", {"X": x}, x, attrs, dims=lambda s: [d for i, d in enumerate(s)
+                                                                           if dims is not None and i not in dims])
+        return self.shaped_like(total, target, out)
 
     def sum_along(self, x: str, axis: int) -> str:
         """The sum of ``x`` along ``axis``, kept as a dim of 1."""

@@ -87,10 +87,26 @@ def _cross_entropy2_infer(ctx):
             "XShape": (x + [0], dtype)}
 
 
+class _CrossEntropy2Grad(GradOp):
+    """Paddle's grad op, reading MatchX; when MatchX has a gradient too (a second derivative reaches it through
+    that grad op), it goes to X at the label: the grad op with MatchX = -1 puts Y@GRAD there."""
+
+    def __call__(self, g):
+        ops = super().__call__(g)
+        match, wanted = g.O("MatchX")[0], g.IG("X")
+        if g.wants(match) and wanted != [EMPTY_VAR]:
+            minus_ones = g.tmp(match)
+            ops.append(g.op("fill_any_like", {"X": [match]}, {"Out": [minus_ones]}, {"value": -1.0, "dtype": -1}))
+            ops.append(g.op("cross_entropy_grad2", {"Label": g.I("Label"), "MatchX": [minus_ones],
+                                                    "XShape": g.O("XShape"), "Y@GRAD": [g.grad_of(match)]},
+                            {"X@GRAD": wanted}, forward_attrs=True))
+        return ops
+
+
 # X holds probabilities; MatchX = X at the label (0 where ignored), which is all the grad needs.
 defop("cross_entropy2", ["X", "Label"], ["Y", "XShape", "MatchX"], attrs={"ignore_index": -100},
       no_grad_inputs=["Label"], no_grad_outputs=["XShape", "MatchX"], infer=_cross_entropy2_infer,
-      grad=grad_op("Label", "MatchX", "XShape", grad_type="cross_entropy_grad2"))
+      grad=_CrossEntropy2Grad(("Label", "MatchX", "XShape"), "cross_entropy_grad2"))
 
 
 # X holds probabilities: Y = -log(X at the label), or -sum(Label * log X) for soft labels.
@@ -148,9 +164,25 @@ defop("sigmoid_cross_entropy_with_logits", ["X", "Label", "pos_weight?"],
       infer=_same_shape_infer("Label", "pos_weight"), grad=grad_op("X", "Label", "pos_weight"))
 defop("bce_loss", ["X", "Label"], no_grad_inputs=["Label"], infer=_same_shape_infer("Label"),
       grad=grad_op("X", "Label"))
+
+
+class _HuberGrad(GradOp):
+    """Paddle's grad op, reading Residual = Y - X; when Residual has a gradient too (a second derivative reaches
+    it through that grad op), it goes to Y as it is and to X negated."""
+
+    def __call__(self, g):
+        ops = super().__call__(g)
+        residual = g.O("Residual")[0]
+        if g.wants(residual):
+            for slot, sign in (("X", -1.0), ("Y", 1.0)):
+                if g.IG(slot) != [EMPTY_VAR]:
+                    ops.append(g.op("scale", {"X": [g.grad_of(residual)]}, {"Out": g.IG(slot)}, {"scale": sign}))
+        return ops
+
+
 # Residual = Y - X is all the grad needs.
 defop("huber_loss", ["X", "Y"], ["Out", "Residual"], attrs={"delta": 1.0}, no_grad_outputs=["Residual"],
-      infer=_same_shape_infer("Y", outs=("Out", "Residual")), grad=grad_op("Residual"))
+      infer=_same_shape_infer("Y", outs=("Out", "Residual")), grad=_HuberGrad(("Residual",)))
 # -labels * log(p + eps) - (1 - labels) * log(1 - p + eps); Paddle's op has no default for epsilon
 defop("log_loss", ["Predicted", "Labels"], ["Loss"], attrs={"epsilon": 1e-4}, no_grad_inputs=["Labels"],
       infer=_same_shape_infer("Labels", outs=("Loss",), first="Predicted"), grad=grad_op("Predicted", "Labels"))

@@ -8,10 +8,13 @@ derivatives with forward ops and first-order grad ops, which Paddle runs too.
 
 from __future__ import annotations
 
+from math import prod
+
+from ..errors import GradError
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
-from .composite import Formula, bilinear, expansion, first, linear
+from .composite import Formula, bilinear, differentiate, expansion, first, linear
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
     defgrad(f"{_name}_grad", grad=bilinear(_name))
@@ -138,3 +141,96 @@ def _extreme(g):
 
 for _name in ("reduce_max", "reduce_min"):
     defgrad(f"{_name}_grad", grad=_extreme, no_grad_inputs=["X", "Out"])
+
+
+def _remainder(g):
+    """remainder_grad (elementwise_mod's): X@GRAD = dOut, Y@GRAD = -floor(x / y) dOut, each summed down; flat in
+    X and Y away from the jumps, so d/d(dOut) = ddX - floor(x / y) ddY, each broadcast to dOut's shape."""
+    wanted = first(g.IG("Out@GRAD"))
+    if wanted == EMPTY_VAR:
+        return []
+    f = Formula(g)
+    x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
+    ddx, ddy = first(g.OG("X@GRAD")), first(g.OG("Y@GRAD"))
+    if ddx is not None:
+        f.into(wanted, "elementwise_add", {"X": f.fill_like(dout, 0.0), "Y": ddx}, {"axis": axis})
+    if ddy is not None:
+        quotient = f.op("elementwise_floordiv", {"X": x, "Y": y}, dout, {"axis": axis})
+        f.into(wanted, "scale", {"X": f.mul(quotient, ddy, dout, axis)}, {"scale": -1.0})
+    return f.ops
+
+
+defgrad("remainder_grad", grad=_remainder, no_grad_inputs=["X", "Y"])
+
+
+def _bilinear_tensor_product(g):
+    """Out = F(x, w, y) + bias, F linear in each: the grad op G gives G_X(d, w, y), G_Y(d, w, x), G_W(d, x, y) and
+    the batch sum of d, each <dd*, G_*> = <d, F(...)> with the dd in its operand's place, so
+        d/d(dOut) = F(ddX, w, y) + F(x, w, ddY) + F(x, ddW, y) + ddBias,   d/dX = G_X(d, w, ddY) + G_X(d, ddW, y),
+        d/dY = G_Y(d, w, ddX) + G_Y(d, ddW, x),   d/dW = G_W(d, ddX, y) + G_W(d, x, ddY)."""
+    f = Formula(g)
+    given = {slot: first(g.I(slot)) for slot in ("X", "Y", "Weight")}
+    dout = first(g.I("Out@GRAD"))
+    dd = {slot: first(g.OG(slot + "@GRAD")) for slot in ("X", "Y", "Weight", "Bias")}
+    for swapped in ("X", "Y", "Weight"):
+        if dd[swapped] is None:
+            continue
+        operands = {**given, swapped: dd[swapped]}
+        f.into(first(g.IG("Out@GRAD")), "bilinear_tensor_product", operands)
+        for other in ("X", "Y", "Weight"):
+            if other != swapped:
+                f.into(first(g.IG(other)), g.fwd.type, {**operands, "Out@GRAD": dout}, slot=other + "@GRAD")
+    if dd["Bias"] is not None:
+        f.into(first(g.IG("Out@GRAD")), "elementwise_add", {"X": f.fill_like(dout, 0.0), "Y": dd["Bias"]})
+    return f.ops
+
+
+defgrad("bilinear_tensor_product_grad", grad=_bilinear_tensor_product)
+
+
+def _pairwise_product(f, g, x: str) -> str:
+    """reduce_prod of ``x`` written with differentiable ops, exact at zeros: the reduced dims moved last and
+    flattened, then halved log2(n) times by multiplying the even and odd positions (an odd last one carried)."""
+    shape = g.shape(x)
+    rank = len(shape)
+    reduced = list(range(rank)) if g.attr("reduce_all") or not g.attr("dim") else \
+        sorted({d % rank for d in g.attr("dim")})
+    kept = [d for d in range(rank) if d not in reduced]
+    count = prod(shape[d] for d in reduced)
+    if count < 0:
+        raise GradError(f"reduce_prod_grad: the reduced dims of {x} must be known, got shape {shape}")
+    row = x
+    if kept + reduced != list(range(rank)):
+        row = f.op("transpose2", {"X": x}, x, {"axis": kept + reduced}, more={"XShape": f.xshape(x)},
+                   dims=lambda s: [s[d] for d in kept + reduced])
+    row = f.op("reshape2", {"X": row}, x, {"shape": [0] * len(kept) + [-1]}, more={"XShape": f.xshape(row)},
+               dims=lambda s: [s[d] for d in kept] + [count])
+    last = len(kept)
+
+    def part(start: int, end: int, step: int, size: int) -> str:
+        return f.op("strided_slice", {"Input": row}, row, {"axes": [last], "starts": [start], "ends": [end],
+                                                          "strides": [step], "infer_flags": [1], "decrease_axis": []},
+                    dims=lambda s: s[:-1] + [size])
+
+    while count > 1:
+        half = count // 2
+        product = f.mul(part(0, 2 * half, 2, half), part(1, 2 * half, 2, half), row)
+        if count % 2:
+            product = f.op("concat", {"X": [product, part(count - 1, count, 1, 1)]}, row, {"axis": last},
+                           dims=lambda s, n=half + 1: s[:-1] + [n])
+        row, count = product, half + count % 2
+    return row
+
+
+@expansion
+def _reduce_prod_grad(f, g):
+    """X@GRAD = dOut times the product of the other elements: the backward of the pairwise product, emitted by
+    ``differentiate`` (no division, so zeros are no special case)."""
+    x = first(g.I("X"))
+    total = _pairwise_product(f, g, x)
+    grad = g.tmp(x)
+    f.ops.extend(differentiate(g, list(f.ops), {total: f.shaped_like(first(g.I("Out@GRAD")), total)}, {x: grad}))
+    return {"X@GRAD": grad}
+
+
+defgrad("reduce_prod_grad", grad=_reduce_prod_grad, no_grad_inputs=["Out"])

@@ -1,5 +1,5 @@
 """Normalisation, dropout and embedding ops: batch_norm, layer_norm, group_norm, dropout,
-lookup_table_v2, one_hot_v2.
+lookup_table_v2, lookup_table (v1), one_hot_v2.
 
 Statistics outputs (running stats, saved mean/inverse std, Mask) are never differentiated: the
 grad ops read them as constants of the forward pass.
@@ -131,6 +131,26 @@ def _lookup_infer(ctx):
 defop("lookup_table_v2", ["W", "Ids"],
       attrs={"padding_idx": typed(-1, AttrType.LONG), "is_sparse": False, "is_distributed": False},
       no_grad_inputs=["Ids"], infer=_lookup_infer, grad=grad_op("W", "Ids"))
+
+
+def _lookup_v1_infer(ctx):
+    """v1 (fluid 1.x's embedding): Ids end in a dim of 1, which the output drops."""
+    ids = ctx.shape("Ids")
+    if not ids or ids[-1] not in (1, -1):
+        ctx.fail(f"the last dim of Ids must be 1, got shape {ids}")
+    w = ctx.shape("W")
+    if len(w) != 2:
+        ctx.fail(f"W must be a 2-D table, got shape {w}")
+    return {"Out": (ids[:-1] + [w[1]], ctx.dtype("W"))}
+
+
+# the parameter-server attributes (epmap, table_names, ...) are Paddle's; gradc runs the table locally
+defop("lookup_table", ["W", "Ids"],
+      attrs={"padding_idx": typed(-1, AttrType.LONG), "is_sparse": False, "is_distributed": False, "is_test": False,
+             "remote_prefetch": False, "grad_inplace": False, "entry": "none", "entry_config": "",
+             "table_class": "none", "trainer_id": 0, "epmap": typed([], AttrType.STRINGS),
+             "table_names": typed([], AttrType.STRINGS), "height_sections": typed([], AttrType.LONGS)},
+      no_grad_inputs=["Ids"], infer=_lookup_v1_infer, grad=grad_op("W", "Ids"))
 
 
 def _one_hot_infer(ctx):

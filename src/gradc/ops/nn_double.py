@@ -51,10 +51,10 @@ def _pool(forward: str):
     return maker
 
 
-def _picked(f, g, mask: str, wanted: str) -> list:
+def _picked(f, g, mask: str, wanted: str, x_slot: str = "X", out_slot: str = "Out") -> list:
     """ddX at each window's maximum (``mask``: its position in the plane), into ``wanted``: reshape both to
     [N, C, cells] planes, take_along_axis, reshape to dOut's shape."""
-    x, dout, ddx = first(g.I("X")), first(g.I("Out@GRAD")), first(g.OG("X@GRAD"))
+    x, dout, ddx = first(g.I(x_slot)), first(g.I(out_slot + "@GRAD")), first(g.OG(x_slot + "@GRAD"))
     planes = [f.op("reshape2", {"X": v}, like, {"shape": [0, 0, -1]}, more={"XShape": f.xshape(like)},
                    dims=lambda s: s[:2] + [-1]) for v, like in ((ddx, x), (mask, mask))]
     picked = f.op("take_along_axis", {"Input": planes[0], "Index": planes[1]}, dout, {"Axis": 2},
@@ -64,13 +64,21 @@ def _picked(f, g, mask: str, wanted: str) -> list:
     return f.ops
 
 
-def _with_index(g):
-    """max_pool2d_with_index_grad sends dOut to the Mask's positions: d/d(dOut) picks ddX there."""
-    wanted = first(g.IG("Out@GRAD"))
-    return [] if wanted == EMPTY_VAR else _picked(Formula(g), g, first(g.I("Mask")), wanted)
+def _with_index(x: str = "X", out: str = "Out", mask: str = "Mask"):
+    """max_pool{2,3}d_with_index_grad and fractional_max_pool{2,3}d_grad send dOut to the mask's positions (in
+    the plane or volume): d/d(dOut) picks ddX there."""
+
+    def maker(g):
+        wanted = first(g.IG(out + "@GRAD"))
+        return [] if wanted == EMPTY_VAR else _picked(Formula(g), g, first(g.I(mask)), wanted, x, out)
+
+    return maker
 
 
-defgrad("max_pool2d_with_index_grad", grad=_with_index, no_grad_inputs=["X", "Mask"])
+for _name in ("max_pool2d_with_index", "max_pool3d_with_index"):
+    defgrad(f"{_name}_grad", grad=_with_index(), no_grad_inputs=["X", "Mask"])
+for _name in ("fractional_max_pool2d", "fractional_max_pool3d"):
+    defgrad(f"{_name}_grad", grad=_with_index("x", "out", "mask"), no_grad_inputs=["x", "mask"])
 
 
 for _name in POOL_OPS:

@@ -1,7 +1,8 @@
 """Gradient clipping as Paddle's grad_clip writes it, after the backward and before regularization, for every
 (parameter, gradient) pair in name order except parameters with ParamAttr(need_clip=False). ClipGradByValue and
 ClipGradByNorm write new gradient vars (the update reads those); ClipGradByGlobalNorm scales the gradients in
-place by clip_norm / max(clip_norm, global norm)."""
+place by clip_norm / max(clip_norm, global norm). A sparse gradient (SELECTED_ROWS) stays sparse: its clipped
+var is one too, and the global norm reads it through merge_selected_rows and get_tensor_from_selected_rows."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ class _PerGradient(GradientClip):
         for param, grad in pairs:
             if param in clipped:
                 out = emit.like(self.op_type + "_{}.tmp_0", grad)
+                emit.block.var(out).type = emit.block.var(grad).type
                 emit.op(self.op_type, {"X": [grad]}, {"Out": [out]}, self.attrs(), role_var=[param, out])
                 grad = out
             result.append((param, grad))
@@ -74,7 +76,7 @@ class ClipGradByGlobalNorm(GradientClip):
             if param in clipped:
                 emit.role_var = [param, grad]
                 out = emit.temporary("squared_l2_norm_{}.tmp_0", [1], emit.block.var(grad).dtype)
-                emit.op("squared_l2_norm", {"X": [grad]}, {"Out": [out]})
+                emit.op("squared_l2_norm", {"X": [_as_tensor(emit, grad)]}, {"Out": [out]})
                 norms.setdefault(emit.block.var(grad).dtype, []).append(out)
         if not norms:
             return pairs
@@ -100,6 +102,19 @@ class ClipGradByGlobalNorm(GradientClip):
         scale = emit.temporary("elementwise_div_{}", [1], dtype)
         emit.op("elementwise_div", {"X": [limit], "Y": [larger]}, {"Out": [scale]}, {"axis": -1})
         return scale
+
+
+def _as_tensor(emit: Emitter, grad: str) -> str:
+    """A sparse gradient's rows merged, as a tensor of its values (Paddle's norm of a SelectedRows); else grad."""
+    var = emit.block.var(grad)
+    if var.type != VarType.SELECTED_ROWS:
+        return grad
+    merged = emit.fresh("merge_selected_rows_{}.tmp_0")
+    emit.block.create_var(merged, None, None, type=VarType.SELECTED_ROWS)   # Paddle declares no shape or dtype
+    emit.op("merge_selected_rows", {"X": [grad]}, {"Out": [merged]})
+    values = emit.temporary("get_tensor_from_selected_rows_{}.tmp_0", var.shape, var.dtype)
+    emit.op("get_tensor_from_selected_rows", {"X": [merged]}, {"Out": [values]})
+    return values
 
 
 def _add_n(emit: Emitter, terms: list[str]) -> str:

@@ -4,6 +4,7 @@ its op instead (its regularization_method attribute); AdamW and Lamb have decoup
 
 from __future__ import annotations
 
+from ..ir import VarType
 from .emit import Emitter
 
 
@@ -16,9 +17,15 @@ class WeightDecay:
         raise NotImplementedError
 
     def append(self, emit: Emitter, param: str, grad: str) -> str:
-        """grad += term(param), in place on the gradient var (as Paddle does); returns the gradient var."""
-        emit.op("sum", {"X": [grad, self.term(emit, param)]}, {"Out": [grad]})
-        return grad
+        """grad += term(param), in place on the gradient var (as Paddle does); returns the gradient var. A sparse
+        gradient (SELECTED_ROWS) cannot hold the sum: it goes to a new tensor ``<grad>@NEWGRAD@``, as in Paddle."""
+        out = grad
+        if emit.block.var(grad).type == VarType.SELECTED_ROWS:
+            source = emit.block.var(param)
+            out = grad + "@NEWGRAD@"
+            emit.block.create_var(out, source.shape, source.dtype)
+        emit.op("sum", {"X": [grad, self.term(emit, param)]}, {"Out": [out]})
+        return out
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.coeff})"

@@ -37,7 +37,9 @@ class BackwardPass(Pass):
         written = set()
         for idx, op in enumerate(block.ops):
             if _is_backward(op):
-                for name in op.input_names():
-                    if "@GRAD" in name and name not in written and name != EMPTY_VAR:
-                        raise self.fail(f"block 0, op {idx} ({op.type}) reads '{name}' before any op writes it")
-            written.update(op.output_names())
+                for args in op.inputs.values():
+                    for name in args:
+                        if name not in written and "@GRAD" in name and name != EMPTY_VAR:
+                            raise self.fail(f"block 0, op {idx} ({op.type}) reads '{name}' before any op writes it")
+            for args in op.outputs.values():
+                written.update(args)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from ..errors import GradcError
+from ..gcpause import gc_paused
 from ..ir import Program
 
 
@@ -35,6 +36,7 @@ class Pass:
         """Transform ``program`` in place; the return value is the pass's result (any value)."""
         raise NotImplementedError
 
+    @gc_paused()
     def __call__(self, program: Program):
         self.requires(program)
         result = self.apply(program)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from .. import registry
 from ..backward import roles
 from ..errors import GradcError
-from ..executor.executor import referenced_names
+from ..executor.liveness import referenced_names
 from ..io.pdiparams import persistable_names
 from ..ir import GRAD_SUFFIX, AttrType, Program
 from ..ops.optimizer_checks import UPDATES

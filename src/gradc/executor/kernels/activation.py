@@ -72,7 +72,8 @@ def _hard_swish_grad(x, d, k):
     return d * (shifted > 0) * slope
 
 
-unary("relu", lambda x, k: np.maximum(x, 0), lambda out, d, k: d * (out > 0), uses="Out")
+kernel("relu")(lambda k: {"Out": np.maximum(k.x("X"), 0)})   # unary's pair, one call less: hot in MLPs
+kernel("relu_grad")(lambda k: {"X@GRAD": k.x("Out@GRAD") * (k.x("Out") > 0)})
 kernel("relu_grad_grad")(lambda k: {"grad_out@GRAD": k.x("grad_x@GRAD") * (k.x("Out") > 0)})
 unary("sigmoid", lambda x, k: sigmoid(x), lambda out, d, k: d * out * (1 - out), uses="Out")
 unary("tanh", lambda x, k: np.tanh(x), lambda out, d, k: d * (1 - out * out), uses="Out")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -19,7 +21,7 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """Sum ``grad`` down to ``shape``: the adjoint of broadcasting (any alignment of dims)."""
     if grad.shape == tuple(shape):
         return grad
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     if grad.ndim > len(shape):
         grad = grad.sum(axis=tuple(range(grad.ndim - len(shape))))
     if grad.shape == tuple(shape):

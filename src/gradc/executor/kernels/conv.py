@@ -2,20 +2,16 @@
 the edges), for any number of spatial dims.
 
 Convolution is im2col + one batched matmul per group: the columns are a strided view of the padded
-input (sliding_window_view), copied once into [groups, C/g * prod(kernel), N * prod(out)]. Its two
-adjoints give every other kernel: the input grad scatters W^T @ dOut back with col2im, the filter grad
-is dOut @ cols^T, and conv_transpose is the input grad of the conv whose filter it shares.
-
-Average pooling is separable: one 0/1 window-membership matrix per spatial axis (which also covers
-adaptive bins and ceil_mode), applied axis by axis, then / count. Max pooling gathers the windows with
-one np.take.
+input (sliding_window_view), copied into [groups, C/g * prod(kernel), N * prod(out)], a batch slice at a
+time when a whole batch's columns would be large. Its two adjoints give every other kernel: the input grad
+scatters W^T @ dOut back with col2im, the filter grad is dOut @ cols^T, and conv_transpose is the input grad
+of the conv whose filter it shares. Pooling is in gradc.executor.kernels.pool_windows.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-from functools import reduce
 from typing import NamedTuple
 
 import numpy as np
@@ -78,26 +74,66 @@ def _ungrouped(a, n, sizes):
     return a.reshape(g * cg, n, *sizes).transpose(1, 0, *range(2, 2 + len(sizes)))
 
 
+COLS_BUDGET = 8 << 20   # bytes of im2col columns at a time: a batch whose columns exceed it goes in slices
+COLS_UNIT = 512         # slices start at multiples of this many columns: BLAS then computes each output
+                        # column as in one product (its edge kernels, with another summation order, see only
+                        # the last columns); tests/test_conv_slices.py checks it bit for bit
+
+
+def _batch_step(n: int, per_sample_cols: int, rows: int, itemsize: int) -> int:
+    """Samples per slice: columns within COLS_BUDGET, slices aligned to COLS_UNIT columns; n: no slicing."""
+    unit = COLS_UNIT // math.gcd(COLS_UNIT, max(per_sample_cols, 1))
+    step = COLS_BUDGET // max(rows * per_sample_cols * itemsize, 1) // unit * unit
+    return n if step == 0 or step >= n else step
+
+
+def _batch_slices(x, k_sizes, geo: Geometry) -> list[slice]:
+    out = [(size + geo.pads[2 * i] + geo.pads[2 * i + 1] - (k - 1) * d - 1) // s + 1
+           for i, (size, k, d, s) in enumerate(zip(x.shape[2:], k_sizes, geo.dilations, geo.strides))]
+    step = _batch_step(x.shape[0], math.prod(out), x.shape[1] * math.prod(k_sizes), x.itemsize)
+    return [slice(start, start + step) for start in range(0, x.shape[0], step)]
+
+
 def conv(x, w, geo: Geometry):
-    """y = conv(x, w): x [N, C, *S], w [O, C/g, *K] -> [N, O, *out]."""
-    g = geo.groups
-    cols, out = im2col(x, w.shape[2:], geo)
-    return _ungrouped(w.reshape(g, w.shape[0] // g, -1) @ cols, x.shape[0], out)
+    """y = conv(x, w): x [N, C, *S], w [O, C/g, *K] -> [N, O, *out]: the product of the filter matrix with
+    the columns, a batch slice at a time, into one [g, O/g, N * prod(out)] result."""
+    g, n = geo.groups, x.shape[0]
+    filters = w.reshape(g, w.shape[0] // g, -1)
+    slices = _batch_slices(x, w.shape[2:], geo)
+    if len(slices) == 1:
+        cols, out = im2col(x, w.shape[2:], geo)
+        return _ungrouped(filters @ cols, n, out)
+    result = None
+    for part in slices:
+        cols, out = im2col(x[part], w.shape[2:], geo)
+        product = filters @ cols
+        if result is None:
+            result = np.empty(product.shape[:2] + (n * math.prod(out),), dtype=product.dtype)
+        result[:, :, part.start * math.prod(out):part.start * math.prod(out) + product.shape[2]] = product
+    return _ungrouped(result, n, out)
 
 
 def conv_filter_grad(x, dy, w_shape, geo: Geometry):
-    """dL/dw of y = conv(x, w), given dy = dL/dy."""
-    cols, _ = im2col(x, w_shape[2:], geo)
-    return (_grouped(dy, geo.groups) @ cols.transpose(0, 2, 1)).reshape(w_shape)
+    """dL/dw of y = conv(x, w), given dy = dL/dy: dy times the columns, summed over batch slices (in
+    float32 for float32 data: the slices' sums are added, an order of summation of its own)."""
+    slices = _batch_slices(x, w_shape[2:], geo)
+    total = None
+    for part in slices:
+        cols, _ = im2col(x[part], w_shape[2:], geo)
+        grad = _grouped(dy[part], geo.groups) @ cols.transpose(0, 2, 1)
+        total = grad if total is None else np.add(total, grad, out=total)
+    return total.reshape(w_shape)
 
 
-def col2im(cols, sizes, geo: Geometry):
-    """The adjoint of the windows: cols [C, *kernel, N, *out] summed back into [N, C, *sizes]."""
+def col2im(cols, sizes, geo: Geometry, xp=None):
+    """The adjoint of the windows: cols [C, *kernel, N, *out] summed back into [N, C, *sizes] (into the
+    zeroed padded buffer ``xp`` when given)."""
     dims = len(sizes)
     channels, k_sizes, n, out = cols.shape[0], cols.shape[1:dims + 1], cols.shape[dims + 1], cols.shape[dims + 2:]
     cols = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
-    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
-    xp = np.zeros((n, channels, *padded), dtype=cols.dtype)
+    if xp is None:
+        padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
+        xp = np.zeros((n, channels, *padded), dtype=cols.dtype)
     for offset in itertools.product(*map(range, k_sizes)):  # one strided add per kernel position
         window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
                        for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
@@ -107,10 +143,22 @@ def col2im(cols, sizes, geo: Geometry):
 
 
 def conv_input_grad(dy, w, x_sizes, geo: Geometry):
-    """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: col2im of W^T @ dy."""
+    """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: col2im of W^T @ dy, a batch slice at a time."""
     g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
     wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
-    return col2im((wt @ _grouped(dy, g)).reshape(g * cg, *k_sizes, n, *out), x_sizes, geo)
+    step = _batch_step(n, math.prod(out), g * cg * math.prod(k_sizes), dy.itemsize)
+    if step >= n:
+        return col2im((wt @ _grouped(dy, g)).reshape(g * cg, *k_sizes, n, *out), x_sizes, geo)
+    xp = None
+    for start in range(0, n, step):
+        part = dy[start:start + step]
+        cols = (wt @ _grouped(part, g)).reshape(g * cg, *k_sizes, part.shape[0], *out)
+        if xp is None:
+            padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(x_sizes)]
+            xp = np.zeros((n, g * cg, *padded), dtype=cols.dtype)
+        col2im(cols, x_sizes, geo, xp[start:start + step])
+    return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
+                                           for i, size in enumerate(x_sizes)))]
 
 
 def _conv_args(k, dims: int, transpose: bool = False):
@@ -160,112 +208,3 @@ for _name, _dims in ops.CONV_OPS.items():
     _conv_kernels(_name, _dims)
 for _name, _dims in ops.CONV_TRANSPOSE_OPS.items():
     _conv_transpose_kernels(_name, _dims)
-
-
-# ---------------------------------------------------------------- pooling
-PADDLE_MAX_POOL_INIT = -float(np.finfo(np.float32).max)   # what an empty max window gives, in any dtype (Paddle)
-
-def axis_windows(size, out, k, stride, pad, adaptive, exclusive):
-    """Along one axis: each output's window [start, end) clipped to the input, and the length average
-    pooling divides by. Non-exclusive windows count padding up to ``pad`` cells past either edge
-    (Paddle keeps only the leading pad), so a ceil_mode window hanging past that is cut short."""
-    o = np.arange(out)
-    if adaptive:
-        start, end = o * size // out, -(-(o + 1) * size // out)
-        return (start, end), end - start
-    start = o * stride - pad
-    clipped = np.maximum(start, 0), np.minimum(start + k, size)
-    return clipped, (clipped[1] - clipped[0] if exclusive else np.minimum(start + k, size + pad) - start)
-
-
-def _pool_windows(k, x, dims: int):
-    """Per spatial axis: window bounds; plus the divisor of average pooling, shaped like the output."""
-    ksize, pads, out = ops.pool_geometry(x.shape[2:], ops.attr_values(k, ops.pool_attrs(dims)))
-    axes = [axis_windows(x.shape[2 + i], out[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
-                          k.attr("exclusive")) for i in range(dims)]
-    divisor = np.maximum(reduce(np.multiply.outer, [length for _, length in axes]), 1)  # empty ceil_mode windows: 0
-    return [bounds for bounds, _ in axes], divisor.astype(x.dtype)
-
-
-def membership(size, bounds, dtype):
-    """[out, size] 0/1 matrix: which inputs each output window covers (average pooling is separable)."""
-    start, end = bounds
-    i = np.arange(size)
-    return ((i >= start[:, None]) & (i < end[:, None])).astype(dtype)
-
-
-def along_axes(x, matrices):
-    """x [N, C, *S] with each spatial axis i mapped through matrices[i] ([new, old]), first axis first."""
-    for axis, m in enumerate(matrices, start=2):
-        x = x @ m.T if axis == x.ndim - 1 else np.moveaxis(m @ np.moveaxis(x, axis, -2), -2, axis)
-    return x
-
-
-def _broadcast_axes(arrays):
-    """Per-axis [L_i, O_i] arrays as [L_0, .., L_n, O_0, .., O_n] broadcastable views."""
-    dims = len(arrays)
-    shaped = []
-    for i, a in enumerate(arrays):
-        shape = [1] * 2 * dims
-        shape[i], shape[dims + i] = a.shape
-        shaped.append(a.reshape(shape))
-    return shaped
-
-
-def max_windows(x, bounds):
-    """Max pooling's windows of x [N, C, *S] as [N*C, L, prod(out)] (L = cells of the longest window,
-    shorter ones padded with the dtype's min) and the flat input index of each cell [L, prod(out)]."""
-    idx, valid = [], []
-    for size, (start, end) in zip(x.shape[2:], bounds):
-        span = start + np.arange(max(int((end - start).max()), 1))[:, None]  # [window offset, output]
-        idx.append(np.minimum(span, size - 1))
-        valid.append(span < end)
-    strides = [math.prod(x.shape[3 + i:]) for i in range(len(bounds))]
-    flat = sum(i * s for i, s in zip(_broadcast_axes(idx), strides))
-    ok = reduce(np.logical_and, _broadcast_axes(valid))
-    cells = (math.prod(i.shape[0] for i in idx), math.prod(i.shape[1] for i in idx))
-    flat, ok = np.broadcast_to(flat, ok.shape).reshape(cells), ok.reshape(cells)
-    win = np.take(x.reshape(x.shape[0] * x.shape[1], -1), flat, axis=1)
-    return np.where(ok, win, x.dtype.type(PADDLE_MAX_POOL_INIT)), flat
-
-
-def _max_pool_grad(x, dout, bounds):
-    """The first maximum of each window (row-major, as in Paddle) gets the window's grad."""
-    win, flat = max_windows(x, bounds)
-    best, pick = win.max(1), np.zeros(win[:, 0].shape, dtype=np.intp)
-    for offset in reversed(range(win.shape[1])):  # a loop over window cells: argmax of a short axis is slow
-        pick = np.where(win[:, offset] == best, offset, pick)
-    nonempty = reduce(np.logical_and.outer, [end > start for start, end in bounds]).ravel()  # ceil_mode
-    n_c, size = win.shape[0], math.prod(x.shape[2:])
-    target = np.arange(n_c)[:, None] * size + flat[pick, np.arange(flat.shape[1])]
-    dx = np.bincount(target.ravel(), weights=(dout.reshape(n_c, -1) * nonempty).ravel(), minlength=n_c * size)
-    return dx.astype(dout.dtype, copy=False).reshape(x.shape)
-
-
-def _pool_kernels(name: str, dims: int) -> None:
-    @kernel(name)
-    def forward(k):
-        last = ops.channel_last(k.attr("data_format"))
-        x = channels_first(k.x("X"), last, dims)
-        bounds, divisor = _pool_windows(k, x, dims)
-        if k.attr("pooling_type") == "max":
-            out = max_windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
-        else:
-            out = along_axes(x, [membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
-        return {"Out": channels_back(out, last)}
-
-    @kernel(name + "_grad")
-    def backward(k):
-        last = ops.channel_last(k.attr("data_format"))
-        x, dout = channels_first(k.x("X"), last, dims), channels_first(k.x("Out@GRAD"), last, dims)
-        bounds, divisor = _pool_windows(k, x, dims)
-        if k.attr("pooling_type") == "max":
-            dx = _max_pool_grad(x, dout, bounds)
-        else:
-            adjoints = [membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
-            dx = along_axes(dout / divisor, adjoints)
-        return {"X@GRAD": channels_back(dx, last)}
-
-
-for _name, _dims in ops.POOL_OPS.items():
-    _pool_kernels(_name, _dims)

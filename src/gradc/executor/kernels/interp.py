@@ -10,7 +10,8 @@ import numpy as np
 from ...limits import check_shape
 from ...ops import interp as ops
 from . import kernel
-from .conv import along_axes, channels_back, channels_first
+from .conv import channels_back, channels_first
+from .pool_windows import along_axes
 
 CUBIC_A = -0.75
 

@@ -23,7 +23,14 @@ def _binary(name, fn):
     kernel(name)(lambda k: {"Out": fn(*_elementwise(k)[2:])})
 
 
-_binary("elementwise_add", np.add)
+@kernel("elementwise_add")
+def elementwise_add(k):
+    x, y = k.x("X"), k.x("Y")
+    if x.ndim != y.ndim:
+        x, y = align(x, y, k.attr("axis"))
+    return {"Out": np.add(x, y)}
+
+
 _binary("elementwise_sub", np.subtract)
 _binary("elementwise_mul", np.multiply)
 
@@ -64,7 +71,16 @@ def _binary_grad(name, dx, dy):
                         "Y@GRAD": lambda: reduce_to(np.broadcast_to(dy(xa, ya, dout), dout.shape), y, ya)})
 
 
-_binary_grad("elementwise_add_grad", lambda x, y, d: d, lambda x, y, d: d)
+@kernel("elementwise_add_grad", shape_only=("X", "Y"))
+def elementwise_add_grad(k):
+    """dX and dY are dOut summed back to each operand's shape (a bias: over the batch)."""
+    x, y, xa, ya = _elementwise(k)
+    dout = k.x("Out@GRAD")
+    return k.grads({"X@GRAD": lambda: dout if x.shape == dout.shape else reduce_to(dout, x, xa),
+                    "Y@GRAD": lambda: dout if y.shape == dout.shape else reduce_to(dout, y, ya)})
+
+
+
 _binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
 _binary_grad("elementwise_mul_grad", lambda x, y, d: d * y, lambda x, y, d: d * x)
 _binary_grad("elementwise_div_grad", lambda x, y, d: d / y, lambda x, y, d: -d * x / (y * y))
@@ -87,6 +103,8 @@ def as_matrix(a, axis: int):
 def mul(k):
     x, y = k.x("X"), k.x("Y")
     xn, yn = k.attr("x_num_col_dims"), k.attr("y_num_col_dims")
+    if x.ndim == 2 and y.ndim == 2 and xn == yn == 1:   # already matrices (fc layers)
+        return {"Out": x @ y}
     out = as_matrix(x, xn) @ as_matrix(y, yn)
     return {"Out": out.reshape(x.shape[:xn] + y.shape[yn:])}
 
@@ -94,6 +112,8 @@ def mul(k):
 @kernel("mul_grad")
 def mul_grad(k):
     x, y, dout = k.x("X"), k.x("Y"), k.x("Out@GRAD")
+    if x.ndim == 2 and y.ndim == 2 and dout.ndim == 2 and k.attr("x_num_col_dims") == k.attr("y_num_col_dims") == 1:
+        return k.grads({"X@GRAD": lambda: dout @ y.T, "Y@GRAD": lambda: x.T @ dout})
     x2, y2 = as_matrix(x, k.attr("x_num_col_dims")), as_matrix(y, k.attr("y_num_col_dims"))
     d2 = dout.reshape(x2.shape[0], y2.shape[1])
     return k.grads({"X@GRAD": lambda: (d2 @ y2.T).reshape(x.shape), "Y@GRAD": lambda: (x2.T @ d2).reshape(y.shape)})
@@ -198,15 +218,19 @@ def _scalar(k, slot: str, attr: str, dtype):
     """The slot's one value when given, else the attribute; Paddle casts both to an integer X's dtype."""
     tensor = k.optional(slot)
     value = tensor.reshape(-1)[0] if tensor is not None else k.attr(attr)
-    return dtype.type(value) if np.issubdtype(dtype, np.integer) else float(value)
+    return dtype.type(value) if dtype.kind in "iu" else float(value)
 
 
 @kernel("scale")
 def scale(k):
     x = k.x("X")
-    s, b = _scalar(k, "ScaleTensor", "scale", x.dtype), _scalar(k, "BiasTensor", "bias", x.dtype)
+    dtype = x.dtype
+    if dtype.char in "efdg" and not (k.ins.get("ScaleTensor") or k.ins.get("BiasTensor")):   # the common case
+        s, b = float(k.attr("scale")), float(k.attr("bias"))
+    else:
+        s, b = _scalar(k, "ScaleTensor", "scale", dtype), _scalar(k, "BiasTensor", "bias", dtype)
     out = x * s + b if k.attr("bias_after_scale") else (x + b) * s
-    return {"Out": out.astype(x.dtype, copy=False)}
+    return {"Out": out if out.dtype is dtype else out.astype(dtype)}
 
 
 @kernel("sum")

@@ -232,17 +232,19 @@ def _ids(k, rows: int):
     return ids
 
 
-@kernel("lookup_table_v2")
+@kernel("lookup_table_v2", "lookup_table")
 def lookup_table_v2(k):
     w = k.x("W")
     ids = _ids(k, w.shape[0])
+    if k.op.type == "lookup_table":   # v1: Ids end in a dim of 1, which the output drops
+        ids = ids.reshape(ids.shape[:-1])
     padding = ids == k.attr("padding_idx")  # padding_idx -1 never matches a valid id
     out = w[np.where(padding, 0, ids)]
     out[padding] = 0
     return {"Out": out}
 
 
-@kernel("lookup_table_v2_grad")
+@kernel("lookup_table_v2_grad", "lookup_table_grad")
 def lookup_table_v2_grad(k):
     w, dout = k.x("W"), k.x("Out@GRAD")
     ids = _ids(k, w.shape[0]).reshape(-1)

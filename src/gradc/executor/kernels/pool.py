@@ -18,7 +18,8 @@ from ...ops import pool as ops
 from ...ops.conv import attr_values, channel_last, pool_geometry
 from .. import randomness
 from . import kernel
-from .conv import along_axes, axis_windows, channels_back, channels_first, max_windows, membership
+from .conv import channels_back, channels_first
+from .pool_windows import along_axes, axis_windows, max_windows, membership
 
 
 def _planes(a):

@@ -27,7 +27,7 @@ def reduce_sum(k):
     return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"))}
 
 
-@kernel("reduce_sum_grad")
+@kernel("reduce_sum_grad", shape_only=("X",))
 def reduce_sum_grad(k):
     x = k.x("X")
     return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x).copy()}
@@ -39,7 +39,7 @@ def reduce_mean(k):
     return {"Out": np.mean(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"))}
 
 
-@kernel("reduce_mean_grad")
+@kernel("reduce_mean_grad", shape_only=("X",))
 def reduce_mean_grad(k):
     x = k.x("X")
     count = int(np.prod([x.shape[a] for a in _axes(k, x)]))
@@ -64,7 +64,7 @@ def mean(k):
     return {"Out": np.mean(k.x("X"))}
 
 
-@kernel("mean_grad")
+@kernel("mean_grad", shape_only=("X",))
 def mean_grad(k):
     x = k.x("X")
     return {"X@GRAD": np.full(x.shape, k.x("Out@GRAD").reshape(()) / max(x.size, 1), dtype=x.dtype)}

@@ -41,7 +41,7 @@ def fill_constant(k):
     return {"Out": np.full(_shape(k, tensor_first=True), np.ravel(value)[0], dtype=_dtype(k.attr("dtype")))}
 
 
-@kernel("fill_any_like")
+@kernel("fill_any_like", shape_only=("X",))
 def fill_any_like(k):
     code = k.attr("dtype")
 
@@ -52,7 +52,7 @@ def fill_any_like(k):
     return {"Out": x.map(fill) if isinstance(x, TensorArray) else fill(x)}
 
 
-@kernel("shape")
+@kernel("shape", shape_only=("Input",))
 def shape(k):
     return {"Out": np.array(np.shape(k.x("Input")), dtype=np.int32)}
 

@@ -1,0 +1,64 @@
+"""When each var of a block dies: the plan frees a value after its last reader, and keeps only a shape
+stub of a value whose later readers need no more than its shape and dtype (Paddle's no-need-buffer
+inputs: elementwise_add_grad reads X only to know how to sum dOut back), so the buffer goes early."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ir import EMPTY_VAR, Block, OpDesc, Program
+from .kernels import SHAPE_ONLY
+
+
+def referenced_names(program: Program, op: OpDesc) -> set[str]:
+    """Names an op touches, including everything its sub-blocks (recursively) touch."""
+    names = set(op.input_names()) | set(op.output_names())
+    for _, sub in op.block_refs():
+        for inner in program.blocks[sub].ops:
+            names |= referenced_names(program, inner)
+    return names
+
+
+def deaths(block: Block, keep: frozenset[str] | None) -> tuple[list[list[str]], list[list[str]]]:
+    """Per op: the vars to drop after it, and those to shrink to a shape stub after it. Nothing dies
+    when ``keep`` is None (a sub-block: grad blocks read its values later); fetched (``keep``) and
+    persistable vars never do."""
+    frees: list[list[str]] = [[] for _ in block.ops]
+    shrinks: list[list[str]] = [[] for _ in block.ops]
+    if keep is None:
+        return frees, shrinks
+    last_use: dict[str, int] = {}
+    last_value: dict[str, int] = {}   # the last op that reads or writes the value itself
+    for idx, op in enumerate(block.ops):
+        shape_names = _shape_only_names(op)
+        for name in referenced_names(block.program, op):
+            last_use[name] = idx
+            if name not in shape_names:
+                last_value[name] = idx
+    for name, idx in last_use.items():
+        var = block.find_var(name)
+        if name in keep or name == EMPTY_VAR or (var is not None and var.persistable):
+            continue
+        frees[idx].append(name)
+        if -1 < last_value.get(name, -1) < idx:   # a value made in this block, then only its shape is read
+            shrinks[last_value[name]].append(name)
+    return [sorted(f) for f in frees], [sorted(s) for s in shrinks]
+
+
+def _shape_only_names(op: OpDesc) -> set[str]:
+    """The vars the op's kernel reads for their shape and dtype only (not also through another slot)."""
+    slots = SHAPE_ONLY.get(op.type)
+    if not slots:
+        return set()
+    names = {name for slot in slots for name in op.inputs.get(slot, ())}
+    names.difference_update(name for slot, args in op.inputs.items() if slot not in slots for name in args)
+    names.difference_update(op.output_names())
+    return names
+
+
+_ZEROS = bytes(16)   # one element of any dtype
+
+
+def shape_stub(array: np.ndarray) -> np.ndarray:
+    """A read-only array of ``array``'s shape and dtype that holds no memory (every element is one zero)."""
+    return np.ndarray(array.shape, array.dtype, buffer=_ZEROS, strides=(0,) * array.ndim)

@@ -1,0 +1,294 @@
+"""A binary ProgramDesc written straight from the IR: the very bytes that protobuf's deterministic
+serialisation of gradc.io.protobuf.program_to_proto gives, without building the message first (building
+it cost ten times protobuf's own serialisation). Fields go in field-number order, sub-messages
+length-prefixed, as the protobuf encoding rules fix them; names, and attribute values a program repeats
+(Paddle's op_callstack is shared by an op and its grad ops), are encoded once per save.
+
+Anything unusual (a value of an unexpected Python type, a number out of its field's range, a SCALAR
+attribute) is written by the message path, which also raises the errors it raises.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
+from ..proto import framework_pb2 as pb
+from .protobuf import _op_to_proto, _var_to_proto, program_to_proto
+
+_INT32 = (-(2**31), 2**31)
+_INT64 = (-(2**63), 2**63)
+_VAR_TYPES = frozenset(pb.VarType.Type.values())
+_ATTR_TYPES = frozenset(pb.AttrType.values())
+_TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22"}
+_FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_parameter"), (b"\x30", "stop_gradient"))
+
+
+_BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
+
+
+class _Unusual(Exception):
+    """A value the plain encoder leaves to the message path."""
+
+
+def varint(n: int) -> bytes:
+    if 0 <= n < 128:
+        return _SMALL[n]
+    if n < 0:
+        n &= 0xFFFFFFFFFFFFFFFF   # two's complement in ten bytes, as protobuf writes negative ints
+    out = bytearray()
+    while n > 127:
+        out.append((n & 127) | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+_SMALL = [bytes((n,)) for n in range(128)]
+
+
+def _length_prefixed(tag: bytes, body: bytes) -> bytes:
+    return tag + varint(len(body)) + body
+
+
+def _int(value, bounds) -> bytes:
+    if type(value) is not int or not bounds[0] <= value < bounds[1]:
+        raise _Unusual
+    return varint(value)
+
+
+def _bool(value) -> bytes:
+    if type(value) is not bool:
+        raise _Unusual
+    return b"\x01" if value else b"\x00"
+
+
+def _float(value) -> bytes:
+    if type(value) not in (float, int):
+        raise _Unusual
+    try:
+        return struct.pack("<f", value)
+    except OverflowError:
+        raise _Unusual from None
+
+
+def _double(value) -> bytes:
+    if type(value) not in (float, int):
+        raise _Unusual
+    return struct.pack("<d", value)
+
+
+def _text(value) -> bytes:
+    if type(value) is not str:
+        raise _Unusual
+    return value.encode("utf-8")
+
+
+def _string_field(tag: bytes):
+    def encode(value) -> bytes:
+        return _length_prefixed(tag, _text(value))
+    return encode
+
+
+# AttrType -> (encode one value to its tagged field(s), is repeated); SCALAR(S) go the message way
+_SCALAR_FIELDS = {
+    AttrType.INT: lambda v: b"\x18" + _int(v, _INT32),
+    AttrType.FLOAT: lambda v: b"\x25" + _float(v),
+    AttrType.STRING: _string_field(b"\x2a"),
+    AttrType.BOOLEAN: lambda v: b"\x50" + _bool(v),
+    AttrType.BLOCK: lambda v: b"\x60" + _int(v, _INT32),
+    AttrType.LONG: lambda v: b"\x68" + _int(v, _INT64),
+    AttrType.VAR: _string_field(b"\x8a\x01"),
+    AttrType.FLOAT64: lambda v: b"\x99\x01" + _double(v),
+}
+_LIST_FIELDS = {
+    AttrType.INTS: lambda v: b"\x30" + _int(v, _INT32),
+    AttrType.FLOATS: lambda v: b"\x3d" + _float(v),
+    AttrType.STRINGS: _string_field(b"\x42"),
+    AttrType.BOOLEANS: lambda v: b"\x58" + _bool(v),
+    AttrType.BLOCKS: lambda v: b"\x70" + _int(v, _INT32),
+    AttrType.LONGS: lambda v: b"\x78" + _int(v, _INT64),
+    AttrType.FLOAT64S: lambda v: b"\x81\x01" + _double(v),
+    AttrType.VARS: _string_field(b"\x92\x01"),
+}
+
+
+class Encoder:
+    """One save: caches of the encoded names and attribute values seen so far."""
+
+    def __init__(self):
+        self._params: dict[str, bytes] = {}   # slot names, as a Var's field 1
+        self._args: dict[str, bytes] = {}     # var names, as a Var's field 2
+        self._types: dict[str, bytes] = {}    # op types, as an OpDesc's field 3
+        self._attrs: dict[tuple, bytes] = {}
+        self._held: list = []   # values cached by identity stay alive (and their ids unique) during the save
+
+    # ------------------------------------------------------------ program, block
+    def program(self, program: Program) -> bytes:
+        try:
+            parts = [_length_prefixed(b"\x0a", self.block(block)) for block in program.blocks]
+            if program.version is not None:
+                parts.append(_length_prefixed(b"\x22", b"\x08" + _int(program.version, _INT64)))
+            if program.op_version_map is not None:
+                pairs = b"".join(_length_prefixed(b"\x0a", _length_prefixed(b"\x0a", _text(name)) + _length_prefixed(
+                    b"\x12", b"\x08" + _int(version, _INT32))) for name, version in program.op_version_map)
+                parts.append(_length_prefixed(b"\x2a", pairs))
+        except (_Unusual, TypeError, ValueError, UnicodeError):
+            return program_to_proto(program).SerializeToString(deterministic=True)
+        return b"".join(parts)
+
+    def block(self, block: Block) -> bytes:
+        parts = [b"\x08" + _int(block.idx, _INT32), b"\x10" + _int(block.parent_idx, _INT32)]
+        small, var, op = _SMALL, self.var, self.op
+        for item in block.vars.values():
+            body = var(item)
+            size = len(body)
+            parts.append(b"\x1a" + (small[size] if size < 128 else varint(size)) + body)
+        for item in block.ops:
+            body = op(item)
+            size = len(body)
+            parts.append(b"\x22" + (small[size] if size < 128 else varint(size)) + body)
+        if block.forward_block_idx is not None:
+            parts.append(b"\x28" + _int(block.forward_block_idx, _INT32))
+        return b"".join(parts)
+
+    # ------------------------------------------------------------ var
+    def var(self, var: VarDesc) -> bytes:
+        try:
+            if var.raw_type is None and var.type == VarType.DENSE_TENSOR and var.dtype is not None \
+                    and not var.attrs:
+                return self._dense(var)
+            return self._var(var)
+        except (_Unusual, TypeError, ValueError, UnicodeError):
+            msg = pb.VarDesc()
+            _var_to_proto(var, msg)
+            return msg.SerializeToString(deterministic=True)
+
+    def _dense(self, var: VarDesc) -> bytes:
+        """The common var, straight: a dense tensor."""
+        if type(var.name) is not str or var.dtype not in _VAR_TYPES:
+            raise _Unusual
+        name = var.name.encode()
+        dims = b"".join([b"\x10" + (_SMALL[d] if type(d) is int and 0 <= d < 128 else _int(d, _INT64))
+                         for d in var.shape or ()])
+        tensor = b"\x08" + varint(int(var.dtype)) + dims
+        dense = b"\x0a" + varint(len(tensor)) + tensor
+        if var.lod_level is not None:
+            dense += b"\x10" + _int(var.lod_level, _INT32)
+        kind = b"\x08\x07\x1a" + varint(len(dense)) + dense
+        parts = [b"\x0a", varint(len(name)), name, b"\x12", varint(len(kind)), kind]
+        for tag, value in ((b"\x18", var.persistable), (b"\x20", var.need_check_feed), (b"\x28", var.is_parameter),
+                           (b"\x30", var.stop_gradient)):
+            if value is not None:
+                if type(value) is not bool:
+                    raise _Unusual
+                parts.append(tag + (b"\x01" if value else b"\x00"))
+        return b"".join(parts)
+
+    def _var(self, var: VarDesc) -> bytes:
+        parts = [_length_prefixed(b"\x0a", _text(var.name))]
+        if var.raw_type is not None:
+            if type(var.raw_type) is not bytes:
+                raise _Unusual
+            parts.append(_length_prefixed(b"\x12", var.raw_type))
+        else:
+            if var.type not in _VAR_TYPES:
+                raise _Unusual
+            body = b"\x08" + varint(int(var.type))
+            tag = _TENSOR_FIELDS.get(var.type)
+            if tag is not None and var.dtype is not None:
+                body += _length_prefixed(tag, self._tensor(var, selected_rows=tag == b"\x12"))
+            parts.append(_length_prefixed(b"\x12", body))
+        for tag, flag in _FLAGS:
+            value = getattr(var, flag)
+            if value is not None:
+                parts.append(tag + _bool(value))
+        for raw in var.attrs:
+            if type(raw) is not bytes:
+                raise _Unusual
+            parts.append(_length_prefixed(b"\x3a", raw))
+        return b"".join(parts)
+
+    def _tensor(self, var: VarDesc, selected_rows: bool) -> bytes:
+        if var.dtype not in _VAR_TYPES:
+            raise _Unusual
+        tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + _int(d, _INT64) for d in var.shape or ())
+        if selected_rows:
+            if var.lod_level is not None:   # a TensorDesc has no lod level: the message path says so
+                raise _Unusual
+            return tensor
+        lod = b"" if var.lod_level is None else b"\x10" + _int(var.lod_level, _INT32)
+        return _length_prefixed(b"\x0a", tensor) + lod
+
+    # ------------------------------------------------------------ op
+    def op(self, op: OpDesc) -> bytes:
+        try:
+            return self._op(op)
+        except (_Unusual, TypeError, ValueError, UnicodeError, KeyError):
+            msg = pb.OpDesc()
+            _op_to_proto(op, msg)
+            return msg.SerializeToString(deterministic=True)
+
+    def _op(self, op: OpDesc) -> bytes:
+        params, args_cache, small = self._params, self._args, _SMALL
+        parts = []
+        for tag, slots in ((b"\x0a", op.inputs), (b"\x12", op.outputs)):
+            for slot, args in slots.items():
+                body = params.get(slot) or _cached(params, b"\x0a", slot)
+                for arg in args:
+                    body += args_cache.get(arg) or _cached(args_cache, b"\x12", arg)
+                size = len(body)
+                parts.append(tag + (small[size] if size < 128 else varint(size)) + body)
+        parts.append(self._types.get(op.type) or _cached(self._types, b"\x1a", op.type))
+        if op.attrs:
+            types, cache = op.attr_types, self._attrs
+            for name, value in op.attrs.items():
+                kind = types[name]
+                encoded = cache.get((name, kind, type(value), value)) if type(value) in _BY_VALUE else None
+                parts.append(encoded or self.attr(name, kind, value))
+        if op.repeated_attrs:   # Paddle's second copy of an attribute, where it was
+            first = len(parts) - len(op.attrs)
+            for position, raw in op.repeated_attrs:
+                if type(raw) is not bytes:
+                    raise _Unusual
+                parts.insert(first + min(position, len(parts) - first), _length_prefixed(b"\x22", raw))
+        if op.is_target is not None:
+            parts.append(b"\x28" + _bool(op.is_target))
+        return b"".join(parts)
+
+    def attr(self, name: str, kind: int, value) -> bytes:
+        """An OpDesc.Attr, tagged as the OpDesc's field 4."""
+        listed = type(value) is list
+        if listed:
+            key = (name, kind, id(value))
+            encoded = self._attrs.get(key)
+            if encoded is not None:
+                return encoded
+        if kind not in _ATTR_TYPES:
+            raise _Unusual
+        body = _length_prefixed(b"\x0a", _text(name)) + b"\x10" + varint(kind)
+        if value is not None:
+            if kind in _LIST_FIELDS:
+                if not listed:
+                    raise _Unusual
+                body += b"".join([_LIST_FIELDS[kind](v) for v in value])
+            elif kind in _SCALAR_FIELDS:
+                body += _SCALAR_FIELDS[kind](value)
+            else:
+                raise _Unusual
+        encoded = _length_prefixed(b"\x22", body)
+        if listed:
+            self._held.append(value)
+            self._attrs[key] = encoded
+        elif type(value) in _BY_VALUE:
+            self._attrs[(name, kind, type(value), value)] = encoded
+        return encoded
+
+
+def _cached(cache: dict, tag: bytes, text) -> bytes:
+    encoded = cache[text] = _length_prefixed(tag, _text(text))
+    return encoded
+
+
+def encode_program(program: Program) -> bytes:
+    return Encoder().program(program)

@@ -1,0 +1,102 @@
+"""Second-derivative cases (as in second_order.py) for the ops that select or place with indices the forward
+fixed: sorts, scatters, puts, crops, unpooling, maxout, 3-D max pooling with index."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import gradc
+from programs import Net
+
+from . import Case, rng
+from .second_order import distinct, positive, randn, second_order
+from .tensor_array import array, to_tensor, write
+
+r = rng(47)
+
+
+def ids(*rows, dtype=np.int64):
+    return np.array(rows, dtype=dtype)
+
+
+def unpool_inputs(x_shape, out_shape):
+    """X and Indices of distinct positions in each plane, as max pooling gives."""
+    planes = [r.choice(int(np.prod(out_shape)), int(np.prod(x_shape[2:])), replace=False)
+              for _ in range(x_shape[0] * x_shape[1])]
+    return {"X": randn(*x_shape), "Indices": np.array(planes, np.int32).reshape(x_shape)}
+
+
+PUT_INDEX = ids([0, 0, 3], [1, 3, 2], [2, 2, 2])
+
+CASES = [
+    second_order("top_k_v2", {"X": distinct(3, 4)}, {"k": 2}),
+    second_order("top_k_v2", {"X": distinct(3, 2, 2)}, {"k": 2, "axis": 0, "largest": False}),
+    second_order("argsort", {"X": distinct(2, 3)}),
+    second_order("argsort", {"X": distinct(3, 2)}, {"axis": 0, "descending": True}),
+    second_order("kthvalue", {"X": distinct(3, 4)}, {"k": 2}),
+    second_order("kthvalue", {"X": distinct(3, 2, 2)}, {"k": 3, "axis": 0, "keepdim": True}),
+    second_order("kthvalue", {"X": distinct(2, 3, 2)}, {"k": 1, "axis": 1}),
+    second_order("scatter", {"X": randn(4, 2), "Ids": ids(1, 3, 1), "Updates": randn(3, 2)}, {"overwrite": True}),
+    second_order("scatter", {"X": randn(4, 2), "Ids": ids(1, 3, 1), "Updates": randn(3, 2)}, {"overwrite": False}),
+    second_order("scatter_nd_add", {"X": randn(3, 4), "Index": ids([0, 1], [2, -1], [0, 1]), "Updates": randn(3)}),
+    second_order("index_add", {"X": randn(3, 4), "Index": ids(2, 0, 2), "AddValue": randn(3, 3)}, {"axis": 1}),
+    *(second_order("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
+                   {"Axis": 1, "Reduce": reduce, "Include_self": include_self})
+      for reduce in ("assign", "add", "mean") for include_self in (True, False)),
+    second_order("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
+                 {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
+    second_order("set_value", {"Input": randn(2, 3)}, {"axes": [1], "starts": [0], "ends": [2], "steps": [1],
+                                                       "shape": [1], "dtype": 6, "values": [2.5]}),
+    second_order("expand_as_v2", {"X": randn(3, 1), "Y": randn(2, 3, 4)}),
+    second_order("expand_as_v2", {"X": randn(4)}, {"target_shape": [3, 4]}),
+    second_order("crop_tensor", {"X": randn(3, 4)}, {"shape": [2, -1], "offsets": [1, 1]}),
+    second_order("crop_tensor", {"X": randn(3, 4), "Shape": ids(2, 2),
+                                 "OffsetsTensor": [ids(0), ids(2, dtype=np.int32)]},
+                 {"shape": [1, 1], "offsets": [0, 0]}),
+    second_order("meshgrid", {"X": [randn(2), randn(3)]}, counts={"Out": 2}),
+    second_order("unpool", unpool_inputs((1, 2, 2, 2), (4, 3)),
+                 {"ksize": [2, 2], "strides": [2, 2], "output_size": [4, 3], "unpooling_type": "max"}),
+    second_order("unpool3d", unpool_inputs((1, 1, 1, 2, 2), (2, 4, 2)),
+                 {"ksize": [2, 2, 2], "strides": [2, 2, 2], "output_size": [2, 4, 2]}),
+    second_order("maxout", {"X": distinct(2, 4, 2, 2)}, {"groups": 2}),
+    second_order("maxout", {"X": distinct(1, 2, 2, 6)}, {"groups": 3, "axis": -1}),
+    second_order("max_pool3d_with_index", {"X": distinct(1, 2, 2, 4, 4)}, {"ksize": [2, 2, 2], "strides": [2, 2, 2]},
+                 wrt=["X"]),
+    second_order("fractional_max_pool2d", {"x": distinct(1, 2, 5, 4)}, {"output_size": [3, 2], "random_u": 0.3},
+                 wrt=["x"]),
+    second_order("fractional_max_pool3d", {"x": distinct(1, 1, 4, 3, 3)}, {"output_size": [2, 2, 2],
+                                                                          "kernel_size": [2, 2, 2], "random_u": 0.7},
+                 wrt=["x"]),
+    second_order("lp_pool2d", {"x": positive(1, 2, 4, 4)}, {"kernel_size": [2, 2], "strides": [2, 2], "norm_type": 2.0,
+                                                            "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 3, 4, 2)}, {"kernel_size": [3, 2], "strides": [1, 2], "norm_type": 3.5,
+                                                            "ceil_mode": True, "paddings": [1, 0],
+                                                            "data_format": "NHWC"}),
+]
+
+
+def _array_join(axis: int, use_stack: bool) -> dict:
+    """A = [x0, tanh(x1)]; loss1 = sum(W1 t2t(A)); loss2 = sum(W2 x0@GRAD) + sum(W3 x1@GRAD), differentiated with
+    respect to x0, x1 and W1 (the join's dOut)."""
+    net = Net()
+    x0, x1, w1 = net.data("x0", [2, 3]), net.data("x1", [2, 3]), net.data("w1", [2, 6] if not use_stack else
+                                                                         [2, 2, 3] if axis == 1 else [2, 3, 2])
+    a = array(net, x0)
+    write(net, x0, net.constant(0), a)
+    write(net, net.tanh(x1), net.constant(1), a)
+    joined = to_tensor(net, a, axis=axis, use_stack=use_stack)
+    loss1 = net.op("reduce_sum", {"X": net.elementwise_mul(joined, w1)}, {"reduce_all": True, "dim": []})
+    gradc.append_backward(net.program, loss1)
+    w2, w3 = net.data("w2", [2, 3]), net.data("w3", [2, 3])
+    for w in (w2, w3):
+        net.block.var(w).stop_gradient = True
+    terms = [net.op("reduce_sum", {"X": net.elementwise_mul(x + "@GRAD", w)}, {"reduce_all": True, "dim": []})
+             for x, w in ((x0, w2), (x1, w3))]
+    feed = {name: randn(*net.shape(name)) for name in ("x0", "x1", "w1", "w2", "w3")}
+    return {"program": net.program, "feed": feed, "loss": net.op("sum", {"X": terms}), "wrt": ["x0", "x1", "w1"]}
+
+
+CASES += [
+    Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1}, program=lambda: _array_join(1, False)),
+    Case("tensor_array_to_tensor_grad", {}, {"use_stack": True, "axis": -1}, program=lambda: _array_join(-1, True)),
+]

@@ -1,0 +1,52 @@
+"""Second derivatives that reach a forward output a first backward never differentiates (huber_loss's
+Residual, cross_entropy2's MatchX), and the ops gradc differentiates twice only where they are linear."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.gradcheck import check_program
+from gradc.layers import ProgramBuilder
+
+RNG = np.random.default_rng(11)
+
+
+def _squared_mean(net: ProgramBuilder, x: str) -> str:
+    return net.mean(net.op("square", {"X": x})[0])
+
+
+def test_a_loss_of_huber_loss_s_residual_reaches_x_and_y():
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3], "float64", stop_gradient=False)
+    y = net.data("y", [2, 3], "float64", stop_gradient=False)
+    residual = net.op("huber_loss", {"X": x, "Y": y}, {"delta": 1.0}, outputs=["Residual"])[0]
+    grads = check_program(net.program, {"x": RNG.standard_normal((2, 3)), "y": RNG.standard_normal((2, 3))},
+                          ["x", "y"], loss=_squared_mean(net, residual))
+    np.testing.assert_allclose(grads["x"], -grads["y"])   # Residual = Y - X
+
+
+def test_a_loss_of_cross_entropy2_s_match_x_reaches_x_at_the_labels_only():
+    net = ProgramBuilder()
+    x = net.data("x", [3, 4], "float64", stop_gradient=False)
+    label = net.data("label", [3, 1], "int64")
+    match = net.op("cross_entropy2", {"X": x, "Label": label}, outputs=["MatchX"])[0]
+    labels = np.array([[2], [-100], [0]])
+    grads = check_program(net.program, {"x": RNG.dirichlet(np.ones(4), 3), "label": labels}, ["x"],
+                          loss=_squared_mean(net, match))
+    at_labels = np.zeros((3, 4), bool)
+    at_labels[[0, 2], [2, 0]] = True   # the ignored row gets nothing
+    assert np.all(grads["x"][~at_labels] == 0) and np.all(grads["x"][at_labels] != 0)
+
+
+def test_put_along_axis_is_differentiated_twice_only_where_it_is_linear():
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3], "float64", stop_gradient=False)
+    index = net.data("index", [2, 1], "int64")
+    value = net.data("value", [2, 1], "float64", stop_gradient=False)
+    out = net.op("put_along_axis", {"Input": x, "Index": index, "Value": value}, {"Axis": 1, "Reduce": "mul"},
+                 outputs=["Result"])[0]
+    gradc.append_backward(net.program, _squared_mean(net, out))
+    with pytest.raises(gradc.GradError, match=r"put_along_axis_grad: .*only where it is linear .*'mul'"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
