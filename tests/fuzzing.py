@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from fuzzing_pir import mutate_pir, pir_scenarios
 from gradc.proto import framework_pb2 as pb
 
 DATA = Path(__file__).parent / "data" / "paddle"
@@ -62,7 +63,7 @@ def _read(path: Path) -> bytes:
 def scenarios() -> tuple[Case, ...]:
     """Unmutated commands over real Paddle programs; each mutation starts from one of these."""
     mlp, cond, loop, conv = DATA / "mlp", DATA / "cond", DATA / "while_loop", DATA / "conv"
-    inference, sgd, pir = DATA / "inference", DATA / "train_sgd", DATA / "pir" / "mlp"
+    inference, sgd = DATA / "inference", DATA / "train_sgd"
     cases = []
     for fixture, loss in ((mlp, "mean_0.tmp_0"), (cond, None), (loop, None), (conv, None)):
         files = {"forward.pb": _read(fixture / "forward.pb"), "feed.npz": _read(fixture / "feed.npz"),
@@ -97,9 +98,7 @@ def scenarios() -> tuple[Case, ...]:
     export = {name: _read(DATA / "export" / name) for name in ("model.pdmodel", "model.pdiparams")}
     cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--feed", "img", "--fetch",
                                "softmax_0.tmp_0", "-o", "out"], output="out.pdmodel"))
-    cases.append(Case({"forward.json": _read(pir / "forward.json"), "feed.npz": _read(pir / "feed.npz"),
-                       "params.npz": _read(pir / "params.npz")},
-                      ["run", "forward.json", "--feed", "feed.npz", "--params", "params.npz", "--fetch", "loss"]))
+    cases += [Case(files, args, output=output) for files, args, output in pir_scenarios(DATA)]
     return tuple(cases)
 
 
@@ -253,6 +252,11 @@ def mutated(base: Case, rng: random.Random) -> Case:
         try:
             files[target], must_fail, kind = mutate_program(files[target], rng)
         except Exception:  # noqa: BLE001 - a structural edit that protobuf refuses: mutate bytes instead
+            files[target] = mutate_bytes(files[target], rng)
+    elif target.endswith(".json") and level < 0.8:
+        try:
+            files[target], must_fail, kind = mutate_pir(files[target], rng)
+        except (ValueError, KeyError, IndexError, TypeError):  # not a PIR file to edit: mutate bytes instead
             files[target] = mutate_bytes(files[target], rng)
     elif target.endswith(".npz") and level < 0.6:
         declared = declared_shapes(files[program]) if program else {}

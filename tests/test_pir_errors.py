@@ -7,9 +7,10 @@ import json
 import pytest
 
 import gradc
+from gradc.limits import limited
 from gradc.pir import load_pir
 from gradc.pir.reader import read_module
-from pir_fixtures import program_file
+from pir_fixtures import paddle_backward, program_file
 
 MLP = json.loads(program_file("mlp").read_bytes())
 WHILE = json.loads(program_file("while_loop").read_bytes())
@@ -155,6 +156,17 @@ def test_a_file_over_the_size_limit_is_refused_before_parsing():
         read_module(program_file("mlp").read_bytes(), "big.json", max_bytes=100)
 
 
+def test_the_size_limit_follows_the_memory_limit():
+    """Parsed JSON takes up to ~25 times its text: a file is refused when that could pass --max-memory."""
+    data = program_file("mlp").read_bytes()
+    with limited(max_bytes=32 * (len(data) - 1)):
+        with pytest.raises(gradc.FormatError, match=rf"{len(data):,} bytes is more than the {len(data) - 1:,} bytes "
+                                                     r"gradc reads as PIR JSON \(parsing .*--max-memory"):
+            load_pir(data)
+    with limited(max_bytes=32 * len(data)):
+        assert load_pir(data).global_block.ops
+
+
 def test_deeply_nested_json_is_refused():
     fails(b'{"base_code": ' + b"[" * 200_000 + b"]" * 200_000 + b"}", "nested too deeply")
 
@@ -190,3 +202,38 @@ def test_corrupt_op_fields_give_format_errors_only(position, key, replacement):
         load_pir(json.dumps(doc).encode())
     except gradc.FormatError as exc:
         assert "region 0, block 0" in str(exc) or "PIR op type" in str(exc)
+
+
+def _backward_doc(case: str) -> dict:
+    return json.loads(paddle_backward(case))
+
+
+def _all_ops(doc) -> list:
+    found, stack = [], [doc["program"]["regions"][0]["blocks"][0]]
+    while stack:
+        for op in stack.pop()["ops"]:
+            found.append(op)
+            stack.extend(b for r in op.get("regions", []) for b in r["blocks"])
+    return found
+
+
+def test_a_pop_from_something_that_is_not_a_stack():
+    doc = _backward_doc("while_loop")
+    ops = _all_ops(doc)
+    pop = next(op for op in ops if op["#"] == "2.tuple_pop")
+    pop["I"][0] = {"%": next(op for op in ops if op["#"] == "1.full")["O"][0]["%"]}
+    fails(doc, r"op \d+ \(cf.tuple_pop\): operand 0 is not a stack made by cf.stack_create")
+
+
+def test_a_stack_pushed_tuples_of_different_sizes():
+    doc = _backward_doc("cond")
+    pushes = [op for op in _all_ops(doc) if op["#"] == "2.tuple_push"]
+    pushes[1]["I"][0] = pushes[0]["I"][0]   # both branches push onto the first branch's stack
+    fails(doc, r"op \d+ \(cf.stack_create\): its stack is pushed tuples of different sizes")
+
+
+def test_a_transpose_grad_whose_perm_is_no_permutation():
+    doc = _backward_doc("transformer")
+    grad = next(op for op in _all_ops(doc) if op["#"] == "1.transpose_grad")
+    next(a for a in grad["A"] if a["N"] == "perm")["AT"]["D"] = [{"#": "0.a_i32", "D": 0}] * 4
+    fails(doc, r"op \d+ \(pd_op.transpose_grad\): attribute 'perm' must be a permutation, got \[0, 0, 0, 0\]")

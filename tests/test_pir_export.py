@@ -12,6 +12,7 @@ from pir_fixtures import (
     INFERENCE,
     PIR_DATA,
     TRAINING,
+    WITH_BACKWARD,
     assert_matches_paddle,
     load,
     npz,
@@ -19,10 +20,7 @@ from pir_fixtures import (
     run_fetches,
     run_inference,
     train_and_run,
-    translatable_backward,
 )
-
-STRAIGHT = [case for case in TRAINING if "cond" not in case and "while" not in case]
 
 
 def round_trip(case: str) -> gradc.Program:
@@ -48,7 +46,7 @@ def test_round_trip_trains_to_paddles_gradients(case):
     assert_matches_paddle(train_and_run(round_trip(case), case), case)
 
 
-@pytest.mark.parametrize("case", STRAIGHT)
+@pytest.mark.parametrize("case", TRAINING)
 def test_a_compiled_training_program_round_trips_with_its_grad_ops(case):
     """gradc's backward written as pd_op.*_grad ops and read back runs to Paddle's loss and gradients."""
     program = load(case)
@@ -58,7 +56,7 @@ def test_a_compiled_training_program_round_trips_with_its_grad_ops(case):
     assert_matches_paddle(run_fetches(parse_pir(data), case), case)
 
 
-@pytest.mark.parametrize("case", translatable_backward())
+@pytest.mark.parametrize("case", WITH_BACKWARD)
 def test_paddles_training_program_round_trips(case):
     assert_matches_paddle(run_fetches(parse_pir(serialize_pir(load_pir(paddle_backward(case)))), case), case)
 
@@ -113,18 +111,65 @@ def test_control_flow_becomes_regions():
 
 
 def test_every_op_without_an_export_is_listed_at_once():
+    program = load("mlp")
+    relu, mean = (next(op for op in program.global_block.ops if op.type == t) for t in ("relu", "reduce_mean"))
+    relu.type, mean.type = "erf", "cos"
+    with pytest.raises(gradc.ProgramError, match=r"cannot write as PIR: 2 op type.*: cos \(first at block 0, op \d+ "
+                                                 r"\(cos\)\); erf \(first at block 0, op \d+ \(erf\)\)"):
+        serialize_pir(program)
+
+
+def ops_in(doc) -> list:
+    """Every op of a PIR document, nested regions included, outer before inner."""
+    ops, stack = [], [doc["program"]["regions"][0]["blocks"][0]]
+    while stack:
+        for op in stack.pop(0)["ops"]:
+            ops.append(op)
+            stack.extend(block for region in op.get("regions", []) for block in region["blocks"])
+    return ops
+
+
+def test_control_flow_gradients_become_regions_over_cf_stacks():
+    """What the forward of each branch or iteration computed is pushed onto a stack made at the top of the
+    program, and popped by the grad region, as in Paddle's own PIR backward."""
     program = load("cond")
     gradc.append_backward(program, "loss")
-    with pytest.raises(gradc.ProgramError, match=r"cannot write as PIR: 2 op type.*: conditional_block_grad \(first "
-                                                 r"at block 0, op \d+ \(conditional_block_grad\)\); select_output"):
-        serialize_pir(program)
+    doc = json.loads(serialize_pir(program))
+    top = [op["#"] for op in doc["program"]["regions"][0]["blocks"][0]["ops"]]
+    assert top[:2] == ["2.stack_create", "2.stack_create"] and top.count("1.if") == 4
+    names = [op["#"] for op in ops_in(doc)]
+    assert names.count("2.tuple_push") == names.count("2.tuple_pop") == 2 and "1.select_output" in names
+    program = load("while_loop")
+    gradc.append_backward(program, "loss")
+    names = [op["#"] for op in ops_in(json.loads(serialize_pir(program)))]
+    assert names.count("1.while") == 2 and names.count("2.has_elements") == 2
+    assert names.count("2.tuple_push") == names.count("2.tuple_pop") == 1
+
+
+def test_a_legacy_broadcast_axis_becomes_unit_dims_on_y():
+    """Legacy elementwise ops align Y from an axis (conv1d's bias at axis 1); PIR broadcasts numpy-style,
+    so Y is unsqueezed first, and the program computes the same."""
+    case = PIR_DATA.parent / "layers" / "conv1d"
+    program = gradc.load(case / "forward.pb")
+    add = next(op for op in program.global_block.ops if op.type == "elementwise_add")
+    assert add.attrs["axis"] == 1
+    loss = json.loads((case / "meta.json").read_text())["loss"]
+    data = serialize_pir(program, fetch=[loss])
+    assert b'"1.unsqueeze"' in data
+    with np.load(case / "feed.npz") as feed, np.load(case / "params.npz") as params:
+        scope = gradc.Scope()
+        for name in params.files:
+            scope[name] = params[name]
+        (value,) = gradc.Executor().run(parse_pir(data), feed=dict(feed), fetch_list=[loss], scope=scope)
+    np.testing.assert_allclose(value, np.load(case / "loss.npy"), rtol=1e-5, atol=1e-6)
 
 
 def test_an_attribute_the_pir_op_cannot_express_is_refused():
     program = load("mlp")
     add = next(op for op in program.global_block.ops if op.type == "elementwise_add")
-    add.set_attr("axis", 1)
-    with pytest.raises(gradc.ProgramError, match=r"elementwise_add\): attribute axis=1 has no pd_op.add counterpart"):
+    add.set_attr("axis", 5)
+    with pytest.raises(gradc.ProgramError, match=r"elementwise_add\): attribute axis=5 does not place Y \[8\] inside "
+                                                 r"X \[4, 8\]"):
         serialize_pir(program)
 
 
@@ -134,3 +179,37 @@ def test_a_legacy_slot_the_table_does_not_map_is_refused():
     reshape_like.inputs["Extra"] = ["x"]
     with pytest.raises(gradc.ProgramError, match="input slot.*Extra have no counterpart"):
         serialize_pir(program)
+
+
+LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each must become, and what it exercises
+    "conv": ("1.matmul_grad", "fluid's fc: mul / mul_grad, which PIR spells matmul / matmul_grad over X flattened"),
+    "layers/conv1d": ("1.unsqueeze", "a bias added at axis 1: Y unsqueezed, as PIR broadcasts numpy-style"),
+    "layers/hsigmoid_loss": ("1.hsigmoid_loss_grad", "hsigmoid's W_Out, which names W itself"),
+    "layers/cross_entropy_weight_constant": ("1.assign_value_", "assign_value's values as serialized Scalars"),
+    "rnn/while_array": ("1.array_length", "lod_array_length of a tensor array a while loop fills"),
+    "rnn/rnn_gru_cell_seq_init": ("1.sequence_mask", "sequence_mask of the sequence lengths"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LEGACY))
+def test_a_legacy_training_program_converts_to_pir(case):
+    """`gradc convert train.pb train.json` of Paddle's own legacy training program, read back: Paddle's loss
+    and gradients (Paddle 3.3.1 runs these files too: tools/run_legacy_as_pir_in_paddle.py)."""
+    directory = PIR_DATA.parent / case
+    program = gradc.load(directory / "backward.pb")
+    loss = json.loads((directory / "meta.json").read_text())["loss"]
+    with np.load(directory / "grads.npz") as archive:
+        grads = {name: archive[name] for name in archive.files}
+    data = serialize_pir(program, fetch=[loss, *grads])
+    assert f'"{LEGACY[case][0]}"'.encode() in data
+    again = parse_pir(data)
+    scope = gradc.Scope()
+    if (directory / "params.npz").exists():
+        with np.load(directory / "params.npz") as params:
+            for name in params.files:
+                scope[name] = params[name]
+    with np.load(directory / "feed.npz") as feed:
+        values = gradc.Executor().run(again, feed=dict(feed), fetch_list=[loss, *grads], scope=scope)
+    np.testing.assert_allclose(values[0], np.load(directory / "loss.npy"), rtol=1e-5, atol=1e-6)
+    for (name, expected), value in zip(grads.items(), values[1:]):
+        np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=name)

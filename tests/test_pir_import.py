@@ -1,6 +1,7 @@
 """Paddle 3.3.1's PIR programs load, compile with gradc's backward, and give Paddle's loss and every
 gradient; saved inference models give Paddle's outputs."""
 
+import gzip
 import json
 
 import numpy as np
@@ -13,6 +14,9 @@ from gradc.pir.reader import read_module
 from gradc.pir.table.rows import TABLE
 from pir_fixtures import (
     INFERENCE,
+    LAYERS,
+    LAYERS_WITH_BACKWARD,
+    OPTIM,
     PIR_DATA,
     TRAINING,
     WITH_BACKWARD,
@@ -24,14 +28,14 @@ from pir_fixtures import (
     run_fetches,
     run_inference,
     train_and_run,
-    translatable_backward,
 )
 
 
 def test_every_expected_fixture_is_there():
-    assert TRAINING == ["cnn_bn", "cond", "lstm", "lstm_stacked", "mlp", "transformer", "translated_cond",
-                        "translated_while_loop", "while_loop", "zoo_activation", "zoo_math", "zoo_nn", "zoo_reduce",
-                        "zoo_shape"]
+    assert TRAINING == ["cnn_bn", "cond", "gru_stacked_lengths", "lstm", "lstm_stacked", "lstm_stacked_lengths", "mlp",
+                        "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", "translated_cond",
+                        "translated_while_loop", "while_loop", "zoo_activation", "zoo_index", "zoo_math", "zoo_nn",
+                        "zoo_reduce", "zoo_shape"]
     assert INFERENCE == ["inference", "jit"]
 
 
@@ -50,19 +54,12 @@ def test_the_loss_is_named_by_its_fetch_name(case):
     assert block.ops[-1].type == "fetch" and block.ops[-1].input("X") == ["loss"]
 
 
-@pytest.mark.parametrize("case", translatable_backward())
+@pytest.mark.parametrize("case", WITH_BACKWARD)
 def test_paddles_own_training_program_runs_and_gives_its_gradients(case):
     """Paddle's backward (pd_op.*_grad ops) translated to legacy grad ops, no gradc backward pass."""
     program = load_pir(paddle_backward(case))
     assert any(op.type.endswith("_grad") for op in program.global_block.ops)
     assert_matches_paddle(run_fetches(program, case), case)
-
-
-def test_rnn_grad_of_paddles_lstm_training_program_is_named_as_unmapped():
-    """gradc unrolls pd_op.rnn; Paddle's fused rnn_grad has no legacy op to become (compile the forward)."""
-    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.rnn_grad \(first "
-                                                r"at region 0, block 0, op \d+"):
-        load_pir(paddle_backward("lstm"))
 
 
 @pytest.mark.parametrize("case", INFERENCE)
@@ -129,10 +126,12 @@ def test_while_carries_its_loop_values_in_vars_the_body_reassigns():
     assert "create_parameter_0.w_0" in loop.input("X")
 
 
-def test_lstm_is_unrolled_over_its_three_steps():
-    ops = load("lstm").global_block.ops
-    assert [op.type for op in ops].count("split") == 3       # one gate split per step
-    assert not any(op.type.startswith("rnn") for op in ops)
+def test_lstm_is_one_fused_rnn_op_with_its_byte_buffers():
+    block = load("lstm_stacked").global_block
+    (rnn,) = [op for op in block.ops if op.type == "rnn"]
+    assert rnn.attrs["mode"] == "LSTM" and rnn.attrs["num_layers"] == 2 and rnn.attrs["is_bidirec"] is True
+    assert len(rnn.input("WeightList")) == 16 and len(rnn.input("PreState")) == 2
+    assert block.vars[rnn.output("Reserve")[0]].dtype == gradc.VarType.UINT8
 
 
 def test_is_pir_sniffs_pir_files_only():
@@ -167,10 +166,16 @@ def test_a_program_saved_without_result_attributes_loads():
 
 
 def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
-    files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE]
-    files += [paddle_backward(case) for case in WITH_BACKWARD]
+    """Export alone writes pd_op.shape (legacy shape makes int32, which 3.3.1's layers never ask for),
+    pd_op.select_output and pd_op.add_n_array (gradc's backward of cond and of tensor arrays),
+    pd_op.array_length and pd_op.sequence_mask (legacy recurrent programs); the export tests read them back."""
+    files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
+    files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
+    files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
+              for case in OPTIM for kind in ("train", "startup")]
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
-    assert used - set(TABLE) == {"pd_op.rnn_grad"}
-    assert set(TABLE) <= used, f"rows no fixture exercises: {sorted(set(TABLE) - used)}"
-    for case in TRAINING + INFERENCE:
+    assert used <= set(TABLE)
+    assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.array_length",
+                                 "pd_op.sequence_mask"}
+    for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used

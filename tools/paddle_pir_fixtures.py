@@ -3,7 +3,7 @@ tests/data/paddle/pir/<case>/:
 - training cases from Paddle's own layers (and the op zoo of tools/paddle_pir_zoo.py): the forward program
   as Paddle serializes it (forward.json, the loss fetched as "loss"), feed.npz, params.npz, and the loss
   and gradients Paddle computes for it in PIR mode (paddle.static.gradients): loss.npy, grads.npz; plus
-  Paddle's own training program with its grad ops (backward.json.gz) where Paddle can serialize it;
+  Paddle's own training program with its grad ops (backward.json.gz; control flow with its cf stacks);
 - translated_<case>: a legacy fixture's program through Paddle's legacy-to-PIR translator;
 - inference models saved by save_inference_model and jit.save (model.json + model.pdiparams) with an
   input and Paddle's output.
@@ -24,88 +24,12 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.base import core
-from paddle_pir_zoo import ZOO
+from paddle_pir_cases import CASES
 
 LOSS_NAME = "loss"
-
-
-def mlp(rng):
-    x = paddle.static.data("x", [4, 6], "float32")
-    label = paddle.static.data("label", [4, 1], "int64")
-    hidden = F.relu(paddle.nn.Linear(6, 8)(x))
-    loss = paddle.mean(F.cross_entropy(paddle.nn.Linear(8, 3)(hidden), label))
-    feed = {"x": rng.standard_normal((4, 6)).astype("float32"), "label": rng.integers(0, 3, (4, 1)).astype("int64")}
-    return loss, feed, "linear(6->8) -> relu -> linear(->3) -> cross entropy -> mean"
-
-
-def cnn_bn(rng):
-    img = paddle.static.data("img", [2, 3, 6, 6], "float32")
-    label = paddle.static.data("label", [2, 1], "int64")
-    h = F.relu(paddle.nn.BatchNorm2D(4)(paddle.nn.Conv2D(3, 4, 3, padding=1)(img)))
-    h = F.max_pool2d(h, 2)
-    loss = paddle.mean(F.cross_entropy(paddle.nn.Linear(36, 3)(paddle.flatten(h, 1)), label))
-    feed = {"img": rng.standard_normal((2, 3, 6, 6)).astype("float32"),
-            "label": rng.integers(0, 3, (2, 1)).astype("int64")}
-    return loss, feed, "conv2d -> batch_norm (training) -> relu -> max pool -> flatten -> linear -> cross entropy"
-
-
-def transformer(rng):
-    x = paddle.static.data("x", [2, 4, 8], "float32")
-    x.stop_gradient = False
-    target = paddle.static.data("target", [2, 4, 8], "float32")
-    layer = paddle.nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0)
-    loss = paddle.mean(paddle.square(paddle.subtract(layer(x), target)))
-    feed = {"x": rng.standard_normal((2, 4, 8)).astype("float32"),
-            "target": rng.standard_normal((2, 4, 8)).astype("float32")}
-    return loss, feed, "nn.TransformerEncoderLayer(d_model 8, 2 heads, ffn 16) -> mean squared error"
-
-
-def lstm(rng):
-    x = paddle.static.data("x", [2, 3, 4], "float32")
-    x.stop_gradient = False
-    out, (h, c) = paddle.nn.LSTM(4, 5)(x)
-    loss = paddle.add(paddle.mean(paddle.square(out)), paddle.mean(paddle.add(h, c)))
-    return loss, {"x": rng.standard_normal((2, 3, 4)).astype("float32")}, \
-        "nn.LSTM(4 -> 5) over 3 steps -> mean(out^2) + mean(h + c)"
-
-
-def lstm_stacked(rng):
-    x = paddle.static.data("x", [2, 3, 4], "float32")
-    x.stop_gradient = False
-    out, (h, c) = paddle.nn.LSTM(4, 3, num_layers=2, direction="bidirect")(x)
-    loss = paddle.add(paddle.mean(paddle.square(out)), paddle.mean(paddle.multiply(h, c)))
-    return loss, {"x": rng.standard_normal((2, 3, 4)).astype("float32")}, \
-        "nn.LSTM(4 -> 3, 2 layers, bidirectional) over 3 steps -> mean(out^2) + mean(h * c)"
-
-
-def cond(rng):
-    x = paddle.static.data("x", [4, 8], "float32")
-    flag = paddle.static.data("flag", [1], "float32")
-    first, second = paddle.nn.Linear(8, 8), paddle.nn.Linear(8, 8)
-    out = paddle.static.nn.cond(paddle.sum(flag) > 0, lambda: paddle.tanh(first(x)), lambda: second(x) * 2)
-    loss = paddle.mean(out)
-    return loss, {"x": rng.standard_normal((4, 8)).astype("float32"), "flag": np.array([1.0], "float32")}, \
-        "static.nn.cond(sum(flag) > 0, tanh(linear(x)), 2 linear(x)) -> mean"
-
-
-def while_loop(rng):
-    x = paddle.static.data("x", [4, 8], "float32")
-    x.stop_gradient = False
-    weight = paddle.create_parameter([8, 8], "float32")
-    limit = paddle.full([1], 3, "int64")
-
-    def body(i, h):
-        return i + 1, paddle.tanh(paddle.matmul(h, weight))
-
-    _, h = paddle.static.nn.while_loop(lambda i, h: i < limit, body, [paddle.full([1], 0, "int64"), x])
-    loss = paddle.mean(h)
-    return loss, {"x": (0.5 * rng.standard_normal((4, 8))).astype("float32")}, \
-        "static.nn.while_loop: 3 steps of h = tanh(h @ W) -> mean"
-
-
-CASES = {"mlp": mlp, "cnn_bn": cnn_bn, "transformer": transformer, "lstm": lstm, "lstm_stacked": lstm_stacked,
-         "cond": cond,
-         "while_loop": while_loop, **ZOO}
+# Without it Paddle 3.3.1 deletes the cf stack ops of a control-flow backward while writing the program
+# (their grad ops still use them) and aborts; with it the stacks are written and the program loads back.
+paddle.set_flags({"FLAGS_save_cf_stack_op": True})
 
 
 def op_names(program) -> list[str]:
@@ -116,11 +40,6 @@ def op_names(program) -> list[str]:
             names.add(op.name())
             stack.extend(op.blocks())
     return sorted(names)
-
-
-# Paddle 3.3.1 aborts serializing the backward of control flow (it deletes the cf.stack ops its
-# grad ops still use), so these cases have no backward.json
-CONTROL_FLOW = {"cond", "while_loop"}
 
 
 def write_backward(main, loss, wrt, out: Path) -> list[str]:
@@ -172,7 +91,7 @@ def build(case: str, out_dir: Path, seed: int = 2024) -> None:
         grads = paddle.static.gradients([loss], params + inputs)
     # a parameter the loss does not reach (nn.LSTM's flat weight buffer) gets no gradient
     wrt = [(v.name, g) for v, g in zip(params + inputs, grads) if g is not None]
-    backward_ops = write_backward(main, loss, wrt, out) if case not in CONTROL_FLOW else []
+    backward_ops = write_backward(main, loss, wrt, out)
     executor = paddle.static.Executor(paddle.CPUPlace())
     executor.run(startup)
     scope = paddle.static.global_scope()

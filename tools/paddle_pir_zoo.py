@@ -92,5 +92,16 @@ def zoo_nn(rng):
     return _loss(outs), feed, "depthwise conv, conv transpose, pools, group norm, dropout (test), embedding, losses"
 
 
+def zoo_index(rng):
+    """Ops only nn.MultiLabelMarginLoss emits, which gradc cannot translate whole (it also uses cumprod)."""
+    (x, y), feed = _inputs(rng, "x", "y")
+    index = paddle.static.data("nd_index", [2, 2], "int64")
+    feed["nd_index"] = np.array([[0, 1], [1, 2]], "int64")
+    mask = paddle.zeros([2, 3])
+    mask[0, 1:3] = paddle.ones([2])       # setitem of a tensor: set_value_with_tensor_
+    outs = [paddle.scatter_nd_add(x, index, y[:, 0, :]), mask * x[:, :, 0], paddle.nonzero(x > 0)]
+    return _loss(outs), feed, "scatter_nd_add, setitem with a tensor value, nonzero"
+
+
 ZOO = {"zoo_math": zoo_math, "zoo_activation": zoo_activation, "zoo_reduce": zoo_reduce, "zoo_shape": zoo_shape,
-       "zoo_nn": zoo_nn}
+       "zoo_nn": zoo_nn, "zoo_index": zoo_index}

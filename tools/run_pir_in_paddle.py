@@ -1,7 +1,7 @@
 """Check in a real PaddlePaddle 3.x (PIR mode) that the PIR JSON gradc writes loads and runs with the
 numbers of the fixtures in tests/data/paddle/pir. Needs paddlepaddle, which gradc does not depend on.
 
-    /path/to/paddle/python tools/run_pir_in_paddle.py [case ...]
+    /path/to/paddle/python tools/run_pir_in_paddle.py [case ...]     (a case: "mlp", "pir_layers/celu")
 
 For each case gradc reads Paddle's file, translates it, and writes it back as PIR with gradc.pir.save_pir:
 - inference models (model.json + model.pdiparams): Paddle's load_inference_model reads gradc's file and
@@ -9,7 +9,12 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
 - training fixtures, forward: the loss Paddle computes from gradc's file must equal the fixture's;
 - training fixtures, with gradc's backward (append_backward) exported too: Paddle's deserializer reads
   it and the loss and every gradient must equal the fixture's;
-- Paddle's own training programs (backward.json.gz) read by gradc and written back: the same.
+- Paddle's own training programs (backward.json.gz) read by gradc and written back: the same;
+- Paddle's PIR training programs with an optimizer (optim_*: train.json.gz) read by gradc and written back:
+  from Paddle's persistables after its startup, the loss at each step and every persistable after the last;
+- gradc's own training programs (gradc.minimize with each optimizer of `gradc compile --optimizer` Paddle 3.3.1
+  writes one op per parameter for, over the PIR MLP) and their startup programs, written as PIR: Paddle runs
+  the startup, takes the MLP's parameters and trains 5 steps with gradc's losses and persistables.
 """
 
 from __future__ import annotations
@@ -28,7 +33,12 @@ import gradc  # noqa: E402
 from gradc.pir import load_pir, save_pir  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "paddle" / "pir"
+LAYERS = DATA.parent / "pir_layers"   # coverage rows built in PIR mode (tools/paddle_pir_coverage.py)
 paddle.enable_static()
+
+
+def case_dir(case: str) -> Path:
+    return DATA.parent / case if "/" in case else DATA / case
 
 
 def run_program(path: Path, case_dir: Path, fetch_count: int) -> list[np.ndarray]:
@@ -51,7 +61,7 @@ def check(name: str, got, expected) -> bool:
 
 
 def inference(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     save_pir(load_pir(source / "model.json"), workdir / "model.json")
     shutil.copy(source / "model.pdiparams", workdir / "model.pdiparams")
     scope = paddle.static.Scope()
@@ -63,14 +73,14 @@ def inference(case: str, workdir: Path) -> bool:
 
 
 def forward(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     save_pir(load_pir(source / "forward.json"), workdir / "forward.json")
     (loss,) = run_program(workdir / "forward.json", source, 1)
     return check("loss", loss, np.load(source / "loss.npy"))
 
 
 def training(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     program = load_pir(source / "forward.json")
     gradc.append_backward(program, "loss")
     with np.load(source / "grads.npz") as archive:
@@ -83,7 +93,7 @@ def training(case: str, workdir: Path) -> bool:
 
 
 def round_trip(case: str, workdir: Path) -> bool:
-    source = DATA / case
+    source = case_dir(case)
     with np.load(source / "grads.npz") as archive:
         grads = {name: archive[name] for name in archive.files}
     save_pir(load_pir(gzip.decompress((source / "backward.json.gz").read_bytes())), workdir / "train.json")
@@ -93,21 +103,75 @@ def round_trip(case: str, workdir: Path) -> bool:
     return all(results)
 
 
-def _has_control_flow(case: str) -> bool:
-    return len(load_pir(DATA / case / "forward.json").blocks) > 1
+def optimizer_steps(case: str, workdir: Path) -> bool:
+    source = case_dir(case)
+    save_pir(load_pir(gzip.decompress((source / "train.json.gz").read_bytes())), workdir / "train.json")
+    program = paddle.static.Program()
+    paddle.base.core.deserialize_pir_program(str(workdir / "train.json"), program)
+    loss = next(op.operand_source(0) for op in program.global_block().ops if op.name() == "pd_op.fetch")
+    scope, executor, losses = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace()), []
+    with paddle.static.scope_guard(scope), np.load(source / "init.npz") as init, \
+            np.load(source / "feeds.npz") as feeds, np.load(source / "final.npz") as final:
+        for name in init.files:
+            scope.var(name).get_tensor().set(init[name], paddle.CPUPlace())
+        for step in range(len(feeds["x"])):
+            (value,) = executor.run(program, feed={n: feeds[n][step] for n in feeds.files}, fetch_list=[loss])
+            losses.append(float(np.asarray(value)))
+        results = [check("losses", losses, np.load(source / "losses.npy"))]
+        results += [check(n, np.array(scope.find_var(n).get_tensor()), final[n]) for n in final.files]
+    return all(results)
+
+
+def compiled_optimizer(case: str, workdir: Path) -> bool:
+    name, source = case.split("/")[1], DATA / "mlp"
+    program = load_pir(source / "forward.json")
+    startup = gradc.minimize(program, "loss", name, lr=0.05)
+    save_pir(program, workdir / "train.json")
+    save_pir(startup, workdir / "startup.json")
+    with np.load(source / "params.npz") as archive:
+        params = {n: archive[n] for n in archive.files}
+    with np.load(source / "feed.npz") as archive:
+        feed = {n: archive[n] for n in archive.files}
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(startup, scope=scope)
+    for n, value in params.items():
+        scope[n] = value
+    ours = [float(executor.run(program, feed=feed, fetch_list=["loss"], scope=scope)[0]) for _ in range(5)]
+    main_program, startup_program = paddle.static.Program(), paddle.static.Program()
+    paddle.base.core.deserialize_pir_program(str(workdir / "train.json"), main_program)
+    paddle.base.core.deserialize_pir_program(str(workdir / "startup.json"), startup_program)
+    loss = next(op.operand_source(0) for op in main_program.global_block().ops if op.name() == "pd_op.fetch")
+    paddle_scope, runner = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    with paddle.static.scope_guard(paddle_scope):
+        runner.run(startup_program)
+        for n, value in params.items():
+            paddle_scope.var(n).get_tensor().set(value, paddle.CPUPlace())
+        theirs = [float(np.asarray(runner.run(main_program, feed=feed, fetch_list=[loss])[0])) for _ in range(5)]
+        results = [check("losses", theirs, ours)]
+        results += [check(n, np.array(paddle_scope.find_var(n).get_tensor()), np.asarray(scope[n]))
+                    for n in startup.global_block.vars if startup.global_block.vars[n].persistable]
+    return all(results)
+
+
+COMPILED = ["sgd", "momentum", "adam", "adamw", "adagrad", "adamax", "rmsprop", "adadelta", "lamb", "nadam", "radam",
+            "rprop"]
 
 
 def main(cases: list[str]) -> int:
     failures = 0
+    every = sorted(p.name for p in DATA.iterdir()) + sorted(f"pir_layers/{p.name}" for p in LAYERS.iterdir())
+    every += [f"compiled/{name}" for name in COMPILED]
     with tempfile.TemporaryDirectory() as tmp:
-        for case in cases or sorted(p.name for p in DATA.iterdir()):
-            kinds = [inference] if (DATA / case / "model.json").exists() else [forward]
-            if kinds[0] is not inference and not _has_control_flow(case):  # control-flow grads: no PIR export
-                kinds.append(training)
-            if (DATA / case / "backward.json.gz").exists() and "lstm" not in case:  # gradc has no rnn_grad
+        for case in cases or every:
+            kinds = [inference] if (case_dir(case) / "model.json").exists() else [forward, training]
+            if (case_dir(case) / "train.json.gz").exists():
+                kinds = [optimizer_steps]
+            if case.startswith("compiled/"):
+                kinds = [compiled_optimizer]
+            if (case_dir(case) / "backward.json.gz").exists():
                 kinds.append(round_trip)
             for kind in kinds:
-                workdir = Path(tmp) / f"{case}-{kind.__name__}"
+                workdir = Path(tmp) / f"{case.replace('/', '-')}-{kind.__name__}"
                 workdir.mkdir()
                 try:
                     ok = kind(case, workdir)
@@ -115,7 +179,7 @@ def main(cases: list[str]) -> int:
                 except (gradc.GradcError, RuntimeError, ValueError) as exc:
                     ok, message = False, f"FAILED: {str(exc).strip().splitlines()[0][:300]}"
                 failures += not ok
-                print(f"{case:16} {kind.__name__:10} {message}")
+                print(f"{case:40} {kind.__name__:10} {message}", flush=True)
     print(f"Paddle {paddle.__version__}: {failures} failure(s)")
     return 1 if failures else 0
 

@@ -24,12 +24,14 @@ __all__ = ["append_backward", "append_grad_ops", "gradients", "loss_candidates"]
 
 
 def loss_candidates(program: Program) -> list[str]:
-    """Float vars with a single element written by the last op of block 0."""
+    """Float vars with a single element written by the last op of block 0, or, in a saved program ending with
+    fetch ops (Paddle 3's PIR models end so), fetched by them."""
     block = program.global_block
     if not block.ops:
         return []
+    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
     names = []
-    for name in block.ops[-1].output_names():
+    for name in fetched if block.ops[-1].type == "fetch" else block.ops[-1].output_names():
         var = block.find_var(name)
         if var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and numel(var.shape) == 1:
             names.append(name)

@@ -34,8 +34,7 @@ def translate_if(op: Op, ctx) -> None:
     if not op.results:
         return
     mask = ctx.namer.fresh("cast")
-    mask_var = ctx.block.add_var(_bool_var(ctx, mask, cond))   # shaped like the condition, as cast infers
-    mask_var.dtype = VarType.INT32
+    ctx.block.add_var(_bool_var(ctx, mask, cond)).dtype = VarType.INT32   # shaped as the condition, [1] or []
     ctx.emit("cast", {"X": [cond]}, {"Out": [mask]}, {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
     next_name = ctx.namer.for_op("select_input")
     for result, true_out, false_out in zip(op.results, *branch_outs):
@@ -58,8 +57,9 @@ def _branch(op: Op, body, condition: str, ctx) -> list[str]:
         outs.append(name)
     scope = next_name()
     parent.create_var(scope, None, None, type=VarType.STEP_SCOPES)
+    written = [name for name in outer_writes(ctx.program, sub) if name not in outs]
     ctx.emit("conditional_block", {"Cond": [condition], "Input": sub_block_inputs(ctx.program, sub)},
-             {"Out": outs, "Scope": [scope]}, {"sub_block": sub.idx, "is_scalar_condition": True},
+             {"Out": outs + written, "Scope": [scope]}, {"sub_block": sub.idx, "is_scalar_condition": True},
              {"sub_block": AttrType.BLOCK})
     return outs
 
@@ -77,9 +77,13 @@ def translate_while(op: Op, ctx) -> None:
     next_name = ctx.namer.for_op("while")
     carries = []
     for position, (init, arg, result) in enumerate(zip(inits, body.args, op.results)):
-        name = next_name()
-        parent.add_var(ctx.var(name, result.type, result))
-        ctx.emit("assign", {"X": ctx.args(init, op, position + 1)}, {"Out": [name]})
+        source = ctx.args(init, op, position + 1)[0]
+        if _is_array(ctx, source):   # written in place: the loop carries the array itself
+            name = source
+        else:
+            name = next_name()
+            parent.add_var(ctx.var(name, result.type, result))
+            ctx.emit("assign", {"X": [source]}, {"Out": [name]})
         ctx.bind(arg, name)
         carries.append(name)
     condition = next_name()
@@ -91,11 +95,17 @@ def translate_while(op: Op, ctx) -> None:
     sub.ops.extend(_loop_update(ctx, sub, new_names, [condition] + carries))
     scopes = next_name()
     parent.create_var(scopes, None, None, type=VarType.STEP_SCOPES)
+    written = [name for name in outer_writes(ctx.program, sub) if name not in carries and name != condition]
     ctx.emit("while", {"Condition": [condition], "X": sub_block_inputs(ctx.program, sub)},
-             {"Out": carries + [condition], "StepScopes": [scopes]}, {"sub_block": sub.idx, "is_test": False},
+             {"Out": carries + written + [condition], "StepScopes": [scopes]}, {"sub_block": sub.idx, "is_test": False},
              {"sub_block": AttrType.BLOCK})
     for result, name in zip(op.results, carries):
         ctx.bind(result, name)
+
+
+def _is_array(ctx, name: str) -> bool:
+    var = ctx.block.find_var(name)
+    return var is not None and var.type == VarType.DENSE_TENSOR_ARRAY
 
 
 def _loop_update(ctx, sub: Block, sources: list[str], targets: list[str]) -> list:
@@ -127,6 +137,16 @@ def _yield_operands(op: Op, body, count: int, ctx) -> list:
 
 def sub_block_inputs(program, sub: Block) -> list[str]:
     """Vars the sub-block (and blocks nested in it) read that live outside it, in first-read order."""
+    return _outer_vars(program, sub, lambda op: op.input_names())
+
+
+def outer_writes(program, sub: Block) -> list[str]:
+    """Vars the sub-block (and blocks nested in it) write that live outside it (PIR's in-place ops:
+    array_write_, increment_, assign_out_); a legacy loop lists them among its outputs."""
+    return _outer_vars(program, sub, lambda op: op.output_names())
+
+
+def _outer_vars(program, sub: Block, names_of) -> list[str]:
     inside = {sub.idx}
     for block in program.blocks[sub.idx + 1:]:
         if block.parent_idx in inside:
@@ -135,7 +155,7 @@ def sub_block_inputs(program, sub: Block) -> list[str]:
     for idx in sorted(inside):
         block = program.blocks[idx]
         for op in block.ops:
-            for name in op.input_names():
+            for name in names_of(op):
                 var_block = _owner(block, name)
                 if var_block is not None and var_block.idx not in inside:
                     names[name] = None
@@ -168,3 +188,11 @@ def translate_select_input(op: Op, ctx) -> None:
     candidates = [ctx.args(value, op, i + 1)[0] for i, value in enumerate(op.operands[1:])]
     name = ctx.define(op.results[0], ctx.namer.for_op("select_input"))
     ctx.emit("select_input", {"X": candidates, "Mask": ctx.args(op.operands[0], op, 0)}, {"Out": [name]})
+
+
+def translate_select_output(op: Op, ctx) -> None:
+    """pd_op.select_output(mask, x) -> one result per branch: x lands in the one the mask picks."""
+    mask, x = (ctx.args(value, op, i)[0] for i, value in enumerate(op.operands))
+    next_name = ctx.namer.for_op("select_output")
+    outs = [ctx.define(result, next_name) for result in op.results]
+    ctx.emit("select_output", {"X": [x], "Mask": [mask]}, {"Out": outs})

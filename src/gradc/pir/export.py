@@ -3,7 +3,7 @@
 Legacy vars become SSA values: each write of a var makes a new value, each read takes the latest.
 Vars read before any op writes them are inputs: persistable ones become builtin.parameter, the others
 pd_op.data. Constants that legacy ops hold as attributes become pd_op.full_int_array / pd_op.full
-operands. Control flow sub-blocks have no export yet (docs/pir-format.md says how PIR spells them).
+operands. Control flow and its gradients become regions (gradc.pir.export_control, export_grads).
 """
 
 from __future__ import annotations
@@ -13,15 +13,22 @@ from ..ir import EMPTY_VAR, AttrType, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
 from ..registry import OPS
 from . import schema
+from .export_control import in_place_target
+from .export_grads import plan_saves
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
+from .naming import training_names
 from .table.rows import EXPORTS
 
-_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
+# not inputs: holders, and tensor arrays a loop fills (created empty where first needed: pd_op.create_array)
+_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.DENSE_TENSOR_ARRAY}
 _TENSOR_KINDS = {VarType.DENSE_TENSOR: "t_dtensor", VarType.SELECTED_ROWS: "t_selected_rows",
                  VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array"}
+# PIR ops whose results are dense where a legacy program declares SelectedRows (a sparse embedding's grad)
+_DENSE_RESULTS = {"pd_op.embedding_grad"}
 # results a legacy program may leave out but Paddle's PIR op always has
-_MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,))}
+_MISSING_RESULT_TYPES = {("pd_op.batch_norm_", "reserve_space"): TensorType("t_dtensor", VarType.UINT8, (-1,)),
+                         ("pd_op.hsigmoid_loss", "w_out"): TensorType("t_dtensor", VarType.FP32, ())}
 
 
 def to_module(program: Program, fetch: list[str] | tuple = ()) -> Module:
@@ -36,14 +43,18 @@ class Exporter:
         self.target = self.body                     # where emit() puts ops
         self.current: dict[str, Value] = {}
         self.xshape_source: dict[str, Value] = {}   # an XShape var -> the value of the X it describes
+        self.saves = plan_saves(program)            # forward block -> the names its grad block reads of it
+        self.stacks: dict[int, tuple] = {}          # forward block -> its cf stack (stack, inlet, outlet)
         self.where = ""
 
     def run(self, fetch) -> Module:
         _check_exportable(self.program)
         self._inputs()
         self.export_block(self.block, self.body)
-        cols = sum(op.type == "fetch" for op in self.block.ops)
-        for col, name in enumerate(fetch, start=cols):
+        self._keep_made_persistables()
+        fetched = [name for op in self.block.ops if op.type == "fetch" for name in op.input("X")]
+        kept = [name for name in training_names(self.program) if name not in fetched and name not in fetch]
+        for col, name in enumerate([*fetch, *kept], start=len(fetched)):
             self.where = f"fetch target '{name}'"
             self.append_fetch(name, col)
         return Module(self.body, schema.WRITE_VERSION, True)
@@ -60,11 +71,11 @@ class Exporter:
             if exporter is not None:
                 exporter(op, self)
             else:
-                self.generic(_pick_row(op), op)
+                self.generic(_pick_row(op, self), op)
         self.target = outer
 
     # ------------------------------------------------------------ values
-    def _var(self, name: str):
+    def var(self, name: str):
         """A var of any block (sub-block vars have unique names in the programs gradc writes)."""
         for block in self.program.blocks:
             if name in block.vars:
@@ -72,7 +83,7 @@ class Exporter:
         return None
 
     def type_of(self, name: str):
-        var = self._var(name)
+        var = self.var(name)
         if var is None:
             raise self.fail(f"no var named '{name}'")
         kind = _TENSOR_KINDS.get(var.type)
@@ -81,7 +92,7 @@ class Exporter:
         return TensorType(kind, int(var.dtype), tuple(var.shape or ()))
 
     def new_value(self, name: str) -> Value:
-        var = self._var(name)
+        var = self.var(name)
         return Value(0, self.type_of(name), stop_gradient=bool(var.stop_gradient), persistable=bool(var.persistable))
 
     def read(self, name: str) -> Value:
@@ -150,6 +161,16 @@ class Exporter:
             if name not in self.current:
                 self.where = f"input '{name}'"
                 self.current[name] = self.data(name)
+        self.inputs = set(self.current)
+
+    def _keep_made_persistables(self) -> None:
+        """Persistable vars block 0 makes rather than updates in place (a startup program's initialisers) stay
+        in the scope through builtin.set_parameter (parameters) or builtin.shadow_output, as in Paddle's startup."""
+        for name, var in self.block.vars.items():
+            if var.persistable and name in self.current and name not in self.inputs and var.type in _TENSOR_KINDS:
+                key = "parameter_name" if var.is_parameter else "output_name"
+                self.emit("builtin.set_parameter" if var.is_parameter else "builtin.shadow_output",
+                          [self.current[name]], [], {key: Attr("a_str", name)})
 
     def parameter(self, name: str) -> Value:
         var = self.block.find_var(name)
@@ -199,13 +220,21 @@ class Exporter:
         operands, consumed = [], set(row.dropped_inputs)
         for spec in row.operands:
             if spec.attr is not None:
+                computed = self._computed_operand(spec, op)
+                if computed is not None:
+                    operands.append(computed)
+                    consumed.update(spec.tensor_slots)
+                    continue
                 if spec.attr not in legacy_attrs:
                     raise self.fail(f"has no attribute '{spec.attr}', which {row.pir} takes as operand '{spec.name}'")
                 operands.append(self.constant(spec.fold, legacy_attrs[spec.attr]))
                 continue
             names = [n for n in op.input(spec.slot) if n != EMPTY_VAR] if spec.slot else []
             consumed.add(spec.slot)
-            if not names:
+            target = next((r for r in row.results if r.inplace == spec.name), None) if spec.slot is None else None
+            if target is not None:   # PIR writes into this operand; the legacy op only names its output
+                operands.append(in_place_target(self, op.output(target.slot)[0]))
+            elif not names:
                 if spec.slot is not None and not spec.optional:
                     raise self.fail(f"input slot {spec.slot} is empty; {row.pir} needs operand '{spec.name}'")
                 operands.append(None)
@@ -220,6 +249,14 @@ class Exporter:
         _refuse_unmapped_slots(self, op.inputs, consumed, "input")
         return operands
 
+    def _computed_operand(self, spec, op: OpDesc) -> Value | None:
+        """The value of a legacy tensor (or tensor list) input that stands for an attribute."""
+        for position, slot in enumerate(spec.tensor_slots):
+            names = [n for n in op.input(slot) if n != EMPTY_VAR]
+            if names:
+                return self.combine([self.read(n) for n in names]) if position == 1 else self.read(names[0])
+        return None
+
     def _results(self, row, op: OpDesc) -> tuple[list, dict, list]:
         """The op's result values, the vars they become, and the lists a builtin.split takes apart."""
         results, bindings, splits = [], {}, []
@@ -232,6 +269,8 @@ class Exporter:
                 names = [n for n in op.output(spec.slot) if n != EMPTY_VAR] if spec.slot else []
                 if names:
                     value = bindings[names[0]] = self.new_value(names[0])
+                    if row.pir in _DENSE_RESULTS and value.type.kind == "t_selected_rows":
+                        value.type = TensorType("t_dtensor", value.type.dtype, value.type.dims)
                 else:   # a grad nobody asked for, or an output legacy programs may leave out
                     value = Value(0, _MISSING_RESULT_TYPES.get((row.pir, spec.name)), stop_gradient=True)
             results.append(value)
@@ -245,8 +284,8 @@ class Exporter:
         return self.xshape_source[name]
 
 
-def _pick_row(op: OpDesc):
-    return next(row for row in EXPORTS[op.type] if row.when is None or row.when(op))
+def _pick_row(op: OpDesc, exporter: Exporter):
+    return next(row for row in EXPORTS[op.type] if row.when is None or row.when(op, exporter))
 
 
 def _refuse_unmapped_slots(exporter: Exporter, slots: dict, mapped: set, what: str) -> None:

@@ -5,32 +5,36 @@ translator spells it:
     select_input(X=[f, t], Mask)   -> pd_op.select_input(mask, f, t)
     while(cond) {ops}              -> pd_op.while(cond, loop vars) {^args; ops; cf.yield(cond, loop vars)}
 
-A region sees the values outside it; what it writes is visible outside only through the op's results.
-Their backward (conditional_block_grad, while_grad) has no export: PIR differentiates control flow with
-its own if/while regions and cf stacks, which gradc does not build.
+A region sees the values outside it; what it writes is visible outside only through the op's results,
+except tensor arrays, which PIR writes in place (array_write_) and which are never results. When the
+program differentiates the block (gradc.pir.export_grads), the region ends by pushing the values its
+grad block reads onto a cf stack (cf.tuple_push).
 """
 
 from __future__ import annotations
 
-from ..ir import OpDesc
+from contextlib import contextmanager
+
+from ..ir import OpDesc, VarType
+from ..ops.control_flow import updated_in_place
 from . import schema
-from .graph import Attr, Block, Region, Value
+from .graph import Attr, Block, OtherType, Region, TensorType, Value
 
 
 def conditional_block(op: OpDesc, exporter) -> None:
     if not op.attrs.get("is_scalar_condition", False):
         raise exporter.fail("conditional_block on a tensor condition (is_scalar_condition false) has no PIR export")
     cond = exporter.read(op.input("Cond")[0])
-    outs = op.output("Out")
+    outs = _tensors(exporter, op.output("Out"))
     before = dict(exporter.current)
     true_block, false_block = Block(), Block()
     exporter.export_block(exporter.program.blocks[op.attrs["sub_block"]], true_block)
+    save_for_backward(exporter, op.attrs["sub_block"], true_block)
     _yield(exporter, true_block, [exporter.read(name) for name in outs])
     exporter.current = dict(before)
     fake = any(name not in before for name in outs)
-    outer, exporter.target = exporter.target, false_block
-    kept = [before[name] if name in before else _zeros(exporter, name) for name in outs]
-    exporter.target = outer
+    with emitting_into(exporter, false_block):
+        kept = [before[name] if name in before else _zeros(exporter, name) for name in outs]
     _yield(exporter, false_block, kept)
     exporter.current = before
     results = [exporter.new_value(name) for name in outs]
@@ -49,7 +53,7 @@ def select_input(op: OpDesc, exporter) -> None:
 
 def while_(op: OpDesc, exporter) -> None:
     condition = op.input("Condition")[0]
-    carried = [name for name in op.output("Out") if name != condition]
+    carried = [name for name in _tensors(exporter, op.output("Out")) if name != condition]
     missing = [name for name in carried if name not in exporter.current]
     if missing:
         raise exporter.fail(f"loop var(s) {', '.join(missing)} have no value before the loop; a PIR while needs one")
@@ -57,7 +61,11 @@ def while_(op: OpDesc, exporter) -> None:
     body = Block(args=[Value(0, exporter.type_of(name)) for name in carried])
     before = dict(exporter.current)
     exporter.current.update(zip(carried, body.args))
-    exporter.export_block(exporter.program.blocks[op.attrs["sub_block"]], body)
+    sub = exporter.program.blocks[op.attrs["sub_block"]]
+    exporter.export_block(sub, body)
+    in_place = updated_in_place(sub)   # a backward reads the value a loop var had when the iteration started
+    starts = {name: arg for name, arg in zip(carried, body.args) if name not in in_place}
+    save_for_backward(exporter, sub.idx, body, starts)
     _yield(exporter, body, [exporter.read(condition)] + [exporter.read(name) for name in carried])
     exporter.current = before
     results = [exporter.new_value(name) for name in carried]
@@ -66,10 +74,101 @@ def while_(op: OpDesc, exporter) -> None:
     exporter.current.update(zip(carried, results))
 
 
-def _yield(exporter, block: Block, values: list[Value]) -> None:
+def _tensors(exporter, names: list[str]) -> list[str]:
+    """The outputs a region yields; tensor arrays it writes in place are made before it if need be."""
+    tensors = []
+    for name in names:
+        var = exporter.var(name)
+        if var is not None and var.type == VarType.DENSE_TENSOR_ARRAY:
+            in_place_target(exporter, name)
+        else:
+            tensors.append(name)
+    return tensors
+
+
+# ---------------------------------------------------------------- stacks for the backward
+
+def stack_for(exporter, forward_block: int) -> tuple[Value, Value, Value]:
+    """The cf stack of a forward block's saved values, created at the top of the program so the forward
+    region and the grad region both see it."""
+    if forward_block not in exporter.stacks:
+        values = tuple(Value(0, OtherType(kind)) for kind in ("t_stack", "t_inlet", "t_outlet"))
+        with emitting_into(exporter, exporter.body):
+            create = exporter.emit("cf.stack_create", [], list(values), {})
+        exporter.body.ops.insert(0, exporter.body.ops.pop(exporter.body.ops.index(create)))
+        exporter.stacks[forward_block] = values
+    return exporter.stacks[forward_block]
+
+
+def save_for_backward(exporter, forward_block: int, target: Block, starts: dict | None = None) -> None:
+    """Push the values of this run of the block that its grad block reads (loop vars: as the iteration
+    started)."""
+    names = exporter.saves.get(forward_block)
+    if names is None:
+        return
+    values = [(starts or {}).get(name) or exporter.read(name) for name in names]
+    _, inlet, _ = stack_for(exporter, forward_block)
+    with emitting_into(exporter, target):
+        exporter.emit("cf.tuple_push", [inlet, *values], [], {})
+
+
+def restore_saved(exporter, forward_block: int) -> None:
+    """Pop what the forward pushed for this run of the block and read the forward's names as those values."""
+    names = exporter.saves.get(forward_block)
+    if names is None:
+        return
+    _, _, outlet = stack_for(exporter, forward_block)
+    values = [Value(0, exporter.type_of(name)) for name in names]
+    exporter.emit("cf.tuple_pop", [outlet], values, {})
+    exporter.current.update(zip(names, values))
+
+
+def has_elements(exporter, forward_block: int) -> Value:
+    stack, _, _ = stack_for(exporter, forward_block)
+    result = Value(0, TensorType("t_dtensor", VarType.BOOL, (1,)), stop_gradient=True)
+    exporter.emit("cf.has_elements", [stack], [result], {})
+    return result
+
+
+# ---------------------------------------------------------------- helpers
+
+@contextmanager
+def emitting_into(exporter, block: Block):
     outer, exporter.target = exporter.target, block
-    exporter.emit("cf.yield", values, [], {})
-    exporter.target = outer
+    try:
+        yield
+    finally:
+        exporter.target = outer
+
+
+def in_place_target(exporter, name: str):
+    """The value a PIR op writes ``name`` into: its current value, else the parameter of that name, a new
+    empty array (pd_op.create_array) or zeros of its shape, as Paddle makes them before array_write_ /
+    assign_value_."""
+    if name in exporter.current:
+        return exporter.current[name]
+    var = exporter.var(name)
+    if var is not None and var.persistable and exporter.block.find_var(name) is var:   # in the scope: rnn's buffer
+        exporter.current[name] = exporter.parameter(name)
+        return exporter.current[name]
+    value = exporter.new_value(name)
+    dtype = Attr("a_dtype", schema.DTYPE_BY_VARTYPE[value.type.dtype])
+    if var.type == VarType.DENSE_TENSOR_ARRAY:
+        exporter.emit("pd_op.create_array", [], [value], {"dtype": dtype})
+    elif all(d >= 0 for d in value.type.dims):
+        exporter.emit("pd_op.full", [], [value], {
+            "shape": Attr("a_intarray", list(value.type.dims)), "value": Attr("a_f64", 0.0), "dtype": dtype,
+            "place": Attr("a_place", list(schema.PLACE_CPU))})
+    else:
+        raise exporter.fail(f"'{name}' has no value before this op writes it and its shape {list(value.type.dims)} "
+                            f"is not static")
+    exporter.current[name] = value
+    return value
+
+
+def _yield(exporter, block: Block, values: list[Value]) -> None:
+    with emitting_into(exporter, block):
+        exporter.emit("cf.yield", values, [], {})
 
 
 def _zeros(exporter, name: str) -> Value:

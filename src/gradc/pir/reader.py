@@ -10,11 +10,13 @@ from __future__ import annotations
 import json
 
 from ..errors import FormatError
+from ..limits import LIMITS
 from . import schema
 from .codec import CodecError, decode_attr, decode_type
 from .graph import Attr, Block, Module, Op, Region, Value
 
 MAX_BYTES = 256 << 20   # PIR JSON holds no weights: real programs are far smaller
+JSON_EXPANSION = 32     # parsed JSON takes up to ~25 times its text (a list of empty objects): measured
 MAX_NESTING = 64        # regions inside ops inside regions ...; real control flow nests a few levels
 
 
@@ -24,9 +26,13 @@ def is_pir(data: bytes) -> bool:
     return head[:1] == b"{" and b'"base_code"' in head and b'"pir"' in head
 
 
-def parse_json(data: bytes, source: str, max_bytes: int = MAX_BYTES):
+def parse_json(data: bytes, source: str, max_bytes: int | None = None):
+    """The JSON document; files whose parse could outgrow the memory limit (--max-memory) are refused first."""
+    if max_bytes is None:
+        max_bytes = min(MAX_BYTES, LIMITS.max_bytes // JSON_EXPANSION)
     if len(data) > max_bytes:
-        raise FormatError(f"{source}: {len(data)} bytes is more than the {max_bytes} bytes gradc reads as PIR JSON")
+        raise FormatError(f"{source}: {len(data):,} bytes is more than the {max_bytes:,} bytes gradc reads as PIR "
+                          f"JSON (parsing takes up to {JSON_EXPANSION} times the text; --max-memory sets the limit)")
     try:
         return json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
@@ -37,7 +43,7 @@ def parse_json(data: bytes, source: str, max_bytes: int = MAX_BYTES):
         raise FormatError(f"{source}: not valid JSON: {exc}") from None
 
 
-def read_module(data: bytes, source: str = "<bytes>", max_bytes: int = MAX_BYTES) -> Module:
+def read_module(data: bytes, source: str = "<bytes>", max_bytes: int | None = None) -> Module:
     doc = parse_json(data, source, max_bytes)
     if not isinstance(doc, dict) or not isinstance(doc.get("base_code"), dict):
         raise FormatError(f"{source}: not a PIR program: no 'base_code' object at the top")

@@ -11,8 +11,10 @@ from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarDesc, VarType
 from ..verify import check_structure
 from . import schema
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
-from .naming import Namer
+from .naming import Namer, file_names
+from .stacks import origin
 from .table.rows import TABLE
+from .table.unmapped import UNMAPPED
 
 # the producers whose value gradc can fold into a legacy attribute
 CONSTANT_OPS = {"pd_op.full_int_array", "pd_op.full"}
@@ -31,8 +33,10 @@ class Translator:
         self.constant_ops: list[tuple[Block, OpDesc]] = []
         self.unmade: dict[str, tuple[Block, Op]] = {}   # constant lists no legacy op can make
         self.xshapes: dict[str, str] = {}   # a var -> the XShape var a reshape-like op wrote for it
+        self.stacks: dict = {}              # a cf stack, inlet or outlet value -> its arrays (gradc.pir.stacks)
+        self.pushes: dict | None = None
         self.blocks: list[Block] = [self.program.global_block]
-        self.fixed_names = _file_names(module)
+        self.fixed_names = file_names(module)
         self.namer = Namer(set(self.fixed_names.values()))
 
     # ------------------------------------------------------------ driver
@@ -113,7 +117,9 @@ class Translator:
     @staticmethod
     def var(name: str, type_, value: Value) -> VarDesc:
         if isinstance(type_, TensorType):
-            var = VarDesc(name, list(type_.dims), type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
+            array = type_.kind == "t_dense_tensor_array"   # dims are its elements'; none written: unknown
+            shape = None if array and not type_.dims else list(type_.dims)
+            var = VarDesc(name, shape, type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
         else:
             var = VarDesc(name, None, None, type=VarType.RAW)
         var.stop_gradient = True if value.stop_gradient else None
@@ -121,11 +127,11 @@ class Translator:
         return var
 
     def constant(self, value: Value | None, fold: str, op: Op, operand: str, attr: str):
+        value = origin(value, self.stacks)
         producer = value.op if value is not None else None
         if producer is not None and producer.name in CONSTANT_OPS:
             raw = producer.attr("value")
-        elif producer is not None and producer.name == "builtin.combine" \
-                and all(v is not None and v.op is not None and v.op.name == "pd_op.full" for v in producer.operands):
+        elif is_constant(value):
             raw = [v.op.attr("value") for v in producer.operands]
         else:
             source = "a null value" if value is None else (producer.name if producer else "a block argument")
@@ -141,14 +147,17 @@ class Translator:
         return float(values[0]) if fold == "float" else int(values[0])
 
     def _drop_unread_constants(self) -> None:
-        readers = {}
+        readers, rewritten = {}, set()   # a constant another op writes in place is its initial value: kept
+        constants = {id(op) for _, op in self.constant_ops}
         for block in self.program.blocks:
             for index, op in enumerate(block.ops):
                 for name in op.input_names():
                     readers.setdefault(name, (block.idx, index, op.type))
+                if id(op) not in constants:
+                    rewritten.update(op.output_names())
         dropped = set()
         for block, op in self.constant_ops:
-            if not any(name in readers for name in op.output_names()):
+            if not any(name in readers or name in rewritten for name in op.output_names()):
                 dropped.add(id(op))
                 for name in op.output_names():
                     block.vars.pop(name, None)
@@ -197,7 +206,10 @@ class Translator:
         inputs, attrs = {}, dict(row.fixed)
         for position, (spec, value) in enumerate(zip(row.operands, op.operands)):
             if spec.attr is not None:
-                if value is not None or not spec.optional:
+                if spec.tensor_slots and value is not None and not is_constant(origin(value, self.stacks)):
+                    tensor, listed = (*spec.tensor_slots, spec.tensor_slots[0])[:2]
+                    inputs[listed if isinstance(value.type, VectorType) else tensor] = self.args(value, op, position)
+                elif value is not None or not spec.optional:
                     attrs[spec.attr] = self.constant(value, spec.fold, op, spec.name, spec.attr)
             elif value is None:
                 if spec.slot is not None and not spec.optional:
@@ -238,14 +250,14 @@ class Translator:
             self.xshapes.setdefault(x.name, name)
         return name
 
-    def xshape_for(self, x: str, op: Op, shape: list[int] | None = None) -> str:
-        """The XShape var a legacy grad reads where PIR's reads the forward input ``x`` (or a tensor of
-        ``shape``): the forward op's XShape if it wrote one, else an empty [0, *shape] constant."""
+    def xshape_for(self, x: str, op: Op) -> str:
+        """The XShape var a legacy grad reads where PIR's reads the forward input ``x``: the forward op's
+        XShape if it wrote one, else an empty [0, *x.shape] constant."""
         known = self.xshapes.get(x)
         if known is not None and self.block.find_var(known) is not None:
             return known
         var = self.block.find_var(x)
-        shape = list(var.shape) if shape is None and var is not None and var.shape is not None else shape
+        shape = list(var.shape) if var is not None and var.shape is not None else None
         if var is None or shape is None or any(d < 0 for d in shape):
             raise self.fail(op, f"the legacy grad needs the shape of '{x}' ({shape}) to be known")
         name = self.namer.fresh("xshape")
@@ -256,30 +268,21 @@ class Translator:
         return name
 
 
+def is_constant(value: Value | None) -> bool:
+    """Made by pd_op.full_int_array / pd_op.full, or a builtin.combine of pd_op.full values."""
+    producer = value.op if value is not None else None
+    if producer is None:
+        return False
+    if producer.name == "builtin.combine":
+        return all(v is not None and v.op is not None and v.op.name == "pd_op.full" for v in producer.operands)
+    return producer.name in CONSTANT_OPS
+
+
 def legacy_value(attr: Attr):
     """A PIR attribute as a legacy attribute value (a_dtype -> the VarType number, -1 if undefined)."""
     if attr.kind == "a_dtype":
         return schema.DTYPE_NAMES.get(attr.value, -1)
     return attr.plain()
-
-
-def _file_names(module: Module) -> dict[Value, str]:
-    """Names the file gives: parameters, data and feed inputs, and fetch targets."""
-    names: dict[Value, str] = {}
-    fetches = []
-    for op in walk_ops(module.body):
-        if op.name == "builtin.parameter" and op.results:
-            names[op.results[0]] = op.attr("parameter_name")
-        elif op.name == "pd_op.data" and op.results:
-            names[op.results[0]] = op.attr("name")
-        elif op.name == "pd_op.fetch" and op.operands and op.operands[0] is not None:
-            fetches.append((op.operands[0], op.attr("name")))
-    taken = set(names.values())
-    for value, name in fetches:
-        if value not in names and name not in taken and isinstance(value.type, TensorType):
-            names[value] = name
-            taken.add(name)
-    return names
 
 
 def _check_mapped(module: Module, source: str) -> None:
@@ -288,6 +291,7 @@ def _check_mapped(module: Module, source: str) -> None:
         if op.name not in TABLE and op.name not in unmapped:
             unmapped[op.name] = op.where
     if unmapped:
-        listing = "; ".join(f"{name} (first at {where})" for name, where in sorted(unmapped.items()))
+        listing = "; ".join(f"{name} (first at {where}{': ' + UNMAPPED[name] if name in UNMAPPED else ''})"
+                            for name, where in sorted(unmapped.items()))
         raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing} (a Paddle 3 "
                           f"PIR program; saving with FLAGS_enable_pir_api=0 gives a legacy ProgramDesc)")

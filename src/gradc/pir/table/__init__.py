@@ -8,13 +8,15 @@ operands, in PIR order:  ``name:Slot``   the operand is the legacy input slot; `
                          ``name?:Slot``  may be Paddle's null value (then the slot stays empty)
                          ``name>attr:k`` a constant folded into legacy attribute ``attr`` (k: ints, int, long,
                                          float); export makes it with pd_op.full_int_array / pd_op.full
+                         ``name>attr:k@T,L`` the same, but a value computed in the program goes to legacy input
+                                         slot T (a tensor) or L (a list, from builtin.combine)
                          ``name:-``      no legacy counterpart (null)
                          ``~Slot``       a legacy input PIR does not take (dropped on export)
 results, in PIR order:   ``name:Slot``, ``name:Slot*`` (a list), ``name:Slot&operand`` (in place: the operand's
                          var), ``name:-`` (none); ``+Slot`` a legacy-only output (XShape) with a fresh var
 attributes:              ``name[=legacy]:kind[=default]``; legacy ``-`` means PIR-only (dropped on import,
                          written with its default on export). kinds: bool i32 i64 f32 f64 str dtype place
-                         intarray i32s i64s f32s
+                         intarray i32s i64s f32s f64s
 ``fixed`` sets legacy attributes to constants; ``hook`` adjusts the imported legacy op for semantics the
 notation cannot say (PIR's empty axis list meaning "all", ...); ``back`` does the same on export, and
 ``when`` picks among rows of one legacy type on export; ``special`` replaces the generic translation.
@@ -33,6 +35,7 @@ class Operand:
     fold: str | None = None      # its kind: "ints", "int" (int32), "long" (int64) or "float"
     optional: bool = False
     is_list: bool = False
+    tensor_slots: tuple[str, ...] = ()   # where a computed (not constant) value goes: (tensor slot, list slot)
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,7 @@ class Row:
     fixed: dict = field(default_factory=dict)
     hook: object = None          # hook(legacy_op, pir_op, translator)
     back: object = None          # back(legacy_op, exporter) -> {legacy attr: value} used instead on export
-    when: object = None          # when(legacy_op) -> whether export uses this row for it
+    when: object = None          # when(legacy_op, exporter) -> whether export uses this row for it
     special: object = None       # special(pir_op, translator): the whole translation
     arity: tuple = (None, None)  # a special row's operand and result counts (None: any)
 
@@ -72,7 +75,7 @@ class Row:
 
 
 _DEFAULTS = {"bool": False, "i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0, "str": "", "place": [0, 0, ""],
-             "i32s": [], "i64s": [], "f32s": [], "intarray": [], "dtype": "float32"}
+             "i32s": [], "i64s": [], "f32s": [], "f64s": [], "intarray": [], "dtype": "float32"}
 
 
 def _slot(text: str) -> tuple[str | None, bool]:
@@ -83,7 +86,9 @@ def _operand(token: str) -> Operand:
     if ">" in token:
         name, _, rest = token.partition(">")
         attr, _, fold = rest.partition(":")
-        return Operand(name.rstrip("?"), attr=attr, fold=fold or "ints", optional=name.endswith("?"))
+        fold, _, slots = fold.partition("@")
+        return Operand(name.rstrip("?"), attr=attr, fold=fold or "ints", optional=name.endswith("?"),
+                       tensor_slots=tuple(slots.split(",")) if slots else ())
     name, _, slot = token.partition(":")
     slot, is_list = _slot(slot)
     return Operand(name.rstrip("?"), slot, optional=name.endswith("?"), is_list=is_list)

@@ -4,8 +4,9 @@ directions. A grad the program does not need is a NULL-typed PIR result and an e
 from __future__ import annotations
 
 from . import row
-from .hooks import batch_norm_affine, transpose_grad_xshape
-from .nn_rows import BATCH_NORM, CONV
+from .hooks import batch_norm_affine, transpose_grad_as_transpose
+from .nn_rows import BATCH_NORM, CONV, RNN
+from .shape_rows import ENDS, STARTS
 
 AXIS = {"axis": -1}
 POOL = ("strides:i64s paddings:i64s ceil_mode:bool exclusive:bool data_format:str pooling_type:str "
@@ -50,6 +51,20 @@ ROWS = [
     row("pd_op.elu_grad", "elu_grad", "x:X out:Out out_grad:Out@GRAD", X_GRAD, "alpha:f32"),
     row("pd_op.silu_grad", "silu_grad", "x:X out:Out out_grad:Out@GRAD", X_GRAD),
     row("pd_op.clip_grad", "clip_grad", "x:X out_grad:Out@GRAD min>min:float max>max:float", X_GRAD),
+    row("pd_op.celu_grad", "celu_grad", UNARY, X_GRAD, "alpha:f32"),
+    row("pd_op.selu_grad", "selu_grad", BY_OUT, X_GRAD, "scale:f32 alpha:f32"),
+    row("pd_op.mish_grad", "mish_grad", UNARY, X_GRAD, "lambda=threshold:f32"),
+    row("pd_op.hardtanh_grad", "brelu_grad", UNARY, X_GRAD, "t_min:f32 t_max:f32"),
+    row("pd_op.hardshrink_grad", "hard_shrink_grad", UNARY, X_GRAD, "threshold:f32"),
+    row("pd_op.softshrink_grad", "softshrink_grad", UNARY, X_GRAD, "threshold=lambda:f32"),
+    row("pd_op.thresholded_relu_grad", "thresholded_relu_grad", UNARY, X_GRAD, "threshold:f32 value:f32"),
+    row("pd_op.logsigmoid_grad", "logsigmoid_grad", UNARY, X_GRAD),
+    row("pd_op.softsign_grad", "softsign_grad", UNARY, X_GRAD),
+    row("pd_op.tanh_shrink_grad", "tanh_shrink_grad", UNARY, X_GRAD),
+    row("pd_op.maxout_grad", "maxout_grad", "x:X out:Out out_grad:Out@GRAD", X_GRAD, "groups:i32 axis:i32"),
+    row("pd_op.prelu_grad", "prelu_grad", "x:X alpha:Alpha out_grad:Out@GRAD", "x_grad:X@GRAD alpha_grad:Alpha@GRAD",
+        "data_format:str mode:str"),
+    row("pd_op.rrelu_grad", "rrelu_grad", "x:X noise:Noise out_grad:Out@GRAD", X_GRAD),
     row("pd_op.cumsum_grad", "cumsum_grad", "x:X out_grad:Out@GRAD axis>axis:int", X_GRAD,
         "flatten:bool exclusive:bool reverse:bool"),
     # reductions
@@ -67,11 +82,12 @@ ROWS = [
     row("pd_op.squeeze_grad", "squeeze2_grad", "x:XShape out_grad:Out@GRAD axis>axes:ints", X_GRAD),
     row("pd_op.unsqueeze_grad", "unsqueeze2_grad", "x:XShape out_grad:Out@GRAD axis>axes:ints", X_GRAD),
     row("pd_op.transpose_grad", "transpose2_grad", "out_grad:Out@GRAD ~XShape", X_GRAD, "perm=axis:i32s",
-        hook=transpose_grad_xshape),
+        hook=transpose_grad_as_transpose),
     row("pd_op.concat_grad", "concat_grad", "x:X* out_grad:Out@GRAD axis>axis:int", "x_grad:X@GRAD*"),
     row("pd_op.stack_grad", "stack_grad", "x:X* out_grad:Y@GRAD", "x_grad:X@GRAD*", "axis:i32"),
     row("pd_op.unstack_grad", "unstack_grad", "out_grad:Y@GRAD*", X_GRAD, "axis:i32"),
-    row("pd_op.slice_grad", "slice_grad", "input:Input out_grad:Out@GRAD starts>starts:ints ends>ends:ints",
+    row("pd_op.slice_grad", "slice_grad", f"input:Input out_grad:Out@GRAD starts>starts:ints@{STARTS} "
+                                          f"ends>ends:ints@{ENDS}",
         "input_grad:Input@GRAD", "axes:i64s infer_flags:i64s decrease_axis:i64s"),
     row("pd_op.strided_slice_grad", "strided_slice_grad",
         "x:Input out_grad:Out@GRAD starts>starts:ints ends>ends:ints strides>strides:ints", "x_grad:Input@GRAD",
@@ -85,6 +101,11 @@ ROWS = [
         "x_grad:X@GRAD updates_grad:Updates@GRAD", "overwrite:bool"),
     row("pd_op.pad3d_grad", "pad3d_grad", "x:X out_grad:Out@GRAD paddings>paddings:ints", X_GRAD,
         "mode:str pad_value=value:f64 data_format:str"),
+    row("pd_op.index_sample_grad", "index_sample_grad", "x:X index:Index out_grad:Out@GRAD", X_GRAD),
+    row("pd_op.scatter_nd_add_grad", "scatter_nd_add_grad", "index:Index updates:Updates out_grad:Out@GRAD",
+        "x_grad:X@GRAD updates_grad:Updates@GRAD"),
+    row("pd_op.tensor_to_array", "tensor_array_to_tensor_grad", "x:X out_grad:Out@GRAD", X_GRAD,
+        "axis:i32 use_stack:bool"),
     row("pd_op.topk_grad", "top_k_v2_grad", "x:X indices:Indices out_grad:Out@GRAD k>k:int", X_GRAD,
         "axis:i32 largest:bool sorted:bool"),
     # nn
@@ -110,6 +131,17 @@ ROWS = [
         "epsilon:f64 groups:i32 data_format=data_layout:str"),
     row("pd_op.dropout_grad", "dropout_grad", "mask:Mask out_grad:Out@GRAD p>dropout_prob:float", X_GRAD,
         "is_test:bool mode=dropout_implementation:str"),
+    row("pd_op.instance_norm_grad", "instance_norm_grad",
+        "x:X scale?:Scale bias?:Bias saved_mean:SavedMean saved_variance:SavedVariance y_grad:Y@GRAD",
+        "x_grad:X@GRAD scale_grad:Scale@GRAD bias_grad:Bias@GRAD", "epsilon:f32"),
+    row("pd_op.spectral_norm_grad", "spectral_norm_grad", "weight:Weight u:U v:V out_grad:Out@GRAD",
+        "weight_grad:Weight@GRAD", "dim:i32 power_iters:i32 eps:f32"),
+    row("pd_op.bilinear_grad", "bilinear_tensor_product_grad", "x:X y:Y weight:Weight out_grad:Out@GRAD",
+        "x_grad:X@GRAD y_grad:Y@GRAD weight_grad:Weight@GRAD bias_grad:Bias@GRAD"),
+    row("pd_op.rnn_grad", "rnn_grad",
+        "x:Input pre_state:PreState* weight_list:WeightList* sequence_length?:SequenceLength out:Out "
+        "dropout_state_out:DropoutState reserve:Reserve out_grad:Out@GRAD state_grad:State@GRAD*",
+        "x_grad:Input@GRAD pre_state_grad:PreState@GRAD* weight_list_grad:WeightList@GRAD*", RNN),
     row("pd_op.embedding_grad", "lookup_table_v2_grad", "x:Ids weight:W out_grad:Out@GRAD", "weight_grad:W@GRAD",
         "padding_idx:i64"),
     # losses
@@ -121,6 +153,18 @@ ROWS = [
         "x:X label:Label pos_weight?:pos_weight out_grad:Out@GRAD", X_GRAD, "normalize:bool ignore_index:i32"),
     row("pd_op.kldiv_loss_grad", "kldiv_loss_grad", "x:X label:Target out_grad:Loss@GRAD", X_GRAD,
         "reduction:str log_target:bool"),
+    row("pd_op.nll_loss_grad", "nll_loss_grad",
+        "input:X label:Label weight?:Weight total_weight:Total_weight out_grad:Out@GRAD", "input_grad:X@GRAD",
+        "ignore_index:i64 reduction:str"),
+    row("pd_op.hsigmoid_loss_grad", "hierarchical_sigmoid_grad",
+        "x:X w:W label:Label path?:PathTable code?:PathCode bias?:Bias pre_out:PreOut out_grad:Out@GRAD",
+        "x_grad:X@GRAD w_grad:W@GRAD bias_grad:Bias@GRAD", "num_classes:i32 is_sparse:bool"),
+    row("pd_op.warpctc_grad", "warpctc_grad",
+        "logits:Logits logits_length?:LogitsLength warpctcgrad:WarpCTCGrad loss_grad:Loss@GRAD",
+        "logits_grad:Logits@GRAD", "blank:i32 norm_by_times:bool"),
+    row("pd_op.warprnnt_grad", "warprnnt_grad",
+        "input:input input_lengths:input_lengths warprnntgrad:warprnntgrad loss_grad:loss@GRAD",
+        "input_grad:input@GRAD", "blank:i32 fastemit_lambda:f32"),
     row("pd_op.huber_loss_grad", "huber_loss_grad", "residual:Residual out_grad:Out@GRAD",
         "input_grad:X@GRAD label_grad:Y@GRAD", "delta:f32"),
 ]

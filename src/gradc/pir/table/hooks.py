@@ -3,7 +3,10 @@ same attribute."""
 
 from __future__ import annotations
 
-from ...ir import AttrType, OpDesc
+from ...ir import AttrType, OpDesc, VarType
+from ...ops.creation import literal
+from ...registry import OPS
+from ..graph import TensorType, Value
 
 
 def reduce_all(legacy, op, ctx) -> None:
@@ -38,6 +41,25 @@ def batch_norm_affine(legacy, op, ctx) -> None:
             legacy.inputs[slot] = [name]
 
 
+def rnn_byte_buffers(legacy, op, ctx) -> None:
+    """PIR types rnn's Reserve and DropoutState as float tensors; legacy programs (and gradc's kernel,
+    which stores Reserve as the bytes of its floats) declare them UINT8 of unknown size. A DropoutState that is
+    a parameter keeps its dims ([0]), so the empty state Paddle saves for it fits."""
+    for slot in ("Reserve", "DropoutState"):
+        for name in legacy.output(slot):
+            var = ctx.block.find_var(name)
+            if var is not None:
+                var.dtype, var.shape = VarType.UINT8, var.shape if var.persistable else []
+
+
+def w_out_like_w(legacy, op, ctx) -> None:
+    """PIR types hsigmoid_loss's w_out 0-d (Paddle computes nothing into it); the legacy op declares W_Out
+    as W, whose shape gradc's check infers for it."""
+    w, w_out = ctx.block.find_var(legacy.input("W")[0]), legacy.output("W_Out")
+    if w is not None and w_out and ctx.block.find_var(w_out[0]) is not None:
+        ctx.block.find_var(w_out[0]).shape = list(w.shape) if w.shape is not None else None
+
+
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)
 
 def reduce_all_back(legacy, exporter):
@@ -49,6 +71,48 @@ def reduce_all_back(legacy, exporter):
     return copy
 
 
+def aligned_y(legacy, exporter):
+    """Legacy elementwise ops align Y with X from ``axis`` (a bias of [C] on [N, C, H, W] at axis 1); PIR
+    broadcasts from the last dim, so Y first gets trailing unit dims, as Paddle's translator gives it."""
+    axis = legacy.attrs.get("axis", -1)
+    if axis == -1:
+        return legacy
+    x, y = (exporter.type_of(legacy.input(slot)[0]) for slot in ("X", "Y"))
+    trailing = len(x.dims) - axis - len(y.dims) if isinstance(axis, int) else -1
+    if not isinstance(axis, int) or axis < 0 or trailing < 0:
+        raise exporter.fail(f"attribute axis={axis!r} does not place Y {list(y.dims)} inside X {list(x.dims)}")
+    copy = legacy.copy()
+    copy.set_attr("axis", -1)
+    if trailing:
+        aligned = Value(0, TensorType(y.kind, y.dtype, y.dims + (1,) * trailing))
+        axes = exporter.constant("ints", list(range(len(y.dims), len(y.dims) + trailing)))
+        exporter.emit("pd_op.unsqueeze", [exporter.read(legacy.input("Y")[0]), axes], [aligned], {})
+        copy.inputs["Y"] = [legacy.input("Y")[0] + "@aligned"]   # a value only this op reads
+        exporter.current[copy.inputs["Y"][0]] = aligned
+    return copy
+
+
+def literal_values(legacy, exporter):
+    """assign_value keeps its numbers as serialized Scalars (or Paddle 2.x per-dtype lists); PIR as f64s."""
+    copy = legacy.copy()
+    copy.set_attr("values", [float(v) for v in literal({**OPS["assign_value"].attrs, **legacy.attrs})])
+    return copy
+
+
+def without_w_out(legacy, exporter):
+    """Paddle computes nothing into hsigmoid_loss's w_out, and legacy programs name W itself as W_Out:
+    the export leaves the result unnamed, so W keeps its value."""
+    copy = legacy.copy()
+    copy.outputs["W_Out"] = []
+    return copy
+
+
+def sums_arrays(legacy, exporter) -> bool:
+    """Legacy sum adds tensor arrays too; PIR has add_n_array for them."""
+    var = exporter.var(legacy.input("X")[0]) if legacy.input("X") else None
+    return var is not None and var.type == VarType.DENSE_TENSOR_ARRAY
+
+
 def fill_any_like_back(legacy, exporter):
     """dtype -1 means "as X"; PIR's full_like names the dtype."""
     if legacy.attrs.get("dtype", -1) != -1:
@@ -58,15 +122,20 @@ def fill_any_like_back(legacy, exporter):
     return copy
 
 
-def transpose_grad_xshape(legacy, op, ctx) -> None:
-    """PIR's transpose_grad reads only the output grad; the legacy one also reads XShape, made here
-    from the output grad's shape with the permutation undone."""
-    out_grad = ctx.block.find_var(legacy.input("Out@GRAD")[0])
-    perm = legacy.attrs["axis"]
-    shape = [0] * len(perm)
-    for i, axis in enumerate(perm):
-        shape[axis] = out_grad.shape[i]
-    xshape = ctx.xshape_for(legacy.output("X@GRAD")[0], op, shape) if legacy.output("X@GRAD") else None
+def transpose_grad_as_transpose(legacy, op, ctx) -> None:
+    """PIR's transpose_grad reads only the output grad; the legacy one also reads XShape, a tensor of X's
+    shape, which cannot be made where a dim is only known at run time. The grad is the transpose by the
+    inverse permutation: that is the legacy op written here."""
+    perm, out_grad = legacy.attrs.get("axis"), legacy.input("Out@GRAD")[0]
+    permutes = isinstance(perm, list) and all(type(axis) is int for axis in perm)
+    if not permutes or sorted(perm) != list(range(len(perm))):
+        raise ctx.fail(op, f"attribute 'perm' must be a permutation, got {perm!r:.60}")
     ctx.block.ops.remove(legacy)
-    legacy.inputs["XShape"] = [xshape] if xshape else []
-    ctx.block.ops.append(legacy)
+    if not legacy.output("X@GRAD"):
+        return
+    var = ctx.block.find_var(out_grad)
+    xshape = ctx.namer.fresh("transpose2")
+    ctx.block.create_var(xshape, None if var is None or var.shape is None else [0] + list(var.shape),
+                         var.dtype if var is not None else None, stop_gradient=True)
+    ctx.emit("transpose2", {"X": [out_grad]}, {"Out": legacy.output("X@GRAD"), "XShape": [xshape]},
+             {"axis": [perm.index(axis) for axis in range(len(perm))]})

@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import reduce_all, reduce_all_back
+from .hooks import aligned_y, reduce_all, reduce_all_back, sums_arrays
 
-AXIS = {"axis": -1}   # PIR broadcasts numpy-style: legacy elementwise ops with axis -1
+# PIR broadcasts numpy-style: legacy elementwise ops with axis -1 (export aligns Y for another axis)
+BROADCAST = {"fixed": {"axis": -1}, "back": aligned_y}
 ALL_AXES = {"hook": reduce_all, "back": reduce_all_back}
 
 ROWS = [
-    row("pd_op.add", "elementwise_add", "x:X y:Y", fixed=AXIS),
-    row("pd_op.subtract", "elementwise_sub", "x:X y:Y", fixed=AXIS),
-    row("pd_op.multiply", "elementwise_mul", "x:X y:Y", fixed=AXIS),
-    row("pd_op.divide", "elementwise_div", "x:X y:Y", fixed=AXIS),
-    row("pd_op.maximum", "elementwise_max", "x:X y:Y", fixed=AXIS),
-    row("pd_op.minimum", "elementwise_min", "x:X y:Y", fixed=AXIS),
-    row("pd_op.elementwise_pow", "elementwise_pow", "x:X y:Y", fixed=AXIS),
-    row("pd_op.remainder", "elementwise_mod", "x:X y:Y", fixed=AXIS),
-    row("pd_op.floor_divide", "elementwise_floordiv", "x:X y:Y", fixed=AXIS),
+    row("pd_op.add", "elementwise_add", "x:X y:Y", **BROADCAST),
+    row("pd_op.subtract", "elementwise_sub", "x:X y:Y", **BROADCAST),
+    row("pd_op.multiply", "elementwise_mul", "x:X y:Y", **BROADCAST),
+    row("pd_op.divide", "elementwise_div", "x:X y:Y", **BROADCAST),
+    row("pd_op.maximum", "elementwise_max", "x:X y:Y", **BROADCAST),
+    row("pd_op.minimum", "elementwise_min", "x:X y:Y", **BROADCAST),
+    row("pd_op.elementwise_pow", "elementwise_pow", "x:X y:Y", **BROADCAST),
+    row("pd_op.remainder", "elementwise_mod", "x:X y:Y", **BROADCAST),
+    row("pd_op.floor_divide", "elementwise_floordiv", "x:X y:Y", **BROADCAST),
     row("pd_op.matmul", "matmul_v2", "x:X y:Y", "out:Out", "transpose_x=trans_x:bool transpose_y=trans_y:bool"),
     row("pd_op.bmm", "bmm", "x:X y:Y"),
     row("pd_op.scale", "scale", "x:X scale>scale:float", "out:Out", "bias:f32 bias_after_scale:bool"),
+    row("pd_op.add_n_array", "sum", "inputs:X*", when=sums_arrays),   # tensor arrays (grads of arrays)
     row("pd_op.add_n", "sum", "inputs:X*"),
     row("pd_op.abs", "abs", "x:X"),
     row("pd_op.exp", "exp", "x:X"),
@@ -48,6 +50,19 @@ ROWS = [
     row("pd_op.hardsigmoid", "hard_sigmoid", "x:X", "out:Out", "slope:f32 offset:f32"),
     row("pd_op.softmax", "softmax", "x:X", "out:Out", "axis:i32"),
     row("pd_op.log_softmax", "log_softmax", "x:X", "out:Out", "axis:i32"),
+    row("pd_op.celu", "celu", "x:X", "out:Out", "alpha:f32"),
+    row("pd_op.selu", "selu", "x:X", "out:Out", "scale:f32 alpha:f32"),
+    row("pd_op.mish", "mish", "x:X", "out:Out", "lambda=threshold:f32"),
+    row("pd_op.hardtanh", "brelu", "x:X", "out:Out", "t_min:f32 t_max:f32"),
+    row("pd_op.hardshrink", "hard_shrink", "x:X", "out:Out", "threshold:f32"),
+    row("pd_op.softshrink", "softshrink", "x:X", "out:Out", "threshold=lambda:f32"),
+    row("pd_op.thresholded_relu", "thresholded_relu", "x:X", "out:Out", "threshold:f32 value:f32"),
+    row("pd_op.logsigmoid", "logsigmoid", "x:X"),
+    row("pd_op.softsign", "softsign", "x:X"),
+    row("pd_op.tanh_shrink", "tanh_shrink", "x:X"),
+    row("pd_op.maxout", "maxout", "x:X", "out:Out", "groups:i32 axis:i32"),
+    row("pd_op.prelu", "prelu", "x:X alpha:Alpha", "out:Out", "data_format:str mode:str"),
+    row("pd_op.rrelu", "rrelu", "x:X", "out:Out noise:Noise", "lower:f32 upper:f32 is_test:bool"),
     # reductions: an empty PIR axis list means every axis
     row("pd_op.mean", "reduce_mean", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", **ALL_AXES),
     row("pd_op.sum", "reduce_sum", "x:X axis>dim:ints", "out:Out", "dtype=out_dtype:dtype keepdim=keep_dim:bool",
@@ -56,19 +71,22 @@ ROWS = [
     row("pd_op.min", "reduce_min", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool", **ALL_AXES),
     row("pd_op.prod", "reduce_prod", "x:X axis>dim:ints", "out:Out", "keepdim=keep_dim:bool reduce_all:bool",
         **ALL_AXES),
+    row("pd_op.all", "reduce_all", "x:X", "out:Out", "axis=dim:i64s keepdim=keep_dim:bool", **ALL_AXES),
     row("pd_op.mean_all", "mean", "x:X"),
     row("pd_op.argmax", "arg_max", "x:X axis>axis:long", "out:Out", "keepdims:bool flatten:bool dtype:dtype=int64"),
     row("pd_op.argmin", "arg_min", "x:X axis>axis:long", "out:Out", "keepdims:bool flatten:bool dtype:dtype=int64"),
     row("pd_op.p_norm", "p_norm", "x:X", "out:Out", "porder:f32 axis:i32 epsilon:f32 keepdim:bool asvector:bool"),
     # comparisons and logic
-    row("pd_op.equal", "equal", "x:X y:Y", fixed=AXIS),
-    row("pd_op.not_equal", "not_equal", "x:X y:Y", fixed=AXIS),
-    row("pd_op.less_than", "less_than", "x:X y:Y", fixed=AXIS),
-    row("pd_op.less_equal", "less_equal", "x:X y:Y", fixed=AXIS),
-    row("pd_op.greater_than", "greater_than", "x:X y:Y", fixed=AXIS),
-    row("pd_op.greater_equal", "greater_equal", "x:X y:Y", fixed=AXIS),
+    row("pd_op.equal", "equal", "x:X y:Y", **BROADCAST),
+    row("pd_op.not_equal", "not_equal", "x:X y:Y", **BROADCAST),
+    row("pd_op.less_than", "less_than", "x:X y:Y", **BROADCAST),
+    row("pd_op.less_equal", "less_equal", "x:X y:Y", **BROADCAST),
+    row("pd_op.greater_than", "greater_than", "x:X y:Y", **BROADCAST),
+    row("pd_op.greater_equal", "greater_equal", "x:X y:Y", **BROADCAST),
     row("pd_op.logical_and", "logical_and", "x:X y:Y"),
     row("pd_op.logical_or", "logical_or", "x:X y:Y"),
     row("pd_op.logical_xor", "logical_xor", "x:X y:Y"),
     row("pd_op.logical_not", "logical_not", "x:X"),
+    row("pd_op.nonzero", "where_index", "condition:Condition"),
+    row("pd_op.assert", "assert", "cond:Cond data:Data", "", "summarize:i64"),
 ]

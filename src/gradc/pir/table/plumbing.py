@@ -1,5 +1,6 @@
 """Special rows for ops that are vars, lists or constants rather than computations: parameters, data,
-fetch targets, builtin.combine / split (list plumbing), coalesce_tensor, full / full_int_array."""
+fetch targets, builtin.combine / split (list plumbing), coalesce_tensor, full / full_int_array,
+create_array; and shape64, which legacy programs spell as shape and a cast."""
 
 from __future__ import annotations
 
@@ -42,6 +43,21 @@ def fetch(op, ctx) -> None:
         ctx.program.global_block.create_var("fetch", None, None, type=VarType.FETCH_LIST, persistable=True)
     ctx.emit("fetch", {"X": [fetch_name]}, {"Out": ["fetch"]}, {"col": col})
     ctx.bind(op.results[0], fetch_name)
+
+
+def keep_persistable(op, ctx) -> None:
+    """builtin.set_parameter / shadow_output (how a startup program initialises): the value is assigned to the
+    persistable var of that name, a parameter for set_parameter."""
+    is_parameter = op.name == "builtin.set_parameter"
+    name = ctx.attr(op, "parameter_name" if is_parameter else "output_name", str)
+    source = ctx.args(op.operands[0], op, 0)[0]
+    block = ctx.program.global_block
+    if name not in block.vars:
+        block.add_var(ctx.var(name, op.operands[0].type, op.operands[0]))
+    block.vars[name].persistable = True
+    block.vars[name].is_parameter = True if is_parameter else None
+    if source != name:
+        ctx.emit("assign", {"X": [source]}, {"Out": [name]})
 
 
 def combine(op, ctx) -> None:
@@ -89,6 +105,24 @@ def full_int_array(op, ctx) -> None:
                            "str_value": str(values[0])}, {"shape": 11})
     else:
         ctx.unmade[name] = (ctx.block, op)
+
+
+def create_array(op, ctx) -> None:
+    """An empty tensor array: legacy programs declare the var and let write_to_array fill it."""
+    ctx.attr(op, "dtype", str)
+    ctx.define(op.results[0], ctx.namer.for_op("create_array"))
+
+
+def shape64(op, ctx) -> None:
+    """The legacy shape op makes int32: shape, then a cast to the int64 PIR promises."""
+    source = ctx.args(op.operands[0], op, 0)[0]
+    if not isinstance(op.results[0].type, TensorType):
+        raise ctx.fail(op, "the result of pd_op.shape64 must be a tensor")
+    dims = ctx.namer.fresh("shape")
+    ctx.block.create_var(dims, list(op.results[0].type.dims), VarType.INT32, stop_gradient=True)
+    ctx.emit("shape", {"Input": [source]}, {"Out": [dims]})
+    name = ctx.define(op.results[0], ctx.namer.for_op("cast"))
+    ctx.emit("cast", {"X": [dims]}, {"Out": [name]}, {"in_dtype": int(VarType.INT32), "out_dtype": int(VarType.INT64)})
 
 
 def _str_value(value) -> str:

@@ -2,23 +2,31 @@
 
 from __future__ import annotations
 
-from .. import control_flow, rnn
-from . import grad_rows, math_rows, nn_rows, plumbing, shape_rows, special
+from .. import control_flow, stacks
+from . import grad_rows, math_rows, nn_rows, optimizer_rows, plumbing, shape_rows, special, vision_rows
 
 SPECIAL = [
     special("builtin.parameter", plumbing.parameter, 0, 1),
     special("pd_op.data", plumbing.data, 0, 1),
     special("pd_op.fetch", plumbing.fetch, 1, 1),
+    special("builtin.set_parameter", plumbing.keep_persistable, 1, 0),
+    special("builtin.shadow_output", plumbing.keep_persistable, 1, 0),
     special("builtin.combine", plumbing.combine, None, 1),
     special("builtin.split", plumbing.split, 1, None),
     special("pd_op.coalesce_tensor", plumbing.coalesce, 1, 2),
     special("pd_op.full", plumbing.full, 0, 1),
     special("pd_op.full_int_array", plumbing.full_int_array, 0, 1),
+    special("pd_op.create_array", plumbing.create_array, 0, 1),
+    special("pd_op.shape64", plumbing.shape64, 1, 1),
     special("cf.yield", plumbing.unexpected_yield),
     special("pd_op.if", control_flow.translate_if, 1, None),
     special("pd_op.while", control_flow.translate_while, None, None),
     special("pd_op.select_input", control_flow.translate_select_input, None, 1),
-    special("pd_op.rnn", rnn.translate_rnn, 5, 4),
+    special("pd_op.select_output", control_flow.translate_select_output, 2, None),
+    special("cf.stack_create", stacks.stack_create, 0, 3),
+    special("cf.tuple_push", stacks.tuple_push, None, 0),
+    special("cf.tuple_pop", stacks.tuple_pop, 1, None),
+    special("cf.has_elements", stacks.has_elements, 1, 1),
 ]
 
 
@@ -31,16 +39,17 @@ def _table(rows) -> dict:
     return table
 
 
-TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + grad_rows.ROWS + SPECIAL)
+TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROWS + grad_rows.ROWS + optimizer_rows.ROWS
+               + SPECIAL)
 
 
 def _exports(rows) -> dict:
-    """legacy type -> the rows export may write it with, in table order (``when`` picks among them)."""
+    """legacy type -> the rows export may write it with: those with a ``when`` first, then in table order."""
     exports: dict[str, list] = {}
     for entry in rows:
         if entry.special is None:
             exports.setdefault(entry.legacy, []).append(entry)
-    return exports
+    return {legacy: sorted(entries, key=lambda entry: entry.when is None) for legacy, entries in exports.items()}
 
 
 EXPORTS = _exports(TABLE.values())

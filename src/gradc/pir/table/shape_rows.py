@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import cast_dtypes, fill_any_like_back
+from .hooks import cast_dtypes, fill_any_like_back, literal_values
+
+STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
 
 
-def _has_sections(op) -> bool:
+def _has_sections(op, exporter) -> bool:
     return bool(op.attrs.get("sections"))
 
 ROWS = [
@@ -20,7 +22,7 @@ ROWS = [
     row("pd_op.split_with_num", "split", "x:X axis>axis:int", "out:Out*", "num:i32"),
     row("pd_op.stack", "stack", "x:X*", "out:Y", "axis:i32"),
     row("pd_op.unstack", "unstack", "x:X", "out:Y*", "axis:i32 num:i32"),
-    row("pd_op.slice", "slice", "input:Input starts>starts:ints ends>ends:ints", "out:Out",
+    row("pd_op.slice", "slice", f"input:Input starts>starts:ints@{STARTS} ends>ends:ints@{ENDS}", "out:Out",
         "axes:i64s infer_flags:i64s decrease_axis:i64s"),
     row("pd_op.strided_slice", "strided_slice", "x:Input starts>starts:ints ends>ends:ints strides>strides:ints",
         "out:Out", "axes:i32s"),
@@ -37,6 +39,22 @@ ROWS = [
         "mode:str pad_value=value:f64 data_format:str"),
     row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int"),
     row("pd_op.topk", "top_k_v2", "x:X k>k:int", "out:Out indices:Indices", "axis:i32 largest:bool sorted:bool"),
+    row("pd_op.flip", "flip", "x:X", "out:Out", "axis:i32s"),
+    row("pd_op.triu", "tril_triu", "x:X", "out:Out", "diagonal:i32", fixed={"lower": False}),
+    row("pd_op.index_sample", "index_sample", "x:X index:Index"),
+    row("pd_op.scatter_nd_add", "scatter_nd_add", "x:X index:Index updates:Updates"),
+    row("pd_op.shape", "shape", "input:Input"),
+    row("pd_op.set_value_with_tensor_", "set_value",
+        "x:Input values:ValueTensor starts>starts:ints ends>ends:ints steps>steps:ints", "out:Out&x",
+        "axes:i64s decrease_axes:i64s none_axes:i64s"),
+    # tensor arrays: PIR creates them explicitly (plumbing.create_array) and writes them in place
+    row("pd_op.array_write_", "write_to_array", "array:- x:X i:I", "out:Out&array"),
+    # X_W (a grad read: zeros where no slot was written) is dropped on export, as Paddle's own grads read
+    row("pd_op.array_read", "read_from_array", "array:X i:I ~X_W"),
+    row("pd_op.array_to_tensor", "tensor_array_to_tensor", "x:X", "out:Out out_index:OutIndex",
+        "axis:i32 use_stack:bool"),
+    row("pd_op.array_length", "lod_array_length", "x:X"),
+    row("pd_op.sequence_mask", "sequence_mask", "x:X max_len>maxlen:int@MaxLenTensor", "out:Y", "out_dtype:dtype"),
     # creation
     row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place",
         back=fill_any_like_back),
@@ -45,4 +63,6 @@ ROWS = [
     row("pd_op.gaussian", "gaussian_random", "shape>shape:ints", "out:Out",
         "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
     row("pd_op.increment_", "increment", "x:X", "out:Out&x", "value=step:f32"),
+    row("pd_op.assign_value_", "assign_value", "output:-", "out:Out&output",
+        "shape:i32s dtype:dtype values:f64s place=-:place", back=literal_values),
 ]

@@ -1,0 +1,58 @@
+"""Export of legacy ops PIR has no op for, written as the PIR ops that compute the same: fluid's fc layer
+`mul` (X flattened to x_num_col_dims leading dims and one of the rest, times a 2-D Y) as pd_op.matmul,
+and `mul_grad` as pd_op.matmul_grad with X's grad reshaped back."""
+
+from __future__ import annotations
+
+import math
+
+from ..ir import EMPTY_VAR
+from .graph import Attr, TensorType, Value
+
+NO_TRANSPOSE = {"transpose_x": Attr("a_bool", False), "transpose_y": Attr("a_bool", False)}
+
+
+def mul(op, exporter) -> None:
+    x, y = _operands(op, exporter)
+    out = op.output("Out")[0]
+    result = exporter.new_value(out)
+    exporter.emit("pd_op.matmul", [x, y], [result], dict(NO_TRANSPOSE))
+    exporter.current[out] = result
+
+
+def mul_grad(op, exporter) -> None:
+    x, y = _operands(op, exporter)
+    x_grad, y_grad = (next((n for n in op.output(slot) if n != EMPTY_VAR), None) for slot in ("X@GRAD", "Y@GRAD"))
+    results = [Value(0, x.type) if x_grad else Value(0, None), exporter.new_value(y_grad) if y_grad else Value(0, None)]
+    exporter.emit("pd_op.matmul_grad", [x, y, exporter.read(op.input("Out@GRAD")[0])], results, dict(NO_TRANSPOSE))
+    if y_grad:
+        exporter.current[y_grad] = results[1]
+    if x_grad:
+        exporter.current[x_grad] = _reshaped(exporter, results[0], exporter.type_of(op.input("X")[0]).dims, x_grad)
+
+
+def _operands(op, exporter) -> tuple[Value, Value]:
+    x_name, y_name = op.input("X")[0], op.input("Y")[0]
+    x_cols, y_cols = op.attrs.get("x_num_col_dims", 1), op.attrs.get("y_num_col_dims", 1)
+    dims = exporter.type_of(x_name).dims
+    if y_cols != 1 or len(exporter.type_of(y_name).dims) != 2:
+        raise exporter.fail("mul of a Y that is not a matrix (rank 2, y_num_col_dims 1) has no PIR export")
+    if not isinstance(x_cols, int) or not 0 < x_cols < len(dims):
+        raise exporter.fail(f"x_num_col_dims {x_cols!r} is out of range for X of rank {len(dims)}")
+    x = exporter.read(x_name)
+    if x_cols < len(dims) - 1:   # 0 keeps a leading dim, -1 takes the rest
+        rest = math.prod(dims[x_cols:]) if all(d >= 0 for d in dims[x_cols:]) else -1
+        x = _reshaped(exporter, x, (0,) * x_cols + (-1,), None, tuple(dims[:x_cols]) + (rest,))
+    return x, exporter.read(y_name)
+
+
+def _reshaped(exporter, value: Value, shape, name: str | None, dims=None) -> Value:
+    """``value`` reshaped to ``shape`` (the var ``name``'s value, or a new one of ``dims``)."""
+    if dims is None and list(value.type.dims) == list(shape):
+        return value
+    if dims is None and sum(d < 0 for d in shape) > 1:
+        raise exporter.fail(f"mul's X of shape {list(shape)} has more than one unknown dim to reshape its grad to")
+    result = exporter.new_value(name) if name else Value(0, TensorType("t_dtensor", value.type.dtype, dims))
+    target = [d if d >= 0 else -1 for d in shape]
+    exporter.emit("pd_op.reshape", [value, exporter.constant("ints", target)], [result], {})
+    return result

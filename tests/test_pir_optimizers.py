@@ -1,0 +1,115 @@
+"""Training programs with optimizers as PIR. Paddle's PIR training programs (Optimizer.minimize in PIR mode:
+tests/data/paddle/pir/optim_*) train in gradc as in Paddle, read as they are and written back. Paddle's own legacy
+training programs (tests/data/paddle/optim: every
+optimizer, clip, regularizer and schedule) written as PIR and read back train like Paddle, step by step, where
+gradc's table has the update ops; the others are refused naming the op. (Paddle runs these files:
+tools/run_legacy_as_pir_in_paddle.py --optim.)"""
+
+import gzip
+import re
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.pir import load_pir, parse_pir, serialize_pir
+from gradc.pir.table.rows import TABLE
+from optim_cases import CASES, OptimCase, assert_trained_like_paddle, train
+from pir_fixtures import OPTIM, PIR_DATA
+
+
+def train_steps(program: gradc.Program, case: str) -> tuple[list[float], gradc.Scope]:
+    """From Paddle's persistables after its startup program, one step per batch of feeds.npz."""
+    scope, executor = gradc.Scope(), gradc.Executor()
+    with np.load(PIR_DATA / case / "init.npz") as init:
+        for name in init.files:
+            scope[name] = init[name]
+    with np.load(PIR_DATA / case / "feeds.npz") as feeds:
+        batches = [{name: feeds[name][step] for name in feeds.files} for step in range(len(feeds["x"]))]
+    losses = [float(executor.run(program, feed=feed, fetch_list=["loss"], scope=scope)[0]) for feed in batches]
+    return losses, scope
+
+
+@pytest.mark.parametrize("written_back", [False, True])
+@pytest.mark.parametrize("case", OPTIM)
+def test_paddles_pir_training_program_trains_like_paddle(case, written_back):
+    program = load_pir(gzip.decompress((PIR_DATA / case / "train.json.gz").read_bytes()))
+    if written_back:
+        program = parse_pir(serialize_pir(program))
+    losses, scope = train_steps(program, case)
+    np.testing.assert_allclose(losses, np.load(PIR_DATA / case / "losses.npy"), rtol=1e-5, atol=1e-6)
+    with np.load(PIR_DATA / case / "final.npz") as final:
+        for name in final.files:
+            np.testing.assert_allclose(np.asarray(scope[name]), final[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("case", OPTIM)
+def test_paddles_pir_startup_program_initialises_the_persistables(case):
+    """builtin.set_parameter / shadow_output keep what the startup makes: the accumulators and the learning rate
+    as Paddle's, the parameters (random in Paddle and gradc alike) with their shapes."""
+    program = load_pir(gzip.decompress((PIR_DATA / case / "startup.json.gz").read_bytes()))
+    scope = gradc.Scope()
+    gradc.Executor().run(program, scope=scope)
+    with np.load(PIR_DATA / case / "init.npz") as init:
+        assert set(init.files) <= {name for name, var in program.global_block.vars.items() if var.persistable}
+        for name in init.files:
+            if program.global_block.vars[name].is_parameter:
+                assert np.asarray(scope[name]).shape == init[name].shape
+            else:
+                np.testing.assert_array_equal(np.asarray(scope[name]), init[name], err_msg=name)
+
+
+def test_gradcs_startup_program_written_as_pir_initialises_the_same():
+    program = load_pir(PIR_DATA / "mlp" / "forward.json")
+    startup = gradc.minimize(program, "loss", "adam", lr=0.05)
+    again = parse_pir(serialize_pir(startup))
+    made = [gradc.Scope(), gradc.Scope()]
+    for each, scope in zip((startup, again), made):
+        gradc.Executor().run(each, scope=scope)
+    names = [name for name, var in startup.global_block.vars.items() if var.persistable]
+    assert len(names) == 1 + 4 * 4   # the learning rate; moments and beta powers of 4 parameters
+    for name in names:
+        np.testing.assert_array_equal(np.asarray(made[1][name]), np.asarray(made[0][name]), err_msg=name)
+
+
+def writable(name: str) -> bool:
+    try:
+        serialize_pir(OptimCase(name).program())
+    except gradc.ProgramError:
+        return False
+    return True
+
+
+WRITABLE = [name for name in CASES if writable(name)]
+
+
+@pytest.mark.parametrize("name", WRITABLE)
+def test_a_training_program_written_as_pir_trains_like_paddle(name):
+    case = OptimCase(name)
+    program = parse_pir(serialize_pir(case.program()))
+    updates = set(case.meta["optimize_op_types"])
+    assert updates and updates <= {op.type for op in program.global_block.ops}
+    rate = case.meta["learning_rate_var"]
+    if program.global_block.find_var(rate) is None:   # Rprop reads no global rate; PIR keeps no var nothing reads
+        program.global_block.create_var(rate, list(case.arrays("init")[rate].shape))
+    losses, states = train(case, program)
+    assert_trained_like_paddle(case, losses, states)
+
+
+def test_the_update_ops_of_paddles_pir_mode_are_in_the_table():
+    """Every optimizer of Paddle's but LarsMomentum (its PIR op takes lists) and the merged ones (Paddle 3.3.1's
+    PIR mode writes one update op per parameter instead)."""
+    names = ["sgd", "momentum", "adam", "adamw", "adagrad", "adamax", "rmsprop", "adadelta", "lamb", "nadam",
+             "radam", "rprop"]
+    assert [TABLE[f"pd_op.{name}_"].legacy for name in names] == names
+    refused = {kind for name in CASES if not writable(name) for kind in OptimCase(name).meta["optimize_op_types"]}
+    assert refused == {"lars_momentum", "merged_adam", "merged_momentum"}
+
+
+@pytest.mark.parametrize("name", [name for name in CASES if not writable(name)][:3])
+def test_an_update_op_without_a_row_is_refused_by_name(name):
+    program = OptimCase(name).program()
+    with pytest.raises(gradc.ProgramError) as refused:
+        serialize_pir(program)
+    named = re.search(r"has no export for: (\w+) \(first at block 0, op (\d+) \((\w+)\)\)", str(refused.value))
+    assert named and named[1] == named[3] == program.global_block.ops[int(named[2])].type, str(refused.value)
