@@ -222,4 +222,5 @@ def test_an_emptied_required_output_slot_is_refused_before_the_backward(tmp_path
     result = run_gradc("compile", tmp_path / "cut.pb", "-o", tmp_path / "out.pb")
     assert_clean_failure(result, f"block 0, op {op_idx} (softmax_with_cross_entropy)",
                          "required output slot 'Softmax' is empty")
+    gradc.save(gradc.load(tmp_path / "cut.pb"), tmp_path / "ran.pb")   # still a program that runs forward
     assert not (tmp_path / "out.pb").exists()

@@ -168,18 +168,14 @@ def attr_type_problem(op: OpDesc) -> str | None:
 
 
 def slot_problem(op: OpDesc) -> str | None:
-    """A required slot that is empty (an output list may be: a loop writing nothing outside), or a single-var
-    slot holding several."""
+    """A required input slot that is empty, or a single-var slot holding several."""
     opdef = OPS.get(op.type)
-    if opdef is None:
-        return None
-    for kind, names, given in (("input", opdef.inputs, op.input), ("output", opdef.outputs, op.output)):
-        for name in names:
-            slot, args = opdef.slots[name], given(name)
-            if not args and not slot.dispensable and (kind == "input" or not slot.duplicable):
-                return f"the required {kind} slot '{name}' is empty"
-            if len(args) > 1 and not slot.duplicable:
-                return f"{kind} slot '{name}' takes one var, not {len(args)}"
+    for name in opdef.inputs if opdef is not None else ():
+        slot, args = opdef.slots[name], op.input(name)
+        if not args and not slot.dispensable:
+            return f"the required input slot '{name}' is empty"
+        if len(args) > 1 and not slot.duplicable:
+            return f"input slot '{name}' takes one var, not {len(args)}"
     return None
 
 

@@ -64,7 +64,11 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         if idx in on_path:
             context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of=names, shape=shape,
                                            block=block)
-            grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
+            try:
+                grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
+            except IndexError:
+                _check_outputs_present(job, idx, opdef)
+                raise
             _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
             versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
@@ -92,3 +96,14 @@ def _check_nothing_dropped(job: BlockBackward, idx: int, opdef, grad_ops: list[O
             if has_grad(job.names(name)) and job.names(name) not in reads:
                 raise GradError(f"{op_location(job.forward_block.idx, idx, fwd.type)}: a gradient reaches its output "
                                 f"'{name}' (slot {slot}), through which gradc does not differentiate the op")
+
+
+def _check_outputs_present(job: BlockBackward, idx: int, opdef) -> None:
+    """After a grad maker failed to read a var: a one-var output (a softmax it saved, say) emptied by a broken
+    file is named rather than met as an IndexError."""
+    fwd = job.forward_ops[idx]
+    for slot in opdef.outputs:
+        declared = opdef.slots[slot]
+        if not declared.dispensable and not declared.duplicable and not fwd.output(slot):
+            raise GradError(f"{op_location(job.forward_block.idx, idx, fwd.type)}: the required output slot "
+                            f"'{slot}' is empty")
