@@ -25,7 +25,7 @@ $(STAMP): $(BASE)
 	touch $(STAMP)
 
 test: venv
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 demo: base
 	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train.pb
