@@ -217,18 +217,21 @@ def check_inputs(block, idx: int, op) -> None:
     """The op's inference on its declared inputs: attributes out of range and inputs that cannot go together
     fail as they do at compile time. Declared outputs are not compared (Paddle's can be stale), and inputs the
     rule cannot read are left to the kernel."""
-    opdef = registry.get(op.type)
-    if opdef is None or opdef.infer is None:
-        return
-    if not _input_shapes_known(block, op):
-        return
-    ctx = InferContext(op, block, idx)
     try:
-        opdef.infer(ctx)
+        _inferred(block, idx, op)
     except ProgramError:
         raise
     except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
         return
+
+
+def _inferred(block, idx: int, op) -> tuple[InferContext, dict] | None:
+    """The op's inference context and results, or None without a rule or with an input shape unknown."""
+    opdef = registry.get(op.type)
+    if opdef is None or opdef.infer is None or not _input_shapes_known(block, op):
+        return None
+    ctx = InferContext(op, block, idx)
+    return ctx, opdef.infer(ctx)
 
 
 def _input_shapes_known(block, op) -> bool:
@@ -260,18 +263,16 @@ def shape_problems(program: Program) -> Iterator[str]:
 
 
 def _check_inference(block, idx: int, op) -> None:
-    opdef = registry.get(op.type)
-    if opdef is None or opdef.infer is None:
-        return
-    if not _input_shapes_known(block, op):
-        return
-    ctx = InferContext(op, block, idx)
     try:
-        results = opdef.infer(ctx)
+        inferred = _inferred(block, idx, op)
     except ProgramError:
         raise
     except Exception as exc:  # noqa: BLE001 - inputs the rule cannot read: say so, naming the op
-        ctx.fail(f"its shapes cannot be inferred from these inputs and attributes ({type(exc).__name__}: {exc})")
+        InferContext(op, block, idx).fail(f"its shapes cannot be inferred from these inputs and attributes "
+                                          f"({type(exc).__name__}: {exc})")
+    if inferred is None:
+        return
+    ctx, results = inferred
     for slot, result in results.items():
         for name, (shape, dtype) in zip(op.output(slot), result if isinstance(result, list) else [result]):
             var = block.find_var(name)
