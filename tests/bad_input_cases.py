@@ -119,6 +119,16 @@ COMPILE_TIME = {
     "merged_momentum velocity": ("merged_momentum", {"Param": [X23], "Grad": [X23], "Velocity": [zeros(3)],
                                                      "LearningRate": [ONE]}, {},
                                  "Velocity 'velocity0' has shape [3], but parameter 'param0' has shape [2, 3]"),
+    "cumprod dim": ("cumprod", {"X": X23}, {"dim": 2}, "axis 2 is out of range"),
+    "broadcast_tensors shapes": ("broadcast_tensors", {"X": [X23, zeros(4)]}, {}, "cannot broadcast shapes"),
+    "index_put count": ("index_put", {"x": X23, "indices": [i64(0)] * 3, "value": ONE}, {},
+                        "needs 1 to 2 index tensors for x of rank 2, got 3"),
+    "index_put index dtype": ("index_put", {"x": X23, "indices": [zeros(2)], "value": ONE}, {},
+                              "indices must be int32/int64 tensors, or one bool mask"),
+    "index_put mask": ("index_put", {"x": X23, "indices": [zeros(3, dtype=bool)], "value": ONE}, {},
+                       "bool mask [3] must match the leading dims of x [2, 3]"),
+    "index_put value": ("index_put", {"x": X23, "indices": [i64(0, 1)], "value": zeros(2, 2, 3)}, {},
+                        "value [2, 2, 3] does not broadcast to the picked entries [2, 3]"),
 }
 
 RUN_TIME = {
@@ -140,6 +150,8 @@ RUN_TIME = {
        for op in ("merge_selected_rows", "get_tensor_from_selected_rows")},
     "select_output mask": ("select_output", {"X": zeros(2), "Mask": np.array([5], np.int32)}, {},
                            "Mask 5 selects none of the 1 branches"),
+    "index_put index": ("index_put", {"x": X23, "indices": [i64(0, 2)], "value": ONE}, {},
+                        "index 0..2 is out of range for dim 0 of x [2, 3]"),
 }
 
 # forward ops with nothing a program can get wrong, and why

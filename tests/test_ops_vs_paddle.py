@@ -1,4 +1,5 @@
-"""Paddle's own layers (resize, vision, pooling, normalisation, padding), compiled and run by gradc, give
+"""Paddle's own layers (resize, vision, pooling, normalisation, padding; cumprod, broadcast_tensors and
+index_put, appended directly where 3.3.1's API builds only PIR ops), compiled and run by gradc, give
 Paddle's loss, gradients and updated persistables (tests/data/paddle/ops/<family>, made by
 tools/paddle_op_fixtures.py with PaddlePaddle 3.3.1). Most cases run in float64, so the comparison is sharp."""
 
@@ -36,7 +37,8 @@ PADDLE_WRONG = {
 }
 
 
-FAMILIES = ("dropout", "interp", "norm", "pad", "pool", "vision")   # made by tools/paddle_op_fixtures.py
+# made by tools/paddle_op_fixtures.py
+FAMILIES = ("broadcast_put", "dropout", "interp", "norm", "pad", "pool", "vision")
 
 
 def _load(random: bool = False):

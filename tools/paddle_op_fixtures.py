@@ -1,5 +1,6 @@
-"""Paddle fixtures for the resize, vision, pooling, normalisation and padding ops: each case (tools/op_cases)
-builds Paddle's own layers or functional calls in legacy static mode; loss = sum(out_i * w_i) over its
+"""Paddle fixtures for the resize, vision, pooling, normalisation and padding ops and cumprod, broadcast_tensors,
+index_put: each case (tools/op_cases) builds Paddle's own layers or functional calls (or, where 3.3.1 builds
+only PIR ops, the legacy op appended directly) in legacy static mode; loss = sum(out_i * w_i) over its
 outputs with random fed weights; Paddle's append_backward gives the gradients. Writes, per family,
 tests/data/paddle/ops/<family>/: <case>.pb (the forward program with its loss, op_callstack stripped),
 values.npz (feed, parameters, loss, gradients, persistables after the run) and cases.json. Test:
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import op_cases  # noqa: E402
 import paddle_legacy_shim  # noqa: E402
 
-FAMILIES = ("interp", "vision", "pool", "norm", "pad", "dropout")
+FAMILIES = ("interp", "vision", "pool", "norm", "pad", "dropout", "broadcast_put")
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "ops"
 
 

@@ -93,14 +93,24 @@ def zoo_nn(rng):
 
 
 def zoo_index(rng):
-    """Ops only nn.MultiLabelMarginLoss emits, which gradc cannot translate whole (it also uses cumprod)."""
+    """Ops only nn.MultiLabelMarginLoss emits (there on the label's path, without grads), here with grads:
+    cumprod over a zero, index_put accumulating and not, broadcast_tensors."""
     (x, y), feed = _inputs(rng, "x", "y")
     index = paddle.static.data("nd_index", [2, 2], "int64")
     feed["nd_index"] = np.array([[0, 1], [1, 2]], "int64")
+    keep = paddle.static.data("keep", [2, 3, 4], "float32")
+    feed["keep"] = np.ones((2, 3, 4), "float32")
+    feed["keep"][0, 1, 1] = feed["keep"][1, 0, 2:] = 0.0
+    rows = paddle.static.data("rows", [2], "int64")
+    feed["rows"] = np.array([2, 0], "int64")
     mask = paddle.zeros([2, 3])
     mask[0, 1:3] = paddle.ones([2])       # setitem of a tensor: set_value_with_tensor_
-    outs = [paddle.scatter_nd_add(x, index, y[:, 0, :]), mask * x[:, :, 0], paddle.nonzero(x > 0)]
-    return _loss(outs), feed, "scatter_nd_add, setitem with a tensor value, nonzero"
+    wide, narrow = paddle.broadcast_tensors([x, y[:, :1, :]])
+    outs = [paddle.scatter_nd_add(x, index, y[:, 0, :]), mask * x[:, :, 0], paddle.nonzero(x > 0),
+            paddle.cumprod(x * keep, dim=-1), paddle.cumprod(y, dim=1) * x,
+            paddle.index_put(x[0], (rows,), y[1, 0]), paddle.index_put(x[1], (rows, rows + 1), y[0, 0, :2], True),
+            wide * narrow]
+    return _loss(outs), feed, "scatter_nd_add, setitem with a tensor value, nonzero, cumprod, index_put, broadcast"
 
 
 ZOO = {"zoo_math": zoo_math, "zoo_activation": zoo_activation, "zoo_reduce": zoo_reduce, "zoo_shape": zoo_shape,

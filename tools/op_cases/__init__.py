@@ -1,7 +1,7 @@
-"""Cases for tools/paddle_op_fixtures.py, one module per op family (interp, vision, pool, norm, pad). Needs
-paddlepaddle (legacy static mode). A case builds Paddle layers or functional calls on data vars inside
-the fixture's program and returns the outputs the loss weights: the tool adds loss = sum(out_i * w_i) with
-random fed weights w_i, so the gradients are vector-Jacobian products of the ops.
+"""Cases for tools/paddle_op_fixtures.py, one module per op family (interp, vision, pool, norm, pad, dropout,
+broadcast_put). Needs paddlepaddle (legacy static mode). A case builds Paddle layers or functional calls on
+data vars inside the fixture's program and returns the outputs the loss weights: the tool adds
+loss = sum(out_i * w_i) with random fed weights w_i, so the gradients are vector-Jacobian products of the ops.
 
     Case("upsample_bilinear", lambda: [nn.Upsample(scale_factor=2, mode="bilinear")(data("x", 1, 2, 3, 4))])
 """

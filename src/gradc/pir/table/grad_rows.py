@@ -67,6 +67,8 @@ ROWS = [
     row("pd_op.rrelu_grad", "rrelu_grad", "x:X noise:Noise out_grad:Out@GRAD", X_GRAD),
     row("pd_op.cumsum_grad", "cumsum_grad", "x:X out_grad:Out@GRAD axis>axis:int", X_GRAD,
         "flatten:bool exclusive:bool reverse:bool"),
+    row("pd_op.cumprod_grad", "cumprod_grad", "x:X out:Out out_grad:Out@GRAD", X_GRAD,
+        "dim:i32 exclusive:bool reverse:bool"),
     # reductions
     row("pd_op.mean_grad", "reduce_mean_grad", "x:X out_grad:Out@GRAD axis>dim:ints", X_GRAD, REDUCE),
     row("pd_op.sum_grad", "reduce_sum_grad", "x:X out_grad:Out@GRAD axis>dim:ints", X_GRAD, REDUCE),
@@ -97,6 +99,9 @@ ROWS = [
     row("pd_op.expand_as_grad", "expand_as_v2_grad", UNARY, X_GRAD, "target_shape:i64s"),
     row("pd_op.gather_grad", "gather_grad", "x:X index:Index out_grad:Out@GRAD axis>axis:int", X_GRAD),
     row("pd_op.gather_nd_grad", "gather_nd_grad", "x:X index:Index out_grad:Out@GRAD", X_GRAD),
+    row("pd_op.index_put_grad", "index_put_grad", "x:x indices:indices* value:value out_grad:out@GRAD",
+        "x_grad:x@GRAD value_grad:value@GRAD", "accumulate:bool"),
+    row("pd_op.broadcast_tensors_grad", "broadcast_tensors_grad", "input:X* out_grad:Out@GRAD*", "input_grad:X@GRAD*"),
     row("pd_op.scatter_grad", "scatter_grad", "index:Ids updates:Updates out_grad:Out@GRAD",
         "x_grad:X@GRAD updates_grad:Updates@GRAD", "overwrite:bool"),
     row("pd_op.pad3d_grad", "pad3d_grad", "x:X out_grad:Out@GRAD paddings>paddings:ints", X_GRAD,

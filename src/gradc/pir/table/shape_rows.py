@@ -31,6 +31,8 @@ ROWS = [
     row("pd_op.expand_as", "expand_as_v2", "x:X y?:Y", "out:Out", "target_shape:i64s"),
     row("pd_op.gather", "gather", "x:X index:Index axis>axis:int"),
     row("pd_op.gather_nd", "gather_nd", "x:X index:Index"),
+    row("pd_op.index_put", "index_put", "x:x indices:indices* value:value", "out:out", "accumulate:bool"),
+    row("pd_op.broadcast_tensors", "broadcast_tensors", "input:X*", "out:Out*"),
     row("pd_op.scatter", "scatter", "x:X index:Ids updates:Updates", "out:Out", "overwrite:bool"),
     row("pd_op.cast", "cast", "x:X", "out:Out", "dtype=out_dtype:dtype", hook=cast_dtypes),
     row("pd_op.assign", "assign", "x:X"),
