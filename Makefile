@@ -4,7 +4,6 @@ BIN := $(VENV)/bin
 BASE := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 DIGITS := examples/digits
-PADDLE_PYTHON ?=   # an interpreter with paddlepaddle 3.3.1: make bench then measures Paddle too
 
 .PHONY: venv base test demo digits proto lint bench fuzz clean
 
