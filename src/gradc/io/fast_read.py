@@ -14,6 +14,7 @@ from __future__ import annotations
 from ..ir import OpDesc, VarDesc
 from ..proto import framework_pb2 as pb
 from .protobuf import _op_from_proto, _var_from_proto
+from .wire import varint
 
 
 class _Unusual(Exception):
@@ -72,7 +73,7 @@ class Reader:
         name = msg.name
         data = msg.SerializeToString()
         encoded = name.encode() if type(name) is str else name
-        head = 1 + (1 if len(encoded) < 128 else len(_length(len(encoded)))) + len(encoded)
+        head = 1 + (1 if len(encoded) < 128 else len(varint(len(encoded)))) + len(encoded)
         if data[:1] != b"\x0a" or data[head - len(encoded):head] != encoded:
             return _var_from_proto(msg)
         body = data[head:]
@@ -140,12 +141,3 @@ class Reader:
         op.attr_types = dict(types)
         op.repeated_attrs = list(repeated)
         return op
-
-
-def _length(size: int) -> bytes:
-    out = bytearray()
-    while size > 127:
-        out.append((size & 127) | 128)
-        size >>= 7
-    out.append(size)
-    return bytes(out)
