@@ -11,32 +11,13 @@ import numpy as np
 
 import gradc
 from deep_nets import batch_norm, fan_out, initial_values, mlp, resnet
+from float64_nets import float64_fc, weighted_sum
 from gradc.layers import ProgramBuilder
 from gradc.passes import EagerAccumulationPass, RecomputePass
 
 
 def _rng(seed: int) -> np.random.Generator:
     return np.random.default_rng(seed)
-
-
-def _fc(net: ProgramBuilder, x: str, size: int, act: str | None = None) -> str:
-    layer = net.unique("fc")
-    w = net.parameter(f"fc_{layer}.w_0", [net.block.var(x).shape[-1], size], "float64")
-    b = net.parameter(f"fc_{layer}.b_0", [size], "float64")
-    out = net.op("elementwise_add", {"X": net.op("mul", {"X": x, "Y": w})[0], "Y": b})[0]
-    return net.op(act, {"X": out})[0] if act else out
-
-
-def _dot(net: ProgramBuilder, names: list[str], feed: dict, prefix: str, rng) -> str:
-    """sum over ``names`` of sum(v * var), each v a fed constant."""
-    terms = []
-    for name in names:
-        shape = net.block.var(name).shape
-        v = net.data(f"{prefix}.{name}", shape, "float64", stop_gradient=True)
-        feed[v] = rng.standard_normal(shape)
-        terms.append(net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": name, "Y": v})[0]},
-                            {"reduce_all": True, "dim": []})[0])
-    return net.op("sum", {"X": terms})[0]
 
 
 def _params(net: ProgramBuilder, rng, scale: float = 0.6) -> dict:
@@ -50,15 +31,15 @@ def hessian_vector_product(third: bool = False):
     rng = _rng(1)
     net = ProgramBuilder(seed=1)
     x = net.data("x", [4, 3], "float64", stop_gradient=True)
-    hidden = _fc(net, _fc(net, _fc(net, x, 4, "tanh"), 4, "gelu"), 2, "softplus")
+    hidden = float64_fc(net, float64_fc(net, float64_fc(net, x, 4, "tanh"), 4, "gelu"), 2, "softplus")
     loss = net.mean(net.op("elementwise_add", {"X": net.op("square", {"X": hidden})[0], "Y": hidden})[0])
     feed = {"x": rng.standard_normal((4, 3))}
     pairs = gradc.append_backward(net.program, loss)
     params = [p for p, _ in pairs]
-    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), params)
+    second = gradc.gradients(net.program, weighted_sum(net, [g for _, g in pairs], feed, "v", rng), params)
     fetch = [g for _, g in pairs] + second
     if third:
-        fetch += gradc.gradients(net.program, _dot(net, second, feed, "u", rng), params)
+        fetch += gradc.gradients(net.program, weighted_sum(net, second, feed, "u", rng), params)
     return net.program, feed, _params(net, rng), fetch
 
 
@@ -73,7 +54,7 @@ def cnn_gradient_penalty(pool: str):
     hidden = net.op("pool2d", {"X": net.op("tanh", {"X": hidden})[0]},
                     {"pooling_type": pool, "ksize": [2, 2], "strides": [2, 2]})[0]
     flat = net.op("flatten_contiguous_range", {"X": hidden}, {"start_axis": 1, "stop_axis": 3})[0]
-    loss = net.cross_entropy_loss(_fc(net, flat, 3), label)
+    loss = net.cross_entropy_loss(float64_fc(net, flat, 3), label)
     gradc.gradients(net.program, loss, ["image"])
     norm = net.op("reduce_sum", {"X": net.op("square", {"X": "image@GRAD"})[0]}, {"reduce_all": True, "dim": []})[0]
     params = _params(net, rng)
@@ -91,16 +72,17 @@ def norms_second_order():
     stats = {slot: net.parameter(f"bn.{slot}", [3], "float64") for slot in ("Scale", "Bias", "Mean", "Variance")}
     for slot in ("Mean", "Variance"):
         net.block.var(stats[slot]).is_parameter = False
-    hidden = batch_norm(net, _fc(net, x, 3), stats)
+    hidden = batch_norm(net, float64_fc(net, x, 3), stats)
     hidden = net.op("layer_norm", {"X": net.op("sigmoid", {"X": hidden})[0],
                                    "Scale": net.parameter("ln.scale", [3], "float64"),
                                    "Bias": net.parameter("ln.bias", [3], "float64")}, outputs=["Y"])[0]
-    logits = net.op("log_softmax", {"X": _fc(net, hidden, 3)}, {"axis": -1})[0]
+    logits = net.op("log_softmax", {"X": float64_fc(net, hidden, 3)}, {"axis": -1})[0]
     loss = net.cross_entropy_loss(logits, label)
     feed = {"x": rng.standard_normal((4, 3)), "label": np.array([[0], [2], [1], [2]])}
     pairs = gradc.append_backward(net.program, loss)
     params = _params(net, rng)
-    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
+    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
     return net.program, feed, params, [g for _, g in pairs] + second
 
 
@@ -110,11 +92,11 @@ def activations_losses_second_order():
     net = ProgramBuilder(seed=4)
     x = net.data("x", [4, 3], "float64", stop_gradient=True)
     label, target = net.data("label", [4, 2], "float64"), net.data("target", [4, 2], "float64")
-    hidden = _fc(net, x, 4, "mish")
+    hidden = float64_fc(net, x, 4, "mish")
     hidden = net.op("prelu", {"X": hidden, "Alpha": net.parameter("prelu.alpha", [4], "float64")},
                     {"mode": "channel"})[0]
-    hidden = net.op("hard_swish", {"X": _fc(net, hidden, 4, "selu")})[0]
-    logits = _fc(net, hidden, 2)
+    hidden = net.op("hard_swish", {"X": float64_fc(net, hidden, 4, "selu")})[0]
+    logits = float64_fc(net, hidden, 2)
     ce = net.op("sigmoid_cross_entropy_with_logits", {"X": logits, "Label": label})[0]
     huber = net.op("huber_loss", {"X": logits, "Y": target}, {"delta": 0.5})[0]
     loss = net.op("elementwise_add", {"X": net.mean(ce), "Y": net.mean(huber)})[0]
@@ -122,7 +104,8 @@ def activations_losses_second_order():
             "target": rng.standard_normal((4, 2))}
     pairs = gradc.append_backward(net.program, loss)
     params = _params(net, rng, scale=1.0)
-    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
+    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
     return net.program, feed, params, [g for _, g in pairs] + second
 
 
@@ -136,15 +119,16 @@ def norms_selections_second_order():
                                    "Bias": net.parameter("gn.bias", [4], "float64")}, {"groups": 2})[0]
     pooled = net.op("maxout", {"X": normed}, {"groups": 2})[0]
     flat = net.op("flatten_contiguous_range", {"X": pooled}, {"start_axis": 1, "stop_axis": 3})[0]
-    top = net.op("top_k_v2", {"X": _fc(net, flat, 6, "tanh")}, {"k": 3})[0]
+    top = net.op("top_k_v2", {"X": float64_fc(net, flat, 6, "tanh")}, {"k": 3})[0]
     norm = net.op("p_norm", {"X": top}, {"porder": 3.0, "axis": 1})[0]
-    product = net.op("bilinear_tensor_product", {"X": top, "Y": _fc(net, flat, 2),
+    product = net.op("bilinear_tensor_product", {"X": top, "Y": float64_fc(net, flat, 2),
                                                  "Weight": net.parameter("btp.w", [2, 3, 2], "float64")})[0]
     loss = net.op("elementwise_add", {"X": net.mean(norm), "Y": net.mean(net.op("square", {"X": product})[0])})[0]
     feed = {"x": rng.standard_normal((2, 4, 2, 2))}
     pairs = gradc.append_backward(net.program, loss)
     params = _params(net, rng, scale=1.0)
-    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
+    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
     return net.program, feed, params, [g for _, g in pairs] + second
 
 
@@ -161,13 +145,13 @@ def conv_losses_second_order():
                                       "Bias": net.parameter("in.bias", [3], "float64")})[0]
     flat = net.op("flatten_contiguous_range", {"X": hidden}, {"start_axis": 1, "stop_axis": 3})[0]
     ids = net.data("ids", [2], "int64")
-    logits = net.op("scatter", {"X": _fc(net, flat, 4), "Ids": ids, "Updates": _fc(net, flat, 4)},
+    logits = net.op("scatter", {"X": float64_fc(net, flat, 4), "Ids": ids, "Updates": float64_fc(net, flat, 4)},
                     {"overwrite": False})[0]
     scores = net.op("log_softmax", {"X": logits}, {"axis": -1})[0]
     nll = net.op("nll_loss", {"X": scores, "Label": label})[0]
     kl = net.op("kldiv_loss", {"X": scores, "Target": target}, {"reduction": "batchmean"})[0]
-    product = net.op("reduce_prod", {"X": _fc(net, flat, 3, "tanh")}, {"dim": [1]})[0]
-    tree = net.op("hierarchical_sigmoid", {"X": _fc(net, flat, 3), "W": net.parameter("hs.w", [5, 3], "float64"),
+    product = net.op("reduce_prod", {"X": float64_fc(net, flat, 3, "tanh")}, {"dim": [1]})[0]
+    tree = net.op("hierarchical_sigmoid", {"X": float64_fc(net, flat, 3), "W": net.parameter("hs.w", [5, 3], "float64"),
                                            "Label": label, "Bias": net.parameter("hs.b", [5, 1], "float64")},
                   {"num_classes": 6})[0]
     net.block.create_var("hs.pre_out", [2, 3], gradc.VarType.FP64)   # PreOut's steps are not inferred
@@ -177,7 +161,8 @@ def conv_losses_second_order():
             "ids": np.array([1, 1])}
     pairs = gradc.append_backward(net.program, loss)
     params = _params(net, rng, scale=1.0)
-    second = gradc.gradients(net.program, _dot(net, [g for _, g in pairs], feed, "v", rng), [p for p, _ in pairs])
+    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
+    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
     return net.program, feed, params, [g for _, g in pairs] + second
 
 

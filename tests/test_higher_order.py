@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gradc
+from float64_nets import float64_fc, weighted_sum
 from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
 from programs import Net
@@ -14,33 +15,12 @@ from programs import Net
 RNG = np.random.default_rng(7)
 
 
-def _weighted(net: ProgramBuilder, names: list[str], weights: dict, prefix: str) -> str:
-    """sum over ``names`` of sum(W * var), each W a fed constant: a scalar whose gradient is W."""
-    terms = []
-    for name in names:
-        shape = net.block.var(name).shape
-        weight = net.data(f"{prefix}.{name}", shape, "float64", stop_gradient=True)
-        weights[weight] = RNG.standard_normal(shape)
-        product = net.op("elementwise_mul", {"X": name, "Y": weight})[0]
-        terms.append(net.op("reduce_sum", {"X": product}, {"reduce_all": True, "dim": []})[0])
-    return net.op("sum", {"X": terms})[0]
-
-
-def fc(net: ProgramBuilder, x: str, size: int, act: str | None = None) -> str:
-    """A float64 fully connected layer with Paddle's names (the builder's fc makes float32 parameters)."""
-    layer = net.unique("fc")
-    w = net.parameter(f"fc_{layer}.w_0", [net.block.var(x).shape[-1], size], "float64")
-    b = net.parameter(f"fc_{layer}.b_0", [size], "float64")
-    out = net.op("elementwise_add", {"X": net.op("mul", {"X": x, "Y": w})[0], "Y": b})[0]
-    return net.op(act, {"X": out})[0] if act else out
-
-
 def tanh_mlp(sizes=(3, 4, 2), batch=5):
     net = ProgramBuilder(seed=3)
     x = net.data("x", [batch, sizes[0]], "float64", stop_gradient=True)
     hidden = x
     for size in sizes[1:]:
-        hidden = fc(net, hidden, size, act="tanh")
+        hidden = float64_fc(net, hidden, size, act="tanh")
     loss = net.mean(net.op("elementwise_add", {"X": net.op("square", {"X": hidden})[0], "Y": hidden})[0])
     params = {name: RNG.standard_normal(var.shape) * 0.7 for name, var in net.block.vars.items() if var.is_parameter}
     return net, loss, params, {"x": RNG.standard_normal((batch, sizes[0]))}
@@ -58,7 +38,7 @@ def test_a_second_backward_names_its_grads_apart_from_the_first():
     pairs = gradc.append_backward(net.program, loss)
     first = {name for name in net.block.vars if "@GRAD" in name}
     assert any("@RENAME@" in name for name in first)
-    penalty = _weighted(net, [grad for _, grad in pairs], {}, "v")
+    penalty = weighted_sum(net, [grad for _, grad in pairs], {}, "v", RNG)
     start = len(net.block.ops)
     grads = gradc.gradients(net.program, penalty, [param for param, _ in pairs])
     assert grads == [param + "@GRAD@2" for param, _ in pairs]
@@ -72,7 +52,7 @@ def test_hessian_vector_product_of_a_tanh_mlp():
     net, loss, params, feed = tanh_mlp()
     pairs = gradc.append_backward(net.program, loss)
     vectors = {}
-    dot = _weighted(net, [grad for _, grad in pairs], vectors, "v")
+    dot = weighted_sum(net, [grad for _, grad in pairs], vectors, "v", RNG)
     hvp = gradc.gradients(net.program, dot, list(params))
     executor = gradc.Executor()
     analytic = executor.run(net.program, {**feed, **vectors}, hvp, _scope(params))
@@ -95,9 +75,9 @@ def test_third_derivatives_of_a_tanh_mlp():
     net, loss, params, feed = tanh_mlp(sizes=(2, 3, 2), batch=3)
     pairs = gradc.append_backward(net.program, loss)
     constants = {}
-    dot = _weighted(net, [grad for _, grad in pairs], constants, "v")
+    dot = weighted_sum(net, [grad for _, grad in pairs], constants, "v", RNG)
     second = gradc.gradients(net.program, dot, list(params))
-    third = _weighted(net, second, constants, "u")
+    third = weighted_sum(net, second, constants, "u", RNG)
     check_program(net.program, {**feed, **constants}, list(params), loss=third, params=params)
 
 
@@ -110,7 +90,7 @@ def small_cnn(pool: str):
     hidden = net.op("tanh", {"X": hidden})[0]
     hidden = net.op("pool2d", {"X": hidden}, {"pooling_type": pool, "ksize": [2, 2], "strides": [2, 2]})[0]
     flat = net.op("flatten_contiguous_range", {"X": hidden}, {"start_axis": 1, "stop_axis": 3})[0]
-    loss = net.cross_entropy_loss(fc(net, flat, 3), label)
+    loss = net.cross_entropy_loss(float64_fc(net, flat, 3), label)
     params = {name: RNG.standard_normal(var.shape) * 0.5 for name, var in net.block.vars.items() if var.is_parameter}
     feed = {"image": RNG.standard_normal((2, 1, 5, 5)), "label": np.array([[2], [0]])}
     return net, loss, params, feed
@@ -159,7 +139,7 @@ def test_third_derivatives_through(case_id):
     net = ProgramBuilder()
     net.program, net.block = built["program"], built["program"].global_block
     third = gradc.gradients(net.program, built["loss"], built["wrt"])
-    loss3 = _weighted(net, [name for name in third if name is not None], built["feed"], "u")
+    loss3 = weighted_sum(net, [name for name in third if name is not None], built["feed"], "u", RNG)
     check_program(net.program, built["feed"], built["wrt"], loss=loss3, rtol=1e-4, atol=1e-6)
 
 
