@@ -121,13 +121,25 @@ class GradOp:
         return self.grad_type or f"{opdef.type}_grad"
 
     def __call__(self, g: GradContext) -> list[OpDesc]:
-        opdef = g.opdef
-        inputs = {slot: (g.I(slot) if slot in opdef.inputs else g.O(slot)) for slot in self.uses}
+        """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go: this maker
+        makes most of a backward's ops."""
+        opdef, fwd, grad_of, wants = g.opdef, g.fwd, g.grad_of, g._wants_grad
+        inputs = {slot: list((fwd.inputs if slot in opdef.inputs else fwd.outputs).get(slot, ()))
+                  for slot in self.uses}
         for slot in opdef.outputs:
             if slot not in opdef.no_grad_outputs:
-                inputs[slot + "@GRAD"] = g.OG(slot)
-        outputs = {slot + "@GRAD": g.IG(slot) for slot in opdef.inputs if slot not in opdef.no_grad_inputs}
-        return [g.op(self.type_for(opdef), inputs, outputs, forward_attrs=True)]
+                inputs[slot + "@GRAD"] = [grad_of(n) for n in fwd.outputs.get(slot, ())]
+        outputs = {}
+        for slot in opdef.inputs:
+            if slot not in opdef.no_grad_inputs:
+                grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in fwd.inputs.get(slot, ())]
+                outputs[slot + "@GRAD"] = grads if grads.count(EMPTY_VAR) != len(grads) else []
+        op = OpDesc.__new__(OpDesc)
+        op.type = self.grad_type or f"{opdef.type}_grad"
+        op.inputs, op.outputs = inputs, outputs
+        op.attrs, op.attr_types = dict(fwd.attrs), dict(fwd.attr_types)
+        op.is_target, op.repeated_attrs = None, []
+        return [op]
 
 
 def grad_op(*uses: str, grad_type: str | None = None) -> GradOp:

@@ -32,9 +32,10 @@ class GradAccumulator:
         self.first_write.pop(name, None)
         self.pending.pop(name, None)
 
-    def record_outputs(self, op: OpDesc) -> None:
-        """Register the op's writes, renaming them when a grad gets a second writer."""
-        reads = set(op.input_names())
+    def record_outputs(self, op: OpDesc, reads: list[str] | None = None) -> None:
+        """Register the op's writes (``reads``: its input names, when the caller has them), renaming them
+        when a grad gets a second writer."""
+        reads = set(op.input_names() if reads is None else reads)
         for slot, args in op.outputs.items():
             for pos, name in enumerate(args):
                 if name == EMPTY_VAR:
@@ -60,9 +61,10 @@ class GradAccumulator:
         part = f"{name}@RENAME@block{self.block_idx}@{k}"
         return part
 
-    def sums_before(self, op: OpDesc) -> list[OpDesc]:
-        """The sum ops that must run before ``op`` because it reads a grad with several writers."""
-        return [self._sum(name) for name in op.input_names() if name in self.pending]
+    def sums_before(self, reads: list[str]) -> list[OpDesc]:
+        """The sum ops that must run before an op that ``reads`` these names: of grads with several writers."""
+        pending = self.pending
+        return [self._sum(name) for name in reads if name in pending] if pending else []
 
     def remaining_sums(self) -> list[OpDesc]:
         return [self._sum(name) for name in list(self.pending)]

@@ -32,14 +32,17 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         acc.record_outputs(zero)
         emitted.append(zero)
 
+    written_grads, pending_grads = acc.first_write, acc.pending
+
     def append(op: OpDesc) -> None:
-        for name in op.input_names():
-            if not acc.is_written(name) and name not in acc.pending:
+        reads = op.input_names()
+        for name in reads:
+            if name not in written_grads and name not in pending_grads:
                 var = names.source(name)
                 if var is not None and lookup(block, var) is not None:
                     zero_fill(name)
-        emitted.extend(acc.sums_before(op))
-        acc.record_outputs(op)
+        emitted.extend(acc.sums_before(reads))
+        acc.record_outputs(op, reads)
         emitted.append(op)
 
     def has_grad(name: str) -> bool:
@@ -76,8 +79,9 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 append(grad_op)
         if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
             for name in fwd.output_names():
-                if names(name) not in written:
-                    acc.forget(names(name))
+                grad = names(name)
+                if grad not in written:
+                    acc.forget(grad)
     emitted.extend(acc.remaining_sums())
     for name in job.required:
         if not acc.is_written(name):
@@ -89,6 +93,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
 def _check_nothing_dropped(job: BlockBackward, idx: int, opdef, grad_ops: list[OpDesc], has_grad) -> None:
     """A gradient that reaches an output whose grad the op's maker never reads (a saved statistic, say,
     which a second derivative can reach through the grad op reading it) would be dropped without a word."""
+    if not opdef.no_grad_outputs:
+        return
     fwd = job.forward_ops[idx]
     reads = {name for op in grad_ops for name in op.input_names()}
     for slot in opdef.no_grad_outputs:

@@ -7,6 +7,7 @@ forward from the differentiable leaves (what depends on something that wants a g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .. import registry
 from ..ir import FLOAT_DTYPES, Block, OpDesc
@@ -41,10 +42,28 @@ class _DifferentiableVars(dict):
         return result
 
 
-def differentiable_inputs(op: OpDesc) -> list[str]:
-    opdef = registry.get(op.type)
-    skip = opdef.no_grad_inputs if opdef is not None else frozenset()
-    return [n for slot, args in op.inputs.items() if slot not in skip for n in args]
+class _TypeFacts(NamedTuple):
+    """What the path needs of an op type, looked up once per type rather than once per op."""
+
+    skip: frozenset[str]   # input slots that never get a gradient
+    has_grad: bool         # False: NO_GRAD, no gradient flows through the op
+    overwrites: bool       # it replaces the values of all its outputs
+    control: bool          # it runs a sub-block and is no grad op: its path goes through the block
+
+
+def _type_facts(type: str) -> _TypeFacts:
+    opdef = registry.get(type)
+    if opdef is None:
+        return _TypeFacts(frozenset(), True, True, False)
+    return _TypeFacts(opdef.no_grad_inputs, opdef.grad is not registry.NO_GRAD,
+                      not (opdef.partial_write or opdef.sub_block_attr),
+                      opdef.sub_block_attr is not None and not opdef.grad_op_of)
+
+
+class _Facts(dict):
+    def __missing__(self, type: str) -> _TypeFacts:
+        facts = self[type] = _type_facts(type)
+        return facts
 
 
 def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[str],
@@ -57,32 +76,37 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     carries = set(leaves or ())   # vars whose current value depends on a differentiable leaf
     written: set[str] = set()
     carried_inputs = []           # per op: its differentiable inputs that carry when it runs
-    outputs_of = [list(op.output_names()) for op in ops]
+    outputs_of = [op.output_names() for op in ops]
     differentiable = _DifferentiableVars(block, no_grad)
-    for op, outputs in zip(ops, outputs_of):
-        inputs = differentiable_inputs(op)
+    facts_of = _Facts()
+    op_facts = [facts_of[op.type] for op in ops]
+    for op, outputs, facts in zip(ops, outputs_of, op_facts):
+        skip = facts.skip
+        inputs = [n for slot, args in op.inputs.items() if slot not in skip for n in args]
         if leaves is None:
-            carries.update(n for n in inputs if n not in written and differentiable[n])
+            for name in inputs:
+                if name not in written and differentiable[name]:
+                    carries.add(name)
             written.update(outputs)
-        opdef = registry.get(op.type)
-        carried = [] if opdef is not None and opdef.grad is registry.NO_GRAD else [n for n in inputs if n in carries]
+        carried = [n for n in inputs if n in carries] if facts.has_grad else []
         carried_inputs.append(carried)
-        if overwrites(op):
+        if facts.overwrites:
             carries.difference_update(outputs)
         if carried:
-            carries.update(n for n in outputs if differentiable[n])
+            carries.update([n for n in outputs if differentiable[n]])
 
     needed = set(targets)   # vars whose current value's gradient reaches the targets
     wants = targets & leaves if leaves else set()   # a block that may not run passes their grads through
     on_path = []
     for idx in range(len(ops) - 1, -1, -1):
-        op, inputs = ops[idx], carried_inputs[idx]
+        inputs = carried_inputs[idx]
         outputs = [n for n in outputs_of[idx] if n in needed and differentiable[n]]
-        if overwrites(op):
+        facts = op_facts[idx]
+        if facts.overwrites:
             needed.difference_update(outputs_of[idx])
         if inputs and outputs:
-            if registry.sub_block(op) is not None and not registry.get(op.type).grad_op_of:   # only what its body uses
-                inner = sub_block_path(block.program, op, set(outputs), set(inputs), no_grad, sub_paths)[0]
+            if facts.control and registry.sub_block(ops[idx]) is not None:   # only what its body uses
+                inner = sub_block_path(block.program, ops[idx], set(outputs), set(inputs), no_grad, sub_paths)[0]
                 inputs = [name for name in inputs if name in inner.wants_grad]
             if inputs:
                 needed.update(inputs)
@@ -91,12 +115,6 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 on_path.append(idx)
     on_path.reverse()
     return OpPath(on_path, wants, no_grad, sub_paths)
-
-
-def overwrites(op: OpDesc) -> bool:
-    """Whether the op replaces the values of all its outputs (a control-flow op may not run its block)."""
-    opdef = registry.get(op.type)
-    return opdef is None or not (opdef.partial_write or opdef.sub_block_attr)
 
 
 def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str], no_grad: set[str],

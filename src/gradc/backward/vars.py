@@ -19,11 +19,12 @@ def lookup(block: Block, name: str) -> VarDesc | None:
 def derived_var(source: VarDesc, name: str) -> VarDesc:
     """A var the backward adds (a grad, a temporary, a saved copy): typed and shaped like ``source``,
     but none of its flags: it is not a parameter, not persistable, not fed."""
-    var = source.copy(name)
-    var.persistable = False
-    var.is_parameter = None
-    var.need_check_feed = None
-    var.stop_gradient = False
+    var = VarDesc.__new__(VarDesc)
+    var.name, var.type, var.dtype, var.lod_level, var.raw_type = name, source.type, source.dtype, source.lod_level, \
+        source.raw_type
+    var.shape = None if source.shape is None else list(source.shape)
+    var.persistable, var.is_parameter, var.need_check_feed, var.stop_gradient = False, None, None, False
+    var.attrs = list(source.attrs)
     return var
 
 
@@ -34,7 +35,7 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
     for op in ops:
         for args in op.outputs.values():
             for name in args:
-                if name == EMPTY_VAR or name in declared:
+                if name in declared or name == EMPTY_VAR:
                     continue
                 source = lookup(block, forward_name(name))
                 if source is None:

@@ -36,6 +36,7 @@ class Versions:
                 if sub is not None:
                     self.owner[sub] = (block, idx)
         self._writes: dict[int, dict[str, tuple[int, int]]] = {}
+        self._rewritten: dict[int, set[str]] = {}   # per block: names an op writes after an earlier op used them
         self._in_place: dict[int, set[str]] = {}
         self.saves: dict[tuple[int, int, str], OpDesc] = {}
 
@@ -44,8 +45,14 @@ class Versions:
         writes = self._writes.get(block.idx)
         if writes is None:
             writes = self._writes[block.idx] = {}
+            used: set[str] = set()
+            rewritten = self._rewritten[block.idx] = set()
             for idx, op in enumerate(block.ops):
+                used.update(op.input_names())
                 for name in op.output_names():
+                    if name in used:
+                        rewritten.add(name)
+                    used.add(name)
                     writes[name] = (writes.get(name, (idx,))[0], idx)
         return writes
 
@@ -86,10 +93,12 @@ class Versions:
         fwd = block.ops[idx]
         if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
             return
-        inputs, outputs = set(fwd.input_names()), set(fwd.output_names())   # once per op: sum may have 1000s
-        names, in_place = inputs | outputs, inputs & outputs
         # in a block no control-flow op runs, a name holds its last write: stale if that comes later
         writes = self.writes(block) if block.idx not in self.owner else None
+        if writes is not None and not self._rewritten[block.idx]:   # no name is written after a use
+            return
+        inputs, outputs = set(fwd.input_names()), set(fwd.output_names())   # once per op: sum may have 1000s
+        names, in_place = inputs | outputs, inputs & outputs
         for grad_op in grad_ops:
             for slot, args in grad_op.inputs.items():
                 for pos, name in enumerate(args):
