@@ -88,3 +88,39 @@ def test_repeated_attributes_scalars_raw_types_and_program_fields():
     program.version = 3000000
     program.op_version_map = [("scale", 1), ("mul", -2)]
     assert encode_program(program) == _by_message(program)
+
+
+@pytest.mark.parametrize("second", [
+    {"persistable": 1}, {"stop_gradient": 0}, {"lod_level": True}, {"shape": [3.0]}, {"shape": [True]},
+    {"dtype": float(VarType.FP32)},
+])
+def test_a_cached_var_body_is_reused_only_for_values_of_the_same_types(second):
+    """A save encodes each distinct var body once: a second var whose values equal the first's but are of other
+    Python types (1 for True, 3.0 for 3) is encoded as the message path encodes it, or rejected as it is."""
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("first", [3], lod_level=1, persistable=True, stop_gradient=False)
+    flags = {"shape": [3], "lod_level": 1, "persistable": True, "stop_gradient": False, **second}
+    var = block.create_var("second", flags.pop("shape"), flags.pop("dtype", VarType.FP32), lod_level=1)
+    for name, value in flags.items():
+        setattr(var, name, value)
+    try:
+        expected = _by_message(program)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error)):
+            encode_program(program)
+        return
+    assert encode_program(program) == expected
+
+
+@pytest.mark.parametrize("values", [[[1, 2], [True, 2]], [["a"], ["a"]], [[0], [False]]])
+def test_a_cached_list_attribute_is_reused_only_for_elements_of_the_same_types(values):
+    program = _program_with({"v": values[0]}, {"v": AttrType.INTS})
+    program.global_block.append_op("scale", {"X": ["x"]}, {"Out": ["x"]}, {"v": values[1]}, {"v": AttrType.INTS})
+    try:
+        expected = _by_message(program)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error)):
+            encode_program(program)
+        return
+    assert encode_program(program) == expected

@@ -1,8 +1,8 @@
 """A binary ProgramDesc written straight from the IR: the very bytes that protobuf's deterministic
 serialisation of gradc.io.protobuf.program_to_proto gives, without building the message first (building
 it cost ten times protobuf's own serialisation). Fields go in field-number order, sub-messages
-length-prefixed, as the protobuf encoding rules fix them; names, and attribute values a program repeats
-(Paddle's op_callstack is shared by an op and its grad ops), are encoded once per save.
+length-prefixed, as the protobuf encoding rules fix them; names, var bodies and attribute values a program
+repeats (Paddle's op_callstack is shared by an op and its grad ops) are encoded once per save.
 
 Anything unusual (a value of an unexpected Python type, a number out of its field's range, a SCALAR
 attribute) is written by the message path, which also raises the errors it raises.
@@ -25,6 +25,8 @@ _FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_
 
 
 _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
+_FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
+_ENUM_VALUE = (int, VarType)   # a dtype's Python types the enum field takes as they are (not 5.0)
 
 
 class _Unusual(Exception):
@@ -121,7 +123,8 @@ class Encoder:
         self._args: dict[str, bytes] = {}     # var names, as a Var's field 2
         self._types: dict[str, bytes] = {}    # op types, as an OpDesc's field 3
         self._attrs: dict[tuple, bytes] = {}
-        self._held: list = []   # values cached by identity stay alive (and their ids unique) during the save
+        self._var_bodies: dict[tuple, bytes] = {}   # a dense var's fields after its name
+        self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
 
     # ------------------------------------------------------------ program, block
     def program(self, program: Program) -> bytes:
@@ -165,18 +168,30 @@ class Encoder:
             return msg.SerializeToString(deterministic=True)
 
     def _dense(self, var: VarDesc) -> bytes:
-        """The common var, straight: a dense tensor."""
-        if type(var.name) is not str or var.dtype not in _VAR_TYPES:
+        """The common var, a dense tensor: its body after the name, keyed by values and their exact types."""
+        if type(var.name) is not str:
             raise _Unusual
         name = var.name.encode()
+        values = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter,
+                  var.stop_gradient, *(var.shape or ()))
+        key = (values, tuple(map(type, values)))
+        body = self._var_bodies.get(key)
+        if body is None:
+            body = self._var_bodies[key] = self._dense_body(var)
+        return b"\x0a" + (_SMALL[len(name)] if len(name) < 128 else varint(len(name))) + name + body
+
+    @staticmethod
+    def _dense_body(var: VarDesc) -> bytes:
+        """A dense tensor var's fields after its name."""
+        if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
+            raise _Unusual
         dims = b"".join([b"\x10" + (_SMALL[d] if type(d) is int and 0 <= d < 128 else _int(d, _INT64))
                          for d in var.shape or ()])
         tensor = b"\x08" + varint(int(var.dtype)) + dims
         dense = b"\x0a" + varint(len(tensor)) + tensor
-        if var.lod_level is not None:
-            dense += b"\x10" + _int(var.lod_level, _INT32)
+        dense += b"" if var.lod_level is None else b"\x10" + _int(var.lod_level, _INT32)
         kind = b"\x08\x07\x1a" + varint(len(dense)) + dense
-        parts = [b"\x0a", varint(len(name)), name, b"\x12", varint(len(kind)), kind]
+        parts = [b"\x12", varint(len(kind)), kind]
         for tag, value in ((b"\x18", var.persistable), (b"\x20", var.need_check_feed), (b"\x28", var.is_parameter),
                            (b"\x30", var.stop_gradient)):
             if value is not None:
@@ -210,7 +225,7 @@ class Encoder:
         return b"".join(parts)
 
     def _tensor(self, var: VarDesc, selected_rows: bool) -> bytes:
-        if var.dtype not in _VAR_TYPES:
+        if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
             raise _Unusual
         tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + _int(d, _INT64) for d in var.shape or ())
         if selected_rows:
@@ -259,8 +274,9 @@ class Encoder:
     def attr(self, name: str, kind: int, value) -> bytes:
         """An OpDesc.Attr, tagged as the OpDesc's field 4."""
         listed = type(value) is list
-        if listed:
-            key = (name, kind, id(value))
+        if listed:   # by value and exact element types; float lists by identity (-0.0 == 0.0)
+            key = (name, kind, id(value)) if kind in _FLOAT_LISTS else (name, kind, tuple(value),
+                                                                        tuple(map(type, value)))
             encoded = self._attrs.get(key)
             if encoded is not None:
                 return encoded
@@ -278,7 +294,8 @@ class Encoder:
                 raise _Unusual
         encoded = _length_prefixed(b"\x22", body)
         if listed:
-            self._held.append(value)
+            if kind in _FLOAT_LISTS:
+                self._held.append(value)
             self._attrs[key] = encoded
         elif type(value) in _BY_VALUE:
             self._attrs[(name, kind, type(value), value)] = encoded
