@@ -47,6 +47,8 @@ def _running_product(f, g, x: str) -> str:
 def _cumprod_grad(f, g):
     """X@GRAD = the backward of the running product seeded with dOut (a 0-d X runs as [1])."""
     x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
+    if g.shape(x) is None:
+        raise GradError(f"cumprod_grad: the shape of {x} must be known")
     row = x if g.shape(x) else f.op("reshape2", {"X": x}, x, {"shape": [1]}, more={"XShape": f.xshape(x)},
                                      dims=lambda s: [1])
     product = _running_product(f, g, row)
