@@ -124,16 +124,18 @@ THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1
                "p_norm_grad[porder=3.0,axis=1]", "lrn_grad[n=3,k=1.0,alpha=0.3,beta=0.75]",
                "bilinear_tensor_product_grad", "kthvalue_grad[k=1,axis=1]", "maxout_grad[groups=2]",
                "put_along_axis_grad[Axis=1,Reduce=mean,Include_self=False]",
-               "lp_pool2d_grad[kernel_size=[2, 2],strides=[2, 2],norm_type=2.0,pooling_type=lp]"]
+               "lp_pool2d_grad[kernel_size=[2, 2],strides=[2, 2],norm_type=2.0,pooling_type=lp]",
+               "cumprod_grad[dim=1,exclusive=True,reverse=True]", "cumprod_grad[dim=0,reverse=True]"]
 
 
 @pytest.mark.parametrize("case_id", THIRD_ORDER)
 def test_third_derivatives_through(case_id):
     """A third backward over a second-order case's program (tests/gradcheck_cases/second_order*.py): the ops
     each second-order maker emits have makers of their own."""
-    from gradcheck_cases import second_order, second_order_nn, second_order_select
+    from gradcheck_cases import second_order, second_order_broadcast_put, second_order_nn, second_order_select
 
-    case = next(c for module in (second_order, second_order_nn, second_order_select) for c in module.CASES
+    modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put)
+    case = next(c for module in modules for c in module.CASES
                 if c.id == case_id)
     built = case.program()
     net = ProgramBuilder()
@@ -141,6 +143,34 @@ def test_third_derivatives_through(case_id):
     third = gradc.gradients(net.program, built["loss"], built["wrt"])
     loss3 = weighted_sum(net, [name for name in third if name is not None], built["feed"], "u", RNG)
     check_program(net.program, built["feed"], built["wrt"], loss=loss3, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("accumulate", [False, True])
+def test_second_and_third_derivatives_through_broadcast_tensors_index_put_and_cumprod(accumulate):
+    """index_put_grad and broadcast_tensors_grad are linear in all they differentiate, so their own cases' third
+    derivatives vanish: here they sit between nonlinear ops. y = cumprod(mask * index_put(a * c, rows, v^2)) with
+    a, c = broadcast_tensors(tanh(x), b) and a zero in the mask; the Hessian-vector product of mean(y^2), then
+    u . (H v) differentiated once more, against central differences."""
+    rng = np.random.default_rng(11)   # its own: the checked magnitudes do not depend on the tests run before
+    net = ProgramBuilder()
+    x = net.data("x", [3, 1], "float64", stop_gradient=False)
+    b, v = net.parameter("b", [4], "float64"), net.parameter("v", [4], "float64")
+    rows = net.data("rows", [1], "int64")
+    mask = net.data("mask", [3, 4], "float64")
+    a, c = net.op("broadcast_tensors", {"X": [net.op("tanh", {"X": x})[0], b]}, outputs=["Out"])
+    put = net.op("index_put", {"x": net.op("elementwise_mul", {"X": a, "Y": c})[0], "indices": [rows],
+                               "value": net.op("square", {"X": v})[0]}, {"accumulate": accumulate})[0]
+    y = net.op("cumprod", {"X": net.op("elementwise_mul", {"X": put, "Y": mask})[0]}, {"dim": 1})[0]
+    loss = net.mean(net.op("square", {"X": y})[0])
+    feed = {"x": rng.standard_normal((3, 1)), "rows": np.array([2]),
+            "mask": np.where(np.arange(12).reshape(3, 4) == 5, 0.0, 1.0)}
+    params = {"b": rng.standard_normal(4), "v": rng.standard_normal(4)}
+    wrt = ["x", *params]
+    dot = weighted_sum(net, gradc.gradients(net.program, loss, wrt), feed, "v", rng)
+    check_program(net.program, feed, wrt, loss=dot, params=params)
+    third = weighted_sum(net, gradc.gradients(net.program, dot, wrt), feed, "u", rng)
+    grads = check_program(net.program, feed, wrt, loss=third, params=params)
+    assert all(np.abs(g).max() > 1e-3 for g in grads.values())
 
 
 def test_a_gradient_reaching_an_output_the_maker_ignores_is_an_error():

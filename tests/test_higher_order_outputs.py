@@ -1,5 +1,6 @@
 """Second derivatives that reach a forward output a first backward never differentiates (huber_loss's
-Residual, cross_entropy2's MatchX), and the ops gradc differentiates twice only where they are linear."""
+Residual, cross_entropy2's MatchX), and the ops gradc differentiates twice only in part (put_along_axis where
+it is linear, cumprod along a dim of known size)."""
 
 from __future__ import annotations
 
@@ -49,4 +50,13 @@ def test_put_along_axis_is_differentiated_twice_only_where_it_is_linear():
                  outputs=["Result"])[0]
     gradc.append_backward(net.program, _squared_mean(net, out))
     with pytest.raises(gradc.GradError, match=r"put_along_axis_grad: .*only where it is linear .*'mul'"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
+
+
+def test_cumprod_is_differentiated_twice_only_along_a_dim_of_known_size():
+    """The scan that cumprod_grad's maker writes takes ceil(log2 n) rounds: n must be known when it is written."""
+    net = ProgramBuilder()
+    x = net.data("x", [3, -1], "float64", stop_gradient=False)
+    gradc.gradients(net.program, _squared_mean(net, net.op("cumprod", {"X": x}, {"dim": 1})[0]), ["x"])
+    with pytest.raises(gradc.GradError, match=r"cumprod_grad: the dim 1 of x must be known, got shape \[3, -1\]"):
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])

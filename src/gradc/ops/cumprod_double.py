@@ -1,0 +1,60 @@
+"""Second derivatives of cumprod: cumprod_grad's maker, composite (gradc.ops.composite) so third derivatives
+follow. As reduce_prod's (math_double), the forward is written again with differentiable ops that never divide,
+its backward emitted by ``differentiate``, and both differentiated again (``expansion``): zeros in X are no
+special case at any order.
+"""
+
+from __future__ import annotations
+
+from ..errors import GradError
+from ..registry import defgrad
+from . import cumprod  # noqa: F401  (registers cumprod_grad)
+from .composite import differentiate, expansion, first
+
+
+def _running_product(f, g, x: str) -> str:
+    """cumprod of ``x`` (rank >= 1) as a scan: round r multiplies each entry by the one 2^r before it (ones
+    before the start), so after ceil(log2 n) rounds entry i holds x_0 ... x_i. Exclusive shifts x by one first;
+    reversed, "before" is "after"."""
+    shape = g.shape(x)
+    axis = g.attr("dim") % len(shape)
+    n = shape[axis]
+    if n < 0:
+        raise GradError(f"cumprod_grad: the dim {axis} of {x} must be known, got shape {shape}")
+    reverse = g.attr("reverse")
+
+    def shifted(value: str, by: int) -> str:
+        """``value`` moved ``by`` places along the product's direction, the places it leaves filled with ones."""
+        if by >= n:
+            return f.scale(value, 0.0, 1.0)   # all ones, and still a function of value (with grad 0)
+        kept = [by, n] if reverse else [0, n - by]
+        cut = f.op("slice", {"Input": value}, value, {"axes": [axis], "starts": [kept[0]], "ends": [kept[1]],
+                                                       "infer_flags": [1], "decrease_axis": []},
+                   dims=lambda s: s[:axis] + [n - by] + s[axis + 1:])
+        paddings = [0] * (2 * len(shape))
+        paddings[2 * axis + reverse] = by
+        return f.op("pad", {"X": cut}, value, {"paddings": paddings, "pad_value": 1.0})
+
+    product = shifted(x, 1) if g.attr("exclusive") else x
+    step = 1
+    while step < n:
+        product = f.mul(product, shifted(product, step), x)
+        step *= 2
+    return product
+
+
+@expansion
+def _cumprod_grad(f, g):
+    """X@GRAD = the backward of the running product seeded with dOut (a 0-d X runs as [1])."""
+    x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
+    if g.shape(x) is None:
+        raise GradError(f"cumprod_grad: the shape of {x} must be known")
+    row = x if g.shape(x) else f.op("reshape2", {"X": x}, x, {"shape": [1]}, more={"XShape": f.xshape(x)},
+                                     dims=lambda s: [1])
+    product = _running_product(f, g, row)
+    grad = g.tmp(x)
+    f.ops.extend(differentiate(g, list(f.ops), {product: f.shaped_like(dout, product)}, {x: grad}))
+    return {"X@GRAD": grad}
+
+
+defgrad("cumprod_grad", grad=_cumprod_grad, no_grad_inputs=["Out"])   # gradc's kernel reads X, not Out
