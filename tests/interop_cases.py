@@ -166,6 +166,28 @@ def conv_losses_second_order():
     return net.program, feed, params, [g for _, g in pairs] + second
 
 
+def cumprod_index_put_third_order():
+    """H v and the derivative of u . H v through broadcast_tensors, index_put (accumulating) and cumprod of a
+    value with a zero: y = cumprod(mask * index_put(a * c, rows, v^2)), a, c = broadcast_tensors(tanh(x), b)."""
+    rng = _rng(5)
+    net = ProgramBuilder(seed=5)
+    x = net.data("x", [3, 1], "float64", stop_gradient=False)
+    b, v = net.parameter("b", [4], "float64"), net.parameter("v", [4], "float64")
+    rows, mask = net.data("rows", [1], "int64"), net.data("mask", [3, 4], "float64")
+    a, c = net.op("broadcast_tensors", {"X": [net.op("tanh", {"X": x})[0], b]}, outputs=["Out"])
+    put = net.op("index_put", {"x": net.op("elementwise_mul", {"X": a, "Y": c})[0], "indices": [rows],
+                               "value": net.op("square", {"X": v})[0]}, {"accumulate": True})[0]
+    y = net.op("cumprod", {"X": net.op("elementwise_mul", {"X": put, "Y": mask})[0]}, {"dim": 1})[0]
+    loss = net.mean(net.op("square", {"X": y})[0])
+    feed = {"x": rng.standard_normal((3, 1)), "rows": np.array([2]),
+            "mask": np.where(np.arange(12).reshape(3, 4) == 5, 0.0, 1.0)}
+    wrt = ["x", "b", "v"]
+    first = gradc.gradients(net.program, loss, wrt)
+    second = gradc.gradients(net.program, weighted_sum(net, first, feed, "v", rng), wrt)
+    third = gradc.gradients(net.program, weighted_sum(net, second, feed, "u", rng), wrt)
+    return net.program, feed, {"b": rng.standard_normal(4), "v": rng.standard_normal(4)}, first + second + third
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -182,6 +204,7 @@ CASES = {
     "hvp_activations_losses": activations_losses_second_order,
     "hvp_norms_selections": norms_selections_second_order,
     "hvp_conv_losses": conv_losses_second_order,
+    "third_order_cumprod_index_put": cumprod_index_put_third_order,
     "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
     "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
                                       RecomputePass("auto")),
