@@ -141,145 +141,6 @@ def test_a_cond_whose_condition_compares_differentiable_vars(shift):
     check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params=params)
 
 
-def test_a_cond_inside_a_while():
-    """Each iteration: h = tanh(h @ w1) if sum(h) > 0 else 0.5 * (h @ w2)."""
-    net = Net()
-    x, w1, w2 = net.data("x", [2, 3]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
-    i, n = net.constant(0), net.constant(4)
-    h = net.copy(x)
-
-    def body(i, h):
-        pred = net.greater_than(net.reduce_sum(h, reduce_all=True, dim=[]), net.constant(0.0, (), VarType.FP64))
-        new = net.cond(pred, lambda: net.tanh(net.matmul(h, w1)), lambda: net.scale(net.matmul(h, w2), scale=0.5))
-        return [net.increment(i), new]
-
-    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
-    loss = net.mean(net.elementwise_mul(h, h))
-    params = {"w1": randn(3, 3), "w2": randn(3, 3)}
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w1", "w2"], loss=loss, params=params)
-
-
-def test_a_while_inside_a_while():
-    """Outer loop (2 times): inner loop (3 times) h = tanh(h @ w); then h = h * s + x."""
-    net = Net()
-    x, w, s = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("s", [3])
-    i, n_outer, n_inner = net.constant(0), net.constant(2), net.constant(3)
-    h = net.copy(x)
-
-    def outer(i, h):
-        j = net.constant(0)
-        net.while_loop(lambda j, h: net.less_than(j, n_inner),
-                       lambda j, h: [net.increment(j), net.tanh(net.matmul(h, w))], [j, h])
-        return [net.increment(i), net.elementwise_add(net.elementwise_mul(h, s), x)]
-
-    net.while_loop(lambda i, h: net.less_than(i, n_outer), outer, [i, h])
-    loss = net.mean(h)
-    params = {"w": randn(3, 3), "s": randn(3)}
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "s"], loss=loss, params=params)
-
-
-def test_a_cond_inside_a_while_taking_each_branch_in_turn():
-    """Even iterations take the first branch, odd ones the second: each replay sees its own branch."""
-    net = Net()
-    x, w1, w2 = net.data("x", [2, 3]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
-    i, n, two = net.constant(0), net.constant(5), net.constant(2)
-    h = net.copy(x)
-
-    def body(i, h):
-        even = net.equal(net.elementwise_mod(i, two), net.constant(0))
-        new = net.cond(even, lambda: net.sigmoid(net.matmul(h, w1)), lambda: net.tanh(net.matmul(h, w2)))
-        return [net.increment(i), new]
-
-    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
-    loss = net.mean(net.elementwise_mul(h, h))
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w1", "w2"], loss=loss,
-                  params={"w1": randn(3, 3), "w2": randn(3, 3)})
-
-
-def test_a_value_the_loop_overwrites_is_kept_for_the_backward():
-    """h = tanh(x) before the loop: tanh_grad needs that h, which the loop then updates in place."""
-    net = Net()
-    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
-    i, n = net.constant(0), net.constant(2)
-    h = net.tanh(x)
-    net.while_loop(lambda i, h: net.less_than(i, n), lambda i, h: [net.increment(i), net.sigmoid(net.matmul(h, w))],
-                   [i, h])
-    loss = net.mean(net.elementwise_mul(h, h))
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(3, 3)})
-    train = net.program.clone()
-    gradc.append_backward(train, loss)
-    tanh_grad = next(op for op in train.global_block.ops if op.type == "tanh_grad")
-    assert tanh_grad.input("Out") == [f"{h}@SAVE@0@2"]
-
-
-def test_a_body_that_updates_its_loop_var_in_place():
-    """Body: h = tanh(h) in place, then h = h @ w: both grad ops need a value the name no longer holds."""
-    net = Net()
-    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
-    i, n = net.constant(0), net.constant(3)
-    h = net.copy(x)
-
-    def body(i, h):
-        net.block.append_op("tanh", {"X": [h]}, {"Out": [h]})
-        return [net.increment(i), net.matmul(h, w)]
-
-    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
-    loss = net.mean(net.elementwise_mul(h, h))
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(3, 3)})
-
-
-def test_a_body_that_multiplies_its_loop_var_in_place():
-    """Body: h = h * w in place: elementwise_mul_grad needs h from before the op, i.e. the loop var."""
-    net = Net()
-    x, w = net.data("x", [2, 3]), net.param("w", [2, 3])
-    i, n = net.constant(0), net.constant(2)
-    h = net.copy(x)
-
-    def body(i, h):
-        net.block.append_op("elementwise_mul", {"X": [h], "Y": [w]}, {"Out": [h]})
-        return [net.increment(i), net.tanh(h)]
-
-    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
-    loss = net.mean(net.elementwise_mul(h, h))
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(2, 3)})
-
-
-@pytest.mark.parametrize("flag", [1.0, -1.0])
-def test_a_cond_that_updates_an_outer_var_in_place(flag):
-    """if flag > 0: h = tanh(h @ w). When the branch does not run, h's grad passes through."""
-    net = Net()
-    x, f, w = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3])
-    h = net.copy(x)
-    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
-    with net.sub_block() as body:
-        net.assign(net.tanh(net.matmul(h, w)), h)
-    op = net.block.append_op("conditional_block", {"Cond": [pred], "Input": [h, w]},
-                             {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
-    op.set_attr("sub_block", body.idx, gradc.ir.AttrType.BLOCK)
-    loss = net.mean(net.elementwise_mul(h, h))
-    grads = check_program(net.program, {"x": randn(2, 3), "flag": np.array([flag])}, ["x", "w"], loss=loss,
-                          params={"w": randn(3, 3)})
-    assert grads["w"].any() == (flag > 0)
-
-
-def test_a_while_inside_a_while_inside_a_while():
-    net = Net()
-    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
-    i, n = net.constant(0), net.constant(2)
-    h = net.copy(x)
-
-    def loop(depth):
-        def body(k, h):
-            if depth > 1:
-                net.while_loop(lambda j, h: net.less_than(j, n), loop(depth - 1), [net.constant(0), h])
-            return [net.increment(k), net.tanh(net.matmul(h, w))]
-        return body
-
-    net.while_loop(lambda i, h: net.less_than(i, n), loop(3), [i, h])
-    loss = net.mean(h)
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": 0.5 * randn(3, 3)})
-
-
 def test_an_op_without_grad_maker_inside_a_body_is_reported_with_its_block():
     net = Net()
     x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
@@ -319,46 +180,6 @@ def test_compiling_is_deterministic_and_survives_a_save_load_round_trip(tmp_path
         np.testing.assert_array_equal(got, expected)
 
 
-def run_forward(net, feed, fetch):
-    return gradc.Executor().run(net.program, feed, fetch, gradc.Scope())
-
-
-@pytest.mark.parametrize("type, fn", [("less_than", np.less), ("less_equal", np.less_equal),
-                                      ("greater_than", np.greater), ("greater_equal", np.greater_equal),
-                                      ("equal", np.equal), ("not_equal", np.not_equal)])
-def test_comparisons_broadcast_with_paddles_axis(type, fn):
-    x, y = np.array([[[0, 1], [2, 2], [3, 0]]] * 2, np.float64), np.array([1.0, 2.0, 0.0])
-    net = Net()
-    out = net.op(type, {"X": net.data("x", [2, 3, 2]), "Y": net.data("y", [3])}, {"axis": 1})
-    assert net.block.var(out).dtype == VarType.BOOL and net.block.var(out).shape == [2, 3, 2]
-    (got,) = run_forward(net, {"x": x, "y": y}, [out])
-    np.testing.assert_array_equal(got, fn(x, y[:, None]))
-
-
-@pytest.mark.parametrize("type, fn", [("logical_and", np.logical_and), ("logical_or", np.logical_or),
-                                      ("logical_xor", np.logical_xor)])
-def test_logical_ops(type, fn):
-    x, y = np.array([True, True, False, False]), np.array([True, False, True, False])
-    net = Net()
-    out = net.op(type, {"X": net.data("x", [4], VarType.BOOL), "Y": net.data("y", [4], VarType.BOOL)})
-    (got,) = run_forward(net, {"x": x, "y": y}, [out])
-    np.testing.assert_array_equal(got, fn(x, y))
-    net = Net()
-    (got,) = run_forward(net, {"x": x}, [net.logical_not(net.data("x", [4], VarType.BOOL))])
-    np.testing.assert_array_equal(got, ~x)
-
-
-def test_increment_keeps_the_dtype_and_comparisons_have_no_gradient():
-    """(increment's gradient is the identity: tests/test_activation_math_family.py)"""
-    net = Net()
-    i = net.constant(3)
-    net.increment(i, step=2.0)
-    (got,) = run_forward(net, {}, [i])
-    assert got.dtype == np.int64 and got.tolist() == [5]
-    for type in ("less_than", "equal", "logical_and", "logical_not"):
-        assert not gradc.registry.get(type).differentiable
-
-
 def test_a_loop_and_a_cond_run_forward_only():
     """Without a backward nothing needs the step scopes; the results are the same."""
     net, loss = loop_net(3)
@@ -371,20 +192,6 @@ def test_a_loop_and_a_cond_run_forward_only():
     for _ in range(3):
         h = np.tanh(h @ PARAMS["w"] + PARAMS["b"])
     np.testing.assert_allclose(got, h.mean())
-
-
-@pytest.mark.parametrize("cond, runs", [(np.zeros((0,)), False), (np.ones((2,)), True)])
-def test_a_non_scalar_condition_runs_the_block_when_it_is_not_empty(cond, runs):
-    net = Net()
-    c, x = net.data("c", [-1]), net.data("x", [2])
-    out = net.data("out", [2])
-    with net.sub_block() as body:
-        net.assign(net.scale(x, scale=3.0), out)
-    op = net.block.append_op("conditional_block", {"Cond": [c], "Input": [x]}, {"Out": [out], "Scope": [net.scopes()]},
-                             {"is_scalar_condition": False})
-    op.set_attr("sub_block", body.idx, gradc.ir.AttrType.BLOCK)
-    (got,) = run_forward(net, {"c": cond, "x": np.array([1.0, 2.0]), "out": np.zeros(2)}, [out])
-    np.testing.assert_array_equal(got, [3.0, 6.0] if runs else [0.0, 0.0])
 
 
 def test_an_outer_var_written_then_read_in_the_body_and_used_after_the_loop():
@@ -409,25 +216,6 @@ def test_a_parameter_read_inside_and_after_a_loop_adds_both_grads():
     out = net.matmul(net.program.global_block.ops[-1].input("X")[0], "w")
     loss = net.mean(net.elementwise_mul(out, out))
     check_program(net.program, {"x": randn(2, 3)}, ["x", "w", "b"], loss=loss, params=PARAMS)
-
-
-@pytest.mark.parametrize("flag", [1.0, -1.0])
-def test_a_while_inside_a_cond(flag):
-    net = Net()
-    x, f, w = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3])
-    n = net.constant(3)
-
-    def looping():
-        h = net.copy(x)
-        net.while_loop(lambda i, h: net.less_than(i, n),
-                       lambda i, h: [net.increment(i), net.tanh(net.matmul(h, w))], [net.constant(0), h])
-        return h
-
-    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
-    out = net.cond(pred, looping, lambda: net.sigmoid(net.matmul(x, w)))
-    loss = net.mean(net.elementwise_mul(out, out))
-    check_program(net.program, {"x": randn(2, 3), "flag": np.array([flag])}, ["x", "w"], loss=loss,
-                  params={"w": randn(3, 3)})
 
 
 def test_a_loop_whose_trip_count_depends_on_differentiable_values():
@@ -472,19 +260,3 @@ def test_two_conds_writing_the_same_var(first, second):
     check_program(net.program, feed, ["x", "w1", "w2"], loss=loss, params={"w1": randn(3, 3), "w2": randn(3, 3)})
 
 
-@pytest.mark.parametrize("n_iter", [0, 2])
-def test_a_loop_that_overwrites_a_var_without_reading_it(n_iter):
-    """y = x; loop n times: y = tanh(h @ w), h = h + 1. With zero iterations y keeps x, and its grad."""
-    net = Net()
-    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
-    i, n = net.constant(0), net.constant(n_iter)
-    y, h = net.copy(x), net.scale(x, scale=0.5)
-
-    def body(i, h):
-        net.assign(net.tanh(net.matmul(h, w)), y)
-        return [net.increment(i), net.scale(h, scale=1.0, bias=1.0)]
-
-    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
-    loss = net.mean(net.elementwise_mul(y, net.elementwise_add(y, h)))
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"] if n_iter else ["x"], loss=loss,
-                  params={"w": randn(3, 3)})

@@ -1,4 +1,4 @@
-"""Shape, indexing and loss ops beyond the per-op gradchecks: forward semantics against numpy for the
+"""Shape and indexing ops beyond the per-op gradchecks: forward semantics against numpy for the
 cases that are easy to get wrong, shape inference against what the kernels produce, and the forward
 values the grad ops read."""
 
@@ -12,43 +12,9 @@ from gradc.errors import ProgramError
 from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
 from gradc.ops.infer import InferContext
-from gradc.shapes import dims_match
+from one_op import grad_op_of, run
 
 r = np.random.default_rng(7)
-
-
-def run(op_type, inputs, attrs=None):
-    """Run one op built through its shape inference; check every output against its declared shape."""
-    net = ProgramBuilder()
-    feed, slots = {}, {}
-    for slot, value in inputs.items():
-        arrays = value if isinstance(value, list) else [value]
-        slots[slot] = [net.data(f"{slot.lower()}{i}", list(a.shape), a.dtype.name) for i, a in enumerate(arrays)]
-        feed.update(zip(slots[slot], arrays))
-    net.op(op_type, slots, attrs)
-    op = net.block.ops[-1]
-    names = [name for args in op.outputs.values() for name in args]
-    values = dict(zip(names, Executor().run(net.program, feed, names, Scope())))
-    for name, value in values.items():
-        declared = net.block.var(name).shape
-        if declared is not None:
-            assert len(declared) == value.ndim and all(map(dims_match, declared, value.shape)), \
-                f"{op_type} {name}: inferred {declared}, kernel gave {list(value.shape)}"
-    return {slot: [values[n] for n in args] if len(args) > 1 else values[args[0]]
-            for slot, args in op.outputs.items()}
-
-
-def grad_op_of(op_type, inputs, attrs=None, loss_slot="Out"):
-    """The grad op gradc emits for sum-of-output with the float inputs as parameters."""
-    net = ProgramBuilder()
-    slots = {slot: net.data(slot.lower(), list(a.shape), a.dtype.name) for slot, a in inputs.items()}
-    for name in slots.values():
-        net.block.var(name).is_parameter = net.block.var(name).dtype in (5, 6)
-    out = net.op(op_type, slots, attrs, outputs=[loss_slot])[0]
-    loss = net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0]
-    append_backward(net.program, loss)
-    return next(op for op in net.block.ops if op.type not in ("fill_constant", "reduce_sum", "reduce_sum_grad")
-                and op.attrs.get("op_role") == 1)
 
 
 x234 = r.standard_normal((2, 3, 4))
@@ -275,76 +241,7 @@ def test_concat_grad_keeps_placeholders_for_inputs_without_grad():
     assert da.shape == (2, 1) and dc.shape == (2, 3)
 
 
-# ---------------------------------------------------------------- arg_max, top_k
-
-def test_arg_max_min_attributes():
-    x = r.standard_normal((3, 4, 5))
-    out = run("arg_max", {"X": x}, {"axis": -1, "keepdims": True})["Out"]
-    np.testing.assert_array_equal(out, np.argmax(x, -1)[..., None])
-    assert out.dtype == np.int64
-    out = run("arg_min", {"X": x}, {"axis": 1, "dtype": 2})["Out"]
-    np.testing.assert_array_equal(out, np.argmin(x, 1))
-    assert out.dtype == np.int32
-    assert run("arg_max", {"X": x}, {"flatten": True})["Out"] == np.argmax(x)
-    assert not registry.get("arg_max").differentiable
-
-
-def test_top_k_v2_values_indices_and_grad_slots():
-    x = np.array([[3.0, 1.0, 4.0, 1.0, 5.0], [9.0, 2.0, 6.0, 5.0, 3.0]])
-    out = run("top_k_v2", {"X": x}, {"k": 3})
-    np.testing.assert_array_equal(out["Out"], [[5, 4, 3], [9, 6, 5]])
-    np.testing.assert_array_equal(out["Indices"], [[4, 2, 0], [0, 2, 3]])
-    small = run("top_k_v2", {"X": x}, {"k": 2, "axis": 0, "largest": False})
-    np.testing.assert_array_equal(small["Indices"], [[0, 0, 0, 0, 1], [1, 1, 1, 1, 0]])
-    grad = grad_op_of("top_k_v2", {"X": x}, {"k": 2})
-    assert grad.type == "top_k_v2_grad" and sorted(grad.inputs) == ["Indices", "K", "Out@GRAD", "X"]
-
-
-# ---------------------------------------------------------------- losses
-
-def test_kldiv_loss_reductions():
-    x, target = np.log(r.uniform(0.1, 1, (3, 4))), r.uniform(0, 1, (3, 4))
-    target[0, 0] = 0.0
-    elementwise = np.where(target > 0, target * (np.log(np.where(target > 0, target, 1)) - x), 0)
-    cases = {"none": elementwise, "sum": elementwise.sum(), "mean": elementwise.mean(),
-             "batchmean": elementwise.sum() / 3}
-    for reduction, expect in cases.items():
-        loss = run("kldiv_loss", {"X": x, "Target": target}, {"reduction": reduction})["Loss"]
-        assert loss.shape == np.shape(expect)
-        np.testing.assert_allclose(loss, expect)
-
-
-def test_sigmoid_cross_entropy_ignore_index_and_normalize():
-    x = r.standard_normal((2, 3))
-    label = np.array([[1.0, 0.0, -1.0], [0.3, -1.0, 1.0]])
-    out = run("sigmoid_cross_entropy_with_logits", {"X": x, "Label": label},
-              {"ignore_index": -1, "normalize": True})["Out"]
-    expect = np.where(label == -1, 0, np.logaddexp(0, x) - x * label) / 4
-    np.testing.assert_allclose(out, expect)
-
-
-def test_huber_loss_grad_reads_residual_and_bce_matches_its_formula():
-    x, y = r.standard_normal((3, 2)), r.standard_normal((3, 2))
-    out = run("huber_loss", {"X": x, "Y": y}, {"delta": 0.5})
-    residual = y - x
-    np.testing.assert_allclose(out["Residual"], residual)
-    np.testing.assert_allclose(out["Out"], np.where(np.abs(residual) <= 0.5, 0.5 * residual ** 2,
-                                                    0.5 * (np.abs(residual) - 0.25)))
-    grad = grad_op_of("huber_loss", {"X": x, "Y": y})
-    assert sorted(grad.inputs) == ["Out@GRAD", "Residual"]
-    p, label = r.uniform(0.1, 0.9, (4,)), np.array([0.0, 1.0, 0.5, 1.0])
-    np.testing.assert_allclose(run("bce_loss", {"X": p, "Label": label})["Out"],
-                               -(label * np.log(p) + (1 - label) * np.log(1 - p)))
-
-
-def test_softmax_with_cross_entropy_keeps_the_class_axis_and_ignores_labels():
-    logits = r.standard_normal((3, 4, 2))
-    label = np.array([[[1, 0]], [[-1, 3]], [[2, -1]]])
-    out = run("softmax_with_cross_entropy", {"Logits": logits, "Label": label}, {"axis": 1, "ignore_index": -1})
-    assert out["Loss"].shape == (3, 1, 2)
-    log_prob = logits - np.log(np.exp(logits).sum(1, keepdims=True))
-    assert out["Loss"][1, 0, 0] == 0 and out["Loss"][2, 0, 1] == 0
-    np.testing.assert_allclose(out["Loss"][1, 0, 1], -log_prob[1, 3, 1])
+# ---------------------------------------------------------------- programs and inference
 
 
 def test_a_program_chaining_shape_ops_has_the_numeric_gradient():
