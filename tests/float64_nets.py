@@ -3,6 +3,8 @@ float32 parameters)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from gradc.layers import ProgramBuilder
 
 
@@ -26,3 +28,19 @@ def weighted_sum(net: ProgramBuilder, names: list[str], feed: dict, prefix: str,
         product = net.op("elementwise_mul", {"X": name, "Y": weight})[0]
         terms.append(net.op("reduce_sum", {"X": product}, {"reduce_all": True, "dim": []})[0])
     return net.op("sum", {"X": terms})[0]
+
+
+def cumprod_index_put_net(net: ProgramBuilder, accumulate: bool, rng) -> tuple[str, dict]:
+    """mean(y^2), y = cumprod(mask * index_put(a * c, rows, v^2)) with a, c = broadcast_tensors(tanh(x), b) and a
+    zero in the mask: index_put_grad and broadcast_tensors_grad, linear in all they differentiate, between
+    nonlinear ops. Returns the loss and the feed (x, rows, mask) drawn from ``rng``; parameters b and v, [4]."""
+    x = net.data("x", [3, 1], "float64", stop_gradient=False)
+    b, v = net.parameter("b", [4], "float64"), net.parameter("v", [4], "float64")
+    rows, mask = net.data("rows", [1], "int64"), net.data("mask", [3, 4], "float64")
+    a, c = net.op("broadcast_tensors", {"X": [net.op("tanh", {"X": x})[0], b]}, outputs=["Out"])
+    put = net.op("index_put", {"x": net.op("elementwise_mul", {"X": a, "Y": c})[0], "indices": [rows],
+                               "value": net.op("square", {"X": v})[0]}, {"accumulate": accumulate})[0]
+    y = net.op("cumprod", {"X": net.op("elementwise_mul", {"X": put, "Y": mask})[0]}, {"dim": 1})[0]
+    feed = {"x": rng.standard_normal((3, 1)), "rows": np.array([2]),
+            "mask": np.where(np.arange(12).reshape(3, 4) == 5, 0.0, 1.0)}
+    return net.mean(net.op("square", {"X": y})[0]), feed

@@ -11,7 +11,7 @@ import numpy as np
 
 import gradc
 from deep_nets import batch_norm, fan_out, initial_values, mlp, resnet
-from float64_nets import float64_fc, weighted_sum
+from float64_nets import cumprod_index_put_net, float64_fc, weighted_sum
 from gradc.layers import ProgramBuilder
 from gradc.passes import EagerAccumulationPass, RecomputePass
 
@@ -167,20 +167,10 @@ def conv_losses_second_order():
 
 
 def cumprod_index_put_third_order():
-    """H v and the derivative of u . H v through broadcast_tensors, index_put (accumulating) and cumprod of a
-    value with a zero: y = cumprod(mask * index_put(a * c, rows, v^2)), a, c = broadcast_tensors(tanh(x), b)."""
+    """H v and the derivative of u . H v of float64_nets.cumprod_index_put_net (index_put accumulating)."""
     rng = _rng(5)
     net = ProgramBuilder(seed=5)
-    x = net.data("x", [3, 1], "float64", stop_gradient=False)
-    b, v = net.parameter("b", [4], "float64"), net.parameter("v", [4], "float64")
-    rows, mask = net.data("rows", [1], "int64"), net.data("mask", [3, 4], "float64")
-    a, c = net.op("broadcast_tensors", {"X": [net.op("tanh", {"X": x})[0], b]}, outputs=["Out"])
-    put = net.op("index_put", {"x": net.op("elementwise_mul", {"X": a, "Y": c})[0], "indices": [rows],
-                               "value": net.op("square", {"X": v})[0]}, {"accumulate": True})[0]
-    y = net.op("cumprod", {"X": net.op("elementwise_mul", {"X": put, "Y": mask})[0]}, {"dim": 1})[0]
-    loss = net.mean(net.op("square", {"X": y})[0])
-    feed = {"x": rng.standard_normal((3, 1)), "rows": np.array([2]),
-            "mask": np.where(np.arange(12).reshape(3, 4) == 5, 0.0, 1.0)}
+    loss, feed = cumprod_index_put_net(net, True, rng)
     wrt = ["x", "b", "v"]
     first = gradc.gradients(net.program, loss, wrt)
     second = gradc.gradients(net.program, weighted_sum(net, first, feed, "v", rng), wrt)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gradc
-from float64_nets import float64_fc, weighted_sum
+from float64_nets import cumprod_index_put_net, float64_fc, weighted_sum
 from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
 from programs import Net
@@ -147,23 +147,11 @@ def test_third_derivatives_through(case_id):
 
 @pytest.mark.parametrize("accumulate", [False, True])
 def test_second_and_third_derivatives_through_broadcast_tensors_index_put_and_cumprod(accumulate):
-    """index_put_grad and broadcast_tensors_grad are linear in all they differentiate, so their own cases' third
-    derivatives vanish: here they sit between nonlinear ops. y = cumprod(mask * index_put(a * c, rows, v^2)) with
-    a, c = broadcast_tensors(tanh(x), b) and a zero in the mask; the Hessian-vector product of mean(y^2), then
-    u . (H v) differentiated once more, against central differences."""
+    """The Hessian-vector product of float64_nets.cumprod_index_put_net's loss, then u . (H v) differentiated once
+    more, against central differences."""
     rng = np.random.default_rng(11)   # its own: the checked magnitudes do not depend on the tests run before
     net = ProgramBuilder()
-    x = net.data("x", [3, 1], "float64", stop_gradient=False)
-    b, v = net.parameter("b", [4], "float64"), net.parameter("v", [4], "float64")
-    rows = net.data("rows", [1], "int64")
-    mask = net.data("mask", [3, 4], "float64")
-    a, c = net.op("broadcast_tensors", {"X": [net.op("tanh", {"X": x})[0], b]}, outputs=["Out"])
-    put = net.op("index_put", {"x": net.op("elementwise_mul", {"X": a, "Y": c})[0], "indices": [rows],
-                               "value": net.op("square", {"X": v})[0]}, {"accumulate": accumulate})[0]
-    y = net.op("cumprod", {"X": net.op("elementwise_mul", {"X": put, "Y": mask})[0]}, {"dim": 1})[0]
-    loss = net.mean(net.op("square", {"X": y})[0])
-    feed = {"x": rng.standard_normal((3, 1)), "rows": np.array([2]),
-            "mask": np.where(np.arange(12).reshape(3, 4) == 5, 0.0, 1.0)}
+    loss, feed = cumprod_index_put_net(net, accumulate, rng)
     params = {"b": rng.standard_normal(4), "v": rng.standard_normal(4)}
     wrt = ["x", *params]
     dot = weighted_sum(net, gradc.gradients(net.program, loss, wrt), feed, "v", rng)

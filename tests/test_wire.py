@@ -18,6 +18,17 @@ def _by_message(program) -> bytes:
     return program_to_proto(program).SerializeToString(deterministic=True)
 
 
+def assert_encoded_as_the_message_path_does(program) -> None:
+    """The encoder writes the message path's bytes, or rejects the program with the same error type."""
+    try:
+        expected = _by_message(program)
+    except (TypeError, ValueError) as error:
+        with pytest.raises(type(error)):
+            encode_program(program)
+        return
+    assert encode_program(program) == expected
+
+
 def test_varints_as_protobuf_writes_them():
     for n in (0, 1, 127, 128, 300, 2**31 - 1, 2**63 - 1, -1, -(2**31), -(2**63)):
         msg = pb.OpDesc.Attr(name="a", type=AttrType.LONG, l=n)
@@ -59,13 +70,7 @@ def _program_with(attrs: dict, types: dict | None = None):
 ])
 def test_attribute_values(attrs, types):
     program = _program_with(attrs, types)
-    try:
-        expected = _by_message(program)
-    except (TypeError, ValueError) as error:   # the message path rejects the value: so does the encoder
-        with pytest.raises(type(error)):
-            encode_program(program)
-        return
-    assert encode_program(program) == expected
+    assert_encoded_as_the_message_path_does(program)
 
 
 def test_repeated_attributes_scalars_raw_types_and_program_fields():
@@ -104,23 +109,11 @@ def test_a_cached_var_body_is_reused_only_for_values_of_the_same_types(second):
     var = block.create_var("second", flags.pop("shape"), flags.pop("dtype", VarType.FP32), lod_level=1)
     for name, value in flags.items():
         setattr(var, name, value)
-    try:
-        expected = _by_message(program)
-    except (TypeError, ValueError) as error:
-        with pytest.raises(type(error)):
-            encode_program(program)
-        return
-    assert encode_program(program) == expected
+    assert_encoded_as_the_message_path_does(program)
 
 
 @pytest.mark.parametrize("values", [[[1, 2], [True, 2]], [["a"], ["a"]], [[0], [False]]])
 def test_a_cached_list_attribute_is_reused_only_for_elements_of_the_same_types(values):
     program = _program_with({"v": values[0]}, {"v": AttrType.INTS})
     program.global_block.append_op("scale", {"X": ["x"]}, {"Out": ["x"]}, {"v": values[1]}, {"v": AttrType.INTS})
-    try:
-        expected = _by_message(program)
-    except (TypeError, ValueError) as error:
-        with pytest.raises(type(error)):
-            encode_program(program)
-        return
-    assert encode_program(program) == expected
+    assert_encoded_as_the_message_path_does(program)
