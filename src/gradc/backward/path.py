@@ -61,6 +61,8 @@ def _type_facts(type: str) -> _TypeFacts:
 
 
 class _Facts(dict):
+    """op type -> _TypeFacts, each type asked once."""
+
     def __missing__(self, type: str) -> _TypeFacts:
         facts = self[type] = _type_facts(type)
         return facts
