@@ -147,3 +147,8 @@ def test_without_master_weights_the_float16_update_loses_the_small_steps():
     without, _ = _steps(optimizers.SGD(1e-3))
     assert "linear_0.w_0_fp32_master_0" not in without[-1]
     assert not np.array_equal(with_master[-1]["linear_0.w_0"], without[-1]["linear_0.w_0"])
+
+
+def test_a_multi_precision_that_is_not_a_bool_is_one_clear_error():
+    with pytest.raises(gradc.GradcError, match="Adam: multi_precision must be True or False, not 'maybe'"):
+        build_optimizer("adam", 0.01, None, ["multi_precision=maybe"], None, None, None, None, None)

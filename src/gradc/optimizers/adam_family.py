@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import GradcError
 from .base import Accumulator, Optimizer, Tensor, check_range
-from .master import MASTER, master_slots, precision_groups
+from .master import MASTER, master_slots, multi_precision_flag, precision_groups
 
 MOMENTS = (Accumulator("moment1", "Moment1"), Accumulator("moment2", "Moment2"))
 POWS = (Accumulator("beta1_pow_acc", "Beta1Pow", "beta1_pow_start", scalar=True),
@@ -28,7 +28,7 @@ class Adam(Optimizer):
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=None, grad_clip=None,
                  lazy_mode=False, multi_precision=False, use_multi_tensor=False, amsgrad=False):
         super().__init__(learning_rate, weight_decay, grad_clip)
-        self.multi_precision = bool(multi_precision)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         _check_betas(type(self).__name__, beta1, beta2, epsilon)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self.lazy_mode, self.use_multi_tensor, self.amsgrad = bool(lazy_mode), bool(use_multi_tensor), bool(amsgrad)
@@ -124,7 +124,7 @@ class Lamb(Optimizer):
     def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6,
                  grad_clip=None, exclude_from_weight_decay_fn=None, multi_precision=False, always_adapt=False):
         super().__init__(learning_rate, None, grad_clip)
-        self.multi_precision = bool(multi_precision)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         _check_betas("Lamb", beta1, beta2, epsilon)
         self.lamb_weight_decay, self.beta1, self.beta2 = float(lamb_weight_decay), float(beta1), float(beta2)
         self.epsilon, self.always_adapt, self.exclude = float(epsilon), bool(always_adapt), exclude_from_weight_decay_fn

@@ -6,12 +6,20 @@ and writes the parameter as the master's cast, as Paddle's minimize does (docs/o
 from __future__ import annotations
 
 from ..backward import roles
+from ..errors import GradcError
 from ..ir import VarType
 from ..registry import make_op
 from .emit import Emitter
 
 LOW_PRECISION = frozenset({VarType.FP16, VarType.BF16})
 MASTER = "@master"   # the key of the master weight among a parameter's accumulators
+
+
+def multi_precision_flag(owner: str, value) -> bool:
+    """The multi_precision argument, which must be a bool (``--opt multi_precision=yes`` is a mistake, not True)."""
+    if not isinstance(value, bool):
+        raise GradcError(f"{owner}: multi_precision must be True or False, not {value!r}")
+    return value
 
 
 def needs_master(multi_precision: bool, dtype: int) -> bool:

@@ -10,7 +10,7 @@ from ..ir import AttrType, VarType
 from ..proto import framework_pb2
 from ..schedules import Schedule
 from .base import Accumulator, Optimizer, ParamAttr, check_range, out
-from .master import MASTER, master_slots, precision_groups
+from .master import MASTER, master_slots, multi_precision_flag, precision_groups
 from .regularizer import L2Decay
 
 VELOCITY = Accumulator("velocity", "Velocity")
@@ -21,7 +21,7 @@ class SGD(Optimizer):
 
     def __init__(self, learning_rate=0.001, weight_decay=None, grad_clip=None, multi_precision=False):
         super().__init__(learning_rate, weight_decay, grad_clip)
-        self.multi_precision = bool(multi_precision)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
 
 
 class Momentum(Optimizer):
@@ -34,7 +34,7 @@ class Momentum(Optimizer):
     def __init__(self, learning_rate=0.001, momentum=0.9, use_nesterov=False, weight_decay=None, grad_clip=None,
                  multi_precision=False, rescale_grad=1.0, use_multi_tensor=False):
         super().__init__(learning_rate, weight_decay, grad_clip)
-        self.multi_precision = bool(multi_precision)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         self.momentum, self.use_nesterov, self.rescale_grad = float(momentum), bool(use_nesterov), float(rescale_grad)
         self.use_multi_tensor = bool(use_multi_tensor)
 
@@ -79,7 +79,7 @@ class LarsMomentum(Optimizer):
                  regularization=None, grad_clip=None, exclude_from_weight_decay=None, epsilon=0.0,
                  multi_precision=False, rescale_grad=1.0):
         super().__init__(learning_rate, regularization, grad_clip)
-        self.multi_precision = bool(multi_precision)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         self.momentum, self.lars_coeff, self.lars_weight_decay = float(momentum), float(lars_coeff), lars_weight_decay
         self.exclude = list(exclude_from_weight_decay or [])
         self.epsilon, self.rescale_grad = float(epsilon), float(rescale_grad)
@@ -161,7 +161,7 @@ class Rprop(Optimizer):
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise GradcError(f"Rprop: needs 0 < etas[0] < 1 < etas[1], got {etas}")
         self.initial_lr, self.range, self.etas = float(learning_rate), (low, high), tuple(map(float, etas))
-        self.multi_precision = bool(multi_precision)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
 
     def append_updates(self, emit, pairs, lr, attrs, accs):
         emit.role_var = list(pairs[0])
