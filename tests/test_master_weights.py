@@ -152,3 +152,13 @@ def test_without_master_weights_the_float16_update_loses_the_small_steps():
 def test_a_multi_precision_that_is_not_a_bool_is_one_clear_error():
     with pytest.raises(gradc.GradcError, match="Adam: multi_precision must be True or False, not 'maybe'"):
         build_optimizer("adam", 0.01, None, ["multi_precision=maybe"], None, None, None, None, None)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_every_optimizer_with_master_weights_trains_them(case):
+    """Paddle's program structure of each case, run in gradc: the masters move, the float16 parameters are their
+    casts, and every accumulator keeps the dtype the program declares (the executor checks it)."""
+    states, _ = _steps(gradc_optimizer(case), 3)
+    for param, master in MASTERS.items():
+        assert not np.array_equal(states[-1][master], states[0][master]), f"{case}: {master} did not move"
+        np.testing.assert_array_equal(states[-1][param], states[-1][master].astype(np.float16), err_msg=case)
