@@ -12,8 +12,8 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
 - Paddle's own training programs (backward.json.gz) read by gradc and written back: the same;
 - Paddle's PIR training programs with an optimizer (optim_*: train.json.gz) read by gradc and written back:
   from Paddle's persistables after its startup, the loss at each step and every persistable after the last;
-- gradc's own training programs (gradc.minimize with each optimizer of `gradc compile --optimizer` Paddle 3.3.1
-  writes one op per parameter for, over the PIR MLP) and their startup programs, written as PIR: Paddle runs
+- gradc's own training programs (gradc.minimize with each optimizer of `gradc compile --optimizer`, over the
+  PIR MLP) and their startup programs, written as PIR: Paddle runs
   the startup, takes the MLP's parameters and trains 5 steps with gradc's losses and persistables.
 """
 
@@ -154,7 +154,7 @@ def compiled_optimizer(case: str, workdir: Path) -> bool:
 
 
 COMPILED = ["sgd", "momentum", "adam", "adamw", "adagrad", "adamax", "rmsprop", "adadelta", "lamb", "nadam", "radam",
-            "rprop"]
+            "rprop", "lars_momentum", "merged_momentum", "merged_adam"]
 
 
 def main(cases: list[str]) -> int:

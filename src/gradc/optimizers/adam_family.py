@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..errors import GradcError
 from .base import Accumulator, Optimizer, Tensor, check_range
+from .master import MASTER, master_slots, multi_precision_flag, precision_groups
 
 MOMENTS = (Accumulator("moment1", "Moment1"), Accumulator("moment2", "Moment2"))
 POWS = (Accumulator("beta1_pow_acc", "Beta1Pow", "beta1_pow_start", scalar=True),
@@ -19,13 +20,15 @@ def _check_betas(owner: str, beta1, beta2, epsilon) -> None:
 
 class Adam(Optimizer):
     """beta1, beta2 and epsilon may be Tensor vars (Beta1Tensor, ...; the attributes keep their defaults and,
-    as in Paddle, the beta pows start at 0.9 and 0.999 anyway); ``use_multi_tensor`` writes one merged_adam."""
+    as in Paddle, the beta pows start at 0.9 and 0.999 anyway); ``use_multi_tensor`` writes merged_adam ops (one
+    for the float32 parameters, one for the float16 ones); ``multi_precision`` gives float16 ones master weights."""
 
     type = "adam"
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=None, grad_clip=None,
-                 lazy_mode=False, use_multi_tensor=False, amsgrad=False):
+                 lazy_mode=False, multi_precision=False, use_multi_tensor=False, amsgrad=False):
         super().__init__(learning_rate, weight_decay, grad_clip)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         _check_betas(type(self).__name__, beta1, beta2, epsilon)
         self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
         self.lazy_mode, self.use_multi_tensor, self.amsgrad = bool(lazy_mode), bool(use_multi_tensor), bool(amsgrad)
@@ -56,15 +59,19 @@ class Adam(Optimizer):
     def append_updates(self, emit, pairs, lr, attrs, accs):
         if not self.use_multi_tensor:
             return super().append_updates(emit, pairs, lr, attrs, accs)
-        params = [p for p, _ in pairs]
-        inputs = {"Param": params, "Grad": [g for _, g in pairs],
-                  "LearningRate": [self.param_lr(emit, lr, attrs[p]) for p in params]}
-        outputs = {"ParamOut": params}
-        for acc in self.accumulators:
-            inputs[acc.slot] = [accs[p][acc.name] for p in params]
-            outputs[acc.slot + "Out"] = inputs[acc.slot]
-        emit.op("merged_adam", inputs, outputs, {**self._hyper(), "amsgrad": self.amsgrad},
-                role_var=[name for pair in pairs for name in pair])
+        for group in precision_groups(pairs, lambda name: emit.block.var(name).dtype):
+            params = [p for p, _ in group]
+            inputs = {"Param": params, "Grad": [g for _, g in group],
+                      "LearningRate": [self.param_lr(emit, lr, attrs[p]) for p in params]}
+            outputs = {"ParamOut": params}
+            for acc in self.accumulators:
+                inputs[acc.slot] = [accs[p][acc.name] for p in params]
+                outputs[acc.slot + "Out"] = inputs[acc.slot]
+            masters = [accs[p][MASTER] for p in params if MASTER in accs[p]]
+            master_slots(inputs, outputs, masters, lower_case=False)
+            emit.op("merged_adam", inputs, outputs,
+                    {**self._hyper(), "amsgrad": self.amsgrad, "multi_precision": bool(masters)},
+                    role_var=[name for pair in pairs for name in pair])
 
 
 class AdamW(Adam):
@@ -74,8 +81,9 @@ class AdamW(Adam):
     type = "adamw"
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01, lr_ratio=None,
-                 apply_decay_param_fun=None, grad_clip=None, lazy_mode=False, amsgrad=False):
-        super().__init__(learning_rate, beta1, beta2, epsilon, None, grad_clip, lazy_mode, False, amsgrad)
+                 apply_decay_param_fun=None, grad_clip=None, lazy_mode=False, multi_precision=False, amsgrad=False):
+        super().__init__(learning_rate, beta1, beta2, epsilon, None, grad_clip, lazy_mode, multi_precision, False,
+                         amsgrad)
         self.coeff, self.lr_ratio, self.apply_decay_param_fun = float(weight_decay), lr_ratio, apply_decay_param_fun
 
     def op_attrs(self, param, attr):
@@ -114,8 +122,9 @@ class Lamb(Optimizer):
                               Accumulator("beta2_pow_acc", "Beta2Pow", "beta2", scalar=True))
 
     def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6,
-                 grad_clip=None, exclude_from_weight_decay_fn=None, always_adapt=False):
+                 grad_clip=None, exclude_from_weight_decay_fn=None, multi_precision=False, always_adapt=False):
         super().__init__(learning_rate, None, grad_clip)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         _check_betas("Lamb", beta1, beta2, epsilon)
         self.lamb_weight_decay, self.beta1, self.beta2 = float(lamb_weight_decay), float(beta1), float(beta2)
         self.epsilon, self.always_adapt, self.exclude = float(epsilon), bool(always_adapt), exclude_from_weight_decay_fn

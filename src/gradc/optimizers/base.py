@@ -23,6 +23,7 @@ from ..ir import Program, VarType
 from ..schedules import Schedule
 from .clip import GradientClip
 from .emit import LR_SCHEDULE, Emitter
+from .master import MASTER, add_master_weight, master_slots, needs_master
 from .regularizer import WeightDecay, as_regularizer
 from .schedule_ops import ProgramSchedule
 
@@ -73,6 +74,8 @@ class Optimizer:
     type: ClassVar[str]
     accumulators: ClassVar[tuple[Accumulator, ...]] = ()
     slots: ClassVar[tuple[str, str, str]] = ("Param", "Grad", "LearningRate")
+    multi_precision = False             # set by the optimizers whose Paddle class takes it
+    float32_accumulators: ClassVar[bool] = True   # a master's accumulators are float32 (Rprop's keep the dtype)
 
     def __init__(self, learning_rate: float | Schedule = 0.001, weight_decay=None,
                  grad_clip: GradientClip | None = None):
@@ -149,10 +152,17 @@ class Optimizer:
         return regularizer.append(emit, param, grad)
 
     def _accumulators(self, emit: Emitter, param: str) -> dict[str, str]:
+        """The accumulator vars of a parameter, and (key MASTER) its master weight, whose name and, except for
+        Rprop, float32 dtype its accumulators then take."""
         var = emit.block.var(param)
-        return {acc.name: emit.persistable(emit.fresh(f"{param}_{acc.name}_{{}}"), [1] if acc.scalar else var.shape,
-                                           var.dtype, self.fill(acc))
-                for acc in self.accumulators}
+        owner, dtype, accs = param, var.dtype, {}
+        if needs_master(self.multi_precision, var.dtype):
+            owner = accs[MASTER] = add_master_weight(emit, param)
+            dtype = VarType.FP32 if self.float32_accumulators else var.dtype
+        for acc in self.accumulators:
+            accs[acc.name] = emit.persistable(emit.fresh(f"{owner}_{acc.name}_{{}}"), [1] if acc.scalar else var.shape,
+                                              dtype, self.fill(acc))
+        return accs
 
     @staticmethod
     def param_lr(emit: Emitter, lr: str, attr: ParamAttr) -> str:
@@ -175,13 +185,15 @@ class Optimizer:
             if not acc.read_only:
                 outputs[out(acc.slot)] = [accs[acc.name]]
         inputs.update({slot: [tensor.name] for slot, tensor in self.tensors().items()})
+        master_slots(inputs, outputs, [accs[MASTER]] if MASTER in accs else [], param_slot.islower())
         return inputs, outputs
 
     def append_updates(self, emit: Emitter, pairs, lr: str, attrs: dict[str, ParamAttr], accs: dict) -> None:
         """One update op per parameter."""
         for param, grad in pairs:
             inputs, outputs = self.update_slots(param, grad, self.param_lr(emit, lr, attrs[param]), accs[param])
-            emit.op(self.type, inputs, outputs, self.op_attrs(param, attrs[param]), role_var=[param, grad])
+            emit.op(self.type, inputs, outputs, {"multi_precision": MASTER in accs[param],
+                                                 **self.op_attrs(param, attrs[param])}, role_var=[param, grad])
 
 
 def check_range(owner: str, name: str, value, low: float, high: float | None = None, high_open=True) -> None:

@@ -40,7 +40,7 @@ OPTIONS = [
     click.option("--momentum", type=float, help="Momentum, LARS and RMSProp: the momentum factor."),
     click.option("--nesterov", is_flag=True, default=None, help="Momentum: Nesterov's update (use_nesterov)."),
     click.option("--opt", "arguments", multiple=True, metavar="KEY=VALUE",
-                 help="An argument of Paddle's optimizer class (beta1=0.85, momentum=0.8, use_nesterov=True). "
+                 help="An argument of Paddle's optimizer class (beta1=0.85, use_nesterov=True, multi_precision=True). "
                       "Repeatable."),
     click.option("--clip-global-norm", type=float, help="ClipGradByGlobalNorm(clip_norm) on all gradients."),
     click.option("--clip-norm", type=float, help="ClipGradByNorm(clip_norm) on each gradient."),

@@ -6,10 +6,11 @@ from __future__ import annotations
 import struct
 
 from ..errors import GradcError
-from ..ir import AttrType
+from ..ir import AttrType, VarType
 from ..proto import framework_pb2
 from ..schedules import Schedule
 from .base import Accumulator, Optimizer, ParamAttr, check_range, out
+from .master import MASTER, master_slots, multi_precision_flag, precision_groups
 from .regularizer import L2Decay
 
 VELOCITY = Accumulator("velocity", "Velocity")
@@ -18,20 +19,22 @@ VELOCITY = Accumulator("velocity", "Velocity")
 class SGD(Optimizer):
     type = "sgd"
 
-    def __init__(self, learning_rate=0.001, weight_decay=None, grad_clip=None):
+    def __init__(self, learning_rate=0.001, weight_decay=None, grad_clip=None, multi_precision=False):
         super().__init__(learning_rate, weight_decay, grad_clip)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
 
 
 class Momentum(Optimizer):
     """L2 weight decay (the optimizer's or a parameter's) is folded into the op's regularization attributes;
-    ``use_multi_tensor`` writes one merged_momentum op for all parameters."""
+    ``use_multi_tensor`` writes merged_momentum ops: one for the float32 parameters, one for the float16 ones."""
 
     type = "momentum"
     accumulators = (VELOCITY,)
 
     def __init__(self, learning_rate=0.001, momentum=0.9, use_nesterov=False, weight_decay=None, grad_clip=None,
-                 rescale_grad=1.0, use_multi_tensor=False):
+                 multi_precision=False, rescale_grad=1.0, use_multi_tensor=False):
         super().__init__(learning_rate, weight_decay, grad_clip)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         self.momentum, self.use_nesterov, self.rescale_grad = float(momentum), bool(use_nesterov), float(rescale_grad)
         self.use_multi_tensor = bool(use_multi_tensor)
 
@@ -50,15 +53,19 @@ class Momentum(Optimizer):
     def append_updates(self, emit, pairs, lr, attrs, accs):
         if not self.use_multi_tensor:
             return super().append_updates(emit, pairs, lr, attrs, accs)
-        params = [p for p, _ in pairs]
-        decays = [self._decay(attrs[p]) for p in params]
-        emit.op("merged_momentum",
-                {"Param": params, "Grad": [g for _, g in pairs], "Velocity": [accs[p]["velocity"] for p in params],
-                 "LearningRate": [self.param_lr(emit, lr, attrs[p]) for p in params]},
-                {"ParamOut": params, "VelocityOut": [accs[p]["velocity"] for p in params]},
-                {"mu": self.momentum, "use_nesterov": self.use_nesterov, "rescale_grad": self.rescale_grad,
-                 "regularization_method": [m for m, _ in decays], "regularization_coeff": [c for _, c in decays]},
-                role_var=[name for pair in pairs for name in pair])
+        for group in precision_groups(pairs, lambda name: emit.block.var(name).dtype):
+            params = [p for p, _ in group]
+            decays = [self._decay(attrs[p]) for p in params]
+            masters = [accs[p][MASTER] for p in params if MASTER in accs[p]]
+            inputs = {"Param": params, "Grad": [g for _, g in group], "Velocity": [accs[p]["velocity"] for p in params],
+                      "LearningRate": [self.param_lr(emit, lr, attrs[p]) for p in params]}
+            outputs = {"ParamOut": params, "VelocityOut": inputs["Velocity"]}
+            master_slots(inputs, outputs, masters, lower_case=False)
+            emit.op("merged_momentum", inputs, outputs,
+                    {"mu": self.momentum, "use_nesterov": self.use_nesterov, "rescale_grad": self.rescale_grad,
+                     "regularization_method": [m for m, _ in decays], "multi_precision": bool(masters),
+                     "regularization_coeff": [c for _, c in decays]},
+                    role_var=[name for pair in pairs for name in pair])
 
 
 class LarsMomentum(Optimizer):
@@ -69,8 +76,10 @@ class LarsMomentum(Optimizer):
     accumulators = (VELOCITY,)
 
     def __init__(self, learning_rate=0.001, momentum=0.9, lars_coeff=0.001, lars_weight_decay=0.0005,
-                 regularization=None, grad_clip=None, exclude_from_weight_decay=None, epsilon=0.0, rescale_grad=1.0):
+                 regularization=None, grad_clip=None, exclude_from_weight_decay=None, epsilon=0.0,
+                 multi_precision=False, rescale_grad=1.0):
         super().__init__(learning_rate, regularization, grad_clip)
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
         self.momentum, self.lars_coeff, self.lars_weight_decay = float(momentum), float(lars_coeff), lars_weight_decay
         self.exclude = list(exclude_from_weight_decay or [])
         self.epsilon, self.rescale_grad = float(epsilon), float(rescale_grad)
@@ -138,7 +147,10 @@ class Rprop(Optimizer):
     slots = ("param", "grad", "learning_rate")
     accumulators = (Accumulator("prevs", "prev"), Accumulator("learning_rates", "learning_rate", "initial_lr"))
 
-    def __init__(self, learning_rate=0.001, learning_rate_range=(1e-5, 50), etas=(0.5, 1.2), grad_clip=None):
+    float32_accumulators = False   # Paddle's Rprop names its accumulators after the master but keeps the dtype
+
+    def __init__(self, learning_rate=0.001, learning_rate_range=(1e-5, 50), etas=(0.5, 1.2), grad_clip=None,
+                 multi_precision=False):
         if isinstance(learning_rate, Schedule):
             raise GradcError("Rprop: learning_rate must be a number (its step sizes adapt per element)")
         super().__init__(learning_rate, 0.0, grad_clip)
@@ -149,6 +161,7 @@ class Rprop(Optimizer):
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise GradcError(f"Rprop: needs 0 < etas[0] < 1 < etas[1], got {etas}")
         self.initial_lr, self.range, self.etas = float(learning_rate), (low, high), tuple(map(float, etas))
+        self.multi_precision = multi_precision_flag(type(self).__name__, multi_precision)
 
     def append_updates(self, emit, pairs, lr, attrs, accs):
         emit.role_var = list(pairs[0])
@@ -156,22 +169,28 @@ class Rprop(Optimizer):
         row = emit.temporary(f"{first.name}_slice_{{}}", first.shape[1:], first.dtype)
         emit.op("slice", {"Input": [first.name]}, {"Out": [row]},
                 {"axes": [0], "starts": [0], "ends": [1], "decrease_axis": [0], "infer_flags": [1]})
-        tensors = [self._assign(emit, values) for values in (self.range, self.etas)]
+        tensors = [self._assign(emit, values, first.dtype) for values in (self.range, self.etas)]
         for param, grad in pairs:
             acc = accs[param]
-            emit.op("rprop", {"param": [param], "grad": [grad], "prev": [acc["prevs"]],
-                              "learning_rate": [acc["learning_rates"]], "learning_rate_range": [tensors[0]],
-                              "etas": [tensors[1]]},
-                    {out("param"): [param], out("prev"): [acc["prevs"]],
-                     out("learning_rate"): [acc["learning_rates"]]}, role_var=[param, grad])
+            prev, rates = acc["prevs"], acc["learning_rates"]
+            inputs = {"param": [param], "grad": [grad], "prev": [prev], "learning_rate": [rates],
+                      "learning_rate_range": [tensors[0]], "etas": [tensors[1]]}
+            outputs = {out("param"): [param], out("prev"): [prev], out("learning_rate"): [rates]}
+            master_slots(inputs, outputs, [acc[MASTER]] if MASTER in acc else [], lower_case=True)
+            emit.op("rprop", inputs, outputs, {"multi_precision": MASTER in acc}, role_var=[param, grad])
 
     @staticmethod
-    def _assign(emit, values: tuple[float, float]) -> str:
-        """A [1, 2] float32 tensor written by assign_value (Scalars of the float32-rounded values, as to_tensor)."""
-        var = emit.temporary("assign_{}.tmp_0", [1, 2], 5, stop_gradient=True)
+    def _assign(emit, values: tuple[float, float], dtype: int) -> str:
+        """A [1, 2] float32 tensor written by assign_value (Scalars of the float32-rounded values, as to_tensor),
+        cast to the first parameter's dtype when that is another."""
+        var = emit.temporary("assign_{}.tmp_0", [1, 2], VarType.FP32, stop_gradient=True)
         scalars = [framework_pb2.Scalar(type=framework_pb2.Scalar.FLOAT64,
                                         r=struct.unpack("f", struct.pack("f", v))[0]).SerializeToString()
                    for v in values]
-        op = emit.op("assign_value", {}, {"Out": [var]}, {"shape": [1, 2], "dtype": 5})
+        op = emit.op("assign_value", {}, {"Out": [var]}, {"shape": [1, 2], "dtype": int(VarType.FP32)})
         op.set_attr("values", scalars, AttrType.SCALARS)
-        return var
+        if dtype == VarType.FP32:
+            return var
+        cast = emit.temporary("cast_{}.tmp_0", [1, 2], dtype, stop_gradient=True)
+        emit.op("cast", {"X": [var]}, {"Out": [cast]}, {"in_dtype": int(VarType.FP32), "out_dtype": int(dtype)})
+        return cast

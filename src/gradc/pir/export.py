@@ -261,7 +261,7 @@ class Exporter:
         """The op's result values, the vars they become, and the lists a builtin.split takes apart."""
         results, bindings, splits = [], {}, []
         for spec in row.results:
-            if spec.is_list:
+            if spec.is_list and op.output(spec.slot):   # an empty optional list (no master weights) is null
                 names = op.output(spec.slot)
                 value = Value(0, VectorType(tuple(None if n == EMPTY_VAR else self.type_of(n) for n in names)))
                 splits.append((value, names))

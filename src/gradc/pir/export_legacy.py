@@ -1,13 +1,16 @@
-"""Export of legacy ops PIR has no op for, written as the PIR ops that compute the same: fluid's fc layer
-`mul` (X flattened to x_num_col_dims leading dims and one of the rest, times a 2-D Y) as pd_op.matmul,
-and `mul_grad` as pd_op.matmul_grad with X's grad reshaped back."""
+"""Export of legacy ops PIR has no op for (or none Paddle runs), written as the PIR ops that compute the same:
+fluid's fc layer `mul` (X flattened to x_num_col_dims leading dims and one of the rest, times a 2-D Y) as
+pd_op.matmul, `mul_grad` as pd_op.matmul_grad with X's grad reshaped back, and `merged_momentum` as one
+pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(use_multi_tensor=True)): Paddle
+3.3.1's PIR executor cannot run pd_op.merged_momentum_, whose kernel wants ParamOut to be Param's very tensor."""
 
 from __future__ import annotations
 
 import math
 
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, OpDesc
 from .graph import Attr, TensorType, Value
+from .table.rows import EXPORTS
 
 NO_TRANSPOSE = {"transpose_x": Attr("a_bool", False), "transpose_y": Attr("a_bool", False)}
 
@@ -56,3 +59,25 @@ def _reshaped(exporter, value: Value, shape, name: str | None, dims=None) -> Val
     target = [d if d >= 0 else -1 for d in shape]
     exporter.emit("pd_op.reshape", [value, exporter.constant("ints", target)], [result], {})
     return result
+
+
+def merged_momentum(op, exporter) -> None:
+    """Parameter i: its lr (or the only one), its regularization (or none), the shared attributes."""
+    params, lrs = op.input("Param"), op.input("LearningRate")
+    methods, coeffs = op.attrs.get("regularization_method") or [], op.attrs.get("regularization_coeff") or []
+    if len(lrs) not in (1, len(params)) or len(methods) not in (0, len(params)) or len(coeffs) != len(methods):
+        raise exporter.fail(f"merged_momentum has {len(params)} parameters, {len(lrs)} learning rates and "
+                            f"{len(methods)}/{len(coeffs)} regularization methods/coefficients")
+    masters = [n for n in op.input("MasterParam") if n != EMPTY_VAR]
+    shared = {name: op.attrs[name] for name in ("mu", "use_nesterov", "multi_precision", "rescale_grad")
+              if name in op.attrs}
+    for i, param in enumerate(params):
+        master = {"MasterParam": [masters[i]]} if masters else {}
+        single = OpDesc("momentum", {"Param": [param], "Grad": [op.input("Grad")[i]],
+                                     "Velocity": [op.input("Velocity")[i]], "LearningRate": [lrs[min(i, len(lrs) - 1)]],
+                                     **master},
+                        {"ParamOut": [op.output("ParamOut")[i]], "VelocityOut": [op.output("VelocityOut")[i]],
+                         **({"MasterParamOut": [op.output("MasterParamOut")[i]]} if masters else {})},
+                        {**shared, "regularization_method": methods[i] if methods else "",
+                         "regularization_coeff": coeffs[i] if coeffs else 0.0})
+        exporter.generic(EXPORTS["momentum"][0], single)

@@ -9,7 +9,8 @@ from .graph import Attr
 
 _SCALAR_KINDS = {"bool": ("a_bool", bool), "i32": ("a_i32", int), "i64": ("a_i64", int), "f32": ("a_f32", float),
                  "f64": ("a_f64", float), "str": ("a_str", str)}
-_ARRAY_KINDS = {"i32s": ("a_i32", int), "i64s": ("a_i64", int), "f32s": ("a_f32", float), "f64s": ("a_f64", float)}
+_ARRAY_KINDS = {"i32s": ("a_i32", int), "i64s": ("a_i64", int), "f32s": ("a_f32", float), "f64s": ("a_f64", float),
+                "strs": ("a_str", str)}
 
 
 def encode_attr_value(kind: str, value, exporter) -> Attr:
@@ -61,5 +62,6 @@ SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
                    "conditional_block": export_control.conditional_block, "select_input": export_control.select_input,
                    "while": export_control.while_, "conditional_block_grad": export_grads.conditional_block_grad,
                    "while_grad": export_grads.while_grad, "select_output": export_grads.select_output,
-                   "mul": export_legacy.mul, "mul_grad": export_legacy.mul_grad}
+                   "mul": export_legacy.mul, "mul_grad": export_legacy.mul_grad,
+                   "merged_momentum": export_legacy.merged_momentum}
 

@@ -44,6 +44,10 @@ def update(k, rule, outputs: list[str], param: str = "Param", grad: str = "Grad"
         results = dict(zip(outputs, rule(weight, gradient.astype(weight.dtype))))
         results[out(master)] = results[outputs[0]]
         results[outputs[0]] = results[outputs[0]].astype(value.dtype)
+        for slot in outputs[1:]:   # accumulators keep their dtype (Rprop's float16 ones: float32 math, stored back)
+            source = slot[:-len("_out")] if slot.endswith("_out") else slot[:-len("Out")]
+            if results.get(slot) is not None and index < len(k.op.input(source)):
+                results[slot] = np.asarray(results[slot]).astype(np.asarray(k.x(source, index)).dtype, copy=False)
     else:
         results = dict(zip(outputs, rule(value, gradient)))
     return {slot: v for slot, v in results.items() if v is not None}

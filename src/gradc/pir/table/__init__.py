@@ -16,7 +16,7 @@ results, in PIR order:   ``name:Slot``, ``name:Slot*`` (a list), ``name:Slot&ope
                          var), ``name:-`` (none); ``+Slot`` a legacy-only output (XShape) with a fresh var
 attributes:              ``name[=legacy]:kind[=default]``; legacy ``-`` means PIR-only (dropped on import,
                          written with its default on export). kinds: bool i32 i64 f32 f64 str dtype place
-                         intarray i32s i64s f32s f64s
+                         intarray i32s i64s f32s f64s strs
 ``fixed`` sets legacy attributes to constants; ``hook`` adjusts the imported legacy op for semantics the
 notation cannot say (PIR's empty axis list meaning "all", ...); ``back`` does the same on export, and
 ``when`` picks among rows of one legacy type on export; ``special`` replaces the generic translation.
@@ -75,7 +75,7 @@ class Row:
 
 
 _DEFAULTS = {"bool": False, "i32": 0, "i64": 0, "f32": 0.0, "f64": 0.0, "str": "", "place": [0, 0, ""],
-             "i32s": [], "i64s": [], "f32s": [], "f64s": [], "intarray": [], "dtype": "float32"}
+             "i32s": [], "i64s": [], "f32s": [], "f64s": [], "strs": [], "intarray": [], "dtype": "float32"}
 
 
 def _slot(text: str) -> tuple[str | None, bool]:

@@ -1,6 +1,8 @@
 """Rows for the optimizers' update ops as Paddle's PIR training programs write them (`Optimizer.minimize` in PIR
-mode): in place on the parameter and its accumulators; Adam's beta1/beta2/epsilon are [1] operands. Gradient
-clipping's norms, and `scale_`, which Adamax's beta1_pow update is in place."""
+mode): in place on the parameter and its accumulators; Adam's beta1/beta2/epsilon are [1] operands. The list ops
+(lars_momentum_, merged_momentum_, merged_adam_) take each slot as one vector operand (a builtin.combine) and give
+vector results (taken apart by builtin.split). Gradient clipping's norms, and `scale_`, which Adamax's beta1_pow
+update is in place."""
 
 from __future__ import annotations
 
@@ -19,6 +21,9 @@ ADAM_ATTRS = ("lazy_mode:bool min_row_size_to_use_multithread:i64=1000 multi_pre
 MASTER = "master_param?:MasterParam"
 MASTER_OUT = "master_param_out:MasterParamOut&master_param"
 MASTER_LOWER, MASTER_OUT_LOWER = "master_param?:master_param", "master_param_out:master_param_out&master_param"
+
+LIST_MOMENTUM_OUT = ("param_out:ParamOut*&param velocity_out:VelocityOut*&velocity "
+                     "master_param_out:MasterParamOut*&master_param")
 
 
 def _in_place(legacy, exporter) -> bool:
@@ -71,6 +76,22 @@ ROWS = [
     row("pd_op.rprop_", "rprop", f"param:param grad:grad prev:prev learning_rate:learning_rate {MASTER_LOWER} "
         "learning_rate_range:learning_rate_range etas:etas", "param_out:param_out&param prev_out:prev_out&prev "
         f"learning_rate_out:learning_rate_out&learning_rate {MASTER_OUT_LOWER}", "multi_precision:bool"),
+    row("pd_op.lars_momentum_", "lars_momentum",
+        "param:Param* grad:Grad* velocity:Velocity* learning_rate:LearningRate* master_param?:MasterParam*",
+        LIST_MOMENTUM_OUT, "mu:f32 lars_coeff:f32=0.001 lars_weight_decay:f32s epsilon:f32 multi_precision:bool "
+        "rescale_grad:f32=1"),
+    row("pd_op.merged_momentum_", "merged_momentum",
+        "param:Param* grad:Grad* velocity:Velocity* learning_rate:LearningRate* master_param?:MasterParam*",
+        LIST_MOMENTUM_OUT, "mu:f32=0.9 use_nesterov:bool regularization_method:strs regularization_coeff:f32s "
+        "multi_precision:bool rescale_grad:f32=1"),
+    row("pd_op.merged_adam_", "merged_adam",
+        "param:Param* grad:Grad* learning_rate:LearningRate* moment1:Moment1* moment2:Moment2* "
+        "moment2_max?:Moment2Max* beta1_pow:Beta1Pow* beta2_pow:Beta2Pow* master_param?:MasterParam* "
+        "beta1>beta1:float beta2>beta2:float epsilon>epsilon:float",
+        "param_out:ParamOut*&param moment1_out:Moment1Out*&moment1 moment2_out:Moment2Out*&moment2 "
+        "moment2_max_out:Moment2MaxOut*&moment2_max beta1_pow_out:Beta1PowOut*&beta1_pow "
+        "beta2_pow_out:Beta2PowOut*&beta2_pow master_param_out:MasterParamOut*&master_param",
+        "multi_precision:bool use_global_beta_pow:bool amsgrad:bool"),
     row("pd_op.squared_l2_norm", "squared_l2_norm", "x:X"),
     row("pd_op.clip_by_norm", "clip_by_norm", "x:X", "out:Out", "max_norm:f32"),
     row("pd_op.scale_", "scale", "x:X scale>scale:float", "out:Out&x", "bias:f32 bias_after_scale:bool",
