@@ -40,7 +40,7 @@ def _dropout(f: Formula, g: GradContext):
     return dropped(f, mask, g.attr("dropout_prob"))
 
 
-def _recomputed_grads(f: Formula, g: GradContext) -> dict[str, str]:
+def recomputed_grads(f: Formula, g: GradContext) -> dict[str, str]:
     """Emits the unrolled forward and its backward; returns {rnn_grad output var: the var recomputing it}."""
     x = first(g.I("Input"))
     steps, batch = _steps_and_batch(g, x)
@@ -60,9 +60,9 @@ def _recomputed_grads(f: Formula, g: GradContext) -> dict[str, str]:
 
 
 def _rnn_grad(g: GradContext):
-    """rnn_grad's grads: the backward of its recomputation (_recomputed_grads), seeded with its outputs' grads."""
+    """rnn_grad's grads: the backward of its recomputation (recomputed_grads), seeded with its outputs' grads."""
     f = Formula(g)
-    recomputed = _recomputed_grads(f, g)
+    recomputed = recomputed_grads(f, g)
     if not recomputed:
         return []
     seeds = {recomputed[name]: og for grad_slot, _ in GRAD_SLOTS for name, og in zip(g.O(grad_slot), g.OG(grad_slot))
