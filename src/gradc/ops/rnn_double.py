@@ -60,7 +60,8 @@ def recomputed_grads(f: Formula, g: GradContext) -> dict[str, str]:
 
 
 def _rnn_grad(g: GradContext):
-    """rnn_grad's grads: the backward of its recomputation (recomputed_grads), seeded with its outputs' grads."""
+    """The rnn forward unrolled into differentiable ops and its backward (recomputing rnn_grad's outputs), both
+    differentiated again, seeded with the grads of rnn_grad's outputs."""
     f = Formula(g)
     recomputed = recomputed_grads(f, g)
     if not recomputed:
