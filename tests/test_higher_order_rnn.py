@@ -141,6 +141,18 @@ def test_third_derivatives_of_a_small_lstm_model():
     assert all(np.abs(g).max() > 1e-3 for g in grads.values())
 
 
+def test_a_batch_size_known_at_run_time_only_is_fine():
+    """Only T must be known: a penalty on the weights' grads of a bidirectional GRU over sequences of a batch
+    declared -1, with SequenceLength."""
+    net, rnn, loss, feed, params = rnn_net("GRU", 1, 2, [3, 1])
+    for name in rnn.input("Input") + rnn.input("PreState"):
+        net.block.var(name).shape[1] = -1
+    pairs = gradc.append_backward(net.program, loss)
+    penalty = weighted_sum(net, [grad for _, grad in pairs], feed, "v", RNG)
+    grads = check_program(net.program, feed, ["x", *params], loss=penalty, params=params, rtol=1e-4, atol=1e-6)
+    assert all(np.abs(g).max() > 1e-3 for g in grads.values())
+
+
 def test_an_unknown_number_of_time_steps_is_an_error_naming_input():
     net, rnn, loss, feed, params = rnn_net("GRU", 1, 1)
     net.block.var("x").shape = [-1, BATCH, INPUT]
