@@ -2,8 +2,8 @@
 derivatives follow. As cumprod's (cumprod_double), the forward is written again with differentiable ops (unrolled
 over layers, directions and time steps: gradc.ops.rnn_unrolled), its backward seeded with rnn_grad's Out@GRAD and
 State@GRAD is emitted by ``differentiate`` (so it recomputes rnn_grad's outputs), and both are differentiated
-again. rnn_grad's Out, Reserve and DropoutState are constants here: the recomputation reads only Input, PreState,
-WeightList, SequenceLength, the mask DropoutState and the output grads.
+again. The recomputation reads Input, PreState, WeightList and the output grads, and as constants SequenceLength
+and the dropout mask DropoutState; not Out or Reserve.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The fused ``rnn`` op's forward written again with differentiable ops, one cell per layer, direction and time
 step, so rnn_grad's maker (gradc.ops.rnn_double) can differentiate it. The math is docs/rnn.md's and the
-kernel's (gradc.executor.kernels.rnn_math), in the same order of operations: LSTM gates (i, f, g, o), GRU
-gates (r, z, n) with the reset gate on the hidden projection including its bias; direction 1 walks time
-backwards; past a sequence's length the state is carried and Out is zero; the dropout mask scales every
-layer's input but the first's.
+kernel's (gradc.executor.kernels.rnn_math), mostly in its order of operations (Out agrees to a few ulps): LSTM
+gates (i, f, g, o), GRU gates (r, z, n) with the reset gate on the hidden projection including its bias;
+direction 1 walks time backwards; past a sequence's length the state is carried and Out is zero; the dropout
+mask scales every layer's input but the first's.
 """
 
 from __future__ import annotations
@@ -125,9 +125,9 @@ class Unrolled:
                 per_direction.append(outs)
                 for final, state in zip(finals, states):
                     final.append(state)
-            steps = [self.op("concat", {"X": list(outs)}, outs[0], [batch, shape.directions * hidden], {"axis": 1})
-                     if shape.directions > 1 else outs[0] for outs in zip(*per_direction)]
-            out = self.f.op("stack", {"X": steps}, steps[0], {"axis": 0}, slot="Y",
+            per_step = [self.op("concat", {"X": list(outs)}, outs[0], [batch, shape.directions * hidden], {"axis": 1})
+                        if shape.directions > 1 else outs[0] for outs in zip(*per_direction)]
+            out = self.f.op("stack", {"X": per_step}, per_step[0], {"axis": 0}, slot="Y",
                             dims=lambda _: [self.steps, batch, shape.directions * hidden])
             layer_in = dropout(out) if dropout is not None and layer + 1 < shape.num_layers else out
         states = [self.f.op("stack", {"X": final}, final[0], {"axis": 0}, slot="Y",
