@@ -14,6 +14,7 @@ from deep_nets import batch_norm, fan_out, initial_values, mlp, resnet
 from float64_nets import cumprod_index_put_net, float64_fc, weighted_sum
 from gradc.layers import ProgramBuilder
 from gradc.passes import EagerAccumulationPass, RecomputePass
+from gradc.rnn_shape import RnnShape
 
 
 def _rng(seed: int) -> np.random.Generator:
@@ -178,6 +179,39 @@ def cumprod_index_put_third_order():
     return net.program, feed, {"b": rng.standard_normal(4), "v": rng.standard_normal(4)}, first + second + third
 
 
+def rnn_second_order(mode: str, layers: int, bidirec: bool, lengths=None, third: bool = False):
+    """H v (and with ``third`` the derivative of u . H v) through the fused rnn op, which rnn_grad's maker unrolls
+    (Paddle runs the unrolled ops and its own rnn and rnn_grad kernels): rnn over x [3, 2, 3], tanh of a dense
+    layer, mean(y^2 + y). The initial states are trainable, but zeros with SequenceLength: Paddle's rnn_grad is
+    wrong for a reverse direction with lengths from nonzero ones (docs/rnn.md section 6)."""
+    rng = _rng(7)
+    net = ProgramBuilder(seed=7)
+    shape = RnnShape(mode, layers, 2 if bidirec else 1, 3, 2)
+    x = net.data("x", [3, 2, 3], "float64", stop_gradient=True)
+    dims = [shape.num_layers * shape.directions, 2, 2]
+    states = [net.parameter(f"rnn.h{k}", dims, "float64") if lengths is None else net.data(f"h{k}", dims, "float64")
+              for k in range(shape.states)]
+    weights = [net.parameter(f"rnn.w_{k}", list(w), "float64") for k, w in enumerate(shape.weight_shapes())]
+    inputs = {"Input": x, "PreState": states, "WeightList": weights}
+    feed = {"x": rng.standard_normal((3, 2, 3))}
+    if lengths is not None:
+        inputs["SequenceLength"] = net.data("lengths", [2], "int64")
+        feed.update({"lengths": np.array(lengths, np.int64), **{h: np.zeros(dims) for h in states}})
+    out = net.op("rnn", inputs, {"mode": mode, "num_layers": layers, "is_bidirec": bidirec, "input_size": 3,
+                                 "hidden_size": 2})[0]
+    hidden = net.op("matmul_v2", {"X": out, "Y": net.parameter("fc.w", [shape.directions * 2, 2], "float64")})[0]
+    y = net.op("tanh", {"X": hidden})[0]
+    loss = net.mean(net.op("elementwise_add", {"X": net.op("square", {"X": y})[0], "Y": y})[0])
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng)
+    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
+    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
+    fetch = [g for _, g in pairs] + second
+    if third:
+        fetch += gradc.gradients(net.program, weighted_sum(net, second, feed, "u", rng), [p for p, _ in pairs])
+    return net.program, feed, params, fetch
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -195,6 +229,10 @@ CASES = {
     "hvp_norms_selections": norms_selections_second_order,
     "hvp_conv_losses": conv_losses_second_order,
     "third_order_cumprod_index_put": cumprod_index_put_third_order,
+    "hvp_lstm": lambda: rnn_second_order("LSTM", 2, True),
+    "hvp_gru_lengths": lambda: rnn_second_order("GRU", 1, True, [3, 1]),
+    "hvp_simple_rnn": lambda: rnn_second_order("RNN_TANH", 1, False),
+    "third_order_lstm": lambda: rnn_second_order("LSTM", 1, False, third=True),
     "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
     "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
                                       RecomputePass("auto")),

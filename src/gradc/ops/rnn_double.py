@@ -1,0 +1,75 @@
+"""Second derivatives of the fused ``rnn`` op: rnn_grad's maker, composite (gradc.ops.composite) so third
+derivatives follow. As cumprod's (cumprod_double), the forward is written again with differentiable ops (unrolled
+over layers, directions and time steps: gradc.ops.rnn_unrolled), its backward seeded with rnn_grad's Out@GRAD and
+State@GRAD is emitted by ``differentiate`` (so it recomputes rnn_grad's outputs), and both are differentiated
+again. The recomputation reads Input, PreState, WeightList and the output grads, and as constants SequenceLength
+and the dropout mask DropoutState; not Out or Reserve.
+"""
+
+from __future__ import annotations
+
+from ..errors import GradError
+from ..ir import EMPTY_VAR
+from ..makers import GradContext
+from ..registry import defgrad
+from . import rnn  # noqa: F401  (registers rnn_grad)
+from .composite import Formula, differentiate, first
+from .rnn import rnn_shape_of
+from .rnn_unrolled import Unrolled, dropped
+
+# rnn_grad's outputs and the rnn inputs whose grads they are
+GRAD_SLOTS = (("Input@GRAD", "Input"), ("PreState@GRAD", "PreState"), ("WeightList@GRAD", "WeightList"))
+
+
+def _steps_and_batch(g: GradContext, x: str) -> tuple[int, int]:
+    """T (which the unrolling needs) and B (-1 when known at run time only) of Input."""
+    dims = g.shape(x)
+    if dims is None or len(dims) != 3 or dims[0] < 0:
+        raise GradError(f"rnn_grad: the time steps (dim 0) of Input '{x}' must be known to unroll the recurrence, "
+                        f"got shape {dims}")
+    return dims[0], dims[1]
+
+
+def _dropout(f: Formula, g: GradContext):
+    """The inter-layer dropout the forward applied (None: none), from its mask DropoutState."""
+    if g.attr("is_test") or g.attr("dropout_prob") <= 0 or g.attr("num_layers") < 2:
+        return None
+    mask = first(g.I("DropoutState"))
+    if mask is None:
+        raise GradError("rnn_grad: dropout between layers needs its mask, but the slot DropoutState is empty")
+    return dropped(f, mask, g.attr("dropout_prob"))
+
+
+def recomputed_grads(f: Formula, g: GradContext) -> dict[str, str]:
+    """Emits the unrolled forward and its backward; returns {rnn_grad output var: the var recomputing it}."""
+    x = first(g.I("Input"))
+    steps, batch = _steps_and_batch(g, x)
+    out, states = Unrolled(f, rnn_shape_of(g.attr), steps, batch).forward(
+        x, g.I("PreState"), g.I("WeightList"), first(g.I("SequenceLength")), _dropout(f, g))
+    seeds = {out: first(g.I("Out@GRAD"))} if g.I("Out@GRAD") else {}
+    seeds.update((state, grad) for state, grad in zip(states, g.I("State@GRAD")) if grad != EMPTY_VAR)
+    recomputed, targets = {}, {}
+    for grad_slot, slot in GRAD_SLOTS:
+        for var, name in zip(g.I(slot), g.O(grad_slot)):
+            if name != EMPTY_VAR:
+                targets[var] = recomputed[name] = targets.get(var) or g.tmp(var)
+    if not seeds:
+        return {}
+    f.ops.extend(differentiate(g, list(f.ops), seeds, targets))
+    return recomputed
+
+
+def _rnn_grad(g: GradContext):
+    """The rnn forward unrolled into differentiable ops and its backward (recomputing rnn_grad's outputs), both
+    differentiated again, seeded with the grads of rnn_grad's outputs."""
+    f = Formula(g)
+    recomputed = recomputed_grads(f, g)
+    if not recomputed:
+        return []
+    seeds = {recomputed[name]: og for grad_slot, _ in GRAD_SLOTS for name, og in zip(g.O(grad_slot), g.OG(grad_slot))
+             if name in recomputed}
+    targets = {var: ig for slot in g.opdef.inputs for var, ig in zip(g.I(slot), g.IG(slot)) if ig != EMPTY_VAR}
+    return f.ops + differentiate(g, f.ops, seeds, targets)
+
+
+defgrad("rnn_grad", grad=_rnn_grad, no_grad_inputs=["Out", "Reserve", "DropoutState", "SequenceLength"])

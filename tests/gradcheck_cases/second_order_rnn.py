@@ -1,0 +1,40 @@
+"""Second-derivative cases (as in second_order.py) for the fused rnn op's grad, whose maker unrolls the recurrence
+(gradc.ops.rnn_double): every mode, 1 and 2 layers, one and two directions, SequenceLength (a zero length too),
+dropout between layers with a seeded mask, is_test. Tiny sizes keep the central differences cheap."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradc.rnn_shape import RnnShape
+
+from . import rng
+from .second_order import second_order
+
+r = rng(61)
+STEPS, BATCH, INPUT, HIDDEN = 3, 2, 2, 2
+
+
+def rnn_second_order(mode: str, layers: int = 1, directions: int = 1, lengths=None, steps: int = STEPS, **attrs):
+    shape = RnnShape(mode, layers, directions, INPUT, HIDDEN)
+    inputs = {"Input": r.standard_normal((steps, BATCH, INPUT)),
+              "PreState": [0.5 * r.standard_normal((layers * directions, BATCH, HIDDEN)) for _ in range(shape.states)],
+              "WeightList": [r.uniform(-0.8, 0.8, s) for s in shape.weight_shapes()]}
+    if mode == "RNN_RELU":   # keep the pre-activations away from relu's kink, where differences jump
+        inputs["WeightList"] = [w + np.sign(w) * 0.2 for w in inputs["WeightList"]]
+    if lengths is not None:
+        inputs["SequenceLength"] = np.array(lengths, np.int64)
+    dropout = attrs.get("dropout_prob", 0) > 0 and not attrs.get("is_test")
+    return second_order("rnn", inputs, {"mode": mode, "num_layers": layers, "is_bidirec": directions == 2,
+                                        "input_size": INPUT, "hidden_size": HIDDEN, **attrs},
+                        counts={"State": shape.states, "DropoutState": int(dropout)}, rtol=1e-4, atol=1e-6)
+
+
+CASES = [rnn_second_order(mode) for mode in ("LSTM", "GRU", "RNN_TANH", "RNN_RELU")] + [
+    rnn_second_order("LSTM", 2, 2, steps=2),
+    rnn_second_order("GRU", 1, 2, [3, 1]),
+    rnn_second_order("LSTM", 1, 1, [0, 2]),
+    rnn_second_order("RNN_TANH", 2, 1, [2, 3]),
+    rnn_second_order("GRU", 2, 1, None, steps=2, dropout_prob=0.5, seed=3),
+    rnn_second_order("RNN_TANH", 2, 2, [1, 2], steps=2, dropout_prob=0.4, is_test=True),
+]

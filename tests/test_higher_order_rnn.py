@@ -1,0 +1,162 @@
+"""Second and third derivatives through the fused rnn op (nn.LSTM / nn.GRU / nn.SimpleRNN): rnn_grad's maker
+(gradc.ops.rnn_double) unrolls the recurrence into differentiable ops. Its unrolled forward must be the kernel's
+forward, its backward the kernel's rnn_grad, and the Hessian-vector product of a small LSTM model must match
+central differences of the model's gradient."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradc
+from float64_nets import weighted_sum
+from gradc import registry
+from gradc.backward.vars import TmpVars
+from gradc.gradcheck import check_program
+from gradc.layers import ProgramBuilder
+from gradc.makers import GradContext
+from gradc.ops.composite import Formula
+from gradc.ops.rnn_double import recomputed_grads
+from gradc.ops.rnn_unrolled import Unrolled, dropped
+from gradc.rnn_shape import RnnShape
+
+RNG = np.random.default_rng(23)
+STEPS, BATCH, INPUT, HIDDEN = 3, 2, 3, 2
+
+
+def rnn_net(mode: str, layers: int, directions: int, lengths=None, steps: int = STEPS, **attrs):
+    """x -> rnn -> loss = sum(W . Out) + sum(V . State): the rnn op, its inputs' values and the loss."""
+    net = ProgramBuilder()
+    shape = RnnShape(mode, layers, directions, INPUT, HIDDEN)
+    x = net.data("x", [steps, BATCH, INPUT], "float64", stop_gradient=False)
+    states = [net.data(f"h{k}", [layers * directions, BATCH, HIDDEN], "float64", stop_gradient=False)
+              for k in range(shape.states)]
+    weights = [net.parameter(f"w{k}", list(s), "float64") for k, s in enumerate(shape.weight_shapes())]
+    feed = {x: RNG.standard_normal((steps, BATCH, INPUT)),
+            **{h: 0.5 * RNG.standard_normal((layers * directions, BATCH, HIDDEN)) for h in states}}
+    params = {w: RNG.uniform(-0.8, 0.8, s) for w, s in zip(weights, shape.weight_shapes())}
+    inputs = {"Input": x, "PreState": states, "WeightList": weights}
+    if lengths is not None:
+        inputs["SequenceLength"] = net.data("lengths", [BATCH], "int64")
+        feed["lengths"] = np.array(lengths, np.int64)
+    attrs = {"mode": mode, "num_layers": layers, "is_bidirec": directions == 2, "input_size": INPUT,
+             "hidden_size": HIDDEN, **attrs}
+    outputs = net.op("rnn", inputs, attrs, outputs=["Out", "State"])
+    rnn = net.block.ops[-1]
+    return net, rnn, weighted_sum(net, outputs, feed, "seed", RNG), feed, params
+
+
+def _scope(params: dict) -> gradc.Scope:
+    scope = gradc.Scope()
+    for name, value in params.items():
+        scope[name] = value.copy()
+    return scope
+
+
+def _context(block, op) -> tuple[Formula, GradContext]:
+    g = GradContext(op, registry.get(op.type), lambda name: True, TmpVars(block),
+                    shape=lambda name: block.var(name).shape, block=block)
+    return Formula(g), g
+
+
+CONFIGS = [("LSTM", 1, 1, None, {}), ("GRU", 1, 1, None, {}), ("RNN_TANH", 1, 1, None, {}),
+           ("RNN_RELU", 1, 1, None, {}), ("LSTM", 2, 2, [3, 1], {}), ("GRU", 2, 2, [0, 2], {}),
+           ("RNN_TANH", 3, 1, None, {"dropout_prob": 0.3, "seed": 4}),
+           ("LSTM", 2, 2, [2, 3], {"dropout_prob": 0.4, "seed": 2})]
+
+
+@pytest.mark.parametrize("mode,layers,directions,lengths,attrs", CONFIGS)
+def test_the_unrolled_forward_and_backward_are_the_kernels(mode, layers, directions, lengths, attrs):
+    """Out and State of the unrolled forward equal the rnn kernel's, and the backward rnn_grad's maker emits
+    recomputes rnn_grad's outputs, to 1e-12 in float64."""
+    net, rnn, loss, feed, params = rnn_net(mode, layers, directions, lengths, **attrs)
+    gradc.append_backward(net.program, loss)
+    block = net.block
+    grad_op = next(op for op in block.ops if op.type == "rnn_grad")
+    f, g = _context(block, rnn)
+    mask = dropped(f, rnn.output("DropoutState")[0], attrs["dropout_prob"]) if attrs else None
+    unrolled = Unrolled(f, RnnShape(mode, layers, directions, INPUT, HIDDEN), STEPS, BATCH)
+    out, states = unrolled.forward(rnn.input("Input")[0], rnn.input("PreState"), rnn.input("WeightList"),
+                                   (rnn.input("SequenceLength") or [None])[0], mask)
+    f_grad, g_grad = _context(block, grad_op)
+    recomputed = recomputed_grads(f_grad, g_grad)
+    assert set(recomputed) == {name for slot in grad_op.outputs.values() for name in slot}
+    block.ops.extend(f.ops + f_grad.ops)
+    net.program.mark_changed()
+    kernel = [rnn.output("Out")[0], *rnn.output("State"), *recomputed]
+    composite = [out, *states, *recomputed.values()]
+    values = gradc.Executor().run(net.program, feed, kernel + composite, _scope(params))
+    for name, want, got in zip(kernel, values[:len(kernel)], values[len(kernel):]):
+        assert np.abs(want).max() > 0
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=name)
+
+
+def lstm_model(steps: int = STEPS, hidden: int = HIDDEN):
+    """A sequence regressor: a one-layer LSTM over x [T, B, I] from zero states, tanh of a dense layer on its
+    Out, loss = mean(y^2 + y)."""
+    net = ProgramBuilder(seed=7)
+    shape = RnnShape("LSTM", 1, 1, INPUT, hidden)
+    x = net.data("x", [steps, BATCH, INPUT], "float64", stop_gradient=True)
+    zeros = net.data("zeros", [1, BATCH, hidden], "float64", stop_gradient=True)
+    weights = [net.parameter(f"lstm.w_{k}", list(s), "float64") for k, s in enumerate(shape.weight_shapes())]
+    out = net.op("rnn", {"Input": x, "PreState": [zeros, zeros], "WeightList": weights},
+                 {"mode": "LSTM", "input_size": INPUT, "hidden_size": hidden})[0]
+    dense = net.op("matmul_v2", {"X": out, "Y": net.parameter("fc.w_0", [hidden, 2], "float64")})[0]
+    dense = net.op("elementwise_add", {"X": dense, "Y": net.parameter("fc.b_0", [2], "float64")})[0]
+    y = net.op("tanh", {"X": dense})[0]
+    loss = net.mean(net.op("elementwise_add", {"X": net.op("square", {"X": y})[0], "Y": y})[0])
+    params = {name: RNG.standard_normal(var.shape) * 0.6 for name, var in net.block.vars.items() if var.is_parameter}
+    return net, loss, params, {"x": RNG.standard_normal((steps, BATCH, INPUT)), "zeros": np.zeros((1, BATCH, hidden))}
+
+
+def test_hessian_vector_product_of_a_small_lstm_model():
+    """H v by the second backward of v . grad(loss), against central differences of grad(loss) along v."""
+    net, loss, params, feed = lstm_model()
+    pairs = gradc.append_backward(net.program, loss)
+    vectors = {}
+    dot = weighted_sum(net, [grad for _, grad in pairs], vectors, "v", RNG)
+    hvp = gradc.gradients(net.program, dot, list(params))
+    executor = gradc.Executor()
+    analytic = executor.run(net.program, {**feed, **vectors}, hvp, _scope(params))
+    direction = {param: vectors[f"v.{grad}"] for param, grad in pairs}
+    eps = 1e-5
+
+    def grads_at(step: float) -> list[np.ndarray]:
+        moved = {name: value + step * direction[name] for name, value in params.items()}
+        return executor.run(net.program, {**feed, **vectors}, [grad for _, grad in pairs], _scope(moved))
+
+    numeric = [(plus - minus) / (2 * eps) for plus, minus in zip(grads_at(eps), grads_at(-eps))]
+    for name, got, want in zip(params, analytic, numeric):
+        assert np.abs(want).max() > 1e-3
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=name)
+
+
+def test_third_derivatives_of_a_small_lstm_model():
+    """u . d(v . grad(loss))/dW differentiated once more: the ops rnn_grad's maker emits have makers too."""
+    net, loss, params, feed = lstm_model(steps=2)
+    pairs = gradc.append_backward(net.program, loss)
+    dot = weighted_sum(net, [grad for _, grad in pairs], feed, "v", RNG)
+    third = weighted_sum(net, gradc.gradients(net.program, dot, list(params)), feed, "u", RNG)
+    grads = check_program(net.program, feed, list(params), loss=third, params=params, rtol=1e-4, atol=1e-6)
+    assert all(np.abs(g).max() > 1e-3 for g in grads.values())
+
+
+def test_a_batch_size_known_at_run_time_only_is_fine():
+    """Only T must be known: a penalty on the weights' grads of a bidirectional GRU over sequences of a batch
+    declared -1, with SequenceLength."""
+    net, rnn, loss, feed, params = rnn_net("GRU", 1, 2, [3, 1])
+    for name in rnn.input("Input") + rnn.input("PreState"):
+        net.block.var(name).shape[1] = -1
+    pairs = gradc.append_backward(net.program, loss)
+    penalty = weighted_sum(net, [grad for _, grad in pairs], feed, "v", RNG)
+    grads = check_program(net.program, feed, ["x", *params], loss=penalty, params=params, rtol=1e-4, atol=1e-6)
+    assert all(np.abs(g).max() > 1e-3 for g in grads.values())
+
+
+def test_an_unknown_number_of_time_steps_is_an_error_naming_input():
+    net, rnn, loss, feed, params = rnn_net("GRU", 1, 1)
+    net.block.var("x").shape = [-1, BATCH, INPUT]
+    gradc.append_backward(net.program, loss)
+    penalty = net.mean(net.op("square", {"X": "x@GRAD"})[0])
+    with pytest.raises(gradc.GradError, match=r"rnn_grad: the time steps \(dim 0\) of Input 'x' must be known"):
+        gradc.gradients(net.program, penalty, ["w0"])
