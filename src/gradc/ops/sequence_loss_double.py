@@ -1,0 +1,101 @@
+"""Second derivatives of the sequence losses: the makers of warpctc_grad and warprnnt_grad, composite
+(gradc.ops.composite) so third derivatives follow. The grad ops only scale the gradient their forward computed
+(WarpCTCGrad, warprnntgrad); as rnn_grad's maker (rnn_double), the loss is written again with differentiable ops
+(gradc.ops.sequence_loss_unrolled), its backward seeded with the loss grad recomputes the grad op's output, and
+both are differentiated again. Paddle's grad ops do not receive the labels: the makers read them (and their
+lengths) from the forward op that wrote the stored gradient, in the same block or an enclosing one.
+"""
+
+from __future__ import annotations
+
+from ..errors import GradError
+from ..ir import OpDesc
+from ..makers import GradContext
+from ..registry import defgrad
+from . import sequence_loss  # noqa: F401  (registers warpctc_grad and warprnnt_grad)
+from .composite import differentiate, expansion, first
+from .sequence_loss_unrolled import Lattice, ctc_loss, rnnt_emissions, rnnt_loss
+
+
+def forward_op(g: GradContext, forward: str, stored: str) -> OpDesc:
+    """The ``forward`` op that wrote the grad op's input slot ``stored`` (its labels are the forward's only)."""
+    var = first(g.I(stored))
+    block = g.block
+    while block is not None:
+        for op in block.ops:
+            if op.type == forward and var in op.output(stored):
+                return op
+        block = block.parent
+    raise GradError(f"{g.fwd.type}: its second derivative needs the labels of the {forward} op that wrote "
+                    f"{stored} '{var}', and no op in its block or an enclosing one writes it")
+
+
+def known_dims(g: GradContext, var: str, dims: dict[int, str]) -> list[int]:
+    """The shape of ``var``, whose dims ``dims`` ({axis: what it is}) the unrolling needs known."""
+    shape = g.shape(var)
+    for axis, meaning in dims.items():
+        if shape is None or len(shape) <= axis or shape[axis] < 1:
+            raise GradError(f"{g.fwd.type}: the {meaning} (dim {axis}) of '{var}' must be known to unroll the "
+                            f"loss's recursion, got shape {shape}")
+    return list(shape)
+
+
+def ctc_recomputed(f, g) -> tuple[str, str]:
+    """The unrolled CTC loss and its backward seeded with Loss@GRAD (divided by each sequence's length with
+    norm_by_times): (the loss, the var recomputing Logits@GRAD)."""
+    ctc = forward_op(g, "warpctc", "WarpCTCGrad")
+    logits, lengths, dloss = first(g.I("Logits")), first(g.I("LogitsLength")), first(g.I("Loss@GRAD"))
+    label, label_length = first(ctc.input("Label")), first(ctc.input("LabelLength"))
+    steps, batch, classes = known_dims(g, logits, {0: "time steps", 2: "classes"})
+    width = known_dims(g, label, {1: "label length"})[1]
+    lat = Lattice(f, logits, batch)
+    loss = ctc_loss(lat, logits, label, lengths, label_length, g.attr("blank"), (steps, batch, classes, width))
+    seed = dloss
+    if g.attr("norm_by_times"):
+        times = lat.op("cast", {"X": lengths}, [batch], {"in_dtype": int(g.block.var(lengths).dtype),
+                                                         "out_dtype": lat.dtype})
+        seed = lat.binary("elementwise_div", dloss, lat.reshape(times, [-1, 1], [batch, 1]), [batch, 1])
+    grad = g.tmp(logits)
+    f.ops.extend(differentiate(g, list(f.ops), {loss: seed}, {logits: grad}))
+    return loss, grad
+
+
+def rnnt_recomputed(f, g) -> tuple[str, str]:
+    """The unrolled RNN-T loss and its backward seeded with loss@GRAD, the label emissions' part scaled by
+    1 + fastemit_lambda as the kernel's: (the loss, the var recomputing input@GRAD)."""
+    rnnt = forward_op(g, "warprnnt", "warprnntgrad")
+    x, lengths, dloss = first(g.I("input")), first(g.I("input_lengths")), first(g.I("loss@GRAD"))
+    label, label_length = first(rnnt.input("label")), first(rnnt.input("label_lengths"))
+    batch, steps, states, classes = known_dims(g, x, {1: "time steps", 2: "label positions", 3: "classes"})
+    if states < 2:
+        raise GradError(f"warprnnt_grad: the label positions (dim 2) of '{x}' must be at least 2 (a label), "
+                        f"got {states}")
+    sizes = (batch, steps, states, classes)
+    lat = Lattice(f, x, batch)
+    blanks, emit = rnnt_emissions(lat, x, label, label_length, g.attr("blank"), sizes)
+    picking = list(f.ops)
+    loss = rnnt_loss(lat, blanks, emit, lengths, label_length, sizes)
+    blank_grad, emit_grad, grad = g.tmp(blanks), g.tmp(emit), g.tmp(x)
+    f.ops.extend(differentiate(g, f.ops[len(picking):], {loss: dloss}, {blanks: blank_grad, emit: emit_grad}))
+    fastemit = g.attr("fastemit_lambda")
+    if fastemit:
+        emit_grad = lat.scale(emit_grad, [batch, steps, states - 1], 1.0 + fastemit)
+    f.ops.extend(differentiate(g, picking, {blanks: blank_grad, emit: emit_grad}, {x: grad}))
+    return loss, grad
+
+
+def _recomputing(recomputed, slot: str):
+    """The maker (``expansion``) of a grad op whose output ``slot`` ``recomputed`` redoes."""
+    def expand(f, g):
+        return {slot: recomputed(f, g)[1]}
+
+    maker = expansion(expand)
+    maker.__doc__ = f"The loss unrolled with differentiable ops and its backward (recomputing {slot}), both " \
+                    "differentiated again; the labels are read from the forward op."
+    return maker
+
+
+defgrad("warpctc_grad", grad=_recomputing(ctc_recomputed, "Logits@GRAD"),
+        no_grad_inputs=["WarpCTCGrad", "LogitsLength"])
+defgrad("warprnnt_grad", grad=_recomputing(rnnt_recomputed, "input@GRAD"),
+        no_grad_inputs=["warprnntgrad", "input_lengths"])
