@@ -212,6 +212,37 @@ def rnn_second_order(mode: str, layers: int, bidirec: bool, lengths=None, third:
     return net.program, feed, params, fetch
 
 
+def sequence_loss_second_order(loss_type: str):
+    """H v through a sequence loss, whose grad op's maker unrolls the loss (Paddle runs the unrolled ops and its
+    own loss and first-order grad kernels): a tanh dense layer and a dense layer over features, then warpctc
+    (repeated labels, unequal lengths, norm_by_times) or log_softmax and warprnnt (fastemit_lambda), mean loss."""
+    rng = _rng(11)
+    net = ProgramBuilder(seed=11)
+    ctc = loss_type == "warpctc"
+    dims = [4, 2, 3] if ctc else [2, 3, 3, 3]   # [T, B, F] for CTC, [B, T, U + 1, F] for RNN-T
+    x = net.data("x", dims, "float64", stop_gradient=True)
+    hidden = net.op("tanh", {"X": net.op("matmul_v2", {"X": x, "Y": net.parameter("fc.w", [3, 3], "float64")})[0]})[0]
+    logits = net.op("matmul_v2", {"X": hidden, "Y": net.parameter("out.w", [3, 4], "float64")})[0]
+    feed = {"x": rng.standard_normal(dims), "label": np.array([[1, 1], [3, 2]], np.int32)}
+    label = net.data("label", [2, 2], "int32")
+    if ctc:
+        feed.update(times=np.array([4, 3], np.int64), sizes=np.array([2, 1], np.int64))
+        inputs = {"Logits": logits, "Label": label, "LogitsLength": net.data("times", [2], "int64"),
+                  "LabelLength": net.data("sizes", [2], "int64")}
+        attrs = {"blank": 0, "norm_by_times": True}
+    else:
+        feed.update(times=np.array([3, 2], np.int32), sizes=np.array([2, 1], np.int32))
+        inputs = {"input": net.op("log_softmax", {"X": logits}, {"axis": -1})[0], "label": label,
+                  "input_lengths": net.data("times", [2], "int32"), "label_lengths": net.data("sizes", [2], "int32")}
+        attrs = {"blank": 0, "fastemit_lambda": 0.25}
+    loss = net.mean(net.op(loss_type, inputs, attrs)[0])
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng, scale=1.0)
+    second = gradc.gradients(net.program, weighted_sum(net, [g for _, g in pairs], feed, "v", rng),
+                             [p for p, _ in pairs])
+    return net.program, feed, params, [g for _, g in pairs] + second
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -233,6 +264,8 @@ CASES = {
     "hvp_gru_lengths": lambda: rnn_second_order("GRU", 1, True, [3, 1]),
     "hvp_simple_rnn": lambda: rnn_second_order("RNN_TANH", 1, False),
     "third_order_lstm": lambda: rnn_second_order("LSTM", 1, False, third=True),
+    "hvp_ctc": lambda: sequence_loss_second_order("warpctc"),
+    "hvp_rnnt": lambda: sequence_loss_second_order("warprnnt"),
     "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
     "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
                                       RecomputePass("auto")),
