@@ -37,14 +37,14 @@ def ctc_net(label, logits_length, label_length, steps=4, classes=4, batch=None, 
     return net, loss, stored, feed
 
 
-def rnnt_net(label, input_lengths, label_lengths, steps=3, classes=4, **attrs):
+def rnnt_net(label, input_lengths, label_lengths, steps=3, classes=4, batch=None, **attrs):
     net = ProgramBuilder()
-    batch, width = np.shape(label)
-    x = net.data("x", [batch, steps, width + 1, classes], "float64", stop_gradient=False)
-    raw = RNG.standard_normal((batch, steps, width + 1, classes))
+    rows, width = np.shape(label)
+    x = net.data("x", [batch or rows, steps, width + 1, classes], "float64", stop_gradient=False)
+    raw = RNG.standard_normal((rows, steps, width + 1, classes))
     feed = {x: raw - np.log(np.exp(raw).sum(-1, keepdims=True)), "label": np.array(label, np.int32),
             "times": np.array(input_lengths, np.int32), "sizes": np.array(label_lengths, np.int32)}
-    inputs = {"input": x, **{slot: net.data(name, list(feed[name].shape), "int32")
+    inputs = {"input": x, **{slot: net.data(name, [batch or rows, *feed[name].shape[1:]], "int32")
                              for slot, name in (("label", "label"), ("input_lengths", "times"),
                                                 ("label_lengths", "sizes"))}}
     loss, stored = net.op("warprnnt", inputs, attrs, outputs=["loss", "warprnntgrad"])
@@ -172,3 +172,17 @@ def test_a_grad_op_without_its_forward_op_is_an_error_naming_the_stored_gradient
     penalty = net.mean(net.op("square", {"X": "x@GRAD"})[0])
     with pytest.raises(gradc.GradError, match=f"labels of the warprnnt op that wrote warprnntgrad '{stored}'"):
         gradc.gradients(net.program, penalty, ["x"])
+
+
+@pytest.mark.parametrize("build", [lambda: ctc_net([[1, 1], [2, 0]], [4, 3], [2, 1], batch=-1, norm_by_times=True),
+                                   lambda: rnnt_net([[1, 3], [2, 0]], [3, 2], [2, 1], batch=-1, fastemit_lambda=0.3)],
+                         ids=["ctc", "rnnt"])
+def test_a_batch_size_known_at_run_time_only_is_fine(build):
+    """Only T (and U + 1, the classes) must be known: a penalty on the input's grad with the batch declared -1."""
+    net, loss, stored, feed = build()
+    x = net.block.ops[0].input_names()[0]
+    assert -1 in net.block.var(x).shape
+    gradc.append_backward(net.program, net.mean(loss))
+    penalty = net.mean(net.op("square", {"X": f"{x}@GRAD"})[0])
+    grads = check_program(net.program, feed, [x], loss=penalty, rtol=1e-5, atol=1e-7)
+    assert np.abs(grads[x]).max() > 1e-4
