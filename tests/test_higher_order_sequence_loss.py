@@ -154,13 +154,16 @@ def test_third_derivatives_of_a_small_ctc_model():
     assert all(np.abs(g).max() > 1e-3 for g in grads.values())
 
 
-def test_an_unknown_number_of_time_steps_is_an_error_naming_the_var():
-    net, loss, stored, feed = ctc_net([[1, 2]], [4], [2])
+@pytest.mark.parametrize("build,x,axis,meaning", [
+    (lambda: ctc_net([[1, 2]], [4], [2]), "logits", 0, "time steps"),
+    (lambda: rnnt_net([[1, 2]], [3], [2]), "x", 2, "label positions")], ids=["ctc", "rnnt"])
+def test_an_unknown_dim_the_unrolling_needs_is_an_error_naming_the_var(build, x, axis, meaning):
+    net, loss, stored, feed = build()
     gradc.append_backward(net.program, loss)
-    net.block.var("logits").shape[0] = -1
-    penalty = net.mean(net.op("square", {"X": "logits@GRAD"})[0])
-    with pytest.raises(gradc.GradError, match=r"warpctc_grad: the time steps \(dim 0\) of 'logits' must be known"):
-        gradc.gradients(net.program, penalty, ["logits"])
+    net.block.var(x).shape[axis] = -1
+    penalty = net.mean(net.op("square", {"X": f"{x}@GRAD"})[0])
+    with pytest.raises(gradc.GradError, match=rf"_grad: the {meaning} \(dim {axis}\) of '{x}' must be known"):
+        gradc.gradients(net.program, penalty, [x])
 
 
 def test_a_grad_op_without_its_forward_op_is_an_error_naming_the_stored_gradient():
