@@ -247,4 +247,5 @@ CASES = [
     second_order("hard_sigmoid", {"X": np.array([[-3.0, -0.5, 0.5], [2.0, 5.0, 1.0]])}),
     second_order("clip", {"X": np.array([[-3.0, -0.2, 0.3], [0.7, 5.0, -0.8]])}, {"min": -0.5, "max": 0.6}),
     second_order("tile", {"X": randn(2, 1)}, {"repeat_times": [2, 3]}),
+    second_order("lookup_table", {"W": randn(4, 3), "Ids": np.array([[0], [3], [2], [3]])}, {"padding_idx": 2}),
 ]

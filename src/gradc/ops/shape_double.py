@@ -42,6 +42,7 @@ for _name, _options in {
     "pixel_shuffle": {}, "pixel_unshuffle": {}, "channel_shuffle": {}, "index_sample": {"passed": ("Index",)},
     "masked_select": {"out": "Y", "passed": ("Mask",)}, "repeat_interleave": {"passed": ("RepeatsTensor",)},
     "unfold": {"out": "Y"}, "fold": {"out": "Y"}, "lookup_table_v2": {"x": "W", "passed": ("Ids",)},
+    "lookup_table": {"x": "W", "passed": ("Ids",)},
     **{f"{kind}_interp_v2": {"passed": ("OutSize", "SizeTensor", "Scale")}
        for kind in ("linear", "bilinear", "trilinear", "nearest", "bicubic")},
 }.items():
