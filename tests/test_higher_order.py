@@ -213,3 +213,8 @@ def test_second_derivatives_through_a_while_loop(iterations):
     grads = check_program(net.program, {"x": RNG.standard_normal((2, 3))}, ["w", "b", "x"], loss=penalty,
                           params={"w": 0.5 * RNG.standard_normal((3, 3)), "b": RNG.standard_normal(3)})
     assert np.abs(grads["x"]).max() > 1e-3 and (np.abs(grads["w"]).max() > 1e-3) == (iterations > 0)
+
+
+def test_every_grad_op_has_a_maker_of_its_own():
+    """Gradients of any order: a grad op without a maker would end every higher-order backward through it."""
+    assert [type for type, opdef in gradc.registry.OPS.items() if opdef.grad_op_of and opdef.grad is None] == []
