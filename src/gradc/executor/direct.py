@@ -169,10 +169,11 @@ def _relu(op, ins, outs, defaults):
     if not _fits(ins, outs, {"X"}, {"Out"}, True):
         return None
     x_name, (out, dtype) = ins["X"], outs["Out"]
+    zero = np.zeros((), dtype)   # the kernel's 0, converted once rather than per call
 
     def step(values, params, scope):
         x = values[x_name] if x_name in values else params[x_name] if x_name in params else scope.find(x_name)
-        result = np.maximum(x, 0)
+        result = np.maximum(x, zero)
         if type(result) is not _ndarray or result.dtype is not dtype:
             return FALLBACK
         values[out] = result
@@ -185,9 +186,10 @@ def _relu_grad(op, ins, outs, defaults):
     if not _fits(ins, outs, {"Out", "Out@GRAD"}, {"X@GRAD"}, True):
         return None
     out_name, d_name, (dx, dtype) = ins["Out"], ins["Out@GRAD"], outs["X@GRAD"]
+    zero = np.zeros((), dtype)
 
     def step(values, params, scope):
-        result = values[d_name] * (values[out_name] > 0)
+        result = values[d_name] * (values[out_name] > zero)
         if type(result) is not _ndarray or result.dtype is not dtype:
             return FALLBACK
         values[dx] = result
