@@ -46,7 +46,8 @@ def test_an_mlp_step_is_bit_identical_to_the_kernels(monkeypatch, dtype, batch):
     fetch = sorted({name for op in block.ops for name in op.output_names()} - {"@EMPTY@"})
     plan, direct, generic = _run_both(monkeypatch, net.program, scope, feed, fetch)
     used = {step.ctx.op.type for step in plan.steps if step.direct}
-    assert used == {"mul", "mul_grad", "elementwise_add", "elementwise_add_grad", "relu", "relu_grad"}
+    assert used == {"mul", "mul_grad", "elementwise_add", "elementwise_add_grad", "relu", "relu_grad", "fill_constant",
+                    "softmax_with_cross_entropy", "softmax_with_cross_entropy_grad", "reduce_mean_grad"}
     for run in direct:
         for name, ours, theirs in zip(fetch, run, generic):
             assert ours.dtype == theirs.dtype and ours.tobytes() == theirs.tobytes(), name
@@ -92,3 +93,23 @@ def test_a_replaced_kernel_runs_instead_of_the_direct_step(monkeypatch):
     monkeypatch.setitem(KERNELS, "relu", lambda k: calls.append(k.op) or relu(k))
     gradc.Executor().run(net.program, feed, [net.loss], scope)
     assert len(calls) == 2
+
+
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_a_loss_with_ignored_labels_is_the_kernels(monkeypatch, ignore_index):
+    net, scope, feed = _mlp(batch=6)
+    for op in net.program.global_block.ops:
+        if op.type.startswith("softmax_with_cross_entropy"):
+            op.set_attr("ignore_index", ignore_index)
+    feed["label"] = np.array([[0], [2], [1], [2], [3], [0]])
+    fetch = [net.loss, "fc_0.w_0@GRAD", "fc_1.tmp_2@GRAD"]
+    _, direct, generic = _run_both(monkeypatch, net.program, scope, feed, fetch)
+    for ours, theirs in zip(direct[1], generic):
+        assert ours.tobytes() == theirs.tobytes()
+
+
+def test_a_label_out_of_range_is_reported_by_the_kernel():
+    net, scope, feed = _mlp()
+    feed["label"][2] = 4
+    with pytest.raises(gradc.ExecutionError, match=r"cross_entropy\).*Label holds 4: a label must be in \[0, 4\)"):
+        gradc.Executor().run(net.program, feed, [net.loss], scope)

@@ -1,61 +1,13 @@
-"""Direct steps: the ops of an fc layer (mul, the bias add, relu) and their grads, bound once per plan to a
-closure that reads its inputs from the run's dicts, makes its kernel's numpy calls and stores its outputs
-itself, with no kernel context, results dict or generic store between (those cost ~1.5 µs an op, as much as
-a 64x64 op's arithmetic).
-
-A step tests what its kernel's fast path tests and returns FALLBACK for any other case (another rank,
-attribute or result dtype); an exception (a value missing, of another kind) falls back too. The op's kernel
-then runs as always, and reports whatever is wrong. A step reads ``values`` (the run's own), then ``params``
-(the caller's scope), then the scopes above; it writes ``values`` only: the executor uses direct steps in a
-run only when no outer scope holds a var they write."""
+"""Direct steps of an fc layer's ops: mul, the bias add (elementwise_add), relu, and their grads."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from ..ir import EMPTY_VAR
-from .context import KernelContext
-from .kernels import KERNELS, load_all
-from .scope import MISSING
+from ..scope import MISSING
+from . import FALLBACK, binds, fits
 
-load_all()
-
-FALLBACK = object()
 _ndarray = np.ndarray
-_BINDERS: dict[Callable, Callable] = {}   # kernel -> binder(op, ins, outs, defaults) -> step or None
-
-
-def binds(op_type: str):
-    """Register a binder for the op type's kernel as it is now: a kernel replaced later has none."""
-    def register(binder: Callable) -> Callable:
-        _BINDERS[KERNELS[op_type]] = binder
-        return binder
-    return register
-
-
-def direct_step(kernel: Callable, ctx: KernelContext, writes: tuple) -> Callable | None:
-    """The op's step(values, params, scope) -> None (done) or FALLBACK; None when its kernel has no binder, a
-    slot names several vars, or an output is persistable or has no declared dtype (the executor stores those)."""
-    binder = _BINDERS.get(kernel)
-    if binder is None or any(len(args) != 1 for args in ctx.ins.values()):
-        return None
-    outs = {}
-    for slot, specs in writes:
-        if len(specs) != 1:
-            return None
-        name, dtype, persistable = specs[0]
-        if persistable or dtype is None or name == EMPTY_VAR:
-            return None
-        outs[slot] = (name, dtype)
-    ins = {slot: args[0] for slot, args in ctx.ins.items()}
-    return binder(ctx.op, ins, outs, ctx.defaults)
-
-
-def _fits(ins: dict, outs: dict, inputs: set[str], outputs: set[str], all_outputs: bool) -> bool:
-    """The op fills the kernel's input slots and writes its output slots: all of them, or at least one."""
-    return inputs <= ins.keys() and bool(outs) and (outs.keys() == outputs if all_outputs else outs.keys() <= outputs)
 
 
 def _col_defaults(defaults: dict) -> tuple:
@@ -64,7 +16,7 @@ def _col_defaults(defaults: dict) -> tuple:
 
 @binds("mul")
 def _mul(op, ins, outs, defaults):
-    if not _fits(ins, outs, {"X", "Y"}, {"Out"}, True):
+    if not fits(ins, outs, {"X", "Y"}, {"Out"}):
         return None
     x_name, y_name, (out, dtype) = ins["X"], ins["Y"], outs["Out"]
     x_cols, y_cols = _col_defaults(defaults)
@@ -86,7 +38,7 @@ def _mul(op, ins, outs, defaults):
 
 @binds("mul_grad")
 def _mul_grad(op, ins, outs, defaults):
-    if not _fits(ins, outs, {"X", "Y", "Out@GRAD"}, {"X@GRAD", "Y@GRAD"}, False):
+    if not fits(ins, outs, {"X", "Y", "Out@GRAD"}, {"X@GRAD", "Y@GRAD"}, False):
         return None
     x_name, y_name, d_name = ins["X"], ins["Y"], ins["Out@GRAD"]
     dx, dx_dtype = outs.get("X@GRAD", (None, None))
@@ -116,7 +68,7 @@ def _mul_grad(op, ins, outs, defaults):
 
 @binds("elementwise_add")
 def _elementwise_add(op, ins, outs, defaults):
-    if not _fits(ins, outs, {"X", "Y"}, {"Out"}, True):
+    if not fits(ins, outs, {"X", "Y"}, {"Out"}):
         return None
     x_name, y_name, (out, dtype) = ins["X"], ins["Y"], outs["Out"]
     axis_default = defaults.get("axis", MISSING)
@@ -137,7 +89,7 @@ def _elementwise_add(op, ins, outs, defaults):
 @binds("elementwise_add_grad")
 def _elementwise_add_grad(op, ins, outs, defaults):
     """The kernel's fc case: a batch of rows plus a bias row; dX is dOut itself, dY its sum over the batch."""
-    if not _fits(ins, outs, {"X", "Y", "Out@GRAD"}, {"X@GRAD", "Y@GRAD"}, False):
+    if not fits(ins, outs, {"X", "Y", "Out@GRAD"}, {"X@GRAD", "Y@GRAD"}, False):
         return None
     x_name, y_name, d_name = ins["X"], ins["Y"], ins["Out@GRAD"]
     dx, dx_dtype = outs.get("X@GRAD", (None, None))
@@ -166,7 +118,7 @@ def _elementwise_add_grad(op, ins, outs, defaults):
 
 @binds("relu")
 def _relu(op, ins, outs, defaults):
-    if not _fits(ins, outs, {"X"}, {"Out"}, True):
+    if not fits(ins, outs, {"X"}, {"Out"}):
         return None
     x_name, (out, dtype) = ins["X"], outs["Out"]
     zero = np.zeros((), dtype)   # the kernel's 0, converted once rather than per call
@@ -183,7 +135,7 @@ def _relu(op, ins, outs, defaults):
 
 @binds("relu_grad")
 def _relu_grad(op, ins, outs, defaults):
-    if not _fits(ins, outs, {"Out", "Out@GRAD"}, {"X@GRAD"}, True):
+    if not fits(ins, outs, {"Out", "Out@GRAD"}, {"X@GRAD"}):
         return None
     out_name, d_name, (dx, dtype) = ins["Out"], ins["Out@GRAD"], outs["X@GRAD"]
     zero = np.zeros((), dtype)
