@@ -1,5 +1,5 @@
-"""Direct steps of a classifier's loss: softmax_with_cross_entropy with hard labels and its grad, the seed
-(fill_constant) and the mean's grad (reduce_mean_grad over all axes). Each runs once a step, so their kernels'
+"""Direct steps of a classifier's loss: softmax_with_cross_entropy with hard labels and its grad, the mean over
+all axes and its grad, and the seed (fill_constant). Each runs once a step, so their kernels'
 generic code runs cold; these make the kernels' own numpy calls on the common case (no ignored label)."""
 
 from __future__ import annotations
@@ -36,6 +36,26 @@ def _fill_constant(op, ins, outs, defaults):
             return FALLBACK
         check_allocation(math.prod(shape), dtype.itemsize, "")   # over the limit: the kernel reports it
         values[out] = np.full(tuple(shape), value, dtype)
+        return None
+    return step
+
+
+@binds("reduce_mean")
+def _reduce_mean(op, ins, outs, defaults):
+    """The mean over every axis (the loss): the kernel's np.mean, its scalar stored as a 0-d array as the
+    executor stores a kernel's."""
+    if not fits(ins, outs, {"X"}, {"Out"}):
+        return None
+    x_name, (out, dtype) = ins["X"], outs["Out"]
+
+    def step(values, params, scope):
+        x = values[x_name]
+        if not (_attr(op, defaults, "reduce_all") or not _attr(op, defaults, "dim")):
+            return FALLBACK
+        result = np.asarray(np.mean(x, axis=tuple(range(x.ndim)), keepdims=_attr(op, defaults, "keep_dim")))
+        if result.dtype is not dtype:
+            return FALLBACK
+        values[out] = result
         return None
     return step
 
