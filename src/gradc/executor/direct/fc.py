@@ -78,7 +78,7 @@ def _elementwise_add(op, ins, outs, defaults):
         y = values[y_name] if y_name in values else params[y_name] if y_name in params else scope.find(y_name)
         if x.ndim != y.ndim and op.attrs.get("axis", axis_default) not in (-1, abs(x.ndim - y.ndim)):
             return FALLBACK   # the lower-rank operand aligned elsewhere than with the trailing dims
-        result = np.add(x, y)
+        result = x + y   # np.add, through the operator (a shorter call)
         if type(result) is not _ndarray or result.dtype is not dtype:
             return FALLBACK
         values[out] = result
@@ -104,7 +104,7 @@ def _elementwise_add_grad(op, ins, outs, defaults):
         if x.shape != dout.shape or dout.ndim != 2 or y.shape != dout.shape[1:] \
                 or not (axis == -1 or axis == 1 < len(dout)):
             return FALLBACK
-        y_grad = dout.sum(axis=(0,)) if dy else None
+        y_grad = np.add.reduce(dout, 0) if dy else None   # what ndarray.sum(axis=(0,)) calls
         if dx and (type(dout) is not _ndarray or dout.dtype is not dx_dtype) \
                 or dy and (type(y_grad) is not _ndarray or y_grad.dtype is not dy_dtype):
             return FALLBACK
