@@ -161,7 +161,7 @@ class Executor:
             else plan.direct_rows
         params = {} if nearest is None else nearest
         for kernel, ctx, step, direct in rows:
-            if direct is not None:   # an fc layer's op: it stores its outputs itself, returning None
+            if direct is not None:   # a hot op's direct step: it stores its outputs itself, returning None
                 try:
                     done = direct(local, params, scope) is None
                 except Exception:  # noqa: BLE001 - the kernel runs the op again and reports the failure
@@ -224,6 +224,7 @@ class Executor:
 
 
 def _shrink(values: dict, names: tuple[str, ...]) -> None:
+    """Keep only shape stubs of ``names``: later ops read no more than their shapes."""
     for name in names:
         value = values.get(name)
         if type(value) is np.ndarray:
