@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES
+from ...ir.types import DTYPE_BY_NUMPY_NAME
 from ...limits import check_allocation
 from ..kernels.activation import log_softmax
 from ..scope import MISSING
@@ -28,10 +28,11 @@ def _fill_constant(op, ins, outs, defaults):
     if not fits(ins, outs, set(), {"Out"}):
         return None
     out, dtype = outs["Out"]
+    code = DTYPE_BY_NUMPY_NAME.get(dtype.name)   # the dtype attribute that makes the declared dtype
 
     def step(values, params, scope):
-        shape, value, code = _attr(op, defaults, "shape"), _attr(op, defaults, "value"), _attr(op, defaults, "dtype")
-        if type(value) is not float or _attr(op, defaults, "str_value") or NUMPY_DTYPE_NAMES.get(code) != dtype.name \
+        shape, value = _attr(op, defaults, "shape"), _attr(op, defaults, "value")
+        if type(value) is not float or _attr(op, defaults, "str_value") or _attr(op, defaults, "dtype") != code \
                 or any(d < 0 for d in shape):
             return FALLBACK
         check_allocation(math.prod(shape), dtype.itemsize, "")   # over the limit: the kernel reports it
