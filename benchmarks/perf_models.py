@@ -18,7 +18,7 @@ WIDTH = 64
 
 def deep_mlp(layers: int, width: int = WIDTH) -> ProgramBuilder:
     net = ProgramBuilder()
-    hidden = net.data("x", [-1, width])
+    hidden = net.data("x", [-1, width], stop_gradient=True)   # as paddle.static.data: no grad of the input
     label = net.data("label", [-1, 1], "int64")
     for _ in range(layers):
         hidden = net.fc(hidden, width, act="relu")

@@ -16,8 +16,9 @@ from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..verify import check_inputs, check_vars
 from .context import KernelContext
+from .direct import direct_step
 from .failures import check_finite, kernel_failure
-from .feeding import feed_values
+from .feeding import feed_ops, feed_values
 from .kernels import KERNELS, load_all
 from .liveness import deaths, shape_stub
 from .scope import MISSING, Scope, global_scope
@@ -31,9 +32,10 @@ class Step:
     """One op of a plan. ``writes``: (slot, [(name, dtype, persistable)]); ``single``: the one
     (slot, name, dtype, persistable) of an op that writes one var (most ops), else None."""
 
-    __slots__ = ("kernel", "ctx", "writes", "single", "fast", "pairs", "frees", "shrinks", "checked")
+    __slots__ = ("kernel", "ctx", "writes", "single", "fast", "pairs", "frees", "shrinks", "checked", "direct")
 
-    def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...], shrinks: tuple[str, ...]):
+    def __init__(self, kernel, ctx: KernelContext, writes: tuple, frees: tuple[str, ...], shrinks: tuple[str, ...],
+                 direct=None):
         self.kernel = kernel
         self.ctx = ctx
         self.writes = writes
@@ -44,6 +46,7 @@ class Step:
         self.fast = None       # ``single`` once checked: the hot loop's one-value store
         # once checked, for an op of several slots each naming one var (most grad ops): their (slot, name, ...)
         self.pairs = None
+        self.direct = direct   # the op's direct step (gradc.executor.direct), if it has one
 
 
 @dataclass
@@ -53,7 +56,12 @@ class Plan:
     steps: list[Step]
 
     def __post_init__(self):
-        self.rows = [(step.kernel, step.ctx, step) for step in self.steps]   # unpacked faster than attributes
+        self.rows = [(step.kernel, step.ctx, step, None) for step in self.steps]   # unpacked faster than attributes
+        self.feeds = feed_ops(self.ops)
+        self.direct_rows = [(step.kernel, step.ctx, step, step.direct) for step in self.steps]
+        # the vars direct steps write into the run's own values: a run may use them only if no outer scope has one
+        self.direct_outputs = frozenset(name for step in self.steps if step.direct for _, specs in step.writes
+                                        for name, _, _ in specs)
 
 
 class Executor:
@@ -75,8 +83,8 @@ class Executor:
         fetch_list = [fetch_list] if isinstance(fetch_list, str) else list(fetch_list or [])
         block = program.global_block
         local = scope.child()
-        feed_values(block, feed or {}, local)
         plan = self._plan(block, keep=frozenset(fetch_list))
+        feed_values(block, feed or {}, local, plan.feeds)
         self._execute(plan, local, scope)
         if not fetch_list and "fetch" in local:
             return list(local["fetch"])
@@ -121,13 +129,17 @@ class Executor:
             except ProgramError as exc:
                 raise ExecutionError(str(exc)) from None
         frees, shrinks = deaths(block, keep)
+        # a sub-block may write any scope: only a block without them knows where every direct output lives
+        direct = not any(True for op in block.ops for _ in op.block_refs())
         steps = []
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
             ctx = KernelContext(op, block, idx, self, opdef)
             writes = tuple((slot, [self._write_spec(block, name) for name in args])
                            for slot, args in op.outputs.items() if args)
-            steps.append(Step(KERNELS[op.type], ctx, writes, tuple(frees[idx]), tuple(shrinks[idx])))
+            kernel = KERNELS[op.type]
+            steps.append(Step(kernel, ctx, writes, tuple(frees[idx]), tuple(shrinks[idx]),
+                              direct_step(kernel, ctx, writes) if direct else None))
         return steps
 
     @staticmethod
@@ -145,7 +157,21 @@ class Executor:
         outer = _outer_vars(scope)
         nearest, farther = (outer[0], outer[1:]) if outer else (None, None)   # usually the caller's scope alone
         finite = self.check_finite
-        for kernel, ctx, step in plan.rows:
+        rows = plan.rows if finite or outer is None or not _all_disjoint(plan.direct_outputs, outer) \
+            else plan.direct_rows
+        params = {} if nearest is None else nearest
+        for kernel, ctx, step, direct in rows:
+            if direct is not None:   # a hot op's direct step: it stores its outputs itself, returning None
+                try:
+                    done = direct(local, params, scope) is None
+                except Exception:  # noqa: BLE001 - the kernel runs the op again and reports the failure
+                    done = False
+                if done:
+                    for name in step.frees:
+                        drop(name, None)
+                    if step.shrinks:
+                        _shrink(local, step.shrinks)
+                    continue
             ctx.scope = scope
             ctx.run_scope = run_scope
             try:
@@ -194,10 +220,20 @@ class Executor:
             for name in step.frees:
                 drop(name, None)
             if step.shrinks:
-                for name in step.shrinks:
-                    value = local.get(name)
-                    if type(value) is ndarray:
-                        local[name] = shape_stub(value)
+                _shrink(local, step.shrinks)
+
+
+def _shrink(values: dict, names: tuple[str, ...]) -> None:
+    """Keep only shape stubs of ``names``: later ops read no more than their shapes."""
+    for name in names:
+        value = values.get(name)
+        if type(value) is np.ndarray:
+            values[name] = shape_stub(value)
+
+
+def _all_disjoint(names: frozenset[str], scopes: list[dict]) -> bool:
+    """Whether no scope holds any of ``names`` (each test walks the smaller side)."""
+    return all(values.keys().isdisjoint(names) for values in scopes)
 
 
 def _outer_vars(scope: Scope) -> list[dict] | None:

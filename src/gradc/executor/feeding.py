@@ -13,9 +13,10 @@ from ..ir.types import NUMPY_DTYPE_NAMES
 from .scope import Scope
 
 
-def feed_values(block: Block, feed: Mapping[str, object], scope: Scope) -> None:
+def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: list | None = None) -> None:
     """As Paddle's executor: a numpy array fed to a data var (need_check_feed) must have its dtype;
-    Python scalars and lists are converted to it. Other vars take any numeric array, cast."""
+    Python scalars and lists are converted to it. Other vars take any numeric array, cast. ``feeds``: the
+    block's ``feed_ops`` when the caller knows them (the executor's plan)."""
     for name, value in feed.items():
         var = block.find_var(name)
         if var is None:
@@ -33,12 +34,16 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope) -> None:
             raise ExecutionError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
                                  f"declares {var.shape}")
         scope[name] = array
-    _fill_holder(block, scope)
+    _fill_holder(block, scope, feed_ops(block.ops) if feeds is None else feeds)
 
 
-def _fill_holder(block: Block, scope: Scope) -> None:
+def feed_ops(ops: list) -> list:
+    """(index, op) of each feed op of a block's ops."""
+    return [(idx, op) for idx, op in enumerate(ops) if op.type == "feed"]
+
+
+def _fill_holder(block: Block, scope: Scope, feeds: list) -> None:
     """A saved inference program reads its inputs through feed ops: holder[col] for each."""
-    feeds = [(idx, op) for idx, op in enumerate(block.ops) if op.type == "feed"]
     if not feeds:
         return
     holder = [None] * len(feeds)

@@ -57,8 +57,15 @@ def _shape_only_names(op: OpDesc) -> set[str]:
 
 
 _ZEROS = bytes(16)   # one element of any dtype
+_STUBS: dict[tuple, np.ndarray] = {}   # (shape, dtype) -> its stub: read-only, so one serves every value alike
 
 
 def shape_stub(array: np.ndarray) -> np.ndarray:
     """A read-only array of ``array``'s shape and dtype that holds no memory (every element is one zero)."""
-    return np.ndarray(array.shape, array.dtype, buffer=_ZEROS, strides=(0,) * array.ndim)
+    key = (array.shape, array.dtype)
+    stub = _STUBS.get(key)
+    if stub is None:
+        if len(_STUBS) >= 1024:   # many shapes (a program fed many batch sizes): start over
+            _STUBS.clear()
+        stub = _STUBS[key] = np.ndarray(array.shape, array.dtype, buffer=_ZEROS, strides=(0,) * array.ndim)
+    return stub

@@ -1,0 +1,137 @@
+"""Direct steps of a classifier's loss: softmax_with_cross_entropy with hard labels and its grad, the mean over
+all axes and its grad, and the seed (fill_constant). Each runs once a step, so their kernels'
+generic code runs cold; these make the kernels' own numpy calls on the common case (no ignored label)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.types import DTYPE_BY_NUMPY_NAME
+from ...limits import check_allocation
+from ..kernels.activation import log_softmax
+from ..scope import MISSING
+from . import FALLBACK, binds, fits
+
+_ndarray = np.ndarray
+
+
+def _attr(op, defaults: dict, name: str):
+    """The op's attribute, read live, else the definition's default."""
+    return op.attrs.get(name, defaults.get(name, MISSING))
+
+
+@binds("fill_constant")
+def _fill_constant(op, ins, outs, defaults):
+    """A float value and a shape from the attributes (no value or shape tensors)."""
+    if not fits(ins, outs, set(), {"Out"}):
+        return None
+    out, dtype = outs["Out"]
+    code = DTYPE_BY_NUMPY_NAME.get(dtype.name)   # the dtype attribute that makes the declared dtype
+
+    def step(values, params, scope):
+        shape, value = _attr(op, defaults, "shape"), _attr(op, defaults, "value")
+        if type(value) is not float or _attr(op, defaults, "str_value") or _attr(op, defaults, "dtype") != code \
+                or any(d < 0 for d in shape):
+            return FALLBACK
+        check_allocation(math.prod(shape), dtype.itemsize, "")   # over the limit: the kernel reports it
+        values[out] = np.full(tuple(shape), value, dtype)
+        return None
+    return step
+
+
+@binds("reduce_mean")
+def _reduce_mean(op, ins, outs, defaults):
+    """The mean over every axis (the loss): the kernel's np.mean, its scalar stored as a 0-d array as the
+    executor stores a kernel's."""
+    if not fits(ins, outs, {"X"}, {"Out"}):
+        return None
+    x_name, (out, dtype) = ins["X"], outs["Out"]
+
+    def step(values, params, scope):
+        x = values[x_name]
+        if not (_attr(op, defaults, "reduce_all") or not _attr(op, defaults, "dim")):
+            return FALLBACK
+        result = np.asarray(np.mean(x, axis=tuple(range(x.ndim)), keepdims=_attr(op, defaults, "keep_dim")))
+        if result.dtype is not dtype:
+            return FALLBACK
+        values[out] = result
+        return None
+    return step
+
+
+@binds("reduce_mean_grad")
+def _reduce_mean_grad(op, ins, outs, defaults):
+    """The mean over every axis: dX is dOut / X's size everywhere."""
+    if not fits(ins, outs, {"X", "Out@GRAD"}, {"X@GRAD"}):
+        return None
+    x_name, d_name, (dx, dtype) = ins["X"], ins["Out@GRAD"], outs["X@GRAD"]
+
+    def step(values, params, scope):
+        x, dout = values[x_name], values[d_name]
+        if not (_attr(op, defaults, "reduce_all") or not _attr(op, defaults, "dim")) or dout.dtype is not dtype \
+                or dout.shape != ((1,) * x.ndim if _attr(op, defaults, "keep_dim") else ()):
+            return FALLBACK
+        values[dx] = np.divide(dout, math.prod(x.shape), out=np.empty(x.shape, dtype))
+        return None
+    return step
+
+
+def _hard_labels(op, defaults, logits, label) -> np.ndarray | None:
+    """The labels as an int64 column of class indices when the kernel's common case holds: softmax over the
+    last axis of a batch of rows, one label per row, none ignored, all in range; else None."""
+    axis = _attr(op, defaults, "axis")
+    if logits.ndim != 2 or axis not in (-1, 1) or _attr(op, defaults, "soft_label") \
+            or not _attr(op, defaults, "use_softmax") or label.shape != (logits.shape[0], 1):
+        return None
+    index = label.astype(np.int64)
+    classes, ignore = logits.shape[1], _attr(op, defaults, "ignore_index")
+    if not index.size or index.min() < 0 or index.max() >= classes \
+            or (0 <= ignore < classes and (index == ignore).any()):
+        return None
+    return index
+
+
+@binds("softmax_with_cross_entropy")
+def _softmax_with_cross_entropy(op, ins, outs, defaults):
+    if not fits(ins, outs, {"Logits", "Label"}, {"Softmax", "Loss"}):
+        return None
+    logits_name, label_name = ins["Logits"], ins["Label"]
+    (softmax_name, softmax_dtype), (loss_name, loss_dtype) = outs["Softmax"], outs["Loss"]
+
+    def step(values, params, scope):
+        logits, label = values[logits_name], values[label_name]
+        index = _hard_labels(op, defaults, logits, label)
+        if index is None:
+            return FALLBACK
+        log_prob = log_softmax(logits, 1)
+        softmax = np.exp(log_prob)
+        loss = -log_prob[np.arange(len(index))[:, None], index]   # take_along_axis's gather
+        if softmax.dtype is not softmax_dtype or loss.dtype is not loss_dtype:
+            return FALLBACK
+        values[softmax_name] = softmax
+        values[loss_name] = loss
+        return None
+    return step
+
+
+@binds("softmax_with_cross_entropy_grad")
+def _softmax_with_cross_entropy_grad(op, ins, outs, defaults):
+    if not fits(ins, outs, {"Softmax", "Label", "Loss@GRAD"}, {"Logits@GRAD"}):
+        return None
+    softmax_name, label_name, d_name, (dx, dtype) = ins["Softmax"], ins["Label"], ins["Loss@GRAD"], *outs.values()
+
+    def step(values, params, scope):
+        softmax, dloss = values[softmax_name], values[d_name]
+        index = _hard_labels(op, defaults, softmax, values[label_name])
+        if index is None:
+            return FALLBACK
+        target = np.zeros_like(softmax)
+        target[np.arange(len(index))[:, None], index] = 1   # put_along_axis's scatter
+        result = (softmax * target.sum(axis=1, keepdims=True) - target) * dloss
+        if type(result) is not _ndarray or result.dtype is not dtype:
+            return FALLBACK
+        values[dx] = result
+        return None
+    return step
