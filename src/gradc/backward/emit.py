@@ -65,14 +65,14 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         opdef = registry.get(fwd.type)
         written = set()
         if idx in on_path:
-            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of=names, shape=shape,
-                                           block=block)
+            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, names, shape, block)
             try:
                 grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
             except IndexError:
                 _check_outputs_present(job, idx, opdef)
                 raise
-            _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
+            if opdef.no_grad_outputs:
+                _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
             versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
                 written.update(grad_op.output_names())   # before append renames a second writer's output
@@ -93,8 +93,6 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
 def _check_nothing_dropped(job: BlockBackward, idx: int, opdef, grad_ops: list[OpDesc], has_grad) -> None:
     """A gradient that reaches an output whose grad the op's maker never reads (a saved statistic, say,
     which a second derivative can reach through the grad op reading it) would be dropped without a word."""
-    if not opdef.no_grad_outputs:
-        return
     fwd = job.forward_ops[idx]
     reads = {name for op in grad_ops for name in op.input_names()}
     for slot in opdef.no_grad_outputs:

@@ -90,12 +90,12 @@ class Versions:
 
     def reading(self, grad_ops: list[OpDesc], block: Block, idx: int) -> None:
         """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values."""
-        fwd = block.ops[idx]
-        if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
-            return
         # in a block no control-flow op runs, a name holds its last write: stale if that comes later
         writes = self.writes(block) if block.idx not in self.owner else None
         if writes is not None and not self._rewritten[block.idx]:   # no name is written after a use
+            return
+        fwd = block.ops[idx]
+        if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
             return
         inputs, outputs = set(fwd.input_names()), set(fwd.output_names())   # once per op: sum may have 1000s
         names, in_place = inputs | outputs, inputs & outputs
