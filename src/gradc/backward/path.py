@@ -31,10 +31,11 @@ def is_differentiable_var(block: Block, name: str, no_grad: set[str]) -> bool:
 
 
 class _DifferentiableVars(dict):
-    """name -> is_differentiable_var, each name asked once."""
+    """name -> is_differentiable_var: the block's own vars in one sweep, others (an enclosing block's) when asked."""
 
     def __init__(self, block: Block, no_grad: set[str]):
-        super().__init__()
+        super().__init__({name: name not in no_grad and not var.stop_gradient and var.dtype in FLOAT_DTYPES
+                          for name, var in block.vars.items()})
         self.block, self.no_grad = block, no_grad
 
     def __missing__(self, name: str) -> bool:
