@@ -44,18 +44,23 @@ def _text(chunk: bytes):
 
 
 def _slot(data: bytes, pos: int, end: int) -> tuple[str, list[str]]:
-    """An OpDesc.Var: the parameter (field 1), then its arguments (field 2)."""
+    """An OpDesc.Var: the parameter (field 1), then its arguments (field 2). Hot: the common case (a length
+    under 128, ASCII text) is read inline."""
     if data[pos] != 0x0A:
         raise _Unusual
-    size, pos = _varint_at(data, pos + 1)
-    slot = _text(data[pos:pos + size])
+    size = data[pos + 1]
+    size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
+    chunk = data[pos:pos + size]
+    slot = chunk.decode() if chunk.isascii() else _text(chunk)
     pos += size
     args = []
     while pos < end:
         if data[pos] != 0x12:
             raise _Unusual
-        size, pos = _varint_at(data, pos + 1)
-        args.append(_text(data[pos:pos + size]))
+        size = data[pos + 1]
+        size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
+        chunk = data[pos:pos + size]
+        args.append(chunk.decode() if chunk.isascii() else _text(chunk))
         pos += size
     if pos != end:
         raise _Unusual
