@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+import gradc
 from gradc.layers import ProgramBuilder
 
 
@@ -44,3 +45,33 @@ def cumprod_index_put_net(net: ProgramBuilder, accumulate: bool, rng) -> tuple[s
     feed = {"x": rng.standard_normal((3, 1)), "rows": np.array([2]),
             "mask": np.where(np.arange(12).reshape(3, 4) == 5, 0.0, 1.0)}
     return net.mean(net.op("square", {"X": y})[0]), feed
+
+
+def scope_of(values: dict) -> gradc.Scope:
+    """A scope holding copies of ``values``."""
+    scope = gradc.Scope()
+    for name, value in values.items():
+        scope[name] = value.copy()
+    return scope
+
+
+def assert_hessian_vector_product(net: ProgramBuilder, loss: str, params: dict, feed: dict, rng) -> None:
+    """H v by the second backward of v . grad(loss), against central differences of grad(loss) along v (each
+    parameter's part of H v clearly nonzero)."""
+    pairs = gradc.append_backward(net.program, loss)
+    vectors = {}
+    dot = weighted_sum(net, [grad for _, grad in pairs], vectors, "v", rng)
+    hvp = gradc.gradients(net.program, dot, list(params))
+    executor = gradc.Executor()
+    analytic = executor.run(net.program, {**feed, **vectors}, hvp, scope_of(params))
+    direction = {param: vectors[f"v.{grad}"] for param, grad in pairs}
+    eps = 1e-5
+
+    def grads_at(step: float) -> list[np.ndarray]:
+        moved = {name: value + step * direction[name] for name, value in params.items()}
+        return executor.run(net.program, {**feed, **vectors}, [grad for _, grad in pairs], scope_of(moved))
+
+    numeric = [(plus - minus) / (2 * eps) for plus, minus in zip(grads_at(eps), grads_at(-eps))]
+    for name, got, want in zip(params, analytic, numeric):
+        assert np.abs(want).max() > 1e-3, name
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=name)

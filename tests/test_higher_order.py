@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gradc
-from float64_nets import cumprod_index_put_net, float64_fc, weighted_sum
+from float64_nets import assert_hessian_vector_product, cumprod_index_put_net, float64_fc, weighted_sum
 from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
 from programs import Net
@@ -26,12 +26,6 @@ def tanh_mlp(sizes=(3, 4, 2), batch=5):
     return net, loss, params, {"x": RNG.standard_normal((batch, sizes[0]))}
 
 
-def _scope(values: dict) -> gradc.Scope:
-    scope = gradc.Scope()
-    for name, value in values.items():
-        scope[name] = value.copy()
-    return scope
-
 
 def test_a_second_backward_names_its_grads_apart_from_the_first():
     net, loss, params, feed = tanh_mlp()
@@ -48,26 +42,7 @@ def test_a_second_backward_names_its_grads_apart_from_the_first():
 
 
 def test_hessian_vector_product_of_a_tanh_mlp():
-    """H v by the second backward of v . grad(loss), against central differences of grad(loss) along v."""
-    net, loss, params, feed = tanh_mlp()
-    pairs = gradc.append_backward(net.program, loss)
-    vectors = {}
-    dot = weighted_sum(net, [grad for _, grad in pairs], vectors, "v", RNG)
-    hvp = gradc.gradients(net.program, dot, list(params))
-    executor = gradc.Executor()
-    analytic = executor.run(net.program, {**feed, **vectors}, hvp, _scope(params))
-
-    direction = {param: vectors[f"v.{grad}"] for param, grad in pairs}
-    first_grads = [grad for _, grad in pairs]
-    eps = 1e-5
-
-    def grads_at(step: float) -> list[np.ndarray]:
-        moved = {name: value + step * direction[name] for name, value in params.items()}
-        return executor.run(net.program, {**feed, **vectors}, first_grads, _scope(moved))
-
-    numeric = [(plus - minus) / (2 * eps) for plus, minus in zip(grads_at(eps), grads_at(-eps))]
-    for name, got, want in zip(params, analytic, numeric):
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=name)
+    assert_hessian_vector_product(*tanh_mlp(), RNG)
 
 
 def test_third_derivatives_of_a_tanh_mlp():

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gradc
-from float64_nets import weighted_sum
+from float64_nets import assert_hessian_vector_product, scope_of, weighted_sum
 from gradc import registry
 from gradc.backward.vars import TmpVars
 from gradc.gradcheck import check_program
@@ -46,12 +46,6 @@ def rnn_net(mode: str, layers: int, directions: int, lengths=None, steps: int = 
     return net, rnn, weighted_sum(net, outputs, feed, "seed", RNG), feed, params
 
 
-def _scope(params: dict) -> gradc.Scope:
-    scope = gradc.Scope()
-    for name, value in params.items():
-        scope[name] = value.copy()
-    return scope
-
 
 def _context(block, op) -> tuple[Formula, GradContext]:
     g = GradContext(op, registry.get(op.type), lambda name: True, TmpVars(block),
@@ -85,7 +79,7 @@ def test_the_unrolled_forward_and_backward_are_the_kernels(mode, layers, directi
     net.program.mark_changed()
     kernel = [rnn.output("Out")[0], *rnn.output("State"), *recomputed]
     composite = [out, *states, *recomputed.values()]
-    values = gradc.Executor().run(net.program, feed, kernel + composite, _scope(params))
+    values = gradc.Executor().run(net.program, feed, kernel + composite, scope_of(params))
     for name, want, got in zip(kernel, values[:len(kernel)], values[len(kernel):]):
         assert np.abs(want).max() > 0
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, err_msg=name)
@@ -110,25 +104,7 @@ def lstm_model(steps: int = STEPS, hidden: int = HIDDEN):
 
 
 def test_hessian_vector_product_of_a_small_lstm_model():
-    """H v by the second backward of v . grad(loss), against central differences of grad(loss) along v."""
-    net, loss, params, feed = lstm_model()
-    pairs = gradc.append_backward(net.program, loss)
-    vectors = {}
-    dot = weighted_sum(net, [grad for _, grad in pairs], vectors, "v", RNG)
-    hvp = gradc.gradients(net.program, dot, list(params))
-    executor = gradc.Executor()
-    analytic = executor.run(net.program, {**feed, **vectors}, hvp, _scope(params))
-    direction = {param: vectors[f"v.{grad}"] for param, grad in pairs}
-    eps = 1e-5
-
-    def grads_at(step: float) -> list[np.ndarray]:
-        moved = {name: value + step * direction[name] for name, value in params.items()}
-        return executor.run(net.program, {**feed, **vectors}, [grad for _, grad in pairs], _scope(moved))
-
-    numeric = [(plus - minus) / (2 * eps) for plus, minus in zip(grads_at(eps), grads_at(-eps))]
-    for name, got, want in zip(params, analytic, numeric):
-        assert np.abs(want).max() > 1e-3
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=name)
+    assert_hessian_vector_product(*lstm_model(), RNG)
 
 
 def test_third_derivatives_of_a_small_lstm_model():

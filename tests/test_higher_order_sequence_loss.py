@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gradc
-from float64_nets import weighted_sum
+from float64_nets import assert_hessian_vector_product, weighted_sum
 from gradc import registry
 from gradc.backward.vars import TmpVars
 from gradc.gradcheck import check_program
@@ -115,33 +115,9 @@ def ctc_model():
     return net, loss, params, feed
 
 
-def _scope(params: dict) -> gradc.Scope:
-    scope = gradc.Scope()
-    for name, value in params.items():
-        scope[name] = value.copy()
-    return scope
-
 
 def test_hessian_vector_product_of_a_small_ctc_model():
-    """H v by the second backward of v . grad(loss), against central differences of grad(loss) along v."""
-    net, loss, params, feed = ctc_model()
-    pairs = gradc.append_backward(net.program, loss)
-    vectors = {}
-    dot = weighted_sum(net, [grad for _, grad in pairs], vectors, "v", RNG)
-    hvp = gradc.gradients(net.program, dot, list(params))
-    executor = gradc.Executor()
-    analytic = executor.run(net.program, {**feed, **vectors}, hvp, _scope(params))
-    direction = {param: vectors[f"v.{grad}"] for param, grad in pairs}
-    eps = 1e-5
-
-    def grads_at(step: float) -> list[np.ndarray]:
-        moved = {name: value + step * direction[name] for name, value in params.items()}
-        return executor.run(net.program, {**feed, **vectors}, [grad for _, grad in pairs], _scope(moved))
-
-    numeric = [(plus - minus) / (2 * eps) for plus, minus in zip(grads_at(eps), grads_at(-eps))]
-    for name, got, want in zip(params, analytic, numeric):
-        assert np.abs(want).max() > 1e-3
-        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=name)
+    assert_hessian_vector_product(*ctc_model(), RNG)
 
 
 def test_third_derivatives_of_a_small_ctc_model():
