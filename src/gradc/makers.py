@@ -135,7 +135,7 @@ class GradOp:
                 grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in fwd.inputs.get(slot, ())]
                 outputs[slot + "@GRAD"] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
-        op.type = self.grad_type or f"{opdef.type}_grad"
+        op.type = self.type_for(opdef)
         op.inputs, op.outputs = inputs, outputs
         op.attrs, op.attr_types = dict(fwd.attrs), dict(fwd.attr_types)
         op.is_target, op.repeated_attrs = None, []
