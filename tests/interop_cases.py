@@ -27,6 +27,17 @@ def _params(net: ProgramBuilder, rng, scale: float = 0.6) -> dict:
     return {name: np.abs(value) + 0.5 if name.endswith("Variance") else value for name, value in values.items()}
 
 
+def _hessian_vector(net: ProgramBuilder, loss: str, feed: dict, rng, scale: float = 0.6):
+    """The case of H v: the backward of ``loss``, random parameters, then the backward of v . grad (drawn in
+    this order from ``rng``: the kept Paddle numbers depend on it). Returns the case, the parameters
+    differentiated and the grads of v . grad."""
+    pairs = gradc.append_backward(net.program, loss)
+    params = _params(net, rng, scale)
+    wrt = [p for p, _ in pairs]
+    second = gradc.gradients(net.program, weighted_sum(net, [g for _, g in pairs], feed, "v", rng), wrt)
+    return (net.program, feed, params, [g for _, g in pairs] + second), wrt, second
+
+
 def hessian_vector_product(third: bool = False):
     """H v of a tanh / gelu / softplus MLP (and the derivative of u . H v with ``third``)."""
     rng = _rng(1)
@@ -80,11 +91,7 @@ def norms_second_order():
     logits = net.op("log_softmax", {"X": float64_fc(net, hidden, 3)}, {"axis": -1})[0]
     loss = net.cross_entropy_loss(logits, label)
     feed = {"x": rng.standard_normal((4, 3)), "label": np.array([[0], [2], [1], [2]])}
-    pairs = gradc.append_backward(net.program, loss)
-    params = _params(net, rng)
-    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
-    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
-    return net.program, feed, params, [g for _, g in pairs] + second
+    return _hessian_vector(net, loss, feed, rng)[0]
 
 
 def activations_losses_second_order():
@@ -103,11 +110,7 @@ def activations_losses_second_order():
     loss = net.op("elementwise_add", {"X": net.mean(ce), "Y": net.mean(huber)})[0]
     feed = {"x": 2 * rng.standard_normal((4, 3)), "label": rng.uniform(0, 1, (4, 2)),
             "target": rng.standard_normal((4, 2))}
-    pairs = gradc.append_backward(net.program, loss)
-    params = _params(net, rng, scale=1.0)
-    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
-    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
-    return net.program, feed, params, [g for _, g in pairs] + second
+    return _hessian_vector(net, loss, feed, rng, scale=1.0)[0]
 
 
 def norms_selections_second_order():
@@ -126,11 +129,7 @@ def norms_selections_second_order():
                                                  "Weight": net.parameter("btp.w", [2, 3, 2], "float64")})[0]
     loss = net.op("elementwise_add", {"X": net.mean(norm), "Y": net.mean(net.op("square", {"X": product})[0])})[0]
     feed = {"x": rng.standard_normal((2, 4, 2, 2))}
-    pairs = gradc.append_backward(net.program, loss)
-    params = _params(net, rng, scale=1.0)
-    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
-    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
-    return net.program, feed, params, [g for _, g in pairs] + second
+    return _hessian_vector(net, loss, feed, rng, scale=1.0)[0]
 
 
 def conv_losses_second_order():
@@ -160,11 +159,7 @@ def conv_losses_second_order():
     loss = net.op("sum", {"X": [nll, kl, net.mean(product), net.mean(tree)]})[0]
     feed = {"x": rng.standard_normal((2, 3, 2, 2)), "label": np.array([3, 1]), "target": rng.dirichlet(np.ones(4), 2),
             "ids": np.array([1, 1])}
-    pairs = gradc.append_backward(net.program, loss)
-    params = _params(net, rng, scale=1.0)
-    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
-    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
-    return net.program, feed, params, [g for _, g in pairs] + second
+    return _hessian_vector(net, loss, feed, rng, scale=1.0)[0]
 
 
 def cumprod_index_put_third_order():
@@ -202,14 +197,10 @@ def rnn_second_order(mode: str, layers: int, bidirec: bool, lengths=None, third:
     hidden = net.op("matmul_v2", {"X": out, "Y": net.parameter("fc.w", [shape.directions * 2, 2], "float64")})[0]
     y = net.op("tanh", {"X": hidden})[0]
     loss = net.mean(net.op("elementwise_add", {"X": net.op("square", {"X": y})[0], "Y": y})[0])
-    pairs = gradc.append_backward(net.program, loss)
-    params = _params(net, rng)
-    dot = weighted_sum(net, [g for _, g in pairs], feed, "v", rng)
-    second = gradc.gradients(net.program, dot, [p for p, _ in pairs])
-    fetch = [g for _, g in pairs] + second
+    (program, feed, params, fetch), wrt, second = _hessian_vector(net, loss, feed, rng)
     if third:
-        fetch += gradc.gradients(net.program, weighted_sum(net, second, feed, "u", rng), [p for p, _ in pairs])
-    return net.program, feed, params, fetch
+        fetch += gradc.gradients(net.program, weighted_sum(net, second, feed, "u", rng), wrt)
+    return program, feed, params, fetch
 
 
 def sequence_loss_second_order(loss_type: str):
@@ -236,11 +227,7 @@ def sequence_loss_second_order(loss_type: str):
                   "input_lengths": net.data("times", [2], "int32"), "label_lengths": net.data("sizes", [2], "int32")}
         attrs = {"blank": 0, "fastemit_lambda": 0.25}
     loss = net.mean(net.op(loss_type, inputs, attrs)[0])
-    pairs = gradc.append_backward(net.program, loss)
-    params = _params(net, rng, scale=1.0)
-    second = gradc.gradients(net.program, weighted_sum(net, [g for _, g in pairs], feed, "v", rng),
-                             [p for p, _ in pairs])
-    return net.program, feed, params, [g for _, g in pairs] + second
+    return _hessian_vector(net, loss, feed, rng, scale=1.0)[0]
 
 
 def _with(build, transform):
