@@ -8,6 +8,7 @@ from __future__ import annotations
 import gc
 import json
 import os
+import statistics
 import sys
 import time
 import tracemalloc
@@ -122,15 +123,17 @@ def _feed(feed: str) -> dict:
         return {name: values[name] for name in values.files}
 
 
-def step(path: str, feed: str, params: str | None = None, startup: str | None = None) -> dict:
-    """One training step (forward + backward) through the executor; the loss and the first weight grad fetched."""
+def step(path: str, feed: str, params: str | None = None, startup: str | None = None, steps: int = 1) -> dict:
+    """A training step (forward + backward) through the executor, the loss and the first weight grad fetched: the
+    median of ``steps`` run back to back, as a training loop runs them."""
     program, pairs, scope = cached(("step", path), lambda: _trained(path, params, startup))
     fetch = [_loss(program), pairs[0][1]]
     executor = cached(("executor", path), gradc.Executor)
     values = _feed(feed)
     executor.run(program, values, fetch, scope)   # planned once
-    seconds, results = clock(lambda: executor.run(program, values, fetch, scope))
-    return {"seconds": seconds, "loss": float(np.asarray(results[0]).reshape(-1)[0])}
+    timed = [clock(lambda: executor.run(program, values, fetch, scope)) for _ in range(steps)]
+    loss = np.asarray(timed[-1][1][0]).reshape(-1)[0]
+    return {"seconds": statistics.median(t for t, _ in timed), "loss": float(loss)}
 
 
 def _loss(program: gradc.Program) -> str:
@@ -142,13 +145,15 @@ def _loss(program: gradc.Program) -> str:
     raise ValueError("no seed op")
 
 
-def mlp_numpy_step(path: str, feed: str, params: str | None = None, startup: str | None = None) -> dict:
-    """The same step as hand-written numpy, on the same parameters (checked to agree with gradc's)."""
+def mlp_numpy_step(path: str, feed: str, params: str | None = None, startup: str | None = None,
+                   steps: int = 1) -> dict:
+    """The same step as hand-written numpy, on the same parameters (checked to agree with gradc's), timed as
+    ``step`` times it."""
     program, _, scope = cached(("step", path), lambda: _trained(path, params, startup))
     layers = [(scope[w], scope[b]) for w, b in mlp_layers(program)]
     values = _feed(feed)
-    seconds, (loss, _) = clock(lambda: mlp_numpy(values["x"], values["label"], layers))
-    return {"seconds": seconds, "loss": float(loss)}
+    timed = [clock(lambda: mlp_numpy(values["x"], values["label"], layers)) for _ in range(steps)]
+    return {"seconds": statistics.median(t for t, _ in timed), "loss": float(timed[-1][1][0])}
 
 
 def scale_overhead(count: int) -> dict:

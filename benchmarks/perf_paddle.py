@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -71,8 +72,9 @@ def _prepared(name: str, model, folder: str, feed: dict):
     return main, executor, feed, [loss, pairs[0][1]]
 
 
-def step(model: str, folder: str, batch: int, layers: int = 0, width: int = 64) -> dict:
-    """One forward + backward step through Paddle's executor, the loss and the first weight grad fetched."""
+def step(model: str, folder: str, batch: int, layers: int = 0, width: int = 64, steps: int = 1) -> dict:
+    """A forward + backward step through Paddle's executor, the loss and the first weight grad fetched: the
+    median of ``steps`` run back to back, as a training loop runs them."""
     def prepare():
         rng = np.random.default_rng(0)
         if model == "mlp":
@@ -88,9 +90,12 @@ def step(model: str, folder: str, batch: int, layers: int = 0, width: int = 64) 
         main, executor, feed, fetch = _CACHE[model]
         executor.run(main, feed=feed, fetch_list=fetch)   # Paddle prepares its program on the first run
     main, executor, feed, fetch = _CACHE[model]
-    start = time.perf_counter()
-    loss, _ = executor.run(main, feed=feed, fetch_list=fetch)
-    return {"seconds": time.perf_counter() - start, "loss": float(np.asarray(loss).reshape(-1)[0])}
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        loss, _ = executor.run(main, feed=feed, fetch_list=fetch)
+        times.append(time.perf_counter() - start)
+    return {"seconds": statistics.median(times), "loss": float(np.asarray(loss).reshape(-1)[0])}
 
 
 ROWS = {"backward": backward, "step": step}
