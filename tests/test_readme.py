@@ -12,6 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gradc
 from fixtures import DATA
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,3 +100,11 @@ def test_the_parser_finds_commands_and_named_files():
     text = ("```\ngradc run a.pb \\\n   --feed f.npz   # one batch\n   # more comment\nls\n```\n\n"
             "In `x.py`:\n\n```python\nX = 1\n```\n```text\ngradc not an example\n```\n")
     assert readme_examples(text) == [("command", "gradc run a.pb --feed f.npz"), ("x.py", "X = 1\n")]
+
+
+def test_the_readme_counts_what_the_registry_holds():
+    ops = gradc.registry.OPS
+    grads = sum(1 for opdef in ops.values() if opdef.grad_op_of)
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"{len(ops)} op types ({len(ops) - grads} forward ops" in text
+    assert f"every one of the {grads} grad ops has a maker" in text
