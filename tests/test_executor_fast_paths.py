@@ -46,13 +46,17 @@ def test_the_bias_grad_of_an_fc_layer():
     assert _add_grad(np.ones((2, 2, 3), np.float32), -1).tolist() == [4, 4, 4]   # the general path
 
 
+def _squared_fc():
+    """sum((x @ w)^2) by mul, x [-1, 4] fed, w [4, 3] a parameter: (net, the mul's output, the loss)."""
+    net = ProgramBuilder()
+    out = net.op("mul", {"X": net.data("x", [-1, 4]), "Y": net.parameter("w", [4, 3])},
+                 {"x_num_col_dims": 1, "y_num_col_dims": 1})[0]
+    return net, out, net.op("reduce_sum", {"X": net.op("square", {"X": out})[0]}, {"reduce_all": True})[0]
+
+
 def test_mul_and_mul_grad_of_matrices_match_their_flattening_path(monkeypatch):
     rng = np.random.default_rng(0)
-    net = ProgramBuilder()
-    x = net.data("x", [-1, 4])
-    y = net.parameter("w", [4, 3])
-    out = net.op("mul", {"X": x, "Y": y}, {"x_num_col_dims": 1, "y_num_col_dims": 1})[0]
-    loss = net.op("reduce_sum", {"X": net.op("square", {"X": out})[0]}, {"reduce_all": True})[0]
+    net, out, loss = _squared_fc()
     pairs = gradc.append_backward(net.program, loss)
     scope = gradc.Scope()
     scope.vars["w"] = rng.standard_normal((4, 3), dtype=np.float32)
@@ -87,11 +91,7 @@ def test_mul_and_mul_grad_of_matrices_match_their_flattening_path(monkeypatch):
 def test_an_op_of_several_outputs_stores_each_where_its_var_lives():
     """mul_grad writes two vars: from the second run on through the plan's per-slot store."""
     rng = np.random.default_rng(1)
-    net = ProgramBuilder()
-    x = net.data("x", [-1, 4])
-    y = net.parameter("w", [4, 3])
-    out = net.op("mul", {"X": x, "Y": y}, {"x_num_col_dims": 1, "y_num_col_dims": 1})[0]
-    loss = net.op("reduce_sum", {"X": net.op("square", {"X": out})[0]}, {"reduce_all": True})[0]
+    net, out, loss = _squared_fc()
     grad = gradc.append_backward(net.program, loss)[0][1]
     w, feed = rng.standard_normal((4, 3), dtype=np.float32), {"x": rng.standard_normal((5, 4), dtype=np.float32)}
     reference = gradc.Scope()
