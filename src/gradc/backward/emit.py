@@ -46,7 +46,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         emitted.append(op)
 
     def has_grad(name: str) -> bool:
-        return acc.is_written(name) or name in acc.pending
+        return name in written_grads or name in pending_grads
 
     def backward_block(fwd: OpDesc, inputs: str, outputs: str):
         return control_flow.backward_block(job, fwd, inputs=inputs, outputs=outputs, has_grad=has_grad,
