@@ -55,4 +55,4 @@ def fits(ins: dict, outs: dict, inputs: set[str], outputs: set[str], all_outputs
     return ins.keys() == inputs and bool(outs) and (outs.keys() == outputs if all_outputs else outs.keys() <= outputs)
 
 
-from . import fc, loss  # noqa: E402,F401 - registers their binders
+from . import inline, loss  # noqa: E402,F401 - registers their binders

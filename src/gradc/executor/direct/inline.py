@@ -1,0 +1,72 @@
+"""Inline steps: the hottest ops' numpy calls as source rows that the straight-line code of a plan
+(gradc.executor.straight) pastes in, one row per op: an fc layer's ops and their grads, and scale.
+
+A row is (guard, {output slot: expression}). Inputs are named by slot (``dOut`` for ``Out@GRAD``); ``@name`` is
+the op's attribute read live, with its definition's default; ``ZERO`` is a 0 and ``DTYPE`` the dtype of the
+op's first output. Where the guard fails, a read or call raises (a SelectedRows value has no arithmetic), or a
+result is not an array of its var's declared dtype, the op's kernel runs instead, as for any op, and reports
+whatever is wrong."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from . import binds, fits
+
+GUARD, OUTPUTS = 0, 1
+ROWS: dict[str, tuple[str, dict[str, str]]] = {
+    "mul": ("X.ndim == 2 == Y.ndim and @x_num_col_dims == 1 == @y_num_col_dims", {"Out": "X @ Y"}),
+    "mul_grad": ("X.ndim == 2 == Y.ndim == dOut.ndim and @x_num_col_dims == 1 == @y_num_col_dims",
+                 {"X@GRAD": "dOut @ Y.T", "Y@GRAD": "X.T @ dOut"}),
+    # the lower-rank operand aligned with the trailing dims, as numpy's + aligns it
+    "elementwise_add": ("X.ndim == Y.ndim or @axis in (-1, abs(X.ndim - Y.ndim))", {"Out": "X + Y"}),
+    # the kernel's fc case: a batch of rows plus a bias row; dX is dOut itself, dY its sum over the batch
+    "elementwise_add_grad": ("X.shape == dOut.shape and dOut.ndim == 2 and Y.shape == dOut.shape[1:] "
+                             "and (@axis == -1 or @axis == 1 < len(dOut))",
+                             {"X@GRAD": "dOut", "Y@GRAD": "add_reduce(dOut, 0)"}),
+    "relu": ("True", {"Out": "maximum(X, ZERO)"}),
+    "relu_grad": ("True", {"X@GRAD": "dOut * (Out > ZERO)"}),
+    # X alone, of the float type the program declares (the kernel's case without scale or bias tensors)
+    "scale": ("X.dtype is DTYPE",
+              {"Out": "X * float(@scale) + float(@bias) if @bias_after_scale else (X + float(@bias)) * float(@scale)"}),
+}
+FLOAT_ONLY = {"scale"}   # rows whose first output must be declared a float type (the kernel's float case)
+
+
+def slot_token(slot: str) -> str:
+    """How a row names a slot: ``dOut`` for ``Out@GRAD``."""
+    return "d" + slot[:-5] if slot.endswith("@GRAD") else slot
+
+
+def _tokens(row: tuple[str, dict[str, str]]) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", " ".join((row[GUARD], *row[OUTPUTS].values()))))
+
+
+@dataclass
+class Inline:
+    """One op's row, bound: the var each input slot reads, and (var, declared dtype) of each output slot written."""
+    op: object
+    defaults: dict
+    ins: dict[str, str]
+    outs: dict[str, tuple[str, object]]
+    row: tuple[str, dict[str, str]]
+
+
+def _binder(op_type: str):
+    row = ROWS[op_type]
+    used = _tokens(row)
+    inputs = {slot for slot in ("X", "Y", "Out", "Out@GRAD") if slot_token(slot) in used}
+    outputs = set(row[OUTPUTS])
+    grad = op_type.endswith("_grad")   # a grad op may be asked for some of its grads only
+
+    def bind(op, ins, outs, defaults):
+        if not fits(ins, outs, inputs, outputs, not grad) \
+                or op_type in FLOAT_ONLY and next(iter(outs.values()))[1].kind != "f":
+            return None
+        return Inline(op, defaults, ins, outs, row)
+    return bind
+
+
+for _op_type in ROWS:
+    binds(_op_type)(_binder(_op_type))

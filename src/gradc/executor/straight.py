@@ -1,0 +1,139 @@
+"""A plan as straight-line code: one Python function per plan, generated once and compiled, that makes the inline
+steps' numpy calls itself (gradc.executor.direct.inline), calls the other direct steps, and hands every other op,
+and every op whose fast case does not hold, to the executor's loop (its kernel, stores, errors, as always). The
+frees after each op are ``pop`` calls of constant names. No loop, no step object and no dict of slots per op
+remain: they cost as much as a small op's arithmetic.
+
+The function is ``run(V, P, S, loop)``: V the run's own values, P the caller's (parameters), S the run's scope
+(for vars further out), ``loop(rows)`` the executor's loop over plan rows (the op's kernel). Inline steps write V
+only: the executor runs this code only when no outer scope holds a var they write."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .direct.inline import GUARD, OUTPUTS, Inline, slot_token
+from .liveness import shape_stub
+from .scope import MISSING
+
+PART_OPS = 64   # ops per compiled function: compiling a big function takes memory in proportion to its size
+
+
+class _Source:
+    def __init__(self):
+        self.parts: list[list[str]] = []
+        self.lines: list[str] = []
+        self.names = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce, "stub": shape_stub}
+
+    def start_part(self) -> None:
+        self.lines = [f"def part{len(self.parts)}(V, P, S, loop):", "    pop = V.pop"]
+        self.parts.append(self.lines)
+
+    def bind(self, name: str, value) -> str:
+        self.names[name] = value
+        return name
+
+    def emit(self, indent: int, *lines: str) -> None:
+        self.lines.extend("    " * indent + line for line in lines)
+
+
+def build(plan) -> callable:
+    """The plan's ``run`` function."""
+    source = _Source()
+    made: set[str] = set()   # vars an earlier inline or direct step writes into V: read from V alone
+    pending: list = []       # the rows of the ops since the last direct step: one call of the loop runs them
+    for idx, step in enumerate(plan.steps):
+        if idx % PART_OPS == 0:
+            _flush(source, pending)
+            source.start_part()
+        if step.direct is None:
+            pending.append((step.kernel, step.ctx, step))
+            continue
+        _flush(source, pending)
+        row = source.bind(f"R{idx}", ((step.kernel, step.ctx, step),))
+        source.emit(1, f"# {idx} {step.ctx.op.type}")
+        drop = ""
+        if isinstance(step.direct, Inline):
+            drop = _inline(source, idx, step.direct, made)
+        else:
+            call = source.bind(f"D{idx}", step.direct)
+            source.emit(1, "try:", f"    ok = {call}(V, P, S) is None", "except Exception:", "    ok = False",
+                        "if ok:")
+        _frees(source, step)
+        source.emit(1, "else:", f"    loop({row})")
+        if drop:   # no reference outlives the op: a value freed after its last reader goes now
+            source.emit(1, f"{drop} = None")
+        made.update(name for _, specs in step.writes for name, _, _ in specs)
+    _flush(source, pending)
+    namespace, texts = dict(source.names), []
+    for index, lines in enumerate(source.parts):
+        texts.append("\n".join(lines) + "\n")
+        exec(compile(texts[-1], f"<gradc plan part {index}>", "exec"), namespace)
+    parts = [namespace[f"part{index}"] for index in range(len(source.parts))]
+
+    def run(V, P, S, loop):
+        for part in parts:
+            part(V, P, S, loop)
+    run.source = "".join(texts)   # for reading (and tests): what the plan runs
+    return run
+
+
+def _flush(source: _Source, rows: list) -> None:
+    if rows:
+        first = rows[0][1].op_idx
+        source.emit(1, f"# {first}-{rows[-1][1].op_idx} through their kernels",
+                    f"loop({source.bind(f'K{first}', tuple(rows))})")
+        rows.clear()
+
+
+def _inline(source: _Source, idx: int, step: Inline, made: set[str]) -> str:
+    """The row's numpy calls, its guard and the output checks, then ``if ok:`` and the stores; returns the
+    locals it binds."""
+    guard, exprs = step.row[GUARD], {slot: expr for slot, expr in step.row[OUTPUTS].items() if slot in step.outs}
+    first_dtype = next(iter(step.outs.values()))[1]
+    consts = {"ZERO": lambda: np.zeros((), first_dtype), "DTYPE": lambda: first_dtype}
+    slots = re.compile(r"\b(" + "|".join(slot_token(slot) for slot in step.ins) + r")\b")
+
+    def fill(text: str) -> str:
+        text = slots.sub(r"_\1", text)
+        text = re.sub(r"\b(ZERO|DTYPE)\b", lambda m: source.bind(f"{m[1]}{idx}", consts[m[1]]()), text)
+        return re.sub(r"@(\w+)", lambda m: _attr(source, idx, step, m[1]), text)
+    source.emit(1, "try:")
+    for slot, name in step.ins.items():
+        read = f"V[{name!r}]" if name in made else \
+            f"V[{name!r}] if {name!r} in V else P[{name!r}] if {name!r} in P else S.find({name!r})"
+        source.emit(2, f"_{slot_token(slot)} = {read}")
+    if "@" in guard + "".join(exprs.values()):
+        source.emit(2, f"a = {source.bind(f'O{idx}', step.op)}.attrs")
+    source.emit(2, f"if {fill(guard)}:")
+    checks = []
+    for n, (slot, expr) in enumerate(exprs.items()):
+        source.emit(3, f"o{n} = {fill(expr)}")
+        checks.append(f"type(o{n}) is ndarray and o{n}.dtype is {source.bind(f'T{idx}_{n}', step.outs[slot][1])}")
+    source.emit(3, f"ok = {' and '.join(checks)}")
+    source.emit(2, "else:", "    ok = False")
+    source.emit(1, "except Exception:", "    ok = False", "if ok:")
+    for n, slot in enumerate(exprs):
+        source.emit(2, f"V[{step.outs[slot][0]!r}] = o{n}")
+    return " = ".join([*(f"_{slot_token(slot)}" for slot in step.ins), *(f"o{n}" for n in range(len(exprs)))])
+
+
+def _attr(source: _Source, idx: int, step: Inline, name: str) -> str:
+    """An attribute read live: the op's own (a KeyError if it is gone: the kernel then runs), else the default."""
+    if name in step.op.attrs:
+        return f"a[{name!r}]"
+    value = step.defaults.get(name, MISSING)
+    default = repr(value) if type(value) in (bool, int, str, type(None)) else source.bind(f"A{idx}_{name}", value)
+    return f"a.get({name!r}, {default})"
+
+
+def _frees(source: _Source, step) -> None:
+    """The values that die after the op, and those only read for their shape from here on (kept as stubs)."""
+    if source.lines[-1].endswith("if ok:") and not step.frees and not step.shrinks:
+        source.emit(2, "pass")
+    for name in step.frees:
+        source.emit(2, f"pop({name!r}, None)")
+    for name in step.shrinks:
+        source.emit(2, f"if type(v := V.get({name!r})) is ndarray:", f"    V[{name!r}] = stub(v)")
