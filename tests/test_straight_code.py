@@ -56,7 +56,7 @@ def test_a_rerun_plan_runs_as_straight_line_code_that_makes_the_numpy_calls_itse
     executor.run(net.program, feed, [net.loss], scope)
     assert calls == []   # every op of the step an inline or direct step
     source = _plan(executor, net.program).straight.source
-    assert "_X @ _Y" in source and "maximum(_X, ZERO" in source and "pop('fc_0.tmp_2', None)" in source
+    assert "_X @ _Y" in source and "maximum(_X, ZERO" in source and "del V['fc_0.tmp_2']" in source
 
 
 @pytest.mark.parametrize("dtype, batch", [("float32", 5), ("float32", 1), ("float64", 3)])

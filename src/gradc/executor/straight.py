@@ -54,14 +54,14 @@ def build(plan) -> callable:
         _flush(source, pending)
         row = source.bind(f"R{idx}", ((step.kernel, step.ctx, step),))
         source.emit(1, f"# {idx} {step.ctx.op.type}")
-        drop = ""
+        drop, present = "", set()
         if isinstance(step.direct, Inline):
-            drop = _inline(source, idx, step.direct, made)
+            drop, present = _inline(source, idx, step.direct, made, set(step.frees))
         else:
             call = source.bind(f"D{idx}", step.direct)
             source.emit(1, "try:", f"    ok = {call}(V, P, S) is None", "except Exception:", "    ok = False",
                         "if ok:")
-        _frees(source, step)
+        _frees(source, step, present)
         source.emit(1, "else:", f"    loop({row})")
         if drop:   # no reference outlives the op: a value freed after its last reader goes now
             source.emit(1, f"{drop} = None")
@@ -88,9 +88,9 @@ def _flush(source: _Source, rows: list) -> None:
         rows.clear()
 
 
-def _inline(source: _Source, idx: int, step: Inline, made: set[str]) -> str:
-    """The row's numpy calls, its guard and the output checks, then ``if ok:`` and the stores; returns the
-    locals it binds."""
+def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[str]) -> tuple[str, set[str]]:
+    """The row's numpy calls, its guard and the output checks, then ``if ok:`` and the stores of the outputs that
+    outlive the op; returns the locals it binds and the vars it read from V alone (there for certain)."""
     guard, exprs = step.row[GUARD], {slot: expr for slot, expr in step.row[OUTPUTS].items() if slot in step.outs}
     first_dtype = next(iter(step.outs.values()))[1]
     consts = {"ZERO": lambda: np.zeros((), first_dtype), "DTYPE": lambda: first_dtype}
@@ -116,8 +116,10 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str]) -> str:
     source.emit(2, "else:", "    ok = False")
     source.emit(1, "except Exception:", "    ok = False", "if ok:")
     for n, slot in enumerate(exprs):
-        source.emit(2, f"V[{step.outs[slot][0]!r}] = o{n}")
-    return " = ".join([*(f"_{slot_token(slot)}" for slot in step.ins), *(f"o{n}" for n in range(len(exprs)))])
+        if step.outs[slot][0] not in dying:   # a grad nobody reads (a bias grad not fetched) is only checked
+            source.emit(2, f"V[{step.outs[slot][0]!r}] = o{n}")
+    names = " = ".join([*(f"_{slot_token(slot)}" for slot in step.ins), *(f"o{n}" for n in range(len(exprs)))])
+    return names, {name for name in step.ins.values() if name in made} - {name for name, _ in step.outs.values()}
 
 
 def _attr(source: _Source, idx: int, step: Inline, name: str) -> str:
@@ -129,11 +131,12 @@ def _attr(source: _Source, idx: int, step: Inline, name: str) -> str:
     return f"a.get({name!r}, {default})"
 
 
-def _frees(source: _Source, step) -> None:
-    """The values that die after the op, and those only read for their shape from here on (kept as stubs)."""
+def _frees(source: _Source, step, present: set[str]) -> None:
+    """The values that die after the op (``present``: those in V for certain), and those only read for their
+    shape from here on (kept as stubs)."""
     if source.lines[-1].endswith("if ok:") and not step.frees and not step.shrinks:
         source.emit(2, "pass")
     for name in step.frees:
-        source.emit(2, f"pop({name!r}, None)")
+        source.emit(2, f"del V[{name!r}]" if name in present else f"pop({name!r}, None)")
     for name in step.shrinks:
         source.emit(2, f"if type(v := V.get({name!r})) is ndarray:", f"    V[{name!r}] = stub(v)")
