@@ -25,10 +25,14 @@ class _Source:
     def __init__(self):
         self.parts: list[list[str]] = []
         self.lines: list[str] = []
-        self.names = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce, "stub": shape_stub}
+        self.names = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce, "stub": shape_stub,
+                      "WARM": range(8)}
 
     def start_part(self) -> None:
-        self.lines = [f"def part{len(self.parts)}(V, P, S, loop):", "    pop = V.pop"]
+        # CPython 3.11 specializes a function's bytecode from its 8th call or backward jump on: 8 empty loop turns
+        # make the first call run specialized code, as every call of a training loop does
+        self.lines = [f"def part{len(self.parts)}(V, P, S, loop):", "    pop = V.pop", "    for _ in WARM:",
+                      "        pass"]
         self.parts.append(self.lines)
 
     def bind(self, name: str, value) -> str:
