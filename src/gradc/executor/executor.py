@@ -1,6 +1,7 @@
 """Runs programs with numpy kernels. Each block is planned once per (program revision, fetch set): kernels
 resolved, slots bound, attributes merged with their defaults, each output's declared dtype and destination
-and each var's last reader found, so the per-op loop is a kernel call, a store per output and the frees."""
+and each var's last reader found, so the per-op loop is a kernel call, a store per output and the frees. A plan
+run again becomes straight-line code (straight.py) that makes the hot ops' numpy calls itself."""
 
 from __future__ import annotations
 

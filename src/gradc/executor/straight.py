@@ -111,13 +111,16 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
         source.emit(2, f"_{slot_token(slot)} = {read}")
     if "@" in guard + "".join(exprs.values()):
         source.emit(2, f"a = {source.bind(f'O{idx}', step.op)}.attrs")
-    source.emit(2, f"if {fill(guard)}:")
+    guarded = guard != "True"
+    if guarded:
+        source.emit(2, f"if {fill(guard)}:")
     checks = []
     for n, (slot, expr) in enumerate(exprs.items()):
-        source.emit(3, f"o{n} = {fill(expr)}")
+        source.emit(2 + guarded, f"o{n} = {fill(expr)}")
         checks.append(f"type(o{n}) is ndarray and o{n}.dtype is {source.bind(f'T{idx}_{n}', step.outs[slot][1])}")
-    source.emit(3, f"ok = {' and '.join(checks)}")
-    source.emit(2, "else:", "    ok = False")
+    source.emit(2 + guarded, f"ok = {' and '.join(checks)}")
+    if guarded:
+        source.emit(2, "else:", "    ok = False")
     source.emit(1, "except Exception:", "    ok = False", "if ok:")
     for n, slot in enumerate(exprs):
         if step.outs[slot][0] not in dying:   # a grad nobody reads (a bias grad not fetched) is only checked

@@ -1,8 +1,9 @@
-"""Direct steps: ops bound once per plan to a closure that reads its inputs from the run's dicts, makes its
+"""Direct steps: ops bound once per plan to code that reads its inputs from the run's dicts, makes its
 kernel's numpy calls and stores its outputs itself, with no kernel context, results dict or generic store
 between. Those cost ~1.5 µs an op, as much as a 64x64 op's arithmetic, and several times that for an op run
 once a step (its code is out of the caches by then). Direct steps exist for the hottest ops only: an fc
-layer's (fc.py) and a classifier's loss (loss.py).
+layer's and scale (inline.py: source rows the plan's straight-line code pastes in) and a classifier's loss
+(loss.py: closures it calls).
 
 A step tests what its kernel's fast path tests and returns FALLBACK for any other case (another rank,
 attribute or result dtype); an exception (a value missing, of another kind) falls back too. The op's kernel
@@ -32,9 +33,10 @@ def binds(op_type: str):
     return register
 
 
-def direct_step(kernel: Callable, ctx: KernelContext, writes: tuple) -> Callable | None:
-    """The op's step(values, params, scope) -> None (done) or FALLBACK; None when its kernel has no binder, a
-    slot names several vars, or an output is persistable or has no declared dtype (the executor stores those)."""
+def direct_step(kernel: Callable, ctx: KernelContext, writes: tuple):
+    """The op's inline step, or its step(values, params, scope) -> None (done) or FALLBACK; None when its kernel
+    has no binder, a slot names several vars, or an output is persistable or has no declared dtype (the executor
+    stores those)."""
     binder = _BINDERS.get(kernel)
     if binder is None or any(len(args) > 1 for args in ctx.ins.values()):
         return None
