@@ -56,7 +56,8 @@ def test_a_rerun_plan_runs_as_straight_line_code_that_makes_the_numpy_calls_itse
     executor.run(net.program, feed, [net.loss], scope)
     assert calls == []   # every op of the step an inline or direct step
     source = _plan(executor, net.program).straight.source
-    assert "_X @ _Y" in source and "maximum(_X, ZERO" in source and "del V['fc_0.tmp_2']" in source
+    assert "_X @ _Y" in source and "maximum(_X, ZERO" in source and "del V['fc_1.tmp_2']" in source
+    assert "h0 = o0" in source and "_X = h0\n" in source   # the bias add's sum: a local from writer to reader
 
 
 @pytest.mark.parametrize("dtype, batch", [("float32", 5), ("float32", 1), ("float64", 3)])

@@ -26,6 +26,7 @@ class _Source:
         self.parts: list[list[str]] = []
         self.lines: list[str] = []
         self.names = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce, "stub": shape_stub,
+                      "MISSING": MISSING,
                       "WARM": range(8)}
 
     def start_part(self) -> None:
@@ -47,6 +48,7 @@ def build(plan) -> callable:
     """The plan's ``run`` function."""
     source = _Source()
     made: set[str] = set()   # vars an earlier inline or direct step writes into V: read from V alone
+    held = {name: f"h{n}" for n, name in enumerate(_held(plan))}   # vars that live in a local, not in V
     pending: list = []       # the rows of the ops since the last direct step: one call of the loop runs them
     for idx, step in enumerate(plan.steps):
         if idx % PART_OPS == 0:
@@ -60,13 +62,14 @@ def build(plan) -> callable:
         source.emit(1, f"# {idx} {step.ctx.op.type}")
         drop, present = "", set()
         if isinstance(step.direct, Inline):
-            drop, present = _inline(source, idx, step.direct, made, set(step.frees))
+            drop, present = _inline(source, idx, step.direct, made, set(step.frees), held)
         else:
             call = source.bind(f"D{idx}", step.direct)
             source.emit(1, "try:", f"    ok = {call}(V, P, S) is None", "except Exception:", "    ok = False",
                         "if ok:")
-        _frees(source, step, present)
-        source.emit(1, "else:", f"    loop({row})")
+        _frees(source, step, present, held)
+        source.emit(1, "else:")
+        _fallback(source, row, step, held)
         if drop:   # no reference outlives the op: a value freed after its last reader goes now
             source.emit(1, f"{drop} = None")
         made.update(name for _, specs in step.writes for name, _, _ in specs)
@@ -84,6 +87,45 @@ def build(plan) -> callable:
     return run
 
 
+def _held(plan) -> list[str]:
+    """The vars that can live in a local of one part rather than in V: each written by one inline step and
+    only read, after it, by inline steps of the same part, the last of which frees it (no stub, not kept)."""
+    writers: dict[str, list[int]] = {}
+    readers: dict[str, list[int]] = {}
+    for idx, step in enumerate(plan.steps):
+        for name in step.ctx.op.input_names():
+            readers.setdefault(name, []).append(idx)
+        for name in step.ctx.op.output_names():
+            writers.setdefault(name, []).append(idx)
+    stubs = {name for step in plan.steps for name in step.shrinks}
+    inline = [step.direct if isinstance(step.direct, Inline) else None for step in plan.steps]
+    held = []
+    for name, written in writers.items():
+        reads, first = readers.get(name), written[0]
+        if len(written) > 1 or not reads or name in stubs or inline[first] is None or reads[0] <= first \
+                or name in plan.steps[first].frees or name not in plan.steps[reads[-1]].frees \
+                or all(name != out for out, _ in inline[first].outs.values()):
+            continue
+        if all(r // PART_OPS == first // PART_OPS and inline[r] is not None and name in inline[r].ins.values()
+               for r in reads):
+            held.append(name)
+    return held
+
+
+def _fallback(source: _Source, row: str, step, held: dict[str, str]) -> None:
+    """The op through the loop: its held inputs put in V for the kernel (and taken out again unless the loop
+    frees them), its held outputs taken from V."""
+    inputs = [name for name in dict.fromkeys(step.ctx.op.input_names()) if name in held]
+    for name in inputs:
+        source.emit(2, f"if {held[name]} is not MISSING:", f"    V[{name!r}] = {held[name]}")
+    source.emit(2, f"loop({row})")
+    for name in inputs:
+        source.emit(2, f"{held[name]} = None" if name in step.frees else f"V.pop({name!r}, None)")
+    for name in dict.fromkeys(step.ctx.op.output_names()):
+        if name in held:
+            source.emit(2, f"{held[name]} = V.pop({name!r}, MISSING)")
+
+
 def _flush(source: _Source, rows: list) -> None:
     if rows:
         first = rows[0][1].op_idx
@@ -92,7 +134,8 @@ def _flush(source: _Source, rows: list) -> None:
         rows.clear()
 
 
-def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[str]) -> tuple[str, set[str]]:
+def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[str],
+            held: dict[str, str]) -> tuple[str, set[str]]:
     """The row's numpy calls, its guard and the output checks, then ``if ok:`` and the stores of the outputs that
     outlive the op; returns the locals it binds and the vars it read from V alone (there for certain)."""
     guard, exprs = step.row[GUARD], {slot: expr for slot, expr in step.row[OUTPUTS].items() if slot in step.outs}
@@ -106,7 +149,7 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
         return re.sub(r"@(\w+)", lambda m: _attr(source, idx, step, m[1]), text)
     source.emit(1, "try:")
     for slot, name in step.ins.items():
-        read = f"V[{name!r}]" if name in made else \
+        read = held[name] if name in held else f"V[{name!r}]" if name in made else \
             f"V[{name!r}] if {name!r} in V else P[{name!r}] if {name!r} in P else S.find({name!r})"
         source.emit(2, f"_{slot_token(slot)} = {read}")
     if "@" in guard + "".join(exprs.values()):
@@ -123,10 +166,12 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
         source.emit(2, "else:", "    ok = False")
     source.emit(1, "except Exception:", "    ok = False", "if ok:")
     for n, slot in enumerate(exprs):
-        if step.outs[slot][0] not in dying:   # a grad nobody reads (a bias grad not fetched) is only checked
-            source.emit(2, f"V[{step.outs[slot][0]!r}] = o{n}")
+        name = step.outs[slot][0]
+        if name not in dying:   # a grad nobody reads (a bias grad not fetched) is only checked
+            source.emit(2, f"{held[name]} = o{n}" if name in held else f"V[{name!r}] = o{n}")
     names = " = ".join([*(f"_{slot_token(slot)}" for slot in step.ins), *(f"o{n}" for n in range(len(exprs)))])
-    return names, {name for name in step.ins.values() if name in made} - {name for name, _ in step.outs.values()}
+    return names, {name for name in step.ins.values() if name in made and name not in held} \
+        - {name for name, _ in step.outs.values()}
 
 
 def _attr(source: _Source, idx: int, step: Inline, name: str) -> str:
@@ -138,12 +183,13 @@ def _attr(source: _Source, idx: int, step: Inline, name: str) -> str:
     return f"a.get({name!r}, {default})"
 
 
-def _frees(source: _Source, step, present: set[str]) -> None:
+def _frees(source: _Source, step, present: set[str], held: dict[str, str]) -> None:
     """The values that die after the op (``present``: those in V for certain), and those only read for their
     shape from here on (kept as stubs)."""
     if source.lines[-1].endswith("if ok:") and not step.frees and not step.shrinks:
         source.emit(2, "pass")
     for name in step.frees:
-        source.emit(2, f"del V[{name!r}]" if name in present else f"pop({name!r}, None)")
+        source.emit(2, f"{held[name]} = None" if name in held else
+                    f"del V[{name!r}]" if name in present else f"pop({name!r}, None)")
     for name in step.shrinks:
         source.emit(2, f"if type(v := V.get({name!r})) is ndarray:", f"    V[{name!r}] = stub(v)")
