@@ -49,7 +49,7 @@ def test_a_rerun_plan_runs_as_straight_line_code_that_makes_the_numpy_calls_itse
     calls = []
     loop = executor._loop
     executor._loop = lambda rows, *args: calls.extend(row[1].op.type for row in rows) or loop(rows, *args)
-    for run in range(1, 5):
+    for run in range(1, executor_module.STRAIGHT_AFTER_RUNS + 3):
         executor.run(net.program, feed, [net.loss], scope)
         assert (_plan(executor, net.program).straight is not None) == (run > executor_module.STRAIGHT_AFTER_RUNS)
     calls.clear()

@@ -55,10 +55,10 @@ def build(plan) -> callable:
             _flush(source, pending)
             source.start_part()
         if step.direct is None:
-            pending.append((step.kernel, step.ctx, step))
+            pending.append((step.kernel, step.ctx, step, None))
             continue
         _flush(source, pending)
-        row = source.bind(f"R{idx}", ((step.kernel, step.ctx, step),))
+        row = source.bind(f"R{idx}", ((step.kernel, step.ctx, step, None),))
         source.emit(1, f"# {idx} {step.ctx.op.type}")
         drop, present = "", set()
         if isinstance(step.direct, Inline):

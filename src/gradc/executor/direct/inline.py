@@ -10,9 +10,12 @@ whatever is wrong."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from . import binds, fits
+import numpy as np
+
+from ..scope import MISSING
+from . import FALLBACK, binds, fits
 
 GUARD, OUTPUTS = 0, 1
 ROWS: dict[str, tuple[str, dict[str, str]]] = {
@@ -45,12 +48,51 @@ def _tokens(row: tuple[str, dict[str, str]]) -> set[str]:
 
 @dataclass
 class Inline:
-    """One op's row, bound: the var each input slot reads, and (var, declared dtype) of each output slot written."""
+    """One op's row, bound: the var each input slot reads, and (var, declared dtype) of each output slot written.
+    Called (values, params, scope), it is the op's direct step for the executor's loop: the row run through a
+    function made once per op type, until the plan's straight-line code pastes the row in."""
     op: object
     defaults: dict
     ins: dict[str, str]
     outs: dict[str, tuple[str, object]]
     row: tuple[str, dict[str, str]]
+    dtype: object = field(init=False)   # the first output's declared dtype (DTYPE), and a 0 of it (ZERO)
+    zero: object = field(init=False)
+
+    def __post_init__(self):
+        self.dtype = next(iter(self.outs.values()))[1]
+        self.zero = np.zeros((), self.dtype)
+
+    def __call__(self, values, params, scope):
+        return _STEPS[self.op.type](values, params, scope, self)
+
+
+def _step_source(op_type: str) -> str:
+    """The row as ``step(V, P, S, bound) -> None (done) or FALLBACK``, reading its vars, attributes (live, else the
+    default) and constants from ``bound``, an Inline."""
+    guard, exprs = ROWS[op_type]
+    lines = ["def step(V, P, S, bound):", "    ins, outs, a, D = bound.ins, bound.outs, bound.op.attrs, bound.defaults",
+             "    ZERO, DTYPE = bound.zero, bound.dtype"]
+    for token in sorted(_tokens(ROWS[op_type]) & {slot_token(s) for s in ("X", "Y", "Out", "Out@GRAD")}):
+        slot = token[1:] + "@GRAD" if token.startswith("d") else token
+        lines.append(f"    n = ins[{slot!r}]; _{token} = V[n] if n in V else P[n] if n in P else S.find(n)")
+    attr = r"(a[\1] if \1 in a else D.get(\1, MISSING))"
+    fill = lambda text: re.sub(r"@(\w+)", lambda m: attr.replace("\\1", repr(m[1])),  # noqa: E731
+                               re.sub(r"\b(X|Y|Out|dOut)\b", r"_\1", text))
+    lines.append(f"    if not ({fill(guard)}): return FALLBACK")
+    for n, (slot, expr) in enumerate(exprs.items()):
+        lines += [f"    if {slot!r} in outs:", f"        o{n} = {fill(expr)}",
+                  f"        if type(o{n}) is not ndarray or o{n}.dtype is not outs[{slot!r}][1]: return FALLBACK"]
+    for n, slot in enumerate(exprs):
+        lines.append(f"    if {slot!r} in outs: V[outs[{slot!r}][0]] = o{n}")
+    return "\n".join(lines) + "\n"
+
+
+def _compile_step(op_type: str):
+    namespace = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce, "FALLBACK": FALLBACK,
+                 "MISSING": MISSING}
+    exec(compile(_step_source(op_type), f"<gradc direct step {op_type}>", "exec"), namespace)
+    return namespace["step"]
 
 
 def _binder(op_type: str):
@@ -68,5 +110,6 @@ def _binder(op_type: str):
     return bind
 
 
+_STEPS = {op_type: _compile_step(op_type) for op_type in ROWS}
 for _op_type in ROWS:
     binds(_op_type)(_binder(_op_type))
