@@ -1,7 +1,7 @@
 """Runs programs with numpy kernels. Each block is planned once per (program revision, fetch set): kernels
 resolved, slots bound, attributes merged with their defaults, each output's declared dtype and destination
 and each var's last reader found, so the per-op loop is a kernel call, a store per output and the frees. A plan
-run again becomes straight-line code (straight.py) that makes the hot ops' numpy calls itself."""
+run many times becomes straight-line code (straight.py) that makes the hot ops' numpy calls itself."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class Plan:
         self.direct_outputs = frozenset(name for step in self.steps if step.direct for _, specs in step.writes
                                         for name, _, _ in specs)
         self.runs = 0           # runs that could have used the straight-line code before it was built
-        self.straight = None    # the plan as straight-line code (gradc.executor.straight), built on a rerun
+        self.straight = None    # the plan as straight-line code (gradc.executor.straight), once it has run enough
 
 
 class Executor:
