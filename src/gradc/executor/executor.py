@@ -24,8 +24,7 @@ from .feeding import feed_ops, feed_values
 from .kernels import KERNELS, load_all
 from .liveness import deaths, shape_stub
 from .scope import MISSING, Scope, global_scope
-from .selected_rows import SelectedRows
-from .tensor_array import TensorArray
+from .stores import place, store_slots
 
 load_all()
 # a plan's runs through the loop before its straight-line code is built: building costs ~0.17 ms an op, what 40
@@ -208,25 +207,25 @@ class Executor:
                 slot, name, dtype, persistable = fast
                 value = results.get(slot)
                 if type(value) is not ndarray or value.dtype is not dtype:
-                    _store_slots(ctx, step.writes, results, scope, outer, run_scope)
+                    store_slots(ctx, step.writes, results, scope, outer, run_scope)
                 elif name in local:
                     local[name] = value
                 elif nearest is not None and not persistable:   # _place, inlined: a new value lives here
                     if name in nearest:
                         nearest[name] = value
                     elif farther and any(name in values for values in farther):
-                        _place(name, value, persistable, scope, outer, run_scope)
+                        place(name, value, persistable, scope, outer, run_scope)
                     else:
                         local[name] = value
                 else:
-                    _place(name, value, persistable, scope, outer, run_scope)
+                    place(name, value, persistable, scope, outer, run_scope)
             elif step.pairs is not None:
                 for slot, name, dtype, persistable in step.pairs:
                     value = results.get(slot)
                     if type(value) is ndarray and value.dtype is dtype:
-                        _place(name, value, persistable, scope, outer, run_scope)
+                        place(name, value, persistable, scope, outer, run_scope)
                     elif value is not None:
-                        _store_slots(ctx, ((slot, [(name, dtype, persistable)]),), results, scope, outer, run_scope)
+                        store_slots(ctx, ((slot, [(name, dtype, persistable)]),), results, scope, outer, run_scope)
             else:
                 if not step.checked:
                     ctx.check_results(results)
@@ -235,7 +234,7 @@ class Executor:
                     if len(step.writes) > 1 and all(len(specs) == 1 and specs[0][0] != EMPTY_VAR
                                                     for _, specs in step.writes):
                         step.pairs = tuple((slot, *specs[0]) for slot, specs in step.writes)
-                _store_slots(ctx, step.writes, results, scope, outer, run_scope)
+                store_slots(ctx, step.writes, results, scope, outer, run_scope)
             if finite and results:
                 check_finite(ctx, results)
             for name in step.frees:
@@ -267,58 +266,3 @@ def _outer_vars(scope: Scope) -> list[dict] | None:
         outer.append(parent.vars)
         parent = parent.parent
     return outer
-
-
-def _place(name: str, value, persistable: bool, scope: Scope, outer: list[dict] | None, run_scope: Scope) -> None:
-    """Write where the name lives, this scope or an outer one; a new var here, a new persistable one in
-    the run's persistent scope (parameters outlive the run)."""
-    if outer is None:
-        if persistable and scope.owner(name) is None:
-            run_scope.vars[name] = value
-        else:
-            scope.assign(name, value)
-        return
-    local = scope.vars
-    if name in local:
-        local[name] = value
-        return
-    for values in outer:
-        if name in values:
-            values[name] = value
-            return
-    (run_scope.vars if persistable else local)[name] = value
-
-
-def _store_slots(ctx: KernelContext, writes: tuple, results: dict, scope: Scope, outer: list[dict] | None,
-                 run_scope: Scope) -> None:
-    for slot, specs in writes:
-        value = results.get(slot)
-        if value is None:
-            continue
-        values = value if type(value) is list else [value]   # a TensorArray is one value
-        if len(values) != len(specs):
-            raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
-                                 f"{slot}, which names {len(specs)} var(s)")
-        for (name, dtype, persistable), array in zip(specs, values):
-            if array is None or name == EMPTY_VAR:
-                continue
-            if dtype is not None and (type(array) is not np.ndarray or array.dtype is not dtype):
-                array = _as_declared(ctx, name, array, dtype)
-            _place(name, array, persistable, scope, outer, run_scope)
-
-
-def _as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
-    """The value in the var's declared dtype. A float kernel result wider than declared is a kernel
-    bug (float32 silently computed in float64), reported rather than cast away."""
-    if isinstance(array, TensorArray):
-        raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
-                             f"declares a tensor")
-    if isinstance(array, SelectedRows):   # sparse grads stay sparse, whatever the var declares (as in Paddle)
-        return array
-    array = np.asarray(array)
-    if array.dtype == dtype:
-        return array
-    if array.dtype.kind == "f" and dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:
-        raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
-                             f"declares {dtype}")
-    return array.astype(dtype)

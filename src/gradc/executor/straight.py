@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import re
 
-import numpy as np
-
-from .direct.inline import GUARD, OUTPUTS, Inline, slot_token
+from .direct.inline import GUARD, OUTPUTS, ROW_NAMES, Inline, row_code, slot_token
 from .liveness import shape_stub
 from .scope import MISSING
 
@@ -25,9 +23,7 @@ class _Source:
     def __init__(self):
         self.parts: list[list[str]] = []
         self.lines: list[str] = []
-        self.names = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce, "stub": shape_stub,
-                      "MISSING": MISSING,
-                      "WARM": range(8)}
+        self.names = {**ROW_NAMES, "stub": shape_stub, "MISSING": MISSING, "WARM": range(8)}
 
     def start_part(self) -> None:
         # CPython 3.11 specializes a function's bytecode from its 8th call or backward jump on: 8 empty loop turns
@@ -139,14 +135,11 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
     """The row's numpy calls, its guard and the output checks, then ``if ok:`` and the stores of the outputs that
     outlive the op; returns the locals it binds and the vars it read from V alone (there for certain)."""
     guard, exprs = step.row[GUARD], {slot: expr for slot, expr in step.row[OUTPUTS].items() if slot in step.outs}
-    first_dtype = next(iter(step.outs.values()))[1]
-    consts = {"ZERO": lambda: np.zeros((), first_dtype), "DTYPE": lambda: first_dtype}
-    slots = re.compile(r"\b(" + "|".join(slot_token(slot) for slot in step.ins) + r")\b")
+    consts = {"ZERO": step.zero, "DTYPE": step.dtype}
 
     def fill(text: str) -> str:
-        text = slots.sub(r"_\1", text)
-        text = re.sub(r"\b(ZERO|DTYPE)\b", lambda m: source.bind(f"{m[1]}{idx}", consts[m[1]]()), text)
-        return re.sub(r"@(\w+)", lambda m: _attr(source, idx, step, m[1]), text)
+        text = row_code(text, lambda name: _attr(source, idx, step, name))
+        return re.sub(r"\b(ZERO|DTYPE)\b", lambda m: source.bind(f"{m[1]}{idx}", consts[m[1]]), text)
     source.emit(1, "try:")
     for slot, name in step.ins.items():
         read = held[name] if name in held else f"V[{name!r}]" if name in made else \

@@ -34,12 +34,22 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
     "scale": ("X.dtype is DTYPE",
               {"Out": "X * float(@scale) + float(@bias) if @bias_after_scale else (X + float(@bias)) * float(@scale)"}),
 }
+ROW_NAMES = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce}   # what rows' code calls
 FLOAT_ONLY = {"scale"}   # rows whose first output must be declared a float type (the kernel's float case)
 
 
 def slot_token(slot: str) -> str:
     """How a row names a slot: ``dOut`` for ``Out@GRAD``."""
     return "d" + slot[:-5] if slot.endswith("@GRAD") else slot
+
+
+def row_code(text: str, attr) -> str:
+    """A row's guard or expression as code: each slot token as the local ``_X``, ``_dOut``..., each ``@name`` as
+    ``attr(name)``'s code."""
+    return re.sub(r"@(\w+)", lambda m: attr(m[1]), _SLOT_TOKENS.sub(r"_\1", text))
+
+
+_SLOT_TOKENS = re.compile(r"\b(X|Y|Out|dOut)\b")
 
 
 def _tokens(row: tuple[str, dict[str, str]]) -> set[str]:
@@ -76,9 +86,8 @@ def _step_source(op_type: str) -> str:
     for token in sorted(_tokens(ROWS[op_type]) & {slot_token(s) for s in ("X", "Y", "Out", "Out@GRAD")}):
         slot = token[1:] + "@GRAD" if token.startswith("d") else token
         lines.append(f"    n = ins[{slot!r}]; _{token} = V[n] if n in V else P[n] if n in P else S.find(n)")
-    attr = r"(a[\1] if \1 in a else D.get(\1, MISSING))"
-    fill = lambda text: re.sub(r"@(\w+)", lambda m: attr.replace("\\1", repr(m[1])),  # noqa: E731
-                               re.sub(r"\b(X|Y|Out|dOut)\b", r"_\1", text))
+    def fill(text: str) -> str:
+        return row_code(text, lambda name: f"(a[{name!r}] if {name!r} in a else D.get({name!r}, MISSING))")
     lines.append(f"    if not ({fill(guard)}): return FALLBACK")
     for n, (slot, expr) in enumerate(exprs.items()):
         lines += [f"    if {slot!r} in outs:", f"        o{n} = {fill(expr)}",
@@ -89,8 +98,7 @@ def _step_source(op_type: str) -> str:
 
 
 def _compile_step(op_type: str):
-    namespace = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.reduce, "FALLBACK": FALLBACK,
-                 "MISSING": MISSING}
+    namespace = {**ROW_NAMES, "FALLBACK": FALLBACK, "MISSING": MISSING}
     exec(compile(_step_source(op_type), f"<gradc direct step {op_type}>", "exec"), namespace)
     return namespace["step"]
 

@@ -1,0 +1,67 @@
+"""Where a kernel's results go: each value, in its var's declared dtype, into the scope where its name lives."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ExecutionError
+from ..ir import EMPTY_VAR
+from .context import KernelContext
+from .scope import Scope
+from .selected_rows import SelectedRows
+from .tensor_array import TensorArray
+
+
+def place(name: str, value, persistable: bool, scope: Scope, outer: list[dict] | None, run_scope: Scope) -> None:
+    """Write where the name lives, this scope or an outer one; a new var here, a new persistable one in
+    the run's persistent scope (parameters outlive the run)."""
+    if outer is None:
+        if persistable and scope.owner(name) is None:
+            run_scope.vars[name] = value
+        else:
+            scope.assign(name, value)
+        return
+    local = scope.vars
+    if name in local:
+        local[name] = value
+        return
+    for values in outer:
+        if name in values:
+            values[name] = value
+            return
+    (run_scope.vars if persistable else local)[name] = value
+
+
+def store_slots(ctx: KernelContext, writes: tuple, results: dict, scope: Scope, outer: list[dict] | None,
+                 run_scope: Scope) -> None:
+    for slot, specs in writes:
+        value = results.get(slot)
+        if value is None:
+            continue
+        values = value if type(value) is list else [value]   # a TensorArray is one value
+        if len(values) != len(specs):
+            raise ExecutionError(f"{ctx.where}: kernel returned {len(values)} value(s) for output slot "
+                                 f"{slot}, which names {len(specs)} var(s)")
+        for (name, dtype, persistable), array in zip(specs, values):
+            if array is None or name == EMPTY_VAR:
+                continue
+            if dtype is not None and (type(array) is not np.ndarray or array.dtype is not dtype):
+                array = as_declared(ctx, name, array, dtype)
+            place(name, array, persistable, scope, outer, run_scope)
+
+
+def as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.ndarray:
+    """The value in the var's declared dtype. A float kernel result wider than declared is a kernel
+    bug (float32 silently computed in float64), reported rather than cast away."""
+    if isinstance(array, TensorArray):
+        raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
+                             f"declares a tensor")
+    if isinstance(array, SelectedRows):   # sparse grads stay sparse, whatever the var declares (as in Paddle)
+        return array
+    array = np.asarray(array)
+    if array.dtype == dtype:
+        return array
+    if array.dtype.kind == "f" and dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:
+        raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
+                             f"declares {dtype}")
+    return array.astype(dtype)
