@@ -7,6 +7,7 @@ import pytest
 
 import gradc
 from gradc.executor import executor as executor_module
+from gradc.executor import straight
 from gradc.layers import ProgramBuilder
 from test_direct_steps import _mlp
 
@@ -55,7 +56,7 @@ def test_a_rerun_plan_runs_as_straight_line_code_that_makes_the_numpy_calls_itse
     calls.clear()
     executor.run(net.program, feed, [net.loss], scope)
     assert calls == []   # every op of the step an inline or direct step
-    source = _plan(executor, net.program).straight.source
+    source = straight.source_text(_plan(executor, net.program))
     assert "_X @ _Y" in source and "maximum(_X, ZERO" in source and "del V['fc_1.tmp_2']" in source
     assert "h0 = o0" in source and "_X = h0\n" in source   # the bias add's sum: a local from writer to reader
 

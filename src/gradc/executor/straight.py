@@ -42,6 +42,25 @@ class _Source:
 
 def build(plan) -> callable:
     """The plan's ``run`` function."""
+    source = _generate(plan)
+    namespace = dict(source.names)
+    for index, lines in enumerate(source.parts):
+        exec(compile("\n".join(lines) + "\n", f"<gradc plan part {index}>", "exec"), namespace)
+    parts = [namespace[f"part{index}"] for index in range(len(source.parts))]
+
+    def run(V, P, S, loop):
+        for part in parts:
+            part(V, P, S, loop)
+    return run
+
+
+def source_text(plan) -> str:
+    """The code ``build`` compiles for the plan, to read (it is not kept: a big program's runs to ~1 KB an op)."""
+    return "".join("\n".join(lines) + "\n" for lines in _generate(plan).parts)
+
+
+def _generate(plan) -> _Source:
+    """The plan's code, in parts of PART_OPS ops, and the names it refers to."""
     source = _Source()
     made: set[str] = set()   # vars an earlier inline or direct step writes into V: read from V alone
     held = {name: f"h{n}" for n, name in enumerate(_held(plan))}   # vars that live in a local, not in V
@@ -70,17 +89,7 @@ def build(plan) -> callable:
             source.emit(1, f"{drop} = None")
         made.update(name for _, specs in step.writes for name, _, _ in specs)
     _flush(source, pending)
-    namespace, texts = dict(source.names), []
-    for index, lines in enumerate(source.parts):
-        texts.append("\n".join(lines) + "\n")
-        exec(compile(texts[-1], f"<gradc plan part {index}>", "exec"), namespace)
-    parts = [namespace[f"part{index}"] for index in range(len(source.parts))]
-
-    def run(V, P, S, loop):
-        for part in parts:
-            part(V, P, S, loop)
-    run.source = "".join(texts)   # for reading (and tests): what the plan runs
-    return run
+    return source
 
 
 def _held(plan) -> list[str]:
