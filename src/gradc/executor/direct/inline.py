@@ -1,5 +1,6 @@
-"""Inline steps: the hottest ops' numpy calls as source rows that the straight-line code of a plan
-(gradc.executor.straight) pastes in, one row per op: an fc layer's ops and their grads, and scale.
+"""Inline steps: the hottest ops' numpy calls as source rows, one per op type (an fc layer's ops and their grads,
+and scale). The executor's loop runs a row through a function made from it once per op type; the straight-line
+code of a plan (gradc.executor.straight) pastes it in.
 
 A row is (guard, {output slot: expression}). Inputs are named by slot (``dOut`` for ``Out@GRAD``); ``@name`` is
 the op's attribute read live, with its definition's default; ``ZERO`` is a 0 and ``DTYPE`` the dtype of the
@@ -38,6 +39,9 @@ ROW_NAMES = {"ndarray": np.ndarray, "maximum": np.maximum, "add_reduce": np.add.
 FLOAT_ONLY = {"scale"}   # rows whose first output must be declared a float type (the kernel's float case)
 
 
+_SLOTS = ("X", "Y", "Out", "Out@GRAD")   # the input slots rows may read
+
+
 def slot_token(slot: str) -> str:
     """How a row names a slot: ``dOut`` for ``Out@GRAD``."""
     return "d" + slot[:-5] if slot.endswith("@GRAD") else slot
@@ -49,11 +53,13 @@ def row_code(text: str, attr) -> str:
     return re.sub(r"@(\w+)", lambda m: attr(m[1]), _SLOT_TOKENS.sub(r"_\1", text))
 
 
-_SLOT_TOKENS = re.compile(r"\b(X|Y|Out|dOut)\b")
+_SLOT_TOKENS = re.compile(r"\b(" + "|".join(map(slot_token, _SLOTS)) + r")\b")
 
 
-def _tokens(row: tuple[str, dict[str, str]]) -> set[str]:
-    return set(re.findall(r"[A-Za-z_]\w*", " ".join((row[GUARD], *row[OUTPUTS].values()))))
+def _row_inputs(row: tuple[str, dict[str, str]]) -> list[str]:
+    """The input slots the row reads."""
+    used = set(re.findall(r"[A-Za-z_]\w*", " ".join((row[GUARD], *row[OUTPUTS].values()))))
+    return [slot for slot in _SLOTS if slot_token(slot) in used]
 
 
 @dataclass
@@ -83,9 +89,9 @@ def _step_source(op_type: str) -> str:
     guard, exprs = ROWS[op_type]
     lines = ["def step(V, P, S, bound):", "    ins, outs, a, D = bound.ins, bound.outs, bound.op.attrs, bound.defaults",
              "    ZERO, DTYPE = bound.zero, bound.dtype"]
-    for token in sorted(_tokens(ROWS[op_type]) & {slot_token(s) for s in ("X", "Y", "Out", "Out@GRAD")}):
-        slot = token[1:] + "@GRAD" if token.startswith("d") else token
-        lines.append(f"    n = ins[{slot!r}]; _{token} = V[n] if n in V else P[n] if n in P else S.find(n)")
+    for slot in _row_inputs(ROWS[op_type]):
+        lines.append(f"    n = ins[{slot!r}]; _{slot_token(slot)} = V[n] if n in V else P[n] if n in P else S.find(n)")
+
     def fill(text: str) -> str:
         return row_code(text, lambda name: f"(a[{name!r}] if {name!r} in a else D.get({name!r}, MISSING))")
     lines.append(f"    if not ({fill(guard)}): return FALLBACK")
@@ -105,8 +111,7 @@ def _compile_step(op_type: str):
 
 def _binder(op_type: str):
     row = ROWS[op_type]
-    used = _tokens(row)
-    inputs = {slot for slot in ("X", "Y", "Out", "Out@GRAD") if slot_token(slot) in used}
+    inputs = set(_row_inputs(row))
     outputs = set(row[OUTPUTS])
     grad = op_type.endswith("_grad")   # a grad op may be asked for some of its grads only
 
