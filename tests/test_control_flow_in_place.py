@@ -32,36 +32,34 @@ def test_a_value_the_loop_overwrites_is_kept_for_the_backward():
     assert tanh_grad.input("Out") == [f"{h}@SAVE@0@2"]
 
 
-def test_a_body_that_updates_its_loop_var_in_place():
-    """Body: h = tanh(h) in place, then h = h @ w: both grad ops need a value the name no longer holds."""
+def _check_loop_updating_in_place(w_shape, steps, in_place, then):
+    """h = copy(x); a while loop of ``steps`` iterations whose body runs ``in_place(net, h, w)`` (an op writing h
+    over itself), then h = ``then(net, h, w)``; the loss mean(h * h) checked against central differences."""
     net = Net()
-    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
-    i, n = net.constant(0), net.constant(3)
+    x, w = net.data("x", [2, 3]), net.param("w", w_shape)
+    i, n = net.constant(0), net.constant(steps)
     h = net.copy(x)
 
     def body(i, h):
-        net.block.append_op("tanh", {"X": [h]}, {"Out": [h]})
-        return [net.increment(i), net.matmul(h, w)]
+        in_place(net, h, w)
+        return [net.increment(i), then(net, h, w)]
 
     net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
     loss = net.mean(net.elementwise_mul(h, h))
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(3, 3)})
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(*w_shape)})
+
+
+def test_a_body_that_updates_its_loop_var_in_place():
+    """Body: h = tanh(h) in place, then h = h @ w: both grad ops need a value the name no longer holds."""
+    _check_loop_updating_in_place([3, 3], 3, lambda net, h, w: net.block.append_op("tanh", {"X": [h]}, {"Out": [h]}),
+                                  lambda net, h, w: net.matmul(h, w))
 
 
 def test_a_body_that_multiplies_its_loop_var_in_place():
     """Body: h = h * w in place: elementwise_mul_grad needs h from before the op, i.e. the loop var."""
-    net = Net()
-    x, w = net.data("x", [2, 3]), net.param("w", [2, 3])
-    i, n = net.constant(0), net.constant(2)
-    h = net.copy(x)
-
-    def body(i, h):
-        net.block.append_op("elementwise_mul", {"X": [h], "Y": [w]}, {"Out": [h]})
-        return [net.increment(i), net.tanh(h)]
-
-    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
-    loss = net.mean(net.elementwise_mul(h, h))
-    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": randn(2, 3)})
+    _check_loop_updating_in_place(
+        [2, 3], 2, lambda net, h, w: net.block.append_op("elementwise_mul", {"X": [h], "Y": [w]}, {"Out": [h]}),
+        lambda net, h, w: net.tanh(h))
 
 
 @pytest.mark.parametrize("flag", [1.0, -1.0])
