@@ -130,14 +130,20 @@ def col2im(cols, sizes, geo: Geometry, xp=None):
     zeroed padded buffer ``xp`` when given)."""
     dims = len(sizes)
     channels, k_sizes, n, out = cols.shape[0], cols.shape[1:dims + 1], cols.shape[dims + 1], cols.shape[dims + 2:]
-    cols = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
+    by_tap = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
+    return _add_taps(by_tap.__getitem__, (n, channels, *out), k_sizes, sizes, geo, cols.dtype, xp)
+
+
+def _add_taps(tap, shape, k_sizes, sizes, geo: Geometry, dtype, xp=None):
+    """col2im of the columns ``tap(kernel position)`` [N, C, *out], each added where its windows read."""
+    n, channels, out = shape[0], shape[1], shape[2:]
     if xp is None:
         padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
-        xp = np.zeros((n, channels, *padded), dtype=cols.dtype)
+        xp = np.zeros((n, channels, *padded), dtype=dtype)
     for offset in itertools.product(*map(range, k_sizes)):  # one strided add per kernel position
         window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
                        for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
-        xp[(slice(None), slice(None), *window)] += cols[offset]
+        xp[(slice(None), slice(None), *window)] += tap(offset)
     return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
                                            for i, size in enumerate(sizes)))]
 
@@ -145,6 +151,10 @@ def col2im(cols, sizes, geo: Geometry, xp=None):
 def conv_input_grad(dy, w, x_sizes, geo: Geometry):
     """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: col2im of W^T @ dy, a batch slice at a time."""
     g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
+    if o == g and cg == 1:   # depthwise: a column is dy times one filter tap a channel, made a tap at a time
+        taps, per_channel = w.reshape(g, *k_sizes), (g,) + (1,) * len(k_sizes)
+        return _add_taps(lambda offset: dy * taps[(slice(None), *offset)].reshape(per_channel), dy.shape,
+                         k_sizes, x_sizes, geo, np.result_type(dy, w))
     wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
     step = _batch_step(n, math.prod(out), g * cg * math.prod(k_sizes), dy.itemsize)
     if step >= n:
