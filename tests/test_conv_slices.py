@@ -1,15 +1,16 @@
 """A large batch's convolution goes in batch slices (bounded im2col memory). The output and the input grad are
 bit for bit the one-product results on the BLAS numpy links (slices aligned to COLS_UNIT columns), with the
 same memory layout; the filter grad adds the slices' products, a summation order of its own, to within float32
-rounding. Max pooling over tiling windows (pool_tiles) gives the general kernels' bits."""
+rounding. Max pooling on strided views (pool_taps) gives the general kernels' bits."""
 
 import numpy as np
 import pytest
 
 from gradc.executor.kernels import conv as kernels
 from gradc.executor.kernels.conv import Geometry, conv, conv_filter_grad, conv_input_grad
-from gradc.executor.kernels.pool_tiles import tile_sizes, tiled_max, tiled_max_grad
+from gradc.executor.kernels.pool_taps import tap_geometry, taps_max, taps_max_grad
 from gradc.executor.kernels.pool_windows import _max_pool_grad, axis_windows, max_windows
+from gradc.ops.conv import pool_geometry
 
 CASES = [  # x, w, strides, pads (before, after per dim), groups; outputs of 144, 64, 64, 32 positions
     ((96, 1, 12, 12), (6, 1, 5, 5), (1, 1), (2, 2, 2, 2), 1),
@@ -38,30 +39,63 @@ def test_sliced_convolution_matches_one_product(monkeypatch, x_shape, w_shape, s
     np.testing.assert_allclose(dw, whole_dw, rtol=1e-5, atol=1e-5 * np.abs(whole_dw).max())
 
 
-@pytest.mark.parametrize("trial", range(40))
-def test_tiled_max_pooling_is_the_general_kernel(trial):
-    rng = np.random.default_rng(trial)
-    dims = 1 + trial % 3
-    k = tuple(int(v) for v in rng.integers(1, 4, dims))
-    out = tuple(int(v) for v in rng.integers(1, 4, dims))
-    dtype = (np.float32, np.float64)[trial % 2]
-    x = rng.integers(-2, 3, (2, 3, *(o * s for o, s in zip(out, k)))).astype(dtype)   # small ints: many ties
-    if trial % 4 == 0:
+def _pool_case(seed: int):
+    """Random windows (1-3 spatial dims, overlapping or apart, padded, ceil_mode), small-int data full of ties of
+    -0.0 and +0.0, some NaN and -inf, scaled to far-apart magnitudes; grads over 60 decades (float64 sums inexact)."""
+    rng = np.random.default_rng(seed)
+    dims = 1 + seed % 3
+    k, strides = [int(v) for v in rng.integers(1, 4, dims)], [int(v) for v in rng.integers(1, 4, dims)]
+    pads = [int(min(p, c - 1)) for p, c in zip(rng.integers(0, 3, dims), k)]
+    attrs = {"ksize": k, "strides": strides, "paddings": pads, "padding_algorithm": "EXPLICIT",
+             "global_pooling": seed % 17 == 0, "adaptive": False, "ceil_mode": seed % 5 == 0}
+    sizes = [int(v) for v in rng.integers(2, 9, dims)]
+    try:
+        ksize, pads, out = pool_geometry(sizes, attrs)
+    except ValueError:
+        return None
+    dtype = (np.float32, np.float64)[seed % 2]
+    x = rng.integers(-2, 3, (2, 3, *sizes)).astype(dtype)
+    x.flat[rng.integers(x.size, size=x.size // 4)] = -0.0
+    if seed % 4 == 0:
         x.flat[rng.integers(x.size)] = np.nan
-    dout = rng.standard_normal((2, 3, *out)).astype(dtype)
+    if seed % 7 == 0:
+        x.flat[rng.integers(x.size)] = -np.inf
+    if seed % 3 == 0:
+        x = (x * 10.0 ** float(rng.integers(-20, 20))).astype(dtype)
+    dout = (rng.standard_normal((2, 3, *out)) * 10.0 ** rng.integers(-30, 30, (2, 3, *out))).astype(dtype)
     dout.flat[0] = -0.0
-    x.flat[rng.integers(x.size, size=x.size // 4)] = -0.0   # ties of -0.0 and +0.0: the first one wins
-    bounds = [axis_windows(size, o, s, s, 0, False, True)[0] for size, o, s in zip(x.shape[2:], out, k)]
-    assert tile_sizes(x, bounds) == k
-    general = max_windows(x, bounds)[0].max(1).reshape(x.shape[:2] + out)
-    assert tiled_max(x, k).tobytes() == general.tobytes()
-    general_dx = _max_pool_grad(x, dout, bounds)
-    dx = tiled_max_grad(x, dout, k)
-    assert dx.dtype == general_dx.dtype and dx.tobytes() == general_dx.tobytes()
+    bounds = [axis_windows(size, o, c, s, pads[2 * i], False, True)[0]
+              for i, (size, o, c, s) in enumerate(zip(sizes, out, ksize, strides))]
+    return x, dout, bounds, tap_geometry(x, ksize, strides, pads, out)
 
 
-def test_overlapping_or_padded_windows_do_not_tile():
-    x = np.zeros((1, 1, 6, 6), np.float32)
-    overlapping = [axis_windows(6, 5, 2, 1, 0, False, True)[0]] * 2
-    padded = [axis_windows(6, 4, 2, 2, 1, False, True)[0]] * 2
-    assert tile_sizes(x, overlapping) is None and tile_sizes(x, padded) is None
+def test_max_pooling_on_taps_is_the_general_kernel():
+    compared = grads = 0
+    for seed in range(400):
+        case = _pool_case(seed)
+        if case is None or case[3] is None:
+            continue
+        x, dout, bounds, taps = case
+        general = max_windows(x, bounds)[0].max(1).reshape(x.shape[:2] + taps.out)
+        assert taps_max(x, taps).tobytes() == general.tobytes(), seed
+        compared += 1
+        dx = taps_max_grad(x, dout, taps)
+        if dx is None:   # a window with nothing above the fill value: the general kernel's case
+            assert not np.all(general > x.dtype.type(-np.finfo(np.float32).max)), seed
+            continue
+        general_dx = _max_pool_grad(x, dout, bounds)
+        assert dx.dtype == general_dx.dtype and dx.strides == general_dx.strides, seed
+        assert dx.tobytes() == general_dx.tobytes(), seed
+        grads += 1
+    assert compared > 250 and grads > 150
+
+
+def test_windows_without_a_whole_one_along_an_axis_take_the_general_kernel():
+    """Windows of 2 every 2 from 1 before a 2-cell axis are each cut to 1 cell: the general kernel fills none of
+    them (it pads to the longest window), so -inf stays -inf where a padded view would give the fill value."""
+    x = np.array([[[-np.inf, 1.0]]], np.float32)
+    ksize, pads, out = pool_geometry([2], {"ksize": [2], "strides": [2], "paddings": [1], "global_pooling": False,
+                                           "padding_algorithm": "EXPLICIT", "adaptive": False, "ceil_mode": False})
+    assert tap_geometry(x, ksize, [2], pads, out) is None
+    assert tap_geometry(np.ones((1, 1, 2), np.int32), [1], [1], [0, 0], [2]) is None   # integer data
+    assert tap_geometry(x, [1], [1], [0, 0], [2]) is not None

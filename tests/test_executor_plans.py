@@ -1,11 +1,12 @@
 """The executor's plans: a value whose later readers need only its shape is kept as a zero-byte stub, results
 and errors are those of reading every value; each output is stored where its var lives; convolution in batch
-slices and max pooling on tiles give the general kernels' results in a whole training step; the collector is
+slices and max pooling on strided views give the general kernels' results in a whole training step; the collector is
 paused through compiling and back on after."""
 
 import gc
 
 import numpy as np
+import pytest
 
 import gradc
 from gradc.executor import KERNELS
@@ -96,14 +97,14 @@ def test_stores_go_where_each_var_lives(monkeypatch):
     assert scope.vars[kept].dtype == np.float32 and scope.vars[kept].tolist() == [12, 24] and executor.plans_built == 1
 
 
-def _lenet(batch: int):
-    """conv 5x5 (pad 2) + relu + 2x2 max pool + fc, its loss and grads; feed and fetch list."""
+def _lenet(batch: int, pool: dict):
+    """conv 5x5 (pad 2) + relu + max pool + fc, its loss and grads; feed and fetch list."""
     net = ProgramBuilder(seed=5)
     image = net.data("image", [-1, 1, 12, 12])
     label = net.data("label", [-1, 1], "int64")
     w = net.parameter("conv.w", [6, 1, 5, 5], scale=0.3)
     conv = net.op("relu", {"X": net.op("conv2d", {"Input": image, "Filter": w}, {"paddings": [2, 2]})[0]})[0]
-    pooled = net.op("pool2d", {"X": conv}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2]})[0]
+    pooled = net.op("pool2d", {"X": conv}, {"pooling_type": "max", **pool})[0]
     flat = net.op("flatten_contiguous_range", {"X": pooled}, {"start_axis": 1, "stop_axis": -1})[0]
     loss = net.cross_entropy_loss(net.fc(flat, 10), label)
     net.block.var("image").stop_gradient = False
@@ -122,23 +123,25 @@ def _run(net, feed, fetch):
     return dict(zip(fetch, gradc.Executor().run(net.program, feed, fetch, scope)))
 
 
-def test_conv_slices_and_pool_tiles_in_a_training_step(monkeypatch):
-    """A LeNet-like step whose convolution goes in batch slices and whose pools tile: the same bits as the
-    general kernels, except the filter grad (a sum over the slices) within float32 rounding."""
-    net, feed, fetch = _lenet(batch=64)
+@pytest.mark.parametrize("pool", [{"ksize": [2, 2], "strides": [2, 2]},                       # LeNet's: tiles
+                                  {"ksize": [3, 3], "strides": [2, 2], "paddings": [1, 1]}])   # ResNet's: overlaps
+def test_conv_slices_and_pool_taps_in_a_training_step(monkeypatch, pool):
+    """A LeNet-like step whose convolution goes in batch slices and whose pools run on strided views: the same bits
+    as the general kernels, except the filter grad (a sum over the slices) within float32 rounding."""
+    net, feed, fetch = _lenet(batch=64, pool=pool)
     monkeypatch.setattr(conv_kernels, "COLS_BUDGET", 1 << 40)
-    monkeypatch.setattr(pool_windows, "tile_sizes", lambda x, bounds: None)
+    monkeypatch.setattr(pool_windows, "tap_geometry", lambda *args: None)
     general = _run(net, feed, fetch)
     monkeypatch.undo()
     calls = []
-    for name in ("tiled_max", "tiled_max_grad"):
+    for name in ("taps_max", "taps_max_grad"):
         real = getattr(pool_windows, name)
         monkeypatch.setattr(pool_windows, name, lambda *a, _real=real, _name=name: calls.append(_name) or _real(*a))
     slices = conv_kernels._batch_slices
     monkeypatch.setattr(conv_kernels, "_batch_slices", lambda *a: calls.append(len(slices(*a))) or slices(*a))
     monkeypatch.setattr(conv_kernels, "COLS_BUDGET", 1 << 19)   # 14,400 bytes of columns a sample: slices of 32
     fast = _run(net, feed, fetch)
-    assert {"tiled_max", "tiled_max_grad"} <= set(calls) and min(c for c in calls if type(c) is int) > 1
+    assert {"taps_max", "taps_max_grad"} <= set(calls) and min(c for c in calls if type(c) is int) > 1
     for name in fetch:
         if name == "conv.w@GRAD":
             np.testing.assert_allclose(fast[name], general[name], rtol=2e-6, atol=1e-6 * np.abs(general[name]).max())

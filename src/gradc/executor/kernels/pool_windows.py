@@ -2,8 +2,9 @@
 window helpers gradc.executor.kernels.pool and interp share.
 
 Average pooling is separable: one 0/1 window-membership matrix per spatial axis (which also covers adaptive
-bins and ceil_mode), applied axis by axis, then / count. Max pooling gathers the windows with one np.take;
-windows that tile the input go through gradc.executor.kernels.pool_tiles instead.
+bins and ceil_mode), applied axis by axis, then / count. Max pooling goes through strided views of the input
+(gradc.executor.kernels.pool_taps) where the windows share a size; adaptive windows, and the grad of a window
+whose maximum is the fill value, are gathered with one np.take.
 """
 
 from __future__ import annotations
@@ -16,9 +17,8 @@ import numpy as np
 from ...ops import conv as ops
 from . import kernel
 from .conv import channels_back, channels_first
-from .pool_tiles import tile_sizes, tiled_max, tiled_max_grad
+from .pool_taps import PADDLE_MAX_POOL_INIT, tap_geometry, taps_max, taps_max_grad
 
-PADDLE_MAX_POOL_INIT = -float(np.finfo(np.float32).max)   # what an empty max window gives, in any dtype (Paddle)
 
 def axis_windows(size, out, k, stride, pad, adaptive, exclusive):
     """Along one axis: each output's window [start, end) clipped to the input, and the length average
@@ -34,12 +34,14 @@ def axis_windows(size, out, k, stride, pad, adaptive, exclusive):
 
 
 def _pool_windows(k, x, dims: int):
-    """Per spatial axis: window bounds; plus the divisor of average pooling, shaped like the output."""
+    """Per spatial axis: window bounds; the divisor of average pooling, shaped like the output; and the taps of
+    windows that share a size (None for adaptive ones)."""
     ksize, pads, out = ops.pool_geometry(x.shape[2:], ops.attr_values(k, ops.pool_attrs(dims)))
     axes = [axis_windows(x.shape[2 + i], out[i], ksize[i], k.attr("strides")[i], pads[2 * i], k.attr("adaptive"),
                           k.attr("exclusive")) for i in range(dims)]
     divisor = np.maximum(reduce(np.multiply.outer, [length for _, length in axes]), 1)  # empty ceil_mode windows: 0
-    return [bounds for bounds, _ in axes], divisor.astype(x.dtype)
+    taps = None if k.attr("adaptive") else tap_geometry(x, ksize, k.attr("strides"), pads, out)
+    return [bounds for bounds, _ in axes], divisor.astype(x.dtype), taps
 
 
 def membership(size, bounds, dtype):
@@ -102,9 +104,9 @@ def _pool_kernels(name: str, dims: int) -> None:
     def forward(k):
         last = ops.channel_last(k.attr("data_format"))
         x = channels_first(k.x("X"), last, dims)
-        bounds, divisor = _pool_windows(k, x, dims)
-        if k.attr("pooling_type") == "max" and (tiles := tile_sizes(x, bounds)):
-            out = tiled_max(x, tiles)
+        bounds, divisor, taps = _pool_windows(k, x, dims)
+        if k.attr("pooling_type") == "max" and taps is not None:
+            out = taps_max(x, taps)
         elif k.attr("pooling_type") == "max":
             out = max_windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
         else:
@@ -115,14 +117,12 @@ def _pool_kernels(name: str, dims: int) -> None:
     def backward(k):
         last = ops.channel_last(k.attr("data_format"))
         x, dout = channels_first(k.x("X"), last, dims), channels_first(k.x("Out@GRAD"), last, dims)
-        bounds, divisor = _pool_windows(k, x, dims)
-        if k.attr("pooling_type") == "max" and (tiles := tile_sizes(x, bounds)):
-            dx = tiled_max_grad(x, dout, tiles)
-        elif k.attr("pooling_type") == "max":
-            dx = _max_pool_grad(x, dout, bounds)
-        else:
+        bounds, divisor, taps = _pool_windows(k, x, dims)
+        if k.attr("pooling_type") != "max":
             adjoints = [membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
             dx = along_axes(dout / divisor, adjoints)
+        elif (dx := None if taps is None else taps_max_grad(x, dout, taps)) is None:
+            dx = _max_pool_grad(x, dout, bounds)
         return {"X@GRAD": channels_back(dx, last)}
 
 
