@@ -40,8 +40,9 @@ import gradc  # noqa: E402
 from gradc.ir import VarType, dtype_name  # noqa: E402
 
 LAYERS = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "layers"
-DEFAULT_MODELS = ["resnet18", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x0_25",
-                  "squeezenet1_1", "googlenet", "alexnet"]
+# about 75 s with Paddle on 2 cores; vgg11 alone would add 40 s, vgg16 75 s, inception_v3 25 s
+DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x0_25",
+                  "squeezenet1_1", "densenet121", "googlenet", "alexnet"]
 WARMUP = 2
 RTOL = 1e-4
 ZEROED_ATTRS = {"dropout": "dropout_prob"}   # op type -> attr set to 0 in both, so the losses can be compared
