@@ -2,7 +2,8 @@
 
 The programs are the committed forward programs paddle.vision.models writes (tests/data/paddle/layers/<row>/
 forward.pb, loss named by its meta.json). Per model: gradc.load, gradc.append_backward on the loss, parameters
-drawn from their declared shapes, the feed (every var with need_check_feed), then the median of --repeats
+drawn from their declared shapes, the feed (every var with need_check_feed; the committed rows declare batch 2,
+--batch sizes only dims of -1), then the median of --repeats
 steps back to back after 2 warm-up steps, each fetching the loss and the first parameter's grad. With
 --paddle-python, a subprocess parses the very same forward.pb (paddle.static.Program.parse_from_string), runs
 Paddle's append_backward, puts the same parameters into a scope, runs the same feed and times the same way;
@@ -11,7 +12,7 @@ in both (their masks are still drawn), else the two random masks would make the 
 
 BLAS and OpenMP run one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS say otherwise
 (Paddle's subprocess inherits them): on a 2-core machine shared with other jobs threaded BLAS makes the timings
-swing and the ratios meaningless. 7 steps stay below the 50 runs after which gradc's executor turns a plan
+swing and the ratios meaningless. The default 7 steps stay below the 50 runs after which gradc's executor turns a plan
 into straight-line code; at these models' op sizes (milliseconds each) that code's saving is negligible.
 
     python benchmarks/models.py --paddle-python /work/paddle-venv/bin/python --out benchmarks/results/models.txt
