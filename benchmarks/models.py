@@ -48,9 +48,9 @@ WARMUP = 2
 RTOL = 1e-4
 ZEROED_ATTRS = {"dropout": "dropout_prob"}   # op type -> attr set to 0 in both, so the losses can be compared
 
-# Runs under the Paddle interpreter: argv[1] is a JSON list of jobs (forward.pb, loss, parameters and feed
-# .npz, zeroed attrs, repeats); prints one JSON line per job: loss, the first parameter's grad (saved to an
-# .npz) and the median step seconds, or the error that stopped it.
+# Runs under the Paddle interpreter as a worker: says its Paddle version, then answers each job on stdin (a JSON
+# line: forward.pb, loss, first parameter, parameters and feed .npz, zeroed attrs, steps) with one JSON line: the
+# loss and the median step seconds (the first parameter's grad saved to an .npz), or the error that stopped it.
 PADDLE_SCRIPT = """
 import json, statistics, sys, time
 import numpy as np
@@ -58,7 +58,9 @@ import paddle
 paddle.enable_static()
 from paddle.base.backward import append_backward
 place = paddle.CPUPlace()
-for job in json.loads(open(sys.argv[1]).read()):
+print(json.dumps({"version": paddle.__version__}), flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
     try:
         main = paddle.static.Program.parse_from_string(open(job["forward"], "rb").read())
         for op in main.global_block().ops:
@@ -79,12 +81,11 @@ for job in json.loads(open(sys.argv[1]).read()):
                 values = exe.run(main, feed=feed, fetch_list=fetch)
                 seconds.append(time.perf_counter() - start)
         np.savez(job["grad_out"], grad=values[1])
-        print(json.dumps({"row": job["row"], "loss": float(values[0]), "version": paddle.__version__,
-                          "seconds": statistics.median(seconds[job["warmup"]:])}))
+        answer = {"loss": float(values[0]), "seconds": statistics.median(seconds[job["warmup"]:])}
     except Exception as error:
         message = (str(error).strip().splitlines() or [type(error).__name__])[-1]
-        print(json.dumps({"row": job["row"], "error": f"{type(error).__name__}: {message}"[:200]}))
-    sys.stdout.flush()
+        answer = {"error": f"{type(error).__name__}: {message}"[:200]}
+    print(json.dumps(answer), flush=True)
 """
 
 
@@ -152,26 +153,65 @@ def gradc_step(row: str, args, folder: Path) -> dict:
             "first_param": first_param, "batch": next(iter(feed.values())).shape[0] if feed else None}
 
 
-def run_paddle(python: str, jobs: list[dict], folder: Path) -> tuple[dict, str]:
-    """({row: Paddle's report}, "") or ({}, why not)."""
-    path = folder / "jobs.json"
-    path.write_text(json.dumps(jobs))
-    env = {**os.environ, "FLAGS_enable_pir_api": "0", "GLOG_minloglevel": "2"}
+class PaddleWorker:
+    """PADDLE_SCRIPT in a subprocess, asked model by model so that each model's two timings run close together."""
+
+    def __init__(self, python: str, folder: Path):
+        self.errors = (folder / "paddle.stderr").open("w+")
+        env = {**os.environ, "FLAGS_enable_pir_api": "0", "GLOG_minloglevel": "2"}
+        self.process = subprocess.Popen([python, "-c", PADDLE_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.errors, text=True, env=env)
+        self.version = json.loads(self._answer() or "{}").get("version")
+
+    def _answer(self) -> str:
+        return self.process.stdout.readline()
+
+    def last_error(self) -> str:
+        self.errors.seek(0)
+        return (self.errors.read().strip().splitlines() or [f"exit status {self.process.poll()}"])[-1]
+
+    def ask(self, job: dict) -> dict:
+        try:
+            self.process.stdin.write(json.dumps(job) + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass   # the worker died: its answer is empty
+        answer = self._answer()
+        if answer:
+            return json.loads(answer)
+        return {"error": f"Paddle exited (status {self.process.wait()}): {self.last_error()}"}
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+        self.errors.close()
+
+
+def start_paddle(python: str | None, folder: Path) -> tuple[PaddleWorker | None, str]:
+    """(the worker, "") or (None, why not)."""
+    if not python:
+        return None, "no --paddle-python given"
     try:
-        result = subprocess.run([python, "-c", PADDLE_SCRIPT, str(path)], capture_output=True, text=True, env=env,
-                                timeout=1800)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return {}, str(error)
-    reports = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
-    if not reports:
-        return {}, f"{python}: " + (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
-    return {report["row"]: report for report in reports}, ""
+        worker = PaddleWorker(python, folder)
+    except OSError as error:
+        return None, str(error)
+    if worker.version is None:
+        why = f"{python}: {worker.last_error()}"
+        worker.close()
+        return None, why
+    return worker, ""
 
 
-def compare(ours: dict, theirs: dict | None, folder: Path) -> tuple[str, str, str]:
+def paddle_job(ours: dict, args, folder: Path) -> dict:
+    row = ours["row"]
+    return {"forward": str(LAYERS / row / "forward.pb"), "loss": ours["loss_name"], "first_param": ours["first_param"],
+            "params": str(folder / f"{row}.params.npz"), "feed": str(folder / f"{row}.feed.npz"),
+            "grad_out": str(folder / f"{row}.paddle_grad.npz"), "zeroed": ZEROED_ATTRS, "warmup": WARMUP,
+            "repeats": args.repeats}
+
+
+def compare(ours: dict, theirs: dict, folder: Path) -> tuple[str, str, str]:
     """(Paddle ms, gradc / Paddle, first grad's max difference over its max) cells; times only when losses agree."""
-    if theirs is None:
-        return "skipped: Paddle gave no answer for this model", "-", "-"
     if "error" in theirs:
         return f"failed: {theirs['error']}", "-", "-"
     if not math.isclose(ours["loss"], theirs["loss"], rel_tol=RTOL):
@@ -196,27 +236,24 @@ def run(argv: list[str] | None = None) -> list[str]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
+        paddle, why = start_paddle(args.paddle_python, folder)
         results = []
         for row in args.models:
             try:
                 results.append(gradc_step(row, args, folder))
             except gradc.GradcError as error:
                 results.append({"row": row, "error": str(error).splitlines()[0][:200]})
-        ran = [r for r in results if "error" not in r]
-        paddle, why = {}, "no --paddle-python given"
-        if args.paddle_python and ran:
-            jobs = [{"row": r["row"], "forward": str(LAYERS / r["row"] / "forward.pb"), "loss": r["loss_name"],
-                     "first_param": r["first_param"], "params": str(folder / f"{r['row']}.params.npz"),
-                     "feed": str(folder / f"{r['row']}.feed.npz"), "grad_out": str(folder / f"{r['row']}.paddle_grad"),
-                     "zeroed": ZEROED_ATTRS, "warmup": WARMUP, "repeats": args.repeats} for r in ran]
-            paddle, why = run_paddle(args.paddle_python, jobs, folder)
-        version = next((p["version"] for p in paddle.values() if "version" in p), "?")
+                continue
+            if paddle:
+                results[-1]["paddle"] = paddle.ask(paddle_job(results[-1], args, folder))
+        if paddle:
+            paddle.close()
         lines = [f"# one training step (forward + backward, fetching the loss and the first parameter grad) of "
                  f"paddle.vision.models programs, median of {args.repeats} after {WARMUP} warm-up steps, float32",
                  f"# Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
                  f"{os.cpu_count()} CPUs, load {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
                  f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}; "
-                 + (f"Paddle {version}: Paddle's backward of the same forward.pb, the same parameters and feed; "
+                 + (f"Paddle {paddle.version}: Paddle's backward of the same forward.pb, the same parameters and feed; "
                     f"its times shown only where its loss agrees with gradc's (rtol {RTOL:g}); dropout_prob 0 in both"
                     if paddle else f"paddle: skipped: {why}"),
                  f"{'model':<20} {'batch':>5} {'fwd ops':>7} {'ops+bwd':>7} {'loss':>12} {'gradc ms':>9} "
@@ -226,7 +263,7 @@ def run(argv: list[str] | None = None) -> list[str]:
                 lines.append(f"{r['row']:<20} gradc failed: {r['error']}")
                 continue
             if paddle:
-                paddle_ms, ratio, difference = compare(r, paddle.get(r["row"]), folder)
+                paddle_ms, ratio, difference = compare(r, r["paddle"], folder)
             else:
                 paddle_ms, ratio, difference = f"skipped: {why}", "-", "-"
             lines.append(f"{r['row']:<20} {r['batch']:>5} {r['forward_ops']:>7} {r['ops']:>7} {r['loss']:>12.6g} "
