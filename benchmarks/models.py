@@ -3,17 +3,17 @@
 The programs are the committed forward programs paddle.vision.models writes (tests/data/paddle/layers/<row>/
 forward.pb, loss named by its meta.json). Per model: gradc.load, gradc.append_backward on the loss, parameters
 drawn from their declared shapes, the feed (every var with need_check_feed; the committed rows declare batch 2,
---batch sizes only dims of -1), then the median of --repeats
-steps back to back after 2 warm-up steps, each fetching the loss and the first parameter's grad. With
---paddle-python, a subprocess parses the very same forward.pb (paddle.static.Program.parse_from_string), runs
-Paddle's append_backward, puts the same parameters into a scope, runs the same feed and times the same way;
-a Paddle time is reported only when its loss agrees with gradc's (rtol 1e-4). Dropout's probability is set to 0
-in both (their masks are still drawn), else the two random masks would make the losses differ.
+--batch sizes only dims of -1), then the median of --repeats steps back to back after 2 warm-up steps, each
+fetching the loss and the first parameter's grad. With --paddle-python, a subprocess parses the very same
+forward.pb (paddle.static.Program.parse_from_string), runs Paddle's append_backward, puts the same parameters
+into a scope, runs the same feed and times the same way, model by model after gradc's; a Paddle time is
+reported only when its loss agrees with gradc's (rtol 1e-4). Dropout's probability is set to 0 in both (their
+masks are still drawn), else the two random masks would make the losses differ.
 
 BLAS and OpenMP run one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS say otherwise
 (Paddle's subprocess inherits them): on a 2-core machine shared with other jobs threaded BLAS makes the timings
-swing and the ratios meaningless. The default 7 steps stay below the 50 runs after which gradc's executor turns a plan
-into straight-line code; at these models' op sizes (milliseconds each) that code's saving is negligible.
+swing and the ratios meaningless. The default 7 steps stay below the 50 runs after which gradc's executor turns
+a plan into straight-line code; at these models' op sizes (milliseconds each) that code's saving is negligible.
 
     python benchmarks/models.py --paddle-python /work/paddle-venv/bin/python --out benchmarks/results/models.txt
 """
@@ -27,7 +27,6 @@ import os
 import platform
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -278,4 +277,3 @@ def run(argv: list[str] | None = None) -> list[str]:
 
 if __name__ == "__main__":
     run()
-    sys.exit(0)
