@@ -72,6 +72,7 @@ bench: venv
 	$(BIN)/python benchmarks/while_memory.py --out benchmarks/results/while_memory.txt
 	$(BIN)/python benchmarks/viewer.py --out benchmarks/results/viewer.txt
 	$(BIN)/python benchmarks/lstm.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out benchmarks/results/lstm.txt
+	$(BIN)/python benchmarks/models.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out benchmarks/results/models.txt
 	$(BIN)/python benchmarks/memory.py --out benchmarks/results/memory.txt
 	$(BIN)/python benchmarks/validation_cost.py --out benchmarks/results/validation_cost.txt
 

@@ -1,0 +1,279 @@
+"""One training step (forward + backward) of Paddle's vision models through gradc, against Paddle 3.3.1.
+
+The programs are the committed forward programs paddle.vision.models writes (tests/data/paddle/layers/<row>/
+forward.pb, loss named by its meta.json). Per model: gradc.load, gradc.append_backward on the loss, parameters
+drawn from their declared shapes, the feed (every var with need_check_feed; the committed rows declare batch 2,
+--batch sizes only dims of -1), then the median of --repeats steps back to back after 2 warm-up steps, each
+fetching the loss and the first parameter's grad. With --paddle-python, a subprocess parses the very same
+forward.pb (paddle.static.Program.parse_from_string), runs Paddle's append_backward, puts the same parameters
+into a scope, runs the same feed and times the same way, model by model after gradc's; a Paddle time is
+reported only when its loss agrees with gradc's (rtol 1e-4). Dropout's probability is set to 0 in both (their
+masks are still drawn), else the two random masks would make the losses differ.
+
+BLAS and OpenMP run one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS say otherwise
+(Paddle's subprocess inherits them): on a 2-core machine shared with other jobs threaded BLAS makes the timings
+swing and the ratios meaningless. The default 7 steps stay below the 50 runs after which gradc's executor turns
+a plan into straight-line code; at these models' op sizes (milliseconds each) that code's saving is negligible.
+
+    python benchmarks/models.py --paddle-python /work/paddle-venv/bin/python --out benchmarks/results/models.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy loads its BLAS
+    os.environ.setdefault(_threads, "1")
+
+import numpy as np  # noqa: E402
+
+import gradc  # noqa: E402
+from gradc.ir import VarType, dtype_name  # noqa: E402
+
+LAYERS = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "layers"
+# about 75 s with Paddle on 2 cores; vgg11 alone would add 40 s, vgg16 75 s, inception_v3 25 s
+DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x0_25",
+                  "squeezenet1_1", "densenet121", "googlenet", "alexnet"]
+WARMUP = 2
+RTOL = 1e-4
+ZEROED_ATTRS = {"dropout": "dropout_prob"}   # op type -> attr set to 0 in both, so the losses can be compared
+
+# Runs under the Paddle interpreter as a worker: says its Paddle version, then answers each job on stdin (a JSON
+# line: forward.pb, loss, first parameter, parameters and feed .npz, zeroed attrs, steps) with one JSON line: the
+# loss and the median step seconds (the first parameter's grad saved to an .npz), or the error that stopped it.
+PADDLE_SCRIPT = """
+import json, statistics, sys, time
+import numpy as np
+import paddle
+paddle.enable_static()
+from paddle.base.backward import append_backward
+place = paddle.CPUPlace()
+print(json.dumps({"version": paddle.__version__}), flush=True)
+for line in sys.stdin:
+    job = json.loads(line)
+    try:
+        main = paddle.static.Program.parse_from_string(open(job["forward"], "rb").read())
+        for op in main.global_block().ops:
+            if op.type in job["zeroed"]:
+                op._set_attr(job["zeroed"][op.type], 0.0)
+        loss = main.global_block().var(job["loss"])
+        with paddle.static.program_guard(main, paddle.static.Program()):
+            grads = dict((p.name, g.name) for p, g in append_backward(loss))
+        scope, exe = paddle.static.Scope(), paddle.static.Executor(place)
+        with paddle.static.scope_guard(scope):
+            for name, value in np.load(job["params"]).items():
+                scope.var(name).get_tensor().set(value, place)
+            feed = dict(np.load(job["feed"]))
+            fetch = [job["loss"], grads[job["first_param"]]]
+            seconds = []
+            for k in range(job["warmup"] + job["repeats"]):
+                start = time.perf_counter()
+                values = exe.run(main, feed=feed, fetch_list=fetch)
+                seconds.append(time.perf_counter() - start)
+        np.savez(job["grad_out"], grad=values[1])
+        answer = {"loss": float(values[0]), "seconds": statistics.median(seconds[job["warmup"]:])}
+    except Exception as error:
+        message = (str(error).strip().splitlines() or [type(error).__name__])[-1]
+        answer = {"error": f"{type(error).__name__}: {message}"[:200]}
+    print(json.dumps(answer), flush=True)
+"""
+
+
+def initial_values(program: gradc.Program, seed: int) -> dict[str, np.ndarray]:
+    """Every persistable tensor the program reads, drawn from its declared shape in name order."""
+    block = program.global_block
+    by_slot = {}   # batch_norm's operands found by slot, not name: scales one, biases and means zero, variances one
+    for op in block.ops:
+        if op.type == "batch_norm":
+            for slot, value in (("Scale", 1.0), ("Bias", 0.0), ("Mean", 0.0), ("Variance", 1.0)):
+                by_slot.update(dict.fromkeys(op.inputs.get(slot, []), value))
+    rng, values = np.random.default_rng(seed), {}
+    for var in sorted(block.vars.values(), key=lambda v: v.name):
+        if not var.persistable or var.need_check_feed or var.type != VarType.DENSE_TENSOR:
+            continue
+        dtype = np.dtype(dtype_name(var.dtype))
+        if var.name in by_slot or len(var.shape) < 2:   # and other biases zero
+            values[var.name] = np.full(var.shape, by_slot.get(var.name, 0.0), dtype)
+            continue
+        # a Linear weight is [in, out]; a conv filter [out, in / groups, kh, kw]
+        fan_in = var.shape[0] if len(var.shape) == 2 else math.prod(var.shape[1:])
+        values[var.name] = (rng.standard_normal(var.shape) / math.sqrt(fan_in)).astype(dtype)
+    return values
+
+
+def feed_values(program: gradc.Program, batch: int, seed: int) -> dict[str, np.ndarray]:
+    """Every var with need_check_feed: batch dims of -1 become ``batch``; floats standard normal, integers 0 or 1
+    (a label in range for any classifier of two or more classes)."""
+    rng, feed = np.random.default_rng(seed), {}
+    for var in sorted(program.global_block.vars.values(), key=lambda v: v.name):
+        if var.need_check_feed:
+            shape, dtype = [batch if d == -1 else d for d in var.shape], np.dtype(dtype_name(var.dtype))
+            feed[var.name] = (rng.standard_normal(shape).astype(dtype) if dtype.kind == "f"
+                              else rng.integers(0, 2, shape).astype(dtype))
+    return feed
+
+
+def zero_attrs(program: gradc.Program) -> None:
+    for op in program.global_block.ops:
+        if op.type in ZEROED_ATTRS:
+            op.set_attr(ZEROED_ATTRS[op.type], 0.0)
+
+
+def gradc_step(row: str, args, folder: Path) -> dict:
+    """gradc's side of one model: op counts, loss, first grad, median step seconds; writes Paddle's job files."""
+    meta = json.loads((LAYERS / row / "meta.json").read_text())
+    program = gradc.load(LAYERS / row / "forward.pb")
+    forward_ops = len(program.global_block.ops)
+    zero_attrs(program)
+    gradc.append_backward(program, meta["loss"])
+    first_param, first_grad = meta["params_grads"][0]
+    params, feed = initial_values(program, args.seed), feed_values(program, args.batch, args.seed + 1)
+    np.savez(folder / f"{row}.params.npz", **params)
+    np.savez(folder / f"{row}.feed.npz", **feed)
+    executor, scope = gradc.Executor(), gradc.Scope()
+    for name, value in params.items():
+        scope[name] = value
+    seconds = []
+    for _ in range(WARMUP + args.repeats):
+        start = time.perf_counter()
+        loss, grad = executor.run(program, feed, [meta["loss"], first_grad], scope)
+        seconds.append(time.perf_counter() - start)
+    return {"row": row, "forward_ops": forward_ops, "ops": len(program.global_block.ops), "loss": float(loss),
+            "grad": grad, "seconds": statistics.median(seconds[WARMUP:]), "loss_name": meta["loss"],
+            "first_param": first_param, "batch": next(iter(feed.values())).shape[0] if feed else None}
+
+
+class PaddleWorker:
+    """PADDLE_SCRIPT in a subprocess, asked model by model so that each model's two timings run close together."""
+
+    def __init__(self, python: str, folder: Path):
+        self.errors = (folder / "paddle.stderr").open("w+")
+        env = {**os.environ, "FLAGS_enable_pir_api": "0", "GLOG_minloglevel": "2"}
+        self.process = subprocess.Popen([python, "-c", PADDLE_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=self.errors, text=True, env=env)
+        self.version = json.loads(self._answer() or "{}").get("version")
+
+    def _answer(self) -> str:
+        return self.process.stdout.readline()
+
+    def last_error(self) -> str:
+        self.errors.seek(0)
+        return (self.errors.read().strip().splitlines() or [f"exit status {self.process.poll()}"])[-1]
+
+    def ask(self, job: dict) -> dict:
+        try:
+            self.process.stdin.write(json.dumps(job) + "\n")
+            self.process.stdin.flush()
+        except OSError:
+            pass   # the worker died: its answer is empty
+        answer = self._answer()
+        if answer:
+            return json.loads(answer)
+        return {"error": f"Paddle exited (status {self.process.wait()}): {self.last_error()}"}
+
+    def close(self) -> None:
+        self.process.stdin.close()
+        self.process.wait()
+        self.errors.close()
+
+
+def start_paddle(python: str | None, folder: Path) -> tuple[PaddleWorker | None, str]:
+    """(the worker, "") or (None, why not)."""
+    if not python:
+        return None, "no --paddle-python given"
+    try:
+        worker = PaddleWorker(python, folder)
+    except OSError as error:
+        return None, str(error)
+    if worker.version is None:
+        why = f"{python}: {worker.last_error()}"
+        worker.close()
+        return None, why
+    return worker, ""
+
+
+def paddle_job(ours: dict, args, folder: Path) -> dict:
+    row = ours["row"]
+    return {"forward": str(LAYERS / row / "forward.pb"), "loss": ours["loss_name"], "first_param": ours["first_param"],
+            "params": str(folder / f"{row}.params.npz"), "feed": str(folder / f"{row}.feed.npz"),
+            "grad_out": str(folder / f"{row}.paddle_grad.npz"), "zeroed": ZEROED_ATTRS, "warmup": WARMUP,
+            "repeats": args.repeats}
+
+
+def compare(ours: dict, theirs: dict, folder: Path) -> tuple[str, str, str]:
+    """(Paddle ms, gradc / Paddle, first grad's max difference over its max) cells; times only when losses agree."""
+    if "error" in theirs:
+        return f"failed: {theirs['error']}", "-", "-"
+    if not math.isclose(ours["loss"], theirs["loss"], rel_tol=RTOL):
+        return f"losses differ: gradc {ours['loss']:.7g}, Paddle {theirs['loss']:.7g}", "-", "-"
+    with np.load(folder / f"{ours['row']}.paddle_grad.npz") as archive:
+        grad = archive["grad"]
+    difference = float(np.abs(ours["grad"] - grad).max() / max(np.abs(grad).max(), 1e-30))
+    return f"{1e3 * theirs['seconds']:.1f}", f"{ours['seconds'] / theirs['seconds']:.2f}", f"{difference:.1e}"
+
+
+def run(argv: list[str] | None = None) -> list[str]:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS,
+                        help=f"rows of {LAYERS.relative_to(LAYERS.parents[3])} (default: %(default)s)")
+    parser.add_argument("--batch", type=int, default=2, help="the batch size where a feed's dim is -1")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--paddle-python", help="an interpreter with paddlepaddle 3.3.1 installed")
+    parser.add_argument("--out", help="also write the table to this file")
+    args = parser.parse_args(argv)
+
+    load_before = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        paddle, why = start_paddle(args.paddle_python, folder)
+        results = []
+        for row in args.models:
+            try:
+                results.append(gradc_step(row, args, folder))
+            except gradc.GradcError as error:
+                results.append({"row": row, "error": str(error).splitlines()[0][:200]})
+                continue
+            if paddle:
+                results[-1]["paddle"] = paddle.ask(paddle_job(results[-1], args, folder))
+        if paddle:
+            paddle.close()
+        lines = [f"# one training step (forward + backward, fetching the loss and the first parameter grad) of "
+                 f"paddle.vision.models programs, median of {args.repeats} after {WARMUP} warm-up steps, float32",
+                 f"# Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
+                 f"{os.cpu_count()} CPUs, load {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
+                 f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}; "
+                 + (f"Paddle {paddle.version}: Paddle's backward of the same forward.pb, the same parameters and feed; "
+                    f"its times shown only where its loss agrees with gradc's (rtol {RTOL:g}); dropout_prob 0 in both"
+                    if paddle else f"paddle: skipped: {why}"),
+                 f"{'model':<20} {'batch':>5} {'fwd ops':>7} {'ops+bwd':>7} {'loss':>12} {'gradc ms':>9} "
+                 f"{'gradc/Paddle':>12} {'grad diff':>9}  Paddle ms"]
+        for r in results:
+            if "error" in r:
+                lines.append(f"{r['row']:<20} gradc failed: {r['error']}")
+                continue
+            if paddle:
+                paddle_ms, ratio, difference = compare(r, r["paddle"], folder)
+            else:
+                paddle_ms, ratio, difference = f"skipped: {why}", "-", "-"
+            lines.append(f"{r['row']:<20} {r['batch']:>5} {r['forward_ops']:>7} {r['ops']:>7} {r['loss']:>12.6g} "
+                         f"{1e3 * r['seconds']:>9.1f} {ratio:>12} {difference:>9}  {paddle_ms}")
+    lines.append("# grad diff: max |gradc - Paddle| / max |Paddle| of the first parameter's grad")
+    print("\n".join(lines))
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text("\n".join(lines) + "\n")
+    return lines
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,57 @@
+"""benchmarks/models.py's gradc side, run in-process on the smallest model row (no Paddle: its column says why)."""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+
+import gradc
+
+SCRIPT = Path(__file__).parent.parent / "benchmarks" / "models.py"
+
+
+@pytest.fixture(autouse=True)
+def _threads(monkeypatch):
+    """The script sets these when absent: set here, they are restored after the test, as before it."""
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        monkeypatch.setenv(name, "1")
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("benchmark_models", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_table_has_the_row_timed_with_a_finite_loss_and_paddle_skipped(tmp_path):
+    out = tmp_path / "models.txt"
+    lines = load_script().run(["--models", "vgg_tiny", "--repeats", "1", "--out", str(out)])
+    assert out.read_text().splitlines() == lines
+    rows = [line for line in lines if line.startswith("vgg_tiny")]
+    assert len(rows) == 1
+    cells = rows[0].split(maxsplit=8)   # the Paddle cell, last, may hold spaces
+    fields = dict(zip(["model", "batch", "fwd", "ops+bwd", "loss", "gradc", "ratio", "grad diff", "paddle"], cells))
+    assert int(fields["ops+bwd"]) > int(fields["fwd"]) > 0
+    assert math.isfinite(float(fields["loss"]))
+    assert float(fields["gradc"]) > 0
+    assert fields["ratio"] == fields["grad diff"] == "-"
+    assert fields["paddle"] == "skipped: no --paddle-python given"
+    assert any("paddle: skipped: no --paddle-python given" in line for line in lines if line.startswith("#"))
+
+
+def test_parameters_follow_their_roles():
+    """batch_norm's scale and variance are ones, its bias and mean zeros; weights scaled by 1/sqrt(fan-in)."""
+    script = load_script()
+    program = gradc.load(script.LAYERS / "vgg_tiny_bn" / "forward.pb")
+    values = script.initial_values(program, seed=0)
+    norm = next(op for op in program.global_block.ops if op.type == "batch_norm")
+    for slot, expected in (("Scale", 1), ("Bias", 0), ("Mean", 0), ("Variance", 1)):
+        assert (values[norm.inputs[slot][0]] == expected).all(), slot
+    conv = next(op for op in program.global_block.ops if op.type == "conv2d")
+    weight = values[conv.inputs["Filter"][0]]
+    fan_in = math.prod(weight.shape[1:])
+    assert 0.5 < weight.std() * math.sqrt(fan_in) < 1.5
+    again = script.initial_values(program, seed=0)
+    assert all((again[name] == value).all() for name, value in values.items())
