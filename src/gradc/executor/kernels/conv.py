@@ -46,11 +46,22 @@ def channels_back(a, last: bool):
     return np.ascontiguousarray(np.moveaxis(a, 1, -1) if last else a)
 
 
+def padded(x, pairs, fill=0):
+    """x [N, C, *S] with (before, after) cells of ``fill`` around each spatial axis, as np.pad gives it (a new
+    C-contiguous array, x itself when that is one and nothing is added), without np.pad's setup: 20 µs, as
+    much as a small layer's whole convolution."""
+    if not any(before or after for before, after in pairs):
+        return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    out = np.full((*x.shape[:2], *(size + before + after for size, (before, after) in zip(x.shape[2:], pairs))),
+                  fill, dtype=x.dtype)
+    out[(Ellipsis, *(slice(before, before + size) for size, (before, _) in zip(x.shape[2:], pairs)))] = x
+    return out
+
+
 def im2col(x, k_sizes, geo: Geometry):
     """Windows of x [N, C, *S] as [groups, C/g * prod(kernel), N * prod(out)], and the out sizes."""
     dims = len(k_sizes)
-    pairs = [(geo.pads[2 * i], geo.pads[2 * i + 1]) for i in range(dims)]
-    xp = np.pad(x, [(0, 0), (0, 0), *pairs])
+    xp = padded(x, [(geo.pads[2 * i], geo.pads[2 * i + 1]) for i in range(dims)])
     spans = [(k - 1) * d + 1 for k, d in zip(k_sizes, geo.dilations)]
     win = sliding_window_view(xp, spans, axis=tuple(range(2, 2 + dims)))
     win = win[(slice(None), slice(None), *(slice(None, None, s) for s in geo.strides),

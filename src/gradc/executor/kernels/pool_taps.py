@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .conv import padded
+
 PADDLE_MAX_POOL_INIT = -float(np.finfo(np.float32).max)   # what an empty max window gives, in any dtype (Paddle)
 
 
@@ -50,7 +52,7 @@ def tap_geometry(x: np.ndarray, ksize, strides, pads, out) -> Taps | None:
 def _padded(x: np.ndarray, taps: Taps) -> np.ndarray:
     if not any(before or after for before, after in taps.pads):
         return x
-    return np.pad(x, [(0, 0), (0, 0), *taps.pads], constant_values=x.dtype.type(PADDLE_MAX_POOL_INIT))
+    return padded(x, taps.pads, x.dtype.type(PADDLE_MAX_POOL_INIT))
 
 
 def _views(taps: Taps) -> list[tuple]:
