@@ -48,10 +48,10 @@ def channels_back(a, last: bool):
 
 def padded(x, pairs, fill=0):
     """x [N, C, *S] with (before, after) cells of ``fill`` around each spatial axis, as np.pad gives it (a new
-    C-contiguous array, x itself when that is one and nothing is added), without np.pad's setup: 20 µs, as
-    much as a small layer's whole convolution."""
+    C-contiguous array: the columns never share x's memory), without np.pad's setup: 20 µs, as much as a small
+    layer's whole convolution."""
     if not any(before or after for before, after in pairs):
-        return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+        return np.array(x, order="C")
     out = np.full((*x.shape[:2], *(size + before + after for size, (before, after) in zip(x.shape[2:], pairs))),
                   fill, dtype=x.dtype)
     out[(Ellipsis, *(slice(before, before + size) for size, (before, _) in zip(x.shape[2:], pairs)))] = x
