@@ -86,6 +86,14 @@ def im2col(x, k_sizes, geo: Geometry):
     return cols.reshape(g, c // g * math.prod(k_sizes), n * math.prod(out)), tuple(out)
 
 
+def _columns(x, k_sizes, geo: Geometry):
+    """im2col's columns for a convolution; a pointwise one's (1x1 kernel, stride 1, no padding) are x's own
+    values in the matmul layout, with no windows to make (15 µs of a small layer's 30)."""
+    if all(k == 1 for k in k_sizes) and all(s == 1 for s in geo.strides) and not any(geo.pads):
+        return np.ascontiguousarray(_grouped(x, geo.groups)), tuple(x.shape[2:])   # im2col's layout too
+    return im2col(x, k_sizes, geo)
+
+
 def _grouped(a, g):
     """[N, C, *S] -> [g, C/g, N * prod(S)], the matmul operand layout of an activation."""
     n, c = a.shape[:2]
@@ -125,11 +133,11 @@ def conv(x, w, geo: Geometry):
     filters = w.reshape(g, w.shape[0] // g, -1)
     slices = _batch_slices(x, w.shape[2:], geo)
     if len(slices) == 1:
-        cols, out = im2col(x, w.shape[2:], geo)
+        cols, out = _columns(x, w.shape[2:], geo)
         return _ungrouped(filters @ cols, n, out)
     result = None
     for part in slices:
-        cols, out = im2col(x[part], w.shape[2:], geo)
+        cols, out = _columns(x[part], w.shape[2:], geo)
         product = filters @ cols
         if result is None:
             result = np.empty(product.shape[:2] + (n * math.prod(out),), dtype=product.dtype)
@@ -143,7 +151,7 @@ def conv_filter_grad(x, dy, w_shape, geo: Geometry):
     slices = _batch_slices(x, w_shape[2:], geo)
     total = None
     for part in slices:
-        cols, _ = im2col(x[part], w_shape[2:], geo)
+        cols, _ = _columns(x[part], w_shape[2:], geo)
         grad = _grouped(dy[part], geo.groups) @ cols.transpose(0, 2, 1)
         total = grad if total is None else np.add(total, grad, out=total)
     return total.reshape(w_shape)
