@@ -5,6 +5,7 @@ rounding. Max pooling on strided views (pool_taps) gives the general kernels' bi
 
 import numpy as np
 import pytest
+from numpy.lib.stride_tricks import sliding_window_view
 
 from gradc.executor.kernels import conv as kernels
 from gradc.executor.kernels.conv import Geometry, conv, conv_filter_grad, conv_input_grad
@@ -99,3 +100,33 @@ def test_windows_without_a_whole_one_along_an_axis_take_the_general_kernel():
     assert tap_geometry(x, ksize, [2], pads, out) is None
     assert tap_geometry(np.ones((1, 1, 2), np.int32), [1], [1], [0, 0], [2]) is None   # integer data
     assert tap_geometry(x, [1], [1], [0, 0], [2]) is not None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_windows_and_pointwise_columns_are_numpys(seed):
+    """im2col's one as_strided view holds sliding_window_view's windows every stride, cells every dilation (and a
+    window that does not fit raises numpy's error); a pointwise convolution's columns are im2col's, bit for bit and
+    in its layout, for channels-first and channels-last input."""
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        dims = 1 + int(rng.integers(3))
+        k, s, d = (tuple(int(v) for v in rng.integers(1, hi, dims)) for hi in (4, 4, 3))
+        geo = Geometry(s, tuple(int(v) for v in rng.integers(0, 3, 2 * dims)), d, 1)
+        x = rng.standard_normal((int(rng.integers(1, 3)), 2, *rng.integers(1, 7, dims))).astype(np.float32)
+        xp = np.pad(x, [(0, 0), (0, 0), *zip(geo.pads[0::2], geo.pads[1::2])])
+        spans = [(kk - 1) * dd + 1 for kk, dd in zip(k, d)]
+        try:
+            windows = sliding_window_view(xp, spans, axis=tuple(range(2, 2 + dims)))
+        except ValueError as numpy_error:
+            with pytest.raises(ValueError, match=str(numpy_error)):
+                kernels._windows(xp, k, geo)
+            continue
+        windows = windows[(slice(None), slice(None), *(slice(None, None, v) for v in s + d))]
+        ours = kernels._windows(xp, k, geo)
+        assert ours.shape == windows.shape and ours.tobytes() == windows.tobytes()
+    for last in (False, True):
+        x = rng.standard_normal((int(rng.integers(1, 3)), 6, 4, 5)).astype(np.float32)
+        x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1) if last else x
+        geo = Geometry((1, 1), (0, 0, 0, 0), (1, 1), 1 + seed % 3)
+        (cols, out), (general, general_out) = kernels._columns(x, (1, 1), geo), kernels.im2col(x, (1, 1), geo)
+        assert out == general_out and cols.strides == general.strides and cols.tobytes() == general.tobytes()
