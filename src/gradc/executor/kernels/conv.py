@@ -2,10 +2,11 @@
 the edges), for any number of spatial dims.
 
 Convolution is im2col + one batched matmul per group: the columns are a strided view of the padded
-input (sliding_window_view), copied into [groups, C/g * prod(kernel), N * prod(out)], a batch slice at a
-time when a whole batch's columns would be large. Its two adjoints give every other kernel: the input grad
-scatters W^T @ dOut back with col2im, the filter grad is dOut @ cols^T, and conv_transpose is the input grad
-of the conv whose filter it shares. Pooling is in gradc.executor.kernels.pool_windows.
+input (one as_strided call), copied into [groups, C/g * prod(kernel), N * prod(out)], a batch slice at a
+time when a whole batch's columns would be large; a pointwise convolution's columns are its input itself.
+Its two adjoints give every other kernel: the input grad scatters W^T @ dOut back with col2im (a depthwise
+filter's products made a tap at a time), the filter grad is dOut @ cols^T, and conv_transpose is the input
+grad of the conv whose filter it shares. Pooling is in gradc.executor.kernels.pool_windows and pool_taps.
 """
 
 from __future__ import annotations
