@@ -26,7 +26,7 @@ import math
 import os
 import platform
 import statistics
-import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,6 +35,9 @@ for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"): 
     os.environ.setdefault(_threads, "1")
 
 import numpy as np  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from workers import Worker, WorkerError  # noqa: E402
 
 import gradc  # noqa: E402
 from gradc.ir import VarType, dtype_name  # noqa: E402
@@ -152,53 +155,28 @@ def gradc_step(row: str, args, folder: Path) -> dict:
             "first_param": first_param, "batch": next(iter(feed.values())).shape[0] if feed else None}
 
 
-class PaddleWorker:
-    """PADDLE_SCRIPT in a subprocess, asked model by model so that each model's two timings run close together."""
-
-    def __init__(self, python: str, folder: Path):
-        self.errors = (folder / "paddle.stderr").open("w+")
-        env = {**os.environ, "FLAGS_enable_pir_api": "0", "GLOG_minloglevel": "2"}
-        self.process = subprocess.Popen([python, "-c", PADDLE_SCRIPT], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=self.errors, text=True, env=env)
-        self.version = json.loads(self._answer() or "{}").get("version")
-
-    def _answer(self) -> str:
-        return self.process.stdout.readline()
-
-    def last_error(self) -> str:
-        self.errors.seek(0)
-        return (self.errors.read().strip().splitlines() or [f"exit status {self.process.poll()}"])[-1]
-
-    def ask(self, job: dict) -> dict:
-        try:
-            self.process.stdin.write(json.dumps(job) + "\n")
-            self.process.stdin.flush()
-        except OSError:
-            pass   # the worker died: its answer is empty
-        answer = self._answer()
-        if answer:
-            return json.loads(answer)
-        return {"error": f"Paddle exited (status {self.process.wait()}): {self.last_error()}"}
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait()
-        self.errors.close()
-
-
-def start_paddle(python: str | None, folder: Path) -> tuple[PaddleWorker | None, str]:
-    """(the worker, "") or (None, why not)."""
+def start_paddle(python: str | None) -> tuple[Worker | None, str, str | None]:
+    """(the worker, "", Paddle's version) or (None, why not, None)."""
     if not python:
-        return None, "no --paddle-python given"
+        return None, "no --paddle-python given", None
     try:
-        worker = PaddleWorker(python, folder)
+        worker = Worker("Paddle", [python, "-c", PADDLE_SCRIPT], {"FLAGS_enable_pir_api": "0", "GLOG_minloglevel": "2"})
     except OSError as error:
-        return None, str(error)
-    if worker.version is None:
+        return None, str(error), None
+    try:
+        return worker, "", worker.answer("its version")["version"]
+    except WorkerError:
         why = f"{python}: {worker.last_error()}"
         worker.close()
-        return None, why
-    return worker, ""
+        return None, why, None
+
+
+def ask_paddle(paddle: Worker, job: dict) -> dict:
+    """Paddle's answer to one model's job, or the error that stopped it."""
+    try:
+        return paddle.request(job, job["forward"])
+    except WorkerError:
+        return {"error": f"Paddle exited (status {paddle.process.wait()}): {paddle.last_error()}"}
 
 
 def paddle_job(ours: dict, args, folder: Path) -> dict:
@@ -235,7 +213,7 @@ def run(argv: list[str] | None = None) -> list[str]:
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        paddle, why = start_paddle(args.paddle_python, folder)
+        paddle, why, paddle_version = start_paddle(args.paddle_python)
         results = []
         for row in args.models:
             try:
@@ -244,7 +222,7 @@ def run(argv: list[str] | None = None) -> list[str]:
                 results.append({"row": row, "error": str(error).splitlines()[0][:200]})
                 continue
             if paddle:
-                results[-1]["paddle"] = paddle.ask(paddle_job(results[-1], args, folder))
+                results[-1]["paddle"] = ask_paddle(paddle, paddle_job(results[-1], args, folder))
         if paddle:
             paddle.close()
         lines = [f"# one training step (forward + backward, fetching the loss and the first parameter grad) of "
@@ -252,7 +230,7 @@ def run(argv: list[str] | None = None) -> list[str]:
                  f"# Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
                  f"{os.cpu_count()} CPUs, load {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
                  f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}; "
-                 + (f"Paddle {paddle.version}: Paddle's backward of the same forward.pb, the same parameters and feed; "
+                 + (f"Paddle {paddle_version}: Paddle's backward of the same forward.pb, the same parameters and feed; "
                     f"its times shown only where its loss agrees with gradc's (rtol {RTOL:g}); dropout_prob 0 in both"
                     if paddle else f"paddle: skipped: {why}"),
                  f"{'model':<20} {'batch':>5} {'fwd ops':>7} {'ops+bwd':>7} {'loss':>12} {'gradc ms':>9} "

@@ -14,46 +14,32 @@ on a shared 2-core machine threaded BLAS makes the ratios meaningless.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import workers
+from workers import WorkerError
 
 HERE = Path(__file__).parent
 THREADS = {name: "1" for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")}
 MLP_STEPS = 10   # a round of the MLP step rows times this many steps back to back (a training loop's), the median
 
 
-class WorkerError(RuntimeError):
-    pass
-
-
-class Worker:
-    """A worker process: ask(row, **args) sends one request and returns its answer."""
+class Worker(workers.Worker):
+    """A worker of this table: ask(row, **args) sends one request and returns its answer; BLAS runs one thread."""
 
     def __init__(self, name: str, command: list[str], env: dict[str, str]):
-        self.name = name
-        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                        env={**os.environ, **THREADS, **env}, stderr=subprocess.DEVNULL)
+        super().__init__(name, command, {**THREADS, **env})
 
     def ask(self, row: str, **args) -> dict:
-        self.process.stdin.write(json.dumps({"row": row, "args": args}) + "\n")
-        self.process.stdin.flush()
-        for line in self.process.stdout:   # Paddle may print its own lines first
-            if line.startswith("{"):
-                answer = json.loads(line)
-                if "error" in answer:
-                    raise WorkerError(f"{self.name}, {row}: {answer['error']}")
-                return answer
-        raise WorkerError(f"{self.name} exited while answering {row}")
-
-    def close(self) -> None:
-        self.process.stdin.close()
-        self.process.wait(timeout=60)
+        answer = self.request({"row": row, "args": args}, row)
+        if "error" in answer:
+            raise WorkerError(f"{self.name}, {row}: {answer['error']}")
+        return answer
 
 
 def median(values) -> float:
