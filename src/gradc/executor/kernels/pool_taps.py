@@ -82,16 +82,26 @@ def taps_max_grad(x: np.ndarray, dout: np.ndarray, taps: Taps) -> np.ndarray | N
     if dout.shape != best.shape or not np.all(best > xp.dtype.type(PADDLE_MAX_POOL_INIT)):
         return None
     if all(s >= k for s, k in zip(taps.strides, taps.k_sizes)):   # windows apart: a cell gets one grad at most
-        dx, grad, taken = np.zeros(xp.shape, dtype=dout.dtype), dout + dout.dtype.type(0), np.zeros(best.shape, bool)
-        for view in views:
-            first = (xp[view] == best) > taken   # a maximum, and the window's first
+        dx, grad, zero = np.zeros(xp.shape, dtype=dout.dtype), dout + dout.dtype.type(0), dout.dtype.type(0)
+        taken, first = np.zeros(best.shape, bool), np.empty(best.shape, bool)
+        for view in views:   # np.where and a store: np.copyto with where= is 1.3x slower
+            np.greater(np.equal(xp[view], best, out=first), taken, out=first)   # a maximum, and the window's first
             taken |= first
-            np.copyto(dx[view], grad, where=first)
+            dx[view] = np.where(first, grad, zero)
         return dx if xp is x else np.ascontiguousarray(dx[(Ellipsis, *_inside(taps, x.shape[2:]))])
-    pick = np.zeros(best.shape, dtype=np.min_scalar_type(len(views) - 1))
-    for tap in range(len(views) - 1, -1, -1):   # each window's first maximum written last
-        np.copyto(pick, tap, where=xp[views[tap]] == best)
-    return _scatter(x.shape, dout, pick, taps)
+    return _scatter(x.shape, dout, _first_max(xp, views, best), taps)
+
+
+def _first_max(xp: np.ndarray, views: list[tuple], best: np.ndarray) -> np.ndarray:
+    """Each window's first tap holding its maximum: taps minus the highest (taps - tap) of a tap equal to it, in
+    whole-array maxima (np.copyto of the tap where equal, tap by tap, is 4x slower)."""
+    count = len(views)
+    dtype = np.min_scalar_type(count)
+    score, hit = np.zeros(best.shape, dtype), np.empty(best.shape, bool)
+    for tap, view in enumerate(views):
+        np.equal(xp[view], best, out=hit)
+        np.maximum(score, hit.view(np.uint8) * dtype.type(count - tap), out=score)
+    return dtype.type(count) - score
 
 
 def _inside(taps: Taps, sizes) -> tuple[slice, ...]:
