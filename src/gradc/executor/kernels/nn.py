@@ -69,6 +69,23 @@ def _single_value(x) -> bool:
     return x.size == x.shape[1]
 
 
+def _scaled_shifted(x, scale, shift=None):
+    """x * scale (+ shift), in x's buffer (a temporary of the caller's) when that keeps numpy's result dtype."""
+    if x.dtype != np.result_type(x, scale, *(() if shift is None else (shift,))):
+        return x * scale if shift is None else x * scale + shift
+    x *= scale
+    if shift is not None:
+        x += shift
+    return x
+
+
+def _scratch(temporary, other):
+    """``temporary`` as the output of a ufunc of it and ``other``, where the result has its dtype and shape."""
+    fits = temporary.dtype == np.result_type(temporary, other) and temporary.shape == np.broadcast_shapes(
+        temporary.shape, other.shape)
+    return temporary if fits else None
+
+
 @kernel("batch_norm")
 def batch_norm(k):
     layout, eps = k.attr("data_layout"), k.attr("epsilon")
@@ -83,9 +100,16 @@ def batch_norm(k):
         return {"Y": k.x("X").copy(), "MeanOut": mean_out, "VarianceOut": var_out, "SavedMean": zeros,
                 "SavedVariance": zeros, "ReserveSpace": np.empty(0, x.dtype)}
     else:
-        mean, var = (s.reshape(-1) for s in moments(x, _not_channel(x)))
+        axes = _not_channel(x)
+        mean = x.mean(axis=axes, keepdims=True)
+        centred = x - mean   # moments()'s, kept for y: 3 passes of 7 saved
+        mean, var = mean.reshape(-1), (centred * centred).mean(axis=axes)
         m = _momentum(k)
         mean_out, var_out = m * running_mean + (1 - m) * mean, m * running_var + (1 - m) * var
+        inv = 1 / np.sqrt(var + eps)
+        y = _scaled_shifted(centred, per_channel(inv * scale, x), per_channel(bias, x))
+        return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
+                "SavedMean": mean, "SavedVariance": inv, "ReserveSpace": np.empty(0, x.dtype)}
     inv = 1 / np.sqrt(var + eps)
     y = (x - per_channel(mean, x)) * per_channel(inv * scale, x) + per_channel(bias, x)
     return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
@@ -107,15 +131,22 @@ def batch_norm_grad(k):
                         "Bias@GRAD": lambda: np.zeros_like(k.x("Bias"))})
     else:
         mean, inv = k.x("SavedMean"), k.x("SavedVariance")
-    inv = per_channel(inv, x)
+    scale, inv = per_channel(_affine(k, x)[0], x), per_channel(inv, x)
     xhat = (x - per_channel(mean, x)) * inv
+    if global_stats:
+        return k.grads({"X@GRAD": lambda: _channels_back(dy * scale * inv, layout),
+                        "Scale@GRAD": lambda: (dy * xhat).sum(axis=axes), "Bias@GRAD": lambda: dy.sum(axis=axes)})
+    # norm_grad with g = dy * scale: the means of g and g * xhat are scale times those of dy and dy * xhat, whose
+    # sums are the Bias and Scale grads; so dx = scale * inv * (dy - sum(dy) / n - xhat * sum(dy * xhat) / n),
+    # in 4 passes after the sums (norm_grad's 10)
+    dbias, dscale = dy.sum(axis=axes), (dy * xhat).sum(axis=axes)
 
     def dx():
-        g = dy * per_channel(_affine(k, x)[0], x)
-        return _channels_back(g * inv if global_stats else norm_grad(xhat, g, inv, axes), layout)
+        count = x.size // x.shape[1]
+        fitted = _scaled_shifted(xhat, per_channel(dscale / count, x), per_channel(dbias / count, x))
+        return _channels_back(_scaled_shifted(np.subtract(dy, fitted, out=_scratch(fitted, dy)), scale * inv), layout)
 
-    return k.grads({"X@GRAD": dx, "Scale@GRAD": lambda: (dy * xhat).sum(axis=axes),
-                    "Bias@GRAD": lambda: dy.sum(axis=axes)})
+    return k.grads({"X@GRAD": dx, "Scale@GRAD": lambda: dscale, "Bias@GRAD": lambda: dbias})
 
 
 # ---------------------------------------------------------------- layer_norm
