@@ -168,15 +168,30 @@ def col2im(cols, sizes, geo: Geometry, xp=None):
 
 
 def _add_taps(tap, shape, k_sizes, sizes, geo: Geometry, dtype, xp=None):
-    """col2im of the columns ``tap(kernel position)`` [N, C, *out], each added where its windows read."""
+    """col2im of the columns ``tap(kernel position)`` [N, C, *out], each added where its windows read. With
+    strides, the taps of one phase (start mod stride) are added into that phase's own grid, where their windows
+    are unit-stride: numpy's strided adds run 2-3x slower. Each cell still gets its taps in the same order."""
     n, channels, out = shape[0], shape[1], shape[2:]
+    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
     if xp is None:
-        padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
         xp = np.zeros((n, channels, *padded), dtype=dtype)
-    for offset in itertools.product(*map(range, k_sizes)):  # one strided add per kernel position
-        window = tuple(slice(i * d, i * d + (m - 1) * s + 1, s)
-                       for i, d, m, s in zip(offset, geo.dilations, out, geo.strides))
-        xp[(slice(None), slice(None), *window)] += tap(offset)
+    strides = geo.strides if all(s >= 1 for s in geo.strides) else [1] * len(sizes)
+    phases: dict[tuple, np.ndarray] = {}
+    for offset in itertools.product(*map(range, k_sizes)):  # one add per kernel position
+        starts = [i * d for i, d in zip(offset, geo.dilations)]
+        if all(s == 1 for s in strides):
+            grid, window = xp, tuple(slice(t, t + (m - 1) * s + 1, s) for t, m, s in zip(starts, out, geo.strides))
+        else:
+            phase = tuple(t % s for t, s in zip(starts, strides))
+            grid = phases.get(phase)
+            if grid is None:
+                grid = phases[phase] = np.zeros((n, channels, *(-(-(p - f) // s) for p, f, s in
+                                                                 zip(padded, phase, strides))), dtype=xp.dtype)
+            window = tuple(slice(t // s, t // s + m) for t, m, s in zip(starts, out, strides))
+        view = grid[(slice(None), slice(None), *window)]
+        np.add(view, tap(offset), out=view)
+    for phase, grid in phases.items():
+        xp[(slice(None), slice(None), *(slice(f, None, s) for f, s in zip(phase, strides)))] = grid   # xp is zeros
     return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
                                            for i, size in enumerate(sizes)))]
 
@@ -186,8 +201,9 @@ def conv_input_grad(dy, w, x_sizes, geo: Geometry):
     g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
     if o == g and cg == 1:   # depthwise: a column is dy times one filter tap a channel, made a tap at a time
         taps, per_channel = w.reshape(g, *k_sizes), (g,) + (1,) * len(k_sizes)
-        return _add_taps(lambda offset: dy * taps[(slice(None), *offset)].reshape(per_channel), dy.shape,
-                         k_sizes, x_sizes, geo, np.result_type(dy, w))
+        product = np.empty(dy.shape, np.result_type(dy, w))   # each tap's, added before the next is made
+        return _add_taps(lambda offset: np.multiply(dy, taps[(slice(None), *offset)].reshape(per_channel),
+                                                    out=product), dy.shape, k_sizes, x_sizes, geo, product.dtype)
     wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
     step = _batch_step(n, math.prod(out), g * cg * math.prod(k_sizes), dy.itemsize)
     if step >= n:
