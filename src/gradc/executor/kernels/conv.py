@@ -164,18 +164,31 @@ def col2im(cols, sizes, geo: Geometry, xp=None):
     dims = len(sizes)
     channels, k_sizes, n, out = cols.shape[0], cols.shape[1:dims + 1], cols.shape[dims + 1], cols.shape[dims + 2:]
     by_tap = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2))
-    return _add_taps(by_tap.__getitem__, (n, channels, *out), k_sizes, sizes, geo, cols.dtype, xp)
-
-
-def _add_taps(tap, shape, k_sizes, sizes, geo: Geometry, dtype, xp=None):
-    """col2im of the columns ``tap(kernel position)`` [N, C, *out], each added where its windows read. With
-    strides, the taps of one phase (start mod stride) are added into that phase's own grid, where their windows
-    are unit-stride: numpy's strided adds run 2-3x slower. Each cell still gets its taps in the same order."""
-    n, channels, out = shape[0], shape[1], shape[2:]
-    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
     if xp is None:
-        xp = np.zeros((n, channels, *padded), dtype=dtype)
-    strides = geo.strides if all(s >= 1 for s in geo.strides) else [1] * len(sizes)
+        xp = np.zeros((n, channels, *_padded_sizes(sizes, geo)), dtype=cols.dtype)
+    _add_taps(by_tap.__getitem__, out, k_sizes, geo, xp)
+    return _inner(xp, sizes, geo)
+
+
+def _padded_sizes(sizes, geo: Geometry) -> list[int]:
+    return [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
+
+
+def _inner(xp, sizes, geo: Geometry, last: bool = False):
+    """The cells of the padded ``xp`` [N, C, *padded] ([*padded, N, C] when ``last``) inside the padding."""
+    inside = tuple(slice(geo.pads[2 * i], geo.pads[2 * i] + size) for i, size in enumerate(sizes))
+    return xp[inside] if last else xp[(slice(None), slice(None), *inside)]
+
+
+def _add_taps(tap, out, k_sizes, geo: Geometry, xp, last: bool = False) -> None:
+    """col2im into the zeroed padded ``xp`` [N, C, *padded] ([*padded, N, C] when ``last``) of the columns
+    ``tap(kernel position)`` shaped like it, each added where its windows read. With strides, the taps of one phase
+    (start mod stride) are added into that phase's own grid, where their windows are unit-stride: numpy's strided
+    adds run 2-3x slower. Each cell still gets its taps in the same order."""
+    def at(spatial):
+        return spatial if last else (slice(None), slice(None), *spatial)
+    strides = geo.strides if all(s >= 1 for s in geo.strides) else [1] * len(out)
+    padded, lead = (xp.shape[:len(out)], xp.shape[len(out):]) if last else (xp.shape[2:], xp.shape[:2])
     phases: dict[tuple, np.ndarray] = {}
     for offset in itertools.product(*map(range, k_sizes)):  # one add per kernel position
         starts = [i * d for i, d in zip(offset, geo.dilations)]
@@ -185,25 +198,42 @@ def _add_taps(tap, shape, k_sizes, sizes, geo: Geometry, dtype, xp=None):
             phase = tuple(t % s for t, s in zip(starts, strides))
             grid = phases.get(phase)
             if grid is None:
-                grid = phases[phase] = np.zeros((n, channels, *(-(-(p - f) // s) for p, f, s in
-                                                                 zip(padded, phase, strides))), dtype=xp.dtype)
+                sizes = [-(-(p - f) // s) for p, f, s in zip(padded, phase, strides)]
+                grid = phases[phase] = np.zeros((*sizes, *lead) if last else (*lead, *sizes), dtype=xp.dtype)
             window = tuple(slice(t // s, t // s + m) for t, m, s in zip(starts, out, strides))
-        view = grid[(slice(None), slice(None), *window)]
+        view = grid[at(window)]
         np.add(view, tap(offset), out=view)
     for phase, grid in phases.items():
-        xp[(slice(None), slice(None), *(slice(f, None, s) for f, s in zip(phase, strides)))] = grid   # xp is zeros
-    return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
-                                           for i, size in enumerate(sizes)))]
+        xp[at(tuple(slice(f, None, s) for f, s in zip(phase, strides)))] = grid   # xp is zeros
+
+
+def _depthwise_input_grad(dy, w, x_sizes, geo: Geometry):
+    """A depthwise filter's input grad: dy times each channel's tap weight, a tap at a time, added where the tap's
+    windows read. Where a row of the output is short next to samples x channels, that is done channels last
+    ([*S, N, C]), so numpy's adds run along N * C contiguous values (1.2-2.4x faster on [2, 48, 7, 7] to
+    [2, 576, 14, 14]); the result is the same view of a padded [N, C, *S] buffer either way."""
+    n, c, out, k_sizes = dy.shape[0], dy.shape[1], dy.shape[2:], w.shape[2:]
+    padded, dtype = _padded_sizes(x_sizes, geo), np.result_type(dy, w)
+    if n * c < 2 * out[-1]:
+        taps, per_channel = w.reshape(c, *k_sizes), (c,) + (1,) * len(k_sizes)
+        xp, product = np.zeros((n, c, *padded), dtype), np.empty(dy.shape, dtype)   # a tap's product, added at once
+        _add_taps(lambda offset: np.multiply(dy, taps[(slice(None), *offset)].reshape(per_channel), out=product),
+                  out, k_sizes, geo, xp)
+        return _inner(xp, x_sizes, geo)
+    last = np.ascontiguousarray(np.moveaxis(dy, (0, 1), (-2, -1)))
+    taps = np.moveaxis(w.reshape(c, *k_sizes), 0, -1)   # [*K, C]
+    xp_last, product = np.zeros((*padded, n, c), dtype), np.empty(last.shape, dtype)
+    _add_taps(lambda offset: np.multiply(last, taps[offset], out=product), out, k_sizes, geo, xp_last, last=True)
+    inner = _inner(np.empty((n, c, *padded), dtype), x_sizes, geo)   # only the inside is ever read
+    inner[...] = np.moveaxis(_inner(xp_last, x_sizes, geo, last=True), (-2, -1), (0, 1))
+    return inner
 
 
 def conv_input_grad(dy, w, x_sizes, geo: Geometry):
     """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: col2im of W^T @ dy, a batch slice at a time."""
     g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
-    if o == g and cg == 1:   # depthwise: a column is dy times one filter tap a channel, made a tap at a time
-        taps, per_channel = w.reshape(g, *k_sizes), (g,) + (1,) * len(k_sizes)
-        product = np.empty(dy.shape, np.result_type(dy, w))   # each tap's, added before the next is made
-        return _add_taps(lambda offset: np.multiply(dy, taps[(slice(None), *offset)].reshape(per_channel),
-                                                    out=product), dy.shape, k_sizes, x_sizes, geo, product.dtype)
+    if o == g and cg == 1:
+        return _depthwise_input_grad(dy, w, x_sizes, geo)
     wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
     step = _batch_step(n, math.prod(out), g * cg * math.prod(k_sizes), dy.itemsize)
     if step >= n:
@@ -213,11 +243,9 @@ def conv_input_grad(dy, w, x_sizes, geo: Geometry):
         part = dy[start:start + step]
         cols = (wt @ _grouped(part, g)).reshape(g * cg, *k_sizes, part.shape[0], *out)
         if xp is None:
-            padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(x_sizes)]
-            xp = np.zeros((n, g * cg, *padded), dtype=cols.dtype)
+            xp = np.zeros((n, g * cg, *_padded_sizes(x_sizes, geo)), dtype=cols.dtype)
         col2im(cols, x_sizes, geo, xp[start:start + step])
-    return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
-                                           for i, size in enumerate(x_sizes)))]
+    return _inner(xp, x_sizes, geo)
 
 
 def _conv_args(k, dims: int, transpose: bool = False):
