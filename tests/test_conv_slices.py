@@ -1,7 +1,10 @@
 """A large batch's convolution goes in batch slices (bounded im2col memory). The output and the input grad are
 bit for bit the one-product results on the BLAS numpy links (slices aligned to COLS_UNIT columns), with the
 same memory layout; the filter grad adds the slices' products, a summation order of its own, to within float32
-rounding. Max pooling on strided views (pool_taps) gives the general kernels' bits."""
+rounding. Max pooling on strided views (pool_taps) gives the general kernels' bits, and the input grad added by
+phase and channels last gives plain col2im's."""
+
+import itertools
 
 import numpy as np
 import pytest
@@ -91,6 +94,20 @@ def test_max_pooling_on_taps_is_the_general_kernel():
     assert compared > 250 and grads > 150
 
 
+def test_a_window_of_more_than_255_cells_picks_its_first_maximum():
+    """Windows of 17 x 17 = 289 cells (a pick wider than a byte), overlapping, with ties: the general kernel's
+    grad, bit for bit."""
+    rng = np.random.default_rng(0)
+    x = rng.integers(-2, 3, (2, 2, 40, 40)).astype(np.float32)
+    dout = rng.standard_normal((2, 2, 4, 4)).astype(np.float32)
+    ksize, pads, out = pool_geometry([40, 40], {"ksize": [17, 17], "strides": [7, 7], "paddings": [0, 0],
+                                                "padding_algorithm": "EXPLICIT", "global_pooling": False,
+                                                "adaptive": False, "ceil_mode": False})
+    taps = tap_geometry(x, ksize, [7, 7], pads, out)
+    bounds = [axis_windows(40, o, 17, 7, 0, False, True)[0] for o in out]
+    assert taps_max_grad(x, dout, taps).tobytes() == _max_pool_grad(x, dout, bounds).tobytes()
+
+
 def test_windows_without_a_whole_one_along_an_axis_take_the_general_kernel():
     """Windows of 2 every 2 from 1 before a 2-cell axis are each cut to 1 cell: the general kernel fills none of
     them (it pads to the longest window), so -inf stays -inf where a padded view would give the fill value."""
@@ -130,3 +147,57 @@ def test_windows_and_pointwise_columns_are_numpys(seed):
         geo = Geometry((1, 1), (0, 0, 0, 0), (1, 1), 1 + seed % 3)
         (cols, out), (general, general_out) = kernels._columns(x, (1, 1), geo), kernels.im2col(x, (1, 1), geo)
         assert out == general_out and cols.strides == general.strides and cols.tobytes() == general.tobytes()
+
+
+def _plain_input_grad(dy, w, sizes, geo: Geometry):
+    """The input grad as col2im was first written: each kernel position's columns (a depthwise filter's products,
+    else W^T @ dy's) added into its strided window of the zeroed padded input."""
+    (n, o), (cg, *k_sizes), groups, dims = dy.shape[:2], w.shape[1:], geo.groups, len(sizes)
+    if o == groups and cg == 1:
+        taps = w.reshape(groups, *k_sizes)
+        tap = lambda offset: dy * taps[(slice(None), *offset)].reshape(groups, *[1] * dims)  # noqa: E731
+    else:
+        cols = (w.reshape(groups, o // groups, -1).transpose(0, 2, 1) @ kernels._grouped(dy, groups))
+        cols = cols.reshape(groups * cg, *k_sizes, n, *dy.shape[2:])
+        tap = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2)).__getitem__
+    padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
+    xp = np.zeros((n, groups * cg, *padded), np.result_type(dy, w))
+    for offset in itertools.product(*map(range, k_sizes)):
+        xp[(slice(None), slice(None), *(slice(i * d, i * d + (m - 1) * s + 1, s)
+                                         for i, d, m, s in zip(offset, geo.dilations, dy.shape[2:], geo.strides)))] \
+            += tap(offset)
+    return xp[(slice(None), slice(None), *(slice(geo.pads[2 * i], geo.pads[2 * i] + size)
+                                           for i, size in enumerate(sizes)))]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_input_grads_added_by_phase_and_channels_last_are_plain_col2ims(seed):
+    """A strided convolution's taps go into one grid per phase, a depthwise one's channels last where output rows
+    are short: each input cell still sums its taps in the same order, so the bits (NaN, inf and -0.0 included) and
+    the view of a padded buffer are plain col2im's, for grouped, depthwise and dilated filters in 1-3 dims."""
+    rng = np.random.default_rng(seed)
+    compared = 0
+    for case in range(120):
+        dims, depthwise = 1 + case % 3, case % 2 == 0
+        n, groups = int(rng.integers(1, 4)), int(rng.integers(4, 40)) if depthwise else int(rng.integers(1, 3))
+        per_group, outs = (1, 1) if depthwise else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        sizes, k_sizes = [int(v) for v in rng.integers(2, 9, dims)], [int(v) for v in rng.integers(1, 4, dims)]
+        strides, pads, dilations = (tuple(int(v) for v in rng.integers(1, hi, count))
+                                    for hi, count in ((4, dims), (3, 2 * dims), (3, dims)))
+        geo = Geometry(strides, pads, dilations, groups)
+        if any(size + pads[2 * i] + pads[2 * i + 1] < (k - 1) * d + 1
+               for i, (size, k, d) in enumerate(zip(sizes, k_sizes, geo.dilations))):
+            continue
+        dtype = (np.float32, np.float64)[case % 4 == 1]
+        x = rng.standard_normal((n, groups * per_group, *sizes)).astype(dtype)
+        w_shape = (groups * outs, per_group, *k_sizes)
+        w = (rng.standard_normal(w_shape) * 10.0 ** rng.integers(-8, 8, w_shape)).astype(dtype)
+        y_shape = conv(x, w, geo).shape
+        dy = (rng.standard_normal(y_shape) * 10.0 ** rng.integers(-20, 20, y_shape)).astype(dtype)
+        dy.flat[0], dy.flat[-1] = -0.0, (np.nan, np.inf, 1.0)[case % 3]
+        with np.errstate(invalid="ignore", over="ignore"):   # inf times a mixed-sign column
+            ours, plain = conv_input_grad(dy, w, x.shape[2:], geo), _plain_input_grad(dy, w, sizes, geo)
+        assert ours.dtype == plain.dtype and ours.strides == plain.strides, case
+        assert ours.tobytes() == plain.tobytes(), case
+        compared += 1
+    assert compared > 80
