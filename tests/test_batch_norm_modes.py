@@ -27,23 +27,27 @@ def run(x, dy, attrs, affine=True, momentum_tensor=None):
         feed.update(Scale=rng.standard_normal(channels), Bias=rng.standard_normal(channels))
     if momentum_tensor is not None:
         feed["MomentumTensor"] = np.array([momentum_tensor], np.float32)
+    return feed, run_feed(feed, dy, attrs)
+
+
+def run_feed(feed, dy, attrs):
+    """The op's outputs and input grads for the inputs ``feed``, in X's dtype."""
     program = gradc.Program()
     block = program.global_block
     for name, value in feed.items():
         block.create_var(name, list(value.shape), gradc.ir.to_var_type(value.dtype))
     for name in ("Y", "SavedMean", "SavedVariance", "ReserveSpace"):
-        block.create_var(name, None, gradc.VarType.FP64)
+        block.create_var(name, None, gradc.ir.to_var_type(feed["X"].dtype))
     block.append_op("batch_norm", {slot: [slot] for slot in feed},
                     {"Y": ["Y"], "MeanOut": ["Mean"], "VarianceOut": ["Variance"], "SavedMean": ["SavedMean"],
                      "SavedVariance": ["SavedVariance"], "ReserveSpace": ["ReserveSpace"]}, attrs)
-    block.var("Y").shape = list(x.shape)
+    block.var("Y").shape = list(feed["X"].shape)
     wanted = [s for s in ("X", "Scale", "Bias") if s in feed]
     append_grad_ops(program, ["Y"], no_grad_set={"Mean", "Variance", "MomentumTensor"})
     fetch = ["Y", "Mean", "Variance", "SavedMean", "SavedVariance", "ReserveSpace", *(s + "@GRAD" for s in wanted)]
     values = gradc.Executor().run(program, {**feed, "Y@GRAD": dy}, fetch, gradc.Scope())
-    results = dict(zip(["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace",
-                        *(s + "@GRAD" for s in wanted)], values))
-    return feed, results
+    return dict(zip(["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace",
+                     *(s + "@GRAD" for s in wanted)], values))
 
 
 def reference(feed, dy, attrs):
@@ -94,6 +98,31 @@ def test_every_mode_matches_numpy(rank, layout, is_test, use_global_stats, train
         if name in ours:
             np.testing.assert_allclose(ours[name], value, rtol=1e-10, atol=1e-12, err_msg=name)
     assert ours["ReserveSpace"].size == 0
+
+
+@pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
+def test_float32_training_is_within_float32_rounding_of_float64(layout):
+    """In training, dx comes from the Bias and Scale grads' sums; on an input whose mean is large against its
+    spread, every output and grad stays within float32 rounding (sums of 400 terms) of the op in float64 on the
+    same values."""
+    shape = (4, 6, 10, 10) if layout == "NCHW" else (4, 10, 10, 6)
+    x, dy = 50 + 3 * rng.standard_normal(shape), rng.standard_normal(shape)
+    attrs = {"is_test": False, "data_layout": layout, "epsilon": 1e-5}
+    feed, _ = run(x, dy, attrs)
+    single = {name: value.astype(np.float32) for name, value in feed.items()}   # both runs read the same values
+    exact = run_feed({name: value.astype(np.float64) for name, value in single.items()}, dy.astype(np.float32), attrs)
+    ours = run_feed(single, dy.astype(np.float32), attrs)
+    channel = 1 if layout == "NCHW" else -1
+    axes = tuple(a for a in range(4) if a != channel % 4)
+    per_channel = (lambda v: v.reshape(-1, 1, 1)) if layout == "NCHW" else (lambda v: v)
+    g, xhat = dy.astype(np.float32).astype(np.float64), (single["X"] - per_channel(exact["SavedMean"])) * per_channel(
+        exact["SavedVariance"])
+    # a sum's rounding is relative to its terms' magnitudes, an elementwise value's to the largest value
+    scales = {"Scale@GRAD": np.abs(g * xhat).sum(axes), "Bias@GRAD": np.abs(g).sum(axes)}
+    for name in ("Y", "SavedMean", "SavedVariance", "X@GRAD", "Scale@GRAD", "Bias@GRAD"):
+        assert ours[name].dtype == np.float32, name
+        error = (np.abs(ours[name] - exact[name]) / scales.get(name, np.abs(exact[name]).max())).max()
+        assert error < 1e-5, (name, error)   # x - mean rounds at 50 * 2^-24, an error of 1e-6 of x's spread
 
 
 def test_one_value_per_channel_passes_x_through():
