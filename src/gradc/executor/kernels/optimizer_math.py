@@ -18,9 +18,30 @@ def _scalar(value, like: np.ndarray):
     return like.dtype.type(np.asarray(value).reshape(()))
 
 
+def _alike(*arrays) -> bool:
+    """Arrays of one dtype and shape (not 0-d: numpy gives scalars there): arithmetic among them and scalars of
+    that dtype may write into arrays it made."""
+    first = arrays[0]
+    return first.ndim > 0 and all(type(a) is np.ndarray and a.dtype == first.dtype and a.shape == first.shape
+                                  for a in arrays)
+
+
+def _reusable(temporary, other):
+    """``temporary``, an array the caller made, as the output of a ufunc of it and ``other`` where that keeps
+    numpy's result dtype and shape; else None (a new array)."""
+    if type(temporary) is not np.ndarray:
+        return None
+    if type(other) is np.ndarray and other.dtype == temporary.dtype and other.shape == temporary.shape:
+        return temporary   # the usual case, decided without numpy's promotion and broadcasting rules (2 µs)
+    fits = temporary.dtype == np.result_type(temporary, other) and \
+        temporary.shape == np.broadcast_shapes(temporary.shape, np.shape(other))
+    return temporary if fits else None
+
+
 def sgd(param, grad, lr):
     """ParamOut = Param - lr * Grad."""
-    return (param - _scalar(lr, param) * grad,)
+    step = _scalar(lr, param) * grad
+    return (np.subtract(param, step, out=_reusable(step, param)),)
 
 
 def momentum(param, grad, velocity, lr, mu, use_nesterov=False, regularization_method="",
@@ -31,9 +52,10 @@ def momentum(param, grad, velocity, lr, mu, use_nesterov=False, regularization_m
     grad = grad * _scalar(rescale_grad, param)
     if regularization_method == "l2_decay":
         grad = grad + _scalar(regularization_coeff, param) * param
-    velocity = velocity * mu + grad
-    step = grad + velocity * mu if use_nesterov else velocity
-    return param - lr * step, velocity
+    velocity = velocity * mu
+    velocity = np.add(velocity, grad, out=_reusable(velocity, grad))
+    step = lr * (grad + velocity * mu if use_nesterov else velocity)
+    return np.subtract(param, step, out=_reusable(step, param)), velocity
 
 
 def lars_momentum(param, grad, velocity, lr, mu, lars_coeff, lars_weight_decay, epsilon, rescale_grad=1.0):
@@ -61,12 +83,30 @@ def adam(param, grad, lr, moment1, moment2, beta1_pow, beta2_pow, beta1, beta2, 
     one = param.dtype.type(1)
     lr_t = _scalar(lr, param) * (np.sqrt(one - b2_pow) / (one - b1_pow))
     eps_t = eps * np.sqrt(one - b2_pow)
-    moment1 = b1 * moment1 + (one - b1) * grad
-    moment2 = b2 * moment2 + (one - b2) * grad * grad
+    if not _alike(param, grad, moment1, moment2):
+        moment1 = b1 * moment1 + (one - b1) * grad
+        moment2 = b2 * moment2 + (one - b2) * grad * grad
+        denominator = moment2
+        if amsgrad:
+            moment2_max = denominator = np.maximum(moment2, moment2_max)
+        return _adam_outputs(param - lr_t * (moment1 / (np.sqrt(denominator) + eps_t)), moment1, moment2,
+                             moment2_max, beta1_pow, beta2_pow, b1, b2, use_global_beta_pow)
+    # the same arithmetic in the same order, into 3 new arrays instead of 12
+    moment1, scratch = b1 * moment1, (one - b1) * grad
+    np.add(moment1, scratch, out=moment1)
+    moment2 = b2 * moment2
+    np.multiply(np.multiply(one - b2, grad, out=scratch), grad, out=scratch)
+    np.add(moment2, scratch, out=moment2)
     denominator = moment2
     if amsgrad:
         moment2_max = denominator = np.maximum(moment2, moment2_max)
-    param = param - lr_t * (moment1 / (np.sqrt(denominator) + eps_t))
+    np.add(np.sqrt(denominator, out=scratch), eps_t, out=scratch)
+    np.multiply(np.divide(moment1, scratch, out=scratch), lr_t, out=scratch)
+    return _adam_outputs(np.subtract(param, scratch, out=scratch), moment1, moment2, moment2_max, beta1_pow,
+                         beta2_pow, b1, b2, use_global_beta_pow)
+
+
+def _adam_outputs(param, moment1, moment2, moment2_max, beta1_pow, beta2_pow, b1, b2, use_global_beta_pow):
     if use_global_beta_pow:
         return param, moment1, moment2, moment2_max, None, None
     return param, moment1, moment2, moment2_max, beta1_pow * b1, beta2_pow * b2
