@@ -168,3 +168,35 @@ def test_update_rules_replay_paddles_training(name):
 def test_every_optimize_op_of_the_fixtures_has_a_rule_and_every_rule_is_exercised():
     seen = {op.type for name in CASES for op in Case(name).optimize_ops()}
     assert seen == set(RULES)
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_updates_into_their_own_arrays_are_the_expressions_bit_for_bit(monkeypatch, dtype):
+    """adam (and adamw through it), momentum and sgd write their arithmetic into arrays they made; the values,
+    NaN and inf included, are those of the plain expressions, which they take for mixed dtypes or shapes."""
+    rng = np.random.default_rng(3)
+    lr, beta_pows = np.array([0.01], np.float32), (np.array([0.9 ** 3], np.float32), np.array([0.999 ** 3], np.float32))
+
+    def updates():
+        results = []
+        for case in range(8):
+            param, grad, moment1, moment2, most = (
+                (rng.standard_normal((5, 4)) * 10.0 ** float(rng.integers(-4, 4))).astype(dtype) for _ in range(5))
+            grad.flat[case] = (np.nan, np.inf, -np.inf, 0.0)[case % 4]
+            moment2, most = np.abs(moment2), np.abs(most)
+            results += [M.adam(param, grad, lr, moment1, moment2, *beta_pows, 0.9, 0.999, 1e-8, moment2_max=most,
+                               amsgrad=case % 2 == 1, use_global_beta_pow=case == 2),
+                        M.adamw(param, grad, lr, moment1, moment2, *beta_pows, 0.9, 0.999, 1e-8, with_decay=True),
+                        M.momentum(param, grad, moment1, lr, 0.9, use_nesterov=case % 2 == 0,
+                                   regularization_method="l2_decay" if case > 4 else "", regularization_coeff=0.1),
+                        M.sgd(param, grad, lr)]
+        return [[None if v is None else (np.asarray(v).dtype, np.asarray(v).shape, np.asarray(v).tobytes())
+                 for v in outputs] for outputs in results]
+
+    state = rng.bit_generator.state
+    with np.errstate(all="ignore"):
+        ours = updates()
+        rng.bit_generator.state = state
+        monkeypatch.setattr(M, "_alike", lambda *arrays: False)
+        monkeypatch.setattr(M, "_reusable", lambda temporary, other: None)
+        assert updates() == ours
