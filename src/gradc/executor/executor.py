@@ -16,7 +16,7 @@ from ..errors import ExecutionError, GradcError, ProgramError, op_location
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..verify import check_inputs, check_vars
-from . import straight
+from . import malloc, straight
 from .context import KernelContext
 from .direct import direct_step
 from .failures import check_finite, kernel_failure
@@ -72,6 +72,7 @@ class Plan:
 
 class Executor:
     def __init__(self):
+        malloc.keep_freed_memory()   # once per process: a step's freed arrays stay for the next (malloc.py)
         # block -> {vars to keep: plan}; weak, so a long-lived executor does not keep programs alive
         self._plans: WeakKeyDictionary[Block, dict[frozenset[str] | None, Plan]] = WeakKeyDictionary()
         self.plans_built = 0   # how many times a block was planned (plans are reused until the program changes)
