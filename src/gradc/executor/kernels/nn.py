@@ -1,7 +1,8 @@
 """Kernels of gradc.ops.nn: normalisation, dropout, embeddings.
 
 The three norms share one fact: for xhat = (x - mean) * inv over some axes and g = dL/dxhat,
-dL/dx = inv * (g - mean(g) - xhat * mean(g * xhat)) over the same axes (``norm_grad``).
+dL/dx = inv * (g - mean(g) - xhat * mean(g * xhat)) over the same axes (``norm_grad``). Batch norm's scale is
+per channel, so its two means are its Bias and Scale grads over n times the scale, and its dx takes them.
 Statistics use the biased variance, as Paddle does.
 """
 
