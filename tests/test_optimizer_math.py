@@ -198,5 +198,5 @@ def test_updates_into_their_own_arrays_are_the_expressions_bit_for_bit(monkeypat
         ours = updates()
         rng.bit_generator.state = state
         monkeypatch.setattr(M, "_alike", lambda *arrays: False)
-        monkeypatch.setattr(M, "_reusable", lambda temporary, other: None)
+        monkeypatch.setattr(M, "reusable", lambda temporary, other: None)
         assert updates() == ours

@@ -35,3 +35,15 @@ def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 def reduce_to(grad: np.ndarray, operand: np.ndarray, aligned: np.ndarray) -> np.ndarray:
     """The grad of an operand that was reshaped to ``aligned`` and broadcast into ``grad``."""
     return unbroadcast(grad, aligned.shape).reshape(operand.shape)
+
+
+def reusable(temporary, other):
+    """``temporary``, an array the caller made, as the ``out`` of a ufunc of it and ``other`` where the result has
+    its dtype and shape by numpy's promotion and broadcasting; else None (the ufunc makes a new array)."""
+    if type(temporary) is not np.ndarray:
+        return None
+    if type(other) is np.ndarray and other.dtype == temporary.dtype and other.shape == temporary.shape:
+        return temporary   # the usual case, decided without numpy's promotion and broadcasting rules (2 µs)
+    fits = temporary.dtype == np.result_type(temporary, other) and \
+        temporary.shape == np.broadcast_shapes(temporary.shape, np.shape(other))
+    return temporary if fits else None

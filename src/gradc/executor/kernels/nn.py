@@ -15,6 +15,7 @@ from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_shape
 from .. import randomness
 from . import kernel
+from .broadcast import reusable
 from .matmul import as_matrix
 
 
@@ -71,20 +72,9 @@ def _single_value(x) -> bool:
 
 
 def _scaled_shifted(x, scale, shift=None):
-    """x * scale (+ shift), in x's buffer (a temporary of the caller's) when that keeps numpy's result dtype."""
-    if x.dtype != np.result_type(x, scale, *(() if shift is None else (shift,))):
-        return x * scale if shift is None else x * scale + shift
-    x *= scale
-    if shift is not None:
-        x += shift
-    return x
-
-
-def _scratch(temporary, other):
-    """``temporary`` as the output of a ufunc of it and ``other``, where the result has its dtype and shape."""
-    fits = temporary.dtype == np.result_type(temporary, other) and temporary.shape == np.broadcast_shapes(
-        temporary.shape, other.shape)
-    return temporary if fits else None
+    """x * scale (+ shift), into x (a temporary of the caller's) where that keeps numpy's result dtype and shape."""
+    scaled = np.multiply(x, scale, out=reusable(x, scale))
+    return scaled if shift is None else np.add(scaled, shift, out=reusable(scaled, shift))
 
 
 @kernel("batch_norm")
@@ -145,7 +135,7 @@ def batch_norm_grad(k):
     def dx():
         count = x.size // x.shape[1]
         fitted = _scaled_shifted(xhat, per_channel(dscale / count, x), per_channel(dbias / count, x))
-        return _channels_back(_scaled_shifted(np.subtract(dy, fitted, out=_scratch(fitted, dy)), scale * inv), layout)
+        return _channels_back(_scaled_shifted(np.subtract(dy, fitted, out=reusable(fitted, dy)), scale * inv), layout)
 
     return k.grads({"X@GRAD": dx, "Scale@GRAD": lambda: dscale, "Bias@GRAD": lambda: dbias})
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .broadcast import reusable
+
 
 def _scalar(value, like: np.ndarray):
     """A learning rate ([] or [1] tensor) or float attribute as a scalar of ``like``'s dtype."""
@@ -26,22 +28,10 @@ def _alike(*arrays) -> bool:
                                   for a in arrays)
 
 
-def _reusable(temporary, other):
-    """``temporary``, an array the caller made, as the output of a ufunc of it and ``other`` where that keeps
-    numpy's result dtype and shape; else None (a new array)."""
-    if type(temporary) is not np.ndarray:
-        return None
-    if type(other) is np.ndarray and other.dtype == temporary.dtype and other.shape == temporary.shape:
-        return temporary   # the usual case, decided without numpy's promotion and broadcasting rules (2 µs)
-    fits = temporary.dtype == np.result_type(temporary, other) and \
-        temporary.shape == np.broadcast_shapes(temporary.shape, np.shape(other))
-    return temporary if fits else None
-
-
 def sgd(param, grad, lr):
     """ParamOut = Param - lr * Grad."""
     step = _scalar(lr, param) * grad
-    return (np.subtract(param, step, out=_reusable(step, param)),)
+    return (np.subtract(param, step, out=reusable(step, param)),)
 
 
 def momentum(param, grad, velocity, lr, mu, use_nesterov=False, regularization_method="",
@@ -53,9 +43,9 @@ def momentum(param, grad, velocity, lr, mu, use_nesterov=False, regularization_m
     if regularization_method == "l2_decay":
         grad = grad + _scalar(regularization_coeff, param) * param
     velocity = velocity * mu
-    velocity = np.add(velocity, grad, out=_reusable(velocity, grad))
+    velocity = np.add(velocity, grad, out=reusable(velocity, grad))
     step = lr * (grad + velocity * mu if use_nesterov else velocity)
-    return np.subtract(param, step, out=_reusable(step, param)), velocity
+    return np.subtract(param, step, out=reusable(step, param)), velocity
 
 
 def lars_momentum(param, grad, velocity, lr, mu, lars_coeff, lars_weight_decay, epsilon, rescale_grad=1.0):
