@@ -28,7 +28,10 @@ def keep_freed_memory() -> bool:
         return False
     if "MALLOC_TRIM_THRESHOLD_" in os.environ or "MALLOC_MMAP_THRESHOLD_" in os.environ:
         return False
-    mallopt = ctypes.CDLL(None).mallopt
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):   # an allocator preloaded in glibc's place may not have it
+        return False
     return bool(mallopt(_M_TRIM_THRESHOLD, TRIM_BYTES)) and bool(mallopt(_M_MMAP_THRESHOLD, MMAP_BYTES))
 
 
