@@ -86,6 +86,7 @@ def batch_norm(k):
     mean_out, var_out = running_mean, running_var
     if _global_stats(k):
         mean, var = running_mean, running_var
+        centred = x - per_channel(mean, x)
     elif _single_value(x):
         zeros = np.zeros(x.shape[1], x.dtype)
         return {"Y": k.x("X").copy(), "MeanOut": mean_out, "VarianceOut": var_out, "SavedMean": zeros,
@@ -97,12 +98,8 @@ def batch_norm(k):
         mean, var = mean.reshape(-1), (centred * centred).mean(axis=axes)
         m = _momentum(k)
         mean_out, var_out = m * running_mean + (1 - m) * mean, m * running_var + (1 - m) * var
-        inv = 1 / np.sqrt(var + eps)
-        y = _scaled_shifted(centred, per_channel(inv * scale, x), per_channel(bias, x))
-        return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
-                "SavedMean": mean, "SavedVariance": inv, "ReserveSpace": np.empty(0, x.dtype)}
     inv = 1 / np.sqrt(var + eps)
-    y = (x - per_channel(mean, x)) * per_channel(inv * scale, x) + per_channel(bias, x)
+    y = _scaled_shifted(centred, per_channel(inv * scale, x), per_channel(bias, x))
     return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
             "SavedMean": mean, "SavedVariance": inv, "ReserveSpace": np.empty(0, x.dtype)}
 
