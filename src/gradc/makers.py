@@ -10,7 +10,7 @@ the gradient with existing ops; NO_GRAD says the op has none.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import GradError
 from .ir import EMPTY_VAR, OpDesc, grad_name
@@ -116,27 +116,39 @@ class GradOp:
 
     uses: tuple[str, ...]
     grad_type: str | None = None
+    _layouts: dict = field(default_factory=dict, init=False, compare=False, repr=False)   # op type -> _layout's
 
     def type_for(self, opdef: OpDef) -> str:
         return self.grad_type or f"{opdef.type}_grad"
 
+    def _layout(self, opdef: OpDef) -> tuple:
+        """The grad op's slots for this definition, worked out once per op type: (the definition, the grad op type,
+        (forward slot it reads, whether an input slot) pairs, (output, its grad) and (input, its grad) slot pairs)."""
+        layout = self._layouts.get(opdef.type)
+        if layout is None or layout[0] is not opdef:   # a definition registered again gets its own
+            layout = self._layouts[opdef.type] = (
+                opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
+                tuple((slot, slot + "@GRAD") for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
+                tuple((slot, slot + "@GRAD") for slot in opdef.inputs if slot not in opdef.no_grad_inputs))
+        return layout
+
     def __call__(self, g: GradContext) -> list[OpDesc]:
         """g.op(type, {uses, OG(out)...}, {IG(in)...}, forward_attrs=True), built in one go: this maker
         makes most of a backward's ops."""
-        opdef, fwd, grad_of, wants = g.opdef, g.fwd, g.grad_of, g._wants_grad
-        inputs = {slot: list((fwd.inputs if slot in opdef.inputs else fwd.outputs).get(slot, ()))
-                  for slot in self.uses}
-        for slot in opdef.outputs:
-            if slot not in opdef.no_grad_outputs:
-                inputs[slot + "@GRAD"] = [grad_of(n) for n in fwd.outputs.get(slot, ())]
+        fwd, grad_of, wants = g.fwd, g.grad_of, g._wants_grad
+        _, grad_type, uses, output_grads, input_grads = self._layout(g.opdef)
+        forward_inputs, forward_outputs = fwd.inputs, fwd.outputs
+        inputs = {}
+        for slot, is_input in uses:
+            inputs[slot] = list((forward_inputs if is_input else forward_outputs).get(slot, ()))
+        for slot, grad_slot in output_grads:
+            inputs[grad_slot] = list(map(grad_of, forward_outputs.get(slot, ())))
         outputs = {}
-        for slot in opdef.inputs:
-            if slot not in opdef.no_grad_inputs:
-                grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in fwd.inputs.get(slot, ())]
-                outputs[slot + "@GRAD"] = grads if grads.count(EMPTY_VAR) != len(grads) else []
+        for slot, grad_slot in input_grads:
+            grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in forward_inputs.get(slot, ())]
+            outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
-        op.type = self.type_for(opdef)
-        op.inputs, op.outputs = inputs, outputs
+        op.type, op.inputs, op.outputs = grad_type, inputs, outputs
         op.attrs, op.attr_types = dict(fwd.attrs), dict(fwd.attr_types)
         op.is_target, op.repeated_attrs = None, []
         return [op]

@@ -60,6 +60,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         append(seed)
     wants = path.wants_grad.__contains__
     on_path = set(path.op_indices)
+    stale_reads = versions.may_be_stale(job.forward_block)
     for idx in range(len(forward_ops) - 1, -1, -1):
         fwd = forward_ops[idx]
         opdef = registry.get(fwd.type)
@@ -73,7 +74,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 raise
             if opdef.no_grad_outputs:
                 _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
-            versions.reading(grad_ops, job.forward_block, idx)
+            if stale_reads:
+                versions.reading(grad_ops, job.forward_block, idx)
             for grad_op in grad_ops:
                 written.update(grad_op.output_names())   # before append renames a second writer's output
                 append(grad_op)

@@ -88,12 +88,20 @@ class Versions:
         first = self.writes(block).get(name, (None,))[0]
         return name not in block.vars or (first is not None and block.ops[first] is not op)
 
+    def may_be_stale(self, block: Block) -> bool:
+        """Whether a grad op of ``block`` may read a name that no longer holds its forward value (else ``reading``
+        has nothing to do): in a block no control-flow op runs, a name holds its last write, so only one written
+        after a use can be."""
+        if block.idx in self.owner:
+            return True
+        self.writes(block)   # finds the names written after a use, once per block
+        return bool(self._rewritten[block.idx])
+
     def reading(self, grad_ops: list[OpDesc], block: Block, idx: int) -> None:
         """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values."""
-        # in a block no control-flow op runs, a name holds its last write: stale if that comes later
-        writes = self.writes(block) if block.idx not in self.owner else None
-        if writes is not None and not self._rewritten[block.idx]:   # no name is written after a use
+        if not self.may_be_stale(block):
             return
+        writes = self.writes(block) if block.idx not in self.owner else None
         fwd = block.ops[idx]
         if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
             return
