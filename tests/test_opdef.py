@@ -214,3 +214,22 @@ def test_an_attribute_honoured_only_at_its_default_is_an_error_otherwise():
                                  feed, ["y"], gradc.Scope())
     finally:
         del registry.OPS["rounding_demo"], KERNELS["rounding_demo"]
+
+
+def test_a_maker_shared_by_a_redefined_op_follows_the_new_definition():
+    """The default maker works out an op type's grad slots once; a definition registered again (a plugin replacing
+    one, say) with the same maker gets grad ops of its own slots, not those of the definition it replaced."""
+    maker = registry.grad_op("X")
+    fwd = gradc.OpDesc("redefined_demo", {"X": ["x"], "Y": ["y"]}, {"Out": ["out"]})
+
+    def slots():
+        grad = maker(registry.GradContext(fwd, registry.get("redefined_demo"), lambda name: True, None))[0]
+        return grad.type, grad.inputs, grad.outputs
+    registry.defop("redefined_demo", ["X", "Y"], grad=maker)
+    try:
+        assert slots() == ("redefined_demo_grad", {"X": ["x"], "Out@GRAD": ["out@GRAD"]},
+                           {"X@GRAD": ["x@GRAD"], "Y@GRAD": ["y@GRAD"]})
+        registry.defop("redefined_demo", ["X", "Y"], grad=maker, no_grad_inputs=["Y"], replace=True)
+        assert slots() == ("redefined_demo_grad", {"X": ["x"], "Out@GRAD": ["out@GRAD"]}, {"X@GRAD": ["x@GRAD"]})
+    finally:
+        del registry.OPS["redefined_demo"], registry.OPS["redefined_demo_grad"]
