@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from .errors import GradError
 from .ir import EMPTY_VAR, OpDesc, grad_name
@@ -108,6 +109,15 @@ class GradContext:
         return op
 
 
+class _Layout(NamedTuple):
+    """A GradOp's grad op for one op definition."""
+    opdef: OpDef
+    grad_type: str
+    uses: tuple[tuple[str, bool], ...]            # (forward slot it reads, whether an input slot)
+    output_grads: tuple[tuple[str, str], ...]     # (forward output slot, the grad op's input slot of its grad)
+    input_grads: tuple[tuple[str, str], ...]      # (forward input slot, the grad op's output slot of its grad)
+
+
 @dataclass(frozen=True)
 class GradOp:
     """The default maker: one ``grad_type`` op (default `<type>_grad`) reading the forward slots in
@@ -116,17 +126,16 @@ class GradOp:
 
     uses: tuple[str, ...]
     grad_type: str | None = None
-    _layouts: dict = field(default_factory=dict, init=False, compare=False, repr=False)   # op type -> _layout's
+    _layouts: dict = field(default_factory=dict, init=False, compare=False, repr=False)   # op type -> _Layout
 
     def type_for(self, opdef: OpDef) -> str:
         return self.grad_type or f"{opdef.type}_grad"
 
-    def _layout(self, opdef: OpDef) -> tuple:
-        """The grad op's slots for this definition, worked out once per op type: (the definition, the grad op type,
-        (forward slot it reads, whether an input slot) pairs, (output, its grad) and (input, its grad) slot pairs)."""
+    def _layout(self, opdef: OpDef) -> _Layout:
+        """The grad op's slots for this definition, worked out once per op type."""
         layout = self._layouts.get(opdef.type)
-        if layout is None or layout[0] is not opdef:   # a definition registered again gets its own
-            layout = self._layouts[opdef.type] = (
+        if layout is None or layout.opdef is not opdef:   # a definition registered again gets its own
+            layout = self._layouts[opdef.type] = _Layout(
                 opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
                 tuple((slot, slot + "@GRAD") for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
                 tuple((slot, slot + "@GRAD") for slot in opdef.inputs if slot not in opdef.no_grad_inputs))
