@@ -98,9 +98,8 @@ class Versions:
         return bool(self._rewritten[block.idx])
 
     def reading(self, grad_ops: list[OpDesc], block: Block, idx: int) -> None:
-        """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values."""
-        if not self.may_be_stale(block):
-            return
+        """Point ``grad_ops`` (the grad ops of op ``idx`` of ``block``) at copies of stale forward values (the
+        backward asks only where ``may_be_stale``: elsewhere none is)."""
         writes = self.writes(block) if block.idx not in self.owner else None
         fwd = block.ops[idx]
         if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
