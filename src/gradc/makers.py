@@ -137,8 +137,8 @@ class GradOp:
         if layout is None or layout.opdef is not opdef:   # a definition registered again gets its own
             layout = self._layouts[opdef.type] = _Layout(
                 opdef, self.type_for(opdef), tuple((slot, slot in opdef.inputs) for slot in self.uses),
-                tuple((slot, slot + "@GRAD") for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
-                tuple((slot, slot + "@GRAD") for slot in opdef.inputs if slot not in opdef.no_grad_inputs))
+                tuple((slot, grad_name(slot)) for slot in opdef.outputs if slot not in opdef.no_grad_outputs),
+                tuple((slot, grad_name(slot)) for slot in opdef.inputs if slot not in opdef.no_grad_inputs))
         return layout
 
     def __call__(self, g: GradContext) -> list[OpDesc]:

@@ -28,14 +28,12 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
     """Declare every var the ops write that is not declared yet; returns the new names."""
     created = []
     declared = block.vars
-    alone = block.parent is None and block.forward_block_idx is None   # it sees its own vars only
-    find = declared.get if alone else lambda name: lookup(block, name)
     for op in ops:
         for args in op.outputs.values():
             for name in args:
                 if name in declared or name == EMPTY_VAR:
                     continue
-                source = find(forward_name(name))
+                source = lookup(block, forward_name(name))
                 if source is None:
                     continue
                 declared[name] = derived_var(source, name)
