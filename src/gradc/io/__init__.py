@@ -20,6 +20,7 @@ from ..ir import Program
 from ..pir import is_pir, parse_pir, serialize_pir
 from ..proto import framework_pb2 as pb
 from ..verify import check_structure
+from .fast_read import read_program
 from .files import check_writable, write_atomic
 from .jsonform import message_to_json
 from .protobuf import program_from_proto, program_to_proto
@@ -71,6 +72,10 @@ def _is_text(data: bytes) -> bool:
 def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Program:
     if fmt == "pir":
         return parse_pir(data, source)
+    program = read_program(data) if fmt == "pb" else None   # None: protobuf parses it, and names any fault
+    if program is not None:
+        check_structure(program, source)
+        return program
     msg = pb.ProgramDesc()
     try:
         if fmt == "pb":

@@ -1,24 +1,83 @@
-"""Converting parsed VarDesc and OpDesc messages into the IR for a fraction of the field-by-field cost
-(reading a field of a protobuf message from Python costs about as much as protobuf's parse of the field).
+"""Reading a binary ProgramDesc into the IR straight from its bytes, for a fraction of the field-by-field cost
+(reading a field of a protobuf message from Python costs about as much as protobuf's parse of the field, and
+making the messages at all costs more than converting them).
 
 A program repeats itself: its vars differ in name but share a handful of types and flags, its ops share
 their attributes (Paddle's 15 per op, op_callstack included, are the same for every layer built by the same
-line). So each message is serialised (one C call) and read as bytes: a var's bytes after its name, and the
-run of an op's attributes, are looked up in a table of those already converted; slots and names are read
-from the bytes directly. The result is the same IR the reference converters in gradc.io.protobuf give;
-anything these bytes do not show plainly (unknown fields, an unusual layout) goes through them.
+line). So a var's bytes after its name, and the run of an op's attributes, are looked up in a table of those
+already converted; blocks, slots and names are read from the bytes directly. The result is the same IR the
+reference converters in gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an
+unusual layout) is parsed by protobuf and goes through those converters; bytes protobuf would refuse, or
+whose required fields are missing, make ``read_program`` give up, so that the caller's protobuf parse names
+the fault. Bytes converted once were checked then, so a table hit needs no check.
 """
 
 from __future__ import annotations
 
-from ..ir import OpDesc, VarDesc
+from google.protobuf.message import DecodeError
+
+from ..ir import Block, OpDesc, Program, VarDesc
 from ..proto import framework_pb2 as pb
-from .protobuf import _op_from_proto, _var_from_proto
-from .wire import varint
+from .protobuf import _op_from_proto, _var_from_proto, header_from_proto
 
 
 class _Unusual(Exception):
     """Bytes this reader leaves to the reference converter."""
+
+
+class _Refused(Exception):
+    """Bytes protobuf refuses, or a message missing a required field: the caller's parse says which."""
+
+
+def read_program(data: bytes) -> Program | None:
+    """The program a binary ProgramDesc holds, or None where its layout is not the plain one or protobuf would
+    refuse it (the caller then parses it with protobuf)."""
+    reader = Reader()
+    program = Program.empty()
+    header = []   # version and op_version_map, as their fields' bytes
+    pos, size = 0, len(data)
+    try:
+        while pos < size:
+            tag = data[pos]
+            start = pos
+            length, pos = _varint_at(data, pos + 1)
+            end = pos + length
+            if end > size or tag not in (0x0A, 0x22, 0x2A):
+                return None
+            if tag == 0x0A:
+                program.blocks.append(reader.block(program, data, pos, end))
+            else:
+                header.append(data[start:end])
+            pos = end
+        if header:
+            header_from_proto(_parsed(pb.ProgramDesc, b"".join(header)), program)
+    except (_Unusual, _Refused, IndexError):
+        return None
+    return program if program.blocks else None
+
+
+def _parsed(message_type, data: bytes):
+    """``data`` parsed by protobuf, for the reference converters."""
+    try:
+        msg = message_type.FromString(data)
+    except DecodeError:
+        raise _Refused from None
+    if not msg.IsInitialized():
+        raise _Refused
+    return msg
+
+
+def _message(msg, message_type, data: bytes):
+    return _parsed(message_type, data) if msg is None else msg
+
+
+def _int32_at(data: bytes, pos: int) -> tuple[int, int]:
+    """An int32 field's varint, as protobuf reads it (a negative one takes ten bytes)."""
+    start = pos
+    value, pos = _varint_at(data, pos)
+    if pos - start > 10 or (value >= 2**31 and not 2**64 - 2**31 <= value < 2**64):
+        raise _Unusual   # an overlong or out-of-range value: protobuf's own parse decides
+    return (value - 2**64 if value >= 2**31 else value), pos
 
 
 def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
@@ -74,16 +133,48 @@ class Reader:
         self._var_bodies: dict[bytes, tuple] = {}
         self._attr_runs: dict[bytes, tuple] = {}
 
-    def var(self, msg: pb.VarDesc) -> VarDesc:
-        name = msg.name
-        data = msg.SerializeToString()
-        encoded = name.encode() if type(name) is str else name
-        head = 1 + (1 if len(encoded) < 128 else len(varint(len(encoded)))) + len(encoded)
-        if data[:1] != b"\x0a" or data[head - len(encoded):head] != encoded:
-            return _var_from_proto(msg)
+    def block(self, program: Program, data: bytes, pos: int, end: int) -> Block:
+        """The BlockDesc in ``data[pos:end]``."""
+        fields = {}
+        vars, ops = {}, []
+        while pos < end:
+            tag = data[pos]
+            if tag == 0x1A or tag == 0x22:
+                size = data[pos + 1]
+                size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
+                if pos + size > end:
+                    raise _Refused
+                if tag == 0x1A:
+                    var = self.var(data[pos:pos + size])
+                    vars[var.name] = var
+                else:
+                    ops.append(self.op(data[pos:pos + size]))
+                pos += size
+            elif tag == 0x08 or tag == 0x10 or tag == 0x28:
+                fields[tag], pos = _int32_at(data, pos + 1)
+            else:
+                raise _Unusual
+        if pos != end or 0x08 not in fields or 0x10 not in fields:
+            raise _Unusual
+        block = Block(program, fields[0x08], fields[0x10])
+        block.forward_block_idx = fields.get(0x28)
+        block.vars, block.ops = vars, ops
+        return block
+
+    def var(self, data: bytes, msg: pb.VarDesc | None = None) -> VarDesc:
+        """The VarDesc ``data`` holds (``msg``: the same, parsed, where the caller has it)."""
+        size = data[1] if len(data) > 1 and data[0] == 0x0A else 128
+        head = 2 + size
+        if size >= 128 or head > len(data):   # a long name, or none first: the reference converter
+            return _var_from_proto(_message(msg, pb.VarDesc, data))
+        chunk = data[2:head]
+        name = chunk.decode() if chunk.isascii() else _text(chunk)
         body = data[head:]
         known = self._var_bodies.get(body)
         if known is None:
+            msg = _message(msg, pb.VarDesc, data)
+            if pb.VarDesc.FromString(body).HasField("name"):   # a second name, which wins: not a body to share
+                return _var_from_proto(msg)
             ref = _var_from_proto(msg)
             known = self._var_bodies[body] = (
                 ref.type, ref.dtype, None if ref.shape is None else tuple(ref.shape), ref.lod_level, ref.raw_type,
@@ -96,14 +187,14 @@ class Reader:
         var.attrs = list(attrs)
         return var
 
-    def op(self, msg: pb.OpDesc) -> OpDesc:
+    def op(self, data: bytes, msg: pb.OpDesc | None = None) -> OpDesc:
+        """The OpDesc ``data`` holds (``msg``: the same, parsed, where the caller has it)."""
         try:
-            return self._op(msg)
+            return self._op(data, msg)
         except (_Unusual, IndexError):
-            return _op_from_proto(msg)
+            return _op_from_proto(_message(msg, pb.OpDesc, data))
 
-    def _op(self, msg: pb.OpDesc) -> OpDesc:
-        data = msg.SerializeToString()
+    def _op(self, data: bytes, msg: pb.OpDesc | None) -> OpDesc:
         pos, size = 0, len(data)
         inputs, outputs = {}, {}
         op = OpDesc.__new__(OpDesc)
@@ -139,7 +230,7 @@ class Reader:
             return op
         known = self._attr_runs.get(run)
         if known is None:
-            ref = _op_from_proto(msg)
+            ref = _op_from_proto(_message(msg, pb.OpDesc, data))
             known = self._attr_runs[run] = (ref.attrs, ref.attr_types, tuple(ref.repeated_attrs))
         attrs, types, repeated = known
         op.attrs = {name: list(value) if type(value) is list else value for name, value in attrs.items()}

@@ -33,20 +33,25 @@ def program_from_proto(msg: pb.ProgramDesc) -> Program:
 
     reader = Reader()
     program = Program.empty()
-    if msg.HasField("version"):
-        program.version = msg.version.version if msg.version.HasField("version") else 0
-    if msg.HasField("op_version_map"):
-        program.op_version_map = [(p.op_name, p.op_version.version) for p in msg.op_version_map.pair]
+    header_from_proto(msg, program)
     for block_msg in msg.blocks:
         block = Block(program, block_msg.idx, block_msg.parent_idx)
         if block_msg.HasField("forward_block_idx"):
             block.forward_block_idx = block_msg.forward_block_idx
         for var_msg in block_msg.vars:
-            var = reader.var(var_msg)
+            var = reader.var(var_msg.SerializeToString(), var_msg)
             block.vars[var.name] = var
-        block.ops = [reader.op(op_msg) for op_msg in block_msg.ops]
+        block.ops = [reader.op(op_msg.SerializeToString(), op_msg) for op_msg in block_msg.ops]
         program.blocks.append(block)
     return program
+
+
+def header_from_proto(msg: pb.ProgramDesc, program: Program) -> None:
+    """The program's version and op version map, where the message has them."""
+    if msg.HasField("version"):
+        program.version = msg.version.version if msg.version.HasField("version") else 0
+    if msg.HasField("op_version_map"):
+        program.op_version_map = [(p.op_name, p.op_version.version) for p in msg.op_version_map.pair]
 
 
 def _var_from_proto(msg: pb.VarDesc) -> VarDesc:
