@@ -16,13 +16,16 @@ def dumps(module: Module) -> bytes:
     doc = {"base_code": {"magic": schema.MAGIC, "version": module.version, "trainable": module.trainable},
            "program": {schema.REGIONS: [{schema.ID: writer.region_name(),
                                          schema.BLOCKS: [writer.block(module.body)]}]}}
-    return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False).encode("utf-8")
+    # the writer builds a tree (shared leaves, no cycles): json's check for cycles would only cost a third
+    return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False, check_circular=False).encode()
 
 
 class _Writer:
     def __init__(self):
         self.ids: dict[Value, int] = {}
         self.next_result, self.next_arg, self.regions, self.blocks = 1, -1, 0, 0
+        self.types: dict = {}   # a program has a few types, written once each and then shared
+        self.flags: dict = {}
 
     def region_name(self) -> str:
         self.regions += 1
@@ -34,14 +37,20 @@ class _Writer:
         args = []
         for value in block.args:
             self.ids[value] = self.next_arg
-            args.append({schema.ID: self.next_arg, schema.TYPE: encode_type(value.type)})
+            args.append({schema.ID: self.next_arg, schema.TYPE: self.type(value.type)})
             self.next_arg -= 1
         return {schema.ID: name, schema.ARGS: args, schema.OPS: [self.op(op) for op in block.ops]}
 
     def result(self, value: Value) -> dict:
         self.ids[value] = self.next_result
         self.next_result += 1
-        return {schema.VALUE_ID: self.ids[value], schema.TYPE: encode_type(value.type)}
+        return {schema.VALUE_ID: self.ids[value], schema.TYPE: self.type(value.type)}
+
+    def type(self, type_) -> dict:
+        encoded = self.types.get(type_)
+        if encoded is None:
+            encoded = self.types[type_] = encode_type(type_)
+        return encoded
 
     def op(self, op: Op) -> dict:
         if op.name == "builtin.parameter":
@@ -54,7 +63,7 @@ class _Writer:
         if op.regions:
             out[schema.REGIONS] = [{schema.ID: self.region_name(), schema.BLOCKS: [self.block(b) for b in r.blocks]}
                                    for r in op.regions]
-        out[schema.RESULT_ATTRS] = _result_flags(op.results)
+        out[schema.RESULT_ATTRS] = self.result_flags(op.results)
         return out
 
     def parameter(self, op: Op) -> dict:
@@ -67,14 +76,17 @@ class _Writer:
                                       int(op.attr("trainable", True))]}
 
 
-def _result_flags(results: list[Value]) -> list[dict]:
-    flags = []
-    if any(v.persistable for v in results):
-        flags.append(_flag_array("persistable", [bool(v.persistable) for v in results]))
-    if results:
-        flags.append(_flag_array("stop_gradient", [bool(v.stop_gradient) for v in results]))
-    return flags
+    def result_flags(self, results: list[Value]) -> list[dict]:
+        flags = []
+        if any(v.persistable for v in results):
+            flags.append(self.flag_array("persistable", tuple(bool(v.persistable) for v in results)))
+        if results:
+            flags.append(self.flag_array("stop_gradient", tuple(bool(v.stop_gradient) for v in results)))
+        return flags
 
-
-def _flag_array(name: str, values: list[bool]) -> dict:
-    return {schema.NAME: name, schema.ATTR_TYPE: encode_attr(Attr("a_array", [Attr("a_bool", v) for v in values]))}
+    def flag_array(self, name: str, values: tuple[bool, ...]) -> dict:
+        encoded = self.flags.get((name, values))
+        if encoded is None:
+            encoded = self.flags[(name, values)] = {schema.NAME: name, schema.ATTR_TYPE: encode_attr(
+                Attr("a_array", [Attr("a_bool", v) for v in values]))}
+        return encoded
