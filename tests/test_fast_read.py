@@ -42,8 +42,15 @@ def test_converted_values_are_not_shared_between_ops_and_vars():
     reader = Reader()
     attr = pb.OpDesc.Attr(name="axes", type=AttrType.INTS, ints=[1, 2])
     first, second = (reader.op(pb.OpDesc(type="squeeze2", attrs=[attr]).SerializeToString()) for _ in range(2))
+    def with_role(role: int) -> OpDesc:   # a run not met before: read attribute by attribute
+        role_attr = pb.OpDesc.Attr(name="op_role", type=AttrType.INT, i=role)
+        return reader.op(pb.OpDesc(type="squeeze2", attrs=[attr, role_attr]).SerializeToString())
+
+    other_run = with_role(1)
     first.attrs["axes"].append(3)
+    other_run.attrs["axes"].append(4)
     assert second.attrs["axes"] == [1, 2]
+    assert with_role(2).attrs == {"axes": [1, 2], "op_role": 2}
     tensor = pb.VarType.TensorDesc(data_type=pb.VarType.FP32, dims=[2, 3])
     var_msg = pb.VarDesc(name="v", type=pb.VarType(type=pb.VarType.DENSE_TENSOR,
                                                    dense_tensor=pb.VarType.DenseTensorDesc(tensor=tensor)))

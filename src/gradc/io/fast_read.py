@@ -4,12 +4,13 @@ no messages at all, and so serialising none again, takes a fifth off a load).
 
 A program repeats itself: its vars differ in name but share a handful of types and flags, its ops share
 their attributes (Paddle's 15 per op, op_callstack included, are the same for every layer built by the same
-line). So a var's bytes after its name, and the run of an op's attributes, are looked up in a table of those
-already converted; blocks, slots and names are read from the bytes directly. The result is the same IR the
-reference converters in gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an
-unusual layout) is parsed by protobuf and goes through those converters; bytes protobuf would refuse, or
-whose required fields are missing, make ``read_program`` give up, so that the caller's protobuf parse names
-the fault. Bytes converted once were checked then, so a table hit needs no check.
+line). So a var's bytes after its name, an op's run of attributes, and each attribute of a run not met before
+(a grad op's op_role_var names its own parameter, the rest repeat) are looked up in tables of those already
+converted; blocks, slots and names are read from the bytes directly. The result is the same IR the reference
+converters in gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an unusual
+layout) is parsed by protobuf and goes through those converters; bytes protobuf would refuse, or whose
+required fields are missing, make ``read_program`` give up, so that the caller's protobuf parse names the
+fault. Bytes converted once were checked then, so a table hit needs no check.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from google.protobuf.message import DecodeError
 
 from ..ir import Block, OpDesc, Program, VarDesc
 from ..proto import framework_pb2 as pb
-from .protobuf import _op_from_proto, _var_from_proto, header_from_proto
+from .protobuf import _op_from_proto, _var_from_proto, attr_value, header_from_proto
 
 
 class _Unusual(Exception):
@@ -132,6 +133,7 @@ class Reader:
     def __init__(self):
         self._var_bodies: dict[bytes, tuple] = {}
         self._attr_runs: dict[bytes, tuple] = {}
+        self._attrs: dict[bytes, tuple] = {}   # one OpDesc.Attr's bytes -> (name, type, value)
 
     def block(self, program: Program, data: bytes, pos: int, end: int) -> Block:
         """The BlockDesc in ``data[pos:end]``."""
@@ -230,10 +232,28 @@ class Reader:
             return op
         known = self._attr_runs.get(run)
         if known is None:
-            ref = _op_from_proto(_message(msg, pb.OpDesc, data))
-            known = self._attr_runs[run] = (ref.attrs, ref.attr_types, tuple(ref.repeated_attrs))
+            known = self._attr_runs[run] = self._attr_run(run)
         attrs, types, repeated = known
         op.attrs = {name: list(value) if type(value) is list else value for name, value in attrs.items()}
         op.attr_types = dict(types)
         op.repeated_attrs = list(repeated)
         return op
+
+    def _attr_run(self, run: bytes) -> tuple[dict, dict, tuple]:
+        """The attributes of a run of OpDesc.Attr fields, each distinct one converted once."""
+        attrs, types = {}, {}
+        pos, size = 0, len(run)
+        while pos < size:
+            length, pos = _varint_at(run, pos + 1)
+            chunk = run[pos:pos + length]
+            pos += length
+            known = self._attrs.get(chunk)
+            if known is None:
+                attr = _parsed(pb.OpDesc.Attr, chunk)
+                known = self._attrs[chunk] = (attr.name, attr.type, attr_value(attr))
+            name, kind, value = known
+            if name in attrs:   # written twice: the reference converter keeps the second where it was
+                raise _Unusual
+            attrs[name] = value
+            types[name] = kind
+        return attrs, types, ()

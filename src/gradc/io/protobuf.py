@@ -90,20 +90,22 @@ def _op_from_proto(msg: pb.OpDesc) -> OpDesc:
         if attr.name in op.attrs:
             op.repeated_attrs.append((position, attr.SerializeToString(deterministic=True)))
             continue
-        field, repeated = _ATTR_FIELDS[attr.type]
-        if attr.type in _MESSAGE_ATTRS:
-            value = getattr(attr, field)
-            if repeated:
-                value = [s.SerializeToString(deterministic=True) for s in value]
-            else:
-                value = value.SerializeToString(deterministic=True) if attr.HasField(field) else None
-        elif repeated:
-            value = list(getattr(attr, field))
-        else:
-            value = getattr(attr, field) if attr.HasField(field) else None
-        op.attrs[attr.name] = value
+        op.attrs[attr.name] = attr_value(attr)
         op.attr_types[attr.name] = attr.type
     return op
+
+
+def attr_value(attr: pb.OpDesc.Attr):
+    """An attribute's value as the IR holds it (a SCALAR as its message's bytes)."""
+    field, repeated = _ATTR_FIELDS[attr.type]
+    if attr.type in _MESSAGE_ATTRS:
+        value = getattr(attr, field)
+        if repeated:
+            return [s.SerializeToString(deterministic=True) for s in value]
+        return value.SerializeToString(deterministic=True) if attr.HasField(field) else None
+    if repeated:
+        return list(getattr(attr, field))
+    return getattr(attr, field) if attr.HasField(field) else None
 
 
 # ---------------------------------------------------------------- IR -> protobuf
