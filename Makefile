@@ -75,6 +75,7 @@ bench: venv
 	$(BIN)/python benchmarks/models.py $(if $(PADDLE_PYTHON),--paddle-python $(PADDLE_PYTHON)) --out benchmarks/results/models.txt
 	$(BIN)/python benchmarks/memory.py --out benchmarks/results/memory.txt
 	$(BIN)/python benchmarks/validation_cost.py --out benchmarks/results/validation_cost.txt
+	$(BIN)/python benchmarks/pir_io.py --out benchmarks/results/pir_io.txt
 
 # Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
 fuzz: venv
