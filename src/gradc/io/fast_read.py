@@ -95,23 +95,14 @@ def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def _text(chunk: bytes):
-    """A string field as the message gives it: text, or the bytes when they are not UTF-8."""
-    try:
-        return chunk.decode()
-    except UnicodeDecodeError:
-        return chunk
-
-
 def _slot(data: bytes, pos: int, end: int) -> tuple[str, list[str]]:
     """An OpDesc.Var: the parameter (field 1), then its arguments (field 2). Hot: the common case (a length
-    under 128, ASCII text) is read inline."""
+    under 128) is read inline; a name that is not UTF-8 (protobuf gives its bytes) is the reference's."""
     if data[pos] != 0x0A:
         raise _Unusual
     size = data[pos + 1]
     size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
-    chunk = data[pos:pos + size]
-    slot = chunk.decode() if chunk.isascii() else _text(chunk)
+    slot = data[pos:pos + size].decode()
     pos += size
     args = []
     while pos < end:
@@ -119,8 +110,7 @@ def _slot(data: bytes, pos: int, end: int) -> tuple[str, list[str]]:
             raise _Unusual
         size = data[pos + 1]
         size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
-        chunk = data[pos:pos + size]
-        args.append(chunk.decode() if chunk.isascii() else _text(chunk))
+        args.append(data[pos:pos + size].decode())
         pos += size
     if pos != end:
         raise _Unusual
@@ -169,8 +159,10 @@ class Reader:
         head = 2 + size
         if size >= 128 or head > len(data):   # a long name, or none first: the reference converter
             return _var_from_proto(_message(msg, pb.VarDesc, data))
-        chunk = data[2:head]
-        name = chunk.decode() if chunk.isascii() else _text(chunk)
+        try:
+            name = data[2:head].decode()
+        except UnicodeDecodeError:   # protobuf gives such a name as its bytes: the reference converter does
+            return _var_from_proto(_message(msg, pb.VarDesc, data))
         body = data[head:]
         known = self._var_bodies.get(body)
         if known is None:
@@ -193,7 +185,7 @@ class Reader:
         """The OpDesc ``data`` holds (``msg``: the same, parsed, where the caller has it)."""
         try:
             return self._op(data, msg)
-        except (_Unusual, IndexError):
+        except (_Unusual, IndexError, UnicodeDecodeError):
             return _op_from_proto(_message(msg, pb.OpDesc, data))
 
     def _op(self, data: bytes, msg: pb.OpDesc | None) -> OpDesc:
@@ -211,7 +203,7 @@ class Reader:
                 pos += length
             elif tag == 0x1A:
                 length, pos = _varint_at(data, pos + 1)
-                op.type = _text(data[pos:pos + length])
+                op.type = data[pos:pos + length].decode()
                 pos += length
             elif tag == 0x22 and run is None:
                 start = pos
