@@ -1,23 +1,26 @@
 """Reading and writing Paddle 3's PIR JSON (what Paddle 3 saves by default) against the binary ProgramDesc and
-against Python's own json module: a deep MLP (N fc+relu layers) written by gradc as PIR JSON, then loaded and
-saved again; CPU time, median of the rounds, each format's steps interleaved in one process.
+against Python's own json module: the training program of perf.py's deep MLP (N fc+relu layers) written by gradc
+as PIR JSON, then loaded and saved again; CPU time, median of the rounds, each step interleaved in one process.
 
     python benchmarks/pir_io.py --layers 3000 --rounds 7 --out benchmarks/results/pir_io.txt
 """
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import platform
 import statistics
+import sys
 import time
 from pathlib import Path
 
 import gradc
 from gradc.io import parse_program, serialize
-from gradc.layers import ProgramBuilder
+
+sys.path.insert(0, str(Path(__file__).parent))
+from perf_models import deep_mlp  # noqa: E402
+from report import mlp_arguments, report  # noqa: E402
 
 
 def cpu_time(step) -> float:
@@ -27,16 +30,9 @@ def cpu_time(step) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
-    net = ProgramBuilder()
-    hidden = net.data("x", [-1, 64])
-    for _ in range(args.layers):
-        hidden = net.fc(hidden, 64, act="relu")
-    gradc.append_backward(net.program, net.mean(hidden))
+    args = mlp_arguments(__doc__)
+    net = deep_mlp(args.layers)
+    gradc.append_backward(net.program, net.loss)
     binary, pir = serialize(net.program, "pb"), serialize(net.program, "pir")
     document = json.loads(pir)
     steps = {
@@ -65,11 +61,7 @@ def main() -> None:
     for label, ours, peer in (("PIR load / json.loads", "PIR JSON load", "json.loads of the same JSON"),
                               ("PIR save / json.dumps", "PIR JSON save", "json.dumps of the same document")):
         lines.append(f"{label:32s} {median[ours] / median[peer]:8.1f}x")
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    report(lines, args.out)
 
 
 if __name__ == "__main__":

@@ -7,9 +7,9 @@ those checks replaced by no-ops, alternating in one process; CPU time, median of
 
 from __future__ import annotations
 
-import argparse
 import platform
 import statistics
+import sys
 import time
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,6 +22,9 @@ import gradc.backward
 import gradc.io
 from gradc.io import parse_program, serialize
 from gradc.layers import ProgramBuilder
+
+sys.path.insert(0, str(Path(__file__).parent))
+from report import mlp_arguments, report  # noqa: E402
 
 CHECKS = [(gradc.io, "check_structure"), (gradc.backward, "check_definitions")]
 
@@ -39,11 +42,7 @@ def one_round(data: bytes, loss: str, validate: bool) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=3000)
-    parser.add_argument("--rounds", type=int, default=7)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+    args = mlp_arguments(__doc__)
     net = ProgramBuilder()
     hidden = net.data("x", [64, 64])
     for _ in range(args.layers):
@@ -60,11 +59,7 @@ def main() -> None:
              f"without input validation  {unchecked:.3f} s",
              f"with input validation     {checked:.3f} s",
              f"cost of validation        {100 * (checked / unchecked - 1):+.1f} %"]
-    text = "\n".join(lines) + "\n"
-    print(text, end="")
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    report(lines, args.out)
 
 
 if __name__ == "__main__":
