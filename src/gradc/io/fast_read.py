@@ -68,7 +68,7 @@ def _parsed(message_type, data: bytes):
     return msg
 
 
-def _message(msg, message_type, data: bytes):
+def _given_or_parsed(msg, message_type, data: bytes):
     return _parsed(message_type, data) if msg is None else msg
 
 
@@ -127,7 +127,7 @@ class Reader:
 
     def block(self, program: Program, data: bytes, pos: int, end: int) -> Block:
         """The BlockDesc in ``data[pos:end]``."""
-        fields = {}
+        fields = {}   # by tag: idx (0x08), parent_idx (0x10), forward_block_idx (0x28)
         block_vars, ops = {}, []
         while pos < end:
             tag = data[pos]
@@ -158,15 +158,15 @@ class Reader:
         size = data[1] if len(data) > 1 and data[0] == 0x0A else 128
         head = 2 + size
         if size >= 128 or head > len(data):   # a long name, or none first: the reference converter
-            return _var_from_proto(_message(msg, pb.VarDesc, data))
+            return _var_from_proto(_given_or_parsed(msg, pb.VarDesc, data))
         try:
             name = data[2:head].decode()
         except UnicodeDecodeError:   # protobuf gives such a name as its bytes: the reference converter does
-            return _var_from_proto(_message(msg, pb.VarDesc, data))
+            return _var_from_proto(_given_or_parsed(msg, pb.VarDesc, data))
         body = data[head:]
         known = self._var_bodies.get(body)
         if known is None:
-            msg = _message(msg, pb.VarDesc, data)
+            msg = _given_or_parsed(msg, pb.VarDesc, data)
             if pb.VarDesc.FromString(body).HasField("name"):   # a second name, which wins: not a body to share
                 return _var_from_proto(msg)
             ref = _var_from_proto(msg)
@@ -186,7 +186,7 @@ class Reader:
         try:
             return self._op(data, msg)
         except (_Unusual, IndexError, UnicodeDecodeError):
-            return _op_from_proto(_message(msg, pb.OpDesc, data))
+            return _op_from_proto(_given_or_parsed(msg, pb.OpDesc, data))
 
     def _op(self, data: bytes, msg: pb.OpDesc | None) -> OpDesc:
         pos, size = 0, len(data)

@@ -24,7 +24,8 @@ class _Writer:
     def __init__(self):
         self.ids: dict[Value, int] = {}
         self.next_result, self.next_arg, self.regions, self.blocks = 1, -1, 0, 0
-        self.types: dict = {}   # a program has a few types, written once each and then shared
+        # a program has a few types and result-flag arrays: each is encoded once, its JSON then shared
+        self.types: dict = {}
         self.flags: dict = {}
 
     def region_name(self) -> str:
