@@ -184,11 +184,11 @@ class Reader:
     def op(self, data: bytes, msg: pb.OpDesc | None = None) -> OpDesc:
         """The OpDesc ``data`` holds (``msg``: the same, parsed, where the caller has it)."""
         try:
-            return self._op(data, msg)
+            return self._op(data)
         except (_Unusual, IndexError, UnicodeDecodeError):
             return _op_from_proto(_given_or_parsed(msg, pb.OpDesc, data))
 
-    def _op(self, data: bytes, msg: pb.OpDesc | None) -> OpDesc:
+    def _op(self, data: bytes) -> OpDesc:
         pos, size = 0, len(data)
         inputs, outputs = {}, {}
         op = OpDesc.__new__(OpDesc)
