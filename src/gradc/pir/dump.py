@@ -16,7 +16,7 @@ def dumps(module: Module) -> bytes:
     doc = {"base_code": {"magic": schema.MAGIC, "version": module.version, "trainable": module.trainable},
            "program": {schema.REGIONS: [{schema.ID: writer.region_name(),
                                          schema.BLOCKS: [writer.block(module.body)]}]}}
-    # the writer builds a tree (shared leaves, no cycles): json's check for cycles would only cost a third
+    # the writer builds a tree (shared leaves, no cycles): json's check for cycles took a third of the time
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False, check_circular=False).encode()
 
 
@@ -24,9 +24,13 @@ class _Writer:
     def __init__(self):
         self.ids: dict[Value, int] = {}
         self.next_result, self.next_arg, self.regions, self.blocks = 1, -1, 0, 0
-        # a program has a few types and result-flag arrays: each is encoded once, its JSON then shared
-        self.types: dict = {}
-        self.flags: dict = {}
+        self.shared: dict = {}   # a program has a few types and result-flag arrays: each encoded once
+
+    def _once(self, key, encode) -> dict:
+        encoded = self.shared.get(key)
+        if encoded is None:
+            encoded = self.shared[key] = encode()
+        return encoded
 
     def region_name(self) -> str:
         self.regions += 1
@@ -48,10 +52,7 @@ class _Writer:
         return {schema.VALUE_ID: self.ids[value], schema.TYPE: self.type(value.type)}
 
     def type(self, type_) -> dict:
-        encoded = self.types.get(type_)
-        if encoded is None:
-            encoded = self.types[type_] = encode_type(type_)
-        return encoded
+        return self._once(("type", type_), lambda: encode_type(type_))
 
     def op(self, op: Op) -> dict:
         if op.name == "builtin.parameter":
@@ -86,8 +87,5 @@ class _Writer:
         return flags
 
     def flag_array(self, name: str, values: tuple[bool, ...]) -> dict:
-        encoded = self.flags.get((name, values))
-        if encoded is None:
-            encoded = self.flags[(name, values)] = {schema.NAME: name, schema.ATTR_TYPE: encode_attr(
-                Attr("a_array", [Attr("a_bool", v) for v in values]))}
-        return encoded
+        return self._once(("flags", name, values), lambda: {schema.NAME: name, schema.ATTR_TYPE: encode_attr(
+            Attr("a_array", [Attr("a_bool", v) for v in values]))})
