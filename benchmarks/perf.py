@@ -131,6 +131,12 @@ def run_rows(args, gradcs: dict[str, Worker], paddle: Worker | None, why_no_padd
                      + " / ".join(f"{median(per_op[n][name]):.0f}" for n in (100, 1000, 30000))
                      + " µs/op at 300 / 3k / 90k ops)" for name in gradcs}, "within 1.3x")
 
+    # not in the table: what a user of the command line waits for, start-up included
+    answers = each(lambda w: w.ask("cli_compile", path=str(folder / "gradc_mlp100.pb")))
+    table.row("`gradc compile` in a new process, N=100 (301 ops): wall (a bare `python -c pass`)",
+              {name: f"{1e3 * median(a['seconds'] for a in runs):.0f} ms ({1e3 * median(a['bare'] for a in runs):.0f} "
+                     f"ms)" for name, runs in answers.items()}, "-")
+
     memory = {layers: each(lambda w, n=layers: w.ask("compile_memory", path=str(folder / f"gradc_mlp{n}.pb")), n=1)
               for layers in (1000, 30000)}
     small, large = ({name: memory[n][name][0]["per_op"] / 1024 for name in gradcs} for n in (1000, 30000))

@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import statistics
+import subprocess
 import sys
 import time
 import tracemalloc
@@ -95,6 +96,17 @@ def pipeline(path: str) -> dict:
     return {"load": load, "compile": compile_, "save": save, "total": load + compile_ + save, "parse": parse,
             "cpu": load_cpu + compile_cpu + save_cpu, "serialize": serialise, "validation": required + structure,
             "forward_ops": len(message.blocks[0].ops)}
+
+
+def cli_compile(path: str) -> dict:
+    """`gradc compile` as a user runs it, in a new process (start-up included), and a bare interpreter's start."""
+    env = {**os.environ, "PYTHONPATH": str(Path(gradc.__file__).parent.parent)}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)   # bytecode cached, as an installed gradc has it
+    command = [sys.executable, "-m", "gradc", "compile", path, "-o", path + f".{os.getpid()}.cli.pb"]
+    cached(("cli", path), lambda: subprocess.run(command, env=env, check=True, capture_output=True))
+    seconds, _ = clock(lambda: subprocess.run(command, env=env, check=True, capture_output=True))
+    bare, _ = clock(lambda: subprocess.run([sys.executable, "-c", "pass"], env=env, check=True))
+    return {"seconds": seconds, "bare": bare}
 
 
 def compile_memory(path: str) -> dict:
@@ -207,7 +219,8 @@ def memory(path: str, feed: str, params: str | None = None, startup: str | None 
 
 
 ROWS = {"write_mlp": write_mlp, "backward": backward, "pipeline": pipeline, "compile_memory": compile_memory,
-        "step": step, "mlp_numpy": mlp_numpy_step, "scale": scale_overhead, "memory": memory}
+        "cli_compile": cli_compile, "step": step, "mlp_numpy": mlp_numpy_step, "scale": scale_overhead,
+        "memory": memory}
 
 
 def write_lenet(folder: str, batch: int) -> dict:

@@ -236,3 +236,27 @@ def test_paddle3_pir_models_run_compile_and_convert(tmp_path):
             np.testing.assert_allclose(out[out.files[0]], np.load(model / "expected.npy"), rtol=1e-5, atol=1e-6)
     assert (tmp_path / "again.json").read_bytes().startswith(b'{"base_code":{"magic":"pir"')
     assert b'"blocks"' in (tmp_path / "again.pbjson").read_bytes()
+
+
+COMPILER_COMMANDS = [("compile", "{mlp}/forward.pb", "-o", "{tmp}/train.pb", "--optimizer", "adam"),
+                     ("convert", "{mlp}/forward.pb", "{tmp}/forward.json"), ("compile", "{tmp}/forward.json", "-o",
+                     "{tmp}/from_pir.pb"), ("show", "{tmp}/train.pb"), ("verify", "{tmp}/train.pb"),
+                     ("diff", "{tmp}/train.pb", "{tmp}/train.pb")]
+
+
+def test_compiler_commands_start_without_numpy(tmp_path):
+    """compile, convert, show, verify and diff never compute, so they do not pay for numpy's (or the executor's)
+    import at start-up; run does, and numpy's warnings are off there unless --debug."""
+    script = ("import sys\nfrom gradc.cli import cli\n"
+              "for args in sys.argv[1:]:\n"
+              "    cli.main(args.split('|'), standalone_mode=False)\n"
+              "print(sorted(m for m in ('numpy', 'gradc.executor', 'gradc.pir.export') if m in sys.modules))\n")
+    commands = ["|".join(arg.format(mlp=MLP, tmp=tmp_path) for arg in command) for command in COMPILER_COMMANDS]
+    started = subprocess.run([sys.executable, "-c", script, *commands], capture_output=True, text=True)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip().splitlines()[-1] == "['gradc.pir.export']", started.stdout   # convert wrote PIR
+    script = ("import sys\nfrom gradc.cli import cli\ncli.main(sys.argv[1:], standalone_mode=False)\n"
+              "import numpy\nprint(sorted(numpy.geterr().values()))\n")
+    ran = subprocess.run([sys.executable, "-c", script, "run", MLP / "forward.pb", "--feed", MLP / "feed.npz",
+                          "--params", MLP / "params.npz"], capture_output=True, text=True)
+    assert ran.returncode == 0 and ran.stdout.strip().splitlines()[-1] == "['ignore', 'ignore', 'ignore', 'ignore']"

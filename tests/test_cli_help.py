@@ -18,8 +18,9 @@ ROOT = Path(__file__).parent.parent
 def _commands(command, path):
     yield path, command
     if isinstance(command, click.Group):
-        for name, sub in sorted(command.commands.items()):
-            yield from _commands(sub, [*path, name])
+        context = click.Context(command)
+        for name in command.list_commands(context):
+            yield from _commands(command.get_command(context, name), [*path, name])
 
 
 def test_every_option_of_every_command_has_help():

@@ -4,24 +4,43 @@
     startup = gradc.minimize(prog, "mean_0.tmp_0", "adam", lr=0.01)    # backward + updates
     history = gradc.train(prog, "train.npz", ["startup.pb", startup], epochs=5, batch_size=64)
     gradc.export(prog, "model", feeds=["x"], fetches=["fc_1.tmp_1"], scope=scope)
+
+The compiler's names are imported with the package; the executor's and the training workflow's (which bring
+numpy) on first use, so a compile does not pay for numpy's import.
 """
+
+import importlib
 
 from . import ops  # noqa: F401  (registers the built-in ops)
 from .backward import append_backward, gradients, loss_candidates
 from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
-from .executor import Executor, Scope, SelectedRows, global_scope, kernel
 from .io import load, save
-from .io.pdiparams import read_params, write_params
 from .ir import Block, OpDesc, Program, VarDesc, VarType
 from .layers import ProgramBuilder
 from .ops.infer import same_as
 from .optimizers import minimize
 from .passes.recompute import recompute
 from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
-from .training import Dataset, History, Trainer, export, load_params, save_params, train
 from .verification import verify  # the function: gradc.verify(program); checks stay in the module gradc.verify
 
 __version__ = "0.1.0"
+
+_ON_FIRST_USE = {
+    **dict.fromkeys(["Executor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
+    **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
+    **dict.fromkeys(["Dataset", "History", "Trainer", "export", "load_params", "save_params", "train"], ".training"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module 'gradc' has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(_ON_FIRST_USE[name], __name__), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ON_FIRST_USE))
 
 __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",

@@ -1,62 +1,30 @@
-"""The `gradc` command line: compile, run, check, convert here; train and export in gradc.cli_train; show, ops,
-view, diff and verify in gradc.commands.
+"""The `gradc` command line: compile and convert here; run, check, train, export, show, ops, view, diff and
+verify in gradc.commands, each imported when it runs.
 
 Every failure is one line on stderr and exit code 1; no output file is left half-written.
 """
 
 from __future__ import annotations
 
-import io as _io
 import signal
 import sys
 import traceback
 import warnings
-from contextlib import nullcontext
 
 import click
-import numpy as np
 
 from .cli_memory import memory_options, memory_passes
-from .commands import register_commands
+from .commands import LazyGroup
 from .errors import GradcError, Interrupted
-from .executor import Executor, Scope
-from .executor.selected_rows import as_dense
-from .gradcheck import compare_program
-from .io import FORMATS, check_writable, load, save, write_atomic
-from .io.arrays import read_npz
+from .io import FORMATS, check_writable, load, save
 from .limits import LIMITS, parse_bytes
 from .optimizers.cli_options import build_optimizer, optimizer_options
 from .passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from .plugins import import_plugin
-from .profile import profiling
-from .training.params import read_values
-from .training.programs import is_training_op
 from .verification import verify
 
 
-def _load_params(path: str | None, program) -> dict[str, np.ndarray]:
-    """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
-    return read_values(path, program) if path else {}
-
-
-def _session(program_path: str, params: str | None, startups) -> tuple:
-    """The program, an executor, and a scope holding what the startup programs and the params file give."""
-    prog = load(program_path)
-    scope, executor = Scope(), Executor()
-    for startup in startups:
-        executor.run(load(startup), scope=scope)
-    for name, value in _load_params(params, prog).items():
-        scope[name] = value
-    return prog, executor, scope
-
-
-def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
-    buffer = _io.BytesIO()
-    np.savez(buffer, **arrays)
-    write_atomic(path, buffer.getvalue())
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--plugin", "plugins", multiple=True, metavar="MODULE",
               help="Import a Python module (a name, or a path to a .py file) first: it may register ops, kernels "
                    "or passes. Repeatable.")
@@ -71,7 +39,6 @@ def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | 
     _DEBUG[0] = debug
     if not debug:   # numeric trouble shows as NaN/Inf in results, not as warnings before an error line
         warnings.simplefilter("ignore")
-        np.seterr(all="ignore")
     try:
         LIMITS.max_bytes = parse_bytes(max_memory) if max_memory else LIMITS.max_bytes
     except ValueError as exc:
@@ -79,6 +46,8 @@ def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | 
     LIMITS.max_iterations = max_iterations or LIMITS.max_iterations
     for name in plugins:
         import_plugin(name)
+    if not debug and "numpy" in sys.modules:   # the commands that compute brought it in; compile runs without
+        sys.modules["numpy"].seterr(all="ignore")
 
 
 @cli.command()
@@ -139,78 +108,6 @@ def _with_suffix(path: str, infix: str) -> str:
 
 
 @cli.command()
-@click.argument("program", type=click.Path())
-@click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array.")
-@click.option("--params", type=click.Path(),
-              help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(),
-              help="Initialiser programs to run first, in order. Repeatable.")
-@click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
-@click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
-@click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
-              "with tracemalloc on, which slows them).")
-def run(program, feed, params, startups, fetches, out, profile):
-    """Run a program with the numpy executor."""
-    if out:
-        check_writable(out)
-    prog, executor, scope = _session(program, params, startups)
-    feeds = read_npz(feed, "feed") if feed else {}
-    with profiling() if profile else nullcontext() as measured:
-        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
-    if not fetches:  # a saved inference program names its results with fetch ops
-        fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
-    for name, value in zip(fetches, values):
-        click.echo(_summary(name, np.asarray(as_dense(value))))
-    if out:
-        _save_npz(out, dict(zip(fetches, (np.asarray(as_dense(v)) for v in values))))
-        click.echo(f"wrote {out}")
-    if measured is not None:
-        click.echo(measured.report())
-
-
-@cli.command()
-@click.argument("program", type=click.Path())
-@click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
-@click.option("--params", type=click.Path(), help="Parameters: an .npz, or Paddle's .pdiparams.")
-@click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
-@click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
-@click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
-              help="Elements checked per var, chosen at random (each costs two forward runs).")
-@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
-@click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
-def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
-    """Check a program's compiled gradients against central differences, in float64."""
-    prog = load(program)
-    if any(is_training_op(op) for op in prog.global_block.ops):
-        raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
-                         f"forward program it was compiled from")
-    _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
-                                _load_params(params, prog), rtol=rtol, atol=atol,
-                                max_elements=max_elements, float64=True)
-    width = max([len(c.var) for c in checks] + [3])
-    for c in checks:
-        verdict = "ok" if c.mismatch is None else (f"MISMATCH at {list(c.mismatch.index)}: compiled "
-                                                   f"{c.mismatch.analytic:.6g}, numeric {c.mismatch.numeric:.6g}")
-        click.echo(f"{c.var:<{width}}  {c.checked:>5}/{c.size:<6} max |compiled - numeric| {c.max_abs_error:.2e}  "
-                   f"{verdict}")
-    bad = [c.var for c in checks if c.mismatch is not None]
-    if bad:
-        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
-    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences")
-
-
-def _summary(name: str, value) -> str:
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
-        return f"{name}: {type(value).__name__ if value is None or not isinstance(value, np.ndarray) else value.dtype}"
-    head = f"{name}: {value.dtype}{list(value.shape)}"
-    if value.size == 1:
-        return f"{head} = {value.reshape(()).item():.8g}"
-    if value.dtype.kind == "f" and value.size:
-        return f"{head} mean={value.mean():.6g} min={value.min():.6g} max={value.max():.6g}"
-    return head
-
-
-@cli.command()
 @click.argument("source", type=click.Path())
 @click.argument("target", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
@@ -225,10 +122,6 @@ def convert(source, target, fmt):
 
 
 _DEBUG = [False]
-
-from . import cli_train  # noqa: E402,F401  (registers train and export on the group)
-
-register_commands(cli)
 
 
 def _interrupt(signum, frame):

@@ -7,8 +7,6 @@ import math
 import os
 from contextlib import contextmanager
 
-import numpy as np
-
 
 def _physical_memory() -> int:
     try:
@@ -52,6 +50,8 @@ def check_allocation(count: int, itemsize: int, what: str) -> None:
 
 def check_shape(shape, dtype, what: str) -> tuple[int, ...]:
     """``shape`` (an output a kernel is about to allocate, sized by attributes or tensors) if it fits the limit."""
+    import numpy as np  # here, not above: the compiler reads LIMITS and does not import numpy
+
     shape = tuple(int(d) for d in shape)
     if any(d < 0 for d in shape):
         raise ValueError(f"{what}: the shape {list(shape)} has a negative dim")

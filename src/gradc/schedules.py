@@ -11,8 +11,6 @@ import ast
 import math
 from collections.abc import Mapping, Sequence
 
-import numpy as np
-
 from .errors import GradcError
 from .ir import Program
 from .ir.types import NUMPY_DTYPE_NAMES
@@ -203,6 +201,8 @@ def learning_rate_var(program: Program, name: str | None = None) -> str:
 
 def write_learning_rate(program: Program, scope, value: float, name: str | None = None) -> None:
     """Store ``value`` in the learning-rate var, in its declared shape and dtype (Paddle: float32)."""
+    import numpy as np  # here, not above: the optimizer pass builds schedules and does not import numpy
+
     var = program.global_block.find_var(learning_rate_var(program, name))
     dtype = NUMPY_DTYPE_NAMES.get(var.dtype, "float32")
     scope[var.name] = np.full([max(d, 1) for d in var.shape or []], value, dtype)

@@ -6,6 +6,9 @@ import click
 
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
+from ..viz.html import program_html
+from ..viz.stats import value_stats
+from .run import load_params
 
 
 @click.command()
@@ -19,15 +22,11 @@ from ..io.arrays import read_npz
 def view(program, output, feed, params, startups, title):
     """Write an interactive picture of a program: ops top to bottom styled by role, each grad op linked to
     the forward op it differentiates, collapsible sub-blocks, click panels, search. Open it in a browser."""
-    from ..cli import _load_params  # the params checks of gradc run
-    from ..viz.html import program_html
-    from ..viz.stats import value_stats
-
     check_writable(output)
     prog = load(program)
     stats = None
     if feed or params or startups:
-        stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, _load_params(params, prog),
+        stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, load_params(params, prog),
                             [load(path) for path in startups])
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))

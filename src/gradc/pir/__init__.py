@@ -2,6 +2,9 @@
 
     program = gradc.pir.load_pir("model.json")       # or bytes
     gradc.pir.save_pir(program, "out.json")
+
+The modules that read and write PIR (and the op tables they build) are imported by the first program read or
+written as PIR, so gradc.io can sniff a file's format without them.
 """
 
 from __future__ import annotations
@@ -11,15 +14,20 @@ from pathlib import Path
 
 from ..errors import FormatError
 from ..ir import Program
-from .dump import dumps
-from .export import to_module
-from .reader import is_pir, read_module
-from .translate import to_program
 
 __all__ = ["is_pir", "load_pir", "parse_pir", "save_pir", "serialize_pir"]
 
 
+def is_pir(data: bytes) -> bool:
+    """Whether ``data`` looks like a PIR JSON file (a JSON object whose base_code names magic "pir")."""
+    head = data[:4096].lstrip()
+    return head[:1] == b"{" and b'"base_code"' in head and b'"pir"' in head
+
+
 def parse_pir(data: bytes, source: str = "<bytes>") -> Program:
+    from .reader import read_module
+    from .translate import to_program
+
     return to_program(read_module(data, source), source)
 
 
@@ -36,6 +44,9 @@ def load_pir(path_or_bytes: str | os.PathLike | bytes) -> Program:
 
 def serialize_pir(program: Program, fetch: list[str] | tuple = ()) -> bytes:
     """The PIR JSON of a Program of legacy ops; ``fetch`` adds pd_op.fetch ops for those vars."""
+    from .dump import dumps
+    from .export import to_module
+
     return dumps(to_module(program, fetch))
 
 

@@ -20,12 +20,6 @@ JSON_EXPANSION = 32     # parsed JSON takes up to ~25 times its text (a list of 
 MAX_NESTING = 64        # regions inside ops inside regions ...; real control flow nests a few levels
 
 
-def is_pir(data: bytes) -> bool:
-    """Whether ``data`` looks like a PIR JSON file (a JSON object whose base_code names magic "pir")."""
-    head = data[:4096].lstrip()
-    return head[:1] == b"{" and b'"base_code"' in head and b'"pir"' in head
-
-
 def parse_json(data: bytes, source: str, max_bytes: int | None = None):
     """The JSON document; files whose parse could outgrow the memory limit (--max-memory) are refused first."""
     if max_bytes is None:

@@ -1,5 +1,5 @@
 """`gradc train` and `gradc export`: training over a data set (or one batch) and export for inference, thin
-over gradc.training. Registered on the `gradc` group by gradc.cli."""
+over gradc.training."""
 
 from __future__ import annotations
 
@@ -8,18 +8,17 @@ from pathlib import Path
 
 import click
 
-from .cli import cli
-from .executor import Executor, Scope
-from .io import check_writable, load
-from .io.arrays import read_npz
-from .optimizers.schedule_ops import KINDS
-from .training import Dataset, OneBatch, Trainer, export, load_params, read_values
-from .training import save_params as write_model_params
-from .training.plot import plot_history, require_matplotlib
-from .training.report import ConsoleReporter
+from ..executor import Executor, Scope
+from ..io import check_writable, load
+from ..io.arrays import read_npz
+from ..optimizers.schedule_ops import KINDS
+from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
+from ..training import save_params as write_model_params
+from ..training.plot import plot_history, require_matplotlib
+from ..training.report import ConsoleReporter
 
 
-@cli.command()
+@click.command()
 @click.argument("program", type=click.Path())
 @click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
               "share their first dimension, or a directory of NAME.npy files (memory-mapped, read batch by batch).")
@@ -99,7 +98,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
         click.echo(f"wrote {plot}")
 
 
-@cli.command("export")
+@click.command("export")
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(),
               help="The prefix: writes PREFIX.pdmodel (or PREFIX.json) and PREFIX.pdiparams.")

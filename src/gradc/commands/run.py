@@ -1,0 +1,113 @@
+"""`gradc run` and `gradc check`: the commands that run a program with the numpy executor."""
+
+from __future__ import annotations
+
+import io
+from contextlib import nullcontext
+
+import click
+import numpy as np
+
+from ..errors import GradcError
+from ..executor import Executor, Scope
+from ..executor.selected_rows import as_dense
+from ..gradcheck import compare_program
+from ..io import check_writable, load, write_atomic
+from ..io.arrays import read_npz
+from ..profile import profiling
+from ..training.params import read_values
+from ..training.programs import is_training_op
+
+
+def load_params(path: str | None, program) -> dict[str, np.ndarray]:
+    """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
+    return read_values(path, program) if path else {}
+
+
+def _session(program_path: str, params: str | None, startups) -> tuple:
+    """The program, an executor, and a scope holding what the startup programs and the params file give."""
+    prog = load(program_path)
+    scope, executor = Scope(), Executor()
+    for startup in startups:
+        executor.run(load(startup), scope=scope)
+    for name, value in load_params(params, prog).items():
+        scope[name] = value
+    return prog, executor, scope
+
+
+def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_atomic(path, buffer.getvalue())
+
+
+@click.command()
+@click.argument("program", type=click.Path())
+@click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array.")
+@click.option("--params", type=click.Path(),
+              help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs to run first, in order. Repeatable.")
+@click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
+@click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
+@click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
+              "with tracemalloc on, which slows them).")
+def run(program, feed, params, startups, fetches, out, profile):
+    """Run a program with the numpy executor."""
+    if out:
+        check_writable(out)
+    prog, executor, scope = _session(program, params, startups)
+    feeds = read_npz(feed, "feed") if feed else {}
+    with profiling() if profile else nullcontext() as measured:
+        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+    if not fetches:  # a saved inference program names its results with fetch ops
+        fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
+    for name, value in zip(fetches, values):
+        click.echo(_summary(name, np.asarray(as_dense(value))))
+    if out:
+        _save_npz(out, dict(zip(fetches, (np.asarray(as_dense(v)) for v in values))))
+        click.echo(f"wrote {out}")
+    if measured is not None:
+        click.echo(measured.report())
+
+
+@click.command()
+@click.argument("program", type=click.Path())
+@click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
+@click.option("--params", type=click.Path(), help="Parameters: an .npz, or Paddle's .pdiparams.")
+@click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
+@click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
+@click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
+              help="Elements checked per var, chosen at random (each costs two forward runs).")
+@click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
+@click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
+def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
+    """Check a program's compiled gradients against central differences, in float64."""
+    prog = load(program)
+    if any(is_training_op(op) for op in prog.global_block.ops):
+        raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
+                         f"forward program it was compiled from")
+    _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
+                                load_params(params, prog), rtol=rtol, atol=atol,
+                                max_elements=max_elements, float64=True)
+    width = max([len(c.var) for c in checks] + [3])
+    for c in checks:
+        verdict = "ok" if c.mismatch is None else (f"MISMATCH at {list(c.mismatch.index)}: compiled "
+                                                   f"{c.mismatch.analytic:.6g}, numeric {c.mismatch.numeric:.6g}")
+        click.echo(f"{c.var:<{width}}  {c.checked:>5}/{c.size:<6} max |compiled - numeric| {c.max_abs_error:.2e}  "
+                   f"{verdict}")
+    bad = [c.var for c in checks if c.mismatch is not None]
+    if bad:
+        raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
+    click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences")
+
+
+def _summary(name: str, value) -> str:
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
+        return f"{name}: {type(value).__name__ if value is None or not isinstance(value, np.ndarray) else value.dtype}"
+    head = f"{name}: {value.dtype}{list(value.shape)}"
+    if value.size == 1:
+        return f"{head} = {value.reshape(()).item():.8g}"
+    if value.dtype.kind == "f" and value.size:
+        return f"{head} mean={value.mean():.6g} min={value.min():.6g} max={value.max():.6g}"
+    return head
