@@ -81,11 +81,13 @@ def _grad_opdef(fwd: OpDef, grad_type: str, uses: tuple[str, ...]) -> OpDef:
 
 def _grads_like_inputs(ctx):
     """A grad op's inference: each `S@GRAD` output is shaped like the op's input S, where it reads S."""
-    results = {}
+    inputs, find_var, results = ctx.op.inputs, ctx.block.find_var, {}
     for slot in ctx.op.outputs:
         source = slot.removesuffix("@GRAD")
-        if slot != source and ctx.has(source):
-            results[slot] = [(ctx.shape(source, i), ctx.dtype(source, i)) for i in range(len(ctx.op.input(source)))]
+        if slot != source and inputs.get(source):
+            results[slot] = [(None, None) if var is None else
+                             (None if var.shape is None else list(var.shape), var.dtype)
+                             for var in map(find_var, inputs[source])]
     return results
 
 

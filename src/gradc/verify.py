@@ -184,11 +184,12 @@ def check_vars(program: Program) -> None:
 def var_problems(program: Program) -> Iterator[str]:
     """Every var an op reads or writes is declared in its block or an ancestor."""
     for block in program.blocks:
+        own = block.vars   # most names are the block's own: a dict test before the walk up the ancestors
         for op_idx, op in enumerate(block.ops):
             for direction, slots in (("reads", op.inputs), ("writes", op.outputs)):
                 for slot, args in slots.items():
                     for name in args:
-                        if name != EMPTY_VAR and block.visible_var(name) is None:
+                        if name not in own and name != EMPTY_VAR and block.visible_var(name) is None:
                             yield (f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
                                    f"(slot {slot}), which is not declared in block {block.idx} or its ancestors")
 
@@ -235,9 +236,10 @@ def _inferred(block, idx: int, op) -> tuple[InferContext, dict] | None:
 
 
 def _input_shapes_known(block, op) -> bool:
+    find_var = block.find_var
     for args in op.inputs.values():
         for name in args:
-            var = block.find_var(name)
+            var = find_var(name)
             if var is None or var.shape is None:
                 return False
     return True
@@ -251,15 +253,16 @@ def check_shapes(program: Program) -> None:
 def shape_problems(program: Program) -> Iterator[str]:
     """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
     is broken)."""
+    slot_problem, attr_type_problem = registry.slot_problem, registry.attr_type_problem
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
-            broken = list(_definition_problems(block, idx, op))
-            yield from broken
-            if not broken:
-                try:
-                    _check_inference(block, idx, op)
-                except ProgramError as exc:
-                    yield str(exc)
+            if slot_problem(op) or attr_type_problem(op):
+                yield from _definition_problems(block, idx, op)
+                continue
+            try:
+                _check_inference(block, idx, op)
+            except ProgramError as exc:
+                yield str(exc)
 
 
 def _check_inference(block, idx: int, op) -> None:
@@ -273,14 +276,16 @@ def _check_inference(block, idx: int, op) -> None:
     if inferred is None:
         return
     ctx, results = inferred
+    find_var, outputs = block.find_var, op.outputs
     for slot, result in results.items():
-        for name, (shape, dtype) in zip(op.output(slot), result if isinstance(result, list) else [result]):
-            var = block.find_var(name)
+        for name, (shape, dtype) in zip(outputs.get(slot, ()), result if isinstance(result, list) else [result]):
+            var = find_var(name)
             if var is None:
                 continue
-            if var.shape is not None and shape is not None and (
-                    len(var.shape) != len(shape) or not all(map(dims_match, var.shape, shape))):
-                ctx.fail(f"output '{name}' is declared with shape {var.shape}, but the inputs give {shape}")
-            if var.dtype is not None and dtype is not None and int(var.dtype) != int(dtype):
+            declared = var.shape   # equal lists (most outputs) need no walk over the dims
+            if declared is not None and shape is not None and declared != shape and (
+                    len(declared) != len(shape) or not all(map(dims_match, declared, shape))):
+                ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")
+            if var.dtype is not None and dtype is not None and var.dtype != dtype and int(var.dtype) != int(dtype):
                 ctx.fail(f"output '{name}' is declared {dtype_name(var.dtype)}, but the inputs give "
                          f"{dtype_name(dtype)}")

@@ -6,6 +6,7 @@ Each check is a generator of one-line problems naming block, op and var."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from . import registry
@@ -52,10 +53,13 @@ def _written_in_tree(program: Program, block_idx: int, seen: set[int] | None = N
 def _inputs(program: Program) -> set[str]:
     """Names that are given rather than computed: persistable vars, vars marked to be fed, tensor arrays (they
     start empty) and vars no op of the program writes (the caller must feed them)."""
-    written = {name for block in program.blocks for op in block.ops for name in op.output_names()}
+    written, read = set(), set()
+    for block in program.blocks:
+        for op in block.ops:
+            written.update(*op.outputs.values())
+            read.update(*op.inputs.values())
     given = {name for block in program.blocks for name, var in block.vars.items()
              if var.persistable or var.need_check_feed or var.type == VarType.DENSE_TENSOR_ARRAY}
-    read = {name for block in program.blocks for op in block.ops for name in op.input_names()}
     return given | (read - written)
 
 
@@ -63,25 +67,33 @@ def unwritten_read_problems(program: Program) -> Iterator[str]:
     """Walks the ops in the order they run: an op reads only names given to the program or written before
     it. A sub-block sees what its parent had written when its op runs, that op's own slots, and (a backward
     block) everything its forward block wrote."""
-    first_writer = {}
-    for block in program.blocks:
-        for idx, op in enumerate(block.ops):
-            for name in op.output_names():
-                first_writer.setdefault(name, (block.idx, idx, op.type))
-    yield from _walk(program, 0, _inputs(program), first_writer, {0})
+
+    @functools.cache
+    def first_writers() -> dict[str, tuple[int, int, str]]:   # for the messages: only asked when one is due
+        first = {}
+        for block in program.blocks:
+            for idx, op in enumerate(block.ops):
+                for name in op.output_names():
+                    first.setdefault(name, (block.idx, idx, op.type))
+        return first
+
+    yield from _walk(program, 0, _inputs(program), first_writers, {0})
 
 
-def _walk(program: Program, block_idx: int, defined: set[str], first_writer: dict, on_path: set[int]):
+def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on_path: set[int]):
     block = program.blocks[block_idx]
     defined = set(defined)
+    defined.add(EMPTY_VAR)   # an empty slot reads nothing
     forward = block.forward_block_idx
     if forward is not None and 0 <= forward < len(program.blocks):
         defined |= _written_in_tree(program, forward)
     for idx, op in enumerate(block.ops):
         for slot, args in op.inputs.items():
+            if defined.issuperset(args):
+                continue
             for name in args:
-                if name != EMPTY_VAR and name not in defined:
-                    where = first_writer.get(name)
+                if name not in defined:
+                    where = first_writers().get(name)
                     later = f"; {op_location(*where)} writes it" if where else ""
                     yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' (slot {slot}) before any op "
                            f"writes it, and it is neither persistable nor fed{later}")
@@ -89,19 +101,22 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writer: dic
         for _, sub in op.block_refs():
             if 0 < sub < len(program.blocks) and sub not in on_path:
                 yield from _walk(program, sub, defined | set(op.input_names()) | set(op.output_names()),
-                                 first_writer, on_path | {sub})
+                                 first_writers, on_path | {sub})
                 defined |= _written_in_tree(program, sub)
-        defined.update(op.output_names())
+        defined.update(*op.outputs.values())
 
 
-def _reads(program: Program, op, seen: set[int]) -> set[str]:
+def _reads(program: Program, op, seen: set[int]) -> list[str] | set[str]:
     """The names an op reads, with everything the blocks it runs touch (they may read any of them)."""
+    refs = op.block_refs()
+    if not refs:
+        return op.input_names()
     names = set(op.input_names())
-    for _, sub in op.block_refs():
+    for _, sub in refs:
         if 0 < sub < len(program.blocks) and sub not in seen:
             seen.add(sub)
             for inner in program.blocks[sub].ops:
-                names |= _reads(program, inner, seen) | set(inner.output_names())
+                names.update(_reads(program, inner, seen), inner.output_names())
     return names
 
 

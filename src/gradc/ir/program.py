@@ -6,12 +6,13 @@ reproduces exactly what the file said (proto2 distinguishes "unset" from "set to
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 
 from .types import AttrType, VarType, dtype_name
 
 GRAD_SUFFIX = "@GRAD"
 EMPTY_VAR = "@EMPTY@"
+_BLOCK_KINDS = frozenset({AttrType.BLOCK, AttrType.BLOCKS})
 
 
 def grad_name(var: str) -> str:
@@ -101,15 +102,19 @@ class OpDesc:
     def attr(self, name: str, default=None):
         return self.attrs.get(name, default)
 
-    def block_refs(self) -> Iterator[tuple[str, int]]:
+    def block_refs(self) -> list[tuple[str, int]]:
         """(attribute, block index) of every block the op's attributes name (wire types BLOCK, BLOCKS)."""
+        kinds = self.attr_types
+        if _BLOCK_KINDS.isdisjoint(kinds.values()):   # most ops: a set test, no walk over the attributes
+            return []
+        refs = []
         for name, value in self.attrs.items():
-            kind = self.attr_types.get(name)
+            kind = kinds.get(name)
             if kind == AttrType.BLOCK and value is not None:
-                yield name, value
+                refs.append((name, value))
             elif kind == AttrType.BLOCKS:
-                for idx in value:
-                    yield name, idx
+                refs += [(name, idx) for idx in value]
+        return refs
 
     def set_attr(self, name: str, value, type: int | None = None) -> None:
         """Set an attribute; its wire type is kept, given, or inferred from the Python value."""
