@@ -169,9 +169,9 @@ def attr_type_problem(op: OpDesc) -> str | None:
 
 def slot_problem(op: OpDesc) -> str | None:
     """A required input slot that is empty, or a single-var slot holding several."""
-    opdef = OPS.get(op.type)
+    opdef, given = OPS.get(op.type), op.inputs
     for name in opdef.inputs if opdef is not None else ():
-        slot, args = opdef.slots[name], op.input(name)
+        slot, args = opdef.slots[name], given.get(name, ())
         if not args and not slot.dispensable:
             return f"the required input slot '{name}' is empty"
         if len(args) > 1 and not slot.duplicable:

@@ -236,10 +236,12 @@ def _inferred(block, idx: int, op) -> tuple[InferContext, dict] | None:
 
 
 def _input_shapes_known(block, op) -> bool:
-    find_var = block.find_var
+    own = block.vars   # most names are the block's own: a dict lookup before the walk up the ancestors
     for args in op.inputs.values():
         for name in args:
-            var = find_var(name)
+            var = own.get(name)
+            if var is None:
+                var = block.find_var(name)
             if var is None or var.shape is None:
                 return False
     return True
@@ -276,12 +278,14 @@ def _check_inference(block, idx: int, op) -> None:
     if inferred is None:
         return
     ctx, results = inferred
-    find_var, outputs = block.find_var, op.outputs
+    own, outputs = block.vars, op.outputs
     for slot, result in results.items():
         for name, (shape, dtype) in zip(outputs.get(slot, ()), result if isinstance(result, list) else [result]):
-            var = find_var(name)
+            var = own.get(name)
             if var is None:
-                continue
+                var = block.find_var(name)
+                if var is None:
+                    continue
             declared = var.shape   # equal lists (most outputs) need no walk over the dims
             if declared is not None and shape is not None and declared != shape and (
                     len(declared) != len(shape) or not all(map(dims_match, declared, shape))):
