@@ -4,7 +4,9 @@ in a few lines at most (docs/tools.md says what and why)."""
 
 import json
 
+import deep_nets
 import gradc
+import gradc.diff
 from cli_inprocess import gradc_cli
 from fixtures import DATA
 from gradc.diff import diff_programs
@@ -81,3 +83,70 @@ def test_blocks_only_in_one_program():
     two = gradc.load(DATA / "cond" / "forward.pb")
     lines = diff_programs(one, two)
     assert "block 1: only in the second program (3 ops)" in lines
+
+
+def _mlp_and_training_program(layers: int):
+    net, loss, _ = deep_nets.mlp(layers, 8, 4)
+    trained = net.program.clone()
+    gradc.append_backward(trained, loss)
+    return net.program, trained
+
+
+def test_large_blocks_are_anchored_on_the_same_ops(monkeypatch):
+    """Above MAX_PAIRS a block is aligned on ops equal in type and slots first (difflib over the types alone is
+    quadratic); on a program and its training program, and on the Paddle fixtures, that alignment is the one
+    difflib gives."""
+    pairs = [_mlp_and_training_program(20)]
+    for name in ("mlp", "conv", "transformer", "tensor_ops"):
+        forward = gradc.load(DATA / name / "forward.pb")
+        trained = forward.clone()
+        gradc.append_backward(trained, json.loads((DATA / name / "meta.json").read_text())["loss"])
+        pairs += [(forward, trained), (gradc.load(DATA / name / "backward.pb"), trained)]
+    whole = [diff_programs(a, b) for a, b in pairs]
+    monkeypatch.setattr(gradc.diff, "MAX_PAIRS", 4)
+    assert [diff_programs(a, b) for a, b in pairs] == whole
+    assert sum(len(lines) for lines in whole) > 100
+
+
+def test_a_large_training_program_against_its_forward_program():
+    forward, trained = _mlp_and_training_program(400)   # 1,204 and 2,405 ops: beyond MAX_PAIRS
+    assert len(forward.global_block.ops) * len(trained.global_block.ops) > gradc.diff.MAX_PAIRS
+    lines = diff_programs(forward, trained)
+    added = len(trained.global_block.ops) - len(forward.global_block.ops)
+    assert lines[0].startswith(f"block 0: {added} ops added, ") and "removed" not in lines[0], lines[0]
+    assert sum(line.startswith("  + op ") for line in lines) == added
+
+
+def test_too_large_a_gap_pairs_up_by_position_and_type(monkeypatch):
+    """Every var renamed (no op the same) and one op more: the ends that agree by type pair up, and the op in
+    between shows as added."""
+    monkeypatch.setattr(gradc.diff, "MAX_PAIRS", 4)
+    forward, _ = _mlp_and_training_program(3)
+    renamed = forward.clone()
+    block = renamed.global_block
+    for op in block.ops:
+        for slots in (op.inputs, op.outputs):
+            for slot, args in slots.items():
+                slots[slot] = [f"{name}_v2" for name in args]
+    block.ops.insert(4, block.ops[4].copy())
+    lines = diff_programs(forward, renamed)
+    assert sum(line.startswith("  + op ") for line in lines) == 1
+    assert sum(line.startswith("  ~ op ") for line in lines) == len(forward.global_block.ops)
+    assert not any(line.startswith("  - op ") for line in lines)
+
+
+def test_large_blocks_keep_their_alignment_between_distant_changes():
+    """Ops repeated and dropped far apart in a 1,204-op program: the ops between are anchored one by one (each is
+    unique), so the diff is a line per change, not shifted blocks of changes."""
+    forward, _ = _mlp_and_training_program(400)
+    changed = forward.clone()
+    ops = changed.global_block.ops
+    ops.insert(101, ops[100].copy())
+    dropped = [ops.pop(501).type]
+    ops.insert(801, ops[800].copy())
+    dropped.append(ops.pop(1101).type)
+    lines = diff_programs(forward, changed)
+    assert lines[0] == "block 0: 2 ops added, 2 ops removed", lines[:6]
+    assert [line.split("(")[0] for line in lines[1:]] == [
+        f"  + op 101 {ops[101].type}", f"  - op 500 {dropped[0]}", f"  + op 801 {ops[801].type}",
+        f"  - op 1100 {dropped[1]}"], lines

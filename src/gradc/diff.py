@@ -1,6 +1,7 @@
 """A structural diff of two programs (`gradc diff`), block by block: vars matched by name, ops aligned by
-their order and type (difflib over the op types), then each matched pair compared slot by slot and attribute
-by attribute. Attributes can be left out by name or glob (``--ignore-attr 'op_*'``).
+their order and type (difflib over the op types; a large block anchored first, align_ops), then each matched
+pair compared slot by slot and attribute by attribute. Attributes can be left out by name or glob
+(``--ignore-attr 'op_*'``).
 
 What the comparison counts as the same: an attribute one op leaves out and the other sets to the value the
 op's definition gives by default (a kernel reads the same), an unset lod_level and 0 (the wire default), and,
@@ -8,8 +9,10 @@ unless asked for, Paddle's bookkeeping attributes (BOOKKEEPING: where the op was
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import fnmatch
+from collections import Counter
 from collections.abc import Iterable
 
 from . import registry
@@ -90,8 +93,7 @@ class Differ:
             changes = self.var_changes(a.vars[name], b.vars[name])
             if changes:
                 lines.append(f"  ~ var {name}: {'; '.join(changes)}")
-        matcher = difflib.SequenceMatcher(None, [op.type for op in a.ops], [op.type for op in b.ops], autojunk=False)
-        for tag, i0, i1, j0, j1 in matcher.get_opcodes():
+        for tag, i0, i1, j0, j1 in align_ops(a.ops, b.ops):
             if tag == "equal" or (tag == "replace" and i1 - i0 == j1 - j0):
                 for i, j in zip(range(i0, i1), range(j0, j1)):
                     changes = self.op_changes(a.ops[i], b.ops[j]) if a.ops[i].type == b.ops[j].type else [
@@ -102,6 +104,81 @@ class Differ:
             lines += [f"  - op {i} {op_text(a.ops[i])}" for i in range(i0, i1)]
             lines += [f"  + op {j} {op_text(b.ops[j])}" for j in range(j0, j1)]
         return lines
+
+
+# difflib aligns by type in time quadratic in the ops compared, as it has few distinct elements to go by: up to this
+# many pairs of ops (about 0.05 s), the whole block; in a larger block, the gaps between anchors (align_ops).
+MAX_PAIRS = 1 << 20
+
+
+def align_ops(a: list[OpDesc], b: list[OpDesc]) -> list[tuple[str, int, int, int, int]]:
+    """difflib-style opcodes aligning two op lists by type. A large block (difflib took 5-7 s for a 9,000-op MLP
+    and its training program) is first anchored on ops equal in type and slots, the same op in all but attributes:
+    the runs of them common to both ends, then those found once on each side (the longest run in the same order,
+    as patience diff takes). Between anchors ops pair by type; a gap still too large shows as removed and added
+    ops (paired up where both sides have as many)."""
+    types_a, types_b = [op.type for op in a], [op.type for op in b]
+    opcodes: list[tuple[str, int, int, int, int]] = []
+    if len(a) * len(b) <= MAX_PAIRS:
+        _by_type(types_a, types_b, 0, len(a), 0, len(b), opcodes)
+        return opcodes
+    keys_a, keys_b = [_key(op) for op in a], [_key(op) for op in b]
+    i0, i1, j0, j1, tail = _common_ends(keys_a, keys_b, 0, len(a), 0, len(b), opcodes)
+    for i, j in [*_unique_anchors(keys_a, keys_b, i0, i1, j0, j1), (i1, j1)]:
+        k0, k1, l0, l1, inner_tail = _common_ends(keys_a, keys_b, i0, i, j0, j, opcodes)
+        _by_type(types_a, types_b, k0, k1, l0, l1, opcodes)
+        opcodes += inner_tail
+        if i < i1:
+            opcodes.append(("equal", i, i + 1, j, j + 1))
+        i0, j0 = i + 1, j + 1
+    return opcodes + tail
+
+
+def _key(op: OpDesc) -> str:
+    return f"{op.type} {op.inputs!r} {op.outputs!r}"   # a str: built by C code, its hash kept
+
+
+def _common_ends(a: list, b: list, i0: int, i1: int, j0: int, j1: int, opcodes: list) -> tuple:
+    """Appends the common run at the start as 'equal'; returns the range left and the common run at the end."""
+    start = 0
+    while i0 + start < i1 and j0 + start < j1 and a[i0 + start] == b[j0 + start]:
+        start += 1
+    if start:
+        opcodes.append(("equal", i0, i0 + start, j0, j0 + start))
+    i0, j0 = i0 + start, j0 + start
+    end = 0
+    while i1 - end > i0 and j1 - end > j0 and a[i1 - end - 1] == b[j1 - end - 1]:
+        end += 1
+    return i0, i1 - end, j0, j1 - end, [("equal", i1 - end, i1, j1 - end, j1)] if end else []
+
+
+def _unique_anchors(a: list, b: list, i0: int, i1: int, j0: int, j1: int) -> list[tuple[int, int]]:
+    """(i, j) of the keys found once in a[i0:i1] and once in b[j0:j1], the longest run increasing in both."""
+    count_a, count_b = Counter(a[i0:i1]), Counter(b[j0:j1])
+    at_b = {key: j for j, key in enumerate(b[j0:j1], j0) if count_b[key] == 1}
+    pairs = [(i, at_b[key]) for i, key in enumerate(a[i0:i1], i0) if count_a[key] == 1 and key in at_b]
+    ends, ends_at, back = [], [], []   # patience sorting: ends[k], the least j ending an increasing run of k + 1
+    for at, (_, j) in enumerate(pairs):
+        k = bisect.bisect_left(ends, j)
+        back.append(ends_at[k - 1] if k else -1)
+        ends[k:k + 1], ends_at[k:k + 1] = [j], [at]
+    run, at = [], ends_at[-1] if ends_at else -1
+    while at >= 0:
+        run.append(pairs[at])
+        at = back[at]
+    return run[::-1]
+
+
+def _by_type(a: list[str], b: list[str], i0: int, i1: int, j0: int, j1: int, opcodes: list) -> None:
+    tail = []
+    if (i1 - i0) * (j1 - j0) > MAX_PAIRS:   # too many for difflib: first the ends whose types agree pair up
+        i0, i1, j0, j1, tail = _common_ends(a, b, i0, i1, j0, j1, opcodes)
+    if (i1 - i0) * (j1 - j0) > MAX_PAIRS:
+        opcodes.append(("replace", i0, i1, j0, j1))
+    elif i1 > i0 or j1 > j0:
+        matcher = difflib.SequenceMatcher(None, a[i0:i1], b[j0:j1], autojunk=False)
+        opcodes += [(tag, i0 + k0, i0 + k1, j0 + l0, j0 + l1) for tag, k0, k1, l0, l1 in matcher.get_opcodes()]
+    opcodes += tail
 
 
 def _where(i: int, j: int) -> str:
