@@ -3,6 +3,7 @@ backward give the same gradients bit for bit, with a lower peak; dropout keeps i
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import tracemalloc
@@ -13,6 +14,7 @@ from click.testing import CliRunner
 
 import gradc
 from deep_nets import initial_values, mlp, resnet
+from fixtures import DATA
 from gradc.cli import cli
 from gradc.executor import KERNELS
 from gradc.passes import RecomputePass
@@ -110,6 +112,27 @@ def test_a_resnet_with_batch_norm_recomputes_without_updating_the_statistics_twi
         assert np.array_equal(a, b), name
     for name in values:
         assert np.array_equal(plain_scope[name], scope[name]), f"{name} was updated differently"
+
+
+@pytest.mark.parametrize("trans_y", [True, False])
+def test_a_matmul_by_a_vector_recomputes_with_the_same_gradients(trans_y):
+    """Paddle's weighted soft-label cross entropy multiplies by a weight vector (matmul_v2 with a 1-D Y, whose
+    transpose flag changes nothing), whose contraction is its only dim: the cost estimate read the
+    second-to-last and failed."""
+    case = DATA / "layers" / "cross_entropy_soft_label_weight"
+    program = gradc.load(case / "forward.pb")
+    for op in program.global_block.ops:
+        if op.type == "matmul_v2":
+            op.set_attr("trans_y", trans_y)
+    loss = json.loads((case / "meta.json").read_text())["loss"]
+    fetch = [loss, *(grad for _, grad in gradc.append_backward(program, loss, parameter_list=["x"]))]
+    recomputed = program.clone()
+    assert "ops recomputed" in gradc.recompute(recomputed) and recomputed.num_ops() > program.num_ops()
+    with np.load(case / "feed.npz") as feed:
+        feed = dict(feed)
+    (plain, _), (again, _) = _run(program, feed, fetch, {}), _run(recomputed, feed, fetch, {})
+    for name, a, b in zip(fetch, plain, again):
+        assert np.array_equal(a, b), name
 
 
 def test_a_budget_of_zero_recomputes_nothing():

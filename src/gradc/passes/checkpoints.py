@@ -14,6 +14,7 @@ unit of recomputation instead.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -76,8 +77,12 @@ class Forward:
         op = self.ops[idx]
         out = sum(self.nbytes(name) for name in op.output_names())
         slot, axis = CONTRACTIONS.get(op.type, (None, 0))
+        if op.attrs.get("trans_y") or op.attrs.get("transpose_Y"):
+            axis = -1
         var = self.block.find_var(op.input(slot)[0]) if slot and op.input(slot) else None
-        return out * (abs(var.shape[axis]) if var is not None and var.shape else 1)
+        if var is None or not var.shape:
+            return out
+        return out * abs(var.shape[max(axis, -len(var.shape))])   # a vector Y contracts over its only dim
 
     def produced_needed(self, idx: int) -> list[str]:
         """The outputs of forward op ``idx`` that the backward reads and that are not always kept."""
@@ -124,10 +129,16 @@ def _persistable(block: Block, name: str) -> bool:
     return var is not None and bool(var.persistable)
 
 
-def crossing(fwd: Forward, cut: int) -> set[str]:
-    """Vars made by the ops up to ``cut`` that a forward op after it reads: a cut there must keep them."""
-    return {name for name, idx in fwd.producer.items()
-            if idx <= cut < fwd.last_forward_read.get(name, -1) and name not in fwd.always_kept}
+def crossing(fwd: Forward, cuts: list[int]) -> set[str]:
+    """Vars made by the ops up to a cut that a forward op after it reads: the cuts must keep them. One sweep for
+    all cuts: a var crosses one when the first cut at or after its producer comes before its last reader."""
+    cuts = sorted(cuts)
+    kept = set()
+    for name, idx in fwd.producer.items():
+        at = bisect.bisect_left(cuts, idx)
+        if at < len(cuts) and cuts[at] < fwd.last_forward_read.get(name, -1) and name not in fwd.always_kept:
+            kept.add(name)
+    return kept
 
 
 def segments(fwd: Forward, cuts: list[int]) -> list[range]:

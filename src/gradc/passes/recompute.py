@@ -57,11 +57,11 @@ class RecomputePass(Pass):
             cuts = [self._producer(fwd, name) for name in self.checkpoints]
             chosen = set(range(len(segments(fwd, cuts)) - 1))
         parts = segments(fwd, cuts)
-        kept = fwd.always_kept.union(*(crossing(fwd, cut) for cut in cuts))
-        recomputed = [_recompute(fwd, parts[k], kept) for k in sorted(chosen)]
-        copies = sum(len(ops) for ops, _ in recomputed)
-        checkpoints = len(set().union(*(crossing(fwd, cut) for cut in cuts))) if cuts else 0
-        return (f"{len(parts)} segments, {checkpoints} checkpoint vars, {copies} ops recomputed "
+        checkpoints = crossing(fwd, cuts)
+        recomputed = [_recompute(fwd, parts[k], fwd.always_kept | checkpoints) for k in sorted(chosen)]
+        _splice(fwd, [segment for segment in recomputed if segment[0]])
+        copies = sum(len(ops) for ops, _, _ in recomputed)
+        return (f"{len(parts)} segments, {len(checkpoints)} checkpoint vars, {copies} ops recomputed "
                 f"({fwd.first_backward} forward ops)")
 
     def _producer(self, fwd: Forward, name: str) -> int:
@@ -70,14 +70,14 @@ class RecomputePass(Pass):
         return fwd.producer[name]
 
 
-def _recompute(fwd: Forward, part: range, kept: set[str]) -> tuple[list[OpDesc], dict[str, str]]:
-    """Copy the ops of ``part`` that make the activations the backward reads (and what those need) into the
-    backward, just before its first reader of them; point the backward at the copies."""
+def _recompute(fwd: Forward, part: range, kept: set[str]) -> tuple[list[OpDesc], dict[str, str], set[str]]:
+    """Copies of the ops of ``part`` that make the activations the backward reads (and what those need), the
+    copy of each var they write, and the activations (``wanted``) whose backward readers read the copies."""
     block = fwd.block
     need = {name for i in part for name in fwd.produced_needed(i) if name not in kept}
     wanted = set(need)
     if not need:
-        return [], {}
+        return [], {}, wanted
     marked = []
     for i in reversed(part):
         op = fwd.ops[i]
@@ -86,13 +86,32 @@ def _recompute(fwd: Forward, part: range, kept: set[str]) -> tuple[list[OpDesc],
             need.update(n for n in op.input_names() if fwd.producer.get(n, -1) in part and n not in kept)
     names: dict[str, str] = {}   # var -> its copy, for the ops copied so far
     copies = [copy for i in sorted(marked) for copy in _copy(block, fwd.ops[i], names)]
+    return copies, names, wanted
+
+
+def _splice(fwd: Forward, recomputed: list[tuple[list[OpDesc], dict[str, str], set[str]]]) -> None:
+    """Each segment's copies go just before the first backward op that reads one of its activations (in
+    segment order where several share it), and the backward ops read the copies. Copies read no other
+    segment's activations (a segment reads only earlier ones, and those it reads are kept), so one sweep over
+    the backward does it for all segments."""
+    block = fwd.block
     backward = block.ops[fwd.first_backward:]
-    at = next(i for i, op in enumerate(backward) if wanted & set(op.input_names()))
-    for op in backward:
+    first_reader: dict[str, int] = {}
+    for at, op in enumerate(backward):
+        for name in op.input_names():
+            first_reader.setdefault(name, at)
+    before: dict[int, list[OpDesc]] = {}
+    renamed: dict[str, str] = {}
+    for copies, names, wanted in recomputed:
+        before.setdefault(min(first_reader[name] for name in wanted if name in first_reader), []).extend(copies)
+        renamed.update((name, names[name]) for name in wanted)
+    spliced = []
+    for at, op in enumerate(backward):
+        spliced += before.get(at, ())
         for slot, args in op.inputs.items():
-            op.inputs[slot] = [names[a] if a in wanted else a for a in args]
-    block.ops[fwd.first_backward + at:fwd.first_backward + at] = copies
-    return copies, names
+            op.inputs[slot] = [renamed.get(a, a) for a in args]
+        spliced.append(op)
+    block.ops[fwd.first_backward:] = spliced
 
 
 def _fresh(block, name: str) -> str:
