@@ -91,6 +91,9 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
                 result.optimizer_state += size(name)
     fed = {name for idx, op in enumerate(block.ops) for name in op.input_names()} - written - persistent - {EMPTY_VAR}
     result.inputs = sum(size(name) for name in fed)   # the caller holds its feed for the whole run
+    last_users: dict[int, list[str]] = {}   # op index -> the names it is the last to use
+    for name, idx in last_use.items():
+        last_users.setdefault(idx, []).append(name)
     live: dict[str, int] = {}
     current = 0
     for idx, op in enumerate(block.ops):
@@ -104,8 +107,9 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
             if name not in persistent and name not in fed:
                 current += size(name) - live.get(name, 0)
                 live[name] = size(name)
-        for name in [n for n in live if last_use.get(n, -1) <= idx and n not in keep]:
-            current -= live.pop(name)
+        for name in [*last_users.get(idx, ()), *outputs]:   # a value still live used after this op, or kept
+            if name in live and last_use.get(name, -1) <= idx and name not in keep:
+                current -= live.pop(name)
     result.activations = _kept_for_backward(block, size)
     return result
 
