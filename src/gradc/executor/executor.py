@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import registry
 from ..errors import ExecutionError, GradcError, ProgramError, op_location
+from ..gcpause import gc_paused
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..verify import check_inputs, check_vars
@@ -118,7 +119,8 @@ class Executor:
         if plan is None or plan.revision != revision or plan.ops != block.ops:
             if block.idx == 0:   # every block it may run: each var an op reads or writes is declared
                 check_vars(block.program)
-            plan = plans[keep] = Plan(revision, list(block.ops), self._prepare(block, keep))
+            with gc_paused():
+                plan = plans[keep] = Plan(revision, list(block.ops), self._prepare(block, keep))
             self.plans_built += 1
         return plan
 

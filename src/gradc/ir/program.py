@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..gcpause import gc_paused
 from .types import AttrType, VarType, dtype_name
 
 GRAD_SUFFIX = "@GRAD"
@@ -266,6 +267,7 @@ class Program:
     def num_ops(self) -> int:
         return sum(len(b.ops) for b in self.blocks)
 
+    @gc_paused()   # a copy of a large program is all new objects: the collector's passes tripled its time
     def clone(self) -> Program:
         new = Program.empty()
         new.version = self.version

@@ -7,6 +7,7 @@ import html
 import json
 from importlib import resources
 
+from ..gcpause import gc_paused
 from ..ir import Program
 from .model import program_model
 
@@ -35,6 +36,7 @@ def _asset(name: str) -> str:
     return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
 
 
+@gc_paused()   # the page's model is a tree of new objects: the collector's passes cost a third of a large page
 def program_html(program: Program, title: str, stats: dict[str, list] | None = None) -> str:
     data = json.dumps(program_model(program, title, stats), separators=(",", ":"), allow_nan=False)
     return PAGE.format(title=html.escape(title), css=_asset("viewer.css"), data=data.replace("</", "<\\/"),
