@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 
 from ..errors import FormatError
+from ..gcpause import gc_paused
 from ..ir import Program
 
 __all__ = ["is_pir", "load_pir", "parse_pir", "save_pir", "serialize_pir"]
@@ -24,6 +25,7 @@ def is_pir(data: bytes) -> bool:
     return head[:1] == b"{" and b'"base_code"' in head and b'"pir"' in head
 
 
+@gc_paused()   # as gradc.io's load and save: called directly, the collector's passes tripled a large program's time
 def parse_pir(data: bytes, source: str = "<bytes>") -> Program:
     from .reader import read_module
     from .translate import to_program
@@ -42,6 +44,7 @@ def load_pir(path_or_bytes: str | os.PathLike | bytes) -> Program:
     return parse_pir(data, str(path_or_bytes))
 
 
+@gc_paused()
 def serialize_pir(program: Program, fetch: list[str] | tuple = ()) -> bytes:
     """The PIR JSON of a Program of legacy ops; ``fetch`` adds pd_op.fetch ops for those vars."""
     from .dump import dumps
