@@ -19,6 +19,7 @@ from typing import ClassVar
 
 from ..backward import append_backward, roles
 from ..errors import GradcError
+from ..gcpause import gc_paused
 from ..ir import Program, VarType
 from ..schedules import Schedule
 from .clip import GradientClip
@@ -114,6 +115,7 @@ class Optimizer:
         append_backward(program, loss, parameter_list, no_grad_set)
         return self.apply(program, param_attrs)
 
+    @gc_paused()   # as the backward: the ops and vars it adds are all new objects
     def apply(self, program: Program, param_attrs: Mapping[str, ParamAttr] | None = None) -> Program:
         """Append the optimization ops to a program that computes its gradients; return the startup program
         that initialises the learning rate and the accumulators."""
