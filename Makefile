@@ -76,6 +76,7 @@ bench: venv
 	$(BIN)/python benchmarks/memory.py --out benchmarks/results/memory.txt
 	$(BIN)/python benchmarks/validation_cost.py --out benchmarks/results/validation_cost.txt
 	$(BIN)/python benchmarks/pir_io.py --out benchmarks/results/pir_io.txt
+	$(BIN)/python benchmarks/tool_scaling.py --out benchmarks/results/tool_scaling.txt
 
 # Hostile inputs through every CLI command (tests/fuzzing.py); about 5 minutes on 2 cores.
 fuzz: venv
