@@ -1,13 +1,16 @@
 """The CLI as a user runs it: one clear line and exit code 1 on bad input, no traceback, no output file."""
 
+import ast
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+import gradc as package
 from fixtures import DATA
 
 MLP = DATA / "mlp"
@@ -260,3 +263,12 @@ def test_compiler_commands_start_without_numpy(tmp_path):
     ran = subprocess.run([sys.executable, "-c", script, "run", MLP / "forward.pb", "--feed", MLP / "feed.npz",
                           "--params", MLP / "params.npz"], capture_output=True, text=True)
     assert ran.returncode == 0 and ran.stdout.strip().splitlines()[-1] == "['ignore', 'ignore', 'ignore', 'ignore']"
+
+
+def test_every_public_name_resolves_and_the_lazy_ones_are_declared_for_type_checkers():
+    assert all(getattr(package, name) is not None for name in package.__all__)
+    assert set(package.__all__) <= set(dir(package))
+    tree = ast.parse(Path(package.__file__).read_text())
+    checked = next(node for node in tree.body if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING")
+    declared = {alias.name for node in checked.body for alias in node.names}
+    assert declared == set(package._ON_FIRST_USE)

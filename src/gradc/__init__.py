@@ -10,6 +10,7 @@ numpy) on first use, so a compile does not pay for numpy's import.
 """
 
 import importlib
+from typing import TYPE_CHECKING
 
 from . import ops  # noqa: F401  (registers the built-in ops)
 from .backward import append_backward, gradients, loss_candidates
@@ -22,6 +23,11 @@ from .optimizers import minimize
 from .passes.recompute import recompute
 from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
 from .verification import verify  # the function: gradc.verify(program); checks stay in the module gradc.verify
+
+if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
+    from .executor import Executor, Scope, SelectedRows, global_scope, kernel
+    from .io.pdiparams import read_params, write_params
+    from .training import Dataset, History, Trainer, export, load_params, save_params, train
 
 __version__ = "0.1.0"
 
@@ -41,6 +47,7 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_ON_FIRST_USE))
+
 
 __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
