@@ -24,6 +24,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import click
+
 from fuzzing_mutations import declared_shapes, mutate_bytes, mutate_npz, mutate_program
 from fuzzing_pir import mutate_pir, pir_scenarios
 
@@ -135,6 +137,8 @@ def run_case(case: Case, timeout: float = 30.0) -> Outcome:
     """Run in a forked child under MEMORY_CAP and ``timeout``; the parent never runs gradc code."""
     from gradc.cli import main
 
+    _import_on_first_use()
+
     with tempfile.TemporaryDirectory() as tmp:
         for name, content in case.files.items():
             Path(tmp, name).write_bytes(content)
@@ -165,6 +169,18 @@ def run_case(case: Case, timeout: float = 30.0) -> Outcome:
         stderr = err_path.read_text(errors="replace") if err_path.exists() else ""
         written = case.output is not None and Path(tmp, case.output).exists()
         return Outcome(code, stderr, seconds, written, sig)
+
+
+@functools.cache
+def _import_on_first_use() -> None:
+    """What gradc imports on first use (every command's module, the PIR readers and writers), imported once in
+    the parent, so that no forked child pays for it."""
+    from gradc.cli import cli
+    from gradc.pir import dump, export, reader, translate  # noqa: F401
+
+    context = click.Context(cli)
+    for name in cli.list_commands(context):
+        cli.get_command(context, name)
 
 
 def _wait(pid: int, timeout: float) -> tuple[int | None, int | None]:
