@@ -107,7 +107,7 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
             if name not in persistent and name not in fed:
                 current += size(name) - live.get(name, 0)
                 live[name] = size(name)
-        for name in [*last_users.get(idx, ()), *outputs]:   # a value still live used after this op, or kept
+        for name in [*last_users.get(idx, ()), *outputs]:   # what this op uses last; an output no op reads dies now
             if name in live and last_use.get(name, -1) <= idx and name not in keep:
                 current -= live.pop(name)
     result.activations = _kept_for_backward(block, size)
