@@ -1,5 +1,4 @@
-"""The cyclic garbage collector paused while gradc builds, copies or converts a program (load, compile, save,
-Program.clone, an executor's plan, the viewer's page).
+"""The cyclic garbage collector paused while gradc builds, copies or converts a program.
 
 Loading, compiling and saving allocate hundreds of thousands of small, long-lived, acyclic objects; with
 the collector running, every allocation burst rescans a heap that only grows (measured: a third of a

@@ -239,9 +239,7 @@ def _input_shapes_known(block, op) -> bool:
     own = block.vars   # most names are the block's own: a dict lookup before the walk up the ancestors
     for args in op.inputs.values():
         for name in args:
-            var = own.get(name)
-            if var is None:
-                var = block.find_var(name)
+            var = own.get(name) or block.find_var(name)
             if var is None or var.shape is None:
                 return False
     return True
@@ -281,11 +279,9 @@ def _check_inference(block, idx: int, op) -> None:
     own, outputs = block.vars, op.outputs
     for slot, result in results.items():
         for name, (shape, dtype) in zip(outputs.get(slot, ()), result if isinstance(result, list) else [result]):
-            var = own.get(name)
+            var = own.get(name) or block.find_var(name)
             if var is None:
-                var = block.find_var(name)
-                if var is None:
-                    continue
+                continue
             declared = var.shape   # equal lists (most outputs) need no walk over the dims
             if declared is not None and shape is not None and declared != shape and (
                     len(declared) != len(shape) or not all(map(dims_match, declared, shape))):
