@@ -106,7 +106,7 @@ def _with_suffix(path: str, infix: str) -> str:
     return f"{stem}{infix}.{suffix}" if dot and "/" not in suffix else path + infix
 
 
-@cli.command()
+@cli.command(short_help="Convert a program between .pb, .pbtxt, .pbjson and PIR JSON.")
 @click.argument("source", type=click.Path())
 @click.argument("target", type=click.Path())
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
