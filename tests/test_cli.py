@@ -12,7 +12,6 @@ import pytest
 
 import gradc as package
 from fixtures import DATA
-from gradc.commands import LAZY_COMMANDS
 
 MLP = DATA / "mlp"
 
@@ -274,26 +273,3 @@ def test_every_public_name_resolves_and_the_lazy_ones_are_declared_for_type_chec
     declared = {alias.name for node in checked.body for alias in node.names}
     assert declared == set(package._ON_FIRST_USE)
 
-
-def test_help_and_command_completion_list_every_command_without_importing_one():
-    """`gradc --help` and the shell's completion of a command name show each lazy command by its kept help line,
-    the same line as once the command is imported, and import no command module for it."""
-    script = ("import sys\nfrom click.testing import CliRunner\nfrom gradc.cli import cli\n"
-              "from click.shell_completion import ShellComplete\n"
-              "def complete():\n"
-              "    return [(i.value, i.help) for i in ShellComplete(cli, {}, 'gradc', '').get_completions([], 'v')]\n"
-              "listing, completed = CliRunner().invoke(cli, ['--help']).output, complete()\n"
-              "print(sorted(m for m in sys.modules if m.startswith('gradc.commands.')))\n"
-              "for name in cli.list_commands(None):\n"
-              "    cli.get_command(None, name)\n"
-              "print(listing == CliRunner().invoke(cli, ['--help']).output, completed == complete())\n"
-              "print(completed)\nprint(listing)\n")
-    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr
-    imported, same, completed, *listing = shown.stdout.splitlines()
-    assert imported == "[]" and same == "True True"
-    assert completed == repr([(name, LAZY_COMMANDS[name].help_line) for name in ("verify", "view")])
-    rows = [row for row in listing[listing.index("Commands:") + 1:] if row]
-    assert [row.split()[0] for row in rows] == sorted({*LAZY_COMMANDS, "compile", "convert"})
-    assert all(row.split(maxsplit=1)[1] == LAZY_COMMANDS[row.split()[0]].help_line
-               for row in rows if row.split()[0] in LAZY_COMMANDS)

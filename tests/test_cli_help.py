@@ -11,6 +11,7 @@ import click
 import gradc
 from cli_inprocess import gradc_cli
 from gradc.cli import cli
+from gradc.commands import LAZY_COMMANDS
 
 ROOT = Path(__file__).parent.parent
 
@@ -47,6 +48,30 @@ def test_bash_completion_script_and_completions():
     env = {**os.environ, "_GRADC_COMPLETE": "bash_complete", "COMP_WORDS": "gradc vi", "COMP_CWORD": "1"}
     words = subprocess.run([sys.executable, "-m", "gradc"], env=env, capture_output=True, text=True)
     assert "plain,view" in words.stdout.splitlines()
+
+
+def test_help_and_command_completion_list_every_command_without_importing_one():
+    """`gradc --help` and the shell's completion of a command name show each lazy command by its kept help line,
+    the same line as once the command is imported, and import no command module for it."""
+    script = ("import sys\nfrom click.testing import CliRunner\nfrom gradc.cli import cli\n"
+              "from click.shell_completion import ShellComplete\n"
+              "def complete():\n"
+              "    return [(i.value, i.help) for i in ShellComplete(cli, {}, 'gradc', '').get_completions([], 'v')]\n"
+              "listing, completed = CliRunner().invoke(cli, ['--help']).output, complete()\n"
+              "print(sorted(m for m in sys.modules if m.startswith('gradc.commands.')))\n"
+              "for name in cli.list_commands(None):\n"
+              "    cli.get_command(None, name)\n"
+              "print(listing == CliRunner().invoke(cli, ['--help']).output, completed == complete())\n"
+              "print(completed)\nprint(listing)\n")
+    shown = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    imported, same, completed, *listing = shown.stdout.splitlines()
+    assert imported == "[]" and same == "True True"
+    assert completed == repr([(name, LAZY_COMMANDS[name].help_line) for name in ("verify", "view")])
+    rows = [row for row in listing[listing.index("Commands:") + 1:] if row]
+    assert [row.split()[0] for row in rows] == sorted({*LAZY_COMMANDS, "compile", "convert"})
+    assert all(row.split(maxsplit=1)[1] == LAZY_COMMANDS[row.split()[0]].help_line
+               for row in rows if row.split()[0] in LAZY_COMMANDS)
 
 
 def test_docs_ops_md_is_current(tmp_path):
