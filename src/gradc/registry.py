@@ -41,7 +41,8 @@ __all__ = ["NO_GRAD", "OPS", "GradContext", "GradMaker", "GradOp", "OpDef", "Slo
 
 
 def register(opdef: OpDef, *, replace: bool = False) -> OpDef:
-    if opdef.type in OPS and not replace:
+    OPS.before_registering(opdef.type, replace)
+    if OPS.holds(opdef.type) and not replace:
         raise ValueError(f"op '{opdef.type}' is already registered")
     OPS[opdef.type] = opdef
     return opdef
@@ -60,8 +61,8 @@ def defop(type: str, inputs: Iterable[str] = (), outputs: Iterable[str] = ("Out"
                                 unsupported_attrs=dict(unsupported_attrs or {})), replace=replace)
     if isinstance(grad, GradOp):
         grad_type = grad.type_for(opdef)
-        if grad_type not in OPS or replace:
-            register(_grad_opdef(opdef, grad_type, grad.uses), replace=True)
+        if not OPS.holds(grad_type) or replace:
+            register(_grad_opdef(opdef, grad_type, grad.uses), replace=replace)
     return opdef
 
 

@@ -11,7 +11,6 @@ import os
 import re
 from pathlib import Path
 
-from google.protobuf import json_format, text_format
 from google.protobuf.message import DecodeError
 
 from ..errors import FormatError
@@ -22,7 +21,6 @@ from ..proto import framework_pb2 as pb
 from ..verify import check_structure
 from .fast_read import read_program
 from .files import check_writable, write_atomic
-from .jsonform import message_to_json
 from .protobuf import program_from_proto, program_to_proto
 from .wire import encode_program
 
@@ -77,6 +75,10 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
         check_structure(program, source)
         return program
     msg = pb.ProgramDesc()
+    text_errors = ()
+    if fmt != "pb":   # imported here: the text forms alone need them, and they are a tenth of gradc's start-up
+        from google.protobuf import json_format, text_format
+        text_errors = (text_format.ParseError, json_format.ParseError)
     try:
         if fmt == "pb":
             msg.ParseFromString(data)
@@ -84,8 +86,7 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
             text_format.Parse(data.decode("utf-8"), msg)
         else:
             json_format.Parse(data.decode("utf-8"), msg)
-    except (DecodeError, text_format.ParseError, json_format.ParseError, UnicodeDecodeError,
-            ValueError, RuntimeError) as exc:
+    except (DecodeError, UnicodeDecodeError, ValueError, RuntimeError, *text_errors) as exc:
         raise FormatError(f"{source}: not a readable ProgramDesc: {_decode_reason(fmt, exc, len(data))}") from None
     if not msg.blocks:
         raise FormatError(f"{source}: not a ProgramDesc: it has no blocks "
@@ -136,7 +137,9 @@ def serialize(program: Program, fmt: str = "pb") -> bytes:
         return encode_program(program)
     msg = program_to_proto(program)
     if fmt == "pbtxt":
+        from google.protobuf import text_format
         return text_format.MessageToString(msg).encode("utf-8")
+    from .jsonform import message_to_json
     return message_to_json(msg)
 
 

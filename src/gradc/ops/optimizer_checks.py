@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..opdef import OPS
+from ..optable import FamilyTable
 from ..shapes import dims_match, numel
 
 
@@ -93,7 +95,7 @@ def _overriding_slot(rule: UpdateRule, op: OpView, name: str) -> str | None:
     return next((slot for slot, attr in rule.tensors if attr == name and op.names(slot)), None)
 
 
-UPDATES: dict[str, UpdateRule] = {}
+UPDATES: dict[str, UpdateRule] = FamilyTable(OPS)   # filled by the optimizer families
 
 
 def update_rule(op_type: str, rule: UpdateRule) -> UpdateRule:

@@ -1,0 +1,104 @@
+"""The op table: op type -> OpDef for every op gradc knows, importing only the op families a run asks for.
+
+The built-in families (the modules of gradc.ops) register their ops when imported. Importing all of them was a
+third of gradc's start-up, and a program uses a few. So the table holds an index, op type -> the family modules
+whose import registers or changes that type, and imports them the first time the type is read. Walking the
+table (iterating, len, keys, values, items) imports every family first: to a reader the table is always complete.
+
+Other tables keyed by op type that the families fill as they are imported (an optimizer op's update rule) are
+FamilyTables: reading one imports the families of the type read, as the op table does.
+
+Registering goes through ``holds`` and ``before_registering``, not ``in``: a family registering its own ops must
+not import the modules that extend them while it is itself half imported.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+
+class _FilledByFamilies(dict):
+    """A dict keyed by op type whose entries the op families make as they are imported: reading a type imports
+    its families first; walking the dict imports them all."""
+
+    _ops: OpTable
+
+    def __getitem__(self, type: str):
+        if type in self._ops.pending:
+            self._ops.load(type)
+        return dict.__getitem__(self, type)
+
+    def get(self, type: str, default=None):
+        if type in self._ops.pending:
+            self._ops.load(type)
+        return dict.get(self, type, default)
+
+    def __contains__(self, type) -> bool:
+        if type in self._ops.pending:
+            self._ops.load(type)
+        return dict.__contains__(self, type)
+
+    def __iter__(self):
+        self._ops.load_all()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        self._ops.load_all()
+        return dict.__len__(self)
+
+    def keys(self):
+        self._ops.load_all()
+        return dict.keys(self)
+
+    def values(self):
+        self._ops.load_all()
+        return dict.values(self)
+
+    def items(self):
+        self._ops.load_all()
+        return dict.items(self)
+
+
+class OpTable(_FilledByFamilies):
+    """op type -> OpDef."""
+
+    def __init__(self):
+        super().__init__()
+        self._ops = self
+        self.pending: dict[str, tuple[str, ...]] = {}   # op type -> modules to import before it is read
+
+    def defer(self, index: dict[str, tuple[str, ...]]) -> None:
+        """Import the modules ``index`` names for an op type the first time that type is read."""
+        for type, modules in index.items():
+            self.pending[type] = tuple(dict.fromkeys((*self.pending.get(type, ()), *modules)))
+
+    def load(self, type: str) -> None:
+        """Import the modules that register or change ``type`` (those not imported yet)."""
+        for module in self.pending.pop(type, ()):
+            if module not in sys.modules:
+                importlib.import_module(module)
+
+    def load_all(self) -> None:
+        while self.pending:
+            self.load(next(iter(self.pending)))
+
+    def holds(self, type: str) -> bool:
+        """Whether ``type`` is registered already, importing nothing."""
+        return dict.__contains__(self, type)
+
+    def before_registering(self, type: str, replace: bool) -> None:
+        """A registration from outside the families (a plugin, a user's op) of a built-in type: import the type's
+        families first, so that a duplicate is refused now and a replacement is not undone by a later import. A
+        family registering its own type has one of the type's modules imported (itself): nothing is imported."""
+        modules = self.pending.get(type)
+        if modules and (replace or not any(module in sys.modules for module in modules)):
+            self.load(type)
+
+
+class FamilyTable(_FilledByFamilies):
+    """Another table keyed by op type that the families fill, read through the op table's index."""
+
+    def __init__(self, ops: OpTable):
+        super().__init__()
+        self._ops = ops
