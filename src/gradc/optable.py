@@ -74,10 +74,11 @@ class OpTable(_FilledByFamilies):
             self.pending[type] = tuple(dict.fromkeys((*self.pending.get(type, ()), *modules)))
 
     def load(self, type: str) -> None:
-        """Import the modules that register or change ``type`` (those not imported yet)."""
-        for module in self.pending.pop(type, ()):
-            if module not in sys.modules:
-                importlib.import_module(module)
+        """Import the modules that register or change ``type``. The type stays pending until they are imported:
+        another thread reading it meanwhile waits on the import's lock instead of reading a half-made entry."""
+        for module in self.pending.get(type, ()):
+            importlib.import_module(module)
+        self.pending.pop(type, None)
 
     def load_all(self) -> None:
         while self.pending:

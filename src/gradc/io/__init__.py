@@ -76,7 +76,7 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
         return program
     msg = pb.ProgramDesc()
     text_errors = ()
-    if fmt != "pb":   # imported here: the text forms alone need them, and they are a tenth of gradc's start-up
+    if fmt != "pb":   # imported here: only the text forms need them (json_format is 4 ms of start-up)
         from google.protobuf import json_format, text_format
         text_errors = (text_format.ParseError, json_format.ParseError)
     try:
