@@ -81,7 +81,9 @@ from gradc.registry import OPS
 names = list(OPS)   # the table's first use in this interpreter
 print(len(names) == dict.__len__(OPS), not OPS.pending, {"rnn", "adam", "conv2d_grad"} <= set(names))
 """
+COPY = "from gradc.registry import OPS; print(len(OPS.copy()) == len(OPS), type(OPS.copy()).__name__)"
 
 
 def test_walking_the_table_imports_every_family_first():
     assert run_python("-c", WALK).split() == ["True", "True", "True"]
+    assert run_python("-c", COPY).split() == ["True", "dict"]

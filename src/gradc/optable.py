@@ -59,6 +59,10 @@ class _FilledByFamilies(dict):
         self._ops.load_all()
         return dict.items(self)
 
+    def copy(self) -> dict:
+        self._ops.load_all()
+        return dict(dict.items(self))
+
 
 class OpTable(_FilledByFamilies):
     """op type -> OpDef."""
