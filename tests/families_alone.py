@@ -45,6 +45,7 @@ class Fresh:
     def __init__(self):
         self.modules = set(sys.modules)
         self.definitions = {name: dataclasses.replace(d) for name, d in dict.items(OPS)}
+        self.staged = {name: dataclasses.replace(d) for name, d in OPS.staged.items()}
         self.rules = dict(dict.items(UPDATES))
         self.pending = dict(OPS.pending)
 
@@ -56,6 +57,8 @@ class Fresh:
                 delattr(sys.modules[parent], child)   # else `from . import child` takes the old module
         dict.clear(OPS)
         dict.update(OPS, {name: dataclasses.replace(d) for name, d in self.definitions.items()})
+        OPS.staged.clear()
+        OPS.staged.update({name: dataclasses.replace(d) for name, d in self.staged.items()})
         dict.clear(UPDATES)
         dict.update(UPDATES, self.rules)
         OPS.pending.clear()

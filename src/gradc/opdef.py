@@ -108,22 +108,19 @@ def make_opdef(type: str, inputs: Iterable[str], outputs: Iterable[str], attrs: 
 
 
 OPS: OpTable = OpTable()   # op type -> OpDef; gradc.ops defers the built-in families to first use
-_PENDING = OPS.pending
-_lookup = dict.get
+_loaded = dict.get   # the table's own entries, each a whole definition: no Python-level method on the hot path
 
 
 def get(type: str) -> OpDef | None:
-    """The op's definition (None: unknown): OPS.get without the cost of a method written in Python."""
-    if type in _PENDING:
-        OPS.load(type)
-    return _lookup(OPS, type)
+    """The op's definition (None: unknown); ``OPS.get`` imports its family first where it is not loaded yet."""
+    return _loaded(OPS, type) or OPS.get(type)
 
 
 def attr_default(op: OpDesc, name: str):
     """The op's attribute, else the registered default (Paddle files carry all attrs; ours may not)."""
     if name in op.attrs:
         return op.attrs[name]
-    opdef = get(op.type)
+    opdef = _loaded(OPS, op.type) or OPS.get(op.type)
     if opdef is None or name not in opdef.attrs:
         raise KeyError(f"op '{op.type}' has no attribute '{name}'")
     return opdef.attrs[name]
@@ -131,14 +128,14 @@ def attr_default(op: OpDesc, name: str):
 
 def sub_block(op: OpDesc) -> int | None:
     """The index of the block a control-flow op runs, from its definition; None for other ops."""
-    opdef = get(op.type)
+    opdef = _loaded(OPS, op.type) or OPS.get(op.type)
     name = opdef.sub_block_attr if opdef is not None else None
     return None if name is None else attr_default(op, name)
 
 
 def unsupported_setting(op: OpDesc) -> str | None:
     """Why the op cannot run as written: an attribute gradc honours only at its default is set otherwise."""
-    opdef = get(op.type)
+    opdef = _loaded(OPS, op.type) or OPS.get(op.type)
     for name, reason in (opdef.unsupported_attrs.items() if opdef is not None else ()):
         if name in op.attrs and op.attrs[name] != opdef.attrs[name]:
             return (f"attribute {name}={op.attrs[name]!r} is not supported ({reason}); "
@@ -154,7 +151,7 @@ _SAME_KIND = {AttrType.LONG: AttrType.INT, AttrType.LONGS: AttrType.INTS, AttrTy
 def attr_type_problem(op: OpDesc) -> str | None:
     """An attribute whose wire type is not of the kind the op's definition declares (an int for a string,
     a var name for a value), which no kernel could read."""
-    opdef = get(op.type)
+    opdef = _loaded(OPS, op.type) or OPS.get(op.type)
     if opdef is None:
         return None
     if opdef.sub_block_attr and op.attr_types.get(opdef.sub_block_attr) != AttrType.BLOCK:
@@ -175,7 +172,7 @@ def attr_type_problem(op: OpDesc) -> str | None:
 
 def slot_problem(op: OpDesc) -> str | None:
     """A required input slot that is empty, or a single-var slot holding several."""
-    opdef, given = get(op.type), op.inputs
+    opdef, given = _loaded(OPS, op.type) or OPS.get(op.type), op.inputs
     for name in opdef.inputs if opdef is not None else ():
         slot, args = opdef.slots[name], given.get(name, ())
         if not args and not slot.dispensable:
@@ -187,7 +184,7 @@ def slot_problem(op: OpDesc) -> str | None:
 
 def declared_type(type: str, attr: str) -> AttrType | None:
     """The wire type an op's definition declares for an attribute (None: unknown op or attribute)."""
-    opdef = get(type)
+    opdef = _loaded(OPS, type) or OPS.get(type)
     return opdef.attr_types.get(attr) if opdef is not None else None
 
 

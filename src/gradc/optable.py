@@ -65,12 +65,15 @@ class _FilledByFamilies(dict):
 
 
 class OpTable(_FilledByFamilies):
-    """op type -> OpDef."""
+    """op type -> OpDef. A definition registered while its type is pending waits in ``staged`` until the type's
+    modules are all imported, so that a definition found in the dict itself is always whole: the compiler's
+    lookups (gradc.opdef.get) need no other check."""
 
     def __init__(self):
         super().__init__()
         self._ops = self
         self.pending: dict[str, tuple[str, ...]] = {}   # op type -> modules to import before it is read
+        self.staged: dict[str, object] = {}              # op type -> its definition, until the type is loaded
 
     def defer(self, index: dict[str, tuple[str, ...]]) -> None:
         """Import the modules ``index`` names for an op type the first time that type is read."""
@@ -83,6 +86,14 @@ class OpTable(_FilledByFamilies):
         for module in self.pending.get(type, ()):
             importlib.import_module(module)
         self.pending.pop(type, None)
+        if type in self.staged:
+            dict.__setitem__(self, type, self.staged.pop(type))
+
+    def __setitem__(self, type: str, opdef) -> None:
+        if type in self.pending:
+            self.staged[type] = opdef
+        else:
+            dict.__setitem__(self, type, opdef)
 
     def load_all(self) -> None:
         while self.pending:
@@ -90,7 +101,7 @@ class OpTable(_FilledByFamilies):
 
     def holds(self, type: str) -> bool:
         """Whether ``type`` is registered already, importing nothing."""
-        return dict.__contains__(self, type)
+        return dict.__contains__(self, type) or type in self.staged
 
     def before_registering(self, type: str, replace: bool) -> None:
         """A registration from outside the families (a plugin, a user's op) of a built-in type: import the type's
