@@ -1,9 +1,9 @@
 """The op table: op type -> OpDef for every op gradc knows, importing only the op families a run asks for.
 
-The built-in families (the modules of gradc.ops) register their ops when imported. Importing all of them was a
-third of gradc's start-up, and a program uses a few. So the table holds an index, op type -> the family modules
+The built-in families (the modules of gradc.ops) register their ops when imported. Importing all of them was about
+a quarter of `import gradc`, and a program uses a few. So the table holds an index, op type -> the family modules
 whose import registers or changes that type, and imports them the first time the type is read. Walking the
-table (iterating, len, keys, values, items) imports every family first: to a reader the table is always complete.
+table (iterating, len, keys, values, items, copy) imports every family first: to a reader the table is always complete.
 
 Other tables keyed by op type that the families fill as they are imported (an optimizer op's update rule) are
 FamilyTables: reading one imports the families of the type read, as the op table does.
