@@ -1,6 +1,7 @@
-"""Run by tests/test_op_families.py in a new interpreter: for every op type, read it from an op table that has
-imported no family yet, and compare what it holds (the OpDef and the type's optimizer update rule) with what it
-holds once every family is imported. Prints {"types": n, "differ": [...]} as JSON."""
+"""Run by tests/test_op_families.py in a new interpreter: for every op type, read it from op tables that have
+imported no family yet (past what importing the executor imports), and compare what they hold (the OpDef, the
+optimizer update rule, the kernel and its shape-only slots) with what they hold once every family is imported.
+Prints {"types": n, "differ": [...]} as JSON."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import dataclasses
 import json
 import sys
 
-import gradc  # noqa: F401  (the op table and the families gradc itself imports)
+from gradc.executor import Executor  # noqa: F401  (the tables, and the families gradc and its executor import)
+from gradc.executor.kernels import KERNELS, SHAPE_ONLY
 from gradc.ops.optimizer_checks import UPDATES
 from gradc.registry import OPS
+
+TABLES = (OPS, KERNELS)       # each with its own index of families
+FILLED = (UPDATES, SHAPE_ONLY)   # filled by the families, read through OPS's and KERNELS's index
 
 
 def describe(value, depth: int = 0):
@@ -36,18 +41,17 @@ def describe(value, depth: int = 0):
 
 
 def picture(op_type: str) -> str:
-    return json.dumps([describe(OPS.get(op_type)), describe(UPDATES.get(op_type))], sort_keys=True, default=str)
+    return json.dumps([describe(table.get(op_type)) for table in TABLES + FILLED], sort_keys=True, default=str)
 
 
 class Fresh:
-    """The state after `import gradc`, to go back to before each type: the modules, the tables, the index."""
+    """The state after importing the executor, to go back to before each type: the modules, the tables, their
+    indexes."""
 
     def __init__(self):
         self.modules = set(sys.modules)
-        self.definitions = {name: dataclasses.replace(d) for name, d in dict.items(OPS)}
-        self.staged = {name: dataclasses.replace(d) for name, d in OPS.staged.items()}
-        self.rules = dict(dict.items(UPDATES))
-        self.pending = dict(OPS.pending)
+        self.tables = [(dict(dict.items(t)), dict(t.staged), dict(t.pending)) for t in TABLES]
+        self.filled = [dict(dict.items(t)) for t in FILLED]
 
     def restore(self) -> None:
         for name in [m for m in sys.modules if m not in self.modules]:
@@ -55,20 +59,28 @@ class Fresh:
             parent, _, child = name.rpartition(".")
             if parent in sys.modules and hasattr(sys.modules[parent], child):
                 delattr(sys.modules[parent], child)   # else `from . import child` takes the old module
-        dict.clear(OPS)
-        dict.update(OPS, {name: dataclasses.replace(d) for name, d in self.definitions.items()})
-        OPS.staged.clear()
-        OPS.staged.update({name: dataclasses.replace(d) for name, d in self.staged.items()})
-        dict.clear(UPDATES)
-        dict.update(UPDATES, self.rules)
-        OPS.pending.clear()
-        OPS.pending.update(self.pending)
+        for table, (entries, staged, pending) in zip(TABLES, self.tables):
+            dict.clear(table)
+            dict.update(table, {name: copied(entry) for name, entry in entries.items()})
+            table.staged.clear()
+            table.staged.update({name: copied(entry) for name, entry in staged.items()})
+            table.pending.clear()
+            table.pending.update(pending)
+        for table, entries in zip(FILLED, self.filled):
+            dict.clear(table)
+            dict.update(table, entries)
+
+
+def copied(entry):
+    """A definition copied (defgrad changes one in place); a kernel as it is."""
+    return dataclasses.replace(entry) if dataclasses.is_dataclass(entry) else entry
 
 
 def main() -> None:
     fresh = Fresh()
-    OPS.load_all()
-    complete = {name: picture(name) for name in dict.keys(OPS)}
+    for table in TABLES:
+        table.load_all()
+    complete = {name: picture(name) for name in sorted({*dict.keys(OPS), *dict.keys(KERNELS)})}
     differ = []
     for name in sorted(complete):
         fresh.restore()

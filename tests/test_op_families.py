@@ -1,7 +1,7 @@
-"""The op table imports an op family when one of its ops is first read (gradc.optable): the index it reads is
-current, a type read alone is the whole definition, a compile imports only its program's families and writes
-the same bytes, and a registration from outside the families sees every built-in op. Each runs in a new
-interpreter, where no family has been imported yet."""
+"""The op tables import an op or kernel family when one of its ops is first read (gradc.optable): the indexes they
+read are current, a type read alone is the whole definition and kernel, a compile and a run import only their
+program's families and give the same bytes and values, and a registration from outside the families sees every
+built-in op. Each runs in a new interpreter, where no family has been imported yet."""
 
 from __future__ import annotations
 
@@ -54,6 +54,38 @@ def test_a_compile_imports_only_its_programs_families_and_writes_the_same_bytes(
     assert {"math", "reduce"} <= set(lazy)   # matmul_v2, elementwise_add/mul, reduce_mean
     assert not {"rnn", "tensor_array", "optimizer", "sequence_loss", "vision"} & set(lazy)
     assert len(lazy) < len(every) / 2
+
+
+RUN = """
+import sys
+import numpy as np
+from gradc.executor import KERNELS, Executor, Scope
+from gradc.layers import ProgramBuilder
+from gradc.registry import OPS
+import gradc
+if sys.argv[1] == "all":
+    OPS.load_all()
+    KERNELS.load_all()
+net = ProgramBuilder()
+label = net.data("label", [-1, 1], "int64")
+net.loss = net.cross_entropy_loss(net.fc(net.fc(net.data("x", [-1, 8]), 16, act="tanh"), 3), label)
+gradc.append_backward(net.program, net.loss)
+scope, rng = Scope(), np.random.default_rng(0)
+Executor().run(net.startup, scope=scope)
+feed = {"x": rng.standard_normal((4, 8)).astype(np.float32), "label": np.array([[0], [2], [1], [2]])}
+values = Executor().run(net.program, feed, [net.loss, "fc_0.w_0@GRAD"], scope)
+print(" ".join(v.tobytes().hex() for v in values))
+print(" ".join(sorted(m.rpartition(".")[2] for m in sys.modules if m.startswith("gradc.executor.kernels."))))
+"""
+
+
+def test_a_run_imports_only_its_programs_kernels_and_gives_the_same_values():
+    lazy_values, lazy = run_python("-c", RUN, "lazy").splitlines()
+    every_values, every = run_python("-c", RUN, "all").splitlines()
+    assert lazy_values == every_values
+    assert {"activation", "math", "loss"} <= set(lazy.split())   # tanh, mul and elementwise_add, the loss
+    assert not {"conv", "rnn", "pool", "tensor_array", "optimizer", "vision"} & set(lazy.split())
+    assert len(lazy.split()) < len(every.split()) / 2
 
 
 OUTSIDE = """

@@ -1,12 +1,16 @@
-"""The op table: op type -> OpDef for every op gradc knows, importing only the op families a run asks for.
+"""Op tables: op type -> OpDef (gradc.registry.OPS) or kernel (gradc.executor.kernels.KERNELS) for every op gradc
+knows, importing only the families a run asks for.
 
-The built-in families (the modules of gradc.ops) register their ops when imported. Importing all of them was about
-a quarter of `import gradc`, and a program uses a few. So the table holds an index, op type -> the family modules
-whose import registers or changes that type, and imports them the first time the type is read. Walking the
-table (iterating, len, keys, values, items, copy) imports every family first: to a reader the table is always complete.
+The built-in families (the modules of gradc.ops and of gradc.executor.kernels) register their ops when imported.
+Importing all the op families was about a quarter of `import gradc`, and a program uses a few. So a table holds an
+index, op type -> the family modules whose import registers or changes that type, and imports them the first time
+the type is read. Walking the
+table (iterating, len, keys, values, items, copy) imports every family first: to a reader the table is always
+complete.
 
-Other tables keyed by op type that the families fill as they are imported (an optimizer op's update rule) are
-FamilyTables: reading one imports the families of the type read, as the op table does.
+Other tables keyed by op type that the families fill as they are imported (an optimizer op's update rule, the
+input slots a kernel reads only the shape of) are FamilyTables: reading one imports the families of the type
+read, as the op table does.
 
 Registering goes through ``holds`` and ``before_registering``, not ``in``: a family registering its own ops must
 not import the modules that extend them while it is itself half imported.
@@ -65,20 +69,22 @@ class _FilledByFamilies(dict):
 
 
 class OpTable(_FilledByFamilies):
-    """op type -> OpDef. A definition registered while its type is pending waits in ``staged`` until the type's
-    modules are all imported, so that a definition found in the dict itself is always whole: the compiler's
-    lookups (gradc.opdef.get) need no other check."""
+    """op type -> its OpDef (gradc.registry.OPS) or its kernel (gradc.executor.kernels.KERNELS). An entry registered
+    while its type is pending waits in ``staged`` until the type's modules are all imported, so that an entry found
+    in the dict itself is always whole: the compiler's lookups (gradc.opdef.get) need no other check."""
 
     def __init__(self):
         super().__init__()
         self._ops = self
         self.pending: dict[str, tuple[str, ...]] = {}   # op type -> modules to import before it is read
-        self.staged: dict[str, object] = {}              # op type -> its definition, until the type is loaded
+        self.staged: dict[str, object] = {}              # op type -> its entry, until the type is loaded
 
-    def defer(self, index: dict[str, tuple[str, ...]]) -> None:
-        """Import the modules ``index`` names for an op type the first time that type is read."""
-        for type, modules in index.items():
-            self.pending[type] = tuple(dict.fromkeys((*self.pending.get(type, ()), *modules)))
+    def defer(self, families: dict[str, tuple[str, ...]], package: str) -> None:
+        """``families``: module of ``package`` -> the op types its import registers or changes. Each type's
+        modules are imported the first time the type is read."""
+        for module, types in families.items():
+            for type in types:
+                self.pending[type] = (*self.pending.get(type, ()), f"{package}.{module}")
 
     def load(self, type: str) -> None:
         """Import the modules that register or change ``type``. The type stays pending until they are imported:
@@ -89,11 +95,11 @@ class OpTable(_FilledByFamilies):
         if type in self.staged:
             dict.__setitem__(self, type, self.staged.pop(type))
 
-    def __setitem__(self, type: str, opdef) -> None:
+    def __setitem__(self, type: str, entry) -> None:
         if type in self.pending:
-            self.staged[type] = opdef
+            self.staged[type] = entry
         else:
-            dict.__setitem__(self, type, opdef)
+            dict.__setitem__(self, type, entry)
 
     def load_all(self) -> None:
         while self.pending:

@@ -22,12 +22,11 @@ from .context import KernelContext
 from .direct import direct_step
 from .failures import check_finite, kernel_failure
 from .feeding import feed_ops, feed_values
-from .kernels import KERNELS, load_all
+from .kernels import KERNELS
 from .liveness import deaths, shape_stub
 from .scope import MISSING, Scope, global_scope
 from .stores import place, store_slots
 
-load_all()
 # a plan's runs through the loop before its straight-line code is built: building costs ~0.17 ms an op, what 40
 # (a 603-op MLP step) to 130 (10,000 scale ops) runs save, so a program run fewer times never pays for it
 STRAIGHT_AFTER_RUNS = 50

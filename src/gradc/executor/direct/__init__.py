@@ -17,9 +17,7 @@ from collections.abc import Callable
 
 from ...ir import EMPTY_VAR
 from ..context import KernelContext
-from ..kernels import KERNELS, load_all
-
-load_all()
+from ..kernels import KERNELS
 
 FALLBACK = object()
 _BINDERS: dict[Callable, Callable] = {}   # kernel -> binder(op, ins, outs, defaults) -> step or None

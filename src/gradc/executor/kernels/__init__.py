@@ -3,17 +3,21 @@
     @kernel("relu")
     def relu(k): return {"Out": np.maximum(k.x("X"), 0)}
 
-Kernel modules mirror the op families in gradc.ops; importing this package registers them all.
+Kernel modules mirror the op families in gradc.ops, and like them are imported the first time one of their op
+types is read from KERNELS (gradc.optable). Which module registers which kernel is in families.py, written by
+tools/op_families.py.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable
 
-KERNELS: dict[str, Callable] = {}
-SHAPE_ONLY: dict[str, frozenset[str]] = {}   # op type -> input slots its kernel reads only the shape and dtype of
+from ...optable import FamilyTable, OpTable
+from .families import FAMILIES
+
+KERNELS: OpTable = OpTable()   # op type -> kernel
+SHAPE_ONLY: dict[str, frozenset[str]] = FamilyTable(KERNELS)   # op type -> input slots its kernel reads only the
+                                                               # shape and dtype of
 
 
 def kernel(*types: str, replace: bool = False, shape_only: tuple[str, ...] = ()):
@@ -22,18 +26,20 @@ def kernel(*types: str, replace: bool = False, shape_only: tuple[str, ...] = ())
 
     def register(fn: Callable) -> Callable:
         for op_type in types:
-            if op_type in KERNELS and not replace:
-                raise ValueError(f"op '{op_type}' already has a kernel")
-            KERNELS[op_type] = fn
-            SHAPE_ONLY.pop(op_type, None)
-            if shape_only:
-                SHAPE_ONLY[op_type] = frozenset(shape_only)
+            register_kernel(op_type, fn, replace, shape_only)
         return fn
 
     return register
 
 
-def load_all() -> None:
-    """Import every kernel module (one per op family, mirroring gradc.ops)."""
-    for module in pkgutil.iter_modules(__path__):
-        importlib.import_module(f"{__name__}.{module.name}")
+def register_kernel(op_type: str, fn: Callable, replace: bool, shape_only: tuple[str, ...]) -> None:
+    KERNELS.before_registering(op_type, replace)
+    if KERNELS.holds(op_type) and not replace:
+        raise ValueError(f"op '{op_type}' already has a kernel")
+    KERNELS[op_type] = fn
+    dict.pop(SHAPE_ONLY, op_type, None)
+    if shape_only:
+        SHAPE_ONLY[op_type] = frozenset(shape_only)
+
+
+KERNELS.defer(FAMILIES, __name__)
