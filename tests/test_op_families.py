@@ -98,14 +98,24 @@ except ValueError as exc:
 registry.defop("tanh_grad", ["X"], ["Out"], grad=NO_GRAD, replace=True)
 OPS.load_all()
 print("kept:", OPS["tanh_grad"].grad is NO_GRAD, OPS["tanh_grad"].inputs)
+from gradc.executor import KERNELS, kernel
+try:
+    kernel("conv2d")(print)
+except ValueError as exc:
+    print("refused:", exc)
+kernel("pool2d", replace=True)(print)
+KERNELS.load_all()
+print("kept:", KERNELS["pool2d"] is print)
 """
 
 
 def test_a_registration_from_outside_sees_every_built_in_op():
     """relu's family is not imported yet: registering relu again is refused all the same, and a replacement of
-    tanh_grad (which a second family extends) is not undone when that family is imported later."""
+    tanh_grad (which a second family extends) is not undone when that family is imported later; the same for the
+    kernels of conv2d and pool2d."""
     lines = run_python("-c", OUTSIDE).splitlines()
-    assert lines == ["refused: op 'relu' is already registered", "kept: True ('X',)"]
+    assert lines == ["refused: op 'relu' is already registered", "kept: True ('X',)",
+                     "refused: op 'conv2d' already has a kernel", "kept: True"]
 
 
 WALK = """
