@@ -16,8 +16,8 @@ from ...optable import FamilyTable, OpTable
 from .families import FAMILIES
 
 KERNELS: OpTable = OpTable()   # op type -> kernel
-SHAPE_ONLY: dict[str, frozenset[str]] = FamilyTable(KERNELS)   # op type -> input slots its kernel reads only the
-                                                               # shape and dtype of
+# op type -> the input slots its kernel reads only the shape and dtype of
+SHAPE_ONLY: dict[str, frozenset[str]] = FamilyTable(KERNELS)
 
 
 def kernel(*types: str, replace: bool = False, shape_only: tuple[str, ...] = ()):
@@ -37,7 +37,7 @@ def register_kernel(op_type: str, fn: Callable, replace: bool, shape_only: tuple
     if KERNELS.holds(op_type) and not replace:
         raise ValueError(f"op '{op_type}' already has a kernel")
     KERNELS[op_type] = fn
-    dict.pop(SHAPE_ONLY, op_type, None)
+    SHAPE_ONLY.pop(op_type, None)
     if shape_only:
         SHAPE_ONLY[op_type] = frozenset(shape_only)
 
