@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import gradc as package
+import gradc.executor as executor_package
 from fixtures import DATA
 
 MLP = DATA / "mlp"
@@ -265,7 +266,8 @@ def test_compiler_commands_start_without_numpy(tmp_path):
     assert ran.returncode == 0 and ran.stdout.strip().splitlines()[-1] == "['ignore', 'ignore', 'ignore', 'ignore']"
 
 
-def test_every_public_name_resolves_and_the_lazy_ones_are_declared_for_type_checkers():
+@pytest.mark.parametrize("package", [package, executor_package], ids=["gradc", "gradc.executor"])
+def test_every_public_name_resolves_and_the_lazy_ones_are_declared_for_type_checkers(package):
     assert all(getattr(package, name) is not None for name in package.__all__)
     assert set(package.__all__) <= set(dir(package))
     tree = ast.parse(Path(package.__file__).read_text())

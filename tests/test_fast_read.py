@@ -3,15 +3,21 @@ with unknown fields, undecodable names, is_target and attributes written twice (
 the reference converters); and a whole program read from its bytes is the program protobuf's parse gives, or
 nothing where protobuf would refuse the bytes."""
 
+import json
 import random
+import subprocess
+import sys
 
 import pytest
 from google.protobuf.message import DecodeError
 
+import gradc
+import gradc.io
 from fixtures import DATA
 from fuzzing_mutations import mutate_bytes, mutate_program
 from gradc.io.fast_read import Reader, read_program
-from gradc.io.protobuf import _op_from_proto, _var_from_proto, program_from_proto
+from gradc.io.plain_decode import PlainDecoder
+from gradc.io.protobuf import _op_from_proto, _var_from_proto, attr_value, program_from_proto
 from gradc.ir import AttrType, OpDesc, VarDesc
 from gradc.proto import framework_pb2 as pb
 
@@ -164,3 +170,89 @@ def _layouts() -> list[tuple[str, bytes, str]]:
 def test_unusual_layouts(what, data, outcome):
     """Fields in orders protobuf does not write, a name given twice, ints of every length, a version."""
     assert _agrees_with_protobuf(data) == outcome
+
+
+def _attr_cases() -> list[tuple[str, bytes, bool]]:
+    """(what, an OpDesc.Attr's bytes, whether plain_decode reads it without protobuf)."""
+    def attr(**fields) -> bytes:
+        return pb.OpDesc.Attr(name="a", **fields).SerializeToString()
+
+    return [
+        ("a negative INT, ten bytes", attr(type=AttrType.INT, i=-3), True),
+        ("a FLOAT", attr(type=AttrType.FLOAT, f=0.1), True),
+        ("a negative LONG", attr(type=AttrType.LONG, l=-(2**40)), True),
+        ("a FLOAT64", attr(type=AttrType.FLOAT64, float64=-0.0), True),
+        ("a STRING", attr(type=AttrType.STRING, s="ünï"), True),
+        ("BOOLEANS", attr(type=AttrType.BOOLEANS, bools=[True, False]), True),
+        ("LONGS and FLOAT64S", attr(type=AttrType.LONGS, longs=[-1, 2**62]), True),
+        ("empty INTS", attr(type=AttrType.INTS), True),
+        ("an INT without its value", attr(type=AttrType.INT), True),
+        ("VARS", attr(type=AttrType.VARS, vars_name=["x", "y"]), True),
+        ("a BLOCK", attr(type=AttrType.BLOCK, block_idx=1), True),
+        ("packed INTS", b"\x0a\x01a\x10\x03\x32\x02\x01\x02", False),
+        ("a BOOLEAN of 2", b"\x0a\x01a\x10\x06\x50\x02", False),
+        ("an INT and a FLOAT", b"\x0a\x01a\x10\x00\x18\x01\x25\x00\x00\x00\x00", False),
+        ("the type before the name", b"\x10\x00\x0a\x01a\x18\x01", False),
+        ("an INT of 2**40", b"\x0a\x01a\x10\x00\x18\x80\x80\x80\x80\x80\x20", False),
+        ("a SCALAR", attr(type=AttrType.SCALAR, scalar=pb.Scalar(type=pb.Scalar.LONG, i=4)), False),
+        ("a name that is not UTF-8", b"\x0a\x02\xff\xfe\x10\x00", False),
+    ]
+
+
+@pytest.mark.parametrize("what, chunk, plain", _attr_cases(), ids=[what for what, _, _ in _attr_cases()])
+def test_an_attribute_is_decoded_without_protobuf_only_where_plain(what, chunk, plain):
+    """What plain_decode reads is what protobuf's parse, converted, gives; the rest it leaves to protobuf."""
+    decoded = PlainDecoder().attr(chunk, b"\x22" + bytes([len(chunk)]) + chunk)
+    assert (decoded is not None) == plain
+    if plain:
+        reference = pb.OpDesc.Attr.FromString(chunk)
+        assert repr(decoded) == repr((reference.name, reference.type, attr_value(reference)))
+
+
+def _var_cases() -> list[tuple[str, bytes, bool]]:
+    tensor = pb.VarType.TensorDesc(data_type=pb.VarType.INT64, dims=[-1, 0, 7])
+
+    def var(kind, **fields) -> bytes:
+        return pb.VarDesc(name="v", type=pb.VarType(type=kind, **fields)).SerializeToString()
+
+    dense = pb.VarType.DenseTensorDesc(tensor=tensor, legacy_lod_level=2)
+    return [
+        ("a dense tensor with a lod level", var(pb.VarType.DENSE_TENSOR, dense_tensor=dense), True),
+        ("selected rows", var(pb.VarType.SELECTED_ROWS, selected_rows=tensor), True),
+        ("a tensor array", var(pb.VarType.DENSE_TENSOR_ARRAY, tensor_array=pb.VarType.DenseTensorArrayDesc(
+            tensor=tensor, legacy_lod_level=1)), True),
+        ("no tensor", var(pb.VarType.FEED_MINIBATCH), True),
+        ("flags", pb.VarDesc(name="v", type=pb.VarType(type=pb.VarType.DENSE_TENSOR, dense_tensor=dense),
+                             persistable=True, stop_gradient=False).SerializeToString(), True),
+        ("a reader (kept as raw bytes)", var(pb.VarType.READER), True),
+        ("another type's tensor", var(pb.VarType.SELECTED_ROWS, dense_tensor=dense), False),
+        ("an attribute", pb.VarDesc(name="v", type=pb.VarType(type=pb.VarType.RAW),
+                                    attrs=[pb.VarDesc.Attr(name="k", type=AttrType.INT, i=1)]).SerializeToString(),
+         False),
+        ("packed dims", b"\x0a\x01v\x12\x0c\x08\x07\x1a\x08\x0a\x06\x08\x05\x12\x02\x01\x02", False),
+        ("a data type outside the schema", b"\x0a\x01v\x12\x09\x08\x07\x1a\x05\x0a\x03\x08\x63\x10", False),
+    ]
+
+
+@pytest.mark.parametrize("what, data, plain", _var_cases(), ids=[what for what, _, _ in _var_cases()])
+def test_a_var_is_decoded_without_protobuf_only_where_plain(what, data, plain):
+    decoded = PlainDecoder().var("v", data[3:], data)
+    assert (decoded is not None) == plain
+    if plain:
+        assert _fields(decoded) == _fields(_var_from_proto(pb.VarDesc.FromString(data)))
+
+
+def test_a_paddle_program_is_read_and_compiled_without_importing_protobuf(tmp_path):
+    """Loading a binary program reads its plain parts itself (protobuf's runtime is a fifth of start-up); the
+    compiled program is the one the protobuf path gives."""
+    script = ("import sys\nfrom gradc.cli import main\nsys.argv = ['gradc', 'compile', *sys.argv[1:]]\n"
+              "try:\n    main()\nexcept SystemExit as done:\n    assert not done.code\n"
+              "print(sorted(m for m in sys.modules if m.startswith('google')))\n")
+    source = DATA / "layers" / "resnet50" / "forward.pb"
+    out = subprocess.run([sys.executable, "-c", script, str(source), "-o", str(tmp_path / "train.pb")],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    reference = program_from_proto(pb.ProgramDesc.FromString(source.read_bytes()))
+    gradc.append_backward(reference, json.loads((source.parent / "meta.json").read_text())["loss"])
+    assert (tmp_path / "train.pb").read_bytes() == gradc.io.serialize(reference)

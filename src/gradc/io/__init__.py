@@ -11,17 +11,13 @@ import os
 import re
 from pathlib import Path
 
-from google.protobuf.message import DecodeError
-
 from ..errors import FormatError
 from ..gcpause import gc_paused
 from ..ir import Program
 from ..pir import is_pir, parse_pir, serialize_pir
-from ..proto import framework_pb2 as pb
 from ..verify import check_structure
 from .fast_read import read_program
 from .files import check_writable, write_atomic
-from .protobuf import program_from_proto, program_to_proto
 from .wire import encode_program
 
 __all__ = ["check_writable", "detect_format", "load", "parse_program", "program_from_proto",
@@ -74,9 +70,14 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
     if program is not None:
         check_structure(program, source)
         return program
+    # protobuf is imported here: a plain binary program is read without it (its runtime is a fifth of start-up)
+    from google.protobuf.message import DecodeError
+
+    from ..proto import framework_pb2 as pb
+    from .protobuf import program_from_proto
     msg = pb.ProgramDesc()
     text_errors = ()
-    if fmt != "pb":   # imported here: only the text forms need them (json_format is 4 ms of start-up)
+    if fmt != "pb":
         from google.protobuf import json_format, text_format
         text_errors = (text_format.ParseError, json_format.ParseError)
     try:
@@ -98,7 +99,7 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
     return program
 
 
-def _uninitialized(msg: pb.ProgramDesc) -> str:
+def _uninitialized(msg) -> str:
     """Where the first required field is missing, named as a user reads the program."""
     errors = msg.FindInitializationErrors()
     field = re.match(r"blocks\[(\d+)\]\.(vars|ops)\[(\d+)\]\.?(.*)", errors[0])
@@ -135,12 +136,21 @@ def serialize(program: Program, fmt: str = "pb") -> bytes:
         return serialize_pir(program)
     if fmt == "pb":
         return encode_program(program)
+    from .protobuf import program_to_proto
     msg = program_to_proto(program)
     if fmt == "pbtxt":
         from google.protobuf import text_format
         return text_format.MessageToString(msg).encode("utf-8")
     from .jsonform import message_to_json
     return message_to_json(msg)
+
+
+def __getattr__(name: str):
+    """The protobuf converters, imported on first use (they bring protobuf's runtime)."""
+    if name not in ("program_from_proto", "program_to_proto"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import protobuf
+    return getattr(protobuf, name)
 
 
 def save(program: Program, path: str | os.PathLike, fmt: str | None = None) -> None:

@@ -6,20 +6,18 @@ A program repeats itself: its vars differ in name but share a handful of types a
 their attributes (Paddle's 15 per op, op_callstack included, are the same for every layer built by the same
 line). So a var's bytes after its name, an op's run of attributes, and each attribute of a run not met before
 (a grad op's op_role_var names its own parameter, the rest repeat) are looked up in tables of those already
-converted; blocks, slots and names are read from the bytes directly. The result is the same IR the reference
-converters in gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an unusual
-layout) is parsed by protobuf and goes through those converters; bytes protobuf would refuse, or whose
+converted; blocks, slots and names are read from the bytes directly, and a var body, attribute or header met
+first is decoded by gradc.io.plain_decode. The result is the same IR the reference converters in
+gradc.io.protobuf give. Anything the bytes do not show plainly (unknown fields, an unusual layout) is parsed by
+protobuf, imported only then, and goes through those converters; bytes protobuf would refuse, or whose
 required fields are missing, make ``read_program`` give up, so that the caller's protobuf parse names the
 fault. Bytes converted once were checked then, so a table hit needs no check.
 """
 
 from __future__ import annotations
 
-from google.protobuf.message import DecodeError
-
 from ..ir import Block, OpDesc, Program, VarDesc
-from ..proto import framework_pb2 as pb
-from .protobuf import _op_from_proto, _var_from_proto, attr_value, header_from_proto
+from .plain_decode import PlainDecoder
 
 
 class _Unusual(Exception):
@@ -50,15 +48,24 @@ def read_program(data: bytes) -> Program | None:
             else:
                 header.append(data[start:end])
             pos = end
-        if header:
-            header_from_proto(_parsed(pb.ProgramDesc, b"".join(header)), program)
+        if header and not reader.plain.header(b"".join(header), program):
+            from .protobuf import header_from_proto
+            header_from_proto(_parsed("ProgramDesc", b"".join(header)), program)
     except (_Unusual, _Refused, IndexError):
         return None
     return program if program.blocks else None
 
 
-def _parsed(message_type, data: bytes):
-    """``data`` parsed by protobuf, for the reference converters."""
+def _parsed(message: str, data: bytes):
+    """``data`` parsed by protobuf as the ProgramDesc message named ``message`` ("OpDesc.Attr"), for the reference
+    converters. Imported here: a plain program is read without protobuf."""
+    from google.protobuf.message import DecodeError
+
+    from ..proto import framework_pb2
+
+    message_type = framework_pb2
+    for part in message.split("."):
+        message_type = getattr(message_type, part)
     try:
         msg = message_type.FromString(data)
     except DecodeError:
@@ -68,8 +75,8 @@ def _parsed(message_type, data: bytes):
     return msg
 
 
-def _given_or_parsed(msg, message_type, data: bytes):
-    return _parsed(message_type, data) if msg is None else msg
+def _given_or_parsed(msg, message: str, data: bytes):
+    return _parsed(message, data) if msg is None else msg
 
 
 def _int32_at(data: bytes, pos: int) -> tuple[int, int]:
@@ -121,6 +128,7 @@ class Reader:
     """One load: the var bodies and attribute runs converted so far."""
 
     def __init__(self):
+        self.plain = PlainDecoder()
         self._var_bodies: dict[bytes, tuple] = {}
         self._attr_runs: dict[bytes, tuple] = {}
         self._attrs: dict[bytes, tuple] = {}   # one OpDesc.Attr's bytes -> (name, type, value)
@@ -153,23 +161,24 @@ class Reader:
         block.vars, block.ops = block_vars, ops
         return block
 
-    def var(self, data: bytes, msg: pb.VarDesc | None = None) -> VarDesc:
-        """The VarDesc ``data`` holds (``msg``: the same, parsed, where the caller has it)."""
+    def var(self, data: bytes, msg=None) -> VarDesc:
+        """The VarDesc ``data`` holds (``msg``: the same, parsed by protobuf, where the caller has it)."""
         size = data[1] if len(data) > 1 and data[0] == 0x0A else 128
         head = 2 + size
         if size >= 128 or head > len(data):   # a long name, or none first: the reference converter
-            return _var_from_proto(_given_or_parsed(msg, pb.VarDesc, data))
+            return _reference_var(data, msg)
         try:
             name = data[2:head].decode()
         except UnicodeDecodeError:   # protobuf gives such a name as its bytes: the reference converter does
-            return _var_from_proto(_given_or_parsed(msg, pb.VarDesc, data))
+            return _reference_var(data, msg)
         body = data[head:]
         known = self._var_bodies.get(body)
         if known is None:
-            msg = _given_or_parsed(msg, pb.VarDesc, data)
-            if pb.VarDesc.FromString(body).HasField("name"):   # a second name, which wins: not a body to share
-                return _var_from_proto(msg)
-            ref = _var_from_proto(msg)
+            ref = self.plain.var(name, body, data) if msg is None else None
+            if ref is None:
+                ref = _reference_var(data, msg)
+                if _names_again(body):   # a second name, which wins: not a body to share
+                    return ref
             known = self._var_bodies[body] = (
                 ref.type, ref.dtype, None if ref.shape is None else tuple(ref.shape), ref.lod_level, ref.raw_type,
                 ref.persistable, ref.need_check_feed, ref.is_parameter, ref.stop_gradient, tuple(ref.attrs))
@@ -181,12 +190,13 @@ class Reader:
         var.attrs = list(attrs)
         return var
 
-    def op(self, data: bytes, msg: pb.OpDesc | None = None) -> OpDesc:
-        """The OpDesc ``data`` holds (``msg``: the same, parsed, where the caller has it)."""
+    def op(self, data: bytes, msg=None) -> OpDesc:
+        """The OpDesc ``data`` holds (``msg``: the same, parsed by protobuf, where the caller has it)."""
         try:
             return self._op(data)
         except (_Unusual, IndexError, UnicodeDecodeError):
-            return _op_from_proto(_given_or_parsed(msg, pb.OpDesc, data))
+            from .protobuf import _op_from_proto
+            return _op_from_proto(_given_or_parsed(msg, "OpDesc", data))
 
     def _op(self, data: bytes) -> OpDesc:
         pos, size = 0, len(data)
@@ -236,16 +246,33 @@ class Reader:
         attrs, types = {}, {}
         pos, size = 0, len(run)
         while pos < size:
+            start = pos
             length, pos = _varint_at(run, pos + 1)
             chunk = run[pos:pos + length]
             pos += length
             known = self._attrs.get(chunk)
             if known is None:
-                attr = _parsed(pb.OpDesc.Attr, chunk)
-                known = self._attrs[chunk] = (attr.name, attr.type, attr_value(attr))
+                known = self._attrs[chunk] = self.plain.attr(chunk, run[start:pos]) or _reference_attr(chunk)
             name, kind, value = known
             if name in attrs:   # written twice: the reference converter keeps the second where it was
                 raise _Unusual
             attrs[name] = value
             types[name] = kind
         return attrs, types, ()
+
+
+def _reference_attr(chunk: bytes) -> tuple:
+    from .protobuf import attr_value
+    attr = _parsed("OpDesc.Attr", chunk)
+    return attr.name, attr.type, attr_value(attr)
+
+
+def _reference_var(data: bytes, msg=None) -> VarDesc:
+    from .protobuf import _var_from_proto
+    return _var_from_proto(_given_or_parsed(msg, "VarDesc", data))
+
+
+def _names_again(body: bytes) -> bool:
+    """Whether a var's bytes after its name hold a name again (protobuf keeps the last)."""
+    from ..proto import framework_pb2
+    return framework_pb2.VarDesc.FromString(body).HasField("name")

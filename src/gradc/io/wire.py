@@ -5,7 +5,7 @@ length-prefixed, as the protobuf encoding rules fix them; names, var bodies and 
 repeats (Paddle's op_callstack is shared by an op and its grad ops) are encoded once per save.
 
 Anything unusual (a value of an unexpected Python type, a number out of its field's range, a SCALAR
-attribute) is written by the message path, which also raises the errors it raises.
+attribute) is written by the message path, which also raises the errors it raises; protobuf is imported only then.
 """
 
 from __future__ import annotations
@@ -13,13 +13,11 @@ from __future__ import annotations
 import struct
 
 from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
-from ..proto import framework_pb2 as pb
-from .protobuf import _op_to_proto, _var_to_proto, program_to_proto
 
 _INT32 = (-(2**31), 2**31)
 _INT64 = (-(2**63), 2**63)
-_VAR_TYPES = frozenset(pb.VarType.Type.values())
-_ATTR_TYPES = frozenset(pb.AttrType.values())
+_VAR_TYPES = frozenset(map(int, VarType))   # the schema's enums (gradc.ir mirrors them; a test compares)
+_ATTR_TYPES = frozenset(map(int, AttrType))
 _TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22"}
 _FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_parameter"), (b"\x30", "stop_gradient"))
 
@@ -130,15 +128,23 @@ class Encoder:
     def program(self, program: Program) -> bytes:
         try:
             parts = [_length_prefixed(b"\x0a", self.block(block)) for block in program.blocks]
-            if program.version is not None:
-                parts.append(_length_prefixed(b"\x22", b"\x08" + _int(program.version, _INT64)))
-            if program.op_version_map is not None:
-                pairs = b"".join(_length_prefixed(b"\x0a", _length_prefixed(b"\x0a", _text(name)) + _length_prefixed(
-                    b"\x12", b"\x08" + _int(version, _INT32))) for name, version in program.op_version_map)
-                parts.append(_length_prefixed(b"\x2a", pairs))
+            parts += self.header(program)
         except (_Unusual, TypeError, ValueError, UnicodeError):
+            from .protobuf import program_to_proto
             return program_to_proto(program).SerializeToString(deterministic=True)
         return b"".join(parts)
+
+    @staticmethod
+    def header(program: Program) -> list[bytes]:
+        """The program's version and op version map, as their fields (raises _Unusual for a value out of range)."""
+        parts = []
+        if program.version is not None:
+            parts.append(_length_prefixed(b"\x22", b"\x08" + _int(program.version, _INT64)))
+        if program.op_version_map is not None:
+            pairs = b"".join(_length_prefixed(b"\x0a", _length_prefixed(b"\x0a", _text(name)) + _length_prefixed(
+                b"\x12", b"\x08" + _int(version, _INT32))) for name, version in program.op_version_map)
+            parts.append(_length_prefixed(b"\x2a", pairs))
+        return parts
 
     def block(self, block: Block) -> bytes:
         parts = [b"\x08" + _int(block.idx, _INT32), b"\x10" + _int(block.parent_idx, _INT32)]
@@ -158,14 +164,19 @@ class Encoder:
     # ------------------------------------------------------------ var
     def var(self, var: VarDesc) -> bytes:
         try:
-            if var.raw_type is None and var.type == VarType.DENSE_TENSOR and var.dtype is not None \
-                    and not var.attrs:
-                return self._dense(var)
-            return self._var(var)
+            return self.plain_var(var)
         except (_Unusual, TypeError, ValueError, UnicodeError):
+            from ..proto import framework_pb2 as pb
+            from .protobuf import _var_to_proto
             msg = pb.VarDesc()
             _var_to_proto(var, msg)
             return msg.SerializeToString(deterministic=True)
+
+    def plain_var(self, var: VarDesc) -> bytes:
+        """The var's bytes, or _Unusual (or TypeError, ...) where the message path must write it."""
+        if var.raw_type is None and var.type == VarType.DENSE_TENSOR and var.dtype is not None and not var.attrs:
+            return self._dense(var)
+        return self._var(var)
 
     def _dense(self, var: VarDesc) -> bytes:
         """The common var, a dense tensor: its body after the name, keyed by values and their exact types."""
@@ -240,6 +251,8 @@ class Encoder:
         try:
             return self._op(op)
         except (_Unusual, TypeError, ValueError, UnicodeError, KeyError):
+            from ..proto import framework_pb2 as pb
+            from .protobuf import _op_to_proto
             msg = pb.OpDesc()
             _op_to_proto(op, msg)
             return msg.SerializeToString(deterministic=True)

@@ -10,7 +10,6 @@ longer declares but gradc still reads.
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
-from ..proto import framework_pb2 as pb
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import dims_match, numel
 from .infer import same_as
@@ -23,6 +22,7 @@ DTYPE_BYTES = {VarType.BOOL: 1, VarType.INT16: 2, VarType.INT32: 4, VarType.INT6
 
 def scalars(values) -> list[bytes]:
     """A SCALARS attribute value: each Python bool, int or float as a serialized Scalar."""
+    from ..proto import framework_pb2 as pb  # here: a program without Scalars is compiled without protobuf
     encoded = []
     for v in values:
         if isinstance(v, bool):
@@ -37,6 +37,7 @@ def scalars(values) -> list[bytes]:
 
 def scalar_values(encoded) -> list:
     """A SCALARS attribute value back as Python numbers (plain numbers pass through)."""
+    from ..proto import framework_pb2 as pb
     numbers = []
     for raw in encoded:
         if not isinstance(raw, bytes):

@@ -7,7 +7,6 @@ import struct
 
 from ..errors import GradcError
 from ..ir import AttrType, VarType
-from ..proto import framework_pb2
 from ..schedules import Schedule
 from .base import Accumulator, Optimizer, ParamAttr, check_range, out
 from .master import MASTER, master_slots, multi_precision_flag, precision_groups
@@ -183,6 +182,7 @@ class Rprop(Optimizer):
     def _assign(emit, values: tuple[float, float], dtype: int) -> str:
         """A [1, 2] float32 tensor written by assign_value (Scalars of the float32-rounded values, as to_tensor),
         cast to the first parameter's dtype when that is another."""
+        from ..proto import framework_pb2  # here: protobuf's runtime is a fifth of gradc's start-up
         var = emit.temporary("assign_{}.tmp_0", [1, 2], VarType.FP32, stop_gradient=True)
         scalars = [framework_pb2.Scalar(type=framework_pb2.Scalar.FLOAT64,
                                         r=struct.unpack("f", struct.pack("f", v))[0]).SerializeToString()
