@@ -117,3 +117,10 @@ def test_a_cached_list_attribute_is_reused_only_for_elements_of_the_same_types(v
     program = _program_with({"v": values[0]}, {"v": AttrType.INTS})
     program.global_block.append_op("scale", {"X": ["x"]}, {"Out": ["x"]}, {"v": values[1]}, {"v": AttrType.INTS})
     assert_encoded_as_the_message_path_does(program)
+
+
+def test_the_irs_enums_are_the_schemas():
+    """The encoder and the plain decoder take a var type, data type or attribute type as valid by gradc.ir's enums,
+    without importing protobuf: those must hold exactly the schema's values."""
+    assert set(map(int, VarType)) == set(pb.VarType.Type.values())
+    assert set(map(int, AttrType)) == set(pb.AttrType.values())

@@ -10,12 +10,21 @@ attribute) is written by the message path, which also raises the errors it raise
 
 from __future__ import annotations
 
-import struct
-
 from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
+from .wire_values import (
+    INT32,
+    INT64,
+    LIST_FIELDS,
+    SCALAR_FIELDS,
+    SMALL,
+    Unusual,
+    as_bool,
+    as_int,
+    as_text,
+    length_prefixed,
+    varint,
+)
 
-_INT32 = (-(2**31), 2**31)
-_INT64 = (-(2**63), 2**63)
 _VAR_TYPES = frozenset(map(int, VarType))   # the schema's enums (gradc.ir mirrors them; a test compares)
 _ATTR_TYPES = frozenset(map(int, AttrType))
 _TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22"}
@@ -25,92 +34,6 @@ _FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_
 _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
 _ENUM_VALUE = (int, VarType)   # a dtype's Python types the enum field takes as they are (not 5.0)
-
-
-class _Unusual(Exception):
-    """A value the plain encoder leaves to the message path."""
-
-
-def varint(n: int) -> bytes:
-    if 0 <= n < 128:
-        return _SMALL[n]
-    if n < 0:
-        n &= 0xFFFFFFFFFFFFFFFF   # two's complement in ten bytes, as protobuf writes negative ints
-    out = bytearray()
-    while n > 127:
-        out.append((n & 127) | 128)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-_SMALL = [bytes((n,)) for n in range(128)]
-
-
-def _length_prefixed(tag: bytes, body: bytes) -> bytes:
-    return tag + varint(len(body)) + body
-
-
-def _int(value, bounds) -> bytes:
-    if type(value) is not int or not bounds[0] <= value < bounds[1]:
-        raise _Unusual
-    return varint(value)
-
-
-def _bool(value) -> bytes:
-    if type(value) is not bool:
-        raise _Unusual
-    return b"\x01" if value else b"\x00"
-
-
-def _float(value) -> bytes:
-    if type(value) not in (float, int):
-        raise _Unusual
-    try:
-        return struct.pack("<f", value)
-    except OverflowError:
-        raise _Unusual from None
-
-
-def _double(value) -> bytes:
-    if type(value) not in (float, int):
-        raise _Unusual
-    return struct.pack("<d", value)
-
-
-def _text(value) -> bytes:
-    if type(value) is not str:
-        raise _Unusual
-    return value.encode("utf-8")
-
-
-def _string_field(tag: bytes):
-    def encode(value) -> bytes:
-        return _length_prefixed(tag, _text(value))
-    return encode
-
-
-# AttrType -> (encode one value to its tagged field(s), is repeated); SCALAR(S) go the message way
-_SCALAR_FIELDS = {
-    AttrType.INT: lambda v: b"\x18" + _int(v, _INT32),
-    AttrType.FLOAT: lambda v: b"\x25" + _float(v),
-    AttrType.STRING: _string_field(b"\x2a"),
-    AttrType.BOOLEAN: lambda v: b"\x50" + _bool(v),
-    AttrType.BLOCK: lambda v: b"\x60" + _int(v, _INT32),
-    AttrType.LONG: lambda v: b"\x68" + _int(v, _INT64),
-    AttrType.VAR: _string_field(b"\x8a\x01"),
-    AttrType.FLOAT64: lambda v: b"\x99\x01" + _double(v),
-}
-_LIST_FIELDS = {
-    AttrType.INTS: lambda v: b"\x30" + _int(v, _INT32),
-    AttrType.FLOATS: lambda v: b"\x3d" + _float(v),
-    AttrType.STRINGS: _string_field(b"\x42"),
-    AttrType.BOOLEANS: lambda v: b"\x58" + _bool(v),
-    AttrType.BLOCKS: lambda v: b"\x70" + _int(v, _INT32),
-    AttrType.LONGS: lambda v: b"\x78" + _int(v, _INT64),
-    AttrType.FLOAT64S: lambda v: b"\x81\x01" + _double(v),
-    AttrType.VARS: _string_field(b"\x92\x01"),
-}
 
 
 class Encoder:
@@ -127,28 +50,28 @@ class Encoder:
     # ------------------------------------------------------------ program, block
     def program(self, program: Program) -> bytes:
         try:
-            parts = [_length_prefixed(b"\x0a", self.block(block)) for block in program.blocks]
+            parts = [length_prefixed(b"\x0a", self.block(block)) for block in program.blocks]
             parts += self.header(program)
-        except (_Unusual, TypeError, ValueError, UnicodeError):
+        except (Unusual, TypeError, ValueError, UnicodeError):
             from .protobuf import program_to_proto
             return program_to_proto(program).SerializeToString(deterministic=True)
         return b"".join(parts)
 
     @staticmethod
     def header(program: Program) -> list[bytes]:
-        """The program's version and op version map, as their fields (raises _Unusual for a value out of range)."""
+        """The program's version and op version map, as their fields (raises Unusual for a value out of range)."""
         parts = []
         if program.version is not None:
-            parts.append(_length_prefixed(b"\x22", b"\x08" + _int(program.version, _INT64)))
+            parts.append(length_prefixed(b"\x22", b"\x08" + as_int(program.version, INT64)))
         if program.op_version_map is not None:
-            pairs = b"".join(_length_prefixed(b"\x0a", _length_prefixed(b"\x0a", _text(name)) + _length_prefixed(
-                b"\x12", b"\x08" + _int(version, _INT32))) for name, version in program.op_version_map)
-            parts.append(_length_prefixed(b"\x2a", pairs))
+            pairs = b"".join(length_prefixed(b"\x0a", length_prefixed(b"\x0a", as_text(name)) + length_prefixed(
+                b"\x12", b"\x08" + as_int(version, INT32))) for name, version in program.op_version_map)
+            parts.append(length_prefixed(b"\x2a", pairs))
         return parts
 
     def block(self, block: Block) -> bytes:
-        parts = [b"\x08" + _int(block.idx, _INT32), b"\x10" + _int(block.parent_idx, _INT32)]
-        small, var, op = _SMALL, self.var, self.op
+        parts = [b"\x08" + as_int(block.idx, INT32), b"\x10" + as_int(block.parent_idx, INT32)]
+        small, var, op = SMALL, self.var, self.op
         for item in block.vars.values():
             body = var(item)
             size = len(body)
@@ -158,22 +81,18 @@ class Encoder:
             size = len(body)
             parts.append(b"\x22" + (small[size] if size < 128 else varint(size)) + body)
         if block.forward_block_idx is not None:
-            parts.append(b"\x28" + _int(block.forward_block_idx, _INT32))
+            parts.append(b"\x28" + as_int(block.forward_block_idx, INT32))
         return b"".join(parts)
 
     # ------------------------------------------------------------ var
     def var(self, var: VarDesc) -> bytes:
         try:
             return self.plain_var(var)
-        except (_Unusual, TypeError, ValueError, UnicodeError):
-            from ..proto import framework_pb2 as pb
-            from .protobuf import _var_to_proto
-            msg = pb.VarDesc()
-            _var_to_proto(var, msg)
-            return msg.SerializeToString(deterministic=True)
+        except (Unusual, TypeError, ValueError, UnicodeError):
+            return _by_message(var)
 
     def plain_var(self, var: VarDesc) -> bytes:
-        """The var's bytes, or _Unusual (or TypeError, ...) where the message path must write it."""
+        """The var's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
         if var.raw_type is None and var.type == VarType.DENSE_TENSOR and var.dtype is not None and not var.attrs:
             return self._dense(var)
         return self._var(var)
@@ -181,7 +100,7 @@ class Encoder:
     def _dense(self, var: VarDesc) -> bytes:
         """The common var, a dense tensor: its body after the name, keyed by values and their exact types."""
         if type(var.name) is not str:
-            raise _Unusual
+            raise Unusual
         name = var.name.encode()
         values = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter,
                   var.stop_gradient, *(var.shape or ()))
@@ -189,76 +108,72 @@ class Encoder:
         body = self._var_bodies.get(key)
         if body is None:
             body = self._var_bodies[key] = self._dense_body(var)
-        return b"\x0a" + (_SMALL[len(name)] if len(name) < 128 else varint(len(name))) + name + body
+        return b"\x0a" + (SMALL[len(name)] if len(name) < 128 else varint(len(name))) + name + body
 
     @staticmethod
     def _dense_body(var: VarDesc) -> bytes:
         """A dense tensor var's fields after its name."""
         if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
-            raise _Unusual
-        dims = b"".join([b"\x10" + (_SMALL[d] if type(d) is int and 0 <= d < 128 else _int(d, _INT64))
+            raise Unusual
+        dims = b"".join([b"\x10" + (SMALL[d] if type(d) is int and 0 <= d < 128 else as_int(d, INT64))
                          for d in var.shape or ()])
         tensor = b"\x08" + varint(int(var.dtype)) + dims
         dense = b"\x0a" + varint(len(tensor)) + tensor
-        dense += b"" if var.lod_level is None else b"\x10" + _int(var.lod_level, _INT32)
+        dense += b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
         kind = b"\x08\x07\x1a" + varint(len(dense)) + dense
         parts = [b"\x12", varint(len(kind)), kind]
         for tag, value in ((b"\x18", var.persistable), (b"\x20", var.need_check_feed), (b"\x28", var.is_parameter),
                            (b"\x30", var.stop_gradient)):
             if value is not None:
                 if type(value) is not bool:
-                    raise _Unusual
+                    raise Unusual
                 parts.append(tag + (b"\x01" if value else b"\x00"))
         return b"".join(parts)
 
     def _var(self, var: VarDesc) -> bytes:
-        parts = [_length_prefixed(b"\x0a", _text(var.name))]
+        parts = [length_prefixed(b"\x0a", as_text(var.name))]
         if var.raw_type is not None:
             if type(var.raw_type) is not bytes:
-                raise _Unusual
-            parts.append(_length_prefixed(b"\x12", var.raw_type))
+                raise Unusual
+            parts.append(length_prefixed(b"\x12", var.raw_type))
         else:
             if var.type not in _VAR_TYPES:
-                raise _Unusual
+                raise Unusual
             body = b"\x08" + varint(int(var.type))
             tag = _TENSOR_FIELDS.get(var.type)
             if tag is not None and var.dtype is not None:
-                body += _length_prefixed(tag, self._tensor(var, selected_rows=tag == b"\x12"))
-            parts.append(_length_prefixed(b"\x12", body))
+                body += length_prefixed(tag, self._tensor(var, selected_rows=tag == b"\x12"))
+            parts.append(length_prefixed(b"\x12", body))
         for tag, flag in _FLAGS:
             value = getattr(var, flag)
             if value is not None:
-                parts.append(tag + _bool(value))
+                parts.append(tag + as_bool(value))
         for raw in var.attrs:
             if type(raw) is not bytes:
-                raise _Unusual
-            parts.append(_length_prefixed(b"\x3a", raw))
+                raise Unusual
+            parts.append(length_prefixed(b"\x3a", raw))
         return b"".join(parts)
 
     def _tensor(self, var: VarDesc, selected_rows: bool) -> bytes:
         if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
-            raise _Unusual
-        tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + _int(d, _INT64) for d in var.shape or ())
+            raise Unusual
+        tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + as_int(d, INT64) for d in var.shape or ())
         if selected_rows:
             if var.lod_level is not None:   # a TensorDesc has no lod level: the message path says so
-                raise _Unusual
+                raise Unusual
             return tensor
-        lod = b"" if var.lod_level is None else b"\x10" + _int(var.lod_level, _INT32)
-        return _length_prefixed(b"\x0a", tensor) + lod
+        lod = b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
+        return length_prefixed(b"\x0a", tensor) + lod
 
     # ------------------------------------------------------------ op
     def op(self, op: OpDesc) -> bytes:
         try:
             return self._op(op)
-        except (_Unusual, TypeError, ValueError, UnicodeError, KeyError):
-            from ..proto import framework_pb2 as pb
-            from .protobuf import _op_to_proto
-            msg = pb.OpDesc()
-            _op_to_proto(op, msg)
-            return msg.SerializeToString(deterministic=True)
+        except (Unusual, TypeError, ValueError, UnicodeError, KeyError):
+            return _by_message(op)
 
     def _op(self, op: OpDesc) -> bytes:
-        params, args_cache, small = self._params, self._args, _SMALL
+        params, args_cache, small = self._params, self._args, SMALL
         parts = []
         for tag, slots in ((b"\x0a", op.inputs), (b"\x12", op.outputs)):
             for slot, args in slots.items():
@@ -278,10 +193,10 @@ class Encoder:
             first = len(parts) - len(op.attrs)
             for position, raw in op.repeated_attrs:
                 if type(raw) is not bytes:
-                    raise _Unusual
-                parts.insert(first + min(position, len(parts) - first), _length_prefixed(b"\x22", raw))
+                    raise Unusual
+                parts.insert(first + min(position, len(parts) - first), length_prefixed(b"\x22", raw))
         if op.is_target is not None:
-            parts.append(b"\x28" + _bool(op.is_target))
+            parts.append(b"\x28" + as_bool(op.is_target))
         return b"".join(parts)
 
     def attr(self, name: str, kind: int, value) -> bytes:
@@ -294,18 +209,18 @@ class Encoder:
             if encoded is not None:
                 return encoded
         if kind not in _ATTR_TYPES:
-            raise _Unusual
-        body = _length_prefixed(b"\x0a", _text(name)) + b"\x10" + varint(kind)
+            raise Unusual
+        body = length_prefixed(b"\x0a", as_text(name)) + b"\x10" + varint(kind)
         if value is not None:
-            if kind in _LIST_FIELDS:
+            if kind in LIST_FIELDS:
                 if not listed:
-                    raise _Unusual
-                body += b"".join([_LIST_FIELDS[kind](v) for v in value])
-            elif kind in _SCALAR_FIELDS:
-                body += _SCALAR_FIELDS[kind](value)
+                    raise Unusual
+                body += b"".join([LIST_FIELDS[kind](v) for v in value])
+            elif kind in SCALAR_FIELDS:
+                body += SCALAR_FIELDS[kind](value)
             else:
-                raise _Unusual
-        encoded = _length_prefixed(b"\x22", body)
+                raise Unusual
+        encoded = length_prefixed(b"\x22", body)
         if listed:
             if kind in _FLOAT_LISTS:
                 self._held.append(value)
@@ -315,8 +230,17 @@ class Encoder:
         return encoded
 
 
+def _by_message(item: VarDesc | OpDesc) -> bytes:
+    """A var or op the plain encoder leaves, written through protobuf's message (imported only then)."""
+    from ..proto import framework_pb2 as pb
+    from .protobuf import _op_to_proto, _var_to_proto
+    msg, fill = (pb.VarDesc(), _var_to_proto) if isinstance(item, VarDesc) else (pb.OpDesc(), _op_to_proto)
+    fill(item, msg)
+    return msg.SerializeToString(deterministic=True)
+
+
 def _cached(cache: dict, tag: bytes, text) -> bytes:
-    encoded = cache[text] = _length_prefixed(tag, _text(text))
+    encoded = cache[text] = length_prefixed(tag, as_text(text))
     return encoded
 
 

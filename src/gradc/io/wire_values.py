@@ -1,0 +1,98 @@
+"""One value as protobuf encodes it (varints, fixed-width numbers, strings) and each attribute type's field, for
+gradc.io.wire. A value of another Python type, or out of its field's range, raises Unusual: the caller writes it
+through protobuf's message instead."""
+
+from __future__ import annotations
+
+import struct
+
+from ..ir import AttrType
+
+INT32 = (-(2**31), 2**31)
+INT64 = (-(2**63), 2**63)
+
+
+class Unusual(Exception):
+    """A value the plain encoder leaves to the message path."""
+
+
+def varint(n: int) -> bytes:
+    if 0 <= n < 128:
+        return SMALL[n]
+    if n < 0:
+        n &= 0xFFFFFFFFFFFFFFFF   # two's complement in ten bytes, as protobuf writes negative ints
+    out = bytearray()
+    while n > 127:
+        out.append((n & 127) | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+SMALL = [bytes((n,)) for n in range(128)]
+
+
+def length_prefixed(tag: bytes, body: bytes) -> bytes:
+    return tag + varint(len(body)) + body
+
+
+def as_int(value, bounds) -> bytes:
+    if type(value) is not int or not bounds[0] <= value < bounds[1]:
+        raise Unusual
+    return varint(value)
+
+
+def as_bool(value) -> bytes:
+    if type(value) is not bool:
+        raise Unusual
+    return b"\x01" if value else b"\x00"
+
+
+def as_float(value) -> bytes:
+    if type(value) not in (float, int):
+        raise Unusual
+    try:
+        return struct.pack("<f", value)
+    except OverflowError:
+        raise Unusual from None
+
+
+def as_double(value) -> bytes:
+    if type(value) not in (float, int):
+        raise Unusual
+    return struct.pack("<d", value)
+
+
+def as_text(value) -> bytes:
+    if type(value) is not str:
+        raise Unusual
+    return value.encode("utf-8")
+
+
+def string_field(tag: bytes):
+    def encode(value) -> bytes:
+        return length_prefixed(tag, as_text(value))
+    return encode
+
+
+# AttrType -> (encode one value to its tagged field(s), is repeated); SCALAR(S) go the message way
+SCALAR_FIELDS = {
+    AttrType.INT: lambda v: b"\x18" + as_int(v, INT32),
+    AttrType.FLOAT: lambda v: b"\x25" + as_float(v),
+    AttrType.STRING: string_field(b"\x2a"),
+    AttrType.BOOLEAN: lambda v: b"\x50" + as_bool(v),
+    AttrType.BLOCK: lambda v: b"\x60" + as_int(v, INT32),
+    AttrType.LONG: lambda v: b"\x68" + as_int(v, INT64),
+    AttrType.VAR: string_field(b"\x8a\x01"),
+    AttrType.FLOAT64: lambda v: b"\x99\x01" + as_double(v),
+}
+LIST_FIELDS = {
+    AttrType.INTS: lambda v: b"\x30" + as_int(v, INT32),
+    AttrType.FLOATS: lambda v: b"\x3d" + as_float(v),
+    AttrType.STRINGS: string_field(b"\x42"),
+    AttrType.BOOLEANS: lambda v: b"\x58" + as_bool(v),
+    AttrType.BLOCKS: lambda v: b"\x70" + as_int(v, INT32),
+    AttrType.LONGS: lambda v: b"\x78" + as_int(v, INT64),
+    AttrType.FLOAT64S: lambda v: b"\x81\x01" + as_double(v),
+    AttrType.VARS: string_field(b"\x92\x01"),
+}
