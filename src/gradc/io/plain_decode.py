@@ -38,16 +38,24 @@ class _NotPlain(Exception):
     pass
 
 
+_last_header: tuple[bytes | None, tuple] = (None, (None, None))   # the header read last, and what it holds
+
+
 def fields(data: bytes) -> list[tuple[int, int, object]]:
     """(field number, wire type, value) in order: a varint as an int, a fixed or length-delimited field as bytes."""
     out, pos, size = [], 0, len(data)
     while pos < size:
-        key, pos = _varint(data, pos)
+        key = data[pos]   # keys, lengths and most values take one byte: read inline
+        key, pos = (key, pos + 1) if key < 128 else _varint(data, pos)
         number, wire = key >> 3, key & 7
+        if pos >= size:
+            raise _NotPlain
         if wire == _VARINT:
-            value, pos = _varint(data, pos)
+            value = data[pos]
+            value, pos = (value, pos + 1) if value < 128 else _varint(data, pos)
         elif wire == _BYTES:
-            length, pos = _varint(data, pos)
+            length = data[pos]
+            length, pos = (length, pos + 1) if length < 128 else _varint(data, pos)
             value, pos = data[pos:pos + length], pos + length
         elif wire in (_FIXED32, _FIXED64):
             width = 4 if wire == _FIXED32 else 8
@@ -112,10 +120,16 @@ class PlainDecoder:
 
     def header(self, data: bytes, program) -> bool:
         """Set the program's version and op version map from ``data`` (ProgramDesc fields 4 and 5) where plain."""
+        global _last_header
+        if _last_header[0] == data:   # every program one Paddle version saves has the same header
+            program.version, versions = _last_header[1]
+            program.op_version_map = None if versions is None else list(versions)
+            return True
         try:
             version, versions = _header(data)
             program.version, program.op_version_map = version, versions
             if b"".join(self._encoder.header(program)) == data:
+                _last_header = (data, (version, tuple(versions) if versions is not None else None))
                 return True
         except Exception:  # noqa: BLE001 - whatever is not plain is protobuf's to read
             pass
