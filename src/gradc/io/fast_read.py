@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from ..ir import Block, OpDesc, Program, VarDesc
 from .plain_decode import PlainDecoder
+from .wire_values import read_varint
 
 
 class _Unusual(Exception):
@@ -39,7 +40,7 @@ def read_program(data: bytes) -> Program | None:
         while pos < size:
             tag = data[pos]
             start = pos
-            length, pos = _varint_at(data, pos + 1)
+            length, pos = read_varint(data, pos + 1)
             end = pos + length
             if end > size or tag not in (0x0A, 0x22, 0x2A):
                 return None
@@ -82,24 +83,10 @@ def _given_or_parsed(msg, message: str, data: bytes):
 def _int32_at(data: bytes, pos: int) -> tuple[int, int]:
     """An int32 field's varint, as protobuf reads it (a negative one takes ten bytes)."""
     start = pos
-    value, pos = _varint_at(data, pos)
+    value, pos = read_varint(data, pos)
     if pos - start > 10 or (value >= 2**31 and not 2**64 - 2**31 <= value < 2**64):
         raise _Unusual   # an overlong or out-of-range value: protobuf's own parse decides
     return (value - 2**64 if value >= 2**31 else value), pos
-
-
-def _varint_at(data: bytes, pos: int) -> tuple[int, int]:
-    byte = data[pos]
-    if byte < 128:
-        return byte, pos + 1
-    result, shift = 0, 0
-    while True:
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 127) << shift
-        if byte < 128:
-            return result, pos
-        shift += 7
 
 
 def _slot(data: bytes, pos: int, end: int) -> tuple[str, list[str]]:
@@ -108,7 +95,7 @@ def _slot(data: bytes, pos: int, end: int) -> tuple[str, list[str]]:
     if data[pos] != 0x0A:
         raise _Unusual
     size = data[pos + 1]
-    size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
+    size, pos = (size, pos + 2) if size < 128 else read_varint(data, pos + 1)
     slot = data[pos:pos + size].decode()
     pos += size
     args = []
@@ -116,7 +103,7 @@ def _slot(data: bytes, pos: int, end: int) -> tuple[str, list[str]]:
         if data[pos] != 0x12:
             raise _Unusual
         size = data[pos + 1]
-        size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
+        size, pos = (size, pos + 2) if size < 128 else read_varint(data, pos + 1)
         args.append(data[pos:pos + size].decode())
         pos += size
     if pos != end:
@@ -141,7 +128,7 @@ class Reader:
             tag = data[pos]
             if tag == 0x1A or tag == 0x22:
                 size = data[pos + 1]
-                size, pos = (size, pos + 2) if size < 128 else _varint_at(data, pos + 1)
+                size, pos = (size, pos + 2) if size < 128 else read_varint(data, pos + 1)
                 if pos + size > end:
                     raise _Refused
                 if tag == 0x1A:
@@ -207,18 +194,18 @@ class Reader:
         while pos < size:   # fields in number order, as protobuf writes them: inputs, outputs, type, attrs
             tag = data[pos]
             if tag == 0x0A or tag == 0x12:
-                length, pos = _varint_at(data, pos + 1)
+                length, pos = read_varint(data, pos + 1)
                 slot, args = _slot(data, pos, pos + length)
                 (inputs if tag == 0x0A else outputs)[slot] = args
                 pos += length
             elif tag == 0x1A:
-                length, pos = _varint_at(data, pos + 1)
+                length, pos = read_varint(data, pos + 1)
                 op.type = data[pos:pos + length].decode()
                 pos += length
             elif tag == 0x22 and run is None:
                 start = pos
                 while pos < size and data[pos] == 0x22:
-                    length, pos = _varint_at(data, pos + 1)
+                    length, pos = read_varint(data, pos + 1)
                     pos += length
                 run = data[start:pos]
             elif tag == 0x28 and pos + 2 == size and data[pos + 1] < 2:
@@ -247,7 +234,7 @@ class Reader:
         pos, size = 0, len(run)
         while pos < size:
             start = pos
-            length, pos = _varint_at(run, pos + 1)
+            length, pos = read_varint(run, pos + 1)
             chunk = run[pos:pos + length]
             pos += length
             known = self._attrs.get(chunk)

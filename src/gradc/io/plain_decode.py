@@ -14,6 +14,7 @@ import struct
 
 from ..ir import AttrType, VarDesc, VarType
 from .wire import Encoder
+from .wire_values import read_varint
 
 _SIGN64 = 2**63
 _VARINT, _FIXED64, _BYTES, _FIXED32 = 0, 1, 2, 5
@@ -46,16 +47,16 @@ def fields(data: bytes) -> list[tuple[int, int, object]]:
     out, pos, size = [], 0, len(data)
     while pos < size:
         key = data[pos]   # keys, lengths and most values take one byte: read inline
-        key, pos = (key, pos + 1) if key < 128 else _varint(data, pos)
+        key, pos = (key, pos + 1) if key < 128 else read_varint(data, pos)
         number, wire = key >> 3, key & 7
         if pos >= size:
             raise _NotPlain
         if wire == _VARINT:
             value = data[pos]
-            value, pos = (value, pos + 1) if value < 128 else _varint(data, pos)
+            value, pos = (value, pos + 1) if value < 128 else read_varint(data, pos)
         elif wire == _BYTES:
             length = data[pos]
-            length, pos = (length, pos + 1) if length < 128 else _varint(data, pos)
+            length, pos = (length, pos + 1) if length < 128 else read_varint(data, pos)
             value, pos = data[pos:pos + length], pos + length
         elif wire in (_FIXED32, _FIXED64):
             width = 4 if wire == _FIXED32 else 8
@@ -66,19 +67,6 @@ def fields(data: bytes) -> list[tuple[int, int, object]]:
             raise _NotPlain
         out.append((number, wire, value))
     return out
-
-
-def _varint(data: bytes, pos: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if pos >= len(data) or shift > 63:
-            raise _NotPlain
-        byte = data[pos]
-        pos += 1
-        result |= (byte & 127) << shift
-        if byte < 128:
-            return result, pos
-        shift += 7
 
 
 def _signed(value: int) -> int:

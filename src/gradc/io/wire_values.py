@@ -1,6 +1,6 @@
 """One value as protobuf encodes it (varints, fixed-width numbers, strings) and each attribute type's field, for
-gradc.io.wire. A value of another Python type, or out of its field's range, raises Unusual: the caller writes it
-through protobuf's message instead."""
+gradc.io.wire; and a varint read back, for the readers. A value of another Python type, or out of its field's
+range, raises Unusual: the caller writes it through protobuf's message instead."""
 
 from __future__ import annotations
 
@@ -30,6 +30,21 @@ def varint(n: int) -> bytes:
 
 
 SMALL = [bytes((n,)) for n in range(128)]
+
+
+def read_varint(data: bytes, pos: int) -> tuple[int, int]:
+    """The varint at ``pos`` and the position after it (an IndexError where the bytes end first)."""
+    byte = data[pos]
+    if byte < 128:
+        return byte, pos + 1
+    result, shift = 0, 0
+    while True:
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 127) << shift
+        if byte < 128:
+            return result, pos
+        shift += 7
 
 
 def length_prefixed(tag: bytes, body: bytes) -> bytes:
