@@ -4,9 +4,8 @@ knows, importing only the families a run asks for.
 The built-in families (the modules of gradc.ops and of gradc.executor.kernels) register their ops when imported.
 Importing all the op families was about a quarter of `import gradc`, and a program uses a few. So a table holds an
 index, op type -> the family modules whose import registers or changes that type, and imports them the first time
-the type is read. Walking the
-table (iterating, len, keys, values, items, copy) imports every family first: to a reader the table is always
-complete.
+the type is read. Walking the table (iterating, len, keys, values, items, copy) imports every family first: to a
+reader the table is always complete.
 
 Other tables keyed by op type that the families fill as they are imported (an optimizer op's update rule, the
 input slots a kernel reads only the shape of) are FamilyTables: reading one imports the families of the type

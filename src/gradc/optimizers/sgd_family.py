@@ -182,13 +182,10 @@ class Rprop(Optimizer):
     def _assign(emit, values: tuple[float, float], dtype: int) -> str:
         """A [1, 2] float32 tensor written by assign_value (Scalars of the float32-rounded values, as to_tensor),
         cast to the first parameter's dtype when that is another."""
-        from ..proto import framework_pb2  # here: protobuf's runtime is a fifth of gradc's start-up
+        from ..ops.creation import scalars  # here: the creation family loads with the first program that uses it
         var = emit.temporary("assign_{}.tmp_0", [1, 2], VarType.FP32, stop_gradient=True)
-        scalars = [framework_pb2.Scalar(type=framework_pb2.Scalar.FLOAT64,
-                                        r=struct.unpack("f", struct.pack("f", v))[0]).SerializeToString()
-                   for v in values]
         op = emit.op("assign_value", {}, {"Out": [var]}, {"shape": [1, 2], "dtype": int(VarType.FP32)})
-        op.set_attr("values", scalars, AttrType.SCALARS)
+        op.set_attr("values", scalars([struct.unpack("f", struct.pack("f", v))[0] for v in values]), AttrType.SCALARS)
         if dtype == VarType.FP32:
             return var
         cast = emit.temporary("cast_{}.tmp_0", [1, 2], dtype, stop_gradient=True)
