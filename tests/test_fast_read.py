@@ -16,8 +16,9 @@ import gradc.io
 from fixtures import DATA
 from fuzzing_mutations import mutate_bytes, mutate_program
 from gradc.io.fast_read import Reader, read_program
-from gradc.io.plain_decode import PlainDecoder
+from gradc.io.plain_decode import PlainDecoder, _dense_var
 from gradc.io.protobuf import _op_from_proto, _var_from_proto, attr_value, program_from_proto
+from gradc.io.wire import Encoder
 from gradc.ir import AttrType, OpDesc, VarDesc
 from gradc.proto import framework_pb2 as pb
 
@@ -240,6 +241,46 @@ def test_a_var_is_decoded_without_protobuf_only_where_plain(what, data, plain):
     assert (decoded is not None) == plain
     if plain:
         assert _fields(decoded) == _fields(_var_from_proto(pb.VarDesc.FromString(data)))
+
+
+def _dense_cases() -> list[tuple[str, bytes, bool]]:
+    """(what, a dense var's bytes, whether the dense layout's own reader takes it)."""
+    def var(dims=(), lod=None, **flags) -> bytes:
+        dense = pb.VarType.DenseTensorDesc(tensor=pb.VarType.TensorDesc(data_type=pb.VarType.FP32, dims=dims))
+        if lod is not None:
+            dense.legacy_lod_level = lod
+        return pb.VarDesc(name="v", type=pb.VarType(type=pb.VarType.DENSE_TENSOR, dense_tensor=dense),
+                          **flags).SerializeToString()
+
+    return [
+        ("a scalar", var(), True),
+        ("a batch dim and dims of one and two bytes", var([-1, 3, 200, 70000]), True),
+        ("a dim of 2**40", var([2**40]), True),
+        ("a lod level", var([2], lod=1), True),
+        ("every flag", var([2], persistable=True, need_check_feed=False, is_parameter=True, stop_gradient=True), True),
+        ("some flags", var([2], need_check_feed=True, stop_gradient=False), True),
+        ("twenty batch dims (lengths of two bytes)", var([-1] * 20), False),
+        ("a flag of 2", var([2]) + b"\x18\x02", True),
+        ("flags out of order", var([2]) + b"\x30\x01\x18\x01", False),
+        ("a dim of 2 in two bytes", b"\x0a\x01v\x12\x0b\x08\x07\x1a\x07\x0a\x05\x08\x05\x10\x82\x00", True),
+        ("packed dims", b"\x0a\x01v\x12\x0c\x08\x07\x1a\x08\x0a\x06\x08\x05\x12\x02\x01\x02", False),
+        ("a tensor array", pb.VarDesc(name="v", type=pb.VarType(
+            type=pb.VarType.DENSE_TENSOR_ARRAY, tensor_array=pb.VarType.DenseTensorArrayDesc(
+                tensor=pb.VarType.TensorDesc(data_type=pb.VarType.FP32)))).SerializeToString(), False),
+    ]
+
+
+@pytest.mark.parametrize("what, data, read", _dense_cases(), ids=[what for what, _, _ in _dense_cases()])
+def test_the_dense_layout_is_read_straight_where_it_is_protobufs(what, data, read):
+    """The common var's own reader takes its layout and leaves others; whatever it reads that the encoder writes
+    back byte for byte (the check the decoder keeps a result by) is what protobuf's parse gives."""
+    straight = _dense_var("v", data[3:])
+    assert (straight is not None) == read
+    reference = _var_from_proto(pb.VarDesc.FromString(data))
+    if straight is not None and Encoder().plain_var(straight) == data:
+        assert repr(_fields(straight)) == repr(_fields(reference))   # repr: an enum is not its int here
+    decoded = PlainDecoder().var("v", data[3:], data)
+    assert decoded is None or repr(_fields(decoded)) == repr(_fields(reference))
 
 
 def test_a_paddle_program_is_read_and_compiled_without_importing_protobuf(tmp_path):

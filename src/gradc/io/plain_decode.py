@@ -33,6 +33,8 @@ _TEXT_TYPES = (AttrType.STRING, AttrType.STRINGS, AttrType.VAR, AttrType.VARS)
 # and tensor_array (4), each a TensorDesc (1) and a lod level (2)
 _TENSOR_FIELD = {VarType.SELECTED_ROWS: 2, VarType.DENSE_TENSOR: 3, VarType.DENSE_TENSOR_ARRAY: 4}
 _FLAGS = {3: "persistable", 4: "need_check_feed", 5: "is_parameter", 6: "stop_gradient"}
+_DENSE_TENSOR = int(VarType.DENSE_TENSOR)   # an int, as protobuf's parse gives it
+_DENSE_FLAGS = tuple((number << 3, flag) for number, flag in _FLAGS.items())   # (key byte of a varint field, flag)
 
 
 class _NotPlain(Exception):
@@ -92,7 +94,7 @@ class PlainDecoder:
     def var(self, name: str, body: bytes, data: bytes) -> VarDesc | None:
         """The VarDesc whose bytes are ``data``: ``name``, then ``body``; None where it is not plain."""
         try:
-            var = _var(name, body)
+            var = _dense_var(name, body) or _var(name, body)
             return var if self._encoder.plain_var(var) == data else None
         except Exception:  # noqa: BLE001 - whatever is not plain is protobuf's to read
             return None
@@ -125,12 +127,50 @@ class PlainDecoder:
         return False
 
 
-def _var(name: str, body: bytes) -> VarDesc:
+def _blank_var(name: str) -> VarDesc:
     var = VarDesc.__new__(VarDesc)
     var.name = name
     var.dtype = var.shape = var.lod_level = var.raw_type = None
     var.persistable = var.need_check_feed = var.is_parameter = var.stop_gradient = None
     var.attrs = []
+    return var
+
+
+def _dense_var(name: str, body: bytes) -> VarDesc | None:
+    """The common var, a dense tensor, read straight from the one layout protobuf writes for it (the layout
+    gradc.io.wire's Encoder._dense_body writes), in a third to a sixth of the general reading's time. None for
+    any other layout."""
+    # VarType (field 2): type 7, then its dense_tensor (3): a TensorDesc (1: dtype, dims), then a lod level
+    if len(body) < 10 or body[0] != 0x12 or body[1] > 127 or body[2:5] != b"\x08\x07\x1a" or body[5] > 127 \
+            or body[6] != 0x0A or body[7] > 127 or body[8] != 0x08 or body[9] > 127:
+        return None
+    kind_end, dense_end, tensor_end = 2 + body[1], 6 + body[5], 8 + body[7]
+    var = _blank_var(name)
+    var.type, var.dtype, shape, pos = _DENSE_TENSOR, body[9], [], 10
+    while pos < tensor_end:
+        if body[pos] != 0x10:
+            return None
+        dim = body[pos + 1]
+        dim, pos = (dim, pos + 2) if dim < 128 else read_varint(body, pos + 1)
+        shape.append(dim if dim < _SIGN64 else dim - 2 * _SIGN64)
+    if pos != tensor_end or kind_end != dense_end or dense_end > len(body):
+        return None
+    var.shape = shape
+    if pos < dense_end:
+        if body[pos] != 0x10:
+            return None
+        lod, pos = read_varint(body, pos + 1)
+        var.lod_level = lod if lod < _SIGN64 else lod - 2 * _SIGN64
+    end = len(body)
+    for tag, flag in _DENSE_FLAGS:   # in field order, a byte each: the encoder's check refuses a value not 0 or 1
+        if pos + 1 < end and body[pos] == tag:
+            setattr(var, flag, bool(body[pos + 1]))
+            pos += 2
+    return var if pos == end else None
+
+
+def _var(name: str, body: bytes) -> VarDesc:
+    var = _blank_var(name)
     got = _only(fields(body), (2, 3, 4, 5, 6))
     if 2 not in got:
         raise _NotPlain
