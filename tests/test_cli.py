@@ -12,6 +12,7 @@ import pytest
 
 import gradc as package
 import gradc.executor as executor_package
+import gradc.training as training_package
 from fixtures import DATA
 
 MLP = DATA / "mlp"
@@ -266,7 +267,33 @@ def test_compiler_commands_start_without_numpy(tmp_path):
     assert ran.returncode == 0 and ran.stdout.strip().splitlines()[-1] == "['ignore', 'ignore', 'ignore', 'ignore']"
 
 
-@pytest.mark.parametrize("package", [package, executor_package], ids=["gradc", "gradc.executor"])
+def test_a_run_imports_only_what_it_uses():
+    """`gradc run` of a program whose params are an .npz: no protobuf (the program is read plainly, and there is no
+    .pdiparams), no numpy.random (nothing random), no trainer, checkpoints, gradient check or profiler."""
+    unused = ["numpy.random", "gradc.training.trainer", "gradc.training.checkpoint", "gradc.gradcheck",
+              "gradc.profile", "tracemalloc", "json"]
+    script = ("import sys\nfrom gradc.cli import cli\ncli.main(sys.argv[2:], standalone_mode=False)\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] == 'google' or m in sys.argv[1].split()))\n")
+    ran = subprocess.run([sys.executable, "-c", script, " ".join(unused), "run", MLP / "forward.pb", "--feed",
+                          MLP / "feed.npz", "--params", MLP / "params.npz", "--fetch", "mean_0.tmp_0"],
+                         capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.strip().splitlines()
+    assert lines[0].startswith("mean_0.tmp_0: float32[] = ") and lines[-1] == "[]", ran.stdout
+
+
+def test_export_is_the_function_however_its_module_is_imported():
+    """``export`` names both a function and its module: importing the module must not put it in the function's
+    place on the package (nor on gradc, which reads it from there)."""
+    script = ("import sys\nimport gradc.training.export\nimport gradc\nfrom gradc.training import export\n"
+              "module = sys.modules['gradc.training.export']\n"
+              "print(export is gradc.export is gradc.training.export is module.export)\n")
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert ran.stdout.strip() == "True", ran.stderr
+
+
+@pytest.mark.parametrize("package", [package, executor_package, training_package],
+                         ids=["gradc", "gradc.executor", "gradc.training"])
 def test_every_public_name_resolves_and_the_lazy_ones_are_declared_for_type_checkers(package):
     assert all(getattr(package, name) is not None for name in package.__all__)
     assert set(package.__all__) <= set(dir(package))

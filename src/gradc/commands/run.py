@@ -11,10 +11,8 @@ import numpy as np
 from ..errors import GradcError
 from ..executor import Executor, Scope
 from ..executor.selected_rows import as_dense
-from ..gradcheck import compare_program
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
-from ..profile import profiling
 from ..training.params import read_values
 from ..training.programs import is_training_op
 
@@ -58,6 +56,8 @@ def run(program, feed, params, startups, fetches, out, profile):
         check_writable(out)
     prog, executor, scope = _session(program, params, startups)
     feeds = read_npz(feed, "feed") if feed else {}
+    if profile:
+        from ..profile import profiling  # with tracemalloc: imported only for a profiled run
     with profiling() if profile else nullcontext() as measured:
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
@@ -87,6 +87,7 @@ def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     if any(is_training_op(op) for op in prog.global_block.ops):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from")
+    from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
                                 load_params(params, prog), rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)

@@ -16,7 +16,6 @@ import numpy as np
 from ..errors import FormatError
 from ..ir import Program, VarType
 from ..ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
-from ..proto import framework_pb2 as pb
 from .files import write_atomic
 
 _HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
@@ -48,10 +47,17 @@ def write_params(path: str | Path, program: Program, values: dict[str, np.ndarra
         if name not in values:
             raise FormatError(f"no value for persistable var '{name}'")
         array = np.ascontiguousarray(values[name])
-        desc = pb.VarType.TensorDesc(data_type=DTYPE_BY_NUMPY_NAME[array.dtype.name], dims=array.shape)
+        desc = _tensor_desc()(data_type=DTYPE_BY_NUMPY_NAME[array.dtype.name], dims=array.shape)
         raw = desc.SerializeToString(deterministic=True)
         chunks += [struct.pack("<IQIi", 0, 0, 0, len(raw)), raw, array.tobytes()]
     write_atomic(path, b"".join(chunks))
+
+
+def _tensor_desc():
+    """protobuf's TensorDesc message, imported only when a params file is read or written: a run of a program
+    whose params come from an .npz does not pay for protobuf's import."""
+    from ..proto import framework_pb2
+    return framework_pb2.VarType.TensorDesc
 
 
 class _Reader:
@@ -75,7 +81,7 @@ class _Reader:
         for _ in range(self.unpack("<Q", "lod level count", var)):
             self.take(self.unpack("<Q", "lod size", var), "lod", var)
         self.unpack("<I", "version", var)
-        desc, raw_desc = pb.VarType.TensorDesc(), self.take(self.unpack("<i", "desc size", var), "desc", var)
+        desc, raw_desc = _tensor_desc()(), self.take(self.unpack("<i", "desc size", var), "desc", var)
         try:
             desc.ParseFromString(raw_desc)
         except Exception:

@@ -1,13 +1,38 @@
-"""Training over data, evaluation, checkpoints, parameters in and out of a Scope, and export for inference."""
+"""Training over data, evaluation, checkpoints, parameters in and out of a Scope, and export for inference. Each
+name but ``export`` imports its module on first use, so a command that reads parameters (`gradc run`) does not
+import the trainer and checkpoints. ``export`` is bound now: it is also its module's name, which an import of the
+module would otherwise bind in its place."""
 
-from .checkpoint import load_checkpoint, save_checkpoint
-from .data import Dataset, OneBatch
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
 from .export import export, inference_program
-from .history import History, Reporter
-from .params import load_params, read_values, save_params
-from .programs import forward_part, model_parameters, prune
-from .trainer import Trainer, train
 
+if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
+    from .checkpoint import load_checkpoint, save_checkpoint
+    from .data import Dataset, OneBatch
+    from .history import History, Reporter
+    from .params import load_params, read_values, save_params
+    from .programs import forward_part, model_parameters, prune
+    from .trainer import Trainer, train
+
+_ON_FIRST_USE = {
+    **dict.fromkeys(["load_checkpoint", "save_checkpoint"], ".checkpoint"),
+    **dict.fromkeys(["Dataset", "OneBatch"], ".data"),
+    **dict.fromkeys(["History", "Reporter"], ".history"),
+    **dict.fromkeys(["load_params", "read_values", "save_params"], ".params"),
+    **dict.fromkeys(["forward_part", "model_parameters", "prune"], ".programs"),
+    **dict.fromkeys(["Trainer", "train"], ".trainer"),
+}
 __all__ = ["Dataset", "History", "OneBatch", "Reporter", "Trainer", "export", "forward_part", "inference_program",
            "load_checkpoint", "load_params", "model_parameters", "prune", "read_values", "save_checkpoint",
            "save_params", "train"]
+
+
+def __getattr__(name: str):
+    if name not in _ON_FIRST_USE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(_ON_FIRST_USE[name], __name__), name)
+    return value
