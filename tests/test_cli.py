@@ -246,16 +246,18 @@ def test_paddle3_pir_models_run_compile_and_convert(tmp_path):
 COMPILER_COMMANDS = [("compile", "{mlp}/forward.pb", "-o", "{tmp}/train.pb", "--optimizer", "adam"),
                      ("convert", "{mlp}/forward.pb", "{tmp}/forward.json"), ("compile", "{tmp}/forward.json", "-o",
                      "{tmp}/from_pir.pb"), ("show", "{tmp}/train.pb"), ("verify", "{tmp}/train.pb"),
-                     ("diff", "{tmp}/train.pb", "{tmp}/train.pb")]
+                     ("diff", "{tmp}/train.pb", "{tmp}/train.pb"), ("view", "{tmp}/train.pb", "-o", "{tmp}/train.html"),
+                     ("ops", "relu"), ("ops",)]
 
 
 def test_compiler_commands_start_without_numpy(tmp_path):
-    """compile, convert, show, verify and diff never compute, so they do not pay for numpy's (or the executor's)
-    import at start-up; run does, and numpy's warnings are off there unless --debug."""
+    """compile, convert, show, verify, diff, view (without values) and ops never compute, so they do not pay for
+    numpy's (or the executor's) import at start-up; run does, and numpy's warnings are off there unless --debug."""
     script = ("import sys\nfrom gradc.cli import cli\n"
               "for args in sys.argv[1:]:\n"
               "    cli.main(args.split('|'), standalone_mode=False)\n"
-              "print(sorted(m for m in ('numpy', 'gradc.executor', 'gradc.pir.export') if m in sys.modules))\n")
+              "print(sorted(m for m in ('numpy', 'gradc.executor.executor', 'gradc.pir.export')\n"
+              "             if m in sys.modules))\n")
     commands = ["|".join(arg.format(mlp=MLP, tmp=tmp_path) for arg in command) for command in COMPILER_COMMANDS]
     started = subprocess.run([sys.executable, "-c", script, *commands], capture_output=True, text=True)
     assert started.returncode == 0, started.stderr

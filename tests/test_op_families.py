@@ -129,3 +129,22 @@ COPY = "from gradc.registry import OPS; print(len(OPS.copy()) == len(OPS), type(
 def test_walking_the_table_imports_every_family_first():
     assert run_python("-c", WALK).split() == ["True", "True", "True"]
     assert run_python("-c", COPY).split() == ["True", "dict"]
+
+
+KNOWS = """
+import json, sys
+from gradc.executor.kernels import KERNELS
+from gradc.registry import OPS
+types = sorted(dict.fromkeys([*OPS, "no_such_op"]))
+answers = {t: KERNELS.knows(t) for t in types}
+imported = sorted(m for m in sys.modules if m.startswith("gradc.executor.kernels.") or m == "numpy")
+KERNELS.load_all()
+print(json.dumps({"imported": imported, "differ": [t for t in types if answers[t] != (t in KERNELS)]}))
+"""
+
+
+def test_which_types_have_kernels_is_known_without_importing_them():
+    """`gradc ops` and the viewer ask; the answer is the one the loaded table gives, for all types and an unknown."""
+    report = json.loads(run_python("-c", KNOWS))
+    assert report["imported"] == ["gradc.executor.kernels.families"]
+    assert report["differ"] == []

@@ -108,6 +108,11 @@ class OpTable(_FilledByFamilies):
         """Whether ``type`` is registered already, importing nothing."""
         return dict.__contains__(self, type) or type in self.staged
 
+    def knows(self, type: str) -> bool:
+        """Whether ``type`` has an entry, or will have one once its modules are imported; importing nothing (`gradc
+        ops` and the viewer say which ops have kernels without importing the kernels, and numpy)."""
+        return dict.__contains__(self, type) or type in self.staged or type in self.pending
+
     def before_registering(self, type: str, replace: bool) -> None:
         """A registration from outside the families (a plugin, a user's op) of a built-in type: import the type's
         families first, so that a duplicate is refused now and a replacement is not undone by a later import. A

@@ -20,7 +20,7 @@ def ops(op_type, markdown):
     """List registered op types, their grad makers and kernels; or describe OP_TYPE: slots, attributes,
     what its grad maker emits, an example."""
     if markdown:
-        text = markdown_reference(set(KERNELS))
+        text = markdown_reference({name for name in registry.OPS if KERNELS.knows(name)})
         if markdown == "-":
             click.echo(text, nl=False)
         else:
@@ -31,9 +31,10 @@ def ops(op_type, markdown):
         opdef = registry.get(op_type)
         if opdef is None:
             raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them)")
-        click.echo(describe(opdef, op_type in KERNELS))
+        click.echo(describe(opdef, KERNELS.knows(op_type)))
         return
-    rows = [(name, grad_kind(registry.OPS[name]), "yes" if name in KERNELS else "no") for name in sorted(registry.OPS)]
+    rows = [(name, grad_kind(registry.OPS[name]), "yes" if KERNELS.knows(name) else "no")
+            for name in sorted(registry.OPS)]
     width = max(len(r[0]) for r in rows)
     grad_width = max(len(r[1]) for r in rows)
     click.echo(f"{'op':<{width}}  {'grad':<{grad_width}}  kernel")

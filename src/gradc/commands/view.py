@@ -5,10 +5,7 @@ from __future__ import annotations
 import click
 
 from ..io import check_writable, load, write_atomic
-from ..io.arrays import read_npz
 from ..viz.html import program_html
-from ..viz.stats import value_stats
-from .run import load_params
 
 
 @click.command()
@@ -25,7 +22,10 @@ def view(program, output, feed, params, startups, title):
     check_writable(output)
     prog = load(program)
     stats = None
-    if feed or params or startups:
+    if feed or params or startups:   # a run: numpy and the executor are imported only for one
+        from ..io.arrays import read_npz
+        from ..viz.stats import value_stats
+        from .run import load_params
         stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, load_params(params, prog),
                             [load(path) for path in startups])
     page = program_html(prog, title or str(program), stats)

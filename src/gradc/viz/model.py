@@ -86,7 +86,7 @@ def program_model(program: Program, title: str, stats: dict[str, list] | None = 
                        "edges": [e for edge in layout.edges for e in edge],
                        "vars": [_var_record(var, strings) for var in block.vars.values()]})
     types = sorted({op.type for block in program.blocks for op in block.ops})
-    docs = {t: describe(registry.OPS[t], t in KERNELS) for t in types if t in registry.OPS}
+    docs = {t: describe(registry.OPS[t], KERNELS.knows(t)) for t in types if t in registry.OPS}
     return {"title": title, "strings": strings.table, "blocks": blocks, "docs": docs, "stats": stats or {},
             "style": {"kinds": list(KIND_ORDER), "colors": [KIND_COLORS[k] for k in KIND_ORDER],
                       "loss": LOSS_BORDER, "vars": VAR_COLORS, "link": GRAD_LINK},
