@@ -2,6 +2,7 @@
 code 1: at `gradc compile` (shape inference in the verify pass) and at `gradc run` (the kernels check the
 arrays they are given), never a numpy traceback. Also bad optimizer options of `gradc compile`."""
 
+import re
 import sys
 
 import numpy as np
@@ -9,7 +10,9 @@ import pytest
 
 import gradc
 from gradc.cli import main
+from gradc.executor.kernels import optimizer as optimizer_kernels
 from gradc.ir import VarType
+from gradc.ops.optimizer_checks import check_update
 from gradc.optimizers import SGD, ParamAttr
 from optim_cases import OptimCase
 
@@ -135,3 +138,38 @@ def test_param_attrs_for_a_parameter_the_program_does_not_train():
     program = case.forward()
     with pytest.raises(gradc.GradcError, match="param_attrs name linear_9.w_0, which the program does not train"):
         SGD(0.1).minimize(program, case.meta["loss"], param_attrs={"linear_9.w_0": ParamAttr(learning_rate=0.5)})
+
+
+@pytest.mark.parametrize("change, phrase", [
+    ("shape", "Moment1 'm1' has shape [2, 4], but parameter 'w' has shape [2, 3]"),
+    ("attribute", "attribute beta1 is 1, but it must be in [0, 1)"),
+    ("tensor", "Beta1Tensor 'eps' is 1.5, but it must be in [0, 1)"),
+])
+def test_the_checks_run_again_when_what_they_read_changes(change, phrase, tmp_path, monkeypatch):
+    """A training loop's optimizer kernels check their op once, not at every step, until a shape, an attribute or a
+    fed hyper-parameter changes; then they check it again."""
+    calls = []
+
+    def counted(*args):
+        calls.append(args)
+        return check_update(*args)
+    monkeypatch.setattr(optimizer_kernels, "check_update", counted)
+    tensor = {"Beta1Tensor": "eps"} if change == "tensor" else {}
+    program = update_program(tmp_path / "p.pb", "adam", ADAM, extra=tensor)
+    scope = gradc.Scope()
+    for name, value in values(program, eps=np.array([0.9], np.float32)).items():
+        scope[name] = value
+    executor = gradc.Executor()
+    for _ in range(3):
+        executor.run(program, fetch_list=["w"], scope=scope)
+    assert len(calls) == 1
+    adam = program.global_block.ops[1]
+    if change == "shape":
+        scope["m1"] = np.zeros([2, 4], np.float32)
+    elif change == "attribute":
+        adam.attrs["beta1"] = 1.0
+    else:
+        scope["eps"] = np.array([1.5], np.float32)
+    with pytest.raises(gradc.ExecutionError, match=re.escape(phrase)):
+        executor.run(program, fetch_list=["w"], scope=scope)
+    assert len(calls) == 2

@@ -17,7 +17,7 @@ from .scope import MISSING
 
 class KernelContext:
     __slots__ = ("op", "block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
-                 "wanted")
+                 "wanted", "checked")
 
     def __init__(self, op: OpDesc, block: Block, op_idx: int, executor, opdef=None):
         self.op = op
@@ -35,6 +35,7 @@ class KernelContext:
         self.ins = {s: args for s, args in op.inputs.items() if self.inputs is None or s in self.inputs}
         self.wanted = frozenset(s for s, args in op.outputs.items() if (self.outputs is None or s in self.outputs)
                                 and any(name != EMPTY_VAR for name in args))
+        self.checked = None   # what the op's checks last passed on, for a kernel that checks on every run
 
     @property
     def where(self) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from ..opdef import OPS
 from ..optable import FamilyTable
@@ -28,6 +29,14 @@ class UpdateRule:
     lr_like_param: bool = False            # rprop: the step sizes are a tensor per parameter
     choices: tuple[tuple[str, tuple], ...] = ()   # (attribute, the values Paddle knows), each item of a list
     needs: tuple[tuple[str, str], ...] = ()       # (attribute, input it needs when set): amsgrad, Moment2Max
+
+    @cached_property
+    def reads(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(input slots, attributes) the checks read: a kernel that saw them all unchanged need not check again."""
+        slots = (self.param, self.grad, self.lr, *self.like_param, *self.one_value, *(s for s, _ in self.tensors),
+                 *(s for _, s in self.needs))
+        attrs = (*self.nonnegative, *self.betas, *(a for a, _ in self.choices), *(a for a, _ in self.needs))
+        return tuple(dict.fromkeys(slots)), tuple(dict.fromkeys(attrs))
 
 
 class OpView:

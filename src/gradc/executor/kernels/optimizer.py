@@ -13,7 +13,17 @@ from . import optimizer_math as M
 
 
 def check(k) -> None:
-    """The checks of the op's UpdateRule on the arrays it reads."""
+    """The checks of the op's UpdateRule on the arrays it reads; not again while the shapes, fed hyper-parameters
+    and attributes they read stay those they passed on (a training loop's steps): the checks cost as much as a small
+    parameter's update."""
+    rule = UPDATES[k.op.type]
+    try:
+        seen = _read_by_checks(k, rule)
+    except Exception:  # noqa: BLE001 - a var without a value, say: the checks say what is wrong
+        seen = None
+    if seen is not None and seen == k.checked:
+        return
+
     def shape(slot, i):
         return list(np.shape(k.x(slot, i))) if i < len(k.op.input(slot)) else None
 
@@ -23,7 +33,19 @@ def check(k) -> None:
     def fail(message):
         raise ExecutionError(f"{k.where}: {message}")
 
-    check_update(UPDATES[k.op.type], OpView(k.op.input, shape, k.attr, value), fail)
+    check_update(rule, OpView(k.op.input, shape, k.attr, value), fail)
+    k.checked = seen
+
+
+def _read_by_checks(k, rule) -> tuple[list, list, list]:
+    """What the rule's checks read of the op that can change between runs of one plan (the program's edits make a
+    new plan): the shapes of its inputs, the first value of each fed hyper-parameter tensor, the attributes."""
+    slots, attrs = rule.reads
+    inputs, x = k.op.inputs, k.x
+    shapes = [x(slot, i).shape for slot in slots for i in range(len(inputs.get(slot, ())))]
+    fed = [float(np.asarray(x(slot)).reshape(-1)[0]) for slot, _ in rule.tensors if inputs.get(slot)]
+    values = [list(v) if type(v) is list else v for v in map(k.op.attrs.get, attrs)]
+    return shapes, fed, values
 
 
 def out(slot: str) -> str:
