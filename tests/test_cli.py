@@ -270,8 +270,9 @@ def test_compiler_commands_start_without_numpy(tmp_path):
 
 
 def test_a_run_imports_only_what_it_uses():
-    """`gradc run` of a program whose params are an .npz: no protobuf (the program is read plainly, and there is no
-    .pdiparams), no numpy.random (nothing random), no trainer, checkpoints, gradient check or profiler."""
+    """`gradc run` imports no protobuf (the program and a .pdiparams are read plainly), no numpy.random (nothing
+    random), no trainer, checkpoints, gradient check or profiler: of a program with .npz params, and of Paddle's
+    inference model."""
     unused = ["numpy.random", "gradc.training.trainer", "gradc.training.checkpoint", "gradc.gradcheck",
               "gradc.profile", "tracemalloc", "json"]
     script = ("import sys\nfrom gradc.cli import cli\ncli.main(sys.argv[2:], standalone_mode=False)\n"
@@ -282,6 +283,11 @@ def test_a_run_imports_only_what_it_uses():
     assert ran.returncode == 0, ran.stderr
     lines = ran.stdout.strip().splitlines()
     assert lines[0].startswith("mean_0.tmp_0: float32[] = ") and lines[-1] == "[]", ran.stdout
+    model = DATA / "inference"   # Paddle's save_inference_model: its params are a .pdiparams
+    ran = subprocess.run([sys.executable, "-c", script, " ".join(unused), "run", model / "model.pdmodel", "--params",
+                          model / "model.pdiparams", "--feed", model / "feed.npz"], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().splitlines()[-1] == "[]", ran.stdout
 
 
 def test_export_is_the_function_however_its_module_is_imported():

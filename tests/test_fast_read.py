@@ -16,10 +16,11 @@ import gradc.io
 from fixtures import DATA
 from fuzzing_mutations import mutate_bytes, mutate_program
 from gradc.io.fast_read import Reader, read_program
-from gradc.io.plain_decode import PlainDecoder, _dense_var
+from gradc.io.plain_decode import PlainDecoder, _dense_var, tensor_desc
 from gradc.io.protobuf import _op_from_proto, _var_from_proto, attr_value, program_from_proto
-from gradc.io.wire import Encoder
+from gradc.io.wire import Encoder, tensor_desc_bytes
 from gradc.ir import AttrType, OpDesc, VarDesc
+from gradc.ir.types import NUMPY_DTYPE_NAMES
 from gradc.proto import framework_pb2 as pb
 
 
@@ -281,6 +282,39 @@ def test_the_dense_layout_is_read_straight_where_it_is_protobufs(what, data, rea
         assert repr(_fields(straight)) == repr(_fields(reference))   # repr: an enum is not its int here
     decoded = PlainDecoder().var("v", data[3:], data)
     assert decoded is None or repr(_fields(decoded)) == repr(_fields(reference))
+
+
+def _tensor_desc_cases() -> list[tuple[str, bytes, bool]]:
+    """(what, a .pdiparams tensor's TensorDesc bytes, whether plain_decode reads it without protobuf)."""
+    def desc(data_type, dims) -> bytes:
+        return pb.VarType.TensorDesc(data_type=data_type, dims=dims).SerializeToString()
+
+    return [
+        ("a float32 matrix", desc(pb.VarType.FP32, [3, 200]), True),
+        ("an int64 scalar", desc(pb.VarType.INT64, []), True),
+        ("a dim of 2**40 and a negative one", desc(pb.VarType.FP16, [2**40, -1]), True),
+        ("packed dims", b"\x08\x05\x12\x02\x01\x02", False),
+        ("a data type outside the schema", b"\x08\x63\x10\x01", False),
+        ("no data type", b"\x10\x01", False),
+        ("an unknown field", b"\x08\x05\x18\x01", False),
+        ("a dim of 2 in two bytes", b"\x08\x05\x10\x82\x00", False),
+    ]
+
+
+@pytest.mark.parametrize("what, raw, plain", _tensor_desc_cases(), ids=[what for what, _, _ in _tensor_desc_cases()])
+def test_a_tensor_desc_is_decoded_without_protobuf_only_where_plain(what, raw, plain):
+    decoded = tensor_desc(raw)
+    assert (decoded is not None) == plain
+    if plain:
+        reference = pb.VarType.TensorDesc.FromString(raw)
+        assert decoded == (reference.data_type, tuple(reference.dims))
+
+
+@pytest.mark.parametrize("data_type", sorted(NUMPY_DTYPE_NAMES))
+def test_a_tensor_desc_is_written_as_protobuf_writes_it(data_type):
+    for dims in [(), (0,), (3, 200), (2**40, 1, 7)]:
+        reference = pb.VarType.TensorDesc(data_type=data_type, dims=dims).SerializeToString(deterministic=True)
+        assert tensor_desc_bytes(data_type, dims) == reference
 
 
 def test_a_paddle_program_is_read_and_compiled_without_importing_protobuf(tmp_path):

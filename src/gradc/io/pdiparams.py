@@ -17,6 +17,8 @@ from ..errors import FormatError
 from ..ir import Program, VarType
 from ..ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
 from .files import write_atomic
+from .plain_decode import tensor_desc
+from .wire import tensor_desc_bytes
 
 _HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES}
 
@@ -47,17 +49,24 @@ def write_params(path: str | Path, program: Program, values: dict[str, np.ndarra
         if name not in values:
             raise FormatError(f"no value for persistable var '{name}'")
         array = np.ascontiguousarray(values[name])
-        desc = _tensor_desc()(data_type=DTYPE_BY_NUMPY_NAME[array.dtype.name], dims=array.shape)
-        raw = desc.SerializeToString(deterministic=True)
+        raw = tensor_desc_bytes(DTYPE_BY_NUMPY_NAME[array.dtype.name], array.shape)
         chunks += [struct.pack("<IQIi", 0, 0, 0, len(raw)), raw, array.tobytes()]
     write_atomic(path, b"".join(chunks))
 
 
-def _tensor_desc():
-    """protobuf's TensorDesc message, imported only when a params file is read or written: a run of a program
-    whose params come from an .npz does not pay for protobuf's import."""
+def _parsed_tensor_desc(raw: bytes, source: str, var: str) -> tuple[int, tuple[int, ...]]:
+    """(data type, dims) of a TensorDesc: decoded plainly, or by protobuf (imported only then), which refuses
+    what is corrupt."""
+    plain = tensor_desc(raw)
+    if plain is not None:
+        return plain
     from ..proto import framework_pb2
-    return framework_pb2.VarType.TensorDesc
+    desc = framework_pb2.VarType.TensorDesc()
+    try:
+        desc.ParseFromString(raw)
+    except Exception:
+        raise FormatError(f"{source}: the tensor description of '{var}' is corrupt") from None
+    return desc.data_type, tuple(desc.dims)
 
 
 class _Reader:
@@ -81,15 +90,11 @@ class _Reader:
         for _ in range(self.unpack("<Q", "lod level count", var)):
             self.take(self.unpack("<Q", "lod size", var), "lod", var)
         self.unpack("<I", "version", var)
-        desc, raw_desc = _tensor_desc()(), self.take(self.unpack("<i", "desc size", var), "desc", var)
-        try:
-            desc.ParseFromString(raw_desc)
-        except Exception:
-            raise FormatError(f"{self.source}: the tensor description of '{var}' is corrupt") from None
-        dtype = NUMPY_DTYPE_NAMES.get(desc.data_type)
+        raw_desc = self.take(self.unpack("<i", "desc size", var), "desc", var)
+        data_type, shape = _parsed_tensor_desc(raw_desc, self.source, var)
+        dtype = NUMPY_DTYPE_NAMES.get(data_type)
         if dtype is None:
-            raise FormatError(f"{self.source}: '{var}' has data type {desc.data_type}, which gradc cannot read")
-        shape = tuple(desc.dims)
+            raise FormatError(f"{self.source}: '{var}' has data type {data_type}, which gradc cannot read")
         if any(d < 0 for d in shape):
             raise FormatError(f"{self.source}: '{var}' has a negative dim in its shape {list(shape)}")
         count = math.prod(shape)   # a Python int: huge dims are caught by take(), not overflowed

@@ -13,7 +13,7 @@ from __future__ import annotations
 import struct
 
 from ..ir import AttrType, VarDesc, VarType
-from .wire import Encoder
+from .wire import Encoder, tensor_desc_bytes
 from .wire_values import read_varint
 
 _SIGN64 = 2**63
@@ -197,6 +197,19 @@ def _var(name: str, body: bytes) -> VarDesc:
         var.dtype = desc[0][2]
         var.shape = [_signed(f[2]) for f in desc[1:]]
     return var
+
+
+def tensor_desc(raw: bytes) -> tuple[int, tuple[int, ...]] | None:
+    """(data type, dims) of a VarType.TensorDesc where it is plain (its type in the schema, and the bytes those
+    values encode to); None for protobuf to read."""
+    try:
+        found = fields(raw)
+        if not found or found[0][:2] != (1, _VARINT) or any(f[:2] != (2, _VARINT) for f in found[1:]):
+            return None
+        dtype, dims = found[0][2], tuple(_signed(f[2]) for f in found[1:])
+        return (dtype, dims) if tensor_desc_bytes(dtype, dims) == raw else None
+    except Exception:  # noqa: BLE001 - whatever is not plain is protobuf's to read
+        return None
 
 
 def _attr(chunk: bytes) -> tuple[str, int, object]:

@@ -246,3 +246,11 @@ def _cached(cache: dict, tag: bytes, text) -> bytes:
 
 def encode_program(program: Program) -> bytes:
     return Encoder().program(program)
+
+
+def tensor_desc_bytes(dtype: int, dims) -> bytes:
+    """A VarType.TensorDesc message: its data type and dims (a .pdiparams file holds one per tensor); Unusual for
+    a data type outside the schema."""
+    if int(dtype) not in _VAR_TYPES:
+        raise Unusual
+    return b"\x08" + varint(int(dtype)) + b"".join([b"\x10" + as_int(int(d), INT64) for d in dims])
