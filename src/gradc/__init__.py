@@ -5,33 +5,36 @@
     history = gradc.train(prog, "train.npz", ["startup.pb", startup], epochs=5, batch_size=64)
     gradc.export(prog, "model", feeds=["x"], fetches=["fc_1.tmp_1"], scope=scope)
 
-The compiler's names are imported with the package; the executor's and the training workflow's (which bring
-numpy) on first use, so a compile does not pay for numpy's import.
+The IR, loading and saving, the op registry and verification are imported with the package; the backward, the
+optimizers, the program builder, the executor and the training workflow (which bring numpy) on first use, so a
+command pays only for what it uses.
 """
 
 import importlib
 from typing import TYPE_CHECKING
 
 from . import ops  # noqa: F401  (registers the built-in ops)
-from .backward import append_backward, gradients, loss_candidates
 from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
 from .io import load, save
 from .ir import Block, OpDesc, Program, VarDesc, VarType
-from .layers import ProgramBuilder
 from .ops.infer import same_as
-from .optimizers import minimize
-from .passes.recompute import recompute
 from .registry import NO_GRAD, GradContext, OpDef, defop, grad_op, register_op
 from .verification import verify  # the function: gradc.verify(program); checks stay in the module gradc.verify
 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
+    from .backward import append_backward, gradients, loss_candidates
     from .executor import Executor, Scope, SelectedRows, global_scope, kernel
     from .io.pdiparams import read_params, write_params
+    from .layers import ProgramBuilder
+    from .optimizers import minimize
+    from .passes.recompute import recompute
     from .training import Dataset, History, Trainer, export, load_params, save_params, train
 
 __version__ = "0.1.0"
 
 _ON_FIRST_USE = {
+    **dict.fromkeys(["append_backward", "gradients", "loss_candidates"], ".backward"),
+    "ProgramBuilder": ".layers", "minimize": ".optimizers", "recompute": ".passes.recompute",
     **dict.fromkeys(["Executor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
     **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
     **dict.fromkeys(["Dataset", "History", "Trainer", "export", "load_params", "save_params", "train"], ".training"),

@@ -1,6 +1,7 @@
 """`gradc` commands that live outside cli.py, one module per topic. The group imports a command's module only
-when that command runs, so `gradc compile` does not import the executor or numpy, and `gradc --help` and the
-shell's completion of a command name list each one by the help line kept here, importing none."""
+when that command runs, so `gradc compile` does not import the executor or numpy, the other commands not the
+compiler's passes, and `gradc --help` and the shell's completion of a command name list each one by the help line
+kept here, importing none."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ class LazyCommand(NamedTuple):
 
 
 LAZY_COMMANDS = {
+    "compile": LazyCommand("compile", "compile", "Append the backward (training) ops of a forward program."),
     "check": LazyCommand("run", "check", "Check compiled gradients against float64 central differences."),
     "diff": LazyCommand("diff", "diff", "Compare two programs' vars and ops; exit 1 when they differ."),
     "export": LazyCommand("train", "export_command", "Export a program for inference, as save_inference_model."),
