@@ -271,10 +271,10 @@ def test_compiler_commands_start_without_numpy(tmp_path):
 
 def test_a_run_imports_only_what_it_uses():
     """`gradc run` imports no protobuf (the program and a .pdiparams are read plainly), no numpy.random (nothing
-    random), no trainer, checkpoints, gradient check or profiler: of a program with .npz params, and of Paddle's
-    inference model."""
+    random), no trainer, checkpoints, gradient check or profiler, and none of the compiler's passes: of a program
+    with .npz params, and of Paddle's inference model."""
     unused = ["numpy.random", "gradc.training.trainer", "gradc.training.checkpoint", "gradc.gradcheck",
-              "gradc.profile", "tracemalloc", "json"]
+              "gradc.profile", "tracemalloc", "json", "gradc.backward", "gradc.optimizers", "gradc.passes"]
     script = ("import sys\nfrom gradc.cli import cli\ncli.main(sys.argv[2:], standalone_mode=False)\n"
               "print(sorted(m for m in sys.modules if m.split('.')[0] == 'google' or m in sys.argv[1].split()))\n")
     ran = subprocess.run([sys.executable, "-c", script, " ".join(unused), "run", MLP / "forward.pb", "--feed",
@@ -290,11 +290,24 @@ def test_a_run_imports_only_what_it_uses():
     assert ran.stdout.strip().splitlines()[-1] == "[]", ran.stdout
 
 
+def test_the_commands_that_read_programs_import_none_of_the_compiler(tmp_path):
+    """verify, show and diff load and check a program: the backward, the optimizers and the passes stay unimported."""
+    script = ("import sys\nfrom gradc.cli import cli\n"
+              "for args in sys.argv[1:]:\n"
+              "    cli.main(args.split('|'), standalone_mode=False)\n"
+              "print(sorted({m.split('.')[1] for m in sys.modules if m.startswith('gradc.') and m.split('.')[1] in "
+              "('backward', 'optimizers', 'passes', 'layers')}))\n")
+    commands = [f"verify|{MLP / 'forward.pb'}", f"show|{MLP / 'forward.pb'}",
+                f"diff|{MLP / 'forward.pb'}|{MLP / 'forward.pb'}"]
+    ran = subprocess.run([sys.executable, "-c", script, *commands], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().splitlines()[-1] == "[]", ran.stdout
+
+
 def test_export_is_the_function_however_its_module_is_imported():
-    """``export`` names both a function and its module: importing the module must not put it in the function's
-    place on the package (nor on gradc, which reads it from there)."""
-    script = ("import sys\nimport gradc.training.export\nimport gradc\nfrom gradc.training import export\n"
-              "module = sys.modules['gradc.training.export']\n"
+    """``gradc.export`` and ``gradc.training.export`` are the function, imported first or not (its module is
+    gradc.training.inference: a module of the function's name would put itself in the function's place)."""
+    script = ("import gradc.training.inference as module\nimport gradc\nfrom gradc.training import export\n"
               "print(export is gradc.export is gradc.training.export is module.export)\n")
     ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert ran.stdout.strip() == "True", ran.stderr

@@ -14,7 +14,6 @@ from ..executor.selected_rows import as_dense
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values
-from ..training.programs import is_training_op
 
 
 def load_params(path: str | None, program) -> dict[str, np.ndarray]:
@@ -83,11 +82,12 @@ def run(program, feed, params, startups, fetches, out, profile):
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
 def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
+    from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
+    from ..training.programs import is_training_op
     prog = load(program)
     if any(is_training_op(op) for op in prog.global_block.ops):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from")
-    from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
                                 load_params(params, prog), rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)

@@ -1,19 +1,17 @@
 """Training over data, evaluation, checkpoints, parameters in and out of a Scope, and export for inference. Each
-name but ``export`` imports its module on first use, so a command that reads parameters (`gradc run`) does not
-import the trainer and checkpoints. ``export`` is bound now: it is also its module's name, which an import of the
-module would otherwise bind in its place."""
+name imports its module on first use, so a command that reads parameters (`gradc run`) does not import the
+trainer, checkpoints and export (nor the backward and optimizers they read roles from)."""
 
 from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING
 
-from .export import export, inference_program
-
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
     from .checkpoint import load_checkpoint, save_checkpoint
     from .data import Dataset, OneBatch
     from .history import History, Reporter
+    from .inference import export, inference_program
     from .params import load_params, read_values, save_params
     from .programs import forward_part, model_parameters, prune
     from .trainer import Trainer, train
@@ -21,6 +19,7 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
 _ON_FIRST_USE = {
     **dict.fromkeys(["load_checkpoint", "save_checkpoint"], ".checkpoint"),
     **dict.fromkeys(["Dataset", "OneBatch"], ".data"),
+    **dict.fromkeys(["export", "inference_program"], ".inference"),
     **dict.fromkeys(["History", "Reporter"], ".history"),
     **dict.fromkeys(["load_params", "read_values", "save_params"], ".params"),
     **dict.fromkeys(["forward_part", "model_parameters", "prune"], ".programs"),

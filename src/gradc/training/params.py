@@ -20,7 +20,6 @@ from ..io.pdiparams import persistable_names, read_params, write_params
 from ..io.pickled import read_pickled, write_pickled
 from ..ir import Program
 from ..ir.types import NUMPY_DTYPE_NAMES
-from .programs import forward_part
 
 PICKLED = (".pdparams", ".pdopt")
 
@@ -47,6 +46,7 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
     try:
         return read_params(path, program)
     except FormatError as whole_program:
+        from .programs import forward_part  # and the backward's and optimizers' roles: only for this retry
         try:
             forward = forward_part(program)
         except GradcError:
@@ -84,6 +84,7 @@ def load_params(scope, path: str | os.PathLike, program: Program | None = None) 
 def save_params(scope, path: str | os.PathLike, program: Program, names: list[str] | None = None) -> list[str]:
     """Write the model's parameters (by default the persistable vars of the program's forward part: weights and
     batch-norm statistics, no optimizer state) from ``scope``, in the format the extension says."""
+    from .programs import forward_part
     forward = forward_part(program)
     names = persistable_names(forward) if names is None else sorted(names)
     missing = [name for name in names if name not in scope]
