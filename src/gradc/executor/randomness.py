@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-# made on first use: importing numpy.random (25-35 ms) is a tenth of a small `gradc run`, which may draw nothing
+# made on first use: importing numpy.random (25-39 ms CPU) is a tenth of a small `gradc run`, which may draw nothing
 _GENERATOR: list[np.random.Generator | None] = [None]
 
 
