@@ -55,9 +55,11 @@ def run(program, feed, params, startups, fetches, out, profile):
         check_writable(out)
     prog, executor, scope = _session(program, params, startups)
     feeds = read_npz(feed, "feed") if feed else {}
+    measuring = nullcontext()
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
-    with profiling() if profile else nullcontext() as measured:
+        measuring = profiling()
+    with measuring as measured:
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
