@@ -22,3 +22,7 @@ def __getattr__(name: str):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = globals()[name] = getattr(importlib.import_module(_ON_FIRST_USE[name], __name__), name)
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_ON_FIRST_USE))
