@@ -10,11 +10,11 @@ optimizers, the program builder, the executor and the training workflow (which b
 command pays only for what it uses.
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
 from . import ops  # noqa: F401  (registers the built-in ops)
 from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
+from .firstuse import on_first_use
 from .io import load, save
 from .ir import Block, OpDesc, Program, VarDesc, VarType
 from .ops.infer import same_as
@@ -39,18 +39,7 @@ _ON_FIRST_USE = {
     **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
     **dict.fromkeys(["Dataset", "History", "Trainer", "export", "load_params", "save_params", "train"], ".training"),
 }
-
-
-def __getattr__(name: str):
-    if name not in _ON_FIRST_USE:
-        raise AttributeError(f"module 'gradc' has no attribute {name!r}")
-    value = globals()[name] = getattr(importlib.import_module(_ON_FIRST_USE[name], __name__), name)
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ON_FIRST_USE))
-
+__getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())
 
 __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",

@@ -3,8 +3,9 @@ imports its module on first use, so the kernel registry (a plugin's ``@kernel``)
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ..firstuse import on_first_use
 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
     from .executor import Executor
@@ -15,14 +16,4 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
 _ON_FIRST_USE = {"Executor": ".executor", "KERNELS": ".kernels", "kernel": ".kernels", "Scope": ".scope",
                  "global_scope": ".scope", "SelectedRows": ".selected_rows"}
 __all__ = ["KERNELS", "Executor", "Scope", "SelectedRows", "global_scope", "kernel"]
-
-
-def __getattr__(name: str):
-    if name not in _ON_FIRST_USE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = globals()[name] = getattr(importlib.import_module(_ON_FIRST_USE[name], __name__), name)
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ON_FIRST_USE))
+__getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())

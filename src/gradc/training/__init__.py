@@ -4,8 +4,9 @@ trainer, checkpoints and export (nor the backward and optimizers they read roles
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from ..firstuse import on_first_use
 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
     from .checkpoint import load_checkpoint, save_checkpoint
@@ -28,14 +29,4 @@ _ON_FIRST_USE = {
 __all__ = ["Dataset", "History", "OneBatch", "Reporter", "Trainer", "export", "forward_part", "inference_program",
            "load_checkpoint", "load_params", "model_parameters", "prune", "read_values", "save_checkpoint",
            "save_params", "train"]
-
-
-def __getattr__(name: str):
-    if name not in _ON_FIRST_USE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = globals()[name] = getattr(importlib.import_module(_ON_FIRST_USE[name], __name__), name)
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_ON_FIRST_USE))
+__getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())
