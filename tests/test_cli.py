@@ -272,7 +272,7 @@ def test_compiler_commands_start_without_numpy(tmp_path):
 def test_a_run_imports_only_what_it_uses():
     """`gradc run` imports no protobuf (the program and a .pdiparams are read plainly), no numpy.random (nothing
     random), no trainer, checkpoints, gradient check or profiler, and none of the compiler's passes: of a program
-    with .npz params, and of Paddle's inference model."""
+    with .npz params, and of Paddle's inference model; of Paddle 3's PIR inference model, none of the compiler."""
     unused = ["numpy.random", "gradc.training.trainer", "gradc.training.checkpoint", "gradc.gradcheck",
               "gradc.profile", "tracemalloc", "json", "gradc.backward", "gradc.optimizers", "gradc.passes"]
     script = ("import sys\nfrom gradc.cli import cli\ncli.main(sys.argv[2:], standalone_mode=False)\n"
@@ -286,6 +286,12 @@ def test_a_run_imports_only_what_it_uses():
     model = DATA / "inference"   # Paddle's save_inference_model: its params are a .pdiparams
     ran = subprocess.run([sys.executable, "-c", script, " ".join(unused), "run", model / "model.pdmodel", "--params",
                           model / "model.pdiparams", "--feed", model / "feed.npz"], capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.strip().splitlines()[-1] == "[]", ran.stdout
+    pir = DATA / "pir" / "inference"   # Paddle 3's PIR JSON reads with json, and still without the compiler
+    ran = subprocess.run([sys.executable, "-c", script, "gradc.backward gradc.optimizers gradc.passes", "run",
+                          pir / "model.json", "--params", pir / "model.pdiparams", "--feed", pir / "feed.npz"],
+                         capture_output=True, text=True)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip().splitlines()[-1] == "[]", ran.stdout
 

@@ -9,10 +9,9 @@ from collections.abc import Iterable
 
 from ..errors import GradError
 from ..gcpause import gc_paused
-from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name
+from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
 from ..shapes import numel
 from ..verify import check_definitions
-from . import roles
 from .emit import emit_grad_ops
 from .job import BlockBackward
 from .names import GradNames

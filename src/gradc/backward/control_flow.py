@@ -18,8 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .. import registry
-from ..ir import OpDesc
-from . import roles
+from ..ir import OpDesc, roles
 from .job import BlockBackward
 from .path import check_makers, sub_block_path
 from .vars import declare_grad_vars

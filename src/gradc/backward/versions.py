@@ -18,9 +18,8 @@ the previous op (``@-1``: at the start of the block).
 from __future__ import annotations
 
 from .. import registry
-from ..ir import Block, OpDesc
+from ..ir import Block, OpDesc, roles
 from ..ops.control_flow import updated_in_place
-from . import roles
 from .vars import derived_var
 
 _UNWRITTEN = (None, -1)

@@ -17,10 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..backward import append_backward, roles
+from ..backward import append_backward
 from ..errors import GradcError
 from ..gcpause import gc_paused
-from ..ir import Program, VarType
+from ..ir import Program, VarType, roles
 from ..schedules import Schedule
 from .clip import GradientClip
 from .emit import LR_SCHEDULE, Emitter

@@ -4,8 +4,7 @@ persistable vars they need (learning rate, accumulators) into a startup program.
 
 from __future__ import annotations
 
-from ..backward import roles
-from ..ir import AttrType, OpDesc, Program
+from ..ir import AttrType, OpDesc, Program, roles
 from ..registry import get, make_op
 
 LR_SCHEDULE = 0x0010   # Paddle's OpRole.LRSched: ops that compute a learning rate carry OPTIMIZE | LR_SCHEDULE

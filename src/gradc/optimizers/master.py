@@ -5,9 +5,8 @@ and writes the parameter as the master's cast, as Paddle's minimize does (docs/o
 
 from __future__ import annotations
 
-from ..backward import roles
 from ..errors import GradcError
-from ..ir import VarType
+from ..ir import VarType, roles
 from ..registry import make_op
 from .emit import Emitter
 

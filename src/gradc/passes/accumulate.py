@@ -12,8 +12,7 @@ so the gradients are the same bit for bit, and at most one part is alive at a ti
 
 from __future__ import annotations
 
-from ..backward import roles
-from ..ir import Block, OpDesc, Program, VarType
+from ..ir import Block, OpDesc, Program, VarType, roles
 from .base import Pass, register_pass
 
 

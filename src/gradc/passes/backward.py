@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..backward import append_backward, roles
-from ..ir import EMPTY_VAR, Program
+from ..backward import append_backward
+from ..ir import EMPTY_VAR, Program, roles
 from .base import Pass, register_pass
 
 

@@ -20,8 +20,7 @@ import math
 from dataclasses import dataclass, field
 
 from .. import registry
-from ..backward import roles
-from ..ir import Block, OpDesc
+from ..ir import Block, OpDesc, roles
 from ..ir.types import NUMPY_DTYPE_NAMES
 
 # ops that draw random numbers: re-running one would not give the values the backward saw

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..backward import roles
 from ..backward.vars import derived_var
 from ..errors import GradcError
-from ..ir import EMPTY_VAR, OpDesc, Program
+from ..ir import EMPTY_VAR, OpDesc, Program, roles
 from .base import Pass, register_pass
 from .checkpoints import Forward, analyse, auto_plan, crossing, segments
 

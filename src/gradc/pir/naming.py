@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..backward.roles import BACKWARD, LOSS
 from ..ir import Program
+from ..ir.roles import BACKWARD, LOSS
 from .graph import Module, TensorType, Value, walk_ops
 
 GRAD = "@GRAD"

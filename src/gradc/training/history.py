@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backward import loss_candidates, roles
+from ..backward import loss_candidates
 from ..errors import GradcError
-from ..ir import Program
+from ..ir import Program, roles
 
 
 def scalar(name: str, value) -> float:

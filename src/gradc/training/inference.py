@@ -15,11 +15,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..backward import roles
 from ..errors import GradcError
 from ..io import check_writable, save
 from ..io.pdiparams import persistable_names, write_params
-from ..ir import AttrType, OpDesc, Program, VarType
+from ..ir import AttrType, OpDesc, Program, VarType, roles
 from .programs import forward_part, prune
 
 SUFFIXES = {"pb": ".pdmodel", "pir": ".json"}

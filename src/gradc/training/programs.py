@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from .. import registry
-from ..backward import roles
 from ..errors import GradcError
 from ..executor.liveness import referenced_names
 from ..io.pdiparams import persistable_names
-from ..ir import GRAD_SUFFIX, AttrType, Program
+from ..ir import GRAD_SUFFIX, AttrType, Program, roles
 from ..ops.optimizer_checks import UPDATES
 from ..optimizers.emit import LR_SCHEDULE
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..ir import AttrType, OpDesc
+from .program import OpDesc
+from .types import AttrType
 
 FORWARD, BACKWARD, OPTIMIZE, LOSS = 0, 1, 2, 256
 
