@@ -31,12 +31,15 @@ def deaths(block: Block, keep: frozenset[str] | None) -> tuple[list[list[str]], 
     last_value: dict[str, int] = {}   # the last op that reads or writes the value itself
     for idx, op in enumerate(block.ops):
         shape_names = _shape_only_names(op)
-        for name in referenced_names(block.program, op):
+        # most ops run no block: their own names, repeats and all, with no sets built
+        names = referenced_names(block.program, op) if op.block_refs() else op.input_names() + op.output_names()
+        for name in names:
             last_use[name] = idx
             if name not in shape_names:
                 last_value[name] = idx
+    own = block.vars
     for name, idx in last_use.items():
-        var = block.find_var(name)
+        var = own.get(name) or block.find_var(name)
         if name in keep or name == EMPTY_VAR or (var is not None and var.persistable):
             continue
         frees[idx].append(name)
@@ -45,11 +48,14 @@ def deaths(block: Block, keep: frozenset[str] | None) -> tuple[list[list[str]], 
     return [sorted(f) for f in frees], [sorted(s) for s in shrinks]
 
 
-def _shape_only_names(op: OpDesc) -> set[str]:
+_NONE: frozenset[str] = frozenset()
+
+
+def _shape_only_names(op: OpDesc) -> frozenset[str] | set[str]:
     """The vars the op's kernel reads for their shape and dtype only (not also through another slot)."""
     slots = SHAPE_ONLY.get(op.type)
     if not slots:
-        return set()
+        return _NONE
     names = {name for slot in slots for name in op.inputs.get(slot, ())}
     names.difference_update(name for slot, args in op.inputs.items() if slot not in slots for name in args)
     names.difference_update(op.output_names())
