@@ -16,11 +16,12 @@ from gradc.executor.kernels.pool_taps import tap_geometry, taps_max, taps_max_gr
 from gradc.executor.kernels.pool_windows import _max_pool_grad, axis_windows, max_windows
 from gradc.ops.conv import pool_geometry
 
-CASES = [  # x, w, strides, pads (before, after per dim), groups; outputs of 144, 64, 64, 32 positions
+CASES = [  # x, w, strides, pads (before, after per dim), groups; outputs of 144, 64, 64, 32, 64 positions
     ((96, 1, 12, 12), (6, 1, 5, 5), (1, 1), (2, 2, 2, 2), 1),
     ((64, 6, 10, 10), (16, 6, 3, 3), (1, 1), (0, 0, 0, 0), 1),
     ((48, 4, 16, 16), (8, 2, 3, 3), (2, 2), (1, 1, 1, 1), 2),
     ((64, 3, 32), (4, 3, 3), (1,), (1, 1), 1),
+    ((40, 64, 8, 8), (128, 64, 3, 3), (1, 1), (1, 1, 1, 1), 1),   # fewer outputs than columns / 4: the batch's product
 ]
 
 
@@ -151,11 +152,16 @@ def test_windows_and_pointwise_columns_are_numpys(seed):
 
 def _plain_input_grad(dy, w, sizes, geo: Geometry):
     """The input grad as col2im was first written: each kernel position's columns (a depthwise filter's products,
-    else W^T @ dy's) added into its strided window of the zeroed padded input."""
+    else W^T @ dy's, each sample's or the whole batch's as the kernel makes them) added into its strided window of
+    the zeroed padded input."""
     (n, o), (cg, *k_sizes), groups, dims = dy.shape[:2], w.shape[1:], geo.groups, len(sizes)
     if o == groups and cg == 1:
         taps = w.reshape(groups, *k_sizes)
         tap = lambda offset: dy * taps[(slice(None), *offset)].reshape(groups, *[1] * dims)  # noqa: E731
+    elif kernels._by_sample(int(np.prod(dy.shape[2:])), cg * int(np.prod(k_sizes))):
+        cols = w.reshape(groups, o // groups, -1).transpose(0, 2, 1) @ dy.reshape(n, groups, o // groups, -1)
+        cols = cols.reshape(n, groups * cg, *k_sizes, *dy.shape[2:])
+        tap = lambda offset: cols[(slice(None), slice(None), *offset)]  # noqa: E731
     else:
         cols = (w.reshape(groups, o // groups, -1).transpose(0, 2, 1) @ kernels._grouped(dy, groups))
         cols = cols.reshape(groups * cg, *k_sizes, n, *dy.shape[2:])
@@ -194,6 +200,8 @@ def test_input_grads_added_by_phase_and_channels_last_are_plain_col2ims(seed):
         w = (rng.standard_normal(w_shape) * 10.0 ** rng.integers(-8, 8, w_shape)).astype(dtype)
         y_shape = conv(x, w, geo).shape
         dy = (rng.standard_normal(y_shape) * 10.0 ** rng.integers(-20, 20, y_shape)).astype(dtype)
+        if groups > 1 and kernels._full_correlation(dy, w, geo) is not None:   # a convolution: the next test's
+            continue
         dy.flat[0], dy.flat[-1] = -0.0, (np.nan, np.inf, 1.0)[case % 3]
         with np.errstate(invalid="ignore", over="ignore"):   # inf times a mixed-sign column
             ours, plain = conv_input_grad(dy, w, x.shape[2:], geo), _plain_input_grad(dy, w, sizes, geo)
@@ -201,3 +209,33 @@ def test_input_grads_added_by_phase_and_channels_last_are_plain_col2ims(seed):
         assert ours.tobytes() == plain.tobytes(), case
         compared += 1
     assert compared > 80
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_unit_stride_grouped_input_grad_is_a_full_correlation(seed):
+    """With unit strides and padding within the kernel's span, a grouped (depthwise too) filter's input grad is
+    the convolution of dy with the flipped filter: float64's plain col2im to within float32 rounding, for 1-3 dims,
+    dilations and uneven padding; padding beyond the span or a stride leaves it to the taps."""
+    rng = np.random.default_rng(seed)
+    for case in range(40):
+        dims, groups = 1 + case % 3, int(rng.integers(1, 9))
+        per_group, outs = (1, 1) if case % 2 == 0 else (int(rng.integers(1, 3)), int(rng.integers(1, 3)))
+        k_sizes = [int(v) for v in rng.integers(1, 4, dims)]
+        dilations = tuple(int(v) for v in rng.integers(1, 3, dims))
+        pads = tuple(int(rng.integers(0, (k - 1) * d + 1)) for k, d in zip(k_sizes, dilations) for _ in range(2))
+        sizes = [int(v) for v in rng.integers(5, 9, dims)]   # at least the widest span, 5
+        geo = Geometry((1,) * dims, pads, dilations, groups)
+        x = rng.standard_normal((2, groups * per_group, *sizes)).astype(np.float32)
+        w = rng.standard_normal((groups * outs, per_group, *k_sizes)).astype(np.float32)
+        dy = rng.standard_normal(conv(x, w, geo).shape).astype(np.float32)
+        ours = kernels._full_correlation(dy, w, geo)
+        exact = _plain_input_grad(dy.astype(np.float64), w.astype(np.float64), sizes, geo)
+        assert ours.shape == x.shape and ours.dtype == np.float32, case
+        np.testing.assert_allclose(ours, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
+        if groups > 1:   # the kernel's path; an ungrouped filter's goes through col2im
+            assert conv_input_grad(dy, w, sizes, geo).tobytes() == ours.tobytes(), case
+    w = np.ones((4, 1, 3, 3), np.float32)
+    dy = np.ones((1, 4, 5, 5), np.float32)
+    assert kernels._full_correlation(dy, w, Geometry((1, 1), (3, 0, 0, 0), (1, 1), 4)) is None   # beyond the span
+    assert conv_input_grad(dy, w, [4, 7], Geometry((1, 1), (3, 0, 0, 0), (1, 1), 4)).shape == (1, 4, 4, 7)
+    assert kernels._full_correlation(dy, w, Geometry((2, 1), (0, 0, 0, 0), (1, 1), 4)) is None   # strided
