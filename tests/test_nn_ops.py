@@ -280,3 +280,30 @@ def test_shape_inference_names_the_op_and_the_bad_slot():
     prog.global_block.var("scale").shape = [4]
     with pytest.raises(gradc.ProgramError, match="batch_norm.*Scale must be a vector of size 3"):
         check_shapes(prog)
+
+
+def test_reusable_is_the_temporary_exactly_where_numpys_result_fits_it():
+    """``reusable`` (the ``out`` of norm and optimizer ufuncs) gives the caller's array where numpy's result of a
+    ufunc of it and the other operand has its dtype and shape, for like, per-channel, broadcasting and promoting
+    operands and scalars, and None elsewhere."""
+    from gradc.executor.kernels.broadcast import reusable
+    rng = np.random.default_rng(0)
+    checked = set()
+    for _ in range(600):
+        shape = tuple(int(d) for d in rng.integers(1, 4, rng.integers(0, 4)))
+        dtype = (np.float32, np.float64, np.int32)[rng.integers(3)]
+        temporary = np.zeros(shape, dtype)
+        trailing = shape[rng.integers(0, len(shape) + 1):]   # some trailing dims, kept or redrawn (1 broadcasts)
+        other_shape = (tuple(d if rng.random() < 0.6 else int(rng.integers(1, 4)) for d in trailing)
+                       if rng.random() < 0.8 else tuple(int(d) for d in rng.integers(1, 4, 4)))   # or more dims
+        other = (np.zeros(other_shape, (np.float32, np.float64, np.int64)[rng.integers(3)]) if rng.random() < 0.8
+                 else (1.5, 2, np.float32(1.0))[rng.integers(3)])
+        try:
+            result = np.add(temporary, other)
+        except ValueError:   # shapes that do not broadcast: numpy's own error, whatever reusable says
+            continue
+        fits = result.dtype == temporary.dtype and result.shape == temporary.shape
+        assert (reusable(temporary, other) is temporary) == fits, (shape, dtype, np.shape(other), other)
+        checked.add(fits)
+    assert checked == {True, False}
+    assert reusable([1.0], np.zeros(1)) is None   # not an array of the caller's

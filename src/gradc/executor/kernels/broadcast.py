@@ -42,8 +42,9 @@ def reusable(temporary, other):
     its dtype and shape by numpy's promotion and broadcasting; else None (the ufunc makes a new array)."""
     if type(temporary) is not np.ndarray:
         return None
-    if type(other) is np.ndarray and other.dtype == temporary.dtype and other.shape == temporary.shape:
-        return temporary   # the usual case, decided without numpy's promotion and broadcasting rules (2 µs)
+    if type(other) is np.ndarray and other.dtype == temporary.dtype and other.ndim <= temporary.ndim \
+            and all(o == t or o == 1 for o, t in zip(other.shape[::-1], temporary.shape[::-1])):
+        return temporary   # a like or per-channel operand, decided without numpy's rules (1.8 µs against 4.6)
     fits = temporary.dtype == np.result_type(temporary, other) and \
         temporary.shape == np.broadcast_shapes(temporary.shape, np.shape(other))
     return temporary if fits else None
