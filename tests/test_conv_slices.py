@@ -91,8 +91,27 @@ def test_max_pooling_on_taps_is_the_general_kernel():
         general_dx = _max_pool_grad(x, dout, bounds)
         assert dx.dtype == general_dx.dtype and dx.strides == general_dx.strides, seed
         assert dx.tobytes() == general_dx.tobytes(), seed
+        assert taps_max_grad(x, dout, taps, general).tobytes() == dx.tobytes(), seed   # the forward's Out given
         grads += 1
     assert compared > 250 and grads > 150
+
+
+@pytest.mark.parametrize("strides", [(2, 2), (3, 3)])   # overlapping windows, and windows apart
+def test_max_pool_grad_takes_the_maxima_from_x_where_out_is_not_xs(strides):
+    """An Out with a window holding no equal value (not the forward's of this x) is not trusted: the maxima are
+    taken again, so the grad is x's own."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 9, 9)).astype(np.float32)
+    ksize, pads, out = pool_geometry([9, 9], {"ksize": [3, 3], "strides": list(strides), "paddings": [1, 1],
+                                              "padding_algorithm": "EXPLICIT", "global_pooling": False,
+                                              "adaptive": False, "ceil_mode": False})
+    taps = tap_geometry(x, ksize, strides, pads, out)
+    dout = rng.standard_normal((2, 3, *out)).astype(np.float32)
+    own = taps_max_grad(x, dout, taps)
+    stale = taps_max(x, taps)
+    stale[0, 0, 0, 0] += 1.0
+    assert own.tobytes() == taps_max_grad(x, dout, taps, stale).tobytes()
+    assert own.tobytes() == taps_max_grad(x, dout, taps, stale[..., :-1]).tobytes()   # misshapen: not read
 
 
 def test_a_window_of_more_than_255_cells_picks_its_first_maximum():

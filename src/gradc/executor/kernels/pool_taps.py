@@ -1,9 +1,9 @@
 """Max pooling on strided views of the input, one view per window cell (a tap), for every max pool whose windows
 share one size and one stride (all but adaptive ones): the input padded with the value of an empty window cell
 where windows hang over its edges, one np.maximum per tap for the forward, a masked copy or add per tap for the
-grad. No window is gathered: the forward is 3-8x faster than the general kernel's
-(gradc.executor.kernels.pool_windows), the grad as fast on ResNet's 3x3 stride-2 pool and up to 1.6x faster on
-others, and neither needs memory for the windows.
+grad, which reads the forward's maxima (Out) rather than taking them again. No window is gathered: the forward is
+3-8x faster than the general kernel's (gradc.executor.kernels.pool_windows), the grad as fast on ResNet's 3x3
+stride-2 pool and up to 1.6x faster on others, and neither needs memory for the windows.
 
 The results are the general kernels' bit for bit:
 - the maxima are taken tap by tap in row-major order, the general kernel's order of a window's cells (a padding
@@ -74,13 +74,16 @@ def taps_max(x: np.ndarray, taps: Taps) -> np.ndarray:
     return _max(_padded(x, taps), _views(taps))
 
 
-def taps_max_grad(x: np.ndarray, dout: np.ndarray, taps: Taps) -> np.ndarray | None:
+def taps_max_grad(x: np.ndarray, dout: np.ndarray, taps: Taps, out: np.ndarray | None = None) -> np.ndarray | None:
     """The grad of the input, each window's to its first maximum; None (the general kernel's case) when a window's
-    maximum is not above the fill value, or ``dout`` is not shaped like the output."""
+    maximum is not above the fill value, or ``dout`` is not shaped like the output. ``out``, the forward's maxima
+    (as Paddle's grad kernel reads them), saves taking them again; where a window holds no value equal to its ``out``
+    (an Out that is not x's), the maxima are taken from x."""
     xp, views = _padded(x, taps), _views(taps)
-    best = _max(xp, views)
+    given = out is not None and out.shape == dout.shape and out.dtype == xp.dtype
+    best = out if given else _max(xp, views)
     if dout.shape != best.shape or not np.all(best > xp.dtype.type(PADDLE_MAX_POOL_INIT)):
-        return None
+        return None if not given else taps_max_grad(x, dout, taps)
     if all(s >= k for s, k in zip(taps.strides, taps.k_sizes)):   # windows apart: a cell gets one grad at most
         dx, grad, zero = np.zeros(xp.shape, dtype=dout.dtype), dout + dout.dtype.type(0), dout.dtype.type(0)
         taken, first = np.zeros(best.shape, bool), np.empty(best.shape, bool)
@@ -88,8 +91,13 @@ def taps_max_grad(x: np.ndarray, dout: np.ndarray, taps: Taps) -> np.ndarray | N
             np.greater(np.equal(xp[view], best, out=first), taken, out=first)   # a maximum, and the window's first
             taken |= first
             dx[view] = np.where(first, grad, zero)
+        if given and not taken.all():
+            return taps_max_grad(x, dout, taps)
         return dx if xp is x else np.ascontiguousarray(dx[(Ellipsis, *_inside(taps, x.shape[2:]))])
-    return _scatter(x.shape, dout, _first_max(xp, views, best), taps)
+    pick = _first_max(xp, views, best)
+    if given and (pick == len(views)).any():
+        return taps_max_grad(x, dout, taps)
+    return _scatter(x.shape, dout, pick, taps)
 
 
 def _first_max(xp: np.ndarray, views: list[tuple], best: np.ndarray) -> np.ndarray:

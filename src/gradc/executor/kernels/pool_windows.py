@@ -99,6 +99,11 @@ def _max_pool_grad(x, dout, bounds):
     return dx.astype(dout.dtype, copy=False).reshape(x.shape)
 
 
+def _forward_out(k, last: bool, dims: int):
+    """The forward's Out, channels first, where the grad op has it (gradc's maker gives it, as Paddle's does)."""
+    return channels_first(k.x("Out"), last, dims) if k.has("Out") else None
+
+
 def _pool_kernels(name: str, dims: int) -> None:
     @kernel(name)
     def forward(k):
@@ -121,7 +126,7 @@ def _pool_kernels(name: str, dims: int) -> None:
         if k.attr("pooling_type") != "max":
             adjoints = [membership(size, b, dout.dtype).T for size, b in zip(x.shape[2:], bounds)]
             dx = along_axes(dout / divisor, adjoints)
-        elif (dx := None if taps is None else taps_max_grad(x, dout, taps)) is None:
+        elif (dx := None if taps is None else taps_max_grad(x, dout, taps, _forward_out(k, last, dims))) is None:
             dx = _max_pool_grad(x, dout, bounds)
         return {"X@GRAD": channels_back(dx, last)}
 
