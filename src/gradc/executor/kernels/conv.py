@@ -167,14 +167,14 @@ def conv(x, w, geo: Geometry):
     slices = _batch_slices(x, w.shape[2:], geo)
     if len(slices) == 1:
         product = filters @ columns(x, w.shape[2:], geo)[0]
-        return product.reshape(n, o, *out) if by_sample else np.ascontiguousarray(_ungrouped(product, n, out))
+        return product.reshape(n, o, *out) if by_sample else _ungrouped(product, n, out)
     result = np.empty((n, g, o // g, math.prod(out)) if by_sample else (g, o // g, n * math.prod(out)),
                       dtype=np.result_type(x, w))
     for part in slices:
         cols = columns(x[part], w.shape[2:], geo)[0]
         np.matmul(filters, cols, out=result[part] if by_sample else
                   result[:, :, part.start * math.prod(out):part.stop * math.prod(out)])
-    return result.reshape(n, o, *out) if by_sample else np.ascontiguousarray(_ungrouped(result, n, out))
+    return result.reshape(n, o, *out) if by_sample else _ungrouped(result, n, out)
 
 
 def conv_filter_grad(x, dy, w_shape, geo: Geometry):
