@@ -252,8 +252,8 @@ def _full_correlation(dy, w, geo: Geometry):
     """A unit-stride convolution's input grad as a convolution of dy, padded by the kernel's span less the forward's
     padding, with the filter flipped (its channels swapped within each group); None where the forward's padding
     exceeds the span. Taken for grouped filters: 1.5-2.7x faster than adding a depthwise filter's taps on MobileNet's
-    layer shapes, 1.9x than col2im on ResNeXt's [2, 256, 14, 14] of 32 groups; ungrouped, col2im is faster as often
-    as not (0.5-1.7x)."""
+    layer shapes, 1.9-2.2x than col2im on ResNeXt's [2, 256, 14, 14] of 32 groups; ungrouped, it takes 0.5-1.7x
+    col2im's time, slower as often as faster."""
     spans = [(k - 1) * d for k, d in zip(w.shape[2:], geo.dilations)]
     pads = tuple(span - pad for span, pair in zip(spans, zip(geo.pads[0::2], geo.pads[1::2])) for pad in pair)
     if any(s != 1 for s in geo.strides) or min(pads) < 0:
