@@ -11,6 +11,7 @@ import pytest
 from numpy.lib.stride_tricks import sliding_window_view
 
 from gradc.executor.kernels import conv as kernels
+from gradc.executor.kernels import conv_columns as columns
 from gradc.executor.kernels.conv import Geometry, conv, conv_filter_grad, conv_input_grad
 from gradc.executor.kernels.pool_taps import tap_geometry, taps_max, taps_max_grad
 from gradc.executor.kernels.pool_windows import _max_pool_grad, axis_windows, max_windows
@@ -156,16 +157,16 @@ def test_windows_and_pointwise_columns_are_numpys(seed):
             windows = sliding_window_view(xp, spans, axis=tuple(range(2, 2 + dims)))
         except ValueError as numpy_error:
             with pytest.raises(ValueError, match=str(numpy_error)):
-                kernels._windows(xp, k, geo)
+                columns.windows(xp, k, geo)
             continue
         windows = windows[(slice(None), slice(None), *(slice(None, None, v) for v in s + d))]
-        ours = kernels._windows(xp, k, geo)
+        ours = columns.windows(xp, k, geo)
         assert ours.shape == windows.shape and ours.tobytes() == windows.tobytes()
     for last in (False, True):
         x = rng.standard_normal((int(rng.integers(1, 3)), 6, 4, 5)).astype(np.float32)
         x = np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1) if last else x
         geo = Geometry((1, 1), (0, 0, 0, 0), (1, 1), 1 + seed % 3)
-        (cols, out), (general, general_out) = kernels._columns(x, (1, 1), geo), kernels.im2col(x, (1, 1), geo)
+        (cols, out), (general, general_out) = columns.columns(x, (1, 1), geo), columns.im2col(x, (1, 1), geo)
         assert out == general_out and cols.strides == general.strides and cols.tobytes() == general.tobytes()
 
 
@@ -182,7 +183,7 @@ def _plain_input_grad(dy, w, sizes, geo: Geometry):
         cols = cols.reshape(n, groups * cg, *k_sizes, *dy.shape[2:])
         tap = lambda offset: cols[(slice(None), slice(None), *offset)]  # noqa: E731
     else:
-        cols = (w.reshape(groups, o // groups, -1).transpose(0, 2, 1) @ kernels._grouped(dy, groups))
+        cols = (w.reshape(groups, o // groups, -1).transpose(0, 2, 1) @ columns.grouped(dy, groups))
         cols = cols.reshape(groups * cg, *k_sizes, n, *dy.shape[2:])
         tap = cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2)).__getitem__
     padded = [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]

@@ -1,34 +1,37 @@
 """Kernels of gradc.ops.conv, computed channels first ([N, C, *spatial]; channels-last data is moved at
 the edges), for any number of spatial dims.
 
-Convolution is im2col + a matmul per sample and group, as Paddle's CPU kernel does it: each sample's columns are a
-strided view of its padded input (one as_strided call for the batch), copied into [N, groups, C/g * prod(kernel),
-prod(out)], a batch slice at a time when a whole batch's columns would be large; a pointwise convolution's columns
-are its input itself, with no copy. The products land in the output's own layout, [N, O, *out]. Its two adjoints
-give every other kernel: the input grad scatters W^T @ dOut back with col2im (a depthwise filter's products made a
-tap at a time; a pointwise one's is W^T @ dOut itself), the filter grad is dOut @ cols^T over the whole batch, and
-conv_transpose is the input grad of the conv whose filter it shares. Pooling is in gradc.executor.kernels.pool_windows
-and pool_taps.
+Convolution is im2col + a matmul per sample and group, as Paddle's CPU kernel does it, where a sample has enough
+output cells (else one matmul for the whole batch), a batch slice at a time when a whole batch's columns would be
+large; the products land in the output's own layout, [N, O, *out]. The columns and col2im are in
+gradc.executor.kernels.conv_columns. The convolution's two adjoints give every other kernel: the input grad scatters
+W^T @ dOut back with col2im (a depthwise filter's products made a tap at a time, a pointwise one's W^T @ dOut
+itself, a grouped one's with unit strides a convolution of dOut), the filter grad is dOut @ cols^T over the whole
+batch, and conv_transpose is the input grad of the conv whose filter it shares. Pooling is in
+gradc.executor.kernels.pool_windows and pool_taps.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-from typing import NamedTuple
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from ...ops import conv as ops
 from . import kernel
-
-
-class Geometry(NamedTuple):
-    strides: tuple
-    pads: tuple        # before, after per spatial dim
-    dilations: tuple
-    groups: int
+from .conv_columns import (
+    Geometry,
+    add_taps,
+    col2im,
+    columns,
+    grouped,
+    inner,
+    padded_sizes,
+    pointwise,
+    sample_columns,
+    sum_taps,
+    ungrouped,
+)
 
 
 def _geometry(k, sizes, k_sizes) -> Geometry:
@@ -47,84 +50,6 @@ def channels_first(a, last: bool, dims: int):
 
 def channels_back(a, last: bool):
     return np.ascontiguousarray(np.moveaxis(a, 1, -1) if last else a)
-
-
-def padded(x, pairs, fill=0):
-    """x [N, C, *S] with (before, after) cells of ``fill`` around each spatial axis, as np.pad gives it (a new
-    C-contiguous array: the columns never share x's memory), without np.pad's setup: 20 µs, as much as a small
-    layer's whole convolution."""
-    if not any(before or after for before, after in pairs):
-        return np.array(x, order="C")
-    out = np.full((*x.shape[:2], *(size + before + after for size, (before, after) in zip(x.shape[2:], pairs))),
-                  fill, dtype=x.dtype)
-    out[(Ellipsis, *(slice(before, before + size) for size, (before, _) in zip(x.shape[2:], pairs)))] = x
-    return out
-
-
-def _windows(xp, k_sizes, geo: Geometry):
-    """The windows of xp [N, C, *S] as a read-only strided view [N, C, *out, *kernel]: sliding_window_view's
-    windows every stride, their cells every dilation, made in one as_strided call (sliding_window_view and the
-    slicing cost 10-15 µs)."""
-    dims, sizes = len(k_sizes), xp.shape[2:]
-    spans = [(k - 1) * d + 1 for k, d in zip(k_sizes, geo.dilations)]
-    if min(*geo.strides, *geo.dilations) < 1 or not all(0 < span <= size for span, size in zip(spans, sizes)):
-        win = sliding_window_view(xp, spans, axis=tuple(range(2, 2 + dims)))   # it says what does not fit
-        return win[(slice(None), slice(None), *(slice(None, None, s) for s in geo.strides),
-                    *(slice(None, None, d) for d in geo.dilations))]
-    out = [(size - span) // s + 1 for size, span, s in zip(sizes, spans, geo.strides)]
-    steps = xp.strides[2:]
-    return as_strided(xp, (*xp.shape[:2], *out, *k_sizes),
-                      (*xp.strides[:2], *(t * s for t, s in zip(steps, geo.strides)),
-                       *(t * d for t, d in zip(steps, geo.dilations))), writeable=False)
-
-
-def im2col(x, k_sizes, geo: Geometry):
-    """Windows of x [N, C, *S] as [groups, C/g * prod(kernel), N * prod(out)], and the out sizes."""
-    dims = len(k_sizes)
-    win = _windows(padded(x, [(geo.pads[2 * i], geo.pads[2 * i + 1]) for i in range(dims)]), k_sizes, geo)
-    n, c, out = win.shape[0], win.shape[1], win.shape[2:2 + dims]
-    g = geo.groups
-    cols = win.reshape(n, g, c // g, *out, *k_sizes)
-    cols = cols.transpose(1, 2, *range(3 + dims, 3 + 2 * dims), 0, *range(3, 3 + dims))
-    return cols.reshape(g, c // g * math.prod(k_sizes), n * math.prod(out)), tuple(out)
-
-
-def _pointwise(k_sizes, geo: Geometry) -> bool:
-    """A 1x1 kernel, stride 1, no padding: the columns are the input's own values."""
-    return all(k == 1 for k in k_sizes) and all(s == 1 for s in geo.strides) and not any(geo.pads)
-
-
-def _columns(x, k_sizes, geo: Geometry):
-    """im2col's columns for the filter grad; a pointwise convolution's are x's own values in the matmul layout,
-    with no windows to make (15 µs of a small layer's 30)."""
-    if _pointwise(k_sizes, geo):
-        return np.ascontiguousarray(_grouped(x, geo.groups)), tuple(x.shape[2:])   # im2col's layout too
-    return im2col(x, k_sizes, geo)
-
-
-def _sample_columns(x, k_sizes, geo: Geometry):
-    """Each sample's columns, [N, groups, C/g * prod(kernel), prod(out)], and the out sizes: a pointwise
-    convolution's are x itself, reshaped."""
-    dims, (n, c), g = len(k_sizes), x.shape[:2], geo.groups
-    if _pointwise(k_sizes, geo):
-        return x.reshape(n, g, c // g, -1), tuple(x.shape[2:])
-    win = _windows(padded(x, [(geo.pads[2 * i], geo.pads[2 * i + 1]) for i in range(dims)]), k_sizes, geo)
-    out = win.shape[2:2 + dims]
-    cols = win.reshape(n, g, c // g, *out, *k_sizes)
-    cols = cols.transpose(0, 1, 2, *range(3 + dims, 3 + 2 * dims), *range(3, 3 + dims))
-    return cols.reshape(n, g, c // g * math.prod(k_sizes), math.prod(out)), tuple(out)
-
-
-def _grouped(a, g):
-    """[N, C, *S] -> [g, C/g, N * prod(S)], the matmul operand layout of an activation."""
-    n, c = a.shape[:2]
-    return a.reshape(n, g, c // g, -1).transpose(1, 2, 0, 3).reshape(g, c // g, -1)
-
-
-def _ungrouped(a, n, sizes):
-    """[g, C/g, N * prod(S)] -> [N, C, *S]."""
-    g, cg = a.shape[:2]
-    return a.reshape(g * cg, n, *sizes).transpose(1, 0, *range(2, 2 + len(sizes)))
 
 
 COLS_BUDGET = 8 << 20   # bytes of im2col columns at a time: a batch whose columns exceed it goes in slices
@@ -163,18 +88,18 @@ def conv(x, w, geo: Geometry):
     filters = w.reshape(g, o // g, -1)
     out = ops.conv_out_sizes(x.shape[2:], w.shape[2:], geo.strides, geo.pads, geo.dilations)
     by_sample = _by_sample(math.prod(out), filters.shape[2])
-    columns = _sample_columns if by_sample else _columns
+    make_columns = sample_columns if by_sample else columns
     slices = _batch_slices(x, w.shape[2:], geo)
     if len(slices) == 1:
-        product = filters @ columns(x, w.shape[2:], geo)[0]
-        return product.reshape(n, o, *out) if by_sample else _ungrouped(product, n, out)
+        product = filters @ make_columns(x, w.shape[2:], geo)[0]
+        return product.reshape(n, o, *out) if by_sample else ungrouped(product, n, out)
     result = np.empty((n, g, o // g, math.prod(out)) if by_sample else (g, o // g, n * math.prod(out)),
                       dtype=np.result_type(x, w))
     for part in slices:
-        cols = columns(x[part], w.shape[2:], geo)[0]
+        cols = make_columns(x[part], w.shape[2:], geo)[0]
         np.matmul(filters, cols, out=result[part] if by_sample else
                   result[:, :, part.start * math.prod(out):part.stop * math.prod(out)])
-    return result.reshape(n, o, *out) if by_sample else _ungrouped(result, n, out)
+    return result.reshape(n, o, *out) if by_sample else ungrouped(result, n, out)
 
 
 def conv_filter_grad(x, dy, w_shape, geo: Geometry):
@@ -183,64 +108,10 @@ def conv_filter_grad(x, dy, w_shape, geo: Geometry):
     slices = _batch_slices(x, w_shape[2:], geo)
     total = None
     for part in slices:
-        cols, _ = _columns(x[part], w_shape[2:], geo)
-        grad = _grouped(dy[part], geo.groups) @ cols.transpose(0, 2, 1)
+        cols, _ = columns(x[part], w_shape[2:], geo)
+        grad = grouped(dy[part], geo.groups) @ cols.transpose(0, 2, 1)
         total = grad if total is None else np.add(total, grad, out=total)
     return total.reshape(w_shape)
-
-
-def col2im(cols, sizes, geo: Geometry, xp=None):
-    """The adjoint of the windows: cols [C, *kernel, N, *out] summed back into [N, C, *sizes] (into the
-    zeroed padded buffer ``xp`` when given)."""
-    dims = len(sizes)
-    return _sum_taps(cols.transpose(*range(1, dims + 1), dims + 1, 0, *range(dims + 2, 2 * dims + 2)), sizes, geo, xp)
-
-
-def _sum_taps(by_tap, sizes, geo: Geometry, xp=None):
-    """col2im of columns laid out by kernel position, [*kernel, N, C, *out]."""
-    dims = len(sizes)
-    k_sizes, (n, channels), out = by_tap.shape[:dims], by_tap.shape[dims:dims + 2], by_tap.shape[dims + 2:]
-    if xp is None:
-        xp = np.zeros((n, channels, *_padded_sizes(sizes, geo)), dtype=by_tap.dtype)
-    _add_taps(by_tap.__getitem__, out, k_sizes, geo, xp)
-    return _inner(xp, sizes, geo)
-
-
-def _padded_sizes(sizes, geo: Geometry) -> list[int]:
-    return [size + geo.pads[2 * i] + geo.pads[2 * i + 1] for i, size in enumerate(sizes)]
-
-
-def _inner(xp, sizes, geo: Geometry, last: bool = False):
-    """The cells of the padded ``xp`` [N, C, *padded] ([*padded, N, C] when ``last``) inside the padding."""
-    inside = tuple(slice(geo.pads[2 * i], geo.pads[2 * i] + size) for i, size in enumerate(sizes))
-    return xp[inside] if last else xp[(slice(None), slice(None), *inside)]
-
-
-def _add_taps(tap, out, k_sizes, geo: Geometry, xp, last: bool = False) -> None:
-    """col2im into the zeroed padded ``xp`` [N, C, *padded] ([*padded, N, C] when ``last``) of the columns
-    ``tap(kernel position)`` shaped like it, each added where its windows read. With strides, the taps of one phase
-    (start mod stride) are added into that phase's own grid, where their windows are unit-stride: numpy's strided
-    adds run 2-3x slower. Each cell still gets its taps in the same order."""
-    def at(spatial):
-        return spatial if last else (slice(None), slice(None), *spatial)
-    strides = geo.strides if all(s >= 1 for s in geo.strides) else [1] * len(out)
-    padded, lead = (xp.shape[:len(out)], xp.shape[len(out):]) if last else (xp.shape[2:], xp.shape[:2])
-    phases: dict[tuple, np.ndarray] = {}
-    for offset in itertools.product(*map(range, k_sizes)):  # one add per kernel position
-        starts = [i * d for i, d in zip(offset, geo.dilations)]
-        if all(s == 1 for s in strides):
-            grid, window = xp, tuple(slice(t, t + (m - 1) * s + 1, s) for t, m, s in zip(starts, out, geo.strides))
-        else:
-            phase = tuple(t % s for t, s in zip(starts, strides))
-            grid = phases.get(phase)
-            if grid is None:
-                sizes = [-(-(p - f) // s) for p, f, s in zip(padded, phase, strides)]
-                grid = phases[phase] = np.zeros((*sizes, *lead) if last else (*lead, *sizes), dtype=xp.dtype)
-            window = tuple(slice(t // s, t // s + m) for t, m, s in zip(starts, out, strides))
-        view = grid[at(window)]
-        np.add(view, tap(offset), out=view)
-    for phase, grid in phases.items():
-        xp[at(tuple(slice(f, None, s) for f, s in zip(phase, strides)))] = grid   # xp is zeros
 
 
 # a depthwise input grad goes channels last where output rows are shorter than SHORT_ROWS cells and N * C holds
@@ -270,20 +141,20 @@ def _depthwise_input_grad(dy, w, x_sizes, geo: Geometry):
     ([*S, N, C]), so numpy's adds run along N * C contiguous values, not along rows of a few cells; the result is
     the same view of a padded [N, C, *S] buffer either way."""
     n, c, out, k_sizes = dy.shape[0], dy.shape[1], dy.shape[2:], w.shape[2:]
-    padded, dtype = _padded_sizes(x_sizes, geo), np.result_type(dy, w)
+    padded, dtype = padded_sizes(x_sizes, geo), np.result_type(dy, w)
     if out[-1] >= SHORT_ROWS or n * c < LAST_ROWS_RATIO * out[-1]:
         taps, per_channel = w.reshape(c, *k_sizes), (c,) + (1,) * len(k_sizes)
         xp, product = np.zeros((n, c, *padded), dtype), np.empty(dy.shape, dtype)   # a tap's product, added at once
-        _add_taps(lambda offset: np.multiply(dy, taps[(slice(None), *offset)].reshape(per_channel), out=product),
+        add_taps(lambda offset: np.multiply(dy, taps[(slice(None), *offset)].reshape(per_channel), out=product),
                   out, k_sizes, geo, xp)
-        return _inner(xp, x_sizes, geo)
+        return inner(xp, x_sizes, geo)
     last = np.ascontiguousarray(np.moveaxis(dy, (0, 1), (-2, -1)))
     taps = np.moveaxis(w.reshape(c, *k_sizes), 0, -1)   # [*K, C]
     xp_last, product = np.zeros((*padded, n, c), dtype), np.empty(last.shape, dtype)
-    _add_taps(lambda offset: np.multiply(last, taps[offset], out=product), out, k_sizes, geo, xp_last, last=True)
-    inner = _inner(np.empty((n, c, *padded), dtype), x_sizes, geo)   # only the inside is ever read
-    inner[...] = np.moveaxis(_inner(xp_last, x_sizes, geo, last=True), (-2, -1), (0, 1))
-    return inner
+    add_taps(lambda offset: np.multiply(last, taps[offset], out=product), out, k_sizes, geo, xp_last, last=True)
+    inside = inner(np.empty((n, c, *padded), dtype), x_sizes, geo)   # only the inside is ever read
+    inside[...] = np.moveaxis(inner(xp_last, x_sizes, geo, last=True), (-2, -1), (0, 1))
+    return inside
 
 
 def conv_input_grad(dy, w, x_sizes, geo: Geometry):
@@ -298,21 +169,21 @@ def conv_input_grad(dy, w, x_sizes, geo: Geometry):
         return _depthwise_input_grad(dy, w, x_sizes, geo)
     wt = w.reshape(g, o // g, -1).transpose(0, 2, 1)
     by_sample = _by_sample(math.prod(out), wt.shape[1])
-    if by_sample and _pointwise(k_sizes, geo):
+    if by_sample and pointwise(k_sizes, geo):
         return (wt @ dy.reshape(n, g, o // g, -1)).reshape(n, g * cg, *out)
     dims = len(out)
     step = _batch_step(n, math.prod(out), g * cg * math.prod(k_sizes), dy.itemsize)
-    xp = np.zeros((n, g * cg, *_padded_sizes(x_sizes, geo)), dtype=np.result_type(wt, dy))
+    xp = np.zeros((n, g * cg, *padded_sizes(x_sizes, geo)), dtype=np.result_type(wt, dy))
     for start in range(0, n, step):
         part = dy[start:start + step]
         if by_sample:
             cols = (wt @ part.reshape(part.shape[0], g, o // g, -1)).reshape(part.shape[0], g * cg, *k_sizes, *out)
-            _sum_taps(cols.transpose(*range(2, 2 + dims), 0, 1, *range(2 + dims, 2 + 2 * dims)), x_sizes, geo,
+            sum_taps(cols.transpose(*range(2, 2 + dims), 0, 1, *range(2 + dims, 2 + 2 * dims)), x_sizes, geo,
                       xp[start:start + step])
         else:
-            col2im((wt @ _grouped(part, g)).reshape(g * cg, *k_sizes, part.shape[0], *out), x_sizes, geo,
+            col2im((wt @ grouped(part, g)).reshape(g * cg, *k_sizes, part.shape[0], *out), x_sizes, geo,
                    xp[start:start + step])
-    return _inner(xp, x_sizes, geo)
+    return inner(xp, x_sizes, geo)
 
 
 def _conv_args(k, dims: int, transpose: bool = False):

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .conv import padded
+from .conv_columns import padded
 
 PADDLE_MAX_POOL_INIT = -float(np.finfo(np.float32).max)   # what an empty max window gives, in any dtype (Paddle)
 

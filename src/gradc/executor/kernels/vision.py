@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...ops import vision as ops
 from . import kernel
-from .conv import Geometry, col2im, im2col
+from .conv_columns import Geometry, col2im, im2col
 
 
 def _last(k) -> bool:
