@@ -3,10 +3,11 @@
 The programs are the committed forward programs paddle.vision.models writes (tests/data/paddle/layers/<row>/
 forward.pb, loss named by its meta.json). Per model: gradc.load, gradc.append_backward on the loss, parameters
 drawn from their declared shapes, the feed (every var with need_check_feed; the committed rows declare batch 2,
---batch sizes only dims of -1), then the median of --repeats steps back to back after 2 warm-up steps, each
-fetching the loss and the first parameter's grad. With --paddle-python, a subprocess parses the very same
-forward.pb (paddle.static.Program.parse_from_string), runs Paddle's append_backward, puts the same parameters
-into a scope, runs the same feed and times the same way, model by model after gradc's; a Paddle time is
+--batch sizes only dims of -1), then the median of --repeats steps after 2 warm-up steps, each fetching the loss
+and the first parameter's grad. With --paddle-python, a subprocess parses the very same forward.pb
+(paddle.static.Program.parse_from_string), runs Paddle's append_backward, puts the same parameters into a scope
+and runs the same feed; the two take their timed steps in turn, a gradc step then a Paddle step, so that a slow
+spell of this shared machine falls on both, and the ratio is the median of the pairs' ratios. A Paddle time is
 reported only when its loss agrees with gradc's (rtol 1e-4). Dropout's probability is set to 0 in both (their
 masks are still drawn), else the two random masks would make the losses differ.
 
@@ -50,40 +51,51 @@ WARMUP = 2
 RTOL = 1e-4
 ZEROED_ATTRS = {"dropout": "dropout_prob"}   # op type -> attr set to 0 in both, so the losses can be compared
 
-# Runs under the Paddle interpreter as a worker: says its Paddle version, then answers each job on stdin (a JSON
-# line: forward.pb, loss, first parameter, parameters and feed .npz, zeroed attrs, steps) with one JSON line: the
-# loss and the median step seconds (the first parameter's grad saved to an .npz), or the error that stopped it.
+# Runs under the Paddle interpreter as a worker: says its Paddle version, then answers each request on stdin (a JSON
+# line) with one JSON line. A model's job (forward.pb, loss, first parameter, parameters and feed .npz, zeroed
+# attrs, warm-up steps) builds its program and scope and runs the warm-up steps: {"ready": true}. A step request
+# times one step: its seconds and loss, and with "last" it saves the first parameter's grad to an .npz. Either may
+# answer the error that stopped it.
 PADDLE_SCRIPT = """
-import json, statistics, sys, time
+import json, sys, time
 import numpy as np
 import paddle
 paddle.enable_static()
 from paddle.base.backward import append_backward
 place = paddle.CPUPlace()
 print(json.dumps({"version": paddle.__version__}), flush=True)
+model = None
 for line in sys.stdin:
     job = json.loads(line)
     try:
-        main = paddle.static.Program.parse_from_string(open(job["forward"], "rb").read())
-        for op in main.global_block().ops:
-            if op.type in job["zeroed"]:
-                op._set_attr(job["zeroed"][op.type], 0.0)
-        loss = main.global_block().var(job["loss"])
-        with paddle.static.program_guard(main, paddle.static.Program()):
-            grads = dict((p.name, g.name) for p, g in append_backward(loss))
-        scope, exe = paddle.static.Scope(), paddle.static.Executor(place)
-        with paddle.static.scope_guard(scope):
-            for name, value in np.load(job["params"]).items():
-                scope.var(name).get_tensor().set(value, place)
-            feed = dict(np.load(job["feed"]))
-            fetch = [job["loss"], grads[job["first_param"]]]
-            seconds = []
-            for k in range(job["warmup"] + job["repeats"]):
+        if "forward" in job:
+            model = None
+            main = paddle.static.Program.parse_from_string(open(job["forward"], "rb").read())
+            for op in main.global_block().ops:
+                if op.type in job["zeroed"]:
+                    op._set_attr(job["zeroed"][op.type], 0.0)
+            loss = main.global_block().var(job["loss"])
+            with paddle.static.program_guard(main, paddle.static.Program()):
+                grads = dict((p.name, g.name) for p, g in append_backward(loss))
+            scope, exe = paddle.static.Scope(), paddle.static.Executor(place)
+            with paddle.static.scope_guard(scope):
+                for name, value in np.load(job["params"]).items():
+                    scope.var(name).get_tensor().set(value, place)
+                feed = dict(np.load(job["feed"]))
+                fetch = [job["loss"], grads[job["first_param"]]]
+                for k in range(job["warmup"]):
+                    exe.run(main, feed=feed, fetch_list=fetch)
+            model = (main, scope, exe, feed, fetch, job["grad_out"])
+            answer = {"ready": True}
+        else:
+            main, scope, exe, feed, fetch, grad_out = model
+            with paddle.static.scope_guard(scope):
                 start = time.perf_counter()
                 values = exe.run(main, feed=feed, fetch_list=fetch)
-                seconds.append(time.perf_counter() - start)
-        np.savez(job["grad_out"], grad=values[1])
-        answer = {"loss": float(values[0]), "seconds": statistics.median(seconds[job["warmup"]:])}
+                seconds = time.perf_counter() - start
+            if job.get("last"):
+                np.savez(grad_out, grad=values[1])
+            answer = {"seconds": seconds, "loss": float(values[0])}
     except Exception as error:
         message = (str(error).strip().splitlines() or [type(error).__name__])[-1]
         answer = {"error": f"{type(error).__name__}: {message}"[:200]}
@@ -131,8 +143,10 @@ def zero_attrs(program: gradc.Program) -> None:
             op.set_attr(ZEROED_ATTRS[op.type], 0.0)
 
 
-def gradc_step(row: str, args, folder: Path) -> dict:
-    """gradc's side of one model: op counts, loss, first grad, median step seconds; writes Paddle's job files."""
+def gradc_model(row: str, args, folder: Path):
+    """gradc's side of one model after its warm-up steps: its facts (op counts, batch, loss name, first parameter) and
+    a function timing one step, which records the step's loss and first grad in the facts; writes Paddle's job
+    files."""
     meta = json.loads((LAYERS / row / "meta.json").read_text())
     program = gradc.load(LAYERS / row / "forward.pb")
     forward_ops = len(program.global_block.ops)
@@ -145,14 +159,39 @@ def gradc_step(row: str, args, folder: Path) -> dict:
     executor, scope = gradc.Executor(), gradc.Scope()
     for name, value in params.items():
         scope[name] = value
-    seconds = []
-    for _ in range(WARMUP + args.repeats):
+    facts = {"row": row, "forward_ops": forward_ops, "ops": len(program.global_block.ops), "loss_name": meta["loss"],
+             "first_param": first_param, "batch": next(iter(feed.values())).shape[0] if feed else None}
+
+    def step() -> float:
         start = time.perf_counter()
-        loss, grad = executor.run(program, feed, [meta["loss"], first_grad], scope)
-        seconds.append(time.perf_counter() - start)
-    return {"row": row, "forward_ops": forward_ops, "ops": len(program.global_block.ops), "loss": float(loss),
-            "grad": grad, "seconds": statistics.median(seconds[WARMUP:]), "loss_name": meta["loss"],
-            "first_param": first_param, "batch": next(iter(feed.values())).shape[0] if feed else None}
+        loss, facts["grad"] = executor.run(program, feed, [meta["loss"], first_grad], scope)
+        seconds = time.perf_counter() - start
+        facts["loss"] = float(loss)
+        return seconds
+
+    for _ in range(WARMUP):
+        step()
+    return facts, step
+
+
+def timed(row: str, args, folder: Path, paddle: Worker | None) -> dict:
+    """One model's row: gradc's and Paddle's timed steps in turn; gradc's median seconds, and Paddle's answer (its
+    median seconds, last loss and the median of the pairs' ratios, or the error that stopped it)."""
+    facts, step = gradc_model(row, args, folder)
+    theirs = ask_paddle(paddle, paddle_job(facts, folder), row) if paddle else None
+    ours, pairs = [], []
+    for k in range(args.repeats):
+        ours.append(step())
+        if theirs is not None and "error" not in theirs:
+            theirs = ask_paddle(paddle, {"step": k, "last": k == args.repeats - 1}, f"{row}'s step {k}")
+            if "error" not in theirs:
+                pairs.append((ours[-1], theirs["seconds"]))
+    facts["seconds"] = statistics.median(ours)
+    if theirs is not None:
+        facts["paddle"] = theirs if "error" in theirs else {
+            "loss": theirs["loss"], "seconds": statistics.median(t for _, t in pairs),
+            "ratio": statistics.median(o / t for o, t in pairs)}
+    return facts
 
 
 def start_paddle(python: str | None) -> tuple[Worker | None, str, str | None]:
@@ -171,20 +210,19 @@ def start_paddle(python: str | None) -> tuple[Worker | None, str, str | None]:
         return None, why, None
 
 
-def ask_paddle(paddle: Worker, job: dict) -> dict:
-    """Paddle's answer to one model's job, or the error that stopped it."""
+def ask_paddle(paddle: Worker, request: dict, what: str) -> dict:
+    """Paddle's answer to a model's job or a step request, or the error that stopped it."""
     try:
-        return paddle.request(job, job["forward"])
+        return paddle.request(request, what)
     except WorkerError:
         return {"error": f"Paddle exited (status {paddle.process.wait()}): {paddle.last_error()}"}
 
 
-def paddle_job(ours: dict, args, folder: Path) -> dict:
+def paddle_job(ours: dict, folder: Path) -> dict:
     row = ours["row"]
     return {"forward": str(LAYERS / row / "forward.pb"), "loss": ours["loss_name"], "first_param": ours["first_param"],
             "params": str(folder / f"{row}.params.npz"), "feed": str(folder / f"{row}.feed.npz"),
-            "grad_out": str(folder / f"{row}.paddle_grad.npz"), "zeroed": ZEROED_ATTRS, "warmup": WARMUP,
-            "repeats": args.repeats}
+            "grad_out": str(folder / f"{row}.paddle_grad.npz"), "zeroed": ZEROED_ATTRS, "warmup": WARMUP}
 
 
 def compare(ours: dict, theirs: dict, folder: Path) -> tuple[str, str, str]:
@@ -196,7 +234,7 @@ def compare(ours: dict, theirs: dict, folder: Path) -> tuple[str, str, str]:
     with np.load(folder / f"{ours['row']}.paddle_grad.npz") as archive:
         grad = archive["grad"]
     difference = float(np.abs(ours["grad"] - grad).max() / max(np.abs(grad).max(), 1e-30))
-    return f"{1e3 * theirs['seconds']:.1f}", f"{ours['seconds'] / theirs['seconds']:.2f}", f"{difference:.1e}"
+    return f"{1e3 * theirs['seconds']:.1f}", f"{theirs['ratio']:.2f}", f"{difference:.1e}"
 
 
 def run(argv: list[str] | None = None) -> list[str]:
@@ -217,16 +255,15 @@ def run(argv: list[str] | None = None) -> list[str]:
         results = []
         for row in args.models:
             try:
-                results.append(gradc_step(row, args, folder))
+                results.append(timed(row, args, folder, paddle))
             except gradc.GradcError as error:
                 results.append({"row": row, "error": str(error).splitlines()[0][:200]})
-                continue
-            if paddle:
-                results[-1]["paddle"] = ask_paddle(paddle, paddle_job(results[-1], args, folder))
         if paddle:
             paddle.close()
         lines = [f"# one training step (forward + backward, fetching the loss and the first parameter grad) of "
-                 f"paddle.vision.models programs, median of {args.repeats} after {WARMUP} warm-up steps, float32",
+                 f"paddle.vision.models programs, median of {args.repeats} after {WARMUP} warm-up steps, float32"
+                 + ("; gradc's and Paddle's steps in turn, gradc/Paddle the median of the pairs' ratios" if paddle
+                    else ""),
                  f"# Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
                  f"{os.cpu_count()} CPUs, load {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
                  f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}; "

@@ -1,5 +1,7 @@
-"""benchmarks/models.py's gradc side, run in-process on the smallest model row (no Paddle: its column says why)."""
+"""benchmarks/models.py's gradc side, run in-process on the smallest model rows (no Paddle: its column says why), and
+its turns with Paddle's steps against a stand-in worker."""
 
+import argparse
 import importlib.util
 import math
 from pathlib import Path
@@ -55,3 +57,40 @@ def test_parameters_follow_their_roles():
     assert 0.5 < weight.std() * math.sqrt(fan_in) < 1.5
     again = script.initial_values(program, seed=0)
     assert all((again[name] == value).all() for name, value in values.items())
+
+
+class _FakePaddle:
+    """A Paddle worker's answers: ready to a model's job, then each step's time, or an error from the step named."""
+
+    def __init__(self, seconds: float, failing_step: int | None = None):
+        self.seconds, self.failing_step, self.requests = seconds, failing_step, []
+
+    def request(self, message: dict, what: str) -> dict:
+        self.requests.append(message)
+        if "forward" in message:
+            return {"ready": True}
+        if message["step"] == self.failing_step:
+            return {"error": "RuntimeError: out of memory"}
+        return {"seconds": self.seconds, "loss": 1.0}
+
+
+def test_paddle_takes_a_step_after_each_of_gradcs_and_the_ratio_is_the_median_of_the_pairs(tmp_path):
+    script = load_script()
+    args = argparse.Namespace(seed=0, batch=2, repeats=3)
+    paddle = _FakePaddle(seconds=0.5)
+    facts = script.timed("vgg_tiny", args, tmp_path, paddle)
+    assert [("forward" in r, r.get("step"), r.get("last")) for r in paddle.requests] == [
+        (True, None, None), (False, 0, False), (False, 1, False), (False, 2, True)]
+    assert paddle.requests[0]["warmup"] == script.WARMUP
+    assert facts["paddle"]["seconds"] == 0.5 and facts["paddle"]["loss"] == 1.0
+    assert facts["paddle"]["ratio"] == pytest.approx(facts["seconds"] / 0.5)
+    assert math.isfinite(facts["loss"]) and facts["grad"].size > 0
+
+
+def test_a_paddle_step_that_fails_ends_paddles_side_of_the_row(tmp_path):
+    script = load_script()
+    paddle = _FakePaddle(seconds=0.5, failing_step=1)
+    facts = script.timed("vgg_tiny", argparse.Namespace(seed=0, batch=2, repeats=4), tmp_path, paddle)
+    assert [r.get("step") for r in paddle.requests] == [None, 0, 1]
+    assert facts["paddle"] == {"error": "RuntimeError: out of memory"}
+    assert script.compare(facts, facts["paddle"], tmp_path) == ("failed: RuntimeError: out of memory", "-", "-")
