@@ -66,8 +66,7 @@ def _batch_step(n: int, per_sample_cols: int, rows: int, itemsize: int) -> int:
 
 
 def _batch_slices(x, k_sizes, geo: Geometry) -> list[slice]:
-    out = [(size + geo.pads[2 * i] + geo.pads[2 * i + 1] - (k - 1) * d - 1) // s + 1
-           for i, (size, k, d, s) in enumerate(zip(x.shape[2:], k_sizes, geo.dilations, geo.strides))]
+    out = ops.conv_out_sizes(x.shape[2:], k_sizes, geo.strides, geo.pads, geo.dilations)
     step = _batch_step(x.shape[0], math.prod(out), x.shape[1] * math.prod(k_sizes), x.itemsize)
     return [slice(start, start + step) for start in range(0, x.shape[0], step)]
 
