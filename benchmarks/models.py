@@ -13,8 +13,12 @@ masks are still drawn), else the two random masks would make the losses differ.
 
 BLAS and OpenMP run one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS say otherwise
 (Paddle's subprocess inherits them): on a 2-core machine shared with other jobs threaded BLAS makes the timings
-swing and the ratios meaningless. The default 7 steps stay below the 50 runs after which gradc's executor turns
-a plan into straight-line code; at these models' op sizes (milliseconds each) that code's saving is negligible.
+swing and the ratios meaningless. With one thread each, Paddle's executor also runs its ops one at a time
+(FLAGS_new_executor_serial_run): by default it runs independent ops on threads of its own, which took 1.2-1.4 CPU
+seconds a second of a GoogLeNet step with one OpenMP thread. Each side's CPU time a step (user + system, all its
+threads) is in the table, so a side using more than one core shows. The default 7 steps stay below the 50 runs
+after which gradc's executor turns a plan into straight-line code; at these models' op sizes (milliseconds each)
+that code's saving is negligible.
 
     python benchmarks/models.py --paddle-python /work/paddle-venv/bin/python --out benchmarks/results/models.txt
 """
@@ -32,7 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
-for _threads in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # before numpy loads its BLAS
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+for _threads in THREAD_VARS:  # before numpy loads its BLAS
     os.environ.setdefault(_threads, "1")
 
 import numpy as np  # noqa: E402
@@ -90,12 +95,12 @@ for line in sys.stdin:
         else:
             main, scope, exe, feed, fetch, grad_out = model
             with paddle.static.scope_guard(scope):
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 values = exe.run(main, feed=feed, fetch_list=fetch)
-                seconds = time.perf_counter() - start
+                seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
             if job.get("last"):
                 np.savez(grad_out, grad=values[1])
-            answer = {"seconds": seconds, "loss": float(values[0])}
+            answer = {"seconds": seconds, "cpu": cpu, "loss": float(values[0])}
     except Exception as error:
         message = (str(error).strip().splitlines() or [type(error).__name__])[-1]
         answer = {"error": f"{type(error).__name__}: {message}"[:200]}
@@ -162,12 +167,13 @@ def gradc_model(row: str, args, folder: Path):
     facts = {"row": row, "forward_ops": forward_ops, "ops": len(program.global_block.ops), "loss_name": meta["loss"],
              "first_param": first_param, "batch": next(iter(feed.values())).shape[0] if feed else None}
 
-    def step() -> float:
-        start = time.perf_counter()
+    def step() -> tuple[float, float]:
+        """The step's wall and CPU seconds."""
+        start, cpu = time.perf_counter(), time.process_time()
         loss, facts["grad"] = executor.run(program, feed, [meta["loss"], first_grad], scope)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         facts["loss"] = float(loss)
-        return seconds
+        return seconds, cpu
 
     for _ in range(WARMUP):
         step()
@@ -175,8 +181,9 @@ def gradc_model(row: str, args, folder: Path):
 
 
 def timed(row: str, args, folder: Path, paddle: Worker | None) -> dict:
-    """One model's row: gradc's and Paddle's timed steps in turn; gradc's median seconds, and Paddle's answer (its
-    median seconds, last loss and the median of the pairs' ratios, or the error that stopped it)."""
+    """One model's row: gradc's and Paddle's timed steps in turn; gradc's median wall and CPU seconds, and Paddle's
+    answer (its median wall and CPU seconds, last loss and the median of the pairs' ratios of wall time, or the error
+    that stopped it)."""
     facts, step = gradc_model(row, args, folder)
     theirs = ask_paddle(paddle, paddle_job(facts, folder), row) if paddle else None
     ours, pairs = [], []
@@ -185,13 +192,22 @@ def timed(row: str, args, folder: Path, paddle: Worker | None) -> dict:
         if theirs is not None and "error" not in theirs:
             theirs = ask_paddle(paddle, {"step": k, "last": k == args.repeats - 1}, f"{row}'s step {k}")
             if "error" not in theirs:
-                pairs.append((ours[-1], theirs["seconds"]))
-    facts["seconds"] = statistics.median(ours)
+                pairs.append((ours[-1][0], theirs["seconds"], theirs["cpu"]))
+    facts["seconds"], facts["cpu"] = (statistics.median(times) for times in zip(*ours))
     if theirs is not None:
         facts["paddle"] = theirs if "error" in theirs else {
-            "loss": theirs["loss"], "seconds": statistics.median(t for _, t in pairs),
-            "ratio": statistics.median(o / t for o, t in pairs)}
+            "loss": theirs["loss"], "seconds": statistics.median(t for _, t, _ in pairs),
+            "cpu": statistics.median(c for _, _, c in pairs), "ratio": statistics.median(o / t for o, t, _ in pairs)}
     return facts
+
+
+def one_thread() -> bool:
+    return all(os.environ[name] == "1" for name in THREAD_VARS)
+
+
+def paddle_threads() -> dict[str, str]:
+    """Paddle's flags for the thread budget: its ops one at a time where BLAS and OpenMP run one thread."""
+    return {"FLAGS_new_executor_serial_run": "1"} if one_thread() else {}
 
 
 def start_paddle(python: str | None) -> tuple[Worker | None, str, str | None]:
@@ -199,7 +215,8 @@ def start_paddle(python: str | None) -> tuple[Worker | None, str, str | None]:
     if not python:
         return None, "no --paddle-python given", None
     try:
-        worker = Worker("Paddle", [python, "-c", PADDLE_SCRIPT], {"FLAGS_enable_pir_api": "0", "GLOG_minloglevel": "2"})
+        worker = Worker("Paddle", [python, "-c", PADDLE_SCRIPT], {"FLAGS_enable_pir_api": "0", "GLOG_minloglevel": "2",
+                                                                  **paddle_threads()})
     except OSError as error:
         return None, str(error), None
     try:
@@ -226,7 +243,8 @@ def paddle_job(ours: dict, folder: Path) -> dict:
 
 
 def compare(ours: dict, theirs: dict, folder: Path) -> tuple[str, str, str]:
-    """(Paddle ms, gradc / Paddle, first grad's max difference over its max) cells; times only when losses agree."""
+    """(Paddle ms and CPU ms, gradc / Paddle, first grad's max difference over its max) cells; times only when
+    losses agree."""
     if "error" in theirs:
         return f"failed: {theirs['error']}", "-", "-"
     if not math.isclose(ours["loss"], theirs["loss"], rel_tol=RTOL):
@@ -234,7 +252,8 @@ def compare(ours: dict, theirs: dict, folder: Path) -> tuple[str, str, str]:
     with np.load(folder / f"{ours['row']}.paddle_grad.npz") as archive:
         grad = archive["grad"]
     difference = float(np.abs(ours["grad"] - grad).max() / max(np.abs(grad).max(), 1e-30))
-    return f"{1e3 * theirs['seconds']:.1f}", f"{theirs['ratio']:.2f}", f"{difference:.1e}"
+    return (f"{1e3 * theirs['seconds']:.1f} (CPU {1e3 * theirs['cpu']:.1f})", f"{theirs['ratio']:.2f}",
+            f"{difference:.1e}")
 
 
 def run(argv: list[str] | None = None) -> list[str]:
@@ -267,11 +286,12 @@ def run(argv: list[str] | None = None) -> list[str]:
                  f"# Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "
                  f"{os.cpu_count()} CPUs, load {load_before:.2f} at the start, {os.getloadavg()[0]:.2f} at the end, "
                  f"BLAS threads {os.environ['OPENBLAS_NUM_THREADS']}; "
+                 + ("Paddle's ops one at a time (FLAGS_new_executor_serial_run=1); " if paddle and one_thread() else "")
                  + (f"Paddle {paddle_version}: Paddle's backward of the same forward.pb, the same parameters and feed; "
                     f"its times shown only where its loss agrees with gradc's (rtol {RTOL:g}); dropout_prob 0 in both"
                     if paddle else f"paddle: skipped: {why}"),
                  f"{'model':<20} {'batch':>5} {'fwd ops':>7} {'ops+bwd':>7} {'loss':>12} {'gradc ms':>9} "
-                 f"{'gradc/Paddle':>12} {'grad diff':>9}  Paddle ms"]
+                 f"{'CPU ms':>9} {'gradc/Paddle':>12} {'grad diff':>9}  Paddle ms (CPU ms)"]
         for r in results:
             if "error" in r:
                 lines.append(f"{r['row']:<20} gradc failed: {r['error']}")
@@ -281,7 +301,7 @@ def run(argv: list[str] | None = None) -> list[str]:
             else:
                 paddle_ms, ratio, difference = f"skipped: {why}", "-", "-"
             lines.append(f"{r['row']:<20} {r['batch']:>5} {r['forward_ops']:>7} {r['ops']:>7} {r['loss']:>12.6g} "
-                         f"{1e3 * r['seconds']:>9.1f} {ratio:>12} {difference:>9}  {paddle_ms}")
+                         f"{1e3 * r['seconds']:>9.1f} {1e3 * r['cpu']:>9.1f} {ratio:>12} {difference:>9}  {paddle_ms}")
     lines.append("# grad diff: max |gradc - Paddle| / max |Paddle| of the first parameter's grad")
     print("\n".join(lines))
     if args.out:

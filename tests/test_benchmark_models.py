@@ -33,11 +33,12 @@ def test_the_table_has_the_row_timed_with_a_finite_loss_and_paddle_skipped(tmp_p
     assert out.read_text().splitlines() == lines
     rows = [line for line in lines if line.startswith("vgg_tiny")]
     assert len(rows) == 1
-    cells = rows[0].split(maxsplit=8)   # the Paddle cell, last, may hold spaces
-    fields = dict(zip(["model", "batch", "fwd", "ops+bwd", "loss", "gradc", "ratio", "grad diff", "paddle"], cells))
+    cells = rows[0].split(maxsplit=9)   # the Paddle cell, last, may hold spaces
+    fields = dict(zip(["model", "batch", "fwd", "ops+bwd", "loss", "gradc", "cpu", "ratio", "grad diff", "paddle"],
+                      cells))
     assert int(fields["ops+bwd"]) > int(fields["fwd"]) > 0
     assert math.isfinite(float(fields["loss"]))
-    assert float(fields["gradc"]) > 0
+    assert float(fields["gradc"]) > 0 and float(fields["cpu"]) > 0
     assert fields["ratio"] == fields["grad diff"] == "-"
     assert fields["paddle"] == "skipped: no --paddle-python given"
     assert any("paddle: skipped: no --paddle-python given" in line for line in lines if line.startswith("#"))
@@ -71,7 +72,7 @@ class _FakePaddle:
             return {"ready": True}
         if message["step"] == self.failing_step:
             return {"error": "RuntimeError: out of memory"}
-        return {"seconds": self.seconds, "loss": 1.0}
+        return {"seconds": self.seconds, "cpu": 1.5 * self.seconds, "loss": 1.0}
 
 
 def test_paddle_takes_a_step_after_each_of_gradcs_and_the_ratio_is_the_median_of_the_pairs(tmp_path):
@@ -82,8 +83,9 @@ def test_paddle_takes_a_step_after_each_of_gradcs_and_the_ratio_is_the_median_of
     assert [("forward" in r, r.get("step"), r.get("last")) for r in paddle.requests] == [
         (True, None, None), (False, 0, False), (False, 1, False), (False, 2, True)]
     assert paddle.requests[0]["warmup"] == script.WARMUP
-    assert facts["paddle"]["seconds"] == 0.5 and facts["paddle"]["loss"] == 1.0
+    assert facts["paddle"]["seconds"] == 0.5 and facts["paddle"]["loss"] == 1.0 and facts["paddle"]["cpu"] == 0.75
     assert facts["paddle"]["ratio"] == pytest.approx(facts["seconds"] / 0.5)
+    assert 0 < facts["cpu"]
     assert math.isfinite(facts["loss"]) and facts["grad"].size > 0
 
 
@@ -94,3 +96,13 @@ def test_a_paddle_step_that_fails_ends_paddles_side_of_the_row(tmp_path):
     assert [r.get("step") for r in paddle.requests] == [None, 0, 1]
     assert facts["paddle"] == {"error": "RuntimeError: out of memory"}
     assert script.compare(facts, facts["paddle"], tmp_path) == ("failed: RuntimeError: out of memory", "-", "-")
+
+
+@pytest.mark.parametrize("threads, serial", [("1", True), ("2", False)])
+def test_paddle_runs_its_ops_one_at_a_time_where_blas_has_one_thread(monkeypatch, threads, serial):
+    """With one BLAS thread, Paddle's executor must not run independent ops on threads of its own (its default):
+    both sides then use one core."""
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", threads)
+    flags = load_script().paddle_threads()
+    assert (flags == {"FLAGS_new_executor_serial_run": "1"}) is serial
+    assert serial or flags == {}
