@@ -16,6 +16,7 @@ from ...limits import check_shape
 from .. import randomness
 from . import kernel
 from .broadcast import reusable
+from .channel_stats import by_sample, channel_dots, channel_sums, not_channel, per_channel
 from .matmul import as_matrix
 
 
@@ -36,15 +37,6 @@ def _channels_first(x, layout: str):
 
 def _channels_back(x, layout: str):
     return np.moveaxis(x, 1, -1) if layout == "NHWC" else x
-
-
-def per_channel(v, x):
-    """A [C] vector shaped to broadcast against a channels-first x."""
-    return v.reshape((1, -1) + (1,) * (x.ndim - 2))
-
-
-def _not_channel(x) -> tuple[int, ...]:
-    return (0,) + tuple(range(2, x.ndim))
 
 
 # ---------------------------------------------------------------- batch_norm
@@ -77,6 +69,20 @@ def _scaled_shifted(x, scale, shift=None):
     return scaled if shift is None else np.add(scaled, shift, out=reusable(scaled, shift))
 
 
+def _batch_moments(x):
+    """Each channel's mean, x centred, and the biased variance: by channel_sums and channel_dots where BLAS takes x,
+    else by numpy's means (float16 sums in float32 there)."""
+    if by_sample(x) is None:
+        axes = not_channel(x)
+        mean = x.mean(axis=axes, keepdims=True)
+        centred = x - mean
+        return mean.reshape(-1), centred, (centred * centred).mean(axis=axes)
+    count = x.size // x.shape[1]
+    mean = channel_sums(x) / count
+    centred = x - per_channel(mean, x)
+    return mean, centred, channel_dots(centred, centred) / count
+
+
 @kernel("batch_norm")
 def batch_norm(k):
     layout, eps = k.attr("data_layout"), k.attr("epsilon")
@@ -92,10 +98,7 @@ def batch_norm(k):
         return {"Y": k.x("X").copy(), "MeanOut": mean_out, "VarianceOut": var_out, "SavedMean": zeros,
                 "SavedVariance": zeros, "ReserveSpace": np.empty(0, x.dtype)}
     else:
-        axes = _not_channel(x)
-        mean = x.mean(axis=axes, keepdims=True)
-        centred = x - mean   # moments()'s, kept for y: 3 passes of 7 saved
-        mean, var = mean.reshape(-1), (centred * centred).mean(axis=axes)
+        mean, centred, var = _batch_moments(x)   # centred kept for y
         m = _momentum(k)
         mean_out, var_out = m * running_mean + (1 - m) * mean, m * running_var + (1 - m) * var
     inv = 1 / np.sqrt(var + eps)
@@ -111,7 +114,7 @@ def batch_norm_grad(k):
     layout = k.attr("data_layout")
     x = _channels_first(k.x("X"), layout)
     dy = _channels_first(k.x("Y@GRAD"), layout)
-    axes, global_stats = _not_channel(x), _global_stats(k)
+    global_stats = _global_stats(k)
     if global_stats:  # the stats are constants: y is affine in x
         mean, inv = k.x("MeanOut"), 1 / np.sqrt(k.x("VarianceOut") + k.attr("epsilon"))
     elif _single_value(x):  # y = x
@@ -120,14 +123,14 @@ def batch_norm_grad(k):
     else:
         mean, inv = k.x("SavedMean"), k.x("SavedVariance")
     scale, inv = per_channel(_affine(k, x)[0], x), per_channel(inv, x)
-    xhat = (x - per_channel(mean, x)) * inv
+    xhat = _scaled_shifted(x - per_channel(mean, x), inv)
     if global_stats:
         return k.grads({"X@GRAD": lambda: _channels_back(dy * scale * inv, layout),
-                        "Scale@GRAD": lambda: (dy * xhat).sum(axis=axes), "Bias@GRAD": lambda: dy.sum(axis=axes)})
+                        "Scale@GRAD": lambda: channel_dots(dy, xhat), "Bias@GRAD": lambda: channel_sums(dy)})
     # norm_grad with g = dy * scale: the means of g and g * xhat are scale times those of dy and dy * xhat, whose
     # sums are the Bias and Scale grads; so dx = scale * inv * (dy - sum(dy) / n - xhat * sum(dy * xhat) / n),
     # in 4 passes after the sums (norm_grad's 10)
-    dbias, dscale = dy.sum(axis=axes), (dy * xhat).sum(axis=axes)
+    dbias, dscale = channel_sums(dy), channel_dots(dy, xhat)
 
     def dx():
         count = x.size // x.shape[1]
@@ -191,7 +194,7 @@ def group_norm_grad(k):
     dy = _channels_first(k.x("Y@GRAD"), layout)
     inv = 1 / np.sqrt(k.x("Variance")[..., None] + k.attr("epsilon"))
     xhat = (_groups(k, x) - k.x("Mean")[..., None]) * inv
-    axes = _not_channel(x)
+    axes = not_channel(x)
 
     def dx():
         g = dy if scale is None else dy * per_channel(scale, x)

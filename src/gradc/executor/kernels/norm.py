@@ -7,7 +7,8 @@ import numpy as np
 
 from ...ops import norm as ops
 from . import kernel
-from .nn import moments, norm_grad, per_channel
+from .channel_stats import per_channel
+from .nn import moments, norm_grad
 
 
 # ---------------------------------------------------------------- instance_norm
