@@ -21,6 +21,7 @@ import os
 
 TRIM_BYTES = 1 << 30    # free memory kept at the top of the heap, at most an eighth of the machine's (kept_bytes)
 MMAP_BYTES = 32 << 20   # arrays up to this size come from the heap (glibc's largest adaptive threshold)
+LEAST_KEPT = 64 << 20   # kept on any machine: twice the largest array the heap serves
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3   # mallopt's parameter numbers (glibc's malloc.h)
 
 
@@ -39,12 +40,13 @@ def keep_freed_memory() -> bool:
 
 
 def kept_bytes() -> int:
-    """The free memory the heap keeps: TRIM_BYTES, or an eighth of the machine's memory where that is less."""
+    """The free memory the heap keeps: TRIM_BYTES, or an eighth of the machine's memory where that is less (but
+    LEAST_KEPT)."""
     try:
         memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (AttributeError, ValueError, OSError):
-        return MMAP_BYTES * 2
-    return max(MMAP_BYTES * 2, min(TRIM_BYTES, memory // 8))
+        return LEAST_KEPT
+    return max(LEAST_KEPT, min(TRIM_BYTES, memory // 8))
 
 
 def _glibc() -> bool:
