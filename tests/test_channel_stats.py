@@ -7,7 +7,7 @@ import pytest
 
 from gradc.executor.kernels.channel_stats import channel_dots, channel_sums, not_channel
 
-SHAPES = [(5, 3), (2, 4, 7), (2, 6, 5, 3), (3, 2, 4, 3, 2), (1, 8, 40, 40)]
+SHAPES = [(5, 3), (2, 4, 7), (2, 6, 5, 3), (3, 2, 4, 3, 2), (1, 8, 40, 40), (0, 3, 4, 4), (2, 3, 0, 4)]   # 2 empty
 
 
 def _reference(a, b=None):

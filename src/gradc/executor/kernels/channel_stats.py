@@ -4,6 +4,8 @@ it takes the array: each sample's [C, prod(S)] matrix times ones, or its channel
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -24,7 +26,7 @@ def by_sample(a):
     layout) or BLAS does not take its dtype."""
     if a.dtype not in _BLAS_DTYPES or not a.flags.c_contiguous:
         return None
-    return a.reshape(a.shape[0], a.shape[1], -1)
+    return a.reshape(a.shape[0], a.shape[1], math.prod(a.shape[2:]))   # not -1: an empty batch has no size to infer
 
 
 def channel_sums(a):
