@@ -5,6 +5,7 @@ rounding. Max pooling on strided views (pool_taps) gives the general kernels' bi
 phase and channels last gives plain col2im's."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -15,7 +16,7 @@ from gradc.executor.kernels import conv_columns as columns
 from gradc.executor.kernels.conv import Geometry, conv, conv_filter_grad, conv_input_grad
 from gradc.executor.kernels.pool_taps import tap_geometry, taps_max, taps_max_grad
 from gradc.executor.kernels.pool_windows import _max_pool_grad, axis_windows, max_windows
-from gradc.ops.conv import pool_geometry
+from gradc.ops.conv import conv_out_sizes, pool_geometry
 
 CASES = [  # x, w, strides, pads (before, after per dim), groups; outputs of 144, 64, 64, 32, 64 positions
     ((96, 1, 12, 12), (6, 1, 5, 5), (1, 1), (2, 2, 2, 2), 1),
@@ -259,3 +260,39 @@ def test_unit_stride_grouped_input_grad_is_a_full_correlation(seed):
     assert kernels._full_correlation(dy, w, Geometry((1, 1), (3, 0, 0, 0), (1, 1), 4)) is None   # beyond the span
     assert conv_input_grad(dy, w, [4, 7], Geometry((1, 1), (3, 0, 0, 0), (1, 1), 4)).shape == (1, 4, 4, 7)
     assert kernels._full_correlation(dy, w, Geometry((2, 1), (0, 0, 0, 0), (1, 1), 4)) is None   # strided
+
+
+@pytest.mark.parametrize("x_shape, k_sizes, pads", [
+    ((2, 24, 14, 14), (3, 3), (1, 1, 1, 1)), ((3, 5, 9, 6), (5, 5), (2, 2, 2, 2)),
+    ((1, 4, 7, 11), (1, 3), (0, 0, 1, 1)), ((2, 3, 6, 6), (3, 2), (2, 0, 0, 1)), ((2, 6, 5, 5), (3, 3), (0, 0, 0, 0))])
+def test_depthwise_columns_on_the_padded_width_are_im2cols(monkeypatch, x_shape, k_sizes, pads):
+    """A small depthwise layer's columns on the padded width (runs of the flattened image, extra cells dropped):
+    im2col's output, in its layout, within float32's dot-product bound (k * 2^-24 of the sum of the terms' sizes)
+    of float64's. BLAS may add a column's k products in another order than for im2col's columns (the last bit of
+    13% of random shapes; the same bits on every committed program)."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal(x_shape).astype(np.float32)
+    w = rng.standard_normal((x_shape[1], 1, *k_sizes)).astype(np.float32)
+    geo = Geometry((1, 1), pads, (1, 1), x_shape[1])
+    out = conv_out_sizes(x_shape[2:], k_sizes, (1, 1), pads, (1, 1))
+    assert kernels._wide(x, w, geo, out)
+    wide = conv(x, w, geo)
+    monkeypatch.setattr(kernels, "WIDE_PLANE", 0)
+    assert not kernels._wide(x, w, geo, out)
+    regular, exact = conv(x, w, geo), conv(x.astype(np.float64), w.astype(np.float64), geo)
+    terms = conv(np.abs(x).astype(np.float64), np.abs(w).astype(np.float64), geo)
+    assert wide.shape == regular.shape and wide.dtype == regular.dtype and wide.flags.c_contiguous
+    assert np.all(np.abs(wide - exact) <= math.prod(k_sizes) * 2.0 ** -24 * terms)
+
+
+def test_the_padded_width_is_only_for_small_unit_stride_depthwise_layers(monkeypatch):
+    x, w = np.zeros((2, 8, 10, 10), np.float32), np.zeros((8, 1, 3, 3), np.float32)
+    depthwise, out = Geometry((1, 1), (1, 1, 1, 1), (1, 1), 8), (10, 10)
+    assert kernels._wide(x, w, depthwise, out)
+    assert not kernels._wide(x, w, Geometry((2, 2), (1, 1, 1, 1), (1, 1), 8), (5, 5))       # strides
+    assert not kernels._wide(x, w, Geometry((1, 1), (2, 2, 2, 2), (2, 2), 8), (10, 10))     # dilations
+    assert not kernels._wide(x, np.zeros((8, 2, 3, 3), np.float32), Geometry((1, 1), (1, 1, 1, 1), (1, 1), 4),
+                             out)                                                            # groups of 2 channels
+    assert not kernels._wide(np.zeros((2, 8, 40, 40), np.float32), w, depthwise, (40, 40))  # a large plane
+    monkeypatch.setattr(kernels, "COLS_BUDGET", 2 * 8 * 9 * 10 * 12 * 4 - 1)                # columns over budget
+    assert not kernels._wide(x, w, depthwise, out)

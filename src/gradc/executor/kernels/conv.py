@@ -31,6 +31,7 @@ from .conv_columns import (
     sample_columns,
     sum_taps,
     ungrouped,
+    wide_columns,
 )
 
 
@@ -80,12 +81,32 @@ def _by_sample(outputs: int, columns: int) -> bool:
     return 4 * outputs >= columns
 
 
+# a depthwise 2-D convolution with unit strides builds its columns on the padded width (wide_columns) where its
+# output plane has at most WIDE_PLANE cells: 2.2-2.5x faster on [2, 12..48, 7..28, 7..28], 1.3x on [2, 96, 28, 28],
+# 1.6x slower on [2, 144, 56, 56]
+WIDE_PLANE = 1024
+
+
+def _wide(x, w, geo: Geometry, out) -> bool:
+    """Whether wide_columns makes the columns: a depthwise 2-D convolution, unit strides, a small output plane, and
+    the batch's columns within COLS_BUDGET (they are made for the whole batch at once)."""
+    if len(out) != 2 or math.prod(out) > WIDE_PLANE or not w.shape[0] == geo.groups == x.shape[1]:
+        return False
+    if any(s != 1 for s in (*geo.strides, *geo.dilations)) or min(geo.pads) < 0:
+        return False
+    padded_width = out[1] + w.shape[3] - 1
+    return math.prod(x.shape[:2]) * math.prod(w.shape[2:]) * out[0] * padded_width * x.itemsize <= COLS_BUDGET
+
+
 def conv(x, w, geo: Geometry):
     """y = conv(x, w): x [N, C, *S], w [O, C/g, *K] -> [N, O, *out]: the filter matrix times each sample's
     columns (or the whole batch's, ``_by_sample``), a batch slice at a time."""
     g, n, o = geo.groups, x.shape[0], w.shape[0]
     filters = w.reshape(g, o // g, -1)
     out = ops.conv_out_sizes(x.shape[2:], w.shape[2:], geo.strides, geo.pads, geo.dilations)
+    if _wide(x, w, geo, out):
+        cols, (oh, wp) = wide_columns(x, w.shape[2:], geo)
+        return np.ascontiguousarray((filters @ cols).reshape(n, o, oh, wp)[..., :out[1]])
     by_sample = _by_sample(math.prod(out), filters.shape[2])
     make_columns = sample_columns if by_sample else columns
     slices = _batch_slices(x, w.shape[2:], geo)

@@ -92,6 +92,25 @@ def sample_columns(x, k_sizes, geo: Geometry):
     return cols.reshape(n, g, cg * math.prod(k_sizes), math.prod(out)), out
 
 
+def wide_columns(x, k_sizes, geo: Geometry):
+    """Each sample's columns of a unit-stride, undilated 2-D convolution on the padded width: [N, g, C/g * kh * kw,
+    oh * Wp], a tap's row of a channel being one contiguous run of the flattened padded image (the run of the last
+    taps reads kw - 1 cells into a spare row of zeros). The product then has Wp - ow extra cells a row, which the
+    caller drops; each kept cell's column holds im2col's values in im2col's order. Copying runs of oh * Wp cells
+    instead of rows of ow makes the columns of a small plane 2-2.5x faster to build."""
+    n, c, (h, w), (kh, kw) = x.shape[0], x.shape[1], x.shape[2:], k_sizes
+    (top, bottom, left, right), g = geo.pads, geo.groups
+    wp = w + left + right
+    xp = np.zeros((n, c, h + top + bottom + 1, wp), dtype=x.dtype)
+    xp[:, :, top:top + h, left:left + w] = x
+    flat = xp.reshape(n, c, -1)
+    oh, step = h + top + bottom - kh + 1, flat.strides[2]
+    runs = as_strided(flat, (n, g, c // g, kh, kw, oh * wp),
+                      (flat.strides[0], c // g * flat.strides[1], flat.strides[1], wp * step, step, step),
+                      writeable=False)
+    return runs.reshape(n, g, c // g * kh * kw, oh * wp), (oh, wp)
+
+
 def grouped(a, g):
     """[N, C, *S] -> [g, C/g, N * prod(S)], the matmul operand layout of an activation."""
     n, c = a.shape[:2]
