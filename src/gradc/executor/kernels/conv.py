@@ -3,7 +3,8 @@ the edges), for any number of spatial dims.
 
 Convolution is im2col + a matmul per sample and group, as Paddle's CPU kernel does it, where a sample has enough
 output cells (else one matmul for the whole batch), a batch slice at a time when a whole batch's columns would be
-large; the products land in the output's own layout, [N, O, *out]. The columns and col2im are in
+large; the products land in the output's own layout, [N, O, *out]. A small depthwise layer's columns are runs of
+its padded image on the padded width (im2col's rows of a few cells cost more to copy). The columns and col2im are in
 gradc.executor.kernels.conv_columns. The convolution's two adjoints give every other kernel: the input grad scatters
 W^T @ dOut back with col2im (a depthwise filter's products made a tap at a time, a pointwise one's W^T @ dOut
 itself, a grouped one's with unit strides a convolution of dOut), the filter grad is dOut @ cols^T over the whole

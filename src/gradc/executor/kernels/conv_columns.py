@@ -97,7 +97,7 @@ def wide_columns(x, k_sizes, geo: Geometry):
     oh * Wp], a tap's row of a channel being one contiguous run of the flattened padded image (the run of the last
     taps reads kw - 1 cells into a spare row of zeros). The product then has Wp - ow extra cells a row, which the
     caller drops; each kept cell's column holds im2col's values in im2col's order. Copying runs of oh * Wp cells
-    instead of rows of ow makes the columns of a small plane 2-2.5x faster to build."""
+    instead of rows of ow made small depthwise layers 1.3-2.5x faster."""
     n, c, (h, w), (kh, kw) = x.shape[0], x.shape[1], x.shape[2:], k_sizes
     (top, bottom, left, right), g = geo.pads, geo.groups
     wp = w + left + right
