@@ -101,9 +101,7 @@ def wide_columns(x, k_sizes, geo: Geometry):
     n, c, (h, w), (kh, kw) = x.shape[0], x.shape[1], x.shape[2:], k_sizes
     (top, bottom, left, right), g = geo.pads, geo.groups
     wp = w + left + right
-    xp = np.zeros((n, c, h + top + bottom + 1, wp), dtype=x.dtype)
-    xp[:, :, top:top + h, left:left + w] = x
-    flat = xp.reshape(n, c, -1)
+    flat = padded(x, [(top, bottom + 1), (left, right)]).reshape(n, c, -1)   # the spare row below the padding
     oh, step = h + top + bottom - kh + 1, flat.strides[2]
     runs = as_strided(flat, (n, g, c // g, kh, kw, oh * wp),
                       (flat.strides[0], c // g * flat.strides[1], flat.strides[1], wp * step, step, step),
