@@ -108,8 +108,23 @@ def test_a_loss_with_ignored_labels_is_the_kernels(monkeypatch, ignore_index):
         assert ours.tobytes() == theirs.tobytes()
 
 
-def test_a_label_out_of_range_is_reported_by_the_kernel():
+@pytest.mark.parametrize("label", [4, -1])
+def test_a_label_out_of_range_is_reported_by_the_kernel(label):
     net, scope, feed = _mlp()
-    feed["label"][2] = 4
-    with pytest.raises(gradc.ExecutionError, match=r"cross_entropy\).*Label holds 4: a label must be in \[0, 4\)"):
+    feed["label"][2] = label
+    message = rf"cross_entropy\).*Label holds {label}: a label must be in \[0, 4\)"
+    with pytest.raises(gradc.ExecutionError, match=message):
         gradc.Executor().run(net.program, feed, [net.loss], scope)
+
+
+def test_a_float16_mean_is_summed_in_float32_as_the_kernels():
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 1000], "float16")
+    loss = net.op("reduce_mean", {"X": x}, {"reduce_all": True, "dim": []})[0]
+    net.program.global_block.var(loss).dtype = to_var_type("float16")
+    feed = {"x": (np.random.default_rng(0).standard_normal((2, 1000)) * 3).astype(np.float16)}
+    assert np.add.reduce(feed["x"], axis=(0, 1)) / 2000 != np.mean(feed["x"])   # a float16 sum rounds otherwise
+    executor = gradc.Executor()
+    for _ in range(3):
+        (mean,) = executor.run(net.program, feed, [loss])
+        assert mean.dtype == np.float16 and mean == np.mean(feed["x"])
