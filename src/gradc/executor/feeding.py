@@ -12,6 +12,8 @@ from ..ir import Block
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .scope import Scope
 
+_DTYPES = {var_type: np.dtype(name) for var_type, name in NUMPY_DTYPE_NAMES.items()}   # compared faster than names
+
 
 def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: list | None = None) -> None:
     """As Paddle's executor: a numpy array fed to a data var (need_check_feed) must have its dtype;
@@ -21,11 +23,11 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         var = block.find_var(name)
         if var is None:
             raise ExecutionError(f"feed var '{name}' is not declared in block 0")
-        expected = NUMPY_DTYPE_NAMES.get(var.dtype)
+        expected = _DTYPES.get(var.dtype)
         array = np.asarray(value) if isinstance(value, np.ndarray) or expected is None else np.asarray(value, expected)
         if array.dtype.kind not in "biufc":
             raise ExecutionError(f"feed var '{name}' is {array.dtype}, not a numeric array")
-        if expected is not None and array.dtype.name != expected:
+        if expected is not None and array.dtype.type is not expected.type:   # either byte order
             if var.need_check_feed:
                 raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
                                      f"(convert it, e.g. with .astype('{expected}'))")
