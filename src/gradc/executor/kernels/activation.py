@@ -19,16 +19,43 @@ def sigmoid(x):
     return 0.5 * (np.tanh(0.5 * x) + 1)  # overflow-free logistic
 
 
+# erf(z) = 1 - exp(-z^2) t Q(u) for z >= 0, where t = 1 / (1 + z / 2) and u maps t's range [1/4, 1] onto [-1, 1]: Q is
+# a degree-18 polynomial (highest power first) fitted to math.erfc at 1000 Chebyshev nodes (tests/test_erf.py fits it
+# again). Within 1e-15 of math.erf everywhere; 5-17x faster than the Taylor series it replaced, whose passes grew
+# with the largest |z| (112 at |z| = 6)
+_ERF_Q = (1.3209223586279535e-10, -1.0249924828916384e-09, 1.545657668319411e-09, 6.43068982304182e-09,
+          -3.151268538821415e-08, 3.510016771063656e-08, 1.7342432252239643e-07, -8.180142872404084e-07,
+          6.095526364221221e-07, 6.552424647191747e-06, -2.2309987945966042e-05, -2.3350432308110278e-05,
+          0.00030702902907171997, -0.00015549033295511025, -0.004181821078365514, 0.0025157167185080507,
+          0.08378961740950948, 0.31210421352945317, 0.6056598670867841)
+_ERF_CAP = 6.0        # erfc(6) = 2e-17: erf is +-1 in doubles from here on
+_ERF_BLOCK = 1 << 14  # values a pass at a time: the passes' arrays stay in cache (3x faster than whole arrays)
+
+
 def erf(x):
-    """erf to ~2e-15 with numpy only: exp(-z^2) times a series of positive terms (no cancellation),
-    computed in float64 and returned in x's dtype; |z| is capped at 6, where erf is +-1 in doubles."""
-    z = np.clip(np.asarray(x, dtype=np.float64), -6.0, 6.0)
-    z2 = 2 * z * z
-    term, total = z.copy(), z.copy()
-    for n in range(1, int(z2.max(initial=0.0)) + 40):  # terms shrink once 2n+1 > 2z^2
-        term *= z2 / (2 * n + 1)
-        total += term
-    return (2 / math.sqrt(math.pi) * np.exp(-z * z) * total).astype(np.result_type(x, np.float32), copy=False)
+    """erf to 1e-15 (absolute) with numpy only, computed in float64 and returned in x's dtype (at least float32)."""
+    z = np.asarray(x, dtype=np.float64)
+    out = np.empty(z.shape)
+    flat_z, flat_out = z.reshape(-1), out.reshape(-1)
+    for start in range(0, flat_z.size, _ERF_BLOCK):
+        _erf_block(flat_z[start:start + _ERF_BLOCK], flat_out[start:start + _ERF_BLOCK])
+    return out.astype(np.result_type(x, np.float32), copy=False)
+
+
+def _erf_block(z, out):
+    a = np.minimum(np.abs(z), _ERF_CAP)   # NaN stays NaN
+    t = np.divide(1.0, a * 0.5 + 1.0)
+    u = t * (8 / 3) - 5 / 3
+    q = np.full_like(u, _ERF_Q[0])
+    for coefficient in _ERF_Q[1:]:
+        q *= u
+        q += coefficient
+    q *= t
+    np.square(a, out=a)
+    np.negative(a, out=a)
+    q *= np.exp(a, out=a)
+    np.subtract(1.0, q, out=q)
+    np.copysign(q, z, out=out)
 
 
 def softmax(x, axis):

@@ -1,0 +1,42 @@
+"""The executor's erf (gelu's): within 1e-15 of math.erf, in float32 the float32 rounding of math.erf's value, and
+its polynomial the fit its comment describes."""
+
+import math
+
+import numpy as np
+from numpy.polynomial import chebyshev
+
+from gradc.executor.kernels.activation import _ERF_CAP, _ERF_Q, erf
+
+
+def test_erf_is_within_1e_15_of_math_erf():
+    z = np.concatenate([np.linspace(-8, 8, 160_001), np.geomspace(1e-300, 8, 20_001), -np.geomspace(1e-12, 8, 2001)])
+    expected = np.array([math.erf(v) for v in z])
+    assert np.max(np.abs(erf(z) - expected)) <= 1e-15
+
+
+def test_float32_values_are_math_erf_rounded_to_float32():
+    x = (np.random.default_rng(0).standard_normal(200_000) * 2).astype(np.float32)
+    got = erf(x)
+    assert got.dtype == np.float32
+    assert np.array_equal(got, np.array([math.erf(v) for v in x.astype(np.float64)], np.float32))
+
+
+def test_special_values_shapes_and_dtypes():
+    got = erf(np.array([np.nan, np.inf, -np.inf, 0.0, 40.0, -40.0]))
+    assert np.isnan(got[0]) and list(got[1:3]) == [1.0, -1.0] and abs(got[3]) <= 1e-15 and list(got[4:]) == [1, -1]
+    assert erf(np.float32(0.5)).shape == () and erf(np.zeros((0, 3))).shape == (0, 3)
+    assert erf(np.arange(3)).dtype == np.float64 and erf(np.ones(2, np.float16)).dtype == np.float32
+    strided = np.linspace(-3, 3, 3 * (1 << 15) + 7).reshape(-1, 1)[::3]   # blocks of a non-contiguous input
+    assert np.array_equal(erf(strided), erf(np.ascontiguousarray(strided)))
+    assert np.max(np.abs(erf(strided)[:, 0] - [math.erf(v) for v in strided[:, 0]])) <= 1e-15
+
+
+def test_the_polynomial_is_the_chebyshev_fit_to_math_erfc():
+    """Q(u), u = (8 t - 5) / 3 for t = 1 / (1 + z / 2) in [1 / (1 + CAP / 2), 1], fitted to erfc(z) exp(z^2) / t."""
+    low, nodes = 1 / (1 + _ERF_CAP / 2), 1000
+    t = np.cos(np.pi * (np.arange(nodes) + 0.5) / nodes) * (1 - low) / 2 + (1 + low) / 2
+    z = 2 / t - 2
+    values = [math.erfc(v) * math.exp(v * v) / w for v, w in zip(z, t)]
+    fitted = chebyshev.cheb2poly(chebyshev.chebfit((2 * t - (1 + low)) / (1 - low), values, len(_ERF_Q) - 1))[::-1]
+    assert np.allclose(fitted, _ERF_Q, rtol=1e-6, atol=1e-18)
