@@ -6,7 +6,7 @@ import math
 import numpy as np
 from numpy.polynomial import chebyshev
 
-from gradc.executor.kernels.activation import _ERF_CAP, _ERF_Q, erf
+from gradc.executor.kernels.activation import _ERF_CAP, _ERF_Q, _gelu, _gelu_grad, erf
 
 
 def test_erf_is_within_1e_15_of_math_erf():
@@ -40,3 +40,13 @@ def test_the_polynomial_is_the_chebyshev_fit_to_math_erfc():
     values = [math.erfc(v) * math.exp(v * v) / w for v, w in zip(z, t)]
     fitted = chebyshev.cheb2poly(chebyshev.chebfit((2 * t - (1 + low)) / (1 - low), values, len(_ERF_Q) - 1))[::-1]
     assert np.allclose(fitted, _ERF_Q, rtol=1e-6, atol=1e-18)
+
+
+def test_gelu_in_blocks_is_gelu_of_the_whole_array():
+    rng = np.random.default_rng(1)
+    x = (rng.standard_normal((3, 5, 4001)) * 3).astype(np.float32)[:, ::2]   # 30,010 values, not contiguous
+    d = rng.standard_normal(x.shape).astype(np.float32)
+    whole = 0.5 * x * (1 + erf(x / math.sqrt(2)))
+    grad = d * (0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x) / math.sqrt(2 * math.pi))
+    assert _gelu(x, False).tobytes() == whole.tobytes() and _gelu(x, False).shape == x.shape
+    assert _gelu_grad(x, d, False).tobytes() == grad.tobytes()
