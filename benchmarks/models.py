@@ -1,15 +1,16 @@
-"""One training step (forward + backward) of Paddle's vision models through gradc, against Paddle 3.3.1.
+"""One training step (forward + backward) of Paddle's models through gradc, against Paddle 3.3.1.
 
-The programs are the committed forward programs paddle.vision.models writes (tests/data/paddle/layers/<row>/
-forward.pb, loss named by its meta.json). Per model: gradc.load, gradc.append_backward on the loss, parameters
-drawn from their declared shapes, the feed (every var with need_check_feed; the committed rows declare batch 2,
---batch sizes only dims of -1), then the median of --repeats steps after 2 warm-up steps, each fetching the loss
-and the first parameter's grad. With --paddle-python, a subprocess parses the very same forward.pb
-(paddle.static.Program.parse_from_string), runs Paddle's append_backward, puts the same parameters into a scope
-and runs the same feed; the two take their timed steps in turn, a gradc step then a Paddle step, so that a slow
-spell of this shared machine falls on both, and the ratio is the median of the pairs' ratios. A Paddle time is
-reported only when its loss agrees with gradc's (rtol 1e-4). Dropout's probability is set to 0 in both (their
-masks are still drawn), else the two random masks would make the losses differ.
+The programs are committed forward programs Paddle wrote: paddle.vision.models' (tests/data/paddle/layers/<row>/
+forward.pb, loss named by its meta.json), and models of paddle.nn's layers at working sizes (benchmarks/programs/
+<row>: a BERT-style encoder, an LSTM language model, a U-Net; tools/paddle_bench_programs.py). Per model:
+gradc.load, gradc.append_backward on the loss, parameters drawn from their declared shapes, the feed (every var with
+need_check_feed; the committed rows declare batch 2, --batch sizes only dims of -1), then the median of --repeats
+steps after 2 warm-up steps, each fetching the loss and the first parameter's grad. With --paddle-python, a
+subprocess parses the very same forward.pb (paddle.static.Program.parse_from_string), runs Paddle's append_backward,
+puts the same parameters into a scope and runs the same feed; the two take their timed steps in turn, a gradc step
+then a Paddle step, so that a slow spell of this shared machine falls on both, and the ratio is the median of the
+pairs' ratios. A Paddle time is reported only when its loss agrees with gradc's (rtol 1e-4). Dropout's probability
+is set to 0 in both (their masks are still drawn), else the two random masks would make the losses differ.
 
 BLAS and OpenMP run one thread unless OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS say otherwise
 (Paddle's subprocess inherits them): on a 2-core machine shared with other jobs threaded BLAS makes the timings
@@ -49,9 +50,10 @@ import gradc  # noqa: E402
 from gradc.ir import VarType, dtype_name  # noqa: E402
 
 LAYERS = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "layers"
-# about 75 s with Paddle on 2 cores; vgg11 alone would add 40 s, vgg16 75 s, inception_v3 25 s
+PROGRAMS = Path(__file__).resolve().parent / "programs"   # models at working sizes (tools/paddle_bench_programs.py)
+# about 90 s with Paddle on 2 cores; vgg11 alone would add 40 s, vgg16 75 s, inception_v3 25 s
 DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "mobilenet_v3_small", "shufflenet_v2_x0_25",
-                  "squeezenet1_1", "densenet121", "googlenet", "alexnet"]
+                  "squeezenet1_1", "densenet121", "googlenet", "alexnet", "bert_mini", "lstm_lm", "unet_small"]
 WARMUP = 2
 RTOL = 1e-4
 ZEROED_ATTRS = {"dropout": "dropout_prob"}   # op type -> attr set to 0 in both, so the losses can be compared
@@ -148,12 +150,17 @@ def zero_attrs(program: gradc.Program) -> None:
             op.set_attr(ZEROED_ATTRS[op.type], 0.0)
 
 
+def row_folder(row: str) -> Path:
+    """A row's forward.pb and meta.json: benchmarks/programs' where it has one, else the layers rows'."""
+    return PROGRAMS / row if (PROGRAMS / row / "meta.json").exists() else LAYERS / row
+
+
 def gradc_model(row: str, args, folder: Path):
     """gradc's side of one model after its warm-up steps: its facts (op counts, batch, loss name, first parameter) and
     a function timing one step, which records the step's loss and first grad in the facts; writes Paddle's job
     files."""
-    meta = json.loads((LAYERS / row / "meta.json").read_text())
-    program = gradc.load(LAYERS / row / "forward.pb")
+    meta = json.loads((row_folder(row) / "meta.json").read_text())
+    program = gradc.load(row_folder(row) / "forward.pb")
     forward_ops = len(program.global_block.ops)
     zero_attrs(program)
     gradc.append_backward(program, meta["loss"])
@@ -237,7 +244,8 @@ def ask_paddle(paddle: Worker, request: dict, what: str) -> dict:
 
 def paddle_job(ours: dict, folder: Path) -> dict:
     row = ours["row"]
-    return {"forward": str(LAYERS / row / "forward.pb"), "loss": ours["loss_name"], "first_param": ours["first_param"],
+    return {"forward": str(row_folder(row) / "forward.pb"), "loss": ours["loss_name"],
+            "first_param": ours["first_param"],
             "params": str(folder / f"{row}.params.npz"), "feed": str(folder / f"{row}.feed.npz"),
             "grad_out": str(folder / f"{row}.paddle_grad.npz"), "zeroed": ZEROED_ATTRS, "warmup": WARMUP}
 
@@ -259,7 +267,8 @@ def compare(ours: dict, theirs: dict, folder: Path) -> tuple[str, str, str]:
 def run(argv: list[str] | None = None) -> list[str]:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS,
-                        help=f"rows of {LAYERS.relative_to(LAYERS.parents[3])} (default: %(default)s)")
+                        help=f"rows of {PROGRAMS.relative_to(PROGRAMS.parents[1])} or "
+                             f"{LAYERS.relative_to(LAYERS.parents[3])} (default: %(default)s)")
     parser.add_argument("--batch", type=int, default=2, help="the batch size where a feed's dim is -1")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)
@@ -280,7 +289,7 @@ def run(argv: list[str] | None = None) -> list[str]:
         if paddle:
             paddle.close()
         lines = [f"# one training step (forward + backward, fetching the loss and the first parameter grad) of "
-                 f"paddle.vision.models programs, median of {args.repeats} after {WARMUP} warm-up steps, float32"
+                 f"Paddle's models, median of {args.repeats} after {WARMUP} warm-up steps, float32"
                  + ("; gradc's and Paddle's steps in turn, gradc/Paddle the median of the pairs' ratios" if paddle
                     else ""),
                  f"# Python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}, "

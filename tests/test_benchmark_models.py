@@ -106,3 +106,15 @@ def test_paddle_runs_its_ops_one_at_a_time_where_blas_has_one_thread(monkeypatch
     flags = load_script().paddle_threads()
     assert (flags == {"FLAGS_new_executor_serial_run": "1"}) is serial
     assert serial or flags == {}
+
+
+@pytest.mark.parametrize("row", ["bert_mini", "lstm_lm", "unet_small"])
+def test_the_working_size_programs_take_a_step(row, tmp_path):
+    """benchmarks/programs' rows (Paddle's, from tools/paddle_bench_programs.py): found by their folder, compiled,
+    and a step's loss finite at batch 1."""
+    script = load_script()
+    assert script.row_folder(row) == script.PROGRAMS / row and row in script.DEFAULT_MODELS
+    facts, step = script.gradc_model(row, argparse.Namespace(seed=0, batch=1, repeats=1), tmp_path)
+    seconds, _ = step()
+    assert facts["batch"] == 1 and facts["ops"] > facts["forward_ops"] > 0 and seconds > 0
+    assert math.isfinite(facts["loss"]) and facts["grad"].shape
