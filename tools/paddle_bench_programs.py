@@ -78,9 +78,17 @@ def write(row: str, out: Path) -> None:
     (folder / "forward.pb").write_bytes(main.desc.serialize_to_string())
     meta = {"row": row, "made_by": "tools/paddle_bench_programs.py", "paddle": paddle.__version__,
             "about": " ".join(ROWS[row].__doc__.split()), "loss": loss.name,
-            "params_grads": [[p.name, p.name + "@GRAD"] for p in main.all_parameters()]}
+            "params_grads": [[name, name + "@GRAD"] for name in _in_reading_order(main)]}
     (folder / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     print(f"{row}: {len(main.global_block().ops)} ops, loss {loss.name}")
+
+
+def _in_reading_order(program) -> list[str]:
+    """The parameters in the order the program's ops first read them: the first is the input layer's, whose grad
+    passes through the whole model (benchmarks/models.py compares it with Paddle's)."""
+    params = {p.name for p in program.all_parameters()}
+    names = [name for op in program.global_block().ops for name in op.input_arg_names if name in params]
+    return list(dict.fromkeys(names))
 
 
 def main() -> None:
