@@ -56,6 +56,7 @@ DEFAULT_MODELS = ["resnet18", "resnet50", "mobilenet_v1", "mobilenet_v2", "mobil
                   "squeezenet1_1", "densenet121", "googlenet", "alexnet", "bert_mini", "lstm_lm", "unet_small"]
 WARMUP = 2
 RTOL = 1e-4
+NORMS = ("batch_norm", "layer_norm", "group_norm", "instance_norm", "sync_batch_norm")
 ZEROED_ATTRS = {"dropout": "dropout_prob"}   # op type -> attr set to 0 in both, so the losses can be compared
 
 # Runs under the Paddle interpreter as a worker: says its Paddle version, then answers each request on stdin (a JSON
@@ -113,9 +114,9 @@ for line in sys.stdin:
 def initial_values(program: gradc.Program, seed: int) -> dict[str, np.ndarray]:
     """Every persistable tensor the program reads, drawn from its declared shape in name order."""
     block = program.global_block
-    by_slot = {}   # batch_norm's operands found by slot, not name: scales one, biases and means zero, variances one
-    for op in block.ops:
-        if op.type == "batch_norm":
+    by_slot = {}   # a norm's operands found by slot, not name: scales one (a zero scale passes no grad back),
+    for op in block.ops:   # biases and means zero, variances one
+        if op.type in NORMS:
             for slot, value in (("Scale", 1.0), ("Bias", 0.0), ("Mean", 0.0), ("Variance", 1.0)):
                 by_slot.update(dict.fromkeys(op.inputs.get(slot, []), value))
     rng, values = np.random.default_rng(seed), {}
