@@ -44,12 +44,8 @@ def _scale_net(dtype="float32"):
     return net, net.op("scale", {"X": h}, {"scale": 1e-3, "bias": 7.0})[0]
 
 
-@pytest.mark.parametrize("batch, axis", [(5, -1), (1, 1)])
-def test_a_rerun_plan_runs_as_straight_line_code_that_makes_the_numpy_calls_itself(batch, axis):
-    net, scope, feed = _mlp(batch=batch)
-    for op in net.program.global_block.ops:   # Paddle's fc adds its bias with axis 1
-        if op.type.startswith("elementwise_add"):
-            op.set_attr("axis", axis)
+def test_a_rerun_plan_runs_as_straight_line_code_that_makes_the_numpy_calls_itself():
+    net, scope, feed = _mlp()
     executor = gradc.Executor()
     calls = []
     loop = executor._loop

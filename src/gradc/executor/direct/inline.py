@@ -27,7 +27,7 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
     "elementwise_add": ("X.ndim == Y.ndim or @axis in (-1, abs(X.ndim - Y.ndim))", {"Out": "X + Y"}),
     # the kernel's fc case: a batch of rows plus a bias row; dX is dOut itself, dY its sum over the batch
     "elementwise_add_grad": ("X.shape == dOut.shape and dOut.ndim == 2 and Y.shape == dOut.shape[1:] "
-                             "and @axis in (-1, 1)",
+                             "and (@axis == -1 or @axis == 1 < len(dOut))",
                              {"X@GRAD": "dOut", "Y@GRAD": "add_reduce(dOut, 0)"}),
     "relu": ("True", {"Out": "maximum(X, ZERO)"}),
     "relu_grad": ("True", {"X@GRAD": "dOut * (Out > ZERO)"}),
