@@ -48,7 +48,7 @@ COMPILE_TIME = {
     "mul flattening": ("mul", {"X": X23, "Y": zeros(4, 5)}, {}, "X flattens to [*, 3] but Y to [4, *]"),
     "bmm batch": ("bmm", {"X": zeros(2, 3, 4), "Y": zeros(3, 4, 5)}, {}, "bmm needs X [B, M, K] and Y [B, K, N]"),
     **{f"{op} axis": (op, {"X": X23}, {"dim": [5]}, "axis 5 is out of range for rank 2")
-       for op in ("reduce_mean", "reduce_min", "reduce_prod")},
+       for op in ("reduce_mean", "reduce_min", "reduce_prod", "reduce_amax", "reduce_amin")},
     "reduce_any axis": ("reduce_any", {"X": zeros(2, 3, dtype=bool)}, {"dim": [2]}, "axis 2 is out of range"),
     "arg_max axis": ("arg_max", {"X": X23}, {"axis": 3}, "axis 3 is out of range for rank 2"),
     "arg_min axis": ("arg_min", {"X": X23}, {"axis": -3}, "axis -3 is out of range for rank 2"),

@@ -152,6 +152,24 @@ REDUCE_FORWARD = {
                                              keepdim=True),
     "all_everything": lambda i: paddle.all(i.data("x", i.rng.random((3, 4)) > 0.05, grad=False)),
 }
+def _ties(i, *shape):
+    """Values from {-1, 0, 1}: extremes tie often, in a reduction and between two operands."""
+    return i.rng.integers(-1, 2, shape).astype(float)
+
+
+# Paddle 3.3.1's max/min grads share a tie's gradient: evenly among a reduction's equal extremes, in halves
+# between two equal operands (its docs still say max gives each the whole)
+REDUCE_TIES = {
+    "max_ties_axis1": lambda i: paddle.max(i.data("x", _ties(i, 3, 4, 5)), axis=1),
+    "min_ties_axes_keepdim": lambda i: paddle.min(i.data("x", _ties(i, 3, 4, 5)), axis=[0, 2], keepdim=True),
+    "max_ties_everything": lambda i: paddle.max(i.data("x", _ties(i, 4, 5))),
+    "amax_ties_axis0": lambda i: paddle.amax(i.data("x", _ties(i, 4, 3)), axis=0),
+    "amin_ties_last_axis": lambda i: paddle.amin(i.data("x", _ties(i, 2, 3, 4)), axis=-1),
+}
+MATH_TIES = {
+    "maximum_ties": lambda i: paddle.maximum(i.data("x", _ties(i, 3, 4)), i.data("y", _ties(i, 3, 4))),
+    "minimum_ties_broadcast": lambda i: paddle.minimum(i.data("x", _ties(i, 2, 3, 4)), i.data("y", _ties(i, 4))),
+}
 LOGIC = {
     "gaussian_nll_loss": _gaussian_nll,   # reduce_all over var >= 0, then assert
     "triplet_margin_with_distance": lambda i: nn.TripletMarginWithDistanceLoss(margin=0.5)(
@@ -160,8 +178,8 @@ LOGIC = {
 
 FAMILIES = {
     "activation": [(ACTIVATION, "float64", True), (ACTIVATION_FLOAT32, "float32", True)],
-    "math": [(MATH, "float64", True), (MATH_FORWARD, "float64", False)],
-    "reduce": [(REDUCE_FORWARD, "float64", False)],
+    "math": [(MATH, "float64", True), (MATH_FORWARD, "float64", False), (MATH_TIES, "float64", True)],
+    "reduce": [(REDUCE_FORWARD, "float64", False), (REDUCE_TIES, "float64", True)],
     "logic": [(LOGIC, "float64", True)],
 }
 RANDOM_OPS = ("rrelu", "gumbel_softmax")

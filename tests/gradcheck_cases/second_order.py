@@ -37,6 +37,11 @@ def distinct(*shape):
     return r.permutation(int(np.prod(shape))).reshape(shape) / 10.0 - 0.05 * np.prod(shape)
 
 
+def ties(*shape):
+    """Values from {-0.5, 0, 0.5}: max and min tie often."""
+    return r.integers(-1, 2, shape) / 2.0
+
+
 def _declare(block, name: str, value: np.ndarray, differentiable: bool) -> None:
     var = block.create_var(name, list(np.shape(value)), to_var_type(np.asarray(value).dtype))
     var.stop_gradient = not differentiable
@@ -62,9 +67,10 @@ def _weighted_sum(block, names: list[str], feed: dict, prefix: str, differentiab
 
 
 def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict | None = None,
-                 wrt: list[str] | None = None, **tolerances) -> Case:
+                 wrt: list[str] | None = None, tied: bool = False, **tolerances) -> Case:
     """The case of ``op``'s grad op; ``counts``: vars of list output slots; ``wrt``: the input slots to check
-    (default: every float one)."""
+    (default: every float one). ``tied``: inputs with ties, where the grad op is smooth in its output grads only
+    (linear) and only they are checked."""
     opdef = registry.get(op)
     attrs = dict(attrs or {})
 
@@ -96,7 +102,7 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
         grads = [n + "@GRAD" for names in slots.values() for n in names if block.find_var(n + "@GRAD") is not None]
         _weighted_sum(block, grads, feed, "w2", False, "loss2")
         checked = [n[: -len("@GRAD")] for n in grads]
-        return {"program": program, "feed": feed, "wrt": checked + seeds, "loss": "loss2"}
+        return {"program": program, "feed": feed, "wrt": seeds if tied else checked + seeds, "loss": "loss2"}
 
     return Case(opdef.grad.type_for(opdef), {}, attrs, program=build, **tolerances)
 
@@ -135,6 +141,8 @@ CASES = [
     second_order("reduce_mean", {"X": randn(2, 3)}, {"reduce_all": True}),
     second_order("reduce_max", {"X": distinct(2, 3, 2)}, {"dim": [1]}),
     second_order("reduce_min", {"X": distinct(2, 3)}, {"dim": [-1], "keep_dim": True}),
+    second_order("reduce_amax", {"X": distinct(2, 3, 2)}, {"dim": [0, 2]}),
+    second_order("reduce_amin", {"X": distinct(3, 2)}, {"reduce_all": True}),
     # activations
     second_order("tanh", {"X": randn(2, 3)}),
     second_order("sigmoid", {"X": randn(2, 3)}),
@@ -248,4 +256,9 @@ CASES = [
     second_order("clip", {"X": np.array([[-3.0, -0.2, 0.3], [0.7, 5.0, -0.8]])}, {"min": -0.5, "max": 0.6}),
     second_order("tile", {"X": randn(2, 1)}, {"repeat_times": [2, 3]}),
     second_order("lookup_table", {"W": randn(4, 3), "Ids": np.array([[0], [3], [2], [3]])}, {"padding_idx": 2}),
+    # ties share dOut (halves between operands, evenly among a reduction's extremes): linear in dOut there too
+    second_order("elementwise_max", {"X": ties(2, 3), "Y": ties(2, 3)}, tied=True),
+    second_order("elementwise_min", {"X": ties(2, 3, 2), "Y": ties(3)}, {"axis": 1}, tied=True),
+    second_order("reduce_max", {"X": ties(3, 4)}, {"dim": [1]}, tied=True),
+    second_order("reduce_amin", {"X": ties(2, 3, 2)}, {"reduce_all": True}, tied=True),
 ]

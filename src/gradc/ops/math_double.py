@@ -79,9 +79,10 @@ def _pow_grad(f, g):
 defgrad("elementwise_pow_grad", grad=_pow_grad)
 
 
-def _select(first_wins: str):
-    """max/min: dOut goes to X where ``first_wins`` compares X against Y, else to Y (ties to Y, as the grad
-    kernel); flat in X and Y, so d/d(dOut) = where(X wins, ddX, ddY), each broadcast to dOut's shape."""
+def _select(first_wins: str, second_wins: str):
+    """max/min: dOut goes to X where ``first_wins`` compares X against Y, to Y where ``second_wins`` does, and in
+    halves to both at a tie (as the grad kernel); flat in X and Y, so d/d(dOut) = where(X wins, ddX, where(Y wins,
+    ddY, (ddX + ddY) / 2)), each broadcast to dOut's shape."""
 
     def maker(g):
         wanted = first(g.IG("Out@GRAD"))
@@ -91,18 +92,20 @@ def _select(first_wins: str):
         x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
         zeros = f.fill_like(dout, 0.0)
         ddx, ddy = first(g.OG("X@GRAD")), first(g.OG("Y@GRAD"))
-        picks = f.op(first_wins, {"X": x, "Y": y}, dout, {"axis": axis})
-        f.into(wanted, "where", {
-            "Condition": picks,
-            "X": f.add(ddx, zeros, dout, axis) if ddx else zeros,
-            "Y": f.add(zeros, ddy, dout, axis) if ddy else zeros})
+        from_x = f.add(ddx, zeros, dout, axis) if ddx else zeros
+        from_y = f.add(zeros, ddy, dout, axis) if ddy else zeros
+        tie = f.scale(f.add(from_x, from_y, dout), 0.5)
+        y_side = f.op("where", {"Condition": f.op(second_wins, {"X": x, "Y": y}, dout, {"axis": axis}),
+                                "X": from_y, "Y": tie}, dout)
+        f.into(wanted, "where", {"Condition": f.op(first_wins, {"X": x, "Y": y}, dout, {"axis": axis}),
+                                 "X": from_x, "Y": y_side})
         return f.ops
 
     return maker
 
 
-defgrad("elementwise_max_grad", grad=_select("greater_than"), no_grad_inputs=["X", "Y"])
-defgrad("elementwise_min_grad", grad=_select("less_than"), no_grad_inputs=["X", "Y"])
+defgrad("elementwise_max_grad", grad=_select("greater_than", "less_than"), no_grad_inputs=["X", "Y"])
+defgrad("elementwise_min_grad", grad=_select("less_than", "greater_than"), no_grad_inputs=["X", "Y"])
 
 
 def _where_double(g):
@@ -127,8 +130,8 @@ for _name in ("reduce_sum", "reduce_mean"):
 
 
 def _extreme(g):
-    """reduce_max/min give dOut to the elements equal to Out: d/d(dOut) sums ddX over those (the mask is
-    the grad op's own output for dOut = 1)."""
+    """reduce_max/min/amax/amin share dOut among the elements equal to Out: d/d(dOut) sums ddX over those, each
+    weighed by its share (the grad op's own output for dOut = 1)."""
     wanted = first(g.IG("Out@GRAD"))
     if wanted == EMPTY_VAR:
         return []
@@ -139,7 +142,7 @@ def _extreme(g):
     return f.ops
 
 
-for _name in ("reduce_max", "reduce_min"):
+for _name in ("reduce_max", "reduce_min", "reduce_amax", "reduce_amin"):
     defgrad(f"{_name}_grad", grad=_extreme, no_grad_inputs=["X", "Out"])
 
 

@@ -29,23 +29,33 @@ def _reduce_infer(ctx, dtype=None):
     return {"Out": (out, dtype or ctx.dtype("X"))}
 
 
-def _logical_reduce_infer(ctx):
-    """A bool Out; axes in AxisTensor(List) are known at run time only (then keep_dim keeps the rank)."""
-    if ctx.has("AxisTensor") or ctx.has("AxisTensorList"):
-        return {"Out": ([-1] * len(ctx.shape("X")) if ctx.attr("keep_dim") else None, VarType.BOOL)}
-    return _reduce_infer(ctx, VarType.BOOL)
+def _tensor_axes_infer(bool_out: bool):
+    """Out of X's dtype or bool; axes in AxisTensor(List) are known at run time only (then keep_dim keeps the
+    rank)."""
+    def infer(ctx):
+        dtype = VarType.BOOL if bool_out else ctx.dtype("X")
+        if ctx.has("AxisTensor") or ctx.has("AxisTensorList"):
+            return {"Out": ([-1] * len(ctx.shape("X")) if ctx.attr("keep_dim") else None, dtype)}
+        return _reduce_infer(ctx, dtype)
+    return infer
 
 
 for _name in ("reduce_sum", "reduce_mean"):
     defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X"))
-for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with / divide by Out
+for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with Out or take products
     defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X", "Out"))
 
-# Whether every / any element along the axes is nonzero. AxisTensor (the axes) or AxisTensorList (one axis
-# per tensor) overrides dim, as the slots say; Paddle 3.3.1's kernels ignore them (docs/ops-activation-math.md).
+# AxisTensor (the axes) or AxisTensorList (one axis per tensor) overrides dim, as the slots say; Paddle 3.3.1's
+# kernels ignore them (docs/ops-activation-math.md). reduce_all / reduce_any: whether every / any element along the
+# axes is nonzero. reduce_amax / reduce_amin: Paddle 2's max and min that share a tie's grad (3.3.1's max and min
+# share it too).
+_TENSOR_AXES = ["X", "AxisTensor?", "AxisTensorList[]?"]
+_LONG_DIMS = {**REDUCE_ATTRS, "dim": typed([0], AttrType.LONGS)}
 for _name in ("reduce_all", "reduce_any"):
-    defop(_name, ["X", "AxisTensor?", "AxisTensorList[]?"], attrs={**REDUCE_ATTRS, "dim": typed([0], AttrType.LONGS)},
-          infer=_logical_reduce_infer, grad=NO_GRAD)
+    defop(_name, _TENSOR_AXES, attrs=_LONG_DIMS, infer=_tensor_axes_infer(bool_out=True), grad=NO_GRAD)
+for _name in ("reduce_amax", "reduce_amin"):
+    defop(_name, _TENSOR_AXES, attrs=_LONG_DIMS, infer=_tensor_axes_infer(bool_out=False),
+          grad=grad_op(*_TENSOR_AXES, "Out"), no_grad_inputs=_TENSOR_AXES[1:])
 
 defop("mean", ["X"], infer=lambda ctx: {"Out": ([], ctx.dtype("X"))}, grad=grad_op("X"))
 

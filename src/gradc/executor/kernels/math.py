@@ -91,9 +91,11 @@ def elementwise_add_grad(k):
 _binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
 _binary_grad("elementwise_mul_grad", lambda x, y, d: d * y, lambda x, y, d: d * x)
 _binary_grad("elementwise_div_grad", lambda x, y, d: d / y, lambda x, y, d: -d * x / (y * y))
-# Ties go to Y, as in Paddle's kernels.
-_binary_grad("elementwise_max_grad", lambda x, y, d: d * (x > y), lambda x, y, d: d * (x <= y))
-_binary_grad("elementwise_min_grad", lambda x, y, d: d * (x < y), lambda x, y, d: d * (x >= y))
+# A tie splits dOut in halves, as Paddle 3.3.1's kernels do (its operations, in its order).
+_binary_grad("elementwise_max_grad", lambda x, y, d: d * (x > y) + (d / 2) * (x == y),
+             lambda x, y, d: d * (x < y) + (d / 2) * (x == y))
+_binary_grad("elementwise_min_grad", lambda x, y, d: d * (x < y) + (d / 2) * (x == y),
+             lambda x, y, d: d * (x > y) + (d / 2) * (x == y))
 # x mod y = x - y floor(x / y)
 _binary_grad("remainder_grad", lambda x, y, d: d, lambda x, y, d: -d * np.floor_divide(x, y))
 # d(x^y)/dy = x^y log x, whose limit at x = 0 is 0 (log(1) stands in there).

@@ -13,9 +13,9 @@ def _axes(k, x):
     return reduced_axes(k.attr, x.ndim)
 
 
-def _expand(k, dout, x):
+def _expand(k, dout, x, axes=None):
     """The output grad broadcast back over the reduced axes of X."""
-    axes = _axes(k, x)
+    axes = _axes(k, x) if axes is None else axes
     if not k.attr("keep_dim"):
         dout = np.expand_dims(dout, axes) if axes else dout
     return np.broadcast_to(dout, x.shape)
@@ -70,14 +70,15 @@ def mean_grad(k):
     return {"X@GRAD": np.full(x.shape, k.x("Out@GRAD").reshape(()) / max(x.size, 1), dtype=x.dtype)}
 
 
-def _reduce(name, fn, grad):
-    """fn(x, axes, keepdims) -> out; grad(x, out, axes) -> d(out)/dx with out broadcast back over X."""
-    kernel(name)(lambda k: {"Out": fn(k.x("X"), axis=_axes(k, k.x("X")), keepdims=k.attr("keep_dim"))})
+def _reduce(name, fn, grad, axes_of=_axes):
+    """fn(x, axes, keepdims) -> out; grad(x, out, dout, axes) -> dX, with out and dout broadcast back over X."""
+    kernel(name)(lambda k: {"Out": fn(k.x("X"), axis=axes_of(k, k.x("X")), keepdims=k.attr("keep_dim"))})
 
     @kernel(name + "_grad")
     def reduce_grad(k):
         x = k.x("X")
-        return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x) * grad(x, _expand(k, k.x("Out"), x), _axes(k, x))}
+        axes = axes_of(k, x)
+        return {"X@GRAD": grad(x, _expand(k, k.x("Out"), x, axes), _expand(k, k.x("Out@GRAD"), x, axes), axes)}
 
 
 def _prod_of_others(x, axes):
@@ -94,10 +95,18 @@ def _prod_of_others(x, axes):
     return np.transpose((before * after).reshape(moved.shape), np.argsort(rest + list(axes)))
 
 
-# Every element equal to the extreme gets the full output grad, as in Paddle (keep inputs tie-free).
-_reduce("reduce_max", np.max, lambda x, out, axes: x == out)
-_reduce("reduce_min", np.min, lambda x, out, axes: x == out)
-_reduce("reduce_prod", np.prod, lambda x, out, axes: _prod_of_others(x, axes))
+def _shared_among_ties(x, out, dout, axes):
+    """dOut split evenly among the elements equal to the extreme, as Paddle 3.3.1's max/min/amax/amin grads split
+    it (dOut * mask / count, in X's dtype); its docs say max gives each the whole."""
+    mask = (x == out).astype(dout.dtype)
+    return dout * mask / mask.sum(axis=axes, keepdims=True)
+
+
+_reduce("reduce_max", np.max, _shared_among_ties)
+_reduce("reduce_min", np.min, _shared_among_ties)
+_reduce("reduce_amax", np.max, _shared_among_ties, _logical_axes)
+_reduce("reduce_amin", np.min, _shared_among_ties, _logical_axes)
+_reduce("reduce_prod", np.prod, lambda x, out, dout, axes: dout * _prod_of_others(x, axes))
 
 
 def _norm_axis(k, x):
