@@ -101,6 +101,19 @@ ACTIVATION = {
 }
 # float32 runs of a few, compared at Paddle's float32 rounding
 ACTIVATION_FLOAT32 = {name + "_f32": ACTIVATION[name] for name in ("mish", "celu", "prelu_channel", "logsigmoid")}
+KINKS = np.array([[-6.0, -2.0, -1.0, -0.5, 0.0], [0.5, 1.0, 3.0, 6.0, 2.5]])   # every kink below, and values between
+# at a kink the grads take a side: Paddle 3.3.1's, checked on the kinks themselves
+ACTIVATION_KINKS = {
+    "leaky_relu_kinks": lambda i: F.leaky_relu(i.data("x", KINKS), 0.1),
+    "hardshrink_kinks": lambda i: F.hardshrink(i.data("x", KINKS), 0.5),
+    "softshrink_kinks": lambda i: F.softshrink(i.data("x", KINKS), 0.5),
+    "hardtanh_kinks": lambda i: F.hardtanh(i.data("x", KINKS), -1.0, 1.0),
+    "relu6_kinks": lambda i: F.relu6(i.data("x", KINKS)),
+    "relu_kinks": lambda i: F.relu(i.data("x", KINKS)),
+    "clip_kinks": lambda i: paddle.clip(i.data("x", KINKS), -1.0, 3.0),
+    "thresholded_relu_kinks": lambda i: F.thresholded_relu(i.data("x", KINKS), 1.0),
+    "sqrt_of_abs_kinks": lambda i: paddle.sqrt(paddle.abs(i.data("x", KINKS))),   # abs passes 0 at 0, not inf * 0
+}
 
 
 def _scale_by_tensor(i):
@@ -177,7 +190,8 @@ LOGIC = {
 }
 
 FAMILIES = {
-    "activation": [(ACTIVATION, "float64", True), (ACTIVATION_FLOAT32, "float32", True)],
+    "activation": [(ACTIVATION, "float64", True), (ACTIVATION_FLOAT32, "float32", True),
+                   (ACTIVATION_KINKS, "float64", True)],
     "math": [(MATH, "float64", True), (MATH_FORWARD, "float64", False), (MATH_TIES, "float64", True)],
     "reduce": [(REDUCE_FORWARD, "float64", False), (REDUCE_TIES, "float64", True)],
     "logic": [(LOGIC, "float64", True)],

@@ -76,7 +76,7 @@ activation("relu6", "Out", attrs={"threshold": 6.0})   # min(max(x, 0), threshol
 activation("brelu", "X", attrs={"t_min": 0.0, "t_max": 24.0},        # nn.Hardtanh: clip to [t_min, t_max]
            rules=[(("t_min", "t_max"), lambda low, high: low <= high, "t_min <= t_max")])
 activation("celu", "X", attrs={"alpha": 1.0}, rules=[("alpha", lambda a: a != 0, "nonzero")])
-activation("hard_shrink", "X", attrs={"threshold": 0.5},             # x where |x| > threshold, else 0
+activation("hard_shrink", "X", attrs={"threshold": 0.5},             # x where |x| >= threshold, else 0
            rules=[("threshold", lambda v: v >= 0, ">= 0")])
 activation("logsigmoid", "X")
 activation("mish", "X", attrs={"threshold": 20.0})                   # x tanh(softplus(x)), softplus(x) = x past it

@@ -101,6 +101,12 @@ def _blockwise(fn, x, *others):
     return out.reshape(arrays[0].shape)
 
 
+def _outside(x, threshold):
+    """hard_shrink's mask: |x| >= threshold, the bound included, as Paddle 3.3.1 keeps x there (x times it, as
+    Paddle: NaN stays NaN)."""
+    return (x <= -threshold) | (x >= threshold)
+
+
 def _softplus(x, beta, threshold):
     bx = beta * x
     return np.where(bx > threshold, x, np.logaddexp(0, bx) / beta)
@@ -126,8 +132,9 @@ unary("softmax", lambda x, k: softmax(x, k.attr("axis")),
 unary("log_softmax", lambda x, k: log_softmax(x, k.attr("axis")),
       lambda out, d, k: d - np.exp(out) * d.sum(axis=k.attr("axis"), keepdims=True), uses="Out")
 unary("gelu", lambda x, k: _gelu(x, k.attr("approximate")), lambda x, d, k: _gelu_grad(x, d, k.attr("approximate")))
+# at a kink, Paddle 3.3.1's grads take the outer piece: leaky_relu's slope at 0 is 1 (docs/ops-activation-math.md)
 unary("leaky_relu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * x),
-      lambda x, d, k: np.where(x > 0, d, k.attr("alpha") * d))
+      lambda x, d, k: np.where(x >= 0, d, k.attr("alpha") * d))
 unary("elu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0))),
       lambda x, d, k: np.where(x > 0, d, d * (k.x("Out") + k.attr("alpha"))))
 unary("silu", lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
@@ -159,8 +166,8 @@ unary("brelu", lambda x, k: np.minimum(np.maximum(x, k.attr("t_min")), k.attr("t
 # celu: x for x > 0, alpha (exp(x / alpha) - 1) otherwise (either sign of alpha)
 unary("celu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0) / k.attr("alpha"))),
       lambda x, d, k: np.where(x > 0, d, d * np.exp(np.minimum(x, 0) / k.attr("alpha"))))
-unary("hard_shrink", lambda x, k: np.where(np.abs(x) > k.attr("threshold"), x, 0),
-      lambda x, d, k: d * (np.abs(x) > k.attr("threshold")))
+unary("hard_shrink", lambda x, k: x * _outside(x, k.attr("threshold")),
+      lambda x, d, k: d * _outside(x, k.attr("threshold")))
 unary("logsigmoid", lambda x, k: np.minimum(x, 0) - np.log1p(np.exp(-np.abs(x))), lambda x, d, k: d * sigmoid(-x))
 
 

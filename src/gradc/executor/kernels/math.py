@@ -161,7 +161,13 @@ unary("log", lambda x, k: np.log(x), lambda x, d, k: d / x)
 unary("sqrt", lambda x, k: np.sqrt(x), lambda out, d, k: d * 0.5 / out, uses="Out")
 unary("rsqrt", lambda x, k: 1 / np.sqrt(x), lambda out, d, k: d * -0.5 * out ** 3, uses="Out")
 unary("square", lambda x, k: x * x, lambda x, d, k: d * 2 * x)
-unary("abs", lambda x, k: np.abs(x), lambda x, d, k: d * np.sign(x))
+def _abs_grad(x, d, k):
+    """dOut * sign(x), and 0 at 0 even where dOut is infinite (as Paddle's kernel: no inf * 0 there)."""
+    out = np.zeros(np.broadcast_shapes(x.shape, d.shape), np.result_type(d, x))
+    return np.multiply(d, np.sign(x), out=out, where=x != 0)
+
+
+unary("abs", lambda x, k: np.abs(x), _abs_grad)
 unary("cos", lambda x, k: np.cos(x), lambda x, d, k: -d * np.sin(x))
 unary("sin", lambda x, k: np.sin(x), lambda x, d, k: d * np.cos(x))
 unary("pow", lambda x, k: np.power(x, _factor(k)), lambda x, d, k: d * _factor(k) * np.power(x, _factor(k) - 1))
@@ -178,8 +184,9 @@ def _bounds(k):
 
 
 def _clip_grad(x, d, k):
+    """dOut where min <= x <= max, bounds included, as Paddle 3.3.1's kernel passes it."""
     lo, hi = _bounds(k)
-    return d * ((x > lo) & (x < hi))
+    return d * ((x >= lo) & (x <= hi))
 
 
 unary("clip", lambda x, k: np.clip(x, *_bounds(k)), _clip_grad)
