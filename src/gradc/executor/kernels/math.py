@@ -156,17 +156,17 @@ def _factor(k):
     return float(k.x("FactorTensor").reshape(-1)[0]) if k.has("FactorTensor") else k.attr("factor")
 
 
-unary("exp", lambda x, k: np.exp(x), lambda out, d, k: d * out, uses="Out")
-unary("log", lambda x, k: np.log(x), lambda x, d, k: d / x)
-unary("sqrt", lambda x, k: np.sqrt(x), lambda out, d, k: d * 0.5 / out, uses="Out")
-unary("rsqrt", lambda x, k: 1 / np.sqrt(x), lambda out, d, k: d * -0.5 * out ** 3, uses="Out")
-unary("square", lambda x, k: x * x, lambda x, d, k: d * 2 * x)
 def _abs_grad(x, d, k):
     """dOut * sign(x), and 0 at 0 even where dOut is infinite (as Paddle's kernel: no inf * 0 there)."""
     out = np.zeros(np.broadcast_shapes(x.shape, d.shape), np.result_type(d, x))
     return np.multiply(d, np.sign(x), out=out, where=x != 0)
 
 
+unary("exp", lambda x, k: np.exp(x), lambda out, d, k: d * out, uses="Out")
+unary("log", lambda x, k: np.log(x), lambda x, d, k: d / x)
+unary("sqrt", lambda x, k: np.sqrt(x), lambda out, d, k: d * 0.5 / out, uses="Out")
+unary("rsqrt", lambda x, k: 1 / np.sqrt(x), lambda out, d, k: d * -0.5 * out ** 3, uses="Out")
+unary("square", lambda x, k: x * x, lambda x, d, k: d * 2 * x)
 unary("abs", lambda x, k: np.abs(x), _abs_grad)
 unary("cos", lambda x, k: np.cos(x), lambda x, d, k: -d * np.sin(x))
 unary("sin", lambda x, k: np.sin(x), lambda x, d, k: d * np.cos(x))

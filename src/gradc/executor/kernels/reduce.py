@@ -97,7 +97,7 @@ def _prod_of_others(x, axes):
 
 def _shared_among_ties(x, out, dout, axes):
     """dOut split evenly among the elements equal to the extreme, as Paddle 3.3.1's max/min/amax/amin grads split
-    it (dOut * mask / count, in X's dtype); its docs say max gives each the whole."""
+    it (dOut * mask / count, in dOut's dtype); its docs say max gives each the whole."""
     mask = (x == out).astype(dout.dtype)
     return dout * mask / mask.sum(axis=axes, keepdims=True)
 
