@@ -50,6 +50,7 @@ COMPILE_TIME = {
     **{f"{op} axis": (op, {"X": X23}, {"dim": [5]}, "axis 5 is out of range for rank 2")
        for op in ("reduce_mean", "reduce_min", "reduce_prod", "reduce_amax", "reduce_amin")},
     "reduce_any axis": ("reduce_any", {"X": zeros(2, 3, dtype=bool)}, {"dim": [2]}, "axis 2 is out of range"),
+    "logsumexp axis": ("logsumexp", {"X": X23}, {"axis": [-3]}, "axis -3 is out of range for rank 2"),
     "arg_max axis": ("arg_max", {"X": X23}, {"axis": 3}, "axis 3 is out of range for rank 2"),
     "arg_min axis": ("arg_min", {"X": X23}, {"axis": -3}, "axis -3 is out of range for rank 2"),
     "unstack axis": ("unstack", {"X": X23}, {"axis": 3, "num": 2}, "axis 3 is out of range for rank 2"),

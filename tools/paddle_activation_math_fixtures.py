@@ -179,6 +179,11 @@ REDUCE_TIES = {
     "amax_ties_axis0": lambda i: paddle.amax(i.data("x", _ties(i, 4, 3)), axis=0),
     "amin_ties_last_axis": lambda i: paddle.amin(i.data("x", _ties(i, 2, 3, 4)), axis=-1),
 }
+REDUCE_MORE = {
+    "logsumexp_axis1": lambda i: paddle.logsumexp(i.data("x", i.randn(3, 4, 5, scale=3)), axis=1),
+    "logsumexp_axes_keepdim": lambda i: paddle.logsumexp(i.data("x", i.randn(3, 4, 5)), axis=[0, 2], keepdim=True),
+    "logsumexp_everything": lambda i: paddle.logsumexp(i.data("x", i.randn(4, 5, scale=30))),
+}
 MATH_TIES = {
     "maximum_ties": lambda i: paddle.maximum(i.data("x", _ties(i, 3, 4)), i.data("y", _ties(i, 3, 4))),
     "minimum_ties_broadcast": lambda i: paddle.minimum(i.data("x", _ties(i, 2, 3, 4)), i.data("y", _ties(i, 4))),
@@ -193,7 +198,7 @@ FAMILIES = {
     "activation": [(ACTIVATION, "float64", True), (ACTIVATION_FLOAT32, "float32", True),
                    (ACTIVATION_KINKS, "float64", True)],
     "math": [(MATH, "float64", True), (MATH_FORWARD, "float64", False), (MATH_TIES, "float64", True)],
-    "reduce": [(REDUCE_FORWARD, "float64", False), (REDUCE_TIES, "float64", True)],
+    "reduce": [(REDUCE_FORWARD, "float64", False), (REDUCE_TIES, "float64", True), (REDUCE_MORE, "float64", True)],
     "logic": [(LOGIC, "float64", True)],
 }
 RANDOM_OPS = ("rrelu", "gumbel_softmax")

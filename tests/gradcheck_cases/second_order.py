@@ -261,4 +261,6 @@ CASES = [
     second_order("elementwise_min", {"X": ties(2, 3, 2), "Y": ties(3)}, {"axis": 1}, tied=True),
     second_order("reduce_max", {"X": ties(3, 4)}, {"dim": [1]}, tied=True),
     second_order("reduce_amin", {"X": ties(2, 3, 2)}, {"reduce_all": True}, tied=True),
+    second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [1]}),
+    second_order("logsumexp", {"X": randn(3, 2)}, {"axis": [0, 1], "keepdim": True}),
 ]

@@ -100,8 +100,8 @@ FAMILIES = {
         "elementwise_mul_grad", "mul_grad", "matmul_v2_grad", "matmul_grad", "bmm_grad", "elementwise_add_grad",
         "elementwise_sub_grad", "elementwise_div_grad", "elementwise_pow_grad", "elementwise_max_grad",
         "elementwise_min_grad", "where_grad", "mean_grad", "reduce_sum_grad", "reduce_mean_grad", "reduce_max_grad",
-        "reduce_min_grad", "reduce_amax_grad", "reduce_amin_grad", "remainder_grad", "bilinear_tensor_product_grad",
-        "reduce_prod_grad",
+        "reduce_min_grad", "reduce_amax_grad", "reduce_amin_grad", "logsumexp_grad", "remainder_grad",
+        "bilinear_tensor_product_grad", "reduce_prod_grad",
     ),
     "metric": (
         "accuracy",
@@ -153,7 +153,8 @@ FAMILIES = {
     "reduce": (
         "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_max", "reduce_max_grad",
         "reduce_min", "reduce_min_grad", "reduce_prod", "reduce_prod_grad", "reduce_all", "reduce_any", "reduce_amax",
-        "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "mean", "mean_grad", "p_norm", "p_norm_grad",
+        "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "mean", "mean_grad", "logsumexp", "logsumexp_grad",
+        "p_norm", "p_norm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",

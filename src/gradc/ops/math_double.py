@@ -146,6 +146,30 @@ for _name in ("reduce_max", "reduce_min", "reduce_amax", "reduce_amin"):
     defgrad(f"{_name}_grad", grad=_extreme, no_grad_inputs=["X", "Out"])
 
 
+def _logsumexp_again(f, g):
+    """X@GRAD = dOut exp(X - Out), Out and dOut given back the reduced dims (as 1s), in differentiable ops: the maker
+    differentiates this (Out an input of its own, as in the grad op)."""
+    x, out, dout = first(g.I("X")), first(g.I("Out")), first(g.I("Out@GRAD"))
+    rank = len(g.shape(x) or [])
+    axes = list(reduce.logsumexp_axes(g.attr, rank))
+
+    def kept(v):
+        if g.attr("keepdim") or not axes:
+            return v
+        return f.op("unsqueeze2", {"X": v}, v, {"axes": axes}, more={"XShape": f.xshape(v)},
+                    dims=lambda shape: _spread(shape, axes, rank))
+    return {"X@GRAD": f.mul(kept(dout), f.unary("exp", f.sub(x, kept(out), x)), x)}
+
+
+def _spread(shape: list[int], axes: list[int], rank: int) -> list[int]:
+    """A reduced shape's dims at their places in the full rank (1 at the reduced axes)."""
+    rest = iter(shape)
+    return [1 if i in axes else next(rest) for i in range(rank)]
+
+
+defgrad("logsumexp_grad", grad=expansion(_logsumexp_again))
+
+
 def _remainder(g):
     """remainder_grad (elementwise_mod's): X@GRAD = dOut, Y@GRAD = -floor(x / y) dOut, each summed down; flat in
     X and Y away from the jumps, so d/d(dOut) = ddX - floor(x / y) ddY, each broadcast to dOut's shape."""

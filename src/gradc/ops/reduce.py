@@ -60,6 +60,24 @@ for _name in ("reduce_amax", "reduce_amin"):
 defop("mean", ["X"], infer=lambda ctx: {"Out": ([], ctx.dtype("X"))}, grad=grad_op("X"))
 
 
+def logsumexp_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
+    """logsumexp's axes: its attributes are named axis and keepdim; reduce_all or no axis folds every dim."""
+    return reduced_axes(lambda name: attrs_of({"dim": "axis"}.get(name, name)), rank, fail)
+
+
+def _logsumexp_infer(ctx):
+    shape = ctx.shape("X")
+    axes = logsumexp_axes(ctx.attr, len(shape), ctx.fail)
+    out = [1 if i in axes else d for i, d in enumerate(shape)] if ctx.attr("keepdim") else \
+        [d for i, d in enumerate(shape) if i not in axes]
+    return {"Out": (out, ctx.dtype("X"))}
+
+
+# log(sum(exp(X))) over the axes; its grad is dOut exp(X - Out) (softmax over the axes)
+defop("logsumexp", ["X"], attrs={"axis": typed([], AttrType.INTS), "keepdim": False, "reduce_all": False},
+      infer=_logsumexp_infer, grad=grad_op("X", "Out"))
+
+
 def _p_norm_infer(ctx):
     shape = ctx.shape("X")
     keep = ctx.attr("keepdim")

@@ -116,8 +116,8 @@ FAMILIES = {
     "reduce": (
         "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_all", "reduce_any", "mean",
         "mean_grad", "reduce_max", "reduce_max_grad", "reduce_min", "reduce_min_grad", "reduce_amax",
-        "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "reduce_prod", "reduce_prod_grad", "p_norm",
-        "p_norm_grad",
+        "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "reduce_prod", "reduce_prod_grad", "logsumexp",
+        "logsumexp_grad", "p_norm", "p_norm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.reduce import reduced_axes
+from ...ops.reduce import logsumexp_axes, reduced_axes
 from ...shapes import normalize_axis
 from . import kernel
 
@@ -107,6 +107,32 @@ _reduce("reduce_min", np.min, _shared_among_ties)
 _reduce("reduce_amax", np.max, _shared_among_ties, _logical_axes)
 _reduce("reduce_amin", np.min, _shared_among_ties, _logical_axes)
 _reduce("reduce_prod", np.prod, lambda x, out, dout, axes: dout * _prod_of_others(x, axes))
+
+
+def _logsumexp_axes(k, x):
+    return logsumexp_axes(k.attr, x.ndim)
+
+
+@kernel("logsumexp")
+def logsumexp(k):
+    """log(sum(exp(x))) with each slice's maximum taken out first (so no exp overflows); -inf for a slice of -inf."""
+    x, keep = k.x("X"), k.attr("keepdim")
+    axes = _logsumexp_axes(k, x)
+    peak = np.max(x, axis=axes, keepdims=True) if x.size else np.zeros((1,) * x.ndim, x.dtype)
+    peak = np.where(np.isfinite(peak), peak, 0).astype(x.dtype)
+    with np.errstate(divide="ignore"):   # log(0) = -inf: a slice of -inf
+        out = np.log(np.sum(np.exp(x - peak), axis=axes, keepdims=True)) + peak
+    return {"Out": out if keep else out.reshape([d for i, d in enumerate(out.shape) if i not in axes])}
+
+
+@kernel("logsumexp_grad")
+def logsumexp_grad(k):
+    x = k.x("X")
+    axes = _logsumexp_axes(k, x)
+
+    def kept(a):   # Out and its grad with the reduced dims back, as 1s
+        return a if k.attr("keepdim") else np.expand_dims(a, axes) if axes else a
+    return {"X@GRAD": kept(k.x("Out@GRAD")) * np.exp(x - kept(k.x("Out")))}
 
 
 def _norm_axis(k, x):
