@@ -56,6 +56,18 @@ def zoo_reduce(rng):
     return _loss(outs), feed, "reductions, arg max/min, p_norm, comparisons, logic, cast"
 
 
+def zoo_extremes(rng):
+    """amax/amin (their ties share the grad), logsumexp, and max/maximum on inputs full of ties."""
+    (x, y), feed = _inputs(rng, "x", "y")
+    tied = paddle.static.data("tied", [2, 3, 4], "float32")
+    tied.stop_gradient = False
+    feed["tied"] = rng.integers(-1, 2, (2, 3, 4)).astype("float32")
+    outs = [paddle.amax(x, 1), paddle.amin(x, [0, 2], keepdim=True), paddle.amax(tied, 2), paddle.amin(tied),
+            paddle.logsumexp(x, 1), paddle.logsumexp(y, [0, 2], keepdim=True), paddle.logsumexp(x),
+            paddle.max(tied, 0), paddle.maximum(tied, paddle.zeros_like(tied)) * y]
+    return _loss(outs), feed, "amax, amin, logsumexp; max, maximum and amax/amin over ties"
+
+
 def zoo_shape(rng):
     (x, y), feed = _inputs(rng, "x", "y")
     index = paddle.static.data("index", [2], "int64")
@@ -114,4 +126,4 @@ def zoo_index(rng):
 
 
 ZOO = {"zoo_math": zoo_math, "zoo_activation": zoo_activation, "zoo_reduce": zoo_reduce, "zoo_shape": zoo_shape,
-       "zoo_nn": zoo_nn, "zoo_index": zoo_index}
+       "zoo_nn": zoo_nn, "zoo_index": zoo_index, "zoo_extremes": zoo_extremes}
