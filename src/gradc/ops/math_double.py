@@ -150,7 +150,9 @@ def _logsumexp_again(f, g):
     """X@GRAD = dOut exp(X - Out), Out and dOut given back the reduced dims (as 1s), in differentiable ops: the maker
     differentiates this (Out an input of its own, as in the grad op)."""
     x, out, dout = first(g.I("X")), first(g.I("Out")), first(g.I("Out@GRAD"))
-    rank = len(g.shape(x) or [])
+    if g.shape(x) is None:
+        raise GradError(f"logsumexp_grad: the rank of {x} must be known (to give Out back its reduced dims)")
+    rank = len(g.shape(x))
     axes = list(reduce.logsumexp_axes(g.attr, rank))
 
     def kept(v):
