@@ -60,3 +60,13 @@ def test_cumprod_is_differentiated_twice_only_along_a_dim_of_known_size():
     gradc.gradients(net.program, _squared_mean(net, net.op("cumprod", {"X": x}, {"dim": 1})[0]), ["x"])
     with pytest.raises(gradc.GradError, match=r"cumprod_grad: the dim 1 of x must be known, got shape \[3, -1\]"):
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
+
+
+def test_logsumexp_is_differentiated_twice_only_where_the_rank_of_x_is_known():
+    """logsumexp_grad's maker gives Out back its reduced dims: it needs X's rank."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3], "float64", stop_gradient=False)
+    gradc.gradients(net.program, _squared_mean(net, net.op("logsumexp", {"X": x}, {"axis": [1]})[0]), ["x"])
+    net.program.global_block.var("x").shape = None
+    with pytest.raises(gradc.GradError, match=r"logsumexp_grad: the rank of x must be known"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
