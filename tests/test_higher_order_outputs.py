@@ -70,3 +70,12 @@ def test_logsumexp_is_differentiated_twice_only_where_the_rank_of_x_is_known():
     net.program.global_block.var("x").shape = None
     with pytest.raises(gradc.GradError, match=r"logsumexp_grad: the rank of x must be known"):
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
+
+
+def test_a_grad_makers_error_says_where_its_op_is():
+    net = ProgramBuilder()
+    x = net.data("x", [3, -1], "float64", stop_gradient=False)
+    gradc.gradients(net.program, _squared_mean(net, net.op("cumprod", {"X": x}, {"dim": 1})[0]), ["x"])
+    index = next(i for i, op in enumerate(net.program.global_block.ops) if op.type == "cumprod_grad")
+    with pytest.raises(gradc.GradError, match=rf"^block 0, op {index} \(cumprod_grad\): cumprod_grad: the dim 1"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])

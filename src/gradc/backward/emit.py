@@ -72,6 +72,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             except IndexError:
                 _check_outputs_present(job, idx, opdef)
                 raise
+            except GradError as exc:
+                raise _located(job, idx, exc) from None
             if opdef.no_grad_outputs:
                 _check_nothing_dropped(job, idx, opdef, grad_ops, has_grad)
             if stale_reads:
@@ -90,6 +92,14 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
             zero_fill(name)
     versions.insert_saves(job.forward_block)
     return emitted
+
+
+def _located(job: BlockBackward, idx: int, exc: GradError) -> GradError:
+    """A grad maker's error, led by where its op is (a nested block's error says where already)."""
+    text = str(exc)
+    if text.startswith("block "):
+        return exc
+    return GradError(f"{op_location(job.forward_block.idx, idx, job.forward_ops[idx].type)}: {text}")
 
 
 def _check_nothing_dropped(job: BlockBackward, idx: int, opdef, grad_ops: list[OpDesc], has_grad) -> None:
