@@ -24,6 +24,7 @@ import paddle.nn.functional as F
 import paddle_legacy_shim
 from paddle.base.backward import append_backward
 from paddle.base.layer_helper import LayerHelper
+from paddle_programs import without_callstacks
 
 paddle.enable_static()
 paddle_legacy_shim.install()   # F.gelu, paddle.all, log, ... append their legacy ops again
@@ -204,14 +205,6 @@ FAMILIES = {
 RANDOM_OPS = ("rrelu", "gumbel_softmax")
 
 
-def serialize(program) -> bytes:
-    for block in program.blocks:
-        for op in block.ops:
-            if op.desc.has_attr("op_callstack"):
-                op.desc.remove_attr("op_callstack")
-    return program.desc.serialize_to_string()
-
-
 def build(name: str, make, dtype: str, differentiate: bool, rng: np.random.Generator) -> tuple[dict, dict]:
     paddle.seed(SEED)
     paddle.set_default_dtype(dtype)
@@ -223,7 +216,7 @@ def build(name: str, make, dtype: str, differentiate: bool, rng: np.random.Gener
         if differentiate:
             w = inputs.data("w", rng.standard_normal(out.shape), grad=False)
             loss = paddle.mean(out * w)
-        program = serialize(main)
+        program = without_callstacks(main)
         if differentiate:
             append_backward(loss)
     block = main.global_block()

@@ -24,6 +24,7 @@ from paddle import nn  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 import paddle_legacy_shim  # noqa: E402
+from paddle_programs import without_callstacks  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "benchmarks" / "programs"
 
@@ -71,11 +72,9 @@ def write(row: str, out: Path) -> None:
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, startup):
         loss = ROWS[row]()
-    for op in main.global_block().ops:   # Python stack traces: most of the bytes, none of the program
-        op.desc.remove_attr("op_callstack")
     folder = out / row
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "forward.pb").write_bytes(main.desc.serialize_to_string())
+    (folder / "forward.pb").write_bytes(without_callstacks(main))
     meta = {"row": row, "made_by": "tools/paddle_bench_programs.py", "paddle": paddle.__version__,
             "about": " ".join(ROWS[row].__doc__.split()), "loss": loss.name,
             "params_grads": [[name, name + "@GRAD"] for name in _in_reading_order(main)]}

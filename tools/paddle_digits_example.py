@@ -12,6 +12,7 @@ from pathlib import Path
 
 import paddle
 import paddle.nn.functional as F
+from paddle_programs import without_callstacks
 
 paddle.enable_static()
 
@@ -29,13 +30,9 @@ def build(out: Path, seed: int = 2024) -> None:
         prob = F.softmax(logits)
         acc = paddle.static.accuracy(prob, label)
         loss = F.cross_entropy(logits, label)   # last, so gradc finds the loss by itself
-    for program in (main, startup):   # the Python stack of each op: large, and of no use to a user
-        for op in program.global_block().ops:
-            if op.desc.has_attr("op_callstack"):
-                op.desc.remove_attr("op_callstack")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "forward.pb").write_bytes(main.desc.serialize_to_string())
-    (out / "startup.pb").write_bytes(startup.desc.serialize_to_string())
+    (out / "forward.pb").write_bytes(without_callstacks(main))
+    (out / "startup.pb").write_bytes(without_callstacks(startup))
     meta = {"paddle_version": paddle.__version__, "seed": seed, "feed": ["img", "label"], "loss": loss.name,
             "accuracy": acc.name, "probabilities": prob.name,
             "description": "conv 3x3 (16) -> batch_norm -> relu -> max pool -> conv 3x3 (32) -> relu -> max pool "

@@ -22,6 +22,7 @@ import paddle_legacy_shim
 import paddle_loss_cases
 from paddle.base.backward import append_backward
 from paddle.base.data_feeder import convert_dtype
+from paddle_programs import without_callstacks
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "ops" / "loss"
 
@@ -65,16 +66,6 @@ class Inputs:
         return self.ints(name, self.rng.integers(0, high, shape), dtype)
 
 
-def _strip_callstacks(program) -> bytes:
-    """The program without the Python stack traces Paddle records on every op (they are most of its size)."""
-    copy = paddle.static.Program.parse_from_string(program.desc.serialize_to_string())
-    for block in copy.blocks:
-        for op in block.ops:
-            if op.desc.has_attr("op_callstack"):
-                op.desc.remove_attr("op_callstack")
-    return copy.desc.serialize_to_string()
-
-
 def _weighted_sum(out, inputs: Inputs):
     """A non-scalar loss times a fixed random weight, summed."""
     dtype = convert_dtype(out.dtype)
@@ -92,7 +83,7 @@ def build(name: str, make, seed: int = 2024) -> dict:
     with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():
         out = make(inputs)
         loss = out if len(out.shape) == 0 else _weighted_sum(out, inputs)
-        forward = _strip_callstacks(main)
+        forward = without_callstacks(main)
         params_grads = append_backward(loss)
     executor = paddle.static.Executor(paddle.CPUPlace())
     scope = paddle.static.Scope()
@@ -107,7 +98,7 @@ def build(name: str, make, seed: int = 2024) -> dict:
     arrays["loss"] = values[0]
     np.savez_compressed(OUT / f"{name}.npz", **arrays)
     (OUT / f"{name}.forward.pb").write_bytes(forward)
-    (OUT / f"{name}.backward.pb").write_bytes(_strip_callstacks(main))
+    (OUT / f"{name}.backward.pb").write_bytes(without_callstacks(main))
     ops = sorted({op.type for op in main.global_block().ops})
     print(f"{name}: loss {float(values[0]):.6g}; {' '.join(ops)}")
     return {"name": name, "loss": loss.name, "grads": grads,
