@@ -19,10 +19,12 @@ def reduced_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
     return tuple(sorted(axes)) if rank else ()  # dim 0 or -1 of a 0-d X: nothing to fold
 
 
-def _reduce_infer(ctx, dtype=None):
+def _reduce_infer(ctx, dtype=None, attr=None):
+    """Out's shape and dtype; ``attr`` reads the attributes by the reduce ops' names (default: the op's own)."""
+    attr = attr or ctx.attr
     shape = ctx.shape("X")
-    axes = reduced_axes(ctx.attr, len(shape), ctx.fail)
-    if ctx.attr("keep_dim"):
+    axes = reduced_axes(attr, len(shape), ctx.fail)
+    if attr("keep_dim"):
         out = [1 if i in axes else d for i, d in enumerate(shape)]
     else:
         out = [d for i, d in enumerate(shape) if i not in axes]
@@ -60,22 +62,19 @@ for _name in ("reduce_amax", "reduce_amin"):
 defop("mean", ["X"], infer=lambda ctx: {"Out": ([], ctx.dtype("X"))}, grad=grad_op("X"))
 
 
+def _as_reduce_attrs(attrs_of):
+    """logsumexp's attributes (axis, keepdim, reduce_all) read by the reduce ops' names."""
+    return lambda name: attrs_of({"dim": "axis", "keep_dim": "keepdim"}.get(name, name))
+
+
 def logsumexp_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
-    """logsumexp's axes: its attributes are named axis and keepdim; reduce_all or no axis folds every dim."""
-    return reduced_axes(lambda name: attrs_of({"dim": "axis"}.get(name, name)), rank, fail)
-
-
-def _logsumexp_infer(ctx):
-    shape = ctx.shape("X")
-    axes = logsumexp_axes(ctx.attr, len(shape), ctx.fail)
-    out = [1 if i in axes else d for i, d in enumerate(shape)] if ctx.attr("keepdim") else \
-        [d for i, d in enumerate(shape) if i not in axes]
-    return {"Out": (out, ctx.dtype("X"))}
+    """logsumexp's axes: reduce_all or no axis folds every dim."""
+    return reduced_axes(_as_reduce_attrs(attrs_of), rank, fail)
 
 
 # log(sum(exp(X))) over the axes; its grad is dOut exp(X - Out) (softmax over the axes)
 defop("logsumexp", ["X"], attrs={"axis": typed([], AttrType.INTS), "keepdim": False, "reduce_all": False},
-      infer=_logsumexp_infer, grad=grad_op("X", "Out"))
+      infer=lambda ctx: _reduce_infer(ctx, attr=_as_reduce_attrs(ctx.attr)), grad=grad_op("X", "Out"))
 
 
 def _p_norm_infer(ctx):

@@ -13,10 +13,10 @@ def _axes(k, x):
     return reduced_axes(k.attr, x.ndim)
 
 
-def _expand(k, dout, x, axes=None):
-    """The output grad broadcast back over the reduced axes of X."""
+def _expand(k, dout, x, axes=None, keep=None):
+    """The output grad broadcast back over the reduced axes of X (``keep``: the op's keep_dim by default)."""
     axes = _axes(k, x) if axes is None else axes
-    if not k.attr("keep_dim"):
+    if not (k.attr("keep_dim") if keep is None else keep):
         dout = np.expand_dims(dout, axes) if axes else dout
     return np.broadcast_to(dout, x.shape)
 
@@ -129,10 +129,8 @@ def logsumexp(k):
 def logsumexp_grad(k):
     x = k.x("X")
     axes = _logsumexp_axes(k, x)
-
-    def kept(a):   # Out and its grad with the reduced dims back, as 1s
-        return a if k.attr("keepdim") else np.expand_dims(a, axes) if axes else a
-    return {"X@GRAD": kept(k.x("Out@GRAD")) * np.exp(x - kept(k.x("Out")))}
+    dout, out = (_expand(k, k.x(slot), x, axes, k.attr("keepdim")) for slot in ("Out@GRAD", "Out"))
+    return {"X@GRAD": dout * np.exp(x - out)}
 
 
 def _norm_axis(k, x):
