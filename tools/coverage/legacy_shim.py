@@ -54,6 +54,26 @@ def _logsumexp(x, axis=None, keepdim=False, name=None):
     return append("logsumexp", {"X": x}, {"axis": dims, "keepdim": keepdim, "reduce_all": reduce_all})
 
 
+def _outputs(op_type: str, inputs: dict, outputs: dict, attrs: dict):
+    """Append one legacy op with several outputs: {slot: dtype}; returns the output vars in that order."""
+    helper = LayerHelper(op_type)
+    made = {slot: helper.create_variable_for_type_inference(dtype) for slot, dtype in outputs.items()}
+    helper.append_op(type=op_type, inputs=inputs, outputs=made, attrs=attrs)
+    return list(made.values())
+
+
+def _median(x, axis=None, keepdim=False, mode="avg", out=None, name=None):
+    axes = [] if axis is None else [axis] if isinstance(axis, int) else list(axis)
+    values, _ = _outputs("median", {"x": x}, {"out": x.dtype, "medians": paddle.int64},
+                         {"axis": axes, "keepdim": keepdim, "mode": mode})
+    return values
+
+
+def _isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
+    return append("isclose", {"Input": x, "Other": y}, {"rtol": str(rtol), "atol": str(atol), "equal_nan": equal_nan},
+                  paddle.bool)
+
+
 def _triangle(lower: bool):
     return lambda x, diagonal=0, name=None: append("tril_triu", {"X": x}, {"diagonal": diagonal, "lower": lower})
 
@@ -76,9 +96,26 @@ SHIMS = {
     "any": _reduce("reduce_any"),
     "amin": _reduce("reduce_amin"),
     "tril": _triangle(True),
+    "isnan": lambda x, name=None: append("isnan_v2", {"X": x}, dtype=paddle.bool),
+    "isinf": lambda x, name=None: append("isinf_v2", {"X": x}, dtype=paddle.bool),
+    "isfinite": lambda x, name=None: append("isfinite_v2", {"X": x}, dtype=paddle.bool),
+    "logical_not": lambda x, out=None, name=None: append("logical_not", {"X": x}),
+    "isclose": _isclose,
+    "dot": lambda x, y, name=None: append("dot", {"X": x, "Y": y}),
+    "median": _median,
+    "diagonal": lambda x, offset=0, axis1=0, axis2=1, name=None: append(
+        "diagonal", {"Input": x}, {"offset": offset, "axis1": axis1, "axis2": axis2}),
+    "grid_sample": lambda x, grid, mode="bilinear", padding_mode="zeros", align_corners=True, name=None: append(
+        "grid_sampler", {"X": x, "Grid": grid}, {"mode": mode, "padding_mode": padding_mode,
+                                                 "align_corners": align_corners}, out_slot="Output"),
+    "index_put": lambda x, indices, value, accumulate=False, name=None: append(
+        "index_put", {"x": x, "indices": list(indices), "value": value}, {"accumulate": accumulate}, out_slot="out"),
+    "expand_as": lambda x, y, target_shape=None, name=None: append(
+        "expand_as_v2", {"X": x, "Y": y}, {"target_shape": list(target_shape or y.shape)}),
     "triu": _triangle(False),
     **{name: _unary(name) for name in ("sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "log1p",
-                                       "expm1", "floor", "ceil", "round", "sin", "cos", "log2", "log10")},
+                                       "expm1", "floor", "ceil", "round", "sin", "cos", "log2", "log10", "asin",
+                                       "acos", "sinh", "cosh", "acosh", "atanh")},
 }
 
 

@@ -3,7 +3,23 @@
 from __future__ import annotations
 
 from .. import control_flow, stacks
-from . import grad_rows, math_rows, nn_rows, optimizer_rows, plumbing, shape_rows, special, vision_rows
+from . import (
+    binary_math_rows,
+    grad_rows,
+    linalg_rows,
+    math_rows,
+    nn_rows,
+    optimizer_rows,
+    plumbing,
+    products_rows,
+    sampling_rows,
+    scans_rows,
+    shape_rows,
+    special,
+    special_math_rows,
+    unary_math_rows,
+    vision_rows,
+)
 
 SPECIAL = [
     special("builtin.parameter", plumbing.parameter, 0, 1),
@@ -40,7 +56,8 @@ def _table(rows) -> dict:
 
 
 TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROWS + grad_rows.ROWS + optimizer_rows.ROWS
-               + SPECIAL)
+               + unary_math_rows.ROWS + special_math_rows.ROWS + binary_math_rows.ROWS + products_rows.ROWS
+               + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
