@@ -12,6 +12,8 @@ SPECTRAL_NORM = ("spectral_norm_grad returns G*(1 - u v^T sum(W/sigma))/sigma (e
 PADDLE_WRONG = {
     "spectral_norm": SPECTRAL_NORM,
     "spectral_norm_dim1_iters": SPECTRAL_NORM,
+    "cholesky_solve": "cholesky_solve_grad multiplies by all of Y, not by the triangle of Y the forward reads "
+                      "(right only for a Y that is already triangular)",
 }
 
 PADDLE_BY_DESIGN = {

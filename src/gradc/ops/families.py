@@ -68,6 +68,14 @@ FAMILIES = {
     "io": (
         "feed", "fetch",
     ),
+    "linalg": (
+        "inverse", "inverse_grad", "determinant", "determinant_grad", "slogdeterminant", "slogdeterminant_grad",
+        "cholesky", "cholesky_grad", "cholesky_solve", "cholesky_solve_grad", "triangular_solve",
+        "triangular_solve_grad", "solve", "solve_grad", "matrix_power", "matrix_power_grad",
+    ),
+    "linalg_decomp": (
+        "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lstsq",
+    ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
         "logical_xor", "logical_not", "increment", "assert",

@@ -1,0 +1,251 @@
+"""Kernels of gradc.ops.linalg. Each computes in float64 and returns the input's dtype; a matrix the op
+cannot use (singular, not positive definite) is a ValueError naming the slot, which the executor reports
+with the op and its inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+
+
+def t(m: np.ndarray) -> np.ndarray:
+    """The transposes of a batch of matrices."""
+    return np.swapaxes(m, -1, -2)
+
+
+def f64(k, slot: str) -> np.ndarray:
+    return np.asarray(k.x(slot), np.float64)
+
+
+def inverted(a: np.ndarray, slot: str) -> np.ndarray:
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{slot} holds a singular matrix, which has no inverse") from None
+
+
+def solved(a: np.ndarray, b: np.ndarray, slot: str) -> np.ndarray:
+    """a^-1 b, batch dims broadcast."""
+    batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    try:
+        return np.linalg.solve(np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]))
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{slot} holds a singular matrix: the system has no unique solution") from None
+
+
+def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``grad`` summed back over the dims broadcasting added to (or stretched in) an input of ``shape``."""
+    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape)))) if grad.ndim > len(shape) else grad
+    stretched = tuple(i for i, d in enumerate(shape) if d == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
+
+
+def triangle(m: np.ndarray, upper: bool) -> np.ndarray:
+    return np.triu(m) if upper else np.tril(m)
+
+
+def onto_triangle(sym: np.ndarray, upper: bool) -> np.ndarray:
+    """The gradient with respect to the triangle an op reads a symmetric matrix from, given ``sym``, the
+    gradient with respect to that symmetric matrix: an element off the diagonal stands for two."""
+    doubled = triangle(sym + t(sym), upper)
+    return doubled - np.eye(sym.shape[-1]) * sym
+
+
+@kernel("inverse")
+def inverse(k):
+    x = k.x("Input")
+    return {"Output": inverted(np.asarray(x, np.float64), "Input").astype(x.dtype)}
+
+
+@kernel("inverse_grad")
+def inverse_grad(k):
+    out, dout = k.x("Output"), k.x("Output@GRAD")
+    inv = np.asarray(out, np.float64)
+    return {"Input@GRAD": (-t(inv) @ dout @ t(inv)).astype(out.dtype)}
+
+
+@kernel("determinant")
+def determinant(k):
+    x = k.x("Input")
+    return {"Out": np.asarray(np.linalg.det(np.asarray(x, np.float64)), x.dtype)}
+
+
+def _others_product(s: np.ndarray) -> np.ndarray:
+    """For each entry of the last axis, the product of the others (exclusive running products, no division)."""
+    ones = np.ones_like(s[..., :1])
+    before = np.cumprod(np.concatenate([ones, s[..., :-1]], -1), -1)
+    after = np.cumprod(np.concatenate([ones, s[..., :0:-1]], -1), -1)[..., ::-1]
+    return before * after
+
+
+@kernel("determinant_grad", shape_only=("Out",))
+def determinant_grad(k):
+    """dA = dOut adj(A)^T, with adj(A)^T = det(U) det(VH) U diag(prod of the other s) VH from A = U S VH:
+    the cofactors, defined for singular matrices too."""
+    x = k.x("Input")
+    u, s, vh = np.linalg.svd(np.asarray(x, np.float64))
+    orientation = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
+    cofactors = orientation * (u * _others_product(s)[..., None, :]) @ vh
+    return {"Input@GRAD": (np.asarray(k.x("Out@GRAD"), np.float64)[..., None, None] * cofactors).astype(x.dtype)}
+
+
+@kernel("slogdeterminant")
+def slogdeterminant(k):
+    """[sign, log|det|] on a new leading dim; a singular matrix gives sign 0 and -inf."""
+    x = k.x("Input")
+    sign, logabs = np.linalg.slogdet(np.asarray(x, np.float64))
+    return {"Out": np.stack([sign, logabs]).astype(x.dtype)}
+
+
+@kernel("slogdeterminant_grad")
+def slogdeterminant_grad(k):
+    """dA = dlog|det| A^-T (the sign is piecewise constant); NaN for a singular matrix (sign 0), where log|det|
+    has no derivative (Paddle 3.3.1 fills all of dA with NaN when any matrix of the batch is singular)."""
+    x = k.x("Input")
+    a = np.asarray(x, np.float64)
+    singular = (np.asarray(k.x("Out"))[0] == 0)[..., None, None]
+    dlog = np.asarray(k.x("Out@GRAD"), np.float64)[1][..., None, None]
+    grad = np.where(singular, np.nan, dlog * t(np.linalg.inv(np.where(singular, np.eye(a.shape[-1]), a))))
+    return {"Input@GRAD": grad.astype(x.dtype)}
+
+
+@kernel("cholesky")
+def cholesky(k):
+    """L from the lower triangle (numpy reads it); upper: U = L^T, L from the upper triangle."""
+    x, upper = k.x("X"), k.attr("upper")
+    a = np.asarray(x, np.float64)
+    try:
+        factor = np.linalg.cholesky(t(a) if upper else a)
+    except np.linalg.LinAlgError:
+        raise ValueError("X is not positive definite: it has no Cholesky factor") from None
+    return {"Out": (t(factor) if upper else factor).astype(x.dtype)}
+
+
+def _cholesky_sym_grad(low: np.ndarray, dlow: np.ndarray) -> np.ndarray:
+    """The gradient with respect to symmetric A of L = cholesky(A): L^-T Phi(L^T dL) L^-1, symmetrised, where Phi
+    keeps the lower triangle with the diagonal halved."""
+    phi = np.tril(t(low) @ dlow)
+    phi -= 0.5 * np.eye(low.shape[-1]) * phi
+    inv = inverted(low, "Out")
+    grad = t(inv) @ phi @ inv
+    return 0.5 * (grad + t(grad))
+
+
+@kernel("cholesky_grad")
+def cholesky_grad(k):
+    out, upper = k.x("Out"), k.attr("upper")
+    low, dlow = (np.asarray(k.x(s), np.float64) for s in ("Out", "Out@GRAD"))
+    if upper:
+        low, dlow = t(low), t(dlow)
+    return {"X@GRAD": onto_triangle(_cholesky_sym_grad(low, dlow), upper).astype(out.dtype)}
+
+
+def _cholesky_product(factor: np.ndarray, upper: bool) -> np.ndarray:
+    """A = L L^T from the lower triangle of the factor, or U^T U from its upper triangle."""
+    tri = triangle(factor, upper)
+    return t(tri) @ tri if upper else tri @ t(tri)
+
+
+@kernel("cholesky_solve")
+def cholesky_solve(k):
+    b, factor = k.x("X"), k.x("Y")
+    a = _cholesky_product(np.asarray(factor, np.float64), k.attr("upper"))
+    return {"Out": solved(a, np.asarray(b, np.float64), "Y").astype(b.dtype)}
+
+
+@kernel("cholesky_solve_grad")
+def cholesky_solve_grad(k):
+    """dB = A^-1 dOut, dA = -dB Out^T; through A = L L^T: dL = tril((dA + dA^T) L) (upper: triu(U (dA + dA^T))).
+    Paddle 3.3.1's Y@GRAD differs from central differences."""
+    b, factor, upper = k.x("X"), k.x("Y"), k.attr("upper")
+    tri = triangle(np.asarray(factor, np.float64), upper)
+    a = _cholesky_product(tri, upper)
+    db = solved(a, np.asarray(k.x("Out@GRAD"), np.float64), "Y")
+    da = -db @ t(np.asarray(k.x("Out"), np.float64))
+    sym = da + t(da)
+    dfactor = triangle(tri @ sym if upper else sym @ tri, upper)
+    return k.grads({"X@GRAD": lambda: unbroadcast(db, b.shape).astype(b.dtype),
+                    "Y@GRAD": lambda: unbroadcast(dfactor, factor.shape).astype(factor.dtype)})
+
+
+def _triangular(k) -> np.ndarray:
+    """The matrix triangular_solve solves with: X's triangle, unit diagonal if unitriangular, transposed if asked."""
+    tri = triangle(np.asarray(k.x("X"), np.float64), k.attr("upper"))
+    if k.attr("unitriangular"):
+        tri = tri - np.eye(tri.shape[-1]) * tri + np.eye(tri.shape[-1])
+    return t(tri) if k.attr("transpose") else tri
+
+
+@kernel("triangular_solve")
+def triangular_solve(k):
+    b = k.x("Y")
+    return {"Out": solved(_triangular(k), np.asarray(b, np.float64), "X").astype(b.dtype)}
+
+
+@kernel("triangular_solve_grad")
+def triangular_solve_grad(k):
+    """dY = M^-T dOut, dM = -dY Out^T for the matrix M solved with, then back onto X's triangle (its diagonal
+    gets nothing when unitriangular)."""
+    x, b = k.x("X"), k.x("Y")
+    matrix = _triangular(k)
+    db = solved(t(matrix), np.asarray(k.x("Out@GRAD"), np.float64), "X")
+    dm = -db @ t(np.asarray(k.x("Out"), np.float64))
+    dx = triangle(t(dm) if k.attr("transpose") else dm, k.attr("upper"))
+    if k.attr("unitriangular"):
+        dx = dx - np.eye(dx.shape[-1]) * dx
+    return k.grads({"X@GRAD": lambda: unbroadcast(dx, x.shape).astype(x.dtype),
+                    "Y@GRAD": lambda: unbroadcast(db, b.shape).astype(b.dtype)})
+
+
+def _as_matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
+    """solve's right-hand side as [..., N, K]: a rank-1 Y, or one of X's rank - 1, holds vectors."""
+    vectors = b.ndim == 1 or b.ndim == a.ndim - 1
+    return (b[..., None] if vectors else b), vectors
+
+
+@kernel("solve")
+def solve(k):
+    a, b = k.x("X"), k.x("Y")
+    rhs, vectors = _as_matrices(a, np.asarray(b, np.float64))
+    out = solved(np.asarray(a, np.float64), rhs, "X")
+    return {"Out": (out[..., 0] if vectors else out).astype(a.dtype)}
+
+
+@kernel("solve_grad")
+def solve_grad(k):
+    """dY = X^-T dOut, dX = -dY Out^T."""
+    a, b = k.x("X"), k.x("Y")
+    dout, vectors = _as_matrices(a, np.asarray(k.x("Out@GRAD"), np.float64))
+    out, _ = _as_matrices(a, np.asarray(k.x("Out"), np.float64))
+    db = solved(t(np.asarray(a, np.float64)), dout, "X")
+    da = -db @ t(out)
+    return k.grads({"X@GRAD": lambda: unbroadcast(da, a.shape).astype(a.dtype),
+                    "Y@GRAD": lambda: unbroadcast(db[..., 0] if vectors else db, b.shape).astype(b.dtype)})
+
+
+def _power_base(x: np.ndarray, n: int) -> np.ndarray:
+    """The matrix raised to |n|: X, or its inverse for n < 0."""
+    return inverted(x, "X") if n < 0 else x
+
+
+@kernel("matrix_power")
+def matrix_power(k):
+    x, n = k.x("X"), k.attr("n")
+    base = _power_base(np.asarray(x, np.float64), n)
+    return {"Out": np.linalg.matrix_power(base, abs(n)).astype(x.dtype)}
+
+
+@kernel("matrix_power_grad", shape_only=("Out",))
+def matrix_power_grad(k):
+    """For Out = B^m: dB = sum over k < m of (B^T)^k dOut (B^T)^(m-1-k); for n < 0, B = X^-1 and
+    dX = -B^T dB B^T."""
+    x, n = k.x("X"), k.attr("n")
+    base = _power_base(np.asarray(x, np.float64), n)
+    dout = np.asarray(k.x("Out@GRAD"), np.float64)
+    powers = [np.broadcast_to(np.eye(x.shape[-1]), x.shape)][:abs(n)]   # (B^T)^k for k < m: none for n = 0
+    while len(powers) < abs(n):
+        powers.append(powers[-1] @ t(base))
+    dbase = sum((p @ dout @ q for p, q in zip(powers, reversed(powers))), np.zeros(x.shape))
+    dx = -t(base) @ dbase @ t(base) if n < 0 else dbase
+    return {"X@GRAD": dx.astype(x.dtype)}

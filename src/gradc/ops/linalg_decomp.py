@@ -1,0 +1,84 @@
+"""Decompositions of a batch of matrices (paddle.linalg): qr, svd, eigh, lu, and lstsq (no gradient in Paddle).
+K below is min(M, N)."""
+
+from __future__ import annotations
+
+from ..ir import VarType
+from ..registry import NO_GRAD, defop, grad_op
+from ..shapes import broadcast_dims, dims_match
+from .linalg import matrices
+
+QR_MODES = ("reduced", "complete", "r")
+LSTSQ_DRIVERS = ("gels", "gelsy", "gelsd", "gelss")
+
+
+def _smaller(m: int, n: int) -> int:
+    return -1 if m < 0 or n < 0 else min(m, n)
+
+
+def _choice(ctx, name: str, allowed: tuple[str, ...]) -> str:
+    value = ctx.attr(name)
+    if value not in allowed:
+        ctx.fail(f"attribute {name}={value!r} must be one of {', '.join(map(repr, allowed))}")
+    return value
+
+
+def _qr(ctx):
+    """reduced: Q [..., M, K], R [..., K, N]; complete: Q [..., M, M], R [..., M, N]; r: R only (Q is empty)."""
+    x = matrices(ctx, "X")
+    mode, (*batch, m, n) = _choice(ctx, "mode", QR_MODES), x
+    rows = m if mode == "complete" else _smaller(m, n)
+    q = [0] if mode == "r" else [*batch, m, rows]
+    return {"Q": (q, ctx.dtype("X")), "R": ([*batch, rows, n], ctx.dtype("X"))}
+
+
+def _svd(ctx):
+    """U [..., M, K], S [..., K], VH [..., K, N]; full_matrices: U [..., M, M], VH [..., N, N]."""
+    *batch, m, n = matrices(ctx, "X")
+    k, full = _smaller(m, n), ctx.attr("full_matrices")
+    dtype = ctx.dtype("X")
+    return {"U": ([*batch, m, m if full else k], dtype), "S": ([*batch, k], dtype),
+            "VH": ([*batch, n if full else k, n], dtype)}
+
+
+def _eigh(ctx):
+    """Eigenvalues [..., N] in ascending order, Eigenvectors [..., N, N] (columns), from the UPLO triangle of X."""
+    *batch, n, _ = matrices(ctx, "X", square=True)
+    _choice(ctx, "UPLO", ("L", "U"))
+    return {"Eigenvalues": ([*batch, n], ctx.dtype("X")), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
+
+
+def _lu(ctx):
+    """Out: L (unit diagonal left out) and U packed like X; Pivots [..., K] int32, 1-based row swaps in order;
+    Infos [...] int32: 0, or the 1-based index of U's first zero pivot."""
+    *batch, m, n = matrices(ctx, "X")
+    return {"Out": ([*batch, m, n], ctx.dtype("X")), "Pivots": ([*batch, _smaller(m, n)], VarType.INT32),
+            "Infos": (batch, VarType.INT32)}
+
+
+def _lstsq(ctx):
+    """Solution [..., N, K] of min |X Solution - Y|. Residuals [..., K] (squared norms) where M > N, the driver
+    is not gelsy and X has full rank, else empty; Rank [...] int32 (empty for gels); SingularValues [..., min(M, N)]
+    for gelsd and gelss, else empty."""
+    x, y = matrices(ctx, "X"), matrices(ctx, "Y")
+    driver = _choice(ctx, "driver", LSTSQ_DRIVERS)
+    if not dims_match(x[-2], y[-2]):
+        ctx.fail(f"X has {x[-2]} rows but Y has {y[-2]}")
+    batch, (m, n), dtype = broadcast_dims(x[:-2], y[:-2], -1, ctx.fail), x[-2:], ctx.dtype("X")
+    if m < 0 or n < 0 or (m > n and driver in ("gelsd", "gelss")):   # known at run time (the rank) only
+        residuals = None
+    else:
+        residuals = [*batch, y[-1]] if m > n and driver == "gels" else [0]
+    return {"Solution": ([*batch, n, y[-1]], dtype), "Residuals": (residuals, dtype),
+            "Rank": ([0] if driver == "gels" else batch, VarType.INT32),
+            "SingularValues": ([*batch, _smaller(m, n)] if driver in ("gelsd", "gelss") else [0], dtype)}
+
+
+defop("qr", ["X"], ["Q", "R"], attrs={"mode": "reduced"}, infer=_qr, grad=grad_op("X", "Q", "R"))
+defop("svd", ["X"], ["U", "S", "VH"], attrs={"full_matrices": False}, infer=_svd, grad=grad_op("X", "U", "S", "VH"))
+defop("eigh", ["X"], ["Eigenvalues", "Eigenvectors"], attrs={"UPLO": "L"}, infer=_eigh,
+      grad=grad_op("Eigenvalues", "Eigenvectors"))
+defop("lu", ["X"], ["Out", "Pivots", "Infos"], attrs={"pivots": True}, infer=_lu,
+      grad=grad_op("X", "Out", "Pivots"), no_grad_outputs=["Pivots", "Infos"])
+defop("lstsq", ["X", "Y"], ["Solution", "Residuals?", "Rank", "SingularValues"],
+      attrs={"rcond": 0.0, "driver": "gels"}, infer=_lstsq, grad=NO_GRAD)
