@@ -136,6 +136,22 @@ COMPILE_TIME = {
     # products
     # scans
     # linalg
+    "inverse rectangular": ("inverse", {"Input": X23}, {}, "Input must hold square matrices, not 2 x 3"),
+    "determinant vector": ("determinant", {"Input": zeros(3)}, {}, "Input must be a matrix or a batch of matrices"),
+    "slogdeterminant rectangular": ("slogdeterminant", {"Input": X23}, {}, "Input must hold square matrices"),
+    "cholesky rectangular": ("cholesky", {"X": X23}, {}, "X must hold square matrices, not 2 x 3"),
+    "cholesky_solve rows": ("cholesky_solve", {"X": zeros(2, 4), "Y": zeros(3, 3)}, {}, "Y is 3 x 3 but X has 2 rows"),
+    "triangular_solve batch": ("triangular_solve", {"X": zeros(2, 3, 3), "Y": zeros(3, 3, 1)}, {},
+                               "cannot broadcast shapes [2] and [3]"),
+    "solve rows": ("solve", {"X": zeros(3, 3), "Y": zeros(4, 2)}, {}, "X is 3 x 3 but Y has 4 rows"),
+    "matrix_power rectangular": ("matrix_power", {"X": X23}, {"n": 2}, "X must hold square matrices"),
+    "qr mode": ("qr", {"X": X23}, {"mode": "full"}, "attribute mode='full' must be one of"),
+    "svd vector": ("svd", {"X": zeros(3)}, {}, "X must be a matrix or a batch of matrices [..., M, N], not rank 1"),
+    "eigh UPLO": ("eigh", {"X": zeros(3, 3)}, {"UPLO": "X"}, "attribute UPLO='X' must be one of 'L', 'U'"),
+    "lu vector": ("lu", {"X": zeros(4)}, {}, "X must be a matrix or a batch of matrices"),
+    "lstsq rows": ("lstsq", {"X": zeros(4, 3), "Y": zeros(5, 2)}, {}, "X has 4 rows but Y has 5"),
+    "lstsq driver": ("lstsq", {"X": zeros(4, 3), "Y": zeros(4, 2)}, {"driver": "gesv"},
+                     "attribute driver='gesv' must be one of"),
     # sampling
 }
 
@@ -166,6 +182,14 @@ RUN_TIME = {
     # products
     # scans
     # linalg
+    "inverse singular": ("inverse", {"Input": zeros(2, 3, 3)}, {}, "Input holds a singular matrix"),
+    "cholesky indefinite": ("cholesky", {"X": -np.eye(3, dtype=f32)}, {}, "X is not positive definite"),
+    "solve singular": ("solve", {"X": zeros(3, 3), "Y": zeros(3, 2)}, {}, "X holds a singular matrix"),
+    "triangular_solve zero diagonal": ("triangular_solve", {"X": zeros(3, 3), "Y": zeros(3, 1)}, {},
+                                       "X holds a singular matrix"),
+    "cholesky_solve zero diagonal": ("cholesky_solve", {"X": zeros(3, 1), "Y": zeros(3, 3)}, {},
+                                     "Y holds a singular matrix"),
+    "matrix_power singular inverse": ("matrix_power", {"X": zeros(3, 3)}, {"n": -2}, "X holds a singular matrix"),
     # sampling
 }
 
