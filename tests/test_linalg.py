@@ -1,0 +1,134 @@
+"""gradc.ops.linalg and linalg_decomp: the layouts and edge values Paddle 3.3.1 gives (checked against it), and the
+gradients where gradc is right and Paddle is not."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.layers import ProgramBuilder
+from one_op import run
+
+f32 = np.float32
+
+
+def grad_of_sum(op_type, inputs, attrs=None, out_slot="Out"):
+    """d sum(out_slot) / d each float input, by gradc's backward: {slot: gradient}."""
+    net = ProgramBuilder()
+    slots = {slot: net.data(slot.lower(), list(a.shape), a.dtype.name) for slot, a in inputs.items()}
+    out = net.op(op_type, slots, attrs, outputs=[out_slot])[0]
+    loss = net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0]
+    gradc.append_backward(net.program, loss, no_grad_set=set())
+    names = [f"{name}@GRAD" for name in slots.values()]
+    values = gradc.Executor().run(net.program, {slots[s]: a for s, a in inputs.items()}, names, gradc.Scope())
+    return dict(zip(slots, values))
+
+
+def test_slogdeterminant_stacks_sign_then_log_abs_det_on_a_new_leading_dim():
+    x = np.array([[[2.0, 0.0], [0.0, -3.0]], [[1.0, 2.0], [2.0, 4.0]]], f32)   # det -6, and a singular one
+    out = run("slogdeterminant", {"Input": x})["Out"]
+    assert out.dtype == f32 and out.shape == (2, 2)
+    np.testing.assert_allclose(out[0], [-1.0, 0.0])
+    assert out[1, 0] == pytest.approx(np.log(6.0)) and out[1, 1] == -np.inf
+
+
+def test_determinant_of_one_matrix_is_0_d_and_its_gradient_at_a_singular_matrix_is_the_cofactors():
+    x = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert run("determinant", {"Input": x})["Out"].shape == ()
+    # d det / dA = the cofactor matrix [[d, -c], [-b, a]]; Paddle 3.3.1 gives zeros for any singular matrix
+    np.testing.assert_allclose(grad_of_sum("determinant", {"Input": x})["Input"], [[4.0, -2.0], [-2.0, 1.0]])
+
+
+def test_slogdeterminant_gradient_is_nan_only_for_the_singular_matrix_of_a_batch():
+    x = np.array([[[2.0, 1.0], [1.0, 3.0]], [[1.0, 2.0], [2.0, 4.0]]])
+    grad = grad_of_sum("slogdeterminant", {"Input": x})["Input"]
+    np.testing.assert_allclose(grad[0], np.linalg.inv(x[0]).T)   # only log|det| counts: the sign is flat
+    assert np.isnan(grad[1]).all()
+
+
+def test_cholesky_reads_the_lower_triangle_or_with_upper_the_upper_one_as_paddle_does():
+    spd = np.array([[4.0, 2.0], [2.0, 3.0]])
+    noisy_upper, noisy_lower = np.tril(spd) + np.triu([[0, 9.0], [0, 0]]), np.triu(spd) - np.tril([[0, 0], [7.0, 0]])
+    low = np.linalg.cholesky(spd)
+    np.testing.assert_allclose(run("cholesky", {"X": noisy_upper})["Out"], low)
+    np.testing.assert_allclose(run("cholesky", {"X": noisy_lower}, {"upper": True})["Out"], low.T)
+    grad = grad_of_sum("cholesky", {"X": noisy_upper})["X"]
+    assert grad[0, 1] == 0 and grad[1, 0] != 0   # the gradient of what it reads: Paddle's is symmetric
+
+
+def test_cholesky_solve_gradient_reaches_only_the_triangle_of_y_it_reads():
+    b, factor = np.ones((2, 1)), np.array([[2.0, 5.0], [1.0, 3.0]])   # the 5 is not part of L
+    grads = grad_of_sum("cholesky_solve", {"X": b, "Y": factor})
+    low = np.tril(factor)
+    a_inv = np.linalg.inv(low @ low.T)
+    np.testing.assert_allclose(grads["X"], a_inv @ np.ones((2, 1)))
+    assert grads["Y"][0, 1] == 0
+
+
+def test_triangular_solve_variants():
+    x = np.array([[2.0, 1.0], [4.0, 5.0]])
+    y = np.array([[1.0], [2.0]])
+    upper = np.triu(x)
+    np.testing.assert_allclose(run("triangular_solve", {"X": x, "Y": y})["Out"], np.linalg.solve(upper, y))
+    unit_lower_t = np.array([[1.0, 0.0], [4.0, 1.0]]).T
+    out = run("triangular_solve", {"X": x, "Y": y}, {"upper": False, "transpose": True, "unitriangular": True})
+    np.testing.assert_allclose(out["Out"], np.linalg.solve(unit_lower_t, y))
+
+
+def test_solve_takes_a_vector_per_matrix_as_paddle_does():
+    x = np.stack([2 * np.eye(3), 4 * np.eye(3)]).astype(f32)
+    np.testing.assert_allclose(run("solve", {"X": x, "Y": np.ones(3, f32)})["Out"], [[0.5] * 3, [0.25] * 3])
+    np.testing.assert_allclose(run("solve", {"X": x, "Y": np.ones((2, 3), f32)})["Out"], [[0.5] * 3, [0.25] * 3])
+
+
+@pytest.mark.parametrize("n, expected", [(0, np.eye(2)), (2, [[7.0, 10.0], [15.0, 22.0]]),
+                                         (-1, [[-2.0, 1.0], [1.5, -0.5]])])
+def test_matrix_power(n, expected):
+    x = np.array([[1.0, 2.0], [3.0, 4.0]], f32)
+    out = run("matrix_power", {"X": x}, {"n": n})["Out"]
+    assert out.dtype == f32
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def test_lu_packs_l_and_u_with_lapack_pivots_and_infos():
+    """Paddle 3.3.1's values: the row of largest magnitude is swapped in (1-based), a zero pivot sets Infos."""
+    out = run("lu", {"X": np.array([[1.0, 2.0], [3.0, 4.0]], f32)})
+    np.testing.assert_allclose(out["Out"], [[3.0, 4.0], [1 / 3, 2 / 3]], rtol=1e-6)
+    assert out["Pivots"].tolist() == [2, 2] and out["Pivots"].dtype == np.int32 and out["Infos"] == 0
+    zero = run("lu", {"X": np.zeros((2, 3, 3), f32)})
+    assert zero["Pivots"].tolist() == [[1, 2, 3]] * 2 and zero["Infos"].tolist() == [1, 1]
+
+
+def test_qr_modes():
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    complete = run("qr", {"X": x}, {"mode": "complete"})
+    assert complete["Q"].shape == (4, 4) and complete["R"].shape == (4, 3)
+    only_r = run("qr", {"X": x}, {"mode": "r"})
+    assert only_r["Q"].shape == (0,)
+    np.testing.assert_allclose(only_r["R"], np.linalg.qr(x)[1])
+    np.testing.assert_allclose(complete["Q"] @ complete["R"], x, atol=1e-12)
+
+
+def test_svd_full_matrices_shapes():
+    out = run("svd", {"X": np.ones((2, 4, 3), f32)}, {"full_matrices": True})
+    assert [out[s].shape for s in ("U", "S", "VH")] == [(2, 4, 4), (2, 3), (2, 3, 3)]
+
+
+def test_eigh_reads_the_uplo_triangle():
+    sym = np.array([[2.0, 1.0], [1.0, 2.0]])
+    lower_noise = np.triu(sym) + np.tril([[0, 0], [5.0, 0]])
+    np.testing.assert_allclose(run("eigh", {"X": lower_noise}, {"UPLO": "U"})["Eigenvalues"], [1.0, 3.0])
+    grad = grad_of_sum("eigh", {"X": lower_noise}, {"UPLO": "U"}, out_slot="Eigenvalues")["X"]
+    np.testing.assert_allclose(grad, [[1.0, 0.0], [0.0, 1.0]], atol=1e-12)   # d trace = I, on the upper triangle
+
+
+@pytest.mark.parametrize("driver, residuals, rank, singular", [("gels", (2,), (0,), (0,)), ("gelsy", (0,), (), (0,)),
+                                                               ("gelsd", (2,), (), (3,)), ("gelss", (2,), (), (3,))])
+def test_lstsq_outputs_by_driver(driver, residuals, rank, singular):
+    rng = np.random.default_rng(1)
+    x, y = rng.standard_normal((5, 3)).astype(f32), rng.standard_normal((5, 2)).astype(f32)
+    out = run("lstsq", {"X": x, "Y": y}, {"driver": driver})
+    expected = np.linalg.lstsq(x.astype(np.float64), y, rcond=None)
+    np.testing.assert_allclose(out["Solution"], expected[0], rtol=1e-5, atol=1e-6)
+    assert (out["Residuals"].shape, out["Rank"].shape, out["SingularValues"].shape) == (residuals, rank, singular)
+    if residuals != (0,):
+        np.testing.assert_allclose(out["Residuals"], expected[1], rtol=1e-5)
