@@ -106,6 +106,8 @@ def copy_reference(row_id: str, feed: dict, values, out: Path) -> None:
     parameters are the same, which the same seeds make them."""
     legacy = LEGACY_FIXTURES / row_id
     for name, here in (("feed", feed), ("params", values.params)):
+        if not here and not (legacy / f"{name}.npz").exists():   # the legacy writer leaves an empty archive out
+            continue
         with np.load(legacy / f"{name}.npz") as archive:
             if sorted(archive.files) != sorted(here) or any(not np.array_equal(archive[k], here[k]) for k in here):
                 raise ValueError(f"{row_id}: {name} differ from the legacy fixture's; its reference does not apply")

@@ -57,9 +57,10 @@ def _lu(ctx):
 
 
 def _lstsq(ctx):
-    """Solution [..., N, K] of min |X Solution - Y|. Residuals [..., K] (squared norms) where M > N, the driver
-    is not gelsy and X has full rank, else empty; Rank [...] int32 (empty for gels); SingularValues [..., min(M, N)]
-    for gelsd and gelss, else empty."""
+    """Solution [..., N, K] of min |X Solution - Y|. Residuals [..., K] (squared norms) where M > N, the driver is
+    not gelsy and X has full rank, else empty. Rank [...] int32 and SingularValues [..., min(M, N)] for every
+    driver: Paddle 3.3.1's kernel leaves them unwritten for gels (and SingularValues for gelsy), and its Python
+    API puts empty tensors in their place; gradc computes them."""
     x, y = matrices(ctx, "X"), matrices(ctx, "Y")
     driver = _choice(ctx, "driver", LSTSQ_DRIVERS)
     if not dims_match(x[-2], y[-2]):
@@ -69,9 +70,8 @@ def _lstsq(ctx):
         residuals = None
     else:
         residuals = [*batch, y[-1]] if m > n and driver == "gels" else [0]
-    return {"Solution": ([*batch, n, y[-1]], dtype), "Residuals": (residuals, dtype),
-            "Rank": ([0] if driver == "gels" else batch, VarType.INT32),
-            "SingularValues": ([*batch, _smaller(m, n)] if driver in ("gelsd", "gelss") else [0], dtype)}
+    return {"Solution": ([*batch, n, y[-1]], dtype), "Residuals": (residuals, dtype), "Rank": (batch, VarType.INT32),
+            "SingularValues": ([*batch, _smaller(m, n)], dtype)}
 
 
 defop("qr", ["X"], ["Q", "R"], attrs={"mode": "reduced"}, infer=_qr, grad=grad_op("X", "Q", "R"))

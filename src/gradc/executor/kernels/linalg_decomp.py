@@ -204,7 +204,7 @@ def lu_grad(k):
 @kernel("lstsq")
 def lstsq(k):
     """numpy's least squares (LAPACK gelsd: the minimum-norm solution) for every driver, with singular values under
-    rcond times the largest treated as zero; the outputs each driver leaves empty are empty (see the op)."""
+    rcond times the largest treated as zero."""
     x, y, driver = k.x("X"), k.x("Y"), k.attr("driver")
     a, b = np.asarray(x, np.float64), np.asarray(y, np.float64)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
@@ -216,6 +216,6 @@ def lstsq(k):
     full = m > n and driver != "gelsy" and (driver == "gels" or bool(np.all(rank == n)))
     residuals = ((np.asarray(x, np.float64) @ solution - np.asarray(y, np.float64)) ** 2).sum(-2) if full else \
         np.zeros(0)
-    singular = np.stack([fit[3] for fit in fits]).reshape(*batch, -1) if driver in ("gelsd", "gelss") else np.zeros(0)
-    return {"Solution": solution.astype(x.dtype), "Residuals": residuals.astype(x.dtype),
-            "Rank": np.zeros(0, np.int32) if driver == "gels" else rank, "SingularValues": singular.astype(x.dtype)}
+    singular = np.stack([fit[3] for fit in fits]).reshape(*batch, -1)
+    return {"Solution": solution.astype(x.dtype), "Residuals": residuals.astype(x.dtype), "Rank": rank,
+            "SingularValues": singular.astype(x.dtype)}
