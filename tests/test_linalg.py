@@ -134,3 +134,17 @@ def test_lstsq_outputs_by_driver(driver, residuals):
     np.testing.assert_allclose(out["SingularValues"], expected[3], rtol=1e-5)
     if residuals != (0,):
         np.testing.assert_allclose(out["Residuals"], expected[1], rtol=1e-5)
+
+
+def test_eigh_grad_keeps_its_uplo_through_pir_which_has_none():
+    """PIR's eigh_grad has no UPLO: importing it takes the UPLO of the eigh op that wrote the eigenvectors."""
+    from gradc.pir import parse_pir, serialize_pir
+
+    net = ProgramBuilder()
+    x = net.data("x", [3, 3], "float32")
+    values = net.op("eigh", {"X": x}, {"UPLO": "U"}, outputs=["Eigenvalues"])[0]
+    loss = net.op("reduce_sum", {"X": values}, {"reduce_all": True})[0]
+    net.block.var(x).is_parameter = True
+    gradc.append_backward(net.program, loss, no_grad_set=set())
+    again = parse_pir(serialize_pir(net.program))
+    assert [op.attrs["UPLO"] for op in again.global_block.ops if op.type in ("eigh", "eigh_grad")] == ["U", "U"]
