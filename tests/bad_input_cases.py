@@ -136,6 +136,8 @@ COMPILE_TIME = {
     # products
     # scans
     # linalg
+    "lu_unpack pivots": ("lu_unpack", {"X": zeros(3, 3), "Pivots": np.ones(2, np.int32)}, {},
+                         "Pivots must hold the 3 row swaps of each of X's 3 x 3 matrices, got shape [2]"),
     "inverse rectangular": ("inverse", {"Input": X23}, {}, "Input must hold square matrices, not 2 x 3"),
     "determinant vector": ("determinant", {"Input": zeros(3)}, {}, "Input must be a matrix or a batch of matrices"),
     "slogdeterminant rectangular": ("slogdeterminant", {"Input": X23}, {}, "Input must hold square matrices"),
@@ -182,6 +184,8 @@ RUN_TIME = {
     # products
     # scans
     # linalg
+    "lu_unpack pivot row": ("lu_unpack", {"X": zeros(3, 3), "Pivots": np.array([1, 7, 3], np.int32)}, {},
+                            "Pivots holds 7, outside the rows [1, 3]"),
     "inverse singular": ("inverse", {"Input": zeros(2, 3, 3)}, {}, "Input holds a singular matrix"),
     "cholesky indefinite": ("cholesky", {"X": -np.eye(3, dtype=f32)}, {}, "X is not positive definite"),
     "solve singular": ("solve", {"X": zeros(3, 3), "Y": zeros(3, 2)}, {}, "X holds a singular matrix"),

@@ -148,3 +148,29 @@ def test_eigh_grad_keeps_its_uplo_through_pir_which_has_none():
     gradc.append_backward(net.program, loss, no_grad_set=set())
     again = parse_pir(serialize_pir(net.program))
     assert [op.attrs["UPLO"] for op in again.global_block.ops if op.type in ("eigh", "eigh_grad")] == ["U", "U"]
+
+
+def test_lu_unpack_gives_back_x_and_leaves_what_it_does_not_unpack_empty():
+    x = np.random.default_rng(3).standard_normal((2, 4, 3)).astype(f32)
+    packed = run("lu", {"X": x})
+    out = run("lu_unpack", {"X": packed["Out"], "Pivots": packed["Pivots"]})
+    assert [out[s].shape for s in ("Pmat", "L", "U")] == [(2, 4, 4), (2, 4, 3), (2, 3, 3)]
+    np.testing.assert_allclose(out["Pmat"] @ out["L"] @ out["U"], x, rtol=1e-5, atol=1e-6)
+    only_pivots = run("lu_unpack", {"X": packed["Out"], "Pivots": packed["Pivots"]}, {"unpack_ludata": False})
+    assert only_pivots["L"].shape == only_pivots["U"].shape == (0,)
+
+
+def test_second_derivatives_through_a_decomposition():
+    """d/dx of |d eigvalsh(x) / dx|^2 (eigh_grad's own maker) against central differences."""
+    from gradc.gradcheck import check_program
+
+    net = ProgramBuilder()
+    x = net.data("x", [3, 3], "float64")
+    net.block.var(x).is_parameter = True
+    values = net.op("eigh", {"X": x}, outputs=["Eigenvalues"])[0]
+    cubed = net.op("pow", {"X": values}, {"factor": 3.0})[0]
+    gradc.append_backward(net.program, net.op("reduce_sum", {"X": cubed}, {"reduce_all": True})[0])
+    squared = net.op("square", {"X": "x@GRAD"})[0]
+    penalty = net.op("reduce_sum", {"X": squared}, {"reduce_all": True})[0]
+    sym = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, -1.5]])
+    assert check_program(net.program, {}, ["x"], loss=penalty, params={"x": sym})

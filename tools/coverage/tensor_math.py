@@ -122,6 +122,7 @@ LINALG = table(
     ("pinv", lambda x: paddle.linalg.pinv(x), f(4, 3)),
     ("lstsq", lambda a, b: paddle.linalg.lstsq(a, b)[0], f(4, 3), f(4, 2)),
     ("lu", lambda x: paddle.linalg.lu(x)[0], f(3, 3)),
+    ("lu_unpack", lambda x: paddle.matmul(*paddle.linalg.lu_unpack(*paddle.linalg.lu(x))[1:]), f(4, 3)),
     ("cov", lambda x: paddle.linalg.cov(x), f(3, 5)),
 )
 

@@ -74,7 +74,15 @@ FAMILIES = {
         "triangular_solve_grad", "solve", "solve_grad", "matrix_power", "matrix_power_grad",
     ),
     "linalg_decomp": (
-        "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lstsq",
+        "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lu_unpack", "lu_unpack_grad",
+        "lstsq",
+    ),
+    "linalg_decomp_double": (
+        "lu_grad", "lu_unpack_grad", "eigh_grad", "svd_grad", "qr_grad",
+    ),
+    "linalg_double": (
+        "inverse_grad", "determinant_grad", "slogdeterminant_grad", "cholesky_grad", "cholesky_solve_grad",
+        "triangular_solve_grad", "solve_grad", "matrix_power_grad",
     ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",

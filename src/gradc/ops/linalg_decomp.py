@@ -56,6 +56,19 @@ def _lu(ctx):
             "Infos": (batch, VarType.INT32)}
 
 
+def _lu_unpack(ctx):
+    """X packed as lu writes it, Pivots its row swaps: Pmat [..., M, M], L [..., M, K], U [..., K, N] with X = Pmat L U
+    before packing; an output not unpacked (unpack_ludata: L and U, unpack_pivots: Pmat) is empty, as in Paddle."""
+    *batch, m, n = matrices(ctx, "X")
+    k, dtype = _smaller(m, n), ctx.dtype("X")
+    swaps = ctx.shape("Pivots")
+    if swaps is not None and (not swaps or not dims_match(swaps[-1], k)):
+        ctx.fail(f"Pivots must hold the {k} row swaps of each of X's {m} x {n} matrices, got shape {swaps}")
+    ludata, pivots = ctx.attr("unpack_ludata"), ctx.attr("unpack_pivots")
+    return {"Pmat": ([*batch, m, m] if pivots else [0], dtype), "L": ([*batch, m, k] if ludata else [0], dtype),
+            "U": ([*batch, k, n] if ludata else [0], dtype)}
+
+
 def _lstsq(ctx):
     """Solution [..., N, K] of min |X Solution - Y|. Residuals [..., K] (squared norms) where M > N, the driver is
     not gelsy and X has full rank, else empty. Rank [...] int32 and SingularValues [..., min(M, N)] for every
@@ -80,5 +93,8 @@ defop("eigh", ["X"], ["Eigenvalues", "Eigenvectors"], attrs={"UPLO": "L"}, infer
       grad=grad_op("Eigenvalues", "Eigenvectors"))
 defop("lu", ["X"], ["Out", "Pivots", "Infos"], attrs={"pivots": True}, infer=_lu,
       grad=grad_op("X", "Out", "Pivots"), no_grad_outputs=["Pivots", "Infos"])
+defop("lu_unpack", ["X", "Pivots"], ["Pmat", "L", "U"], attrs={"unpack_ludata": True, "unpack_pivots": True},
+      infer=_lu_unpack, grad=grad_op("X", "Pivots", "L", "U", "Pmat"), no_grad_inputs=["Pivots"],
+      no_grad_outputs=["Pmat"])
 defop("lstsq", ["X", "Y"], ["Solution", "Residuals?", "Rank", "SingularValues"],
       attrs={"rcond": 0.0, "driver": "gels"}, infer=_lstsq, grad=NO_GRAD)

@@ -55,7 +55,8 @@ FAMILIES = {
         "triangular_solve_grad", "solve", "solve_grad", "matrix_power", "matrix_power_grad",
     ),
     "linalg_decomp": (
-        "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lstsq",
+        "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lu_unpack", "lu_unpack_grad",
+        "lstsq",
     ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",

@@ -34,9 +34,9 @@ def _copyltu(m: np.ndarray) -> np.ndarray:
 
 
 def _qr_tall_grad(q, r, dq, dr):
-    """dA = (dQ + Q copyltu(R dR^T - dQ^T Q)) R^-T for A = Q R with M >= N (R square)."""
+    """dA = (dQ + Q copyltu(R dR^T - dQ^T Q)) R^-T for A = Q R with M >= N (R square, its upper triangle)."""
     rhs = dq + q @ _copyltu(r @ t(dr) - t(dq) @ q)
-    return t(np.linalg.solve(r, t(rhs)))
+    return t(np.linalg.solve(np.triu(r), t(rhs)))
 
 
 @kernel("qr_grad")
@@ -199,6 +199,41 @@ def lu_grad(k):
     dx = np.empty_like(flat)
     dx[np.arange(flat.shape[0])[:, None], order] = flat
     return {"X@GRAD": dx.reshape(packed.shape).astype(x.dtype)}
+
+
+@kernel("lu_unpack")
+def lu_unpack(k):
+    x = k.x("X")
+    packed = np.asarray(x, np.float64)
+    m, n = packed.shape[-2:]
+    size = min(m, n)
+    empty = np.zeros(0, x.dtype)
+    results = {"Pmat": empty, "L": empty, "U": empty}
+    if k.attr("unpack_ludata"):
+        results["L"] = (np.tril(packed[..., :, :size], -1) + np.eye(m, size)).astype(x.dtype)
+        results["U"] = np.triu(packed[..., :size, :]).astype(x.dtype)
+    if k.attr("unpack_pivots"):
+        pivots = np.asarray(k.x("Pivots")).reshape(-1, np.shape(k.x("Pivots"))[-1])
+        if pivots.size and (pivots.min() < 1 or pivots.max() > m):
+            bad = pivots[(pivots < 1) | (pivots > m)][0]
+            raise ValueError(f"Pivots holds {bad}, outside the rows [1, {m}] (1-based, as lu writes them)")
+        order = _row_order(pivots, m)
+        pmat = np.zeros((order.shape[0], m, m), x.dtype)
+        pmat[np.arange(order.shape[0])[:, None], order, np.arange(m)] = 1   # P^T X = X[order]
+        results["Pmat"] = pmat.reshape(*packed.shape[:-2], m, m)
+    return results
+
+
+@kernel("lu_unpack_grad", shape_only=("X", "L", "U", "Pmat"))
+def lu_unpack_grad(k):
+    """X@GRAD: L's grad below the diagonal, U's on and above it, each where it came from."""
+    x = k.x("X")
+    m, n = x.shape[-2:]
+    size = min(m, n)
+    grad = np.zeros(x.shape, np.float64)
+    grad[..., :, :size] += np.tril(np.asarray(k.x("L@GRAD"), np.float64), -1)
+    grad[..., :size, :] += np.triu(np.asarray(k.x("U@GRAD"), np.float64))
+    return {"X@GRAD": grad.astype(x.dtype)}
 
 
 @kernel("lstsq")

@@ -1,0 +1,146 @@
+"""Second derivatives of gradc.ops.linalg_decomp: eigh_grad, svd_grad and qr_grad recomputed with differentiable ops
+(gradc.ops.composite), so every order follows."""
+
+from __future__ import annotations
+
+from ..errors import GradError
+from ..registry import defgrad
+from . import linalg_decomp  # noqa: F401  (registers the grad ops)
+from .composite import Formula, expansion, first
+from .linalg_double import diagonal_part, identity, inverse, mm, mt, onto_triangle, rank, triangle
+
+
+def _unsqueezed(f: Formula, x: str, axis: int) -> str:
+    """x with a dim of 1 inserted at ``axis`` (>= 0)."""
+    return f.op("unsqueeze2", {"X": x}, x, {"axes": [axis]}, more={"XShape": f.xshape(x)},
+                dims=lambda s: [*s[:axis], 1, *s[axis:]])
+
+
+def _rows_and_columns(f: Formula, values: str) -> tuple[str, str]:
+    """values [..., K] as a row [..., 1, K] and a column [..., K, 1]."""
+    n = rank(f, values)
+    return _unsqueezed(f, values, n - 1), _unsqueezed(f, values, n)
+
+
+def _gaps(f: Formula, values: str, like: str) -> str:
+    """E[i, j] = values[j] - values[i], with 1 on the diagonal (where the terms it divides are 0)."""
+    row, column = _rows_and_columns(f, values)
+    return f.add(f.sub(row, column, like), identity(f, like), like)
+
+
+def _cut(f: Formula, x: str, axis: int, start: int, end: int) -> str:
+    return f.op("slice", {"Input": x}, x, {"axes": [axis], "starts": [start], "ends": [end], "infer_flags": [1],
+                                           "decrease_axis": []},
+                dims=lambda s: [end - start if i == axis else d for i, d in enumerate(s)])
+
+
+@expansion
+def _eigh_grad(f, g):
+    """V (diag(dw) + (V^T dV) / E) V^T, symmetrised, onto the UPLO triangle."""
+    values, vectors = first(g.I("Eigenvalues")), first(g.I("Eigenvectors"))
+    dvalues, dvectors = first(g.I("Eigenvalues@GRAD")), first(g.I("Eigenvectors@GRAD"))
+    mixing = f.div(mm(f, vectors, dvectors, ta=True), _gaps(f, values, vectors), vectors)
+    row, _ = _rows_and_columns(f, dvalues)
+    inner = f.add(f.sub(mixing, diagonal_part(f, mixing), mixing), f.mul(identity(f, vectors), row, vectors),
+                  vectors)
+    grad = mm(f, mm(f, vectors, inner), vectors, tb=True)
+    sym = f.scale(f.add(grad, mt(f, grad), grad), 0.5)
+    return {"X@GRAD": onto_triangle(f, sym, g.attr("UPLO") == "U")}
+
+
+@expansion
+def _svd_grad(f, g):
+    """U [skew(U^T dU) / E S + S skew(V^T dV) / E + diag(dS)] VH, E[i, j] = S_j^2 - S_i^2, plus the parts of dU and
+    dV outside the spans of U and V (divided by S); with full_matrices, the first K columns of U and rows of VH."""
+    x, s, ds = first(g.I("X")), first(g.I("S")), first(g.I("S@GRAD"))
+    u, vh, du, dvh = (first(g.I(slot)) for slot in ("U", "VH", "U@GRAD", "VH@GRAD"))
+    n, size = rank(f, x), g.shape(s)[-1]
+    m_rows, n_cols = g.shape(x)[-2:]
+    if g.attr("full_matrices"):
+        u, du = (_cut(f, v, n - 1, 0, size) for v in (u, du))
+        vh, dvh = (_cut(f, v, n - 2, 0, size) for v in (vh, dvh))
+    uu, vv = mm(f, u, du, ta=True), mm(f, vh, dvh, tb=True)   # [..., K, K]
+    square = identity(f, uu)
+    s_row, s_column = _rows_and_columns(f, s)
+    gaps = _gaps(f, f.mul(s, s, s), uu)
+    u_part, v_part = (f.div(f.sub(a, mt(f, a), a), gaps, a) for a in (uu, vv))
+    inner = f.add(f.add(f.mul(u_part, s_row, u_part), f.mul(s_column, v_part, v_part), u_part),
+                  f.mul(square, _rows_and_columns(f, ds)[0], u_part), u_part)
+    grad = mm(f, mm(f, u, inner), vh, like=x)
+    if m_rows > size:
+        outside = f.sub(du, mm(f, u, uu), du)
+        grad = f.add(grad, mm(f, f.div(outside, s_row, outside), vh, like=x), x)
+    if n_cols > size:
+        outside = f.sub(dvh, mm(f, mt(f, vv), vh), dvh)
+        grad = f.add(grad, mm(f, u, f.div(outside, s_column, outside), like=x), x)
+    return {"X@GRAD": grad}
+
+
+def _qr_tall(f: Formula, q: str, r: str, dq: str, dr: str) -> str:
+    """(dQ + Q copyltu(R dR^T - dQ^T Q)) R^-T, copyltu mirroring the lower triangle onto the upper one."""
+    m = f.sub(mm(f, r, dr, tb=True), mm(f, dq, q, ta=True), r)
+    mirrored = f.add(triangle(f, m, False), mt(f, triangle(f, m, False, -1)), m)
+    rhs = f.add(dq, mm(f, q, mirrored, like=dq), dq)
+    solved = f.op("triangular_solve", {"X": r, "Y": mt(f, rhs)}, rhs, {"upper": True, "transpose": False,
+                                                                        "unitriangular": False},
+                  dims=lambda s: [*s[:-2], s[-1], s[-2]])
+    return mt(f, solved)
+
+
+@expansion
+def _qr_grad(f, g):
+    """As the kernel: for M < N, X = [X1 | Y] with X1 = Q R1 and Y = Q R2; mode 'r' factors X again."""
+    x, dr = first(g.I("X")), first(g.I("R@GRAD"))
+    if g.attr("mode") == "r":
+        q, r = g.tmp(x), g.tmp(dr)
+        f.emit("qr", {"X": x}, {"Q": q, "R": r}, {"mode": "reduced"})
+        dq = f.fill_like(q, 0.0)
+    else:
+        q, r, dq = first(g.I("Q")), first(g.I("R")), first(g.I("Q@GRAD"))
+    n = rank(f, x)
+    m_rows, n_cols = g.shape(x)[-2:]
+    if m_rows >= n_cols:
+        grad = _qr_tall(f, q, r, dq, dr)
+    else:
+        y, dv = _cut(f, x, n - 1, m_rows, n_cols), _cut(f, dr, n - 1, m_rows, n_cols)
+        tall = _qr_tall(f, q, _cut(f, r, n - 1, 0, m_rows), f.add(dq, mm(f, y, dv, tb=True, like=dq), dq),
+                        _cut(f, dr, n - 1, 0, m_rows))
+        grad = f.op("concat", {"X": [tall, mm(f, q, dv)]}, x, {"axis": n - 1})
+    return {"X@GRAD": f.add(grad, f.scale(x, 0.0), x)}   # + 0 X: X@GRAD's grad is written (zeros) in every mode
+
+
+@expansion
+def _lu_grad(f, g):
+    """P L^-T (tril(L^T dL, -1) + triu(dU U^T)) U^-T, with P, L, U unpacked from Out and Pivots (square X)."""
+    x, out, pivots, dout = (first(g.I(slot)) for slot in ("X", "Out", "Pivots", "Out@GRAD"))
+    shape = g.shape(x)
+    if shape is None or shape[-1] < 0 or shape[-1] != shape[-2]:
+        raise GradError(f"lu_grad: gradc differentiates it again only for square matrices of known size, got {shape}")
+    pmat, up = g.tmp(x), g.tmp(x)
+    low = f.op("lu_unpack", {"X": out, "Pivots": pivots}, x, slot="L", more={"Pmat": pmat, "U": up})
+    dlow, dup = triangle(f, dout, False, -1), triangle(f, dout, True)
+    middle = f.add(triangle(f, mm(f, low, dlow, ta=True), False, -1), triangle(f, mm(f, dup, up, tb=True), True), x)
+    unpermuted = mm(f, mm(f, inverse(f, low), middle, ta=True), inverse(f, up), tb=True)
+    return {"X@GRAD": f.add(mm(f, pmat, unpermuted), f.scale(x, 0.0), x)}   # + 0 X: X@GRAD's grad is written
+
+
+@expansion
+def _lu_unpack_grad(f, g):
+    """L's grad below the diagonal and U's on and above it, put back in X's [..., M, N] (zeros elsewhere)."""
+    x, dlow, dup = first(g.I("X")), first(g.I("L@GRAD")), first(g.I("U@GRAD"))
+    n, (m_rows, n_cols) = rank(f, x), g.shape(x)[-2:]
+    low, up = triangle(f, dlow, False, -1), triangle(f, dup, True)
+    if m_rows > n_cols:   # U is N x N: rows of zeros below it
+        zeros = f.scale(_cut(f, low, n - 2, n_cols, m_rows), 0.0)
+        up = f.op("concat", {"X": [up, zeros]}, x, {"axis": n - 2})
+    elif m_rows < n_cols:   # L is M x M: columns of zeros right of it
+        zeros = f.scale(_cut(f, up, n - 1, m_rows, n_cols), 0.0)
+        low = f.op("concat", {"X": [low, zeros]}, x, {"axis": n - 1})
+    return {"X@GRAD": f.add(low, up, x)}
+
+
+defgrad("lu_grad", grad=_lu_grad)
+defgrad("lu_unpack_grad", grad=_lu_unpack_grad, no_grad_inputs=["X", "L", "U", "Pmat"])   # read for shapes only
+defgrad("eigh_grad", grad=_eigh_grad)
+defgrad("svd_grad", grad=_svd_grad, no_grad_inputs=["X"])   # the kernel reads X's dtype only
+defgrad("qr_grad", grad=_qr_grad)
