@@ -1,5 +1,6 @@
 """Linear algebra over the last two dims of a batch of matrices (paddle.linalg): inverses, determinants,
-Cholesky factors, solves and matrix powers. The decompositions (qr, svd, eigh, lu, lstsq) are in linalg_decomp.
+Cholesky factors, solves and matrix powers. The decompositions (qr, svd, eigh, lu, lu_unpack, lstsq) are in
+linalg_decomp; second derivatives in linalg_double and linalg_decomp_double.
 
 Kernels compute in float64 and give back the input's dtype. Ops that read one triangle of a square matrix
 (cholesky, cholesky_solve's factor, triangular_solve, eigh) take their gradient with respect to the elements

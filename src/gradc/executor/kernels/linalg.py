@@ -15,6 +15,7 @@ def t(m: np.ndarray) -> np.ndarray:
 
 
 def f64(k, slot: str) -> np.ndarray:
+    """An input as float64 (kernels compute in it, then give back the input's dtype)."""
     return np.asarray(k.x(slot), np.float64)
 
 
@@ -87,7 +88,7 @@ def determinant_grad(k):
     u, s, vh = np.linalg.svd(np.asarray(x, np.float64))
     orientation = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
     cofactors = orientation * (u * _others_product(s)[..., None, :]) @ vh
-    return {"Input@GRAD": (np.asarray(k.x("Out@GRAD"), np.float64)[..., None, None] * cofactors).astype(x.dtype)}
+    return {"Input@GRAD": (f64(k, "Out@GRAD")[..., None, None] * cofactors).astype(x.dtype)}
 
 
 @kernel("slogdeterminant")
@@ -105,7 +106,7 @@ def slogdeterminant_grad(k):
     x = k.x("Input")
     a = np.asarray(x, np.float64)
     singular = (np.asarray(k.x("Out"))[0] == 0)[..., None, None]
-    dlog = np.asarray(k.x("Out@GRAD"), np.float64)[1][..., None, None]
+    dlog = f64(k, "Out@GRAD")[1][..., None, None]
     grad = np.where(singular, np.nan, dlog * t(np.linalg.inv(np.where(singular, np.eye(a.shape[-1]), a))))
     return {"Input@GRAD": grad.astype(x.dtype)}
 
@@ -161,8 +162,8 @@ def cholesky_solve_grad(k):
     b, factor, upper = k.x("X"), k.x("Y"), k.attr("upper")
     tri = triangle(np.asarray(factor, np.float64), upper)
     a = _cholesky_product(tri, upper)
-    db = solved(a, np.asarray(k.x("Out@GRAD"), np.float64), "Y")
-    da = -db @ t(np.asarray(k.x("Out"), np.float64))
+    db = solved(a, f64(k, "Out@GRAD"), "Y")
+    da = -db @ t(f64(k, "Out"))
     sym = da + t(da)
     dfactor = triangle(tri @ sym if upper else sym @ tri, upper)
     return k.grads({"X@GRAD": lambda: unbroadcast(db, b.shape).astype(b.dtype),
@@ -171,7 +172,7 @@ def cholesky_solve_grad(k):
 
 def _triangular(k) -> np.ndarray:
     """The matrix triangular_solve solves with: X's triangle, unit diagonal if unitriangular, transposed if asked."""
-    tri = triangle(np.asarray(k.x("X"), np.float64), k.attr("upper"))
+    tri = triangle(f64(k, "X"), k.attr("upper"))
     if k.attr("unitriangular"):
         tri = tri - np.eye(tri.shape[-1]) * tri + np.eye(tri.shape[-1])
     return t(tri) if k.attr("transpose") else tri
@@ -189,8 +190,8 @@ def triangular_solve_grad(k):
     gets nothing when unitriangular)."""
     x, b = k.x("X"), k.x("Y")
     matrix = _triangular(k)
-    db = solved(t(matrix), np.asarray(k.x("Out@GRAD"), np.float64), "X")
-    dm = -db @ t(np.asarray(k.x("Out"), np.float64))
+    db = solved(t(matrix), f64(k, "Out@GRAD"), "X")
+    dm = -db @ t(f64(k, "Out"))
     dx = triangle(t(dm) if k.attr("transpose") else dm, k.attr("upper"))
     if k.attr("unitriangular"):
         dx = dx - np.eye(dx.shape[-1]) * dx
@@ -216,8 +217,8 @@ def solve(k):
 def solve_grad(k):
     """dY = X^-T dOut, dX = -dY Out^T."""
     a, b = k.x("X"), k.x("Y")
-    dout, vectors = _as_matrices(a, np.asarray(k.x("Out@GRAD"), np.float64))
-    out, _ = _as_matrices(a, np.asarray(k.x("Out"), np.float64))
+    dout, vectors = _as_matrices(a, f64(k, "Out@GRAD"))
+    out, _ = _as_matrices(a, f64(k, "Out"))
     db = solved(t(np.asarray(a, np.float64)), dout, "X")
     da = -db @ t(out)
     return k.grads({"X@GRAD": lambda: unbroadcast(da, a.shape).astype(a.dtype),
@@ -242,7 +243,7 @@ def matrix_power_grad(k):
     dX = -B^T dB B^T."""
     x, n = k.x("X"), k.attr("n")
     base = _power_base(np.asarray(x, np.float64), n)
-    dout = np.asarray(k.x("Out@GRAD"), np.float64)
+    dout = f64(k, "Out@GRAD")
     powers = [np.broadcast_to(np.eye(x.shape[-1]), x.shape)][:abs(n)]   # (B^T)^k for k < m: none for n = 0
     while len(powers) < abs(n):
         powers.append(powers[-1] @ t(base))

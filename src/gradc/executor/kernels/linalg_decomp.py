@@ -1,21 +1,18 @@
-"""Kernels of gradc.ops.linalg_decomp: qr, svd, eigh, lu and lstsq, in float64, returned in the input's dtype."""
+"""Kernels of gradc.ops.linalg_decomp: qr, svd, eigh, lu, lu_unpack and lstsq, in float64, returned in the input's
+dtype."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import kernel
-from .linalg import onto_triangle, t
+from .linalg import f64, onto_triangle, t
 
 
-def _sq(k, slot: str) -> np.ndarray | None:
-    """An input as float64 (None for an absent grad)."""
+def _grad_or_zeros(k, slot: str, like: np.ndarray) -> np.ndarray:
+    """An output's grad as float64, zeros like ``like`` where the slot is empty."""
     value = k.optional(slot)
-    return None if value is None else np.asarray(value, np.float64)
-
-
-def _or_zeros(grad: np.ndarray | None, like: np.ndarray) -> np.ndarray:
-    return np.zeros_like(like) if grad is None else grad
+    return np.zeros_like(like) if value is None else np.asarray(value, np.float64)
 
 
 @kernel("qr")
@@ -49,8 +46,9 @@ def qr_grad(k):
     m, n = a.shape[-2:]
     if mode == "complete" and m > n:
         raise ValueError(f"qr's gradient is not defined for mode 'complete' when M > N (X is {m} x {n})")
-    q, r = np.linalg.qr(a) if mode == "r" else (np.asarray(k.x("Q"), np.float64), np.asarray(k.x("R"), np.float64))
-    dq, dr = _or_zeros(_sq(k, "Q@GRAD") if mode != "r" else None, q), _or_zeros(_sq(k, "R@GRAD"), r)
+    q, r = np.linalg.qr(a) if mode == "r" else (f64(k, "Q"), f64(k, "R"))
+    dq = np.zeros_like(q) if mode == "r" else _grad_or_zeros(k, "Q@GRAD", q)
+    dr = _grad_or_zeros(k, "R@GRAD", r)
     if np.any(np.abs(np.diagonal(r[..., :, :min(m, n)], axis1=-2, axis2=-1)) == 0):
         raise ValueError("X is rank deficient: qr's gradient needs R's diagonal to be nonzero")
     if m >= n:
@@ -75,21 +73,20 @@ def _off_diagonal(values: np.ndarray) -> np.ndarray:
 
 @kernel("svd_grad")
 def svd_grad(k):
-    """dA = U [sym(U^T dU) S + S sym(V^T dV) + diag(dS)] V^T plus the parts of dU, dV outside the spans of U, V
-    (divided by S), where sym(M) = (M - M^T) / (S_j^2 - S_i^2). With full_matrices only the first K columns of U
+    """dA = U [skew(U^T dU) S + S skew(V^T dV) + diag(dS)] V^T plus the parts of dU, dV outside the spans of U, V
+    (divided by S), where skew(M) = (M - M^T) / (S_j^2 - S_i^2). With full_matrices only the first K columns of U
     and rows of VH (and of their grads) count, as in Paddle: the others are not functions of X."""
     x = k.x("X")
-    s = np.asarray(k.x("S"), np.float64)
+    s, u_all, vh_all = f64(k, "S"), f64(k, "U"), f64(k, "VH")
     size = s.shape[-1]
-    u, vh = np.asarray(k.x("U"), np.float64)[..., :size], np.asarray(k.x("VH"), np.float64)[..., :size, :]
-    du, dvh, ds = _sq(k, "U@GRAD"), _sq(k, "VH@GRAD"), _sq(k, "S@GRAD")
-    du = _or_zeros(None if du is None else du[..., :size], u)
-    dv = t(_or_zeros(None if dvh is None else dvh[..., :size, :], vh))
+    u, vh = u_all[..., :size], vh_all[..., :size, :]
+    du = _grad_or_zeros(k, "U@GRAD", u_all)[..., :size]
+    dv = t(_grad_or_zeros(k, "VH@GRAD", vh_all)[..., :size, :])
+    ds = _grad_or_zeros(k, "S@GRAD", s)
     v, squares = t(vh), _off_diagonal(s * s)
-    u_skew, v_skew = (t(a) @ da for a, da in ((u, du), (v, dv)))
-    u_skew, v_skew = (m - t(m) for m in (u_skew, v_skew))
+    u_skew, v_skew = (t(a) @ da - t(da) @ a for a, da in ((u, du), (v, dv)))
     inner = (u_skew / squares) * s[..., None, :] + s[..., :, None] * (v_skew / squares)
-    inner = inner + np.eye(size) * _or_zeros(ds, s)[..., None, :]
+    inner = inner + np.eye(size) * ds[..., None, :]
     grad = u @ inner @ vh
     if u.shape[-2] > size:   # M > K: the part of dU outside U's columns
         grad = grad + ((du - u @ (t(u) @ du)) / s[..., None, :]) @ vh
@@ -109,10 +106,10 @@ def eigh(k):
 def eigh_grad(k):
     """dS = V (diag(dw) + (V^T dV) / (w_j - w_i)) V^T for the symmetric matrix S eigh reads, symmetrised, then onto
     the UPLO triangle of X it reads S from (Paddle 3.3.1 gives the symmetric dS itself)."""
-    values = np.asarray(k.x("Eigenvalues"), np.float64)
-    vectors = np.asarray(k.x("Eigenvectors"), np.float64)
-    dvalues = _or_zeros(_sq(k, "Eigenvalues@GRAD"), values)
-    dvectors = _or_zeros(_sq(k, "Eigenvectors@GRAD"), vectors)
+    values = f64(k, "Eigenvalues")
+    vectors = f64(k, "Eigenvectors")
+    dvalues = _grad_or_zeros(k, "Eigenvalues@GRAD", values)
+    dvectors = _grad_or_zeros(k, "Eigenvectors@GRAD", vectors)
     mixing = (t(vectors) @ dvectors) / _off_diagonal(values)
     mixing = mixing - np.eye(values.shape[-1]) * mixing + np.eye(values.shape[-1]) * dvalues[..., None, :]
     grad = vectors @ mixing @ t(vectors)
@@ -174,8 +171,8 @@ def lu_grad(k):
     """The gradient through P^T A = L U. M > N: the rows below, L2 = B2 U^-1, add -L2^T dL2 U^-T to dU;
     M < N: the columns right of, U2 = L^-1 B2, add -L^-T dU2 U2^T to dL."""
     x = k.x("X")
-    packed = np.asarray(k.x("Out"), np.float64)
-    dpacked = np.asarray(k.x("Out@GRAD"), np.float64)
+    packed = f64(k, "Out")
+    dpacked = f64(k, "Out@GRAD")
     m, n = packed.shape[-2:]
     size = min(m, n)
     low = np.tril(packed[..., :, :size], -1) + np.eye(m, size)
@@ -231,8 +228,8 @@ def lu_unpack_grad(k):
     m, n = x.shape[-2:]
     size = min(m, n)
     grad = np.zeros(x.shape, np.float64)
-    grad[..., :, :size] += np.tril(np.asarray(k.x("L@GRAD"), np.float64), -1)
-    grad[..., :size, :] += np.triu(np.asarray(k.x("U@GRAD"), np.float64))
+    grad[..., :, :size] += np.tril(f64(k, "L@GRAD"), -1)
+    grad[..., :size, :] += np.triu(f64(k, "U@GRAD"))
     return {"X@GRAD": grad.astype(x.dtype)}
 
 
