@@ -78,6 +78,11 @@ def test_solve_takes_a_vector_per_matrix_as_paddle_does():
     x = np.stack([2 * np.eye(3), 4 * np.eye(3)]).astype(f32)
     np.testing.assert_allclose(run("solve", {"X": x, "Y": np.ones(3, f32)})["Out"], [[0.5] * 3, [0.25] * 3])
     np.testing.assert_allclose(run("solve", {"X": x, "Y": np.ones((2, 3), f32)})["Out"], [[0.5] * 3, [0.25] * 3])
+    # a Y of X's rank - 1 shaped otherwise is one matrix for every X
+    x = np.stack([2 * np.eye(2), 4 * np.eye(2), np.eye(2)]).astype(f32)
+    out = run("solve", {"X": x, "Y": np.ones((2, 3), f32)})["Out"]
+    assert out.shape == (3, 2, 3)
+    np.testing.assert_allclose(out[:, 0, 0], [0.5, 0.25, 1.0])
 
 
 @pytest.mark.parametrize("n, expected", [(0, np.eye(2)), (2, [[7.0, 10.0], [15.0, 22.0]]),

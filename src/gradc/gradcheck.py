@@ -49,6 +49,8 @@ def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
 def numeric_grad(f, value: np.ndarray, eps: float, indices: np.ndarray | None = None) -> np.ndarray:
     """Central differences of the scalar f(value) with respect to the elements of ``value`` at the flat
     ``indices`` (default: all); the result is flat, one entry per index."""
+    if not value.flags.c_contiguous:   # reshape would copy: the perturbations would never reach f
+        raise ValueError("numeric_grad perturbs value in place: it must be C-contiguous")
     flat = value.reshape(-1)
     indices = np.arange(flat.size) if indices is None else indices
     grad = np.zeros(len(indices), dtype=np.float64)
@@ -89,7 +91,7 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
         in_slots[slot] = []
         for i, array in enumerate(arrays):
             name = f"{slot}{i}"
-            values[name] = np.array(array)
+            values[name] = np.array(array, order="C")   # numeric_grad perturbs it in place through a flat view
             in_slots[slot].append(name)
             _declare(program, name, values[name])
     out_slots = {slot: [f"{slot}{i}.out" for i in range((outputs or {}).get(slot, 1))]
@@ -174,8 +176,8 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
     pairs = append_backward(train, loss)
     wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
-    values = {k: np.array(v) for k, v in feed.items()}
-    param_values = {k: np.array(v) for k, v in (params or {}).items()}
+    values = {k: np.array(v, order="C") for k, v in feed.items()}   # numeric_grad perturbs them in place
+    param_values = {k: np.array(v, order="C") for k, v in (params or {}).items()}
     unknown = [name for name in wrt if name not in values and name not in param_values]
     if unknown:
         raise GradcheckError(f"no value for {unknown}: feed them or give them as parameters")

@@ -42,11 +42,11 @@ def _slogdeterminant(ctx):
 
 def _solved(ctx, matrix: str, rhs: str, vectors: bool = False):
     """Out of a solve of ``matrix`` (square, [..., N, N]) against ``rhs`` ([..., N, K]), batch dims broadcast.
-    ``vectors``: a rhs of rank 1, or of the matrix's rank - 1, is one vector per matrix ([..., N])."""
+    ``vectors``: a rhs of rank 1, or shaped like the matrix without its last dim, holds vectors ([..., N])."""
     a, b = matrices(ctx, matrix, square=True), ctx.shape(rhs)
     if b is None:
         ctx.fail(f"the shape of {rhs} is unknown")
-    is_vector = vectors and (len(b) == 1 or len(b) == len(a) - 1)
+    is_vector = vectors and (len(b) == 1 or len(b) == len(a) - 1 and all(map(dims_match, b, a[:-1])))
     if not is_vector and len(b) < 2:
         ctx.fail(f"{rhs} must be a matrix or a batch of matrices [..., N, K], not rank {len(b)}")
     rows = b[-1] if is_vector else b[-2]

@@ -200,8 +200,9 @@ def triangular_solve_grad(k):
 
 
 def _as_matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
-    """solve's right-hand side as [..., N, K]: a rank-1 Y, or one of X's rank - 1, holds vectors."""
-    vectors = b.ndim == 1 or b.ndim == a.ndim - 1
+    """solve's right-hand side as [..., N, K]: a Y of rank 1, or shaped like X without its last dim, holds vectors
+    (Paddle's rule)."""
+    vectors = b.ndim == 1 or b.shape == a.shape[:-1]
     return (b[..., None] if vectors else b), vectors
 
 
