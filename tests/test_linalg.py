@@ -179,3 +179,14 @@ def test_second_derivatives_through_a_decomposition():
     penalty = net.op("reduce_sum", {"X": squared}, {"reduce_all": True})[0]
     sym = np.array([[2.0, 0.5, 0.1], [0.5, 1.0, -0.3], [0.1, -0.3, -1.5]])
     assert check_program(net.program, {}, ["x"], loss=penalty, params={"x": sym})
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs", [
+    ("inverse", {"Input": np.zeros((0, 3, 3), f32)}, {}), ("slogdeterminant", {"Input": np.zeros((0, 3, 3), f32)}, {}),
+    ("qr", {"X": np.zeros((0, 4, 3), f32)}, {}), ("svd", {"X": np.zeros((0, 3, 4), f32)}, {}),
+    ("lu", {"X": np.zeros((0, 3, 3), f32)}, {}), ("matrix_power", {"X": np.zeros((0, 3, 3), f32)}, {"n": -2}),
+    ("lstsq", {"X": np.zeros((0, 4, 3), f32), "Y": np.zeros((0, 4, 2), f32)}, {"driver": "gelsd"}),
+])
+def test_an_empty_batch_gives_empty_results_of_the_inferred_shapes(op_type, inputs, attrs):
+    results = run(op_type, inputs, attrs)   # run checks each result against its inferred shape
+    assert all(value.size == 0 for value in results.values())

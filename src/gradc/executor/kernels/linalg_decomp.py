@@ -146,7 +146,7 @@ def lu(k):
     a = np.asarray(x, np.float64)
     packed, pivots, infos = _lu_factor(a.reshape(-1, *a.shape[-2:]), k.attr("pivots"))
     batch = a.shape[:-2]
-    return {"Out": packed.reshape(a.shape).astype(x.dtype), "Pivots": pivots.reshape(*batch, -1),
+    return {"Out": packed.reshape(a.shape).astype(x.dtype), "Pivots": pivots.reshape(*batch, pivots.shape[-1]),
             "Infos": infos.reshape(batch)}
 
 
@@ -241,13 +241,14 @@ def lstsq(k):
     a, b = np.asarray(x, np.float64), np.asarray(y, np.float64)
     batch = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     a, b = (np.broadcast_to(v, batch + v.shape[-2:]).reshape(-1, *v.shape[-2:]) for v in (a, b))
-    fits = [np.linalg.lstsq(ai, bi, rcond=k.attr("rcond")) for ai, bi in zip(a, b)]
-    solution = np.stack([fit[0] for fit in fits]).reshape(*batch, a.shape[-1], b.shape[-1])
-    rank = np.array([fit[2] for fit in fits], np.int32).reshape(batch)
     m, n = a.shape[-2:]
+    solution, rank = np.zeros((len(a), n, b.shape[-1])), np.zeros(len(a), np.int32)
+    singular = np.zeros((len(a), min(m, n)))
+    for i, (ai, bi) in enumerate(zip(a, b)):
+        solution[i], _, rank[i], singular[i] = np.linalg.lstsq(ai, bi, rcond=k.attr("rcond"))
+    solution, rank, singular = (v.reshape(batch + v.shape[1:]) for v in (solution, rank, singular))
     full = m > n and driver != "gelsy" and (driver == "gels" or bool(np.all(rank == n)))
     residuals = ((np.asarray(x, np.float64) @ solution - np.asarray(y, np.float64)) ** 2).sum(-2) if full else \
         np.zeros(0)
-    singular = np.stack([fit[3] for fit in fits]).reshape(*batch, -1)
     return {"Solution": solution.astype(x.dtype), "Residuals": residuals.astype(x.dtype), "Rank": rank,
             "SingularValues": singular.astype(x.dtype)}
