@@ -51,8 +51,6 @@ def lu_unpack_inputs(*shape):
             "Pmat": randn(*batch, m, m), "L@GRAD": randn(*batch, m, k), "U@GRAD": randn(*batch, k, n)}
 
 
-X33 = randn(2, 3, 3)
-PACKED, PIVOTS = lu_of(X33)
 CASES = [
     Case("inverse_grad", {"Output": randn(2, 3, 3), "Output@GRAD": randn(2, 3, 3)}),
     Case("determinant_grad", {"Input": shifted(2, 3, 3), "Out": randn(2), "Out@GRAD": randn(2)}),
@@ -81,7 +79,8 @@ CASES = [
     # mode 'r' factors X again: R and the empty Q it was given do not count
     Case("qr_grad", {"X": randn(4, 3), "Q": np.zeros(0), "R": randn(3, 3), "Q@GRAD": np.zeros(0),
                      "R@GRAD": randn(3, 3)}, {"mode": "r"}, wrt=["X", "R@GRAD"]),
-    Case("lu_grad", {"X": X33, "Out": PACKED, "Pivots": PIVOTS, "Out@GRAD": randn(2, 3, 3)}),
+    *[Case("lu_grad", {"X": x, **dict(zip(("Out", "Pivots"), lu_of(x))), "Out@GRAD": randn(*x.shape)})
+      for x in (randn(2, 3, 3), randn(4, 3), randn(2, 3, 5))],
     *[Case("lu_unpack", dict(zip(("X", "Pivots"), lu_of(randn(*shape)))), outputs={"Pmat": 1, "L": 1, "U": 1})
       for shape in ((2, 4, 3), (3, 5), (3, 3))],
     *[Case("lu_unpack_grad", lu_unpack_inputs(*shape)) for shape in ((2, 4, 3), (3, 5), (3, 3))],

@@ -111,16 +111,35 @@ def _qr_grad(f, g):
 
 @expansion
 def _lu_grad(f, g):
-    """P L^-T (tril(L^T dL, -1) + triu(dU U^T)) U^-T, with P, L, U unpacked from Out and Pivots (square X)."""
+    """As the kernel, with P, L, U unpacked from Out and Pivots: P L^-T (tril(L^T dL, -1) + triu(dU U^T)) U^-T for the
+    square part; M > N adds the rows below (dL2 U^-T, and -L2^T dL2 U^-T to dU), M < N the columns right of it
+    (L^-T dU2, and -L^-T dU2 U2^T to dL)."""
     x, out, pivots, dout = (first(g.I(slot)) for slot in ("X", "Out", "Pivots", "Out@GRAD"))
-    shape = g.shape(x)
-    if shape is None or shape[-1] < 0 or shape[-1] != shape[-2]:
-        raise GradError(f"lu_grad: gradc differentiates it again only for square matrices of known size, got {shape}")
-    pmat, up = g.tmp(x), g.tmp(x)
-    low = f.op("lu_unpack", {"X": out, "Pivots": pivots}, x, slot="L", more={"Pmat": pmat, "U": up})
-    dlow, dup = triangle(f, dout, False, -1), triangle(f, dout, True)
-    middle = f.add(triangle(f, mm(f, low, dlow, ta=True), False, -1), triangle(f, mm(f, dup, up, tb=True), True), x)
-    unpermuted = mm(f, mm(f, inverse(f, low), middle, ta=True), inverse(f, up), tb=True)
+    n, shape = rank(f, x), g.shape(x)
+    m_rows, n_cols = shape[-2:]
+    if m_rows < 0 or n_cols < 0:
+        raise GradError(f"lu_grad: the matrix size of '{x}' must be known to differentiate it, got {shape}")
+    size = min(m_rows, n_cols)
+    pmat, up = g.tmp(x, lambda s: [*s[:-1], s[-2]]), g.tmp(x, lambda s: [*s[:-2], size, s[-1]])
+    low = f.op("lu_unpack", {"X": out, "Pivots": pivots}, x, slot="L", more={"Pmat": pmat, "U": up},
+               dims=lambda s: [*s[:-1], size])
+    dlow = _cut(f, triangle(f, dout, False, -1), n - 1, 0, size)
+    dup = _cut(f, triangle(f, dout, True), n - 2, 0, size)
+    low1, dlow1 = _cut(f, low, n - 2, 0, size), _cut(f, dlow, n - 2, 0, size)
+    up1, dup1 = _cut(f, up, n - 1, 0, size), _cut(f, dup, n - 1, 0, size)
+    if m_rows > n_cols:
+        low2, dlow2 = _cut(f, low, n - 2, size, m_rows), _cut(f, dlow, n - 2, size, m_rows)
+        extra = mm(f, dlow2, inverse(f, up1), tb=True)
+        dup1 = f.sub(dup1, mm(f, low2, extra, ta=True), dup1)
+    elif m_rows < n_cols:
+        up2, dup2 = _cut(f, up, n - 1, size, n_cols), _cut(f, dup, n - 1, size, n_cols)
+        extra = mm(f, inverse(f, low1), dup2, ta=True)
+        dlow1 = f.sub(dlow1, triangle(f, mm(f, extra, up2, tb=True), False, -1), dlow1)
+    middle = f.add(triangle(f, mm(f, low1, dlow1, ta=True), False, -1), triangle(f, mm(f, dup1, up1, tb=True), True),
+                   low1)
+    unpermuted = mm(f, mm(f, inverse(f, low1), middle, ta=True), inverse(f, up1), tb=True)
+    if m_rows != n_cols:
+        unpermuted = f.op("concat", {"X": [unpermuted, extra]}, x, {"axis": n - 2 if m_rows > n_cols else n - 1})
     return {"X@GRAD": f.add(mm(f, pmat, unpermuted), f.scale(x, 0.0), x)}   # + 0 X: X@GRAD's grad is written
 
 
