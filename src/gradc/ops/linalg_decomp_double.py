@@ -7,19 +7,13 @@ from ..errors import GradError
 from ..registry import defgrad
 from . import linalg_decomp  # noqa: F401  (registers the grad ops)
 from .composite import Formula, expansion, first
-from .linalg_double import diagonal_part, identity, inverse, mm, mt, onto_triangle, rank, triangle
-
-
-def _unsqueezed(f: Formula, x: str, axis: int) -> str:
-    """x with a dim of 1 inserted at ``axis`` (>= 0)."""
-    return f.op("unsqueeze2", {"X": x}, x, {"axes": [axis]}, more={"XShape": f.xshape(x)},
-                dims=lambda s: [*s[:axis], 1, *s[axis:]])
+from .linalg_double import diagonal_part, identity, inverse, mm, mt, onto_triangle, rank, triangle, unsqueezed
 
 
 def _rows_and_columns(f: Formula, values: str) -> tuple[str, str]:
     """values [..., K] as a row [..., 1, K] and a column [..., K, 1]."""
     n = rank(f, values)
-    return _unsqueezed(f, values, n - 1), _unsqueezed(f, values, n)
+    return unsqueezed(f, values, n - 1), unsqueezed(f, values, n)
 
 
 def _gaps(f: Formula, values: str, like: str) -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ..errors import GradError
 from ..registry import defgrad
+from ..shapes import broadcast_dims
 from . import linalg  # noqa: F401  (registers the grad ops)
 from .composite import Formula, expansion, first
 
@@ -25,15 +26,25 @@ def mt(f: Formula, x: str) -> str:
                 dims=lambda s: [s[i] for i in perm])
 
 
-def mm(f: Formula, a: str, b: str, ta: bool = False, tb: bool = False, like: str | None = None) -> str:
-    """a @ b (a^T, b^T with ``ta``, ``tb``), declared like ``like``, else [..., rows of a, columns of b]."""
+def mm(f: Formula, a: str, b: str, ta: bool = False, tb: bool = False, like: str | None = None,
+       shape: list[int] | None = None) -> str:
+    """a @ b (a^T, b^T with ``ta``, ``tb``), declared like ``like``, with ``shape``, else [..., rows of a, columns
+    of b] with a's batch dims."""
     def dims(shape_a):
+        if shape is not None:
+            return list(shape)
         shape_b = f.g.shape(b)
         rows = shape_a[-1] if ta else shape_a[-2]
         columns = (shape_b[-2] if tb else shape_b[-1]) if shape_b else -1
         return [*shape_a[:-2], rows, columns]
     return f.op("matmul_v2", {"X": a, "Y": b}, like or a, {"trans_x": ta, "trans_y": tb},
                 dims=None if like else dims)
+
+
+def unsqueezed(f: Formula, x: str, axis: int) -> str:
+    """x with a dim of 1 inserted at ``axis`` (>= 0)."""
+    return f.op("unsqueeze2", {"X": x}, x, {"axes": [axis]}, more={"XShape": f.xshape(x)},
+                dims=lambda s: [*s[:axis], 1, *s[axis:]])
 
 
 def triangle(f: Formula, x: str, upper: bool, diagonal: int = 0) -> str:
@@ -64,12 +75,26 @@ def onto_triangle(f: Formula, sym: str, upper: bool) -> str:
     return f.add(f.scale(triangle(f, sym, upper, 1 if upper else -1), 2.0), diagonal_part(f, sym), sym)
 
 
-def same_batch(f: Formula, *names: str) -> None:
-    """The solves' grads sum broadcast batch dims back; their second derivatives take unbroadcast batches."""
-    shapes = [f.g.shape(n) for n in names]
-    if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1 or len({tuple(s[:-2]) for s in shapes}) > 1:
-        raise GradError(f"{f.g.fwd.type}: gradc differentiates it again only for inputs of one rank and batch "
-                        f"shape, got {shapes}")
+def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tuple[list[int], bool]:
+    """The batch dims a solve broadcast ``matrix`` and ``rhs`` to, and whether ``rhs`` holds vectors (solve's rule
+    when ``vectors``); their shapes must be known."""
+    a, b = f.g.shape(matrix), f.g.shape(rhs)
+    if a is None or b is None or min(a + b, default=0) < 0:
+        raise GradError(f"{f.g.fwd.type}: the shapes of '{matrix}' and '{rhs}' must be known to differentiate it, "
+                        f"got {a} and {b}")
+    is_vector = vectors and (len(b) == 1 or b == a[:-1])
+    return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
+
+
+def unbroadcast(f: Formula, grad: str, grad_shape: list[int], target: str, vector: bool = False) -> str:
+    """``grad`` (of ``grad_shape``) summed over the dims broadcasting added to ``target`` or stretched in it, shaped
+    like ``target`` (``vector``: target's [..., N] is grad's [..., N, 1])."""
+    shape = [*f.g.shape(target), *([1] if vector else [])]
+    lead = len(grad_shape) - len(shape)
+    axes = [*range(lead), *(lead + i for i, d in enumerate(shape) if d == 1 and grad_shape[lead + i] != 1)]
+    if vector and len(grad_shape) - 1 not in axes:
+        axes.append(len(grad_shape) - 1)   # the column of 1 goes: summing over it changes nothing
+    return f.summed_like(grad, target, sorted(axes)) if axes else grad
 
 
 @expansion
@@ -112,37 +137,48 @@ def _cholesky_grad(f, g):
 
 @expansion
 def _cholesky_solve_grad(f, g):
-    """dX = cholesky_solve(dOut); dA = -dX Out^T; dY = tril((dA + dA^T) L) (upper: triu(U (dA + dA^T)))."""
+    """dX = cholesky_solve(dOut); dA = -dX Out^T; dY = tril((dA + dA^T) L) (upper: triu(U (dA + dA^T))); each summed
+    back over the batch dims broadcasting stretched."""
     b, factor, out, dout = (first(g.I(s)) for s in ("X", "Y", "Out", "Out@GRAD"))
-    same_batch(f, b, factor)
-    upper = g.attr("upper")
-    db = f.op("cholesky_solve", {"X": dout, "Y": factor}, b, {"upper": upper})
-    da = f.scale(mm(f, db, out, tb=True, like=factor), -1.0)
+    batch, _ = solve_batch(f, factor, b)
+    n, k, upper = g.shape(factor)[-1], g.shape(b)[-1], g.attr("upper")
+    db = f.op("cholesky_solve", {"X": dout, "Y": factor}, b, {"upper": upper}, dims=lambda s: [*batch, n, k])
+    da = f.scale(mm(f, db, out, tb=True, shape=[*batch, n, n]), -1.0)
     sym = f.add(da, mt(f, da), da)
     tri = triangle(f, factor, upper)
-    return {"X@GRAD": db, "Y@GRAD": triangle(f, mm(f, tri, sym) if upper else mm(f, sym, tri), upper)}
+    product = mm(f, tri, sym, shape=[*batch, n, n]) if upper else mm(f, sym, tri, shape=[*batch, n, n])
+    return {"X@GRAD": unbroadcast(f, db, [*batch, n, k], b),
+            "Y@GRAD": unbroadcast(f, triangle(f, product, upper), [*batch, n, n], factor)}
 
 
 @expansion
 def _triangular_solve_grad(f, g):
-    """dY = M^-T dOut (the solve with transpose flipped), dM = -dY Out^T, onto X's triangle."""
+    """dY = M^-T dOut (the solve with transpose flipped), dM = -dY Out^T onto X's triangle; each summed back over
+    the batch dims broadcasting stretched."""
     x, y, out, dout = (first(g.I(s)) for s in ("X", "Y", "Out", "Out@GRAD"))
-    same_batch(f, x, y)
+    batch, _ = solve_batch(f, x, y)
+    n, k = g.shape(x)[-1], g.shape(y)[-1]
     upper, transpose, unit = g.attr("upper"), g.attr("transpose"), g.attr("unitriangular")
     dy = f.op("triangular_solve", {"X": x, "Y": dout}, y,
-              {"upper": upper, "transpose": not transpose, "unitriangular": unit})
-    dm = f.scale(mm(f, dy, out, tb=True, like=x), -1.0)
+              {"upper": upper, "transpose": not transpose, "unitriangular": unit}, dims=lambda s: [*batch, n, k])
+    dm = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
     shift = (1 if upper else -1) if unit else 0
-    return {"X@GRAD": triangle(f, mt(f, dm) if transpose else dm, upper, shift), "Y@GRAD": dy}
+    dx = triangle(f, mt(f, dm) if transpose else dm, upper, shift)
+    return {"X@GRAD": unbroadcast(f, dx, [*batch, n, n], x), "Y@GRAD": unbroadcast(f, dy, [*batch, n, k], y)}
 
 
 @expansion
 def _solve_grad(f, g):
-    """dY = X^-T dOut, dX = -dY Out^T."""
+    """dY = X^-T dOut, dX = -dY Out^T (vectors as columns), each summed back over the batch dims broadcasting
+    stretched."""
     x, y, out, dout = (first(g.I(s)) for s in ("X", "Y", "Out", "Out@GRAD"))
-    same_batch(f, x, y)
-    dy = f.op("solve", {"X": mt(f, x), "Y": dout}, y)
-    return {"X@GRAD": f.scale(mm(f, dy, out, tb=True, like=x), -1.0), "Y@GRAD": dy}
+    batch, vector = solve_batch(f, x, y, vectors=True)
+    if vector:
+        out, dout = (unsqueezed(f, v, rank(f, v)) for v in (out, dout))
+    n, k = g.shape(x)[-1], 1 if vector else g.shape(y)[-1]
+    dy = f.op("solve", {"X": mt(f, x), "Y": dout}, y, dims=lambda s: [*batch, n, k])
+    dx = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
+    return {"X@GRAD": unbroadcast(f, dx, [*batch, n, n], x), "Y@GRAD": unbroadcast(f, dy, [*batch, n, k], y, vector)}
 
 
 @expansion
