@@ -4,7 +4,7 @@ wraps (grid_sample, affine_grid, temporal_shift, ...)."""
 import paddle
 import paddle.nn.functional as F
 
-from .spec import f, ints, table, unit
+from .spec import const, f, ints, table, unit
 
 MANIPULATION = table(
     "tensor_ops",
@@ -26,7 +26,7 @@ MANIPULATION = table(
     ("cumsum_reverse", lambda x: paddle.cumsum(paddle.flip(x, [1]), axis=1), f(2, 4)),
     ("sort_values", lambda x: paddle.sort(x, axis=1), f(2, 5)),
     ("topk_values", lambda x: paddle.topk(x, 2)[0], f(2, 5)),
-    ("clip_tensor", lambda x, lo: paddle.clip(x, lo, lo + 1), f(2, 5), f(2, 5)),
+    ("clip_tensor", lambda x, lo: paddle.clip(x, lo, lo + 1), f(2, 5), const(1)),
 )
 
 FUNCTIONAL = table(
