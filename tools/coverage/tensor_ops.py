@@ -11,6 +11,7 @@ MANIPULATION = table(
     ("masked_scatter", lambda x, v: paddle.masked_scatter(x, x > 0, v), f(2, 5), f(10)),
     ("index_fill", lambda x: paddle.index_fill(x, paddle.to_tensor([0, 2]), 1, 0.5), f(2, 4)),
     ("take", lambda x: paddle.take(x, paddle.to_tensor([[0, 3], [5, 7]])), f(2, 4)),
+    ("eye_plus", lambda x: x + paddle.eye(3, 4), f(3, 4)),
     ("rot90", lambda x: paddle.rot90(x, 1, [0, 1]), f(2, 3)),
     ("tensor_split", lambda x: paddle.tensor_split(x, 3, axis=1)[1], f(2, 6)),
     ("moveaxis", lambda x: paddle.moveaxis(x, 0, 2), f(2, 3, 4)),
