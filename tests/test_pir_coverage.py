@@ -69,6 +69,16 @@ def test_a_coverage_row_trains_to_paddles_gradients(case):
     assert_matches_paddle(train_and_run(load(case), case), case)
 
 
+@pytest.mark.parametrize("case", LAYERS)
+def test_gradcs_training_program_of_a_coverage_row_written_as_pir_gives_its_gradients(case):
+    """Export of every op a row's program and gradc's backward of it hold (Paddle runs these files too:
+    tools/run_pir_in_paddle.py)."""
+    program = load(case)
+    gradc.append_backward(program, "loss")
+    data = serialize_pir(program, fetch=list(npz(case, "grads")))
+    assert_matches_paddle(run_fetches(parse_pir(data), case), case)
+
+
 @pytest.mark.parametrize("case", LAYERS_WITH_BACKWARD)
 def test_paddles_training_program_of_a_coverage_row_gives_its_gradients(case):
     program = load_pir(paddle_backward(case))
