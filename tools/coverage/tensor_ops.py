@@ -30,6 +30,28 @@ MANIPULATION = table(
     ("clip_tensor", lambda x, lo: paddle.clip(x, lo, lo + 1), f(2, 5), const(1)),
 )
 
+
+
+def _ints(*values):
+    return paddle.to_tensor(list(values))
+
+
+DRAWS_AND_BITS = table(
+    "tensor_ops",
+    ("bernoulli", lambda x: x * paddle.bernoulli(paddle.full([2, 4], 0.5)), f(2, 4)),
+    ("multinomial", lambda x, p: paddle.gather(x, paddle.multinomial(p, 3, replacement=True), axis=1),
+     f(2, 4), unit(4, grad=False)),
+    ("poisson", lambda x: x * paddle.poisson(paddle.full([2, 4], 2.0)), f(2, 4)),
+    ("bitwise_and", lambda x: x * paddle.bitwise_and(_ints(3, 5), _ints(6, 4)).astype("float32"), f(3, 2)),
+    ("bitwise_xor", lambda x: x * paddle.bitwise_xor(_ints(3, 5), _ints(6, 4)).astype("float32"), f(3, 2)),
+    ("renorm", lambda x: paddle.renorm(x, 2.0, 0, 1.0), f(3, 4)),
+    ("renorm_p1_axis1", lambda x: paddle.renorm(x, 1.0, 1, 0.5), f(3, 4)),
+    ("logspace", lambda x: x * paddle.logspace(0, 1, 4, base=2.0), f(2, 4)),
+    ("unique_consecutive", lambda x: paddle.gather(x, paddle.unique_consecutive(_ints(1, 1, 2, 0)), axis=1), f(2, 4)),
+    ("histogram", lambda x: x * paddle.histogram(x, bins=4, min=-2, max=2).astype("float32").sum(), f(2, 4)),
+    ("argmax_take", lambda x: paddle.take_along_axis(x, paddle.argmax(x, axis=1, keepdim=True), 1), f(2, 4)),
+)
+
 FUNCTIONAL = table(
     "functional",
     ("affine_grid", lambda theta: F.affine_grid(theta, [2, 1, 3, 4], align_corners=False), f(2, 2, 3)),
@@ -50,4 +72,4 @@ FUNCTIONAL = table(
     ("zeropad2d", lambda x: F.zeropad2d(x, [1, 0, 0, 1]), f(1, 1, 2, 3)),
 )
 
-ROWS = MANIPULATION + FUNCTIONAL
+ROWS = MANIPULATION + DRAWS_AND_BITS + FUNCTIONAL
