@@ -4,6 +4,9 @@ Each `<type>_grad` reads the forward slot Paddle's reads: Out where the derivati
 
 The rounding ops are piecewise constant: their grads are zero, and Paddle 3.3.1 still emits the grad ops.
 Their attributes take every value (round's decimals, logit's eps, stanh's scales), as Paddle's kernels do.
+
+Where Paddle 3.3.1 is wrong: asinh_grad and acosh_grad square x in float32, which overflows past |x| = 1.8e19,
+and give 0 there; gradc's are 1 / |x| (the kernels' factored forms, gradc.executor.kernels.unary_math).
 """
 
 from __future__ import annotations

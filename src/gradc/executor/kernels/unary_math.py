@@ -26,10 +26,11 @@ def _round(x, k):
 
 def _logit(x, k):
     """log(x / (1 - x)) of x clipped to [eps, 1 - eps] (bounds in x's dtype, as Paddle); with eps 0, NaN
-    outside [0, 1]. In float64: float32's 1 - x would cost digits near 1."""
+    outside [0, 1]. The clip is Paddle's: down to 1 - eps first, then up to eps, so an eps above 1/2 makes
+    every value eps. In float64, rounded once: near x = 1/2 the float32 quotient's rounding is most of log's value."""
     eps = k.attr("eps")
     low, high = np.asarray(eps, x.dtype), np.asarray(1.0 - eps, x.dtype)
-    t = np.minimum(np.maximum(x, low), high).astype(np.float64) if eps else x.astype(np.float64)
+    t = np.maximum(np.minimum(x, high), low).astype(np.float64) if eps else x.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.log(t / (1 - t))
     if not eps:
