@@ -5,6 +5,8 @@ accurate than Paddle."""
 import numpy as np
 import pytest
 
+from gradc import Executor, Scope, gradients
+from gradc.layers import ProgramBuilder
 from one_op import run
 from test_activation_math_family import run_op
 
@@ -128,3 +130,18 @@ def test_float64_stays_float64():
     x = np.array([0.3, 0.6])
     for op in ("log1p", "erf", "logit", "stanh", "round"):
         assert run(op, {"X": x})["Out"].dtype == np.float64
+
+
+def test_acos_second_derivative_is_paddles():
+    """Paddle 3.3.1's acos_double_grad (its one second derivative of the family), float64: d/dx of w . acos'(x)."""
+    net = ProgramBuilder()
+    x = net.data("x", [3], "float64", stop_gradient=False)
+    w = net.data("w", [3], "float64", stop_gradient=True)
+    loss = net.op("reduce_sum", {"X": net.op("acos", {"X": x})[0]}, {"reduce_all": True})[0]
+    (slope,) = gradients(net.program, loss, [x])
+    weighted = net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": slope, "Y": w})[0]}, {"reduce_all": True})[0]
+    (second,) = gradients(net.program, weighted, [x])
+    feed = {"x": np.array([0.3, -0.5, 0.9]), "w": np.array([1.0, 2.0, -1.0])}
+    first_values, second_values = Executor().run(net.program, feed, [slope, second], Scope())
+    np.testing.assert_allclose(first_values, [-1.0482848367219182, -1.1547005383792517, -2.294157338705618], rtol=1e-14)
+    np.testing.assert_allclose(second_values, [-0.3455884077105225, 1.539600717839002, 10.867061078079246], rtol=1e-14)
