@@ -36,19 +36,20 @@ _ERF_SERIES = tuple((-1) ** n * 2 / math.sqrt(math.pi) / (math.factorial(n) * (2
 _ERF_BLOCK = 1 << 14  # values a pass at a time: the passes' arrays stay in cache (3x faster than whole arrays)
 
 
-def erf(x):
-    """erf to 1e-15 (absolute) with numpy only, computed in float64 and returned in x's dtype (at least float32)."""
+def erf(x, near_zero: bool = True):
+    """erf to 1e-15 (absolute) with numpy only, computed in float64 and returned in x's dtype (at least float32);
+    with ``near_zero``, also to the last bit relatively below |x| = 0.1 (gelu's 1 + erf does without: 30% faster)."""
     z = np.asarray(x, dtype=np.float64)
     out = np.empty(z.shape)
     flat_z, flat_out = z.reshape(-1), out.reshape(-1)
     for start in range(0, flat_z.size, _ERF_BLOCK):
-        _erf_block(flat_z[start:start + _ERF_BLOCK], flat_out[start:start + _ERF_BLOCK])
+        _erf_block(flat_z[start:start + _ERF_BLOCK], flat_out[start:start + _ERF_BLOCK], near_zero)
     return out.astype(np.result_type(x, np.float32), copy=False)
 
 
-def _erf_block(z, out):
+def _erf_block(z, out, near_zero):
     a = np.minimum(np.abs(z), _ERF_CAP)   # NaN stays NaN
-    small = a < _ERF_SERIES_BELOW
+    small = a < _ERF_SERIES_BELOW if near_zero else None
     t = np.divide(1.0, a * 0.5 + 1.0)
     u = t * (8 / 3) - 5 / 3
     q = np.full_like(u, _ERF_Q[0])
@@ -61,7 +62,7 @@ def _erf_block(z, out):
     q *= np.exp(a, out=a)
     np.subtract(1.0, q, out=q)
     np.copysign(q, z, out=out)
-    if small.any():
+    if near_zero and small.any():
         out[small] = _erf_series(z[small])
 
 
@@ -91,14 +92,14 @@ _TANH_C = math.sqrt(2 / math.pi)  # tanh-approximate gelu: 0.5 x (1 + tanh(c (x 
 def _gelu(x, approximate):
     if approximate:
         return 0.5 * x * (1 + np.tanh(_TANH_C * (x + 0.044715 * x ** 3)))
-    return _blockwise(lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2))), x)
+    return _blockwise(lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2), near_zero=False)), x)
 
 
 def _gelu_grad(x, d, approximate):
     if approximate:
         t = np.tanh(_TANH_C * (x + 0.044715 * x ** 3))
         return d * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _TANH_C * (1 + 3 * 0.044715 * x * x))
-    return _blockwise(lambda x, d: d * (0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x)
+    return _blockwise(lambda x, d: d * (0.5 * (1 + erf(x / math.sqrt(2), near_zero=False)) + x * np.exp(-0.5 * x * x)
                                         / math.sqrt(2 * math.pi)), x, d)
 
 
