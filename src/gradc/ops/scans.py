@@ -44,6 +44,8 @@ defop("logcumsumexp", ["X"], attrs={"axis": -1, "flatten": False, "exclusive": F
 def _mode_infer(ctx):
     x = ctx.shape("X")
     axis = ctx.axis(ctx.attr("axis"), len(x))
+    if x and x[axis] == 0:
+        ctx.fail(f"mode needs a nonempty axis {ctx.attr('axis')} of X {x}")
     out = x[:axis] + ([1] if ctx.attr("keepdim") and x else []) + x[axis + 1:]
     return {"Out": (out, ctx.dtype("X")), "Indices": (out, VarType.INT64)}
 
@@ -54,14 +56,18 @@ defop("mode", ["X"], ["Out", "Indices"], attrs={"axis": -1, "keepdim": False}, n
 
 
 def median_axes(axes, rank: int, fail) -> list[int]:
-    """The dims a median folds, ascending: every dim for no axis (or a rank <= 1 input)."""
-    folded = sorted({normalize_axis(axis, rank, fail) for axis in axes})
-    return folded if axes and rank > 1 else list(range(rank))
+    """The dims a median folds, ascending: every dim for no axis (or a rank <= 1 input). A dim named twice is
+    an error, as in Paddle."""
+    folded = [normalize_axis(axis, rank, fail) for axis in axes]
+    if len(set(folded)) < len(folded):
+        fail(f"axis {list(axes)} names a dim twice")
+    return sorted(folded) if axes and rank > 1 else list(range(rank))
 
 
-def _median_infer(x_slot: str, out_slot: str, index_slot: str):
+def _median_infer(x_slot: str, out_slot: str, index_slot: str, folds_empty: bool):
     """Out without the folded dims (size 1 with keepdim); the index output has a trailing 2 in mode avg
-    (the two middle elements). Axes held by AxisTensor(List) are known at run time only."""
+    (the two middle elements). Axes held by AxisTensor(List) are known at run time only. ``folds_empty``:
+    no elements to fold give NaN (median), else they are an error (nanmedian)."""
     def infer(ctx):
         x, mode = ctx.shape(x_slot), ctx.attr("mode")
         if mode not in MEDIAN_MODES:
@@ -71,6 +77,8 @@ def _median_infer(x_slot: str, out_slot: str, index_slot: str):
             out = [-1] * len(x) if ctx.attr("keepdim") else None
             return {out_slot: (out, ctx.dtype(x_slot)), index_slot: (out and out + pair, VarType.INT64)}
         axes = median_axes(ctx.attr("axis"), len(x), ctx.fail)
+        if not folds_empty and any(x[i] == 0 for i in axes):
+            ctx.fail(f"{ctx.op.type} needs elements to fold: {x_slot} {x}, axis {ctx.attr('axis')}")
         keepdim = ctx.attr("keepdim")
         out = [1 if i in axes else d for i, d in enumerate(x) if keepdim or i not in axes]
         return {out_slot: (out, ctx.dtype(x_slot)), index_slot: (out + pair, VarType.INT64)}
@@ -81,11 +89,11 @@ def _median_infer(x_slot: str, out_slot: str, index_slot: str):
 # avg; a NaN makes the median NaN at the first NaN. AxisTensor / AxisTensorList, when given, hold the axes.
 _MEDIAN_INPUTS = ["x", "AxisTensor?", "AxisTensorList[]?"]
 defop("median", _MEDIAN_INPUTS, ["out", "medians"],
-      attrs={"axis": typed([], AttrType.LONGS), "keepdim": True, "mode": "avg"},
-      no_grad_inputs=_MEDIAN_INPUTS[1:], no_grad_outputs=["medians"], infer=_median_infer("x", "out", "medians"),
+      attrs={"axis": typed([], AttrType.LONGS), "keepdim": True, "mode": "avg"}, no_grad_inputs=_MEDIAN_INPUTS[1:],
+      no_grad_outputs=["medians"], infer=_median_infer("x", "out", "medians", folds_empty=True),
       grad=grad_op(*_MEDIAN_INPUTS, "medians", "out"))
 
 # the median of the elements that are not NaN (NaN where all are); MedianIndex as median's medians
 defop("nanmedian", ["X"], ["Out", "MedianIndex"],
       attrs={"axis": typed([], AttrType.INTS), "keepdim": True, "mode": "avg"}, no_grad_outputs=["MedianIndex"],
-      infer=_median_infer("X", "Out", "MedianIndex"), grad=grad_op("X", "MedianIndex", "Out"))
+      infer=_median_infer("X", "Out", "MedianIndex", folds_empty=False), grad=grad_op("X", "MedianIndex", "Out"))
