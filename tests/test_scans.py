@@ -128,15 +128,33 @@ def test_median_shares_the_gradient_among_ties(op, mode):
 
 
 def test_median_min_over_one_axis_gives_the_gradient_to_the_index():
-    """One of the tied 2s gets it all: gradc's stable sort names the first (Paddle's unstable one the last)."""
+    """One of the tied 2s gets it all: the one Paddle's nth_element puts in the middle."""
     out, index, grad = median("median", [[2, 1, 2, 5]], [1], "min")
-    assert out.tolist() == [2] and index.tolist() == [0] and grad.tolist() == [[1, 0, 0, 0]]
+    assert out.tolist() == [2] and index.tolist() == [2] and grad.tolist() == [[0, 0, 1, 0]]
+
+
+@pytest.mark.parametrize("op, x, index, grad", [
+    ("median", [1, 2, 2, 3, 3, 4], [1, 3], [0, 0.5, 0, 0.5, 0, 0]),     # no element equals 2.5: half each
+    ("nanmedian", [1, 2, 2, 3, 3, 4], [2, 3], [0, 0, 0.5, 0.5, 0, 0]),  # its top_k takes more: other ties
+    ("median", [-0.0, 0.0, 1, 1], [0, 3], [0.5, 0, 0, 0.5]),
+    ("median", [2, 2, 1, 2], [3, 0], [1 / 3, 1 / 3, 0, 1 / 3]),
+])
+def test_median_indices_at_ties_are_paddles(op, x, index, grad):
+    _, got_index, got_grad = median(op, x, [], "avg")
+    assert got_index.tolist() == index
+    np.testing.assert_allclose(got_grad, grad, rtol=1e-6)
+
+
+def test_mode_of_a_long_row_names_the_occurrence_paddles_sort_puts_last():
+    row = [4, 1, 4, 2, 1, 4, 7, 1, 9, 9, 8, 3, 3, 1, 2, 4, 5, 9, 9, 9, 9, 4, 4, 4, 4, 4, 1, 4, 4]
+    got = run("mode", row, grad=False)
+    assert got["Out"] == 4 and got["Indices"] == 0   # not 28, the last occurrence
 
 
 def test_median_of_a_row_with_nan_is_nan_at_its_first_nan():
     out, index, grad = median("median", [[1, nan, 3, 4], [nan, 1, nan, 0]], [1], "avg")
     np.testing.assert_array_equal(out, [nan, nan])
-    np.testing.assert_array_equal(index, [[1, 1], [0, 0]])   # Paddle 3.3.1 fills one slot, leaves garbage
+    np.testing.assert_array_equal(index, [[1, 1], [0, 0]])   # Paddle 3.3.1 writes one slot, of another row
     np.testing.assert_array_equal(grad, [[0, 1, 0, 0], [0.5, 0, 0.5, 0]])   # shared among the NaNs
     out, index, _ = median("median", [[1, nan, 3, 4]], [1], "min")
     assert np.isnan(out).all() and index.tolist() == [1]

@@ -7,6 +7,7 @@ import numpy as np
 
 from ...shapes import normalize_axis
 from . import kernel
+from .scans_order import THRESHOLD, sorted_indices
 
 
 def _along(x: np.ndarray, axis: int):
@@ -103,27 +104,38 @@ def logcumsumexp_grad(k):
     return {"X@GRAD": back((gathered[0] - gathered[1]).astype(x.dtype))}
 
 
+def _modes(rows: np.ndarray, order: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row [R, n] sorted by ``order``: the first of its longest runs of equal values (the smallest such
+    value; each NaN a run of its own) and the original index of the run's last element."""
+    n = rows.shape[1]
+    ordered = np.take_along_axis(rows, order, axis=1)
+    run_ends = np.ones(ordered.shape, bool)
+    run_ends[:, :-1] = ordered[:, 1:] != ordered[:, :-1]
+    starts = np.ones(ordered.shape, bool)
+    starts[:, 1:] = run_ends[:, :-1]
+    run_start = np.maximum.accumulate(np.where(starts, np.arange(n), 0), axis=1)
+    picked = np.argmax(np.where(run_ends, np.arange(n) - run_start + 1, 0), axis=1)[:, None]
+    return np.take_along_axis(ordered, picked, axis=1)[:, 0], np.take_along_axis(order, picked, axis=1)[:, 0]
+
+
 @kernel("mode")
 def mode(k):
-    """Paddle's rule: sort each row ascending (NaNs last, each NaN a value of its own), take the first of the
-    most frequent values, and the original index of its last occurrence. Paddle's unstable sort orders equal
-    elements of a row longer than 16 arbitrarily; gradc's index is always the last occurrence."""
+    """Paddle's rule: sort each row ascending (NaNs last), take the first of the most frequent values and the
+    index of the last of them in the sorted row. Paddle's std::sort keeps equal elements in their order in a
+    row of up to 16 (its last occurrence); a longer row with a repeated mode is sorted as Paddle sorts it
+    (scans_order), which can put another occurrence last."""
     x = k.x("X")
     run, _ = _along(x, k.attr("axis"))
     a = run(x)
     n = a.shape[-1]
     if n == 0:
         raise ValueError(f"mode needs a nonempty axis {k.attr('axis')} of X {list(x.shape)}")
-    order = np.argsort(a.reshape(-1, n), axis=1, kind="stable")
-    ordered = np.take_along_axis(a.reshape(-1, n), order, axis=1)
-    run_ends = np.ones(ordered.shape, bool)
-    run_ends[:, :-1] = ordered[:, 1:] != ordered[:, :-1]
-    starts = np.ones(ordered.shape, bool)
-    starts[:, 1:] = run_ends[:, :-1]
-    run_start = np.maximum.accumulate(np.where(starts, np.arange(n), 0), axis=1)
-    run_length = np.where(run_ends, np.arange(n) - run_start + 1, 0)
-    picked = np.argmax(run_length, axis=1)[:, None]   # the first of the longest runs: the smallest such value
-    values, indices = np.take_along_axis(ordered, picked, axis=1), np.take_along_axis(order, picked, axis=1)
+    rows = a.reshape(-1, n)
+    values, indices = _modes(rows, np.argsort(rows, axis=1, kind="stable"))
+    if n > THRESHOLD:
+        repeated = ((rows == values[:, None]) | (isnan(rows) & isnan(values)[:, None])).sum(axis=1) > 1
+        for row in np.flatnonzero(repeated):
+            indices[row] = _modes(rows[row:row + 1], np.array([sorted_indices(rows[row].tolist())]))[1][0]
     shape = list(a.shape[:-1])
     if k.attr("keepdim") and x.ndim:
         shape.insert(normalize_axis(k.attr("axis"), x.ndim), 1)

@@ -1,5 +1,5 @@
 """Kernels of median and nanmedian (gradc.ops.scans). Both sort the folded dims of each output element as one
-row (ties in their original order) and read the middle of it; their grads share Paddle 3.3.1's rule."""
+row and read the middle of it; their grads share Paddle 3.3.1's rule."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from ...ops.scans import median_axes
 from ...shapes import value_error
 from . import kernel
 from .scans import isnan, scatter_rows
+from .scans_order import top_k_ascending
 
 
 def _median_axes(k) -> list[int]:
@@ -44,7 +45,8 @@ def _median(k, x: np.ndarray, axes: list[int], ignore_nan: bool):
     """Out and the index output. In mode avg each row gives (left middle, right middle) and their mean; in mode
     min the left middle. median: a row with a NaN gives NaN at its first NaN. nanmedian: the middle of the
     elements that are not NaN; a row of NaNs only gives NaN at index -1 (when every element of X is NaN,
-    Paddle's rows are sorted as they are, NaNs and all)."""
+    Paddle's rows are sorted as they are, NaNs and all). Of equal middle elements, the index is the one
+    Paddle's top_k names (scans_order)."""
     avg = k.attr("mode") == "avg"
     shape = _out_shape(x, axes, k.attr("keepdim"))
     pair_shape = shape + [2] if avg else shape
@@ -55,19 +57,31 @@ def _median(k, x: np.ndarray, axes: list[int], ignore_nan: bool):
             raise ValueError(f"nanmedian needs elements to fold: X {list(x.shape)}, axis {axes}")
         return np.full(shape, np.nan, x.dtype), np.zeros(pair_shape, np.int64)
     nans = isnan(rows)
-    skip_nans = ignore_nan and 0 < nans.sum() < rows.size
-    valid = n - nans.sum(axis=1) if skip_nans else np.full(count, n)
+    if ignore_nan and not nans.all():   # Paddle's top_k then takes as many as the fullest row holds
+        valid = n - nans.sum(axis=1)
+        taken = int(valid.max())
+    else:
+        valid, taken = np.full(count, n), n // 2 + 1
     order = np.argsort(rows, axis=1, kind="stable")   # NaNs last
     at = np.arange(count)
     left, right = order[at, np.maximum(valid - 1, 0) // 2], order[at, np.minimum(valid // 2, n - 1)]
+    undefined = valid == 0 if ignore_nan else nans.any(axis=1)
+    for row in np.flatnonzero(~undefined & (_tied(rows, left) | _tied(rows, right))):
+        smallest = top_k_ascending(rows[row].tolist(), taken)
+        left[row], right[row] = smallest[(valid[row] - 1) // 2], smallest[valid[row] // 2]
     out = _halved_sum(rows[at, left], rows[at, right]) if avg else rows[at, left].copy()
     index = np.stack([left, right], axis=-1) if avg else left
-    undefined = valid == 0 if ignore_nan else nans.any(axis=1)
     if undefined.any():
         out[undefined] = np.nan
         fill = np.full(count, -1) if ignore_nan else np.argmax(nans, axis=1)
         index[undefined] = fill[undefined, None] if avg else fill[undefined]
     return out.reshape(shape), index.reshape(pair_shape).astype(np.int64)
+
+
+def _tied(rows: np.ndarray, picked: np.ndarray) -> np.ndarray:
+    """Per row: whether another element equals the picked one (NaN equal to NaN), so the pick is a choice."""
+    value = rows[np.arange(rows.shape[0]), picked][:, None]
+    return ((rows == value) | (isnan(rows) & isnan(value))).sum(axis=1) > 1
 
 
 def _median_grad(k, x: np.ndarray, axes: list[int], out: np.ndarray, index: np.ndarray, dout: np.ndarray) -> np.ndarray:
