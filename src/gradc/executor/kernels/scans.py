@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir import VarType
 from ...shapes import normalize_axis
 from . import kernel
 from .scans_order import THRESHOLD, sorted_indices
@@ -36,11 +37,10 @@ def _cum_extreme(running):
         x = k.x("x")
         run, back = _along(x, k.attr("axis"))
         a = run(x)
-        out = running.accumulate(a, axis=-1) if a.size else a.copy()
+        out = running.accumulate(a, axis=-1)
         taken = (a == out) | isnan(a)
-        positions = np.where(taken, np.arange(a.shape[-1]), 0)
-        indices = np.maximum.accumulate(positions, axis=-1) if a.size else positions
-        dtype = np.int32 if k.attr("dtype") == 2 else np.int64
+        indices = np.maximum.accumulate(np.where(taken, np.arange(a.shape[-1]), 0), axis=-1)
+        dtype = np.int32 if k.attr("dtype") == VarType.INT32 else np.int64
         return {"out": back(out), "indices": back(indices).astype(dtype)}
     return cum_extreme
 
