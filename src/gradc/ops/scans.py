@@ -5,7 +5,7 @@ logcumsumexp's, a softmax-like weighting, and median's at ties (docs/ops-scans.m
 
 from __future__ import annotations
 
-from ..ir import AttrType, VarType
+from ..ir import FLOAT_DTYPES, AttrType, VarType
 from ..registry import defop, grad_op, typed
 from ..shapes import normalize_axis, numel
 
@@ -29,7 +29,9 @@ for _name in ("cummax", "cummin"):
 
 
 def _logcumsumexp_infer(ctx):
-    x = ctx.shape("X")
+    x, dtype = ctx.shape("X"), ctx.dtype("X")
+    if dtype is not None and dtype not in FLOAT_DTYPES:
+        ctx.fail(f"logcumsumexp needs a float X, not {VarType(dtype).name}")
     if ctx.attr("flatten"):
         return {"Out": ([numel(x)], ctx.dtype("X"))}
     ctx.axis(ctx.attr("axis"), len(x))
