@@ -149,6 +149,7 @@ def test_mode_of_a_long_row_names_the_occurrence_paddles_sort_puts_last():
     row = [4, 1, 4, 2, 1, 4, 7, 1, 9, 9, 8, 3, 3, 1, 2, 4, 5, 9, 9, 9, 9, 4, 4, 4, 4, 4, 1, 4, 4]
     got = run("mode", row, grad=False)
     assert got["Out"] == 4 and got["Indices"] == 0   # not 28, the last occurrence
+    assert run("mode", np.full((2, 20), nan, np.float32), {"axis": 1}, grad=False)["Indices"].tolist() == [10, 10]
 
 
 def test_median_of_a_row_with_nan_is_nan_at_its_first_nan():
