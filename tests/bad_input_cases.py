@@ -135,6 +135,17 @@ COMPILE_TIME = {
     # binary_math
     # products
     # scans
+    **{f"{op} axis": (op, {"x": X23}, {"axis": 2}, "axis 2 is out of range for rank 2") for op in ("cummax", "cummin")},
+    "cummax dtype": ("cummax", {"x": X23}, {"dtype": 5}, "dtype 5 must be int32 (2) or int64 (3)"),
+    "logcumsumexp axis": ("logcumsumexp", {"X": X23}, {"axis": -3}, "axis -3 is out of range for rank 2"),
+    "logcumsumexp dtype": ("logcumsumexp", {"X": zeros(2, 3, dtype=np.int64)}, {}, "needs a float X, not INT64"),
+    "mode axis": ("mode", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
+    "mode empty axis": ("mode", {"X": zeros(2, 0)}, {"axis": 1}, "mode needs a nonempty axis 1 of X [2, 0]"),
+    "median mode": ("median", {"x": X23}, {"axis": [1], "mode": "max"}, "mode 'max' must be 'avg' or 'min'"),
+    "median axis": ("median", {"x": X23}, {"axis": [0, 2]}, "axis 2 is out of range for rank 2"),
+    "median axis twice": ("median", {"x": X23}, {"axis": [1, -1]}, "axis [1, -1] names a dim twice"),
+    "nanmedian axis": ("nanmedian", {"X": X23}, {"axis": [-3]}, "axis -3 is out of range for rank 2"),
+    "nanmedian empty": ("nanmedian", {"X": zeros(2, 0)}, {"axis": [1]}, "nanmedian needs elements to fold"),
     # linalg
     # sampling
 }
@@ -165,6 +176,7 @@ RUN_TIME = {
     # binary_math
     # products
     # scans
+    "median axis tensor": ("median", {"x": X23, "AxisTensor": i64(3)}, {}, "axis 3 is out of range for rank 2"),
     # linalg
     # sampling
 }

@@ -162,6 +162,10 @@ FAMILIES = {
     "rnn_double": (
         "rnn_grad",
     ),
+    "scans": (
+        "cummax", "cummax_grad", "cummin", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
+        "median", "median_grad", "nanmedian", "nanmedian_grad",
+    ),
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad",

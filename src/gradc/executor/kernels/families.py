@@ -122,6 +122,12 @@ FAMILIES = {
     "rnn": (
         "rnn", "rnn_grad",
     ),
+    "scans": (
+        "cummax", "cummin", "cummax_grad", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
+    ),
+    "scans_median": (
+        "median", "median_grad", "nanmedian", "nanmedian_grad",
+    ),
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad", "masked_select", "masked_select_grad",
