@@ -129,7 +129,7 @@ FAMILIES = {
         "instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad",
     ),
     "norm_double": (
-        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "squared_l2_norm_grad", "lrn_grad",
+        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "renorm_grad", "squared_l2_norm_grad", "lrn_grad",
         "spectral_norm_grad",
     ),
     "optimizer": (

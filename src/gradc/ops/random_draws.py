@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..ir.types import FLOAT_DTYPES, dtype_name
-from ..registry import NO_GRAD, defop, grad_op
+from ..registry import NO_GRAD, defgrad, defop, grad_op
+from .composite import expansion, first
 from .infer import same_as
 
 
@@ -33,3 +34,5 @@ def _multinomial_infer(ctx):
 defop("bernoulli", ["X"], infer=_float_input, grad=NO_GRAD)
 defop("multinomial", ["X"], attrs={"num_samples": 1, "replacement": False}, infer=_multinomial_infer, grad=NO_GRAD)
 defop("poisson", ["X"], infer=_float_input, grad=grad_op())
+# poisson_grad is 0 dOut: linear in dOut, its own gradient 0 ddX
+defgrad("poisson_grad", grad=expansion(lambda f, g: {"X@GRAD": f.scale(first(g.I("Out@GRAD")), 0.0)}))
