@@ -160,6 +160,8 @@ COMPILE_TIME = {
     "unique_consecutive axis": ("unique_consecutive", {"X": X23}, {"axis": [2], "dtype": 3},
                                 "axis 2 is out of range for rank 2"),
     "histogram bins": ("histogram", {"X": X23}, {"bins": 0}, "bins must be >= 1, got 0"),
+    "histogram weight": ("histogram", {"X": X23, "Weight": zeros(2, 3, dtype=np.float64)}, {"bins": 4},
+                         "Weight must have X's shape [2, 3] and dtype float32, got [2, 3] float64"),
 }
 
 RUN_TIME = {

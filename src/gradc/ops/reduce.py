@@ -105,5 +105,6 @@ def _renorm_infer(ctx):
     return {"Out": (shape, ctx.dtype("X"))}
 
 
-# each slice X[..., i, ...] along axis whose p-norm (over all its elements) exceeds max_norm is scaled down to it
+# each slice X[..., i, ...] along axis whose p-norm (over all its elements) exceeds max_norm is scaled down to it;
+# p <= 0 (no norm) and max_norm < 0 (a sign flip) are refused, where Paddle computes without a check
 defop("renorm", ["X"], attrs={"p": 2.0, "axis": 0, "max_norm": 1.0}, infer=_renorm_infer, grad=grad_op("X"))

@@ -6,6 +6,7 @@ shard_index, bincount, histogram. Index inputs never get a gradient; ops whose o
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
+from ..ir.types import dtype_name
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import broadcast_dims, dims_match, numel
 from .index import INDEX_DTYPES
@@ -195,7 +196,8 @@ def _histogram_infer(ctx):
         ctx.fail(f"histogram max {ctx.attr('max')} is below min {ctx.attr('min')}")
     if weight is not None and (len(weight) != len(x) or not all(map(dims_match, weight, x))
                                or ctx.dtype("Weight") != ctx.dtype("X")):
-        ctx.fail(f"histogram Weight must have X's shape {x} and dtype, got {weight}")
+        ctx.fail(f"histogram Weight must have X's shape {x} and dtype {dtype_name(ctx.dtype('X'))}, got {weight} "
+                 f"{dtype_name(ctx.dtype('Weight'))}")
     counted = weight is not None or ctx.attr("density")
     return {"Out": ([bins], VarType.FP32 if counted else VarType.INT64)}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from .. import randomness
 from . import kernel
 
@@ -28,6 +29,7 @@ def multinomial(k):
         raise ValueError("every distribution in X needs a finite positive total weight")
     if not replace and ((rows > 0).sum(axis=1) < samples).any():
         raise ValueError(f"without replacement, {samples} samples need as many categories of nonzero weight")
+    check_shape([*weights.shape[:-1], samples], np.int64, "multinomial")
     rng = randomness.generator()
     drawn = [rng.choice(row.size, samples, replace=replace, p=row / total) for row, total in zip(rows, totals)]
     return {"Out": np.array(drawn, dtype=np.int64).reshape(*weights.shape[:-1], samples)}
