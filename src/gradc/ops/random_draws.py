@@ -2,6 +2,10 @@
 drawn with the weights in each row of X) and poisson (counts with mean X). The executor draws them from gradc's
 generator (gradc.executor.randomness). poisson_grad gives zeros, as Paddle's does: a draw is not a
 differentiable function of its rate; bernoulli and multinomial have no gradient.
+
+Values Paddle leaves undefined are refused at run time: a probability outside [0, 1] (Paddle refuses it too),
+a negative or NaN weight, a row of weights summing to 0 (as Paddle), and a negative rate (Paddle's draw at one
+is undefined behaviour of its C++ generator).
 """
 
 from __future__ import annotations
