@@ -148,6 +148,31 @@ COMPILE_TIME = {
     "nanmedian empty": ("nanmedian", {"X": zeros(2, 0)}, {"axis": [1]}, "nanmedian needs elements to fold"),
     # linalg
     # sampling
+    # extras
+    "bitwise_and dtypes": ("bitwise_and", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 3, dtype=np.int64)}, {},
+                           "needs X and Y of one dtype, got int32 and int64"),
+    "bitwise_or float": ("bitwise_or", {"X": X23, "Y": X23}, {}, "X is float32"),
+    "bitwise_xor shapes": ("bitwise_xor", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 4, dtype=np.int32)}, {},
+                           "cannot broadcast shapes [2, 3] and [2, 4]"),
+    "bitwise_left_shift bool": ("bitwise_left_shift", {"x": zeros(2, dtype=bool), "y": zeros(2, dtype=bool)}, {},
+                                "x is bool"),
+    "bitwise_right_shift shapes": ("bitwise_right_shift", {"x": zeros(3, dtype=np.int64),
+                                                           "y": zeros(2, dtype=np.int64)},
+                                   {"is_arithmetic": False}, "cannot broadcast shapes [3] and [2]"),
+    "bernoulli ints": ("bernoulli", {"X": zeros(2, 3, dtype=np.int64)}, {}, "needs a float X, got int64"),
+    "poisson ints": ("poisson", {"X": zeros(2, 3, dtype=np.int32)}, {}, "needs a float X, got int32"),
+    "multinomial rank": ("multinomial", {"X": zeros(2, 3, 4)}, {}, "needs X of rank 1 or 2"),
+    "multinomial samples": ("multinomial", {"X": zeros(2, 3)}, {"num_samples": 4, "replacement": False},
+                            "cannot draw 4 samples from 3 categories"),
+    "renorm power": ("renorm", {"X": X23}, {"p": 0.0, "axis": 0, "max_norm": 1.0}, "p must be a finite power > 0"),
+    "renorm axis": ("renorm", {"X": X23}, {"p": 2.0, "axis": 2, "max_norm": 1.0}, "axis 2 is out of range for rank 2"),
+    "logspace num": ("logspace", {"Start": ONE, "Stop": ONE, "Num": zeros(2, dtype=np.int32), "Base": ONE}, {},
+                     "needs a one-element Num, got shape [2]"),
+    "unique_consecutive axis": ("unique_consecutive", {"X": X23}, {"axis": [2], "dtype": 3},
+                                "axis 2 is out of range for rank 2"),
+    "histogram bins": ("histogram", {"X": X23}, {"bins": 0}, "bins must be >= 1, got 0"),
+    "histogram weight": ("histogram", {"X": X23, "Weight": zeros(2, 3, dtype=np.float64)}, {"bins": 4},
+                         "Weight must have X's shape [2, 3] and dtype float32, got [2, 3] float64"),
 }
 
 RUN_TIME = {
@@ -179,6 +204,14 @@ RUN_TIME = {
     "median axis tensor": ("median", {"x": X23, "AxisTensor": i64(3)}, {}, "axis 3 is out of range for rank 2"),
     # linalg
     # sampling
+    # extras
+    "bernoulli probability": ("bernoulli", {"X": np.array([0.5, 1.5], f32)}, {}, "must lie in [0, 1]"),
+    "multinomial weight": ("multinomial", {"X": np.array([0.5, -0.1, 0.6], f32)}, {}, "weights in X must be >= 0"),
+    "poisson rate": ("poisson", {"X": np.array([1.0, -2.0], f32)}, {}, "rates in X must be >= 0"),
+    "logspace count": ("logspace", {"Start": ONE, "Stop": ONE, "Num": np.array([0], np.int32), "Base": ONE}, {},
+                       "Num must be >= 1, got 0"),
+    "histogram range": ("histogram", {"X": np.array([1.0, np.inf], f32)}, {"bins": 4},
+                        "histogram range [1.0, inf] is not finite"),
 }
 
 # forward ops with nothing a program can get wrong, and why

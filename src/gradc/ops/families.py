@@ -19,6 +19,9 @@ FAMILIES = {
         "elu_grad", "silu_grad", "softplus_grad", "gelu_grad", "pow_grad", "softmax_grad", "log_softmax_grad",
         "sin_grad", "cos_grad", "selu_grad", "celu_grad", "mish_grad", "hard_swish_grad",
     ),
+    "bitwise": (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    ),
     "broadcast_put": (
         "broadcast_tensors", "broadcast_tensors_grad", "index_put", "index_put_grad",
     ),
@@ -40,7 +43,7 @@ FAMILIES = {
         "conv3d_transpose", "conv3d_transpose_grad", "pool2d", "pool2d_grad", "pool3d", "pool3d_grad",
     ),
     "creation": (
-        "assign_value", "eye", "linspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
+        "assign_value", "eye", "linspace", "logspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
         "label_smooth_grad",
     ),
     "cumprod": (
@@ -126,7 +129,7 @@ FAMILIES = {
         "instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad",
     ),
     "norm_double": (
-        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "squared_l2_norm_grad", "lrn_grad",
+        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "renorm_grad", "squared_l2_norm_grad", "lrn_grad",
         "spectral_norm_grad",
     ),
     "optimizer": (
@@ -146,6 +149,9 @@ FAMILIES = {
     "pool_double": (
         "lp_pool2d_grad",
     ),
+    "random_draws": (
+        "bernoulli", "multinomial", "poisson", "poisson_grad",
+    ),
     "rearrange": (
         "flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad",
@@ -154,7 +160,7 @@ FAMILIES = {
         "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_max", "reduce_max_grad",
         "reduce_min", "reduce_min_grad", "reduce_prod", "reduce_prod_grad", "reduce_all", "reduce_any", "reduce_amax",
         "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "mean", "mean_grad", "logsumexp", "logsumexp_grad",
-        "p_norm", "p_norm_grad",
+        "p_norm", "p_norm_grad", "renorm", "renorm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",
@@ -169,8 +175,8 @@ FAMILIES = {
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad",
-        "masked_select", "masked_select_grad", "where_index", "unique", "gather_tree", "index_add", "index_add_grad",
-        "shard_index", "bincount",
+        "masked_select", "masked_select_grad", "where_index", "unique", "unique_consecutive", "gather_tree",
+        "index_add", "index_add_grad", "shard_index", "bincount", "histogram",
     ),
     "select_double": (
         "top_k_v2_grad", "argsort_grad", "kthvalue_grad", "scatter_grad", "scatter_nd_add_grad", "index_add_grad",

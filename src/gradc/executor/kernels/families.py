@@ -12,6 +12,9 @@ FAMILIES = {
         "mish", "mish_grad", "selu", "selu_grad", "softshrink", "softshrink_grad", "tanh_shrink", "tanh_shrink_grad",
         "thresholded_relu", "thresholded_relu_grad",
     ),
+    "bitwise": (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    ),
     "broadcast_put": (
         "broadcast_tensors", "broadcast_tensors_grad", "index_put", "index_put_grad",
     ),
@@ -27,7 +30,7 @@ FAMILIES = {
         "conv3d_transpose", "conv3d_transpose_grad",
     ),
     "creation": (
-        "assign_value", "eye", "linspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
+        "assign_value", "eye", "linspace", "logspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
         "label_smooth_grad",
     ),
     "cumprod": (
@@ -109,6 +112,9 @@ FAMILIES = {
     "put_along": (
         "put_along_axis", "put_along_axis_grad",
     ),
+    "random_draws": (
+        "bernoulli", "multinomial", "poisson", "poisson_grad",
+    ),
     "rearrange": (
         "flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad",
@@ -117,7 +123,7 @@ FAMILIES = {
         "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_all", "reduce_any", "mean",
         "mean_grad", "reduce_max", "reduce_max_grad", "reduce_min", "reduce_min_grad", "reduce_amax",
         "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "reduce_prod", "reduce_prod_grad", "logsumexp",
-        "logsumexp_grad", "p_norm", "p_norm_grad",
+        "logsumexp_grad", "p_norm", "p_norm_grad", "renorm", "renorm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",
@@ -131,7 +137,8 @@ FAMILIES = {
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad", "masked_select", "masked_select_grad",
-        "where_index", "unique", "gather_tree", "index_add", "index_add_grad", "shard_index", "bincount",
+        "where_index", "unique", "unique_consecutive", "gather_tree", "index_add", "index_add_grad", "shard_index",
+        "bincount", "histogram",
     ),
     "selected_rows": (
         "elementwise_mul", "clip_by_norm", "sum", "lookup_table_v2_grad", "lookup_table_grad", "merge_selected_rows",

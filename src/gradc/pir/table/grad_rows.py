@@ -82,6 +82,8 @@ ROWS = [
     row("pd_op.mean_all_grad", "mean_grad", UNARY, X_GRAD),
     row("pd_op.p_norm_grad", "p_norm_grad", "x:X out:Out out_grad:Out@GRAD", X_GRAD,
         "porder:f32 axis:i32 epsilon:f32 keepdim:bool asvector:bool"),
+    row("pd_op.renorm_grad", "renorm_grad", UNARY, X_GRAD, "p:f32 axis:i32 max_norm:f32"),
+    row("pd_op.poisson_grad", "poisson_grad", "out_grad:Out@GRAD", X_GRAD),
     # shapes: legacy grads of reshape-like ops read XShape where PIR reads the forward input
     row("pd_op.reshape_grad", "reshape2_grad", "x:XShape out_grad:Out@GRAD", X_GRAD),
     row("pd_op.flatten_grad", "flatten_contiguous_range_grad", "x:XShape out_grad:Out@GRAD", X_GRAD),
