@@ -77,18 +77,18 @@ def test_paddles_training_program_of_a_coverage_row_gives_its_gradients(case):
 
 def test_an_op_without_a_legacy_counterpart_is_named_with_the_reason(monkeypatch):
     """Every op the coverage rows emit has a row now, so the reason is one the test gives."""
-    monkeypatch.setitem(UNMAPPED, "pd_op.lgamma", "gradc registers no legacy op that computes it (lgamma)")
+    monkeypatch.setitem(UNMAPPED, "pd_op.fft_c2c", "gradc registers no legacy op that computes it (fft_c2c)")
     doc = json.loads((PIR_DATA / "mlp" / "forward.json").read_bytes())
     ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
     relu = next(op for op in ops if op["#"] == "1.relu")
-    relu["#"] = "1.lgamma"
-    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.lgamma \(first at "
-                                                 r"region 0, block 0, op \d+ \(pd_op.lgamma\): gradc registers no "
-                                                 r"legacy op that computes it \(lgamma"):
+    relu["#"] = "1.fft_c2c"
+    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.fft_c2c \(first at "
+                                                 r"region 0, block 0, op \d+ \(pd_op.fft_c2c\): gradc registers no "
+                                                 r"legacy op that computes it \(fft_c2c"):
         load_pir(json.dumps(doc).encode())
-    relu["#"] = "1.digamma"
-    with pytest.raises(gradc.FormatError, match=r"cannot translate: pd_op.digamma \(first at region 0, block 0, "
-                                                 r"op \d+ \(pd_op.digamma\)\) \(a Paddle 3 PIR program"):
+    relu["#"] = "1.fft_r2c"
+    with pytest.raises(gradc.FormatError, match=r"cannot translate: pd_op.fft_r2c \(first at region 0, block 0, "
+                                                 r"op \d+ \(pd_op.fft_r2c\)\) \(a Paddle 3 PIR program"):
         load_pir(json.dumps(doc).encode())
 
 
