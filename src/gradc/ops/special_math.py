@@ -7,8 +7,16 @@ slots Paddle's `<type>_grad` reads; the derivatives are the functions of the fam
     i0' = i1    i1' = i0 - i1 / x (1/2 at 0)    i0e' = i1e - sign(x) i0e    i1e' = i0e - i1e (sign(x) + 1 / x)
 
 Values follow Paddle 3.3.1 at poles and out of the domain (erfinv is +-inf past +-1, the gamma family's poles
-are +-inf or NaN as Paddle's). At +-inf gradc gives the limits where Paddle's kernels give NaN: i0(+-inf) and
-i1(+-inf) are +inf and +-inf (their grads too), polygamma(n >= 1, +inf) and digamma's grad at +inf are 0.
+are +-inf or NaN as Paddle's), and its subgradient at i0e's kink (-1 at +0, +1 at -0). gradc computes in float64
+and differs where Paddle 3.3.1 is wrong:
+- at +-inf, where Paddle's kernels give NaN for a function with a limit: i0(+-inf) = inf, i1(+-inf) = +-inf (and
+  their grads), polygamma(n >= 1, +inf) = 0, so digamma's grad at +inf is 0;
+- float32 input, which Paddle computes in float32: its digamma grad (trigamma) below 0 is far off (negative at
+  -18.99925, where it is 1.78e6; inf or NaN near -9.2), its erfinv is inf at the largest float32 below 1;
+- polygamma below 0, which Paddle sums from x upward, cancelling terms near the poles far larger than the value
+  (n = 6 at x = -64.5: 0.5% off); gradc reflects to 1 - x;
+- erfinv near 0 and +-1 in float64: Paddle goes through (x + 1) / 2, which rounds (relative error 8e-4 at
+  x = 1e-13, 0 below 1e-16; its grad at 1 - 1e-15 is 11% off).
 """
 
 from __future__ import annotations

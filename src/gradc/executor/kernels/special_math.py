@@ -41,11 +41,9 @@ _ASYMPTOTIC_FROM = 10.0   # where the asymptotic series of lgamma and digamma ar
 
 
 def hurwitz_zeta(s: int, q):
-    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for an integer s >= 2 and q > 0, or q < 0 not an integer (the
-    terms to q + k > 0 summed one by one, as Paddle: a pass per unit of -q); +inf at q = 0."""
+    """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for an integer s >= 2 and q > 0 (+inf at q = 0)."""
     q = np.asarray(q, np.float64)
-    # summed directly; from q + terms > 10 + s on, the Euler-Maclaurin corrections shrink fast
-    terms = 10 + s + math.ceil(-np.min(q, initial=0.0, where=q < 0))
+    terms = 10 + s   # summed directly; from q + terms on, the Euler-Maclaurin corrections shrink fast
     total = sum((q + k) ** -s for k in range(terms))
     w = q + terms
     total += w ** (1 - s) / (s - 1) + 0.5 * w ** -s
@@ -76,16 +74,14 @@ def _lgamma_positive(x):
     series = sum(c * y ** (1 - 2 * k) for k, c in enumerate(_STIRLING, 1))
     out[large] = (y - 0.5) * np.log(y) - y + 0.5 * math.log(2 * math.pi) + series
     z = x[~large]
-    log_factor = np.zeros_like(z)   # lgamma(x) = lgamma(z) + log_factor, z moved into [1.5, 2.5)
-    for _ in range(2):
-        low = z < 1.5
-        log_factor[low] -= np.log(z[low])
-        z[low] += 1
+    # lgamma(z) = lgamma(2 + t) + log_factor by Gamma(z + 1) = z Gamma(z), t kept exact (z + 1 - 2 would round)
+    t = np.where(z < 0.5, z, np.where(z < 1.5, z - 1, z - 2))
+    log_factor = np.where(z < 0.5, -np.log(z) - np.log1p(z), np.where(z < 1.5, -np.log1p(z - 1), 0.0))
     for _ in range(int(_ASYMPTOTIC_FROM) - 2):
-        high = z >= 2.5
-        z[high] -= 1
-        log_factor[high] += np.log(z[high])
-    out[~large] = _lgamma_near_two(z - 2) + log_factor
+        high = t >= 0.5
+        t[high] -= 1
+        log_factor[high] += np.log(t[high] + 2)
+    out[~large] = _lgamma_near_two(t) + log_factor
     return out
 
 
@@ -127,8 +123,10 @@ def digamma(x):
     return np.where(x == 0, -np.copysign(np.inf, x), out)
 
 
-_SUMMED_REACH = 64.0   # polygamma sums the Hurwitz series down to here, below by reflection (which loses digits for
-                       # large n where cot(pi x) is near 0)
+def _cot_pi(r):
+    """cot(pi r) for |r| <= 1/2, exactly 0 at +-1/2 (where 1 / tan is 6e-17, which the polynomials of high
+    derivatives magnify past the value itself)."""
+    return np.copysign(np.sin(math.pi * (0.5 - np.abs(r))), r) / np.sin(math.pi * np.abs(r))
 
 
 def _cot_derivative(n: int):
@@ -141,18 +139,19 @@ def _cot_derivative(n: int):
 
 def polygamma(n: int, x):
     """The n-th derivative of digamma. At the poles (0, negative integers) and at -inf (-1)^(n+1) inf, as
-    Paddle; at +inf 0 for n >= 1 (Paddle: NaN)."""
+    Paddle; at +inf 0 for n >= 1 (Paddle: NaN). Below 0 by reflection: the Hurwitz series from x < 0 (Paddle's
+    way) cancels terms near the poles far larger than the value (at x = -64.5, n = 6, Paddle is 0.5% off)."""
     if n == 0:
         return digamma(x)
     x = np.asarray(x, np.float64)
     sign = 1.0 if n % 2 else -1.0
-    far = x < -_SUMMED_REACH   # by reflection: the Hurwitz series would take a pass per unit of -x
+    negative = x < 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        out = sign * math.factorial(n) * hurwitz_zeta(n + 1, np.where(far, 1 - x, x))
-        if far.any():
-            cot = 1 / np.tan(math.pi * _pi_fraction(x))
+        out = sign * math.factorial(n) * hurwitz_zeta(n + 1, np.where(negative, 1 - x, x))
+        if negative.any():
+            cot = _cot_pi(_pi_fraction(x))
             reflected = (-1) ** n * out - math.pi ** (n + 1) * polynomial.polyval(cot, _cot_derivative(n))
-            out = np.where(far, reflected, out)
+            out = np.where(negative, reflected, out)
     pole = (x <= 0) & (x == np.floor(x))
     return np.where(pole, sign * np.inf, out)
 
