@@ -7,7 +7,8 @@ recurrence Gamma(x + 1) = x Gamma(x) (no cancellation near the zeros at 1 and 2)
 reflection below 0. digamma: recurrence up to 10, then its asymptotic series; reflection below 0. polygamma:
 (-1)^(n+1) n! zeta(n + 1, x) with the Hurwitz zeta summed directly and finished by Euler-Maclaurin; below 0 the
 reflection psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) cot^(n)(pi x). erfinv: a closed-form first guess (Winitzki)
-refined by Halley steps on erf, or on erfc in the tail, where erf's absolute error would swamp 1 - |x|.
+refined by Halley steps on erf (its Taylor series below 1/2), or on erfc in the tail (1 - erf, then Laplace's
+continued fraction), where erf's absolute error would swamp 1 - |x|.
 """
 
 from __future__ import annotations
@@ -101,12 +102,11 @@ def lgamma(x):
 
 
 def _digamma_positive(x):
-    """digamma of x >= 0 (-inf at 0)."""
-    z, shift = x.copy(), np.zeros_like(x)
-    for _ in range(int(_ASYMPTOTIC_FROM)):
-        low = z < _ASYMPTOTIC_FROM
-        shift[low] -= 1 / z[low]
-        z[low] += 1
+    """digamma of x >= 0 (-inf at 0): psi(x) = psi(x + 10) - sum 1 / (x + k) over k < 10, then the asymptotic
+    series (the recurrence for every x: fewer passes than picking the small ones)."""
+    steps = int(_ASYMPTOTIC_FROM)
+    shift = -sum(1 / (x + k) for k in range(steps))
+    z = x + steps
     inverse_square = 1 / (z * z)
     tail = sum(c * inverse_square ** k for k, c in enumerate(_DIGAMMA_TAIL, 1))
     return np.log(z) - 0.5 / z - tail + shift
@@ -121,6 +121,9 @@ def digamma(x):
         out = np.where(x < 0, positive - math.pi / np.tan(math.pi * fraction), positive)
     out = np.where((x < 0) & (fraction == 0), np.nan, out)
     return np.where(x == 0, -np.copysign(np.inf, x), out)
+
+
+_LARGEST_FACTORIAL = 170   # 171! overflows doubles
 
 
 def _cot_pi(r):
@@ -145,9 +148,10 @@ def polygamma(n: int, x):
         return digamma(x)
     x = np.asarray(x, np.float64)
     sign = 1.0 if n % 2 else -1.0
+    factorial = float(math.factorial(n)) if n <= _LARGEST_FACTORIAL else math.inf
     negative = x < 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        out = sign * math.factorial(n) * hurwitz_zeta(n + 1, np.where(negative, 1 - x, x))
+        out = sign * factorial * hurwitz_zeta(n + 1, np.where(negative, 1 - x, x))
         if negative.any():
             cot = _cot_pi(_pi_fraction(x))
             reflected = (-1) ** n * out - math.pi ** (n + 1) * polynomial.polyval(cot, _cot_derivative(n))
@@ -181,6 +185,18 @@ def _erf_near_zero(y):
     return 2 / math.sqrt(math.pi) * total
 
 
+def _erf_residual(y, a, complement):
+    """erf(y) - a for y = erfinv(a) roughly: by erf's Taylor series in the body, from erfc = 1 - erf in the tail."""
+    residual = np.empty_like(y)
+    body = ~(a >= 0.5)   # NaN too
+    residual[body] = _erf_near_zero(y[body]) - a[body]
+    far = ~body & (y >= _ERFC_TAIL_FROM)
+    residual[far] = complement[far] - erfc_tail(y[far])
+    near = ~body & ~far
+    residual[near] = complement[near] - (1 - erf(y[near]))
+    return residual
+
+
 def erfinv(x):
     """The inverse of erf on [-1, 1]; +-inf at +-1 and, as Paddle, beyond them."""
     x = np.asarray(x, np.float64)
@@ -190,12 +206,8 @@ def erfinv(x):
         log_term = np.log(complement * (1 + a))   # log(1 - a^2)
         half = 2 / (math.pi * _WINITZKI_A) + log_term / 2
         y = np.sqrt(np.sqrt(half * half - log_term / _WINITZKI_A) - half)
-        tail = a >= 0.5
         for _ in range(_HALLEY_STEPS):
-            far = y >= _ERFC_TAIL_FROM
-            erfc = np.where(far, erfc_tail(np.where(far, y, _ERFC_TAIL_FROM)), 1 - erf(y))
-            residual = np.where(tail, complement - erfc, _erf_near_zero(y) - a)   # erf(y) - a
-            step = residual / (2 / math.sqrt(math.pi) * np.exp(-y * y))
+            step = _erf_residual(y, a, complement) / (2 / math.sqrt(math.pi) * np.exp(-y * y))
             y = y - step / (1 + y * step)   # Halley: erf'' / erf' = -2y
     y = np.where(a >= 1, np.inf, y)
     return np.copysign(y, x)

@@ -64,12 +64,14 @@ def _chebyshev(t, coefficients):
 
 def _scaled(a, near, far, near_factor):
     """One of the scaled functions at a = |x| >= 0: near(a / 2 - 2) near_factor(a) up to 8, far(32 / a - 2) / sqrt(a)
-    beyond."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        inside = a <= _SPLIT
-        t = np.where(inside, a / 2 - 2, 32 / a - 2)
-        far_value = _chebyshev(t, far) / np.sqrt(a)
-        return np.where(inside, _chebyshev(t, near) * near_factor(a), far_value)
+    beyond (NaN stays NaN)."""
+    out = np.empty_like(a)
+    inside = a <= _SPLIT
+    close = a[inside]
+    out[inside] = _chebyshev(close / 2 - 2, near) * near_factor(close)
+    beyond = a[~inside]
+    out[~inside] = _chebyshev(32 / beyond - 2, far) / np.sqrt(beyond)
+    return out
 
 
 def i0e(x):
