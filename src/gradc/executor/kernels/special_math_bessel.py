@@ -1,9 +1,9 @@
 """Kernels of the modified Bessel functions of gradc.ops.special_math: i0, i1 and the exponentially scaled
 i0e(x) = exp(-|x|) i0(x), i1e(x) = exp(-|x|) i1(x). Cephes' Chebyshev expansions of the scaled functions on
 [0, 8] and, in 1/x, on [8, inf) (the coefficients are the published ones, highest order first), evaluated in
-float64; the kernels cast to the input's dtype. The grads compute from x in float64: Paddle's i1_grad divides the
-float32 Out by x, where i1(x) / x = i1e_over_x(|x|) exp(|x|) keeps float64's digits and overflows only with
-i0 (at 713 rather than at 89 for float32).
+float64; the kernels cast to the input's dtype. The grads compute from x in float64 and leave out, which Paddle's
+i0e/i1/i1e grad ops also take, unread: Paddle's i1_grad divides the float32 out by x, where i1(x) / x =
+i1e_over_x(|x|) exp(|x|) keeps float64's digits and overflows only with i0 (past 713, not past 89 in float32).
 """
 
 from __future__ import annotations
