@@ -160,6 +160,13 @@ FAMILIES = {
         "write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
         "tensor_array_to_tensor_grad",
     ),
+    "unary_math": (
+        "floor", "floor_grad", "ceil", "ceil_grad", "round", "round_grad", "trunc", "trunc_grad", "reciprocal",
+        "reciprocal_grad", "expm1", "expm1_grad", "log2", "log2_grad", "log10", "log10_grad", "log1p", "log1p_grad",
+        "tan", "tan_grad", "asin", "asin_grad", "acos", "acos_grad", "atan", "atan_grad", "sinh", "sinh_grad", "cosh",
+        "cosh_grad", "asinh", "asinh_grad", "acosh", "acosh_grad", "atanh", "atanh_grad", "erf", "erf_grad", "logit",
+        "logit_grad", "stanh", "stanh_grad",
+    ),
     "vision": (
         "pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",
         "channel_shuffle_grad", "unfold", "unfold_grad", "fold", "fold_grad",
