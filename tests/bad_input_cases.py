@@ -132,6 +132,7 @@ COMPILE_TIME = {
                         "value [2, 2, 3] does not broadcast to the picked entries [2, 3]"),
     # unary_math
     # special_math
+    "polygamma order": ("polygamma", {"x": X23}, {"n": -1}, "attribute n=-1 is out of range"),
     # binary_math
     # products
     # scans
@@ -235,6 +236,7 @@ EXEMPT = {
                                  "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf")},
     **{op: FREE_ATTRIBUTES for op in ("round", "logit", "stanh")},
     # special_math
+    **{op: ANY_TENSOR for op in ("erfinv", "lgamma", "digamma", "i0", "i0e", "i1", "i1e")},
     # binary_math
     # products
     # scans
