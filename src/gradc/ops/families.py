@@ -217,6 +217,9 @@ FAMILIES = {
         "erfinv", "erfinv_grad", "lgamma", "lgamma_grad", "digamma", "digamma_grad", "polygamma", "polygamma_grad",
         "i0", "i0_grad", "i0e", "i0e_grad", "i1", "i1_grad", "i1e", "i1e_grad",
     ),
+    "special_math_double": (
+        "erfinv_grad", "lgamma_grad", "digamma_grad", "polygamma_grad", "i0_grad", "i0e_grad", "i1_grad", "i1e_grad",
+    ),
     "tensor": (
         "fill_constant", "fill_any_like", "fill_zeros_like", "shape", "size", "uniform_random", "gaussian_random",
         "empty", "randint", "randperm", "assign", "cast",
