@@ -22,7 +22,9 @@ CASES = [
     second_order("lgamma", {"X": between_poles(2, 3)}, rtol=1e-4),
     second_order("lgamma", {"X": r.uniform(5.0, 30.0, (2, 3))}),
     second_order("digamma", {"X": between_poles(2, 3)}, rtol=1e-4),
-    *[second_order("polygamma", {"x": between_poles(2, 3)}, {"n": n}, rtol=1e-4) for n in (0, 1, 3)],
+    *[second_order("polygamma", {"x": between_poles(2, 3)}, {"n": n}, rtol=1e-4) for n in (0, 1)],
+    # polygamma(5) 0.2 from a pole is 1e6, which would swamp loss2's central differences in rounding
+    second_order("polygamma", {"x": np.array([[1.7, 2.4, 3.1], [0.6, -0.4, -1.45]])}, {"n": 3}, rtol=1e-4),
     second_order("i0", {"x": both_sides(2, 3, high=5.0)}),
     second_order("i0e", {"x": both_sides(2, 3)}),
     second_order("i1", {"x": both_sides(2, 3, high=5.0)}),
