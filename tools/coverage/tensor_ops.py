@@ -13,7 +13,6 @@ MANIPULATION = table(
     ("take", lambda x: paddle.take(x, paddle.to_tensor([[0, 3], [5, 7]])), f(2, 4)),
     ("rot90", lambda x: paddle.rot90(x, 1, [0, 1]), f(2, 3)),
     ("tensor_split", lambda x: paddle.tensor_split(x, 3, axis=1)[1], f(2, 6)),
-    ("unflatten", lambda x: paddle.unflatten(x, 1, [2, 3]), f(2, 6)),
     ("moveaxis", lambda x: paddle.moveaxis(x, 0, 2), f(2, 3, 4)),
     ("crop", lambda x: paddle.crop(x, shape=[2, 2], offsets=[0, 1]), f(3, 4)),
     ("expand_as", lambda x, y: paddle.expand_as(x, y), f(1, 4), f(3, 4)),
