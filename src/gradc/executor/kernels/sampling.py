@@ -140,9 +140,11 @@ def _setup(k):
     ops.check_sampler_attrs(k.attr)
     ops.check_sampler_shapes(x.shape, grid.shape)
     sizes = list(x.shape[2:])
-    positions, slopes = _positions(k, grid, sizes)
+    with np.errstate(invalid="ignore"):   # an infinite grid point reads NaN weights, as in Paddle
+        positions, slopes = _positions(k, grid, sizes)
+        taps = _taps(k, positions, sizes)
     out_shape = [*x.shape[:2], *grid.shape[1:-1]]
-    return x.reshape(*x.shape[:2], -1), sizes, grid, out_shape, _taps(k, positions, sizes), slopes
+    return x.reshape(*x.shape[:2], -1), sizes, grid, out_shape, taps, slopes
 
 
 def _gather(flat_x, index, inside):
