@@ -127,3 +127,12 @@ def test_temporal_shift_nhwc_is_nchw_transposed():
     nchw = run("temporal_shift", {"X": x}, attrs)["Out"]
     nhwc = run("temporal_shift", {"X": x.transpose(0, 2, 3, 1)}, {**attrs, "data_format": "NHWC"})["Out"]
     np.testing.assert_array_equal(nhwc, nchw.transpose(0, 2, 3, 1))
+
+
+def test_a_point_outside_reads_0_whatever_x_holds():
+    """zeros padding reads nothing outside: an infinite first pixel does not leak into far points."""
+    x = np.arange(12.0).reshape(1, 1, 3, 4)
+    x[0, 0, 0, 0] = np.inf
+    grid = np.array([[-3.0, -3.0], [1.0, 1.0]]).reshape(1, 1, 2, 2)
+    out = run("grid_sampler", {"X": x, "Grid": grid}, {"mode": "nearest"})["Output"]
+    np.testing.assert_array_equal(out.ravel(), [0.0, 11.0])

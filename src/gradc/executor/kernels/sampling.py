@@ -135,7 +135,7 @@ def _taps(k, positions, sizes):
 
 
 def _setup(k):
-    """(X as [N, C, pixels], spatial sizes of X, Grid, the output's [N, C, *grid sizes], its taps, slopes)."""
+    """(X as [N, C, pixels], Grid, the output's shape [N, C, *Grid's sizes], the taps, d position / d Grid)."""
     x, grid = k.x("X"), k.x("Grid")
     ops.check_sampler_attrs(k.attr)
     ops.check_sampler_shapes(x.shape, grid.shape)
@@ -144,18 +144,18 @@ def _setup(k):
         positions, slopes = _positions(k, grid, sizes)
         taps = _taps(k, positions, sizes)
     out_shape = [*x.shape[:2], *grid.shape[1:-1]]
-    return x.reshape(*x.shape[:2], -1), sizes, grid, out_shape, taps, slopes
+    return x.reshape(*x.shape[:2], -1), grid, out_shape, taps, slopes
 
 
 def _gather(flat_x, index, inside):
-    """X's values at flat pixel indices [N, points]: [N, C, points], 0 outside."""
+    """X's values at flat pixel indices [N, points]: [N, C, points], 0 outside (whatever X's first pixel holds)."""
     values = np.take_along_axis(flat_x, index.reshape(index.shape[0], 1, -1), axis=2)
-    return values * inside.reshape(index.shape[0], 1, -1)
+    return np.where(inside.reshape(index.shape[0], 1, -1), values, 0)
 
 
 @kernel("grid_sampler")
 def grid_sampler(k):
-    flat_x, _, _, out_shape, taps, _ = _setup(k)
+    flat_x, _, out_shape, taps, _ = _setup(k)
     out = sum(_gather(flat_x, index, inside).astype(np.float64) * weight.reshape(weight.shape[0], 1, -1)
               for index, inside, weight, _ in taps)
     return {"Output": out.reshape(out_shape).astype(flat_x.dtype)}
@@ -188,7 +188,7 @@ def _grid_grad(flat_x, taps, slopes, dout, grid):
 
 @kernel("grid_sampler_grad")
 def grid_sampler_grad(k):
-    flat_x, _, grid, out_shape, taps, slopes = _setup(k)
+    flat_x, grid, out_shape, taps, slopes = _setup(k)
     dout = k.x("Output@GRAD")
     if list(dout.shape) != out_shape:
         raise ValueError(f"Output@GRAD has shape {list(dout.shape)}, but the output is {out_shape}")
