@@ -47,7 +47,7 @@ def affine_grid(k):
     return {"Output": grid.reshape(theta.shape[0], *sizes, theta.shape[1]).astype(theta.dtype)}
 
 
-@kernel("affine_grid_grad")
+@kernel("affine_grid_grad", shape_only=("Theta",))
 def affine_grid_grad(k):
     theta = _theta(k)
     sizes, base = _base_grid(k, theta.shape)
