@@ -8,6 +8,7 @@ import pytest
 
 from gradc import Executor, Scope, append_backward
 from gradc.layers import ProgramBuilder
+from gradc.pir import parse_pir, serialize_pir
 from one_op import run
 
 
@@ -136,3 +137,24 @@ def test_a_point_outside_reads_0_whatever_x_holds():
     grid = np.array([[-3.0, -3.0], [1.0, 1.0]]).reshape(1, 1, 2, 2)
     out = run("grid_sampler", {"X": x, "Grid": grid}, {"mode": "nearest"})["Output"]
     np.testing.assert_array_equal(out.ravel(), [0.0, 11.0])
+
+
+def test_affine_grids_computed_output_shape_round_trips_through_pir():
+    """A computed shape is PIR's output_shape operand itself (a constant one folds into the attribute): the
+    program written as PIR and read back reads the OutputShape tensor, in the forward and the grad op."""
+    net = ProgramBuilder()
+    theta = net.data("theta", [1, 2, 3], "float64")
+    shape = net.data("shape", [4], "int32")
+    net.block.var(theta).is_parameter, net.block.var(theta).stop_gradient = True, False
+    grid = net.op("affine_grid", {"Theta": theta, "OutputShape": shape}, {"output_shape": [1, 1, 2, 2]},
+                  outputs=["Output"])[0]
+    loss = net.op("reduce_sum", {"X": net.op("square", {"X": grid})[0]}, {"reduce_all": True})[0]
+    append_backward(net.program, loss)
+    again = parse_pir(serialize_pir(net.program, fetch=[grid, theta + "@GRAD"]))
+    assert all(op.inputs["OutputShape"] for op in again.global_block.ops if op.type.startswith("affine_grid"))
+    feed = {theta: np.array([[[1.0, 0.5, 0.25], [0.0, 2.0, -1.0]]]), shape: np.array([1, 1, 3, 5], np.int32)}
+    expected = Executor().run(net.program, feed, [grid, theta + "@GRAD"], Scope())
+    values = Executor().run(again, feed, [grid, theta + "@GRAD"], Scope())
+    assert expected[0].shape == (1, 3, 5, 2)
+    for value, reference in zip(values, expected):
+        np.testing.assert_array_equal(value, reference)
