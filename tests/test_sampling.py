@@ -6,7 +6,7 @@ and its one-pixel dims, and temporal_shift's channel groups."""
 import numpy as np
 import pytest
 
-from gradc import Executor, Scope, append_backward
+from gradc import Executor, GradError, Scope, append_backward, gradients
 from gradc.layers import ProgramBuilder
 from gradc.pir import parse_pir, serialize_pir
 from one_op import run
@@ -158,3 +158,17 @@ def test_affine_grids_computed_output_shape_round_trips_through_pir():
     assert expected[0].shape == (1, 3, 5, 2)
     for value, reference in zip(values, expected):
         np.testing.assert_array_equal(value, reference)
+
+
+def test_a_loss_on_the_bilinear_grids_gradient_is_refused_by_the_second_backward():
+    """d/dGrid of Grid@GRAD needs second derivatives of the bilinear weights: a GradError naming the var."""
+    net = ProgramBuilder()
+    x, g = net.data("x", [1, 1, 3, 4], "float64"), net.data("g", [1, 2, 2, 2], "float64")
+    for name in (x, g):
+        net.block.var(name).stop_gradient = False
+    out = net.op("grid_sampler", {"X": x, "Grid": g}, {}, outputs=["Output"])[0]
+    append_backward(net.program, net.op("reduce_sum", {"X": net.op("square", {"X": out})[0]}, {"reduce_all": True})[0])
+    penalty = net.op("reduce_sum", {"X": net.op("square", {"X": g + "@GRAD"})[0]}, {"reduce_all": True})[0]
+    with pytest.raises(GradError, match="grid_sampler_grad: gradc differentiates bilinear sampling twice only "
+                                        "through X@GRAD; the loss reads the grid's gradient 'g@GRAD'"):
+        gradients(net.program, penalty, [x, g])

@@ -165,6 +165,9 @@ FAMILIES = {
     "sampling": (
         "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift", "temporal_shift_grad",
     ),
+    "sampling_double": (
+        "affine_grid_grad", "temporal_shift_grad", "grid_sampler_grad",
+    ),
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad",
