@@ -12,6 +12,7 @@ or reflection (mirror at the borders). Grid@GRAD of nearest is 0 (piecewise cons
 
 temporal_shift treats the batch as [N / seg_num, seg_num] clips: the first int(C * shift_ratio) channels take the
 previous segment's values, the next ones up to int(2 * C * shift_ratio) the following segment's; a clip's ends read 0.
+Paddle gives seg_num no default (programs always set it): gradc's 1 only fills the slot.
 """
 
 from __future__ import annotations
@@ -85,8 +86,8 @@ def _grid_sampler_infer(ctx):
 
 
 def shift_channels(channels: int, shift_ratio: float) -> tuple[int, int]:
-    """(end of the channels shifted forward in time, end of those shifted backward), as Paddle's float32
-    products truncate."""
+    """(end of the channels that read the previous segment, end of those that read the next), truncated from
+    float32 products as Paddle computes them."""
     ratio = float32(shift_ratio)
     return int(float32(channels * ratio)), int(float32(channels * 2 * ratio))
 

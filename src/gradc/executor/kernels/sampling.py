@@ -1,6 +1,7 @@
 """Kernels of gradc.ops.sampling. grid_sampler works on flat pixel indices: each output point reads the 2^dims
 corners around its position (bilinear) or the nearest pixel, gathered from X [N, C, pixels]; the grad scatters
-Out@GRAD back with one bincount. Positions are computed in float64 and the results cast back to X's dtype."""
+Out@GRAD back with one bincount. Positions are computed in Grid's dtype (as Paddle does), weights and sums in
+float64, and the results cast back to the inputs' dtypes."""
 
 from __future__ import annotations
 
@@ -204,8 +205,9 @@ def _shift(k, x, offsets):
     seg_num, ratio, data_format = k.attr("seg_num"), k.attr("shift_ratio"), k.attr("data_format")
     ops.check_shift(x.shape, seg_num, ratio, data_format)
     last = data_format == "NHWC"
-    clips = np.moveaxis(x.reshape(-1, seg_num, *x.shape[1:]), -1, 2) if last else x.reshape(-1, seg_num,
-                                                                                              *x.shape[1:])
+    clips = x.reshape(-1, seg_num, *x.shape[1:])
+    if last:
+        clips = np.moveaxis(clips, -1, 2)   # [clips, segments, C, H, W]
     first, second = ops.shift_channels(clips.shape[2], ratio)
     out = clips.copy()
     for channels, offset in ((slice(0, first), offsets[0]), (slice(first, second), offsets[1])):
