@@ -29,20 +29,24 @@ def grads_of_sum(op_type, inputs, attrs, out_slot):
 # X[0, 0] = (0..11)^2 / 10 as 3 x 4; grid points: both corners, outside, inside, outside in y only
 SQUARES = (np.arange(12.0).reshape(1, 1, 3, 4) ** 2) / 10
 POINTS = np.array([[-1.0, -1.0], [1.0, 1.0], [1.25, -1.5], [0.5, 0.25], [-0.875, 1.125]]).reshape(1, 1, 5, 2)
-# (mode, padding_mode, align_corners) -> (Output, Grid@GRAD of sum(Output)), from Paddle 3.3.1
+# (mode, padding_mode, align_corners) -> (Output, Grid@GRAD of sum(Output)), from Paddle 3.3.1, but for points that
+# land exactly on the last pixel with border or reflection padding: there Paddle weighs in a cell outside X (minus
+# the pixel's value times the scale), which is neither one-sided derivative. gradc takes the derivative from the
+# cell below: (1, 1) [3.15, 7.2] where Paddle gives [-18.15, -12.1]; x of (1.25, -1.5) folded onto the last column
+# without align_corners, -1.4 where Paddle gives 3.8.
 PADDLE = {
     ("bilinear", "zeros", True): ([0.0, 12.1, 0.28125, 5.575, 5.87890625],
                                   [[0.15, 1.6], [-18.15, -12.1], [-0.675, 0.5625], [2.25, 6.6], [2.23125, -6.71875]]),
     ("bilinear", "zeros", False): ([0.0, 3.025, 0.0, 6.8, 1.5],
                                    [[0.0, 0.0], [-12.1, -9.075], [0.0, 0.0], [3.2, 10.2], [4.0, -7.2]]),
     ("bilinear", "border", True): ([0.0, 12.1, 0.9, 5.575, 6.71875],
-                                   [[0.15, 1.6], [-18.15, -12.1], [0.0, 0.0], [2.25, 6.6], [2.55, 0.0]]),
+                                   [[0.15, 1.6], [3.15, 7.2], [0.0, 0.0], [2.25, 6.6], [2.55, 0.0]]),
     ("bilinear", "border", False): ([0.0, 12.1, 0.9, 6.8, 6.4],
                                     [[0.0, 0.0], [0.0, 0.0], [0.0, 0.0], [3.2, 10.2], [0.0, 0.0]]),
     ("bilinear", "reflection", True): ([0.0, 12.1, 2.5625, 5.575, 6.1],
-                                       [[0.15, 1.6], [-18.15, -12.1], [-1.35, -3.7], [2.25, 6.6], [2.4, -4.95]]),
+                                       [[0.15, 1.6], [3.15, 7.2], [-1.35, -3.7], [2.25, 6.6], [2.4, -4.95]]),
     ("bilinear", "reflection", False): ([0.0, 12.1, 1.9, 6.8, 6.4],
-                                        [[0.0, 0.0], [0.0, 0.0], [3.8, -6.0], [3.2, 10.2], [0.0, 0.0]]),
+                                        [[0.0, 0.0], [0.0, 0.0], [-1.4, -6.0], [3.2, 10.2], [0.0, 0.0]]),
     ("nearest", "zeros", True): ([0.0, 12.1, 0.9, 3.6, 6.4], None),
     ("nearest", "zeros", False): ([0.0, 0.0, 0.0, 3.6, 0.0], None),
     **{("nearest", padding, corners): ([0.0, 12.1, 0.9, 3.6, 6.4], None)
@@ -59,6 +63,17 @@ def test_grid_sampler_matches_paddle_at_and_beyond_the_borders(attrs):
     np.testing.assert_allclose(out.ravel(), expected_out, rtol=1e-12, atol=1e-12)
     expected_grid_grad = np.zeros((5, 2)) if expected_grid_grad is None else expected_grid_grad
     np.testing.assert_allclose(grads["Grid"].reshape(5, 2), expected_grid_grad, rtol=1e-12, atol=1e-12)
+
+
+def test_on_the_last_pixel_border_and_reflection_take_the_derivative_from_below():
+    """Central differences from below agree; from above, border is flat and reflection mirrored."""
+    point = POINTS[:, :, 1:2]
+    for padding_mode in ("border", "reflection"):
+        attrs = {"padding_mode": padding_mode}
+        out, grads = grads_of_sum("grid_sampler", {"X": SQUARES, "Grid": point}, attrs, "Output")
+        below = [(out.sum() - run("grid_sampler", {"X": SQUARES, "Grid": point - 1e-7 * np.eye(2)[i]}, attrs)
+                  ["Output"].sum()) / 1e-7 for i in range(2)]
+        np.testing.assert_allclose(grads["Grid"].ravel(), below, rtol=1e-6)
 
 
 def test_grid_sampler_x_grad_spreads_the_bilinear_weights():

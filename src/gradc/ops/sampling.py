@@ -8,7 +8,11 @@ sits at 0 (Paddle 3.3.1 gives NaN there with align_corners: it divides by size -
 
 grid_sampler reads X [N, C, H, W] at Grid [N, H_out, W_out, 2] (x then y, in [-1, 1]), 5-D with a third
 coordinate z; mode bilinear or nearest (round half to even), padding_mode zeros (outside reads 0), border (clamp)
-or reflection (mirror at the borders). Grid@GRAD of nearest is 0 (piecewise constant), as in Paddle.
+or reflection (mirror at the borders). Grid@GRAD of nearest is 0 (piecewise constant), as in Paddle. At a kink
+Grid@GRAD is Paddle's one-sided derivative, but where border or reflection padding puts a point exactly on the
+last pixel: Paddle 3.3.1 weighs in the cell beyond X there (read as 0), a Grid@GRAD that is neither one-sided
+derivative (an identity affine_grid with align_corners puts its last row and column there); gradc takes the
+derivative from the cell below.
 
 temporal_shift treats the batch as [N / seg_num, seg_num] clips: the first int(C * shift_ratio) channels take the
 previous segment's values, the next ones up to int(2 * C * shift_ratio) the following segment's; a clip's ends read 0.

@@ -122,7 +122,11 @@ def _taps(k, positions, sizes):
     if k.attr("mode") == "nearest":   # std::nearbyint: half to even
         index, inside = _pixel_index([_integer(np.rint(p), size) for p, size in zip(positions, sizes)], sizes)
         return [(index, inside, np.ones_like(positions[0]), None)]
-    lows = [np.floor(p) for p in positions]
+    # a point on the last pixel reads the cell below it: Paddle's cell above lies outside, and with border or
+    # reflection padding its Grid@GRAD there (minus the pixel's value) is neither one-sided derivative
+    floors = [np.floor(p) for p in positions]
+    lows = floors if k.attr("padding_mode") == "zeros" else [np.minimum(f, max(size - 2, 0))
+                                                             for f, size in zip(floors, sizes)]
     fracs = [p - low for p, low in zip(positions, lows)]
     taps = []
     for corner in itertools.product((0, 1), repeat=len(sizes)):
