@@ -149,6 +149,21 @@ COMPILE_TIME = {
     "nanmedian empty": ("nanmedian", {"X": zeros(2, 0)}, {"axis": [1]}, "nanmedian needs elements to fold"),
     # linalg
     # sampling
+    "affine_grid theta": ("affine_grid", {"Theta": zeros(2, 3, 3)}, {"output_shape": [2, 1, 4, 4]},
+                          "Theta must be [N, 2, 3] or [N, 3, 4], got shape [2, 3, 3]"),
+    "affine_grid output_shape": ("affine_grid", {"Theta": zeros(2, 2, 3)}, {"output_shape": [2, 1, 3, 4, 5]},
+                                 "a 3-D grid needs Theta [N, 3, 4], got shape [2, 2, 3]"),
+    "grid_sampler grid": ("grid_sampler", {"X": X4, "Grid": zeros(2, 3, 3, 3)}, {},
+                          "Grid must be [N, H_out, W_out, 2] for a 4-D X, got shape [2, 3, 3, 3]"),
+    "grid_sampler batch": ("grid_sampler", {"X": X4, "Grid": zeros(3, 2, 2, 2)}, {}, "X has 2 samples but Grid 3"),
+    "grid_sampler mode": ("grid_sampler", {"X": X4, "Grid": zeros(2, 2, 2, 2)}, {"mode": "bicubic"},
+                          "mode 'bicubic' is not one of ['bilinear', 'nearest']"),
+    "grid_sampler padding_mode": ("grid_sampler", {"X": X4, "Grid": zeros(2, 2, 2, 2)}, {"padding_mode": "wrap"},
+                                  "padding_mode 'wrap' is not one of ['zeros', 'border', 'reflection']"),
+    "temporal_shift seg_num": ("temporal_shift", {"X": zeros(3, 4, 2, 2)}, {"seg_num": 2},
+                               "the batch of 3 does not divide into segments of seg_num 2"),
+    "temporal_shift shift_ratio": ("temporal_shift", {"X": X4}, {"seg_num": 2, "shift_ratio": 0.5},
+                                   "shift_ratio must be in (0, 0.5), got 0.5"),
     # extras
     "bitwise_and dtypes": ("bitwise_and", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 3, dtype=np.int64)}, {},
                            "needs X and Y of one dtype, got int32 and int64"),
@@ -205,6 +220,9 @@ RUN_TIME = {
     "median axis tensor": ("median", {"x": X23, "AxisTensor": i64(3)}, {}, "axis 3 is out of range for rank 2"),
     # linalg
     # sampling
+    "affine_grid OutputShape": ("affine_grid", {"Theta": zeros(2, 2, 3),
+                                                "OutputShape": np.array([2, 1, 0, 3], np.int32)},
+                                {}, "output shape [2, 1, 0, 3] has a spatial size < 1"),
     # extras
     "bernoulli probability": ("bernoulli", {"X": np.array([0.5, 1.5], f32)}, {}, "must lie in [0, 1]"),
     "multinomial weight": ("multinomial", {"X": np.array([0.5, -0.1, 0.6], f32)}, {}, "weights in X must be >= 0"),

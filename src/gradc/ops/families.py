@@ -168,6 +168,12 @@ FAMILIES = {
     "rnn_double": (
         "rnn_grad",
     ),
+    "sampling": (
+        "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift", "temporal_shift_grad",
+    ),
+    "sampling_double": (
+        "affine_grid_grad", "temporal_shift_grad", "grid_sampler_grad",
+    ),
     "scans": (
         "cummax", "cummax_grad", "cummin", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
         "median", "median_grad", "nanmedian", "nanmedian_grad",

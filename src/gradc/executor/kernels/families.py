@@ -128,6 +128,9 @@ FAMILIES = {
     "rnn": (
         "rnn", "rnn_grad",
     ),
+    "sampling": (
+        "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift", "temporal_shift_grad",
+    ),
     "scans": (
         "cummax", "cummin", "cummax_grad", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
     ),
