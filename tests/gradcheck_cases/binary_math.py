@@ -48,6 +48,7 @@ CASES = [
     Case("masked_fill", {"x": randn(1, 4), "mask": MASK, "value": randn(3, 1)}),
     Case("conj", {"X": randn(3, 4)}),
     Case("fill_diagonal_tensor", {"X": randn(3, 4), "Y": randn(3)}),
+    Case("fill_diagonal_tensor", {"X": randn(3, 3), "Y": randn(1, 3)}),   # as paddle.diagonal_scatter passes it
     Case("fill_diagonal_tensor", {"X": randn(3, 4), "Y": randn(3)}, {"offset": 1}),
     Case("fill_diagonal_tensor", {"X": randn(3, 4), "Y": randn(2)}, {"offset": -1}),
     Case("fill_diagonal_tensor", {"X": randn(2, 3, 4), "Y": randn(4, 2)}, {"dim1": 0, "dim2": 1}),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..errors import GradError
 from ..ir import EMPTY_VAR, AttrType, VarType
 from ..registry import NO_GRAD, defgrad, defop, grad_op, typed
-from ..shapes import broadcast_dims, dims_match
+from ..shapes import broadcast_dims, dims_match, numel
 from .composite import Formula
 from .infer import broadcast_shapes, same_as
 
@@ -149,19 +149,21 @@ def _fill_diagonal_tensor_infer(ctx):
     length = diagonal_length(x[d1], x[d2], offset)
     if length == 0:
         ctx.fail(f"offset {offset} leaves no diagonal in dims {d1} and {d2} of X {x}")
-    expected = [d for i, d in enumerate(x) if i not in (d1, d2)] + [length]
-    if len(y) != len(expected) or not all(map(dims_match, y, expected)):
-        ctx.fail(f"Y must be shaped like the diagonal it replaces, {expected}, got {y}")
+    rest = [d for i, d in enumerate(x) if i not in (d1, d2)]
+    # Paddle's kernel reads Y as [the other dims, length] flattened to 2-D: paddle.diagonal_scatter passes a
+    # diagonal of a matrix as [1, length]
+    if not y or not dims_match(y[-1], length) or not dims_match(numel(y[:-1]), numel(rest)):
+        ctx.fail(f"Y must be shaped like the diagonal it replaces, {rest + [length]}, got {y}")
     return same_as("X")(ctx)
 
 
 def _fill_diagonal_tensor_grad(g):
     """Out is X with its diagonal replaced by Y: fill_diagonal_tensor_grad gives dX = dOut with the diagonal zeroed,
     as Paddle's. Paddle gives Y no gradient; gradc gives it the diagonal of dOut: what fill_diagonal_tensor_grad
-    zeroes, summed across the plane (one nonzero per line) and cut to the diagonal's length along the other dim,
-    which then moves last."""
+    zeroes, summed across the plane (one nonzero per line), cut to the diagonal's length along the other dim, which
+    then moves last, and shaped like Y."""
     f = Formula(g)
-    dout, dy = g.OG("Out")[0], g.IG("Y")[0]
+    out, dout, dy = g.O("Out")[0], g.OG("Out")[0], g.IG("Y")[0]
     f.emit("fill_diagonal_tensor_grad", {"Out@GRAD": dout}, {"X@GRAD": g.IG("X")}, same=True)
     if dy == EMPTY_VAR:
         return f.ops
@@ -172,15 +174,17 @@ def _fill_diagonal_tensor_grad(g):
     d1, d2 = g.attr("dim1") % rank, g.attr("dim2") % rank
     along, across = (d1, d2) if offset >= 0 else (d2, d1)   # the diagonal's i-th entry is at index i of `along`
     axis = along - (across < along)                         # `along` once `across` is summed away
-    off_diagonal = f.op("fill_diagonal_tensor_grad", {"Out@GRAD": dout}, dout, slot="X@GRAD", same=True)
-    diagonal_only = f.sub(dout, off_diagonal, dout)
-    lines = f.op("reduce_sum", {"X": diagonal_only}, dout, {"dim": [across], "keep_dim": False, "reduce_all": False},
+    off_diagonal = f.op("fill_diagonal_tensor_grad", {"Out@GRAD": dout}, out, slot="X@GRAD", same=True)
+    diagonal_only = f.sub(dout, off_diagonal, out)
+    lines = f.op("reduce_sum", {"X": diagonal_only}, out, {"dim": [across], "keep_dim": False, "reduce_all": False},
                  dims=lambda s: [d for i, d in enumerate(s) if i != across])
-    head = f.op("slice", {"Input": lines}, lines, {"axes": [axis], "starts": [0], "ends": [y[-1]],
-                                                   "infer_flags": [1], "decrease_axis": []},
-                dims=lambda s: [y[-1] if i == axis else d for i, d in enumerate(s)])
-    f.emit("transpose2", {"X": head}, {"Out": dy, "XShape": f.xshape(head)},
-           {"axis": [i for i in range(rank - 1) if i != axis] + [axis]})
+    head = f.op("slice", {"Input": lines}, out, {"axes": [axis], "starts": [0], "ends": [y[-1]],
+                                                 "infer_flags": [1], "decrease_axis": []},
+                dims=lambda s: [y[-1] if i == axis else d for i, d in enumerate(s) if i != across])
+    last = f.op("transpose2", {"X": head}, out, {"axis": [i for i in range(rank - 1) if i != axis] + [axis]},
+                more={"XShape": f.xshape(head)},
+                dims=lambda s: [d for i, d in enumerate(s) if i not in (d1, d2)] + [y[-1]])
+    f.shaped_like(last, g.I("Y")[0], dy)
     return f.ops
 
 

@@ -145,13 +145,14 @@ def _diagonal_of(a: np.ndarray, k):
 
 @kernel("fill_diagonal_tensor")
 def fill_diagonal_tensor(k):
+    """Y holds the diagonal as [the other dims, length], which Paddle's kernel reads flattened to 2-D (so [1, length]
+    for a matrix)."""
     out = k.x("X").copy()
     plane, rows, cols = _diagonal_of(out, k)
-    y = k.x("Y")
-    if y.shape != plane.shape[:-2] + (len(rows),):
-        raise ValueError(f"Y must be shaped like the diagonal it replaces, {list(plane.shape[:-2]) + [len(rows)]}, "
-                         f"got {list(y.shape)}")
-    plane[..., rows, cols] = y
+    y, shape = k.x("Y"), plane.shape[:-2] + (len(rows),)
+    if y.size != np.prod(shape) or y.shape[-1:] != shape[-1:]:
+        raise ValueError(f"Y must be shaped like the diagonal it replaces, {list(shape)}, got {list(y.shape)}")
+    plane[..., rows, cols] = y.reshape(shape)
     return {"Out": out}
 
 
