@@ -8,7 +8,7 @@ elementwise_* arithmetic. Bool results have no gradient.
 from __future__ import annotations
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR, AttrType, VarType
+from ..ir import EMPTY_VAR, AttrType, VarType, dtype_name
 from ..registry import NO_GRAD, defgrad, defop, grad_op, typed
 from ..shapes import broadcast_dims, dims_match, numel
 from .composite import Formula
@@ -67,7 +67,7 @@ defgrad("lerp_grad", inputs=["X", "Y", "Weight", "Out", "Out@GRAD"], outputs=["X
 
 def _masked_fill_infer(ctx):
     if ctx.dtype("mask") != VarType.BOOL:
-        ctx.fail("mask must be a bool tensor")
+        ctx.fail(f"mask must be a bool tensor, got {dtype_name(ctx.dtype('mask'))}")
     shape = broadcast_shapes(ctx, ctx.shape("x"), ctx.shape("mask"))
     if broadcast_shapes(ctx, shape, ctx.shape("value")) != shape:
         ctx.fail(f"value {ctx.shape('value')} does not broadcast to the output {shape}")
@@ -117,7 +117,7 @@ defop("allclose", ["Input", "Other", "Rtol?", "Atol?"], attrs=CLOSE_ATTRS, infer
 
 def _bitwise_not_infer(ctx):
     if ctx.dtype("X") not in INTEGER_DTYPES:
-        ctx.fail(f"X must be a bool or integer tensor, got {VarType(ctx.dtype('X')).name}")
+        ctx.fail(f"X must be a bool or integer tensor, got {dtype_name(ctx.dtype('X'))}")
     return same_as("X")(ctx)
 
 
