@@ -74,7 +74,8 @@ def _masked_fill_infer(ctx):
     return {"out": (shape, ctx.dtype("x"))}
 
 
-# out = value where mask, else x: dx = dOut where not mask, dvalue = the sum of dOut where mask
+# out = value where mask, else x: dx = dOut where not mask, dvalue = dOut where mask, summed to value's shape. Paddle
+# 3.3.1's masked_fill_grad kernel gives value zeros (or stale memory) instead, for every shape of value
 defop("masked_fill", ["x", "mask", "value"], ["out"], infer=_masked_fill_infer, no_grad_inputs=["mask"],
       grad=grad_op("x", "mask", "value"))
 

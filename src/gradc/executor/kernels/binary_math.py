@@ -30,14 +30,14 @@ def _atan2(x1, x2):
     return np.arctan2(x1, x2)
 
 
-def _atan2_scale(x1, x2, d):
-    """dOut / (x1^2 + x2^2): NaN at (0, 0) where atan2 has no derivative, as Paddle's kernel gives."""
+def _over_norm(v, x1, x2, d):
+    """v dOut / (x1^2 + x2^2): NaN at (0, 0), where atan2 has no derivative, as Paddle's kernel gives."""
     with np.errstate(divide="ignore", invalid="ignore"):
-        return d / (x1 * x1 + x2 * x2)
+        return v * d / (x1 * x1 + x2 * x2)
 
 
-_binary("atan2", "X1", "X2", _atan2, lambda x1, x2, d: x2 * _atan2_scale(x1, x2, d),
-        lambda x1, x2, d: -x1 * _atan2_scale(x1, x2, d))
+_binary("atan2", "X1", "X2", _atan2, lambda x1, x2, d: _over_norm(x2, x1, x2, d),
+        lambda x1, x2, d: _over_norm(-x1, x1, x2, d))
 
 
 # Paddle's kernels: fmax's dX = dOut where x >= y or y is NaN, dY = dOut elsewhere (fmin: x <= y)
