@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.binary_math import diagonal_length
 from . import kernel
 from .broadcast import unbroadcast
 
@@ -70,7 +71,7 @@ def lerp(k):
     return {"Out": x + w * (y - x)}
 
 
-@kernel("lerp_grad")
+@kernel("lerp_grad", shape_only=("X", "Y", "Out"))
 def lerp_grad(k):
     w, dout = k.x("Weight"), k.x("Out@GRAD")
     return k.grads({"X@GRAD": lambda: unbroadcast(np.broadcast_to(dout * (1 - w), dout.shape), k.x("X").shape),
@@ -83,7 +84,7 @@ def masked_fill(k):
     return {"out": np.where(k.x("mask"), k.x("value").astype(x.dtype, copy=False), x)}
 
 
-@kernel("masked_fill_grad")
+@kernel("masked_fill_grad", shape_only=("x", "value"))
 def masked_fill_grad(k):
     mask, dout = k.x("mask"), k.x("out@GRAD")
     zero = dout.dtype.type(0)
@@ -138,8 +139,7 @@ def _diagonal_of(a: np.ndarray, k):
     """A writable view of ``a`` with the plane (dim1, dim2) last, and the indices of its diagonal at ``offset``."""
     plane = np.moveaxis(a, (k.attr("dim1") % a.ndim, k.attr("dim2") % a.ndim), (-2, -1))
     offset = k.attr("offset")
-    n1, n2 = plane.shape[-2:]
-    steps = np.arange(max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2)))
+    steps = np.arange(diagonal_length(*plane.shape[-2:], offset))
     return plane, steps + max(0, -offset), steps + max(0, offset)
 
 
