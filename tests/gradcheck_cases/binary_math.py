@@ -4,6 +4,7 @@ copysign and heaviside, atan2 away from the origin."""
 import numpy as np
 
 from . import Case, rng
+from .second_order import second_order
 
 r = rng(11)
 
@@ -54,4 +55,15 @@ CASES = [
     Case("fill_diagonal_tensor", {"X": randn(2, 3, 4), "Y": randn(4, 2)}, {"dim1": 0, "dim2": 1}),
     Case("fill_diagonal_tensor", {"X": randn(2, 3, 4), "Y": randn(3, 1)}, {"dim1": -1, "dim2": 0, "offset": 1}),
     Case("fill_diagonal_tensor", {"X": randn(4, 2, 3), "Y": randn(2, 2)}, {"dim1": 2, "dim2": 0, "offset": -1}),
+    # second derivatives: the grad ops' makers
+    second_order("atan2", {"X1": randn(2, 3), "X2": away_from_zero(3)}),
+    second_order("elementwise_fmax", {"X": FX, "Y": FY}),
+    second_order("elementwise_fmin", {"X": BX, "Y": BY}),
+    second_order("elementwise_heaviside", {"X": np.where(MASK, 0.0, away_from_zero(3, 4)), "Y": randn(4)},
+                 wrt=["Y"]),
+    second_order("copysign", {"x": away_from_zero(2, 3), "y": away_from_zero(3)}),
+    second_order("lerp", {"X": randn(2, 3), "Y": randn(3), "Weight": r.uniform(0, 1, (2, 1))}, grad_type="lerp_grad"),
+    second_order("masked_fill", {"x": randn(1, 4), "mask": MASK, "value": randn(3, 1)}),
+    second_order("fill_diagonal_tensor", {"X": randn(2, 3, 4), "Y": randn(3, 2)}, {"dim1": 0, "dim2": -1, "offset": 1},
+                 grad_type="fill_diagonal_tensor_grad"),
 ]

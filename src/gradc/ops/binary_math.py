@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import GradError
 from ..ir import EMPTY_VAR, AttrType, VarType, dtype_name
-from ..registry import NO_GRAD, defgrad, defop, grad_op, typed
+from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import broadcast_dims, dims_match, numel
 from .composite import Formula
 from .infer import broadcast_shapes, same_as
@@ -60,9 +60,9 @@ def _lerp_grad(g):
 
 
 defop("lerp", ["X", "Y", "Weight"], infer=_lerp_infer, grad=_lerp_grad)
-defgrad("lerp_grad", inputs=["X", "Y", "Weight", "Out", "Out@GRAD"], outputs=["X@GRAD?", "Y@GRAD?"],
-        infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X")), "Y@GRAD": (ctx.shape("Y"), ctx.dtype("Y"))}
-        ).grad_op_of = "lerp"
+defop("lerp_grad", ["X", "Y", "Weight", "Out", "Out@GRAD"], ["X@GRAD?", "Y@GRAD?"],
+      infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X")), "Y@GRAD": (ctx.shape("Y"), ctx.dtype("Y"))}
+      ).grad_op_of = "lerp"
 
 
 def _masked_fill_infer(ctx):
@@ -192,5 +192,5 @@ def _fill_diagonal_tensor_grad(g):
 FILL_DIAGONAL_ATTRS = {"offset": typed(0, AttrType.LONG), "dim1": 0, "dim2": 1}
 defop("fill_diagonal_tensor", ["X", "Y"], attrs=FILL_DIAGONAL_ATTRS, infer=_fill_diagonal_tensor_infer,
       grad=_fill_diagonal_tensor_grad)
-defgrad("fill_diagonal_tensor_grad", inputs=["Out@GRAD"], outputs=["X@GRAD"], attrs=FILL_DIAGONAL_ATTRS,
-        infer=same_as("Out@GRAD", "X@GRAD")).grad_op_of = "fill_diagonal_tensor"
+defop("fill_diagonal_tensor_grad", ["Out@GRAD"], ["X@GRAD"], attrs=FILL_DIAGONAL_ATTRS,
+      infer=same_as("Out@GRAD", "X@GRAD")).grad_op_of = "fill_diagonal_tensor"

@@ -25,6 +25,10 @@ FAMILIES = {
         "masked_fill", "masked_fill_grad", "isnan_v2", "isinf_v2", "isfinite_v2", "isclose", "allclose", "bitwise_not",
         "conj", "fill_diagonal_tensor", "fill_diagonal_tensor_grad",
     ),
+    "binary_math_double": (
+        "atan2_grad", "elementwise_fmax_grad", "elementwise_fmin_grad", "elementwise_heaviside_grad", "copysign_grad",
+        "lerp_grad", "masked_fill_grad", "fill_diagonal_tensor_grad",
+    ),
     "broadcast_put": (
         "broadcast_tensors", "broadcast_tensors_grad", "index_put", "index_put_grad",
     ),
