@@ -7,7 +7,9 @@ import pytest
 
 from gradc import Executor, Scope, gradients
 from gradc.layers import ProgramBuilder
+from gradcheck_cases import binary_math as cases
 from one_op import run
+from test_family_float32 import test_float32_in_float32_out as float32_in_float32_out
 
 NAN, INF = float("nan"), float("inf")
 f32 = np.float32
@@ -144,3 +146,11 @@ def test_conj_of_a_real_tensor_is_a_copy_and_so_is_its_grad():
     np.testing.assert_array_equal(out, x)
     assert out is not x
     np.testing.assert_array_equal(grads("conj", {"X": x}, np.array([3, 4], f32))["X"], [3, 4])
+
+
+ONE_OP_CASES = [case for case in cases.CASES if case.program is None]
+
+
+@pytest.mark.parametrize("case", ONE_OP_CASES, ids=[case.id for case in ONE_OP_CASES])
+def test_float32_stays_float32_forward_and_backward(case):
+    float32_in_float32_out(case)
