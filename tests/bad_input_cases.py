@@ -132,6 +132,7 @@ COMPILE_TIME = {
                         "value [2, 2, 3] does not broadcast to the picked entries [2, 3]"),
     # unary_math
     # special_math
+    "polygamma order": ("polygamma", {"x": X23}, {"n": -1}, "attribute n=-1 is out of range"),
     # binary_math
     **{f"{op} shapes": (op, slots, {}, "cannot broadcast shapes [2, 3] and [2, 4]")
        for op, slots in (("atan2", {"X1": X23, "X2": zeros(2, 4)}), ("elementwise_fmax", MISMATCHED),
@@ -153,8 +154,44 @@ COMPILE_TIME = {
                                "Y must be shaped like the diagonal it replaces, [2], got [3]"),
     # products
     # scans
+    **{f"{op} axis": (op, {"x": X23}, {"axis": 2}, "axis 2 is out of range for rank 2") for op in ("cummax", "cummin")},
+    "cummax dtype": ("cummax", {"x": X23}, {"dtype": 5}, "dtype 5 must be int32 (2) or int64 (3)"),
+    "logcumsumexp axis": ("logcumsumexp", {"X": X23}, {"axis": -3}, "axis -3 is out of range for rank 2"),
+    "logcumsumexp dtype": ("logcumsumexp", {"X": zeros(2, 3, dtype=np.int64)}, {}, "needs a float X, not INT64"),
+    "mode axis": ("mode", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
+    "mode empty axis": ("mode", {"X": zeros(2, 0)}, {"axis": 1}, "mode needs a nonempty axis 1 of X [2, 0]"),
+    "median mode": ("median", {"x": X23}, {"axis": [1], "mode": "max"}, "mode 'max' must be 'avg' or 'min'"),
+    "median axis": ("median", {"x": X23}, {"axis": [0, 2]}, "axis 2 is out of range for rank 2"),
+    "median axis twice": ("median", {"x": X23}, {"axis": [1, -1]}, "axis [1, -1] names a dim twice"),
+    "nanmedian axis": ("nanmedian", {"X": X23}, {"axis": [-3]}, "axis -3 is out of range for rank 2"),
+    "nanmedian empty": ("nanmedian", {"X": zeros(2, 0)}, {"axis": [1]}, "nanmedian needs elements to fold"),
     # linalg
     # sampling
+    # extras
+    "bitwise_and dtypes": ("bitwise_and", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 3, dtype=np.int64)}, {},
+                           "needs X and Y of one dtype, got int32 and int64"),
+    "bitwise_or float": ("bitwise_or", {"X": X23, "Y": X23}, {}, "X is float32"),
+    "bitwise_xor shapes": ("bitwise_xor", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 4, dtype=np.int32)}, {},
+                           "cannot broadcast shapes [2, 3] and [2, 4]"),
+    "bitwise_left_shift bool": ("bitwise_left_shift", {"x": zeros(2, dtype=bool), "y": zeros(2, dtype=bool)}, {},
+                                "x is bool"),
+    "bitwise_right_shift shapes": ("bitwise_right_shift", {"x": zeros(3, dtype=np.int64),
+                                                           "y": zeros(2, dtype=np.int64)},
+                                   {"is_arithmetic": False}, "cannot broadcast shapes [3] and [2]"),
+    "bernoulli ints": ("bernoulli", {"X": zeros(2, 3, dtype=np.int64)}, {}, "needs a float X, got int64"),
+    "poisson ints": ("poisson", {"X": zeros(2, 3, dtype=np.int32)}, {}, "needs a float X, got int32"),
+    "multinomial rank": ("multinomial", {"X": zeros(2, 3, 4)}, {}, "needs X of rank 1 or 2"),
+    "multinomial samples": ("multinomial", {"X": zeros(2, 3)}, {"num_samples": 4, "replacement": False},
+                            "cannot draw 4 samples from 3 categories"),
+    "renorm power": ("renorm", {"X": X23}, {"p": 0.0, "axis": 0, "max_norm": 1.0}, "p must be a finite power > 0"),
+    "renorm axis": ("renorm", {"X": X23}, {"p": 2.0, "axis": 2, "max_norm": 1.0}, "axis 2 is out of range for rank 2"),
+    "logspace num": ("logspace", {"Start": ONE, "Stop": ONE, "Num": zeros(2, dtype=np.int32), "Base": ONE}, {},
+                     "needs a one-element Num, got shape [2]"),
+    "unique_consecutive axis": ("unique_consecutive", {"X": X23}, {"axis": [2], "dtype": 3},
+                                "axis 2 is out of range for rank 2"),
+    "histogram bins": ("histogram", {"X": X23}, {"bins": 0}, "bins must be >= 1, got 0"),
+    "histogram weight": ("histogram", {"X": X23, "Weight": zeros(2, 3, dtype=np.float64)}, {"bins": 4},
+                         "Weight must have X's shape [2, 3] and dtype float32, got [2, 3] float64"),
 }
 
 RUN_TIME = {
@@ -183,8 +220,17 @@ RUN_TIME = {
     # binary_math
     # products
     # scans
+    "median axis tensor": ("median", {"x": X23, "AxisTensor": i64(3)}, {}, "axis 3 is out of range for rank 2"),
     # linalg
     # sampling
+    # extras
+    "bernoulli probability": ("bernoulli", {"X": np.array([0.5, 1.5], f32)}, {}, "must lie in [0, 1]"),
+    "multinomial weight": ("multinomial", {"X": np.array([0.5, -0.1, 0.6], f32)}, {}, "weights in X must be >= 0"),
+    "poisson rate": ("poisson", {"X": np.array([1.0, -2.0], f32)}, {}, "rates in X must be >= 0"),
+    "logspace count": ("logspace", {"Start": ONE, "Stop": ONE, "Num": np.array([0], np.int32), "Base": ONE}, {},
+                       "Num must be >= 1, got 0"),
+    "histogram range": ("histogram", {"X": np.array([1.0, np.inf], f32)}, {"bins": 4},
+                        "histogram range [1.0, inf] is not finite"),
 }
 
 # forward ops with nothing a program can get wrong, and why
@@ -204,7 +250,11 @@ EXEMPT = {
                          "definition checks (tests/test_fuzz.py, tests/test_hostile_inputs.py)",
     "while": "control flow: an endless loop stops at the iteration limit (tests/test_hostile_inputs.py)",
     # unary_math
+    **{op: ANY_TENSOR for op in ("floor", "ceil", "trunc", "reciprocal", "expm1", "log2", "log10", "log1p", "tan",
+                                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf")},
+    **{op: FREE_ATTRIBUTES for op in ("round", "logit", "stanh")},
     # special_math
+    **{op: ANY_TENSOR for op in ("erfinv", "lgamma", "digamma", "i0", "i0e", "i1", "i1e")},
     # binary_math
     **{op: "any tensor: a bool per element" for op in ("isnan_v2", "isinf_v2", "isfinite_v2")},
     "conj": ANY_TENSOR,

@@ -29,6 +29,9 @@ FAMILIES = {
         "atan2_grad", "elementwise_fmax_grad", "elementwise_fmin_grad", "elementwise_heaviside_grad", "copysign_grad",
         "lerp_grad", "masked_fill_grad", "fill_diagonal_tensor_grad",
     ),
+    "bitwise": (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    ),
     "broadcast_put": (
         "broadcast_tensors", "broadcast_tensors_grad", "index_put", "index_put_grad",
     ),
@@ -50,7 +53,7 @@ FAMILIES = {
         "conv3d_transpose", "conv3d_transpose_grad", "pool2d", "pool2d_grad", "pool3d", "pool3d_grad",
     ),
     "creation": (
-        "assign_value", "eye", "linspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
+        "assign_value", "eye", "linspace", "logspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
         "label_smooth_grad",
     ),
     "cumprod": (
@@ -136,7 +139,7 @@ FAMILIES = {
         "instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad",
     ),
     "norm_double": (
-        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "squared_l2_norm_grad", "lrn_grad",
+        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "renorm_grad", "squared_l2_norm_grad", "lrn_grad",
         "spectral_norm_grad",
     ),
     "optimizer": (
@@ -156,6 +159,9 @@ FAMILIES = {
     "pool_double": (
         "lp_pool2d_grad",
     ),
+    "random_draws": (
+        "bernoulli", "multinomial", "poisson", "poisson_grad",
+    ),
     "rearrange": (
         "flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad",
@@ -164,7 +170,7 @@ FAMILIES = {
         "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_max", "reduce_max_grad",
         "reduce_min", "reduce_min_grad", "reduce_prod", "reduce_prod_grad", "reduce_all", "reduce_any", "reduce_amax",
         "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "mean", "mean_grad", "logsumexp", "logsumexp_grad",
-        "p_norm", "p_norm_grad",
+        "p_norm", "p_norm_grad", "renorm", "renorm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",
@@ -172,11 +178,15 @@ FAMILIES = {
     "rnn_double": (
         "rnn_grad",
     ),
+    "scans": (
+        "cummax", "cummax_grad", "cummin", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
+        "median", "median_grad", "nanmedian", "nanmedian_grad",
+    ),
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad",
-        "masked_select", "masked_select_grad", "where_index", "unique", "gather_tree", "index_add", "index_add_grad",
-        "shard_index", "bincount",
+        "masked_select", "masked_select_grad", "where_index", "unique", "unique_consecutive", "gather_tree",
+        "index_add", "index_add_grad", "shard_index", "bincount", "histogram",
     ),
     "select_double": (
         "top_k_v2_grad", "argsort_grad", "kthvalue_grad", "scatter_grad", "scatter_nd_add_grad", "index_add_grad",
@@ -213,6 +223,10 @@ FAMILIES = {
     "sort": (
         "argsort", "argsort_grad", "kthvalue", "kthvalue_grad", "searchsorted",
     ),
+    "special_math": (
+        "erfinv", "erfinv_grad", "lgamma", "lgamma_grad", "digamma", "digamma_grad", "polygamma", "polygamma_grad",
+        "i0", "i0_grad", "i0e", "i0e_grad", "i1", "i1_grad", "i1e", "i1e_grad",
+    ),
     "tensor": (
         "fill_constant", "fill_any_like", "fill_zeros_like", "shape", "size", "uniform_random", "gaussian_random",
         "empty", "randint", "randperm", "assign", "cast",
@@ -220,6 +234,18 @@ FAMILIES = {
     "tensor_array": (
         "write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
         "tensor_array_to_tensor_grad",
+    ),
+    "unary_math": (
+        "floor", "floor_grad", "ceil", "ceil_grad", "round", "round_grad", "trunc", "trunc_grad", "reciprocal",
+        "reciprocal_grad", "expm1", "expm1_grad", "log2", "log2_grad", "log10", "log10_grad", "log1p", "log1p_grad",
+        "tan", "tan_grad", "asin", "asin_grad", "acos", "acos_grad", "atan", "atan_grad", "sinh", "sinh_grad", "cosh",
+        "cosh_grad", "asinh", "asinh_grad", "acosh", "acosh_grad", "atanh", "atanh_grad", "erf", "erf_grad", "logit",
+        "logit_grad", "stanh", "stanh_grad",
+    ),
+    "unary_math_double": (
+        "floor_grad", "ceil_grad", "round_grad", "trunc_grad", "reciprocal_grad", "expm1_grad", "log2_grad",
+        "log10_grad", "log1p_grad", "tan_grad", "asin_grad", "acos_grad", "acosh_grad", "atan_grad", "asinh_grad",
+        "atanh_grad", "sinh_grad", "cosh_grad", "erf_grad", "logit_grad", "stanh_grad",
     ),
     "vision": (
         "pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",

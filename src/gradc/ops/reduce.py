@@ -100,3 +100,20 @@ def _p_norm_infer(ctx):
 
 defop("p_norm", ["X"], attrs={"porder": 2.0, "axis": -1, "epsilon": 1e-12, "keepdim": False, "asvector": False},
       infer=_p_norm_infer, grad=grad_op("X", "Out"))
+
+
+def _renorm_infer(ctx):
+    shape, p, max_norm = ctx.shape("X"), ctx.attr("p"), ctx.attr("max_norm")
+    if not shape:
+        ctx.fail("renorm needs X of rank >= 1 (it norms the slices along axis), got a 0-d tensor")
+    ctx.axis(ctx.attr("axis"), len(shape))
+    if not 0 < p < float("inf"):
+        ctx.fail(f"renorm p must be a finite power > 0, got {p}")
+    if max_norm < 0:
+        ctx.fail(f"renorm max_norm must be >= 0, got {max_norm}")
+    return {"Out": (shape, ctx.dtype("X"))}
+
+
+# each slice X[..., i, ...] along axis whose p-norm (over all its elements) exceeds max_norm is scaled down to it;
+# p <= 0 (no norm) and max_norm < 0 (a sign flip) are refused, where Paddle computes without a check
+defop("renorm", ["X"], attrs={"p": 2.0, "axis": 0, "max_norm": 1.0}, infer=_renorm_infer, grad=grad_op("X"))

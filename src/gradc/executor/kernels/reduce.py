@@ -168,3 +168,37 @@ def p_norm_grad(k):
     if np.isinf(p):
         return {"X@GRAD": (np.abs(x) == norm) * np.sign(x) * dout}
     return {"X@GRAD": np.abs(x) ** (p - 1) / (norm ** (p - 1) + eps) * np.sign(x) * dout}
+
+
+def _renorm_slices(k, x):
+    """(float64 X, the axes its slices' norms sum over, each slice's sum of |x|^p, its norm, its scale)."""
+    x64, p, max_norm = x.astype(np.float64), k.attr("p"), k.attr("max_norm")
+    axis = normalize_axis(k.attr("axis"), x.ndim)
+    others = tuple(i for i in range(x.ndim) if i != axis)
+    power_sum = np.sum(np.abs(x64) ** p, axis=others, keepdims=True)
+    norm = power_sum ** (1.0 / p)
+    scale = np.where(norm > max_norm, max_norm / np.where(norm > max_norm, norm, 1.0), 1.0)
+    return x64, others, power_sum, norm, scale
+
+
+@kernel("renorm")
+def renorm(k):
+    x = k.x("X")
+    x64, _, _, _, scale = _renorm_slices(k, x)
+    return {"Out": (x64 * scale).astype(x.dtype)}
+
+
+@kernel("renorm_grad")
+def renorm_grad(k):
+    """dX = scale dOut, plus, on a scaled slice, d(max_norm / norm)/dX times sum(X dOut); at x = 0 the sign of x
+    counts as +1 (Paddle's subgradient for p = 1)."""
+    x, dout = k.x("X"), k.x("Out@GRAD").astype(np.float64)
+    x64, others, power_sum, norm, scale = _renorm_slices(k, x)
+    p, max_norm = k.attr("p"), k.attr("max_norm")
+    scaled = norm > max_norm
+    # d(max_norm / norm) / d|x| = -max_norm S^(-1 - 1/p) |x|^(p - 1), with S the slice's sum of |x|^p
+    slope = np.where(scaled, -max_norm * np.where(scaled, power_sum, 1.0) ** (-1.0 - 1.0 / p), 0.0)
+    with np.errstate(divide="ignore"):   # p < 1 at x = 0: an infinite slope, as Paddle gives
+        direction = np.abs(x64) ** (p - 1.0) * np.where(x64 >= 0, 1.0, -1.0)
+    dx = scale * dout + np.sum(x64 * dout, axis=others, keepdims=True) * slope * direction
+    return {"X@GRAD": dx.astype(x.dtype)}
