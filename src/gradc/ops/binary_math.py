@@ -162,7 +162,7 @@ def _fill_diagonal_tensor_grad(g):
     """Out is X with its diagonal replaced by Y: fill_diagonal_tensor_grad gives dX = dOut with the diagonal zeroed,
     as Paddle's. Paddle gives Y no gradient; gradc gives it the diagonal of dOut: what fill_diagonal_tensor_grad
     zeroes, summed across the plane (one nonzero per line), cut to the diagonal's length along the other dim, which
-    then moves last, and shaped like Y."""
+    then moves last, and reshaped to Y's shape where that differs."""
     f = Formula(g)
     out, dout, dy = g.O("Out")[0], g.OG("Out")[0], g.IG("Y")[0]
     f.emit("fill_diagonal_tensor_grad", {"Out@GRAD": dout}, {"X@GRAD": g.IG("X")}, same=True)
@@ -182,10 +182,17 @@ def _fill_diagonal_tensor_grad(g):
     head = f.op("slice", {"Input": lines}, out, {"axes": [axis], "starts": [0], "ends": [y[-1]],
                                                  "infer_flags": [1], "decrease_axis": []},
                 dims=lambda s: [y[-1] if i == axis else d for i, d in enumerate(s) if i != across])
-    last = f.op("transpose2", {"X": head}, out, {"axis": [i for i in range(rank - 1) if i != axis] + [axis]},
-                more={"XShape": f.xshape(head)},
-                dims=lambda s: [d for i, d in enumerate(s) if i not in (d1, d2)] + [y[-1]])
-    f.shaped_like(last, g.I("Y")[0], dy)
+    perm = [i for i in range(rank - 1) if i != axis] + [axis]
+    diagonal_shape = [d for i, d in enumerate(x) if i not in (d1, d2)] + [y[-1]]
+    if y == diagonal_shape:
+        f.emit("transpose2", {"X": head}, {"Out": dy, "XShape": f.xshape(head)}, {"axis": perm})
+        return f.ops
+    last = f.op("transpose2", {"X": head}, out, {"axis": perm}, more={"XShape": f.xshape(head)},
+                dims=lambda _: diagonal_shape)
+    if y.count(-1) <= 1:   # a static shape (PIR can write it); [1, length] for paddle.diagonal_scatter's matrix
+        f.emit("reshape2", {"X": last}, {"Out": dy, "XShape": f.xshape(last)}, {"shape": y})
+    else:
+        f.shaped_like(last, g.I("Y")[0], dy)
     return f.ops
 
 
