@@ -134,6 +134,24 @@ COMPILE_TIME = {
     # special_math
     "polygamma order": ("polygamma", {"x": X23}, {"n": -1}, "attribute n=-1 is out of range"),
     # binary_math
+    **{f"{op} shapes": (op, slots, {}, "cannot broadcast shapes [2, 3] and [2, 4]")
+       for op, slots in (("atan2", {"X1": X23, "X2": zeros(2, 4)}), ("elementwise_fmax", MISMATCHED),
+                         ("elementwise_fmin", MISMATCHED), ("elementwise_heaviside", MISMATCHED),
+                         ("copysign", {"x": X23, "y": zeros(2, 4)}),
+                         ("lerp", {"X": X23, "Y": X23, "Weight": zeros(2, 4)}))},
+    "masked_fill mask": ("masked_fill", {"x": X23, "mask": X23, "value": zeros()}, {},
+                         "mask must be a bool tensor, got float32"),
+    "masked_fill value": ("masked_fill", {"x": X23, "mask": zeros(3, dtype=bool), "value": zeros(3, 2, 3)}, {},
+                          "value [3, 2, 3] does not broadcast to the output [2, 3]"),
+    "isclose shapes": ("isclose", {"Input": X23, "Other": zeros(1, 3)}, {}, "Input [2, 3] and Other [1, 3] must have "
+                                                                             "one shape"),
+    "allclose rtol": ("allclose", {"Input": X23, "Other": X23}, {"rtol": "tight"}, "attribute rtol='tight' is not a "
+                                                                                  "number"),
+    "bitwise_not dtype": ("bitwise_not", {"X": X23}, {}, "X must be a bool or integer tensor, got float32"),
+    "fill_diagonal_tensor dims": ("fill_diagonal_tensor", {"X": X23, "Y": zeros(2)}, {"dim1": 1, "dim2": -1},
+                                  "dim1 1 and dim2 -1 are one dim of X [2, 3]"),
+    "fill_diagonal_tensor y": ("fill_diagonal_tensor", {"X": X23, "Y": zeros(3)}, {"offset": 1},
+                               "Y must be shaped like the diagonal it replaces, [2], got [3]"),
     # products
     # scans
     **{f"{op} axis": (op, {"x": X23}, {"axis": 2}, "axis 2 is out of range for rank 2") for op in ("cummax", "cummin")},
@@ -256,6 +274,8 @@ EXEMPT = {
     # special_math
     **{op: ANY_TENSOR for op in ("erfinv", "lgamma", "digamma", "i0", "i0e", "i1", "i1e")},
     # binary_math
+    **{op: "any tensor: a bool per element" for op in ("isnan_v2", "isinf_v2", "isfinite_v2")},
+    "conj": ANY_TENSOR,
     # products
     # scans
     # linalg

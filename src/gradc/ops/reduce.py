@@ -42,8 +42,17 @@ def _tensor_axes_infer(bool_out: bool):
     return infer
 
 
-for _name in ("reduce_sum", "reduce_mean"):
-    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X"))
+def _sum_infer(ctx):
+    """Out has the dtype out_dtype names; without one (-1), X's, but int64 for a bool or int32 X, as Paddle's (a
+    count of a mask: paddle.nanmean's)."""
+    code = ctx.attr("out_dtype")
+    if code == -1:
+        return _reduce_infer(ctx, VarType.INT64 if ctx.dtype("X") in (VarType.BOOL, VarType.INT32) else None)
+    return _reduce_infer(ctx, VarType(code))
+
+
+defop("reduce_sum", ["X"], attrs=REDUCE_ATTRS, infer=_sum_infer, grad=grad_op("X"))
+defop("reduce_mean", ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X"))
 for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with Out or take products
     defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X", "Out"))
 

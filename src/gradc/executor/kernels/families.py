@@ -12,6 +12,12 @@ FAMILIES = {
         "mish", "mish_grad", "selu", "selu_grad", "softshrink", "softshrink_grad", "tanh_shrink", "tanh_shrink_grad",
         "thresholded_relu", "thresholded_relu_grad",
     ),
+    "binary_math": (
+        "atan2", "atan2_grad", "elementwise_fmax", "elementwise_fmax_grad", "elementwise_fmin", "elementwise_fmin_grad",
+        "elementwise_heaviside", "elementwise_heaviside_grad", "copysign", "copysign_grad", "lerp", "lerp_grad",
+        "masked_fill", "masked_fill_grad", "isnan_v2", "isinf_v2", "isfinite_v2", "isclose", "allclose", "bitwise_not",
+        "conj", "fill_diagonal_tensor", "fill_diagonal_tensor_grad",
+    ),
     "bitwise": (
         "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.types import NUMPY_DTYPE_NAMES
 from ...ops.reduce import logsumexp_axes, reduced_axes
 from ...shapes import normalize_axis
 from . import kernel
@@ -23,14 +24,15 @@ def _expand(k, dout, x, axes=None, keep=None):
 
 @kernel("reduce_sum")
 def reduce_sum(k):
-    x = k.x("X")
-    return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"))}
+    x, code = k.x("X"), k.attr("out_dtype")
+    dtype = None if code == -1 else NUMPY_DTYPE_NAMES[code]
+    return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"), dtype=dtype)}
 
 
 @kernel("reduce_sum_grad", shape_only=("X",))
 def reduce_sum_grad(k):
     x = k.x("X")
-    return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x).copy()}
+    return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x).astype(x.dtype)}   # dOut may be of another out_dtype
 
 
 @kernel("reduce_mean")
