@@ -146,6 +146,14 @@ FAMILIES = {
     "pool_double": (
         "lp_pool2d_grad",
     ),
+    "products": (
+        "dot", "dot_grad", "cross", "cross_grad", "kron", "kron_grad", "mv", "mv_grad", "addmm", "addmm_grad",
+        "baddbmm", "baddbmm_grad", "multi_dot", "multi_dot_grad", "dist", "dist_grad", "trace", "trace_grad",
+        "diagonal", "diagonal_grad", "diag_embed", "frobenius_norm", "frobenius_norm_grad",
+    ),
+    "products_einsum": (
+        "einsum", "einsum_grad",
+    ),
     "rearrange": (
         "flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad",
