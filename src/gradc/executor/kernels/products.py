@@ -131,7 +131,7 @@ def dist_grad(k):
         power = diff.dtype.type(p - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
             slope = np.abs(diff) ** power / (norm ** power + diff.dtype.type(1e-12))
-        grad = np.where(diff == 0, 0, np.sign(diff) * slope * dout).astype(diff.dtype)
+            grad = np.where(diff == 0, 0, np.sign(diff) * slope * dout).astype(diff.dtype)
     return k.grads({"X@GRAD": lambda: unbroadcast(grad, x.shape), "Y@GRAD": lambda: -unbroadcast(grad, y.shape)})
 
 
