@@ -4,8 +4,8 @@ The equation has one term of letters per operand, optionally with one "..." (the
 the end); "->" and the output's letters, or none (implicit: "..." then the letters used once, sorted). A dim of
 size 1 broadcasts against its label's size. The grad of each operand is itself an einsum of dOut with the other
 operands. einsum_grad reads the operands from XShape, which holds them as in Paddle (one var per operand, though
-Paddle records its slot x_shape as holding one). gradc leaves out InnerCache, Paddle's extra slot for a cache of
-transposed operands: a program's InnerCache vars are left unwritten.
+Paddle records its slot x_shape as holding one). InnerCache, Paddle's cache of transposed operands, is empty as
+Paddle's PIR programs show it, and einsum_grad leaves out its slot of it (extra in Paddle).
 """
 
 from __future__ import annotations
@@ -107,8 +107,8 @@ def _einsum_grad(g):
                  {"Operands@GRAD": g.IG("Operands")}, forward_attrs=True)]
 
 
-defop("einsum", ["Operands[]"], ["Out", "XShape[]"], attrs={"equation": ""}, infer=_einsum_infer,
-      grad=_einsum_grad, no_grad_outputs=["XShape"])
+defop("einsum", ["Operands[]"], ["Out", "InnerCache[]", "XShape[]"], attrs={"equation": ""}, infer=_einsum_infer,
+      grad=_einsum_grad, no_grad_outputs=["InnerCache", "XShape"])
 defgrad("einsum_grad", inputs=["Out@GRAD", "x_shape[]"], outputs=["Operands@GRAD[]"],
         attrs={"equation": ""},
         infer=lambda ctx: {"Operands@GRAD": [(shape, ctx.dtype("x_shape", i))

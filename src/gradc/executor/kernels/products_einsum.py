@@ -24,8 +24,8 @@ def _interleaved(operands, labels) -> list:
 def einsum(k):
     operands = k.xs("Operands")
     subscripts = _subscripts(k, operands)
-    return {"Out": np.einsum(*_interleaved(operands, subscripts.operands), subscripts.output),
-            "XShape": list(operands)}
+    out = np.einsum(*_interleaved(operands, subscripts.operands), subscripts.output)
+    return {"Out": out, "InnerCache": [np.zeros(0, out.dtype) for _ in operands], "XShape": list(operands)}
 
 
 def _operand_grad(i, operands, subscripts, dout):
