@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ExecutionError
 from ...ir import EMPTY_VAR
 from ...ops.products_einsum import parse_equation
+from ...shapes import value_error
 from . import kernel
 
 
 def _subscripts(k, operands):
-    def fail(message):
-        raise ExecutionError(f"{k.where}: {message}")
-    return parse_equation(k.attr("equation"), [list(x.shape) for x in operands], fail)
+    return parse_equation(k.attr("equation"), [list(x.shape) for x in operands], value_error)
 
 
 def _interleaved(operands, labels) -> list:
