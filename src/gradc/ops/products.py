@@ -4,7 +4,7 @@ frobenius_norm; diagonals: trace, diagonal, diag_embed. einsum is in gradc.ops.p
 from __future__ import annotations
 
 from ..registry import NO_GRAD, defop, grad_op
-from ..shapes import broadcast_dims, dims_match
+from ..shapes import broadcast_dims, dims_match, normalize_axis
 from .reduce import REDUCE_ATTRS, reduce_infer
 
 # cross's default dim: no dim given, the first of size 3
@@ -25,7 +25,7 @@ def _dot_infer(ctx):
     x, y = ctx.shape("X"), ctx.shape("Y")
     if len(x) not in (1, 2) or not _same_dims(x, y):
         ctx.fail(f"dot takes X and Y of one shape, a vector or a batch of rows, got {x} and {y}")
-    return {"Out": (x[:-1], ctx.dtype("X"))}
+    return {"Out": ([_known(x[0], y[0])] if len(x) == 2 else [], ctx.dtype("X"))}
 
 
 def cross_axis(dim: int, shape: list[int], fail) -> int:
@@ -35,9 +35,7 @@ def cross_axis(dim: int, shape: list[int], fail) -> int:
         if axis is None:
             fail(f"no dim of {shape} has size 3 (cross takes 3-vectors)")
         return axis
-    if not -len(shape) <= dim < len(shape):
-        fail(f"dim {dim} is out of range for rank {len(shape)}")
-    axis = dim % len(shape)
+    axis = normalize_axis(dim, len(shape), fail)
     if not dims_match(shape[axis], 3):
         fail(f"dim {dim} has size {shape[axis]}, not 3 (cross takes 3-vectors)")
     return axis
@@ -111,12 +109,7 @@ def _dist_infer(ctx):
 
 def diagonal_axes(attr, rank: int, fail) -> tuple[int, int]:
     """axis1 and axis2 of trace and diagonal, as indices >= 0: two different axes."""
-    axes = []
-    for name in ("axis1", "axis2"):
-        axis = attr(name)
-        if not -rank <= axis < rank:
-            fail(f"{name} {axis} is out of range for rank {rank}")
-        axes.append(axis % rank)
+    axes = [normalize_axis(attr(name), rank, fail) for name in ("axis1", "axis2")]
     if axes[0] == axes[1]:
         fail(f"axis1 {attr('axis1')} and axis2 {attr('axis2')} are the same axis")
     return axes[0], axes[1]
@@ -144,12 +137,7 @@ def _diagonal_infer(keep_diagonal: bool):
 
 def diag_embed_dims(attr, rank: int, fail) -> tuple[int, int]:
     """dim1 and dim2 of diag_embed as indices >= 0 into Out (rank ``rank`` + 1): two different dims."""
-    dims = []
-    for name in ("dim1", "dim2"):
-        dim = attr(name)
-        if not -(rank + 1) <= dim <= rank:
-            fail(f"{name} {dim} is out of range for Out's rank {rank + 1}")
-        dims.append(dim % (rank + 1))
+    dims = [normalize_axis(attr(name), rank + 1, fail) for name in ("dim1", "dim2")]
     if dims[0] == dims[1]:
         fail(f"dim1 {attr('dim1')} and dim2 {attr('dim2')} are the same dim of Out")
     return dims[0], dims[1]
@@ -178,7 +166,8 @@ defop("addmm", ["Input", "X", "Y"], attrs={"Alpha": 1.0, "Beta": 1.0}, infer=_sc
 defop("baddbmm", ["Input", "X", "Y"], attrs={"Alpha": 1.0, "Beta": 1.0}, infer=_scaled_product_infer(True),
       grad=grad_op("Input", "X", "Y"))
 defop("multi_dot", ["X[]"], infer=_multi_dot_infer, grad=grad_op("X"))
-# the p-norm of X - Y (broadcast) as one vector: p 0 counts nonzeros, inf / -inf take the largest / smallest |.|
+# the p-norm of X - Y (broadcast) as one vector: p 0 counts nonzeros, inf / -inf take the largest / smallest |.|.
+# Its grad for 0 < p < 1 is 0 where X = Y (the central difference), where Paddle 3.3.1 gives nan.
 defop("dist", ["X", "Y"], attrs={"p": 2.0}, infer=_dist_infer, grad=grad_op("X", "Y", "Out"))
 defop("trace", ["Input"], attrs=DIAGONAL_ATTRS, infer=_diagonal_infer(False), grad=grad_op("Input"))
 defop("diagonal", ["Input"], attrs=DIAGONAL_ATTRS, infer=_diagonal_infer(True), grad=grad_op("Input"))
