@@ -151,6 +151,10 @@ FAMILIES = {
         "baddbmm", "baddbmm_grad", "multi_dot", "multi_dot_grad", "dist", "dist_grad", "trace", "trace_grad",
         "diagonal", "diagonal_grad", "diag_embed", "frobenius_norm", "frobenius_norm_grad",
     ),
+    "products_double": (
+        "dot_grad", "cross_grad", "kron_grad", "mv_grad", "trace_grad", "diagonal_grad", "addmm_grad", "baddbmm_grad",
+        "multi_dot_grad", "dist_grad", "frobenius_norm_grad",
+    ),
     "products_einsum": (
         "einsum", "einsum_grad",
     ),

@@ -14,7 +14,9 @@ import re
 from collections import Counter
 from typing import NamedTuple
 
+from ..ir import EMPTY_VAR
 from ..registry import defgrad, defop
+from .composite import multilinear
 
 _TERM = re.compile(r"[A-Za-z]*(\.\.\.)?[A-Za-z]*")
 ELLIPSIS = "..."
@@ -102,14 +104,24 @@ def _einsum_infer(ctx):
 
 
 def _einsum_grad(g):
-    """One einsum_grad for all operands, reading them from XShape (Paddle's slots, less InnerCache)."""
-    return [g.op("einsum_grad", {"Out@GRAD": g.OG("Out"), "x_shape": g.O("XShape")},
-                 {"Operands@GRAD": g.IG("Operands")}, forward_attrs=True)]
+    """One einsum_grad for all operands, reading them from XShape (Paddle's slots, less InnerCache). Differentiated
+    again, einsum_grad gives grads to the XShape vars it read (the operands): they add to the operands' grads."""
+    inputs = {"Out@GRAD": g.OG("Out"), "x_shape": g.O("XShape")}
+    through_xshape = [og if g.wants(xs) else None for xs, og in zip(g.O("XShape"), g.OG("XShape"))]
+    if not any(through_xshape):
+        return [g.op("einsum_grad", inputs, {"Operands@GRAD": g.IG("Operands")}, forward_attrs=True)]
+    partial = [g.tmp(x) if ig != EMPTY_VAR else EMPTY_VAR for x, ig in zip(g.I("Operands"), g.IG("Operands"))]
+    ops = [g.op("einsum_grad", inputs, {"Operands@GRAD": partial}, forward_attrs=True)]
+    for grad, part, more in zip(g.IG("Operands"), partial, through_xshape):
+        if grad != EMPTY_VAR:
+            ops.append(g.op("sum", {"X": [part] + ([more] if more else [])}, {"Out": [grad]}))
+    return ops
 
 
 defop("einsum", ["Operands[]"], ["Out", "InnerCache[]", "XShape[]"], attrs={"equation": ""}, infer=_einsum_infer,
       grad=_einsum_grad, no_grad_outputs=["InnerCache", "XShape"])
-defgrad("einsum_grad", inputs=["Out@GRAD", "x_shape[]"], outputs=["Operands@GRAD[]"],
-        attrs={"equation": ""},
+# its own grad: einsum of the operands with one replaced by its ddX, and einsum_grad of the same (composite.multilinear)
+defgrad("einsum_grad", inputs=["Out@GRAD", "x_shape[]"], outputs=["Operands@GRAD[]"], attrs={"equation": ""},
         infer=lambda ctx: {"Operands@GRAD": [(shape, ctx.dtype("x_shape", i))
-                                             for i, shape in enumerate(ctx.shapes("x_shape"))]})
+                                             for i, shape in enumerate(ctx.shapes("x_shape"))]},
+        grad=multilinear("einsum", "x_shape", extra=("InnerCache", "XShape"))).grad_op_of = "einsum"
