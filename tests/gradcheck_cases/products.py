@@ -25,7 +25,7 @@ def apart(*shape):
 
 def einsum(equation, *shapes):
     return Case("einsum", {"Operands": [randn(*s) for s in shapes]}, {"equation": equation},
-                outputs={"Out": 1, "XShape": len(shapes)})
+                outputs={"Out": 1, "InnerCache": len(shapes), "XShape": len(shapes)})
 
 
 DIST_Y = randn(2, 3)

@@ -3,9 +3,11 @@
 The equation has one term of letters per operand, optionally with one "..." (the broadcast dims, aligned at
 the end); "->" and the output's letters, or none (implicit: "..." then the letters used once, sorted). A dim of
 size 1 broadcasts against its label's size. The grad of each operand is itself an einsum of dOut with the other
-operands. einsum_grad reads the operands from XShape, which holds them as in Paddle (one var per operand, though
-Paddle records its slot x_shape as holding one). InnerCache, Paddle's cache of transposed operands, is empty as
-Paddle's PIR programs show it, and einsum_grad leaves out its slot of it (extra in Paddle).
+operands. The slots are Paddle's: XShape (one var per operand, though Paddle records einsum_grad's slot x_shape as
+holding one) and InnerCache go to einsum_grad. Paddle's kernels keep the operands' dims in XShape and the
+transposed operands in InnerCache; gradc's keep the operands themselves in XShape and leave InnerCache empty, so a
+program runs in either. (einsum_grad ops of a second derivative read no InnerCache: the operands they take are
+not those einsum cached.)
 """
 
 from __future__ import annotations
@@ -104,9 +106,9 @@ def _einsum_infer(ctx):
 
 
 def _einsum_grad(g):
-    """One einsum_grad for all operands, reading them from XShape (Paddle's slots, less InnerCache). Differentiated
-    again, einsum_grad gives grads to the XShape vars it read (the operands): they add to the operands' grads."""
-    inputs = {"Out@GRAD": g.OG("Out"), "x_shape": g.O("XShape")}
+    """One einsum_grad for all operands, reading them from XShape. Differentiated again, einsum_grad gives grads to
+    the XShape vars it read (the operands): they add to the operands' grads."""
+    inputs = {"InnerCache": g.O("InnerCache"), "Out@GRAD": g.OG("Out"), "x_shape": g.O("XShape")}
     through_xshape = [og if g.wants(xs) else None for xs, og in zip(g.O("XShape"), g.OG("XShape"))]
     if not any(through_xshape):
         return [g.op("einsum_grad", inputs, {"Operands@GRAD": g.IG("Operands")}, forward_attrs=True)]
@@ -121,7 +123,9 @@ def _einsum_grad(g):
 defop("einsum", ["Operands[]"], ["Out", "InnerCache[]", "XShape[]"], attrs={"equation": ""}, infer=_einsum_infer,
       grad=_einsum_grad, no_grad_outputs=["InnerCache", "XShape"])
 # its own grad: einsum of the operands with one replaced by its ddX, and einsum_grad of the same (composite.multilinear)
-defgrad("einsum_grad", inputs=["Out@GRAD", "x_shape[]"], outputs=["Operands@GRAD[]"], attrs={"equation": ""},
+defgrad("einsum_grad", inputs=["InnerCache[]?", "Out@GRAD", "x_shape[]"], outputs=["Operands@GRAD[]"],
+        attrs={"equation": ""},
         infer=lambda ctx: {"Operands@GRAD": [(shape, ctx.dtype("x_shape", i))
                                              for i, shape in enumerate(ctx.shapes("x_shape"))]},
-        grad=multilinear("einsum", "x_shape", extra=("InnerCache", "XShape"))).grad_op_of = "einsum"
+        grad=multilinear("einsum", "x_shape", extra=("InnerCache", "XShape")),
+        no_grad_inputs=["InnerCache"]).grad_op_of = "einsum"

@@ -36,8 +36,7 @@ ROWS = [
     row("pd_op.frobenius_norm", "frobenius_norm", "x:X axis>dim:ints", "out:Out", FROBENIUS),
     row("pd_op.frobenius_norm_grad", "frobenius_norm_grad", "x:X out:Out out_grad:Out@GRAD axis>dim:ints",
         "x_grad:X@GRAD", FROBENIUS),
-    # XShape holds the operands einsum_grad reads; gradc's einsum_grad has no slot for the (empty) inner_cache
     row("pd_op.einsum", "einsum", "x:Operands*", "out:Out inner_cache:InnerCache* xshape:XShape*", "equation:str"),
-    row("pd_op.einsum_grad", "einsum_grad", "x_shape:x_shape* inner_cache:- out_grad:Out@GRAD",
+    row("pd_op.einsum_grad", "einsum_grad", "x_shape:x_shape* inner_cache?:InnerCache* out_grad:Out@GRAD",
         "x_grad:Operands@GRAD*", "equation:str"),
 ]
