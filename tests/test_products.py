@@ -6,6 +6,8 @@ import re
 import numpy as np
 import pytest
 
+import gradc
+from fixtures import DATA
 from gradc import Executor, Scope, gradients
 from gradc.errors import ProgramError
 from gradc.layers import ProgramBuilder
@@ -158,3 +160,14 @@ def test_einsum_refuses_a_bad_equation_naming_it(equation, phrase):
     x = net.data("x", [2, 3], "float32")
     with pytest.raises(ProgramError, match=r"\(einsum\): .*" + re.escape(phrase)):
         net.op("einsum", {"Operands": [x]}, {"equation": equation})
+
+
+def test_einsum_grad_reads_paddle_s_slots_so_paddle_can_run_gradc_s_backward():
+    """Paddle's einsum_grad kernel takes the operands' data from InnerCache (XShape holds only their dims there):
+    gradc's backward of Paddle's program passes both, as Paddle's own backward does."""
+    row = DATA / "layers" / "einsum_matmul"
+    program = gradc.load(row / "forward.pb")
+    gradc.append_backward(program, "mean_0.tmp_0")
+    ours = next(op for op in program.global_block.ops if op.type == "einsum_grad")
+    theirs = next(op for op in gradc.load(row / "backward.pb").global_block.ops if op.type == "einsum_grad")
+    assert ours.inputs == theirs.inputs and ours.outputs == theirs.outputs
