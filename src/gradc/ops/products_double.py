@@ -40,7 +40,8 @@ def _scaled_product_grad(f, g):
 @expansion
 def _dist_grad(f, g):
     """dist_grad as its kernel computes it, for p other than 0 (which has no slope): inf / -inf pass dOut to the
-    entries of |X - Y| equal to the norm (a mask with no slope of its own)."""
+    entries of |X - Y| equal to the norm (a mask with no slope of its own). For p < 1 an entry with X = Y, where
+    the kernel gives 0, has no second derivative (|d|^(p-1) is infinite there)."""
     x, y, out, dout = (first(g.I(slot)) for slot in ("X", "Y", "Out", "Out@GRAD"))
     full = broadcast_dims(g.shape(x), g.shape(y))
     diff = f.op("elementwise_sub", {"X": x, "Y": y}, x, {"axis": -1}, dims=lambda _: full)
