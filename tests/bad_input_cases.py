@@ -153,6 +153,26 @@ COMPILE_TIME = {
     "fill_diagonal_tensor y": ("fill_diagonal_tensor", {"X": X23, "Y": zeros(3)}, {"offset": 1},
                                "Y must be shaped like the diagonal it replaces, [2], got [3]"),
     # products
+    "dot shapes": ("dot", MISMATCHED, {}, "dot takes X and Y of one shape"),
+    "cross size 3": ("cross", {"X": zeros(2, 4), "Y": zeros(2, 4)}, {}, "no dim of [2, 4] has size 3"),
+    "cross dim": ("cross", {"X": X23, "Y": X23}, {"dim": 0}, "dim 0 has size 2, not 3"),
+    "mv vector": ("mv", {"X": X23, "Vec": zeros(4)}, {}, "mv takes a matrix X [M, N] and a vector Vec [N]"),
+    "addmm contraction": ("addmm", {"Input": X23, "X": zeros(2, 4), "Y": zeros(3, 3)}, {},
+                          "addmm needs X [M, K] and Y [K, N], got [2, 4] and [3, 3]"),
+    "addmm input": ("addmm", {"Input": zeros(3, 3), "X": zeros(2, 4), "Y": zeros(4, 3)}, {},
+                    "Input [3, 3] does not broadcast to the product's shape [2, 3]"),
+    "baddbmm batch": ("baddbmm", {"Input": zeros(2, 2, 3), "X": zeros(2, 2, 4), "Y": zeros(3, 4, 3)}, {},
+                      "baddbmm needs X [B, M, K] and Y [B, K, N]"),
+    "multi_dot chain": ("multi_dot", {"X": [X23, zeros(4, 2)]}, {}, "X[0] [2, 3] and X[1] [4, 2] do not chain"),
+    "dist shapes": ("dist", MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]"),
+    "trace axes": ("trace", {"Input": X23}, {"axis1": 1, "axis2": -1}, "axis1 1 and axis2 -1 are the same axis"),
+    "diagonal rank": ("diagonal", {"Input": zeros(3)}, {}, "Input must have rank 2 or more"),
+    "diag_embed dims": ("diag_embed", {"Input": X23}, {"dim1": 0, "dim2": -3}, "dim1 0 and dim2 -3 are the same dim"),
+    "frobenius_norm axis": ("frobenius_norm", {"X": X23}, {"dim": [5]}, "axis 5 is out of range for rank 2"),
+    "einsum label sizes": ("einsum", {"Operands": [X23, zeros(4, 4)]}, {"equation": "ij,jk->ik"},
+                           "label 'j' has sizes 3 and 4"),
+    "einsum output label": ("einsum", {"Operands": [X23]}, {"equation": "ij->k"},
+                            "each output label must be an input label"),
     # scans
     **{f"{op} axis": (op, {"x": X23}, {"axis": 2}, "axis 2 is out of range for rank 2") for op in ("cummax", "cummin")},
     "cummax dtype": ("cummax", {"x": X23}, {"dtype": 5}, "dtype 5 must be int32 (2) or int64 (3)"),
@@ -277,6 +297,7 @@ EXEMPT = {
     **{op: "any tensor: a bool per element" for op in ("isnan_v2", "isinf_v2", "isfinite_v2")},
     "conj": ANY_TENSOR,
     # products
+    "kron": "any two tensors: each dim of Out is the product of X's and Y's",
     # scans
     # linalg
     # sampling

@@ -159,6 +159,18 @@ FAMILIES = {
     "pool_double": (
         "lp_pool2d_grad",
     ),
+    "products": (
+        "dot", "dot_grad", "cross", "cross_grad", "kron", "kron_grad", "mv", "mv_grad", "addmm", "addmm_grad",
+        "baddbmm", "baddbmm_grad", "multi_dot", "multi_dot_grad", "dist", "dist_grad", "trace", "trace_grad",
+        "diagonal", "diagonal_grad", "diag_embed", "frobenius_norm", "frobenius_norm_grad",
+    ),
+    "products_double": (
+        "dot_grad", "cross_grad", "kron_grad", "mv_grad", "trace_grad", "diagonal_grad", "addmm_grad", "baddbmm_grad",
+        "multi_dot_grad", "dist_grad", "frobenius_norm_grad",
+    ),
+    "products_einsum": (
+        "einsum", "einsum_grad",
+    ),
     "random_draws": (
         "bernoulli", "multinomial", "poisson", "poisson_grad",
     ),

@@ -19,7 +19,7 @@ def reduced_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
     return tuple(sorted(axes)) if rank else ()  # dim 0 or -1 of a 0-d X: nothing to fold
 
 
-def _reduce_infer(ctx, dtype=None, attr=None):
+def reduce_infer(ctx, dtype=None, attr=None):
     """Out's shape and dtype; ``attr`` reads the attributes by the reduce ops' names (default: the op's own)."""
     attr = attr or ctx.attr
     shape = ctx.shape("X")
@@ -38,7 +38,7 @@ def _tensor_axes_infer(bool_out: bool):
         dtype = VarType.BOOL if bool_out else ctx.dtype("X")
         if ctx.has("AxisTensor") or ctx.has("AxisTensorList"):
             return {"Out": ([-1] * len(ctx.shape("X")) if ctx.attr("keep_dim") else None, dtype)}
-        return _reduce_infer(ctx, dtype)
+        return reduce_infer(ctx, dtype)
     return infer
 
 
@@ -47,14 +47,14 @@ def _sum_infer(ctx):
     count of a mask: paddle.nanmean's)."""
     code = ctx.attr("out_dtype")
     if code == -1:
-        return _reduce_infer(ctx, VarType.INT64 if ctx.dtype("X") in (VarType.BOOL, VarType.INT32) else None)
-    return _reduce_infer(ctx, VarType(code))
+        return reduce_infer(ctx, VarType.INT64 if ctx.dtype("X") in (VarType.BOOL, VarType.INT32) else None)
+    return reduce_infer(ctx, VarType(code))
 
 
 defop("reduce_sum", ["X"], attrs=REDUCE_ATTRS, infer=_sum_infer, grad=grad_op("X"))
-defop("reduce_mean", ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X"))
+defop("reduce_mean", ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X"))
 for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with Out or take products
-    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X", "Out"))
+    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X", "Out"))
 
 # AxisTensor (the axes) or AxisTensorList (one axis per tensor) overrides dim, as the slots say; Paddle 3.3.1's
 # kernels ignore them (docs/ops-activation-math.md). reduce_all / reduce_any: whether every / any element along the
@@ -83,7 +83,7 @@ def logsumexp_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
 
 # log(sum(exp(X))) over the axes; its grad is dOut exp(X - Out) (softmax over the axes)
 defop("logsumexp", ["X"], attrs={"axis": typed([], AttrType.INTS), "keepdim": False, "reduce_all": False},
-      infer=lambda ctx: _reduce_infer(ctx, attr=_as_reduce_attrs(ctx.attr)), grad=grad_op("X", "Out"))
+      infer=lambda ctx: reduce_infer(ctx, attr=_as_reduce_attrs(ctx.attr)), grad=grad_op("X", "Out"))
 
 
 def _p_norm_infer(ctx):

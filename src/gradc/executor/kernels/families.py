@@ -115,6 +115,14 @@ FAMILIES = {
     "pool_windows": (
         "pool2d", "pool2d_grad", "pool3d", "pool3d_grad",
     ),
+    "products": (
+        "dot", "dot_grad", "cross", "cross_grad", "kron", "kron_grad", "mv", "mv_grad", "addmm", "baddbmm",
+        "addmm_grad", "baddbmm_grad", "multi_dot", "multi_dot_grad", "dist", "dist_grad", "trace", "trace_grad",
+        "diagonal", "diagonal_grad", "diag_embed", "frobenius_norm", "frobenius_norm_grad",
+    ),
+    "products_einsum": (
+        "einsum", "einsum_grad",
+    ),
     "put_along": (
         "put_along_axis", "put_along_axis_grad",
     ),
