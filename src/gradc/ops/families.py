@@ -200,6 +200,9 @@ FAMILIES = {
         "cummax", "cummax_grad", "cummin", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
         "median", "median_grad", "nanmedian", "nanmedian_grad",
     ),
+    "scans_double": (
+        "cummax_grad", "cummin_grad", "mode_grad", "median_grad", "nanmedian_grad", "logcumsumexp_grad",
+    ),
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad",
