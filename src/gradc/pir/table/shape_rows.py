@@ -48,6 +48,7 @@ ROWS = [
     row("pd_op.index_select", "index_select", "x:X index:Index", "out:Out", "axis=dim:i32"),
     row("pd_op.triu", "tril_triu", "x:X", "out:Out", "diagonal:i32", fixed={"lower": False}),
     row("pd_op.index_sample", "index_sample", "x:X index:Index"),
+    row("pd_op.take_along_axis", "take_along_axis", "arr:Input indices:Index", "out:Result", "axis=Axis:i32"),
     row("pd_op.scatter_nd_add", "scatter_nd_add", "x:X index:Index updates:Updates"),
     row("pd_op.shape", "shape", "input:Input"),
     row("pd_op.numel", "size", "x:Input"),
