@@ -3,7 +3,7 @@ call but users' own models do."""
 
 import paddle
 
-from .spec import f, pos, table, unit
+from .spec import const, f, pos, table, unit
 
 UNARY = table(
     "tensor_math",
@@ -90,7 +90,8 @@ REDUCE = table(
     ("cummax", lambda x: paddle.cummax(x, axis=1)[0], f(2, 5)),
     ("cummin", lambda x: paddle.cummin(x, axis=1)[0], f(2, 5)),
     ("logcumsumexp", lambda x: paddle.logcumsumexp(x, axis=1), f(2, 5)),
-    ("count_nonzero", lambda x: x * paddle.count_nonzero(x > 0, axis=1, keepdim=True).astype("float32"), f(2, 5)),
+    ("count_nonzero", lambda x, m: x * paddle.count_nonzero(m > 0, axis=1, keepdim=True).astype("float32"), f(2, 5),
+     const(2, 5)),
     ("trace", lambda x: paddle.trace(x), f(3, 3)),
     ("trace_offset", lambda x: paddle.trace(x, offset=1, axis1=1, axis2=2), f(2, 3, 4)),
     ("diagonal", lambda x: paddle.diagonal(x, offset=-1), f(3, 4)),

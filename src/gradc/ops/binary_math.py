@@ -160,9 +160,9 @@ def _fill_diagonal_tensor_infer(ctx):
 
 def _fill_diagonal_tensor_grad(g):
     """Out is X with its diagonal replaced by Y: fill_diagonal_tensor_grad gives dX = dOut with the diagonal zeroed,
-    as Paddle's. Paddle gives Y no gradient; gradc gives it the diagonal of dOut: what fill_diagonal_tensor_grad
-    zeroes, summed across the plane (one nonzero per line), cut to the diagonal's length along the other dim, which
-    then moves last, and reshaped to Y's shape where that differs."""
+    as Paddle's. Paddle gives Y no gradient; gradc gives it the diagonal of dOut (the diagonal op lays it out as Y:
+    the other dims, then the diagonal's), reshaped to Y's shape where that differs ([1, length] for
+    paddle.diagonal_scatter's matrix)."""
     f = Formula(g)
     out, dout, dy = g.O("Out")[0], g.OG("Out")[0], g.IG("Y")[0]
     f.emit("fill_diagonal_tensor_grad", {"Out@GRAD": dout}, {"X@GRAD": g.IG("X")}, same=True)
@@ -171,28 +171,17 @@ def _fill_diagonal_tensor_grad(g):
     x, y = g.shape(g.I("X")[0]), g.shape(g.I("Y")[0])
     if x is None or y is None or y[-1] < 0:
         raise GradError(f"op '{g.fwd.type}': the grad of Y needs the declared shapes of X and Y (got {x}, {y})")
-    rank, offset = len(x), g.attr("offset")
-    d1, d2 = g.attr("dim1") % rank, g.attr("dim2") % rank
-    along, across = (d1, d2) if offset >= 0 else (d2, d1)   # the diagonal's i-th entry is at index i of `along`
-    axis = along - (across < along)                         # `along` once `across` is summed away
-    off_diagonal = f.op("fill_diagonal_tensor_grad", {"Out@GRAD": dout}, out, slot="X@GRAD", same=True)
-    diagonal_only = f.sub(dout, off_diagonal, out)
-    lines = f.op("reduce_sum", {"X": diagonal_only}, out, {"dim": [across], "keep_dim": False, "reduce_all": False},
-                 dims=lambda s: [d for i, d in enumerate(s) if i != across])
-    head = f.op("slice", {"Input": lines}, out, {"axes": [axis], "starts": [0], "ends": [y[-1]],
-                                                 "infer_flags": [1], "decrease_axis": []},
-                dims=lambda s: [y[-1] if i == axis else d for i, d in enumerate(s) if i != across])
-    perm = [i for i in range(rank - 1) if i != axis] + [axis]
+    d1, d2 = g.attr("dim1") % len(x), g.attr("dim2") % len(x)
+    attrs = {"offset": int(g.attr("offset")), "axis1": d1, "axis2": d2}
     diagonal_shape = [d for i, d in enumerate(x) if i not in (d1, d2)] + [y[-1]]
     if y == diagonal_shape:
-        f.emit("transpose2", {"X": head}, {"Out": dy, "XShape": f.xshape(head)}, {"axis": perm})
+        f.emit("diagonal", {"Input": dout}, {"Out": dy}, attrs)
         return f.ops
-    last = f.op("transpose2", {"X": head}, out, {"axis": perm}, more={"XShape": f.xshape(head)},
-                dims=lambda _: diagonal_shape)
-    if y.count(-1) <= 1:   # a static shape (PIR can write it); [1, length] for paddle.diagonal_scatter's matrix
-        f.emit("reshape2", {"X": last}, {"Out": dy, "XShape": f.xshape(last)}, {"shape": y})
+    diagonal = f.op("diagonal", {"Input": dout}, out, attrs, dims=lambda _: diagonal_shape)
+    if y.count(-1) <= 1:   # a static shape (PIR can write it)
+        f.emit("reshape2", {"X": diagonal}, {"Out": dy, "XShape": f.xshape(diagonal)}, {"shape": y})
     else:
-        f.shaped_like(last, g.I("Y")[0], dy)
+        f.shaped_like(diagonal, g.I("Y")[0], dy)
     return f.ops
 
 

@@ -129,7 +129,12 @@ def _unique_consecutive_infer(ctx):
     axis = ctx.axis(axes[0], len(x)) if axes else None
     out = [-1] if axis is None else x[:axis] + [-1] + x[axis + 1:]
     size = numel(x) if axis is None else x[axis]
-    return {"Out": (out, ctx.dtype("X")), "Index": ([size], index), "Counts": ([-1], index)}
+    shapes = {"Out": (out, ctx.dtype("X"))}   # Index and Counts only when asked for: Paddle leaves them unset else
+    if ctx.attr("return_inverse"):
+        shapes["Index"] = ([size], index)
+    if ctx.attr("return_counts"):
+        shapes["Counts"] = ([-1], index)
+    return shapes
 
 
 # each run of equal elements (slices along axis) kept once; Index maps each to its run, Counts are run lengths
