@@ -132,9 +132,59 @@ COMPILE_TIME = {
                         "value [2, 2, 3] does not broadcast to the picked entries [2, 3]"),
     # unary_math
     # special_math
+    "polygamma order": ("polygamma", {"x": X23}, {"n": -1}, "attribute n=-1 is out of range"),
     # binary_math
+    **{f"{op} shapes": (op, slots, {}, "cannot broadcast shapes [2, 3] and [2, 4]")
+       for op, slots in (("atan2", {"X1": X23, "X2": zeros(2, 4)}), ("elementwise_fmax", MISMATCHED),
+                         ("elementwise_fmin", MISMATCHED), ("elementwise_heaviside", MISMATCHED),
+                         ("copysign", {"x": X23, "y": zeros(2, 4)}),
+                         ("lerp", {"X": X23, "Y": X23, "Weight": zeros(2, 4)}))},
+    "masked_fill mask": ("masked_fill", {"x": X23, "mask": X23, "value": zeros()}, {},
+                         "mask must be a bool tensor, got float32"),
+    "masked_fill value": ("masked_fill", {"x": X23, "mask": zeros(3, dtype=bool), "value": zeros(3, 2, 3)}, {},
+                          "value [3, 2, 3] does not broadcast to the output [2, 3]"),
+    "isclose shapes": ("isclose", {"Input": X23, "Other": zeros(1, 3)}, {}, "Input [2, 3] and Other [1, 3] must have "
+                                                                             "one shape"),
+    "allclose rtol": ("allclose", {"Input": X23, "Other": X23}, {"rtol": "tight"}, "attribute rtol='tight' is not a "
+                                                                                  "number"),
+    "bitwise_not dtype": ("bitwise_not", {"X": X23}, {}, "X must be a bool or integer tensor, got float32"),
+    "fill_diagonal_tensor dims": ("fill_diagonal_tensor", {"X": X23, "Y": zeros(2)}, {"dim1": 1, "dim2": -1},
+                                  "dim1 1 and dim2 -1 are one dim of X [2, 3]"),
+    "fill_diagonal_tensor y": ("fill_diagonal_tensor", {"X": X23, "Y": zeros(3)}, {"offset": 1},
+                               "Y must be shaped like the diagonal it replaces, [2], got [3]"),
     # products
+    "dot shapes": ("dot", MISMATCHED, {}, "dot takes X and Y of one shape"),
+    "cross size 3": ("cross", {"X": zeros(2, 4), "Y": zeros(2, 4)}, {}, "no dim of [2, 4] has size 3"),
+    "cross dim": ("cross", {"X": X23, "Y": X23}, {"dim": 0}, "dim 0 has size 2, not 3"),
+    "mv vector": ("mv", {"X": X23, "Vec": zeros(4)}, {}, "mv takes a matrix X [M, N] and a vector Vec [N]"),
+    "addmm contraction": ("addmm", {"Input": X23, "X": zeros(2, 4), "Y": zeros(3, 3)}, {},
+                          "addmm needs X [M, K] and Y [K, N], got [2, 4] and [3, 3]"),
+    "addmm input": ("addmm", {"Input": zeros(3, 3), "X": zeros(2, 4), "Y": zeros(4, 3)}, {},
+                    "Input [3, 3] does not broadcast to the product's shape [2, 3]"),
+    "baddbmm batch": ("baddbmm", {"Input": zeros(2, 2, 3), "X": zeros(2, 2, 4), "Y": zeros(3, 4, 3)}, {},
+                      "baddbmm needs X [B, M, K] and Y [B, K, N]"),
+    "multi_dot chain": ("multi_dot", {"X": [X23, zeros(4, 2)]}, {}, "X[0] [2, 3] and X[1] [4, 2] do not chain"),
+    "dist shapes": ("dist", MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]"),
+    "trace axes": ("trace", {"Input": X23}, {"axis1": 1, "axis2": -1}, "axis1 1 and axis2 -1 are the same axis"),
+    "diagonal rank": ("diagonal", {"Input": zeros(3)}, {}, "Input must have rank 2 or more"),
+    "diag_embed dims": ("diag_embed", {"Input": X23}, {"dim1": 0, "dim2": -3}, "dim1 0 and dim2 -3 are the same dim"),
+    "frobenius_norm axis": ("frobenius_norm", {"X": X23}, {"dim": [5]}, "axis 5 is out of range for rank 2"),
+    "einsum label sizes": ("einsum", {"Operands": [X23, zeros(4, 4)]}, {"equation": "ij,jk->ik"},
+                           "label 'j' has sizes 3 and 4"),
+    "einsum output label": ("einsum", {"Operands": [X23]}, {"equation": "ij->k"},
+                            "each output label must be an input label"),
     # scans
+    **{f"{op} axis": (op, {"x": X23}, {"axis": 2}, "axis 2 is out of range for rank 2") for op in ("cummax", "cummin")},
+    "cummax dtype": ("cummax", {"x": X23}, {"dtype": 5}, "dtype 5 must be int32 (2) or int64 (3)"),
+    "logcumsumexp axis": ("logcumsumexp", {"X": X23}, {"axis": -3}, "axis -3 is out of range for rank 2"),
+    "logcumsumexp dtype": ("logcumsumexp", {"X": zeros(2, 3, dtype=np.int64)}, {}, "needs a float X, not INT64"),
+    "mode axis": ("mode", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
+    "mode empty axis": ("mode", {"X": zeros(2, 0)}, {"axis": 1}, "mode needs a nonempty axis 1 of X [2, 0]"),
+    "median mode": ("median", {"x": X23}, {"axis": [1], "mode": "max"}, "mode 'max' must be 'avg' or 'min'"),
+    "median axis": ("median", {"x": X23}, {"axis": [0, 2]}, "axis 2 is out of range for rank 2"),
+    "median axis twice": ("median", {"x": X23}, {"axis": [1, -1]}, "axis [1, -1] names a dim twice"),
+    "nanmedian axis": ("nanmedian", {"X": X23}, {"axis": [-3]}, "axis -3 is out of range for rank 2"),
+    "nanmedian empty": ("nanmedian", {"X": zeros(2, 0)}, {"axis": [1]}, "nanmedian needs elements to fold"),
     # linalg
     "lu_unpack pivots": ("lu_unpack", {"X": zeros(3, 3), "Pivots": np.ones(2, np.int32)}, {},
                          "Pivots must hold the 3 row swaps of each of X's 3 x 3 matrices, got shape [2]"),
@@ -155,6 +205,46 @@ COMPILE_TIME = {
     "lstsq driver": ("lstsq", {"X": zeros(4, 3), "Y": zeros(4, 2)}, {"driver": "gesv"},
                      "attribute driver='gesv' must be one of"),
     # sampling
+    "affine_grid theta": ("affine_grid", {"Theta": zeros(2, 3, 3)}, {"output_shape": [2, 1, 4, 4]},
+                          "Theta must be [N, 2, 3] or [N, 3, 4], got shape [2, 3, 3]"),
+    "affine_grid output_shape": ("affine_grid", {"Theta": zeros(2, 2, 3)}, {"output_shape": [2, 1, 3, 4, 5]},
+                                 "a 3-D grid needs Theta [N, 3, 4], got shape [2, 2, 3]"),
+    "grid_sampler grid": ("grid_sampler", {"X": X4, "Grid": zeros(2, 3, 3, 3)}, {},
+                          "Grid must be [N, H_out, W_out, 2] for a 4-D X, got shape [2, 3, 3, 3]"),
+    "grid_sampler batch": ("grid_sampler", {"X": X4, "Grid": zeros(3, 2, 2, 2)}, {}, "X has 2 samples but Grid 3"),
+    "grid_sampler mode": ("grid_sampler", {"X": X4, "Grid": zeros(2, 2, 2, 2)}, {"mode": "bicubic"},
+                          "mode 'bicubic' is not one of ['bilinear', 'nearest']"),
+    "grid_sampler padding_mode": ("grid_sampler", {"X": X4, "Grid": zeros(2, 2, 2, 2)}, {"padding_mode": "wrap"},
+                                  "padding_mode 'wrap' is not one of ['zeros', 'border', 'reflection']"),
+    "temporal_shift seg_num": ("temporal_shift", {"X": zeros(3, 4, 2, 2)}, {"seg_num": 2},
+                               "the batch of 3 does not divide into segments of seg_num 2"),
+    "temporal_shift shift_ratio": ("temporal_shift", {"X": X4}, {"seg_num": 2, "shift_ratio": 0.5},
+                                   "shift_ratio must be in (0, 0.5), got 0.5"),
+    # extras
+    "bitwise_and dtypes": ("bitwise_and", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 3, dtype=np.int64)}, {},
+                           "needs X and Y of one dtype, got int32 and int64"),
+    "bitwise_or float": ("bitwise_or", {"X": X23, "Y": X23}, {}, "X is float32"),
+    "bitwise_xor shapes": ("bitwise_xor", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 4, dtype=np.int32)}, {},
+                           "cannot broadcast shapes [2, 3] and [2, 4]"),
+    "bitwise_left_shift bool": ("bitwise_left_shift", {"x": zeros(2, dtype=bool), "y": zeros(2, dtype=bool)}, {},
+                                "x is bool"),
+    "bitwise_right_shift shapes": ("bitwise_right_shift", {"x": zeros(3, dtype=np.int64),
+                                                           "y": zeros(2, dtype=np.int64)},
+                                   {"is_arithmetic": False}, "cannot broadcast shapes [3] and [2]"),
+    "bernoulli ints": ("bernoulli", {"X": zeros(2, 3, dtype=np.int64)}, {}, "needs a float X, got int64"),
+    "poisson ints": ("poisson", {"X": zeros(2, 3, dtype=np.int32)}, {}, "needs a float X, got int32"),
+    "multinomial rank": ("multinomial", {"X": zeros(2, 3, 4)}, {}, "needs X of rank 1 or 2"),
+    "multinomial samples": ("multinomial", {"X": zeros(2, 3)}, {"num_samples": 4, "replacement": False},
+                            "cannot draw 4 samples from 3 categories"),
+    "renorm power": ("renorm", {"X": X23}, {"p": 0.0, "axis": 0, "max_norm": 1.0}, "p must be a finite power > 0"),
+    "renorm axis": ("renorm", {"X": X23}, {"p": 2.0, "axis": 2, "max_norm": 1.0}, "axis 2 is out of range for rank 2"),
+    "logspace num": ("logspace", {"Start": ONE, "Stop": ONE, "Num": zeros(2, dtype=np.int32), "Base": ONE}, {},
+                     "needs a one-element Num, got shape [2]"),
+    "unique_consecutive axis": ("unique_consecutive", {"X": X23}, {"axis": [2], "dtype": 3},
+                                "axis 2 is out of range for rank 2"),
+    "histogram bins": ("histogram", {"X": X23}, {"bins": 0}, "bins must be >= 1, got 0"),
+    "histogram weight": ("histogram", {"X": X23, "Weight": zeros(2, 3, dtype=np.float64)}, {"bins": 4},
+                         "Weight must have X's shape [2, 3] and dtype float32, got [2, 3] float64"),
 }
 
 RUN_TIME = {
@@ -183,6 +273,7 @@ RUN_TIME = {
     # binary_math
     # products
     # scans
+    "median axis tensor": ("median", {"x": X23, "AxisTensor": i64(3)}, {}, "axis 3 is out of range for rank 2"),
     # linalg
     "lu_unpack pivot row": ("lu_unpack", {"X": zeros(3, 3), "Pivots": np.array([1, 7, 3], np.int32)}, {},
                             "Pivots holds 7, outside the rows [1, 3]"),
@@ -195,6 +286,17 @@ RUN_TIME = {
                                      "Y holds a singular matrix"),
     "matrix_power singular inverse": ("matrix_power", {"X": zeros(3, 3)}, {"n": -2}, "X holds a singular matrix"),
     # sampling
+    "affine_grid OutputShape": ("affine_grid", {"Theta": zeros(2, 2, 3),
+                                                "OutputShape": np.array([2, 1, 0, 3], np.int32)},
+                                {}, "output shape [2, 1, 0, 3] has a spatial size < 1"),
+    # extras
+    "bernoulli probability": ("bernoulli", {"X": np.array([0.5, 1.5], f32)}, {}, "must lie in [0, 1]"),
+    "multinomial weight": ("multinomial", {"X": np.array([0.5, -0.1, 0.6], f32)}, {}, "weights in X must be >= 0"),
+    "poisson rate": ("poisson", {"X": np.array([1.0, -2.0], f32)}, {}, "rates in X must be >= 0"),
+    "logspace count": ("logspace", {"Start": ONE, "Stop": ONE, "Num": np.array([0], np.int32), "Base": ONE}, {},
+                       "Num must be >= 1, got 0"),
+    "histogram range": ("histogram", {"X": np.array([1.0, np.inf], f32)}, {"bins": 4},
+                        "histogram range [1.0, inf] is not finite"),
 }
 
 # forward ops with nothing a program can get wrong, and why
@@ -214,9 +316,16 @@ EXEMPT = {
                          "definition checks (tests/test_fuzz.py, tests/test_hostile_inputs.py)",
     "while": "control flow: an endless loop stops at the iteration limit (tests/test_hostile_inputs.py)",
     # unary_math
+    **{op: ANY_TENSOR for op in ("floor", "ceil", "trunc", "reciprocal", "expm1", "log2", "log10", "log1p", "tan",
+                                 "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "erf")},
+    **{op: FREE_ATTRIBUTES for op in ("round", "logit", "stanh")},
     # special_math
+    **{op: ANY_TENSOR for op in ("erfinv", "lgamma", "digamma", "i0", "i0e", "i1", "i1e")},
     # binary_math
+    **{op: "any tensor: a bool per element" for op in ("isnan_v2", "isinf_v2", "isfinite_v2")},
+    "conj": ANY_TENSOR,
     # products
+    "kron": "any two tensors: each dim of Out is the product of X's and Y's",
     # scans
     # linalg
     # sampling

@@ -20,6 +20,9 @@ DATA = Path(__file__).parent / "data" / "paddle"
 PENDING = DATA / "conformance_pending.txt"
 # ops gradc registers that Paddle 3.3.1 does not, and why
 GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"}
+# differences where Paddle's record does not say what its programs hold, and why
+PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
+                       "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}
 
 
 @cache
@@ -86,7 +89,7 @@ def findings() -> set[str]:
                 found.add(f"{op_type}: not a Paddle 3.3.1 op")
             continue
         found.update(f"{op_type}: {f}" for f in _slot_findings(theirs, opdef) + _attr_findings(theirs, opdef))
-    return found
+    return found - PADDLE_RECORD_SLIPS.keys()
 
 
 def pending() -> set[str]:

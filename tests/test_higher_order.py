@@ -100,16 +100,25 @@ THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1
                "bilinear_tensor_product_grad", "kthvalue_grad[k=1,axis=1]", "maxout_grad[groups=2]",
                "put_along_axis_grad[Axis=1,Reduce=mean,Include_self=False]",
                "lp_pool2d_grad[kernel_size=[2, 2],strides=[2, 2],norm_type=2.0,pooling_type=lp]",
-               "cumprod_grad[dim=1,exclusive=True,reverse=True]", "cumprod_grad[dim=0,reverse=True]"]
+               "cumprod_grad[dim=1,exclusive=True,reverse=True]", "cumprod_grad[dim=0,reverse=True]",
+               "logcumsumexp_grad[axis=-2,reverse=True,exclusive=True]",
+               "logcumsumexp_grad[flatten=True,exclusive=True,reverse=True]", "cummax_grad[axis=1]",
+               "mode_grad[axis=1]", "median_grad[axis=[0, 2],keepdim=False,mode=avg]"]
 
 
 @pytest.mark.parametrize("case_id", THIRD_ORDER)
 def test_third_derivatives_through(case_id):
     """A third backward over a second-order case's program (tests/gradcheck_cases/second_order*.py): the ops
     each second-order maker emits have makers of their own."""
-    from gradcheck_cases import second_order, second_order_broadcast_put, second_order_nn, second_order_select
+    from gradcheck_cases import (
+        scans_double,
+        second_order,
+        second_order_broadcast_put,
+        second_order_nn,
+        second_order_select,
+    )
 
-    modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put)
+    modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put, scans_double)
     case = next(c for module in modules for c in module.CASES
                 if c.id == case_id)
     built = case.program()

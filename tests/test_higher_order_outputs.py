@@ -1,6 +1,6 @@
 """Second derivatives that reach a forward output a first backward never differentiates (huber_loss's
 Residual, cross_entropy2's MatchX), and the ops gradc differentiates twice only in part (put_along_axis where
-it is linear, cumprod along a dim of known size)."""
+it is linear, cumprod and logcumsumexp along a dim of known size, median with its axes known when compiling)."""
 
 from __future__ import annotations
 
@@ -78,4 +78,30 @@ def test_a_grad_makers_error_says_where_its_op_is():
     gradc.gradients(net.program, _squared_mean(net, net.op("cumprod", {"X": x}, {"dim": 1})[0]), ["x"])
     index = next(i for i, op in enumerate(net.program.global_block.ops) if op.type == "cumprod_grad")
     with pytest.raises(gradc.GradError, match=rf"^block 0, op {index} \(cumprod_grad\): cumprod_grad: the dim 1"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
+
+
+def test_logcumsumexp_is_differentiated_twice_along_a_dim_of_known_size_only():
+    """logcumsumexp_grad's maker scans in ceil(log2 n) rounds too; other dims may be known at run time only."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 4], "float64", stop_gradient=False)
+    gradc.gradients(net.program, _squared_mean(net, net.op("logcumsumexp", {"X": x}, {"axis": 1})[0]), ["x"])
+    check_program(net.program, {"x": RNG.standard_normal((3, 4))}, ["x"], loss=_squared_mean(net, "x@GRAD"))
+
+    net = ProgramBuilder()
+    x = net.data("x", [3, -1], "float64", stop_gradient=False)
+    gradc.gradients(net.program, _squared_mean(net, net.op("logcumsumexp", {"X": x}, {"axis": 1})[0]), ["x"])
+    with pytest.raises(gradc.GradError, match=r"logcumsumexp_grad: the scanned dim of x must be known, got shape "
+                                              r"\[3, -1\]"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
+
+
+def test_median_is_differentiated_twice_only_with_its_axes_known_when_compiling():
+    """median_grad's maker sums ddX over the folded dims: axes in AxisTensor come too late."""
+    net = ProgramBuilder()
+    x = net.data("x", [3, 4], "float64", stop_gradient=False)
+    axis = net.data("axis", [1], "int64")
+    out = net.op("median", {"x": x, "AxisTensor": axis}, {"keepdim": True}, outputs=["out"])[0]
+    gradc.gradients(net.program, _squared_mean(net, out), ["x"])
+    with pytest.raises(gradc.GradError, match=r"median_grad: second derivatives need the folded axes when compiling"):
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])

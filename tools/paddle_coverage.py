@@ -1,4 +1,4 @@
-"""Coverage of paddle.nn and paddle.vision.models: build every row of tools/coverage/ in Paddle's
+"""Coverage of paddle.nn, paddle.vision.models and the tensor API: build every row of tools/coverage/ in Paddle's
 legacy static mode, differentiate it with Paddle's append_backward, run it, and write its fixture
 to tests/data/paddle/layers/<row>/ (a row Paddle cannot build gets a meta.json with Paddle's error).
 Not part of the package: it needs paddlepaddle 3.3.1.

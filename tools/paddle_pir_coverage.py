@@ -1,6 +1,7 @@
-"""Coverage of paddle.nn and paddle.vision.models in PIR mode: build every row of tools/coverage/ (the rows
-of docs/coverage.md) in Paddle 3.3.1's default PIR mode, differentiate it with Paddle's own backward, and
-record the PIR op names each row emits, forward and backward, in tests/data/paddle/pir_coverage.json.
+"""Coverage of paddle.nn, paddle.vision.models and the tensor API in PIR mode: build every row of
+tools/coverage/ (the rows of docs/coverage.md) in Paddle 3.3.1's default PIR mode, differentiate it with
+Paddle's own backward, and record the PIR op names each row emits, forward and backward, in
+tests/data/paddle/pir_coverage.json.
 With --fixtures, also write PIR fixtures for a set of rows that together use every op gradc's PIR table
 maps (tests/data/paddle/pir_layers/<row>/: forward.json, Paddle's training program backward.json.gz,
 feed.npz, params.npz, loss.npy, grads.npz, meta.json; grads_reference.npz where Paddle's gradient is

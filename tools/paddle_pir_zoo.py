@@ -125,5 +125,23 @@ def zoo_index(rng):
     return _loss(outs), feed, "scatter_nd_add, setitem with a tensor value, nonzero, cumprod, index_put, broadcast"
 
 
+def zoo_draws_bits(rng):
+    """Random draws at parameters that fix them (probabilities 0 and 1, one-hot weights, rates of 1e-12: all
+    draws 0), so Paddle's numbers are gradc's; and the bitwise ops, shifts both ways."""
+    (x,), feed = _inputs(rng, "x")
+    certain = paddle.static.data("certain", [2, 3, 4], "float32")
+    feed["certain"] = rng.integers(0, 2, (2, 3, 4)).astype("float32")
+    one_hot = paddle.static.data("one_hot", [3, 4], "float32")
+    feed["one_hot"] = np.eye(4, dtype="float32")[[2, 0, 3]]
+    a, b = paddle.static.data("a", [2, 3], "int32"), paddle.static.data("b", [2, 3], "int32")
+    feed["a"], feed["b"] = rng.integers(-64, 64, (2, 3)).astype("int32"), rng.integers(0, 6, (2, 3)).astype("int32")
+    outs = [x * paddle.bernoulli(certain), paddle.multinomial(one_hot, 3, replacement=True),
+            x * paddle.poisson(paddle.scale(paddle.abs(x), 1e-12)), paddle.bitwise_and(a, b), paddle.bitwise_or(a, b),
+            paddle.bitwise_xor(a, b), paddle.bitwise_left_shift(a, b), paddle.bitwise_right_shift(a, b),
+            paddle.bitwise_right_shift(a, b, is_arithmetic=False)]
+    return _loss(outs), feed, "bernoulli, multinomial, poisson at fixed draws; bitwise and/or/xor, shifts"
+
+
 ZOO = {"zoo_math": zoo_math, "zoo_activation": zoo_activation, "zoo_reduce": zoo_reduce, "zoo_shape": zoo_shape,
-       "zoo_nn": zoo_nn, "zoo_index": zoo_index, "zoo_extremes": zoo_extremes}
+       "zoo_nn": zoo_nn, "zoo_index": zoo_index, "zoo_extremes": zoo_extremes,
+       "zoo_draws_bits": zoo_draws_bits}

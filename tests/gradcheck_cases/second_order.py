@@ -67,10 +67,10 @@ def _weighted_sum(block, names: list[str], feed: dict, prefix: str, differentiab
 
 
 def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict | None = None,
-                 wrt: list[str] | None = None, tied: bool = False, **tolerances) -> Case:
-    """The case of ``op``'s grad op; ``counts``: vars of list output slots; ``wrt``: the input slots to check
-    (default: every float one). ``tied``: inputs with ties, where the grad op is smooth in its output grads only
-    (linear) and only they are checked."""
+                 wrt: list[str] | None = None, tied: bool = False, grad_type: str | None = None, **tolerances) -> Case:
+    """The case of ``op``'s grad op (``grad_type``, for a maker of its own that names none); ``counts``: vars of list
+    output slots; ``wrt``: the input slots to check (default: every float one). ``tied``: inputs with ties, where
+    the grad op is smooth in its output grads only (linear) and only they are checked."""
     opdef = registry.get(op)
     attrs = dict(attrs or {})
 
@@ -104,7 +104,7 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
         checked = [n[: -len("@GRAD")] for n in grads]
         return {"program": program, "feed": feed, "wrt": seeds if tied else checked + seeds, "loss": "loss2"}
 
-    return Case(opdef.grad.type_for(opdef), {}, attrs, program=build, **tolerances)
+    return Case(grad_type or opdef.grad.type_for(opdef), {}, attrs, program=build, **tolerances)
 
 
 def _bn(shape, channels):

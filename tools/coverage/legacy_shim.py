@@ -74,6 +74,13 @@ def _isclose(x, y, rtol=1e-05, atol=1e-08, equal_nan=False, name=None):
                   paddle.bool)
 
 
+def _arg(op_type: str):
+    def arg(x, axis=None, keepdim=False, dtype="int64", name=None):
+        attrs = {"axis": 0 if axis is None else axis, "flatten": axis is None, "keepdims": keepdim, "dtype": 3}
+        return append(op_type, {"X": x}, attrs, paddle.int64)
+    return arg
+
+
 def _triangle(lower: bool):
     return lambda x, diagonal=0, name=None: append("tril_triu", {"X": x}, {"diagonal": diagonal, "lower": lower})
 
@@ -101,6 +108,8 @@ SHIMS = {
     "isfinite": lambda x, name=None: append("isfinite_v2", {"X": x}, dtype=paddle.bool),
     "logical_not": lambda x, out=None, name=None: append("logical_not", {"X": x}),
     "isclose": _isclose,
+    "argmax": _arg("arg_max"),
+    "argmin": _arg("arg_min"),
     "dot": lambda x, y, name=None: append("dot", {"X": x, "Y": y}),
     "median": _median,
     "diagonal": lambda x, offset=0, axis1=0, axis2=1, name=None: append(

@@ -3,7 +3,7 @@ call but users' own models do."""
 
 import paddle
 
-from .spec import f, pos, table, unit
+from .spec import const, f, pos, table, unit
 
 UNARY = table(
     "tensor_math",
@@ -61,7 +61,8 @@ BINARY = table(
     ("where_isfinite", lambda x: paddle.where(paddle.isfinite(x), x, paddle.zeros_like(x)), f(2, 5)),
     ("where_isnan", lambda x: paddle.where(paddle.isnan(x), paddle.zeros_like(x), x), f(2, 5)),
     ("where_isinf", lambda x: paddle.where(paddle.isinf(x), paddle.zeros_like(x), x), f(2, 5)),
-    ("isclose", lambda x, y: paddle.where(paddle.isclose(x, y), x, y), f(2, 5), f(2, 5)),
+    ("isclose", lambda x, y: paddle.where(paddle.isclose(x, y), x, y) + paddle.allclose(x, y).astype(x.dtype),
+     f(2, 5), f(2, 5)),
     ("outer", lambda x, y: paddle.outer(x, y), f(4), f(3)),
     ("inner", lambda x, y: paddle.inner(x, y), f(2, 4), f(3, 4)),
     ("dot", lambda x, y: paddle.dot(x, y), f(2, 4), f(2, 4)),
@@ -89,7 +90,8 @@ REDUCE = table(
     ("cummax", lambda x: paddle.cummax(x, axis=1)[0], f(2, 5)),
     ("cummin", lambda x: paddle.cummin(x, axis=1)[0], f(2, 5)),
     ("logcumsumexp", lambda x: paddle.logcumsumexp(x, axis=1), f(2, 5)),
-    ("count_nonzero", lambda x: x * paddle.count_nonzero(x > 0, axis=1, keepdim=True).astype("float32"), f(2, 5)),
+    ("count_nonzero", lambda x, m: x * paddle.count_nonzero(m > 0, axis=1, keepdim=True).astype("float32"), f(2, 5),
+     const(2, 5)),
     ("trace", lambda x: paddle.trace(x), f(3, 3)),
     ("trace_offset", lambda x: paddle.trace(x, offset=1, axis1=1, axis2=2), f(2, 3, 4)),
     ("diagonal", lambda x: paddle.diagonal(x, offset=-1), f(3, 4)),

@@ -4,13 +4,14 @@ wraps (grid_sample, affine_grid, temporal_shift, ...)."""
 import paddle
 import paddle.nn.functional as F
 
-from .spec import f, ints, table, unit
+from .spec import const, f, ints, table, unit
 
 MANIPULATION = table(
     "tensor_ops",
     ("masked_scatter", lambda x, v: paddle.masked_scatter(x, x > 0, v), f(2, 5), f(10)),
     ("index_fill", lambda x: paddle.index_fill(x, paddle.to_tensor([0, 2]), 1, 0.5), f(2, 4)),
     ("take", lambda x: paddle.take(x, paddle.to_tensor([[0, 3], [5, 7]])), f(2, 4)),
+    ("eye_plus", lambda x: x + paddle.eye(3, 4), f(3, 4)),
     ("rot90", lambda x: paddle.rot90(x, 1, [0, 1]), f(2, 3)),
     ("tensor_split", lambda x: paddle.tensor_split(x, 3, axis=1)[1], f(2, 6)),
     ("moveaxis", lambda x: paddle.moveaxis(x, 0, 2), f(2, 3, 4)),
@@ -26,7 +27,29 @@ MANIPULATION = table(
     ("cumsum_reverse", lambda x: paddle.cumsum(paddle.flip(x, [1]), axis=1), f(2, 4)),
     ("sort_values", lambda x: paddle.sort(x, axis=1), f(2, 5)),
     ("topk_values", lambda x: paddle.topk(x, 2)[0], f(2, 5)),
-    ("clip_tensor", lambda x, lo: paddle.clip(x, lo, lo + 1), f(2, 5), f(2, 5)),
+    ("clip_tensor", lambda x, lo: paddle.clip(x, lo, lo + 1), f(2, 5), const(1)),
+)
+
+
+
+def _ints(*values):
+    return paddle.to_tensor(list(values))
+
+
+DRAWS_AND_BITS = table(
+    "tensor_ops",
+    ("bernoulli", lambda x: x * paddle.bernoulli(paddle.full([2, 4], 0.5)), f(2, 4)),
+    ("multinomial", lambda x, p: paddle.gather(x, paddle.multinomial(p, 3, replacement=True), axis=1),
+     f(2, 4), unit(4, grad=False)),
+    ("poisson", lambda x: x * paddle.poisson(paddle.full([2, 4], 2.0)), f(2, 4)),
+    ("bitwise_and", lambda x: x * paddle.bitwise_and(_ints(3, 5), _ints(6, 4)).astype("float32"), f(3, 2)),
+    ("bitwise_xor", lambda x: x * paddle.bitwise_xor(_ints(3, 5), _ints(6, 4)).astype("float32"), f(3, 2)),
+    ("renorm", lambda x: paddle.renorm(x, 2.0, 0, 1.0), f(3, 4)),
+    ("renorm_p1_axis1", lambda x: paddle.renorm(x, 1.0, 1, 0.5), f(3, 4)),
+    ("logspace", lambda x: x * paddle.logspace(0, 1, 4, base=2.0), f(2, 4)),
+    ("unique_consecutive", lambda x: paddle.gather(x, paddle.unique_consecutive(_ints(1, 1, 2, 0)), axis=1), f(2, 4)),
+    ("histogram", lambda x: x * paddle.histogram(x, bins=4, min=-2, max=2).astype("float32").sum(), f(2, 4)),
+    ("argmax_take", lambda x: paddle.take_along_axis(x, paddle.argmax(x, axis=1, keepdim=True), 1), f(2, 4)),
 )
 
 FUNCTIONAL = table(
@@ -49,4 +72,4 @@ FUNCTIONAL = table(
     ("zeropad2d", lambda x: F.zeropad2d(x, [1, 0, 0, 1]), f(1, 1, 2, 3)),
 )
 
-ROWS = MANIPULATION + FUNCTIONAL
+ROWS = MANIPULATION + DRAWS_AND_BITS + FUNCTIONAL

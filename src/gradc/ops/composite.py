@@ -254,3 +254,35 @@ def linear(forward: str, x: str = "X", out: str = "Out", passed: tuple[str, ...]
         return f.ops
 
     return maker
+
+
+def multilinear(forward: str, operands: str, extra: tuple[str, ...] = ()):
+    """The maker of the grad op G of an op F(X_1, ..., X_n) linear in each operand, G reading them from its slot
+    ``operands`` with dOut and writing every X_i@GRAD = G_i(the others, dOut). With ddX_i the grads of those:
+        d/d(dOut) = sum_i F(X with X_i -> ddX_i),   d/dX_j = sum over i != j of G_j(X with X_i -> ddX_i, dOut).
+    ``extra``: list outputs of F besides Out (one var per operand), written to temporaries."""
+
+    def maker(g):
+        f = Formula(g)
+        xs, dout = g.I(operands), first(g.I("Out@GRAD"))
+        grads = next(iter(g.fwd.outputs))   # X@GRAD, Operands@GRAD: named by the forward's operand slot
+        varied = {i: xs[:i] + [dd] + xs[i + 1:] for i, (written, dd) in enumerate(zip(g.O(grads), g.OG(grads)))
+                  if written != EMPTY_VAR}
+        if first(g.IG("Out@GRAD")) not in (None, EMPTY_VAR):
+            terms = [f.op(forward, {grads.removesuffix("@GRAD"): args}, dout,
+                          more={slot: [g.tmp(x) for x in xs] for slot in extra}, same=True) for args in varied.values()]
+            f.into(first(g.IG("Out@GRAD")), "sum", {"X": terms})
+        parts: dict[int, list[str]] = {}
+        for i, args in varied.items():
+            wanted = [g.tmp(x) if j != i and ig != EMPTY_VAR else EMPTY_VAR
+                      for j, (x, ig) in enumerate(zip(xs, g.IG(operands)))]
+            f.emit(g.fwd.type, {operands: args, "Out@GRAD": dout}, {grads: wanted}, same=True)
+            for j, part in enumerate(wanted):
+                if part != EMPTY_VAR:
+                    parts.setdefault(j, []).append(part)
+        for j, ig in enumerate(g.IG(operands)):
+            if j in parts:
+                f.into(ig, "sum", {"X": parts[j]})
+        return f.ops
+
+    return maker

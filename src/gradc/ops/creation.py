@@ -1,5 +1,5 @@
 """Ops that make tensors from attributes or small inputs: assign_value (a literal array), eye, linspace,
-range, sequence_mask; coalesce_tensor (copies parameters into one flat buffer); label_smooth (labels blended
+logspace, range, sequence_mask; coalesce_tensor (copies parameters into one flat buffer); label_smooth (labels blended
 with a prior).
 
 assign_value keeps its literal in `values`, a SCALARS attribute (serialized Scalar messages); programs from
@@ -95,12 +95,19 @@ def _linspace_infer(ctx):
     return {"Out": ([-1], ctx.attr("dtype"))}
 
 
+def _logspace_infer(ctx):
+    _scalar_inputs(ctx, ["Start", "Stop", "Num", "Base"])
+    return {"Out": ([-1], ctx.attr("dtype"))}
+
+
 def _range_infer(ctx):
     _scalar_inputs(ctx, ["Start", "End", "Step"])
     return {"Out": ([-1], ctx.dtype("Start"))}
 
 
 defop("linspace", ["Start", "Stop", "Num"], attrs={"dtype": 5}, infer=_linspace_infer, grad=NO_GRAD)
+# Base ** linspace(Start, Stop, Num)
+defop("logspace", ["Start", "Stop", "Num", "Base"], attrs={"dtype": 5}, infer=_logspace_infer, grad=NO_GRAD)
 defop("range", ["Start", "End", "Step"], infer=_range_infer, grad=NO_GRAD)
 
 

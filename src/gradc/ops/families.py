@@ -19,6 +19,19 @@ FAMILIES = {
         "elu_grad", "silu_grad", "softplus_grad", "gelu_grad", "pow_grad", "softmax_grad", "log_softmax_grad",
         "sin_grad", "cos_grad", "selu_grad", "celu_grad", "mish_grad", "hard_swish_grad",
     ),
+    "binary_math": (
+        "atan2", "atan2_grad", "elementwise_fmax", "elementwise_fmax_grad", "elementwise_fmin", "elementwise_fmin_grad",
+        "elementwise_heaviside", "elementwise_heaviside_grad", "copysign", "copysign_grad", "lerp", "lerp_grad",
+        "masked_fill", "masked_fill_grad", "isnan_v2", "isinf_v2", "isfinite_v2", "isclose", "allclose", "bitwise_not",
+        "conj", "fill_diagonal_tensor", "fill_diagonal_tensor_grad",
+    ),
+    "binary_math_double": (
+        "atan2_grad", "elementwise_fmax_grad", "elementwise_fmin_grad", "elementwise_heaviside_grad", "copysign_grad",
+        "lerp_grad", "masked_fill_grad", "fill_diagonal_tensor_grad",
+    ),
+    "bitwise": (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    ),
     "broadcast_put": (
         "broadcast_tensors", "broadcast_tensors_grad", "index_put", "index_put_grad",
     ),
@@ -40,7 +53,7 @@ FAMILIES = {
         "conv3d_transpose", "conv3d_transpose_grad", "pool2d", "pool2d_grad", "pool3d", "pool3d_grad",
     ),
     "creation": (
-        "assign_value", "eye", "linspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
+        "assign_value", "eye", "linspace", "logspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
         "label_smooth_grad",
     ),
     "cumprod": (
@@ -142,7 +155,7 @@ FAMILIES = {
         "instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad",
     ),
     "norm_double": (
-        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "squared_l2_norm_grad", "lrn_grad",
+        "group_norm_grad", "instance_norm_grad", "p_norm_grad", "renorm_grad", "squared_l2_norm_grad", "lrn_grad",
         "spectral_norm_grad",
     ),
     "optimizer": (
@@ -162,6 +175,21 @@ FAMILIES = {
     "pool_double": (
         "lp_pool2d_grad",
     ),
+    "products": (
+        "dot", "dot_grad", "cross", "cross_grad", "kron", "kron_grad", "mv", "mv_grad", "addmm", "addmm_grad",
+        "baddbmm", "baddbmm_grad", "multi_dot", "multi_dot_grad", "dist", "dist_grad", "trace", "trace_grad",
+        "diagonal", "diagonal_grad", "diag_embed", "frobenius_norm", "frobenius_norm_grad",
+    ),
+    "products_double": (
+        "dot_grad", "cross_grad", "kron_grad", "mv_grad", "trace_grad", "diagonal_grad", "addmm_grad", "baddbmm_grad",
+        "multi_dot_grad", "dist_grad", "frobenius_norm_grad",
+    ),
+    "products_einsum": (
+        "einsum", "einsum_grad",
+    ),
+    "random_draws": (
+        "bernoulli", "multinomial", "poisson", "poisson_grad",
+    ),
     "rearrange": (
         "flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad",
@@ -170,7 +198,7 @@ FAMILIES = {
         "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_max", "reduce_max_grad",
         "reduce_min", "reduce_min_grad", "reduce_prod", "reduce_prod_grad", "reduce_all", "reduce_any", "reduce_amax",
         "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "mean", "mean_grad", "logsumexp", "logsumexp_grad",
-        "p_norm", "p_norm_grad",
+        "p_norm", "p_norm_grad", "renorm", "renorm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",
@@ -178,11 +206,24 @@ FAMILIES = {
     "rnn_double": (
         "rnn_grad",
     ),
+    "sampling": (
+        "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift", "temporal_shift_grad",
+    ),
+    "sampling_double": (
+        "affine_grid_grad", "temporal_shift_grad", "grid_sampler_grad",
+    ),
+    "scans": (
+        "cummax", "cummax_grad", "cummin", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
+        "median", "median_grad", "nanmedian", "nanmedian_grad",
+    ),
+    "scans_double": (
+        "cummax_grad", "cummin_grad", "mode_grad", "median_grad", "nanmedian_grad", "logcumsumexp_grad",
+    ),
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "put_along_axis", "put_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad",
-        "masked_select", "masked_select_grad", "where_index", "unique", "gather_tree", "index_add", "index_add_grad",
-        "shard_index", "bincount",
+        "masked_select", "masked_select_grad", "where_index", "unique", "unique_consecutive", "gather_tree",
+        "index_add", "index_add_grad", "shard_index", "bincount", "histogram",
     ),
     "select_double": (
         "top_k_v2_grad", "argsort_grad", "kthvalue_grad", "scatter_grad", "scatter_nd_add_grad", "index_add_grad",
@@ -219,6 +260,13 @@ FAMILIES = {
     "sort": (
         "argsort", "argsort_grad", "kthvalue", "kthvalue_grad", "searchsorted",
     ),
+    "special_math": (
+        "erfinv", "erfinv_grad", "lgamma", "lgamma_grad", "digamma", "digamma_grad", "polygamma", "polygamma_grad",
+        "i0", "i0_grad", "i0e", "i0e_grad", "i1", "i1_grad", "i1e", "i1e_grad",
+    ),
+    "special_math_double": (
+        "erfinv_grad", "lgamma_grad", "digamma_grad", "polygamma_grad", "i0_grad", "i0e_grad", "i1_grad", "i1e_grad",
+    ),
     "tensor": (
         "fill_constant", "fill_any_like", "fill_zeros_like", "shape", "size", "uniform_random", "gaussian_random",
         "empty", "randint", "randperm", "assign", "cast",
@@ -226,6 +274,18 @@ FAMILIES = {
     "tensor_array": (
         "write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
         "tensor_array_to_tensor_grad",
+    ),
+    "unary_math": (
+        "floor", "floor_grad", "ceil", "ceil_grad", "round", "round_grad", "trunc", "trunc_grad", "reciprocal",
+        "reciprocal_grad", "expm1", "expm1_grad", "log2", "log2_grad", "log10", "log10_grad", "log1p", "log1p_grad",
+        "tan", "tan_grad", "asin", "asin_grad", "acos", "acos_grad", "atan", "atan_grad", "sinh", "sinh_grad", "cosh",
+        "cosh_grad", "asinh", "asinh_grad", "acosh", "acosh_grad", "atanh", "atanh_grad", "erf", "erf_grad", "logit",
+        "logit_grad", "stanh", "stanh_grad",
+    ),
+    "unary_math_double": (
+        "floor_grad", "ceil_grad", "round_grad", "trunc_grad", "reciprocal_grad", "expm1_grad", "log2_grad",
+        "log10_grad", "log1p_grad", "tan_grad", "asin_grad", "acos_grad", "acosh_grad", "atan_grad", "asinh_grad",
+        "atanh_grad", "sinh_grad", "cosh_grad", "erf_grad", "logit_grad", "stanh_grad",
     ),
     "vision": (
         "pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",

@@ -1,4 +1,4 @@
-"""Second derivatives of the norms without a running statistic: group and instance norm, p_norm,
+"""Second derivatives of the norms without a running statistic: group and instance norm, p_norm, renorm,
 squared_l2_norm and lrn, composite (gradc.ops.composite) so third derivatives follow.
 
 As batch and layer norm's makers (nn_double), the grad op's arithmetic is written again with differentiable ops
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from math import isinf
 
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import clip, nn, norm, reduce  # noqa: F401  (register the grad ops given makers here)
 from .composite import differentiate, expansion, first
@@ -111,6 +111,34 @@ def _p_norm(g):
 
 
 defgrad("p_norm_grad", grad=_p_norm, no_grad_inputs=["Out"])
+
+
+@expansion
+def _renorm_grad(f, g):
+    """X@GRAD = scale dOut + W c sign(x) |x|^(p-1) per slice along axis: N its p-norm, M = max(N, max_norm),
+    scale = max_norm / M, W = sum(x dOut), c = -max_norm M^(-1-p) where N > max_norm (a constant mask), else 0."""
+    x, dout, p, max_norm = first(g.I("X")), first(g.I("Out@GRAD")), g.attr("p"), g.attr("max_norm")
+    rank = len(g.shape(x))
+    others = [i for i in range(rank) if i != g.attr("axis") % rank]
+
+    def over_slice(value):
+        return value if not others else f.op("reduce_sum", {"X": value}, value,
+                                             {"dim": others, "keep_dim": True, "reduce_all": False},
+                                             dims=lambda s: [1 if i in others else d for i, d in enumerate(s)])
+
+    magnitude = f.unary("abs", x)
+    norms = f.unary("pow", over_slice(f.unary("pow", magnitude, {"factor": p})), {"factor": 1.0 / p})
+    limit = f.fill_like(norms, max_norm)
+    capped = f.op("elementwise_max", {"X": norms, "Y": limit}, norms)
+    over = f.op("greater_than", {"X": norms, "Y": limit}, norms, dtype=VarType.BOOL)
+    mask = f.op("cast", {"X": over}, norms, {"in_dtype": int(VarType.BOOL), "out_dtype": int(g.block.var(x).dtype)})
+    coefficient = f.scale(f.mul(mask, f.unary("pow", capped, {"factor": -1.0 - p}), norms), -max_norm)
+    weight = f.mul(coefficient, over_slice(f.mul(x, dout, x)), norms)
+    direction = f.mul(f.unary("sign", x), f.unary("pow", magnitude, {"factor": p - 1.0}), x)
+    return {"X@GRAD": f.add(f.mul(f.div(limit, capped, norms), dout, x), f.mul(weight, direction, x), x)}
+
+
+defgrad("renorm_grad", grad=_renorm_grad)
 
 
 def _squared_l2_x(f, g, unit, ddx):

@@ -19,7 +19,7 @@ def reduced_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
     return tuple(sorted(axes)) if rank else ()  # dim 0 or -1 of a 0-d X: nothing to fold
 
 
-def _reduce_infer(ctx, dtype=None, attr=None):
+def reduce_infer(ctx, dtype=None, attr=None):
     """Out's shape and dtype; ``attr`` reads the attributes by the reduce ops' names (default: the op's own)."""
     attr = attr or ctx.attr
     shape = ctx.shape("X")
@@ -38,14 +38,23 @@ def _tensor_axes_infer(bool_out: bool):
         dtype = VarType.BOOL if bool_out else ctx.dtype("X")
         if ctx.has("AxisTensor") or ctx.has("AxisTensorList"):
             return {"Out": ([-1] * len(ctx.shape("X")) if ctx.attr("keep_dim") else None, dtype)}
-        return _reduce_infer(ctx, dtype)
+        return reduce_infer(ctx, dtype)
     return infer
 
 
-for _name in ("reduce_sum", "reduce_mean"):
-    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X"))
+def _sum_infer(ctx):
+    """Out has the dtype out_dtype names; without one (-1), X's, but int64 for a bool or int32 X, as Paddle's (a
+    count of a mask: paddle.nanmean's)."""
+    code = ctx.attr("out_dtype")
+    if code == -1:
+        return reduce_infer(ctx, VarType.INT64 if ctx.dtype("X") in (VarType.BOOL, VarType.INT32) else None)
+    return reduce_infer(ctx, VarType(code))
+
+
+defop("reduce_sum", ["X"], attrs=REDUCE_ATTRS, infer=_sum_infer, grad=grad_op("X"))
+defop("reduce_mean", ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X"))
 for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with Out or take products
-    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=_reduce_infer, grad=grad_op("X", "Out"))
+    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X", "Out"))
 
 # AxisTensor (the axes) or AxisTensorList (one axis per tensor) overrides dim, as the slots say; Paddle 3.3.1's
 # kernels ignore them (docs/ops-activation-math.md). reduce_all / reduce_any: whether every / any element along the
@@ -74,7 +83,7 @@ def logsumexp_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
 
 # log(sum(exp(X))) over the axes; its grad is dOut exp(X - Out) (softmax over the axes)
 defop("logsumexp", ["X"], attrs={"axis": typed([], AttrType.INTS), "keepdim": False, "reduce_all": False},
-      infer=lambda ctx: _reduce_infer(ctx, attr=_as_reduce_attrs(ctx.attr)), grad=grad_op("X", "Out"))
+      infer=lambda ctx: reduce_infer(ctx, attr=_as_reduce_attrs(ctx.attr)), grad=grad_op("X", "Out"))
 
 
 def _p_norm_infer(ctx):
@@ -91,3 +100,20 @@ def _p_norm_infer(ctx):
 
 defop("p_norm", ["X"], attrs={"porder": 2.0, "axis": -1, "epsilon": 1e-12, "keepdim": False, "asvector": False},
       infer=_p_norm_infer, grad=grad_op("X", "Out"))
+
+
+def _renorm_infer(ctx):
+    shape, p, max_norm = ctx.shape("X"), ctx.attr("p"), ctx.attr("max_norm")
+    if not shape:
+        ctx.fail("renorm needs X of rank >= 1 (it norms the slices along axis), got a 0-d tensor")
+    ctx.axis(ctx.attr("axis"), len(shape))
+    if not 0 < p < float("inf"):
+        ctx.fail(f"renorm p must be a finite power > 0, got {p}")
+    if max_norm < 0:
+        ctx.fail(f"renorm max_norm must be >= 0, got {max_norm}")
+    return {"Out": (shape, ctx.dtype("X"))}
+
+
+# each slice X[..., i, ...] along axis whose p-norm (over all its elements) exceeds max_norm is scaled down to it;
+# p <= 0 (no norm) and max_norm < 0 (a sign flip) are refused, where Paddle computes without a check
+defop("renorm", ["X"], attrs={"p": 2.0, "axis": 0, "max_norm": 1.0}, infer=_renorm_infer, grad=grad_op("X"))

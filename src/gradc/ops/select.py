@@ -1,12 +1,13 @@
 """Ops that pick or place elements by index tensors: index_select, index_sample, take_along_axis,
-put_along_axis, scatter_nd_add, index_add, masked_select, where_index, unique, gather_tree, shard_index,
-bincount. Index inputs never get a gradient; ops whose output size depends on the data (masked_select,
-where_index, unique, bincount) infer it unknown."""
+put_along_axis, scatter_nd_add, index_add, masked_select, where_index, unique, unique_consecutive, gather_tree,
+shard_index, bincount, histogram. Index inputs never get a gradient; ops whose output size depends on the data
+(masked_select, where_index, unique, unique_consecutive, bincount) infer it unknown."""
 
 from __future__ import annotations
 
-from ..ir import VarType
-from ..registry import NO_GRAD, defop, grad_op
+from ..ir import AttrType, VarType
+from ..ir.types import dtype_name
+from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import broadcast_dims, dims_match, numel
 from .index import INDEX_DTYPES
 
@@ -118,6 +119,30 @@ defop("unique", ["X"], ["Out", "Indices?", "Index", "Counts?"],
       infer=_unique_infer, grad=NO_GRAD)
 
 
+def _unique_consecutive_infer(ctx):
+    x, axes = ctx.shape("X"), list(ctx.attr("axis"))
+    if len(axes) > 1:
+        ctx.fail(f"unique_consecutive takes at most one axis, got {axes}")
+    if ctx.attr("dtype") not in (2, 3):
+        ctx.fail(f"unique_consecutive dtype {ctx.attr('dtype')} is not int32 (2) or int64 (3)")
+    index = INDEX_DTYPES[ctx.attr("dtype")]
+    axis = ctx.axis(axes[0], len(x)) if axes else None
+    out = [-1] if axis is None else x[:axis] + [-1] + x[axis + 1:]
+    size = numel(x) if axis is None else x[axis]
+    shapes = {"Out": (out, ctx.dtype("X"))}   # Index and Counts only when asked for: Paddle leaves them unset else
+    if ctx.attr("return_inverse"):
+        shapes["Index"] = ([size], index)
+    if ctx.attr("return_counts"):
+        shapes["Counts"] = ([-1], index)
+    return shapes
+
+
+# each run of equal elements (slices along axis) kept once; Index maps each to its run, Counts are run lengths
+defop("unique_consecutive", ["X"], ["Out", "Index?", "Counts?"],
+      attrs={"axis": [], "dtype": 5, "return_inverse": False, "return_counts": False},
+      infer=_unique_consecutive_infer, grad=NO_GRAD)
+
+
 def _gather_tree_infer(ctx):
     ids, parents = ctx.shape("Ids"), ctx.shape("Parents")
     if len(ids) != 3 or len(parents) != 3 or not all(map(dims_match, ids, parents)):
@@ -166,3 +191,24 @@ def _bincount_infer(ctx):
 
 
 defop("bincount", ["X", "Weights?"], attrs={"minlength": 0}, infer=_bincount_infer, grad=NO_GRAD)
+
+
+def _histogram_infer(ctx):
+    x, weight, bins = ctx.shape("X"), ctx.shape("Weight") if ctx.has("Weight") else None, ctx.attr("bins")
+    if bins < 1:
+        ctx.fail(f"histogram bins must be >= 1, got {bins}")
+    if ctx.attr("max") < ctx.attr("min"):
+        ctx.fail(f"histogram max {ctx.attr('max')} is below min {ctx.attr('min')}")
+    if weight is not None and (len(weight) != len(x) or not all(map(dims_match, weight, x))
+                               or ctx.dtype("Weight") != ctx.dtype("X")):
+        ctx.fail(f"histogram Weight must have X's shape {x} and dtype {dtype_name(ctx.dtype('X'))}, got {weight} "
+                 f"{dtype_name(ctx.dtype('Weight'))}")
+    counted = weight is not None or ctx.attr("density")
+    return {"Out": ([bins], VarType.FP32 if counted else VarType.INT64)}
+
+
+# counts of X in `bins` equal bins over [min, max] (min == max: X's own range); with Weight, sums of weights;
+# with density, divided by the total and the bin width. Out is int64, float32 with Weight or density.
+defop("histogram", ["X", "Weight?"], attrs={"bins": typed(100, AttrType.LONG), "min": 0.0, "max": 0.0,
+                                            "density": False},
+      infer=_histogram_infer, grad=NO_GRAD)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..ir import OpDesc
 from . import export_control, export_grads, export_legacy, schema
 from .graph import Attr
+from .table.rows import EXPORTS
 
 _SCALAR_KINDS = {"bool": ("a_bool", bool), "i32": ("a_i32", int), "i64": ("a_i64", int), "f32": ("a_f32", float),
                  "f64": ("a_f64", float), "str": ("a_str", str)}
@@ -35,8 +36,10 @@ def encode_attr_value(kind: str, value, exporter) -> Attr:
 
 
 def fill_constant(op: OpDesc, exporter) -> None:
+    """pd_op.full; with a shape or value computed in the program, pd_op.full_with_tensor (its table row)."""
     if any(op.input(slot) for slot in ("ShapeTensor", "ShapeTensorList", "ValueTensor")):
-        raise exporter.fail("fill_constant with a tensor shape or value has no export yet")
+        exporter.generic(EXPORTS["fill_constant"][0], op)
+        return
     name = op.output("Out")[0]
     text = op.attrs.get("str_value") or ""
     value = float(text) if text else float(op.attrs.get("value", 0.0))

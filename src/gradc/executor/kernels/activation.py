@@ -29,21 +29,27 @@ _ERF_Q = (1.3209223586279535e-10, -1.0249924828916384e-09, 1.545657668319411e-09
           0.00030702902907171997, -0.00015549033295511025, -0.004181821078365514, 0.0025157167185080507,
           0.08378961740950948, 0.31210421352945317, 0.6056598670867841)
 _ERF_CAP = 6.0        # erfc(6) = 2e-17: erf is +-1 in doubles from here on
+# below |z| = 0.1 the Maclaurin series, 8 terms (the 9th is under 1e-19 of the value): 1 - exp(-z^2) t Q(u) cancels
+# there, an absolute error of 2e-16 that is all of erf(z) for tiny z (erf(0) was 2.2e-16)
+_ERF_SERIES_BELOW = 0.1
+_ERF_SERIES = tuple((-1) ** n * 2 / math.sqrt(math.pi) / (math.factorial(n) * (2 * n + 1)) for n in range(8))[::-1]
 _ERF_BLOCK = 1 << 14  # values a pass at a time: the passes' arrays stay in cache (3x faster than whole arrays)
 
 
-def erf(x):
-    """erf to 1e-15 (absolute) with numpy only, computed in float64 and returned in x's dtype (at least float32)."""
+def erf(x, near_zero: bool = True):
+    """erf to 1e-15 (absolute) with numpy only, computed in float64 and returned in x's dtype (at least float32);
+    with ``near_zero``, also to the last bit relatively below |x| = 0.1 (gelu's 1 + erf does without: 30% faster)."""
     z = np.asarray(x, dtype=np.float64)
     out = np.empty(z.shape)
     flat_z, flat_out = z.reshape(-1), out.reshape(-1)
     for start in range(0, flat_z.size, _ERF_BLOCK):
-        _erf_block(flat_z[start:start + _ERF_BLOCK], flat_out[start:start + _ERF_BLOCK])
+        _erf_block(flat_z[start:start + _ERF_BLOCK], flat_out[start:start + _ERF_BLOCK], near_zero)
     return out.astype(np.result_type(x, np.float32), copy=False)
 
 
-def _erf_block(z, out):
+def _erf_block(z, out, near_zero):
     a = np.minimum(np.abs(z), _ERF_CAP)   # NaN stays NaN
+    small = a < _ERF_SERIES_BELOW if near_zero else None
     t = np.divide(1.0, a * 0.5 + 1.0)
     u = t * (8 / 3) - 5 / 3
     q = np.full_like(u, _ERF_Q[0])
@@ -56,6 +62,18 @@ def _erf_block(z, out):
     q *= np.exp(a, out=a)
     np.subtract(1.0, q, out=q)
     np.copysign(q, z, out=out)
+    if near_zero and small.any():
+        out[small] = _erf_series(z[small])
+
+
+def _erf_series(z):
+    """erf(z) for |z| < _ERF_SERIES_BELOW: z times the Maclaurin series in z^2, to the last bit."""
+    w = z * z
+    s = np.full_like(z, _ERF_SERIES[0])
+    for coefficient in _ERF_SERIES[1:]:
+        s *= w
+        s += coefficient
+    return z * s
 
 
 def softmax(x, axis):
@@ -74,14 +92,14 @@ _TANH_C = math.sqrt(2 / math.pi)  # tanh-approximate gelu: 0.5 x (1 + tanh(c (x 
 def _gelu(x, approximate):
     if approximate:
         return 0.5 * x * (1 + np.tanh(_TANH_C * (x + 0.044715 * x ** 3)))
-    return _blockwise(lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2))), x)
+    return _blockwise(lambda x: 0.5 * x * (1 + erf(x / math.sqrt(2), near_zero=False)), x)
 
 
 def _gelu_grad(x, d, approximate):
     if approximate:
         t = np.tanh(_TANH_C * (x + 0.044715 * x ** 3))
         return d * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _TANH_C * (1 + 3 * 0.044715 * x * x))
-    return _blockwise(lambda x, d: d * (0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-0.5 * x * x)
+    return _blockwise(lambda x, d: d * (0.5 * (1 + erf(x / math.sqrt(2), near_zero=False)) + x * np.exp(-0.5 * x * x)
                                         / math.sqrt(2 * math.pi)), x, d)
 
 

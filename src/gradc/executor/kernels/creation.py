@@ -37,20 +37,37 @@ def _scalar(k, slot: str):
     return value[0]
 
 
+def _two_sided(k, dtype, count: int, work):
+    """Paddle's linspace rule: the first half steps up from Start, the rest down from Stop, in ``work``."""
+    start, stop = (work(dtype.type(_scalar(k, s))) for s in ("Start", "Stop"))
+    step = (stop - start) / work(max(count - 1, 1))
+    i = np.arange(count, dtype=work)
+    values = np.where(i < count // 2, start + step * i, stop - step * (count - 1 - i))
+    return values if count > 1 else np.full(count, start, work)
+
+
 @kernel("linspace")
 def linspace(k):
-    """Paddle's two-sided rule: the first half steps up from Start, the rest down from Stop, in the output's
-    float type (float64 for integers, truncated at the end)."""
+    """In the output's float type (float64 for integers, truncated at the end)."""
     dtype, count = _dtype(k.attr("dtype")), int(_scalar(k, "Num"))
     if count < 0:
         raise ValueError(f"Num must be >= 0, got {count}")
     check_shape([count], np.float64, "linspace")
     work = np.float32 if dtype == np.float32 else np.float64
-    start, stop = (work(dtype.type(_scalar(k, s))) for s in ("Start", "Stop"))
-    step = (stop - start) / work(max(count - 1, 1))
-    i = np.arange(count, dtype=work)
-    values = np.where(i < count // 2, start + step * i, stop - step * (count - 1 - i))
-    return {"Out": (values if count > 1 else np.full(count, start, work)).astype(dtype)}
+    return {"Out": _two_sided(k, dtype, count, work).astype(dtype)}
+
+
+@kernel("logspace")
+def logspace(k):
+    """Base to the powers linspace(Start, Stop, Num); Start, Stop and Base are first cast to the output dtype (an
+    integer logspace of base 2.5 is one of base 2), the powers are taken in float64 and truncated for integers."""
+    dtype, count = _dtype(k.attr("dtype")), int(_scalar(k, "Num"))
+    if count < 1:
+        raise ValueError(f"Num must be >= 1, got {count}")
+    check_shape([count], np.float64, "logspace")
+    base = np.float64(dtype.type(_scalar(k, "Base")))
+    with np.errstate(invalid="ignore"):   # a negative base to a fractional power is NaN, as in Paddle
+        return {"Out": np.power(base, _two_sided(k, dtype, count, np.float64)).astype(dtype)}
 
 
 @kernel("range")

@@ -12,6 +12,15 @@ FAMILIES = {
         "mish", "mish_grad", "selu", "selu_grad", "softshrink", "softshrink_grad", "tanh_shrink", "tanh_shrink_grad",
         "thresholded_relu", "thresholded_relu_grad",
     ),
+    "binary_math": (
+        "atan2", "atan2_grad", "elementwise_fmax", "elementwise_fmax_grad", "elementwise_fmin", "elementwise_fmin_grad",
+        "elementwise_heaviside", "elementwise_heaviside_grad", "copysign", "copysign_grad", "lerp", "lerp_grad",
+        "masked_fill", "masked_fill_grad", "isnan_v2", "isinf_v2", "isfinite_v2", "isclose", "allclose", "bitwise_not",
+        "conj", "fill_diagonal_tensor", "fill_diagonal_tensor_grad",
+    ),
+    "bitwise": (
+        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+    ),
     "broadcast_put": (
         "broadcast_tensors", "broadcast_tensors_grad", "index_put", "index_put_grad",
     ),
@@ -27,7 +36,7 @@ FAMILIES = {
         "conv3d_transpose", "conv3d_transpose_grad",
     ),
     "creation": (
-        "assign_value", "eye", "linspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
+        "assign_value", "eye", "linspace", "logspace", "range", "sequence_mask", "coalesce_tensor", "label_smooth",
         "label_smooth_grad",
     ),
     "cumprod": (
@@ -115,8 +124,19 @@ FAMILIES = {
     "pool_windows": (
         "pool2d", "pool2d_grad", "pool3d", "pool3d_grad",
     ),
+    "products": (
+        "dot", "dot_grad", "cross", "cross_grad", "kron", "kron_grad", "mv", "mv_grad", "addmm", "baddbmm",
+        "addmm_grad", "baddbmm_grad", "multi_dot", "multi_dot_grad", "dist", "dist_grad", "trace", "trace_grad",
+        "diagonal", "diagonal_grad", "diag_embed", "frobenius_norm", "frobenius_norm_grad",
+    ),
+    "products_einsum": (
+        "einsum", "einsum_grad",
+    ),
     "put_along": (
         "put_along_axis", "put_along_axis_grad",
+    ),
+    "random_draws": (
+        "bernoulli", "multinomial", "poisson", "poisson_grad",
     ),
     "rearrange": (
         "flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
@@ -126,15 +146,25 @@ FAMILIES = {
         "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_all", "reduce_any", "mean",
         "mean_grad", "reduce_max", "reduce_max_grad", "reduce_min", "reduce_min_grad", "reduce_amax",
         "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "reduce_prod", "reduce_prod_grad", "logsumexp",
-        "logsumexp_grad", "p_norm", "p_norm_grad",
+        "logsumexp_grad", "p_norm", "p_norm_grad", "renorm", "renorm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",
     ),
+    "sampling": (
+        "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift", "temporal_shift_grad",
+    ),
+    "scans": (
+        "cummax", "cummin", "cummax_grad", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode", "mode_grad",
+    ),
+    "scans_median": (
+        "median", "median_grad", "nanmedian", "nanmedian_grad",
+    ),
     "select": (
         "index_select", "index_select_grad", "index_sample", "index_sample_grad", "take_along_axis",
         "take_along_axis_grad", "scatter_nd_add", "scatter_nd_add_grad", "masked_select", "masked_select_grad",
-        "where_index", "unique", "gather_tree", "index_add", "index_add_grad", "shard_index", "bincount",
+        "where_index", "unique", "unique_consecutive", "gather_tree", "index_add", "index_add_grad", "shard_index",
+        "bincount", "histogram",
     ),
     "selected_rows": (
         "elementwise_mul", "clip_by_norm", "sum", "lookup_table_v2_grad", "lookup_table_grad", "merge_selected_rows",
@@ -155,6 +185,12 @@ FAMILIES = {
     "sort": (
         "argsort", "argsort_grad", "kthvalue", "kthvalue_grad", "searchsorted",
     ),
+    "special_math": (
+        "erfinv", "erfinv_grad", "lgamma", "lgamma_grad", "digamma", "digamma_grad", "polygamma", "polygamma_grad",
+    ),
+    "special_math_bessel": (
+        "i0", "i0_grad", "i0e", "i0e_grad", "i1", "i1_grad", "i1e", "i1e_grad",
+    ),
     "tensor": (
         "fill_constant", "fill_any_like", "shape", "size", "fill_zeros_like", "uniform_random", "gaussian_random",
         "empty", "randint", "randperm", "assign", "cast",
@@ -162,6 +198,13 @@ FAMILIES = {
     "tensor_array": (
         "write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
         "tensor_array_to_tensor_grad",
+    ),
+    "unary_math": (
+        "floor", "floor_grad", "ceil", "ceil_grad", "round", "round_grad", "trunc", "trunc_grad", "reciprocal",
+        "reciprocal_grad", "expm1", "expm1_grad", "log2", "log2_grad", "log10", "log10_grad", "log1p", "log1p_grad",
+        "tan", "tan_grad", "asin", "asin_grad", "acos", "acos_grad", "atan", "atan_grad", "sinh", "sinh_grad", "cosh",
+        "cosh_grad", "asinh", "asinh_grad", "acosh", "acosh_grad", "atanh", "atanh_grad", "erf", "erf_grad", "logit",
+        "logit_grad", "stanh", "stanh_grad",
     ),
     "vision": (
         "pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ir.types import NUMPY_DTYPE_NAMES
 from ...ops.reduce import logsumexp_axes, reduced_axes
 from ...shapes import normalize_axis
 from . import kernel
@@ -23,14 +24,15 @@ def _expand(k, dout, x, axes=None, keep=None):
 
 @kernel("reduce_sum")
 def reduce_sum(k):
-    x = k.x("X")
-    return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"))}
+    x, code = k.x("X"), k.attr("out_dtype")
+    dtype = None if code == -1 else NUMPY_DTYPE_NAMES[code]
+    return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"), dtype=dtype)}
 
 
 @kernel("reduce_sum_grad", shape_only=("X",))
 def reduce_sum_grad(k):
     x = k.x("X")
-    return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x).copy()}
+    return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x).astype(x.dtype)}   # dOut may be of another out_dtype
 
 
 @kernel("reduce_mean")
@@ -166,3 +168,37 @@ def p_norm_grad(k):
     if np.isinf(p):
         return {"X@GRAD": (np.abs(x) == norm) * np.sign(x) * dout}
     return {"X@GRAD": np.abs(x) ** (p - 1) / (norm ** (p - 1) + eps) * np.sign(x) * dout}
+
+
+def _renorm_slices(k, x):
+    """(float64 X, the axes its slices' norms sum over, each slice's sum of |x|^p, its norm, its scale)."""
+    x64, p, max_norm = x.astype(np.float64), k.attr("p"), k.attr("max_norm")
+    axis = normalize_axis(k.attr("axis"), x.ndim)
+    others = tuple(i for i in range(x.ndim) if i != axis)
+    power_sum = np.sum(np.abs(x64) ** p, axis=others, keepdims=True)
+    norm = power_sum ** (1.0 / p)
+    scale = np.where(norm > max_norm, max_norm / np.where(norm > max_norm, norm, 1.0), 1.0)
+    return x64, others, power_sum, norm, scale
+
+
+@kernel("renorm")
+def renorm(k):
+    x = k.x("X")
+    x64, _, _, _, scale = _renorm_slices(k, x)
+    return {"Out": (x64 * scale).astype(x.dtype)}
+
+
+@kernel("renorm_grad")
+def renorm_grad(k):
+    """dX = scale dOut, plus, on a scaled slice, d(max_norm / norm)/dX times sum(X dOut); at x = 0 the sign of x
+    counts as +1 (Paddle's subgradient for p = 1)."""
+    x, dout = k.x("X"), k.x("Out@GRAD").astype(np.float64)
+    x64, others, power_sum, norm, scale = _renorm_slices(k, x)
+    p, max_norm = k.attr("p"), k.attr("max_norm")
+    scaled = norm > max_norm
+    # d(max_norm / norm) / d|x| = -max_norm S^(-1 - 1/p) |x|^(p - 1), with S the slice's sum of |x|^p
+    slope = np.where(scaled, -max_norm * np.where(scaled, power_sum, 1.0) ** (-1.0 - 1.0 / p), 0.0)
+    with np.errstate(divide="ignore"):   # p < 1 at x = 0: an infinite slope, as Paddle gives
+        direction = np.abs(x64) ** (p - 1.0) * np.where(x64 >= 0, 1.0, -1.0)
+    dx = scale * dout + np.sum(x64 * dout, axis=others, keepdims=True) * slope * direction
+    return {"X@GRAD": dx.astype(x.dtype)}

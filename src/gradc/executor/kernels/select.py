@@ -139,6 +139,22 @@ def unique(k):
             "Counts": counts.astype(dtype)}
 
 
+@kernel("unique_consecutive")
+def unique_consecutive(k):
+    """Runs of equal elements (of equal slices along axis); NaN equals nothing, so each NaN is a run of its own."""
+    x, axes = k.x("X"), k.attr("axis")
+    axis = normalize_axis(axes[0], x.ndim) if axes else None
+    rows = x.reshape(-1, 1) if axis is None else np.moveaxis(x, axis, 0).reshape(x.shape[axis], -1)
+    new_run = np.ones(rows.shape[0], dtype=bool)
+    new_run[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    starts = np.flatnonzero(new_run)
+    out = rows[starts, 0] if axis is None else np.take(x, starts, axis=axis)
+    dtype = np.int32 if k.attr("dtype") == 2 else np.int64
+    inverse = np.cumsum(new_run) - 1
+    counts = np.diff(np.append(starts, rows.shape[0]))
+    return {"Out": out, "Index": inverse.astype(dtype), "Counts": counts.astype(dtype)}
+
+
 @kernel("gather_tree")
 def gather_tree(k):
     """Backtrack beams: the last step's ids, then at each earlier step the id of the parent beam."""
@@ -192,3 +208,36 @@ def bincount(k):
     out = np.bincount(x, weights=weights, minlength=k.attr("minlength"))
     keep = weights is not None and weights.dtype.kind == "f"
     return {"Out": out.astype(weights.dtype if keep else np.int64)}
+
+
+def _histogram_range(k, x: np.ndarray):
+    """[min, max] in X's dtype: the attributes, X's own range where they are equal, widened by 1 on each side
+    where that is a point too."""
+    low, high = (x.dtype.type(k.attr(name)) for name in ("min", "max"))
+    if low == high and x.size:
+        low, high = x.min(), x.max()
+    if low == high:
+        low, high = low - 1, high + 1
+    if not np.isfinite(high - low):
+        raise ValueError(f"the histogram range [{low}, {high}] is not finite")
+    return low, high
+
+
+@kernel("histogram")
+def histogram(k):
+    x, weight, bins = k.x("X").reshape(-1), k.optional("Weight"), k.attr("bins")
+    low, high = _histogram_range(k, x)
+    inside = (x >= low) & (x <= high)
+    values = x[inside]
+    # the bin in X's arithmetic, as Paddle computes it: floor for floats, integer division for integers
+    if x.dtype.kind == "f":
+        place = np.floor((values - low) * x.dtype.type(bins) / (high - low)).astype(np.int64)
+    else:
+        place = (values.astype(np.int64) - int(low)) * bins // (int(high) - int(low))
+    place = np.minimum(place, bins - 1)   # X == max falls in the last bin
+    weights = None if weight is None else weight.reshape(-1)[inside].astype(np.float64)
+    out = np.bincount(place, weights=weights, minlength=bins)
+    if k.attr("density"):
+        with np.errstate(invalid="ignore", divide="ignore"):   # nothing in range: NaN, as in Paddle
+            out = out / out.sum() / ((float(high) - float(low)) / bins)
+    return {"Out": out.astype(np.float32 if weight is not None or k.attr("density") else np.int64)}

@@ -37,9 +37,7 @@ def lstsq_rank_int32(legacy, op, ctx) -> None:
 
 
 ROWS = [
-    # the rows of paddle.linalg shift matrices by paddle.eye, and paddle.linalg.lstsq makes paddle.empty placeholders
-    row("pd_op.eye", "eye", "num_rows>num_rows:long num_columns>num_columns:long", "out:Out",
-        "dtype:dtype place=-:place"),
+    # paddle.linalg.lstsq makes paddle.empty placeholders
     row("pd_op.empty", "empty", "shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out", "dtype:dtype place=-:place"),
     row("pd_op.inverse", "inverse", "x:Input", "out:Output"),
     row("pd_op.inverse_grad", "inverse_grad", "out:Output out_grad:Output@GRAD", "x_grad:Input@GRAD"),

@@ -80,6 +80,8 @@ ROWS = [
     row("pd_op.argmax", "arg_max", "x:X axis>axis:long", "out:Out", "keepdims:bool flatten:bool dtype:dtype=int64"),
     row("pd_op.argmin", "arg_min", "x:X axis>axis:long", "out:Out", "keepdims:bool flatten:bool dtype:dtype=int64"),
     row("pd_op.p_norm", "p_norm", "x:X", "out:Out", "porder:f32 axis:i32 epsilon:f32 keepdim:bool asvector:bool"),
+    row("pd_op.renorm", "renorm", "x:X", "out:Out", "p:f32 axis:i32 max_norm:f32"),
+    row("pd_op.histogram", "histogram", "input:X weight?:Weight", "out:Out", "bins:i64 min:f32 max:f32 density:bool"),
     # comparisons and logic
     row("pd_op.equal", "equal", "x:X y:Y", **BROADCAST),
     row("pd_op.not_equal", "not_equal", "x:X y:Y", **BROADCAST),
@@ -91,6 +93,11 @@ ROWS = [
     row("pd_op.logical_or", "logical_or", "x:X y:Y"),
     row("pd_op.logical_xor", "logical_xor", "x:X y:Y"),
     row("pd_op.logical_not", "logical_not", "x:X"),
+    row("pd_op.bitwise_and", "bitwise_and", "x:X y:Y"),
+    row("pd_op.bitwise_or", "bitwise_or", "x:X y:Y"),
+    row("pd_op.bitwise_xor", "bitwise_xor", "x:X y:Y"),
+    row("pd_op.bitwise_left_shift", "bitwise_left_shift", "x:x y:y", "out:out", "is_arithmetic:bool=true"),
+    row("pd_op.bitwise_right_shift", "bitwise_right_shift", "x:x y:y", "out:out", "is_arithmetic:bool=true"),
     row("pd_op.nonzero", "where_index", "condition:Condition"),
     row("pd_op.assert", "assert", "cond:Cond data:Data", "", "summarize:i64"),
 ]

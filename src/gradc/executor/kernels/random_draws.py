@@ -1,0 +1,46 @@
+"""Kernels of gradc.ops.random_draws: draws from gradc's generator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...limits import check_shape
+from .. import randomness
+from . import kernel
+
+
+@kernel("bernoulli")
+def bernoulli(k):
+    p = k.x("X")
+    if not ((p >= 0) & (p <= 1)).all():
+        raise ValueError("probabilities in X must lie in [0, 1]")
+    return {"Out": (randomness.generator().random(p.shape) < p).astype(p.dtype)}
+
+
+@kernel("multinomial")
+def multinomial(k):
+    """Each row of X weighs its categories (any positive total); draws with or without replacement."""
+    weights, samples, replace = k.x("X"), k.attr("num_samples"), k.attr("replacement")
+    rows = weights.reshape(-1, weights.shape[-1]).astype(np.float64)
+    if (rows < 0).any() or np.isnan(rows).any():
+        raise ValueError("multinomial weights in X must be >= 0")
+    totals = rows.sum(axis=1)
+    if not (totals > 0).all() or not np.isfinite(totals).all():
+        raise ValueError("every distribution in X needs a finite positive total weight")
+    if not replace and ((rows > 0).sum(axis=1) < samples).any():
+        raise ValueError(f"without replacement, {samples} samples need as many categories of nonzero weight")
+    check_shape([*weights.shape[:-1], samples], np.int64, "multinomial")
+    rng = randomness.generator()
+    drawn = [rng.choice(row.size, samples, replace=replace, p=row / total) for row, total in zip(rows, totals)]
+    return {"Out": np.array(drawn, dtype=np.int64).reshape(*weights.shape[:-1], samples)}
+
+
+@kernel("poisson")
+def poisson(k):
+    rates = k.x("X")
+    if not (rates >= 0).all():
+        raise ValueError("poisson rates in X must be >= 0")
+    return {"Out": randomness.generator().poisson(rates.astype(np.float64)).astype(rates.dtype)}
+
+
+kernel("poisson_grad")(lambda k: {"X@GRAD": np.zeros_like(k.x("Out@GRAD"))})

@@ -1,0 +1,42 @@
+"""Random draws from probabilities or rates: bernoulli (0/1 with probability X), multinomial (category indices
+drawn with the weights in each row of X) and poisson (counts with mean X). The executor draws them from gradc's
+generator (gradc.executor.randomness). poisson_grad gives zeros, as Paddle's does: a draw is not a
+differentiable function of its rate; bernoulli and multinomial have no gradient.
+
+Values Paddle leaves undefined are refused at run time: a probability outside [0, 1] (Paddle refuses it too),
+a negative or NaN weight, a row of weights summing to 0 (as Paddle), and a negative rate (Paddle's draw at one
+is undefined behaviour of its C++ generator).
+"""
+
+from __future__ import annotations
+
+from ..ir import VarType
+from ..ir.types import FLOAT_DTYPES, dtype_name
+from ..registry import NO_GRAD, defgrad, defop, grad_op
+from .composite import expansion, first
+from .infer import same_as
+
+
+def _float_input(ctx) -> dict:
+    if ctx.dtype("X") is not None and ctx.dtype("X") not in FLOAT_DTYPES:
+        ctx.fail(f"{ctx.op.type} needs a float X, got {dtype_name(ctx.dtype('X'))}")
+    return same_as("X")(ctx)
+
+
+def _multinomial_infer(ctx):
+    x, samples = ctx.shape("X"), ctx.attr("num_samples")
+    _float_input(ctx)
+    if len(x) not in (1, 2):
+        ctx.fail(f"multinomial needs X of rank 1 or 2 ([categories] or [distributions, categories]), got {x}")
+    if samples < 1:
+        ctx.fail(f"multinomial num_samples must be >= 1, got {samples}")
+    if not ctx.attr("replacement") and x[-1] != -1 and samples > x[-1]:
+        ctx.fail(f"multinomial without replacement cannot draw {samples} samples from {x[-1]} categories")
+    return {"Out": (x[:-1] + [samples], VarType.INT64)}
+
+
+defop("bernoulli", ["X"], infer=_float_input, grad=NO_GRAD)
+defop("multinomial", ["X"], attrs={"num_samples": 1, "replacement": False}, infer=_multinomial_infer, grad=NO_GRAD)
+defop("poisson", ["X"], infer=_float_input, grad=grad_op())
+# poisson_grad is 0 dOut: linear in dOut, its own gradient 0 ddX
+defgrad("poisson_grad", grad=expansion(lambda f, g: {"X@GRAD": f.scale(first(g.I("Out@GRAD")), 0.0)}))

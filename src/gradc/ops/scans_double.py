@@ -1,0 +1,179 @@
+"""Second derivatives of the scans (gradc.ops.scans): makers for their grad ops, composite (gradc.ops.composite) so
+third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
+
+cummax, cummin, mode, median and nanmedian route dOut to elements their forward picked: the grad op is linear in
+dOut with weights fixed by the pick (flat in X, Out and the indices), so d/d(dOut) is the adjoint of that routing
+applied to ddX and every other derivative is zero. logcumsumexp's grad is smooth in X and is differentiated as a
+whole (``expansion``).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from ..errors import GradError
+from ..ir import EMPTY_VAR
+from ..registry import defgrad
+from . import scans  # noqa: F401  (registers the grad ops given makers here)
+from .composite import Formula, expansion, first
+
+
+def _taken(x_slot: str, index_slot: str, dout_slot: str, keepdim: str | None = None):
+    """cummax/cummin (index per element) and mode (index per reduced row): X@GRAD adds dOut at the index along
+    the axis, so d/d(dOut) takes ddX there (the index given the axis back first when ``keepdim`` names an attribute
+    that is false). A 0-d X is its own scan and mode: d/d(dOut) = ddX."""
+
+    def maker(g):
+        wanted, ddx = first(g.IG(dout_slot)), first(g.OG(x_slot + "@GRAD"))
+        if wanted in (None, EMPTY_VAR) or ddx is None:
+            return []
+        f = Formula(g)
+        x, indices, dout = first(g.I(x_slot)), first(g.I(index_slot)), first(g.I(dout_slot))
+        shape = g.shape(x)
+        if shape is None:
+            raise GradError(f"{g.fwd.type}: the rank of {x} must be known")
+        if not shape:
+            f.into(wanted, "scale", {"X": ddx}, {"scale": 1.0})
+            return f.ops
+        axis = g.attr("axis") % len(shape)   # Paddle's take_along_axis wants it >= 0
+        if keepdim is None:
+            f.into(wanted, "take_along_axis", {"Input": ddx, "Index": indices}, {"Axis": axis}, slot="Result")
+            return f.ops
+
+        def unsqueezed(s):
+            return s[:axis] + [1] + s[axis:]
+
+        dims = None
+        if not g.attr(keepdim):
+            dims = unsqueezed
+            indices = f.op("unsqueeze2", {"X": indices}, indices, {"axes": [axis]}, more={"XShape": f.xshape(indices)},
+                           dims=unsqueezed)
+        taken = f.op("take_along_axis", {"Input": ddx, "Index": indices}, dout, {"Axis": axis}, slot="Result",
+                     dims=dims)
+        f.shaped_like(taken, dout, out=wanted)
+        return f.ops
+
+    return maker
+
+
+for _name in ("cummax", "cummin"):
+    defgrad(f"{_name}_grad", grad=_taken("x", "indices", "out@GRAD"), no_grad_inputs=["x", "indices"])
+defgrad("mode_grad", grad=_taken("X", "Indices", "Out@GRAD", keepdim="keepdim"), no_grad_inputs=["X", "Indices"])
+
+
+def _shared(x_slot: str, out_slot: str):
+    """median_grad, nanmedian_grad: X@GRAD_j = dOut_r w_j for j among the elements row r folds, the weights w
+    (the grad op's own output for dOut = 1: at the index, shared among the elements equal to Out, or halves at the
+    two middles) flat in X and Out. So d/d(dOut)_r = the sum of ddX_j w_j over row r's elements."""
+    dout_slot = out_slot + "@GRAD"
+
+    def maker(g):
+        wanted, ddx = first(g.IG(dout_slot)), first(g.OG(x_slot + "@GRAD"))
+        if wanted in (None, EMPTY_VAR) or ddx is None:
+            return []
+        if g.I("AxisTensor") or g.I("AxisTensorList"):
+            raise GradError(f"{g.fwd.type}: second derivatives need the folded axes when compiling, not in "
+                            "AxisTensor / AxisTensorList")
+        f = Formula(g)
+        x, dout = first(g.I(x_slot)), first(g.I(dout_slot))
+        shape = g.shape(x)
+        if shape is None:
+            raise GradError(f"{g.fwd.type}: the rank of {x} must be known")
+
+        def fail(message: str):
+            raise GradError(f"{g.fwd.type}: {message}")
+
+        folded = scans.median_axes(g.attr("axis"), len(shape), fail)
+        ones = f.fill_like(dout, 1.0)
+        weights = f.op(g.fwd.type, {**{slot: g.I(slot) for slot in g.opdef.inputs if slot != dout_slot},
+                                    dout_slot: ones}, x, slot=x_slot + "@GRAD", same=True)
+        f.summed_like(f.mul(ddx, weights, x), dout, None if len(folded) == len(shape) else folded, out=wanted)
+        return f.ops
+
+    return maker
+
+
+defgrad("median_grad", grad=_shared("x", "out"), no_grad_inputs=["x", "AxisTensor", "AxisTensorList", "medians", "out"])
+defgrad("nanmedian_grad", grad=_shared("X", "Out"), no_grad_inputs=["X", "MedianIndex", "Out"])
+
+
+class _Scan:
+    """Shifts along the axis of a scan of ``n`` (known) entries, in the scan's order: a reversed scan runs from the
+    last index to the first, so its "later" entries have lower indices."""
+
+    def __init__(self, f: Formula, rank: int, axis: int, n: int, reverse: bool):
+        self.f, self.rank, self.axis, self.n, self.reverse = f, rank, axis, n, reverse
+
+    def _cut(self, value: str, start: int, end: int) -> str:
+        axis = self.axis
+        return self.f.op("slice", {"Input": value}, value, {"axes": [axis], "starts": [start], "ends": [end],
+                                                             "infer_flags": [1], "decrease_axis": []},
+                         dims=lambda s: s[:axis] + [end - start] + s[axis + 1:])
+
+    def _head(self, value: str, by: int) -> str:
+        """All but the last ``by`` entries."""
+        return self._cut(value, by, self.n) if self.reverse else self._cut(value, 0, self.n - by)
+
+    def _tail(self, value: str, by: int) -> str:
+        """All but the first ``by`` entries."""
+        return self._cut(value, 0, self.n - by) if self.reverse else self._cut(value, by, self.n)
+
+    def _padded(self, part: str, by: int, like: str) -> str:
+        """``part`` given ``by`` zeros at its end, back to the scan's length."""
+        paddings = [0] * (2 * self.rank)
+        paddings[2 * self.axis + (0 if self.reverse else 1)] = by
+        return self.f.op("pad", {"X": part}, like, {"paddings": paddings, "pad_value": 0.0})
+
+    def later(self, value: str, by: int) -> str:
+        """Entry j holds ``value``'s entry j + by (zeros past the end)."""
+        if by >= self.n:
+            return self.f.scale(value, 0.0)   # all zeros, and still a function of value (with grad 0)
+        return self._padded(self._tail(value, by), by, value)
+
+    def discounted_sum(self, weights: str, running: str) -> str:
+        """r_j = the sum over i >= j of weights_i exp(running_j - running_i), for a nondecreasing ``running``: the
+        recurrence r_j = weights_j + a_j r_(j+1), a_j = exp(running_j - running_(j+1)) <= 1, as a scan of
+        ceil(log2 n) rounds (round k adds the next 2^k terms, discounted by their product of a's, then doubles that
+        product's reach). No factor exceeds 1, so nothing overflows."""
+        f, total = self.f, weights
+        if self.n < 2:
+            return total
+        step = f.unary("exp", f.sub(self._head(running, 1), self._tail(running, 1), running))
+        discount = self._padded(step, 1, running)
+        reach = 1
+        while reach < self.n:
+            total = f.add(total, f.mul(discount, self.later(total, reach), running), running)
+            if 2 * reach < self.n:
+                discount = f.mul(discount, self.later(discount, reach), running)
+            reach *= 2
+        return total
+
+
+@expansion
+def _logcumsumexp_grad(f, g):
+    """X@GRAD_j = the sum over the outputs i holding x_j of dOut_i exp(x_j - out_i), as exp(x_j - s_j) times the
+    discounted sum from j on of dOut_i exp(s_j - s_i), s the inclusive scan (logcumsumexp itself): every exponent is
+    <= 0. Exclusive out_i is s at the entry before i, so there dOut is moved one entry back onto s first. The kernel
+    reads X only (Out for its shape), so X is where s comes from; flatten and a 0-d X scan a 1-D row."""
+    x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
+    shape = g.shape(x)
+    if shape is None:
+        raise GradError(f"logcumsumexp_grad: the shape of {x} must be known")
+    flatten = g.attr("flatten") or not shape
+    row, axis, dout_row = x, (0 if flatten else g.attr("axis") % len(shape)), dout
+    if flatten:
+        size = prod(shape) if all(d >= 0 for d in shape) else -1
+        row = f.op("reshape2", {"X": x}, x, {"shape": [-1]}, more={"XShape": f.xshape(x)}, dims=lambda s: [size])
+        dout_row = f.shaped_like(dout, row)
+    n = g.shape(row)[axis]
+    if n < 0:
+        raise GradError(f"logcumsumexp_grad: the scanned dim of {x} must be known, got shape {shape}")
+    scan = _Scan(f, len(g.shape(row)), axis, n, g.attr("reverse"))
+    running = f.op("logcumsumexp", {"X": row}, row, {"axis": axis, "flatten": False, "exclusive": False,
+                                                      "reverse": g.attr("reverse")})
+    weights = scan.later(dout_row, 1) if g.attr("exclusive") else dout_row
+    grad = f.mul(f.unary("exp", f.sub(row, running, row)), scan.discounted_sum(weights, running), row)
+    return {"X@GRAD": f.shaped_like(grad, x) if flatten else grad}
+
+
+defgrad("logcumsumexp_grad", grad=_logcumsumexp_grad, no_grad_inputs=["Out"])   # gradc's kernel reads X, not Out
