@@ -190,3 +190,18 @@ def test_second_derivatives_through_a_decomposition():
 def test_an_empty_batch_gives_empty_results_of_the_inferred_shapes(op_type, inputs, attrs):
     results = run(op_type, inputs, attrs)   # run checks each result against its inferred shape
     assert all(value.size == 0 for value in results.values())
+
+
+def test_slogdeterminant_leaves_paddles_legacy_declaration_and_refuses_another():
+    """Paddle 3.3.1 declares Out with Input's shape ([3, 3]; its kernel writes [2]): verify accepts that, and
+    [2], but not another shape."""
+    def problems(declared):
+        program = gradc.Program()
+        block = program.global_block
+        block.create_var("x", [3, 3])
+        block.create_var("out", declared)
+        block.append_op("slogdeterminant", {"Input": ["x"]}, {"Out": ["out"]})
+        return gradc.verify(program)
+
+    assert problems([3, 3]) == [] and problems([2]) == []
+    assert any("declared with shape [5]" in problem for problem in problems([5]))

@@ -36,8 +36,13 @@ def _determinant(ctx):
 
 
 def _slogdeterminant(ctx):
-    """[sign, log|det|] stacked on a new leading dim: [2, *batch]."""
-    return {"Out": ([2, *matrices(ctx, "Input", square=True)[:-2]], ctx.dtype("Input"))}
+    """[sign, log|det|] stacked on a new leading dim: [2, *batch]. Paddle 3.3.1's legacy programs declare Out with
+    Input's shape (its kernel writes [2, *batch] all the same): that declaration is left unchallenged."""
+    matrix = matrices(ctx, "Input", square=True)
+    declared = ctx.block.find_var(ctx.op.output("Out")[0]) if ctx.op.output("Out") else None
+    if declared is not None and declared.shape == matrix:
+        return {"Out": (None, ctx.dtype("Input"))}
+    return {"Out": ([2, *matrix[:-2]], ctx.dtype("Input"))}
 
 
 def _solved(ctx, matrix: str, rhs: str, vectors: bool = False):
