@@ -22,6 +22,7 @@ from pir_fixtures import (
     meta,
     npz,
     paddle_backward,
+    program_file,
     run_fetches,
     train_and_run,
 )
@@ -77,6 +78,28 @@ def test_gradcs_training_program_of_a_coverage_row_written_as_pir_gives_its_grad
     gradc.append_backward(program, "loss")
     data = serialize_pir(program, fetch=list(npz(case, "grads")))
     assert_matches_paddle(run_fetches(parse_pir(data), case), case)
+
+
+def _constant_dtypes(document: bytes) -> dict[tuple[str, int], str]:
+    """(op, operand position) -> the dtype of the pd_op.full(_int_array) constant the op reads there."""
+    ops = json.loads(document)["program"]["regions"][0]["blocks"][0]["ops"]
+    made = {result["%"]: result["TT"]["D"][0]["#"] for op in ops if op["#"] in ("1.full", "1.full_int_array")
+            for result in op["O"]}
+    return {(op["#"], k): made[operand["%"]] for op in ops for k, operand in enumerate(op.get("I", []))
+            if isinstance(operand, dict) and operand.get("%") in made}
+
+
+# Paddle's eye reads its sizes in any dtype (it writes float32 constants); gradc writes them as the int64 attribute
+SIZES_OF_ANY_DTYPE = {"1.eye"}
+
+
+@pytest.mark.parametrize("case", LAYERS)
+def test_export_writes_constants_of_the_dtype_paddles_program_has(case):
+    """A kernel may refuse a constant of another dtype (isclose's tolerances must be float64)."""
+    theirs = _constant_dtypes(program_file(case).read_bytes())
+    ours = _constant_dtypes(serialize_pir(load(case)))
+    assert {key: dtype for key, dtype in ours.items() if key in theirs and key[0] not in SIZES_OF_ANY_DTYPE} == {
+        key: theirs[key] for key in ours if key in theirs and key[0] not in SIZES_OF_ANY_DTYPE}
 
 
 @pytest.mark.parametrize("case", LAYERS_WITH_BACKWARD)

@@ -7,7 +7,7 @@ A row is data, written in a small notation (most rows one line):
 operands, in PIR order:  ``name:Slot``   the operand is the legacy input slot; ``name:Slot*`` a list (t_vec)
                          ``name?:Slot``  may be Paddle's null value (then the slot stays empty)
                          ``name>attr:k`` a constant folded into legacy attribute ``attr`` (k: ints, int, long,
-                                         float); export makes it with pd_op.full_int_array / pd_op.full
+                                         float, double); export makes it with pd_op.full_int_array / pd_op.full
                          ``name>attr:k@T,L`` the same, but a value computed in the program goes to legacy input
                                          slot T (a tensor) or L (a list, from builtin.combine)
                          ``name:-``      no legacy counterpart (null)
@@ -33,7 +33,7 @@ class Operand:
     name: str
     slot: str | None = None
     attr: str | None = None      # folded into this legacy attribute
-    fold: str | None = None      # its kind: "ints", "int" (int32), "long" (int64) or "float"
+    fold: str | None = None      # its kind: "ints", "int" (int32), "long" (int64), "float" or "double" (float64)
     optional: bool = False
     is_list: bool = False
     tensor_slots: tuple[str, ...] = ()   # where a computed (not constant) value goes: (tensor slot, list slot)

@@ -19,7 +19,7 @@ def tolerances_as_text(legacy, op, ctx) -> None:
 
 
 # PIR passes the tolerances as float64 tensors: a constant becomes the attribute, a computed one the Rtol/Atol slot
-TOLERANCES = "x:Input y:Other rtol>rtol:float@Rtol atol>atol:float@Atol"
+TOLERANCES = "x:Input y:Other rtol>rtol:double@Rtol atol>atol:double@Atol"
 
 ROWS = [
     row("pd_op.atan2", "atan2", "x:X1 y:X2"),
