@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import gradc
+from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
 
 
@@ -75,3 +76,14 @@ def assert_hessian_vector_product(net: ProgramBuilder, loss: str, params: dict, 
     for name, got, want in zip(params, analytic, numeric):
         assert np.abs(want).max() > 1e-3, name
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-8, err_msg=name)
+
+
+def check_third_derivatives(case, rng) -> None:
+    """A third backward over a second-order gradcheck case's program (the weighted sum of its grads' grads), checked
+    against central differences: the ops each second-order maker emits have makers of their own."""
+    built = case.program()
+    net = ProgramBuilder()
+    net.program, net.block = built["program"], built["program"].global_block
+    third = gradc.gradients(net.program, built["loss"], built["wrt"])
+    loss3 = weighted_sum(net, [name for name in third if name is not None], built["feed"], "u", rng)
+    check_program(net.program, built["feed"], built["wrt"], loss=loss3, rtol=1e-4, atol=1e-6)

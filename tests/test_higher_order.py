@@ -7,7 +7,13 @@ import numpy as np
 import pytest
 
 import gradc
-from float64_nets import assert_hessian_vector_product, cumprod_index_put_net, float64_fc, weighted_sum
+from float64_nets import (
+    assert_hessian_vector_product,
+    check_third_derivatives,
+    cumprod_index_put_net,
+    float64_fc,
+    weighted_sum,
+)
 from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
 from programs import Net
@@ -119,14 +125,7 @@ def test_third_derivatives_through(case_id):
     )
 
     modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put, scans_double)
-    case = next(c for module in modules for c in module.CASES
-                if c.id == case_id)
-    built = case.program()
-    net = ProgramBuilder()
-    net.program, net.block = built["program"], built["program"].global_block
-    third = gradc.gradients(net.program, built["loss"], built["wrt"])
-    loss3 = weighted_sum(net, [name for name in third if name is not None], built["feed"], "u", RNG)
-    check_program(net.program, built["feed"], built["wrt"], loss=loss3, rtol=1e-4, atol=1e-6)
+    check_third_derivatives(next(c for module in modules for c in module.CASES if c.id == case_id), RNG)
 
 
 @pytest.mark.parametrize("accumulate", [False, True])

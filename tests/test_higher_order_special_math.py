@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 import gradc
-from float64_nets import weighted_sum
-from gradc.gradcheck import check_program
+from float64_nets import check_third_derivatives
 from gradc.layers import ProgramBuilder
 from gradcheck_cases.second_order import second_order
 
@@ -33,12 +32,7 @@ THIRD_ORDER = [
 
 @pytest.mark.parametrize("case", THIRD_ORDER, ids=[case.id for case in THIRD_ORDER])
 def test_third_derivatives_through(case):
-    built = case.program()
-    net = ProgramBuilder()
-    net.program, net.block = built["program"], built["program"].global_block
-    third = gradc.gradients(net.program, built["loss"], built["wrt"])
-    loss3 = weighted_sum(net, [name for name in third if name is not None], built["feed"], "u", RNG)
-    check_program(net.program, built["feed"], built["wrt"], loss=loss3, rtol=1e-4, atol=1e-6)
+    check_third_derivatives(case, RNG)
 
 
 def second_derivative(op: str, x: np.ndarray) -> np.ndarray:

@@ -100,16 +100,20 @@ def _where_index_infer(ctx):
 defop("where_index", ["Condition"], infer=_where_index_infer, grad=NO_GRAD)
 
 
-def _unique_infer(ctx):
+def _unique_shapes(ctx, op: str):
+    """(Out's shape, the element (or slice) count Index maps, the index dtype) of unique and unique_consecutive."""
     x, axes = ctx.shape("X"), list(ctx.attr("axis"))
     if len(axes) > 1:
-        ctx.fail(f"unique takes at most one axis, got {axes}")
+        ctx.fail(f"{op} takes at most one axis, got {axes}")
     if ctx.attr("dtype") not in (2, 3):
-        ctx.fail(f"unique dtype {ctx.attr('dtype')} is not int32 (2) or int64 (3)")
-    index = INDEX_DTYPES[ctx.attr("dtype")]
+        ctx.fail(f"{op} dtype {ctx.attr('dtype')} is not int32 (2) or int64 (3)")
     axis = ctx.axis(axes[0], len(x)) if axes else None
     out = [-1] if axis is None else x[:axis] + [-1] + x[axis + 1:]
-    size = numel(x) if axis is None else x[axis]   # Index maps each element (or slice) to its unique entry
+    return out, numel(x) if axis is None else x[axis], INDEX_DTYPES[ctx.attr("dtype")]
+
+
+def _unique_infer(ctx):
+    out, size, index = _unique_shapes(ctx, "unique")   # Index maps each element (or slice) to its unique entry
     return {"Out": (out, ctx.dtype("X")), "Indices": ([-1], index), "Index": ([size], index), "Counts": ([-1], index)}
 
 
@@ -120,15 +124,7 @@ defop("unique", ["X"], ["Out", "Indices?", "Index", "Counts?"],
 
 
 def _unique_consecutive_infer(ctx):
-    x, axes = ctx.shape("X"), list(ctx.attr("axis"))
-    if len(axes) > 1:
-        ctx.fail(f"unique_consecutive takes at most one axis, got {axes}")
-    if ctx.attr("dtype") not in (2, 3):
-        ctx.fail(f"unique_consecutive dtype {ctx.attr('dtype')} is not int32 (2) or int64 (3)")
-    index = INDEX_DTYPES[ctx.attr("dtype")]
-    axis = ctx.axis(axes[0], len(x)) if axes else None
-    out = [-1] if axis is None else x[:axis] + [-1] + x[axis + 1:]
-    size = numel(x) if axis is None else x[axis]
+    out, size, index = _unique_shapes(ctx, "unique_consecutive")
     shapes = {"Out": (out, ctx.dtype("X"))}   # Index and Counts only when asked for: Paddle leaves them unset else
     if ctx.attr("return_inverse"):
         shapes["Index"] = ([size], index)
