@@ -99,7 +99,25 @@ def scenarios() -> tuple[Case, ...]:
     cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--feed", "img", "--fetch",
                                "softmax_0.tmp_0", "-o", "out"], output="out.pdmodel"))
     cases += [Case(files, args, output=output) for files, args, output in pir_scenarios(DATA)]
-    return tuple(cases)
+    return tuple(cases + tensor_api_scenarios())
+
+
+# coverage rows of the tensor API's op families: einsum, grid sampling, decompositions, scans, special functions
+TENSOR_API_ROWS = ("einsum_matmul", "grid_sample_reflection_corners", "affine_grid", "svd_values", "cholesky",
+                   "median", "logcumsumexp", "lerp_broadcast", "masked_fill", "polygamma")
+
+
+def tensor_api_scenarios() -> list[Case]:
+    cases = []
+    for row in TENSOR_API_ROWS:
+        fixture = DATA / "layers" / row
+        files = {"forward.pb": _read(fixture / "forward.pb"), "feed.npz": _read(fixture / "feed.npz")}
+        loss = json.loads((fixture / "meta.json").read_text())["loss"]
+        cases.append(Case(files, ["compile", "forward.pb", "-o", "out.pb", "--loss", loss], output="out.pb"))
+        cases.append(Case(files, ["run", "forward.pb", "--feed", "feed.npz", "--fetch", loss, "--out", "out.npz"],
+                          output="out.npz"))
+        cases.append(Case(files, ["check", "forward.pb", "--feed", "feed.npz", "--loss", loss, "--max-elements", "2"]))
+    return cases
 
 
 RUNS = {"compile", "run", "check", "train"}   # commands that verify and execute what they read
