@@ -35,3 +35,16 @@ def test_minimize_takes_a_name_or_an_optimizer_object():
     assert any(op.outputs["Out"] == ["learning_rate_0"] for op in startup.global_block.ops)
     with pytest.raises(gradc.GradcError, match="give lr and the optimizer's arguments to the optimizer object"):
         gradc.minimize(gradc.load(MLP / "forward.pb"), optimizer=gradc.optimizers.SGD(0.1), lr=0.2)
+
+
+def test_a_maker_reading_an_undeclared_var_names_it():
+    """lerp's maker shapes a temporary like Y: a program that never declared Y gets an error naming it (found by
+    the fuzz scenarios over the tensor-API fixtures: an AttributeError before)."""
+    program = gradc.Program()
+    block = program.global_block
+    for name, shape in (("x", [2, 5]), ("w", [2, 1]), ("out", [2, 5]), ("loss", [])):
+        block.create_var(name, shape)
+    block.append_op("lerp", {"X": ["x"], "Y": ["no_such_var"], "Weight": ["w"]}, {"Out": ["out"]})
+    block.append_op("reduce_mean", {"X": ["out"]}, {"Out": ["loss"]}, {"reduce_all": True})
+    with pytest.raises(gradc.GradError, match=r"block 0, op 0 \(lerp\): var 'no_such_var' is not declared"):
+        gradc.gradients(program, "loss", ["x"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..errors import GradError
 from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
 from .sparse import mark_sparse_grads
 
@@ -57,7 +58,10 @@ class TmpVars:
             self.count += 1
             name = f"{like}@GRAD@TMP@{self.block.idx}@{self.count}"
         self.count += 1
-        var = self.block.add_var(derived_var(lookup(self.block, like), name))
+        source = lookup(self.block, like)
+        if source is None:   # a maker's temporary is shaped like a var the op reads: a program that never declared it
+            raise GradError(f"var '{like}' is not declared in block {self.block.idx} or its ancestors")
+        var = self.block.add_var(derived_var(source, name))
         if dims is not None and var.shape is not None:
             var.shape = list(dims(var.shape))
         if dtype is not None:

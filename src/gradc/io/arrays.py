@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ def read_npz(path: str | Path, what: str = "arrays") -> dict[str, np.ndarray]:
                         for info in archive.infolist()}
     except OSError as exc:
         raise FormatError(f"cannot read {what} '{path}': {exc.strerror or exc}") from None
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError) as exc:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError, zlib.error) as exc:
         raise FormatError(f"cannot read {what} '{path}': a corrupt archive ({exc})") from None
 
 
