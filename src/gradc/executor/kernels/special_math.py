@@ -203,8 +203,8 @@ def erfinv(x):
 
 
 def _like(x, value):
-    """value in x's floating dtype (float32 for integer x)."""
-    return value.astype(np.result_type(x.dtype, np.float32), copy=False)
+    """value (float64) in x's float dtype: inference refuses integer x."""
+    return value.astype(x.dtype, copy=False)
 
 
 def elementwise(name: str, function, derivative, uses: str, lowercase: bool = False) -> None:
