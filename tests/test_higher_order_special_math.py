@@ -68,8 +68,15 @@ def test_the_second_derivative_of_i1_at_and_near_zero():
 
 
 def test_the_second_derivative_of_i1e_is_minus_the_sign_of_x_next_to_its_kink():
-    """i1e = exp(-|x|) i1: i1e'' = exp(-x) (i1'' - 2 i1' + i1) for x > 0, -sign(x) + O(x) beside 0, and 0 at 0
-    (the sign's value there)."""
-    x = np.array([0.0, 1e-12, -1e-12, 2.0])
+    """i1e = exp(-|x|) i1: i1e'' = exp(-x) (i1'' - 2 i1' + i1) for x > 0, -sign(x) + O(x) beside 0, and at +-0
+    the one-sided value of its side (-1 at +0, +1 at -0), by x's sign bit as the first derivative's kink."""
+    x = np.array([0.0, -0.0, 1e-12, -1e-12, 2.0])
     at_2 = np.exp(-2.0) * (i1_series(2.0, 2) - 2 * i1_series(2.0, 1) + i1_series(2.0, 0))
-    np.testing.assert_allclose(second_derivative("i1e", x), [0.0, -1.0, 1.0, at_2], rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(second_derivative("i1e", x), [-1.0, 1.0, -1.0, 1.0, at_2], rtol=1e-12, atol=1e-11)
+
+
+def test_the_second_derivative_of_i0e_at_its_kink_is_the_one_sided_value():
+    """i0e'' = i1e' - sign(x) i0e' = 1/2 + 1 = 3/2 on both sides of 0, and so at +-0 (by x's sign bit, matching
+    i0e_grad's slope -1 at +0 and +1 at -0)."""
+    x = np.array([0.0, -0.0, 1e-12, -1e-12])
+    np.testing.assert_allclose(second_derivative("i0e", x), [1.5, 1.5, 1.5, 1.5], rtol=1e-11)

@@ -35,6 +35,11 @@ def _forward(f, op: str, x: str) -> str:
     return f.op(op, {"x": x}, x, slot="out")
 
 
+def _sign_bit(f, x: str) -> str:
+    """+-1 by x's sign bit (-1 at -0), as the first derivatives' kinks take it: sign(x) is 0 at +-0."""
+    return f.op("copysign", {"x": f.fill_like(x, 1.0), "y": x}, x, slot="out")
+
+
 def _out(g) -> str:
     """The forward's out, which the grad op reads."""
     return g.I("out")[0]
@@ -70,7 +75,7 @@ def _i0e(f, g, x, p):
     """f' = i1e - sign(x) i0e: f'' = i1e' - sign(x) i0e' (sign flat away from 0)."""
     i1e_slope = _grad(f, "i1e", x, p, out=_forward(f, "i1e", x))
     i0e_slope = _grad(f, "i0e", x, p, out=_out(g))
-    return f.sub(i1e_slope, f.mul(f.unary("sign", x), i0e_slope, x), x)
+    return f.sub(i1e_slope, f.mul(_sign_bit(f, x), i0e_slope, x), x)
 
 
 def _i2_over_x(f, x: str, scaled: bool) -> str:
@@ -105,7 +110,7 @@ def _i1(f, g, x, p):
 def _i1e(f, g, x, p):
     """f' = exp(-|x|) (i1' - sign(x) i1): f'' = -2 sign(x) f' - exp(-|x|) I2 / x."""
     slope = _grad(f, "i1e", x, p, out=_out(g))
-    return f.sub(f.scale(f.mul(f.unary("sign", x), slope, x), -2.0), f.mul(p, _i2_over_x(f, x, scaled=True), x), x)
+    return f.sub(f.scale(f.mul(_sign_bit(f, x), slope, x), -2.0), f.mul(p, _i2_over_x(f, x, scaled=True), x), x)
 
 
 unary_double("erfinv_grad", _erfinv)
