@@ -146,6 +146,13 @@ COMPILE_TIME = {
                          ("elementwise_fmin", MISMATCHED), ("elementwise_heaviside", MISMATCHED),
                          ("copysign", {"x": X23, "y": zeros(2, 4)}),
                          ("lerp", {"X": X23, "Y": X23, "Weight": zeros(2, 4)}))},
+    **{f"{op} dtypes": (op, slots, {}, f"{op} needs {names} of one dtype, got float32 and float64")
+       for op, slots, names in (("atan2", {"X1": X23, "X2": zeros(2, 3, dtype=np.float64)}, "X1 and X2"),
+                                *((op, {"X": X23, "Y": zeros(2, 3, dtype=np.float64)}, "X and Y")
+                                  for op in ("elementwise_fmax", "elementwise_fmin", "elementwise_heaviside")),
+                                ("copysign", {"x": X23, "y": zeros(2, 3, dtype=np.float64)}, "x and y"))},
+    "lerp dtypes": ("lerp", {"X": X23, "Y": X23, "Weight": zeros(1, dtype=np.float64)}, {},
+                    "lerp needs X, Y and Weight of one dtype, got float32, float32 and float64"),
     "masked_fill mask": ("masked_fill", {"x": X23, "mask": X23, "value": zeros()}, {},
                          "mask must be a bool tensor, got float32"),
     "masked_fill value": ("masked_fill", {"x": X23, "mask": zeros(3, dtype=bool), "value": zeros(3, 2, 3)}, {},

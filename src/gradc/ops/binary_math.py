@@ -12,19 +12,24 @@ from ..ir import EMPTY_VAR, AttrType, VarType, dtype_name
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import broadcast_dims, dims_match, numel
 from .composite import Formula
-from .infer import broadcast_shapes, same_as
+from .infer import broadcast_shapes, one_dtype, same_as
 
 INTEGER_DTYPES = frozenset({VarType.BOOL, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64, VarType.UINT8})
 
 
 def _broadcast_infer(first: str, second: str, out: str = "Out"):
-    return lambda ctx: {out: (broadcast_shapes(ctx, ctx.shape(first), ctx.shape(second)), ctx.dtype(first))}
+    """Operands of one dtype (Paddle's kernels take one type), broadcast."""
+    def infer(ctx):
+        dtype = one_dtype(ctx, first, second)
+        return {out: (broadcast_shapes(ctx, ctx.shape(first), ctx.shape(second)), dtype)}
+    return infer
 
 
 def _atan2_infer(ctx):
     """Integer operands give float64, as Paddle's kernel computes them."""
-    dtype = VarType.FP64 if ctx.dtype("X1") in INTEGER_DTYPES else ctx.dtype("X1")
-    return {"Out": (broadcast_shapes(ctx, ctx.shape("X1"), ctx.shape("X2")), dtype)}
+    dtype = one_dtype(ctx, "X1", "X2")
+    return {"Out": (broadcast_shapes(ctx, ctx.shape("X1"), ctx.shape("X2")),
+                    VarType.FP64 if dtype in INTEGER_DTYPES else dtype)}
 
 
 # d atan2(x1, x2) = (x2 dx1 - x1 dx2) / (x1^2 + x2^2)
@@ -39,8 +44,9 @@ defop("copysign", ["x", "y"], ["out"], infer=_broadcast_infer("x", "y", "out"), 
 
 
 def _lerp_infer(ctx):
+    dtype = one_dtype(ctx, "X", "Y", "Weight")
     shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"))
-    return {"Out": (broadcast_shapes(ctx, shape, ctx.shape("Weight")), ctx.dtype("X"))}
+    return {"Out": (broadcast_shapes(ctx, shape, ctx.shape("Weight")), dtype)}
 
 
 def _lerp_grad(g):

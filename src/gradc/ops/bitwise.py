@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..ir import VarType
 from ..ir.types import dtype_name
 from ..registry import NO_GRAD, defop
-from .infer import broadcast_shapes
+from .infer import broadcast_shapes, one_dtype
 
 INTEGERS = (VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64)
 
@@ -22,10 +22,8 @@ def _bitwise_infer(x: str, y: str, out: str, dtypes):
         for slot, kind in zip((x, y), kinds):
             if kind is not None and kind not in dtypes:
                 ctx.fail(f"{ctx.op.type} takes {', '.join(map(dtype_name, dtypes))}; {slot} is {dtype_name(kind)}")
-        if None not in kinds and kinds[0] != kinds[1]:
-            ctx.fail(f"{ctx.op.type} needs {x} and {y} of one dtype, got {dtype_name(kinds[0])} and "
-                     f"{dtype_name(kinds[1])}")
-        return {out: (broadcast_shapes(ctx, ctx.shape(x), ctx.shape(y)), kinds[0])}
+        dtype = one_dtype(ctx, x, y)
+        return {out: (broadcast_shapes(ctx, ctx.shape(x), ctx.shape(y)), dtype)}
     return infer
 
 
