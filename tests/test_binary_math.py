@@ -69,6 +69,16 @@ def test_atan2_of_integers_is_float64_and_its_grad_is_nan_at_the_origin():
     np.testing.assert_allclose([g["X1"][1], g["X2"][1]], [0.5, -0.5])
 
 
+def test_atan2_grad_keeps_float32_operands_whose_squares_overflow_or_underflow():
+    """d atan2 = (x2 dx1 - x1 dx2) / (x1^2 + x2^2), where x1^2 leaves float32's range past 1.8e19 and below 1e-19."""
+    x1, x2 = np.array([3e19, 1e-30], f32), np.array([4e19, 1e-30], f32)
+    g = grads("atan2", {"X1": x1, "X2": x2}, np.ones(2, f32))
+    wide1, wide2 = x1.astype(np.float64), x2.astype(np.float64)
+    norm = wide1 ** 2 + wide2 ** 2
+    np.testing.assert_allclose(g["X1"], wide2 / norm, rtol=1e-6)
+    np.testing.assert_allclose(g["X2"], -wide1 / norm, rtol=1e-6)
+
+
 def test_isclose_as_paddle_with_infinities_close_only_to_themselves():
     a = np.array([1, NAN, INF, INF, 1, 1], f32)
     b = np.array([1.000001, NAN, INF, -INF, INF, 1.1], f32)

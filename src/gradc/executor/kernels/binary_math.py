@@ -32,9 +32,11 @@ def _atan2(x1, x2):
 
 
 def _over_norm(v, x1, x2, d):
-    """v dOut / (x1^2 + x2^2): NaN at (0, 0), where atan2 has no derivative, as Paddle's kernel gives."""
+    """v dOut / (x1^2 + x2^2) as (v / h) (dOut / h), h = hypot(x1, x2): x1^2 overflows in float32 past 1.8e19
+    (and underflows below 1e-19). NaN at (0, 0), where atan2 has no derivative, as Paddle's kernel gives."""
+    norm = np.hypot(x1, x2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return v * d / (x1 * x1 + x2 * x2)
+        return (v / norm) * (d / norm)
 
 
 _binary("atan2", "X1", "X2", _atan2, lambda x1, x2, d: _over_norm(x2, x1, x2, d),
