@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gradc import Executor, Scope, gradients
+from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
 from gradcheck_cases import binary_math as cases
 from one_op import run
@@ -90,6 +91,19 @@ def test_isclose_as_paddle_with_infinities_close_only_to_themselves():
                                   [1, 0, 1, 0, 0, 1])
     out = run("allclose", {"Input": a[:1], "Other": b[:1]}, {"atol": "0", "rtol": "1e-7"})["Out"]
     assert out.shape == () and not out
+
+
+def test_isclose_and_allclose_of_inputs_declared_without_a_shape():
+    """Inference leaves an unknown shape unknown (it took len() of None); the run compares the values."""
+    net = ProgramBuilder()
+    for name in ("input", "other"):
+        net.block.create_var(name, None, VarType.FP32)
+    close = net.op("isclose", {"Input": "input", "Other": "other"})[0]
+    every = net.op("allclose", {"Input": "input", "Other": "other"})[0]
+    assert net.block.var(close).shape is None and net.block.var(every).shape == []
+    feed = {"input": np.array([1, 2], f32), "other": np.array([1, 3], f32)}
+    got = Executor().run(net.program, feed, [close, every], Scope())
+    assert got[0].tolist() == [True, False] and not got[1]
 
 
 def test_nan_and_infinity_tests():

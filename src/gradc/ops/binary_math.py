@@ -103,11 +103,12 @@ def _tolerance(ctx, name: str) -> None:
 def _close_infer(out_shape):
     def infer(ctx):
         x, y = ctx.shape("Input"), ctx.shape("Other")
-        if len(x) != len(y) or not all(map(dims_match, x, y)):
+        known = x is not None and y is not None   # a var declared without a shape: checked when it runs
+        if known and (len(x) != len(y) or not all(map(dims_match, x, y))):
             ctx.fail(f"Input {x} and Other {y} must have one shape")
         for name, slot in (("rtol", "Rtol"), ("atol", "Atol")):
             _tolerance(ctx, name)
-            if ctx.has(slot) and ctx.shape(slot) not in ([], [1]):
+            if ctx.has(slot) and ctx.shape(slot) not in ([], [1], None):
                 ctx.fail(f"{slot} must hold one value, but has shape {ctx.shape(slot)}")
         return {"Out": (out_shape(x), VarType.BOOL)}
     return infer

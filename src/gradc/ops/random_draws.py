@@ -19,10 +19,12 @@ from .infer import check_float, float_like
 def _multinomial_infer(ctx):
     x, samples = ctx.shape("X"), ctx.attr("num_samples")
     check_float(ctx, "X")
-    if len(x) not in (1, 2):
-        ctx.fail(f"multinomial needs X of rank 1 or 2 ([categories] or [distributions, categories]), got {x}")
     if samples < 1:
         ctx.fail(f"multinomial num_samples must be >= 1, got {samples}")
+    if x is None:   # X declared without a shape: its rank is checked when it runs
+        return {"Out": (None, VarType.INT64)}
+    if len(x) not in (1, 2):
+        ctx.fail(f"multinomial needs X of rank 1 or 2 ([categories] or [distributions, categories]), got {x}")
     if not ctx.attr("replacement") and x[-1] != -1 and samples > x[-1]:
         ctx.fail(f"multinomial without replacement cannot draw {samples} samples from {x[-1]} categories")
     return {"Out": (x[:-1] + [samples], VarType.INT64)}
