@@ -19,8 +19,7 @@ from fractions import Fraction
 import numpy as np
 from numpy.polynomial import polynomial
 
-from . import kernel
-from .activation import erf
+from .activation import erf, unary
 
 
 def _bernoulli(count: int) -> list[Fraction]:
@@ -208,15 +207,10 @@ def _like(x, value):
 
 
 def elementwise(name: str, function, derivative, uses: str, lowercase: bool = False) -> None:
-    """Kernels of an op out = function(x) and its grad dx = dout * derivative(v), v the slot ``uses``."""
-    x, out = ("x", "out") if lowercase else ("X", "Out")
-    kernel(name)(lambda k: {out: _like(k.x(x), function(k.x(x), k))})
-
-    def grad(k):
-        dout = k.x(f"{out}@GRAD")
-        return {f"{x}@GRAD": _like(dout, dout * derivative(k.x(uses), k))}
-
-    kernel(name + "_grad")(grad)
+    """Kernels (activation.unary's) of an op out = function(x) and its grad dx = dout * derivative(v), v the slot
+    ``uses``, computed in float64 and returned in x's dtype."""
+    unary(name, lambda x, k: _like(x, function(x, k)), lambda v, dout, k: _like(dout, dout * derivative(v, k)), uses,
+          lowercase)
 
 
 elementwise("erfinv", lambda x, k: erfinv(x),
