@@ -12,6 +12,7 @@ import pytest
 
 import gradc
 from float64_nets import check_third_derivatives
+from gradc.executor.kernels import SHAPE_ONLY
 from gradc.layers import ProgramBuilder
 from gradcheck_cases.second_order import second_order
 
@@ -80,3 +81,16 @@ def test_the_second_derivative_of_i0e_at_its_kink_is_the_one_sided_value():
     i0e_grad's slope -1 at +0 and +1 at -0)."""
     x = np.array([0.0, -0.0, 1e-12, -1e-12])
     np.testing.assert_allclose(second_derivative("i0e", x), [1.5, 1.5, 1.5, 1.5], rtol=1e-11)
+
+
+def test_the_bessel_grad_ops_out_is_a_shape_and_no_forward_op_computes_it():
+    """i0e_grad, i1_grad and i1e_grad read out's shape only: their buffers can go, and the second derivatives of
+    i0 and i0e pass x for it instead of running i1 or i1e forward."""
+    assert all(SHAPE_ONLY[f"{op}_grad"] == {"out"} for op in ("i0e", "i1", "i1e"))
+    for op, unneeded in (("i0", "i1"), ("i0e", "i1e")):
+        net = ProgramBuilder()
+        xv = net.data("x", [3], "float64", stop_gradient=False)
+        slope = gradc.gradients(net.program, net.op("reduce_sum", {"X": net.op(op, {"x": xv})[0]},
+                                                    {"reduce_all": True, "dim": []})[0], [xv])[0]
+        gradc.gradients(net.program, net.op("reduce_sum", {"X": slope}, {"reduce_all": True, "dim": []})[0], [xv])
+        assert unneeded not in [o.type for o in net.block.ops]

@@ -67,13 +67,13 @@ def _polygamma(f, g, x, p):
 
 
 def _i0(f, g, x, p):
-    """f' = i1: f'' p = i1_grad(p)."""
-    return _grad(f, "i1", x, p, out=_forward(f, "i1", x))
+    """f' = i1: f'' p = i1_grad(p) (x fills i1_grad's out, of which it reads only the shape)."""
+    return _grad(f, "i1", x, p, out=x)
 
 
 def _i0e(f, g, x, p):
     """f' = i1e - sign(x) i0e: f'' = i1e' - sign(x) i0e' (sign flat away from 0)."""
-    i1e_slope = _grad(f, "i1e", x, p, out=_forward(f, "i1e", x))
+    i1e_slope = _grad(f, "i1e", x, p, out=x)   # i1e_grad reads only out's shape, which is x's
     i0e_slope = _grad(f, "i0e", x, p, out=_out(g))
     return f.sub(i1e_slope, f.mul(_sign_bit(f, x), i0e_slope, x), x)
 

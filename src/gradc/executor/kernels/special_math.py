@@ -206,11 +206,11 @@ def _like(x, value):
     return value.astype(x.dtype, copy=False)
 
 
-def elementwise(name: str, function, derivative, uses: str, lowercase: bool = False) -> None:
+def elementwise(name: str, function, derivative, uses: str, lowercase: bool = False, shape_only=()) -> None:
     """Kernels (activation.unary's) of an op out = function(x) and its grad dx = dout * derivative(v), v the slot
-    ``uses``, computed in float64 and returned in x's dtype."""
+    ``uses``, computed in float64 and returned in x's dtype; ``shape_only``: grad slots whose values go unread."""
     unary(name, lambda x, k: _like(x, function(x, k)), lambda v, dout, k: _like(dout, dout * derivative(v, k)), uses,
-          lowercase)
+          lowercase, shape_only)
 
 
 elementwise("erfinv", lambda x, k: erfinv(x),
