@@ -13,6 +13,7 @@ Laplace's continued fraction), where erf's absolute error would swamp 1 - |x|.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
@@ -131,12 +132,13 @@ def _cot_pi(r):
     return np.copysign(np.sin(math.pi * (0.5 - np.abs(r))), r) / np.sin(math.pi * np.abs(r))
 
 
-def _cot_derivative(n: int):
+@functools.cache   # polygamma's kernels ask for the same few orders on every call
+def _cot_derivative(n: int) -> tuple[float, ...]:
     """Coefficients (lowest first) of the polynomial P with d^n/dy^n cot(y) = P(cot(y))."""
     coefficients = np.array([0.0, 1.0])
     for _ in range(n):
         coefficients = -polynomial.polymul([1.0, 0.0, 1.0], polynomial.polyder(coefficients))
-    return coefficients
+    return tuple(coefficients)
 
 
 def polygamma(n: int, x):
