@@ -7,21 +7,14 @@ import numpy as np
 from ...ops.binary_math import diagonal_length
 from . import kernel
 from .broadcast import unbroadcast
+from .math import binary, binary_grad
 
 
 def _binary(name: str, x: str, y: str, forward, dx, dy, out: str = "Out") -> None:
-    """forward(x, y) -> out; dx(x, y, dout) and dy(...) give the broadcast grads, summed back to each operand."""
-    kernel(name)(lambda k: {out: forward(k.x(x), k.x(y))})
-
-    @kernel(name + "_grad")
-    def grad(k):
-        a, b, dout = k.x(x), k.x(y), k.x(out + "@GRAD")
-        return k.grads({x + "@GRAD": lambda: unbroadcast(np.broadcast_to(dx(a, b, dout), dout.shape), a.shape),
-                        y + "@GRAD": lambda: unbroadcast(np.broadcast_to(dy(a, b, dout), dout.shape), b.shape)})
-
-
-def _zeros(x, y, d):
-    return np.zeros_like(d)
+    """math.binary's kernels of out = forward(x, y) and its grad, numpy's broadcasting (no axis attribute); a dx or
+    dy of None: flat in that operand."""
+    binary(name, forward, x, y, out, by_axis=False)
+    binary_grad(name + "_grad", dx, dy, x, y, out, by_axis=False)
 
 
 def _atan2(x1, x2):
@@ -50,7 +43,7 @@ _binary("elementwise_fmin", "X", "Y", np.fmin, lambda x, y, d: d * ((x <= y) | n
         lambda x, y, d: d * ~((x <= y) | np.isnan(y)))
 # y where x == 0, else 1 where x > 0, else 0 (a NaN x gives 0, as Paddle's kernel: not numpy's NaN)
 _binary("elementwise_heaviside", "X", "Y", lambda x, y: np.where(x == 0, y, x > 0).astype(np.result_type(x, y)),
-        _zeros, lambda x, y, d: d * (x == 0))
+        None, lambda x, y, d: d * (x == 0))
 
 
 def _copysign(x, y):
@@ -64,7 +57,7 @@ def _copysign_dx(x, y, d):
         return np.where(x == 0, 0, d * (np.copysign(x, y) / x)).astype(d.dtype, copy=False)
 
 
-_binary("copysign", "x", "y", _copysign, _copysign_dx, _zeros, out="out")
+_binary("copysign", "x", "y", _copysign, _copysign_dx, None, out="out")
 
 
 @kernel("lerp")
