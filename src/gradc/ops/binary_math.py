@@ -11,10 +11,9 @@ from ..errors import GradError
 from ..ir import EMPTY_VAR, AttrType, VarType, dtype_name
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import broadcast_dims, dims_match, numel
+from .bitwise import BOOL_OR_INTEGER_DTYPES
 from .composite import Formula
 from .infer import broadcast_shapes, one_dtype, same_as
-
-INTEGER_DTYPES = frozenset({VarType.BOOL, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64, VarType.UINT8})
 
 
 def _broadcast_infer(first: str, second: str, out: str = "Out"):
@@ -29,7 +28,7 @@ def _atan2_infer(ctx):
     """Integer operands give float64, as Paddle's kernel computes them."""
     dtype = one_dtype(ctx, "X1", "X2")
     return {"Out": (broadcast_shapes(ctx, ctx.shape("X1"), ctx.shape("X2")),
-                    VarType.FP64 if dtype in INTEGER_DTYPES else dtype)}
+                    VarType.FP64 if dtype in BOOL_OR_INTEGER_DTYPES else dtype)}
 
 
 # d atan2(x1, x2) = (x2 dx1 - x1 dx2) / (x1^2 + x2^2)
@@ -124,7 +123,7 @@ defop("allclose", ["Input", "Other", "Rtol?", "Atol?"], attrs=CLOSE_ATTRS, infer
 
 
 def _bitwise_not_infer(ctx):
-    if ctx.dtype("X") not in INTEGER_DTYPES:
+    if ctx.dtype("X") not in BOOL_OR_INTEGER_DTYPES:
         ctx.fail(f"X must be a bool or integer tensor, got {dtype_name(ctx.dtype('X'))}")
     return same_as("X")(ctx)
 

@@ -9,11 +9,11 @@ right shift moves zeros in from the left, for signed types too. Shifts do not ta
 from __future__ import annotations
 
 from ..ir import VarType
-from ..ir.types import dtype_name
+from ..ir.types import INTEGER_DTYPES, dtype_name
 from ..registry import NO_GRAD, defop
 from .infer import broadcast_shapes, one_dtype
 
-INTEGERS = (VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64)
+BOOL_OR_INTEGER_DTYPES = INTEGER_DTYPES | {VarType.BOOL}
 
 
 def _bitwise_infer(x: str, y: str, out: str, dtypes):
@@ -21,14 +21,15 @@ def _bitwise_infer(x: str, y: str, out: str, dtypes):
         kinds = ctx.dtype(x), ctx.dtype(y)
         for slot, kind in zip((x, y), kinds):
             if kind is not None and kind not in dtypes:
-                ctx.fail(f"{ctx.op.type} takes {', '.join(map(dtype_name, dtypes))}; {slot} is {dtype_name(kind)}")
+                ctx.fail(f"{ctx.op.type} takes {', '.join(sorted(map(dtype_name, dtypes)))}; {slot} is "
+                         f"{dtype_name(kind)}")
         dtype = one_dtype(ctx, x, y)
         return {out: (broadcast_shapes(ctx, ctx.shape(x), ctx.shape(y)), dtype)}
     return infer
 
 
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    defop(_name, ["X", "Y"], infer=_bitwise_infer("X", "Y", "Out", (VarType.BOOL, *INTEGERS)), grad=NO_GRAD)
+    defop(_name, ["X", "Y"], infer=_bitwise_infer("X", "Y", "Out", BOOL_OR_INTEGER_DTYPES), grad=NO_GRAD)
 for _name in ("bitwise_left_shift", "bitwise_right_shift"):
-    defop(_name, ["x", "y"], ["out"], attrs={"is_arithmetic": True}, infer=_bitwise_infer("x", "y", "out", INTEGERS),
-          grad=NO_GRAD)
+    defop(_name, ["x", "y"], ["out"], attrs={"is_arithmetic": True},
+          infer=_bitwise_infer("x", "y", "out", INTEGER_DTYPES), grad=NO_GRAD)
