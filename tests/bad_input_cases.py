@@ -161,7 +161,6 @@ COMPILE_TIME = {
                                                                              "one shape"),
     "allclose rtol": ("allclose", {"Input": X23, "Other": X23}, {"rtol": "tight"}, "attribute rtol='tight' is not a "
                                                                                   "number"),
-    "bitwise_not dtype": ("bitwise_not", {"X": X23}, {}, "X must be a bool or integer tensor, got float32"),
     "fill_diagonal_tensor dims": ("fill_diagonal_tensor", {"X": X23, "Y": zeros(2)}, {"dim1": 1, "dim2": -1},
                                   "dim1 1 and dim2 -1 are one dim of X [2, 3]"),
     "fill_diagonal_tensor y": ("fill_diagonal_tensor", {"X": X23, "Y": zeros(3)}, {"offset": 1},
@@ -238,6 +237,7 @@ COMPILE_TIME = {
     "bitwise_and dtypes": ("bitwise_and", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 3, dtype=np.int64)}, {},
                            "needs X and Y of one dtype, got int32 and int64"),
     "bitwise_or float": ("bitwise_or", {"X": X23, "Y": X23}, {}, "X is float32"),
+    "bitwise_not float": ("bitwise_not", {"X": X23}, {}, "X is float32"),
     "bitwise_xor shapes": ("bitwise_xor", {"X": zeros(2, 3, dtype=np.int32), "Y": zeros(2, 4, dtype=np.int32)}, {},
                            "cannot broadcast shapes [2, 3] and [2, 4]"),
     "bitwise_left_shift bool": ("bitwise_left_shift", {"x": zeros(2, dtype=bool), "y": zeros(2, dtype=bool)}, {},

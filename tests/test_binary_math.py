@@ -114,12 +114,6 @@ def test_nan_and_infinity_tests():
     assert run("isfinite_v2", {"X": np.array([3, -1])})["Out"].tolist() == [True, True]
 
 
-def test_bitwise_not_of_bools_and_integers():
-    assert run("bitwise_not", {"X": np.array([True, False])})["Out"].tolist() == [False, True]
-    assert run("bitwise_not", {"X": np.array([1, -2, 0])})["Out"].tolist() == [-2, 1, -1]
-    assert run("bitwise_not", {"X": np.array([1, 2], np.uint8)})["Out"].tolist() == [254, 253]
-
-
 def test_masked_fill_broadcasts_value_and_gives_it_the_masked_grads_paddle_loses():
     x, mask, value = np.ones((2, 3), f32), np.array([True, False, True]), np.array([[5], [6]], f32)
     np.testing.assert_array_equal(run("masked_fill", {"x": x, "mask": mask, "value": value})["out"],

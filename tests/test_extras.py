@@ -34,6 +34,12 @@ def test_bitwise_ops_broadcast_and_take_bools():
     assert run("bitwise_or", flags)["Out"].tolist() == [True, True, True]
 
 
+def test_bitwise_not_of_bools_and_integers():
+    assert run("bitwise_not", {"X": np.array([True, False])})["Out"].tolist() == [False, True]
+    assert run("bitwise_not", {"X": np.array([1, -2, 0])})["Out"].tolist() == [-2, 1, -1]
+    assert run("bitwise_not", {"X": np.array([1, 2], np.uint8)})["Out"].tolist() == [254, 253]
+
+
 X8 = np.array([[-3.0, 0.5, 1.0, 2.0], [2.0, 2.0, 9.0, -1.0]], np.float32)
 
 

@@ -1,5 +1,5 @@
 """Binary math of the tensor API: atan2, fmax/fmin, heaviside, lerp, copysign, masked_fill, the isnan/isinf/
-isfinite tests, isclose/allclose, bitwise_not, conj and fill_diagonal_tensor (paddle.diagonal_scatter).
+isfinite tests, isclose/allclose, conj and fill_diagonal_tensor (paddle.diagonal_scatter).
 
 Operands broadcast as numpy does (trailing dims): none of these ops has the `axis` attribute of the
 elementwise_* arithmetic. Bool results have no gradient.
@@ -120,15 +120,6 @@ defop("isclose", ["Input", "Other", "Rtol?", "Atol?"], attrs=CLOSE_ATTRS, infer=
       grad=NO_GRAD)
 defop("allclose", ["Input", "Other", "Rtol?", "Atol?"], attrs=CLOSE_ATTRS, infer=_close_infer(lambda x: []),
       grad=NO_GRAD)
-
-
-def _bitwise_not_infer(ctx):
-    if ctx.dtype("X") not in BOOL_OR_INTEGER_DTYPES:
-        ctx.fail(f"X must be a bool or integer tensor, got {dtype_name(ctx.dtype('X'))}")
-    return same_as("X")(ctx)
-
-
-defop("bitwise_not", ["X"], infer=_bitwise_not_infer, grad=NO_GRAD)
 
 
 def _conj_grad(g):

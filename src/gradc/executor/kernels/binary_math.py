@@ -116,14 +116,6 @@ kernel("isclose")(lambda k: {"Out": _isclose(k)})
 kernel("allclose")(lambda k: {"Out": np.array(_isclose(k).all())})
 
 
-@kernel("bitwise_not")
-def bitwise_not(k):
-    x = k.x("X")
-    if x.dtype.kind not in "biu":
-        raise ValueError(f"X must be a bool or integer tensor, got {x.dtype}")
-    return {"Out": np.invert(x)}
-
-
 @kernel("conj")
 def conj(k):
     x = k.x("X")
