@@ -14,6 +14,7 @@ from ..shapes import broadcast_dims, dims_match, numel
 from .bitwise import BOOL_OR_INTEGER_DTYPES
 from .composite import Formula
 from .infer import broadcast_shapes, one_dtype, same_as
+from .rearrange import diagonal_length
 
 
 def _broadcast_infer(first: str, second: str, out: str = "Out"):
@@ -130,13 +131,6 @@ def _conj_grad(g):
 defop("conj", ["X"], infer=same_as("X"), grad=_conj_grad)
 
 
-def diagonal_length(n1: int, n2: int, offset: int) -> int:
-    """The length of the diagonal at ``offset`` of an n1 x n2 plane (-1 if a dim is unknown), as numpy.diagonal's."""
-    if n1 < 0 or n2 < 0:
-        return -1
-    return max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
-
-
 def _fill_diagonal_tensor_infer(ctx):
     x, y = ctx.shape("X"), ctx.shape("Y")
     if len(x) < 2:
@@ -144,7 +138,7 @@ def _fill_diagonal_tensor_infer(ctx):
     d1, d2, offset = ctx.axis(ctx.attr("dim1"), len(x)), ctx.axis(ctx.attr("dim2"), len(x)), ctx.attr("offset")
     if d1 == d2:
         ctx.fail(f"dim1 {ctx.attr('dim1')} and dim2 {ctx.attr('dim2')} are one dim of X {x}")
-    length = diagonal_length(x[d1], x[d2], offset)
+    length = -1 if x[d1] < 0 or x[d2] < 0 else diagonal_length(x[d1], x[d2], offset)
     if length == 0:
         ctx.fail(f"offset {offset} leaves no diagonal in dims {d1} and {d2} of X {x}")
     rest = [d for i, d in enumerate(x) if i not in (d1, d2)]

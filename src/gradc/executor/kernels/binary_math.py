@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.binary_math import diagonal_length
+from ...ops.rearrange import diagonal_length
 from . import kernel
 from .broadcast import unbroadcast
 from .math import binary, binary_grad
