@@ -7,6 +7,7 @@ import pytest
 
 from gradc import Executor, Scope, append_backward
 from gradc.executor import randomness
+from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
 from one_op import grad_op_of, run
 
@@ -31,6 +32,12 @@ def test_bitwise_ops_broadcast_and_take_bools():
     flags = {"X": np.array([True, False, True]), "Y": np.array([True, True, False])}
     assert run("bitwise_and", flags)["Out"].tolist() == [True, False, False]
     assert run("bitwise_or", flags)["Out"].tolist() == [True, True, True]
+
+
+def test_bitwise_not_of_bools_and_integers():
+    assert run("bitwise_not", {"X": np.array([True, False])})["Out"].tolist() == [False, True]
+    assert run("bitwise_not", {"X": np.array([1, -2, 0])})["Out"].tolist() == [-2, 1, -1]
+    assert run("bitwise_not", {"X": np.array([1, 2], np.uint8)})["Out"].tolist() == [254, 253]
 
 
 X8 = np.array([[-3.0, 0.5, 1.0, 2.0], [2.0, 2.0, 9.0, -1.0]], np.float32)
@@ -144,6 +151,16 @@ def test_multinomial_draws_categories_by_weight():
     assert (out[0] != 0).all() and abs((out[0] == 1).mean() - 0.75) < 0.03 and (out[1] == 0).all()
     distinct = run("multinomial", {"X": np.ones(5, np.float32)}, {"num_samples": 5})["Out"]
     assert sorted(distinct.tolist()) == [0, 1, 2, 3, 4]   # without replacement: each category once
+
+
+def test_multinomial_of_weights_declared_without_a_shape():
+    """Inference leaves Out's shape unknown (it took len() of None); the run draws from the values."""
+    net = ProgramBuilder()
+    net.block.create_var("weights", None, VarType.FP32)
+    out = net.op("multinomial", {"X": "weights"}, {"num_samples": 3})[0]
+    assert net.block.var(out).shape is None
+    drawn = Executor().run(net.program, {"weights": np.ones((2, 3), np.float32)}, [out], Scope())[0]
+    assert drawn.shape == (2, 3) and all(sorted(row) == [0, 1, 2] for row in drawn.tolist())
 
 
 def test_poisson_draws_counts_with_mean_x_and_a_zero_gradient():

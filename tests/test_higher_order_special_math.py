@@ -12,6 +12,7 @@ import pytest
 
 import gradc
 from float64_nets import check_third_derivatives
+from gradc.executor.kernels import SHAPE_ONLY
 from gradc.layers import ProgramBuilder
 from gradcheck_cases.second_order import second_order
 
@@ -68,8 +69,28 @@ def test_the_second_derivative_of_i1_at_and_near_zero():
 
 
 def test_the_second_derivative_of_i1e_is_minus_the_sign_of_x_next_to_its_kink():
-    """i1e = exp(-|x|) i1: i1e'' = exp(-x) (i1'' - 2 i1' + i1) for x > 0, -sign(x) + O(x) beside 0, and 0 at 0
-    (the sign's value there)."""
-    x = np.array([0.0, 1e-12, -1e-12, 2.0])
+    """i1e = exp(-|x|) i1: i1e'' = exp(-x) (i1'' - 2 i1' + i1) for x > 0, -sign(x) + O(x) beside 0, and at +-0
+    the one-sided value of its side (-1 at +0, +1 at -0), by x's sign bit as the first derivative's kink."""
+    x = np.array([0.0, -0.0, 1e-12, -1e-12, 2.0])
     at_2 = np.exp(-2.0) * (i1_series(2.0, 2) - 2 * i1_series(2.0, 1) + i1_series(2.0, 0))
-    np.testing.assert_allclose(second_derivative("i1e", x), [0.0, -1.0, 1.0, at_2], rtol=1e-12, atol=1e-11)
+    np.testing.assert_allclose(second_derivative("i1e", x), [-1.0, 1.0, -1.0, 1.0, at_2], rtol=1e-12, atol=1e-11)
+
+
+def test_the_second_derivative_of_i0e_at_its_kink_is_the_one_sided_value():
+    """i0e'' = i1e' - sign(x) i0e' = 1/2 + 1 = 3/2 on both sides of 0, and so at +-0 (by x's sign bit, matching
+    i0e_grad's slope -1 at +0 and +1 at -0)."""
+    x = np.array([0.0, -0.0, 1e-12, -1e-12])
+    np.testing.assert_allclose(second_derivative("i0e", x), [1.5, 1.5, 1.5, 1.5], rtol=1e-11)
+
+
+def test_the_bessel_grad_ops_out_is_a_shape_and_no_forward_op_computes_it():
+    """i0e_grad, i1_grad and i1e_grad read out's shape only: their buffers can go, and the second derivatives of
+    i0 and i0e pass x for it instead of running i1 or i1e forward."""
+    assert all(SHAPE_ONLY[f"{op}_grad"] == {"out"} for op in ("i0e", "i1", "i1e"))
+    for op, unneeded in (("i0", "i1"), ("i0e", "i1e")):
+        net = ProgramBuilder()
+        xv = net.data("x", [3], "float64", stop_gradient=False)
+        slope = gradc.gradients(net.program, net.op("reduce_sum", {"X": net.op(op, {"x": xv})[0]},
+                                                    {"reduce_all": True, "dim": []})[0], [xv])[0]
+        gradc.gradients(net.program, net.op("reduce_sum", {"X": slope}, {"reduce_all": True, "dim": []})[0], [xv])
+        assert unneeded not in [o.type for o in net.block.ops]

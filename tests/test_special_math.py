@@ -158,6 +158,22 @@ def test_float32_in_float32_out_computed_in_float64():
         assert run(op_type, {"x": x})["out"].dtype == np.float32
 
 
+def test_float16_in_float16_out():
+    """The kernels give the input's float dtype: float16 in, float16 out (they computed float32, which the
+    declared float16 output refused)."""
+    x = np.array([0.5, 2.5, 3.0], np.float16)
+    wide = x.astype(np.float64)
+    for op_type, function in (("lgamma", lgamma), ("digamma", digamma)):
+        out = run(op_type, {"X": x})["Out"]
+        assert out.dtype == np.float16
+        np.testing.assert_array_equal(out, function(wide).astype(np.float16))
+    for op_type, function in (("i0", i0), ("i0e", i0e), ("i1", i1), ("i1e", i1e)):
+        out = run(op_type, {"x": x})["out"]
+        assert out.dtype == np.float16
+        np.testing.assert_array_equal(out, function(wide).astype(np.float16))
+    assert grad("lgamma", x, lowercase=False).dtype == np.float16
+
+
 def test_bessel_grads_at_zero_and_infinity():
     """i0e has a kink at 0: as Paddle 3.3.1, slope -1 at +0 and +1 at -0. i1' and i1e' are 1/2 at 0 (Paddle: its
     special case below machine epsilon). At +-inf gradc gives the limits where Paddle 3.3.1 gives NaN

@@ -64,6 +64,7 @@ class VarType(IntEnum):
 
 
 FLOAT_DTYPES = frozenset({VarType.FP16, VarType.FP32, VarType.FP64, VarType.BF16})
+INTEGER_DTYPES = frozenset({VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64})   # not bool
 
 # numpy names rather than numpy objects: the compiler side must not import numpy.
 NUMPY_DTYPE_NAMES = {

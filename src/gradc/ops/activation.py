@@ -14,11 +14,14 @@ from ..registry import defgrad, defop, grad_op
 from .infer import same_as
 
 
-def activation(name: str, *uses: str, attrs: dict | None = None, rules=()) -> None:
+def activation(name: str, *uses: str, attrs: dict | None = None, rules=(), lowercase: bool = False,
+               infer=None) -> None:
     """An elementwise X -> Out op whose `<name>_grad` reads the forward slots ``uses``; its attributes
-    must pass ``rules``, each (attribute or tuple of attributes, test of their values, the requirement in words)."""
-    infer = _along_axis if "axis" in (attrs or {}) else _checked(rules) if rules else same_as("X")
-    defop(name, ["X"], attrs=attrs, infer=infer, grad=grad_op(*uses))
+    must pass ``rules``, each (attribute or tuple of attributes, test of their values, the requirement in words).
+    Paddle names the slots x/out on its newer ops (``lowercase``); ``infer`` replaces the inference."""
+    x, out = ("x", "out") if lowercase else ("X", "Out")
+    infer = infer or (_along_axis if "axis" in (attrs or {}) else _checked(rules) if rules else same_as(x, out))
+    defop(name, [x], [out], attrs=attrs, infer=infer, grad=grad_op(*uses))
 
 
 def _checked(rules):

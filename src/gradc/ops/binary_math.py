@@ -1,5 +1,5 @@
 """Binary math of the tensor API: atan2, fmax/fmin, heaviside, lerp, copysign, masked_fill, the isnan/isinf/
-isfinite tests, isclose/allclose, bitwise_not, conj and fill_diagonal_tensor (paddle.diagonal_scatter).
+isfinite tests, isclose/allclose, conj and fill_diagonal_tensor (paddle.diagonal_scatter).
 
 Operands broadcast as numpy does (trailing dims): none of these ops has the `axis` attribute of the
 elementwise_* arithmetic. Bool results have no gradient.
@@ -11,20 +11,25 @@ from ..errors import GradError
 from ..ir import EMPTY_VAR, AttrType, VarType, dtype_name
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import broadcast_dims, dims_match, numel
+from .bitwise import BOOL_OR_INTEGER_DTYPES
 from .composite import Formula
-from .infer import broadcast_shapes, same_as
-
-INTEGER_DTYPES = frozenset({VarType.BOOL, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64, VarType.UINT8})
+from .infer import broadcast_shapes, one_dtype, same_as
+from .rearrange import diagonal_length
 
 
 def _broadcast_infer(first: str, second: str, out: str = "Out"):
-    return lambda ctx: {out: (broadcast_shapes(ctx, ctx.shape(first), ctx.shape(second)), ctx.dtype(first))}
+    """Operands of one dtype (Paddle's kernels take one type), broadcast."""
+    def infer(ctx):
+        dtype = one_dtype(ctx, first, second)
+        return {out: (broadcast_shapes(ctx, ctx.shape(first), ctx.shape(second)), dtype)}
+    return infer
 
 
 def _atan2_infer(ctx):
     """Integer operands give float64, as Paddle's kernel computes them."""
-    dtype = VarType.FP64 if ctx.dtype("X1") in INTEGER_DTYPES else ctx.dtype("X1")
-    return {"Out": (broadcast_shapes(ctx, ctx.shape("X1"), ctx.shape("X2")), dtype)}
+    dtype = one_dtype(ctx, "X1", "X2")
+    return {"Out": (broadcast_shapes(ctx, ctx.shape("X1"), ctx.shape("X2")),
+                    VarType.FP64 if dtype in BOOL_OR_INTEGER_DTYPES else dtype)}
 
 
 # d atan2(x1, x2) = (x2 dx1 - x1 dx2) / (x1^2 + x2^2)
@@ -39,8 +44,9 @@ defop("copysign", ["x", "y"], ["out"], infer=_broadcast_infer("x", "y", "out"), 
 
 
 def _lerp_infer(ctx):
+    dtype = one_dtype(ctx, "X", "Y", "Weight")
     shape = broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"))
-    return {"Out": (broadcast_shapes(ctx, shape, ctx.shape("Weight")), ctx.dtype("X"))}
+    return {"Out": (broadcast_shapes(ctx, shape, ctx.shape("Weight")), dtype)}
 
 
 def _lerp_grad(g):
@@ -97,11 +103,12 @@ def _tolerance(ctx, name: str) -> None:
 def _close_infer(out_shape):
     def infer(ctx):
         x, y = ctx.shape("Input"), ctx.shape("Other")
-        if len(x) != len(y) or not all(map(dims_match, x, y)):
+        known = x is not None and y is not None   # a var declared without a shape: checked when it runs
+        if known and (len(x) != len(y) or not all(map(dims_match, x, y))):
             ctx.fail(f"Input {x} and Other {y} must have one shape")
         for name, slot in (("rtol", "Rtol"), ("atol", "Atol")):
             _tolerance(ctx, name)
-            if ctx.has(slot) and ctx.shape(slot) not in ([], [1]):
+            if ctx.has(slot) and ctx.shape(slot) not in ([], [1], None):
                 ctx.fail(f"{slot} must hold one value, but has shape {ctx.shape(slot)}")
         return {"Out": (out_shape(x), VarType.BOOL)}
     return infer
@@ -116,28 +123,12 @@ defop("allclose", ["Input", "Other", "Rtol?", "Atol?"], attrs=CLOSE_ATTRS, infer
       grad=NO_GRAD)
 
 
-def _bitwise_not_infer(ctx):
-    if ctx.dtype("X") not in INTEGER_DTYPES:
-        ctx.fail(f"X must be a bool or integer tensor, got {dtype_name(ctx.dtype('X'))}")
-    return same_as("X")(ctx)
-
-
-defop("bitwise_not", ["X"], infer=_bitwise_not_infer, grad=NO_GRAD)
-
-
 def _conj_grad(g):
     """The grad of conj is the conj of the output grad (the identity on real tensors), as Paddle's maker emits."""
     return [g.op("conj", {"X": g.OG("Out")}, {"Out": g.IG("X")})]
 
 
 defop("conj", ["X"], infer=same_as("X"), grad=_conj_grad)
-
-
-def diagonal_length(n1: int, n2: int, offset: int) -> int:
-    """The length of the diagonal at ``offset`` of an n1 x n2 plane (-1 if a dim is unknown), as numpy.diagonal's."""
-    if n1 < 0 or n2 < 0:
-        return -1
-    return max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
 
 
 def _fill_diagonal_tensor_infer(ctx):
@@ -147,7 +138,7 @@ def _fill_diagonal_tensor_infer(ctx):
     d1, d2, offset = ctx.axis(ctx.attr("dim1"), len(x)), ctx.axis(ctx.attr("dim2"), len(x)), ctx.attr("offset")
     if d1 == d2:
         ctx.fail(f"dim1 {ctx.attr('dim1')} and dim2 {ctx.attr('dim2')} are one dim of X {x}")
-    length = diagonal_length(x[d1], x[d2], offset)
+    length = -1 if x[d1] < 0 or x[d2] < 0 else diagonal_length(x[d1], x[d2], offset)
     if length == 0:
         ctx.fail(f"offset {offset} leaves no diagonal in dims {d1} and {d2} of X {x}")
     rest = [d for i, d in enumerate(x) if i not in (d1, d2)]

@@ -1,5 +1,6 @@
-"""Bitwise ops on bool and integer tensors, with numpy broadcasting: bitwise_and, bitwise_or, bitwise_xor and
-the shifts bitwise_left_shift / bitwise_right_shift (Paddle names their slots x, y, out). No gradients.
+"""Bitwise ops on bool and integer tensors, with numpy broadcasting: bitwise_and, bitwise_or, bitwise_xor,
+bitwise_not and the shifts bitwise_left_shift / bitwise_right_shift (Paddle names their slots x, y, out). No
+gradients.
 
 A shift by a negative amount or by the operand's width or more gives 0, except an arithmetic right shift of a
 negative signed value, which gives -1 (every bit a copy of the sign), as Paddle's kernels do. A logical
@@ -9,28 +10,38 @@ right shift moves zeros in from the left, for signed types too. Shifts do not ta
 from __future__ import annotations
 
 from ..ir import VarType
-from ..ir.types import dtype_name
+from ..ir.types import INTEGER_DTYPES, dtype_name
 from ..registry import NO_GRAD, defop
-from .infer import broadcast_shapes
+from .infer import broadcast_shapes, one_dtype, same_as
 
-INTEGERS = (VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64)
+BOOL_OR_INTEGER_DTYPES = INTEGER_DTYPES | {VarType.BOOL}
+
+
+def _check_dtypes(ctx, slots, dtypes) -> None:
+    for slot in slots:
+        kind = ctx.dtype(slot)
+        if kind is not None and kind not in dtypes:
+            ctx.fail(f"{ctx.op.type} takes {', '.join(sorted(map(dtype_name, dtypes)))}; {slot} is {dtype_name(kind)}")
 
 
 def _bitwise_infer(x: str, y: str, out: str, dtypes):
     def infer(ctx):
-        kinds = ctx.dtype(x), ctx.dtype(y)
-        for slot, kind in zip((x, y), kinds):
-            if kind is not None and kind not in dtypes:
-                ctx.fail(f"{ctx.op.type} takes {', '.join(map(dtype_name, dtypes))}; {slot} is {dtype_name(kind)}")
-        if None not in kinds and kinds[0] != kinds[1]:
-            ctx.fail(f"{ctx.op.type} needs {x} and {y} of one dtype, got {dtype_name(kinds[0])} and "
-                     f"{dtype_name(kinds[1])}")
-        return {out: (broadcast_shapes(ctx, ctx.shape(x), ctx.shape(y)), kinds[0])}
+        _check_dtypes(ctx, (x, y), dtypes)
+        dtype = one_dtype(ctx, x, y)
+        return {out: (broadcast_shapes(ctx, ctx.shape(x), ctx.shape(y)), dtype)}
     return infer
 
 
+def _bitwise_not_infer(ctx):
+    _check_dtypes(ctx, ("X",), BOOL_OR_INTEGER_DTYPES)
+    return same_as("X")(ctx)
+
+
+defop("bitwise_not", ["X"], infer=_bitwise_not_infer, grad=NO_GRAD)
+
+
 for _name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
-    defop(_name, ["X", "Y"], infer=_bitwise_infer("X", "Y", "Out", (VarType.BOOL, *INTEGERS)), grad=NO_GRAD)
+    defop(_name, ["X", "Y"], infer=_bitwise_infer("X", "Y", "Out", BOOL_OR_INTEGER_DTYPES), grad=NO_GRAD)
 for _name in ("bitwise_left_shift", "bitwise_right_shift"):
-    defop(_name, ["x", "y"], ["out"], attrs={"is_arithmetic": True}, infer=_bitwise_infer("x", "y", "out", INTEGERS),
-          grad=NO_GRAD)
+    defop(_name, ["x", "y"], ["out"], attrs={"is_arithmetic": True},
+          infer=_bitwise_infer("x", "y", "out", INTEGER_DTYPES), grad=NO_GRAD)

@@ -22,15 +22,15 @@ FAMILIES = {
     "binary_math": (
         "atan2", "atan2_grad", "elementwise_fmax", "elementwise_fmax_grad", "elementwise_fmin", "elementwise_fmin_grad",
         "elementwise_heaviside", "elementwise_heaviside_grad", "copysign", "copysign_grad", "lerp", "lerp_grad",
-        "masked_fill", "masked_fill_grad", "isnan_v2", "isinf_v2", "isfinite_v2", "isclose", "allclose", "bitwise_not",
-        "conj", "fill_diagonal_tensor", "fill_diagonal_tensor_grad",
+        "masked_fill", "masked_fill_grad", "isnan_v2", "isinf_v2", "isfinite_v2", "isclose", "allclose", "conj",
+        "fill_diagonal_tensor", "fill_diagonal_tensor_grad",
     ),
     "binary_math_double": (
         "atan2_grad", "elementwise_fmax_grad", "elementwise_fmin_grad", "elementwise_heaviside_grad", "copysign_grad",
         "lerp_grad", "masked_fill_grad", "fill_diagonal_tensor_grad",
     ),
     "bitwise": (
-        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
+        "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift",
     ),
     "broadcast_put": (
         "broadcast_tensors", "broadcast_tensors_grad", "index_put", "index_put_grad",

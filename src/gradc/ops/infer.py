@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from .. import registry
 from ..errors import ProgramError, op_location
-from ..ir import Block, OpDesc
+from ..ir import FLOAT_DTYPES, Block, OpDesc, dtype_name
 from ..shapes import broadcast_dims, normalize_axis
 
 
@@ -56,6 +56,36 @@ class InferContext:
 
 def same_as(slot: str, out: str = "Out"):
     return lambda ctx: {out: (ctx.shape(slot), ctx.dtype(slot))}
+
+
+def check_float(ctx: InferContext, slot: str) -> None:
+    """Fails unless ``slot`` is a float tensor (or of a dtype not declared yet): the op has float kernels only."""
+    dtype = ctx.dtype(slot)
+    if dtype is not None and dtype not in FLOAT_DTYPES:
+        ctx.fail(f"{ctx.op.type} needs a float {slot}, got {dtype_name(dtype)}")
+
+
+def float_like(slot: str = "X", out: str = "Out"):
+    """Inference of an op with float kernels only whose output is shaped and typed like its input ``slot``."""
+    def infer(ctx):
+        check_float(ctx, slot)
+        return same_as(slot, out)(ctx)
+    return infer
+
+
+def one_dtype(ctx: InferContext, *slots: str):
+    """The dtype of the operand ``slots[0]``; fails naming the operands if those declared differ in dtype."""
+    declared = [(slot, ctx.dtype(slot)) for slot in slots if ctx.dtype(slot) is not None]
+    if len({dtype for _, dtype in declared}) > 1:
+        names, dtypes = zip(*declared)
+        ctx.fail(f"{ctx.op.type} needs {_listed(names)} of one dtype, got {_listed(map(dtype_name, dtypes))}")
+    return ctx.dtype(slots[0])
+
+
+def _listed(words) -> str:
+    """"a, b and c"."""
+    *rest, last = words
+    return f"{', '.join(rest)} and {last}" if rest else last
 
 
 def broadcast_shapes(ctx: InferContext, x: list[int], y: list[int], axis: int = -1) -> list[int]:

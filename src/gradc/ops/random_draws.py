@@ -11,32 +11,27 @@ is undefined behaviour of its C++ generator).
 from __future__ import annotations
 
 from ..ir import VarType
-from ..ir.types import FLOAT_DTYPES, dtype_name
 from ..registry import NO_GRAD, defgrad, defop, grad_op
 from .composite import expansion, first
-from .infer import same_as
-
-
-def _float_input(ctx) -> dict:
-    if ctx.dtype("X") is not None and ctx.dtype("X") not in FLOAT_DTYPES:
-        ctx.fail(f"{ctx.op.type} needs a float X, got {dtype_name(ctx.dtype('X'))}")
-    return same_as("X")(ctx)
+from .infer import check_float, float_like
 
 
 def _multinomial_infer(ctx):
     x, samples = ctx.shape("X"), ctx.attr("num_samples")
-    _float_input(ctx)
-    if len(x) not in (1, 2):
-        ctx.fail(f"multinomial needs X of rank 1 or 2 ([categories] or [distributions, categories]), got {x}")
+    check_float(ctx, "X")
     if samples < 1:
         ctx.fail(f"multinomial num_samples must be >= 1, got {samples}")
+    if x is None:   # X declared without a shape: its rank is checked when it runs
+        return {"Out": (None, VarType.INT64)}
+    if len(x) not in (1, 2):
+        ctx.fail(f"multinomial needs X of rank 1 or 2 ([categories] or [distributions, categories]), got {x}")
     if not ctx.attr("replacement") and x[-1] != -1 and samples > x[-1]:
         ctx.fail(f"multinomial without replacement cannot draw {samples} samples from {x[-1]} categories")
     return {"Out": (x[:-1] + [samples], VarType.INT64)}
 
 
-defop("bernoulli", ["X"], infer=_float_input, grad=NO_GRAD)
+defop("bernoulli", ["X"], infer=float_like(), grad=NO_GRAD)
 defop("multinomial", ["X"], attrs={"num_samples": 1, "replacement": False}, infer=_multinomial_infer, grad=NO_GRAD)
-defop("poisson", ["X"], infer=_float_input, grad=grad_op())
+defop("poisson", ["X"], infer=float_like(), grad=grad_op())
 # poisson_grad is 0 dOut: linear in dOut, its own gradient 0 ddX
 defgrad("poisson_grad", grad=expansion(lambda f, g: {"X@GRAD": f.scale(first(g.I("Out@GRAD")), 0.0)}))

@@ -5,9 +5,10 @@ logcumsumexp's, a softmax-like weighting, and median's at ties (docs/ops-scans.m
 
 from __future__ import annotations
 
-from ..ir import FLOAT_DTYPES, AttrType, VarType
+from ..ir import AttrType, VarType
 from ..registry import defop, grad_op, typed
 from ..shapes import normalize_axis, numel
+from .infer import check_float
 
 INDEX_DTYPES = {int(VarType.INT32): VarType.INT32, int(VarType.INT64): VarType.INT64}
 MEDIAN_MODES = ("avg", "min")
@@ -29,9 +30,8 @@ for _name in ("cummax", "cummin"):
 
 
 def _logcumsumexp_infer(ctx):
-    x, dtype = ctx.shape("X"), ctx.dtype("X")
-    if dtype is not None and dtype not in FLOAT_DTYPES:
-        ctx.fail(f"logcumsumexp needs a float X, not {VarType(dtype).name}")
+    x = ctx.shape("X")
+    check_float(ctx, "X")
     if ctx.attr("flatten"):
         return {"Out": ([numel(x)], ctx.dtype("X"))}
     ctx.axis(ctx.attr("axis"), len(x))

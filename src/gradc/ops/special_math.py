@@ -6,9 +6,10 @@ slots Paddle's `<type>_grad` reads; the derivatives are the functions of the fam
     erfinv'(x) = sqrt(pi) / 2 exp(erfinv(x)^2)      (from Out)
     i0' = i1    i1' = i0 - i1 / x (1/2 at 0)    i0e' = i1e - sign(x) i0e    i1e' = i0e - i1e (sign(x) + 1 / x)
 
-Values follow Paddle 3.3.1 at poles and out of the domain (erfinv is +-inf past +-1, the gamma family's poles
-are +-inf or NaN as Paddle's), and its subgradient at i0e's kink (-1 at +0, +1 at -0). gradc computes in float64
-and differs where Paddle 3.3.1 is wrong:
+They take float input only, as Paddle 3.3.1's kernels (its dygraph API casts integers to float32 first), and
+give their output in the input's dtype. Values follow Paddle 3.3.1 at poles and out of the domain (erfinv is
++-inf past +-1, the gamma family's poles are +-inf or NaN as Paddle's), and its subgradient at i0e's kink (-1
+at +0, +1 at -0). gradc computes in float64 and differs where Paddle 3.3.1 is wrong:
 - at +-inf, where Paddle's kernels give NaN for a function with a limit: i0(+-inf) = inf, i1(+-inf) = +-inf (and
   their grads), polygamma(n >= 1, +inf) = 0, so digamma's grad at +inf is 0;
 - float32 input, which Paddle computes in float32: its digamma grad (trigamma) below 0 is far off (negative at
@@ -21,28 +22,21 @@ and differs where Paddle 3.3.1 is wrong:
 
 from __future__ import annotations
 
-from ..registry import defop, grad_op
-from .infer import same_as
-
-
-def special(name: str, *uses: str, lowercase: bool = False, attrs: dict | None = None, infer=None) -> None:
-    """An elementwise op x -> out whose `<name>_grad` reads the forward slots ``uses``; Paddle names the slots
-    X/Out on its older ops and x/out on the newer ones (``lowercase``)."""
-    x, out = ("x", "out") if lowercase else ("X", "Out")
-    defop(name, [x], [out], attrs=attrs, infer=infer or same_as(x, out), grad=grad_op(*uses))
+from .activation import activation
+from .infer import float_like
 
 
 def _polygamma_infer(ctx):
     if ctx.attr("n") < 0:
         ctx.fail(f"attribute n={ctx.attr('n')} is out of range: the order of the derivative must be >= 0")
-    return same_as("x", "out")(ctx)
+    return float_like("x", "out")(ctx)
 
 
-special("erfinv", "Out")
-special("lgamma", "X")
-special("digamma", "X")
-special("polygamma", "x", lowercase=True, attrs={"n": 0}, infer=_polygamma_infer)
-special("i0", "x", lowercase=True)
-special("i0e", "x", "out", lowercase=True)
-special("i1", "x", "out", lowercase=True)
-special("i1e", "x", "out", lowercase=True)
+activation("erfinv", "Out", infer=float_like())
+activation("lgamma", "X", infer=float_like())
+activation("digamma", "X", infer=float_like())
+activation("polygamma", "x", lowercase=True, attrs={"n": 0}, infer=_polygamma_infer)
+activation("i0", "x", lowercase=True, infer=float_like("x", "out"))
+activation("i0e", "x", "out", lowercase=True, infer=float_like("x", "out"))
+activation("i1", "x", "out", lowercase=True, infer=float_like("x", "out"))
+activation("i1e", "x", "out", lowercase=True, infer=float_like("x", "out"))

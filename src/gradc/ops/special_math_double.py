@@ -19,6 +19,7 @@ from math import factorial
 from ..ir import VarType
 from . import special_math  # noqa: F401  (registers the grad ops given makers here)
 from .activation_double import unary_double
+from .composite import first
 
 _I2_SERIES_TERMS = 9    # the terms of I2(x) / x's series at |x| <= 1 after the 9th are below 1e-18 of the sum
 _I2_SERIES_UP_TO = 1.0  # past it the recurrence I2 = I0 - 2 I1 / x cancels less than 2 of float64's digits
@@ -35,9 +36,9 @@ def _forward(f, op: str, x: str) -> str:
     return f.op(op, {"x": x}, x, slot="out")
 
 
-def _out(g) -> str:
-    """The forward's out, which the grad op reads."""
-    return g.I("out")[0]
+def _sign_bit(f, x: str) -> str:
+    """+-1 by x's sign bit (-1 at -0), as the first derivatives' kinks take it: sign(x) is 0 at +-0."""
+    return f.op("copysign", {"x": f.fill_like(x, 1.0), "y": x}, x, slot="out")
 
 
 def _erfinv(f, g, out, p):
@@ -62,15 +63,15 @@ def _polygamma(f, g, x, p):
 
 
 def _i0(f, g, x, p):
-    """f' = i1: f'' p = i1_grad(p)."""
-    return _grad(f, "i1", x, p, out=_forward(f, "i1", x))
+    """f' = i1: f'' p = i1_grad(p) (x fills i1_grad's out, of which it reads only the shape)."""
+    return _grad(f, "i1", x, p, out=x)
 
 
 def _i0e(f, g, x, p):
     """f' = i1e - sign(x) i0e: f'' = i1e' - sign(x) i0e' (sign flat away from 0)."""
-    i1e_slope = _grad(f, "i1e", x, p, out=_forward(f, "i1e", x))
-    i0e_slope = _grad(f, "i0e", x, p, out=_out(g))
-    return f.sub(i1e_slope, f.mul(f.unary("sign", x), i0e_slope, x), x)
+    i1e_slope = _grad(f, "i1e", x, p, out=x)   # i1e_grad reads only out's shape, which is x's
+    i0e_slope = _grad(f, "i0e", x, p, out=first(g.I("out")))
+    return f.sub(i1e_slope, f.mul(_sign_bit(f, x), i0e_slope, x), x)
 
 
 def _i2_over_x(f, x: str, scaled: bool) -> str:
@@ -79,7 +80,7 @@ def _i2_over_x(f, x: str, scaled: bool) -> str:
     (x / 4) sum_k (x^2 / 4)^k / (k! (k + 2)!), where the recurrence cancels (and divides by 0 at 0). Each branch
     reads x only where it is taken (1 elsewhere), so the other's backward does not multiply 0 by inf."""
     ones = f.fill_like(x, 1.0)
-    inside = f.op("less_equal", {"X": f.unary("abs", x), "Y": f.scale(ones, _I2_SERIES_UP_TO)}, x, {"axis": -1},
+    inside = f.op("less_equal", {"X": f.unary("abs", x), "Y": f.fill_like(x, _I2_SERIES_UP_TO)}, x, {"axis": -1},
                   dtype=VarType.BOOL)
     far_x = f.op("where", {"Condition": inside, "X": ones, "Y": x}, x)
     near_x = f.op("where", {"Condition": inside, "X": x, "Y": ones}, x)
@@ -104,8 +105,8 @@ def _i1(f, g, x, p):
 
 def _i1e(f, g, x, p):
     """f' = exp(-|x|) (i1' - sign(x) i1): f'' = -2 sign(x) f' - exp(-|x|) I2 / x."""
-    slope = _grad(f, "i1e", x, p, out=_out(g))
-    return f.sub(f.scale(f.mul(f.unary("sign", x), slope, x), -2.0), f.mul(p, _i2_over_x(f, x, scaled=True), x), x)
+    slope = _grad(f, "i1e", x, p, out=first(g.I("out")))
+    return f.sub(f.scale(f.mul(_sign_bit(f, x), slope, x), -2.0), f.mul(p, _i2_over_x(f, x, scaled=True), x), x)
 
 
 unary_double("erfinv_grad", _erfinv)

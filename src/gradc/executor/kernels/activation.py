@@ -9,10 +9,12 @@ import numpy as np
 from . import kernel
 
 
-def unary(name: str, forward, backward, uses: str = "X") -> None:
-    """forward(x, k) -> out; backward(v, dout, k) -> dx, where v is the slot named by ``uses``."""
-    kernel(name)(lambda k: {"Out": forward(k.x("X"), k)})
-    kernel(name + "_grad")(lambda k: {"X@GRAD": backward(k.x(uses), k.x("Out@GRAD"), k)})
+def unary(name: str, forward, backward, uses: str = "X", lowercase: bool = False, shape_only=()) -> None:
+    """forward(x, k) -> out; backward(v, dout, k) -> dx, where v is the slot named by ``uses``. Slots x/out
+    with ``lowercase`` (Paddle's newer ops); ``shape_only``: the grad op's slots it reads no values of."""
+    x, out = ("x", "out") if lowercase else ("X", "Out")
+    kernel(name)(lambda k: {out: forward(k.x(x), k)})
+    kernel(name + "_grad", shape_only=shape_only)(lambda k: {f"{x}@GRAD": backward(k.x(uses), k.x(f"{out}@GRAD"), k)})
 
 
 def sigmoid(x):

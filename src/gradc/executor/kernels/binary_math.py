@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.binary_math import diagonal_length
+from ...ops.rearrange import diagonal_length
 from . import kernel
 from .broadcast import unbroadcast
+from .math import binary, binary_grad
 
 
 def _binary(name: str, x: str, y: str, forward, dx, dy, out: str = "Out") -> None:
-    """forward(x, y) -> out; dx(x, y, dout) and dy(...) give the broadcast grads, summed back to each operand."""
-    kernel(name)(lambda k: {out: forward(k.x(x), k.x(y))})
-
-    @kernel(name + "_grad")
-    def grad(k):
-        a, b, dout = k.x(x), k.x(y), k.x(out + "@GRAD")
-        return k.grads({x + "@GRAD": lambda: unbroadcast(np.broadcast_to(dx(a, b, dout), dout.shape), a.shape),
-                        y + "@GRAD": lambda: unbroadcast(np.broadcast_to(dy(a, b, dout), dout.shape), b.shape)})
-
-
-def _zeros(x, y, d):
-    return np.zeros_like(d)
+    """math.binary's kernels of out = forward(x, y) and its grad, numpy's broadcasting (no axis attribute); a dx or
+    dy of None: flat in that operand."""
+    binary(name, forward, x, y, out, by_axis=False)
+    binary_grad(name + "_grad", dx, dy, x, y, out, by_axis=False)
 
 
 def _atan2(x1, x2):
@@ -32,9 +25,11 @@ def _atan2(x1, x2):
 
 
 def _over_norm(v, x1, x2, d):
-    """v dOut / (x1^2 + x2^2): NaN at (0, 0), where atan2 has no derivative, as Paddle's kernel gives."""
+    """v dOut / (x1^2 + x2^2) as (v / h) (dOut / h), h = hypot(x1, x2): x1^2 overflows in float32 past 1.8e19
+    (and underflows below 1e-19). NaN at (0, 0), where atan2 has no derivative, as Paddle's kernel gives."""
+    norm = np.hypot(x1, x2)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return v * d / (x1 * x1 + x2 * x2)
+        return (v / norm) * (d / norm)
 
 
 _binary("atan2", "X1", "X2", _atan2, lambda x1, x2, d: _over_norm(x2, x1, x2, d),
@@ -48,7 +43,7 @@ _binary("elementwise_fmin", "X", "Y", np.fmin, lambda x, y, d: d * ((x <= y) | n
         lambda x, y, d: d * ~((x <= y) | np.isnan(y)))
 # y where x == 0, else 1 where x > 0, else 0 (a NaN x gives 0, as Paddle's kernel: not numpy's NaN)
 _binary("elementwise_heaviside", "X", "Y", lambda x, y: np.where(x == 0, y, x > 0).astype(np.result_type(x, y)),
-        _zeros, lambda x, y, d: d * (x == 0))
+        None, lambda x, y, d: d * (x == 0))
 
 
 def _copysign(x, y):
@@ -62,7 +57,7 @@ def _copysign_dx(x, y, d):
         return np.where(x == 0, 0, d * (np.copysign(x, y) / x)).astype(d.dtype, copy=False)
 
 
-_binary("copysign", "x", "y", _copysign, _copysign_dx, _zeros, out="out")
+_binary("copysign", "x", "y", _copysign, _copysign_dx, None, out="out")
 
 
 @kernel("lerp")
@@ -119,14 +114,6 @@ def _isclose(k):
 
 kernel("isclose")(lambda k: {"Out": _isclose(k)})
 kernel("allclose")(lambda k: {"Out": np.array(_isclose(k).all())})
-
-
-@kernel("bitwise_not")
-def bitwise_not(k):
-    x = k.x("X")
-    if x.dtype.kind not in "biu":
-        raise ValueError(f"X must be a bool or integer tensor, got {x.dtype}")
-    return {"Out": np.invert(x)}
 
 
 @kernel("conj")

@@ -25,6 +25,14 @@ for _name, _fn in {"bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "
     kernel(_name)(_binary(_fn))
 
 
+@kernel("bitwise_not")
+def bitwise_not(k):
+    x = k.x("X")
+    if x.dtype.kind not in INTEGER_KINDS:
+        raise ValueError(f"X must be of a bool or integer dtype, got {x.dtype}")
+    return {"Out": np.invert(x)}
+
+
 def _shift_operands(k):
     """The operands, the shift amounts clipped into [0, width) and where the amount was in that range."""
     a, b = _operands(k, "x", "y", "iu")

@@ -12,14 +12,16 @@ from .activation import unary
 from .broadcast import align, reduce_to, unbroadcast
 
 
-def _elementwise(k):
-    x, y = k.x("X"), k.x("Y")
-    xa, ya = align(x, y, k.attr("axis"))
-    return x, y, xa, ya
+def _elementwise(k, x: str, y: str, by_axis: bool):
+    """The operands and their views lined up for broadcasting: by the op's axis attribute (Paddle's
+    elementwise_*), or by trailing dims as numpy (ops without the attribute: not ``by_axis``)."""
+    a, b = k.x(x), k.x(y)
+    return (a, b, *align(a, b, k.attr("axis"))) if by_axis else (a, b, a, b)
 
 
-def _binary(name, fn):
-    kernel(name)(lambda k: {"Out": fn(*_elementwise(k)[2:])})
+def binary(name: str, fn, x: str = "X", y: str = "Y", out: str = "Out", by_axis: bool = True) -> None:
+    """The kernel of out = fn(x, y), broadcast."""
+    kernel(name)(lambda k: {out: fn(*_elementwise(k, x, y, by_axis)[2:])})
 
 
 @kernel("elementwise_add")
@@ -30,8 +32,8 @@ def elementwise_add(k):
     return {"Out": np.add(x, y)}
 
 
-_binary("elementwise_sub", np.subtract)
-_binary("elementwise_mul", np.multiply)
+binary("elementwise_sub", np.subtract)
+binary("elementwise_mul", np.multiply)
 
 
 def _integer_safe(fn):
@@ -51,23 +53,31 @@ def _divide(x, y):
     return quotient + ((quotient < 0) & (quotient * y != x))
 
 
-_binary("elementwise_div", _integer_safe(_divide))
-_binary("elementwise_max", np.maximum)
-_binary("elementwise_min", np.minimum)
-_binary("elementwise_pow", np.power)
-_binary("elementwise_mod", _integer_safe(np.mod))                # the sign of Y, as Python's %
-_binary("elementwise_floordiv", _integer_safe(np.floor_divide))  # rounds toward -inf
+binary("elementwise_div", _integer_safe(_divide))
+binary("elementwise_max", np.maximum)
+binary("elementwise_min", np.minimum)
+binary("elementwise_pow", np.power)
+binary("elementwise_mod", _integer_safe(np.mod))                # the sign of Y, as Python's %
+binary("elementwise_floordiv", _integer_safe(np.floor_divide))  # rounds toward -inf
 
 
-def _binary_grad(name, dx, dy):
-    """dx(xa, ya, dout) and dy(...) give the broadcast grads; they are summed back to X and Y."""
+def binary_grad(name: str, dx, dy, x: str = "X", y: str = "Y", out: str = "Out", by_axis: bool = True) -> None:
+    """dx(xa, ya, dout) and dy(...) give the broadcast grads; they are summed back to x and y. None for one: the
+    op is flat in that operand (zeros of its shape, not dOut's summed down)."""
 
     @kernel(name)
     def grad(k):
-        x, y, xa, ya = _elementwise(k)
-        dout = k.x("Out@GRAD")
-        return k.grads({"X@GRAD": lambda: reduce_to(np.broadcast_to(dx(xa, ya, dout), dout.shape), x, xa),
-                        "Y@GRAD": lambda: reduce_to(np.broadcast_to(dy(xa, ya, dout), dout.shape), y, ya)})
+        a, b, xa, ya = _elementwise(k, x, y, by_axis)
+        dout = k.x(out + "@GRAD")
+        return k.grads({x + "@GRAD": lambda: _summed(dx, a, xa, xa, ya, dout),
+                        y + "@GRAD": lambda: _summed(dy, b, ya, xa, ya, dout)})
+
+
+def _summed(derivative, operand, aligned, xa, ya, dout):
+    """derivative(xa, ya, dout) summed back to ``operand``, which was broadcast as ``aligned``."""
+    if derivative is None:
+        return np.zeros(operand.shape, dout.dtype)
+    return reduce_to(np.broadcast_to(derivative(xa, ya, dout), dout.shape), operand, aligned)
 
 
 @kernel("elementwise_add_grad", shape_only=("X", "Y"))
@@ -88,19 +98,19 @@ def elementwise_add_grad(k):
                     "Y@GRAD": lambda: dout if y.shape == dout.shape else reduce_to(dout, y, ya)})
 
 
-_binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
-_binary_grad("elementwise_mul_grad", lambda x, y, d: d * y, lambda x, y, d: d * x)
-_binary_grad("elementwise_div_grad", lambda x, y, d: d / y, lambda x, y, d: -d * x / (y * y))
+binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
+binary_grad("elementwise_mul_grad", lambda x, y, d: d * y, lambda x, y, d: d * x)
+binary_grad("elementwise_div_grad", lambda x, y, d: d / y, lambda x, y, d: -d * x / (y * y))
 # A tie splits dOut in halves, as Paddle 3.3.1's kernels do (its operations, in its order).
-_binary_grad("elementwise_max_grad", lambda x, y, d: d * (x > y) + (d / 2) * (x == y),
-             lambda x, y, d: d * (x < y) + (d / 2) * (x == y))
-_binary_grad("elementwise_min_grad", lambda x, y, d: d * (x < y) + (d / 2) * (x == y),
-             lambda x, y, d: d * (x > y) + (d / 2) * (x == y))
+binary_grad("elementwise_max_grad", lambda x, y, d: d * (x > y) + (d / 2) * (x == y),
+            lambda x, y, d: d * (x < y) + (d / 2) * (x == y))
+binary_grad("elementwise_min_grad", lambda x, y, d: d * (x < y) + (d / 2) * (x == y),
+            lambda x, y, d: d * (x > y) + (d / 2) * (x == y))
 # x mod y = x - y floor(x / y)
-_binary_grad("remainder_grad", lambda x, y, d: d, lambda x, y, d: -d * np.floor_divide(x, y))
+binary_grad("remainder_grad", lambda x, y, d: d, lambda x, y, d: -d * np.floor_divide(x, y))
 # d(x^y)/dy = x^y log x, whose limit at x = 0 is 0 (log(1) stands in there).
-_binary_grad("elementwise_pow_grad", lambda x, y, d: d * y * np.power(x, y - 1),
-             lambda x, y, d: d * np.power(x, y) * np.log(np.where(x == 0, 1, x)))
+binary_grad("elementwise_pow_grad", lambda x, y, d: d * y * np.power(x, y - 1),
+            lambda x, y, d: d * np.power(x, y) * np.log(np.where(x == 0, 1, x)))
 
 
 _ndarray = np.ndarray

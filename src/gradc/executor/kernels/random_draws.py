@@ -31,8 +31,24 @@ def multinomial(k):
         raise ValueError(f"without replacement, {samples} samples need as many categories of nonzero weight")
     check_shape([*weights.shape[:-1], samples], np.int64, "multinomial")
     rng = randomness.generator()
-    drawn = [rng.choice(row.size, samples, replace=replace, p=row / total) for row, total in zip(rows, totals)]
+    if replace:
+        drawn = _with_replacement(rng, rows, samples)
+    else:
+        drawn = [rng.choice(row.size, samples, replace=False, p=row / total) for row, total in zip(rows, totals)]
     return {"Out": np.array(drawn, dtype=np.int64).reshape(*weights.shape[:-1], samples)}
+
+
+def _with_replacement(rng, rows, samples: int):
+    """Every row's draws at once, by inverse CDF: one uniform draw searched in the rows' cumulative weights laid
+    end to end, row i's shifted by i (its last exactly i + 1). The shift costs categories below i * 2e-16 of
+    their row's weight their share (Paddle's float32 sums lose far more); a zero weight stays never drawn."""
+    cdf = np.cumsum(rows, axis=1)
+    cdf /= cdf[:, -1:]
+    shift = np.arange(len(rows))[:, None]
+    found = np.searchsorted((cdf + shift).ravel(), (rng.random((len(rows), samples)) + shift).ravel(), side="right")
+    # i + u can round up to i + 1, past the row's end: that draw is its last category of nonzero weight
+    last_nonzero = rows.shape[1] - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)
+    return np.minimum(found.reshape(len(rows), samples) - shift * rows.shape[1], last_nonzero[:, None])
 
 
 @kernel("poisson")

@@ -13,14 +13,14 @@ Laplace's continued fraction), where erf's absolute error would swamp 1 - |x|.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
 import numpy as np
 from numpy.polynomial import polynomial
 
-from . import kernel
-from .activation import erf
+from .activation import erf, unary
 
 
 def _bernoulli(count: int) -> list[Fraction]:
@@ -132,12 +132,13 @@ def _cot_pi(r):
     return np.copysign(np.sin(math.pi * (0.5 - np.abs(r))), r) / np.sin(math.pi * np.abs(r))
 
 
-def _cot_derivative(n: int):
+@functools.cache   # polygamma's kernels ask for the same few orders on every call
+def _cot_derivative(n: int) -> tuple[float, ...]:
     """Coefficients (lowest first) of the polynomial P with d^n/dy^n cot(y) = P(cot(y))."""
     coefficients = np.array([0.0, 1.0])
     for _ in range(n):
         coefficients = -polynomial.polymul([1.0, 0.0, 1.0], polynomial.polyder(coefficients))
-    return coefficients
+    return tuple(coefficients)
 
 
 def polygamma(n: int, x):
@@ -203,20 +204,15 @@ def erfinv(x):
 
 
 def _like(x, value):
-    """value in x's floating dtype (float32 for integer x)."""
-    return value.astype(np.result_type(x.dtype, np.float32), copy=False)
+    """value (float64) in x's float dtype: inference refuses integer x."""
+    return value.astype(x.dtype, copy=False)
 
 
-def elementwise(name: str, function, derivative, uses: str, lowercase: bool = False) -> None:
-    """Kernels of an op out = function(x) and its grad dx = dout * derivative(v), v the slot ``uses``."""
-    x, out = ("x", "out") if lowercase else ("X", "Out")
-    kernel(name)(lambda k: {out: _like(k.x(x), function(k.x(x), k))})
-
-    def grad(k):
-        dout = k.x(f"{out}@GRAD")
-        return {f"{x}@GRAD": _like(dout, dout * derivative(k.x(uses), k))}
-
-    kernel(name + "_grad")(grad)
+def elementwise(name: str, function, derivative, uses: str, lowercase: bool = False, shape_only=()) -> None:
+    """Kernels (activation.unary's) of an op out = function(x) and its grad dx = dout * derivative(v), v the slot
+    ``uses``, computed in float64 and returned in x's dtype; ``shape_only``: grad slots whose values go unread."""
+    unary(name, lambda x, k: _like(x, function(x, k)), lambda v, dout, k: _like(dout, dout * derivative(v, k)), uses,
+          lowercase, shape_only)
 
 
 elementwise("erfinv", lambda x, k: erfinv(x),

@@ -126,7 +126,9 @@ def _i1e_slope(x):
 
 
 elementwise("i0", lambda x, k: i0(x), lambda x, k: i1(x), "x", lowercase=True)
+# the grad ops of i0e, i1 and i1e take out (Paddle's do) and leave it unread: its buffer can go
 # i0e has a kink at 0: as Paddle, the slope is -1 at +0 and +1 at -0
-elementwise("i0e", lambda x, k: i0e(x), lambda x, k: i1e(x) - np.copysign(1.0, x) * i0e(x), "x", lowercase=True)
-elementwise("i1", lambda x, k: i1(x), lambda x, k: _i1_slope(x), "x", lowercase=True)
-elementwise("i1e", lambda x, k: i1e(x), lambda x, k: _i1e_slope(x), "x", lowercase=True)
+elementwise("i0e", lambda x, k: i0e(x), lambda x, k: i1e(x) - np.copysign(1.0, x) * i0e(x), "x", lowercase=True,
+            shape_only=("out",))
+elementwise("i1", lambda x, k: i1(x), lambda x, k: _i1_slope(x), "x", lowercase=True, shape_only=("out",))
+elementwise("i1e", lambda x, k: i1e(x), lambda x, k: _i1e_slope(x), "x", lowercase=True, shape_only=("out",))

@@ -32,9 +32,7 @@ def _logit(x, k):
     low, high = np.asarray(eps, x.dtype), np.asarray(1.0 - eps, x.dtype)
     t = np.maximum(np.minimum(x, high), low).astype(np.float64) if eps else x.astype(np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = np.log(t / (1 - t))
-    if not eps:
-        out = np.where((x < 0) | (x > 1), np.nan, out)
+        out = np.log(t / (1 - t))   # NaN outside [0, 1], where the quotient is negative
     return out.astype(x.dtype, copy=False)
 
 
