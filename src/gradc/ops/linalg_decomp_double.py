@@ -85,14 +85,14 @@ def _qr_tall(f: Formula, q: str, r: str, dq: str, dr: str) -> str:
 def _qr_grad(f, g):
     """As the kernel: for M < N, X = [X1 | Y] with X1 = Q R1 and Y = Q R2; mode 'r' factors X again."""
     x, dr = first(g.I("X")), first(g.I("R@GRAD"))
+    n = rank(f, x)
+    m_rows, n_cols = g.shape(x)[-2:]
     if g.attr("mode") == "r":
-        q, r = g.tmp(x), g.tmp(dr)
+        q, r = g.tmp(x, lambda s: [*s[:-1], min(m_rows, n_cols)]), g.tmp(dr)   # reduced Q: [..., M, K]
         f.emit("qr", {"X": x}, {"Q": q, "R": r}, {"mode": "reduced"})
         dq = f.fill_like(q, 0.0)
     else:
         q, r, dq = first(g.I("Q")), first(g.I("R")), first(g.I("Q@GRAD"))
-    n = rank(f, x)
-    m_rows, n_cols = g.shape(x)[-2:]
     if m_rows >= n_cols:
         grad = _qr_tall(f, q, r, dq, dr)
     else:
