@@ -218,3 +218,17 @@ def test_a_decomposition_is_differentiated_twice_only_with_its_matrix_size_known
     with pytest.raises(gradc.GradError, match=rf"{op_type}_grad: the matrix size of 'x' must be known to "
                                               rf"differentiate it, got \[3, -1\]"):
         gradc.gradients(net.program, penalty, ["x"])
+
+
+def test_determinant_is_differentiated_twice_at_an_invertible_matrix_only():
+    """determinant_grad's maker is dOut det(A) A^-T: at a singular A the run stops at its inverse, saying why."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 2], "float64", stop_gradient=False)
+    gradc.gradients(net.program, net.op("determinant", {"Input": x})[0], ["x"])
+    penalty = net.op("reduce_sum", {"X": net.op("square", {"X": "x@GRAD"})[0]}, {"reduce_all": True})[0]
+    second = gradc.gradients(net.program, penalty, ["x"])
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    value = gradc.Executor().run(net.program, {"x": a}, second, gradc.Scope())[0]
+    np.testing.assert_allclose(value, 2 * a)   # a 2 x 2 matrix's cofactors are its entries moved: |adj(A)|^2 = |A|^2
+    with pytest.raises(gradc.ExecutionError, match=r"\(inverse\): Input holds a singular matrix, which has no inverse"):
+        gradc.Executor().run(net.program, {"x": np.array([[1.0, 2.0], [2.0, 4.0]])}, second, gradc.Scope())

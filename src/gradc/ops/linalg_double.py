@@ -106,7 +106,9 @@ def _inverse_grad(f, g):
 
 @expansion
 def _determinant_grad(f, g):
-    """dOut det(A) A^-T (the kernel's cofactors, where A is invertible)."""
+    """dOut det(A) A^-T: the kernel's cofactors where A is invertible. At a singular A, where the kernel still gives
+    the cofactors, this second derivative stops at run time ("inverse: Input holds a singular matrix"): the
+    cofactors without an inverse would need an SVD, whose own derivative fails at repeated singular values."""
     a, dout = first(g.I("Input")), first(g.I("Out@GRAD"))
     scaled = f.mul(dout, f.op("determinant", {"Input": a}, dout), dout)
     return {"Input@GRAD": f.mul(mt(f, inverse(f, a)), scaled, a, axis=0)}
