@@ -85,6 +85,23 @@ def test_solve_takes_a_vector_per_matrix_as_paddle_does():
     np.testing.assert_allclose(out[:, 0, 0], [0.5, 0.25, 1.0])
 
 
+def test_solve_leaves_out_unknown_when_the_declared_shapes_do_not_say_whether_y_holds_vectors():
+    """X [-1, 3, 3], Y [4, 3]: vectors at a batch of 4, one 4-row matrix (refused) at another batch."""
+    net = ProgramBuilder()
+    x, y = net.data("x", [-1, 3, 3], "float32"), net.data("y", [4, 3], "float32")
+    out = net.op("solve", {"X": x, "Y": y})[0]
+    assert net.block.var(out).shape is None
+    rhs = np.ones((4, 3), f32)
+    at_4 = gradc.Executor().run(net.program, {x: np.broadcast_to(2 * np.eye(3, dtype=f32), (4, 3, 3)), y: rhs}, [out],
+                                gradc.Scope())[0]
+    np.testing.assert_allclose(at_4, np.full((4, 3), 0.5))
+    with pytest.raises(gradc.ExecutionError, match=r"\(solve\): X is 3 x 3 but Y has 4 rows"):
+        gradc.Executor().run(net.program, {x: np.zeros((2, 3, 3), f32), y: rhs}, [out], gradc.Scope())
+    known = ProgramBuilder()
+    out = known.op("solve", {"X": known.data("x", [4, 3, 3], "float32"), "Y": known.data("y", [4, 3], "float32")})[0]
+    assert known.block.var(out).shape == [4, 3]
+
+
 @pytest.mark.parametrize("n, expected", [(0, np.eye(2)), (2, [[7.0, 10.0], [15.0, 22.0]]),
                                          (-1, [[-2.0, 1.0], [1.5, -0.5]])])
 def test_matrix_power(n, expected):

@@ -7,8 +7,8 @@ from __future__ import annotations
 from ..errors import GradError
 from ..registry import defgrad
 from ..shapes import broadcast_dims
-from . import linalg  # noqa: F401  (registers the grad ops)
 from .composite import Formula, expansion, first
+from .linalg import holds_vectors  # importing it registers the grad ops
 
 
 def rank(f: Formula, x: str) -> int:
@@ -82,7 +82,7 @@ def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tup
     if a is None or b is None or min(a + b, default=0) < 0:
         raise GradError(f"{f.g.fwd.type}: the shapes of '{matrix}' and '{rhs}' must be known to differentiate it, "
                         f"got {a} and {b}")
-    is_vector = vectors and (len(b) == 1 or b == a[:-1])
+    is_vector = vectors and holds_vectors(a, b)
     return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
 
 

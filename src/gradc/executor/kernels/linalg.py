@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.linalg import holds_vectors
 from . import kernel
 
 
@@ -200,9 +201,8 @@ def triangular_solve_grad(k):
 
 
 def _as_matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
-    """solve's right-hand side as [..., N, K]: a Y of rank 1, or shaped like X without its last dim, holds vectors
-    (Paddle's rule)."""
-    vectors = b.ndim == 1 or b.shape == a.shape[:-1]
+    """solve's right-hand side as [..., N, K], and whether it held vectors (gradc.ops.linalg.holds_vectors)."""
+    vectors = holds_vectors(a.shape, b.shape)
     return (b[..., None] if vectors else b), vectors
 
 
