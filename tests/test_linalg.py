@@ -249,3 +249,17 @@ def test_determinant_is_differentiated_twice_at_an_invertible_matrix_only():
     np.testing.assert_allclose(value, 2 * a)   # a 2 x 2 matrix's cofactors are its entries moved: |adj(A)|^2 = |A|^2
     with pytest.raises(gradc.ExecutionError, match=r"\(inverse\): Input holds a singular matrix, which has no inverse"):
         gradc.Executor().run(net.program, {"x": np.array([[1.0, 2.0], [2.0, 4.0]])}, second, gradc.Scope())
+
+
+@pytest.mark.parametrize("n, expected", [(0, 0.0), (1, 1.0)])
+def test_matrix_power_0_and_1_give_zero_second_derivatives_even_where_x_is_infinite(n, expected):
+    """d/dx sum(x * d sum(X^n)/dx): X^0's gradient is zeros and X^1's ones whatever X holds, so their own
+    derivatives in X are 0, not 0 * inf."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 2], "float64", stop_gradient=False)
+    grad = gradc.gradients(net.program, net.op("reduce_sum", {"X": net.op("matrix_power", {"X": x}, {"n": n})[0]},
+                                                                    {"reduce_all": True})[0], ["x"])[0]
+    weighted = net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": grad, "Y": x})[0]}, {"reduce_all": True})[0]
+    second = gradc.gradients(net.program, weighted, ["x"])
+    value = gradc.Executor().run(net.program, {"x": np.array([[np.inf, 1.0], [1.0, 3.0]])}, second, gradc.Scope())[0]
+    np.testing.assert_array_equal(value, np.full((2, 2), expected))

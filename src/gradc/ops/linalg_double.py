@@ -187,9 +187,10 @@ def _solve_grad(f, g):
 def _matrix_power_grad(f, g):
     """For Out = B^m: dB = sum over k < m of (B^k)^T dOut (B^(m-1-k))^T; for n < 0, B = X^-1, dX = -B^T dB B^T."""
     x, dout, n = first(g.I("X")), first(g.I("Out@GRAD")), g.attr("n")
-    if n in (0, 1):   # zeros, or dOut itself: written as functions of both inputs, so each gets its (zero) grad
-        zeros = f.scale(f.add(x, dout, x), 0.0)
-        return {"X@GRAD": zeros if n == 0 else f.add(dout, zeros, x)}
+    if n in (0, 1):   # zeros, or dOut itself: flat in X (and for 0 in dOut), whose grads are zeros, not 0 * ddX
+        for slot, value in (("X", x), ("Out@GRAD", dout))[: 2 if n == 0 else 1]:
+            f.into(first(g.IG(slot)), "fill_any_like", {"X": value}, {"value": 0.0, "dtype": -1})
+        return {"X@GRAD": f.fill_like(x, 0.0) if n == 0 else dout}
     base = inverse(f, x) if n < 0 else x
     powers = [None, base]   # B^k, None for the identity
     while len(powers) < abs(n):
