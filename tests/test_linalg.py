@@ -263,3 +263,18 @@ def test_matrix_power_0_and_1_give_zero_second_derivatives_even_where_x_is_infin
     second = gradc.gradients(net.program, weighted, ["x"])
     value = gradc.Executor().run(net.program, {"x": np.array([[np.inf, 1.0], [1.0, 3.0]])}, second, gradc.Scope())[0]
     np.testing.assert_array_equal(value, np.full((2, 2), expected))
+
+
+def test_an_eigh_grad_without_its_eigh_is_refused_by_the_pir_import():
+    """Without the eigh op that wrote its eigenvectors, PIR's eigh_grad (which has no UPLO) cannot say which triangle
+    its gradient lands on: the import says so rather than taking 'L'."""
+    from gradc.pir import parse_pir, serialize_pir
+
+    program = gradc.Program()
+    block = program.global_block
+    for name, shape in (("w", [3]), ("v", [3, 3]), ("dw", [3]), ("dv", [3, 3]), ("dx", [3, 3])):
+        block.create_var(name, shape)
+    block.append_op("eigh_grad", {"Eigenvalues": ["w"], "Eigenvectors": ["v"], "Eigenvalues@GRAD": ["dw"],
+                                  "Eigenvectors@GRAD": ["dv"]}, {"X@GRAD": ["dx"]}, {"UPLO": "U"})
+    with pytest.raises(gradc.FormatError, match=r"no eigh op before it writes its eigenvectors \['v'\]"):
+        parse_pir(serialize_pir(program))
