@@ -181,9 +181,8 @@ def lu_grad(k):
         raise ValueError("X is singular (U has a zero pivot): lu's gradient needs an invertible U")
     low1, up1, dlow1, dup1 = low[..., :size, :], up[..., :size], dlow[..., :size, :], dup[..., :size]
     if m > n:
-        dlow2 = dlow[..., size:, :]
-        dup1 = dup1 - t(low[..., size:, :]) @ t(np.linalg.solve(up1, t(dlow2)))
-        extra = t(np.linalg.solve(up1, t(dlow2)))            # dB2 = dL2 U^-T
+        extra = t(np.linalg.solve(up1, t(dlow[..., size:, :])))   # dB2 = dL2 U^-T
+        dup1 = dup1 - t(low[..., size:, :]) @ extra
     elif m < n:
         dup2 = dup[..., size:]
         extra = np.linalg.solve(t(low1), dup2)               # dB2 = L^-T dU2
