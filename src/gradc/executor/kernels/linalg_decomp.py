@@ -49,7 +49,7 @@ def qr_grad(k):
     q, r = np.linalg.qr(a) if mode == "r" else (f64(k, "Q"), f64(k, "R"))
     dq = np.zeros_like(q) if mode == "r" else _grad_or_zeros(k, "Q@GRAD", q)
     dr = _grad_or_zeros(k, "R@GRAD", r)
-    if np.any(np.abs(np.diagonal(r[..., :, :min(m, n)], axis1=-2, axis2=-1)) == 0):
+    if np.any(np.diagonal(r[..., :, :min(m, n)], axis1=-2, axis2=-1) == 0):
         raise ValueError("X is rank deficient: qr's gradient needs R's diagonal to be nonzero")
     if m >= n:
         return {"X@GRAD": _qr_tall_grad(q, r, dq, dr).astype(x.dtype)}
