@@ -8,11 +8,7 @@ import numpy as np
 
 from ...ops.linalg import holds_vectors
 from . import kernel
-
-
-def t(m: np.ndarray) -> np.ndarray:
-    """The transposes of a batch of matrices."""
-    return np.swapaxes(m, -1, -2)
+from .matmul import t
 
 
 def f64(k, slot: str) -> np.ndarray:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .linalg import f64, onto_triangle, t
+from .linalg import f64, onto_triangle
+from .matmul import t
 
 
 def _grad_or_zeros(k, slot: str, like: np.ndarray) -> np.ndarray:
