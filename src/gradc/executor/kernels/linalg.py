@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ops.linalg import holds_vectors
 from . import kernel
+from .broadcast import unbroadcast
 from .matmul import t
 
 
@@ -30,13 +31,6 @@ def solved(a: np.ndarray, b: np.ndarray, slot: str) -> np.ndarray:
         return np.linalg.solve(np.broadcast_to(a, batch + a.shape[-2:]), np.broadcast_to(b, batch + b.shape[-2:]))
     except np.linalg.LinAlgError:
         raise ValueError(f"{slot} holds a singular matrix: the system has no unique solution") from None
-
-
-def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``grad`` summed back over the dims broadcasting added to (or stretched in) an input of ``shape``."""
-    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape)))) if grad.ndim > len(shape) else grad
-    stretched = tuple(i for i, d in enumerate(shape) if d == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
 
 
 def triangle(m: np.ndarray, upper: bool) -> np.ndarray:
