@@ -5,6 +5,7 @@ shared with linalg_decomp_double."""
 from __future__ import annotations
 
 from ..errors import GradError
+from ..ir import VarType
 from ..registry import defgrad
 from ..shapes import broadcast_dims
 from .composite import Formula, expansion, first
@@ -60,7 +61,7 @@ def identity(f: Formula, like: str) -> str:
     shape, var = f.g.shape(like), f.g.block.find_var(like) if f.g.block is not None else None
     if shape is None or shape[-1] < 0:
         raise GradError(f"{f.g.fwd.type}: the matrix size of '{like}' must be known to differentiate it")
-    dtype = int(var.dtype) if var is not None and var.dtype is not None else 5
+    dtype = int(var.dtype) if var is not None and var.dtype is not None else int(VarType.FP32)
     return f.op("eye", {}, like, {"num_rows": shape[-1], "num_columns": shape[-1], "dtype": dtype},
                 dims=lambda s: [s[-1], s[-1]])
 
