@@ -87,17 +87,6 @@ def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tup
     return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
 
 
-def unbroadcast(f: Formula, grad: str, grad_shape: list[int], target: str, vector: bool = False) -> str:
-    """``grad`` (of ``grad_shape``) summed over the dims broadcasting added to ``target`` or stretched in it, shaped
-    like ``target`` (``vector``: target's [..., N] is grad's [..., N, 1])."""
-    shape = [*f.g.shape(target), *([1] if vector else [])]
-    lead = len(grad_shape) - len(shape)
-    axes = [*range(lead), *(lead + i for i, d in enumerate(shape) if d == 1 and grad_shape[lead + i] != 1)]
-    if vector and len(grad_shape) - 1 not in axes:
-        axes.append(len(grad_shape) - 1)   # the column of 1 goes: summing over it changes nothing
-    return f.summed_like(grad, target, sorted(axes)) if axes else grad
-
-
 @expansion
 def _inverse_grad(f, g):
     """-Out^T dOut Out^T."""
@@ -150,8 +139,8 @@ def _cholesky_solve_grad(f, g):
     sym = f.add(da, mt(f, da), da)
     tri = triangle(f, factor, upper)
     product = mm(f, tri, sym, shape=[*batch, n, n]) if upper else mm(f, sym, tri, shape=[*batch, n, n])
-    return {"X@GRAD": unbroadcast(f, db, [*batch, n, k], b),
-            "Y@GRAD": unbroadcast(f, triangle(f, product, upper), [*batch, n, n], factor)}
+    return {"X@GRAD": f.summed_to(db, [*batch, n, k], b),
+            "Y@GRAD": f.summed_to(triangle(f, product, upper), [*batch, n, n], factor)}
 
 
 @expansion
@@ -167,7 +156,7 @@ def _triangular_solve_grad(f, g):
     dm = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
     shift = (1 if upper else -1) if unit else 0
     dx = triangle(f, mt(f, dm) if transpose else dm, upper, shift)
-    return {"X@GRAD": unbroadcast(f, dx, [*batch, n, n], x), "Y@GRAD": unbroadcast(f, dy, [*batch, n, k], y)}
+    return {"X@GRAD": f.summed_to(dx, [*batch, n, n], x), "Y@GRAD": f.summed_to(dy, [*batch, n, k], y)}
 
 
 @expansion
@@ -181,7 +170,12 @@ def _solve_grad(f, g):
     n, k = g.shape(x)[-1], 1 if vector else g.shape(y)[-1]
     dy = f.op("solve", {"X": mt(f, x), "Y": dout}, y, dims=lambda s: [*batch, n, k])
     dx = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
-    return {"X@GRAD": unbroadcast(f, dx, [*batch, n, n], x), "Y@GRAD": unbroadcast(f, dy, [*batch, n, k], y, vector)}
+    dy_shape = [*batch, n, k]
+    if vector:   # Y [..., N]: dY without its column
+        dy = f.op("squeeze2", {"X": dy}, dy, {"axes": [len(batch) + 1]}, more={"XShape": f.xshape(dy)},
+                  dims=lambda s: s[:-1])
+        dy_shape = [*batch, n]
+    return {"X@GRAD": f.summed_to(dx, [*batch, n, n], x), "Y@GRAD": f.summed_to(dy, dy_shape, y)}
 
 
 @expansion
