@@ -106,6 +106,11 @@ class Formula:
         dims = [i for i, d in enumerate(shape) if i < lead or (target_shape[i - lead] == 1 and d != 1)]
         return self.summed_like(grad, target, dims) if dims else grad
 
+    def slice(self, x: str, axis: int, start: int, end: int) -> str:
+        """``x``'s entries ``start`` to ``end`` (known, >= 0) along ``axis`` (>= 0)."""
+        attrs = {"axes": [axis], "starts": [start], "ends": [end], "infer_flags": [1], "decrease_axis": []}
+        return self.op("slice", {"Input": x}, x, attrs, dims=lambda s: [*s[:axis], end - start, *s[axis + 1:]])
+
     def sum_along(self, x: str, axis: int) -> str:
         """The sum of ``x`` along ``axis``, kept as a dim of 1."""
         return self.op("reduce_sum", {"X": x}, x, {"dim": [axis], "keep_dim": True, "reduce_all": False},
