@@ -85,6 +85,23 @@ def test_solve_takes_a_vector_per_matrix_as_paddle_does():
     np.testing.assert_allclose(out[:, 0, 0], [0.5, 0.25, 1.0])
 
 
+def test_solve_leaves_out_unknown_when_the_declared_shapes_do_not_say_whether_y_holds_vectors():
+    """X [-1, 3, 3], Y [4, 3]: vectors at a batch of 4, one 4-row matrix (refused) at another batch."""
+    net = ProgramBuilder()
+    x, y = net.data("x", [-1, 3, 3], "float32"), net.data("y", [4, 3], "float32")
+    out = net.op("solve", {"X": x, "Y": y})[0]
+    assert net.block.var(out).shape is None
+    rhs = np.ones((4, 3), f32)
+    at_4 = gradc.Executor().run(net.program, {x: np.broadcast_to(2 * np.eye(3, dtype=f32), (4, 3, 3)), y: rhs}, [out],
+                                gradc.Scope())[0]
+    np.testing.assert_allclose(at_4, np.full((4, 3), 0.5))
+    with pytest.raises(gradc.ExecutionError, match=r"\(solve\): X is 3 x 3 but Y has 4 rows"):
+        gradc.Executor().run(net.program, {x: np.zeros((2, 3, 3), f32), y: rhs}, [out], gradc.Scope())
+    known = ProgramBuilder()
+    out = known.op("solve", {"X": known.data("x", [4, 3, 3], "float32"), "Y": known.data("y", [4, 3], "float32")})[0]
+    assert known.block.var(out).shape == [4, 3]
+
+
 @pytest.mark.parametrize("n, expected", [(0, np.eye(2)), (2, [[7.0, 10.0], [15.0, 22.0]]),
                                          (-1, [[-2.0, 1.0], [1.5, -0.5]])])
 def test_matrix_power(n, expected):
@@ -205,3 +222,59 @@ def test_slogdeterminant_leaves_paddles_legacy_declaration_and_refuses_another()
 
     assert problems([3, 3]) == [] and problems([2]) == []
     assert any("declared with shape [5]" in problem for problem in problems([5]))
+
+
+@pytest.mark.parametrize("op_type, out_slot", [("svd", "S"), ("qr", "R"), ("lu", "Out")])
+def test_a_decomposition_is_differentiated_twice_only_with_its_matrix_size_known(op_type, out_slot):
+    """The second derivatives cut Q, U, VH at min(M, N) and branch on M against N: an unknown size is refused."""
+    net = ProgramBuilder()
+    x = net.data("x", [3, -1], "float64", stop_gradient=False)
+    out = net.op(op_type, {"X": x}, outputs=[out_slot])[0]
+    gradc.gradients(net.program, net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0], ["x"])
+    penalty = net.op("reduce_sum", {"X": net.op("square", {"X": "x@GRAD"})[0]}, {"reduce_all": True})[0]
+    with pytest.raises(gradc.GradError, match=rf"{op_type}_grad: the matrix size of 'x' must be known to "
+                                              rf"differentiate it, got \[3, -1\]"):
+        gradc.gradients(net.program, penalty, ["x"])
+
+
+def test_determinant_is_differentiated_twice_at_an_invertible_matrix_only():
+    """determinant_grad's maker is dOut det(A) A^-T: at a singular A the run stops at its inverse, saying why."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 2], "float64", stop_gradient=False)
+    gradc.gradients(net.program, net.op("determinant", {"Input": x})[0], ["x"])
+    penalty = net.op("reduce_sum", {"X": net.op("square", {"X": "x@GRAD"})[0]}, {"reduce_all": True})[0]
+    second = gradc.gradients(net.program, penalty, ["x"])
+    a = np.array([[2.0, 1.0], [1.0, 3.0]])
+    value = gradc.Executor().run(net.program, {"x": a}, second, gradc.Scope())[0]
+    np.testing.assert_allclose(value, 2 * a)   # a 2 x 2 matrix's cofactors are its entries moved: |adj(A)|^2 = |A|^2
+    with pytest.raises(gradc.ExecutionError, match=r"\(inverse\): Input holds a singular matrix, which has no inverse"):
+        gradc.Executor().run(net.program, {"x": np.array([[1.0, 2.0], [2.0, 4.0]])}, second, gradc.Scope())
+
+
+@pytest.mark.parametrize("n, expected", [(0, 0.0), (1, 1.0)])
+def test_matrix_power_0_and_1_give_zero_second_derivatives_even_where_x_is_infinite(n, expected):
+    """d/dx sum(x * d sum(X^n)/dx): X^0's gradient is zeros and X^1's ones whatever X holds, so their own
+    derivatives in X are 0, not 0 * inf."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 2], "float64", stop_gradient=False)
+    grad = gradc.gradients(net.program, net.op("reduce_sum", {"X": net.op("matrix_power", {"X": x}, {"n": n})[0]},
+                                                                    {"reduce_all": True})[0], ["x"])[0]
+    weighted = net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": grad, "Y": x})[0]}, {"reduce_all": True})[0]
+    second = gradc.gradients(net.program, weighted, ["x"])
+    value = gradc.Executor().run(net.program, {"x": np.array([[np.inf, 1.0], [1.0, 3.0]])}, second, gradc.Scope())[0]
+    np.testing.assert_array_equal(value, np.full((2, 2), expected))
+
+
+def test_an_eigh_grad_without_its_eigh_is_refused_by_the_pir_import():
+    """Without the eigh op that wrote its eigenvectors, PIR's eigh_grad (which has no UPLO) cannot say which triangle
+    its gradient lands on: the import says so rather than taking 'L'."""
+    from gradc.pir import parse_pir, serialize_pir
+
+    program = gradc.Program()
+    block = program.global_block
+    for name, shape in (("w", [3]), ("v", [3, 3]), ("dw", [3]), ("dv", [3, 3]), ("dx", [3, 3])):
+        block.create_var(name, shape)
+    block.append_op("eigh_grad", {"Eigenvalues": ["w"], "Eigenvectors": ["v"], "Eigenvalues@GRAD": ["dw"],
+                                  "Eigenvectors@GRAD": ["dv"]}, {"X@GRAD": ["dx"]}, {"UPLO": "U"})
+    with pytest.raises(gradc.FormatError, match=r"no eigh op before it writes its eigenvectors \['v'\]"):
+        parse_pir(serialize_pir(program))

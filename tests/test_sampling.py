@@ -6,7 +6,7 @@ and its one-pixel dims, and temporal_shift's channel groups."""
 import numpy as np
 import pytest
 
-from gradc import Executor, GradError, Scope, append_backward, gradients
+from gradc import Executor, GradError, ProgramError, Scope, append_backward, gradients
 from gradc.layers import ProgramBuilder
 from gradc.pir import parse_pir, serialize_pir
 from one_op import run
@@ -187,3 +187,16 @@ def test_a_loss_on_the_bilinear_grids_gradient_is_refused_by_the_second_backward
     with pytest.raises(GradError, match="grid_sampler_grad: gradc differentiates bilinear sampling twice only "
                                         "through X@GRAD; the loss reads the grid's gradient 'g@GRAD'"):
         gradients(net.program, penalty, [x, g])
+
+
+@pytest.mark.parametrize("op_type, inputs, unknown", [
+    ("affine_grid", {"Theta": [2, 2, 3]}, "Theta"), ("grid_sampler", {"X": [1, 1, 3, 4], "Grid": [1, 2, 2, 2]}, "X"),
+    ("grid_sampler", {"X": [1, 1, 3, 4], "Grid": [1, 2, 2, 2]}, "Grid"), ("temporal_shift", {"X": [2, 4, 3, 3]}, "X"),
+])
+def test_an_input_without_a_declared_shape_is_refused_naming_the_op_and_the_slot(op_type, inputs, unknown):
+    net = ProgramBuilder()
+    names = {slot: net.data(slot.lower(), shape, "float32") for slot, shape in inputs.items()}
+    net.block.var(names[unknown]).shape = None
+    attrs = {"output_shape": [2, 1, 4, 4]} if op_type == "affine_grid" else {}
+    with pytest.raises(ProgramError, match=rf"^block 0, op 0 \({op_type}\): the shape of {unknown} is unknown"):
+        net.op(op_type, names, attrs)

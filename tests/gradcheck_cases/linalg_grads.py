@@ -88,6 +88,8 @@ CASES = [
     # mode 'r' factors X again: R and the empty Q it was given do not count
     Case("qr_grad", {"X": randn(4, 3), "Q": np.zeros(0), "R": randn(3, 3), "Q@GRAD": np.zeros(0),
                      "R@GRAD": randn(3, 3)}, {"mode": "r"}, wrt=["X", "R@GRAD"]),
+    Case("qr_grad", {"X": randn(3, 5), "Q": np.zeros(0), "R": randn(3, 5), "Q@GRAD": np.zeros(0),
+                     "R@GRAD": randn(3, 5)}, {"mode": "r"}, wrt=["X", "R@GRAD"]),   # a wide X: Q is [3, 3]
     *[Case("lu_grad", {"X": x, **dict(zip(("Out", "Pivots"), lu_of(x))), "Out@GRAD": randn(*x.shape)})
       for x in (randn(2, 3, 3), randn(4, 3), randn(2, 3, 5))],
     *[Case("lu_unpack", dict(zip(("X", "Pivots"), lu_of(randn(*shape)))), outputs={"Pmat": 1, "L": 1, "U": 1})

@@ -98,6 +98,19 @@ class Formula:
                                                                            if dims is not None and i not in dims])
         return self.shaped_like(total, target, out)
 
+    def summed_to(self, grad: str, shape: list[int], target: str) -> str:
+        """``grad`` (of ``shape``) summed over the dims that broadcasting ``target`` to ``shape`` spread it over (the
+        leading ones, and those ``target`` has as 1), shaped like ``target``: the adjoint of that broadcast."""
+        target_shape = self.g.shape(target)
+        lead = len(shape) - len(target_shape)
+        dims = [i for i, d in enumerate(shape) if i < lead or (target_shape[i - lead] == 1 and d != 1)]
+        return self.summed_like(grad, target, dims) if dims else grad
+
+    def slice(self, x: str, axis: int, start: int, end: int) -> str:
+        """``x``'s entries ``start`` to ``end`` (known, >= 0) along ``axis`` (>= 0)."""
+        attrs = {"axes": [axis], "starts": [start], "ends": [end], "infer_flags": [1], "decrease_axis": []}
+        return self.op("slice", {"Input": x}, x, attrs, dims=lambda s: [*s[:axis], end - start, *s[axis + 1:]])
+
     def sum_along(self, x: str, axis: int) -> str:
         """The sum of ``x`` along ``axis``, kept as a dim of 1."""
         return self.op("reduce_sum", {"X": x}, x, {"dim": [axis], "keep_dim": True, "reduce_all": False},

@@ -28,9 +28,7 @@ def _running_product(f, g, x: str) -> str:
         if by >= n:
             return f.scale(value, 0.0, 1.0)   # all ones, and still a function of value (with grad 0)
         kept = [by, n] if reverse else [0, n - by]
-        cut = f.op("slice", {"Input": value}, value, {"axes": [axis], "starts": [kept[0]], "ends": [kept[1]],
-                                                       "infer_flags": [1], "decrease_axis": []},
-                   dims=lambda s: s[:axis] + [n - by] + s[axis + 1:])
+        cut = f.slice(value, axis, *kept)
         paddings = [0] * (2 * len(shape))
         paddings[2 * axis + reverse] = by
         return f.op("pad", {"X": cut}, value, {"paddings": paddings, "pad_value": 1.0})

@@ -45,13 +45,26 @@ def _slogdeterminant(ctx):
     return {"Out": ([2, *matrix[:-2]], ctx.dtype("Input"))}
 
 
+def holds_vectors(matrix, rhs) -> bool | None:
+    """Whether solve's ``rhs`` holds vectors ([..., N]) for ``matrix`` [..., N, N]: Paddle's rule, rank 1 or the
+    matrix's shape without its last dim. None when unknown dims (-1) leave it to the run (the kernel's shapes
+    always decide it)."""
+    if len(rhs) == 1:
+        return True
+    if len(rhs) != len(matrix) - 1 or not all(map(dims_match, rhs, matrix[:-1])):
+        return False
+    return True if min([*rhs, *matrix[:-1]]) >= 0 else None
+
+
 def _solved(ctx, matrix: str, rhs: str, vectors: bool = False):
     """Out of a solve of ``matrix`` (square, [..., N, N]) against ``rhs`` ([..., N, K]), batch dims broadcast.
-    ``vectors``: a rhs of rank 1, or shaped like the matrix without its last dim, holds vectors ([..., N])."""
+    ``vectors``: a rhs that ``holds_vectors`` gives Out [..., N]; unknown when the declared shapes do not decide."""
     a, b = matrices(ctx, matrix, square=True), ctx.shape(rhs)
     if b is None:
         ctx.fail(f"the shape of {rhs} is unknown")
-    is_vector = vectors and (len(b) == 1 or len(b) == len(a) - 1 and all(map(dims_match, b, a[:-1])))
+    is_vector = vectors and holds_vectors(a, b)
+    if is_vector is None:
+        return {"Out": (None, ctx.dtype(matrix))}
     if not is_vector and len(b) < 2:
         ctx.fail(f"{rhs} must be a matrix or a batch of matrices [..., N, K], not rank {len(b)}")
     rows = b[-1] if is_vector else b[-2]

@@ -22,10 +22,13 @@ def _gaps(f: Formula, values: str, like: str) -> str:
     return f.add(f.sub(row, column, like), identity(f, like), like)
 
 
-def _cut(f: Formula, x: str, axis: int, start: int, end: int) -> str:
-    return f.op("slice", {"Input": x}, x, {"axes": [axis], "starts": [start], "ends": [end], "infer_flags": [1],
-                                           "decrease_axis": []},
-                dims=lambda s: [end - start if i == axis else d for i, d in enumerate(s)])
+def _matrix_size(f: Formula, x: str) -> tuple[int, int, int]:
+    """(rank, M, N) of ``x``, a batch of [M, N] matrices: the formulas cut and branch on M and N, so both are needed."""
+    n, shape = rank(f, x), f.g.shape(x)
+    m_rows, n_cols = shape[-2:]
+    if m_rows < 0 or n_cols < 0:
+        raise GradError(f"{f.g.fwd.type}: the matrix size of '{x}' must be known to differentiate it, got {shape}")
+    return n, m_rows, n_cols
 
 
 @expansion
@@ -48,11 +51,11 @@ def _svd_grad(f, g):
     dV outside the spans of U and V (divided by S); with full_matrices, the first K columns of U and rows of VH."""
     x, s, ds = first(g.I("X")), first(g.I("S")), first(g.I("S@GRAD"))
     u, vh, du, dvh = (first(g.I(slot)) for slot in ("U", "VH", "U@GRAD", "VH@GRAD"))
-    n, size = rank(f, x), g.shape(s)[-1]
-    m_rows, n_cols = g.shape(x)[-2:]
+    n, m_rows, n_cols = _matrix_size(f, x)
+    size = min(m_rows, n_cols)
     if g.attr("full_matrices"):
-        u, du = (_cut(f, v, n - 1, 0, size) for v in (u, du))
-        vh, dvh = (_cut(f, v, n - 2, 0, size) for v in (vh, dvh))
+        u, du = (f.slice(v, n - 1, 0, size) for v in (u, du))
+        vh, dvh = (f.slice(v, n - 2, 0, size) for v in (vh, dvh))
     uu, vv = mm(f, u, du, ta=True), mm(f, vh, dvh, tb=True)   # [..., K, K]
     square = identity(f, uu)
     s_row, s_column = _rows_and_columns(f, s)
@@ -85,20 +88,19 @@ def _qr_tall(f: Formula, q: str, r: str, dq: str, dr: str) -> str:
 def _qr_grad(f, g):
     """As the kernel: for M < N, X = [X1 | Y] with X1 = Q R1 and Y = Q R2; mode 'r' factors X again."""
     x, dr = first(g.I("X")), first(g.I("R@GRAD"))
+    n, m_rows, n_cols = _matrix_size(f, x)
     if g.attr("mode") == "r":
-        q, r = g.tmp(x), g.tmp(dr)
+        q, r = g.tmp(x, lambda s: [*s[:-1], min(m_rows, n_cols)]), g.tmp(dr)   # reduced Q: [..., M, K]
         f.emit("qr", {"X": x}, {"Q": q, "R": r}, {"mode": "reduced"})
         dq = f.fill_like(q, 0.0)
     else:
         q, r, dq = first(g.I("Q")), first(g.I("R")), first(g.I("Q@GRAD"))
-    n = rank(f, x)
-    m_rows, n_cols = g.shape(x)[-2:]
     if m_rows >= n_cols:
         grad = _qr_tall(f, q, r, dq, dr)
     else:
-        y, dv = _cut(f, x, n - 1, m_rows, n_cols), _cut(f, dr, n - 1, m_rows, n_cols)
-        tall = _qr_tall(f, q, _cut(f, r, n - 1, 0, m_rows), f.add(dq, mm(f, y, dv, tb=True, like=dq), dq),
-                        _cut(f, dr, n - 1, 0, m_rows))
+        y, dv = f.slice(x, n - 1, m_rows, n_cols), f.slice(dr, n - 1, m_rows, n_cols)
+        tall = _qr_tall(f, q, f.slice(r, n - 1, 0, m_rows), f.add(dq, mm(f, y, dv, tb=True, like=dq), dq),
+                        f.slice(dr, n - 1, 0, m_rows))
         grad = f.op("concat", {"X": [tall, mm(f, q, dv)]}, x, {"axis": n - 1})
     return {"X@GRAD": f.add(grad, f.scale(x, 0.0), x)}   # + 0 X: X@GRAD's grad is written (zeros) in every mode
 
@@ -109,24 +111,21 @@ def _lu_grad(f, g):
     square part; M > N adds the rows below (dL2 U^-T, and -L2^T dL2 U^-T to dU), M < N the columns right of it
     (L^-T dU2, and -L^-T dU2 U2^T to dL)."""
     x, out, pivots, dout = (first(g.I(slot)) for slot in ("X", "Out", "Pivots", "Out@GRAD"))
-    n, shape = rank(f, x), g.shape(x)
-    m_rows, n_cols = shape[-2:]
-    if m_rows < 0 or n_cols < 0:
-        raise GradError(f"lu_grad: the matrix size of '{x}' must be known to differentiate it, got {shape}")
+    n, m_rows, n_cols = _matrix_size(f, x)
     size = min(m_rows, n_cols)
     pmat, up = g.tmp(x, lambda s: [*s[:-1], s[-2]]), g.tmp(x, lambda s: [*s[:-2], size, s[-1]])
     low = f.op("lu_unpack", {"X": out, "Pivots": pivots}, x, slot="L", more={"Pmat": pmat, "U": up},
                dims=lambda s: [*s[:-1], size])
-    dlow = _cut(f, triangle(f, dout, False, -1), n - 1, 0, size)
-    dup = _cut(f, triangle(f, dout, True), n - 2, 0, size)
-    low1, dlow1 = _cut(f, low, n - 2, 0, size), _cut(f, dlow, n - 2, 0, size)
-    up1, dup1 = _cut(f, up, n - 1, 0, size), _cut(f, dup, n - 1, 0, size)
+    dlow = f.slice(triangle(f, dout, False, -1), n - 1, 0, size)
+    dup = f.slice(triangle(f, dout, True), n - 2, 0, size)
+    low1, dlow1 = f.slice(low, n - 2, 0, size), f.slice(dlow, n - 2, 0, size)
+    up1, dup1 = f.slice(up, n - 1, 0, size), f.slice(dup, n - 1, 0, size)
     if m_rows > n_cols:
-        low2, dlow2 = _cut(f, low, n - 2, size, m_rows), _cut(f, dlow, n - 2, size, m_rows)
+        low2, dlow2 = f.slice(low, n - 2, size, m_rows), f.slice(dlow, n - 2, size, m_rows)
         extra = mm(f, dlow2, inverse(f, up1), tb=True)
         dup1 = f.sub(dup1, mm(f, low2, extra, ta=True), dup1)
     elif m_rows < n_cols:
-        up2, dup2 = _cut(f, up, n - 1, size, n_cols), _cut(f, dup, n - 1, size, n_cols)
+        up2, dup2 = f.slice(up, n - 1, size, n_cols), f.slice(dup, n - 1, size, n_cols)
         extra = mm(f, inverse(f, low1), dup2, ta=True)
         dlow1 = f.sub(dlow1, triangle(f, mm(f, extra, up2, tb=True), False, -1), dlow1)
     middle = f.add(triangle(f, mm(f, low1, dlow1, ta=True), False, -1), triangle(f, mm(f, dup1, up1, tb=True), True),
@@ -144,10 +143,10 @@ def _lu_unpack_grad(f, g):
     n, (m_rows, n_cols) = rank(f, x), g.shape(x)[-2:]
     low, up = triangle(f, dlow, False, -1), triangle(f, dup, True)
     if m_rows > n_cols:   # U is N x N: rows of zeros below it
-        zeros = f.scale(_cut(f, low, n - 2, n_cols, m_rows), 0.0)
+        zeros = f.scale(f.slice(low, n - 2, n_cols, m_rows), 0.0)
         up = f.op("concat", {"X": [up, zeros]}, x, {"axis": n - 2})
     elif m_rows < n_cols:   # L is M x M: columns of zeros right of it
-        zeros = f.scale(_cut(f, up, n - 1, m_rows, n_cols), 0.0)
+        zeros = f.scale(f.slice(up, n - 1, m_rows, n_cols), 0.0)
         low = f.op("concat", {"X": [low, zeros]}, x, {"axis": n - 1})
     return {"X@GRAD": f.add(low, up, x)}
 

@@ -5,10 +5,11 @@ shared with linalg_decomp_double."""
 from __future__ import annotations
 
 from ..errors import GradError
+from ..ir import VarType
 from ..registry import defgrad
 from ..shapes import broadcast_dims
-from . import linalg  # noqa: F401  (registers the grad ops)
 from .composite import Formula, expansion, first
+from .linalg import holds_vectors  # importing it registers the grad ops
 
 
 def rank(f: Formula, x: str) -> int:
@@ -60,7 +61,7 @@ def identity(f: Formula, like: str) -> str:
     shape, var = f.g.shape(like), f.g.block.find_var(like) if f.g.block is not None else None
     if shape is None or shape[-1] < 0:
         raise GradError(f"{f.g.fwd.type}: the matrix size of '{like}' must be known to differentiate it")
-    dtype = int(var.dtype) if var is not None and var.dtype is not None else 5
+    dtype = int(var.dtype) if var is not None and var.dtype is not None else int(VarType.FP32)
     return f.op("eye", {}, like, {"num_rows": shape[-1], "num_columns": shape[-1], "dtype": dtype},
                 dims=lambda s: [s[-1], s[-1]])
 
@@ -82,19 +83,8 @@ def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tup
     if a is None or b is None or min(a + b, default=0) < 0:
         raise GradError(f"{f.g.fwd.type}: the shapes of '{matrix}' and '{rhs}' must be known to differentiate it, "
                         f"got {a} and {b}")
-    is_vector = vectors and (len(b) == 1 or b == a[:-1])
+    is_vector = vectors and holds_vectors(a, b)
     return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
-
-
-def unbroadcast(f: Formula, grad: str, grad_shape: list[int], target: str, vector: bool = False) -> str:
-    """``grad`` (of ``grad_shape``) summed over the dims broadcasting added to ``target`` or stretched in it, shaped
-    like ``target`` (``vector``: target's [..., N] is grad's [..., N, 1])."""
-    shape = [*f.g.shape(target), *([1] if vector else [])]
-    lead = len(grad_shape) - len(shape)
-    axes = [*range(lead), *(lead + i for i, d in enumerate(shape) if d == 1 and grad_shape[lead + i] != 1)]
-    if vector and len(grad_shape) - 1 not in axes:
-        axes.append(len(grad_shape) - 1)   # the column of 1 goes: summing over it changes nothing
-    return f.summed_like(grad, target, sorted(axes)) if axes else grad
 
 
 @expansion
@@ -106,7 +96,9 @@ def _inverse_grad(f, g):
 
 @expansion
 def _determinant_grad(f, g):
-    """dOut det(A) A^-T (the kernel's cofactors, where A is invertible)."""
+    """dOut det(A) A^-T: the kernel's cofactors where A is invertible. At a singular A, where the kernel still gives
+    the cofactors, this second derivative stops at run time ("inverse: Input holds a singular matrix"): the
+    cofactors without an inverse would need an SVD, whose own derivative fails at repeated singular values."""
     a, dout = first(g.I("Input")), first(g.I("Out@GRAD"))
     scaled = f.mul(dout, f.op("determinant", {"Input": a}, dout), dout)
     return {"Input@GRAD": f.mul(mt(f, inverse(f, a)), scaled, a, axis=0)}
@@ -147,8 +139,8 @@ def _cholesky_solve_grad(f, g):
     sym = f.add(da, mt(f, da), da)
     tri = triangle(f, factor, upper)
     product = mm(f, tri, sym, shape=[*batch, n, n]) if upper else mm(f, sym, tri, shape=[*batch, n, n])
-    return {"X@GRAD": unbroadcast(f, db, [*batch, n, k], b),
-            "Y@GRAD": unbroadcast(f, triangle(f, product, upper), [*batch, n, n], factor)}
+    return {"X@GRAD": f.summed_to(db, [*batch, n, k], b),
+            "Y@GRAD": f.summed_to(triangle(f, product, upper), [*batch, n, n], factor)}
 
 
 @expansion
@@ -164,7 +156,7 @@ def _triangular_solve_grad(f, g):
     dm = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
     shift = (1 if upper else -1) if unit else 0
     dx = triangle(f, mt(f, dm) if transpose else dm, upper, shift)
-    return {"X@GRAD": unbroadcast(f, dx, [*batch, n, n], x), "Y@GRAD": unbroadcast(f, dy, [*batch, n, k], y)}
+    return {"X@GRAD": f.summed_to(dx, [*batch, n, n], x), "Y@GRAD": f.summed_to(dy, [*batch, n, k], y)}
 
 
 @expansion
@@ -178,16 +170,22 @@ def _solve_grad(f, g):
     n, k = g.shape(x)[-1], 1 if vector else g.shape(y)[-1]
     dy = f.op("solve", {"X": mt(f, x), "Y": dout}, y, dims=lambda s: [*batch, n, k])
     dx = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
-    return {"X@GRAD": unbroadcast(f, dx, [*batch, n, n], x), "Y@GRAD": unbroadcast(f, dy, [*batch, n, k], y, vector)}
+    dy_shape = [*batch, n, k]
+    if vector:   # Y [..., N]: dY without its column
+        dy = f.op("squeeze2", {"X": dy}, dy, {"axes": [len(batch) + 1]}, more={"XShape": f.xshape(dy)},
+                  dims=lambda s: s[:-1])
+        dy_shape = [*batch, n]
+    return {"X@GRAD": f.summed_to(dx, [*batch, n, n], x), "Y@GRAD": f.summed_to(dy, dy_shape, y)}
 
 
 @expansion
 def _matrix_power_grad(f, g):
     """For Out = B^m: dB = sum over k < m of (B^k)^T dOut (B^(m-1-k))^T; for n < 0, B = X^-1, dX = -B^T dB B^T."""
     x, dout, n = first(g.I("X")), first(g.I("Out@GRAD")), g.attr("n")
-    if n in (0, 1):   # zeros, or dOut itself: written as functions of both inputs, so each gets its (zero) grad
-        zeros = f.scale(f.add(x, dout, x), 0.0)
-        return {"X@GRAD": zeros if n == 0 else f.add(dout, zeros, x)}
+    if n in (0, 1):   # zeros, or dOut itself: flat in X (and for 0 in dOut), whose grads are zeros, not 0 * ddX
+        for slot, value in (("X", x), ("Out@GRAD", dout))[: 2 if n == 0 else 1]:
+            f.into(first(g.IG(slot)), "fill_any_like", {"X": value}, {"value": 0.0, "dtype": -1})
+        return {"X@GRAD": f.fill_like(x, 0.0) if n == 0 else dout}
     base = inverse(f, x) if n < 0 else x
     powers = [None, base]   # B^k, None for the identity
     while len(powers) < abs(n):

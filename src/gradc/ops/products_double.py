@@ -14,18 +14,6 @@ from .composite import bilinear, expansion, first, linear, multilinear
 from .reduce import reduced_axes
 
 
-def _summed_dims(shape: list[int], full: list[int]) -> list[int]:
-    """The dims of ``full`` that broadcasting ``shape`` to it spread (the leading ones and those ``shape`` has as 1)."""
-    lead = len(full) - len(shape)
-    return [i for i, d in enumerate(full) if i < lead or (shape[i - lead] == 1 and d != 1)]
-
-
-def _summed_to(f, grad: str, target: str, full: list[int]) -> str:
-    """``grad`` (of shape ``full``) summed down to ``target``'s shape: the adjoint of broadcasting target."""
-    dims = _summed_dims(f.g.shape(target), full)
-    return f.summed_like(grad, target, dims) if dims else grad
-
-
 @expansion
 def _scaled_product_grad(f, g):
     """addmm_grad / baddbmm_grad: Input@GRAD = Beta dOut summed to Input's shape, X@GRAD = Alpha dOut Y^T,
@@ -33,7 +21,7 @@ def _scaled_product_grad(f, g):
     given, x, y, dout = (first(g.I(slot)) for slot in ("Input", "X", "Y", "Out@GRAD"))
     dx = f.op("matmul_v2", {"X": dout, "Y": y}, x, {"trans_x": False, "trans_y": True})
     dy = f.op("matmul_v2", {"X": x, "Y": dout}, y, {"trans_x": True, "trans_y": False})
-    return {"Input@GRAD": f.scale(_summed_to(f, dout, given, g.shape(dout)), g.attr("Beta")),
+    return {"Input@GRAD": f.scale(f.summed_to(dout, g.shape(dout), given), g.attr("Beta")),
             "X@GRAD": f.scale(dx, g.attr("Alpha")), "Y@GRAD": f.scale(dy, g.attr("Alpha"))}
 
 
@@ -53,7 +41,7 @@ def _dist_grad(f, g):
         denominator = f.scale(f.unary("pow", out, {"factor": p - 1}), 1.0, 1e-12)
         slope = f.div(f.unary("pow", size, {"factor": p - 1}), denominator, size)
     grad = f.mul(f.mul(f.unary("sign", diff), slope, diff), dout, diff)
-    return {"X@GRAD": _summed_to(f, grad, x, full), "Y@GRAD": f.scale(_summed_to(f, grad, y, full), -1.0)}
+    return {"X@GRAD": f.summed_to(grad, full, x), "Y@GRAD": f.scale(f.summed_to(grad, full, y), -1.0)}
 
 
 def _dist_grad_maker(g):

@@ -45,8 +45,16 @@ def affine_sizes(theta_shape, output_shape) -> list[int]:
     return sizes
 
 
+def _declared_shape(ctx, slot: str) -> list[int]:
+    """The shape of ``slot``, which the checks below read dim by dim."""
+    shape = ctx.shape(slot)
+    if shape is None:
+        ctx.fail(f"the shape of {slot} is unknown")
+    return shape
+
+
 def _affine_grid_infer(ctx):
-    theta = ctx.shape("Theta")
+    theta = _declared_shape(ctx, "Theta")
     if len(theta) != 3 or theta[1:] not in THETA_SHAPES.values():
         ctx.fail(f"Theta must be [N, 2, 3] or [N, 3, 4], got shape {theta}")
     dims = theta[1]
@@ -80,7 +88,7 @@ def check_sampler_shapes(x, grid) -> None:
 
 
 def _grid_sampler_infer(ctx):
-    x, grid = ctx.shape("X"), ctx.shape("Grid")
+    x, grid = _declared_shape(ctx, "X"), _declared_shape(ctx, "Grid")
     try:
         check_sampler_attrs(ctx.attr)
         check_sampler_shapes(x, grid)
@@ -111,11 +119,12 @@ def check_shift(shape, seg_num: int, shift_ratio: float, data_format: str) -> No
 
 
 def _temporal_shift_infer(ctx):
+    shape = _declared_shape(ctx, "X")
     try:
-        check_shift(ctx.shape("X"), ctx.attr("seg_num"), ctx.attr("shift_ratio"), ctx.attr("data_format"))
+        check_shift(shape, ctx.attr("seg_num"), ctx.attr("shift_ratio"), ctx.attr("data_format"))
     except ValueError as err:
         ctx.fail(str(err))
-    return {"Out": (ctx.shape("X"), ctx.dtype("X"))}
+    return {"Out": (shape, ctx.dtype("X"))}
 
 
 defop("affine_grid", ["Theta", "OutputShape?"], ["Output"], attrs={"output_shape": [], "align_corners": True},

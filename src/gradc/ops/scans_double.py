@@ -105,10 +105,7 @@ class _Scan:
         self.f, self.rank, self.axis, self.n, self.reverse = f, rank, axis, n, reverse
 
     def _cut(self, value: str, start: int, end: int) -> str:
-        axis = self.axis
-        return self.f.op("slice", {"Input": value}, value, {"axes": [axis], "starts": [start], "ends": [end],
-                                                             "infer_flags": [1], "decrease_axis": []},
-                         dims=lambda s: s[:axis] + [end - start] + s[axis + 1:])
+        return self.f.slice(value, self.axis, start, end)
 
     def _head(self, value: str, by: int) -> str:
         """All but the last ``by`` entries."""

@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.linalg import holds_vectors
 from . import kernel
-
-
-def t(m: np.ndarray) -> np.ndarray:
-    """The transposes of a batch of matrices."""
-    return np.swapaxes(m, -1, -2)
+from .broadcast import unbroadcast
+from .matmul import t
 
 
 def f64(k, slot: str) -> np.ndarray:
@@ -35,13 +33,6 @@ def solved(a: np.ndarray, b: np.ndarray, slot: str) -> np.ndarray:
         raise ValueError(f"{slot} holds a singular matrix: the system has no unique solution") from None
 
 
-def unbroadcast(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """``grad`` summed back over the dims broadcasting added to (or stretched in) an input of ``shape``."""
-    grad = grad.sum(axis=tuple(range(grad.ndim - len(shape)))) if grad.ndim > len(shape) else grad
-    stretched = tuple(i for i, d in enumerate(shape) if d == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=stretched, keepdims=True) if stretched else grad
-
-
 def triangle(m: np.ndarray, upper: bool) -> np.ndarray:
     return np.triu(m) if upper else np.tril(m)
 
@@ -56,20 +47,19 @@ def onto_triangle(sym: np.ndarray, upper: bool) -> np.ndarray:
 @kernel("inverse")
 def inverse(k):
     x = k.x("Input")
-    return {"Output": inverted(np.asarray(x, np.float64), "Input").astype(x.dtype)}
+    return {"Output": inverted(f64(k, "Input"), "Input").astype(x.dtype)}
 
 
 @kernel("inverse_grad")
 def inverse_grad(k):
-    out, dout = k.x("Output"), k.x("Output@GRAD")
-    inv = np.asarray(out, np.float64)
-    return {"Input@GRAD": (-t(inv) @ dout @ t(inv)).astype(out.dtype)}
+    inv = f64(k, "Output")
+    return {"Input@GRAD": (-t(inv) @ k.x("Output@GRAD") @ t(inv)).astype(k.x("Output").dtype)}
 
 
 @kernel("determinant")
 def determinant(k):
     x = k.x("Input")
-    return {"Out": np.asarray(np.linalg.det(np.asarray(x, np.float64)), x.dtype)}
+    return {"Out": np.asarray(np.linalg.det(f64(k, "Input")), x.dtype)}
 
 
 def _others_product(s: np.ndarray) -> np.ndarray:
@@ -85,7 +75,7 @@ def determinant_grad(k):
     """dA = dOut adj(A)^T, with adj(A)^T = det(U) det(VH) U diag(prod of the other s) VH from A = U S VH:
     the cofactors, defined for singular matrices too."""
     x = k.x("Input")
-    u, s, vh = np.linalg.svd(np.asarray(x, np.float64))
+    u, s, vh = np.linalg.svd(f64(k, "Input"))
     orientation = (np.linalg.det(u) * np.linalg.det(vh))[..., None, None]
     cofactors = orientation * (u * _others_product(s)[..., None, :]) @ vh
     return {"Input@GRAD": (f64(k, "Out@GRAD")[..., None, None] * cofactors).astype(x.dtype)}
@@ -95,7 +85,7 @@ def determinant_grad(k):
 def slogdeterminant(k):
     """[sign, log|det|] on a new leading dim; a singular matrix gives sign 0 and -inf."""
     x = k.x("Input")
-    sign, logabs = np.linalg.slogdet(np.asarray(x, np.float64))
+    sign, logabs = np.linalg.slogdet(f64(k, "Input"))
     return {"Out": np.stack([sign, logabs]).astype(x.dtype)}
 
 
@@ -103,8 +93,7 @@ def slogdeterminant(k):
 def slogdeterminant_grad(k):
     """dA = dlog|det| A^-T (the sign is piecewise constant); NaN for a singular matrix (sign 0), where log|det|
     has no derivative (Paddle 3.3.1 fills all of dA with NaN when any matrix of the batch is singular)."""
-    x = k.x("Input")
-    a = np.asarray(x, np.float64)
+    x, a = k.x("Input"), f64(k, "Input")
     singular = (np.asarray(k.x("Out"))[0] == 0)[..., None, None]
     dlog = f64(k, "Out@GRAD")[1][..., None, None]
     grad = np.where(singular, np.nan, dlog * t(np.linalg.inv(np.where(singular, np.eye(a.shape[-1]), a))))
@@ -114,8 +103,7 @@ def slogdeterminant_grad(k):
 @kernel("cholesky")
 def cholesky(k):
     """L from the lower triangle (numpy reads it); upper: U = L^T, L from the upper triangle."""
-    x, upper = k.x("X"), k.attr("upper")
-    a = np.asarray(x, np.float64)
+    x, a, upper = k.x("X"), f64(k, "X"), k.attr("upper")
     try:
         factor = np.linalg.cholesky(t(a) if upper else a)
     except np.linalg.LinAlgError:
@@ -136,7 +124,7 @@ def _cholesky_sym_grad(low: np.ndarray, dlow: np.ndarray) -> np.ndarray:
 @kernel("cholesky_grad")
 def cholesky_grad(k):
     out, upper = k.x("Out"), k.attr("upper")
-    low, dlow = (np.asarray(k.x(s), np.float64) for s in ("Out", "Out@GRAD"))
+    low, dlow = f64(k, "Out"), f64(k, "Out@GRAD")
     if upper:
         low, dlow = t(low), t(dlow)
     return {"X@GRAD": onto_triangle(_cholesky_sym_grad(low, dlow), upper).astype(out.dtype)}
@@ -150,9 +138,8 @@ def _cholesky_product(factor: np.ndarray, upper: bool) -> np.ndarray:
 
 @kernel("cholesky_solve")
 def cholesky_solve(k):
-    b, factor = k.x("X"), k.x("Y")
-    a = _cholesky_product(np.asarray(factor, np.float64), k.attr("upper"))
-    return {"Out": solved(a, np.asarray(b, np.float64), "Y").astype(b.dtype)}
+    a = _cholesky_product(f64(k, "Y"), k.attr("upper"))
+    return {"Out": solved(a, f64(k, "X"), "Y").astype(k.x("X").dtype)}
 
 
 @kernel("cholesky_solve_grad")
@@ -160,7 +147,7 @@ def cholesky_solve_grad(k):
     """dB = A^-1 dOut, dA = -dB Out^T; through A = L L^T: dL = tril((dA + dA^T) L) (upper: triu(U (dA + dA^T))).
     Paddle 3.3.1's Y@GRAD differs from central differences."""
     b, factor, upper = k.x("X"), k.x("Y"), k.attr("upper")
-    tri = triangle(np.asarray(factor, np.float64), upper)
+    tri = triangle(f64(k, "Y"), upper)
     a = _cholesky_product(tri, upper)
     db = solved(a, f64(k, "Out@GRAD"), "Y")
     da = -db @ t(f64(k, "Out"))
@@ -180,8 +167,7 @@ def _triangular(k) -> np.ndarray:
 
 @kernel("triangular_solve")
 def triangular_solve(k):
-    b = k.x("Y")
-    return {"Out": solved(_triangular(k), np.asarray(b, np.float64), "X").astype(b.dtype)}
+    return {"Out": solved(_triangular(k), f64(k, "Y"), "X").astype(k.x("Y").dtype)}
 
 
 @kernel("triangular_solve_grad")
@@ -200,17 +186,16 @@ def triangular_solve_grad(k):
 
 
 def _as_matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, bool]:
-    """solve's right-hand side as [..., N, K]: a Y of rank 1, or shaped like X without its last dim, holds vectors
-    (Paddle's rule)."""
-    vectors = b.ndim == 1 or b.shape == a.shape[:-1]
+    """solve's right-hand side as [..., N, K], and whether it held vectors (gradc.ops.linalg.holds_vectors)."""
+    vectors = holds_vectors(a.shape, b.shape)
     return (b[..., None] if vectors else b), vectors
 
 
 @kernel("solve")
 def solve(k):
-    a, b = k.x("X"), k.x("Y")
-    rhs, vectors = _as_matrices(a, np.asarray(b, np.float64))
-    out = solved(np.asarray(a, np.float64), rhs, "X")
+    a = k.x("X")
+    rhs, vectors = _as_matrices(a, f64(k, "Y"))
+    out = solved(f64(k, "X"), rhs, "X")
     return {"Out": (out[..., 0] if vectors else out).astype(a.dtype)}
 
 
@@ -220,7 +205,7 @@ def solve_grad(k):
     a, b = k.x("X"), k.x("Y")
     dout, vectors = _as_matrices(a, f64(k, "Out@GRAD"))
     out, _ = _as_matrices(a, f64(k, "Out"))
-    db = solved(t(np.asarray(a, np.float64)), dout, "X")
+    db = solved(t(f64(k, "X")), dout, "X")
     da = -db @ t(out)
     return k.grads({"X@GRAD": lambda: unbroadcast(da, a.shape).astype(a.dtype),
                     "Y@GRAD": lambda: unbroadcast(db[..., 0] if vectors else db, b.shape).astype(b.dtype)})
@@ -234,7 +219,7 @@ def _power_base(x: np.ndarray, n: int) -> np.ndarray:
 @kernel("matrix_power")
 def matrix_power(k):
     x, n = k.x("X"), k.attr("n")
-    base = _power_base(np.asarray(x, np.float64), n)
+    base = _power_base(f64(k, "X"), n)
     return {"Out": np.linalg.matrix_power(base, abs(n)).astype(x.dtype)}
 
 
@@ -243,7 +228,7 @@ def matrix_power_grad(k):
     """For Out = B^m: dB = sum over k < m of (B^T)^k dOut (B^T)^(m-1-k); for n < 0, B = X^-1 and
     dX = -B^T dB B^T."""
     x, n = k.x("X"), k.attr("n")
-    base = _power_base(np.asarray(x, np.float64), n)
+    base = _power_base(f64(k, "X"), n)
     dout = f64(k, "Out@GRAD")
     powers = [np.broadcast_to(np.eye(x.shape[-1]), x.shape)][:abs(n)]   # (B^T)^k for k < m: none for n = 0
     while len(powers) < abs(n):

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .linalg import f64, onto_triangle, t
+from .linalg import f64, onto_triangle
+from .matmul import t
 
 
 def _grad_or_zeros(k, slot: str, like: np.ndarray) -> np.ndarray:
@@ -49,7 +50,7 @@ def qr_grad(k):
     q, r = np.linalg.qr(a) if mode == "r" else (f64(k, "Q"), f64(k, "R"))
     dq = np.zeros_like(q) if mode == "r" else _grad_or_zeros(k, "Q@GRAD", q)
     dr = _grad_or_zeros(k, "R@GRAD", r)
-    if np.any(np.abs(np.diagonal(r[..., :, :min(m, n)], axis1=-2, axis2=-1)) == 0):
+    if np.any(np.diagonal(r[..., :, :min(m, n)], axis1=-2, axis2=-1) == 0):
         raise ValueError("X is rank deficient: qr's gradient needs R's diagonal to be nonzero")
     if m >= n:
         return {"X@GRAD": _qr_tall_grad(q, r, dq, dr).astype(x.dtype)}
@@ -181,9 +182,8 @@ def lu_grad(k):
         raise ValueError("X is singular (U has a zero pivot): lu's gradient needs an invertible U")
     low1, up1, dlow1, dup1 = low[..., :size, :], up[..., :size], dlow[..., :size, :], dup[..., :size]
     if m > n:
-        dlow2 = dlow[..., size:, :]
-        dup1 = dup1 - t(low[..., size:, :]) @ t(np.linalg.solve(up1, t(dlow2)))
-        extra = t(np.linalg.solve(up1, t(dlow2)))            # dB2 = dL2 U^-T
+        extra = t(np.linalg.solve(up1, t(dlow[..., size:, :])))   # dB2 = dL2 U^-T
+        dup1 = dup1 - t(low[..., size:, :]) @ extra
     elif m < n:
         dup2 = dup[..., size:]
         extra = np.linalg.solve(t(low1), dup2)               # dB2 = L^-T dU2

@@ -48,14 +48,15 @@ def mul_grad(k):
     return k.grads({"X@GRAD": lambda: (d2 @ y2.T).reshape(x.shape), "Y@GRAD": lambda: (x2.T @ d2).reshape(y.shape)})
 
 
-def _swap_last(a):
+def t(a):
+    """The transposes of a batch of matrices (the formulas' ^T): its last two dims swapped."""
     return np.swapaxes(a, -1, -2)
 
 
 def _operands(x, y, trans_x, trans_y):
     """X and Y as (batch..., m, n) operands: a 1-D X is a row and a 1-D Y a column (never transposed)."""
-    xm = x[None, :] if x.ndim == 1 else (_swap_last(x) if trans_x else x)
-    ym = y[:, None] if y.ndim == 1 else (_swap_last(y) if trans_y else y)
+    xm = x[None, :] if x.ndim == 1 else (t(x) if trans_x else x)
+    ym = y[:, None] if y.ndim == 1 else (t(y) if trans_y else y)
     return xm, ym
 
 
@@ -87,15 +88,15 @@ def _matmul_grads(k, x, y, dout, trans_x, trans_y):
         dout = np.expand_dims(dout, -2)
 
     def dx():
-        dxm = _product(dout, _swap_last(ym))
-        return _sum_batch(dxm if x.ndim == 1 or not trans_x else _swap_last(dxm), x.shape)
+        dxm = _product(dout, t(ym))
+        return _sum_batch(dxm if x.ndim == 1 or not trans_x else t(dxm), x.shape)
 
     def dy():
         if y.ndim == 2 and _summed_by_loop(xm, dout):
-            dym = _batch_sum_of_products(_swap_last(xm), dout)
-            return dym if not trans_y else _swap_last(dym)
-        dym = _swap_last(xm) @ dout
-        return _sum_batch(dym if y.ndim == 1 or not trans_y else _swap_last(dym), y.shape)
+            dym = _batch_sum_of_products(t(xm), dout)
+            return dym if not trans_y else t(dym)
+        dym = t(xm) @ dout
+        return _sum_batch(dym if y.ndim == 1 or not trans_y else t(dym), y.shape)
 
     return k.grads({"X@GRAD": dx, "Y@GRAD": dy})
 

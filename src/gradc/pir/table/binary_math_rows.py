@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from ...ir import AttrType
 from . import row
+from .hooks import tolerances_as_text
 
 XY = "x:X y:Y out_grad:Out@GRAD"
 XY_GRADS = "x_grad:X@GRAD y_grad:Y@GRAD"
 DIAGONAL = "offset:i64 dim1:i32 dim2:i32"
-
-
-def tolerances_as_text(legacy, op, ctx) -> None:
-    """Legacy isclose/allclose keep rtol and atol as decimal strings; PIR's constant operands fold in as floats."""
-    for name in ("rtol", "atol"):
-        value = legacy.attrs.get(name)
-        if isinstance(value, float):
-            legacy.set_attr(name, repr(value), AttrType.STRING)
 
 
 # PIR passes the tolerances as float64 tensors: a constant becomes the attribute, a computed one the Rtol/Atol slot

@@ -60,6 +60,44 @@ def w_out_like_w(legacy, op, ctx) -> None:
         ctx.block.find_var(w_out[0]).shape = list(w.shape) if w.shape is not None else None
 
 
+def eigh_grad_uplo(legacy, op, ctx) -> None:
+    """PIR's eigh_grad has no UPLO; the legacy one takes it from the eigh op that wrote the eigenvectors (gradc's
+    gradient lands on the triangle that op read), found in this block or one enclosing it."""
+    vectors = legacy.input("Eigenvectors")
+    for block in reversed(ctx.blocks):
+        for forward in reversed(block.ops):
+            if forward.type == "eigh" and forward.output("Eigenvectors") == vectors:
+                legacy.set_attr("UPLO", forward.attrs.get("UPLO", "L"))
+                return
+    raise ctx.fail(op, f"no eigh op before it writes its eigenvectors {vectors}: the UPLO its gradient needs (PIR's "
+                       "eigh_grad has none) is unknown")
+
+
+def slogdet_shape(legacy, op, ctx) -> None:
+    """PIR types slogdet's result like x ([..., N, N]); its value is [2, ...] (sign, log|det|). The var is left
+    unknown, so the ops after it, typed from PIR's shape, are not checked against the true one."""
+    for name in legacy.output("Out"):
+        var = ctx.block.find_var(name)
+        if var is not None:
+            var.shape = None
+
+
+def lstsq_rank_int32(legacy, op, ctx) -> None:
+    """PIR types lstsq's rank like x (float); the legacy op's Rank, like the kernel's, is int32."""
+    for name in legacy.output("Rank"):
+        var = ctx.block.find_var(name)
+        if var is not None:
+            var.dtype = VarType.INT32
+
+
+def tolerances_as_text(legacy, op, ctx) -> None:
+    """Legacy isclose/allclose keep rtol and atol as decimal strings; PIR's constant operands fold in as floats."""
+    for name in ("rtol", "atol"):
+        value = legacy.attrs.get(name)
+        if isinstance(value, float):
+            legacy.set_attr(name, repr(value), AttrType.STRING)
+
+
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)
 
 def reduce_all_back(legacy, exporter):

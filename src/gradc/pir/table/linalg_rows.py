@@ -2,38 +2,12 @@
 
 from __future__ import annotations
 
-from ...ir import VarType
 from . import row
+from .hooks import eigh_grad_uplo, lstsq_rank_int32, slogdet_shape
 
 SOLVE = "x:X y:Y out:Out out_grad:Out@GRAD"
 XY_GRADS = "x_grad:X@GRAD y_grad:Y@GRAD"
 X_GRAD = "x_grad:X@GRAD"
-
-
-def eigh_grad_uplo(legacy, op, ctx) -> None:
-    """PIR's eigh_grad has no UPLO; the legacy one takes it from the eigh op that wrote the eigenvectors (gradc's
-    gradient lands on the triangle that op read)."""
-    vectors = legacy.input("Eigenvectors")
-    for forward in ctx.block.ops:
-        if forward.type == "eigh" and vectors and forward.output("Eigenvectors") == vectors:
-            legacy.set_attr("UPLO", forward.attrs.get("UPLO", "L"))
-
-
-def slogdet_shape(legacy, op, ctx) -> None:
-    """PIR types slogdet's result like x ([..., N, N]); its value is [2, ...] (sign, log|det|). The var is left
-    unknown, so the ops after it, typed from PIR's shape, are not checked against the true one."""
-    for name in legacy.output("Out"):
-        var = ctx.block.find_var(name)
-        if var is not None:
-            var.shape = None
-
-
-def lstsq_rank_int32(legacy, op, ctx) -> None:
-    """PIR types lstsq's rank like x (float); the legacy op's Rank, like the kernel's, is int32."""
-    for name in legacy.output("Rank"):
-        var = ctx.block.find_var(name)
-        if var is not None:
-            var.dtype = VarType.INT32
 
 
 ROWS = [
