@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES
-from ...ops.reduce import logsumexp_axes, reduced_axes
+from ...ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
+from ...ops.reduce import logsumexp_axes, reduced_axes, sum_dtype
 from ...shapes import normalize_axis
 from . import kernel
 
@@ -24,8 +24,8 @@ def _expand(k, dout, x, axes=None, keep=None):
 
 @kernel("reduce_sum")
 def reduce_sum(k):
-    x, code = k.x("X"), k.attr("out_dtype")
-    dtype = None if code == -1 else NUMPY_DTYPE_NAMES[code]
+    x = k.x("X")
+    dtype = NUMPY_DTYPE_NAMES[sum_dtype(DTYPE_BY_NUMPY_NAME[x.dtype.name], k.attr("out_dtype"))]
     return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"), dtype=dtype)}
 
 
