@@ -28,13 +28,14 @@ def _dot_infer(ctx):
     return {"Out": ([_known(x[0], y[0])] if len(x) == 2 else [], ctx.dtype("X"))}
 
 
-def cross_axis(dim: int, shape: list[int], fail) -> int:
-    """The axis cross takes its 3-vectors along: ``dim``, or by default the first dim of size 3."""
+def cross_axis(dim: int, shape: list[int], fail) -> int | None:
+    """The axis cross takes its 3-vectors along: ``dim``, or by default the first dim of size 3 (None when an
+    unknown dim comes first: the axis is known at run time only)."""
     if dim == CROSS_FIRST_OF_SIZE_3:
-        axis = next((i for i, d in enumerate(shape) if d == 3), None)
+        axis = next((i for i, d in enumerate(shape) if d == 3 or d < 0), None)
         if axis is None:
             fail(f"no dim of {shape} has size 3 (cross takes 3-vectors)")
-        return axis
+        return axis if shape[axis] == 3 else None
     axis = normalize_axis(dim, len(shape), fail)
     if not dims_match(shape[axis], 3):
         fail(f"dim {dim} has size {shape[axis]}, not 3 (cross takes 3-vectors)")

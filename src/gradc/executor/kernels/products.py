@@ -10,7 +10,7 @@ from ...shapes import value_error
 from . import kernel
 from .broadcast import unbroadcast
 
-kernel("dot")(lambda k: {"Out": np.sum(k.x("X") * k.x("Y"), axis=-1)})
+kernel("dot")(lambda k: {"Out": np.sum(k.x("X") * k.x("Y"), axis=-1, dtype=k.x("X").dtype)})   # int32 stays int32
 
 
 @kernel("dot_grad")
