@@ -69,6 +69,12 @@ def test_frobenius_norm_of_zeros_has_a_zero_gradient_as_in_paddle():
     assert not grads("frobenius_norm", {"X": np.zeros((2, 2), f32)}, {"dim": [0, 1]})[0].any()
 
 
+@pytest.mark.parametrize("name", ["in_dtype", "out_dtype"])
+def test_frobenius_norm_refuses_a_dtype_its_kernel_would_ignore(name):
+    with pytest.raises(ProgramError, match=rf"frobenius_norm {name} must be -1.*got 6"):
+        run("frobenius_norm", {"X": np.ones((2, 2), f32)}, {"dim": [0, 1], name: 6})
+
+
 def test_cross_takes_the_first_dim_of_size_3_by_default():
     x, y = np.eye(3, dtype=f32), np.roll(np.eye(3, dtype=f32), 1, axis=0)
     np.testing.assert_array_equal(run("cross", {"X": x, "Y": y})["Out"], np.cross(x, y, axis=0))

@@ -157,6 +157,14 @@ def _diag_embed_infer(ctx):
     return {"Out": (out, ctx.dtype("Input"))}
 
 
+def _frobenius_norm_infer(ctx):
+    """The reduce ops' attributes, but Out has X's dtype: no kernel converts to in_dtype or out_dtype."""
+    for name in ("in_dtype", "out_dtype"):
+        if ctx.attr(name) != -1:
+            ctx.fail(f"frobenius_norm {name} must be -1 (Out has X's dtype), got {ctx.attr(name)}")
+    return reduce_infer(ctx)
+
+
 defop("dot", ["X", "Y"], infer=_dot_infer, grad=grad_op("X", "Y"))
 defop("cross", ["X", "Y"], attrs={"dim": CROSS_FIRST_OF_SIZE_3}, infer=_cross_infer, grad=grad_op("X", "Y"))
 defop("kron", ["X", "Y"], infer=_kron_infer, grad=grad_op("X", "Y"))
@@ -175,4 +183,4 @@ defop("diagonal", ["Input"], attrs=DIAGONAL_ATTRS, infer=_diagonal_infer(True), 
 # Paddle 3.3.1's diag_embed has no grad maker
 defop("diag_embed", ["Input"], attrs={"offset": 0, "dim1": -2, "dim2": -1}, infer=_diag_embed_infer, grad=NO_GRAD)
 # sqrt of the sum of squares over the reduce ops' axes
-defop("frobenius_norm", ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X", "Out"))
+defop("frobenius_norm", ["X"], attrs=REDUCE_ATTRS, infer=_frobenius_norm_infer, grad=grad_op("X", "Out"))
