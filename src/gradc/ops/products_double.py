@@ -11,6 +11,7 @@ from ..registry import defgrad
 from ..shapes import broadcast_dims
 from . import products  # noqa: F401  (registers the grad ops)
 from .composite import bilinear, expansion, first, linear, multilinear
+from .math_double import with_reduced_dims
 from .reduce import reduced_axes
 
 
@@ -71,9 +72,7 @@ def _frobenius_norm_grad(f, g):
     axes = list(reduced_axes(g.attr, rank))
     ratio = f.div(dout, f.scale(out, 1.0, 1e-12), dout)
     if not g.attr("keep_dim") and axes and len(axes) < rank:
-        kept = iter(g.shape(ratio) or [])
-        ratio = f.op("unsqueeze2", {"X": ratio}, ratio, {"axes": axes}, more={"XShape": f.xshape(ratio)},
-                     dims=lambda _: [1 if i in axes else next(kept) for i in range(rank)])
+        ratio = with_reduced_dims(f, g, ratio, axes, rank)
     return {"X@GRAD": f.mul(x, ratio, x)}
 
 
