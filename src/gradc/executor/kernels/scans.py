@@ -57,7 +57,7 @@ def _cum_extreme_grad(k):
 
 kernel("cummax")(_cum_extreme(np.maximum))
 kernel("cummin")(_cum_extreme(np.minimum))
-kernel("cummax_grad", "cummin_grad")(_cum_extreme_grad)
+kernel("cummax_grad", "cummin_grad", shape_only=("x",))(_cum_extreme_grad)
 
 
 def _log_scan(a: np.ndarray, exclusive: bool, reverse: bool) -> np.ndarray:
@@ -142,13 +142,12 @@ def mode(k):
     return {"Out": values.reshape(shape), "Indices": indices.reshape(shape).astype(np.int64)}
 
 
-@kernel("mode_grad")
+@kernel("mode_grad", shape_only=("X",))
 def mode_grad(k):
-    """Out@GRAD goes to the element Indices names."""
-    x = k.x("X")
+    """Out@GRAD goes to the element Indices names, one per row."""
+    x, dout = k.x("X"), k.x("Out@GRAD")
     run, back = _along(x, k.attr("axis"))
-    a = run(x)
-    n = a.shape[-1]
-    dout = k.x("Out@GRAD").reshape(-1, 1)
-    dx = scatter_rows(a.reshape(-1, n), k.x("Indices").reshape(-1, 1).astype(np.int64), dout)
-    return {"X@GRAD": back(dx.reshape(a.shape))}
+    moved = run(x).shape
+    rows = np.zeros((dout.size, moved[-1]), dout.dtype)
+    np.put_along_axis(rows, k.x("Indices").reshape(-1, 1).astype(np.int64), dout.reshape(-1, 1), axis=1)
+    return {"X@GRAD": back(rows.reshape(moved))}
