@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.products import cross_axis, diag_embed_dims, diagonal_axes, diagonal_length
-from ...ops.reduce import reduced_axes
 from ...shapes import value_error
 from . import kernel
 from .broadcast import unbroadcast
@@ -191,21 +190,3 @@ def diag_embed(k):
         shape.insert(dim, size)
     return {"Out": on_diagonal(x, shape, offset, d1, d2)}
 
-
-def _norm_axes(k, x):
-    return reduced_axes(k.attr, x.ndim)
-
-
-@kernel("frobenius_norm")
-def frobenius_norm(k):
-    x = k.x("X")
-    return {"Out": np.sqrt(np.sum(x * x, axis=_norm_axes(k, x), keepdims=k.attr("keep_dim")))}
-
-
-@kernel("frobenius_norm_grad")
-def frobenius_norm_grad(k):
-    """X / (norm + 1e-12) dOut, as Paddle: 0 where the norm is 0."""
-    x = k.x("X")
-    axes = _norm_axes(k, x)
-    norm, dout = (k.x(slot) if k.attr("keep_dim") else np.expand_dims(k.x(slot), axes) for slot in ("Out", "Out@GRAD"))
-    return {"X@GRAD": x / (norm + x.dtype.type(1e-12)) * dout}

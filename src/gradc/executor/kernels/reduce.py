@@ -1,4 +1,4 @@
-"""Kernels of gradc.ops.reduce."""
+"""Kernels of gradc.ops.reduce, and of frobenius_norm (gradc.ops.products), a reduction over the same axes."""
 
 from __future__ import annotations
 
@@ -46,6 +46,20 @@ def reduce_mean_grad(k):
     x = k.x("X")
     count = int(np.prod([x.shape[a] for a in _axes(k, x)]))
     return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x) / count}
+
+
+@kernel("frobenius_norm")
+def frobenius_norm(k):
+    x = k.x("X")
+    return {"Out": np.sqrt(np.sum(x * x, axis=_axes(k, x), keepdims=k.attr("keep_dim")))}
+
+
+@kernel("frobenius_norm_grad")
+def frobenius_norm_grad(k):
+    """X / (norm + 1e-12) dOut, as Paddle: 0 where the norm is 0."""
+    x = k.x("X")
+    norm, dout = (_expand(k, k.x(slot), x) for slot in ("Out", "Out@GRAD"))
+    return {"X@GRAD": x / (norm + x.dtype.type(1e-12)) * dout}
 
 
 def _logical_axes(k, x):
