@@ -8,6 +8,7 @@ from ...ops.products import cross_axis, diag_embed_dims, diagonal_axes, diagonal
 from ...shapes import value_error
 from . import kernel
 from .broadcast import unbroadcast
+from .reduce import p_norm_slope
 
 kernel("dot")(lambda k: {"Out": np.sum(k.x("X") * k.x("Y"), axis=-1, dtype=k.x("X").dtype)})   # int32 stays int32
 
@@ -121,16 +122,13 @@ def dist_grad(k):
     (the central difference there), where Paddle computes 0 * inf = nan."""
     x, y, p = k.x("X"), k.x("Y"), k.attr("p")
     diff = x - y
-    norm, dout = k.x("Out"), k.x("Out@GRAD")
     if p == 0:
         grad = np.zeros_like(diff)
     elif np.isinf(p):
-        grad = np.sign(diff) * (np.abs(diff) == norm) * dout
+        grad = p_norm_slope(diff, k.x("Out"), p, 1e-12) * k.x("Out@GRAD")
     else:
-        power = diff.dtype.type(p - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            slope = np.abs(diff) ** power / (norm ** power + diff.dtype.type(1e-12))
-            grad = np.where(diff == 0, 0, np.sign(diff) * slope * dout).astype(diff.dtype)
+            grad = np.where(diff == 0, 0, p_norm_slope(diff, k.x("Out"), p, 1e-12) * k.x("Out@GRAD")).astype(diff.dtype)
     return k.grads({"X@GRAD": lambda: unbroadcast(grad, x.shape), "Y@GRAD": lambda: -unbroadcast(grad, y.shape)})
 
 

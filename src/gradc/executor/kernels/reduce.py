@@ -179,9 +179,16 @@ def p_norm_grad(k):
     norm, dout = k.x("Out").reshape(kept), k.x("Out@GRAD").reshape(kept)
     if p == 0:  # a count of nonzeros: piecewise constant
         return {"X@GRAD": np.zeros_like(x)}
+    return {"X@GRAD": p_norm_slope(x, norm, p, eps) * dout}
+
+
+def p_norm_slope(diff, norm, p: float, eps: float):
+    """d(norm)/d(diff) of ``norm``, the p-norm of ``diff`` (p not 0), as Paddle's p_norm grad: for inf / -inf,
+    sign(diff) at the entries equal to the norm (each tie gets the whole); else sign(diff) |diff|^(p-1) /
+    (norm^(p-1) + eps)."""
     if np.isinf(p):
-        return {"X@GRAD": (np.abs(x) == norm) * np.sign(x) * dout}
-    return {"X@GRAD": np.abs(x) ** (p - 1) / (norm ** (p - 1) + eps) * np.sign(x) * dout}
+        return np.sign(diff) * (np.abs(diff) == norm)
+    return np.abs(diff) ** (p - 1) / (norm ** (p - 1) + eps) * np.sign(diff)
 
 
 def _renorm_slices(k, x):
