@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.products import cross_axis, diag_embed_dims, diagonal_axes, diagonal_length
+from ...ops.products import cross_axis, diag_embed_dims, diagonal_axes
+from ...ops.rearrange import diagonal_length
 from ...shapes import value_error
 from . import kernel
 from .broadcast import unbroadcast
