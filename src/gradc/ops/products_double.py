@@ -83,6 +83,6 @@ for _name in ("trace", "diagonal"):
     defgrad(f"{_name}_grad", grad=linear(_name, x="Input"), no_grad_inputs=["Input"])   # Input: its shape only
 for _name in ("addmm", "baddbmm"):
     defgrad(f"{_name}_grad", grad=_scaled_product_grad, no_grad_inputs=["Input"])
-defgrad("multi_dot_grad", grad=multilinear("multi_dot", "X"))
+defgrad("multi_dot_grad", grad=multilinear("multi_dot", "X", "X@GRAD"))
 defgrad("dist_grad", grad=_dist_grad_maker)
 defgrad("frobenius_norm_grad", grad=_frobenius_norm_grad)
