@@ -2,6 +2,7 @@
 
 
 from gradc import Executor, Scope, append_backward
+from gradc.executor.kernels import KERNELS
 from gradc.layers import ProgramBuilder
 from gradc.shapes import dims_match
 
@@ -25,6 +26,17 @@ def run(op_type, inputs, attrs=None):
                 f"{op_type} {name}: inferred {declared}, kernel gave {list(value.shape)}"
     return {slot: [values[n] for n in args] if len(args) > 1 else values[args[0]]
             for slot, args in op.outputs.items()}
+
+
+def kernel_run(op_type, inputs, attrs=None):
+    """The kernel's own outputs for ``run``'s op, before the executor casts them to the declared dtypes."""
+    kernel, seen = KERNELS[op_type], {}
+    KERNELS[op_type] = lambda k: seen.setdefault("outputs", kernel(k))
+    try:
+        run(op_type, inputs, attrs)
+    finally:
+        KERNELS[op_type] = kernel
+    return seen["outputs"]
 
 
 def grad_op_of(op_type, inputs, attrs=None, loss_slot="Out"):

@@ -72,6 +72,18 @@ def test_logsumexp_is_differentiated_twice_only_where_the_rank_of_x_is_known():
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
 
 
+@pytest.mark.parametrize("op_type, attrs", [("logsumexp", {"axis": [1]}), ("frobenius_norm", {"dim": [1]})])
+def test_a_reduce_grads_out_grad_of_the_wrong_rank_is_named_when_differentiated_twice(op_type, attrs):
+    """The maker gives Out@GRAD back its reduced dims: a declared shape short of them is an error naming it."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3], "float64", stop_gradient=False)
+    out = net.op(op_type, {"X": x}, attrs)[0]
+    gradc.gradients(net.program, _squared_mean(net, out), ["x"])
+    net.program.global_block.var(f"{out}@GRAD").shape = []
+    with pytest.raises(gradc.GradError, match=rf"{op_type}_grad: {out}@GRAD\S* has shape \[\], not the 1 dims"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD"), ["x"])
+
+
 def test_a_grad_makers_error_says_where_its_op_is():
     net = ProgramBuilder()
     x = net.data("x", [3, -1], "float64", stop_gradient=False)

@@ -11,7 +11,7 @@ from fixtures import DATA
 from gradc import Executor, Scope, gradients
 from gradc.errors import ProgramError
 from gradc.layers import ProgramBuilder
-from one_op import run
+from one_op import kernel_run, run
 
 f32 = np.float32
 
@@ -69,11 +69,33 @@ def test_frobenius_norm_of_zeros_has_a_zero_gradient_as_in_paddle():
     assert not grads("frobenius_norm", {"X": np.zeros((2, 2), f32)}, {"dim": [0, 1]})[0].any()
 
 
+@pytest.mark.parametrize("name", ["in_dtype", "out_dtype"])
+def test_frobenius_norm_refuses_a_dtype_its_kernel_would_ignore(name):
+    with pytest.raises(ProgramError, match=rf"frobenius_norm {name} must be -1.*got 6"):
+        run("frobenius_norm", {"X": np.ones((2, 2), f32)}, {"dim": [0, 1], name: 6})
+
+
 def test_cross_takes_the_first_dim_of_size_3_by_default():
     x, y = np.eye(3, dtype=f32), np.roll(np.eye(3, dtype=f32), 1, axis=0)
     np.testing.assert_array_equal(run("cross", {"X": x, "Y": y})["Out"], np.cross(x, y, axis=0))
     x2 = np.arange(6, dtype=f32).reshape(2, 3)
     np.testing.assert_array_equal(run("cross", {"X": x2, "Y": x2[::-1]})["Out"], np.cross(x2, x2[::-1]))
+
+
+def test_cross_by_default_leaves_the_axis_to_run_time_behind_an_unknown_dim():
+    """X [-1, 4]: the unknown dim may be the 3 (no dim of size 3 is known); X [-1, 3]: the kernel's axis may be 0."""
+    for known, x in ((4, np.arange(12, dtype=f32).reshape(3, 4)), (3, np.arange(9, dtype=f32).reshape(3, 3))):
+        net = ProgramBuilder()
+        xs, ys = net.data("x", [-1, known]), net.data("y", [-1, known])
+        out = net.op("cross", {"X": xs, "Y": ys})[0]
+        assert net.block.var(out).shape == [-1, known]
+        got = Executor().run(net.program, {"x": x, "y": x[::-1].copy()}, [out], Scope())[0]
+        np.testing.assert_array_equal(got, np.cross(x, x[::-1], axis=0))
+
+
+def test_dot_of_int32_stays_int32_in_the_kernel():
+    rows = np.arange(6, dtype=np.int32).reshape(2, 3)
+    assert kernel_run("dot", {"X": rows, "Y": rows})["Out"].dtype == np.int32
 
 
 def test_dot_of_vectors_is_0d_and_of_rows_one_per_row():

@@ -269,16 +269,16 @@ def linear(forward: str, x: str = "X", out: str = "Out", passed: tuple[str, ...]
     return maker
 
 
-def multilinear(forward: str, operands: str, extra: tuple[str, ...] = ()):
+def multilinear(forward: str, operands: str, grads: str, extra: tuple[str, ...] = ()):
     """The maker of the grad op G of an op F(X_1, ..., X_n) linear in each operand, G reading them from its slot
-    ``operands`` with dOut and writing every X_i@GRAD = G_i(the others, dOut). With ddX_i the grads of those:
+    ``operands`` with dOut and writing every X_i@GRAD = G_i(the others, dOut) to its slot ``grads`` (F's operand
+    slot + "@GRAD"). With ddX_i the grads of those:
         d/d(dOut) = sum_i F(X with X_i -> ddX_i),   d/dX_j = sum over i != j of G_j(X with X_i -> ddX_i, dOut).
     ``extra``: list outputs of F besides Out (one var per operand), written to temporaries."""
 
     def maker(g):
         f = Formula(g)
         xs, dout = g.I(operands), first(g.I("Out@GRAD"))
-        grads = next(iter(g.fwd.outputs))   # X@GRAD, Operands@GRAD: named by the forward's operand slot
         varied = {i: xs[:i] + [dd] + xs[i + 1:] for i, (written, dd) in enumerate(zip(g.O(grads), g.OG(grads)))
                   if written != EMPTY_VAR}
         if first(g.IG("Out@GRAD")) not in (None, EMPTY_VAR):

@@ -48,18 +48,19 @@ unary_double("label_smooth_grad")                                  # (1 - epsilo
 defgrad("identity_loss_grad", grad=linear("identity_loss"), no_grad_inputs=["X"])   # dOut spread as it reduced
 
 
-def reducing(dout_slot: str, spread, second=None):
-    """The maker of a loss grad op linear in ``dout_slot``: ``spread(g, rank)`` gives the dims of X that dOut was
-    spread over (None: all); ``second(f, g, unit, ddx)``, when given, writes d/dX (``unit(loss grad)``: the grad
-    op with that loss grad)."""
+def reducing(dout_slot: str, spread, second=None, x: str = "X"):
+    """The maker of a loss grad op linear in ``dout_slot``: ``spread(g, rank)`` gives the dims of X (slot ``x``)
+    that dOut was spread over (None: all); ``second(f, g, unit, ddx)``, when given, writes d/dX (``unit(loss
+    grad)``: the grad op with that loss grad)."""
+    x_grad = x + "@GRAD"
 
     def maker(g):
         f = Formula(g)
-        ddx, dout, like = first(g.OG("X@GRAD")), first(g.I(dout_slot)), first(g.O("X@GRAD"))
+        ddx, dout, like = first(g.OG(x_grad)), first(g.I(dout_slot)), first(g.O(x_grad))
         values = {slot: g.I(slot) for slot in g.opdef.inputs if slot != dout_slot}
 
         def unit(loss_grad):
-            return f.op(g.fwd.type, {**values, dout_slot: loss_grad}, like, slot="X@GRAD", same=True)
+            return f.op(g.fwd.type, {**values, dout_slot: loss_grad}, like, slot=x_grad, same=True)
 
         wanted = first(g.IG(dout_slot))
         if wanted != EMPTY_VAR:

@@ -156,11 +156,18 @@ def _logsumexp_again(f, g):
     axes = list(reduce.logsumexp_axes(g.attr, rank))
 
     def kept(v):
-        if g.attr("keepdim") or not axes:
-            return v
-        return f.op("unsqueeze2", {"X": v}, v, {"axes": axes}, more={"XShape": f.xshape(v)},
-                    dims=lambda shape: _spread(shape, axes, rank))
+        return v if g.attr("keepdim") or not axes else with_reduced_dims(f, g, v, axes, rank)
     return {"X@GRAD": f.mul(kept(dout), f.unary("exp", f.sub(x, kept(out), x)), x)}
+
+
+def with_reduced_dims(f: Formula, g, value: str, axes: list[int], rank: int) -> str:
+    """``value`` (a reduce op's Out or Out@GRAD: X of rank ``rank`` less ``axes``) given back those axes as 1s."""
+    shape = g.shape(value)
+    if shape is not None and len(shape) != rank - len(axes):
+        raise GradError(f"{g.fwd.type}: {value} has shape {shape}, not the {rank - len(axes)} dims X of rank {rank} "
+                        f"keeps when reduced over axes {axes}")
+    return f.op("unsqueeze2", {"X": value}, value, {"axes": axes}, more={"XShape": f.xshape(value)},
+                dims=lambda kept: _spread(kept, axes, rank))
 
 
 def _spread(shape: list[int], axes: list[int], rank: int) -> list[int]:

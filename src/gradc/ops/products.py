@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import broadcast_dims, dims_match, normalize_axis
+from .rearrange import diagonal_length
 from .reduce import REDUCE_ATTRS, reduce_infer
 
 # cross's default dim: no dim given, the first of size 3
@@ -28,13 +29,14 @@ def _dot_infer(ctx):
     return {"Out": ([_known(x[0], y[0])] if len(x) == 2 else [], ctx.dtype("X"))}
 
 
-def cross_axis(dim: int, shape: list[int], fail) -> int:
-    """The axis cross takes its 3-vectors along: ``dim``, or by default the first dim of size 3."""
+def cross_axis(dim: int, shape: list[int], fail) -> int | None:
+    """The axis cross takes its 3-vectors along: ``dim``, or by default the first dim of size 3 (None when an
+    unknown dim comes first: the axis is known at run time only)."""
     if dim == CROSS_FIRST_OF_SIZE_3:
-        axis = next((i for i, d in enumerate(shape) if d == 3), None)
+        axis = next((i for i, d in enumerate(shape) if d == 3 or d < 0), None)
         if axis is None:
             fail(f"no dim of {shape} has size 3 (cross takes 3-vectors)")
-        return axis
+        return axis if shape[axis] == 3 else None
     axis = normalize_axis(dim, len(shape), fail)
     if not dims_match(shape[axis], 3):
         fail(f"dim {dim} has size {shape[axis]}, not 3 (cross takes 3-vectors)")
@@ -64,11 +66,6 @@ def _mv_infer(ctx):
     return {"Out": (x[:1], ctx.dtype("X"))}
 
 
-def _broadcasts_to(given: list[int], shape: list[int]) -> bool:
-    """Whether numpy-style broadcasting takes ``given`` to ``shape`` (its dims 1 or equal, aligned at the end)."""
-    return len(given) <= len(shape) and all(g == 1 or dims_match(g, d) for g, d in zip(given[::-1], shape[::-1]))
-
-
 def _scaled_product_infer(batched: bool):
     """addmm (batched: baddbmm): Out = Beta Input + Alpha X @ Y; Input broadcasts to Out's shape."""
     rank = 3 if batched else 2
@@ -80,8 +77,12 @@ def _scaled_product_infer(batched: bool):
             batch = "B, " if batched else ""
             ctx.fail(f"{name} needs X [{batch}M, K] and Y [{batch}K, N], got {x} and {y}")
         out = [_known(a, b) for a, b in zip(x[:-2], y[:-2])] + [x[-2], y[-1]]
-        if not _broadcasts_to(given, out):
+
+        def refuse(_reason: str = ""):
             ctx.fail(f"Input {given} does not broadcast to the product's shape {out}")
+        # it broadcasts to out when broadcasting it against out leaves out as it is
+        if len(given) > len(out) or not _same_dims(broadcast_dims(out, given, fail=refuse), out):
+            refuse()
         return {"Out": (out, ctx.dtype("X"))}
     return infer
 
@@ -115,13 +116,6 @@ def diagonal_axes(attr, rank: int, fail) -> tuple[int, int]:
     return axes[0], axes[1]
 
 
-def diagonal_length(rows: int, cols: int, offset: int) -> int:
-    """The length of the diagonal ``offset`` (above the main one if positive) of a rows x cols matrix."""
-    if rows < 0 or cols < 0:
-        return -1
-    return max(0, min(rows, cols - offset) if offset >= 0 else min(rows + offset, cols))
-
-
 def _diagonal_infer(keep_diagonal: bool):
     """trace (the diagonal summed) or diagonal (the diagonal as a new last dim): Input less axis1 and axis2."""
     def infer(ctx):
@@ -130,7 +124,8 @@ def _diagonal_infer(keep_diagonal: bool):
             ctx.fail(f"Input must have rank 2 or more (a matrix or a batch of them), got {shape}")
         a1, a2 = diagonal_axes(ctx.attr, len(shape), ctx.fail)
         rest = [d for i, d in enumerate(shape) if i not in (a1, a2)]
-        length = diagonal_length(shape[a1], shape[a2], ctx.attr("offset"))
+        rows, cols = shape[a1], shape[a2]
+        length = -1 if rows < 0 or cols < 0 else diagonal_length(rows, cols, ctx.attr("offset"))
         return {"Out": (rest + [length] if keep_diagonal else rest, ctx.dtype("Input"))}
     return infer
 
@@ -156,6 +151,14 @@ def _diag_embed_infer(ctx):
     return {"Out": (out, ctx.dtype("Input"))}
 
 
+def _frobenius_norm_infer(ctx):
+    """The reduce ops' attributes, but Out has X's dtype: no kernel converts to in_dtype or out_dtype."""
+    for name in ("in_dtype", "out_dtype"):
+        if ctx.attr(name) != -1:
+            ctx.fail(f"frobenius_norm {name} must be -1 (Out has X's dtype), got {ctx.attr(name)}")
+    return reduce_infer(ctx)
+
+
 defop("dot", ["X", "Y"], infer=_dot_infer, grad=grad_op("X", "Y"))
 defop("cross", ["X", "Y"], attrs={"dim": CROSS_FIRST_OF_SIZE_3}, infer=_cross_infer, grad=grad_op("X", "Y"))
 defop("kron", ["X", "Y"], infer=_kron_infer, grad=grad_op("X", "Y"))
@@ -174,4 +177,4 @@ defop("diagonal", ["Input"], attrs=DIAGONAL_ATTRS, infer=_diagonal_infer(True), 
 # Paddle 3.3.1's diag_embed has no grad maker
 defop("diag_embed", ["Input"], attrs={"offset": 0, "dim1": -2, "dim2": -1}, infer=_diag_embed_infer, grad=NO_GRAD)
 # sqrt of the sum of squares over the reduce ops' axes
-defop("frobenius_norm", ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X", "Out"))
+defop("frobenius_norm", ["X"], attrs=REDUCE_ATTRS, infer=_frobenius_norm_infer, grad=grad_op("X", "Out"))

@@ -11,6 +11,7 @@ from ..registry import defgrad
 from ..shapes import broadcast_dims
 from . import products  # noqa: F401  (registers the grad ops)
 from .composite import bilinear, expansion, first, linear, multilinear
+from .math_double import with_reduced_dims
 from .reduce import reduced_axes
 
 
@@ -59,9 +60,7 @@ def _frobenius_norm_grad(f, g):
     axes = list(reduced_axes(g.attr, rank))
     ratio = f.div(dout, f.scale(out, 1.0, 1e-12), dout)
     if not g.attr("keep_dim") and axes and len(axes) < rank:
-        kept = iter(g.shape(ratio) or [])
-        ratio = f.op("unsqueeze2", {"X": ratio}, ratio, {"axes": axes}, more={"XShape": f.xshape(ratio)},
-                     dims=lambda _: [1 if i in axes else next(kept) for i in range(rank)])
+        ratio = with_reduced_dims(f, g, ratio, axes, rank)
     return {"X@GRAD": f.mul(x, ratio, x)}
 
 
@@ -72,6 +71,6 @@ for _name in ("trace", "diagonal"):
     defgrad(f"{_name}_grad", grad=linear(_name, x="Input"), no_grad_inputs=["Input"])   # Input: its shape only
 for _name in ("addmm", "baddbmm"):
     defgrad(f"{_name}_grad", grad=_scaled_product_grad, no_grad_inputs=["Input"])
-defgrad("multi_dot_grad", grad=multilinear("multi_dot", "X"))
+defgrad("multi_dot_grad", grad=multilinear("multi_dot", "X", "X@GRAD"))
 defgrad("dist_grad", grad=_dist_grad_maker)
 defgrad("frobenius_norm_grad", grad=_frobenius_norm_grad)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
+from ..ir.types import NUMPY_DTYPE_NAMES
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import normalize_axis, value_error
 
@@ -42,13 +43,18 @@ def _tensor_axes_infer(bool_out: bool):
     return infer
 
 
+def sum_dtype(x_dtype, out_dtype: int, fail=value_error):
+    """reduce_sum's Out dtype: out_dtype when given; without one (-1), X's, but int64 for a bool or int32 X, as
+    Paddle 3.3.1's (a count of a mask: paddle.nanmean's); int8, int16 and uint8 keep their dtype (and wrap)."""
+    if out_dtype == -1:
+        return VarType.INT64 if x_dtype in (VarType.BOOL, VarType.INT32) else x_dtype
+    if out_dtype not in NUMPY_DTYPE_NAMES:
+        fail(f"reduce_sum out_dtype {out_dtype} is neither -1 (X's dtype) nor a tensor data type gradc knows")
+    return VarType(out_dtype)
+
+
 def _sum_infer(ctx):
-    """Out has the dtype out_dtype names; without one (-1), X's, but int64 for a bool or int32 X, as Paddle's (a
-    count of a mask: paddle.nanmean's)."""
-    code = ctx.attr("out_dtype")
-    if code == -1:
-        return reduce_infer(ctx, VarType.INT64 if ctx.dtype("X") in (VarType.BOOL, VarType.INT32) else None)
-    return reduce_infer(ctx, VarType(code))
+    return reduce_infer(ctx, sum_dtype(ctx.dtype("X"), ctx.attr("out_dtype"), ctx.fail))
 
 
 defop("reduce_sum", ["X"], attrs=REDUCE_ATTRS, infer=_sum_infer, grad=grad_op("X"))

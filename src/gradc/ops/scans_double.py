@@ -16,6 +16,7 @@ from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import scans  # noqa: F401  (registers the grad ops given makers here)
 from .composite import Formula, expansion, first
+from .loss_double import reducing
 
 
 def _taken(x_slot: str, index_slot: str, dout_slot: str, keepdim: str | None = None):
@@ -61,34 +62,28 @@ for _name in ("cummax", "cummin"):
 defgrad("mode_grad", grad=_taken("X", "Indices", "Out@GRAD", keepdim="keepdim"), no_grad_inputs=["X", "Indices"])
 
 
+def _median_spread(g, rank: int) -> list[int] | None:
+    """The dims median / nanmedian fold (None: all of them)."""
+    def fail(message: str):
+        raise GradError(f"{g.fwd.type}: {message}")
+
+    folded = scans.median_axes(g.attr("axis"), rank, fail)
+    return None if len(folded) == rank else folded
+
+
 def _shared(x_slot: str, out_slot: str):
     """median_grad, nanmedian_grad: X@GRAD_j = dOut_r w_j for j among the elements row r folds, the weights w
     (the grad op's own output for dOut = 1: at the index, shared among the elements equal to Out, or halves at the
-    two middles) flat in X and Out. So d/d(dOut)_r = the sum of ddX_j w_j over row r's elements."""
-    dout_slot = out_slot + "@GRAD"
+    two middles) flat in X and Out: a reducing maker (d/d(dOut)_r = the sum of ddX_j w_j over row r's elements)."""
+    reduced = reducing(out_slot + "@GRAD", _median_spread, x=x_slot)
 
     def maker(g):
-        wanted, ddx = first(g.IG(dout_slot)), first(g.OG(x_slot + "@GRAD"))
-        if wanted in (None, EMPTY_VAR) or ddx is None:
-            return []
         if g.I("AxisTensor") or g.I("AxisTensorList"):
             raise GradError(f"{g.fwd.type}: second derivatives need the folded axes when compiling, not in "
                             "AxisTensor / AxisTensorList")
-        f = Formula(g)
-        x, dout = first(g.I(x_slot)), first(g.I(dout_slot))
-        shape = g.shape(x)
-        if shape is None:
-            raise GradError(f"{g.fwd.type}: the rank of {x} must be known")
-
-        def fail(message: str):
-            raise GradError(f"{g.fwd.type}: {message}")
-
-        folded = scans.median_axes(g.attr("axis"), len(shape), fail)
-        ones = f.fill_like(dout, 1.0)
-        weights = f.op(g.fwd.type, {**{slot: g.I(slot) for slot in g.opdef.inputs if slot != dout_slot},
-                                    dout_slot: ones}, x, slot=x_slot + "@GRAD", same=True)
-        f.summed_like(f.mul(ddx, weights, x), dout, None if len(folded) == len(shape) else folded, out=wanted)
-        return f.ops
+        if g.shape(first(g.I(x_slot))) is None:   # reducing reads its rank
+            raise GradError(f"{g.fwd.type}: the rank of {first(g.I(x_slot))} must be known")
+        return reduced(g)
 
     return maker
 

@@ -8,11 +8,11 @@ from ...shapes import normalize_axis
 from . import kernel
 
 
-def _along(x: np.ndarray, k):
-    """x (a 0-d x as [1]) with the op's dim moved last, in the order the product runs, and the way back."""
+def along(x: np.ndarray, axis: int, reverse: bool = False):
+    """x (a 0-d x as [1]) with ``axis`` moved last, flipped when ``reverse`` (the order a scan runs), and the
+    way back to x's layout."""
     shape = x.shape or (1,)
-    axis = normalize_axis(k.attr("dim"), len(shape))
-    reverse = k.attr("reverse")
+    axis = normalize_axis(axis, len(shape))
 
     def run(v):
         v = np.moveaxis(v.reshape(shape), axis, -1)
@@ -32,7 +32,7 @@ def _exclusive(products: np.ndarray) -> np.ndarray:
 @kernel("cumprod")
 def cumprod(k):
     x = k.x("X")
-    run, back = _along(x, k)
+    run, back = along(x, k.attr("dim"), k.attr("reverse"))
     products = np.cumprod(run(x), axis=-1, dtype=x.dtype)
     return {"Out": back(_exclusive(products) if k.attr("exclusive") else products)}
 
@@ -43,7 +43,7 @@ def cumprod_grad(k):
     dout_i * (their factors after j): S_j = dout_j + x_{j+1} S_{j+1} (inclusive), S_j = dout_{j+1} +
     x_{j+1} S_{j+1} (exclusive). No division, so a zero x_j gets the other factors' product."""
     x = k.x("X")
-    run, back = _along(x, k)
+    run, back = along(x, k.attr("dim"), k.attr("reverse"))
     a, dout = run(x), run(k.x("Out@GRAD"))
     before = _exclusive(np.cumprod(a, axis=-1, dtype=a.dtype))
     tail = np.zeros_like(dout[..., 0])

@@ -127,7 +127,7 @@ FAMILIES = {
     "products": (
         "dot", "dot_grad", "cross", "cross_grad", "kron", "kron_grad", "mv", "mv_grad", "addmm", "baddbmm",
         "addmm_grad", "baddbmm_grad", "multi_dot", "multi_dot_grad", "dist", "dist_grad", "trace", "trace_grad",
-        "diagonal", "diagonal_grad", "diag_embed", "frobenius_norm", "frobenius_norm_grad",
+        "diagonal", "diagonal_grad", "diag_embed",
     ),
     "products_einsum": (
         "einsum", "einsum_grad",
@@ -143,10 +143,10 @@ FAMILIES = {
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad",
     ),
     "reduce": (
-        "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "reduce_all", "reduce_any", "mean",
-        "mean_grad", "reduce_max", "reduce_max_grad", "reduce_min", "reduce_min_grad", "reduce_amax",
-        "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "reduce_prod", "reduce_prod_grad", "logsumexp",
-        "logsumexp_grad", "p_norm", "p_norm_grad", "renorm", "renorm_grad",
+        "reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "frobenius_norm", "frobenius_norm_grad",
+        "reduce_all", "reduce_any", "mean", "mean_grad", "reduce_max", "reduce_max_grad", "reduce_min",
+        "reduce_min_grad", "reduce_amax", "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "reduce_prod",
+        "reduce_prod_grad", "logsumexp", "logsumexp_grad", "p_norm", "p_norm_grad", "renorm", "renorm_grad",
     ),
     "rnn": (
         "rnn", "rnn_grad",

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.products import cross_axis, diag_embed_dims, diagonal_axes, diagonal_length
-from ...ops.reduce import reduced_axes
+from ...ops.products import cross_axis, diag_embed_dims, diagonal_axes
+from ...ops.rearrange import diagonal_length
 from ...shapes import value_error
 from . import kernel
 from .broadcast import unbroadcast
+from .reduce import p_norm_slope
 
-kernel("dot")(lambda k: {"Out": np.sum(k.x("X") * k.x("Y"), axis=-1)})
+kernel("dot")(lambda k: {"Out": np.sum(k.x("X") * k.x("Y"), axis=-1, dtype=k.x("X").dtype)})   # int32 stays int32
 
 
 @kernel("dot_grad")
@@ -122,16 +123,13 @@ def dist_grad(k):
     (the central difference there), where Paddle computes 0 * inf = nan."""
     x, y, p = k.x("X"), k.x("Y"), k.attr("p")
     diff = x - y
-    norm, dout = k.x("Out"), k.x("Out@GRAD")
     if p == 0:
         grad = np.zeros_like(diff)
     elif np.isinf(p):
-        grad = np.sign(diff) * (np.abs(diff) == norm) * dout
+        grad = p_norm_slope(diff, k.x("Out"), p, 1e-12) * k.x("Out@GRAD")
     else:
-        power = diff.dtype.type(p - 1)
         with np.errstate(divide="ignore", invalid="ignore"):
-            slope = np.abs(diff) ** power / (norm ** power + diff.dtype.type(1e-12))
-            grad = np.where(diff == 0, 0, np.sign(diff) * slope * dout).astype(diff.dtype)
+            grad = np.where(diff == 0, 0, p_norm_slope(diff, k.x("Out"), p, 1e-12) * k.x("Out@GRAD")).astype(diff.dtype)
     return k.grads({"X@GRAD": lambda: unbroadcast(grad, x.shape), "Y@GRAD": lambda: -unbroadcast(grad, y.shape)})
 
 
@@ -191,21 +189,3 @@ def diag_embed(k):
         shape.insert(dim, size)
     return {"Out": on_diagonal(x, shape, offset, d1, d2)}
 
-
-def _norm_axes(k, x):
-    return reduced_axes(k.attr, x.ndim)
-
-
-@kernel("frobenius_norm")
-def frobenius_norm(k):
-    x = k.x("X")
-    return {"Out": np.sqrt(np.sum(x * x, axis=_norm_axes(k, x), keepdims=k.attr("keep_dim")))}
-
-
-@kernel("frobenius_norm_grad")
-def frobenius_norm_grad(k):
-    """X / (norm + 1e-12) dOut, as Paddle: 0 where the norm is 0."""
-    x = k.x("X")
-    axes = _norm_axes(k, x)
-    norm, dout = (k.x(slot) if k.attr("keep_dim") else np.expand_dims(k.x(slot), axes) for slot in ("Out", "Out@GRAD"))
-    return {"X@GRAD": x / (norm + x.dtype.type(1e-12)) * dout}

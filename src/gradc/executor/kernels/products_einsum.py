@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ...ir import EMPTY_VAR
-from ...ops.products_einsum import parse_equation
+from ...ops.products_einsum import Subscripts, parse_equation
 from ...shapes import value_error
 from . import kernel
 
 
 def _subscripts(k, operands):
-    return parse_equation(k.attr("equation"), [list(x.shape) for x in operands], value_error)
+    return _parsed(k.attr("equation"), tuple(x.shape for x in operands))
+
+
+@lru_cache(maxsize=256)
+def _parsed(equation: str, shapes: tuple[tuple[int, ...], ...]) -> Subscripts:
+    """An equation read once per operand shapes (a training loop runs the same ones every step); read only."""
+    return parse_equation(equation, [list(shape) for shape in shapes], value_error)
 
 
 def _interleaved(operands, labels) -> list:
@@ -22,7 +30,8 @@ def _interleaved(operands, labels) -> list:
 def einsum(k):
     operands = k.xs("Operands")
     subscripts = _subscripts(k, operands)
-    out = np.einsum(*_interleaved(operands, subscripts.operands), subscripts.output)
+    # optimize: contracted a pair at a time (BLAS), so a chain of three n x n costs n^3, not n^4
+    out = np.einsum(*_interleaved(operands, subscripts.operands), subscripts.output, optimize=True)
     return {"Out": out, "InnerCache": [np.zeros(0, out.dtype) for _ in operands], "XShape": list(operands)}
 
 
@@ -35,7 +44,7 @@ def _operand_grad(i, operands, subscripts, dout):
     reached = {label for _, sub in others for label in sub}
     distinct = list(dict.fromkeys(labels))
     kept = [label for label in distinct if label in reached]
-    grad = np.einsum(*_interleaved(*zip(*others)), kept)
+    grad = np.einsum(*_interleaved(*zip(*others)), kept, optimize=True)
     size = dict(zip(labels, operands[i].shape))
     grad = grad.reshape([size[label] if label in reached else 1 for label in distinct])
     full = np.zeros(operands[i].shape, dout.dtype)

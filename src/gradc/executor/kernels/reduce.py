@@ -1,11 +1,11 @@
-"""Kernels of gradc.ops.reduce."""
+"""Kernels of gradc.ops.reduce, and of frobenius_norm (gradc.ops.products), a reduction over the same axes."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES
-from ...ops.reduce import logsumexp_axes, reduced_axes
+from ...ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
+from ...ops.reduce import logsumexp_axes, reduced_axes, sum_dtype
 from ...shapes import normalize_axis
 from . import kernel
 
@@ -24,8 +24,8 @@ def _expand(k, dout, x, axes=None, keep=None):
 
 @kernel("reduce_sum")
 def reduce_sum(k):
-    x, code = k.x("X"), k.attr("out_dtype")
-    dtype = None if code == -1 else NUMPY_DTYPE_NAMES[code]
+    x = k.x("X")
+    dtype = NUMPY_DTYPE_NAMES[sum_dtype(DTYPE_BY_NUMPY_NAME[x.dtype.name], k.attr("out_dtype"))]
     return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"), dtype=dtype)}
 
 
@@ -46,6 +46,20 @@ def reduce_mean_grad(k):
     x = k.x("X")
     count = int(np.prod([x.shape[a] for a in _axes(k, x)]))
     return {"X@GRAD": _expand(k, k.x("Out@GRAD"), x) / count}
+
+
+@kernel("frobenius_norm")
+def frobenius_norm(k):
+    x = k.x("X")
+    return {"Out": np.sqrt(np.sum(x * x, axis=_axes(k, x), keepdims=k.attr("keep_dim")))}
+
+
+@kernel("frobenius_norm_grad")
+def frobenius_norm_grad(k):
+    """X / (norm + 1e-12) dOut, as Paddle: 0 where the norm is 0."""
+    x = k.x("X")
+    norm, dout = (_expand(k, k.x(slot), x) for slot in ("Out", "Out@GRAD"))
+    return {"X@GRAD": x / (norm + x.dtype.type(1e-12)) * dout}
 
 
 def _logical_axes(k, x):
@@ -165,9 +179,16 @@ def p_norm_grad(k):
     norm, dout = k.x("Out").reshape(kept), k.x("Out@GRAD").reshape(kept)
     if p == 0:  # a count of nonzeros: piecewise constant
         return {"X@GRAD": np.zeros_like(x)}
+    return {"X@GRAD": p_norm_slope(x, norm, p, eps) * dout}
+
+
+def p_norm_slope(diff, norm, p: float, eps: float):
+    """d(norm)/d(diff) of ``norm``, the p-norm of ``diff`` (p not 0), as Paddle's p_norm grad: for inf / -inf,
+    sign(diff) at the entries equal to the norm (each tie gets the whole); else sign(diff) |diff|^(p-1) /
+    (norm^(p-1) + eps)."""
     if np.isinf(p):
-        return {"X@GRAD": (np.abs(x) == norm) * np.sign(x) * dout}
-    return {"X@GRAD": np.abs(x) ** (p - 1) / (norm ** (p - 1) + eps) * np.sign(x) * dout}
+        return np.sign(diff) * (np.abs(diff) == norm)
+    return np.abs(diff) ** (p - 1) / (norm ** (p - 1) + eps) * np.sign(diff)
 
 
 def _renorm_slices(k, x):

@@ -8,14 +8,8 @@ import numpy as np
 from ...ir import VarType
 from ...shapes import normalize_axis
 from . import kernel
+from .cumprod import along
 from .scans_order import THRESHOLD, sorted_indices
-
-
-def _along(x: np.ndarray, axis: int):
-    """x with ``axis`` moved last (a 0-d x as [1]), and the way back to x's layout."""
-    shape = x.shape or (1,)
-    axis = normalize_axis(axis, len(shape))
-    return (lambda v: np.moveaxis(v.reshape(shape), axis, -1)), (lambda v: np.moveaxis(v, -1, axis).reshape(x.shape))
 
 
 def isnan(a: np.ndarray) -> np.ndarray:
@@ -35,7 +29,7 @@ def _cum_extreme(running):
     was last taken: an element equal to the running value takes it again, and so does each NaN."""
     def cum_extreme(k):
         x = k.x("x")
-        run, back = _along(x, k.attr("axis"))
+        run, back = along(x, k.attr("axis"))
         a = run(x)
         out = running.accumulate(a, axis=-1)
         taken = (a == out) | isnan(a)
@@ -48,7 +42,7 @@ def _cum_extreme(running):
 def _cum_extreme_grad(k):
     """Each out@GRAD goes to the element its index names (an element picked several times gets their sum)."""
     x = k.x("x")
-    run, back = _along(x, k.attr("axis"))
+    run, back = along(x, k.attr("axis"))
     dout = run(k.x("out@GRAD"))
     n = dout.shape[-1]
     rows = scatter_rows(dout.reshape(-1, n), run(k.x("indices")).reshape(-1, n).astype(np.int64), dout.reshape(-1, n))
@@ -57,7 +51,7 @@ def _cum_extreme_grad(k):
 
 kernel("cummax")(_cum_extreme(np.maximum))
 kernel("cummin")(_cum_extreme(np.minimum))
-kernel("cummax_grad", "cummin_grad")(_cum_extreme_grad)
+kernel("cummax_grad", "cummin_grad", shape_only=("x",))(_cum_extreme_grad)
 
 
 def _log_scan(a: np.ndarray, exclusive: bool, reverse: bool) -> np.ndarray:
@@ -74,7 +68,7 @@ def _logcumsumexp_layout(k, x: np.ndarray):
     """flatten runs over X flattened (axis ignored); Out is then 1-D."""
     if k.attr("flatten"):
         return (lambda v: v.reshape(-1)), (lambda v: v.reshape(x.shape))
-    return _along(x, k.attr("axis"))
+    return along(x, k.attr("axis"))
 
 
 @kernel("logcumsumexp")
@@ -125,7 +119,7 @@ def mode(k):
     row of up to 16 (its last occurrence); a longer row with a repeated mode is sorted as Paddle sorts it
     (scans_order), which can put another occurrence last."""
     x = k.x("X")
-    run, _ = _along(x, k.attr("axis"))
+    run, _ = along(x, k.attr("axis"))
     a = run(x)
     n = a.shape[-1]
     if n == 0:
@@ -142,13 +136,12 @@ def mode(k):
     return {"Out": values.reshape(shape), "Indices": indices.reshape(shape).astype(np.int64)}
 
 
-@kernel("mode_grad")
+@kernel("mode_grad", shape_only=("X",))
 def mode_grad(k):
-    """Out@GRAD goes to the element Indices names."""
-    x = k.x("X")
-    run, back = _along(x, k.attr("axis"))
-    a = run(x)
-    n = a.shape[-1]
-    dout = k.x("Out@GRAD").reshape(-1, 1)
-    dx = scatter_rows(a.reshape(-1, n), k.x("Indices").reshape(-1, 1).astype(np.int64), dout)
-    return {"X@GRAD": back(dx.reshape(a.shape))}
+    """Out@GRAD goes to the element Indices names, one per row."""
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    run, back = along(x, k.attr("axis"))
+    moved = run(x).shape
+    rows = np.zeros((dout.size, moved[-1]), dout.dtype)
+    np.put_along_axis(rows, k.x("Indices").reshape(-1, 1).astype(np.int64), dout.reshape(-1, 1), axis=1)
+    return {"X@GRAD": back(rows.reshape(moved))}
