@@ -196,3 +196,13 @@ def test_polygamma_order_is_its_attribute():
     for n in (0, 3):   # each order is the derivative of the one before it
         slope = np.diff(polygamma(n, 1.7 + steps)) / np.diff(steps)
         np.testing.assert_allclose(slope, polygamma(n + 1, np.array([1.7])), rtol=1e-8)
+
+
+def test_polygamma_of_any_order_stays_bounded():
+    """An order whose n! overflows (a hostile attribute: n = 2^31 - 1 took the fuzz past its time limit) gives
+    infinities of polygamma's sign, or NaN where they meet, without a series of n terms or a polynomial of degree n."""
+    x = np.array([0.5, 2.0, -1.5])
+    for n in (171, 2**31 - 1):
+        values = polygamma(n, x)
+        assert np.all(np.isinf(values[:2]) | np.isnan(values[:2])) and np.isnan(values[2])
+        assert np.all(values[np.isinf(values)] > 0) == (n % 2 == 1)

@@ -44,7 +44,9 @@ _ASYMPTOTIC_FROM = 10.0   # where the asymptotic series of lgamma and digamma ar
 def hurwitz_zeta(s: int, q):
     """zeta(s, q) = sum over k >= 0 of (q + k)^-s, for an integer s >= 2 and q > 0 (+inf at q = 0)."""
     q = np.asarray(q, np.float64)
-    terms = 10 + s   # summed directly; from q + terms on, the Euler-Maclaurin corrections shrink fast
+    # summed directly; from q + terms on, the Euler-Maclaurin corrections shrink fast (past s = 200 the series
+    # serves only polygamma orders whose n! overflows: the count stays bounded for any attribute n)
+    terms = 10 + min(s, 200)
     total = sum((q + k) ** -s for k in range(terms))
     w = q + terms
     total += w ** (1 - s) / (s - 1) + 0.5 * w ** -s
@@ -153,7 +155,9 @@ def polygamma(n: int, x):
     negative = x < 0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         out = sign * factorial * hurwitz_zeta(n + 1, np.where(negative, 1 - x, x))
-        if negative.any():
+        if negative.any() and n > _LARGEST_FACTORIAL:   # n! overflows: the reflection is inf - inf (its
+            out = np.where(negative, np.nan, out)           # polynomial alone would cost n^2)
+        elif negative.any():
             cot = _cot_pi(_pi_fraction(x))
             reflected = (-1) ** n * out - math.pi ** (n + 1) * polynomial.polyval(cot, _cot_derivative(n))
             out = np.where(negative, reflected, out)
