@@ -193,3 +193,12 @@ def test_einsum_grad_reads_paddle_s_slots_so_paddle_can_run_gradc_s_backward():
     ours = next(op for op in program.global_block.ops if op.type == "einsum_grad")
     theirs = next(op for op in gradc.load(row / "backward.pb").global_block.ops if op.type == "einsum_grad")
     assert ours.inputs == theirs.inputs and ours.outputs == theirs.outputs
+
+
+def test_an_offset_past_the_matrix_is_its_empty_diagonal():
+    """An offset beyond a C int (a hostile attribute) is the empty diagonal, as any offset past the matrix is:
+    numpy's trace and diagonal refused it with an OverflowError."""
+    x = np.arange(9, dtype=np.float32).reshape(3, 3)
+    for offset in (3, 2**40, -(2**40)):
+        assert run("trace", {"Input": x}, {"offset": offset})["Out"] == 0
+        assert run("diagonal", {"Input": x}, {"offset": offset})["Out"].shape == (0,)

@@ -136,7 +136,8 @@ def dist_grad(k):
 def _diagonal_of(k, x):
     """(axis1, axis2, offset, length) of trace's or diagonal's diagonal in x."""
     a1, a2 = diagonal_axes(k.attr, x.ndim, value_error)
-    offset = k.attr("offset")
+    # an offset past the matrix is its empty diagonal; numpy takes it only within a C int
+    offset = max(min(k.attr("offset"), x.shape[a2]), -x.shape[a1])
     return a1, a2, offset, diagonal_length(x.shape[a1], x.shape[a2], offset)
 
 
