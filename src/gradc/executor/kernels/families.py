@@ -58,6 +58,10 @@ FAMILIES = {
     "io": (
         "feed", "fetch",
     ),
+    "legacy_shape": (
+        "expand", "expand_grad", "flatten2", "flatten2_grad", "top_k", "top_k_grad", "reshape", "reshape_grad",
+        "transpose", "transpose_grad", "crop", "crop_grad", "fill_constant_batch_size_like",
+    ),
     "linalg": (
         "inverse", "inverse_grad", "determinant", "determinant_grad", "slogdeterminant", "slogdeterminant_grad",
         "cholesky", "cholesky_grad", "cholesky_solve", "cholesky_solve_grad", "triangular_solve",
