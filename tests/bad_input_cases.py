@@ -259,6 +259,17 @@ COMPILE_TIME = {
     "histogram bins": ("histogram", {"X": X23}, {"bins": 0}, "bins must be >= 1, got 0"),
     "histogram weight": ("histogram", {"X": X23, "Weight": zeros(2, 3, dtype=np.float64)}, {"bins": 4},
                          "Weight must have X's shape [2, 3] and dtype float32, got [2, 3] float64"),
+    # legacy_shape
+    "expand times": ("expand", {"X": X23}, {"expand_times": [2]}, "expand_times [2] must give a count >= 0 for each"),
+    "flatten2 axis": ("flatten2", {"X": X23}, {"axis": 3}, "flatten2 axis 3 must be in [0, 2]"),
+    "top_k k": ("top_k", {"X": X23}, {"k": 4}, "top_k k 4 must be in [1, 3]"),
+    "reshape shape": ("reshape", {"X": X23}, {"shape": [4, -1]}, "cannot reshape [2, 3] (6 elements) to [4, -1]"),
+    "transpose axis": ("transpose", {"X": X23}, {"axis": [0, 0]}, "transpose axis [0, 0] is not a permutation"),
+    "crop window": ("crop", {"X": X23}, {"shape": [2, 2], "offsets": [0, 2]}, "crop of X [2, 3] with shape [2, 2] at "
+                                                                               "offsets [0, 2] leaves X"),
+    "fill_constant_batch_size_like index": ("fill_constant_batch_size_like", {"Input": X23},
+                                            {"shape": [-1, 4], "input_dim_idx": 2},
+                                            "input_dim_idx 2 must index Input [2, 3]"),
 }
 
 RUN_TIME = {
@@ -311,6 +322,11 @@ RUN_TIME = {
                        "Num must be >= 1, got 0"),
     "histogram range": ("histogram", {"X": np.array([1.0, np.inf], f32)}, {"bins": 4},
                         "histogram range [1.0, inf] is not finite"),
+    # legacy_shape
+    "expand times tensor": ("expand", {"X": X23, "ExpandTimes": np.array([2], np.int32)}, {},
+                            "expand times [2] must give a count for each of the 2 dims of X"),
+    "crop offsets tensor": ("crop", {"X": X23, "Offsets": np.array([1, 1], np.int32)}, {"shape": [2, 2]},
+                            "with shape [2, 2] at offsets [1, 1] leaves X"),
 }
 
 # forward ops with nothing a program can get wrong, and why
@@ -341,4 +357,5 @@ EXEMPT = {
     # scans
     # linalg
     # sampling
+    # legacy_shape
 }
