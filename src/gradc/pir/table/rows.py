@@ -6,6 +6,7 @@ from .. import control_flow, stacks
 from . import (
     binary_math_rows,
     grad_rows,
+    legacy_shape_rows,
     linalg_rows,
     math_rows,
     nn_rows,
@@ -69,4 +70,5 @@ def _exports(rows) -> dict:
     return {legacy: sorted(entries, key=lambda entry: entry.when is None) for legacy, entries in exports.items()}
 
 
-EXPORTS = _exports(TABLE.values())
+# legacy_shape_rows are export-only: their PIR ops import as the v2 ops of TABLE
+EXPORTS = _exports([*TABLE.values(), *legacy_shape_rows.ROWS])

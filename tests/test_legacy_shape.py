@@ -1,0 +1,96 @@
+"""The v1 shape ops of older Paddle programs (gradc.ops.legacy_shape) beyond the registry walks: the semantics
+that differ from their v2 ops, checked against values Paddle 3.3.1 gives, and their PIR export."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc import ProgramError
+from gradc.errors import ExecutionError
+from gradc.pir import parse_pir, serialize_pir
+from test_activation_math_family import run_op
+
+X234 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+X23 = np.arange(6, dtype=np.float32).reshape(2, 3)
+
+
+def test_expand_tiles_by_its_times_and_a_times_tensor_wins():
+    out, = run_op("expand", {"X": X23}, {"expand_times": [2, 1]})
+    assert out.dtype == np.float32 and np.array_equal(out, np.tile(X23, (2, 1)))
+    out, = run_op("expand", {"X": X23, "ExpandTimes": np.array([1, 2], np.int32)}, {"expand_times": [2, 1]})
+    assert np.array_equal(out, np.tile(X23, (1, 2)))
+    out, = run_op("expand", {"X": X23}, {"expand_times": [0, 1]})   # Paddle: a count of 0 empties the dim
+    assert out.shape == (0, 3)
+
+
+@pytest.mark.parametrize("axis, shape", [(0, (1, 24)), (1, (2, 12)), (2, (6, 4)), (3, (24, 1))])
+def test_flatten2_folds_into_two_dims_at_axis(axis, shape):
+    out, xshape = run_op("flatten2", {"X": X234}, {"axis": axis}, outputs=("Out", "XShape"))
+    assert np.array_equal(out, X234.reshape(shape)) and xshape.shape == (0, 2, 3, 4)
+
+
+def test_top_k_takes_the_largest_along_the_last_axis():
+    """Paddle 3.3.1 gives values [[3, 3, 2], [5, 5, 5]] here; its v1 kernel orders tied indices as an unstable
+    partial sort leaves them ([1, 2, 0] in the second row), gradc the lower index first."""
+    x = np.array([[1, 3, 3, 2], [5, 5, 5, 1]], np.float32)
+    out, indices = run_op("top_k", {"X": x}, {"k": 3}, outputs=("Out", "Indices"))
+    assert np.array_equal(out, [[3, 3, 2], [5, 5, 5]])
+    assert np.array_equal(indices, [[1, 2, 3], [0, 1, 2]]) and indices.dtype == np.int64
+
+
+def test_reshape_copies_a_zero_dim_and_infers_a_minus_one_and_writes_no_xshape():
+    out, = run_op("reshape", {"X": X234}, {"shape": [0, -1, 2]})
+    assert np.array_equal(out, X234.reshape(2, 6, 2))
+    assert "XShape" not in gradc.registry.get("reshape").outputs
+
+
+def test_transpose_takes_negative_axes():
+    out, = run_op("transpose", {"X": X234}, {"axis": [-1, 0, 1]})
+    assert np.array_equal(out, X234.transpose(2, 0, 1))
+
+
+def test_crop_sizes_from_y_or_the_rest_of_the_dim():
+    out, = run_op("crop", {"X": X234}, {"shape": [-1, 2, 2], "offsets": [0, 1, 1]})
+    assert np.array_equal(out, X234[:, 1:3, 1:3])
+    out, = run_op("crop", {"X": X234, "Y": np.zeros((2, 2, 3), np.float32)}, {"offsets": [0, 1, 1]})
+    assert np.array_equal(out, X234[:, 1:3, 1:4])
+
+
+def test_crop_outside_x_is_an_error():
+    """Paddle 3.3.1 reads past X here (garbage values), and segfaults without offsets."""
+    with pytest.raises(ExecutionError, match=r"crop of X \[2, 3, 4\] with shape \[1, 2, 2\] at offsets \[1, 2, 1\]"):
+        run_op("crop", {"X": X234}, {"shape": [1, 2, 2], "offsets": [1, 2, 1]})
+    with pytest.raises(ExecutionError, match="leaves X"):
+        run_op("crop", {"X": X234, "Offsets": np.array([1, 2, 1], np.int32)}, {"shape": [1, 2, 2]})
+
+
+def test_fill_constant_batch_size_like_as_paddle():
+    out, = run_op("fill_constant_batch_size_like", {"Input": X234},
+                  {"shape": [-1, 5], "value": 1.5, "input_dim_idx": 1, "output_dim_idx": 0})
+    assert out.dtype == np.float32 and np.array_equal(out, np.full((3, 5), 1.5))
+    out, = run_op("fill_constant_batch_size_like", {"Input": X234},
+                  {"shape": [2, 5, 1], "str_value": "inf", "value": 1.5, "dtype": 6, "input_dim_idx": 2,
+                   "output_dim_idx": 2})
+    assert out.dtype == np.float64 and out.shape == (2, 5, 4) and np.all(out == np.inf)
+    out, = run_op("fill_constant_batch_size_like", {"Input": X234}, {"shape": [2, 1], "value": 2.7, "dtype": 3,
+                                                                      "output_dim_idx": 1})
+    assert out.dtype == np.int64 and np.array_equal(out, [[2, 2], [2, 2]])
+
+
+@pytest.mark.parametrize("case, pir_op", [("transpose_v1", "transpose2"), ("expand_v1", "tile")])
+def test_pir_export_writes_the_v2_op(case, pir_op):
+    """transpose exports as pd_op.transpose, expand as pd_op.tile; they import back as the v2 ops."""
+    folder = f"tests/data/paddle/layers/{case}"
+    program = gradc.load(f"{folder}/forward.pb")
+    again = parse_pir(serialize_pir(program))
+    assert [op.type for op in again.global_block.ops][0] == pir_op
+    feed = dict(np.load(f"{folder}/feed.npz"))
+    first = gradc.Executor().run(program, feed, [program.global_block.ops[0].output("Out")[0]])
+    second = gradc.Executor().run(again, feed, [again.global_block.ops[0].output("Out")[0]])
+    assert np.array_equal(first[0], second[0])
+
+
+def test_flatten2_has_no_pir_export():
+    program = gradc.load("tests/data/paddle/layers/flatten2_v1/forward.pb")
+    with pytest.raises(ProgramError, match="flatten2"):
+        serialize_pir(program)
