@@ -32,9 +32,10 @@ EMITTED = sorted({name for row in RECORD.values() for name in row.get("forward",
 
 
 def test_the_record_holds_every_coverage_row():
-    """The rows of docs/coverage.md, each with its legacy fixture; Paddle 3.3.1 builds all but these in PIR mode."""
+    """The rows of docs/coverage.md, each with its legacy fixture; Paddle 3.3.1 builds all but these in PIR mode
+    (and the legacy_v1 rows, whose ops PIR mode has not)."""
     assert set(RECORD) == {meta.parent.name for meta in (PIR_DATA.parent / "layers").glob("*/meta.json")}
-    assert sorted(r for r, row in RECORD.items() if "paddle_error" in row) == [
+    assert sorted(r for r, row in RECORD.items() if "paddle_error" in row and row.get("family") != "legacy_v1") == [
         "adaptive_log_softmax_with_loss", "prelu_element", "sync_batch_norm", "upsample_nearest_1d"]
 
 
