@@ -270,6 +270,8 @@ COMPILE_TIME = {
     "fill_constant_batch_size_like index": ("fill_constant_batch_size_like", {"Input": X23},
                                             {"shape": [-1, 4], "input_dim_idx": 2},
                                             "input_dim_idx 2 must index Input [2, 3]"),
+    "fill_constant_batch_size_like dtype": ("fill_constant_batch_size_like", {"Input": X23},
+                                            {"shape": [-1], "dtype": 99}, "dtype 99 is not a tensor data type"),
 }
 
 RUN_TIME = {
@@ -327,6 +329,7 @@ RUN_TIME = {
                             "expand times [2] must give a count for each of the 2 dims of X"),
     "crop offsets tensor": ("crop", {"X": X23, "Offsets": np.array([1, 1], np.int32)}, {"shape": [2, 2]},
                             "with shape [2, 2] at offsets [1, 1] leaves X"),
+    "top_k k tensor": ("top_k", {"X": X23, "K": np.array([4], np.int32)}, {}, "top_k k 4 must be in [1, 3]"),
 }
 
 # forward ops with nothing a program can get wrong, and why

@@ -8,6 +8,7 @@ each grad op is the adjoint of a forward op linear in X, so its grad is that for
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, VarType
+from ..ir.types import NUMPY_DTYPE_NAMES
 from ..registry import NO_GRAD, defgrad, defop, grad_op
 from ..shapes import numel
 from .composite import Formula, first, linear
@@ -97,6 +98,8 @@ def batch_size_like_dims(fail, shape: list[int], like: list[int], input_idx: int
 
 
 def _fill_batch_size_like_infer(ctx):
+    if ctx.attr("dtype") not in NUMPY_DTYPE_NAMES:
+        ctx.fail(f"dtype {ctx.attr('dtype')} is not a tensor data type gradc knows")
     dims = batch_size_like_dims(ctx.fail, list(ctx.attr("shape")), ctx.shape("Input"), ctx.attr("input_dim_idx"),
                                 ctx.attr("output_dim_idx"))
     return {"Out": (dims, ctx.attr("dtype"))}
