@@ -1,6 +1,8 @@
 """The v1 shape ops of older Paddle programs (gradc.ops.legacy_shape) beyond the registry walks: the semantics
 that differ from their v2 ops, checked against values Paddle 3.3.1 gives, and their PIR export."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -77,20 +79,39 @@ def test_fill_constant_batch_size_like_as_paddle():
     assert out.dtype == np.int64 and np.array_equal(out, [[2, 2], [2, 2]])
 
 
-@pytest.mark.parametrize("case, pir_op", [("transpose_v1", "transpose2"), ("expand_v1", "tile")])
-def test_pir_export_writes_the_v2_op(case, pir_op):
-    """transpose exports as pd_op.transpose, expand as pd_op.tile; they import back as the v2 ops."""
-    folder = f"tests/data/paddle/layers/{case}"
-    program = gradc.load(f"{folder}/forward.pb")
+LAYERS = "tests/data/paddle/layers"
+
+
+@pytest.mark.parametrize("case, v2", [("transpose_v1", "transpose2"), ("expand_v1", "tile"), ("reshape_v1", "reshape2"),
+                                      ("top_k_v1", "top_k_v2"), ("crop_v1", "crop_tensor")])
+def test_pir_export_writes_the_v2_op(case, v2):
+    """The v1 op exports as the PIR op of its v2 op, and imports back as the v2 op with the same output."""
+    program = gradc.load(f"{LAYERS}/{case}/forward.pb")
     again = parse_pir(serialize_pir(program))
-    assert [op.type for op in again.global_block.ops][0] == pir_op
-    feed = dict(np.load(f"{folder}/feed.npz"))
+    assert again.global_block.ops[0].type == v2
+    feed = dict(np.load(f"{LAYERS}/{case}/feed.npz"))
     first = gradc.Executor().run(program, feed, [program.global_block.ops[0].output("Out")[0]])
     second = gradc.Executor().run(again, feed, [again.global_block.ops[0].output("Out")[0]])
     assert np.array_equal(first[0], second[0])
 
 
-def test_flatten2_has_no_pir_export():
-    program = gradc.load("tests/data/paddle/layers/flatten2_v1/forward.pb")
-    with pytest.raises(ProgramError, match="flatten2"):
-        serialize_pir(program)
+@pytest.mark.parametrize("case", ["transpose_v1", "expand_v1", "top_k_v1", "crop_v1"])
+def test_pir_export_of_the_grads_gives_paddles_gradients(case):
+    """With gradc's backward: the v1 grad ops export as PIR grad ops (Paddle 3.3.1 runs the files to the same
+    numbers), and the program read back trains to Paddle's gradients."""
+    folder = f"{LAYERS}/{case}"
+    program = gradc.load(f"{folder}/forward.pb")
+    gradc.append_backward(program, json.loads(open(f"{folder}/meta.json").read())["loss"])
+    again = parse_pir(serialize_pir(program))
+    grads = dict(np.load(f"{folder}/grads.npz"))
+    values = gradc.Executor().run(again, dict(np.load(f"{folder}/feed.npz")), list(grads))
+    for name, value in zip(grads, values):
+        np.testing.assert_allclose(value, grads[name], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case, refusal", [("flatten2_v1", "no export for: flatten2"),
+                                           ("fill_constant_batch_size_like_v1", "no export for: fill_constant_batch"),
+                                           ("crop_v1_like", r"\(crop\): input slot\(s\) Y have no counterpart")])
+def test_ops_no_pir_op_computes_are_refused(case, refusal):
+    with pytest.raises(ProgramError, match=refusal):
+        serialize_pir(gradc.load(f"{LAYERS}/{case}/forward.pb"))

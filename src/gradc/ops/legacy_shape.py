@@ -80,10 +80,16 @@ def crop_window(fail, x: list[int], shape: list[int], offsets: list[int] | None)
 
 
 def _crop_infer(ctx):
-    """The output is shaped like Y when it is given, else by the shape attribute."""
-    shape = ctx.shape("Y") if ctx.has("Y") else list(ctx.attr("shape"))
+    """The output is shaped like Y when it is given (a dim Y knows only at run time stays unknown), else by the
+    shape attribute."""
     offsets = None if ctx.has("Offsets") else list(ctx.attr("offsets"))
-    return {"Out": (crop_window(ctx.fail, ctx.shape("X"), shape, offsets), ctx.dtype("X"))}
+    if not ctx.has("Y"):
+        return {"Out": (crop_window(ctx.fail, ctx.shape("X"), list(ctx.attr("shape")), offsets), ctx.dtype("X"))}
+    like = ctx.shape("Y")
+    if like is None:
+        return {"Out": (None, ctx.dtype("X"))}
+    crop_window(ctx.fail, ctx.shape("X"), [max(d, 1) for d in like], offsets)
+    return {"Out": (like, ctx.dtype("X"))}
 
 
 def batch_size_like_dims(fail, shape: list[int], like: list[int], input_idx: int, output_idx: int) -> list[int]:
