@@ -3,7 +3,13 @@ flatten2, top_k, reshape, transpose, crop (v1) and fill_constant_batch_size_like
 Each is defined with Paddle's v1 slots and attributes and infers its output with the v2 family's rules; the
 kernels (gradc.executor.kernels.legacy_shape) call the v2 kernels with translated attributes. Second derivatives:
 each grad op is the adjoint of a forward op linear in X, so its grad is that forward op applied to ddX
-(gradc.ops.composite.linear), or a take_along_axis for top_k."""
+(gradc.ops.composite.linear), or a take_along_axis for top_k.
+
+Where gradc and Paddle 3.3.1 part: Paddle declares expand's output dims with expand_v2's rule (the times read as
+a target shape) while its kernel tiles; gradc infers the tiled dims (and runs programs that carry Paddle's).
+Paddle's crop reads past X for a window outside it (garbage values) and crashes without offsets; gradc refuses
+both. top_k orders tied values by lower index first, as gradc's top_k_v2; Paddle leaves ties in the order of
+an unstable partial sort (same values, other Indices)."""
 
 from __future__ import annotations
 
