@@ -179,7 +179,9 @@ def top_k_v2(k):
     count = int(np.ravel(k.x("K"))[0]) if k.has("K") else k.attr("k")
     axis, x = _top_k_args(k, k.x("X"))
     key = -x if k.attr("largest") else x
-    order = np.argsort(key, axis=axis, kind="stable")  # ties: the lower index first, as Paddle
+    # ties: the lower index first; Paddle 3.3.1's partial sort orders them otherwise ([5, 5, 5, 1], k = 3: indices
+    # [1, 2, 0]), so at a tie its Indices, and where its grad puts dOut, may differ (the values do not)
+    order = np.argsort(key, axis=axis, kind="stable")
     indices = np.take(order, np.arange(count), axis=axis)
     shape = indices.shape if k.x("X").ndim else ()
     return {"Out": np.take_along_axis(x, indices, axis=axis).reshape(shape), "Indices": indices.reshape(shape)}
