@@ -81,6 +81,13 @@ FAMILIES = {
     "io": (
         "feed", "fetch",
     ),
+    "legacy_nn": (
+        "bilinear_interp", "bilinear_interp_grad", "nearest_interp", "nearest_interp_grad", "fc", "hinge_loss",
+        "hinge_loss_grad", "l1_norm", "l1_norm_grad",
+    ),
+    "legacy_nn_double": (
+        "bilinear_interp_grad", "nearest_interp_grad", "hinge_loss_grad", "l1_norm_grad",
+    ),
     "linalg": (
         "inverse", "inverse_grad", "determinant", "determinant_grad", "slogdeterminant", "slogdeterminant_grad",
         "cholesky", "cholesky_grad", "cholesky_solve", "cholesky_solve_grad", "triangular_solve",
