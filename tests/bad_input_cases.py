@@ -265,6 +265,8 @@ COMPILE_TIME = {
     "nearest_interp size": ("nearest_interp", {"X": X4}, {"interp_method": "nearest", "out_h": -2, "out_w": 3},
                             "the output size [-2, 3] must be > 0"),
     "fc weights": ("fc", {"Input": X23, "W": zeros(4, 5)}, {}, "Input flattens to [*, 3] at in_num_col_dims 1"),
+    "fc padded weights": ("fc", {"Input": X23, "W": zeros(7, 4)}, {"padding_weights": True},
+                          "W [7, 4] is too small for padding_weights"),
     "fc activation": ("fc", {"Input": X23, "W": zeros(3, 5)}, {"activation_type": "gelu"},
                       "activation_type 'gelu' is not one of"),
     "hinge_loss labels": ("hinge_loss", {"Logits": zeros(3, 1), "Labels": zeros(4, 1)}, {},

@@ -6,9 +6,14 @@ ratio 1 / scale) with one difference: the ``scale`` attribute is one float (<= 0
 dim. Sizes come, highest priority first, from SizeTensor, OutSize, a scale (the Scale input, else the
 attribute), then out_h/out_w. Paddle reads the method from ``interp_method``, not from the op type (a
 bilinear_interp op with interp_method "bicubic" resizes bicubically): so does gradc.
+
+Paddle has no fc_grad (fc is an inference fusion of mul, the bias add and relu): gradc differentiates fc as
+those ops (a composite grad maker), so a program an inference optimizer rewrote to hold fc can be fine-tuned.
 """
 
 from __future__ import annotations
+
+import math
 
 from ..registry import defop, grad_op
 from . import interp
@@ -49,9 +54,9 @@ for _name in V1_RESIZES:
 
 
 def fc_weight_dims(w_shape: list[int], padding_weights: bool) -> tuple[int, int]:
-    """(K, N) of the weights fc uses: W's, or without its padding."""
+    """(K, N) of the weights fc uses: W's, or without its padding (-1: unknown)."""
     pad = WEIGHT_PADDING if padding_weights else 0
-    return w_shape[0] - pad, w_shape[1] - pad
+    return tuple(-1 if d < 0 else d - pad for d in w_shape[:2])
 
 
 def _fc_infer(ctx):
@@ -65,24 +70,17 @@ def _fc_infer(ctx):
         ctx.fail(f"in_num_col_dims {cols} must be in [1, {len(x)}) for Input of rank {len(x)}")
     if len(w) != 2:
         ctx.fail(f"W must be 2-D, got shape {w}")
-    k, n = fc_weight_dims(w, ctx.attr("padding_weights"))
-    if min(k, n) < 1 and min(w) >= 0:
+    if ctx.attr("padding_weights") and any(0 <= d <= WEIGHT_PADDING for d in w):
         ctx.fail(f"W {w} is too small for padding_weights (4 padding rows and columns)")
-    inner = -1 if any(d < 0 for d in x[cols:]) else _product(x[cols:])
-    if -1 not in (inner, k) and inner != k:
+    k, n = fc_weight_dims(w, ctx.attr("padding_weights"))
+    inner = -1 if any(d < 0 for d in x[cols:]) else math.prod(x[cols:])
+    if min(inner, k) >= 0 and inner != k:
         ctx.fail(f"Input flattens to [*, {inner}] at in_num_col_dims {cols}, but W uses {k} rows")
     if ctx.has("Bias"):
         bias = ctx.shape("Bias")
         if not (len(bias) == 1 or (len(bias) == 2 and bias[0] == 1)) or bias[-1] not in (n, -1):
             ctx.fail(f"Bias must have shape [{n}] or [1, {n}], got {bias}")
     return {"Out": ([*x[:cols], n], ctx.dtype("Input"))}
-
-
-def _product(dims: list[int]) -> int:
-    total = 1
-    for d in dims:
-        total *= d
-    return total
 
 
 def _fc_expand(f, g):
@@ -101,8 +99,7 @@ def _fc_expand(f, g):
     return {"Out": out}
 
 
-# Paddle has no fc_grad (fc is an inference fusion); gradc differentiates it as the ops it fuses, so a
-# program an inference optimizer rewrote to hold fc can still be fine-tuned.
+# no fc_grad in Paddle: the composite maker differentiates the ops fc fuses (module docstring)
 defop("fc", ["Input", "W", "Bias?"], attrs={"in_num_col_dims": 1, "activation_type": "", "padding_weights": False},
       infer=_fc_infer, grad=expansion(_fc_expand))
 
