@@ -43,4 +43,8 @@ CASES = [
     second_order("nearest_interp", {"X": randn(1, 1, 2, 2)}, {"out_h": 4, "out_w": 3, "interp_method": "nearest"}),
     second_order("hinge_loss", HINGE),
     second_order("l1_norm", {"X": away(2, 3)}),
+    # fc has no grad op: second derivatives through the ops its composite maker emits
+    second_order("fc", {"Input": randn(2, 3, 2), "W": randn(2, 4), "Bias": randn(4)},
+                 {"in_num_col_dims": 2, "activation_type": "relu"}, grad_type="fc"),
+    second_order("fc", {"Input": randn(2, 3), "W": randn(7, 9)}, {"padding_weights": True}, grad_type="fc"),
 ]
