@@ -2,6 +2,8 @@
 top_k, reshape, transpose, crop, fill_constant_batch_size_like, the v1 interpolations, fc, hinge_loss, l1_norm);
 saved models still hold them. Each row appends the op itself (legacy_shim.append), as those versions' layers did."""
 
+import paddle
+
 from .legacy_shim import append
 from .spec import Input, f, given, table
 
@@ -14,6 +16,12 @@ NN = table("legacy_v1",
         "scale": 1.5, "interp_method": "bilinear", "align_corners": False, "align_mode": 1}), f(1, 2, 3, 5)),
     ("bilinear_interp_v1_corners", lambda x: append("bilinear_interp", {"X": x}, {
         "out_h": 4, "out_w": 6, "interp_method": "bilinear", "align_corners": True}), f(2, 1, 3, 4)),
+    ("bilinear_interp_v1_nhwc", lambda x: append("bilinear_interp", {"X": x}, {
+        "out_h": 2, "out_w": 5, "interp_method": "bilinear", "align_corners": False, "align_mode": 0,
+        "data_layout": "NHWC"}), f(2, 3, 4, 2)),
+    ("bilinear_interp_v1_outsize", lambda x: append("bilinear_interp", {
+        "X": x, "OutSize": paddle.to_tensor([4, 6], dtype="int32")}, {
+        "out_h": 9, "out_w": 9, "scale": 1.5, "interp_method": "bilinear", "align_corners": False}), f(1, 2, 3, 4)),
     ("nearest_interp_v1", lambda x: append("nearest_interp", {"X": x}, {
         "out_h": 6, "out_w": 7, "interp_method": "nearest", "align_corners": False}), f(1, 2, 3, 4)),
     ("nearest_interp_v1_scale", lambda x: append("nearest_interp", {"X": x}, {
