@@ -124,3 +124,17 @@ def test_fc_survives_a_pir_round_trip():
     fc = next(op for op in again.global_block.ops if op.type == "fc")
     assert (fc.attrs["in_num_col_dims"], fc.attrs["activation_type"], fc.attrs["padding_weights"]) == (1, "relu", False)
     assert sorted(fc.inputs) == ["Bias", "Input", "W"]
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs, out_slot", [
+    ("bilinear_interp", {"X": IMAGE}, {"out_h": 4, "out_w": 5, **RESIZE}, "Out"),
+    ("nearest_interp", {"X": IMAGE}, {"out_h": 4, "out_w": 5, "interp_method": "nearest", **RESIZE}, "Out"),
+    ("fc", {"Input": IMAGE.reshape(3, 4), "W": np.ones((4, 2), f32), "Bias": np.ones(2, f32)}, {}, "Out"),
+    ("hinge_loss", {"Logits": np.array([[0.5], [-2.0]], f32), "Labels": np.array([[1.0], [0.0]], f32)}, {}, "Loss"),
+    ("l1_norm", {"X": IMAGE}, {}, "Out"),
+])
+def test_float32_in_float32_out_and_grads(op_type, inputs, attrs, out_slot):
+    out = run_op(op_type, inputs, attrs, out_slot)
+    results = run_op(op_type, inputs, attrs, out_slot, out_grad=np.ones(out.shape, f32),
+                     wrt=["Logits"] if op_type == "hinge_loss" else None)
+    assert [r.dtype for r in results] == [np.dtype(f32)] * len(results)
