@@ -259,6 +259,19 @@ COMPILE_TIME = {
     "histogram bins": ("histogram", {"X": X23}, {"bins": 0}, "bins must be >= 1, got 0"),
     "histogram weight": ("histogram", {"X": X23, "Weight": zeros(2, 3, dtype=np.float64)}, {"bins": 4},
                          "Weight must have X's shape [2, 3] and dtype float32, got [2, 3] float64"),
+    # legacy_nn
+    "bilinear_interp rank": ("bilinear_interp", {"X": zeros(2, 3, 4)}, {"out_h": 2, "out_w": 2},
+                             "interp_method 'bilinear' needs a 4-D input, got rank 3"),
+    "nearest_interp size": ("nearest_interp", {"X": X4}, {"interp_method": "nearest", "out_h": -2, "out_w": 3},
+                            "the output size [-2, 3] must be > 0"),
+    "fc weights": ("fc", {"Input": X23, "W": zeros(4, 5)}, {}, "Input flattens to [*, 3] at in_num_col_dims 1"),
+    "fc padded weights": ("fc", {"Input": X23, "W": zeros(7, 4)}, {"padding_weights": True},
+                          "W [7, 4] is too small for padding_weights"),
+    "fc activation": ("fc", {"Input": X23, "W": zeros(3, 5)}, {"activation_type": "gelu"},
+                      "activation_type 'gelu' is not one of"),
+    "hinge_loss labels": ("hinge_loss", {"Logits": zeros(3, 1), "Labels": zeros(4, 1)}, {},
+                          "Labels [4, 1] must have Logits' shape [3, 1]"),
+    "l1_norm dtype": ("l1_norm", {"X": zeros(2, 3, dtype=np.int64)}, {}, "l1_norm needs a float X"),
     # legacy_shape
     "expand times": ("expand", {"X": X23}, {"expand_times": [2]}, "expand_times [2] must give a count >= 0 for each"),
     "flatten2 axis": ("flatten2", {"X": X23}, {"axis": 3}, "flatten2 axis 3 must be in [0, 2]"),
@@ -324,6 +337,9 @@ RUN_TIME = {
                        "Num must be >= 1, got 0"),
     "histogram range": ("histogram", {"X": np.array([1.0, np.inf], f32)}, {"bins": 4},
                         "histogram range [1.0, inf] is not finite"),
+    # legacy_nn
+    "bilinear_interp OutSize": ("bilinear_interp", {"X": X4, "OutSize": np.array([0, 3], np.int32)},
+                                {"out_h": 2, "out_w": 2}, "the output size [0, 3] must be > 0"),
     # legacy_shape
     "expand times tensor": ("expand", {"X": X23, "ExpandTimes": np.array([2], np.int32)}, {},
                             "expand times [2] must give a count for each of the 2 dims of X"),
@@ -360,5 +376,6 @@ EXEMPT = {
     # scans
     # linalg
     # sampling
+    # legacy_nn
     # legacy_shape
 }

@@ -81,6 +81,13 @@ FAMILIES = {
     "io": (
         "feed", "fetch",
     ),
+    "legacy_nn": (
+        "bilinear_interp", "bilinear_interp_grad", "nearest_interp", "nearest_interp_grad", "fc", "hinge_loss",
+        "hinge_loss_grad", "l1_norm", "l1_norm_grad",
+    ),
+    "legacy_nn_double": (
+        "bilinear_interp_grad", "nearest_interp_grad", "hinge_loss_grad", "l1_norm_grad",
+    ),
     "legacy_shape": (
         "expand", "expand_grad", "flatten2", "flatten2_grad", "top_k", "top_k_grad", "reshape", "reshape_grad",
         "transpose", "transpose_grad", "crop", "crop_grad", "fill_constant_batch_size_like",

@@ -99,20 +99,28 @@ def _axis_matrix(k, axis, size, out, scale, dtype, grad):
     return _linear(size, out, ratio, centred, arithmetic, dtype)
 
 
-def _plan(k, sizes) -> ops.Plan:
-    size_tensor = [int(t.reshape(-1)[0]) for t in k.xs("SizeTensor")] or None
-    out_size, scale = k.optional("OutSize"), k.optional("Scale")
-    return ops.plan(k.attr, sizes, size_tensor, None if out_size is None else out_size.reshape(-1).tolist(),
-                    None if scale is None else scale.reshape(-1).tolist())
+def planned_by(planner):
+    """The plan_of of ``resize``: ``planner(attr, spatial sizes, SizeTensor, OutSize, Scale values)``."""
+
+    def plan_of(k, sizes) -> ops.Plan:
+        size_tensor = [int(t.reshape(-1)[0]) for t in k.xs("SizeTensor")] or None
+        out_size, scale = k.optional("OutSize"), k.optional("Scale")
+        return planner(k.attr, sizes, size_tensor, None if out_size is None else out_size.reshape(-1).tolist(),
+                       None if scale is None else scale.reshape(-1).tolist())
+
+    return plan_of
 
 
-def _setup(k):
+_plan = planned_by(ops.plan)
+
+
+def _setup(k, plan_of):
     """(channels-last?, X channels first, the resize plan)."""
     x = k.x("X")
     ops.check_attrs(k.attr, x.ndim)
     last = k.attr("data_layout") == "NHWC"
     x = channels_first(x, last, x.ndim - 2)
-    plan = _plan(k, list(x.shape[2:]))
+    plan = plan_of(k, list(x.shape[2:]))
     check_shape([*x.shape[:2], *plan.sizes], x.dtype, "the resized tensor")
     return last, x, plan
 
@@ -124,7 +132,12 @@ def _matrices(k, x, plan, dtype, grad=False):
 
 @kernel(*ops.INTERP_OPS)
 def interp(k):
-    last, x, plan = _setup(k)
+    return resize(k, _plan)
+
+
+def resize(k, plan_of):
+    """Out of a resize whose plan ``plan_of(k, spatial sizes)`` gives (the v1 ops plan theirs otherwise)."""
+    last, x, plan = _setup(k, plan_of)
     if list(x.shape[2:]) == plan.sizes:
         return {"Out": channels_back(x.copy(), last)}
     if k.attr("interp_method") == "nearest":  # a gather: exact in any dtype
@@ -141,7 +154,12 @@ def interp(k):
 
 @kernel(*(name + "_grad" for name in ops.INTERP_OPS))
 def interp_grad(k):
-    last, x, plan = _setup(k)
+    return resize_grad(k, _plan)
+
+
+def resize_grad(k, plan_of):
+    """X@GRAD of a resize whose plan ``plan_of(k, spatial sizes)`` gives."""
+    last, x, plan = _setup(k, plan_of)
     dout = channels_first(k.x("Out@GRAD"), last, x.ndim - 2)
     if list(dout.shape[2:]) != plan.sizes:
         raise ValueError(f"Out@GRAD has spatial sizes {list(dout.shape[2:])}, but the resize gives {plan.sizes}")

@@ -6,6 +6,7 @@ from .. import control_flow, stacks
 from . import (
     binary_math_rows,
     grad_rows,
+    legacy_nn_rows,
     legacy_shape_rows,
     linalg_rows,
     math_rows,
@@ -58,7 +59,7 @@ def _table(rows) -> dict:
 
 TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROWS + grad_rows.ROWS + optimizer_rows.ROWS
                + unary_math_rows.ROWS + special_math_rows.ROWS + binary_math_rows.ROWS + products_rows.ROWS
-               + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + SPECIAL)
+               + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + legacy_nn_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
