@@ -93,23 +93,29 @@ def split_layout(shape, layout: str):
     return (shape[0], shape[-1], list(shape[1:-1])) if layout == "NHWC" else (shape[0], shape[1], list(shape[2:]))
 
 
-def _infer(ctx):
-    x = ctx.shape("X")
-    try:
-        check_attrs(ctx.attr, len(x))
-        n, c, sizes = split_layout(x, ctx.attr("data_layout"))
-        if any(ctx.has(slot) for slot in SIZE_SLOTS):  # sizes known at run time only
-            out = [-1] * len(sizes)
-            if not ctx.has("Scale"):
-                _scales(ctx.attr, len(sizes), None)
-        else:
-            out = plan(ctx.attr, sizes).sizes
-    except ValueError as err:
-        ctx.fail(str(err))
-    shape = [n, *out, c] if ctx.attr("data_layout") == "NHWC" else [n, c, *out]
-    return {"Out": (shape, ctx.dtype("X"))}
+def resize_infer(planner, check_scale=None):
+    """A resize's inference: Out's spatial sizes from ``planner(attr, sizes)``, or unknown where a size slot is fed
+    (known at run time only; ``check_scale(attr, rank)`` then still checks a scale attribute no Scale input
+    overrides)."""
+    def infer(ctx):
+        x = ctx.shape("X")
+        try:
+            check_attrs(ctx.attr, len(x))
+            n, c, sizes = split_layout(x, ctx.attr("data_layout"))
+            if any(ctx.has(slot) for slot in SIZE_SLOTS):
+                out = [-1] * len(sizes)
+                if check_scale is not None and not ctx.has("Scale"):
+                    check_scale(ctx.attr, len(sizes))
+            else:
+                out = planner(ctx.attr, sizes).sizes
+        except ValueError as err:
+            ctx.fail(str(err))
+        shape = [n, *out, c] if ctx.attr("data_layout") == "NHWC" else [n, c, *out]
+        return {"Out": (shape, ctx.dtype("X"))}
+    return infer
 
 
 for _name in INTERP_OPS:
-    defop(_name, ["X", "OutSize?", "SizeTensor[]?", "Scale?"], attrs=INTERP_ATTRS, infer=_infer,
+    defop(_name, ["X", "OutSize?", "SizeTensor[]?", "Scale?"], attrs=INTERP_ATTRS,
+          infer=resize_infer(plan, lambda attr, rank: _scales(attr, rank, None)),
           no_grad_inputs=SIZE_SLOTS, grad=grad_op("X", *SIZE_SLOTS))

@@ -35,21 +35,8 @@ def v1_plan(ctx_attr, sizes, size_tensor=None, out_size=None, scale_tensor=None)
                        scale_tensor)
 
 
-def _resize_infer(ctx):
-    x = ctx.shape("X")
-    try:
-        interp.check_attrs(ctx.attr, len(x))
-        n, c, sizes = interp.split_layout(x, ctx.attr("data_layout"))
-        given = any(ctx.has(slot) for slot in interp.SIZE_SLOTS)   # sizes known at run time only
-        out = [-1] * len(sizes) if given else v1_plan(ctx.attr, sizes).sizes
-    except ValueError as err:
-        ctx.fail(str(err))
-    shape = [n, *out, c] if ctx.attr("data_layout") == "NHWC" else [n, c, *out]
-    return {"Out": (shape, ctx.dtype("X"))}
-
-
 for _name in V1_RESIZES:
-    defop(_name, ["X", "OutSize?", "SizeTensor[]?", "Scale?"], attrs=V1_ATTRS, infer=_resize_infer,
+    defop(_name, ["X", "OutSize?", "SizeTensor[]?", "Scale?"], attrs=V1_ATTRS, infer=interp.resize_infer(v1_plan),
           no_grad_inputs=interp.SIZE_SLOTS, grad=grad_op("X", *interp.SIZE_SLOTS))
 
 
