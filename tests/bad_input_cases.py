@@ -285,6 +285,15 @@ COMPILE_TIME = {
                                             "input_dim_idx 2 must index Input [2, 3]"),
     "fill_constant_batch_size_like dtype": ("fill_constant_batch_size_like", {"Input": X23},
                                             {"shape": [-1], "dtype": 99}, "dtype 99 is not a tensor data type"),
+    # roi
+    # deform_conv
+    # detection
+    # yolo_loss
+    # signal
+    # graph
+    # static_nn
+    # pylayer
+    # sequence_lod
 }
 
 RUN_TIME = {
@@ -346,6 +355,15 @@ RUN_TIME = {
     "crop offsets tensor": ("crop", {"X": X23, "Offsets": np.array([1, 1], np.int32)}, {"shape": [2, 2]},
                             "with shape [2, 2] at offsets [1, 1] leaves X"),
     "top_k k tensor": ("top_k", {"X": X23, "K": np.array([4], np.int32)}, {}, "top_k k 4 must be in [1, 3]"),
+    # roi
+    # deform_conv
+    # detection
+    # yolo_loss
+    # signal
+    # graph
+    # static_nn
+    # pylayer
+    # sequence_lod
 }
 
 # forward ops with nothing a program can get wrong, and why
@@ -378,4 +396,13 @@ EXEMPT = {
     # sampling
     # legacy_nn
     # legacy_shape
+    # roi
+    # deform_conv
+    # detection
+    # yolo_loss
+    # signal
+    # graph
+    # static_nn
+    # pylayer
+    # sequence_lod
 }

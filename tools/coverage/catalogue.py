@@ -3,6 +3,7 @@
 from . import (
         activations,
         conv,
+        geometric,
         legacy_v1,
         losses,
         misc,
@@ -11,12 +12,15 @@ from . import (
         norms,
         sequence,
         shape,
+        static_nn,
         tensor_math,
         tensor_ops,
+        vision_ops,
 )
 
 ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *sequence.ROWS, *losses.ROWS,
         *models.ROWS, *models_full.ROWS,
-        *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS]
+        *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS, *vision_ops.ROWS, *geometric.ROWS,
+        *static_nn.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

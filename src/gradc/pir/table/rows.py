@@ -5,7 +5,10 @@ from __future__ import annotations
 from .. import control_flow, stacks
 from . import (
     binary_math_rows,
+    deform_conv_rows,
+    detection_rows,
     grad_rows,
+    graph_rows,
     legacy_nn_rows,
     legacy_shape_rows,
     linalg_rows,
@@ -14,13 +17,17 @@ from . import (
     optimizer_rows,
     plumbing,
     products_rows,
+    roi_rows,
     sampling_rows,
     scans_rows,
     shape_rows,
+    signal_rows,
     special,
     special_math_rows,
+    static_nn_rows,
     unary_math_rows,
     vision_rows,
+    yolo_loss_rows,
 )
 
 SPECIAL = [
@@ -59,7 +66,9 @@ def _table(rows) -> dict:
 
 TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROWS + grad_rows.ROWS + optimizer_rows.ROWS
                + unary_math_rows.ROWS + special_math_rows.ROWS + binary_math_rows.ROWS + products_rows.ROWS
-               + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + legacy_nn_rows.ROWS + SPECIAL)
+               + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + legacy_nn_rows.ROWS + roi_rows.ROWS
+               + deform_conv_rows.ROWS + detection_rows.ROWS + yolo_loss_rows.ROWS + signal_rows.ROWS + graph_rows.ROWS
+               + static_nn_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
