@@ -62,6 +62,12 @@ FAMILIES = {
     "cumprod_double": (
         "cumprod_grad",
     ),
+    "deform_conv": (
+        "deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad",
+    ),
+    "deform_conv_double": (
+        "deformable_conv_grad", "deformable_conv_v1_grad",
+    ),
     "hsigmoid": (
         "hierarchical_sigmoid", "hierarchical_sigmoid_grad",
     ),

@@ -42,6 +42,9 @@ FAMILIES = {
     "cumprod": (
         "cumprod", "cumprod_grad",
     ),
+    "deform_conv": (
+        "deformable_conv", "deformable_conv_v1", "deformable_conv_grad", "deformable_conv_v1_grad",
+    ),
     "hsigmoid": (
         "hierarchical_sigmoid", "hierarchical_sigmoid_grad",
     ),
