@@ -287,6 +287,27 @@ COMPILE_TIME = {
                                             {"shape": [-1], "dtype": 99}, "dtype 99 is not a tensor data type"),
     # roi
     # deform_conv
+    "deformable_conv offset": ("deformable_conv", {"Input": X4, "Offset": zeros(2, 9, 3, 3),
+                                                   "Filter": zeros(2, 4, 3, 3), "Mask": zeros(2, 9, 3, 3)},
+                               {"paddings": [1, 1]},
+                               "Offset must be [N, 2 * deformable_groups * kh * kw, out_h, out_w] = [2, 18, 3, 3]"),
+    "deformable_conv mask": ("deformable_conv", {"Input": X4, "Offset": zeros(2, 8, 2, 2), "Filter": zeros(2, 4, 2, 2),
+                                                 "Mask": zeros(2, 4, 3, 3)}, {},
+                             "Mask must be [N, deformable_groups * kh * kw, out_h, out_w] = [2, 4, 2, 2]"),
+    "deformable_conv_v1 groups": ("deformable_conv_v1", {"Input": X4, "Offset": zeros(2, 18, 1, 1),
+                                                         "Filter": zeros(2, 4, 3, 3)}, {"groups": 2},
+                                  "Input has 4 channels but Filter expects 4 per group x 2 groups"),
+    "deformable_conv_v1 deformable_groups": ("deformable_conv_v1", {"Input": zeros(1, 3, 3, 3),
+                                                                    "Offset": zeros(1, 36, 1, 1),
+                                                                    "Filter": zeros(4, 3, 3, 3)},
+                                             {"deformable_groups": 2},
+                                             "Input's 3 channels do not split into 2 deformable_groups"),
+    "deformable_conv_v1 strides": ("deformable_conv_v1", {"Input": X4, "Offset": zeros(2, 18, 1, 1),
+                                                          "Filter": zeros(2, 4, 3, 3)}, {"strides": [0, 1]},
+                                   "strides must be >= 1, got [0, 1]"),
+    "deformable_conv_v1 kernel": ("deformable_conv_v1", {"Input": X4, "Offset": zeros(2, 32, 1, 1),
+                                                         "Filter": zeros(2, 4, 4, 4)}, {},
+                                  "the output H would be 0: input 3, padding 0, kernel 4"),
     # detection
     # yolo_loss
     # signal
