@@ -80,5 +80,5 @@ def _exports(rows) -> dict:
     return {legacy: sorted(entries, key=lambda entry: entry.when is None) for legacy, entries in exports.items()}
 
 
-# legacy_shape_rows are export-only: their PIR ops import as the v2 ops of TABLE
-EXPORTS = _exports([*TABLE.values(), *legacy_shape_rows.ROWS])
+# legacy_shape_rows and deform_conv_rows.EXPORTS are export-only: their PIR ops import as the ops of TABLE
+EXPORTS = _exports([*TABLE.values(), *legacy_shape_rows.ROWS, *deform_conv_rows.EXPORTS])
