@@ -9,12 +9,16 @@ four pixels around it, a pixel outside the image reading 0, and a point at or be
 altogether; v2 multiplies it by Mask [N, dg * kh * kw, oh, ow]. Then the columns meet the filter as in conv2d.
 
 The grads are Paddle's: of Offset the derivative of the bilinear weights in the cell below and right of the
-point (at a pixel row or column, the one-sided derivative from above), 0 outside. Paddle 3.3.1's grad kernel
-multiplies im2col_step samples at a time without the transposition its forward makes, so with im2col_step > 1
-its gradients are wrong (all zeros where im2col_step exceeds the batch), and it computes Mask@GRAD only
-alongside Offset@GRAD (none when Offset has stop_gradient): gradc's do not depend on im2col_step, which changes
-no value here (it must be >= 1), and give Mask@GRAD on its own. Paddle requires the output channels to divide
-into deformable_groups; gradc also requires the input channels to (its kernel reads past a group otherwise).
+point (on a pixel row or column, the one-sided derivative toward the next one), 0 where the point reads nothing.
+Where gradc departs from Paddle 3.3.1:
+- im2col_step (samples per matmul in Paddle's kernels) changes no value in gradc; it must be >= 1. Paddle's grad
+  kernel misses the transposition its forward makes, so with im2col_step > 1 its gradients are wrong (all zeros
+  where im2col_step exceeds the batch), and it rejects a batch above im2col_step that im2col_step does not divide.
+- Paddle computes Mask@GRAD only alongside Offset@GRAD (none when Offset has stop_gradient); gradc on its own.
+- A NaN offset reads nothing (in Paddle too) and gets zero gradients; Paddle's there are NaN or arbitrary (its grad
+  kernel takes the NaN point for one inside the image).
+- Paddle requires the output channels to divide into deformable_groups, and gradc too; gradc also requires the
+  input channels to (Paddle's kernel then reads past a group's channels).
 """
 
 from __future__ import annotations
