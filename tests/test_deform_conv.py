@@ -151,3 +151,12 @@ def test_a_second_derivative_through_the_offsets_grad_is_refused():
     with pytest.raises(GradError, match="deformable_conv_grad: .* only through the grads of Input, Filter, Mask; "
                                         "the loss reads the offsets' gradient 'offset@GRAD'"):
         append_backward(net.program, penalty)
+
+
+def test_an_empty_batch_gives_empty_output_and_gradients():
+    inputs = {"Input": np.zeros((0, 2, 4, 4)), "Offset": np.zeros((0, 18, 4, 4)), "Filter": np.ones((3, 2, 3, 3)),
+              "Mask": np.zeros((0, 9, 4, 4))}
+    out, grads = run("deformable_conv", inputs, {**ATTRS, "paddings": [1, 1]})
+    assert out.shape == (0, 3, 4, 4)
+    assert {slot: grad.shape for slot, grad in grads.items()} == {slot: a.shape for slot, a in inputs.items()}
+    assert not grads["Filter"].any()

@@ -7,6 +7,7 @@ gathered pixels for Mask (times the weights) and Offset (times the weights' deri
 from __future__ import annotations
 
 import functools
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -53,7 +54,7 @@ def _positions(k, offset, k_sizes):
 def _corners(h, w, height: int, width: int) -> list[Corner]:
     """The four pixels around each point (h, w): a point at or beyond one pixel outside the image reads
     nothing, a pixel outside reads 0."""
-    h, w = (a.reshape(*a.shape[:2], -1) for a in (h, w))
+    h, w = (a.reshape(*a.shape[:2], math.prod(a.shape[2:])) for a in (h, w))
     with np.errstate(invalid="ignore"):   # NaN offsets read nothing, as in Paddle
         reads = (h > -1) & (w > -1) & (h < height) & (w < width)
     h, w = np.where(reads, h, 0.0), np.where(reads, w, 0.0)
@@ -82,8 +83,8 @@ def _deform(k) -> Deform:
     h, w = _positions(k, offset, filt.shape[2:])
     image = x.reshape(n, dg, c // dg, height * width).astype(np.float64)
     if mask is not None:
-        mask = mask.reshape(n, dg, 1, -1).astype(np.float64)
-    weights = filt.reshape(groups, filt.shape[0] // groups, -1).astype(np.float64)
+        mask = mask.reshape(n, dg, 1, math.prod(mask.shape[1:]) // dg).astype(np.float64)
+    weights = filt.reshape(groups, filt.shape[0] // groups, math.prod(filt.shape[1:])).astype(np.float64)
     return Deform(image, _corners(h, w, height, width), mask, weights, out_shape)
 
 
@@ -103,7 +104,7 @@ def _columns(d: Deform, pixels: list) -> np.ndarray:
     if d.mask is not None:
         sampled = sampled * d.mask
     n, groups = d.image.shape[0], d.weights.shape[0]
-    return sampled.reshape(n, groups, d.weights.shape[2], -1)
+    return sampled.reshape(n, groups, d.weights.shape[2], math.prod(d.out_shape[2:]))
 
 
 @kernel("deformable_conv", "deformable_conv_v1")
@@ -120,16 +121,20 @@ def deformable_conv_grad(k):
     if list(dout.shape) != d.out_shape:
         raise ValueError(f"Output@GRAD has shape {list(dout.shape)}, but the output is {d.out_shape}")
     n, groups = dout.shape[0], d.weights.shape[0]
-    dout = dout.reshape(n, groups, d.weights.shape[1], -1).astype(np.float64)
-    pixels = [_pixels(d, c) for c in d.corners]
+    dout = dout.reshape(n, groups, d.weights.shape[1], math.prod(d.out_shape[2:])).astype(np.float64)
     # the columns' grad, as [N, dg, C/dg, points]
-    dcols = np.matmul(d.weights.transpose(0, 2, 1)[None], dout).reshape(d.image.shape[:3] + (-1,))
+    dcols = np.matmul(d.weights.transpose(0, 2, 1)[None], dout)
+    dcols = dcols.reshape(*d.image.shape[:3], d.corners[0].index.shape[2])
     mask = 1.0 if d.mask is None else d.mask[:, :, 0]
+
+    @functools.cache
+    def pixels() -> list:
+        return [_pixels(d, c) for c in d.corners]
 
     @functools.cache
     def reach() -> list:
         """Per corner: the columns' grad times its pixels, summed over the channels, [N, dg, points]."""
-        return [np.einsum("ngcp,ngcp->ngp", dcols, p) for p in pixels]
+        return [np.einsum("ngcp,ngcp->ngp", dcols, p) for p in pixels()]
 
     def input_grad():
         spread = dcols if d.mask is None else dcols * d.mask
@@ -145,11 +150,11 @@ def deformable_conv_grad(k):
         along_w = mask * sum(c.slope_w * r for c, r in zip(d.corners, reach()))
         n, dg = offset.shape[0], k.attr("deformable_groups")
         points = offset.shape[1] // (2 * dg)   # (dy, dx) interleaved per kernel point
-        grad = np.stack([a.reshape(n, dg, points, -1) for a in (along_h, along_w)], axis=3)
+        grad = np.stack([a.reshape(n, dg, points, math.prod(d.out_shape[2:])) for a in (along_h, along_w)], axis=3)
         return grad.reshape(offset.shape).astype(offset.dtype)
 
     def filter_grad():
-        cols = _columns(d, pixels)
+        cols = _columns(d, pixels())
         return np.einsum("ngol,ngcl->goc", dout, cols).reshape(k.x("Filter").shape).astype(k.x("Filter").dtype)
 
     def mask_grad():
