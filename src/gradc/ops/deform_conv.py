@@ -71,11 +71,11 @@ def deform_geometry(attr, x, filt, offset, mask=None) -> list[int]:
     n, c, o, (kh, kw) = x[0], x[1], filt[0], filt[2:]
     if c >= 0 and filt[1] >= 0 and c != filt[1] * groups:
         raise ValueError(f"Input has {c} channels but Filter expects {filt[1]} per group x {groups} groups")
-    for what, channels, count, name in (("Filter's output", o, groups, "groups"),
-                                        ("Filter's output", o, dg, "deformable_groups"),
-                                        ("Input's", c, dg, "deformable_groups")):
+    for owner, channels, kind, count, name in (("Filter's", o, "output ", groups, "groups"),
+                                               ("Filter's", o, "output ", dg, "deformable_groups"),
+                                               ("Input's", c, "", dg, "deformable_groups")):
         if channels >= 0 and channels % count:
-            raise ValueError(f"{what} {channels} channels do not split into {count} {name}")
+            raise ValueError(f"{owner} {channels} {kind}channels do not split into {count} {name}")
     out = deform_out_sizes(x[2:], (kh, kw), attr("strides"), attr("paddings"), attr("dilations"))
     points = kh * kw if min(kh, kw) >= 0 else -1
     for slot, shape, per_point in (("Offset", offset, 2), ("Mask", mask, 1)):
