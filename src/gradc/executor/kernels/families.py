@@ -42,6 +42,10 @@ FAMILIES = {
     "cumprod": (
         "cumprod", "cumprod_grad",
     ),
+    "graph": (
+        "graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad", "graph_send_uv",
+        "graph_send_uv_grad", "segment_pool", "segment_pool_grad",
+    ),
     "hsigmoid": (
         "hierarchical_sigmoid", "hierarchical_sigmoid_grad",
     ),
