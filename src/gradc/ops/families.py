@@ -66,6 +66,9 @@ FAMILIES = {
         "graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad", "graph_send_uv",
         "graph_send_uv_grad", "segment_pool", "segment_pool_grad",
     ),
+    "graph_double": (
+        "graph_send_recv_grad", "graph_send_ue_recv_grad", "graph_send_uv_grad", "segment_pool_grad",
+    ),
     "hsigmoid": (
         "hierarchical_sigmoid", "hierarchical_sigmoid_grad",
     ),
