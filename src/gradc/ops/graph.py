@@ -4,8 +4,9 @@ graph_send_recv gathers X's rows along the edges (Src_index[e] -> Dst_index[e]) 
 (reduce_op SUM, MEAN, MAX or MIN); graph_send_ue_recv first combines each gathered row with the edge's row of Y
 (message_op ADD, SUB, MUL or DIV, X and Y broadcast past their first dim); graph_send_uv gives each edge
 message_op(x[src], y[dst]), no reduction. Out's rows: out_size (or the Out_size tensor) when > 0, else X's rows;
-rows no edge reaches are 0, also for MAX and MIN. Dst_count is the number of edges into each row (int32).
-segment_pool reduces X's rows by their sorted SegmentIds into last id + 1 rows (pooltype SUM, MEAN, MAX, MIN).
+rows no edge reaches are 0, also for MAX and MIN. Dst_count is the number of edges into each row.
+segment_pool reduces X's rows by their sorted SegmentIds into last id + 1 rows (pooltype SUM, MEAN, MAX, MIN);
+SummedIds is the number of rows in each segment.
 
 MAX and MIN send dOut to every message equal to the extreme (ties each get the whole, as Paddle's kernels do).
 graph_send_recv's messages are X's rows, so edges repeating a (src, dst) pair carry one message: gradc counts
@@ -71,12 +72,17 @@ def feature_dims(ctx, x: list[int], y: list[int]) -> list[int]:
     return broadcast_dims(x[1:], y[1:], -1, ctx.fail)
 
 
+# Dst_count and SummedIds are declared variously (legacy programs: [] int32 and []; PIR: [0] float32, or [-1]
+# int32 where Paddle's kernel writes them, for MEAN only): gradc writes both always, in the declared dtype
+COUNTS = (None, None)
+
+
 def _send_recv_infer(ctx):
     _choice(ctx, "reduce_op", REDUCE_OPS)
     x = _rows(ctx)
     _index_count(ctx, "Src_index", "Dst_index")
     rows = _out_rows(ctx, x[0])
-    return {"Out": ([rows, *x[1:]], ctx.dtype("X")), "Dst_count": ([rows], VarType.INT32)}
+    return {"Out": ([rows, *x[1:]], ctx.dtype("X")), "Dst_count": COUNTS}
 
 
 def _send_ue_recv_infer(ctx):
@@ -87,7 +93,7 @@ def _send_ue_recv_infer(ctx):
     if edges >= 0 and y[0] >= 0 and y[0] != edges:
         ctx.fail(f"graph_send_ue_recv needs a row of Y per edge: Y has {y[0]} rows for {edges} edges")
     rows = _out_rows(ctx, x[0])
-    return {"Out": ([rows, *feature_dims(ctx, x, y)], one_dtype(ctx, "X", "Y")), "Dst_count": ([rows], VarType.INT32)}
+    return {"Out": ([rows, *feature_dims(ctx, x, y)], one_dtype(ctx, "X", "Y")), "Dst_count": COUNTS}
 
 
 def _send_uv_infer(ctx):
@@ -103,7 +109,7 @@ def _segment_pool_infer(ctx):
     ids = _index_count(ctx, "SegmentIds")
     if ids >= 0 and x[0] >= 0 and ids != x[0]:
         ctx.fail(f"segment_pool needs a segment id per row of X: {ids} ids for {x[0]} rows")
-    return {"Out": ([-1, *x[1:]], ctx.dtype("X")), "SummedIds": ([-1, 1], ctx.dtype("X"))}
+    return {"Out": ([-1, *x[1:]], ctx.dtype("X")), "SummedIds": (None, ctx.dtype("X"))}
 
 
 _OUT_SIZE = {"out_size": typed([0], AttrType.LONGS)}
