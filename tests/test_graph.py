@@ -1,0 +1,129 @@
+"""The graph ops (gradc.ops.graph) against values Paddle 3.3.1 computed: rows out_size leaves unreached are 0
+(also for MAX and MIN), ties of MAX and MIN each get the whole dOut, and where gradc departs from Paddle on
+purpose: a repeated (src, dst) edge carries one message for send_recv's MAX and MIN grads, and SUB and DIV
+messages compute x - y and x / y (Paddle's kernels write zeros)."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.errors import GradError
+from gradc.ir import to_var_type
+
+X = np.array([[1.0, 5.0], [3.0, 2.0], [3.0, 5.0], [0.0, 1.0]], np.float32)
+EDGES = {"Src_index": np.array([0, 1, 2, 0, 0]), "Dst_index": np.array([1, 1, 1, 0, 0])}   # 0 -> 0 twice
+DOUT = np.arange(1.0, 9.0, dtype=np.float32).reshape(4, 2)
+
+
+def run(op_type: str, inputs: dict, outputs: list[str], attrs: dict | None = None) -> list[np.ndarray]:
+    """One op of a program fed ``inputs`` ({slot: array}); the values of its output slots ``outputs``."""
+    program = gradc.Program()
+    block = program.global_block
+    for slot, array in inputs.items():
+        block.create_var(slot.lower(), list(array.shape), to_var_type(array.dtype))
+    for slot in outputs:
+        block.create_var(f"{slot.lower()}.out", None, None)
+    block.append_op(op_type, {slot: [slot.lower()] for slot in inputs},
+                    {slot: [f"{slot.lower()}.out"] for slot in outputs}, attrs or {})
+    feed = {slot.lower(): array for slot, array in inputs.items()}
+    return gradc.Executor().run(program, feed, [f"{slot.lower()}.out" for slot in outputs], gradc.Scope())
+
+
+def send_recv(reduce_op: str, out_size: int = 0):
+    """Out and X@GRAD of graph_send_recv on X along EDGES, with dOut = DOUT's leading rows."""
+    attrs = {"reduce_op": reduce_op, "out_size": [out_size]}
+    out, count = run("graph_send_recv", {"X": X, **EDGES}, ["Out", "Dst_count"], attrs)
+    inputs = {"X": X, **EDGES, "Out": out, "Dst_count": count, "Out@GRAD": np.resize(DOUT, out.shape)}
+    return out, count, run("graph_send_recv_grad", inputs, ["X@GRAD"], attrs)[0]
+
+
+@pytest.mark.parametrize("reduce_op, out, dx", [
+    ("SUM", [[2, 10], [7, 12], [0, 0], [0, 0]], [[5, 8], [3, 4], [3, 4], [0, 0]]),
+    ("MEAN", [[1, 5], [7 / 3, 4], [0, 0], [0, 0]], [[2, 10 / 3], [1, 4 / 3], [1, 4 / 3], [0, 0]]),
+    # Paddle: [[2, 8], ...] and [[5, 4], ...], the repeated edge 0 -> 0 sending dOut twice
+    ("MAX", [[1, 5], [3, 5], [0, 0], [0, 0]], [[1, 6], [3, 0], [3, 4], [0, 0]]),
+    ("MIN", [[1, 5], [1, 2], [0, 0], [0, 0]], [[4, 2], [0, 4], [0, 0], [0, 0]]),
+])
+def test_send_recv_matches_paddle_but_counts_a_repeated_edge_once(reduce_op, out, dx):
+    got_out, count, got_dx = send_recv(reduce_op)
+    np.testing.assert_allclose(got_out, out, rtol=1e-6)
+    np.testing.assert_array_equal(count, [2, 3, 0, 0])
+    np.testing.assert_allclose(got_dx, dx, rtol=1e-6)   # ties (3 and 3, 5 and 5) each get the whole dOut
+
+
+def test_out_size_pads_unreached_rows_with_zeros_even_for_max():
+    out, count, dx = send_recv("MAX", out_size=6)
+    assert out.shape == (6, 2) and not out[2:].any()
+    np.testing.assert_array_equal(count, [2, 3, 0, 0, 0, 0])
+    np.testing.assert_allclose(dx, [[1, 6], [3, 0], [3, 4], [0, 0]])
+    assert run("graph_send_recv", {"X": -X, **EDGES}, ["Out"], {"reduce_op": "MAX"})[0][3].tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("pooltype, out, dx", [
+    ("MAX", [[3, 5], [0, 0], [7, 7]], [[0, 2], [1, 2], [1, 0], [5, 6], [0, 0]]),
+    ("MIN", [[1, 2], [0, 0], [2, 2]], [[1, 0], [0, 0], [0, 2], [0, 0], [5, 6]]),
+    ("MEAN", [[7 / 3, 4], [0, 0], [4.5, 4.5]], [[1 / 3, 2 / 3]] * 3 + [[2.5, 3]] * 2),
+])
+def test_segment_pool_matches_paddle(pooltype, out, dx):
+    x = np.array([[1, 5], [3, 5], [3, 2], [7, 7], [2, 2]], np.float32)
+    ids = np.array([0, 0, 0, 2, 2])
+    got_out, summed = run("segment_pool", {"X": x, "SegmentIds": ids}, ["Out", "SummedIds"], {"pooltype": pooltype})
+    np.testing.assert_allclose(got_out, out, rtol=1e-6)
+    np.testing.assert_array_equal(summed.ravel(), [3, 0, 2])
+    dout = np.arange(1.0, 7.0, dtype=np.float32).reshape(3, 2)
+    inputs = {"X": x, "SegmentIds": ids, "Out": got_out, "SummedIds": summed, "Out@GRAD": dout}
+    np.testing.assert_allclose(run("segment_pool_grad", inputs, ["X@GRAD"], {"pooltype": pooltype})[0], dx, rtol=1e-6)
+
+
+@pytest.mark.parametrize("message_op, formula", [("ADD", np.add), ("SUB", np.subtract), ("MUL", np.multiply),
+                                                 ("DIV", np.divide)])
+def test_messages_are_what_their_names_say(message_op, formula):
+    x = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], np.float32)
+    y = np.array([[2.0], [4.0], [-1.0]], np.float32)
+    src, dst = np.array([0, 1, 2, 0]), np.array([1, 2, 1, 0])
+    uv = run("graph_send_uv", {"x": x, "y": y, "src_index": src, "dst_index": dst}, ["out"],
+             {"message_op": message_op})[0]
+    np.testing.assert_allclose(uv, formula(x[src], y[dst]), rtol=1e-6)
+    edge = np.array([[1.0], [2.0], [4.0], [-2.0]], np.float32)
+    out = run("graph_send_ue_recv", {"X": x, "Y": edge, "Src_index": src, "Dst_index": dst}, ["Out"],
+              {"message_op": message_op, "reduce_op": "SUM"})[0]
+    messages = formula(x[src], edge)
+    np.testing.assert_allclose(out, [messages[3], messages[0] + messages[2], messages[1]], rtol=1e-6)
+
+
+def test_features_broadcast_from_the_right_past_the_first_dim():
+    """As Paddle's send_uv: x [3] rows against y [3, 2] rows give [E, 2]; y [E, 2, 1] against x [N, 3] [E, 2, 3]."""
+    x, y = np.arange(3.0, dtype=np.float32), np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    src, dst = np.array([0, 1, 2, 0]), np.array([1, 2, 1, 0])
+    out = run("graph_send_uv", {"x": x, "y": y, "src_index": src, "dst_index": dst}, ["out"])[0]
+    np.testing.assert_array_equal(out, x[src][:, None] + y[dst])
+    edge = np.ones((4, 2, 1), np.float32)
+    out = run("graph_send_ue_recv", {"X": y.T.copy(), "Y": edge, "Src_index": np.array([0, 1, 0, 1]),
+                                     "Dst_index": dst}, ["Out"], {"out_size": [3]})[0]
+    assert out.shape == (3, 2, 3)
+    np.testing.assert_array_equal(out[1], 2 * (y.T[0] + 1) * np.ones((2, 1)))   # edges 0 and 2: X[0] + 1 twice
+
+
+def _second_derivative(attrs: dict):
+    """The grad of sum(X@GRAD) of graph_send_ue_recv with respect to Y (through its grad op's maker)."""
+    program = gradc.Program()
+    block = program.global_block
+    f32, i64 = to_var_type(np.dtype(np.float32)), to_var_type(np.dtype(np.int64))
+    for name, shape in (("x", [3, 2]), ("y", [4, 2])):
+        block.create_var(name, shape, f32).stop_gradient = False
+    for name, shape, dtype in (("src", [4], i64), ("dst", [4], i64), ("out", [3, 2], f32), ("count", None, None),
+                               ("loss", [], f32), ("dx_sum", [], f32)):
+        block.create_var(name, shape, dtype)
+    block.append_op("graph_send_ue_recv", {"X": ["x"], "Y": ["y"], "Src_index": ["src"], "Dst_index": ["dst"]},
+                    {"Out": ["out"], "Dst_count": ["count"]}, attrs)
+    block.append_op("reduce_sum", {"X": ["out"]}, {"Out": ["loss"]}, {"reduce_all": True})
+    gradc.append_backward(program, "loss")
+    block.append_op("reduce_sum", {"X": ["x@GRAD"]}, {"Out": ["dx_sum"]}, {"reduce_all": True})
+    return gradc.gradients(program, "dx_sum", ["y"])
+
+
+def test_second_derivatives_gradc_does_not_take_say_so():
+    with pytest.raises(GradError, match="message_op DIV, reduce_op SUM"):
+        _second_derivative({"message_op": "DIV"})
+    with pytest.raises(GradError, match="message_op ADD, reduce_op MAX"):
+        _second_derivative({"reduce_op": "MAX"})
