@@ -7,7 +7,6 @@ import numpy as np
 import pytest
 
 import gradc
-from gradc.errors import GradError
 from gradc.ir import to_var_type
 
 X = np.array([[1.0, 5.0], [3.0, 2.0], [3.0, 5.0], [0.0, 1.0]], np.float32)
@@ -103,27 +102,3 @@ def test_features_broadcast_from_the_right_past_the_first_dim():
     assert out.shape == (3, 2, 3)
     np.testing.assert_array_equal(out[1], 2 * (y.T[0] + 1) * np.ones((2, 1)))   # edges 0 and 2: X[0] + 1 twice
 
-
-def _second_derivative(attrs: dict):
-    """The grad of sum(X@GRAD) of graph_send_ue_recv with respect to Y (through its grad op's maker)."""
-    program = gradc.Program()
-    block = program.global_block
-    f32, i64 = to_var_type(np.dtype(np.float32)), to_var_type(np.dtype(np.int64))
-    for name, shape in (("x", [3, 2]), ("y", [4, 2])):
-        block.create_var(name, shape, f32).stop_gradient = False
-    for name, shape, dtype in (("src", [4], i64), ("dst", [4], i64), ("out", [3, 2], f32), ("count", None, None),
-                               ("loss", [], f32), ("dx_sum", [], f32)):
-        block.create_var(name, shape, dtype)
-    block.append_op("graph_send_ue_recv", {"X": ["x"], "Y": ["y"], "Src_index": ["src"], "Dst_index": ["dst"]},
-                    {"Out": ["out"], "Dst_count": ["count"]}, attrs)
-    block.append_op("reduce_sum", {"X": ["out"]}, {"Out": ["loss"]}, {"reduce_all": True})
-    gradc.append_backward(program, "loss")
-    block.append_op("reduce_sum", {"X": ["x@GRAD"]}, {"Out": ["dx_sum"]}, {"reduce_all": True})
-    return gradc.gradients(program, "dx_sum", ["y"])
-
-
-def test_second_derivatives_gradc_does_not_take_say_so():
-    with pytest.raises(GradError, match="message_op DIV, reduce_op SUM"):
-        _second_derivative({"message_op": "DIV"})
-    with pytest.raises(GradError, match="message_op ADD, reduce_op MAX"):
-        _second_derivative({"reduce_op": "MAX"})

@@ -45,11 +45,15 @@ CASES = [
     *(second_order("graph_send_recv", {"X": distinct(3, 4), **EDGES}, {"reduce_op": reduce}) for reduce in REDUCES),
     second_order("graph_send_recv", {"X": randn(3, 2), **EDGES, "Out_size": np.array([4], np.int32)},
                  {"reduce_op": "MEAN"}),
-    *(second_order("graph_send_ue_recv", {"X": randn(3, 2, 4), "Y": randn(6, 1, 4), **EDGES},
+    *(second_order("graph_send_ue_recv", {"X": randn(3, 2, 4), "Y": _second_operand(message, 6, 1, 4), **EDGES},
                    {"message_op": message, "reduce_op": reduce})
-      for message, reduce in (("ADD", "SUM"), ("SUB", "MEAN"), ("MUL", "SUM"), ("MUL", "MEAN"))),
-    *(second_order("graph_send_uv", {"x": randn(3, 4), "y": randn(3, 1), **UV_EDGES}, {"message_op": message})
-      for message in ("ADD", "SUB", "MUL")),
+      for message, reduce in (("ADD", "SUM"), ("SUB", "MEAN"), ("MUL", "SUM"), ("MUL", "MEAN"), ("ADD", "MAX"),
+                              ("MUL", "MIN"), ("DIV", "MEAN"), ("DIV", "MAX"))),
+    second_order("graph_send_ue_recv", {"X": randn(3, 4), "Y": randn(6, 1), **EDGES, "Out_size": np.array([4])},
+                 {"message_op": "SUB", "reduce_op": "MIN"}),
+    *(second_order("graph_send_uv", {"x": randn(3, 4), "y": _second_operand(message, 3, 1), **UV_EDGES},
+                   {"message_op": message}) for message in ("ADD", "SUB", "MUL", "DIV")),
+    second_order("graph_send_uv", {"x": randn(3, 1), "y": positive(3, 2, 4), **UV_EDGES}, {"message_op": "DIV"}),
     *(second_order("segment_pool", {"X": distinct(5, 3), "SegmentIds": SEGMENTS}, {"pooltype": pool})
       for pool in REDUCES),
 ]
