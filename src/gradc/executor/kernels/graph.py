@@ -39,6 +39,14 @@ def summed_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     return grad.sum(axis=axes, keepdims=True).reshape(shape)
 
 
+def sent_back(per_edge: np.ndarray, index: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """Each edge's value added into the row of ``like`` it came from (``index``), summed down to like's shape, in
+    its dtype: the adjoint of gathering like's rows and broadcasting them."""
+    spread = np.zeros((like.shape[0],) + per_edge.shape[1:], per_edge.dtype)
+    np.add.at(spread, index, per_edge)
+    return summed_to(spread, like.shape).astype(like.dtype)
+
+
 def pooled(messages: np.ndarray, dst: np.ndarray, rows: int, reduce_op: str) -> tuple[np.ndarray, np.ndarray]:
     """(Out, the count of messages per row): the messages reduced into ``rows`` rows by ``dst``; 0 where none."""
     count = np.bincount(dst, minlength=rows)[:rows]
@@ -98,9 +106,7 @@ def graph_send_recv_grad(k):
     if extreme and src.size:
         src, dst = np.unique(np.stack([src, dst]), axis=1)
     grad = message_grad(dout, dst, k.x("Out") if extreme else None, x[src] if extreme else None, reduce_op)
-    dx = np.zeros_like(x)
-    np.add.at(dx, src, grad.astype(x.dtype))
-    return {"X@GRAD": dx}
+    return {"X@GRAD": sent_back(grad, src, x)}
 
 
 def _ue_messages(k, rows=None):
@@ -131,13 +137,8 @@ def graph_send_ue_recv_grad(k):
     grad = message_grad(dout, dst, k.x("Out") if extreme else None,
                         message(a, b) if extreme else None, reduce_op)
 
-    def dx():
-        per_edge = grad * d_x(a, b)
-        spread = np.zeros((x.shape[0],) + per_edge.shape[1:], per_edge.dtype)
-        np.add.at(spread, src, per_edge)
-        return summed_to(spread, x.shape).astype(x.dtype)
-
-    return k.grads({"X@GRAD": dx, "Y@GRAD": lambda: summed_to(grad * d_y(a, b), y.shape).astype(y.dtype)})
+    return k.grads({"X@GRAD": lambda: sent_back(grad * d_x(a, b), src, x),
+                    "Y@GRAD": lambda: summed_to(grad * d_y(a, b), y.shape).astype(y.dtype)})
 
 
 @kernel("graph_send_uv")
@@ -153,14 +154,8 @@ def graph_send_uv_grad(k):
     src, dst = edges(k, "src_index", "dst_index", x.shape[0], y.shape[0])
     _, d_x, d_y = MESSAGES[k.attr("message_op")]
     a, b = aligned(x[src], y[dst])
-
-    def back(value, index, shape, slope):
-        per_edge = dout * slope(a, b)
-        spread = np.zeros((shape[0],) + per_edge.shape[1:], per_edge.dtype)
-        np.add.at(spread, index, per_edge)
-        return summed_to(spread, shape).astype(value.dtype)
-
-    return k.grads({"x@GRAD": lambda: back(x, src, x.shape, d_x), "y@GRAD": lambda: back(y, dst, y.shape, d_y)})
+    return k.grads({"x@GRAD": lambda: sent_back(dout * d_x(a, b), src, x),
+                    "y@GRAD": lambda: sent_back(dout * d_y(a, b), dst, y)})
 
 
 def segments(k, x) -> np.ndarray:
