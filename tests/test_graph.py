@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 import gradc
+import test_family_float32 as float32_family
 from gradc.ir import to_var_type
+from gradcheck_cases import graph as graph_cases
 
 X = np.array([[1.0, 5.0], [3.0, 2.0], [3.0, 5.0], [0.0, 1.0]], np.float32)
 EDGES = {"Src_index": np.array([0, 1, 2, 0, 0]), "Dst_index": np.array([1, 1, 1, 0, 0])}   # 0 -> 0 twice
@@ -102,3 +104,11 @@ def test_features_broadcast_from_the_right_past_the_first_dim():
     assert out.shape == (3, 2, 3)
     np.testing.assert_array_equal(out[1], 2 * (y.T[0] + 1) * np.ones((2, 1)))   # edges 0 and 2: X[0] + 1 twice
 
+
+FIRST_ORDER = [case for case in graph_cases.CASES if case.program is None]
+
+
+@pytest.mark.parametrize("case", FIRST_ORDER, ids=[c.id for c in FIRST_ORDER])
+def test_float32_in_float32_out(case):
+    """Every gradcheck case of the family, run in float32: float32 outputs and input grads."""
+    float32_family.test_float32_in_float32_out(case)
