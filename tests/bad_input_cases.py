@@ -312,6 +312,15 @@ COMPILE_TIME = {
     # yolo_loss
     # signal
     # graph
+    "graph_send_recv reduce_op": ("graph_send_recv", {"X": X23, "Src_index": i64(0, 1), "Dst_index": i64(1, 0)},
+                                  {"reduce_op": "PROD"}, "reduce_op must be one of SUM, MEAN, MAX, MIN, got 'PROD'"),
+    "graph_send_ue_recv edge rows": ("graph_send_ue_recv", {"X": X23, "Y": zeros(3, 3), "Src_index": i64(0, 1),
+                                                            "Dst_index": i64(1, 0)}, {},
+                                     "needs a row of Y per edge: Y has 3 rows for 2 edges"),
+    "graph_send_uv features": ("graph_send_uv", {"x": X23, "y": zeros(2, 4), "src_index": i64(0, 1),
+                                                 "dst_index": i64(1, 0)}, {}, "cannot broadcast shapes [3] and [4]"),
+    "segment_pool ids": ("segment_pool", {"X": X23, "SegmentIds": i64(0, 0, 1)}, {},
+                         "a segment id per row of X: 3 ids for 2 rows"),
     # static_nn
     # pylayer
     # sequence_lod
@@ -382,6 +391,15 @@ RUN_TIME = {
     # yolo_loss
     # signal
     # graph
+    "graph_send_recv dst": ("graph_send_recv", {"X": X23, "Src_index": i64(0, 1), "Dst_index": i64(1, 3)},
+                            {"out_size": [2]}, "Dst_index holds 3, outside [0, 2)"),
+    "graph_send_ue_recv Out_size": ("graph_send_ue_recv", {"X": X23, "Y": zeros(2, 1), "Src_index": i64(0, 1),
+                                                           "Dst_index": i64(1, 0), "Out_size": i64(1)}, {},
+                                    "Dst_index holds 1, outside [0, 1)"),
+    "graph_send_uv src": ("graph_send_uv", {"x": X23, "y": X23, "src_index": i64(0, -1), "dst_index": i64(1, 0)}, {},
+                          "src_index holds -1, outside [0, 2)"),
+    "segment_pool order": ("segment_pool", {"X": zeros(3, 2), "SegmentIds": i64(1, 0, 2)}, {},
+                           "SegmentIds must be sorted, got 1 before 0"),
     # static_nn
     # pylayer
     # sequence_lod

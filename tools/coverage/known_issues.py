@@ -9,7 +9,12 @@ gradc follows Paddle there.
 SPECTRAL_NORM = ("spectral_norm_grad returns G*(1 - u v^T sum(W/sigma))/sigma (elementwise in G), not "
                  "G/sigma - sum(G*W)/sigma^2 u v^T, and ignores that u, v depend on W through the power iterations")
 
+SEND_U_RECV_REPEATED_EDGES = ("graph_send_recv_grad (MAX, MIN) adds dOut once per edge, so a repeated (src, dst) "
+                              "edge, whose message is the same row of X, sends it twice")
+
 PADDLE_WRONG = {
+    "send_u_recv_max": SEND_U_RECV_REPEATED_EDGES,
+    "send_u_recv_min": SEND_U_RECV_REPEATED_EDGES,
     "spectral_norm": SPECTRAL_NORM,
     "spectral_norm_dim1_iters": SPECTRAL_NORM,
     "cholesky_solve": "cholesky_solve_grad multiplies by all of Y, not by the triangle of Y the forward reads "

@@ -68,6 +68,13 @@ FAMILIES = {
     "deform_conv_double": (
         "deformable_conv_grad", "deformable_conv_v1_grad",
     ),
+    "graph": (
+        "graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad", "graph_send_uv",
+        "graph_send_uv_grad", "segment_pool", "segment_pool_grad",
+    ),
+    "graph_double": (
+        "graph_send_recv_grad", "graph_send_ue_recv_grad", "graph_send_uv_grad", "segment_pool_grad",
+    ),
     "hsigmoid": (
         "hierarchical_sigmoid", "hierarchical_sigmoid_grad",
     ),

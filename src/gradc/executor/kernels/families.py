@@ -45,6 +45,10 @@ FAMILIES = {
     "deform_conv": (
         "deformable_conv", "deformable_conv_v1", "deformable_conv_grad", "deformable_conv_v1_grad",
     ),
+    "graph": (
+        "graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad", "graph_send_uv",
+        "graph_send_uv_grad", "segment_pool", "segment_pool_grad",
+    ),
     "hsigmoid": (
         "hierarchical_sigmoid", "hierarchical_sigmoid_grad",
     ),
