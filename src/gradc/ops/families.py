@@ -198,6 +198,9 @@ FAMILIES = {
     "products_einsum": (
         "einsum", "einsum_grad",
     ),
+    "pylayer": (
+        "pylayer", "pylayer_grad",
+    ),
     "random_draws": (
         "bernoulli", "multinomial", "poisson", "poisson_grad",
     ),
