@@ -201,6 +201,9 @@ FAMILIES = {
     "pylayer": (
         "pylayer", "pylayer_grad",
     ),
+    "pylayer_double": (
+        "pylayer_grad",
+    ),
     "random_draws": (
         "bernoulli", "multinomial", "poisson", "poisson_grad",
     ),
