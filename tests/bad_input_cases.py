@@ -293,6 +293,7 @@ COMPILE_TIME = {
     # graph
     # static_nn
     # pylayer
+    "pylayer without blocks": ("pylayer", {"Input": [X23]}, {}, "attribute 'blocks' must name the forward block"),
     # sequence_lod
 }
 

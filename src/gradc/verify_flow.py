@@ -22,13 +22,6 @@ def _sub_blocks(program: Program, block: Block) -> Iterator[tuple[int, int]]:
                 yield idx, sub
 
 
-def _runs(program: Program, op) -> list[int]:
-    """The blocks an op runs where it stands: those it names, less a backward block whose forward block it names
-    too (a pylayer keeps the user's backward block for its grad op, which runs it)."""
-    refs = [sub for _, sub in op.block_refs() if 0 < sub < len(program.blocks)]
-    return [sub for sub in refs if program.blocks[sub].forward_block_idx not in refs]
-
-
 def unreachable_block_problems(program: Program) -> Iterator[str]:
     """A block that no op of a reachable block runs (block 0 runs by itself) is dead weight or a broken link."""
     reached, todo = {0}, [0]
@@ -105,7 +98,7 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
                     yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' (slot {slot}) before any op "
                            f"writes it, and it is neither persistable nor fed{later}")
                     defined.add(name)   # one report per name
-        for sub in _runs(program, op):
+        for sub in program.blocks_run_by(op):
             if sub not in on_path:
                 yield from _walk(program, sub, defined | set(op.input_names()) | set(op.output_names()),
                                  first_writers, on_path | {sub})

@@ -83,8 +83,9 @@ def _pylayer_grad(g) -> list:
     blocks = g.attr("blocks")
     if len(blocks) <= BACKWARD:
         wanted = [name for name in g.I("Input") if g.wants(name)]
-        raise GradError(f"pylayer has no backward block (static_pylayer without a backward_fn), but its inputs "
-                        f"{wanted} want a gradient: give a backward_fn, or set stop_gradient on them")
+        raise GradError(f"pylayer has no backward block (static_pylayer without a backward_fn, or a PIR program's, "
+                        f"which keeps the backward_fn out of the program), but its inputs {wanted} want a "
+                        f"gradient: give a backward_fn, or set stop_gradient on them")
     op = g.op("pylayer_grad", {"Input": g.I("Input"), "Out@GRAD": g.OG("Out"), "Scope": g.O("Scope")}, {})
     op.outputs["Input@GRAD"] = g.IG("Input")   # aligned with Input: @EMPTY@ where no grad is wanted
     op.set_attr("backward_block", blocks[BACKWARD], AttrType.BLOCK)
