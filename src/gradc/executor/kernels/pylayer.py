@@ -16,9 +16,12 @@ from .control_flow import GradScope
 
 @kernel("pylayer")
 def pylayer(k):
-    scope = k.scope.child()
-    k.run_block(k.attr("blocks")[FORWARD], scope)
-    return {"Out": [scope.find(name) for name in k.out_names("Out")], "Scope": [[scope]]}
+    scope, forward = k.scope.child(), k.attr("blocks")[FORWARD]
+    k.run_block(forward, scope)
+    declared = k.block.program.blocks[forward].vars
+    for name in [name for name in scope.vars if name not in declared]:   # an outer var the block made: Paddle
+        k.scope.assign(name, scope.vars.pop(name))                       # keeps it in the outer scope
+    return {"Out": [k.scope.find(name) for name in k.out_names("Out")], "Scope": [[scope]]}
 
 
 def _input_grad(k, name: str, grad):
