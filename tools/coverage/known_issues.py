@@ -18,8 +18,12 @@ PADDLE_WRONG = {
                       "(right only for a Y that is already triangular)",
 }
 
+USER_BACKWARD = "static_pylayer's gradient is what the user's backward_fn computes (here not forward_fn's derivative)"
+
 PADDLE_BY_DESIGN = {
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
+    "static_pylayer": USER_BACKWARD,
+    "static_pylayer_two_inputs": USER_BACKWARD,
 }
 
 PIR_PYLAYER = ("a PIR program keeps static_pylayer's backward_fn out of the program (backward_function_id names a "
