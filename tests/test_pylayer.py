@@ -194,3 +194,11 @@ def test_saved_forward_values_travel_to_the_pir_backward():
     results = run(parse_pir(data), FEED, grads)
     for name in grads:
         np.testing.assert_allclose(results[name], expected[name])
+
+
+def test_the_viewer_shows_the_backward_block_under_the_op_that_runs_it():
+    from gradc.viz.model import program_model
+
+    run_by = {row: program_model(fixture("static_pylayer", f"{row}.pb"), row)["blocks"][2]["run_by"]
+              for row in ("forward", "backward")}
+    assert run_by == {"forward": [0, 0], "backward": [0, 6]}   # pylayer names it; pylayer_grad runs it
