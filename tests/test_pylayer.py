@@ -13,6 +13,7 @@ from gradc.errors import ExecutionError, GradError, ProgramError
 from gradc.pir import parse_pir, serialize_pir
 from gradc.verify import check_shapes, check_vars
 from gradc.verify_flow import unwritten_read_problems
+from gradc.viz.model import program_model
 from programs import Net
 
 DATA = Path(__file__).parent / "data" / "paddle"
@@ -197,8 +198,6 @@ def test_saved_forward_values_travel_to_the_pir_backward():
 
 
 def test_the_viewer_shows_the_backward_block_under_the_op_that_runs_it():
-    from gradc.viz.model import program_model
-
     run_by = {row: program_model(fixture("static_pylayer", f"{row}.pb"), row)["blocks"][2]["run_by"]
               for row in ("forward", "backward")}
     assert run_by == {"forward": [0, 0], "backward": [0, 6]}   # pylayer names it; pylayer_grad runs it
