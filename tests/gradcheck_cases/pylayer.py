@@ -2,7 +2,10 @@
 backward block is the true derivative here, so the gradient it gives is checked against central differences,
 and so is pylayer_grad's (the second derivative of the penalty on the first-order grads)."""
 
+import numpy as np
+
 import gradc
+from gradc.ir import VarType
 from programs import Net
 
 from . import Case, rng
@@ -44,6 +47,44 @@ def _pylayer(use_z: bool) -> dict:
             "params": {"w": 0.5 * randn(3, 4)}}
 
 
+def _tanh_of(net: Net, x: str) -> str:
+    """tanh(x) with its backward dx = dy * (1 - t * t), t read from the forward scope."""
+    saved = {}
+
+    def forward(x):
+        saved["t"] = net.tanh(x)
+        return saved["t"]
+
+    def backward(dy):
+        t = saved["t"]
+        return [net.elementwise_mul(dy, net.scale(net.elementwise_mul(t, t), scale=-1.0, bias=1.0))]
+
+    return net.pylayer(forward, [x], backward)[0]
+
+
+def _in_cond(flag: float) -> dict:
+    """out = cond(flag > 0, pylayer tanh(x), 2 * x); loss = mean(out * out): the grad op runs in a branch's backward."""
+    net = Net()
+    x, f = net.data("x", [2, 3]), net.data("flag", [1])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    out = net.cond(pred, lambda: _tanh_of(net, x), lambda: net.scale(x, scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([flag])}, "loss": loss, "wrt": ["x"]}
+
+
+def _in_while(n_iter: int) -> dict:
+    """h = x; n_iter times: h = pylayer tanh(h @ w); loss = mean(h * h): one forward scope per iteration."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(n_iter)
+    h = net.copy(x)
+    net.while_loop(lambda i, h: net.less_than(i, n), lambda i, h: [net.increment(i), _tanh_of(net, net.matmul(h, w))],
+                   [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    return {"program": net.program, "feed": {"x": randn(2, 3)}, "loss": loss, "wrt": ["x", "w"],
+            "params": {"w": 0.5 * randn(3, 3)}}
+
+
 def _penalty_of(case: dict) -> dict:
     """The same program with its backward, and loss = the sum of the mean squares of the grads of x and w: the
     check differentiates pylayer_grad (the replayed backward block)."""
@@ -57,6 +98,9 @@ def _penalty_of(case: dict) -> dict:
 CASES = [
     Case("pylayer", {}, {"outputs": "both used"}, program=lambda: _pylayer(True)),
     Case("pylayer", {}, {"outputs": "one used"}, program=lambda: _pylayer(False)),
+    Case("pylayer", {}, {"inside": "cond, taken"}, program=lambda: _in_cond(1.0)),
+    Case("pylayer", {}, {"inside": "cond, not taken"}, program=lambda: _in_cond(-1.0)),
+    Case("pylayer", {}, {"inside": "while"}, program=lambda: _in_while(3)),
     Case("pylayer_grad", {}, {"outputs": "both used"}, program=lambda: _penalty_of(_pylayer(True))),
     Case("pylayer_grad", {}, {"outputs": "one used"}, program=lambda: _penalty_of(_pylayer(False))),
 ]
