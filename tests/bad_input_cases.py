@@ -323,6 +323,7 @@ COMPILE_TIME = {
                          "a segment id per row of X: 3 ids for 2 rows"),
     # static_nn
     # pylayer
+    "pylayer without blocks": ("pylayer", {"Input": [X23]}, {}, "attribute 'blocks' must name the forward block"),
     # sequence_lod
 }
 

@@ -124,6 +124,35 @@ class Net:
         op.set_attr("sub_block", body.idx, AttrType.BLOCK)
         return loop_vars
 
+    def pylayer(self, forward_fn, inputs: list[str], backward_fn=None) -> list[str]:
+        """paddle.static.nn.static_pylayer's layout: a forward block assigning its results to vars of this
+        block, and a backward block (forward_block_idx: the forward block) reading ``out@GRAD`` through a copy and
+        leaving the grad of input ``x`` in its own var ``x@GRAD``; ``backward_fn`` gets the grads' copies."""
+        with self.sub_block() as forward:
+            results = forward_fn(*inputs)
+            outs = []
+            for result in [results] if isinstance(results, str) else results:
+                outs.append(self.tmp(forward.var(result).shape, forward.var(result).dtype, block=forward.parent))
+                self.assign(result, outs[-1])
+        blocks = [forward.idx]
+        if backward_fn is not None:
+            outer = self.block
+            given = [outer.create_var(out + "@GRAD", outer.var(out).shape, outer.var(out).dtype).name for out in outs]
+            with self.sub_block() as backward:
+                backward.forward_block_idx = forward.idx
+                saved = [backward.add_var(var.copy(name)).name for name, var in forward.vars.items()]
+                grads = backward_fn(*[self.copy(grad) for grad in given])
+                for x, grad in zip(inputs, [grads] if isinstance(grads, str) else grads):
+                    backward.create_var(x + "@GRAD", outer.var(x).shape, outer.var(x).dtype)
+                    self.assign(grad, x + "@GRAD")
+            for block, names in ((outer, given), (backward, saved)):   # Paddle declares them for building only:
+                for name in names:                                      # the block reads the forward scope's values
+                    del block.vars[name]
+            blocks.append(backward.idx)
+        op = self.block.append_op("pylayer", {"Input": list(inputs)}, {"Out": outs, "Scope": [self.scopes()]})
+        op.set_attr("blocks", blocks, AttrType.BLOCKS)
+        return outs
+
 
 def _tree(block) -> list:
     """The block and every block nested in it, through the ops' sub_block attributes."""

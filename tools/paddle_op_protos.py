@@ -114,8 +114,10 @@ class GradProbe:
                 self.program._rollback()
                 if type_name == "BLOCK":
                     desc.set_block_attr(name, sub.desc)
-                else:
-                    desc.set_blocks_attr(name, [sub.desc])
+                else:   # two: pylayer's blocks are [forward, the user's backward], and its maker needs both
+                    second = self.program._create_block()
+                    self.program._rollback()
+                    desc.set_blocks_attr(name, [sub.desc, second.desc])
                 grad_blocks.append(self.program._create_block().desc)
                 self.program._rollback()
         return grad_blocks

@@ -13,6 +13,7 @@ from . import registry
 from .errors import ProgramError, op_location
 from .ir import EMPTY_VAR, AttrType, Program, dtype_name
 from .ops.infer import InferContext
+from .ops.pylayer import user_backward_blocks
 from .shapes import dims_match
 
 MAX_NESTING = 64   # blocks inside blocks: far beyond real programs, and it bounds every recursive walk
@@ -182,14 +183,18 @@ def check_vars(program: Program) -> None:
 
 
 def var_problems(program: Program) -> Iterator[str]:
-    """Every var an op reads or writes is declared in its block or an ancestor."""
+    """Every var an op reads or writes is declared in its block or an ancestor (or, in a pylayer's backward
+    block, is an output grad its grad op hands it)."""
+    handed = user_backward_blocks(program)
     for block in program.blocks:
         own = block.vars   # most names are the block's own: a dict test before the walk up the ancestors
+        given = handed.get(block.idx, ())
         for op_idx, op in enumerate(block.ops):
             for direction, slots in (("reads", op.inputs), ("writes", op.outputs)):
                 for slot, args in slots.items():
                     for name in args:
-                        if name not in own and name != EMPTY_VAR and block.visible_var(name) is None:
+                        if name not in own and name != EMPTY_VAR and name not in given \
+                                and block.visible_var(name) is None:
                             yield (f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
                                    f"(slot {slot}), which is not declared in block {block.idx} or its ancestors")
 

@@ -98,8 +98,8 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
                     yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' (slot {slot}) before any op "
                            f"writes it, and it is neither persistable nor fed{later}")
                     defined.add(name)   # one report per name
-        for _, sub in op.block_refs():
-            if 0 < sub < len(program.blocks) and sub not in on_path:
+        for sub in program.blocks_run_by(op):
+            if sub not in on_path:
                 yield from _walk(program, sub, defined | set(op.input_names()) | set(op.output_names()),
                                  first_writers, on_path | {sub})
                 defined |= _written_in_tree(program, sub)

@@ -4,6 +4,8 @@ PADDLE_WRONG rows: Paddle 3.3.1's gradient is wrong. Their fixtures also hold th
 own float64 forward by central differences (grads_reference.npz), which gradc must match instead.
 PADDLE_BY_DESIGN rows: the gradient is not the derivative of the loss on purpose (documented);
 gradc follows Paddle there.
+PIR_FORWARD_NOT_DIFFERENTIABLE rows: their PIR forward program does not hold what their gradient needs, so they
+make no PIR fixture (gradc's backward of it is refused; Paddle's own PIR training program still translates).
 """
 
 SPECTRAL_NORM = ("spectral_norm_grad returns G*(1 - u v^T sum(W/sigma))/sigma (elementwise in G), not "
@@ -21,6 +23,18 @@ PADDLE_WRONG = {
                       "(right only for a Y that is already triangular)",
 }
 
+USER_BACKWARD = "static_pylayer's gradient is what the user's backward_fn computes (here not forward_fn's derivative)"
+
 PADDLE_BY_DESIGN = {
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
+    "static_pylayer": USER_BACKWARD,
+    "static_pylayer_two_inputs": USER_BACKWARD,
+}
+
+PIR_PYLAYER = ("a PIR program keeps static_pylayer's backward_fn out of the program (backward_function_id names a "
+               "Python callable), so no program text gives the gradient through pd_op.pylayer")
+
+PIR_FORWARD_NOT_DIFFERENTIABLE = {
+    "static_pylayer": PIR_PYLAYER,
+    "static_pylayer_two_inputs": PIR_PYLAYER,
 }

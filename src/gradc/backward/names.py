@@ -3,7 +3,8 @@
 The grad of ``v`` is ``v@GRAD`` (Paddle's convention), unless the program already declares a var of that
 name: a program differentiated before (a gradient penalty, a Hessian-vector product) keeps its first
 backward's grads, and the new pass names its own ``v@GRAD@2`` (the first free of @2, @3, ...). The names
-depend only on the vars declared when the pass starts, so every block of the pass agrees on them.
+depend only on the vars declared when the pass starts, so every block of the pass agrees on them. A pylayer's
+backward block declares ``x@GRAD`` by Paddle's protocol (the grad it hands to input ``x``): no name is taken there.
 """
 
 from __future__ import annotations
@@ -11,13 +12,15 @@ from __future__ import annotations
 import re
 
 from ..ir import GRAD_SUFFIX, Program
+from ..ops.pylayer import user_backward_blocks
 
 _NUMBERED = re.compile(r"(.*)@GRAD@\d+")
 
 
 class GradNames:
     def __init__(self, program: Program):
-        self.taken = {name for block in program.blocks for name in block.vars}
+        protocol = user_backward_blocks(program)
+        self.taken = {name for block in program.blocks if block.idx not in protocol for name in block.vars}
         self._names: dict[str, str] = {}
 
     def __call__(self, var: str) -> str:

@@ -101,7 +101,7 @@ class Versions:
         backward asks only where ``may_be_stale``: elsewhere none is)."""
         writes = self.writes(block) if block.idx not in self.owner else None
         fwd = block.ops[idx]
-        if registry.sub_block(fwd) is not None:   # its grad op reads names, not values
+        if fwd.block_refs():   # it runs blocks: its grad op reads names, not values
             return
         inputs, outputs = set(fwd.input_names()), set(fwd.output_names())   # once per op: sum may have 1000s
         names, in_place = inputs | outputs, inputs & outputs

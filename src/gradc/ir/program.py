@@ -267,6 +267,13 @@ class Program:
     def num_ops(self) -> int:
         return sum(len(b.ops) for b in self.blocks)
 
+    def blocks_run_by(self, op: OpDesc) -> list[int]:
+        """The blocks ``op`` runs where it stands: those it names (indices outside the program skipped), less a
+        backward block whose forward block it names too (a pylayer keeps the user's backward block for its grad
+        op, which runs it)."""
+        refs = [idx for _, idx in op.block_refs() if 0 < idx < len(self.blocks)]
+        return [idx for idx in refs if self.blocks[idx].forward_block_idx not in refs]
+
     @gc_paused()   # a copy of a large program is all new objects: the collector's passes tripled its time
     def clone(self) -> Program:
         new = Program.empty()

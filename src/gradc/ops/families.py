@@ -211,6 +211,12 @@ FAMILIES = {
     "products_einsum": (
         "einsum", "einsum_grad",
     ),
+    "pylayer": (
+        "pylayer", "pylayer_grad",
+    ),
+    "pylayer_double": (
+        "pylayer_grad",
+    ),
     "random_draws": (
         "bernoulli", "multinomial", "poisson", "poisson_grad",
     ),

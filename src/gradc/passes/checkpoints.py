@@ -43,7 +43,7 @@ def recomputable(op: OpDesc) -> bool:
     """Whether running the op again gives the same values: no sub-block, no random draw (dropout is
     recomputed from its saved Mask), no input it overwrites."""
     opdef = registry.get(op.type)
-    if opdef is None or opdef.sub_block_attr or op.type in RANDOM_OPS:
+    if opdef is None or op.block_refs() or op.type in RANDOM_OPS:
         return False
     if set(op.output_names()) & set(op.input_names()) and op.type not in STATISTICS_OPS:
         return False

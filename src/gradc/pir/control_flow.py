@@ -6,6 +6,10 @@ legacy static.nn.cond and while_loop lay them out:
            an if whose false branch is a placeholder (fake_false_branch) is one conditional_block
     while: assign each initial value into a loop var; while(cond) {body; assign new values into the
            loop vars and the condition}; the loop vars are the results
+    pylayer: pylayer(inputs) {body; assign results} with blocks = [body] alone: a PIR program keeps the
+           backward_fn out of its text (backward_function_id names a Python callable), so the legacy op has
+           no backward block; Paddle's PIR backward runs the user's backward as another pd_op.pylayer, whose
+           region computes the input grads from the output grads, and translates the same way
 """
 
 from __future__ import annotations
@@ -101,6 +105,29 @@ def translate_while(op: Op, ctx) -> None:
              {"sub_block": AttrType.BLOCK})
     for result, name in zip(op.results, carries):
         ctx.bind(result, name)
+
+
+def translate_pylayer(op: Op, ctx) -> None:
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        raise ctx.fail(op, "pd_op.pylayer needs one region of one block")
+    body = op.regions[0].blocks[0]
+    yielded = _yield_operands(op, body, len(op.results), ctx)
+    inputs = [name for i, value in enumerate(op.operands) for name in ctx.args(value, op, i)]
+    parent = ctx.block
+    sub = ctx.program.append_block(parent.idx)
+    ctx.translate_block(body.ops[:-1], sub)
+    next_name = ctx.namer.for_op("pylayer")
+    outs = []
+    for result, value in zip(op.results, yielded):
+        name = next_name()
+        parent.add_var(ctx.var(name, result.type, result))
+        sub.ops.append(_assign(ctx.args(value, body.ops[-1], len(outs))[0], name))
+        ctx.bind(result, name)
+        outs.append(name)
+    scope = next_name()
+    parent.create_var(scope, None, None, type=VarType.STEP_SCOPES)
+    ctx.emit("pylayer", {"Input": inputs}, {"Out": outs, "Scope": [scope]}, {"blocks": [sub.idx]},
+             {"blocks": AttrType.BLOCKS})
 
 
 def _is_array(ctx, name: str) -> bool:

@@ -9,7 +9,7 @@ operands. Control flow and its gradients become regions (gradc.pir.export_contro
 from __future__ import annotations
 
 from ..errors import ProgramError, op_location
-from ..ir import EMPTY_VAR, AttrType, OpDesc, Program, VarType
+from ..ir import EMPTY_VAR, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
 from ..registry import OPS
 from . import schema
@@ -149,8 +149,7 @@ class Exporter:
             for name in op.input_names():
                 if name not in written and name != EMPTY_VAR and name in self.block.vars:
                     inputs.setdefault(name, None)
-            if "sub_block" in op.attrs and op.attr_types.get("sub_block") == AttrType.BLOCK:
-                stack.append(iter(self.program.blocks[op.attrs["sub_block"]].ops))
+            stack += [iter(self.program.blocks[sub].ops) for sub in reversed(self.program.blocks_run_by(op))]
             written.update(op.output_names())
         names = [n for n in inputs if self.block.find_var(n) is None or self.block.find_var(n).type not in _HOLDERS]
         params = [n for n in names if self.block.find_var(n) is not None and self.block.find_var(n).persistable]

@@ -16,25 +16,33 @@ it reads are summed over the runs.
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR, GRAD_SUFFIX, Program, VarType, grad_name
+from ..ir import EMPTY_VAR, GRAD_SUFFIX, OpDesc, Program, VarType, grad_name
 from ..ops.control_flow import updated_in_place
 from . import schema
 from .export_control import emitting_into, has_elements, in_place_target, restore_saved
 from .graph import Attr, Block, Region, Value
 
-GRAD_OPS = ("conditional_block_grad", "while_grad")
+GRAD_OPS = {"conditional_block_grad": "sub_block", "while_grad": "sub_block", "pylayer_grad": "backward_block"}
+
+
+def _forward_blocks(program: Program) -> dict[int, OpDesc]:
+    """Forward block index -> the control-flow op that runs it."""
+    owners = {op.attrs["sub_block"]: op for block in program.blocks for op in block.ops
+              if op.type in ("while", "conditional_block") and isinstance(op.attrs.get("sub_block"), int)}
+    owners.update((op.attrs["blocks"][0], op) for block in program.blocks for op in block.ops
+                  if op.type == "pylayer" and op.attrs.get("blocks"))
+    return owners
 
 
 def plan_saves(program: Program) -> dict[int, list[str]]:
     """Forward block index -> the names of it that its grad block (and blocks nested in it) read, in
     first-read order: vars the block declares, and a loop's vars that are not updated in place."""
-    owners = {op.attrs["sub_block"]: op for block in program.blocks for op in block.ops
-              if op.type in ("while", "conditional_block") and isinstance(op.attrs.get("sub_block"), int)}
+    owners = _forward_blocks(program)
     saves: dict[int, list[str]] = {}
     for block in program.blocks:
         for op in block.ops:
-            sub = op.attrs.get("sub_block")
-            if op.type not in GRAD_OPS or not isinstance(sub, int) or not 0 <= sub < len(program.blocks):
+            sub = op.attrs.get(GRAD_OPS.get(op.type, ""))
+            if not isinstance(sub, int) or not 0 <= sub < len(program.blocks):
                 continue
             forward = program.blocks[sub].forward_block_idx
             if forward not in owners:

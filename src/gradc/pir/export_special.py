@@ -4,7 +4,7 @@ values into the PIR kinds a row names."""
 from __future__ import annotations
 
 from ..ir import OpDesc
-from . import export_control, export_grads, export_legacy, schema
+from . import export_control, export_grads, export_legacy, export_pylayer, schema
 from .graph import Attr
 from .table.rows import EXPORTS
 
@@ -66,5 +66,6 @@ SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
                    "while": export_control.while_, "conditional_block_grad": export_grads.conditional_block_grad,
                    "while_grad": export_grads.while_grad, "select_output": export_grads.select_output,
                    "mul": export_legacy.mul, "mul_grad": export_legacy.mul_grad,
-                   "merged_momentum": export_legacy.merged_momentum}
+                   "merged_momentum": export_legacy.merged_momentum, "pylayer": export_pylayer.pylayer,
+                   "pylayer_grad": export_pylayer.pylayer_grad}
 

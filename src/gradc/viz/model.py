@@ -52,14 +52,17 @@ def _attr_record(op, strings: Strings) -> list:
 
 
 def _runs(program: Program) -> dict[int, list[int]]:
-    """Each sub-block -> [block, op] of the first op that runs it."""
+    """Each sub-block -> [block, op] of the first op that runs it, else of the first that names it (a pylayer's
+    backward block, which its grad op runs, before a backward is compiled)."""
     runs: dict[int, list[int]] = {}
+    named: dict[int, list[int]] = {}
     for block in program.blocks:
         for idx, op in enumerate(block.ops):
+            running = program.blocks_run_by(op)
             for _, sub in op.block_refs():
                 if 0 < sub < len(program.blocks) and sub != block.idx:
-                    runs.setdefault(sub, [block.idx, idx])
-    return runs
+                    (runs if sub in running else named).setdefault(sub, [block.idx, idx])
+    return {**named, **runs}
 
 
 def program_model(program: Program, title: str, stats: dict[str, list] | None = None) -> dict:

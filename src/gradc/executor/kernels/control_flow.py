@@ -4,7 +4,7 @@ Sub-blocks run in child scopes: a body's writes to outer vars land in the outer 
 its temporaries stay in the child. ``while`` keeps one scope per iteration, each also holding the
 values the loop vars had when the iteration started (except vars the body updates in place, which
 Paddle shares between iterations), so ``while_grad`` can replay the iterations in reverse. A backward
-block runs in a _GradScope under the forward scope it differentiates, seeded with the outer grads the
+block runs in a GradScope under the forward scope it differentiates, seeded with the outer grads the
 grad op lists (Out@GRAD): it reads forward values through the scope chain and writes only locally.
 """
 
@@ -23,7 +23,7 @@ from ..tensor_array import TensorArray
 from . import kernel
 
 
-class _GradScope(Scope):
+class GradScope(Scope):
     """A backward replay scope: grad ops write here, never into the forward scopes above it."""
 
     __slots__ = ()
@@ -39,8 +39,8 @@ def _truth(k, slot: str) -> bool:
     return bool(cond.reshape(()))
 
 
-def _grad_scope(k, forward: Scope) -> _GradScope:
-    scope = _GradScope(forward)
+def _grad_scope(k, forward: Scope) -> GradScope:
+    scope = GradScope(forward)
     for name in k.op.input("Out@GRAD"):
         value = k.scope.find(name)
         if value is not None:
@@ -147,7 +147,7 @@ def while_grad(k):
     carry = {name: k.scope.find(name) for name in [*k.op.input("Out@GRAD"), *loop_grads, *shared]}
     sums = {name: None for name in wanted if name not in carry}   # read in every iteration: added up
     for step in reversed(k.x("StepScopes")):
-        scope = _GradScope(step)
+        scope = GradScope(step)
         scope.vars.update((name, value) for name, value in carry.items() if value is not None)
         k.run_block(k.attr("sub_block"), scope)
         for name in carry:

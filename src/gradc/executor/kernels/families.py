@@ -150,6 +150,9 @@ FAMILIES = {
     "put_along": (
         "put_along_axis", "put_along_axis_grad",
     ),
+    "pylayer": (
+        "pylayer", "pylayer_grad",
+    ),
     "random_draws": (
         "bernoulli", "multinomial", "poisson", "poisson_grad",
     ),

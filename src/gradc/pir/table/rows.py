@@ -17,6 +17,7 @@ from . import (
     optimizer_rows,
     plumbing,
     products_rows,
+    pylayer_rows,
     roi_rows,
     sampling_rows,
     scans_rows,
@@ -68,7 +69,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + unary_math_rows.ROWS + special_math_rows.ROWS + binary_math_rows.ROWS + products_rows.ROWS
                + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + legacy_nn_rows.ROWS + roi_rows.ROWS
                + deform_conv_rows.ROWS + detection_rows.ROWS + yolo_loss_rows.ROWS + signal_rows.ROWS + graph_rows.ROWS
-               + static_nn_rows.ROWS + SPECIAL)
+               + static_nn_rows.ROWS + pylayer_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
