@@ -42,6 +42,15 @@ FAMILIES = {
     "cumprod": (
         "cumprod", "cumprod_grad",
     ),
+    "detection": (
+        "yolo_box", "prior_box", "box_coder",
+    ),
+    "detection_nms": (
+        "nms", "matrix_nms", "multiclass_nms3",
+    ),
+    "detection_proposals": (
+        "generate_proposals_v2", "distribute_fpn_proposals",
+    ),
     "hsigmoid": (
         "hierarchical_sigmoid", "hierarchical_sigmoid_grad",
     ),
