@@ -127,12 +127,15 @@ def _distribute_fpn_infer(ctx):
         ctx.fail(f"the levels [min_level, max_level] = [{ctx.attr('min_level')}, {ctx.attr('max_level')}] are empty")
     if ctx.attr("refer_scale") <= 0:
         ctx.fail(f"refer_scale must be > 0, got {ctx.attr('refer_scale')}")
-    rois_out, counts = ctx.op.outputs.get("MultiFpnRois", ()), ctx.op.outputs.get("MultiLevelRoIsNum", ())
-    for slot, given in (("MultiFpnRois", len(rois_out)), ("MultiLevelRoIsNum", len(counts))):
-        if given != levels and (given or slot == "MultiFpnRois"):   # the counts are optional
-            ctx.fail(f"{slot} must hold one var per level ({levels} levels), got {given}")
+    # an op being built has no outputs yet: it gets them all; a program's op one var per level in each it fills
+    given = {slot: len(ctx.op.outputs.get(slot, ())) for slot in ("MultiFpnRois", "MultiLevelRoIsNum")}
+    building = not any(given.values())
+    for slot, count in given.items():
+        if count not in (0, levels) or (count == 0 and slot == "MultiFpnRois" and not building):
+            ctx.fail(f"{slot} must hold one var per level ({levels} levels), got {count}")
+    counts = levels if building or given["MultiLevelRoIsNum"] else 0
     return {"MultiFpnRois": [([-1, 4], ctx.dtype("FpnRois"))] * levels, "RestoreIndex": ([-1, 1], VarType.INT32),
-            "MultiLevelRoIsNum": [([-1], VarType.INT32)] * len(counts)}
+            "MultiLevelRoIsNum": [([-1], VarType.INT32)] * counts}
 
 
 defop("distribute_fpn_proposals", ["FpnRois", "RoisNum?"], ["MultiFpnRois[]", "RestoreIndex", "MultiLevelRoIsNum[]?"],

@@ -10,9 +10,19 @@ from ...ops.detection import expand_aspect_ratios
 from . import kernel
 
 
+def c_math(function, x: np.ndarray) -> np.ndarray:
+    """function(x) rounded once to x's dtype, as C's expf, logf, log2f give it (numpy's own float32 versions can be
+    an ulp away, enough to move a box past a threshold or a RoI to another level)."""
+    return function(np.asarray(x).astype(np.float64)).astype(x.dtype)
+
+
+def exp(x: np.ndarray) -> np.ndarray:
+    return c_math(np.exp, x)
+
+
 def sigmoid(x: np.ndarray) -> np.ndarray:
     """1 / (1 + e^-x) of the input's dtype (Paddle takes e^-x in it, the rest in double)."""
-    return (1.0 / (1.0 + np.exp(-x).astype(np.float64))).astype(x.dtype)
+    return (1.0 / (1.0 + exp(-x).astype(np.float64))).astype(x.dtype)
 
 
 @kernel("yolo_box")
@@ -43,8 +53,8 @@ def yolo_box(k):
     rows = np.arange(h, dtype=dtype).reshape(1, 1, h, 1)
     center_x = (columns + sigmoid(head[:, :, 0]) * scale + bias) * img_w / dtype.type(w)
     center_y = (rows + sigmoid(head[:, :, 1]) * scale + bias) * img_h / dtype.type(h)
-    width = np.exp(head[:, :, 2]) * anchors[:, 0].astype(dtype).reshape(1, -1, 1, 1) * img_w / dtype.type(ratio * w)
-    height = np.exp(head[:, :, 3]) * anchors[:, 1].astype(dtype).reshape(1, -1, 1, 1) * img_h / dtype.type(ratio * h)
+    width = exp(head[:, :, 2]) * anchors[:, 0].astype(dtype).reshape(1, -1, 1, 1) * img_w / dtype.type(ratio * w)
+    height = exp(head[:, :, 3]) * anchors[:, 1].astype(dtype).reshape(1, -1, 1, 1) * img_h / dtype.type(ratio * h)
     two = dtype.type(2)
     boxes = np.stack([center_x - width / two, center_y - height / two, center_x + width / two,
                       center_y + height / two], axis=-1)
@@ -125,7 +135,7 @@ def box_coder(k):
         tx, ty = ((target[:, 2] + target[:, 0]) / 2)[:, None], ((target[:, 3] + target[:, 1]) / 2)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
             out = np.stack([(tx - prior_x) / prior_w, (ty - prior_y) / prior_h,
-                            np.log(np.abs(tw / prior_w)), np.log(np.abs(th / prior_h))], axis=-1)
+                            c_math(np.log, np.abs(tw / prior_w)), c_math(np.log, np.abs(th / prior_h))], axis=-1)
         return {"OutputBox": out if scales is None else out / scales}
     axis = k.attr("axis")
     if target.ndim != 3 or target.shape[1 - axis] != prior.shape[0]:
@@ -137,8 +147,8 @@ def box_coder(k):
     prior_w, prior_h, prior_x, prior_y = (v[along] for v in (prior_w, prior_h, prior_x, prior_y))
     center_x = scales[..., 0] * target[..., 0] * prior_w + prior_x
     center_y = scales[..., 1] * target[..., 1] * prior_h + prior_y
-    width = np.exp(scales[..., 2] * target[..., 2]) * prior_w
-    height = np.exp(scales[..., 3] * target[..., 3]) * prior_h
+    width = exp(scales[..., 2] * target[..., 2]) * prior_w
+    height = exp(scales[..., 3] * target[..., 3]) * prior_h
     two = dtype.type(2)
     out = [center_x - width / two, center_y - height / two, center_x + width / two - pixel,
            center_y + height / two - pixel]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
+from .detection import exp
 from .detection_sort import partial_sort
 
 
@@ -69,7 +70,7 @@ def _decays(ious: np.ndarray, gaussian: bool, sigma: float) -> np.ndarray:
     compensate = np.fmax.reduce(np.where(above, ious, 0), axis=1, initial=0)[None, :]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if gaussian:
-            decay = np.exp((compensate * compensate - ious * ious) * dtype.type(sigma))
+            decay = exp((compensate * compensate - ious * ious) * dtype.type(sigma))
         else:
             decay = ((1.0 - ious.astype(np.float64)) / (1.0 - compensate.astype(np.float64))).astype(dtype)
     # C++'s std::min(min_decay, decay) keeps min_decay when decay is NaN: fmin does too

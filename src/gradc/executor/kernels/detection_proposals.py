@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from . import kernel
+from .detection import c_math, exp
 from .detection_nms import box_areas, greedy_keep, iou_matrix
 from .detection_sort import full_sort, has_ties, nth_element
 
@@ -24,8 +25,8 @@ def decode_deltas(anchors: np.ndarray, deltas: np.ndarray, variances: np.ndarray
     x = variances[:, 0] * deltas[:, 0] * width + center_x
     y = variances[:, 1] * deltas[:, 1] * height + center_y
     cap = dtype.type(BBOX_CLIP)
-    w = np.exp(np.minimum(variances[:, 2] * deltas[:, 2], cap)) * width
-    h = np.exp(np.minimum(variances[:, 3] * deltas[:, 3], cap)) * height
+    w = exp(np.minimum(variances[:, 2] * deltas[:, 2], cap)) * width
+    h = exp(np.minimum(variances[:, 3] * deltas[:, 3], cap)) * height
     two = dtype.type(2)
     return np.stack([x - w / two, y - h / two, x + w / two - pixel, y + h / two - pixel], axis=1)
 
@@ -110,7 +111,7 @@ def distribute_fpn_proposals(k):
         raise ValueError(f"RoisNum {counts} does not count FpnRois' {len(rois)} RoIs")
     scale = np.sqrt(box_areas(rois, dtype.type(1 if k.attr("pixel_offset") else 0)))
     with np.errstate(divide="ignore"):
-        level = np.floor(np.log2(scale / dtype.type(k.attr("refer_scale")) + dtype.type(1e-6))
+        level = np.floor(c_math(np.log2, scale / dtype.type(k.attr("refer_scale")) + dtype.type(1e-6))
                          + dtype.type(k.attr("refer_level")))
     level = np.clip(level, low, high).astype(np.int64)
     image = np.repeat(np.arange(len(counts)), counts)
