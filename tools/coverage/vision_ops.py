@@ -60,10 +60,13 @@ NMS_OUTPUTS = {"Out": "float32", "Index": "int32", "NmsRoisNum": "int32"}
 
 def _multiclass_nms3(boxes, scores, rois_num=None, **attrs):
     """multiclass_nms3 appended as Paddle 2.x's paddle.vision.ops.multiclass_nms did (3.3.1 has no such API)."""
-    inputs = {"BBoxes": boxes, "Scores": scores} | ({} if rois_num is None else {"RoisNum": rois_num})
     defaults = {"score_threshold": 0.1, "nms_top_k": -1, "keep_top_k": -1, "nms_threshold": 0.3,
                 "normalized": True, "nms_eta": 1.0, "background_label": 0}
-    return _outputs("multiclass_nms3", inputs, NMS_OUTPUTS, defaults | attrs)[0] * 1.0
+    attrs = defaults | attrs
+    if paddle.framework.in_pir_mode():   # legacy ops cannot be appended there: the PIR op itself
+        return paddle._C_ops.multiclass_nms3(boxes, scores, rois_num, *attrs.values())[0] * 1.0
+    inputs = {"BBoxes": boxes, "Scores": scores} | ({} if rois_num is None else {"RoisNum": rois_num})
+    return _outputs("multiclass_nms3", inputs, NMS_OUTPUTS, attrs)[0] * 1.0
 
 ROI = table(
     "vision_ops",
@@ -114,7 +117,7 @@ DETECTION = table(
                                           10)[0] * 1.0, unit(1, 2, 3)),
     ("generate_proposals", lambda s, d: V.generate_proposals(
         s, d, _like([[16., 16.]], s), _rpn_anchors().astype(s.dtype), paddle.ones([4, 4, 2, 4], s.dtype),
-        pre_nms_top_n=20, post_nms_top_n=8)[0] * 1.0,
+        pre_nms_top_n=20, post_nms_top_n=8, return_rois_num=True)[0] * 1.0,
      unit(1, 2, 4, 4), f(1, 8, 4, 4)),
     ("distribute_fpn_proposals", lambda r: _fpn_levels(r, *V.distribute_fpn_proposals(
         r, 2, 5, 4, 224, rois_num=_const([3, 2], "int32"))),
