@@ -151,6 +151,19 @@ def test_box_coder_encodes_against_every_prior_with_the_variance_attribute():
                                                                               -5.4930615]]]))
 
 
+def test_box_coder_decodes_float64_with_the_variance_attribute_as_float32_does():
+    """Paddle's float64 kernel reads the attribute's floats as doubles (offsets all but ignored: it gives
+    [[5.2e-11, -1.3e-08, 2.0, 2.0], [1.0, 1.0, 3.0, 4.0]] here); gradc scales the offsets, as in float32."""
+    prior, offsets = [[0, 0, 2, 2], [1, 1, 3, 4]], [[[0.5, -0.5, 0.2, 0.1], [1.0, 0.0, -0.3, 0.4]]]
+    attrs = dict(code_type="decode_center_size", axis=0, variance=[0.1, 0.1, 0.2, 0.2])
+    wide = run("box_coder", {"PriorBox": np.array(prior, np.float64), "TargetBox": np.array(offsets)}, attrs)
+    narrow = run("box_coder", {"PriorBox": f32(prior), "TargetBox": f32(offsets)}, attrs)   # Paddle's values
+    assert_values(narrow["OutputBox"], f32([[[0.0591892, -0.12020135, 2.140811, 1.9202013],
+                                             [1.2582355, 0.8750694, 3.1417646, 4.1249304]]]))
+    np.testing.assert_allclose(wide["OutputBox"], narrow["OutputBox"], rtol=1e-6)
+    assert wide["OutputBox"].dtype == np.float64
+
+
 def test_distribute_fpn_proposals_levels_restore_index_and_counts_per_image():
     """Scales 51, 121, 224 and 479 go to levels 2 to 5; an inverted box has area 0 (level 2); image 1 is empty."""
     rois = f32([[0, 0, 50, 50], [10, 10, 120, 130], [0, 0, 223, 223], [5, 5, 500, 460], [3, 3, 2, 9]])

@@ -5,6 +5,10 @@ Paddle differentiates none of them: they register without a gradient.
 
 Boxes are [x1, y1, x2, y2]. Where a box is in pixels (box_coder's box_normalized=False, the proposals'
 pixel_offset=True) its width is x2 - x1 + 1, as in Paddle's kernels.
+
+Where Paddle 3.3.1 is wrong: its float64 box_coder decoding with the `variance` attribute reads the attribute's
+float32 values as float64 ones (tiny numbers), so its offsets are all but ignored; gradc scales them by the
+variances, as its float32 kernel does.
 """
 
 from __future__ import annotations

@@ -122,7 +122,8 @@ def center_size(boxes: np.ndarray, pixel: int):
 def box_coder(k):
     """Encode TargetBox [N, 4] as offsets [N, M, 4] from each PriorBox [M, 4], or decode offsets [N, M, 4]
     (axis 0: prior j for column j; axis 1: prior i for row i) back into boxes; the offsets are divided by
-    (encode) or scaled by (decode) PriorBoxVar or the variance attribute, when one is given."""
+    (encode) or scaled by (decode) PriorBoxVar or the variance attribute, when one is given (also in float64,
+    where Paddle's decoding misreads the attribute: gradc.ops.detection)."""
     prior, target, prior_var = k.x("PriorBox"), k.x("TargetBox"), k.optional("PriorBoxVar")
     dtype, variance = target.dtype, k.attr("variance")
     pixel = dtype.type(0 if k.attr("box_normalized") else 1)

@@ -17,27 +17,34 @@ def box_areas(boxes: np.ndarray, pixel) -> np.ndarray:
     return np.where((width < 0) | (height < 0), 0, (width + pixel) * (height + pixel)).astype(boxes.dtype)
 
 
-def iou_matrix(boxes: np.ndarray, normalized: bool) -> np.ndarray:
-    """[K, K] IoUs (Paddle's JaccardOverlap: 0 for boxes that do not touch) of [K, 4] boxes."""
+def ious(boxes: np.ndarray, others: np.ndarray, normalized: bool) -> np.ndarray:
+    """[K, L] IoUs (Paddle's JaccardOverlap: 0 for boxes that do not touch) of [K, 4] and [L, 4] boxes."""
     pixel = boxes.dtype.type(0 if normalized else 1)
-    a, b = boxes[:, None, :], boxes[None, :, :]
+    a, b = boxes[:, None, :], others[None, :, :]
     apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
     inter = ((np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]) + pixel)
              * (np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]) + pixel))
-    areas = box_areas(boxes, pixel)
+    union = box_areas(boxes, pixel)[:, None] + box_areas(others, pixel)[None, :] - inter
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(apart, 0, inter / (areas[:, None] + areas[None, :] - inter)).astype(boxes.dtype)
+        return np.where(apart, 0, inter / union).astype(boxes.dtype)
 
 
-def greedy_keep(ious: np.ndarray, threshold, eta: float) -> list[int]:
-    """Positions kept by greedy suppression in the rows' order: a box goes when its IoU with a kept one is above
-    the threshold (a NaN IoU too), which shrinks by eta after each kept box while above 0.5."""
+def greedy_keep(boxes: np.ndarray, normalized: bool, threshold, eta: float) -> list[int]:
+    """Positions kept by greedy suppression of boxes in their order: a box goes when its IoU with a kept one is
+    above the threshold (a NaN IoU too), which shrinks by eta after each kept box while above 0.5."""
     kept: list[int] = []
-    for i in range(ious.shape[0]):
-        if not kept or (ious[i, kept] <= threshold).all():
+    if eta >= 1:   # a fixed threshold: each kept box drops the later ones it overlaps, one row of IoUs at a time
+        dropped = np.zeros(len(boxes), bool)
+        for i in range(len(boxes)):
+            if not dropped[i]:
+                kept.append(i)
+                dropped[i + 1:] |= ~(ious(boxes[i:i + 1], boxes[i + 1:], normalized)[0] <= threshold)
+        return kept
+    for i in range(len(boxes)):   # the threshold a box meets is the one when its turn comes
+        if not kept or (ious(boxes[i:i + 1], boxes[kept], normalized)[0] <= threshold).all():
             kept.append(i)
-            if eta < 1 and threshold > 0.5:
-                threshold = threshold * ious.dtype.type(eta)
+            if threshold > 0.5:
+                threshold = threshold * boxes.dtype.type(eta)
     return kept
 
 
@@ -48,31 +55,32 @@ def nms(k):
     boxes = k.x("Boxes")
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         raise ValueError(f"Boxes must be [N, 4], got {list(boxes.shape)}")
-    a, b = boxes[:, None, :], boxes[None, :, :]
-    inter = (np.maximum(np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]), 0)
-             * np.maximum(np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]), 0))
-    areas = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
-    with np.errstate(divide="ignore", invalid="ignore"):
-        overlaps = inter / (areas[:, None] + areas[None, :] - inter) > np.float32(k.attr("iou_threshold"))
+    threshold, areas = np.float32(k.attr("iou_threshold")), (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
     suppressed = np.zeros(len(boxes), bool)
-    for i in range(len(boxes)):
-        if not suppressed[i]:
-            suppressed[i + 1:] |= overlaps[i, i + 1:]
+    for i in range(len(boxes)):   # each box not suppressed yet suppresses the later ones it overlaps
+        if suppressed[i]:
+            continue
+        box, later = boxes[i], boxes[i + 1:]
+        inter = (np.maximum(np.minimum(box[2], later[:, 2]) - np.maximum(box[0], later[:, 0]), 0)
+                 * np.maximum(np.minimum(box[3], later[:, 3]) - np.maximum(box[1], later[:, 1]), 0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            suppressed[i + 1:] |= inter / (areas[i] + areas[i + 1:] - inter) > threshold
     return {"KeepBoxesIdxs": np.flatnonzero(~suppressed).astype(np.int64)}
 
 
-def _decays(ious: np.ndarray, gaussian: bool, sigma: float) -> np.ndarray:
+def _decays(overlaps: np.ndarray, gaussian: bool, sigma: float) -> np.ndarray:
     """Matrix NMS's decay of each box (sorted by score): the least over higher-scored boxes j of
     f(iou with j, j's own largest IoU with a box above it), at most 1."""
-    count, dtype = ious.shape[0], ious.dtype
-    above = np.tril(np.ones((count, count), bool), -1)
+    count, dtype = overlaps.shape[0], overlaps.dtype
+    above = np.arange(count)[:, None] > np.arange(count)[None, :]
+    overlaps = np.where(above, overlaps, 0)
     # column j: box j's largest IoU with a higher-scored box (C++'s std::max, like fmax, passes over a NaN)
-    compensate = np.fmax.reduce(np.where(above, ious, 0), axis=1, initial=0)[None, :]
+    compensate = np.fmax.reduce(overlaps, axis=1, initial=0)[None, :]
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         if gaussian:
-            decay = exp((compensate * compensate - ious * ious) * dtype.type(sigma))
-        else:
-            decay = ((1.0 - ious.astype(np.float64)) / (1.0 - compensate.astype(np.float64))).astype(dtype)
+            decay = exp((compensate * compensate - overlaps * overlaps) * dtype.type(sigma))
+        else:   # Paddle divides in double; rounding to float after the least changes nothing (it is monotonic)
+            decay = (1.0 - overlaps.astype(np.float64)) / (1.0 - compensate.astype(np.float64))
     # C++'s std::min(min_decay, decay) keeps min_decay when decay is NaN: fmin does too
     return np.fmin.reduce(np.where(above, decay, 1), axis=1, initial=1).astype(dtype)
 
@@ -90,8 +98,8 @@ def _matrix_nms_image(k, boxes: np.ndarray, scores: np.ndarray):
         if not count:
             continue
         order = candidates[partial_sort(scores[label, candidates], count)]
-        ious = iou_matrix(boxes[order], k.attr("normalized"))
-        decayed = _decays(ious, k.attr("use_gaussian"), k.attr("gaussian_sigma")) * scores[label, order]
+        overlaps = ious(boxes[order], boxes[order], k.attr("normalized"))
+        decayed = _decays(overlaps, k.attr("use_gaussian"), k.attr("gaussian_sigma")) * scores[label, order]
         keep = decayed > post
         found += [(int(i), label, s) for i, s in zip(order[keep], decayed[keep])]
     keep_top_k = k.attr("keep_top_k")
@@ -128,8 +136,8 @@ def _class_nms(k, boxes: np.ndarray, scores: np.ndarray) -> list[int]:
     order = candidates[np.argsort(-scores[candidates], kind="stable")]
     if k.attr("nms_top_k") > -1:
         order = order[:k.attr("nms_top_k")]
-    ious = iou_matrix(boxes[order], k.attr("normalized"))
-    return order[greedy_keep(ious, dtype.type(k.attr("nms_threshold")), k.attr("nms_eta"))].tolist()
+    kept = greedy_keep(boxes[order], k.attr("normalized"), dtype.type(k.attr("nms_threshold")), k.attr("nms_eta"))
+    return order[kept].tolist()
 
 
 def _multiclass_image(k, boxes: np.ndarray, scores: np.ndarray, per_class_boxes: bool) -> list[tuple[int, int]]:

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import kernel
 from .detection import c_math, exp
-from .detection_nms import box_areas, greedy_keep, iou_matrix
+from .detection_nms import box_areas, greedy_keep
 from .detection_sort import full_sort, has_ties, nth_element
 
 BBOX_CLIP = math.log(1000.0 / 16.0)   # Paddle's bound on a log-size delta
@@ -63,8 +63,7 @@ def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
         return boxes, scores
     # Paddle's NMS pops the best from a stable ascending sort: among equal scores the later box comes first
     ranked = np.argsort(scores, kind="stable")[::-1]
-    kept = ranked[greedy_keep(iou_matrix(boxes[ranked], not k.attr("pixel_offset")), dtype.type(nms_thresh),
-                              k.attr("eta"))]
+    kept = ranked[greedy_keep(boxes[ranked], not k.attr("pixel_offset"), dtype.type(nms_thresh), k.attr("eta"))]
     if 0 < k.attr("post_nms_topN") < len(kept):
         kept = kept[:k.attr("post_nms_topN")]
     return boxes[kept], scores[kept]
