@@ -77,19 +77,33 @@ def test_multiclass_nms3_per_class_boxes_counts_images_by_rois_num():
                                    [1, 0.4, 10.5, 10.5, 12.5, 12.5]]))
 
 
+GRID_ANCHORS = f32([[[[4 * x, 4 * y, 4 * x + 3, 4 * y + 3]] for x in range(5)] for y in range(4)])   # 20 cells
+GRID_SCORES = f32([[[[0.3, 0.9, 0.3, 0.3, 0.9], [0.1, 0.3, 0.9, 0.3, 0.5], [0.3, 0.9, 0.3, 0.3, 0.9],
+                     [0.1, 0.3, 0.9, 0.3, 0.5]]]])
+
+
+def _grid_proposals(pre_nms_top_n):
+    return run("generate_proposals_v2", {"Scores": GRID_SCORES, "BboxDeltas": np.zeros((1, 4, 4, 5), np.float32),
+                                         "ImShape": f32([[16, 20]]), "Anchors": GRID_ANCHORS,
+                                         "Variances": np.ones((4, 5, 1, 4), np.float32)},
+               dict(pre_nms_topN=pre_nms_top_n, post_nms_topN=-1, nms_thresh=0.0, min_size=0.1, eta=1.0,
+                    pixel_offset=True))
+
+
 def test_generate_proposals_returns_nth_elements_order_without_nms():
     """pre_nms_topN 6 of 20 anchors, six tied at 0.9: std::nth_element's order (not sorted by position)."""
-    anchors = f32([[[[4 * x, 4 * y, 4 * x + 3, 4 * y + 3]] for x in range(5)] for y in range(4)])
-    scores = f32([[[[0.3, 0.9, 0.3, 0.3, 0.9], [0.1, 0.3, 0.9, 0.3, 0.5], [0.3, 0.9, 0.3, 0.3, 0.9],
-                    [0.1, 0.3, 0.9, 0.3, 0.5]]]])
-    out = run("generate_proposals_v2", {"Scores": scores, "BboxDeltas": np.zeros((1, 4, 4, 5), np.float32),
-                                        "ImShape": f32([[16, 20]]), "Anchors": anchors,
-                                        "Variances": np.ones((4, 5, 1, 4), np.float32)},
-              dict(pre_nms_topN=6, post_nms_topN=10, nms_thresh=0.0, min_size=0.1, eta=1.0, pixel_offset=True))
+    out = _grid_proposals(6)
     assert_values(out["RpnRois"], f32([[16, 0, 19, 3], [8, 4, 11, 7], [4, 8, 7, 11], [8, 12, 11, 15], [4, 0, 7, 3],
                                        [16, 8, 19, 11]]))
     assert_values(out["RpnRoiProbs"], f32([[0.9]] * 6))
     assert_values(out["RpnRoisNum"], i32([6]))
+
+
+def test_generate_proposals_returns_std_sorts_order_of_equal_scores_without_nms():
+    """All 20 anchors: introsort's order among the tied scores, which is neither by position nor reversed."""
+    rois = _grid_proposals(0)["RpnRois"]
+    cells = (rois[:, 1] // 4 * 5 + rois[:, 0] // 4).astype(int).tolist()
+    assert cells == [1, 17, 14, 4, 11, 7, 19, 9, 8, 6, 10, 12, 13, 3, 16, 2, 18, 0, 5, 15]   # Paddle's
 
 
 def test_generate_proposals_decodes_clips_filters_and_suppresses():
