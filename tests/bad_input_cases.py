@@ -309,6 +309,23 @@ COMPILE_TIME = {
                                                          "Filter": zeros(2, 4, 4, 4)}, {},
                                   "the output H would be 0: input 3, padding 0, kernel 4"),
     # detection
+    "yolo_box channels": ("yolo_box", {"X": zeros(1, 13, 2, 2), "ImgSize": np.array([[8, 8]], np.int32)},
+                          {"anchors": [8, 12, 4, 4], "class_num": 2}, "2 anchors of 2 classes need 14"),
+    "prior_box max_sizes": ("prior_box", {"Input": X4, "Image": zeros(2, 3, 8, 8)},
+                            {"min_sizes": [4.0], "max_sizes": [2.0], "variances": [0.1, 0.1, 0.2, 0.2]},
+                            "max_sizes must give one size above each of min_sizes"),
+    "box_coder priors": ("box_coder", {"PriorBox": zeros(3, 4), "TargetBox": zeros(2, 5, 4)},
+                         {"code_type": "decode_center_size"}, "must match PriorBox's 3 boxes"),
+    "nms box": ("nms", {"Boxes": zeros(3, 5)}, {}, "Boxes's last dim must be 4"),
+    "matrix_nms boxes": ("matrix_nms", {"BBoxes": zeros(1, 3, 4), "Scores": zeros(1, 2, 4)}, {},
+                         "disagree on the box count"),
+    "multiclass_nms3 boxes": ("multiclass_nms3", {"BBoxes": zeros(2, 3, 4), "Scores": zeros(1, 2, 3)}, {},
+                              "disagree on the batch size"),
+    "generate_proposals_v2 deltas": ("generate_proposals_v2", {
+        "Scores": zeros(1, 2, 3, 3), "BboxDeltas": zeros(1, 4, 3, 3), "ImShape": zeros(1, 2),
+        "Anchors": zeros(3, 3, 2, 4), "Variances": zeros(3, 3, 2, 4)}, {}, "must be [N, 4A, H, W]"),
+    "distribute_fpn_proposals scale": ("distribute_fpn_proposals", {"FpnRois": zeros(3, 4)},
+                                       {"min_level": 2, "max_level": 2, "refer_scale": 0}, "refer_scale must be > 0"),
     # yolo_loss
     # signal
     # graph
@@ -389,6 +406,14 @@ RUN_TIME = {
     # roi
     # deform_conv
     # detection
+    "yolo_box image sizes": ("yolo_box", {"X": zeros(1, 6, 2, 2), "ImgSize": np.array([[8, 8], [8, 8]], np.int32)},
+                             {"anchors": [8, 12], "class_num": 1}, "ImgSize must be [N, 2] = [1, 2]"),
+    "multiclass_nms3 RoisNum": ("multiclass_nms3", {"BBoxes": zeros(3, 2, 4), "Scores": zeros(3, 2),
+                                                    "RoisNum": np.array([2, 2], np.int32)}, {},
+                                "RoisNum [2, 2] does not count BBoxes' 3 boxes"),
+    "distribute_fpn_proposals RoisNum": ("distribute_fpn_proposals", {"FpnRois": zeros(3, 4),
+                                                                      "RoisNum": np.array([1, 1], np.int32)},
+                                         {"min_level": 2, "max_level": 2}, "RoisNum [1, 1] does not count"),
     # yolo_loss
     # signal
     # graph

@@ -6,11 +6,17 @@ import numpy as np
 import paddle
 from paddle.vision import ops as V
 
-from .spec import f, ints, pos, table, unit
+from .legacy_shim import _outputs
+from .spec import f, given, ints, pos, table, unit
 
 
 def _const(values, dtype="float32"):
     return paddle.to_tensor(np.array(values, dtype))
+
+
+def _like(values, x):
+    """Constant values in x's float dtype (the float64 run rebuilds a row in float64)."""
+    return _const(values).astype(x.dtype)
 
 
 def rois():
@@ -23,6 +29,44 @@ def rois_num():
 
 
 ANCHORS = [10, 13, 16, 30]
+
+
+def _rpn_anchors():
+    """[4, 4, 2, 4] anchors of a 16 x 16 image: squares of sides 4 and 8 centred on each 4-pixel cell."""
+    centers = np.arange(4) * 4.0 + 1.5
+    cy, cx = np.meshgrid(centers, centers, indexing="ij")
+    halves = np.array([1.5, 3.5])
+    boxes = [cx[..., None] - halves, cy[..., None] - halves, cx[..., None] + halves, cy[..., None] + halves]
+    return _const(np.stack(boxes, axis=-1))
+
+
+def _fpn_levels(rois, levels, restore, counts):
+    """One vector of each level's RoI sums, the RoIs' restore index and each level's counts per image (the
+    outputs themselves carry Paddle's LoD, which its executor does not fetch)."""
+    sums = paddle.stack([level.sum(axis=0) for level in levels]).reshape([-1])
+    return paddle.concat([sums, restore.astype(rois.dtype).reshape([-1]),
+                          paddle.concat(counts).astype(rois.dtype)])
+
+
+PRIORS = [[0., 0., 2., 2.], [1., 1., 3., 4.]]
+# two images of five boxes: 0 and 1 overlap (IoU 0.56), 2 is apart, 3 nearly repeats 2, 4 is apart
+NMS_BOXES = [[[0, 0, 2, 2], [0.5, 0.5, 2, 2], [3, 3, 4, 4], [3, 3.1, 4, 4], [5, 0, 6, 1]],
+             [[0, 0, 4, 4], [1, 1, 4, 4], [0, 0, 4, 3.9], [6, 6, 9, 9], [6, 6, 8, 9]]]
+# per image and class (3 classes, 5 boxes), with equal scores (ties) and some under the threshold
+NMS_SCORES = [[[0.9, 0.8, 0.7, 0.7, 0.05], [0.6, 0.6, 0.3, 0.9, 0.9], [0.2, 0.5, 0.5, 0.5, 0.4]],
+              [[0.3, 0.3, 0.3, 0.8, 0.8], [0.9, 0.1, 0.9, 0.5, 0.2], [0.4, 0.4, 0.7, 0.6, 0.6]]]
+NMS_OUTPUTS = {"Out": "float32", "Index": "int32", "NmsRoisNum": "int32"}
+
+
+def _multiclass_nms3(boxes, scores, rois_num=None, **attrs):
+    """multiclass_nms3 appended as Paddle 2.x's paddle.vision.ops.multiclass_nms did (3.3.1 has no such API)."""
+    defaults = {"score_threshold": 0.1, "nms_top_k": -1, "keep_top_k": -1, "nms_threshold": 0.3,
+                "normalized": True, "nms_eta": 1.0, "background_label": 0}
+    attrs = defaults | attrs
+    if paddle.framework.in_pir_mode():   # legacy ops cannot be appended there: the PIR op itself
+        return paddle._C_ops.multiclass_nms3(boxes, scores, rois_num, *attrs.values())[0] * 1.0
+    inputs = {"BBoxes": boxes, "Scores": scores} | ({} if rois_num is None else {"RoisNum": rois_num})
+    return _outputs("multiclass_nms3", inputs, NMS_OUTPUTS, attrs)[0] * 1.0
 
 ROI = table(
     "vision_ops",
@@ -63,19 +107,29 @@ DETECTION = table(
         x, img, [2.0, 4.0], [6.0, 8.0], variance=[0.1, 0.1, 0.2, 0.2], steps=[4.0, 4.0], offset=0.4,
         min_max_aspect_ratios_order=True)[1] * 1.0,
      f(1, 2, 2, 3), f(1, 3, 8, 12)),
-    ("box_coder_encode", lambda t: V.box_coder(_const([[0., 0., 2., 2.], [1., 1., 3., 4.]]), [0.1, 0.1, 0.2, 0.2], t,
+    ("box_coder_encode", lambda t: V.box_coder(_like(PRIORS, t), [0.1, 0.1, 0.2, 0.2], t,
                                                "encode_center_size"), pos(3, 4)),
-    ("box_coder_decode", lambda t: V.box_coder(_const([[0., 0., 2., 2.], [1., 1., 3., 4.]]), [0.1, 0.1, 0.2, 0.2], t,
+    ("box_coder_decode", lambda t: V.box_coder(_like(PRIORS, t), [0.1, 0.1, 0.2, 0.2], t,
                                                "decode_center_size", box_normalized=False), f(3, 2, 4)),
-    ("nms", lambda x: x * V.nms(_const([[0, 0, 2, 2], [0.5, 0.5, 2, 2], [3, 3, 4, 4]]), 0.3).astype("float32").sum(),
+    ("nms", lambda x: x * V.nms(_const([[0, 0, 2, 2], [0.5, 0.5, 2, 2], [3, 3, 4, 4]]), 0.3).astype(x.dtype).sum(),
      f(2)),
-    ("matrix_nms", lambda s: V.matrix_nms(_const([[[0, 0, 2, 2], [0.5, 0.5, 2, 2], [3, 3, 4, 4]]]), s, 0.1, 0.1, 10,
+    ("matrix_nms", lambda s: V.matrix_nms(_like([[[0, 0, 2, 2], [0.5, 0.5, 2, 2], [3, 3, 4, 4]]], s), s, 0.1, 0.1, 10,
                                           10)[0] * 1.0, unit(1, 2, 3)),
-    ("generate_proposals", lambda s, d: V.generate_proposals(s, d, _const([[16., 16.]]), paddle.rand([4, 4, 2, 4]),
-                                                             paddle.ones([4, 4, 2, 4]))[0] * 1.0,
+    ("generate_proposals", lambda s, d: V.generate_proposals(
+        s, d, _like([[16., 16.]], s), _rpn_anchors().astype(s.dtype), paddle.ones([4, 4, 2, 4], s.dtype),
+        pre_nms_top_n=20, post_nms_top_n=8, return_rois_num=True)[0] * 1.0,
      unit(1, 2, 4, 4), f(1, 8, 4, 4)),
-    ("distribute_fpn_proposals", lambda r: V.distribute_fpn_proposals(
-        r, 2, 5, 4, 224, rois_num=_const([3], "int32"))[0][0] * 1.0, pos(3, 4)),
+    ("distribute_fpn_proposals", lambda r: _fpn_levels(r, *V.distribute_fpn_proposals(
+        r, 2, 5, 4, 224, rois_num=_const([3, 2], "int32"))),
+     given([[0, 0, 50, 50], [10, 10, 120, 130], [0, 0, 223, 223], [5, 5, 500, 460], [0, 0, 30, 20]], "float32")),
+    ("multiclass_nms3", lambda s: _multiclass_nms3(_like(NMS_BOXES, s), s, nms_top_k=4, keep_top_k=4),
+     given(NMS_SCORES, "float32")),
+    ("multiclass_nms3_pixels_background", lambda s: _multiclass_nms3(
+        _like(NMS_BOXES, s) * 10.0, s, score_threshold=0.25, nms_threshold=0.6, nms_eta=0.9, normalized=False,
+        background_label=1), given(NMS_SCORES, "float32")),
+    ("multiclass_nms3_per_class_boxes", lambda b, s: _multiclass_nms3(
+        b, s, _const([3, 2], "int32"), keep_top_k=5, background_label=-1),
+     given(np.array(NMS_BOXES).reshape(5, 2, 4), "float32"), given(np.array(NMS_SCORES)[0, :2].T, "float32")),
     ("yolo_loss", lambda x, gt, lab: V.yolo_loss(x, gt, lab, ANCHORS, [0, 1], 2, 0.7, 8, use_label_smooth=False),
      f(2, 14, 4, 4), unit(2, 3, 4), ints(2, 2, 3, dtype="int32")),
     ("yolo_loss_score_smooth", lambda x, gt, lab, score: V.yolo_loss(x, gt, lab, ANCHORS, [1], 2, 0.5, 8,

@@ -45,6 +45,15 @@ FAMILIES = {
     "deform_conv": (
         "deformable_conv", "deformable_conv_v1", "deformable_conv_grad", "deformable_conv_v1_grad",
     ),
+    "detection": (
+        "yolo_box", "prior_box", "box_coder",
+    ),
+    "detection_nms": (
+        "nms", "matrix_nms", "multiclass_nms3",
+    ),
+    "detection_proposals": (
+        "generate_proposals_v2", "distribute_fpn_proposals",
+    ),
     "graph": (
         "graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad", "graph_send_uv",
         "graph_send_uv_grad", "segment_pool", "segment_pool_grad",

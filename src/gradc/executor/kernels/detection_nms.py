@@ -1,0 +1,198 @@
+"""Kernels of gradc.ops.detection_nms's suppressions: nms, matrix_nms, multiclass_nms3. IoUs are computed in the
+boxes' dtype in Paddle's order of operations, so a box at a threshold is kept or dropped as Paddle decides; the
+orders among equal scores are Paddle's (detection_sort)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+from .detection import exp
+from .detection_sort import partial_sort
+
+
+def box_areas(boxes: np.ndarray, pixel) -> np.ndarray:
+    """Areas of [..., 4] boxes, 0 for an inverted one; a pixel box (pixel = 1) counts both ends."""
+    width, height = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
+    return np.where((width < 0) | (height < 0), 0, (width + pixel) * (height + pixel)).astype(boxes.dtype)
+
+
+def ious(boxes: np.ndarray, others: np.ndarray, normalized: bool) -> np.ndarray:
+    """[K, L] IoUs (Paddle's JaccardOverlap: 0 for boxes that do not touch) of [K, 4] and [L, 4] boxes."""
+    pixel = boxes.dtype.type(0 if normalized else 1)
+    a, b = boxes[:, None, :], others[None, :, :]
+    apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
+    inter = ((np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]) + pixel)
+             * (np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]) + pixel))
+    union = box_areas(boxes, pixel)[:, None] + box_areas(others, pixel)[None, :] - inter
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(apart, 0, inter / union).astype(boxes.dtype)
+
+
+def greedy_keep(boxes: np.ndarray, normalized: bool, threshold, eta: float) -> list[int]:
+    """Positions kept by greedy suppression of boxes in their order: a box goes when its IoU with a kept one is
+    above the threshold (a NaN IoU too), which shrinks by eta after each kept box while above 0.5."""
+    kept: list[int] = []
+    if eta >= 1:   # a fixed threshold: each kept box drops the later ones it overlaps, one row of IoUs at a time
+        dropped = np.zeros(len(boxes), bool)
+        for i in range(len(boxes)):
+            if not dropped[i]:
+                kept.append(i)
+                dropped[i + 1:] |= ~(ious(boxes[i:i + 1], boxes[i + 1:], normalized)[0] <= threshold)
+        return kept
+    for i in range(len(boxes)):   # the threshold a box meets is the one when its turn comes
+        if not kept or (ious(boxes[i:i + 1], boxes[kept], normalized)[0] <= threshold).all():
+            kept.append(i)
+            if threshold > 0.5:
+                threshold = threshold * boxes.dtype.type(eta)
+    return kept
+
+
+@kernel("nms")
+def nms(k):
+    """Indices (int64) of the boxes kept, in the given order: a box goes when its IoU (no pixel offset) with
+    an earlier kept box is above iou_threshold."""
+    boxes = k.x("Boxes")
+    if boxes.ndim != 2 or boxes.shape[1] != 4:
+        raise ValueError(f"Boxes must be [N, 4], got {list(boxes.shape)}")
+    threshold, areas = np.float32(k.attr("iou_threshold")), (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    suppressed = np.zeros(len(boxes), bool)
+    for i in range(len(boxes)):   # each box not suppressed yet suppresses the later ones it overlaps
+        if suppressed[i]:
+            continue
+        box, later = boxes[i], boxes[i + 1:]
+        inter = (np.maximum(np.minimum(box[2], later[:, 2]) - np.maximum(box[0], later[:, 0]), 0)
+                 * np.maximum(np.minimum(box[3], later[:, 3]) - np.maximum(box[1], later[:, 1]), 0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            suppressed[i + 1:] |= inter / (areas[i] + areas[i + 1:] - inter) > threshold
+    return {"KeepBoxesIdxs": np.flatnonzero(~suppressed).astype(np.int64)}
+
+
+def _decays(overlaps: np.ndarray, gaussian: bool, sigma: float) -> np.ndarray:
+    """Matrix NMS's decay of each box (sorted by score): the least over higher-scored boxes j of
+    f(iou with j, j's own largest IoU with a box above it), at most 1."""
+    count, dtype = overlaps.shape[0], overlaps.dtype
+    above = np.arange(count)[:, None] > np.arange(count)[None, :]
+    overlaps = np.where(above, overlaps, 0)
+    # column j: box j's largest IoU with a higher-scored box (C++'s std::max, like fmax, passes over a NaN)
+    compensate = np.fmax.reduce(overlaps, axis=1, initial=0)[None, :]
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if gaussian:
+            decay = exp((compensate * compensate - overlaps * overlaps) * dtype.type(sigma))
+        else:   # Paddle divides in double; rounding to float after the least changes nothing (it is monotonic)
+            decay = (1.0 - overlaps.astype(np.float64)) / (1.0 - compensate.astype(np.float64))
+    # C++'s std::min(min_decay, decay) keeps min_decay when decay is NaN: fmin does too
+    return np.fmin.reduce(np.where(above, decay, 1), axis=1, initial=1).astype(dtype)
+
+
+def _matrix_nms_image(k, boxes: np.ndarray, scores: np.ndarray):
+    """(box index, class, decayed score) of one image's detections, in class order, each class by score."""
+    dtype = scores.dtype
+    threshold, post = dtype.type(k.attr("score_threshold")), dtype.type(k.attr("post_threshold"))
+    top_k, found = k.attr("nms_top_k"), []
+    for label in range(scores.shape[0]):
+        if label == k.attr("background_label"):
+            continue
+        candidates = np.flatnonzero(scores[label] > threshold)
+        count = len(candidates) if top_k <= -1 else min(top_k, len(candidates))
+        if not count:
+            continue
+        order = candidates[partial_sort(scores[label, candidates], count)]
+        overlaps = ious(boxes[order], boxes[order], k.attr("normalized"))
+        decayed = _decays(overlaps, k.attr("use_gaussian"), k.attr("gaussian_sigma")) * scores[label, order]
+        keep = decayed > post
+        found += [(int(i), label, s) for i, s in zip(order[keep], decayed[keep])]
+    keep_top_k = k.attr("keep_top_k")
+    count = len(found) if keep_top_k <= -1 else min(keep_top_k, len(found))
+    if not count:
+        return []
+    return [found[p] for p in partial_sort(np.array([s for _, _, s in found], dtype), count)]
+
+
+@kernel("matrix_nms")
+def matrix_nms(k):
+    """Matrix NMS (SOLOv2) per image and class: scores decay by their IoUs with higher-scored boxes instead of
+    being dropped. Out rows [class, decayed score, x1, y1, x2, y2], Index the box (image * M + box), RoisNum
+    the rows per image."""
+    boxes, scores = k.x("BBoxes"), k.x("Scores")
+    if boxes.ndim != 3 or scores.ndim != 3 or boxes.shape[:2] != (scores.shape[0], scores.shape[2]):
+        raise ValueError(f"BBoxes [N, M, 4] and Scores [N, C, M] disagree: {list(boxes.shape)} and "
+                         f"{list(scores.shape)}")
+    rows, indices, counts = [], [], []
+    for image in range(scores.shape[0]):
+        found = _matrix_nms_image(k, boxes[image], scores[image])
+        rows += [[label, score, *boxes[image, i]] for i, label, score in found]
+        indices += [image * scores.shape[2] + i for i, _, _ in found]
+        counts.append(len(found))
+    return {"Out": np.array(rows, scores.dtype).reshape(-1, 2 + boxes.shape[2]),
+            "Index": np.array(indices, np.int32).reshape(-1, 1), "RoisNum": np.array(counts, np.int32)}
+
+
+def _class_nms(k, boxes: np.ndarray, scores: np.ndarray) -> list[int]:
+    """multiclass_nms3's suppression of one class: boxes above score_threshold, at most nms_top_k by score
+    (ties in index order), greedily."""
+    dtype = scores.dtype
+    candidates = np.flatnonzero(scores > dtype.type(k.attr("score_threshold")))
+    order = candidates[np.argsort(-scores[candidates], kind="stable")]
+    if k.attr("nms_top_k") > -1:
+        order = order[:k.attr("nms_top_k")]
+    kept = greedy_keep(boxes[order], k.attr("normalized"), dtype.type(k.attr("nms_threshold")), k.attr("nms_eta"))
+    return order[kept].tolist()
+
+
+def _multiclass_image(k, boxes: np.ndarray, scores: np.ndarray, per_class_boxes: bool) -> list[tuple[int, int]]:
+    """(class, box) pairs one image keeps, by class, then by score (3-D) or box (2-D: per_class_boxes)."""
+    selected = {}
+    for label in range(scores.shape[1] if per_class_boxes else scores.shape[0]):
+        if label == k.attr("background_label"):
+            continue
+        if per_class_boxes:
+            kept = sorted(_class_nms(k, boxes[:, label], scores[:, label]))
+        else:
+            kept = _class_nms(k, boxes, scores[label])
+        selected[label] = kept
+    pairs = [(label, i) for label, kept in selected.items() for i in kept]
+    keep_top_k = k.attr("keep_top_k")
+    if -1 < keep_top_k < len(pairs):
+        # the kernel ranks by the score as a C float, stably
+        score_of = [np.float32(scores[i, label] if per_class_boxes else scores[label, i]) for label, i in pairs]
+        ranked = sorted(range(len(pairs)), key=lambda p: -score_of[p])[:keep_top_k]
+        regrouped = {}
+        for p in ranked:
+            regrouped.setdefault(pairs[p][0], []).append(pairs[p][1])
+        pairs = [(label, i) for label in sorted(regrouped)
+                 for i in (sorted(regrouped[label]) if per_class_boxes else regrouped[label])]
+    return pairs
+
+
+@kernel("multiclass_nms3")
+def multiclass_nms3(k):
+    """Greedy NMS per image and class. BBoxes [N, M, 4] with Scores [N, C, M], or BBoxes [M, C, 4] with
+    Scores [M, C] (boxes per class) whose images RoisNum counts (all one image without it). Out rows
+    [class, score, x1, y1, x2, y2] by class; Index the box (3-D: image * M + box; 2-D: box * C + class);
+    NmsRoisNum the rows per image. When nothing is kept and Index is not asked for, Out is [[-1]], as in Paddle."""
+    boxes, scores, rois_num = k.x("BBoxes"), k.x("Scores"), k.optional("RoisNum")
+    if boxes.shape[-1] != 4:
+        raise ValueError(f"BBoxes must hold 4-coordinate boxes (gradc has no polygon NMS), got {list(boxes.shape)}")
+    if scores.ndim == 3:
+        images = [(boxes[i], scores[i], i * scores.shape[2]) for i in range(scores.shape[0])]
+    else:
+        counts = [boxes.shape[0]] if rois_num is None else [int(c) for c in rois_num.reshape(-1)]
+        if sum(counts) != boxes.shape[0] or min(counts, default=0) < 0:
+            raise ValueError(f"RoisNum {counts} does not count BBoxes' {boxes.shape[0]} boxes")
+        starts = np.cumsum([0, *counts])
+        images = [(boxes[s:e], scores[s:e], s * scores.shape[1]) for s, e in zip(starts[:-1], starts[1:])]
+    rows, indices, counts = [], [], []
+    for image_boxes, image_scores, offset in images:
+        per_class = scores.ndim == 2
+        pairs = _multiclass_image(k, image_boxes, image_scores, per_class) if len(image_boxes) else []
+        for label, i in pairs:
+            box = image_boxes[i, label] if per_class else image_boxes[i]
+            rows.append([label, image_scores[i, label] if per_class else image_scores[label, i], *box])
+            indices.append(offset + (i * scores.shape[1] + label if per_class else i))
+        counts.append(len(pairs))
+    out = np.array(rows, scores.dtype).reshape(-1, 6)
+    if not rows and not k.wants("Index"):
+        out = np.full((1, 1), -1, scores.dtype)
+    return {"Out": out, "Index": np.array(indices, np.int32).reshape(-1, 1),
+            "NmsRoisNum": np.array(counts, np.int32)}
