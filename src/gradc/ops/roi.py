@@ -13,8 +13,10 @@ whose Out is 0). psroi_pool averages the bin's pixels of its own channel: bin (i
 X's channel (c * pooled_height + i) * pooled_width + j.
 
 Where gradc and Paddle 3.3.1 part: Paddle's roi_align_grad widens every box to at least one pixel, aligned or
-not, so for an aligned box smaller than a pixel its gradient is not that of its forward; gradc's is. An
-aligned box of no size has no samples: gradc gives 0 (Paddle's CPU kernel divides by the zero sample count).
+not, so for an aligned box smaller than a pixel its gradient is not that of its forward (central differences
+disagree); gradc's is. An aligned box of no size has no samples: gradc gives 0, as Paddle's GPU kernel does (its
+CPU kernel divides by the zero sample count: NaN). Paddle's shape inference asks psroi_pool for output_channels
+> 1; gradc also pools one output channel.
 """
 
 from __future__ import annotations
