@@ -12,6 +12,8 @@ import numpy as np
 from ...ops.roi import psroi_channels
 from . import kernel
 
+CHUNK = 1 << 22   # values roi_align reads or writes in one step
+
 
 def _box_images(k, images: int, boxes: int) -> np.ndarray:
     """The image of each box: RoisNum's counts in order, or image 0 for all without RoisNum."""
@@ -85,6 +87,12 @@ def _align_box(k, box, height: int, width: int):
     return flat, weights, valid.reshape(ph, pw, -1), (1.0 / (gh * gw) if gh * gw else 0.0)
 
 
+def _channel_parts(channels: int, per_channel: int) -> list[slice]:
+    """Channels in groups of at most CHUNK values read: a large box's many samples times many channels."""
+    step = max(1, CHUNK // max(per_channel, 1))
+    return [slice(start, start + step) for start in range(0, channels, step)]
+
+
 @kernel("roi_align")
 def roi_align(k):
     x, rois, images = _inputs(k)
@@ -92,7 +100,8 @@ def roi_align(k):
     out = np.zeros((rois.shape[0], x.shape[1], *_pooled(k)))
     for r, (box, image) in enumerate(zip(rois, images)):
         flat, weights, _, per_sample = _align_box(k, box, *x.shape[2:])
-        out[r] = (planes[image][:, flat] * weights).sum(-1) * per_sample
+        for part in _channel_parts(x.shape[1], flat.size):
+            out[r, part] = (planes[image, part][:, flat] * weights).sum(-1) * per_sample
     return {"Out": out.astype(x.dtype)}
 
 
@@ -103,8 +112,9 @@ def roi_align_grad(k):
     dx = np.zeros((x.shape[0], x.shape[1], x.shape[2] * x.shape[3]))
     for r, (box, image) in enumerate(zip(rois, images)):
         flat, weights, valid, per_sample = _align_box(k, box, *x.shape[2:])
-        spread = np.where(valid, dout[r][..., None] * (weights * per_sample), 0.0)   # [C, ph, pw, samples * 4]
-        np.add.at(dx[image], (slice(None), flat.reshape(-1)), spread.reshape(x.shape[1], -1))
+        for part in _channel_parts(x.shape[1], flat.size):
+            spread = np.where(valid, dout[r, part][..., None] * (weights * per_sample), 0.0)   # [c, ph, pw, 4 S]
+            np.add.at(dx[image, part], (slice(None), flat.reshape(-1)), spread.reshape(spread.shape[0], -1))
     return {"X@GRAD": dx.reshape(x.shape).astype(x.dtype)}
 
 
