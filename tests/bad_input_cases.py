@@ -372,6 +372,8 @@ RUN_TIME = {
                          "RoisNum [1, 1] must give 2 box counts >= 0 (one per image of X) summing to the 3 boxes"),
     "psroi_pool counts": ("psroi_pool", {"X": X4, "ROIs": zeros(1, 4), "RoisNum": np.array([2, -1], np.int32)},
                           {"output_channels": 4}, "RoisNum [2, -1] must give 2 box counts >= 0"),
+    "roi_pool corner": ("roi_pool", {"X": X4, "ROIs": np.array([[0, 0, np.inf, 1]], f32),
+                                     "RoisNum": np.array([1, 0], np.int32)}, {}, "ROIs holds a box corner that is not"),
     # deform_conv
     # detection
     # yolo_loss

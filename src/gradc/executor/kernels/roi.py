@@ -35,6 +35,8 @@ def _inputs(k):
     x, rois = k.x("X"), k.x("ROIs")
     if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4:
         raise ValueError(f"expects X [N, C, H, W] and ROIs [R, 4], got {list(x.shape)} and {list(rois.shape)}")
+    if not np.isfinite(rois).all():   # no bins or samples to place (Paddle's kernels cast them to int)
+        raise ValueError("ROIs holds a box corner that is not finite")
     return x, rois.astype(x.dtype, copy=False), _box_images(k, x.shape[0], rois.shape[0])
 
 
@@ -77,7 +79,7 @@ def _align_box(k, box, height: int, width: int):
     sizes = (y2 - y1, x2 - x1)
     if not aligned:
         sizes = tuple(max(size, dtype(1)) for size in sizes)
-    (ph, pw) = _pooled(k)
+    ph, pw = _pooled(k)
     gh, gw = (ratio if ratio > 0 else max(math.ceil(size / dtype(p)), 0) for size, p in zip(sizes, (ph, pw)))
     row, row_weight, row_valid = (a[:, None, :, None, :, None] for a in _align_samples(y1, sizes[0], ph, gh, height))
     col, col_weight, col_valid = (a[None, :, None, :, None, :] for a in _align_samples(x1, sizes[1], pw, gw, width))
