@@ -7,16 +7,19 @@ every box to be on image 0 and needs X to hold one image.
 
 roi_align averages a grid of bilinear samples in each bin (sampling_ratio per side, or ceil(bin size) where it
 is <= 0); a sample more than one pixel outside X counts as 0. aligned shifts the boxes by half a pixel and lets
-them be smaller than a pixel. roi_pool takes the maximum of the bin's pixels (rounded box, floor/ceil bin
-edges), the first one in row-major order at a tie; Argmax holds its position in the plane (-1: an empty bin,
-whose Out is 0). psroi_pool averages the bin's pixels of its own channel: bin (i, j) of output channel c reads
-X's channel (c * pooled_height + i) * pooled_width + j.
+them be smaller than a pixel. roi_pool takes the maximum of the bin's pixels (box corners rounded half away from
+zero, floor/ceil bin edges), the first one in row-major order at a tie; Argmax holds its position in the plane.
+An empty bin gives 0 and Argmax -1; so does a bin of only NaN and -inf, but with Out -max (Paddle's kernel
+starts from -max and takes strictly greater values). psroi_pool averages the bin's pixels of its own channel:
+bin (i, j) of output channel c reads X's channel (c * pooled_height + i) * pooled_width + j.
 
 Where gradc and Paddle 3.3.1 part: Paddle's roi_align_grad widens every box to at least one pixel, aligned or
 not, so for an aligned box smaller than a pixel its gradient is not that of its forward (central differences
-disagree); gradc's is. An aligned box of no size has no samples: gradc gives 0, as Paddle's GPU kernel does (its
-CPU kernel divides by the zero sample count: NaN). Paddle's shape inference asks psroi_pool for output_channels
-> 1; gradc also pools one output channel.
+disagree); gradc's is. Its grad also places the samples by another float formula than its forward, so a float32
+sample exactly on the image's edge may count in one and not in the other; gradc's grad reads the samples its
+forward (Paddle's forward) reads. An aligned box of no size has no samples: gradc gives 0, as Paddle's GPU
+kernel does (its CPU kernel divides by the zero sample count: NaN). Paddle's shape inference asks psroi_pool
+for output_channels > 1; gradc also pools one output channel.
 """
 
 from __future__ import annotations
