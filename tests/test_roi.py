@@ -122,3 +122,17 @@ def test_without_roisnum_one_image_holds_every_box_and_two_images_are_refused():
 def test_roisnum_that_does_not_count_the_boxes_is_refused():
     with pytest.raises(ExecutionError, match=r"RoisNum \[1, 0\] must give 2 box counts >= 0 .* summing to the 2"):
         run_op("roi_pool", {"X": IMAGES, "ROIs": np.zeros((2, 4), f32), "RoisNum": np.array([1, 0], np.int32)}, {})
+
+
+@pytest.mark.parametrize("op, attrs, phrase", [
+    ("roi_align", {"pooled_height": 2**31 - 1, "pooled_width": 2**31 - 1}, "Out of shape"),
+    ("roi_align", {"sampling_ratio": 2**31 - 1}, "samples of each of the 1 x 1 bins of a box"),
+    ("roi_pool", {"pooled_width": 2**28}, "the column maxima of a box's bins")])
+def test_attribute_sized_work_is_refused_before_it_is_allocated(op, attrs, phrase):
+    with pytest.raises(ExecutionError, match=rf"op 0 \({op}\): .*{phrase}.*more than the limit"):
+        run_op(op, {"X": IMAGES[:1], "ROIs": np.array([[0, 0, 1, 1]], f32)}, attrs)
+
+
+def test_a_huge_spatial_scale_puts_roi_pools_box_outside_the_image():
+    out = run_op("roi_pool", {"X": IMAGES[:1], "ROIs": np.array([[1, 1, 2, 2]], f32)}, {"spatial_scale": 1e30})
+    np.testing.assert_array_equal(out, np.zeros((1, 1, 1, 1), f32))

@@ -9,10 +9,12 @@ import math
 
 import numpy as np
 
+from ...limits import check_allocation, check_shape
 from ...ops.roi import psroi_channels
 from . import kernel
 
 CHUNK = 1 << 22   # values roi_align reads or writes in one step
+FAR = 2.0 ** 40   # a pixel coordinate beyond any image
 
 
 def _box_images(k, images: int, boxes: int) -> np.ndarray:
@@ -49,6 +51,11 @@ def _pooled(k) -> tuple[int, int]:
     return k.attr("pooled_height"), k.attr("pooled_width")
 
 
+def _pooled_out(k, boxes: int, channels: int) -> np.ndarray:
+    """Zeros for Out [R, channels, pooled_height, pooled_width] (float64), sized within the memory limit."""
+    return np.zeros(check_shape((boxes, channels, *_pooled(k)), np.float64, "Out"))
+
+
 # ---------------------------------------------------------------- roi_align
 def _align_samples(start, size, pooled: int, grid: int, extent: int):
     """One axis of a box's bilinear samples: (cells, weights, valid), each [pooled, grid, 2] ([..., 0] the lower
@@ -81,6 +88,7 @@ def _align_box(k, box, height: int, width: int):
         sizes = tuple(max(size, dtype(1)) for size in sizes)
     ph, pw = _pooled(k)
     gh, gw = (ratio if ratio > 0 else max(math.ceil(size / dtype(p)), 0) for size, p in zip(sizes, (ph, pw)))
+    check_allocation(ph * pw * gh * gw * 4, 8, f"the {gh} x {gw} samples of each of the {ph} x {pw} bins of a box")
     row, row_weight, row_valid = (a[:, None, :, None, :, None] for a in _align_samples(y1, sizes[0], ph, gh, height))
     col, col_weight, col_valid = (a[None, :, None, :, None, :] for a in _align_samples(x1, sizes[1], pw, gw, width))
     valid = row_valid & col_valid                                      # [ph, pw, gh, gw, 2, 2]
@@ -99,7 +107,7 @@ def _channel_parts(channels: int, per_channel: int) -> list[slice]:
 def roi_align(k):
     x, rois, images = _inputs(k)
     planes = x.reshape(*x.shape[:2], -1).astype(np.float64)
-    out = np.zeros((rois.shape[0], x.shape[1], *_pooled(k)))
+    out = _pooled_out(k, rois.shape[0], x.shape[1])
     for r, (box, image) in enumerate(zip(rois, images)):
         flat, weights, _, per_sample = _align_box(k, box, *x.shape[2:])
         for part in _channel_parts(x.shape[1], flat.size):
@@ -122,7 +130,9 @@ def roi_align_grad(k):
 
 # ---------------------------------------------------------------- roi_pool
 def _round(values: np.ndarray) -> np.ndarray:
-    """C's round: halves away from zero (numpy's round goes to even)."""
+    """C's round: halves away from zero (numpy's round goes to even), as int64; a corner far beyond any image
+    (a huge spatial_scale) is clipped to +-2^40 first, where it is still outside."""
+    values = np.clip(values.astype(np.float64), -FAR, FAR)
     return (np.sign(values) * np.floor(np.abs(values) + 0.5)).astype(np.int64)
 
 
@@ -176,8 +186,9 @@ def _roi_pool_edges(k, box, height: int, width: int):
 @kernel("roi_pool")
 def roi_pool(k):
     x, rois, images = _inputs(k)
-    shape = (rois.shape[0], x.shape[1], *_pooled(k))
-    out, argmax = np.zeros(shape), np.full(shape, -1, np.int64)
+    out = _pooled_out(k, rois.shape[0], x.shape[1])
+    argmax = np.full(out.shape, -1, np.int64)
+    check_allocation(x[0].size * k.attr("pooled_width"), 8, "the column maxima of a box's bins")
     for r, (box, image) in enumerate(zip(rois, images)):
         out[r], argmax[r] = _roi_pool_box(x[image], _roi_pool_edges(k, box, *x.shape[2:]))
     return {"Out": out.astype(x.dtype), "Argmax": argmax}
@@ -222,7 +233,7 @@ def psroi_pool(k):
     x, rois, images = _inputs(k)
     ph, pw = _pooled(k)
     channels = psroi_channels(x.shape[1], k.attr)
-    out = np.zeros((rois.shape[0], channels, ph, pw))
+    out = _pooled_out(k, rois.shape[0], channels)
     for r, (box, image) in enumerate(zip(rois, images)):
         bins = _psroi_bins(k, box, *x.shape[2:])
         area = bins.sum((-2, -1))
