@@ -44,7 +44,7 @@ def _rois_infer(ctx) -> list[int]:
         ctx.fail(f"ROIs must be [R, 4] boxes (x1, y1, x2, y2), got shape {rois}")
     if ctx.has("RoisNum"):
         counts, dtype = ctx.shape("RoisNum"), ctx.dtype("RoisNum")
-        if len(counts) != 1 or min(counts[0], x[0]) >= 0 and counts[0] != x[0]:
+        if len(counts) != 1 or (min(counts[0], x[0]) >= 0 and counts[0] != x[0]):
             ctx.fail(f"RoisNum must be [N] = [{x[0]}] box counts, one per image of X, got shape {counts}")
         if dtype is not None and dtype not in INTEGER_DTYPES:
             ctx.fail(f"RoisNum must hold integers, got {dtype_name(dtype)}")
