@@ -286,6 +286,18 @@ COMPILE_TIME = {
     "fill_constant_batch_size_like dtype": ("fill_constant_batch_size_like", {"Input": X23},
                                             {"shape": [-1], "dtype": 99}, "dtype 99 is not a tensor data type"),
     # roi
+    "roi_align rank": ("roi_align", {"X": zeros(2, 3, 4), "ROIs": zeros(1, 4), "RoisNum": np.array([1, 0], np.int32)},
+                       {}, "X must be 4-D [N, C, H, W], got shape [2, 3, 4]"),
+    "roi_align sizes": ("roi_align", {"X": X4, "ROIs": zeros(1, 4), "RoisNum": np.array([1, 0], np.int32)},
+                        {"pooled_height": 0}, "pooled_height must be >= 1, got 0"),
+    "roi_align images": ("roi_align", {"X": X4, "ROIs": zeros(1, 4)}, {}, "without RoisNum X must hold one image"),
+    "roi_pool boxes": ("roi_pool", {"X": X4, "ROIs": zeros(3, 5), "RoisNum": np.array([1, 2], np.int32)}, {},
+                       "ROIs must be [R, 4] boxes (x1, y1, x2, y2), got shape [3, 5]"),
+    "roi_pool counts": ("roi_pool", {"X": X4, "ROIs": zeros(3, 4), "RoisNum": np.array([1, 1, 1], np.int32)}, {},
+                        "RoisNum must be [N] = [2] box counts, one per image of X, got shape [3]"),
+    "psroi_pool channels": ("psroi_pool", {"X": X4, "ROIs": zeros(1, 4), "RoisNum": np.array([1, 0], np.int32)},
+                            {"output_channels": 2, "pooled_height": 2, "pooled_width": 2},
+                            "X's 4 channels must be output_channels x pooled_height x pooled_width = 2 x 2 x 2"),
     # deform_conv
     "deformable_conv offset": ("deformable_conv", {"Input": X4, "Offset": zeros(2, 9, 3, 3),
                                                    "Filter": zeros(2, 4, 3, 3), "Mask": zeros(2, 9, 3, 3)},
@@ -404,6 +416,12 @@ RUN_TIME = {
                             "with shape [2, 2] at offsets [1, 1] leaves X"),
     "top_k k tensor": ("top_k", {"X": X23, "K": np.array([4], np.int32)}, {}, "top_k k 4 must be in [1, 3]"),
     # roi
+    "roi_align counts": ("roi_align", {"X": X4, "ROIs": zeros(3, 4), "RoisNum": np.array([1, 1], np.int32)}, {},
+                         "RoisNum [1, 1] must give 2 box counts >= 0 (one per image of X) summing to the 3 boxes"),
+    "psroi_pool counts": ("psroi_pool", {"X": X4, "ROIs": zeros(1, 4), "RoisNum": np.array([2, -1], np.int32)},
+                          {"output_channels": 4}, "RoisNum [2, -1] must give 2 box counts >= 0"),
+    "roi_pool corner": ("roi_pool", {"X": X4, "ROIs": np.array([[0, 0, np.inf, 1]], f32),
+                                     "RoisNum": np.array([1, 0], np.int32)}, {}, "ROIs holds a box corner that is not"),
     # deform_conv
     # detection
     "yolo_box image sizes": ("yolo_box", {"X": zeros(1, 6, 2, 2), "ImgSize": np.array([[8, 8], [8, 8]], np.int32)},

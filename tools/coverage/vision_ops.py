@@ -4,6 +4,8 @@ the inference ops; training programs the differentiable ones."""
 
 import numpy as np
 import paddle
+from paddle.base.framework import in_dynamic_or_pir_mode
+from paddle.base.layer_helper import LayerHelper
 from paddle.vision import ops as V
 
 from .legacy_shim import _outputs
@@ -26,6 +28,21 @@ def rois():
 
 def rois_num():
     return _const([2, 1], "int32")
+
+
+def psroi_pool(x, boxes, boxes_num, output_size, spatial_scale=1.0):
+    """V.psroi_pool, but in legacy mode with its RoisNum: Paddle 3.3.1's legacy API leaves boxes_num out of the op,
+    whose kernel then reads the LoD the boxes lack (a segmentation fault)."""
+    if in_dynamic_or_pir_mode():
+        return V.psroi_pool(x, boxes, boxes_num, output_size, spatial_scale)
+    pooled_height, pooled_width = (output_size, output_size) if isinstance(output_size, int) else output_size
+    helper = LayerHelper("psroi_pool")
+    out = helper.create_variable_for_type_inference(x.dtype)
+    helper.append_op(type="psroi_pool", inputs={"X": x, "ROIs": boxes, "RoisNum": boxes_num}, outputs={"Out": out},
+                     attrs={"output_channels": x.shape[1] // (pooled_height * pooled_width),
+                            "spatial_scale": spatial_scale, "pooled_height": pooled_height,
+                            "pooled_width": pooled_width})
+    return out
 
 
 ANCHORS = [10, 13, 16, 30]
@@ -76,8 +93,8 @@ ROI = table(
     ("RoIAlign", lambda x: V.RoIAlign(3, spatial_scale=1.0)(x, rois(), rois_num()), f(2, 2, 6, 6)),
     ("roi_pool", lambda x: V.roi_pool(x, rois(), rois_num(), 2), f(2, 3, 5, 5)),
     ("RoIPool_scaled", lambda x: V.RoIPool((2, 3), spatial_scale=0.5)(x, rois() * 2, rois_num()), f(2, 3, 5, 5)),
-    ("psroi_pool", lambda x: V.psroi_pool(x, rois(), rois_num(), 2), f(2, 8, 5, 5)),
-    ("PSRoIPool_scaled", lambda x: V.PSRoIPool(3, spatial_scale=0.5)(x, rois() * 2, rois_num()), f(2, 18, 5, 5)),
+    ("psroi_pool", lambda x: psroi_pool(x, rois(), rois_num(), 2), f(2, 8, 5, 5)),
+    ("PSRoIPool_scaled", lambda x: psroi_pool(x, rois() * 2, rois_num(), 3, spatial_scale=0.5), f(2, 18, 5, 5)),
 )
 
 DEFORM = table(

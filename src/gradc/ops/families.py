@@ -242,6 +242,12 @@ FAMILIES = {
     "rnn_double": (
         "rnn_grad",
     ),
+    "roi": (
+        "roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad",
+    ),
+    "roi_double": (
+        "roi_align_grad", "psroi_pool_grad", "roi_pool_grad",
+    ),
     "sampling": (
         "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift", "temporal_shift_grad",
     ),

@@ -178,6 +178,9 @@ FAMILIES = {
     "rnn": (
         "rnn", "rnn_grad",
     ),
+    "roi": (
+        "roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad",
+    ),
     "sampling": (
         "affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift", "temporal_shift_grad",
     ),
