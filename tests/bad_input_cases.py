@@ -290,6 +290,14 @@ COMPILE_TIME = {
     # detection
     # yolo_loss
     # signal
+    "frame axis": ("frame", {"X": X23}, {"frame_length": 2, "hop_length": 1, "axis": 1}, "axis 1 must be 0 or -1"),
+    "frame length": ("frame", {"X": X23}, {"frame_length": 4, "hop_length": 1},
+                     "frame_length 4 is longer than the sequence (3 samples along axis -1)"),
+    "frame hop": ("frame", {"X": X23}, {"frame_length": 2, "hop_length": 0}, "hop_length 0 must be > 0"),
+    "frame 0-d": ("frame", {"X": zeros()}, {"frame_length": 1, "hop_length": 1}, "X must have at least 1 dim"),
+    "overlap_add hop": ("overlap_add", {"X": zeros(3, 4)}, {"hop_length": 4},
+                        "hop_length 4 is longer than the frames (frame_length 3)"),
+    "overlap_add rank": ("overlap_add", {"X": zeros(4)}, {"hop_length": 1}, "X must have at least 2 dims"),
     # graph
     # static_nn
     # pylayer

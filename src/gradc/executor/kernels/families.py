@@ -190,6 +190,9 @@ FAMILIES = {
         "unstack", "unstack_grad", "expand_v2", "expand_as_v2", "expand_v2_grad", "expand_as_v2_grad", "tile",
         "tile_grad", "split", "concat", "concat_grad",
     ),
+    "signal": (
+        "frame", "frame_grad", "overlap_add", "overlap_add_grad",
+    ),
     "sort": (
         "argsort", "argsort_grad", "kthvalue", "kthvalue_grad", "searchsorted",
     ),
