@@ -221,4 +221,7 @@ FAMILIES = {
         "pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",
         "channel_shuffle_grad", "unfold", "unfold_grad", "fold", "fold_grad",
     ),
+    "yolo_loss": (
+        "yolov3_loss", "yolov3_loss_grad",
+    ),
 }
