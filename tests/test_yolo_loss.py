@@ -1,15 +1,17 @@
 """yolov3_loss beyond the registry walks: Paddle 3.3.1's values (loss, masks, X@GRAD) on a case where two gt boxes
 share a cell and anchor and one is padding; where Paddle's gradient is wrong there (it keeps the last box's box
 and class terms only), gradc's matches central differences of the loss both compute; the gt inputs get no
-gradient; a gt centre outside the image is refused. Expected values were printed by Paddle 3.3.1 (legacy
-static mode)."""
+gradient; a gt centre outside the image is refused; third derivatives. Expected values were printed by Paddle
+3.3.1 (legacy static mode)."""
 
 import numpy as np
 import pytest
 
 import gradc
+from float64_nets import check_third_derivatives
 from gradc import ExecutionError
 from gradc.layers import ProgramBuilder
+from gradcheck_cases.second_order import second_order
 
 f32 = np.float32
 X = np.linspace(-1.5, 1.2, 56, dtype=f32).reshape(1, 14, 2, 2)
@@ -100,3 +102,12 @@ def test_a_label_outside_the_classes_has_no_positive_class_as_in_paddle():
     (expected, *_), _ = yolo()
     logit = float(X[0, 5, 1, 1])   # box 3's class 0 logit: cross entropy against 0, not 1, adds the logit
     np.testing.assert_allclose(loss - expected, [logit], rtol=1e-5)
+
+
+def test_third_derivatives_through_the_composite_second_derivative():
+    """The ops yolov3_loss_grad's maker emits (the grad op itself at saturated X, sigmoid_grad) have makers too."""
+    case = second_order("yolov3_loss", {"X": np.random.default_rng(5).standard_normal((1, 12, 2, 2)),
+                                        "GTBox": GT.astype(np.float64), "GTLabel": LABEL % 1,
+                                        "GTScore": np.array([[0.9, 1.0, 0.6, 0.8]])},
+                        {**ATTRS, "class_num": 1, "use_label_smooth": True}, wrt=["X"], grad_type="yolov3_loss_grad")
+    check_third_derivatives(case, np.random.default_rng(6))

@@ -12,7 +12,7 @@ channels.
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR, VarType
+from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import yolo_loss
 from .composite import Formula, first
@@ -34,7 +34,7 @@ def _cross_entropy_channels(f: Formula, x: str) -> str:
     g = f.g
     per_anchor = [0.0 if c in SIZE_CHANNELS else 1.0 for c in range(yolo_loss.entries(g.attr("class_num")))]
     values = per_anchor * len(g.attr("anchor_mask"))
-    dtype = g.block.var(x).dtype if g.block is not None else VarType.FP32
+    dtype = g.block.find_var(x).dtype
     return f.op("assign_value", {}, x, {"shape": [len(values)], "dtype": int(dtype), "values": scalars(values)},
                 dims=lambda s: [len(values)], dtype=dtype)
 
