@@ -41,17 +41,18 @@ def entries(class_num: int) -> int:
     return 5 + class_num
 
 
-def _check_attrs(ctx) -> tuple[list[int], list[int], int]:
+def _check_attrs(ctx) -> tuple[list[int], int]:
+    """(anchor_mask, class_num), checked with the other attributes (a size 0 makes the L1 target infinite)."""
     anchors, mask, classes = ctx.attr("anchors"), ctx.attr("anchor_mask"), ctx.attr("class_num")
-    if len(anchors) % 2 or not all(a > 0 for a in anchors):
-        ctx.fail(f"anchors {anchors} must be (width, height) pairs of positive sizes")
+    if not anchors or len(anchors) % 2 or not all(a > 0 for a in anchors):
+        ctx.fail(f"anchors {anchors} must be one or more (width, height) pairs of positive sizes")
     if not all(0 <= m < len(anchors) // 2 for m in mask):
         ctx.fail(f"anchor_mask {mask} must index the {len(anchors) // 2} anchors")
     if classes <= 0:
         ctx.fail(f"class_num {classes} must be > 0")
     if ctx.attr("downsample_ratio") <= 0:
         ctx.fail(f"downsample_ratio {ctx.attr('downsample_ratio')} must be > 0")
-    return anchors, mask, classes
+    return mask, classes
 
 
 def _matches(a: int, b: int) -> bool:
@@ -59,7 +60,7 @@ def _matches(a: int, b: int) -> bool:
 
 
 def _infer(ctx):
-    _, mask, classes = _check_attrs(ctx)
+    mask, classes = _check_attrs(ctx)
     x, box, label = ctx.shape("X"), ctx.shape("GTBox"), ctx.shape("GTLabel")
     check_float(ctx, "X")
     if len(x) != 4:
