@@ -22,6 +22,8 @@ ONE = zeros(1)
 ADAM_STATE = {"Param": X23, "Grad": X23, "LearningRate": ONE, "Moment1": X23, "Moment2": X23, "Beta1Pow": ONE,
               "Beta2Pow": ONE}
 MISMATCHED = {"X": X23, "Y": zeros(2, 4)}
+YOLO = {"anchors": [10, 13, 16, 30], "anchor_mask": [0, 1], "class_num": 2, "downsample_ratio": 8}
+YOLO_GT = {"GTBox": np.full((1, 3, 4), 0.3, f32), "GTLabel": zeros(1, 3, dtype=np.int32)}
 
 COMPILE_TIME = {
     # activations and elementwise ops
@@ -339,7 +341,26 @@ COMPILE_TIME = {
     "distribute_fpn_proposals scale": ("distribute_fpn_proposals", {"FpnRois": zeros(3, 4)},
                                        {"min_level": 2, "max_level": 2, "refer_scale": 0}, "refer_scale must be > 0"),
     # yolo_loss
+    "yolov3_loss channels": ("yolov3_loss", {"X": zeros(1, 13, 4, 4), **YOLO_GT}, YOLO,
+                             "X has 13 channels; 2 anchors in anchor_mask with class_num 2 need 14"),
+    "yolov3_loss grid": ("yolov3_loss", {"X": zeros(1, 14, 4, 5), **YOLO_GT}, YOLO, "X's grid must be square"),
+    "yolov3_loss anchor_mask": ("yolov3_loss", {"X": zeros(1, 14, 4, 4), **YOLO_GT}, {**YOLO, "anchor_mask": [0, 2]},
+                                "anchor_mask [0, 2] must index the 2 anchors"),
+    "yolov3_loss anchors": ("yolov3_loss", {"X": zeros(1, 7, 4, 4), **YOLO_GT}, {**YOLO, "anchors": [0, 13],
+                                                                                "anchor_mask": [0]},
+                            "anchors [0, 13] must be one or more (width, height) pairs of positive sizes"),
+    "yolov3_loss GTLabel": ("yolov3_loss", {"X": zeros(1, 14, 4, 4), "GTBox": YOLO_GT["GTBox"],
+                                            "GTLabel": zeros(1, 2, dtype=np.int32)}, YOLO,
+                            "GTLabel must be [N, B] = [1, 3] like GTBox"),
     # signal
+    "frame axis": ("frame", {"X": X23}, {"frame_length": 2, "hop_length": 1, "axis": 1}, "axis 1 must be 0 or -1"),
+    "frame length": ("frame", {"X": X23}, {"frame_length": 4, "hop_length": 1},
+                     "frame_length 4 is longer than the sequence (3 samples along axis -1)"),
+    "frame hop": ("frame", {"X": X23}, {"frame_length": 2, "hop_length": 0}, "hop_length 0 must be > 0"),
+    "frame 0-d": ("frame", {"X": zeros()}, {"frame_length": 1, "hop_length": 1}, "X must have at least 1 dim"),
+    "overlap_add hop": ("overlap_add", {"X": zeros(3, 4)}, {"hop_length": 4},
+                        "hop_length 4 is longer than the frames (frame_length 3)"),
+    "overlap_add rank": ("overlap_add", {"X": zeros(4)}, {"hop_length": 1}, "X must have at least 2 dims"),
     # graph
     "graph_send_recv reduce_op": ("graph_send_recv", {"X": X23, "Src_index": i64(0, 1), "Dst_index": i64(1, 0)},
                                   {"reduce_op": "PROD"}, "reduce_op must be one of SUM, MEAN, MAX, MIN, got 'PROD'"),
@@ -433,6 +454,9 @@ RUN_TIME = {
                                                                       "RoisNum": np.array([1, 1], np.int32)},
                                          {"min_level": 2, "max_level": 2}, "RoisNum [1, 1] does not count"),
     # yolo_loss
+    "yolov3_loss centre": ("yolov3_loss", {"X": zeros(1, 14, 4, 4), "GTBox": np.array([[[1.0, 0.5, 0.3, 0.3]]], f32),
+                                           "GTLabel": zeros(1, 1, dtype=np.int32)}, YOLO,
+                           "GTBox [0, 0] has its centre (1, 0.5) outside the image"),
     # signal
     # graph
     "graph_send_recv dst": ("graph_send_recv", {"X": X23, "Src_index": i64(0, 1), "Dst_index": i64(1, 3)},

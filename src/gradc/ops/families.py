@@ -299,6 +299,12 @@ FAMILIES = {
         "fold_grad", "lookup_table_v2_grad", "lookup_table_grad", "linear_interp_v2_grad", "bilinear_interp_v2_grad",
         "trilinear_interp_v2_grad", "nearest_interp_v2_grad", "bicubic_interp_v2_grad", "reshape2_grad",
     ),
+    "signal": (
+        "frame", "frame_grad", "overlap_add", "overlap_add_grad",
+    ),
+    "signal_double": (
+        "frame_grad", "overlap_add_grad",
+    ),
     "sort": (
         "argsort", "argsort_grad", "kthvalue", "kthvalue_grad", "searchsorted",
     ),
@@ -332,5 +338,11 @@ FAMILIES = {
     "vision": (
         "pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",
         "channel_shuffle_grad", "unfold", "unfold_grad", "fold", "fold_grad",
+    ),
+    "yolo_loss": (
+        "yolov3_loss", "yolov3_loss_grad",
+    ),
+    "yolo_loss_double": (
+        "yolov3_loss_grad",
     ),
 }

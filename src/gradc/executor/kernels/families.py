@@ -212,6 +212,9 @@ FAMILIES = {
         "unstack", "unstack_grad", "expand_v2", "expand_as_v2", "expand_v2_grad", "expand_as_v2_grad", "tile",
         "tile_grad", "split", "concat", "concat_grad",
     ),
+    "signal": (
+        "frame", "frame_grad", "overlap_add", "overlap_add_grad",
+    ),
     "sort": (
         "argsort", "argsort_grad", "kthvalue", "kthvalue_grad", "searchsorted",
     ),
@@ -239,5 +242,8 @@ FAMILIES = {
     "vision": (
         "pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",
         "channel_shuffle_grad", "unfold", "unfold_grad", "fold", "fold_grad",
+    ),
+    "yolo_loss": (
+        "yolov3_loss", "yolov3_loss_grad",
     ),
 }
