@@ -132,8 +132,8 @@ def _im2sequence_infer(ctx):
     sizes = [im2sequence_size(x[2 + i], kernels[i], paddings[i], paddings[i + 2], strides[i]) for i in (0, 1)]
     if any(x[2 + i] >= 0 and sizes[i] < 1 for i in (0, 1)):
         ctx.fail(f"kernels {kernels} do not fit the padded image of {x[2:]} (paddings {paddings})")
-    rows = -1 if ctx.has("Y") or min(x[0], x[2], x[3]) < 0 else x[0] * sizes[0] * sizes[1]
-    return {"Out": ([rows, -1 if x[1] < 0 else x[1] * kernels[0] * kernels[1]], ctx.dtype("X"))}
+    # rows: the patches of every image, known at run time (Paddle's compile-time rule declares N)
+    return {"Out": ([-1, -1 if x[1] < 0 else x[1] * kernels[0] * kernels[1]], ctx.dtype("X"))}
 
 
 defop("im2sequence", ["X", "Y?"], attrs={"kernels": [], "strides": [1, 1], "paddings": [0, 0, 0, 0],
