@@ -249,6 +249,10 @@ FAMILIES = {
         "sequence_conv_grad", "sequence_expand", "sequence_expand_grad", "lod_reset", "lod_reset_grad", "im2sequence",
         "im2sequence_grad",
     ),
+    "sequence_lod_double": (
+        "sequence_pool_grad", "sequence_softmax_grad", "sequence_conv_grad", "sequence_expand_grad", "lod_reset_grad",
+        "im2sequence_grad",
+    ),
     "sequence_loss": (
         "warpctc", "warpctc_grad", "warprnnt", "warprnnt_grad",
     ),
