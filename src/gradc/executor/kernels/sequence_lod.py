@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops import sequence_lod as ops
-from ..lod import SETS_LOD, checked_lod
+from ..lod import SETS_LOD, lod_problem
 from . import kernel
 
 SETS_LOD.update({"sequence_pool", "sequence_expand", "lod_reset", "im2sequence"})
@@ -278,7 +278,10 @@ def lod_reset(k):
         level = k.x("Y").reshape(-1).tolist() if k.has("Y") else list(k.attr("target_lod"))
         if len(level) < 2:
             raise ValueError(f"the target LoD {level} needs at least 2 offsets")
-        level = checked_lod([level], rows, "the target LoD")[0]
+        problem = lod_problem(((*map(int, level),),), rows)
+        if problem:
+            raise ValueError(f"the target LoD: {problem}")
+        level = tuple(map(int, level))
         lod = (*(k.lod("X") or ()), level) if k.attr("append") else (level,)
     k.set_lod("Out", lod)
     return {"Out": x.copy()}
