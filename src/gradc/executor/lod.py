@@ -113,7 +113,8 @@ def sharing(kernel: Callable, op: OpDesc) -> Callable:
     if op.type in SETS_LOD:
         return kernel
     inputs = tuple(name for args in op.inputs.values() for name in args if name != EMPTY_VAR)
-    targets = tuple((slot, i, name, (name.split("@GRAD")[0],) if "@GRAD" in name else inputs)
+    # a grad gets its var's LoD (the var itself may be freed by now); another output, its inputs' first
+    targets = tuple((slot, i, name, (name.split("@GRAD")[0],) if "@GRAD" in name else inputs, "@GRAD" not in name)
                     for slot, args in op.outputs.items() for i, name in enumerate(args) if name != EMPTY_VAR)
     if not targets or not inputs:
         return kernel
@@ -128,19 +129,22 @@ def sharing(kernel: Callable, op: OpDesc) -> Callable:
 
 
 def _share(scope, results: dict, targets: tuple) -> None:
-    for slot, i, name, sources in targets:
+    for slot, i, name, sources, same_rows in targets:
         value = results.get(slot)
         if isinstance(value, list):
             value = value[i] if i < len(value) else None
         if not isinstance(value, np.ndarray) or value.ndim == 0:
             continue
-        set_lod(scope, name, _first_lod(scope, sources, value.shape[0]))
+        set_lod(scope, name, _first_lod(scope, sources, value.shape[0] if same_rows else None))
 
 
-def _first_lod(scope, sources: tuple[str, ...], rows: int) -> LoD | None:
+def _first_lod(scope, sources: tuple[str, ...], rows: int | None) -> LoD | None:
+    """The LoD of the first source that has one (and ``rows`` rows, unless None)."""
     for source in sources:
         lod = lod_of(scope, source)
         if lod is not None:
+            if rows is None:
+                return lod
             value = scope.find(source)
             if isinstance(value, np.ndarray) and value.ndim > 0 and value.shape[0] == rows:
                 return lod
