@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import gradc
+from cli_inprocess import gradc_cli
 from gradc import ExecutionError, LoDTensor
 from gradc.layers import ProgramBuilder
 
@@ -150,3 +151,21 @@ def test_a_sequence_op_without_a_lod_says_so():
     with pytest.raises(ExecutionError, match=r"op 0 \(sequence_conv\).*X has no LoD"):
         run("sequence_conv", {"X": np.zeros((3, 2), np.float32), "Filter": np.zeros((6, 1), np.float32)},
             {"contextLength": 3})
+
+
+def test_the_cli_feeds_and_writes_a_lod_beside_each_array(tmp_path):
+    program, (out,), _ = program_of("sequence_expand", {"X": LoDTensor([[1.0], [2.0]], [[0, 1, 2]]),
+                                                        "Y": LoDTensor(np.zeros((3, 1)), [[0, 1, 3]])})
+    gradc.save(program, tmp_path / "p.pb")
+    np.savez(tmp_path / "feed.npz", x=np.array([[1.0], [2.0]]), y=np.zeros((3, 1)),
+             **{"x@LOD0": np.array([0, 1, 2]), "y@LOD0": np.array([0, 1, 3])})
+    done = gradc_cli("run", tmp_path / "p.pb", "--feed", tmp_path / "feed.npz", "--fetch", out,
+                     "--out", tmp_path / "out.npz")
+    assert done.returncode == 0, done.stderr
+    written = np.load(tmp_path / "out.npz")
+    np.testing.assert_array_equal(written[out].ravel(), [1, 2, 2])
+    np.testing.assert_array_equal(written[f"{out}@LOD0"], [0, 1, 2, 3])   # X's sequence 1 twice
+    np.savez(tmp_path / "gap.npz", x=np.zeros((2, 1)), y=np.zeros((3, 1)),
+             **{"x@LOD1": np.array([0, 2]), "y@LOD0": np.array([0, 3])})
+    done = gradc_cli("run", tmp_path / "p.pb", "--feed", tmp_path / "gap.npz", "--fetch", out)
+    assert done.returncode == 1 and "the LoD of 'x' has levels [1]: name them x@LOD0" in done.stderr

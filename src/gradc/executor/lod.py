@@ -6,7 +6,8 @@ scope (kernels that ignore LoD see nothing new); its LoD lives beside it, in the
 
 Feeding: a ``LoDTensor(array, lod)`` (or ``LoDTensor.from_lengths(array, [[2, 3]])``, Paddle's
 recursive_seq_lens) in a feed dict. Fetching: ``Executor.run(..., return_lod=True)`` gives a LoDTensor for
-each fetched var that has a LoD (an array for the others).
+each fetched var that has a LoD (an array for the others). In an .npz (``gradc run --feed``, ``--out``), level k
+of var x's LoD is the int array ``x@LOD<k>`` beside ``x`` (``with_lods`` and ``lod_arrays``).
 
 Propagation, as Paddle's ShareLoD, planned once per block and run only where LoD can occur (a var declared
 with lod_level > 0, an op that makes LoD, or a LoD fed): an op whose kernel does not set LoD itself gives each
@@ -15,7 +16,7 @@ output the LoD of its first input that has one and the same dim 0; a grad op giv
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +49,41 @@ class LoDTensor:
     @property
     def lengths(self) -> list[list[int]]:
         return [list(np.diff(level)) for level in self.lod]
+
+
+LOD_SUFFIX = "@LOD"
+
+
+def with_lods(arrays: Mapping[str, np.ndarray]) -> dict:
+    """An .npz's arrays as a feed: ``x`` with its levels ``x@LOD0``, ``x@LOD1``, ... becomes a LoDTensor."""
+    levels: dict[str, dict[int, np.ndarray]] = {}
+    for name, array in arrays.items():
+        base, _, level = name.rpartition(LOD_SUFFIX)
+        if base and level.isdigit():
+            levels.setdefault(base, {})[int(level)] = array
+    stray = sorted(set(levels) - set(arrays))
+    if stray:
+        raise ExecutionError(f"LoD arrays for {stray}, which the feed has no array of")
+    for base, found in levels.items():
+        if sorted(found) != list(range(len(found))):
+            raise ExecutionError(f"the LoD of '{base}' has levels {sorted(found)}: name them {base}@LOD0, "
+                                 f"{base}@LOD1, ... with none missing")
+    feed = {name: array for name, array in arrays.items() if name not in _lod_names(levels)}
+    for base, found in levels.items():
+        feed[base] = LoDTensor(feed[base], [np.asarray(found[k]).reshape(-1) for k in range(len(found))])
+    return feed
+
+
+def _lod_names(levels: dict) -> set[str]:
+    return {f"{base}{LOD_SUFFIX}{k}" for base, found in levels.items() for k in found}
+
+
+def lod_arrays(name: str, value) -> dict[str, np.ndarray]:
+    """A fetched value for an .npz: ``name`` -> its array, and for a LoDTensor each level as ``name@LOD<k>``."""
+    if not isinstance(value, LoDTensor):
+        return {name: np.asarray(value)}
+    return {name: value.array, **{f"{name}{LOD_SUFFIX}{k}": np.asarray(level, np.int64)
+                                  for k, level in enumerate(value.lod)}}
 
 
 def lod_problem(lod: LoD, rows: int) -> str | None:
