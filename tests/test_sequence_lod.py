@@ -169,3 +169,14 @@ def test_the_cli_feeds_and_writes_a_lod_beside_each_array(tmp_path):
              **{"x@LOD1": np.array([0, 2]), "y@LOD0": np.array([0, 3])})
     done = gradc_cli("run", tmp_path / "p.pb", "--feed", tmp_path / "gap.npz", "--fetch", out)
     assert done.returncode == 1 and "the LoD of 'x' has levels [1]: name them x@LOD0" in done.stderr
+
+
+def test_declared_lod_levels_follow_paddles_compile_time_rules():
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 2], "float32", lod_level=1)
+    hidden = net.op("relu", {"X": x})[0]
+    conv = net.op("sequence_conv", {"X": hidden, "Filter": net.parameter("w", [6, 3])}, {"contextLength": 3})[0]
+    pooled = net.op("sequence_pool", {"X": conv}, {"pooltype": "MAX"})[0]
+    reset = net.op("lod_reset", {"X": pooled}, {"target_lod": [0, 1]})[0]
+    levels = {name: net.block.var(name).lod_level for name in (hidden, conv, pooled, reset)}
+    assert levels == {hidden: 1, conv: 1, pooled: None, reset: 1}   # as Paddle's programs declare them

@@ -27,13 +27,6 @@ from .infer import check_float
 POOL_TYPES = ("AVERAGE", "SUM", "SQRT", "MAX", "LAST", "FIRST")
 
 
-def _lod_level(ctx, slot: str) -> int:
-    """The declared lod_level of the slot's var (0 when unset)."""
-    args = ctx.op.input(slot)
-    var = ctx.block.find_var(args[0]) if args else None
-    return (var.lod_level or 0) if var is not None else 0
-
-
 def _pool_infer(ctx):
     x = ctx.shape("X")
     check_float(ctx, "X")
@@ -45,7 +38,8 @@ def _pool_infer(ctx):
 
 
 defop("sequence_pool", ["X"], ["Out", "MaxIndex"], attrs={"is_test": False, "pooltype": "AVERAGE", "pad_value": 0.0},
-      infer=_pool_infer, no_grad_outputs=["MaxIndex"], grad=grad_op("X", "MaxIndex"))
+      infer=_pool_infer, no_grad_outputs=["MaxIndex"], grad=grad_op("X", "MaxIndex"),
+      lod_levels=lambda ctx: {"Out": max(0, ctx.lod_level("X") - 1)})   # the levels above the pooled one
 
 
 def _softmax_infer(ctx):
@@ -94,13 +88,13 @@ defop("sequence_conv", ["X", "PaddingData?", "Filter"],
 def _expand_infer(ctx):
     x = ctx.shape("X")
     check_float(ctx, "X")
-    if _lod_level(ctx, "X") > 1:
-        ctx.fail(f"X may have at most 1 LoD level, has {_lod_level(ctx, 'X')}")
+    if ctx.lod_level("X") > 1:
+        ctx.fail(f"X may have at most 1 LoD level, has {ctx.lod_level('X')}")
     return {"Out": ([-1, *x[1:]], ctx.dtype("X"))}
 
 
 defop("sequence_expand", ["X", "Y"], attrs={"ref_level": -1}, infer=_expand_infer, no_grad_inputs=["Y"],
-      grad=grad_op("X", "Y"))
+      grad=grad_op("X", "Y"), lod_levels=lambda ctx: {"Out": ctx.lod_level("X")})
 
 
 def _reset_infer(ctx):
@@ -109,8 +103,13 @@ def _reset_infer(ctx):
     return {"Out": (ctx.shape("X"), ctx.dtype("X"))}
 
 
+def _reset_levels(ctx) -> dict[str, int]:
+    """A level below X's when appending; else Y's levels (Y with a LoD), else one."""
+    return {"Out": ctx.lod_level("X") + 1 if ctx.attr("append") else max(1, ctx.lod_level("Y"))}
+
+
 defop("lod_reset", ["X", "Y?"], attrs={"target_lod": [], "append": False}, infer=_reset_infer,
-      no_grad_inputs=["Y"], grad=grad_op("X"))
+      no_grad_inputs=["Y"], grad=grad_op("X"), lod_levels=_reset_levels)
 
 
 def im2sequence_size(size: int, kernel: int, pad_before: int, pad_after: int, stride: int) -> int:
@@ -138,4 +137,5 @@ def _im2sequence_infer(ctx):
 
 defop("im2sequence", ["X", "Y?"], attrs={"kernels": [], "strides": [1, 1], "paddings": [0, 0, 0, 0],
                                          "out_stride": [1, 1]},
-      infer=_im2sequence_infer, no_grad_inputs=["Y"], grad=grad_op("X", "Y"))
+      infer=_im2sequence_infer, no_grad_inputs=["Y"], grad=grad_op("X", "Y"),
+      lod_levels=lambda ctx: {"Out": 0})   # as Paddle declares it, though its value has a LoD
