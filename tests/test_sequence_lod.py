@@ -180,3 +180,13 @@ def test_declared_lod_levels_follow_paddles_compile_time_rules():
     reset = net.op("lod_reset", {"X": pooled}, {"target_lod": [0, 1]})[0]
     levels = {name: net.block.var(name).lod_level for name in (hidden, conv, pooled, reset)}
     assert levels == {hidden: 1, conv: 1, pooled: None, reset: 1}   # as Paddle's programs declare them
+
+
+def test_im2sequence_real_sizes_match_paddle():
+    """Real sizes [5, 3] and [4, 4] over out_stride [2, 1] (rounded up): 2 x 2 and 1 x 3 patches."""
+    x = np.arange(32, dtype=np.float32).reshape(2, 1, 4, 4)
+    (out,) = run("im2sequence", {"X": x, "Y": np.array([[5, 3], [4, 4]], np.float32)},
+                 {"kernels": [2, 2], "out_stride": [2, 1]})
+    assert out.lod == ((0, 4, 7),)
+    np.testing.assert_array_equal(out.array, [[0, 1, 4, 5], [1, 2, 5, 6], [4, 5, 8, 9], [5, 6, 9, 10],
+                                              [16, 17, 20, 21], [17, 18, 21, 22], [18, 19, 22, 23]])   # Paddle's
