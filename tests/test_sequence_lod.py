@@ -190,3 +190,14 @@ def test_im2sequence_real_sizes_match_paddle():
     assert out.lod == ((0, 4, 7),)
     np.testing.assert_array_equal(out.array, [[0, 1, 4, 5], [1, 2, 5, 6], [4, 5, 8, 9], [5, 6, 9, 10],
                                               [16, 17, 20, 21], [17, 18, 21, 22], [18, 19, 22, 23]])   # Paddle's
+
+
+def test_a_saved_inference_programs_feed_op_keeps_the_fed_lod():
+    program, (out,), feed = program_of("sequence_pool", {"X": LoDTensor.from_lengths(ROWS, [[2, 0, 3, 1]])},
+                                       {"pooltype": "SUM"})
+    block = program.global_block
+    block.create_var("feed", type=gradc.VarType.FEED_MINIBATCH, dtype=None, persistable=True)
+    block.ops.insert(0, gradc.OpDesc("feed", {"X": ["feed"]}, {"Out": ["x"]}, {"col": 0}))
+    program.mark_changed()
+    (pooled,) = gradc.Executor().run(program, feed, [out], gradc.Scope())
+    np.testing.assert_allclose(pooled[[0, 2]], [[-2, 0], [2, 0]])

@@ -26,8 +26,9 @@ from ..ir import EMPTY_VAR, Block, OpDesc
 
 LoD = tuple[tuple[int, ...], ...]
 
-# op types whose kernels set their outputs' LoD themselves (ctx.set_lod); registered by their kernel modules
-SETS_LOD: set[str] = set()
+# op types whose kernels set their outputs' LoD themselves (ctx.set_lod); registered by their kernel modules.
+# A saved inference program's feed op rewrites a fed var from the holder list: the LoD fed with it stays.
+SETS_LOD: set[str] = {"feed"}
 
 
 @dataclass(frozen=True)
