@@ -375,6 +375,18 @@ COMPILE_TIME = {
     # pylayer
     "pylayer without blocks": ("pylayer", {"Input": [X23]}, {}, "attribute 'blocks' must name the forward block"),
     # sequence_lod
+    "sequence_pool pooltype": ("sequence_pool", {"X": X23}, {"pooltype": "MEDIAN"}, "pooltype 'MEDIAN' is not one of"),
+    "sequence_softmax width": ("sequence_softmax", {"X": X23}, {}, "X must have shape [rows] or [rows, 1]"),
+    "sequence_conv filter": ("sequence_conv", {"X": X23, "Filter": zeros(6, 2)}, {"contextLength": 3},
+                             "Filter has 6 rows, not contextLength 3 times X's width 3"),
+    "sequence_conv stride": ("sequence_conv", {"X": X23, "Filter": zeros(9, 2)}, {"contextLength": 3,
+                                                                                  "contextStride": 2},
+                             "contextStride must be 1"),
+    "sequence_conv padding": ("sequence_conv", {"X": X23, "Filter": zeros(9, 2), "PaddingData": zeros(3, 3)},
+                              {"contextLength": 3, "contextStart": -1, "paddingTrainable": True},
+                              "PaddingData must have shape [2, 3]"),
+    "lod_reset no lod": ("lod_reset", {"X": X23}, {}, "lod_reset needs Y or a target_lod"),
+    "im2sequence rank": ("im2sequence", {"X": X23}, {"kernels": [2, 2]}, "X must be 4-D [N, C, H, W]"),
 }
 
 RUN_TIME = {
@@ -471,6 +483,14 @@ RUN_TIME = {
     # static_nn
     # pylayer
     # sequence_lod
+    "sequence_pool no LoD": ("sequence_pool", {"X": X23}, {}, "X has no LoD: sequence_pool works on sequences"),
+    "sequence_softmax no LoD": ("sequence_softmax", {"X": zeros(3, 1)}, {}, "X has no LoD"),
+    "sequence_conv no LoD": ("sequence_conv", {"X": X23, "Filter": zeros(9, 2)}, {"contextLength": 3},
+                             "X has no LoD"),
+    "sequence_expand no LoD": ("sequence_expand", {"X": X23, "Y": X23}, {}, "Y has no LoD"),
+    "lod_reset target offsets": ("lod_reset", {"X": X23}, {"target_lod": [0, 1, 3]}, "ends at 3, not at dim 0 (2)"),
+    "im2sequence real sizes": ("im2sequence", {"X": zeros(2, 1, 3, 3), "Y": np.array([[5, 5], [3, 3]], f32)},
+                               {"kernels": [2, 2]}, "outside the image's [2, 2]"),
 }
 
 # forward ops with nothing a program can get wrong, and why

@@ -113,8 +113,15 @@ def run(row: Row, program: gradc.Program) -> dict[str, np.ndarray]:
     recorded = row.npz("random")
     random_types = {op.type for op in program.global_block.ops if set(op.output_names()) & set(recorded)}
     with replayed(recorded, random_types):
-        values = gradc.Executor().run(program, feed=row.npz("feed"), fetch_list=names, scope=scope)
+        values = gradc.Executor().run(program, feed=feed(row), fetch_list=names, scope=scope)
     return dict(zip(names, values))
+
+
+def feed(row: Row) -> dict:
+    """The row's inputs; a LoD input (meta.json "lods") as a LoDTensor."""
+    lods = row.meta.get("lods", {})
+    return {name: gradc.LoDTensor(value, lods[name]) if name in lods else value
+            for name, value in row.npz("feed").items()}
 
 
 @contextmanager

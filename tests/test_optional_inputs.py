@@ -46,9 +46,9 @@ def _run(case: SlotCase, with_slot: bool) -> dict:
         arrays = value if isinstance(value, list) else [value]
         inputs[slot] = [f"{slot}{i}" for i in range(len(arrays))]
         for name, array in zip(inputs[slot], arrays):
-            array = np.asarray(array)
-            block.create_var(name, list(array.shape), to_var_type(array.dtype))
-            feed[name] = array
+            values = array.array if isinstance(array, gradc.LoDTensor) else np.asarray(array)
+            block.create_var(name, list(values.shape), to_var_type(values.dtype))
+            feed[name] = array if isinstance(array, gradc.LoDTensor) else values   # a LoDTensor keeps its LoD
     outputs = {slot: [f"{slot}.out{i}" for i in range(len(v) if isinstance(v, list) else 1)]
                for slot, v in case.expected.items()}
     for names in outputs.values():

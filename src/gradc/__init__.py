@@ -23,7 +23,7 @@ from .verification import verify  # the function: gradc.verify(program); checks 
 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
     from .backward import append_backward, gradients, loss_candidates
-    from .executor import Executor, Scope, SelectedRows, global_scope, kernel
+    from .executor import Executor, LoDTensor, Scope, SelectedRows, global_scope, kernel
     from .io.pdiparams import read_params, write_params
     from .layers import ProgramBuilder
     from .optimizers import minimize
@@ -35,7 +35,7 @@ __version__ = "0.1.0"
 _ON_FIRST_USE = {
     **dict.fromkeys(["append_backward", "gradients", "loss_candidates"], ".backward"),
     "ProgramBuilder": ".layers", "minimize": ".optimizers", "recompute": ".passes.recompute",
-    **dict.fromkeys(["Executor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
+    **dict.fromkeys(["Executor", "LoDTensor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
     **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
     **dict.fromkeys(["Dataset", "History", "Trainer", "export", "load_params", "save_params", "train"], ".training"),
 }
@@ -43,7 +43,8 @@ __getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())
 
 __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
-    "GradcError", "History", "OpDef", "OpDesc", "OutputError", "Program", "ProgramBuilder", "ProgramError", "Scope",
+    "GradcError", "History", "LoDTensor",
+    "OpDef", "OpDesc", "OutputError", "Program", "ProgramBuilder", "ProgramError", "Scope",
     "SelectedRows", "Trainer", "VarDesc", "VarType", "append_backward", "defop", "export", "global_scope", "grad_op",
     "gradients", "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute",
     "register_op", "same_as", "save", "save_params", "train", "verify", "write_params",

@@ -17,7 +17,7 @@ from . import registry
 from .backward import append_backward, append_grad_ops, loss_candidates
 from .backward.names import GradNames
 from .errors import GradcError
-from .executor import Executor, Scope
+from .executor import Executor, LoDTensor, Scope
 from .ir import FLOAT_DTYPES, Program, to_var_type
 from .passes import Float64Pass
 
@@ -69,14 +69,27 @@ def _declare(program: Program, name: str, array: np.ndarray) -> None:
     program.global_block.create_var(name, list(array.shape), to_var_type(array.dtype))
 
 
+def perturbable(feed: Mapping[str, object]) -> tuple[dict[str, np.ndarray], dict]:
+    """(C-contiguous copies of the fed arrays, which numeric_grad perturbs in place; a LoDTensor's array,
+    and a function giving the feed again from them, each LoDTensor's LoD around its array)."""
+    arrays = {name: np.array(v.array if isinstance(v, LoDTensor) else v, order="C") for name, v in feed.items()}
+    lods = {name: v.lod for name, v in feed.items() if isinstance(v, LoDTensor)}
+
+    def fed() -> dict:
+        return {name: LoDTensor(a, lods[name]) if name in lods else a for name, a in arrays.items()}
+
+    return arrays, fed
+
+
 def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray]],
              attrs: Mapping | None = None, outputs: Mapping[str, int] | None = None,
              wrt: Sequence[str] | None = None, eps: float = 1e-6, rtol: float = 1e-5,
              atol: float = 1e-7, seed: int = 0) -> dict[str, np.ndarray]:
     """Check ``op_type``'s gradients numerically; return the analytic grads by input var name.
 
-    ``inputs`` maps slot -> array (or list of arrays for duplicable slots); vars are named
-    ``{slot}{i}``. ``outputs`` gives the number of vars of a multi-var output slot (default 1).
+    ``inputs`` maps slot -> array (or list of arrays for duplicable slots; a gradc.executor.LoDTensor for a
+    sequence input); vars are named ``{slot}{i}``. ``outputs`` gives the number of vars of a multi-var output
+    slot (default 1).
     ``wrt`` restricts the checked input vars; float inputs of non-differentiable slots never count.
     """
     opdef = registry.get(op_type)
@@ -84,16 +97,12 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
         raise GradcheckError(f"op '{op_type}' is not a registered differentiable op")
     program = Program()
     block = program.global_block
-    values: dict[str, np.ndarray] = {}
-    in_slots: dict[str, list[str]] = {}
-    for slot, value in inputs.items():
-        arrays = list(value) if isinstance(value, (list, tuple)) else [value]
-        in_slots[slot] = []
-        for i, array in enumerate(arrays):
-            name = f"{slot}{i}"
-            values[name] = np.array(array, order="C")   # numeric_grad perturbs it in place through a flat view
-            in_slots[slot].append(name)
-            _declare(program, name, values[name])
+    in_slots = {slot: [f"{slot}{i}" for i in range(len(value) if isinstance(value, (list, tuple)) else 1)]
+                for slot, value in inputs.items()}
+    values, feed = perturbable({name: array for slot, value in inputs.items() for name, array in
+                                zip(in_slots[slot], value if isinstance(value, (list, tuple)) else [value])})
+    for name, array in values.items():
+        _declare(program, name, array)
     out_slots = {slot: [f"{slot}{i}.out" for i in range((outputs or {}).get(slot, 1))]
                  for slot in opdef.outputs if (outputs is None or slot in outputs)}
     for names in out_slots.values():
@@ -102,7 +111,7 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
     block.append_op(op_type, in_slots, out_slots, dict(attrs or {}))
 
     executor = Executor()
-    forward = dict(zip(_all(out_slots), executor.run(program, values, _all(out_slots), Scope())))
+    forward = dict(zip(_all(out_slots), executor.run(program, feed(), _all(out_slots), Scope())))
     differentiable = [name for slot, names in out_slots.items() if slot not in opdef.no_grad_outputs
                       for name in names
                       if forward[name] is not None and np.issubdtype(forward[name].dtype, np.floating)]
@@ -119,14 +128,14 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
 
     train = program.clone()
     got = append_grad_ops(train, differentiable, no_grad_set=frozen)
-    grad_feed = {**values, **{name + "@GRAD": w for name, w in weights.items()}}
+    grad_feed = {**feed(), **{name + "@GRAD": w for name, w in weights.items()}}
     missing = [name for name in checked if name not in got]
     if missing:
         raise GradcheckError(f"{op_type}: the backward gives no gradient for {missing}")
     analytic = dict(zip(checked, executor.run(train, grad_feed, [n + "@GRAD" for n in checked], Scope())))
 
     def objective() -> float:
-        outs = executor.run(program, values, differentiable, Scope())
+        outs = executor.run(program, feed(), differentiable, Scope())
         return float(sum(np.sum(out * weights[name]) for name, out in zip(differentiable, outs)))
 
     problems = [m for name in checked
@@ -152,8 +161,15 @@ def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
     lose half the digits), and each mapping of ``values`` with its float32 arrays widened likewise."""
     wide = program.clone()
     Float64Pass()(wide)
-    return (wide, *({name: np.asarray(v, np.float64) if np.asarray(v).dtype == np.float32 else np.asarray(v)
-                     for name, v in mapping.items()} for mapping in values))
+    return (wide, *({name: _widened(v) for name, v in mapping.items()} for mapping in values))
+
+
+def _widened(value):
+    """A float32 array (a LoDTensor's, its LoD kept) as float64; other values as they are."""
+    if isinstance(value, LoDTensor):
+        return LoDTensor(_widened(value.array), value.lod)
+    value = np.asarray(value)
+    return value.astype(np.float64) if value.dtype == np.float32 else value
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
@@ -176,7 +192,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
     pairs = append_backward(train, loss)
     wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
-    values = {k: np.array(v, order="C") for k, v in feed.items()}   # numeric_grad perturbs them in place
+    values, fed = perturbable(feed)   # numeric_grad perturbs the arrays in place
     param_values = {k: np.array(v, order="C") for k, v in (params or {}).items()}
     unknown = [name for name in wrt if name not in values and name not in param_values]
     if unknown:
@@ -192,10 +208,10 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     # a var the loss does not depend on gets no grad var at all: its gradient is zero
     computed = [name for name in wrt if train.global_block.find_var(grad_of(name)) is not None]
     analytic = {name: np.zeros(np.shape(values.get(name, param_values.get(name)))) for name in wrt}
-    analytic.update(zip(computed, executor.run(train, values, [grad_of(n) for n in computed], scope())))
+    analytic.update(zip(computed, executor.run(train, fed(), [grad_of(n) for n in computed], scope())))
 
     def objective() -> float:
-        return float(np.sum(executor.run(program, values, [loss], scope())[0]))
+        return float(np.sum(executor.run(program, fed(), [loss], scope())[0]))
 
     rng = np.random.default_rng(seed)
     checks = []

@@ -17,7 +17,7 @@ from collections import defaultdict
 from . import registry
 from .errors import ProgramError
 from .ir import FLOAT_DTYPES, Program, to_var_type
-from .ops.infer import InferContext
+from .ops.infer import InferContext, lod_levels
 
 
 class ProgramBuilder:
@@ -33,8 +33,10 @@ class ProgramBuilder:
         self._counters[prefix] += 1
         return count
 
-    def data(self, name: str, shape, dtype="float32", stop_gradient: bool | None = None) -> str:
-        var = self.block.create_var(name, shape, to_var_type(dtype), need_check_feed=True)
+    def data(self, name: str, shape, dtype="float32", stop_gradient: bool | None = None, lod_level: int = 0) -> str:
+        """A fed input; ``lod_level`` > 0: fed sequences (a gradc.executor.LoDTensor), as paddle.static.data."""
+        var = self.block.create_var(name, shape, to_var_type(dtype), need_check_feed=True,
+                                    lod_level=lod_level or None)
         var.stop_gradient = True if var.dtype not in FLOAT_DTYPES else stop_gradient
         return name
 
@@ -63,7 +65,8 @@ class ProgramBuilder:
             raise ProgramError(f"op '{type}' has no shape inference; declare its outputs by hand")
         inputs = {slot: [v] if isinstance(v, str) else list(v) for slot, v in inputs.items()}
         op = self.block.append_op(type, inputs, {}, attrs)
-        inferred = opdef.infer(InferContext(op, self.block, len(self.block.ops) - 1))
+        ctx = InferContext(op, self.block, len(self.block.ops) - 1)
+        inferred = opdef.infer(ctx)
         stem = f"{prefix or type}_{self.unique(prefix or type)}"
         tmp = 0
         for slot, result in inferred.items():
@@ -74,6 +77,9 @@ class ProgramBuilder:
                 tmp += 1
                 self.block.create_var(name, shape, dtype)
                 op.outputs[slot].append(name)
+        for slot, level in lod_levels(ctx).items():   # sequences (gradc.executor.lod) only: others stay unset
+            for name in op.outputs.get(slot, []) if level > 0 else ():
+                self.block.var(name).lod_level = level
         wanted = outputs or [opdef.outputs[0]]
         return [name for slot in wanted for name in op.outputs[slot]]
 

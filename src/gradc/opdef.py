@@ -85,6 +85,8 @@ class OpDef:
                                                    # carried from one iteration to the next
     partial_write: bool = False                    # writes some of its outputs; the others keep their values
     unsupported_attrs: dict[str, str] = field(default_factory=dict)   # honoured only at their default: why
+    # the lod_level of output slots declared with the op (gradc.ops.infer.lod_levels); None: Paddle's ShareLoD
+    lod_levels: Callable | None = None
 
     @property
     def differentiable(self) -> bool:

@@ -82,9 +82,10 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
             slots[slot] = []
             for i, array in enumerate(value if isinstance(value, list) else [value]):
                 name = f"{slot}{i}"
-                feed[name] = np.asarray(array)
-                floating = to_var_type(feed[name].dtype) in FLOAT_DTYPES and slot not in opdef.no_grad_inputs
-                _declare(block, name, feed[name], floating and (wrt is None or slot in wrt))
+                value = array.array if isinstance(array, gradc.LoDTensor) else np.asarray(array)
+                feed[name] = array if isinstance(array, gradc.LoDTensor) else value   # a LoDTensor keeps its LoD
+                floating = to_var_type(value.dtype) in FLOAT_DTYPES and slot not in opdef.no_grad_inputs
+                _declare(block, name, value, floating and (wrt is None or slot in wrt))
                 slots[slot].append(name)
         outs = {slot: [f"{slot}{i}.out" for i in range((counts or {}).get(slot, 1))] for slot in opdef.outputs}
         for names in outs.values():

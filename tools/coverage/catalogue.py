@@ -11,6 +11,7 @@ from . import (
         models_full,
         norms,
         sequence,
+        sequence_lod,
         shape,
         static_nn,
         tensor_math,
@@ -21,6 +22,6 @@ from . import (
 ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *sequence.ROWS, *losses.ROWS,
         *models.ROWS, *models_full.ROWS,
         *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS, *vision_ops.ROWS, *geometric.ROWS,
-        *static_nn.ROWS]
+        *static_nn.ROWS, *sequence_lod.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import paddle
 
-from .paddle_run import Built
+from .paddle_run import Built, with_lods
 
 
 @dataclass
@@ -51,13 +51,19 @@ def run(built: Built, feed: dict, seed: int, params: dict | None = None) -> Valu
         for name in sparse:  # Paddle cannot fetch SelectedRows: kept in the scope, read after the run
             block.var(name).persistable = True
         try:
-            values = executor.run(built.main, feed=feed, fetch_list=fetch)
+            values = fetched(executor.run(built.main, feed=with_lods(built, feed), fetch_list=fetch,
+                                          return_numpy=False))
         finally:
             for name in sparse:
                 block.var(name).persistable = False
         n = 1 + len(dense)
         grads = dict(zip(dense, values[1:n])) | {g: densify(scope.find_var(g), block.var(g).shape) for g in sparse}
     return Values(before, values[0], grads, dict(zip(built.random_outputs, values[n:])))
+
+
+def fetched(values: list) -> list[np.ndarray]:
+    """Paddle's fetched tensors as arrays (fetched as tensors: numpy refuses those with a LoD)."""
+    return [np.array(value) for value in values]
 
 
 def densify(var, shape) -> np.ndarray:
@@ -75,7 +81,8 @@ def output_shapes(built: Built, feed: dict, seed: int) -> dict[str, tuple[int, .
     with paddle.static.scope_guard(paddle.static.Scope()):
         paddle.seed(seed)
         executor.run(built.startup)
-        values = executor.run(built.forward, feed=feed, fetch_list=built.outputs, use_prune=True)
+        values = fetched(executor.run(built.forward, feed=with_lods(built, feed), fetch_list=built.outputs,
+                                      use_prune=True, return_numpy=False))
     return {name: value.shape for name, value in zip(built.outputs, values)}
 
 
@@ -130,5 +137,6 @@ def forward_loss(executor, built: Built, feed: dict, params: dict) -> float:
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         set_values(scope, params)
-        (loss,) = executor.run(built.forward, feed=feed, fetch_list=[built.loss])
+        (loss,) = fetched(executor.run(built.forward, feed=with_lods(built, feed), fetch_list=[built.loss],
+                                       return_numpy=False))
     return float(loss)

@@ -1,6 +1,7 @@
 """Write a row's fixture directory (the layout of tools/paddle_fixtures.py's `build`):
 
-    forward.pb  backward.pb  feed.npz  params.npz (if any)  grads.npz  loss.npy  meta.json
+    forward.pb  backward.pb  feed.npz  params.npz (if any)  grads.npz  loss.npy  meta.json (with "lods": the
+                            offsets of each LoD input, {name: [[0, 2, 5]]})
     random.npz              outputs of random ops (dropout masks), which gradc replays
 A row too big for numbers (a full-size model) keeps forward.pb and meta.json only.
     grads64.npz loss64.npy  Paddle's float64 run, where float32 rounding exceeds rtol 1e-5 / atol 1e-6
@@ -69,7 +70,8 @@ def write_fixture(path: Path, built: Built, feed: dict, values, meta: dict, floa
 
 
 def write_meta(out: Path, built: Built, meta: dict) -> None:
-    meta = {**meta, "paddle_version": paddle.__version__, "loss": built.loss,
+    lods = {"lods": built.lods} if built.lods else {}   # the LoD inputs' offsets, which feed.npz cannot hold
+    meta = {**meta, "paddle_version": paddle.__version__, "loss": built.loss, **lods,
             "params_grads": [list(pair) for pair in built.params_grads], "input_grads": built.input_grads,
             "random_outputs": built.random_outputs, "ops_forward": sorted(set(built.forward_ops)),
             "ops_backward": sorted(set(built.backward_ops))}

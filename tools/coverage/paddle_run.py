@@ -21,6 +21,12 @@ RANDOM_OPS = frozenset({"dropout", "dropout_nd", "rrelu", "uniform_random", "gau
 FLOAT_DTYPES = (paddle.float32, paddle.float64)
 
 
+def lods(row: Row) -> dict[str, list[list[int]]]:
+    """The LoD (offsets, one level) of each LoD input of the row."""
+    return {name: [np.concatenate([[0], np.cumsum(spec.lengths)]).tolist()] for name, spec in
+            zip(row.input_names, row.inputs) if spec.lengths is not None}
+
+
 def seed_of(row: Row) -> int:
     return zlib.crc32(row.id.encode())
 
@@ -67,6 +73,7 @@ class Built:
     startup: paddle.static.Program
     forward: paddle.static.Program           # the forward program, loss included, before append_backward
     loss: str
+    lods: dict[str, list[list[int]]]         # the LoD inputs' offsets
     params_grads: list[tuple[str, str]]
     input_grads: dict[str, str]
     outputs: list[str]                       # the row's float outputs (the loss weights' shapes)
@@ -86,7 +93,9 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
         with unique_name.guard(), paddle.static.program_guard(main, startup), apis:
             inputs = []
             for name, spec in zip(row.input_names, row.inputs):
-                var = paddle.static.data(name, list(spec.shape), dtype if spec.is_float else spec.int_dtype)
+                shape = [-1, *spec.shape[1:]] if spec.lengths is not None else list(spec.shape)
+                var = paddle.static.data(name, shape, dtype if spec.is_float else spec.int_dtype,
+                                         lod_level=0 if spec.lengths is None else 1)
                 var.stop_gradient = not spec.grad
                 inputs.append(var)
             outputs = float_outputs(row.build(*inputs))
@@ -100,11 +109,18 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
     block = main.global_block()
     forward_ops = block.ops[:len(forward.global_block().ops)]
     backward_ops = block.ops[len(forward_ops):] + [op for b in main.blocks[len(forward.blocks):] for op in b.ops]
-    return Built(main, startup, forward, loss.name, [(p.name, g.name) for p, g in params_grads],
+    return Built(main, startup, forward, loss.name, lods(row), [(p.name, g.name) for p, g in params_grads],
                  {name: f"{name}@GRAD" for name in row.input_names if block.has_var(f"{name}@GRAD")},
                  [out.name for out in outputs],
                  [name for op in forward_ops if is_random(op) for name in op.output_arg_names],
                  [op.type for b in forward.blocks for op in b.ops], [op.type for op in backward_ops])
+
+
+def with_lods(built: Built, feed: dict) -> dict:
+    """The feed as Paddle's executor takes it: each LoD input a LoD tensor."""
+    place = paddle.CPUPlace()
+    return {name: paddle.base.create_lod_tensor(value, [list(np.diff(built.lods[name][0]))], place)
+            if name in built.lods else value for name, value in feed.items()}
 
 
 def is_random(op) -> bool:

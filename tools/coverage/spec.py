@@ -24,12 +24,23 @@ class Input:
     grad: bool = True      # a float input Paddle differentiates (stop_gradient False)
     int_dtype: str = "int64"
     value: np.ndarray | None = field(default=None, compare=False)   # given: the values themselves
+    lengths: tuple[int, ...] | None = None   # a LoD tensor: the lengths of its sequences (one LoD level)
 
     @property
     def is_float(self) -> bool:
         if self.kind == "given":
             return self.value.dtype.kind == "f"
         return self.kind not in ("ints", "choice")
+
+
+def seq(*width: int, lengths: tuple[int, ...] = (2, 3), grad: bool = True) -> Input:
+    """A LoD tensor of sequences of these lengths (an empty one: 0), rows of shape ``width``, standard normal."""
+    return Input((sum(lengths), *width), grad=grad, lengths=tuple(lengths))
+
+
+def seq_ids(high: int, lengths: tuple[int, ...] = (2, 3)) -> Input:
+    """A LoD tensor of int64 ids in [0, high), one per row ([rows, 1]): a batch of sentences."""
+    return Input((sum(lengths), 1), "ints", high, grad=False, lengths=tuple(lengths))
 
 
 def f(*shape: int) -> Input:

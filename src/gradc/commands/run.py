@@ -10,6 +10,7 @@ import numpy as np
 
 from ..errors import GradcError
 from ..executor import Executor, Scope
+from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
@@ -40,13 +41,14 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 
 @click.command()
 @click.argument("program", type=click.Path())
-@click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array.")
+@click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array (a LoD: name@LOD0, ... beside "
+              "it, each level's offsets).")
 @click.option("--params", type=click.Path(),
               help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
-@click.option("--out", type=click.Path(), help="Write the fetched values to this .npz.")
+@click.option("--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, ...).")
 @click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
               "with tracemalloc on, which slows them).")
 def run(program, feed, params, startups, fetches, out, profile):
@@ -54,19 +56,20 @@ def run(program, feed, params, startups, fetches, out, profile):
     if out:
         check_writable(out)
     prog, executor, scope = _session(program, params, startups)
-    feeds = read_npz(feed, "feed") if feed else {}
+    feeds = with_lods(read_npz(feed, "feed")) if feed else {}
     measuring = nullcontext()
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
         measuring = profiling()
     with measuring as measured:
-        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope)
+        values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
     for name, value in zip(fetches, values):
-        click.echo(_summary(name, np.asarray(as_dense(value))))
+        click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))))
     if out:
-        _save_npz(out, dict(zip(fetches, (np.asarray(as_dense(v)) for v in values))))
+        _save_npz(out, {key: array for name, value in zip(fetches, values)
+                        for key, array in lod_arrays(name, as_dense(value)).items()})
         click.echo(f"wrote {out}")
     if measured is not None:
         click.echo(measured.report())
@@ -90,7 +93,7 @@ def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     if any(is_training_op(op) for op in prog.global_block.ops):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from")
-    _, checks = compare_program(prog, read_npz(feed, "feed") if feed else {}, list(wrt) or None, loss,
+    _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
                                 load_params(params, prog), rtol=rtol, atol=atol,
                                 max_elements=max_elements, float64=True)
     width = max([len(c.var) for c in checks] + [3])

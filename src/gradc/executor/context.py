@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from ..errors import ExecutionError, op_location
 from ..ir import EMPTY_VAR, Block, OpDesc
+from .lod import LoD, lod_of, set_lod
 from .scope import MISSING
 
 
@@ -85,6 +86,17 @@ class KernelContext:
             raise ExecutionError(f"{self.where} reads var '{name}' (slot {slot}), which has no value: "
                                  f"it is not fed, not in the scope, and no earlier op wrote it")
         return value
+
+    def lod(self, slot: str, i: int = 0) -> LoD | None:
+        """The LoD of the i-th var of an input slot (gradc.executor.lod), or None when it has none."""
+        self.x(slot, i)   # the slot and its value exist
+        return lod_of(self.scope, self.ins[slot][i])
+
+    def set_lod(self, slot: str, lod: LoD | None) -> None:
+        """Give the vars of an output slot this LoD (None: none); kernels of op types in lod.SETS_LOD do."""
+        for name in self.out_names(slot):
+            if name != EMPTY_VAR:
+                set_lod(self.scope, name, lod)
 
     @property
     def attrs(self) -> ChainMap:

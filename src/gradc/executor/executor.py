@@ -24,6 +24,7 @@ from .failures import check_finite, kernel_failure
 from .feeding import feed_ops, feed_values
 from .kernels import KERNELS
 from .liveness import deaths, shape_stub
+from .lod import LoDTensor, declares_lod, has_lod, lod_of, sharing
 from .scope import MISSING, Scope, global_scope
 from .stores import place, store_slots
 
@@ -68,6 +69,15 @@ class Plan:
                                         for name, _, _ in specs)
         self.runs = 0           # runs that could have used the straight-line code before it was built
         self.straight = None    # the plan as straight-line code (gradc.executor.straight), once it has run enough
+        self.makes_lod = False  # whether the block itself can make LoD (gradc.executor.lod.declares_lod)
+        self._lod_rows = None
+
+    @property
+    def lod_rows(self) -> list:
+        """The rows of a run with LoD: each kernel followed by its LoD propagation, no direct steps."""
+        if self._lod_rows is None:
+            self._lod_rows = [(sharing(step.kernel, step.ctx.op), step.ctx, step, None) for step in self.steps]
+        return self._lod_rows
 
 
 class Executor:
@@ -80,11 +90,14 @@ class Executor:
 
     # ------------------------------------------------------------------ public
     def run(self, program: Program, feed: Mapping[str, object] | None = None,
-            fetch_list: Iterable[str] | None = None, scope: Scope | None = None) -> list[np.ndarray]:
+            fetch_list: Iterable[str] | None = None, scope: Scope | None = None,
+            return_lod: bool = False) -> list[np.ndarray]:
         """Run block 0 of ``program``; return the values of ``fetch_list``.
 
         Persistable vars (parameters) are written to ``scope`` and survive the run; temporaries
-        live in a child scope dropped at the end.
+        live in a child scope dropped at the end. A feed value may be a gradc.executor.LoDTensor (an
+        array with its sequences' offsets); with ``return_lod`` a fetched var that has a LoD comes back
+        as a LoDTensor.
         """
         scope = global_scope() if scope is None else scope
         fetch_list = [fetch_list] if isinstance(fetch_list, str) else list(fetch_list or [])
@@ -95,7 +108,11 @@ class Executor:
         self._execute(plan, local, scope)
         if not fetch_list and "fetch" in local:
             return list(local["fetch"])
-        return [self._fetch(local, name) for name in fetch_list]
+        values = [self._fetch(local, name) for name in fetch_list]
+        if return_lod:
+            lods = [lod_of(local, name) for name in fetch_list]
+            values = [value if lod is None else LoDTensor(value, lod) for value, lod in zip(values, lods)]
+        return values
 
     def run_block(self, block: Block, scope: Scope, run_scope: Scope) -> None:
         """Run a sub-block in ``scope``; nothing is freed, so grad blocks can read its values."""
@@ -120,6 +137,7 @@ class Executor:
                 check_vars(block.program)
             with gc_paused():
                 plan = plans[keep] = Plan(revision, list(block.ops), self._prepare(block, keep))
+                plan.makes_lod = declares_lod(block)
             self.plans_built += 1
         return plan
 
@@ -161,6 +179,9 @@ class Executor:
     # ------------------------------------------------------------------ the hot loop
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
         outer = _outer_vars(scope)
+        if plan.makes_lod or has_lod(scope):   # LoD is propagated op by op: the plain kernel loop
+            self._loop(plan.lod_rows, scope, run_scope, outer)
+            return
         if plan.direct_outputs and not self.check_finite and outer is not None \
                 and _all_disjoint(plan.direct_outputs, outer):
             run = plan.straight

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import ExecutionError, op_location
 from ..ir import Block
 from ..ir.types import NUMPY_DTYPE_NAMES
+from .lod import LoDTensor, checked_lod, set_lod
 from .scope import Scope
 
 _DTYPES = {var_type: np.dtype(name) for var_type, name in NUMPY_DTYPE_NAMES.items()}   # compared faster than names
@@ -18,8 +19,12 @@ _DTYPES = {var_type: np.dtype(name) for var_type, name in NUMPY_DTYPE_NAMES.item
 def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: list | None = None) -> None:
     """As Paddle's executor: a numpy array fed to a data var (need_check_feed) must have its dtype;
     Python scalars and lists are converted to it. Other vars take any numeric array, cast. ``feeds``: the
-    block's ``feed_ops`` when the caller knows them (the executor's plan)."""
+    block's ``feed_ops`` when the caller knows them (the executor's plan). A LoDTensor's LoD is checked
+    against its rows and recorded beside the value (gradc.executor.lod)."""
     for name, value in feed.items():
+        lod = None
+        if isinstance(value, LoDTensor):
+            value, lod = value.array, value.lod
         var = block.find_var(name)
         if var is None:
             raise ExecutionError(f"feed var '{name}' is not declared in block 0")
@@ -36,6 +41,8 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
             raise ExecutionError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
                                  f"declares {var.shape}")
         scope[name] = array
+        if lod is not None:
+            set_lod(scope, name, checked_lod(lod, array.shape[0] if array.ndim else 0, f"feed var '{name}'"))
     _fill_holder(block, scope, feed_ops(block.ops) if feeds is None else feeds)
 
 

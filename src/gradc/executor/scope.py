@@ -7,11 +7,12 @@ from collections.abc import Iterator
 
 
 class Scope:
-    __slots__ = ("vars", "parent")
+    __slots__ = ("vars", "parent", "lods")
 
     def __init__(self, parent: Scope | None = None):
         self.vars: dict[str, object] = {}
         self.parent = parent
+        self.lods: dict[str, tuple] | None = None   # name -> LoD of the vars that have one (gradc.executor.lod)
 
     def child(self) -> Scope:
         return Scope(self)

@@ -275,6 +275,15 @@ FAMILIES = {
     "selected_rows": (
         "merge_selected_rows", "get_tensor_from_selected_rows",
     ),
+    "sequence_lod": (
+        "sequence_pool", "sequence_pool_grad", "sequence_softmax", "sequence_softmax_grad", "sequence_conv",
+        "sequence_conv_grad", "sequence_expand", "sequence_expand_grad", "lod_reset", "lod_reset_grad", "im2sequence",
+        "im2sequence_grad",
+    ),
+    "sequence_lod_double": (
+        "sequence_pool_grad", "sequence_softmax_grad", "sequence_conv_grad", "sequence_expand_grad", "lod_reset_grad",
+        "im2sequence_grad",
+    ),
     "sequence_loss": (
         "warpctc", "warpctc_grad", "warprnnt", "warprnnt_grad",
     ),

@@ -43,6 +43,11 @@ class InferContext:
     def attr(self, name: str):
         return registry.attr_default(self.op, name)
 
+    def lod_level(self, slot: str, i: int = 0) -> int:
+        """The declared lod_level of the slot's var (0 when unset or absent)."""
+        var = self._var(slot, i)
+        return (var.lod_level or 0) if var is not None else 0
+
     def axis(self, axis: int, rank: int) -> int:
         """``axis`` of a rank-``rank`` input as an index >= 0; fails naming the op if it is out of range."""
         return normalize_axis(axis, rank, self.fail)
@@ -52,6 +57,17 @@ class InferContext:
                           for name, shape in zip(args, self.shapes(slot)))
         raise ProgramError(f"{op_location(self.block.idx, self.op_idx, self.op.type)}: {message} "
                            f"[inputs: {names}]")
+
+
+def lod_levels(ctx: InferContext) -> dict[str, int]:
+    """The lod_level of each output slot as Paddle's compile-time InferShape sets it: the op's own rule
+    (OpDef.lod_levels), else ShareLoD: the level of its first input that has one (0: none)."""
+    opdef = registry.get(ctx.op.type)
+    if opdef is not None and opdef.lod_levels is not None:
+        return opdef.lod_levels(ctx)
+    shared = next((level for slot, args in ctx.op.inputs.items() for i in range(len(args))
+                   if (level := ctx.lod_level(slot, i)) > 0), 0)
+    return dict.fromkeys(ctx.op.outputs, shared)
 
 
 def same_as(slot: str, out: str = "Out"):

@@ -200,6 +200,13 @@ FAMILIES = {
         "elementwise_mul", "clip_by_norm", "sum", "lookup_table_v2_grad", "lookup_table_grad", "merge_selected_rows",
         "get_tensor_from_selected_rows",
     ),
+    "sequence_lod": (
+        "sequence_pool", "sequence_pool_grad", "sequence_softmax", "sequence_softmax_grad", "sequence_expand",
+        "sequence_expand_grad", "lod_reset", "lod_reset_grad",
+    ),
+    "sequence_lod_windows": (
+        "sequence_conv", "sequence_conv_grad", "im2sequence", "im2sequence_grad",
+    ),
     "sequence_loss": (
         "warpctc", "warpctc_grad", "warprnnt", "warprnnt_grad",
     ),

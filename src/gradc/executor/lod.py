@@ -1,0 +1,188 @@
+"""LoD (Paddle's level of detail): sequences packed in one [total_rows, ...] tensor, told apart by offsets.
+
+A LoD is a tuple of levels, each a tuple of offsets: ((0, 2, 5),) holds two sequences, rows 0-1 and 2-4; a
+nested level's offsets index the sequences of the level below it. A var's value stays a plain array in its
+scope (kernels that ignore LoD see nothing new); its LoD lives beside it, in the scope's ``lods`` table.
+
+Feeding: a ``LoDTensor(array, lod)`` (or ``LoDTensor.from_lengths(array, [[2, 3]])``, Paddle's
+recursive_seq_lens) in a feed dict. Fetching: ``Executor.run(..., return_lod=True)`` gives a LoDTensor for
+each fetched var that has a LoD (an array for the others). In an .npz (``gradc run --feed``, ``--out``), level k
+of var x's LoD is the int array ``x@LOD<k>`` beside ``x`` (``with_lods`` and ``lod_arrays``).
+
+Propagation, as Paddle's ShareLoD, planned once per block and run only where LoD can occur (a var declared
+with lod_level > 0, an op that makes LoD, or a LoD fed): an op whose kernel does not set LoD itself gives each
+output the LoD of its first input that has one and the same dim 0; a grad op gives ``X@GRAD`` the LoD of X.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ExecutionError
+from ..ir import EMPTY_VAR, Block, OpDesc
+
+LoD = tuple[tuple[int, ...], ...]
+
+# op types whose kernels set their outputs' LoD themselves (ctx.set_lod); registered by their kernel modules.
+# A saved inference program's feed op rewrites a fed var from the holder list: the LoD fed with it stays.
+SETS_LOD: set[str] = {"feed"}
+
+
+@dataclass(frozen=True)
+class LoDTensor:
+    """An array with its LoD, for feeding (and fetching with return_lod=True)."""
+
+    array: np.ndarray
+    lod: LoD
+
+    def __init__(self, array, lod: Sequence[Sequence[int]]):
+        object.__setattr__(self, "array", np.asarray(array))
+        object.__setattr__(self, "lod", tuple(tuple(int(o) for o in level) for level in lod))
+
+    @classmethod
+    def from_lengths(cls, array, lengths: Sequence[Sequence[int]]) -> LoDTensor:
+        """From sequence lengths per level (Paddle's recursive_seq_lens): [[2, 3]] is the LoD ((0, 2, 5),)."""
+        return cls(array, [tuple(np.concatenate([[0], np.cumsum(level, dtype=np.int64)])) for level in lengths])
+
+    @property
+    def lengths(self) -> list[list[int]]:
+        return [list(np.diff(level)) for level in self.lod]
+
+
+LOD_SUFFIX = "@LOD"
+
+
+def with_lods(arrays: Mapping[str, np.ndarray]) -> dict:
+    """An .npz's arrays as a feed: ``x`` with its levels ``x@LOD0``, ``x@LOD1``, ... becomes a LoDTensor."""
+    levels: dict[str, dict[int, np.ndarray]] = {}
+    for name, array in arrays.items():
+        base, _, level = name.rpartition(LOD_SUFFIX)
+        if base and level.isdigit():
+            levels.setdefault(base, {})[int(level)] = array
+    stray = sorted(set(levels) - set(arrays))
+    if stray:
+        raise ExecutionError(f"LoD arrays for {stray}, which the feed has no array of")
+    for base, found in levels.items():
+        if sorted(found) != list(range(len(found))):
+            raise ExecutionError(f"the LoD of '{base}' has levels {sorted(found)}: name them {base}@LOD0, "
+                                 f"{base}@LOD1, ... with none missing")
+    feed = {name: array for name, array in arrays.items() if name not in _lod_names(levels)}
+    for base, found in levels.items():
+        feed[base] = LoDTensor(feed[base], [np.asarray(found[k]).reshape(-1) for k in range(len(found))])
+    return feed
+
+
+def _lod_names(levels: dict) -> set[str]:
+    return {f"{base}{LOD_SUFFIX}{k}" for base, found in levels.items() for k in found}
+
+
+def lod_arrays(name: str, value) -> dict[str, np.ndarray]:
+    """A fetched value for an .npz: ``name`` -> its array, and for a LoDTensor each level as ``name@LOD<k>``."""
+    if not isinstance(value, LoDTensor):
+        return {name: np.asarray(value)}
+    return {name: value.array, **{f"{name}{LOD_SUFFIX}{k}": np.asarray(level, np.int64)
+                                  for k, level in enumerate(value.lod)}}
+
+
+def lod_problem(lod: LoD, rows: int) -> str | None:
+    """What is wrong with ``lod`` as the LoD of a tensor of ``rows`` rows, or None."""
+    for i, level in enumerate(lod):
+        if len(level) < 1 or level[0] != 0:
+            return f"level {i} of LoD {list(map(list, lod))} must start at offset 0"
+        if any(b < a for a, b in zip(level, level[1:])):
+            return f"level {i} of LoD {list(map(list, lod))} has decreasing offsets"
+        below = rows if i == len(lod) - 1 else len(lod[i + 1]) - 1
+        what = f"dim 0 ({rows})" if i == len(lod) - 1 else f"the {below} sequences of level {i + 1}"
+        if level[-1] != below:
+            return f"level {i} of LoD {list(map(list, lod))} ends at {level[-1]}, not at {what}"
+    return None
+
+
+def checked_lod(lod: Sequence[Sequence[int]], rows: int, what: str) -> LoD:
+    """``lod`` as a LoD tuple; ExecutionError naming ``what`` unless it fits a tensor of ``rows`` rows."""
+    lod = tuple(tuple(int(o) for o in level) for level in lod)
+    problem = lod_problem(lod, rows)
+    if problem:
+        raise ExecutionError(f"{what}: {problem}")
+    return lod
+
+
+def lod_of(scope, name: str) -> LoD | None:
+    """The LoD of the var ``name`` as seen from ``scope`` (its own table, then its parents'), or None."""
+    while scope is not None:
+        lods = scope.lods
+        if lods is not None and name in lods:
+            return lods[name]
+        scope = scope.parent
+    return None
+
+
+def set_lod(scope, name: str, lod: LoD | None) -> None:
+    """Record (None: clear) the LoD of the var ``name`` in ``scope``."""
+    if lod:
+        if scope.lods is None:
+            scope.lods = {}
+        scope.lods[name] = lod
+    elif scope.lods is not None:
+        scope.lods.pop(name, None)
+
+
+def has_lod(scope) -> bool:
+    """Whether ``scope`` or a scope above it holds any LoD."""
+    while scope is not None:
+        if scope.lods:
+            return True
+        scope = scope.parent
+    return False
+
+
+def declares_lod(block: Block) -> bool:
+    """Whether the block can make LoD on its own: a var declared with lod_level > 0 or an op that sets LoD."""
+    return any((var.lod_level or 0) > 0 for var in block.vars.values()) or any(op.type in SETS_LOD
+                                                                                for op in block.ops)
+
+
+def sharing(kernel: Callable, op: OpDesc) -> Callable:
+    """``kernel`` followed by Paddle's ShareLoD onto the op's outputs (the kernel itself where it sets LoD)."""
+    if op.type in SETS_LOD:
+        return kernel
+    inputs = tuple(name for args in op.inputs.values() for name in args if name != EMPTY_VAR)
+    # a grad gets its var's LoD (the var itself may be freed by now); another output, its inputs' first
+    targets = tuple((slot, i, name, (name.split("@GRAD")[0],) if "@GRAD" in name else inputs, "@GRAD" not in name)
+                    for slot, args in op.outputs.items() for i, name in enumerate(args) if name != EMPTY_VAR)
+    if not targets or not inputs:
+        return kernel
+
+    def run(ctx):
+        results = kernel(ctx)
+        if results:
+            _share(ctx.scope, results, targets)
+        return results
+
+    return run
+
+
+def _share(scope, results: dict, targets: tuple) -> None:
+    for slot, i, name, sources, same_rows in targets:
+        value = results.get(slot)
+        if isinstance(value, list):
+            value = value[i] if i < len(value) else None
+        if not isinstance(value, np.ndarray) or value.ndim == 0:
+            continue
+        set_lod(scope, name, _first_lod(scope, sources, value.shape[0] if same_rows else None))
+
+
+def _first_lod(scope, sources: tuple[str, ...], rows: int | None) -> LoD | None:
+    """The LoD of the first source that has one (and ``rows`` rows, unless None)."""
+    for source in sources:
+        lod = lod_of(scope, source)
+        if lod is not None:
+            if rows is None:
+                return lod
+            value = scope.find(source)
+            if isinstance(value, np.ndarray) and value.ndim > 0 and value.shape[0] == rows:
+                return lod
+    return None

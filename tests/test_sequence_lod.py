@@ -1,0 +1,203 @@
+"""LoD tensors (gradc.executor.lod) and the sequence ops over them: the feed and fetch API, offsets checked, LoD
+carried through ordinary ops and their grads, no LoD work for programs without it, and values pinned against
+Paddle 3.3.1 (empty sequences, MaxIndex, sequence_expand, lod_reset's LoD sources)."""
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from gradc import ExecutionError, LoDTensor
+from gradc.layers import ProgramBuilder
+
+# Paddle 3.3.1's sequence_pool of these rows (sequences of 2, 0, 3 and 1 rows) with pad_value 7
+ROWS = np.array([[-2, -1], [0, 1], [2, -2], [-1, 0], [1, 2], [-2, -1]], np.float32)
+PADDLE_POOLED = {
+    "AVERAGE": [[-1, 0], [7, 7], [2 / 3, 0], [-2, -1]],
+    "SUM": [[-2, 0], [7, 7], [2, 0], [-2, -1]],
+    "SQRT": [[-2 / np.sqrt(2), 0], [7, 7], [2 / np.sqrt(3), 0], [-2, -1]],
+    "MAX": [[0, 1], [7, 7], [2, 2], [-2, -1]],
+    "LAST": [[0, 1], [7, 7], [1, 2], [-2, -1]],
+    "FIRST": [[-2, -1], [7, 7], [2, -2], [-2, -1]],
+}
+
+
+def program_of(op_type, inputs: dict, attrs=None, outputs=None):
+    """(program, the op's output names, feed): one op over data vars named after their slots."""
+    net = ProgramBuilder()
+    feed, slots = {}, {}
+    for slot, value in inputs.items():
+        array = value.array if isinstance(value, LoDTensor) else value
+        slots[slot] = net.data(slot.lower(), [-1, *array.shape[1:]], array.dtype.name)
+        feed[slots[slot]] = value
+    names = net.op(op_type, slots, attrs, outputs=outputs)
+    return net.program, names, feed
+
+
+def run(op_type, inputs: dict, attrs=None, outputs=None, return_lod=True):
+    program, names, feed = program_of(op_type, inputs, attrs, outputs)
+    return gradc.Executor().run(program, feed, names, gradc.Scope(), return_lod=return_lod)
+
+
+def test_lengths_give_offsets():
+    tensor = LoDTensor.from_lengths(np.zeros((5, 1)), [[2, 0, 3]])
+    assert tensor.lod == ((0, 2, 2, 5),)
+    assert tensor.lengths == [[2, 0, 3]]
+
+
+@pytest.mark.parametrize("lod, phrase", [
+    ([[1, 2, 5]], "must start at offset 0"),
+    ([[0, 3, 2, 5]], "has decreasing offsets"),
+    ([[0, 2, 4]], "ends at 4, not at dim 0 (5)"),
+    ([[0, 1, 3], [0, 2, 5]], "ends at 3, not at the 2 sequences of level 1"),
+])
+def test_bad_offsets_are_refused_at_the_feed(lod, phrase):
+    with pytest.raises(ExecutionError, match=rf"feed var 'x': .*{phrase}".replace("(", r"\(").replace(")", r"\)")):
+        run("sequence_pool", {"X": LoDTensor(np.zeros((5, 2), np.float32), lod)})
+
+
+@pytest.mark.parametrize("pooltype", sorted(PADDLE_POOLED))
+def test_pooling_with_an_empty_sequence_matches_paddle(pooltype):
+    out, index = run("sequence_pool", {"X": LoDTensor.from_lengths(ROWS, [[2, 0, 3, 1]])},
+                     {"pooltype": pooltype, "pad_value": 7.0}, outputs=["Out", "MaxIndex"])
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, PADDLE_POOLED[pooltype], rtol=1e-6)
+    if pooltype == "MAX":   # Paddle's MaxIndex: absolute rows of the first maximum, -1 for the empty sequence
+        np.testing.assert_array_equal(index, [[1, 1], [-1, -1], [2, 4], [5, 5]])
+
+
+def test_pooling_keeps_the_levels_above_the_last():
+    x = LoDTensor.from_lengths(np.arange(5, dtype=np.float32).reshape(5, 1), [[1, 2], [2, 0, 3]])
+    (out,) = run("sequence_pool", {"X": x}, {"pooltype": "SUM"})
+    assert out.lod == ((0, 1, 3),)
+    np.testing.assert_array_equal(out.array.ravel(), [1, 0, 9])   # Paddle's values
+
+
+def test_softmax_per_sequence_matches_paddle_and_does_not_overflow():
+    x = LoDTensor.from_lengths(np.arange(5, dtype=np.float32).reshape(5, 1), [[1, 2], [2, 0, 3]])
+    (out,) = run("sequence_softmax", {"X": x}, return_lod=False)
+    np.testing.assert_allclose(out.ravel(), [0.26894143, 0.7310586, 0.09003058, 0.24472849, 0.665241], rtol=1e-6)
+    (big,) = run("sequence_softmax", {"X": LoDTensor([[1000.0], [1001.0]], [[0, 2]])}, return_lod=False)
+    np.testing.assert_allclose(big.ravel(), [0.26894142, 0.73105858])   # Paddle: exp overflows to NaN
+
+
+def test_expand_without_and_with_a_lod_on_x_matches_paddle():
+    y = LoDTensor.from_lengths(np.zeros((5, 1), np.float32), [[2, 0, 3]])
+    (out,) = run("sequence_expand", {"X": np.arange(6, dtype=np.float32).reshape(3, 2), "Y": y})
+    assert isinstance(out, np.ndarray)   # no LoD on X: none on Out
+    np.testing.assert_array_equal(out, [[0, 1], [0, 1], [4, 5], [4, 5], [4, 5]])
+    x = LoDTensor.from_lengths(np.arange(3, dtype=np.float32).reshape(3, 1), [[1, 0, 2]])
+    (out,) = run("sequence_expand", {"X": x, "Y": y})
+    assert out.lod == ((0, 1, 2, 4, 6, 8),)
+    np.testing.assert_array_equal(out.array.ravel(), [0, 0, 1, 2, 1, 2, 1, 2])
+
+
+@pytest.mark.parametrize("inputs, attrs, lod", [
+    ({}, {"target_lod": [0, 1, 4]}, ((0, 1, 4),)),
+    ({"Y": np.array([0, 3, 4], np.int32)}, {}, ((0, 3, 4),)),
+    ({"Y": LoDTensor.from_lengths(np.zeros((4, 1), np.float32), [[2, 2]])}, {"target_lod": [0, 4]}, ((0, 2, 4),)),
+])
+def test_lod_reset_takes_y_lod_then_y_values_then_the_attribute(inputs, attrs, lod):
+    (out,) = run("lod_reset", {"X": np.arange(4, dtype=np.float32).reshape(4, 1), **inputs}, attrs)
+    assert out.lod == lod
+    np.testing.assert_array_equal(out.array.ravel(), [0, 1, 2, 3])
+
+
+def test_lod_reset_append_adds_a_level_below():
+    x = LoDTensor.from_lengths(np.zeros((4, 1), np.float32), [[4]])
+    (out,) = run("lod_reset", {"X": x}, {"target_lod": [0, 1, 4], "append": True})
+    assert out.lod == ((0, 4), (0, 1, 4))
+
+
+def test_im2sequence_gives_one_sequence_per_image():
+    x = np.arange(18, dtype=np.float32).reshape(2, 1, 3, 3)
+    (out,) = run("im2sequence", {"X": x}, {"kernels": [2, 2]})
+    assert out.lod == ((0, 4, 8),)
+    np.testing.assert_array_equal(out.array[:2], [[0, 1, 3, 4], [1, 2, 4, 5]])
+
+
+def lod_through_ops():
+    """x (LoD) -> relu -> scale -> sequence_pool SUM -> mean, differentiated."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 2], "float32")
+    hidden = net.op("scale", {"X": net.op("relu", {"X": x})[0]}, {"scale": 2.0})[0]
+    pooled = net.op("sequence_pool", {"X": hidden}, {"pooltype": "SUM"})[0]
+    loss = net.mean(pooled)
+    net.block.var(x).stop_gradient = False
+    gradc.append_backward(net.program, loss)
+    return net.program, x, pooled
+
+
+def test_ordinary_ops_and_grads_pass_the_lod_on():
+    program, x, pooled = lod_through_ops()
+    feed = {x: LoDTensor.from_lengths(np.ones((5, 2), np.float32), [[2, 3]])}
+    out, grad = gradc.Executor().run(program, feed, [pooled, f"{x}@GRAD"], gradc.Scope(), return_lod=True)
+    np.testing.assert_array_equal(out, [[4, 4], [6, 6]])   # relu and scale kept x's LoD for the pooling
+    assert grad.lod == ((0, 2, 5),)   # X@GRAD has X's LoD
+    np.testing.assert_allclose(grad.array, np.full((5, 2), 0.5))
+
+
+def test_a_program_without_lod_runs_the_plain_plan():
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3], "float32")
+    out = net.op("relu", {"X": x})[0]
+    executor = gradc.Executor()
+    executor.run(net.program, {x: np.ones((2, 3), np.float32)}, [out], gradc.Scope())
+    plan = next(iter(executor._plans[net.program.global_block].values()))
+    assert not plan.makes_lod and plan._lod_rows is None   # no LoD rows built, none used
+
+
+def test_a_sequence_op_without_a_lod_says_so():
+    with pytest.raises(ExecutionError, match=r"op 0 \(sequence_conv\).*X has no LoD"):
+        run("sequence_conv", {"X": np.zeros((3, 2), np.float32), "Filter": np.zeros((6, 1), np.float32)},
+            {"contextLength": 3})
+
+
+def test_the_cli_feeds_and_writes_a_lod_beside_each_array(tmp_path):
+    program, (out,), _ = program_of("sequence_expand", {"X": LoDTensor([[1.0], [2.0]], [[0, 1, 2]]),
+                                                        "Y": LoDTensor(np.zeros((3, 1)), [[0, 1, 3]])})
+    gradc.save(program, tmp_path / "p.pb")
+    np.savez(tmp_path / "feed.npz", x=np.array([[1.0], [2.0]]), y=np.zeros((3, 1)),
+             **{"x@LOD0": np.array([0, 1, 2]), "y@LOD0": np.array([0, 1, 3])})
+    done = gradc_cli("run", tmp_path / "p.pb", "--feed", tmp_path / "feed.npz", "--fetch", out,
+                     "--out", tmp_path / "out.npz")
+    assert done.returncode == 0, done.stderr
+    written = np.load(tmp_path / "out.npz")
+    np.testing.assert_array_equal(written[out].ravel(), [1, 2, 2])
+    np.testing.assert_array_equal(written[f"{out}@LOD0"], [0, 1, 2, 3])   # X's sequence 1 twice
+    np.savez(tmp_path / "gap.npz", x=np.zeros((2, 1)), y=np.zeros((3, 1)),
+             **{"x@LOD1": np.array([0, 2]), "y@LOD0": np.array([0, 3])})
+    done = gradc_cli("run", tmp_path / "p.pb", "--feed", tmp_path / "gap.npz", "--fetch", out)
+    assert done.returncode == 1 and "the LoD of 'x' has levels [1]: name them x@LOD0" in done.stderr
+
+
+def test_declared_lod_levels_follow_paddles_compile_time_rules():
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 2], "float32", lod_level=1)
+    hidden = net.op("relu", {"X": x})[0]
+    conv = net.op("sequence_conv", {"X": hidden, "Filter": net.parameter("w", [6, 3])}, {"contextLength": 3})[0]
+    pooled = net.op("sequence_pool", {"X": conv}, {"pooltype": "MAX"})[0]
+    reset = net.op("lod_reset", {"X": pooled}, {"target_lod": [0, 1]})[0]
+    levels = {name: net.block.var(name).lod_level for name in (hidden, conv, pooled, reset)}
+    assert levels == {hidden: 1, conv: 1, pooled: None, reset: 1}   # as Paddle's programs declare them
+
+
+def test_im2sequence_real_sizes_match_paddle():
+    """Real sizes [5, 3] and [4, 4] over out_stride [2, 1] (rounded up): 2 x 2 and 1 x 3 patches."""
+    x = np.arange(32, dtype=np.float32).reshape(2, 1, 4, 4)
+    (out,) = run("im2sequence", {"X": x, "Y": np.array([[5, 3], [4, 4]], np.float32)},
+                 {"kernels": [2, 2], "out_stride": [2, 1]})
+    assert out.lod == ((0, 4, 7),)
+    np.testing.assert_array_equal(out.array, [[0, 1, 4, 5], [1, 2, 5, 6], [4, 5, 8, 9], [5, 6, 9, 10],
+                                              [16, 17, 20, 21], [17, 18, 21, 22], [18, 19, 22, 23]])   # Paddle's
+
+
+def test_a_saved_inference_programs_feed_op_keeps_the_fed_lod():
+    program, (out,), feed = program_of("sequence_pool", {"X": LoDTensor.from_lengths(ROWS, [[2, 0, 3, 1]])},
+                                       {"pooltype": "SUM"})
+    block = program.global_block
+    block.create_var("feed", type=gradc.VarType.FEED_MINIBATCH, dtype=None, persistable=True)
+    block.ops.insert(0, gradc.OpDesc("feed", {"X": ["feed"]}, {"Out": ["x"]}, {"col": 0}))
+    program.mark_changed()
+    (pooled,) = gradc.Executor().run(program, feed, [out], gradc.Scope())
+    np.testing.assert_allclose(pooled[[0, 2]], [[-2, 0], [2, 0]])
