@@ -375,6 +375,10 @@ COMPILE_TIME = {
     # pylayer
     "pylayer without blocks": ("pylayer", {"Input": [X23]}, {}, "attribute 'blocks' must name the forward block"),
     # sequence_lod
+    # quant
+    # complex_fft
+    # lod_rnn
+    # lod_text
     "sequence_pool pooltype": ("sequence_pool", {"X": X23}, {"pooltype": "MEDIAN"}, "pooltype 'MEDIAN' is not one of"),
     "sequence_softmax width": ("sequence_softmax", {"X": X23}, {}, "X must have shape [rows] or [rows, 1]"),
     "sequence_conv filter": ("sequence_conv", {"X": X23, "Filter": zeros(6, 2)}, {"contextLength": 3},
@@ -483,6 +487,10 @@ RUN_TIME = {
     # static_nn
     # pylayer
     # sequence_lod
+    # quant
+    # complex_fft
+    # lod_rnn
+    # lod_text
     "sequence_pool no LoD": ("sequence_pool", {"X": X23}, {}, "X has no LoD: sequence_pool works on sequences"),
     "sequence_softmax no LoD": ("sequence_softmax", {"X": zeros(3, 1)}, {}, "X has no LoD"),
     "sequence_conv no LoD": ("sequence_conv", {"X": X23, "Filter": zeros(9, 2)}, {"contextLength": 3},
@@ -532,4 +540,8 @@ EXEMPT = {
     # static_nn
     # pylayer
     # sequence_lod
+    # quant
+    # complex_fft
+    # lod_rnn
+    # lod_text
 }

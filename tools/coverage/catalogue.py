@@ -2,14 +2,17 @@
 
 from . import (
         activations,
+        complex_fft,
         conv,
         geometric,
         legacy_v1,
+        lod_models,
         losses,
         misc,
         models,
         models_full,
         norms,
+        quant_layers,
         sequence,
         sequence_lod,
         shape,
@@ -22,6 +25,6 @@ from . import (
 ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *sequence.ROWS, *losses.ROWS,
         *models.ROWS, *models_full.ROWS,
         *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS, *vision_ops.ROWS, *geometric.ROWS,
-        *static_nn.ROWS, *sequence_lod.ROWS]
+        *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

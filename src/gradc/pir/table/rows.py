@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import control_flow, stacks
 from . import (
     binary_math_rows,
+    complex_fft_rows,
     deform_conv_rows,
     detection_rows,
     grad_rows,
@@ -18,6 +19,7 @@ from . import (
     plumbing,
     products_rows,
     pylayer_rows,
+    quant_rows,
     roi_rows,
     sampling_rows,
     scans_rows,
@@ -69,7 +71,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + unary_math_rows.ROWS + special_math_rows.ROWS + binary_math_rows.ROWS + products_rows.ROWS
                + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + legacy_nn_rows.ROWS + roi_rows.ROWS
                + deform_conv_rows.ROWS + detection_rows.ROWS + yolo_loss_rows.ROWS + signal_rows.ROWS + graph_rows.ROWS
-               + static_nn_rows.ROWS + pylayer_rows.ROWS + SPECIAL)
+               + static_nn_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
