@@ -16,6 +16,11 @@ PADDLE_WRONG = {
                       "(right only for a Y that is already triangular)",
 }
 
+CVM = ("cvm_grad writes the CVM input (each row's show and click counts) as the gradient of X's first two "
+       "columns, for the parameter server to accumulate, not their derivative")
+
 PADDLE_BY_DESIGN = {
+    "continuous_value_model": CVM,
+    "continuous_value_model_no_cvm": CVM,
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
 }
