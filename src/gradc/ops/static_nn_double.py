@@ -27,7 +27,8 @@ def _cvm_double_grad(g):
     if not g.attr("use_cvm"):
         f.into(out, "slice", {"Input": ddx}, kept)
         return f.ops
-    columns = f.op("slice", {"Input": ddx}, ddx, kept, dims=lambda s: [s[0], -1 if s[1] == -1 else s[1] - 2])
+    columns = f.op("slice", {"Input": ddx}, first(g.I("X")), kept,
+                   dims=lambda s: [s[0], -1 if s[1] == -1 else s[1] - 2])
     f.into(out, "pad", {"X": columns}, {"paddings": [0, 0, 2, 0], "pad_value": 0.0})
     return f.ops
 

@@ -24,8 +24,10 @@ def accuracy(k):
 def auc(k):
     """Paddle's kernel: each row's last Predict column, times num_thresholds and truncated, picks a bucket of the
     positive (Label > 0) or negative (Label == 0) histogram; other labels are not counted. With slide_steps, the
-    oldest of the kept batches leaves the window first, and InsTagWeight[0] == 0 marks a batch of fake data that
-    counts nothing. The AUC is the trapezoid area under the ROC curve of the window's histogram."""
+    oldest of the kept batches leaves the window first. The AUC is the trapezoid area under the ROC curve of the
+    window's histogram. InsTagWeight[0] == 0 marks a batch of fake data, which counts nothing here. Paddle 3.3.1
+    is broken there: with slide_steps it counts the batch into its step but not into the window's sum, from which
+    it is subtracted later (negative counts, an AUC outside [0, 1]); without, it leaves AUC unwritten (0)."""
     predict, label = k.x("Predict"), k.x("Label").reshape(-1)
     thresholds, steps = k.attr("num_thresholds"), k.attr("slide_steps")
     buckets = thresholds + 1
@@ -52,7 +54,7 @@ def auc(k):
             stat[oldest:oldest + buckets] = 0
     else:
         oldest = 0
-    if counted or not steps:
+    if counted:
         np.add.at(positives, oldest + bins[label > 0], 1)
         np.add.at(negatives, oldest + bins[label == 0], 1)
     if steps:
