@@ -50,6 +50,9 @@ def _nce_infer(ctx):
         ctx.fail(f"nce needs num_total_classes >= 2 and num_neg_samples >= 1, got {classes} and {negatives}")
     if sampler not in (0, 1, 2):
         ctx.fail(f"nce sampler must be 0 (uniform), 1 (log_uniform) or 2 (custom_dist), got {sampler}")
+    chosen = ctx.attr("custom_neg_classes")
+    if chosen and len(chosen) != negatives:
+        ctx.fail(f"nce needs as many custom_neg_classes as num_neg_samples={negatives}, got {list(chosen)}")
     if sampler == 2 and not all(ctx.has(s) for s in ("CustomDistProbs", "CustomDistAlias", "CustomDistAliasProbs")):
         ctx.fail("nce's custom_dist sampler needs CustomDistProbs, CustomDistAlias and CustomDistAliasProbs")
     if len(x) != 2 or len(weight) != 2 or not dims_match(weight[1], x[1]) or not dims_match(weight[0], classes):
@@ -62,7 +65,7 @@ def _nce_infer(ctx):
         ctx.fail(f"nce needs SampleWeight [batch] or [batch, 1] for Input {x}, got {ctx.shape('SampleWeight')}")
     refuse_lod(ctx, "Input")
     trues = label[1] if len(label) == 2 else 1
-    samples = -1 if trues == -1 else trues + (len(ctx.attr("custom_neg_classes")) or negatives)
+    samples = -1 if trues == -1 else trues + negatives
     return {"Cost": ([x[0], 1], dtype), "SampleLogits": ([x[0], samples], dtype),
             "SampleLabels": ([x[0], samples], VarType.INT64)}
 

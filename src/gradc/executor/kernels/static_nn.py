@@ -125,8 +125,9 @@ def nce(k):
     if weight.shape != (classes, x.shape[1]):
         raise ValueError(f"nce needs Weight [num_total_classes={classes}, {x.shape[1]}], got {list(weight.shape)}")
     chosen = np.asarray(k.attr("custom_neg_classes"), np.int64)
-    if ((chosen < 0) | (chosen >= classes)).any():
-        raise ValueError(f"custom_neg_classes must lie in [0, {classes}), got {chosen.tolist()}")
+    if ((chosen < 0) | (chosen >= classes)).any() or chosen.size not in (0, k.attr("num_neg_samples")):
+        raise ValueError(f"custom_neg_classes must be num_neg_samples classes in [0, {classes}), got "
+                         f"{chosen.tolist()}")
     if chosen.size:
         negatives = np.broadcast_to(chosen, (batch, chosen.size))
     else:
