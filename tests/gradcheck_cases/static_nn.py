@@ -39,7 +39,7 @@ def _nce_inputs(classes=6, trues=1, weighted=False, bias=True):
     return inputs
 
 
-# an alias table of [0.1, 0.2, 0.3, 0.25, 0.15, 0.0] (the class kept with its probability, else its alias)
+# the sampler's probabilities and some alias tables (the gradient reads the probabilities of the samples drawn)
 CUSTOM = {"CustomDistProbs": np.array([0.1, 0.2, 0.3, 0.25, 0.15, 0.0]),
           "CustomDistAlias": np.array([2, 3, -1, 2, 3, 2], np.int32),
           "CustomDistAliasProbs": np.array([0.6, 1.0, 1.0, 0.5, 0.9, 0.0])}
