@@ -45,6 +45,8 @@ def _nce_infer(ctx):
     x, label, weight = ctx.shape("Input"), ctx.shape("Label"), ctx.shape("Weight")
     dtype = one_dtype(ctx, "Input", "Weight")
     check_float(ctx, "Input")
+    if x is None or label is None or weight is None:   # undeclared shapes: the kernel checks them
+        return {"Cost": (None, dtype), "SampleLogits": (None, dtype), "SampleLabels": (None, VarType.INT64)}
     classes, negatives, sampler = ctx.attr("num_total_classes"), ctx.attr("num_neg_samples"), ctx.attr("sampler")
     if classes < 2 or negatives < 1:
         ctx.fail(f"nce needs num_total_classes >= 2 and num_neg_samples >= 1, got {classes} and {negatives}")

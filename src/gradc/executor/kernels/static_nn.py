@@ -138,7 +138,8 @@ def nce(k):
     logits = np.einsum("bd,bsd->bs", x.astype(np.float64), weight[samples].astype(np.float64))
     if bias is not None:
         logits += bias.reshape(-1)[samples]
-    odds = 1.0 / (1.0 + np.exp(-logits))
+    with np.errstate(over="ignore"):   # exp(-logit) overflows to inf for a logit below -709: o = 0, as Paddle's
+        odds = 1.0 / (1.0 + np.exp(-logits))
     b = probability(samples) * k.attr("num_neg_samples")
     true = np.arange(samples.shape[1]) < labels.shape[1]
     cost = -np.log(np.where(true, odds, b) / (odds + b))
