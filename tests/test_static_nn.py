@@ -10,6 +10,7 @@ from fixtures import DATA
 from gradc.executor import randomness
 from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
+from gradc.verify import check_shapes
 from one_op import kernel_run, run
 
 REFERENCE = np.load(DATA / "static_nn_reference.npz")
@@ -183,3 +184,20 @@ def test_class_center_sample_with_fix_seed_draws_the_same_classes():
     first, second = (run("class_center_sample", {"Label": np.array([3, 1])}, attrs)["SampledLocalClassCenter"]
                      for _ in range(2))
     np.testing.assert_array_equal(first, second)
+
+
+@pytest.mark.parametrize("op_type, inputs, slot", [
+    ("cvm", {"X": [3, 4], "CVM": [3, 2]}, "X"),
+    ("row_conv", {"X": [6, 4], "Filter": [2, 4]}, "X"),
+    ("nce", {"Input": [3, 4], "Label": [3, 1], "Weight": [6, 4]}, "Input")])
+def test_the_lod_forms_are_refused(op_type, inputs, slot):
+    """Sequences of a LoD tensor (lod_level 1) are not supported: the op says so, naming the slot."""
+    program = gradc.Program()
+    block = program.global_block
+    for name, shape in inputs.items():
+        block.create_var(name, shape, VarType.INT64 if name == "Label" else VarType.FP32,
+                         lod_level=1 if name == slot else None)
+    block.append_op(op_type, {name: [name] for name in inputs}, {}, {"num_total_classes": 6} if op_type == "nce"
+                    else {})
+    with pytest.raises(gradc.ProgramError, match=f"{slot}.*LoD form"):
+        check_shapes(program)

@@ -1,6 +1,6 @@
 """Paddle 3.3.1's values of the static_nn family's ops on fixed inputs, for tests/test_static_nn.py:
 nce (each sampler, fixed negatives: forward, loss gradients), viterbi_decode (both tag modes, sequences of every
-length) and auc (slide_steps 0 and more, several batches). Not part of the package: it needs paddlepaddle.
+length, 0 too) and auc (slide_steps 0 and more, several batches). Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_static_nn_reference.py
 """
@@ -69,7 +69,7 @@ def main() -> None:
         arrays[f"nce{i}/attrs"] = np.array([sampler, int(weighted), *negatives])
     paddle.disable_static()
     for i, (tags, lengths) in enumerate((t, l) for t in (True, False)
-                                        for l in ([3, 2], [4, 1], [1, 1], [4, 4], [2, 3])):
+                                        for l in ([3, 2], [4, 1], [1, 1], [4, 4], [2, 3], [0, 2], [3, 0])):
         e, t = rng.standard_normal((2, 4, 5)).astype("float32"), rng.standard_normal((5, 5)).astype("float32")
         scores, path = paddle.text.viterbi_decode(paddle.to_tensor(e), paddle.to_tensor(t),
                                                   paddle.to_tensor(np.array(lengths, "int64")), tags)

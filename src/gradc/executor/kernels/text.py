@@ -10,7 +10,9 @@ from . import kernel
 @kernel("viterbi_decode")
 def viterbi_decode(k):
     """alpha[b, j], the best score of a path ending in tag j, moves one step while the sequence lasts; the path
-    is traced back from each sequence's best last tag. Path has the longest sequence's steps, 0 past each end."""
+    is traced back from each sequence's best last tag. Path has the longest sequence's steps, 0 past each end.
+    A sequence of length 0 scores its first step's best tag, as Paddle's; a batch of them all gives Path [batch, 0]
+    (Paddle 3.3.1 crashes)."""
     emission, transition, lengths = k.x("Input"), k.x("Transition"), k.x("Length").reshape(-1)
     batch, steps, tags = emission.shape if emission.ndim == 3 else (0, 0, 0)
     if emission.ndim != 3 or transition.shape != (tags, tags) or lengths.shape != (batch,):
