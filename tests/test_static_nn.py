@@ -113,7 +113,8 @@ def test_a_fake_batch_leaves_the_window_unchanged_but_moves_it():
     stats = np.zeros(2 * 5 + 1, np.int64)
     predict, label = np.array([[0.9], [0.1]], np.float32), np.array([[1], [0]])
     out = kernel_run("auc", {"Predict": predict, "Label": label, "StatPos": stats, "StatNeg": stats,
-                             "InsTagWeight": np.zeros((1, 1), np.float32)}, {"num_thresholds": 4, "slide_steps": 1})
+                             "InsTagWeight": np.zeros((1, 1), np.float32)},
+                     {"num_thresholds": 4, "slide_steps": 1, "curve": "PR"})   # curve is not read, as Paddle's
     np.testing.assert_array_equal(out["StatPosOut"], [0] * 10 + [1])
     assert out["AUC"] == 0.0
 
