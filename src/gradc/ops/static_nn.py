@@ -18,6 +18,7 @@ from .infer import check_float, one_dtype
 
 
 def refuse_lod(ctx, slot: str) -> None:
+    """Fails for a LoD tensor in ``slot`` (lod_level > 0): the op's sequence form, which gradc does not run."""
     var = ctx.block.find_var(ctx.op.input(slot)[0]) if ctx.has(slot) else None
     if var is not None and (var.lod_level or 0) > 0:
         ctx.fail(f"{ctx.op.type} takes {slot} as a padded tensor: gradc does not support its LoD form "
@@ -45,6 +46,7 @@ def _nce_infer(ctx):
     x, label, weight = ctx.shape("Input"), ctx.shape("Label"), ctx.shape("Weight")
     dtype = one_dtype(ctx, "Input", "Weight")
     check_float(ctx, "Input")
+    refuse_lod(ctx, "Input")
     if x is None or label is None or weight is None:   # undeclared shapes: the kernel checks them
         return {"Cost": (None, dtype), "SampleLogits": (None, dtype), "SampleLabels": (None, VarType.INT64)}
     classes, negatives, sampler = ctx.attr("num_total_classes"), ctx.attr("num_neg_samples"), ctx.attr("sampler")
@@ -61,11 +63,11 @@ def _nce_infer(ctx):
         ctx.fail(f"nce needs Input [batch, dim] and Weight [num_total_classes={classes}, dim], got {x} and {weight}")
     if len(label) not in (1, 2) or not dims_match(label[0], x[0]):
         ctx.fail(f"nce needs Label [batch, true classes] with one row per row of Input {x}, got {label}")
-    if ctx.has("Bias") and ctx.shape("Bias") not in ([classes], [classes, 1], [-1], [-1, 1]):
-        ctx.fail(f"nce needs Bias [num_total_classes={classes}, 1], got {ctx.shape('Bias')}")
-    if ctx.has("SampleWeight") and ctx.shape("SampleWeight") not in ([x[0]], [x[0], 1]):
-        ctx.fail(f"nce needs SampleWeight [batch] or [batch, 1] for Input {x}, got {ctx.shape('SampleWeight')}")
-    refuse_lod(ctx, "Input")
+    bias, weights = ctx.shape("Bias"), ctx.shape("SampleWeight")
+    if bias is not None and (bias[1:] not in ([], [1]) or not bias or not dims_match(bias[0], classes)):
+        ctx.fail(f"nce needs Bias [num_total_classes={classes}, 1], got {bias}")
+    if weights is not None and (weights[1:] not in ([], [1]) or not weights or not dims_match(weights[0], x[0])):
+        ctx.fail(f"nce needs SampleWeight [batch] or [batch, 1] for Input {x}, got {weights}")
     trues = label[1] if len(label) == 2 else 1
     samples = -1 if trues == -1 else trues + negatives
     return {"Cost": ([x[0], 1], dtype), "SampleLogits": ([x[0], samples], dtype),
