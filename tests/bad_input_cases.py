@@ -372,6 +372,29 @@ COMPILE_TIME = {
     "segment_pool ids": ("segment_pool", {"X": X23, "SegmentIds": i64(0, 0, 1)}, {},
                          "a segment id per row of X: 3 ids for 2 rows"),
     # static_nn
+    "cvm width": ("cvm", {"X": zeros(3, 1), "CVM": zeros(3, 2)}, {}, "first two columns are show and click"),
+    "cvm counts": ("cvm", {"X": zeros(3, 4), "CVM": zeros(3, 3)}, {}, "needs CVM [batch, 2]"),
+    "nce labels": ("nce", {"Input": zeros(3, 4), "Label": i64([0], [1]), "Weight": zeros(6, 4)},
+                   {"num_total_classes": 6}, "one row per row of Input"),
+    "nce weight": ("nce", {"Input": zeros(3, 4), "Label": zeros(3, 1, dtype=np.int64), "Weight": zeros(5, 4)},
+                   {"num_total_classes": 6}, "Weight [num_total_classes=6, dim]"),
+    "nce custom_neg_classes": ("nce", {"Input": zeros(3, 4), "Label": zeros(3, 1, dtype=np.int64),
+                                       "Weight": zeros(6, 4)},
+                               {"num_total_classes": 6, "num_neg_samples": 3, "custom_neg_classes": [1, 2]},
+                               "as many custom_neg_classes as num_neg_samples=3"),
+    "row_conv lod form": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "LoD form"),
+    "row_conv filter": ("row_conv", {"X": zeros(2, 5, 3), "Filter": zeros(2, 4)}, {},
+                        "Filter [future_context + 1, dim]"),
+    "auc predict": ("auc", {"Predict": zeros(6, 3), "Label": zeros(6, 1, dtype=np.int64),
+                            "StatPos": zeros(1, 16, dtype=np.int64), "StatNeg": zeros(1, 16, dtype=np.int64)},
+                    {"num_thresholds": 15, "slide_steps": 0}, "Predict [batch, 1 or 2]"),
+    "auc stats": ("auc", {"Predict": zeros(6, 2), "Label": zeros(6, 1, dtype=np.int64),
+                          "StatPos": zeros(16, dtype=np.int64), "StatNeg": zeros(16, dtype=np.int64)},
+                  {"num_thresholds": 15, "slide_steps": 1}, "needs StatPos of 33 counts"),
+    "viterbi_decode transition": ("viterbi_decode", {"Input": zeros(2, 3, 4), "Transition": zeros(4, 5),
+                                                     "Length": i64(3, 2)}, {}, "Transition [tags, tags]"),
+    "class_center_sample samples": ("class_center_sample", {"Label": i64(1, 3)}, {"num_classes": 4, "num_samples": 5},
+                                    "0 < num_samples <= num_classes"),
     # pylayer
     "pylayer without blocks": ("pylayer", {"Input": [X23]}, {}, "attribute 'blocks' must name the forward block"),
     # sequence_lod
@@ -485,6 +508,15 @@ RUN_TIME = {
     "segment_pool order": ("segment_pool", {"X": zeros(3, 2), "SegmentIds": i64(1, 0, 2)}, {},
                            "SegmentIds must be sorted, got 1 before 0"),
     # static_nn
+    "nce label range": ("nce", {"Input": zeros(2, 4), "Label": i64([0], [9]), "Weight": zeros(6, 4)},
+                        {"num_total_classes": 6, "seed": 1}, "labels in [0, 6)"),
+    "auc probability": ("auc", {"Predict": np.full((2, 1), 1.5, f32), "Label": i64(0, 1),
+                                "StatPos": zeros(1, 16, dtype=np.int64), "StatNeg": zeros(1, 16, dtype=np.int64)},
+                        {"num_thresholds": 15, "slide_steps": 0}, "to lie in [0, 1]"),
+    "viterbi_decode length": ("viterbi_decode", {"Input": zeros(2, 3, 4), "Transition": zeros(4, 4),
+                                                 "Length": i64(4, 2)}, {}, "lengths must lie in [0, 3]"),
+    "class_center_sample label": ("class_center_sample", {"Label": i64(1, 7)}, {"num_classes": 4, "num_samples": 2},
+                                  "classes in [0, 4)"),
     # pylayer
     # sequence_lod
     # quant

@@ -188,6 +188,7 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/cross_entropy_weight_constant": ("1.assign_value_", "assign_value's values as serialized Scalars"),
     "rnn/while_array": ("1.array_length", "lod_array_length of a tensor array a while loop fills"),
     "rnn/rnn_gru_cell_seq_init": ("1.sequence_mask", "sequence_mask of the sequence lengths"),
+    "layers/row_conv": ("1.row_conv_grad", "row_conv's grad, which 3.3.1's PIR row_conv (no vjp) never makes"),
 }
 
 

@@ -5,6 +5,8 @@ tests/data/paddle/pir/<case>/:
   and gradients Paddle computes for it in PIR mode (paddle.static.gradients): loss.npy, grads.npz; plus
   Paddle's own training program with its grad ops (backward.json.gz; control flow with its cf stacks);
 - translated_<case>: a legacy fixture's program through Paddle's legacy-to-PIR translator;
+- legacy_<case>: legacy ops PIR's Python API cannot append (nce, row_conv), built in a legacy program and
+  translated, with Paddle's PIR backward;
 - inference models saved by save_inference_model and jit.save (model.json + model.pdiparams) with an
   input and Paddle's output.
 meta.json lists the PIR op names each file uses. Not part of the package: gradc does not need Paddle.
@@ -217,8 +219,95 @@ def build_translated(case: str, out_dir: Path, seed: int = 2024) -> None:
     print(f"{case}: loss {float(value):.6f}, ops: {meta['pir_ops']}")
 
 
+def legacy_static_nn(rng):
+    """The legacy ops of paddle.static.nn and paddle.text that Paddle's PIR Python API cannot append (nce,
+    row_conv) or appends only in legacy mode (cvm, auc): a legacy program of them, with a loss of nce's
+    cost and cvm's output (their grads in PIR, over X and Input), the others' outputs computed beside it.
+    nce's negatives are fixed (custom_neg_classes); class_center_sample's labels hold num_samples classes
+    (nothing drawn)."""
+    feed = {"x": rng.standard_normal((3, 4)), "label": rng.integers(0, 6, (3, 1)),
+            "w": rng.standard_normal((6, 4)), "b": rng.standard_normal((6, 1)),
+            "seq": rng.standard_normal((2, 5, 4)), "ahead": rng.standard_normal((3, 4)),
+            "counts": rng.uniform(0.5, 3.0, (3, 6)), "cvm": rng.uniform(0.5, 3.0, (3, 2)),
+            "predict": rng.uniform(0.0, 1.0, (6, 2)), "truth": rng.integers(0, 2, (6, 1)),
+            "pos": np.zeros((1, 16), np.int64), "neg": np.zeros((1, 16), np.int64),
+            "emission": rng.standard_normal((2, 3, 4)), "transition": rng.standard_normal((4, 4)),
+            "lengths": np.array([3, 2]), "classes": np.array([4, 1, 7, 1])}
+    feed = {k: v.astype("float32") if v.dtype == np.float64 else v for k, v in feed.items()}
+    with paddle.pir_utils.OldIrGuard():
+        main = paddle.static.Program()
+        with paddle.static.program_guard(main, paddle.static.Program()):
+            var = {k: paddle.static.data(k, list(v.shape), v.dtype.name) for k, v in feed.items()}
+            # the translator carries the flag to the ops' results. Not W and Bias: 3.3.1's PIR vjp of nce swaps
+            # their gradients (W gets Bias's, [6, 1])
+            for name in ("x", "counts"):
+                var[name].stop_gradient = False
+            block = main.global_block()
+
+            def append(type, inputs, outputs, attrs=None):
+                made = {slot: block.create_var(name=f"{type}.{slot}", dtype=dtype) for slot, dtype in outputs.items()}
+                block.append_op(type=type, inputs={s: var[n] for s, n in inputs.items()}, outputs=made, attrs=attrs)
+                return made
+
+            append("nce", {"Input": "x", "Label": "label", "Weight": "w", "Bias": "b"},
+                   {"Cost": "float32", "SampleLogits": "float32", "SampleLabels": "int64"},
+                   {"num_total_classes": 6, "num_neg_samples": 2, "custom_neg_classes": [1, 4]})
+            append("row_conv", {"X": "seq", "Filter": "ahead"}, {"Out": "float32"})
+            append("cvm", {"X": "counts", "CVM": "cvm"}, {"Y": "float32"}, {"use_cvm": True})
+            append("auc", {"Predict": "predict", "Label": "truth", "StatPos": "pos", "StatNeg": "neg"},
+                   {"AUC": "float64", "StatPosOut": "int64", "StatNegOut": "int64"},
+                   {"num_thresholds": 15, "slide_steps": 0})
+            append("viterbi_decode", {"Input": "emission", "Transition": "transition", "Length": "lengths"},
+                   {"Scores": "float32", "Path": "int64"}, {"include_bos_eos_tag": True})
+            append("class_center_sample", {"Label": "classes"},
+                   {"RemappedLabel": "int64", "SampledLocalClassCenter": "int64"}, {"num_classes": 8, "num_samples": 3})
+        desc = main.desc.serialize_to_string()
+    program = paddle.base.libpaddle.pir.translate_to_pir(core.ProgramDesc(desc))
+    ops = program.global_block().ops
+    result = {op.name(): op.result(0) for op in ops}
+    with paddle.static.program_guard(program):
+        loss = paddle.add(paddle.mean(result["pd_op.nce"]), paddle.mean(result["pd_op.cvm"]))
+    return program, loss, feed, ("legacy nce, row_conv, cvm, auc, viterbi_decode, class_center_sample through "
+                                 "translate_to_pir")
+
+
+def build_legacy(case: str, out_dir: Path, seed: int = 2024) -> None:
+    """A PIR program of legacy ops, through Paddle's legacy-to-PIR translator (``LEGACY`` cases), with Paddle's
+    PIR backward of its loss over its float inputs."""
+    paddle.enable_static()
+    main, loss, feed, description = LEGACY[case](np.random.default_rng(seed))
+    mapping = paddle.pir.IrMapping()
+    forward = main.clone(mapping)
+    with paddle.static.program_guard(forward):
+        paddle._pir_ops.fetch(mapping.look_up(loss), LOSS_NAME, 0).persistable = True
+    out = out_dir / case
+    out.mkdir(parents=True, exist_ok=True)
+    core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
+    inputs = [op.result(0) for op in main.global_block().ops
+              if op.name() == "pd_op.data" and not op.result(0).stop_gradient]
+    with paddle.static.program_guard(main):
+        grads = paddle.static.gradients([loss], inputs)
+    wrt = [(v.get_defining_op().attrs()["name"], g) for v, g in zip(inputs, grads) if g is not None]
+    backward_ops = write_backward(main, loss, wrt, out)
+    fetched = paddle.static.Executor(paddle.CPUPlace()).run(main, feed=feed, fetch_list=[loss] + [g for _, g in wrt])
+    names = [name for name, _ in wrt]
+    np.savez(out / "feed.npz", **feed)
+    np.savez(out / "params.npz")
+    np.savez(out / "grads.npz", **{f"{n}@GRAD": g for n, g in zip(names, fetched[1:])})
+    np.save(out / "loss.npy", fetched[0])
+    meta = {"case": case, "seed": seed, "paddle_version": paddle.__version__, "description": description,
+            "loss": LOSS_NAME, "params_grads": [[n, f"{n}@GRAD"] for n in names],
+            "pir_ops": op_names(forward), "pir_backward_ops": backward_ops}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    print(f"{case}: loss {float(fetched[0]):.6f}, {len(names)} grads, ops: {meta['pir_ops']}")
+
+
+LEGACY = {"legacy_static_nn": legacy_static_nn}
+
+
 BUILDERS = {**{case: build for case in CASES}, "inference": build_inference, "jit": build_jit,
-            "translated_cond": build_translated, "translated_while_loop": build_translated}
+            "translated_cond": build_translated, "translated_while_loop": build_translated,
+            **{case: build_legacy for case in LEGACY}}
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/pir")

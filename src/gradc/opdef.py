@@ -85,6 +85,9 @@ class OpDef:
                                                    # carried from one iteration to the next
     partial_write: bool = False                    # writes some of its outputs; the others keep their values
     unsupported_attrs: dict[str, str] = field(default_factory=dict)   # honoured only at their default: why
+    # output slots holding the kernel's dtype whatever the program declares (Paddle's auc declares AUC int64 and
+    # writes a float64 into it, which its cast reads as float64)
+    kernel_dtype_outputs: frozenset[str] = frozenset()
     # the lod_level of output slots declared with the op (gradc.ops.infer.lod_levels); None: Paddle's ShareLoD
     lod_levels: Callable | None = None
 

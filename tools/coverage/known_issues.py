@@ -23,9 +23,13 @@ PADDLE_WRONG = {
                       "(right only for a Y that is already triangular)",
 }
 
+CVM = ("cvm_grad writes the CVM input (each row's show and click counts) as the gradient of X's first two "
+       "columns, for the parameter server to accumulate, not their derivative")
 USER_BACKWARD = "static_pylayer's gradient is what the user's backward_fn computes (here not forward_fn's derivative)"
 
 PADDLE_BY_DESIGN = {
+    "continuous_value_model": CVM,
+    "continuous_value_model_no_cvm": CVM,
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
     "static_pylayer": USER_BACKWARD,
     "static_pylayer_two_inputs": USER_BACKWARD,

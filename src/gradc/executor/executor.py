@@ -161,7 +161,8 @@ class Executor:
         for idx, op in enumerate(block.ops):
             opdef = registry.get(op.type)
             ctx = KernelContext(op, block, idx, self, opdef)
-            writes = tuple((slot, [self._write_spec(block, name) for name in args])
+            kept = opdef.kernel_dtype_outputs if opdef is not None else ()
+            writes = tuple((slot, [self._write_spec(block, name, slot not in kept) for name in args])
                            for slot, args in op.outputs.items() if args)
             kernel = KERNELS[op.type]
             steps.append(Step(kernel, ctx, writes, tuple(frees[idx]), tuple(shrinks[idx]),
@@ -169,9 +170,10 @@ class Executor:
         return steps
 
     @staticmethod
-    def _write_spec(block: Block, name: str) -> tuple[str, object, bool]:
+    def _write_spec(block: Block, name: str, declared: bool = True) -> tuple[str, object, bool]:
+        """(name, the declared numpy dtype the value is cast to, or None to keep the kernel's; persistable)."""
         var = block.find_var(name)
-        if var is None or var.type not in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS):
+        if var is None or not declared or var.type not in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS):
             return name, None, bool(var and var.persistable)
         dtype = NUMPY_DTYPE_NAMES.get(var.dtype)
         return name, np.dtype(dtype) if dtype else None, bool(var.persistable)

@@ -163,7 +163,7 @@ FAMILIES = {
         "bilinear_tensor_product_grad", "reduce_prod_grad",
     ),
     "metric": (
-        "accuracy",
+        "accuracy", "auc",
     ),
     "nn": (
         "batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "group_norm", "group_norm_grad", "dropout",
@@ -224,7 +224,7 @@ FAMILIES = {
         "pylayer_grad",
     ),
     "random_draws": (
-        "bernoulli", "multinomial", "poisson", "poisson_grad",
+        "bernoulli", "multinomial", "poisson", "poisson_grad", "class_center_sample",
     ),
     "rearrange": (
         "flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
@@ -324,6 +324,12 @@ FAMILIES = {
     "special_math_double": (
         "erfinv_grad", "lgamma_grad", "digamma_grad", "polygamma_grad", "i0_grad", "i0e_grad", "i1_grad", "i1e_grad",
     ),
+    "static_nn": (
+        "cvm", "cvm_grad", "nce", "nce_grad", "row_conv", "row_conv_grad",
+    ),
+    "static_nn_double": (
+        "cvm_grad", "row_conv_grad", "nce_grad",
+    ),
     "tensor": (
         "fill_constant", "fill_any_like", "fill_zeros_like", "shape", "size", "uniform_random", "gaussian_random",
         "empty", "randint", "randperm", "assign", "cast",
@@ -331,6 +337,9 @@ FAMILIES = {
     "tensor_array": (
         "write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
         "tensor_array_to_tensor_grad",
+    ),
+    "text": (
+        "viterbi_decode",
     ),
     "unary_math": (
         "floor", "floor_grad", "ceil", "ceil_grad", "round", "round_grad", "trunc", "trunc_grad", "reciprocal",

@@ -1,5 +1,6 @@
 """Random draws from probabilities or rates: bernoulli (0/1 with probability X), multinomial (category indices
-drawn with the weights in each row of X) and poisson (counts with mean X). The executor draws them from gradc's
+drawn with the weights in each row of X), poisson (counts with mean X) and class_center_sample (the classes of
+a batch's labels and negative classes drawn uniformly beside them, for PartialFC). The executor draws them from gradc's
 generator (gradc.executor.randomness). poisson_grad gives zeros, as Paddle's does: a draw is not a
 differentiable function of its rate; bernoulli and multinomial have no gradient.
 
@@ -35,3 +36,23 @@ defop("multinomial", ["X"], attrs={"num_samples": 1, "replacement": False}, infe
 defop("poisson", ["X"], infer=float_like(), grad=grad_op())
 # poisson_grad is 0 dOut: linear in dOut, its own gradient 0 ddX
 defgrad("poisson_grad", grad=expansion(lambda f, g: {"X@GRAD": f.scale(first(g.I("Out@GRAD")), 0.0)}))
+
+
+def _class_center_infer(ctx):
+    """PartialFC's class centers: every class Label holds, then classes drawn at random up to num_samples."""
+    label, classes, samples = ctx.shape("Label"), ctx.attr("num_classes"), ctx.attr("num_samples")
+    if label is not None and len(label) != 1:
+        ctx.fail(f"class_center_sample needs Label [batch], got {label}")
+    if ctx.dtype("Label") not in (None, VarType.INT32, VarType.INT64):
+        ctx.fail("class_center_sample needs int32 or int64 labels")
+    if not 0 < samples <= classes:
+        ctx.fail(f"class_center_sample needs 0 < num_samples <= num_classes, got {samples} and {classes}")
+    return {"RemappedLabel": (label, ctx.dtype("Label")), "SampledLocalClassCenter": ([-1], ctx.dtype("Label"))}
+
+
+# one process: the model-parallel setting (nranks > 1, its ring and rank) needs collective communication
+MODEL_PARALLEL = "model parallelism across ranks is not supported"
+defop("class_center_sample", ["Label"], ["RemappedLabel", "SampledLocalClassCenter"],
+      attrs={"num_classes": 1, "num_samples": 1, "ring_id": 0, "rank": 0, "nranks": 1, "fix_seed": False, "seed": 0},
+      infer=_class_center_infer, unsupported_attrs={"nranks": MODEL_PARALLEL, "rank": MODEL_PARALLEL},
+      grad=NO_GRAD)

@@ -60,3 +60,18 @@ def poisson(k):
 
 
 kernel("poisson_grad")(lambda k: {"X@GRAD": np.zeros_like(k.x("Out@GRAD"))})
+
+
+@kernel("class_center_sample")
+def class_center_sample(k):
+    """The distinct labels in ascending order (each label remapped to its position), then distinct classes drawn
+    uniformly from the others until num_samples are sampled (none when the labels already hold as many)."""
+    labels, classes, samples = k.x("Label"), k.attr("num_classes"), k.attr("num_samples")
+    if labels.ndim != 1 or ((labels < 0) | (labels >= classes)).any():
+        raise ValueError(f"class_center_sample needs Label [batch] of classes in [0, {classes})")
+    positive, remapped = np.unique(labels, return_inverse=True)
+    rng = np.random.default_rng(k.attr("seed")) if k.attr("fix_seed") else randomness.generator()
+    others = np.setdiff1d(np.arange(classes, dtype=labels.dtype), positive)
+    drawn = rng.permutation(others)[:max(samples - positive.size, 0)]
+    return {"RemappedLabel": remapped.astype(labels.dtype).reshape(labels.shape),
+            "SampledLocalClassCenter": np.concatenate([positive, drawn]).astype(labels.dtype)}

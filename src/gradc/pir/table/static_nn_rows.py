@@ -1,7 +1,35 @@
-"""Rows: the ops of paddle.static.nn's layers, paddle.text and the auc metric (gradc.ops.static_nn, text, metric)."""
+"""Rows: the ops of paddle.static.nn's layers, paddle.text and the auc metric (gradc.ops.static_nn, text, metric),
+and class-center sampling (gradc.ops.random_draws)."""
 
 from __future__ import annotations
 
-from . import row  # noqa: F401
+from . import row
 
-ROWS = []
+NCE_INPUTS = ("input:Input label:Label weight:Weight bias?:Bias sample_weight?:SampleWeight "
+              "custom_dist_probs?:CustomDistProbs custom_dist_alias?:CustomDistAlias "
+              "custom_dist_alias_probs?:CustomDistAliasProbs")
+NCE_ATTRS = ("num_total_classes:i32 custom_neg_classes:i32s num_neg_samples:i32=10 sampler:i32 seed:i32 "
+             "is_sparse:bool remote_prefetch:bool is_test:bool")
+
+ROWS = [
+    row("pd_op.cvm", "cvm", "x:X cvm:CVM", "out:Y", "use_cvm:bool=true"),
+    row("pd_op.cvm_grad", "cvm_grad", "x:X cvm:CVM out_grad:Y@GRAD", "x_grad:X@GRAD", "use_cvm:bool=true"),
+    row("pd_op.nce", "nce", NCE_INPUTS, "cost:Cost sample_logits:SampleLogits sample_labels:SampleLabels",
+        NCE_ATTRS),
+    row("pd_op.nce_grad", "nce_grad",
+        "input:Input label:Label bias?:Bias weight:Weight sample_logits:SampleLogits sample_labels:SampleLabels "
+        "sample_weight?:SampleWeight custom_dist_probs?:CustomDistProbs custom_dist_alias?:CustomDistAlias "
+        "custom_dist_alias_probs?:CustomDistAliasProbs cost_grad:Cost@GRAD",
+        "input_grad:Input@GRAD bias_grad:Bias@GRAD weight_grad:Weight@GRAD", NCE_ATTRS),
+    row("pd_op.row_conv", "row_conv", "x:X filter:Filter"),
+    row("pd_op.row_conv_grad", "row_conv_grad", "x:X filter:Filter out_grad:Out@GRAD",
+        "x_grad:X@GRAD filter_grad:Filter@GRAD"),
+    row("pd_op.auc", "auc", "x:Predict label:Label stat_pos:StatPos stat_neg:StatNeg ins_tag_weight?:InsTagWeight",
+        "auc:AUC stat_pos_out:StatPosOut stat_neg_out:StatNegOut",
+        "curve:str=ROC num_thresholds:i32=8191 slide_steps:i32=1"),
+    row("pd_op.viterbi_decode", "viterbi_decode", "potentials:Input transition_params:Transition lengths:Length",
+        "scores:Scores path:Path", "include_bos_eos_tag:bool=true"),
+    row("pd_op.class_center_sample", "class_center_sample", "label:Label",
+        "remapped_label:RemappedLabel sampled_local_class_center:SampledLocalClassCenter",
+        "num_classes:i32 num_samples:i32 ring_id:i32 rank:i32 nranks:i32=1 fix_seed:bool seed:i32"),
+]
