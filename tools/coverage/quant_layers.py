@@ -1,3 +1,143 @@
-"""Rows: paddle.nn.quant's fake-quantization layers and the quantize/dequantize ops of quantized (QAT, int8) models."""
+"""Rows: paddle.nn.quant's fake-quantization layers and the quantize/dequantize ops of quantized (QAT, int8) models.
 
-ROWS = []
+The layers (paddle.nn.quant.quant_layers) write the fake quantize-dequantize ops of quantization-aware training;
+the other ops are appended as Paddle's QAT passes and int8 exports write them (legacy_shim), with their scale and
+moving-average state fed as inputs. Each layer row uses one layer: Paddle names every layer's output
+`<input>.quantized.dequantized`, so two layers on one input would write one var."""
+
+import numpy as np
+import paddle
+from paddle.nn.quant import quant_layers as q
+
+from .legacy_shim import _outputs
+from .spec import Input, f, given, table
+
+
+def _op(op_type: str, inputs: dict, attrs: dict, outputs: tuple[str, ...] = ("Out", "OutScale"), returned: int = 2):
+    """Append a quantization op writing ``outputs`` (float vars like its X); the first ``returned`` of them are
+    the row's result."""
+    dtype = inputs["X"].dtype if inputs["X"].dtype in (paddle.float32, paddle.float64) else paddle.float32
+    made = _outputs(op_type, inputs, dict.fromkeys(outputs, dtype), attrs)
+    return tuple(made[:returned])
+
+
+def _int8(*shape: int, seed: int = 7) -> Input:
+    """Quantized int8 values of an exported model."""
+    return given(np.random.default_rng(seed).integers(-127, 128, shape), "int8")
+
+
+def _levels(*shape: int, seed: int = 3) -> Input:
+    """Quantized values held in a float tensor (the fake dequantize ops' input)."""
+    return given(np.random.default_rng(seed).integers(-127, 128, shape), "float32")
+
+
+SCALE, ACCUM, STATE = given([0.8], "float32"), given([2.5], "float32"), given([1.9], "float32")
+MOVING = ("Out", "OutScale", "OutState", "OutAccum")
+
+LAYERS = table(
+    "quant_layers",
+    ("fake_quant_abs_max", lambda x: q.FakeQuantAbsMax(name="fq")(x), f(2, 3, 4)),
+    ("fake_quant_abs_max_4bit", lambda x: q.FakeQuantAbsMax(name="fq", quant_bits=4)(x), f(3, 5)),
+    ("fake_quant_abs_max_weight", lambda x: q.FakeQuantAbsMax(name="fq", quant_on_weight=True)(x), f(4, 3)),
+    ("fake_quant_moving_average", lambda x: q.FakeQuantMovingAverageAbsMax(name="fq")(x), f(2, 3, 4)),
+    ("fake_quant_moving_average_rate", lambda x: q.FakeQuantMovingAverageAbsMax(
+        name="fq", moving_rate=0.5, quant_bits=5)(x), f(3, 4)),
+    ("fake_quant_channel_wise", lambda x: q.FakeQuantChannelWiseAbsMax(
+        name="fq", channel_num=3, quant_on_weight=True)(x), f(3, 2, 2, 2)),
+    ("fake_quant_channel_wise_axis1", lambda x: q.FakeQuantChannelWiseAbsMax(
+        name="fq", channel_num=4, quant_axis=1, quant_on_weight=True)(x), f(2, 4, 3)),
+    ("fake_quant_channel_wise_3bit", lambda x: q.FakeQuantChannelWiseAbsMax(
+        name="fq", channel_num=2, quant_bits=3, quant_on_weight=True)(x), f(2, 5)),
+    ("moving_average_abs_max_scale", lambda x: q.MovingAverageAbsMaxScale(name="ma")(x), f(2, 3, 4)),
+    ("moving_average_abs_max_scale_rate", lambda x: q.MovingAverageAbsMaxScale(name="ma", moving_rate=0.6)(x),
+     f(3, 4)),
+    ("quantized_linear", lambda x: q.QuantizedLinear(paddle.nn.Linear(4, 5))(x), f(3, 4)),
+    ("quantized_linear_moving_channel", lambda x: q.QuantizedLinear(
+        paddle.nn.Linear(4, 3), weight_bits=4, activation_bits=6, moving_rate=0.8,
+        weight_quantize_type="channel_wise_abs_max", activation_quantize_type="moving_average_abs_max")(x), f(2, 4)),
+    ("quantized_conv2d", lambda x: q.QuantizedConv2D(paddle.nn.Conv2D(3, 2, 3))(x), f(2, 3, 5, 5)),
+    ("quantized_conv2d_channel", lambda x: q.QuantizedConv2D(
+        paddle.nn.Conv2D(2, 4, 3, padding=1), weight_quantize_type="channel_wise_abs_max",
+        activation_quantize_type="moving_average_abs_max")(x), f(1, 2, 4, 4)),
+    ("quantized_conv2d_transpose", lambda x: q.QuantizedConv2DTranspose(paddle.nn.Conv2DTranspose(2, 3, 3))(x),
+     f(1, 2, 3, 3)),
+    ("quantized_conv2d_transpose_channel", lambda x: q.QuantizedConv2DTranspose(
+        paddle.nn.Conv2DTranspose(3, 2, 2, stride=2), weight_quantize_type="channel_wise_abs_max")(x),
+     f(2, 3, 2, 2)),
+)
+
+OPS = table(
+    "quant_layers",
+    ("fake_quantize_abs_max", lambda x: _op("fake_quantize_abs_max", {"X": x}, {"bit_length": 8}), f(3, 4)),
+    ("fake_quantize_abs_max_even", lambda x: _op("fake_quantize_abs_max", {"X": x},
+                                                  {"bit_length": 6, "round_type": 0}), f(2, 5)),
+    ("fake_quantize_dequantize_abs_max_even", lambda x: _op(
+        "fake_quantize_dequantize_abs_max", {"X": x}, {"bit_length": 4, "round_type": 0}, returned=1), f(3, 4)),
+    ("fake_channel_wise_quantize_abs_max", lambda x: _op(
+        "fake_channel_wise_quantize_abs_max", {"X": x}, {"quant_axis": 0}), f(3, 2, 2)),
+    ("fake_channel_wise_quantize_abs_max_axis1", lambda x: _op(
+        "fake_channel_wise_quantize_abs_max", {"X": x}, {"quant_axis": 1, "bit_length": 4, "round_type": 0}),
+     f(2, 3, 2)),
+    ("fake_channel_wise_quantize_dequantize_even", lambda x: _op(
+        "fake_channel_wise_quantize_dequantize_abs_max", {"X": x}, {"quant_axis": 1, "round_type": 0}, returned=1),
+     f(2, 3, 2)),
+    ("fake_quantize_moving_average_abs_max", lambda x, s, a, st: _op(
+        "fake_quantize_moving_average_abs_max", {"X": x, "InScale": s, "InAccum": a, "InState": st},
+        {"moving_rate": 0.8}, MOVING, 4), f(3, 4), SCALE, ACCUM, STATE),
+    ("fake_quantize_moving_average_abs_max_test", lambda x, s: _op(
+        "fake_quantize_moving_average_abs_max", {"X": x, "InScale": s}, {"is_test": True}, ("Out", "OutScale"), 1),
+     f(3, 4), SCALE),
+    ("fake_quantize_dequantize_moving_average_test", lambda x, s: _op(
+        "fake_quantize_dequantize_moving_average_abs_max", {"X": x, "InScale": s}, {"is_test": True, "round_type": 0},
+        ("Out", "OutScale"), 1), f(3, 4), SCALE),
+    ("fake_quantize_range_abs_max", lambda x, s, it: _op(
+        "fake_quantize_range_abs_max", {"X": x, "InScale": s, "Iter": it}, {"window_size": 4},
+        ("Out", "OutScale", "OutScales"), 2), f(3, 4), SCALE, given([6], "int64")),
+    ("fake_quantize_range_abs_max_test", lambda x, s: _op(
+        "fake_quantize_range_abs_max", {"X": x, "InScale": s}, {"is_test": True, "bit_length": 5}, ("Out", "OutScale"),
+        1),
+     f(3, 4), SCALE),
+    ("fake_dequantize_max_abs", lambda x, s: _op(
+        "fake_dequantize_max_abs", {"X": x, "Scale": s}, {"max_range": 127.0}, ("Out",), 1), _levels(3, 4), SCALE),
+    ("fake_channel_wise_dequantize_max_abs", lambda x, s: _op(
+        "fake_channel_wise_dequantize_max_abs", {"X": x, "Scales": [s]}, {"quant_bits": [8]}, ("Out",), 1),
+     _levels(3, 2, 2), given([0.5, 1.5, 2.0], "float32")),
+    ("fake_channel_wise_dequantize_max_abs_axis1", lambda x, s: _op(
+        "fake_channel_wise_dequantize_max_abs", {"X": x, "Scales": [s]}, {"quant_bits": [4], "quant_axis": 1},
+        ("Out",), 1), _levels(2, 3, 2), given([0.5, 1.5, 2.0], "float32")),
+    ("fake_channel_wise_dequantize_max_abs_two", lambda x, w, a: _op(
+        "fake_channel_wise_dequantize_max_abs", {"X": x, "Scales": [w, a]}, {"quant_bits": [8, 8]}, ("Out",), 1),
+     _levels(2, 3), given([0.5, 1.5, 2.0], "float32"), given([0.7], "float32")),
+    ("fake_channel_wise_dequantize_max_abs_cols", lambda x, w, a: _op(
+        "fake_channel_wise_dequantize_max_abs", {"X": x, "Scales": [w, a]},
+        {"quant_bits": [8, 4], "x_num_col_dims": 2}, ("Out",), 1),
+     _levels(2, 2, 3), given([0.5, 1.5, 2.0], "float32"), given([0.7], "float32")),
+    ("quantize_linear", lambda x, s, z: _op(
+        "quantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": -1}, ("Y",), 1),
+     f(3, 4), SCALE, given([0], "int32")),
+    ("quantize_linear_away", lambda x, s, z: _op(
+        "quantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": -1, "round_type": 1, "qmax": 7},
+        ("Y",), 1), f(3, 4), SCALE, given([0], "int32")),
+    ("quantize_linear_channel", lambda x, s, z: _op(
+        "quantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": 1}, ("Y",), 1),
+     f(2, 3, 2), given([0.5, 1.5, 2.0], "float32"), given([0, 0, 0], "int32")),
+    ("quantize_linear_train", lambda x, s, z, a, st: _op(
+        "quantize_linear", {"X": x, "Scale": s, "ZeroPoint": z, "InAccum": a, "InState": st},
+        {"quant_axis": -1, "is_test": False}, ("Y", "OutScale", "OutState", "OutAccum"), 4),
+     f(3, 4), SCALE, given([0], "int32"), ACCUM, STATE),
+    ("quantize_linear_train_channel", lambda x, s, z: _op(
+        "quantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": 0, "is_test": False},
+        ("Y", "OutScale"), 2), f(3, 4), given([1.0, 1.0, 1.0], "float32"), given([0, 0, 0], "int32")),
+    ("dequantize_linear", lambda x, s, z: _op(
+        "dequantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": -1}, ("Y",), 1),
+     _int8(3, 4), SCALE, given([0], "int32")),
+    ("dequantize_linear_channel", lambda x, s, z: _op(
+        "dequantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": 0, "qmax": 15}, ("Y",), 1),
+     _int8(3, 2), given([0.5, 1.5, 2.0], "float32"), given([0, 0, 0], "int32")),
+    ("quantize_dequantize_linear", lambda x, s, z: _op("dequantize_linear", {"X": _op(
+        "quantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": 1}, ("Y",), 1)[0], "Scale": s,
+        "ZeroPoint": z}, {"quant_axis": 1}, ("Y",), 1),
+     f(2, 3), given([0.5, 1.5, 2.0], "float32"), given([0, 0, 0], "int32")),
+)
+
+ROWS = LAYERS + OPS

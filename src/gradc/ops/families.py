@@ -223,6 +223,18 @@ FAMILIES = {
     "pylayer_double": (
         "pylayer_grad",
     ),
+    "quant": (
+        "fake_quantize_abs_max", "fake_quantize_dequantize_abs_max", "fake_quantize_dequantize_abs_max_grad",
+        "fake_channel_wise_quantize_abs_max", "fake_channel_wise_quantize_dequantize_abs_max",
+        "fake_channel_wise_quantize_dequantize_abs_max_grad", "fake_quantize_moving_average_abs_max",
+        "fake_quantize_dequantize_moving_average_abs_max", "fake_quantize_dequantize_moving_average_abs_max_grad",
+        "fake_quantize_range_abs_max", "moving_average_abs_max_scale", "straight_through_estimator_grad",
+        "fake_dequantize_max_abs", "fake_channel_wise_dequantize_max_abs", "quantize_linear", "dequantize_linear",
+    ),
+    "quant_double": (
+        "fake_quantize_dequantize_abs_max_grad", "fake_channel_wise_quantize_dequantize_abs_max_grad",
+        "fake_quantize_dequantize_moving_average_abs_max_grad", "straight_through_estimator_grad",
+    ),
     "random_draws": (
         "bernoulli", "multinomial", "poisson", "poisson_grad", "class_center_sample",
     ),

@@ -1,0 +1,233 @@
+"""Kernels of gradc.ops.quant. They compute in X's dtype with Paddle's order of operations (bin_cnt / s first,
+then times X; the dequantized q * s, then over bin_cnt), so a float32 program rounds the same elements up and down
+as Paddle's."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+
+
+def bin_count(bits: int) -> int:
+    return 2 ** (bits - 1) - 1
+
+
+def inverse(scale: np.ndarray) -> np.ndarray:
+    """1 / scale, with Paddle's guard for a zero scale (an all-zero X): 1 / (scale + 1e-6) below 1e-30."""
+    tiny = scale <= 1e-30
+    return (1 / np.where(tiny, scale + scale.dtype.type(1e-6), scale)).astype(scale.dtype)
+
+
+def round_half_away(v: np.ndarray) -> np.ndarray:
+    """std::round: halves go away from zero (numpy's rint goes to even)."""
+    whole = np.trunc(v)
+    return whole + np.where(np.abs(v - whole) >= 0.5, np.sign(v), 0).astype(v.dtype)
+
+
+def quantize(x: np.ndarray, scale: np.ndarray, bins: int, round_type: int) -> np.ndarray:
+    """q(X) for a scale broadcast against X (one, or one per channel)."""
+    factor = x.dtype.type(bins) * inverse(scale)
+    if round_type == 0:
+        return np.clip(np.rint(factor * x), -bins - 1, bins).astype(x.dtype)
+    return round_half_away(factor * np.clip(x, -scale, scale))
+
+
+def dequantize(q: np.ndarray, scale: np.ndarray, bins: int) -> np.ndarray:
+    return (q * scale / q.dtype.type(bins)).astype(q.dtype)
+
+
+def abs_max(x: np.ndarray) -> np.ndarray:
+    return np.abs(x).max(initial=0).astype(x.dtype).reshape(1)
+
+
+def channel_scales(x: np.ndarray, axis: int) -> np.ndarray:
+    """The abs max of each slice along ``axis`` (0 or 1)."""
+    others = tuple(d for d in range(x.ndim) if d != axis)
+    return np.abs(x).max(axis=others, initial=0).astype(x.dtype)
+
+
+def along(scales: np.ndarray, axis: int, ndim: int) -> np.ndarray:
+    """Channel scales shaped to broadcast along ``axis`` of an ndim-dim tensor."""
+    return scales.reshape([-1 if d == axis else 1 for d in range(ndim)])
+
+
+def _checked_channels(k, x: np.ndarray, scales: np.ndarray, axis: int) -> np.ndarray:
+    if not 0 <= axis < x.ndim or scales.size != x.shape[axis]:
+        raise ValueError(f"{k.op.type} needs one scale per slice of X {list(x.shape)} along dim {axis}, got "
+                         f"{scales.size} scales")
+    return along(scales.reshape(-1), axis, x.ndim)
+
+
+def moving_average(k, current: np.ndarray, rate: float) -> dict:
+    """state = rate * state + 1, accum = rate * accum + current, OutScale = accum / state."""
+    accum, state = k.optional("InAccum"), k.optional("InState")
+    if accum is None or state is None:
+        raise ValueError(f"{k.op.type} (training) needs InAccum and InState")
+    rate = current.dtype.type(rate)
+    state = (rate * state.reshape(1).astype(current.dtype) + 1).astype(current.dtype)
+    accum = (rate * accum.reshape(1).astype(current.dtype) + current).astype(current.dtype)
+    return {"OutState": state, "OutAccum": accum, "OutScale": accum / state}
+
+
+def _fake(k, dequantized: bool) -> dict:
+    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
+    scale = abs_max(x)
+    q = quantize(x, scale, bins, round_type)
+    return {"Out": dequantize(q, scale, bins) if dequantized else q, "OutScale": scale}
+
+
+@kernel("fake_quantize_abs_max")
+def fake_quantize_abs_max(k):
+    return _fake(k, dequantized=False)
+
+
+@kernel("fake_quantize_dequantize_abs_max")
+def fake_quantize_dequantize_abs_max(k):
+    return _fake(k, dequantized=True)
+
+
+def _channel_wise(k, dequantized: bool, scales: np.ndarray | None = None) -> dict:
+    x, axis = k.x("X"), k.attr("quant_axis")
+    bins, round_type = bin_count(k.attr("bit_length")), k.attr("round_type")
+    scales = channel_scales(x, axis) if scales is None else scales
+    scale = _checked_channels(k, x, scales, axis)
+    q = quantize(x, scale, bins, round_type)
+    return {"Out": dequantize(q, scale, bins) if dequantized else q, "OutScale": scales}
+
+
+@kernel("fake_channel_wise_quantize_abs_max")
+def fake_channel_wise_quantize_abs_max(k):
+    """With is_test, the scales are OutScale's value (Paddle's program feeds the trained ones into it)."""
+    if not k.attr("is_test"):
+        return _channel_wise(k, dequantized=False)
+    name = k.out_names("OutScale")[0]
+    scales = k.scope.find(name)
+    if scales is None:
+        raise ValueError(f"fake_channel_wise_quantize_abs_max (is_test) quantizes with OutScale's value, but var "
+                         f"'{name}' has none")
+    return {"Out": _channel_wise(k, False, np.asarray(scales))["Out"]}
+
+
+@kernel("fake_channel_wise_quantize_dequantize_abs_max")
+def fake_channel_wise_quantize_dequantize_abs_max(k):
+    return _channel_wise(k, dequantized=True)
+
+
+def _given_scale(k, slot: str) -> np.ndarray:
+    scale = k.x(slot)
+    if scale.size != 1:
+        raise ValueError(f"{k.op.type} needs one scale in {slot}, got shape {list(scale.shape)}")
+    return scale.reshape(1).astype(k.x("X").dtype)
+
+
+def _moving(k, dequantized: bool) -> dict:
+    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
+    results = {} if k.attr("is_test") else moving_average(k, abs_max(x), k.attr("moving_rate"))
+    scale = results.get("OutScale", _given_scale(k, "InScale"))
+    q = quantize(x, scale, bins, round_type)
+    return {"Out": dequantize(q, scale, bins) if dequantized else q, **results}
+
+
+@kernel("fake_quantize_moving_average_abs_max")
+def fake_quantize_moving_average_abs_max(k):
+    return _moving(k, dequantized=False)
+
+
+@kernel("fake_quantize_dequantize_moving_average_abs_max")
+def fake_quantize_dequantize_moving_average_abs_max(k):
+    return _moving(k, dequantized=True)
+
+
+@kernel("fake_quantize_range_abs_max")
+def fake_quantize_range_abs_max(k):
+    """Training keeps the last window_size abs maxes in OutScales (its value from the last run, zeros at first),
+    the one of step Iter at Iter % window_size. The scale is InScale, raised to the new abs max, or, when the
+    abs max that dropped out of the window was the scale, the largest left (of the first Iter entries, at least
+    the new one)."""
+    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
+    last = _given_scale(k, "InScale")
+    if k.attr("is_test"):
+        return {"Out": quantize(x, last, bins, round_type)}
+    window, step = k.attr("window_size"), k.optional("Iter")
+    if step is None or not k.out_names("OutScales"):
+        raise ValueError("fake_quantize_range_abs_max (training) needs Iter and OutScales")
+    step = int(np.asarray(step).reshape(-1)[0])
+    kept = k.scope.find(k.out_names("OutScales")[0])
+    scales = np.zeros(window, x.dtype) if kept is None or np.size(kept) != window else \
+        np.array(kept, x.dtype).reshape(window)
+    current, slot = abs_max(x), step % window
+    removed, scales[slot] = scales[slot], current[0]
+    scale = last.copy()
+    if last[0] < current[0]:
+        scale = current
+    elif abs(removed - last[0]) < 1e-6:
+        scale = abs_max(scales[:max(min(step, window), 1)])
+    return {"Out": quantize(x, scale, bins, round_type), "OutScale": scale, "OutScales": scales}
+
+
+@kernel("moving_average_abs_max_scale")
+def moving_average_abs_max_scale(k):
+    """Out is X; training updates the moving average of X's abs max."""
+    x = k.x("X")
+    results = {"Out": x.copy()} if k.wants("Out") else {}
+    return results if k.attr("is_test") else {**results, **moving_average(k, abs_max(x), k.attr("moving_rate"))}
+
+
+@kernel("fake_quantize_dequantize_abs_max_grad", "fake_channel_wise_quantize_dequantize_abs_max_grad",
+        "fake_quantize_dequantize_moving_average_abs_max_grad", "straight_through_estimator_grad")
+def straight_through(k):
+    return {"X@GRAD": k.x("Out@GRAD").copy()}
+
+
+@kernel("fake_dequantize_max_abs")
+def fake_dequantize_max_abs(k):
+    x = k.x("X")
+    return {"Out": (x * _given_scale(k, "Scale") / x.dtype.type(k.attr("max_range"))).astype(x.dtype)}
+
+
+@kernel("fake_channel_wise_dequantize_max_abs")
+def fake_channel_wise_dequantize_max_abs(k):
+    """X * weight scale [/ activation scale...] / the bin counts' product (see the op's inference)."""
+    x, scales, bits = k.x("X"), k.xs("Scales"), k.attr("quant_bits")
+    bins = x.dtype.type(np.prod([bin_count(b) for b in bits[:len(scales)]]))
+    if len(scales) == 1:
+        return {"Out": (x * _checked_channels(k, x, scales[0], k.attr("quant_axis")) / bins).astype(x.dtype)}
+    dim = max(k.attr("x_num_col_dims"), 1)
+    weight = _checked_channels(k, x, scales[0], dim) if x.ndim > dim else None
+    if weight is None or scales[1].size != 1:
+        raise ValueError(f"fake_channel_wise_dequantize_max_abs needs X with a dim {dim} of channels and one "
+                         f"activation scale, got X {list(x.shape)} and Scales[1] {list(scales[1].shape)}")
+    return {"Out": (x * weight * scales[1].reshape(-1)[0] / bins).astype(x.dtype)}
+
+
+def _linear_scale(k, x: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    axis = k.attr("quant_axis")
+    if axis < 0:
+        if scale.size != 1:
+            raise ValueError(f"{k.op.type} with quant_axis {axis} needs one scale, got shape {list(scale.shape)}")
+        return scale.reshape(1)
+    return _checked_channels(k, x, scale, axis)
+
+
+@kernel("quantize_linear")
+def quantize_linear(k):
+    """Training (is_test false) takes the scale from X: a moving average (rate 0.9, whatever moving_rate says, as
+    Paddle's kernel) per tensor, the abs max per channel; only_observer passes X through unquantized."""
+    x, qmax, round_type, axis = k.x("X"), k.attr("qmax"), k.attr("round_type"), k.attr("quant_axis")
+    results = {}
+    if not k.attr("is_test"):
+        results = moving_average(k, abs_max(x), 0.9) if axis < 0 else {"OutScale": channel_scales(x, axis)}
+    scale = _linear_scale(k, x, results.get("OutScale", k.x("Scale")).astype(x.dtype))
+    y = x.copy() if k.attr("only_observer") else quantize(x, scale, qmax, round_type)
+    return {"Y": y, **results}
+
+
+@kernel("dequantize_linear")
+def dequantize_linear(k):
+    """Y = X * Scale / qmax in Scale's dtype; only_observer copies X."""
+    x, scale = k.x("X"), k.x("Scale")
+    if k.attr("only_observer"):
+        return {"Y": x.copy()}
+    values = x.astype(scale.dtype)
+    return {"Y": (values * _linear_scale(k, values, scale) / scale.dtype.type(k.attr("qmax"))).astype(scale.dtype)}
