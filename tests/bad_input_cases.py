@@ -399,6 +399,32 @@ COMPILE_TIME = {
     "pylayer without blocks": ("pylayer", {"Input": [X23]}, {}, "attribute 'blocks' must name the forward block"),
     # sequence_lod
     # quant
+    "fake_quantize_abs_max bits": ("fake_quantize_abs_max", {"X": X23}, {"bit_length": 17}, "bit_length 17 must be in"),
+    "fake_quantize_dequantize_abs_max round_type": ("fake_quantize_dequantize_abs_max", {"X": X23}, {"round_type": 2},
+                                                    "round_type 2 must be 0"),
+    "fake_channel_wise_quantize_abs_max axis": ("fake_channel_wise_quantize_abs_max", {"X": X23}, {"quant_axis": 2},
+                                                "quant_axis 2 must be 0 or 1"),
+    "fake_channel_wise_quantize_dequantize_abs_max rank": ("fake_channel_wise_quantize_dequantize_abs_max",
+                                                           {"X": zeros(3)}, {"quant_axis": 1},
+                                                           "X needs a dim 1 (quant_axis)"),
+    "fake_quantize_moving_average_abs_max state": ("fake_quantize_moving_average_abs_max", {"X": X23, "InScale": ONE},
+                                                   {}, "updates the scale from InAccum, InState"),
+    "fake_quantize_dequantize_moving_average_abs_max scale": (
+        "fake_quantize_dequantize_moving_average_abs_max", {"X": X23, "InScale": zeros(2)}, {"is_test": True},
+        "InScale must hold one scale"),
+    "fake_quantize_range_abs_max window": ("fake_quantize_range_abs_max", {"X": X23, "InScale": ONE},
+                                           {"window_size": 0, "is_test": True}, "window_size 0 must be >= 1"),
+    "moving_average_abs_max_scale state": ("moving_average_abs_max_scale", {"X": X23, "InAccum": ONE}, {},
+                                           "updates the scale from InState"),
+    "fake_dequantize_max_abs range": ("fake_dequantize_max_abs", {"X": X23, "Scale": ONE}, {"max_range": 0.0},
+                                      "max_range 0.0 must be > 0"),
+    "fake_channel_wise_dequantize_max_abs scales": ("fake_channel_wise_dequantize_max_abs",
+                                                    {"X": X23, "Scales": [zeros(3)]}, {},
+                                                    "Scales must hold 2 scales (one per channel)"),
+    "quantize_linear float8": ("quantize_linear", {"X": X23, "Scale": ONE, "ZeroPoint": ONE},
+                               {"quant_axis": -1, "qmax": 448}, "float8_e4m3fn rounding"),
+    "dequantize_linear scales": ("dequantize_linear", {"X": X23, "Scale": zeros(3), "ZeroPoint": ONE}, {},
+                                 "Scale must hold 2 scales (one per channel)"),
     # complex_fft
     # lod_rnn
     # lod_text
@@ -520,6 +546,8 @@ RUN_TIME = {
     # pylayer
     # sequence_lod
     # quant
+    "fake_channel_wise_quantize_abs_max test scales": ("fake_channel_wise_quantize_abs_max", {"X": X23},
+                                                       {"is_test": True}, "quantizes with OutScale's value"),
     # complex_fft
     # lod_rnn
     # lod_text

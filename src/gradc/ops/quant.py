@@ -192,9 +192,11 @@ def _linear_infer(quantize: bool):
     return infer
 
 
-# InAccum, InState and the Out* slots are Paddle's extras, used by a training run (is_test false) only
-LINEAR = ["X", "Scale", "ZeroPoint", *STATE], ["Y", *STATE_OUTPUTS, "OutScale?"]
 LINEAR_ATTRS = {"bit_length": 8, "quant_axis": 0, "qmin": -128, "qmax": 127, "round_type": 0, "is_test": True,
                 "only_observer": False}
-defop("quantize_linear", *LINEAR, attrs=LINEAR_ATTRS, infer=_linear_infer(True), grad=NO_GRAD)
-defop("dequantize_linear", *LINEAR, attrs=LINEAR_ATTRS, infer=_linear_infer(False), grad=NO_GRAD)
+# InAccum, InState and the Out* slots are Paddle's extras, which a training run (is_test false) of quantize_linear
+# uses; Paddle's dequantize_linear ignores them, and gradc leaves them out of it
+defop("quantize_linear", ["X", "Scale", "ZeroPoint", *STATE], ["Y", *STATE_OUTPUTS, "OutScale?"],
+      attrs=LINEAR_ATTRS, infer=_linear_infer(True), grad=NO_GRAD)
+defop("dequantize_linear", ["X", "Scale", "ZeroPoint"], ["Y"], attrs=LINEAR_ATTRS, infer=_linear_infer(False),
+      grad=NO_GRAD)
