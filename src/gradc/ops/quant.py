@@ -18,7 +18,7 @@ derivative of the step function (zero almost everywhere). The quantize-only and 
 
 from __future__ import annotations
 
-from ..registry import NO_GRAD, defop, grad_op
+from ..registry import NO_GRAD, defop, get, grad_op
 from ..shapes import dims_match
 from .infer import check_float
 
@@ -59,15 +59,22 @@ def _check_scale(ctx, slot: str, channels: int = 1) -> None:
 
 
 def _outputs(ctx, **shapes) -> dict:
-    """Out like X, and each named output with the given shape and X's dtype."""
+    """Out like X, and each named output with the given shape and X's dtype; with is_test only Out (the op writes
+    no state then)."""
     dtype = ctx.dtype("X")
-    return {"Out": (ctx.shape("X"), dtype), **{slot: (shape, dtype) for slot, shape in shapes.items()}}
+    written = {} if _testing(ctx) else shapes
+    return {"Out": (ctx.shape("X"), dtype), **{slot: (shape, dtype) for slot, shape in written.items()}}
+
+
+def _testing(ctx) -> bool:
+    """is_test, on the ops that have it."""
+    return "is_test" in get(ctx.op.type).attrs and bool(ctx.attr("is_test"))
 
 
 def _needs_state(ctx, *slots: str) -> None:
     """A training run updates state it reads from ``slots``: Paddle's kernel crashes without them."""
     missing = [slot for slot in slots if not ctx.has(slot)]
-    if missing and not ctx.attr("is_test"):
+    if missing and not _testing(ctx):
         ctx.fail(f"training (is_test false) updates the scale from {', '.join(missing)}, which the op lacks")
 
 
@@ -186,8 +193,10 @@ def _linear_infer(quantize: bool):
         if axis < 0:
             _needs_state(ctx, "InAccum", "InState")
         dtype = ctx.dtype("X")
-        return {"Y": (ctx.shape("X"), dtype), "OutScale": ([channels], dtype), "OutState": ([1], dtype),
-                "OutAccum": ([1], dtype)}
+        if _testing(ctx):
+            return {"Y": (ctx.shape("X"), dtype)}
+        state = {"OutState": ([1], dtype), "OutAccum": ([1], dtype)} if axis < 0 else {}
+        return {"Y": (ctx.shape("X"), dtype), "OutScale": ([channels], dtype), **state}
 
     return infer
 

@@ -1,0 +1,132 @@
+"""The quant family against Paddle 3.3.1's values (each expected array below is what Paddle's legacy kernels gave for
+the same input): the two rounding modes on exact halves, an all-zero X (the guarded 1/scale), quantize_linear's
+clipping, int8 dequantization, the moving-average and window state carried across runs in the persistable vars
+Paddle's programs update in place, and the straight-through gradient."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.ir import to_var_type
+from one_op import run
+
+TIES = np.array([127, 2.5, -2.5, 3.5, 0.5, -0.5, 126.5], np.float32)   # the scale is 127: bin_cnt / s = 1
+
+
+@pytest.mark.parametrize("op", ["fake_quantize_abs_max", "fake_quantize_dequantize_abs_max"])
+@pytest.mark.parametrize(("round_type", "expected"), [(0, [127, 2, -2, 4, 0, -0.0, 126]),
+                                                       (1, [127, 3, -3, 4, 1, -1, 127])])
+def test_halves_round_to_even_or_away_from_zero(op, round_type, expected):
+    out = run(op, {"X": TIES}, {"round_type": round_type})
+    np.testing.assert_array_equal(out["Out"], np.array(expected, np.float32))
+    np.testing.assert_array_equal(out["OutScale"], [127])
+    assert out["Out"].dtype == np.float32
+
+
+def test_an_all_zero_x_quantizes_to_zero_with_scale_zero():
+    out = run("fake_quantize_dequantize_abs_max", {"X": np.zeros((2, 3), np.float32)})
+    np.testing.assert_array_equal(out["Out"], np.zeros((2, 3)))
+    np.testing.assert_array_equal(out["OutScale"], [0])
+
+
+def test_a_zero_channel_keeps_its_zero_scale():
+    x = np.array([[0, 0, 0], [1, -2, 0.5]], np.float32)
+    out = run("fake_channel_wise_quantize_abs_max", {"X": x}, {"quant_axis": 0, "bit_length": 4})
+    np.testing.assert_array_equal(out["Out"], [[0, 0, 0], [4, -7, 2]])
+    np.testing.assert_array_equal(out["OutScale"], [0, 2])
+
+
+@pytest.mark.parametrize(("round_type", "expected"), [(0, [-5, 4, 4, 4]), (1, [-4, 4, 4, 4])])
+def test_quantize_linear_clips_to_qmin_only_when_rounding_to_even(round_type, expected):
+    """round_type 0 clips q to [-qmax - 1, qmax]; round_type 1 clips X to [-s, s] first, so q stays in +-qmax."""
+    out = run("quantize_linear", {"X": np.array([[-3.0, 0.9, 1.0, 1.25]], np.float32),
+                                  "Scale": np.ones(1, np.float32), "ZeroPoint": np.zeros(1, np.int32)},
+              {"quant_axis": -1, "qmax": 4, "round_type": round_type})
+    np.testing.assert_array_equal(out["Y"], [expected])
+
+
+def test_dequantize_linear_reads_int8_and_writes_the_scales_dtype():
+    out = run("dequantize_linear", {"X": np.array([[-128, 127, 3]], np.int8), "Scale": np.array([0.5], np.float32),
+                                    "ZeroPoint": np.zeros(1, np.int32)}, {"quant_axis": -1})
+    assert out["Y"].dtype == np.float32
+    np.testing.assert_allclose(out["Y"], [[-0.503937, 0.5, 0.01181102]], rtol=1e-6)
+
+
+def _stateful(op: str, inputs: dict, outputs: dict, attrs: dict, persistable: dict) -> tuple:
+    """A program of one op whose state vars (``persistable``: name -> initial value) it reads and writes in place."""
+    program = gradc.Program()
+    block = program.global_block
+    scope = gradc.Scope()
+    for name, value in persistable.items():
+        block.create_var(name, list(value.shape), to_var_type(value.dtype), persistable=True)
+        scope[name] = value
+    for name in {**inputs, **outputs}.values():
+        if block.find_var(name) is None:
+            block.create_var(name, None, None)
+    block.append_op(op, {slot: [name] for slot, name in inputs.items()},
+                    {slot: [name] for slot, name in outputs.items()}, attrs)
+    return program, scope
+
+
+def test_the_moving_average_carries_over_runs():
+    """state = 0.9 state + 1, accum = 0.9 accum + abs_max(X), scale = accum / state, run after run."""
+    one = np.ones(1, np.float32)
+    program, scope = _stateful(
+        "fake_quantize_dequantize_moving_average_abs_max",
+        {"X": "x", "InScale": "scale", "InAccum": "accum", "InState": "state"},
+        {"Out": "out", "OutScale": "scale", "OutAccum": "accum", "OutState": "state"}, {"moving_rate": 0.9},
+        {"scale": one, "accum": one, "state": one})
+    state, accum = 1.0, 1.0
+    for peak in (4.0, 2.0):
+        x = np.array([peak, -1.0, 0.5], np.float32)
+        out, scale = gradc.Executor().run(program, {"x": x}, ["out", "scale"], scope)
+        state, accum = 0.9 * state + 1, 0.9 * accum + peak
+        np.testing.assert_allclose(scale, [accum / state], rtol=1e-6)
+        np.testing.assert_allclose(out, np.clip(x, -scale, scale), atol=scale[0] / 127 / 2 + 1e-6)
+
+
+def test_the_range_window_drops_the_oldest_abs_max():
+    """Paddle's scales for window_size 2 over abs maxes 3, 1, 2, 0.5: 3, 3 (3 is still in the window), 2 (3 left
+    it: the largest left is 2), 2."""
+    program, scope = _stateful(
+        "fake_quantize_range_abs_max", {"X": "x", "InScale": "scale", "Iter": "iter"},
+        {"Out": "out", "OutScale": "scale", "OutScales": "scales"}, {"window_size": 2},
+        {"scale": np.zeros(1, np.float32), "scales": np.zeros(2, np.float32)})
+    outs, scales = [], []
+    for step, peak in enumerate([3.0, 1.0, 2.0, 0.5]):
+        feed = {"x": np.array([peak, -0.5, 0.25], np.float32), "iter": np.array([step])}
+        out, scale = gradc.Executor().run(program, feed, ["out", "scale"], scope)
+        outs.append(out)
+        scales.append(scale[0])
+    assert scales == [3, 3, 2, 2]
+    np.testing.assert_array_equal(outs, [[127, -21, 11], [42, -21, 11], [127, -32, 16], [32, -32, 16]])
+    np.testing.assert_array_equal(scope["scales"], [2, 0.5])
+
+
+def test_channel_wise_quantization_for_test_uses_the_scales_it_holds():
+    program, scope = _stateful("fake_channel_wise_quantize_abs_max", {"X": "x"}, {"Out": "out", "OutScale": "scales"},
+                               {"is_test": True, "quant_axis": 1, "bit_length": 4},
+                               {"scales": np.array([1.0, 4.0], np.float32)})
+    out, = gradc.Executor().run(program, {"x": np.array([[0.5, 2.0], [-3.0, -1.0]], np.float32)}, ["out"], scope)
+    np.testing.assert_array_equal(out, [[4, 4], [-7, -2]])   # X clipped to each channel's scale, times 7 / scale
+
+
+def test_the_straight_through_gradient_passes_clipped_elements_too():
+    """Paddle's estimator copies dOut everywhere, also where X was clipped to the scale (X 5 with InScale 1)."""
+    net = gradc.layers.ProgramBuilder()
+    x = net.data("x", [3], stop_gradient=False)
+    scale = net.data("scale", [1])
+    out = net.op("fake_quantize_dequantize_moving_average_abs_max", {"X": [x], "InScale": [scale]},
+                 {"is_test": True})[0]
+    loss = net.op("reduce_sum", {"X": [out]}, {"reduce_all": True})[0]
+    gradc.append_backward(net.program, loss)
+    feed = {"x": np.array([5.0, -0.3, 0.2], np.float32), "scale": np.ones(1, np.float32)}
+    value, grad = gradc.Executor().run(net.program, feed, [out, "x@GRAD"], gradc.Scope())
+    np.testing.assert_allclose(value, [1.0, -38 / 127, 25 / 127], rtol=1e-6)
+    np.testing.assert_array_equal(grad, [1, 1, 1])
+
+
+def test_training_without_the_moving_average_state_is_refused():
+    with pytest.raises(gradc.ProgramError, match="updates the scale from InAccum, InState"):
+        run("fake_quantize_moving_average_abs_max", {"X": np.ones((2, 2), np.float32), "InScale": np.ones(1,
+                                                                                                       np.float32)})
