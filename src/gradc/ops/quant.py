@@ -30,10 +30,11 @@ STATE = ["InAccum?", "InState?"]
 STATE_OUTPUTS = ["OutState?", "OutAccum?"]
 
 
-def _check_quantizer(ctx, bits: str = "bit_length", axis: bool = False) -> None:
+def _check_quantizer(ctx, axis: bool = False) -> None:
     check_float(ctx, "X")
-    if not BITS[0] <= ctx.attr(bits) <= BITS[1]:
-        ctx.fail(f"{bits} {ctx.attr(bits)} must be in [{BITS[0]}, {BITS[1]}]")
+    bits = ctx.attr("bit_length")
+    if not BITS[0] <= bits <= BITS[1]:
+        ctx.fail(f"bit_length {bits} must be in [{BITS[0]}, {BITS[1]}]")
     if ctx.attr("round_type") not in ROUND_TYPES:
         ctx.fail(f"round_type {ctx.attr('round_type')} must be 0 (half to even) or 1 (half away from zero)")
     if axis:
