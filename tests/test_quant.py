@@ -3,12 +3,30 @@ the same input): the two rounding modes on exact halves, an all-zero X (the guar
 clipping, int8 dequantization, the moving-average and window state carried across runs in the persistable vars
 Paddle's programs update in place, and the straight-through gradient."""
 
+import json
+
 import numpy as np
 import pytest
 
 import gradc
+from fixtures import DATA
 from gradc.ir import to_var_type
 from one_op import run
+
+REFERENCE = np.load(DATA / "quant_reference.npz")   # tools/paddle_quant_reference.py
+REFERENCE_CASES = json.loads(str(REFERENCE["index"]))
+
+@pytest.mark.parametrize("case", range(len(REFERENCE_CASES)),
+                         ids=[f"{c['op']}{c['attrs']}" for c in REFERENCE_CASES])
+def test_every_element_rounds_as_paddles(case):
+    """Hundreds of random float32 values per op: each output element is Paddle's, bit for bit."""
+    op, attrs = REFERENCE_CASES[case]["op"], REFERENCE_CASES[case]["attrs"]
+    inputs = {key.split("/")[2]: REFERENCE[key] for key in REFERENCE.files if key.startswith(f"{case}/in/")}
+    got = run(op, inputs, attrs)
+    for key in (k for k in REFERENCE.files if k.startswith(f"{case}/out/")):
+        slot = key.split("/")[2]
+        np.testing.assert_array_equal(got[slot].reshape(REFERENCE[key].shape), REFERENCE[key], err_msg=slot)
+
 
 TIES = np.array([127, 2.5, -2.5, 3.5, 0.5, -0.5, 126.5], np.float32)   # the scale is 127: bin_cnt / s = 1
 
