@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from . import kernel
 from .index import checked
 
@@ -49,8 +50,9 @@ def sent_back(per_edge: np.ndarray, index: np.ndarray, like: np.ndarray) -> np.n
 
 def pooled(messages: np.ndarray, dst: np.ndarray, rows: int, reduce_op: str) -> tuple[np.ndarray, np.ndarray]:
     """(Out, the count of messages per row): the messages reduced into ``rows`` rows by ``dst``; 0 where none."""
-    count = np.bincount(dst, minlength=rows)[:rows]
-    out = np.zeros((rows,) + messages.shape[1:], messages.dtype)
+    out = np.zeros(check_shape((rows,) + messages.shape[1:], messages.dtype, "Out"), messages.dtype)
+    check_shape((rows,), np.int64, "Out's count per row")   # rows come from attributes and ids, not the inputs
+    count = np.bincount(dst, minlength=rows)
     if reduce_op in ("SUM", "MEAN"):
         np.add.at(out, dst, messages)
         if reduce_op == "MEAN":
@@ -69,7 +71,7 @@ def message_grad(dout: np.ndarray, dst: np.ndarray, out: np.ndarray, messages: n
     only where the message is the extreme."""
     grad = dout[dst]
     if reduce_op == "MEAN":
-        count = np.bincount(dst, minlength=dout.shape[0])[dst]
+        count = np.bincount(dst)[dst]
         grad = grad / count.reshape((-1,) + (1,) * (grad.ndim - 1)).astype(dout.dtype)
     elif reduce_op in ("MAX", "MIN"):
         grad = grad * (messages == out[dst])
