@@ -378,6 +378,8 @@ COMPILE_TIME = {
                    {"num_total_classes": 6}, "one row per row of Input"),
     "nce weight": ("nce", {"Input": zeros(3, 4), "Label": zeros(3, 1, dtype=np.int64), "Weight": zeros(5, 4)},
                    {"num_total_classes": 6}, "Weight [num_total_classes=6, dim]"),
+    "nce label dtype": ("nce", {"Input": zeros(3, 4), "Label": zeros(3, 1), "Weight": zeros(6, 4)},
+                        {"num_total_classes": 6}, "nce needs integer class ids in Label"),
     "nce custom_neg_classes": ("nce", {"Input": zeros(3, 4), "Label": zeros(3, 1, dtype=np.int64),
                                        "Weight": zeros(6, 4)},
                                {"num_total_classes": 6, "num_neg_samples": 3, "custom_neg_classes": [1, 2]},
@@ -515,6 +517,8 @@ RUN_TIME = {
                         {"num_thresholds": 15, "slide_steps": 0}, "to lie in [0, 1]"),
     "viterbi_decode length": ("viterbi_decode", {"Input": zeros(2, 3, 4), "Transition": zeros(4, 4),
                                                  "Length": i64(4, 2)}, {}, "lengths must lie in [0, 3]"),
+    "viterbi_decode no steps": ("viterbi_decode", {"Input": zeros(2, 0, 4), "Transition": zeros(4, 4),
+                                                   "Length": i64(0, 0)}, {}, "a time step and a tag at least"),
     "class_center_sample label": ("class_center_sample", {"Label": i64(1, 7)}, {"num_classes": 4, "num_samples": 2},
                                   "classes in [0, 4)"),
     # pylayer
