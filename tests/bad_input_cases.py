@@ -369,6 +369,9 @@ COMPILE_TIME = {
                                      "needs a row of Y per edge: Y has 3 rows for 2 edges"),
     "graph_send_uv features": ("graph_send_uv", {"x": X23, "y": zeros(2, 4), "src_index": i64(0, 1),
                                                  "dst_index": i64(1, 0)}, {}, "cannot broadcast shapes [3] and [4]"),
+    "graph_send_recv Out_size dtype": ("graph_send_recv", {"X": X23, "Src_index": i64(0, 1), "Dst_index": i64(1, 0),
+                                                           "Out_size": np.array([2.5], f32)}, {},
+                                       "needs an int32 or int64 Out_size"),
     "segment_pool ids": ("segment_pool", {"X": X23, "SegmentIds": i64(0, 0, 1)}, {},
                          "a segment id per row of X: 3 ids for 2 rows"),
     # static_nn
