@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import gradc
+import test_family_float32 as float32_family
 from gradc import ExecutionError
 from gradc.layers import ProgramBuilder
+from gradcheck_cases import signal as signal_cases
 from one_op import run
 
 
@@ -85,3 +87,12 @@ def test_the_grad_of_frames_of_an_empty_input_is_empty():
     gradc.append_backward(net.program, net.op("reduce_sum", {"X": framed}, {"reduce_all": True})[0])
     grad = gradc.Executor().run(net.program, {x: np.zeros((0, 2 ** 24), np.float32)}, [f"{x}@GRAD"], gradc.Scope())[0]
     assert grad.shape == (0, 2 ** 24)
+
+
+FIRST_ORDER = [case for case in signal_cases.CASES if case.program is None]
+
+
+@pytest.mark.parametrize("case", FIRST_ORDER, ids=[c.id for c in FIRST_ORDER])
+def test_float32_in_float32_out(case):
+    """Every gradcheck case of the family, run in float32: float32 outputs and input grads."""
+    float32_family.test_float32_in_float32_out(case)

@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 import gradc
+import test_family_float32 as float32_family
 from fixtures import DATA
 from gradc.executor import randomness
 from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
 from gradc.limits import limited
 from gradc.verify import check_shapes
+from gradcheck_cases import static_nn as static_nn_cases
 from one_op import kernel_run, run
 
 REFERENCE = np.load(DATA / "static_nn_reference.npz")
@@ -226,3 +228,12 @@ def test_nce_of_an_empty_batch_is_empty():
 def test_draws_sized_by_attributes_are_checked_against_the_memory_limit(op_type, inputs, attrs, what):
     with limited(max_bytes=1 << 20), pytest.raises(gradc.ExecutionError, match=f"{what} of shape .* more than"):
         run(op_type, inputs, attrs)
+
+
+FIRST_ORDER = [case for case in static_nn_cases.CASES if case.program is None]
+
+
+@pytest.mark.parametrize("case", FIRST_ORDER, ids=[c.id for c in FIRST_ORDER])
+def test_float32_in_float32_out(case):
+    """Every gradcheck case of the family (nce's samplers seeded), run in float32: float32 outputs and grads."""
+    float32_family.test_float32_in_float32_out(case)
