@@ -12,6 +12,7 @@ row_conv takes the padded form only (X [batch, time, dim]): its LoD form (X [tot
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
+from ..ir.types import INTEGER_DTYPES
 from ..registry import defop, grad_op, typed
 from ..shapes import dims_match
 from .infer import check_float, one_dtype
@@ -47,6 +48,8 @@ def _nce_infer(ctx):
     dtype = one_dtype(ctx, "Input", "Weight")
     check_float(ctx, "Input")
     refuse_lod(ctx, "Input")
+    if ctx.dtype("Label") not in (None, *INTEGER_DTYPES):
+        ctx.fail("nce needs integer class ids in Label")
     if x is None or label is None or weight is None:   # undeclared shapes: the kernel checks them
         return {"Cost": (None, dtype), "SampleLogits": (None, dtype), "SampleLabels": (None, VarType.INT64)}
     classes, negatives, sampler = ctx.attr("num_total_classes"), ctx.attr("num_neg_samples"), ctx.attr("sampler")

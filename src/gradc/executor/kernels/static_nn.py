@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from .. import randomness
 from . import kernel
 
@@ -34,11 +35,15 @@ def cvm_grad(k):
     return {"X@GRAD": dx}
 
 
-# row_conv: out[t] = sum over w < future_context + 1 (and t + w < time) of Filter[w] * X[t + w]. The helpers take
-# X as [..., time, dim]: a padded batch, or one sequence of a LoD batch.
+# row_conv: out[t] = sum over w < future_context + 1 (and t + w < time) of Filter[w] * X[t + w], X [batch, time, dim].
+# An empty X has no tap to add, however long its time and Filter.
+def _taps(x: np.ndarray, weights: np.ndarray) -> range:
+    return range(min(len(weights), x.shape[-2]) if x.size else 0)
+
+
 def lookahead(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     steps, out = x.shape[-2], np.zeros_like(x)
-    for w in range(min(len(weights), steps)):
+    for w in _taps(x, weights):
         out[..., :steps - w, :] += weights[w] * x[..., w:, :]
     return out
 
@@ -46,7 +51,7 @@ def lookahead(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def lookahead_grads(x: np.ndarray, weights: np.ndarray, dout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(X@GRAD, Filter@GRAD) of ``lookahead``."""
     steps, dx, dweights = x.shape[-2], np.zeros_like(x), np.zeros_like(weights)
-    for w in range(min(len(weights), steps)):
+    for w in _taps(x, weights):
         dx[..., w:, :] += weights[w] * dout[..., :steps - w, :]
         dweights[w] = (dout[..., :steps - w, :] * x[..., w:, :]).reshape(-1, x.shape[-1]).sum(axis=0)
     return dx, dweights
@@ -101,9 +106,10 @@ def _nce_labels(k):
     x, labels, classes = k.x("Input"), k.x("Label"), k.attr("num_total_classes")
     if classes < 2:
         raise ValueError(f"nce needs num_total_classes >= 2, got {classes}")
-    labels = labels.reshape(len(labels), -1) if labels.ndim else labels.reshape(1, 1)
-    if len(labels) != len(x) or ((labels < 0) | (labels >= classes)).any():
-        raise ValueError(f"nce needs one row of labels in [0, {classes}) per row of Input")
+    if labels.dtype.kind not in "iu" or labels.ndim not in (1, 2) or len(labels) != len(x) \
+            or ((labels < 0) | (labels >= classes)).any():
+        raise ValueError(f"nce needs one row of integer labels in [0, {classes}) per row of Input")
+    labels = labels.reshape(len(x), 1) if labels.ndim == 1 else labels
     return labels.astype(np.int64), _sampler(k, classes)
 
 
@@ -128,10 +134,12 @@ def nce(k):
     if ((chosen < 0) | (chosen >= classes)).any() or chosen.size not in (0, k.attr("num_neg_samples")):
         raise ValueError(f"custom_neg_classes must be num_neg_samples classes in [0, {classes}), got "
                          f"{chosen.tolist()}")
+    count = k.attr("num_neg_samples")
+    check_shape((batch, labels.shape[1] + count, x.shape[1]), np.float64, "the sampled rows of Weight")
     if chosen.size:
         negatives = np.broadcast_to(chosen, (batch, chosen.size))
     else:
-        seed, count = k.attr("seed"), k.attr("num_neg_samples")
+        seed = k.attr("seed")
         rng = np.random.default_rng(seed) if seed else randomness.generator()
         negatives = draw(rng, batch * count).reshape(batch, count)
     samples = np.concatenate([labels, negatives], axis=1)
