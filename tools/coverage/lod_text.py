@@ -1,0 +1,110 @@
+"""Rows: Paddle 1.x/2.x's text inference and metrics over LoD tensors (and their padded forms): crf_decoding,
+chunk_eval in each scheme, edit_distance, ctc_align and one step of beam_search, appended as those versions'
+layers did (no 3.3.1 API writes them), and paddle.static.nn.row_conv over a LoD input. Their outputs are ids,
+paths and counts: each row multiplies a float input by the sum of those outputs (as floats), so the loss and its
+gradient check their values."""
+
+import paddle
+from paddle.static import nn as snn
+
+from .legacy_shim import _outputs
+from .spec import Input, f, given, ints, seq, seq_ids, table
+
+I64, F32 = paddle.int64, paddle.float32
+
+
+def weighed(x, *outputs):
+    """x times the sum over the outputs of (k + 1) * sum(output k): a loss whose gradient reads every output."""
+    total = None
+    for k, out in enumerate(outputs):
+        term = paddle.sum(paddle.cast(out, "float32")) * float(k + 1)
+        total = term if total is None else total + term
+    return x * total
+
+
+def crf(emission, transition, label=None, length=None):
+    inputs = {"Emission": emission, "Transition": transition}
+    inputs.update({slot: var for slot, var in (("Label", label), ("Length", length)) if var is not None})
+    return _outputs("crf_decoding", inputs, {"ViterbiPath": I64}, {})[0]
+
+
+def chunk_eval(inference, label, scheme, types, excluded=(), lengths=None):
+    inputs = {"Inference": inference, "Label": label, **({} if lengths is None else {"SeqLength": lengths})}
+    return _outputs("chunk_eval", inputs, {"Precision": F32, "Recall": F32, "F1-Score": F32, "NumInferChunks": I64,
+                                           "NumLabelChunks": I64, "NumCorrectChunks": I64},
+                    {"num_chunk_types": types, "chunk_scheme": scheme, "excluded_chunk_types": list(excluded)})
+
+
+def edit_distance(hyps, refs, normalized, hyps_length=None, refs_length=None):
+    inputs = {"Hyps": hyps, "Refs": refs}
+    if hyps_length is not None:
+        inputs.update({"HypsLength": hyps_length, "RefsLength": refs_length})
+    return _outputs("edit_distance", inputs, {"Out": F32, "SequenceNum": I64}, {"normalized": normalized})
+
+
+def ctc_align(tokens, length=None, **attrs):
+    if length is None:
+        return _outputs("ctc_align", {"Input": tokens}, {"Output": tokens.dtype}, attrs)
+    return _outputs("ctc_align", {"Input": tokens, "InputLength": length},
+                    {"Output": tokens.dtype, "OutputLength": length.dtype}, attrs)
+
+
+def beam_step(scores, pre_ids, pre_scores, prefixes, ids=None, **attrs):
+    """One beam_search step; scores' second LoD level (one prefix per row) appended by lod_reset."""
+    two_level = _outputs("lod_reset", {"X": scores}, {"Out": scores.dtype},
+                         {"target_lod": list(range(prefixes + 1)), "append": True})[0]
+    inputs = {"pre_ids": pre_ids, "pre_scores": pre_scores, "scores": two_level, **({} if ids is None else
+                                                                                   {"ids": ids})}
+    return _outputs("beam_search", inputs, {"selected_ids": I64, "selected_scores": F32, "parent_idx": paddle.int32},
+                    {"level": 0, "end_id": 0, **attrs})
+
+
+LENGTHS = (4, 3, 5)
+CHUNK = [("IOB", 2), ("IOE", 2), ("IOBES", 4), ("plain", 1)]
+
+ROWS = table(
+    "lod_text",
+    ("crf_decoding_lod", lambda x, e, t: weighed(x, crf(e, t)), f(), seq(4, lengths=(3, 1, 2), grad=False),
+     f(6, 4)),
+    ("crf_decoding_lod_label", lambda x, e, t, y: weighed(x, crf(e, t, y)), f(),
+     seq(3, lengths=(4, 2), grad=False), f(5, 3), seq_ids(3, lengths=(4, 2))),
+    ("crf_decoding_padded", lambda x, e, t, n: weighed(x, crf(e, t, length=n)), f(), Input((2, 4, 3), grad=False),
+     f(5, 3), given([4, 2], "int64")),
+    ("crf_decoding_padded_label", lambda x, e, t, y, n: weighed(x, crf(e, t, y, n)), f(),
+     Input((3, 4, 3), grad=False), f(5, 3), ints(3, 3, 4), given([4, 0, 3], "int64")),
+    *[(f"chunk_eval_{scheme.lower()}", lambda x, a, b, scheme=scheme, tags=tags: weighed(
+        x, *chunk_eval(a, b, scheme, 2)), f(), seq_ids(2 * tags + 1, LENGTHS), seq_ids(2 * tags + 1, LENGTHS))
+      for scheme, tags in CHUNK],
+    ("chunk_eval_excluded", lambda x, a, b: weighed(x, *chunk_eval(a, b, "IOB", 3, excluded=[1])), f(),
+     seq_ids(7, (6, 5)), seq_ids(7, (6, 5))),
+    ("chunk_eval_padded", lambda x, a, b, n: weighed(x, *chunk_eval(a, b, "IOBES", 2, lengths=n)), f(),
+     ints(9, 3, 6), ints(9, 3, 6), given([6, 2, 4], "int64")),
+    ("edit_distance_lod", lambda x, a, b: weighed(x, *edit_distance(a, b, False)), f(), seq_ids(4, (3, 0, 5)),
+     seq_ids(4, (2, 4, 3))),
+    ("edit_distance_lod_normalized", lambda x, a, b: weighed(x, *edit_distance(a, b, True)), f(),
+     seq_ids(3, (4, 2, 0)), seq_ids(3, (3, 5, 2))),
+    ("edit_distance_padded", lambda x, a, b, m, n: weighed(x, *edit_distance(a, b, False, m, n)), f(),
+     ints(4, 3, 5), ints(4, 3, 4), given([5, 2, 0], "int64"), given([3, 4, 2], "int64")),
+    ("edit_distance_padded_normalized", lambda x, a, b, m, n: weighed(x, *edit_distance(a, b, True, m, n)), f(),
+     ints(3, 2, 6), ints(3, 2, 5), given([6, 3], "int64"), given([5, 1], "int64")),
+    ("ctc_align_lod", lambda x, a: weighed(x, *ctc_align(a)), f(), seq_ids(3, (5, 4, 6))),
+    ("ctc_align_lod_unmerged", lambda x, a: weighed(x, *ctc_align(a, blank=2, merge_repeated=False)), f(),
+     seq_ids(3, (6, 3))),
+    ("ctc_align_padded", lambda x, a, n: weighed(x, *ctc_align(a, n, padding_value=-1)), f(), ints(3, 3, 6),
+     given([[6], [3], [0]], "int64")),
+    ("ctc_align_padded_int32", lambda x, a, n: weighed(x, *ctc_align(a, n, blank=1)), f(),
+     ints(3, 2, 5, dtype="int32"), given([[5], [4]], "int32")),
+    ("beam_search_no_ids", lambda x, s, p, q: weighed(x, *beam_step(s, p, q, 2, beam_size=3,
+                                                                         is_accumulated=False)),
+     f(), Input((2, 6), "unit", grad=False, lengths=(1, 1)), given([[1], [1]], "int64"),
+     given([[0.0], [0.0]], "float32")),
+    ("beam_search_log_probs", lambda x, s, p, q, i: weighed(x, *beam_step(s, p, q, 2, i, beam_size=3,
+                                                                          is_accumulated=False)),
+     f(), Input((2, 6), "unit", grad=False, lengths=(1, 1)), given([[1], [1]], "int64"),
+     given([[-0.3], [-1.2]], "float32"), ints(50, 2, 6)),
+    ("beam_search_ended_prefix", lambda x, s, p, q, i: weighed(x, *beam_step(s, p, q, 4, i, beam_size=2)),
+     f(), Input((4, 3), grad=False, lengths=(2, 2)), given([[0], [3], [0], [0]], "int64"),
+     given([[-0.5], [-1.0], [-0.2], [-0.4]], "float32"), ints(9, 4, 3)),
+    ("row_conv_lod", lambda x: snn.row_conv(x, 2), seq(3, lengths=(3, 1, 4))),
+    ("row_conv_lod_short", lambda x: snn.row_conv(x, 3, act="tanh"), seq(2, lengths=(2, 0, 5))),
+)
