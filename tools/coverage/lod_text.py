@@ -108,3 +108,41 @@ ROWS = table(
     ("row_conv_lod", lambda x: snn.row_conv(x, 2), seq(3, lengths=(3, 1, 4))),
     ("row_conv_lod_short", lambda x: snn.row_conv(x, 3, act="tanh"), seq(2, lengths=(2, 0, 5))),
 )
+
+
+def _first_step(values):
+    """A first beam step's tensor: one prefix per source, LoD [[0, 1, ..., n], [0, 1, ..., n]]."""
+    rows = list(range(values.shape[0] + 1))
+    one_level = _outputs("lod_reset", {"X": values}, {"Out": values.dtype}, {"target_lod": rows})[0]
+    return _outputs("lod_reset", {"X": one_level}, {"Out": values.dtype}, {"target_lod": rows, "append": True})[0]
+
+
+def decode_two_steps(ids0, scores0, ids1, scores1, ids2, scores2, beam_size=2, end_id=0):
+    """Two beam_search steps after a first one, their ids and scores written to tensor arrays, then decoded."""
+    pre_ids, pre_scores = _first_step(ids0), _first_step(scores0)
+    id_steps, score_steps = [pre_ids], [pre_scores]
+    for ids, scores in ((ids1, scores1), (ids2, scores2)):
+        lodded = _outputs("lod_reset", {"X": scores, "Y": pre_ids}, {"Out": scores.dtype}, {})[0]
+        pre_ids, pre_scores, _ = _outputs(
+            "beam_search", {"pre_ids": pre_ids, "pre_scores": pre_scores, "ids": ids, "scores": lodded},
+            {"selected_ids": I64, "selected_scores": F32, "parent_idx": paddle.int32},
+            {"level": 0, "beam_size": beam_size, "end_id": end_id, "is_accumulated": True})
+        id_steps.append(pre_ids)
+        score_steps.append(pre_scores)
+    id_array = score_array = None
+    for step, (ids, scores) in enumerate(zip(id_steps, score_steps)):
+        index = paddle.full([1], step, "int64")
+        id_array = paddle.tensor.array_write(ids, index, id_array)
+        score_array = paddle.tensor.array_write(scores, index, score_array)
+    return _outputs("beam_search_decode", {"Ids": id_array, "Scores": score_array},
+                    {"SentenceIds": I64, "SentenceScores": F32}, {"beam_size": beam_size, "end_id": end_id})
+
+
+ROWS += table(
+    "lod_text",
+    ("beam_search_decode", lambda x, a, b, c, d, e, g: weighed(x, *decode_two_steps(a, b, c, d, e, g)), f(),
+     given([[1], [1]], "int64"), given([[0.0], [0.0]], "float32"), ints(6, 2, 3), given(
+         [[-0.5, -0.1, -0.9], [-0.3, -0.2, -0.8]], "float32"), given(
+         [[0, 2, 3], [4, 0, 1], [2, 5, 0], [3, 1, 4]], "int64"), given(
+         [[-0.2, -0.4, -0.7], [-0.6, -0.3, -0.35], [-0.9, -0.25, -0.5], [-0.45, -0.8, -0.55]], "float32")),
+)

@@ -8,6 +8,12 @@ import numpy as np
 
 
 class TensorArray(list):
+    """``lods``: the LoD of each written position that had one when written (beam_search_decode reads them)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.lods: dict[int, tuple] = {}
+
     def map(self, fn) -> TensorArray:
         """fn applied to each written position; unwritten ones stay None."""
         return TensorArray(None if t is None else fn(t) for t in self)

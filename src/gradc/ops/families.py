@@ -128,7 +128,7 @@ FAMILIES = {
         "triangular_solve_grad", "solve_grad", "matrix_power_grad",
     ),
     "lod_text": (
-        "crf_decoding", "chunk_eval", "edit_distance", "ctc_align", "beam_search",
+        "crf_decoding", "chunk_eval", "edit_distance", "ctc_align", "beam_search", "beam_search_decode",
     ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",

@@ -142,7 +142,7 @@ defop("ctc_align", ["Input", "InputLength?"], ["Output", "OutputLength?"],
 
 
 def _beam_search_infer(ctx):
-    pre_ids, scores = ctx.shape("pre_ids"), ctx.shape("scores")
+    scores = ctx.shape("scores")
     check_int(ctx, "pre_ids", "ids")
     check_float(ctx, "scores")
     if ctx.attr("beam_size") < 1:
@@ -154,8 +154,7 @@ def _beam_search_infer(ctx):
     if ctx.has("ids") and None not in (ctx.shape("ids"), scores) and not all(
             dims_match(a, b) for a, b in zip(ctx.shape("ids"), scores)):
         ctx.fail(f"beam_search needs ids shaped like scores {scores}, got {ctx.shape('ids')}")
-    if pre_ids is not None and scores is not None and not dims_match(pre_ids[0], scores[0]):
-        ctx.fail(f"beam_search needs one pre_id per row of scores {scores}, got pre_ids {pre_ids}")
+    # pre_ids' rows are checked when it runs: Paddle declares selected_ids (a next step's pre_ids) with made-up rows
     return {"selected_ids": ([-1, 1], VarType.INT64), "selected_scores": ([-1, 1], VarType.FP32),
             "parent_idx": ([-1], VarType.INT32)}
 
@@ -163,3 +162,18 @@ def _beam_search_infer(ctx):
 defop("beam_search", ["pre_ids", "pre_scores", "ids?", "scores"], ["selected_ids", "selected_scores", "parent_idx?"],
       attrs={"level": 0, "beam_size": 1, "end_id": 0, "is_accumulated": True}, infer=_beam_search_infer,
       grad=NO_GRAD, lod_levels=lambda ctx: {"selected_ids": 2, "selected_scores": 2, "parent_idx": 0})
+
+
+def _beam_decode_infer(ctx):
+    if ctx.attr("beam_size") < 1:
+        ctx.fail(f"beam_size must be at least 1, got {ctx.attr('beam_size')}")
+    for slot in ("Ids", "Scores"):
+        var = ctx.block.find_var(ctx.op.input(slot)[0]) if ctx.has(slot) else None
+        if var is not None and var.type not in (None, VarType.DENSE_TENSOR_ARRAY):
+            ctx.fail(f"beam_search_decode needs {slot} as a tensor array (one tensor per step), got {var.type.name}")
+    check_int(ctx, "Ids")
+    return {"SentenceIds": ([-1], VarType.INT64), "SentenceScores": ([-1], ctx.dtype("Scores"))}
+
+
+defop("beam_search_decode", ["Ids", "Scores"], ["SentenceIds", "SentenceScores"], attrs={"beam_size": 1, "end_id": 0},
+      infer=_beam_decode_infer, grad=NO_GRAD, lod_levels=lambda ctx: {"SentenceIds": 2, "SentenceScores": 2})

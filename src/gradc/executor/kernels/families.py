@@ -95,7 +95,7 @@ FAMILIES = {
         "crf_decoding", "chunk_eval", "edit_distance", "ctc_align",
     ),
     "lod_text_beam": (
-        "beam_search",
+        "beam_search", "beam_search_decode",
     ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",

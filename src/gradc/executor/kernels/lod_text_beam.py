@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..lod import SETS_LOD, LoD
+from ..tensor_array import TensorArray
 from . import kernel
 from .sequence_lod import lod_or_fail
 
@@ -83,3 +84,79 @@ def beam_search(k):
     return {"selected_ids": np.array([item_id for _, _, item_id in selected], np.int64).reshape(-1, 1),
             "selected_scores": np.array([score for score, _, _ in selected], np.float32).reshape(-1, 1),
             "parent_idx": np.array([row for _, row, _ in selected], np.int32)}
+
+
+def _steps(k) -> list[tuple[np.ndarray, np.ndarray, LoD]]:
+    """(ids, scores, two-level LoD) of each step of the search, as written to the arrays Ids and Scores."""
+    ids, scores = k.x("Ids"), k.x("Scores")
+    if not isinstance(ids, TensorArray) or not isinstance(scores, TensorArray):
+        raise ValueError("Ids and Scores must be tensor arrays (one tensor per step, written by write_to_array)")
+    if not len(ids) or len(ids) != len(scores):
+        raise ValueError(f"Ids and Scores must hold the same number (> 0) of steps, got {len(ids)} and {len(scores)}")
+    steps = []
+    for step, (step_ids, step_scores) in enumerate(zip(ids, scores)):
+        lod = ids.lods.get(step)
+        if step_ids is None or step_scores is None or lod is None or len(lod) != 2:
+            raise ValueError(f"step {step} of Ids must be a written tensor with a two-level LoD (source sentences, "
+                             f"then prefixes), as beam_search writes, got LoD {lod}")
+        if lod[1][-1] != len(step_ids.reshape(-1)) or len(step_scores.reshape(-1)) != len(step_ids.reshape(-1)):
+            raise ValueError(f"step {step}: Ids' LoD {[list(x) for x in lod]} does not fit its {step_ids.size} ids "
+                             f"and {step_scores.size} scores")
+        steps.append((step_ids.reshape(-1), step_scores.reshape(-1), lod))
+    return steps
+
+
+def _trace_back(k, steps) -> list[list[tuple[list, list]]]:
+    """Each source's sentences (ids and scores, last step first), followed from the last step to the first as
+    Paddle's BeamSearchDecoder: a source's sentences start at the last step where it still has candidates."""
+    beam_size, end_id = k.attr("beam_size"), k.attr("end_id")
+    sources = len(steps[0][2][0]) - 1
+    sentences = [[([], []) for _ in range(beam_size)] for _ in range(sources)]
+    prefixes: list[list[int]] = [[] for _ in range(sources)]
+    for step_ids, step_scores, (source_level, prefix_level) in reversed(steps):
+        if len(source_level) - 1 != sources:
+            raise ValueError(f"every step must hold {sources} source sentences (as the first), one holds "
+                             f"{len(source_level) - 1}")
+        for source, (found, rows) in enumerate(zip(sentences, prefixes)):
+            first, last = source_level[source], source_level[source + 1]
+            if not rows:   # the source ends at this step: its candidates start sentences
+                rows.extend(prefix for prefix in range(first, last)
+                            for _ in range(prefix_level[prefix], prefix_level[prefix + 1]))
+                candidates = range(prefix_level[first], prefix_level[last])
+                if len(candidates) > beam_size:
+                    raise ValueError(f"source {source} has {len(candidates)} candidates at its last step, more than "
+                                     f"beam_size {beam_size}")
+                for i, row in enumerate(candidates):
+                    found[i][0].append(int(step_ids[row]))
+                    found[i][1].append(step_scores[row])
+                continue
+            prefix, end = first, prefix_level[first + 1]
+            for i, row in enumerate(rows):
+                if step_ids[row] != end_id or not found[i][0]:   # an end_id only ends a sentence once
+                    found[i][0].append(int(step_ids[row]))
+                    found[i][1].append(step_scores[row])
+                while end <= row:   # the prefix the candidate row extends
+                    prefix += 1
+                    end += prefix_level[prefix + 1] - prefix_level[prefix]
+                rows[i] = prefix
+    return sentences
+
+
+@kernel("beam_search_decode")
+def beam_search_decode(k):
+    """Each source's beam_size sentences, best final score first (an unused slot of the beam is an empty
+    sentence, last: Paddle sorts it by a score it never wrote); ids and scores in step order."""
+    steps = _steps(k)
+    dtype = steps[0][1].dtype
+    ids, scores, per_source, lengths = [], [], [0], [0]
+    for found in _trace_back(k, steps):
+        ranked = sorted((s for s in found if s[0]), key=lambda s: -s[1][0]) + [s for s in found if not s[0]]
+        for sentence_ids, sentence_scores in ranked:
+            ids.extend(reversed(sentence_ids))
+            scores.extend(reversed(sentence_scores))
+            lengths.append(lengths[-1] + len(sentence_ids))
+        per_source.append(per_source[-1] + len(ranked))
+    lod = (tuple(per_source), tuple(lengths))
+    k.set_lod("SentenceIds", lod)
+    k.set_lod("SentenceScores", lod)
+    return {"SentenceIds": np.array(ids, np.int64), "SentenceScores": np.array(scores, dtype)}

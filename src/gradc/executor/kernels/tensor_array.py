@@ -48,6 +48,11 @@ def write_to_array(k):
     if index >= len(array):
         array.extend([None] * (index + 1 - len(array)))
     array[index] = k.x("X")
+    lod = k.lod("X")
+    if lod:
+        array.lods[index] = lod
+    else:
+        array.lods.pop(index, None)
     return {"Out": array}
 
 
