@@ -94,10 +94,8 @@ def _row_conv_infer(ctx):
     x, kernel = ctx.shape("X"), ctx.shape("Filter")
     dtype = one_dtype(ctx, "X", "Filter")
     check_float(ctx, "X")
-    sequences = ctx.lod_level("X") > 0
-    if x is not None and len(x) != (2 if sequences else 3):
-        ctx.fail(f"row_conv needs X [rows, dim] (a LoD tensor) or [batch, time, dim] (padded), got {x} with "
-                 f"lod_level {ctx.lod_level('X')}")
+    if x is not None and len(x) not in (2, 3):   # [rows, dim] must have a LoD when it runs
+        ctx.fail(f"row_conv needs X [rows, dim] (a LoD tensor) or [batch, time, dim] (padded), got {x}")
     if kernel is not None and (len(kernel) != 2 or (x is not None and not dims_match(kernel[1], x[-1]))):
         ctx.fail(f"row_conv needs Filter [future_context + 1, dim] with X's dim, got Filter {kernel} for X {x}")
     return {"Out": (x, dtype)}

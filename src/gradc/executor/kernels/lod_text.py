@@ -116,8 +116,7 @@ def _chunk_begins(prev_tag, prev_type, tag, type_, outside, begin, inside, end, 
 
 
 def chunks(labels, num_types: int, scheme: str) -> list[tuple[int, int, int]]:
-    """The (begin, end, type) chunks of one sequence of labels. As Paddle's, the last chunk takes the type of the
-    sequence's last label."""
+    """The (begin, end, type) chunks of one sequence of labels (tag = label % tag types, type = label // tag types)."""
     tag_types, *tags = SCHEME_TAGS[scheme]
     outside, found, start, in_chunk, tag, type_ = num_types, [], 0, False, -1, num_types
     for i, label in enumerate(labels):
