@@ -132,8 +132,8 @@ def _ctc_align_infer(ctx):
         ctx.fail(f"ctc_align without InputLength needs Input [rows, 1] (a LoD tensor), got {tokens}")
     if padded:
         _lengths_infer(ctx, "InputLength", -1 if tokens is None else tokens[0])
-        return {"Output": (tokens, ctx.dtype("Input")), "OutputLength": (ctx.shape("InputLength"),
-                                                                          ctx.dtype("InputLength"))}
+        # OutputLength has Input's dtype, as Paddle's kernel writes it
+        return {"Output": (tokens, ctx.dtype("Input")), "OutputLength": (ctx.shape("InputLength"), ctx.dtype("Input"))}
     return {"Output": ([-1, 1], ctx.dtype("Input"))}
 
 
@@ -149,8 +149,6 @@ def _beam_search_infer(ctx):
         ctx.fail(f"beam_size must be at least 1, got {ctx.attr('beam_size')}")
     if ctx.attr("level") not in (0, 1):
         ctx.fail(f"level must be 0 or 1 (a level of scores' two-level LoD), got {ctx.attr('level')}")
-    if scores is not None and len(scores) != 2:
-        ctx.fail(f"beam_search needs scores [prefixes, candidates], got {scores}")
     if ctx.has("ids") and None not in (ctx.shape("ids"), scores) and not all(
             dims_match(a, b) for a, b in zip(ctx.shape("ids"), scores)):
         ctx.fail(f"beam_search needs ids shaped like scores {scores}, got {ctx.shape('ids')}")
