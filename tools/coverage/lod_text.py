@@ -117,11 +117,12 @@ def _first_step(values):
     return _outputs("lod_reset", {"X": one_level}, {"Out": values.dtype}, {"target_lod": rows, "append": True})[0]
 
 
-def decode_two_steps(ids0, scores0, ids1, scores1, ids2, scores2, beam_size=2, end_id=0):
-    """Two beam_search steps after a first one, their ids and scores written to tensor arrays, then decoded."""
+def decode_steps(ids0, scores0, *later, beam_size=2, end_id=0):
+    """beam_search steps (ids and scores of each in ``later``) after a first one, their ids and scores written to
+    tensor arrays, then decoded."""
     pre_ids, pre_scores = _first_step(ids0), _first_step(scores0)
     id_steps, score_steps = [pre_ids], [pre_scores]
-    for ids, scores in ((ids1, scores1), (ids2, scores2)):
+    for ids, scores in zip(later[::2], later[1::2]):
         lodded = _outputs("lod_reset", {"X": scores, "Y": pre_ids}, {"Out": scores.dtype}, {})[0]
         pre_ids, pre_scores, _ = _outputs(
             "beam_search", {"pre_ids": pre_ids, "pre_scores": pre_scores, "ids": ids, "scores": lodded},
@@ -140,9 +141,17 @@ def decode_two_steps(ids0, scores0, ids1, scores1, ids2, scores2, beam_size=2, e
 
 ROWS += table(
     "lod_text",
-    ("beam_search_decode", lambda x, a, b, c, d, e, g: weighed(x, *decode_two_steps(a, b, c, d, e, g)), f(),
+    ("beam_search_decode", lambda x, a, b, c, d, e, g: weighed(x, *decode_steps(a, b, c, d, e, g)), f(),
      given([[1], [1]], "int64"), given([[0.0], [0.0]], "float32"), ints(6, 2, 3), given(
          [[-0.5, -0.1, -0.9], [-0.3, -0.2, -0.8]], "float32"), given(
          [[0, 2, 3], [4, 0, 1], [2, 5, 0], [3, 1, 4]], "int64"), given(
          [[-0.2, -0.4, -0.7], [-0.6, -0.3, -0.35], [-0.9, -0.25, -0.5], [-0.45, -0.8, -0.55]], "float32")),
+    # source 0 ends both beams at step 2 and is pruned at step 3: its sentences start from step 2
+    ("beam_search_decode_pruned", lambda x, a, b, c, d, e, g, h, k: weighed(x, *decode_steps(a, b, c, d, e, g, h, k)),
+     f(), given([[1], [1]], "int64"), given([[0.0], [0.0]], "float32"), given([[3, 2, 3], [2, 4, 2]], "int64"),
+     given([[-0.5, -0.1, -0.9], [-0.3, -0.2, -0.8]], "float32"), given(
+         [[0, 2, 3], [4, 0, 1], [2, 5, 0], [3, 1, 4]], "int64"), given(
+         [[-0.2, -0.4, -0.7], [-0.6, -0.3, -0.35], [-0.9, -0.25, -0.5], [-0.45, -0.8, -0.55]], "float32"), given(
+         [[1, 2, 3], [1, 2, 3], [0, 4, 5], [3, 0, 2]], "int64"), given(
+         [[-0.3, -0.5, -0.6], [-0.4, -0.45, -0.7], [-0.5, -0.3, -0.9], [-0.6, -0.35, -0.4]], "float32")),
 )
