@@ -61,7 +61,8 @@ def _crf_infer(ctx):
         _lengths_infer(ctx, "Length", emission[0])
     path = emission[:2] if padded else [emission[0], 1]
     label = ctx.shape("Label")
-    if label is not None and not (label == path or (padded and label == [*path, 1])):
+    if label is not None and not any(len(label) == len(like) and all(map(dims_match, label, like))
+                                     for like in (path, [*path, 1])):
         ctx.fail(f"crf_decoding needs Label shaped like its path {path}, got {label}")
     return {"ViterbiPath": (path, VarType.INT64)}
 
