@@ -193,3 +193,13 @@ def test_row_conv_looks_ahead_within_each_sequence_only():
 def test_row_conv_rows_without_a_lod_are_refused():
     with pytest.raises(ExecutionError, match="without a LoD"):
         run("row_conv", {"X": np.zeros((4, 2), np.float32), "Filter": np.zeros((2, 2), np.float32)}, outputs=["Out"])
+
+
+def test_chunk_eval_padded_reads_nothing_past_each_length():
+    """-1 padding past SeqLength is never read; IOBES with one type: 0 1 2 is one chunk, 3 a single one."""
+    inference = np.array([[0, 1, 2, -1], [3, -1, -1, -1]], I64)
+    label = np.array([[0, 1, 2, -1], [4, -1, -1, -1]], I64)   # 4: outside
+    out = run("chunk_eval", {"Inference": inference, "Label": label, "SeqLength": np.array([3, 1], I64)},
+              {"num_chunk_types": 1, "chunk_scheme": "IOBES"},
+              outputs=["NumInferChunks", "NumLabelChunks", "NumCorrectChunks"])
+    assert [int(v[0]) for v in out.values()] == [2, 1, 1]
