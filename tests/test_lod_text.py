@@ -203,3 +203,19 @@ def test_chunk_eval_padded_reads_nothing_past_each_length():
               {"num_chunk_types": 1, "chunk_scheme": "IOBES"},
               outputs=["NumInferChunks", "NumLabelChunks", "NumCorrectChunks"])
     assert [int(v[0]) for v in out.values()] == [2, 1, 1]
+
+
+def test_an_array_slot_reads_back_with_the_lod_it_was_written_with():
+    """As Paddle's LoDTensorArray: a decoder loop reads its previous step's ids (and their LoD) from an array."""
+    net = ProgramBuilder()
+    array = net.block.create_var("steps", None, None, type=gradc.ir.VarType.DENSE_TENSOR_ARRAY).name
+    index, ids = net.data("i", [1], "int64"), net.data("ids", [-1, 1], "int64", lod_level=2)
+    net.block.append_op("write_to_array", {"X": [ids], "I": [index]}, {"Out": [array]}, {})
+    net.block.create_var("back", None, None)
+    net.block.append_op("read_from_array", {"X": [array], "I": [index]}, {"Out": ["back"]}, {})
+    lod = ((0, 1, 2), (0, 2, 3))
+    (back,) = gradc.Executor().run(net.program, {index: np.array([0], I64), ids: LoDTensor(np.arange(3).reshape(3, 1),
+                                                                                            lod)},
+                                   ["back"], gradc.Scope(), return_lod=True)
+    assert back.lod == lod
+    np.testing.assert_array_equal(back.array.ravel(), [0, 1, 2])
