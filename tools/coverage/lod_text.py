@@ -4,10 +4,12 @@ layers did (no 3.3.1 API writes them), and paddle.static.nn.row_conv over a LoD 
 paths and counts: each row multiplies a float input by the sum of those outputs (as floats), so the loss and its
 gradient check their values."""
 
+import numpy as np
 import paddle
+from paddle.base.layer_helper import LayerHelper
 from paddle.static import nn as snn
 
-from .legacy_shim import _outputs
+from .legacy_shim import _outputs, append
 from .spec import Input, f, given, ints, seq, seq_ids, table
 
 I64, F32 = paddle.int64, paddle.float32
@@ -154,4 +156,52 @@ ROWS += table(
          [[-0.2, -0.4, -0.7], [-0.6, -0.3, -0.35], [-0.9, -0.25, -0.5], [-0.45, -0.8, -0.55]], "float32"), given(
          [[1, 2, 3], [1, 2, 3], [0, 4, 5], [3, 0, 2]], "int64"), given(
          [[-0.3, -0.5, -0.6], [-0.4, -0.45, -0.7], [-0.5, -0.3, -0.9], [-0.6, -0.35, -0.4]], "float32")),
+)
+
+
+def _op(op_type: str, inputs: dict, outputs: dict, attrs: dict | None = None) -> None:
+    """Append an op writing existing vars (in place)."""
+    LayerHelper(op_type).append_op(type=op_type, inputs=inputs, outputs=outputs, attrs=attrs or {})
+
+
+def decoder_loop(start_ids, start_scores, bigram, steps: int = 3, beam_size: int = 2, end_id: int = 0):
+    """Paddle 1.x's beam search decoder: a while loop reads the previous step's ids and scores from tensor arrays,
+    scores the next words (here a bigram table of probabilities), keeps the beam_size best per source and writes
+    them back; beam_search_decode traces the sentences. The loop runs ``steps`` steps."""
+    counter, limit = paddle.full([1], 0, "int64"), paddle.full([1], steps, "int64")
+    id_array = paddle.tensor.array_write(_first_step(start_ids), counter)
+    score_array = paddle.tensor.array_write(_first_step(start_scores), counter)
+    cond = append("less_than", {"X": counter, "Y": limit}, dtype=paddle.bool)
+    loop = paddle.static.nn.control_flow.While(cond)
+    with loop.block():
+        pre_ids = paddle.tensor.array_read(id_array, counter)
+        pre_scores = paddle.tensor.array_read(score_array, counter)
+        probs = append("lookup_table_v2", {"W": bigram, "Ids": pre_ids}, {"padding_idx": -1}, bigram.dtype)
+        top_scores, top_ids = _outputs("top_k_v2", {"X": paddle.reshape(probs, [-1, bigram.shape[1]])},
+                                       {"Out": bigram.dtype, "Indices": I64}, {"k": beam_size, "axis": -1})
+        scores = append("elementwise_add", {"X": append("log", {"X": top_scores}), "Y": pre_scores}, {"axis": 0})
+        scores = _outputs("lod_reset", {"X": scores, "Y": pre_ids}, {"Out": scores.dtype}, {})[0]
+        ids, scores, _ = _outputs("beam_search", {"pre_ids": pre_ids, "pre_scores": pre_scores, "ids": top_ids,
+                                                  "scores": scores},
+                                  {"selected_ids": I64, "selected_scores": F32, "parent_idx": paddle.int32},
+                                  {"level": 0, "beam_size": beam_size, "end_id": end_id, "is_accumulated": True})
+        _op("increment", {"X": counter}, {"Out": counter}, {"step": 1.0})
+        paddle.tensor.array_write(ids, counter, id_array)
+        paddle.tensor.array_write(scores, counter, score_array)
+        _op("less_than", {"X": counter, "Y": limit}, {"Out": cond}, {"axis": -1})
+    return _outputs("beam_search_decode", {"Ids": id_array, "Scores": score_array},
+                    {"SentenceIds": I64, "SentenceScores": F32}, {"beam_size": beam_size, "end_id": end_id})
+
+
+def _bigram(words: int) -> Input:
+    """A table of next-word probabilities, word 0 (the end) likelier after higher words."""
+    rng = np.random.default_rng(5)
+    table = rng.uniform(0.05, 1.0, (words, words)) + np.linspace(0, 1, words)[:, None] * np.eye(words)[0]
+    return given(table / table.sum(1, keepdims=True), "float32")
+
+
+ROWS += table(
+    "lod_text",
+    ("beam_search_decoder_loop", lambda x, a, b, w: weighed(x, *decoder_loop(a, b, w)), f(),
+     given([[1], [3]], "int64"), given([[0.0], [0.0]], "float32"), _bigram(6)),
 )
