@@ -1,6 +1,7 @@
 """Rows: Paddle 1.x/2.x's text inference and metrics over LoD tensors (and their padded forms): crf_decoding,
-chunk_eval in each scheme, edit_distance, ctc_align and one step of beam_search, appended as those versions'
-layers did (no 3.3.1 API writes them), and paddle.static.nn.row_conv over a LoD input. Their outputs are ids,
+chunk_eval in each scheme, edit_distance, ctc_align, beam_search steps, beam_search_decode (of steps written to
+tensor arrays, and of Paddle 1.x's while-loop decoder), appended as those versions' layers did (no 3.3.1 API writes
+them), and paddle.static.nn.row_conv over a LoD input. Their outputs are ids,
 paths and counts: each row multiplies a float input by the sum of those outputs (as floats), so the loss and its
 gradient check their values."""
 
