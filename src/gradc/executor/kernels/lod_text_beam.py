@@ -144,8 +144,9 @@ def _trace_back(k, steps) -> list[list[tuple[list, list]]]:
 
 @kernel("beam_search_decode")
 def beam_search_decode(k):
-    """Each source's beam_size sentences, best final score first (an unused slot of the beam is an empty
-    sentence, last: Paddle sorts it by a score it never wrote); ids and scores in step order."""
+    """Each source's beam_size sentences, best final score first (equal scores keep their traced order, which
+    Paddle's unstable sort leaves open; an unused slot of the beam is an empty sentence, last: Paddle sorts it by a
+    score it never wrote); ids and scores in step order."""
     steps = _steps(k)
     dtype = steps[0][1].dtype
     ids, scores, per_source, lengths = [], [], [0], [0]
