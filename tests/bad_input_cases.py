@@ -387,7 +387,7 @@ COMPILE_TIME = {
                                        "Weight": zeros(6, 4)},
                                {"num_total_classes": 6, "num_neg_samples": 3, "custom_neg_classes": [1, 2]},
                                "as many custom_neg_classes as num_neg_samples=3"),
-    "row_conv lod form": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "LoD form"),
+    "row_conv rank": ("row_conv", {"X": zeros(5), "Filter": zeros(2, 3)}, {}, "or [batch, time, dim] (padded)"),
     "row_conv filter": ("row_conv", {"X": zeros(2, 5, 3), "Filter": zeros(2, 4)}, {},
                         "Filter [future_context + 1, dim]"),
     "auc predict": ("auc", {"Predict": zeros(6, 3), "Label": zeros(6, 1, dtype=np.int64),
@@ -407,6 +407,19 @@ COMPILE_TIME = {
     # complex_fft
     # lod_rnn
     # lod_text
+    "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
+                                "Transition [tags + 2, tags]"),
+    "chunk_eval scheme": ("chunk_eval", {"Inference": i64([1], [0]), "Label": i64([1], [0])},
+                          {"num_chunk_types": 2, "chunk_scheme": "BIO"}, "chunk_scheme 'BIO' is not one of"),
+    "edit_distance lengths": ("edit_distance", {"Hyps": zeros(2, 3, dtype=np.int64),
+                                                "Refs": zeros(2, 3, dtype=np.int64), "HypsLength": i64(3, 3)}, {},
+                              "both HypsLength and RefsLength"),
+    "ctc_align rank": ("ctc_align", {"Input": zeros(2, 3, 1, dtype=np.int64), "InputLength": i64([3], [2])}, {},
+                       "needs Input [batch, time] (padded)"),
+    "beam_search beam_size": ("beam_search", {"pre_ids": i64([1]), "pre_scores": zeros(1, 1), "scores": zeros(1, 4)},
+                              {"beam_size": 0}, "beam_size must be at least 1"),
+    "beam_search_decode arrays": ("beam_search_decode", {"Ids": i64([1]), "Scores": zeros(1, 1)}, {"beam_size": 2},
+                                  "needs Ids as a tensor array"),
     "sequence_pool pooltype": ("sequence_pool", {"X": X23}, {"pooltype": "MEDIAN"}, "pooltype 'MEDIAN' is not one of"),
     "sequence_softmax width": ("sequence_softmax", {"X": X23}, {}, "X must have shape [rows] or [rows, 1]"),
     "sequence_conv filter": ("sequence_conv", {"X": X23, "Filter": zeros(6, 2)}, {"contextLength": 3},
@@ -534,6 +547,18 @@ RUN_TIME = {
     # complex_fft
     # lod_rnn
     # lod_text
+    "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
+    "crf_decoding length": ("crf_decoding", {"Emission": zeros(2, 3, 4), "Transition": zeros(6, 4),
+                                             "Length": i64(3, 4)}, {}, "Length lengths must lie in [0, 3]"),
+    "chunk_eval label range": ("chunk_eval", {"Inference": i64([1, 0]), "Label": i64([1, 9]), "SeqLength": i64(2)},
+                               {"num_chunk_types": 2}, "Label labels must lie in [0, 4]"),
+    "edit_distance empty reference": ("edit_distance", {"Hyps": zeros(1, 2, dtype=np.int64),
+                                                        "Refs": zeros(1, 2, dtype=np.int64), "HypsLength": i64(2),
+                                                        "RefsLength": i64(0)}, {"normalized": True},
+                                      "reference 0 is empty"),
+    "ctc_align no LoD": ("ctc_align", {"Input": zeros(3, 1, dtype=np.int64)}, {}, "Input has no LoD"),
+    "beam_search no LoD": ("beam_search", {"pre_ids": i64([1]), "pre_scores": zeros(1, 1), "scores": zeros(1, 4)},
+                           {"beam_size": 2}, "scores has no LoD"),
     "sequence_pool no LoD": ("sequence_pool", {"X": X23}, {}, "X has no LoD: sequence_pool works on sequences"),
     "sequence_softmax no LoD": ("sequence_softmax", {"X": zeros(3, 1)}, {}, "X has no LoD"),
     "sequence_conv no LoD": ("sequence_conv", {"X": X23, "Filter": zeros(9, 2)}, {"contextLength": 3},

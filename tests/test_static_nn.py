@@ -192,7 +192,6 @@ def test_class_center_sample_with_fix_seed_draws_the_same_classes():
 
 @pytest.mark.parametrize("op_type, inputs, slot", [
     ("cvm", {"X": [3, 4], "CVM": [3, 2]}, "X"),
-    ("row_conv", {"X": [6, 4], "Filter": [2, 4]}, "X"),
     ("nce", {"Input": [3, 4], "Label": [3, 1], "Weight": [6, 4]}, "Input")])
 def test_the_lod_forms_are_refused(op_type, inputs, slot):
     """Sequences of a LoD tensor (lod_level 1) are not supported: the op says so, naming the slot."""

@@ -127,6 +127,9 @@ FAMILIES = {
         "inverse_grad", "determinant_grad", "slogdeterminant_grad", "cholesky_grad", "cholesky_solve_grad",
         "triangular_solve_grad", "solve_grad", "matrix_power_grad",
     ),
+    "lod_text": (
+        "crf_decoding", "chunk_eval", "edit_distance", "ctc_align", "beam_search", "beam_search_decode",
+    ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
         "logical_xor", "logical_not", "increment", "assert",

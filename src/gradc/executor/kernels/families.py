@@ -91,6 +91,12 @@ FAMILIES = {
         "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lu_unpack", "lu_unpack_grad",
         "lstsq",
     ),
+    "lod_text": (
+        "crf_decoding", "chunk_eval", "edit_distance", "ctc_align",
+    ),
+    "lod_text_beam": (
+        "beam_search", "beam_search_decode",
+    ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
         "logical_xor", "logical_not", "increment", "assert",

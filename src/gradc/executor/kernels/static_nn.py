@@ -59,20 +59,43 @@ def lookahead_grads(x: np.ndarray, weights: np.ndarray, dout: np.ndarray) -> tup
 
 def _row_conv_operands(k):
     x, weights = k.x("X"), k.x("Filter")
-    if x.ndim != 3 or weights.ndim != 2 or weights.shape[1] != x.shape[2]:
-        raise ValueError(f"row_conv needs X [batch, time, dim] and Filter [future_context + 1, dim], got "
-                         f"{list(x.shape)} and {list(weights.shape)}")
-    return x, weights
+    lod = k.lod("X") if x.ndim == 2 else None
+    if (x.ndim != 3 and not lod) or weights.ndim != 2 or weights.shape[1] != x.shape[-1]:
+        raise ValueError(f"row_conv needs X [batch, time, dim] (or [rows, dim] with a LoD) and Filter "
+                         f"[future_context + 1, dim], got {list(x.shape)}{' without a LoD' if x.ndim == 2 else ''} "
+                         f"and {list(weights.shape)}")
+    if lod and lod[-1][-1] != x.shape[0]:
+        raise ValueError(f"X's LoD {[list(level) for level in lod]} ends at {lod[-1][-1]}, but X has {x.shape[0]} rows")
+    return x, weights, lod
+
+
+def _sequences(lod) -> list[slice]:
+    """The rows of each sequence of the LoD's last level."""
+    return [slice(start, end) for start, end in zip(lod[-1][:-1], lod[-1][1:])]
 
 
 @kernel("row_conv")
 def row_conv(k):
-    return {"Out": lookahead(*_row_conv_operands(k))}
+    x, weights, lod = _row_conv_operands(k)
+    if not lod:
+        return {"Out": lookahead(x, weights)}
+    out = np.empty_like(x)
+    for rows in _sequences(lod):
+        out[rows] = lookahead(x[rows], weights)
+    return {"Out": out}
 
 
 @kernel("row_conv_grad")
 def row_conv_grad(k):
-    dx, dweights = lookahead_grads(*_row_conv_operands(k), k.x("Out@GRAD"))
+    x, weights, lod = _row_conv_operands(k)
+    dout = k.x("Out@GRAD")
+    if not lod:
+        dx, dweights = lookahead_grads(x, weights, dout)
+    else:
+        dx, dweights = np.empty_like(x), np.zeros_like(weights)
+        for rows in _sequences(lod):
+            dx[rows], dsequence = lookahead_grads(x[rows], weights, dout[rows])
+            dweights += dsequence
     return k.grads({"X@GRAD": lambda: dx, "Filter@GRAD": lambda: dweights})
 
 
