@@ -127,6 +127,12 @@ FAMILIES = {
         "inverse_grad", "determinant_grad", "slogdeterminant_grad", "cholesky_grad", "cholesky_solve_grad",
         "triangular_solve_grad", "solve_grad", "matrix_power_grad",
     ),
+    "lod_rnn": (
+        "lstm", "lstm_grad", "gru", "gru_grad", "gru_unit", "gru_unit_grad",
+    ),
+    "lod_rnn_double": (
+        "lstm_grad", "gru_grad",
+    ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
         "logical_xor", "logical_not", "increment", "assert",
