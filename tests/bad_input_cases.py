@@ -401,6 +401,17 @@ COMPILE_TIME = {
     # quant
     # complex_fft
     # lod_rnn
+    "lstm peephole bias": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)}, {},
+                           "Bias 'bias0' must have shape [1, 21]"),
+    "lstm activation": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)},
+                        {"use_peepholes": False, "cell_activation": "softmax"},
+                        "cell_activation 'softmax' is not one of"),
+    "gru weight": ("gru", {"Input": zeros(4, 9), "Weight": zeros(3, 6)}, {},
+                   "Weight 'weight0' must have shape [D, 3 * D]"),
+    "gru_unit activation": ("gru_unit", {"Input": zeros(2, 9), "HiddenPrev": zeros(2, 3), "Weight": zeros(3, 9)},
+                            {"activation": 4}, "activation 4 is not one of 0 (identity)"),
+    "gru_unit hidden": ("gru_unit", {"Input": zeros(2, 9), "HiddenPrev": zeros(3, 3), "Weight": zeros(3, 9)}, {},
+                        "HiddenPrev 'hiddenprev0' must have shape [2, 3]"),
     # lod_text
     "sequence_pool pooltype": ("sequence_pool", {"X": X23}, {"pooltype": "MEDIAN"}, "pooltype 'MEDIAN' is not one of"),
     "sequence_softmax width": ("sequence_softmax", {"X": X23}, {}, "X must have shape [rows] or [rows, 1]"),
@@ -522,6 +533,10 @@ RUN_TIME = {
     # quant
     # complex_fft
     # lod_rnn
+    "lstm no LoD": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 21)}, {},
+                    "Input has no LoD: lstm works on sequences"),
+    "gru no LoD": ("gru", {"Input": zeros(4, 9), "Weight": zeros(3, 9)}, {},
+                   "Input has no LoD: gru works on sequences"),
     # lod_text
     "sequence_pool no LoD": ("sequence_pool", {"X": X23}, {}, "X has no LoD: sequence_pool works on sequences"),
     "sequence_softmax no LoD": ("sequence_softmax", {"X": zeros(3, 1)}, {}, "X has no LoD"),

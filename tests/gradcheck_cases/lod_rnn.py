@@ -1,11 +1,13 @@
 """Cases for gradc.ops.lod_rnn: the LoD LSTM (peepholes or not, reversed, H0/C0 each alone and together, other
 activations) and GRU (origin_mode both ways, reversed, H0, no Bias, other activations) over sequences of different
-lengths (an empty one too), and gru_unit with each activation code. Inputs are small, away from relu's kink."""
+lengths (an empty one too), gru_unit with each activation code, and gru_unit_grad's second derivatives. Inputs are
+small, away from relu's kink."""
 
 
 from gradc import LoDTensor
 
 from . import Case, rng
+from .second_order import second_order
 
 r = rng(83)
 D = 3
@@ -35,11 +37,11 @@ def gru(h0=False, bias=True, lengths=LENGTHS, **attrs) -> Case:
     return Case("gru", inputs, attrs)
 
 
-def gru_unit(bias=True, **attrs) -> Case:
+def gru_unit(bias=True, second=False, **attrs) -> Case:
     inputs = {"Input": randn(4, 3 * D), "HiddenPrev": randn(4, D), "Weight": randn(D, 3 * D)}
     if bias:
         inputs["Bias"] = randn(1, 3 * D)
-    return Case("gru_unit", inputs, attrs)
+    return second_order("gru_unit", inputs, attrs, rtol=1e-4, atol=1e-6) if second else Case("gru_unit", inputs, attrs)
 
 
 CASES = [
@@ -62,4 +64,8 @@ CASES = [
     gru_unit(origin_mode=True),
     gru_unit(bias=False, activation=0, gate_activation=2),
     gru_unit(activation=3, gate_activation=1, origin_mode=True),
+    gru_unit(second=True),
+    gru_unit(second=True, origin_mode=True),
+    gru_unit(second=True, bias=False, activation=0, gate_activation=2),
+    gru_unit(second=True, activation=3, origin_mode=True),
 ]

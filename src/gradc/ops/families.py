@@ -131,7 +131,7 @@ FAMILIES = {
         "lstm", "lstm_grad", "gru", "gru_grad", "gru_unit", "gru_unit_grad",
     ),
     "lod_rnn_double": (
-        "lstm_grad", "gru_grad",
+        "gru_unit_grad", "lstm_grad", "gru_grad",
     ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",
