@@ -2,7 +2,8 @@
 (tests/data/paddle/lod_rnn_values.npz, written by tools/paddle_lod_rnn_values.py): Hidden, Cell and the
 batch-major Batch* outputs (sequences longest first, step by step; reversed), H0/C0 per sequence, the grads, and
 the sigmoid's clamp at 13, past which gradc's gradient is 0 where Paddle's is y (1 - y). Also gru's Weight read
-as Paddle's flat [D, 2D] + [D, D] blocks, the one-level LoD Paddle takes, and Cell without a gradient."""
+as Paddle's flat [D, 2D] + [D, D] blocks, the one-level LoD Paddle takes, and a gradient through Cell refused
+(Paddle drops it)."""
 
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 import gradc
 from gradc import ExecutionError, LoDTensor
+from gradc.errors import GradError
 from gradc.layers import ProgramBuilder
 
 PADDLE = np.load(Path(__file__).parent / "data" / "paddle" / "lod_rnn_values.npz")
@@ -114,9 +116,15 @@ def test_h0_needs_a_row_per_sequence():
         gradc.Executor().run(program, feed, outputs, gradc.Scope())
 
 
-def test_cell_has_no_gradient_as_in_paddle():
-    """Paddle's lstm_grad reads no Cell@GRAD: the Hidden path alone reaches Input."""
+def test_the_grad_reads_what_paddles_reads_and_cell_is_refused():
+    """Paddle's lstm_grad has no Cell@GRAD slot (it silently drops a gradient through Cell): gradc refuses it."""
     inputs, paddle = paddle_case("lstm")
-    program, feed, outputs, grads = weighted_hidden("lstm", inputs, ATTRS["lstm"], paddle["weights"])
+    program, _, outputs, _ = weighted_hidden("lstm", inputs, ATTRS["lstm"], paddle["weights"])
     lstm_grad = next(op for op in program.global_block.ops if op.type == "lstm_grad")
     assert sorted(lstm_grad.inputs) == ["Bias", "C0", "Cell", "H0", "Hidden", "Hidden@GRAD", "Input", "Weight"]
+    net = ProgramBuilder()
+    slots = {slot: net.data(slot.lower(), [-1, *value.shape[1:]], "float32", stop_gradient=False,
+                            lod_level=int(slot == "Input")) for slot, value in inputs.items()}
+    cell = net.op("lstm", slots, outputs=["Cell"])[0]
+    with pytest.raises(GradError, match=f"a gradient reaches its output '{cell}' \\(slot Cell\\)"):
+        gradc.append_backward(net.program, net.mean(cell))

@@ -18,8 +18,8 @@ time step 0 of every sequence, longest sequence first, then step 1, ...): activa
 (BatchCellPreAct), r h_prev, h. The grads recompute the forward instead of reading them.
 
 Paddle's ``sigmoid`` activation here clamps its input to [-40, 13]; its grad kernels still give y (1 - y) past the
-clamp, where the forward is flat: gradc gives 0 there. Paddle's lstm_grad has no Cell@GRAD slot, so the lstm has no
-gradient through Cell (a loss that reads Cell gets none from it, as in Paddle).
+clamp, where the forward is flat: gradc gives 0 there. Paddle's lstm_grad has no Cell@GRAD slot: Paddle silently
+drops the gradient of a loss that reads Cell; gradc refuses to differentiate through Cell (a GradError naming it).
 """
 
 from __future__ import annotations
