@@ -406,6 +406,8 @@ COMPILE_TIME = {
     "lstm activation": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)},
                         {"use_peepholes": False, "cell_activation": "softmax"},
                         "cell_activation 'softmax' is not one of"),
+    "lstm h0 without c0": ("lstm", {"Input": zeros(4, 8), "H0": zeros(2, 2), "Weight": zeros(2, 8),
+                                    "Bias": zeros(1, 14)}, {}, "H0 needs C0"),
     "gru weight": ("gru", {"Input": zeros(4, 9), "Weight": zeros(3, 6)}, {},
                    "Weight 'weight0' must have shape [D, 3 * D]"),
     "gru_unit activation": ("gru_unit", {"Input": zeros(2, 9), "HiddenPrev": zeros(2, 3), "Weight": zeros(3, 9)},

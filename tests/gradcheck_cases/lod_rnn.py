@@ -1,4 +1,4 @@
-"""Cases for gradc.ops.lod_rnn: the LoD LSTM (peepholes or not, reversed, H0/C0 each alone and together, other
+"""Cases for gradc.ops.lod_rnn: the LoD LSTM (peepholes or not, reversed, C0 alone and with H0, other
 activations) and GRU (origin_mode both ways, reversed, H0, no Bias, other activations) over sequences of different
 lengths (an empty one too), gru_unit with each activation code, and gru_unit_grad's second derivatives. Inputs are
 small, away from relu's kink."""
@@ -48,7 +48,8 @@ CASES = [
     lstm(),
     lstm(peepholes=False),
     lstm(h0=True, c0=True),
-    lstm(h0=True, is_reverse=True),
+    lstm(h0=True, c0=True, is_reverse=True),
+    lstm(c0=True, lengths=[1, 3]),
     lstm(c0=True, peepholes=False, is_reverse=True),
     lstm(h0=True, c0=True, lengths=[4, 2, 4], gate_activation="sigmoid_v2", cell_activation="identity",
          candidate_activation="relu"),

@@ -1,7 +1,7 @@
 """Optional inputs of gradc.ops.lod_rnn, with identity activations and hidden size 1 so the step is arithmetic:
-lstm's H0 enters through Weight (z = x + h0 W) and C0 through the forget gate (c = cand i + c0 f); gru's H0 through
-both weights (u, r = h0 W_ur, c = (r h0) W_c, h = h0 - u h0 + u c) and its Bias into the gates; gru_unit's Bias
-likewise."""
+lstm's H0 (which needs C0) enters through Weight (z = x + h0 W) and C0 through the forget gate (c = cand i + c0 f);
+gru's H0 through both weights (u, r = h0 W_ur, c = (r h0) W_c, h = h0 - u h0 + u c) and its Bias into the gates;
+gru_unit's Bias likewise."""
 
 import numpy as np
 
@@ -19,9 +19,9 @@ def rows(*values):
 
 
 CASES = [
-    # z = [2, 2, 2, 2]: c = 2 * 2 + 0 = 4, h = o c = 8
-    SlotCase("lstm", "H0", {"Input": LoDTensor(rows(0, 0, 0, 0), ONE_STEP), "H0": rows(2), "Weight": rows(1, 1, 1, 1),
-                            "Bias": rows(0, 0, 0, 0)},
+    # z = [2, 2, 2, 2]: c = 2 * 2 + 0 = 4, h = o c = 8 (H0 comes with C0, here zeros)
+    SlotCase("lstm", "H0", {"Input": LoDTensor(rows(0, 0, 0, 0), ONE_STEP), "H0": rows(2), "C0": rows(0),
+                            "Weight": rows(1, 1, 1, 1), "Bias": rows(0, 0, 0, 0)},
              {"Hidden": rows(8), "Cell": rows(4)}, IDENTITY, overrides=False),
     # z = [1, 1, 1, 1]: c = 1 * 1 + 3 * 1 = 4, h = 1 * 4
     SlotCase("lstm", "C0", {"Input": LoDTensor(rows(1, 1, 1, 1), ONE_STEP), "C0": rows(3), "Weight": rows(1, 1, 1, 1),

@@ -12,10 +12,10 @@ bias and the recurrent projection. D is the hidden size.
 - gru_unit: one such GRU step over a batch: HiddenPrev [N, D]; activations as ints (0 identity, 1 sigmoid, 2 tanh,
   3 relu). Gate holds the activated u, r, c and ResetHiddenPrev r h_prev.
 
-lstm and gru run each sequence of Input's (single) LoD level on its own, from H0 (and C0) row i for sequence i (zeros
-without), backwards in time with ``is_reverse``. Their Batch* outputs are Paddle's batch-major layout (the rows of
-time step 0 of every sequence, longest sequence first, then step 1, ...): activated gates, the activated cell
-(BatchCellPreAct), r h_prev, h. The grads recompute the forward instead of reading them.
+lstm and gru run each sequence of Input's (single) LoD level on its own, from H0 (and C0; lstm takes H0 only with
+C0) row i for sequence i (zeros without), backwards in time with ``is_reverse``. Their Batch* outputs are Paddle's
+batch-major layout (the rows of time step 0 of every sequence, longest sequence first, then step 1, ...): activated
+gates, the activated cell (BatchCellPreAct), r h_prev, h. The grads recompute the forward instead of reading them.
 
 Paddle's ``sigmoid`` activation here clamps its input to [-40, 13]; its grad kernels still give y (1 - y) past the
 clamp, where the forward is flat: gradc gives 0 there. Paddle's lstm_grad has no Cell@GRAD slot: Paddle silently
@@ -66,6 +66,8 @@ def _lstm_infer(ctx):
     _check_activations(ctx, "gate_activation", "cell_activation", "candidate_activation")
     hidden = _hidden_size(ctx, 4)
     _matrix(ctx, "Bias", 1, (7 if ctx.attr("use_peepholes") else 4) * hidden if hidden >= 0 else -1)
+    if ctx.has("H0") and not ctx.has("C0"):
+        ctx.fail("H0 needs C0: Paddle's lstm takes an initial hidden state only with an initial cell")
     for slot in ("H0", "C0"):
         if ctx.has(slot):
             _matrix(ctx, slot, None, hidden)
