@@ -2,8 +2,8 @@
 (tests/data/paddle/lod_rnn_values.npz, written by tools/paddle_lod_rnn_values.py): Hidden, Cell and the
 batch-major Batch* outputs (sequences longest first, step by step; reversed), H0/C0 per sequence, the grads, and
 the sigmoid's clamp at 13, past which gradc's gradient is 0 where Paddle's is y (1 - y). Also gru's Weight read
-as Paddle's flat [D, 2D] + [D, D] blocks, the one-level LoD Paddle takes, and a gradient through Cell refused
-(Paddle drops it)."""
+as Paddle's flat [D, 2D] + [D, D] blocks, the one-level LoD Paddle takes, a gradient through Cell refused (Paddle
+drops it), and lstm_grad's and gru_grad's second derivatives refused."""
 
 from pathlib import Path
 
@@ -128,3 +128,17 @@ def test_the_grad_reads_what_paddles_reads_and_cell_is_refused():
     cell = net.op("lstm", slots, outputs=["Cell"])[0]
     with pytest.raises(GradError, match=f"a gradient reaches its output '{cell}' \\(slot Cell\\)"):
         gradc.append_backward(net.program, net.mean(cell))
+
+
+@pytest.mark.parametrize("op", ["lstm", "gru"])
+def test_a_second_derivative_is_refused_naming_the_lod(op):
+    """Their steps follow Input's LoD, known only at run time: lstm_grad and gru_grad cannot be unrolled."""
+    inputs, paddle = paddle_case(op)
+    program, _, _, grads = weighted_hidden(op, inputs, ATTRS[op], paddle["weights"])
+    net_block = program.global_block
+    penalty = net_block.create_var("penalty", [1], net_block.var(grads["Weight"]).dtype)
+    net_block.append_op("reduce_sum", {"X": [grads["Weight"]]}, {"Out": [penalty.name]},
+                        {"dim": [0], "keep_dim": False, "reduce_all": True})
+    with pytest.raises(GradError, match=f"{op}_grad: gradc does not differentiate the {op} op twice: its steps "
+                                        "follow the LoD of Input 'input'"):
+        gradc.append_backward(program, "penalty")
