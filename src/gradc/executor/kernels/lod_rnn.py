@@ -13,7 +13,7 @@ from ..lod import SETS_LOD
 from . import kernel
 from .sequence_lod import offsets
 
-SETS_LOD.update({"lstm", "gru"})
+SETS_LOD.add("lstm")
 
 SIGMOID_RANGE = (-40.0, 13.0)   # Paddle's RNN sigmoid clamps its input to this range
 
@@ -77,6 +77,12 @@ class Layout:
         out[self.rows] = batch
         return out
 
+    def unsorted(self, per_sequence: np.ndarray) -> np.ndarray:
+        """Rows in the layout's sequence order (H0's grad, say) back in the sequences' order."""
+        out = np.empty_like(per_sequence)
+        out[self.order] = per_sequence
+        return out
+
 
 def sequences(k, reverse: bool) -> Layout:
     """The layout of Input's sequences: one LoD level only, as Paddle."""
@@ -93,10 +99,6 @@ def initial_state(k, slot: str, layout: Layout, width: int) -> np.ndarray:
         raise ValueError(f"{slot} has shape {list(value.shape)}, not [{count}, {width}] (a row per sequence of "
                          f"Input, hidden size {width})")
     return value.astype(np.float64)[layout.order]
-
-
-def to_sequences(layout: Layout, arrays: dict, rows: int) -> dict:
-    return {slot: layout.to_rows(value, rows) for slot, value in arrays.items()}
 
 
 # ---------------------------------------------------------------- lstm
@@ -179,14 +181,8 @@ class LstmRun:
             else:
                 dh0[:len(dh_prev)], dc0[:len(dc_prev)] = dh_prev, dc_prev
         bias = np.concatenate([dz_all.sum(0), dpeep.reshape(-1)] if self.peepholes else [dz_all.sum(0)])
-        return {"Input@GRAD": layout.to_rows(dz_all, len(dhidden)), "H0@GRAD": _unsorted(dh0, layout),
-                "C0@GRAD": _unsorted(dc0, layout), "Weight@GRAD": dw, "Bias@GRAD": bias}
-
-
-def _unsorted(sorted_rows: np.ndarray, layout: Layout) -> np.ndarray:
-    out = np.empty_like(sorted_rows)
-    out[layout.order] = sorted_rows
-    return out
+        return {"Input@GRAD": layout.to_rows(dz_all, len(dhidden)), "H0@GRAD": layout.unsorted(dh0),
+                "C0@GRAD": layout.unsorted(dc0), "Weight@GRAD": dw, "Bias@GRAD": bias}
 
 
 @kernel("lstm")

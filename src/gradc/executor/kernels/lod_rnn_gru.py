@@ -7,8 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.lod_rnn import GRU_UNIT_ACTIVATIONS
+from ..lod import SETS_LOD
 from . import kernel
 from .lod_rnn import Activation, cast_grads, initial_state, sequences
+
+SETS_LOD.add("gru")
 
 
 class GruCell:
@@ -97,9 +100,7 @@ class GruRun:
                 dh_all[layout.previous(t)] += dh_prev
             else:
                 dh0[:len(dh_prev)] = dh_prev
-        unsorted = np.empty_like(dh0)
-        unsorted[layout.order] = dh0
-        return {"Input@GRAD": layout.to_rows(dz_all, len(dhidden)), "H0@GRAD": unsorted,
+        return {"Input@GRAD": layout.to_rows(dz_all, len(dhidden)), "H0@GRAD": layout.unsorted(dh0),
                 "Weight@GRAD": cell.weight(dw_ur, dw_c), "Bias@GRAD": dz_all.sum(0)}
 
 
