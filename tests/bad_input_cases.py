@@ -406,6 +406,19 @@ COMPILE_TIME = {
     # quant
     # complex_fft
     # lod_rnn
+    "lstm peephole bias": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)}, {},
+                           "Bias 'bias0' must have shape [1, 21]"),
+    "lstm activation": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)},
+                        {"use_peepholes": False, "cell_activation": "softmax"},
+                        "cell_activation 'softmax' is not one of"),
+    "lstm h0 without c0": ("lstm", {"Input": zeros(4, 8), "H0": zeros(2, 2), "Weight": zeros(2, 8),
+                                    "Bias": zeros(1, 14)}, {}, "H0 needs C0"),
+    "gru weight": ("gru", {"Input": zeros(4, 9), "Weight": zeros(3, 6)}, {},
+                   "Weight 'weight0' must have shape [D, 3 * D]"),
+    "gru_unit activation": ("gru_unit", {"Input": zeros(2, 9), "HiddenPrev": zeros(2, 3), "Weight": zeros(3, 9)},
+                            {"activation": 4}, "activation 4 is not one of 0 (identity)"),
+    "gru_unit hidden": ("gru_unit", {"Input": zeros(2, 9), "HiddenPrev": zeros(3, 3), "Weight": zeros(3, 9)}, {},
+                        "HiddenPrev 'hiddenprev0' must have shape [2, 3]"),
     # lod_text
     "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
                                 "Transition [tags + 2, tags]"),
@@ -546,6 +559,10 @@ RUN_TIME = {
     # quant
     # complex_fft
     # lod_rnn
+    "lstm no LoD": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 21)}, {},
+                    "Input has no LoD: lstm works on sequences"),
+    "gru no LoD": ("gru", {"Input": zeros(4, 9), "Weight": zeros(3, 9)}, {},
+                   "Input has no LoD: gru works on sequences"),
     # lod_text
     "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
     "crf_decoding length": ("crf_decoding", {"Emission": zeros(2, 3, 4), "Transition": zeros(6, 4),

@@ -127,6 +127,12 @@ FAMILIES = {
         "inverse_grad", "determinant_grad", "slogdeterminant_grad", "cholesky_grad", "cholesky_solve_grad",
         "triangular_solve_grad", "solve_grad", "matrix_power_grad",
     ),
+    "lod_rnn": (
+        "lstm", "lstm_grad", "gru", "gru_grad", "gru_unit", "gru_unit_grad",
+    ),
+    "lod_rnn_double": (
+        "gru_unit_grad", "lstm_grad", "gru_grad",
+    ),
     "lod_text": (
         "crf_decoding", "chunk_eval", "edit_distance", "ctc_align", "beam_search", "beam_search_decode",
     ),

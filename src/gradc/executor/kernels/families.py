@@ -91,6 +91,12 @@ FAMILIES = {
         "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lu_unpack", "lu_unpack_grad",
         "lstsq",
     ),
+    "lod_rnn": (
+        "lstm", "lstm_grad",
+    ),
+    "lod_rnn_gru": (
+        "gru", "gru_grad", "gru_unit", "gru_unit_grad",
+    ),
     "lod_text": (
         "crf_decoding", "chunk_eval", "edit_distance", "ctc_align",
     ),
