@@ -82,12 +82,17 @@ def _sequences_out(*slots: str):
     return lambda ctx: {slot: ctx.lod_level("Input") if slot in slots else 0 for slot in ctx.op.outputs}
 
 
+# The batch-layout outputs Paddle's grad kernels read (gradc's recompute the forward): passed on, so that Paddle
+# runs gradc's backward.
+PADDLE_KERNEL_READS = {"lstm": ("BatchGate", "BatchCellPreAct"),
+                       "gru": ("BatchGate", "BatchHidden", "BatchResetHiddenPrev")}
+
 LSTM_ATTRS = {"use_peepholes": True, "is_reverse": False, "is_test": False, "gate_activation": "sigmoid",
               "cell_activation": "tanh", "candidate_activation": "tanh"}
 
 defop("lstm", ["Input", "H0?", "C0?", "Weight", "Bias"], ["Hidden", "Cell", "BatchGate", "BatchCellPreAct"],
       attrs=LSTM_ATTRS, infer=_lstm_infer, no_grad_outputs=["Cell", "BatchGate", "BatchCellPreAct"],
-      grad=grad_op("Input", "H0", "C0", "Weight", "Bias", "Hidden", "Cell"),
+      grad=grad_op("Input", "H0", "C0", "Weight", "Bias", "Hidden", "Cell", *PADDLE_KERNEL_READS["lstm"]),
       lod_levels=_sequences_out("Hidden", "Cell"))
 
 
@@ -110,7 +115,8 @@ GRU_ATTRS = {"activation": "tanh", "gate_activation": "sigmoid", "is_reverse": F
 
 defop("gru", ["Input", "H0?", "Weight", "Bias?"], ["BatchGate", "BatchResetHiddenPrev", "BatchHidden", "Hidden"],
       attrs=GRU_ATTRS, infer=_gru_infer, no_grad_outputs=["BatchGate", "BatchResetHiddenPrev", "BatchHidden"],
-      grad=grad_op("Input", "H0", "Weight", "Bias", "Hidden"), lod_levels=_sequences_out("Hidden"))
+      grad=grad_op("Input", "H0", "Weight", "Bias", "Hidden", *PADDLE_KERNEL_READS["gru"]),
+      lod_levels=_sequences_out("Hidden"))
 
 
 def _gru_unit_infer(ctx):
