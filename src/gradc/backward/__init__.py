@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from ..errors import GradError
 from ..gcpause import gc_paused
-from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
+from ..ir import DIFFERENTIABLE_DTYPES, FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
 from ..shapes import numel
 from ..verify import check_definitions
 from .emit import emit_grad_ops
@@ -62,9 +62,9 @@ def _check_float(block: Block, names: list[str], what: str) -> None:
     (unlike Paddle, which runs integer grad kernels) differentiates through none of them."""
     for name in names:
         var = block.find_var(name)
-        if var.dtype not in FLOAT_DTYPES:
-            raise GradError(f"{what} '{name}' is {dtype_name(var.dtype)}: gradc computes gradients of float vars "
-                            f"only (an integer value's derivative is zero wherever it exists)")
+        if var.dtype not in DIFFERENTIABLE_DTYPES:
+            raise GradError(f"{what} '{name}' is {dtype_name(var.dtype)}: gradc computes gradients of float and "
+                            f"complex vars only (an integer value's derivative is zero wherever it exists)")
 
 
 def _seed(block: Block, loss: str, grad: str) -> OpDesc:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .. import registry
-from ..ir import FLOAT_DTYPES, Block, OpDesc
+from ..ir import DIFFERENTIABLE_DTYPES, Block, OpDesc
 
 
 @dataclass
@@ -27,14 +27,14 @@ class OpPath:
 def is_differentiable_var(block: Block, name: str, no_grad: set[str]) -> bool:
     var = block.find_var(name)
     return (var is not None and name not in no_grad and not var.stop_gradient
-            and var.dtype in FLOAT_DTYPES)
+            and var.dtype in DIFFERENTIABLE_DTYPES)
 
 
 class _DifferentiableVars(dict):
     """name -> is_differentiable_var: the block's own vars in one sweep, others (an enclosing block's) when asked."""
 
     def __init__(self, block: Block, no_grad: set[str]):
-        super().__init__({name: name not in no_grad and not var.stop_gradient and var.dtype in FLOAT_DTYPES
+        super().__init__({name: name not in no_grad and not var.stop_gradient and var.dtype in DIFFERENTIABLE_DTYPES
                           for name, var in block.vars.items()})
         self.block, self.no_grad = block, no_grad
 
