@@ -83,6 +83,7 @@ ROWS = table(
     ("fft_ihfft", lambda x: paddle.as_real(_fft(lambda: paddle.fft.ihfft(x), "fft_r2c", x, [1], "backward", False,
                                                 onesided=True)), f(2, 6)),
     ("stft_magnitude", lambda x, w: _stft_magnitude(x, w, 8, 2), f(2, 20), const(8)),
+    ("stft_magnitude_centered", lambda x: paddle.abs(paddle.signal.stft(x, 8, 2)), f(2, 20)),
     ("istft_round_trip", lambda x: paddle.signal.istft(paddle.signal.stft(x, 8, 2), 8, 2, length=20), f(2, 20)),
     ("audio_spectrogram", lambda x: _audio(paddle.audio.features.Spectrogram(n_fft=16, hop_length=4), x), f(2, 64)),
     ("audio_mel_spectrogram", lambda x: _audio(paddle.audio.features.MelSpectrogram(
