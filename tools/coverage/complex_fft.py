@@ -7,7 +7,7 @@ ends in real values (as_real, abs, real, angle) so that its loss weighs every pa
 import paddle
 
 from .legacy_shim import append
-from .spec import const, f, table
+from .spec import const, f, table, weights
 
 COMPLEX = {paddle.float32: paddle.complex64, paddle.float64: paddle.complex128}
 REAL = {complex_: real for real, complex_ in COMPLEX.items()}
@@ -38,6 +38,17 @@ def _stft_magnitude(x, window, n_fft: int, hop: int):
 
 def _audio(layer, x):
     return layer(x)
+
+
+def _power(x):
+    """paddle.audio.features.Spectrogram's value (power 2, centred reflect-padded frames), with the rectangular
+    window: Paddle's Spectrogram cannot be built in static mode, nor stft take a window tensor in PIR mode."""
+    return paddle.abs(paddle.signal.stft(x, 16, 4)) ** 2
+
+
+def _log_mel(x, fbank):
+    """MelSpectrogram then LogMelSpectrogram's power_to_db, from a filter bank given as an input."""
+    return paddle.audio.functional.power_to_db(paddle.matmul(fbank, _power(x)))
 
 
 ROWS = table(
@@ -85,6 +96,10 @@ ROWS = table(
     ("stft_magnitude", lambda x, w: _stft_magnitude(x, w, 8, 2), f(2, 20), const(8)),
     ("stft_magnitude_centered", lambda x: paddle.abs(paddle.signal.stft(x, 8, 2)), f(2, 20)),
     ("istft_round_trip", lambda x: paddle.signal.istft(paddle.signal.stft(x, 8, 2), 8, 2, length=20), f(2, 20)),
+    ("audio_power_spectrogram", lambda x: _power(x), f(2, 64)),
+    ("audio_log_mel", lambda x, fbank: _log_mel(x, fbank), f(2, 64), weights(6, 9)),
+    ("audio_mfcc_functional", lambda x, fbank, dct: paddle.matmul(_log_mel(x, fbank).transpose((0, 2, 1)), dct)
+     .transpose((0, 2, 1)), f(2, 64), weights(6, 9), const(6, 4)),
     ("audio_spectrogram", lambda x: _audio(paddle.audio.features.Spectrogram(n_fft=16, hop_length=4), x), f(2, 64)),
     ("audio_mel_spectrogram", lambda x: _audio(paddle.audio.features.MelSpectrogram(
         sr=800, n_fft=16, hop_length=4, n_mels=6, f_min=0.0), x), f(2, 64)),
