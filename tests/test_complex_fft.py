@@ -103,3 +103,24 @@ def test_a_complex_loss_is_refused():
     loss = net.op("reduce_sum", {"X": z}, {"reduce_all": True})[0]
     with pytest.raises(GradError, match="must be a float var"):
         gradc.append_backward(net.program, loss)
+
+
+def test_an_op_whose_grad_does_not_handle_complex_values_is_refused_by_name():
+    net = ProgramBuilder()
+    z = net.data("z", [3], "complex64", stop_gradient=False)
+    loss = net.op("reduce_sum", {"X": net.op("abs", {"X": net.op("exp", {"X": z})[0]})[0]}, {"reduce_all": True})[0]
+    with pytest.raises(GradError, match=r"op 0 \(exp\) reads complex z"):
+        gradc.append_backward(net.program, loss)
+
+
+def test_elementwise_mul_of_complex_values_takes_the_conjugate_factor():
+    x = np.array([1 + 2j, -0.5 + 1j], np.complex64)
+    y = np.array([3 - 1j, 2 + 2j], np.complex64)
+    net = ProgramBuilder()
+    xs, ys = (net.data(n, [2], "complex64", stop_gradient=False) for n in ("x", "y"))
+    real = net.op("real", {"X": net.op("elementwise_mul", {"X": xs, "Y": ys})[0]})[0]
+    loss = net.op("reduce_sum", {"X": real}, {"reduce_all": True})[0]
+    gradc.append_backward(net.program, loss)
+    dx, dy = gradc.Executor().run(net.program, {xs: x, ys: y}, [xs + "@GRAD", ys + "@GRAD"], gradc.Scope())
+    np.testing.assert_allclose(dx, np.conj(y))   # d Re(xy) / dRe x + i d Re(xy) / dIm x = Re y - i Im y
+    np.testing.assert_allclose(dy, np.conj(x))

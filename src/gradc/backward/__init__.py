@@ -15,7 +15,7 @@ from ..verify import check_definitions
 from .emit import emit_grad_ops
 from .job import BlockBackward
 from .names import GradNames
-from .path import OpPath, check_makers, find_path
+from .path import OpPath, check_complex, check_makers, find_path
 from .vars import declare_grad_vars
 from .versions import Versions
 
@@ -122,6 +122,7 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
     forward_ops = block.ops[:n_forward]
     path = find_path(block, forward_ops, targets, no_grad)
     check_makers(block, path)
+    check_complex(block, path)
     given = [] if seeds else [names(t) for t in targets]
     backward_ops = emit_grad_ops(BlockBackward(block=block, forward_block=block, forward_ops=forward_ops, path=path,
                                                versions=Versions(block.program), names=names, seeds=seeds,
