@@ -8,6 +8,7 @@ import pytest
 
 import gradc
 from gradc.errors import GradError
+from gradc.gradcheck import compare_program
 from gradc.layers import ProgramBuilder
 from one_op import run
 
@@ -124,3 +125,17 @@ def test_elementwise_mul_of_complex_values_takes_the_conjugate_factor():
     dx, dy = gradc.Executor().run(net.program, {xs: x, ys: y}, [xs + "@GRAD", ys + "@GRAD"], gradc.Scope())
     np.testing.assert_allclose(dx, np.conj(y))   # d Re(xy) / dRe x + i d Re(xy) / dIm x = Re y - i Im y
     np.testing.assert_allclose(dy, np.conj(x))
+
+
+def test_the_float64_pass_widens_complex64_so_a_float32_spectrum_checks_in_double_precision():
+    net = ProgramBuilder()
+    x = net.data("x", [2, 6], "float32", stop_gradient=False)
+    spectrum = net.op("fft_r2c", {"X": x}, {"axes": [1], "normalization": "backward", "forward": True,
+                                           "onesided": True})[0]
+    loss = net.op("reduce_sum", {"X": net.op("abs", {"X": spectrum})[0]}, {"reduce_all": True})[0]
+    wide = net.program.clone()
+    gradc.passes.Float64Pass()(wide)
+    assert wide.global_block.var(spectrum).dtype == gradc.ir.VarType.COMPLEX128
+    feed = {"x": np.random.default_rng(3).standard_normal((2, 6)).astype(np.float32)}
+    _, (check,) = compare_program(net.program, feed, ["x"], loss=loss, float64=True)
+    assert check.mismatch is None and check.max_abs_error < 1e-7

@@ -184,11 +184,13 @@ def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
 
 
 def _widened(value):
-    """A float32 array (a LoDTensor's, its LoD kept) as float64; other values as they are."""
+    """A float32 (complex64) array, a LoDTensor's with its LoD kept, as float64 (complex128); other values as they
+    are."""
     if isinstance(value, LoDTensor):
         return LoDTensor(_widened(value.array), value.lod)
     value = np.asarray(value)
-    return value.astype(np.float64) if value.dtype == np.float32 else value
+    wider = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}.get(value.dtype)
+    return value if wider is None else value.astype(wider)
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
