@@ -139,3 +139,11 @@ def test_the_float64_pass_widens_complex64_so_a_float32_spectrum_checks_in_doubl
     feed = {"x": np.random.default_rng(3).standard_normal((2, 6)).astype(np.float32)}
     _, (check,) = compare_program(net.program, feed, ["x"], loss=loss, float64=True)
     assert check.mismatch is None and check.max_abs_error < 1e-7
+
+
+def test_transforms_of_no_points_give_zeros_as_paddle_does():
+    empty = np.zeros((3, 0), np.complex64)
+    attrs = {"axes": [1], "normalization": "ortho", "forward": True}
+    assert run("fft_c2c", {"X": empty}, attrs)["Out"].shape == (3, 0)
+    out = run("fft_r2c", {"X": empty.real.copy()}, {**attrs, "onesided": True})["Out"]
+    np.testing.assert_array_equal(out, np.zeros((3, 1), np.complex64))

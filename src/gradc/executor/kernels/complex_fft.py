@@ -88,6 +88,7 @@ def _scale(normalization: str, forward: bool, size: int) -> float:
     """Paddle's factor on a transform over ``size`` points: 1/n on the scaled direction, 1/sqrt(n) with ortho."""
     if normalization not in NORMALIZATIONS:
         raise ValueError(f"normalization {normalization!r} must be one of {', '.join(NORMALIZATIONS)}")
+    size = max(size, 1)   # a transform of no points has nothing to scale
     if normalization == "ortho":
         return 1 / np.sqrt(size)
     return 1.0 if forward == (normalization == "backward") else 1 / size
@@ -104,7 +105,10 @@ def _axes(k, x: np.ndarray) -> list[int]:
 
 
 def c2c(x: np.ndarray, axes: list[int], forward: bool, scale: float) -> np.ndarray:
-    """The unscaled DFT of ``x`` over ``axes`` (exponent e^-i when ``forward``), times ``scale``."""
+    """The unscaled DFT of ``x`` over ``axes`` (exponent e^-i when ``forward``), times ``scale``; of an empty ``x``
+    zeros (Paddle's kernels give those, numpy refuses a transform over 0 points)."""
+    if x.size == 0:
+        return np.zeros(x.shape, np.complex128)
     spectrum = np.fft.fftn(x, axes=axes) if forward else np.fft.ifftn(x, axes=axes, norm="forward")
     return spectrum * scale
 
@@ -143,9 +147,13 @@ def fft_c2c_grad(k):
 def fft_r2c(k):
     x = _real(k.x("X"))
     axes, (norm, forward) = _axes(k, x), _transform_attrs(k)
+    last = axes[-1]
     out = c2c(x, axes, forward, _scale(norm, forward, _size(x.shape, axes)))
     if k.attr("onesided"):
-        out = np.take(out, np.arange(x.shape[axes[-1]] // 2 + 1), axis=axes[-1])
+        half = x.shape[last] // 2 + 1
+        if x.shape[last] == 0:   # Paddle's one-sided transform of 0 points: one zero entry
+            out = np.zeros([*x.shape[:last], half, *x.shape[last + 1:]], out.dtype)
+        out = np.take(out, np.arange(half), axis=last)
     return {"Out": out.astype(COMPLEX_OF[x.dtype])}
 
 
