@@ -18,6 +18,7 @@ def i64(*values):
 
 
 X23, X4 = zeros(2, 3), zeros(2, 4, 3, 3)
+C23 = zeros(2, 3, dtype=np.complex64)
 ONE = zeros(1)
 ADAM_STATE = {"Param": X23, "Grad": X23, "LearningRate": ONE, "Moment1": X23, "Moment2": X23, "Beta1Pow": ONE,
               "Beta2Pow": ONE}
@@ -405,6 +406,24 @@ COMPILE_TIME = {
     # sequence_lod
     # quant
     # complex_fft
+    "complex dtypes": ("complex", {"X": X23, "Y": zeros(2, 3, dtype=np.float64)}, {}, "X and Y of one dtype"),
+    "complex shapes": ("complex", MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]"),
+    "complex of complex": ("complex", {"X": C23, "Y": C23}, {}, "complex needs a float32 or float64 X"),
+    **{f"{op} of real": (op, {"X": X23}, {}, f"{op} needs a complex X, got float32")
+       for op in ("real", "imag", "as_real")},
+    "angle of int": ("angle", {"X": i64(1, 2)}, {}, "angle needs a float or complex X, got int64"),
+    "as_complex last dim": ("as_complex", {"X": X23}, {}, "X's last dim to be 2"),
+    "fft_c2c normalization": ("fft_c2c", {"X": C23}, {"axes": [1], "normalization": "none"},
+                              "normalization 'none' must be one of backward, forward, ortho"),
+    "fft_c2c axes": ("fft_c2c", {"X": C23}, {"axes": [2]}, "axis 2"),
+    "fft_c2c no axes": ("fft_c2c", {"X": C23}, {"axes": []}, "axes must name at least one axis"),
+    "fft_c2c repeated axes": ("fft_c2c", {"X": C23}, {"axes": [1, -1]}, "repeat an axis"),
+    "fft_c2c real": ("fft_c2c", {"X": X23}, {"axes": [1]}, "fft_c2c needs a complex X"),
+    "fft_r2c complex": ("fft_r2c", {"X": C23}, {"axes": [1]}, "fft_r2c needs a float32 or float64 X"),
+    "fft_c2r last_dim_size": ("fft_c2r", {"X": C23}, {"axes": [1], "last_dim_size": -2},
+                              "last_dim_size -2 must be >= 0"),
+    "fft_c2r one entry": ("fft_c2r", {"X": zeros(2, 1, dtype=np.complex64)}, {"axes": [1]},
+                          "has 1 entry: give last_dim_size"),
     # lod_rnn
     "lstm peephole bias": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)}, {},
                            "Bias 'bias0' must have shape [1, 21]"),

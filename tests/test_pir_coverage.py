@@ -114,20 +114,20 @@ def test_paddles_training_program_of_a_coverage_row_gives_its_gradients(case):
 
 
 def test_an_op_without_a_legacy_counterpart_is_named_with_the_reason(monkeypatch):
-    """Every op the coverage rows emit has a row or a reason; the ops here are complex FFTs, which gradc does not
-    compute (it has no complex dtypes), one given a reason by the test and one with none."""
-    monkeypatch.setitem(UNMAPPED, "pd_op.fft_c2c", "gradc has no complex dtypes")
+    """Every op the coverage rows emit has a row or a reason; the ops here are collective communications, which gradc
+    (one device) does not run, one given a reason by the test and one with none."""
+    monkeypatch.setitem(UNMAPPED, "pd_op.c_allreduce_sum", "gradc runs on one device")
     doc = json.loads((PIR_DATA / "mlp" / "forward.json").read_bytes())
     ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
     relu = next(op for op in ops if op["#"] == "1.relu")
-    relu["#"] = "1.fft_c2c"
-    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.fft_c2c \(first at "
-                                                 r"region 0, block 0, op \d+ \(pd_op.fft_c2c\): gradc has no complex "
-                                                 r"dtypes"):
+    relu["#"] = "1.c_allreduce_sum"
+    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.c_allreduce_sum "
+                                                 r"\(first at region 0, block 0, op \d+ \(pd_op.c_allreduce_sum\): "
+                                                 r"gradc runs on one device"):
         load_pir(json.dumps(doc).encode())
-    relu["#"] = "1.fft_r2c"
-    with pytest.raises(gradc.FormatError, match=r"cannot translate: pd_op.fft_r2c \(first at region 0, block 0, "
-                                                 r"op \d+ \(pd_op.fft_r2c\)\) \(a Paddle 3 PIR program"):
+    relu["#"] = "1.c_broadcast"
+    with pytest.raises(gradc.FormatError, match=r"cannot translate: pd_op.c_broadcast \(first at region 0, block 0, "
+                                                 r"op \d+ \(pd_op.c_broadcast\)\) \(a Paddle 3 PIR program"):
         load_pir(json.dumps(doc).encode())
 
 

@@ -41,6 +41,13 @@ FAMILIES = {
     "clip": (
         "squared_l2_norm", "squared_l2_norm_grad", "clip_by_norm",
     ),
+    "complex_fft": (
+        "complex", "complex_grad", "real", "real_grad", "imag", "imag_grad", "angle", "angle_grad", "as_complex",
+        "as_real", "fft_c2c", "fft_c2c_grad", "fft_r2c", "fft_r2c_grad", "fft_c2r", "fft_c2r_grad",
+    ),
+    "complex_fft_double": (
+        "real_grad", "imag_grad", "fft_c2c_grad", "fft_c2r_grad", "fft_r2c_grad", "complex_grad", "angle_grad",
+    ),
     "control_flow": (
         "conditional_block", "conditional_block_grad", "while", "while_grad", "select_input", "select_output",
     ),
