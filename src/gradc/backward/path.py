@@ -151,13 +151,16 @@ COMPLEX_DIFFERENTIABLE = frozenset({
 def check_complex(block: Block, path: OpPath) -> None:
     """Every op on the path that a complex var's gradient goes through is one whose grad handles complex values;
     else one error listing all that are not."""
+    complex_vars = {name for each in block.program.blocks for name, var in each.vars.items()
+                    if var.dtype in COMPLEX_DTYPES} & path.wants_grad
+    if not complex_vars:   # one sweep of the vars: most programs stop here
+        return
     offenders = []
     for i in path.op_indices:
         op = block.ops[i]
         if op.type in COMPLEX_DIFFERENTIABLE:
             continue
-        names = [name for name in op.input_names() if name in path.wants_grad
-                 and (var := block.find_var(name)) is not None and var.dtype in COMPLEX_DTYPES]
+        names = [name for name in op.input_names() if name in complex_vars]
         if names:
             offenders.append(f"block {block.idx}, op {i} ({op.type}) reads complex {', '.join(names)}")
     if offenders:
