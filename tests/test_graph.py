@@ -7,8 +7,10 @@ import numpy as np
 import pytest
 
 import gradc
+import one_op
 import test_family_float32 as float32_family
 from gradc.ir import to_var_type
+from gradc.limits import limited
 from gradcheck_cases import graph as graph_cases
 
 X = np.array([[1.0, 5.0], [3.0, 2.0], [3.0, 5.0], [0.0, 1.0]], np.float32)
@@ -103,6 +105,22 @@ def test_features_broadcast_from_the_right_past_the_first_dim():
                                      "Dst_index": dst}, ["Out"], {"out_size": [3]})[0]
     assert out.shape == (3, 2, 3)
     np.testing.assert_array_equal(out[1], 2 * (y.T[0] + 1) * np.ones((2, 1)))   # edges 0 and 2: X[0] + 1 twice
+
+
+HUGE = 2 ** 40
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs", [
+    ("graph_send_recv", {"X": X, **EDGES}, {"out_size": [HUGE]}),
+    ("graph_send_ue_recv", {"X": X, "Y": X[:1].repeat(5, 0), **EDGES, "Out_size": np.array([HUGE])}, {}),
+    ("graph_send_recv", {"X": np.zeros((HUGE, 0), np.float32), **EDGES}, {}),   # no features: no memory to feed
+    ("segment_pool", {"X": X[:2], "SegmentIds": np.array([0, HUGE])}, {"pooltype": "MAX"}),
+], ids=["out_size", "Out_size", "rows of an empty X", "the last segment id"])
+def test_out_rows_beyond_the_memory_limit_are_refused_before_allocating(op_type, inputs, attrs):
+    """Out's rows come from an attribute, a tensor's value or a segment id: they are checked against --max-memory."""
+    refused = r"Out.* of shape \[109951162777[67][],].* more than the limit"
+    with limited(max_bytes=1 << 20), pytest.raises(gradc.ExecutionError, match=refused):
+        one_op.run(op_type, inputs, attrs)
 
 
 FIRST_ORDER = [case for case in graph_cases.CASES if case.program is None]

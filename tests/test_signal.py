@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 import gradc
+import test_family_float32 as float32_family
 from gradc import ExecutionError
 from gradc.layers import ProgramBuilder
+from gradcheck_cases import signal as signal_cases
 from one_op import run
 
 
@@ -65,3 +67,32 @@ def test_a_sequence_shorter_than_a_frame_is_refused_at_run_time():
     out = net.op("frame", {"X": x}, {"frame_length": 4, "hop_length": 1})[0]
     with pytest.raises(ExecutionError, match=r"op 0 \(frame\): frame_length 4 is longer than the sequence \(3 samples"):
         gradc.Executor().run(net.program, {x: np.ones((2, 3), np.float32)}, [out], gradc.Scope())
+
+
+@pytest.mark.parametrize(("op", "shape", "attrs", "expected"), [
+    ("frame", (0, 2 ** 20), {"frame_length": 2 ** 19, "hop_length": 1}, (0, 2 ** 19, 2 ** 19 + 1)),
+    ("frame", (2 ** 20, 0), {"frame_length": 2 ** 19, "hop_length": 2, "axis": 0}, (2 ** 18 + 1, 2 ** 19, 0)),
+    ("overlap_add", (0, 2 ** 25, 2 ** 25), {"hop_length": 1}, (0, 2 ** 26 - 1)),
+], ids=["frame", "frame axis 0", "overlap_add"])
+def test_empty_input_with_long_frames_takes_no_time_or_memory(op, shape, attrs, expected):
+    """An empty X can declare any number of frames and samples: nothing is gathered or added per frame."""
+    out = run(op, {"X": np.zeros(shape, np.float32)}, attrs)["Out"]
+    assert out.shape == expected
+
+
+def test_the_grad_of_frames_of_an_empty_input_is_empty():
+    net = ProgramBuilder()
+    x = net.data("x", [0, 2 ** 24], "float32", stop_gradient=False)
+    framed = net.op("frame", {"X": x}, {"frame_length": 2 ** 23, "hop_length": 1})[0]
+    gradc.append_backward(net.program, net.op("reduce_sum", {"X": framed}, {"reduce_all": True})[0])
+    grad = gradc.Executor().run(net.program, {x: np.zeros((0, 2 ** 24), np.float32)}, [f"{x}@GRAD"], gradc.Scope())[0]
+    assert grad.shape == (0, 2 ** 24)
+
+
+FIRST_ORDER = [case for case in signal_cases.CASES if case.program is None]
+
+
+@pytest.mark.parametrize("case", FIRST_ORDER, ids=[c.id for c in FIRST_ORDER])
+def test_float32_in_float32_out(case):
+    """Every gradcheck case of the family, run in float32: float32 outputs and input grads."""
+    float32_family.test_float32_in_float32_out(case)

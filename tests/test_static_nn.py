@@ -6,11 +6,14 @@ import numpy as np
 import pytest
 
 import gradc
+import test_family_float32 as float32_family
 from fixtures import DATA
 from gradc.executor import randomness
 from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
+from gradc.limits import limited
 from gradc.verify import check_shapes
+from gradcheck_cases import static_nn as static_nn_cases
 from one_op import kernel_run, run
 
 REFERENCE = np.load(DATA / "static_nn_reference.npz")
@@ -189,7 +192,6 @@ def test_class_center_sample_with_fix_seed_draws_the_same_classes():
 
 @pytest.mark.parametrize("op_type, inputs, slot", [
     ("cvm", {"X": [3, 4], "CVM": [3, 2]}, "X"),
-    ("row_conv", {"X": [6, 4], "Filter": [2, 4]}, "X"),
     ("nce", {"Input": [3, 4], "Label": [3, 1], "Weight": [6, 4]}, "Input")])
 def test_the_lod_forms_are_refused(op_type, inputs, slot):
     """Sequences of a LoD tensor (lod_level 1) are not supported: the op says so, naming the slot."""
@@ -202,3 +204,35 @@ def test_the_lod_forms_are_refused(op_type, inputs, slot):
                     else {})
     with pytest.raises(gradc.ProgramError, match=f"{slot}.*LoD form"):
         check_shapes(program)
+
+
+def test_an_empty_row_conv_takes_no_step_however_long_its_filter():
+    x, weights = np.zeros((1, 2 ** 30, 0), np.float32), np.zeros((2 ** 30, 0), np.float32)
+    assert run("row_conv", {"X": x, "Filter": weights})["Out"].shape == (1, 2 ** 30, 0)
+
+
+def test_nce_of_an_empty_batch_is_empty():
+    out = run("nce", {"Input": np.zeros((0, 4), np.float32), "Label": np.zeros((0, 2), np.int64),
+                      "Weight": np.zeros((6, 4), np.float32)}, {"num_total_classes": 6, "num_neg_samples": 3})
+    assert out["Cost"].shape == (0, 1) and out["SampleLabels"].shape == (0, 5)
+
+
+@pytest.mark.parametrize("op_type, inputs, attrs, what", [
+    ("nce", {"Input": np.zeros((2, 4), np.float32), "Label": np.zeros((2, 1), np.int64),
+             "Weight": np.zeros((6, 4), np.float32)}, {"num_total_classes": 6, "num_neg_samples": 2 ** 30},
+     "the sampled rows of Weight"),
+    ("class_center_sample", {"Label": np.array([1, 3])}, {"num_classes": 2 ** 31 - 1, "num_samples": 4},
+     "the list of classes"),
+], ids=["nce num_neg_samples", "class_center_sample num_classes"])
+def test_draws_sized_by_attributes_are_checked_against_the_memory_limit(op_type, inputs, attrs, what):
+    with limited(max_bytes=1 << 20), pytest.raises(gradc.ExecutionError, match=f"{what} of shape .* more than"):
+        run(op_type, inputs, attrs)
+
+
+FIRST_ORDER = [case for case in static_nn_cases.CASES if case.program is None]
+
+
+@pytest.mark.parametrize("case", FIRST_ORDER, ids=[c.id for c in FIRST_ORDER])
+def test_float32_in_float32_out(case):
+    """Every gradcheck case of the family (nce's samplers seeded), run in float32: float32 outputs and grads."""
+    float32_family.test_float32_in_float32_out(case)

@@ -71,13 +71,24 @@ def parameter_values(program, scope) -> dict[str, np.ndarray]:
     return values
 
 
+def _name(value) -> str:
+    """A parameter's name, or the name of the data op that makes ``value`` (a translated one's only name)."""
+    op = value.get_defining_op()
+    return op.attrs()["name"] if op.name() == "pd_op.data" else value.name
+
+
 def build(case: str, out_dir: Path, seed: int = 2024) -> None:
+    """A case of ``CASES`` (built in PIR) or of ``LEGACY`` (a legacy program, translated), with Paddle's PIR
+    backward of its loss over its parameters and float inputs."""
     paddle.enable_static()
     paddle.seed(seed)
     rng = np.random.default_rng(seed)
     main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(main, startup):
-        loss, feed, description = CASES[case](rng)
+    if case in LEGACY:
+        main, loss, feed, description = LEGACY[case](rng)
+    else:
+        with paddle.static.program_guard(main, startup):
+            loss, feed, description = CASES[case](rng)
     mapping = paddle.pir.IrMapping()
     forward = main.clone(mapping)
     with paddle.static.program_guard(forward):
@@ -92,7 +103,7 @@ def build(case: str, out_dir: Path, seed: int = 2024) -> None:
     with paddle.static.program_guard(main, startup):
         grads = paddle.static.gradients([loss], params + inputs)
     # a parameter the loss does not reach (nn.LSTM's flat weight buffer) gets no gradient
-    wrt = [(v.name, g) for v, g in zip(params + inputs, grads) if g is not None]
+    wrt = [(_name(v), g) for v, g in zip(params + inputs, grads) if g is not None]
     backward_ops = write_backward(main, loss, wrt, out)
     executor = paddle.static.Executor(paddle.CPUPlace())
     executor.run(startup)
@@ -271,43 +282,11 @@ def legacy_static_nn(rng):
                                  "translate_to_pir")
 
 
-def build_legacy(case: str, out_dir: Path, seed: int = 2024) -> None:
-    """A PIR program of legacy ops, through Paddle's legacy-to-PIR translator (``LEGACY`` cases), with Paddle's
-    PIR backward of its loss over its float inputs."""
-    paddle.enable_static()
-    main, loss, feed, description = LEGACY[case](np.random.default_rng(seed))
-    mapping = paddle.pir.IrMapping()
-    forward = main.clone(mapping)
-    with paddle.static.program_guard(forward):
-        paddle._pir_ops.fetch(mapping.look_up(loss), LOSS_NAME, 0).persistable = True
-    out = out_dir / case
-    out.mkdir(parents=True, exist_ok=True)
-    core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
-    inputs = [op.result(0) for op in main.global_block().ops
-              if op.name() == "pd_op.data" and not op.result(0).stop_gradient]
-    with paddle.static.program_guard(main):
-        grads = paddle.static.gradients([loss], inputs)
-    wrt = [(v.get_defining_op().attrs()["name"], g) for v, g in zip(inputs, grads) if g is not None]
-    backward_ops = write_backward(main, loss, wrt, out)
-    fetched = paddle.static.Executor(paddle.CPUPlace()).run(main, feed=feed, fetch_list=[loss] + [g for _, g in wrt])
-    names = [name for name, _ in wrt]
-    np.savez(out / "feed.npz", **feed)
-    np.savez(out / "params.npz")
-    np.savez(out / "grads.npz", **{f"{n}@GRAD": g for n, g in zip(names, fetched[1:])})
-    np.save(out / "loss.npy", fetched[0])
-    meta = {"case": case, "seed": seed, "paddle_version": paddle.__version__, "description": description,
-            "loss": LOSS_NAME, "params_grads": [[n, f"{n}@GRAD"] for n in names],
-            "pir_ops": op_names(forward), "pir_backward_ops": backward_ops}
-    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(f"{case}: loss {float(fetched[0]):.6f}, {len(names)} grads, ops: {meta['pir_ops']}")
-
-
 LEGACY = {"legacy_static_nn": legacy_static_nn}
 
 
-BUILDERS = {**{case: build for case in CASES}, "inference": build_inference, "jit": build_jit,
-            "translated_cond": build_translated, "translated_while_loop": build_translated,
-            **{case: build_legacy for case in LEGACY}}
+BUILDERS = {**{case: build for case in (*CASES, *LEGACY)}, "inference": build_inference, "jit": build_jit,
+            "translated_cond": build_translated, "translated_while_loop": build_translated}
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/pir")

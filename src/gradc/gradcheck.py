@@ -18,7 +18,7 @@ from .backward import append_backward, append_grad_ops, loss_candidates
 from .backward.names import GradNames
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
-from .ir import FLOAT_DTYPES, Program, to_var_type
+from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
 from .passes import Float64Pass
 
 
@@ -36,6 +36,10 @@ class Mismatch:
 
 
 def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
+    """The worst element where the two disagree; complex grads compare as (real, imaginary) pairs."""
+    if np.iscomplexobj(numeric) or np.iscomplexobj(analytic):
+        shape = np.shape(numeric)
+        analytic, numeric = (_pairs(np.asarray(v, np.complex128).reshape(shape)) for v in (analytic, numeric))
     analytic = np.asarray(analytic, dtype=np.float64).reshape(numeric.shape)
     error = np.abs(analytic - numeric)
     bad = ~(error <= atol + rtol * np.abs(numeric))   # a NaN on either side is a mismatch
@@ -46,22 +50,30 @@ def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
                     float(analytic[index]), float(numeric[index]))
 
 
+def _pairs(values: np.ndarray) -> np.ndarray:
+    """A complex array as float64 (real, imaginary) pairs along a last axis."""
+    return np.stack([values.real, values.imag], axis=-1)
+
+
 def numeric_grad(f, value: np.ndarray, eps: float, indices: np.ndarray | None = None) -> np.ndarray:
     """Central differences of the scalar f(value) with respect to the elements of ``value`` at the flat
-    ``indices`` (default: all); the result is flat, one entry per index."""
+    ``indices`` (default: all); the result is flat, one entry per index. A complex element is moved along
+    the real and the imaginary axis: its entry is dL/dRe + i dL/dIm (Paddle's gradient of a complex var)."""
     if not value.flags.c_contiguous:   # reshape would copy: the perturbations would never reach f
         raise ValueError("numeric_grad perturbs value in place: it must be C-contiguous")
     flat = value.reshape(-1)
     indices = np.arange(flat.size) if indices is None else indices
-    grad = np.zeros(len(indices), dtype=np.float64)
+    directions = (1, 1j) if np.iscomplexobj(value) else (1,)
+    grad = np.zeros(len(indices), dtype=np.complex128 if len(directions) > 1 else np.float64)
     for k, i in enumerate(indices):
         original = flat[i]
-        flat[i] = original + eps
-        plus = f()
-        flat[i] = original - eps
-        minus = f()
-        flat[i] = original
-        grad[k] = (plus - minus) / (2 * eps)
+        for direction in directions:
+            flat[i] = original + eps * direction
+            plus = f()
+            flat[i] = original - eps * direction
+            minus = f()
+            flat[i] = original
+            grad[k] += direction * (plus - minus) / (2 * eps)
     return grad
 
 
@@ -114,15 +126,15 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
     forward = dict(zip(_all(out_slots), executor.run(program, feed(), _all(out_slots), Scope())))
     differentiable = [name for slot, names in out_slots.items() if slot not in opdef.no_grad_outputs
                       for name in names
-                      if forward[name] is not None and np.issubdtype(forward[name].dtype, np.floating)]
+                      if forward[name] is not None and np.issubdtype(forward[name].dtype, np.inexact)]
     for name, value in forward.items():
         var = block.var(name)
         var.shape, var.dtype = list(np.shape(value)), to_var_type(np.asarray(value).dtype)
     rng = np.random.default_rng(seed)
-    weights = {name: rng.standard_normal(np.shape(forward[name])) for name in differentiable}
+    weights = {name: _weights(rng, forward[name]) for name in differentiable}
 
     candidates = [name for slot, names in in_slots.items() if slot not in opdef.no_grad_inputs
-                  for name in names if block.var(name).dtype in FLOAT_DTYPES]
+                  for name in names if block.var(name).dtype in DIFFERENTIABLE_DTYPES]
     checked = [n for n in candidates if wrt is None or n in wrt or _slot_of(n, in_slots) in wrt]
     frozen = set(values) - set(checked)
 
@@ -136,7 +148,7 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
 
     def objective() -> float:
         outs = executor.run(program, feed(), differentiable, Scope())
-        return float(sum(np.sum(out * weights[name]) for name, out in zip(differentiable, outs)))
+        return float(sum(np.sum((np.conj(weights[name]) * out).real) for name, out in zip(differentiable, outs)))
 
     problems = [m for name in checked
                 if (m := _compare(name, analytic[name],
@@ -145,6 +157,13 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
     if problems:
         raise GradcheckError(_report(op_type, attrs, problems))
     return analytic
+
+
+def _weights(rng: np.random.Generator, value: np.ndarray) -> np.ndarray:
+    """Random weights W of an output (its seeded grad): the scalar checked is Re(sum(conj(W) * out)), whose
+    gradient by Paddle's convention is W also for a complex output."""
+    weights = rng.standard_normal(np.shape(value))
+    return weights + 1j * rng.standard_normal(np.shape(value)) if np.iscomplexobj(value) else weights
 
 
 @dataclass
@@ -165,11 +184,13 @@ def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
 
 
 def _widened(value):
-    """A float32 array (a LoDTensor's, its LoD kept) as float64; other values as they are."""
+    """A float32 (complex64) array, a LoDTensor's with its LoD kept, as float64 (complex128); other values as they
+    are."""
     if isinstance(value, LoDTensor):
         return LoDTensor(_widened(value.array), value.lod)
     value = np.asarray(value)
-    return value.astype(np.float64) if value.dtype == np.float32 else value
+    wider = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}.get(value.dtype)
+    return value if wider is None else value.astype(wider)
 
 
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
@@ -221,7 +242,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
         if max_elements is not None and value.size > max_elements:
             indices = np.sort(rng.choice(value.size, max_elements, replace=False))
         numeric = numeric_grad(objective, value, eps, indices)
-        computed = np.asarray(analytic[name], dtype=np.float64).reshape(-1)[indices]
+        computed = np.asarray(analytic[name], dtype=numeric.dtype).reshape(-1)[indices]
         mismatch = _compare(name, computed, numeric, rtol, atol)
         if mismatch is not None:  # report the index in the var's own shape
             mismatch.index = tuple(int(i) for i in np.unravel_index(indices[mismatch.index[0]], value.shape))

@@ -16,7 +16,7 @@ from collections import defaultdict
 
 from . import registry
 from .errors import ProgramError
-from .ir import FLOAT_DTYPES, Program, to_var_type
+from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
 from .ops.infer import InferContext, lod_levels
 
 
@@ -37,7 +37,7 @@ class ProgramBuilder:
         """A fed input; ``lod_level`` > 0: fed sequences (a gradc.executor.LoDTensor), as paddle.static.data."""
         var = self.block.create_var(name, shape, to_var_type(dtype), need_check_feed=True,
                                     lod_level=lod_level or None)
-        var.stop_gradient = True if var.dtype not in FLOAT_DTYPES else stop_gradient
+        var.stop_gradient = True if var.dtype not in DIFFERENTIABLE_DTYPES else stop_gradient
         return name
 
     def parameter(self, name: str, shape, dtype="float32", init: str = "uniform", scale: float = 0.1) -> str:

@@ -1,7 +1,9 @@
 """Gradcheck cases, one module per op family. tests/test_gradcheck_registry.py walks the registry
 and fails for any differentiable op without a case here, so no op escapes the numeric check.
 
-A module defines ``CASES = [Case(...), ...]``; inputs are float64 (integer for labels/indices).
+A module defines ``CASES = [Case(...), ...]``; inputs are float64 (integer for labels/indices). It may also define
+``REFUSED = {grad op type: why}`` for a grad op whose maker always refuses a second derivative (a GradError), where
+no configuration can be differentiated twice; the family's own tests check that it refuses.
 """
 
 from __future__ import annotations
@@ -36,8 +38,14 @@ def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
 
 
+def _modules():
+    return [importlib.import_module(f"{__name__}.{module.name}") for module in pkgutil.iter_modules(__path__)]
+
+
 def all_cases() -> list[Case]:
-    cases = []
-    for module in pkgutil.iter_modules(__path__):
-        cases.extend(importlib.import_module(f"{__name__}.{module.name}").CASES)
-    return cases
+    return [case for module in _modules() for case in module.CASES]
+
+
+def refused() -> dict[str, str]:
+    """{grad op type: why gradc never differentiates it}: the modules' REFUSED."""
+    return {op: why for module in _modules() for op, why in getattr(module, "REFUSED", {}).items()}

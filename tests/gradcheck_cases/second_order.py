@@ -11,7 +11,7 @@ import numpy as np
 
 import gradc
 from gradc import registry
-from gradc.ir import FLOAT_DTYPES, to_var_type
+from gradc.ir import COMPLEX_DTYPES, DIFFERENTIABLE_DTYPES, real_dtype, to_var_type
 
 from . import Case, rng
 
@@ -47,9 +47,25 @@ def _declare(block, name: str, value: np.ndarray, differentiable: bool) -> None:
     var.stop_gradient = not differentiable
 
 
+def _parts(block, names: list[str]) -> list[str]:
+    """``names`` with each complex var replaced by its real and imaginary parts (real and imag ops)."""
+    parts = []
+    for name in names:
+        var = block.var(name)
+        if var.dtype not in COMPLEX_DTYPES:
+            parts.append(name)
+            continue
+        for op in ("real", "imag"):
+            parts.append(block.create_var(f"{name}.{op}", list(var.shape), real_dtype(var.dtype)).name)
+            block.append_op(op, {"X": [name]}, {"Out": [parts[-1]]})
+    return parts
+
+
 def _weighted_sum(block, names: list[str], feed: dict, prefix: str, differentiable: bool, loss: str) -> list[str]:
-    """loss = sum over ``names`` of sum(W * var), each W a fed random input; returns the Ws."""
+    """loss = sum over ``names`` of sum(W * var) (of a complex var: of its real and imaginary parts, each with its
+    W), each W a fed random input; returns the Ws."""
     weights, terms = [], []
+    names = _parts(block, names)
     for name in names:
         var = block.var(name)
         w, product, term = f"{prefix}_{name}", f"{prefix}_{name}.product", f"{prefix}_{name}.sum"
@@ -84,7 +100,7 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
                 name = f"{slot}{i}"
                 value = array.array if isinstance(array, gradc.LoDTensor) else np.asarray(array)
                 feed[name] = array if isinstance(array, gradc.LoDTensor) else value   # a LoDTensor keeps its LoD
-                floating = to_var_type(value.dtype) in FLOAT_DTYPES and slot not in opdef.no_grad_inputs
+                floating = to_var_type(value.dtype) in DIFFERENTIABLE_DTYPES and slot not in opdef.no_grad_inputs
                 _declare(block, name, value, floating and (wrt is None or slot in wrt))
                 slots[slot].append(name)
         outs = {slot: [f"{slot}{i}.out" for i in range((counts or {}).get(slot, 1))] for slot in opdef.outputs}
@@ -97,7 +113,7 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
             var = block.var(name)
             var.shape, var.dtype = list(np.shape(value)), to_var_type(np.asarray(value).dtype)
         differentiable = [n for slot, names in outs.items() if slot not in opdef.no_grad_outputs for n in names
-                          if block.var(n).dtype in FLOAT_DTYPES]
+                          if block.var(n).dtype in DIFFERENTIABLE_DTYPES]
         seeds = _weighted_sum(block, differentiable, feed, "w1", True, "loss1")
         gradc.append_backward(program, "loss1")
         grads = [n + "@GRAD" for names in slots.values() for n in names if block.find_var(n + "@GRAD") is not None]

@@ -7,6 +7,7 @@ from . import (
         geometric,
         legacy_v1,
         lod_models,
+        lod_text,
         losses,
         misc,
         models,
@@ -25,6 +26,7 @@ from . import (
 ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *sequence.ROWS, *losses.ROWS,
         *models.ROWS, *models_full.ROWS,
         *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS, *vision_ops.ROWS, *geometric.ROWS,
-        *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS]
+        *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS,
+        *lod_text.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

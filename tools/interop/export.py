@@ -51,6 +51,7 @@ class Case:
     seed: int = 0
     train: dict | None = None            # Adam's hyper-parameters: compile a training step
     weighted: list[str] = field(default_factory=list)   # no loss: the backward of sum(out * out@GRAD), fed
+    lods: dict = field(default_factory=dict)   # the offsets of each LoD input (a coverage row's meta.json "lods")
 
 
 def npz(path: Path) -> dict[str, np.ndarray]:
@@ -69,7 +70,8 @@ def fixture_dir(directory: Path, group: str) -> Case:
     meta = json.loads((directory / "meta.json").read_text())
     grads = npz(directory / "grads.npz")
     case = Case(group, directory.name, (directory / "forward.pb").read_bytes(), meta["loss"],
-                npz(directory / "feed.npz"), npz(directory / "params.npz"), seed=meta.get("seed", 0))
+                npz(directory / "feed.npz"), npz(directory / "params.npz"), seed=meta.get("seed", 0),
+                lods=meta.get("lods", {}))
     if meta.get("program_only") or meta.get("random_outputs"):
         wanted = [g for _, g in meta["params_grads"]] + list(meta.get("input_grads", {}).values())
         case.random, case.fetch = True, [meta["loss"], *wanted, *meta.get("random_outputs", [])]
@@ -172,8 +174,10 @@ def run(case: Case, program: gradc.Program, startup: gradc.Program | None) -> di
     for name, value in case.params.items():
         scope[name] = value
     losses, first = [], {}
+    feed = {name: gradc.LoDTensor(value, case.lods[name]) if name in case.lods else value
+            for name, value in case.feed.items()}
     for _ in range(case.steps):
-        values = executor.run(program, feed=case.feed, fetch_list=case.fetch, scope=scope)
+        values = executor.run(program, feed=feed, fetch_list=case.fetch, scope=scope)
         losses.append(np.asarray(values[0]))
         first = first or {n: np.asarray(v) for n, v in zip(case.fetch, values)}
     if case.steps > 1:
@@ -200,7 +204,7 @@ def write(case: Case, out: Path) -> None:
               for k, v in values.items()}
     np.savez_compressed(target / "arrays.npz", **arrays)
     (target / "case.json").write_text(json.dumps({"fetch": case.fetch, "loss": case.loss, "steps": case.steps,
-                                                  "seed": case.seed}) + "\n")
+                                                  "seed": case.seed, "lods": case.lods}) + "\n")
 
 
 def export(out: Path) -> None:

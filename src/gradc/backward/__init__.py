@@ -9,13 +9,13 @@ from collections.abc import Iterable
 
 from ..errors import GradError
 from ..gcpause import gc_paused
-from ..ir import FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
+from ..ir import DIFFERENTIABLE_DTYPES, FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
 from ..shapes import numel
 from ..verify import check_definitions
 from .emit import emit_grad_ops
 from .job import BlockBackward
 from .names import GradNames
-from .path import OpPath, check_makers, find_path
+from .path import OpPath, check_complex, check_makers, find_path
 from .vars import declare_grad_vars
 from .versions import Versions
 
@@ -62,9 +62,9 @@ def _check_float(block: Block, names: list[str], what: str) -> None:
     (unlike Paddle, which runs integer grad kernels) differentiates through none of them."""
     for name in names:
         var = block.find_var(name)
-        if var.dtype not in FLOAT_DTYPES:
-            raise GradError(f"{what} '{name}' is {dtype_name(var.dtype)}: gradc computes gradients of float vars "
-                            f"only (an integer value's derivative is zero wherever it exists)")
+        if var.dtype not in DIFFERENTIABLE_DTYPES:
+            raise GradError(f"{what} '{name}' is {dtype_name(var.dtype)}: gradc computes gradients of float and "
+                            f"complex vars only (an integer value's derivative is zero wherever it exists)")
 
 
 def _seed(block: Block, loss: str, grad: str) -> OpDesc:
@@ -122,6 +122,7 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
     forward_ops = block.ops[:n_forward]
     path = find_path(block, forward_ops, targets, no_grad)
     check_makers(block, path)
+    check_complex(block, path)
     given = [] if seeds else [names(t) for t in targets]
     backward_ops = emit_grad_ops(BlockBackward(block=block, forward_block=block, forward_ops=forward_ops, path=path,
                                                versions=Versions(block.program), names=names, seeds=seeds,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from .. import registry
 from ..ir import OpDesc, roles
 from .job import BlockBackward
-from .path import check_makers, sub_block_path
+from .path import check_complex, check_makers, sub_block_path
 from .vars import declare_grad_vars
 
 
@@ -47,6 +47,7 @@ def backward_block(outer: BlockBackward, fwd: OpDesc, *, inputs: str, outputs: s
     path, targets = sub_block_path(program, fwd, {name for name in outs if has_grad(names(name))},
                                    leaves, outer.path.no_grad, outer.path.sub_paths)
     check_makers(body, path)
+    check_complex(body, path)
     passes = [name for name in outs if name in targets and name not in fwd.input(inputs)
               and versions.has_value_before(outer.forward_block, fwd, name)]
 

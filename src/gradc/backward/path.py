@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .. import registry
-from ..ir import FLOAT_DTYPES, Block, OpDesc
+from ..errors import GradError
+from ..ir import COMPLEX_DTYPES, DIFFERENTIABLE_DTYPES, Block, OpDesc
 
 
 @dataclass
@@ -27,14 +28,14 @@ class OpPath:
 def is_differentiable_var(block: Block, name: str, no_grad: set[str]) -> bool:
     var = block.find_var(name)
     return (var is not None and name not in no_grad and not var.stop_gradient
-            and var.dtype in FLOAT_DTYPES)
+            and var.dtype in DIFFERENTIABLE_DTYPES)
 
 
 class _DifferentiableVars(dict):
     """name -> is_differentiable_var: the block's own vars in one sweep, others (an enclosing block's) when asked."""
 
     def __init__(self, block: Block, no_grad: set[str]):
-        super().__init__({name: name not in no_grad and not var.stop_gradient and var.dtype in FLOAT_DTYPES
+        super().__init__({name: name not in no_grad and not var.stop_gradient and var.dtype in DIFFERENTIABLE_DTYPES
                           for name, var in block.vars.items()})
         self.block, self.no_grad = block, no_grad
 
@@ -135,6 +136,36 @@ def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str], no_
             path = find_path(body, body.ops, targets, no_grad, leaves, sub_paths)
         sub_paths[key] = path, targets
     return sub_paths[key]
+
+
+# Op types whose grads follow Paddle's convention on complex values (z@GRAD = dL/dRe + i dL/dIm), each checked
+# along both axes of its complex inputs (tests/gradcheck_cases/complex_fft.py); the others differentiate real vars only.
+COMPLEX_DIFFERENTIABLE = frozenset({
+    "complex", "real", "imag", "angle", "as_complex", "as_real", "abs", "conj", "fft_c2c", "fft_r2c", "fft_c2r",
+    "complex_grad", "real_grad", "imag_grad", "angle_grad", "abs_grad", "fft_c2c_grad", "fft_r2c_grad", "fft_c2r_grad",
+    "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "scale", "sum", "mean", "reduce_sum",
+    "reduce_mean", "transpose2", "reshape2", "squeeze2", "unsqueeze2", "concat", "split", "slice", "assign",
+})
+
+
+def check_complex(block: Block, path: OpPath) -> None:
+    """Every op on the path that a complex var's gradient goes through is one whose grad handles complex values;
+    else one error listing all that are not."""
+    complex_vars = {name for each in block.program.blocks for name, var in each.vars.items()
+                    if var.dtype in COMPLEX_DTYPES} & path.wants_grad
+    if not complex_vars:   # one sweep of the vars: most programs stop here
+        return
+    offenders = []
+    for i in path.op_indices:
+        op = block.ops[i]
+        if op.type in COMPLEX_DIFFERENTIABLE:
+            continue
+        names = [name for name in op.input_names() if name in complex_vars]
+        if names:
+            offenders.append(f"block {block.idx}, op {i} ({op.type}) reads complex {', '.join(names)}")
+    if offenders:
+        raise GradError(f"{len(offenders)} op(s) on the path to the loss have no gradient of complex values in gradc: "
+                        + "; ".join(offenders))
 
 
 def check_makers(block: Block, path: OpPath) -> None:

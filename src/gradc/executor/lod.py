@@ -29,6 +29,9 @@ LoD = tuple[tuple[int, ...], ...]
 # op types whose kernels set their outputs' LoD themselves (ctx.set_lod); registered by their kernel modules.
 # A saved inference program's feed op rewrites a fed var from the holder list: the LoD fed with it stays.
 SETS_LOD: set[str] = {"feed"}
+# op types whose kernels set their outputs' LoD from LoD already in the scope (read_from_array: the LoD its slot was
+# written with): run without ShareLoD like SETS_LOD, but they make no LoD, so a block of them runs the plain plan
+PASSES_LOD: set[str] = set()
 
 
 @dataclass(frozen=True)
@@ -147,7 +150,7 @@ def declares_lod(block: Block) -> bool:
 
 def sharing(kernel: Callable, op: OpDesc) -> Callable:
     """``kernel`` followed by Paddle's ShareLoD onto the op's outputs (the kernel itself where it sets LoD)."""
-    if op.type in SETS_LOD:
+    if op.type in SETS_LOD or op.type in PASSES_LOD:
         return kernel
     inputs = tuple(name for args in op.inputs.values() for name in args if name != EMPTY_VAR)
     # a grad gets its var's LoD (the var itself may be freed by now); another output, its inputs' first

@@ -64,4 +64,6 @@ def as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nda
     if array.dtype.kind == "f" and dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:
         raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
                              f"declares {dtype}")
+    if array.dtype.kind == "c" and dtype.kind != "c":   # a real var's grad is the real part (dL/dRe) of a complex one
+        array = array.real
     return array.astype(dtype)

@@ -1,9 +1,19 @@
 """Program / Block / OpDesc / VarDesc: the in-memory form of a ProgramDesc."""
 
 from .program import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, Program, VarDesc, grad_name, infer_attr_type
-from .types import FLOAT_DTYPES, AttrType, VarType, dtype_name, to_var_type
+from .types import (
+    COMPLEX_DTYPES,
+    DIFFERENTIABLE_DTYPES,
+    FLOAT_DTYPES,
+    AttrType,
+    VarType,
+    dtype_name,
+    real_dtype,
+    to_var_type,
+)
 
 __all__ = [
-    "EMPTY_VAR", "GRAD_SUFFIX", "FLOAT_DTYPES", "AttrType", "Block", "OpDesc", "Program",
-    "VarDesc", "VarType", "dtype_name", "grad_name", "infer_attr_type", "to_var_type",
+    "COMPLEX_DTYPES", "DIFFERENTIABLE_DTYPES", "EMPTY_VAR", "GRAD_SUFFIX", "FLOAT_DTYPES", "AttrType", "Block",
+    "OpDesc", "Program", "VarDesc", "VarType", "dtype_name", "grad_name", "infer_attr_type", "real_dtype",
+    "to_var_type",
 ]

@@ -64,6 +64,9 @@ class VarType(IntEnum):
 
 
 FLOAT_DTYPES = frozenset({VarType.FP16, VarType.FP32, VarType.FP64, VarType.BF16})
+COMPLEX_DTYPES = frozenset({VarType.COMPLEX64, VarType.COMPLEX128})
+# vars a gradient flows through: a complex var's grad is dL/dRe + i dL/dIm (Paddle's convention)
+DIFFERENTIABLE_DTYPES = FLOAT_DTYPES | COMPLEX_DTYPES
 INTEGER_DTYPES = frozenset({VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64})   # not bool
 
 # numpy names rather than numpy objects: the compiler side must not import numpy.
@@ -84,6 +87,11 @@ NUMPY_DTYPE_NAMES = {
     VarType.COMPLEX128: "complex128",
 }
 DTYPE_BY_NUMPY_NAME = {name: vt for vt, name in NUMPY_DTYPE_NAMES.items()}
+
+
+def real_dtype(dtype: int | None) -> int | None:
+    """The real dtype of a complex one's parts (complex64 -> float32); any other dtype as it is."""
+    return {VarType.COMPLEX64: VarType.FP32, VarType.COMPLEX128: VarType.FP64}.get(dtype, dtype)
 
 
 def dtype_name(dtype: int | None) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from math import pi, sqrt
 
 from ..ir import EMPTY_VAR
-from ..registry import defgrad
+from ..registry import OPS, defgrad
 from . import activation, math, nn  # noqa: F401  (register the grad ops given makers here)
+from .complex_fft_double import abs_grad_of_complex, is_complex
 from .composite import Formula, first
 
 SQRT_2PI = sqrt(2 * pi)
@@ -42,6 +43,16 @@ def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = (), x: str
 
 for _name in ("leaky_relu", "abs", "brelu", "hard_shrink", "softshrink", "thresholded_relu"):   # piecewise linear
     unary_double(f"{_name}_grad", flat=("X",))
+_real_abs_grad_grad = OPS["abs_grad"].grad
+OPS["abs_grad"].no_grad_inputs -= {"X"}   # flat for a real X only: the real maker leaves its grad out (zero)
+
+
+def _abs_grad_grad(g):
+    """|x| of a complex x is not piecewise linear: its own maker (gradc.ops.complex_fft_double)."""
+    return (abs_grad_of_complex if is_complex(g, first(g.I("X"))) else _real_abs_grad_grad)(g)
+
+
+defgrad("abs_grad", grad=_abs_grad_grad)
 for _name in ("relu6", "hard_sigmoid"):
     unary_double(f"{_name}_grad", flat=("Out",))
 unary_double("clip_grad", flat=("X", "Min", "Max"))

@@ -41,6 +41,13 @@ FAMILIES = {
     "clip": (
         "squared_l2_norm", "squared_l2_norm_grad", "clip_by_norm",
     ),
+    "complex_fft": (
+        "complex", "complex_grad", "real", "real_grad", "imag", "imag_grad", "angle", "angle_grad", "as_complex",
+        "as_real", "fft_c2c", "fft_c2c_grad", "fft_r2c", "fft_r2c_grad", "fft_c2r", "fft_c2r_grad",
+    ),
+    "complex_fft_double": (
+        "real_grad", "imag_grad", "fft_c2c_grad", "fft_c2r_grad", "fft_r2c_grad", "complex_grad", "angle_grad",
+    ),
     "control_flow": (
         "conditional_block", "conditional_block_grad", "while", "while_grad", "select_input", "select_output",
     ),
@@ -126,6 +133,15 @@ FAMILIES = {
     "linalg_double": (
         "inverse_grad", "determinant_grad", "slogdeterminant_grad", "cholesky_grad", "cholesky_solve_grad",
         "triangular_solve_grad", "solve_grad", "matrix_power_grad",
+    ),
+    "lod_rnn": (
+        "lstm", "lstm_grad", "gru", "gru_grad", "gru_unit", "gru_unit_grad",
+    ),
+    "lod_rnn_double": (
+        "gru_unit_grad", "lstm_grad", "gru_grad",
+    ),
+    "lod_text": (
+        "crf_decoding", "chunk_eval", "edit_distance", "ctc_align", "beam_search", "beam_search_decode",
     ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",

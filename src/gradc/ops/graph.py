@@ -60,6 +60,8 @@ def _rows(ctx, slot: str = "X") -> list[int]:
 def _out_rows(ctx, x_rows: int) -> int:
     """Out's rows: the Out_size tensor's value (known at run time), out_size when > 0, else X's rows."""
     if ctx.has("Out_size"):
+        if ctx.dtype("Out_size") not in (None, *INDEX_TYPES):
+            ctx.fail(f"{ctx.op.type} needs an int32 or int64 Out_size")
         return -1
     sizes = list(ctx.attr("out_size") or [0])
     if len(sizes) != 1:

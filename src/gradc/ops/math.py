@@ -8,7 +8,7 @@ grad kernels on integer vars whose stop_gradient is cleared; gradc's backward pa
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, real_dtype
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import dims_match, numel
 from .activation import activation
@@ -138,13 +138,18 @@ def _sum_infer(ctx):
 defop("sum", ["X[]"], infer=_sum_infer, grad=_sum_grad)
 
 
+def _abs_infer(ctx):
+    """|X| is real, also of a complex X."""
+    return {"Out": (ctx.shape("X"), real_dtype(ctx.dtype("X")))}
+
+
 # Unary math, with the forward value each Paddle grad op reads (Out where dx is a function of it).
 activation("exp", "Out")
 activation("log", "X")
 activation("sqrt", "Out")
 activation("rsqrt", "Out")
 activation("square", "X")
-activation("abs", "X")
+activation("abs", "X", infer=_abs_infer)
 activation("cos", "X")
 activation("sin", "X")
 defop("pow", ["X", "FactorTensor?"], attrs={"factor": 1.0}, infer=same_as("X"),

@@ -54,4 +54,4 @@ def _auc_infer(ctx):
 # StatPosOut/StatNegOut are StatPos/StatNeg themselves in Paddle's programs: the counts persist across runs
 defop("auc", ["Predict", "Label", "StatPos", "StatNeg", "InsTagWeight?"], ["AUC", "StatPosOut", "StatNegOut"],
       attrs={"curve": "ROC", "num_thresholds": 8191, "slide_steps": 1}, infer=_auc_infer,
-      grad=NO_GRAD).kernel_dtype_outputs = frozenset({"AUC"})
+      grad=NO_GRAD, kernel_dtype_outputs=["AUC"])

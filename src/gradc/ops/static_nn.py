@@ -6,12 +6,13 @@ click counts) as the gradient of X's first two columns, which a parameter server
 statistics; the other columns get Y's gradient. nce draws its negative classes (SampleLabels) from its sampler:
 0 uniform over the classes, 1 log-uniform (P(c) = log((c + 2) / (c + 1)) / log(classes)), 2 custom_dist (the
 alias tables CustomDistAlias, CustomDistAliasProbs over CustomDistProbs); its gradient holds those samples fixed.
-row_conv takes the padded form only (X [batch, time, dim]): its LoD form (X [total, dim] with sequences) is refused.
+row_conv takes X padded ([batch, time, dim]) or as a LoD tensor ([rows, dim], each sequence convolved on its own).
 """
 
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
+from ..ir.types import INTEGER_DTYPES
 from ..registry import defop, grad_op, typed
 from ..shapes import dims_match
 from .infer import check_float, one_dtype
@@ -47,6 +48,8 @@ def _nce_infer(ctx):
     dtype = one_dtype(ctx, "Input", "Weight")
     check_float(ctx, "Input")
     refuse_lod(ctx, "Input")
+    if ctx.dtype("Label") not in (None, *INTEGER_DTYPES):
+        ctx.fail("nce needs integer class ids in Label")
     if x is None or label is None or weight is None:   # undeclared shapes: the kernel checks them
         return {"Cost": (None, dtype), "SampleLogits": (None, dtype), "SampleLabels": (None, VarType.INT64)}
     classes, negatives, sampler = ctx.attr("num_total_classes"), ctx.attr("num_neg_samples"), ctx.attr("sampler")
@@ -94,13 +97,9 @@ def _row_conv_infer(ctx):
     x, kernel = ctx.shape("X"), ctx.shape("Filter")
     dtype = one_dtype(ctx, "X", "Filter")
     check_float(ctx, "X")
-    refuse_lod(ctx, "X")
-    if x is not None and len(x) == 2:
-        ctx.fail(f"row_conv's LoD form (X [total, dim] with sequences) is not supported: X must be "
-                 f"[batch, time, dim], got {x}")
-    if x is not None and len(x) != 3:
-        ctx.fail(f"row_conv needs X [batch, time, dim], got {x}")
-    if kernel is not None and (len(kernel) != 2 or (x is not None and not dims_match(kernel[1], x[2]))):
+    if x is not None and len(x) not in (2, 3):   # [rows, dim] must have a LoD when it runs
+        ctx.fail(f"row_conv needs X [rows, dim] (a LoD tensor) or [batch, time, dim] (padded), got {x}")
+    if kernel is not None and (len(kernel) != 2 or (x is not None and not dims_match(kernel[1], x[-1]))):
         ctx.fail(f"row_conv needs Filter [future_context + 1, dim] with X's dim, got Filter {kernel} for X {x}")
     return {"Out": (x, dtype)}
 

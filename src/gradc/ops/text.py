@@ -32,4 +32,4 @@ def _viterbi_infer(ctx):
 
 
 defop("viterbi_decode", ["Input", "Transition", "Length"], ["Scores", "Path"], attrs={"include_bos_eos_tag": True},
-      infer=_viterbi_infer, grad=NO_GRAD).kernel_dtype_outputs = frozenset({"Scores"})
+      infer=_viterbi_infer, grad=NO_GRAD, kernel_dtype_outputs=["Scores"])

@@ -1,5 +1,5 @@
-"""The float64 pass: widen every float32 var, and float32 dtype attributes, to float64. Numeric
-gradient checks need the precision (central differences in float32 lose half the digits)."""
+"""The float64 pass: widen every float32 var, and float32 dtype attributes, to float64 (complex64 to complex128).
+Numeric gradient checks need the precision (central differences in float32 lose half the digits)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from ..ir import AttrType, Program, VarType
 from .base import Pass, register_pass
 
 DTYPE_ATTRS = ("dtype", "in_dtype", "out_dtype")
+WIDER = {VarType.FP32: VarType.FP64, VarType.COMPLEX64: VarType.COMPLEX128}
 
 
 @register_pass
@@ -17,16 +18,16 @@ class Float64Pass(Pass):
         widened = 0
         for block in program.blocks:
             for var in block.vars.values():
-                if var.dtype == VarType.FP32:
-                    var.dtype = VarType.FP64
+                if var.dtype in WIDER:
+                    var.dtype = WIDER[var.dtype]
                     widened += 1
             for op in block.ops:
                 for attr in DTYPE_ATTRS:
-                    if op.attrs.get(attr) == VarType.FP32 and op.attr_types[attr] == AttrType.INT:
-                        op.attrs[attr] = int(VarType.FP64)
+                    if op.attrs.get(attr) in WIDER and op.attr_types[attr] == AttrType.INT:
+                        op.attrs[attr] = int(WIDER[op.attrs[attr]])
         return widened
 
     def ensures(self, program: Program) -> None:
-        left = [name for block in program.blocks for name, var in block.vars.items() if var.dtype == VarType.FP32]
+        left = [name for block in program.blocks for name, var in block.vars.items() if var.dtype in WIDER]
         if left:
-            raise self.fail(f"float32 vars remain: {left[:5]}")
+            raise self.fail(f"float32 or complex64 vars remain: {left[:5]}")

@@ -27,6 +27,10 @@ FAMILIES = {
     "clip": (
         "squared_l2_norm", "squared_l2_norm_grad", "clip_by_norm",
     ),
+    "complex_fft": (
+        "complex", "complex_grad", "real", "imag", "real_grad", "imag_grad", "angle", "angle_grad", "as_complex",
+        "as_real", "fft_c2c", "fft_c2c_grad", "fft_r2c", "fft_r2c_grad", "fft_c2r", "fft_c2r_grad",
+    ),
     "control_flow": (
         "conditional_block", "conditional_block_grad", "while", "while_grad", "select_input", "select_output",
     ),
@@ -90,6 +94,18 @@ FAMILIES = {
     "linalg_decomp": (
         "qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lu_unpack", "lu_unpack_grad",
         "lstsq",
+    ),
+    "lod_rnn": (
+        "lstm", "lstm_grad",
+    ),
+    "lod_rnn_gru": (
+        "gru", "gru_grad", "gru_unit", "gru_unit_grad",
+    ),
+    "lod_text": (
+        "crf_decoding", "chunk_eval", "edit_distance", "ctc_align",
+    ),
+    "lod_text_beam": (
+        "beam_search", "beam_search_decode",
     ),
     "logic": (
         "less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and", "logical_or",

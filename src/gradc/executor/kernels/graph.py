@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from . import kernel
 from .index import checked
 
@@ -49,8 +50,9 @@ def sent_back(per_edge: np.ndarray, index: np.ndarray, like: np.ndarray) -> np.n
 
 def pooled(messages: np.ndarray, dst: np.ndarray, rows: int, reduce_op: str) -> tuple[np.ndarray, np.ndarray]:
     """(Out, the count of messages per row): the messages reduced into ``rows`` rows by ``dst``; 0 where none."""
-    count = np.bincount(dst, minlength=rows)[:rows]
-    out = np.zeros((rows,) + messages.shape[1:], messages.dtype)
+    out = np.zeros(check_shape((rows,) + messages.shape[1:], messages.dtype, "Out"), messages.dtype)
+    check_shape((rows,), np.int64, "Out's count per row")   # rows come from attributes and ids, not the inputs
+    count = np.bincount(dst, minlength=rows)
     if reduce_op in ("SUM", "MEAN"):
         np.add.at(out, dst, messages)
         if reduce_op == "MEAN":
@@ -69,7 +71,7 @@ def message_grad(dout: np.ndarray, dst: np.ndarray, out: np.ndarray, messages: n
     only where the message is the extreme."""
     grad = dout[dst]
     if reduce_op == "MEAN":
-        count = np.bincount(dst, minlength=dout.shape[0])[dst]
+        count = np.bincount(dst)[dst]
         grad = grad / count.reshape((-1,) + (1,) * (grad.ndim - 1)).astype(dout.dtype)
     elif reduce_op in ("MAX", "MIN"):
         grad = grad * (messages == out[dst])
@@ -109,34 +111,31 @@ def graph_send_recv_grad(k):
     return {"X@GRAD": sent_back(grad, src, x)}
 
 
-def _ue_messages(k, rows=None):
-    """X, Y, the edges and Out's rows, and the two operands of each edge's message (broadcastable)."""
+def _ue_operands(k, rows: int):
+    """The edges (checked against X's rows and Out's ``rows``) and the two operands of each edge's message,
+    broadcastable: X's row at its source and its own row of Y."""
     x, y = k.x("X"), k.x("Y")
-    rows = _out_rows(k, x) if rows is None else rows
     src, dst = edges(k, "Src_index", "Dst_index", x.shape[0], rows)
     if y.shape[0] != src.size:
         raise ValueError(f"Y has {y.shape[0]} rows for {src.size} edges: one per edge")
-    a, b = aligned(x[src], y)
-    return x, y, src, dst, rows, a, b
+    return src, dst, *aligned(x[src], y)
 
 
 @kernel("graph_send_ue_recv")
 def graph_send_ue_recv(k):
-    _, _, _, dst, rows, a, b = _ue_messages(k)
+    rows = _out_rows(k, k.x("X"))
+    _, dst, a, b = _ue_operands(k, rows)
     out, count = pooled(MESSAGES[k.attr("message_op")][0](a, b), dst, rows, k.attr("reduce_op"))
     return {"Out": out, "Dst_count": count}
 
 
 @kernel("graph_send_ue_recv_grad")
 def graph_send_ue_recv_grad(k):
-    dout = k.x("Out@GRAD")
-    x, y, src, dst, _, a, b = _ue_messages(k, dout.shape[0])
+    x, y, dout, reduce_op = k.x("X"), k.x("Y"), k.x("Out@GRAD"), k.attr("reduce_op")
+    src, dst, a, b = _ue_operands(k, dout.shape[0])
     message, d_x, d_y = MESSAGES[k.attr("message_op")]
-    reduce_op = k.attr("reduce_op")
     extreme = reduce_op in ("MAX", "MIN")
-    grad = message_grad(dout, dst, k.x("Out") if extreme else None,
-                        message(a, b) if extreme else None, reduce_op)
-
+    grad = message_grad(dout, dst, k.x("Out") if extreme else None, message(a, b) if extreme else None, reduce_op)
     return k.grads({"X@GRAD": lambda: sent_back(grad * d_x(a, b), src, x),
                     "Y@GRAD": lambda: summed_to(grad * d_y(a, b), y.shape).astype(y.dtype)})
 

@@ -99,8 +99,13 @@ def elementwise_add_grad(k):
 
 
 binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
-binary_grad("elementwise_mul_grad", lambda x, y, d: d * y, lambda x, y, d: d * x)
-binary_grad("elementwise_div_grad", lambda x, y, d: d / y, lambda x, y, d: -d * x / (y * y))
+def conj(a: np.ndarray) -> np.ndarray:
+    """The conjugate of a complex array (a complex operand's factor in a grad: dL/dRe + i dL/dIm), a real one as is."""
+    return a.conj() if a.dtype.kind == "c" else a
+
+
+binary_grad("elementwise_mul_grad", lambda x, y, d: d * conj(y), lambda x, y, d: d * conj(x))
+binary_grad("elementwise_div_grad", lambda x, y, d: d / conj(y), lambda x, y, d: -d * conj(x / (y * y)))
 # A tie splits dOut in halves, as Paddle 3.3.1's kernels do (its operations, in its order).
 binary_grad("elementwise_max_grad", lambda x, y, d: d * (x > y) + (d / 2) * (x == y),
             lambda x, y, d: d * (x < y) + (d / 2) * (x == y))

@@ -45,6 +45,8 @@ def auc(k):
     # the product rounds in Predict's dtype, as Paddle's
     bins = (scores * scores.dtype.type(thresholds)).astype(np.int64)
     tag = k.optional("InsTagWeight")
+    if tag is not None and not tag.size:
+        raise ValueError("auc's InsTagWeight is empty: its first value says whether the batch is real (0: fake)")
     counted = tag is None or tag.reshape(-1)[0] != 0
     window = slice(steps * buckets, (steps + 1) * buckets)
     if steps:

@@ -69,6 +69,7 @@ def class_center_sample(k):
     labels, classes, samples = k.x("Label"), k.attr("num_classes"), k.attr("num_samples")
     if labels.ndim != 1 or ((labels < 0) | (labels >= classes)).any():
         raise ValueError(f"class_center_sample needs Label [batch] of classes in [0, {classes})")
+    check_shape((classes,), labels.dtype, "the list of classes")
     positive, remapped = np.unique(labels, return_inverse=True)
     rng = np.random.default_rng(k.attr("seed")) if k.attr("fix_seed") else randomness.generator()
     others = np.setdiff1d(np.arange(classes, dtype=labels.dtype), positive)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.signal import AXES, frame_count
+from ...ops.signal import AXES
 from . import kernel
 
 
@@ -28,8 +28,11 @@ def frames(x: np.ndarray, length: int, hop: int, axis: int) -> np.ndarray:
     seq = x.shape[axis] if x.ndim else 0
     if not 0 < length <= seq:
         raise ValueError(f"frame_length {length} must be in [1, {seq}], the sequence's length along axis {axis}")
-    taps = np.arange(length)[:, None] + hop * np.arange(frame_count(seq, length, hop))   # [length, n]
-    return x[taps.T] if axis == 0 else x[..., taps]
+    # a view of every window (sized by X, which may be empty), every hop-th one copied: [..., n, length]
+    windows = np.lib.stride_tricks.sliding_window_view(x, length, axis)
+    if axis == 0:
+        return np.moveaxis(windows[::hop], -1, 1).copy()
+    return np.swapaxes(windows[..., ::hop, :], -1, -2).copy()
 
 
 def overlap(framed: np.ndarray, hop: int, axis: int, seq: int | None = None) -> np.ndarray:
@@ -43,10 +46,10 @@ def overlap(framed: np.ndarray, hop: int, axis: int, seq: int | None = None) -> 
     end = (n - 1) * hop + length
     out = np.zeros((*framed.shape[:-2], max(end, 0) if seq is None else seq), framed.dtype)
     if n <= length:   # one slice per frame, or one strided write per offset in the frame: the fewer
-        for j in range(n):
+        for j in range(n if framed.size else 0):   # (an empty X may have many frames or offsets: none to add)
             out[..., j * hop:j * hop + length] += framed[..., j]
     else:
-        for offset in range(length):
+        for offset in range(length if framed.size else 0):
             out[..., offset:offset + (n - 1) * hop + 1:hop] += framed[..., offset, :]
     return np.moveaxis(out, -1, 0) if axis == 0 else out
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from .. import randomness
 from . import kernel
 
@@ -34,11 +35,15 @@ def cvm_grad(k):
     return {"X@GRAD": dx}
 
 
-# row_conv: out[t] = sum over w < future_context + 1 (and t + w < time) of Filter[w] * X[t + w]. The helpers take
-# X as [..., time, dim]: a padded batch, or one sequence of a LoD batch.
+# row_conv: out[t] = sum over w < future_context + 1 (and t + w < time) of Filter[w] * X[t + w], X [batch, time, dim].
+# An empty X has no tap to add, however long its time and Filter.
+def _taps(x: np.ndarray, weights: np.ndarray) -> range:
+    return range(min(len(weights), x.shape[-2]) if x.size else 0)
+
+
 def lookahead(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
     steps, out = x.shape[-2], np.zeros_like(x)
-    for w in range(min(len(weights), steps)):
+    for w in _taps(x, weights):
         out[..., :steps - w, :] += weights[w] * x[..., w:, :]
     return out
 
@@ -46,7 +51,7 @@ def lookahead(x: np.ndarray, weights: np.ndarray) -> np.ndarray:
 def lookahead_grads(x: np.ndarray, weights: np.ndarray, dout: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(X@GRAD, Filter@GRAD) of ``lookahead``."""
     steps, dx, dweights = x.shape[-2], np.zeros_like(x), np.zeros_like(weights)
-    for w in range(min(len(weights), steps)):
+    for w in _taps(x, weights):
         dx[..., w:, :] += weights[w] * dout[..., :steps - w, :]
         dweights[w] = (dout[..., :steps - w, :] * x[..., w:, :]).reshape(-1, x.shape[-1]).sum(axis=0)
     return dx, dweights
@@ -54,20 +59,43 @@ def lookahead_grads(x: np.ndarray, weights: np.ndarray, dout: np.ndarray) -> tup
 
 def _row_conv_operands(k):
     x, weights = k.x("X"), k.x("Filter")
-    if x.ndim != 3 or weights.ndim != 2 or weights.shape[1] != x.shape[2]:
-        raise ValueError(f"row_conv needs X [batch, time, dim] and Filter [future_context + 1, dim], got "
-                         f"{list(x.shape)} and {list(weights.shape)}")
-    return x, weights
+    lod = k.lod("X") if x.ndim == 2 else None
+    if (x.ndim != 3 and not lod) or weights.ndim != 2 or weights.shape[1] != x.shape[-1]:
+        raise ValueError(f"row_conv needs X [batch, time, dim] (or [rows, dim] with a LoD) and Filter "
+                         f"[future_context + 1, dim], got {list(x.shape)}{' without a LoD' if x.ndim == 2 else ''} "
+                         f"and {list(weights.shape)}")
+    if lod and lod[-1][-1] != x.shape[0]:
+        raise ValueError(f"X's LoD {[list(level) for level in lod]} ends at {lod[-1][-1]}, but X has {x.shape[0]} rows")
+    return x, weights, lod
+
+
+def _sequences(lod) -> list[slice]:
+    """The rows of each sequence of the LoD's last level."""
+    return [slice(start, end) for start, end in zip(lod[-1][:-1], lod[-1][1:])]
 
 
 @kernel("row_conv")
 def row_conv(k):
-    return {"Out": lookahead(*_row_conv_operands(k))}
+    x, weights, lod = _row_conv_operands(k)
+    if not lod:
+        return {"Out": lookahead(x, weights)}
+    out = np.empty_like(x)
+    for rows in _sequences(lod):
+        out[rows] = lookahead(x[rows], weights)
+    return {"Out": out}
 
 
 @kernel("row_conv_grad")
 def row_conv_grad(k):
-    dx, dweights = lookahead_grads(*_row_conv_operands(k), k.x("Out@GRAD"))
+    x, weights, lod = _row_conv_operands(k)
+    dout = k.x("Out@GRAD")
+    if not lod:
+        dx, dweights = lookahead_grads(x, weights, dout)
+    else:
+        dx, dweights = np.empty_like(x), np.zeros_like(weights)
+        for rows in _sequences(lod):
+            dx[rows], dsequence = lookahead_grads(x[rows], weights, dout[rows])
+            dweights += dsequence
     return k.grads({"X@GRAD": lambda: dx, "Filter@GRAD": lambda: dweights})
 
 
@@ -101,9 +129,10 @@ def _nce_labels(k):
     x, labels, classes = k.x("Input"), k.x("Label"), k.attr("num_total_classes")
     if classes < 2:
         raise ValueError(f"nce needs num_total_classes >= 2, got {classes}")
-    labels = labels.reshape(len(labels), -1) if labels.ndim else labels.reshape(1, 1)
-    if len(labels) != len(x) or ((labels < 0) | (labels >= classes)).any():
-        raise ValueError(f"nce needs one row of labels in [0, {classes}) per row of Input")
+    if labels.dtype.kind not in "iu" or labels.ndim not in (1, 2) or len(labels) != len(x) \
+            or ((labels < 0) | (labels >= classes)).any():
+        raise ValueError(f"nce needs one row of integer labels in [0, {classes}) per row of Input")
+    labels = labels.reshape(len(x), 1) if labels.ndim == 1 else labels
     return labels.astype(np.int64), _sampler(k, classes)
 
 
@@ -128,10 +157,12 @@ def nce(k):
     if ((chosen < 0) | (chosen >= classes)).any() or chosen.size not in (0, k.attr("num_neg_samples")):
         raise ValueError(f"custom_neg_classes must be num_neg_samples classes in [0, {classes}), got "
                          f"{chosen.tolist()}")
+    count = k.attr("num_neg_samples")
+    check_shape((batch, labels.shape[1] + count, x.shape[1]), np.float64, "the sampled rows of Weight")
     if chosen.size:
         negatives = np.broadcast_to(chosen, (batch, chosen.size))
     else:
-        seed, count = k.attr("seed"), k.attr("num_neg_samples")
+        seed = k.attr("seed")
         rng = np.random.default_rng(seed) if seed else randomness.generator()
         negatives = draw(rng, batch * count).reshape(batch, count)
     samples = np.concatenate([labels, negatives], axis=1)

@@ -8,8 +8,11 @@ import numpy as np
 
 from ...errors import ExecutionError
 from ...ops.tensor_array import stack_axis
+from ..lod import PASSES_LOD
 from ..tensor_array import TensorArray
 from . import kernel
+
+PASSES_LOD.add("read_from_array")   # a slot's value comes back with the LoD it was written with
 
 
 def _fail(k, message: str):
@@ -48,6 +51,11 @@ def write_to_array(k):
     if index >= len(array):
         array.extend([None] * (index + 1 - len(array)))
     array[index] = k.x("X")
+    lod = k.lod("X")
+    if lod:
+        array.lods[index] = lod
+    else:
+        array.lods.pop(index, None)
     return {"Out": array}
 
 
@@ -57,6 +65,7 @@ def read_from_array(k):
     like = k.optional("X_W")
     array = _array(k, "X", missing_ok=like is not None)
     if index < len(array) and array[index] is not None:
+        k.set_lod("Out", array.lods.get(index))
         return {"Out": array[index]}
     if like is not None:   # the grad case: a slot no gradient reached is zero
         return {"Out": np.zeros_like(like)}

@@ -18,6 +18,8 @@ def viterbi_decode(k):
     if emission.ndim != 3 or transition.shape != (tags, tags) or lengths.shape != (batch,):
         raise ValueError(f"viterbi_decode needs Input [batch, time, tags], Transition [tags, tags] and Length "
                          f"[batch], got {list(emission.shape)}, {list(transition.shape)} and {list(lengths.shape)}")
+    if not steps or not tags:   # Paddle 3.3.1 fails too: the first step's scores start every path
+        raise ValueError(f"viterbi_decode needs Input with a time step and a tag at least, got {list(emission.shape)}")
     if ((lengths < 0) | (lengths > steps)).any():
         raise ValueError(f"viterbi_decode lengths must lie in [0, {steps}] (Input's time steps), got "
                          f"{lengths.tolist()}")

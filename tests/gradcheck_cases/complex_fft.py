@@ -1,0 +1,76 @@
+"""Cases for gradc.ops.complex_fft: complex/real/imag/angle/as_complex/as_real and abs of complex values, and the
+three transforms over one and several axes, each normalization, both directions, odd and even lengths, fft_r2c
+onesided or not and fft_c2r with last_dim_size. Complex inputs are checked along both the real and the imaginary
+direction of each element (gradc.gradcheck.numeric_grad)."""
+
+from . import Case, rng
+from .second_order import second_order
+
+r = rng(31)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def crandn(*shape):
+    return r.standard_normal(shape) + 1j * r.standard_normal(shape)
+
+
+def fft(axes, normalization="backward", forward=True, **more):
+    return {"axes": axes, "normalization": normalization, "forward": forward, **more}
+
+
+CASES = [
+    Case("complex", {"X": randn(3, 4), "Y": randn(3, 4)}),
+    Case("complex", {"X": randn(2, 3, 4), "Y": randn(4)}),          # Y broadcast
+    Case("complex", {"X": randn(2, 1), "Y": randn(3)}),             # both broadcast
+    Case("real", {"X": crandn(3, 4)}),
+    Case("imag", {"X": crandn(2, 5)}),
+    Case("angle", {"X": crandn(3, 4)}),
+    Case("abs", {"X": crandn(3, 4)}),
+    Case("as_complex", {"X": randn(3, 4, 2)}),
+    Case("as_real", {"X": crandn(2, 3)}),
+    Case("conj", {"X": crandn(2, 3)}),
+    Case("fft_c2c", {"X": crandn(2, 5)}, fft([1])),
+    Case("fft_c2c", {"X": crandn(4, 3)}, fft([0], "forward", False)),
+    Case("fft_c2c", {"X": crandn(3, 4, 2)}, fft([0, 2], "ortho")),
+    Case("fft_c2c", {"X": crandn(2, 3, 4)}, fft([2, 0], "backward", False)),
+    Case("fft_r2c", {"X": randn(2, 6)}, fft([1], onesided=True)),
+    Case("fft_r2c", {"X": randn(2, 5)}, fft([1], "ortho", onesided=True)),
+    Case("fft_r2c", {"X": randn(5, 3)}, fft([0], "forward", onesided=False)),
+    Case("fft_r2c", {"X": randn(3, 4, 6)}, fft([0, 2], "backward", False, onesided=True)),
+    Case("fft_r2c", {"X": randn(4, 3, 5)}, fft([2, 1], "ortho", onesided=True)),
+    Case("fft_c2r", {"X": crandn(2, 4)}, fft([1], forward=False)),                       # 6 samples
+    Case("fft_c2r", {"X": crandn(2, 4)}, fft([1], "ortho", False, last_dim_size=7)),      # odd length
+    Case("fft_c2r", {"X": crandn(4, 3)}, fft([0], "forward", True)),                     # hfft
+    Case("fft_c2r", {"X": crandn(3, 2, 4)}, fft([0, 2], "backward", False)),
+    Case("fft_c2r", {"X": crandn(3, 4, 3)}, fft([2, 1], "ortho", True, last_dim_size=5)),
+    # the other ops gradc.backward.path lets a complex gradient through
+    Case("elementwise_add", {"X": crandn(2, 3), "Y": crandn(3)}),
+    Case("elementwise_sub", {"X": crandn(2, 3), "Y": randn(2, 3)}),
+    Case("elementwise_mul", {"X": crandn(2, 3), "Y": crandn(3)}),
+    Case("elementwise_mul", {"X": crandn(2, 3), "Y": randn(2, 3)}),
+    Case("elementwise_div", {"X": crandn(2, 3), "Y": crandn(2, 3) + 2}),
+    Case("scale", {"X": crandn(2, 3)}, {"scale": -1.5, "bias": 0.5}),
+    Case("sum", {"X": [crandn(2, 3), crandn(2, 3)]}),
+    Case("mean", {"X": crandn(2, 3)}),
+    Case("reduce_sum", {"X": crandn(2, 3)}, {"dim": [1]}),
+    Case("reduce_mean", {"X": crandn(2, 3, 2)}, {"dim": [0, 2], "keep_dim": True}),
+    Case("transpose2", {"X": crandn(2, 3)}, {"axis": [1, 0]}),
+    Case("reshape2", {"X": crandn(2, 3)}, {"shape": [3, 2]}),
+    Case("squeeze2", {"X": crandn(2, 1, 3)}, {"axes": [1]}),
+    Case("unsqueeze2", {"X": crandn(2, 3)}, {"axes": [0]}),
+    Case("concat", {"X": [crandn(2, 3), crandn(1, 3)]}, {"axis": 0}),
+    Case("split", {"X": crandn(2, 4)}, {"num": 2, "axis": 1}, outputs={"Out": 2}),
+    Case("slice", {"Input": crandn(3, 4)}, {"axes": [1], "starts": [1], "ends": [3]}),
+    Case("assign", {"X": crandn(2, 3)}),
+    second_order("complex", {"X": randn(2, 3), "Y": randn(3)}),
+    second_order("real", {"X": crandn(2, 3)}),
+    second_order("imag", {"X": crandn(2, 3)}),
+    second_order("angle", {"X": crandn(2, 3)}),
+    second_order("abs", {"X": crandn(2, 3)}),
+    second_order("fft_c2c", {"X": crandn(2, 4)}, fft([1], "ortho")),
+    second_order("fft_r2c", {"X": randn(2, 5)}, fft([1], onesided=True)),
+    second_order("fft_c2r", {"X": crandn(3, 4)}, fft([0, 1], "forward", False)),
+]

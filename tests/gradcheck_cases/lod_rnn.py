@@ -1,0 +1,76 @@
+"""Cases for gradc.ops.lod_rnn: the LoD LSTM (peepholes or not, reversed, C0 alone and with H0, other
+activations) and GRU (origin_mode both ways, reversed, H0, no Bias, other activations) over sequences of different
+lengths (an empty one too), gru_unit with each activation code, and gru_unit_grad's second derivatives. Inputs are
+small, away from relu's kink."""
+
+
+from gradc import LoDTensor
+
+from . import Case, rng
+from .second_order import second_order
+
+r = rng(83)
+D = 3
+LENGTHS = [2, 0, 3, 1]
+
+
+def randn(*shape, scale=0.5):
+    return scale * r.standard_normal(shape)
+
+
+def lstm(peepholes=True, h0=False, c0=False, lengths=LENGTHS, **attrs) -> Case:
+    inputs = {"Input": LoDTensor.from_lengths(randn(sum(lengths), 4 * D), [lengths]), "Weight": randn(D, 4 * D),
+              "Bias": randn(1, (7 if peepholes else 4) * D)}
+    if h0:
+        inputs["H0"] = randn(len(lengths), D)
+    if c0:
+        inputs["C0"] = randn(len(lengths), D)
+    return Case("lstm", inputs, {"use_peepholes": peepholes, **attrs})
+
+
+def gru(h0=False, bias=True, lengths=LENGTHS, **attrs) -> Case:
+    inputs = {"Input": LoDTensor.from_lengths(randn(sum(lengths), 3 * D), [lengths]), "Weight": randn(D, 3 * D)}
+    if bias:
+        inputs["Bias"] = randn(1, 3 * D)
+    if h0:
+        inputs["H0"] = randn(len(lengths), D)
+    return Case("gru", inputs, attrs)
+
+
+def gru_unit(bias=True, second=False, **attrs) -> Case:
+    inputs = {"Input": randn(4, 3 * D), "HiddenPrev": randn(4, D), "Weight": randn(D, 3 * D)}
+    if bias:
+        inputs["Bias"] = randn(1, 3 * D)
+    return second_order("gru_unit", inputs, attrs, rtol=1e-4, atol=1e-6) if second else Case("gru_unit", inputs, attrs)
+
+
+CASES = [
+    lstm(),
+    lstm(peepholes=False),
+    lstm(h0=True, c0=True),
+    lstm(h0=True, c0=True, is_reverse=True),
+    lstm(c0=True, lengths=[1, 3]),
+    lstm(c0=True, peepholes=False, is_reverse=True),
+    lstm(h0=True, c0=True, lengths=[4, 2, 4], gate_activation="sigmoid_v2", cell_activation="identity",
+         candidate_activation="relu"),
+    lstm(lengths=[3, 1], cell_activation="tanh_v2", candidate_activation="identity"),
+    gru(),
+    gru(origin_mode=True),
+    gru(h0=True, is_reverse=True),
+    gru(h0=True, origin_mode=True, is_reverse=True),
+    gru(bias=False, h0=True, lengths=[1, 4, 2]),
+    gru(activation="relu", gate_activation="sigmoid_v2", lengths=[3, 3]),
+    gru(activation="identity", origin_mode=True),
+    gru_unit(),
+    gru_unit(origin_mode=True),
+    gru_unit(bias=False, activation=0, gate_activation=2),
+    gru_unit(activation=3, gate_activation=1, origin_mode=True),
+    gru_unit(second=True),
+    gru_unit(second=True, origin_mode=True),
+    gru_unit(second=True, bias=False, activation=0, gate_activation=2),
+    gru_unit(second=True, activation=3, origin_mode=True),
+]
+
+# their steps follow Input's LoD, known only at run time: no unrolling into differentiable ops (tests/test_lod_rnn.py)
+REFUSED = {"lstm_grad": "the LSTM's steps follow Input's LoD, known only at run time",
+           "gru_grad": "the GRU's steps follow Input's LoD, known only at run time"}
