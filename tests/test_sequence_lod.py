@@ -8,7 +8,9 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from gradc import ExecutionError, LoDTensor
+from gradc.executor.lod import with_lods
 from gradc.layers import ProgramBuilder
+from gradc.limits import limited
 
 # Paddle 3.3.1's sequence_pool of these rows (sequences of 2, 0, 3 and 1 rows) with pad_value 7
 ROWS = np.array([[-2, -1], [0, 1], [2, -2], [-1, 0], [1, 2], [-2, -1]], np.float32)
@@ -201,3 +203,35 @@ def test_a_saved_inference_programs_feed_op_keeps_the_fed_lod():
     program.mark_changed()
     (pooled,) = gradc.Executor().run(program, feed, [out], gradc.Scope())
     np.testing.assert_allclose(pooled[[0, 2]], [[-2, 0], [2, 0]])
+
+
+@pytest.mark.parametrize("lod", [[[0, 1.5, 3]], [[[0, 1], [1, 3]]], [[0, np.nan, 3]], [[False, True]]])
+def test_offsets_that_are_not_a_flat_list_of_integers_are_refused(lod):
+    with pytest.raises(ExecutionError, match=r"level 0 of the LoD must be a flat list of integer offsets"):
+        LoDTensor(np.zeros((3, 1)), lod)
+
+
+def test_npz_offsets_that_are_not_integers_name_their_array():
+    with pytest.raises(ExecutionError, match=r"'x@LOD0' must be a flat list of integer offsets, got float64\[3\]"):
+        with_lods({"x": np.zeros((3, 1)), "x@LOD0": np.array([0, np.nan, 3])})
+
+
+def test_a_huge_context_length_is_bounded_by_the_filter():
+    x = LoDTensor(np.zeros((4, 2), np.float32), [[0, 2, 4]])
+    with pytest.raises(ExecutionError, match="Filter has 4 rows, not contextLength 1099511627776 times X's width 2"):
+        run("sequence_conv", {"X": x, "Filter": np.zeros((4, 1), np.float32)}, {"contextLength": 2**40})
+    empty = LoDTensor(np.zeros((4, 0), np.float32), [[0, 2, 4]])   # no width: the filter bounds nothing
+    (out,) = run("sequence_conv", {"X": empty, "Filter": np.zeros((0, 3), np.float32)}, {"contextLength": 2**40})
+    np.testing.assert_array_equal(out.array, np.zeros((4, 3)))
+
+
+def test_an_expansion_past_the_memory_limit_is_refused_before_it_is_made():
+    x = LoDTensor(np.zeros((1000, 2), np.float32), [[0, 1000]])
+    y = LoDTensor(np.zeros((1000, 1), np.float32), [[0, 1000], list(range(1001))])   # x's sequence 1000 times
+    with limited(max_bytes=1 << 20), pytest.raises(ExecutionError, match=r"Out of shape \[1000000, 2\] would need"):
+        run("sequence_expand", {"X": x, "Y": y}, {"ref_level": 0})
+
+
+def test_im2sequence_of_no_images_is_empty():
+    (out,) = run("im2sequence", {"X": np.zeros((0, 2, 3, 3), np.float32)}, {"kernels": [2, 2]})
+    assert out.array.shape == (0, 8) and out.lod == ((0,),)

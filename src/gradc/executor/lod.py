@@ -40,7 +40,8 @@ class LoDTensor:
 
     def __init__(self, array, lod: Sequence[Sequence[int]]):
         object.__setattr__(self, "array", np.asarray(array))
-        object.__setattr__(self, "lod", tuple(tuple(int(o) for o in level) for level in lod))
+        object.__setattr__(self, "lod", tuple(level_offsets(level, f"level {k} of the LoD")
+                                              for k, level in enumerate(lod)))
 
     @classmethod
     def from_lengths(cls, array, lengths: Sequence[Sequence[int]]) -> LoDTensor:
@@ -50,6 +51,15 @@ class LoDTensor:
     @property
     def lengths(self) -> list[list[int]]:
         return [list(np.diff(level)) for level in self.lod]
+
+
+def level_offsets(level, what: str, error: type[Exception] = ExecutionError) -> tuple[int, ...]:
+    """One LoD level as a tuple of ints; ``error`` naming ``what`` unless it is a flat list of integers (a float
+    offset would be truncated, a 2-D array flattened: neither is a LoD anyone meant). Kernels raise ValueError."""
+    array = np.asarray(level)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise error(f"{what} must be a flat list of integer offsets, got {array.dtype}{list(array.shape)}")
+    return tuple(array.tolist())
 
 
 LOD_SUFFIX = "@LOD"
@@ -71,7 +81,8 @@ def with_lods(arrays: Mapping[str, np.ndarray]) -> dict:
                                  f"{base}@LOD1, ... with none missing")
     feed = {name: array for name, array in arrays.items() if name not in _lod_names(levels)}
     for base, found in levels.items():
-        feed[base] = LoDTensor(feed[base], [np.asarray(found[k]).reshape(-1) for k in range(len(found))])
+        feed[base] = LoDTensor(feed[base], [level_offsets(found[k], f"'{base}{LOD_SUFFIX}{k}'")
+                                            for k in range(len(found))])
     return feed
 
 
@@ -101,9 +112,8 @@ def lod_problem(lod: LoD, rows: int) -> str | None:
     return None
 
 
-def checked_lod(lod: Sequence[Sequence[int]], rows: int, what: str) -> LoD:
-    """``lod`` as a LoD tuple; ExecutionError naming ``what`` unless it fits a tensor of ``rows`` rows."""
-    lod = tuple(tuple(int(o) for o in level) for level in lod)
+def checked_lod(lod: LoD, rows: int, what: str) -> LoD:
+    """``lod``; ExecutionError naming ``what`` unless it fits a tensor of ``rows`` rows."""
     problem = lod_problem(lod, rows)
     if problem:
         raise ExecutionError(f"{what}: {problem}")
