@@ -11,6 +11,7 @@ from gradc import ExecutionError, LoDTensor
 from gradc.executor.lod import with_lods
 from gradc.layers import ProgramBuilder
 from gradc.limits import limited
+from programs import Net
 
 # Paddle 3.3.1's sequence_pool of these rows (sequences of 2, 0, 3 and 1 rows) with pad_value 7
 ROWS = np.array([[-2, -1], [0, 1], [2, -2], [-1, 0], [1, 2], [-2, -1]], np.float32)
@@ -235,3 +236,23 @@ def test_an_expansion_past_the_memory_limit_is_refused_before_it_is_made():
 def test_im2sequence_of_no_images_is_empty():
     (out,) = run("im2sequence", {"X": np.zeros((0, 2, 3, 3), np.float32)}, {"kernels": [2, 2]})
     assert out.array.shape == (0, 8) and out.lod == ((0,),)
+
+
+@pytest.mark.parametrize("fed, x_lod", [(True, True), (False, True), (False, False)])
+def test_a_lod_made_in_a_sub_block_reaches_the_block_that_runs_it(fed, x_lod):
+    """A branch resets x's LoD into out (an outer var: fed, or first written by the branch); the parent block,
+    which declares no LoD itself, passes it through relu to sequence_pool (Paddle: [0, 10], not x's [1, 9])."""
+    net = Net()
+    cond, x, out = net.data("c", [1]), net.data("x", [-1, 1]), net.data("out", [-1, 1])
+    with net.sub_block() as body:
+        net.assign(net.op("lod_reset", {"X": x}, {"target_lod": [0, 1, 5]}), out)
+    op = net.block.append_op("conditional_block", {"Cond": [cond], "Input": [x]},
+                             {"Out": [out], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+    op.set_attr("sub_block", body.idx, gradc.ir.AttrType.BLOCK)
+    pooled = net.op("sequence_pool", {"X": net.relu(out)}, {"pooltype": "SUM"})
+    rows = np.arange(5.0).reshape(5, 1)
+    feed = {"c": np.ones(1, bool), "x": LoDTensor(rows, [[0, 2, 5]]) if x_lod else rows}
+    got_out, got_pooled = gradc.Executor().run(net.program, {**feed, **({"out": np.zeros((5, 1))} if fed else {})},
+                                               [out, pooled], gradc.Scope(), return_lod=True)
+    assert got_out.lod == ((0, 1, 5),)
+    np.testing.assert_array_equal(got_pooled.ravel(), [0, 10])

@@ -131,13 +131,22 @@ def lod_of(scope, name: str) -> LoD | None:
 
 
 def set_lod(scope, name: str, lod: LoD | None) -> None:
-    """Record (None: clear) the LoD of the var ``name`` in ``scope``."""
+    """Record (None: clear) the LoD of the var ``name`` beside its value: in the scope a write from ``scope``
+    lands in (an outer var a sub-block writes keeps its LoD after the block)."""
+    scope = scope.home(name)
     if lod:
         if scope.lods is None:
             scope.lods = {}
         scope.lods[name] = lod
     elif scope.lods is not None:
         scope.lods.pop(name, None)
+
+
+def lift_lods(scope, inner, names) -> None:
+    """Give ``names`` in ``scope`` the LoD they have in ``inner``, the scope a sub-block wrote them in."""
+    if has_lod(inner):
+        for name in names:
+            set_lod(scope, name, lod_of(inner, name))
 
 
 def has_lod(scope) -> bool:
@@ -150,9 +159,18 @@ def has_lod(scope) -> bool:
 
 
 def declares_lod(block: Block) -> bool:
-    """Whether the block can make LoD on its own: a var declared with lod_level > 0 or an op that sets LoD."""
-    return any((var.lod_level or 0) > 0 for var in block.vars.values()) or any(op.type in SETS_LOD
-                                                                                for op in block.ops)
+    """Whether the block can make LoD on its own: a var declared with lod_level > 0 or an op that sets LoD, in it
+    or in a block its ops run (a sub-block's LoD reaches the block that runs it)."""
+    program, seen, todo = block.program, {block.idx}, [block]
+    while todo:
+        block = todo.pop()
+        if any((var.lod_level or 0) > 0 for var in block.vars.values()) or any(op.type in SETS_LOD
+                                                                                for op in block.ops):
+            return True
+        for idx in {idx for op in block.ops for idx in program.blocks_run_by(op)} - seen:
+            seen.add(idx)
+            todo.append(program.blocks[idx])
+    return False
 
 
 def sharing(kernel: Callable, op: OpDesc) -> Callable:
@@ -160,9 +178,12 @@ def sharing(kernel: Callable, op: OpDesc) -> Callable:
     if op.type in SETS_LOD:
         return kernel
     inputs = tuple(name for args in op.inputs.values() for name in args if name != EMPTY_VAR)
-    # a grad gets its var's LoD (the var itself may be freed by now); another output, its inputs' first
+    # a grad gets its var's LoD (the var itself may be freed by now); another output, its inputs' first, unless
+    # the op runs blocks: their ops set the LoD of what they write (control flow lifts it, lift_lods)
+    runs_blocks = bool(op.block_refs())
     targets = tuple((slot, i, name, (name.split("@GRAD")[0],) if "@GRAD" in name else inputs, "@GRAD" not in name)
-                    for slot, args in op.outputs.items() for i, name in enumerate(args) if name != EMPTY_VAR)
+                    for slot, args in op.outputs.items() for i, name in enumerate(args)
+                    if name != EMPTY_VAR and ("@GRAD" in name or not runs_blocks))
     if not targets or not inputs:
         return kernel
 
