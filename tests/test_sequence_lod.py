@@ -256,3 +256,17 @@ def test_a_lod_made_in_a_sub_block_reaches_the_block_that_runs_it(fed, x_lod):
                                                [out, pooled], gradc.Scope(), return_lod=True)
     assert got_out.lod == ((0, 1, 5),)
     np.testing.assert_array_equal(got_pooled.ravel(), [0, 10])
+
+
+def test_a_pylayer_passes_the_lod_its_forward_block_gives_and_its_grad_gets_the_inputs():
+    net = Net()
+    x = net.data("x", [-1, 1])
+    (out,) = net.pylayer(lambda a: net.op("lod_reset", {"X": a}, {"target_lod": [0, 1, 5]}), [x],
+                         backward_fn=lambda g: net.scale(g, scale=2.0))
+    pooled = net.op("sequence_pool", {"X": out}, {"pooltype": "SUM"})
+    net.block.var(x).stop_gradient = False
+    gradc.append_backward(net.program, net.mean(pooled))
+    got, grad = gradc.Executor().run(net.program, {"x": LoDTensor(np.arange(5.0).reshape(5, 1), [[0, 2, 5]])},
+                                     [pooled, "x@GRAD"], gradc.Scope(), return_lod=True)
+    np.testing.assert_array_equal(got.ravel(), [0, 10])   # the block's LoD, not x's ([1, 9])
+    assert grad.lod == ((0, 2, 5),)

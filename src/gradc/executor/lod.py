@@ -10,8 +10,10 @@ each fetched var that has a LoD (an array for the others). In an .npz (``gradc r
 of var x's LoD is the int array ``x@LOD<k>`` beside ``x`` (``with_lods`` and ``lod_arrays``).
 
 Propagation, as Paddle's ShareLoD, planned once per block and run only where LoD can occur (a var declared
-with lod_level > 0, an op that makes LoD, or a LoD fed): an op whose kernel does not set LoD itself gives each
-output the LoD of its first input that has one and the same dim 0; a grad op gives ``X@GRAD`` the LoD of X.
+with lod_level > 0 or an op that makes LoD, in the block or one it runs, or a LoD in the scope): an op whose
+kernel does not set LoD itself gives each output the LoD of its first input that has one and the same dim 0 (an
+op that runs blocks: none, its blocks' ops set it); a grad op gives ``X@GRAD`` the LoD of X. A LoD is kept in the
+scope its value lands in (Scope.home).
 """
 
 from __future__ import annotations
