@@ -270,3 +270,17 @@ def test_a_pylayer_passes_the_lod_its_forward_block_gives_and_its_grad_gets_the_
                                      [pooled, "x@GRAD"], gradc.Scope(), return_lod=True)
     np.testing.assert_array_equal(got.ravel(), [0, 10])   # the block's LoD, not x's ([1, 9])
     assert grad.lod == ((0, 2, 5),)
+
+
+def test_no_lod_outlives_its_run_in_the_callers_scope():
+    """A persistable var lives in the caller's scope; the LoD an op gives it stays in the run (else every later
+    run would take the LoD path and read a stale LoD)."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 1], "float32")
+    kept = net.block.create_var("kept", [-1, 1], gradc.VarType.FP32, persistable=True).name
+    net.block.append_op("assign", {"X": [x]}, {"Out": [kept]})
+    scope = gradc.Scope()
+    scope[kept] = np.zeros((3, 1), np.float32)
+    (got,) = gradc.Executor().run(net.program, {x: LoDTensor(np.ones((3, 1), np.float32), [[0, 1, 3]])}, [kept],
+                                  scope, return_lod=True)
+    assert got.lod == ((0, 1, 3),) and scope.lods is None

@@ -132,10 +132,13 @@ def lod_of(scope, name: str) -> LoD | None:
     return None
 
 
-def set_lod(scope, name: str, lod: LoD | None) -> None:
-    """Record (None: clear) the LoD of the var ``name`` beside its value: in the scope a write from ``scope``
-    lands in (an outer var a sub-block writes keeps its LoD after the block)."""
-    scope = scope.home(name)
+def set_lod(scope, name: str, lod: LoD | None, run_scope=None) -> None:
+    """Record (None: clear) the LoD of the var ``name`` beside its value, in the scope a write from ``scope``
+    lands in (an outer var a sub-block writes keeps its LoD after the block), but no higher than the run's own
+    scope, the child of ``run_scope`` (Executor.run's caller's): no LoD outlives a run (nor slows the next)."""
+    home = scope.home(name)
+    while scope is not home and scope.parent is not run_scope:
+        scope = scope.parent
     if lod:
         if scope.lods is None:
             scope.lods = {}
@@ -144,11 +147,11 @@ def set_lod(scope, name: str, lod: LoD | None) -> None:
         scope.lods.pop(name, None)
 
 
-def lift_lods(scope, inner, names) -> None:
-    """Give ``names`` in ``scope`` the LoD they have in ``inner``, the scope a sub-block wrote them in."""
+def lift_lods(k, inner, names) -> None:
+    """Give ``names`` in the kernel's scope the LoD they have in ``inner``, the scope a sub-block wrote them in."""
     if has_lod(inner):
         for name in names:
-            set_lod(scope, name, lod_of(inner, name))
+            set_lod(k.scope, name, lod_of(inner, name), k.run_scope)
 
 
 def has_lod(scope) -> bool:
@@ -192,20 +195,20 @@ def sharing(kernel: Callable, op: OpDesc) -> Callable:
     def run(ctx):
         results = kernel(ctx)
         if results:
-            _share(ctx.scope, results, targets)
+            _share(ctx.scope, ctx.run_scope, results, targets)
         return results
 
     return run
 
 
-def _share(scope, results: dict, targets: tuple) -> None:
+def _share(scope, run_scope, results: dict, targets: tuple) -> None:
     for slot, i, name, sources, same_rows in targets:
         value = results.get(slot)
         if isinstance(value, list):
             value = value[i] if i < len(value) else None
         if not isinstance(value, np.ndarray) or value.ndim == 0:
             continue
-        set_lod(scope, name, _first_lod(scope, sources, value.shape[0] if same_rows else None))
+        set_lod(scope, name, _first_lod(scope, sources, value.shape[0] if same_rows else None), run_scope)
 
 
 def _first_lod(scope, sources: tuple[str, ...], rows: int | None) -> LoD | None:

@@ -97,7 +97,7 @@ def conditional_block(k):
         return {"Scope": [[]]}
     scope = k.scope.child()
     k.run_block(k.attr("sub_block"), scope)
-    lift_lods(k.scope, scope, k.out_names("Out"))
+    lift_lods(k, scope, k.out_names("Out"))
     return {"Out": [scope.find(name) for name in k.out_names("Out")], "Scope": [[scope]]}
 
 
@@ -133,7 +133,7 @@ def while_(k):
         if not k.attr("is_test"):
             last.vars.update(start)   # shadows the outer loop vars for this iteration's grad
             steps.append(last)
-    lift_lods(k.scope, last, [name for name in outs if name not in loop_vars])
+    lift_lods(k, last, [name for name in outs if name not in loop_vars])
     return {"Out": [k.scope.find(name) if name in loop_vars else last.find(name) for name in outs],
             "StepScopes": [steps]}
 
