@@ -284,3 +284,13 @@ def test_no_lod_outlives_its_run_in_the_callers_scope():
     (got,) = gradc.Executor().run(net.program, {x: LoDTensor(np.ones((3, 1), np.float32), [[0, 1, 3]])}, [kept],
                                   scope, return_lod=True)
     assert got.lod == ((0, 1, 3),) and scope.lods is None
+
+
+def test_lod_reset_grad_refuses_a_grad_of_another_shape():
+    net = ProgramBuilder()
+    x, dout = net.data("x", [4, 2], "float32"), net.data("dout", [3, 2], "float32")
+    dx = net.block.create_var("dx", [4, 2], gradc.VarType.FP32).name
+    net.block.append_op("lod_reset_grad", {"X": [x], "Out@GRAD": [dout]}, {"X@GRAD": [dx]})
+    with pytest.raises(ExecutionError, match=r"\(lod_reset_grad\): Out@GRAD \[3, 2\] must have X's shape \[4, 2\]"):
+        gradc.Executor().run(net.program, {x: np.zeros((4, 2), np.float32), dout: np.zeros((3, 2), np.float32)},
+                             [dx], gradc.Scope())

@@ -206,4 +206,7 @@ def lod_reset(k):
 
 @kernel("lod_reset_grad")
 def lod_reset_grad(k):
-    return {"X@GRAD": k.x("Out@GRAD").copy()}
+    dout, shape = k.x("Out@GRAD"), k.x("X").shape
+    if dout.shape != shape:
+        raise ValueError(f"Out@GRAD {list(dout.shape)} must have X's shape {list(shape)}: Out is X relabelled")
+    return {"X@GRAD": dout.copy()}
