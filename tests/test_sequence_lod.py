@@ -294,3 +294,11 @@ def test_lod_reset_grad_refuses_a_grad_of_another_shape():
     with pytest.raises(ExecutionError, match=r"\(lod_reset_grad\): Out@GRAD \[3, 2\] must have X's shape \[4, 2\]"):
         gradc.Executor().run(net.program, {x: np.zeros((4, 2), np.float32), dout: np.zeros((3, 2), np.float32)},
                              [dx], gradc.Scope())
+
+
+@pytest.mark.parametrize("rows, at", [([1.0, np.nan, 3.0], 1), ([np.nan, 1.0, 3.0], 0)])
+def test_max_pooling_over_a_nan_is_nan_whatever_its_place(rows, at):
+    """Paddle gives 3 for the first (it skips a NaN after the first row), NaN for the second: gradc NaN for both."""
+    out, index = run("sequence_pool", {"X": LoDTensor(np.array(rows, np.float32).reshape(3, 1), [[0, 3]])},
+                     {"pooltype": "MAX"}, outputs=["Out", "MaxIndex"], return_lod=False)
+    assert np.isnan(out).all() and index.tolist() == [[at]]
