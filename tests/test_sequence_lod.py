@@ -8,7 +8,7 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from gradc import ExecutionError, LoDTensor
-from gradc.executor.lod import with_lods
+from gradc.executor.lod import grad_of, with_lods
 from gradc.layers import ProgramBuilder
 from gradc.limits import limited
 from programs import Net
@@ -302,3 +302,26 @@ def test_max_pooling_over_a_nan_is_nan_whatever_its_place(rows, at):
     out, index = run("sequence_pool", {"X": LoDTensor(np.array(rows, np.float32).reshape(3, 1), [[0, 3]])},
                      {"pooltype": "MAX"}, outputs=["Out", "MaxIndex"], return_lod=False)
     assert np.isnan(out).all() and index.tolist() == [[at]]
+
+
+def test_a_grad_makers_temporary_of_other_rows_takes_no_lod():
+    """sequence_softmax's second derivative pools per sequence: the grad of the pooled temporary (one row per
+    sequence, named ...@GRAD@TMP@...) must not take the LoD of the rows it was named after."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 1], "float32", lod_level=1)
+    net.block.var(x).stop_gradient = False
+    out = net.op("sequence_softmax", {"X": x})[0]
+    (grad,) = gradc.gradients(net.program, net.mean(net.op("elementwise_mul", {"X": out, "Y": out})[0]), [x])
+    (second,) = gradc.gradients(net.program, net.mean(net.op("elementwise_mul", {"X": grad, "Y": grad})[0]), [x])
+    pooled_grad = next(op for op in net.block.ops if op.type == "sequence_expand_grad").output("X@GRAD")[0]
+    feed = {x: LoDTensor(np.linspace(0, 1, 5, dtype=np.float32).reshape(5, 1), [[0, 2, 5]])}
+    per_sequence, got = gradc.Executor().run(net.program, feed, [pooled_grad, second], gradc.Scope(), return_lod=True)
+    assert isinstance(per_sequence, np.ndarray) and per_sequence.shape == (2, 1)
+    assert got.lod == ((0, 2, 5),)
+
+
+@pytest.mark.parametrize("name, var", [("x@GRAD", "x"), ("x@GRAD@RENAME@block0@1", "x"), ("x@GRAD@2", "x"),
+                                       ("x@GRAD@GRAD", "x@GRAD"), ("x@GRAD@TMP@0@3", None),
+                                       ("x@GRAD@TMP@0@2@GRAD@TMP@0@10", None), ("x", None)])
+def test_the_var_a_grad_belongs_to(name, var):
+    assert grad_of(name) == var

@@ -183,12 +183,15 @@ def sharing(kernel: Callable, op: OpDesc) -> Callable:
     if op.type in SETS_LOD:
         return kernel
     inputs = tuple(name for args in op.inputs.values() for name in args if name != EMPTY_VAR)
-    # a grad gets its var's LoD (the var itself may be freed by now); another output, its inputs' first, unless
-    # the op runs blocks: their ops set the LoD of what they write (control flow lifts it, lift_lods)
+    # a grad gets its var's LoD; another output, its inputs' first, unless the op runs blocks: their ops set the
+    # LoD of what they write (control flow lifts it, lift_lods)
     runs_blocks = bool(op.block_refs())
-    targets = tuple((slot, i, name, (name.split("@GRAD")[0],) if "@GRAD" in name else inputs, "@GRAD" not in name)
-                    for slot, args in op.outputs.items() for i, name in enumerate(args)
-                    if name != EMPTY_VAR and ("@GRAD" in name or not runs_blocks))
+    targets = []   # (slot, position, name, the vars whose LoD it may take)
+    for slot, args in op.outputs.items():
+        for i, name in enumerate(args):
+            var = grad_of(name)
+            if name != EMPTY_VAR and (var is not None or not runs_blocks):
+                targets.append((slot, i, name, inputs if var is None else (var,)))
     if not targets or not inputs:
         return kernel
 
@@ -201,24 +204,30 @@ def sharing(kernel: Callable, op: OpDesc) -> Callable:
     return run
 
 
+def grad_of(name: str) -> str | None:
+    """The var ``name`` is the grad of (v@GRAD, v@GRAD@RENAME@block0@1, v@GRAD@2: v), or None: not a grad (a grad
+    maker's temporary, v@GRAD@TMP@0@3, may have other rows than v)."""
+    at = name.rfind("@GRAD")
+    return None if at < 0 or "@TMP@" in name[at:] else name[:at]
+
+
 def _share(scope, run_scope, results: dict, targets: tuple) -> None:
-    for slot, i, name, sources, same_rows in targets:
+    for slot, i, name, sources in targets:
         value = results.get(slot)
         if isinstance(value, list):
             value = value[i] if i < len(value) else None
         if not isinstance(value, np.ndarray) or value.ndim == 0:
             continue
-        set_lod(scope, name, _first_lod(scope, sources, value.shape[0] if same_rows else None), run_scope)
+        set_lod(scope, name, _first_lod(scope, sources, value.shape[0]), run_scope)
 
 
-def _first_lod(scope, sources: tuple[str, ...], rows: int | None) -> LoD | None:
-    """The LoD of the first source that has one (and ``rows`` rows, unless None)."""
+def _first_lod(scope, sources: tuple[str, ...], rows: int) -> LoD | None:
+    """The LoD of the first source that has one and ``rows`` rows (or no value any more: a grad's var, freed before
+    its grad is made, had its grad's rows)."""
     for source in sources:
         lod = lod_of(scope, source)
         if lod is not None:
-            if rows is None:
-                return lod
             value = scope.find(source)
-            if isinstance(value, np.ndarray) and value.ndim > 0 and value.shape[0] == rows:
+            if not isinstance(value, np.ndarray) or (value.ndim > 0 and value.shape[0] == rows):
                 return lod
     return None
