@@ -204,6 +204,10 @@ def test_a_saved_inference_programs_feed_op_keeps_the_fed_lod():
     program.mark_changed()
     (pooled,) = gradc.Executor().run(program, feed, [out], gradc.Scope())
     np.testing.assert_allclose(pooled[[0, 2]], [[-2, 0], [2, 0]])
+    block.create_var("fetch", type=gradc.VarType.FETCH_LIST, dtype=None, persistable=True)
+    block.append_op("fetch", {"X": ["x"]}, {"Out": ["fetch"]}, {"col": 0})   # its fetch ops: the LoD comes back too
+    (fetched,) = gradc.Executor().run(program, feed, None, gradc.Scope(), return_lod=True)
+    assert fetched.lod == ((0, 2, 2, 5, 6),)
 
 
 @pytest.mark.parametrize("lod", [[[0, 1.5, 3]], [[[0, 1], [1, 3]]], [[0, np.nan, 3]], [[False, True]]])
