@@ -601,6 +601,12 @@ RUN_TIME = {
                                   "classes in [0, 4)"),
     # pylayer
     # sequence_lod
+    "im2sequence huge paddings": ("im2sequence", {"X": zeros(1, 1, 3, 3)}, {"kernels": [2, 2], "paddings": [2**30] * 4},
+                                  "more than the limit"),
+    "im2sequence NaN sizes": ("im2sequence", {"X": zeros(2, 1, 3, 3), "Y": np.array([[np.nan, 3], [3, 3]], f32)},
+                              {"kernels": [2, 2]}, "Y must hold each image's real [height, width]: 2 x 2 finite"),
+    "lod_reset float offsets": ("lod_reset", {"X": X23, "Y": np.array([0, 1.5, 2], f32)}, {},
+                                "Y's values must be a flat list of integer offsets"),
     # quant
     "fake_channel_wise_quantize_abs_max test scales": ("fake_channel_wise_quantize_abs_max", {"X": X23},
                                                        {"is_test": True}, "quantizes with OutScale's value"),

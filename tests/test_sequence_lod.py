@@ -8,7 +8,10 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from gradc import ExecutionError, LoDTensor
+from gradc.executor.lod import grad_of, with_lods
 from gradc.layers import ProgramBuilder
+from gradc.limits import limited
+from programs import Net
 
 # Paddle 3.3.1's sequence_pool of these rows (sequences of 2, 0, 3 and 1 rows) with pad_value 7
 ROWS = np.array([[-2, -1], [0, 1], [2, -2], [-1, 0], [1, 2], [-2, -1]], np.float32)
@@ -201,3 +204,128 @@ def test_a_saved_inference_programs_feed_op_keeps_the_fed_lod():
     program.mark_changed()
     (pooled,) = gradc.Executor().run(program, feed, [out], gradc.Scope())
     np.testing.assert_allclose(pooled[[0, 2]], [[-2, 0], [2, 0]])
+    block.create_var("fetch", type=gradc.VarType.FETCH_LIST, dtype=None, persistable=True)
+    block.append_op("fetch", {"X": ["x"]}, {"Out": ["fetch"]}, {"col": 0})   # its fetch ops: the LoD comes back too
+    (fetched,) = gradc.Executor().run(program, feed, None, gradc.Scope(), return_lod=True)
+    assert fetched.lod == ((0, 2, 2, 5, 6),)
+
+
+@pytest.mark.parametrize("lod", [[[0, 1.5, 3]], [[[0, 1], [1, 3]]], [[0, np.nan, 3]], [[False, True]]])
+def test_offsets_that_are_not_a_flat_list_of_integers_are_refused(lod):
+    with pytest.raises(ExecutionError, match=r"level 0 of the LoD must be a flat list of integer offsets"):
+        LoDTensor(np.zeros((3, 1)), lod)
+
+
+def test_npz_offsets_that_are_not_integers_name_their_array():
+    with pytest.raises(ExecutionError, match=r"'x@LOD0' must be a flat list of integer offsets, got float64\[3\]"):
+        with_lods({"x": np.zeros((3, 1)), "x@LOD0": np.array([0, np.nan, 3])})
+
+
+def test_a_huge_context_length_is_bounded_by_the_filter():
+    x = LoDTensor(np.zeros((4, 2), np.float32), [[0, 2, 4]])
+    with pytest.raises(ExecutionError, match="Filter has 4 rows, not contextLength 1099511627776 times X's width 2"):
+        run("sequence_conv", {"X": x, "Filter": np.zeros((4, 1), np.float32)}, {"contextLength": 2**40})
+    empty = LoDTensor(np.zeros((4, 0), np.float32), [[0, 2, 4]])   # no width: the filter bounds nothing
+    (out,) = run("sequence_conv", {"X": empty, "Filter": np.zeros((0, 3), np.float32)}, {"contextLength": 2**40})
+    np.testing.assert_array_equal(out.array, np.zeros((4, 3)))
+
+
+def test_an_expansion_past_the_memory_limit_is_refused_before_it_is_made():
+    x = LoDTensor(np.zeros((1000, 2), np.float32), [[0, 1000]])
+    y = LoDTensor(np.zeros((1000, 1), np.float32), [[0, 1000], list(range(1001))])   # x's sequence 1000 times
+    with limited(max_bytes=1 << 20), pytest.raises(ExecutionError, match=r"Out of shape \[1000000, 2\] would need"):
+        run("sequence_expand", {"X": x, "Y": y}, {"ref_level": 0})
+
+
+def test_im2sequence_of_no_images_is_empty():
+    (out,) = run("im2sequence", {"X": np.zeros((0, 2, 3, 3), np.float32)}, {"kernels": [2, 2]})
+    assert out.array.shape == (0, 8) and out.lod == ((0,),)
+
+
+@pytest.mark.parametrize("fed, x_lod", [(True, True), (False, True), (False, False)])
+def test_a_lod_made_in_a_sub_block_reaches_the_block_that_runs_it(fed, x_lod):
+    """A branch resets x's LoD into out (an outer var: fed, or first written by the branch); the parent block,
+    which declares no LoD itself, passes it through relu to sequence_pool (Paddle: [0, 10], not x's [1, 9])."""
+    net = Net()
+    cond, x, out = net.data("c", [1]), net.data("x", [-1, 1]), net.data("out", [-1, 1])
+    with net.sub_block() as body:
+        net.assign(net.op("lod_reset", {"X": x}, {"target_lod": [0, 1, 5]}), out)
+    op = net.block.append_op("conditional_block", {"Cond": [cond], "Input": [x]},
+                             {"Out": [out], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+    op.set_attr("sub_block", body.idx, gradc.ir.AttrType.BLOCK)
+    pooled = net.op("sequence_pool", {"X": net.relu(out)}, {"pooltype": "SUM"})
+    rows = np.arange(5.0).reshape(5, 1)
+    feed = {"c": np.ones(1, bool), "x": LoDTensor(rows, [[0, 2, 5]]) if x_lod else rows}
+    got_out, got_pooled = gradc.Executor().run(net.program, {**feed, **({"out": np.zeros((5, 1))} if fed else {})},
+                                               [out, pooled], gradc.Scope(), return_lod=True)
+    assert got_out.lod == ((0, 1, 5),)
+    np.testing.assert_array_equal(got_pooled.ravel(), [0, 10])
+
+
+def test_a_pylayer_passes_the_lod_its_forward_block_gives_and_its_grad_gets_the_inputs():
+    net = Net()
+    x = net.data("x", [-1, 1])
+    (out,) = net.pylayer(lambda a: net.op("lod_reset", {"X": a}, {"target_lod": [0, 1, 5]}), [x],
+                         backward_fn=lambda g: net.scale(g, scale=2.0))
+    pooled = net.op("sequence_pool", {"X": out}, {"pooltype": "SUM"})
+    net.block.var(x).stop_gradient = False
+    gradc.append_backward(net.program, net.mean(pooled))
+    got, grad = gradc.Executor().run(net.program, {"x": LoDTensor(np.arange(5.0).reshape(5, 1), [[0, 2, 5]])},
+                                     [pooled, "x@GRAD"], gradc.Scope(), return_lod=True)
+    np.testing.assert_array_equal(got.ravel(), [0, 10])   # the block's LoD, not x's ([1, 9])
+    assert grad.lod == ((0, 2, 5),)
+
+
+def test_no_lod_outlives_its_run_in_the_callers_scope():
+    """A persistable var lives in the caller's scope; the LoD an op gives it stays in the run (else every later
+    run would take the LoD path and read a stale LoD)."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 1], "float32")
+    kept = net.block.create_var("kept", [-1, 1], gradc.VarType.FP32, persistable=True).name
+    net.block.append_op("assign", {"X": [x]}, {"Out": [kept]})
+    scope = gradc.Scope()
+    scope[kept] = np.zeros((3, 1), np.float32)
+    (got,) = gradc.Executor().run(net.program, {x: LoDTensor(np.ones((3, 1), np.float32), [[0, 1, 3]])}, [kept],
+                                  scope, return_lod=True)
+    assert got.lod == ((0, 1, 3),) and scope.lods is None
+
+
+def test_lod_reset_grad_refuses_a_grad_of_another_shape():
+    net = ProgramBuilder()
+    x, dout = net.data("x", [4, 2], "float32"), net.data("dout", [3, 2], "float32")
+    dx = net.block.create_var("dx", [4, 2], gradc.VarType.FP32).name
+    net.block.append_op("lod_reset_grad", {"X": [x], "Out@GRAD": [dout]}, {"X@GRAD": [dx]})
+    with pytest.raises(ExecutionError, match=r"\(lod_reset_grad\): Out@GRAD \[3, 2\] must have X's shape \[4, 2\]"):
+        gradc.Executor().run(net.program, {x: np.zeros((4, 2), np.float32), dout: np.zeros((3, 2), np.float32)},
+                             [dx], gradc.Scope())
+
+
+@pytest.mark.parametrize("rows, at", [([1.0, np.nan, 3.0], 1), ([np.nan, 1.0, 3.0], 0)])
+def test_max_pooling_over_a_nan_is_nan_whatever_its_place(rows, at):
+    """Paddle gives 3 for the first (it skips a NaN after the first row), NaN for the second: gradc NaN for both."""
+    out, index = run("sequence_pool", {"X": LoDTensor(np.array(rows, np.float32).reshape(3, 1), [[0, 3]])},
+                     {"pooltype": "MAX"}, outputs=["Out", "MaxIndex"], return_lod=False)
+    assert np.isnan(out).all() and index.tolist() == [[at]]
+
+
+def test_a_grad_makers_temporary_of_other_rows_takes_no_lod():
+    """sequence_softmax's second derivative pools per sequence: the grad of the pooled temporary (one row per
+    sequence, named ...@GRAD@TMP@...) must not take the LoD of the rows it was named after."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, 1], "float32", lod_level=1)
+    net.block.var(x).stop_gradient = False
+    out = net.op("sequence_softmax", {"X": x})[0]
+    (grad,) = gradc.gradients(net.program, net.mean(net.op("elementwise_mul", {"X": out, "Y": out})[0]), [x])
+    (second,) = gradc.gradients(net.program, net.mean(net.op("elementwise_mul", {"X": grad, "Y": grad})[0]), [x])
+    pooled_grad = next(op for op in net.block.ops if op.type == "sequence_expand_grad").output("X@GRAD")[0]
+    feed = {x: LoDTensor(np.linspace(0, 1, 5, dtype=np.float32).reshape(5, 1), [[0, 2, 5]])}
+    per_sequence, got = gradc.Executor().run(net.program, feed, [pooled_grad, second], gradc.Scope(), return_lod=True)
+    assert isinstance(per_sequence, np.ndarray) and per_sequence.shape == (2, 1)
+    assert got.lod == ((0, 2, 5),)
+
+
+@pytest.mark.parametrize("name, var", [("x@GRAD", "x"), ("x@GRAD@RENAME@block0@1", "x"), ("x@GRAD@2", "x"),
+                                       ("x@GRAD@GRAD", "x@GRAD"), ("x@GRAD@TMP@0@3", None),
+                                       ("x@GRAD@TMP@0@2@GRAD@TMP@0@10", None), ("x", None)])
+def test_the_var_a_grad_belongs_to(name, var):
+    assert grad_of(name) == var

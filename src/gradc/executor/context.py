@@ -96,7 +96,7 @@ class KernelContext:
         """Give the vars of an output slot this LoD (None: none); kernels of op types in lod.SETS_LOD do."""
         for name in self.out_names(slot):
             if name != EMPTY_VAR:
-                set_lod(self.scope, name, lod)
+                set_lod(self.scope, name, lod, self.run_scope)
 
     @property
     def attrs(self) -> ChainMap:

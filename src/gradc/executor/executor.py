@@ -106,9 +106,11 @@ class Executor:
         plan = self._plan(block, keep=frozenset(fetch_list))
         feed_values(block, feed or {}, local, plan.feeds)
         self._execute(plan, local, scope)
-        if not fetch_list and "fetch" in local:
-            return list(local["fetch"])
-        values = [self._fetch(local, name) for name in fetch_list]
+        if not fetch_list and "fetch" in local:   # a saved inference program's fetch ops fill holder[col]
+            values = list(local["fetch"])
+            fetch_list = _fetched_names(block, len(values)) if return_lod else []
+        else:
+            values = [self._fetch(local, name) for name in fetch_list]
         if return_lod:
             lods = [lod_of(local, name) for name in fetch_list]
             values = [value if lod is None else LoDTensor(value, lod) for value, lod in zip(values, lods)]
@@ -266,6 +268,12 @@ class Executor:
                 drop(name, None)
             if step.shrinks:
                 _shrink(local, step.shrinks)
+
+
+def _fetched_names(block: Block, columns: int) -> list[str | None]:
+    """The var each column of the fetch holder holds (its fetch op's X), None for a column no fetch op fills."""
+    names = {op.attrs.get("col"): op.input("X")[0] for op in block.ops if op.type == "fetch"}
+    return [names.get(col) for col in range(columns)]
 
 
 def _shrink(values: dict, names: tuple[str, ...]) -> None:

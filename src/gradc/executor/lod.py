@@ -10,8 +10,10 @@ each fetched var that has a LoD (an array for the others). In an .npz (``gradc r
 of var x's LoD is the int array ``x@LOD<k>`` beside ``x`` (``with_lods`` and ``lod_arrays``).
 
 Propagation, as Paddle's ShareLoD, planned once per block and run only where LoD can occur (a var declared
-with lod_level > 0, an op that makes LoD, or a LoD fed): an op whose kernel does not set LoD itself gives each
-output the LoD of its first input that has one and the same dim 0; a grad op gives ``X@GRAD`` the LoD of X.
+with lod_level > 0 or an op that makes LoD, in the block or one it runs, or a LoD in the scope): an op whose
+kernel does not set LoD itself gives each output the LoD of its first input that has one and the same dim 0 (an
+op that runs blocks: none, its blocks' ops set it); a grad op gives ``X@GRAD`` the LoD of X. A LoD is kept in the
+scope its value lands in (Scope.home).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ class LoDTensor:
 
     def __init__(self, array, lod: Sequence[Sequence[int]]):
         object.__setattr__(self, "array", np.asarray(array))
-        object.__setattr__(self, "lod", tuple(tuple(int(o) for o in level) for level in lod))
+        object.__setattr__(self, "lod", tuple(level_offsets(level, f"level {k} of the LoD")
+                                              for k, level in enumerate(lod)))
 
     @classmethod
     def from_lengths(cls, array, lengths: Sequence[Sequence[int]]) -> LoDTensor:
@@ -53,6 +56,15 @@ class LoDTensor:
     @property
     def lengths(self) -> list[list[int]]:
         return [list(np.diff(level)) for level in self.lod]
+
+
+def level_offsets(level, what: str, error: type[Exception] = ExecutionError) -> tuple[int, ...]:
+    """One LoD level as a tuple of ints; ``error`` naming ``what`` unless it is a flat list of integers (a float
+    offset would be truncated, a 2-D array flattened: neither is a LoD anyone meant). Kernels raise ValueError."""
+    array = np.asarray(level)
+    if array.ndim != 1 or (array.size and array.dtype.kind not in "iu"):
+        raise error(f"{what} must be a flat list of integer offsets, got {array.dtype}{list(array.shape)}")
+    return tuple(array.tolist())
 
 
 LOD_SUFFIX = "@LOD"
@@ -74,7 +86,8 @@ def with_lods(arrays: Mapping[str, np.ndarray]) -> dict:
                                  f"{base}@LOD1, ... with none missing")
     feed = {name: array for name, array in arrays.items() if name not in _lod_names(levels)}
     for base, found in levels.items():
-        feed[base] = LoDTensor(feed[base], [np.asarray(found[k]).reshape(-1) for k in range(len(found))])
+        feed[base] = LoDTensor(feed[base], [level_offsets(found[k], f"'{base}{LOD_SUFFIX}{k}'")
+                                            for k in range(len(found))])
     return feed
 
 
@@ -104,9 +117,8 @@ def lod_problem(lod: LoD, rows: int) -> str | None:
     return None
 
 
-def checked_lod(lod: Sequence[Sequence[int]], rows: int, what: str) -> LoD:
-    """``lod`` as a LoD tuple; ExecutionError naming ``what`` unless it fits a tensor of ``rows`` rows."""
-    lod = tuple(tuple(int(o) for o in level) for level in lod)
+def checked_lod(lod: LoD, rows: int, what: str) -> LoD:
+    """``lod``; ExecutionError naming ``what`` unless it fits a tensor of ``rows`` rows."""
     problem = lod_problem(lod, rows)
     if problem:
         raise ExecutionError(f"{what}: {problem}")
@@ -123,14 +135,26 @@ def lod_of(scope, name: str) -> LoD | None:
     return None
 
 
-def set_lod(scope, name: str, lod: LoD | None) -> None:
-    """Record (None: clear) the LoD of the var ``name`` in ``scope``."""
+def set_lod(scope, name: str, lod: LoD | None, run_scope=None) -> None:
+    """Record (None: clear) the LoD of the var ``name`` beside its value, in the scope a write from ``scope``
+    lands in (an outer var a sub-block writes keeps its LoD after the block), but no higher than the run's own
+    scope, the child of ``run_scope`` (Executor.run's caller's): no LoD outlives a run (nor slows the next)."""
+    home = scope.home(name)
+    while scope is not home and scope.parent is not run_scope:
+        scope = scope.parent
     if lod:
         if scope.lods is None:
             scope.lods = {}
         scope.lods[name] = lod
     elif scope.lods is not None:
         scope.lods.pop(name, None)
+
+
+def lift_lods(k, inner, names) -> None:
+    """Give ``names`` in the kernel's scope the LoD they have in ``inner``, the scope a sub-block wrote them in."""
+    if has_lod(inner):
+        for name in names:
+            set_lod(k.scope, name, lod_of(inner, name), k.run_scope)
 
 
 def has_lod(scope) -> bool:
@@ -143,9 +167,18 @@ def has_lod(scope) -> bool:
 
 
 def declares_lod(block: Block) -> bool:
-    """Whether the block can make LoD on its own: a var declared with lod_level > 0 or an op that sets LoD."""
-    return any((var.lod_level or 0) > 0 for var in block.vars.values()) or any(op.type in SETS_LOD
-                                                                                for op in block.ops)
+    """Whether the block can make LoD on its own: a var declared with lod_level > 0 or an op that sets LoD, in it
+    or in a block its ops run (a sub-block's LoD reaches the block that runs it)."""
+    program, seen, todo = block.program, {block.idx}, [block]
+    while todo:
+        block = todo.pop()
+        if any((var.lod_level or 0) > 0 for var in block.vars.values()) or any(op.type in SETS_LOD
+                                                                                for op in block.ops):
+            return True
+        for idx in {idx for op in block.ops for idx in program.blocks_run_by(op)} - seen:
+            seen.add(idx)
+            todo.append(program.blocks[idx])
+    return False
 
 
 def sharing(kernel: Callable, op: OpDesc) -> Callable:
@@ -153,39 +186,51 @@ def sharing(kernel: Callable, op: OpDesc) -> Callable:
     if op.type in SETS_LOD or op.type in PASSES_LOD:
         return kernel
     inputs = tuple(name for args in op.inputs.values() for name in args if name != EMPTY_VAR)
-    # a grad gets its var's LoD (the var itself may be freed by now); another output, its inputs' first
-    targets = tuple((slot, i, name, (name.split("@GRAD")[0],) if "@GRAD" in name else inputs, "@GRAD" not in name)
-                    for slot, args in op.outputs.items() for i, name in enumerate(args) if name != EMPTY_VAR)
+    # a grad gets its var's LoD; another output, its inputs' first, unless the op runs blocks: their ops set the
+    # LoD of what they write (control flow lifts it, lift_lods)
+    runs_blocks = bool(op.block_refs())
+    targets = []   # (slot, position, name, the vars whose LoD it may take)
+    for slot, args in op.outputs.items():
+        for i, name in enumerate(args):
+            var = grad_of(name)
+            if name != EMPTY_VAR and (var is not None or not runs_blocks):
+                targets.append((slot, i, name, inputs if var is None else (var,)))
     if not targets or not inputs:
         return kernel
 
     def run(ctx):
         results = kernel(ctx)
         if results:
-            _share(ctx.scope, results, targets)
+            _share(ctx.scope, ctx.run_scope, results, targets)
         return results
 
     return run
 
 
-def _share(scope, results: dict, targets: tuple) -> None:
-    for slot, i, name, sources, same_rows in targets:
+def grad_of(name: str) -> str | None:
+    """The var ``name`` is the grad of (v@GRAD, v@GRAD@RENAME@block0@1, v@GRAD@2: v), or None: not a grad (a grad
+    maker's temporary, v@GRAD@TMP@0@3, may have other rows than v)."""
+    at = name.rfind("@GRAD")
+    return None if at < 0 or "@TMP@" in name[at:] else name[:at]
+
+
+def _share(scope, run_scope, results: dict, targets: tuple) -> None:
+    for slot, i, name, sources in targets:
         value = results.get(slot)
         if isinstance(value, list):
             value = value[i] if i < len(value) else None
         if not isinstance(value, np.ndarray) or value.ndim == 0:
             continue
-        set_lod(scope, name, _first_lod(scope, sources, value.shape[0] if same_rows else None))
+        set_lod(scope, name, _first_lod(scope, sources, value.shape[0]), run_scope)
 
 
-def _first_lod(scope, sources: tuple[str, ...], rows: int | None) -> LoD | None:
-    """The LoD of the first source that has one (and ``rows`` rows, unless None)."""
+def _first_lod(scope, sources: tuple[str, ...], rows: int) -> LoD | None:
+    """The LoD of the first source that has one and ``rows`` rows (or no value any more: a grad's var, freed before
+    its grad is made, had its grad's rows)."""
     for source in sources:
         lod = lod_of(scope, source)
         if lod is not None:
-            if rows is None:
-                return lod
             value = scope.find(source)
-            if isinstance(value, np.ndarray) and value.ndim > 0 and value.shape[0] == rows:
+            if not isinstance(value, np.ndarray) or (value.ndim > 0 and value.shape[0] == rows):
                 return lod
     return None

@@ -35,9 +35,12 @@ class Scope:
             scope = scope.parent
         return default
 
+    def home(self, name: str) -> Scope:
+        """Where a write of ``name`` lands: the scope that holds it (an outer var updated in place), else this."""
+        return self.owner(name) or self
+
     def assign(self, name: str, value) -> None:
-        """Write where the name already lives (an outer var updated in place), else here."""
-        (self.owner(name) or self).vars[name] = value
+        self.home(name).vars[name] = value
 
     def __getitem__(self, name: str):
         value = self.find(name, MISSING)

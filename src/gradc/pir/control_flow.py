@@ -46,13 +46,14 @@ def translate_if(op: Op, ctx) -> None:
         ctx.emit("select_input", {"X": [false_out, true_out], "Mask": [mask]}, {"Out": [name]})
 
 
-def _branch(op: Op, body, condition: str, ctx) -> list[str]:
-    """One branch as a conditional_block; returns the parent-block vars its results land in."""
+def _region_block(op: Op, body, op_type: str, ctx) -> tuple[Block, list[str], str]:
+    """The region's block as a sub-block assigning the results to new parent vars: (the sub-block, those vars,
+    a new parent var of type STEP_SCOPES for the op's Scope)."""
     yielded = _yield_operands(op, body, len(op.results), ctx)
     parent = ctx.block
     sub = ctx.program.append_block(parent.idx)
     ctx.translate_block(body.ops[:-1], sub)
-    next_name = ctx.namer.for_op("conditional_block")
+    next_name = ctx.namer.for_op(op_type)
     outs = []
     for result, value in zip(op.results, yielded):
         name = next_name()
@@ -61,6 +62,12 @@ def _branch(op: Op, body, condition: str, ctx) -> list[str]:
         outs.append(name)
     scope = next_name()
     parent.create_var(scope, None, None, type=VarType.STEP_SCOPES)
+    return sub, outs, scope
+
+
+def _branch(op: Op, body, condition: str, ctx) -> list[str]:
+    """One branch as a conditional_block; returns the parent-block vars its results land in."""
+    sub, outs, scope = _region_block(op, body, "conditional_block", ctx)
     written = [name for name in outer_writes(ctx.program, sub) if name not in outs]
     ctx.emit("conditional_block", {"Cond": [condition], "Input": sub_block_inputs(ctx.program, sub)},
              {"Out": outs + written, "Scope": [scope]}, {"sub_block": sub.idx, "is_scalar_condition": True},
@@ -110,22 +117,10 @@ def translate_while(op: Op, ctx) -> None:
 def translate_pylayer(op: Op, ctx) -> None:
     if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
         raise ctx.fail(op, "pd_op.pylayer needs one region of one block")
-    body = op.regions[0].blocks[0]
-    yielded = _yield_operands(op, body, len(op.results), ctx)
     inputs = [name for i, value in enumerate(op.operands) for name in ctx.args(value, op, i)]
-    parent = ctx.block
-    sub = ctx.program.append_block(parent.idx)
-    ctx.translate_block(body.ops[:-1], sub)
-    next_name = ctx.namer.for_op("pylayer")
-    outs = []
-    for result, value in zip(op.results, yielded):
-        name = next_name()
-        parent.add_var(ctx.var(name, result.type, result))
-        sub.ops.append(_assign(ctx.args(value, body.ops[-1], len(outs))[0], name))
+    sub, outs, scope = _region_block(op, op.regions[0].blocks[0], "pylayer", ctx)
+    for result, name in zip(op.results, outs):
         ctx.bind(result, name)
-        outs.append(name)
-    scope = next_name()
-    parent.create_var(scope, None, None, type=VarType.STEP_SCOPES)
     ctx.emit("pylayer", {"Input": inputs}, {"Out": outs, "Scope": [scope]}, {"blocks": [sub.idx]},
              {"blocks": AttrType.BLOCKS})
 

@@ -18,6 +18,7 @@ from ...errors import ExecutionError
 from ...ir import EMPTY_VAR, GRAD_SUFFIX, VarType
 from ...limits import LIMITS
 from ...ops.control_flow import updated_in_place
+from ..lod import lift_lods
 from ..scope import Scope
 from ..tensor_array import TensorArray
 from . import kernel
@@ -28,8 +29,8 @@ class GradScope(Scope):
 
     __slots__ = ()
 
-    def assign(self, name: str, value) -> None:
-        self.vars[name] = value
+    def home(self, name: str) -> Scope:
+        return self
 
 
 def _truth(k, slot: str) -> bool:
@@ -96,6 +97,7 @@ def conditional_block(k):
         return {"Scope": [[]]}
     scope = k.scope.child()
     k.run_block(k.attr("sub_block"), scope)
+    lift_lods(k, scope, k.out_names("Out"))
     return {"Out": [scope.find(name) for name in k.out_names("Out")], "Scope": [[scope]]}
 
 
@@ -131,6 +133,7 @@ def while_(k):
         if not k.attr("is_test"):
             last.vars.update(start)   # shadows the outer loop vars for this iteration's grad
             steps.append(last)
+    lift_lods(k, last, [name for name in outs if name not in loop_vars])
     return {"Out": [k.scope.find(name) if name in loop_vars else last.find(name) for name in outs],
             "StepScopes": [steps]}
 

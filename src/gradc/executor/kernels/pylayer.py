@@ -10,6 +10,7 @@ import numpy as np
 from ...errors import ExecutionError
 from ...ir import EMPTY_VAR, GRAD_SUFFIX
 from ...ops.pylayer import FORWARD, inner_grad
+from ..lod import lift_lods
 from . import kernel
 from .control_flow import GradScope
 
@@ -21,6 +22,7 @@ def pylayer(k):
     declared = k.block.program.blocks[forward].vars
     for name in [name for name in scope.vars if name not in declared]:   # an outer var the block made: Paddle
         k.scope.assign(name, scope.vars.pop(name))                       # keeps it in the outer scope
+    lift_lods(k, scope, k.out_names("Out"))
     return {"Out": [k.scope.find(name) for name in k.out_names("Out")], "Scope": [[scope]]}
 
 

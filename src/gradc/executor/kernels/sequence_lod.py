@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops import sequence_lod as ops
-from ..lod import SETS_LOD, lod_problem
+from ..lod import SETS_LOD, level_offsets, lod_problem
 from . import kernel
 
 SETS_LOD.update({"sequence_pool", "sequence_expand", "lod_reset"})
@@ -158,6 +159,7 @@ def _expansion(k):
         what = "sequences" if x_lod else "rows"
         raise ValueError(f"X has {len(x_bounds) - 1} {what}, but level {level} of Y's LoD has {len(ref) - 1}")
     repeats, lengths = np.diff(ref), np.diff(x_bounds)
+    check_shape((int(lengths @ repeats), *x.shape[1:]), x.dtype, "Out")   # its rows: X's sequences, repeated
     picks = [np.tile(np.arange(x_bounds[i], x_bounds[i + 1]), repeats[i]) for i in range(len(repeats))]
     rows = np.concatenate(picks) if picks else np.zeros(0, np.int64)
     out_lod = ((0, *np.cumsum(np.repeat(lengths, repeats)).tolist()),) if x_lod else None
@@ -190,13 +192,13 @@ def lod_reset(k):
         if lod[-1][-1] != rows:
             raise ValueError(f"the last offset of Y's LoD {[list(level) for level in lod]} must be X's dim 0 ({rows})")
     else:
-        level = k.x("Y").reshape(-1).tolist() if k.has("Y") else list(k.attr("target_lod"))
+        level = (level_offsets(k.x("Y").reshape(-1), "Y's values", ValueError) if k.has("Y")
+                 else tuple(k.attr("target_lod")))
         if len(level) < 2:
-            raise ValueError(f"the target LoD {level} needs at least 2 offsets")
-        problem = lod_problem(((*map(int, level),),), rows)
+            raise ValueError(f"the target LoD {list(level)} needs at least 2 offsets")
+        problem = lod_problem((level,), rows)
         if problem:
             raise ValueError(f"the target LoD: {problem}")
-        level = tuple(map(int, level))
         lod = (*(k.lod("X") or ()), level) if k.attr("append") else (level,)
     k.set_lod("Out", lod)
     return {"Out": x.copy()}
@@ -204,4 +206,7 @@ def lod_reset(k):
 
 @kernel("lod_reset_grad")
 def lod_reset_grad(k):
-    return {"X@GRAD": k.x("Out@GRAD").copy()}
+    dout, shape = k.x("Out@GRAD"), k.x("X").shape
+    if dout.shape != shape:
+        raise ValueError(f"Out@GRAD {list(dout.shape)} must have X's shape {list(shape)}: Out is X relabelled")
+    return {"X@GRAD": dout.copy()}

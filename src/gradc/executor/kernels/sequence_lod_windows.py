@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops import sequence_lod as ops
 from ..lod import SETS_LOD
 from . import kernel
@@ -16,8 +17,8 @@ SETS_LOD.add("im2sequence")
 # ---------------------------------------------------------------- sequence_conv
 
 def _context(k):
-    """Per context position j: (each row's source row, which rows it is inside their sequence, the PaddingData
-    row of the others)."""
+    """(X, Filter, per context position j: (each row's source row, which rows it is inside their sequence, the
+    PaddingData row of the others))."""
     x = k.x("X")
     length, start = k.attr("contextLength"), k.attr("contextStart")
     if length < 1 or k.attr("contextStride") != 1:
@@ -25,18 +26,21 @@ def _context(k):
                          f"{k.attr('contextStride')}")
     if x.ndim != 2:
         raise ValueError(f"X must be 2-D [rows, width], got {list(x.shape)}")
+    w = _filter(k, x)   # first: its rows bound contextLength, the loop's length (X of width 0 has no context)
     bounds = offsets(k, "X", at_most=1)
     ids = segment_ids(bounds)
     first, end = bounds[:-1][ids], bounds[1:][ids]
     up, _ = ops.context_pads(start, length)
-    rows = np.arange(x.shape[0])
+    rows, positions = np.arange(x.shape[0]), length if x.shape[1] else 0
+    # each row's context: a source row, a flag and a padding row per position, then the values of each
+    check_shape((x.shape[0], positions, x.shape[1] + 3), np.int64, "sequence_conv's contexts")
     taps = []
-    for j in range(length):
+    for j in range(positions):
         source = rows + start + j
         inside = (source >= first) & (source < end)
         pad_row = np.where(source < first, source - first + up, up + source - end)
         taps.append((np.where(inside, source, 0), inside, pad_row))
-    return x, taps
+    return x, w, taps
 
 
 def _padding(k, x) -> np.ndarray | None:
@@ -70,14 +74,14 @@ def _filter(k, x):
 
 @kernel("sequence_conv")
 def sequence_conv(k):
-    x, taps = _context(k)
-    return {"Out": (_columns(x, taps, _padding(k, x)) @ _filter(k, x)).astype(x.dtype, copy=False)}
+    x, w, taps = _context(k)
+    return {"Out": (_columns(x, taps, _padding(k, x)) @ w).astype(x.dtype, copy=False)}
 
 
 @kernel("sequence_conv_grad")
 def sequence_conv_grad(k):
-    x, taps = _context(k)
-    pad, w, dout = _padding(k, x), _filter(k, x), k.x("Out@GRAD")
+    x, w, taps = _context(k)
+    pad, dout = _padding(k, x), k.x("Out@GRAD")
     width = x.shape[1]
     dcols = dout @ w.T
 
@@ -111,11 +115,17 @@ def _patches(k):
             ops.im2sequence_size(x.shape[3], kw, left, right, sw)]
     if min(full) < 1:
         raise ValueError(f"kernels {[kh, kw]} do not fit the padded image {list(x.shape[2:])}")
-    grids = np.tile(full, (x.shape[0], 1))
+    n, channels, height, width = x.shape
+    check_shape((n * full[0] * full[1], channels * kh * kw), x.dtype, "Out")   # at most: every patch of each image
+    check_shape((n, channels, height + top + bottom, width + left + right), x.dtype, "X padded")
+    grids = np.tile(full, (n, 1))
     real = k.optional("Y")
-    if real is not None and x.shape[0] > 1:   # as Paddle: real sizes count only in a batch of several images
+    if real is not None and n > 1:   # as Paddle: real sizes count only in a batch of several images
+        if real.size != 2 * n or not np.isfinite(real).all():
+            raise ValueError(f"Y must hold each image's real [height, width]: {n} x 2 finite values, got "
+                             f"{real.dtype}{list(real.shape)}")
         stride = np.asarray(k.attr("out_stride"))
-        sizes = -(-real.reshape(x.shape[0], 2).astype(np.int64) // stride)   # divided, rounded up
+        sizes = -(-real.reshape(n, 2).astype(np.int64) // stride)   # divided, rounded up
         grids = np.stack([(sizes[:, 0] + top + bottom - kh) // sh + 1, (sizes[:, 1] + left + right - kw) // sw + 1], 1)
         if (grids > full).any() or (grids < 1).any():
             raise ValueError(f"Y's image sizes {real.reshape(-1, 2).tolist()} give patch grids {grids.tolist()} "
@@ -133,7 +143,8 @@ def im2sequence(k):
     per_image = windows.transpose(0, 2, 3, 1, 4, 5)   # [N, rows, cols, C, kh, kw]
     parts = [per_image[i, :h, :w].reshape(h * w, -1) for i, (h, w) in enumerate(grids)]
     k.set_lod("Out", ((0, *np.cumsum(grids[:, 0] * grids[:, 1]).tolist()),))
-    return {"Out": np.concatenate(parts).astype(padded.dtype, copy=False)}
+    out = np.concatenate(parts) if parts else np.zeros((0, padded.shape[1] * kh * kw), padded.dtype)   # no images
+    return {"Out": out.astype(padded.dtype, copy=False)}
 
 
 @kernel("im2sequence_grad")
