@@ -48,7 +48,7 @@ def _crf_infer(ctx):
     check_int(ctx, "Label", "Length")
     padded = ctx.has("Length")
     if emission is None:
-        return {"ViterbiPath": (None, VarType.INT64)}
+        return {"ViterbiPath": (None, None)}
     if len(emission) != (3 if padded else 2):
         form = "[batch, time, tags] with Length" if padded else "[rows, tags] (a LoD tensor) without Length"
         ctx.fail(f"crf_decoding needs Emission {form}, got {emission}")
@@ -64,11 +64,11 @@ def _crf_infer(ctx):
     if label is not None and not any(len(label) == len(like) and all(map(dims_match, label, like))
                                      for like in (path, [*path, 1])):
         ctx.fail(f"crf_decoding needs Label shaped like its path {path}, got {label}")
-    return {"ViterbiPath": (path, VarType.INT64)}
+    return {"ViterbiPath": (path, None)}   # int64 whatever the program declares (Paddle's declare Emission's)
 
 
 defop("crf_decoding", ["Emission", "Transition", "Label?", "Length?"], ["ViterbiPath"], infer=_crf_infer,
-      grad=NO_GRAD)
+      grad=NO_GRAD, kernel_dtype_outputs=["ViterbiPath"])
 
 
 def _chunk_infer(ctx):
@@ -115,12 +115,14 @@ def _edit_infer(ctx):
             ctx.fail(f"edit_distance needs as many Refs as Hyps, got {hyps} and {refs}")
         _lengths_infer(ctx, "HypsLength", batch)
         _lengths_infer(ctx, "RefsLength", batch)
-    return {"Out": ([batch, 1], VarType.FP32), "SequenceNum": ([1], VarType.INT64)}
+    # SequenceNum is int64 and a padded Out [batch, 1] whatever the program declares (Paddle's programs declare
+    # float32, and a padded Out shaped like Refs)
+    return {"Out": (None if padded else [batch, 1], VarType.FP32), "SequenceNum": ([1], None)}
 
 
 defop("edit_distance", ["Hyps", "Refs", "HypsLength?", "RefsLength?"], ["SequenceNum", "Out"],
       attrs={"normalized": False}, infer=_edit_infer, grad=NO_GRAD,
-      lod_levels=lambda ctx: {"Out": 0, "SequenceNum": 0})
+      lod_levels=lambda ctx: {"Out": 0, "SequenceNum": 0}, kernel_dtype_outputs=["SequenceNum"])
 
 
 def _ctc_align_infer(ctx):
@@ -154,13 +156,15 @@ def _beam_search_infer(ctx):
             dims_match(a, b) for a, b in zip(ctx.shape("ids"), scores)):
         ctx.fail(f"beam_search needs ids shaped like scores {scores}, got {ctx.shape('ids')}")
     # pre_ids' rows are checked when it runs: Paddle declares selected_ids (a next step's pre_ids) with made-up rows
+    # parent_idx is int32 whatever the program declares: Paddle's kernel writes int32, its programs declare int64
     return {"selected_ids": ([-1, 1], VarType.INT64), "selected_scores": ([-1, 1], VarType.FP32),
-            "parent_idx": ([-1], VarType.INT32)}
+            "parent_idx": ([-1], None)}
 
 
 defop("beam_search", ["pre_ids", "pre_scores", "ids?", "scores"], ["selected_ids", "selected_scores", "parent_idx?"],
       attrs={"level": 0, "beam_size": 1, "end_id": 0, "is_accumulated": True}, infer=_beam_search_infer,
-      grad=NO_GRAD, lod_levels=lambda ctx: {"selected_ids": 2, "selected_scores": 2, "parent_idx": 0})
+      grad=NO_GRAD, lod_levels=lambda ctx: {"selected_ids": 2, "selected_scores": 2, "parent_idx": 0},
+      kernel_dtype_outputs=["parent_idx"])
 
 
 def _beam_decode_infer(ctx):
@@ -171,7 +175,8 @@ def _beam_decode_infer(ctx):
         if var is not None and var.type not in (None, VarType.DENSE_TENSOR_ARRAY):
             ctx.fail(f"beam_search_decode needs {slot} as a tensor array (one tensor per step), got {var.type.name}")
     check_int(ctx, "Ids")
-    return {"SentenceIds": ([-1], VarType.INT64), "SentenceScores": ([-1], ctx.dtype("Scores"))}
+    # the sentences' length is known only at run time (Paddle's programs declare the outputs with shape [])
+    return {"SentenceIds": (None, VarType.INT64), "SentenceScores": (None, ctx.dtype("Scores"))}
 
 
 defop("beam_search_decode", ["Ids", "Scores"], ["SentenceIds", "SentenceScores"], attrs={"beam_size": 1, "end_id": 0},

@@ -20,7 +20,6 @@ builds. A LoD tensor is a [total_rows, ...] tensor whose rows the last LoD level
 
 from __future__ import annotations
 
-from ..ir import VarType
 from ..registry import defop, grad_op
 from .infer import check_float
 
@@ -34,12 +33,14 @@ def _pool_infer(ctx):
         ctx.fail(f"pooltype {ctx.attr('pooltype')!r} is not one of {list(POOL_TYPES)}")
     if len(x) < 1:
         ctx.fail(f"X must have a dim of rows, got shape {x}")
-    return {"Out": ([-1, *x[1:]], ctx.dtype("X")), "MaxIndex": ([-1, *x[1:]], VarType.INT32)}
+    # MaxIndex is int32 whatever the program declares (Paddle's declare X's dtype and no shape)
+    return {"Out": ([-1, *x[1:]], ctx.dtype("X")), "MaxIndex": (None, None)}
 
 
 defop("sequence_pool", ["X"], ["Out", "MaxIndex"], attrs={"is_test": False, "pooltype": "AVERAGE", "pad_value": 0.0},
       infer=_pool_infer, no_grad_outputs=["MaxIndex"], grad=grad_op("X", "MaxIndex"),
-      lod_levels=lambda ctx: {"Out": max(0, ctx.lod_level("X") - 1)})   # the levels above the pooled one
+      lod_levels=lambda ctx: {"Out": max(0, ctx.lod_level("X") - 1)},   # the levels above the pooled one
+      kernel_dtype_outputs=["MaxIndex"])
 
 
 def _softmax_infer(ctx):

@@ -25,7 +25,7 @@ positive class, as in Paddle.
 
 from __future__ import annotations
 
-from ..ir import VarType, dtype_name
+from ..ir import dtype_name
 from ..ir.types import INTEGER_DTYPES
 from ..registry import defop
 from .infer import check_float, one_dtype
@@ -83,7 +83,7 @@ def _infer(ctx):
     if not _matches(x[0], box[0]):
         ctx.fail(f"X holds {x[0]} images and GTBox {box[0]}")
     return {"Loss": ([x[0]], ctx.dtype("X")), "ObjectnessMask": ([x[0], len(mask), x[2], x[3]], ctx.dtype("X")),
-            "GTMatchMask": (box[:2], VarType.INT32)}
+            "GTMatchMask": (box[:2], None)}   # int32 whatever the program declares (Paddle's declare X's dtype)
 
 
 def _grad(g):
@@ -98,7 +98,7 @@ def _grad_infer(ctx):
 
 
 defop("yolov3_loss", ["X", "GTBox", "GTLabel", "GTScore?"], ["Loss", *MASKS], attrs=ATTRS, infer=_infer,
-      grad=_grad, no_grad_inputs=GT_SLOTS, no_grad_outputs=MASKS)
+      grad=_grad, no_grad_inputs=GT_SLOTS, no_grad_outputs=MASKS, kernel_dtype_outputs=["GTMatchMask"])
 defop("yolov3_loss_grad", ["X", "GTBox", "GTLabel", "GTScore?", "Loss@GRAD", *MASKS],
       ["X@GRAD?", "GTBox@GRAD?", "GTLabel@GRAD?", "GTScore@GRAD?"], attrs=ATTRS, infer=_grad_infer
       ).grad_op_of = "yolov3_loss"
