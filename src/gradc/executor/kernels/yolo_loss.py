@@ -123,7 +123,8 @@ def yolov3_loss(k):
     box_loss = (sigmoid_cross_entropy(at[:, :2], found.targets[:, :2]).sum(axis=1)
                 + np.abs(at[:, 2:4] - found.targets[:, 2:]).sum(axis=1)) * found.box_weight
     class_loss = sigmoid_cross_entropy(at[:, 5:], class_targets(found, layout, k.attr("use_label_smooth")))
-    loss = np.bincount(found.cell[0], box_loss + class_loss.sum(axis=1) * found.score, minlength=n)
+    per_box = box_loss + class_loss.sum(axis=1) * found.score
+    loss = np.bincount(found.cell[0], per_box, minlength=n).astype(np.float64)   # no box matched: bincount gives int64
     objectness = _objectness_mask(cells, box, valid, layout, k.attr("scale_x_y"), k.attr("ignore_thresh"))
     flat = np.ravel_multi_index(found.cell, (n, m, h, w))
     _, last = np.unique(flat[::-1], return_index=True)   # a cell matched twice keeps its last box's score
