@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from gradc import ExecutionError, ProgramError
+from gradc.executor.kernels import scans_order
 from gradc.executor.kernels.detection_sort import full_sort, nth_element, partial_sort
 from one_op import run
 
@@ -201,6 +202,20 @@ def test_libstdcxx_orders_agree_with_a_sort_where_scores_are_distinct():
     keys = f32([0.3, 0.9, 0.1, 0.5, 0.7])
     assert full_sort(keys).tolist() == partial_sort(keys, 5).tolist() == [1, 4, 3, 0, 2]
     assert sorted(nth_element(keys, 2).tolist()) == [1, 4]
+
+
+def test_the_sorted_shortcut_leaves_every_tie_that_decides_a_place_to_the_replay():
+    """numpy's order stands in for libstdc++'s only where no two equal keys compete for a place among the first
+    ``count``: on keys with many ties, the positions are the replay's (scans_order on (-key, position))."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        keys = f32(rng.integers(0, rng.integers(1, 40), rng.integers(1, 120)))
+        count = int(rng.integers(1, keys.size + 1))
+        for ours, replay, args in ((partial_sort(keys, count), scans_order.partial_sort, (0, count, keys.size)),
+                                   (full_sort(keys), scans_order.sort, (0, keys.size))):
+            pairs = [(-key, i) for i, key in enumerate(keys.tolist())]
+            replay(pairs, *args)
+            assert ours.tolist() == [i for _, i in pairs[:ours.size]]
 
 
 def test_bad_inputs_name_the_op():
