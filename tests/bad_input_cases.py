@@ -338,6 +338,8 @@ COMPILE_TIME = {
     "generate_proposals_v2 deltas": ("generate_proposals_v2", {
         "Scores": zeros(1, 2, 3, 3), "BboxDeltas": zeros(1, 4, 3, 3), "ImShape": zeros(1, 2),
         "Anchors": zeros(3, 3, 2, 4), "Variances": zeros(3, 3, 2, 4)}, {}, "must be [N, 4A, H, W]"),
+    "distribute_fpn_proposals levels": ("distribute_fpn_proposals", {"FpnRois": zeros(3, 4)},
+                                        {"min_level": 0, "max_level": 2 ** 30}, "gradc takes at most 2048"),
     "distribute_fpn_proposals scale": ("distribute_fpn_proposals", {"FpnRois": zeros(3, 4)},
                                        {"min_level": 2, "max_level": 2, "refer_scale": 0}, "refer_scale must be > 0"),
     # yolo_loss

@@ -191,6 +191,17 @@ def test_distribute_fpn_proposals_levels_restore_index_and_counts_per_image():
     assert [c.tolist() for c in out["MultiLevelRoIsNum"]] == [[1, 0, 1], [1, 0, 0], [1, 0, 0], [0, 0, 1]]
 
 
+def test_distribute_fpn_proposals_puts_rois_of_no_finite_level_on_the_lowest_as_paddle():
+    """A NaN box, an infinite one and one whose float32 area overflows have no level an int holds: Paddle's cast
+    makes it INT_MIN, so they go to min_level (Paddle 3.3.1's levels and RestoreIndex)."""
+    rois = f32([[0, 0, 50, 50], [0, 0, np.nan, 4], [0, 0, np.inf, np.inf], [0, 0, 1e30, 1e30], [0, 0, 500, 460]])
+    out = run("distribute_fpn_proposals", {"FpnRois": rois, "RoisNum": i32([5])},
+              dict(min_level=2, max_level=5, refer_level=4, refer_scale=224))
+    assert [len(level) for level in out["MultiFpnRois"]] == [4, 0, 0, 1]
+    np.testing.assert_array_equal(out["MultiFpnRois"][0], rois[:4])
+    assert_values(out["RestoreIndex"], i32([[0], [1], [2], [3], [4]]))
+
+
 def test_float64_in_float64_out():
     out = run("multiclass_nms3", {"BBoxes": np.array([CHAIN], np.float64), "Scores": np.full((1, 2, 6), 0.5)},
               dict(score_threshold=0.1, nms_threshold=0.3))

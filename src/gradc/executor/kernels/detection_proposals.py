@@ -108,11 +108,12 @@ def distribute_fpn_proposals(k):
     counts = [len(rois)] if rois_num is None else [int(c) for c in rois_num.reshape(-1)]
     if sum(counts) != len(rois) or min(counts, default=0) < 0:
         raise ValueError(f"RoisNum {counts} does not count FpnRois' {len(rois)} RoIs")
-    scale = np.sqrt(box_areas(rois, dtype.type(1 if k.attr("pixel_offset") else 0)))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # a box of no size, or not finite
+        scale = np.sqrt(box_areas(rois, dtype.type(1 if k.attr("pixel_offset") else 0)))
         level = np.floor(c_math(np.log2, scale / dtype.type(k.attr("refer_scale")) + dtype.type(1e-6))
                          + dtype.type(k.attr("refer_level")))
-    level = np.clip(level, low, high).astype(np.int64)
+    # Paddle casts the level to int: what an int cannot hold (NaN, an infinite or overflowing scale) is INT_MIN
+    level = np.clip(np.where(np.abs(level) < 2.0 ** 31, level, low), low, high).astype(np.int64)
     image = np.repeat(np.arange(len(counts)), counts)
     shuffled = np.argsort(level, kind="stable")
     restore = np.empty(len(rois), np.int32)
