@@ -482,6 +482,11 @@ RUN_TIME = {
                          "RoisNum [1, 1] must give 2 box counts >= 0 (one per image of X) summing to the 3 boxes"),
     "psroi_pool counts": ("psroi_pool", {"X": X4, "ROIs": zeros(1, 4), "RoisNum": np.array([2, -1], np.int32)},
                           {"output_channels": 4}, "RoisNum [2, -1] must give 2 box counts >= 0"),
+    "roi_align scaled corner": ("roi_align", {"X": X4, "ROIs": np.array([[0, 0, 1e30, 1]], f32),
+                                              "RoisNum": np.array([1, 0], np.int32)}, {"spatial_scale": 1e30},
+                                "not finite times spatial_scale"),
+    "roi_pool empty planes": ("roi_pool", {"X": zeros(1, 2, 0, 3), "ROIs": zeros(1, 4)}, {},
+                              "X's planes [0, 3] hold no pixel"),
     "roi_pool corner": ("roi_pool", {"X": X4, "ROIs": np.array([[0, 0, np.inf, 1]], f32),
                                      "RoisNum": np.array([1, 0], np.int32)}, {}, "ROIs holds a box corner that is not"),
     # deform_conv

@@ -37,9 +37,14 @@ def _inputs(k):
     x, rois = k.x("X"), k.x("ROIs")
     if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4:
         raise ValueError(f"expects X [N, C, H, W] and ROIs [R, 4], got {list(x.shape)} and {list(rois.shape)}")
-    if not np.isfinite(rois).all():   # no bins or samples to place (Paddle's kernels cast them to int)
-        raise ValueError("ROIs holds a box corner that is not finite")
-    return x, rois.astype(x.dtype, copy=False), _box_images(k, x.shape[0], rois.shape[0])
+    rois = rois.astype(x.dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = rois * _scale(k, x.dtype)
+    if not np.isfinite(scaled).all():   # no bins or samples to place (Paddle's kernels cast them to int)
+        raise ValueError(f"ROIs holds a box corner that is not finite times spatial_scale {k.attr('spatial_scale')}")
+    if rois.shape[0] and not x.shape[2] * x.shape[3]:
+        raise ValueError(f"X's planes {list(x.shape[2:])} hold no pixel for the boxes to pool")
+    return x, rois, _box_images(k, x.shape[0], rois.shape[0])
 
 
 def _scale(k, dtype) -> np.floating:
