@@ -328,6 +328,9 @@ COMPILE_TIME = {
     "prior_box max_sizes": ("prior_box", {"Input": X4, "Image": zeros(2, 3, 8, 8)},
                             {"min_sizes": [4.0], "max_sizes": [2.0], "variances": [0.1, 0.1, 0.2, 0.2]},
                             "max_sizes must give one size above each of min_sizes"),
+    "prior_box NaN size": ("prior_box", {"Input": X4, "Image": zeros(2, 3, 8, 8)},
+                           {"min_sizes": [float("nan")], "variances": [0.1, 0.1, 0.2, 0.2]},
+                           "min_sizes must be sizes > 0, got [nan]"),
     "box_coder priors": ("box_coder", {"PriorBox": zeros(3, 4), "TargetBox": zeros(2, 5, 4)},
                          {"code_type": "decode_center_size"}, "must match PriorBox's 3 boxes"),
     "nms box": ("nms", {"Boxes": zeros(3, 5)}, {}, "Boxes's last dim must be 4"),
@@ -491,6 +494,9 @@ RUN_TIME = {
                                      "RoisNum": np.array([1, 0], np.int32)}, {}, "ROIs holds a box corner that is not"),
     # deform_conv
     # detection
+    "prior_box priors": ("prior_box", {"Input": zeros(1, 1, 1000, 1000), "Image": zeros(1, 1, 8, 8)},
+                         {"min_sizes": [1.0] * 4000, "aspect_ratios": [2.0], "variances": [0.1, 0.1, 0.2, 0.2]},
+                         "Boxes of shape [1000, 1000, 12000, 4] would need"),
     "yolo_box image sizes": ("yolo_box", {"X": zeros(1, 6, 2, 2), "ImgSize": np.array([[8, 8], [8, 8]], np.int32)},
                              {"anchors": [8, 12], "class_num": 1}, "ImgSize must be [N, 2] = [1, 2]"),
     "multiclass_nms3 RoisNum": ("multiclass_nms3", {"BBoxes": zeros(3, 2, 4), "Scores": zeros(3, 2),

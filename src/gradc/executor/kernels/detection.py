@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.detection import expand_aspect_ratios
+from ...limits import check_shape
+from ...ops.detection import expand_aspect_ratios, prior_count
 from . import kernel
 
 
@@ -96,6 +97,8 @@ def prior_box(k):
     step_w, step_h = k.attr("step_w"), k.attr("step_h")
     if step_w == 0 or step_h == 0:
         step_w, step_h = dtype.type(iw) / dtype.type(fw), dtype.type(ih) / dtype.type(fh)
+    priors = prior_count(k.attr("min_sizes"), k.attr("max_sizes"), k.attr("aspect_ratios"), k.attr("flip"))
+    check_shape((fh, fw, priors, 4), dtype, "Boxes")   # before listing the priors one by one
     offset = dtype.type(k.attr("offset"))
     center_x = ((np.arange(fw, dtype=dtype) + offset) * dtype.type(step_w)).reshape(1, fw, 1)
     center_y = ((np.arange(fh, dtype=dtype) + offset) * dtype.type(step_h)).reshape(fh, 1, 1)
