@@ -202,6 +202,12 @@ def test_distribute_fpn_proposals_puts_rois_of_no_finite_level_on_the_lowest_as_
     assert_values(out["RestoreIndex"], i32([[0], [1], [2], [3], [4]]))
 
 
+def test_yolo_box_of_no_images_decodes_no_boxes():
+    out = run("yolo_box", {"X": np.zeros((0, 6, 2, 2), np.float32), "ImgSize": np.zeros((0, 2), np.int32)},
+              dict(anchors=[8, 12], class_num=1))
+    assert out["Boxes"].shape == (0, 4, 4) and out["Scores"].shape == (0, 4, 1)
+
+
 def test_float64_in_float64_out():
     out = run("multiclass_nms3", {"BBoxes": np.array([CHAIN], np.float64), "Scores": np.full((1, 2, 6), 0.5)},
               dict(score_threshold=0.1, nms_threshold=0.3))

@@ -66,8 +66,8 @@ def yolo_box(k):
     scores = conf[:, :, None] * sigmoid(head[:, :, 5:])
     boxes = np.where(kept[..., None], boxes, 0).astype(dtype)
     scores = np.where(kept[:, :, None], scores, 0).astype(dtype)
-    return {"Boxes": boxes.reshape(n, -1, 4),
-            "Scores": scores.transpose(0, 1, 3, 4, 2).reshape(n, -1, classes)}
+    return {"Boxes": boxes.reshape(n, an_num * h * w, 4),
+            "Scores": scores.transpose(0, 1, 3, 4, 2).reshape(n, an_num * h * w, classes)}
 
 
 def prior_half_sizes(k) -> np.ndarray:
