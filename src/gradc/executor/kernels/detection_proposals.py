@@ -10,7 +10,7 @@ import numpy as np
 from . import kernel
 from .detection import c_math, exp
 from .detection_nms import box_areas, greedy_keep
-from .detection_sort import full_sort, has_ties, nth_element
+from .detection_sort import by_score, full_sort, nth_element
 
 BBOX_CLIP = math.log(1000.0 / 16.0)   # Paddle's bound on a log-size delta
 
@@ -36,9 +36,8 @@ def _score_order(scores: np.ndarray, top_n: int, ordered_later: bool) -> np.ndar
     is seen only when no NMS re-sorts them (``ordered_later`` False) or among equal scores."""
     if top_n <= 0 or top_n >= scores.size:
         return full_sort(scores)
-    if ordered_later and not has_ties(scores):
-        return np.argpartition(-scores, top_n - 1)[:top_n]
-    return nth_element(scores, top_n)
+    chosen = by_score(scores, top_n) if ordered_later else None   # its order unseen where no tie decides a place
+    return chosen if chosen is not None else nth_element(scores, top_n)
 
 
 def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):

@@ -13,11 +13,7 @@ import numpy as np
 from . import scans_order
 
 
-def has_ties(keys: np.ndarray) -> bool:
-    return np.unique(keys).size != keys.size
-
-
-def _by_score(keys: np.ndarray, count: int) -> np.ndarray | None:
+def by_score(keys: np.ndarray, count: int) -> np.ndarray | None:
     """The first ``count`` positions by descending key, or None where two equal keys compete for a place among
     them (a tie within them or at the cut; ties below the cut change nothing)."""
     order = np.argsort(-keys, kind="stable")   # NaNs last, as the replay puts them
@@ -36,13 +32,13 @@ def _replayed(keys: np.ndarray, algorithm, *args) -> np.ndarray:
 
 def partial_sort(keys: np.ndarray, count: int) -> np.ndarray:
     """std::partial_sort(first, first + count, last, greater) over positions 0..n-1."""
-    fast = _by_score(keys, count)
+    fast = by_score(keys, count)
     return fast if fast is not None else _replayed(keys, scans_order.partial_sort, 0, count, keys.size)[:count]
 
 
 def full_sort(keys: np.ndarray) -> np.ndarray:
     """std::sort(first, last, greater) over positions 0..n-1."""
-    fast = _by_score(keys, keys.size)
+    fast = by_score(keys, keys.size)
     return fast if fast is not None else _replayed(keys, scans_order.sort, 0, keys.size)
 
 
