@@ -56,6 +56,14 @@ def _pooled(k) -> tuple[int, int]:
     return k.attr("pooled_height"), k.attr("pooled_width")
 
 
+def _dout(k, boxes: int, channels: int) -> np.ndarray:
+    """Out@GRAD as float64, checked to be shaped like Out [R, channels, pooled_height, pooled_width]."""
+    dout, expected = k.x("Out@GRAD"), (boxes, channels, *_pooled(k))
+    if dout.shape != expected:
+        raise ValueError(f"Out@GRAD {list(dout.shape)} must be shaped like Out {list(expected)}")
+    return dout.astype(np.float64)
+
+
 def _pooled_out(k, boxes: int, channels: int) -> np.ndarray:
     """Zeros for Out [R, channels, pooled_height, pooled_width] (float64), sized within the memory limit."""
     return np.zeros(check_shape((boxes, channels, *_pooled(k)), np.float64, "Out"))
@@ -123,7 +131,7 @@ def roi_align(k):
 @kernel("roi_align_grad")
 def roi_align_grad(k):
     x, rois, images = _inputs(k)
-    dout = k.x("Out@GRAD").astype(np.float64)
+    dout = _dout(k, rois.shape[0], x.shape[1])
     dx = np.zeros((x.shape[0], x.shape[1], x.shape[2] * x.shape[3]))
     for r, (box, image) in enumerate(zip(rois, images)):
         flat, weights, valid, per_sample = _align_box(k, box, *x.shape[2:])
@@ -252,7 +260,7 @@ def psroi_pool_grad(k):
     x, rois, images = _inputs(k)
     ph, pw = _pooled(k)
     channels = psroi_channels(x.shape[1], k.attr)
-    dout = k.x("Out@GRAD").astype(np.float64)
+    dout = _dout(k, rois.shape[0], channels)
     dx = np.zeros((x.shape[0], channels, ph, pw, *x.shape[2:]))
     for r, (box, image) in enumerate(zip(rois, images)):
         bins = _psroi_bins(k, box, *x.shape[2:])

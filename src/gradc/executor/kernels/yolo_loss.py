@@ -144,9 +144,9 @@ def yolov3_loss_grad(k):
     n, m, h, w, e = cells.shape
     match, objectness = k.x("GTMatchMask"), k.x("ObjectnessMask").astype(np.float64)
     if match.shape != box.shape[:2] or objectness.shape != (n, m, h, w) or match.min(initial=0) < -1 or \
-            match.max(initial=-1) >= m:
-        raise ValueError(f"GTMatchMask must be [N, B] slots of anchor_mask (or -1) and ObjectnessMask [N, M, H, W] "
-                         f"= {[n, m, h, w]}")
+            match.max(initial=-1) >= m or k.x("Loss@GRAD").size != n:
+        raise ValueError(f"GTMatchMask must be [N, B] slots of anchor_mask (or -1), ObjectnessMask [N, M, H, W] "
+                         f"= {[n, m, h, w]} and Loss@GRAD [N] = [{n}]")
     found = matched(box, label, score, layout, (h, w), match)
     dloss = k.x("Loss@GRAD").astype(np.float64).reshape(n)
     at = cells[found.cell]
