@@ -15,6 +15,7 @@ from .activation import sigmoid
 VALID_SIZE = 1e-6      # a gt box narrower or lower than this is padding
 POSITIVE = 1e-5        # an objectness mask above this is a matched cell, weighted by its score
 IGNORED = -0.5         # below this the cell's objectness is not counted
+CHUNK = 1 << 22        # IoUs of predicted and gt boxes held at once
 
 
 class Layout(NamedTuple):
@@ -104,9 +105,15 @@ def _objectness_mask(cells, box, valid, layout: Layout, scale_x_y: float, ignore
     centre_y = (np.arange(h)[:, None] + sigmoid(cells[..., 1]) * scale_x_y + bias) / h
     predicted = (centre_x, centre_y, np.exp(cells[..., 2]) * size[:, 0, None, None],
                  np.exp(cells[..., 3]) * size[:, 1, None, None])
-    gt = tuple(box[:, None, None, None, :, i] for i in range(4))
-    overlaps = np.where(valid[:, None, None, None], iou(tuple(p[..., None] for p in predicted), gt), 0.0)
-    return np.where(overlaps.max(axis=-1, initial=0.0) > ignore_thresh, -1.0, 0.0)
+    predicted = tuple(p[..., None] for p in predicted)
+    best = np.zeros((n, m, h, w))
+    step = max(1, CHUNK // best.size)   # gt boxes at a time: N M H W IoUs each
+    for first in range(0, box.shape[1], step):
+        part = slice(first, first + step)
+        gt = tuple(box[:, None, None, None, part, i] for i in range(4))
+        overlaps = np.where(valid[:, None, None, None, part], iou(predicted, gt), 0.0)
+        best = np.maximum(best, overlaps.max(axis=-1, initial=0.0))   # a NaN IoU stays NaN, as in one max
+    return np.where(best > ignore_thresh, -1.0, 0.0)
 
 
 @kernel("yolov3_loss")
