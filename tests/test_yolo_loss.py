@@ -90,6 +90,13 @@ def test_an_image_of_padding_only_counts_the_objectness_against_0_as_paddle():
     assert not np.delete(grad.reshape(1, 2, 7, 2, 2), 4, axis=2).any()
 
 
+def test_a_batch_of_no_images_has_no_loss():
+    (loss, objectness, match, grad), _ = yolo(np.zeros((0, 14, 2, 2), f32), np.zeros((0, 3, 4), f32),
+                                              np.zeros((0, 3), np.int32))
+    assert loss.shape == (0,) and objectness.shape == (0, 2, 2, 2) and match.shape == (0, 3)
+    assert grad.shape == (0, 14, 2, 2)
+
+
 def test_the_gt_boxes_get_no_gradient():
     """Paddle declares GTBox@GRAD but computes nothing into it; gradc treats the gt inputs as labels."""
     _, program = yolo(grads=("x", "gt"))

@@ -107,7 +107,7 @@ def _objectness_mask(cells, box, valid, layout: Layout, scale_x_y: float, ignore
                  np.exp(cells[..., 3]) * size[:, 1, None, None])
     predicted = tuple(p[..., None] for p in predicted)
     best = np.zeros((n, m, h, w))
-    step = max(1, CHUNK // best.size)   # gt boxes at a time: N M H W IoUs each
+    step = max(1, CHUNK // max(best.size, 1))   # gt boxes at a time: N M H W IoUs each
     for first in range(0, box.shape[1], step):
         part = slice(first, first + step)
         gt = tuple(box[:, None, None, None, part, i] for i in range(4))
