@@ -497,6 +497,8 @@ RUN_TIME = {
                                      "RoisNum": np.array([1, 0], np.int32)}, {}, "ROIs holds a box corner that is not"),
     # deform_conv
     # detection
+    "box_coder encoded": ("box_coder", {"PriorBox": zeros(200000, 4), "TargetBox": zeros(200000, 4)}, {},
+                          "OutputBox of shape [200000, 200000, 4] would need"),
     "prior_box priors": ("prior_box", {"Input": zeros(1, 1, 1000, 1000), "Image": zeros(1, 1, 8, 8)},
                          {"min_sizes": [1.0] * 4000, "aspect_ratios": [2.0], "variances": [0.1, 0.1, 0.2, 0.2]},
                          "Boxes of shape [1000, 1000, 12000, 4] would need"),

@@ -135,6 +135,7 @@ def box_coder(k):
     scales = prior_var if prior_var is not None else np.array(variance, dtype) if variance else None
     prior_w, prior_h, prior_x, prior_y = center_size(prior, pixel)
     if k.attr("code_type") == "encode_center_size":
+        check_shape((len(target), len(prior), 4), dtype, "OutputBox")   # every target against every prior
         tw, th = (target[:, 2] - target[:, 0] + pixel)[:, None], (target[:, 3] - target[:, 1] + pixel)[:, None]
         tx, ty = ((target[:, 2] + target[:, 0]) / 2)[:, None], ((target[:, 3] + target[:, 1]) / 2)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):
