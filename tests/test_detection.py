@@ -130,6 +130,22 @@ def test_yolo_box_zeroes_boxes_under_conf_thresh_and_clips_to_the_image():
     assert_values(out["Scores"], f32([[[0.6439143], [0], [0.3112297], [0.6439143]]]))
 
 
+def test_yolo_box_takes_scale_x_y_and_iou_aware_factor_as_float32_as_paddle():
+    """scale_x_y 1.05 is 1.0499999523 in Paddle's float32 attribute, and its bias -0.5 (scale - 1) follows from that:
+    every box below is Paddle 3.3.1's to the bit (with 1.05 itself a third of them were an ulp off)."""
+    x = (np.linspace(-2, 2, 56).reshape(1, 14, 2, 2) ** 3 / 3).astype(np.float32)
+    out = run("yolo_box", {"X": x, "ImgSize": i32([[40, 56]])},
+              dict(anchors=[6, 9, 12, 8], class_num=1, conf_thresh=0.01, downsample_ratio=16, clip_bbox=False,
+                   scale_x_y=1.05, iou_aware=True, iou_aware_factor=0.4))
+    np.testing.assert_array_equal(out["Boxes"], f32([[
+        [3.1748505, 2.2109365, 11.8145, 12.868538], [31.814487, 2.5431032, 40.86607, 13.403843],
+        [4.4354477, 22.85106, 13.842304, 33.8636], [33.02725, 23.13237, 42.732136, 34.251686],
+        [0.597703, 1.5186596, 27.574059, 19.307745], [27.762163, 0.6358547, 56.55143, 20.517317],
+        [-1.2635956, 19.517294, 29.781181, 42.03842], [25.47123, 18.082108, 59.32377, 43.959064]]]))
+    assert_values(out["Scores"], f32([[[0.11033699], [0.12256671], [0.13483556], [0.14703667], [0.3506511],
+                                       [0.39520553], [0.43973345], [0.48308453]]]))
+
+
 def test_prior_box_min_max_order_skips_repeated_aspect_ratios():
     """Aspect ratios [2, 0.5, 1] flipped are 1, 2, 0.5: min square, max square, then 2 and 0.5."""
     out = run("prior_box", {"Input": np.zeros((1, 1, 1, 2), np.float32), "Image": np.zeros((1, 1, 8, 10), np.float32)},

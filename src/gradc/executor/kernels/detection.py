@@ -33,7 +33,9 @@ def yolo_box(k):
     conf_thresh is all zeros in both, as in Paddle."""
     x, img_size = k.x("X"), k.x("ImgSize")
     anchors = np.array(k.attr("anchors"), np.int64).reshape(-1, 2)
-    classes, ratio, scale = k.attr("class_num"), k.attr("downsample_ratio"), k.attr("scale_x_y")
+    # float attributes as Paddle holds them (float32: scale_x_y 1.05 is 1.0499999523)
+    scale, factor = (float(np.float32(k.attr(name))) for name in ("scale_x_y", "iou_aware_factor"))
+    classes, ratio = k.attr("class_num"), k.attr("downsample_ratio")
     n, _, h, w = x.shape
     an_num, dtype = len(anchors), x.dtype
     if img_size.shape != (n, 2):
@@ -42,9 +44,10 @@ def yolo_box(k):
         iou, x = sigmoid(x[:, :an_num]), x[:, an_num:]
     head = x.reshape(n, an_num, 5 + classes, h, w)
     conf = sigmoid(head[:, :, 4])
-    if k.attr("iou_aware"):
-        factor = k.attr("iou_aware_factor")
-        conf = (conf.astype(np.float64) ** (1.0 - factor) * iou.astype(np.float64) ** factor).astype(dtype)
+    if k.attr("iou_aware"):   # C's pow of doubles, with the exponents cast to the input's type
+        powers = [value.astype(np.float64) ** np.float64(dtype.type(exponent))
+                  for value, exponent in ((conf, 1.0 - factor), (iou, factor))]
+        conf = (powers[0] * powers[1]).astype(dtype)
     kept = conf >= np.float32(k.attr("conf_thresh"))
     img_h = img_size[:, 0].astype(dtype).reshape(n, 1, 1, 1)
     img_w = img_size[:, 1].astype(dtype).reshape(n, 1, 1, 1)
