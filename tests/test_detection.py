@@ -231,6 +231,15 @@ def test_float64_in_float64_out():
     assert_values(out["Index"], i32([[0], [3], [5]]))
 
 
+@pytest.mark.parametrize("op, attrs", [("multiclass_nms3", {"nms_threshold": 0.3}), ("matrix_nms", {})])
+def test_float64_scores_meet_the_threshold_paddle_holds_in_float32(op, attrs):
+    """score_threshold 0.01 is 0.0099999998 as Paddle's float attribute: a float64 score of 0.0099999999 is above
+    it (Paddle 3.3.1 keeps that box), though below the 0.01 of a program built in memory."""
+    boxes, scores = np.array([[[0.0, 0, 1, 1], [2, 2, 3, 3]]]), np.array([[[0.0099999999, 0.5]]])
+    out = run(op, {"BBoxes": boxes, "Scores": scores}, dict(attrs, score_threshold=0.01, background_label=-1))
+    np.testing.assert_array_equal(out["Out"], [[0, 0.5, 2, 2, 3, 3], [0, 0.0099999999, 0, 0, 1, 1]])
+
+
 def test_libstdcxx_orders_agree_with_a_sort_where_scores_are_distinct():
     keys = f32([0.3, 0.9, 0.1, 0.5, 0.7])
     assert full_sort(keys).tolist() == partial_sort(keys, 5).tolist() == [1, 4, 3, 0, 2]

@@ -17,6 +17,12 @@ def c_math(function, x: np.ndarray) -> np.ndarray:
     return function(np.asarray(x).astype(np.float64)).astype(x.dtype)
 
 
+def attr32(k, name: str):
+    """A float attribute (or list of them) as Paddle holds it, float32 (0.01 is 0.0099999998), however precisely
+    a program built in memory gave it: a float64 kernel then compares and scales as Paddle's does."""
+    return np.float32(k.attr(name))
+
+
 def exp(x: np.ndarray) -> np.ndarray:
     return c_math(np.exp, x)
 
@@ -33,8 +39,7 @@ def yolo_box(k):
     conf_thresh is all zeros in both, as in Paddle."""
     x, img_size = k.x("X"), k.x("ImgSize")
     anchors = np.array(k.attr("anchors"), np.int64).reshape(-1, 2)
-    # float attributes as Paddle holds them (float32: scale_x_y 1.05 is 1.0499999523)
-    scale, factor = (float(np.float32(k.attr(name))) for name in ("scale_x_y", "iou_aware_factor"))
+    scale, factor = float(attr32(k, "scale_x_y")), float(attr32(k, "iou_aware_factor"))   # 1.05 is 1.0499999523
     classes, ratio = k.attr("class_num"), k.attr("downsample_ratio")
     n, _, h, w = x.shape
     an_num, dtype = len(anchors), x.dtype
@@ -48,7 +53,7 @@ def yolo_box(k):
         powers = [value.astype(np.float64) ** np.float64(dtype.type(exponent))
                   for value, exponent in ((conf, 1.0 - factor), (iou, factor))]
         conf = (powers[0] * powers[1]).astype(dtype)
-    kept = conf >= np.float32(k.attr("conf_thresh"))
+    kept = conf >= attr32(k, "conf_thresh")
     img_h = img_size[:, 0].astype(dtype).reshape(n, 1, 1, 1)
     img_w = img_size[:, 1].astype(dtype).reshape(n, 1, 1, 1)
     bias = dtype.type(-0.5 * (scale - 1.0))
@@ -77,10 +82,10 @@ def prior_half_sizes(k) -> np.ndarray:
     """[P, 2] half widths and heights of one cell's priors, in Paddle's order: per min size, its aspect ratios
     then the square of sqrt(min * max), or (min_max_aspect_ratios_order) the min square, the max square, then the
     other aspect ratios."""
-    ratios = expand_aspect_ratios(np.float32(k.attr("aspect_ratios")).tolist(), k.attr("flip"))
+    ratios = expand_aspect_ratios(attr32(k, "aspect_ratios").tolist(), k.attr("flip"))
     ratios = np.float32(ratios)
     max_sizes, halves = k.attr("max_sizes"), []
-    for s, min_size in enumerate(np.float32(k.attr("min_sizes"))):
+    for s, min_size in enumerate(attr32(k, "min_sizes")):
         by_ratio = [(min_size * np.sqrt(r) / 2.0, min_size / np.sqrt(r) / 2.0) for r in ratios]
         square = [(np.sqrt(min_size * np.float32(max_sizes[s])) / 2.0,) * 2] if max_sizes else []
         if k.attr("min_max_aspect_ratios_order"):
@@ -97,12 +102,12 @@ def prior_box(k):
     feature, image = k.x("Input"), k.x("Image")
     dtype = feature.dtype
     (fh, fw), (ih, iw) = feature.shape[2:], image.shape[2:]
-    step_w, step_h = k.attr("step_w"), k.attr("step_h")
+    step_w, step_h = attr32(k, "step_w"), attr32(k, "step_h")
     if step_w == 0 or step_h == 0:
         step_w, step_h = dtype.type(iw) / dtype.type(fw), dtype.type(ih) / dtype.type(fh)
     priors = prior_count(k.attr("min_sizes"), k.attr("max_sizes"), k.attr("aspect_ratios"), k.attr("flip"))
     check_shape((fh, fw, priors, 4), dtype, "Boxes")   # before listing the priors one by one
-    offset = dtype.type(k.attr("offset"))
+    offset = dtype.type(attr32(k, "offset"))
     center_x = ((np.arange(fw, dtype=dtype) + offset) * dtype.type(step_w)).reshape(1, fw, 1)
     center_y = ((np.arange(fh, dtype=dtype) + offset) * dtype.type(step_h)).reshape(fh, 1, 1)
     halves = prior_half_sizes(k).astype(dtype)
@@ -113,7 +118,7 @@ def prior_box(k):
     boxes = np.stack(np.broadcast_arrays(*corners), axis=-1)
     if k.attr("clip"):
         boxes = np.clip(boxes, 0, 1)
-    variances = np.broadcast_to(np.array(k.attr("variances"), dtype), boxes.shape).copy()
+    variances = np.broadcast_to(attr32(k, "variances").astype(dtype), boxes.shape).copy()
     return {"Boxes": boxes.astype(dtype), "Variances": variances}
 
 
@@ -131,11 +136,11 @@ def box_coder(k):
     (encode) or scaled by (decode) PriorBoxVar or the variance attribute, when one is given (also in float64,
     where Paddle's decoding misreads the attribute: gradc.ops.detection)."""
     prior, target, prior_var = k.x("PriorBox"), k.x("TargetBox"), k.optional("PriorBoxVar")
-    dtype, variance = target.dtype, k.attr("variance")
+    dtype, variance = target.dtype, attr32(k, "variance")
     pixel = dtype.type(0 if k.attr("box_normalized") else 1)
     if prior_var is not None and prior_var.shape != prior.shape:
         raise ValueError(f"PriorBoxVar {list(prior_var.shape)} must be shaped like PriorBox {list(prior.shape)}")
-    scales = prior_var if prior_var is not None else np.array(variance, dtype) if variance else None
+    scales = prior_var if prior_var is not None else variance.astype(dtype) if variance.size else None
     prior_w, prior_h, prior_x, prior_y = center_size(prior, pixel)
     if k.attr("code_type") == "encode_center_size":
         check_shape((len(target), len(prior), 4), dtype, "OutputBox")   # every target against every prior

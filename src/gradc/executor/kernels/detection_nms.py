@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .detection import exp
+from .detection import attr32, exp
 from .detection_sort import partial_sort
 
 ROW_BLOCK = 1 << 22   # IoUs matrix_nms holds at once
@@ -60,7 +60,7 @@ def nms(k):
     boxes = k.x("Boxes")
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         raise ValueError(f"Boxes must be [N, 4], got {list(boxes.shape)}")
-    threshold, areas = np.float32(k.attr("iou_threshold")), (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    threshold, areas = attr32(k, "iou_threshold"), (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
     suppressed = np.zeros(len(boxes), bool)
     for i in range(len(boxes)):   # each box not suppressed yet suppresses the later ones it overlaps
         if suppressed[i]:
@@ -99,7 +99,7 @@ def _decays(boxes: np.ndarray, normalized: bool, gaussian: bool, sigma: float) -
 def _matrix_nms_image(k, boxes: np.ndarray, scores: np.ndarray):
     """(box index, class, decayed score) of one image's detections, in class order, each class by score."""
     dtype = scores.dtype
-    threshold, post = dtype.type(k.attr("score_threshold")), dtype.type(k.attr("post_threshold"))
+    threshold, post = dtype.type(attr32(k, "score_threshold")), dtype.type(attr32(k, "post_threshold"))
     top_k, found = k.attr("nms_top_k"), []
     for label in range(scores.shape[0]):
         if label == k.attr("background_label"):
@@ -109,7 +109,7 @@ def _matrix_nms_image(k, boxes: np.ndarray, scores: np.ndarray):
         if not count:
             continue
         order = candidates[partial_sort(scores[label, candidates], count)]
-        decay = _decays(boxes[order], k.attr("normalized"), k.attr("use_gaussian"), k.attr("gaussian_sigma"))
+        decay = _decays(boxes[order], k.attr("normalized"), k.attr("use_gaussian"), attr32(k, "gaussian_sigma"))
         decayed = decay * scores[label, order]
         keep = decayed > post
         found += [(int(i), label, s) for i, s in zip(order[keep], decayed[keep])]
@@ -143,11 +143,12 @@ def _class_nms(k, boxes: np.ndarray, scores: np.ndarray) -> list[int]:
     """multiclass_nms3's suppression of one class: boxes above score_threshold, at most nms_top_k by score
     (ties in index order), greedily."""
     dtype = scores.dtype
-    candidates = np.flatnonzero(scores > dtype.type(k.attr("score_threshold")))
+    candidates = np.flatnonzero(scores > dtype.type(attr32(k, "score_threshold")))
     order = candidates[np.argsort(-scores[candidates], kind="stable")]
     if k.attr("nms_top_k") > -1:
         order = order[:k.attr("nms_top_k")]
-    kept = greedy_keep(boxes[order], k.attr("normalized"), dtype.type(k.attr("nms_threshold")), k.attr("nms_eta"))
+    kept = greedy_keep(boxes[order], k.attr("normalized"), dtype.type(attr32(k, "nms_threshold")),
+                       attr32(k, "nms_eta"))
     return order[kept].tolist()
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from . import kernel
-from .detection import c_math, exp
+from .detection import attr32, c_math, exp
 from .detection_nms import box_areas, greedy_keep
 from .detection_sort import by_score, full_sort, nth_element
 
@@ -42,7 +42,7 @@ def _score_order(scores: np.ndarray, top_n: int, ordered_later: bool) -> np.ndar
 
 def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
     """(boxes [R, 4], scores [R]) one image proposes."""
-    dtype, nms_thresh = scores.dtype, k.attr("nms_thresh")
+    dtype, nms_thresh = scores.dtype, attr32(k, "nms_thresh")
     pixel = dtype.type(1 if k.attr("pixel_offset") else 0)
     order = _score_order(scores, k.attr("pre_nms_topN"), nms_thresh > 0)
     scores = scores[order]
@@ -51,7 +51,7 @@ def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
     boxes[:, 0::2] = np.maximum(np.minimum(boxes[:, 0::2], width - pixel), 0)
     boxes[:, 1::2] = np.maximum(np.minimum(boxes[:, 1::2], height - pixel), 0)
     box_w, box_h = boxes[:, 2] - boxes[:, 0] + pixel, boxes[:, 3] - boxes[:, 1] + pixel
-    min_size = dtype.type(max(k.attr("min_size"), 1.0))
+    min_size = dtype.type(max(attr32(k, "min_size"), 1.0))
     keep = (box_w >= min_size) & (box_h >= min_size)
     if k.attr("pixel_offset"):   # the box's center must also lie inside the image
         keep &= (boxes[:, 0] + box_w / dtype.type(2) <= width) & (boxes[:, 1] + box_h / dtype.type(2) <= height)
@@ -62,7 +62,7 @@ def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
         return boxes, scores
     # Paddle's NMS pops the best from a stable ascending sort: among equal scores the later box comes first
     ranked = np.argsort(scores, kind="stable")[::-1]
-    kept = ranked[greedy_keep(boxes[ranked], not k.attr("pixel_offset"), dtype.type(nms_thresh), k.attr("eta"))]
+    kept = ranked[greedy_keep(boxes[ranked], not k.attr("pixel_offset"), dtype.type(nms_thresh), attr32(k, "eta"))]
     if 0 < k.attr("post_nms_topN") < len(kept):
         kept = kept[:k.attr("post_nms_topN")]
     return boxes[kept], scores[kept]
