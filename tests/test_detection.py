@@ -11,6 +11,7 @@ from gradc import ExecutionError, ProgramError
 from gradc.executor.kernels import scans_order
 from gradc.executor.kernels.detection_sort import full_sort, nth_element, partial_sort
 from gradc.executor.kernels.glibc_expf import expf
+from gradc.ops.detection import expand_aspect_ratios
 from one_op import run
 
 # six boxes in a row, each overlapping the next (IoU 3/5, 1/3, ...), and one apart
@@ -161,6 +162,22 @@ def test_prior_box_min_max_order_skips_repeated_aspect_ratios():
                                        [0.46715727, 0.3232233, 1, 0.6767767], [0.6085786, 0.14644662, 0.8914213,
                                                                                0.8535534]]]]))
     assert_values(out["Variances"], np.broadcast_to(f32([0.1, 0.1, 0.2, 0.2]), (1, 2, 4, 4)))
+
+
+def test_aspect_ratios_within_1e_6_of_one_listed_are_skipped_as_paddles_quadratic_walk_does():
+    def paddles(ratios, flip):   # ExpandAspectRatios: each ratio against every one listed before it
+        expanded = [1.0]
+        for ratio in ratios:
+            if all(abs(ratio - seen) >= 1e-6 for seen in expanded):
+                expanded += [ratio, 1.0 / ratio] if flip else [ratio]
+        return expanded
+    rng = np.random.default_rng(0)
+    near = [1.0, 2.0, 0.5, 1 + 5e-7, 1 - 9e-7, 2 + 1e-6, 0.5 + 9.99e-7, 1e-7, 2e-7, 1e6, 1e6 + 1e-6, np.inf]
+    for _ in range(2000):
+        ratios = [float(rng.choice(near)) + float(rng.integers(-3, 4)) * 1e-6 * (rng.random() < 0.4)
+                  for _ in range(rng.integers(0, 8))]
+        for flip in (True, False):
+            assert expand_aspect_ratios(ratios, flip) == paddles(ratios, flip), ratios
 
 
 def test_box_coder_decodes_pixel_boxes_with_prior_variances_along_axis_1():
