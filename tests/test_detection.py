@@ -2,11 +2,16 @@
 Paddle's CPU kernels computed (pasted here: the tests do not import Paddle). Equal scores are where the orders
 differ: matrix_nms and generate_proposals_v2 sort with C++'s unstable algorithms, whose order gradc replays."""
 
+import ctypes
+
 import numpy as np
 import pytest
 
 from gradc import ExecutionError, ProgramError
+from gradc.executor.kernels import scans_order
 from gradc.executor.kernels.detection_sort import full_sort, nth_element, partial_sort
+from gradc.executor.kernels.glibc_expf import expf
+from gradc.ops.detection import expand_aspect_ratios
 from one_op import run
 
 # six boxes in a row, each overlapping the next (IoU 3/5, 1/3, ...), and one apart
@@ -129,6 +134,22 @@ def test_yolo_box_zeroes_boxes_under_conf_thresh_and_clips_to_the_image():
     assert_values(out["Scores"], f32([[[0.6439143], [0], [0.3112297], [0.6439143]]]))
 
 
+def test_yolo_box_takes_scale_x_y_and_iou_aware_factor_as_float32_as_paddle():
+    """scale_x_y 1.05 is 1.0499999523 in Paddle's float32 attribute, and its bias -0.5 (scale - 1) follows from that:
+    every box and score below is Paddle 3.3.1's to the bit (with 1.05 itself a third of them were an ulp off)."""
+    x = (np.linspace(-2, 2, 56).reshape(1, 14, 2, 2) ** 3 / 3).astype(np.float32)
+    out = run("yolo_box", {"X": x, "ImgSize": i32([[40, 56]])},
+              dict(anchors=[6, 9, 12, 8], class_num=1, conf_thresh=0.01, downsample_ratio=16, clip_bbox=False,
+                   scale_x_y=1.05, iou_aware=True, iou_aware_factor=0.4))
+    np.testing.assert_array_equal(out["Boxes"], f32([[
+        [3.1748505, 2.2109365, 11.8145, 12.868538], [31.814487, 2.5431032, 40.86607, 13.403843],
+        [4.4354477, 22.85106, 13.842304, 33.8636], [33.02725, 23.13237, 42.732136, 34.251686],
+        [0.597703, 1.5186596, 27.574059, 19.307745], [27.762163, 0.6358547, 56.55143, 20.517317],
+        [-1.2635956, 19.517294, 29.781181, 42.03842], [25.47123, 18.082108, 59.32377, 43.959064]]]))
+    np.testing.assert_array_equal(out["Scores"], f32([[[0.11033699], [0.12256671], [0.13483556], [0.14703667],
+                                                       [0.3506511], [0.39520553], [0.43973345], [0.48308453]]]))
+
+
 def test_prior_box_min_max_order_skips_repeated_aspect_ratios():
     """Aspect ratios [2, 0.5, 1] flipped are 1, 2, 0.5: min square, max square, then 2 and 0.5."""
     out = run("prior_box", {"Input": np.zeros((1, 1, 1, 2), np.float32), "Image": np.zeros((1, 1, 8, 10), np.float32)},
@@ -141,6 +162,22 @@ def test_prior_box_min_max_order_skips_repeated_aspect_ratios():
                                        [0.46715727, 0.3232233, 1, 0.6767767], [0.6085786, 0.14644662, 0.8914213,
                                                                                0.8535534]]]]))
     assert_values(out["Variances"], np.broadcast_to(f32([0.1, 0.1, 0.2, 0.2]), (1, 2, 4, 4)))
+
+
+def test_aspect_ratios_within_1e_6_of_one_listed_are_skipped_as_paddles_quadratic_walk_does():
+    def paddles(ratios, flip):   # ExpandAspectRatios: each ratio against every one listed before it
+        expanded = [1.0]
+        for ratio in ratios:
+            if all(abs(ratio - seen) >= 1e-6 for seen in expanded):
+                expanded += [ratio, 1.0 / ratio] if flip else [ratio]
+        return expanded
+    rng = np.random.default_rng(0)
+    near = [1.0, 2.0, 0.5, 1 + 5e-7, 1 - 9e-7, 2 + 1e-6, 0.5 + 9.99e-7, 1e-7, 2e-7, 1e6, 1e6 + 1e-6, np.inf]
+    for _ in range(2000):
+        ratios = [float(rng.choice(near)) + float(rng.integers(-3, 4)) * 1e-6 * (rng.random() < 0.4)
+                  for _ in range(rng.integers(0, 8))]
+        for flip in (True, False):
+            assert expand_aspect_ratios(ratios, flip) == paddles(ratios, flip), ratios
 
 
 def test_box_coder_decodes_pixel_boxes_with_prior_variances_along_axis_1():
@@ -190,6 +227,23 @@ def test_distribute_fpn_proposals_levels_restore_index_and_counts_per_image():
     assert [c.tolist() for c in out["MultiLevelRoIsNum"]] == [[1, 0, 1], [1, 0, 0], [1, 0, 0], [0, 0, 1]]
 
 
+def test_distribute_fpn_proposals_puts_rois_of_no_finite_level_on_the_lowest_as_paddle():
+    """A NaN box, an infinite one and one whose float32 area overflows have no level an int holds: Paddle's cast
+    makes it INT_MIN, so they go to min_level (Paddle 3.3.1's levels and RestoreIndex)."""
+    rois = f32([[0, 0, 50, 50], [0, 0, np.nan, 4], [0, 0, np.inf, np.inf], [0, 0, 1e30, 1e30], [0, 0, 500, 460]])
+    out = run("distribute_fpn_proposals", {"FpnRois": rois, "RoisNum": i32([5])},
+              dict(min_level=2, max_level=5, refer_level=4, refer_scale=224))
+    assert [len(level) for level in out["MultiFpnRois"]] == [4, 0, 0, 1]
+    np.testing.assert_array_equal(out["MultiFpnRois"][0], rois[:4])
+    assert_values(out["RestoreIndex"], i32([[0], [1], [2], [3], [4]]))
+
+
+def test_yolo_box_of_no_images_decodes_no_boxes():
+    out = run("yolo_box", {"X": np.zeros((0, 6, 2, 2), np.float32), "ImgSize": np.zeros((0, 2), np.int32)},
+              dict(anchors=[8, 12], class_num=1))
+    assert out["Boxes"].shape == (0, 4, 4) and out["Scores"].shape == (0, 4, 1)
+
+
 def test_float64_in_float64_out():
     out = run("multiclass_nms3", {"BBoxes": np.array([CHAIN], np.float64), "Scores": np.full((1, 2, 6), 0.5)},
               dict(score_threshold=0.1, nms_threshold=0.3))
@@ -197,10 +251,45 @@ def test_float64_in_float64_out():
     assert_values(out["Index"], i32([[0], [3], [5]]))
 
 
+@pytest.mark.parametrize("op, attrs", [("multiclass_nms3", {"nms_threshold": 0.3}), ("matrix_nms", {})])
+def test_float64_scores_meet_the_threshold_paddle_holds_in_float32(op, attrs):
+    """score_threshold 0.01 is 0.0099999998 as Paddle's float attribute: a float64 score of 0.0099999999 is above
+    it (Paddle 3.3.1 keeps that box), though below the 0.01 of a program built in memory."""
+    boxes, scores = np.array([[[0.0, 0, 1, 1], [2, 2, 3, 3]]]), np.array([[[0.0099999999, 0.5]]])
+    out = run(op, {"BBoxes": boxes, "Scores": scores}, dict(attrs, score_threshold=0.01, background_label=-1))
+    np.testing.assert_array_equal(out["Out"], [[0, 0.5, 2, 2, 3, 3], [0, 0.0099999999, 0, 0, 1, 1]])
+
+
+def test_float32_exp_is_glibcs_expf_to_the_bit():
+    """Paddle's kernels call glibc's expf, which is an ulp off the rounded exponential on ~1 input in 1,600."""
+    try:
+        libm = ctypes.CDLL("libm.so.6")
+    except OSError:
+        pytest.skip("no glibc here")
+    libm.expf.restype, libm.expf.argtypes = ctypes.c_float, [ctypes.c_float]
+    x = np.concatenate([np.random.default_rng(0).uniform(-104, 89, 20000),
+                        [-np.inf, np.inf, 88.72283, 88.72284, -103.97207, -103.97209, 0.0]]).astype(np.float32)
+    np.testing.assert_array_equal(expf(x), [libm.expf(float(v)) for v in x])
+
+
 def test_libstdcxx_orders_agree_with_a_sort_where_scores_are_distinct():
     keys = f32([0.3, 0.9, 0.1, 0.5, 0.7])
     assert full_sort(keys).tolist() == partial_sort(keys, 5).tolist() == [1, 4, 3, 0, 2]
     assert sorted(nth_element(keys, 2).tolist()) == [1, 4]
+
+
+def test_the_sorted_shortcut_leaves_every_tie_that_decides_a_place_to_the_replay():
+    """numpy's order stands in for libstdc++'s only where no two equal keys compete for a place among the first
+    ``count``: on keys with many ties, the positions are the replay's (scans_order on (-key, position))."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        keys = f32(rng.integers(0, rng.integers(1, 40), rng.integers(1, 120)))
+        count = int(rng.integers(1, keys.size + 1))
+        for ours, replay, args in ((partial_sort(keys, count), scans_order.partial_sort, (0, count, keys.size)),
+                                   (full_sort(keys), scans_order.sort, (0, keys.size))):
+            pairs = [(-key, i) for i, key in enumerate(keys.tolist())]
+            replay(pairs, *args)
+            assert ours.tolist() == [i for _, i in pairs[:ours.size]]
 
 
 def test_bad_inputs_name_the_op():

@@ -10,7 +10,7 @@ import gradc
 from gradc import ExecutionError, ProgramError
 from gradc.backward import append_grad_ops
 from gradc.ir import VarType
-from test_legacy_nn import run_op
+from test_legacy_nn import described, program_of, run_op
 
 f32 = np.float32
 FMAX = float(np.finfo(f32).max)
@@ -136,3 +136,16 @@ def test_attribute_sized_work_is_refused_before_it_is_allocated(op, attrs, phras
 def test_a_huge_spatial_scale_puts_roi_pools_box_outside_the_image():
     out = run_op("roi_pool", {"X": IMAGES[:1], "ROIs": np.array([[1, 1, 2, 2]], f32)}, {"spatial_scale": 1e30})
     np.testing.assert_array_equal(out, np.zeros((1, 1, 1, 1), f32))
+
+
+@pytest.mark.parametrize("op, attrs", [("roi_align", {}), ("psroi_pool", {"output_channels": 1})])
+def test_an_out_grad_not_shaped_like_out_is_refused(op, attrs):
+    """A program whose Out@GRAD is declared [-1, ...] may feed more rows than boxes: the grad kernel names it."""
+    inputs = {"X": IMAGES[:1], "ROIs": np.array([[0, 0, 2, 2]], f32)}
+    program = program_of(op, inputs, attrs, "Out")
+    described(program, np.zeros((1, 1, 1, 1), f32))
+    append_grad_ops(program, ["out"])
+    program.global_block.var("out@GRAD").shape = [-1, 1, 1, 1]
+    with pytest.raises(ExecutionError, match=rf"{op}_grad\): Out@GRAD \[2, 1, 1, 1\] must be shaped like Out "
+                                             r"\[1, 1, 1, 1\]"):
+        gradc.Executor().run(program, {**inputs, "out@GRAD": np.ones((2, 1, 1, 1), f32)}, ["X@GRAD"], gradc.Scope())

@@ -78,6 +78,25 @@ def test_two_boxes_in_one_cell_sum_their_gradients_where_paddle_keeps_the_last()
     assert np.abs(grad[0, box_and_class, 0, 0] - paddle).min() > 0.1   # Paddle's is the second box's alone
 
 
+def test_an_image_of_padding_only_counts_the_objectness_against_0_as_paddle():
+    """No gt box is valid (all w = h = 0): each cell's objectness is a cross entropy against 0 (Paddle: 6.198558),
+    its gradient sigmoid(x), and no other channel has a gradient."""
+    (loss, objectness, match, grad), _ = yolo(label=np.zeros((1, 2), np.int32), gt=np.zeros((1, 2, 4), f32))
+    np.testing.assert_allclose(loss, [6.198558], rtol=1e-6)
+    np.testing.assert_array_equal(match, [[-1, -1]])
+    assert not objectness.any()
+    logits = X.reshape(1, 2, 7, 2, 2)[:, :, 4]
+    np.testing.assert_allclose(grad.reshape(1, 2, 7, 2, 2)[:, :, 4], 1 / (1 + np.exp(-logits)), rtol=1e-6)
+    assert not np.delete(grad.reshape(1, 2, 7, 2, 2), 4, axis=2).any()
+
+
+def test_a_batch_of_no_images_has_no_loss():
+    (loss, objectness, match, grad), _ = yolo(np.zeros((0, 14, 2, 2), f32), np.zeros((0, 3, 4), f32),
+                                              np.zeros((0, 3), np.int32))
+    assert loss.shape == (0,) and objectness.shape == (0, 2, 2, 2) and match.shape == (0, 3)
+    assert grad.shape == (0, 14, 2, 2)
+
+
 def test_the_gt_boxes_get_no_gradient():
     """Paddle declares GTBox@GRAD but computes nothing into it; gradc treats the gt inputs as labels."""
     _, program = yolo(grads=("x", "gt"))

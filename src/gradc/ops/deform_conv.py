@@ -24,6 +24,7 @@ Where gradc departs from Paddle 3.3.1:
 from __future__ import annotations
 
 from ..registry import defop, grad_op
+from .infer import check_float, one_dtype
 
 DEFORM_ATTRS = {"strides": [1, 1], "paddings": [0, 0], "dilations": [1, 1], "groups": 1, "deformable_groups": 1,
                 "im2col_step": 64}
@@ -97,7 +98,10 @@ def _known_shape(ctx, slot: str) -> list[int]:
 
 def _deform_infer(masked: bool):
     def infer(ctx):
-        shapes = [_known_shape(ctx, slot) for slot in ("Input", "Filter", "Offset", *("Mask",) * masked)]
+        slots = ("Input", "Filter", "Offset", *("Mask",) * masked)
+        check_float(ctx, "Input")
+        one_dtype(ctx, *slots)
+        shapes = [_known_shape(ctx, slot) for slot in slots]
         try:
             out = deform_geometry(ctx.attr, *shapes)
         except ValueError as err:

@@ -13,6 +13,8 @@ variances, as its float32 kernel does.
 
 from __future__ import annotations
 
+import math
+
 from ..ir import AttrType, VarType
 from ..registry import NO_GRAD, defop, typed
 from .infer import check_float
@@ -70,12 +72,24 @@ defop("yolo_box", ["X", "ImgSize"], ["Boxes", "Scores"], infer=_yolo_box_infer, 
 
 
 # ---------------------------------------------------------------- prior_box
+def _bucket(ratio: float):
+    """A ratio's 1e-6-wide bucket (an infinite one its own)."""
+    return math.floor(ratio * 1e6) if math.isfinite(ratio) else ratio
+
+
 def expand_aspect_ratios(ratios, flip: bool) -> list[float]:
-    """1, then each ratio not yet listed (within 1e-6), followed by its inverse when flipped (Paddle's order)."""
-    expanded = [1.0]
-    for ratio in ratios:
-        if all(abs(ratio - seen) >= 1e-6 for seen in expanded):
-            expanded += [ratio, 1.0 / ratio] if flip else [ratio]
+    """1, then each ratio not yet listed (within 1e-6), followed by its inverse when flipped (Paddle's order). A
+    ratio meets only the listed ones of the buckets around its own (Paddle compares it with every one: quadratic
+    time for a long list)."""
+    expanded, buckets = [], {}
+    for ratio in [1.0, *ratios]:
+        key = _bucket(ratio)
+        around = range(key - 2, key + 3) if math.isfinite(ratio) else [key]   # +-2: ratio * 1e6 is rounded
+        if expanded and not all(abs(ratio - seen) >= 1e-6 for near in around for seen in buckets.get(near, ())):
+            continue
+        for added in [ratio, 1.0 / ratio] if flip and expanded else [ratio]:
+            expanded.append(added)
+            buckets.setdefault(_bucket(added), []).append(added)
     return expanded
 
 
@@ -87,13 +101,13 @@ def _prior_box_infer(ctx):
     _, _, h, w = rank_check(ctx, "Input", 4, "[N, C, H, W]")
     rank_check(ctx, "Image", 4, "[N, C, H, W]")
     min_sizes, max_sizes = ctx.attr("min_sizes"), ctx.attr("max_sizes")
-    if not min_sizes or min(min_sizes) <= 0:
+    if not min_sizes or not all(size > 0 for size in min_sizes):
         ctx.fail(f"min_sizes must be sizes > 0, got {min_sizes}")
     if max_sizes and (len(max_sizes) != len(min_sizes) or any(a <= b for a, b in zip(max_sizes, min_sizes))):
         ctx.fail(f"max_sizes must give one size above each of min_sizes {min_sizes}, got {max_sizes}")
     if len(ctx.attr("variances")) != 4:
         ctx.fail(f"variances must be 4 values, got {ctx.attr('variances')}")
-    if any(ratio <= 0 for ratio in ctx.attr("aspect_ratios")):
+    if not all(ratio > 0 for ratio in ctx.attr("aspect_ratios")):
         ctx.fail(f"aspect_ratios must be > 0, got {ctx.attr('aspect_ratios')}")
     shape = [h, w, prior_count(min_sizes, max_sizes, ctx.attr("aspect_ratios"), ctx.attr("flip")), 4]
     return {"Boxes": (shape, ctx.dtype("Input")), "Variances": (shape, ctx.dtype("Input"))}

@@ -117,6 +117,9 @@ defop("generate_proposals_v2", ["Scores", "BboxDeltas", "ImShape", "Anchors", "V
 
 
 # ---------------------------------------------------------------- distribute_fpn_proposals
+MAX_LEVELS = 2048   # a float64 scale spans fewer powers of 2: more levels could only stay empty
+
+
 def _distribute_fpn_infer(ctx):
     rois = rank_check(ctx, "FpnRois", 2, "[R, 4]")
     last_dim(ctx, "FpnRois", rois, 4)
@@ -125,6 +128,9 @@ def _distribute_fpn_infer(ctx):
     levels = ctx.attr("max_level") - ctx.attr("min_level") + 1
     if levels < 1 or ctx.attr("min_level") < 0:
         ctx.fail(f"the levels [min_level, max_level] = [{ctx.attr('min_level')}, {ctx.attr('max_level')}] are empty")
+    if levels > MAX_LEVELS:
+        ctx.fail(f"the levels [min_level, max_level] = [{ctx.attr('min_level')}, {ctx.attr('max_level')}] are "
+                 f"{levels}, one output each; gradc takes at most {MAX_LEVELS}")
     if ctx.attr("refer_scale") <= 0:
         ctx.fail(f"refer_scale must be > 0, got {ctx.attr('refer_scale')}")
     # an op being built has no outputs yet: it gets them all; a program's op one var per level in each it fills

@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ...limits import check_allocation
 from ...ops import deform_conv as ops
 from . import kernel
 
@@ -80,6 +81,8 @@ def _deform(k) -> Deform:
     out_shape = ops.deform_geometry(k.attr, x.shape, filt.shape, offset.shape, None if mask is None else mask.shape)
     n, c, height, width = x.shape
     dg, groups = k.attr("deformable_groups"), k.attr("groups")
+    points = math.prod(filt.shape[2:]) * math.prod(out_shape[2:])
+    check_allocation(4 * n * c * points, 8, f"the four pixels of each of the {points} sampling points per channel")
     h, w = _positions(k, offset, filt.shape[2:])
     image = x.reshape(n, dg, c // dg, height * width).astype(np.float64)
     if mask is not None:

@@ -6,18 +6,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.detection import expand_aspect_ratios
+from ...limits import check_shape
+from ...ops.detection import expand_aspect_ratios, prior_count
 from . import kernel
+from .glibc_expf import expf
 
 
 def c_math(function, x: np.ndarray) -> np.ndarray:
-    """function(x) rounded once to x's dtype, as C's expf, logf, log2f give it (numpy's own float32 versions can be
-    an ulp away, enough to move a box past a threshold or a RoI to another level)."""
+    """function(x) rounded once to x's dtype: nearer C's logf and log2f than numpy's own float32 versions, which can
+    be an ulp away (enough to move a RoI to another level), though glibc's are off the rounded value on about 1
+    input in 1,500 too."""
     return function(np.asarray(x).astype(np.float64)).astype(x.dtype)
 
 
+def attr32(k, name: str):
+    """A float attribute (or list of them) as Paddle holds it, float32 (0.01 is 0.0099999998), however precisely
+    a program built in memory gave it: a float64 kernel then compares and scales as Paddle's does."""
+    return np.float32(k.attr(name))
+
+
 def exp(x: np.ndarray) -> np.ndarray:
-    return c_math(np.exp, x)
+    """std::exp in x's dtype: glibc's expf to the bit for float32."""
+    return expf(x) if x.dtype == np.float32 else c_math(np.exp, x)
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -32,7 +42,8 @@ def yolo_box(k):
     conf_thresh is all zeros in both, as in Paddle."""
     x, img_size = k.x("X"), k.x("ImgSize")
     anchors = np.array(k.attr("anchors"), np.int64).reshape(-1, 2)
-    classes, ratio, scale = k.attr("class_num"), k.attr("downsample_ratio"), k.attr("scale_x_y")
+    scale, factor = float(attr32(k, "scale_x_y")), float(attr32(k, "iou_aware_factor"))   # 1.05 is 1.0499999523
+    classes, ratio = k.attr("class_num"), k.attr("downsample_ratio")
     n, _, h, w = x.shape
     an_num, dtype = len(anchors), x.dtype
     if img_size.shape != (n, 2):
@@ -41,10 +52,11 @@ def yolo_box(k):
         iou, x = sigmoid(x[:, :an_num]), x[:, an_num:]
     head = x.reshape(n, an_num, 5 + classes, h, w)
     conf = sigmoid(head[:, :, 4])
-    if k.attr("iou_aware"):
-        factor = k.attr("iou_aware_factor")
-        conf = (conf.astype(np.float64) ** (1.0 - factor) * iou.astype(np.float64) ** factor).astype(dtype)
-    kept = conf >= np.float32(k.attr("conf_thresh"))
+    if k.attr("iou_aware"):   # C's pow of doubles, with the exponents cast to the input's type
+        powers = [value.astype(np.float64) ** np.float64(dtype.type(exponent))
+                  for value, exponent in ((conf, 1.0 - factor), (iou, factor))]
+        conf = (powers[0] * powers[1]).astype(dtype)
+    kept = conf >= attr32(k, "conf_thresh")
     img_h = img_size[:, 0].astype(dtype).reshape(n, 1, 1, 1)
     img_w = img_size[:, 1].astype(dtype).reshape(n, 1, 1, 1)
     bias = dtype.type(-0.5 * (scale - 1.0))
@@ -65,18 +77,18 @@ def yolo_box(k):
     scores = conf[:, :, None] * sigmoid(head[:, :, 5:])
     boxes = np.where(kept[..., None], boxes, 0).astype(dtype)
     scores = np.where(kept[:, :, None], scores, 0).astype(dtype)
-    return {"Boxes": boxes.reshape(n, -1, 4),
-            "Scores": scores.transpose(0, 1, 3, 4, 2).reshape(n, -1, classes)}
+    return {"Boxes": boxes.reshape(n, an_num * h * w, 4),
+            "Scores": scores.transpose(0, 1, 3, 4, 2).reshape(n, an_num * h * w, classes)}
 
 
 def prior_half_sizes(k) -> np.ndarray:
     """[P, 2] half widths and heights of one cell's priors, in Paddle's order: per min size, its aspect ratios
     then the square of sqrt(min * max), or (min_max_aspect_ratios_order) the min square, the max square, then the
     other aspect ratios."""
-    ratios = expand_aspect_ratios(np.float32(k.attr("aspect_ratios")).tolist(), k.attr("flip"))
+    ratios = expand_aspect_ratios(attr32(k, "aspect_ratios").tolist(), k.attr("flip"))
     ratios = np.float32(ratios)
     max_sizes, halves = k.attr("max_sizes"), []
-    for s, min_size in enumerate(np.float32(k.attr("min_sizes"))):
+    for s, min_size in enumerate(attr32(k, "min_sizes")):
         by_ratio = [(min_size * np.sqrt(r) / 2.0, min_size / np.sqrt(r) / 2.0) for r in ratios]
         square = [(np.sqrt(min_size * np.float32(max_sizes[s])) / 2.0,) * 2] if max_sizes else []
         if k.attr("min_max_aspect_ratios_order"):
@@ -93,10 +105,12 @@ def prior_box(k):
     feature, image = k.x("Input"), k.x("Image")
     dtype = feature.dtype
     (fh, fw), (ih, iw) = feature.shape[2:], image.shape[2:]
-    step_w, step_h = k.attr("step_w"), k.attr("step_h")
+    step_w, step_h = attr32(k, "step_w"), attr32(k, "step_h")
     if step_w == 0 or step_h == 0:
         step_w, step_h = dtype.type(iw) / dtype.type(fw), dtype.type(ih) / dtype.type(fh)
-    offset = dtype.type(k.attr("offset"))
+    priors = prior_count(k.attr("min_sizes"), k.attr("max_sizes"), k.attr("aspect_ratios"), k.attr("flip"))
+    check_shape((fh, fw, priors, 4), dtype, "Boxes")   # before listing the priors one by one
+    offset = dtype.type(attr32(k, "offset"))
     center_x = ((np.arange(fw, dtype=dtype) + offset) * dtype.type(step_w)).reshape(1, fw, 1)
     center_y = ((np.arange(fh, dtype=dtype) + offset) * dtype.type(step_h)).reshape(fh, 1, 1)
     halves = prior_half_sizes(k).astype(dtype)
@@ -107,7 +121,7 @@ def prior_box(k):
     boxes = np.stack(np.broadcast_arrays(*corners), axis=-1)
     if k.attr("clip"):
         boxes = np.clip(boxes, 0, 1)
-    variances = np.broadcast_to(np.array(k.attr("variances"), dtype), boxes.shape).copy()
+    variances = np.broadcast_to(attr32(k, "variances").astype(dtype), boxes.shape).copy()
     return {"Boxes": boxes.astype(dtype), "Variances": variances}
 
 
@@ -125,13 +139,14 @@ def box_coder(k):
     (encode) or scaled by (decode) PriorBoxVar or the variance attribute, when one is given (also in float64,
     where Paddle's decoding misreads the attribute: gradc.ops.detection)."""
     prior, target, prior_var = k.x("PriorBox"), k.x("TargetBox"), k.optional("PriorBoxVar")
-    dtype, variance = target.dtype, k.attr("variance")
+    dtype, variance = target.dtype, attr32(k, "variance")
     pixel = dtype.type(0 if k.attr("box_normalized") else 1)
     if prior_var is not None and prior_var.shape != prior.shape:
         raise ValueError(f"PriorBoxVar {list(prior_var.shape)} must be shaped like PriorBox {list(prior.shape)}")
-    scales = prior_var if prior_var is not None else np.array(variance, dtype) if variance else None
+    scales = prior_var if prior_var is not None else variance.astype(dtype) if variance.size else None
     prior_w, prior_h, prior_x, prior_y = center_size(prior, pixel)
     if k.attr("code_type") == "encode_center_size":
+        check_shape((len(target), len(prior), 4), dtype, "OutputBox")   # every target against every prior
         tw, th = (target[:, 2] - target[:, 0] + pixel)[:, None], (target[:, 3] - target[:, 1] + pixel)[:, None]
         tx, ty = ((target[:, 2] + target[:, 0]) / 2)[:, None], ((target[:, 3] + target[:, 1]) / 2)[:, None]
         with np.errstate(divide="ignore", invalid="ignore"):

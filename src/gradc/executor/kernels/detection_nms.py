@@ -7,8 +7,10 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .detection import exp
+from .detection import attr32, exp
 from .detection_sort import partial_sort
+
+ROW_BLOCK = 1 << 22   # IoUs matrix_nms holds at once
 
 
 def box_areas(boxes: np.ndarray, pixel) -> np.ndarray:
@@ -20,13 +22,16 @@ def box_areas(boxes: np.ndarray, pixel) -> np.ndarray:
 def ious(boxes: np.ndarray, others: np.ndarray, normalized: bool) -> np.ndarray:
     """[K, L] IoUs (Paddle's JaccardOverlap: 0 for boxes that do not touch) of [K, 4] and [L, 4] boxes."""
     pixel = boxes.dtype.type(0 if normalized else 1)
-    a, b = boxes[:, None, :], others[None, :, :]
-    apart = (b[..., 0] > a[..., 2]) | (b[..., 2] < a[..., 0]) | (b[..., 1] > a[..., 3]) | (b[..., 3] < a[..., 1])
-    inter = ((np.minimum(a[..., 2], b[..., 2]) - np.maximum(a[..., 0], b[..., 0]) + pixel)
-             * (np.minimum(a[..., 3], b[..., 3]) - np.maximum(a[..., 1], b[..., 1]) + pixel))
-    union = box_areas(boxes, pixel)[:, None] + box_areas(others, pixel)[None, :] - inter
+    x1, y1, x2, y2 = (boxes[:, i, None] for i in range(4))
+    other_x1, other_y1, other_x2, other_y2 = others.T
+    inter = np.minimum(x2, other_x2) - np.maximum(x1, other_x1) + pixel   # in place from here: K x L values
+    inter *= np.minimum(y2, other_y2) - np.maximum(y1, other_y1) + pixel
+    union = box_areas(boxes, pixel)[:, None] + box_areas(others, pixel)
+    union -= inter
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(apart, 0, inter / union).astype(boxes.dtype)
+        iou = np.divide(inter, union, out=inter)
+    iou[(other_x1 > x2) | (other_x2 < x1) | (other_y1 > y2) | (other_y2 < y1)] = 0
+    return iou
 
 
 def greedy_keep(boxes: np.ndarray, normalized: bool, threshold, eta: float) -> list[int]:
@@ -55,7 +60,7 @@ def nms(k):
     boxes = k.x("Boxes")
     if boxes.ndim != 2 or boxes.shape[1] != 4:
         raise ValueError(f"Boxes must be [N, 4], got {list(boxes.shape)}")
-    threshold, areas = np.float32(k.attr("iou_threshold")), (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    threshold, areas = attr32(k, "iou_threshold"), (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
     suppressed = np.zeros(len(boxes), bool)
     for i in range(len(boxes)):   # each box not suppressed yet suppresses the later ones it overlaps
         if suppressed[i]:
@@ -68,27 +73,33 @@ def nms(k):
     return {"KeepBoxesIdxs": np.flatnonzero(~suppressed).astype(np.int64)}
 
 
-def _decays(overlaps: np.ndarray, gaussian: bool, sigma: float) -> np.ndarray:
+def _decays(boxes: np.ndarray, normalized: bool, gaussian: bool, sigma: float) -> np.ndarray:
     """Matrix NMS's decay of each box (sorted by score): the least over higher-scored boxes j of
-    f(iou with j, j's own largest IoU with a box above it), at most 1."""
-    count, dtype = overlaps.shape[0], overlaps.dtype
-    above = np.arange(count)[:, None] > np.arange(count)[None, :]
-    overlaps = np.where(above, overlaps, 0)
-    # column j: box j's largest IoU with a higher-scored box (C++'s std::max, like fmax, passes over a NaN)
-    compensate = np.fmax.reduce(overlaps, axis=1, initial=0)[None, :]
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if gaussian:
-            decay = exp((compensate * compensate - overlaps * overlaps) * dtype.type(sigma))
-        else:   # Paddle divides in double; rounding to float after the least changes nothing (it is monotonic)
-            decay = (1.0 - overlaps.astype(np.float64)) / (1.0 - compensate.astype(np.float64))
-    # C++'s std::min(min_decay, decay) keeps min_decay when decay is NaN: fmin does too
-    return np.fmin.reduce(np.where(above, decay, 1), axis=1, initial=1).astype(dtype)
+    f(iou with j, j's own largest IoU with a box above it), at most 1. Rows of boxes at a time, each against the
+    boxes above it, so that memory stays within ROW_BLOCK values however many boxes there are."""
+    count, dtype = len(boxes), boxes.dtype
+    compensate, decays = np.zeros(count, dtype), np.ones(count, dtype)
+    step = max(1, min(ROW_BLOCK // max(count, 1), -(-count // 8)))   # a few blocks: IoUs below the diagonal only
+    for first in range(0, count, step):
+        last = min(first + step, count)
+        above = np.arange(first, last)[:, None] > np.arange(last)
+        overlaps = np.where(above, ious(boxes[first:last], boxes[:last], normalized), 0)
+        # box i's largest IoU with a higher-scored box (C++'s std::max, like fmax, passes over a NaN)
+        compensate[first:last] = np.fmax.reduce(overlaps, axis=1, initial=0)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            if gaussian:
+                decay = exp((compensate[:last] * compensate[:last] - overlaps * overlaps) * dtype.type(sigma))
+            else:   # Paddle divides in double; rounding to float after the least changes nothing (it is monotonic)
+                decay = (1.0 - overlaps.astype(np.float64)) / (1.0 - compensate[:last].astype(np.float64))
+        # C++'s std::min(min_decay, decay) keeps min_decay when decay is NaN: fmin does too
+        decays[first:last] = np.fmin.reduce(decay, axis=1, initial=1, where=above)
+    return decays
 
 
 def _matrix_nms_image(k, boxes: np.ndarray, scores: np.ndarray):
     """(box index, class, decayed score) of one image's detections, in class order, each class by score."""
     dtype = scores.dtype
-    threshold, post = dtype.type(k.attr("score_threshold")), dtype.type(k.attr("post_threshold"))
+    threshold, post = dtype.type(attr32(k, "score_threshold")), dtype.type(attr32(k, "post_threshold"))
     top_k, found = k.attr("nms_top_k"), []
     for label in range(scores.shape[0]):
         if label == k.attr("background_label"):
@@ -98,8 +109,8 @@ def _matrix_nms_image(k, boxes: np.ndarray, scores: np.ndarray):
         if not count:
             continue
         order = candidates[partial_sort(scores[label, candidates], count)]
-        overlaps = ious(boxes[order], boxes[order], k.attr("normalized"))
-        decayed = _decays(overlaps, k.attr("use_gaussian"), k.attr("gaussian_sigma")) * scores[label, order]
+        decay = _decays(boxes[order], k.attr("normalized"), k.attr("use_gaussian"), attr32(k, "gaussian_sigma"))
+        decayed = decay * scores[label, order]
         keep = decayed > post
         found += [(int(i), label, s) for i, s in zip(order[keep], decayed[keep])]
     keep_top_k = k.attr("keep_top_k")
@@ -132,11 +143,12 @@ def _class_nms(k, boxes: np.ndarray, scores: np.ndarray) -> list[int]:
     """multiclass_nms3's suppression of one class: boxes above score_threshold, at most nms_top_k by score
     (ties in index order), greedily."""
     dtype = scores.dtype
-    candidates = np.flatnonzero(scores > dtype.type(k.attr("score_threshold")))
+    candidates = np.flatnonzero(scores > dtype.type(attr32(k, "score_threshold")))
     order = candidates[np.argsort(-scores[candidates], kind="stable")]
     if k.attr("nms_top_k") > -1:
         order = order[:k.attr("nms_top_k")]
-    kept = greedy_keep(boxes[order], k.attr("normalized"), dtype.type(k.attr("nms_threshold")), k.attr("nms_eta"))
+    kept = greedy_keep(boxes[order], k.attr("normalized"), dtype.type(attr32(k, "nms_threshold")),
+                       attr32(k, "nms_eta"))
     return order[kept].tolist()
 
 

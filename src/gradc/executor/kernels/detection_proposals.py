@@ -8,9 +8,9 @@ import math
 import numpy as np
 
 from . import kernel
-from .detection import c_math, exp
+from .detection import attr32, c_math, exp
 from .detection_nms import box_areas, greedy_keep
-from .detection_sort import full_sort, has_ties, nth_element
+from .detection_sort import by_score, full_sort, nth_element
 
 BBOX_CLIP = math.log(1000.0 / 16.0)   # Paddle's bound on a log-size delta
 
@@ -36,14 +36,13 @@ def _score_order(scores: np.ndarray, top_n: int, ordered_later: bool) -> np.ndar
     is seen only when no NMS re-sorts them (``ordered_later`` False) or among equal scores."""
     if top_n <= 0 or top_n >= scores.size:
         return full_sort(scores)
-    if ordered_later and not has_ties(scores):
-        return np.argpartition(-scores, top_n - 1)[:top_n]
-    return nth_element(scores, top_n)
+    chosen = by_score(scores, top_n) if ordered_later else None   # its order unseen where no tie decides a place
+    return chosen if chosen is not None else nth_element(scores, top_n)
 
 
 def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
     """(boxes [R, 4], scores [R]) one image proposes."""
-    dtype, nms_thresh = scores.dtype, k.attr("nms_thresh")
+    dtype, nms_thresh = scores.dtype, attr32(k, "nms_thresh")
     pixel = dtype.type(1 if k.attr("pixel_offset") else 0)
     order = _score_order(scores, k.attr("pre_nms_topN"), nms_thresh > 0)
     scores = scores[order]
@@ -52,7 +51,7 @@ def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
     boxes[:, 0::2] = np.maximum(np.minimum(boxes[:, 0::2], width - pixel), 0)
     boxes[:, 1::2] = np.maximum(np.minimum(boxes[:, 1::2], height - pixel), 0)
     box_w, box_h = boxes[:, 2] - boxes[:, 0] + pixel, boxes[:, 3] - boxes[:, 1] + pixel
-    min_size = dtype.type(max(k.attr("min_size"), 1.0))
+    min_size = dtype.type(max(attr32(k, "min_size"), 1.0))
     keep = (box_w >= min_size) & (box_h >= min_size)
     if k.attr("pixel_offset"):   # the box's center must also lie inside the image
         keep &= (boxes[:, 0] + box_w / dtype.type(2) <= width) & (boxes[:, 1] + box_h / dtype.type(2) <= height)
@@ -63,7 +62,7 @@ def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
         return boxes, scores
     # Paddle's NMS pops the best from a stable ascending sort: among equal scores the later box comes first
     ranked = np.argsort(scores, kind="stable")[::-1]
-    kept = ranked[greedy_keep(boxes[ranked], not k.attr("pixel_offset"), dtype.type(nms_thresh), k.attr("eta"))]
+    kept = ranked[greedy_keep(boxes[ranked], not k.attr("pixel_offset"), dtype.type(nms_thresh), attr32(k, "eta"))]
     if 0 < k.attr("post_nms_topN") < len(kept):
         kept = kept[:k.attr("post_nms_topN")]
     return boxes[kept], scores[kept]
@@ -108,11 +107,12 @@ def distribute_fpn_proposals(k):
     counts = [len(rois)] if rois_num is None else [int(c) for c in rois_num.reshape(-1)]
     if sum(counts) != len(rois) or min(counts, default=0) < 0:
         raise ValueError(f"RoisNum {counts} does not count FpnRois' {len(rois)} RoIs")
-    scale = np.sqrt(box_areas(rois, dtype.type(1 if k.attr("pixel_offset") else 0)))
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):   # a box of no size, or not finite
+        scale = np.sqrt(box_areas(rois, dtype.type(1 if k.attr("pixel_offset") else 0)))
         level = np.floor(c_math(np.log2, scale / dtype.type(k.attr("refer_scale")) + dtype.type(1e-6))
                          + dtype.type(k.attr("refer_level")))
-    level = np.clip(level, low, high).astype(np.int64)
+    # Paddle casts the level to int: what an int cannot hold (NaN, an infinite or overflowing scale) is INT_MIN
+    level = np.clip(np.where(np.abs(level) < 2.0 ** 31, level, low), low, high).astype(np.int64)
     image = np.repeat(np.arange(len(counts)), counts)
     shuffled = np.argsort(level, kind="stable")
     restore = np.empty(len(rois), np.int32)

@@ -37,9 +37,14 @@ def _inputs(k):
     x, rois = k.x("X"), k.x("ROIs")
     if x.ndim != 4 or rois.ndim != 2 or rois.shape[1] != 4:
         raise ValueError(f"expects X [N, C, H, W] and ROIs [R, 4], got {list(x.shape)} and {list(rois.shape)}")
-    if not np.isfinite(rois).all():   # no bins or samples to place (Paddle's kernels cast them to int)
-        raise ValueError("ROIs holds a box corner that is not finite")
-    return x, rois.astype(x.dtype, copy=False), _box_images(k, x.shape[0], rois.shape[0])
+    rois = rois.astype(x.dtype, copy=False)
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = rois * _scale(k, x.dtype)
+    if not np.isfinite(scaled).all():   # no bins or samples to place (Paddle's kernels cast them to int)
+        raise ValueError(f"ROIs holds a box corner that is not finite times spatial_scale {k.attr('spatial_scale')}")
+    if rois.shape[0] and not x.shape[2] * x.shape[3]:
+        raise ValueError(f"X's planes {list(x.shape[2:])} hold no pixel for the boxes to pool")
+    return x, rois, _box_images(k, x.shape[0], rois.shape[0])
 
 
 def _scale(k, dtype) -> np.floating:
@@ -49,6 +54,14 @@ def _scale(k, dtype) -> np.floating:
 
 def _pooled(k) -> tuple[int, int]:
     return k.attr("pooled_height"), k.attr("pooled_width")
+
+
+def _dout(k, boxes: int, channels: int) -> np.ndarray:
+    """Out@GRAD as float64, checked to be shaped like Out [R, channels, pooled_height, pooled_width]."""
+    dout, expected = k.x("Out@GRAD"), (boxes, channels, *_pooled(k))
+    if dout.shape != expected:
+        raise ValueError(f"Out@GRAD {list(dout.shape)} must be shaped like Out {list(expected)}")
+    return dout.astype(np.float64)
 
 
 def _pooled_out(k, boxes: int, channels: int) -> np.ndarray:
@@ -118,7 +131,7 @@ def roi_align(k):
 @kernel("roi_align_grad")
 def roi_align_grad(k):
     x, rois, images = _inputs(k)
-    dout = k.x("Out@GRAD").astype(np.float64)
+    dout = _dout(k, rois.shape[0], x.shape[1])
     dx = np.zeros((x.shape[0], x.shape[1], x.shape[2] * x.shape[3]))
     for r, (box, image) in enumerate(zip(rois, images)):
         flat, weights, valid, per_sample = _align_box(k, box, *x.shape[2:])
@@ -247,7 +260,7 @@ def psroi_pool_grad(k):
     x, rois, images = _inputs(k)
     ph, pw = _pooled(k)
     channels = psroi_channels(x.shape[1], k.attr)
-    dout = k.x("Out@GRAD").astype(np.float64)
+    dout = _dout(k, rois.shape[0], channels)
     dx = np.zeros((x.shape[0], channels, ph, pw, *x.shape[2:]))
     for r, (box, image) in enumerate(zip(rois, images)):
         bins = _psroi_bins(k, box, *x.shape[2:])

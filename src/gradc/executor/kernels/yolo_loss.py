@@ -15,6 +15,7 @@ from .activation import sigmoid
 VALID_SIZE = 1e-6      # a gt box narrower or lower than this is padding
 POSITIVE = 1e-5        # an objectness mask above this is a matched cell, weighted by its score
 IGNORED = -0.5         # below this the cell's objectness is not counted
+CHUNK = 1 << 22        # IoUs of predicted and gt boxes held at once
 
 
 class Layout(NamedTuple):
@@ -104,9 +105,15 @@ def _objectness_mask(cells, box, valid, layout: Layout, scale_x_y: float, ignore
     centre_y = (np.arange(h)[:, None] + sigmoid(cells[..., 1]) * scale_x_y + bias) / h
     predicted = (centre_x, centre_y, np.exp(cells[..., 2]) * size[:, 0, None, None],
                  np.exp(cells[..., 3]) * size[:, 1, None, None])
-    gt = tuple(box[:, None, None, None, :, i] for i in range(4))
-    overlaps = np.where(valid[:, None, None, None], iou(tuple(p[..., None] for p in predicted), gt), 0.0)
-    return np.where(overlaps.max(axis=-1, initial=0.0) > ignore_thresh, -1.0, 0.0)
+    predicted = tuple(p[..., None] for p in predicted)
+    best = np.zeros((n, m, h, w))
+    step = max(1, CHUNK // max(best.size, 1))   # gt boxes at a time: N M H W IoUs each
+    for first in range(0, box.shape[1], step):
+        part = slice(first, first + step)
+        gt = tuple(box[:, None, None, None, part, i] for i in range(4))
+        overlaps = np.where(valid[:, None, None, None, part], iou(predicted, gt), 0.0)
+        best = np.maximum(best, overlaps.max(axis=-1, initial=0.0))   # a NaN IoU stays NaN, as in one max
+    return np.where(best > ignore_thresh, -1.0, 0.0)
 
 
 @kernel("yolov3_loss")
@@ -123,7 +130,8 @@ def yolov3_loss(k):
     box_loss = (sigmoid_cross_entropy(at[:, :2], found.targets[:, :2]).sum(axis=1)
                 + np.abs(at[:, 2:4] - found.targets[:, 2:]).sum(axis=1)) * found.box_weight
     class_loss = sigmoid_cross_entropy(at[:, 5:], class_targets(found, layout, k.attr("use_label_smooth")))
-    loss = np.bincount(found.cell[0], box_loss + class_loss.sum(axis=1) * found.score, minlength=n)
+    per_box = box_loss + class_loss.sum(axis=1) * found.score
+    loss = np.bincount(found.cell[0], per_box, minlength=n).astype(np.float64)   # no box matched: bincount gives int64
     objectness = _objectness_mask(cells, box, valid, layout, k.attr("scale_x_y"), k.attr("ignore_thresh"))
     flat = np.ravel_multi_index(found.cell, (n, m, h, w))
     _, last = np.unique(flat[::-1], return_index=True)   # a cell matched twice keeps its last box's score
@@ -143,9 +151,9 @@ def yolov3_loss_grad(k):
     n, m, h, w, e = cells.shape
     match, objectness = k.x("GTMatchMask"), k.x("ObjectnessMask").astype(np.float64)
     if match.shape != box.shape[:2] or objectness.shape != (n, m, h, w) or match.min(initial=0) < -1 or \
-            match.max(initial=-1) >= m:
-        raise ValueError(f"GTMatchMask must be [N, B] slots of anchor_mask (or -1) and ObjectnessMask [N, M, H, W] "
-                         f"= {[n, m, h, w]}")
+            match.max(initial=-1) >= m or k.x("Loss@GRAD").size != n:
+        raise ValueError(f"GTMatchMask must be [N, B] slots of anchor_mask (or -1), ObjectnessMask [N, M, H, W] "
+                         f"= {[n, m, h, w]} and Loss@GRAD [N] = [{n}]")
     found = matched(box, label, score, layout, (h, w), match)
     dloss = k.x("Loss@GRAD").astype(np.float64).reshape(n)
     at = cells[found.cell]

@@ -1,19 +1,10 @@
 """Rows: the inference ops of detection models (gradc.ops.detection, gradc.ops.detection_nms); Paddle has no
-grads of them."""
+grads of them. PIR types generate_proposals' rpn_rois_num like the scores; its kernels write int32."""
 
 from __future__ import annotations
 
-from ...ir import VarType
 from . import row
-
-
-def _rois_num_int32(legacy, op, ctx) -> None:
-    """PIR types generate_proposals' rpn_rois_num like the scores (float); its kernel, and gradc's, write int32."""
-    for name in legacy.output("RpnRoisNum"):
-        var = ctx.block.find_var(name)
-        if var is not None:
-            var.dtype = VarType.INT32
-
+from .hooks import int32_output
 
 YOLO_BOX = ("anchors:i32s class_num:i32 conf_thresh:f32 downsample_ratio:i32 clip_bbox:bool scale_x_y:f32 "
             "iou_aware:bool iou_aware_factor:f32")
@@ -38,7 +29,8 @@ ROWS = [
         "out:Out index:Index nms_rois_num:NmsRoisNum", MULTICLASS_NMS),
     row("pd_op.generate_proposals", "generate_proposals_v2",
         "scores:Scores bbox_deltas:BboxDeltas im_shape:ImShape anchors:Anchors variances:Variances",
-        "rpn_rois:RpnRois rpn_roi_probs:RpnRoiProbs rpn_rois_num:RpnRoisNum", PROPOSALS, hook=_rois_num_int32),
+        "rpn_rois:RpnRois rpn_roi_probs:RpnRoiProbs rpn_rois_num:RpnRoisNum", PROPOSALS,
+        hook=int32_output("RpnRoisNum")),
     row("pd_op.distribute_fpn_proposals", "distribute_fpn_proposals", "fpn_rois:FpnRois rois_num?:RoisNum",
         "multi_fpn_rois:MultiFpnRois* multi_level_rois_num:MultiLevelRoIsNum* restore_index:RestoreIndex",
         "min_level:i32 max_level:i32 refer_level:i32 refer_scale:i32 pixel_offset:bool"),

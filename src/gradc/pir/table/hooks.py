@@ -82,12 +82,18 @@ def slogdet_shape(legacy, op, ctx) -> None:
             var.shape = None
 
 
-def lstsq_rank_int32(legacy, op, ctx) -> None:
-    """PIR types lstsq's rank like x (float); the legacy op's Rank, like the kernel's, is int32."""
-    for name in legacy.output("Rank"):
-        var = ctx.block.find_var(name)
-        if var is not None:
-            var.dtype = VarType.INT32
+def int32_output(slot: str):
+    """A hook typing the legacy op's output ``slot`` int32, where PIR types it like a float input but the kernels
+    (Paddle's and gradc's) write int32."""
+    def hook(legacy, op, ctx) -> None:
+        for name in legacy.output(slot):
+            var = ctx.block.find_var(name)
+            if var is not None:
+                var.dtype = VarType.INT32
+    return hook
+
+
+lstsq_rank_int32 = int32_output("Rank")   # PIR types lstsq's rank like x
 
 
 def tolerances_as_text(legacy, op, ctx) -> None:
