@@ -13,6 +13,7 @@ Used by tests/test_fuzz.py (a short hypothesis run in `make test`) and tests/fuz
 from __future__ import annotations
 
 import functools
+import io
 import json
 import os
 import random
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
+import numpy as np
 
 from fuzzing_mutations import declared_shapes, mutate_bytes, mutate_npz, mutate_program
 from fuzzing_pir import mutate_pir, pir_scenarios
@@ -99,24 +101,47 @@ def scenarios() -> tuple[Case, ...]:
     cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--feed", "img", "--fetch",
                                "softmax_0.tmp_0", "-o", "out"], output="out.pdmodel"))
     cases += [Case(files, args, output=output) for files, args, output in pir_scenarios(DATA)]
-    return tuple(cases + tensor_api_scenarios())
+    return tuple(cases + row_scenarios())
 
 
-# coverage rows of the tensor API's op families: einsum, grid sampling, decompositions, scans, special functions
-TENSOR_API_ROWS = ("einsum_matmul", "grid_sample_reflection_corners", "affine_grid", "svd_values", "cholesky",
-                   "median", "logcumsumexp", "lerp_broadcast", "masked_fill", "polygamma")
+# coverage rows of the op families: the tensor API's (einsum, grid sampling, decompositions, scans, special
+# functions), detection and graph ops, quantization, complex and fft, pylayer, and LoD sequences (fed through the
+# CLI's `<var>@LOD<k>` arrays)
+ROWS = ("einsum_matmul", "grid_sample_reflection_corners", "affine_grid", "svd_values", "cholesky", "median",
+        "logcumsumexp", "lerp_broadcast", "masked_fill", "polygamma", "yolo_box", "roi_align", "deform_conv2d_mask",
+        "send_ue_recv_mul_mean", "multiclass_nms3", "matrix_nms", "yolo_loss", "fake_quant_moving_average",
+        "fft_fft2", "complex_angle", "frame", "static_pylayer_two_inputs", "sequence_pool_max", "text_cnn",
+        "crf_decoding_lod", "beam_search_log_probs", "dynamic_lstm")
 
 
-def tensor_api_scenarios() -> list[Case]:
+def _feed_with_lods(fixture: Path, meta: dict) -> bytes:
+    """The row's feed.npz, with each LoD input's offsets as the CLI reads them."""
+    if not meta.get("lods"):
+        return _read(fixture / "feed.npz")
+    with np.load(fixture / "feed.npz") as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    for name, levels in meta["lods"].items():
+        arrays |= {f"{name}@LOD{k}": np.array(level, np.int64) for k, level in enumerate(levels)}
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def row_scenarios() -> list[Case]:
     cases = []
-    for row in TENSOR_API_ROWS:
+    for row in ROWS:
         fixture = DATA / "layers" / row
-        files = {"forward.pb": _read(fixture / "forward.pb"), "feed.npz": _read(fixture / "feed.npz")}
-        loss = json.loads((fixture / "meta.json").read_text())["loss"]
+        meta = json.loads((fixture / "meta.json").read_text())
+        files = {"forward.pb": _read(fixture / "forward.pb"), "feed.npz": _feed_with_lods(fixture, meta)}
+        params = ["--params", "params.npz"] if (fixture / "params.npz").exists() else []
+        if params:
+            files["params.npz"] = _read(fixture / "params.npz")
+        loss = meta["loss"]
         cases.append(Case(files, ["compile", "forward.pb", "-o", "out.pb", "--loss", loss], output="out.pb"))
-        cases.append(Case(files, ["run", "forward.pb", "--feed", "feed.npz", "--fetch", loss, "--out", "out.npz"],
-                          output="out.npz"))
-        cases.append(Case(files, ["check", "forward.pb", "--feed", "feed.npz", "--loss", loss, "--max-elements", "2"]))
+        cases.append(Case(files, ["run", "forward.pb", "--feed", "feed.npz", *params, "--fetch", loss, "--out",
+                                  "out.npz"], output="out.npz"))
+        cases.append(Case(files, ["check", "forward.pb", "--feed", "feed.npz", *params, "--loss", loss,
+                                  "--max-elements", "2"]))
     return cases
 
 
