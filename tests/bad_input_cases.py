@@ -425,11 +425,17 @@ COMPILE_TIME = {
                                                    {}, "updates the scale from InAccum, InState"),
     "fake_quantize_dequantize_moving_average_abs_max scale": (
         "fake_quantize_dequantize_moving_average_abs_max", {"X": X23, "InScale": zeros(2)}, {"is_test": True},
-        "InScale must hold one scale"),
+        "InScale must hold one value"),
     "fake_quantize_range_abs_max window": ("fake_quantize_range_abs_max", {"X": X23, "InScale": ONE},
                                            {"window_size": 0, "is_test": True}, "window_size 0 must be >= 1"),
+    "fake_quantize_range_abs_max no step": ("fake_quantize_range_abs_max",
+                                            {"X": X23, "InScale": ONE, "Iter": np.zeros(0, np.int64)}, {},
+                                            "Iter must hold one value, got shape [0]"),
     "moving_average_abs_max_scale state": ("moving_average_abs_max_scale", {"X": X23, "InAccum": ONE}, {},
                                            "updates the scale from InState"),
+    "moving_average_abs_max_scale state shape": ("moving_average_abs_max_scale",
+                                                 {"X": X23, "InAccum": zeros(2, 2), "InState": ONE}, {},
+                                                 "InAccum must hold one value, got shape [2, 2]"),
     "fake_dequantize_max_abs range": ("fake_dequantize_max_abs", {"X": X23, "Scale": ONE}, {"max_range": 0.0},
                                       "max_range 0.0 must be > 0"),
     "fake_channel_wise_dequantize_max_abs scales": ("fake_channel_wise_dequantize_max_abs",
@@ -628,6 +634,9 @@ RUN_TIME = {
     # quant
     "fake_channel_wise_quantize_abs_max test scales": ("fake_channel_wise_quantize_abs_max", {"X": X23},
                                                        {"is_test": True}, "quantizes with OutScale's value"),
+    "fake_quantize_range_abs_max negative step": ("fake_quantize_range_abs_max",
+                                                  {"X": X23, "InScale": ONE, "Iter": i64(-5)}, {},
+                                                  "Iter to be one step count >= 0, got int64 [-5]"),
     # complex_fft
     # lod_rnn
     "lstm no LoD": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 21)}, {},

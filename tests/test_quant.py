@@ -54,6 +54,15 @@ def test_a_zero_channel_keeps_its_zero_scale():
     np.testing.assert_array_equal(out["OutScale"], [0, 2])
 
 
+def test_a_negative_scale_clips_in_paddles_order():
+    """Paddle's ClipFunctor, x < -s ? -s : x > s ? s : x, with s -1: X below 1 becomes 1, the rest -1 (np.clip would
+    give -1 everywhere); then times 127 / s."""
+    x = np.array([[0.3, -1.2, 0.5], [2.0, -0.7, 0.05]], np.float32)
+    out = run("fake_quantize_moving_average_abs_max", {"X": x, "InScale": np.array([-1], np.float32)},
+              {"is_test": True})
+    np.testing.assert_array_equal(out["Out"], [[-127, -127, -127], [127, -127, -127]])
+
+
 @pytest.mark.parametrize(("round_type", "expected"), [(0, [-5, 4, 4, 4]), (1, [-4, 4, 4, 4])])
 def test_quantize_linear_clips_to_qmin_only_when_rounding_to_even(round_type, expected):
     """round_type 0 clips q to [-qmax - 1, qmax]; round_type 1 clips X to [-s, s] first, so q stays in +-qmax."""

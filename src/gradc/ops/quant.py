@@ -55,7 +55,7 @@ def _check_scale(ctx, slot: str, channels: int = 1) -> None:
     shape = ctx.shape(slot)
     count = None if shape is None or len(shape) > 1 else shape[0] if shape else 1
     if shape is not None and (count is None or not dims_match(count, channels)):
-        ctx.fail(f"{slot} must hold {'one scale' if channels == 1 else f'{channels} scales (one per channel)'}, "
+        ctx.fail(f"{slot} must hold {'one value' if channels == 1 else f'{channels} scales (one per channel)'}, "
                  f"got shape {shape}")
 
 
@@ -73,10 +73,12 @@ def _testing(ctx) -> bool:
 
 
 def _needs_state(ctx, *slots: str) -> None:
-    """A training run updates state it reads from ``slots``: Paddle's kernel crashes without them."""
+    """A training run updates state it reads from ``slots`` (one value each): Paddle's kernel crashes without them."""
     missing = [slot for slot in slots if not ctx.has(slot)]
     if missing and not _testing(ctx):
         ctx.fail(f"training (is_test false) updates the scale from {', '.join(missing)}, which the op lacks")
+    for slot in slots:
+        _check_scale(ctx, slot)
 
 
 def _abs_max_infer(ctx):

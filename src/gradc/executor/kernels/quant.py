@@ -25,12 +25,18 @@ def round_half_away(v: np.ndarray) -> np.ndarray:
     return whole + np.where(np.abs(v - whole) >= 0.5, np.sign(v), 0).astype(v.dtype)
 
 
+def clip(x: np.ndarray, low, high) -> np.ndarray:
+    """Paddle's ClipFunctor, x < low ? low : x > high ? high : x: for a negative scale (low > high) it differs from
+    np.clip, which gives high everywhere."""
+    return np.where(x < low, low, np.where(x > high, high, x)).astype(x.dtype)
+
+
 def quantize(x: np.ndarray, scale: np.ndarray, bins: int, round_type: int) -> np.ndarray:
     """q(X) for a scale broadcast against X (one, or one per channel)."""
     factor = x.dtype.type(bins) * inverse(scale)
     if round_type == 0:
         return np.clip(np.rint(factor * x), -bins - 1, bins).astype(x.dtype)
-    return round_half_away(factor * np.clip(x, -scale, scale))
+    return round_half_away(factor * clip(x, -scale, scale))
 
 
 def dequantize(q: np.ndarray, scale: np.ndarray, bins: int) -> np.ndarray:
@@ -38,6 +44,7 @@ def dequantize(q: np.ndarray, scale: np.ndarray, bins: int) -> np.ndarray:
 
 
 def abs_max(x: np.ndarray) -> np.ndarray:
+    """A NaN anywhere makes it NaN (Paddle's std::max_element keeps a NaN only when it comes first)."""
     return np.abs(x).max(initial=0).astype(x.dtype).reshape(1)
 
 
@@ -139,6 +146,16 @@ def fake_quantize_dequantize_moving_average_abs_max(k):
     return _moving(k, dequantized=True)
 
 
+def _step_count(k) -> int:
+    """Iter's value. Paddle's kernel takes it modulo window_size in C++, where a negative one indexes before the
+    window: refused."""
+    step = k.optional("Iter")
+    if step is None or step.size != 1 or step.dtype.kind not in "iu" or step.reshape(-1)[0] < 0:
+        got = "none" if step is None else f"{step.dtype} {step.reshape(-1)[:3].tolist()}"
+        raise ValueError(f"fake_quantize_range_abs_max (training) needs Iter to be one step count >= 0, got {got}")
+    return int(step.reshape(-1)[0])
+
+
 @kernel("fake_quantize_range_abs_max")
 def fake_quantize_range_abs_max(k):
     """Training keeps the last window_size abs maxes in OutScales (its value from the last run, zeros at first),
@@ -149,10 +166,9 @@ def fake_quantize_range_abs_max(k):
     last = _given_scale(k, "InScale")
     if k.attr("is_test"):
         return {"Out": quantize(x, last, bins, round_type)}
-    window, step = k.attr("window_size"), k.optional("Iter")
-    if step is None or not k.out_names("OutScales"):
-        raise ValueError("fake_quantize_range_abs_max (training) needs Iter and OutScales")
-    step = int(np.asarray(step).reshape(-1)[0])
+    window, step = k.attr("window_size"), _step_count(k)
+    if not k.out_names("OutScales"):
+        raise ValueError("fake_quantize_range_abs_max (training) needs OutScales")
     kept = k.scope.find(k.out_names("OutScales")[0])
     scales = np.zeros(window, x.dtype) if kept is None or np.size(kept) != window else \
         np.array(kept, x.dtype).reshape(window)
