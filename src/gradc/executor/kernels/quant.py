@@ -4,6 +4,8 @@ as Paddle's."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from . import kernel
@@ -77,30 +79,45 @@ def moving_average(k, current: np.ndarray, rate: float) -> dict:
     return {"OutState": state, "OutAccum": accum, "OutScale": accum / state}
 
 
-def _fake(k, dequantized: bool) -> dict:
-    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
+def _quantized(k, x: np.ndarray, scale: np.ndarray, dequantized: bool) -> np.ndarray:
+    """q(X), or for a quantize-dequantize op q(X) * s / bin_cnt."""
+    bins = bin_count(k.attr("bit_length"))
+    q = quantize(x, scale, bins, k.attr("round_type"))
+    return dequantize(q, scale, bins) if dequantized else q
+
+
+def _abs_max(k, dequantized: bool) -> dict:
+    x = k.x("X")
     scale = abs_max(x)
-    q = quantize(x, scale, bins, round_type)
-    return {"Out": dequantize(q, scale, bins) if dequantized else q, "OutScale": scale}
-
-
-@kernel("fake_quantize_abs_max")
-def fake_quantize_abs_max(k):
-    return _fake(k, dequantized=False)
-
-
-@kernel("fake_quantize_dequantize_abs_max")
-def fake_quantize_dequantize_abs_max(k):
-    return _fake(k, dequantized=True)
+    return {"Out": _quantized(k, x, scale, dequantized), "OutScale": scale}
 
 
 def _channel_wise(k, dequantized: bool, scales: np.ndarray | None = None) -> dict:
     x, axis = k.x("X"), k.attr("quant_axis")
-    bins, round_type = bin_count(k.attr("bit_length")), k.attr("round_type")
     scales = channel_scales(x, axis) if scales is None else scales
-    scale = _checked_channels(k, x, scales, axis)
-    q = quantize(x, scale, bins, round_type)
-    return {"Out": dequantize(q, scale, bins) if dequantized else q, "OutScale": scales}
+    return {"Out": _quantized(k, x, _checked_channels(k, x, scales, axis), dequantized), "OutScale": scales}
+
+
+def _given_scale(k, slot: str) -> np.ndarray:
+    scale = k.x(slot)
+    if scale.size != 1:
+        raise ValueError(f"{k.op.type} needs one scale in {slot}, got shape {list(scale.shape)}")
+    return scale.reshape(1).astype(k.x("X").dtype)
+
+
+def _moving_average_abs_max(k, dequantized: bool) -> dict:
+    x = k.x("X")
+    results = {} if k.attr("is_test") else moving_average(k, abs_max(x), k.attr("moving_rate"))
+    scale = results.get("OutScale", _given_scale(k, "InScale"))
+    return {"Out": _quantized(k, x, scale, dequantized), **results}
+
+
+# each scale's quantize op writes q(X), its quantize-dequantize op q(X) * s / bin_cnt
+kernel("fake_quantize_abs_max")(partial(_abs_max, dequantized=False))
+kernel("fake_quantize_dequantize_abs_max")(partial(_abs_max, dequantized=True))
+kernel("fake_channel_wise_quantize_dequantize_abs_max")(partial(_channel_wise, dequantized=True))
+kernel("fake_quantize_moving_average_abs_max")(partial(_moving_average_abs_max, dequantized=False))
+kernel("fake_quantize_dequantize_moving_average_abs_max")(partial(_moving_average_abs_max, dequantized=True))
 
 
 @kernel("fake_channel_wise_quantize_abs_max")
@@ -114,36 +131,6 @@ def fake_channel_wise_quantize_abs_max(k):
         raise ValueError(f"fake_channel_wise_quantize_abs_max (is_test) quantizes with OutScale's value, but var "
                          f"'{name}' has none")
     return {"Out": _channel_wise(k, False, np.asarray(scales))["Out"]}
-
-
-@kernel("fake_channel_wise_quantize_dequantize_abs_max")
-def fake_channel_wise_quantize_dequantize_abs_max(k):
-    return _channel_wise(k, dequantized=True)
-
-
-def _given_scale(k, slot: str) -> np.ndarray:
-    scale = k.x(slot)
-    if scale.size != 1:
-        raise ValueError(f"{k.op.type} needs one scale in {slot}, got shape {list(scale.shape)}")
-    return scale.reshape(1).astype(k.x("X").dtype)
-
-
-def _moving(k, dequantized: bool) -> dict:
-    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
-    results = {} if k.attr("is_test") else moving_average(k, abs_max(x), k.attr("moving_rate"))
-    scale = results.get("OutScale", _given_scale(k, "InScale"))
-    q = quantize(x, scale, bins, round_type)
-    return {"Out": dequantize(q, scale, bins) if dequantized else q, **results}
-
-
-@kernel("fake_quantize_moving_average_abs_max")
-def fake_quantize_moving_average_abs_max(k):
-    return _moving(k, dequantized=False)
-
-
-@kernel("fake_quantize_dequantize_moving_average_abs_max")
-def fake_quantize_dequantize_moving_average_abs_max(k):
-    return _moving(k, dequantized=True)
 
 
 def _step_count(k) -> int:
@@ -162,10 +149,9 @@ def fake_quantize_range_abs_max(k):
     the one of step Iter at Iter % window_size. The scale is InScale, raised to the new abs max, or, when the
     abs max that dropped out of the window was the scale, the largest left (of the first Iter entries, at least
     the new one)."""
-    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
-    last = _given_scale(k, "InScale")
+    x, last = k.x("X"), _given_scale(k, "InScale")
     if k.attr("is_test"):
-        return {"Out": quantize(x, last, bins, round_type)}
+        return {"Out": _quantized(k, x, last, dequantized=False)}
     window, step = k.attr("window_size"), _step_count(k)
     if not k.out_names("OutScales"):
         raise ValueError("fake_quantize_range_abs_max (training) needs OutScales")
@@ -179,7 +165,7 @@ def fake_quantize_range_abs_max(k):
         scale = current
     elif abs(removed - last[0]) < 1e-6:
         scale = abs_max(scales[:max(min(step, window), 1)])
-    return {"Out": quantize(x, scale, bins, round_type), "OutScale": scale, "OutScales": scales}
+    return {"Out": _quantized(k, x, scale, dequantized=False), "OutScale": scale, "OutScales": scales}
 
 
 @kernel("moving_average_abs_max_scale")
