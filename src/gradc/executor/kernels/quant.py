@@ -42,7 +42,8 @@ def quantize(x: np.ndarray, scale: np.ndarray, bins: int, round_type: int) -> np
 
 
 def dequantize(q: np.ndarray, scale: np.ndarray, bins: int) -> np.ndarray:
-    return (q * scale / q.dtype.type(bins)).astype(q.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):   # bit_length 1 (bin_cnt 0) gives NaN, as in Paddle
+        return (q * scale / q.dtype.type(bins)).astype(q.dtype)
 
 
 def abs_max(x: np.ndarray) -> np.ndarray:
