@@ -152,6 +152,19 @@ def test_the_range_window_drops_the_oldest_abs_max():
     np.testing.assert_array_equal(scope["scales"], [2, 0.5])
 
 
+@pytest.mark.parametrize(("window", "step", "phrase"), [
+    (3, -5, r"Iter to be one step count >= 0, got int64 \[-5\]"),   # Paddle's C++ % would index before the window
+    (2**40, 3, r"OutScales \(window_size\) of shape \[1099511627776\] would need"),
+])
+def test_the_range_window_refuses_a_negative_step_and_a_window_past_the_memory_limit(window, step, phrase):
+    program, scope = _stateful(
+        "fake_quantize_range_abs_max", {"X": "x", "InScale": "scale", "Iter": "iter"},
+        {"Out": "out", "OutScale": "scale", "OutScales": "scales"}, {"window_size": window},
+        {"scale": np.ones(1, np.float32)})
+    with pytest.raises(gradc.ExecutionError, match=phrase):
+        gradc.Executor().run(program, {"x": X, "iter": np.array([step])}, ["out"], scope)
+
+
 def test_channel_wise_quantization_for_test_uses_the_scales_it_holds():
     program, scope = _stateful("fake_channel_wise_quantize_abs_max", {"X": "x"}, {"Out": "out", "OutScale": "scales"},
                                {"is_test": True, "quant_axis": 1, "bit_length": 4},

@@ -8,6 +8,7 @@ from functools import partial
 
 import numpy as np
 
+from ...limits import check_shape
 from . import kernel
 
 
@@ -154,11 +155,9 @@ def fake_quantize_range_abs_max(k):
     if k.attr("is_test"):
         return {"Out": _quantized(k, x, last, dequantized=False)}
     window, step = k.attr("window_size"), _step_count(k)
-    if not k.out_names("OutScales"):
-        raise ValueError("fake_quantize_range_abs_max (training) needs OutScales")
     kept = k.scope.find(k.out_names("OutScales")[0])
-    scales = np.zeros(window, x.dtype) if kept is None or np.size(kept) != window else \
-        np.array(kept, x.dtype).reshape(window)
+    scales = np.zeros(check_shape([window], x.dtype, "OutScales (window_size)"), x.dtype) \
+        if kept is None or np.size(kept) != window else np.array(kept, x.dtype).reshape(window)
     current, slot = abs_max(x), step % window
     removed, scales[slot] = scales[slot], current[0]
     scale = last.copy()
