@@ -148,8 +148,8 @@ def _dequantize_infer(ctx):
 
 def _channel_dequantize_infer(ctx):
     """One scale vector: a weight's, per quant_axis slice, over 2^(quant_bits[0] - 1) - 1. Two: an output's, its
-    weight scales per dim x_num_col_dims (dim 1 for x_num_col_dims 1) times one activation scale, over both
-    bin counts."""
+    weight scales per dim x_num_col_dims times one activation scale, over both bin counts. x_num_col_dims must be
+    >= 1 either way (Paddle's inference refuses 0)."""
     check_float(ctx, "X")
     x, scales, bits = ctx.shape("X"), ctx.shapes("Scales"), list(ctx.attr("quant_bits"))
     if len(scales) not in (1, 2):
@@ -157,10 +157,12 @@ def _channel_dequantize_infer(ctx):
     if len(bits) < len(scales) or not all(BITS[0] <= b <= BITS[1] for b in bits[:len(scales)]):
         ctx.fail(f"quant_bits {bits} must give a bit count in [{BITS[0]}, {BITS[1]}] for each of the "
                  f"{len(scales)} Scales")
+    dim = ctx.attr("x_num_col_dims")
+    if dim < 1:
+        ctx.fail(f"x_num_col_dims {dim} must be >= 1")
     if len(scales) == 1:
         _check_scale(ctx, "Scales", _channel_count(ctx, "X"))
         return {"Out": (x, ctx.dtype("X"))}
-    dim = max(ctx.attr("x_num_col_dims"), 1)
     if x is not None and len(x) <= dim:
         ctx.fail(f"X needs a dim {dim} (x_num_col_dims) to hold its channels, got shape {x}")
     _check_scale(ctx, "Scales", -1 if x is None else x[dim])

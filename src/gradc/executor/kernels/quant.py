@@ -190,16 +190,15 @@ def fake_dequantize_max_abs(k):
 
 @kernel("fake_channel_wise_dequantize_max_abs")
 def fake_channel_wise_dequantize_max_abs(k):
-    """X * weight scale [/ activation scale...] / the bin counts' product (see the op's inference)."""
+    """X * the weight scales [* the activation scale] / the bin counts' product (see the op's inference)."""
     x, scales, bits = k.x("X"), k.xs("Scales"), k.attr("quant_bits")
     bins = x.dtype.type(np.prod([bin_count(b) for b in bits[:len(scales)]]))
     if len(scales) == 1:
         return {"Out": (x * _checked_channels(k, x, scales[0], k.attr("quant_axis")) / bins).astype(x.dtype)}
-    dim = max(k.attr("x_num_col_dims"), 1)
-    weight = _checked_channels(k, x, scales[0], dim) if x.ndim > dim else None
-    if weight is None or scales[1].size != 1:
-        raise ValueError(f"fake_channel_wise_dequantize_max_abs needs X with a dim {dim} of channels and one "
-                         f"activation scale, got X {list(x.shape)} and Scales[1] {list(scales[1].shape)}")
+    if scales[1].size != 1:
+        raise ValueError(f"fake_channel_wise_dequantize_max_abs needs one activation scale, got Scales[1] of shape "
+                         f"{list(scales[1].shape)}")
+    weight = _checked_channels(k, x, scales[0], k.attr("x_num_col_dims"))
     return {"Out": (x * weight * scales[1].reshape(-1)[0] / bins).astype(x.dtype)}
 
 
