@@ -431,8 +431,6 @@ COMPILE_TIME = {
     "fake_quantize_range_abs_max no step": ("fake_quantize_range_abs_max",
                                             {"X": X23, "InScale": ONE, "Iter": np.zeros(0, np.int64)}, {},
                                             "Iter must hold one value, got shape [0]"),
-    "fake_quantize_range_abs_max no window": ("fake_quantize_range_abs_max", {"X": X23, "InScale": ONE, "Iter": i64(3)},
-                                              {}, "keeps the window of abs maxes in OutScales, which the op lacks"),
     "moving_average_abs_max_scale state": ("moving_average_abs_max_scale", {"X": X23, "InAccum": ONE}, {},
                                            "updates the scale from InState"),
     "moving_average_abs_max_scale state shape": ("moving_average_abs_max_scale",
@@ -639,6 +637,8 @@ RUN_TIME = {
     # quant
     "fake_channel_wise_quantize_abs_max test scales": ("fake_channel_wise_quantize_abs_max", {"X": X23},
                                                        {"is_test": True}, "quantizes with OutScale's value"),
+    "fake_quantize_range_abs_max no window": ("fake_quantize_range_abs_max", {"X": X23, "InScale": ONE, "Iter": i64(3)},
+                                              {}, "keeps the window of abs maxes in OutScales, which the op lacks"),
     # complex_fft
     # lod_rnn
     "lstm no LoD": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 21)}, {},

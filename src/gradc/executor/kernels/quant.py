@@ -155,6 +155,9 @@ def fake_quantize_range_abs_max(k):
     if k.attr("is_test"):
         return {"Out": _quantized(k, x, last, dequantized=False)}
     window, step = k.attr("window_size"), _step_count(k)
+    if not k.out_names("OutScales"):   # a loaded program's; gradc's builder declares it
+        raise ValueError("fake_quantize_range_abs_max (training) keeps the window of abs maxes in OutScales, which "
+                         "the op lacks")
     kept = k.scope.find(k.out_names("OutScales")[0])
     scales = np.zeros(check_shape([window], x.dtype, "OutScales (window_size)"), x.dtype) \
         if kept is None or np.size(kept) != window else np.array(kept, x.dtype).reshape(window)
