@@ -156,3 +156,20 @@ def test_the_batch_layout_is_linear_in_the_rows():
     assert time.perf_counter() - start < 10
     assert [s.stop - s.start for s in layout.steps[:3]] == [100_000, 1, 1] and len(layout.steps) == 100_000
     assert layout.rows[:2].tolist() == [0, 100_000] and layout.rows[100_000] == 1
+
+
+@pytest.mark.parametrize("is_reverse", [False, True])
+def test_an_empty_sequence_gets_no_gradient_in_h0_and_c0(is_reverse):
+    """Its initial state reaches no output. Paddle 3.3.1's lstm_grad gives that H0 row (and Weight@GRAD, and with
+    is_reverse a C0 row) a wrong, nonzero gradient when a sequence is empty; gradc's agree with finite differences
+    (tests/gradcheck_cases/lod_rnn.py has empty sequences with H0 and C0)."""
+    rng = np.random.default_rng(3)
+    d, lengths = 2, [2, 0, 3]
+    inputs = {"Input": rng.standard_normal((5, 4 * d)).astype(np.float32), "H0": np.ones((3, d), np.float32),
+              "C0": np.ones((3, d), np.float32), "Weight": rng.standard_normal((d, 4 * d)).astype(np.float32),
+              "Bias": rng.standard_normal((1, 4 * d)).astype(np.float32)}
+    program, feed, _, grads = weighted_hidden("lstm", inputs, {"use_peepholes": False, "is_reverse": is_reverse},
+                                              np.ones((5, d), np.float32), lengths)
+    dh0, dc0 = gradc.Executor().run(program, feed, [grads["H0"], grads["C0"]], gradc.Scope())
+    assert not dh0[1].any() and not dc0[1].any()
+    assert dh0[[0, 2]].all() and dc0[[0, 2]].all()
