@@ -5,6 +5,7 @@ the sigmoid's clamp at 13, past which gradc's gradient is 0 where Paddle's is y 
 as Paddle's flat [D, 2D] + [D, D] blocks, the one-level LoD Paddle takes, a gradient through Cell refused (Paddle
 drops it), and lstm_grad's and gru_grad's second derivatives refused."""
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,7 @@ import pytest
 import gradc
 from gradc import ExecutionError, LoDTensor
 from gradc.errors import GradError
+from gradc.executor.kernels.lod_rnn import Layout
 from gradc.layers import ProgramBuilder
 
 PADDLE = np.load(Path(__file__).parent / "data" / "paddle" / "lod_rnn_values.npz")
@@ -143,3 +145,31 @@ def test_a_second_derivative_is_refused_naming_the_lod(op):
     with pytest.raises(GradError, match=f"{op}_grad: gradc does not differentiate the {op} op twice: its steps "
                                         "follow the LoD of Input 'input'"):
         gradc.append_backward(program, "penalty")
+
+
+def test_the_batch_layout_is_linear_in_the_rows():
+    """One sequence of 100,000 steps among 99,999 of one: the steps' sizes in one pass (counting the sequences
+    still going at each step was 10^10 comparisons here, half a minute)."""
+    lengths = np.r_[100_000, np.ones(99_999, np.int64)]
+    start = time.perf_counter()
+    layout = Layout(np.r_[0, np.cumsum(lengths)], reverse=False)
+    assert time.perf_counter() - start < 10
+    assert [s.stop - s.start for s in layout.steps[:3]] == [100_000, 1, 1] and len(layout.steps) == 100_000
+    assert layout.rows[:2].tolist() == [0, 100_000] and layout.rows[100_000] == 1
+
+
+@pytest.mark.parametrize("is_reverse", [False, True])
+def test_an_empty_sequence_gets_no_gradient_in_h0_and_c0(is_reverse):
+    """Its initial state reaches no output. Paddle 3.3.1's lstm_grad gives that H0 row (and Weight@GRAD, and with
+    is_reverse a C0 row) a wrong, nonzero gradient when a sequence is empty; gradc's agree with finite differences
+    (tests/gradcheck_cases/lod_rnn.py has empty sequences with H0 and C0)."""
+    rng = np.random.default_rng(3)
+    d, lengths = 2, [2, 0, 3]
+    inputs = {"Input": rng.standard_normal((5, 4 * d)).astype(np.float32), "H0": np.ones((3, d), np.float32),
+              "C0": np.ones((3, d), np.float32), "Weight": rng.standard_normal((d, 4 * d)).astype(np.float32),
+              "Bias": rng.standard_normal((1, 4 * d)).astype(np.float32)}
+    program, feed, _, grads = weighted_hidden("lstm", inputs, {"use_peepholes": False, "is_reverse": is_reverse},
+                                              np.ones((5, d), np.float32), lengths)
+    dh0, dc0 = gradc.Executor().run(program, feed, [grads["H0"], grads["C0"]], gradc.Scope())
+    assert not dh0[1].any() and not dc0[1].any()
+    assert dh0[[0, 2]].all() and dc0[[0, 2]].all()

@@ -28,6 +28,7 @@ def test_every_element_rounds_as_paddles(case):
         np.testing.assert_array_equal(got[slot].reshape(REFERENCE[key].shape), REFERENCE[key], err_msg=slot)
 
 
+X = np.array([[0.3, -1.2, 0.5], [2.0, -0.7, 0.05]], np.float32)   # abs max 2
 TIES = np.array([127, 2.5, -2.5, 3.5, 0.5, -0.5, 126.5], np.float32)   # the scale is 127: bin_cnt / s = 1
 
 
@@ -54,6 +55,14 @@ def test_a_zero_channel_keeps_its_zero_scale():
     np.testing.assert_array_equal(out["OutScale"], [0, 2])
 
 
+def test_a_negative_scale_clips_in_paddles_order():
+    """Paddle's ClipFunctor, x < -s ? -s : x > s ? s : x, with s -1: X below 1 becomes 1, the rest -1 (np.clip would
+    give -1 everywhere); then times 127 / s."""
+    out = run("fake_quantize_moving_average_abs_max", {"X": X, "InScale": np.array([-1], np.float32)},
+              {"is_test": True})
+    np.testing.assert_array_equal(out["Out"], [[-127, -127, -127], [127, -127, -127]])
+
+
 @pytest.mark.parametrize(("round_type", "expected"), [(0, [-5, 4, 4, 4]), (1, [-4, 4, 4, 4])])
 def test_quantize_linear_clips_to_qmin_only_when_rounding_to_even(round_type, expected):
     """round_type 0 clips q to [-qmax - 1, qmax]; round_type 1 clips X to [-s, s] first, so q stays in +-qmax."""
@@ -61,6 +70,28 @@ def test_quantize_linear_clips_to_qmin_only_when_rounding_to_even(round_type, ex
                                   "Scale": np.ones(1, np.float32), "ZeroPoint": np.zeros(1, np.int32)},
               {"quant_axis": -1, "qmax": 4, "round_type": round_type})
     np.testing.assert_array_equal(out["Y"], [expected])
+
+
+def test_quantize_linear_training_averages_at_rate_0_9_whatever_moving_rate_says():
+    """Paddle's kernel passes 0.9, not the attribute: state 0.9 * 3 + 1, accum 0.9 * 2 + abs max 2 (Paddle's values)."""
+    one = np.ones(1, np.float32)
+    out = run("quantize_linear", {"X": X, "Scale": one, "ZeroPoint": np.zeros(1, np.int32), "InAccum": 2 * one,
+                                  "InState": 3 * one}, {"quant_axis": -1, "is_test": False, "moving_rate": 0.5})
+    np.testing.assert_allclose(out["OutState"], [3.7], rtol=1e-6)
+    np.testing.assert_allclose(out["OutAccum"], [3.8], rtol=1e-6)
+    np.testing.assert_allclose(out["OutScale"], [3.8 / 3.7], rtol=1e-6)
+    np.testing.assert_array_equal(out["Y"], [[37, -128, 62], [127, -87, 6]])
+
+
+@pytest.mark.parametrize(("bits", "expected"), [
+    (1, np.full((2, 3), np.nan)),   # bin_cnt 0: q is 0, and 0 * s / 0 is NaN, as in Paddle
+    (16, [[0.299996942281723, -1.199987769126892, 0.5000152587890625],
+          [2.0, -0.6999725103378296, 0.04998932033777237]]),   # Paddle's values
+])
+def test_bit_length_edges(bits, expected):
+    out = run("fake_quantize_dequantize_abs_max", {"X": X}, {"bit_length": bits})
+    np.testing.assert_array_equal(out["Out"], np.array(expected, np.float32))
+    np.testing.assert_array_equal(out["OutScale"], [2])
 
 
 def test_dequantize_linear_reads_int8_and_writes_the_scales_dtype():
@@ -119,6 +150,19 @@ def test_the_range_window_drops_the_oldest_abs_max():
     assert scales == [3, 3, 2, 2]
     np.testing.assert_array_equal(outs, [[127, -21, 11], [42, -21, 11], [127, -32, 16], [32, -32, 16]])
     np.testing.assert_array_equal(scope["scales"], [2, 0.5])
+
+
+@pytest.mark.parametrize(("window", "step", "phrase"), [
+    (3, -5, r"Iter to be one step count >= 0, got int64 \[-5\]"),   # Paddle's C++ % would index before the window
+    (2**40, 3, r"OutScales \(window_size\) of shape \[1099511627776\] would need"),
+])
+def test_the_range_window_refuses_a_negative_step_and_a_window_past_the_memory_limit(window, step, phrase):
+    program, scope = _stateful(
+        "fake_quantize_range_abs_max", {"X": "x", "InScale": "scale", "Iter": "iter"},
+        {"Out": "out", "OutScale": "scale", "OutScales": "scales"}, {"window_size": window},
+        {"scale": np.ones(1, np.float32)})
+    with pytest.raises(gradc.ExecutionError, match=phrase):
+        gradc.Executor().run(program, {"x": X, "iter": np.array([step])}, ["out"], scope)
 
 
 def test_channel_wise_quantization_for_test_uses_the_scales_it_holds():

@@ -2,8 +2,8 @@
 and fails for any differentiable op without a case here, so no op escapes the numeric check.
 
 A module defines ``CASES = [Case(...), ...]``; inputs are float64 (integer for labels/indices). It may also define
-``REFUSED = {grad op type: why}`` for a grad op whose maker always refuses a second derivative (a GradError), where
-no configuration can be differentiated twice; the family's own tests check that it refuses.
+``REFUSED = [Case(...), ...]``: second-derivative cases (second_order) of grad ops whose makers refuse to be
+differentiated in every configuration; tests/test_gradcheck_registry.py checks that each does refuse (a GradError).
 """
 
 from __future__ import annotations
@@ -46,6 +46,6 @@ def all_cases() -> list[Case]:
     return [case for module in _modules() for case in module.CASES]
 
 
-def refused() -> dict[str, str]:
-    """{grad op type: why gradc never differentiates it}: the modules' REFUSED."""
-    return {op: why for module in _modules() for op, why in getattr(module, "REFUSED", {}).items()}
+def refused() -> list[Case]:
+    """The modules' REFUSED: cases of grad ops gradc never differentiates, which must raise a GradError."""
+    return [case for module in _modules() for case in getattr(module, "REFUSED", [])]

@@ -74,7 +74,7 @@ def _levels(*shape: int, seed: int = 3) -> Input:
 
 
 SCALE, ACCUM, STATE = given([0.8], "float32"), given([2.5], "float32"), given([1.9], "float32")
-MOVING = ("Out", "OutScale", "OutState", "OutAccum")
+MOVING_OUTPUTS = ("Out", "OutScale", "OutState", "OutAccum")
 
 LAYERS = table(
     "quant_layers",
@@ -125,7 +125,7 @@ OPS = table(
      f(2, 3, 2)),
     ("fake_quantize_moving_average_abs_max", lambda x, s, a, st: _op(
         "fake_quantize_moving_average_abs_max", {"X": x, "InScale": s, "InAccum": a, "InState": st},
-        {"moving_rate": 0.8}, MOVING, 4), const(3, 4), SCALE, ACCUM, STATE),
+        {"moving_rate": 0.8}, MOVING_OUTPUTS, 4), const(3, 4), SCALE, ACCUM, STATE),
     ("fake_quantize_moving_average_abs_max_test", lambda x, s: _op(
         "fake_quantize_moving_average_abs_max", {"X": x, "InScale": s}, {"is_test": True}, ("Out", "OutScale"), 1),
      const(3, 4), SCALE),

@@ -20,6 +20,8 @@ gates, the activated cell (BatchCellPreAct), r h_prev, h. The grads recompute th
 Paddle's ``sigmoid`` activation here clamps its input to [-40, 13]; its grad kernels still give y (1 - y) past the
 clamp, where the forward is flat: gradc gives 0 there. Paddle's lstm_grad has no Cell@GRAD slot: Paddle silently
 drops the gradient of a loss that reads Cell; gradc refuses to differentiate through Cell (a GradError naming it).
+With an empty sequence and H0/C0, Paddle's lstm_grad gives that sequence's H0 (and C0) row a nonzero gradient and
+Weight@GRAD a wrong one; gradc's are zero there and agree with finite differences.
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def _check_scale(ctx, slot: str, channels: int = 1) -> None:
     shape = ctx.shape(slot)
     count = None if shape is None or len(shape) > 1 else shape[0] if shape else 1
     if shape is not None and (count is None or not dims_match(count, channels)):
-        ctx.fail(f"{slot} must hold {'one scale' if channels == 1 else f'{channels} scales (one per channel)'}, "
+        ctx.fail(f"{slot} must hold {'one value' if channels == 1 else f'{channels} scales (one per channel)'}, "
                  f"got shape {shape}")
 
 
@@ -73,10 +73,12 @@ def _testing(ctx) -> bool:
 
 
 def _needs_state(ctx, *slots: str) -> None:
-    """A training run updates state it reads from ``slots``: Paddle's kernel crashes without them."""
+    """A training run updates state it reads from ``slots`` (one value each): Paddle's kernel crashes without them."""
     missing = [slot for slot in slots if not ctx.has(slot)]
     if missing and not _testing(ctx):
         ctx.fail(f"training (is_test false) updates the scale from {', '.join(missing)}, which the op lacks")
+    for slot in slots:
+        _check_scale(ctx, slot)
 
 
 def _abs_max_infer(ctx):
@@ -144,8 +146,8 @@ def _dequantize_infer(ctx):
 
 def _channel_dequantize_infer(ctx):
     """One scale vector: a weight's, per quant_axis slice, over 2^(quant_bits[0] - 1) - 1. Two: an output's, its
-    weight scales per dim x_num_col_dims (dim 1 for x_num_col_dims 1) times one activation scale, over both
-    bin counts."""
+    weight scales per dim x_num_col_dims times one activation scale, over both bin counts. x_num_col_dims must be
+    >= 1 either way (Paddle's inference refuses 0)."""
     check_float(ctx, "X")
     x, scales, bits = ctx.shape("X"), ctx.shapes("Scales"), list(ctx.attr("quant_bits"))
     if len(scales) not in (1, 2):
@@ -153,10 +155,12 @@ def _channel_dequantize_infer(ctx):
     if len(bits) < len(scales) or not all(BITS[0] <= b <= BITS[1] for b in bits[:len(scales)]):
         ctx.fail(f"quant_bits {bits} must give a bit count in [{BITS[0]}, {BITS[1]}] for each of the "
                  f"{len(scales)} Scales")
+    dim = ctx.attr("x_num_col_dims")
+    if dim < 1:
+        ctx.fail(f"x_num_col_dims {dim} must be >= 1")
     if len(scales) == 1:
         _check_scale(ctx, "Scales", _channel_count(ctx, "X"))
         return {"Out": (x, ctx.dtype("X"))}
-    dim = max(ctx.attr("x_num_col_dims"), 1)
     if x is not None and len(x) <= dim:
         ctx.fail(f"X needs a dim {dim} (x_num_col_dims) to hold its channels, got shape {x}")
     _check_scale(ctx, "Scales", -1 if x is None else x[dim])

@@ -58,8 +58,9 @@ class Layout:
     def __init__(self, bounds: np.ndarray, reverse: bool):
         lengths = np.diff(bounds)
         self.order = np.argsort(-lengths, kind="stable")
-        by_length = lengths[self.order]
-        counts = [int((by_length > t).sum()) for t in range(int(by_length[0]) if len(by_length) else 0)]
+        longest = int(lengths.max(initial=0))
+        # the sequences longer than t, for each step t: linear in the rows (a count per step would be quadratic)
+        counts = (len(lengths) - np.cumsum(np.bincount(lengths, minlength=longest))[:longest]).tolist()
         starts = np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).astype(np.int64)
         self.steps = [slice(int(a), int(b)) for a, b in zip(starts[:-1], starts[1:])]
         first, last = bounds[:-1][self.order], bounds[1:][self.order] - 1

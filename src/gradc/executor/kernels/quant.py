@@ -4,8 +4,11 @@ as Paddle's."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
+from ...limits import check_shape
 from . import kernel
 
 
@@ -25,19 +28,27 @@ def round_half_away(v: np.ndarray) -> np.ndarray:
     return whole + np.where(np.abs(v - whole) >= 0.5, np.sign(v), 0).astype(v.dtype)
 
 
+def clip(x: np.ndarray, low, high) -> np.ndarray:
+    """Paddle's ClipFunctor, x < low ? low : x > high ? high : x: for a negative scale (low > high) it differs from
+    np.clip, which gives high everywhere."""
+    return np.where(x < low, low, np.where(x > high, high, x)).astype(x.dtype)
+
+
 def quantize(x: np.ndarray, scale: np.ndarray, bins: int, round_type: int) -> np.ndarray:
     """q(X) for a scale broadcast against X (one, or one per channel)."""
     factor = x.dtype.type(bins) * inverse(scale)
     if round_type == 0:
         return np.clip(np.rint(factor * x), -bins - 1, bins).astype(x.dtype)
-    return round_half_away(factor * np.clip(x, -scale, scale))
+    return round_half_away(factor * clip(x, -scale, scale))
 
 
 def dequantize(q: np.ndarray, scale: np.ndarray, bins: int) -> np.ndarray:
-    return (q * scale / q.dtype.type(bins)).astype(q.dtype)
+    with np.errstate(invalid="ignore", divide="ignore"):   # bit_length 1 (bin_cnt 0) gives NaN, as in Paddle
+        return (q * scale / q.dtype.type(bins)).astype(q.dtype)
 
 
 def abs_max(x: np.ndarray) -> np.ndarray:
+    """A NaN anywhere makes it NaN (Paddle's std::max_element keeps a NaN only when it comes first)."""
     return np.abs(x).max(initial=0).astype(x.dtype).reshape(1)
 
 
@@ -70,30 +81,45 @@ def moving_average(k, current: np.ndarray, rate: float) -> dict:
     return {"OutState": state, "OutAccum": accum, "OutScale": accum / state}
 
 
-def _fake(k, dequantized: bool) -> dict:
-    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
+def _quantized(k, x: np.ndarray, scale: np.ndarray, dequantized: bool) -> np.ndarray:
+    """q(X), or for a quantize-dequantize op q(X) * s / bin_cnt."""
+    bins = bin_count(k.attr("bit_length"))
+    q = quantize(x, scale, bins, k.attr("round_type"))
+    return dequantize(q, scale, bins) if dequantized else q
+
+
+def _abs_max(k, dequantized: bool) -> dict:
+    x = k.x("X")
     scale = abs_max(x)
-    q = quantize(x, scale, bins, round_type)
-    return {"Out": dequantize(q, scale, bins) if dequantized else q, "OutScale": scale}
-
-
-@kernel("fake_quantize_abs_max")
-def fake_quantize_abs_max(k):
-    return _fake(k, dequantized=False)
-
-
-@kernel("fake_quantize_dequantize_abs_max")
-def fake_quantize_dequantize_abs_max(k):
-    return _fake(k, dequantized=True)
+    return {"Out": _quantized(k, x, scale, dequantized), "OutScale": scale}
 
 
 def _channel_wise(k, dequantized: bool, scales: np.ndarray | None = None) -> dict:
     x, axis = k.x("X"), k.attr("quant_axis")
-    bins, round_type = bin_count(k.attr("bit_length")), k.attr("round_type")
     scales = channel_scales(x, axis) if scales is None else scales
-    scale = _checked_channels(k, x, scales, axis)
-    q = quantize(x, scale, bins, round_type)
-    return {"Out": dequantize(q, scale, bins) if dequantized else q, "OutScale": scales}
+    return {"Out": _quantized(k, x, _checked_channels(k, x, scales, axis), dequantized), "OutScale": scales}
+
+
+def _given_scale(k, slot: str) -> np.ndarray:
+    scale = k.x(slot)
+    if scale.size != 1:
+        raise ValueError(f"{k.op.type} needs one scale in {slot}, got shape {list(scale.shape)}")
+    return scale.reshape(1).astype(k.x("X").dtype)
+
+
+def _moving_average_abs_max(k, dequantized: bool) -> dict:
+    x = k.x("X")
+    results = {} if k.attr("is_test") else moving_average(k, abs_max(x), k.attr("moving_rate"))
+    scale = results.get("OutScale", _given_scale(k, "InScale"))
+    return {"Out": _quantized(k, x, scale, dequantized), **results}
+
+
+# each scale's quantize op writes q(X), its quantize-dequantize op q(X) * s / bin_cnt
+kernel("fake_quantize_abs_max")(partial(_abs_max, dequantized=False))
+kernel("fake_quantize_dequantize_abs_max")(partial(_abs_max, dequantized=True))
+kernel("fake_channel_wise_quantize_dequantize_abs_max")(partial(_channel_wise, dequantized=True))
+kernel("fake_quantize_moving_average_abs_max")(partial(_moving_average_abs_max, dequantized=False))
+kernel("fake_quantize_dequantize_moving_average_abs_max")(partial(_moving_average_abs_max, dequantized=True))
 
 
 @kernel("fake_channel_wise_quantize_abs_max")
@@ -109,34 +135,14 @@ def fake_channel_wise_quantize_abs_max(k):
     return {"Out": _channel_wise(k, False, np.asarray(scales))["Out"]}
 
 
-@kernel("fake_channel_wise_quantize_dequantize_abs_max")
-def fake_channel_wise_quantize_dequantize_abs_max(k):
-    return _channel_wise(k, dequantized=True)
-
-
-def _given_scale(k, slot: str) -> np.ndarray:
-    scale = k.x(slot)
-    if scale.size != 1:
-        raise ValueError(f"{k.op.type} needs one scale in {slot}, got shape {list(scale.shape)}")
-    return scale.reshape(1).astype(k.x("X").dtype)
-
-
-def _moving(k, dequantized: bool) -> dict:
-    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
-    results = {} if k.attr("is_test") else moving_average(k, abs_max(x), k.attr("moving_rate"))
-    scale = results.get("OutScale", _given_scale(k, "InScale"))
-    q = quantize(x, scale, bins, round_type)
-    return {"Out": dequantize(q, scale, bins) if dequantized else q, **results}
-
-
-@kernel("fake_quantize_moving_average_abs_max")
-def fake_quantize_moving_average_abs_max(k):
-    return _moving(k, dequantized=False)
-
-
-@kernel("fake_quantize_dequantize_moving_average_abs_max")
-def fake_quantize_dequantize_moving_average_abs_max(k):
-    return _moving(k, dequantized=True)
+def _step_count(k) -> int:
+    """Iter's value. Paddle's kernel takes it modulo window_size in C++, where a negative one indexes before the
+    window: refused."""
+    step = k.optional("Iter")
+    if step is None or step.size != 1 or step.dtype.kind not in "iu" or step.reshape(-1)[0] < 0:
+        got = "none" if step is None else f"{step.dtype} {step.reshape(-1)[:3].tolist()}"
+        raise ValueError(f"fake_quantize_range_abs_max (training) needs Iter to be one step count >= 0, got {got}")
+    return int(step.reshape(-1)[0])
 
 
 @kernel("fake_quantize_range_abs_max")
@@ -145,17 +151,16 @@ def fake_quantize_range_abs_max(k):
     the one of step Iter at Iter % window_size. The scale is InScale, raised to the new abs max, or, when the
     abs max that dropped out of the window was the scale, the largest left (of the first Iter entries, at least
     the new one)."""
-    x, bins, round_type = k.x("X"), bin_count(k.attr("bit_length")), k.attr("round_type")
-    last = _given_scale(k, "InScale")
+    x, last = k.x("X"), _given_scale(k, "InScale")
     if k.attr("is_test"):
-        return {"Out": quantize(x, last, bins, round_type)}
-    window, step = k.attr("window_size"), k.optional("Iter")
-    if step is None or not k.out_names("OutScales"):
-        raise ValueError("fake_quantize_range_abs_max (training) needs Iter and OutScales")
-    step = int(np.asarray(step).reshape(-1)[0])
+        return {"Out": _quantized(k, x, last, dequantized=False)}
+    window, step = k.attr("window_size"), _step_count(k)
+    if not k.out_names("OutScales"):   # a loaded program's; gradc's builder declares it
+        raise ValueError("fake_quantize_range_abs_max (training) keeps the window of abs maxes in OutScales, which "
+                         "the op lacks")
     kept = k.scope.find(k.out_names("OutScales")[0])
-    scales = np.zeros(window, x.dtype) if kept is None or np.size(kept) != window else \
-        np.array(kept, x.dtype).reshape(window)
+    scales = np.zeros(check_shape([window], x.dtype, "OutScales (window_size)"), x.dtype) \
+        if kept is None or np.size(kept) != window else np.array(kept, x.dtype).reshape(window)
     current, slot = abs_max(x), step % window
     removed, scales[slot] = scales[slot], current[0]
     scale = last.copy()
@@ -163,7 +168,7 @@ def fake_quantize_range_abs_max(k):
         scale = current
     elif abs(removed - last[0]) < 1e-6:
         scale = abs_max(scales[:max(min(step, window), 1)])
-    return {"Out": quantize(x, scale, bins, round_type), "OutScale": scale, "OutScales": scales}
+    return {"Out": _quantized(k, x, scale, dequantized=False), "OutScale": scale, "OutScales": scales}
 
 
 @kernel("moving_average_abs_max_scale")
@@ -188,16 +193,15 @@ def fake_dequantize_max_abs(k):
 
 @kernel("fake_channel_wise_dequantize_max_abs")
 def fake_channel_wise_dequantize_max_abs(k):
-    """X * weight scale [/ activation scale...] / the bin counts' product (see the op's inference)."""
+    """X * the weight scales [* the activation scale] / the bin counts' product (see the op's inference)."""
     x, scales, bits = k.x("X"), k.xs("Scales"), k.attr("quant_bits")
     bins = x.dtype.type(np.prod([bin_count(b) for b in bits[:len(scales)]]))
     if len(scales) == 1:
         return {"Out": (x * _checked_channels(k, x, scales[0], k.attr("quant_axis")) / bins).astype(x.dtype)}
-    dim = max(k.attr("x_num_col_dims"), 1)
-    weight = _checked_channels(k, x, scales[0], dim) if x.ndim > dim else None
-    if weight is None or scales[1].size != 1:
-        raise ValueError(f"fake_channel_wise_dequantize_max_abs needs X with a dim {dim} of channels and one "
-                         f"activation scale, got X {list(x.shape)} and Scales[1] {list(scales[1].shape)}")
+    if scales[1].size != 1:
+        raise ValueError(f"fake_channel_wise_dequantize_max_abs needs one activation scale, got Scales[1] of shape "
+                         f"{list(scales[1].shape)}")
+    weight = _checked_channels(k, x, scales[0], k.attr("x_num_col_dims"))
     return {"Out": (x * weight * scales[1].reshape(-1)[0] / bins).astype(x.dtype)}
 
 
