@@ -631,6 +631,8 @@ RUN_TIME = {
     "fake_channel_wise_quantize_abs_max test scales": ("fake_channel_wise_quantize_abs_max", {"X": X23},
                                                        {"is_test": True}, "quantizes with OutScale's value"),
     # complex_fft
+    "fft_c2r huge last_dim_size": ("fft_c2r", {"X": C23}, {"axes": [1], "last_dim_size": 2**40},
+                                   "fft_c2r's signal of shape [2, 1099511627776] would need"),
     # lod_rnn
     "lstm no LoD": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 21)}, {},
                     "Input has no LoD: lstm works on sequences"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops.complex_fft import NORMALIZATIONS, c2r_length
 from . import kernel
 from .broadcast import unbroadcast
@@ -176,6 +177,7 @@ def fft_c2r(k):
     if length <= 0:
         raise ValueError(f"the signal would have {length} samples along axis {axes[-1]}: give last_dim_size")
     sizes = [x.shape[axis] for axis in axes[:-1]] + [length]
+    check_shape([*x.shape[:axes[-1]], length, *x.shape[axes[-1] + 1:]], np.complex128, "fft_c2r's signal")
     return {"Out": c2r(x, axes, forward, _scale(norm, forward, int(np.prod(sizes))), length).astype(REAL_OF[x.dtype])}
 
 
@@ -189,6 +191,7 @@ def fft_c2r_grad(k):
     last, length = axes[-1], dout.shape[axes[-1]]
     declared = k.block.find_var(k.op.output("X@GRAD")[0]).shape
     entries = declared[last] if declared and len(declared) == dout.ndim and declared[last] > 0 else length // 2 + 1
+    check_shape([*dout.shape[:last], entries, *dout.shape[last + 1:]], np.complex128, "fft_c2r_grad's X@GRAD")
     spectrum = c2c(dout, axes, not forward, _scale(norm, forward, _size(dout.shape, axes)))
     index = np.arange(entries)
     factors = np.where(index < length // 2 + 1, np.where((index > 0) & (2 * index < length), 2.0, 1.0), 0.0)
