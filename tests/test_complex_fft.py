@@ -194,3 +194,15 @@ def test_cast_of_a_complex_value_to_a_real_dtype_keeps_its_real_part_as_paddle_d
         warnings.simplefilter("error")   # no ComplexWarning
         out = run("cast", {"X": Z}, {"in_dtype": 23, "out_dtype": 5})["Out"]
     np.testing.assert_array_equal(out, Z.real)
+
+
+def test_a_complex_input_that_wants_no_grad_still_needs_an_op_whose_grad_takes_its_conjugate():
+    """d Im(W @ z) / dW is Im(z)^T, not the -Im(z)^T that matmul_v2_grad's real formula would give W."""
+    net = ProgramBuilder()
+    w = net.data("w", [2, 3], "float32", stop_gradient=False)
+    z = net.data("z", [3, 2], "complex64", stop_gradient=True)
+    out = net.op("matmul_v2", {"X": w, "Y": z})[0]
+    net.block.var(out).dtype = gradc.ir.VarType.COMPLEX64
+    loss = net.op("reduce_sum", {"X": net.op("imag", {"X": out})[0]}, {"reduce_all": True})[0]
+    with pytest.raises(GradError, match=r"op 0 \(matmul_v2\) reads complex z"):
+        gradc.append_backward(net.program, loss)
