@@ -206,3 +206,8 @@ def test_a_complex_input_that_wants_no_grad_still_needs_an_op_whose_grad_takes_i
     loss = net.op("reduce_sum", {"X": net.op("imag", {"X": out})[0]}, {"reduce_all": True})[0]
     with pytest.raises(GradError, match=r"op 0 \(matmul_v2\) reads complex z"):
         gradc.append_backward(net.program, loss)
+
+
+def test_fft_c2r_over_an_axis_of_no_points_gives_zeros_like_the_other_transforms():
+    out = run("fft_c2r", {"X": np.zeros((0, 3), np.complex64)}, {"axes": [0, 1], "normalization": "backward"})["Out"]
+    assert out.shape == (0, 4) and out.dtype == np.float32

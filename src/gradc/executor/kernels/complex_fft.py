@@ -118,6 +118,8 @@ def c2r(x: np.ndarray, axes: list[int], forward: bool, scale: float, length: int
     """The real signal of ``length`` samples along axes[-1] whose half spectrum is ``x`` (its imaginary parts that a
     Hermitian spectrum cannot have are ignored), transformed over ``axes``, times ``scale``."""
     sizes = [x.shape[axis] for axis in axes[:-1]] + [length]
+    if 0 in sizes:   # an axis of no points: zeros, as c2c gives (numpy refuses the transform)
+        return np.zeros([length if axis == axes[-1] else n for axis, n in enumerate(x.shape)])
     # the e^-i transform of a real signal is the conjugate of the e^+i one of the conjugate spectrum
     return np.fft.irfftn(np.conj(x) if forward else x, s=sizes, axes=axes, norm="forward") * scale
 
