@@ -460,6 +460,9 @@ COMPILE_TIME = {
                           "has 1 entry: give last_dim_size"),
     **{f"{op} of complex": (op, {"X": C23}, attrs, f"{op} takes real values only")
        for op, attrs in (("relu", {}), ("reduce_max", {"dim": [1]}), ("top_k_v2", {"k": 1}), ("svd", {}))},
+    "slice of complex starts": ("slice", {"Input": C23, "StartsTensor": zeros(1, dtype=np.complex64)},
+                                {"axes": [1], "starts": [0], "ends": [2]},
+                                "slice's StartsTensor takes real values only"),
     # lod_rnn
     "lstm peephole bias": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)}, {},
                            "Bias 'bias0' must have shape [1, 21]"),

@@ -26,15 +26,23 @@ TAKES_COMPLEX = frozenset({
 })
 
 
+# the slots of those ops that may hold complex values; the others hold indices, sizes, axes, scales, masks or flags
+COMPLEX_SLOTS = frozenset({"X", "Y", "Input", "Operands", "W", "X_W", "x", "value", "ValueTensor", "ValuesTensor"})
+
+
 def complex_input_problem(block: Block, op: OpDesc) -> str | None:
-    """What is wrong with ``op`` reading a complex var, if it does and has no complex kernel (a grad op reads what
-    its forward op did: not judged here)."""
-    if op.type in TAKES_COMPLEX or "_grad" in op.type:
+    """What is wrong with ``op`` reading a complex var, if it does where its kernel has no complex form (a grad op
+    reads what its forward op did: not judged here)."""
+    if "_grad" in op.type:
         return None
+    takes = op.type in TAKES_COMPLEX
     for slot, args in op.inputs.items():
+        if takes and slot in COMPLEX_SLOTS:
+            continue
         for name in args:
             var = block.find_var(name)
             if var is not None and var.dtype in COMPLEX_DTYPES:
-                return (f"{op.type} takes real values only (its kernel has no complex form), but its input "
-                        f"{slot} '{name}' is {dtype_name(var.dtype)}")
+                what = f"{op.type}'s {slot} takes real values only" if takes else \
+                    f"{op.type} takes real values only (its kernel has no complex form)"
+                return f"{what}, but its input {slot} '{name}' is {dtype_name(var.dtype)}"
     return None
