@@ -211,3 +211,17 @@ def test_a_complex_input_that_wants_no_grad_still_needs_an_op_whose_grad_takes_i
 def test_fft_c2r_over_an_axis_of_no_points_gives_zeros_like_the_other_transforms():
     out = run("fft_c2r", {"X": np.zeros((0, 3), np.complex64)}, {"axes": [0, 1], "normalization": "backward"})["Out"]
     assert out.shape == (0, 4) and out.dtype == np.float32
+
+
+def test_every_op_that_lets_a_complex_gradient_through_has_a_gradcheck_case_on_complex_values():
+    """gradc.backward.path.COMPLEX_DIFFERENTIABLE is a promise: each op in it has a case in
+    tests/gradcheck_cases/complex_fft.py on complex values (a grad op: its second-order case through a program)."""
+    from gradc.backward.path import COMPLEX_DIFFERENTIABLE
+    from gradcheck_cases.complex_fft import CASES
+
+    def on_complex_values(case):   # complex inputs, a grad op's program, or an op making complex values of real ones
+        arrays = [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]
+        return case.program is not None or case.op in ("complex", "as_complex", "fft_r2c") \
+            or any(np.iscomplexobj(a) for a in arrays)
+
+    assert not COMPLEX_DIFFERENTIABLE - {case.op for case in CASES if on_complex_values(case)}
