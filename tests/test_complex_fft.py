@@ -225,3 +225,9 @@ def test_every_op_that_lets_a_complex_gradient_through_has_a_gradcheck_case_on_c
             or any(np.iscomplexobj(a) for a in arrays)
 
     assert not COMPLEX_DIFFERENTIABLE - {case.op for case in CASES if on_complex_values(case)}
+
+
+def test_sign_of_a_complex_value_is_z_over_its_modulus_as_paddle_gives_on_any_numpy():
+    """Paddle 3.3.1: sign([3+4j, 0, -2j]) = [0.6+0.8j, 0, -1j]; numpy before 2.0 gives the sign of the real part."""
+    out = run("sign", {"X": np.complex64([3 + 4j, 0, -2j])})["Out"]
+    np.testing.assert_allclose(out, [0.6 + 0.8j, 0, -1j], rtol=1e-6)
