@@ -14,8 +14,9 @@ import numpy as np
 from .. import registry
 from ..errors import ExecutionError, GradcError, ProgramError, op_location
 from ..gcpause import gc_paused
-from ..ir import COMPLEX_DTYPES, EMPTY_VAR, Block, OpDesc, Program, VarType
+from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
+from ..ops.complex_inputs import declares_complex
 from ..verify import check_complex_inputs, check_inputs, check_vars
 from . import malloc, straight
 from .context import KernelContext
@@ -148,7 +149,7 @@ class Executor:
         if missing:
             listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
             raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
-        complex_values = any(var.dtype in COMPLEX_DTYPES for each in block.program.blocks for var in each.vars.values())
+        complex_values = declares_complex(block)
         for idx, op in enumerate(block.ops):
             problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
             if problem:

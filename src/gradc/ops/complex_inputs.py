@@ -46,3 +46,14 @@ def complex_input_problem(block: Block, op: OpDesc) -> str | None:
                     f"{op.type} takes real values only (its kernel has no complex form)"
                 return f"{what}, but its input {slot} '{name}' is {dtype_name(var.dtype)}"
     return None
+
+
+def declares_complex(block: Block) -> bool:
+    """Whether the block or an ancestor, where its ops' vars live, declares a complex var: a real program's plan
+    sweeps its vars once and judges no op."""
+    scope: Block | None = block
+    while scope is not None:
+        if any(var.dtype in COMPLEX_DTYPES for var in scope.vars.values()):
+            return True
+        scope = scope.parent
+    return False
