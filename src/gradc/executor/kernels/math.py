@@ -98,12 +98,12 @@ def elementwise_add_grad(k):
                     "Y@GRAD": lambda: dout if y.shape == dout.shape else reduce_to(dout, y, ya)})
 
 
-binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
 def conj(a: np.ndarray) -> np.ndarray:
     """The conjugate of a complex array (a complex operand's factor in a grad: dL/dRe + i dL/dIm), a real one as is."""
     return a.conj() if a.dtype.kind == "c" else a
 
 
+binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
 binary_grad("elementwise_mul_grad", lambda x, y, d: d * conj(y), lambda x, y, d: d * conj(x))
 binary_grad("elementwise_div_grad", lambda x, y, d: d / conj(y), lambda x, y, d: -d * conj(x / (y * y)))
 # A tie splits dOut in halves, as Paddle 3.3.1's kernels do (its operations, in its order).
