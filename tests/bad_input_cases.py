@@ -467,6 +467,11 @@ COMPILE_TIME = {
                               "last_dim_size -2 must be >= 0"),
     "fft_c2r one entry": ("fft_c2r", {"X": zeros(2, 1, dtype=np.complex64)}, {"axes": [1]},
                           "has 1 entry: give last_dim_size"),
+    **{f"{op} of complex": (op, {"X": C23}, attrs, f"{op} takes real values only")
+       for op, attrs in (("relu", {}), ("reduce_max", {"dim": [1]}), ("top_k_v2", {"k": 1}), ("svd", {}))},
+    "slice of complex starts": ("slice", {"Input": C23, "StartsTensor": zeros(1, dtype=np.complex64)},
+                                {"axes": [1], "starts": [0], "ends": [2]},
+                                "slice's StartsTensor takes real values only"),
     # lod_rnn
     "lstm peephole bias": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 12)}, {},
                            "Bias 'bias0' must have shape [1, 21]"),
@@ -640,6 +645,8 @@ RUN_TIME = {
     "fake_quantize_range_abs_max no window": ("fake_quantize_range_abs_max", {"X": X23, "InScale": ONE, "Iter": i64(3)},
                                               {}, "keeps the window of abs maxes in OutScales, which the op lacks"),
     # complex_fft
+    "fft_c2r huge last_dim_size": ("fft_c2r", {"X": C23}, {"axes": [1], "last_dim_size": 2**40},
+                                   "fft_c2r's signal of shape [2, 1099511627776] would need"),
     # lod_rnn
     "lstm no LoD": ("lstm", {"Input": zeros(4, 12), "Weight": zeros(3, 12), "Bias": zeros(1, 21)}, {},
                     "Input has no LoD: lstm works on sequences"),
@@ -673,7 +680,7 @@ ANY_TENSOR = "any shape, no attribute: every float tensor is valid input"
 FREE_ATTRIBUTES = "elementwise, and every real value of its attributes is a valid Paddle formula"
 EXEMPT = {
     "lod_array_length": "no attribute: every tensor array has a length",
-    **{op: ANY_TENSOR for op in ("abs", "exp", "log", "sqrt", "rsqrt", "square", "sign", "sigmoid", "tanh", "relu",
+    **{op: ANY_TENSOR for op in ("abs", "exp", "log", "sqrt", "rsqrt", "square", "sign", "sigmoid", "tanh",
                                  "silu", "softsign", "logsigmoid", "tanh_shrink", "gelu", "mean", "assign",
                                  "fill_zeros_like", "squared_l2_norm", "cos", "sin")},
     **{op: FREE_ATTRIBUTES for op in ("elu", "leaky_relu", "relu6", "swish", "hard_sigmoid", "hard_swish", "mish",

@@ -3,11 +3,13 @@
 what fft_c2r does with the imaginary parts a Hermitian spectrum cannot have, dtypes, and a complex loss refused.
 Expected values were printed by Paddle 3.3.1 (dygraph, paddle.angle / abs / fft.irfft / hfft / rfft)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 import gradc
-from gradc.errors import GradError
+from gradc.errors import ExecutionError, GradError, ProgramError
 from gradc.gradcheck import compare_program
 from gradc.layers import ProgramBuilder
 from one_op import run
@@ -147,3 +149,85 @@ def test_transforms_of_no_points_give_zeros_as_paddle_does():
     assert run("fft_c2c", {"X": empty}, attrs)["Out"].shape == (3, 0)
     out = run("fft_r2c", {"X": empty.real.copy()}, {**attrs, "onesided": True})["Out"]
     np.testing.assert_array_equal(out, np.zeros((3, 1), np.complex64))
+
+
+def test_a_real_operand_of_a_complex_one_gives_a_complex_result_and_takes_the_real_part_of_its_grad():
+    """Paddle 3.3.1 computes elementwise_add(float32 [1, 2, 3], complex64 z) as complex64 [2+1j, 4-1j, 3+3j]."""
+    net = ProgramBuilder()
+    x = net.data("x", [3], "float32", stop_gradient=False)
+    z = net.data("z", [3], "complex64", stop_gradient=False)
+    total = net.op("elementwise_add", {"X": x, "Y": z})[0]
+    product = net.op("elementwise_mul", {"X": x, "Y": total})[0]
+    assert net.block.var(total).dtype == gradc.ir.VarType.COMPLEX64
+    loss = net.op("reduce_sum", {"X": net.op("imag", {"X": product})[0]}, {"reduce_all": True})[0]
+    gradc.append_backward(net.program, loss)
+    feed = {"x": np.float32([1, 2, 3]), "z": np.complex64([1 + 1j, 2 - 1j, 3j])}
+    out, dx, dz = gradc.Executor().run(net.program, feed, [total, "x@GRAD", "z@GRAD"], gradc.Scope())
+    np.testing.assert_array_equal(out, [2 + 1j, 4 - 1j, 3 + 3j])
+    assert dx.dtype == np.float32
+    np.testing.assert_array_equal(dx, feed["z"].imag)   # Im(x (x + z)) = x Im z
+    np.testing.assert_array_equal(dz, 1j * feed["x"])
+
+
+@pytest.mark.parametrize("op", ["relu", "reduce_max", "logsigmoid"])
+def test_an_op_with_real_kernels_only_refuses_a_complex_input_by_name(op):
+    with pytest.raises(ProgramError, match=f"{op} takes real values only .* input X 'x0' is complex64"):
+        run(op, {"X": Z})
+
+
+def test_a_complex_value_never_loses_its_imaginary_part_unseen():
+    net = ProgramBuilder()
+    x = net.data("x", [3], "float32")
+    net.block.var(x).need_check_feed = False   # a var that takes any numeric array, cast
+    with pytest.raises(ExecutionError, match="feed var 'x' is complex64, but block 0 declares float32"):
+        gradc.Executor().run(net.program, {"x": Z}, [x], gradc.Scope())
+    net = ProgramBuilder()   # a program declaring a real var for a complex value (Paddle's own infer does so)
+    x, z = net.data("x", [3], "float32"), net.data("z", [3], "complex64")
+    total = net.op("elementwise_add", {"X": x, "Y": z})[0]
+    net.block.var(total).dtype = gradc.ir.VarType.FP32
+    with pytest.raises(ExecutionError, match=f"computed '{total}' as complex64, but the program declares float32"):
+        gradc.Executor().run(net.program, {"x": np.float32([1, 2, 3]), "z": Z}, [total], gradc.Scope())
+
+
+def test_cast_of_a_complex_value_to_a_real_dtype_keeps_its_real_part_as_paddle_does():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # no ComplexWarning
+        out = run("cast", {"X": Z}, {"in_dtype": 23, "out_dtype": 5})["Out"]
+    np.testing.assert_array_equal(out, Z.real)
+
+
+def test_a_complex_input_that_wants_no_grad_still_needs_an_op_whose_grad_takes_its_conjugate():
+    """d Im(W @ z) / dW is Im(z)^T, not the -Im(z)^T that matmul_v2_grad's real formula would give W."""
+    net = ProgramBuilder()
+    w = net.data("w", [2, 3], "float32", stop_gradient=False)
+    z = net.data("z", [3, 2], "complex64", stop_gradient=True)
+    out = net.op("matmul_v2", {"X": w, "Y": z})[0]
+    net.block.var(out).dtype = gradc.ir.VarType.COMPLEX64
+    loss = net.op("reduce_sum", {"X": net.op("imag", {"X": out})[0]}, {"reduce_all": True})[0]
+    with pytest.raises(GradError, match=r"op 0 \(matmul_v2\) reads complex z"):
+        gradc.append_backward(net.program, loss)
+
+
+def test_fft_c2r_over_an_axis_of_no_points_gives_zeros_like_the_other_transforms():
+    out = run("fft_c2r", {"X": np.zeros((0, 3), np.complex64)}, {"axes": [0, 1], "normalization": "backward"})["Out"]
+    assert out.shape == (0, 4) and out.dtype == np.float32
+
+
+def test_every_op_that_lets_a_complex_gradient_through_has_a_gradcheck_case_on_complex_values():
+    """gradc.backward.path.COMPLEX_DIFFERENTIABLE is a promise: each op in it has a case in
+    tests/gradcheck_cases/complex_fft.py on complex values (a grad op: its second-order case through a program)."""
+    from gradc.backward.path import COMPLEX_DIFFERENTIABLE
+    from gradcheck_cases.complex_fft import CASES
+
+    def on_complex_values(case):   # complex inputs, a grad op's program, or an op making complex values of real ones
+        arrays = [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]
+        return case.program is not None or case.op in ("complex", "as_complex", "fft_r2c") \
+            or any(np.iscomplexobj(a) for a in arrays)
+
+    assert not COMPLEX_DIFFERENTIABLE - {case.op for case in CASES if on_complex_values(case)}
+
+
+def test_sign_of_a_complex_value_is_z_over_its_modulus_as_paddle_gives_on_any_numpy():
+    """Paddle 3.3.1: sign([3+4j, 0, -2j]) = [0.6+0.8j, 0, -1j]; numpy before 2.0 gives the sign of the real part."""
+    out = run("sign", {"X": np.complex64([3 + 4j, 0, -2j])})["Out"]
+    np.testing.assert_allclose(out, [0.6 + 0.8j, 0, -1j], rtol=1e-6)

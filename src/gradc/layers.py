@@ -18,6 +18,7 @@ from . import registry
 from .errors import ProgramError
 from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
 from .ops.infer import InferContext, lod_levels
+from .verify import check_complex_inputs
 
 
 class ProgramBuilder:
@@ -67,6 +68,7 @@ class ProgramBuilder:
         op = self.block.append_op(type, inputs, {}, attrs)
         ctx = InferContext(op, self.block, len(self.block.ops) - 1)
         inferred = opdef.infer(ctx)
+        check_complex_inputs(self.block, ctx.op_idx, op)
         stem = f"{prefix or type}_{self.unique(prefix or type)}"
         tmp = 0
         for slot, result in inferred.items():

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from . import registry
 from .errors import ProgramError, op_location
 from .ir import EMPTY_VAR, AttrType, Program, dtype_name
+from .ops.complex_inputs import complex_input_problem
 from .ops.infer import InferContext
 from .ops.pylayer import user_backward_blocks
 from .shapes import dims_match
@@ -231,6 +232,12 @@ def check_inputs(block, idx: int, op) -> None:
         return
 
 
+def check_complex_inputs(block, idx: int, op) -> None:
+    """An op whose kernel has no complex form fails on a complex input var, as its inference fails on a bad one."""
+    if problem := complex_input_problem(block, op):
+        InferContext(op, block, idx).fail(problem)
+
+
 def _inferred(block, idx: int, op) -> tuple[InferContext, dict] | None:
     """The op's inference context and results, or None without a rule or with an input shape unknown."""
     opdef = registry.get(op.type)
@@ -278,6 +285,7 @@ def _check_inference(block, idx: int, op) -> None:
     except Exception as exc:  # noqa: BLE001 - inputs the rule cannot read: say so, naming the op
         InferContext(op, block, idx).fail(f"its shapes cannot be inferred from these inputs and attributes "
                                           f"({type(exc).__name__}: {exc})")
+    check_complex_inputs(block, idx, op)
     if inferred is None:
         return
     ctx, results = inferred

@@ -52,6 +52,12 @@ CASES = [
     Case("elementwise_mul", {"X": crandn(2, 3), "Y": crandn(3)}),
     Case("elementwise_mul", {"X": crandn(2, 3), "Y": randn(2, 3)}),
     Case("elementwise_div", {"X": crandn(2, 3), "Y": crandn(2, 3) + 2}),
+    # a real operand (broadcast or not) of a complex one: its grad is the real part of the complex one's formula
+    Case("elementwise_add", {"X": randn(2, 3), "Y": crandn(3)}),
+    Case("elementwise_sub", {"X": crandn(2, 3), "Y": randn(3)}),
+    Case("elementwise_mul", {"X": randn(3), "Y": crandn(2, 3)}),
+    Case("elementwise_div", {"X": randn(2, 3), "Y": crandn(3) + 2}),
+    Case("elementwise_div", {"X": crandn(2, 3), "Y": randn(3) + 3}),
     Case("scale", {"X": crandn(2, 3)}, {"scale": -1.5, "bias": 0.5}),
     Case("sum", {"X": [crandn(2, 3), crandn(2, 3)]}),
     Case("mean", {"X": crandn(2, 3)}),

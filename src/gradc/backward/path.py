@@ -149,10 +149,11 @@ COMPLEX_DIFFERENTIABLE = frozenset({
 
 
 def check_complex(block: Block, path: OpPath) -> None:
-    """Every op on the path that a complex var's gradient goes through is one whose grad handles complex values;
-    else one error listing all that are not."""
+    """Every op on the path that reads a complex var is one whose grad handles complex values, else one error
+    listing all that are not. Also a complex input that wants no grad counts: the grad of a real W in W @ z needs
+    conj(z), which the real grad kernels do not take."""
     complex_vars = {name for each in block.program.blocks for name, var in each.vars.items()
-                    if var.dtype in COMPLEX_DTYPES} & path.wants_grad
+                    if var.dtype in COMPLEX_DTYPES}
     if not complex_vars:   # one sweep of the vars: most programs stop here
         return
     offenders = []

@@ -16,7 +16,8 @@ from ..errors import ExecutionError, GradcError, ProgramError, op_location
 from ..gcpause import gc_paused
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
-from ..verify import check_inputs, check_vars
+from ..ops.complex_inputs import declares_complex
+from ..verify import check_complex_inputs, check_inputs, check_vars
 from . import malloc, straight
 from .context import KernelContext
 from .direct import direct_step
@@ -148,12 +149,15 @@ class Executor:
         if missing:
             listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
             raise ExecutionError(f"no kernel for {len(missing)} op(s): {listing}")
+        complex_values = declares_complex(block)
         for idx, op in enumerate(block.ops):
             problem = registry.slot_problem(op) or registry.unsupported_setting(op) or registry.attr_type_problem(op)
             if problem:
                 raise ExecutionError(f"{op_location(block.idx, idx, op.type)}: {problem}")
             try:
                 check_inputs(block, idx, op)
+                if complex_values:
+                    check_complex_inputs(block, idx, op)
             except ProgramError as exc:
                 raise ExecutionError(str(exc)) from None
         frees, shrinks = deaths(block, keep)

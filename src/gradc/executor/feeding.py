@@ -33,7 +33,7 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         if array.dtype.kind not in "biufc":
             raise ExecutionError(f"feed var '{name}' is {array.dtype}, not a numeric array")
         if expected is not None and array.dtype.type is not expected.type:   # either byte order
-            if var.need_check_feed:
+            if var.need_check_feed or (array.dtype.kind == "c" and expected.kind != "c"):
                 raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
                                      f"(convert it, e.g. with .astype('{expected}'))")
             array = array.astype(expected)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ExecutionError
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, GRAD_SUFFIX
 from .context import KernelContext
 from .scope import Scope
 from .selected_rows import SelectedRows
@@ -64,6 +64,9 @@ def as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nda
     if array.dtype.kind == "f" and dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:
         raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
                              f"declares {dtype}")
-    if array.dtype.kind == "c" and dtype.kind != "c":   # a real var's grad is the real part (dL/dRe) of a complex one
-        array = array.real
+    if array.dtype.kind == "c" and dtype.kind != "c":
+        if GRAD_SUFFIX not in name:   # a forward value: casting would drop its imaginary part unseen
+            raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
+                                 f"declares {dtype}")
+        array = array.real   # a real var's grad is the real part (dL/dRe) of a complex one
     return array.astype(dtype)

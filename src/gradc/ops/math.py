@@ -8,7 +8,7 @@ grad kernels on integer vars whose stop_gradient is cleared; gradc's backward pa
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR, real_dtype
+from ..ir import COMPLEX_DTYPES, EMPTY_VAR, VarType, real_dtype
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import dims_match, numel
 from .activation import activation
@@ -18,7 +18,12 @@ ELEMENTWISE_ATTRS = {"axis": -1}
 
 
 def _elementwise_infer(ctx):
-    return {"Out": (broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"), ctx.attr("axis")), ctx.dtype("X"))}
+    """Out has X's dtype, or a complex one where only Y is complex: Paddle's kernels promote a real X, as numpy does
+    (float64 with complex64: complex128)."""
+    x, y = ctx.dtype("X"), ctx.dtype("Y")
+    if y in COMPLEX_DTYPES and x not in COMPLEX_DTYPES:
+        x = VarType.COMPLEX128 if x == VarType.FP64 else y
+    return {"Out": (broadcast_shapes(ctx, ctx.shape("X"), ctx.shape("Y"), ctx.attr("axis")), x)}
 
 
 for _name in ("elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_max", "elementwise_min",

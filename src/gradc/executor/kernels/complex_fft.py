@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ...ops.complex_fft import NORMALIZATIONS, c2r_length
 from . import kernel
 from .broadcast import unbroadcast
@@ -117,6 +118,8 @@ def c2r(x: np.ndarray, axes: list[int], forward: bool, scale: float, length: int
     """The real signal of ``length`` samples along axes[-1] whose half spectrum is ``x`` (its imaginary parts that a
     Hermitian spectrum cannot have are ignored), transformed over ``axes``, times ``scale``."""
     sizes = [x.shape[axis] for axis in axes[:-1]] + [length]
+    if 0 in sizes:   # an axis of no points: zeros, as c2c gives (numpy refuses the transform)
+        return np.zeros([length if axis == axes[-1] else n for axis, n in enumerate(x.shape)])
     # the e^-i transform of a real signal is the conjugate of the e^+i one of the conjugate spectrum
     return np.fft.irfftn(np.conj(x) if forward else x, s=sizes, axes=axes, norm="forward") * scale
 
@@ -176,6 +179,7 @@ def fft_c2r(k):
     if length <= 0:
         raise ValueError(f"the signal would have {length} samples along axis {axes[-1]}: give last_dim_size")
     sizes = [x.shape[axis] for axis in axes[:-1]] + [length]
+    check_shape([*x.shape[:axes[-1]], length, *x.shape[axes[-1] + 1:]], np.complex128, "fft_c2r's signal")
     return {"Out": c2r(x, axes, forward, _scale(norm, forward, int(np.prod(sizes))), length).astype(REAL_OF[x.dtype])}
 
 
@@ -189,6 +193,7 @@ def fft_c2r_grad(k):
     last, length = axes[-1], dout.shape[axes[-1]]
     declared = k.block.find_var(k.op.output("X@GRAD")[0]).shape
     entries = declared[last] if declared and len(declared) == dout.ndim and declared[last] > 0 else length // 2 + 1
+    check_shape([*dout.shape[:last], entries, *dout.shape[last + 1:]], np.complex128, "fft_c2r_grad's X@GRAD")
     spectrum = c2c(dout, axes, not forward, _scale(norm, forward, _size(dout.shape, axes)))
     index = np.arange(entries)
     factors = np.where(index < length // 2 + 1, np.where((index > 0) & (2 * index < length), 2.0, 1.0), 0.0)

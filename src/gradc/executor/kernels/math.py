@@ -98,12 +98,12 @@ def elementwise_add_grad(k):
                     "Y@GRAD": lambda: dout if y.shape == dout.shape else reduce_to(dout, y, ya)})
 
 
-binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
 def conj(a: np.ndarray) -> np.ndarray:
     """The conjugate of a complex array (a complex operand's factor in a grad: dL/dRe + i dL/dIm), a real one as is."""
     return a.conj() if a.dtype.kind == "c" else a
 
 
+binary_grad("elementwise_sub_grad", lambda x, y, d: d, lambda x, y, d: -d)
 binary_grad("elementwise_mul_grad", lambda x, y, d: d * conj(y), lambda x, y, d: d * conj(x))
 binary_grad("elementwise_div_grad", lambda x, y, d: d / conj(y), lambda x, y, d: -d * conj(x / (y * y)))
 # A tie splits dOut in halves, as Paddle 3.3.1's kernels do (its operations, in its order).
@@ -171,10 +171,17 @@ def _factor(k):
     return float(k.x("FactorTensor").reshape(-1)[0]) if k.has("FactorTensor") else k.attr("factor")
 
 
+def _sign(x: np.ndarray) -> np.ndarray:
+    """np.sign, and z / |z| (0 at 0) for a complex z: numpy before 2.0 gives the sign of its real part."""
+    if x.dtype.kind != "c":
+        return np.sign(x)
+    return np.divide(x, np.abs(x), out=np.zeros_like(x), where=x != 0)
+
+
 def _abs_grad(x, d, k):
     """dOut * sign(x), and 0 at 0 even where dOut is infinite (as Paddle's kernel: no inf * 0 there)."""
     out = np.zeros(np.broadcast_shapes(x.shape, d.shape), np.result_type(d, x))
-    return np.multiply(d, np.sign(x), out=out, where=x != 0)
+    return np.multiply(d, _sign(x), out=out, where=x != 0)
 
 
 unary("exp", lambda x, k: np.exp(x), lambda out, d, k: d * out, uses="Out")
@@ -186,7 +193,7 @@ unary("abs", lambda x, k: np.abs(x), _abs_grad)
 unary("cos", lambda x, k: np.cos(x), lambda x, d, k: -d * np.sin(x))
 unary("sin", lambda x, k: np.sin(x), lambda x, d, k: d * np.cos(x))
 unary("pow", lambda x, k: np.power(x, _factor(k)), lambda x, d, k: d * _factor(k) * np.power(x, _factor(k) - 1))
-kernel("sign")(lambda k: {"Out": np.sign(k.x("X"))})
+kernel("sign")(lambda k: {"Out": _sign(k.x("X"))})
 
 
 def _bounds(k):
