@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator
 from . import registry
 from .errors import ProgramError, op_location
 from .ir import EMPTY_VAR, AttrType, Program, dtype_name
-from .ops.complex_inputs import complex_input_problem
+from .ops.complex_inputs import complex_input_problem, declares_complex
 from .ops.infer import InferContext
 from .ops.pylayer import user_backward_blocks
 from .shapes import dims_match
@@ -267,12 +267,15 @@ def shape_problems(program: Program) -> Iterator[str]:
     is broken)."""
     slot_problem, attr_type_problem = registry.slot_problem, registry.attr_type_problem
     for block in program.blocks:
+        complex_values = declares_complex(block)   # one sweep of the vars: most programs skip the op checks
         for idx, op in enumerate(block.ops):
             if slot_problem(op) or attr_type_problem(op):
                 yield from _definition_problems(block, idx, op)
                 continue
             try:
                 _check_inference(block, idx, op)
+                if complex_values:
+                    check_complex_inputs(block, idx, op)
             except ProgramError as exc:
                 yield str(exc)
 
@@ -285,7 +288,6 @@ def _check_inference(block, idx: int, op) -> None:
     except Exception as exc:  # noqa: BLE001 - inputs the rule cannot read: say so, naming the op
         InferContext(op, block, idx).fail(f"its shapes cannot be inferred from these inputs and attributes "
                                           f"({type(exc).__name__}: {exc})")
-    check_complex_inputs(block, idx, op)
     if inferred is None:
         return
     ctx, results = inferred
