@@ -1,8 +1,10 @@
 """The lod_text family (crf_decoding, chunk_eval, edit_distance, ctc_align, beam_search, beam_search_decode) and
-row_conv's LoD form: edge values against Paddle 3.3.1 (ties, all-blank alignments, pruned beams) and the metrics
-against hand counts. Whole programs against Paddle: the lod_text rows of tests/test_layer_fixtures.py."""
+row_conv's LoD form: edge values against Paddle 3.3.1 (ties, all-blank alignments, pruned beams), random small
+cases against Paddle's outputs and LoDs (tests/data/paddle/lod_text_values.npz), the metrics against hand counts. Whole programs against Paddle: the lod_text rows of tests/test_layer_fixtures.py."""
 
 import itertools
+import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -10,10 +12,12 @@ import pytest
 import gradc
 from gradc import ExecutionError, LoDTensor
 from gradc.executor.kernels.lod_text import chunks, levenshtein
+from gradc.executor.lod import with_lods
 from gradc.layers import ProgramBuilder
 from gradc.limits import limited
 
 I64 = np.int64
+PADDLE = with_lods(dict(np.load(Path(__file__).parent / "data" / "paddle" / "lod_text_values.npz")))   # x@LOD<k>
 
 
 def run(op_type, inputs: dict, attrs=None, outputs=None) -> dict:
@@ -28,6 +32,22 @@ def run(op_type, inputs: dict, attrs=None, outputs=None) -> dict:
     names = net.op(op_type, slots, attrs, outputs=outputs)
     values = gradc.Executor().run(net.program, feed, names, gradc.Scope(), return_lod=True)
     return dict(zip(outputs, values))
+
+
+@pytest.mark.parametrize("case", sorted({key.rsplit(".", 1)[0] for key in PADDLE if key.endswith(".@attrs")}))
+def test_random_cases_match_paddle(case):
+    """Random small cases (tools/paddle_lod_text_values.py): every output, its dtype and its LoD as Paddle 3.3.1's."""
+    op_type = case.split(".")[0]
+    meta = json.loads(str(PADDLE[f"{case}.@attrs"]))
+    out = run(op_type, {slot: PADDLE[f"{case}.{slot}"] for slot in meta["inputs"]}, meta["attrs"],
+              outputs=meta["outputs"])
+    for slot in meta["outputs"]:
+        mine, theirs = out[slot], PADDLE[f"{case}.{slot}"]
+        if isinstance(theirs, LoDTensor):
+            assert isinstance(mine, LoDTensor) and mine.lod == theirs.lod, (slot, mine, theirs.lod)
+            mine, theirs = mine.array, theirs.array
+        assert mine.dtype == theirs.dtype and mine.shape == theirs.shape, (slot, mine, theirs)
+        np.testing.assert_allclose(mine, theirs, rtol=1e-6, err_msg=slot)
 
 
 def test_crf_decoding_ties_go_to_the_lower_tag_as_paddle():
