@@ -1,6 +1,7 @@
 """The lod_text family (crf_decoding, chunk_eval, edit_distance, ctc_align, beam_search, beam_search_decode) and
 row_conv's LoD form: edge values against Paddle 3.3.1 (ties, all-blank alignments, pruned beams), random small
-cases against Paddle's outputs and LoDs (tests/data/paddle/lod_text_values.npz), the metrics against hand counts. Whole programs against Paddle: the lod_text rows of tests/test_layer_fixtures.py."""
+cases against Paddle's outputs and LoDs (tests/data/paddle/lod_text_values.npz), the metrics against hand counts.
+Whole programs against Paddle: the lod_text rows of tests/test_layer_fixtures.py."""
 
 import itertools
 import json
