@@ -38,17 +38,26 @@ def _insert(beam: list, item: tuple, beam_size: int) -> None:
 
 
 def _candidates(k, rows: range, pre_ids, pre_scores, ids, scores) -> list:
-    """The beam of one source: the beam_size best (score, row, id) over its prefix rows."""
-    end_id, beam_size, accumulated = k.attr("end_id"), k.attr("beam_size"), k.attr("is_accumulated")
+    """The beam of one source: the beam_size best (score, row, id) over its prefix rows, inserted in Paddle's order
+    (row by row; a finished prefix puts all its mass on end_id, one item). Items scored below the beam_size-th best
+    score cannot enter the beam nor change who does, so only the others are inserted (all of them when a score is
+    NaN, which compares with nothing)."""
+    end_id, beam_size, part = k.attr("end_id"), k.attr("beam_size"), slice(rows.start, rows.stop)
+    ended, prior = pre_ids[part] == end_id, pre_scores[part, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scored = scores[part] if k.attr("is_accumulated") else prior + np.log(scores[part])
+    word_ids = ids[part] if ids is not None else np.broadcast_to(np.arange(scores.shape[1]), scored.shape)
+    # column 0: the end_id item of a finished prefix; the others: the candidates of an open one
+    present = np.hstack([ended[:, None], np.repeat(~ended[:, None], scored.shape[1], axis=1)])
+    item_scores = np.hstack([prior, scored])[present]
+    item_ids = np.hstack([np.full(prior.shape, end_id, np.int64), word_ids])[present]
+    item_rows = np.broadcast_to(np.arange(rows.start, rows.stop)[:, None], present.shape)[present]
+    keep = slice(None)
+    if len(item_scores) > beam_size and not np.isnan(item_scores).any():
+        keep = item_scores >= np.partition(item_scores, len(item_scores) - beam_size)[len(item_scores) - beam_size]
     beam: list = []
-    for row in rows:
-        if pre_ids[row] == end_id:   # a finished prefix puts all its mass on end_id
-            _insert(beam, (pre_scores[row], row, end_id), beam_size)
-            continue
-        with np.errstate(divide="ignore", invalid="ignore"):
-            row_scores = scores[row] if accumulated else pre_scores[row] + np.log(scores[row])
-        for d, score in enumerate(row_scores):
-            _insert(beam, (score, row, int(ids[row, d]) if ids is not None else d), beam_size)
+    for score, row, item_id in zip(item_scores[keep], item_rows[keep].tolist(), item_ids[keep].tolist()):
+        _insert(beam, (score, row, item_id), beam_size)
     return beam
 
 
