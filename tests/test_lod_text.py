@@ -59,6 +59,18 @@ def test_crf_decoding_ties_go_to_the_lower_tag_as_paddle():
     assert out.lod == ((0, 3),)
 
 
+def test_crf_decoding_never_picks_a_nan_score_as_paddle():
+    """Paddle's loop takes a score only when strictly greater than the best so far: NaN never wins (numpy's argmax
+    picks the first NaN). Paddle's float32 AVX kernel (8 tags or more) treats NaN otherwise."""
+    nan = np.nan
+    emission = np.array([[nan, 1.0, 0.0], [0.0, nan, 2.0], [1.0, 1.0, nan]], np.float32)
+    transition = np.zeros((5, 3), np.float32)
+    transition[2, 1] = nan
+    out = run("crf_decoding", {"Emission": LoDTensor(emission, [[0, 3]]), "Transition": transition},
+              outputs=["ViterbiPath"])["ViterbiPath"]
+    np.testing.assert_array_equal(out.array.ravel(), [1, 2, 0])   # Paddle 3.3.1's path
+
+
 def _path(emission, start, end, moves, lod):
     transition = np.array([start, end, *moves], np.float32)
     out = run("crf_decoding", {"Emission": LoDTensor(np.asarray(emission, np.float32), lod), "Transition": transition},

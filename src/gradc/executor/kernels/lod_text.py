@@ -32,16 +32,24 @@ def padded_lengths(k, slot: str, batch: int, steps: int | None) -> np.ndarray:
 
 # ---------------------------------------------------------------- crf_decoding
 
+def _best(candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index, score) of the best along axis 0 as Paddle's loop finds it: from score -max (the dtype's), a candidate
+    wins only when strictly greater, so ties go to the lower index and NaN, -inf and -max never win."""
+    floor = -np.finfo(candidates.dtype).max
+    wins = candidates > floor
+    best = np.where(wins, candidates, -np.inf).argmax(axis=0)
+    return best, np.where(wins.any(axis=0), np.take_along_axis(candidates, best[None], 0)[0], floor)
+
+
 def viterbi_path(emission: np.ndarray, transition: np.ndarray) -> np.ndarray:
-    """The best tag path of one sequence [time, tags]; ties go to the lower tag (Paddle's strict >)."""
+    """The best tag path of one sequence [time, tags] (Paddle's choice among ties and non-finite scores, _best)."""
     moves = transition[2:]
     alpha, track = transition[0] + emission[0], []
     for scores in emission[1:]:
-        candidates = alpha[:, None] + moves   # [from, to]
-        best = candidates.argmax(axis=0)
-        alpha = candidates[best, np.arange(len(best))] + scores
+        best, alpha = _best(alpha[:, None] + moves)   # [from, to]
+        alpha = alpha + scores
         track.append(best)
-    path = [int((alpha + transition[1]).argmax())]
+    path = [int(_best(alpha + transition[1])[0])]
     for best in reversed(track):
         path.append(int(best[path[-1]]))
     return np.array(path[::-1], np.int64)
