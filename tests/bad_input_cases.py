@@ -489,6 +489,8 @@ COMPILE_TIME = {
     # lod_text
     "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
                                 "Transition [tags + 2, tags]"),
+    "crf_decoding no tags": ("crf_decoding", {"Emission": zeros(5, 0), "Transition": zeros(2, 0)}, {},
+                             "Emission with at least one tag"),
     "chunk_eval scheme": ("chunk_eval", {"Inference": i64([1], [0]), "Label": i64([1], [0])},
                           {"num_chunk_types": 2, "chunk_scheme": "BIO"}, "chunk_scheme 'BIO' is not one of"),
     "edit_distance lengths": ("edit_distance", {"Hyps": zeros(2, 3, dtype=np.int64),
@@ -662,6 +664,8 @@ RUN_TIME = {
                                                         "Refs": zeros(1, 2, dtype=np.int64), "HypsLength": i64(2),
                                                         "RefsLength": i64(0)}, {"normalized": True},
                                       "reference 0 is empty"),
+    "ctc_align padding_value": ("ctc_align", {"Input": zeros(1, 3, dtype=np.int32), "InputLength": i64([2])},
+                                {"padding_value": 2**40}, "padding_value 1099511627776 does not fit Input's int32"),
     "ctc_align no LoD": ("ctc_align", {"Input": zeros(3, 1, dtype=np.int64)}, {}, "Input has no LoD"),
     "beam_search no LoD": ("beam_search", {"pre_ids": i64([1]), "pre_scores": zeros(1, 1), "scores": zeros(1, 4)},
                            {"beam_size": 2}, "scores has no LoD"),

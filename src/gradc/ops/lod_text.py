@@ -12,7 +12,7 @@ padded, [batch, time, ...] with a tensor of lengths. None has a gradient.
 - edit_distance: the Levenshtein distance of each hypothesis to its reference (divided by the reference's
   length with ``normalized``).
 - ctc_align: each sequence with repeats merged (``merge_repeated``) and ``blank`` dropped; padded, each row's
-  tokens up front and ``padding_value`` after them, with OutputLength.
+  tokens up front and ``padding_value`` after them, with OutputLength [batch, 1].
 - beam_search: one step: the beam_size best (prefix, id) candidates of each source sentence (level ``level`` of
   scores' two-level LoD); a finished prefix (pre_id end_id) carries end_id on; sources all of whose candidates
   end are pruned. beam_search_decode: the sentences of a finished search, traced back through the steps.
@@ -53,6 +53,8 @@ def _crf_infer(ctx):
         form = "[batch, time, tags] with Length" if padded else "[rows, tags] (a LoD tensor) without Length"
         ctx.fail(f"crf_decoding needs Emission {form}, got {emission}")
     tags = emission[-1]
+    if tags == 0:
+        ctx.fail(f"crf_decoding needs Emission with at least one tag, got {emission}")
     if transition is not None and (len(transition) != 2 or not dims_match(transition[0], tags + 2 if tags >= 0 else -1)
                                    or not dims_match(transition[1], tags)):
         ctx.fail(f"crf_decoding needs Transition [tags + 2, tags] (start, end, then tag-to-tag rows) for Emission "
@@ -135,8 +137,9 @@ def _ctc_align_infer(ctx):
         ctx.fail(f"ctc_align without InputLength needs Input [rows, 1] (a LoD tensor), got {tokens}")
     if padded:
         _lengths_infer(ctx, "InputLength", -1 if tokens is None else tokens[0])
-        # OutputLength has Input's dtype, as Paddle's kernel writes it
-        return {"Output": (tokens, ctx.dtype("Input")), "OutputLength": (ctx.shape("InputLength"), ctx.dtype("Input"))}
+        # OutputLength [batch, 1] of Input's dtype, as Paddle's kernel writes it
+        batch = -1 if tokens is None else tokens[0]
+        return {"Output": (tokens, ctx.dtype("Input")), "OutputLength": ([batch, 1], ctx.dtype("Input"))}
     return {"Output": ([-1, 1], ctx.dtype("Input"))}
 
 

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_allocation
 from ...ops.lod_text import CHUNK_SCHEMES
 from ..lod import SETS_LOD
 from . import kernel
-from .sequence_lod import lod_or_fail
+from .sequence_lod import offsets
 
 SETS_LOD.update({"crf_decoding", "ctc_align", "chunk_eval", "edit_distance"})
 
 
-def one_level(k, slot: str) -> np.ndarray:
-    """The offsets of the slot's one LoD level, checked against its rows."""
-    level = np.asarray(lod_or_fail(k, slot, at_most=1)[0], np.int64)
-    rows = k.x(slot).shape[0]
-    if level[-1] != rows:
-        raise ValueError(f"{slot}'s LoD {level.tolist()} ends at {level[-1]}, but it has {rows} rows")
-    return level
+def by_row(values: np.ndarray) -> np.ndarray:
+    """``values`` as [batch, rest] (an empty batch too, which reshape(batch, -1) refuses)."""
+    return values.reshape(len(values), -1 if len(values) else int(np.prod(values.shape[1:])))
 
 
 def padded_lengths(k, slot: str, batch: int, steps: int | None) -> np.ndarray:
@@ -35,16 +32,24 @@ def padded_lengths(k, slot: str, batch: int, steps: int | None) -> np.ndarray:
 
 # ---------------------------------------------------------------- crf_decoding
 
+def _best(candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index, score) of the best along axis 0 as Paddle's loop finds it: from score -max (the dtype's), a candidate
+    wins only when strictly greater, so ties go to the lower index and NaN, -inf and -max never win."""
+    floor = -np.finfo(candidates.dtype).max
+    wins = candidates > floor
+    best = np.where(wins, candidates, -np.inf).argmax(axis=0)
+    return best, np.where(wins.any(axis=0), np.take_along_axis(candidates, best[None], 0)[0], floor)
+
+
 def viterbi_path(emission: np.ndarray, transition: np.ndarray) -> np.ndarray:
-    """The best tag path of one sequence [time, tags]; ties go to the lower tag (Paddle's strict >)."""
+    """The best tag path of one sequence [time, tags] (Paddle's choice among ties and non-finite scores, _best)."""
     moves = transition[2:]
     alpha, track = transition[0] + emission[0], []
     for scores in emission[1:]:
-        candidates = alpha[:, None] + moves   # [from, to]
-        best = candidates.argmax(axis=0)
-        alpha = candidates[best, np.arange(len(best))] + scores
+        best, alpha = _best(alpha[:, None] + moves)   # [from, to]
+        alpha = alpha + scores
         track.append(best)
-    path = [int((alpha + transition[1]).argmax())]
+    path = [int(_best(alpha + transition[1])[0])]
     for best in reversed(track):
         path.append(int(best[path[-1]]))
     return np.array(path[::-1], np.int64)
@@ -72,7 +77,7 @@ def crf_decoding(k):
         return {"ViterbiPath": path}
     if emission.ndim != 2:
         raise ValueError(f"Emission must be [rows, tags] (a LoD tensor) without Length, got {list(emission.shape)}")
-    bounds = one_level(k, "Emission")
+    bounds = offsets(k, "Emission", at_most=1)
     path = np.zeros((emission.shape[0], 1), np.int64)
     for start, end in zip(bounds[:-1], bounds[1:]):
         if end > start:
@@ -136,10 +141,10 @@ def _sequences(k, slot: str):
     """Each sequence of the slot's values: LoD rows, or padded rows cut at SeqLength."""
     values = np.asarray(k.x(slot))
     if k.lod("Label"):
-        bounds = one_level(k, slot)
+        bounds = offsets(k, slot, at_most=1)
         flat = values.reshape(-1)
         return [flat[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
-    rows = values.reshape(values.shape[0], -1)
+    rows = by_row(values)
     lengths = padded_lengths(k, "SeqLength", rows.shape[0], rows.shape[1])
     return [row[:length] for row, length in zip(rows, lengths)]
 
@@ -180,7 +185,9 @@ def chunk_eval(k):
 # ---------------------------------------------------------------- edit_distance
 
 def levenshtein(hyp: np.ndarray, ref: np.ndarray) -> int:
-    """Insertions, deletions and substitutions turning ``hyp`` into ``ref``, a row of the table at a time."""
+    """Insertions, deletions and substitutions turning ``hyp`` into ``ref``, a row of the table at a time (the
+    distance is symmetric: the loop runs over the shorter sequence, numpy over the longer)."""
+    hyp, ref = sorted((hyp, ref), key=len)
     row = np.arange(len(ref) + 1)
     for i, token in enumerate(hyp, 1):
         substituted = row[:-1] + (ref != token)
@@ -195,8 +202,8 @@ def _strings(k, slot: str, length_slot: str) -> list[np.ndarray]:
     values = np.asarray(k.x(slot))
     if k.has(length_slot):
         lengths = padded_lengths(k, length_slot, values.shape[0], values.shape[1] if values.ndim == 2 else None)
-        return [row[:length] for row, length in zip(values.reshape(values.shape[0], -1), lengths)]
-    bounds = one_level(k, slot)
+        return [row[:length] for row, length in zip(by_row(values), lengths)]
+    bounds = offsets(k, slot, at_most=1)
     flat = values.reshape(-1)
     return [flat[start:end] for start, end in zip(bounds[:-1], bounds[1:])]
 
@@ -213,6 +220,9 @@ def edit_distance(k):
     for i, (hyp, ref) in enumerate(zip(hyps, refs)):
         if normalized and not len(ref):
             raise ValueError(f"reference {i} is empty: normalized edit distances divide by its length")
+        # its time is Paddle's table's size, which the memory limit bounds as it bounds Paddle's float table
+        check_allocation((len(hyp) + 1) * (len(ref) + 1), 4, f"the edit distance table of sequence {i} "
+                         f"({len(hyp)} by {len(ref)} tokens)")
         distance = np.float32(levenshtein(hyp, ref))
         out[i, 0] = distance / np.float32(len(ref)) if normalized else distance
     return {"Out": out, "SequenceNum": np.array([len(hyps)], np.int64)}
@@ -221,10 +231,11 @@ def edit_distance(k):
 # ---------------------------------------------------------------- ctc_align
 
 def aligned(tokens: np.ndarray, blank: int, merge_repeated: bool) -> np.ndarray:
-    """The tokens with each run of repeats merged (``merge_repeated``) and ``blank`` dropped."""
+    """The tokens with each run of repeats merged (``merge_repeated``) and ``blank`` dropped; Paddle's token before
+    the first is -1, so a leading -1 merges away too."""
     keep = tokens != blank
     if merge_repeated:
-        keep[1:] &= tokens[1:] != tokens[:-1]
+        keep &= tokens != np.concatenate([[-1], tokens[:-1]]).astype(tokens.dtype, copy=False)
     return tokens[keep]
 
 
@@ -234,18 +245,20 @@ def ctc_align(k):
     if k.has("InputLength"):
         if tokens.ndim != 2:
             raise ValueError(f"Input must be [batch, time] with InputLength, got {list(tokens.shape)}")
-        lengths = padded_lengths(k, "InputLength", tokens.shape[0], tokens.shape[1])
-        out = np.full(tokens.shape, k.attr("padding_value"), tokens.dtype)
+        lengths, padding = padded_lengths(k, "InputLength", tokens.shape[0], tokens.shape[1]), k.attr("padding_value")
+        if not np.iinfo(tokens.dtype).min <= padding <= np.iinfo(tokens.dtype).max:
+            raise ValueError(f"padding_value {padding} does not fit Input's {tokens.dtype}")
+        out = np.full(tokens.shape, padding, tokens.dtype)
         kept = np.zeros(len(lengths), tokens.dtype)
         for i, length in enumerate(lengths):
             row = aligned(tokens[i, :length], blank, merge)
             out[i, :len(row)], kept[i] = row, len(row)
-        return {"Output": out, "OutputLength": kept.reshape(k.x("InputLength").shape)}
-    bounds = one_level(k, "Input")
+        return {"Output": out, "OutputLength": kept.reshape(-1, 1)}   # [batch, 1] whatever InputLength's shape
+    bounds = offsets(k, "Input", at_most=1)
     flat = tokens.reshape(-1)
     rows = [aligned(flat[start:end], blank, merge) for start, end in zip(bounds[:-1], bounds[1:])]
-    offsets = tuple(int(o) for o in np.concatenate([[0], np.cumsum([len(r) for r in rows], dtype=np.int64)]))
-    k.set_lod("Output", (offsets,))
-    if offsets[-1] == 0:   # Paddle writes one -1 when every sequence aligns to nothing
+    ends = tuple(int(o) for o in np.concatenate([[0], np.cumsum([len(r) for r in rows], dtype=np.int64)]))
+    k.set_lod("Output", (ends,))
+    if ends[-1] == 0:   # Paddle writes one -1 when every sequence aligns to nothing
         return {"Output": np.full((1, 1), -1, tokens.dtype)}
     return {"Output": np.concatenate(rows).reshape(-1, 1)}
