@@ -63,17 +63,20 @@ def watch_registrations() -> dict[str, dict[str, list[str]]]:
 
 
 def render(package: str, what: str, touched: dict[str, list[str]]) -> str:
+    """One entry per module, its op types wrapped at 120 columns under the first."""
     lines = [HEADER.format(package=package, what=what)]
     for module in sorted(touched):
-        lines.append(f'    "{module}": (\n')
-        line = " " * 7
-        for op_type in touched[module]:
-            item = f' "{op_type}",'
-            if len(line) + len(item) > 120:
+        names = [f'"{op_type}"' for op_type in touched[module]]
+        names[-1] += ")," if len(names) > 1 else ",),"   # a one-name tuple keeps its comma
+        line = f'    "{module}": ('
+        for i, name in enumerate(names):
+            item = name if i == len(names) - 1 else name + ","
+            if i and len(line) + 1 + len(item) > 120:
                 lines.append(line + "\n")
-                line = " " * 7
-            line += item
-        lines.append(line + "\n    ),\n")
+                line = " " * 8 + item
+            else:
+                line += (" " if i else "") + item
+        lines.append(line + "\n")
     lines.append("}\n")
     return "".join(lines)
 
