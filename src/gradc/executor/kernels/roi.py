@@ -6,6 +6,7 @@ Paddle's does); sums in float64, cast back. Every grad is the adjoint of its for
 from __future__ import annotations
 
 import math
+from itertools import chain
 
 import numpy as np
 
@@ -71,12 +72,13 @@ def _pooled_out(k, boxes: int, channels: int) -> np.ndarray:
 
 # ---------------------------------------------------------------- roi_align
 def _align_samples(start, size, pooled: int, grid: int, extent: int):
-    """One axis of a box's bilinear samples: (cells, weights, valid), each [pooled, grid, 2] ([..., 0] the lower
-    cell, [..., 1] the upper). A sample more than a pixel outside [0, extent] is not valid; one at or past the
-    last pixel center reads that pixel."""
+    """One axis of boxes' bilinear samples, from their starts and sizes [B]: (cells, weights, valid), each
+    [B, pooled, grid, 2] ([..., 0] the lower cell, [..., 1] the upper). A sample more than a pixel outside
+    [0, extent] is not valid; one at or past the last pixel center reads that pixel."""
     dtype = start.dtype.type
     steps = (np.arange(grid, dtype=start.dtype) + dtype(0.5)) / dtype(grid)
-    pos = start + dtype(size / dtype(pooled)) * (np.arange(pooled, dtype=start.dtype)[:, None] + steps)
+    offsets = np.arange(pooled, dtype=start.dtype)[:, None] + steps
+    pos = start[:, None, None] + (size / dtype(pooled))[:, None, None] * offsets
     valid = (pos >= -1) & (pos <= extent)
     pos = np.where(valid & (pos > 0), pos, dtype(0))
     low = pos.astype(np.int64)
@@ -90,41 +92,77 @@ def _align_samples(start, size, pooled: int, grid: int, extent: int):
     return cells, weights, np.broadcast_to(valid[..., None], cells.shape)
 
 
-def _align_box(k, box, height: int, width: int):
-    """A box's samples, each [ph, pw, samples * 4]: flat plane positions, weights (a sample that is not valid
-    reads position 0 with weight 0, as Paddle's does) and validity; and 1 / the samples per bin."""
+def _align_frames(k, rois):
+    """Every box's (y1, x1, height, width), each [R] in X's dtype, and its sample grid per side (gh, gw) [R],
+    each grid's samples checked against the memory limit (first box first, as one box at a time would)."""
     aligned, ratio = k.attr("aligned"), k.attr("sampling_ratio")
-    dtype = box.dtype.type
-    x1, y1, x2, y2 = box * _scale(k, box.dtype) - dtype(0.5 if aligned else 0)
+    dtype = rois.dtype.type
+    x1, y1, x2, y2 = (rois * _scale(k, rois.dtype) - dtype(0.5 if aligned else 0)).T
     sizes = (y2 - y1, x2 - x1)
     if not aligned:
-        sizes = tuple(max(size, dtype(1)) for size in sizes)
+        sizes = tuple(np.maximum(size, dtype(1)) for size in sizes)
     ph, pw = _pooled(k)
-    gh, gw = (ratio if ratio > 0 else max(math.ceil(size / dtype(p)), 0) for size, p in zip(sizes, (ph, pw)))
-    check_allocation(ph * pw * gh * gw * 4, 8, f"the {gh} x {gw} samples of each of the {ph} x {pw} bins of a box")
-    row, row_weight, row_valid = (a[:, None, :, None, :, None] for a in _align_samples(y1, sizes[0], ph, gh, height))
-    col, col_weight, col_valid = (a[None, :, None, :, None, :] for a in _align_samples(x1, sizes[1], pw, gw, width))
-    valid = row_valid & col_valid                                      # [ph, pw, gh, gw, 2, 2]
-    flat = np.where(valid, row * width + col, 0).reshape(ph, pw, -1)
-    weights = np.where(valid, row_weight.astype(np.float64) * col_weight, 0.0).reshape(ph, pw, -1)
-    return flat, weights, valid.reshape(ph, pw, -1), (1.0 / (gh * gw) if gh * gw else 0.0)
+    grids = []
+    for size, pooled in zip(sizes, (ph, pw)):
+        if ratio > 0:
+            grids.append(np.full(size.shape, ratio, np.int64))
+            continue
+        cells = size / dtype(pooled)
+        for far in cells[~np.isfinite(cells)][:1]:
+            math.ceil(far)   # OverflowError, as for one box
+        grids.append(np.maximum(np.ceil(cells), 0).astype(np.int64))
+    for gh, gw in dict.fromkeys(zip(grids[0].tolist(), grids[1].tolist())):
+        check_allocation(ph * pw * gh * gw * 4, 8, f"the {gh} x {gw} samples of each of the {ph} x {pw} bins of a box")
+    return (y1, x1, *sizes), grids
 
 
-def _channel_parts(channels: int, per_channel: int) -> list[slice]:
-    """Channels in groups of at most CHUNK values read: a large box's many samples times many channels."""
-    step = max(1, CHUNK // max(per_channel, 1))
-    return [slice(start, start + step) for start in range(0, channels, step)]
+def _align_group(k, frames, grid: tuple[int, int], height: int, width: int):
+    """Boxes sharing a sample grid, as _align_samples' [B] rows: each [B, ph, pw, samples * 4], flat plane
+    positions, weights (a sample that is not valid reads position 0 with weight 0, as Paddle's does) and
+    validity; and 1 / the samples per bin."""
+    (y1, x1, box_height, box_width), (gh, gw), (ph, pw) = frames, grid, _pooled(k)
+    boxes = y1.shape[0]
+    row, row_weight, row_valid = (a[:, :, None, :, None, :, None]
+                                  for a in _align_samples(y1, box_height, ph, gh, height))
+    col, col_weight, col_valid = (a[:, None, :, None, :, None, :]
+                                  for a in _align_samples(x1, box_width, pw, gw, width))
+    valid = row_valid & col_valid                                      # [B, ph, pw, gh, gw, 2, 2]
+    flat = np.where(valid, row * width + col, 0).reshape(boxes, ph, pw, -1)
+    weights = np.where(valid, row_weight.astype(np.float64) * col_weight, 0.0).reshape(boxes, ph, pw, -1)
+    return flat, weights, valid.reshape(boxes, ph, pw, -1), (1.0 / (gh * gw) if gh * gw else 0.0)
+
+
+def _align_runs(k, rois, channels: int, height: int, width: int):
+    """Runs of consecutive boxes of at most CHUNK values read (a large box's many samples times many channels
+    in groups of channels), in order, each a list of (boxes, channels, flat, weights, valid, 1 / samples per
+    bin): the run's boxes that share a sample grid, together."""
+    frames, (gh, gw) = _align_frames(k, rois)
+    per_box = math.prod(_pooled(k)) * 4 * gh * gw
+    width_step = max(1, CHUNK // max(int(per_box.max(initial=1)), 1))
+    ends = np.cumsum(per_box)
+    for part in (slice(start, start + width_step) for start in range(0, channels, width_step)):
+        budget, first = CHUNK // max(len(range(channels)[part]), 1), 0
+        while first < rois.shape[0]:
+            done = ends[first - 1] if first else 0
+            last = max(int(np.searchsorted(ends, done + budget, "right")), first + 1)
+            run = np.arange(first, last)
+            groups = [run[(gh[run] == grid[0]) & (gw[run] == grid[1])]
+                      for grid in dict.fromkeys(zip(gh[run].tolist(), gw[run].tolist()))]
+            yield [(boxes, part, *_align_group(k, tuple(a[boxes] for a in frames), (gh[boxes[0]], gw[boxes[0]]),
+                                               height, width)) for boxes in groups]
+            first = last
 
 
 @kernel("roi_align")
 def roi_align(k):
     x, rois, images = _inputs(k)
-    planes = x.reshape(*x.shape[:2], -1).astype(np.float64)
+    pixels = x.reshape(*x.shape[:2], -1).swapaxes(1, 2).astype(np.float64)   # [N, H * W, C]
     out = _pooled_out(k, rois.shape[0], x.shape[1])
-    for r, (box, image) in enumerate(zip(rois, images)):
-        flat, weights, _, per_sample = _align_box(k, box, *x.shape[2:])
-        for part in _channel_parts(x.shape[1], flat.size):
-            out[r, part] = (planes[image, part][:, flat] * weights).sum(-1) * per_sample
+    for boxes, part, flat, weights, _, per_sample in chain.from_iterable(_align_runs(k, rois, *x.shape[1:])):
+        # read [B, ph, pw, samples, C] in memory, seen as [B, C, ph, pw, samples]: the layout the read of one
+        # box at a time had, so numpy's sum adds each bin's samples in the same order (it follows the layout)
+        read = np.moveaxis(pixels[:, :, part][images[boxes, None, None, None], flat], -1, 1)
+        out[boxes, part] = (read * weights[:, None]).sum(-1) * per_sample
     return {"Out": out.astype(x.dtype)}
 
 
@@ -132,12 +170,16 @@ def roi_align(k):
 def roi_align_grad(k):
     x, rois, images = _inputs(k)
     dout = _dout(k, rois.shape[0], x.shape[1])
-    dx = np.zeros((x.shape[0], x.shape[1], x.shape[2] * x.shape[3]))
-    for r, (box, image) in enumerate(zip(rois, images)):
-        flat, weights, valid, per_sample = _align_box(k, box, *x.shape[2:])
-        for part in _channel_parts(x.shape[1], flat.size):
-            spread = np.where(valid, dout[r, part][..., None] * (weights * per_sample), 0.0)   # [c, ph, pw, 4 S]
-            np.add.at(dx[image, part], (slice(None), flat.reshape(-1)), spread.reshape(spread.shape[0], -1))
+    dx = np.zeros(x.size)
+    plane, channels = x.shape[2] * x.shape[3], np.arange(x.shape[1])
+    for run in _align_runs(k, rois, *x.shape[1:]):
+        pieces = {}   # box -> its (positions in X, values), put back in box order: each pixel's sum in box order
+        for boxes, part, flat, weights, valid, per_sample in run:
+            spread = np.where(valid[:, None], dout[boxes, part][..., None] * (weights * per_sample)[:, None], 0.0)
+            at = ((images[boxes, None] * x.shape[1] + channels[part]) * plane)[..., None, None, None] + flat[:, None]
+            pieces.update(zip(boxes.tolist(), zip(at.reshape(len(boxes), -1), spread.reshape(len(boxes), -1))))
+        ordered = [pieces[box] for box in sorted(pieces)]
+        np.add.at(dx, np.concatenate([at for at, _ in ordered]), np.concatenate([value for _, value in ordered]))
     return {"X@GRAD": dx.reshape(x.shape).astype(x.dtype)}
 
 
