@@ -153,16 +153,29 @@ def _align_runs(k, rois, channels: int, height: int, width: int):
             first = last
 
 
+def _bin_sums(pixels, images, flat, weights):
+    """Each bin's weighted samples summed as numpy summed one box's read [C, ph, pw, samples] (laid out with C
+    innermost): with one channel along contiguous memory (pairwise), else sample by sample from +0, which this
+    does without holding every sample's read at once. pixels [N, H * W, C]; out [B, C, ph, pw]."""
+    rows = np.ascontiguousarray(pixels).reshape(-1, pixels.shape[-1])       # one row of channels per pixel
+    at = images[:, None, None, None] * pixels.shape[1] + flat                  # [B, ph, pw, samples]
+    if pixels.shape[-1] == 1 or not flat.shape[-1]:
+        return np.moveaxis((rows[at] * weights[..., None]).sum(-2), -1, 1)
+    total = np.zeros((*flat.shape[:-1], pixels.shape[-1]))                    # numpy's sum starts at +0
+    term = np.empty_like(total)
+    for at_sample, weight in zip(np.moveaxis(at, -1, 0), np.moveaxis(weights, -1, 0)):
+        np.multiply(rows.take(at_sample, 0), weight[..., None], out=term)
+        total += term
+    return np.moveaxis(total, -1, 1)
+
+
 @kernel("roi_align")
 def roi_align(k):
     x, rois, images = _inputs(k)
-    pixels = x.reshape(*x.shape[:2], -1).swapaxes(1, 2).astype(np.float64)   # [N, H * W, C]
+    pixels = np.ascontiguousarray(x.reshape(*x.shape[:2], -1).swapaxes(1, 2), np.float64)   # [N, H * W, C]
     out = _pooled_out(k, rois.shape[0], x.shape[1])
     for boxes, part, flat, weights, _, per_sample in chain.from_iterable(_align_runs(k, rois, *x.shape[1:])):
-        # read [B, ph, pw, samples, C] in memory, seen as [B, C, ph, pw, samples]: the layout the read of one
-        # box at a time had, so numpy's sum adds each bin's samples in the same order (it follows the layout)
-        read = np.moveaxis(pixels[:, :, part][images[boxes, None, None, None], flat], -1, 1)
-        out[boxes, part] = (read * weights[:, None]).sum(-1) * per_sample
+        out[boxes, part] = _bin_sums(pixels[:, :, part], images[boxes], flat, weights) * per_sample
     return {"Out": out.astype(x.dtype)}
 
 
