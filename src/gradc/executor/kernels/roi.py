@@ -84,6 +84,9 @@ def roi_align_grad(k):
             spread = np.where(valid[:, None], dout[boxes, part][..., None] * (weights * per_sample)[:, None], 0.0)
             at = ((images[boxes, None] * x.shape[1] + channels[part]) * plane)[..., None, None, None] + flat[:, None]
             pieces.update(zip(boxes.tolist(), zip(at.reshape(len(boxes), -1), spread.reshape(len(boxes), -1))))
+        if len(run) == 1:   # one sample grid: its boxes are the run, already in order
+            np.add.at(dx, at.reshape(-1), spread.reshape(-1))
+            continue
         ordered = [pieces[box] for box in sorted(pieces)]
         np.add.at(dx, np.concatenate([at for at, _ in ordered]), np.concatenate([value for _, value in ordered]))
     return {"X@GRAD": dx.reshape(x.shape).astype(x.dtype)}
