@@ -128,17 +128,26 @@ def _roi_pool_box(plane: np.ndarray, box_edges) -> tuple[np.ndarray, np.ndarray]
     first, then rows. Values Paddle's kernel never takes (NaN, and those at or below -max, its starting value)
     are left out; a bin without any gives -max and -1, an empty bin 0 and -1."""
     (row_first, row_end), (col_first, col_end) = box_edges
-    height, width = plane.shape[1:]
+    width = plane.shape[2]
+    (top, bottom), (left, right) = _window(row_first, row_end, plane.shape[1]), _window(col_first, col_end, width)
+    plane = plane[:, top:bottom, left:right]   # the box's pixels only: every bin lies within them
     lowest = -np.finfo(plane.dtype).max
     candidates = np.where(plane > lowest, plane, -np.inf).astype(np.float64)
-    by_column, columns = _first_max(candidates, _in_bins(col_first, col_end, width), 2)   # [C, H, pw]
-    best, rows = _first_max(by_column, _in_bins(row_first, row_end, height), 1)           # [C, pw, ph]
-    best, rows = best.swapaxes(1, 2), rows.swapaxes(1, 2)                                 # [C, ph, pw]
+    by_column, columns = _first_max(candidates, _in_bins(col_first - left, col_end - left, right - left), 2)
+    best, rows = _first_max(by_column, _in_bins(row_first - top, row_end - top, bottom - top), 1)   # [C, pw, ph]
+    best, rows = best.swapaxes(1, 2), rows.swapaxes(1, 2)                                           # [C, ph, pw]
     column = np.take_along_axis(columns, rows, 1)
     found = best > -np.inf
     empty = (row_end <= row_first)[:, None] | (col_end <= col_first)[None, :]
     out = np.where(found, best, np.where(empty, 0.0, lowest))
-    return out, np.where(found, rows * width + column, -1)
+    return out, np.where(found, (rows + top) * width + column + left, -1)
+
+
+def _window(first: np.ndarray, end: np.ndarray, extent: int) -> tuple[int, int]:
+    """[start, stop) of the positions the bins [first, end) along one axis cover, at least one (bins that hold
+    nothing still take a max over none)."""
+    start = min(int(first.min()), extent - 1)
+    return start, max(int(end.max()), start + 1)
 
 
 def _roi_pool_edges(k, box, height: int, width: int):
