@@ -226,5 +226,9 @@ def psroi_pool_grad(k):
         bins = _psroi_bins(k, box, *x.shape[2:])
         area = bins.sum((-2, -1))
         share = np.divide(dout[r], area, out=np.zeros_like(dout[r]), where=area > 0)
-        dx[image] += np.where(bins, share[..., None, None], 0.0)
+        # only the box's pixels: elsewhere it adds +0, which changes no sum that starts at +0 (none becomes -0)
+        rows, columns = np.flatnonzero(bins.any((0, 1, 3))), np.flatnonzero(bins.any((0, 1, 2)))
+        if rows.size:
+            window = np.s_[..., rows[0]:rows[-1] + 1, columns[0]:columns[-1] + 1]
+            dx[image][window] += np.where(bins[window], share[..., None, None], 0.0)
     return {"X@GRAD": dx.reshape(x.shape).astype(x.dtype)}
