@@ -487,6 +487,11 @@ COMPILE_TIME = {
     "gru_unit hidden": ("gru_unit", {"Input": zeros(2, 9), "HiddenPrev": zeros(3, 3), "Weight": zeros(3, 9)}, {},
                         "HiddenPrev 'hiddenprev0' must have shape [2, 3]"),
     # lod_text
+    # extra_math
+    # linalg_extra
+    # random_dist
+    # detection_v1
+    # optimizer_amp
     "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
                                 "Transition [tags + 2, tags]"),
     "crf_decoding no tags": ("crf_decoding", {"Emission": zeros(5, 0), "Transition": zeros(2, 0)}, {},
@@ -655,6 +660,11 @@ RUN_TIME = {
     "gru no LoD": ("gru", {"Input": zeros(4, 9), "Weight": zeros(3, 9)}, {},
                    "Input has no LoD: gru works on sequences"),
     # lod_text
+    # extra_math
+    # linalg_extra
+    # random_dist
+    # detection_v1
+    # optimizer_amp
     "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
     "crf_decoding length": ("crf_decoding", {"Emission": zeros(2, 3, 4), "Transition": zeros(6, 4),
                                              "Length": i64(3, 4)}, {}, "Length lengths must lie in [0, 3]"),
@@ -722,4 +732,9 @@ EXEMPT = {
     # complex_fft
     # lod_rnn
     # lod_text
+    # extra_math
+    # linalg_extra
+    # random_dist
+    # detection_v1
+    # optimizer_amp
 }

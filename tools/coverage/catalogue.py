@@ -4,8 +4,11 @@ from . import (
         activations,
         complex_fft,
         conv,
+        detection_v1,
+        extra_math,
         geometric,
         legacy_v1,
+        linalg_extra,
         lod_models,
         lod_text,
         losses,
@@ -14,10 +17,12 @@ from . import (
         models_full,
         norms,
         quant_layers,
+        random_dist,
         sequence,
         sequence_lod,
         shape,
         static_nn,
+        tensor_api,
         tensor_math,
         tensor_ops,
         vision_ops,
@@ -27,6 +32,7 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *models.ROWS, *models_full.ROWS,
         *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS, *vision_ops.ROWS, *geometric.ROWS,
         *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS,
-        *lod_text.ROWS]
+        *lod_text.ROWS, *tensor_api.ROWS, *extra_math.ROWS, *linalg_extra.ROWS, *random_dist.ROWS,
+        *detection_v1.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

@@ -8,10 +8,13 @@ from . import (
     complex_fft_rows,
     deform_conv_rows,
     detection_rows,
+    detection_v1_rows,
+    extra_math_rows,
     grad_rows,
     graph_rows,
     legacy_nn_rows,
     legacy_shape_rows,
+    linalg_extra_rows,
     linalg_rows,
     math_rows,
     nn_rows,
@@ -20,6 +23,7 @@ from . import (
     products_rows,
     pylayer_rows,
     quant_rows,
+    random_dist_rows,
     roi_rows,
     sampling_rows,
     scans_rows,
@@ -28,6 +32,8 @@ from . import (
     special,
     special_math_rows,
     static_nn_rows,
+    tensor_api_rows,
+    translated_rows,
     unary_math_rows,
     vision_rows,
     yolo_loss_rows,
@@ -71,7 +77,9 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + unary_math_rows.ROWS + special_math_rows.ROWS + binary_math_rows.ROWS + products_rows.ROWS
                + scans_rows.ROWS + linalg_rows.ROWS + sampling_rows.ROWS + legacy_nn_rows.ROWS + roi_rows.ROWS
                + deform_conv_rows.ROWS + detection_rows.ROWS + yolo_loss_rows.ROWS + signal_rows.ROWS + graph_rows.ROWS
-               + static_nn_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS + SPECIAL)
+               + static_nn_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS
+               + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
+               + random_dist_rows.ROWS + detection_v1_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:

@@ -1,0 +1,7 @@
+"""Rows: the PIR ops of the translated family."""
+
+from __future__ import annotations
+
+from . import row  # noqa: F401
+
+ROWS = []
