@@ -7,7 +7,7 @@ maps (tests/data/paddle/pir_layers/<row>/: forward.json, Paddle's training progr
 feed.npz, params.npz, loss.npy, grads.npz, meta.json; grads_reference.npz where Paddle's gradient is
 wrong). Not part of the package: it needs paddlepaddle.
 
-    /work/paddle-venv/bin/python tools/paddle_pir_coverage.py [--fixtures] [ROW_PATTERN ...]
+    /work/paddle-venv/bin/python tools/paddle_pir_coverage.py [--fixtures | --fixtures-of] [ROW_PATTERN ...]
 """
 
 from __future__ import annotations
@@ -120,6 +120,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("patterns", nargs="*", help="row ids or glob patterns (default: every row)")
     parser.add_argument("--fixtures", action="store_true", help="also write the fixtures of a covering set of rows")
+    parser.add_argument("--fixtures-of", action="store_true",
+                        help="also write the fixtures of exactly the rows named (no covering set, nothing deleted)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     paddle.enable_static()
@@ -128,7 +130,10 @@ def main() -> int:
     recorded = json.loads(RECORD.read_text()) if RECORD.exists() else {}
     recorded.update(record(rows))
     RECORD.write_text(json.dumps({rid: recorded[rid] for rid in sorted(recorded)}, indent=0) + "\n")
-    if args.fixtures:
+    if args.fixtures_of:
+        for row in rows:
+            print(f"fixture {row.id}: {write_fixture(row, FIXTURES / row.id)}", flush=True)
+    elif args.fixtures:
         chosen = choose(recorded)
         for stale in [d for d in FIXTURES.glob("*") if d.is_dir() and d.name not in chosen]:
             shutil.rmtree(stale)
