@@ -10,8 +10,9 @@ tests/data/paddle/vision_train/<model>/ holds
   init.npz       every parameter after the startup program (batch norm's running statistics too)
   grads.npz      <param>@GRAD of the first step
   losses.npy     the loss of each step; final.npz: every parameter after the last step
-  losses64.npy, grads64.npz, final64.npz   Paddle's float64 run of the same case, kept where float32
-                 rounding exceeds rtol 1e-5 / atol 1e-6
+  losses64.npy, grads64.npz, final64.npz   Paddle's float64 run of the same case, kept where Paddle's float32
+                 rounding exceeds half of rtol 1e-5 / atol 1e-6 (another float32 run, gradc's, rounds as much
+                 again: their difference can reach the whole tolerance)
   meta.json      the loss var, Adam's hyper-parameters, the op types of Paddle's training program
 """
 
@@ -80,7 +81,7 @@ def train(main, startup, loss: str, params: list[str], feed: dict, init: dict | 
 
 
 def close(a: dict, b: dict) -> bool:
-    return all(np.allclose(a[k], b[k], rtol=1e-5, atol=1e-6) for k in a)
+    return all(np.allclose(a[k], b[k], rtol=5e-6, atol=5e-7) for k in a)
 
 
 def build_model(name: str, model: Model, out: Path) -> str:
