@@ -3,6 +3,11 @@ inputs, parameters, and the loss and gradients Paddle computes. Not part of the 
 paddlepaddle (3.x, legacy IR), which gradc does not depend on.
 
     FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_fixtures.py tests/data/paddle
+
+A case's float64 reference (loss64.npy, grads64.npz: Paddle's float64 run of its own backward program, which
+tools/run_in_paddle.py judges float32 rounding by) is written with the case, or alone for an existing fixture:
+
+    FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_fixtures.py --float64 tests/data/paddle/vision
 """
 
 from __future__ import annotations
@@ -159,6 +164,34 @@ def build_training(case: str, out_dir: Path, seed: int = 2024) -> None:
     print(f"{case}: losses {losses}")
 
 
+def write_float64(fixture: Path) -> None:
+    """Paddle's run of the fixture's backward.pb with every float32 var, value and dtype attribute made float64:
+    the reference where float32 rounding (Paddle's own run moves by it between runs) reaches a tolerance."""
+    fp32, fp64 = paddle.base.core.VarDesc.VarType.FP32, paddle.base.core.VarDesc.VarType.FP64
+    program = paddle.static.Program.parse_from_string((fixture / "backward.pb").read_bytes())
+    for block in program.blocks:
+        for var in block.vars.values():
+            if var.type == paddle.base.core.VarDesc.VarType.LOD_TENSOR and var.desc.dtype() == fp32:
+                var.desc.set_dtype(fp64)
+        for op in block.ops:
+            for name in ("dtype", "out_dtype", "in_dtype"):
+                if op.desc.has_attr(name) and op.desc.attr(name) == int(fp32):
+                    op.desc._set_attr(name, int(fp64))
+    with np.load(fixture / "feed.npz") as feed, np.load(fixture / "params.npz") as params, \
+            np.load(fixture / "grads.npz") as grads:
+        widen = {k: v.astype("float64") if v.dtype == np.float32 else v
+                 for k, v in {**dict(feed), **dict(params)}.items()}
+        fetch = [json.loads((fixture / "meta.json").read_text())["loss"], *grads.files]
+        scope = paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            for name in params.files:
+                scope.var(name).get_tensor().set(widen[name], paddle.CPUPlace())
+            values = paddle.static.Executor(paddle.CPUPlace()).run(
+                program, feed={k: widen[k] for k in feed.files}, fetch_list=fetch)
+    np.save(fixture / "loss64.npy", values[0])
+    np.savez(fixture / "grads64.npz", **dict(zip(fetch[1:], values[1:])))
+
+
 def build(case: str, out_dir: Path, seed: int = 2024) -> None:
     paddle.seed(seed)
     rng = np.random.default_rng(seed)
@@ -190,6 +223,7 @@ def build(case: str, out_dir: Path, seed: int = 2024) -> None:
             "ops_forward_block0": [op.type for op in paddle.static.Program.parse_from_string(forward)
                                    .global_block().ops]}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    write_float64(out)
     ops = sorted(set(meta["ops_forward_block0"]))
     print(f"{case}: loss {float(values[0]):.6f}, {len(params_grads)} params, ops: {ops}")
 
@@ -219,7 +253,10 @@ def build_inference(case: str, out_dir: Path, seed: int = 2024) -> None:
     print(f"{case}: output {fetches[0].name} {expected.shape}")
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] == ["--float64"]:
+    for fixture in sys.argv[2:]:
+        write_float64(Path(fixture))
+elif __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle")
     for name in sys.argv[2:] or [*CASES, *OPTIMIZERS, "inference"]:
         builder = build_training if name in OPTIMIZERS else build_inference if name == "inference" else build
