@@ -491,6 +491,10 @@ COMPILE_TIME = {
     # linalg_extra
     # random_dist
     # detection_v1
+    "affine_channel scale": ("affine_channel", {"X": X4, "Scale": zeros(3), "Bias": zeros(3)},
+                             {"data_layout": "NCHW"}, "Scale must be [C] = [4]"),
+    "shuffle_channel group": ("shuffle_channel", {"X": X4}, {"group": 3}, "4 channels do not divide into 3 groups"),
+    "add_position_encoding odd": ("add_position_encoding", {"X": zeros(2, 3, 5)}, {}, "feature size 5 must be even"),
     # optimizer_amp
     "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
                                 "Transition [tags + 2, tags]"),
@@ -664,6 +668,7 @@ RUN_TIME = {
     # linalg_extra
     # random_dist
     # detection_v1
+    "add_position_encoding rows without a LoD": ("add_position_encoding", {"X": zeros(5, 4)}, {}, "without a LoD"),
     # optimizer_amp
     "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
     "crf_decoding length": ("crf_decoding", {"Emission": zeros(2, 3, 4), "Transition": zeros(6, 4),
