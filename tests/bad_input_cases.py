@@ -491,6 +491,11 @@ COMPILE_TIME = {
     # linalg_extra
     # random_dist
     # detection_v1
+    "anchor_generator sizes": ("anchor_generator", {"Input": X4}, {"aspect_ratios": [1.0], "variances": [0.1] * 4},
+                               "anchor_sizes must be sizes > 0, got []"),
+    "box_clip im_info": ("box_clip", {"Input": zeros(3, 4), "ImInfo": zeros(1, 2)}, {}, "ImInfo must be [N, 3]"),
+    "bipartite_match match_type": ("bipartite_match", {"DistMat": X23}, {"match_type": "greedy"},
+                                   "match_type must be bipartite or per_prediction"),
     "affine_channel scale": ("affine_channel", {"X": X4, "Scale": zeros(3), "Bias": zeros(3)},
                              {"data_layout": "NCHW"}, "Scale must be [C] = [4]"),
     "shuffle_channel group": ("shuffle_channel", {"X": X4}, {"group": 3}, "4 channels do not divide into 3 groups"),
@@ -668,6 +673,8 @@ RUN_TIME = {
     # linalg_extra
     # random_dist
     # detection_v1
+    "box_clip images": ("box_clip", {"Input": zeros(3, 4), "ImInfo": zeros(2, 3)}, {},
+                        "ImInfo has 2 rows, one per image, but Input holds 1"),
     "add_position_encoding rows without a LoD": ("add_position_encoding", {"X": zeros(5, 4)}, {}, "without a LoD"),
     # optimizer_amp
     "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
