@@ -4,12 +4,22 @@ import Paddle), at the places that are easy to get wrong: layouts, ties, thresho
 import numpy as np
 import pytest
 
-from gradc import ExecutionError
+from gradc import ExecutionError, Executor, Scope
+from gradc.layers import ProgramBuilder
 from one_op import run
 
 
 def f32(values):
     return np.array(values, np.float32)
+
+
+def run_with_lod(op_type, inputs, attrs, slot):
+    """The output ``slot`` of one op with its LoD (a LoDTensor), its declared shape unchecked."""
+    net = ProgramBuilder()
+    feed = {net.data(name.lower(), list(value.shape), value.dtype.name): value for name, value in inputs.items()}
+    net.op(op_type, dict(zip(inputs, ([name] for name in feed))), attrs)
+    out = net.block.ops[-1].outputs[slot][0]
+    return Executor().run(net.program, feed, [out], Scope(), return_lod=True)[0]
 
 
 def test_affine_channel_reads_any_layout_but_nchw_as_channel_last():
@@ -91,3 +101,28 @@ def test_bipartite_match_of_130_rows_or_more_follows_paddles_std_sort_among_ties
     np.testing.assert_array_equal(out["ColToRowMatchIndices"], [[46, 109, 108, 38, 42, 45]])
     out = run("bipartite_match", {"DistMat": np.full((130, 3), 0.5, np.float32)})
     np.testing.assert_array_equal(out["ColToRowMatchIndices"], [[89, 85, 88]])
+
+
+def test_multiclass_nms_keeping_nothing_gives_one_row_of_minus_one():
+    boxes = f32([[[0, 0, 2, 2], [3, 3, 4, 4]]])
+    out = run_with_lod("multiclass_nms", {"BBoxes": boxes, "Scores": f32([[[0.2, 0.3], [0.4, 0.1]]])},
+                       {"score_threshold": 0.5}, "Out")
+    np.testing.assert_array_equal(out.array, f32([[-1]]))
+    assert out.lod == ((0, 1),)
+    out = run_with_lod("multiclass_nms", {"BBoxes": np.concatenate([boxes, boxes]),
+                                          "Scores": f32([[[0.2, 0.3], [0.4, 0.9]], [[0.1] * 2, [0.2] * 2]])},
+                       {"score_threshold": 0.35}, "Out")
+    np.testing.assert_array_equal(out.array, f32([[1, 0.9, 3, 3, 4, 4], [1, 0.4, 0, 0, 2, 2]]))
+    assert out.lod == ((0, 2, 2),)
+
+
+def test_generate_proposals_compares_min_size_with_the_size_over_the_image_scale():
+    """One anchor [0, 0, 7, 7] (8 pixels wide), unmoved: kept at scale 1 with min_size 8, dropped at scale 2."""
+    inputs = {"Scores": f32([[[[0.9]]]]), "BboxDeltas": np.zeros((1, 4, 1, 1), np.float32),
+              "Anchors": f32([[[[0, 0, 7, 7]]]]), "Variances": np.ones((1, 1, 1, 4), np.float32)}
+    attrs = {"min_size": 8.0, "pre_nms_topN": 10, "post_nms_topN": 10}
+    kept = run("generate_proposals", {**inputs, "ImInfo": f32([[16, 16, 1]])}, attrs)
+    np.testing.assert_array_equal(kept["RpnRois"], f32([[0, 0, 7, 7]]))
+    dropped = run("generate_proposals", {**inputs, "ImInfo": f32([[16, 16, 2]])}, attrs)
+    np.testing.assert_array_equal(dropped["RpnRois"], np.zeros((1, 4), np.float32))   # Paddle's empty proposal
+    np.testing.assert_array_equal(dropped["RpnRoiProbs"], np.zeros((1, 1), np.float32))

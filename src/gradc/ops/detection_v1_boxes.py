@@ -55,4 +55,5 @@ def _bipartite_match_infer(ctx):
 
 
 defop("bipartite_match", ["DistMat"], ["ColToRowMatchIndices", "ColToRowMatchDist"], infer=_bipartite_match_infer,
-      grad=NO_GRAD, attrs={"match_type": "bipartite", "dist_threshold": 0.5})
+      grad=NO_GRAD, attrs={"match_type": "bipartite", "dist_threshold": 0.5},
+      lod_levels=lambda ctx: {"ColToRowMatchIndices": 0, "ColToRowMatchDist": 0})   # a row per instance

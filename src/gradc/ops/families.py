@@ -47,6 +47,7 @@ FAMILIES = {
         "add_position_encoding", "add_position_encoding_grad"),
     "detection_v1_boxes": ("anchor_generator", "box_clip", "bipartite_match"),
     "detection_v1_double": ("affine_channel_grad", "shuffle_channel_grad", "add_position_encoding_grad"),
+    "detection_v1_nms": ("multiclass_nms", "generate_proposals", "collect_fpn_proposals"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),
     "graph_double": ("graph_send_recv_grad", "graph_send_ue_recv_grad", "graph_send_uv_grad", "segment_pool_grad"),

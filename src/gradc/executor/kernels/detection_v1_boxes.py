@@ -15,9 +15,9 @@ SORTED_FROM = 130   # Paddle's bipartite matching sorts all pairs from this many
 SETS_LOD.add("bipartite_match")   # its [instances, columns] outputs have no LoD, whatever their dim 0
 
 
-def image_spans(k, slot: str, rows: int) -> list[tuple[int, int]]:
-    """[start, end) rows of each image: the last LoD level of ``slot``, or all rows as one image."""
-    lod = k.lod(slot)
+def image_spans(k, slot: str, rows: int, i: int = 0) -> list[tuple[int, int]]:
+    """[start, end) rows of each image: the last LoD level of the slot's i-th var, or all rows as one image."""
+    lod = k.lod(slot, i)
     offsets = [0, rows] if lod is None else list(lod[-1])
     if offsets[-1] != rows:
         raise ValueError(f"the LoD of {slot} ({offsets}) does not cover its {rows} rows")

@@ -34,6 +34,7 @@ FAMILIES = {
     "detection_v1": ("affine_channel", "affine_channel_grad", "shuffle_channel", "shuffle_channel_grad",
         "add_position_encoding", "add_position_encoding_grad"),
     "detection_v1_boxes": ("anchor_generator", "box_clip", "bipartite_match"),
+    "detection_v1_nms": ("multiclass_nms", "generate_proposals", "collect_fpn_proposals"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),
     "hsigmoid": ("hierarchical_sigmoid", "hierarchical_sigmoid_grad"),
