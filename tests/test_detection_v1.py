@@ -4,7 +4,7 @@ import Paddle), at the places that are easy to get wrong: layouts, ties, thresho
 import numpy as np
 import pytest
 
-from gradc import ExecutionError, Executor, Scope
+from gradc import ExecutionError, Executor, Scope, append_backward
 from gradc.layers import ProgramBuilder
 from one_op import run
 
@@ -40,6 +40,20 @@ def test_shuffle_channel_float64_moves_whole_channels():
     assert out.dtype == np.float64
     np.testing.assert_array_equal(out[0, :, 0, 0], [0, 6, 2, 8, 4, 10])   # Paddle's float32 result
     np.testing.assert_array_equal(out[0, :, 0, 1], [1, 7, 3, 9, 5, 11])
+
+
+def test_shuffle_channel_grad_undoes_the_shuffle():
+    """Paddle 3.3.1's grad shuffles dOut forward again: [0, 2, 4, 1, 3, 5] here, wrong for 3 groups of 6."""
+    net = ProgramBuilder()
+    x, weights = net.data("x", [1, 6, 1, 1], "float32"), net.data("w", [1, 6, 1, 1], "float32")
+    net.block.var(x).is_parameter = True
+    out = net.op("shuffle_channel", {"X": x}, {"group": 3})[0]
+    loss = net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": out, "Y": weights})[0]},
+                  {"reduce_all": True})[0]
+    append_backward(net.program, loss)
+    dout = np.arange(6, dtype=np.float32).reshape(1, 6, 1, 1)
+    (dx,) = Executor().run(net.program, {x: np.zeros_like(dout), weights: dout}, [f"{x}@GRAD"], Scope())
+    np.testing.assert_array_equal(dx.reshape(-1), [0, 3, 1, 4, 2, 5])
 
 
 def test_add_position_encoding_sines_then_cosines_of_one_frequency():

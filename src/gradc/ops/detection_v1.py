@@ -6,6 +6,11 @@ the same programs are in gradc.ops.detection_v1_boxes and detection_v1_nms.
 affine_channel's channel is dim 1 for data_layout NCHW and the last dim for any other layout (its default,
 AnyLayout, included), as Paddle's kernel reads it. add_position_encoding's X is [N, L, P], or [total, P] packed
 sequences whose LoD tells each row's position (the kernel requires that LoD).
+
+Where Paddle 3.3.1 is wrong: shuffle_channel_grad shuffles dOut forward again instead of undoing the shuffle, a
+wrong gradient unless group^2 equals the channel count (the shuffle is then its own inverse); and its float64
+shuffle_channel kernels copy sizeof(int) bytes per value, half of each channel. gradc gives the inverse shuffle
+and moves whole float64 values.
 """
 
 from __future__ import annotations
