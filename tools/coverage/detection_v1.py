@@ -54,6 +54,10 @@ BOXES = table(
                                                    offset=0.3), const(2, 1, 3, 2)),
     ("box_clip", lambda boxes, info: append("box_clip", {"Input": boxes * 20.0, "ImInfo": info}, out_slot="Output"),
      seq(4, lengths=(2, 3)), given(IM_INFO, "float32")),
+    # one image: its PIR fixture is fed without the LoD, which gradc reads as one image too
+    ("box_clip_one_image", lambda boxes, info: append("box_clip", {"Input": boxes * 20.0, "ImInfo": info},
+                                                      out_slot="Output"), seq(4, lengths=(4,)),
+     given(IM_INFO[1:], "float32")),
     ("bipartite_match", lambda dist: _matched(dist), given(DIST[:3], "float32")),
     ("bipartite_match_per_prediction", lambda dist: _matched(dist, match_type="per_prediction", dist_threshold=0.25),
      given(DIST, "float32")),
