@@ -140,3 +140,12 @@ def test_generate_proposals_compares_min_size_with_the_size_over_the_image_scale
     dropped = run("generate_proposals", {**inputs, "ImInfo": f32([[16, 16, 2]])}, attrs)
     np.testing.assert_array_equal(dropped["RpnRois"], np.zeros((1, 4), np.float32))   # Paddle's empty proposal
     np.testing.assert_array_equal(dropped["RpnRoiProbs"], np.zeros((1, 1), np.float32))
+
+
+def test_collect_fpn_proposals_keeps_each_rois_image_after_an_empty_one():
+    """Paddle 3.3.1 counts RoI 2 (the first of image 2) to the empty image 1: RoisNum [2, 1, 2]."""
+    rois, scores = np.arange(20, dtype=np.float32).reshape(5, 4), f32([[0.5], [0.7], [0.6], [0.9], [0.1]])
+    out = run("collect_fpn_proposals", {"MultiLevelRois": [rois], "MultiLevelScores": [scores],
+                                        "MultiLevelRoIsNum": [np.array([2, 0, 3], np.int32)]}, {"post_nms_topN": 10})
+    np.testing.assert_array_equal(out["RoisNum"], [2, 0, 3])
+    np.testing.assert_array_equal(out["FpnRois"], rois[[1, 0, 3, 2, 4]])
