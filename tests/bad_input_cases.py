@@ -491,6 +491,23 @@ COMPILE_TIME = {
     # linalg_extra
     # random_dist
     # detection_v1
+    "multiclass_nms boxes": ("multiclass_nms", {"BBoxes": zeros(2, 3, 4), "Scores": zeros(1, 2, 3)}, {},
+                             "must be [N, M, 4] for Scores [1, 2, 3]"),
+    "generate_proposals im_info": ("generate_proposals", {
+        "Scores": zeros(1, 2, 4, 4), "BboxDeltas": zeros(1, 8, 4, 4), "ImInfo": zeros(1, 2),
+        "Anchors": zeros(4, 4, 2, 4), "Variances": zeros(4, 4, 2, 4)}, {}, "ImInfo must be [N, 3]"),
+    "collect_fpn_proposals levels": ("collect_fpn_proposals", {
+        "MultiLevelRois": [zeros(2, 4), zeros(3, 4)], "MultiLevelScores": [zeros(2, 1)]}, {},
+        "one var per level each, got 2 and 1"),
+    "anchor_generator sizes": ("anchor_generator", {"Input": X4}, {"aspect_ratios": [1.0], "variances": [0.1] * 4},
+                               "anchor_sizes must be sizes > 0, got []"),
+    "box_clip im_info": ("box_clip", {"Input": zeros(3, 4), "ImInfo": zeros(1, 2)}, {}, "ImInfo must be [N, 3]"),
+    "bipartite_match match_type": ("bipartite_match", {"DistMat": X23}, {"match_type": "greedy"},
+                                   "match_type must be bipartite or per_prediction"),
+    "affine_channel scale": ("affine_channel", {"X": X4, "Scale": zeros(3), "Bias": zeros(3)},
+                             {"data_layout": "NCHW"}, "Scale must be [C] = [4]"),
+    "shuffle_channel group": ("shuffle_channel", {"X": X4}, {"group": 3}, "4 channels do not divide into 3 groups"),
+    "add_position_encoding odd": ("add_position_encoding", {"X": zeros(2, 3, 5)}, {}, "feature size 5 must be even"),
     # optimizer_amp
     "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
                                 "Transition [tags + 2, tags]"),
@@ -664,6 +681,15 @@ RUN_TIME = {
     # linalg_extra
     # random_dist
     # detection_v1
+    "generate_proposals images": ("generate_proposals", {
+        "Scores": zeros(2, 2, 4, 4), "BboxDeltas": zeros(2, 8, 4, 4), "ImInfo": zeros(1, 3),
+        "Anchors": zeros(4, 4, 2, 4), "Variances": zeros(4, 4, 2, 4)}, {}, "ImInfo must be [N, 3] = [2, 3]"),
+    "collect_fpn_proposals counts": ("collect_fpn_proposals", {
+        "MultiLevelRois": [zeros(2, 4)], "MultiLevelScores": [zeros(2, 1)],
+        "MultiLevelRoIsNum": [np.array([1, 2], np.int32)]}, {}, "does not count the level's 2 RoIs"),
+    "box_clip images": ("box_clip", {"Input": zeros(3, 4), "ImInfo": zeros(2, 3)}, {},
+                        "ImInfo has 2 rows, one per image, but Input holds 1"),
+    "add_position_encoding rows without a LoD": ("add_position_encoding", {"X": zeros(5, 4)}, {}, "without a LoD"),
     # optimizer_amp
     "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
     "crf_decoding length": ("crf_decoding", {"Emission": zeros(2, 3, 4), "Transition": zeros(6, 4),
