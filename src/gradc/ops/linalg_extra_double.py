@@ -47,8 +47,9 @@ def _lu_solve_grad(f, g):
 
 
 def _complex_matrices(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate eig twice: eig_grad computes with complex matrices, "
-                    f"and gradc's complex gradients pass only elementwise and reshaping ops (no complex matmul or solve)")
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate eig twice: eig_grad computes with complex "
+                    f"matrices, and gradc's complex gradients pass only elementwise and reshaping ops (no complex "
+                    f"matmul or solve)")
 
 
 def _eigenvectors_not_differentiated(g):
