@@ -24,7 +24,14 @@ SYMMETRIC = _rotated((3.0, -2.0, 0.0), (-1.0, 0.2, 0.0), symmetric=True)
 
 
 def _ranked(x, rank):
-    return x * paddle.cast(rank, x.dtype)
+    """x scaled by the ranks: cast to int64 first, as Paddle 3.3.1's PIR cast of the rank to a float fails (its
+    kernel writes int64 where the result is declared otherwise)."""
+    return x * paddle.cast(paddle.cast(rank, "int64"), x.dtype)
+
+
+def _eig_moduli(x):
+    values, vectors = paddle.linalg.eig(x)
+    return paddle.abs(values), paddle.abs(vectors)
 
 
 def _lu_solve(b, a, trans="N"):
@@ -48,7 +55,7 @@ ROWS = table(
     "linalg_extra",
     ("eig_values", lambda x: paddle.as_real(paddle.linalg.eig(x)[0]), f(3, 3)),
     ("eig_vectors_abs", lambda x: paddle.abs(paddle.linalg.eig(x)[1]), f(2, 3, 3)),
-    ("eig_both", lambda x: (paddle.abs(paddle.linalg.eig(x)[0]), paddle.abs(paddle.linalg.eig(x)[1])), f(4, 4)),
+    ("eig_both", lambda x: _eig_moduli(x), f(4, 4)),
     ("eigvals", lambda x, a: x * paddle.abs(paddle.linalg.eigvals(a)), f(4), const(4, 4)),
     ("eigvalsh", lambda x: paddle.linalg.eigvalsh(_symmetric(x)), f(3, 3)),
     ("eigvalsh_upper", lambda x: paddle.linalg.eigvalsh(_symmetric(x), UPLO="U"), f(2, 3, 3)),
