@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from gradc import Executor, Scope, append_backward
+from gradc.errors import GradError
 from gradc.layers import ProgramBuilder
 from one_op import run
 
@@ -18,9 +19,9 @@ def rank(x, **attrs):
 
 
 def rank_atol_rtol(x, atol, rtol=None, hermitian=False):
-    inputs = {"x": x, "atol": np.asarray(atol, x.dtype)}
+    inputs = {"x": x, "atol": np.asarray(atol, x.real.dtype)}
     if rtol is not None:
-        inputs["rtol"] = np.asarray(rtol, x.dtype)
+        inputs["rtol"] = np.asarray(rtol, x.real.dtype)
     return run("matrix_rank_atol_rtol", inputs, {"hermitian": hermitian})["out"]
 
 
@@ -86,6 +87,31 @@ def test_eig_and_eigvals_give_paddles_values_in_paddles_orders():
 def test_eig_of_a_matrix_with_real_eigenvalues_is_still_complex():
     out = run("eig", {"X": np.diag([2.0, -1.0])})
     assert out["Eigenvalues"].dtype == np.complex128 and out["Eigenvalues"].tolist() == [2, -1]
+
+
+Z = np.random.default_rng(5).standard_normal((2, 3, 3, 2)) @ np.array([1, 1j])   # complex, not Hermitian
+
+
+def test_complex_matrices_as_paddle():
+    """Paddle 3.3.1 agrees with these to 1e-15 (eigvals of X^T's order again; eigvalsh reads the UPLO triangle)."""
+    np.testing.assert_allclose(run("eigvals", {"X": Z[0]})["Out"], np.linalg.eigvals(Z[0].T), rtol=1e-12)
+    for uplo in "LU":
+        values = run("eigvalsh", {"X": Z}, {"UPLO": uplo})["Eigenvalues"]
+        assert values.dtype == np.float64
+        np.testing.assert_allclose(values, np.linalg.eigvalsh(Z, UPLO=uplo), rtol=1e-12)
+    hermitian = np.array([[3, 2j, 0], [-2j, 1e-3, 0], [0, 0, 0]], np.complex64)
+    assert rank(hermitian) == 2 and rank(hermitian, hermitian=True) == 2 and rank(hermitian, tol=1.0) == 1
+    assert rank_atol_rtol(hermitian, np.array(0.01, f32)) == 2
+
+
+def test_eig_of_a_complex_matrix_has_no_gradient_in_gradc():
+    net = ProgramBuilder()
+    x = net.data("x", [3, 3], "complex128")
+    net.block.var(x).stop_gradient = False
+    values = net.op("eig", {"X": x}, outputs=["Eigenvalues", "Eigenvectors"])[0]
+    loss = net.op("reduce_sum", {"X": net.op("abs", {"X": values})[0]}, {"reduce_all": True})[0]
+    with pytest.raises(GradError, match=r"eig\) reads complex x"):
+        append_backward(net.program, loss)
 
 
 def test_triangle_indices_as_paddle():

@@ -5,11 +5,14 @@ paddle.tril_indices / triu_indices. Second derivatives are in linalg_extra_doubl
 eig's gradient (its outputs complex, Paddle's convention: z@GRAD = dL/dRe + i dL/dIm) is for losses that do not
 depend on the eigenvectors' phases (each column is unit-norm, its phase LAPACK's choice), as every loss of
 eigenvectors should: abs, V diag(w) V^-1, ...
+
+eig, eigvals, eigvalsh and matrix_rank(_atol_rtol) take complex matrices too (gradc.ops.complex_inputs), as Paddle's
+kernels do; their backward refuses them (gradc.backward.path). eigvalsh of a complex matrix has real eigenvalues.
 """
 
 from __future__ import annotations
 
-from ..ir import VarType
+from ..ir import VarType, real_dtype
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import broadcast_dims, dims_match
 from .complex_fft import COMPLEX_OF
@@ -35,7 +38,7 @@ def _eigvalsh(ctx):
     """Eigenvalues [..., N] ascending, from the UPLO triangle of X; the Eigenvectors [..., N, N] their grad reads."""
     *batch, n, _ = matrices(ctx, "X", square=True)
     _choice(ctx, "UPLO", ("L", "U"))
-    return {"Eigenvalues": ([*batch, n], ctx.dtype("X")), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
+    return {"Eigenvalues": ([*batch, n], real_dtype(ctx.dtype("X"))), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
 
 
 def _tolerance(ctx, slot: str, batch: list[int]) -> None:

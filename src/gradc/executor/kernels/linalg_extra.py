@@ -1,5 +1,6 @@
 """Kernels of gradc.ops.linalg_extra: eig, eigvals, eigvalsh, matrix_rank(_atol_rtol), lu_solve, svdvals and the
-triangle indices. They compute in float64 (complex128) and give back the input's dtype (its complex one)."""
+triangle indices. They compute in float64 (complex128) and give back the input's dtype (its complex one). The forward
+ops but svdvals and lu_solve take complex matrices too (their backward refuses them: gradc.backward.path)."""
 
 from __future__ import annotations
 
@@ -11,18 +12,27 @@ from .linalg_decomp import _row_order
 from .matmul import t
 
 COMPLEX_OF = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
+REAL_OF = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64}
 # matrix_rank_atol_rtol without rtol: an atol this close to 0 counts as none (Paddle 3.3.1, found by bisection)
 NO_ATOL = 1e-15
 
 
-def _finite(a: np.ndarray, slot: str) -> np.ndarray:
+def _wide(x, slot: str) -> np.ndarray:
+    """``x`` in float64 (complex128 when complex), refused where it is not finite."""
+    a = np.asarray(x, np.complex128 if np.iscomplexobj(x) else np.float64)
     if not np.all(np.isfinite(a)):
         raise ValueError(f"{slot} holds NaN or infinite values, which have no eigen or singular values")
     return a
 
 
-def _complex(k, slot: str):
-    return COMPLEX_OF.get(np.asarray(k.x(slot)).dtype, np.complex128)
+def _complex(x: np.ndarray):
+    """The complex dtype of eigenvalues of ``x``: its own when complex."""
+    return COMPLEX_OF.get(x.dtype, x.dtype)
+
+
+def _real(x: np.ndarray):
+    """The dtype of singular values (eigenvalues of Hermitian matrices) of ``x``."""
+    return REAL_OF.get(x.dtype, x.dtype)
 
 
 def _complex_grad(k, slot: str, like: np.ndarray) -> np.ndarray:
@@ -34,8 +44,8 @@ def _complex_grad(k, slot: str, like: np.ndarray) -> np.ndarray:
 @kernel("eig")
 def eig(k):
     """LAPACK geev's eigenvalues and unit-norm eigenvectors (columns), as Paddle's float64 ones."""
-    values, vectors = np.linalg.eig(_finite(f64(k, "X"), "X"))
-    dtype = _complex(k, "X")
+    values, vectors = np.linalg.eig(_wide(k.x("X"), "X"))
+    dtype = _complex(k.x("X"))
     return {"Eigenvalues": values.astype(dtype), "Eigenvectors": vectors.astype(dtype)}
 
 
@@ -61,15 +71,15 @@ def eig_grad(k):
 @kernel("eigvals")
 def eigvals(k):
     """In the order geev gives them for X^T: Paddle hands LAPACK its row-major matrix as it is."""
-    values = np.linalg.eigvals(t(_finite(f64(k, "X"), "X")))
-    return {"Out": values.astype(_complex(k, "X"))}
+    values = np.linalg.eigvals(t(_wide(k.x("X"), "X")))
+    return {"Out": values.astype(_complex(k.x("X")))}
 
 
 @kernel("eigvalsh")
 def eigvalsh(k):
     x = k.x("X")
-    values, vectors = np.linalg.eigh(_finite(np.asarray(x, np.float64), "X"), UPLO=k.attr("UPLO"))
-    return {"Eigenvalues": values.astype(x.dtype), "Eigenvectors": vectors.astype(x.dtype)}
+    values, vectors = np.linalg.eigh(_wide(x, "X"), UPLO=k.attr("UPLO"))
+    return {"Eigenvalues": values.astype(_real(x)), "Eigenvectors": vectors.astype(x.dtype)}
 
 
 @kernel("eigvalsh_grad")
@@ -82,7 +92,7 @@ def eigvalsh_grad(k):
 
 def _spectrum(x: np.ndarray, slot: str, hermitian: bool) -> np.ndarray:
     """Singular values, or with ``hermitian`` |eigenvalues| of the lower triangle, [..., min(M, N)]."""
-    a = _finite(np.asarray(x, np.float64), slot)
+    a = _wide(x, slot)
     return np.abs(np.linalg.eigvalsh(a, UPLO="L")) if hermitian else np.linalg.svd(a, compute_uv=False)
 
 
@@ -94,7 +104,7 @@ def _rank(x: np.ndarray, values: np.ndarray, atol, rtol) -> np.ndarray:
 
 
 def _default_rtol(x: np.ndarray) -> float:
-    return float(np.finfo(x.dtype).eps) * max(x.shape[-2:])
+    return float(np.finfo(_real(x)).eps) * max(x.shape[-2:])
 
 
 @kernel("matrix_rank")
@@ -180,7 +190,7 @@ def lu_solve_grad(k):
 @kernel("svdvals")
 def svdvals(k):
     x = k.x("x")
-    return {"s": np.linalg.svd(_finite(np.asarray(x, np.float64), "x"), compute_uv=False).astype(x.dtype)}
+    return {"s": np.linalg.svd(_wide(x, "x"), compute_uv=False).astype(x.dtype)}
 
 
 @kernel("svdvals_grad")
