@@ -105,7 +105,8 @@ def _indices(lower: bool, rows: str, cols: str):
 # dX = V^-H (diag(dw) + (V^H dV - V^H V diag(Re(V^H dV))) / conj(w_j - w_i)) V^H, its real part
 defop("eig", ["X"], ["Eigenvalues", "Eigenvectors"], infer=_eig, grad=grad_op("Eigenvalues", "Eigenvectors"))
 defop("eigvals", ["X"], infer=_eigvals, grad=NO_GRAD)
-# dX = V diag(dw) V^T onto the UPLO triangle of X (Paddle 3.3.1 gives the symmetric matrix itself)
+# dX = V diag(dw) V^T onto the UPLO triangle of X (Paddle 3.3.1 gives the symmetric matrix itself, and wrong values
+# for a batch of matrices)
 defop("eigvalsh", ["X"], ["Eigenvalues", "Eigenvectors"], attrs={"UPLO": "L", "is_test": False}, infer=_eigvalsh,
       grad=grad_op("Eigenvectors"), no_grad_outputs=["Eigenvectors"])
 defop("matrix_rank", ["X", "TolTensor?"], attrs={"tol": 0.0, "use_default_tol": True, "hermitian": False},
@@ -113,6 +114,7 @@ defop("matrix_rank", ["X", "TolTensor?"], attrs={"tol": 0.0, "use_default_tol": 
 defop("matrix_rank_atol_rtol", ["x", "atol", "rtol?"], ["out"], attrs={"hermitian": False},
       infer=_matrix_rank_atol_rtol, grad=NO_GRAD, kernel_dtype_outputs=["out"])
 # db = A^-T dout (A^-1 for trans); dA = -db out^T (-out db^T for trans), onto lu's L (below the diagonal) and U
+# (Paddle 3.3.1's lu grad is wrong for trans 'T')
 defop("lu_solve", ["b", "lu", "pivots"], ["out"], attrs={"trans": "N"}, infer=_lu_solve,
       grad=grad_op("b", "lu", "out", "pivots"), no_grad_inputs=["pivots"])
 defop("svdvals", ["x"], ["s"], infer=_svdvals, grad=grad_op("x"))   # dx = U diag(ds) V^T
