@@ -49,20 +49,16 @@ def _tolerance(ctx, slot: str, batch: list[int]) -> None:
                        lambda why: ctx.fail(f"{slot} {shape} does not broadcast against X's batch dims {batch}: {why}"))
 
 
-def _matrix_rank(ctx):
-    """Out: the rank of each matrix ([...], int32 as declared; the kernel writes int64, as Paddle's)."""
-    batch = matrices(ctx, "X", square=ctx.attr("hermitian"))[:-2]
-    if ctx.has("TolTensor"):
-        _tolerance(ctx, "TolTensor", batch)
-    return {"Out": (batch, VarType.INT32)}
-
-
-def _matrix_rank_atol_rtol(ctx):
-    batch = matrices(ctx, "x", square=ctx.attr("hermitian"))[:-2]
-    for slot in ("atol", "rtol"):
+def _ranks(ctx, x: str, out: str, tolerances: tuple[str, ...]):
+    """out: the rank of each matrix of x ([...]). The kernel writes int64, as Paddle's, whatever the var declares:
+    int32 in legacy programs (gradc's declaration too), float32 in PIR ones, each left as it is."""
+    batch = matrices(ctx, x, square=ctx.attr("hermitian"))[:-2]
+    for slot in tolerances:
         if ctx.has(slot):
             _tolerance(ctx, slot, batch)
-    return {"out": (batch, VarType.INT32)}
+    declared = ctx.block.find_var(ctx.op.output(out)[0]) if ctx.op.output(out) else None
+    dtype = declared.dtype if declared is not None and declared.dtype is not None else VarType.INT32
+    return {out: (batch, dtype)}
 
 
 def _lu_solve(ctx):
@@ -110,9 +106,9 @@ defop("eigvals", ["X"], infer=_eigvals, grad=NO_GRAD)
 defop("eigvalsh", ["X"], ["Eigenvalues", "Eigenvectors"], attrs={"UPLO": "L", "is_test": False}, infer=_eigvalsh,
       grad=grad_op("Eigenvectors"), no_grad_outputs=["Eigenvectors"])
 defop("matrix_rank", ["X", "TolTensor?"], attrs={"tol": 0.0, "use_default_tol": True, "hermitian": False},
-      infer=_matrix_rank, grad=NO_GRAD, kernel_dtype_outputs=["Out"])
+      infer=lambda ctx: _ranks(ctx, "X", "Out", ("TolTensor",)), grad=NO_GRAD, kernel_dtype_outputs=["Out"])
 defop("matrix_rank_atol_rtol", ["x", "atol", "rtol?"], ["out"], attrs={"hermitian": False},
-      infer=_matrix_rank_atol_rtol, grad=NO_GRAD, kernel_dtype_outputs=["out"])
+      infer=lambda ctx: _ranks(ctx, "x", "out", ("atol", "rtol")), grad=NO_GRAD, kernel_dtype_outputs=["out"])
 # db = A^-T dout (A^-1 for trans); dA = -db out^T (-out db^T for trans), onto lu's L (below the diagonal) and U
 # (Paddle 3.3.1's lu grad is wrong for trans 'T')
 defop("lu_solve", ["b", "lu", "pivots"], ["out"], attrs={"trans": "N"}, infer=_lu_solve,
