@@ -495,7 +495,7 @@ COMPILE_TIME = {
     "matrix_rank hermitian rectangular": ("matrix_rank", {"X": X23}, {"hermitian": True},
                                           "X must hold square matrices, not 2 x 3"),
     "matrix_rank TolTensor": ("matrix_rank", {"X": zeros(4, 3, 3), "TolTensor": zeros(3)}, {"use_default_tol": False},
-                              "TolTensor [3] does not broadcast against X's batch dims [4]"),
+                              "TolTensor [3] does not broadcast against the matrices' batch dims [4]"),
     "matrix_rank_atol_rtol vector": ("matrix_rank_atol_rtol", {"x": zeros(3), "atol": zeros(1)}, {},
                                      "x must be a matrix or a batch of matrices"),
     "lu_solve rows": ("lu_solve", {"b": zeros(4, 2), "lu": zeros(3, 3), "pivots": np.array([1, 2, 3], np.int32)},

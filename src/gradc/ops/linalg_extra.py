@@ -45,8 +45,8 @@ def _tolerance(ctx, slot: str, batch: list[int]) -> None:
     """A tolerance tensor must broadcast against the batch dims of X (one tolerance per matrix)."""
     shape = ctx.shape(slot)
     if shape is not None:
-        broadcast_dims(batch, shape, -1,
-                       lambda why: ctx.fail(f"{slot} {shape} does not broadcast against X's batch dims {batch}: {why}"))
+        problem = f"{slot} {shape} does not broadcast against the matrices' batch dims {batch}"
+        broadcast_dims(batch, shape, -1, lambda why: ctx.fail(f"{problem}: {why}"))
 
 
 def _ranks(ctx, x: str, out: str, tolerances: tuple[str, ...]):
