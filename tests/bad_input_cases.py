@@ -489,6 +489,24 @@ COMPILE_TIME = {
     # lod_text
     # extra_math
     # linalg_extra
+    "eig rectangular": ("eig", {"X": X23}, {}, "X must hold square matrices, not 2 x 3"),
+    "eigvals vector": ("eigvals", {"X": zeros(3)}, {}, "X must be a matrix or a batch of matrices"),
+    "eigvalsh UPLO": ("eigvalsh", {"X": zeros(3, 3)}, {"UPLO": "upper"}, "attribute UPLO='upper' must be one of"),
+    "matrix_rank hermitian rectangular": ("matrix_rank", {"X": X23}, {"hermitian": True},
+                                          "X must hold square matrices, not 2 x 3"),
+    "matrix_rank TolTensor": ("matrix_rank", {"X": zeros(4, 3, 3), "TolTensor": zeros(3)}, {"use_default_tol": False},
+                              "TolTensor [3] does not broadcast against the matrices' batch dims [4]"),
+    "matrix_rank_atol_rtol vector": ("matrix_rank_atol_rtol", {"x": zeros(3), "atol": zeros(1)}, {},
+                                     "x must be a matrix or a batch of matrices"),
+    "lu_solve rows": ("lu_solve", {"b": zeros(4, 2), "lu": zeros(3, 3), "pivots": np.array([1, 2, 3], np.int32)},
+                      {"trans": "N"}, "lu is 3 x 3 but b has 4 rows"),
+    "lu_solve trans": ("lu_solve", {"b": zeros(3, 2), "lu": zeros(3, 3), "pivots": np.array([1, 2, 3], np.int32)},
+                       {"trans": "H"}, "attribute trans='H' must be one of 'N', 'T', 'C'"),
+    "lu_solve batch": ("lu_solve", {"b": zeros(2, 3, 1), "lu": zeros(3, 3), "pivots": np.array([1, 2, 3], np.int32)},
+                       {"trans": "N"}, "must have the same batch dims"),
+    "svdvals vector": ("svdvals", {"x": zeros(3)}, {}, "x must be a matrix or a batch of matrices"),
+    "tril_indices negative": ("tril_indices", {}, {"rows": -1, "cols": 3}, "rows and cols must be >= 0, got -1 and 3"),
+    "triu_indices dtype": ("triu_indices", {}, {"row": 3, "col": 3, "dtype": 5}, "dtype 5 must be int32 (2) or int64"),
     # random_dist
     # detection_v1
     "multiclass_nms boxes": ("multiclass_nms", {"BBoxes": zeros(2, 3, 4), "Scores": zeros(1, 2, 3)}, {},
@@ -679,6 +697,18 @@ RUN_TIME = {
     # lod_text
     # extra_math
     # linalg_extra
+    "eig NaN": ("eig", {"X": np.full((2, 2), np.nan, f32)}, {}, "X holds NaN or infinite values"),
+    "eigvals infinite": ("eigvals", {"X": np.full((2, 2), np.inf, f32)}, {}, "X holds NaN or infinite values"),
+    "eigvalsh NaN": ("eigvalsh", {"X": np.full((2, 2), np.nan, f32)}, {}, "X holds NaN or infinite values"),
+    "matrix_rank NaN": ("matrix_rank", {"X": np.full((2, 2), np.nan, f32)}, {}, "X holds NaN or infinite values"),
+    "matrix_rank_atol_rtol NaN": ("matrix_rank_atol_rtol", {"x": np.full((2, 2), np.nan, f32), "atol": zeros(1)}, {},
+                                  "x holds NaN or infinite values"),
+    "svdvals infinite": ("svdvals", {"x": np.full((2, 3), np.inf, f32)}, {}, "x holds NaN or infinite values"),
+    "lu_solve pivot row": ("lu_solve", {"b": zeros(3, 1), "lu": np.eye(3, dtype=f32),
+                                        "pivots": np.array([1, 5, 3], np.int32)}, {"trans": "N"},
+                           "pivots holds 5, outside the rows [1, 3]"),
+    "lu_solve singular": ("lu_solve", {"b": zeros(3, 1), "lu": zeros(3, 3), "pivots": np.array([1, 2, 3], np.int32)},
+                          {"trans": "T"}, "lu holds a singular matrix"),
     # random_dist
     # detection_v1
     "generate_proposals images": ("generate_proposals", {

@@ -10,13 +10,15 @@ from ..ir import COMPLEX_DTYPES, Block, OpDesc, dtype_name
 
 TAKES_COMPLEX = frozenset({
     "abs", "angle", "as_real", "assign", "assign_value", "broadcast_tensors", "cast", "concat", "conditional_block",
-    "conj", "cos", "cross", "cumprod", "cumsum", "diag_v2", "diagonal", "dot", "einsum", "elementwise_add",
+    "conj", "cos", "cross", "cumprod", "cumsum", "diag_v2", "diagonal", "dot",
+    "eig", "eigvals", "eigvalsh", "einsum", "elementwise_add",
     "elementwise_div", "elementwise_mul", "elementwise_pow", "elementwise_sub", "empty", "equal", "exp",
     "expand_v2", "eye", "feed", "fetch", "fft_c2c", "fft_c2r", "fill_any_like", "fill_constant",
     "fill_diagonal_tensor", "fill_zeros_like", "flatten_contiguous_range", "flip", "fold", "frame", "gather",
     "gather_nd", "gaussian_random", "imag", "index_put", "index_sample", "index_select", "isfinite_v2", "isinf_v2",
     "isnan_v2", "kron", "lod_array_length", "log", "logical_and", "logical_not", "logical_or", "logical_xor",
-    "lookup_table_v2", "masked_fill", "masked_select", "matmul_v2", "mean", "meshgrid", "not_equal", "overlap_add",
+    "lookup_table_v2", "masked_fill", "masked_select", "matmul_v2", "matrix_rank", "matrix_rank_atol_rtol",
+    "mean", "meshgrid", "not_equal", "overlap_add",
     "pad", "pad3d", "pow", "pylayer", "read_from_array", "real", "reduce_all", "reduce_any", "reduce_mean",
     "reduce_prod", "reduce_sum", "reshape", "reshape2", "roll", "round", "scale", "select_input", "select_output",
     "set_value", "shape", "sigmoid", "sign", "silu", "sin", "size", "slice", "softsign", "split", "sqrt", "square",

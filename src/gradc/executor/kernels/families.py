@@ -54,6 +54,8 @@ FAMILIES = {
         "triangular_solve_grad", "solve", "solve_grad", "matrix_power", "matrix_power_grad"),
     "linalg_decomp": ("qr", "qr_grad", "svd", "svd_grad", "eigh", "eigh_grad", "lu", "lu_grad", "lu_unpack",
         "lu_unpack_grad", "lstsq"),
+    "linalg_extra": ("eig", "eig_grad", "eigvals", "eigvalsh", "eigvalsh_grad", "matrix_rank", "matrix_rank_atol_rtol",
+        "lu_solve", "lu_solve_grad", "svdvals", "svdvals_grad", "tril_indices", "triu_indices"),
     "lod_rnn": ("lstm", "lstm_grad"),
     "lod_rnn_gru": ("gru", "gru_grad", "gru_unit", "gru_unit_grad"),
     "lod_text": ("crf_decoding", "chunk_eval", "edit_distance", "ctc_align"),

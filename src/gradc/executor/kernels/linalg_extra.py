@@ -1,0 +1,217 @@
+"""Kernels of gradc.ops.linalg_extra: eig, eigvals, eigvalsh, matrix_rank(_atol_rtol), lu_solve, svdvals and the
+triangle indices. They compute in float64 (complex128) and give back the input's dtype (its complex one). The forward
+ops but svdvals and lu_solve take complex matrices too (their backward refuses them: gradc.backward.path)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+from .linalg import f64, onto_triangle
+from .linalg_decomp import _row_order
+from .matmul import t
+
+COMPLEX_OF = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
+REAL_OF = {np.dtype(np.complex64): np.float32, np.dtype(np.complex128): np.float64}
+# matrix_rank_atol_rtol without rtol: an atol this close to 0 counts as none (Paddle 3.3.1, found by bisection)
+NO_ATOL = 1e-15
+
+
+def _wide(x, slot: str) -> np.ndarray:
+    """``x`` in float64 (complex128 when complex), refused where it is not finite."""
+    a = np.asarray(x, np.complex128 if np.iscomplexobj(x) else np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{slot} holds NaN or infinite values, which have no eigen or singular values")
+    return a
+
+
+def _complex(x: np.ndarray):
+    """The complex dtype of eigenvalues of ``x``: its own when complex."""
+    return COMPLEX_OF.get(x.dtype, x.dtype)
+
+
+def _real(x: np.ndarray):
+    """The dtype of singular values (eigenvalues of Hermitian matrices) of ``x``."""
+    return REAL_OF.get(x.dtype, x.dtype)
+
+
+def _complex_grad(k, slot: str, like: np.ndarray) -> np.ndarray:
+    """An output's complex grad, zeros like ``like`` where the slot is empty."""
+    value = k.optional(slot)
+    return np.zeros_like(like) if value is None else np.asarray(value, np.complex128)
+
+
+@kernel("eig")
+def eig(k):
+    """LAPACK geev's eigenvalues and unit-norm eigenvectors (columns), as Paddle's float64 ones."""
+    values, vectors = np.linalg.eig(_wide(k.x("X"), "X"))
+    dtype = _complex(k.x("X"))
+    return {"Eigenvalues": values.astype(dtype), "Eigenvectors": vectors.astype(dtype)}
+
+
+@kernel("eig_grad")
+def eig_grad(k):
+    """The real part of V^-H (diag(dw) + (V^H dV - V^H V diag(Re(V^H dV))) / conj(E)) V^H, E[i, j] = w_j - w_i:
+    the second term keeps each eigenvector unit-norm."""
+    values = np.asarray(k.x("Eigenvalues"), np.complex128)
+    vectors = np.asarray(k.x("Eigenvectors"), np.complex128)
+    dvalues, dvectors = _complex_grad(k, "Eigenvalues@GRAD", values), _complex_grad(k, "Eigenvectors@GRAD", vectors)
+    adjoint = np.conj(t(vectors))
+    projected = adjoint @ dvectors
+    norms = np.real(np.diagonal(projected, axis1=-2, axis2=-1))
+    inner = projected - (adjoint @ vectors) * norms[..., None, :]
+    gaps = np.conj(values[..., None, :] - values[..., :, None]) + np.eye(values.shape[-1])
+    inner = inner / gaps
+    size = np.arange(values.shape[-1])
+    inner[..., size, size] = dvalues
+    grad = np.linalg.solve(adjoint, inner @ adjoint)
+    return {"X@GRAD": np.real(grad).astype(k.x("Eigenvectors").real.dtype)}
+
+
+@kernel("eigvals")
+def eigvals(k):
+    """In the order geev gives them for X^T: Paddle hands LAPACK its row-major matrix as it is."""
+    values = np.linalg.eigvals(t(_wide(k.x("X"), "X")))
+    return {"Out": values.astype(_complex(k.x("X")))}
+
+
+@kernel("eigvalsh")
+def eigvalsh(k):
+    x = k.x("X")
+    values, vectors = np.linalg.eigh(_wide(x, "X"), UPLO=k.attr("UPLO"))
+    return {"Eigenvalues": values.astype(_real(x)), "Eigenvectors": vectors.astype(x.dtype)}
+
+
+@kernel("eigvalsh_grad")
+def eigvalsh_grad(k):
+    """V diag(dw) V^T, onto the UPLO triangle of X the forward read."""
+    vectors, dvalues = f64(k, "Eigenvectors"), f64(k, "Eigenvalues@GRAD")
+    sym = (vectors * dvalues[..., None, :]) @ t(vectors)
+    return {"X@GRAD": onto_triangle(sym, k.attr("UPLO") == "U").astype(k.x("Eigenvectors").dtype)}
+
+
+def _spectrum(x: np.ndarray, slot: str, hermitian: bool) -> np.ndarray:
+    """Singular values, or with ``hermitian`` |eigenvalues| of the lower triangle, [..., min(M, N)]."""
+    a = _wide(x, slot)
+    return np.abs(np.linalg.eigvalsh(a, UPLO="L")) if hermitian else np.linalg.svd(a, compute_uv=False)
+
+
+def _rank(x: np.ndarray, values: np.ndarray, atol, rtol) -> np.ndarray:
+    """The number of values above max(atol, rtol * the largest), per matrix, as int64 (Paddle's kernel writes it)."""
+    largest = values.max(-1, initial=0.0)
+    tolerance = np.maximum(atol, rtol * largest)
+    return np.sum(values > tolerance[..., None], axis=-1).astype(np.int64).reshape(np.shape(tolerance))
+
+
+def _default_rtol(x: np.ndarray) -> float:
+    return float(np.finfo(_real(x)).eps) * max(x.shape[-2:])
+
+
+@kernel("matrix_rank")
+def matrix_rank(k):
+    """use_default_tol: above eps * max(M, N) * the largest value; else above max(tol, 0), tol the attribute or
+    TolTensor (one per matrix, broadcast against the batch)."""
+    x = k.x("X")
+    values = _spectrum(x, "X", k.attr("hermitian"))
+    tolerance = k.optional("TolTensor")
+    atol = np.asarray(k.attr("tol") if tolerance is None else tolerance, np.float64)
+    if k.attr("use_default_tol") and tolerance is None:
+        atol = np.zeros(())
+    atol = np.broadcast_to(atol, np.broadcast_shapes(atol.shape, values.shape[:-1]))
+    return {"Out": _rank(x, values, atol, _default_rtol(x) if k.attr("use_default_tol") else 0.0)}
+
+
+@kernel("matrix_rank_atol_rtol")
+def matrix_rank_atol_rtol(k):
+    """Above max(atol, rtol * the largest value); without rtol, rtol is eps * max(M, N) where atol is 0, else 0."""
+    x = k.x("x")
+    values = _spectrum(x, "x", k.attr("hermitian"))
+    atol = np.asarray(k.x("atol"), np.float64)
+    given = k.optional("rtol")
+    rtol = np.where(np.abs(atol) < NO_ATOL, _default_rtol(x), 0.0) if given is None else np.asarray(given, np.float64)
+    batch = np.broadcast_shapes(atol.shape, rtol.shape, values.shape[:-1])
+    return {"out": _rank(x, values, np.broadcast_to(atol, batch), np.broadcast_to(rtol, batch))}
+
+
+def _factors(k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(L, U, order) of lu: unit lower L, upper U and the rows of A that make up P^T A = L U."""
+    packed = f64(k, "lu")
+    n = packed.shape[-1]
+    pivots = np.asarray(k.x("pivots")).reshape(-1, n)
+    if pivots.size and (pivots.min() < 1 or pivots.max() > n):
+        bad = pivots[(pivots < 1) | (pivots > n)][0]
+        raise ValueError(f"pivots holds {bad}, outside the rows [1, {n}] (1-based, as lu writes them)")
+    up = np.triu(packed)
+    if np.any(np.diagonal(up, axis1=-2, axis2=-1) == 0):
+        raise ValueError("lu holds a singular matrix (U has a zero pivot): the system has no unique solution")
+    return np.tril(packed, -1) + np.eye(n), up, _row_order(pivots, n).reshape(*packed.shape[:-1])
+
+
+def _take_rows(m: np.ndarray, order: np.ndarray) -> np.ndarray:
+    return np.take_along_axis(m, order[..., None], axis=-2)
+
+
+def _put_rows(m: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """The inverse of _take_rows: row i of ``m`` goes to row order[i]."""
+    out = np.empty_like(m)
+    np.put_along_axis(out, np.broadcast_to(order[..., None], m.shape), m, axis=-2)
+    return out
+
+
+def _solve_lu(low, up, order, b: np.ndarray, transposed: bool) -> np.ndarray:
+    """A x = b for A = P L U, or A^T x = b: L U x = P^T b, or U^T L^T (P^T x) = b."""
+    if transposed:
+        return _put_rows(np.linalg.solve(t(low), np.linalg.solve(t(up), b)), order)
+    return np.linalg.solve(up, np.linalg.solve(low, _take_rows(b, order)))
+
+
+@kernel("lu_solve")
+def lu_solve(k):
+    """trans 'T' and 'C' both solve with A^T (real matrices)."""
+    b = k.x("b")
+    low, up, order = _factors(k)
+    return {"out": _solve_lu(low, up, order, np.asarray(b, np.float64), k.attr("trans") != "N").astype(b.dtype)}
+
+
+@kernel("lu_solve_grad")
+def lu_solve_grad(k):
+    """db = A^-T dout (A^-1 dout for trans); dA = -db out^T (-out db^T); lu's grad is dL = tril(P^T dA U^T, -1)
+    below the diagonal and dU = triu(L^T P^T dA) on and above it."""
+    transposed = k.attr("trans") != "N"
+    low, up, order = _factors(k)
+    out, dout = f64(k, "out"), f64(k, "out@GRAD")
+    db = _solve_lu(low, up, order, dout, not transposed)
+    da = -(out @ t(db) if transposed else db @ t(out))
+    permuted = _take_rows(da, order)
+    dlu = np.tril(permuted @ t(up), -1) + np.triu(t(low) @ permuted)
+    return {"b@GRAD": db.astype(k.x("b").dtype), "lu@GRAD": dlu.astype(k.x("lu").dtype)}
+
+
+@kernel("svdvals")
+def svdvals(k):
+    x = k.x("x")
+    return {"s": np.linalg.svd(_wide(x, "x"), compute_uv=False).astype(x.dtype)}
+
+
+@kernel("svdvals_grad")
+def svdvals_grad(k):
+    """U diag(ds) V^T, from x's SVD again."""
+    x = k.x("x")
+    u, _, vh = np.linalg.svd(np.asarray(x, np.float64), full_matrices=False)
+    return {"x@GRAD": ((u * f64(k, "s@GRAD")[..., None, :]) @ vh).astype(x.dtype)}
+
+
+def _index_dtype(k):
+    return np.int32 if k.attr("dtype") == 2 else np.int64
+
+
+@kernel("tril_indices")
+def tril_indices(k):
+    rows, cols = np.tril_indices(k.attr("rows"), k.attr("offset"), k.attr("cols"))
+    return {"out": np.stack([rows, cols]).astype(_index_dtype(k))}
+
+
+@kernel("triu_indices")
+def triu_indices(k):
+    rows, cols = np.triu_indices(k.attr("row"), k.attr("offset"), k.attr("col"))
+    return {"out": np.stack([rows, cols]).astype(_index_dtype(k))}

@@ -1,0 +1,120 @@
+"""More of paddle.linalg over the last two dims of a batch of matrices: eig and eigvals (complex results), eigvalsh,
+matrix_rank (tolerance as an attribute or a tensor) and matrix_rank_atol_rtol, lu_solve, svdvals; and
+paddle.tril_indices / triu_indices. Second derivatives are in linalg_extra_double.
+
+eig's gradient (its outputs complex, Paddle's convention: z@GRAD = dL/dRe + i dL/dIm) is for losses that do not
+depend on the eigenvectors' phases (each column is unit-norm, its phase LAPACK's choice), as every loss of
+eigenvectors should: abs, V diag(w) V^-1, ...
+
+eig, eigvals, eigvalsh and matrix_rank(_atol_rtol) take complex matrices too (gradc.ops.complex_inputs), as Paddle's
+kernels do; their backward refuses them (gradc.backward.path). eigvalsh of a complex matrix has real eigenvalues.
+"""
+
+from __future__ import annotations
+
+from ..ir import VarType, real_dtype
+from ..registry import NO_GRAD, defop, grad_op
+from ..shapes import broadcast_dims, dims_match
+from .complex_fft import COMPLEX_OF
+from .linalg import matrices
+from .linalg_decomp import _choice
+
+LU_SOLVE_TRANS = ("N", "T", "C")
+
+
+def _eig(ctx):
+    """Eigenvalues [..., N] and Eigenvectors [..., N, N] (columns), complex of X's real dtype."""
+    *batch, n, _ = matrices(ctx, "X", square=True)
+    dtype = COMPLEX_OF.get(ctx.dtype("X"), ctx.dtype("X"))
+    return {"Eigenvalues": ([*batch, n], dtype), "Eigenvectors": ([*batch, n, n], dtype)}
+
+
+def _eigvals(ctx):
+    *batch, n, _ = matrices(ctx, "X", square=True)
+    return {"Out": ([*batch, n], COMPLEX_OF.get(ctx.dtype("X"), ctx.dtype("X")))}
+
+
+def _eigvalsh(ctx):
+    """Eigenvalues [..., N] ascending, from the UPLO triangle of X; the Eigenvectors [..., N, N] their grad reads."""
+    *batch, n, _ = matrices(ctx, "X", square=True)
+    _choice(ctx, "UPLO", ("L", "U"))
+    return {"Eigenvalues": ([*batch, n], real_dtype(ctx.dtype("X"))), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
+
+
+def _tolerance(ctx, slot: str, batch: list[int]) -> None:
+    """A tolerance tensor must broadcast against the batch dims of X (one tolerance per matrix)."""
+    shape = ctx.shape(slot)
+    if shape is not None:
+        problem = f"{slot} {shape} does not broadcast against the matrices' batch dims {batch}"
+        broadcast_dims(batch, shape, -1, lambda why: ctx.fail(f"{problem}: {why}"))
+
+
+def _ranks(ctx, x: str, out: str, tolerances: tuple[str, ...]):
+    """out: the rank of each matrix of x ([...]). The kernel writes int64, as Paddle's, whatever the var declares:
+    int32 in legacy programs (gradc's declaration too), float32 in PIR ones, each left as it is."""
+    batch = matrices(ctx, x, square=ctx.attr("hermitian"))[:-2]
+    for slot in tolerances:
+        if ctx.has(slot):
+            _tolerance(ctx, slot, batch)
+    declared = ctx.block.find_var(ctx.op.output(out)[0]) if ctx.op.output(out) else None
+    dtype = declared.dtype if declared is not None and declared.dtype is not None else VarType.INT32
+    return {out: (batch, dtype)}
+
+
+def _lu_solve(ctx):
+    """out [..., N, K] solves A out = b (trans 'N') or A^T out = b ('T', 'C'), A = P L U packed in lu as lu writes it,
+    pivots [..., N] its 1-based row swaps; b, lu and pivots have the same batch dims (the Python API expands them)."""
+    _choice(ctx, "trans", LU_SOLVE_TRANS)
+    lu, b, pivots = matrices(ctx, "lu", square=True), matrices(ctx, "b"), ctx.shape("pivots")
+    if not dims_match(lu[-1], b[-2]):
+        ctx.fail(f"lu is {lu[-2]} x {lu[-1]} but b has {b[-2]} rows")
+    if len(b) != len(lu) or not all(map(dims_match, b[:-2], lu[:-2])):
+        ctx.fail(f"b {b} and lu {lu} must have the same batch dims")
+    if pivots is not None and (len(pivots) != len(lu) - 1 or not all(map(dims_match, pivots, lu[:-1]))):
+        ctx.fail(f"pivots must hold the {lu[-1]} row swaps of each of lu's matrices {lu}, got shape {pivots}")
+    return {"out": (b, ctx.dtype("b"))}
+
+
+def _svdvals(ctx):
+    """s [..., min(M, N)], descending."""
+    *batch, m, n = matrices(ctx, "x")
+    return {"s": ([*batch, -1 if m < 0 or n < 0 else min(m, n)], ctx.dtype("x"))}
+
+
+def triangle_count(rows: int, cols: int, offset: int, lower: bool) -> int:
+    """The number of (row, col) pairs of a rows x cols matrix with col - row <= offset (lower) or >= offset."""
+    return sum(max(0, min(cols, row + offset + 1)) if lower else max(0, cols - max(0, row + offset))
+               for row in range(rows))
+
+
+def _indices(lower: bool, rows: str, cols: str):
+    def infer(ctx):
+        size = {name: ctx.attr(name) for name in (rows, cols)}
+        if min(size.values()) < 0:
+            ctx.fail(f"{rows} and {cols} must be >= 0, got {size[rows]} and {size[cols]}")
+        if ctx.attr("dtype") not in (VarType.INT32, VarType.INT64):
+            ctx.fail(f"dtype {ctx.attr('dtype')} must be int32 (2) or int64 (3)")
+        return {"out": ([2, triangle_count(size[rows], size[cols], ctx.attr("offset"), lower)], ctx.attr("dtype"))}
+    return infer
+
+
+# dX = V^-H (diag(dw) + (V^H dV - V^H V diag(Re(V^H dV))) / conj(w_j - w_i)) V^H, its real part
+defop("eig", ["X"], ["Eigenvalues", "Eigenvectors"], infer=_eig, grad=grad_op("Eigenvalues", "Eigenvectors"))
+defop("eigvals", ["X"], infer=_eigvals, grad=NO_GRAD)
+# dX = V diag(dw) V^T onto the UPLO triangle of X (Paddle 3.3.1 gives the symmetric matrix itself, and wrong values
+# for a batch of matrices)
+defop("eigvalsh", ["X"], ["Eigenvalues", "Eigenvectors"], attrs={"UPLO": "L", "is_test": False}, infer=_eigvalsh,
+      grad=grad_op("Eigenvectors"), no_grad_outputs=["Eigenvectors"])
+defop("matrix_rank", ["X", "TolTensor?"], attrs={"tol": 0.0, "use_default_tol": True, "hermitian": False},
+      infer=lambda ctx: _ranks(ctx, "X", "Out", ("TolTensor",)), grad=NO_GRAD, kernel_dtype_outputs=["Out"])
+defop("matrix_rank_atol_rtol", ["x", "atol", "rtol?"], ["out"], attrs={"hermitian": False},
+      infer=lambda ctx: _ranks(ctx, "x", "out", ("atol", "rtol")), grad=NO_GRAD, kernel_dtype_outputs=["out"])
+# db = A^-T dout (A^-1 for trans); dA = -db out^T (-out db^T for trans), onto lu's L (below the diagonal) and U
+# (Paddle 3.3.1's lu grad is wrong for trans 'T')
+defop("lu_solve", ["b", "lu", "pivots"], ["out"], attrs={"trans": "N"}, infer=_lu_solve,
+      grad=grad_op("b", "lu", "out", "pivots"), no_grad_inputs=["pivots"])
+defop("svdvals", ["x"], ["s"], infer=_svdvals, grad=grad_op("x"))   # dx = U diag(ds) V^T
+defop("tril_indices", [], ["out"], attrs={"rows": 0, "cols": 0, "offset": 0, "dtype": 3},
+      infer=_indices(True, "rows", "cols"), grad=NO_GRAD)
+defop("triu_indices", [], ["out"], attrs={"row": 0, "col": 0, "offset": 0, "dtype": 3},
+      infer=_indices(False, "row", "col"), grad=NO_GRAD)

@@ -1,0 +1,79 @@
+"""Cases for gradc.ops.linalg_extra: eig (its eigenvalues with random complex weights; its eigenvectors through their
+moduli, which do not depend on the phase LAPACK picks), eigvalsh (both triangles read), lu_solve (each trans, batched)
+and svdvals, and the second derivatives of svdvals_grad and lu_solve_grad. Matrices are well conditioned, spectra
+without repeated values."""
+
+import numpy as np
+
+import gradc
+from gradc.ir import VarType
+
+from . import Case, rng
+from .second_order import second_order
+
+r = rng(53)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def shifted(*shape, by=3.0):
+    return randn(*shape) + by * np.eye(shape[-1])
+
+
+def _packed_lu(a: np.ndarray) -> dict:
+    """lu_solve's lu and pivots inputs: gradc's own lu of ``a``."""
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("a", list(a.shape), VarType.FP64)
+    for name in ("lu", "pivots", "infos"):
+        block.create_var(name, None, None)
+    block.append_op("lu", {"X": ["a"]}, {"Out": ["lu"], "Pivots": ["pivots"], "Infos": ["infos"]}, {"pivots": True})
+    lu, pivots = gradc.Executor().run(program, {"a": a}, ["lu", "pivots"], gradc.Scope())
+    return {"lu": lu, "pivots": pivots}
+
+
+def _lu_solve(b_shape, a_shape, trans="N") -> tuple[dict, dict]:
+    return {"b": randn(*b_shape), **_packed_lu(randn(*a_shape) + 2 * np.eye(a_shape[-1]))}, {"trans": trans}
+
+
+def _eig_loss(x: np.ndarray, of_vectors: bool) -> dict:
+    """loss = sum(W * as_real(w)) of eig's eigenvalues w, or sum(W * |V|) of its eigenvectors V (phase-free)."""
+    program = gradc.Program()
+    block = program.global_block
+    shape = list(x.shape) if of_vectors else [*x.shape[:-1], 2]
+    block.create_var("x", list(x.shape), VarType.FP64).stop_gradient = False
+    block.create_var("values", list(x.shape[:-1]), VarType.COMPLEX128)
+    block.create_var("vectors", list(x.shape), VarType.COMPLEX128)
+    for name, dims in (("w", shape), ("parts", shape), ("weighted", shape), ("loss", [])):
+        block.create_var(name, dims, VarType.FP64)
+    block.append_op("eig", {"X": ["x"]}, {"Eigenvalues": ["values"], "Eigenvectors": ["vectors"]})
+    block.append_op("abs" if of_vectors else "as_real", {"X": ["vectors" if of_vectors else "values"]},
+                    {"Out": ["parts"]})
+    block.append_op("elementwise_mul", {"X": ["parts"], "Y": ["w"]}, {"Out": ["weighted"]})
+    block.append_op("reduce_sum", {"X": ["weighted"]}, {"Out": ["loss"]}, {"reduce_all": True})
+    return {"program": program, "feed": {"x": x, "w": randn(*shape)}, "wrt": ["x"], "loss": "loss"}
+
+
+LU_SOLVE = [_lu_solve((3, 2), (3, 3)), _lu_solve((2, 4, 3), (2, 4, 4), "T"), _lu_solve((3, 1), (3, 3), "C")]
+EIG_REAL = np.array([[2.0, 1.0, 0.5], [0.3, -1.0, 0.2], [0.1, 0.4, 0.5]])   # real, distinct eigenvalues
+
+CASES = [
+    Case("eig", {}, {"loss": "w"}, program=lambda: _eig_loss(randn(3, 3), False)),
+    Case("eig", {}, {"loss": "w batched"}, program=lambda: _eig_loss(randn(2, 4, 4), False)),
+    Case("eig", {}, {"loss": "w real"}, program=lambda: _eig_loss(EIG_REAL, False)),
+    Case("eig", {}, {"loss": "|V|"}, program=lambda: _eig_loss(randn(3, 3), True)),
+    Case("eig", {}, {"loss": "|V| batched"}, program=lambda: _eig_loss(randn(2, 4, 4), True)),
+    Case("eig", {}, {"loss": "|V| real"}, program=lambda: _eig_loss(EIG_REAL, True)),
+    Case("eigvalsh", {"X": randn(3, 3)}),
+    Case("eigvalsh", {"X": randn(2, 4, 4)}, {"UPLO": "U"}),
+    *[Case("lu_solve", inputs, attrs) for inputs, attrs in LU_SOLVE],
+    Case("svdvals", {"x": randn(4, 3)}),
+    Case("svdvals", {"x": randn(2, 3, 5)}),
+    second_order("svdvals", {"x": randn(3, 3)}),
+    second_order("svdvals", {"x": randn(2, 4, 3)}),
+    *[second_order("lu_solve", inputs, attrs) for inputs, attrs in LU_SOLVE],
+]
+
+REFUSED = [second_order("eig", {"X": randn(3, 3)}), second_order("eigvalsh", {"X": randn(3, 3)})]
