@@ -5,19 +5,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ExecutionError
 from ...ops.optimizer_amp import check_loss_scaling_attrs, check_one_value
 from . import kernel
 
 
-def _fail(k):
-    def fail(message):
-        raise ExecutionError(f"{k.where}: {message}")
-    return fail
+def fail(message: str):
+    """A kernel's check of the values it got: the executor names the op and its inputs."""
+    raise ValueError(message)
 
 
 def _check_one_value(k, *slots: str) -> None:
-    check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), _fail(k), *slots)
+    check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), fail, *slots)
 
 
 @kernel("check_finite_and_unscale")
@@ -30,8 +28,7 @@ def check_finite_and_unscale(k):
     for x in k.xs("X"):
         x = np.asarray(x)
         if x.dtype != scale.dtype:
-            raise ExecutionError(f"{k.where}: X is {x.dtype} but Scale is {scale.dtype}: Paddle's kernel reads "
-                                 f"both as one dtype")
+            fail(f"X is {x.dtype} but Scale is {scale.dtype}: Paddle's kernel reads both as one dtype")
         found = found or not np.isfinite(x).all()
         factor = x.dtype.type(0) if found else x.dtype.type(1.0 / np.float64(scale))
         with np.errstate(invalid="ignore"):   # inf * 0: Paddle's nan
@@ -47,7 +44,7 @@ def update_loss_scaling(k):
     incr_every_n_steps-th multiplies it by incr_ratio (unless that overflows to inf); either count restarts when
     it changes the scale."""
     _check_one_value(k, "FoundInfinite", "PrevLossScaling", "InGoodSteps", "InBadSteps")
-    check_loss_scaling_attrs(k.attr, _fail(k))
+    check_loss_scaling_attrs(k.attr, fail)
     found = bool(np.asarray(k.x("FoundInfinite")).reshape(()))
     xs = k.xs("X")
     outs = [np.zeros_like(x) for x in xs] if found else list(xs)

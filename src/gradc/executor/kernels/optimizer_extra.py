@@ -7,21 +7,15 @@ import time
 
 import numpy as np
 
-from ...errors import ExecutionError
 from ...ops.optimizer_amp import check_one_value
 from ...ops.optimizer_extra import AVERAGE_COUNTERS, AVERAGE_SUMS, check_average_windows, check_sparse_momentum
 from . import kernel
 from .optimizer import check, update
+from .optimizer_amp import fail
 
 
 def _scalar(value, like: np.ndarray):
     return like.dtype.type(np.asarray(value).reshape(()))
-
-
-def _fail(k):
-    def fail(message):
-        raise ExecutionError(f"{k.where}: {message}")
-    return fail
 
 
 @kernel("asgd")
@@ -116,7 +110,7 @@ def dpsgd(k):
     check(k)
     param, grad = k.x("Param"), k.x("Grad")
     if grad.size != param.size:
-        raise ExecutionError(f"{k.where}: Grad has {grad.size} values, but Param has {param.size}")
+        fail(f"Grad has {grad.size} values, but Param has {param.size}")
     norm = np.float32(np.sqrt(np.float32(np.sum(np.square(grad, dtype=np.float64)))))
     clip = _scalar(k.attr("clip"), param)
     scale = np.float32(norm / np.float32(clip)) if norm > clip else np.float32(1)
@@ -133,27 +127,26 @@ def sparse_momentum(k):
     axis_tensor = k.optional("Axis")
     axis = int(np.asarray(axis_tensor).reshape(-1)[0]) if axis_tensor is not None else k.attr("axis")
     check_sparse_momentum(k.op.input, lambda slot: np.shape(k.x(slot)) if k.op.input(slot) else None, k.attr,
-                          axis, _fail(k))
+                          axis, fail)
     param, grad, velocity = k.x("Param"), k.x("Grad"), k.x("Velocity")
     master = k.optional("MasterParam") if k.attr("multi_precision") else None
-    weight = master if master is not None else param
-    dtype = velocity.dtype.type
+    weight = master if master is not None else param   # the arithmetic's dtype: the master's, else Param's
+    dtype = weight.dtype.type
     index = np.asarray(k.x("Index")).reshape(-1).astype(np.int64)
     inside = (index >= 0) & (index < param.shape[axis])
-    scattered = np.zeros(param.shape, velocity.dtype)
-    rescaled = grad.astype(velocity.dtype) * dtype(k.attr("rescale_grad"))
+    scattered = np.zeros(param.shape, weight.dtype)
+    rescaled = grad.astype(weight.dtype) * dtype(k.attr("rescale_grad"))
     if axis == 0:
         np.add.at(scattered, index[inside], rescaled[inside])
     else:
         np.add.at(scattered.T, index[inside], rescaled.T[inside])
-    weight = weight.astype(velocity.dtype, copy=False)
     if k.attr("regularization_method") == "l2_decay":
         scattered = scattered + dtype(k.attr("regularization_coeff")) * weight
     mu = dtype(k.attr("mu"))
-    velocity = velocity * mu + scattered
+    velocity = velocity.astype(weight.dtype) * mu + scattered
     step = scattered + velocity * mu if k.attr("use_nesterov") else velocity
     updated = weight - step * dtype(np.asarray(k.x("LearningRate")).reshape(-1)[0])
-    results = {"ParamOut": updated.astype(param.dtype), "VelocityOut": velocity}
+    results = {"ParamOut": updated.astype(param.dtype), "VelocityOut": velocity.astype(k.x("Velocity").dtype)}
     if master is not None:
         results["MasterParamOut"] = updated
     return results
@@ -165,7 +158,6 @@ def average_accumulates(k):
     both min_average_window and min(max_average_window, num_updates * average_window), sum_3 becomes sum_1 +
     sum_2 and they and the count restart from 0. Paddle's kernel reads its inputs after writing its outputs,
     which ModelAverage makes the same vars: the moves take the sums with this step's param, as here."""
-    fail = _fail(k)
     check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), fail, *(f"in_{c}" for c in AVERAGE_COUNTERS))
     check_average_windows(k.attr, fail)
     param = k.x("param")
