@@ -10,6 +10,10 @@ sparse_momentum), appended by a minimal paddle.optimizer.Optimizer subclass or a
 Files as tools/paddle_optimizer_fixtures.py writes them (train.pb, startup.pb, init/feeds/states/final.npz,
 losses.npy, lrs.npy, meta.json); ModelAverage cases add apply.pb, restore.pb, applied.npz (every persistable
 after the apply program ran on the final state) and restored.npz (after restore then ran).
+
+bf16/ holds the programs of paddle.static.amp.bf16 on the linear model, which Paddle 3.3.1 cannot run on CPU
+(its bfloat16 matmul_v2_grad crashes): forward.pb (rewrite_program_bf16: the casts to bfloat16 and back) and
+train.pb (decorate_bf16(SGD).minimize), loss mean_0.tmp_0.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle.static import amp
+from paddle.static.amp import bf16
 from paddle_optimizer_fixtures import SEED, Persistables, serialize, stacked, write
 
 paddle.enable_static()
@@ -194,9 +199,26 @@ def train(name: str) -> dict:
     return files, extra
 
 
+def write_bf16(target: Path) -> None:
+    programs = {}
+    for name, rewrite in (("forward", bf16.rewrite_program_bf16),
+                          ("train", lambda main: bf16.decorate_bf16(paddle.optimizer.SGD(0.1)).minimize(loss))):
+        main, startup = paddle.static.Program(), paddle.static.Program()
+        with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+            loss = linear()
+            rewrite(main)
+        programs[name] = serialize(main)
+    (target / "bf16").mkdir(parents=True, exist_ok=True)
+    for name, data in programs.items():
+        (target / "bf16" / f"{name}.pb").write_bytes(data)
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/optim_extra")
-    for case_name in sys.argv[2:] or CASES:
+    names = sys.argv[2:] or ["bf16", *CASES]
+    if "bf16" in names:
+        write_bf16(target)
+    for case_name in (name for name in names if name != "bf16"):
         files, extra = train(case_name)
         write(target / case_name, files)
         for key, value in extra.items():
