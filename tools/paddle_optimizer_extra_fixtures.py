@@ -201,12 +201,11 @@ def train(name: str) -> dict:
 
 def write_bf16(target: Path) -> None:
     programs = {}
-    for name, rewrite in (("forward", bf16.rewrite_program_bf16),
-                          ("train", lambda main: bf16.decorate_bf16(paddle.optimizer.SGD(0.1)).minimize(loss))):
+    for name, rewrite in (("forward", lambda main, loss: bf16.rewrite_program_bf16(main)),
+                          ("train", lambda main, loss: bf16.decorate_bf16(paddle.optimizer.SGD(0.1)).minimize(loss))):
         main, startup = paddle.static.Program(), paddle.static.Program()
         with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
-            loss = linear()
-            rewrite(main)
+            rewrite(main, linear())
         programs[name] = serialize(main)
     (target / "bf16").mkdir(parents=True, exist_ok=True)
     for name, data in programs.items():

@@ -23,6 +23,16 @@ from paddle.base import core
 from paddle.incubate.optimizer import LarsMomentumOptimizer
 
 STEPS = 3
+
+
+class SGDWithModelAverage:
+    """SGD, then paddle.incubate.optimizer.ModelAverage's accumulation (average_accumulates_ per parameter)."""
+
+    def minimize(self, loss) -> None:
+        paddle.optimizer.SGD(0.1).minimize(loss)
+        paddle.incubate.optimizer.ModelAverage(0.5, min_average_window=1, max_average_window=2)
+
+
 OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(0.1),
     "momentum": lambda: paddle.optimizer.Momentum(0.1, momentum=0.8, use_nesterov=True),
@@ -41,6 +51,8 @@ OPTIMIZERS = {
     "merged_adam": lambda: paddle.optimizer.Adam(0.05, beta1=0.85, use_multi_tensor=True),
     "clip_global_norm": lambda: paddle.optimizer.SGD(0.1, grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
     "clip_norm": lambda: paddle.optimizer.SGD(0.1, grad_clip=paddle.nn.ClipGradByNorm(0.3)),
+    "asgd": lambda: paddle.optimizer.ASGD(0.1, batch_num=2),
+    "model_average": SGDWithModelAverage,
 }
 
 
