@@ -10,6 +10,7 @@ import pytest
 import gradc
 from gradc.executor.kernels.optimizer_extra import _uniforms, gaussian_noise
 from gradc.ir import to_var_type
+from gradc.pir import parse_pir, serialize_pir
 from optim_cases import OptimCase, assert_trained_like_paddle, train
 
 DATA = Path(__file__).parent / "data" / "paddle" / "optim_extra"
@@ -20,6 +21,16 @@ CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").is_file())
 def test_paddles_training_program_trains_like_paddle(name):
     case = OptimCase(name, DATA)
     losses, states = train(case, case.program())
+    assert_trained_like_paddle(case, losses, states)
+
+
+@pytest.mark.parametrize("name", ["amp_o1_sgd", "amp_o2_momentum", "amp_o1_adam", "asgd", "model_average"])
+def test_the_training_program_written_as_pir_trains_like_paddle(name):
+    """The ops with a PIR counterpart (ftrl, decayed_adagrad, dpsgd and sparse_momentum have none) written as
+    PIR and read back; the scaled loss is read by the scaling op, so it is fetched to keep its name."""
+    case = OptimCase(name, DATA)
+    program = parse_pir(serialize_pir(case.program(), fetch=[case.meta["loss"]]))
+    losses, states = train(case, program)
     assert_trained_like_paddle(case, losses, states)
 
 
