@@ -148,3 +148,20 @@ def test_dpsgd_draws_libstdcpps_minstd_uniforms():
     assert next(_uniforms(7, np.float32)) == np.float32(337896) / np.float32(2**31 - 2)
     assert gaussian_noise(7, 0.3, np.float32) == gaussian_noise(7, 0.3, np.float32)
     assert gaussian_noise(7, 0.3, np.float32) != gaussian_noise(8, 0.3, np.float32)
+
+
+def test_average_accumulates_moves_sum_1_into_sum_2_every_16384_updates():
+    """Against the loss of precision of one long sum; the moved sum includes this step's parameter (Paddle's
+    in-place kernel), and the window (min_average_window 10000 by default) has not filled. Paddle 3.3.1 gives
+    these values for these inputs, in place."""
+    param, sums = np.full((2, 2), 0.5, "float32"), [np.full((2, 2), v, "float32") for v in (1.0, 2.0, 3.0)]
+    counters = {"in_num_accumulates": np.array([5]), "in_old_num_accumulates": np.array([7]),
+                "in_num_updates": np.array([16383])}
+    results = run_one("average_accumulates",
+                      {"param": param, **{f"in_sum_{i + 1}": s for i, s in enumerate(sums)}, **counters},
+                      dict.fromkeys(["out_sum_1", "out_sum_2", "out_sum_3", "out_num_accumulates",
+                                     "out_old_num_accumulates", "out_num_updates"], 1), {"average_window": 0.5})
+    assert results["out_sum_1"].tolist() == [[0, 0], [0, 0]] and results["out_sum_2"].tolist() == [[3.5, 3.5]] * 2
+    assert results["out_sum_3"].tolist() == [[3, 3], [3, 3]]
+    assert [results[f"out_{c}"].tolist() for c in ("num_accumulates", "old_num_accumulates", "num_updates")] == \
+        [[6], [7], [16384]]
