@@ -104,7 +104,7 @@ ROWS = [
         "out:Out*&x found_infinite:FoundInfinite"),
     row("pd_op.update_loss_scaling_", "update_loss_scaling",
         "x:X* found_infinite:FoundInfinite prev_loss_scaling:PrevLossScaling in_good_steps:InGoodSteps "
-        "in_bad_steps:InBadSteps stop_update?:StopUpdate",
+        "in_bad_steps:InBadSteps stop_update>stop_update:bool@StopUpdate",
         "out:Out*&x loss_scaling:LossScaling&prev_loss_scaling out_good_steps:OutGoodSteps&in_good_steps "
         "out_bad_steps:OutBadSteps&in_bad_steps",
         "incr_every_n_steps:i32=1000 decr_every_n_nan_or_inf:i32=2 incr_ratio:f32=2 decr_ratio:f32=0.8"),
