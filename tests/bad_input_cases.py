@@ -527,6 +527,35 @@ COMPILE_TIME = {
     "shuffle_channel group": ("shuffle_channel", {"X": X4}, {"group": 3}, "4 channels do not divide into 3 groups"),
     "add_position_encoding odd": ("add_position_encoding", {"X": zeros(2, 3, 5)}, {}, "feature size 5 must be even"),
     # optimizer_amp
+    "check_finite_and_unscale scale": ("check_finite_and_unscale", {"X": [X23], "Scale": zeros(2)}, {},
+                                       "Scale 'scale0' has shape [2], but it must hold one value"),
+    "update_loss_scaling decr_ratio": ("update_loss_scaling", {"X": [X23], "FoundInfinite": zeros(1, dtype=bool),
+                                                               "PrevLossScaling": ONE,
+                                                               "InGoodSteps": zeros(1, dtype=np.int32),
+                                                               "InBadSteps": zeros(1, dtype=np.int32)},
+                                       {"decr_ratio": 1.5}, "attribute decr_ratio is 1.5, but it must be in (0, 1)"),
+    "asgd n": ("asgd", {"param": X23, "grad": X23, "learning_rate": ONE, "d": X23, "y": X23, "n": zeros(2)}, {},
+               "n 'n0' has shape [2], but it must hold one value"),
+    "ftrl l1": ("ftrl", {"Param": X23, "SquaredAccumulator": X23, "LinearAccumulator": X23, "Grad": X23,
+                         "LearningRate": ONE}, {"l1": -0.5}, "attribute l1 is -0.5, but it must be >= 0"),
+    "decayed_adagrad moment": ("decayed_adagrad", {"Param": X23, "Grad": X23, "Moment": zeros(3, 2),
+                                                   "LearningRate": ONE}, {},
+                               "Moment 'moment0' has shape [3, 2], but parameter 'param0' has shape [2, 3]"),
+    "dpsgd sigma": ("dpsgd", {"Param": X23, "Grad": X23, "LearningRate": ONE}, {"sigma": -1.0},
+                    "attribute sigma is -1, but it must be >= 0"),
+    "sparse_momentum grad": ("sparse_momentum", {"Param": X23, "Grad": zeros(3, 3), "Velocity": X23,
+                                                 "Index": i64(0, 1), "LearningRate": ONE}, {"mu": 0.9},
+                             "Grad 'grad0' has shape [3, 3], but Param [2, 3] updated along axis 0 by 2 indices "
+                             "needs [2, 3]"),
+    "sparse_momentum axis": ("sparse_momentum", {"Param": X23, "Grad": X23, "Velocity": X23, "Index": i64(0, 1),
+                                                 "LearningRate": ONE}, {"mu": 0.9, "axis": 2},
+                             "axis is 2, but sparse_momentum updates along axis 0 or 1"),
+    "average_accumulates windows": ("average_accumulates", {"param": X23, "in_sum_1": X23, "in_sum_2": X23,
+                                                            "in_sum_3": X23, "in_num_accumulates": i64(0),
+                                                            "in_old_num_accumulates": i64(0),
+                                                            "in_num_updates": i64(0)},
+                                    {"min_average_window": 5, "max_average_window": 3},
+                                    "attribute min_average_window is 5, but it must be <= max_average_window (3)"),
     "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
                                 "Transition [tags + 2, tags]"),
     "crf_decoding no tags": ("crf_decoding", {"Emission": zeros(5, 0), "Transition": zeros(2, 0)}, {},
@@ -721,6 +750,9 @@ RUN_TIME = {
                         "ImInfo has 2 rows, one per image, but Input holds 1"),
     "add_position_encoding rows without a LoD": ("add_position_encoding", {"X": zeros(5, 4)}, {}, "without a LoD"),
     # optimizer_amp
+    "check_finite_and_unscale dtypes": ("check_finite_and_unscale", {"X": [zeros(2, 3, dtype=np.float64)],
+                                                                     "Scale": ONE}, {},
+                                        "X is float64 but Scale is float32"),
     "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
     "crf_decoding length": ("crf_decoding", {"Emission": zeros(2, 3, 4), "Transition": zeros(6, 4),
                                              "Length": i64(3, 4)}, {}, "Length lengths must lie in [0, 3]"),
@@ -793,4 +825,5 @@ EXEMPT = {
     # random_dist
     # detection_v1
     # optimizer_amp
+    "memcpy": "a copy to another device (gradc has one): every tensor is good input",
 }

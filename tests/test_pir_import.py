@@ -170,8 +170,9 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     """Export alone writes pd_op.shape (legacy shape makes int32, which 3.3.1's layers never ask for),
     pd_op.select_output and pd_op.add_n_array (gradc's backward of cond and of tensor arrays),
     pd_op.array_length and pd_op.sequence_mask (legacy recurrent programs), pd_op.row_conv_grad (3.3.1's PIR
-    row_conv has no vjp), pd_op.straight_through_estimator_grad (nor has moving_average_abs_max_scale); the
-    export tests read them back."""
+    row_conv has no vjp), pd_op.straight_through_estimator_grad (nor has moving_average_abs_max_scale),
+    pd_op.memcpy (legacy AMP's copy of FoundInfinite for Adam's SkipUpdate: PIR's Adam reads the flag itself;
+    tests/test_optimizer_amp.py writes and reads it); the export tests read them back."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
@@ -180,6 +181,6 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.array_length",
                                  "pd_op.sequence_mask", "pd_op.row_conv_grad",
-                                 "pd_op.straight_through_estimator_grad"}
+                                 "pd_op.straight_through_estimator_grad", "pd_op.memcpy"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used

@@ -21,8 +21,42 @@ import paddle.nn.functional as F
 from paddle import _C_ops
 from paddle.base import core
 from paddle.incubate.optimizer import LarsMomentumOptimizer
+from paddle.static.amp import amp_nn
 
 STEPS = 3
+
+
+class SGDWithModelAverage:
+    """SGD, then paddle.incubate.optimizer.ModelAverage's accumulation (average_accumulates_ per parameter)."""
+
+    def minimize(self, loss) -> None:
+        paddle.optimizer.SGD(0.1).minimize(loss)
+        paddle.incubate.optimizer.ModelAverage(0.5, min_average_window=1, max_average_window=2)
+
+
+class DynamicLossScalingAdam:
+    """Adam with dynamic loss scaling as paddle.static.amp.decorate writes it in a legacy program, built from
+    Paddle's own PIR pieces (decorate itself fails in 3.3.1's PIR mode: its loss-scaling var is never made):
+    scale the loss, check_finite_and_unscale_ and update_loss_scaling_ (every step changes the scale: grow by 2
+    after one good step, halve after one bad) on the gradients, Adam skipping a step with an inf."""
+
+    def minimize(self, loss) -> None:
+        params = [p for p in paddle.static.default_main_program().global_block().all_parameters()
+                  if not p.stop_gradient]
+
+        def state(name, value, dtype):
+            return paddle.pir.core.create_persistable_value(dtype, [1], name,
+                                                            initializer=paddle.nn.initializer.Constant(value))
+        scaling = state("loss_scaling_0", 1024.0, "float32")
+        good, bad = state("num_good_steps_0", 0, "int32"), state("num_bad_steps_0", 0, "int32")
+        params_grads = paddle.autograd.ir_backward.append_backward(loss * scaling, parameter_list=params)
+        grads, found_inf = amp_nn.check_finite_and_unscale([grad for _, grad in params_grads], scaling)
+        amp_nn.update_loss_scaling(grads, found_inf, scaling, good, bad, 1, 1, 2.0, 0.5)
+        adam = paddle.optimizer.Adam(0.05)
+        adam._set_auxiliary_var("found_inf", found_inf)
+        adam._pir_create_optimization_pass([(param, grad) for (param, _), grad in zip(params_grads, grads)])
+
+
 OPTIMIZERS = {
     "sgd": lambda: paddle.optimizer.SGD(0.1),
     "momentum": lambda: paddle.optimizer.Momentum(0.1, momentum=0.8, use_nesterov=True),
@@ -41,7 +75,11 @@ OPTIMIZERS = {
     "merged_adam": lambda: paddle.optimizer.Adam(0.05, beta1=0.85, use_multi_tensor=True),
     "clip_global_norm": lambda: paddle.optimizer.SGD(0.1, grad_clip=paddle.nn.ClipGradByGlobalNorm(0.5)),
     "clip_norm": lambda: paddle.optimizer.SGD(0.1, grad_clip=paddle.nn.ClipGradByNorm(0.3)),
+    "asgd": lambda: paddle.optimizer.ASGD(0.1, batch_num=2),
+    "model_average": SGDWithModelAverage,
+    "amp_adam": DynamicLossScalingAdam,
 }
+INF_AT_STEP = {"amp_adam": 1}   # an inf in that step's batch: its gradients are inf or nan
 
 
 def persistable_names(program) -> list[str]:
@@ -110,6 +148,8 @@ def build(name: str, out_dir: Path, seed: int = 2024) -> None:
         raw.unlink()
     feeds = {"x": rng.standard_normal((STEPS, 4, 6)).astype("float32"),
              "label": rng.integers(0, 3, (STEPS, 4, 1)).astype("int64")}
+    if name in INF_AT_STEP:
+        feeds["x"][INF_AT_STEP[name], 0, 0] = np.inf
     executor, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
     executor.run(run_startup)
     names = persistable_names(run_main)

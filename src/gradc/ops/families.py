@@ -117,6 +117,8 @@ FAMILIES = {
         "lrn_grad", "spectral_norm_grad"),
     "optimizer": ("sgd", "momentum", "merged_momentum", "lars_momentum", "adagrad", "adadelta", "rmsprop", "rprop"),
     "optimizer_adam": ("adam", "adamw", "merged_adam", "adamax", "lamb", "nadam", "radam"),
+    "optimizer_amp": ("check_finite_and_unscale", "update_loss_scaling", "memcpy"),
+    "optimizer_extra": ("asgd", "ftrl", "decayed_adagrad", "dpsgd", "sparse_momentum", "average_accumulates"),
     "pad": ("pad", "pad_grad", "pad3d", "pad3d_grad"),
     "pool": ("max_pool2d_with_index", "max_pool2d_with_index_grad", "max_pool3d_with_index",
         "max_pool3d_with_index_grad", "unpool", "unpool_grad", "unpool3d", "unpool3d_grad", "lp_pool2d",

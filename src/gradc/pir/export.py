@@ -118,7 +118,7 @@ class Exporter:
                 "value": Attr("a_array", [Attr("a_i64", v) for v in values]), "dtype": Attr("a_dtype", "int64"),
                 "place": cpu})
             return result
-        dtype = {"int": "int32", "long": "int64", "float": "float32", "double": "float64"}[fold]
+        dtype = {"int": "int32", "long": "int64", "float": "float32", "double": "float64", "bool": "bool"}[fold]
         number = value[0] if isinstance(value, (list, tuple)) else value
         result = Value(0, TensorType("t_dtensor", schema.DTYPE_NAMES[dtype], (1,)), stop_gradient=True)
         self.emit("pd_op.full", [], [result], {"shape": Attr("a_intarray", [1]), "value": Attr("a_f64", float(number)),

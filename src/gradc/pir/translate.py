@@ -144,6 +144,8 @@ class Translator:
             return [int(v) for v in values]
         if len(values) != 1:
             raise self.fail(op, f"operand '{operand}' must hold one number for attribute '{attr}', not {values}")
+        if fold == "bool":
+            return bool(values[0])
         return float(values[0]) if fold in ("float", "double") else int(values[0])
 
     def _drop_unread_constants(self) -> None:

@@ -83,6 +83,8 @@ FAMILIES = {
     "norm": ("instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad"),
     "optimizer": ("sgd", "momentum", "merged_momentum", "lars_momentum", "adagrad", "adadelta", "rmsprop", "rprop"),
     "optimizer_adam": ("adam", "adamw", "merged_adam", "adamax", "lamb", "nadam", "radam"),
+    "optimizer_amp": ("check_finite_and_unscale", "update_loss_scaling", "memcpy"),
+    "optimizer_extra": ("asgd", "ftrl", "decayed_adagrad", "dpsgd", "sparse_momentum", "average_accumulates"),
     "optimizer_sparse": ("sgd", "adagrad", "lamb", "momentum", "rmsprop", "adamax", "adadelta", "nadam", "radam",
         "rprop", "lars_momentum", "merged_momentum", "merged_adam", "adam", "adamw"),
     "pad": ("pad", "pad_grad", "pad3d", "pad3d_grad"),

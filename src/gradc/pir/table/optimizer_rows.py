@@ -2,7 +2,9 @@
 mode): in place on the parameter and its accumulators; Adam's beta1/beta2/epsilon are [1] operands. The list ops
 (lars_momentum_, merged_momentum_, merged_adam_) take each slot as one vector operand (a builtin.combine) and give
 vector results (taken apart by builtin.split). Gradient clipping's norms, and `scale_`, which Adamax's beta1_pow
-update is in place."""
+update is in place. Dynamic loss scaling (check_finite_and_unscale_, update_loss_scaling_, and the memcpy of its flag
+for Adam's skip_update), ASGD and ModelAverage's average_accumulates_ (ftrl, decayed_adagrad, dpsgd and
+sparse_momentum have no PIR op in Paddle 3.3.1: its translator refuses them)."""
 
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ ADAM_ATTRS = ("lazy_mode:bool min_row_size_to_use_multithread:i64=1000 multi_pre
 MASTER = "master_param?:MasterParam"
 MASTER_OUT = "master_param_out:MasterParamOut&master_param"
 MASTER_LOWER, MASTER_OUT_LOWER = "master_param?:master_param", "master_param_out:master_param_out&master_param"
+
+AVERAGE_STATE = ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates", "num_updates")
 
 LIST_MOMENTUM_OUT = ("param_out:ParamOut*&param velocity_out:VelocityOut*&velocity "
                      "master_param_out:MasterParamOut*&master_param")
@@ -96,4 +100,19 @@ ROWS = [
     row("pd_op.clip_by_norm", "clip_by_norm", "x:X", "out:Out", "max_norm:f32"),
     row("pd_op.scale_", "scale", "x:X scale>scale:float", "out:Out&x", "bias:f32 bias_after_scale:bool",
         when=_in_place),
+    row("pd_op.check_finite_and_unscale_", "check_finite_and_unscale", "x:X* scale:Scale",
+        "out:Out*&x found_infinite:FoundInfinite"),
+    row("pd_op.update_loss_scaling_", "update_loss_scaling",
+        "x:X* found_infinite:FoundInfinite prev_loss_scaling:PrevLossScaling in_good_steps:InGoodSteps "
+        "in_bad_steps:InBadSteps stop_update>stop_update:bool@StopUpdate",
+        "out:Out*&x loss_scaling:LossScaling&prev_loss_scaling out_good_steps:OutGoodSteps&in_good_steps "
+        "out_bad_steps:OutBadSteps&in_bad_steps",
+        "incr_every_n_steps:i32=1000 decr_every_n_nan_or_inf:i32=2 incr_ratio:f32=2 decr_ratio:f32=0.8"),
+    row("pd_op.memcpy", "memcpy", "x:X", "out:Out", "dst_place_type:i32"),
+    row("pd_op.asgd_", "asgd", f"param:param grad:grad learning_rate:learning_rate d:d y:y n:n {MASTER_LOWER}",
+        f"param_out:param_out&param d_out:d_out&d y_out:y_out&y {MASTER_OUT_LOWER}", "multi_precision:bool"),
+    row("pd_op.average_accumulates_", "average_accumulates",
+        "param:param " + " ".join(f"in_{name}:in_{name}" for name in AVERAGE_STATE),
+        " ".join(f"out_{name}:out_{name}&in_{name}" for name in AVERAGE_STATE),
+        "average_window:f32 max_average_window:i64=9223372036854775807 min_average_window:i64=10000"),
 ]

@@ -1,0 +1,80 @@
+"""Kernels of gradc.ops.optimizer_amp: dynamic loss scaling as Paddle's CPU kernels do it (float32 and float64
+gradients; Paddle has no float16 CPU kernel of either op)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.optimizer_amp import check_loss_scaling_attrs, check_one_value
+from . import kernel
+
+
+def fail(message: str):
+    """A kernel's check of the values it got: the executor names the op and its inputs."""
+    raise ValueError(message)
+
+
+def _check_one_value(k, *slots: str) -> None:
+    check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), fail, *slots)
+
+
+@kernel("check_finite_and_unscale")
+def check_finite_and_unscale(k):
+    """Out = X / Scale (times the reciprocal, in X's dtype) until the first X holding an inf or nan; from that
+    one on Out = X * 0 (nan where X is inf or nan), and FoundInfinite is set."""
+    _check_one_value(k, "Scale")
+    scale = np.asarray(k.x("Scale")).reshape(())
+    found, outs = False, []
+    for x in k.xs("X"):
+        x = np.asarray(x)
+        if x.dtype != scale.dtype:
+            fail(f"X is {x.dtype} but Scale is {scale.dtype}: Paddle's kernel reads both as one dtype")
+        found = found or not np.isfinite(x).all()
+        factor = x.dtype.type(0) if found else x.dtype.type(1.0 / np.float64(scale))
+        with np.errstate(invalid="ignore"):   # inf * 0: Paddle's nan
+            outs.append(x * factor)
+    return {"Out": outs, "FoundInfinite": np.array([found])}
+
+
+@kernel("update_loss_scaling")
+def update_loss_scaling(k):
+    """A step with FoundInfinite zeroes every X. Then, unless stop_update (the StopUpdate tensor wins over the
+    attribute): a bad step counts bad steps (the good count restarts) and the decr_every_n_nan_or_inf-th in a
+    row multiplies the scale by decr_ratio (at least 1); a good step counts good steps and the
+    incr_every_n_steps-th multiplies it by incr_ratio (unless that overflows to inf); either count restarts when
+    it changes the scale."""
+    _check_one_value(k, "FoundInfinite", "PrevLossScaling", "InGoodSteps", "InBadSteps")
+    check_loss_scaling_attrs(k.attr, fail)
+    found = bool(np.asarray(k.x("FoundInfinite")).reshape(()))
+    xs = k.xs("X")
+    outs = [np.zeros_like(x) for x in xs] if found else list(xs)
+    prev = np.asarray(k.x("PrevLossScaling"))
+    good, bad = int(np.asarray(k.x("InGoodSteps")).reshape(())), int(np.asarray(k.x("InBadSteps")).reshape(()))
+    stop = k.optional("StopUpdate")
+    if bool(np.asarray(stop).reshape(())) if stop is not None else k.attr("stop_update"):
+        scale = prev
+    else:
+        scale = prev.reshape(())
+        if found:
+            good, bad = 0, bad + 1
+            if bad == k.attr("decr_every_n_nan_or_inf"):
+                scale, bad = max(scale * prev.dtype.type(k.attr("decr_ratio")), prev.dtype.type(1)), 0
+        else:
+            good, bad = good + 1, 0
+            if good == k.attr("incr_every_n_steps"):
+                with np.errstate(over="ignore"):
+                    grown = scale * prev.dtype.type(k.attr("incr_ratio"))
+                scale, good = (grown if np.isfinite(grown) else scale), 0
+        scale = np.asarray(scale, prev.dtype).reshape(prev.shape)
+
+    def counter(value: int, slot: str):
+        return np.full(np.shape(k.x(slot)), value, np.int32)
+
+    return {"Out": outs, "LossScaling": scale, "OutGoodSteps": counter(good, "InGoodSteps"),
+            "OutBadSteps": counter(bad, "InBadSteps")}
+
+
+@kernel("memcpy")
+def memcpy(k):
+    """A copy to another device; gradc has one."""
+    return {"Out": np.array(k.x("X"), copy=True)}

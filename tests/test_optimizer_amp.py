@@ -1,0 +1,167 @@
+"""Paddle's training programs with dynamic loss scaling (paddle.static.amp.decorate O1/O2), ModelAverage, and the
+optimizer ops of gradc.ops.optimizer_extra train in gradc as in Paddle (tools/paddle_optimizer_extra_fixtures.py ->
+tests/data/paddle/optim_extra), and the edges of their kernels."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.executor.kernels.optimizer_extra import _uniforms, gaussian_noise
+from gradc.ir import to_var_type
+from gradc.pir import parse_pir, serialize_pir
+from optim_cases import OptimCase, assert_trained_like_paddle, train
+
+DATA = Path(__file__).parent / "data" / "paddle" / "optim_extra"
+CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").is_file())
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_paddles_training_program_trains_like_paddle(name):
+    case = OptimCase(name, DATA)
+    losses, states = train(case, case.program())
+    assert_trained_like_paddle(case, losses, states)
+
+
+@pytest.mark.parametrize("name", ["amp_o1_sgd", "amp_o2_momentum", "amp_o1_adam", "asgd", "model_average"])
+def test_the_training_program_written_as_pir_trains_like_paddle(name):
+    """The ops with a PIR counterpart (ftrl, decayed_adagrad, dpsgd and sparse_momentum have none) written as
+    PIR and read back; the scaled loss is read by the scaling op, so it is fetched to keep its name."""
+    case = OptimCase(name, DATA)
+    program = parse_pir(serialize_pir(case.program(), fetch=[case.meta["loss"]]))
+    losses, states = train(case, program)
+    assert_trained_like_paddle(case, losses, states)
+
+
+@pytest.mark.parametrize("name", ["amp_o1_sgd", "amp_o2_momentum"])
+def test_the_amp_fixtures_zero_the_bad_steps_gradients_and_move_the_scale(name):
+    """The fixtures exercise what they claim: a step with an inf batch steps by a zero gradient (SGD leaves the
+    parameters alone; momentum still moves them by its decayed velocity: Paddle zeroes the gradients, it does
+    not skip the update), and the scale both shrinks and grows over the run."""
+    case = OptimCase(name, DATA)
+    bad = set(case.meta["settings"]["bad_steps"])
+    states = [case.arrays("init"), *case.paddle_states()]
+    for step in range(case.steps):
+        before, after = states[step], states[step + 1]
+        if name.endswith("sgd"):
+            assert np.array_equal(before["linear_0.w_0"], after["linear_0.w_0"]) == (step in bad), f"step {step}"
+        elif step in bad:
+            velocity = "linear_0.w_0_velocity_0"
+            np.testing.assert_allclose(after[velocity], np.float32(0.9) * before[velocity], rtol=1e-6)
+    scales = [float(state["loss_scaling_0"].reshape(-1)[0]) for state in states]
+    assert any(b < a for a, b in zip(scales, scales[1:])) and any(b > a for a, b in zip(scales, scales[1:]))
+
+
+def test_model_average_applies_and_restores_like_paddle():
+    case = OptimCase("model_average", DATA)
+    scope = gradc.Scope()
+    for name, value in case.arrays("init").items():
+        scope[name] = value
+    train(case, case.program(), scope=scope)
+    executor = gradc.Executor()
+    for program, expected in (("apply", "applied"), ("restore", "restored")):
+        executor.run(gradc.load(case.directory / f"{program}.pb"), scope=scope)
+        for name, value in case.arrays(expected).items():
+            np.testing.assert_allclose(np.asarray(scope[name]), value, rtol=1e-5, atol=1e-7, err_msg=name)
+    average = case.arrays("applied")["linear_0.w_0"]
+    assert not np.allclose(average, case.arrays("final")["linear_0.w_0"])   # apply did change the weight
+
+
+def test_gradcs_backward_of_a_bf16_forward_is_paddles():
+    """paddle.static.amp.bf16 writes its casts in the forward: gradc's append_backward on that forward writes
+    Paddle's backward ops and gradient dtypes (Paddle 3.3.1 cannot run it on CPU; gradc's executor has no
+    bfloat16 and says so)."""
+    program = gradc.load(DATA / "bf16" / "forward.pb")
+    gradc.append_backward(program, "mean_0.tmp_0")
+    theirs = gradc.load(DATA / "bf16" / "train.pb")
+    ops = [op.type for op in theirs.global_block.ops if op.type != "sgd"]
+    assert [op.type for op in program.global_block.ops] == ops
+    for name, var in theirs.global_block.vars.items():
+        if name.endswith("@GRAD"):
+            assert program.global_block.var(name).dtype == var.dtype, name
+    scope = gradc.Scope()
+    scope["linear_0.w_0"], scope["linear_0.b_0"] = np.ones((3, 2), "float32"), np.zeros(2, "float32")
+    feed = {"x": np.ones((4, 3), "float32"), "y": np.ones((4, 2), "float32")}
+    with pytest.raises(gradc.ExecutionError, match="out_dtype 22 is not a tensor data type gradc knows"):
+        gradc.Executor().run(program, feed, ["mean_0.tmp_0"], scope)
+
+
+def run_one(op_type, inputs: dict, outputs: dict[str, int], attrs: dict) -> dict:
+    """Run one op on the arrays of ``inputs`` (a list for a list slot); ``outputs``: slot -> how many vars.
+    -> slot -> its values (a list for a slot of several vars)."""
+    program = gradc.Program()
+    block, feed, slots = program.global_block, {}, {}
+    for slot, value in inputs.items():
+        arrays = value if isinstance(value, list) else [value]
+        slots[slot] = [f"{slot}{i}" for i in range(len(arrays))]
+        for name, array in zip(slots[slot], arrays):
+            block.create_var(name, list(array.shape), to_var_type(array.dtype))
+            feed[name] = array
+    outs = {slot: [f"{slot}_out{i}" for i in range(count)] for slot, count in outputs.items()}
+    for names in outs.values():
+        for name in names:
+            block.create_var(name, None, None)
+    block.append_op(op_type, slots, outs, attrs)
+    values = iter(gradc.Executor().run(program, feed, [n for names in outs.values() for n in names], gradc.Scope()))
+    return {slot: [next(values) for _ in names] if len(names) > 1 else next(values) for slot, names in outs.items()}
+
+
+def loss_scaling(scale, good, bad, found, **attrs):
+    return run_one("update_loss_scaling",
+                   {"X": [np.ones(2, "float32")], "FoundInfinite": np.array([found]),
+                    "PrevLossScaling": np.array([scale], "float32"), "InGoodSteps": np.array([good], "int32"),
+                    "InBadSteps": np.array([bad], "int32")},
+                   {"Out": 1, "LossScaling": 1, "OutGoodSteps": 1, "OutBadSteps": 1}, attrs)
+
+
+def test_the_scale_never_shrinks_below_one_nor_grows_to_inf():
+    shrunk = loss_scaling(1.5, 4, 0, True, decr_every_n_nan_or_inf=1, decr_ratio=0.5)
+    assert shrunk["LossScaling"].tolist() == [1.0] and shrunk["OutGoodSteps"].tolist() == [0]
+    assert shrunk["Out"].tolist() == [0, 0]
+    grown = loss_scaling(3e38, 1, 0, False, incr_every_n_steps=2, incr_ratio=2.0)
+    assert grown["LossScaling"].tolist() == [np.float32(3e38)] and grown["OutGoodSteps"].tolist() == [0]
+    assert grown["Out"].tolist() == [1, 1]
+
+
+def test_bad_steps_count_up_to_decr_every_n_nan_or_inf():
+    first = loss_scaling(8.0, 5, 0, True, decr_every_n_nan_or_inf=2, decr_ratio=0.25)
+    assert (first["LossScaling"].tolist(), first["OutGoodSteps"].tolist(), first["OutBadSteps"].tolist()) == \
+        ([8.0], [0], [1])
+    second = loss_scaling(8.0, 0, 1, True, decr_every_n_nan_or_inf=2, decr_ratio=0.25)
+    assert (second["LossScaling"].tolist(), second["OutBadSteps"].tolist()) == ([2.0], [0])
+
+
+def test_check_finite_and_unscale_zeroes_from_the_first_bad_tensor_on():
+    """Tensors before the first one with an inf are unscaled; that one and those after are X * 0 (nan at inf)."""
+    good, bad, later = np.array([2.0, 4.0], "float32"), np.array([np.inf, 1.0], "float32"), np.array([8.0], "float32")
+    results = run_one("check_finite_and_unscale", {"X": [good, bad, later], "Scale": np.array([2.0], "float32")},
+                      {"Out": 3, "FoundInfinite": 1}, {})
+    assert results["FoundInfinite"].tolist() == [True]
+    unscaled, zeroed, after = results["Out"]
+    assert unscaled.tolist() == [1.0, 2.0] and np.isnan(zeroed[0]) and zeroed[1] == 0 and after.tolist() == [0]
+
+
+def test_dpsgd_draws_libstdcpps_minstd_uniforms():
+    """std::minstd_rand seeded 7: first state 7 * 48271 = 337897; uniform_real_distribution<float> gives
+    (state - 1) / (2^31 - 2) in float32; seeded the same, the noise is the same every run."""
+    assert next(_uniforms(7, np.float32)) == np.float32(337896) / np.float32(2**31 - 2)
+    assert gaussian_noise(7, 0.3, np.float32) == gaussian_noise(7, 0.3, np.float32)
+    assert gaussian_noise(7, 0.3, np.float32) != gaussian_noise(8, 0.3, np.float32)
+
+
+def test_average_accumulates_moves_sum_1_into_sum_2_every_16384_updates():
+    """Against the loss of precision of one long sum; the moved sum includes this step's parameter (Paddle's
+    in-place kernel), and the window (min_average_window 10000 by default) has not filled. Paddle 3.3.1 gives
+    these values for these inputs, in place."""
+    param, sums = np.full((2, 2), 0.5, "float32"), [np.full((2, 2), v, "float32") for v in (1.0, 2.0, 3.0)]
+    counters = {"in_num_accumulates": np.array([5]), "in_old_num_accumulates": np.array([7]),
+                "in_num_updates": np.array([16383])}
+    results = run_one("average_accumulates",
+                      {"param": param, **{f"in_sum_{i + 1}": s for i, s in enumerate(sums)}, **counters},
+                      dict.fromkeys(["out_sum_1", "out_sum_2", "out_sum_3", "out_num_accumulates",
+                                     "out_old_num_accumulates", "out_num_updates"], 1), {"average_window": 0.5})
+    assert results["out_sum_1"].tolist() == [[0, 0], [0, 0]] and results["out_sum_2"].tolist() == [[3.5, 3.5]] * 2
+    assert results["out_sum_3"].tolist() == [[3, 3], [3, 3]]
+    assert [results[f"out_{c}"].tolist() for c in ("num_accumulates", "old_num_accumulates", "num_updates")] == \
+        [[6], [7], [16384]]
