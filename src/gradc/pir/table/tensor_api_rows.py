@@ -78,7 +78,7 @@ ROWS = [
     row("pd_op.log_loss_grad", "log_loss_grad", "input:Predicted label:Labels out_grad:Loss@GRAD",
         "input_grad:Predicted@GRAD", "epsilon:f32"),
     row("pd_op.label_smooth_grad", "label_smooth_grad", "out_grad:Out@GRAD", "label_grad:X@GRAD", "epsilon:f32"),
-    # PIR's pad_grad also reads x, which the legacy op does not name
+    # PIR's pad_grad also reads x, which the legacy op does not name (export: export_legacy.pad_grad)
     row("pd_op.pad_grad", "pad_grad", "x:- out_grad:Out@GRAD pad_value>pad_value:float", X_GRAD, "paddings:i32s"),
     row("pd_op.squared_l2_norm_grad", "squared_l2_norm_grad", UNARY, X_GRAD),
     row("pd_op.relu_double_grad", "relu_grad_grad", "out:Out grad_x_grad:grad_x@GRAD", "grad_out_grad:grad_out@GRAD"),
