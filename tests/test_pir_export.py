@@ -174,6 +174,16 @@ def test_an_attribute_the_pir_op_cannot_express_is_refused():
         serialize_pir(program)
 
 
+def test_fill_zeros_like_is_full_like_of_zero():
+    """Paddle 3.3.1 no longer registers fill_zeros_like; PIR's full_like of 0 computes it."""
+    program = load("mlp")
+    next(op for op in program.global_block.ops if op.type == "relu").type = "fill_zeros_like"
+    data = serialize_pir(program)
+    assert b'"1.full_like"' in data and b"fill_zeros_like" not in data
+    zeros = [op for op in parse_pir(data).global_block.ops if op.type == "fill_any_like"]
+    assert [op.attrs["value"] for op in zeros] == [0.0]
+
+
 def test_a_legacy_slot_the_table_does_not_map_is_refused():
     program = load("mlp")
     reshape_like = next(op for op in program.global_block.ops if op.type == "reduce_mean")
@@ -193,6 +203,10 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/moving_average_abs_max_scale": ("1.straight_through_estimator_grad",
                                             "its straight-through grad, which 3.3.1's PIR op (no vjp) never makes"),
     "layers/dequantize_linear_levels": ("1.dequantize_linear", "dequantize_linear, which 3.3.1's PIR runs wrongly"),
+    "layers/pad_constant": ("1.pad_grad", "pad_grad, whose PIR op also reads x: a slice of out_grad stands in"),
+    "layers/tril_diagonal": ("1.tril_grad", "tril_triu_grad of the lower triangle"),
+    "layers/triu_diagonal": ("1.triu_grad", "tril_triu_grad of the upper triangle"),
+    "layers/repeat_interleave_tensor": ("1.repeat_interleave_with_tensor_index_grad", "repeats given as a tensor"),
 }
 
 

@@ -131,7 +131,7 @@ SHIMS = {
     "roll": _roll,
     **{name: _unary(name) for name in ("sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "log1p",
                                        "expm1", "floor", "ceil", "round", "sin", "cos", "log2", "log10", "asin",
-                                       "acos", "sinh", "cosh", "acosh", "atanh")},
+                                       "acos", "sinh", "cosh", "acosh", "atanh", "squared_l2_norm")},
 }
 
 

@@ -86,6 +86,7 @@ LOSSES_AND_DRAWS = table(
     ("label_smooth", lambda y: F.label_smooth(y, epsilon=0.2), Input((3, 4), "soft")),
     ("label_smooth_prior", lambda y, p: F.label_smooth(y, p, epsilon=0.1), Input((3, 4), "soft"), soft(1, 4)),
     ("pad_constant", lambda x: F.pad(x, [1, 0, 0, 2], mode="constant", value=0.5), f(3, 4)),
+    ("squared_l2_norm", lambda x: x * paddle._C_ops.squared_l2_norm(x), f(3, 4)),
     ("relu_double_grad", lambda x, v: paddle.static.gradients(F.relu(x), x, target_gradients=v)[0], f(3, 4), f(3, 4)),
     ("randint", lambda x: x * paddle.randint(0, 3, [2, 4]).astype("float32"), f(2, 4)),
     ("randperm", lambda x: paddle.gather(x, paddle.randperm(4), axis=1), f(2, 4)),

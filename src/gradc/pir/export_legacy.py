@@ -3,7 +3,8 @@ fluid's fc layer `mul` (X flattened to x_num_col_dims leading dims and one of th
 pd_op.matmul, `mul_grad` as pd_op.matmul_grad with X's grad reshaped back, and `merged_momentum` as one
 pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(use_multi_tensor=True)): Paddle
 3.3.1's PIR executor cannot run pd_op.merged_momentum_, whose kernel wants ParamOut to be Param's very tensor.
-`pad_grad` gets the x PIR's pad_grad reads (for its shape only) from a slice of out_grad."""
+`pad_grad` gets the x PIR's pad_grad reads (for its shape only) from a slice of out_grad; `fill_zeros_like`,
+which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0."""
 
 from __future__ import annotations
 
@@ -109,3 +110,8 @@ def pad_grad(op, exporter) -> None:
 
 def _i64s(values) -> Attr:
     return Attr("a_array", [Attr("a_i64", int(v)) for v in values])
+
+
+def fill_zeros_like(op, exporter) -> None:
+    zeros = OpDesc("fill_any_like", {"X": op.input("X")}, {"Out": op.output("Out")}, {"value": 0.0, "dtype": -1})
+    exporter.generic(EXPORTS["fill_any_like"][0], zeros)

@@ -13,6 +13,7 @@ SHIFTS = "shifts>shifts:ints@ShiftsTensor"
 LOWER = {"fixed": {"lower": True}, "when": is_lower}
 UPPER = {"fixed": {"lower": False}, "when": is_upper}
 PUT_ALONG = "axis=Axis:i32 reduce=Reduce:str include_self=Include_self:bool"
+LRN = "n:i32 k:f32 alpha:f32 beta:f32 data_format:str"
 UNIQUE = "return_index:bool return_inverse:bool return_counts:bool axis:i32s dtype:dtype is_sorted:bool"
 
 ROWS = [
@@ -32,6 +33,7 @@ ROWS = [
     row("pd_op.masked_select", "masked_select", "x:X mask:Mask", "out:Y"),
     row("pd_op.put_along_axis", "put_along_axis", "arr:Input indices:Index values:Value", "out:Result", PUT_ALONG),
     row("pd_op.index_add", "index_add", "x:X index:Index add_value:AddValue", "out:Out", "axis:i32"),
+    row("pd_op.lrn", "lrn", "x:X", "out:Out mid_out:MidOut", LRN),   # Paddle's translator writes it
     # indices and counts
     row("pd_op.bincount", "bincount", "x:X weights?:Weights minlength>minlength:int"),
     row("pd_op.searchsorted", "searchsorted", "sorted_sequence:SortedSequence values:Values", "out:Out",
@@ -74,6 +76,7 @@ ROWS = [
         "arr_grad:Input@GRAD values_grad:Value@GRAD", PUT_ALONG),
     row("pd_op.index_add_grad", "index_add_grad", "index:Index add_value:AddValue out_grad:Out@GRAD",
         "x_grad:X@GRAD add_value_grad:AddValue@GRAD", "axis:i32"),
+    row("pd_op.lrn_grad", "lrn_grad", "x:X out:Out mid_out:MidOut out_grad:Out@GRAD", X_GRAD, LRN),
     row("pd_op.identity_loss_grad", "identity_loss_grad", UNARY, X_GRAD, "reduction:i32"),
     row("pd_op.log_loss_grad", "log_loss_grad", "input:Predicted label:Labels out_grad:Loss@GRAD",
         "input_grad:Predicted@GRAD", "epsilon:f32"),
