@@ -3,7 +3,7 @@ same attribute."""
 
 from __future__ import annotations
 
-from ...ir import AttrType, OpDesc, VarType
+from ...ir import EMPTY_VAR, AttrType, OpDesc, VarType
 from ...ops.creation import literal
 from ...registry import OPS
 from ..graph import TensorType, Value
@@ -124,12 +124,12 @@ def unique_types(legacy, op, ctx) -> None:
     """PIR types unique's results float32 whatever x is (and the inverse 0-d); the kernels write x's dtype
     for Out and the ``dtype`` attribute's for the indices and counts, of lengths known at run time."""
     x = ctx.block.find_var(legacy.input("X")[0])
-    for slot in ("Out", "Indices", "Index", "Counts"):
-        for name in legacy.output(slot):
-            var = ctx.block.find_var(name)
-            if var is not None and x is not None:
-                var.dtype = x.dtype if slot == "Out" else VarType(legacy.attrs["dtype"])
-                var.shape = None if slot != "Out" else var.shape
+    out = ctx.block.find_var(legacy.output("Out")[0])
+    if x is not None and out is not None:
+        out.dtype = x.dtype
+    for slot in ("Indices", "Index", "Counts"):
+        for var in filter(None, (ctx.block.find_var(name) for name in legacy.output(slot))):
+            var.dtype, var.shape = VarType(legacy.attrs["dtype"]), None
 
 
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)
@@ -152,7 +152,7 @@ def is_upper(legacy, exporter) -> bool:
 
 def repeats_tensor(legacy, exporter) -> bool:
     """repeat_interleave with a tensor of repeats is PIR's repeat_interleave_with_tensor_index."""
-    return bool([name for name in legacy.input("RepeatsTensor") if name])
+    return any(name != EMPTY_VAR for name in legacy.input("RepeatsTensor"))
 
 
 def reduce_all_back(legacy, exporter):

@@ -4,11 +4,10 @@ indices and counts, losses, draws, and their grads."""
 from __future__ import annotations
 
 from . import row
+from .grad_rows import UNARY, X_GRAD
 from .hooks import arange_dtype, arange_dtype_back, is_lower, is_upper, repeats_tensor, unique_types
 from .math_rows import ALL_AXES
 
-UNARY = "x:X out_grad:Out@GRAD"
-X_GRAD = "x_grad:X@GRAD"
 SHIFTS = "shifts>shifts:ints@ShiftsTensor"
 LOWER = {"fixed": {"lower": True}, "when": is_lower}
 UPPER = {"fixed": {"lower": False}, "when": is_upper}
@@ -53,7 +52,7 @@ ROWS = [
     row("pd_op.log_loss", "log_loss", "input:Predicted label:Labels", "out:Loss", "epsilon:f32"),
     row("pd_op.pad", "pad", "x:X pad_value>pad_value:float", "out:Out", "paddings:i32s"),
     row("pd_op.randint", "randint", "shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out",
-        "low:i32 high:i32 dtype:dtype place=-:place"),
+        "low:i32 high:i32 dtype:dtype place=-:place", fixed={"seed": 0}),   # PIR draws from the global seed
     row("pd_op.randperm", "randperm", "", "out:Out", "n:i32 dtype:dtype place=-:place"),
     row("pd_op.gumbel_softmax", "gumbel_softmax", "x:X", "out:Out", "temperature:f32 hard:bool axis:i32"),
     # grads
