@@ -184,6 +184,16 @@ def test_fill_zeros_like_is_full_like_of_zero():
     assert [op.attrs["value"] for op in zeros] == [0.0]
 
 
+def test_a_gumbel_softmax_grad_of_another_temperature_is_refused():
+    """Paddle's pd_op.gumbel_softmax_grad has no temperature and leaves out its 1/temperature factor."""
+    program = gradc.load(PIR_DATA.parent / "layers" / "gumbel_softmax" / "forward.pb")
+    next(op for op in program.global_block.ops if op.type == "gumbel_softmax").set_attr("temperature", 0.5)
+    gradc.append_backward(program, json.loads((PIR_DATA.parent / "layers" / "gumbel_softmax" / "meta.json")
+                                              .read_text())["loss"])
+    with pytest.raises(gradc.ProgramError, match=r"attribute temperature=0.5 has no pd_op.gumbel_softmax_grad"):
+        serialize_pir(program)
+
+
 def test_a_legacy_slot_the_table_does_not_map_is_refused():
     program = load("mlp")
     reshape_like = next(op for op in program.global_block.ops if op.type == "reduce_mean")
