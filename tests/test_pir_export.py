@@ -113,9 +113,10 @@ def test_control_flow_becomes_regions():
 def test_every_op_without_an_export_is_listed_at_once():
     program = load("mlp")
     relu, mean = (next(op for op in program.global_block.ops if op.type == t) for t in ("relu", "reduce_mean"))
-    relu.type, mean.type = "matmul", "cos"   # matmul: legacy v1, which PIR has no op of
-    with pytest.raises(gradc.ProgramError, match=r"cannot write as PIR: 2 op type.*: cos \(first at block 0, op \d+ "
-                                                 r"\(cos\)\); matmul \(first at block 0, op \d+ \(matmul\)\)"):
+    relu.type, mean.type = "matmul", "get_tensor_from_selected_rows"   # matmul: legacy v1, which PIR has no op of
+    with pytest.raises(gradc.ProgramError, match=r"cannot write as PIR: 2 op type.*: get_tensor_from_selected_rows "
+                                                 r"\(first at block 0, op \d+ \(get_tensor_from_selected_rows\)\); "
+                                                 r"matmul \(first at block 0, op \d+ \(matmul\)\)"):
         serialize_pir(program)
 
 
@@ -173,6 +174,26 @@ def test_an_attribute_the_pir_op_cannot_express_is_refused():
         serialize_pir(program)
 
 
+def test_fill_zeros_like_is_full_like_of_zero():
+    """Paddle 3.3.1 no longer registers fill_zeros_like; PIR's full_like of 0 computes it."""
+    program = load("mlp")
+    next(op for op in program.global_block.ops if op.type == "relu").type = "fill_zeros_like"
+    data = serialize_pir(program)
+    assert b'"1.full_like"' in data and b"fill_zeros_like" not in data
+    zeros = [op for op in parse_pir(data).global_block.ops if op.type == "fill_any_like"]
+    assert [op.attrs["value"] for op in zeros] == [0.0]
+
+
+def test_a_gumbel_softmax_grad_of_another_temperature_is_refused():
+    """Paddle's pd_op.gumbel_softmax_grad has no temperature and leaves out its 1/temperature factor."""
+    program = gradc.load(PIR_DATA.parent / "layers" / "gumbel_softmax" / "forward.pb")
+    next(op for op in program.global_block.ops if op.type == "gumbel_softmax").set_attr("temperature", 0.5)
+    gradc.append_backward(program, json.loads((PIR_DATA.parent / "layers" / "gumbel_softmax" / "meta.json")
+                                              .read_text())["loss"])
+    with pytest.raises(gradc.ProgramError, match=r"attribute temperature=0.5 has no pd_op.gumbel_softmax_grad"):
+        serialize_pir(program)
+
+
 def test_a_legacy_slot_the_table_does_not_map_is_refused():
     program = load("mlp")
     reshape_like = next(op for op in program.global_block.ops if op.type == "reduce_mean")
@@ -192,6 +213,10 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/moving_average_abs_max_scale": ("1.straight_through_estimator_grad",
                                             "its straight-through grad, which 3.3.1's PIR op (no vjp) never makes"),
     "layers/dequantize_linear_levels": ("1.dequantize_linear", "dequantize_linear, which 3.3.1's PIR runs wrongly"),
+    "layers/pad_constant": ("1.pad_grad", "pad_grad, whose PIR op also reads x: a slice of out_grad stands in"),
+    "layers/tril_diagonal": ("1.tril_grad", "tril_triu_grad of the lower triangle"),
+    "layers/triu_diagonal": ("1.triu_grad", "tril_triu_grad of the upper triangle"),
+    "layers/repeat_interleave_tensor": ("1.repeat_interleave_with_tensor_index_grad", "repeats given as a tensor"),
 }
 
 

@@ -32,11 +32,11 @@ from pir_fixtures import (
 
 
 def test_every_expected_fixture_is_there():
-    assert TRAINING == ["cnn_bn", "cond", "gru_stacked_lengths", "legacy_static_nn", "lstm", "lstm_stacked",
-                        "lstm_stacked_lengths", "mlp",
+    assert TRAINING == ["cnn_bn", "cond", "gru_stacked_lengths", "legacy_lrn", "legacy_static_nn", "lstm",
+                        "lstm_stacked", "lstm_stacked_lengths", "mlp",
                         "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", "translated_cond",
                         "translated_while_loop", "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes",
-                        "zoo_index", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape"]
+                        "zoo_index", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape", "zoo_tensor_draws"]
     assert INFERENCE == ["inference", "jit"]
 
 

@@ -282,7 +282,29 @@ def legacy_static_nn(rng):
                                  "translate_to_pir")
 
 
-LEGACY = {"legacy_static_nn": legacy_static_nn}
+def legacy_lrn(rng):
+    """Legacy lrn (fluid's layers.lrn; paddle.nn.LocalResponseNorm computes it with pool ops), in a legacy
+    program translated, with Paddle's PIR backward."""
+    feed = {"x": rng.uniform(0.5, 2.0, (2, 5, 3, 3)).astype("float32")}
+    with paddle.pir_utils.OldIrGuard():
+        main = paddle.static.Program()
+        with paddle.static.program_guard(main, paddle.static.Program()):
+            x = paddle.static.data("x", [2, 5, 3, 3], "float32")
+            x.stop_gradient = False
+            block = main.global_block()
+            made = {slot: block.create_var(name=f"lrn.{slot}", dtype="float32") for slot in ("Out", "MidOut")}
+            block.append_op(type="lrn", inputs={"X": x}, outputs=made,
+                            attrs={"n": 3, "k": 1.5, "alpha": 0.01, "beta": 0.6})
+        desc = main.desc.serialize_to_string()
+    program = paddle.base.libpaddle.pir.translate_to_pir(core.ProgramDesc(desc))
+    out = next(op for op in program.global_block().ops if op.name() == "pd_op.lrn").result(0)
+    with paddle.static.program_guard(program):
+        weights = paddle.to_tensor(rng.standard_normal((2, 5, 3, 3)).astype("float32"))
+        loss = paddle.mean(paddle.multiply(out, weights))
+    return program, loss, feed, "legacy lrn through translate_to_pir"
+
+
+LEGACY = {"legacy_static_nn": legacy_static_nn, "legacy_lrn": legacy_lrn}
 
 
 BUILDERS = {**{case: build for case in (*CASES, *LEGACY)}, "inference": build_inference, "jit": build_jit,

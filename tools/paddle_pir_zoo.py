@@ -142,6 +142,18 @@ def zoo_draws_bits(rng):
     return _loss(outs), feed, "bernoulli, multinomial, poisson at fixed draws; bitwise and/or/xor, shifts"
 
 
+def zoo_tensor_draws(rng):
+    """Draws the tensor API makes at parameters that fix them: randint in [0, 1), a permutation of one
+    element, and gumbel_softmax over logits 1000 apart (the Gumbel noise cannot move the maximum, so the
+    output is one-hot, soft or hard, and the gradient zero)."""
+    (x,), feed = _inputs(rng, "x", shape=(3, 4))
+    apart = paddle.static.data("apart", [3, 4], "float32")
+    feed["apart"] = (np.arange(12, dtype="float32").reshape(3, 4) % 4) * 1000
+    outs = [x * paddle.randint(0, 1, [3, 4]).astype("float32"), paddle.gather(x, paddle.randperm(1), axis=1),
+            x * F.gumbel_softmax(x + apart), F.gumbel_softmax(x + apart, hard=True)]
+    return _loss(outs), feed, "randint, randperm, gumbel_softmax (soft and hard) at fixed draws"
+
+
 ZOO = {"zoo_math": zoo_math, "zoo_activation": zoo_activation, "zoo_reduce": zoo_reduce, "zoo_shape": zoo_shape,
        "zoo_nn": zoo_nn, "zoo_index": zoo_index, "zoo_extremes": zoo_extremes,
-       "zoo_draws_bits": zoo_draws_bits}
+       "zoo_draws_bits": zoo_draws_bits, "zoo_tensor_draws": zoo_tensor_draws}

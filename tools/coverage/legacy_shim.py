@@ -85,6 +85,12 @@ def _triangle(lower: bool):
     return lambda x, diagonal=0, name=None: append("tril_triu", {"X": x}, {"diagonal": diagonal, "lower": lower})
 
 
+def _roll(x, shifts, axis=None, name=None):
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    axes = [] if axis is None else [axis] if isinstance(axis, int) else list(axis)
+    return append("roll", {"X": x}, {"shifts": shifts, "axis": axes})
+
+
 SHIMS = {
     "multiply": _binary("elementwise_mul"),
     "maximum": _binary("elementwise_max"),
@@ -122,9 +128,10 @@ SHIMS = {
     "expand_as": lambda x, y, target_shape=None, name=None: append(
         "expand_as_v2", {"X": x, "Y": y}, {"target_shape": list(target_shape or y.shape)}),
     "triu": _triangle(False),
+    "roll": _roll,
     **{name: _unary(name) for name in ("sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs", "sign", "log1p",
                                        "expm1", "floor", "ceil", "round", "sin", "cos", "log2", "log10", "asin",
-                                       "acos", "sinh", "cosh", "acosh", "atanh")},
+                                       "acos", "sinh", "cosh", "acosh", "atanh", "squared_l2_norm")},
 }
 
 

@@ -17,7 +17,7 @@ from .spec import Input, Row
 
 # Ops whose outputs are random draws: their outputs are recorded, gradc replays them.
 RANDOM_OPS = frozenset({"dropout", "dropout_nd", "rrelu", "uniform_random", "gaussian_random", "bernoulli", "randint",
-                        "randperm", "multinomial", "poisson", "nce", "class_center_sample"})
+                        "randperm", "multinomial", "poisson", "nce", "class_center_sample", "gumbel_softmax"})
 FLOAT_DTYPES = (paddle.float32, paddle.float64)
 
 

@@ -161,8 +161,10 @@ def _label_smooth_infer(ctx):
     x, prior = ctx.shape("X"), ctx.shape("PriorDist") if ctx.has("PriorDist") else None
     if not x:
         ctx.fail("label_smooth needs X of rank >= 1 (classes last), got a 0-d tensor")
-    if prior is not None and (len(prior) != 1 or not dims_match(prior[0], x[-1])):
-        ctx.fail(f"label_smooth PriorDist must be [num_classes] = [{x[-1]}], got {prior}")
+    # Paddle reads PriorDist flat: F.label_smooth documents it as [1, num_classes]
+    leading_ones = prior is not None and all(dim == 1 for dim in prior[:-1])
+    if prior is not None and (len(prior) not in (1, 2) or not leading_ones or not dims_match(prior[-1], x[-1])):
+        ctx.fail(f"label_smooth PriorDist must be [num_classes] or [1, num_classes] = [1, {x[-1]}], got {prior}")
     return same_as("X")(ctx)
 
 

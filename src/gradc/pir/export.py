@@ -201,8 +201,9 @@ class Exporter:
             if legacy_attrs.get(name, value) != value:
                 raise self.fail(f"attribute {name}={legacy_attrs[name]!r} has no {row.pir} counterpart")
         operands = self._operands(row, op, legacy_attrs)
-        attrs = {spec.name: encode_attr_value(spec.kind, legacy_attrs.get(spec.legacy, spec.default)
-                                              if spec.legacy is not None else spec.default, self)
+        pir_only = op.attrs if row.back is not None else {}   # what a ``back`` hook set under a PIR-only name
+        attrs = {spec.name: encode_attr_value(spec.kind, pir_only.get(spec.name, spec.default) if spec.legacy is None
+                                              else legacy_attrs.get(spec.legacy, spec.default), self)
                  for spec in row.attrs}
         for slot in row.extra_outputs:   # remember which value an XShape describes before X is rewritten
             if op.output(slot) and op.input("X"):

@@ -2,16 +2,21 @@
 fluid's fc layer `mul` (X flattened to x_num_col_dims leading dims and one of the rest, times a 2-D Y) as
 pd_op.matmul, `mul_grad` as pd_op.matmul_grad with X's grad reshaped back, and `merged_momentum` as one
 pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(use_multi_tensor=True)): Paddle
-3.3.1's PIR executor cannot run pd_op.merged_momentum_, whose kernel wants ParamOut to be Param's very tensor."""
+3.3.1's PIR executor cannot run pd_op.merged_momentum_, whose kernel wants ParamOut to be Param's very tensor.
+`pad_grad` gets the x PIR's pad_grad reads (for its shape only) from a slice of out_grad; `fill_zeros_like`,
+which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0."""
 
 from __future__ import annotations
 
 import math
 
 from ..ir import EMPTY_VAR, OpDesc
+from ..ops.pad import pad_pairs
+from ..registry import OPS
 from .graph import Attr, TensorType, Value
 from .table.rows import EXPORTS
 
+TO_THE_END = 2**63 - 1   # a slice end past any dim
 NO_TRANSPOSE = {"transpose_x": Attr("a_bool", False), "transpose_y": Attr("a_bool", False)}
 
 
@@ -81,3 +86,32 @@ def merged_momentum(op, exporter) -> None:
                         {**shared, "regularization_method": methods[i] if methods else "",
                          "regularization_coeff": coeffs[i] if coeffs else 0.0})
         exporter.generic(EXPORTS["momentum"][0], single)
+
+
+def pad_grad(op, exporter) -> None:
+    """PIR's pad_grad also reads x, which the legacy op does not name; Paddle keeps no buffer of it, so the
+    slice of out_grad inside the padding, x's shape, stands in for it."""
+    x_grad = next((n for n in op.output("X@GRAD") if n != EMPTY_VAR), None)
+    if x_grad is None:
+        return
+    attrs = {**OPS["pad_grad"].attrs, **op.attrs}
+    pairs = pad_pairs(attrs["paddings"])
+    out_grad = exporter.read(op.input("Out@GRAD")[0])
+    like_x = Value(0, exporter.type_of(x_grad), stop_gradient=True)
+    ends = [-after if after else TO_THE_END for _, after in pairs]
+    exporter.emit("pd_op.slice", [out_grad, exporter.constant("ints", [before for before, _ in pairs]),
+                                  exporter.constant("ints", ends)], [like_x], {
+        "axes": _i64s(range(len(pairs))), "infer_flags": _i64s([1] * len(pairs)), "decrease_axis": _i64s([])})
+    result = exporter.new_value(x_grad)
+    exporter.emit("pd_op.pad_grad", [like_x, out_grad, exporter.constant("float", attrs["pad_value"])], [result],
+                  {"paddings": Attr("a_array", [Attr("a_i32", int(p)) for p in attrs["paddings"]])})
+    exporter.current[x_grad] = result
+
+
+def _i64s(values) -> Attr:
+    return Attr("a_array", [Attr("a_i64", int(v)) for v in values])
+
+
+def fill_zeros_like(op, exporter) -> None:
+    zeros = OpDesc("fill_any_like", {"X": op.input("X")}, {"Out": op.output("Out")}, {"value": 0.0, "dtype": -1})
+    exporter.generic(EXPORTS["fill_any_like"][0], zeros)

@@ -65,7 +65,8 @@ SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
                    "conditional_block": export_control.conditional_block, "select_input": export_control.select_input,
                    "while": export_control.while_, "conditional_block_grad": export_grads.conditional_block_grad,
                    "while_grad": export_grads.while_grad, "select_output": export_grads.select_output,
-                   "mul": export_legacy.mul, "mul_grad": export_legacy.mul_grad,
+                   "mul": export_legacy.mul, "mul_grad": export_legacy.mul_grad, "pad_grad": export_legacy.pad_grad,
+                   "fill_zeros_like": export_legacy.fill_zeros_like,
                    "merged_momentum": export_legacy.merged_momentum, "pylayer": export_pylayer.pylayer,
                    "pylayer_grad": export_pylayer.pylayer_grad}
 

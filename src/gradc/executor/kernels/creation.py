@@ -132,6 +132,7 @@ def _keep(k, dtype):
 def label_smooth(k):
     x, epsilon = k.x("X"), np.float32(k.attr("epsilon"))
     prior = k.optional("PriorDist")
+    prior = prior.reshape(-1) if prior is not None else None
     spread = x.dtype.type(epsilon) * prior if prior is not None else x.dtype.type(epsilon / np.float32(x.shape[-1]))
     return {"Out": (_keep(k, x.dtype) * x + spread).astype(x.dtype)}
 

@@ -16,8 +16,8 @@ operands, in PIR order:  ``name:Slot``   the operand is the legacy input slot; `
 results, in PIR order:   ``name:Slot``, ``name:Slot*`` (a list), ``name:Slot&operand`` (in place: the operand's
                          var), ``name:-`` (none); ``+Slot`` a legacy-only output (XShape) with a fresh var
 attributes:              ``name[=legacy]:kind[=default]``; legacy ``-`` means PIR-only (dropped on import,
-                         written with its default on export). kinds: bool i32 i64 f32 f64 str dtype place
-                         intarray i32s i64s f32s f64s strs
+                         written with its default on export, or with the value ``back`` sets under its name).
+                         kinds: bool i32 i64 f32 f64 str dtype place intarray i32s i64s f32s f64s strs
 ``fixed`` sets legacy attributes to constants; ``hook`` adjusts the imported legacy op for semantics the
 notation cannot say (PIR's empty axis list meaning "all", ...); ``back`` does the same on export, and
 ``when`` picks among rows of one legacy type on export; ``special`` replaces the generic translation.

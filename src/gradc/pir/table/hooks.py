@@ -3,7 +3,7 @@ same attribute."""
 
 from __future__ import annotations
 
-from ...ir import AttrType, OpDesc, VarType
+from ...ir import EMPTY_VAR, AttrType, OpDesc, VarType
 from ...ops.creation import literal
 from ...registry import OPS
 from ..graph import TensorType, Value
@@ -104,7 +104,56 @@ def tolerances_as_text(legacy, op, ctx) -> None:
             legacy.set_attr(name, repr(value), AttrType.STRING)
 
 
+def arange_dtype(legacy, op, ctx) -> None:
+    """Legacy range takes its dtype from Start; PIR's arange names it (the result's) and reads float64
+    bounds: the bounds are cast to it first."""
+    dtype = ctx.block.find_var(legacy.output("Out")[0]).dtype
+    position = ctx.block.ops.index(legacy)
+    for slot in ("Start", "End", "Step"):
+        bound = ctx.block.find_var(legacy.input(slot)[0])
+        if bound is None or bound.dtype == dtype:
+            continue
+        name = ctx.namer.fresh("cast")
+        ctx.block.create_var(name, list(bound.shape) if bound.shape is not None else None, dtype, stop_gradient=True)
+        ctx.block.ops.insert(position, OpDesc("cast", {"X": [bound.name]}, {"Out": [name]},
+                                              {"in_dtype": int(bound.dtype), "out_dtype": int(dtype)}))
+        legacy.inputs[slot] = [name]
+
+
+def unique_types(legacy, op, ctx) -> None:
+    """PIR types unique's results float32 whatever x is (and the inverse 0-d); the kernels write x's dtype
+    for Out and the ``dtype`` attribute's for the indices and counts, of lengths known at run time."""
+    x = ctx.block.find_var(legacy.input("X")[0])
+    out = ctx.block.find_var(legacy.output("Out")[0])
+    if x is not None and out is not None:
+        out.dtype = x.dtype
+    for slot in ("Indices", "Index", "Counts"):
+        for var in filter(None, (ctx.block.find_var(name) for name in legacy.output(slot))):
+            var.dtype, var.shape = VarType(legacy.attrs["dtype"]), None
+
+
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)
+
+def arange_dtype_back(legacy, exporter):
+    """PIR's arange names the dtype legacy range takes from Start: its output's."""
+    copy = legacy.copy()
+    copy.set_attr("dtype", exporter.type_of(legacy.output("Out")[0]).dtype)
+    return copy
+
+
+def is_lower(legacy, exporter) -> bool:
+    """tril_triu's lower triangle is pd_op.tril (its upper one pd_op.triu)."""
+    return bool(legacy.attrs.get("lower", False))
+
+
+def is_upper(legacy, exporter) -> bool:
+    return not is_lower(legacy, exporter)
+
+
+def repeats_tensor(legacy, exporter) -> bool:
+    """repeat_interleave with a tensor of repeats is PIR's repeat_interleave_with_tensor_index."""
+    return any(name != EMPTY_VAR for name in legacy.input("RepeatsTensor"))
+
 
 def reduce_all_back(legacy, exporter):
     """reduce_all: PIR says it with an empty axis list."""

@@ -1,7 +1,90 @@
-"""Rows: the PIR ops of the tensor_api family."""
+"""Rows: the PIR ops of the tensor_api family: trigonometry, triangles, tensor-API functions of
+indices and counts, losses, draws, and their grads."""
 
 from __future__ import annotations
 
-from . import row  # noqa: F401
+from . import row
+from .grad_rows import UNARY, X_GRAD
+from .hooks import arange_dtype, arange_dtype_back, is_lower, is_upper, repeats_tensor, unique_types
+from .math_rows import ALL_AXES
 
-ROWS = []
+SHIFTS = "shifts>shifts:ints@ShiftsTensor"
+LOWER = {"fixed": {"lower": True}, "when": is_lower}
+UPPER = {"fixed": {"lower": False}, "when": is_upper}
+PUT_ALONG = "axis=Axis:i32 reduce=Reduce:str include_self=Include_self:bool"
+LRN = "n:i32 k:f32 alpha:f32 beta:f32 data_format:str"
+UNIQUE = "return_index:bool return_inverse:bool return_counts:bool axis:i32s dtype:dtype is_sorted:bool"
+
+ROWS = [
+    row("pd_op.sin", "sin", "x:X"),
+    row("pd_op.cos", "cos", "x:X"),
+    row("pd_op.tril", "tril_triu", "x:X", "out:Out", "diagonal:i32", **LOWER),
+    row("pd_op.any", "reduce_any", "x:X", "out:Out", "axis=dim:i64s keepdim=keep_dim:bool", **ALL_AXES),
+    row("pd_op.diag", "diag_v2", "x:X", "out:Out", "offset:i32 padding_value:f32"),
+    row("pd_op.roll", "roll", f"x:X {SHIFTS}", "out:Out", "axis:i64s"),
+    row("pd_op.unbind", "unbind", "input:X", "out:Out*", "axis:i32"),
+    row("pd_op.meshgrid", "meshgrid", "inputs:X*", "out:Out*"),
+    row("pd_op.repeat_interleave_with_tensor_index", "repeat_interleave", "x:X repeats:RepeatsTensor", "out:Out",
+        "axis=dim:i32 output_size:i64", when=repeats_tensor),
+    row("pd_op.repeat_interleave", "repeat_interleave", "x:X", "out:Out",
+        "repeats=Repeats:i32 axis=dim:i32 output_size:i64"),
+    row("pd_op.kthvalue", "kthvalue", "x:X", "out:Out indices:Indices", "k:i64 axis:i32 keepdim:bool"),
+    row("pd_op.masked_select", "masked_select", "x:X mask:Mask", "out:Y"),
+    row("pd_op.put_along_axis", "put_along_axis", "arr:Input indices:Index values:Value", "out:Result", PUT_ALONG),
+    row("pd_op.index_add", "index_add", "x:X index:Index add_value:AddValue", "out:Out", "axis:i32"),
+    row("pd_op.lrn", "lrn", "x:X", "out:Out mid_out:MidOut", LRN),   # Paddle's translator writes it
+    # indices and counts
+    row("pd_op.bincount", "bincount", "x:X weights?:Weights minlength>minlength:int"),
+    row("pd_op.searchsorted", "searchsorted", "sorted_sequence:SortedSequence values:Values", "out:Out",
+        "out_int32:bool right:bool"),
+    row("pd_op.unique", "unique", "x:X", "out:Out indices:Indices inverse:Index counts:Counts", UNIQUE,
+        hook=unique_types),
+    row("pd_op.gather_tree", "gather_tree", "ids:Ids parents:Parents"),
+    row("pd_op.shard_index", "shard_index", "input:X", "out:Out",
+        "index_num:i32 nshards:i32 shard_id:i32 ignore_value:i32"),
+    row("pd_op.accuracy", "accuracy", "x:Out indices:Indices label:Label",
+        "accuracy:Accuracy correct:Correct total:Total"),
+    row("pd_op.linspace", "linspace", "start:Start stop:Stop number:Num", "out:Out", "dtype:dtype place=-:place"),
+    row("pd_op.arange", "range", "start:Start end:End step:Step", "out:Out", "dtype=-:dtype place=-:place",
+        hook=arange_dtype, back=arange_dtype_back),
+    # losses and draws
+    row("pd_op.identity_loss", "identity_loss", "x:X", "out:Out", "reduction:i32"),
+    row("pd_op.log_loss", "log_loss", "input:Predicted label:Labels", "out:Loss", "epsilon:f32"),
+    row("pd_op.pad", "pad", "x:X pad_value>pad_value:float", "out:Out", "paddings:i32s"),
+    row("pd_op.randint", "randint", "shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out",
+        "low:i32 high:i32 dtype:dtype place=-:place", fixed={"seed": 0}),   # PIR draws from the global seed
+    row("pd_op.randperm", "randperm", "", "out:Out", "n:i32 dtype:dtype place=-:place"),
+    row("pd_op.gumbel_softmax", "gumbel_softmax", "x:X", "out:Out", "temperature:f32 hard:bool axis:i32"),
+    # grads
+    row("pd_op.sin_grad", "sin_grad", UNARY, X_GRAD),
+    row("pd_op.cos_grad", "cos_grad", UNARY, X_GRAD),
+    row("pd_op.tril_grad", "tril_triu_grad", "out_grad:Out@GRAD", X_GRAD, "diagonal:i32", **LOWER),
+    row("pd_op.triu_grad", "tril_triu_grad", "out_grad:Out@GRAD", X_GRAD, "diagonal:i32", **UPPER),
+    row("pd_op.diag_grad", "diag_v2_grad", UNARY, X_GRAD, "offset:i32"),
+    row("pd_op.roll_grad", "roll_grad", f"x:X out_grad:Out@GRAD {SHIFTS}", X_GRAD, "axis:i64s"),
+    row("pd_op.meshgrid_grad", "meshgrid_grad", "inputs:X* out_grad:Out@GRAD*", "inputs_grad:X@GRAD*"),
+    row("pd_op.repeat_interleave_with_tensor_index_grad", "repeat_interleave_grad",
+        "x:X repeats:RepeatsTensor out_grad:Out@GRAD", X_GRAD, "axis=dim:i32 output_size:i64", when=repeats_tensor),
+    row("pd_op.repeat_interleave_grad", "repeat_interleave_grad", UNARY, X_GRAD,
+        "repeats=Repeats:i32 axis=dim:i32 output_size:i64"),
+    row("pd_op.kthvalue_grad", "kthvalue_grad", "x:X indices:Indices out_grad:Out@GRAD", X_GRAD,
+        "k:i64 axis:i32 keepdim:bool"),
+    row("pd_op.masked_select_grad", "masked_select_grad", "x:X mask:Mask out_grad:Y@GRAD", X_GRAD),
+    row("pd_op.put_along_axis_grad", "put_along_axis_grad",
+        "arr:Input indices:Index values:Value out:Result out_grad:Result@GRAD",
+        "arr_grad:Input@GRAD values_grad:Value@GRAD", PUT_ALONG),
+    row("pd_op.index_add_grad", "index_add_grad", "index:Index add_value:AddValue out_grad:Out@GRAD",
+        "x_grad:X@GRAD add_value_grad:AddValue@GRAD", "axis:i32"),
+    row("pd_op.lrn_grad", "lrn_grad", "x:X out:Out mid_out:MidOut out_grad:Out@GRAD", X_GRAD, LRN),
+    row("pd_op.identity_loss_grad", "identity_loss_grad", UNARY, X_GRAD, "reduction:i32"),
+    row("pd_op.log_loss_grad", "log_loss_grad", "input:Predicted label:Labels out_grad:Loss@GRAD",
+        "input_grad:Predicted@GRAD", "epsilon:f32"),
+    row("pd_op.label_smooth_grad", "label_smooth_grad", "out_grad:Out@GRAD", "label_grad:X@GRAD", "epsilon:f32"),
+    # PIR's pad_grad also reads x, which the legacy op does not name (export: export_legacy.pad_grad)
+    row("pd_op.pad_grad", "pad_grad", "x:- out_grad:Out@GRAD pad_value>pad_value:float", X_GRAD, "paddings:i32s"),
+    row("pd_op.squared_l2_norm_grad", "squared_l2_norm_grad", UNARY, X_GRAD),
+    row("pd_op.relu_double_grad", "relu_grad_grad", "out:Out grad_x_grad:grad_x@GRAD", "grad_out_grad:grad_out@GRAD"),
+    # Paddle's gumbel_softmax_grad leaves out 1/temperature: gradc's grad at temperature 1 says the same
+    row("pd_op.gumbel_softmax_grad", "gumbel_softmax_grad", "out:Out out_grad:Out@GRAD", X_GRAD, "axis:i32",
+        fixed={"temperature": 1.0}),
+]
