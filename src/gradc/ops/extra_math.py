@@ -74,7 +74,8 @@ defop("multiplex", ["X[]", "Ids"], infer=_multiplex_infer, no_grad_inputs=["Ids"
 def _reduce_as_infer(ctx):
     x, target = ctx.shape("x"), ctx.shape("target")
     if x is not None and target is not None:
-        if len(target) > len(x) or broadcast_shapes(ctx, x, target) != x:
+        lead = len(x) - len(target)
+        if lead < 0 or any(t not in (1, d) and -1 not in (t, d) for t, d in zip(target, x[lead:])):
             ctx.fail(f"target {target} does not broadcast to x {x}: x cannot be summed to it")
     return {"out": (target, ctx.dtype("x"))}
 
@@ -119,6 +120,9 @@ defop("norm", ["X"], ["Out", "Norm"], attrs=NORM_ATTRS, infer=_norm_infer, no_gr
       grad=grad_op("X", "Norm"))
 
 
+_ONE_DEVICE = "its classes are sharded over devices (model parallelism), and gradc runs on one device"
+
+
 def _margin_cross_entropy_infer(ctx):
     check_float(ctx, "Logits")
     logits, label = ctx.shape("Logits"), ctx.shape("Label")
@@ -130,17 +134,17 @@ def _margin_cross_entropy_infer(ctx):
         ctx.fail(f"Label must have shape [batch] or [batch, 1], got {label}")
     if logits is not None and label is not None and -1 not in (logits[0], label[0]) and logits[0] != label[0]:
         ctx.fail(f"Logits {logits} and Label {label} must have one batch size")
+    if ctx.attr("nranks") != 1:
+        ctx.fail(f"attribute nranks={ctx.attr('nranks')} is not supported: {_ONE_DEVICE}")
     if ctx.attr("scale") == 0 or ctx.attr("margin1") == 0:
         ctx.fail(f"attributes scale={ctx.attr('scale')} and margin1={ctx.attr('margin1')} must be nonzero")
     dtype = ctx.dtype("Logits")
     return {"Softmax": (logits, dtype), "Loss": (None if logits is None else [logits[0], 1], dtype)}
 
 
-_ONE_DEVICE = "classes sharded over devices (model parallelism): gradc runs on one device"
 defop("margin_cross_entropy", ["Logits", "Label"], ["Softmax", "Loss"],
       attrs={"margin1": 1.0, "margin2": 0.5, "margin3": 0.0, "scale": 64.0, "nranks": 1, "rank": 0, "ring_id": 0,
              "return_softmax": False},
       infer=_margin_cross_entropy_infer, no_grad_inputs=["Label"], no_grad_outputs=["Softmax"],
-      unsupported_attrs={"nranks": _ONE_DEVICE, "rank": _ONE_DEVICE},
       grad=grad_op("Label", "Logits", "Softmax"))
 

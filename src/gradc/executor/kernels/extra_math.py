@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ExecutionError
 from . import kernel
 from .activation import sigmoid
 from .broadcast import unbroadcast
@@ -121,10 +120,10 @@ def _ids(k, xs) -> np.ndarray:
     ids = k.x("Ids").reshape(-1)
     rows = xs[0].shape[0]
     if ids.size != rows:
-        raise ExecutionError(f"{k.where}: Ids has {ids.size} indices for the {rows} rows of X's tensors")
+        raise ValueError(f"Ids has {ids.size} indices for the {rows} rows of X's tensors")
     bad = (ids < 0) | (ids >= len(xs))
     if bad.any():
-        raise ExecutionError(f"{k.where}: Ids {ids[bad][0]} (row {np.flatnonzero(bad)[0]}) picks no tensor of X, "
+        raise ValueError(f"Ids {ids[bad][0]} (row {np.flatnonzero(bad)[0]}) picks no tensor of X, "
                              f"which holds {len(xs)}")
     return ids
 
@@ -133,7 +132,7 @@ def _ids(k, xs) -> np.ndarray:
 def multiplex(k):
     xs = k.xs("X")
     if any(x.shape != xs[0].shape for x in xs):
-        raise ExecutionError(f"{k.where}: the tensors of X must have one shape, got {[x.shape for x in xs]}")
+        raise ValueError(f"the tensors of X must have one shape, got {[x.shape for x in xs]}")
     ids = _ids(k, xs)
     return {"Out": np.stack(xs)[ids, np.arange(ids.size)]}
 
@@ -174,11 +173,11 @@ def _halves(k):
     x, y = k.x("x"), k.optional("y")
     if y is not None:
         if y.shape != x.shape:
-            raise ExecutionError(f"{k.where}: x {x.shape} and y {y.shape} must have one shape")
+            raise ValueError(f"x {x.shape} and y {y.shape} must have one shape")
         return x, y
     half = x.shape[-1] // 2
     if x.ndim == 0 or x.shape[-1] % 2:
-        raise ExecutionError(f"{k.where}: without y, x's last dim must be even, got x {x.shape}")
+        raise ValueError(f"without y, x's last dim must be even, got x {x.shape}")
     return x[..., :half], x[..., half:]
 
 
@@ -203,7 +202,7 @@ def swiglu_grad(k):
 def _norm_axis(k, x) -> int:
     axis = k.attr("axis")
     if not -x.ndim <= axis < x.ndim:
-        raise ExecutionError(f"{k.where}: attribute axis={axis} is out of range for X {x.shape}")
+        raise ValueError(f"attribute axis={axis} is out of range for X {x.shape}")
     return axis % x.ndim
 
 
@@ -235,10 +234,10 @@ def _labels(k, logits) -> np.ndarray:
     label = k.x("Label").reshape(-1)
     rows, classes = logits.shape
     if label.size != rows:
-        raise ExecutionError(f"{k.where}: Label has {label.size} labels for the {rows} rows of Logits")
+        raise ValueError(f"Label has {label.size} labels for the {rows} rows of Logits")
     bad = (label < 0) | (label >= classes)
     if bad.any():
-        raise ExecutionError(f"{k.where}: Label {label[bad][0]} (row {np.flatnonzero(bad)[0]}) is not a class of "
+        raise ValueError(f"Label {label[bad][0]} (row {np.flatnonzero(bad)[0]}) is not a class of "
                              f"Logits' {classes}")
     return label
 
