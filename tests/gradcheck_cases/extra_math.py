@@ -45,6 +45,6 @@ CASES = [
     second_order("reduce_as", {"x": r.standard_normal((2, 3, 4)), "target": np.zeros((3, 1))}),
     second_order("swiglu", {"x": r.standard_normal((2, 4))}),
     second_order("swiglu", {"x": r.standard_normal((2, 3)), "y": r.standard_normal((2, 3))}),
-    second_order("norm", {"X": r.standard_normal((2, 3))}, {"axis": 1}),
+    second_order("norm", {"X": r.standard_normal((2, 3))}, {"axis": 1}, grad_type="norm_grad"),
 ]
 REFUSED = [second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": LABELS})]

@@ -20,6 +20,7 @@ from ..ir import VarType, dtype_name
 from ..registry import NO_GRAD, defop, grad_op
 from .activation import activation
 from .bitwise import INTEGER_DTYPES
+from .composite import Formula, first
 from .infer import broadcast_shapes, check_float, float_like, one_dtype
 
 activation("gammaln", "x", lowercase=True, infer=float_like("x", "out"))
@@ -115,9 +116,26 @@ def _norm_infer(ctx):
     return {"Out": (x, ctx.dtype("X")), "Norm": ([1 if i == axis else d for i, d in enumerate(x)], ctx.dtype("X"))}
 
 
+def _norm_grad(g):
+    """X@GRAD = norm_grad(dOut) + Out dNorm (dNorm / dX = X / Norm = Out). Paddle 3.3.1 differentiates Out only: its
+    own l2_norm (paddle.nn.utils.weight_norm_hook, which keeps Norm alone) gets no gradient at all."""
+    f = Formula(g)
+    x, out, size = first(g.I("X")), first(g.O("Out")), first(g.O("Norm"))
+    through_out = {"X": x, "Norm": size, "Out@GRAD": g.OG("Out")}
+    if not g.wants(size):
+        f.into(first(g.IG("X")), "norm_grad", through_out, slot="X@GRAD", same=True)
+        return f.ops
+    parts = [f.mul(out, first(g.OG("Norm")), x)]
+    if g.wants(out):
+        parts.append(f.op("norm_grad", through_out, x, slot="X@GRAD", same=True))
+    f.into(first(g.IG("X")), "sum", {"X": parts})
+    return f.ops
+
+
 NORM_ATTRS = {"axis": 0, "epsilon": 1e-10, "is_test": False}
-defop("norm", ["X"], ["Out", "Norm"], attrs=NORM_ATTRS, infer=_norm_infer, no_grad_outputs=["Norm"],
-      grad=grad_op("X", "Norm"))
+defop("norm", ["X"], ["Out", "Norm"], attrs=NORM_ATTRS, infer=_norm_infer, grad=_norm_grad)
+defop("norm_grad", ["X", "Norm", "Out@GRAD"], ["X@GRAD?"], attrs=NORM_ATTRS,
+      infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X"))}).grad_op_of = "norm"
 
 
 _ONE_DEVICE = "its classes are sharded over devices (model parallelism), and gradc runs on one device"
