@@ -78,7 +78,7 @@ def gammaincc(a, y):
     inside = (a > 0) & (y > 0) & np.isfinite(a) & np.isfinite(y)
     series = inside & ((y < 1) | (y < a))
     fraction = inside & ~series
-    with np.errstate(divide="ignore", over="ignore", under="ignore"):
+    with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):   # outside: set below
         log_prefactor = a * np.log(y) - y - lgamma(a)
         out[series] = 1 - _lower_series(a[series], y[series]) * np.exp(log_prefactor[series]) / a[series]
         out[fraction] = _upper_fraction(a[fraction], y[fraction]) * np.exp(log_prefactor[fraction])
