@@ -5,8 +5,8 @@
     gammaincc_grad: y@GRAD = -dOut exp((x - 1) log y - y - lgamma(x)), differentiated in dOut and y (x, the shape,
         stays undifferentiated, as in the first derivative)
     multiplex_grad, reduce_as_grad: linear in dOut (their forward applied to ddX)
-    swiglu_grad, norm_grad: their computation written again from x (norm's saved Norm is a constant) and
-        differentiated
+    swiglu_grad, norm_grad, margin_cross_entropy_grad: their computation written again from their inputs (the
+        saved Norm and Softmax are constants) and differentiated
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from ..registry import defgrad
 from . import extra_math  # noqa: F401  (registers the grad ops given makers here)
 from .activation_double import unary_double
 from .composite import expansion, first, linear
+
+_MARGIN_OFF = 1e-8   # the kernels' threshold below which |margin1 - 1| and |margin2| leave the angle alone
 
 
 def _gammaln(f, g, x, p):
@@ -64,8 +66,45 @@ def _norm_again(f, g):
     return {"X@GRAD": f.div(f.sub(dout, f.mul(out, along, dout), dout), size, dout)}
 
 
-def _margin_cross_entropy_twice(g):
-    raise GradError("margin_cross_entropy_grad: gradc does not differentiate margin_cross_entropy twice")
+def _one_hot_rows(f, g, label: str, logits: str) -> str:
+    """The labels ([N] or [N, 1]) as one-hot rows [N, classes] in Logits' dtype."""
+    rows, classes = g.shape(logits)
+    dtype = int(g.block.find_var(logits).dtype)
+    hot = f.op("one_hot_v2", {"X": label}, logits, {"depth": classes, "dtype": dtype, "allow_out_of_range": False},
+               dims=lambda _: [*g.shape(label), classes])
+    if len(g.shape(label)) == 1:
+        return hot
+    return f.op("reshape2", {"X": hot}, logits, {"shape": [-1, classes]}, more={"XShape": f.xshape(hot)},
+                dims=lambda _: [rows, classes])
+
+
+@expansion
+def _margin_cross_entropy_again(f, g):
+    """With c the label's cosine, t = cos(m1 acos(c) + m2) - m3 (c - m3 without the angle margins) and
+    z = scale (logits + onehot (t - c)): Logits@GRAD = scale dLoss (softmax(z) - onehot) (1 + onehot (t' - 1)),
+    t' = m1 sin(m1 acos(c) + m2) / sqrt(1 - c^2) (1 without)."""
+    logits, label, dloss = first(g.I("Logits")), first(g.I("Label")), first(g.I("Loss@GRAD"))
+    shape = g.shape(logits)
+    if not shape or len(shape) != 2 or shape[1] < 0 or g.shape(label) is None:
+        raise GradError(f"margin_cross_entropy_grad: the class count of {logits} must be known, got shape {shape}")
+    hot = _one_hot_rows(f, g, label, logits)
+    cosine = f.sum_along(f.mul(logits, hot, logits), 1)
+    m1, m2, m3, scale = (g.attr(name) for name in ("margin1", "margin2", "margin3", "scale"))
+    slope = None
+    if abs(m1 - 1) > _MARGIN_OFF or abs(m2) > _MARGIN_OFF:
+        angle = f.scale(f.unary("acos", cosine), m1, m2)
+        sine = f.unary("sqrt", f.scale(f.mul(cosine, cosine, cosine), -1.0, 1.0))
+        slope = f.div(f.scale(f.unary("sin", angle), m1), sine, cosine)
+        target = f.unary("cos", angle)
+    else:
+        target = cosine
+    shift = f.mul(hot, f.scale(f.sub(target, cosine, cosine), 1.0, -m3), logits)
+    softmax = f.op("softmax", {"X": f.scale(f.add(logits, shift, logits), scale)}, logits, {"axis": -1})
+    grad = f.mul(f.sub(softmax, hot, logits), f.scale(dloss, scale), logits)
+    if slope is not None:
+        grad = f.mul(grad, f.add(f.mul(hot, f.scale(slope, 1.0, -1.0), logits), f.fill_like(logits, 1.0), logits),
+                     logits)
+    return {"Logits@GRAD": grad}
 
 
 unary_double("gammaln_grad", _gammaln, x="x", out="out")
@@ -75,4 +114,4 @@ defgrad("reduce_as_grad", grad=linear("reduce_as", x="x", out="out", passed=("ta
         no_grad_inputs=["x", "target"])
 defgrad("swiglu_grad", grad=_swiglu_again)
 defgrad("norm_grad", grad=_norm_again, no_grad_inputs=["Norm"])
-defgrad("margin_cross_entropy_grad", grad=_margin_cross_entropy_twice, no_grad_inputs=["Label", "Softmax"])
+defgrad("margin_cross_entropy_grad", grad=_margin_cross_entropy_again, no_grad_inputs=["Label", "Softmax"])
