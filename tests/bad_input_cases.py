@@ -500,6 +500,10 @@ COMPILE_TIME = {
                                     "attribute nranks=2 is not supported"),
     "margin_cross_entropy logits": ("margin_cross_entropy", {"Logits": zeros(2, 3, 1), "Label": i64(0, 1)}, {},
                                     "Logits must have shape [batch, classes]"),
+    "fused_rms_norm_quant weight": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(4)}, {},
+                                    "norm_weight [4] must hold one value per normalised element of x [2, 3] (3)"),
+    "fused_rms_norm_quant quantized": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(3)},
+                                       {"quant_scale": 0.5}, "the quantized path (an int8 out) is not supported"),
     # linalg_extra
     # random_dist
     # detection_v1

@@ -23,6 +23,21 @@ MARGINS = [{"margin1": 1.0, "margin2": 0.5, "margin3": 0.0, "scale": 4.0},    # 
            {"margin1": 1.35, "margin2": 0.2, "margin3": 0.1, "scale": 2.0}]   # combined
 
 
+def rms_inputs(bias: bool = False, residual: bool = False, norm_bias: bool = False, rows: tuple = (2, 3),
+               width: int = 4) -> dict:
+    inputs = {"x": r.standard_normal((*rows, width)), "norm_weight": r.uniform(0.5, 1.5, width)}
+    if bias:
+        inputs["bias"] = r.standard_normal(width)
+    if residual:
+        inputs["residual"] = r.standard_normal((*rows, width))
+    if norm_bias:
+        inputs["norm_bias"] = r.standard_normal(width)
+    return inputs
+
+
+RMS = {"begin_norm_axis": 2, "epsilon": 1e-5}
+
+
 def cosines(*shape):
     return r.uniform(-0.85, 0.85, shape)
 
@@ -39,6 +54,10 @@ CASES = [
     Case("swiglu", {"x": r.standard_normal((2, 3)), "y": r.standard_normal((2, 3))}),
     *[Case("norm", {"X": r.standard_normal((2, 3, 4))}, {"axis": axis, "epsilon": 1e-10}) for axis in (0, 1, -1)],
     *[Case("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": LABELS}, margins) for margins in MARGINS],
+    Case("fused_rms_norm_quant", rms_inputs(), RMS),
+    Case("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS),
+    Case("fused_rms_norm_quant", rms_inputs(norm_bias=True, rows=(2,), width=6),
+         {"begin_norm_axis": 1, "epsilon": 0.1}),
     second_order("gammaln", {"x": between_poles(2, 3)}, rtol=1e-4),
     second_order("gammaincc", {"x": SHAPES[:2], "y": POINTS[:2]}),
     second_order("multiplex", {"X": [r.standard_normal((4, 3)) for _ in range(2)], "Ids": IDS % 2}, counts={"X": 2}),
@@ -47,5 +66,8 @@ CASES = [
     second_order("swiglu", {"x": r.standard_normal((2, 3)), "y": r.standard_normal((2, 3))}),
     second_order("norm", {"X": r.standard_normal((2, 3))}, {"axis": 1}, grad_type="norm_grad"),
 ]
+CASES += [second_order("fused_rms_norm_quant", rms_inputs(), RMS, grad_type="fused_rms_norm_quant_grad"),
+          second_order("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS,
+                       grad_type="fused_rms_norm_quant_grad")]
 CASES += [second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4)
           for margins, labels in zip(MARGINS, (LABELS, LABELS[:, 0], LABELS))]
