@@ -34,7 +34,8 @@ def program_of(op: str, inputs: dict, outputs: list[str], attrs: dict | None = N
         block.create_var(slot.lower(), None, None)
     appended = block.append_op(op, slots, {slot: [slot.lower()] for slot in outputs}, attrs or {})
     for slot, (shape, dtype) in registry.get(op).infer(InferContext(appended, block)).items():
-        block.var(slot.lower()).shape, block.var(slot.lower()).dtype = shape, dtype   # the backward needs the dtypes
+        if slot in outputs:   # declared as inference says: the backward needs their dtypes
+            block.var(slot.lower()).shape, block.var(slot.lower()).dtype = shape, dtype
     return program, feed
 
 
@@ -152,6 +153,17 @@ def test_multiplex_refuses_an_index_past_its_tensors():
         run("multiplex", {"X": [np.zeros((1, 2))] * 2, "Ids": np.array([[3]], np.int32)}, ["Out"])
 
 
+def round_trips_through_pir(program, feed: dict, fetch: list[str], ops: tuple[str, ...]) -> list:
+    """gradc's PIR export of the program, holding ``ops``, read back, gives the same values; returns them."""
+    expected = gradc.Executor().run(program, feed, fetch, gradc.Scope())
+    data = serialize_pir(program, fetch=fetch)
+    assert all(f'"1.{op}"'.encode() in data for op in ops)
+    again = gradc.Executor().run(parse_pir(data), feed, fetch, gradc.Scope())
+    for want, got in zip(expected, again):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    return again
+
+
 def test_equal_all_and_margin_cross_entropy_round_trip_through_pir():
     """No Paddle PIR program holds them (3.3.1: no CPU margin_cross_entropy kernels; equal_all's bool declared
     float32): gradc's export, read back, trains to the same loss and gradient."""
@@ -164,14 +176,25 @@ def test_equal_all_and_margin_cross_entropy_round_trip_through_pir():
     block.append_op("equal_all", {"X": ["logits0"], "Y": ["logits0"]}, {"Out": ["same"]})
     block.append_op("reduce_sum", {"X": ["loss"]}, {"Out": ["total"]}, {"reduce_all": True})
     gradc.append_backward(program, "total")
-    fetch = ["total", "same", "logits0@GRAD"]
-    expected = gradc.Executor().run(program, feed, fetch, gradc.Scope())
-    data = serialize_pir(program, fetch=fetch)
-    assert b'"1.margin_cross_entropy_grad"' in data and b'"1.equal_all"' in data
-    again = gradc.Executor().run(parse_pir(data), feed, fetch, gradc.Scope())
-    for want, got in zip(expected, again):
-        np.testing.assert_allclose(got, want, rtol=1e-12)
-    assert again[1]
+    values = round_trips_through_pir(program, feed, ["total", "same", "logits0@GRAD"],
+                                     ("margin_cross_entropy_grad", "equal_all"))
+    assert values[1]
+
+
+@pytest.mark.parametrize("optional", [(), ("bias", "residual", "norm_bias")])
+def test_fused_rms_norm_quant_grad_round_trips_through_pir(optional):
+    """Paddle 3.3.1 builds no PIR backward of fused_rms_norm_quant on CPU: gradc's export of its own, read back."""
+    r = np.random.default_rng(7)
+    inputs = {"x": r.standard_normal((2, 3)), "norm_weight": r.uniform(0.5, 1.5, 3),
+              **{slot: r.standard_normal((2, 3) if slot == "residual" else 3) for slot in optional}}
+    program, feed = program_of("fused_rms_norm_quant", inputs, ["out", "inv_var"],
+                               {"begin_norm_axis": 1, "epsilon": 1e-5}, grads=("x", "norm_weight", *optional))
+    block = program.global_block
+    block.create_var("total", [], to_var_type(np.dtype("float64")))
+    block.append_op("reduce_sum", {"X": ["out"]}, {"Out": ["total"]}, {"reduce_all": True})
+    gradc.append_backward(program, "total")
+    fetch = ["total", *[f"{slot}0@GRAD" for slot in ("x", "norm_weight", *optional)]]
+    round_trips_through_pir(program, feed, fetch, ("fused_rms_norm_quant_grad",))
 
 
 def test_fused_rms_norm_quant_gives_residual_and_bias_their_grads_and_counts_residual_out():

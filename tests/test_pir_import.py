@@ -171,9 +171,9 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     pd_op.select_output and pd_op.add_n_array (gradc's backward of cond and of tensor arrays),
     pd_op.array_length and pd_op.sequence_mask (legacy recurrent programs), pd_op.row_conv_grad (3.3.1's PIR
     row_conv has no vjp), pd_op.straight_through_estimator_grad (nor has moving_average_abs_max_scale),
-    pd_op.margin_cross_entropy and its grad (3.3.1 has no CPU kernel of either) and pd_op.equal_all (3.3.1's PIR
-    declares its bool result float32, so no layer can use it); the export tests read them back
-    (tests/test_extra_math.py for the last three)."""
+    pd_op.margin_cross_entropy and its grad, pd_op.fused_rms_norm_quant_grad (3.3.1 has no CPU kernel of them) and
+    pd_op.equal_all (3.3.1's PIR declares its bool result float32, so no layer can use it); the export tests read
+    them back (tests/test_extra_math.py for the last four)."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
@@ -183,6 +183,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.array_length",
                                  "pd_op.sequence_mask", "pd_op.row_conv_grad",
                                  "pd_op.straight_through_estimator_grad", "pd_op.margin_cross_entropy",
-                                 "pd_op.margin_cross_entropy_grad", "pd_op.equal_all"}
+                                 "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",
+                                 "pd_op.fused_rms_norm_quant_grad"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used

@@ -1,5 +1,5 @@
 """Rows: special functions and small tensor ops (gammaln, gammaincc, nextafter, multiplex, reduce_as, is_empty,
-equal_all, swiglu, norm, margin_cross_entropy).
+equal_all, swiglu, norm, margin_cross_entropy, fused_rms_norm_quant).
 
 Paddle 3.3.1's gammaincc / gammainc check their operands with paddle.all (PIR only) and its swiglu appends no op
 in legacy mode: there the rows append the legacy op itself, as Paddle 2.x's layers did. margin_cross_entropy has
@@ -8,7 +8,7 @@ no CPU kernel in Paddle 3.3.1: its fixtures record Paddle's error."""
 import paddle
 import paddle.nn.functional as F
 from paddle.base.framework import in_dynamic_or_pir_mode
-from paddle.incubate.nn.functional import swiglu
+from paddle.incubate.nn.functional import fused_rms_norm, swiglu
 from paddle.nn.utils.weight_norm_hook import l2_norm, norm_except_dim
 
 from .legacy_shim import _outputs, append
@@ -64,6 +64,11 @@ ROWS = table(
     ("l2_normalize_last", lambda x: _l2_normalize(x, -1), f(2, 5)),
     ("l2_norm", lambda x: l2_norm(x, 1), f(3, 4)),
     ("norm_except_dim", lambda x: norm_except_dim(x, 1), f(2, 3, 4)),
+    # Paddle 3.3.1 has no CPU grad kernel of fused_rms_norm_quant: these rows differentiate no input
+    ("fused_rms_norm", lambda x, w: fused_rms_norm(x, w, None, 1e-5, 2)[0], const(2, 3, 4), weights(4)),
+    ("fused_rms_norm_residual", lambda x, w, norm_bias, bias, residual: sum(fused_rms_norm(
+        x, w, norm_bias, 1e-6, 1, bias=bias, residual=residual)[:2]), const(2, 6), weights(6), const(6), const(6),
+     const(2, 6)),
     ("margin_cross_entropy_arcface", lambda x, label: F.margin_cross_entropy(x, label, scale=4.0), unit(3, 5),
      given([1, 0, 4], "int64")),
     ("margin_cross_entropy_cosface", lambda x, label: F.margin_cross_entropy(

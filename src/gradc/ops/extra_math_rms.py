@@ -62,9 +62,22 @@ def _rms_grad(g):
     for slot in ("x", "residual"):
         f.into(grads_of.get(slot), "assign", {"X": dh})
     if "bias" in grads_of:
-        f.summed_like(dh, first(g.I("bias")), list(range(g.attr("begin_norm_axis") % len(g.shape(dh)))),
-                      out=grads_of["bias"])
+        _summed_rows(f, g, dh, first(g.I("bias")), out=grads_of["bias"])
     return f.ops
+
+
+def _summed_rows(f, g, value: str, vector: str, out: str | None = None) -> str:
+    """``value`` summed over the rows (the dims before begin_norm_axis) and flattened to the vector's shape, by
+    attributes where the shapes are known (a PIR export takes no Shape tensor for reshape2)."""
+    shape, target = g.shape(value), g.shape(vector)
+    axis = g.attr("begin_norm_axis") % len(shape)
+    if target is None or -1 in target or -1 in shape[axis:]:
+        return f.summed_like(value, vector, list(range(axis)), out=out)
+    total = f.op("reduce_sum", {"X": value}, value, {"dim": list(range(axis)), "keep_dim": False, "reduce_all": False},
+                 dims=lambda s: s[axis:])
+    out = out or g.tmp(vector)
+    f.emit("reshape2", {"X": total}, {"Out": out, "XShape": f.xshape(total)}, {"shape": list(target)})
+    return out
 
 
 defop("fused_rms_norm_quant", ["x", "bias?", "residual?", "norm_weight", "norm_bias?"],
@@ -87,7 +100,7 @@ def _rms_again(f, g):
     if shape is None or any(d < 0 for d in shape[g.attr("begin_norm_axis") % len(shape):]):
         raise GradError(f"fused_rms_norm_quant_grad: the normalised dims of {x} must be known, got shape {shape}")
     axis = g.attr("begin_norm_axis") % len(shape)
-    norm_dims, rows = list(range(axis, len(shape))), list(range(axis))
+    norm_dims = list(range(axis, len(shape)))
     h = x
     if first(g.I("bias")):
         h = f.add(h, _spread(f, first(g.I("bias")), shape[axis:], x), x)
@@ -102,9 +115,9 @@ def _rms_again(f, g):
     scaled = f.mul(dout, _spread(f, first(g.I("norm_weight")), shape[axis:], x), dout)
     results = {"x@GRAD": f.mul(inverse, f.sub(scaled, f.mul(xhat, mean(f.mul(scaled, xhat, x)), x), x), x)}
     if g.O("norm_weight@GRAD"):
-        results["norm_weight@GRAD"] = f.summed_like(f.mul(dout, xhat, dout), first(g.I("norm_weight")), rows)
+        results["norm_weight@GRAD"] = _summed_rows(f, g, f.mul(dout, xhat, dout), first(g.I("norm_weight")))
     if g.O("norm_bias@GRAD"):
-        results["norm_bias@GRAD"] = f.summed_like(dout, first(g.I("norm_bias")), rows)
+        results["norm_bias@GRAD"] = _summed_rows(f, g, dout, first(g.I("norm_bias")))
     return results
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from . import row
 
 NORM = "axis:i32 epsilon:f32 is_test:bool"
+RMS = "epsilon:f32 begin_norm_axis:i32 quant_scale:f32 quant_round_type:i32 quant_max_bound:f32 quant_min_bound:f32"
+RMS_INPUTS = "x:x bias?:bias residual?:residual norm_weight:norm_weight norm_bias?:norm_bias"
 MARGINS = "return_softmax:bool ring_id:i32 rank:i32 nranks:i32 margin1:f32 margin2:f32 margin3:f32 scale:f32"
 
 ROWS = [
@@ -27,4 +29,9 @@ ROWS = [
         MARGINS),
     row("pd_op.margin_cross_entropy_grad", "margin_cross_entropy_grad",
         "logits:Logits label:Label softmax:Softmax loss_grad:Loss@GRAD", "logits_grad:Logits@GRAD", MARGINS),
+    row("pd_op.fused_rms_norm_quant", "fused_rms_norm_quant", RMS_INPUTS,
+        "out:out residual_out:residual_out inv_var:inv_var", RMS),
+    row("pd_op.fused_rms_norm_quant_grad", "fused_rms_norm_quant_grad",
+        f"{RMS_INPUTS} inv_var:inv_var out_grad:out@GRAD",
+        "x_grad:x@GRAD norm_weight_grad:norm_weight@GRAD norm_bias_grad:norm_bias@GRAD", RMS),
 ]
