@@ -67,6 +67,23 @@ def test_gammaincc_is_paddles_constant_1_outside_its_domain_and_flat_there():
     np.testing.assert_array_equal(gammaincc_slope(a, y)[:6], [0, 0, 0, 0, -np.inf, -1])
 
 
+def test_gammaincc_grad_where_paddles_overflows():
+    """Paddle 3.3.1's y@GRAD computes y^(x-1) / tgamma(x), which overflows: NaN at x = 40 in float32 and at x = 200
+    in float64. gradc goes through logs: the slope of Q by central differences, in float32 too."""
+    x, y = np.array([40.0, 200.0]), np.array([35.0, 190.0])
+    program, feed = program_of("gammaincc", {"x": x.astype(np.float32), "y": y.astype(np.float32)}, ["out"],
+                               grads=("y",))
+    from gradc.executor.kernels.extra_math import gammaincc
+    numeric = (gammaincc(x, y + 1e-5) - gammaincc(x, y - 1e-5)) / 2e-5
+    block = program.global_block
+    block.create_var("total", [], to_var_type(np.dtype("float32")))
+    block.append_op("reduce_sum", {"X": ["out"]}, {"Out": ["total"]}, {"reduce_all": True})
+    gradc.append_backward(program, "total")
+    (grad,) = gradc.Executor().run(program, feed, ["y0@GRAD"], gradc.Scope())
+    assert grad.dtype == np.float32
+    np.testing.assert_allclose(grad, numeric, rtol=1e-5)
+
+
 def test_gammaln_is_lgamma_with_its_poles():
     x = np.array([0.5, 3.0, 10.5, -2.5, 0.0, -3.0], np.float32)
     (out,) = run("gammaln", {"x": x}, ["out"])
