@@ -30,12 +30,12 @@ from .infer import broadcast_shapes, check_float, float_like, one_dtype
 activation("gammaln", "x", lowercase=True, infer=float_like("x", "out"))
 
 
-def _same_shape(ctx, first: str, second: str) -> list[int]:
+def _same_shape(ctx, one: str, other: str) -> list[int]:
     """Paddle's kernel pairs the operands element by element: they must have one shape (no broadcasting)."""
-    x, y = ctx.shape(first), ctx.shape(second)
+    x, y = ctx.shape(one), ctx.shape(other)
     if x is not None and y is not None and (len(x) != len(y) or any(a != b and a >= 0 and b >= 0
                                                                      for a, b in zip(x, y))):
-        ctx.fail(f"{first} {x} and {second} {y} must have one shape")
+        ctx.fail(f"{one} {x} and {other} {y} must have one shape")
     return x if x is not None else y
 
 
@@ -70,6 +70,8 @@ def _multiplex_infer(ctx):
         ctx.fail(f"the tensors of X must have one shape, got {known}")
     if known and not known[0]:
         ctx.fail("the tensors of X must have a batch dim to pick rows from, got 0-d tensors")
+    if known and ids is not None and -1 not in (ids[0], known[0][0]) and ids[0] != known[0][0]:
+        ctx.fail(f"Ids {ids} must hold one index per row of X's tensors {known[0]}")
     return {"Out": (known[0] if known else None, ctx.dtype("X"))}
 
 
@@ -158,8 +160,6 @@ def _margin_cross_entropy_infer(ctx):
         ctx.fail(f"Logits {logits} and Label {label} must have one batch size")
     if ctx.attr("nranks") != 1:
         ctx.fail(f"attribute nranks={ctx.attr('nranks')} is not supported: {_ONE_DEVICE}")
-    if ctx.attr("scale") == 0 or ctx.attr("margin1") == 0:
-        ctx.fail(f"attributes scale={ctx.attr('scale')} and margin1={ctx.attr('margin1')} must be nonzero")
     dtype = ctx.dtype("Logits")
     return {"Softmax": (logits, dtype), "Loss": (None if logits is None else [logits[0], 1], dtype)}
 
