@@ -488,6 +488,22 @@ COMPILE_TIME = {
                         "HiddenPrev 'hiddenprev0' must have shape [2, 3]"),
     # lod_text
     # extra_math
+    "gammaln integer": ("gammaln", {"x": zeros(2, 3, dtype=np.int32)}, {}, "gammaln needs a float x, got int32"),
+    "gammaincc shapes": ("gammaincc", {"x": X23, "y": zeros(3)}, {}, "x [2, 3] and y [3] must have one shape"),
+    "nextafter shapes": ("nextafter", {"x": X23, "y": zeros(2, 4)}, {}, "cannot broadcast shapes [2, 3] and [2, 4]"),
+    "multiplex ids": ("multiplex", {"X": [X23, X23], "Ids": zeros(2, 2, dtype=np.int32)}, {},
+                      "Ids must have shape [batch, 1], got [2, 2]"),
+    "reduce_as target": ("reduce_as", {"x": X23, "target": zeros(4)}, {}, "target [4] does not broadcast to x [2, 3]"),
+    "swiglu odd": ("swiglu", {"x": X23}, {}, "x's last dim is split in two halves and must be even"),
+    "norm axis": ("norm", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
+    "margin_cross_entropy nranks": ("margin_cross_entropy", {"Logits": X23, "Label": i64(0, 1)}, {"nranks": 2},
+                                    "attribute nranks=2 is not supported"),
+    "margin_cross_entropy logits": ("margin_cross_entropy", {"Logits": zeros(2, 3, 1), "Label": i64(0, 1)}, {},
+                                    "Logits must have shape [batch, classes]"),
+    "fused_rms_norm_quant weight": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(4)}, {},
+                                    "norm_weight [4] must hold one value per normalised element of x [2, 3] (3)"),
+    "fused_rms_norm_quant quantized": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(3)},
+                                       {"quant_scale": 0.5}, "the quantized path (an int8 out) is not supported"),
     # linalg_extra
     "eig rectangular": ("eig", {"X": X23}, {}, "X must hold square matrices, not 2 x 3"),
     "eigvals vector": ("eigvals", {"X": zeros(3)}, {}, "X must be a matrix or a batch of matrices"),
@@ -725,6 +741,10 @@ RUN_TIME = {
                    "Input has no LoD: gru works on sequences"),
     # lod_text
     # extra_math
+    "multiplex index": ("multiplex", {"X": [X23, X23], "Ids": np.array([[0], [2]], np.int32)}, {},
+                        "Ids 2 (row 1) picks no tensor of X, which holds 2"),
+    "margin_cross_entropy label": ("margin_cross_entropy", {"Logits": X23, "Label": i64(0, 3)}, {},
+                                   "Label 3 (row 1) is not a class of Logits' 3"),
     # linalg_extra
     "eig NaN": ("eig", {"X": np.full((2, 2), np.nan, f32)}, {}, "X holds NaN or infinite values"),
     "eigvals infinite": ("eigvals", {"X": np.full((2, 2), np.inf, f32)}, {}, "X holds NaN or infinite values"),
@@ -821,6 +841,8 @@ EXEMPT = {
     # lod_rnn
     # lod_text
     # extra_math
+    "is_empty": "no attribute, any tensor: every tensor is empty or not",
+    "equal_all": "no attribute, any two tensors: tensors of different shapes are unequal, as Paddle",
     # linalg_extra
     # random_dist
     # detection_v1

@@ -116,11 +116,11 @@ def test_every_unmapped_op_type_is_listed_at_once():
     relu, mean = index_of(MLP, "1.relu"), index_of(MLP, "1.mean")
 
     def edit(d):
-        ops_of(d)[relu]["#"] = "1.swiglu"
+        ops_of(d)[relu]["#"] = "1.no_such_op"
         ops_of(d)[mean]["#"] = "3.my_custom_op"
     message = fails(edited(MLP, edit), "2 PIR op type")
     assert f"custom_op.my_custom_op (first at region 0, block 0, op {mean} (custom_op.my_custom_op))" in message
-    assert f"pd_op.swiglu (first at region 0, block 0, op {relu} (pd_op.swiglu))" in message
+    assert f"pd_op.no_such_op (first at region 0, block 0, op {relu} (pd_op.no_such_op))" in message
 
 
 def test_an_op_with_the_wrong_operand_count_for_its_row():
