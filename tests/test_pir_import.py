@@ -30,12 +30,22 @@ from pir_fixtures import (
     train_and_run,
 )
 
+# legacy programs through Paddle's translate_to_pir (tools/paddle_pir_translated.py)
+TRANSLATED = ["translated_beam_search_log_probs", "translated_box_coder_decode", "translated_chunk_eval_iob",
+              "translated_cond", "translated_crf_decoding_padded", "translated_ctc_align_lod", "translated_dynamic_gru",
+              "translated_dynamic_lstm", "translated_edit_distance_padded", "translated_fake_quant_moving_average",
+              "translated_fc_plain", "translated_fill_constant_batch_size_like_v1", "translated_gru_unit",
+              "translated_hinge_loss", "translated_im2sequence", "translated_l1_norm", "translated_lod_reset_target",
+              "translated_lod_reset_y_offsets", "translated_moving_average_abs_max_scale",
+              "translated_reshape_v1_tensor", "translated_sequence_conv", "translated_sequence_expand",
+              "translated_sequence_softmax", "translated_while_loop"]
+
 
 def test_every_expected_fixture_is_there():
     assert TRAINING == ["cnn_bn", "cond", "gru_stacked_lengths", "legacy_static_nn", "lstm", "lstm_stacked",
                         "lstm_stacked_lengths", "mlp",
-                        "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", "translated_cond",
-                        "translated_while_loop", "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes",
+                        "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", *TRANSLATED,
+                        "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes",
                         "zoo_index", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape"]
     assert INFERENCE == ["inference", "jit"]
 
