@@ -199,6 +199,18 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/moving_average_abs_max_scale": ("1.straight_through_estimator_grad",
                                             "its straight-through grad, which 3.3.1's PIR op (no vjp) never makes"),
     "layers/dequantize_linear_levels": ("1.dequantize_linear", "dequantize_linear, which 3.3.1's PIR runs wrongly"),
+    # fluid 1.x ops as Paddle's legacy-to-PIR translator spells them (LoD inputs fed with their offsets)
+    "layers/dynamic_lstm": ("1.lstm_grad", "dynamic_lstm over LoD sequences"),
+    "layers/dynamic_gru": ("1.gru_grad", "dynamic_gru over LoD sequences"),
+    "layers/gru_unit": ("1.gru_unit_grad", "gru_unit, its activations as ints"),
+    "layers/sequence_conv": ("1.sequence_conv_grad", "sequence_conv's camel-case attributes"),
+    "layers/lod_reset_y_lod": ("1.lod_reset_grad", "lod_reset taking the LoD of Y, then sequence_pool"),
+    "layers/im2sequence": ("1.im2sequence_grad", "im2sequence"),
+    "layers/reshape_v1_tensor": ("1.legacy_reshape_grad", "v1 reshape by a Shape tensor, its grad without Out"),
+    "layers/fill_constant_batch_size_like_v1": ("1.full_batch_size_like", "fill_constant_batch_size_like"),
+    "layers/fake_quant_moving_average": ("1.fake_quantize_dequantize_moving_average_abs_max_",
+                                         "a quantizer updating its scale and state in place"),
+    "layers/crf_decoding_lod": ("1.crf_decoding", "crf_decoding of LoD emissions"),
 }
 
 
@@ -219,8 +231,10 @@ def test_a_legacy_training_program_converts_to_pir(case):
         with np.load(directory / "params.npz") as params:
             for name in params.files:
                 scope[name] = params[name]
+    lods = json.loads((directory / "meta.json").read_text()).get("lods", {})
     with np.load(directory / "feed.npz") as feed:
-        values = gradc.Executor().run(again, feed=dict(feed), fetch_list=[loss, *grads], scope=scope)
+        inputs = {name: gradc.LoDTensor(feed[name], lods[name]) if name in lods else feed[name] for name in feed.files}
+        values = gradc.Executor().run(again, feed=inputs, fetch_list=[loss, *grads], scope=scope)
     np.testing.assert_allclose(values[0], np.load(directory / "loss.npy"), rtol=1e-5, atol=1e-6)
     for (name, expected), value in zip(grads.items(), values[1:]):
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=name)
