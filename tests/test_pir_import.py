@@ -193,3 +193,15 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  "pd_op.straight_through_estimator_grad"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used
+
+
+def test_translated_selected_rows_ops_give_paddles_merged_rows():
+    """pd_op.embedding_sparse_grad, merge_selected_rows and get_tensor_from_selected_rows as Paddle's translator
+    writes them (tools/paddle_pir_translated.py sparse_rows): the dense rows are Paddle's."""
+    directory = PIR_DATA.parent / "pir_translated_sparse_rows"
+    program = load_pir(directory / "program.json")
+    assert [op.type for op in program.global_block.ops] == \
+        ["lookup_table_v2_grad", "merge_selected_rows", "get_tensor_from_selected_rows"]
+    with np.load(directory / "feed.npz") as feed:
+        (dense,) = gradc.Executor().run(program, feed=dict(feed), fetch_list=program.global_block.ops[-1].output("Out"))
+    np.testing.assert_array_equal(dense, np.load(directory / "expected.npy"))

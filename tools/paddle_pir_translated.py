@@ -191,8 +191,52 @@ def build_translated(case: str, out_dir: Path) -> None:
     print(f"{case}: ops {ops}; backward {backward_ops}; Paddle cannot run it: {errors}")
 
 
+def build_sparse_rows(out: Path) -> None:
+    """pd_op.embedding_sparse_grad, merge_selected_rows and get_tensor_from_selected_rows, which no legacy fixture
+    holds (Paddle 3.3.1 appends no sparse grad to a legacy program): a legacy program of the three made op by op,
+    translated, with its input and Paddle's run of the dense rows (out/program.json, feed.npz, expected.npy)."""
+    paddle.enable_static()
+    rows = core.VarDesc.VarType.SELECTED_ROWS
+    with paddle.pir_utils.OldIrGuard():
+        main = paddle.static.Program()
+        with paddle.static.program_guard(main, paddle.static.Program()):
+            block = main.global_block()
+            for name, shape, dtype in (("ids", [4], "int64"), ("out_grad", [4, 3], "float32"),
+                                       ("w", [10, 3], "float32")):
+                paddle.static.data(name, shape, dtype)
+            for name, kind in (("w@GRAD", rows), ("merged", rows), ("dense", core.VarDesc.VarType.DENSE_TENSOR)):
+                block.create_var(name=name, type=kind, dtype="float32", shape=[10, 3])
+            for type, source, target in (("lookup_table_v2_grad", None, "w@GRAD"),
+                                         ("merge_selected_rows", "w@GRAD", "merged"),
+                                         ("get_tensor_from_selected_rows", "merged", "dense")):
+                op = block.desc.append_op()   # the desc: grad ops have no Python op proto to append with
+                op.set_type(type)
+                for slot, names in ({"Ids": ["ids"], "W": ["w"], "Out@GRAD": ["out_grad"]} if source is None
+                                    else {"X": [source]}).items():
+                    op.set_input(slot, names)
+                op.set_output("W@GRAD" if source is None else "Out", [target])
+                if source is None:
+                    op._set_bool_attr("is_sparse", True)
+                    op._set_int64_attr("padding_idx", -1)
+        desc = core.ProgramDesc(main.desc.serialize_to_string())
+    program = paddle.base.libpaddle.pir.translate_to_pir(desc)
+    dense = next(op for op in program.global_block().ops if op.name() == "pd_op.get_tensor_from_selected_rows")
+    feed = {"ids": np.array([1, 3, 1, 7]), "out_grad": np.arange(12, dtype="float32").reshape(4, 3),
+            "w": np.ones((10, 3), "float32")}
+    out.mkdir(parents=True, exist_ok=True)
+    core.serialize_pir_program(program, str(out / "program.json"), True, False, True)
+    with paddle.static.scope_guard(paddle.static.Scope()):
+        (value,) = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed, fetch_list=[dense.result(0)])
+    np.savez_compressed(out / "feed.npz", **feed)
+    np.save(out / "expected.npy", value)
+    print(f"{out.name}: the merged rows {value.tolist()}")
+
+
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/pir")
-    for name in sys.argv[2:] or list(TRANSLATED):
+    for name in sys.argv[2:] or [*TRANSLATED, "sparse_rows"]:
         with paddle.utils.unique_name.guard():
-            build_translated(name, target)
+            if name == "sparse_rows":
+                build_sparse_rows(target.parent / "pir_translated_sparse_rows")
+            else:
+                build_translated(name, target)

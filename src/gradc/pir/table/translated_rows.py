@@ -144,6 +144,11 @@ ROWS = [
     row("pd_op.beam_search", "beam_search", "pre_ids:pre_ids pre_scores:pre_scores ids?:ids scores:scores",
         "selected_ids:selected_ids selected_scores:selected_scores parent_idx:parent_idx",
         "level:i32 beam_size:i32 end_id:i32 is_accumulated:bool"),
+    # SelectedRows plumbing of sparse gradients (the grad of a sparse embedding is pd_op.embedding_sparse_grad)
+    row("pd_op.embedding_sparse_grad", "lookup_table_v2_grad", "x:Ids weight:W out_grad:Out@GRAD",
+        "weight_grad:W@GRAD", "padding_idx:i64", fixed={"is_sparse": True}),
+    row("pd_op.merge_selected_rows", "merge_selected_rows", "x:X"),
+    row("pd_op.get_tensor_from_selected_rows", "get_tensor_from_selected_rows", "x:X"),
     # quantizers in place on their running state, as the translator keeps the legacy ops' shared vars
     row("pd_op.moving_average_abs_max_scale_", "moving_average_abs_max_scale", "x:X in_accum:InAccum in_state:InState",
         "out:Out out_scale:OutScale out_state:OutState&in_state out_accum:OutAccum&in_accum",
