@@ -211,6 +211,8 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/fake_quant_moving_average": ("1.fake_quantize_dequantize_moving_average_abs_max_",
                                          "a quantizer updating its scale and state in place"),
     "layers/crf_decoding_lod": ("1.crf_decoding", "crf_decoding of LoD emissions"),
+    "layers/lstm_text_classifier": ("1.unsqueeze", "v1 lookup_table: embedding and a squeeze, its grad of the "
+                                                   "output grad unsqueezed"),
 }
 
 

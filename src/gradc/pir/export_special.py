@@ -66,6 +66,7 @@ SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
                    "while": export_control.while_, "conditional_block_grad": export_grads.conditional_block_grad,
                    "while_grad": export_grads.while_grad, "select_output": export_grads.select_output,
                    "mul": export_legacy.mul, "mul_grad": export_legacy.mul_grad,
+                   "lookup_table": export_legacy.lookup_table, "lookup_table_grad": export_legacy.lookup_table_grad,
                    "merged_momentum": export_legacy.merged_momentum, "pylayer": export_pylayer.pylayer,
                    "pylayer_grad": export_pylayer.pylayer_grad}
 

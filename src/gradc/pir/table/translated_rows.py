@@ -73,6 +73,13 @@ def updates_in_place(*pairs: tuple[str, str]):
     return when
 
 
+def densified_rows(legacy, exporter):
+    """Export writes a sparse embedding's gradient dense (pd_op.embedding_grad), so no SelectedRows are left for
+    these ops to merge or take apart: refused rather than written over a dense tensor."""
+    raise exporter.fail(f"{legacy.type} has no PIR export: export writes the sparse gradient it reads as a dense "
+                        f"tensor (pd_op.embedding_grad)")
+
+
 def batch_size_like_value(legacy, exporter):
     """A legacy str_value (exact for wide numbers) wins over value, as in Paddle's kernel; PIR has value only."""
     text = legacy.attrs.get("str_value") or ""
@@ -147,8 +154,8 @@ ROWS = [
     # SelectedRows plumbing of sparse gradients (the grad of a sparse embedding is pd_op.embedding_sparse_grad)
     row("pd_op.embedding_sparse_grad", "lookup_table_v2_grad", "x:Ids weight:W out_grad:Out@GRAD",
         "weight_grad:W@GRAD", "padding_idx:i64", fixed={"is_sparse": True}),
-    row("pd_op.merge_selected_rows", "merge_selected_rows", "x:X"),
-    row("pd_op.get_tensor_from_selected_rows", "get_tensor_from_selected_rows", "x:X"),
+    row("pd_op.merge_selected_rows", "merge_selected_rows", "x:X", back=densified_rows),
+    row("pd_op.get_tensor_from_selected_rows", "get_tensor_from_selected_rows", "x:X", back=densified_rows),
     # quantizers in place on their running state, as the translator keeps the legacy ops' shared vars
     row("pd_op.moving_average_abs_max_scale_", "moving_average_abs_max_scale", "x:X in_accum:InAccum in_state:InState",
         "out:Out out_scale:OutScale out_state:OutState&in_state out_accum:OutAccum&in_accum",
