@@ -39,6 +39,13 @@ def npz(case: str, name: str) -> dict[str, np.ndarray]:
         return {k: archive[k] for k in archive.files}
 
 
+def feed(case: str) -> dict:
+    """The case's inputs; a LoD input (meta.json "lods", a translated LoD row) as a LoDTensor."""
+    lods = meta(case).get("lods", {})
+    return {name: gradc.LoDTensor(value, lods[name]) if name in lods else value
+            for name, value in npz(case, "feed").items()}
+
+
 def program_file(case: str) -> Path:
     return case_dir(case) / ("forward.json" if (case_dir(case) / "forward.json").exists() else "model.json")
 
@@ -53,7 +60,7 @@ def train_and_run(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
     for name, value in npz(case, "params").items():
         scope[name] = value
     names = [loss, *npz(case, "grads")]
-    return dict(zip(names, gradc.Executor().run(program, feed=npz(case, "feed"), fetch_list=names, scope=scope)))
+    return dict(zip(names, gradc.Executor().run(program, feed=feed(case), fetch_list=names, scope=scope)))
 
 
 def assert_matches_paddle(results: dict[str, np.ndarray], case: str) -> None:
@@ -68,7 +75,7 @@ def run_inference(program: gradc.Program, case: str) -> np.ndarray:
     scope = gradc.Scope()
     for name, value in gradc.read_params(PIR_DATA / case / "model.pdiparams", program).items():
         scope[name] = value
-    (out,) = gradc.Executor().run(program, npz(case, "feed"), scope=scope)
+    (out,) = gradc.Executor().run(program, feed(case), scope=scope)
     return out
 
 
@@ -88,4 +95,4 @@ def run_fetches(program: gradc.Program, case: str) -> dict[str, np.ndarray]:
     for name, value in npz(case, "params").items():
         scope[name] = value
     names = [meta(case)["loss"], *npz(case, "grads")]
-    return dict(zip(names, gradc.Executor().run(program, feed=npz(case, "feed"), fetch_list=names, scope=scope)))
+    return dict(zip(names, gradc.Executor().run(program, feed=feed(case), fetch_list=names, scope=scope)))

@@ -237,3 +237,21 @@ def test_a_transpose_grad_whose_perm_is_no_permutation():
     grad = next(op for op in _all_ops(doc) if op["#"] == "1.transpose_grad")
     next(a for a in grad["A"] if a["N"] == "perm")["AT"]["D"] = [{"#": "0.a_i32", "D": 0}] * 4
     fails(doc, r"op \d+ \(pd_op.transpose_grad\): attribute 'perm' must be a permutation, got \[0, 0, 0, 0\]")
+
+
+def test_an_onednn_fc_that_fuses_more_than_fc():
+    """The translator writes legacy fc as onednn_op.fc; one that also fuses an activation is no legacy fc."""
+    def fuse_relu(doc):
+        fc = ops_of(doc)[index_of(doc, "onednn_op.fc")]
+        next(a for a in fc["A"] if a["N"] == "fuse_activation")["AT"]["D"] = "relu"
+    fails(edited(json.loads(program_file("translated_fc_plain").read_bytes()), fuse_relu),
+          r"\(onednn_op\.fc\): attribute 'fuse_activation' = 'relu' fuses more than fc")
+
+
+def test_a_v1_reshape_whose_shape_list_mixes_tensors_of_several_values():
+    def two_shape_tensors(doc):
+        combine = ops_of(doc)[index_of(doc, "0.combine")]
+        combine["I"] *= 2
+        combine["O"][0]["TT"]["D"] *= 2
+    fails(edited(json.loads(program_file("translated_reshape_v1_tensor").read_bytes()), two_shape_tensors),
+          r"\(pd_op\.legacy_reshape\): the shape list mixes tensors of several values \('shape' has shape \[3\]\)")

@@ -15,6 +15,7 @@ from pir_fixtures import (
     WITH_BACKWARD,
     assert_matches_paddle,
     load,
+    meta,
     npz,
     paddle_backward,
     run_fetches,
@@ -27,7 +28,13 @@ def round_trip(case: str) -> gradc.Program:
     return parse_pir(serialize_pir(load(case)))
 
 
-@pytest.mark.parametrize("case", [case for case in TRAINING if "while" not in case])
+SPELLED_OTHERWISE = {   # translated cases whose ops export writes another way, computing the same
+    "translated_moving_average_abs_max_scale": "a builtin.set_parameter mid-program is set at the end",
+    "translated_box_coder_decode": "pd_op.assign_value is written as pd_op.assign_value_ into zeros",
+}
+
+
+@pytest.mark.parametrize("case", [case for case in TRAINING if "while" not in case and case not in SPELLED_OTHERWISE])
 def test_round_trip_keeps_the_ops_and_vars(case):
     """(A while gains one assign per loop value each trip: importing copies the initial values into
     the loop vars, which keeps them intact for later readers.)"""
@@ -46,7 +53,7 @@ def test_round_trip_trains_to_paddles_gradients(case):
     assert_matches_paddle(train_and_run(round_trip(case), case), case)
 
 
-@pytest.mark.parametrize("case", TRAINING)
+@pytest.mark.parametrize("case", [case for case in TRAINING if meta(case)["params_grads"]])  # fc_plain has none
 def test_a_compiled_training_program_round_trips_with_its_grad_ops(case):
     """gradc's backward written as pd_op.*_grad ops and read back runs to Paddle's loss and gradients."""
     program = load(case)
@@ -217,6 +224,20 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/tril_diagonal": ("1.tril_grad", "tril_triu_grad of the lower triangle"),
     "layers/triu_diagonal": ("1.triu_grad", "tril_triu_grad of the upper triangle"),
     "layers/repeat_interleave_tensor": ("1.repeat_interleave_with_tensor_index_grad", "repeats given as a tensor"),
+    # fluid 1.x ops as Paddle's legacy-to-PIR translator spells them (LoD inputs fed with their offsets)
+    "layers/dynamic_lstm": ("1.lstm_grad", "dynamic_lstm over LoD sequences"),
+    "layers/dynamic_gru": ("1.gru_grad", "dynamic_gru over LoD sequences"),
+    "layers/gru_unit": ("1.gru_unit_grad", "gru_unit, its activations as ints"),
+    "layers/sequence_conv": ("1.sequence_conv_grad", "sequence_conv's camel-case attributes"),
+    "layers/lod_reset_y_lod": ("1.lod_reset_grad", "lod_reset taking the LoD of Y, then sequence_pool"),
+    "layers/im2sequence": ("1.im2sequence_grad", "im2sequence"),
+    "layers/reshape_v1_tensor": ("1.legacy_reshape_grad", "v1 reshape by a Shape tensor, its grad without Out"),
+    "layers/fill_constant_batch_size_like_v1": ("1.full_batch_size_like", "fill_constant_batch_size_like"),
+    "layers/fake_quant_moving_average": ("1.fake_quantize_dequantize_moving_average_abs_max_",
+                                         "a quantizer updating its scale and state in place"),
+    "layers/crf_decoding_lod": ("1.crf_decoding", "crf_decoding of LoD emissions"),
+    "layers/lstm_text_classifier": ("1.unsqueeze", "v1 lookup_table: embedding and a squeeze, its grad of the "
+                                                   "output grad unsqueezed"),
 }
 
 
@@ -237,8 +258,10 @@ def test_a_legacy_training_program_converts_to_pir(case):
         with np.load(directory / "params.npz") as params:
             for name in params.files:
                 scope[name] = params[name]
+    lods = json.loads((directory / "meta.json").read_text()).get("lods", {})
     with np.load(directory / "feed.npz") as feed:
-        values = gradc.Executor().run(again, feed=dict(feed), fetch_list=[loss, *grads], scope=scope)
+        inputs = {name: gradc.LoDTensor(feed[name], lods[name]) if name in lods else feed[name] for name in feed.files}
+        values = gradc.Executor().run(again, feed=inputs, fetch_list=[loss, *grads], scope=scope)
     np.testing.assert_allclose(values[0], np.load(directory / "loss.npy"), rtol=1e-5, atol=1e-6)
     for (name, expected), value in zip(grads.items(), values[1:]):
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=name)

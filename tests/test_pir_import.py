@@ -30,12 +30,22 @@ from pir_fixtures import (
     train_and_run,
 )
 
+# legacy programs through Paddle's translate_to_pir (tools/paddle_pir_translated.py)
+TRANSLATED = ["translated_beam_search_log_probs", "translated_box_coder_decode", "translated_chunk_eval_iob",
+              "translated_cond", "translated_crf_decoding_padded", "translated_ctc_align_lod", "translated_dynamic_gru",
+              "translated_dynamic_lstm", "translated_edit_distance_padded", "translated_fake_quant_moving_average",
+              "translated_fc_plain", "translated_fill_constant_batch_size_like_v1", "translated_gru_unit",
+              "translated_hinge_loss", "translated_im2sequence", "translated_l1_norm", "translated_lod_reset_target",
+              "translated_lod_reset_y_offsets", "translated_moving_average_abs_max_scale",
+              "translated_reshape_v1_tensor", "translated_sequence_conv", "translated_sequence_expand",
+              "translated_sequence_softmax", "translated_while_loop"]
+
 
 def test_every_expected_fixture_is_there():
     assert TRAINING == ["cnn_bn", "cond", "gru_stacked_lengths", "legacy_lrn", "legacy_static_nn", "lstm",
                         "lstm_stacked", "lstm_stacked_lengths", "mlp",
-                        "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", "translated_cond",
-                        "translated_while_loop", "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes",
+                        "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", *TRANSLATED,
+                        "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes",
                         "zoo_index", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape", "zoo_tensor_draws"]
     assert INFERENCE == ["inference", "jit"]
 
@@ -180,6 +190,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
               for case in OPTIM for kind in ("train", "startup")]
+    files.append((PIR_DATA.parent / "pir_translated_sparse_rows" / "program.json").read_bytes())   # SelectedRows ops
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.array_length",
@@ -189,3 +200,15 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  "pd_op.fused_rms_norm_quant_grad"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used
+
+
+def test_translated_selected_rows_ops_give_paddles_merged_rows():
+    """pd_op.embedding_sparse_grad, merge_selected_rows and get_tensor_from_selected_rows as Paddle's translator
+    writes them (tools/paddle_pir_translated.py sparse_rows): the dense rows are Paddle's."""
+    directory = PIR_DATA.parent / "pir_translated_sparse_rows"
+    program = load_pir(directory / "program.json")
+    assert [op.type for op in program.global_block.ops] == \
+        ["lookup_table_v2_grad", "merge_selected_rows", "get_tensor_from_selected_rows"]
+    with np.load(directory / "feed.npz") as feed:
+        (dense,) = gradc.Executor().run(program, feed=dict(feed), fetch_list=program.global_block.ops[-1].output("Out"))
+    np.testing.assert_array_equal(dense, np.load(directory / "expected.npy"))

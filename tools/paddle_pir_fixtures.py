@@ -4,7 +4,8 @@ tests/data/paddle/pir/<case>/:
   as Paddle serializes it (forward.json, the loss fetched as "loss"), feed.npz, params.npz, and the loss
   and gradients Paddle computes for it in PIR mode (paddle.static.gradients): loss.npy, grads.npz; plus
   Paddle's own training program with its grad ops (backward.json.gz; control flow with its cf stacks);
-- translated_<case>: a legacy fixture's program through Paddle's legacy-to-PIR translator;
+- translated_<case>: a legacy fixture's program through Paddle's legacy-to-PIR translator
+  (tools/paddle_pir_translated.py);
 - legacy_<case>: legacy ops PIR's Python API cannot append (nce, row_conv), built in a legacy program and
   translated, with Paddle's PIR backward;
 - inference models saved by save_inference_model and jit.save (model.json + model.pdiparams) with an
@@ -18,7 +19,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -27,6 +27,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle.base import core
 from paddle_pir_cases import CASES
+from paddle_pir_translated import TRANSLATED, build_translated
 
 LOSS_NAME = "loss"
 # Without it Paddle 3.3.1 deletes the cf stack ops of a control-flow backward while writing the program
@@ -199,37 +200,6 @@ def build_jit(case: str, out_dir: Path, seed: int = 2024) -> None:
               "batch_norm -> relu -> avg pool -> fc -> softmax", program)
 
 
-def build_translated(case: str, out_dir: Path, seed: int = 2024) -> None:
-    """A legacy fixture's forward program (tests/data/paddle/<legacy case>) as Paddle's own
-    legacy-to-PIR translator writes it (pd_op.if with a placeholder false branch, pd_op.select_input,
-    pd_op.assign_out_ in loops), with the legacy fixture's inputs, parameters and gradients."""
-    paddle.enable_static()
-    legacy = out_dir.parent / case.removeprefix("translated_")
-    program = paddle.base.libpaddle.pir.translate_to_pir(core.ProgramDesc((legacy / "forward.pb").read_bytes()))
-    loss = [op for op in program.global_block().ops if op.name() == "pd_op.mean"][-1].result(0)
-    with paddle.static.program_guard(program):
-        paddle._pir_ops.fetch(loss, LOSS_NAME, 0).persistable = True
-    out = out_dir / case
-    out.mkdir(parents=True, exist_ok=True)
-    core.serialize_pir_program(program, str(out / "forward.json"), True, False, True)
-    for name in ("feed.npz", "params.npz", "grads.npz"):
-        shutil.copy(legacy / name, out / name)
-    with np.load(legacy / "feed.npz") as feed, np.load(legacy / "params.npz") as params:
-        scope = paddle.static.Scope()
-        with paddle.static.scope_guard(scope):
-            for name in params.files:
-                scope.var(name).get_tensor().set(params[name], paddle.CPUPlace())
-            (value,) = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=dict(feed), fetch_list=[loss])
-    assert np.allclose(value, np.load(legacy / "loss.npy"), rtol=1e-6), "the translated program computes another loss"
-    np.save(out / "loss.npy", value)
-    meta = {"case": case, "paddle_version": paddle.__version__, "loss": LOSS_NAME,
-            "description": f"tests/data/paddle/{legacy.name}/forward.pb through paddle's translate_to_pir",
-            "params_grads": [[name[:-5], name] for name in np.load(legacy / "grads.npz").files],
-            "pir_ops": op_names(program), "pir_backward_ops": []}
-    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    print(f"{case}: loss {float(value):.6f}, ops: {meta['pir_ops']}")
-
-
 def legacy_static_nn(rng):
     """The legacy ops of paddle.static.nn and paddle.text that Paddle's PIR Python API cannot append (nce,
     row_conv) or appends only in legacy mode (cvm, auc): a legacy program of them, with a loss of nce's
@@ -308,7 +278,7 @@ LEGACY = {"legacy_static_nn": legacy_static_nn, "legacy_lrn": legacy_lrn}
 
 
 BUILDERS = {**{case: build for case in (*CASES, *LEGACY)}, "inference": build_inference, "jit": build_jit,
-            "translated_cond": build_translated, "translated_while_loop": build_translated}
+            **dict.fromkeys(TRANSLATED, build_translated)}
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/pir")

@@ -54,8 +54,22 @@ def run_in_paddle(path: Path, case: Path, fetch_count: int) -> list[np.ndarray]:
     with paddle.static.scope_guard(scope):
         for name, value in arrays(case / "params.npz").items():
             scope.var(name).get_tensor().set(value, paddle.CPUPlace())
-        return paddle.static.Executor(paddle.CPUPlace()).run(program, feed=arrays(case / "feed.npz"),
-                                                             fetch_list=fetch[:fetch_count])
+        # a fetched LoD tensor (a sequence input's gradient) does not convert to numpy by itself
+        values = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=lod_feed(case), return_numpy=False,
+                                                               fetch_list=fetch[:fetch_count])
+    return [np.array(value) for value in values]
+
+
+def lod_feed(case: Path) -> dict:
+    """The fixture's inputs, a LoD input (meta.json "lods") as a DenseTensor carrying its offsets."""
+    lods = json.loads((case / "meta.json").read_text()).get("lods", {})
+    feed = arrays(case / "feed.npz")
+    for name in set(feed) & set(lods):
+        tensor = paddle.base.core.DenseTensor()
+        tensor.set(feed[name], paddle.CPUPlace())
+        tensor.set_lod(lods[name])
+        feed[name] = tensor
+    return feed
 
 
 def check(case: Path, program: gradc.Program, workdir: Path) -> str:
@@ -86,7 +100,10 @@ def gradc_run(program: gradc.Program, case: Path, names: list[str]) -> list[np.n
     scope = gradc.Scope()
     for name, value in arrays(case / "params.npz").items():
         scope[name] = value
-    return gradc.Executor().run(program, feed=arrays(case / "feed.npz"), fetch_list=names, scope=scope)
+    lods = json.loads((case / "meta.json").read_text()).get("lods", {})
+    feed = {name: gradc.LoDTensor(value, lods[name]) if name in lods else value
+            for name, value in arrays(case / "feed.npz").items()}
+    return gradc.Executor().run(program, feed=feed, fetch_list=names, scope=scope)
 
 
 def compiled(case: Path, workdir: Path) -> str:

@@ -20,6 +20,7 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 import sys
 import tempfile
@@ -46,11 +47,29 @@ def run_program(path: Path, case_dir: Path, fetch_count: int) -> list[np.ndarray
     paddle.base.core.deserialize_pir_program(str(path), program)
     fetch = [op.operand_source(0) for op in program.global_block().ops if op.name() == "pd_op.fetch"]
     scope = paddle.static.Scope()
-    with paddle.static.scope_guard(scope), np.load(case_dir / "params.npz") as params, \
-            np.load(case_dir / "feed.npz") as feed:
-        for name in params.files:
-            scope.var(name).get_tensor().set(params[name], paddle.CPUPlace())
-        return paddle.static.Executor(paddle.CPUPlace()).run(program, feed=dict(feed), fetch_list=fetch[:fetch_count])
+    with paddle.static.scope_guard(scope):
+        if (case_dir / "params.npz").exists():   # a translated row may have no parameters
+            with np.load(case_dir / "params.npz") as params:
+                for name in params.files:
+                    scope.var(name).get_tensor().set(params[name], paddle.CPUPlace())
+        # a fetched LoD tensor (a sequence input's gradient) does not convert to numpy by itself
+        values = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=lod_feed(case_dir),
+                                                                fetch_list=fetch[:fetch_count], return_numpy=False)
+    return [np.array(value) for value in values]
+
+
+def lod_feed(case_dir: Path) -> dict:
+    """The case's inputs, a LoD input (meta.json "lods", a translated LoD row) as a DenseTensor with its offsets."""
+    lods = json.loads((case_dir / "meta.json").read_text()).get("lods", {}) if (case_dir / "meta.json").exists() else {}
+    feed = {}
+    with np.load(case_dir / "feed.npz") as archive:
+        for name in archive.files:
+            feed[name] = archive[name]
+            if name in lods:
+                feed[name] = paddle.base.core.DenseTensor()
+                feed[name].set(archive[name], paddle.CPUPlace())
+                feed[name].set_lod(lods[name])
+    return feed
 
 
 def check(name: str, got, expected) -> bool:
@@ -157,6 +176,12 @@ COMPILED = ["sgd", "momentum", "adam", "adamw", "adagrad", "adamax", "rmsprop", 
             "rprop", "lars_momentum", "merged_momentum", "merged_adam"]
 
 
+def own_failures(case: str) -> list[str]:
+    """The errors with which Paddle fails to run its own translation of a legacy fixture (paddle_pir_translated.py)."""
+    path = case_dir(case) / "meta.json"
+    return list(json.loads(path.read_text()).get("paddle_run_errors", {}).values()) if path.exists() else []
+
+
 def main(cases: list[str]) -> int:
     failures = 0
     every = sorted(p.name for p in DATA.iterdir()) + sorted(f"pir_layers/{p.name}" for p in LAYERS.iterdir())
@@ -178,6 +203,8 @@ def main(cases: list[str]) -> int:
                     message = "matches" if ok else "DIFFERS"
                 except (gradc.GradcError, RuntimeError, ValueError) as exc:
                     ok, message = False, f"FAILED: {str(exc).strip().splitlines()[0][:300]}"
+                    if any(error in str(exc) for error in own_failures(case)):
+                        ok, message = True, "fails as Paddle's own translation does (meta.json paddle_run_errors)"
                 failures += not ok
                 print(f"{case:40} {kind.__name__:10} {message}", flush=True)
     print(f"Paddle {paddle.__version__}: {failures} failure(s)")

@@ -1,6 +1,8 @@
 """Export of legacy ops PIR has no op for (or none Paddle runs), written as the PIR ops that compute the same:
 fluid's fc layer `mul` (X flattened to x_num_col_dims leading dims and one of the rest, times a 2-D Y) as
-pd_op.matmul, `mul_grad` as pd_op.matmul_grad with X's grad reshaped back, and `merged_momentum` as one
+pd_op.matmul, `mul_grad` as pd_op.matmul_grad with X's grad reshaped back, the v1 embedding `lookup_table` (Ids
+ending in a dim of 1) as pd_op.embedding and a squeeze of that dim, as Paddle's legacy-to-PIR translator writes it,
+`lookup_table_grad` as pd_op.embedding_grad of the output grad unsqueezed back, and `merged_momentum` as one
 pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(use_multi_tensor=True)): Paddle
 3.3.1's PIR executor cannot run pd_op.merged_momentum_, whose kernel wants ParamOut to be Param's very tensor.
 `pad_grad` gets the x PIR's pad_grad reads (for its shape only) from a slice of out_grad; `fill_zeros_like`,
@@ -64,6 +66,38 @@ def _reshaped(exporter, value: Value, shape, name: str | None, dims=None) -> Val
     target = [d if d >= 0 else -1 for d in shape]
     exporter.emit("pd_op.reshape", [value, exporter.constant("ints", target)], [result], {})
     return result
+
+
+def lookup_table(op, exporter) -> None:
+    ids, weight, attrs = _embedding_operands(op, exporter)
+    rows = Value(0, TensorType("t_dtensor", weight.type.dtype, (*ids.type.dims, weight.type.dims[-1])))
+    exporter.emit("pd_op.embedding", [ids, weight], [rows], attrs)
+    out = op.output("Out")[0]
+    result = exporter.new_value(out)
+    exporter.emit("pd_op.squeeze", [rows, exporter.constant("ints", [-2])], [result], {})
+    exporter.current[out] = result
+
+
+def lookup_table_grad(op, exporter) -> None:
+    ids, weight, attrs = _embedding_operands(op, exporter)
+    out_grad = exporter.read(op.input("Out@GRAD")[0])
+    rows_grad = Value(0, TensorType("t_dtensor", out_grad.type.dtype, (*ids.type.dims, weight.type.dims[-1])))
+    exporter.emit("pd_op.unsqueeze", [out_grad, exporter.constant("ints", [-2])], [rows_grad], {})
+    name = next((n for n in op.output("W@GRAD") if n != EMPTY_VAR), None)
+    if name is None:
+        return
+    result = exporter.new_value(name)
+    result.type = TensorType("t_dtensor", result.type.dtype, result.type.dims)   # PIR's grad is dense, as export's
+    exporter.emit("pd_op.embedding_grad", [ids, weight, rows_grad], [result], attrs)
+    exporter.current[name] = result
+
+
+def _embedding_operands(op, exporter) -> tuple[Value, Value, dict]:
+    ids, weight = exporter.read(op.input("Ids")[0]), exporter.read(op.input("W")[0])
+    if not ids.type.dims or ids.type.dims[-1] != 1:
+        raise exporter.fail(f"lookup_table's Ids must end in a dim of 1, got shape {list(ids.type.dims)}")
+    padding = op.attrs.get("padding_idx", -1)
+    return ids, weight, {"padding_idx": Attr("a_i64", int(padding)), "sparse": Attr("a_bool", False)}
 
 
 def merged_momentum(op, exporter) -> None:

@@ -67,6 +67,7 @@ SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
                    "while_grad": export_grads.while_grad, "select_output": export_grads.select_output,
                    "mul": export_legacy.mul, "mul_grad": export_legacy.mul_grad, "pad_grad": export_legacy.pad_grad,
                    "fill_zeros_like": export_legacy.fill_zeros_like,
+                   "lookup_table": export_legacy.lookup_table, "lookup_table_grad": export_legacy.lookup_table_grad,
                    "merged_momentum": export_legacy.merged_momentum, "pylayer": export_pylayer.pylayer,
                    "pylayer_grad": export_pylayer.pylayer_grad}
 
