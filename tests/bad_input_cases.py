@@ -490,6 +490,24 @@ COMPILE_TIME = {
     # extra_math
     # linalg_extra
     # random_dist
+    "truncated_gaussian_random std": ("truncated_gaussian_random", {}, {"shape": [2, 3], "std": 0.0},
+                                      "needs std > 0, got 0.0"),
+    "truncated_gaussian_random bounds": ("truncated_gaussian_random", {}, {"shape": [2], "a": 1.0, "b": -1.0},
+                                         "needs bounds a < b"),
+    "binomial shapes": ("binomial", {"count": zeros(2, 3), "prob": zeros(3, 2)}, {},
+                        "needs count and prob of one shape"),
+    "standard_gamma ints": ("standard_gamma", {"x": zeros(2, dtype=np.int64)}, {}, "needs a float x, got int64"),
+    "dirichlet ints": ("dirichlet", {"Alpha": zeros(2, 3, dtype=np.int32)}, {}, "needs a float Alpha, got int32"),
+    "exponential lambda": ("exponential", {"X": X23}, {"lambda": 0.0}, "needs lambda > 0, got 0.0"),
+    "graph_sample_neighbors float ids": ("graph_sample_neighbors", {"Row": zeros(4), "Col_Ptr": i64(0, 2, 4),
+                                                                    "X": i64(1)}, {"sample_size": 1},
+                                         "needs int32 or int64 Row, got float32"),
+    "weighted_sample_neighbors sample_size": ("weighted_sample_neighbors",
+                                              {"row": i64(1, 0), "colptr": i64(0, 1, 2), "edge_weight": zeros(2),
+                                               "input_nodes": i64(0)}, {"sample_size": 0},
+                                              "needs sample_size >= 1 (or -1: every neighbour), got 0"),
+    "graph_reindex count dtype": ("graph_reindex", {"X": i64(0, 1), "Neighbors": i64(1, 2), "Count": zeros(2)}, {},
+                                  "needs integer Count, got float32"),
     # detection_v1
     # optimizer_amp
     "crf_decoding transition": ("crf_decoding", {"Emission": zeros(5, 3), "Transition": zeros(3, 3)}, {},
@@ -663,6 +681,22 @@ RUN_TIME = {
     # extra_math
     # linalg_extra
     # random_dist
+    "binomial probability": ("binomial", {"count": np.array([3.0, 2.0], f32), "prob": np.array([0.5, 1.5], f32)}, {},
+                             "probabilities in prob must lie in [0, 1]"),
+    "binomial count": ("binomial", {"count": np.array([3.0, -2.0], f32), "prob": np.array([0.5, 0.5], f32)}, {},
+                       "counts in count must be whole numbers >= 0"),
+    "standard_gamma shape": ("standard_gamma", {"x": np.array([1.0, 0.0], f32)}, {}, "shape parameters must be > 0"),
+    "dirichlet alpha": ("dirichlet", {"Alpha": np.array([[1.0, -0.5]], f32)}, {}, "shape parameters must be > 0"),
+    "graph_sample_neighbors node": ("graph_sample_neighbors", {"Row": i64(1, 0), "Col_Ptr": i64(0, 1, 2),
+                                                               "X": i64(2)}, {"sample_size": 1},
+                                    "input node ids must lie in [0, 2)"),
+    "weighted_sample_neighbors weight": ("weighted_sample_neighbors",
+                                         {"row": i64(1, 0), "colptr": i64(0, 1, 2),
+                                          "edge_weight": np.array([1.0, -1.0], f32), "input_nodes": i64(0)},
+                                         {"sample_size": 1}, "edge_weight needs one weight >= 0 per edge"),
+    "graph_reindex counts": ("graph_reindex", {"X": i64(0, 1), "Neighbors": i64(1, 2),
+                                               "Count": np.array([1, 2], np.int32)}, {},
+                             "summing to the 2 neighbours"),
     # detection_v1
     # optimizer_amp
     "row_conv rows without a LoD": ("row_conv", {"X": zeros(5, 3), "Filter": zeros(2, 3)}, {}, "without a LoD"),
