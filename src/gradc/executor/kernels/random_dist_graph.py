@@ -63,11 +63,12 @@ def weighted_sample_neighbors(k):
 def graph_reindex(k):
     """Out_Nodes: X, then each neighbour not in X in order of first appearance; a node's new id is its position
     there (a node X holds twice: its last, as Paddle's hash map keeps the last write). Reindex_Src: the neighbours'
-    new ids; Reindex_Dst: X[i]'s new id, Count[i] times."""
+    new ids; Reindex_Dst: X[i]'s new id, Count[i] times. reindex_heter_graph concatenates the neighbours and counts
+    of several edge types: Count then holds one count per node of X for each type in turn."""
     x, neighbors, count = k.x("X"), k.x("Neighbors"), k.x("Count")
-    if count.shape != x.shape or (count < 0).any() or count.sum() != neighbors.size:
-        raise ValueError(f"Count needs one count >= 0 per node of X ({x.size}) summing to the {neighbors.size} "
-                         f"neighbours, got {count.tolist()}")
+    if count.ndim != 1 or count.size % max(x.size, 1) or (count < 0).any() or count.sum() != neighbors.size:
+        raise ValueError(f"Count needs one count >= 0 per node of X ({x.size}) for each edge type, summing to the "
+                         f"{neighbors.size} neighbours, got {count.tolist()}")
     nodes, first_seen, where = np.unique(np.concatenate([x, neighbors]), return_index=True, return_inverse=True)
     new_id = np.empty(nodes.size, np.int64)
     in_x, last_from_end = np.unique(x[::-1], return_index=True)
@@ -76,5 +77,6 @@ def graph_reindex(k):
     fresh = fresh[np.argsort(first_seen[fresh])]
     new_id[fresh] = x.size + np.arange(fresh.size)
     ids = new_id[where].astype(x.dtype)
-    return {"Reindex_Src": ids[x.size:], "Reindex_Dst": np.repeat(ids[:x.size], count),
+    types = count.size // max(x.size, 1)
+    return {"Reindex_Src": ids[x.size:], "Reindex_Dst": np.repeat(np.tile(ids[:x.size], types), count),
             "Out_Nodes": np.concatenate([x, nodes[fresh]])}
