@@ -15,11 +15,15 @@ ROW, COLPTR, NODES = [3, 1, 0, 2, 0, 1], [0, 2, 3, 3, 6, 6], [3, 0, 2]
 EDGE_WEIGHT = [0.5, 2.0, 1.0, 0.1, 3.0, 1.5]
 
 
-def truncated(like, **attrs):
-    """TruncatedNormal applied to a new var of the main block: the op a startup program holds, in the main program."""
+def truncated(like, mean=0.0, std=1.0, a=-2.0, b=2.0):
+    """The op TruncatedNormal writes into a startup program, in the main program: the initialiser applied to a new
+    var of the main block (legacy), or the PIR op it emits."""
+    if paddle.framework.in_pir_mode():
+        return paddle._C_ops.truncated_gaussian_random(like.shape, mean, std, 0, a, b, like.dtype,
+                                                       paddle.CPUPlace())
     block = paddle.static.default_main_program().global_block()
     var = block.create_var(name=unique_name.generate("truncated"), shape=like.shape, dtype=like.dtype)
-    TruncatedNormal(**attrs)(var, block)
+    TruncatedNormal(mean, std, a, b)(var, block)
     return var
 
 
