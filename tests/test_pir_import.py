@@ -36,7 +36,7 @@ def test_every_expected_fixture_is_there():
                         "lstm_stacked_lengths", "mlp",
                         "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", "translated_cond",
                         "translated_while_loop", "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes",
-                        "zoo_index", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape"]
+                        "zoo_index", "zoo_math", "zoo_nn", "zoo_random_dist", "zoo_reduce", "zoo_shape"]
     assert INFERENCE == ["inference", "jit"]
 
 
