@@ -20,24 +20,33 @@ def _neighbourhoods(row, colptr, nodes, eids):
     return colptr[nodes].astype(np.int64), colptr[nodes + 1].astype(np.int64)
 
 
-def _sample(k, row, colptr, nodes, eids, pick):
-    """Every neighbour of a node with at most sample_size of them (in order), else those ``pick(start, end,
-    size)`` chooses (edge positions); the neighbours, the count per node and, with return_eids, the edges' ids."""
+def _sample(k, row, colptr, nodes, eids, order):
+    """Every neighbour of a node with at most sample_size of them (in order), else the first sample_size of its
+    edges sorted by ``order(edges)`` (ascending; ties by position); the neighbours, the count per node and, with
+    return_eids, the edges' ids. All nodes at once: each node's edges laid end to end and sorted within it."""
     size = k.attr("sample_size")
     starts, ends = _neighbourhoods(row, colptr, nodes, eids)
-    chosen = [np.arange(start, end) if size == -1 or end - start <= size else pick(start, end, size)
-              for start, end in zip(starts, ends)]
-    edges = np.concatenate([np.zeros(0, np.int64), *chosen]).astype(np.int64)
-    picked_eids = eids[edges] if k.attr("return_eids") else np.zeros(0, row.dtype)
-    return row[edges], np.array([c.size for c in chosen], np.int32).reshape(nodes.shape), picked_eids
+    degrees = (ends - starts).ravel()
+    taken = degrees if size == -1 else np.minimum(degrees, size)
+    node_of = np.repeat(np.arange(degrees.size), degrees)
+    position = np.arange(node_of.size) - np.repeat(np.cumsum(degrees) - degrees, degrees)
+    edges = starts.ravel()[node_of] + position
+    sampled = (taken < degrees)[node_of]
+    keys = np.zeros(edges.size)
+    keys[sampled] = order(edges[sampled])
+    ranked = np.lexsort((position, keys, node_of))   # node by node as before: slot i still holds node_of[i]
+    kept = ranked[position < taken[node_of]]
+    picked = edges[kept]
+    picked_eids = eids[picked] if k.attr("return_eids") else np.zeros(0, row.dtype)
+    return row[picked], taken.astype(np.int32).reshape(nodes.shape), picked_eids
 
 
 @kernel("graph_sample_neighbors")
 def graph_sample_neighbors(k):
-    """Uniformly without replacement."""
+    """Uniformly without replacement: the edges of a random order."""
     rng = randomness.generator()
     out, count, out_eids = _sample(k, k.x("Row"), k.x("Col_Ptr"), k.x("X"), k.optional("Eids"),
-                                   lambda start, end, size: start + rng.choice(end - start, size, replace=False))
+                                   lambda edges: rng.random(edges.size))
     return {"Out": out, "Out_Count": count, "Out_Eids": out_eids}
 
 
@@ -50,12 +59,11 @@ def weighted_sample_neighbors(k):
         raise ValueError(f"edge_weight needs one weight >= 0 per edge ({k.x('row').size}), got shape "
                          f"{weights.shape}")
 
-    def pick(start, end, size):
+    def order(edges):
         with np.errstate(divide="ignore"):
-            keys = np.log(rng.random(end - start)) / weights[start:end]
-        return start + np.argsort(-keys, kind="stable")[:size]
+            return -np.log(rng.random(edges.size)) / weights[edges]
 
-    out, count, out_eids = _sample(k, k.x("row"), k.x("colptr"), k.x("input_nodes"), k.optional("eids"), pick)
+    out, count, out_eids = _sample(k, k.x("row"), k.x("colptr"), k.x("input_nodes"), k.optional("eids"), order)
     return {"out_neighbors": out, "out_count": count, "out_eids": out_eids}
 
 
