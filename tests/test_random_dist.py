@@ -46,6 +46,13 @@ def test_truncated_gaussian_random_bounds_the_draws_and_has_the_truncated_moment
     assert abs(draws.mean() - expected_mean) < 0.02 and abs(draws.var() - expected_var) < 0.03 * expected_var
 
 
+def test_the_default_bounds_are_absolute_not_in_stds():
+    """TruncatedNormal(std=0.02), as ViT and BERT initialise weights: a=-2, b=2 lie 100 stds out, so the draws are
+    an untruncated N(0, 0.02^2) (Paddle 3.3.1 gives std 0.020 and draws beyond 3 stds), not one cut at 2 stds."""
+    drawn = run("truncated_gaussian_random", {}, {"shape": [100_000], "std": 0.02})["Out"].astype(np.float64)
+    assert abs(drawn.std() - 0.02) < 0.0003 and np.abs(drawn).max() > 0.07
+
+
 def test_truncated_gaussian_random_seed_and_float64():
     attrs = {"shape": [3, 4], "seed": 11, "dtype": 6}
     first, second = (run("truncated_gaussian_random", {}, attrs)["Out"] for _ in range(2))
