@@ -13,6 +13,7 @@ from fixtures import DATA
 from gradc import Executor, Scope, append_backward
 from gradc.executor import randomness
 from gradc.layers import ProgramBuilder
+from gradc.passes.checkpoints import recomputable
 from one_op import run
 
 LAYERS = DATA / "layers"
@@ -174,3 +175,17 @@ def test_graph_reindex_of_several_edge_types():
                                 "Count": np.array([2, 1, 1, 1], np.int32)})
     np.testing.assert_array_equal(out["Reindex_Dst"], [0, 0, 1, 0, 1])
     np.testing.assert_array_equal(out["Out_Nodes"], [5, 2, 7, 6, 0])
+
+
+@pytest.mark.parametrize("op_type, inputs", [
+    ("binomial", {"count": np.ones(3, np.float32), "prob": np.full(3, 0.5, np.float32)}),
+    ("standard_gamma", {"x": np.ones(3, np.float32)}), ("dirichlet", {"Alpha": np.ones((2, 3), np.float32)}),
+    ("exponential", {"X": np.ones(3, np.float32)}),
+    ("graph_sample_neighbors", GRAPH),
+    ("weighted_sample_neighbors", {"row": GRAPH["Row"], "colptr": GRAPH["Col_Ptr"], "input_nodes": GRAPH["X"],
+                                   "edge_weight": np.ones(6, np.float32)})])
+def test_recompute_never_draws_again(op_type, inputs):
+    """Running a sampler again would not give the draws the backward saw: checkpointing keeps its outputs."""
+    net = ProgramBuilder()
+    net.op(op_type, {slot: net.data(slot.lower(), list(v.shape), v.dtype.name) for slot, v in inputs.items()})
+    assert not recomputable(net.block.ops[-1])
