@@ -192,6 +192,8 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/moving_average_abs_max_scale": ("1.straight_through_estimator_grad",
                                             "its straight-through grad, which 3.3.1's PIR op (no vjp) never makes"),
     "layers/dequantize_linear_levels": ("1.dequantize_linear", "dequantize_linear, which 3.3.1's PIR runs wrongly"),
+    "layers/sample_neighbors_all": ("1.graph_sample_neighbors", "neighbour sampling that takes every neighbour"),
+    "layers/reindex_heter_graph": ("1.reindex_graph", "graph_reindex of two edge types' concatenated counts"),
 }
 
 
