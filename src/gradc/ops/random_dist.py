@@ -11,7 +11,7 @@ draws 0), probabilities outside [0, 1] (Paddle clamps) or NaN (Paddle's sampler 
 
 from __future__ import annotations
 
-from ..ir import FLOAT_DTYPES, AttrType, VarType, dtype_name
+from ..ir import FLOAT_DTYPES, AttrType, VarType
 from ..registry import NO_GRAD, defop, typed
 from .infer import check_float, float_like, one_dtype
 
@@ -58,7 +58,7 @@ def _dirichlet_infer(ctx):
     alpha = ctx.shape("Alpha")
     check_float(ctx, "Alpha")
     if alpha is not None and len(alpha) < 1:
-        ctx.fail(f"dirichlet needs Alpha with a last axis of categories, got {dtype_name(ctx.dtype('Alpha'))}[]")
+        ctx.fail("dirichlet needs Alpha with a last axis of categories, got a 0-d Alpha")
     return {"Out": (alpha, ctx.dtype("Alpha"))}
 
 
