@@ -238,6 +238,8 @@ LEGACY = {   # Paddle's legacy training programs (backward.pb), a PIR op each mu
     "layers/crf_decoding_lod": ("1.crf_decoding", "crf_decoding of LoD emissions"),
     "layers/lstm_text_classifier": ("1.unsqueeze", "v1 lookup_table: embedding and a squeeze, its grad of the "
                                                    "output grad unsqueezed"),
+    "layers/sample_neighbors_all": ("1.graph_sample_neighbors", "neighbour sampling that takes every neighbour"),
+    "layers/reindex_heter_graph": ("1.reindex_graph", "graph_reindex of two edge types' concatenated counts"),
 }
 
 

@@ -45,8 +45,8 @@ def test_every_expected_fixture_is_there():
     assert TRAINING == ["cnn_bn", "cond", "gru_stacked_lengths", "legacy_lrn", "legacy_static_nn", "lstm",
                         "lstm_stacked", "lstm_stacked_lengths", "mlp",
                         "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", *TRANSLATED,
-                        "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes",
-                        "zoo_index", "zoo_math", "zoo_nn", "zoo_reduce", "zoo_shape", "zoo_tensor_draws"]
+                        "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes", "zoo_index", "zoo_math",
+                        "zoo_nn", "zoo_random_dist", "zoo_reduce", "zoo_shape", "zoo_tensor_draws"]
     assert INFERENCE == ["inference", "jit"]
 
 

@@ -154,6 +154,35 @@ def zoo_tensor_draws(rng):
     return _loss(outs), feed, "randint, randperm, gumbel_softmax (soft and hard) at fixed draws"
 
 
+def zoo_random_dist(rng):
+    """Draws their parameters fix up to float32 rounding: a truncated normal on [0.5, 0.5 + 2^-24], binomials of
+    probability 0 or 1, gamma and Dirichlet at shapes of 1e12 (relative spread 1e-6), exponential at rate 1e30;
+    and the graph samplers asked for every neighbour, which they then give in order, and reindex_graph."""
+    import paddle.geometric as G
+
+    (x,), feed = _inputs(rng, "x", shape=(2, 3))
+    count = paddle.static.data("count", [2, 3], "int64")
+    certain = paddle.static.data("certain", [2, 3], "float32")
+    feed["count"], feed["certain"] = rng.integers(0, 9, (2, 3)), rng.integers(0, 2, (2, 3)).astype("float32")
+    graph = {"row": [3, 1, 0, 2, 0, 1], "colptr": [0, 2, 3, 3, 6, 6], "nodes": [3, 0, 2], "eids": [5, 4, 3, 2, 1, 0]}
+    row, colptr, nodes, eids = (paddle.to_tensor(np.array(v, "int64")) for v in graph.values())
+    weight = paddle.to_tensor(np.array([0.5, 2.0, 1.0, 0.1, 3.0, 1.5], "float32"))
+    features = paddle.scale(paddle.reshape(paddle.tile(x, [1, 2]), [6, 2]), 1.0)
+    neighbors, _, edges = G.sample_neighbors(row, colptr, nodes, 3, eids=eids, return_eids=True)
+    weighted, _, weighted_edges = G.weighted_sample_neighbors(row, colptr, weight, nodes, 3, eids=eids,
+                                                              return_eids=True)
+    out_nodes = G.reindex_graph(nodes, neighbors, paddle.to_tensor(np.array([3, 2, 0], "int32")))[2]
+    huge = paddle.full([2, 3], 1e12)
+    outs = [x * paddle._C_ops.truncated_gaussian_random([2, 3], 0.0, 1.0, 0, 0.5, 0.5 + 2.0 ** -24, paddle.float32,
+                                                        paddle.CPUPlace()),
+            x * paddle.binomial(count, certain).astype("float32"), x * paddle.standard_gamma(huge) * 1e-12,
+            x * paddle.distribution.Dirichlet(paddle.scale(huge, 1.0, 1e12)).sample(),
+            x * paddle.scale(x, 1.0).exponential_(1e30),
+            paddle.gather(features, neighbors), paddle.gather(features, edges), paddle.gather(features, weighted),
+            paddle.gather(features, weighted_edges), paddle.gather(features, out_nodes)]
+    return _loss(outs), feed, "truncated normal, binomial, gamma, Dirichlet, exponential_ at fixed draws; samplers"
+
+
 ZOO = {"zoo_math": zoo_math, "zoo_activation": zoo_activation, "zoo_reduce": zoo_reduce, "zoo_shape": zoo_shape,
        "zoo_nn": zoo_nn, "zoo_index": zoo_index, "zoo_extremes": zoo_extremes,
-       "zoo_draws_bits": zoo_draws_bits, "zoo_tensor_draws": zoo_tensor_draws}
+       "zoo_draws_bits": zoo_draws_bits, "zoo_tensor_draws": zoo_tensor_draws, "zoo_random_dist": zoo_random_dist}

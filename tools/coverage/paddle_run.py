@@ -17,7 +17,9 @@ from .spec import Input, Row
 
 # Ops whose outputs are random draws: their outputs are recorded, gradc replays them.
 RANDOM_OPS = frozenset({"dropout", "dropout_nd", "rrelu", "uniform_random", "gaussian_random", "bernoulli", "randint",
-                        "randperm", "multinomial", "poisson", "nce", "class_center_sample", "gumbel_softmax"})
+                        "randperm", "multinomial", "poisson", "nce", "class_center_sample", "gumbel_softmax",
+                        "truncated_gaussian_random", "binomial", "standard_gamma", "dirichlet", "exponential",
+                        "graph_sample_neighbors", "weighted_sample_neighbors"})
 FLOAT_DTYPES = (paddle.float32, paddle.float64)
 
 

@@ -24,7 +24,9 @@ from ..ir import Block, OpDesc, roles
 from ..ir.types import NUMPY_DTYPE_NAMES
 
 # ops that draw random numbers: re-running one would not give the values the backward saw
-RANDOM_OPS = {"rrelu", "gumbel_softmax", "randperm", "fractional_max_pool2d", "fractional_max_pool3d"}
+RANDOM_OPS = {"rrelu", "gumbel_softmax", "randperm", "fractional_max_pool2d", "fractional_max_pool3d", "bernoulli",
+              "multinomial", "poisson", "binomial", "standard_gamma", "dirichlet", "exponential",
+              "graph_sample_neighbors", "weighted_sample_neighbors"}
 # ops whose cost grows with a contraction, not just their output: output size times this
 CONTRACTIONS = {"mul": ("Y", 0), "matmul_v2": ("Y", -2), "matmul": ("Y", -2), "bmm": ("Y", -2)}
 

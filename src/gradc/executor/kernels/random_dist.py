@@ -1,0 +1,72 @@
+"""Kernels of gradc.ops.random_dist: draws from parametric distributions, computed in float64 and cast back."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...ir.types import NUMPY_DTYPE_NAMES
+from ...limits import check_shape
+from .. import randomness
+from . import kernel
+from .special_math import erfinv
+
+
+def _seeded(k):
+    """A fixed seed gives the same numbers every run; seed 0 means gradc's generator."""
+    return np.random.default_rng(k.attr("seed")) if k.attr("seed") else randomness.generator()
+
+
+@kernel("truncated_gaussian_random")
+def truncated_gaussian_random(k):
+    """Paddle's inverse CDF: a uniform draw spread over [Phi(a'), Phi(b')] (a', b' the standardised bounds) and
+    mapped back through Phi^-1, then clamped to [a, b] against rounding."""
+    mean, std, low, high = k.attr("mean"), k.attr("std"), k.attr("a"), k.attr("b")
+    dtype = np.dtype(NUMPY_DTYPE_NAMES[k.attr("dtype")])
+    shape = check_shape(k.attr("shape"), dtype, "truncated_gaussian_random")
+    low_cdf, high_cdf = (0.5 * (1 + math.erf((bound - mean) / std / math.sqrt(2))) for bound in (low, high))
+    p = low_cdf + (high_cdf - low_cdf) * _seeded(k).random(shape)
+    drawn = mean + std * math.sqrt(2) * erfinv(2 * p - 1)
+    return {"Out": np.clip(drawn, low, high).astype(dtype)}
+
+
+@kernel("binomial")
+def binomial(k):
+    count, prob = k.x("count"), k.x("prob")
+    if count.shape != prob.shape:
+        raise ValueError(f"binomial needs count and prob of one shape, got {count.shape} and {prob.shape}")
+    if not ((prob >= 0) & (prob <= 1)).all():
+        raise ValueError("binomial probabilities in prob must lie in [0, 1]")
+    if not ((count >= 0) & (count == np.floor(count)) & np.isfinite(count)).all():
+        raise ValueError("binomial counts in count must be whole numbers >= 0")
+    drawn = randomness.generator().binomial(count.astype(np.int64), prob.astype(np.float64))
+    return {"out": np.asarray(drawn, dtype=np.int64)}
+
+
+def _gamma(shapes, dtype):
+    """Gamma(shape, 1) draws in float64; like Paddle's, never below the smallest normal number of ``dtype``."""
+    if not (shapes > 0).all():
+        raise ValueError("gamma shape parameters must be > 0")
+    return np.maximum(randomness.generator().standard_gamma(shapes.astype(np.float64)), np.finfo(dtype).tiny)
+
+
+kernel("standard_gamma")(lambda k: {"out": _gamma(k.x("x"), k.x("x").dtype).astype(k.x("x").dtype)})
+
+
+@kernel("dirichlet")
+def dirichlet(k):
+    """Independent Gamma(alpha_i, 1) draws along the last axis, divided by their sum."""
+    alpha = k.x("Alpha")
+    if alpha.ndim < 1:
+        raise ValueError("dirichlet needs Alpha with a last axis of categories")
+    drawn = _gamma(alpha, alpha.dtype)
+    return {"Out": (drawn / drawn.sum(axis=-1, keepdims=True)).astype(alpha.dtype)}
+
+
+@kernel("exponential")
+def exponential(k):
+    rate, x = k.attr("lambda"), k.x("X")
+    if not rate > 0:
+        raise ValueError(f"exponential needs lambda > 0, got {rate}")
+    return {"Out": randomness.generator().exponential(1 / rate, x.shape).astype(x.dtype)}

@@ -1,0 +1,90 @@
+"""Kernels of gradc.ops.random_dist_graph: neighbour sampling on a CSC graph and renumbering a sampled subgraph."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import randomness
+from . import kernel
+
+
+def _neighbourhoods(row, colptr, nodes, eids):
+    """Each input node's [start, end) in Row, after checking the graph is well formed."""
+    if colptr.size < 1 or colptr[0] < 0 or (np.diff(colptr) < 0).any() or colptr[-1] > row.size:
+        raise ValueError(f"the column offsets must rise from >= 0 to at most {row.size} (the edges in the row "
+                         "input)")
+    if ((nodes < 0) | (nodes >= colptr.size - 1)).any():
+        raise ValueError(f"input node ids must lie in [0, {colptr.size - 1}) (the graph's nodes)")
+    if eids is not None and eids.size != row.size:
+        raise ValueError(f"the graph has {row.size} edges but {eids.size} edge ids")
+    return colptr[nodes].astype(np.int64), colptr[nodes + 1].astype(np.int64)
+
+
+def _sample(k, row, colptr, nodes, eids, order):
+    """Every neighbour of a node with at most sample_size of them (in order), else the first sample_size of its
+    edges sorted by ``order(edges)`` (ascending; ties by position); the neighbours, the count per node and, with
+    return_eids, the edges' ids. All nodes at once: each node's edges laid end to end and sorted within it."""
+    size = k.attr("sample_size")
+    starts, ends = _neighbourhoods(row, colptr, nodes, eids)
+    degrees = (ends - starts).ravel()
+    taken = degrees if size == -1 else np.minimum(degrees, size)
+    node_of = np.repeat(np.arange(degrees.size), degrees)
+    position = np.arange(node_of.size) - np.repeat(np.cumsum(degrees) - degrees, degrees)
+    edges = starts.ravel()[node_of] + position
+    sampled = (taken < degrees)[node_of]
+    keys = np.zeros(edges.size)
+    keys[sampled] = order(edges[sampled])
+    ranked = np.lexsort((position, keys, node_of))   # node by node as before: slot i still holds node_of[i]
+    kept = ranked[position < taken[node_of]]
+    picked = edges[kept]
+    picked_eids = eids[picked] if k.attr("return_eids") else np.zeros(0, row.dtype)
+    return row[picked], taken.astype(np.int32).reshape(nodes.shape), picked_eids
+
+
+@kernel("graph_sample_neighbors")
+def graph_sample_neighbors(k):
+    """Uniformly without replacement: the edges of a random order."""
+    rng = randomness.generator()
+    out, count, out_eids = _sample(k, k.x("Row"), k.x("Col_Ptr"), k.x("X"), k.optional("Eids"),
+                                   lambda edges: rng.random(edges.size))
+    return {"Out": out, "Out_Count": count, "Out_Eids": out_eids}
+
+
+@kernel("weighted_sample_neighbors")
+def weighted_sample_neighbors(k):
+    """Without replacement, each draw proportional to the weights of the edges left: the sample_size largest keys
+    log(u) / w (Efraimidis and Spirakis); a weight-0 edge only once no weighted one is left, earliest first."""
+    weights, rng = k.x("edge_weight").astype(np.float64), randomness.generator()
+    if weights.shape != k.x("row").shape or not (weights >= 0).all():
+        raise ValueError(f"edge_weight needs one weight >= 0 per edge ({k.x('row').size}), got shape "
+                         f"{weights.shape}")
+
+    def order(edges):
+        with np.errstate(divide="ignore"):
+            return -np.log(rng.random(edges.size)) / weights[edges]
+
+    out, count, out_eids = _sample(k, k.x("row"), k.x("colptr"), k.x("input_nodes"), k.optional("eids"), order)
+    return {"out_neighbors": out, "out_count": count, "out_eids": out_eids}
+
+
+@kernel("graph_reindex")
+def graph_reindex(k):
+    """Out_Nodes: X, then each neighbour not in X in order of first appearance; a node's new id is its position
+    there (a node X holds twice: its last, as Paddle's hash map keeps the last write). Reindex_Src: the neighbours'
+    new ids; Reindex_Dst: X[i]'s new id, Count[i] times. reindex_heter_graph concatenates the neighbours and counts
+    of several edge types: Count then holds one count per node of X for each type in turn."""
+    x, neighbors, count = k.x("X"), k.x("Neighbors"), k.x("Count")
+    if count.ndim != 1 or count.size % max(x.size, 1) or (count < 0).any() or count.sum() != neighbors.size:
+        raise ValueError(f"Count needs one count >= 0 per node of X ({x.size}) for each edge type, summing to the "
+                         f"{neighbors.size} neighbours, got {count.tolist()}")
+    nodes, first_seen, where = np.unique(np.concatenate([x, neighbors]), return_index=True, return_inverse=True)
+    new_id = np.empty(nodes.size, np.int64)
+    in_x, last_from_end = np.unique(x[::-1], return_index=True)
+    new_id[np.searchsorted(nodes, in_x)] = x.size - 1 - last_from_end
+    fresh = np.flatnonzero(first_seen >= x.size)
+    fresh = fresh[np.argsort(first_seen[fresh])]
+    new_id[fresh] = x.size + np.arange(fresh.size)
+    ids = new_id[where].astype(x.dtype)
+    types = count.size // max(x.size, 1)
+    return {"Reindex_Src": ids[x.size:], "Reindex_Dst": np.repeat(np.tile(ids[:x.size], types), count),
+            "Out_Nodes": np.concatenate([x, nodes[fresh]])}
