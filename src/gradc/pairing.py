@@ -140,10 +140,19 @@ def pair_grad_ops(program: Program) -> dict[OpRef, OpRef]:
         else:
             source = block
             kinds = op_kinds(block)
-            fwd_ops = [(i, op) for i, op in enumerate(block.ops) if kinds[i] == FORWARD]
             grad_ops = [(i, op) for i, op in enumerate(block.ops) if kinds[i] == BACKWARD]
+            differentiated = _differentiated_grad_ops(grad_ops)
+            fwd_ops = [(i, op) for i, op in enumerate(block.ops) if kinds[i] == FORWARD or i in differentiated]
         pairs.update(_pair_block(block.idx, source.idx, fwd_ops, grad_ops))
     return pairs
+
+
+def _differentiated_grad_ops(grad_ops) -> set[int]:
+    """Grad ops a higher-order backward differentiates: those writing a grad whose own grad (x@GRAD@GRAD) the
+    block names (a first-order program names none, so this costs nothing there)."""
+    names = {name for _, op in grad_ops for name in (*op.input_names(), *op.output_names())}
+    return {idx for idx, op in grad_ops if any(is_grad(n) and f"{_strip_rename(n)}@GRAD" in names
+                                               for n in op.output_names())}
 
 
 def _pair_block(block_idx: int, source_idx: int, fwd_ops, grad_ops) -> dict[OpRef, OpRef]:

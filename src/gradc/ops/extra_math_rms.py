@@ -39,7 +39,9 @@ def _rms_infer(ctx):
     if ctx.has("residual") and ctx.shape("residual") not in (None, x):
         ctx.fail(f"residual {ctx.shape('residual')} must be shaped like x {x}")
     dtype = ctx.dtype("x")
-    return {"out": (x, dtype), "residual_out": (x, dtype), "inv_var": (x[:axis], VarType.FP32)}
+    # residual_out is written only with a residual (Paddle declares it [] otherwise)
+    residual_out = x if ctx.has("residual") else None
+    return {"out": (x, dtype), "residual_out": (residual_out, dtype), "inv_var": (x[:axis], VarType.FP32)}
 
 
 def _rms_grad(g):

@@ -114,7 +114,10 @@ def _unique_shapes(ctx, op: str):
 
 def _unique_infer(ctx):
     out, size, index = _unique_shapes(ctx, "unique")   # Index maps each element (or slice) to its unique entry
-    return {"Out": (out, ctx.dtype("X")), "Indices": ([-1], index), "Index": ([size], index), "Counts": ([-1], index)}
+    sorted_form = ctx.attr("is_sorted")   # paddle.unique's: it writes only the results asked for (declared [] else)
+    return {"Out": (out, ctx.dtype("X")), "Indices": ([-1] if ctx.attr("return_index") else None, index),
+            "Index": ([size] if ctx.attr("return_inverse") or not sorted_form else None, index),
+            "Counts": ([-1] if ctx.attr("return_counts") or not sorted_form else None, index)}
 
 
 defop("unique", ["X"], ["Out", "Indices?", "Index", "Counts?"],

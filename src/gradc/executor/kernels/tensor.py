@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES
+from ...ir.types import NUMPY_DTYPE_NAMES, dtype_name
 from ...limits import check_allocation
 from .. import randomness
 from ..tensor_array import TensorArray
@@ -14,6 +14,8 @@ from . import kernel
 
 
 def _dtype(code):
+    if code not in NUMPY_DTYPE_NAMES:   # bfloat16 (an AMP program's casts) compiles, but numpy has no such type
+        raise ValueError(f"data type {code} ({dtype_name(code)}) has no numpy type: gradc's executor cannot run it")
     return np.dtype(NUMPY_DTYPE_NAMES[code])
 
 
