@@ -780,7 +780,9 @@ RUN_TIME = {
     "binomial probability": ("binomial", {"count": np.array([3.0, 2.0], f32), "prob": np.array([0.5, 1.5], f32)}, {},
                              "probabilities in prob must lie in [0, 1]"),
     "binomial count": ("binomial", {"count": np.array([3.0, -2.0], f32), "prob": np.array([0.5, 0.5], f32)}, {},
-                       "counts in count must be whole numbers >= 0"),
+                       "counts in count must be whole numbers in [0, 2**63)"),
+    "binomial count past int64": ("binomial", {"count": np.array([1e30], f32), "prob": np.array([0.5], f32)}, {},
+                                  "counts in count must be whole numbers in [0, 2**63)"),
     "standard_gamma shape": ("standard_gamma", {"x": np.array([1.0, 0.0], f32)}, {}, "shape parameters must be > 0"),
     "dirichlet alpha": ("dirichlet", {"Alpha": np.array([[1.0, -0.5]], f32)}, {}, "shape parameters must be > 0"),
     "graph_sample_neighbors node": ("graph_sample_neighbors", {"Row": i64(1, 0), "Col_Ptr": i64(0, 1, 2),
@@ -793,6 +795,13 @@ RUN_TIME = {
     "graph_reindex counts": ("graph_reindex", {"X": i64(0, 1), "Neighbors": i64(1, 2),
                                                "Count": np.array([1, 2], np.int32)}, {},
                              "summing to the 2 neighbours"),
+    # int64 counts whose sum wraps round to the neighbours' 0 (np.repeat of them crashed the interpreter)
+    "graph_reindex wrapping counts": ("graph_reindex", {"X": i64(0, 1, 2, 3), "Neighbors": i64(),
+                                                        "Count": i64(*[2 ** 62] * 4)}, {},
+                                      "summing to the 0 neighbours"),
+    "graph_reindex no nodes": ("graph_reindex", {"X": i64(), "Neighbors": i64(1, 2),
+                                                 "Count": np.array([1, 1], np.int32)}, {},
+                               "one count >= 0 per node of X (0)"),
     # detection_v1
     "generate_proposals images": ("generate_proposals", {
         "Scores": zeros(2, 2, 4, 4), "BboxDeltas": zeros(2, 8, 4, 4), "ImInfo": zeros(1, 3),

@@ -13,6 +13,7 @@ from fixtures import DATA
 from gradc import Executor, Scope, append_backward
 from gradc.executor import randomness
 from gradc.layers import ProgramBuilder
+from gradc.limits import limited
 from gradc.passes.checkpoints import recomputable
 from one_op import run
 
@@ -189,3 +190,16 @@ def test_recompute_never_draws_again(op_type, inputs):
     net = ProgramBuilder()
     net.op(op_type, {slot: net.data(slot.lower(), list(v.shape), v.dtype.name) for slot, v in inputs.items()})
     assert not recomputable(net.block.ops[-1])
+
+
+def test_a_negative_seed_is_a_seed():
+    """Paddle seeds its engine with the int seed as a uint64: -5 gives the same draws every run."""
+    first, second = (run("truncated_gaussian_random", {}, {"shape": [4], "seed": -5})["Out"] for _ in range(2))
+    np.testing.assert_array_equal(first, second)
+
+
+def test_sampling_a_hub_many_times_is_refused_within_the_memory_limit():
+    """Each input node's edges are laid out in full: 3000 copies of a 3000-edge hub would need 9M edges."""
+    hub = {"Row": np.zeros(3000, np.int64), "Col_Ptr": np.array([0, 3000]), "X": np.zeros(3000, np.int64)}
+    with limited(max_bytes=1 << 24), pytest.raises(gradc.ExecutionError, match="the 9,000,000 edges of the input"):
+        run("graph_sample_neighbors", hub, {"sample_size": 1})

@@ -14,8 +14,10 @@ from .special_math import erfinv
 
 
 def _seeded(k):
-    """A fixed seed gives the same numbers every run; seed 0 means gradc's generator."""
-    return np.random.default_rng(k.attr("seed")) if k.attr("seed") else randomness.generator()
+    """A fixed seed gives the same numbers every run; seed 0 means gradc's generator. Paddle seeds its engine with
+    the int as a uint64, so a negative seed is a seed too."""
+    seed = k.attr("seed")
+    return np.random.default_rng(seed % 2 ** 64) if seed else randomness.generator()
 
 
 @kernel("truncated_gaussian_random")
@@ -38,8 +40,8 @@ def binomial(k):
         raise ValueError(f"binomial needs count and prob of one shape, got {count.shape} and {prob.shape}")
     if not ((prob >= 0) & (prob <= 1)).all():
         raise ValueError("binomial probabilities in prob must lie in [0, 1]")
-    if not ((count >= 0) & (count == np.floor(count)) & np.isfinite(count)).all():
-        raise ValueError("binomial counts in count must be whole numbers >= 0")
+    if not ((count >= 0) & (count == np.floor(count)) & (count < 2.0 ** 63)).all():   # NaN fails each
+        raise ValueError("binomial counts in count must be whole numbers in [0, 2**63)")
     drawn = randomness.generator().binomial(count.astype(np.int64), prob.astype(np.float64))
     return {"out": np.asarray(drawn, dtype=np.int64)}
 
