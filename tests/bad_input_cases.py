@@ -525,7 +525,9 @@ COMPILE_TIME = {
     "triu_indices dtype": ("triu_indices", {}, {"row": 3, "col": 3, "dtype": 5}, "dtype 5 must be int32 (2) or int64"),
     # random_dist
     "truncated_gaussian_random std": ("truncated_gaussian_random", {}, {"shape": [2, 3], "std": 0.0},
-                                      "needs std > 0, got 0.0"),
+                                      "needs a finite mean and std > 0, got mean 0.0 and std 0.0"),
+    "truncated_gaussian_random infinite std": ("truncated_gaussian_random", {}, {"shape": [2], "std": float("inf")},
+                                               "std > 0, got mean 0.0 and std inf"),
     "truncated_gaussian_random bounds": ("truncated_gaussian_random", {}, {"shape": [2], "a": 1.0, "b": -1.0},
                                          "needs bounds a < b"),
     "binomial shapes": ("binomial", {"count": zeros(2, 3), "prob": zeros(3, 2)}, {},

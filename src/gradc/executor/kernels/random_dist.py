@@ -35,14 +35,14 @@ def truncated_gaussian_random(k):
 
 @kernel("binomial")
 def binomial(k):
-    count, prob = k.x("count"), k.x("prob")
+    count, prob = k.x("count").astype(np.float64), k.x("prob").astype(np.float64)   # float16 holds no 2**63
     if count.shape != prob.shape:
         raise ValueError(f"binomial needs count and prob of one shape, got {count.shape} and {prob.shape}")
     if not ((prob >= 0) & (prob <= 1)).all():
         raise ValueError("binomial probabilities in prob must lie in [0, 1]")
     if not ((count >= 0) & (count == np.floor(count)) & (count < 2.0 ** 63)).all():   # NaN fails each
         raise ValueError("binomial counts in count must be whole numbers in [0, 2**63)")
-    drawn = randomness.generator().binomial(count.astype(np.int64), prob.astype(np.float64))
+    drawn = randomness.generator().binomial(count.astype(np.int64), prob)
     return {"out": np.asarray(drawn, dtype=np.int64)}
 
 
