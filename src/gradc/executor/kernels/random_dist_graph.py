@@ -23,8 +23,9 @@ def _neighbourhoods(row, colptr, nodes, eids):
 
 def _sample(k, row, colptr, nodes, eids, order):
     """Every neighbour of a node with at most sample_size of them (in order), else the first sample_size of its
-    edges sorted by ``order(edges)`` (ascending; ties by position); the neighbours, the count per node and, with
-    return_eids, the edges' ids. All nodes at once: each node's edges laid end to end and sorted within it."""
+    edges sorted by ``order(edges)`` (ascending; ties by position), written last first as Paddle's min-heap of the
+    top keys pops them; the neighbours, the count per node and, with return_eids, the edges' ids. All nodes at once:
+    each node's edges laid end to end and sorted within it."""
     size = k.attr("sample_size")
     starts, ends = _neighbourhoods(row, colptr, nodes, eids)
     degrees = (ends - starts).ravel()
@@ -39,6 +40,8 @@ def _sample(k, row, colptr, nodes, eids, order):
     keys[sampled] = order(edges[sampled])
     ranked = np.lexsort((position, keys, node_of))   # node by node as before: slot i still holds node_of[i]
     kept = ranked[position < taken[node_of]]
+    drawn = np.arange(kept.size)
+    kept = kept[np.lexsort((np.where(sampled[kept], -drawn, drawn), node_of[kept]))]
     picked = edges[kept]
     picked_eids = eids[picked] if k.attr("return_eids") else np.zeros(0, row.dtype)
     return row[picked], taken.astype(np.int32).reshape(nodes.shape), picked_eids
