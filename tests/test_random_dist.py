@@ -182,6 +182,7 @@ def test_graph_reindex_of_several_edge_types():
 
 
 @pytest.mark.parametrize("op_type, inputs", [
+    ("truncated_gaussian_random", {}),
     ("binomial", {"count": np.ones(3, np.float32), "prob": np.full(3, 0.5, np.float32)}),
     ("standard_gamma", {"x": np.ones(3, np.float32)}), ("dirichlet", {"Alpha": np.ones((2, 3), np.float32)}),
     ("exponential", {"X": np.ones(3, np.float32)}),
