@@ -61,9 +61,10 @@ def weighted_sample_neighbors(k):
     """Without replacement, each draw proportional to the weights of the edges left: the sample_size largest keys
     log(u) / w (Efraimidis and Spirakis); a weight-0 edge only once no weighted one is left, earliest first."""
     weights, rng = k.x("edge_weight").astype(np.float64), randomness.generator()
-    if weights.shape != k.x("row").shape or not (weights >= 0).all():
-        raise ValueError(f"edge_weight needs one weight >= 0 per edge ({k.x('row').size}), got shape "
-                         f"{weights.shape}")
+    if weights.shape != k.x("row").shape:
+        raise ValueError(f"edge_weight needs one weight per edge ({k.x('row').size}), got shape {list(weights.shape)}")
+    if not (weights >= 0).all():
+        raise ValueError("edge_weight holds a negative or NaN weight")
 
     def order(edges):
         with np.errstate(divide="ignore"):
