@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_shape
 from .. import randomness
 from . import kernel
 from .special_math import erfinv
+from .tensor import _dtype as numpy_dtype  # bfloat16 has none: a message, not a KeyError
 
 
 def _seeded(k):
@@ -25,7 +25,7 @@ def truncated_gaussian_random(k):
     """Paddle's inverse CDF: a uniform draw spread over [Phi(a'), Phi(b')] (a', b' the standardised bounds) and
     mapped back through Phi^-1, then clamped to [a, b] against rounding."""
     mean, std, low, high = k.attr("mean"), k.attr("std"), k.attr("a"), k.attr("b")
-    dtype = np.dtype(NUMPY_DTYPE_NAMES[k.attr("dtype")])
+    dtype = numpy_dtype(k.attr("dtype"))
     shape = check_shape(k.attr("shape"), dtype, "truncated_gaussian_random")
     low_cdf, high_cdf = (0.5 * (1 + math.erf((bound - mean) / std / math.sqrt(2))) for bound in (low, high))
     p = low_cdf + (high_cdf - low_cdf) * _seeded(k).random(shape)
