@@ -116,6 +116,29 @@ def test_composite_temporaries_follow_the_grad_op_that_reads_them():
         del registry.OPS["cube_for_pairing"]
 
 
+def test_a_sum_into_the_grad_it_reads_is_plumbing():
+    """Paddle's backward may add a var's later partial grads into its grad itself (sum of x@GRAD and
+    x@GRAD@RENAME into x@GRAD): that sum differentiates no op, unlike exponential_'s zero fill of x@GRAD."""
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("x", [3], stop_gradient=False)
+    for name in ("y", "z", "s", "loss"):
+        block.create_var(name, [3] if name != "loss" else [])
+    block.append_op("relu", {"X": ["x"]}, {"Out": ["y"]})
+    block.append_op("tanh", {"X": ["x"]}, {"Out": ["z"]})
+    block.append_op("elementwise_add", {"X": ["y"], "Y": ["z"]}, {"Out": ["s"]})
+    block.append_op("reduce_mean", {"X": ["s"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+    gradc.gradients(program, "loss", ["x"])
+    tanh_grad, sum_op = (next(op for op in block.ops if op.type == t) for t in ("tanh_grad", "sum"))
+    # staged as Paddle's: tanh_grad writes x@GRAD itself, the sum adds relu_grad's part into it
+    tanh_grad.outputs["X@GRAD"] = ["x@GRAD"]
+    sum_op.inputs["X"] = ["x@GRAD", *sum_op.inputs["X"][1:]]
+    pairs = pair_grad_ops(program)
+    assert {block.ops[ref.index].type: block.ops[fwd.index].type for ref, fwd in pairs.items()} == {
+        "reduce_mean_grad": "reduce_mean", "elementwise_add_grad": "elementwise_add", "tanh_grad": "tanh",
+        "relu_grad": "relu"}
+
+
 @pytest.mark.parametrize("case", ["train_sgd", "train_adam"])
 def test_optimizer_ops_are_not_paired(case):
     program = gradc.load(DATA / case / "train.pb")

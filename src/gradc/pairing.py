@@ -81,10 +81,11 @@ class OpRef:
 
 
 def _is_plumbing(op: OpDesc) -> bool:
-    """A sum of one var's partial grads, or a zero fill of its grad: it differentiates no single op. An op that
-    overwrites the grad it reads is a grad op of an in-place op (exponential_'s zero fill of x@GRAD), not plumbing."""
+    """A sum of one var's partial grads (Paddle's may add into the grad itself), or a zero fill of its grad: it
+    differentiates no single op. Any other op that overwrites the grad it reads is the grad op of an in-place op
+    (exponential_'s zero fill of x@GRAD), not plumbing."""
     names = [*op.input_names(), *op.output_names()]
-    in_place = set(op.input_names()) & set(op.output_names())
+    in_place = op.type != "sum" and set(op.input_names()) & set(op.output_names())
     return bool(names) and not in_place and any(is_grad(n) for n in op.output_names()) and len(
         {grad_base(n) if is_grad(n) else n for n in names}) == 1
 

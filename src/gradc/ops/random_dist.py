@@ -11,6 +11,8 @@ draws 0), probabilities outside [0, 1] (Paddle clamps) or NaN (Paddle's sampler 
 
 from __future__ import annotations
 
+import math
+
 from ..ir import FLOAT_DTYPES, AttrType, VarType
 from ..registry import NO_GRAD, defop, typed
 from .infer import check_float, float_like, one_dtype
@@ -21,8 +23,9 @@ def _truncated_infer(ctx):
     shape, std, low, high = list(ctx.attr("shape")), ctx.attr("std"), ctx.attr("a"), ctx.attr("b")
     if any(d < 0 for d in shape):
         ctx.fail(f"truncated_gaussian_random shape {shape} has a negative dim")
-    if not std > 0:
-        ctx.fail(f"truncated_gaussian_random needs std > 0, got {std}")
+    if not (0 < std < math.inf and math.isfinite(ctx.attr("mean"))):   # else every draw is NaN
+        ctx.fail(f"truncated_gaussian_random needs a finite mean and std > 0, got mean {ctx.attr('mean')} and "
+                 f"std {std}")
     if not low < high:
         ctx.fail(f"truncated_gaussian_random needs bounds a < b, got a {low} and b {high}")
     if ctx.attr("dtype") not in FLOAT_DTYPES:

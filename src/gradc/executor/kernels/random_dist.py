@@ -6,16 +6,18 @@ import math
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_shape
 from .. import randomness
 from . import kernel
 from .special_math import erfinv
+from .tensor import _dtype as numpy_dtype  # bfloat16 has none: a message, not a KeyError
 
 
 def _seeded(k):
-    """A fixed seed gives the same numbers every run; seed 0 means gradc's generator."""
-    return np.random.default_rng(k.attr("seed")) if k.attr("seed") else randomness.generator()
+    """A fixed seed gives the same numbers every run; seed 0 means gradc's generator. Paddle seeds its engine with
+    the int as a uint64, so a negative seed is a seed too."""
+    seed = k.attr("seed")
+    return np.random.default_rng(seed % 2 ** 64) if seed else randomness.generator()
 
 
 @kernel("truncated_gaussian_random")
@@ -23,7 +25,7 @@ def truncated_gaussian_random(k):
     """Paddle's inverse CDF: a uniform draw spread over [Phi(a'), Phi(b')] (a', b' the standardised bounds) and
     mapped back through Phi^-1, then clamped to [a, b] against rounding."""
     mean, std, low, high = k.attr("mean"), k.attr("std"), k.attr("a"), k.attr("b")
-    dtype = np.dtype(NUMPY_DTYPE_NAMES[k.attr("dtype")])
+    dtype = numpy_dtype(k.attr("dtype"))
     shape = check_shape(k.attr("shape"), dtype, "truncated_gaussian_random")
     low_cdf, high_cdf = (0.5 * (1 + math.erf((bound - mean) / std / math.sqrt(2))) for bound in (low, high))
     p = low_cdf + (high_cdf - low_cdf) * _seeded(k).random(shape)
@@ -33,14 +35,14 @@ def truncated_gaussian_random(k):
 
 @kernel("binomial")
 def binomial(k):
-    count, prob = k.x("count"), k.x("prob")
+    count, prob = k.x("count").astype(np.float64), k.x("prob").astype(np.float64)   # float16 holds no 2**63
     if count.shape != prob.shape:
         raise ValueError(f"binomial needs count and prob of one shape, got {count.shape} and {prob.shape}")
     if not ((prob >= 0) & (prob <= 1)).all():
         raise ValueError("binomial probabilities in prob must lie in [0, 1]")
-    if not ((count >= 0) & (count == np.floor(count)) & np.isfinite(count)).all():
-        raise ValueError("binomial counts in count must be whole numbers >= 0")
-    drawn = randomness.generator().binomial(count.astype(np.int64), prob.astype(np.float64))
+    if not ((count >= 0) & (count == np.floor(count)) & (count < 2.0 ** 63)).all():   # NaN fails each
+        raise ValueError("binomial counts in count must be whole numbers in [0, 2**63)")
+    drawn = randomness.generator().binomial(count.astype(np.int64), prob)
     return {"out": np.asarray(drawn, dtype=np.int64)}
 
 

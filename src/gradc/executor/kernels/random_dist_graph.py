@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_allocation
 from .. import randomness
 from . import kernel
 
@@ -22,11 +23,14 @@ def _neighbourhoods(row, colptr, nodes, eids):
 
 def _sample(k, row, colptr, nodes, eids, order):
     """Every neighbour of a node with at most sample_size of them (in order), else the first sample_size of its
-    edges sorted by ``order(edges)`` (ascending; ties by position); the neighbours, the count per node and, with
-    return_eids, the edges' ids. All nodes at once: each node's edges laid end to end and sorted within it."""
+    edges sorted by ``order(edges)`` (ascending; ties by position), written last first as Paddle's min-heap of the
+    top keys pops them; the neighbours, the count per node and, with return_eids, the edges' ids. All nodes at once:
+    each node's edges laid end to end and sorted within it."""
     size = k.attr("sample_size")
     starts, ends = _neighbourhoods(row, colptr, nodes, eids)
     degrees = (ends - starts).ravel()
+    # each input node's edges are laid out in full (a few int64 arrays): a hub asked for many times is a lot of them
+    check_allocation(int(degrees.sum()), 6 * 8, f"the {int(degrees.sum()):,} edges of the input nodes")
     taken = degrees if size == -1 else np.minimum(degrees, size)
     node_of = np.repeat(np.arange(degrees.size), degrees)
     position = np.arange(node_of.size) - np.repeat(np.cumsum(degrees) - degrees, degrees)
@@ -36,6 +40,8 @@ def _sample(k, row, colptr, nodes, eids, order):
     keys[sampled] = order(edges[sampled])
     ranked = np.lexsort((position, keys, node_of))   # node by node as before: slot i still holds node_of[i]
     kept = ranked[position < taken[node_of]]
+    drawn = np.arange(kept.size)
+    kept = kept[np.lexsort((np.where(sampled[kept], -drawn, drawn), node_of[kept]))]
     picked = edges[kept]
     picked_eids = eids[picked] if k.attr("return_eids") else np.zeros(0, row.dtype)
     return row[picked], taken.astype(np.int32).reshape(nodes.shape), picked_eids
@@ -55,9 +61,10 @@ def weighted_sample_neighbors(k):
     """Without replacement, each draw proportional to the weights of the edges left: the sample_size largest keys
     log(u) / w (Efraimidis and Spirakis); a weight-0 edge only once no weighted one is left, earliest first."""
     weights, rng = k.x("edge_weight").astype(np.float64), randomness.generator()
-    if weights.shape != k.x("row").shape or not (weights >= 0).all():
-        raise ValueError(f"edge_weight needs one weight >= 0 per edge ({k.x('row').size}), got shape "
-                         f"{weights.shape}")
+    if weights.shape != k.x("row").shape:
+        raise ValueError(f"edge_weight needs one weight per edge ({k.x('row').size}), got shape {list(weights.shape)}")
+    if not (weights >= 0).all():
+        raise ValueError("edge_weight holds a negative or NaN weight")
 
     def order(edges):
         with np.errstate(divide="ignore"):
@@ -74,9 +81,12 @@ def graph_reindex(k):
     new ids; Reindex_Dst: X[i]'s new id, Count[i] times. reindex_heter_graph concatenates the neighbours and counts
     of several edge types: Count then holds one count per node of X for each type in turn."""
     x, neighbors, count = k.x("X"), k.x("Neighbors"), k.x("Count")
-    if count.ndim != 1 or count.size % max(x.size, 1) or (count < 0).any() or count.sum() != neighbors.size:
+    types, left_over = divmod(count.size, x.size) if x.size else (0, count.size)
+    # bounded before the sum, which huge int64 counts would wrap round to the right total (np.repeat then crashes)
+    bounded = ((count >= 0) & (count <= neighbors.size)).all()
+    if count.ndim != 1 or left_over or not bounded or count.sum() != neighbors.size:
         raise ValueError(f"Count needs one count >= 0 per node of X ({x.size}) for each edge type, summing to the "
-                         f"{neighbors.size} neighbours, got {count.tolist()}")
+                         f"{neighbors.size} neighbours, got {np.array2string(count, threshold=8, max_line_width=200)}")
     nodes, first_seen, where = np.unique(np.concatenate([x, neighbors]), return_index=True, return_inverse=True)
     new_id = np.empty(nodes.size, np.int64)
     in_x, last_from_end = np.unique(x[::-1], return_index=True)
@@ -85,6 +95,5 @@ def graph_reindex(k):
     fresh = fresh[np.argsort(first_seen[fresh])]
     new_id[fresh] = x.size + np.arange(fresh.size)
     ids = new_id[where].astype(x.dtype)
-    types = count.size // max(x.size, 1)
     return {"Reindex_Src": ids[x.size:], "Reindex_Dst": np.repeat(np.tile(ids[:x.size], types), count),
             "Out_Nodes": np.concatenate([x, nodes[fresh]])}
