@@ -142,6 +142,18 @@ def test_generate_proposals_compares_min_size_with_the_size_over_the_image_scale
     np.testing.assert_array_equal(dropped["RpnRoiProbs"], np.zeros((1, 1), np.float32))
 
 
+
+def test_generate_proposals_without_nms_keeps_std_nth_elements_order():
+    """nms_thresh 0: Paddle returns the pre_nms_topN picked by std::nth_element in its (partial) order, unsorted."""
+    scores = f32([0.1, 0.5, 0.3, 0.9, 0.7, 0.2, 0.8, 0.4]).reshape(1, 1, 1, 8)
+    anchors = f32([[i * 4, 0, i * 4 + 3, 3] for i in range(8)]).reshape(1, 8, 1, 4)
+    out = run("generate_proposals", {"Scores": scores, "BboxDeltas": np.zeros((1, 4, 1, 8), np.float32),
+                                     "ImInfo": f32([[64, 64, 1]]), "Anchors": anchors,
+                                     "Variances": np.ones((1, 8, 1, 4), np.float32)},
+              {"pre_nms_topN": 5, "nms_thresh": 0.0})
+    np.testing.assert_array_equal(out["RpnRoiProbs"].reshape(-1), f32([0.5, 0.8, 0.7, 0.9, 0.4]))
+    np.testing.assert_array_equal(out["RpnRois"][:, 0], f32([4, 24, 16, 12, 28]))
+
 def test_collect_fpn_proposals_keeps_each_rois_image_after_an_empty_one():
     """Paddle 3.3.1 counts RoI 2 (the first of image 2) to the empty image 1: RoisNum [2, 1, 2]."""
     rois, scores = np.arange(20, dtype=np.float32).reshape(5, 4), f32([[0.5], [0.7], [0.6], [0.9], [0.1]])
