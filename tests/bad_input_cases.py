@@ -548,6 +548,9 @@ COMPILE_TIME = {
     "generate_proposals im_info": ("generate_proposals", {
         "Scores": zeros(1, 2, 4, 4), "BboxDeltas": zeros(1, 8, 4, 4), "ImInfo": zeros(1, 2),
         "Anchors": zeros(4, 4, 2, 4), "Variances": zeros(4, 4, 2, 4)}, {}, "ImInfo must be [N, 3]"),
+    "collect_fpn_proposals count dtype": ("collect_fpn_proposals", {
+        "MultiLevelRois": [zeros(3, 4)], "MultiLevelScores": [zeros(3, 1)], "MultiLevelRoIsNum": [zeros(1)]}, {},
+        "MultiLevelRoIsNum[0] must be int32 or int64"),
     "collect_fpn_proposals levels": ("collect_fpn_proposals", {
         "MultiLevelRois": [zeros(2, 4), zeros(3, 4)], "MultiLevelScores": [zeros(2, 1)]}, {},
         "one var per level each, got 2 and 1"),

@@ -69,6 +69,9 @@ defop("generate_proposals", ["Scores", "BboxDeltas", "ImInfo", "Anchors", "Varia
       attrs={"pre_nms_topN": 6000, "post_nms_topN": 1000, "nms_thresh": 0.5, "min_size": 0.1, "eta": 1.0})
 
 
+COUNT_DTYPES = (VarType.INT32, VarType.INT64)
+
+
 def _collect_fpn_infer(ctx):
     levels = len(ctx.op.input("MultiLevelRois"))
     if not levels or len(ctx.op.input("MultiLevelScores")) != levels:
@@ -83,6 +86,8 @@ def _collect_fpn_infer(ctx):
             ctx.fail(f"MultiLevelRois[{i}] must be [R, 4], got shape {rois}")
         if scores is not None and (len(scores) != 2 or scores[1] not in (1, -1)):
             ctx.fail(f"MultiLevelScores[{i}] must be [R, 1], got shape {scores}")
+        if ctx.has("MultiLevelRoIsNum") and ctx.dtype("MultiLevelRoIsNum", i) not in (None, *COUNT_DTYPES):
+            ctx.fail(f"MultiLevelRoIsNum[{i}] must be int32 or int64 (RoIs per image)")
     if ctx.attr("post_nms_topN") < 0:
         ctx.fail(f"post_nms_topN must be >= 0, got {ctx.attr('post_nms_topN')}")
     return {"FpnRois": ([-1, 4], ctx.dtype("MultiLevelRois")), "RoisNum": ([-1], VarType.INT32)}
