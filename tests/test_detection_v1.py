@@ -166,3 +166,13 @@ def test_collect_fpn_proposals_keeps_each_rois_image_after_an_empty_one():
                                         "MultiLevelRoIsNum": [np.array([2, 0, 3], np.int32)]}, {"post_nms_topN": 10})
     np.testing.assert_array_equal(out["RoisNum"], [2, 0, 3])
     np.testing.assert_array_equal(out["FpnRois"], rois[[1, 0, 3, 2, 4]])
+
+
+def test_collect_fpn_proposals_lod_keeps_a_last_image_without_rois():
+    """post_nms_topN 1 keeps image 0's RoI: the LoD still has image 1 (Paddle 3.3.1 stops it at [0, 1])."""
+    rois, scores = np.arange(12, dtype=np.float32).reshape(3, 4), f32([[0.9], [0.2], [0.3]])
+    out = run_with_lod("collect_fpn_proposals", {"MultiLevelRois": LoDTensor(rois, [[0, 1, 3]]),
+                                                 "MultiLevelScores": LoDTensor(scores, [[0, 1, 3]])},
+                       {"post_nms_topN": 1}, "FpnRois")
+    np.testing.assert_array_equal(out.array, rois[:1])
+    assert out.lod == ((0, 1, 1),)

@@ -79,7 +79,9 @@ def box_clip(k):
 def _bipartite(dist: np.ndarray, indices: np.ndarray, matched: np.ndarray) -> None:
     """Greedy one-to-one matching, the largest distance first: fills ``indices`` (row per column) and ``matched``."""
     rows, columns = dist.shape
-    if rows >= SORTED_FROM:   # every pair by std::sort, descending: ties in libstdc++'s order; no EPS cut
+    # from SORTED_FROM rows, every pair by std::sort, descending: ties in libstdc++'s order; no EPS cut. A NaN
+    # goes last here; Paddle's comparator (a > b) cannot order it, so its std::sort may place NaN pairs anywhere
+    if rows >= SORTED_FROM:
         taken, count = np.zeros(rows, bool), 0
         for position in full_sort(dist.reshape(-1)):
             row, column = divmod(int(position), columns)

@@ -75,8 +75,8 @@ def collect_fpn_proposals(k):
     """The post_nms_topN best-scored RoIs of all levels, grouped by image (stably); FpnRois' LoD and RoisNum count
     each image's RoIs. Among equal scores the last listed (by level, then row) comes first: Paddle stable-sorts
     with the comparator a >= b, which reverses ties. Paddle advances the image by at most one per RoI, so the
-    first RoI after an image without RoIs is counted to that empty image, and it reads the counts of the images
-    after the last one holding a RoI out of bounds; gradc keeps each RoI's image."""
+    first RoI after an image without RoIs is counted to that empty image, and its FpnRois LoD ends at the last
+    image holding a RoI (RoisNum then reads past its counts); gradc keeps each RoI's image and every image."""
     rois, scores = k.xs("MultiLevelRois"), k.xs("MultiLevelScores")
     if len(rois) != len(scores) or any(r.shape != (len(s), 4) or s.size != len(s) for r, s in zip(rois, scores)):
         raise ValueError(f"each level's RoIs [R, 4] and scores [R, 1] must agree, got "
