@@ -53,8 +53,9 @@ def _proposals_of_image(k, scores, deltas, image, anchors, variances, pixel_offs
     boxes[:, 1::2] = np.maximum(np.minimum(boxes[:, 1::2], height - pixel), 0)
     box_w, box_h = boxes[:, 2] - boxes[:, 0] + pixel, boxes[:, 3] - boxes[:, 1] + pixel
     min_size = dtype.type(max(attr32(k, "min_size"), 1.0))
-    keep = ((boxes[:, 2] - boxes[:, 0]) / scale + pixel >= min_size) & \
-        ((boxes[:, 3] - boxes[:, 1]) / scale + pixel >= min_size)
+    with np.errstate(divide="ignore", invalid="ignore"):   # a scale of 0 is Paddle's inf or NaN too
+        keep = ((boxes[:, 2] - boxes[:, 0]) / scale + pixel >= min_size) & \
+            ((boxes[:, 3] - boxes[:, 1]) / scale + pixel >= min_size)
     if pixel_offset:   # the box's center must also lie inside the image
         keep &= (boxes[:, 0] + box_w / dtype.type(2) <= width) & (boxes[:, 1] + box_h / dtype.type(2) <= height)
     if not keep.any():   # Paddle proposes one empty box with score 0

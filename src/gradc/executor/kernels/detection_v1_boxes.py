@@ -71,7 +71,8 @@ def box_clip(k):
     clipped = np.empty_like(boxes)
     one = boxes.dtype.type(1)
     for (start, end), (height, width, scale) in zip(spans, info.astype(boxes.dtype)):
-        limits = np.array([c_round(width / scale) - one, c_round(height / scale) - one] * 2, boxes.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):   # a scale of 0 is Paddle's inf or NaN too
+            limits = np.array([c_round(width / scale) - one, c_round(height / scale) - one] * 2, boxes.dtype)
         clipped[start:end] = np.maximum(np.minimum(boxes[start:end], limits), 0)
     return {"Output": clipped}
 
