@@ -800,6 +800,9 @@ RUN_TIME = {
     "anchor_generator anchors": ("anchor_generator", {"Input": zeros(1, 1, 100, 100)},
                                  {"anchor_sizes": [1.0] * 5000, "aspect_ratios": [1.0] * 5000,
                                   "variances": [0.1] * 4}, "Anchors of shape [100, 100, 25000000, 4] would need"),
+    "anchor_generator empty map": ("anchor_generator", {"Input": zeros(1, 1, 0, 0)},
+                                   {"anchor_sizes": [1.0] * 100000, "aspect_ratios": [1.0] * 100000,
+                                    "variances": [0.1] * 4}, "Anchors of shape [1, 1, 10000000000, 4] would need"),
     "generate_proposals images": ("generate_proposals", {
         "Scores": zeros(2, 2, 4, 4), "BboxDeltas": zeros(2, 8, 4, 4), "ImInfo": zeros(1, 3),
         "Anchors": zeros(4, 4, 2, 4), "Variances": zeros(4, 4, 2, 4)}, {}, "ImInfo must be [N, 3] = [2, 3]"),

@@ -43,7 +43,8 @@ def anchor_generator(k):
     step_w, step_h = (dtype.type(step) for step in attr32(k, "stride"))
     offset = dtype.type(attr32(k, "offset"))
     sizes, ratios = attr32(k, "anchor_sizes").astype(dtype), attr32(k, "aspect_ratios").astype(dtype)
-    check_shape((h, w, len(sizes) * len(ratios), 4), dtype, "Anchors")   # before the float64 intermediates
+    # before the float64 intermediates; an empty map still computes one position's sizes x ratios anchors
+    check_shape((max(h, 1), max(w, 1), len(sizes) * len(ratios), 4), dtype, "Anchors")
     base_w = c_round(np.sqrt(step_w * step_h / ratios))
     base_h = c_round(base_w * ratios)
     half_w = 0.5 * (((sizes / step_w)[None, :] * base_w[:, None]).reshape(-1).astype(np.float64) - 1)
