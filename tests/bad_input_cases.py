@@ -550,6 +550,9 @@ COMPILE_TIME = {
     "generate_proposals im_info": ("generate_proposals", {
         "Scores": zeros(1, 2, 4, 4), "BboxDeltas": zeros(1, 8, 4, 4), "ImInfo": zeros(1, 2),
         "Anchors": zeros(4, 4, 2, 4), "Variances": zeros(4, 4, 2, 4)}, {}, "ImInfo must be [N, 3]"),
+    "collect_fpn_proposals count dtype": ("collect_fpn_proposals", {
+        "MultiLevelRois": [zeros(3, 4)], "MultiLevelScores": [zeros(3, 1)], "MultiLevelRoIsNum": [zeros(1)]}, {},
+        "MultiLevelRoIsNum[0] must be int32 or int64"),
     "collect_fpn_proposals levels": ("collect_fpn_proposals", {
         "MultiLevelRois": [zeros(2, 4), zeros(3, 4)], "MultiLevelScores": [zeros(2, 1)]}, {},
         "one var per level each, got 2 and 1"),
@@ -811,6 +814,12 @@ RUN_TIME = {
                                                  "Count": np.array([1, 1], np.int32)}, {},
                                "one count >= 0 per node of X (0)"),
     # detection_v1
+    "anchor_generator anchors": ("anchor_generator", {"Input": zeros(1, 1, 100, 100)},
+                                 {"anchor_sizes": [1.0] * 5000, "aspect_ratios": [1.0] * 5000,
+                                  "variances": [0.1] * 4}, "Anchors of shape [100, 100, 25000000, 4] would need"),
+    "anchor_generator empty map": ("anchor_generator", {"Input": zeros(1, 1, 0, 0)},
+                                   {"anchor_sizes": [1.0] * 100000, "aspect_ratios": [1.0] * 100000,
+                                    "variances": [0.1] * 4}, "Anchors of shape [1, 1, 10000000000, 4] would need"),
     "generate_proposals images": ("generate_proposals", {
         "Scores": zeros(2, 2, 4, 4), "BboxDeltas": zeros(2, 8, 4, 4), "ImInfo": zeros(1, 3),
         "Anchors": zeros(4, 4, 2, 4), "Variances": zeros(4, 4, 2, 4)}, {}, "ImInfo must be [N, 3] = [2, 3]"),

@@ -4,7 +4,7 @@ import Paddle), at the places that are easy to get wrong: layouts, ties, thresho
 import numpy as np
 import pytest
 
-from gradc import ExecutionError, Executor, Scope, append_backward
+from gradc import ExecutionError, Executor, LoDTensor, Scope, append_backward
 from gradc.layers import ProgramBuilder
 from one_op import run
 
@@ -16,7 +16,9 @@ def f32(values):
 def run_with_lod(op_type, inputs, attrs, slot):
     """The output ``slot`` of one op with its LoD (a LoDTensor), its declared shape unchecked."""
     net = ProgramBuilder()
-    feed = {net.data(name.lower(), list(value.shape), value.dtype.name): value for name, value in inputs.items()}
+    arrays = {name: getattr(value, "array", value) for name, value in inputs.items()}   # a LoDTensor's or the array
+    feed = {net.data(name.lower(), list(arrays[name].shape), arrays[name].dtype.name): value
+            for name, value in inputs.items()}
     net.op(op_type, dict(zip(inputs, ([name] for name in feed))), attrs)
     out = net.block.ops[-1].outputs[slot][0]
     return Executor().run(net.program, feed, [out], Scope(), return_lod=True)[0]
@@ -65,9 +67,12 @@ def test_add_position_encoding_sines_then_cosines_of_one_frequency():
                                                                0.54030228, 0.99995, 1.0]), rtol=1e-6)
 
 
-def test_add_position_encoding_needs_a_lod_for_2d_rows():
+def test_add_position_encoding_needs_a_one_level_lod_for_2d_rows():
     with pytest.raises(ExecutionError, match="without a LoD"):
         run("add_position_encoding", {"X": np.zeros((5, 4), np.float32)})
+    x = LoDTensor(np.zeros((5, 2), np.float32), [[0, 1, 2], [0, 2, 5]])   # Paddle 3.3.1 refuses 2 levels too
+    with pytest.raises(ExecutionError, match="with 2 LoD levels"):
+        run_with_lod("add_position_encoding", {"X": x}, {}, "Out")
 
 
 def test_anchor_generator_centres_and_rounded_base_sizes():
@@ -142,6 +147,18 @@ def test_generate_proposals_compares_min_size_with_the_size_over_the_image_scale
     np.testing.assert_array_equal(dropped["RpnRoiProbs"], np.zeros((1, 1), np.float32))
 
 
+
+def test_generate_proposals_without_nms_keeps_std_nth_elements_order():
+    """nms_thresh 0: Paddle returns the pre_nms_topN picked by std::nth_element in its (partial) order, unsorted."""
+    scores = f32([0.1, 0.5, 0.3, 0.9, 0.7, 0.2, 0.8, 0.4]).reshape(1, 1, 1, 8)
+    anchors = f32([[i * 4, 0, i * 4 + 3, 3] for i in range(8)]).reshape(1, 8, 1, 4)
+    out = run("generate_proposals", {"Scores": scores, "BboxDeltas": np.zeros((1, 4, 1, 8), np.float32),
+                                     "ImInfo": f32([[64, 64, 1]]), "Anchors": anchors,
+                                     "Variances": np.ones((1, 8, 1, 4), np.float32)},
+              {"pre_nms_topN": 5, "nms_thresh": 0.0})
+    np.testing.assert_array_equal(out["RpnRoiProbs"].reshape(-1), f32([0.5, 0.8, 0.7, 0.9, 0.4]))
+    np.testing.assert_array_equal(out["RpnRois"][:, 0], f32([4, 24, 16, 12, 28]))
+
 def test_collect_fpn_proposals_keeps_each_rois_image_after_an_empty_one():
     """Paddle 3.3.1 counts RoI 2 (the first of image 2) to the empty image 1: RoisNum [2, 1, 2]."""
     rois, scores = np.arange(20, dtype=np.float32).reshape(5, 4), f32([[0.5], [0.7], [0.6], [0.9], [0.1]])
@@ -149,3 +166,13 @@ def test_collect_fpn_proposals_keeps_each_rois_image_after_an_empty_one():
                                         "MultiLevelRoIsNum": [np.array([2, 0, 3], np.int32)]}, {"post_nms_topN": 10})
     np.testing.assert_array_equal(out["RoisNum"], [2, 0, 3])
     np.testing.assert_array_equal(out["FpnRois"], rois[[1, 0, 3, 2, 4]])
+
+
+def test_collect_fpn_proposals_lod_keeps_a_last_image_without_rois():
+    """post_nms_topN 1 keeps image 0's RoI: the LoD still has image 1 (Paddle 3.3.1 stops it at [0, 1])."""
+    rois, scores = np.arange(12, dtype=np.float32).reshape(3, 4), f32([[0.9], [0.2], [0.3]])
+    out = run_with_lod("collect_fpn_proposals", {"MultiLevelRois": LoDTensor(rois, [[0, 1, 3]]),
+                                                 "MultiLevelScores": LoDTensor(scores, [[0, 1, 3]])},
+                       {"post_nms_topN": 1}, "FpnRois")
+    np.testing.assert_array_equal(out.array, rois[:1])
+    assert out.lod == ((0, 1, 1),)

@@ -63,9 +63,10 @@ def translate(row_id: str) -> str:
             shutil.copy(legacy / name, out / name)
     feed = dict(np.load(legacy / "feed.npz"))
     for name, lod in lods.items():   # one sequence: its LoD for Paddle's kernels, none in the fixture
-        feed[name] = core.DenseTensor()
-        feed[name].set(np.load(legacy / "feed.npz")[name], paddle.CPUPlace())
-        feed[name].set_lod(lod)
+        tensor = core.DenseTensor()
+        tensor.set(feed[name], paddle.CPUPlace())
+        tensor.set_lod(lod)
+        feed[name] = tensor
     (value,) = paddle.static.Executor(paddle.CPUPlace()).run(forward, feed=feed, fetch_list=[LOSS_NAME])
     if not np.allclose(value, np.load(legacy / "loss.npy"), rtol=1e-6):
         raise ValueError(f"{row_id}: the translated program computes another loss")

@@ -67,7 +67,6 @@ BOXES = table(
 )
 
 
-
 def _multiclass_nms(boxes, scores, **attrs):
     defaults = {"score_threshold": 0.1, "nms_top_k": -1, "keep_top_k": -1, "nms_threshold": 0.3,
                 "normalized": True, "nms_eta": 1.0, "background_label": 0}

@@ -92,14 +92,16 @@ defop("multiclass_nms3", ["BBoxes", "Scores", "RoisNum?"], ["Out", "Index", "Nms
 
 
 # ---------------------------------------------------------------- generate_proposals_v2
-def _generate_proposals_infer(ctx):
+def proposals_infer(ctx, image_slot: str, image_row: list[str]) -> dict:
+    """The shapes of generate_proposals_v2 (ImShape [N, 2]) and of generate_proposals v1 (ImInfo [N, 3])."""
     n, a, h, w = rank_check(ctx, "Scores", 4, "[N, A, H, W]")
     deltas = rank_check(ctx, "BboxDeltas", 4, "[N, 4A, H, W]")
     if any(x >= 0 and y >= 0 and x != y for x, y in zip([n, 4 * a if a >= 0 else -1, h, w], deltas)):
         ctx.fail(f"BboxDeltas {deltas} must be [N, 4A, H, W] for Scores {ctx.shape('Scores')}")
-    im_shape = rank_check(ctx, "ImShape", 2, "[N, 2] (height, width)")
-    if im_shape[1] not in (2, -1):
-        ctx.fail(f"ImShape must be [N, 2] (height, width), got {im_shape}")
+    form = f"[N, {len(image_row)}] ({', '.join(image_row)})"
+    images = rank_check(ctx, image_slot, 2, form)
+    if images[1] not in (len(image_row), -1):
+        ctx.fail(f"{image_slot} must be {form}, got {images}")
     for slot in ("Anchors", "Variances"):
         shape = ctx.shape(slot)
         if shape is not None and (shape[-1:] != [4] or product(*shape) not in (-1, product(h, w, a, 4))):
@@ -111,7 +113,8 @@ def _generate_proposals_infer(ctx):
 
 
 defop("generate_proposals_v2", ["Scores", "BboxDeltas", "ImShape", "Anchors", "Variances"],
-      ["RpnRois", "RpnRoiProbs", "RpnRoisNum?"], infer=_generate_proposals_infer, grad=NO_GRAD,
+      ["RpnRois", "RpnRoiProbs", "RpnRoisNum?"], grad=NO_GRAD,
+      infer=lambda ctx: proposals_infer(ctx, "ImShape", ["height", "width"]),
       attrs={"pre_nms_topN": 6000, "post_nms_topN": 1000, "nms_thresh": 0.5, "min_size": 0.1, "eta": 1.0,
              "pixel_offset": True})
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..registry import NO_GRAD, defop
-from .detection import last_dim, product, rank_check
+from .detection import last_dim, rank_check
+from .detection_nms import proposals_infer
 
 
 def _multiclass_nms_infer(ctx):
@@ -45,28 +46,14 @@ defop("multiclass_nms", ["BBoxes", "Scores"], ["Out"], infer=_multiclass_nms_inf
              "nms_eta": 1.0, "background_label": 0})
 
 
-def _generate_proposals_infer(ctx):
-    n, a, h, w = rank_check(ctx, "Scores", 4, "[N, A, H, W]")
-    deltas = rank_check(ctx, "BboxDeltas", 4, "[N, 4A, H, W]")
-    if any(x >= 0 and y >= 0 and x != y for x, y in zip([n, 4 * a if a >= 0 else -1, h, w], deltas)):
-        ctx.fail(f"BboxDeltas {deltas} must be [N, 4A, H, W] for Scores {ctx.shape('Scores')}")
-    info = rank_check(ctx, "ImInfo", 2, "[N, 3] (height, width, scale)")
-    if info[1] not in (3, -1):
-        ctx.fail(f"ImInfo must be [N, 3] (height, width, scale), got {info}")
-    for slot in ("Anchors", "Variances"):
-        shape = ctx.shape(slot)
-        if shape is not None and (shape[-1:] != [4] or product(*shape) not in (-1, product(h, w, a, 4))):
-            ctx.fail(f"{slot} must hold one box per anchor and position ([H, W, A, 4]), got shape {shape}")
-    if ctx.attr("eta") <= 0:
-        ctx.fail(f"eta must be > 0, got {ctx.attr('eta')}")
-    dtype = ctx.dtype("Scores")
-    return {"RpnRois": ([-1, 4], dtype), "RpnRoiProbs": ([-1, 1], dtype), "RpnRoisNum": ([-1], VarType.INT32)}
-
-
 defop("generate_proposals", ["Scores", "BboxDeltas", "ImInfo", "Anchors", "Variances"],
-      ["RpnRois", "RpnRoiProbs", "RpnRoisNum?"], infer=_generate_proposals_infer, grad=NO_GRAD,
+      ["RpnRois", "RpnRoiProbs", "RpnRoisNum?"], grad=NO_GRAD,
+      infer=lambda ctx: proposals_infer(ctx, "ImInfo", ["height", "width", "scale"]),
       lod_levels=lambda ctx: {"RpnRois": 1, "RpnRoiProbs": 1, "RpnRoisNum": 0},
       attrs={"pre_nms_topN": 6000, "post_nms_topN": 1000, "nms_thresh": 0.5, "min_size": 0.1, "eta": 1.0})
+
+
+COUNT_DTYPES = (VarType.INT32, VarType.INT64)
 
 
 def _collect_fpn_infer(ctx):
@@ -83,6 +70,8 @@ def _collect_fpn_infer(ctx):
             ctx.fail(f"MultiLevelRois[{i}] must be [R, 4], got shape {rois}")
         if scores is not None and (len(scores) != 2 or scores[1] not in (1, -1)):
             ctx.fail(f"MultiLevelScores[{i}] must be [R, 1], got shape {scores}")
+        if ctx.has("MultiLevelRoIsNum") and ctx.dtype("MultiLevelRoIsNum", i) not in (None, *COUNT_DTYPES):
+            ctx.fail(f"MultiLevelRoIsNum[{i}] must be int32 or int64 (RoIs per image)")
     if ctx.attr("post_nms_topN") < 0:
         ctx.fail(f"post_nms_topN must be >= 0, got {ctx.attr('post_nms_topN')}")
     return {"FpnRois": ([-1, 4], ctx.dtype("MultiLevelRois")), "RoisNum": ([-1], VarType.INT32)}

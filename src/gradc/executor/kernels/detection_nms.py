@@ -177,6 +177,16 @@ def _multiclass_image(k, boxes: np.ndarray, scores: np.ndarray, per_class_boxes:
     return pairs
 
 
+def image_rows(k, boxes: np.ndarray, scores: np.ndarray, per_class_boxes: bool) -> tuple[list[list], list[int]]:
+    """One image's kept rows [class, score, x1, y1, x2, y2] (multiclass_nms's and multiclass_nms3's) and each
+    row's box in the image (2-D: box * C + class)."""
+    pairs = _multiclass_image(k, boxes, scores, per_class_boxes) if len(boxes) else []
+    if per_class_boxes:
+        return ([[label, scores[i, label], *boxes[i, label]] for label, i in pairs],
+                [i * scores.shape[1] + label for label, i in pairs])
+    return [[label, scores[label, i], *boxes[i]] for label, i in pairs], [i for _, i in pairs]
+
+
 @kernel("multiclass_nms3")
 def multiclass_nms3(k):
     """Greedy NMS per image and class. BBoxes [N, M, 4] with Scores [N, C, M], or BBoxes [M, C, 4] with
@@ -196,13 +206,10 @@ def multiclass_nms3(k):
         images = [(boxes[s:e], scores[s:e], s * scores.shape[1]) for s, e in zip(starts[:-1], starts[1:])]
     rows, indices, counts = [], [], []
     for image_boxes, image_scores, offset in images:
-        per_class = scores.ndim == 2
-        pairs = _multiclass_image(k, image_boxes, image_scores, per_class) if len(image_boxes) else []
-        for label, i in pairs:
-            box = image_boxes[i, label] if per_class else image_boxes[i]
-            rows.append([label, image_scores[i, label] if per_class else image_scores[label, i], *box])
-            indices.append(offset + (i * scores.shape[1] + label if per_class else i))
-        counts.append(len(pairs))
+        kept_rows, kept_boxes = image_rows(k, image_boxes, image_scores, scores.ndim == 2)
+        rows += kept_rows
+        indices += [offset + box for box in kept_boxes]
+        counts.append(len(kept_rows))
     out = np.array(rows, scores.dtype).reshape(-1, 6)
     if not rows and not k.wants("Index"):
         out = np.full((1, 1), -1, scores.dtype)

@@ -40,20 +40,23 @@ def _score_order(scores: np.ndarray, top_n: int, ordered_later: bool) -> np.ndar
     return chosen if chosen is not None else nth_element(scores, top_n)
 
 
-def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
-    """(boxes [R, 4], scores [R]) one image proposes."""
+def _proposals_of_image(k, scores, deltas, image, anchors, variances, pixel_offset: bool):
+    """(boxes [R, 4], scores [R]) one image proposes. ``image`` is (height, width), or (height, width, scale) for
+    generate_proposals v1, which compares min_size with a box's size over the image's scale."""
     dtype, nms_thresh = scores.dtype, attr32(k, "nms_thresh")
-    pixel = dtype.type(1 if k.attr("pixel_offset") else 0)
+    pixel = dtype.type(1 if pixel_offset else 0)
     order = _score_order(scores, k.attr("pre_nms_topN"), nms_thresh > 0)
     scores = scores[order]
     boxes = decode_deltas(anchors[order], deltas[order], variances[order], pixel)
-    height, width = im_shape[0], im_shape[1]
+    height, width, scale = image[0], image[1], image[2] if len(image) > 2 else dtype.type(1)
     boxes[:, 0::2] = np.maximum(np.minimum(boxes[:, 0::2], width - pixel), 0)
     boxes[:, 1::2] = np.maximum(np.minimum(boxes[:, 1::2], height - pixel), 0)
     box_w, box_h = boxes[:, 2] - boxes[:, 0] + pixel, boxes[:, 3] - boxes[:, 1] + pixel
     min_size = dtype.type(max(attr32(k, "min_size"), 1.0))
-    keep = (box_w >= min_size) & (box_h >= min_size)
-    if k.attr("pixel_offset"):   # the box's center must also lie inside the image
+    with np.errstate(divide="ignore", invalid="ignore"):   # a scale of 0 is Paddle's inf or NaN too
+        keep = ((boxes[:, 2] - boxes[:, 0]) / scale + pixel >= min_size) & \
+            ((boxes[:, 3] - boxes[:, 1]) / scale + pixel >= min_size)
+    if pixel_offset:   # the box's center must also lie inside the image
         keep &= (boxes[:, 0] + box_w / dtype.type(2) <= width) & (boxes[:, 1] + box_h / dtype.type(2) <= height)
     if not keep.any():   # Paddle proposes one empty box with score 0
         return np.zeros((1, 4), dtype), np.zeros(1, dtype)
@@ -62,36 +65,38 @@ def _proposals_of_image(k, scores, deltas, im_shape, anchors, variances):
         return boxes, scores
     # Paddle's NMS pops the best from a stable ascending sort: among equal scores the later box comes first
     ranked = np.argsort(scores, kind="stable")[::-1]
-    kept = ranked[greedy_keep(boxes[ranked], not k.attr("pixel_offset"), dtype.type(nms_thresh), attr32(k, "eta"))]
+    kept = ranked[greedy_keep(boxes[ranked], not pixel_offset, dtype.type(nms_thresh), attr32(k, "eta"))]
     if 0 < k.attr("post_nms_topN") < len(kept):
         kept = kept[:k.attr("post_nms_topN")]
     return boxes[kept], scores[kept]
 
 
-@kernel("generate_proposals_v2")
-def generate_proposals_v2(k):
+def rpn_proposals(k, images: np.ndarray, pixel_offset: bool) -> dict[str, np.ndarray]:
     """RPN proposals per image: the pre_nms_topN best-scored anchors (Scores [N, A, H, W]) moved by their
-    BboxDeltas [N, 4A, H, W] scaled by Variances, clipped to ImShape [N, 2] (height, width), without boxes under
-    min_size, then NMS (nms_thresh, eta) and the first post_nms_topN. RpnRois [R, 4], RpnRoiProbs [R, 1] and
-    RpnRoisNum (boxes per image) instead of Paddle's LoD."""
-    scores, deltas, im_shape = k.x("Scores"), k.x("BboxDeltas"), k.x("ImShape")
+    BboxDeltas [N, 4A, H, W] scaled by Variances, clipped to the image (``images``' row: height, width[, scale]),
+    without boxes under min_size, then NMS (nms_thresh, eta) and the first post_nms_topN. RpnRois [R, 4],
+    RpnRoiProbs [R, 1] and RpnRoisNum (boxes per image)."""
+    scores, deltas = k.x("Scores"), k.x("BboxDeltas")
     anchors, variances = k.x("Anchors").reshape(-1, 4), k.x("Variances").reshape(-1, 4)
     n, a, h, w = scores.shape
     if deltas.shape != (n, 4 * a, h, w) or len(anchors) != a * h * w or variances.shape != anchors.shape:
         raise ValueError(f"BboxDeltas {list(deltas.shape)}, Anchors and Variances must give 4 values per anchor "
                          f"of Scores {list(scores.shape)}")
+    proposed = [_proposals_of_image(k, scores[i].transpose(1, 2, 0).reshape(-1),
+                                    deltas[i].transpose(1, 2, 0).reshape(-1, 4), images[i].astype(scores.dtype),
+                                    anchors, variances, pixel_offset) for i in range(n)]
+    return {"RpnRois": np.concatenate([boxes for boxes, _ in proposed]).astype(scores.dtype),
+            "RpnRoiProbs": np.concatenate([probs for _, probs in proposed]).reshape(-1, 1).astype(scores.dtype),
+            "RpnRoisNum": np.array([len(boxes) for boxes, _ in proposed], np.int32)}
+
+
+@kernel("generate_proposals_v2")
+def generate_proposals_v2(k):
+    """rpn_proposals clipped to ImShape [N, 2] (height, width), with RpnRoisNum instead of Paddle's LoD."""
+    n, im_shape = len(k.x("Scores")), k.x("ImShape")
     if im_shape.shape != (n, 2):
         raise ValueError(f"ImShape must be [N, 2] = [{n}, 2] (height, width), got {list(im_shape.shape)}")
-    boxes, probs = [], []
-    for i in range(n):
-        image_boxes, image_scores = _proposals_of_image(
-            k, scores[i].transpose(1, 2, 0).reshape(-1), deltas[i].transpose(1, 2, 0).reshape(-1, 4),
-            im_shape[i].astype(scores.dtype), anchors, variances)
-        boxes.append(image_boxes)
-        probs.append(image_scores)
-    return {"RpnRois": np.concatenate(boxes).astype(scores.dtype),
-            "RpnRoiProbs": np.concatenate(probs).reshape(-1, 1).astype(scores.dtype),
-            "RpnRoisNum": np.array([len(b) for b in boxes], np.int32)}
+    return rpn_proposals(k, im_shape, k.attr("pixel_offset"))
 
 
 @kernel("distribute_fpn_proposals")

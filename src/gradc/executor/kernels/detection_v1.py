@@ -64,10 +64,11 @@ def _positions(k, x: np.ndarray) -> np.ndarray:
     if x.ndim == 3:
         return np.arange(x.shape[1])
     lod = k.lod("X")
-    if x.ndim != 2 or lod is None:
-        raise ValueError(f"X must be 3-D [N, L, P], or 2-D with a LoD (packed sequences), got shape "
-                         f"{list(x.shape)}{'' if x.ndim != 2 else ' without a LoD'}")
-    offsets = np.asarray(lod[-1])
+    if x.ndim != 2 or lod is None or len(lod) != 1:
+        levels = f"with {len(lod)} LoD levels" if lod else "without a LoD"
+        raise ValueError(f"X must be 3-D [N, L, P], or 2-D with a one-level LoD (packed sequences, as Paddle "
+                         f"requires), got shape {list(x.shape)} {levels}")
+    offsets = np.asarray(lod[0])
     return np.arange(x.shape[0]) - np.repeat(offsets[:-1], np.diff(offsets))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from ..lod import SETS_LOD
 from . import kernel
 from .detection import attr32
@@ -42,6 +43,8 @@ def anchor_generator(k):
     step_w, step_h = (dtype.type(step) for step in attr32(k, "stride"))
     offset = dtype.type(attr32(k, "offset"))
     sizes, ratios = attr32(k, "anchor_sizes").astype(dtype), attr32(k, "aspect_ratios").astype(dtype)
+    # before the float64 intermediates; an empty map still computes one position's sizes x ratios anchors
+    check_shape((max(h, 1), max(w, 1), len(sizes) * len(ratios), 4), dtype, "Anchors")
     base_w = c_round(np.sqrt(step_w * step_h / ratios))
     base_h = c_round(base_w * ratios)
     half_w = 0.5 * (((sizes / step_w)[None, :] * base_w[:, None]).reshape(-1).astype(np.float64) - 1)
@@ -69,7 +72,8 @@ def box_clip(k):
     clipped = np.empty_like(boxes)
     one = boxes.dtype.type(1)
     for (start, end), (height, width, scale) in zip(spans, info.astype(boxes.dtype)):
-        limits = np.array([c_round(width / scale) - one, c_round(height / scale) - one] * 2, boxes.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):   # a scale of 0 is Paddle's inf or NaN too
+            limits = np.array([c_round(width / scale) - one, c_round(height / scale) - one] * 2, boxes.dtype)
         clipped[start:end] = np.maximum(np.minimum(boxes[start:end], limits), 0)
     return {"Output": clipped}
 
@@ -77,14 +81,17 @@ def box_clip(k):
 def _bipartite(dist: np.ndarray, indices: np.ndarray, matched: np.ndarray) -> None:
     """Greedy one-to-one matching, the largest distance first: fills ``indices`` (row per column) and ``matched``."""
     rows, columns = dist.shape
-    if rows >= SORTED_FROM:   # every pair by std::sort, descending: ties in libstdc++'s order; no EPS cut
-        taken = np.zeros(rows, bool)
+    # from SORTED_FROM rows, every pair by std::sort, descending: ties in libstdc++'s order; no EPS cut. A NaN
+    # goes last here; Paddle's comparator (a > b) cannot order it, so its std::sort may place NaN pairs anywhere
+    if rows >= SORTED_FROM:
+        taken, count = np.zeros(rows, bool), 0
         for position in full_sort(dist.reshape(-1)):
             row, column = divmod(int(position), columns)
-            if taken.all():
+            if count == min(rows, columns):   # Paddle stops at rows; no column is free past min(rows, columns)
                 break
             if indices[column] == -1 and not taken[row] and dist[row, column] > 0:
                 indices[column], matched[column], taken[row] = row, dist[row, column], True
+                count += 1
         return
     # the largest distance of a free row and column, ties to the first column, then row; none below EPS
     free = np.where(dist >= dist.dtype.type(EPS), dist, -np.inf).T.copy()   # [column, row]; NaN is never taken

@@ -8,10 +8,8 @@ import numpy as np
 
 from ..lod import SETS_LOD
 from . import kernel
-from .detection import attr32
-from .detection_nms import _multiclass_image, greedy_keep
-from .detection_proposals import decode_deltas
-from .detection_sort import by_score, full_sort, nth_element
+from .detection_nms import image_rows
+from .detection_proposals import rpn_proposals
 from .detection_v1_boxes import image_spans
 
 SETS_LOD.update({"multiclass_nms", "generate_proposals", "collect_fpn_proposals"})
@@ -37,11 +35,9 @@ def multiclass_nms(k):
         images = list(zip(boxes, scores))
     rows, counts = [], []
     for image_boxes, image_scores in images:
-        pairs = _multiclass_image(k, image_boxes, image_scores, per_class) if len(image_boxes) else []
-        for label, i in pairs:
-            box = image_boxes[i, label] if per_class else image_boxes[i]
-            rows.append([label, image_scores[i, label] if per_class else image_scores[label, i], *box])
-        counts.append(len(pairs))
+        kept_rows, _ = image_rows(k, image_boxes, image_scores, per_class)
+        rows += kept_rows
+        counts.append(len(kept_rows))
     if not rows:
         k.set_lod("Out", ((0, 1),))
         return {"Out": np.full((1, 1), -1, scores.dtype)}
@@ -49,69 +45,17 @@ def multiclass_nms(k):
     return {"Out": np.array(rows, scores.dtype)}
 
 
-def _pre_nms_order(scores: np.ndarray, top_n: int) -> np.ndarray:
-    """Paddle's pre-NMS pick: all by descending score (std::sort), or the top_n by std::nth_element, whose order
-    only ties can show (NMS re-sorts them)."""
-    if top_n <= 0 or top_n >= scores.size:
-        return full_sort(scores)
-    chosen = by_score(scores, top_n)
-    return chosen if chosen is not None else nth_element(scores, top_n)
-
-
-def _proposals_of_image(k, scores, deltas, info, anchors, variances):
-    """(boxes [R, 4], scores [R]) one image proposes: boxes in pixels (a width counts both ends) clipped to the
-    image, kept when their size over the image's scale is at least min_size and their centre inside."""
-    dtype, one = scores.dtype, scores.dtype.type(1)
-    order = _pre_nms_order(scores, k.attr("pre_nms_topN"))
-    scores = scores[order]
-    boxes = decode_deltas(anchors[order], deltas[order], variances[order], one)
-    height, width, scale = info
-    boxes[:, 0::2] = np.maximum(np.minimum(boxes[:, 0::2], width - one), 0)
-    boxes[:, 1::2] = np.maximum(np.minimum(boxes[:, 1::2], height - one), 0)
-    box_w, box_h = boxes[:, 2] - boxes[:, 0] + one, boxes[:, 3] - boxes[:, 1] + one
-    min_size = dtype.type(max(attr32(k, "min_size"), 1.0))
-    keep = ((boxes[:, 2] - boxes[:, 0]) / scale + one >= min_size) & \
-        ((boxes[:, 3] - boxes[:, 1]) / scale + one >= min_size) & \
-        (boxes[:, 0] + box_w / dtype.type(2) <= width) & (boxes[:, 1] + box_h / dtype.type(2) <= height)
-    if not keep.any():   # Paddle proposes one empty box with score 0
-        return np.zeros((1, 4), dtype), np.zeros(1, dtype)
-    boxes, scores = boxes[keep], scores[keep]
-    nms_thresh = attr32(k, "nms_thresh")
-    if nms_thresh <= 0:
-        return boxes, scores
-    # Paddle's NMS pops the best from a stable ascending sort: among equal scores the later box comes first
-    ranked = np.argsort(scores, kind="stable")[::-1]
-    kept = ranked[greedy_keep(boxes[ranked], False, dtype.type(nms_thresh), attr32(k, "eta"))]
-    if 0 < k.attr("post_nms_topN") < len(kept):
-        kept = kept[:k.attr("post_nms_topN")]
-    return boxes[kept], scores[kept]
-
-
 @kernel("generate_proposals")
 def generate_proposals(k):
     """RPN proposals per image (generate_proposals_v2's with pixel_offset, ImInfo [N, 3] (height, width, scale)
     for ImShape): RpnRois [R, 4] and RpnRoiProbs [R, 1] with a LoD of each image's rows, and RpnRoisNum."""
-    scores, deltas, info = k.x("Scores"), k.x("BboxDeltas"), k.x("ImInfo")
-    anchors, variances = k.x("Anchors").reshape(-1, 4), k.x("Variances").reshape(-1, 4)
-    n, a, h, w = scores.shape
-    if deltas.shape != (n, 4 * a, h, w) or len(anchors) != a * h * w or variances.shape != anchors.shape:
-        raise ValueError(f"BboxDeltas {list(deltas.shape)}, Anchors and Variances must give 4 values per anchor "
-                         f"of Scores {list(scores.shape)}")
+    n, info = len(k.x("Scores")), k.x("ImInfo")
     if info.shape != (n, 3):
         raise ValueError(f"ImInfo must be [N, 3] = [{n}, 3] (height, width, scale), got {list(info.shape)}")
-    boxes, probs = [], []
-    for i in range(n):
-        image_boxes, image_scores = _proposals_of_image(
-            k, scores[i].transpose(1, 2, 0).reshape(-1), deltas[i].transpose(1, 2, 0).reshape(-1, 4),
-            info[i].astype(scores.dtype), anchors, variances)
-        boxes.append(image_boxes)
-        probs.append(image_scores)
-    counts = [len(b) for b in boxes]
+    proposed = rpn_proposals(k, info, pixel_offset=True)
     for slot in ("RpnRois", "RpnRoiProbs"):
-        k.set_lod(slot, offsets_of(counts))
-    return {"RpnRois": np.concatenate(boxes).astype(scores.dtype),
-            "RpnRoiProbs": np.concatenate(probs).reshape(-1, 1).astype(scores.dtype),
-            "RpnRoisNum": np.array(counts, np.int32)}
+        k.set_lod(slot, offsets_of(proposed["RpnRoisNum"]))
+    return proposed
 
 
 def _level_images(k, i: int, rows: int) -> tuple[np.ndarray, int]:
@@ -131,8 +75,8 @@ def collect_fpn_proposals(k):
     """The post_nms_topN best-scored RoIs of all levels, grouped by image (stably); FpnRois' LoD and RoisNum count
     each image's RoIs. Among equal scores the last listed (by level, then row) comes first: Paddle stable-sorts
     with the comparator a >= b, which reverses ties. Paddle advances the image by at most one per RoI, so the
-    first RoI after an image without RoIs is counted to that empty image, and it reads the counts of the images
-    after the last one holding a RoI out of bounds; gradc keeps each RoI's image."""
+    first RoI after an image without RoIs is counted to that empty image, and its FpnRois LoD ends at the last
+    image holding a RoI (RoisNum then reads past its counts); gradc keeps each RoI's image and every image."""
     rois, scores = k.xs("MultiLevelRois"), k.xs("MultiLevelScores")
     if len(rois) != len(scores) or any(r.shape != (len(s), 4) or s.size != len(s) for r, s in zip(rois, scores)):
         raise ValueError(f"each level's RoIs [R, 4] and scores [R, 1] must agree, got "
