@@ -132,6 +132,22 @@ def test_bad_steps_count_up_to_decr_every_n_nan_or_inf():
     assert (second["LossScaling"].tolist(), second["OutBadSteps"].tolist()) == ([2.0], [0])
 
 
+@pytest.mark.parametrize("scale, good, bad, found, attrs, expected", [
+    (8.0, 0, 1, True, {"decr_every_n_nan_or_inf": 2, "decr_ratio": 1.5}, ([12.0], [0], [0])),
+    (8.0, 0, 1, True, {"decr_every_n_nan_or_inf": 2, "decr_ratio": 0.0}, ([1.0], [0], [0])),
+    (8.0, 1, 0, False, {"incr_every_n_steps": 2, "incr_ratio": 0.5}, ([4.0], [0], [0])),
+    (8.0, -2, 0, False, {"incr_every_n_steps": -1}, ([16.0], [0], [0])),
+    (8.0, 0, 0, True, {"decr_every_n_nan_or_inf": 0}, ([8.0], [0], [1])),
+    (8.0, 2**31 - 1, 0, False, {}, ([8.0], [-(2**31)], [0])),
+])
+def test_update_loss_scaling_takes_any_attribute_and_wraps_its_counters_as_paddle(scale, good, bad, found, attrs,
+                                                                                     expected):
+    """Paddle 3.3.1 checks no range of the attributes (a decr_ratio over 1 grows the scale, one under 1 is not
+    refused) and its int32 counters wrap: these are its outputs for these inputs, in place."""
+    results = loss_scaling(scale, good, bad, found, **attrs)
+    assert tuple(results[slot].tolist() for slot in ("LossScaling", "OutGoodSteps", "OutBadSteps")) == expected
+
+
 def test_check_finite_and_unscale_zeroes_from_the_first_bad_tensor_on():
     """Tensors before the first one with an inf are unscaled; that one and those after are X * 0 (nan at inf)."""
     good, bad, later = np.array([2.0, 4.0], "float32"), np.array([np.inf, 1.0], "float32"), np.array([8.0], "float32")
@@ -165,3 +181,28 @@ def test_average_accumulates_moves_sum_1_into_sum_2_every_16384_updates():
     assert results["out_sum_3"].tolist() == [[3, 3], [3, 3]]
     assert [results[f"out_{c}"].tolist() for c in ("num_accumulates", "old_num_accumulates", "num_updates")] == \
         [[6], [7], [16384]]
+
+
+def average_step(average_window, accumulates=0, updates=0, min_average_window=0):
+    counters = {"in_num_accumulates": np.array([accumulates]), "in_old_num_accumulates": np.array([0]),
+                "in_num_updates": np.array([updates])}
+    sums = {f"in_sum_{i}": np.zeros(2, "float32") for i in (1, 2, 3)}
+    return run_one("average_accumulates", {"param": np.array([1.0, 2.0], "float32"), **sums, **counters},
+                   dict.fromkeys(["out_sum_1", "out_sum_2", "out_sum_3", "out_num_accumulates",
+                                  "out_old_num_accumulates", "out_num_updates"], 1),
+                   {"average_window": average_window, "min_average_window": min_average_window})
+
+
+@pytest.mark.parametrize("average_window", [float("inf"), float("nan"), float("-inf"), 1e30])
+def test_an_average_window_out_of_int64_fills_at_once_as_in_paddle(average_window):
+    """num_updates * average_window out of int64's range converts to INT64_MIN on x86 (Paddle 3.3.1 on CPU):
+    the first step already moves the sums into sum_3."""
+    results = average_step(average_window)
+    assert results["out_sum_3"].tolist() == [1.0, 2.0] and results["out_sum_1"].tolist() == [0.0, 0.0]
+    assert [results[f"out_{c}"].tolist() for c in ("num_accumulates", "old_num_accumulates", "num_updates")] == \
+        [[0], [1], [1]]
+
+
+def test_average_accumulates_counters_wrap_as_paddles_int64():
+    results = average_step(0.5, accumulates=2**63 - 1, min_average_window=10)
+    assert results["out_num_accumulates"].tolist() == [-(2**63)] and results["out_sum_1"].tolist() == [1.0, 2.0]

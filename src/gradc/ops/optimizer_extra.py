@@ -69,6 +69,8 @@ def check_sparse_momentum(names, shape, attr, axis: int, fail) -> None:
              f"'{names('Param')[0]}' has shape {list(param)}")
     if index is not None and not (len(index) == 1 or (len(index) == 2 and index[1] == 1)):
         fail(f"Index '{names('Index')[0]}' has shape {list(index)}, but it must be [n] or [n, 1]")
+    if index is not None and list(index) == [0]:
+        fail(f"Index '{names('Index')[0]}' is empty: Paddle's kernel refuses an empty index of rank 1")
     if None in (param, grad, index) or min(*param, *grad, index[0]) < 0:
         return
     expected = [index[0], param[1]] if axis == 0 else [param[0], index[0]]

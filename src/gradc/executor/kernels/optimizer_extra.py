@@ -11,7 +11,7 @@ from ...ops.optimizer_amp import check_one_value
 from ...ops.optimizer_extra import AVERAGE_COUNTERS, AVERAGE_SUMS, check_average_windows, check_sparse_momentum
 from . import kernel
 from .optimizer import check, update
-from .optimizer_amp import fail
+from .optimizer_amp import fail, plus_one
 
 
 def _scalar(value, like: np.ndarray):
@@ -124,10 +124,15 @@ def sparse_momentum(k):
     """Momentum on the gradient Grad scatters into Param's rows (axis 0) or columns (axis 1) at Index (repeated
     indices add up; out-of-range ones are dropped), times rescale_grad; every element then steps, also those
     no index names (their velocity decays)."""
+    def shape(slot: str):
+        return np.shape(k.x(slot)) if k.op.input(slot) else None
+
+    check_one_value(k.op.input, shape, fail, "Axis")
     axis_tensor = k.optional("Axis")
-    axis = int(np.asarray(axis_tensor).reshape(-1)[0]) if axis_tensor is not None else k.attr("axis")
-    check_sparse_momentum(k.op.input, lambda slot: np.shape(k.x(slot)) if k.op.input(slot) else None, k.attr,
-                          axis, fail)
+    axis = int(np.asarray(axis_tensor).reshape(())) if axis_tensor is not None else k.attr("axis")
+    check_sparse_momentum(k.op.input, shape, k.attr, axis, fail)
+    if np.asarray(k.x("Index")).dtype not in (np.int32, np.int64):
+        fail(f"Index is {np.asarray(k.x('Index')).dtype}, but Paddle's kernel reads int32 or int64 indices")
     param, grad, velocity = k.x("Param"), k.x("Grad"), k.x("Velocity")
     master = k.optional("MasterParam") if k.attr("multi_precision") else None
     weight = master if master is not None else param   # the arithmetic's dtype: the master's, else Param's
@@ -152,6 +157,12 @@ def sparse_momentum(k):
     return results
 
 
+def _to_int64(value: np.float32) -> int:
+    """C's float-to-int64 conversion as x86 does it: nan, infinities and values out of range become INT64_MIN
+    (so Paddle's window fills at once when num_updates * average_window overflows)."""
+    return int(value) if -(2.0**63) <= value < 2.0**63 else -(2**63)
+
+
 @kernel("average_accumulates")
 def average_accumulates(k):
     """sum_1 += param; every 16384th update moves sum_1 into sum_2; once the count of accumulated steps reaches
@@ -166,12 +177,11 @@ def average_accumulates(k):
         if np.shape(value) != np.shape(param):
             fail(f"in_{name} has shape {list(np.shape(value))}, but param has shape {list(np.shape(param))}")
     accumulates, old_accumulates, updates = (int(np.asarray(k.x(f"in_{c}")).reshape(())) for c in AVERAGE_COUNTERS)
-    updates, accumulates = updates + 1, accumulates + 1
+    updates, accumulates = plus_one(updates, 64), plus_one(accumulates, 64)
     sum_1 = sum_1 + param
     if updates % 16384 == 0:
         sum_1, sum_2 = np.zeros_like(param), sum_2 + sum_1
-    window = np.float32(updates) * np.float32(k.attr("average_window"))
-    window = min(k.attr("max_average_window"), int(window) if window < 2.0**63 else 2**63 - 1)
+    window = min(k.attr("max_average_window"), _to_int64(np.float32(updates) * np.float32(k.attr("average_window"))))
     if accumulates >= k.attr("min_average_window") and accumulates >= window:
         sum_3, sum_1, sum_2 = sum_1 + sum_2, np.zeros_like(param), np.zeros_like(param)
         old_accumulates, accumulates = accumulates, 0
