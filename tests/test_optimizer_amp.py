@@ -9,8 +9,8 @@ import pytest
 
 import gradc
 from gradc.executor.kernels.optimizer_extra import _uniforms, gaussian_noise
-from gradc.ir import to_var_type
 from gradc.pir import parse_pir, serialize_pir
+from one_op import run
 from optim_cases import OptimCase, assert_trained_like_paddle, train
 
 DATA = Path(__file__).parent / "data" / "paddle" / "optim_extra"
@@ -87,32 +87,11 @@ def test_gradcs_backward_of_a_bf16_forward_is_paddles():
         gradc.Executor().run(program, feed, ["mean_0.tmp_0"], scope)
 
 
-def run_one(op_type, inputs: dict, outputs: dict[str, int], attrs: dict) -> dict:
-    """Run one op on the arrays of ``inputs`` (a list for a list slot); ``outputs``: slot -> how many vars.
-    -> slot -> its values (a list for a slot of several vars)."""
-    program = gradc.Program()
-    block, feed, slots = program.global_block, {}, {}
-    for slot, value in inputs.items():
-        arrays = value if isinstance(value, list) else [value]
-        slots[slot] = [f"{slot}{i}" for i in range(len(arrays))]
-        for name, array in zip(slots[slot], arrays):
-            block.create_var(name, list(array.shape), to_var_type(array.dtype))
-            feed[name] = array
-    outs = {slot: [f"{slot}_out{i}" for i in range(count)] for slot, count in outputs.items()}
-    for names in outs.values():
-        for name in names:
-            block.create_var(name, None, None)
-    block.append_op(op_type, slots, outs, attrs)
-    values = iter(gradc.Executor().run(program, feed, [n for names in outs.values() for n in names], gradc.Scope()))
-    return {slot: [next(values) for _ in names] if len(names) > 1 else next(values) for slot, names in outs.items()}
-
-
 def loss_scaling(scale, good, bad, found, **attrs):
-    return run_one("update_loss_scaling",
-                   {"X": [np.ones(2, "float32")], "FoundInfinite": np.array([found]),
-                    "PrevLossScaling": np.array([scale], "float32"), "InGoodSteps": np.array([good], "int32"),
-                    "InBadSteps": np.array([bad], "int32")},
-                   {"Out": 1, "LossScaling": 1, "OutGoodSteps": 1, "OutBadSteps": 1}, attrs)
+    return run("update_loss_scaling",
+               {"X": [np.ones(2, "float32")], "FoundInfinite": np.array([found]),
+                "PrevLossScaling": np.array([scale], "float32"), "InGoodSteps": np.array([good], "int32"),
+                "InBadSteps": np.array([bad], "int32")}, attrs)
 
 
 def test_the_scale_never_shrinks_below_one_nor_grows_to_inf():
@@ -151,8 +130,7 @@ def test_update_loss_scaling_takes_any_attribute_and_wraps_its_counters_as_paddl
 def test_check_finite_and_unscale_zeroes_from_the_first_bad_tensor_on():
     """Tensors before the first one with an inf are unscaled; that one and those after are X * 0 (nan at inf)."""
     good, bad, later = np.array([2.0, 4.0], "float32"), np.array([np.inf, 1.0], "float32"), np.array([8.0], "float32")
-    results = run_one("check_finite_and_unscale", {"X": [good, bad, later], "Scale": np.array([2.0], "float32")},
-                      {"Out": 3, "FoundInfinite": 1}, {})
+    results = run("check_finite_and_unscale", {"X": [good, bad, later], "Scale": np.array([2.0], "float32")})
     assert results["FoundInfinite"].tolist() == [True]
     unscaled, zeroed, after = results["Out"]
     assert unscaled.tolist() == [1.0, 2.0] and np.isnan(zeroed[0]) and zeroed[1] == 0 and after.tolist() == [0]
@@ -173,10 +151,9 @@ def test_average_accumulates_moves_sum_1_into_sum_2_every_16384_updates():
     param, sums = np.full((2, 2), 0.5, "float32"), [np.full((2, 2), v, "float32") for v in (1.0, 2.0, 3.0)]
     counters = {"in_num_accumulates": np.array([5]), "in_old_num_accumulates": np.array([7]),
                 "in_num_updates": np.array([16383])}
-    results = run_one("average_accumulates",
-                      {"param": param, **{f"in_sum_{i + 1}": s for i, s in enumerate(sums)}, **counters},
-                      dict.fromkeys(["out_sum_1", "out_sum_2", "out_sum_3", "out_num_accumulates",
-                                     "out_old_num_accumulates", "out_num_updates"], 1), {"average_window": 0.5})
+    results = run("average_accumulates",
+                  {"param": param, **{f"in_sum_{i + 1}": s for i, s in enumerate(sums)}, **counters},
+                  {"average_window": 0.5})
     assert results["out_sum_1"].tolist() == [[0, 0], [0, 0]] and results["out_sum_2"].tolist() == [[3.5, 3.5]] * 2
     assert results["out_sum_3"].tolist() == [[3, 3], [3, 3]]
     assert [results[f"out_{c}"].tolist() for c in ("num_accumulates", "old_num_accumulates", "num_updates")] == \
@@ -187,10 +164,8 @@ def average_step(average_window, accumulates=0, updates=0, min_average_window=0)
     counters = {"in_num_accumulates": np.array([accumulates]), "in_old_num_accumulates": np.array([0]),
                 "in_num_updates": np.array([updates])}
     sums = {f"in_sum_{i}": np.zeros(2, "float32") for i in (1, 2, 3)}
-    return run_one("average_accumulates", {"param": np.array([1.0, 2.0], "float32"), **sums, **counters},
-                   dict.fromkeys(["out_sum_1", "out_sum_2", "out_sum_3", "out_num_accumulates",
-                                  "out_old_num_accumulates", "out_num_updates"], 1),
-                   {"average_window": average_window, "min_average_window": min_average_window})
+    return run("average_accumulates", {"param": np.array([1.0, 2.0], "float32"), **sums, **counters},
+               {"average_window": average_window, "min_average_window": min_average_window})
 
 
 @pytest.mark.parametrize("average_window", [float("inf"), float("nan"), float("-inf"), 1e30])
