@@ -14,6 +14,13 @@ from .optimizer import check, update
 from .optimizer_amp import fail, plus_one
 
 
+def _check_floats(k, *slots: str) -> None:
+    """Paddle registers these kernels for floating dtypes only; numpy would compute on ints and fail on bools."""
+    for slot in slots:
+        if not np.issubdtype(np.asarray(k.x(slot)).dtype, np.floating):
+            fail(f"{slot} is {np.asarray(k.x(slot)).dtype}, but {k.op.type} updates floating-point tensors")
+
+
 def _scalar(value, like: np.ndarray):
     return like.dtype.type(np.asarray(value).reshape(()))
 
@@ -22,6 +29,7 @@ def _scalar(value, like: np.ndarray):
 def asgd(k):
     """d = d - y + g (y: the gradient this parameter had n batches ago), y = g, Param -= lr / n * d."""
     check(k)
+    _check_floats(k, "param", "grad")
     lr, n = k.x("learning_rate"), k.x("n")
 
     def rule(param, grad):
@@ -38,6 +46,7 @@ def ftrl(k):
     else (l1 sign(linear) - linear) / (s'^-p / lr + 2 l2). Paddle adds 1e-10 to l1 and l2 (so l1 = 0 still
     zeroes a parameter whose linear accumulator is exactly 0)."""
     check(k)
+    _check_floats(k, "Param", "Grad")
     param, grad = k.x("Param"), k.x("Grad")
     squared, linear = k.x("SquaredAccumulator"), k.x("LinearAccumulator")
     lr = _scalar(k.x("LearningRate"), param)
@@ -59,6 +68,7 @@ def ftrl(k):
 def decayed_adagrad(k):
     """m = decay m + (1 - decay) g^2; Param -= lr g / (sqrt(m) + epsilon)."""
     check(k)
+    _check_floats(k, "Param", "Grad")
     param, grad = k.x("Param"), k.x("Grad")
     decay, epsilon = _scalar(k.attr("decay"), param), _scalar(k.attr("epsilon"), param)
     moment = decay * k.x("Moment") + (param.dtype.type(1) - decay) * grad * grad
@@ -108,6 +118,7 @@ def dpsgd(k):
     """Param -= lr (g / max(1, |g| / clip) + noise / batch_size), noise one N(0, sigma^2) draw for the whole
     parameter. A nonzero seed draws the same noise at every step (Paddle seeds a new engine each run)."""
     check(k)
+    _check_floats(k, "Param", "Grad")
     param, grad = k.x("Param"), k.x("Grad")
     if grad.size != param.size:
         fail(f"Grad has {grad.size} values, but Param has {param.size}")
@@ -131,6 +142,7 @@ def sparse_momentum(k):
     axis_tensor = k.optional("Axis")
     axis = int(np.asarray(axis_tensor).reshape(())) if axis_tensor is not None else k.attr("axis")
     check_sparse_momentum(k.op.input, shape, k.attr, axis, fail)
+    _check_floats(k, "Param", "Grad", "Velocity")
     if np.asarray(k.x("Index")).dtype not in (np.int32, np.int64):
         fail(f"Index is {np.asarray(k.x('Index')).dtype}, but Paddle's kernel reads int32 or int64 indices")
     param, grad, velocity = k.x("Param"), k.x("Grad"), k.x("Velocity")
@@ -171,6 +183,7 @@ def average_accumulates(k):
     which ModelAverage makes the same vars: the moves take the sums with this step's param, as here."""
     check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), fail, *(f"in_{c}" for c in AVERAGE_COUNTERS))
     check_average_windows(k.attr, fail)
+    _check_floats(k, "param")
     param = k.x("param")
     sum_1, sum_2, sum_3 = (k.x(f"in_{name}") for name in AVERAGE_SUMS)
     for name, value in zip(AVERAGE_SUMS, (sum_1, sum_2, sum_3)):
