@@ -32,6 +32,8 @@ def check_finite_and_unscale(k):
     found, outs = False, []
     for x in k.xs("X"):
         x = np.asarray(x)
+        if not np.issubdtype(x.dtype, np.floating):
+            fail(f"X is {x.dtype}, but check_finite_and_unscale unscales floating-point gradients")
         if x.dtype != scale.dtype:
             fail(f"X is {x.dtype} but Scale is {scale.dtype}: Paddle's kernel reads both as one dtype")
         found = found or not np.isfinite(x).all()

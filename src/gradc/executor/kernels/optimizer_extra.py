@@ -184,6 +184,9 @@ def average_accumulates(k):
     check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), fail, *(f"in_{c}" for c in AVERAGE_COUNTERS))
     check_average_windows(k.attr, fail)
     _check_floats(k, "param")
+    for counter in AVERAGE_COUNTERS:
+        if np.asarray(k.x(f"in_{counter}")).dtype != np.int64:
+            fail(f"in_{counter} is {np.asarray(k.x(f'in_{counter}')).dtype}, but Paddle's kernel reads it as int64")
     param = k.x("param")
     sum_1, sum_2, sum_3 = (k.x(f"in_{name}") for name in AVERAGE_SUMS)
     for name, value in zip(AVERAGE_SUMS, (sum_1, sum_2, sum_3)):
