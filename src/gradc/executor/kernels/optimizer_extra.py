@@ -179,8 +179,8 @@ def _to_int64(value: np.float32) -> int:
 def average_accumulates(k):
     """sum_1 += param; every 16384th update moves sum_1 into sum_2; once the count of accumulated steps reaches
     both min_average_window and min(max_average_window, num_updates * average_window), sum_3 becomes sum_1 +
-    sum_2 and they and the count restart from 0. Paddle's kernel reads its inputs after writing its outputs,
-    which ModelAverage makes the same vars: the moves take the sums with this step's param, as here."""
+    sum_2 and they and the count restart from 0. Paddle's kernel reads an input after writing its output: in
+    place (as ModelAverage writes the op) the moves take the sums as this step left them."""
     check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), fail, *(f"in_{c}" for c in AVERAGE_COUNTERS))
     check_average_windows(k.attr, fail)
     _check_floats(k, "param")
@@ -188,23 +188,29 @@ def average_accumulates(k):
         if np.asarray(k.x(f"in_{counter}")).dtype != np.int64:
             fail(f"in_{counter} is {np.asarray(k.x(f'in_{counter}')).dtype}, but Paddle's kernel reads it as int64")
     param = k.x("param")
-    sum_1, sum_2, sum_3 = (k.x(f"in_{name}") for name in AVERAGE_SUMS)
-    for name, value in zip(AVERAGE_SUMS, (sum_1, sum_2, sum_3)):
-        if np.shape(value) != np.shape(param):
-            fail(f"in_{name} has shape {list(np.shape(value))}, but param has shape {list(np.shape(param))}")
+    for name in AVERAGE_SUMS:
+        if np.shape(k.x(f"in_{name}")) != np.shape(param):
+            fail(f"in_{name} has shape {list(np.shape(k.x(f'in_{name}')))}, but param has shape "
+                 f"{list(np.shape(param))}")
     accumulates, old_accumulates, updates = (int(np.asarray(k.x(f"in_{c}")).reshape(())) for c in AVERAGE_COUNTERS)
     updates, accumulates = plus_one(updates, 64), plus_one(accumulates, 64)
-    sum_1 = sum_1 + param
+    sums = {name: k.x(f"in_{name}") for name in AVERAGE_SUMS}
+    sums["sum_1"] = sums["sum_1"] + param
+
+    def read(name: str):
+        return sums[name] if k.op.output(f"out_{name}") == k.op.input(f"in_{name}") else k.x(f"in_{name}")
+
     if updates % 16384 == 0:
-        sum_1, sum_2 = np.zeros_like(param), sum_2 + sum_1
+        sums["sum_2"], sums["sum_1"] = read("sum_2") + read("sum_1"), np.zeros_like(param)
     window = min(k.attr("max_average_window"), _to_int64(np.float32(updates) * np.float32(k.attr("average_window"))))
     if accumulates >= k.attr("min_average_window") and accumulates >= window:
-        sum_3, sum_1, sum_2 = sum_1 + sum_2, np.zeros_like(param), np.zeros_like(param)
+        sums["sum_3"] = read("sum_1") + read("sum_2")
+        sums["sum_1"], sums["sum_2"] = np.zeros_like(param), np.zeros_like(param)
         old_accumulates, accumulates = accumulates, 0
 
     def counter(value: int, slot: str):
         return np.full(np.shape(k.x(slot)), value, np.int64)
 
-    return {"out_sum_1": sum_1, "out_sum_2": sum_2, "out_sum_3": sum_3,
+    return {**{f"out_{name}": value for name, value in sums.items()},
             **{f"out_{c}": counter(v, f"in_{c}") for c, v in zip(AVERAGE_COUNTERS,
                                                                    (accumulates, old_accumulates, updates))}}
