@@ -11,6 +11,7 @@ import gradc
 from gradc.executor.kernels.optimizer_extra import _uniforms, gaussian_noise
 from gradc.ir import to_var_type
 from gradc.pir import parse_pir, serialize_pir
+from one_op import run
 from optim_cases import OptimCase, assert_trained_like_paddle, train
 
 DATA = Path(__file__).parent / "data" / "paddle" / "optim_extra"
@@ -87,32 +88,11 @@ def test_gradcs_backward_of_a_bf16_forward_is_paddles():
         gradc.Executor().run(program, feed, ["mean_0.tmp_0"], scope)
 
 
-def run_one(op_type, inputs: dict, outputs: dict[str, int], attrs: dict) -> dict:
-    """Run one op on the arrays of ``inputs`` (a list for a list slot); ``outputs``: slot -> how many vars.
-    -> slot -> its values (a list for a slot of several vars)."""
-    program = gradc.Program()
-    block, feed, slots = program.global_block, {}, {}
-    for slot, value in inputs.items():
-        arrays = value if isinstance(value, list) else [value]
-        slots[slot] = [f"{slot}{i}" for i in range(len(arrays))]
-        for name, array in zip(slots[slot], arrays):
-            block.create_var(name, list(array.shape), to_var_type(array.dtype))
-            feed[name] = array
-    outs = {slot: [f"{slot}_out{i}" for i in range(count)] for slot, count in outputs.items()}
-    for names in outs.values():
-        for name in names:
-            block.create_var(name, None, None)
-    block.append_op(op_type, slots, outs, attrs)
-    values = iter(gradc.Executor().run(program, feed, [n for names in outs.values() for n in names], gradc.Scope()))
-    return {slot: [next(values) for _ in names] if len(names) > 1 else next(values) for slot, names in outs.items()}
-
-
 def loss_scaling(scale, good, bad, found, **attrs):
-    return run_one("update_loss_scaling",
-                   {"X": [np.ones(2, "float32")], "FoundInfinite": np.array([found]),
-                    "PrevLossScaling": np.array([scale], "float32"), "InGoodSteps": np.array([good], "int32"),
-                    "InBadSteps": np.array([bad], "int32")},
-                   {"Out": 1, "LossScaling": 1, "OutGoodSteps": 1, "OutBadSteps": 1}, attrs)
+    return run("update_loss_scaling",
+               {"X": [np.ones(2, "float32")], "FoundInfinite": np.array([found]),
+                "PrevLossScaling": np.array([scale], "float32"), "InGoodSteps": np.array([good], "int32"),
+                "InBadSteps": np.array([bad], "int32")}, attrs)
 
 
 def test_the_scale_never_shrinks_below_one_nor_grows_to_inf():
@@ -132,11 +112,26 @@ def test_bad_steps_count_up_to_decr_every_n_nan_or_inf():
     assert (second["LossScaling"].tolist(), second["OutBadSteps"].tolist()) == ([2.0], [0])
 
 
+@pytest.mark.parametrize("scale, good, bad, found, attrs, expected", [
+    (8.0, 0, 1, True, {"decr_every_n_nan_or_inf": 2, "decr_ratio": 1.5}, ([12.0], [0], [0])),
+    (8.0, 0, 1, True, {"decr_every_n_nan_or_inf": 2, "decr_ratio": 0.0}, ([1.0], [0], [0])),
+    (8.0, 1, 0, False, {"incr_every_n_steps": 2, "incr_ratio": 0.5}, ([4.0], [0], [0])),
+    (8.0, -2, 0, False, {"incr_every_n_steps": -1}, ([16.0], [0], [0])),
+    (8.0, 0, 0, True, {"decr_every_n_nan_or_inf": 0}, ([8.0], [0], [1])),
+    (8.0, 2**31 - 1, 0, False, {}, ([8.0], [-(2**31)], [0])),
+])
+def test_update_loss_scaling_takes_any_attribute_and_wraps_its_counters_as_paddle(scale, good, bad, found, attrs,
+                                                                                     expected):
+    """Paddle 3.3.1 checks no range of the attributes (a decr_ratio over 1 grows the scale, one under 1 is not
+    refused) and its int32 counters wrap: these are its outputs for these inputs, in place."""
+    results = loss_scaling(scale, good, bad, found, **attrs)
+    assert tuple(results[slot].tolist() for slot in ("LossScaling", "OutGoodSteps", "OutBadSteps")) == expected
+
+
 def test_check_finite_and_unscale_zeroes_from_the_first_bad_tensor_on():
     """Tensors before the first one with an inf are unscaled; that one and those after are X * 0 (nan at inf)."""
     good, bad, later = np.array([2.0, 4.0], "float32"), np.array([np.inf, 1.0], "float32"), np.array([8.0], "float32")
-    results = run_one("check_finite_and_unscale", {"X": [good, bad, later], "Scale": np.array([2.0], "float32")},
-                      {"Out": 3, "FoundInfinite": 1}, {})
+    results = run("check_finite_and_unscale", {"X": [good, bad, later], "Scale": np.array([2.0], "float32")})
     assert results["FoundInfinite"].tolist() == [True]
     unscaled, zeroed, after = results["Out"]
     assert unscaled.tolist() == [1.0, 2.0] and np.isnan(zeroed[0]) and zeroed[1] == 0 and after.tolist() == [0]
@@ -150,18 +145,49 @@ def test_dpsgd_draws_libstdcpps_minstd_uniforms():
     assert gaussian_noise(7, 0.3, np.float32) != gaussian_noise(8, 0.3, np.float32)
 
 
+AVERAGE_STATE = ("sum_1", "sum_2", "sum_3", "num_accumulates", "old_num_accumulates", "num_updates")
+
+
+def average_step(sums, accumulates=0, updates=0, in_place=True, **attrs) -> dict:
+    """One average_accumulates on param [1, 2] and sums [s, s] for s in ``sums``; in place (as ModelAverage writes
+    it) each out_ var is its in_ var, else the sums are written to fresh vars. -> name -> value after the op."""
+    program, feed = gradc.Program(), {"param": np.array([1.0, 2.0], "float32")}
+    feed.update({f"in_{name}": np.full(2, value, "float32") for name, value in zip(AVERAGE_STATE, sums)})
+    feed.update({f"in_{name}": np.array([value]) for name, value in zip(AVERAGE_STATE[3:], (accumulates, 0, updates))})
+    block = program.global_block
+    for name, value in feed.items():
+        block.create_var(name, list(value.shape), to_var_type(value.dtype))
+    outputs = {f"out_{name}": f"in_{name}" if in_place or name.startswith(("num", "old")) else f"out_{name}"
+               for name in AVERAGE_STATE}
+    for name in set(outputs.values()) - set(feed):
+        block.create_var(name, [2], to_var_type(np.dtype("float32")))
+    block.append_op("average_accumulates", {slot: [slot] for slot in feed}, {k: [v] for k, v in outputs.items()},
+                    attrs)
+    values = gradc.Executor().run(program, feed, list(outputs.values()), gradc.Scope())
+    return {slot: value.tolist() for slot, value in zip(outputs, values)}
+
+
 def test_average_accumulates_moves_sum_1_into_sum_2_every_16384_updates():
-    """Against the loss of precision of one long sum; the moved sum includes this step's parameter (Paddle's
-    in-place kernel), and the window (min_average_window 10000 by default) has not filled. Paddle 3.3.1 gives
-    these values for these inputs, in place."""
-    param, sums = np.full((2, 2), 0.5, "float32"), [np.full((2, 2), v, "float32") for v in (1.0, 2.0, 3.0)]
-    counters = {"in_num_accumulates": np.array([5]), "in_old_num_accumulates": np.array([7]),
-                "in_num_updates": np.array([16383])}
-    results = run_one("average_accumulates",
-                      {"param": param, **{f"in_sum_{i + 1}": s for i, s in enumerate(sums)}, **counters},
-                      dict.fromkeys(["out_sum_1", "out_sum_2", "out_sum_3", "out_num_accumulates",
-                                     "out_old_num_accumulates", "out_num_updates"], 1), {"average_window": 0.5})
-    assert results["out_sum_1"].tolist() == [[0, 0], [0, 0]] and results["out_sum_2"].tolist() == [[3.5, 3.5]] * 2
-    assert results["out_sum_3"].tolist() == [[3, 3], [3, 3]]
-    assert [results[f"out_{c}"].tolist() for c in ("num_accumulates", "old_num_accumulates", "num_updates")] == \
-        [[6], [7], [16384]]
+    """Against the loss of precision of one long sum. Paddle's kernel reads an input after writing its output:
+    in place the moved sum includes this step's parameter, into fresh vars it does not. The window
+    (min_average_window 10000 by default) has not filled. Paddle 3.3.1's values for these inputs."""
+    for in_place, moved in ((True, [111.0, 112.0]), (False, [110.0, 110.0])):
+        results = average_step((10, 100, 1000), accumulates=5, updates=16383, in_place=in_place, average_window=0.5)
+        assert results == {"out_sum_1": [0, 0], "out_sum_2": moved, "out_sum_3": [1000, 1000],
+                           "out_num_accumulates": [6], "out_old_num_accumulates": [0], "out_num_updates": [16384]}
+
+
+@pytest.mark.parametrize("average_window", [float("inf"), float("nan"), float("-inf"), 1e30])
+def test_an_average_window_out_of_int64_fills_at_once_as_in_paddle(average_window):
+    """num_updates * average_window out of int64's range converts to INT64_MIN on x86 (Paddle 3.3.1 on CPU):
+    the first step already moves the sums into sum_3 (with this step's parameter in place, without it not)."""
+    for in_place, moved in ((True, [111.0, 112.0]), (False, [110.0, 110.0])):
+        results = average_step((10, 100, 1000), in_place=in_place, average_window=average_window,
+                               min_average_window=0)
+        assert results == {"out_sum_1": [0, 0], "out_sum_2": [0, 0], "out_sum_3": moved,
+                           "out_num_accumulates": [0], "out_old_num_accumulates": [1], "out_num_updates": [1]}
+
+
+def test_average_accumulates_counters_wrap_as_paddles_int64():
+    results = average_step((0, 0, 0), accumulates=2**63 - 1, average_window=0.5, min_average_window=10)
+    assert results["out_num_accumulates"] == [-(2**63)] and results["out_sum_1"] == [1.0, 2.0]

@@ -44,10 +44,9 @@ defupdate_into("dpsgd", ["Param", "Grad", "LearningRate"], {"ParamOut": "Param"}
                {"clip": 10.0, "batch_size": 16.0, "sigma": 1.0, "seed": 0},
                UpdateRule(nonnegative=("clip", "batch_size", "sigma")))
 
-# Sparse momentum's Grad holds only the rows (axis 0) or columns (axis 1) that Index names: its rule names the
-# learning rate and the accumulator, and the op has checks of its own
-SPARSE_MOMENTUM = update_rule("sparse_momentum", UpdateRule(like_param=("Velocity",), nonnegative=(),
-                                                            choices=L2_METHODS))
+# Sparse momentum's Grad holds only the rows (axis 0) or columns (axis 1) that Index names: its rule only tells
+# the training passes its learning rate and accumulator (the op's checks are check_sparse_momentum)
+update_rule("sparse_momentum", UpdateRule(like_param=("Velocity",), nonnegative=(), choices=L2_METHODS))
 
 
 def check_sparse_momentum(names, shape, attr, axis: int, fail) -> None:
@@ -69,6 +68,8 @@ def check_sparse_momentum(names, shape, attr, axis: int, fail) -> None:
              f"'{names('Param')[0]}' has shape {list(param)}")
     if index is not None and not (len(index) == 1 or (len(index) == 2 and index[1] == 1)):
         fail(f"Index '{names('Index')[0]}' has shape {list(index)}, but it must be [n] or [n, 1]")
+    if index is not None and list(index) == [0]:
+        fail(f"Index '{names('Index')[0]}' is empty: Paddle's kernel refuses an empty index of rank 1")
     if None in (param, grad, index) or min(*param, *grad, index[0]) < 0:
         return
     expected = [index[0], param[1]] if axis == 0 else [param[0], index[0]]

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.optimizer_amp import check_loss_scaling_attrs, check_one_value
+from ...ops.optimizer_amp import check_one_value
 from . import kernel
 
 
 def fail(message: str):
     """A kernel's check of the values it got: the executor names the op and its inputs."""
     raise ValueError(message)
+
+
+def plus_one(count: int, bits: int) -> int:
+    """``count + 1`` in a C integer of ``bits`` bits: Paddle's counters wrap around at the top."""
+    return (count + 1 + 2 ** (bits - 1)) % 2**bits - 2 ** (bits - 1)
 
 
 def _check_one_value(k, *slots: str) -> None:
@@ -27,6 +32,8 @@ def check_finite_and_unscale(k):
     found, outs = False, []
     for x in k.xs("X"):
         x = np.asarray(x)
+        if not np.issubdtype(x.dtype, np.floating):
+            fail(f"X is {x.dtype}, but check_finite_and_unscale unscales floating-point gradients")
         if x.dtype != scale.dtype:
             fail(f"X is {x.dtype} but Scale is {scale.dtype}: Paddle's kernel reads both as one dtype")
         found = found or not np.isfinite(x).all()
@@ -42,9 +49,9 @@ def update_loss_scaling(k):
     attribute): a bad step counts bad steps (the good count restarts) and the decr_every_n_nan_or_inf-th in a
     row multiplies the scale by decr_ratio (at least 1); a good step counts good steps and the
     incr_every_n_steps-th multiplies it by incr_ratio (unless that overflows to inf); either count restarts when
-    it changes the scale."""
+    it changes the scale. The attributes have no range: Paddle computes with whatever they hold."""
     _check_one_value(k, "FoundInfinite", "PrevLossScaling", "InGoodSteps", "InBadSteps")
-    check_loss_scaling_attrs(k.attr, fail)
+    _check_loss_scaling_dtypes(k)
     found = bool(np.asarray(k.x("FoundInfinite")).reshape(()))
     xs = k.xs("X")
     outs = [np.zeros_like(x) for x in xs] if found else list(xs)
@@ -56,11 +63,11 @@ def update_loss_scaling(k):
     else:
         scale = prev.reshape(())
         if found:
-            good, bad = 0, bad + 1
+            good, bad = 0, plus_one(bad, 32)
             if bad == k.attr("decr_every_n_nan_or_inf"):
                 scale, bad = max(scale * prev.dtype.type(k.attr("decr_ratio")), prev.dtype.type(1)), 0
         else:
-            good, bad = good + 1, 0
+            good, bad = plus_one(good, 32), 0
             if good == k.attr("incr_every_n_steps"):
                 with np.errstate(over="ignore"):
                     grown = scale * prev.dtype.type(k.attr("incr_ratio"))
@@ -72,6 +79,17 @@ def update_loss_scaling(k):
 
     return {"Out": outs, "LossScaling": scale, "OutGoodSteps": counter(good, "InGoodSteps"),
             "OutBadSteps": counter(bad, "InBadSteps")}
+
+
+def _check_loss_scaling_dtypes(k) -> None:
+    """Paddle's kernel reads the flag as bool, the counters as int32 and the scale in X's compute type (float64
+    for float64 gradients, else float32): other dtypes are its errors, not values to convert."""
+    xs = [np.asarray(x) for x in k.xs("X")]
+    scale_dtype = np.float64 if xs and xs[0].dtype == np.float64 else np.float32
+    for slot, dtype in (("FoundInfinite", np.bool_), ("InGoodSteps", np.int32), ("InBadSteps", np.int32),
+                        ("PrevLossScaling", scale_dtype)):
+        if np.asarray(k.x(slot)).dtype != dtype:
+            fail(f"{slot} is {np.asarray(k.x(slot)).dtype}, but Paddle's kernel reads it as {np.dtype(dtype)}")
 
 
 @kernel("memcpy")

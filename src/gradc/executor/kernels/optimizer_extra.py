@@ -11,7 +11,14 @@ from ...ops.optimizer_amp import check_one_value
 from ...ops.optimizer_extra import AVERAGE_COUNTERS, AVERAGE_SUMS, check_average_windows, check_sparse_momentum
 from . import kernel
 from .optimizer import check, update
-from .optimizer_amp import fail
+from .optimizer_amp import fail, plus_one
+
+
+def _check_floats(k, *slots: str) -> None:
+    """Paddle registers these kernels for floating dtypes only; numpy would compute on ints and fail on bools."""
+    for slot in slots:
+        if not np.issubdtype(np.asarray(k.x(slot)).dtype, np.floating):
+            fail(f"{slot} is {np.asarray(k.x(slot)).dtype}, but {k.op.type} updates floating-point tensors")
 
 
 def _scalar(value, like: np.ndarray):
@@ -22,6 +29,7 @@ def _scalar(value, like: np.ndarray):
 def asgd(k):
     """d = d - y + g (y: the gradient this parameter had n batches ago), y = g, Param -= lr / n * d."""
     check(k)
+    _check_floats(k, "param", "grad")
     lr, n = k.x("learning_rate"), k.x("n")
 
     def rule(param, grad):
@@ -38,6 +46,7 @@ def ftrl(k):
     else (l1 sign(linear) - linear) / (s'^-p / lr + 2 l2). Paddle adds 1e-10 to l1 and l2 (so l1 = 0 still
     zeroes a parameter whose linear accumulator is exactly 0)."""
     check(k)
+    _check_floats(k, "Param", "Grad")
     param, grad = k.x("Param"), k.x("Grad")
     squared, linear = k.x("SquaredAccumulator"), k.x("LinearAccumulator")
     lr = _scalar(k.x("LearningRate"), param)
@@ -59,6 +68,7 @@ def ftrl(k):
 def decayed_adagrad(k):
     """m = decay m + (1 - decay) g^2; Param -= lr g / (sqrt(m) + epsilon)."""
     check(k)
+    _check_floats(k, "Param", "Grad")
     param, grad = k.x("Param"), k.x("Grad")
     decay, epsilon = _scalar(k.attr("decay"), param), _scalar(k.attr("epsilon"), param)
     moment = decay * k.x("Moment") + (param.dtype.type(1) - decay) * grad * grad
@@ -108,6 +118,7 @@ def dpsgd(k):
     """Param -= lr (g / max(1, |g| / clip) + noise / batch_size), noise one N(0, sigma^2) draw for the whole
     parameter. A nonzero seed draws the same noise at every step (Paddle seeds a new engine each run)."""
     check(k)
+    _check_floats(k, "Param", "Grad")
     param, grad = k.x("Param"), k.x("Grad")
     if grad.size != param.size:
         fail(f"Grad has {grad.size} values, but Param has {param.size}")
@@ -124,10 +135,16 @@ def sparse_momentum(k):
     """Momentum on the gradient Grad scatters into Param's rows (axis 0) or columns (axis 1) at Index (repeated
     indices add up; out-of-range ones are dropped), times rescale_grad; every element then steps, also those
     no index names (their velocity decays)."""
+    def shape(slot: str):
+        return np.shape(k.x(slot)) if k.op.input(slot) else None
+
+    check_one_value(k.op.input, shape, fail, "Axis")
     axis_tensor = k.optional("Axis")
-    axis = int(np.asarray(axis_tensor).reshape(-1)[0]) if axis_tensor is not None else k.attr("axis")
-    check_sparse_momentum(k.op.input, lambda slot: np.shape(k.x(slot)) if k.op.input(slot) else None, k.attr,
-                          axis, fail)
+    axis = int(np.asarray(axis_tensor).reshape(())) if axis_tensor is not None else k.attr("axis")
+    check_sparse_momentum(k.op.input, shape, k.attr, axis, fail)
+    _check_floats(k, "Param", "Grad", "Velocity")
+    if np.asarray(k.x("Index")).dtype not in (np.int32, np.int64):
+        fail(f"Index is {np.asarray(k.x('Index')).dtype}, but Paddle's kernel reads int32 or int64 indices")
     param, grad, velocity = k.x("Param"), k.x("Grad"), k.x("Velocity")
     master = k.optional("MasterParam") if k.attr("multi_precision") else None
     weight = master if master is not None else param   # the arithmetic's dtype: the master's, else Param's
@@ -152,33 +169,48 @@ def sparse_momentum(k):
     return results
 
 
+def _to_int64(value: np.float32) -> int:
+    """C's float-to-int64 conversion as x86 does it: nan, infinities and values out of range become INT64_MIN
+    (so Paddle's window fills at once when num_updates * average_window overflows)."""
+    return int(value) if -(2.0**63) <= value < 2.0**63 else -(2**63)
+
+
 @kernel("average_accumulates")
 def average_accumulates(k):
     """sum_1 += param; every 16384th update moves sum_1 into sum_2; once the count of accumulated steps reaches
     both min_average_window and min(max_average_window, num_updates * average_window), sum_3 becomes sum_1 +
-    sum_2 and they and the count restart from 0. Paddle's kernel reads its inputs after writing its outputs,
-    which ModelAverage makes the same vars: the moves take the sums with this step's param, as here."""
+    sum_2 and they and the count restart from 0. Paddle's kernel reads an input after writing its output: in
+    place (as ModelAverage writes the op) the moves take the sums as this step left them."""
     check_one_value(k.op.input, lambda slot: np.shape(k.x(slot)), fail, *(f"in_{c}" for c in AVERAGE_COUNTERS))
     check_average_windows(k.attr, fail)
+    _check_floats(k, "param")
+    for counter in AVERAGE_COUNTERS:
+        if np.asarray(k.x(f"in_{counter}")).dtype != np.int64:
+            fail(f"in_{counter} is {np.asarray(k.x(f'in_{counter}')).dtype}, but Paddle's kernel reads it as int64")
     param = k.x("param")
-    sum_1, sum_2, sum_3 = (k.x(f"in_{name}") for name in AVERAGE_SUMS)
-    for name, value in zip(AVERAGE_SUMS, (sum_1, sum_2, sum_3)):
-        if np.shape(value) != np.shape(param):
-            fail(f"in_{name} has shape {list(np.shape(value))}, but param has shape {list(np.shape(param))}")
+    for name in AVERAGE_SUMS:
+        if np.shape(k.x(f"in_{name}")) != np.shape(param):
+            fail(f"in_{name} has shape {list(np.shape(k.x(f'in_{name}')))}, but param has shape "
+                 f"{list(np.shape(param))}")
     accumulates, old_accumulates, updates = (int(np.asarray(k.x(f"in_{c}")).reshape(())) for c in AVERAGE_COUNTERS)
-    updates, accumulates = updates + 1, accumulates + 1
-    sum_1 = sum_1 + param
+    updates, accumulates = plus_one(updates, 64), plus_one(accumulates, 64)
+    sums = {name: k.x(f"in_{name}") for name in AVERAGE_SUMS}
+    sums["sum_1"] = sums["sum_1"] + param
+
+    def read(name: str):
+        return sums[name] if k.op.output(f"out_{name}") == k.op.input(f"in_{name}") else k.x(f"in_{name}")
+
     if updates % 16384 == 0:
-        sum_1, sum_2 = np.zeros_like(param), sum_2 + sum_1
-    window = np.float32(updates) * np.float32(k.attr("average_window"))
-    window = min(k.attr("max_average_window"), int(window) if window < 2.0**63 else 2**63 - 1)
+        sums["sum_2"], sums["sum_1"] = read("sum_2") + read("sum_1"), np.zeros_like(param)
+    window = min(k.attr("max_average_window"), _to_int64(np.float32(updates) * np.float32(k.attr("average_window"))))
     if accumulates >= k.attr("min_average_window") and accumulates >= window:
-        sum_3, sum_1, sum_2 = sum_1 + sum_2, np.zeros_like(param), np.zeros_like(param)
+        sums["sum_3"] = read("sum_1") + read("sum_2")
+        sums["sum_1"], sums["sum_2"] = np.zeros_like(param), np.zeros_like(param)
         old_accumulates, accumulates = accumulates, 0
 
     def counter(value: int, slot: str):
         return np.full(np.shape(k.x(slot)), value, np.int64)
 
-    return {"out_sum_1": sum_1, "out_sum_2": sum_2, "out_sum_3": sum_3,
+    return {**{f"out_{name}": value for name, value in sums.items()},
             **{f"out_{c}": counter(v, f"in_{c}") for c, v in zip(AVERAGE_COUNTERS,
                                                                    (accumulates, old_accumulates, updates))}}
