@@ -523,6 +523,8 @@ COMPILE_TIME = {
     "svdvals vector": ("svdvals", {"x": zeros(3)}, {}, "x must be a matrix or a batch of matrices"),
     "tril_indices negative": ("tril_indices", {}, {"rows": -1, "cols": 3}, "rows and cols must be >= 0, got -1 and 3"),
     "triu_indices dtype": ("triu_indices", {}, {"row": 3, "col": 3, "dtype": 5}, "dtype 5 must be int32 (2) or int64"),
+    "lu_solve pivots dtype": ("lu_solve", {"b": zeros(3, 1), "lu": zeros(3, 3), "pivots": zeros(3)}, {},
+                              "pivots must hold integer row numbers"),
     # random_dist
     "truncated_gaussian_random std": ("truncated_gaussian_random", {}, {"shape": [2, 3], "std": 0.0},
                                       "needs std > 0, got 0.0"),
@@ -776,6 +778,7 @@ RUN_TIME = {
                            "pivots holds 5, outside the rows [1, 3]"),
     "lu_solve singular": ("lu_solve", {"b": zeros(3, 1), "lu": zeros(3, 3), "pivots": np.array([1, 2, 3], np.int32)},
                           {"trans": "T"}, "lu holds a singular matrix"),
+    "triu_indices huge": ("triu_indices", {}, {"row": 1, "col": 2**31 - 1}, "out of shape [2, 2147483647]"),
     # random_dist
     "binomial probability": ("binomial", {"count": np.array([3.0, 2.0], f32), "prob": np.array([0.5, 1.5], f32)}, {},
                              "probabilities in prob must lie in [0, 1]"),

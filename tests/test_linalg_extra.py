@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from gradc import Executor, Scope, append_backward
-from gradc.errors import GradError
+from gradc.errors import ExecutionError, GradError
 from gradc.layers import ProgramBuilder
 from one_op import run
 
@@ -124,6 +124,36 @@ def test_triangle_indices_as_paddle():
     assert run("triu_indices", {}, {"row": 3, "col": 3, "offset": -5})["out"].shape == (2, 9)
 
 
+@pytest.mark.parametrize("rows, cols", [(0, 3), (3, 0), (1, 4), (4, 1), (3, 5), (5, 3), (4, 4)])
+def test_triangle_indices_are_numpys_for_every_offset(rows, cols):
+    for offset in range(-6, 7):
+        lower = run("tril_indices", {}, {"rows": rows, "cols": cols, "offset": offset})["out"]
+        upper = run("triu_indices", {}, {"row": rows, "col": cols, "offset": offset, "dtype": 2})["out"]
+        assert lower.tolist() == np.reshape(np.tril_indices(rows, offset, cols), (2, -1)).tolist()
+        assert upper.tolist() == np.reshape(np.triu_indices(rows, offset, cols), (2, -1)).tolist()
+
+
+def test_triangle_indices_of_huge_sizes_cost_what_their_result_holds():
+    """Sizes of 2**31 with few pairs are cheap (no rows x cols mask); too many pairs hit the memory limit."""
+    huge = 2**31 - 1
+    assert run("tril_indices", {}, {"rows": 1, "cols": huge})["out"].tolist() == [[0], [0]]
+    assert run("tril_indices", {}, {"rows": huge, "cols": 1, "offset": 1 - huge})["out"].tolist() == [[huge - 1], [0]]
+    assert run("triu_indices", {}, {"row": huge, "col": 3, "offset": huge})["out"].shape == (2, 0)
+    assert run("tril_indices", {}, {"rows": huge, "cols": 0})["out"].shape == (2, 0)
+    with pytest.raises(ExecutionError, match="more than the limit"):
+        run("tril_indices", {}, {"rows": huge, "cols": huge})
+
+
+def test_ranks_take_the_shape_of_the_batch_broadcast_with_the_tolerances():
+    """Paddle 3.3.1: one matrix against atol [2, 2] gives [2, 2] ranks; a batch [2] against tol [4, 1] gives [4, 2]."""
+    stack = np.stack([STAIRS, 2 * STAIRS])
+    assert rank_atol_rtol(STAIRS, np.array([[0.5, 1.5], [2.5, 3.5]])).tolist() == [[3, 2], [1, 0]]
+    assert rank_atol_rtol(STAIRS, np.array([0.0])).tolist() == [3]
+    tolerances = np.array([[0.5], [1.5], [2.5], [5.0]], f32)
+    out = run("matrix_rank", {"X": stack, "TolTensor": tolerances}, {"use_default_tol": False})["Out"]
+    assert out.tolist() == [[3, 3], [2, 3], [1, 2], [0, 1]]
+
+
 @pytest.mark.parametrize("trans", ["N", "T", "C"])
 def test_lu_solve_solves_with_a_or_its_transpose(trans):
     rng = np.random.default_rng(3)
@@ -149,3 +179,10 @@ def test_eigvalsh_grad_lands_on_the_triangle_read_for_every_matrix_of_a_batch():
     sym = (vectors * weights[:, None, :]) @ np.swapaxes(vectors, -1, -2)   # d(sum W w) / dS
     assert np.all(np.tril(grad, -1) == 0)
     np.testing.assert_allclose(grad, np.triu(2 * sym) - sym * np.eye(3), atol=1e-12)
+
+
+def test_lu_solve_of_empty_systems():
+    empty = {"b": np.ones((0, 2)), "lu": np.ones((0, 0)), "pivots": np.zeros(0, np.int32)}
+    assert run("lu_solve", empty, {"trans": "T"})["out"].shape == (0, 2)
+    batch = {"b": np.ones((0, 3, 1)), "lu": np.ones((0, 3, 3)), "pivots": np.zeros((0, 3), np.int32)}
+    assert run("lu_solve", batch)["out"].shape == (0, 3, 1)

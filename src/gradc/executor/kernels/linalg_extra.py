@@ -4,8 +4,12 @@ ops but svdvals and lu_solve take complex matrices too (their backward refuses t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ...limits import check_shape
+from ...ops.linalg_extra import triangle_count
 from . import kernel
 from .linalg import f64, onto_triangle
 from .linalg_decomp import _row_order
@@ -137,7 +141,7 @@ def _factors(k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(L, U, order) of lu: unit lower L, upper U and the rows of A that make up P^T A = L U."""
     packed = f64(k, "lu")
     n = packed.shape[-1]
-    pivots = np.asarray(k.x("pivots")).reshape(-1, n)
+    pivots = np.asarray(k.x("pivots")).reshape(math.prod(packed.shape[:-2]), n)   # -1 fails on empty matrices
     if pivots.size and (pivots.min() < 1 or pivots.max() > n):
         bad = pivots[(pivots < 1) | (pivots > n)][0]
         raise ValueError(f"pivots holds {bad}, outside the rows [1, {n}] (1-based, as lu writes them)")
@@ -201,17 +205,26 @@ def svdvals_grad(k):
     return {"x@GRAD": ((u * f64(k, "s@GRAD")[..., None, :]) @ vh).astype(x.dtype)}
 
 
-def _index_dtype(k):
-    return np.int32 if k.attr("dtype") == 2 else np.int64
+def _triangle(k, rows: int, cols: int, lower: bool) -> dict:
+    """[2, count] (row, col) pairs of the triangle, row by row, built from its non-empty rows only (np.tril_indices
+    would build a rows x cols mask: 2**31 entries for one row of 2**31 columns)."""
+    offset, dtype = k.attr("offset"), np.int32 if k.attr("dtype") == 2 else np.int64
+    count = triangle_count(rows, cols, offset, lower)
+    check_shape([2, count], dtype, f"{k.op.type}'s out")
+    # with cols > 0 each row of these ranges adds at least one pair, so they are at most count long
+    first, stop = (max(0, min(rows, -offset)), rows) if lower else (0, max(0, min(rows, cols - offset)))
+    row = np.arange(first, stop if count else first)
+    start = np.zeros_like(row) if lower else np.maximum(row + offset, 0)
+    lengths = (np.minimum(row + offset + 1, cols) if lower else cols) - start
+    begins = np.repeat(start - (np.cumsum(lengths) - lengths), lengths)   # col of each pair minus its position
+    return {"out": np.stack([np.repeat(row, lengths), begins + np.arange(count)]).astype(dtype)}
 
 
 @kernel("tril_indices")
 def tril_indices(k):
-    rows, cols = np.tril_indices(k.attr("rows"), k.attr("offset"), k.attr("cols"))
-    return {"out": np.stack([rows, cols]).astype(_index_dtype(k))}
+    return _triangle(k, k.attr("rows"), k.attr("cols"), True)
 
 
 @kernel("triu_indices")
 def triu_indices(k):
-    rows, cols = np.triu_indices(k.attr("row"), k.attr("offset"), k.attr("col"))
-    return {"out": np.stack([rows, cols]).astype(_index_dtype(k))}
+    return _triangle(k, k.attr("row"), k.attr("col"), False)
