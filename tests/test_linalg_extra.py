@@ -186,3 +186,24 @@ def test_lu_solve_of_empty_systems():
     assert run("lu_solve", empty, {"trans": "T"})["out"].shape == (0, 2)
     batch = {"b": np.ones((0, 3, 1)), "lu": np.ones((0, 3, 3)), "pivots": np.zeros((0, 3), np.int32)}
     assert run("lu_solve", batch)["out"].shape == (0, 3, 1)
+
+
+def _eig_values_grad(x, weights):
+    """d sum(weights * Re(w)) / dX for eig's eigenvalues w."""
+    net = ProgramBuilder()
+    name, weight = net.data("x", list(x.shape), "float64"), net.data("w", list(weights.shape), "float64")
+    net.block.var(name).stop_gradient = False
+    values = net.op("eig", {"X": name}, outputs=["Eigenvalues", "Eigenvectors"])[0]
+    weighted = net.op("elementwise_mul", {"X": net.op("real", {"X": values})[0], "Y": weight})[0]
+    append_backward(net.program, net.op("reduce_sum", {"X": weighted}, {"reduce_all": True})[0])
+    return Executor().run(net.program, {name: x, weight: weights}, [name + "@GRAD"], Scope())[0]
+
+
+def test_eig_grad_of_eigenvalues_alone_is_finite_where_they_repeat():
+    """The trace's gradient is I at any X, repeated eigenvalues or not (Paddle 3.3.1 gives NaN: 0 / 0)."""
+    q = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 3.0]])
+    repeated = q @ np.diag([1.0, 1.0, 2.0]) @ np.linalg.inv(q)
+    np.testing.assert_allclose(_eig_values_grad(repeated, np.ones(3)), np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(_eig_values_grad(np.eye(3), np.ones(3)), np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(_eig_values_grad(np.diag([1.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0])),
+                               np.diag([1.0, 2.0, 3.0]), atol=1e-12)

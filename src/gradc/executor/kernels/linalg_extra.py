@@ -56,7 +56,8 @@ def eig(k):
 @kernel("eig_grad")
 def eig_grad(k):
     """The real part of V^-H (diag(dw) + (V^H dV - V^H V diag(Re(V^H dV))) / conj(E)) V^H, E[i, j] = w_j - w_i:
-    the second term keeps each eigenvector unit-norm."""
+    the second term keeps each eigenvector unit-norm. Losses of the eigenvalues alone have a gradient at repeated
+    eigenvalues too (of a diagonalizable X); the eigenvectors' has none there (inf or NaN)."""
     values = np.asarray(k.x("Eigenvalues"), np.complex128)
     vectors = np.asarray(k.x("Eigenvectors"), np.complex128)
     dvalues, dvectors = _complex_grad(k, "Eigenvalues@GRAD", values), _complex_grad(k, "Eigenvectors@GRAD", vectors)
@@ -65,7 +66,8 @@ def eig_grad(k):
     norms = np.real(np.diagonal(projected, axis1=-2, axis2=-1))
     inner = projected - (adjoint @ vectors) * norms[..., None, :]
     gaps = np.conj(values[..., None, :] - values[..., :, None]) + np.eye(values.shape[-1])
-    inner = inner / gaps
+    with np.errstate(divide="ignore", invalid="ignore"):   # 0 / 0 where eigenvalues repeat and V has no grad: 0
+        inner = np.where(inner == 0, 0, inner / gaps)         # (as PyTorch; Paddle gives NaN)
     size = np.arange(values.shape[-1])
     inner[..., size, size] = dvalues
     grad = np.linalg.solve(adjoint, inner @ adjoint)
