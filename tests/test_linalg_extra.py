@@ -61,6 +61,17 @@ def test_atol_rtol_per_matrix_and_with_rtol():
     assert rank_atol_rtol(STAIRS, np.array(0.0), np.array(1 / 3)) == 2     # above max(0, 3 / 3): 3 and 2
 
 
+def test_nan_tolerances_as_paddle():
+    """Paddle 3.3.1 takes max(a, b) as a where a > b, else b: matrix_rank's max(tol, relative) ignores a NaN tol;
+    matrix_rank_atol_rtol's max(relative, atol) ignores a NaN rtol, and a NaN atol makes the rank 0."""
+    x, nan = np.diag([3.0, 2.0, 1.0, 1e-7]).astype(f32), np.float32("nan")
+    assert rank(x, tol=float("nan")) == 4 and rank(x, tol=float("inf")) == 0
+    out = run("matrix_rank", {"X": x, "TolTensor": np.array([nan])}, {"use_default_tol": False})["Out"]
+    assert out.tolist() == [4]
+    assert rank_atol_rtol(x, np.array(0.0), np.array(nan)) == 4 and rank_atol_rtol(x, 0.5, nan) == 3
+    assert rank_atol_rtol(x, nan) == 0 and rank_atol_rtol(x, nan, 0.5) == 0
+
+
 def test_hermitian_rank_reads_the_lower_triangle_and_counts_moduli():
     upper_noise = np.array([[1.0, 5.0], [0.0, 1.0]], f32)           # lower triangle: eigenvalues 1, 1
     assert rank(upper_noise, hermitian=True) == 2 and rank(upper_noise, tol=1.1, hermitian=True) == 0

@@ -102,41 +102,45 @@ def _spectrum(x: np.ndarray, slot: str, hermitian: bool) -> np.ndarray:
     return np.abs(np.linalg.eigvalsh(a, UPLO="L")) if hermitian else np.linalg.svd(a, compute_uv=False)
 
 
-def _rank(x: np.ndarray, values: np.ndarray, atol, rtol) -> np.ndarray:
-    """The number of values above max(atol, rtol * the largest), per matrix, as int64 (Paddle's kernel writes it)."""
-    largest = values.max(-1, initial=0.0)
-    tolerance = np.maximum(atol, rtol * largest)
-    return np.sum(values > tolerance[..., None], axis=-1).astype(np.int64).reshape(np.shape(tolerance))
+def _rank(values: np.ndarray, first, second) -> np.ndarray:
+    """The number of values strictly above max(first, second) per matrix, as int64 (Paddle's kernel writes it). The
+    max is Paddle's GreaterElementFunctor, first where first > second, else second: second where first is NaN."""
+    tolerance = np.where(first > second, first, second)
+    return np.sum(values > tolerance[..., None], axis=-1).astype(np.int64)
 
 
 def _default_rtol(x: np.ndarray) -> float:
     return float(np.finfo(_real(x)).eps) * max(x.shape[-2:])
 
 
+def _largest(values: np.ndarray) -> np.ndarray:
+    return values.max(-1, initial=0.0)
+
+
 @kernel("matrix_rank")
 def matrix_rank(k):
-    """use_default_tol: above eps * max(M, N) * the largest value; else above max(tol, 0), tol the attribute or
-    TolTensor (one per matrix, broadcast against the batch)."""
+    """use_default_tol: above max(0, eps * max(M, N) * the largest value); else above tol, the attribute or
+    TolTensor (broadcast against the batch; NaN counts as 0, a negative tol too)."""
     x = k.x("X")
     values = _spectrum(x, "X", k.attr("hermitian"))
     tolerance = k.optional("TolTensor")
     atol = np.asarray(k.attr("tol") if tolerance is None else tolerance, np.float64)
     if k.attr("use_default_tol") and tolerance is None:
         atol = np.zeros(())
-    atol = np.broadcast_to(atol, np.broadcast_shapes(atol.shape, values.shape[:-1]))
-    return {"Out": _rank(x, values, atol, _default_rtol(x) if k.attr("use_default_tol") else 0.0)}
+    rtol = _default_rtol(x) if k.attr("use_default_tol") else 0.0
+    return {"Out": _rank(values, atol, rtol * _largest(values))}
 
 
 @kernel("matrix_rank_atol_rtol")
 def matrix_rank_atol_rtol(k):
-    """Above max(atol, rtol * the largest value); without rtol, rtol is eps * max(M, N) where atol is 0, else 0."""
+    """Above max(rtol * the largest value, atol) (a NaN rtol counts as none, a NaN atol counts nothing); without
+    rtol, rtol is eps * max(M, N) where atol is 0, else 0."""
     x = k.x("x")
     values = _spectrum(x, "x", k.attr("hermitian"))
     atol = np.asarray(k.x("atol"), np.float64)
     given = k.optional("rtol")
     rtol = np.where(np.abs(atol) < NO_ATOL, _default_rtol(x), 0.0) if given is None else np.asarray(given, np.float64)
-    batch = np.broadcast_shapes(atol.shape, rtol.shape, values.shape[:-1])
-    return {"out": _rank(x, values, np.broadcast_to(atol, batch), np.broadcast_to(rtol, batch))}
+    return {"out": _rank(values, rtol * _largest(values), atol)}
 
 
 def _factors(k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
