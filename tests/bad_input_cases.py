@@ -507,6 +507,8 @@ COMPILE_TIME = {
     # linalg_extra
     "eig rectangular": ("eig", {"X": X23}, {}, "X must hold square matrices, not 2 x 3"),
     "eigvals vector": ("eigvals", {"X": zeros(3)}, {}, "X must be a matrix or a batch of matrices"),
+    "eig integer": ("eig", {"X": zeros(2, 2, dtype=np.int64)}, {}, "X must hold float32, float64 or complex"),
+    "eigvals float16": ("eigvals", {"X": zeros(2, 2, dtype=np.float16)}, {}, "not float16"),
     "eigvalsh UPLO": ("eigvalsh", {"X": zeros(3, 3)}, {"UPLO": "upper"}, "attribute UPLO='upper' must be one of"),
     "matrix_rank hermitian rectangular": ("matrix_rank", {"X": X23}, {"hermitian": True},
                                           "X must hold square matrices, not 2 x 3"),

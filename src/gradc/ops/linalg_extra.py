@@ -12,14 +12,26 @@ kernels do; their backward refuses them (gradc.backward.path). eigvalsh of a com
 
 from __future__ import annotations
 
-from ..ir import VarType, real_dtype
+from ..ir import COMPLEX_DTYPES, VarType, dtype_name, real_dtype
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import broadcast_dims, dims_match
+from . import linalg
 from .complex_fft import COMPLEX_OF
-from .linalg import matrices
 from .linalg_decomp import _choice
 
 LU_SOLVE_TRANS = ("N", "T", "C")
+
+
+KERNEL_DTYPES = frozenset({VarType.FP32, VarType.FP64, *COMPLEX_DTYPES})
+
+
+def matrices(ctx, slot: str, square: bool = False) -> list[int]:
+    """gradc.ops.linalg.matrices of a dtype Paddle's kernels have (float32, float64, complex): eigenvalues of an
+    integer or float16 dtype would lose their fractions or imaginary parts."""
+    dtype = ctx.dtype(slot)
+    if dtype is not None and dtype not in KERNEL_DTYPES:
+        ctx.fail(f"{slot} must hold float32, float64 or complex matrices, not {dtype_name(dtype)}")
+    return linalg.matrices(ctx, slot, square)
 
 
 def _eig(ctx):
