@@ -218,3 +218,14 @@ def test_eig_grad_of_eigenvalues_alone_is_finite_where_they_repeat():
     np.testing.assert_allclose(_eig_values_grad(np.eye(3), np.ones(3)), np.eye(3), atol=1e-12)
     np.testing.assert_allclose(_eig_values_grad(np.diag([1.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0])),
                                np.diag([1.0, 2.0, 3.0]), atol=1e-12)
+
+
+def test_lu_solve_refuses_fed_rows_that_do_not_match_lu():
+    """With unknown dims declared, b [2, 4, 1] against lu [2, 3, 3] used to solve with 3 of b's 4 rows."""
+    net = ProgramBuilder()
+    b, lu = net.data("b", [-1, -1, -1], "float64"), net.data("lu", [-1, -1, -1], "float64")
+    pivots = net.data("p", [-1, -1], "int32")
+    out = net.op("lu_solve", {"b": b, "lu": lu, "pivots": pivots})[0]
+    feed = {b: np.ones((2, 4, 1)), lu: np.stack([np.eye(3)] * 2), pivots: np.ones((2, 3), np.int32)}
+    with pytest.raises(ExecutionError, match="lu is 3 x 3 but b has 4 rows"):
+        Executor().run(net.program, feed, [out], Scope())

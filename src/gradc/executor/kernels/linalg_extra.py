@@ -170,6 +170,8 @@ def _put_rows(m: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 def _solve_lu(low, up, order, b: np.ndarray, transposed: bool) -> np.ndarray:
     """A x = b for A = P L U, or A^T x = b: L U x = P^T b, or U^T L^T (P^T x) = b."""
+    if b.shape[:-1] != low.shape[:-1]:   # fed shapes that lie: taking b's rows by order would drop or reuse some
+        raise ValueError(f"b {list(b.shape)} does not hold the rows of the systems of lu {list(low.shape)}")
     if transposed:
         return _put_rows(np.linalg.solve(t(low), np.linalg.solve(t(up), b)), order)
     return np.linalg.solve(up, np.linalg.solve(low, _take_rows(b, order)))
