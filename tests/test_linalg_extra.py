@@ -7,6 +7,7 @@ import pytest
 from gradc import Executor, Scope, append_backward
 from gradc.errors import ExecutionError, GradError
 from gradc.layers import ProgramBuilder
+from gradc.limits import limited
 from one_op import run
 
 f32, f64 = np.float32, np.float64
@@ -153,6 +154,8 @@ def test_triangle_indices_of_huge_sizes_cost_what_their_result_holds():
     assert run("tril_indices", {}, {"rows": huge, "cols": 0})["out"].shape == (2, 0)
     with pytest.raises(ExecutionError, match="more than the limit"):
         run("tril_indices", {}, {"rows": huge, "cols": huge})
+    with limited(max_bytes=10**6), pytest.raises(ExecutionError, match="with its working arrays"):
+        run("tril_indices", {}, {"rows": 20_000, "cols": 1, "dtype": 2})     # out of 160 kB, working arrays of 1 MB
 
 
 def test_ranks_take_the_shape_of_the_batch_broadcast_with_the_tolerances():

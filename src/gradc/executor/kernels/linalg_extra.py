@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ...limits import check_shape
+from ...limits import check_allocation
 from ...ops.linalg_extra import triangle_count
 from . import kernel
 from .linalg import f64, onto_triangle
@@ -213,19 +213,26 @@ def svdvals_grad(k):
     return {"x@GRAD": ((u * f64(k, "s@GRAD")[..., None, :]) @ vh).astype(x.dtype)}
 
 
+# bytes per pair at the peak: out (int64) and, in the worst case of one pair per row, five int64 working arrays
+PAIR_BYTES = 7 * 8
+
+
 def _triangle(k, rows: int, cols: int, lower: bool) -> dict:
     """[2, count] (row, col) pairs of the triangle, row by row, built from its non-empty rows only (np.tril_indices
     would build a rows x cols mask: 2**31 entries for one row of 2**31 columns)."""
     offset, dtype = k.attr("offset"), np.int32 if k.attr("dtype") == 2 else np.int64
     count = triangle_count(rows, cols, offset, lower)
-    check_shape([2, count], dtype, f"{k.op.type}'s out")
+    check_allocation(count, PAIR_BYTES, f"{k.op.type}'s out of shape [2, {count}] (with its working arrays)")
     # with cols > 0 each row of these ranges adds at least one pair, so they are at most count long
     first, stop = (max(0, min(rows, -offset)), rows) if lower else (0, max(0, min(rows, cols - offset)))
     row = np.arange(first, stop if count else first)
     start = np.zeros_like(row) if lower else np.maximum(row + offset, 0)
     lengths = (np.minimum(row + offset + 1, cols) if lower else cols) - start
-    begins = np.repeat(start - (np.cumsum(lengths) - lengths), lengths)   # col of each pair minus its position
-    return {"out": np.stack([np.repeat(row, lengths), begins + np.arange(count)]).astype(dtype)}
+    out = np.empty((2, count), dtype)
+    out[0] = np.repeat(row, lengths)
+    out[1] = np.arange(count)
+    out[1] += np.repeat(start - (np.cumsum(lengths) - lengths), lengths)   # a pair's col minus its position
+    return {"out": out}
 
 
 @kernel("tril_indices")
