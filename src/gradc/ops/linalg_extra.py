@@ -20,8 +20,6 @@ from .complex_fft import COMPLEX_OF
 from .linalg_decomp import _choice
 
 LU_SOLVE_TRANS = ("N", "T", "C")
-
-
 KERNEL_DTYPES = frozenset({VarType.FP32, VarType.FP64, *COMPLEX_DTYPES})
 
 
