@@ -507,6 +507,8 @@ COMPILE_TIME = {
     # linalg_extra
     "eig rectangular": ("eig", {"X": X23}, {}, "X must hold square matrices, not 2 x 3"),
     "eigvals vector": ("eigvals", {"X": zeros(3)}, {}, "X must be a matrix or a batch of matrices"),
+    "eig integer": ("eig", {"X": zeros(2, 2, dtype=np.int64)}, {}, "X must hold float32, float64 or complex"),
+    "eigvals float16": ("eigvals", {"X": zeros(2, 2, dtype=np.float16)}, {}, "not float16"),
     "eigvalsh UPLO": ("eigvalsh", {"X": zeros(3, 3)}, {"UPLO": "upper"}, "attribute UPLO='upper' must be one of"),
     "matrix_rank hermitian rectangular": ("matrix_rank", {"X": X23}, {"hermitian": True},
                                           "X must hold square matrices, not 2 x 3"),
@@ -523,6 +525,8 @@ COMPILE_TIME = {
     "svdvals vector": ("svdvals", {"x": zeros(3)}, {}, "x must be a matrix or a batch of matrices"),
     "tril_indices negative": ("tril_indices", {}, {"rows": -1, "cols": 3}, "rows and cols must be >= 0, got -1 and 3"),
     "triu_indices dtype": ("triu_indices", {}, {"row": 3, "col": 3, "dtype": 5}, "dtype 5 must be int32 (2) or int64"),
+    "lu_solve pivots dtype": ("lu_solve", {"b": zeros(3, 1), "lu": zeros(3, 3), "pivots": zeros(3)}, {},
+                              "pivots must hold integer row numbers"),
     # random_dist
     "truncated_gaussian_random std": ("truncated_gaussian_random", {}, {"shape": [2, 3], "std": 0.0},
                                       "needs a finite mean and std > 0, got mean 0.0 and std 0.0"),
@@ -784,6 +788,7 @@ RUN_TIME = {
                            "pivots holds 5, outside the rows [1, 3]"),
     "lu_solve singular": ("lu_solve", {"b": zeros(3, 1), "lu": zeros(3, 3), "pivots": np.array([1, 2, 3], np.int32)},
                           {"trans": "T"}, "lu holds a singular matrix"),
+    "triu_indices huge": ("triu_indices", {}, {"row": 1, "col": 2**31 - 1}, "out of shape [2, 2147483647]"),
     # random_dist
     "binomial probability": ("binomial", {"count": np.array([3.0, 2.0], f32), "prob": np.array([0.5, 1.5], f32)}, {},
                              "probabilities in prob must lie in [0, 1]"),

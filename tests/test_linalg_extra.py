@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 
 from gradc import Executor, Scope, append_backward
-from gradc.errors import GradError
+from gradc.errors import ExecutionError, GradError
 from gradc.layers import ProgramBuilder
+from gradc.limits import limited
 from one_op import run
 
 f32, f64 = np.float32, np.float64
@@ -59,6 +60,17 @@ def test_atol_rtol_per_matrix_and_with_rtol():
     assert rank_atol_rtol(stack, np.array([0.0, -1.0])).tolist() == [2, 3]
     assert rank_atol_rtol(TINY.astype(f32), np.array(0.0), np.array(0.0)) == 3
     assert rank_atol_rtol(STAIRS, np.array(0.0), np.array(1 / 3)) == 2     # above max(0, 3 / 3): 3 and 2
+
+
+def test_nan_tolerances_as_paddle():
+    """Paddle 3.3.1 takes max(a, b) as a where a > b, else b: matrix_rank's max(tol, relative) ignores a NaN tol;
+    matrix_rank_atol_rtol's max(relative, atol) ignores a NaN rtol, and a NaN atol makes the rank 0."""
+    x, nan = np.diag([3.0, 2.0, 1.0, 1e-7]).astype(f32), np.float32("nan")
+    assert rank(x, tol=float("nan")) == 4 and rank(x, tol=float("inf")) == 0
+    out = run("matrix_rank", {"X": x, "TolTensor": np.array([nan])}, {"use_default_tol": False})["Out"]
+    assert out.tolist() == [4]
+    assert rank_atol_rtol(x, np.array(0.0), np.array(nan)) == 4 and rank_atol_rtol(x, 0.5, nan) == 3
+    assert rank_atol_rtol(x, nan) == 0 and rank_atol_rtol(x, nan, 0.5) == 0
 
 
 def test_hermitian_rank_reads_the_lower_triangle_and_counts_moduli():
@@ -124,6 +136,38 @@ def test_triangle_indices_as_paddle():
     assert run("triu_indices", {}, {"row": 3, "col": 3, "offset": -5})["out"].shape == (2, 9)
 
 
+@pytest.mark.parametrize("rows, cols", [(0, 3), (3, 0), (1, 4), (4, 1), (3, 5), (5, 3), (4, 4)])
+def test_triangle_indices_are_numpys_for_every_offset(rows, cols):
+    for offset in range(-6, 7):
+        lower = run("tril_indices", {}, {"rows": rows, "cols": cols, "offset": offset})["out"]
+        upper = run("triu_indices", {}, {"row": rows, "col": cols, "offset": offset, "dtype": 2})["out"]
+        assert lower.tolist() == np.reshape(np.tril_indices(rows, offset, cols), (2, -1)).tolist()
+        assert upper.tolist() == np.reshape(np.triu_indices(rows, offset, cols), (2, -1)).tolist()
+
+
+def test_triangle_indices_of_huge_sizes_cost_what_their_result_holds():
+    """Sizes of 2**31 with few pairs are cheap (no rows x cols mask); too many pairs hit the memory limit."""
+    huge = 2**31 - 1
+    assert run("tril_indices", {}, {"rows": 1, "cols": huge})["out"].tolist() == [[0], [0]]
+    assert run("tril_indices", {}, {"rows": huge, "cols": 1, "offset": 1 - huge})["out"].tolist() == [[huge - 1], [0]]
+    assert run("triu_indices", {}, {"row": huge, "col": 3, "offset": huge})["out"].shape == (2, 0)
+    assert run("tril_indices", {}, {"rows": huge, "cols": 0})["out"].shape == (2, 0)
+    with pytest.raises(ExecutionError, match="more than the limit"):
+        run("tril_indices", {}, {"rows": huge, "cols": huge})
+    with limited(max_bytes=10**6), pytest.raises(ExecutionError, match="with its working arrays"):
+        run("tril_indices", {}, {"rows": 20_000, "cols": 1, "dtype": 2})     # out of 160 kB, working arrays of 1 MB
+
+
+def test_ranks_take_the_shape_of_the_batch_broadcast_with_the_tolerances():
+    """Paddle 3.3.1: one matrix against atol [2, 2] gives [2, 2] ranks; a batch [2] against tol [4, 1] gives [4, 2]."""
+    stack = np.stack([STAIRS, 2 * STAIRS])
+    assert rank_atol_rtol(STAIRS, np.array([[0.5, 1.5], [2.5, 3.5]])).tolist() == [[3, 2], [1, 0]]
+    assert rank_atol_rtol(STAIRS, np.array([0.0])).tolist() == [3]
+    tolerances = np.array([[0.5], [1.5], [2.5], [5.0]], f32)
+    out = run("matrix_rank", {"X": stack, "TolTensor": tolerances}, {"use_default_tol": False})["Out"]
+    assert out.tolist() == [[3, 3], [2, 3], [1, 2], [0, 1]]
+
+
 @pytest.mark.parametrize("trans", ["N", "T", "C"])
 def test_lu_solve_solves_with_a_or_its_transpose(trans):
     rng = np.random.default_rng(3)
@@ -149,3 +193,42 @@ def test_eigvalsh_grad_lands_on_the_triangle_read_for_every_matrix_of_a_batch():
     sym = (vectors * weights[:, None, :]) @ np.swapaxes(vectors, -1, -2)   # d(sum W w) / dS
     assert np.all(np.tril(grad, -1) == 0)
     np.testing.assert_allclose(grad, np.triu(2 * sym) - sym * np.eye(3), atol=1e-12)
+
+
+def test_lu_solve_of_empty_systems():
+    empty = {"b": np.ones((0, 2)), "lu": np.ones((0, 0)), "pivots": np.zeros(0, np.int32)}
+    assert run("lu_solve", empty, {"trans": "T"})["out"].shape == (0, 2)
+    batch = {"b": np.ones((0, 3, 1)), "lu": np.ones((0, 3, 3)), "pivots": np.zeros((0, 3), np.int32)}
+    assert run("lu_solve", batch)["out"].shape == (0, 3, 1)
+
+
+def _eig_values_grad(x, weights):
+    """d sum(weights * Re(w)) / dX for eig's eigenvalues w."""
+    net = ProgramBuilder()
+    name, weight = net.data("x", list(x.shape), "float64"), net.data("w", list(weights.shape), "float64")
+    net.block.var(name).stop_gradient = False
+    values = net.op("eig", {"X": name}, outputs=["Eigenvalues", "Eigenvectors"])[0]
+    weighted = net.op("elementwise_mul", {"X": net.op("real", {"X": values})[0], "Y": weight})[0]
+    append_backward(net.program, net.op("reduce_sum", {"X": weighted}, {"reduce_all": True})[0])
+    return Executor().run(net.program, {name: x, weight: weights}, [name + "@GRAD"], Scope())[0]
+
+
+def test_eig_grad_of_eigenvalues_alone_is_finite_where_they_repeat():
+    """The trace's gradient is I at any X, repeated eigenvalues or not (Paddle 3.3.1 gives NaN: 0 / 0)."""
+    q = np.array([[1.0, 2.0, 0.0], [0.0, 1.0, 1.0], [1.0, 0.0, 3.0]])
+    repeated = q @ np.diag([1.0, 1.0, 2.0]) @ np.linalg.inv(q)
+    np.testing.assert_allclose(_eig_values_grad(repeated, np.ones(3)), np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(_eig_values_grad(np.eye(3), np.ones(3)), np.eye(3), atol=1e-12)
+    np.testing.assert_allclose(_eig_values_grad(np.diag([1.0, 1.0, 2.0]), np.array([1.0, 2.0, 3.0])),
+                               np.diag([1.0, 2.0, 3.0]), atol=1e-12)
+
+
+def test_lu_solve_refuses_fed_rows_that_do_not_match_lu():
+    """With unknown dims declared, b [2, 4, 1] against lu [2, 3, 3] used to solve with 3 of b's 4 rows."""
+    net = ProgramBuilder()
+    b, lu = net.data("b", [-1, -1, -1], "float64"), net.data("lu", [-1, -1, -1], "float64")
+    pivots = net.data("p", [-1, -1], "int32")
+    out = net.op("lu_solve", {"b": b, "lu": lu, "pivots": pivots})[0]
+    feed = {b: np.ones((2, 4, 1)), lu: np.stack([np.eye(3)] * 2), pivots: np.ones((2, 3), np.int32)}
+    with pytest.raises(ExecutionError, match="lu is 3 x 3 but b has 4 rows"):
+        Executor().run(net.program, feed, [out], Scope())

@@ -12,14 +12,24 @@ kernels do; their backward refuses them (gradc.backward.path). eigvalsh of a com
 
 from __future__ import annotations
 
-from ..ir import VarType, real_dtype
+from ..ir import COMPLEX_DTYPES, VarType, dtype_name, real_dtype
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import broadcast_dims, dims_match
+from . import linalg
 from .complex_fft import COMPLEX_OF
-from .linalg import matrices
 from .linalg_decomp import _choice
 
 LU_SOLVE_TRANS = ("N", "T", "C")
+KERNEL_DTYPES = frozenset({VarType.FP32, VarType.FP64, *COMPLEX_DTYPES})
+
+
+def matrices(ctx, slot: str, square: bool = False) -> list[int]:
+    """gradc.ops.linalg.matrices of a dtype Paddle's kernels have (float32, float64, complex): eigenvalues of an
+    integer or float16 dtype would lose their fractions or imaginary parts."""
+    dtype = ctx.dtype(slot)
+    if dtype is not None and dtype not in KERNEL_DTYPES:
+        ctx.fail(f"{slot} must hold float32, float64 or complex matrices, not {dtype_name(dtype)}")
+    return linalg.matrices(ctx, slot, square)
 
 
 def _eig(ctx):
@@ -41,21 +51,24 @@ def _eigvalsh(ctx):
     return {"Eigenvalues": ([*batch, n], real_dtype(ctx.dtype("X"))), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
 
 
-def _tolerance(ctx, slot: str, batch: list[int]) -> None:
-    """A tolerance tensor must broadcast against the batch dims of X (one tolerance per matrix)."""
+def _tolerance(ctx, slot: str, batch: list[int]) -> list[int]:
+    """The batch dims broadcast with a tolerance tensor's (Paddle's ranks take the broadcast shape: one matrix
+    against tolerances [2, 2] gives [2, 2] ranks)."""
     shape = ctx.shape(slot)
-    if shape is not None:
-        problem = f"{slot} {shape} does not broadcast against the matrices' batch dims {batch}"
-        broadcast_dims(batch, shape, -1, lambda why: ctx.fail(f"{problem}: {why}"))
+    if shape is None:
+        return batch
+    problem = f"{slot} {shape} does not broadcast against the matrices' batch dims {batch}"
+    return broadcast_dims(batch, shape, -1, lambda why: ctx.fail(f"{problem}: {why}"))
 
 
 def _ranks(ctx, x: str, out: str, tolerances: tuple[str, ...]):
-    """out: the rank of each matrix of x ([...]). The kernel writes int64, as Paddle's, whatever the var declares:
-    int32 in legacy programs (gradc's declaration too), float32 in PIR ones, each left as it is."""
+    """out: the rank of each matrix of x, broadcast against the tolerance tensors. The kernel writes int64, as
+    Paddle's, whatever the var declares: int32 in legacy programs (gradc's declaration too), float32 in PIR ones, each
+    left as it is."""
     batch = matrices(ctx, x, square=ctx.attr("hermitian"))[:-2]
     for slot in tolerances:
         if ctx.has(slot):
-            _tolerance(ctx, slot, batch)
+            batch = _tolerance(ctx, slot, batch)
     declared = ctx.block.find_var(ctx.op.output(out)[0]) if ctx.op.output(out) else None
     dtype = declared.dtype if declared is not None and declared.dtype is not None else VarType.INT32
     return {out: (batch, dtype)}
@@ -72,6 +85,8 @@ def _lu_solve(ctx):
         ctx.fail(f"b {b} and lu {lu} must have the same batch dims")
     if pivots is not None and (len(pivots) != len(lu) - 1 or not all(map(dims_match, pivots, lu[:-1]))):
         ctx.fail(f"pivots must hold the {lu[-1]} row swaps of each of lu's matrices {lu}, got shape {pivots}")
+    if ctx.dtype("pivots") not in (None, VarType.INT32, VarType.INT64):
+        ctx.fail(f"pivots must hold integer row numbers (int32, as lu writes them), not dtype {ctx.dtype('pivots')}")
     return {"out": (b, ctx.dtype("b"))}
 
 
@@ -82,9 +97,15 @@ def _svdvals(ctx):
 
 
 def triangle_count(rows: int, cols: int, offset: int, lower: bool) -> int:
-    """The number of (row, col) pairs of a rows x cols matrix with col - row <= offset (lower) or >= offset."""
-    return sum(max(0, min(cols, row + offset + 1)) if lower else max(0, cols - max(0, row + offset))
-               for row in range(rows))
+    """The number of (row, col) pairs of a rows x cols matrix with col - row <= offset (lower) or >= offset, in
+    closed form (rows and cols reach 2**31): the upper count is what the lower one below offset leaves."""
+    if not lower:
+        return rows * cols - triangle_count(rows, cols, offset - 1, True)
+    shift = offset + 1                                    # row r holds clamp(r + shift, 0, cols) pairs
+    first = min(max(-shift + 1, 0), rows)                 # the first row that is not empty
+    full = min(max(cols - shift, first), rows)            # the first row that is full
+    partial = full - first
+    return partial * shift + (first + full - 1) * partial // 2 + (rows - full) * cols
 
 
 def _indices(lower: bool, rows: str, cols: str):

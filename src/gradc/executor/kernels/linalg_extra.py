@@ -4,8 +4,12 @@ ops but svdvals and lu_solve take complex matrices too (their backward refuses t
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from ...limits import check_allocation
+from ...ops.linalg_extra import triangle_count
 from . import kernel
 from .linalg import f64, onto_triangle
 from .linalg_decomp import _row_order
@@ -52,7 +56,8 @@ def eig(k):
 @kernel("eig_grad")
 def eig_grad(k):
     """The real part of V^-H (diag(dw) + (V^H dV - V^H V diag(Re(V^H dV))) / conj(E)) V^H, E[i, j] = w_j - w_i:
-    the second term keeps each eigenvector unit-norm."""
+    the second term keeps each eigenvector unit-norm. Losses of the eigenvalues alone have a gradient at repeated
+    eigenvalues too (of a diagonalizable X); the eigenvectors' has none there (inf or NaN)."""
     values = np.asarray(k.x("Eigenvalues"), np.complex128)
     vectors = np.asarray(k.x("Eigenvectors"), np.complex128)
     dvalues, dvectors = _complex_grad(k, "Eigenvalues@GRAD", values), _complex_grad(k, "Eigenvectors@GRAD", vectors)
@@ -61,7 +66,8 @@ def eig_grad(k):
     norms = np.real(np.diagonal(projected, axis1=-2, axis2=-1))
     inner = projected - (adjoint @ vectors) * norms[..., None, :]
     gaps = np.conj(values[..., None, :] - values[..., :, None]) + np.eye(values.shape[-1])
-    inner = inner / gaps
+    with np.errstate(divide="ignore", invalid="ignore"):   # 0 / 0 where eigenvalues repeat and V has no grad: 0
+        inner = np.where(inner == 0, 0, inner / gaps)         # (as PyTorch; Paddle gives NaN)
     size = np.arange(values.shape[-1])
     inner[..., size, size] = dvalues
     grad = np.linalg.solve(adjoint, inner @ adjoint)
@@ -96,48 +102,52 @@ def _spectrum(x: np.ndarray, slot: str, hermitian: bool) -> np.ndarray:
     return np.abs(np.linalg.eigvalsh(a, UPLO="L")) if hermitian else np.linalg.svd(a, compute_uv=False)
 
 
-def _rank(x: np.ndarray, values: np.ndarray, atol, rtol) -> np.ndarray:
-    """The number of values above max(atol, rtol * the largest), per matrix, as int64 (Paddle's kernel writes it)."""
-    largest = values.max(-1, initial=0.0)
-    tolerance = np.maximum(atol, rtol * largest)
-    return np.sum(values > tolerance[..., None], axis=-1).astype(np.int64).reshape(np.shape(tolerance))
+def _rank(values: np.ndarray, first, second) -> np.ndarray:
+    """The number of values strictly above max(first, second) per matrix, as int64 (Paddle's kernel writes it). The
+    max is Paddle's GreaterElementFunctor, first where first > second, else second: second where first is NaN."""
+    tolerance = np.where(first > second, first, second)
+    return np.sum(values > tolerance[..., None], axis=-1).astype(np.int64)
 
 
 def _default_rtol(x: np.ndarray) -> float:
     return float(np.finfo(_real(x)).eps) * max(x.shape[-2:])
 
 
+def _largest(values: np.ndarray) -> np.ndarray:
+    return values.max(-1, initial=0.0)
+
+
 @kernel("matrix_rank")
 def matrix_rank(k):
-    """use_default_tol: above eps * max(M, N) * the largest value; else above max(tol, 0), tol the attribute or
-    TolTensor (one per matrix, broadcast against the batch)."""
+    """use_default_tol: above max(0, eps * max(M, N) * the largest value); else above tol, the attribute or
+    TolTensor (broadcast against the batch; NaN counts as 0, a negative tol too)."""
     x = k.x("X")
     values = _spectrum(x, "X", k.attr("hermitian"))
     tolerance = k.optional("TolTensor")
     atol = np.asarray(k.attr("tol") if tolerance is None else tolerance, np.float64)
     if k.attr("use_default_tol") and tolerance is None:
         atol = np.zeros(())
-    atol = np.broadcast_to(atol, np.broadcast_shapes(atol.shape, values.shape[:-1]))
-    return {"Out": _rank(x, values, atol, _default_rtol(x) if k.attr("use_default_tol") else 0.0)}
+    rtol = _default_rtol(x) if k.attr("use_default_tol") else 0.0
+    return {"Out": _rank(values, atol, rtol * _largest(values))}
 
 
 @kernel("matrix_rank_atol_rtol")
 def matrix_rank_atol_rtol(k):
-    """Above max(atol, rtol * the largest value); without rtol, rtol is eps * max(M, N) where atol is 0, else 0."""
+    """Above max(rtol * the largest value, atol) (a NaN rtol counts as none, a NaN atol counts nothing); without
+    rtol, rtol is eps * max(M, N) where atol is 0, else 0."""
     x = k.x("x")
     values = _spectrum(x, "x", k.attr("hermitian"))
     atol = np.asarray(k.x("atol"), np.float64)
     given = k.optional("rtol")
     rtol = np.where(np.abs(atol) < NO_ATOL, _default_rtol(x), 0.0) if given is None else np.asarray(given, np.float64)
-    batch = np.broadcast_shapes(atol.shape, rtol.shape, values.shape[:-1])
-    return {"out": _rank(x, values, np.broadcast_to(atol, batch), np.broadcast_to(rtol, batch))}
+    return {"out": _rank(values, rtol * _largest(values), atol)}
 
 
 def _factors(k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(L, U, order) of lu: unit lower L, upper U and the rows of A that make up P^T A = L U."""
     packed = f64(k, "lu")
     n = packed.shape[-1]
-    pivots = np.asarray(k.x("pivots")).reshape(-1, n)
+    pivots = np.asarray(k.x("pivots")).reshape(math.prod(packed.shape[:-2]), n)   # -1 fails on empty matrices
     if pivots.size and (pivots.min() < 1 or pivots.max() > n):
         bad = pivots[(pivots < 1) | (pivots > n)][0]
         raise ValueError(f"pivots holds {bad}, outside the rows [1, {n}] (1-based, as lu writes them)")
@@ -160,6 +170,8 @@ def _put_rows(m: np.ndarray, order: np.ndarray) -> np.ndarray:
 
 def _solve_lu(low, up, order, b: np.ndarray, transposed: bool) -> np.ndarray:
     """A x = b for A = P L U, or A^T x = b: L U x = P^T b, or U^T L^T (P^T x) = b."""
+    if b.shape[:-1] != low.shape[:-1]:   # fed shapes that lie: taking b's rows by order would drop or reuse some
+        raise ValueError(f"b {list(b.shape)} does not hold the rows of the systems of lu {list(low.shape)}")
     if transposed:
         return _put_rows(np.linalg.solve(t(low), np.linalg.solve(t(up), b)), order)
     return np.linalg.solve(up, np.linalg.solve(low, _take_rows(b, order)))
@@ -201,17 +213,33 @@ def svdvals_grad(k):
     return {"x@GRAD": ((u * f64(k, "s@GRAD")[..., None, :]) @ vh).astype(x.dtype)}
 
 
-def _index_dtype(k):
-    return np.int32 if k.attr("dtype") == 2 else np.int64
+# bytes per pair at the peak: out (int64) and, in the worst case of one pair per row, five int64 working arrays
+PAIR_BYTES = 7 * 8
+
+
+def _triangle(k, rows: int, cols: int, lower: bool) -> dict:
+    """[2, count] (row, col) pairs of the triangle, row by row, built from its non-empty rows only (np.tril_indices
+    would build a rows x cols mask: 2**31 entries for one row of 2**31 columns)."""
+    offset, dtype = k.attr("offset"), np.int32 if k.attr("dtype") == 2 else np.int64
+    count = triangle_count(rows, cols, offset, lower)
+    check_allocation(count, PAIR_BYTES, f"{k.op.type}'s out of shape [2, {count}] (with its working arrays)")
+    # with cols > 0 each row of these ranges adds at least one pair, so they are at most count long
+    first, stop = (max(0, min(rows, -offset)), rows) if lower else (0, max(0, min(rows, cols - offset)))
+    row = np.arange(first, stop if count else first)
+    start = np.zeros_like(row) if lower else np.maximum(row + offset, 0)
+    lengths = (np.minimum(row + offset + 1, cols) if lower else cols) - start
+    out = np.empty((2, count), dtype)
+    out[0] = np.repeat(row, lengths)
+    out[1] = np.arange(count)
+    out[1] += np.repeat(start - (np.cumsum(lengths) - lengths), lengths)   # a pair's col minus its position
+    return {"out": out}
 
 
 @kernel("tril_indices")
 def tril_indices(k):
-    rows, cols = np.tril_indices(k.attr("rows"), k.attr("offset"), k.attr("cols"))
-    return {"out": np.stack([rows, cols]).astype(_index_dtype(k))}
+    return _triangle(k, k.attr("rows"), k.attr("cols"), True)
 
 
 @kernel("triu_indices")
 def triu_indices(k):
-    rows, cols = np.triu_indices(k.attr("row"), k.attr("offset"), k.attr("col"))
-    return {"out": np.stack([rows, cols]).astype(_index_dtype(k))}
+    return _triangle(k, k.attr("row"), k.attr("col"), False)
