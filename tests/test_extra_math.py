@@ -239,6 +239,18 @@ def test_fused_rms_norm_quant_gives_residual_and_bias_their_grads_and_counts_res
     np.testing.assert_allclose(grads["bias0"], grads["x0"].sum(0))
 
 
+def test_fused_rms_norm_quant_ignores_bias_without_a_residual_as_paddle():
+    """Paddle 3.3.1's kernel adds bias only along with a residual (fused_rms_norm(x, w, None, 1e-6, 1, bias=b) equals
+    it without b); the empty rows (0 of them) normalise to nothing."""
+    r = np.random.default_rng(8)
+    x, weight = r.standard_normal((2, 6)), r.uniform(0.5, 1.5, 6)
+    attrs = {"begin_norm_axis": 1, "epsilon": 1e-6}
+    (out,) = run("fused_rms_norm_quant", {"x": x, "norm_weight": weight, "bias": r.standard_normal(6)}, ["out"], attrs)
+    np.testing.assert_allclose(out, x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * weight)
+    (empty,) = run("fused_rms_norm_quant", {"x": np.zeros((0, 6)), "norm_weight": weight}, ["out"], attrs)
+    assert empty.shape == (0, 6)
+
+
 def test_fused_rms_norm_quant_refuses_the_quantized_path_by_name():
     with pytest.raises(ProgramError, match=r"fused_rms_norm_quant.*quant_scale=0.5: the quantized path"):
         program_of("fused_rms_norm_quant", {"x": np.zeros((2, 3)), "norm_weight": np.ones(3)}, ["out", "inv_var"],
