@@ -17,12 +17,13 @@ from .special_math import digamma, elementwise, lgamma
 elementwise("gammaln", lambda x, k: lgamma(x), lambda x, k: digamma(x), "x", lowercase=True)
 
 _EPSILON = np.finfo(np.float64).eps / 2   # a term below this part of the sum no longer changes it
-_MOST_TERMS = 100_000   # the series needs ~ 6 sqrt(a) terms where y is near a large a; a bound, never reached below 1e8
+_MOST_TERMS = 100_000   # the series needs ~ 6 sqrt(a) terms where y is near a large a: reached past a ~ 2e8
 _RESCALE_PAST = 2.0 ** 52   # the continued fraction's numerators and denominators are rescaled before they overflow
 
 
-def _until_converged(state: list[np.ndarray], step) -> None:
-    """Run ``step(*state) -> (new state, converged mask)`` over the elements not yet converged, in place."""
+def _until_converged(a, y, state: list[np.ndarray], step) -> None:
+    """Run ``step(*state) -> (new state, converged mask)`` over the elements of Q(a, y) not yet converged, in place;
+    refuse those unconverged after _MOST_TERMS steps (a truncated sum would be silently wrong)."""
     active = np.arange(state[0].size)
     for _ in range(_MOST_TERMS):
         if not active.size:
@@ -31,6 +32,8 @@ def _until_converged(state: list[np.ndarray], step) -> None:
         for s, v in zip(state, values):
             s[active] = v
         active = active[~converged]
+    raise ValueError(f"Q(x, y) at x={a[active[0]]}, y={y[active[0]]} does not converge in {_MOST_TERMS} terms "
+                     "(x past ~2e8 with y near it)")
 
 
 def _lower_series(a, y):
@@ -43,7 +46,7 @@ def _lower_series(a, y):
         total = total + term
         return (r, term, total, y), ~(term > _EPSILON * total)
 
-    _until_converged(state, step)
+    _until_converged(a, y, state, step)
     return state[2]
 
 
@@ -66,7 +69,7 @@ def _upper_fraction(a, y):
         return ((c_y, z, c, p1 * shrink, q1 * shrink, p * shrink, q * shrink, ratio),
                 ~(change > _EPSILON))
 
-    _until_converged(state, step)
+    _until_converged(a, y, state, step)
     return state[7]
 
 
