@@ -498,6 +498,8 @@ COMPILE_TIME = {
     "norm axis": ("norm", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
     "margin_cross_entropy nranks": ("margin_cross_entropy", {"Logits": X23, "Label": i64(0, 1)}, {"nranks": 2},
                                     "attribute nranks=2 is not supported"),
+    "margin_cross_entropy label dtype": ("margin_cross_entropy", {"Logits": X23, "Label": np.zeros(2, np.int8)}, {},
+                                         "Label must be int32 or int64, got int8"),
     "margin_cross_entropy logits": ("margin_cross_entropy", {"Logits": zeros(2, 3, 1), "Label": i64(0, 1)}, {},
                                     "Logits must have shape [batch, classes]"),
     "fused_rms_norm_quant weight": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(4)}, {},

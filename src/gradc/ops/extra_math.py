@@ -23,7 +23,6 @@ from __future__ import annotations
 from ..ir import VarType, dtype_name
 from ..registry import NO_GRAD, defop, grad_op
 from .activation import activation
-from .bitwise import INTEGER_DTYPES
 from .composite import Formula, first
 from .infer import broadcast_shapes, check_float, float_like, one_dtype
 
@@ -144,14 +143,22 @@ defop("norm_grad", ["X", "Norm", "Out@GRAD"], ["X@GRAD?"], attrs=NORM_ATTRS,
       infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X"))}).grad_op_of = "norm"
 
 
+_MARGIN_OFF = 1e-8   # Paddle's kernels leave the angle alone when |margin1 - 1| and |margin2| are below it
+
+
+def angular_margin(margin1: float, margin2: float) -> bool:
+    """Whether the label's cosine goes through cos(margin1 acos(c) + margin2) (ArcFace), as Paddle's kernels."""
+    return abs(margin1 - 1) > _MARGIN_OFF or abs(margin2) > _MARGIN_OFF
+
+
 _ONE_DEVICE = "its classes are sharded over devices (model parallelism), and gradc runs on one device"
 
 
 def _margin_cross_entropy_infer(ctx):
     check_float(ctx, "Logits")
     logits, label = ctx.shape("Logits"), ctx.shape("Label")
-    if ctx.dtype("Label") is not None and ctx.dtype("Label") not in INTEGER_DTYPES:
-        ctx.fail(f"Label must be an integer tensor, got {dtype_name(ctx.dtype('Label'))}")
+    if ctx.dtype("Label") not in (None, VarType.INT32, VarType.INT64):   # Paddle's kernels read these two only
+        ctx.fail(f"Label must be int32 or int64, got {dtype_name(ctx.dtype('Label'))}")
     if logits is not None and len(logits) != 2:
         ctx.fail(f"Logits must have shape [batch, classes], got {logits}")
     if label is not None and (len(label) not in (1, 2) or len(label) == 2 and label[1] not in (1, -1)):

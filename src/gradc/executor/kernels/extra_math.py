@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.extra_math import angular_margin
 from . import kernel
 from .activation import sigmoid
 from .broadcast import unbroadcast
@@ -118,17 +119,19 @@ def nextafter(k):
     return {"out": np.nextafter(k.x("x"), k.x("y"))}
 
 
-def _ids(k, xs) -> np.ndarray:
-    """Ids as a vector, one candidate index per row of the tensors of X, each in range."""
-    ids = k.x("Ids").reshape(-1)
-    rows = xs[0].shape[0]
-    if ids.size != rows:
-        raise ValueError(f"Ids has {ids.size} indices for the {rows} rows of X's tensors")
-    bad = (ids < 0) | (ids >= len(xs))
+def _row_picks(k, slot: str, rows: int, count: int, rows_of: str, outside: str) -> np.ndarray:
+    """``slot`` as a vector of one index in [0, count) per row; ``rows_of`` and ``outside`` word the errors."""
+    picks = k.x(slot).reshape(-1)
+    if picks.size != rows:
+        raise ValueError(f"{slot} has {picks.size} indices for the {rows} rows of {rows_of}")
+    bad = (picks < 0) | (picks >= count)
     if bad.any():
-        raise ValueError(f"Ids {ids[bad][0]} (row {np.flatnonzero(bad)[0]}) picks no tensor of X, "
-                             f"which holds {len(xs)}")
-    return ids
+        raise ValueError(f"{slot} {picks[bad][0]} (row {np.flatnonzero(bad)[0]}) {outside}")
+    return picks
+
+
+def _ids(k, xs) -> np.ndarray:
+    return _row_picks(k, "Ids", xs[0].shape[0], len(xs), "X's tensors", f"picks no tensor of X, which holds {len(xs)}")
 
 
 @kernel("multiplex")
@@ -226,23 +229,13 @@ def norm_grad(k):
     return {"X@GRAD": ((dout - out * along) / size).astype(x.dtype)}
 
 
-_MARGIN_OFF = 1e-8   # Paddle's kernels leave the angle alone when |margin1 - 1| and |margin2| are below it
-
-
 def _angular(k) -> bool:
-    return abs(k.attr("margin1") - 1) > _MARGIN_OFF or abs(k.attr("margin2")) > _MARGIN_OFF
+    return angular_margin(k.attr("margin1"), k.attr("margin2"))
 
 
 def _labels(k, logits) -> np.ndarray:
-    label = k.x("Label").reshape(-1)
     rows, classes = logits.shape
-    if label.size != rows:
-        raise ValueError(f"Label has {label.size} labels for the {rows} rows of Logits")
-    bad = (label < 0) | (label >= classes)
-    if bad.any():
-        raise ValueError(f"Label {label[bad][0]} (row {np.flatnonzero(bad)[0]}) is not a class of "
-                             f"Logits' {classes}")
-    return label
+    return _row_picks(k, "Label", rows, classes, "Logits", f"is not a class of Logits' {classes}")
 
 
 @kernel("margin_cross_entropy")
@@ -253,7 +246,8 @@ def margin_cross_entropy(k):
     z = logits.astype(np.float64)
     target = z[rows, label]
     if _angular(k):
-        target = np.cos(k.attr("margin1") * np.arccos(target) + k.attr("margin2"))
+        with np.errstate(invalid="ignore"):   # a cosine outside [-1, 1] gives NaN, as Paddle's acos
+            target = np.cos(k.attr("margin1") * np.arccos(target) + k.attr("margin2"))
     z[rows, label] = target - k.attr("margin3")
     z *= k.attr("scale")
     shifted = z - z.max(axis=1, keepdims=True)
