@@ -498,6 +498,8 @@ COMPILE_TIME = {
     "norm axis": ("norm", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
     "margin_cross_entropy nranks": ("margin_cross_entropy", {"Logits": X23, "Label": i64(0, 1)}, {"nranks": 2},
                                     "attribute nranks=2 is not supported"),
+    "equal_all dtypes": ("equal_all", {"X": X23, "Y": np.ones((2, 3), np.int32)}, {},
+                         "equal_all needs X and Y of one dtype, got float32 and int32"),
     "margin_cross_entropy label dtype": ("margin_cross_entropy", {"Logits": X23, "Label": np.zeros(2, np.int8)}, {},
                                          "Label must be int32 or int64, got int8"),
     "margin_cross_entropy logits": ("margin_cross_entropy", {"Logits": zeros(2, 3, 1), "Label": i64(0, 1)}, {},
@@ -878,7 +880,6 @@ EXEMPT = {
     # lod_text
     # extra_math
     "is_empty": "no attribute, any tensor: every tensor is empty or not",
-    "equal_all": "no attribute, any two tensors: tensors of different shapes are unequal, as Paddle",
     # linalg_extra
     # random_dist
     # detection_v1

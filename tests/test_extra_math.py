@@ -138,6 +138,13 @@ def test_reduce_as_sums_leading_and_unit_dims():
     np.testing.assert_array_equal(out, x.sum(axis=(0, 2))[:, None])
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int32"])
+def test_reduce_as_sums_bool_and_int32_into_int64_as_paddle(dtype):
+    (out,) = run("reduce_as", {"x": np.ones((2, 3), dtype), "target": np.ones(3, dtype)}, ["out"])
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, [2, 2, 2])
+
+
 def test_norm_differentiates_its_norm_output_which_paddle_leaves_out():
     """weight_norm's l2_norm keeps only Norm: Paddle 3.3.1 gives x no gradient at all (the l2_norm fixture); gradc
     gives d Norm / dX = Out, checked against central differences."""

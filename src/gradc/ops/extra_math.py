@@ -83,14 +83,20 @@ def _reduce_as_infer(ctx):
         lead = len(x) - len(target)
         if lead < 0 or any(t not in (1, d) and -1 not in (t, d) for t, d in zip(target, x[lead:])):
             ctx.fail(f"target {target} does not broadcast to x {x}: x cannot be summed to it")
-    return {"out": (target, ctx.dtype("x"))}
+    widened = ctx.dtype("x") in (VarType.BOOL, VarType.INT32)   # summed into int64, as Paddle's sum
+    return {"out": (target, VarType.INT64 if widened else ctx.dtype("x"))}
 
 
 defop("reduce_as", ["x", "target"], ["out"], infer=_reduce_as_infer, no_grad_inputs=["target"],
       grad=grad_op("x", "target"))
 defop("is_empty", ["X"], infer=lambda ctx: {"Out": ([], VarType.BOOL)}, grad=NO_GRAD)
-# true when X and Y have one shape and equal elements; tensors of different shapes are not equal (no error)
-defop("equal_all", ["X", "Y"], infer=lambda ctx: {"Out": ([], VarType.BOOL)}, grad=NO_GRAD)
+def _equal_all_infer(ctx):
+    """Tensors of different shapes are unequal (no error); of different dtypes refused, as Paddle's kernel."""
+    one_dtype(ctx, "X", "Y")
+    return {"Out": ([], VarType.BOOL)}
+
+
+defop("equal_all", ["X", "Y"], infer=_equal_all_infer, grad=NO_GRAD)
 
 
 def _swiglu_infer(ctx):

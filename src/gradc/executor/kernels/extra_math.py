@@ -154,6 +154,8 @@ def multiplex_grad(k):
 @kernel("reduce_as", shape_only=("target",))
 def reduce_as(k):
     x, target = k.x("x"), k.x("target")
+    if x.dtype in (np.bool_, np.int32):   # summed into int64, as Paddle's sum
+        x = x.astype(np.int64)
     return {"out": np.ascontiguousarray(unbroadcast(x, target.shape))}
 
 
