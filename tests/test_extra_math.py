@@ -174,7 +174,9 @@ def test_margin_cross_entropy_is_the_angular_margin_softmax_loss():
     attrs = {"margin1": 1.2, "margin2": 0.3, "margin3": 0.1, "scale": 3.0}
     softmax, loss = run("margin_cross_entropy", {"Logits": logits, "Label": label}, ["Softmax", "Loss"], attrs)
     np.testing.assert_allclose(loss[:, 0], margin_loss(logits, label[:, 0], 1.2, 0.3, 0.1, 3.0))
+    # Softmax is that of the margined, scaled logits (Paddle's kernel): at the label, exp(-Loss)
     np.testing.assert_allclose(softmax.sum(1), 1.0)
+    np.testing.assert_allclose(softmax[np.arange(3), label[:, 0]], np.exp(-loss[:, 0]))
 
 
 def test_margin_cross_entropy_refuses_model_parallel_by_name():
