@@ -506,6 +506,8 @@ COMPILE_TIME = {
                                     "Logits must have shape [batch, classes]"),
     "fused_rms_norm_quant weight": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(4)}, {},
                                     "norm_weight [4] must hold one value per normalised element of x [2, 3] (3)"),
+    "fused_rms_norm_quant weight dtype": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(3, dtype=np.int32)},
+                                          {}, "needs x and norm_weight of one dtype, got float32 and int32"),
     "fused_rms_norm_quant quantized": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(3)},
                                        {"quant_scale": 0.5}, "the quantized path (an int8 out) is not supported"),
     # linalg_extra

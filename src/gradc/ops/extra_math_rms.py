@@ -17,7 +17,7 @@ from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad, defop
 from ..shapes import numel
 from .composite import Formula, expansion, first
-from .infer import check_float
+from .infer import check_float, one_dtype
 
 RMS_ATTRS = {"begin_norm_axis": 1, "epsilon": 1e-5, "quant_scale": -1.0, "quant_round_type": 0,
              "quant_max_bound": 0.0, "quant_min_bound": 0.0}
@@ -25,6 +25,7 @@ RMS_ATTRS = {"begin_norm_axis": 1, "epsilon": 1e-5, "quant_scale": -1.0, "quant_
 
 def _rms_infer(ctx):
     check_float(ctx, "x")
+    one_dtype(ctx, "x", *(slot for slot in ("bias", "residual", "norm_weight", "norm_bias") if ctx.has(slot)))
     if ctx.attr("quant_scale") > 0:
         ctx.fail(f"attribute quant_scale={ctx.attr('quant_scale')}: the quantized path (an int8 out) is not supported"
                  ", as Paddle 3.3.1's CPU kernel does not support it")
