@@ -493,6 +493,8 @@ COMPILE_TIME = {
     "nextafter shapes": ("nextafter", {"x": X23, "y": zeros(2, 4)}, {}, "cannot broadcast shapes [2, 3] and [2, 4]"),
     "multiplex ids": ("multiplex", {"X": [X23, X23], "Ids": zeros(2, 2, dtype=np.int32)}, {},
                       "Ids must have shape [batch, 1], got [2, 2]"),
+    "multiplex dtypes": ("multiplex", {"X": [X23, X23.astype(np.float64)], "Ids": zeros(2, 1, dtype=np.int32)}, {},
+                         "the tensors of X must have one dtype, got ['float32', 'float64']"),
     "reduce_as target": ("reduce_as", {"x": X23, "target": zeros(4)}, {}, "target [4] does not broadcast to x [2, 3]"),
     "swiglu odd": ("swiglu", {"x": X23}, {}, "x's last dim is split in two halves and must be even"),
     "norm axis": ("norm", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),

@@ -67,6 +67,9 @@ def _multiplex_infer(ctx):
     known = [shape for shape in shapes if shape is not None]
     if any(shape != known[0] for shape in known):
         ctx.fail(f"the tensors of X must have one shape, got {known}")
+    dtypes = {ctx.dtype("X", i) for i in range(len(shapes))} - {None}
+    if len(dtypes) > 1:
+        ctx.fail(f"the tensors of X must have one dtype, got {sorted(map(dtype_name, dtypes))}")
     if known and not known[0]:
         ctx.fail("the tensors of X must have a batch dim to pick rows from, got 0-d tensors")
     if known and ids is not None and -1 not in (ids[0], known[0][0]) and ids[0] != known[0][0]:
