@@ -67,6 +67,16 @@ def test_gammaincc_is_paddles_constant_1_outside_its_domain_and_flat_there():
     np.testing.assert_array_equal(gammaincc_slope(a, y)[:6], [0, 0, 0, 0, -np.inf, -1])
 
 
+def test_gammaincc_stays_a_probability_where_its_prefactor_under_or_overflows():
+    """Q(3, 1e300) was NaN (its continued fraction overflowed; Paddle's kernel stops where the prefactor
+    underflows: 0); Q(1e-300, 1e-300) came out -2.4e-14 (as Paddle), its true value 6.9e-298. Q's slope is 0 where
+    Q is flat: a or y infinite."""
+    from gradc.executor.kernels.extra_math import gammaincc, gammaincc_slope
+    np.testing.assert_array_equal(gammaincc(np.array([3.0, 1e-300, 2.0]), np.array([1e300, 1e-300, 800.0])),
+                                  [0.0, 0.0, 0.0])
+    np.testing.assert_array_equal(gammaincc_slope(np.array([np.inf, 2.0]), np.array([2.0, np.inf])), [0.0, 0.0])
+
+
 def test_gammaincc_grad_where_paddles_overflows():
     """Paddle 3.3.1's y@GRAD computes y^(x-1) / tgamma(x), which overflows: NaN at x = 40 in float32 and at x = 200
     in float64. gradc goes through logs: the slope of Q by central differences, in float32 too."""

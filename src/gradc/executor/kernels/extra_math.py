@@ -19,6 +19,7 @@ elementwise("gammaln", lambda x, k: lgamma(x), lambda x, k: digamma(x), "x", low
 
 _EPSILON = np.finfo(np.float64).eps / 2   # a term below this part of the sum no longer changes it
 _MOST_TERMS = 100_000   # the series needs ~ 6 sqrt(a) terms where y is near a large a: reached past a ~ 2e8
+_UNDERFLOW = -np.log(np.finfo(np.float64).max)   # a prefactor exp() below this is 0 (Paddle's -MAXLOG)
 _RESCALE_PAST = 2.0 ** 52   # the continued fraction's numerators and denominators are rescaled before they overflow
 
 
@@ -80,11 +81,15 @@ def gammaincc(a, y):
     a, y = a.ravel(), y.ravel()
     out = np.ones_like(a)
     inside = (a > 0) & (y > 0) & np.isfinite(a) & np.isfinite(y)
-    series = inside & ((y < 1) | (y < a))
-    fraction = inside & ~series
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):   # outside: set below
         log_prefactor = a * np.log(y) - y - lgamma(a)
-        out[series] = 1 - _lower_series(a[series], y[series]) * np.exp(log_prefactor[series]) / a[series]
+    lower = (y < 1) | (y < a)   # P by its series there, Q by its continued fraction elsewhere
+    live = inside & ~(log_prefactor < _UNDERFLOW)   # past it Q is 1 (lower) or 0, as Paddle: no sum (NaN at y=1e300)
+    out[inside & ~live & ~lower] = 0.0
+    series, fraction = live & lower, live & ~lower
+    with np.errstate(under="ignore"):
+        lower_p = _lower_series(a[series], y[series]) * np.exp(log_prefactor[series]) / a[series]
+        out[series] = np.maximum(1 - lower_p, 0)   # exp's rounding (~1e-13 at x = 1e-300) may push P past 1
         out[fraction] = _upper_fraction(a[fraction], y[fraction]) * np.exp(log_prefactor[fraction])
     out[(y == np.inf) & (a > 0) & (a < np.inf)] = 0.0
     out[np.isnan(a) | np.isnan(y)] = np.nan
@@ -93,12 +98,13 @@ def gammaincc(a, y):
 
 def gammaincc_slope(a, y):
     """dQ(a, y) / dy = -y^(a-1) exp(-y) / Gamma(a), through logs (no overflow of y^(a-1) or Gamma(a)); at y = 0 the
-    one-sided derivative (-inf for a < 1, -1 at a = 1, 0 past it); 0 where Q is Paddle's constant 1 (a <= 0, y < 0)."""
+    one-sided derivative (-inf for a < 1, -1 at a = 1, 0 past it); 0 where Q is Paddle's constant 1 (a <= 0, y < 0)
+    and where Q is flat at infinity (a or y = +inf)."""
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         slope = -np.exp((a - 1) * np.log(y) - y - lgamma(a))
         at_zero = -np.power(0.0, a - 1) * np.exp(-lgamma(a))
     slope = np.where(y == 0, at_zero, slope)
-    return np.where((a <= 0) | (y < 0), 0.0, slope)
+    return np.where((a <= 0) | (y < 0) | np.isposinf(a) | np.isposinf(y), 0.0, slope)
 
 
 @kernel("gammaincc")
