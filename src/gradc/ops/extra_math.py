@@ -93,6 +93,8 @@ def _reduce_as_infer(ctx):
 defop("reduce_as", ["x", "target"], ["out"], infer=_reduce_as_infer, no_grad_inputs=["target"],
       grad=grad_op("x", "target"))
 defop("is_empty", ["X"], infer=lambda ctx: {"Out": ([], VarType.BOOL)}, grad=NO_GRAD)
+
+
 def _equal_all_infer(ctx):
     """Tensors of different shapes are unequal (no error); of different dtypes refused, as Paddle's kernel."""
     one_dtype(ctx, "X", "Y")
