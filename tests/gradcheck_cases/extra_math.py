@@ -68,6 +68,7 @@ CASES = [
     second_order("norm", {"X": r.standard_normal((2, 3))}, {"axis": 1}, grad_type="norm_grad"),
 ]
 CASES += [second_order("fused_rms_norm_quant", rms_inputs(), RMS, grad_type="fused_rms_norm_quant_grad"),
+          second_order("fused_rms_norm_quant", rms_inputs(bias=True), RMS, grad_type="fused_rms_norm_quant_grad"),
           second_order("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS,
                        grad_type="fused_rms_norm_quant_grad")]
 CASES += [second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4)
