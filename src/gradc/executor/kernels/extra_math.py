@@ -2,7 +2,8 @@
 
 gammaincc is Q(a, y) = Gamma(a, y) / Gamma(a), a = the op's x, by Cephes' split (as Paddle's kernel): the power
 series of P = 1 - Q where y < 1 or y < a, Legendre's continued fraction of Q elsewhere, both in float64 to the
-last bits, with the prefactor y^a exp(-y) / Gamma(a) taken through logs (gradc's lgamma).
+last bits, with the prefactor y^a exp(-y) / Gamma(a) taken through logs (gradc's lgamma); and for a < 1e-3, y < 1,
+where Q is tiny and 1 - P would lose it, DLMF 8.7.3 (Paddle's kernel keeps 1 - P there).
 """
 
 from __future__ import annotations
@@ -75,6 +76,21 @@ def _upper_fraction(a, y):
     return state[7]
 
 
+_ZETA = (np.pi ** 2 / 6, 1.2020569031595942, np.pi ** 4 / 90, 1.0369277551433699, np.pi ** 6 / 945)   # zeta(2..6)
+_SMALL_A = 1e-3   # below it, with y < 1, Q ~ a E1(y) is tiny and 1 - P loses its digits
+
+
+def _upper_small_a(a, y):
+    """Q(a, y) for a < _SMALL_A, y < 1 (DLMF 8.7.3): 1 - y^a / Gamma(a + 1) - y^a / Gamma(a) sum over k >= 1 of
+    (-y)^k / (k! (a + k)), the first term by expm1 and lgamma(1 + a) by its Taylor series (1 + a rounds a away)."""
+    log_lead = a * np.log(y) + np.euler_gamma * a - sum(z * (-a) ** k / k for k, z in enumerate(_ZETA, 2))
+    term, tail = np.ones_like(y), np.zeros_like(y)
+    for k in range(1, 26):   # y^k / k! < 1e-25 past 25 terms
+        term = term * -y / k
+        tail += term / (a + k)
+    return -np.expm1(log_lead) - a * np.exp(log_lead) * tail
+
+
 def gammaincc(a, y):
     """Q(a, y), float64: 1 where a <= 0 or y <= 0 (as Paddle's kernel), 0 at y = +inf, 1 at a = +inf."""
     a, y = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(y, np.float64))
@@ -86,10 +102,11 @@ def gammaincc(a, y):
     lower = (y < 1) | (y < a)   # P by its series there, Q by its continued fraction elsewhere
     live = inside & ~(log_prefactor < _UNDERFLOW)   # past it Q is 1 (lower) or 0, as Paddle: no sum (NaN at y=1e300)
     out[inside & ~live & ~lower] = 0.0
-    series, fraction = live & lower, live & ~lower
+    small = inside & (a < _SMALL_A) & (y < 1)
+    out[small] = _upper_small_a(a[small], y[small])
+    series, fraction = live & lower & ~small, live & ~lower
     with np.errstate(under="ignore"):
-        lower_p = _lower_series(a[series], y[series]) * np.exp(log_prefactor[series]) / a[series]
-        out[series] = np.maximum(1 - lower_p, 0)   # exp's rounding (~1e-13 at x = 1e-300) may push P past 1
+        out[series] = 1 - _lower_series(a[series], y[series]) * np.exp(log_prefactor[series]) / a[series]
         out[fraction] = _upper_fraction(a[fraction], y[fraction]) * np.exp(log_prefactor[fraction])
     out[(y == np.inf) & (a > 0) & (a < np.inf)] = 0.0
     out[np.isnan(a) | np.isnan(y)] = np.nan
