@@ -14,8 +14,9 @@ legacy L2 normalisation `norm` and margin_cross_entropy (ArcFace / CosFace). The
 Paddle 3.3.1 has no CPU kernel of margin_cross_entropy; gradc follows its GPU kernels on one device (nranks 1).
 gradc computes gammaincc and its grad in float64 and differs where Paddle 3.3.1 is wrong: its gammaincc_grad divides
 y^(x-1) by tgamma(x), which overflow (NaN at x = 40, y = 35 in float32, at x = 200 in float64: gradc goes through
-logs),
-and it computes float32 input in float32 (Q(200, 190) 1.5e-5 off).
+logs), it computes float32 input in float32 (Q(200, 190) 1.5e-5 off), and at x < 1e-3, y < 1 its 1 - P loses the
+tiny Q (Q(1e-20, 1e-20) 7.8e-16 for 4.5e-19). Where its sums would need more than 100000 terms (x past ~2e8 with y
+near it) gradc refuses the run.
 """
 
 from __future__ import annotations
