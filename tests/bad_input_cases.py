@@ -493,15 +493,23 @@ COMPILE_TIME = {
     "nextafter shapes": ("nextafter", {"x": X23, "y": zeros(2, 4)}, {}, "cannot broadcast shapes [2, 3] and [2, 4]"),
     "multiplex ids": ("multiplex", {"X": [X23, X23], "Ids": zeros(2, 2, dtype=np.int32)}, {},
                       "Ids must have shape [batch, 1], got [2, 2]"),
+    "multiplex dtypes": ("multiplex", {"X": [X23, X23.astype(np.float64)], "Ids": zeros(2, 1, dtype=np.int32)}, {},
+                         "the tensors of X must have one dtype, got ['float32', 'float64']"),
     "reduce_as target": ("reduce_as", {"x": X23, "target": zeros(4)}, {}, "target [4] does not broadcast to x [2, 3]"),
     "swiglu odd": ("swiglu", {"x": X23}, {}, "x's last dim is split in two halves and must be even"),
     "norm axis": ("norm", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
     "margin_cross_entropy nranks": ("margin_cross_entropy", {"Logits": X23, "Label": i64(0, 1)}, {"nranks": 2},
                                     "attribute nranks=2 is not supported"),
+    "equal_all dtypes": ("equal_all", {"X": X23, "Y": np.ones((2, 3), np.int32)}, {},
+                         "equal_all needs X and Y of one dtype, got float32 and int32"),
+    "margin_cross_entropy label dtype": ("margin_cross_entropy", {"Logits": X23, "Label": np.zeros(2, np.int8)}, {},
+                                         "Label must be int32 or int64, got int8"),
     "margin_cross_entropy logits": ("margin_cross_entropy", {"Logits": zeros(2, 3, 1), "Label": i64(0, 1)}, {},
                                     "Logits must have shape [batch, classes]"),
     "fused_rms_norm_quant weight": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(4)}, {},
                                     "norm_weight [4] must hold one value per normalised element of x [2, 3] (3)"),
+    "fused_rms_norm_quant weight dtype": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(3, dtype=np.int32)},
+                                          {}, "needs x and norm_weight of one dtype, got float32 and int32"),
     "fused_rms_norm_quant quantized": ("fused_rms_norm_quant", {"x": X23, "norm_weight": zeros(3)},
                                        {"quant_scale": 0.5}, "the quantized path (an int8 out) is not supported"),
     # linalg_extra
@@ -938,7 +946,6 @@ EXEMPT = {
     # lod_text
     # extra_math
     "is_empty": "no attribute, any tensor: every tensor is empty or not",
-    "equal_all": "no attribute, any two tensors: tensors of different shapes are unequal, as Paddle",
     # linalg_extra
     # random_dist
     # detection_v1

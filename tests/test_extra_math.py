@@ -67,6 +67,27 @@ def test_gammaincc_is_paddles_constant_1_outside_its_domain_and_flat_there():
     np.testing.assert_array_equal(gammaincc_slope(a, y)[:6], [0, 0, 0, 0, -np.inf, -1])
 
 
+def test_gammaincc_stays_a_probability_where_its_prefactor_under_or_overflows():
+    """Q(3, 1e300) was NaN (its continued fraction overflowed; Paddle's kernel stops where the prefactor
+    underflows: 0). Q's slope is 0 where Q is flat: a or y infinite."""
+    from gradc.executor.kernels.extra_math import gammaincc, gammaincc_slope
+    np.testing.assert_array_equal(gammaincc(np.array([3.0, 2.0]), np.array([1e300, 800.0])), [0.0, 0.0])
+    np.testing.assert_array_equal(gammaincc_slope(np.array([np.inf, 2.0]), np.array([2.0, np.inf])), [0.0, 0.0])
+
+
+def test_gammaincc_keeps_its_digits_at_tiny_x():
+    """For x -> 0, Q(x, y) = x E1(y) (1 + O(x)): 1 - P kept only 1e-16 of absolute accuracy (Q(1e-20, 1e-20) was
+    7.8e-16 for 4.5e-19 and Q(1e-300, 1e-300) -2.4e-14, as Paddle's); across the switch at x = 1e-3 the two ways
+    agree."""
+    from gradc.executor.kernels.extra_math import gammaincc
+    e1_half = 0.5597735947761608   # E1(0.5)
+    out = gammaincc(np.array([1e-20, 1e-10, 1e-300]), np.array([1e-20, 0.5, 1e-300]))
+    np.testing.assert_allclose(out, [1e-20 * (46.051701859880914 - np.euler_gamma), 1e-10 * e1_half,
+                                     1e-300 * (690.7755278982137 - np.euler_gamma)], rtol=1e-8)
+    below, above = gammaincc(np.array([1e-3 * (1 - 1e-12), 1e-3 * (1 + 1e-12)]), np.array([0.3, 0.3]))
+    assert abs(below - above) < 1e-11 * above
+
+
 def test_gammaincc_grad_where_paddles_overflows():
     """Paddle 3.3.1's y@GRAD computes y^(x-1) / tgamma(x), which overflows: NaN at x = 40 in float32 and at x = 200
     in float64. gradc goes through logs: the slope of Q by central differences, in float32 too."""
@@ -82,6 +103,17 @@ def test_gammaincc_grad_where_paddles_overflows():
     (grad,) = gradc.Executor().run(program, feed, ["y0@GRAD"], gradc.Scope())
     assert grad.dtype == np.float32
     np.testing.assert_allclose(grad, numeric, rtol=1e-5)
+
+
+def test_gammaincc_refuses_a_sum_it_cannot_finish(monkeypatch):
+    """Near y = x the terms needed grow as sqrt(x) (past the bound from x ~ 2e8): a truncated sum was returned as
+    Q (0.50079 at x = 1e9, y = x - 1, where Q is 0.500008); now the run names the point. The bound is lowered here
+    to keep the test fast."""
+    from gradc.executor.kernels import extra_math
+    monkeypatch.setattr(extra_math, "_MOST_TERMS", 50)
+    for y in (1e6 - 1, 1e6):   # the series (y < x), then the continued fraction
+        with pytest.raises(ExecutionError, match=rf"gammaincc.*Q\(x, y\) at x=1000000.0, y={y} does not converge"):
+            run("gammaincc", {"x": np.array([3.0, 1e6]), "y": np.array([2.0, y])}, ["out"])
 
 
 def test_gammaln_is_lgamma_with_its_poles():
@@ -127,6 +159,13 @@ def test_reduce_as_sums_leading_and_unit_dims():
     np.testing.assert_array_equal(out, x.sum(axis=(0, 2))[:, None])
 
 
+@pytest.mark.parametrize("dtype", ["bool", "int32"])
+def test_reduce_as_sums_bool_and_int32_into_int64_as_paddle(dtype):
+    (out,) = run("reduce_as", {"x": np.ones((2, 3), dtype), "target": np.ones(3, dtype)}, ["out"])
+    assert out.dtype == np.int64
+    np.testing.assert_array_equal(out, [2, 2, 2])
+
+
 def test_norm_differentiates_its_norm_output_which_paddle_leaves_out():
     """weight_norm's l2_norm keeps only Norm: Paddle 3.3.1 gives x no gradient at all (the l2_norm fixture); gradc
     gives d Norm / dX = Out, checked against central differences."""
@@ -156,7 +195,9 @@ def test_margin_cross_entropy_is_the_angular_margin_softmax_loss():
     attrs = {"margin1": 1.2, "margin2": 0.3, "margin3": 0.1, "scale": 3.0}
     softmax, loss = run("margin_cross_entropy", {"Logits": logits, "Label": label}, ["Softmax", "Loss"], attrs)
     np.testing.assert_allclose(loss[:, 0], margin_loss(logits, label[:, 0], 1.2, 0.3, 0.1, 3.0))
+    # Softmax is that of the margined, scaled logits (Paddle's kernel): at the label, exp(-Loss)
     np.testing.assert_allclose(softmax.sum(1), 1.0)
+    np.testing.assert_allclose(softmax[np.arange(3), label[:, 0]], np.exp(-loss[:, 0]))
 
 
 def test_margin_cross_entropy_refuses_model_parallel_by_name():
@@ -237,6 +278,18 @@ def test_fused_rms_norm_quant_gives_residual_and_bias_their_grads_and_counts_res
     grads = check_program(program, feed, ["x0", "bias0", "residual0"], loss="loss")
     np.testing.assert_allclose(grads["residual0"], grads["x0"])
     np.testing.assert_allclose(grads["bias0"], grads["x0"].sum(0))
+
+
+def test_fused_rms_norm_quant_ignores_bias_without_a_residual_as_paddle():
+    """Paddle 3.3.1's kernel adds bias only along with a residual (fused_rms_norm(x, w, None, 1e-6, 1, bias=b) equals
+    it without b); the empty rows (0 of them) normalise to nothing."""
+    r = np.random.default_rng(8)
+    x, weight = r.standard_normal((2, 6)), r.uniform(0.5, 1.5, 6)
+    attrs = {"begin_norm_axis": 1, "epsilon": 1e-6}
+    (out,) = run("fused_rms_norm_quant", {"x": x, "norm_weight": weight, "bias": r.standard_normal(6)}, ["out"], attrs)
+    np.testing.assert_allclose(out, x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * weight)
+    (empty,) = run("fused_rms_norm_quant", {"x": np.zeros((0, 6)), "norm_weight": weight}, ["out"], attrs)
+    assert empty.shape == (0, 6)
 
 
 def test_fused_rms_norm_quant_refuses_the_quantized_path_by_name():

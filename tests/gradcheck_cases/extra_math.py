@@ -56,6 +56,7 @@ CASES = [
     *[Case("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": LABELS}, margins) for margins in MARGINS],
     Case("fused_rms_norm_quant", rms_inputs(), RMS),
     Case("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS),
+    Case("fused_rms_norm_quant", rms_inputs(bias=True), RMS),   # bias ignored without a residual: zero grad
     Case("fused_rms_norm_quant", rms_inputs(norm_bias=True, rows=(2,), width=6),
          {"begin_norm_axis": 1, "epsilon": 0.1}),
     second_order("gammaln", {"x": between_poles(2, 3)}, rtol=1e-4),
@@ -67,6 +68,7 @@ CASES = [
     second_order("norm", {"X": r.standard_normal((2, 3))}, {"axis": 1}, grad_type="norm_grad"),
 ]
 CASES += [second_order("fused_rms_norm_quant", rms_inputs(), RMS, grad_type="fused_rms_norm_quant_grad"),
+          second_order("fused_rms_norm_quant", rms_inputs(bias=True), RMS, grad_type="fused_rms_norm_quant_grad"),
           second_order("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS,
                        grad_type="fused_rms_norm_quant_grad")]
 CASES += [second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4)

@@ -14,8 +14,9 @@ legacy L2 normalisation `norm` and margin_cross_entropy (ArcFace / CosFace). The
 Paddle 3.3.1 has no CPU kernel of margin_cross_entropy; gradc follows its GPU kernels on one device (nranks 1).
 gradc computes gammaincc and its grad in float64 and differs where Paddle 3.3.1 is wrong: its gammaincc_grad divides
 y^(x-1) by tgamma(x), which overflow (NaN at x = 40, y = 35 in float32, at x = 200 in float64: gradc goes through
-logs),
-and it computes float32 input in float32 (Q(200, 190) 1.5e-5 off).
+logs), it computes float32 input in float32 (Q(200, 190) 1.5e-5 off), and at x < 1e-3, y < 1 its 1 - P loses the
+tiny Q (Q(1e-20, 1e-20) 7.8e-16 for 4.5e-19). Where its sums would need more than 100000 terms (x past ~2e8 with y
+near it) gradc refuses the run.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from __future__ import annotations
 from ..ir import VarType, dtype_name
 from ..registry import NO_GRAD, defop, grad_op
 from .activation import activation
-from .bitwise import INTEGER_DTYPES
 from .composite import Formula, first
 from .infer import broadcast_shapes, check_float, float_like, one_dtype
 
@@ -68,6 +68,9 @@ def _multiplex_infer(ctx):
     known = [shape for shape in shapes if shape is not None]
     if any(shape != known[0] for shape in known):
         ctx.fail(f"the tensors of X must have one shape, got {known}")
+    dtypes = {ctx.dtype("X", i) for i in range(len(shapes))} - {None}
+    if len(dtypes) > 1:
+        ctx.fail(f"the tensors of X must have one dtype, got {sorted(map(dtype_name, dtypes))}")
     if known and not known[0]:
         ctx.fail("the tensors of X must have a batch dim to pick rows from, got 0-d tensors")
     if known and ids is not None and -1 not in (ids[0], known[0][0]) and ids[0] != known[0][0]:
@@ -84,14 +87,22 @@ def _reduce_as_infer(ctx):
         lead = len(x) - len(target)
         if lead < 0 or any(t not in (1, d) and -1 not in (t, d) for t, d in zip(target, x[lead:])):
             ctx.fail(f"target {target} does not broadcast to x {x}: x cannot be summed to it")
-    return {"out": (target, ctx.dtype("x"))}
+    widened = ctx.dtype("x") in (VarType.BOOL, VarType.INT32)   # summed into int64, as Paddle's sum
+    return {"out": (target, VarType.INT64 if widened else ctx.dtype("x"))}
 
 
 defop("reduce_as", ["x", "target"], ["out"], infer=_reduce_as_infer, no_grad_inputs=["target"],
       grad=grad_op("x", "target"))
 defop("is_empty", ["X"], infer=lambda ctx: {"Out": ([], VarType.BOOL)}, grad=NO_GRAD)
-# true when X and Y have one shape and equal elements; tensors of different shapes are not equal (no error)
-defop("equal_all", ["X", "Y"], infer=lambda ctx: {"Out": ([], VarType.BOOL)}, grad=NO_GRAD)
+
+
+def _equal_all_infer(ctx):
+    """Tensors of different shapes are unequal (no error); of different dtypes refused, as Paddle's kernel."""
+    one_dtype(ctx, "X", "Y")
+    return {"Out": ([], VarType.BOOL)}
+
+
+defop("equal_all", ["X", "Y"], infer=_equal_all_infer, grad=NO_GRAD)
 
 
 def _swiglu_infer(ctx):
@@ -144,14 +155,22 @@ defop("norm_grad", ["X", "Norm", "Out@GRAD"], ["X@GRAD?"], attrs=NORM_ATTRS,
       infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X"))}).grad_op_of = "norm"
 
 
+_MARGIN_OFF = 1e-8   # Paddle's kernels leave the angle alone when |margin1 - 1| and |margin2| are below it
+
+
+def angular_margin(margin1: float, margin2: float) -> bool:
+    """Whether the label's cosine goes through cos(margin1 acos(c) + margin2) (ArcFace), as Paddle's kernels."""
+    return abs(margin1 - 1) > _MARGIN_OFF or abs(margin2) > _MARGIN_OFF
+
+
 _ONE_DEVICE = "its classes are sharded over devices (model parallelism), and gradc runs on one device"
 
 
 def _margin_cross_entropy_infer(ctx):
     check_float(ctx, "Logits")
     logits, label = ctx.shape("Logits"), ctx.shape("Label")
-    if ctx.dtype("Label") is not None and ctx.dtype("Label") not in INTEGER_DTYPES:
-        ctx.fail(f"Label must be an integer tensor, got {dtype_name(ctx.dtype('Label'))}")
+    if ctx.dtype("Label") not in (None, VarType.INT32, VarType.INT64):   # Paddle's kernels read these two only
+        ctx.fail(f"Label must be int32 or int64, got {dtype_name(ctx.dtype('Label'))}")
     if logits is not None and len(logits) != 2:
         ctx.fail(f"Logits must have shape [batch, classes], got {logits}")
     if label is not None and (len(label) not in (1, 2) or len(label) == 2 and label[1] not in (1, -1)):

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 from ..errors import GradError
 from ..registry import defgrad
-from . import extra_math  # noqa: F401  (registers the grad ops given makers here)
 from .activation_double import unary_double
 from .composite import expansion, first, linear
-
-_MARGIN_OFF = 1e-8   # the kernels' threshold below which |margin1 - 1| and |margin2| leave the angle alone
+from .extra_math import angular_margin  # also registers the grad ops given makers here
 
 
 def _gammaln(f, g, x, p):
@@ -91,7 +89,7 @@ def _margin_cross_entropy_again(f, g):
     cosine = f.sum_along(f.mul(logits, hot, logits), 1)
     m1, m2, m3, scale = (g.attr(name) for name in ("margin1", "margin2", "margin3", "scale"))
     slope = None
-    if abs(m1 - 1) > _MARGIN_OFF or abs(m2) > _MARGIN_OFF:
+    if angular_margin(m1, m2):
         angle = f.scale(f.unary("acos", cosine), m1, m2)
         sine = f.unary("sqrt", f.scale(f.mul(cosine, cosine, cosine), -1.0, 1.0))
         slope = f.div(f.scale(f.unary("sin", angle), m1), sine, cosine)

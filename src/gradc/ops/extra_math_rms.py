@@ -1,9 +1,10 @@
 """fused_rms_norm_quant (paddle.incubate.nn.functional.fused_rms_norm, Llama's RMSNorm), its non-quantized path:
 
-    h = x + bias + residual (each optional; residual_out = h)    inv_var = 1 / sqrt(mean(h^2) + epsilon)
+    h = x + residual + bias (each optional; residual_out = h)    inv_var = 1 / sqrt(mean(h^2) + epsilon)
     out = h inv_var norm_weight + norm_bias
 
-the mean over the dims from begin_norm_axis on, norm_weight / norm_bias / bias flat vectors of their size. The
+the mean over the dims from begin_norm_axis on, norm_weight / norm_bias / bias flat vectors of their size; bias is
+added only along with a residual (Paddle's kernels ignore it without one, so it gets no gradient there). The
 quantized path (quant_scale > 0, an int8 out) is refused: Paddle 3.3.1's CPU kernel lacks it too. Paddle 3.3.1 has
 no CPU grad kernel, and its grad op has no slots for residual and bias: gradc's maker gives them dh (bias summed
 over the rows) and adds residual_out's grad to dh, which Paddle's grad op leaves out.
@@ -16,7 +17,7 @@ from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad, defop
 from ..shapes import numel
 from .composite import Formula, expansion, first
-from .infer import check_float
+from .infer import check_float, one_dtype
 
 RMS_ATTRS = {"begin_norm_axis": 1, "epsilon": 1e-5, "quant_scale": -1.0, "quant_round_type": 0,
              "quant_max_bound": 0.0, "quant_min_bound": 0.0}
@@ -24,6 +25,7 @@ RMS_ATTRS = {"begin_norm_axis": 1, "epsilon": 1e-5, "quant_scale": -1.0, "quant_
 
 def _rms_infer(ctx):
     check_float(ctx, "x")
+    one_dtype(ctx, "x", *(slot for slot in ("bias", "residual", "norm_weight", "norm_bias") if ctx.has(slot)))
     if ctx.attr("quant_scale") > 0:
         ctx.fail(f"attribute quant_scale={ctx.attr('quant_scale')}: the quantized path (an int8 out) is not supported"
                  ", as Paddle 3.3.1's CPU kernel does not support it")
@@ -46,10 +48,12 @@ def _rms_infer(ctx):
 
 def _rms_grad(g):
     """The grad op gives dh (as x@GRAD) and the weights' grads; x, residual and bias each take dh, plus
-    residual_out's grad where it has one."""
+    residual_out's grad where it has one (bias takes zeros without a residual)."""
     f = Formula(g)
     grads_of = {slot: first(g.IG(slot)) for slot in ("x", "bias", "residual")}
     grads_of = {slot: grad for slot, grad in grads_of.items() if grad not in (None, EMPTY_VAR)}
+    if "bias" in grads_of and not first(g.I("residual")):   # the kernels ignore bias without a residual
+        f.into(grads_of.pop("bias"), "fill_any_like", {"X": first(g.I("bias"))}, {"value": 0.0, "dtype": -1})
     residual_out = first(g.O("residual_out"))
     through_residual_out = residual_out is not None and g.wants(residual_out)
     reused = through_residual_out or "bias" in grads_of or "residual" in grads_of
@@ -104,10 +108,10 @@ def _rms_again(f, g):
     axis = g.attr("begin_norm_axis") % len(shape)
     norm_dims = list(range(axis, len(shape)))
     h = x
-    if first(g.I("bias")):
-        h = f.add(h, _spread(f, first(g.I("bias")), shape[axis:], x), x)
     if first(g.I("residual")):
         h = f.add(h, first(g.I("residual")), x)
+        if first(g.I("bias")):
+            h = f.add(h, _spread(f, first(g.I("bias")), shape[axis:], x), x)
     def mean(v: str) -> str:
         return f.op("reduce_mean", {"X": v}, x, {"dim": norm_dims, "keep_dim": True, "reduce_all": False},
                     dims=lambda s: [*s[:axis], *[1] * len(norm_dims)])

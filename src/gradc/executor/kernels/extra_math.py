@@ -2,13 +2,15 @@
 
 gammaincc is Q(a, y) = Gamma(a, y) / Gamma(a), a = the op's x, by Cephes' split (as Paddle's kernel): the power
 series of P = 1 - Q where y < 1 or y < a, Legendre's continued fraction of Q elsewhere, both in float64 to the
-last bits, with the prefactor y^a exp(-y) / Gamma(a) taken through logs (gradc's lgamma).
+last bits, with the prefactor y^a exp(-y) / Gamma(a) taken through logs (gradc's lgamma); and for a < 1e-3, y < 1,
+where Q is tiny and 1 - P would lose it, DLMF 8.7.3 (Paddle's kernel keeps 1 - P there).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...ops.extra_math import angular_margin
 from . import kernel
 from .activation import sigmoid
 from .broadcast import unbroadcast
@@ -17,12 +19,14 @@ from .special_math import digamma, elementwise, lgamma
 elementwise("gammaln", lambda x, k: lgamma(x), lambda x, k: digamma(x), "x", lowercase=True)
 
 _EPSILON = np.finfo(np.float64).eps / 2   # a term below this part of the sum no longer changes it
-_MOST_TERMS = 100_000   # the series needs ~ 6 sqrt(a) terms where y is near a large a; a bound, never reached below 1e8
+_MOST_TERMS = 100_000   # the series needs ~ 6 sqrt(a) terms where y is near a large a: reached past a ~ 2e8
+_UNDERFLOW = -np.log(np.finfo(np.float64).max)   # a prefactor exp() below this is 0 (Paddle's -MAXLOG)
 _RESCALE_PAST = 2.0 ** 52   # the continued fraction's numerators and denominators are rescaled before they overflow
 
 
-def _until_converged(state: list[np.ndarray], step) -> None:
-    """Run ``step(*state) -> (new state, converged mask)`` over the elements not yet converged, in place."""
+def _until_converged(a, y, state: list[np.ndarray], step) -> None:
+    """Run ``step(*state) -> (new state, converged mask)`` over the elements of Q(a, y) not yet converged, in place;
+    refuse those unconverged after _MOST_TERMS steps (a truncated sum would be silently wrong)."""
     active = np.arange(state[0].size)
     for _ in range(_MOST_TERMS):
         if not active.size:
@@ -31,6 +35,8 @@ def _until_converged(state: list[np.ndarray], step) -> None:
         for s, v in zip(state, values):
             s[active] = v
         active = active[~converged]
+    raise ValueError(f"Q(x, y) at x={a[active[0]]}, y={y[active[0]]} does not converge in {_MOST_TERMS} terms "
+                     "(x past ~2e8 with y near it)")
 
 
 def _lower_series(a, y):
@@ -43,7 +49,7 @@ def _lower_series(a, y):
         total = total + term
         return (r, term, total, y), ~(term > _EPSILON * total)
 
-    _until_converged(state, step)
+    _until_converged(a, y, state, step)
     return state[2]
 
 
@@ -66,8 +72,23 @@ def _upper_fraction(a, y):
         return ((c_y, z, c, p1 * shrink, q1 * shrink, p * shrink, q * shrink, ratio),
                 ~(change > _EPSILON))
 
-    _until_converged(state, step)
+    _until_converged(a, y, state, step)
     return state[7]
+
+
+_ZETA = (np.pi ** 2 / 6, 1.2020569031595942, np.pi ** 4 / 90, 1.0369277551433699, np.pi ** 6 / 945)   # zeta(2..6)
+_SMALL_A = 1e-3   # below it, with y < 1, Q ~ a E1(y) is tiny and 1 - P loses its digits
+
+
+def _upper_small_a(a, y):
+    """Q(a, y) for a < _SMALL_A, y < 1 (DLMF 8.7.3): 1 - y^a / Gamma(a + 1) - y^a / Gamma(a) sum over k >= 1 of
+    (-y)^k / (k! (a + k)), the first term by expm1 and lgamma(1 + a) by its Taylor series (1 + a rounds a away)."""
+    log_lead = a * np.log(y) + np.euler_gamma * a - sum(z * (-a) ** k / k for k, z in enumerate(_ZETA, 2))
+    term, tail = np.ones_like(y), np.zeros_like(y)
+    for k in range(1, 26):   # y^k / k! < 1e-25 past 25 terms
+        term = term * -y / k
+        tail += term / (a + k)
+    return -np.expm1(log_lead) - a * np.exp(log_lead) * tail
 
 
 def gammaincc(a, y):
@@ -76,10 +97,15 @@ def gammaincc(a, y):
     a, y = a.ravel(), y.ravel()
     out = np.ones_like(a)
     inside = (a > 0) & (y > 0) & np.isfinite(a) & np.isfinite(y)
-    series = inside & ((y < 1) | (y < a))
-    fraction = inside & ~series
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):   # outside: set below
         log_prefactor = a * np.log(y) - y - lgamma(a)
+    lower = (y < 1) | (y < a)   # P by its series there, Q by its continued fraction elsewhere
+    live = inside & ~(log_prefactor < _UNDERFLOW)   # past it Q is 1 (lower) or 0, as Paddle: no sum (NaN at y=1e300)
+    out[inside & ~live & ~lower] = 0.0
+    small = inside & (a < _SMALL_A) & (y < 1)
+    out[small] = _upper_small_a(a[small], y[small])
+    series, fraction = live & lower & ~small, live & ~lower
+    with np.errstate(under="ignore"):
         out[series] = 1 - _lower_series(a[series], y[series]) * np.exp(log_prefactor[series]) / a[series]
         out[fraction] = _upper_fraction(a[fraction], y[fraction]) * np.exp(log_prefactor[fraction])
     out[(y == np.inf) & (a > 0) & (a < np.inf)] = 0.0
@@ -89,12 +115,13 @@ def gammaincc(a, y):
 
 def gammaincc_slope(a, y):
     """dQ(a, y) / dy = -y^(a-1) exp(-y) / Gamma(a), through logs (no overflow of y^(a-1) or Gamma(a)); at y = 0 the
-    one-sided derivative (-inf for a < 1, -1 at a = 1, 0 past it); 0 where Q is Paddle's constant 1 (a <= 0, y < 0)."""
+    one-sided derivative (-inf for a < 1, -1 at a = 1, 0 past it); 0 where Q is Paddle's constant 1 (a <= 0, y < 0)
+    and where Q is flat at infinity (a or y = +inf)."""
     with np.errstate(divide="ignore", over="ignore", under="ignore", invalid="ignore"):
         slope = -np.exp((a - 1) * np.log(y) - y - lgamma(a))
         at_zero = -np.power(0.0, a - 1) * np.exp(-lgamma(a))
     slope = np.where(y == 0, at_zero, slope)
-    return np.where((a <= 0) | (y < 0), 0.0, slope)
+    return np.where((a <= 0) | (y < 0) | np.isposinf(a) | np.isposinf(y), 0.0, slope)
 
 
 @kernel("gammaincc")
@@ -115,17 +142,19 @@ def nextafter(k):
     return {"out": np.nextafter(k.x("x"), k.x("y"))}
 
 
-def _ids(k, xs) -> np.ndarray:
-    """Ids as a vector, one candidate index per row of the tensors of X, each in range."""
-    ids = k.x("Ids").reshape(-1)
-    rows = xs[0].shape[0]
-    if ids.size != rows:
-        raise ValueError(f"Ids has {ids.size} indices for the {rows} rows of X's tensors")
-    bad = (ids < 0) | (ids >= len(xs))
+def _row_picks(k, slot: str, rows: int, count: int, rows_of: str, outside: str) -> np.ndarray:
+    """``slot`` as a vector of one index in [0, count) per row; ``rows_of`` and ``outside`` word the errors."""
+    picks = k.x(slot).reshape(-1)
+    if picks.size != rows:
+        raise ValueError(f"{slot} has {picks.size} indices for the {rows} rows of {rows_of}")
+    bad = (picks < 0) | (picks >= count)
     if bad.any():
-        raise ValueError(f"Ids {ids[bad][0]} (row {np.flatnonzero(bad)[0]}) picks no tensor of X, "
-                             f"which holds {len(xs)}")
-    return ids
+        raise ValueError(f"{slot} {picks[bad][0]} (row {np.flatnonzero(bad)[0]}) {outside}")
+    return picks
+
+
+def _ids(k, xs) -> np.ndarray:
+    return _row_picks(k, "Ids", xs[0].shape[0], len(xs), "X's tensors", f"picks no tensor of X, which holds {len(xs)}")
 
 
 @kernel("multiplex")
@@ -148,6 +177,8 @@ def multiplex_grad(k):
 @kernel("reduce_as", shape_only=("target",))
 def reduce_as(k):
     x, target = k.x("x"), k.x("target")
+    if x.dtype in (np.bool_, np.int32):   # summed into int64, as Paddle's sum
+        x = x.astype(np.int64)
     return {"out": np.ascontiguousarray(unbroadcast(x, target.shape))}
 
 
@@ -223,23 +254,13 @@ def norm_grad(k):
     return {"X@GRAD": ((dout - out * along) / size).astype(x.dtype)}
 
 
-_MARGIN_OFF = 1e-8   # Paddle's kernels leave the angle alone when |margin1 - 1| and |margin2| are below it
-
-
 def _angular(k) -> bool:
-    return abs(k.attr("margin1") - 1) > _MARGIN_OFF or abs(k.attr("margin2")) > _MARGIN_OFF
+    return angular_margin(k.attr("margin1"), k.attr("margin2"))
 
 
 def _labels(k, logits) -> np.ndarray:
-    label = k.x("Label").reshape(-1)
     rows, classes = logits.shape
-    if label.size != rows:
-        raise ValueError(f"Label has {label.size} labels for the {rows} rows of Logits")
-    bad = (label < 0) | (label >= classes)
-    if bad.any():
-        raise ValueError(f"Label {label[bad][0]} (row {np.flatnonzero(bad)[0]}) is not a class of "
-                             f"Logits' {classes}")
-    return label
+    return _row_picks(k, "Label", rows, classes, "Logits", f"is not a class of Logits' {classes}")
 
 
 @kernel("margin_cross_entropy")
@@ -250,7 +271,8 @@ def margin_cross_entropy(k):
     z = logits.astype(np.float64)
     target = z[rows, label]
     if _angular(k):
-        target = np.cos(k.attr("margin1") * np.arccos(target) + k.attr("margin2"))
+        with np.errstate(invalid="ignore"):   # a cosine outside [-1, 1] gives NaN, as Paddle's acos
+            target = np.cos(k.attr("margin1") * np.arccos(target) + k.attr("margin2"))
     z[rows, label] = target - k.attr("margin3")
     z *= k.attr("scale")
     shifted = z - z.max(axis=1, keepdims=True)

@@ -8,15 +8,16 @@ from . import kernel
 
 
 def _normalised(k):
-    """(h, inv_var, the rows x cols view of h) with h = x + bias + residual in float64; inv_var [rows, 1]."""
-    x = k.x("x")
+    """(h, inv_var, the rows x cols view of h) with h = x + residual + bias in float64; inv_var [rows, 1]. Paddle's
+    kernels add bias only along with a residual: without one they ignore it."""
+    x, residual = k.x("x"), k.optional("residual")
     axis = k.attr("begin_norm_axis") % x.ndim
     h = x.astype(np.float64)
-    for slot in ("bias", "residual"):
-        value = k.optional(slot)
-        if value is not None:
-            h = h + value.reshape(x.shape[axis:] if slot == "bias" else x.shape)
-    flat = h.reshape(int(np.prod(x.shape[:axis])), -1)
+    if residual is not None:
+        h = h + residual
+        bias = k.optional("bias")
+        h = h if bias is None else h + bias.reshape(x.shape[axis:])
+    flat = h.reshape(int(np.prod(x.shape[:axis])), int(np.prod(x.shape[axis:])))   # -1 fails on 0 rows
     inverse = 1 / np.sqrt(np.mean(flat * flat, axis=1, keepdims=True) + k.attr("epsilon"))
     return h, inverse, flat
 
