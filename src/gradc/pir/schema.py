@@ -49,6 +49,11 @@ DTYPE_NAMES = {
 UNDEFINED_DTYPE = "Undefined(ALL_DTYPE)"
 DTYPE_BY_VARTYPE = {v: k for k, v in DTYPE_NAMES.items()}
 
+# a row's attribute kind -> the PIR attribute kind it reads (an array's elements are the legacy verifier's to check)
+ATTR_KINDS = {"bool": "a_bool", "i32": "a_i32", "i64": "a_i64", "f32": "a_f32", "f64": "a_f64", "str": "a_str",
+              "dtype": "a_dtype", "place": "a_place", "intarray": "a_intarray",
+              **dict.fromkeys(("i32s", "i64s", "f32s", "f64s", "strs"), "a_array")}
+
 # a_place: [allocation type, device id, device type]; 0 undefined, 1 CPU
 PLACE_UNDEFINED = [0, 0, ""]
 PLACE_CPU = [1, 0, ""]

@@ -194,8 +194,11 @@ class Translator:
                                 f"{len(row.results)} ({' '.join(r.name for r in row.results)})")
         inputs, attrs = self._legacy_inputs(row, op)
         for spec in row.attrs:
-            if spec.legacy is not None and spec.name in op.attrs:
-                attrs[spec.legacy] = legacy_value(op.attrs[spec.name])
+            attr = op.attrs.get(spec.name)
+            if attr is not None and attr.kind != schema.ATTR_KINDS[spec.kind]:   # before a hook reads it
+                raise self.fail(op, f"attribute '{spec.name}' is {attr.kind}, not {schema.ATTR_KINDS[spec.kind]}")
+            if spec.legacy is not None and attr is not None:
+                attrs[spec.legacy] = legacy_value(attr)
         next_name = self.namer.for_op(row.legacy)
         outputs = self._legacy_outputs(row, op, next_name)
         for slot in row.extra_outputs:
