@@ -27,22 +27,12 @@ import paddle
 import paddle.nn.functional as F
 from paddle.base import core
 from paddle_pir_cases import CASES
-from paddle_pir_translated import TRANSLATED, build_translated
+from paddle_pir_translated import TRANSLATED, build_translated, op_names
 
 LOSS_NAME = "loss"
 # Without it Paddle 3.3.1 deletes the cf stack ops of a control-flow backward while writing the program
 # (their grad ops still use them) and aborts; with it the stacks are written and the program loads back.
 paddle.set_flags({"FLAGS_save_cf_stack_op": True})
-
-
-def op_names(program) -> list[str]:
-    """Every op name of the program, nested regions included, sorted and unique."""
-    names, stack = set(), [program.global_block()]
-    while stack:
-        for op in stack.pop().ops:
-            names.add(op.name())
-            stack.extend(op.blocks())
-    return sorted(names)
 
 
 def write_backward(main, loss, wrt, out: Path) -> list[str]:

@@ -85,8 +85,12 @@ def batch_size_like_value(legacy, exporter):
     text = legacy.attrs.get("str_value") or ""
     if not text:
         return legacy
+    try:
+        value = float(text)
+    except ValueError:
+        raise exporter.fail(f"str_value {text!r:.40} is not a number") from None
     copy = legacy.copy()
-    copy.set_attr("value", float(text))
+    copy.set_attr("value", value)
     return copy
 
 
