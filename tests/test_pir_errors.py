@@ -286,3 +286,15 @@ def test_a_unique_without_its_dtype_takes_the_legacy_default():
     program = load_pir(json.dumps(_layer_op("unique", "1.unique", drop_dtype)).encode())
     unique = next(op for op in program.global_block.ops if op.type == "unique")
     assert {program.global_block.find_var(n).dtype for n in unique.output("Index")} == {gradc.VarType.INT64}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_folded_int_constant_that_is_not_finite(value):
+    """bincount's minlength comes from a pd_op.full; NaN or inf is no int to fold into the attribute."""
+    doc = json.loads(program_file("pir_layers/bincount").read_bytes())
+    bincount = ops_of(doc)[index_of(doc, "1.bincount")]
+    made = {op["O"][0]["%"]: op for op in ops_of(doc) if op["#"] == "1.full"}
+    minlength = made[bincount["I"][-1]["%"]]
+    next(a for a in minlength["A"] if a["N"] == "value")["AT"]["D"] = value
+    fails(doc, rf"\(pd_op.bincount\): operand 'minlength' must hold finite numbers for attribute 'minlength', "
+               rf"not \[{value}\]")

@@ -6,6 +6,8 @@ and their ops dropped when nothing else reads them; control flow gets sub-blocks
 
 from __future__ import annotations
 
+import math
+
 from ..errors import FormatError
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarDesc, VarType
 from ..verify import check_structure
@@ -140,6 +142,8 @@ class Translator:
         values = raw if isinstance(raw, list) else [raw]
         if not all(isinstance(v, (int, float)) for v in values):
             raise self.fail(producer, f"attribute 'value' must hold numbers, got {raw!r:.60}")
+        if fold in ("ints", "int", "long") and not all(map(math.isfinite, values)):
+            raise self.fail(op, f"operand '{operand}' must hold finite numbers for attribute '{attr}', not {values}")
         if fold == "ints":
             return [int(v) for v in values]
         if len(values) != 1:
