@@ -240,13 +240,15 @@ def test_a_transpose_grad_whose_perm_is_no_permutation():
     fails(doc, r"op \d+ \(pd_op.transpose_grad\): attribute 'perm' must be a permutation, got \[0, 0, 0, 0\]")
 
 
-def test_an_onednn_fc_that_fuses_more_than_fc():
-    """The translator writes legacy fc as onednn_op.fc; one that also fuses an activation is no legacy fc."""
-    def fuse_relu(doc):
+@pytest.mark.parametrize("name, value", [("fuse_activation", "relu"), ("mkldnn_data_type", "bfloat16")])
+def test_an_onednn_fc_that_fuses_more_than_fc(name, value):
+    """The translator writes legacy fc as onednn_op.fc; one that also fuses an activation, or computes in
+    bfloat16, is no legacy fc."""
+    def fuse(doc):
         fc = ops_of(doc)[index_of(doc, "onednn_op.fc")]
-        next(a for a in fc["A"] if a["N"] == "fuse_activation")["AT"]["D"] = "relu"
-    fails(edited(json.loads(program_file("translated_fc_plain").read_bytes()), fuse_relu),
-          r"\(onednn_op\.fc\): attribute 'fuse_activation' = 'relu' fuses more than fc")
+        next(a for a in fc["A"] if a["N"] == name)["AT"]["D"] = value
+    fails(edited(json.loads(program_file("translated_fc_plain").read_bytes()), fuse),
+          rf"\(onednn_op\.fc\): attribute '{name}' = '{value}' fuses more than fc")
 
 
 def test_a_v1_reshape_whose_shape_list_mixes_tensors_of_several_values():
