@@ -271,7 +271,7 @@ def test_an_attribute_of_another_kind_is_named_before_a_hook_reads_it():
     """pd_op.any's hook reads axis as a list (PIR's empty list meaning every axis): an a_i32 there is refused."""
     def axis_as_int(op):
         next(a for a in op["A"] if a["N"] == "axis")["AT"] = {"#": "0.a_i32", "D": 1}
-    fails(_layer_op("any", "1.any", axis_as_int), r"op \d+ \(pd_op.any\): attribute 'axis' is a_i32, not a_array")
+    fails(_layer_op("any", "1.any", axis_as_int), r"op \d+ \(pd_op.any\): attribute 'axis' is a_i32, not a list")
 
 
 def test_a_unique_of_another_index_dtype_is_refused_when_checked():

@@ -212,3 +212,14 @@ def test_translated_selected_rows_ops_give_paddles_merged_rows():
     with np.load(directory / "feed.npz") as feed:
         (dense,) = gradc.Executor().run(program, feed=dict(feed), fetch_list=program.global_block.ops[-1].output("Out"))
     np.testing.assert_array_equal(dense, np.load(directory / "expected.npy"))
+
+
+def test_a_number_attribute_of_an_earlier_versions_kind_is_read_by_its_value():
+    """Version 2 files hold kthvalue's k as a_i32 (3.yaml makes it a_i64): the number of either kind is read."""
+    doc = json.loads(program_file("pir_layers/kthvalue").read_bytes())
+    kthvalue = next(op for op in doc["program"]["regions"][0]["blocks"][0]["ops"] if op["#"] == "1.kthvalue")
+    k = next(a for a in kthvalue["A"] if a["N"] == "k")
+    assert k["AT"]["#"] == "0.a_i64"
+    k["AT"]["#"] = "0.a_i32"
+    case = "pir_layers/kthvalue"
+    assert_matches_paddle(train_and_run(load_pir(json.dumps(doc).encode()), case), case)

@@ -199,8 +199,8 @@ class Translator:
         inputs, attrs = self._legacy_inputs(row, op)
         for spec in row.attrs:
             attr = op.attrs.get(spec.name)
-            if attr is not None and attr.kind != schema.ATTR_KINDS[spec.kind]:   # before a hook reads it
-                raise self.fail(op, f"attribute '{spec.name}' is {attr.kind}, not {schema.ATTR_KINDS[spec.kind]}")
+            if attr is not None and schema.attr_family(attr.kind) != schema.ATTR_FAMILIES[spec.kind]:   # for hooks
+                raise self.fail(op, f"attribute '{spec.name}' is {attr.kind}, not {schema.ATTR_FAMILIES[spec.kind]}")
             if spec.legacy is not None and attr is not None:
                 attrs[spec.legacy] = legacy_value(attr)
         next_name = self.namer.for_op(row.legacy)
