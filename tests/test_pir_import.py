@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradc
-from gradc.pir import is_pir, load_pir
+from gradc.pir import is_pir, load_pir, parse_pir, serialize_pir
 from gradc.pir.graph import walk_ops
 from gradc.pir.reader import read_module
 from gradc.pir.table.rows import TABLE
@@ -223,3 +223,25 @@ def test_a_number_attribute_of_an_earlier_versions_kind_is_read_by_its_value():
     k["AT"]["#"] = "0.a_i32"
     case = "pir_layers/kthvalue"
     assert_matches_paddle(train_and_run(load_pir(json.dumps(doc).encode()), case), case)
+
+
+DTYPES = PIR_DATA.parent / "pir_dtypes"   # tools/paddle_pir_dtypes.py
+# the PIR op each case's export must write: the form of tril_triu and of repeat_interleave
+EXPORTED_AS = {"tril_below": "1.tril", "triu_above": "1.triu", "repeat_interleave_int": "1.repeat_interleave",
+               "repeat_interleave_tensor": "1.repeat_interleave_with_tensor_index"}
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in DTYPES.glob("*.json")))
+def test_result_dtypes_and_pir_forms_give_paddles_values(case):
+    """arange / linspace of integer and float64 dtypes over fractional bounds, unique's index dtypes, and the
+    ops with two PIR forms: Paddle's value and dtype, read and written back as PIR."""
+    program = load_pir(DTYPES / f"{case}.json")
+    written = serialize_pir(program)
+    with np.load(DTYPES / "feed.npz") as feed, np.load(DTYPES / "values.npz") as values:
+        for again in (program, parse_pir(written)):
+            (got,) = gradc.Executor().run(again, feed=dict(feed) if again.global_block.find_var("x") else {},
+                                          fetch_list=["out"])
+            assert got.dtype == values[case].dtype
+            np.testing.assert_allclose(got, values[case], rtol=1e-6)
+    if case in EXPORTED_AS:
+        assert f'"{EXPORTED_AS[case]}"'.encode() in written
