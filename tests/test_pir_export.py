@@ -223,6 +223,17 @@ def test_a_batch_size_like_str_value_that_is_no_number_is_refused():
         serialize_pir(program)
 
 
+def test_a_place_that_is_no_place_is_refused():
+    """A PIR-only attribute a ``back`` hook passes on (fill_any_like's place) must be a place, or the file
+    would be one gradc and Paddle refuse to read."""
+    program = load("mlp")
+    relu = next(op for op in program.global_block.ops if op.type == "relu")
+    relu.type = "fill_any_like"
+    relu.set_attr("place", "zz")
+    with pytest.raises(gradc.ProgramError, match=r"\(fill_any_like\): attribute value .zz. does not fit PIR kind"):
+        serialize_pir(program)
+
+
 def test_a_legacy_slot_the_table_does_not_map_is_refused():
     program = load("mlp")
     reshape_like = next(op for op in program.global_block.ops if op.type == "reduce_mean")
