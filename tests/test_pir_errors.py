@@ -3,6 +3,7 @@ never another exception; huge or deeply nested files are refused without exhaust
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -239,13 +240,15 @@ def test_a_transpose_grad_whose_perm_is_no_permutation():
     fails(doc, r"op \d+ \(pd_op.transpose_grad\): attribute 'perm' must be a permutation, got \[0, 0, 0, 0\]")
 
 
-def test_an_onednn_fc_that_fuses_more_than_fc():
-    """The translator writes legacy fc as onednn_op.fc; one that also fuses an activation is no legacy fc."""
-    def fuse_relu(doc):
+@pytest.mark.parametrize("name, value", [("fuse_activation", "relu"), ("mkldnn_data_type", "bfloat16")])
+def test_an_onednn_fc_that_fuses_more_than_fc(name, value):
+    """The translator writes legacy fc as onednn_op.fc; one that also fuses an activation, or computes in
+    bfloat16, is no legacy fc."""
+    def fuse(doc):
         fc = ops_of(doc)[index_of(doc, "onednn_op.fc")]
-        next(a for a in fc["A"] if a["N"] == "fuse_activation")["AT"]["D"] = "relu"
-    fails(edited(json.loads(program_file("translated_fc_plain").read_bytes()), fuse_relu),
-          r"\(onednn_op\.fc\): attribute 'fuse_activation' = 'relu' fuses more than fc")
+        next(a for a in fc["A"] if a["N"] == name)["AT"]["D"] = value
+    fails(edited(json.loads(program_file("translated_fc_plain").read_bytes()), fuse),
+          rf"\(onednn_op\.fc\): attribute '{name}' = '{value}' fuses more than fc")
 
 
 def test_a_v1_reshape_whose_shape_list_mixes_tensors_of_several_values():
@@ -255,3 +258,45 @@ def test_a_v1_reshape_whose_shape_list_mixes_tensors_of_several_values():
         combine["O"][0]["TT"]["D"] *= 2
     fails(edited(json.loads(program_file("translated_reshape_v1_tensor").read_bytes()), two_shape_tensors),
           r"\(pd_op\.legacy_reshape\): the shape list mixes tensors of several values \('shape' has shape \[3\]\)")
+
+
+def _layer_op(case: str, name: str, edit):
+    """The PIR file of coverage row ``case`` with ``edit`` applied to its first op ``name``."""
+    def at_op(doc):
+        edit(next(op for op in ops_of(doc) if op["#"] == name))
+    return edited(json.loads(program_file(f"pir_layers/{case}").read_bytes()), at_op)
+
+
+def test_an_attribute_of_another_kind_is_named_before_a_hook_reads_it():
+    """pd_op.any's hook reads axis as a list (PIR's empty list meaning every axis): an a_i32 there is refused."""
+    def axis_as_int(op):
+        next(a for a in op["A"] if a["N"] == "axis")["AT"] = {"#": "0.a_i32", "D": 1}
+    fails(_layer_op("any", "1.any", axis_as_int), r"op \d+ \(pd_op.any\): attribute 'axis' is a_i32, not a list")
+
+
+def test_a_unique_of_another_index_dtype_is_refused_when_checked():
+    """unique's hook types the index results by its dtype; one that is no index dtype is left to unique's check."""
+    def float_indices(op):
+        next(a for a in op["A"] if a["N"] == "dtype")["AT"] = {"#": "0.a_dtype", "D": "float32"}
+    program = load_pir(json.dumps(_layer_op("unique", "1.unique", float_indices)).encode())
+    assert any(re.search(r"unique dtype 5 is not int32 \(2\) or int64 \(3\)", line) for line in gradc.verify(program))
+
+
+def test_a_unique_without_its_dtype_takes_the_legacy_default():
+    def drop_dtype(op):
+        op["A"] = [a for a in op["A"] if a["N"] != "dtype"]
+    program = load_pir(json.dumps(_layer_op("unique", "1.unique", drop_dtype)).encode())
+    unique = next(op for op in program.global_block.ops if op.type == "unique")
+    assert {program.global_block.find_var(n).dtype for n in unique.output("Index")} == {gradc.VarType.INT64}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_folded_int_constant_that_is_not_finite(value):
+    """bincount's minlength comes from a pd_op.full; NaN or inf is no int to fold into the attribute."""
+    doc = json.loads(program_file("pir_layers/bincount").read_bytes())
+    bincount = ops_of(doc)[index_of(doc, "1.bincount")]
+    made = {op["O"][0]["%"]: op for op in ops_of(doc) if op["#"] == "1.full"}
+    minlength = made[bincount["I"][-1]["%"]]
+    next(a for a in minlength["A"] if a["N"] == "value")["AT"]["D"] = value
+    fails(doc, rf"\(pd_op.bincount\): operand 'minlength' must hold finite numbers for attribute 'minlength', "
+               rf"not \[{value}\]")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gradc
+from gradc.ir import AttrType
 from gradc.pir import load_pir, parse_pir, save_pir, serialize_pir
 from pir_fixtures import (
     INFERENCE,
@@ -198,6 +199,38 @@ def test_a_gumbel_softmax_grad_of_another_temperature_is_refused():
     gradc.append_backward(program, json.loads((PIR_DATA.parent / "layers" / "gumbel_softmax" / "meta.json")
                                               .read_text())["loss"])
     with pytest.raises(gradc.ProgramError, match=r"attribute temperature=0.5 has no pd_op.gumbel_softmax_grad"):
+        serialize_pir(program)
+
+
+def _legacy_layer_op(row: str, op_type: str):
+    program = gradc.load(PIR_DATA.parent / "layers" / row / "forward.pb")
+    return program, next(op for op in program.global_block.ops if op.type == op_type)
+
+
+def test_an_attribute_of_another_type_than_its_op_declares_is_refused():
+    """A .pb may hold any wire type; export reads an attribute as the type the op declares (here an int)."""
+    program, bincount = _legacy_layer_op("bincount", "bincount")
+    bincount.set_attr("minlength", "zz", AttrType.STRING)
+    with pytest.raises(gradc.ProgramError, match=r"cannot write as PIR: block 0, op \d+ \(bincount\): attribute "
+                                                 r"'minlength' is STRING, but op 'bincount' defines it as INT"):
+        serialize_pir(program)
+
+
+def test_a_batch_size_like_str_value_that_is_no_number_is_refused():
+    program, fill = _legacy_layer_op("fill_constant_batch_size_like_v1", "fill_constant_batch_size_like")
+    fill.set_attr("str_value", "zz")
+    with pytest.raises(gradc.ProgramError, match=r"fill_constant_batch_size_like.*str_value 'zz' is not a number"):
+        serialize_pir(program)
+
+
+def test_a_place_that_is_no_place_is_refused():
+    """A PIR-only attribute a ``back`` hook passes on (fill_any_like's place) must be a place, or the file
+    would be one gradc and Paddle refuse to read."""
+    program = load("mlp")
+    relu = next(op for op in program.global_block.ops if op.type == "relu")
+    relu.type = "fill_any_like"
+    relu.set_attr("place", "zz")
+    with pytest.raises(gradc.ProgramError, match=r"\(fill_any_like\): attribute value .zz. does not fit PIR kind"):
         serialize_pir(program)
 
 

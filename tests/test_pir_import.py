@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import gradc
-from gradc.pir import is_pir, load_pir
+from gradc.pir import is_pir, load_pir, parse_pir, serialize_pir
 from gradc.pir.graph import walk_ops
 from gradc.pir.reader import read_module
 from gradc.pir.table.rows import TABLE
@@ -212,3 +212,36 @@ def test_translated_selected_rows_ops_give_paddles_merged_rows():
     with np.load(directory / "feed.npz") as feed:
         (dense,) = gradc.Executor().run(program, feed=dict(feed), fetch_list=program.global_block.ops[-1].output("Out"))
     np.testing.assert_array_equal(dense, np.load(directory / "expected.npy"))
+
+
+def test_a_number_attribute_of_an_earlier_versions_kind_is_read_by_its_value():
+    """Version 2 files hold kthvalue's k as a_i32 (3.yaml makes it a_i64): the number of either kind is read."""
+    doc = json.loads(program_file("pir_layers/kthvalue").read_bytes())
+    kthvalue = next(op for op in doc["program"]["regions"][0]["blocks"][0]["ops"] if op["#"] == "1.kthvalue")
+    k = next(a for a in kthvalue["A"] if a["N"] == "k")
+    assert k["AT"]["#"] == "0.a_i64"
+    k["AT"]["#"] = "0.a_i32"
+    case = "pir_layers/kthvalue"
+    assert_matches_paddle(train_and_run(load_pir(json.dumps(doc).encode()), case), case)
+
+
+DTYPES = PIR_DATA.parent / "pir_dtypes"   # tools/paddle_pir_dtypes.py
+# the PIR op each case's export must write: the form of tril_triu and of repeat_interleave
+EXPORTED_AS = {"tril_below": "1.tril", "triu_above": "1.triu", "repeat_interleave_int": "1.repeat_interleave",
+               "repeat_interleave_tensor": "1.repeat_interleave_with_tensor_index"}
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in DTYPES.glob("*.json")))
+def test_result_dtypes_and_pir_forms_give_paddles_values(case):
+    """arange / linspace of integer and float64 dtypes over fractional bounds, unique's index dtypes, and the
+    ops with two PIR forms: Paddle's value and dtype, read and written back as PIR."""
+    program = load_pir(DTYPES / f"{case}.json")
+    written = serialize_pir(program)
+    with np.load(DTYPES / "feed.npz") as feed, np.load(DTYPES / "values.npz") as values:
+        for again in (program, parse_pir(written)):
+            (got,) = gradc.Executor().run(again, feed=dict(feed) if again.global_block.find_var("x") else {},
+                                          fetch_list=["out"])
+            assert got.dtype == values[case].dtype
+            np.testing.assert_allclose(got, values[case], rtol=1e-6)
+    if case in EXPORTED_AS:
+        assert f'"{EXPORTED_AS[case]}"'.encode() in written

@@ -105,13 +105,14 @@ def lod_feed(legacy: Path, meta: dict) -> dict:
 def run(program, legacy: Path, meta: dict, fetches: list) -> list[np.ndarray] | str:
     """Paddle's values of ``fetches``, or the first line of the error with which Paddle fails to run the program."""
     try:
-        return _run(program, legacy, meta, fetches)
+        return run_with_inputs(program, legacy, meta, fetches)
     except ValueError as error:
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         return next((line for line in lines if "Error" in line), lines[0])
 
 
-def _run(program, legacy: Path, meta: dict, fetches: list) -> list[np.ndarray]:
+def run_with_inputs(program, legacy: Path, meta: dict, fetches: list) -> list[np.ndarray]:
+    """Paddle's values of ``fetches`` with the inputs and parameters of the fixture directory ``legacy``."""
     scope = paddle.static.Scope()
     with paddle.static.scope_guard(scope):
         if (legacy / "params.npz").exists():

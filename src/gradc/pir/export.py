@@ -11,6 +11,7 @@ from __future__ import annotations
 from ..errors import ProgramError, op_location
 from ..ir import EMPTY_VAR, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
+from ..opdef import attr_type_problem
 from ..registry import OPS
 from . import schema
 from .export_control import in_place_target
@@ -295,10 +296,12 @@ def _refuse_unmapped_slots(exporter: Exporter, slots: dict, mapped: set, what: s
 
 
 def _check_exportable(program: Program) -> None:
-    """One error listing every op the table cannot write."""
+    """One error listing every op the table cannot write; else the first attribute of a type no export reads."""
     missing: dict[str, str] = {}
     for block in program.blocks:
         for index, op in enumerate(block.ops):
+            if problem := attr_type_problem(op):
+                raise ProgramError(f"cannot write as PIR: {op_location(block.idx, index, op.type)}: {problem}")
             if op.type not in EXPORTS and op.type not in SPECIAL_EXPORTS:
                 missing.setdefault(op.type, op_location(block.idx, index, op.type))
     if missing:

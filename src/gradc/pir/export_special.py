@@ -28,8 +28,9 @@ def encode_attr_value(kind: str, value, exporter) -> Attr:
         if kind == "dtype":
             return Attr("a_dtype", value if isinstance(value, str) else
                         schema.DTYPE_BY_VARTYPE.get(int(value), schema.UNDEFINED_DTYPE))
-        if kind == "place":
-            return Attr("a_place", list(value))
+        if kind == "place":   # [allocation type, device id, device type]
+            allocation, device, device_type = value
+            return Attr("a_place", [int(allocation), int(device), str(device_type)])
     except (TypeError, ValueError):
         raise exporter.fail(f"attribute value {value!r:.60} does not fit PIR kind {kind}") from None
     raise exporter.fail(f"unknown attribute kind {kind} in gradc's PIR table")

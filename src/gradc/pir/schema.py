@@ -49,6 +49,19 @@ DTYPE_NAMES = {
 UNDEFINED_DTYPE = "Undefined(ALL_DTYPE)"
 DTYPE_BY_VARTYPE = {v: k for k, v in DTYPE_NAMES.items()}
 
+# a row's attribute kind -> the family of PIR attribute kinds it reads: the format's versions change a number's
+# kind (kthvalue's k a_i32 to a_i64, float attributes a_f32 to a_f64), never a number into a list
+_NUMBERS, _LISTS = ("bool", "i32", "i64", "f32", "f64"), ("intarray", "i32s", "i64s", "f32s", "f64s", "strs")
+ATTR_FAMILIES = {**dict.fromkeys(_NUMBERS, "a number"), **dict.fromkeys(_LISTS, "a list"), "str": "a string",
+                 "dtype": "a dtype", "place": "a place"}
+_FAMILIES = {**{f"a_{kind}": "a number" for kind in _NUMBERS}, "a_array": "a list", "a_intarray": "a list",
+             "a_str": "a string", "a_dtype": "a dtype", "a_place": "a place"}
+
+
+def attr_family(kind: str) -> str:
+    return _FAMILIES.get(kind, kind)
+
+
 # a_place: [allocation type, device id, device type]; 0 undefined, 1 CPU
 PLACE_UNDEFINED = [0, 0, ""]
 PLACE_CPU = [1, 0, ""]

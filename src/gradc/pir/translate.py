@@ -6,6 +6,8 @@ and their ops dropped when nothing else reads them; control flow gets sub-blocks
 
 from __future__ import annotations
 
+import math
+
 from ..errors import FormatError
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarDesc, VarType
 from ..verify import check_structure
@@ -140,6 +142,8 @@ class Translator:
         values = raw if isinstance(raw, list) else [raw]
         if not all(isinstance(v, (int, float)) for v in values):
             raise self.fail(producer, f"attribute 'value' must hold numbers, got {raw!r:.60}")
+        if fold in ("ints", "int", "long") and not all(map(math.isfinite, values)):
+            raise self.fail(op, f"operand '{operand}' must hold finite numbers for attribute '{attr}', not {values}")
         if fold == "ints":
             return [int(v) for v in values]
         if len(values) != 1:
@@ -194,8 +198,11 @@ class Translator:
                                 f"{len(row.results)} ({' '.join(r.name for r in row.results)})")
         inputs, attrs = self._legacy_inputs(row, op)
         for spec in row.attrs:
-            if spec.legacy is not None and spec.name in op.attrs:
-                attrs[spec.legacy] = legacy_value(op.attrs[spec.name])
+            attr = op.attrs.get(spec.name)
+            if attr is not None and schema.attr_family(attr.kind) != schema.ATTR_FAMILIES[spec.kind]:   # for hooks
+                raise self.fail(op, f"attribute '{spec.name}' is {attr.kind}, not {schema.ATTR_FAMILIES[spec.kind]}")
+            if spec.legacy is not None and attr is not None:
+                attrs[spec.legacy] = legacy_value(attr)
         next_name = self.namer.for_op(row.legacy)
         outputs = self._legacy_outputs(row, op, next_name)
         for slot in row.extra_outputs:

@@ -127,9 +127,12 @@ def unique_types(legacy, op, ctx) -> None:
     out = ctx.block.find_var(legacy.output("Out")[0])
     if x is not None and out is not None:
         out.dtype = x.dtype
+    dtype = legacy.attrs.get("dtype", OPS["unique"].attrs["dtype"])
+    if dtype not in (VarType.INT32, VarType.INT64):   # unique's check refuses it, naming the op
+        return
     for slot in ("Indices", "Index", "Counts"):
         for var in filter(None, (ctx.block.find_var(name) for name in legacy.output(slot))):
-            var.dtype, var.shape = VarType(legacy.attrs["dtype"]), None
+            var.dtype, var.shape = VarType(dtype), None
 
 
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)

@@ -29,10 +29,11 @@ SEQUENCE_CONV = ("context_length=contextLength:i32 padding_trainable=paddingTrai
 IM2SEQUENCE = "kernels:i32s strides:i32s paddings:i32s out_stride:i32s"
 LOD_RESET = "target_lod:i32s append:bool"
 MOVING = "moving_rate:f32=0.9 bit_length:i32=8 is_test:bool round_type:i32=1"
-# onednn_op.fc's fusion attributes, at the values with which it computes plain fc (what the translator writes)
+# onednn_op.fc's fusion attributes, at the values with which it computes plain fc (what the translator writes);
+# a bfloat16 or int8 mkldnn_data_type computes in that type
 ONEDNN_NEUTRAL = {"fused_reshape2_shape": [], "use_quantizer": False, "fuse_activation": "", "fuse_alpha": 0.0,
                   "fuse_beta": 0.0, "scale_in": 1.0, "scale_out": 1.0, "scale_weights": [1.0],
-                  "force_fp32_output": False, "fused_output_scale": 1.0}
+                  "force_fp32_output": False, "fused_output_scale": 1.0, "mkldnn_data_type": "float32"}
 
 
 def plain_onednn_fc(legacy, op, ctx) -> None:
@@ -85,8 +86,12 @@ def batch_size_like_value(legacy, exporter):
     text = legacy.attrs.get("str_value") or ""
     if not text:
         return legacy
+    try:
+        value = float(text)
+    except ValueError:
+        raise exporter.fail(f"str_value {text!r:.40} is not a number") from None
     copy = legacy.copy()
-    copy.set_attr("value", float(text))
+    copy.set_attr("value", value)
     return copy
 
 
