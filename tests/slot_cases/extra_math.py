@@ -21,8 +21,8 @@ CASES = [
     SlotCase("swiglu", "y", {"x": X, "y": Y}, {"out": X / (1 + np.exp(-X)) * Y}, overrides=False),
     SlotCase("fused_rms_norm_quant", "norm_bias", {"x": X, "norm_weight": W, "norm_bias": NORM_BIAS},
              {"out": rms(X, NORM_BIAS)}, RMS, overrides=False),
-    SlotCase("fused_rms_norm_quant", "bias", {"x": X, "norm_weight": W, "bias": BIAS},
-             {"out": rms(X + BIAS), "residual_out": X + BIAS}, RMS, overrides=False),
+    SlotCase("fused_rms_norm_quant", "bias", {"x": X, "norm_weight": W, "residual": Y, "bias": BIAS},
+             {"out": rms(X + Y + BIAS), "residual_out": X + Y + BIAS}, RMS, overrides=False),   # only with a residual
     SlotCase("fused_rms_norm_quant", "residual", {"x": X, "norm_weight": W, "residual": Y},
              {"out": rms(X + Y), "residual_out": X + Y}, RMS, overrides=False),
 ]
