@@ -105,13 +105,17 @@ def scenarios() -> tuple[Case, ...]:
 
 
 # coverage rows of the op families: the tensor API's (einsum, grid sampling, decompositions, scans, special
-# functions), detection and graph ops, quantization, complex and fft, pylayer, and LoD sequences (fed through the
-# CLI's `<var>@LOD<k>` arrays)
+# functions), detection and graph ops, quantization, complex and fft, pylayer, LoD sequences (fed through the
+# CLI's `<var>@LOD<k>` arrays), eigen and triangular solves, random distributions and graph sampling, Paddle 1.x
+# detection
 ROWS = ("einsum_matmul", "grid_sample_reflection_corners", "affine_grid", "svd_values", "cholesky", "median",
         "logcumsumexp", "lerp_broadcast", "masked_fill", "polygamma", "yolo_box", "roi_align", "deform_conv2d_mask",
         "send_ue_recv_mul_mean", "multiclass_nms3", "matrix_nms", "yolo_loss", "fake_quant_moving_average",
         "fft_fft2", "complex_angle", "frame", "static_pylayer_two_inputs", "sequence_pool_max", "text_cnn",
-        "crf_decoding_lod", "beam_search_log_probs", "dynamic_lstm")
+        "crf_decoding_lod", "beam_search_log_probs", "dynamic_lstm", "lu_solve", "eig_both", "matrix_rank_tol_tensor",
+        "tril_indices", "sample_neighbors", "reindex_graph", "TruncatedNormal", "binomial", "anchor_generator",
+        "bipartite_match", "generate_proposals_v1", "collect_fpn_proposals", "gammaincc", "multiplex", "swiglu",
+        "fused_rms_norm", "kthvalue", "repeat_interleave_tensor", "unique_all", "arange_float", "affine_channel_nchw")
 
 
 def _feed_with_lods(fixture: Path, meta: dict) -> bytes:
