@@ -3,6 +3,7 @@ moment many standard errors inside its tolerance), Paddle's attribute semantics 
 units, seeds, dtypes), Paddle's values where they are deterministic (the graph samplers asked for every neighbour,
 graph_reindex) and exponential's zero gradient in Paddle's form."""
 
+import json
 import math
 
 import numpy as np
@@ -207,3 +208,21 @@ def test_sampling_a_hub_many_times_is_refused_within_the_memory_limit():
     hub = {"Row": np.zeros(3000, np.int64), "Col_Ptr": np.array([0, 3000]), "X": np.zeros(3000, np.int64)}
     with limited(max_bytes=1 << 24), pytest.raises(gradc.ExecutionError, match="the 9,000,000 edges of the input"):
         run("graph_sample_neighbors", hub, {"sample_size": 1})
+
+
+@pytest.mark.parametrize("startup", ["startup.pb", "startup.json"])
+def test_paddles_startup_program_with_a_truncated_normal_initializer_runs(startup):
+    """nn.Linear with TruncatedNormal(mean 0.5, std 1, a -0.5, b 1.5), as Paddle writes its startup program in
+    legacy and in PIR mode (tools/paddle_startup_fixtures.py): 16,384 draws inside [a, b] whose mean and spread are
+    those of a normal cut one std either side of its mean (std sqrt(1 - 2 phi(1) / (2 Phi(1) - 1)) = 0.5396)."""
+    meta = json.loads((DATA / "startup_truncated" / "meta.json").read_text())
+    program = gradc.load(DATA / "startup_truncated" / startup)
+    scope = Scope()
+    Executor().run(program, scope=scope)
+    weight, bias = np.asarray(scope[meta["weight"]]), np.asarray(scope[meta["bias"]])
+    assert weight.shape == tuple(meta["shape"]) and weight.dtype == np.float32
+    assert weight.min() >= -0.5 and weight.max() <= 1.5 and not bias.any()
+    phi, cut = math.exp(-0.5) / math.sqrt(2 * math.pi), math.erf(1 / math.sqrt(2))
+    std = math.sqrt(1 - 2 * phi / cut)
+    assert abs(weight.mean() - 0.5) < 5 * std / math.sqrt(weight.size)
+    assert abs(weight.std() - std) < 0.02
