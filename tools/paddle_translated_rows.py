@@ -62,7 +62,7 @@ def translate(row_id: str) -> str:
         if (legacy / name).exists():
             shutil.copy(legacy / name, out / name)
     feed = dict(np.load(legacy / "feed.npz"))
-    for name, lod in lods.items():   # one sequence: its LoD for Paddle's kernels, none in the fixture
+    for name, lod in lods.items():   # one sequence: Paddle's kernels want its LoD (box_clip segfaults without)
         tensor = core.DenseTensor()
         tensor.set(feed[name], paddle.CPUPlace())
         tensor.set_lod(lod)
@@ -76,7 +76,7 @@ def translate(row_id: str) -> str:
               "loss": LOSS_NAME, "description": f"tests/data/paddle/layers/{row_id}/forward.pb through paddle's "
                                                 f"translate_to_pir",
               "params_grads": [[name, f"{name}@GRAD"] for name in wrt],
-              "pir_ops": forward_ops, "pir_backward_ops": backward_ops}
+              "pir_ops": forward_ops, "pir_backward_ops": backward_ops, **({"lods": lods} if lods else {})}
     (out / "meta.json").write_text(json.dumps(record, indent=1) + "\n")
     return f"loss {float(value):.6f}, ops {forward_ops}, backward {backward_ops}"
 
