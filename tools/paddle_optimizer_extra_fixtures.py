@@ -26,7 +26,7 @@ import paddle
 import paddle.nn.functional as F
 from paddle.static import amp
 from paddle.static.amp import bf16
-from paddle_optimizer_fixtures import SEED, Persistables, serialize, stacked, write
+from paddle_optimizer_fixtures import SEED, run_steps, serialize, stacked, write
 
 paddle.enable_static()
 OPTIMIZE = 0x0002
@@ -161,6 +161,17 @@ CASES = {
 STEPS = 7
 
 
+def applied_and_restored(average):
+    """ModelAverage's apply and restore programs, and every persistable after each (run after the last step)."""
+    def after(executor, persistables) -> dict:
+        executor.run(average.apply_program)
+        applied = persistables.read()
+        executor.run(average.restore_program)
+        return {"applied": applied, "restored": persistables.read(), "apply.pb": serialize(average.apply_program),
+                "restore.pb": serialize(average.restore_program)}
+    return after
+
+
 def train(name: str) -> dict:
     build, data = CASES[name]
     paddle.seed(SEED)
@@ -171,24 +182,8 @@ def train(name: str) -> dict:
     average = settings.pop("programs", None)
     feeds = data(rng, STEPS) if callable(data) else batches(rng, STEPS, data)
     lr_name = "learning_rate_0"
-    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
-    losses, states, lrs = [], [], []
-    with paddle.static.scope_guard(scope):
-        executor.run(startup)
-        persistables = Persistables(main, scope)
-        init = persistables.read()
-        for feed in feeds:
-            lrs.append(float(np.asarray(persistables.read()[lr_name]).reshape(-1)[0]))
-            losses.append(float(executor.run(main, feed=feed, fetch_list=[loss.name])[0]))
-            states.append(persistables.read())
-        extra = {}
-        if average is not None:
-            executor.run(average.apply_program)
-            extra["applied"] = persistables.read()
-            executor.run(average.restore_program)
-            extra["restored"] = persistables.read()
-            extra["apply.pb"] = serialize(average.apply_program)
-            extra["restore.pb"] = serialize(average.restore_program)
+    init, losses, states, lrs, extra = run_steps(main, startup, loss.name, feeds, lr_name,
+                                                 None if average is None else applied_and_restored(average))
     meta = {"case": name, "seed": SEED, "paddle_version": paddle.__version__, "steps": STEPS,
             "description": (build.__doc__ or linear.__doc__).split("\n")[0], "settings": settings,
             "loss": loss.name, "feeds": sorted(feeds[0]), "learning_rate_var": lr_name,

@@ -87,6 +87,24 @@ class Persistables:
             self.scope.find_var(name).get_tensor().set(value, paddle.CPUPlace())
 
 
+def run_steps(main, startup, loss: str, feeds: list[dict], lr_name: str, after=None) -> tuple:
+    """Paddle's startup, then a training step per feed: every persistable before the first step and after each,
+    each step's loss and learning rate; ``after(executor, persistables)`` runs last in the same scope.
+    -> (init, losses, states, lrs, what ``after`` returned)"""
+    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    losses, states, lrs = [], [], []
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        persistables = Persistables(main, scope)
+        init = persistables.read()
+        for feed in feeds:
+            lrs.append(float(np.asarray(persistables.read()[lr_name]).reshape(-1)[0]))
+            losses.append(float(executor.run(main, feed=feed, fetch_list=[loss])[0]))
+            states.append(persistables.read())
+        extra = after(executor, persistables) if after else {}
+    return init, losses, states, lrs, extra
+
+
 def stacked(steps: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """One array per name with the step as leading axis: an npz entry costs ~250 bytes of headers."""
     return {name: np.stack([step[name] for step in steps]) for name in steps[0]} if steps else {}

@@ -20,7 +20,7 @@ import paddle.nn.functional as F
 from paddle.base.layer_helper import LayerHelper
 from paddle.regularizer import L2Decay
 from paddle_optimizer_cases import Case, describe  # also restores the legacy ops ClipGradByGlobalNorm writes
-from paddle_optimizer_fixtures import SEED, Persistables, build_optimizer, serialize, stacked, write, write_forward
+from paddle_optimizer_fixtures import SEED, build_optimizer, run_steps, serialize, stacked, write, write_forward
 
 VOCAB, WIDTH, BATCH, STEPS = 12, 4, 4, 5
 SELECTED_ROWS = paddle.base.core.VarDesc.VarType.SELECTED_ROWS
@@ -132,16 +132,7 @@ def train(name: str, case: Case) -> dict:
         optimizer.minimize(loss)
     lr_name = optimizer._learning_rate_map[main].name
     feeds = make_batches(rng)
-    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
-    losses, states, lrs = [], [], []
-    with paddle.static.scope_guard(scope):
-        executor.run(startup)
-        persistables = Persistables(main, scope)
-        init = persistables.read()
-        for feed in feeds:
-            lrs.append(float(persistables.read()[lr_name]))
-            losses.append(float(executor.run(main, feed=feed, fetch_list=[loss.name])[0]))
-            states.append(persistables.read())
+    init, losses, states, lrs, _ = run_steps(main, startup, loss.name, feeds, lr_name)
     block = main.global_block()
     meta = {
         "case": name, "model": case.model, "seed": SEED, "paddle_version": paddle.__version__, "steps": len(feeds),
