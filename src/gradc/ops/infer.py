@@ -107,3 +107,11 @@ def _listed(words) -> str:
 def broadcast_shapes(ctx: InferContext, x: list[int], y: list[int], axis: int = -1) -> list[int]:
     """Paddle's elementwise broadcast of X and Y, failing with the op's location."""
     return broadcast_dims(x, y, axis, ctx.fail)
+
+
+def check_choice(ctx: InferContext, name: str, allowed: tuple[str, ...]) -> str:
+    """A string attribute that must be one of ``allowed``."""
+    value = ctx.attr(name)
+    if value not in allowed:
+        ctx.fail(f"attribute {name}={value!r} must be one of {', '.join(map(repr, allowed))}")
+    return value

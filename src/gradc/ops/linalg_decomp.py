@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..ir import VarType
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import broadcast_dims, dims_match
+from .infer import check_choice
 from .linalg import matrices
 
 QR_MODES = ("reduced", "complete", "r")
@@ -16,17 +17,10 @@ def _smaller(m: int, n: int) -> int:
     return -1 if m < 0 or n < 0 else min(m, n)
 
 
-def _choice(ctx, name: str, allowed: tuple[str, ...]) -> str:
-    value = ctx.attr(name)
-    if value not in allowed:
-        ctx.fail(f"attribute {name}={value!r} must be one of {', '.join(map(repr, allowed))}")
-    return value
-
-
 def _qr(ctx):
     """reduced: Q [..., M, K], R [..., K, N]; complete: Q [..., M, M], R [..., M, N]; r: R only (Q is empty)."""
     x = matrices(ctx, "X")
-    mode, (*batch, m, n) = _choice(ctx, "mode", QR_MODES), x
+    mode, (*batch, m, n) = check_choice(ctx, "mode", QR_MODES), x
     rows = m if mode == "complete" else _smaller(m, n)
     q = [0] if mode == "r" else [*batch, m, rows]
     return {"Q": (q, ctx.dtype("X")), "R": ([*batch, rows, n], ctx.dtype("X"))}
@@ -44,7 +38,7 @@ def _svd(ctx):
 def _eigh(ctx):
     """Eigenvalues [..., N] in ascending order, Eigenvectors [..., N, N] (columns), from the UPLO triangle of X."""
     *batch, n, _ = matrices(ctx, "X", square=True)
-    _choice(ctx, "UPLO", ("L", "U"))
+    check_choice(ctx, "UPLO", ("L", "U"))
     return {"Eigenvalues": ([*batch, n], ctx.dtype("X")), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
 
 
@@ -75,7 +69,7 @@ def _lstsq(ctx):
     driver: Paddle 3.3.1's kernel leaves them unwritten for gels (and SingularValues for gelsy), and its Python
     API puts empty tensors in their place; gradc computes them."""
     x, y = matrices(ctx, "X"), matrices(ctx, "Y")
-    driver = _choice(ctx, "driver", LSTSQ_DRIVERS)
+    driver = check_choice(ctx, "driver", LSTSQ_DRIVERS)
     if not dims_match(x[-2], y[-2]):
         ctx.fail(f"X has {x[-2]} rows but Y has {y[-2]}")
     batch, (m, n), dtype = broadcast_dims(x[:-2], y[:-2], -1, ctx.fail), x[-2:], ctx.dtype("X")

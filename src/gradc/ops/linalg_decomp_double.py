@@ -22,7 +22,7 @@ def _gaps(f: Formula, values: str, like: str) -> str:
     return f.add(f.sub(row, column, like), identity(f, like), like)
 
 
-def _matrix_size(f: Formula, x: str) -> tuple[int, int, int]:
+def matrix_size(f: Formula, x: str) -> tuple[int, int, int]:
     """(rank, M, N) of ``x``, a batch of [M, N] matrices: the formulas cut and branch on M and N, so both are needed."""
     n, shape = rank(f, x), f.g.shape(x)
     m_rows, n_cols = shape[-2:]
@@ -51,7 +51,7 @@ def _svd_grad(f, g):
     dV outside the spans of U and V (divided by S); with full_matrices, the first K columns of U and rows of VH."""
     x, s, ds = first(g.I("X")), first(g.I("S")), first(g.I("S@GRAD"))
     u, vh, du, dvh = (first(g.I(slot)) for slot in ("U", "VH", "U@GRAD", "VH@GRAD"))
-    n, m_rows, n_cols = _matrix_size(f, x)
+    n, m_rows, n_cols = matrix_size(f, x)
     size = min(m_rows, n_cols)
     if g.attr("full_matrices"):
         u, du = (f.slice(v, n - 1, 0, size) for v in (u, du))
@@ -88,7 +88,7 @@ def _qr_tall(f: Formula, q: str, r: str, dq: str, dr: str) -> str:
 def _qr_grad(f, g):
     """As the kernel: for M < N, X = [X1 | Y] with X1 = Q R1 and Y = Q R2; mode 'r' factors X again."""
     x, dr = first(g.I("X")), first(g.I("R@GRAD"))
-    n, m_rows, n_cols = _matrix_size(f, x)
+    n, m_rows, n_cols = matrix_size(f, x)
     if g.attr("mode") == "r":
         q, r = g.tmp(x, lambda s: [*s[:-1], min(m_rows, n_cols)]), g.tmp(dr)   # reduced Q: [..., M, K]
         f.emit("qr", {"X": x}, {"Q": q, "R": r}, {"mode": "reduced"})
@@ -111,7 +111,7 @@ def _lu_grad(f, g):
     square part; M > N adds the rows below (dL2 U^-T, and -L2^T dL2 U^-T to dU), M < N the columns right of it
     (L^-T dU2, and -L^-T dU2 U2^T to dL)."""
     x, out, pivots, dout = (first(g.I(slot)) for slot in ("X", "Out", "Pivots", "Out@GRAD"))
-    n, m_rows, n_cols = _matrix_size(f, x)
+    n, m_rows, n_cols = matrix_size(f, x)
     size = min(m_rows, n_cols)
     pmat, up = g.tmp(x, lambda s: [*s[:-1], s[-2]]), g.tmp(x, lambda s: [*s[:-2], size, s[-1]])
     low = f.op("lu_unpack", {"X": out, "Pivots": pivots}, x, slot="L", more={"Pmat": pmat, "U": up},

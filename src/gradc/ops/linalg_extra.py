@@ -17,7 +17,7 @@ from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import broadcast_dims, dims_match
 from . import linalg
 from .complex_fft import COMPLEX_OF
-from .linalg_decomp import _choice
+from .infer import check_choice
 
 LU_SOLVE_TRANS = ("N", "T", "C")
 KERNEL_DTYPES = frozenset({VarType.FP32, VarType.FP64, *COMPLEX_DTYPES})
@@ -47,7 +47,7 @@ def _eigvals(ctx):
 def _eigvalsh(ctx):
     """Eigenvalues [..., N] ascending, from the UPLO triangle of X; the Eigenvectors [..., N, N] their grad reads."""
     *batch, n, _ = matrices(ctx, "X", square=True)
-    _choice(ctx, "UPLO", ("L", "U"))
+    check_choice(ctx, "UPLO", ("L", "U"))
     return {"Eigenvalues": ([*batch, n], real_dtype(ctx.dtype("X"))), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
 
 
@@ -77,7 +77,7 @@ def _ranks(ctx, x: str, out: str, tolerances: tuple[str, ...]):
 def _lu_solve(ctx):
     """out [..., N, K] solves A out = b (trans 'N') or A^T out = b ('T', 'C'), A = P L U packed in lu as lu writes it,
     pivots [..., N] its 1-based row swaps; b, lu and pivots have the same batch dims (the Python API expands them)."""
-    _choice(ctx, "trans", LU_SOLVE_TRANS)
+    check_choice(ctx, "trans", LU_SOLVE_TRANS)
     lu, b, pivots = matrices(ctx, "lu", square=True), matrices(ctx, "b"), ctx.shape("pivots")
     if not dims_match(lu[-1], b[-2]):
         ctx.fail(f"lu is {lu[-2]} x {lu[-1]} but b has {b[-2]} rows")

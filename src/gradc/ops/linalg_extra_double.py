@@ -13,7 +13,7 @@ from ..errors import GradError
 from ..registry import defgrad
 from . import linalg_extra  # noqa: F401  (registers the grad ops)
 from .composite import expansion, first
-from .linalg_decomp_double import _matrix_size
+from .linalg_decomp_double import matrix_size
 from .linalg_double import mm, triangle, unsqueezed
 
 
@@ -21,7 +21,7 @@ from .linalg_double import mm, triangle, unsqueezed
 def _svdvals_grad(f, g):
     """U diag(ds) V^T, U and V from x's reduced SVD."""
     x, ds = first(g.I("x")), first(g.I("s@GRAD"))
-    n, m_rows, n_cols = _matrix_size(f, x)
+    n, m_rows, n_cols = matrix_size(f, x)
     size = min(m_rows, n_cols)
     u, s = g.tmp(x, lambda shape: [*shape[:-1], size]), g.tmp(ds)
     vh = f.op("svd", {"X": x}, x, {"full_matrices": False}, slot="VH", more={"U": u, "S": s},

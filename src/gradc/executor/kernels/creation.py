@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_shape
 from ...ops.creation import aligned_length, dtype_bytes, literal
 from . import kernel
-
-
-def _dtype(code) -> np.dtype:
-    return np.dtype(NUMPY_DTYPE_NAMES[code])
+from .tensor import numpy_dtype
 
 
 @kernel("assign_value")
@@ -19,15 +15,15 @@ def assign_value(k):
     shape, values = list(k.attr("shape")), literal(k.attrs)
     if len(values) != int(np.prod(shape)):
         raise ValueError(f"assign_value holds {len(values)} values for shape {shape}")
-    return {"Out": np.array(values, dtype=_dtype(k.attr("dtype"))).reshape(shape)}
+    return {"Out": np.array(values, dtype=numpy_dtype(k.attr("dtype"))).reshape(shape)}
 
 
 @kernel("eye")
 def eye(k):
     rows, cols = k.attr("num_rows"), k.attr("num_columns")
     cols = rows if cols == -1 else cols
-    check_shape([rows, cols], _dtype(k.attr("dtype")), "eye")
-    return {"Out": np.eye(rows, cols, dtype=_dtype(k.attr("dtype")))}
+    check_shape([rows, cols], numpy_dtype(k.attr("dtype")), "eye")
+    return {"Out": np.eye(rows, cols, dtype=numpy_dtype(k.attr("dtype")))}
 
 
 def _scalar(k, slot: str):
@@ -49,7 +45,7 @@ def _two_sided(k, dtype, count: int, work):
 @kernel("linspace")
 def linspace(k):
     """In the output's float type (float64 for integers, truncated at the end)."""
-    dtype, count = _dtype(k.attr("dtype")), int(_scalar(k, "Num"))
+    dtype, count = numpy_dtype(k.attr("dtype")), int(_scalar(k, "Num"))
     if count < 0:
         raise ValueError(f"Num must be >= 0, got {count}")
     check_shape([count], np.float64, "linspace")
@@ -61,7 +57,7 @@ def linspace(k):
 def logspace(k):
     """Base to the powers linspace(Start, Stop, Num); Start, Stop and Base are first cast to the output dtype (an
     integer logspace of base 2.5 is one of base 2), the powers are taken in float64 and truncated for integers."""
-    dtype, count = _dtype(k.attr("dtype")), int(_scalar(k, "Num"))
+    dtype, count = numpy_dtype(k.attr("dtype")), int(_scalar(k, "Num"))
     if count < 1:
         raise ValueError(f"Num must be >= 1, got {count}")
     check_shape([count], np.float64, "logspace")
@@ -90,7 +86,7 @@ def sequence_mask(k):
     if maxlen < 0:
         maxlen = int(lengths.max()) if lengths.size else 0
     check_shape([*lengths.shape, maxlen], np.float64, "the sequence mask")
-    return {"Y": (np.arange(maxlen) < lengths[..., None]).astype(_dtype(k.attr("out_dtype")))}
+    return {"Y": (np.arange(maxlen) < lengths[..., None]).astype(numpy_dtype(k.attr("out_dtype")))}
 
 
 @kernel("coalesce_tensor")
@@ -98,7 +94,7 @@ def coalesce_tensor(k):
     """One flat buffer holding every input (each padded to the alignment), and the outputs as its pieces.
     Paddle's outputs share the buffer's memory; gradc's are copies, which read the same until an op rewrites
     one of them (an optimizer step): in Paddle's CPU programs no op reads the buffer after that."""
-    inputs, dtype = k.xs("Input"), _dtype(k.attr("dtype"))
+    inputs, dtype = k.xs("Input"), numpy_dtype(k.attr("dtype"))
     _check_concated_shapes(k, inputs)
     lengths = [aligned_length(x.size, dtype_bytes(k.attrs), k.attr("use_align"), k.attr("align_size")) for x in inputs]
     fused = np.zeros(sum(lengths), dtype)   # Paddle leaves padding (and, without copy_data, all) uninitialised

@@ -151,7 +151,7 @@ def lu(k):
             "Infos": infos.reshape(batch)}
 
 
-def _row_order(pivots: np.ndarray, rows: int) -> np.ndarray:
+def row_order(pivots: np.ndarray, rows: int) -> np.ndarray:
     """The rows of A that make up P^T A = L U, from the row swaps applied in order: [B, M]."""
     order = np.tile(np.arange(rows), (pivots.shape[0], 1))
     batch = np.arange(pivots.shape[0])
@@ -192,7 +192,7 @@ def lu_grad(k):
     if m != n:
         grad = np.concatenate([grad, extra], -2 if m > n else -1)
     flat = grad.reshape(-1, m, n)
-    order = _row_order(np.asarray(k.x("Pivots")).reshape(flat.shape[0], -1), m)
+    order = row_order(np.asarray(k.x("Pivots")).reshape(flat.shape[0], -1), m)
     dx = np.empty_like(flat)
     dx[np.arange(flat.shape[0])[:, None], order] = flat
     return {"X@GRAD": dx.reshape(packed.shape).astype(x.dtype)}
@@ -214,7 +214,7 @@ def lu_unpack(k):
         if pivots.size and (pivots.min() < 1 or pivots.max() > m):
             bad = pivots[(pivots < 1) | (pivots > m)][0]
             raise ValueError(f"Pivots holds {bad}, outside the rows [1, {m}] (1-based, as lu writes them)")
-        order = _row_order(pivots, m)
+        order = row_order(pivots, m)
         pmat = np.zeros((order.shape[0], m, m), x.dtype)
         pmat[np.arange(order.shape[0])[:, None], order, np.arange(m)] = 1   # P^T X = X[order]
         results["Pmat"] = pmat.reshape(*packed.shape[:-2], m, m)

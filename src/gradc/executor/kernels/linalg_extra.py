@@ -12,7 +12,7 @@ from ...limits import check_allocation
 from ...ops.linalg_extra import triangle_count
 from . import kernel
 from .linalg import f64, onto_triangle
-from .linalg_decomp import _row_order
+from .linalg_decomp import row_order
 from .matmul import t
 
 COMPLEX_OF = {np.dtype(np.float32): np.complex64, np.dtype(np.float64): np.complex128}
@@ -154,7 +154,7 @@ def _factors(k) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     up = np.triu(packed)
     if np.any(np.diagonal(up, axis1=-2, axis2=-1) == 0):
         raise ValueError("lu holds a singular matrix (U has a zero pivot): the system has no unique solution")
-    return np.tril(packed, -1) + np.eye(n), up, _row_order(pivots, n).reshape(*packed.shape[:-1])
+    return np.tril(packed, -1) + np.eye(n), up, row_order(pivots, n).reshape(*packed.shape[:-1])
 
 
 def _take_rows(m: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -10,7 +10,7 @@ from ...limits import check_shape
 from .. import randomness
 from . import kernel
 from .special_math import erfinv
-from .tensor import _dtype as numpy_dtype  # bfloat16 has none: a message, not a KeyError
+from .tensor import numpy_dtype
 
 
 def _seeded(k):

@@ -13,7 +13,7 @@ from ..tensor_array import TensorArray
 from . import kernel
 
 
-def _dtype(code):
+def numpy_dtype(code) -> np.dtype:
     if code not in NUMPY_DTYPE_NAMES:   # bfloat16 (an AMP program's casts) compiles, but numpy has no such type
         raise ValueError(f"data type {code} ({dtype_name(code)}) has no numpy type: gradc's executor cannot run it")
     return np.dtype(NUMPY_DTYPE_NAMES[code])
@@ -30,7 +30,7 @@ def _shape(k, tensor_first: bool) -> tuple[int, ...]:
         shape = list(k.attr("shape"))
     if any(d < 0 for d in shape):
         raise ValueError(f"the shape {shape} has a negative dim")
-    check_allocation(math.prod(shape), _dtype(k.attr("dtype")).itemsize, f"a tensor of shape {shape}")
+    check_allocation(math.prod(shape), numpy_dtype(k.attr("dtype")).itemsize, f"a tensor of shape {shape}")
     return tuple(shape)
 
 
@@ -40,7 +40,7 @@ def fill_constant(k):
     if value is None:
         text = k.attr("str_value")
         value = float(text) if text else k.attr("value")
-    return {"Out": np.full(_shape(k, tensor_first=True), np.ravel(value)[0], dtype=_dtype(k.attr("dtype")))}
+    return {"Out": np.full(_shape(k, tensor_first=True), np.ravel(value)[0], dtype=numpy_dtype(k.attr("dtype")))}
 
 
 @kernel("fill_any_like", shape_only=("X",))
@@ -48,7 +48,7 @@ def fill_any_like(k):
     code = k.attr("dtype")
 
     def fill(x):
-        return np.full(x.shape, k.attr("value"), dtype=x.dtype if code == -1 else _dtype(code))
+        return np.full(x.shape, k.attr("value"), dtype=x.dtype if code == -1 else numpy_dtype(code))
 
     x = k.x("X")
     return {"Out": x.map(fill) if isinstance(x, TensorArray) else fill(x)}
@@ -77,7 +77,7 @@ def _rng(k):
 @kernel("uniform_random")
 def uniform_random(k):
     out = _rng(k).uniform(k.attr("min"), k.attr("max"), size=_shape(k, tensor_first=False))
-    out = out.astype(_dtype(k.attr("dtype")))
+    out = out.astype(numpy_dtype(k.attr("dtype")))
     count, step = k.attr("diag_num"), k.attr("diag_step")
     if count > 0:  # an identity-like start: diag_val at flat positions i * (diag_step + 1)
         if (count - 1) * (step + 1) >= out.size:
@@ -89,23 +89,23 @@ def uniform_random(k):
 @kernel("gaussian_random")
 def gaussian_random(k):
     out = _rng(k).normal(k.attr("mean"), k.attr("std"), size=_shape(k, tensor_first=False))
-    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+    return {"Out": out.astype(numpy_dtype(k.attr("dtype")))}
 
 
-kernel("empty")(lambda k: {"Out": np.zeros(_shape(k, tensor_first=True), dtype=_dtype(k.attr("dtype")))})
+kernel("empty")(lambda k: {"Out": np.zeros(_shape(k, tensor_first=True), dtype=numpy_dtype(k.attr("dtype")))})
 
 
 @kernel("randint")
 def randint(k):
     out = _rng(k).integers(k.attr("low"), k.attr("high"), size=_shape(k, tensor_first=False))
-    return {"Out": out.astype(_dtype(k.attr("dtype")))}
+    return {"Out": out.astype(numpy_dtype(k.attr("dtype")))}
 
 
 @kernel("randperm")
 def randperm(k):
     seed = k.attrs.get("seed", 0)   # an extra attribute in Paddle 3.3.1: programs may omit it
     rng = np.random.default_rng(seed) if seed else randomness.generator()
-    return {"Out": rng.permutation(k.attr("n")).astype(_dtype(k.attr("dtype")))}
+    return {"Out": rng.permutation(k.attr("n")).astype(numpy_dtype(k.attr("dtype")))}
 
 
 def _copy(x):
@@ -122,7 +122,7 @@ def assign(k):
 
 @kernel("cast")
 def cast(k):
-    x, dtype = k.x("X"), _dtype(k.attr("out_dtype"))
+    x, dtype = k.x("X"), numpy_dtype(k.attr("out_dtype"))
     if x.dtype.kind == "c" and dtype.kind != "c":   # Paddle's cast of a complex value keeps its real part
         x = x.real
     return {"Out": x.astype(dtype)}
