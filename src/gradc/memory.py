@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .bfloat16 import STORAGE
 from .executor.liveness import deaths, referenced_names
 from .ir import EMPTY_VAR, Block, Program, VarType
 from .ir.types import NUMPY_DTYPE_NAMES
@@ -51,12 +52,18 @@ class BlockMemory:
 def var_bytes(block: Block, name: str, batch_size: int) -> int | None:
     """The size of a var's value, unknown dims taking ``batch_size``; None when it cannot be told."""
     var = block.visible_var(name)
-    if var is None or var.type not in ARRAY_TYPES or var.shape is None or var.dtype not in NUMPY_DTYPE_NAMES:
+    if var is None or var.type not in ARRAY_TYPES or var.shape is None:
+        return None
+    if var.dtype == VarType.BF16:   # the executor holds bfloat16 values as float32 (gradc.bfloat16)
+        itemsize = STORAGE.itemsize
+    elif var.dtype in NUMPY_DTYPE_NAMES:
+        itemsize = np.dtype(NUMPY_DTYPE_NAMES[var.dtype]).itemsize
+    else:
         return None
     count = 1
     for dim in var.shape:
         count *= batch_size if dim < 0 else dim
-    return count * np.dtype(NUMPY_DTYPE_NAMES[var.dtype]).itemsize
+    return count * itemsize
 
 
 def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozenset()) -> BlockMemory:

@@ -8,6 +8,7 @@ from contextlib import nullcontext
 import click
 import numpy as np
 
+from ..bfloat16 import round_parameters
 from ..errors import GradcError
 from ..executor import Executor, Scope
 from ..executor.lod import LoDTensor, lod_arrays, with_lods
@@ -30,6 +31,7 @@ def _session(program_path: str, params: str | None, startups) -> tuple:
         executor.run(load(startup), scope=scope)
     for name, value in load_params(params, prog).items():
         scope[name] = value
+    round_parameters(prog, scope)   # a pure bfloat16 program's, as Paddle's amp_init
     return prog, executor, scope
 
 

@@ -7,8 +7,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ..bfloat16 import from_bits, round_to_bfloat16
 from ..errors import ExecutionError, op_location
-from ..ir import Block
+from ..ir import Block, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .lod import LoDTensor, checked_lod, set_lod
 from .scope import Scope
@@ -28,15 +29,10 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         var = block.find_var(name)
         if var is None:
             raise ExecutionError(f"feed var '{name}' is not declared in block 0")
-        expected = _DTYPES.get(var.dtype)
-        array = np.asarray(value) if isinstance(value, np.ndarray) or expected is None else np.asarray(value, expected)
-        if array.dtype.kind not in "biufc":
-            raise ExecutionError(f"feed var '{name}' is {array.dtype}, not a numeric array")
-        if expected is not None and array.dtype.type is not expected.type:   # either byte order
-            if var.need_check_feed or (array.dtype.kind == "c" and expected.kind != "c"):
-                raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
-                                     f"(convert it, e.g. with .astype('{expected}'))")
-            array = array.astype(expected)
+        if var.dtype == VarType.BF16:
+            array = _bfloat16_feed(name, value, var.need_check_feed)
+        else:
+            array = _checked_feed(name, value, var)
         if var.shape is not None and not shape_fits(array.shape, var.shape):
             raise ExecutionError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
                                  f"declares {var.shape}")
@@ -44,6 +40,32 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         if lod is not None:
             set_lod(scope, name, checked_lod(lod, array.shape[0] if array.ndim else 0, f"feed var '{name}'"))
     _fill_holder(block, scope, feed_ops(block.ops) if feeds is None else feeds)
+
+
+def _checked_feed(name: str, value, var) -> np.ndarray:
+    """A value fed to a var of a numpy dtype: converted to it, or refused where Paddle's executor refuses it."""
+    expected = _DTYPES.get(var.dtype)
+    array = np.asarray(value) if isinstance(value, np.ndarray) or expected is None else np.asarray(value, expected)
+    if array.dtype.kind not in "biufc":
+        raise ExecutionError(f"feed var '{name}' is {array.dtype}, not a numeric array")
+    if expected is not None and array.dtype.type is not expected.type:   # either byte order
+        if var.need_check_feed or (array.dtype.kind == "c" and expected.kind != "c"):
+            raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
+                                 f"(convert it, e.g. with .astype('{expected}'))")
+        array = array.astype(expected)
+    return array
+
+
+def _bfloat16_feed(name: str, value, need_check_feed: bool | None) -> np.ndarray:
+    """A value fed to a bfloat16 var, as float32 values rounded to bfloat16: uint16 arrays are bfloat16 bits (how
+    Paddle hands bfloat16 to numpy, and what it feeds), float values are rounded; a data var takes only those two."""
+    array = np.asarray(value)
+    if array.dtype == np.uint16:
+        return from_bits(array)
+    if array.dtype.kind not in "biuf" or (need_check_feed and array.dtype != np.float32):
+        raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares bfloat16: feed float32 "
+                             f"values or uint16 bfloat16 bits")
+    return round_to_bfloat16(array)
 
 
 def feed_ops(ops: list) -> list:

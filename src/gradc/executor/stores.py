@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bfloat16 import BFLOAT16, STORAGE, round_to_bfloat16
 from ..errors import ExecutionError
 from ..ir import EMPTY_VAR, GRAD_SUFFIX
 from .context import KernelContext
@@ -59,6 +60,8 @@ def as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nda
     if isinstance(array, SelectedRows):   # sparse grads stay sparse, whatever the var declares (as in Paddle)
         return array
     array = np.asarray(array)
+    if dtype is BFLOAT16:
+        return _as_bfloat16(ctx, name, array)
     if array.dtype == dtype:
         return array
     if array.dtype.kind == "f" and dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:
@@ -70,3 +73,11 @@ def as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nda
                                  f"declares {dtype}")
         array = array.real   # a real var's grad is the real part (dL/dRe) of a complex one
     return array.astype(dtype)
+
+
+def _as_bfloat16(ctx: KernelContext, name: str, array: np.ndarray) -> np.ndarray:
+    """A result for a bfloat16 var: computed in float32 (or narrower, or as integers), rounded to bfloat16."""
+    if array.dtype.kind == "c" or (array.dtype.kind == "f" and array.dtype.itemsize > STORAGE.itemsize):
+        raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
+                             f"declares bfloat16 (computed in float32)")
+    return round_to_bfloat16(array)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..bfloat16 import from_bits, to_bits
 from ..errors import FormatError
 from ..ir import Program, VarType
 from ..ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
@@ -49,9 +50,18 @@ def write_params(path: str | Path, program: Program, values: dict[str, np.ndarra
         if name not in values:
             raise FormatError(f"no value for persistable var '{name}'")
         array = np.ascontiguousarray(values[name])
-        raw = tensor_desc_bytes(DTYPE_BY_NUMPY_NAME[array.dtype.name], array.shape)
+        if _declares_bfloat16(program, name):   # as Paddle writes it: two bytes a value
+            array, data_type = to_bits(array), VarType.BF16
+        else:
+            data_type = DTYPE_BY_NUMPY_NAME[array.dtype.name]
+        raw = tensor_desc_bytes(data_type, array.shape)
         chunks += [struct.pack("<IQIi", 0, 0, 0, len(raw)), raw, array.tobytes()]
     write_atomic(path, b"".join(chunks))
+
+
+def _declares_bfloat16(program: Program, name: str) -> bool:
+    var = program.global_block.find_var(name)
+    return var is not None and var.dtype == VarType.BF16
 
 
 def _parsed_tensor_desc(raw: bytes, source: str, var: str) -> tuple[int, tuple[int, ...]]:
@@ -92,11 +102,12 @@ class _Reader:
         self.unpack("<I", "version", var)
         raw_desc = self.take(self.unpack("<i", "desc size", var), "desc", var)
         data_type, shape = _parsed_tensor_desc(raw_desc, self.source, var)
-        dtype = NUMPY_DTYPE_NAMES.get(data_type)
+        dtype = "uint16" if data_type == VarType.BF16 else NUMPY_DTYPE_NAMES.get(data_type)   # bfloat16 bits
         if dtype is None:
             raise FormatError(f"{self.source}: '{var}' has data type {data_type}, which gradc cannot read")
         if any(d < 0 for d in shape):
             raise FormatError(f"{self.source}: '{var}' has a negative dim in its shape {list(shape)}")
         count = math.prod(shape)   # a Python int: huge dims are caught by take(), not overflowed
         raw = self.take(count * np.dtype(dtype).itemsize, "data", var)
-        return np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+        array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        return from_bits(array) if data_type == VarType.BF16 else array.copy()

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .. import schedules
+from ..bfloat16 import round_parameters
 from ..errors import GradcError, Interrupted
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
@@ -66,6 +67,7 @@ class Trainer:
         for number, init in enumerate(startups):
             randomness.seed([seed, STARTUP, number])   # initialisers without a seed of their own
             self.executor.run(init if isinstance(init, Program) else load(init), scope=self.scope)
+        round_parameters(self.program, self.scope)   # a pure bfloat16 program's, as Paddle's amp_init
 
     # ------------------------------------------------------------------ steps and evaluation
     def train_step(self, feed: Mapping[str, object]) -> list[float]:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from ...ir import EMPTY_VAR
 from ..context import KernelContext
 from ..kernels import KERNELS
@@ -43,7 +45,7 @@ def direct_step(kernel: Callable, ctx: KernelContext, writes: tuple):
         if len(specs) != 1:
             return None
         name, dtype, persistable = specs[0]
-        if persistable or dtype is None or name == EMPTY_VAR:
+        if persistable or not isinstance(dtype, np.dtype) or name == EMPTY_VAR:   # None, or bfloat16's rounding
             return None
         outs[slot] = (name, dtype)
     ins = {slot: args[0] for slot, args in ctx.ins.items() if args}

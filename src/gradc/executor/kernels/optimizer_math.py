@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...bfloat16 import round_to_bfloat16
 from .broadcast import reusable
 
 
@@ -32,6 +33,13 @@ def sgd(param, grad, lr):
     """ParamOut = Param - lr * Grad."""
     step = _scalar(lr, param) * grad
     return (np.subtract(param, step, out=reusable(step, param)),)
+
+
+def bfloat16_sgd(param, grad, lr):
+    """sgd of a bfloat16 parameter without a master weight, in bfloat16 arithmetic as Paddle's CPU kernel does it:
+    the learning rate rounded to bfloat16, its product with Grad rounded, then the difference."""
+    step = round_to_bfloat16(round_to_bfloat16(np.ravel(lr)[:1]) * grad)
+    return round_to_bfloat16(param - step)
 
 
 def momentum(param, grad, velocity, lr, mu, use_nesterov=False, regularization_method="",

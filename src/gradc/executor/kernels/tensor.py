@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from ...ir.types import NUMPY_DTYPE_NAMES, dtype_name
+from ...bfloat16 import STORAGE, round_to_bfloat16
+from ...ir.types import NUMPY_DTYPE_NAMES, VarType, dtype_name
 from ...limits import check_allocation
 from .. import randomness
 from ..tensor_array import TensorArray
@@ -14,7 +15,11 @@ from . import kernel
 
 
 def numpy_dtype(code) -> np.dtype:
-    if code not in NUMPY_DTYPE_NAMES:   # bfloat16 (an AMP program's casts) compiles, but numpy has no such type
+    """The numpy dtype a kernel makes values of data type ``code`` in: bfloat16's are float32 (rounded when stored,
+    gradc.bfloat16)."""
+    if code == VarType.BF16:
+        return STORAGE
+    if code not in NUMPY_DTYPE_NAMES:
         raise ValueError(f"data type {code} ({dtype_name(code)}) has no numpy type: gradc's executor cannot run it")
     return np.dtype(NUMPY_DTYPE_NAMES[code])
 
@@ -125,4 +130,6 @@ def cast(k):
     x, dtype = k.x("X"), numpy_dtype(k.attr("out_dtype"))
     if x.dtype.kind == "c" and dtype.kind != "c":   # Paddle's cast of a complex value keeps its real part
         x = x.real
+    if k.attr("out_dtype") == VarType.BF16:
+        return {"Out": round_to_bfloat16(x)}
     return {"Out": x.astype(dtype)}

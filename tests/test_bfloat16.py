@@ -1,0 +1,139 @@
+"""bfloat16 (gradc.bfloat16): paddle.static.amp.bf16's training programs train in gradc as in Paddle 3.3.1
+(tools/paddle_bf16_fixtures.py -> tests/data/paddle/bf16, O1 with three optimizers and pure bfloat16), every
+bfloat16 value Paddle's rounding of its float32 computation; feeds, parameter files and the rounding's edges."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.bfloat16 import from_bits, round_parameters, round_to_bfloat16, to_bits
+from gradc.io.pdiparams import read_params, write_params
+
+DATA = Path(__file__).parent / "data" / "paddle" / "bf16"
+CASES = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").is_file())
+ONE_ULP = 2.0 ** -7   # the spacing of bfloat16 numbers relative to their size, at most
+
+
+def arrays(case: str, part: str) -> dict[str, np.ndarray]:
+    with np.load(DATA / case / f"{part}.npz") as archive:
+        return {name: archive[name] for name in archive.files}
+
+
+def value(array: np.ndarray) -> np.ndarray:
+    """A fixture array as gradc holds it: Paddle's bfloat16 bits (uint16) as float32 values."""
+    return from_bits(array) if array.dtype == np.uint16 else array
+
+
+def assert_like_paddle(got, paddle_array, what: str) -> None:
+    """float32 values within float32 rounding of Paddle's; bfloat16 values Paddle's bit for bit, but for a value a
+    float32 rounding difference upstream may tip to the neighbouring bfloat16 number (a BLAS of another summation
+    order): one in a hundred at most, and that one a bfloat16 spacing away."""
+    got, expected = np.asarray(got).reshape(paddle_array.shape), value(paddle_array)
+    if paddle_array.dtype != np.uint16:
+        np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7, err_msg=what)
+        return
+    assert got.dtype == np.float32 and not np.any(got.view(np.uint32) & 0xFFFF), f"{what}: not bfloat16 numbers"
+    np.testing.assert_allclose(got, expected, rtol=ONE_ULP, atol=1e-30, err_msg=what)
+    assert np.count_nonzero(got != expected) <= got.size // 100, f"{what}: {np.count_nonzero(got != expected)} differ"
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_paddles_bfloat16_training_program_trains_like_paddle(case):
+    meta = json.loads((DATA / case / "meta.json").read_text())
+    program = gradc.load(DATA / case / "train.pb")
+    scope = gradc.Scope()
+    for name, array in arrays(case, "init").items():
+        scope[name] = value(array)
+    feeds, states, values = arrays(case, "feeds"), arrays(case, "states"), arrays(case, "values")
+    losses = np.load(DATA / case / "losses.npy")
+    executor = gradc.Executor()
+    for step in range(meta["steps"]):
+        fetch = [meta["loss"], *(values if step == 0 else [])]
+        got = executor.run(program, {name: feeds[name][step] for name in feeds}, fetch, scope)
+        assert_like_paddle(got[0], losses[step], f"step {step} loss")
+        for name, result in zip(fetch[1:], got[1:]):
+            assert_like_paddle(result, values[name], f"step {step} {name}")
+        for name, states_of in states.items():
+            assert_like_paddle(scope[name], states_of[step], f"after step {step}: {name}")
+    assert meta["bfloat16_vars"] and all(program.global_block.var(n).dtype == gradc.VarType.BF16
+                                         for n in meta["bfloat16_vars"])
+
+
+@pytest.mark.parametrize("case", [case for case in CASES if (DATA / case / "forward.pb").exists()])
+def test_gradcs_backward_of_paddles_bfloat16_forward_gives_paddles_gradients(case):
+    """append_backward on the forward with decorate_bf16's casts: Paddle's backward ops, and on the first batch every
+    activation and gradient Paddle's training program computed (bfloat16 ones and the float32 parameter grads)."""
+    meta = json.loads((DATA / case / "meta.json").read_text())
+    program = gradc.load(DATA / case / "forward.pb")
+    gradc.append_backward(program, meta["loss"])
+    paddles = [op for op in gradc.load(DATA / case / "train.pb").global_block.ops if op.attr("op_role") != 2]
+    assert [op.type for op in program.global_block.ops] == [op.type for op in paddles]
+    scope = gradc.Scope()
+    for name, array in arrays(case, "init").items():
+        scope[name] = value(array)
+    feeds, values = arrays(case, "feeds"), arrays(case, "values")
+    got = gradc.Executor().run(program, {name: feeds[name][0] for name in feeds}, list(values), scope)
+    assert any(name.endswith("w_0@GRAD") for name in values)
+    for name, result in zip(values, got):
+        assert_like_paddle(result, values[name], name)
+
+
+def test_rounding_is_to_nearest_ties_to_even_as_paddles_cast():
+    """The bits Paddle 3.3.1's cast to bfloat16 gave for these float32 values (a tie rounds to the even number,
+    NaN is 0x7FFF, a value past bfloat16's largest rounds to it or to inf)."""
+    values = np.array([1 + 2**-8, 1 + 3 * 2**-9, 1 + 2**-9, 1 + 2**-7 + 2**-9, -1 - 2**-9 - 2**-12, 3.0e38, np.nan,
+                       1.0, 3.4e38, -np.inf], "float32")
+    paddle = [0x3F80, 0x3F81, 0x3F80, 0x3F81, 0xBF80, 0x7F62, 0x7FFF, 0x3F80, 0x7F80, 0xFF80]
+    assert to_bits(values).tolist() == paddle
+    rounded = round_to_bfloat16(values)
+    np.testing.assert_array_equal(rounded[~np.isnan(values)], from_bits(paddle)[~np.isnan(values)])
+    assert np.isnan(rounded[6])
+    tiny_payload = np.array([0x7F800001], np.uint32).view(np.float32)   # a NaN whose payload the rounding drops
+    assert np.isnan(round_to_bfloat16(tiny_payload)[0])
+
+
+def test_a_bfloat16_feed_takes_paddles_bits_or_float32_values():
+    program = gradc.load(DATA / "pure_sgd" / "train.pb")
+    block = program.global_block
+    x = np.random.default_rng(0).standard_normal((8, 64)).astype("float32")
+    scope = gradc.Scope()
+    gradc.executor.feeding.feed_values(block, {"x": x}, scope)
+    np.testing.assert_array_equal(scope["x"], round_to_bfloat16(x))
+    gradc.executor.feeding.feed_values(block, {"x": to_bits(x)}, scope)
+    np.testing.assert_array_equal(scope["x"], round_to_bfloat16(x))
+    with pytest.raises(gradc.ExecutionError, match="feed var 'x' is float64, but block 0 declares bfloat16"):
+        gradc.executor.feeding.feed_values(block, {"x": x.astype("float64")}, scope)
+
+
+def test_a_parameter_file_holds_bfloat16_as_paddle_writes_it(tmp_path):
+    """Two bytes a value and data type BF16 in the tensor's description; read back, the same bfloat16 values."""
+    program = gradc.load(DATA / "pure_sgd" / "train.pb")
+    init = {name: value(array) for name, array in arrays("pure_sgd", "init").items()}
+    path = tmp_path / "model.pdiparams"
+    write_params(path, program, init)
+    sizes = sum(array.size * (2 if array.dtype == np.uint16 else 4) for array in arrays("pure_sgd", "init").values())
+    assert sizes < path.stat().st_size < sizes + 64 * len(init)
+    back = read_params(path, program)
+    for name, array in init.items():
+        np.testing.assert_array_equal(back[name], array)
+        assert back[name].dtype == np.float32
+
+
+def test_a_pure_bfloat16_programs_startup_values_are_rounded_as_amp_init_rounds_them():
+    """Paddle's startup program makes float32 parameters and amp_init casts them; gradc's Trainer (and gradc run)
+    round them after the startup programs (gradc.bfloat16.round_parameters)."""
+    program = gradc.load(DATA / "pure_sgd" / "train.pb")
+    startup = gradc.load(DATA / "pure_sgd" / "startup.pb")
+    scope = gradc.Scope()
+    gradc.Executor().run(startup, scope=scope)
+    drawn = {name: scope[name] for name in ("fc_0.w_0", "fc_1.w_0")}
+    assert all(np.any(w.view(np.uint32) & 0xFFFF) for w in drawn.values())   # float32 draws, not bfloat16 numbers
+    assert sorted(round_parameters(program, scope)) == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0"]
+    for name, weight in drawn.items():
+        np.testing.assert_array_equal(scope[name], round_to_bfloat16(weight))
+    trainer = gradc.Trainer(program, startup, seed=0)
+    assert all(not np.any(trainer.scope[name].view(np.uint32) & 0xFFFF) and np.any(trainer.scope[name])
+               for name in drawn)

@@ -1,0 +1,103 @@
+"""bfloat16 training fixtures from a real PaddlePaddle: paddle.static.amp.bf16's legacy training programs
+(decorate_bf16, level O1 with SGD, Momentum and Adam, and pure bfloat16 with SGD after amp_init), trained on
+Paddle 3.3.1's CPU kernels, with every value a test needs to replay them. The model is static.nn.fc's (the mul op):
+Paddle 3.3.1's CPU bfloat16 matmul_v2_grad crashes, its bfloat16 conv2d and multi-precision optimizers have no CPU
+kernels.
+
+    FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_bf16_fixtures.py tests/data/paddle/bf16 [case ...]
+
+Each case directory holds train.pb and startup.pb (without op_callstack), and for O1 forward.pb, the forward program
+with the casts decorate_bf16 writes (rewrite_program_bf16); init.npz, every persistable after the
+startup program (and amp_init); feeds.npz, one batch per step (step as leading axis); states.npz, every persistable
+after each step; values.npz, every var the first step writes (activations, gradients), fetched; losses.npy; meta.json.
+A bfloat16 value is stored as Paddle hands it to numpy: uint16 bits.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import paddle
+from paddle.static import amp
+from paddle_optimizer_fixtures import SEED, Persistables, serialize, stacked
+
+paddle.enable_static()
+STEPS = 3
+CASES = {   # name -> (optimizer, pure bfloat16)
+    "o1_sgd": (lambda: paddle.optimizer.SGD(0.1), False),
+    "o1_momentum": (lambda: paddle.optimizer.Momentum(0.1, momentum=0.9), False),
+    "o1_adam": (lambda: paddle.optimizer.Adam(0.01), False),
+    "pure_sgd": (lambda: paddle.optimizer.SGD(0.1), True),
+}
+
+
+def bits(values: np.ndarray) -> np.ndarray:
+    """float32 values (already bfloat16 numbers) as bfloat16 bits, for a pure program's uint16 feed."""
+    return (values.view(np.uint32) >> 16).astype(np.uint16)
+
+
+def train(name: str) -> dict:
+    make_optimizer, pure = CASES[name]
+    paddle.seed(SEED)
+    rng = np.random.default_rng(SEED)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [8, 64], "float32")
+        label = paddle.static.data("label", [8, 1], "int64")
+        hidden = paddle.nn.functional.relu(paddle.static.nn.fc(x, 96))
+        logits = paddle.static.nn.fc(hidden, 10)
+        loss = paddle.mean(paddle.nn.functional.cross_entropy(logits, label))
+        forward = main.clone()
+        if not pure:   # the casts decorate_bf16 writes in the forward, for gradc's own backward of it
+            amp.bf16.rewrite_program_bf16(forward)
+        optimizer = amp.bf16.decorate_bf16(make_optimizer(), use_bf16_guard=False, use_pure_bf16=pure)
+        optimizer.minimize(loss)
+    block = main.global_block()
+    written = sorted({n for op in block.ops for slot in op.output_names for n in op.output(slot)
+                      if not block.var(n).persistable and n != loss.name})
+    feeds = []
+    for _ in range(STEPS):
+        batch = rng.standard_normal((8, 64)).astype(np.float32)
+        feeds.append({"x": bits(batch) if pure else batch, "label": rng.integers(0, 10, (8, 1))})
+    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    losses, states, values = [], [], {}
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        if pure:
+            optimizer.amp_init(paddle.CPUPlace(), scope=scope)
+        persistables = Persistables(main, scope)
+        init = persistables.read()
+        for step, feed in enumerate(feeds):
+            fetched = executor.run(main, feed=feed, fetch_list=[loss.name, *(written if step == 0 else [])])
+            losses.append(np.asarray(fetched[0]))
+            if step == 0:
+                values = dict(zip(written, map(np.asarray, fetched[1:])))
+            states.append(persistables.read())
+    meta = {"case": name, "seed": SEED, "paddle_version": paddle.__version__, "steps": STEPS, "pure": pure,
+            "optimizer": type(optimizer._optimizer).__name__, "loss": loss.name, "feeds": ["label", "x"],
+            "bfloat16_vars": sorted(n for n, v in block.vars.items() if v.dtype == paddle.bfloat16),
+            "ops": [op.type for op in block.ops]}
+    return {"forward.pb": None if pure else serialize(forward), "train.pb": serialize(main),
+            "startup.pb": serialize(startup), "init": init, "feeds": stacked(feeds),
+            "states": stacked(states), "values": values, "losses": np.stack(losses), "meta": meta}
+
+
+def write(out: Path, files: dict) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("forward.pb", "train.pb", "startup.pb"):
+        if files[name] is not None:
+            (out / name).write_bytes(files[name])
+    for name in ("init", "feeds", "states", "values"):
+        np.savez_compressed(out / f"{name}.npz", **files[name])
+    np.save(out / "losses.npy", files["losses"])
+    (out / "meta.json").write_text(json.dumps(files["meta"], indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/bf16")
+    for case in sys.argv[2:] or CASES:
+        write(target / case, train(case))
+        print(case, "written")
