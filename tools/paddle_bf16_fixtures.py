@@ -11,6 +11,12 @@ with the casts decorate_bf16 writes (rewrite_program_bf16); init.npz, every pers
 startup program (and amp_init); feeds.npz, one batch per step (step as leading axis); states.npz, every persistable
 after each step; values.npz, every var the first step writes (activations, gradients), fetched; losses.npy; meta.json.
 A bfloat16 value is stored as Paddle hands it to numpy: uint16 bits.
+
+ops/ holds one program per op of OPS that Paddle 3.3.1 runs in bfloat16 on CPU with its grad: x (and y) [16, 48]
+cast to bfloat16, the op, the result cast back to float32 and loss = sum(result * w). <op>.pb is the forward
+program; <op>.npz the result, w and the grads Paddle's append_backward gave (float32, after the casts back), but for
+the ops Paddle's run fails on (meta.json's paddle_fails, with its message); inputs.npz x and y; meta.json each op's
+result, loss and grad names.
 """
 
 from __future__ import annotations
@@ -22,9 +28,12 @@ from pathlib import Path
 import numpy as np
 import paddle
 from paddle.static import amp
+from paddle_legacy_shim import install
 from paddle_optimizer_fixtures import SEED, Persistables, serialize, stacked
 
 paddle.enable_static()
+install()   # paddle.tanh, F.gelu, ... append their legacy ops again
+F = paddle.nn.functional
 STEPS = 3
 CASES = {   # name -> (optimizer, pure bfloat16)
     "o1_sgd": (lambda: paddle.optimizer.SGD(0.1), False),
@@ -32,6 +41,65 @@ CASES = {   # name -> (optimizer, pure bfloat16)
     "o1_adam": (lambda: paddle.optimizer.Adam(0.01), False),
     "pure_sgd": (lambda: paddle.optimizer.SGD(0.1), True),
 }
+
+
+UNARY = {
+    "relu": F.relu, "tanh": paddle.tanh, "sigmoid": F.sigmoid, "exp": paddle.exp,
+    "sqrt": lambda x: paddle.sqrt(paddle.abs(x)), "scale": lambda x: paddle.scale(x, 1.7, 0.3),
+    "sum_all": paddle.sum, "sum_axis": lambda x: paddle.sum(x, axis=1), "mean": paddle.mean,
+    "mean_axis": lambda x: paddle.mean(x, axis=0), "max_axis": lambda x: paddle.max(x, axis=1),
+    "softmax": F.softmax, "log_softmax": F.log_softmax, "gelu": F.gelu, "silu": F.silu,
+    "transpose": lambda x: paddle.transpose(x, [1, 0]), "layer_norm": lambda x: F.layer_norm(x, [48]),
+    "cumsum": lambda x: paddle.cumsum(x, axis=1), "log": lambda x: paddle.log(paddle.abs(x) + 1),
+    "reshape": lambda x: paddle.reshape(x, [-1]), "abs": paddle.abs, "clip": lambda x: paddle.clip(x, -0.5, 0.5),
+    "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "dropout_eval": lambda x: F.dropout(x, 0.5, training=False),
+}
+BINARY = {
+    "add": paddle.add, "multiply": paddle.multiply, "subtract": paddle.subtract,
+    "divide": lambda x, y: x / (paddle.abs(y) + 1), "concat": lambda x, y: paddle.concat([x, y]),
+    "matmul": lambda x, y: paddle.matmul(x, y, transpose_y=True), "maximum": paddle.maximum,
+}
+
+
+def op_case(name: str, rng, inputs: dict) -> tuple:
+    """(forward program, names, Paddle's values or the error Paddle's run raised) of one op in bfloat16."""
+    binary = name in BINARY
+    main = paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, paddle.static.Program()):
+        x, y = (paddle.static.data(n, [16, 48], "float32") for n in ("x", "y"))
+        x.stop_gradient = y.stop_gradient = False
+        x16, y16 = paddle.cast(x, "bfloat16"), paddle.cast(y, "bfloat16")
+        result = paddle.cast(BINARY[name](x16, y16) if binary else UNARY[name](x16), "float32")
+        w = paddle.static.data("w", result.shape, "float32")
+        loss = paddle.sum(result * w)
+        forward = main.clone()
+        grads = [g.name for _, g in paddle.static.append_backward(loss, parameter_list=[x, y] if binary else [x])]
+    feed = {**inputs, "w": rng.standard_normal(result.shape).astype(np.float32)}
+    try:
+        values = paddle.static.Executor(paddle.CPUPlace()).run(main, feed=feed, fetch_list=[result, *grads])
+    except Exception as error:  # noqa: BLE001 - Paddle's missing bfloat16 kernels, recorded
+        lines = str(error).strip().splitlines() or [type(error).__name__]
+        return forward, [result.name, loss.name, grads], next((line.strip() for line in lines if "operator <" in line),
+                                                               lines[0][:120])
+    return forward, [result.name, loss.name, grads], {"out": values[0], "w": feed["w"], **dict(zip(grads, values[1:]))}
+
+
+def write_ops(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(SEED)
+    inputs = {"x": 2 * rng.standard_normal((16, 48)).astype(np.float32),
+              "y": rng.standard_normal((16, 48)).astype(np.float32)}
+    meta = {"paddle_version": paddle.__version__, "ops": {}, "paddle_fails": {}}
+    for name in [*UNARY, *BINARY]:
+        forward, names, values = op_case(name, rng, inputs)
+        (out / f"{name}.pb").write_bytes(serialize(forward))
+        meta["ops"][name] = names
+        if isinstance(values, str):
+            meta["paddle_fails"][name] = values
+        else:
+            np.savez_compressed(out / f"{name}.npz", **values)
+    np.savez_compressed(out / "inputs.npz", **inputs)
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
 def bits(values: np.ndarray) -> np.ndarray:
@@ -98,6 +166,9 @@ def write(out: Path, files: dict) -> None:
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/bf16")
-    for case in sys.argv[2:] or CASES:
-        write(target / case, train(case))
+    for case in sys.argv[2:] or [*CASES, "ops"]:
+        if case == "ops":
+            write_ops(target / "ops")
+        else:
+            write(target / case, train(case))
         print(case, "written")

@@ -11,14 +11,14 @@ from collections import ChainMap
 from collections.abc import Callable
 
 from ..errors import ExecutionError, op_location
-from ..ir import EMPTY_VAR, Block, OpDesc
+from ..ir import EMPTY_VAR, Block, OpDesc, VarType
 from .lod import LoD, lod_of, set_lod
 from .scope import MISSING
 
 
 class KernelContext:
     __slots__ = ("op", "block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
-                 "wanted", "checked")
+                 "wanted", "checked", "bfloat16")
 
     def __init__(self, op: OpDesc, block: Block, op_idx: int, executor, opdef=None):
         self.op = op
@@ -37,6 +37,10 @@ class KernelContext:
         self.wanted = frozenset(s for s, args in op.outputs.items() if (self.outputs is None or s in self.outputs)
                                 and any(name != EMPTY_VAR for name in args))
         self.checked = None   # what the op's checks last passed on, for a kernel that checks on every run
+        # whether the op writes a var declared bfloat16: the few kernels Paddle runs in bfloat16 arithmetic then
+        # round each step (gradc.bfloat16), the rest compute in float32 and the store rounds
+        self.bfloat16 = any(var is not None and var.dtype == VarType.BF16
+                            for var in map(block.find_var, op.output_names()))
 
     @property
     def where(self) -> str:

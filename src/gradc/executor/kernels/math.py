@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...bfloat16 import round_to_bfloat16
 from ...shapes import normalize_axis
 from ..selected_rows import SelectedRows
 from ..tensor_array import TensorArray
@@ -147,7 +148,11 @@ def scale(k):
         s, b = float(s), float(b)
     else:
         s, b = _scalar(k, "ScaleTensor", "scale", dtype), _scalar(k, "BiasTensor", "bias", dtype)
-    out = x * s + b if after else (x + b) * s
+    if k.bfloat16:   # Paddle's bfloat16 kernel: scale and bias in bfloat16, each step rounded
+        s, b = round_to_bfloat16(s), round_to_bfloat16(b)
+        out = round_to_bfloat16(round_to_bfloat16(x * s) + b if after else round_to_bfloat16(x + b) * s)
+    else:
+        out = x * s + b if after else (x + b) * s
     out = out if out.dtype is dtype else out.astype(dtype)
     return {"Out": out if sparse is None else sparse.with_values(out)}
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ExecutionError
-from ...ir import VarType
 from ...ops.optimizer_checks import UPDATES, OpView, check_update
 from . import kernel
 from . import optimizer_math as M
@@ -90,15 +89,9 @@ def pick(values: list, i: int):
 @kernel("sgd")
 def sgd(k):
     check(k)
-    if not (k.attr("multi_precision") and k.op.input("MasterParam")) and _declared(k, "Param") == VarType.BF16:
+    if k.bfloat16 and not (k.attr("multi_precision") and k.op.input("MasterParam")):   # a bfloat16 ParamOut
         return {"ParamOut": M.bfloat16_sgd(k.x("Param"), k.x("Grad"), k.x("LearningRate"))}
     return update(k, lambda p, g: M.sgd(p, g, k.x("LearningRate")), ["ParamOut"])
-
-
-def _declared(k, slot: str):
-    """The declared data type of the slot's first var."""
-    var = k.block.find_var(k.op.input(slot)[0])
-    return var.dtype if var is not None else None
 
 
 def _momentum_rule(k, velocity, lr, method, coeff):
