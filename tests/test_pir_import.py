@@ -47,7 +47,7 @@ def test_every_expected_fixture_is_there():
                         "simple_rnn_relu_lengths", "simple_rnn_tanh", "transformer", *TRANSLATED,
                         "while_loop", "zoo_activation", "zoo_draws_bits", "zoo_extremes", "zoo_index", "zoo_math",
                         "zoo_nn", "zoo_random_dist", "zoo_reduce", "zoo_shape", "zoo_tensor_draws"]
-    assert INFERENCE == ["inference", "jit"]
+    assert INFERENCE == ["inference", "jit", "jit_bf16"]
 
 
 @pytest.mark.parametrize("case", TRAINING)

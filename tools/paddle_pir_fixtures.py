@@ -8,8 +8,8 @@ tests/data/paddle/pir/<case>/:
   (tools/paddle_pir_translated.py);
 - legacy_<case>: legacy ops PIR's Python API cannot append (nce, row_conv), built in a legacy program and
   translated, with Paddle's PIR backward;
-- inference models saved by save_inference_model and jit.save (model.json + model.pdiparams) with an
-  input and Paddle's output.
+- inference models saved by save_inference_model and jit.save (model.json + model.pdiparams; jit_bf16 under
+  auto_cast bfloat16) with an input and Paddle's output.
 meta.json lists the PIR op names each file uses. Not part of the package: gradc does not need Paddle.
 
     /path/to/paddle/python tools/paddle_pir_fixtures.py tests/data/paddle/pir [case ...]
@@ -125,6 +125,18 @@ class SmallCnn(paddle.nn.Layer):
         return F.softmax(self.fc(paddle.flatten(h, 1)))
 
 
+class Bfloat16Mlp(paddle.nn.Layer):
+    """Linear -> relu -> Linear under paddle.amp.auto_cast(bfloat16, O1): casts to and from bfloat16 in PIR."""
+
+    def __init__(self):
+        super().__init__()
+        self.hidden, self.out = paddle.nn.Linear(8, 16), paddle.nn.Linear(16, 3)
+
+    def forward(self, x):
+        with paddle.amp.auto_cast(level="O1", dtype="bfloat16"):
+            return self.out(F.relu(self.hidden(x)))
+
+
 def fetch_name(program) -> str:
     return next(op.attrs()["name"] for op in program.global_block().ops if op.name() == "pd_op.fetch")
 
@@ -171,23 +183,31 @@ def build_inference(case: str, out_dir: Path, seed: int = 2024) -> None:
               "(test) -> fc -> softmax", program)
 
 
+JIT_LAYERS = {   # case -> (layer, input shape, description)
+    "jit": (SmallCnn, [2, 3, 4, 4], "jit.save of a dygraph layer: conv -> batch_norm -> relu -> avg pool -> fc -> "
+                                    "softmax"),
+    "jit_bf16": (Bfloat16Mlp, [4, 8], "jit.save of a dygraph layer under auto_cast bfloat16 O1: cast -> matmul -> "
+                                      "add -> relu -> matmul -> add in bfloat16, cast back"),
+}
+
+
 def build_jit(case: str, out_dir: Path, seed: int = 2024) -> None:
-    """paddle.jit.save of a dygraph layer (conv -> batch_norm -> relu -> avg pool -> fc -> softmax)."""
+    """paddle.jit.save of a dygraph layer of JIT_LAYERS."""
+    make_layer, shape, description = JIT_LAYERS[case]
     paddle.disable_static()
     paddle.seed(seed)
-    layer = SmallCnn()
+    layer = make_layer()
     layer.eval()
     out = out_dir / case
     out.mkdir(parents=True, exist_ok=True)
-    spec = [paddle.static.InputSpec([None, 3, 4, 4], "float32", "x")]
+    spec = [paddle.static.InputSpec([None, *shape[1:]], "float32", "x")]
     paddle.jit.save(paddle.jit.to_static(layer, input_spec=spec, full_graph=True), str(out / "model"))
-    feed = {"x": np.random.default_rng(seed).standard_normal((2, 3, 4, 4)).astype("float32")}
+    feed = {"x": np.random.default_rng(seed).standard_normal(shape).astype("float32")}
     paddle.enable_static()
     executor = paddle.static.Executor(paddle.CPUPlace())
     program, _, fetches = paddle.static.load_inference_model(str(out / "model"), executor)
     (expected,) = executor.run(program, feed=feed, fetch_list=fetches)
-    save_meta(out, case, seed, feed, expected, fetch_name(program), "jit.save of a dygraph layer: conv -> "
-              "batch_norm -> relu -> avg pool -> fc -> softmax", program)
+    save_meta(out, case, seed, feed, expected, fetch_name(program), description, program)
 
 
 def legacy_static_nn(rng):
@@ -267,7 +287,8 @@ def legacy_lrn(rng):
 LEGACY = {"legacy_static_nn": legacy_static_nn, "legacy_lrn": legacy_lrn}
 
 
-BUILDERS = {**{case: build for case in (*CASES, *LEGACY)}, "inference": build_inference, "jit": build_jit,
+BUILDERS = {**{case: build for case in (*CASES, *LEGACY)}, "inference": build_inference,
+           **dict.fromkeys(JIT_LAYERS, build_jit),
             **dict.fromkeys(TRANSLATED, build_translated)}
 
 if __name__ == "__main__":
