@@ -200,3 +200,24 @@ def test_a_pure_bfloat16_programs_startup_values_are_rounded_as_amp_init_rounds_
     trainer = gradc.Trainer(program, startup, seed=0)
     assert all(not np.any(trainer.scope[name].view(np.uint32) & 0xFFFF) and np.any(trainer.scope[name])
                for name in drawn)
+
+
+def test_a_bfloat16_program_run_past_the_straight_line_threshold_keeps_rounding():
+    """After STRAIGHT_AFTER_RUNS runs a plan becomes generated code: its bfloat16 vars are still rounded, the same
+    steps as a fresh plan each run."""
+    from gradc.executor.executor import STRAIGHT_AFTER_RUNS
+
+    program, feeds = gradc.load(DATA / "o1_sgd" / "train.pb"), arrays("o1_sgd", "feeds")
+    scopes = [gradc.Scope(), gradc.Scope()]
+    for scope in scopes:
+        for name, array in arrays("o1_sgd", "init").items():
+            scope[name] = value(array)
+    kept = gradc.Executor()
+    for step in range(STRAIGHT_AFTER_RUNS + 5):
+        feed = {name: feeds[name][step % 3] for name in feeds}
+        ours = kept.run(program, feed, ["mean_1.tmp_0", "fc_0.tmp_1"], scopes[0])
+        fresh = gradc.Executor().run(program, feed, ["mean_1.tmp_0", "fc_0.tmp_1"], scopes[1])
+        assert all(np.array_equal(a, b) for a, b in zip(ours, fresh)), step
+        assert not np.any(ours[1].view(np.uint32) & 0xFFFF)
+    plan = next(iter(kept._plans[program.global_block].values()))
+    assert plan.straight is not None
