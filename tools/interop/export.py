@@ -144,6 +144,27 @@ def training_cases() -> Iterator[Case]:
         yield case
 
 
+def bfloat16_cases() -> Iterator[Case]:
+    """decorate_bf16's forward programs (O1) and the single ops in bfloat16 of tests/data/paddle/bf16: their float32
+    results and gradients (Paddle fetches bfloat16 vars as uint16 bits)."""
+    for directory in sorted((DATA / "bf16").glob("*/forward.pb")):
+        directory = directory.parent
+        meta, values = json.loads((directory / "meta.json").read_text()), npz(directory / "values.npz")
+        feeds = npz(directory / "feeds.npz")
+        expect = {name: value for name, value in values.items() if value.dtype == np.float32 and "@GRAD" in name}
+        yield Case("bf16", directory.name, (directory / "forward.pb").read_bytes(), meta["loss"],
+                   {name: value[0] for name, value in feeds.items()}, npz(directory / "init.npz"),
+                   fetch=list(expect), expect=expect)
+    ops = json.loads((DATA / "bf16" / "ops" / "meta.json").read_text())
+    inputs = npz(DATA / "bf16" / "ops" / "inputs.npz")
+    for name, (out, loss, grads) in ops["ops"].items():
+        if name not in ops["paddle_fails"]:
+            values = npz(DATA / "bf16" / "ops" / f"{name}.npz")
+            yield Case("bf16/ops", name, (DATA / "bf16" / "ops" / f"{name}.pb").read_bytes(), loss,
+                       {**inputs, "w": values["w"]}, fetch=[out, *grads],
+                       expect={out: values["out"], **{grad: values[grad] for grad in grads}})
+
+
 def all_cases() -> Iterator[Case]:
     yield from layer_cases()
     for family in VALUE_FAMILIES:
@@ -151,6 +172,7 @@ def all_cases() -> Iterator[Case]:
     yield from shape_cases()
     yield from loss_cases()
     yield from training_cases()
+    yield from bfloat16_cases()
 
 
 def compile_case(case: Case) -> tuple[gradc.Program, gradc.Program | None]:
