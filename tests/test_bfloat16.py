@@ -221,3 +221,15 @@ def test_a_bfloat16_program_run_past_the_straight_line_threshold_keeps_rounding(
         assert not np.any(ours[1].view(np.uint32) & 0xFFFF)
     plan = next(iter(kept._plans[program.global_block].values()))
     assert plan.straight is not None
+
+
+def test_a_sparse_gradient_for_a_bfloat16_var_stays_sparse_with_its_values_rounded():
+    from gradc.bfloat16 import BFLOAT16
+    from gradc.executor.selected_rows import SelectedRows
+    from gradc.executor.stores import as_declared
+
+    values = np.random.default_rng(0).standard_normal((2, 5)).astype("float32")
+    stored = as_declared(None, "w@GRAD", SelectedRows(np.array([3, 1]), values, 6), BFLOAT16)
+    assert isinstance(stored, SelectedRows) and stored.rows.tolist() == [3, 1] and stored.height == 6
+    np.testing.assert_array_equal(stored.values, round_to_bfloat16(values))
+    assert not np.array_equal(stored.values, values)

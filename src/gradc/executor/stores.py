@@ -58,7 +58,7 @@ def as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nda
         raise ExecutionError(f"{ctx.where}: the kernel wrote a tensor array into '{name}', which the program "
                              f"declares a tensor")
     if isinstance(array, SelectedRows):   # sparse grads stay sparse, whatever the var declares (as in Paddle)
-        return array
+        return array.with_values(_as_bfloat16(ctx, name, array.values)) if dtype is BFLOAT16 else array
     array = np.asarray(array)
     if dtype is BFLOAT16:
         return _as_bfloat16(ctx, name, array)
