@@ -17,9 +17,6 @@ _PADDLE_NAN = np.uint16(0x7FFF)
 class BFloat16Spec:
     """The declared dtype of an executor write spec for a bfloat16 var: results are rounded, not cast."""
 
-    name = "bfloat16"
-    itemsize = 2
-
     def __repr__(self) -> str:
         return "bfloat16"
 
