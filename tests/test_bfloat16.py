@@ -4,6 +4,8 @@ bfloat16 value Paddle's rounding of its float32 computation; feeds, parameter fi
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -233,3 +235,23 @@ def test_a_sparse_gradient_for_a_bfloat16_var_stays_sparse_with_its_values_round
     assert isinstance(stored, SelectedRows) and stored.rows.tolist() == [3, 1] and stored.height == 6
     np.testing.assert_array_equal(stored.values, round_to_bfloat16(values))
     assert not np.array_equal(stored.values, values)
+
+
+def test_gradc_run_takes_paddles_bfloat16_bits_in_feeds_and_parameter_files(tmp_path):
+    """`gradc run` of Paddle's pure bfloat16 program with its uint16 feed and parameters (as Paddle hands them to
+    numpy) gives Paddle's first loss; float32 parameters of another dtype are refused in one line."""
+    feeds, init = arrays("pure_sgd", "feeds"), arrays("pure_sgd", "init")
+    np.savez(tmp_path / "feed.npz", **{name: feeds[name][0] for name in feeds})
+    np.savez(tmp_path / "params.npz", **init)
+    out = tmp_path / "out.npz"
+    command = [sys.executable, "-m", "gradc", "run", str(DATA / "pure_sgd" / "train.pb"), "--feed",
+               str(tmp_path / "feed.npz"), "--params", str(tmp_path / "params.npz"), "--fetch", "mean_1.tmp_0",
+               "--out", str(out)]
+    ran = subprocess.run(command, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    with np.load(out) as results:
+        np.testing.assert_array_equal(results["mean_1.tmp_0"], value(np.load(DATA / "pure_sgd" / "losses.npy")[0]))
+    np.savez(tmp_path / "params.npz", **{**init, "fc_0.w_0": value(init["fc_0.w_0"]).astype("float64")})
+    refused = subprocess.run(command, capture_output=True, text=True)
+    assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+    assert "'fc_0.w_0' is float64, but the program declares bfloat16" in refused.stderr
