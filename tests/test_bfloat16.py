@@ -233,3 +233,34 @@ def test_a_sparse_gradient_for_a_bfloat16_var_stays_sparse_with_its_values_round
     assert isinstance(stored, SelectedRows) and stored.rows.tolist() == [3, 1] and stored.height == 6
     np.testing.assert_array_equal(stored.values, round_to_bfloat16(values))
     assert not np.array_equal(stored.values, values)
+
+
+def _one_op_bfloat16(op_type: str, inputs: dict, attrs: dict) -> tuple:
+    """(gradc's value, its declared dtype) of one op built through its shape inference, fed float32 arrays."""
+    from gradc.layers import ProgramBuilder
+
+    net = ProgramBuilder()
+    slots = {slot: net.data(slot.lower(), list(array.shape), array.dtype.name) for slot, array in inputs.items()}
+    out = net.op(op_type, slots, attrs)[0]
+    feed = {slots[slot]: array for slot, array in inputs.items()}
+    return gradc.Executor().run(net.program, feed, [out], gradc.Scope())[0], net.block.var(out).dtype
+
+
+def test_ops_whose_dtype_attribute_says_bfloat16_make_bfloat16_numbers():
+    """fill_any_like (paddle.full_like / zeros_like of a bfloat16 tensor, or dtype bfloat16), one_hot_v2 and
+    fill_constant_batch_size_like with dtype BF16, and reduce_sum with out_dtype BF16, compile and run: their
+    values bfloat16 numbers (Paddle 3.3.1 runs each; its bfloat16 full_like 0.7 is 0x3F33, 0.69921875)."""
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
+    bf16 = int(gradc.VarType.BF16)
+    filled, dtype = _one_op_bfloat16("fill_any_like", {"X": x}, {"value": 0.7, "dtype": bf16})
+    assert dtype == bf16 and np.all(filled == from_bits(np.uint16(0x3F33))) and filled.shape == (3, 4)
+    ids = np.array([2, 0, 3], "int64")
+    hot, dtype = _one_op_bfloat16("one_hot_v2", {"X": ids}, {"depth": 4, "dtype": bf16})
+    assert dtype == bf16 and hot.dtype == np.float32
+    np.testing.assert_array_equal(hot, np.eye(4, dtype="float32")[ids])
+    batch, dtype = _one_op_bfloat16("fill_constant_batch_size_like", {"Input": x},
+                                    {"shape": [-1, 2], "value": 0.1, "dtype": bf16})
+    assert dtype == bf16 and batch.shape == (3, 2) and np.all(batch == round_to_bfloat16(np.float32(0.1)))
+    total, dtype = _one_op_bfloat16("reduce_sum", {"X": x}, {"dim": [1], "out_dtype": bf16})
+    assert dtype == bf16
+    np.testing.assert_array_equal(total, round_to_bfloat16(x.astype("float64").sum(axis=1)))

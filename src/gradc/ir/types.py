@@ -87,6 +87,8 @@ NUMPY_DTYPE_NAMES = {
     VarType.COMPLEX128: "complex128",
 }
 DTYPE_BY_NUMPY_NAME = {name: vt for vt, name in NUMPY_DTYPE_NAMES.items()}
+# the data types a dtype attribute may name: numpy's, and bfloat16 (the executor's are float32, gradc.bfloat16)
+TENSOR_DTYPES = frozenset(NUMPY_DTYPE_NAMES) | {VarType.BF16}
 
 
 def real_dtype(dtype: int | None) -> int | None:

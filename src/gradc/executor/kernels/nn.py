@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import VarType
-from ...ir.types import NUMPY_DTYPE_NAMES
 from ...limits import check_shape
 from .. import randomness
 from . import kernel
 from .broadcast import reusable
 from .channel_stats import by_sample, channel_dots, channel_sums, not_channel, per_channel
 from .matmul import as_matrix
+from .tensor import numpy_dtype
 
 
 def moments(x, axes):
@@ -284,6 +283,6 @@ def one_hot_v2(k):
     bad = (x < 0) | (x >= depth)
     if bad.any() and not k.attr("allow_out_of_range"):
         raise ValueError(f"index {x[bad][0]} is out of range for depth {depth}")
-    dtype = NUMPY_DTYPE_NAMES[VarType(k.attr("dtype"))]
+    dtype = numpy_dtype(k.attr("dtype"))
     check_shape([*x.shape, depth], dtype, "the one-hot tensor")
     return {"Out": (x[..., None] == np.arange(depth)).astype(dtype)}
