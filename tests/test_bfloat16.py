@@ -264,3 +264,23 @@ def test_ops_whose_dtype_attribute_says_bfloat16_make_bfloat16_numbers():
     total, dtype = _one_op_bfloat16("reduce_sum", {"X": x}, {"dim": [1], "out_dtype": bf16})
     assert dtype == bf16
     np.testing.assert_array_equal(total, round_to_bfloat16(x.astype("float64").sum(axis=1)))
+
+
+def test_a_bfloat16_model_built_in_gradc_trains_with_master_weights():
+    """ProgramBuilder takes Paddle's dtype name "bfloat16"; adam with multi_precision keeps float32 master weights
+    of the bfloat16 parameters, and each parameter is its master rounded to bfloat16 after every step."""
+    from gradc.layers import ProgramBuilder
+
+    net = ProgramBuilder()
+    x, w = net.data("x", [4, 6], "bfloat16"), net.parameter("w", [6, 3], "bfloat16")
+    assert net.block.var(x).dtype == net.block.var(w).dtype == gradc.VarType.BF16
+    h = net.op("cast", {"X": net.op("matmul_v2", {"X": x, "Y": w})[0]}, {"in_dtype": 22, "out_dtype": 5})[0]
+    loss = net.mean(net.op("square", {"X": h})[0])
+    startup = gradc.minimize(net.program, loss, "adam", lr=0.1, multi_precision=True)
+    trainer = gradc.Trainer(net.program, [net.startup, startup], fetch=[loss])
+    feed = {x: np.random.default_rng(0).standard_normal((4, 6)).astype("float32")}
+    losses = [trainer.train_step(feed)[0] for _ in range(3)]
+    assert losses[2] < losses[0]
+    master = trainer.scope["w_fp32_master_0"]
+    assert master.dtype == np.float32 and np.any(master.view(np.uint32) & 0xFFFF)
+    np.testing.assert_array_equal(trainer.scope[w], round_to_bfloat16(master))

@@ -109,11 +109,11 @@ def dtype_name(dtype: int | None) -> str:
 
 
 def to_var_type(dtype) -> int:
-    """Accept a VarType, its int, or a numpy dtype name ("float32") and return the VarType int."""
+    """Accept a VarType, its int, or a numpy dtype name ("float32", and "bfloat16") and return the VarType int."""
     if isinstance(dtype, str):
         if dtype in DTYPE_BY_NUMPY_NAME:
             return DTYPE_BY_NUMPY_NAME[dtype]
-        return VarType[dtype.upper()]
+        return VarType.BF16 if dtype == "bfloat16" else VarType[dtype.upper()]   # Paddle's name of it
     if hasattr(dtype, "name") and not isinstance(dtype, IntEnum):  # a numpy dtype
         return DTYPE_BY_NUMPY_NAME[dtype.name]
     return int(dtype)
