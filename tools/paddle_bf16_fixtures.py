@@ -16,7 +16,8 @@ ops/ holds one program per op of OPS that Paddle 3.3.1 runs in bfloat16 on CPU w
 cast to bfloat16, the op, the result cast back to float32 and loss = sum(result * w). <op>.pb is the forward
 program; <op>.npz the result, w and the grads Paddle's append_backward gave (float32, after the casts back), but for
 the ops Paddle's run fails on (meta.json's paddle_fails, with its message); inputs.npz x and y; meta.json each op's
-result, loss and grad names.
+result, loss and grad names. RANDOM's ops (dropout in training) are under meta.json's random_ops: their masks are
+Paddle's draws.
 """
 
 from __future__ import annotations
@@ -54,6 +55,15 @@ UNARY = {
     "reshape": lambda x: paddle.reshape(x, [-1]), "abs": paddle.abs, "clip": lambda x: paddle.clip(x, -0.5, 0.5),
     "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "dropout_eval": lambda x: F.dropout(x, 0.5, training=False),
 }
+# unary ops with constants Paddle's bfloat16 kernels round (dropout's 1 - p, full_like's value), after BINARY so the
+# earlier ops' w draws stay as they were
+CONSTANTS = {
+    "dropout_downscale": lambda x: F.dropout(x, 0.3, training=False, mode="downscale_in_infer"),
+    "full_like": lambda x: x * paddle.full_like(x, 0.7), "elu": lambda x: F.elu(x, 0.7),
+    "hardswish": F.hardswish, "swish": F.swish,
+}
+# ops with a random mask: Paddle's draws are not gradc's, so a test compares the units both keep
+RANDOM = {"dropout_train": lambda x: F.dropout(x, 0.3, training=True)}
 BINARY = {
     "add": paddle.add, "multiply": paddle.multiply, "subtract": paddle.subtract,
     "divide": lambda x, y: x / (paddle.abs(y) + 1), "concat": lambda x, y: paddle.concat([x, y]),
@@ -69,7 +79,8 @@ def op_case(name: str, rng, inputs: dict) -> tuple:
         x, y = (paddle.static.data(n, [16, 48], "float32") for n in ("x", "y"))
         x.stop_gradient = y.stop_gradient = False
         x16, y16 = paddle.cast(x, "bfloat16"), paddle.cast(y, "bfloat16")
-        result = paddle.cast(BINARY[name](x16, y16) if binary else UNARY[name](x16), "float32")
+        unary = {**UNARY, **CONSTANTS, **RANDOM}
+        result = paddle.cast(BINARY[name](x16, y16) if binary else unary[name](x16), "float32")
         w = paddle.static.data("w", result.shape, "float32")
         loss = paddle.sum(result * w)
         forward = main.clone()
@@ -89,11 +100,11 @@ def write_ops(out: Path) -> None:
     rng = np.random.default_rng(SEED)
     inputs = {"x": 2 * rng.standard_normal((16, 48)).astype(np.float32),
               "y": rng.standard_normal((16, 48)).astype(np.float32)}
-    meta = {"paddle_version": paddle.__version__, "ops": {}, "paddle_fails": {}}
-    for name in [*UNARY, *BINARY]:
+    meta = {"paddle_version": paddle.__version__, "ops": {}, "paddle_fails": {}, "random_ops": {}}
+    for name in [*UNARY, *BINARY, *CONSTANTS, *RANDOM]:
         forward, names, values = op_case(name, rng, inputs)
         (out / f"{name}.pb").write_bytes(serialize(forward))
-        meta["ops"][name] = names
+        meta["random_ops" if name in RANDOM else "ops"][name] = names
         if isinstance(values, str):
             meta["paddle_fails"][name] = values
         else:
