@@ -311,3 +311,26 @@ def test_a_bfloat16_model_built_in_gradc_trains_with_master_weights():
     master = trainer.scope["w_fp32_master_0"]
     assert master.dtype == np.float32 and np.any(master.view(np.uint32) & 0xFFFF)
     np.testing.assert_array_equal(trainer.scope[w], round_to_bfloat16(master))
+
+
+def test_a_parameter_npz_of_paddles_bfloat16_bits_loads_as_their_values(tmp_path):
+    """Paddle hands bfloat16 tensors to numpy (and paddle.save pickles them) as uint16 bits: load_params (and
+    gradc run --params) takes them as bits, not as integers; float32 values are rounded; other dtypes refused."""
+    program = gradc.load(DATA / "pure_sgd" / "train.pb")
+    init = arrays("pure_sgd", "init")
+    assert init["fc_0.w_0"].dtype == np.uint16
+    np.savez(tmp_path / "bits.npz", **init)
+    scope = gradc.Scope()
+    gradc.load_params(scope, tmp_path / "bits.npz", program)
+    for name, array in init.items():
+        np.testing.assert_array_equal(scope[name], value(array))
+    feeds = arrays("pure_sgd", "feeds")
+    loss = gradc.Executor().run(program, {name: feeds[name][0] for name in feeds}, ["mean_1.tmp_0"], scope)[0]
+    assert_like_paddle(loss, np.load(DATA / "pure_sgd" / "losses.npy")[0], "step 0 loss")
+    weight = np.random.default_rng(0).standard_normal((64, 96)).astype("float32")
+    np.savez(tmp_path / "floats.npz", **{**init, "fc_0.w_0": weight})
+    gradc.load_params(scope, tmp_path / "floats.npz", program)
+    np.testing.assert_array_equal(scope["fc_0.w_0"], round_to_bfloat16(weight))
+    np.savez(tmp_path / "doubles.npz", **{**init, "fc_0.w_0": weight.astype("float64")})
+    with pytest.raises(gradc.FormatError, match="'fc_0.w_0' is float64, but the program declares bfloat16"):
+        gradc.load_params(scope, tmp_path / "doubles.npz", program)

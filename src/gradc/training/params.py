@@ -13,12 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..bfloat16 import from_bits, round_to_bfloat16
 from ..errors import FormatError, GradcError
 from ..io import write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
 from ..io.pickled import read_pickled, write_pickled
-from ..ir import Program
+from ..ir import Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 
 PICKLED = (".pdparams", ".pdopt")
@@ -67,10 +68,23 @@ def checked_param(program: Program, name: str, value, source: str):
     if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
         raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
                           f"{var.shape}")
+    if var.dtype == VarType.BF16:
+        return _bfloat16_param(name, value, source)
     expected = NUMPY_DTYPE_NAMES.get(var.dtype)
     if expected is not None and value.dtype.name != expected:
         raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
     return value
+
+
+def _bfloat16_param(name: str, value: np.ndarray, source: str) -> np.ndarray:
+    """A bfloat16 parameter as the executor holds it: uint16 arrays are bfloat16 bits (how Paddle hands bfloat16 to
+    numpy and paddle.save pickles it), float32 values are rounded."""
+    if value.dtype == np.uint16:
+        return from_bits(value)
+    if value.dtype != np.float32:
+        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares bfloat16 "
+                          f"(float32 values or uint16 bfloat16 bits)")
+    return round_to_bfloat16(value)
 
 
 def load_params(scope, path: str | os.PathLike, program: Program | None = None) -> list[str]:
