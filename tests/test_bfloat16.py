@@ -334,3 +334,30 @@ def test_a_parameter_npz_of_paddles_bfloat16_bits_loads_as_their_values(tmp_path
     np.savez(tmp_path / "doubles.npz", **{**init, "fc_0.w_0": weight.astype("float64")})
     with pytest.raises(gradc.FormatError, match="'fc_0.w_0' is float64, but the program declares bfloat16"):
         gradc.load_params(scope, tmp_path / "doubles.npz", program)
+
+
+def test_a_norms_statistics_of_a_bfloat16_x_are_float32_as_paddle_declares_them():
+    """layer_norm, group_norm, instance_norm and batch_norm (without Scale) of a float16 or bfloat16 X: Paddle
+    declares Mean/Variance (Saved*) float32, and so does gradc's inference, so gradc verify passes Paddle's
+    programs (every bfloat16 fixture) and a gradc-built norm keeps its statistics unrounded."""
+    from gradc.layers import ProgramBuilder
+    from gradc.verify import check_shapes
+
+    for program in [*DATA.glob("*/*.pb")]:
+        check_shapes(gradc.load(program))
+    for dtype in ("float16", "bfloat16"):
+        net = ProgramBuilder()
+        x = net.data("x", [2, 4, 3, 3], dtype)
+        outputs = {"layer_norm": ({"begin_norm_axis": 1}, ["Mean", "Variance"]),
+                   "group_norm": ({"groups": 2}, ["Mean", "Variance"]),
+                   "instance_norm": ({}, ["SavedMean", "SavedVariance"])}
+        for op_type, (attrs, stats) in outputs.items():
+            net.op(op_type, {"X": x}, attrs)
+            op = net.block.ops[-1]
+            assert net.block.var(op.output("Y")[0]).dtype == gradc.ir.to_var_type(dtype)
+            assert all(net.block.var(op.output(slot)[0]).dtype == gradc.VarType.FP32 for slot in stats), op_type
+        mean, variance = net.data("mean", [4]), net.data("variance", [4])
+        net.op("batch_norm", {"X": x, "Mean": mean, "Variance": variance}, {},
+               outputs=["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"])
+        saved = net.block.ops[-1].output("SavedMean")[0]
+        assert net.block.var(saved).dtype == gradc.VarType.FP32
