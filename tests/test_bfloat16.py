@@ -361,3 +361,35 @@ def test_a_norms_statistics_of_a_bfloat16_x_are_float32_as_paddle_declares_them(
                outputs=["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance"])
         saved = net.block.ops[-1].output("SavedMean")[0]
         assert net.block.var(saved).dtype == gradc.VarType.FP32
+
+
+# the accumulators Paddle 3.3.1's optimizers declare float32 for a float16/bfloat16 parameter without master
+# weights (the others take the parameter's dtype)
+FLOAT32_ACCUMULATORS = {"adam": {"Moment1", "Moment2", "Beta1Pow", "Beta2Pow"}, "lamb": {"Moment1", "Moment2",
+                        "Beta1Pow", "Beta2Pow"}, "momentum": {"Velocity"}, "adamax": {"Moment", "InfNorm"},
+                        "nadam": {"momentum_decay_pow", "beta2_pow", "mu_product", "moment1", "moment2"},
+                        "radam": {"beta1_pow", "beta2_pow", "rho", "moment1", "moment2"}, "rmsprop": set(),
+                        "adagrad": set(), "adadelta": set()}
+
+
+@pytest.mark.parametrize("optimizer", sorted(FLOAT32_ACCUMULATORS))
+def test_optimizer_accumulators_of_a_bfloat16_parameter_are_paddles_dtypes(optimizer):
+    """Without multi_precision, Paddle keeps the Adam family's moments and beta pows (and momentum's velocity) in
+    float32 for a bfloat16 parameter: in bfloat16, Adam's beta2 pow 0.999 is 1.0, its step 0, and the parameter
+    never moved. gradc declares Paddle's dtypes, and the parameter trains."""
+    from gradc.layers import ProgramBuilder
+
+    net = ProgramBuilder()
+    x, w = net.data("x", [4, 6], "bfloat16"), net.parameter("w", [6, 3], "bfloat16")
+    h = net.op("cast", {"X": net.op("matmul_v2", {"X": x, "Y": w})[0]}, {"in_dtype": 22, "out_dtype": 5})[0]
+    loss = net.mean(net.op("square", {"X": h})[0])
+    startup = gradc.minimize(net.program, loss, optimizer, lr=0.05)
+    update = next(op for op in net.block.ops if op.type == optimizer)
+    dtypes = {slot: net.block.var(names[0]).dtype for slot, names in update.inputs.items()
+              if names and slot.lower() not in ("param", "grad", "learningrate", "learning_rate")}
+    assert {slot for slot, dtype in dtypes.items() if dtype == gradc.VarType.FP32} == FLOAT32_ACCUMULATORS[optimizer]
+    trainer = gradc.Trainer(net.program, [net.startup, startup], fetch=[loss])
+    before = trainer.scope[w].copy()
+    feed = {x: np.random.default_rng(0).standard_normal((4, 6)).astype("float32")}
+    losses = [trainer.train_step(feed)[0] for _ in range(3)]
+    assert np.all(np.isfinite(losses)) and not np.array_equal(trainer.scope[w], before)
