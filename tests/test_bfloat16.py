@@ -196,6 +196,8 @@ def test_a_bfloat16_feed_takes_paddles_bits_or_float32_values():
     np.testing.assert_array_equal(scope["x"], round_to_bfloat16(x))
     with pytest.raises(gradc.ExecutionError, match="feed var 'x' is float64, but block 0 declares bfloat16"):
         gradc.executor.feeding.feed_values(block, {"x": x.astype("float64")}, scope)
+    gradc.executor.feeding.feed_values(block, {"x": x.tolist()}, scope)   # Python lists are converted, as to float32
+    np.testing.assert_array_equal(scope["x"], round_to_bfloat16(x))
 
 
 def test_a_parameter_file_holds_bfloat16_as_paddle_writes_it(tmp_path):
