@@ -186,17 +186,19 @@ def test_rounding_is_to_nearest_ties_to_even_as_paddles_cast():
 
 
 def test_a_bfloat16_feed_takes_paddles_bits_or_float32_values():
+    from gradc.executor.feeding import feed_values
+
     program = gradc.load(DATA / "pure_sgd" / "train.pb")
     block = program.global_block
     x = np.random.default_rng(0).standard_normal((8, 64)).astype("float32")
     scope = gradc.Scope()
-    gradc.executor.feeding.feed_values(block, {"x": x}, scope)
+    feed_values(block, {"x": x}, scope)
     np.testing.assert_array_equal(scope["x"], round_to_bfloat16(x))
-    gradc.executor.feeding.feed_values(block, {"x": to_bits(x)}, scope)
+    feed_values(block, {"x": to_bits(x)}, scope)
     np.testing.assert_array_equal(scope["x"], round_to_bfloat16(x))
     with pytest.raises(gradc.ExecutionError, match="feed var 'x' is float64, but block 0 declares bfloat16"):
-        gradc.executor.feeding.feed_values(block, {"x": x.astype("float64")}, scope)
-    gradc.executor.feeding.feed_values(block, {"x": x.tolist()}, scope)   # Python lists are converted, as to float32
+        feed_values(block, {"x": x.astype("float64")}, scope)
+    feed_values(block, {"x": x.tolist()}, scope)   # Python lists are converted, as to float32
     np.testing.assert_array_equal(scope["x"], round_to_bfloat16(x))
 
 
