@@ -411,3 +411,19 @@ def test_optimizer_accumulators_of_a_bfloat16_parameter_are_paddles_dtypes(optim
     feed = {x: np.random.default_rng(0).standard_normal((4, 6)).astype("float32")}
     losses = [trainer.train_step(feed)[0] for _ in range(3)]
     assert np.all(np.isfinite(losses)) and not np.array_equal(trainer.scope[w], before)
+
+
+def test_sgd_of_a_sparse_bfloat16_gradient_steps_each_row_in_turn_as_paddle():
+    """A bfloat16 embedding table's SelectedRows gradient with repeated ids: Paddle's sgd subtracts each row's
+    rounded step in turn, rounding each difference (not the repeats' sum once): its table after two steps, bit
+    for bit."""
+    program = gradc.load(DATA / "sparse" / "main.pb")
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(gradc.load(DATA / "sparse" / "startup.pb"), scope=scope)
+    round_parameters(program, scope)
+    with np.load(DATA / "sparse" / "values.npz") as archive:
+        ids, tables = archive["ids"], archive["tables"]
+    np.testing.assert_array_equal(scope["table"], from_bits(tables[0]))
+    for step, feed in enumerate(ids):
+        executor.run(program, {"ids": feed}, [], scope)
+        np.testing.assert_array_equal(scope["table"], from_bits(tables[step + 1]), err_msg=f"step {step}")

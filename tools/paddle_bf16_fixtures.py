@@ -18,6 +18,8 @@ program; <op>.npz the result, w and the grads Paddle's append_backward gave (flo
 the ops Paddle's run fails on (meta.json's paddle_fails, with its message); inputs.npz x and y; meta.json each op's
 result, loss and grad names. RANDOM's ops (dropout in training) are under meta.json's random_ops: their masks are
 Paddle's draws. meta.json's paddle_off names the ops whose Paddle values are off (PADDLE_OFF).
+
+sparse/ is a bfloat16 embedding table trained by SGD through a sparse gradient (write_sparse).
 """
 
 from __future__ import annotations
@@ -127,6 +129,32 @@ def write_ops(out: Path) -> None:
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
+def write_sparse(out: Path) -> None:
+    """sparse/: a bfloat16 embedding table [10, 8] with a sparse gradient (SelectedRows, ids with repeats) trained by
+    SGD(0.1) without master weights, two steps: main.pb, startup.pb and values.npz (ids per step, the table after
+    the startup and amp_init's cast and after each step, as bits)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        ids = paddle.static.data("ids", [6, 1], "int64")
+        init = paddle.nn.initializer.Assign(np.linspace(-1, 1, 80).reshape(10, 8).astype(np.float32))
+        table = paddle.static.create_parameter([10, 8], "bfloat16", name="table", default_initializer=init)
+        rows = paddle.cast(F.embedding(ids, table, sparse=True), "float32")
+        paddle.optimizer.SGD(0.1).minimize(paddle.mean(rows * rows))
+    steps = np.array([[[1], [3], [1], [7], [1], [0]], [[3], [3], [9], [2], [1], [3]]], np.int64)
+    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    tables = []
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        tables.append(np.asarray(scope.find_var("table").get_tensor()))
+        for feed in steps:
+            executor.run(main, feed={"ids": feed})
+            tables.append(np.asarray(scope.find_var("table").get_tensor()))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "main.pb").write_bytes(serialize(main))
+    (out / "startup.pb").write_bytes(serialize(startup))
+    np.savez_compressed(out / "values.npz", ids=steps, tables=np.stack(tables))
+
+
 def bits(values: np.ndarray) -> np.ndarray:
     """float32 values (already bfloat16 numbers) as bfloat16 bits, for a pure program's uint16 feed."""
     return (values.view(np.uint32) >> 16).astype(np.uint16)
@@ -191,9 +219,11 @@ def write(out: Path, files: dict) -> None:
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/bf16")
-    for case in sys.argv[2:] or [*CASES, "ops"]:
+    for case in sys.argv[2:] or [*CASES, "ops", "sparse"]:
         if case == "ops":
             write_ops(target / "ops")
+        elif case == "sparse":
+            write_sparse(target / "sparse")
         else:
             write(target / case, train(case))
         print(case, "written")
