@@ -317,3 +317,20 @@ def test_sgd_of_a_sparse_bfloat16_gradient_steps_each_row_in_turn_as_paddle():
     for step, feed in enumerate(ids):
         executor.run(program, {"ids": feed}, [], scope)
         np.testing.assert_array_equal(scope["table"], from_bits(tables[step + 1]), err_msg=f"step {step}")
+
+
+def test_gradc_check_of_a_bfloat16_program_widens_its_bfloat16_vars():
+    """gradc check (compare_program with float64) widens bfloat16 vars to float64 like float32 ones: kept in
+    bfloat16, their rounding swallowed every central difference and each gradient was a "mismatch" against 0. The
+    pure program's forward, fed Paddle's uint16 bits for its bfloat16 input and parameters."""
+    from gradc.gradcheck import compare_program
+    from gradc.training.programs import forward_part
+
+    forward = forward_part(gradc.load(DATA / "pure_sgd" / "train.pb"))
+    feeds = arrays("pure_sgd", "feeds")
+    init = arrays("pure_sgd", "init")
+    assert feeds["x"].dtype == init["fc_0.w_0"].dtype == np.uint16
+    _, checks = compare_program(forward, {name: feeds[name][0] for name in feeds}, None, "mean_1.tmp_0", init,
+                                max_elements=5, float64=True)
+    assert sorted(check.var for check in checks) == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0"]
+    assert all(check.mismatch is None for check in checks), checks
