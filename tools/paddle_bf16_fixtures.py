@@ -16,7 +16,10 @@ ops/ holds one program per op of OPS that Paddle 3.3.1 runs in bfloat16 on CPU w
 cast to bfloat16, the op, the result cast back to float32 and loss = sum(result * w). <op>.pb is the forward
 program; <op>.npz the result, w and the grads Paddle's append_backward gave (float32, after the casts back), but for
 the ops Paddle's run fails on (meta.json's paddle_fails, with its message); inputs.npz x and y; meta.json each op's
-result, loss and grad names.
+result, loss and grad names. RANDOM's ops (dropout in training) are under meta.json's random_ops: their masks are
+Paddle's draws. meta.json's paddle_off names the ops whose Paddle values are off (PADDLE_OFF).
+
+sparse/ is a bfloat16 embedding table trained by SGD through a sparse gradient (write_sparse).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import paddle
+from paddle.base.layer_helper import LayerHelper
 from paddle.static import amp
 from paddle_legacy_shim import install
 from paddle_optimizer_fixtures import SEED, Persistables, serialize, stacked
@@ -54,6 +58,27 @@ UNARY = {
     "reshape": lambda x: paddle.reshape(x, [-1]), "abs": paddle.abs, "clip": lambda x: paddle.clip(x, -0.5, 0.5),
     "leaky_relu": lambda x: F.leaky_relu(x, 0.1), "dropout_eval": lambda x: F.dropout(x, 0.5, training=False),
 }
+# unary ops with constants Paddle's bfloat16 kernels round (dropout's 1 - p, full_like's value), after BINARY so the
+# earlier ops' w draws stay as they were
+CONSTANTS = {
+    "dropout_downscale": lambda x: F.dropout(x, 0.3, training=False, mode="downscale_in_infer"),
+    "full_like": lambda x: x * paddle.full_like(x, 0.7), "elu": lambda x: F.elu(x, 0.7),
+    "hardswish": F.hardswish, "swish": F.swish,
+}
+# ops whose Paddle 3.3.1 bfloat16 kernel is less accurate: reduce_sum of float32 to bfloat16 (out_dtype) adds in
+# bfloat16, rounding each partial sum
+def sum_to_bfloat16(x):
+    """reduce_sum with out_dtype bfloat16 of a float32 X (the shim's paddle.sum drops dtype)."""
+    helper = LayerHelper("reduce_sum")
+    out = helper.create_variable_for_type_inference(paddle.bfloat16)
+    helper.append_op(type="reduce_sum", inputs={"X": paddle.cast(x, "float32")}, outputs={"Out": out},
+                     attrs={"dim": [1], "keep_dim": False, "reduce_all": False, "in_dtype": -1, "out_dtype": 22})
+    return out
+
+
+PADDLE_OFF = {"sum_to_bfloat16": sum_to_bfloat16}
+# ops with a random mask: Paddle's draws are not gradc's, so a test compares the units both keep
+RANDOM = {"dropout_train": lambda x: F.dropout(x, 0.3, training=True)}
 BINARY = {
     "add": paddle.add, "multiply": paddle.multiply, "subtract": paddle.subtract,
     "divide": lambda x, y: x / (paddle.abs(y) + 1), "concat": lambda x, y: paddle.concat([x, y]),
@@ -69,7 +94,8 @@ def op_case(name: str, rng, inputs: dict) -> tuple:
         x, y = (paddle.static.data(n, [16, 48], "float32") for n in ("x", "y"))
         x.stop_gradient = y.stop_gradient = False
         x16, y16 = paddle.cast(x, "bfloat16"), paddle.cast(y, "bfloat16")
-        result = paddle.cast(BINARY[name](x16, y16) if binary else UNARY[name](x16), "float32")
+        unary = {**UNARY, **CONSTANTS, **RANDOM, **PADDLE_OFF}
+        result = paddle.cast(BINARY[name](x16, y16) if binary else unary[name](x16), "float32")
         w = paddle.static.data("w", result.shape, "float32")
         loss = paddle.sum(result * w)
         forward = main.clone()
@@ -89,17 +115,44 @@ def write_ops(out: Path) -> None:
     rng = np.random.default_rng(SEED)
     inputs = {"x": 2 * rng.standard_normal((16, 48)).astype(np.float32),
               "y": rng.standard_normal((16, 48)).astype(np.float32)}
-    meta = {"paddle_version": paddle.__version__, "ops": {}, "paddle_fails": {}}
-    for name in [*UNARY, *BINARY]:
+    meta = {"paddle_version": paddle.__version__, "ops": {}, "paddle_fails": {}, "random_ops": {},
+            "paddle_off": sorted(PADDLE_OFF)}
+    for name in [*UNARY, *BINARY, *CONSTANTS, *RANDOM, *PADDLE_OFF]:
         forward, names, values = op_case(name, rng, inputs)
         (out / f"{name}.pb").write_bytes(serialize(forward))
-        meta["ops"][name] = names
+        meta["random_ops" if name in RANDOM else "ops"][name] = names
         if isinstance(values, str):
             meta["paddle_fails"][name] = values
         else:
             np.savez_compressed(out / f"{name}.npz", **values)
     np.savez_compressed(out / "inputs.npz", **inputs)
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
+def write_sparse(out: Path) -> None:
+    """sparse/: a bfloat16 embedding table [10, 8] with a sparse gradient (SelectedRows, ids with repeats) trained by
+    SGD(0.1) without master weights, two steps: main.pb, startup.pb and values.npz (ids per step, the table after
+    the startup and amp_init's cast and after each step, as bits)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        ids = paddle.static.data("ids", [6, 1], "int64")
+        init = paddle.nn.initializer.Assign(np.linspace(-1, 1, 80).reshape(10, 8).astype(np.float32))
+        table = paddle.static.create_parameter([10, 8], "bfloat16", name="table", default_initializer=init)
+        rows = paddle.cast(F.embedding(ids, table, sparse=True), "float32")
+        paddle.optimizer.SGD(0.1).minimize(paddle.mean(rows * rows))
+    steps = np.array([[[1], [3], [1], [7], [1], [0]], [[3], [3], [9], [2], [1], [3]]], np.int64)
+    scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
+    tables = []
+    with paddle.static.scope_guard(scope):
+        executor.run(startup)
+        tables.append(np.asarray(scope.find_var("table").get_tensor()))
+        for feed in steps:
+            executor.run(main, feed={"ids": feed})
+            tables.append(np.asarray(scope.find_var("table").get_tensor()))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "main.pb").write_bytes(serialize(main))
+    (out / "startup.pb").write_bytes(serialize(startup))
+    np.savez_compressed(out / "values.npz", ids=steps, tables=np.stack(tables))
 
 
 def bits(values: np.ndarray) -> np.ndarray:
@@ -166,9 +219,11 @@ def write(out: Path, files: dict) -> None:
 
 if __name__ == "__main__":
     target = Path(sys.argv[1] if len(sys.argv) > 1 else "tests/data/paddle/bf16")
-    for case in sys.argv[2:] or [*CASES, "ops"]:
+    for case in sys.argv[2:] or [*CASES, "ops", "sparse"]:
         if case == "ops":
             write_ops(target / "ops")
+        elif case == "sparse":
+            write_sparse(target / "sparse")
         else:
             write(target / case, train(case))
         print(case, "written")

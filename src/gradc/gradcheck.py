@@ -16,9 +16,10 @@ import numpy as np
 from . import registry
 from .backward import append_backward, append_grad_ops, loss_candidates
 from .backward.names import GradNames
+from .bfloat16 import from_bits
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
-from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
+from .ir import DIFFERENTIABLE_DTYPES, Program, VarType, to_var_type
 from .passes import Float64Pass
 
 
@@ -176,20 +177,24 @@ class VarCheck:
 
 
 def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
-    """A copy of ``program`` with every float32 var widened to float64 (central differences in float32
-    lose half the digits), and each mapping of ``values`` with its float32 arrays widened likewise."""
+    """A copy of ``program`` with every float32 (float16, bfloat16) var widened to float64 (central differences in
+    float32 lose half the digits), and each mapping of ``values`` with its arrays widened likewise."""
     wide = program.clone()
     Float64Pass()(wide)
-    return (wide, *({name: _widened(v) for name, v in mapping.items()} for mapping in values))
+    bfloat16 = {name for name, var in program.global_block.vars.items() if var.dtype == VarType.BF16}
+    return (wide, *({name: _widened(v, name in bfloat16) for name, v in mapping.items()} for mapping in values))
 
 
-def _widened(value):
-    """A float32 (complex64) array, a LoDTensor's with its LoD kept, as float64 (complex128); other values as they
-    are."""
+def _widened(value, bfloat16: bool = False):
+    """A float32, float16 (complex64) array, a LoDTensor's with its LoD kept, as float64 (complex128); a bfloat16
+    var's uint16 array (Paddle's bits) as its values; other values as they are."""
     if isinstance(value, LoDTensor):
-        return LoDTensor(_widened(value.array), value.lod)
+        return LoDTensor(_widened(value.array, bfloat16), value.lod)
     value = np.asarray(value)
-    wider = {np.dtype(np.float32): np.float64, np.dtype(np.complex64): np.complex128}.get(value.dtype)
+    if bfloat16 and value.dtype == np.uint16:
+        return from_bits(value).astype(np.float64)
+    wider = {np.dtype(np.float32): np.float64, np.dtype(np.float16): np.float64,
+             np.dtype(np.complex64): np.complex128}.get(value.dtype)
     return value if wider is None else value.astype(wider)
 
 

@@ -58,11 +58,13 @@ def _checked_feed(name: str, value, var) -> np.ndarray:
 
 def _bfloat16_feed(name: str, value, need_check_feed: bool | None) -> np.ndarray:
     """A value fed to a bfloat16 var, as float32 values rounded to bfloat16: uint16 arrays are bfloat16 bits (how
-    Paddle hands bfloat16 to numpy, and what it feeds), float values are rounded; a data var takes only those two."""
+    Paddle hands bfloat16 to numpy, and what it feeds), float values are rounded; a data var takes only those two
+    arrays, or Python numbers and lists."""
     array = np.asarray(value)
     if array.dtype == np.uint16:
         return from_bits(array)
-    if array.dtype.kind not in "biuf" or (need_check_feed and array.dtype != np.float32):
+    checked = need_check_feed and isinstance(value, np.ndarray)   # Python numbers and lists are converted
+    if array.dtype.kind not in "biuf" or (checked and array.dtype != np.float32):
         raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares bfloat16: feed float32 "
                              f"values or uint16 bfloat16 bits")
     return round_to_bfloat16(array)

@@ -87,6 +87,8 @@ NUMPY_DTYPE_NAMES = {
     VarType.COMPLEX128: "complex128",
 }
 DTYPE_BY_NUMPY_NAME = {name: vt for vt, name in NUMPY_DTYPE_NAMES.items()}
+# the data types a dtype attribute may name: numpy's, and bfloat16 (the executor's are float32, gradc.bfloat16)
+TENSOR_DTYPES = frozenset(NUMPY_DTYPE_NAMES) | {VarType.BF16}
 
 
 def real_dtype(dtype: int | None) -> int | None:
@@ -107,11 +109,11 @@ def dtype_name(dtype: int | None) -> str:
 
 
 def to_var_type(dtype) -> int:
-    """Accept a VarType, its int, or a numpy dtype name ("float32") and return the VarType int."""
+    """Accept a VarType, its int, or a numpy dtype name ("float32", and "bfloat16") and return the VarType int."""
     if isinstance(dtype, str):
         if dtype in DTYPE_BY_NUMPY_NAME:
             return DTYPE_BY_NUMPY_NAME[dtype]
-        return VarType[dtype.upper()]
+        return VarType.BF16 if dtype == "bfloat16" else VarType[dtype.upper()]   # Paddle's name of it
     if hasattr(dtype, "name") and not isinstance(dtype, IntEnum):  # a numpy dtype
         return DTYPE_BY_NUMPY_NAME[dtype.name]
     return int(dtype)

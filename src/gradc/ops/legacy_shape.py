@@ -14,7 +14,7 @@ an unstable partial sort (same values, other Indices)."""
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, VarType
-from ..ir.types import NUMPY_DTYPE_NAMES
+from ..ir.types import TENSOR_DTYPES
 from ..registry import NO_GRAD, defgrad, defop, grad_op
 from ..shapes import numel
 from .composite import Formula, first, linear
@@ -110,7 +110,7 @@ def batch_size_like_dims(fail, shape: list[int], like: list[int], input_idx: int
 
 
 def _fill_batch_size_like_infer(ctx):
-    if ctx.attr("dtype") not in NUMPY_DTYPE_NAMES:
+    if ctx.attr("dtype") not in TENSOR_DTYPES:
         ctx.fail(f"dtype {ctx.attr('dtype')} is not a tensor data type gradc knows")
     dims = batch_size_like_dims(ctx.fail, list(ctx.attr("shape")), ctx.shape("Input"), ctx.attr("input_dim_idx"),
                                 ctx.attr("output_dim_idx"))

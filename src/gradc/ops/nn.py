@@ -21,6 +21,11 @@ def _channel_axis(ctx, x) -> int:
     return len(x) - 1 if ctx.attr("data_layout") == "NHWC" else 1
 
 
+def stats_dtype(dtype):
+    """The dtype of a norm's statistics: float32 for a float16 or bfloat16 X, as Paddle declares them."""
+    return VarType.FP32 if dtype in (VarType.FP16, VarType.BF16) else dtype
+
+
 def _check_vector(ctx, slot: str, size: int) -> None:
     shape = ctx.shape(slot) if ctx.has(slot) else None
     if shape is not None and (len(shape) != 1 or not dims_match(shape[0], size)):
@@ -33,7 +38,7 @@ def _batch_norm_infer(ctx):
     channels = x[_channel_axis(ctx, x)]
     for slot in ("Scale", "Bias", "Mean", "Variance"):
         _check_vector(ctx, slot, channels)
-    stats = ([channels], ctx.dtype("Scale") or dtype)
+    stats = ([channels], ctx.dtype("Scale") or stats_dtype(dtype))
     # Paddle: the saved statistics get no shape in test mode; the reserve space is a backend buffer whose
     # dtype varies (float32 in legacy programs, uint8 in PIR's)
     saved = stats if not ctx.attr("is_test") or ctx.attr("trainable_statistics") else (None, stats[1])
@@ -75,7 +80,7 @@ def _layer_norm_infer(ctx):
         ctx.fail(f"begin_norm_axis {axis} is out of range for X of rank {len(x)}")
     for slot in ("Scale", "Bias"):
         _check_vector(ctx, slot, numel(x[axis:]))
-    stats = (x[:axis], dtype)
+    stats = (x[:axis], stats_dtype(dtype))
     return {"Y": (x, dtype), "Mean": stats, "Variance": stats}
 
 
@@ -93,7 +98,7 @@ def _group_norm_infer(ctx):
         ctx.fail(f"groups={groups} must be >= 1 and divide the {channels} channels")
     for slot in ("Scale", "Bias"):
         _check_vector(ctx, slot, channels)
-    stats = ([x[0], groups], dtype)
+    stats = ([x[0], groups], stats_dtype(dtype))
     return {"Y": (x, dtype), "Mean": stats, "Variance": stats}
 
 

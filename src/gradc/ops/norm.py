@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from ..registry import defop, grad_op
 from ..shapes import numel
+from .nn import stats_dtype
 
 
 # ---------------------------------------------------------------- instance_norm
@@ -22,7 +23,7 @@ def _instance_norm_infer(ctx):
     for slot in ("Scale", "Bias"):
         if ctx.has(slot) and (len(ctx.shape(slot)) != 1 or x[1] >= 0 and ctx.shape(slot)[0] != x[1]):
             ctx.fail(f"{slot} must be a vector of X's {x[1]} channels, got shape {ctx.shape(slot)}")
-    stats = ([-1 if x[0] < 0 or x[1] < 0 else x[0] * x[1]], dtype)
+    stats = ([-1 if x[0] < 0 or x[1] < 0 else x[0] * x[1]], stats_dtype(dtype))
     return {"Y": (x, dtype), "SavedMean": stats, "SavedVariance": stats}
 
 

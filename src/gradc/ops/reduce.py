@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir import AttrType, VarType
-from ..ir.types import NUMPY_DTYPE_NAMES
+from ..ir.types import TENSOR_DTYPES
 from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import normalize_axis, value_error
 
@@ -48,7 +48,7 @@ def sum_dtype(x_dtype, out_dtype: int, fail=value_error):
     Paddle 3.3.1's (a count of a mask: paddle.nanmean's); int8, int16 and uint8 keep their dtype (and wrap)."""
     if out_dtype == -1:
         return VarType.INT64 if x_dtype in (VarType.BOOL, VarType.INT32) else x_dtype
-    if out_dtype not in NUMPY_DTYPE_NAMES:
+    if out_dtype not in TENSOR_DTYPES:
         fail(f"reduce_sum out_dtype {out_dtype} is neither -1 (X's dtype) nor a tensor data type gradc knows")
     return VarType(out_dtype)
 

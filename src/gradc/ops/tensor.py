@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..ir import FLOAT_DTYPES, AttrType, VarType
-from ..ir.types import NUMPY_DTYPE_NAMES
+from ..ir.types import TENSOR_DTYPES
 from ..registry import NO_GRAD, defop, typed
 from ..shapes import numel
 from .infer import same_as
@@ -31,7 +31,7 @@ defop("fill_constant", ["ShapeTensor?", "ShapeTensorList[]?", "ValueTensor?"], a
       infer=lambda ctx: {"Out": (created_dims(ctx, tensor_first=True), ctx.attr("dtype"))}, grad=NO_GRAD)
 def _fill_any_like_infer(ctx):
     dtype = ctx.attr("dtype")
-    if dtype != -1 and dtype not in NUMPY_DTYPE_NAMES:
+    if dtype != -1 and dtype not in TENSOR_DTYPES:
         ctx.fail(f"dtype {dtype} is neither -1 (X's) nor a tensor data type gradc knows")
     return {"Out": (ctx.shape("X"), ctx.dtype("X") if dtype == -1 else dtype)}
 
@@ -110,7 +110,7 @@ def _cast_grad(g):
 
 def _cast_infer(ctx):
     # bfloat16 compiles (an AMP program's casts) though no kernel runs it: numpy has no bfloat16
-    if ctx.attr("out_dtype") not in NUMPY_DTYPE_NAMES and ctx.attr("out_dtype") != VarType.BF16:
+    if ctx.attr("out_dtype") not in TENSOR_DTYPES:
         ctx.fail(f"out_dtype {ctx.attr('out_dtype')} is not a tensor data type gradc knows")
     return {"Out": (ctx.shape("X"), ctx.attr("out_dtype"))}
 

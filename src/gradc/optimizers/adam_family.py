@@ -7,9 +7,10 @@ from ..errors import GradcError
 from .base import Accumulator, Optimizer, Tensor, check_range
 from .master import MASTER, master_slots, multi_precision_flag, precision_groups
 
-MOMENTS = (Accumulator("moment1", "Moment1"), Accumulator("moment2", "Moment2"))
-POWS = (Accumulator("beta1_pow_acc", "Beta1Pow", "beta1_pow_start", scalar=True),
-        Accumulator("beta2_pow_acc", "Beta2Pow", "beta2_pow_start", scalar=True))
+# Paddle's Adam family keeps these in float32 for a float16/bfloat16 parameter (a bfloat16 0.999 would be 1.0)
+MOMENTS = (Accumulator("moment1", "Moment1", float32=True), Accumulator("moment2", "Moment2", float32=True))
+POWS = (Accumulator("beta1_pow_acc", "Beta1Pow", "beta1_pow_start", scalar=True, float32=True),
+        Accumulator("beta2_pow_acc", "Beta2Pow", "beta2_pow_start", scalar=True, float32=True))
 
 
 def _check_betas(owner: str, beta1, beta2, epsilon) -> None:
@@ -34,7 +35,7 @@ class Adam(Optimizer):
         self.lazy_mode, self.use_multi_tensor, self.amsgrad = bool(lazy_mode), bool(use_multi_tensor), bool(amsgrad)
         if self.use_multi_tensor and self.tensors():
             raise GradcError("Adam: use_multi_tensor takes numbers for beta1, beta2 and epsilon, not tensors")
-        maximum = (Accumulator("moment2_max", "Moment2Max"),) if self.amsgrad else ()
+        maximum = (Accumulator("moment2_max", "Moment2Max", float32=True),) if self.amsgrad else ()
         self.accumulators = MOMENTS + maximum + POWS
 
     @property
@@ -101,7 +102,8 @@ class Adamax(Optimizer):
         super().__init__(learning_rate, weight_decay, grad_clip)
         _check_betas("Adamax", beta1, beta2, epsilon)
         self.beta1, self.beta2, self.epsilon = float(beta1), float(beta2), float(epsilon)
-        self.accumulators = (Accumulator("moment", "Moment"), Accumulator("inf_norm", "InfNorm"),
+        self.accumulators = (Accumulator("moment", "Moment", float32=True),
+                             Accumulator("inf_norm", "InfNorm", float32=True),
                              Accumulator("beta1_pow_acc", "Beta1Pow", "beta1", scalar=True, read_only=True))
 
     def op_attrs(self, param, attr):
@@ -118,8 +120,8 @@ class Lamb(Optimizer):
     (which also turns the trust ratio off unless always_adapt)."""
 
     type = "lamb"
-    accumulators = MOMENTS + (Accumulator("beta1_pow_acc", "Beta1Pow", "beta1", scalar=True),
-                              Accumulator("beta2_pow_acc", "Beta2Pow", "beta2", scalar=True))
+    accumulators = MOMENTS + (Accumulator("beta1_pow_acc", "Beta1Pow", "beta1", scalar=True, float32=True),
+                              Accumulator("beta2_pow_acc", "Beta2Pow", "beta2", scalar=True, float32=True))
 
     def __init__(self, learning_rate=0.001, lamb_weight_decay=0.01, beta1=0.9, beta2=0.999, epsilon=1e-6,
                  grad_clip=None, exclude_from_weight_decay_fn=None, multi_precision=False, always_adapt=False):
@@ -138,9 +140,8 @@ class Lamb(Optimizer):
 class NAdam(Optimizer):
     type = "nadam"
     slots = ("param", "grad", "learning_rate")
-    accumulators = (Accumulator("momentum_decay_pow", "momentum_decay_pow", 1.0),
-                    Accumulator("beta2_pow", "beta2_pow", 1.0), Accumulator("mu_product", "mu_product", 1.0),
-                    Accumulator("moment1", "moment1"), Accumulator("moment2", "moment2"))
+    accumulators = tuple(Accumulator(name, name, fill, float32=True) for name, fill in (
+        ("momentum_decay_pow", 1.0), ("beta2_pow", 1.0), ("mu_product", 1.0), ("moment1", 0.0), ("moment2", 0.0)))
 
     def __init__(self, learning_rate=0.002, beta1=0.9, beta2=0.999, epsilon=1e-8, momentum_decay=0.004,
                  weight_decay=None, grad_clip=None):
@@ -158,9 +159,8 @@ class NAdam(Optimizer):
 class RAdam(Optimizer):
     type = "radam"
     slots = ("param", "grad", "learning_rate")
-    accumulators = (Accumulator("beta1_pow", "beta1_pow", 1.0), Accumulator("beta2_pow", "beta2_pow", 1.0),
-                    Accumulator("rho", "rho", 1.0), Accumulator("moment1", "moment1"),
-                    Accumulator("moment2", "moment2"))
+    accumulators = tuple(Accumulator(name, name, fill, float32=True) for name, fill in (
+        ("beta1_pow", 1.0), ("beta2_pow", 1.0), ("rho", 1.0), ("moment1", 0.0), ("moment2", 0.0)))
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=None, grad_clip=None):
         super().__init__(learning_rate, weight_decay, grad_clip)

@@ -24,7 +24,7 @@ from ..ir import Program, VarType, roles
 from ..schedules import Schedule
 from .clip import GradientClip
 from .emit import LR_SCHEDULE, Emitter
-from .master import MASTER, add_master_weight, master_slots, needs_master
+from .master import LOW_PRECISION, MASTER, add_master_weight, master_slots, needs_master
 from .regularizer import WeightDecay, as_regularizer
 from .schedule_ops import ProgramSchedule
 
@@ -52,13 +52,15 @@ class Tensor:
 class Accumulator:
     """A persistable var per parameter, ``<param>_<name>_<n>``, read from ``slot`` (and written back through
     its output slot unless ``read_only``), filled with ``fill`` (a number, or the optimizer attribute of that
-    name) and shaped like the parameter or [1]."""
+    name) and shaped like the parameter or [1]; ``float32``: float32 for a float16/bfloat16 parameter even without a
+    master weight, as Paddle's optimizer declares it."""
 
     name: str
     slot: str
     fill: float | str = 0.0
     scalar: bool = False
     read_only: bool = False
+    float32: bool = False
 
 
 def out(slot: str) -> str:
@@ -162,8 +164,9 @@ class Optimizer:
             owner = accs[MASTER] = add_master_weight(emit, param)
             dtype = VarType.FP32 if self.float32_accumulators else var.dtype
         for acc in self.accumulators:
+            acc_dtype = VarType.FP32 if acc.float32 and dtype in LOW_PRECISION else dtype
             accs[acc.name] = emit.persistable(emit.fresh(f"{owner}_{acc.name}_{{}}"), [1] if acc.scalar else var.shape,
-                                              dtype, self.fill(acc))
+                                              acc_dtype, self.fill(acc))
         return accs
 
     @staticmethod

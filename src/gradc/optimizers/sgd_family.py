@@ -12,7 +12,7 @@ from .base import Accumulator, Optimizer, ParamAttr, check_range, out
 from .master import MASTER, master_slots, multi_precision_flag, precision_groups
 from .regularizer import L2Decay
 
-VELOCITY = Accumulator("velocity", "Velocity")
+VELOCITY = Accumulator("velocity", "Velocity", float32=True)   # float32 for a float16/bfloat16 param, as Paddle
 
 
 class SGD(Optimizer):

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import VarType
-from ...ir.types import NUMPY_DTYPE_NAMES
+from ...bfloat16 import round_to_bfloat16
 from ...limits import check_shape
 from .. import randomness
 from . import kernel
 from .broadcast import reusable
 from .channel_stats import by_sample, channel_dots, channel_sums, not_channel, per_channel
 from .matmul import as_matrix
+from .tensor import numpy_dtype
 
 
 def moments(x, axes):
@@ -215,8 +215,21 @@ def _train_factor(k) -> float:
     return (1 / (1 - p) if p < 1 else 0.0) if _upscale(k) else 1.0
 
 
+def _kept(k):
+    """1 - p; cast to bfloat16 where the op writes bfloat16, as Paddle's bfloat16 kernel casts it."""
+    kept = 1 - k.attr("dropout_prob")
+    return round_to_bfloat16(kept) if k.bfloat16 else kept
+
+
+def _train_scaled(k, values):
+    """Kept values as training scales them: Paddle's bfloat16 kernel divides by its bfloat16 1 - p."""
+    if k.bfloat16 and _upscale(k) and k.attr("dropout_prob") < 1:
+        return values / _kept(k)
+    return values * _train_factor(k)
+
+
 def _test_factor(k) -> float:
-    return 1.0 if _upscale(k) else 1 - k.attr("dropout_prob")
+    return 1.0 if _upscale(k) else _kept(k)
 
 
 def _rng(k) -> np.random.Generator:
@@ -233,7 +246,7 @@ def dropout(k):
     if k.attr("is_test"):  # nothing is dropped: the mask is all ones
         return {"Out": x * _test_factor(k), "Mask": np.ones(x.shape, np.uint8)}
     mask = (_rng(k).random(x.shape) >= k.attr("dropout_prob")).astype(np.uint8)
-    return {"Out": x * mask * _train_factor(k), "Mask": mask}
+    return {"Out": _train_scaled(k, x * mask), "Mask": mask}
 
 
 @kernel("dropout_grad")
@@ -241,7 +254,7 @@ def dropout_grad(k):
     dout = k.x("Out@GRAD")
     if k.attr("is_test"):
         return {"X@GRAD": dout * _test_factor(k)}
-    return {"X@GRAD": dout * k.x("Mask") * _train_factor(k)}
+    return {"X@GRAD": _train_scaled(k, dout * k.x("Mask"))}
 
 
 # ---------------------------------------------------------------- embeddings
@@ -284,6 +297,6 @@ def one_hot_v2(k):
     bad = (x < 0) | (x >= depth)
     if bad.any() and not k.attr("allow_out_of_range"):
         raise ValueError(f"index {x[bad][0]} is out of range for depth {depth}")
-    dtype = NUMPY_DTYPE_NAMES[VarType(k.attr("dtype"))]
+    dtype = numpy_dtype(k.attr("dtype"))
     check_shape([*x.shape, depth], dtype, "the one-hot tensor")
     return {"Out": (x[..., None] == np.arange(depth)).astype(dtype)}

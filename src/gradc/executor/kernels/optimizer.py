@@ -86,10 +86,15 @@ def pick(values: list, i: int):
     return values[i if len(values) > 1 else 0]
 
 
+def bfloat16_sgd(k) -> bool:
+    """Whether sgd updates a bfloat16 parameter itself (no master weight): Paddle's kernel then steps in bfloat16."""
+    return k.bfloat16 and not (k.attr("multi_precision") and k.op.input("MasterParam"))
+
+
 @kernel("sgd")
 def sgd(k):
     check(k)
-    if k.bfloat16 and not (k.attr("multi_precision") and k.op.input("MasterParam")):   # a bfloat16 ParamOut
+    if bfloat16_sgd(k):
         return {"ParamOut": M.bfloat16_sgd(k.x("Param"), k.x("Grad"), k.x("LearningRate"))}
     return update(k, lambda p, g: M.sgd(p, g, k.x("LearningRate")), ["ParamOut"])
 

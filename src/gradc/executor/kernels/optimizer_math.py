@@ -42,6 +42,19 @@ def bfloat16_sgd(param, grad, lr):
     return round_to_bfloat16(param - step)
 
 
+def bfloat16_sparse_sgd(param, rows, values, lr):
+    """bfloat16_sgd of a SelectedRows gradient as Paddle's kernel: each row subtracted in turn (a repeated id's
+    rows one after another, each difference rounded)."""
+    param, step = param.copy(), round_to_bfloat16(round_to_bfloat16(np.ravel(lr)[:1]) * values)
+    order = np.argsort(rows, kind="stable")
+    ranks = np.empty(len(rows), np.int64)   # which occurrence of its id each row is: one round per occurrence
+    ranks[order] = np.arange(len(rows)) - np.searchsorted(rows[order], rows[order])
+    for rank in range(int(ranks.max(initial=-1)) + 1):
+        picked = ranks == rank
+        param[rows[picked]] = round_to_bfloat16(param[rows[picked]] - step[picked])
+    return param
+
+
 def momentum(param, grad, velocity, lr, mu, use_nesterov=False, regularization_method="",
              regularization_coeff=0.0, rescale_grad=1.0):
     """-> ParamOut, VelocityOut. g = rescale_grad * Grad (+ coeff * Param for l2_decay); v = mu * v + g;

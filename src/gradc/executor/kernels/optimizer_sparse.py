@@ -9,6 +9,7 @@ import numpy as np
 from ...errors import ExecutionError
 from ..selected_rows import SelectedRows, searched_dense
 from . import KERNELS, kernel, optimizer, optimizer_adam  # noqa: F401 - the dense kernels, registered first
+from . import optimizer_math as M
 from .optimizer import check
 from .optimizer_adam import ADAM_OUT, _adam_args
 from .selected_rows import Reading
@@ -61,6 +62,16 @@ def _dense_view_kernel(op_type: str):
         if not grad.rows.size:
             return _unchanged(k)
         return dense(Reading(k, {"Grad": DENSE_VIEW[op_type](grad)}))
+    return run
+
+
+def _sparse_sgd(dense_view):
+    def run(k, grad: SelectedRows):
+        """A bfloat16 parameter's rows step in turn (M.bfloat16_sparse_sgd); others take the dense view's rule."""
+        if not optimizer.bfloat16_sgd(k) or not grad.rows.size:
+            return dense_view(k, grad)
+        check(k)
+        return {"ParamOut": M.bfloat16_sparse_sgd(k.x("Param"), grad.rows, grad.values, k.x("LearningRate"))}
     return run
 
 
@@ -128,7 +139,7 @@ def _adam_kernel(with_decay: bool):
 
 
 for _op in DENSE_VIEW:
-    _with_sparse_grads(_op, _dense_view_kernel(_op))
+    _with_sparse_grads(_op, _sparse_sgd(_dense_view_kernel(_op)) if _op == "sgd" else _dense_view_kernel(_op))
 for _op in NO_SPARSE_KERNEL:
     _with_sparse_grads(_op, _refuse(_op))
 _with_sparse_grads("adam", _adam_kernel(with_decay=False))

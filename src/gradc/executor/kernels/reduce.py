@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
+from ...ir.types import DTYPE_BY_NUMPY_NAME
 from ...ops.reduce import logsumexp_axes, reduced_axes, sum_dtype
 from ...shapes import normalize_axis
 from . import kernel
+from .tensor import numpy_dtype
 
 
 def _axes(k, x):
@@ -25,7 +26,7 @@ def _expand(k, dout, x, axes=None, keep=None):
 @kernel("reduce_sum")
 def reduce_sum(k):
     x = k.x("X")
-    dtype = NUMPY_DTYPE_NAMES[sum_dtype(DTYPE_BY_NUMPY_NAME[x.dtype.name], k.attr("out_dtype"))]
+    dtype = numpy_dtype(sum_dtype(DTYPE_BY_NUMPY_NAME[x.dtype.name], k.attr("out_dtype")))
     return {"Out": np.sum(x, axis=_axes(k, x), keepdims=k.attr("keep_dim"), dtype=dtype)}
 
 
