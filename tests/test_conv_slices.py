@@ -318,3 +318,21 @@ def test_the_padded_width_is_only_for_small_unit_stride_depthwise_layers(monkeyp
     assert not kernels._wide(np.zeros((2, 8, 40, 40), np.float32), w, depthwise, (40, 40))  # a large plane
     monkeypatch.setattr(kernels, "COLS_BUDGET", 2 * 8 * 9 * 10 * 12 * 4 - 1)                # columns over budget
     assert not kernels._wide(x, w, depthwise, out)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_filter_grad_of_few_outputs_multiplied_the_other_way_round_keeps_the_bits(dtype):
+    """A float32 filter grad's product for 2-64 outputs a group, taken as (cols @ dy^T)^T: numpy's dy @ cols^T bit
+    for bit, a C-ordered [O, C/g, *kernel] array; float64, one output, or a small product keep dy @ cols^T."""
+    rng = np.random.default_rng(5)
+    for groups, outs, rows, length in [(1, 32, 1152, 3136), (2, 6, 75, 30000), (1, 64, 99, 7000), (1, 1, 9, 1 << 19)]:
+        dy_rows = rng.standard_normal((groups, outs, length)).astype(dtype)
+        cols = rng.standard_normal((groups, rows, length)).astype(dtype)
+        product = kernels._times_columns(dy_rows, cols)
+        assert product.flags.c_contiguous and product.tobytes() == (dy_rows @ cols.transpose(0, 2, 1)).tobytes()
+    x = rng.standard_normal((2, 16, 40, 40)).astype(dtype)
+    geo = Geometry((1, 1), (1, 1, 1, 1), (1, 1), 1)
+    dy = rng.standard_normal((2, 32, 40, 40)).astype(dtype)
+    cols = columns.im2col(x, (3, 3), geo)[0]
+    expected = (columns.grouped(dy, 1) @ cols.transpose(0, 2, 1)).reshape(32, 16, 3, 3)
+    assert conv_filter_grad(x, dy, (32, 16, 3, 3), geo).tobytes() == expected.tobytes()
