@@ -323,9 +323,11 @@ def test_the_padded_width_is_only_for_small_unit_stride_depthwise_layers(monkeyp
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_a_filter_grad_of_few_outputs_multiplied_the_other_way_round_keeps_the_bits(dtype):
     """A float32 filter grad's product for 2-64 outputs a group, taken as (cols @ dy^T)^T: numpy's dy @ cols^T bit
-    for bit, a C-ordered [O, C/g, *kernel] array; float64, one output, or a small product keep dy @ cols^T."""
+    for bit, a C-ordered [O, C/g, *kernel] array; float64, one output, fewer column rows or a small product keep
+    dy @ cols^T."""
     rng = np.random.default_rng(5)
-    for groups, outs, rows, length in [(1, 32, 1152, 3136), (2, 6, 75, 30000), (1, 64, 99, 7000), (1, 1, 9, 1 << 19)]:
+    shapes = [(1, 32, 1152, 3136), (2, 6, 75, 30000), (1, 64, 160, 7000), (1, 64, 32, 9000), (1, 1, 9, 1 << 19)]
+    for groups, outs, rows, length in shapes:
         dy_rows = rng.standard_normal((groups, outs, length)).astype(dtype)
         cols = rng.standard_normal((groups, rows, length)).astype(dtype)
         product = kernels._times_columns(dy_rows, cols)

@@ -124,14 +124,15 @@ def conv(x, w, geo: Geometry):
 
 
 def _times_columns(dy_rows, cols):
-    """dy_rows @ cols^T ([g, O/g, L] @ [g, L, C/g * prod(kernel)]); in float32, for 2 to 64 outputs a group and 2^22
-    multiply-adds or more, as (cols @ dy_rows^T)^T, the same values bit for bit (2,187 shapes of 1-32 groups; float64's
-    differ in 96 of 150), where BLAS runs 0.6-0.85x the time: DenseNet's 3x3 layers of 32 outputs 0.59-0.70x, LeNet's
-    at batch 512 0.71x, AlexNet's first 0.8x; 0.9-1.4x at 96 to 256 outputs (MobileNet's pointwise 512: 1.2x), 1.0x
-    for a depthwise filter's single output, 1.2-1.4x on small products."""
-    o, macs = dy_rows.shape[1], math.prod(dy_rows.shape) * cols.shape[1]
+    """dy_rows @ cols^T ([g, O/g, L] @ [g, L, C/g * prod(kernel)]); in float32, for 2 to 64 outputs a group, at least
+    twice as many column rows and 2^22 multiply-adds, as (cols @ dy_rows^T)^T, the same values bit for bit (2,187
+    shapes of 1-32 groups; float64's differ in 96 of 150), where BLAS runs 0.57-0.9x the time: DenseNet's 3x3 layers
+    of 32 outputs 0.59-0.70x, LeNet's at batch 512 0.71x, AlexNet's first 0.8x, GoogLeNet's 1x1 of 16-64 outputs
+    0.57-0.85x; 0.9-1.4x at 96 to 256 outputs (MobileNet's pointwise 512: 1.2x) or fewer rows (its [64, 32] at
+    112x112: 1.31x), 1.0x for a depthwise filter's single output, 1.2-1.4x on small products."""
+    o, rows, macs = dy_rows.shape[1], cols.shape[1], math.prod(dy_rows.shape) * cols.shape[1]
     checked = dy_rows.dtype == cols.dtype == np.float32 and dy_rows.flags.c_contiguous and cols.flags.c_contiguous
-    if 2 <= o <= 64 and macs >= 1 << 22 and checked:
+    if 2 <= o <= 64 and rows >= 2 * o and macs >= 1 << 22 and checked:
         return np.ascontiguousarray((cols @ dy_rows.transpose(0, 2, 1)).transpose(0, 2, 1))
     return dy_rows @ cols.transpose(0, 2, 1)
 
