@@ -221,8 +221,8 @@ def test_input_grads_added_by_phase_and_channels_last_are_plain_col2ims(seed):
         w = (rng.standard_normal(w_shape) * 10.0 ** rng.integers(-8, 8, w_shape)).astype(dtype)
         y_shape = conv(x, w, geo).shape
         dy = (rng.standard_normal(y_shape) * 10.0 ** rng.integers(-20, 20, y_shape)).astype(dtype)
-        if groups > 1 and kernels._full_correlation(dy, w, geo) is not None:   # a convolution: the next test's
-            continue
+        if (groups > 1 or kernels._few_outputs(w, geo)) and kernels._full_correlation(dy, w, geo) is not None:
+            continue   # a convolution: the next test's
         dy.flat[0], dy.flat[-1] = -0.0, (np.nan, np.inf, 1.0)[case % 3]
         with np.errstate(invalid="ignore", over="ignore"):   # inf times a mixed-sign column
             ours, plain = conv_input_grad(dy, w, x.shape[2:], geo), _plain_input_grad(dy, w, sizes, geo)
@@ -234,9 +234,10 @@ def test_input_grads_added_by_phase_and_channels_last_are_plain_col2ims(seed):
 
 @pytest.mark.parametrize("seed", range(3))
 def test_unit_stride_grouped_input_grad_is_a_full_correlation(seed):
-    """With unit strides and padding within the kernel's span, a grouped (depthwise too) filter's input grad is
-    the convolution of dy with the flipped filter: float64's plain col2im to within float32 rounding, for 1-3 dims,
-    dilations and uneven padding; padding beyond the span or a stride leaves it to the taps."""
+    """With unit strides and padding within the kernel's span, a grouped (depthwise too) filter's input grad, and an
+    ungrouped one's of few outputs, is the convolution of dy with the flipped filter: float64's plain col2im to within
+    float32 rounding, for 1-3 dims, dilations and uneven padding; padding beyond the span or a stride leaves it to
+    the taps."""
     rng = np.random.default_rng(seed)
     for case in range(40):
         dims, groups = 1 + case % 3, int(rng.integers(1, 9))
@@ -253,13 +254,34 @@ def test_unit_stride_grouped_input_grad_is_a_full_correlation(seed):
         exact = _plain_input_grad(dy.astype(np.float64), w.astype(np.float64), sizes, geo)
         assert ours.shape == x.shape and ours.dtype == np.float32, case
         np.testing.assert_allclose(ours, exact, rtol=1e-5, atol=1e-5 * np.abs(exact).max())
-        if groups > 1:   # the kernel's path; an ungrouped filter's goes through col2im
+        if groups > 1 or kernels._few_outputs(w, geo):   # the kernel's path; other ungrouped filters' is col2im
             assert conv_input_grad(dy, w, sizes, geo).tobytes() == ours.tobytes(), case
     w = np.ones((4, 1, 3, 3), np.float32)
     dy = np.ones((1, 4, 5, 5), np.float32)
     assert kernels._full_correlation(dy, w, Geometry((1, 1), (3, 0, 0, 0), (1, 1), 4)) is None   # beyond the span
     assert conv_input_grad(dy, w, [4, 7], Geometry((1, 1), (3, 0, 0, 0), (1, 1), 4)).shape == (1, 4, 4, 7)
     assert kernels._full_correlation(dy, w, Geometry((2, 1), (0, 0, 0, 0), (1, 1), 4)) is None   # strided
+
+
+def test_an_ungrouped_filter_of_few_outputs_takes_the_full_correlation():
+    """DenseNet's 3x3 layers (32 outputs of 128 inputs) in small: the kernel's input grad is the convolution of dy,
+    within float32's dot-product bound of float64's col2im; more outputs, or a stride, keep col2im."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 16, 9, 9)).astype(np.float32)
+    w = rng.standard_normal((4, 16, 3, 3)).astype(np.float32)
+    geo = Geometry((1, 1), (1, 1, 1, 1), (1, 1), 1)
+    dy = rng.standard_normal(conv(x, w, geo).shape).astype(np.float32)
+    ours = conv_input_grad(dy, w, x.shape[2:], geo)
+    assert ours.tobytes() == kernels._full_correlation(dy, w, geo).tobytes()
+    exact = _plain_input_grad(dy.astype(np.float64), w.astype(np.float64), [9, 9], geo)
+    terms = _plain_input_grad(np.abs(dy).astype(np.float64), np.abs(w).astype(np.float64), [9, 9], geo)
+    assert np.all(np.abs(ours - exact) <= 4 * 9 * 2.0 ** -24 * terms)
+    for shape in ((9, 16, 3, 3), (65, 130, 3, 3), (4, 16, 1, 1)):   # more outputs; over 64; pointwise
+        assert not kernels._few_outputs(np.zeros(shape), geo)
+    strided = Geometry((2, 2), (1, 1, 1, 1), (1, 1), 1)
+    dy = rng.standard_normal(conv(x, w, strided).shape).astype(np.float32)
+    assert kernels._full_correlation(dy, w, strided) is None
+    assert conv_input_grad(dy, w, x.shape[2:], strided).tobytes() == _plain_input_grad(dy, w, [9, 9], strided).tobytes()
 
 
 @pytest.mark.parametrize("x_shape, k_sizes, pads", [
@@ -296,3 +318,23 @@ def test_the_padded_width_is_only_for_small_unit_stride_depthwise_layers(monkeyp
     assert not kernels._wide(np.zeros((2, 8, 40, 40), np.float32), w, depthwise, (40, 40))  # a large plane
     monkeypatch.setattr(kernels, "COLS_BUDGET", 2 * 8 * 9 * 10 * 12 * 4 - 1)                # columns over budget
     assert not kernels._wide(x, w, depthwise, out)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_filter_grad_of_few_outputs_multiplied_the_other_way_round_keeps_the_bits(dtype):
+    """A float32 filter grad's product for 2-64 outputs a group, taken as (cols @ dy^T)^T: numpy's dy @ cols^T bit
+    for bit, a C-ordered [O, C/g, *kernel] array; float64, one output, fewer column rows or a small product keep
+    dy @ cols^T."""
+    rng = np.random.default_rng(5)
+    shapes = [(1, 32, 1152, 3136), (2, 6, 75, 30000), (1, 64, 160, 7000), (1, 64, 32, 9000), (1, 1, 9, 1 << 19)]
+    for groups, outs, rows, length in shapes:
+        dy_rows = rng.standard_normal((groups, outs, length)).astype(dtype)
+        cols = rng.standard_normal((groups, rows, length)).astype(dtype)
+        product = kernels._times_columns(dy_rows, cols)
+        assert product.flags.c_contiguous and product.tobytes() == (dy_rows @ cols.transpose(0, 2, 1)).tobytes()
+    x = rng.standard_normal((2, 16, 40, 40)).astype(dtype)
+    geo = Geometry((1, 1), (1, 1, 1, 1), (1, 1), 1)
+    dy = rng.standard_normal((2, 32, 40, 40)).astype(dtype)
+    cols = columns.im2col(x, (3, 3), geo)[0]
+    expected = (columns.grouped(dy, 1) @ cols.transpose(0, 2, 1)).reshape(32, 16, 3, 3)
+    assert conv_filter_grad(x, dy, (32, 16, 3, 3), geo).tobytes() == expected.tobytes()

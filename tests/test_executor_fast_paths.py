@@ -1,11 +1,13 @@
 """The hot ops' direct paths give what their general paths give: stores into the nearest scope holding a var,
 the bias grad of an fc layer (a batch of 1 aligned by axis 1 keeps its -0.0, as the general path does), and
-the fc matrix products of mul and mul_grad against those of higher-rank operands."""
+the fc matrix products of mul and mul_grad against those of higher-rank operands, and an fc layer's input grad of a
+few rows against a big weight (taken as (w @ d.T).T) against numpy's d @ w.T."""
 
 import numpy as np
 
 import gradc
 from gradc.executor import KERNELS
+from gradc.executor.kernels.matmul import times_transposed
 from gradc.layers import ProgramBuilder
 
 
@@ -104,3 +106,12 @@ def test_an_op_of_several_outputs_stores_each_where_its_var_lives():
         executor.run(net.program, feed, [out], scope)
         assert "x@GRAD" not in scope.vars and scope.vars[grad].dtype == np.float32
         assert scope.vars[grad].tobytes() == expected.tobytes()
+
+
+def test_a_few_rows_times_a_big_transposed_weight_are_numpys_product_bit_for_bit():
+    rng = np.random.default_rng(2)
+    for rows, inner, outer in [(2, 1024, 256), (5, 601, 500), (32, 512, 512), (33, 512, 512), (2, 64, 64)]:
+        d = rng.standard_normal((rows, outer), dtype=np.float32)
+        w = rng.standard_normal((inner, outer), dtype=np.float32)
+        product = times_transposed(d, w)
+        assert product.flags.c_contiguous and product.tobytes() == (d @ w.T).tobytes()

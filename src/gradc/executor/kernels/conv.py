@@ -7,9 +7,9 @@ large; the products land in the output's own layout, [N, O, *out]. A small depth
 its padded image on the padded width (im2col's rows of a few cells cost more to copy). The columns and col2im are in
 gradc.executor.kernels.conv_columns. The convolution's two adjoints give every other kernel: the input grad scatters
 W^T @ dOut back with col2im (a depthwise filter's products made a tap at a time, a pointwise one's W^T @ dOut
-itself, a grouped one's with unit strides a convolution of dOut), the filter grad is dOut @ cols^T over the whole
-batch, and conv_transpose is the input grad of the conv whose filter it shares. Pooling is in
-gradc.executor.kernels.pool_windows and pool_taps.
+itself, a grouped one's or one of few outputs with unit strides a convolution of dOut), the filter grad is
+dOut @ cols^T over the whole batch, and conv_transpose is the input grad of the conv whose filter it shares. Pooling
+is in gradc.executor.kernels.pool_windows and pool_taps.
 """
 
 from __future__ import annotations
@@ -123,6 +123,20 @@ def conv(x, w, geo: Geometry):
     return result.reshape(n, o, *out) if by_sample else ungrouped(result, n, out)
 
 
+def _times_columns(dy_rows, cols):
+    """dy_rows @ cols^T ([g, O/g, L] @ [g, L, C/g * prod(kernel)]); in float32, for 2 to 64 outputs a group, at least
+    twice as many column rows and 2^22 multiply-adds, as (cols @ dy_rows^T)^T, the same values bit for bit (2,187
+    shapes of 1-32 groups; float64's differ in 96 of 150), where BLAS runs 0.57-0.9x the time: DenseNet's 3x3 layers
+    of 32 outputs 0.59-0.70x, LeNet's at batch 512 0.71x, AlexNet's first 0.8x, GoogLeNet's 1x1 of 16-64 outputs
+    0.57-0.85x; 0.9-1.4x at 96 to 256 outputs (MobileNet's pointwise 512: 1.2x) or fewer rows (its [64, 32] at
+    112x112: 1.31x), 1.0x for a depthwise filter's single output, 1.2-1.4x on small products."""
+    o, rows, macs = dy_rows.shape[1], cols.shape[1], math.prod(dy_rows.shape) * cols.shape[1]
+    checked = dy_rows.dtype == cols.dtype == np.float32 and dy_rows.flags.c_contiguous and cols.flags.c_contiguous
+    if 2 <= o <= 64 and rows >= 2 * o and macs >= 1 << 22 and checked:
+        return np.ascontiguousarray((cols @ dy_rows.transpose(0, 2, 1)).transpose(0, 2, 1))
+    return dy_rows @ cols.transpose(0, 2, 1)
+
+
 def conv_filter_grad(x, dy, w_shape, geo: Geometry):
     """dL/dw of y = conv(x, w), given dy = dL/dy: dy times the columns, summed over batch slices (in
     float32 for float32 data: the slices' sums are added, an order of summation of its own)."""
@@ -130,7 +144,7 @@ def conv_filter_grad(x, dy, w_shape, geo: Geometry):
     total = None
     for part in slices:
         cols, _ = columns(x[part], w_shape[2:], geo)
-        grad = grouped(dy[part], geo.groups) @ cols.transpose(0, 2, 1)
+        grad = _times_columns(grouped(dy[part], geo.groups), cols)
         total = grad if total is None else np.add(total, grad, out=total)
     return total.reshape(w_shape)
 
@@ -144,8 +158,10 @@ def _full_correlation(dy, w, geo: Geometry):
     """A unit-stride convolution's input grad as a convolution of dy, padded by the kernel's span less the forward's
     padding, with the filter flipped (its channels swapped within each group); None where the forward's padding
     exceeds the span. Taken for grouped filters: 1.5-2.7x faster than adding a depthwise filter's taps on MobileNet's
-    layer shapes, 1.9-2.2x than col2im on ResNeXt's [2, 256, 14, 14] of 32 groups; ungrouped, it takes 0.5-1.7x
-    col2im's time, slower as often as faster."""
+    layer shapes, 1.9-2.2x than col2im on ResNeXt's [2, 256, 14, 14] of 32 groups; and for ungrouped filters of few
+    outputs (``_few_outputs``). A cell's grad is then one dot product over outputs and taps, not col2im's sum of a dot
+    product over outputs per tap: the largest difference from float64's, relative to the largest grad, was
+    3e-7 to 8e-7 against col2im's 1e-7 to 4e-7 on the shapes measured below."""
     spans = [(k - 1) * d for k, d in zip(w.shape[2:], geo.dilations)]
     pads = tuple(span - pad for span, pair in zip(spans, zip(geo.pads[0::2], geo.pads[1::2])) for pad in pair)
     if any(s != 1 for s in geo.strides) or min(pads) < 0:
@@ -154,6 +170,16 @@ def _full_correlation(dy, w, geo: Geometry):
     flipped = w[(Ellipsis, *[slice(None, None, -1)] * dims)].reshape(g, o // g, cg, *w.shape[2:]).swapaxes(1, 2)
     return conv(dy, np.ascontiguousarray(flipped).reshape(g * cg, o // g, *w.shape[2:]),
                 Geometry(geo.strides, pads, geo.dilations, g))
+
+
+def _few_outputs(w, geo: Geometry) -> bool:
+    """An ungrouped filter wider than 1 cell, of at most 64 outputs and twice as many inputs, whose col2im is a
+    product of only as many terms as outputs: its input grad as a convolution took 0.2-0.57x col2im's time on
+    DenseNet's 3x3 layers of 128 inputs and 32 outputs (7x7 to 56x56, batch 2 to 64) and other such shapes; 0.62-1.5x
+    where outputs were more than half the inputs or above 64 (ResNet's 64 to 64: 0.87x, LeNet's at batch 512:
+    1.5-4.3x), where it is not taken. A pointwise filter's grad is W^T @ dy itself, no col2im to save."""
+    o, c = w.shape[:2]
+    return geo.groups == 1 and o <= 64 and 2 * o <= c and math.prod(w.shape[2:]) > 1
 
 
 def _depthwise_input_grad(dy, w, x_sizes, geo: Geometry):
@@ -179,11 +205,11 @@ def _depthwise_input_grad(dy, w, x_sizes, geo: Geometry):
 
 
 def conv_input_grad(dy, w, x_sizes, geo: Geometry):
-    """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: a grouped filter's with unit strides a convolution
-    (``_full_correlation``); else col2im of W^T @ dy, each sample's (or the whole batch's, ``_by_sample``), a batch
-    slice at a time, and a pointwise convolution's W^T @ dy itself."""
+    """dL/dx of y = conv(x, w) for x of spatial sizes x_sizes: a grouped filter's or one of few outputs with unit
+    strides a convolution (``_full_correlation``); else col2im of W^T @ dy, each sample's (or the whole batch's,
+    ``_by_sample``), a batch slice at a time, and a pointwise convolution's W^T @ dy itself."""
     g, n, out, (o, cg), k_sizes = geo.groups, dy.shape[0], dy.shape[2:], w.shape[:2], w.shape[2:]
-    correlated = _full_correlation(dy, w, geo) if g > 1 else None
+    correlated = _full_correlation(dy, w, geo) if g > 1 or _few_outputs(w, geo) else None
     if correlated is not None:
         return correlated
     if o == g and cg == 1:

