@@ -47,6 +47,12 @@ def from_bits(bits) -> np.ndarray:
     return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
 
 
+def as_bfloat16(array: np.ndarray) -> np.ndarray:
+    """An array given for a bfloat16 var, as the executor holds it: uint16 arrays are Paddle's bfloat16 bits, any
+    other numbers are rounded to bfloat16."""
+    return from_bits(array) if array.dtype == np.uint16 else round_to_bfloat16(array)
+
+
 def to_bits(values) -> np.ndarray:
     """Float values rounded to bfloat16, as Paddle's uint16 bit patterns."""
     values = np.asarray(values, dtype=np.float32)

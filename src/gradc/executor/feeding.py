@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ..bfloat16 import from_bits, round_to_bfloat16
+from ..bfloat16 import as_bfloat16
 from ..errors import ExecutionError, op_location
 from ..ir import Block, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
@@ -61,13 +61,11 @@ def _bfloat16_feed(name: str, value, need_check_feed: bool | None) -> np.ndarray
     Paddle hands bfloat16 to numpy, and what it feeds), float values are rounded; a data var takes only those two
     arrays, or Python numbers and lists."""
     array = np.asarray(value)
-    if array.dtype == np.uint16:
-        return from_bits(array)
     checked = need_check_feed and isinstance(value, np.ndarray)   # Python numbers and lists are converted
-    if array.dtype.kind not in "biuf" or (checked and array.dtype != np.float32):
+    if array.dtype.kind not in "biuf" or (checked and array.dtype not in (np.float32, np.uint16)):
         raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares bfloat16: feed float32 "
                              f"values or uint16 bfloat16 bits")
-    return round_to_bfloat16(array)
+    return as_bfloat16(array)
 
 
 def feed_ops(ops: list) -> list:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bfloat16 import from_bits, round_to_bfloat16
+from ..bfloat16 import as_bfloat16
 from ..errors import FormatError, GradcError
 from ..io import write_atomic
 from ..io.arrays import read_npz
@@ -79,12 +79,10 @@ def checked_param(program: Program, name: str, value, source: str):
 def _bfloat16_param(name: str, value: np.ndarray, source: str) -> np.ndarray:
     """A bfloat16 parameter's values: uint16 arrays are bfloat16 bits (what Paddle's numpy arrays of bfloat16 and
     paddle.save hold), float32 values are rounded."""
-    if value.dtype == np.uint16:
-        return from_bits(value)
-    if value.dtype != np.float32:
+    if value.dtype not in (np.float32, np.uint16):
         raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares bfloat16 (give "
                           f"float32 values or uint16 bfloat16 bits)")
-    return round_to_bfloat16(value)
+    return as_bfloat16(value)
 
 
 def load_params(scope, path: str | os.PathLike, program: Program | None = None) -> list[str]:
