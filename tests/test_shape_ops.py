@@ -113,17 +113,32 @@ def test_slice_clamps_like_python_and_decreases_axes(attrs, expect):
     np.testing.assert_array_equal(out, expect)
 
 
+# Paddle 3.3.1's static executor bounds strided_slice (and set_value) as Python bounds a slice: measured on every
+# start, end and stride in [-5, 5] and the int32 extremes on a dim of 4
 @pytest.mark.parametrize("starts, ends, strides, expect", [
     ([0], [6], [2], x456[..., 0:6:2]),
-    ([-1], [-1], [-1], x456[..., ::-1]),          # end -1 with a negative stride: through index 0
+    ([-1], [-1], [-1], x456[..., -1:-1:-1]),       # empty: end -1 is the last index, not "through index 0"
+    ([2**31 - 1], [-2**31], [-1], x456[..., ::-1]),   # paddle.vander's reversal: every index
     ([4], [0], [-2], x456[..., 4:0:-2]),
-    ([100], [-100], [-2], x456[..., 5:0:-2]),     # a far negative end clamps to 0, which stays excluded
+    ([100], [-100], [-2], x456[..., ::-2]),
+    ([-2], [-9], [-1], x456[..., -2::-1]),         # an end below -size keeps index 0
     ([-2], [-6], [-1], x456[..., -2:-6:-1]),
     ([1], [-1], [3], x456[..., 1:-1:3]),
 ])
 def test_strided_slice_follows_paddles_bounds(starts, ends, strides, expect):
     out = run("strided_slice", {"Input": x456}, {"axes": [2], "starts": starts, "ends": ends, "strides": strides})
     np.testing.assert_array_equal(out["Out"], expect)
+
+
+@pytest.mark.parametrize("starts, ends, steps", [
+    ([-1], [-1], [-1]), ([2**31 - 1], [-2**31], [-1]), ([-2], [-9], [-1]), ([3], [1], [1]), ([4], [0], [-2]),
+])
+def test_set_value_bounds_its_slice_as_strided_slice_does(starts, ends, steps):
+    out = run("set_value", {"Input": x456}, {"axes": [2], "starts": starts, "ends": ends, "steps": steps,
+                                              "shape": [1], "values": [7.0]})["Out"]
+    expect = x456.copy()
+    expect[..., slice(starts[0], ends[0], steps[0])] = 7.0    # an empty slice leaves Input as it is
+    np.testing.assert_array_equal(out, expect)
 
 
 def test_strided_slice_decrease_axis_with_the_minus_one_zero_marker():

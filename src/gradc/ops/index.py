@@ -13,17 +13,12 @@ STRIDED_TENSORS = SLICE_TENSORS + ["StridesTensor?", "StridesTensorList[]?"]
 
 
 def paddle_slice(start: int, end: int, stride: int, size: int, decrease: bool = False) -> slice:
-    """Paddle's (start, end, stride) on a dim of ``size`` as a Python slice.
-
-    Negative starts/ends count from the end and clamp at 0; with a negative stride, end -1 means
-    "through index 0". A decreased axis keeps one element: the first the slice visits."""
+    """Paddle's (start, end, stride) on a dim of ``size`` as a Python slice: Paddle 3.3.1 bounds them as Python
+    does (negative ones count from the end, out-of-range ones clamp; checked on every start, end and stride in
+    [-5, 5] and the int32 extremes). A decreased axis keeps one element: the first the slice visits."""
     if decrease and (start, end) == (-1, 0):  # Paddle's marker for "the last element"
         return slice(size - 1, size)
-    if start < 0:
-        start = max(start + size, 0)
-    if end < 0 and not (end == -1 and stride < 0):
-        end = max(end + size, 0)
-    cut = slice(start, end if end >= 0 else None, stride)
+    cut = slice(start, end, stride)
     if decrease:
         visited = range(size)[cut]
         if not visited:
@@ -120,7 +115,7 @@ def _arg_infer(ctx):
 
 for _name in ("arg_max", "arg_min"):
     defop(_name, ["X"], attrs={"axis": typed(0, AttrType.LONG), "keepdims": False, "flatten": False, "dtype": 3},
-          infer=_arg_infer, grad=NO_GRAD)
+          infer=_arg_infer, grad=NO_GRAD, tensor_attrs=["axis"])
 
 
 def _top_k_infer(ctx):

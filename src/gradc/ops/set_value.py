@@ -1,9 +1,8 @@
 """set_value: `x[index] = value` in a static program (paddle.static.setitem). Out is Input with a strided
 slice replaced by ValueTensor, or by the literal in `values` (shaped by `shape`), broadcast to the slice.
 
-Its bounds follow Paddle's CheckAndUpdateSliceAttrs, which differ from strided_slice's: a negative start counts
-from the end; with a negative step, end -1 means "through index 0" and ends below -1 count from the end;
-an empty slice (end before start for the step's direction) is an error. Axes in `decrease_axes` are dropped
+Its bounds are Python's, as strided_slice's (Paddle 3.3.1's static executor, checked on every start, end and step
+in [-5, 5] and the int32 extremes); an empty slice leaves Input as it is. Axes in `decrease_axes` are dropped
 and axes in `none_axes` inserted (as 1) in the shape the value broadcasts to.
 """
 
@@ -22,17 +21,7 @@ BOUNDS = ["StartsTensorList[]?", "EndsTensorList[]?", "StepsTensorList[]?"]
 def _bound(start: int, end: int, step: int, size: int, fail) -> slice:
     if step == 0:
         fail("set_value step must not be 0")
-    start = max(start + size if start < 0 else start, 0)
-    end = min(end + size if step > 0 and end < 0 else end, size)
-    if step > 0:
-        start, end = min(start, size), max(end, 0)
-        if end < start:
-            fail(f"set_value with step {step} needs end >= start, got start {start}, end {end} (dim {size})")
-        return slice(start, end, step)
-    start, end = min(start, size - 1), max(end + size if end < -1 else end, -1)
-    if start < end:
-        fail(f"set_value with step {step} needs start >= end, got start {start}, end {end} (dim {size})")
-    return slice(start, None if end == -1 else end, step)
+    return slice(start, end, step)
 
 
 def set_value_target(x: list[int], axes, starts, ends, steps, decrease_axes, none_axes, fail=value_error):
