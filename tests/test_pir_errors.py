@@ -8,6 +8,8 @@ import re
 import pytest
 
 import gradc
+from gradc import opdef
+from gradc.ir import AttrType
 from gradc.limits import limited
 from gradc.pir import load_pir
 from gradc.pir.reader import read_module
@@ -130,13 +132,24 @@ def test_an_op_with_the_wrong_operand_count_for_its_row():
     fails(doc, rf"op {position} \(pd_op.relu\): has 2 operands and 1 results; gradc's table expects 1 \(x\)")
 
 
-def test_a_folded_operand_that_is_not_a_constant():
-    """pd_op.mean's axis becomes a legacy attribute, so it must be a constant."""
+def test_a_folded_operand_that_is_not_a_constant(monkeypatch):
+    """pd_op.mean's axis becomes legacy attribute dim: a constant, or (where the legacy op lets a var give it)
+    the var of a computed value. An op that takes no var there refuses a computed value."""
+    monkeypatch.setattr(opdef.get("reduce_mean"), "tensor_attrs", frozenset())
+    fails(_mean_axis_from_data(), rf"op {index_of(MLP, '1.mean')} \(pd_op.mean\): operand 'axis' must be a constant "
+                                  r".* attribute 'dim', but it comes from pd_op.data")
+
+
+def test_a_computed_operand_becomes_a_tensor_valued_attribute():
+    mean = next(op for op in load_pir(json.dumps(_mean_axis_from_data()).encode()).global_block.ops
+                if op.type == "reduce_mean")
+    assert mean.attr_types["dim"] == AttrType.VAR and mean.var_attrs == ("dim",) and "reduce_all" not in mean.attrs
+
+
+def _mean_axis_from_data():
     mean = index_of(MLP, "1.mean")
     data_id = ops_of(MLP)[index_of(MLP, "1.data")]["O"][0]["%"]
-    doc = edited(MLP, lambda d: ops_of(d)[mean]["I"][1].update({"%": data_id}))
-    fails(doc, rf"op {mean} \(pd_op.mean\): operand 'axis' must be a constant .* attribute 'dim', but it comes from "
-               r"pd_op.data")
+    return edited(MLP, lambda d: ops_of(d)[mean]["I"][1].update({"%": data_id}))
 
 
 def test_a_constant_list_read_as_a_tensor():

@@ -104,6 +104,7 @@ class GradContext:
         op.attr_types = dict(self.fwd.attr_types) if forward_attrs else {}
         op.is_target = None
         op.repeated_attrs = []
+        op.var_attrs = self.fwd.var_attrs if forward_attrs else ()
         for name, value in (attrs or {}).items():
             op.set_attr(name, value, declared_type(type, name))
         return op
@@ -158,7 +159,7 @@ class GradOp:
             outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs = grad_type, inputs, outputs
-        op.attrs, op.attr_types = dict(fwd.attrs), dict(fwd.attr_types)
+        op.attrs, op.attr_types, op.var_attrs = dict(fwd.attrs), dict(fwd.attr_types), fwd.var_attrs
         op.is_target, op.repeated_attrs = None, []
         return [op]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from .ir import AttrType, OpDesc, infer_attr_type
+from .ir import VAR_KINDS, AttrType, OpDesc, infer_attr_type
 from .optable import OpTable
 
 
@@ -90,6 +90,9 @@ class OpDef:
     kernel_dtype_outputs: frozenset[str] = frozenset()
     # the lod_level of output slots declared with the op (gradc.ops.infer.lod_levels); None: Paddle's ShareLoD
     lod_levels: Callable | None = None
+    # attributes a program may give as a var (wire type VAR/VARS, Paddle's support_tensor): the kernel reads its
+    # value at run time, and the op's shapes are the program's own
+    tensor_attrs: frozenset[str] = frozenset()
 
     @property
     def differentiable(self) -> bool:
@@ -168,10 +171,13 @@ def attr_type_problem(op: OpDesc) -> str | None:
             continue
         if declared == AttrType.SCALARS and kind in _NUMBER_LISTS:   # numbers, as a program built in Python gives
             continue
-        if _SAME_KIND.get(kind, kind) != _SAME_KIND.get(declared, declared):
-            given = "a var name (a tensor-valued attribute gradc does not support)" if kind in (
-                AttrType.VAR, AttrType.VARS) else AttrType(kind).name
-            return f"attribute '{name}' is {given}, but op '{op.type}' defines it as {AttrType(declared).name}"
+        if kind in VAR_KINDS:
+            if name not in opdef.tensor_attrs:
+                return (f"attribute '{name}' is a var name, but op '{op.type}' takes it only as a value "
+                        f"({AttrType(declared).name})")
+        elif _SAME_KIND.get(kind, kind) != _SAME_KIND.get(declared, declared):
+            return (f"attribute '{name}' is {AttrType(kind).name}, but op '{op.type}' defines it as "
+                    f"{AttrType(declared).name}")
     return None
 
 

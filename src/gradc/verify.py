@@ -191,13 +191,14 @@ def var_problems(program: Program) -> Iterator[str]:
         own = block.vars   # most names are the block's own: a dict test before the walk up the ancestors
         given = handed.get(block.idx, ())
         for op_idx, op in enumerate(block.ops):
-            for direction, slots in (("reads", op.inputs), ("writes", op.outputs)):
-                for slot, args in slots.items():
+            writes = {f"slot {slot}": args for slot, args in op.outputs.items()}
+            for direction, slots in (("reads", op.labelled_reads()), ("writes", writes)):
+                for where, args in slots.items():
                     for name in args:
                         if name not in own and name != EMPTY_VAR and name not in given \
                                 and block.visible_var(name) is None:
                             yield (f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
-                                   f"(slot {slot}), which is not declared in block {block.idx} or its ancestors")
+                                   f"({where}), which is not declared in block {block.idx} or its ancestors")
 
 
 def _definition_problems(block, idx: int, op) -> Iterator[str]:
@@ -239,9 +240,10 @@ def check_complex_inputs(block, idx: int, op) -> None:
 
 
 def _inferred(block, idx: int, op) -> tuple[InferContext, dict] | None:
-    """The op's inference context and results, or None without a rule or with an input shape unknown."""
+    """The op's inference context and results, or None without a rule, with an input shape unknown, or with an
+    attribute known only at run time (a var's value)."""
     opdef = registry.get(op.type)
-    if opdef is None or opdef.infer is None or not _input_shapes_known(block, op):
+    if opdef is None or opdef.infer is None or op.var_attrs or not _input_shapes_known(block, op):
         return None
     ctx = InferContext(op, block, idx)
     return ctx, opdef.infer(ctx)

@@ -57,7 +57,7 @@ def _inputs(program: Program) -> set[str]:
     for block in program.blocks:
         for op in block.ops:
             written.update(*op.outputs.values())
-            read.update(*op.inputs.values())
+            read.update(op.input_names())
     given = {name for block in program.blocks for name, var in block.vars.items()
              if var.persistable or var.need_check_feed or var.type == VarType.DENSE_TENSOR_ARRAY}
     return given | (read - written)
@@ -88,14 +88,15 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
     if forward is not None and 0 <= forward < len(program.blocks):
         defined |= _written_in_tree(program, forward)
     for idx, op in enumerate(block.ops):
-        for slot, args in op.inputs.items():
+        for label, args in (op.inputs.items() if not op.var_attrs else op.labelled_reads().items()):
             if defined.issuperset(args):
                 continue
             for name in args:
                 if name not in defined:
                     where = first_writers().get(name)
                     later = f"; {op_location(*where)} writes it" if where else ""
-                    yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' (slot {slot}) before any op "
+                    label = label if op.var_attrs else f"slot {label}"
+                    yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' ({label}) before any op "
                            f"writes it, and it is neither persistable nor fed{later}")
                     defined.add(name)   # one report per name
         for sub in program.blocks_run_by(op):

@@ -10,21 +10,25 @@ from __future__ import annotations
 from collections import ChainMap
 from collections.abc import Callable
 
+import numpy as np
+
 from ..errors import ExecutionError, op_location
-from ..ir import EMPTY_VAR, Block, OpDesc, VarType
+from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
 from .lod import LoD, lod_of, set_lod
 from .scope import MISSING
 
 
 class KernelContext:
     __slots__ = ("op", "block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
-                 "wanted", "checked", "bfloat16")
+                 "wanted", "checked", "bfloat16", "var_attrs", "attr_types")
 
     def __init__(self, op: OpDesc, block: Block, op_idx: int, executor, opdef=None):
         self.op = op
         self.block = block
         self.op_idx = op_idx
         self.defaults = opdef.attrs if opdef is not None else {}
+        self.attr_types = opdef.attr_types if opdef is not None else {}
+        self.var_attrs = op.var_attrs   # tensor-valued attributes: read from their vars on every run
         self.executor = executor
         self.scope = None       # set by the executor before each call
         self.run_scope = None   # the scope persistable vars are written to
@@ -114,6 +118,8 @@ class KernelContext:
             value = self.defaults.get(name, MISSING)
             if value is MISSING:
                 raise ExecutionError(f"{self.where} has no attribute '{name}'")
+        elif self.var_attrs and name in self.var_attrs:
+            return tensor_attr_value(self, name, value)
         return value
 
     def wants(self, slot: str) -> bool:
@@ -145,3 +151,25 @@ class KernelContext:
     def run_block(self, block_idx: int, scope) -> None:
         """Run a sub-block (control flow) in ``scope``."""
         self.executor.run_block(self.block.program.blocks[block_idx], scope, self.run_scope)
+
+
+_INTS = {AttrType.INT, AttrType.LONG, AttrType.INTS, AttrType.LONGS}
+_FLOATS = {AttrType.FLOAT, AttrType.FLOAT64, AttrType.FLOATS, AttrType.FLOAT64S}
+_BOOLS = {AttrType.BOOLEAN, AttrType.BOOLEANS}
+_ONE_VALUE = {AttrType.INT, AttrType.LONG, AttrType.FLOAT, AttrType.FLOAT64, AttrType.BOOLEAN, AttrType.SCALAR}
+
+
+def tensor_attr_value(ctx: KernelContext, name: str, names):
+    """A tensor-valued attribute (wire type VAR: one var; VARS: a var per element) as the value of the type the
+    op declares: what its var(s) hold when the op runs."""
+    arrays = [ctx.read(var, f"attribute {name}") for var in ([names] if isinstance(names, str) else names)]
+    values = [value for array in arrays for value in np.ravel(array).tolist()]
+    declared = ctx.attr_types.get(name)
+    convert = int if declared in _INTS else float if declared in _FLOATS else bool if declared in _BOOLS else None
+    values = values if convert is None else [convert(value) for value in values]
+    if declared not in _ONE_VALUE:
+        return values
+    if len(values) != 1:
+        raise ExecutionError(f"{ctx.where}: attribute '{name}' takes one value, but its var(s) {names} hold "
+                             f"{len(values)}")
+    return values[0]

@@ -16,11 +16,15 @@ from ..ops.infer import InferContext
 class _RuntimeInferContext(InferContext):
     """Shape inference over the values in the scope instead of the declared vars."""
 
-    __slots__ = ("scope",)
+    __slots__ = ("scope", "kernel")
 
     def __init__(self, ctx):
         super().__init__(ctx.op, ctx.block, ctx.op_idx)
         self.scope = ctx.scope
+        self.kernel = ctx
+
+    def attr(self, name: str):
+        return self.kernel.attr(name)   # a tensor-valued attribute: the value its var holds
 
     def _value(self, slot: str, i: int):
         args = self.op.input(slot)

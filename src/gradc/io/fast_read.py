@@ -16,7 +16,7 @@ fault. Bytes converted once were checked then, so a table hit needs no check.
 
 from __future__ import annotations
 
-from ..ir import Block, OpDesc, Program, VarDesc
+from ..ir import Block, OpDesc, Program, VarDesc, var_attrs_of
 from .plain_decode import PlainDecoder
 from .wire_values import read_varint
 
@@ -217,12 +217,13 @@ class Reader:
             raise _Unusual
         op.inputs, op.outputs = inputs, outputs
         if run is None:
-            op.attrs, op.attr_types, op.repeated_attrs = {}, {}, []
+            op.attrs, op.attr_types, op.repeated_attrs, op.var_attrs = {}, {}, [], ()
             return op
         known = self._attr_runs.get(run)
         if known is None:
-            known = self._attr_runs[run] = self._attr_run(run)
-        attrs, types, repeated = known
+            attrs, types, repeated = self._attr_run(run)
+            known = self._attr_runs[run] = (attrs, types, repeated, var_attrs_of(types))
+        attrs, types, repeated, op.var_attrs = known
         op.attrs = {name: list(value) if type(value) is list else value for name, value in attrs.items()}
         op.attr_types = dict(types)
         op.repeated_attrs = list(repeated)

@@ -3,7 +3,7 @@ through untouched, so a load/save round trip reproduces the file byte for byte."
 
 from __future__ import annotations
 
-from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType
+from ..ir import AttrType, Block, OpDesc, Program, VarDesc, VarType, var_attrs_of
 from ..proto import framework_pb2 as pb
 
 # AttrType -> (protobuf field, is repeated)
@@ -92,6 +92,7 @@ def _op_from_proto(msg: pb.OpDesc) -> OpDesc:
             continue
         op.attrs[attr.name] = attr_value(attr)
         op.attr_types[attr.name] = attr.type
+    op.var_attrs = var_attrs_of(op.attr_types)
     return op
 
 

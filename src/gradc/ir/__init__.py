@@ -1,6 +1,7 @@
 """Program / Block / OpDesc / VarDesc: the in-memory form of a ProgramDesc."""
 
-from .program import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, Program, VarDesc, grad_name, infer_attr_type
+from .descs import EMPTY_VAR, GRAD_SUFFIX, VAR_KINDS, OpDesc, VarDesc, grad_name, infer_attr_type, var_attrs_of
+from .program import Block, Program
 from .types import (
     COMPLEX_DTYPES,
     DIFFERENTIABLE_DTYPES,
@@ -14,6 +15,6 @@ from .types import (
 
 __all__ = [
     "COMPLEX_DTYPES", "DIFFERENTIABLE_DTYPES", "EMPTY_VAR", "GRAD_SUFFIX", "FLOAT_DTYPES", "AttrType", "Block",
-    "OpDesc", "Program", "VarDesc", "VarType", "dtype_name", "grad_name", "infer_attr_type", "real_dtype",
-    "to_var_type",
+    "OpDesc", "Program", "VAR_KINDS", "VarDesc", "VarType", "dtype_name", "grad_name", "infer_attr_type", "real_dtype",
+    "to_var_type", "var_attrs_of",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .program import OpDesc
+from .descs import OpDesc
 from .types import AttrType
 
 FORWARD, BACKWARD, OPTIMIZE, LOSS = 0, 1, 2, 256

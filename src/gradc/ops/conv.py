@@ -192,6 +192,8 @@ for _name, _dims in CONV_OPS.items():
           grad=grad_op("Input", "Filter"))
 for _name, _dims in CONV_TRANSPOSE_OPS.items():
     defop(_name, ["Input", "Filter"], ["Output"], attrs=conv_transpose_attrs(_dims),
-          infer=_conv_transpose_infer(_dims), grad=grad_op("Input", "Filter"))
+          infer=_conv_transpose_infer(_dims), grad=grad_op("Input", "Filter"),
+          tensor_attrs=["output_size"] if _dims == 2 else [])
 for _name, _dims in POOL_OPS.items():
-    defop(_name, ["X"], attrs=pool_attrs(_dims), infer=_pool_infer(_dims), grad=grad_op("X", "Out"))
+    defop(_name, ["X"], attrs=pool_attrs(_dims), infer=_pool_infer(_dims), grad=grad_op("X", "Out"),
+          tensor_attrs=["ksize"] if _dims == 2 else [])

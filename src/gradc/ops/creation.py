@@ -81,7 +81,7 @@ def _eye_infer(ctx):
 
 
 defop("eye", [], attrs={"num_rows": typed(0, AttrType.LONG), "num_columns": typed(-1, AttrType.LONG), "dtype": 5},
-      infer=_eye_infer, grad=NO_GRAD)
+      infer=_eye_infer, grad=NO_GRAD, tensor_attrs=["num_rows", "num_columns"])
 
 
 def _scalar_inputs(ctx, slots) -> None:

@@ -91,4 +91,4 @@ defop("lu_unpack", ["X", "Pivots"], ["Pmat", "L", "U"], attrs={"unpack_ludata": 
       infer=_lu_unpack, grad=grad_op("X", "Pivots", "L", "U", "Pmat"), no_grad_inputs=["Pivots"],
       no_grad_outputs=["Pmat"])
 defop("lstsq", ["X", "Y"], ["Solution", "Residuals?", "Rank", "SingularValues"],
-      attrs={"rcond": 0.0, "driver": "gels"}, infer=_lstsq, grad=NO_GRAD)
+      attrs={"rcond": 0.0, "driver": "gels"}, infer=_lstsq, grad=NO_GRAD, tensor_attrs=["rcond"])

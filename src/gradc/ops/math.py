@@ -198,4 +198,4 @@ def _cumsum_infer(ctx):
 
 CUMSUM_ATTRS = {"axis": -1, "flatten": False, "exclusive": False, "reverse": False}
 # Paddle 3.3.1 emits cumsum_grad (X, Out@GRAD): the running sum of the grad the other way, shaped like X
-defop("cumsum", ["X"], attrs=CUMSUM_ATTRS, infer=_cumsum_infer, grad=grad_op("X"))
+defop("cumsum", ["X"], attrs=CUMSUM_ATTRS, infer=_cumsum_infer, grad=grad_op("X"), tensor_attrs=["axis"])

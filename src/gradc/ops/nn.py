@@ -122,7 +122,8 @@ def _dropout_infer(ctx):
 defop("dropout", ["X", "Seed?"], ["Out", "Mask"],
       attrs={"dropout_prob": 0.5, "is_test": False, "fix_seed": False, "seed": 0,
              "dropout_implementation": "downgrade_in_infer"},
-      no_grad_inputs=["Seed"], no_grad_outputs=["Mask"], infer=_dropout_infer, grad=grad_op("Mask"))
+      no_grad_inputs=["Seed"], no_grad_outputs=["Mask"], infer=_dropout_infer, grad=grad_op("Mask"),
+      tensor_attrs=["dropout_prob"])
 
 
 # ---------------------------------------------------------------- embeddings

@@ -39,11 +39,13 @@ def float32(value):
     return struct.unpack("f", struct.pack("f", value))[0] if isinstance(value, float) else value
 
 
-def defupdate(type: str, inputs: list[str], outputs: list[str], attrs: dict, rule: UpdateRule) -> None:
+def defupdate(type: str, inputs: list[str], outputs: list[str], attrs: dict, rule: UpdateRule,
+              tensor_attrs: tuple[str, ...] = ()) -> None:
     """Register an optimizer op: in-place outputs, the checks of ``rule``, no gradient. Float defaults are
     Paddle's float32 values, so an op without the attribute updates exactly as Paddle's does."""
     update_rule(type, rule)
-    defop(type, inputs, outputs, attrs={k: float32(v) for k, v in attrs.items()}, infer=_infer(rule), grad=NO_GRAD)
+    defop(type, inputs, outputs, attrs={k: float32(v) for k, v in attrs.items()}, infer=_infer(rule), grad=NO_GRAD,
+          tensor_attrs=tensor_attrs)
 
 
 MASTER = {"multi_precision": False}

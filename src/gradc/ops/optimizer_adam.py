@@ -31,7 +31,8 @@ defupdate("merged_adam", ["Param[]", "Grad[]", "LearningRate[]", "Moment1[]", "M
            "MasterParamOut[]?"],
           {**BETAS, "multi_precision": False, "use_global_beta_pow": False, "amsgrad": False},
           UpdateRule(like_param=("Moment1", "Moment2", "Moment2Max"), one_value=("Beta1Pow", "Beta2Pow"),
-                     betas=("beta1", "beta2"), needs=(("amsgrad", "Moment2Max"),)))
+                     betas=("beta1", "beta2"), needs=(("amsgrad", "Moment2Max"),)),
+          tensor_attrs=("beta1", "beta2", "epsilon"))
 # Adamax has no Beta1PowOut: a scale op after the update advances the pow
 defupdate("adamax", ["Param", "Grad", "LearningRate", "Moment", "InfNorm", "Beta1Pow", "MasterParam?"],
           ["ParamOut", "MomentOut", "InfNormOut", "MasterParamOut?"], {**BETAS, **MASTER},

@@ -32,7 +32,8 @@ def _pad_infer(ctx):
     return {"Out": (padded_dims(ctx, x, pad_pairs(paddings)), ctx.dtype("X"))}
 
 
-defop("pad", ["X"], attrs={"paddings": [], "pad_value": 0.0}, infer=_pad_infer, grad=grad_op())
+defop("pad", ["X"], attrs={"paddings": [], "pad_value": 0.0}, infer=_pad_infer, grad=grad_op(),
+      tensor_attrs=["pad_value"])
 
 PAD3D_MODES = ("constant", "reflect", "replicate", "circular")
 

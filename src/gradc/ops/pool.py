@@ -73,7 +73,8 @@ def _unpool_infer(dims: int):
 
 defop("unpool", ["X", "Indices"], attrs={"ksize": [1, 1], "strides": [1, 1], "paddings": [0, 0], "output_size": [0, 0],
                                          "data_format": "NCHW", "unpooling_type": "max"},
-      no_grad_inputs=["Indices"], infer=_unpool_infer(2), grad=grad_op("X", "Indices", "Out"))
+      no_grad_inputs=["Indices"], infer=_unpool_infer(2), grad=grad_op("X", "Indices", "Out"),
+      tensor_attrs=["output_size"])
 defop("unpool3d", ["X", "Indices"], attrs={"ksize": [1, 1, 1], "strides": [1, 1, 1], "paddings": [0, 0, 0],
                                            "output_size": [0, 0, 0], "data_format": "NCDHW"},
       no_grad_inputs=["Indices"], infer=_unpool_infer(3), grad=grad_op("X", "Indices", "Out"))

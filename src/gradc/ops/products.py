@@ -177,4 +177,5 @@ defop("diagonal", ["Input"], attrs=DIAGONAL_ATTRS, infer=_diagonal_infer(True), 
 # Paddle 3.3.1's diag_embed has no grad maker
 defop("diag_embed", ["Input"], attrs={"offset": 0, "dim1": -2, "dim2": -1}, infer=_diag_embed_infer, grad=NO_GRAD)
 # sqrt of the sum of squares over the reduce ops' axes
-defop("frobenius_norm", ["X"], attrs=REDUCE_ATTRS, infer=_frobenius_norm_infer, grad=grad_op("X", "Out"))
+defop("frobenius_norm", ["X"], attrs=REDUCE_ATTRS, infer=_frobenius_norm_infer, grad=grad_op("X", "Out"),
+      tensor_attrs=["dim"])

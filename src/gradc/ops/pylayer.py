@@ -46,7 +46,7 @@ def _written(ctx: InferContext, forward: Block, name: str):
             if name not in args:
                 continue
             opdef = get(op.type)
-            if opdef is not None and opdef.infer is not None:
+            if opdef is not None and opdef.infer is not None and not op.var_attrs:
                 try:
                     result = opdef.infer(InferContext(op, forward, idx)).get(slot)
                 except Exception:  # noqa: BLE001 - the forward block's own checks report its ops' problems

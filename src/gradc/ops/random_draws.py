@@ -32,7 +32,8 @@ def _multinomial_infer(ctx):
 
 
 defop("bernoulli", ["X"], infer=float_like(), grad=NO_GRAD)
-defop("multinomial", ["X"], attrs={"num_samples": 1, "replacement": False}, infer=_multinomial_infer, grad=NO_GRAD)
+defop("multinomial", ["X"], attrs={"num_samples": 1, "replacement": False}, infer=_multinomial_infer, grad=NO_GRAD,
+      tensor_attrs=["num_samples"])
 defop("poisson", ["X"], infer=float_like(), grad=grad_op())
 # poisson_grad is 0 dOut: linear in dOut, its own gradient 0 ddX
 defgrad("poisson_grad", grad=expansion(lambda f, g: {"X@GRAD": f.scale(first(g.I("Out@GRAD")), 0.0)}))

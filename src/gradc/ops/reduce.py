@@ -57,10 +57,10 @@ def _sum_infer(ctx):
     return reduce_infer(ctx, sum_dtype(ctx.dtype("X"), ctx.attr("out_dtype"), ctx.fail))
 
 
-defop("reduce_sum", ["X"], attrs=REDUCE_ATTRS, infer=_sum_infer, grad=grad_op("X"))
-defop("reduce_mean", ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X"))
+defop("reduce_sum", ["X"], attrs=REDUCE_ATTRS, infer=_sum_infer, grad=grad_op("X"), tensor_attrs=["dim"])
+defop("reduce_mean", ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X"), tensor_attrs=["dim"])
 for _name in ("reduce_max", "reduce_min", "reduce_prod"):  # their grads compare with Out or take products
-    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X", "Out"))
+    defop(_name, ["X"], attrs=REDUCE_ATTRS, infer=reduce_infer, grad=grad_op("X", "Out"), tensor_attrs=["dim"])
 
 # AxisTensor (the axes) or AxisTensorList (one axis per tensor) overrides dim, as the slots say; Paddle 3.3.1's
 # kernels ignore them (docs/ops-activation-math.md). reduce_all / reduce_any: whether every / any element along the

@@ -189,7 +189,8 @@ def _bincount_infer(ctx):
     return {"Out": ([-1], dtype if dtype in (VarType.FP32, VarType.FP64) else VarType.INT64)}
 
 
-defop("bincount", ["X", "Weights?"], attrs={"minlength": 0}, infer=_bincount_infer, grad=NO_GRAD)
+defop("bincount", ["X", "Weights?"], attrs={"minlength": 0}, infer=_bincount_infer, grad=NO_GRAD,
+      tensor_attrs=["minlength"])
 
 
 def _histogram_infer(ctx):

@@ -17,9 +17,9 @@ def _with_xshape(out_shape):
     return lambda ctx: {"Out": (out_shape(ctx, ctx.shape("X")), ctx.dtype("X")), "XShape": xshape(ctx)}
 
 
-def _xshape_op(type, inputs, attrs, out_shape, grad_reads=()):
+def _xshape_op(type, inputs, attrs, out_shape, grad_reads=(), tensor_attrs=()):
     defop(type, inputs, ["Out", "XShape"], attrs=attrs, no_grad_inputs=inputs[1:], no_grad_outputs=["XShape"],
-          infer=_with_xshape(out_shape), grad=grad_op("XShape", *grad_reads))
+          infer=_with_xshape(out_shape), grad=grad_op("XShape", *grad_reads), tensor_attrs=tensor_attrs)
 
 
 def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
@@ -102,7 +102,8 @@ def _unsqueeze_out(ctx, x):
 
 _xshape_op("reshape2", ["X", "Shape?", "ShapeTensor[]?"], {"shape": [], "use_quantizer": False}, _reshape_out)
 _xshape_op("transpose2", ["X"], {"axis": [], "data_format": "AnyLayout"}, _transpose_out)
-_xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes"), ctx.fail))
+_xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes"), ctx.fail),
+           tensor_attrs=["axes"])
 _xshape_op("unsqueeze2", ["X", "AxesTensor?", "AxesTensorList[]?"], {"axes": []}, _unsqueeze_out,
            grad_reads=["AxesTensor", "AxesTensorList"])
 _xshape_op("flatten_contiguous_range", ["X"], {"start_axis": 1, "stop_axis": 1},
@@ -188,7 +189,7 @@ defop("expand_as_v2", ["X", "Y?"], attrs={"target_shape": []}, no_grad_inputs=["
       infer=_expand_as_infer, grad=grad_op("X"))
 defop("tile", ["X", "RepeatTimes?", "repeat_times_tensor[]?"], attrs={"repeat_times": []},
       no_grad_inputs=["RepeatTimes", "repeat_times_tensor"], infer=_tile_infer,
-      grad=grad_op("X", "RepeatTimes", "repeat_times_tensor"))
+      grad=grad_op("X", "RepeatTimes", "repeat_times_tensor"), tensor_attrs=["repeat_times"])
 
 
 def split_sizes(fail, size: int, num: int, sections: list[int]) -> list[int]:

@@ -36,7 +36,8 @@ def _fill_any_like_infer(ctx):
     return {"Out": (ctx.shape("X"), ctx.dtype("X") if dtype == -1 else dtype)}
 
 
-defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1}, infer=_fill_any_like_infer, grad=NO_GRAD)
+defop("fill_any_like", ["X"], attrs={"value": 0.0, "dtype": -1}, infer=_fill_any_like_infer, grad=NO_GRAD,
+      tensor_attrs=["value"])
 defop("fill_zeros_like", ["X"], infer=same_as("X"), grad=NO_GRAD)
 # Paddle's shape op: X's dims as an int32 vector (a loop bound, a reshape target)
 defop("shape", ["Input"], infer=lambda ctx: {"Out": ([len(ctx.shape("Input"))], VarType.INT32)}, grad=NO_GRAD)
@@ -65,7 +66,7 @@ def _gaussian_infer(ctx):
 defop("uniform_random", ["ShapeTensor?", "ShapeTensorList[]?"],
       attrs={"shape": typed([], AttrType.LONGS), "min": -1.0, "max": 1.0, "seed": 0, "dtype": 5, "diag_num": 0,
              "diag_step": 0, "diag_val": 1.0},
-      infer=_uniform_infer, grad=NO_GRAD)
+      infer=_uniform_infer, grad=NO_GRAD, tensor_attrs=["min", "max"])
 defop("gaussian_random", ["ShapeTensor?", "ShapeTensorList[]?"],
       attrs={"shape": typed([], AttrType.LONGS), "mean": 0.0, "std": 1.0, "seed": 0, "dtype": 5},
       infer=_gaussian_infer, grad=NO_GRAD)

@@ -107,8 +107,7 @@ def _splice(fwd: Forward, recomputed: list[tuple[list[OpDesc], dict[str, str], s
     spliced = []
     for at, op in enumerate(backward):
         spliced += before.get(at, ())
-        for slot, args in op.inputs.items():
-            op.inputs[slot] = [renamed.get(a, a) for a in args]
+        op.rename_reads(renamed)
         spliced.append(op)
     block.ops[fwd.first_backward:] = spliced
 

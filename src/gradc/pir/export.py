@@ -11,9 +11,9 @@ from __future__ import annotations
 from ..errors import ProgramError, op_location
 from ..ir import EMPTY_VAR, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
-from ..opdef import attr_type_problem
 from ..registry import OPS
 from . import schema
+from .export_checks import check_exportable
 from .export_control import in_place_target
 from .export_grads import plan_saves
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
@@ -49,7 +49,7 @@ class Exporter:
         self.where = ""
 
     def run(self, fetch) -> Module:
-        _check_exportable(self.program)
+        check_exportable(self.program)
         self._inputs()
         self.export_block(self.block, self.body)
         self._keep_made_persistables()
@@ -228,7 +228,9 @@ class Exporter:
                     continue
                 if spec.attr not in legacy_attrs:
                     raise self.fail(f"has no attribute '{spec.attr}', which {row.pir} takes as operand '{spec.name}'")
-                operands.append(self.constant(spec.fold, legacy_attrs[spec.attr]))
+                given = legacy_attrs[spec.attr]   # a tensor-valued one: its var(s)
+                operands.append(self.constant(spec.fold, given) if spec.attr not in op.var_attrs else self.read(given)
+                                if isinstance(given, str) else self.combine([self.read(n) for n in given]))
                 continue
             names = [n for n in op.input(spec.slot) if n != EMPTY_VAR] if spec.slot else []
             consumed.add(spec.slot)
@@ -293,18 +295,3 @@ def _refuse_unmapped_slots(exporter: Exporter, slots: dict, mapped: set, what: s
     extra = sorted(slot for slot, args in slots.items() if slot not in mapped and any(a != EMPTY_VAR for a in args))
     if extra:
         raise exporter.fail(f"{what} slot(s) {', '.join(extra)} have no counterpart in gradc's PIR table")
-
-
-def _check_exportable(program: Program) -> None:
-    """One error listing every op the table cannot write; else the first attribute of a type no export reads."""
-    missing: dict[str, str] = {}
-    for block in program.blocks:
-        for index, op in enumerate(block.ops):
-            if problem := attr_type_problem(op):
-                raise ProgramError(f"cannot write as PIR: {op_location(block.idx, index, op.type)}: {problem}")
-            if op.type not in EXPORTS and op.type not in SPECIAL_EXPORTS:
-                missing.setdefault(op.type, op_location(block.idx, index, op.type))
-    if missing:
-        listing = "; ".join(f"{t} (first at {where})" for t, where in sorted(missing.items()))
-        raise ProgramError(f"cannot write as PIR: {len(missing)} op type(s) gradc's PIR table has no export for: "
-                           f"{listing}")

@@ -6,12 +6,11 @@ and their ops dropped when nothing else reads them; control flow gets sub-blocks
 
 from __future__ import annotations
 
-import math
-
 from ..errors import FormatError
-from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarDesc, VarType
+from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarDesc, VarType
 from ..verify import check_structure
 from . import schema
+from .folding import foldable, folded, tensor_attrs
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
 from .naming import Namer, file_names
 from .stacks import origin
@@ -19,7 +18,6 @@ from .table.rows import TABLE
 from .table.unmapped import UNMAPPED
 
 # the producers whose value gradc can fold into a legacy attribute
-CONSTANT_OPS = {"pd_op.full_int_array", "pd_op.full"}
 MISSING = object()
 
 
@@ -129,28 +127,7 @@ class Translator:
         return var
 
     def constant(self, value: Value | None, fold: str, op: Op, operand: str, attr: str):
-        value = origin(value, self.stacks)
-        producer = value.op if value is not None else None
-        if producer is not None and producer.name in CONSTANT_OPS:
-            raw = producer.attr("value")
-        elif is_constant(value):
-            raw = [v.op.attr("value") for v in producer.operands]
-        else:
-            source = "a null value" if value is None else (producer.name if producer else "a block argument")
-            raise self.fail(op, f"operand '{operand}' must be a constant (pd_op.full_int_array or pd_op.full): "
-                                f"the legacy op takes it as attribute '{attr}', but it comes from {source}")
-        values = raw if isinstance(raw, list) else [raw]
-        if not all(isinstance(v, (int, float)) for v in values):
-            raise self.fail(producer, f"attribute 'value' must hold numbers, got {raw!r:.60}")
-        if fold in ("ints", "int", "long") and not all(map(math.isfinite, values)):
-            raise self.fail(op, f"operand '{operand}' must hold finite numbers for attribute '{attr}', not {values}")
-        if fold == "ints":
-            return [int(v) for v in values]
-        if len(values) != 1:
-            raise self.fail(op, f"operand '{operand}' must hold one number for attribute '{attr}', not {values}")
-        if fold == "bool":
-            return bool(values[0])
-        return float(values[0]) if fold in ("float", "double") else int(values[0])
+        return folded(origin(value, self.stacks), fold, op, operand, attr, self.fail)
 
     def _drop_unread_constants(self) -> None:
         readers, rewritten = {}, set()   # a constant another op writes in place is its initial value: kept
@@ -196,7 +173,7 @@ class Translator:
             raise self.fail(op, f"has {len(op.operands)} operands and {len(op.results)} results; gradc's table "
                                 f"expects {len(row.operands)} ({' '.join(o.name for o in row.operands)}) and "
                                 f"{len(row.results)} ({' '.join(r.name for r in row.results)})")
-        inputs, attrs = self._legacy_inputs(row, op)
+        inputs, attrs, attr_types = self._legacy_inputs(row, op)
         for spec in row.attrs:
             attr = op.attrs.get(spec.name)
             if attr is not None and schema.attr_family(attr.kind) != schema.ATTR_FAMILIES[spec.kind]:   # for hooks
@@ -207,17 +184,23 @@ class Translator:
         outputs = self._legacy_outputs(row, op, next_name)
         for slot in row.extra_outputs:
             outputs[slot] = [self._extra_output(slot, inputs, next_name)]
-        legacy = self.emit(row.legacy, inputs, outputs, attrs)
+        legacy = self.emit(row.legacy, inputs, outputs, attrs, attr_types)
         if row.hook is not None:
             row.hook(legacy, op, self)
 
-    def _legacy_inputs(self, row, op: Op) -> tuple[dict, dict]:
-        inputs, attrs = {}, dict(row.fixed)
+    def _legacy_inputs(self, row, op: Op) -> tuple[dict, dict, dict]:
+        inputs, attrs, attr_types = {}, dict(row.fixed), {}
         for position, (spec, value) in enumerate(zip(row.operands, op.operands)):
             if spec.attr is not None:
-                if spec.tensor_slots and value is not None and not is_constant(origin(value, self.stacks)):
+                computed = value is not None and not foldable(origin(value, self.stacks))
+                if computed and spec.tensor_slots:
                     tensor, listed = (*spec.tensor_slots, spec.tensor_slots[0])[:2]
                     inputs[listed if isinstance(value.type, VectorType) else tensor] = self.args(value, op, position)
+                elif computed and spec.attr in tensor_attrs(row.legacy):   # read from its var(s) at run time
+                    names = self.args(value, op, position)
+                    listed = isinstance(value.type, VectorType)
+                    attrs[spec.attr] = names if listed else names[0]
+                    attr_types[spec.attr] = AttrType.VARS if listed else AttrType.VAR
                 elif value is not None or not spec.optional:
                     attrs[spec.attr] = self.constant(value, spec.fold, op, spec.name, spec.attr)
             elif value is None:
@@ -227,7 +210,7 @@ class Translator:
                 inputs["XShape"] = [self.xshape_for(self.args(value, op, position)[0], op)]
             elif spec.slot is not None:
                 inputs[spec.slot] = self.args(value, op, position)
-        return inputs, attrs
+        return inputs, attrs, attr_types
 
     def _legacy_outputs(self, row, op: Op, next_name) -> dict:
         outputs = {}
@@ -243,11 +226,21 @@ class Translator:
             elif spec.inplace is not None:
                 position = row.operands.index(row.operand(spec.inplace))
                 names = self.name(op.operands[position], op, position)
-                self.bind(value, names)
+                if self.starts_gradient(names, value):
+                    names = self.define(value, next_name)
+                    self.bind(op.operands[position], names)   # later readers share Paddle's buffer: the new var
+                else:
+                    self.bind(value, names)
             else:
                 names = self.define(value, next_name)
             outputs[spec.slot] = list(names) if isinstance(names, list) else [names]
         return outputs
+
+    def starts_gradient(self, names, value: Value) -> bool:
+        """An in-place write of a differentiable result into a local var that stops gradients (what a creation
+        op such as empty makes): Paddle differentiates from this write on, so the result gets a var of its own."""
+        var = self.block.vars.get(names) if isinstance(names, str) else None
+        return value.stop_gradient is False and var is not None and bool(var.stop_gradient) and not var.persistable
 
     def _extra_output(self, slot: str, inputs: dict, next_name) -> str:
         """XShape: [0] + X's shape, no data (what legacy reshape2/transpose2/... write)."""
@@ -275,16 +268,6 @@ class Translator:
                   {"shape": [0] + shape, "dtype": int(var.dtype), "value": 0.0, "str_value": "0"}, {"shape": 11})
         self.xshapes[x] = name
         return name
-
-
-def is_constant(value: Value | None) -> bool:
-    """Made by pd_op.full_int_array / pd_op.full, or a builtin.combine of pd_op.full values."""
-    producer = value.op if value is not None else None
-    if producer is None:
-        return False
-    if producer.name == "builtin.combine":
-        return all(v is not None and v.op is not None and v.op.name == "pd_op.full" for v in producer.operands)
-    return producer.name in CONSTANT_OPS
 
 
 def legacy_value(attr: Attr):

@@ -35,10 +35,10 @@ def binds(op_type: str):
 
 def direct_step(kernel: Callable, ctx: KernelContext, writes: tuple):
     """The op's inline step, or its step(values, params, scope) -> None (done) or FALLBACK; None when its kernel
-    has no binder, a slot names several vars, or an output is persistable or has no declared dtype (the executor
-    stores those)."""
+    has no binder, a slot names several vars, an attribute is a var's value, or an output is persistable or has
+    no declared dtype (the executor stores those)."""
     binder = _BINDERS.get(kernel)
-    if binder is None or any(len(args) > 1 for args in ctx.ins.values()):
+    if binder is None or ctx.var_attrs or any(len(args) > 1 for args in ctx.ins.values()):
         return None
     outs = {}
     for slot, specs in writes:
