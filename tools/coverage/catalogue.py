@@ -3,6 +3,7 @@
 from . import (
         activations,
         complex_fft,
+        composites,
         conv,
         detection_v1,
         extra_math,
@@ -23,6 +24,7 @@ from . import (
         shape,
         static_nn,
         tensor_api,
+        tensor_attrs,
         tensor_math,
         tensor_ops,
         vision_ops,
@@ -33,6 +35,6 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS, *vision_ops.ROWS, *geometric.ROWS,
         *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS,
         *lod_text.ROWS, *tensor_api.ROWS, *extra_math.ROWS, *linalg_extra.ROWS, *random_dist.ROWS,
-        *detection_v1.ROWS]
+        *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"
