@@ -126,6 +126,10 @@ def _kinds(opdef: OpDef) -> list[str]:
                                   (f"runs block attribute '{opdef.sub_block_attr}'", opdef.sub_block_attr)) if on]
 
 
+def _from_var(opdef: OpDef, name: str) -> str:
+    return " (or a var's value)" if name in opdef.tensor_attrs else ""
+
+
 def describe(opdef: OpDef, has_kernel: bool) -> str:
     kinds = _kinds(opdef)
     lines = [opdef.type + (f"  ({', '.join(kinds)})" if kinds else ""),
@@ -134,7 +138,8 @@ def describe(opdef: OpDef, has_kernel: bool) -> str:
     if opdef.no_grad_inputs or opdef.no_grad_outputs:
         lines.append("  no gradient through: " + ", ".join(sorted(opdef.no_grad_inputs | opdef.no_grad_outputs)))
     lines.append("  attributes:" + ("" if opdef.attrs else " none"))
-    lines += [f"    {name}: {opdef.attr_types[name].name} = {_value(value)}" for name, value in opdef.attrs.items()]
+    lines += [f"    {name}: {opdef.attr_types[name].name} = {_value(value)}{_from_var(opdef, name)}"
+              for name, value in opdef.attrs.items()]
     grads = grad_lines(opdef)
     lines.append(f"  grad: {grads[0]}")
     lines += [f"        {line}" for line in grads[1:]]
@@ -160,7 +165,7 @@ def _markdown_op(opdef: OpDef, has_kernel: bool) -> list[str]:
                                                                                      | opdef.no_grad_outputs)))
     if opdef.attrs:
         lines.append("- attributes: " + ", ".join(f"`{name}` {opdef.attr_types[name].name} = `{_value(value)}`"
-                                                  for name, value in opdef.attrs.items()))
+                                                  f"{_from_var(opdef, name)}" for name, value in opdef.attrs.items()))
     lines.append(f"- kernel: {'yes' if has_kernel else 'no'}")
     grads = grad_lines(opdef)
     code = [line for line in grads if "=" in line and "(" in line]
