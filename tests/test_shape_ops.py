@@ -130,6 +130,21 @@ def test_strided_slice_follows_paddles_bounds(starts, ends, strides, expect):
     np.testing.assert_array_equal(out["Out"], expect)
 
 
+@pytest.mark.parametrize("value, fits", [((1, 6), True), ((1, 1, 6), True), ((6,), True), ((2, 6), False),
+                                         ((6, 1), False)])
+def test_set_value_drops_a_values_leading_ones_beyond_the_slices_rank_as_paddle_does(value, fits):
+    """x[1, 2] = v for a [6] slice: Paddle 3.3.1 takes v of [1, 6] and [1, 1, 6], refuses [2, 6] and [6, 1]."""
+    attrs = {"axes": [0, 1], "starts": [1, 2], "ends": [2, 3], "steps": [1, 1], "decrease_axes": [0, 1]}
+    v = np.arange(float(np.prod(value))).reshape(value)
+    if not fits:
+        with pytest.raises((ProgramError, gradc.ExecutionError), match="does not broadcast to the slice's shape"):
+            run("set_value", {"Input": x456, "ValueTensor": v}, attrs)
+        return
+    expect = x456.copy()
+    expect[1, 2] = np.arange(6.0)
+    np.testing.assert_array_equal(run("set_value", {"Input": x456, "ValueTensor": v}, attrs)["Out"], expect)
+
+
 @pytest.mark.parametrize("starts, ends, steps", [
     ([-1], [-1], [-1]), ([2**31 - 1], [-2**31], [-1]), ([-2], [-9], [-1]), ([3], [1], [1]), ([4], [0], [-2]),
 ])

@@ -85,7 +85,11 @@ SET_VALUE = [
     Case("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
          {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
     Case("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(1)},
-         {"axes": [0, 1], "starts": [-1, 3], "ends": [-4, -1], "steps": [-1, -2]}),   # reversed, through index 0
+         {"axes": [0, 1], "starts": [-1, 3], "ends": [-4, -5], "steps": [-1, -2]}),   # reversed, through index 0
+    Case("set_value", {"Input": randn(3, 4), "ValueTensor": randn(1, 4)},   # x[1] = v: Paddle drops v's leading 1
+         {"axes": [0], "starts": [1], "ends": [2], "steps": [1], "decrease_axes": [0]}),
+    Case("set_value", {"Input": randn(4), "ValueTensor": randn(1)},
+         {"axes": [0], "starts": [2], "ends": [3], "steps": [1], "decrease_axes": [0]}),
     Case("set_value", {"Input": randn(3, 4), "ValueTensor": randn(3, 1, 1)},
          {"axes": [1], "starts": [2], "ends": [3], "steps": [1], "decrease_axes": [1], "none_axes": [1, 2]}),
     Case("set_value", {"Input": randn(3, 4), "ValueTensor": randn(2, 4), "StartsTensorList": [ids(1)],

@@ -43,6 +43,12 @@ def set_value_target(x: list[int], axes, starts, ends, steps, decrease_axes, non
     return tuple(index), dims, target
 
 
+def fitted(value: list[int], target: list[int]) -> list[int]:
+    """The value's dims without the leading 1s beyond the slice's rank, which Paddle drops (x[1] = v of [1, 3])."""
+    extra = len(value) - len(target)
+    return list(value[extra:]) if extra > 0 and all(d == 1 for d in value[:extra]) else list(value)
+
+
 def _set_value_infer(ctx):
     x = ctx.shape("Input")
     if not any(ctx.has(slot) for slot in slot_names(BOUNDS)):   # else the bounds are known at run time only
@@ -51,7 +57,7 @@ def _set_value_infer(ctx):
         value = ctx.shape("ValueTensor") if ctx.has("ValueTensor") else list(ctx.attr("shape"))
         def fail(_):
             ctx.fail(f"set_value's value of shape {value} does not broadcast to the slice's shape {target}")
-        if len(broadcast_dims(value, target, -1, fail)) > len(target):
+        if len(broadcast_dims(fitted(value, target), target, -1, fail)) > len(target):
             fail("more dims")
     if not ctx.has("ValueTensor"):
         count, shape = len(literal({**ctx.op.attrs, "dtype": ctx.attr("dtype")})), list(ctx.attr("shape"))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.creation import literal
-from ...ops.set_value import set_value_target
+from ...ops.set_value import fitted, set_value_target
 from . import kernel
 from .broadcast import unbroadcast
 from .index import ints
@@ -25,7 +25,8 @@ def set_value(k):
     if value is None:
         value = np.array(literal(k.attrs), dtype=x.dtype).reshape(list(k.attr("shape")))
     out = x.copy()
-    out[index] = np.broadcast_to(np.asarray(value, x.dtype), target).reshape(dims)
+    value = np.asarray(value, x.dtype)
+    out[index] = np.broadcast_to(value.reshape(fitted(value.shape, target)), target).reshape(dims)
     return {"Out": out}
 
 
@@ -41,6 +42,7 @@ def set_value_grad(k):
 
     def value_grad():
         value = k.x("ValueTensor")
-        return unbroadcast(dout[index].reshape(target), value.shape).astype(value.dtype, copy=False)
+        grad = unbroadcast(dout[index].reshape(target), tuple(fitted(value.shape, target)))
+        return grad.reshape(value.shape).astype(value.dtype, copy=False)
 
     return k.grads({"Input@GRAD": input_grad, "ValueTensor@GRAD": value_grad})
