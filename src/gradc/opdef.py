@@ -186,7 +186,8 @@ def slot_problem(op: OpDesc) -> str | None:
     opdef, given = _loaded(OPS, op.type) or OPS.get(op.type), op.inputs
     for name in opdef.inputs if opdef is not None else ():
         slot, args = opdef.slots[name], given.get(name, ())
-        if not args and not slot.dispensable:
+        # a control-flow op's list of the outer vars its block reads is empty when the block reads none
+        if not args and not slot.dispensable and not (slot.duplicable and opdef.sub_block_attr):
             return f"the required input slot '{name}' is empty"
         if len(args) > 1 and not slot.duplicable:
             return f"input slot '{name}' takes one var, not {len(args)}"
