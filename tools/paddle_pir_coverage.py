@@ -98,6 +98,7 @@ def write_fixture(row, out: Path) -> str:
             "pir_ops": built.forward_ops, "pir_backward_ops": built.backward_ops}
     if row.id in known_issues.PADDLE_WRONG:
         meta["paddle_wrong"] = known_issues.PADDLE_WRONG[row.id]
+        meta["paddle_program_wrong"] = row.id in known_issues.PIR_PROGRAM_WRONG
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return f"loss {float(values.loss):.6f}, {len(values.grads)} grads"
 

@@ -84,6 +84,9 @@ def training(case: str, workdir: Path) -> bool:
     gradc.append_backward(program, "loss")
     with np.load(source / "grads.npz") as archive:
         grads = {name: archive[name] for name in archive.files}
+    if json.loads((source / "meta.json").read_text()).get("paddle_program_wrong"):   # Paddle's backward of the
+        with np.load(source / "grads_reference.npz") as archive:   # row is wrong as written; gradc's is right
+            grads.update((name, archive[name]) for name in archive.files)
     save_pir(program, workdir / "train.json", fetch=list(grads))
     loss, *values = run_program(workdir / "train.json", source, 1 + len(grads))
     results = [check("loss", loss, np.load(source / "loss.npy"))]

@@ -25,7 +25,14 @@ PADDLE_WRONG = {
     "lu_solve_trans_batched": "lu_solve_grad's gradient of lu is wrong with trans 'T' (that of b is right)",
     "eig_values": "in PIR programs eig_grad gives the real x a complex gradient (its real part is the gradient; the "
                   "legacy eig_grad's is right)",
+    "householder_product": "in PIR programs the gradient of x[i] = 2.0 (pd_op.set_value_grad, which takes no slice) "
+                           "passes dOut through whole, the overwritten slice's too; the legacy set_value_grad zeroes "
+                           "it",
 }
+
+# rows whose PIR training program, as Paddle writes it, computes the wrong gradient (its grad op lacks what the right
+# one needs): gradc runs that program to Paddle's numbers, and its own backward to the reference
+PIR_PROGRAM_WRONG = {"householder_product"}
 
 CVM = ("cvm_grad writes the CVM input (each row's show and click counts) as the gradient of X's first two "
        "columns, for the parameter server to accumulate, not their derivative")

@@ -14,7 +14,7 @@ from ..ir import Block as LegacyBlock
 from ..registry import OPS
 from . import schema
 from .export_checks import check_exportable
-from .export_control import in_place_target
+from .export_control import copied_before_overwrite, in_place_target
 from .export_grads import plan_saves
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
@@ -47,10 +47,13 @@ class Exporter:
         self.saves = plan_saves(program)            # forward block -> the names its grad block reads of it
         self.stacks: dict[int, tuple] = {}          # forward block -> its cf stack (stack, inlet, outlet)
         self.where = ""
+        self.read_later = lambda name: True          # whether an op after the current one reads the var
+        self.fetched_at_end: set[str] = set()
 
     def run(self, fetch) -> Module:
         check_exportable(self.program)
         self._inputs()
+        self.fetched_at_end = {*fetch, *training_names(self.program)}
         self.export_block(self.block, self.body)
         self._keep_made_persistables()
         fetched = [name for op in self.block.ops if op.type == "fetch" for name in op.input("X")]
@@ -65,15 +68,19 @@ class Exporter:
 
     def export_block(self, legacy: LegacyBlock, target: Block) -> None:
         """The ops of a legacy block into a PIR block (the program's body or a region's block)."""
-        outer, self.target = self.target, target
+        outer, self.target = (self.target, self.read_later), target
+        last_read = {name: index for index, op in enumerate(legacy.ops) for name in op.input_names()}
         for index, op in enumerate(legacy.ops):
             self.where = op_location(legacy.idx, index, op.type)
+            # a var of an enclosing block counts as read later: its readers there are not looked at
+            self.read_later = lambda name, at=index: (last_read.get(name, -1) > at or name not in legacy.vars
+                                                      or name in self.fetched_at_end)
             exporter = SPECIAL_EXPORTS.get(op.type)
             if exporter is not None:
                 exporter(op, self)
             else:
                 self.generic(_pick_row(op, self), op)
-        self.target = outer
+        self.target, self.read_later = outer
 
     # ------------------------------------------------------------ values
     def var(self, name: str):
@@ -201,7 +208,7 @@ class Exporter:
         for name, value in row.fixed.items():
             if legacy_attrs.get(name, value) != value:
                 raise self.fail(f"attribute {name}={legacy_attrs[name]!r} has no {row.pir} counterpart")
-        operands = self._operands(row, op, legacy_attrs)
+        operands = copied_before_overwrite(self, row, op, self._operands(row, op, legacy_attrs))
         pir_only = op.attrs if row.back is not None else {}   # what a ``back`` hook set under a PIR-only name
         attrs = {spec.name: encode_attr_value(spec.kind, pir_only.get(spec.name, spec.default) if spec.legacy is None
                                               else legacy_attrs.get(spec.legacy, spec.default), self)

@@ -141,6 +141,21 @@ def emitting_into(exporter, block: Block):
         exporter.target = outer
 
 
+def copied_before_overwrite(exporter, row, op, operands: list) -> list:
+    """A PIR op that writes in place into an operand whose legacy var stays itself (legacy set_value writes Out,
+    not Input): Paddle would clobber the var for its later readers, so the op writes into a copy (pd_op.assign)."""
+    for spec in row.results:
+        source = next((i for i, o in enumerate(row.operands) if o.name == spec.inplace and o.slot), None)
+        if source is None or operands[source] is None or not spec.slot:
+            continue
+        reads, writes = op.input(row.operands[source].slot), op.output(spec.slot)
+        if reads and writes and reads[0] != writes[0] and exporter.read_later(reads[0]):
+            copy = Value(0, operands[source].type)
+            exporter.emit("pd_op.assign", [operands[source]], [copy], {})
+            operands[source] = copy
+    return operands
+
+
 def in_place_target(exporter, name: str):
     """The value a PIR op writes ``name`` into: its current value, else the parameter of that name, a new
     empty array (pd_op.create_array) or zeros of its shape, as Paddle makes them before array_write_ /

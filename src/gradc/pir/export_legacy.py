@@ -16,7 +16,7 @@ from ..ir import EMPTY_VAR, OpDesc
 from ..ops.pad import pad_pairs
 from ..registry import OPS
 from .graph import Attr, TensorType, Value
-from .table.rows import EXPORTS
+from .table.rows import EXPORTS, TABLE
 
 TO_THE_END = 2**63 - 1   # a slice end past any dim
 NO_TRANSPOSE = {"transpose_x": Attr("a_bool", False), "transpose_y": Attr("a_bool", False)}
@@ -149,3 +149,18 @@ def _i64s(values) -> Attr:
 def fill_zeros_like(op, exporter) -> None:
     zeros = OpDesc("fill_any_like", {"X": op.input("X")}, {"Out": op.output("Out")}, {"value": 0.0, "dtype": -1})
     exporter.generic(EXPORTS["fill_any_like"][0], zeros)
+
+
+def set_value_grad(op, exporter) -> None:
+    """The gradient of x[i] = 2.0, which Paddle's PIR set_value_grad cannot say (it takes no slice): Input@GRAD
+    is Out@GRAD with the slice set to 0, a pd_op.set_value_. With a ValueTensor, the table row."""
+    if op.input("ValueTensor"):
+        exporter.generic(EXPORTS["set_value_grad"][0], op)
+        return
+    x_grad = next((n for n in op.output("Input@GRAD") if n != EMPTY_VAR), None)
+    if x_grad is None:
+        return
+    bounds = {slot: op.input(slot) for slot in ("StartsTensorList", "EndsTensorList", "StepsTensorList")}
+    attrs = {**OPS["set_value_grad"].attrs, **op.attrs, "shape": [1], "values": [0.0]}
+    zeroed = OpDesc("set_value", {"Input": op.input("Out@GRAD"), **bounds}, {"Out": [x_grad]}, attrs)
+    exporter.generic(TABLE["pd_op.set_value_"], zeroed)

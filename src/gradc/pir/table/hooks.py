@@ -21,6 +21,13 @@ def reduce_all(legacy, op, ctx) -> None:
     legacy.set_attr("reduce_all", bool(not dims or covers_all or legacy.attrs.get("reduce_all", False)))
 
 
+def literal_dtype(legacy, op, ctx) -> None:
+    """Legacy set_value names the dtype of its literal values; PIR's are of the input's dtype."""
+    x = ctx.block.find_var(legacy.input("Input")[0])
+    if x is not None and x.dtype is not None:
+        legacy.set_attr("dtype", int(x.dtype))
+
+
 def cast_dtypes(legacy, op, ctx) -> None:
     """Legacy cast also names the input dtype."""
     x = ctx.block.find_var(legacy.input("X")[0])
@@ -191,9 +198,10 @@ def aligned_y(legacy, exporter):
 
 
 def literal_values(legacy, exporter):
-    """assign_value keeps its numbers as serialized Scalars (or Paddle 2.x per-dtype lists); PIR as f64s."""
+    """assign_value and set_value keep their numbers as serialized Scalars (or Paddle 2.x per-dtype lists); PIR
+    as f64s."""
     copy = legacy.copy()
-    copy.set_attr("values", [float(v) for v in literal({**OPS["assign_value"].attrs, **legacy.attrs})])
+    copy.set_attr("values", [float(v) for v in literal({**OPS[legacy.type].attrs, **legacy.attrs})])
     return copy
 
 

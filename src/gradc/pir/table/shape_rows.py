@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import cast_dtypes, fill_any_like_back, literal_values
+from .hooks import cast_dtypes, fill_any_like_back, literal_dtype, literal_values
 
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
+
+
+SLICE = "starts>starts:ints ends>ends:ints steps>steps:ints"
+SET_VALUE = "axes:i64s decrease_axes:i64s none_axes:i64s"
+
+
+def _literal(op, exporter) -> bool:
+    """x[i] = 2.0: the values are attributes (PIR's set_value), not a tensor (set_value_with_tensor)."""
+    return not op.input("ValueTensor")
 
 
 def _has_sections(op, exporter) -> bool:
@@ -52,6 +61,8 @@ ROWS = [
     row("pd_op.scatter_nd_add", "scatter_nd_add", "x:X index:Index updates:Updates"),
     row("pd_op.shape", "shape", "input:Input"),
     row("pd_op.numel", "size", "x:Input"),
+    row("pd_op.set_value_", "set_value", "x:Input " + SLICE, "out:Out&x", SET_VALUE + " shape:i64s values:f64s",
+        hook=literal_dtype, back=literal_values, when=_literal),
     row("pd_op.set_value_with_tensor_", "set_value",
         "x:Input values:ValueTensor starts>starts:ints ends>ends:ints steps>steps:ints", "out:Out&x",
         "axes:i64s decrease_axes:i64s none_axes:i64s"),
