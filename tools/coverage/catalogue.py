@@ -6,6 +6,7 @@ from . import (
         composites,
         conv,
         detection_v1,
+        distributions,
         extra_math,
         geometric,
         legacy_v1,
@@ -35,6 +36,7 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *tensor_math.ROWS, *tensor_ops.ROWS, *legacy_v1.ROWS, *vision_ops.ROWS, *geometric.ROWS,
         *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS,
         *lod_text.ROWS, *tensor_api.ROWS, *extra_math.ROWS, *linalg_extra.ROWS, *random_dist.ROWS,
-        *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS]
+        *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS,
+        *distributions.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"
