@@ -85,6 +85,7 @@ SCATTERS = table(
                                                                 include_self=False), f(2, 4), f(2, 2)),
     ("scatter_nd", lambda v: paddle.scatter_nd(_ints([1], [3], [1]), v, [4, 2]), f(3, 2)),
     ("index_fill_axis1", lambda x: paddle.index_fill(x, _ints(1), 1, -1.0), f(3, 4)),
+    ("index_put_inplace", lambda x, v: paddle.scale(x, 1.0).index_put_((_ints(0, 2),), v), f(3, 4), f(4)),
 )
 
 ELEMENTWISE = table(

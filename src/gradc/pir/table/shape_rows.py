@@ -41,6 +41,7 @@ ROWS = [
     row("pd_op.gather", "gather", "x:X index:Index axis>axis:int"),
     row("pd_op.gather_nd", "gather_nd", "x:X index:Index"),
     row("pd_op.index_put", "index_put", "x:x indices:indices* value:value", "out:out", "accumulate:bool"),
+    row("pd_op.index_put_", "index_put", "x:x indices:indices* value:value", "out:out&x", "accumulate:bool"),
     row("pd_op.broadcast_tensors", "broadcast_tensors", "input:X*", "out:Out*"),
     row("pd_op.scatter", "scatter", "x:X index:Ids updates:Updates", "out:Out", "overwrite:bool"),
     row("pd_op.cast", "cast", "x:X", "out:Out", "dtype=out_dtype:dtype", hook=cast_dtypes),
