@@ -12,6 +12,7 @@ import gradc
 from fixtures import DATA
 from gradc import opdef
 from gradc.ir import AttrType, OpDesc, Program, VarType
+from gradc.pir import parse_pir, serialize_pir
 
 
 def _mean_over(axis_dims=(1,), attr_type=AttrType.VAR) -> Program:
@@ -120,3 +121,25 @@ def test_the_ops_that_take_a_var_are_the_ones_paddle_marks_support_tensor():
         assert definition.tensor_attrs == paddle & set(definition.attrs), op_type
         checked += bool(paddle)
     assert checked >= 20   # 24 in Paddle 3.3.1's dump
+
+
+ROWS = sorted(p.parent.name for p in (DATA / "layers").glob("*/meta.json")
+              if json.loads(p.read_text())["family"] == "tensor_attrs"
+              and not json.loads(p.read_text())["random_outputs"] and (p.parent / "grads.npz").exists())
+
+
+@pytest.mark.parametrize("row", ROWS)
+def test_a_paddle_program_written_as_pir_reads_the_var_as_an_operand(row):
+    """Paddle's legacy program of a Tensor given for an attribute, with gradc's backward, written as PIR (the var
+    becomes the op's operand) and read back: the same loss and gradients as Paddle's."""
+    folder = DATA / "layers" / row
+    meta = json.loads((folder / "meta.json").read_text())
+    program = gradc.load(folder / "forward.pb")
+    assert any(op.var_attrs for op in program.global_block.ops)
+    grads = dict(np.load(folder / "grads.npz"))
+    gradc.append_backward(program, meta["loss"])
+    back = parse_pir(serialize_pir(program, fetch=list(grads)))
+    loss, *values = gradc.Executor().run(back, dict(np.load(folder / "feed.npz")), [meta["loss"], *grads])
+    np.testing.assert_allclose(loss, np.load(folder / "loss.npy"), rtol=1e-5, atol=1e-6)
+    for name, value in zip(grads, values):
+        np.testing.assert_allclose(value, grads[name], rtol=1e-5, atol=1e-6, err_msg=name)
