@@ -26,7 +26,7 @@ FAMILY_ORDER = ("activation", "conv", "pool", "norm", "padding", "upsample", "sh
                 "transformer", "rnn", "loss", "model", "model block", "model (program only)")
 KIND_OF_FAMILY = {"loss": "losses", "model": "models", "model block": "models", "model (program only)": "models",
                   **dict.fromkeys(("tensor_math", "tensor_ops", "linalg", "functional", "composites", "tensor_attrs",
-                                   "distributions"),
+                                   "distributions", "indexing"),
                                  "tensor functions"),
                   "legacy_v1": "Paddle 1.x/2.x ops"}
 

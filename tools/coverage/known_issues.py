@@ -14,6 +14,9 @@ SPECTRAL_NORM = ("spectral_norm_grad returns G*(1 - u v^T sum(W/sigma))/sigma (e
 SEND_U_RECV_REPEATED_EDGES = ("graph_send_recv_grad (MAX, MIN) adds dOut once per edge, so a repeated (src, dst) "
                               "edge, whose message is the same row of X, sends it twice")
 
+SET_VALUE_LITERAL = ("in PIR programs the gradient of x[i] = 2.0 (pd_op.set_value_grad, which takes no slice) "
+                     "passes dOut through whole, the overwritten slice's too; the legacy set_value_grad zeroes it")
+
 PADDLE_WRONG = {
     "send_u_recv_max": SEND_U_RECV_REPEATED_EDGES,
     "send_u_recv_min": SEND_U_RECV_REPEATED_EDGES,
@@ -25,14 +28,13 @@ PADDLE_WRONG = {
     "lu_solve_trans_batched": "lu_solve_grad's gradient of lu is wrong with trans 'T' (that of b is right)",
     "eig_values": "in PIR programs eig_grad gives the real x a complex gradient (its real part is the gradient; the "
                   "legacy eig_grad's is right)",
-    "householder_product": "in PIR programs the gradient of x[i] = 2.0 (pd_op.set_value_grad, which takes no slice) "
-                           "passes dOut through whole, the overwritten slice's too; the legacy set_value_grad zeroes "
-                           "it",
+    "householder_product": SET_VALUE_LITERAL,
+    "setitem_int": SET_VALUE_LITERAL,
 }
 
 # rows whose PIR training program, as Paddle writes it, computes the wrong gradient (its grad op lacks what the right
 # one needs): gradc runs that program to Paddle's numbers, and its own backward to the reference
-PIR_PROGRAM_WRONG = {"householder_product"}
+PIR_PROGRAM_WRONG = {"householder_product", "setitem_int"}
 
 CVM = ("cvm_grad writes the CVM input (each row's show and click counts) as the gradient of X's first two "
        "columns, for the parameter server to accumulate, not their derivative")
