@@ -20,21 +20,23 @@ from gradc.ops.rnn_double import recomputed_grads
 from gradc.ops.rnn_unrolled import Unrolled, dropped
 from gradc.rnn_shape import RnnShape
 
-RNG = np.random.default_rng(23)
 STEPS, BATCH, INPUT, HIDDEN = 3, 2, 3, 2
+RNG = np.random.default_rng(23)
 
 
 def rnn_net(mode: str, layers: int, directions: int, lengths=None, steps: int = STEPS, **attrs):
-    """x -> rnn -> loss = sum(W . Out) + sum(V . State): the rnn op, its inputs' values and the loss."""
+    """x -> rnn -> loss = sum(W . Out) + sum(V . State): the rnn op, its inputs' values and the loss. The values
+    are drawn from a generator of the net's own, so a test's numbers do not depend on which tests ran before."""
+    rng = np.random.default_rng([23, layers, directions, steps, *map(ord, mode)])
     net = ProgramBuilder()
     shape = RnnShape(mode, layers, directions, INPUT, HIDDEN)
     x = net.data("x", [steps, BATCH, INPUT], "float64", stop_gradient=False)
     states = [net.data(f"h{k}", [layers * directions, BATCH, HIDDEN], "float64", stop_gradient=False)
               for k in range(shape.states)]
     weights = [net.parameter(f"w{k}", list(s), "float64") for k, s in enumerate(shape.weight_shapes())]
-    feed = {x: RNG.standard_normal((steps, BATCH, INPUT)),
-            **{h: 0.5 * RNG.standard_normal((layers * directions, BATCH, HIDDEN)) for h in states}}
-    params = {w: RNG.uniform(-0.8, 0.8, s) for w, s in zip(weights, shape.weight_shapes())}
+    feed = {x: rng.standard_normal((steps, BATCH, INPUT)),
+            **{h: 0.5 * rng.standard_normal((layers * directions, BATCH, HIDDEN)) for h in states}}
+    params = {w: rng.uniform(-0.8, 0.8, s) for w, s in zip(weights, shape.weight_shapes())}
     inputs = {"Input": x, "PreState": states, "WeightList": weights}
     if lengths is not None:
         inputs["SequenceLength"] = net.data("lengths", [BATCH], "int64")
@@ -43,7 +45,7 @@ def rnn_net(mode: str, layers: int, directions: int, lengths=None, steps: int = 
              "hidden_size": HIDDEN, **attrs}
     outputs = net.op("rnn", inputs, attrs, outputs=["Out", "State"])
     rnn = net.block.ops[-1]
-    return net, rnn, weighted_sum(net, outputs, feed, "seed", RNG), feed, params
+    return net, rnn, weighted_sum(net, outputs, feed, "seed", rng), feed, params
 
 
 

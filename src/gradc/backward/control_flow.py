@@ -63,13 +63,14 @@ def backward_block(outer: BlockBackward, fwd: OpDesc, *, inputs: str, outputs: s
         roles.set_role(op, roles.BACKWARD)
     grad_block.ops = ops
     declare_grad_vars(grad_block, ops)
-    return BlockGrad(grad_block.idx, _outer_reads(ops, set(given)), path.wants_grad, passes)
+    return BlockGrad(grad_block.idx, _outer_reads(ops, given), path.wants_grad, passes)
 
 
-def _outer_reads(ops: list[OpDesc], given: set[str]) -> list[str]:
-    """The given grads that some op reads before the block itself writes them."""
-    reads, written = [], set()
+def _outer_reads(ops: list[OpDesc], given: list[str]) -> list[str]:
+    """The given grads that some op reads before the block itself writes them, in the order of the op's outputs
+    (Paddle's Out@GRAD lines up with Out)."""
+    reads, written = set(), set()
     for op in ops:
-        reads.extend(n for n in op.input_names() if n in given and n not in written and n not in reads)
+        reads.update(n for n in op.input_names() if n not in written)
         written.update(op.output_names())
-    return reads
+    return [name for name in given if name in reads]

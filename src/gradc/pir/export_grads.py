@@ -55,9 +55,19 @@ def plan_saves(program: Program) -> dict[int, list[str]]:
             names: dict[str, None] = {}
             for inner in _nested(program, sub):
                 for inner_op in inner.ops:
-                    names.update((n, None) for n in inner_op.input_names() if n in declared or n in loop_vars)
+                    names.update((n, None) for n in _values_read(inner_op) if n in declared or n in loop_vars)
             saves[forward] = list(names)
     return saves
+
+
+# slots whose vars a grad op's export reads by name only: a nested cond's outputs (unwritten where its branch did not
+# run) and scopes, which PIR has no values for
+_NAMES_ONLY = {"conditional_block_grad": ("Out", "Scope"), "while_grad": ("Out", "StepScopes")}
+
+
+def _values_read(op: OpDesc) -> list[str]:
+    skip = _NAMES_ONLY.get(op.type, ())
+    return [n for slot, args in op.inputs.items() if slot not in skip for n in args] + op.attr_var_names()
 
 
 def _nested(program: Program, idx: int) -> list:

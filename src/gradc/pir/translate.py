@@ -31,7 +31,6 @@ class Translator:
         self.program = Program()
         self.names: dict[Value, str | list[str]] = {}
         self.constant_ops: list[tuple[Block, OpDesc]] = []
-        self.unmade: dict[str, tuple[Block, Op]] = {}   # constant lists no legacy op can make
         self.xshapes: dict[str, str] = {}   # a var -> the XShape var a reshape-like op wrote for it
         self.stacks: dict = {}              # a cf stack, inlet or outlet value -> its arrays (gradc.pir.stacks)
         self.pushes: dict | None = None
@@ -130,12 +129,11 @@ class Translator:
         return folded(origin(value, self.stacks), fold, op, operand, attr, self.fail)
 
     def _drop_unread_constants(self) -> None:
-        readers, rewritten = {}, set()   # a constant another op writes in place is its initial value: kept
+        readers, rewritten = set(), set()   # a constant another op writes in place is its initial value: kept
         constants = {id(op) for _, op in self.constant_ops}
         for block in self.program.blocks:
-            for index, op in enumerate(block.ops):
-                for name in op.input_names():
-                    readers.setdefault(name, (block.idx, index, op.type))
+            for op in block.ops:
+                readers.update(op.input_names())
                 if id(op) not in constants:
                     rewritten.update(op.output_names())
         dropped = set()
@@ -146,12 +144,6 @@ class Translator:
                     block.vars.pop(name, None)
         for block in {id(b): b for b, _ in self.constant_ops}.values():
             block.ops = [op for op in block.ops if id(op) not in dropped]
-        for name, (block, op) in self.unmade.items():
-            if name in readers:
-                b, i, t = readers[name]
-                raise self.fail(op, f"this int list is read as a tensor by block {b}, op {i} ({t}), and gradc has "
-                                    f"no legacy op that makes a constant list of different values")
-            block.vars.pop(name, None)
 
     # ------------------------------------------------------------ ops
     def emit(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None,

@@ -4,7 +4,8 @@ create_array; and shape64, which legacy programs spell as shape and a cast."""
 
 from __future__ import annotations
 
-from ...ir import VarType
+from ...ir import AttrType, VarType
+from ...ops.creation import LEGACY_VALUES
 from .. import schema
 from ..graph import TensorType
 
@@ -91,20 +92,24 @@ def full(op, ctx) -> None:
 
 
 def full_int_array(op, ctx) -> None:
-    """A constant int list; legacy ops take these as attributes, so readers fold it. A reader that
-    needs it as a tensor gets fill_constant when all elements are equal."""
+    """A constant int list; legacy ops take these as attributes, so readers fold it and the op is dropped. A
+    reader that needs it as a tensor (a stack push) gets fill_constant of its one value (or of none), else
+    assign_value of the list."""
     values = ctx.attr(op, "value", list)
     if not all(isinstance(v, int) for v in values):
         raise ctx.fail(op, f"attribute 'value' must be a list of ints, got {values!r:.60}")
     result = op.results[0]
     name = ctx.define(result, ctx.namer.for_op("fill_constant"))
-    if values and len(set(values)) == 1:
-        dtype = result.type.dtype if isinstance(result.type, TensorType) else VarType.INT64
+    dtype = int(result.type.dtype if isinstance(result.type, TensorType) else VarType.INT64)
+    if len(set(values)) <= 1:
+        first = values[0] if values else 0
         ctx.emit_constant("fill_constant", {}, {"Out": [name]},
-                          {"shape": [len(values)], "dtype": int(dtype), "value": float(values[0]),
-                           "str_value": str(values[0])}, {"shape": 11})
+                          {"shape": [len(values)], "dtype": dtype, "value": float(first), "str_value": str(first)},
+                          {"shape": AttrType.LONGS})
     else:
-        ctx.unmade[name] = (ctx.block, op)
+        field = LEGACY_VALUES.get(dtype, "int64_values")
+        ctx.emit_constant("assign_value", {}, {"Out": [name]}, {"shape": [len(values)], "dtype": dtype, field: values},
+                          {"shape": AttrType.INTS, field: AttrType.INTS if field == "int32_values" else AttrType.LONGS})
 
 
 def create_array(op, ctx) -> None:
