@@ -61,8 +61,8 @@ def _infer(ctx):
 
 
 def _grad(g):
-    """dh = layer_norm_grad's X@GRAD (dOut itself without norm_weight and norm_bias) + residual_out's grad; x takes
-    dh, residual residual_alpha dh, bias dh summed over the rows (zeros where the kernel ignores bias)."""
+    """x takes dh, layer_norm_grad's X@GRAD (dOut itself without norm_weight and norm_bias) plus residual_out's grad;
+    residual takes residual_alpha dh, bias dh summed over the rows (zeros where the kernel ignores bias)."""
     f = Formula(g)
     x, bias, residual = (first(g.I(slot)) for slot in ("x", "bias", "residual"))
     normalised = bool(g.I("norm_weight") or g.I("norm_bias"))
