@@ -1,7 +1,7 @@
 """Cases for fused_bias_residual_layernorm (gradc.ops.extra_math_layernorm), whose grad maker is gradc's own: with
 and without residual, bias, norm_weight and norm_bias (neither: no normalisation, out = h), residual_alpha != 1,
-begin_norm_axis 0 to the rank; bias ignored (a zero grad) when normalising without a residual. Second derivatives
-through the layer_norm_grad (and unsqueeze2) its maker emits, checked through whole programs."""
+begin_norm_axis 0 to the rank; bias ignored (a zero grad) when normalising without a residual; the weights alone.
+Second derivatives through the layer_norm_grad (and unsqueeze2) its maker emits, checked through whole programs."""
 
 from __future__ import annotations
 
@@ -43,6 +43,9 @@ CASES = [
     Case(OP, inputs(weight=False, bias=True, axis=1), attrs(axis=1)),             # out = x + bias
     Case(OP, inputs(norm_bias=True, bias=True, residual=True, shape=(2, 3), axis=0), attrs(axis=0, alpha=1.5)),
     Case(OP, inputs(norm_bias=True, residual=True, axis=3), attrs(axis=3)),   # one element a row: out = norm_bias
+    # only the weights wanted (x a fed input, as in a model): the maker still gives their grads
+    Case(OP, inputs(norm_bias=True, bias=True, residual=True), attrs(alpha=0.5), wrt=["norm_weight", "norm_bias"]),
+    Case(OP, inputs(norm_bias=True, axis=0, shape=(2, 3)), attrs(axis=0), wrt=["norm_weight"]),
     second_order(OP, inputs(norm_bias=True), attrs(), grad_type=OP),
     second_order(OP, inputs(norm_bias=True, bias=True, residual=True, axis=1), attrs(axis=1, alpha=0.5),
                  grad_type=OP),

@@ -73,20 +73,23 @@ def _grad(g):
     out, residual_out = first(g.O("out")), first(g.O("residual_out"))
     through_out = out is not None and g.wants(out)
     through_residual_out = residual_out is not None and g.wants(residual_out)
-    if not grads or not (through_out or through_residual_out):
-        for slot, grad in grads.items():
-            f.into(grad, "fill_any_like", {"X": first(g.I(slot))}, {"value": 0.0, "dtype": -1})
+    if not (through_out or through_residual_out):   # no output on the path: zeros for whatever is asked
+        for slot in ("x", "bias", "residual", "norm_weight", "norm_bias"):
+            f.into(first(g.IG(slot)), "fill_any_like", {"X": first(g.I(slot))}, {"value": 0.0, "dtype": -1})
         return f.ops
     alone = list(grads) == ["x"] and not through_residual_out   # dh is x's grad: written there straight
     dh = None
-    if through_out:
-        dout = first(g.OG("out"))
-        dh = _normalised_grad(f, g, _h(f, g, residual_out), dout, grads["x"] if alone else None) if normalised \
-            else dout
+    if through_out and normalised:   # the weights' grads, and dh where an input wants it
+        into = grads["x"] if alone else None if grads else EMPTY_VAR
+        dh = _normalised_grad(f, g, _h(f, g, residual_out), first(g.OG("out")), into)
+        if into is not None:
+            return f.ops
+    elif through_out:
+        dh = first(g.OG("out"))
+    if not grads:
+        return f.ops
     if through_residual_out:
         dh = f.add(dh, first(g.OG("residual_out")), x) if dh is not None else first(g.OG("residual_out"))
-    if alone and normalised and through_out:
-        return f.ops
     f.into(grads.get("x"), "assign", {"X": dh})
     alpha = g.attr("residual_alpha")
     f.into(grads.get("residual"), "scale", {"X": dh}, {"scale": alpha, "bias": 0.0, "bias_after_scale": True})
@@ -113,8 +116,9 @@ def _h(f, g, residual_out: str | None) -> str:
 
 
 def _normalised_grad(f, g, h: str, dout: str, into: str | None) -> str:
-    """dh by layer_norm_grad, the statistics recomputed by layer_norm (layer_norm takes 0 < begin_norm_axis < rank:
-    at 0 or the rank, h and dOut get a dim of 1 there); norm_weight's and norm_bias's grads written on the way."""
+    """dh by layer_norm_grad (written ``into`` a given var; none for @EMPTY@), the statistics recomputed by layer_norm
+    (which takes 0 < begin_norm_axis < rank: at 0 or the rank, h and dOut get a dim of 1 there); the grads of
+    norm_weight and norm_bias written on the way."""
     shape, axis = g.shape(h), g.attr("begin_norm_axis")
     if shape is None:
         raise GradError(f"fused_bias_residual_layernorm: the rank of {h} must be known")
@@ -131,10 +135,10 @@ def _normalised_grad(f, g, h: str, dout: str, into: str | None) -> str:
     weights = {"Scale": g.I("norm_weight"), "Bias": g.I("norm_bias")}
     attrs = {"epsilon": g.attr("epsilon"), "begin_norm_axis": axis2, "is_test": False}
     f.emit("layer_norm", {"X": h2, **weights}, {"Y": g.tmp(h2), "Mean": stats[0], "Variance": stats[1]}, attrs)
-    dh2 = into if into is not None and not spread else g.tmp(h2)
+    dh2 = into if into is not None and (not spread or into == EMPTY_VAR) else g.tmp(h2)
     f.emit("layer_norm_grad", {"X": h2, **weights, "Mean": stats[0], "Variance": stats[1], "Y@GRAD": dout2},
            {"X@GRAD": dh2, "Scale@GRAD": g.IG("norm_weight"), "Bias@GRAD": g.IG("norm_bias")}, attrs)
-    if not spread:
+    if not spread or dh2 == EMPTY_VAR:
         return dh2
     dh = into if into is not None else g.tmp(h)
     f.emit("squeeze2", {"X": dh2}, {"Out": dh, "XShape": f.xshape(dh2)}, {"axes": [axis]})
