@@ -1,5 +1,5 @@
 """Rows: special functions and small tensor ops (gammaln, gammaincc, nextafter, multiplex, reduce_as, is_empty,
-equal_all, swiglu, norm, margin_cross_entropy, fused_rms_norm_quant).
+equal_all, swiglu, norm, margin_cross_entropy, fused_rms_norm_quant, fused_bias_residual_layernorm).
 
 Paddle 3.3.1's gammaincc / gammainc check their operands with paddle.all (PIR only) and its swiglu appends no op
 in legacy mode: there the rows append the legacy op itself, as Paddle 2.x's layers did. margin_cross_entropy has
@@ -8,7 +8,7 @@ no CPU kernel in Paddle 3.3.1: its fixtures record Paddle's error."""
 import paddle
 import paddle.nn.functional as F
 from paddle.base.framework import in_dynamic_or_pir_mode
-from paddle.incubate.nn.functional import fused_rms_norm, swiglu
+from paddle.incubate.nn.functional import fused_layer_norm, fused_rms_norm, swiglu
 from paddle.nn.utils.weight_norm_hook import l2_norm, norm_except_dim
 
 from .legacy_shim import _outputs, append
@@ -69,6 +69,24 @@ ROWS = table(
     ("fused_rms_norm_residual", lambda x, w, norm_bias, bias, residual: sum(fused_rms_norm(
         x, w, norm_bias, 1e-6, 1, bias=bias, residual=residual)[:2]), const(2, 6), weights(6), const(6), const(6),
      const(2, 6)),
+    # Paddle 3.3.1 registers no grad op of fused_bias_residual_layernorm: these rows differentiate no input. With
+    # norm_weight or norm_bias, bias counts only along with a residual; with neither, out = x + alpha residual + bias
+    # and Paddle leaves residual_out, mean and variance unwritten (the rows weight out alone there)
+    ("fused_layer_norm", lambda x, w, b: fused_layer_norm(x, w, b, 1e-5)[0], const(3, 8), weights(8), const(8)),
+    ("fused_layer_norm_all_outputs", lambda x, w, b, bias, residual: fused_layer_norm(
+        x, w, b, 1e-6, residual_alpha=0.5, bias=bias, residual=residual), const(3, 8), weights(8), const(8), const(8),
+     const(3, 8)),
+    ("fused_layer_norm_axis2", lambda x, w, residual: fused_layer_norm(x, w, None, 1e-5, 1.0, 2, residual=residual)[
+        :2], const(2, 3, 4), weights(4), const(2, 3, 4)),
+    ("fused_layer_norm_axis1_3d", lambda x, b, bias, residual: fused_layer_norm(
+        x, None, b, 1e-5, 2.0, 1, bias=bias, residual=residual)[:2], const(2, 3, 4), const(12), const(3, 4),
+     const(2, 3, 4)),
+    ("fused_layer_norm_bias_ignored", lambda x, w, bias: fused_layer_norm(x, w, None, 1e-5, bias=bias)[0],
+     const(2, 6), weights(6), const(6)),
+    ("fused_layer_norm_no_norm", lambda x, bias, residual: fused_layer_norm(
+        x, None, None, 1e-5, 0.7, bias=bias, residual=residual)[0], const(2, 6), const(6), const(2, 6)),
+    ("fused_layer_norm_no_norm_bias", lambda x, bias: fused_layer_norm(x, None, None, 1e-5, bias=bias)[0],
+     const(2, 6), const(6)),
     ("margin_cross_entropy_arcface", lambda x, label: F.margin_cross_entropy(x, label, scale=4.0), unit(3, 5),
      given([1, 0, 4], "int64")),
     ("margin_cross_entropy_cosface", lambda x, label: F.margin_cross_entropy(

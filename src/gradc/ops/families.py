@@ -53,6 +53,7 @@ FAMILIES = {
         "margin_cross_entropy", "margin_cross_entropy_grad"),
     "extra_math_double": ("gammaln_grad", "gammaincc_grad", "multiplex_grad", "reduce_as_grad", "swiglu_grad",
         "norm_grad", "margin_cross_entropy_grad"),
+    "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),

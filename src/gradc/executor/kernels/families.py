@@ -38,6 +38,7 @@ FAMILIES = {
     "extra_math": ("gammaln", "gammaln_grad", "gammaincc", "gammaincc_grad", "nextafter", "multiplex", "multiplex_grad",
         "reduce_as", "reduce_as_grad", "is_empty", "equal_all", "swiglu", "swiglu_grad", "norm", "norm_grad",
         "margin_cross_entropy", "margin_cross_entropy_grad"),
+    "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),

@@ -7,6 +7,8 @@ from . import row
 NORM = "axis:i32 epsilon:f32 is_test:bool"
 RMS = "epsilon:f32 begin_norm_axis:i32 quant_scale:f32 quant_round_type:i32 quant_max_bound:f32 quant_min_bound:f32"
 RMS_INPUTS = "x:x bias?:bias residual?:residual norm_weight:norm_weight norm_bias?:norm_bias"
+LAYERNORM = ("epsilon:f32 residual_alpha:f32 begin_norm_axis:i32 quant_scale:f32 quant_round_type:i32"
+             " quant_max_bound:f32 quant_min_bound:f32")
 MARGINS = "return_softmax:bool ring_id:i32 rank:i32 nranks:i32 margin1:f32 margin2:f32 margin3:f32 scale:f32"
 
 ROWS = [
@@ -34,4 +36,7 @@ ROWS = [
     row("pd_op.fused_rms_norm_quant_grad", "fused_rms_norm_quant_grad",
         f"{RMS_INPUTS} inv_var:inv_var out_grad:out@GRAD",
         "x_grad:x@GRAD norm_weight_grad:norm_weight@GRAD norm_bias_grad:norm_bias@GRAD", RMS),
+    row("pd_op.fused_bias_residual_layernorm", "fused_bias_residual_layernorm",
+        "x:x bias?:bias residual?:residual norm_weight?:norm_weight norm_bias?:norm_bias",
+        "out:out residual_out:residual_out mean:mean variance:variance", LAYERNORM),
 ]
