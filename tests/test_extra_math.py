@@ -255,6 +255,23 @@ def test_fused_rms_norm_quant_grad_round_trips_through_pir(optional):
     round_trips_through_pir(program, feed, fetch, ("fused_rms_norm_quant_grad",))
 
 
+def weighted_loss(program, feed: dict, names: list[str], shape: list[int], rng) -> None:
+    """loss = sum over ``names`` of sum(name * w_name), each w_name fed standard normal of ``shape``."""
+    block = program.global_block
+    float64 = to_var_type(np.dtype("float64"))
+    terms = []
+    for name in names:
+        feed[f"w_{name}"] = rng.standard_normal(shape)
+        block.create_var(f"w_{name}", shape, float64).stop_gradient = True
+        for suffix, dims in (("product", shape), ("sum", [])):
+            block.create_var(f"{name}.{suffix}", dims, float64)
+        block.append_op("elementwise_mul", {"X": [name], "Y": [f"w_{name}"]}, {"Out": [f"{name}.product"]})
+        block.append_op("reduce_sum", {"X": [f"{name}.product"]}, {"Out": [f"{name}.sum"]}, {"reduce_all": True})
+        terms.append(f"{name}.sum")
+    block.create_var("loss", [], float64)
+    block.append_op("sum", {"X": terms}, {"Out": ["loss"]})
+
+
 def test_fused_rms_norm_quant_gives_residual_and_bias_their_grads_and_counts_residual_out():
     """Paddle's grad op has no residual or bias grads and ignores residual_out's grad; gradc's maker adds them."""
     r = np.random.default_rng(6)
@@ -262,19 +279,7 @@ def test_fused_rms_norm_quant_gives_residual_and_bias_their_grads_and_counts_res
               "norm_weight": r.uniform(0.5, 1.5, 3)}
     program, feed = program_of("fused_rms_norm_quant", inputs, ["out", "residual_out", "inv_var"],
                                {"begin_norm_axis": 1, "epsilon": 1e-5}, grads=("x", "bias", "residual"))
-    block = program.global_block
-    float64 = to_var_type(np.dtype("float64"))
-    terms = []
-    for name in ("out", "residual_out"):
-        feed[f"w_{name}"] = r.standard_normal((2, 3))
-        block.create_var(f"w_{name}", [2, 3], float64).stop_gradient = True
-        for suffix, shape in (("product", [2, 3]), ("sum", [])):
-            block.create_var(f"{name}.{suffix}", shape, float64)
-        block.append_op("elementwise_mul", {"X": [name], "Y": [f"w_{name}"]}, {"Out": [f"{name}.product"]})
-        block.append_op("reduce_sum", {"X": [f"{name}.product"]}, {"Out": [f"{name}.sum"]}, {"reduce_all": True})
-        terms.append(f"{name}.sum")
-    block.create_var("loss", [], float64)
-    block.append_op("sum", {"X": terms}, {"Out": ["loss"]})
+    weighted_loss(program, feed, ["out", "residual_out"], [2, 3], r)
     grads = check_program(program, feed, ["x0", "bias0", "residual0"], loss="loss")
     np.testing.assert_allclose(grads["residual0"], grads["x0"])
     np.testing.assert_allclose(grads["bias0"], grads["x0"].sum(0))

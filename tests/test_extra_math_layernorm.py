@@ -8,7 +8,7 @@ import pytest
 import gradc
 from gradc.gradcheck import check_program
 from gradc.ir import VarType, to_var_type
-from test_extra_math import program_of, round_trips_through_pir, run
+from test_extra_math import program_of, round_trips_through_pir, run, weighted_loss
 
 OP = "fused_bias_residual_layernorm"
 X = np.array([[1, 2, 3, 4], [-1, 0, 2, 5]], np.float32)
@@ -77,19 +77,7 @@ def test_residual_takes_alpha_times_xs_grad_and_bias_their_row_sum_residual_out_
               "residual": r.standard_normal((2, 3, 4)), "norm_weight": r.uniform(0.5, 1.5, 12)}
     program, feed = program_of(OP, inputs, ["out", "residual_out", "mean", "variance"],
                                {"begin_norm_axis": 1, "residual_alpha": 0.25}, grads=("x", "bias", "residual"))
-    block = program.global_block
-    float64 = to_var_type(np.dtype("float64"))
-    terms = []
-    for name in ("out", "residual_out"):
-        feed[f"w_{name}"] = r.standard_normal((2, 3, 4))
-        block.create_var(f"w_{name}", [2, 3, 4], float64).stop_gradient = True
-        for suffix, shape in (("product", [2, 3, 4]), ("sum", [])):
-            block.create_var(f"{name}.{suffix}", shape, float64)
-        block.append_op("elementwise_mul", {"X": [name], "Y": [f"w_{name}"]}, {"Out": [f"{name}.product"]})
-        block.append_op("reduce_sum", {"X": [f"{name}.product"]}, {"Out": [f"{name}.sum"]}, {"reduce_all": True})
-        terms.append(f"{name}.sum")
-    block.create_var("loss", [], float64)
-    block.append_op("sum", {"X": terms}, {"Out": ["loss"]})
+    weighted_loss(program, feed, ["out", "residual_out"], [2, 3, 4], r)
     grads = check_program(program, feed, ["x0", "bias0", "residual0"], loss="loss")
     np.testing.assert_allclose(grads["residual0"], 0.25 * grads["x0"])
     np.testing.assert_allclose(grads["bias0"], grads["x0"].sum(0))

@@ -26,19 +26,14 @@ from ..ir import EMPTY_VAR, VarType
 from ..registry import defop
 from ..shapes import dims_match, numel
 from .composite import Formula, first
-from .infer import check_float, one_dtype
+from .extra_math_rms import fused_norm_dtype
 
 ATTRS = {"epsilon": 1e-5, "residual_alpha": 1.0, "begin_norm_axis": 1, "quant_scale": -1.0, "quant_round_type": 0,
          "quant_max_bound": 0.0, "quant_min_bound": 0.0}
-OPTIONAL = ("bias", "residual", "norm_weight", "norm_bias")
 
 
 def _infer(ctx):
-    check_float(ctx, "x")
-    dtype = one_dtype(ctx, "x", *(slot for slot in OPTIONAL if ctx.has(slot)))
-    if ctx.attr("quant_scale") > 0:
-        ctx.fail(f"attribute quant_scale={ctx.attr('quant_scale')}: the quantized path (an int8 out) is not supported"
-                 ", as Paddle 3.3.1's CPU kernel does not support it")
+    dtype = fused_norm_dtype(ctx)
     x = ctx.shape("x")
     if x is None:
         return {}

@@ -23,12 +23,19 @@ RMS_ATTRS = {"begin_norm_axis": 1, "epsilon": 1e-5, "quant_scale": -1.0, "quant_
              "quant_max_bound": 0.0, "quant_min_bound": 0.0}
 
 
-def _rms_infer(ctx):
+def fused_norm_dtype(ctx):
+    """x and its optional companions (bias, residual, norm_weight, norm_bias) share one float dtype, and the
+    quantized path (quant_scale > 0, an int8 out) is refused, as Paddle 3.3.1's CPU kernels refuse it."""
     check_float(ctx, "x")
-    one_dtype(ctx, "x", *(slot for slot in ("bias", "residual", "norm_weight", "norm_bias") if ctx.has(slot)))
+    dtype = one_dtype(ctx, "x", *(slot for slot in ("bias", "residual", "norm_weight", "norm_bias") if ctx.has(slot)))
     if ctx.attr("quant_scale") > 0:
         ctx.fail(f"attribute quant_scale={ctx.attr('quant_scale')}: the quantized path (an int8 out) is not supported"
                  ", as Paddle 3.3.1's CPU kernel does not support it")
+    return dtype
+
+
+def _rms_infer(ctx):
+    fused_norm_dtype(ctx)
     x = ctx.shape("x")
     if x is None:
         return {}
