@@ -300,3 +300,15 @@ def test_a_legacy_training_program_converts_to_pir(case):
     np.testing.assert_allclose(values[0], np.load(directory / "loss.npy"), rtol=1e-5, atol=1e-6)
     for (name, expected), value in zip(grads.items(), values[1:]):
         np.testing.assert_allclose(value, expected, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_pushed_value_no_pop_reads_is_not_kept():
+    """Paddle's nested-cond training program pushes the inner cond's inputs, its max's empty axis list among them,
+    and pops them unread: gradc keeps no array for those (Paddle cannot copy an empty tensor into an array)."""
+    program = load_pir(paddle_backward("pir_layers/cond_nested"))
+    written = [op.input("X")[0] for block in program.blocks for op in block.ops if op.type == "write_to_array"]
+    made = {name for block in program.blocks for op in block.ops for name in op.output_names()
+            if op.type == "fill_constant" and op.attrs.get("shape") == [0]}
+    assert written and not made & set(written)
+    assert all(program.global_block.find_var(name) is None or program.global_block.find_var(name).shape != [0]
+               for name in written)

@@ -3,7 +3,7 @@ values into the PIR kinds a row names."""
 
 from __future__ import annotations
 
-from ..ir import OpDesc
+from ..ir import OpDesc, VarType
 from . import export_control, export_grads, export_legacy, export_pylayer, schema
 from .graph import Attr
 from .table.rows import EXPORTS
@@ -45,6 +45,13 @@ def fill_constant(op: OpDesc, exporter) -> None:
     text = op.attrs.get("str_value") or ""
     value = float(text) if text else float(op.attrs.get("value", 0.0))
     result = exporter.new_value(name)
+    if list(op.attrs.get("shape", [])) == [0] and result.type.dtype in (VarType.INT32, VarType.INT64):
+        # an empty int list, as Paddle makes one: its pd_op.full of no elements holds no memory to push to a stack
+        exporter.emit("pd_op.full_int_array", [], [result], {
+            "value": Attr("a_array", []), "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[result.type.dtype]),
+            "place": Attr("a_place", list(schema.PLACE_CPU))})
+        exporter.current[name] = result
+        return
     exporter.emit("pd_op.full", [], [result], {
         "shape": Attr("a_intarray", [int(d) for d in op.attrs.get("shape", [])]), "value": Attr("a_f64", value),
         "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[result.type.dtype]),

@@ -23,17 +23,22 @@ from .graph import Op, TensorType, Value, VectorType, walk_ops
 @dataclass(frozen=True)
 class Stack:
     counter: str
-    slots: tuple   # per pushed value: its array's name, a list of names (a t_vec), or None (a tensor array)
+    slots: tuple   # per pushed value: its array's name, a list of names (a t_vec), None (a tensor array) or UNREAD
     pushed: tuple = ()   # the values pushed, when one tuple_push feeds the stack: a pop gives them back
 
 
+UNREAD = False   # a slot whose popped value no op reads: not kept (Paddle pushes such values, an empty int list too)
+
+
 def stack_create(op: Op, ctx) -> None:
-    if ctx.pushes is None:   # inlet -> the tuple_push ops that use it, found once per program
-        ctx.pushes = {}
+    if ctx.pushes is None:   # inlet -> its tuple_push ops, outlet -> its tuple_pop ops, the values ops read
+        ctx.pushes, ctx.pops, ctx.read_values = {}, {}, set()
         for other in walk_ops(ctx.module.body):
-            if other.name == "cf.tuple_push" and other.operands:
-                ctx.pushes.setdefault(other.operands[0], []).append(other)
-    pushes = ctx.pushes.get(op.results[1], [])
+            if other.name in ("cf.tuple_push", "cf.tuple_pop") and other.operands:
+                (ctx.pushes if other.name == "cf.tuple_push" else ctx.pops).setdefault(other.operands[0], []).append(
+                    other)
+            ctx.read_values.update(id(value) for value in other.operands if value is not None)
+    pushes, pops = ctx.pushes.get(op.results[1], []), ctx.pops.get(op.results[2], [])
     if len(pushes) > 1 and len({len(push.operands) for push in pushes}) > 1:
         raise ctx.fail(op, "its stack is pushed tuples of different sizes")
     values = pushes[0].operands[1:] if pushes else []
@@ -41,7 +46,9 @@ def stack_create(op: Op, ctx) -> None:
     ctx.block.create_var(counter, [1], VarType.INT64, stop_gradient=True)
     ctx.emit("fill_constant", {}, {"Out": [counter]},
              {"shape": [1], "dtype": int(VarType.INT64), "value": 0.0, "str_value": "0"}, {"shape": 11})
-    slots = tuple(_slot(value, pushes[0], ctx) for value in values)
+    read = [any(index < len(pop.results) and id(pop.results[index]) in ctx.read_values for pop in pops)
+            for index in range(len(values))]
+    slots = tuple(_slot(value, pushes[0], ctx) if wanted else UNREAD for value, wanted in zip(values, read))
     stack = Stack(counter, slots, tuple(values) if len(pushes) == 1 else ())
     for result in op.results:
         ctx.stacks[result] = stack
@@ -76,7 +83,7 @@ def tuple_push(op: Op, ctx) -> None:
     if len(op.operands) - 1 != len(stack.slots):
         raise ctx.fail(op, f"pushes {len(op.operands) - 1} values onto a stack of {len(stack.slots)}")
     for position, (value, slot) in enumerate(zip(op.operands[1:], stack.slots), start=1):
-        if slot is None:
+        if slot is None or slot is UNREAD:
             continue
         names = ctx.args(value, op, position)
         arrays = slot if isinstance(slot, list) else [slot]
@@ -94,6 +101,8 @@ def tuple_pop(op: Op, ctx) -> None:
     ctx.emit("increment", {"X": [stack.counter]}, {"Out": [stack.counter]}, {"step": -1.0})
     next_name = ctx.namer.for_op("read_from_array")
     for index, (value, slot) in enumerate(zip(op.results, stack.slots)):
+        if slot is UNREAD:
+            continue
         if slot is None:
             if index >= len(stack.pushed):
                 raise ctx.fail(op, "pops a tensor array that more than one tuple_push pushed")

@@ -33,7 +33,9 @@ class Translator:
         self.constant_ops: list[tuple[Block, OpDesc]] = []
         self.xshapes: dict[str, str] = {}   # a var -> the XShape var a reshape-like op wrote for it
         self.stacks: dict = {}              # a cf stack, inlet or outlet value -> its arrays (gradc.pir.stacks)
-        self.pushes: dict | None = None
+        self.pushes: dict | None = None   # gradc.pir.stacks fills these three on the first stack
+        self.pops: dict = {}
+        self.read_values: set = set()
         self.blocks: list[Block] = [self.program.global_block]
         self.fixed_names = file_names(module)
         self.namer = Namer(set(self.fixed_names.values()))
