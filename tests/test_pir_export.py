@@ -312,3 +312,14 @@ def test_a_pushed_value_no_pop_reads_is_not_kept():
     assert written and not made & set(written)
     assert all(program.global_block.find_var(name) is None or program.global_block.find_var(name).shape != [0]
                for name in written)
+
+
+def test_an_empty_int_constant_is_written_as_paddle_makes_one():
+    program = gradc.Program()
+    program.global_block.create_var("none", [0], gradc.VarType.INT64)
+    program.global_block.append_op("fill_constant", {}, {"Out": ["none"]},
+                                   {"shape": [0], "dtype": int(gradc.VarType.INT64), "value": 0.0, "str_value": "0"})
+    data = serialize_pir(program, fetch=["none"])
+    assert "1.full_int_array" in {op["#"] for op in json.loads(data)["program"]["regions"][0]["blocks"][0]["ops"]}
+    got, = gradc.Executor().run(parse_pir(data), fetch_list=["none"])
+    assert got.dtype == np.int64 and got.shape == (0,)
