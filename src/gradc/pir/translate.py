@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..errors import FormatError
 from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarDesc, VarType
+from ..opdef import declared_type
 from ..verify import check_structure
 from . import schema
 from .folding import foldable, folded, tensor_attrs
@@ -150,8 +151,9 @@ class Translator:
     # ------------------------------------------------------------ ops
     def emit(self, type: str, inputs: dict, outputs: dict, attrs: dict | None = None,
              attr_types: dict | None = None) -> OpDesc:
-        op = OpDesc(type, inputs, outputs, attrs, attr_types)
-        self.block.ops.append(op)
+        empty_lists = {name: declared_type(type, name) for name, value in (attrs or {}).items() if value == []}
+        op = OpDesc(type, inputs, outputs, attrs, {**{k: v for k, v in empty_lists.items() if v}, **(attr_types or {})})
+        self.block.ops.append(op)   # an empty list's wire type is the declared one (a FLOATS scale, not INTS)
         return op
 
     def emit_constant(self, type: str, inputs: dict, outputs: dict, attrs: dict, attr_types: dict | None = None):

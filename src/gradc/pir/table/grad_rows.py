@@ -50,7 +50,7 @@ ROWS = [
     row("pd_op.hardsigmoid_grad", "hard_sigmoid_grad", BY_OUT, X_GRAD, "slope:f32 offset:f32"),
     row("pd_op.elu_grad", "elu_grad", "x:X out:Out out_grad:Out@GRAD", X_GRAD, "alpha:f32"),
     row("pd_op.silu_grad", "silu_grad", "x:X out:Out out_grad:Out@GRAD", X_GRAD),
-    row("pd_op.clip_grad", "clip_grad", "x:X out_grad:Out@GRAD min>min:float max>max:float", X_GRAD),
+    row("pd_op.clip_grad", "clip_grad", "x:X out_grad:Out@GRAD min>min:float@Min max>max:float@Max", X_GRAD),
     row("pd_op.celu_grad", "celu_grad", UNARY, X_GRAD, "alpha:f32"),
     row("pd_op.selu_grad", "selu_grad", BY_OUT, X_GRAD, "scale:f32 alpha:f32"),
     row("pd_op.mish_grad", "mish_grad", UNARY, X_GRAD, "lambda=threshold:f32"),

@@ -144,6 +144,18 @@ def unique_types(legacy, op, ctx) -> None:
             var.dtype, var.shape = VarType(dtype), None
 
 
+def viterbi_types(legacy, op, ctx) -> None:
+    """Paddle 3.3.1's PIR types viterbi_decode's scores int64 and its path a 0-d float32; the kernels write
+    scores in the potentials' dtype and the path as int64 [batch, length]."""
+    potentials = ctx.block.find_var(legacy.input("Input")[0])
+    scores = ctx.block.find_var(legacy.output("Scores")[0]) if legacy.output("Scores") else None
+    path = ctx.block.find_var(legacy.output("Path")[0]) if legacy.output("Path") else None
+    if potentials is not None and scores is not None:
+        scores.dtype = potentials.dtype
+    if path is not None:
+        path.dtype, path.shape = VarType.INT64, None
+
+
 # ---------------------------------------------------------------- export (legacy op -> adjusted copy)
 
 def arange_dtype_back(legacy, exporter):

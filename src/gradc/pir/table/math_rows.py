@@ -32,7 +32,7 @@ ROWS = [
     row("pd_op.square", "square", "x:X"),
     row("pd_op.sign", "sign", "x:X"),
     row("pd_op.pow", "pow", "x:X", "out:Out", "y=factor:f32"),
-    row("pd_op.clip", "clip", "x:X min>min:float max>max:float"),
+    row("pd_op.clip", "clip", "x:X min>min:float@Min max>max:float@Max"),
     row("pd_op.cumsum", "cumsum", "x:X axis>axis:int", "out:Out", "flatten:bool exclusive:bool reverse:bool"),
     row("pd_op.cumprod", "cumprod", "x:X", "out:Out", "dim:i32 exclusive:bool reverse:bool"),
     row("pd_op.where", "where", "condition:Condition x:X y:Y"),

@@ -21,7 +21,7 @@ def _has_sections(op, exporter) -> bool:
     return bool(op.attrs.get("sections"))
 
 ROWS = [
-    row("pd_op.reshape", "reshape2", "x:X shape>shape:ints", "out:Out +XShape"),
+    row("pd_op.reshape", "reshape2", "x:X shape>shape:ints@Shape,ShapeTensor", "out:Out +XShape"),
     row("pd_op.transpose", "transpose2", "x:X", "out:Out +XShape", "perm=axis:i32s"),
     row("pd_op.flatten", "flatten_contiguous_range", "x:X", "out:Out +XShape", "start_axis:i32 stop_axis:i32"),
     row("pd_op.squeeze", "squeeze2", "x:X axis>axes:ints", "out:Out +XShape"),

@@ -4,6 +4,7 @@ and class-center sampling (gradc.ops.random_draws)."""
 from __future__ import annotations
 
 from . import row
+from .hooks import viterbi_types
 
 NCE_INPUTS = ("input:Input label:Label weight:Weight bias?:Bias sample_weight?:SampleWeight "
               "custom_dist_probs?:CustomDistProbs custom_dist_alias?:CustomDistAlias "
@@ -28,7 +29,7 @@ ROWS = [
         "auc:AUC stat_pos_out:StatPosOut stat_neg_out:StatNegOut",
         "curve:str=ROC num_thresholds:i32=8191 slide_steps:i32=1"),
     row("pd_op.viterbi_decode", "viterbi_decode", "potentials:Input transition_params:Transition lengths:Length",
-        "scores:Scores path:Path", "include_bos_eos_tag:bool=true"),
+        "scores:Scores path:Path", "include_bos_eos_tag:bool=true", hook=viterbi_types),
     row("pd_op.class_center_sample", "class_center_sample", "label:Label",
         "remapped_label:RemappedLabel sampled_local_class_center:SampledLocalClassCenter",
         "num_classes:i32 num_samples:i32 ring_id:i32 rank:i32 nranks:i32=1 fix_seed:bool seed:i32"),
