@@ -47,7 +47,9 @@ class Exporter:
         self.saves = plan_saves(program)            # forward block -> the names its grad block reads of it
         self.stacks: dict[int, tuple] = {}          # forward block -> its cf stack (stack, inlet, outlet)
         self.where = ""
-        self.read_later = lambda name: True          # whether an op after the current one reads the var
+        self.exporting: LegacyBlock = self.block     # the legacy block being exported
+        self.last_read: dict[str, int] = {}          # its vars -> the index of their last reader
+        self.index = -1                              # the current op's index in it
         self.fetched_at_end: set[str] = set()
 
     def run(self, fetch) -> Module:
@@ -68,19 +70,17 @@ class Exporter:
 
     def export_block(self, legacy: LegacyBlock, target: Block) -> None:
         """The ops of a legacy block into a PIR block (the program's body or a region's block)."""
-        outer, self.target = (self.target, self.read_later), target
-        last_read = {name: index for index, op in enumerate(legacy.ops) for name in op.input_names()}
-        for index, op in enumerate(legacy.ops):
-            self.where = op_location(legacy.idx, index, op.type)
-            # a var of an enclosing block counts as read later: its readers there are not looked at
-            self.read_later = lambda name, at=index: (last_read.get(name, -1) > at or name not in legacy.vars
-                                                      or name in self.fetched_at_end)
+        outer, self.target = (self.target, self.exporting, self.last_read, self.index), target
+        self.exporting = legacy
+        self.last_read = {name: i for i, op in enumerate(legacy.ops) for name in op.input_names()}
+        for self.index, op in enumerate(legacy.ops):
+            self.where = op_location(legacy.idx, self.index, op.type)
             exporter = SPECIAL_EXPORTS.get(op.type)
             if exporter is not None:
                 exporter(op, self)
             else:
                 self.generic(_pick_row(op, self), op)
-        self.target, self.read_later = outer
+        self.target, self.exporting, self.last_read, self.index = outer
 
     # ------------------------------------------------------------ values
     def var(self, name: str):

@@ -149,11 +149,18 @@ def copied_before_overwrite(exporter, row, op, operands: list) -> list:
         if source is None or operands[source] is None or not spec.slot:
             continue
         reads, writes = op.input(row.operands[source].slot), op.output(spec.slot)
-        if reads and writes and reads[0] != writes[0] and exporter.read_later(reads[0]):
+        if reads and writes and reads[0] != writes[0] and _read_later(exporter, reads[0]):
             copy = Value(0, operands[source].type)
             exporter.emit("pd_op.assign", [operands[source]], [copy], {})
             operands[source] = copy
     return operands
+
+
+def _read_later(exporter, name: str) -> bool:
+    """Whether an op after the current one reads the var (a var of an enclosing block counts as read later: its
+    readers there are not looked at)."""
+    return (exporter.last_read.get(name, -1) > exporter.index or name not in exporter.exporting.vars
+            or name in exporter.fetched_at_end)
 
 
 def in_place_target(exporter, name: str):
