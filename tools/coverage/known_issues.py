@@ -30,13 +30,15 @@ PADDLE_WRONG = {
                   "legacy eig_grad's is right)",
     "householder_product": SET_VALUE_LITERAL,
     "setitem_int": SET_VALUE_LITERAL,
+    "while_loop_array": "in PIR programs a tensor array that create_array made, and what is read from it, are marked "
+                        "stop_gradient though a while loop writes x into it: x gets zeros",
     "cond_two_outputs": "in PIR programs the gradient through a cond whose branch returns an input as it is (y) loses "
                         "that input's other path through the branch (x * y): y@GRAD holds only the pass-through part",
 }
 
 # rows whose PIR training program, as Paddle writes it, computes the wrong gradient (its grad op lacks what the right
 # one needs): gradc runs that program to Paddle's numbers, and its own backward to the reference
-PIR_PROGRAM_WRONG = {"householder_product", "setitem_int", "cond_two_outputs"}
+PIR_PROGRAM_WRONG = {"householder_product", "setitem_int", "cond_two_outputs", "while_loop_array"}
 
 CVM = ("cvm_grad writes the CVM input (each row's show and click counts) as the gradient of X's first two "
        "columns, for the parameter server to accumulate, not their derivative")
@@ -56,7 +58,4 @@ PIR_PYLAYER = ("a PIR program keeps static_pylayer's backward_fn out of the prog
 PIR_FORWARD_NOT_DIFFERENTIABLE = {
     "static_pylayer": PIR_PYLAYER,
     "static_pylayer_two_inputs": PIR_PYLAYER,
-    "while_loop_array": ("Paddle 3.3.1's PIR marks a tensor array that create_array made, and what is read from it, "
-                         "stop_gradient, though a while loop writes x into it: its own backward gives x zeros, and "
-                         "its training program builds the grad array with pd_op.create_array_like (no legacy op)"),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from ..ir import EMPTY_VAR, OpDesc
+from ..ir import EMPTY_VAR, OpDesc, VarType
 from ..ops.pad import pad_pairs
 from ..registry import OPS
 from .graph import Attr, TensorType, Value
@@ -149,6 +149,11 @@ def _i64s(values) -> Attr:
 
 
 def fill_zeros_like(op, exporter) -> None:
+    """Zeros like a tensor (pd_op.full_like), or like a tensor array (pd_op.create_array_like)."""
+    var = exporter.var(op.input("X")[0])
+    if var is not None and var.type == VarType.DENSE_TENSOR_ARRAY:
+        exporter.generic(TABLE["pd_op.create_array_like"], op)
+        return
     zeros = OpDesc("fill_any_like", {"X": op.input("X")}, {"Out": op.output("Out")}, {"value": 0.0, "dtype": -1})
     exporter.generic(EXPORTS["fill_any_like"][0], zeros)
 

@@ -124,7 +124,7 @@ class Translator:
             var = VarDesc(name, shape, type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
         else:
             var = VarDesc(name, None, None, type=VarType.RAW)
-        var.stop_gradient = True if value.stop_gradient else None
+        var.stop_gradient = True if value.stop_gradient and not _stops_as_its_inputs(value) else None
         var.persistable = True if value.persistable else None
         return var
 
@@ -264,6 +264,13 @@ class Translator:
                   {"shape": [0] + shape, "dtype": int(var.dtype), "value": 0.0, "str_value": "0"}, {"shape": 11})
         self.xshapes[x] = name
         return name
+
+
+def _stops_as_its_inputs(value: Value) -> bool:
+    """Paddle marks an op's result stop_gradient when all its operands are: a mark the legacy backward derives
+    itself, and one that must go where an operand's does (a tensor array's: plumbing.create_array)."""
+    operands = [v for v in (value.op.operands if value.op is not None else ()) if v is not None]
+    return bool(operands) and all(v.stop_gradient for v in operands)
 
 
 def legacy_value(attr: Attr):

@@ -144,6 +144,13 @@ def unique_types(legacy, op, ctx) -> None:
             var.dtype, var.shape = VarType(dtype), None
 
 
+def zeros_only(legacy, op, ctx) -> None:
+    """create_array_like fills with ``val``; Paddle's backward writes 0, the one value fill_zeros_like makes."""
+    val = op.attrs.get("val")
+    if val is not None and val.plain() != 0:
+        raise ctx.fail(op, f"attribute 'val' is {val.plain()}: gradc makes arrays like another of zeros only")
+
+
 def viterbi_types(legacy, op, ctx) -> None:
     """Paddle 3.3.1's PIR types viterbi_decode's scores int64 and its path a 0-d float32; the kernels write
     scores in the potentials' dtype and the path as int64 [batch, length]."""

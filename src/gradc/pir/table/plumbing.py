@@ -113,9 +113,12 @@ def full_int_array(op, ctx) -> None:
 
 
 def create_array(op, ctx) -> None:
-    """An empty tensor array: legacy programs declare the var and let write_to_array fill it."""
+    """An empty tensor array: legacy programs declare the var and let write_to_array fill it. It is not
+    stop_gradient: it holds what is written into it (Paddle 3.3.1 marks it so, and its backward then gives a while
+    loop's x no gradient through the array: known_issues.while_loop_array)."""
     ctx.attr(op, "dtype", str)
-    ctx.define(op.results[0], ctx.namer.for_op("create_array"))
+    name = ctx.define(op.results[0], ctx.namer.for_op("create_array"))
+    ctx.block.find_var(name).stop_gradient = None
 
 
 def shape64(op, ctx) -> None:

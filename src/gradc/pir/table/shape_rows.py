@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import cast_dtypes, fill_any_like_back, literal_dtype, literal_values
+from .hooks import cast_dtypes, fill_any_like_back, literal_dtype, literal_values, zeros_only
 
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
 
@@ -70,7 +70,9 @@ ROWS = [
     row("pd_op.set_value_with_tensor", "set_value",   # export writes the in-place row above
         "x:Input values:ValueTensor starts>starts:ints ends>ends:ints steps>steps:ints", "out:Out",
         "axes:i64s decrease_axes:i64s none_axes:i64s"),
-    # tensor arrays: PIR creates them explicitly (plumbing.create_array) and writes them in place
+    # tensor arrays: PIR creates them explicitly (plumbing.create_array) and writes them in place; Paddle's backward
+    # of a loop over one makes its grad array with create_array_like of zeros
+    row("pd_op.create_array_like", "fill_zeros_like", "input:X", "out:Out", "val=-:f32=0.0", hook=zeros_only),
     row("pd_op.array_write_", "write_to_array", "array:- x:X i:I", "out:Out&array"),
     # X_W (a grad read: zeros where no slot was written) is dropped on export, as Paddle's own grads read
     row("pd_op.array_read", "read_from_array", "array:X i:I ~X_W"),

@@ -5,6 +5,4 @@ from __future__ import annotations
 
 UNMAPPED: dict[str, str] = {
     "pd_op.remainder_grad": "Paddle 3.3.1 has no kernel for it: its own training program of paddle.remainder fails",
-    "pd_op.create_array_like": "Paddle 3.3.1's backward of a while loop writing into a tensor array makes the grad "
-                               "array with it, a backward that gives zeros (its PIR marks the array stop_gradient)",
 }
