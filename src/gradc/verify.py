@@ -191,14 +191,16 @@ def var_problems(program: Program) -> Iterator[str]:
         own = block.vars   # most names are the block's own: a dict test before the walk up the ancestors
         given = handed.get(block.idx, ())
         for op_idx, op in enumerate(block.ops):
-            writes = {f"slot {slot}": args for slot, args in op.outputs.items()}
-            for direction, slots in (("reads", op.labelled_reads()), ("writes", writes)):
+            checks = (("reads", "slot", op.inputs), ("writes", "slot", op.outputs))
+            if op.var_attrs:
+                checks += (("reads", "attribute", op.attr_reads()),)
+            for direction, kind, slots in checks:
                 for where, args in slots.items():
                     for name in args:
                         if name not in own and name != EMPTY_VAR and name not in given \
                                 and block.visible_var(name) is None:
                             yield (f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
-                                   f"({where}), which is not declared in block {block.idx} or its ancestors")
+                                   f"({kind} {where}), which is not declared in block {block.idx} or its ancestors")
 
 
 def _definition_problems(block, idx: int, op) -> Iterator[str]:

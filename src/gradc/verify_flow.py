@@ -88,16 +88,17 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
     if forward is not None and 0 <= forward < len(program.blocks):
         defined |= _written_in_tree(program, forward)
     for idx, op in enumerate(block.ops):
-        for label, args in (op.inputs.items() if not op.var_attrs else op.labelled_reads().items()):
-            if defined.issuperset(args):
-                continue
-            for name in args:
-                if name not in defined:
-                    where = first_writers().get(name)
-                    later = f"; {op_location(*where)} writes it" if where else ""
-                    label = label if op.var_attrs else f"slot {label}"
-                    yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' ({label}) before any op "
-                           f"writes it, and it is neither persistable nor fed{later}")
+        reads = (("slot", op.inputs), ("attribute", op.attr_reads())) if op.var_attrs else (("slot", op.inputs),)
+        for kind, slots in reads:
+            for key, args in slots.items():
+                if defined.issuperset(args):
+                    continue
+                for name in args:
+                    if name not in defined:
+                        where = first_writers().get(name)
+                        later = f"; {op_location(*where)} writes it" if where else ""
+                        yield (f"{op_location(block.idx, idx, op.type)} reads var '{name}' ({kind} {key}) before "
+                               f"any op writes it, and it is neither persistable nor fed{later}")
                     defined.add(name)   # one report per name
         for sub in program.blocks_run_by(op):
             if sub not in on_path:

@@ -14,20 +14,20 @@ import numpy as np
 
 from ..errors import ExecutionError, op_location
 from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
+from ..opdef import declared_type
 from .lod import LoD, lod_of, set_lod
 from .scope import MISSING
 
 
 class KernelContext:
     __slots__ = ("op", "block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
-                 "wanted", "checked", "bfloat16", "var_attrs", "attr_types")
+                 "wanted", "checked", "bfloat16", "var_attrs")
 
     def __init__(self, op: OpDesc, block: Block, op_idx: int, executor, opdef=None):
         self.op = op
         self.block = block
         self.op_idx = op_idx
         self.defaults = opdef.attrs if opdef is not None else {}
-        self.attr_types = opdef.attr_types if opdef is not None else {}
         self.var_attrs = op.var_attrs   # tensor-valued attributes: read from their vars on every run
         self.executor = executor
         self.scope = None       # set by the executor before each call
@@ -164,7 +164,7 @@ def tensor_attr_value(ctx: KernelContext, name: str, names):
     op declares: what its var(s) hold when the op runs."""
     arrays = [ctx.read(var, f"attribute {name}") for var in ([names] if isinstance(names, str) else names)]
     values = [value for array in arrays for value in np.ravel(array).tolist()]
-    declared = ctx.attr_types.get(name)
+    declared = declared_type(ctx.op.type, name)
     convert = int if declared in _INTS else float if declared in _FLOATS else bool if declared in _BOOLS else None
     values = values if convert is None else [convert(value) for value in values]
     if declared not in _ONE_VALUE:

@@ -101,20 +101,12 @@ class OpDesc:
 
     def attr_var_names(self) -> list[str]:
         """The vars the op's tensor-valued attributes (wire types VAR, VARS) name: read at run time."""
-        names: list[str] = []
-        for name in self.var_attrs:
-            value = self.attrs.get(name)
-            names += [value] if isinstance(value, str) else value or []
-        return names
+        return [name for names in self.attr_reads().values() for name in names]
 
-    def labelled_reads(self) -> dict[str, list[str]]:
-        """What the op reads, by where it names it: "slot X" for an input slot, "attribute dim" for a
-        tensor-valued attribute."""
-        reads = {f"slot {slot}": args for slot, args in self.inputs.items()}
-        for name in self.var_attrs:
-            value = self.attrs.get(name)
-            reads[f"attribute {name}"] = [value] if isinstance(value, str) else list(value or ())
-        return reads
+    def attr_reads(self) -> dict[str, list[str]]:
+        """Each tensor-valued attribute's vars, by attribute."""
+        return {name: [value] if isinstance(value := self.attrs.get(name), str) else list(value or ())
+                for name in self.var_attrs}
 
     def rename_reads(self, renamed: dict[str, str]) -> None:
         """Rename the vars the op reads, in its inputs and its tensor-valued attributes."""

@@ -133,6 +133,12 @@ class Exporter:
                                                "dtype": Attr("a_dtype", dtype), "place": cpu})
         return result
 
+    def attribute_operand(self, op: OpDesc, attr: str, fold: str, value) -> Value:
+        """A legacy attribute PIR takes as an operand: its var(s) where it is tensor-valued, else a constant."""
+        if attr not in op.var_attrs:
+            return self.constant(fold, value)
+        return self.read(value) if isinstance(value, str) else self.combine([self.read(n) for n in value])
+
     def combine(self, values: list[Value]) -> Value:
         result = Value(0, VectorType(tuple(v.type for v in values)))
         self.emit("builtin.combine", values, [result], {})
@@ -235,9 +241,7 @@ class Exporter:
                     continue
                 if spec.attr not in legacy_attrs:
                     raise self.fail(f"has no attribute '{spec.attr}', which {row.pir} takes as operand '{spec.name}'")
-                given = legacy_attrs[spec.attr]   # a tensor-valued one: its var(s)
-                operands.append(self.constant(spec.fold, given) if spec.attr not in op.var_attrs else self.read(given)
-                                if isinstance(given, str) else self.combine([self.read(n) for n in given]))
+                operands.append(self.attribute_operand(op, spec.attr, spec.fold, legacy_attrs[spec.attr]))
                 continue
             names = [n for n in op.input(spec.slot) if n != EMPTY_VAR] if spec.slot else []
             consumed.add(spec.slot)

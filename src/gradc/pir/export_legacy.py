@@ -137,8 +137,7 @@ def pad_grad(op, exporter) -> None:
                                   exporter.constant("ints", ends)], [like_x], {
         "axes": _i64s(range(len(pairs))), "infer_flags": _i64s([1] * len(pairs)), "decrease_axis": _i64s([])})
     result = exporter.new_value(x_grad)
-    pad_value = (exporter.read(attrs["pad_value"]) if "pad_value" in op.var_attrs   # a var's value: its operand
-                 else exporter.constant("float", attrs["pad_value"]))
+    pad_value = exporter.attribute_operand(op, "pad_value", "float", attrs["pad_value"])
     exporter.emit("pd_op.pad_grad", [like_x, out_grad, pad_value], [result],
                   {"paddings": Attr("a_array", [Attr("a_i32", int(p)) for p in attrs["paddings"]])})
     exporter.current[x_grad] = result
