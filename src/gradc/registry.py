@@ -98,15 +98,16 @@ def _grads_like_inputs(ctx):
 
 def defgrad(grad_type: str, *, grad: GradMaker | None = None, infer: Callable | None = None,
             inputs: Iterable[str] | None = None, outputs: Iterable[str] | None = None, attrs: dict | None = None,
-            no_grad_inputs: Iterable[str] = (), no_grad_outputs: Iterable[str] = ()) -> OpDef:
+            no_grad_inputs: Iterable[str] = (), no_grad_outputs: Iterable[str] = (), of: str | None = None) -> OpDef:
     """Give a grad op its own maker (its gradient: higher-order derivatives) and inference. A grad op that
-    a forward op's grad_op() registered keeps its slots; another one (a Paddle `*_grad_grad` op) is
-    registered here with the slots given."""
+    a forward op's grad_op() registered keeps its slots; another one (a Paddle `*_grad_grad` op, or the grad op
+    of a composite maker) is registered here with the slots given. ``of``: the op type it differentiates."""
     opdef = OPS.get(grad_type)
     if opdef is None:
         if inputs is None or outputs is None:
             raise ValueError(f"grad op '{grad_type}' is not registered: give its inputs and outputs")
         opdef = register(make_opdef(grad_type, inputs, outputs, attrs))
+    opdef.grad_op_of = of if of is not None else opdef.grad_op_of
     opdef.grad = grad if grad is not None else opdef.grad
     opdef.infer = infer if infer is not None else opdef.infer
     opdef.no_grad_inputs |= slot_names(no_grad_inputs)

@@ -61,7 +61,7 @@ def _relu_triple_grad(g):
 
 
 defgrad("relu_grad_grad", inputs=["Out", "grad_x@GRAD"], outputs=["grad_out@GRAD"],
-        infer=same_as("grad_x@GRAD", "grad_out@GRAD"), grad=_relu_triple_grad, no_grad_inputs=["Out"])
+        infer=same_as("grad_x@GRAD", "grad_out@GRAD"), grad=_relu_triple_grad, no_grad_inputs=["Out"], of="relu_grad")
 activation("sigmoid", "Out")
 activation("tanh", "Out")
 activation("softmax", "Out", attrs={"axis": -1})

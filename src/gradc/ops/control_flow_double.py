@@ -116,5 +116,5 @@ def _conditional_block_grad(g) -> list[OpDesc]:
 
 # a grad op: the backward pass sees it through its inputs and outputs, not the names its block uses; the
 # replay recomputes the branch's outputs (Out), so their values need no gradient
-defgrad("conditional_block_grad", grad=_conditional_block_grad, no_grad_inputs=["Cond", "Out", "Scope"]).grad_op_of = \
-    "conditional_block"
+defgrad("conditional_block_grad", grad=_conditional_block_grad, no_grad_inputs=["Cond", "Out", "Scope"],
+        of="conditional_block")

@@ -146,4 +146,4 @@ def _while_grad(g) -> list[OpDesc]:
 
 
 # a grad op: the path search sees it through its inputs and outputs; the replay recomputes the loop's outputs
-defgrad("while_grad", grad=_while_grad, no_grad_inputs=["Out", "StepScopes"]).grad_op_of = "while"
+defgrad("while_grad", grad=_while_grad, no_grad_inputs=["Out", "StepScopes"], of="while")

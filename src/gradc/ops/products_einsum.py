@@ -128,4 +128,4 @@ defgrad("einsum_grad", inputs=["InnerCache[]?", "Out@GRAD", "x_shape[]"], output
         infer=lambda ctx: {"Operands@GRAD": [(shape, ctx.dtype("x_shape", i))
                                              for i, shape in enumerate(ctx.shapes("x_shape"))]},
         grad=multilinear("einsum", "x_shape", "Operands@GRAD", extra=("InnerCache", "XShape")),
-        no_grad_inputs=["InnerCache"]).grad_op_of = "einsum"
+        no_grad_inputs=["InnerCache"], of="einsum")

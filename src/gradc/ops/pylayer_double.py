@@ -39,4 +39,4 @@ def _pylayer_grad_grad(g) -> list:
 
 
 # the replay reads the forward values afresh, not through the forward scope: Scope needs no gradient
-defgrad("pylayer_grad", grad=_pylayer_grad_grad, no_grad_inputs=["Scope"]).grad_op_of = "pylayer"
+defgrad("pylayer_grad", grad=_pylayer_grad_grad, no_grad_inputs=["Scope"], of="pylayer")
