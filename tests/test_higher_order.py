@@ -176,8 +176,10 @@ def test_second_derivatives_through_a_conditional_block(threshold):
     y = net.cond(pred, lambda: net.tanh(net.matmul(x, w)), lambda: net.square(net.matmul(x, w)))
     gradc.append_backward(net.program, net.mean(net.elementwise_mul(y, y)))
     penalty = net.mean(net.square("w@GRAD"))
-    grads = check_program(net.program, {"x": RNG.standard_normal((2, 3))}, ["w", "x"], loss=penalty,
-                          params={"w": RNG.standard_normal((3, 3))})
+    rng = np.random.default_rng(19)   # its own, and w small: the square branch's penalty is of degree 6 in x and
+    # w, whose central differences lose digits to rounding where it is large
+    grads = check_program(net.program, {"x": rng.standard_normal((2, 3))}, ["w", "x"], loss=penalty,
+                          params={"w": 0.7 * rng.standard_normal((3, 3))})
     assert all(np.abs(g).max() > 1e-3 for g in grads.values())
 
 
