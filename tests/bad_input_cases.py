@@ -32,6 +32,9 @@ COMPILE_TIME = {
     "hard_shrink threshold": ("hard_shrink", {"X": X23}, {"threshold": -1.0}, "threshold=-1.0 is out of range"),
     "softplus beta": ("softplus", {"X": X23}, {"beta": 0.0}, "beta=0.0 is out of range: it must be nonzero"),
     "clip bounds": ("clip", {"X": X23}, {"min": 2.0, "max": 1.0}, "min 2.0 is above max 1.0"),
+    "fused_softmax_mask heads": ("fused_softmax_mask", {"X": X4, "Mask": X4}, {},
+                                 "Mask must be shaped [batch, 1, rows, cols] for X [2, 4, 3, 3], got [2, 4, 3, 3]"),
+    "fused_softmax_mask rank": ("fused_softmax_mask", {"X": X23, "Mask": X23}, {}, "X and Mask must be 4-D"),
     "lookup_table ids": ("lookup_table", {"W": zeros(4, 3), "Ids": i64([1, 2])}, {}, "the last dim of Ids must be 1"),
     **{f"{op} shapes": (op, MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]")
        for op in ("elementwise_sub", "elementwise_mul", "elementwise_div", "elementwise_floordiv", "elementwise_max",

@@ -1,5 +1,6 @@
 """Cases for the activations nn.Hardtanh, CELU, Hardshrink, LogSigmoid, Mish, SELU, Softshrink, Tanhshrink,
-ThresholdedReLU, PReLU, Maxout, RReLU and F.gumbel_softmax emit, and relu6's threshold and swish's beta.
+ThresholdedReLU, PReLU, Maxout, RReLU, F.gumbel_softmax and paddle.incubate.softmax_mask_fuse emit, and relu6's
+threshold and swish's beta.
 
 Inputs keep a margin from every kink. rrelu's training mode and gumbel_softmax draw fresh noise each run,
 which central differences cannot follow: tests/test_activation_math_family.py checks them with the noise pinned;
@@ -83,4 +84,10 @@ CASES = [
     # gumbel_softmax, hard: the one-hot never moves (logits 1000 apart beat any Gumbel draw), so its gradient is 0
     Case("gumbel_softmax", {"X": 1000.0 * distinct(3, 4)}, {"hard": True}),
     Case("gumbel_softmax", {"X": 1000.0 * distinct(3, 4)}, {"hard": True, "axis": 0, "temperature": 0.5}),
+
+    # fused_softmax_mask: Mask [batch, 1, rows, cols] spread over the heads gets their grads summed (Paddle gives it
+    # none); Mask alone wanted, X's grad is a temporary
+    Case("fused_softmax_mask", {"X": randn(2, 3, 2, 4), "Mask": randn(2, 1, 2, 4, scale=2)}),
+    Case("fused_softmax_mask", {"X": randn(1, 2, 3, 3), "Mask": randn(1, 1, 3, 3)}, wrt=["Mask"]),
+    Case("fused_softmax_mask", {"X": randn(2, 1, 1, 5), "Mask": randn(2, 1, 1, 5)}, wrt=["X"]),
 ]

@@ -67,6 +67,8 @@ CASES = [
     second_order("rrelu", {"X": away(2, 3)}, {"is_test": True, "lower": 0.1, "upper": 0.3}),
     noise_free("gumbel_softmax_grad", "softmax", {"temperature": 0.7, "hard": False, "axis": -1}),
     noise_free("gumbel_softmax_grad", "softmax", {"temperature": 2.0, "hard": False, "axis": 0}),
+    second_order("fused_softmax_mask", {"X": randn(2, 3, 2, 4), "Mask": randn(2, 1, 2, 4)},
+                 grad_type="fused_softmax_mask_grad"),
     # arithmetic
     second_order("elementwise_mod", {"X": np.array([[2.5, -1.3], [0.7, 4.1]]),
                                      "Y": np.array([[1.1, 0.6], [-0.9, 1.7]])}),   # quotients away from integers

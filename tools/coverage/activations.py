@@ -3,7 +3,7 @@
 import paddle
 from paddle import nn
 
-from .spec import evaluated, f, table
+from .spec import evaluated, f, table, unit
 
 ROWS = table(
     "activation",
@@ -37,6 +37,9 @@ ROWS = table(
     ("softmax", lambda x: nn.Softmax()(x), f(2, 5)),
     ("softmax_axis0", lambda x: nn.Softmax(axis=0)(x), f(3, 4)),
     ("softmax2d", lambda x: nn.Softmax2D()(x), f(2, 3, 2, 2)),
+    ("softmax_mask_fuse", lambda x, mask: paddle.incubate.softmax_mask_fuse(x, mask), f(2, 3, 4, 5), f(2, 1, 4, 5)),
+    ("softmax_mask_fuse_masked", lambda x, mask: paddle.incubate.softmax_mask_fuse(x, mask * 1e4 - 1e4), f(1, 2, 3, 3),
+     unit(1, 1, 3, 3)),
     ("softplus", lambda x: nn.Softplus(beta=2.0, threshold=3.0)(x), f(2, 5)),
     ("softshrink", lambda x: nn.Softshrink(0.3)(x), f(2, 5)),
     ("softsign", lambda x: nn.Softsign()(x), f(2, 5)),

@@ -162,7 +162,7 @@ def _pow(f, g, x, p):
 unary_double("pow_grad", _pow, flat=("FactorTensor",))
 
 
-def _softmax(g):
+def softmax_grad_maker(g):
     """softmax_grad = out (d - sum(d out)) along the axis: symmetric in d, so d/d(dOut) is the grad op applied
     to ddX; d/d(out) = ddX (d - sum(d out)) - d sum(ddX out)."""
     f = Formula(g)
@@ -191,7 +191,7 @@ def _log_softmax(g):
     return f.ops
 
 
-defgrad("softmax_grad", grad=_softmax)
+defgrad("softmax_grad", grad=softmax_grad_maker)
 defgrad("log_softmax_grad", grad=_log_softmax)
 
 

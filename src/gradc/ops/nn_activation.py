@@ -1,6 +1,7 @@
 """Activations that are more than one function of each element: prelu (learned slopes for the whole
-tensor, per channel or per element), maxout (the max over groups of channels), and the random ones,
-rrelu (random negative slopes while training) and gumbel_softmax (a softmax of logits plus Gumbel noise).
+tensor, per channel or per element), maxout (the max over groups of channels), the random ones,
+rrelu (random negative slopes while training) and gumbel_softmax (a softmax of logits plus Gumbel noise), and
+fused_softmax_mask (attention's softmax of scores plus a mask, paddle.incubate.softmax_mask_fuse).
 
 Paddle's gumbel_softmax_grad leaves out the 1/temperature factor of the softmax's derivative; gradc's
 gradient has it (docs/ops-activation-math.md).
@@ -8,8 +9,10 @@ gradient has it (docs/ops-activation-math.md).
 
 from __future__ import annotations
 
+from ..ir import EMPTY_VAR
 from ..registry import defop, grad_op
 from ..shapes import dims_match, numel
+from .composite import Formula, first
 from .infer import same_as
 
 PRELU_LAYOUTS = ("NCHW", "NHWC")   # channel mode: the channel is dim 1 or the last dim, at any rank >= 2
@@ -92,3 +95,28 @@ def _gumbel_softmax_infer(ctx):
 # Out = softmax((x + g) / temperature) with Gumbel noise g; with `hard`, the one-hot of its argmax
 defop("gumbel_softmax", ["X"], attrs={"temperature": 1.0, "hard": False, "axis": -1}, infer=_gumbel_softmax_infer,
       grad=grad_op("Out"))
+
+
+def _softmax_mask_infer(ctx):
+    x, mask = ctx.shape("X"), ctx.shape("Mask")
+    if len(x) != 4 or len(mask) != 4:
+        ctx.fail(f"X and Mask must be 4-D ([batch, heads, rows, cols] and [batch, 1, rows, cols]), got {x} and {mask}")
+    if not dims_match(mask[1], 1) or not all(dims_match(x[i], mask[i]) for i in (0, 2, 3)):
+        ctx.fail(f"Mask must be shaped [batch, 1, rows, cols] for X {x}, got {mask}")
+    return same_as("X")(ctx)
+
+
+def _softmax_mask_grad(g):
+    """X@GRAD = Out (dOut - sum(dOut Out)) along the last axis (Paddle's fused_softmax_mask_grad). Mask is added to
+    X, so its grad is X's summed over the heads; Paddle gives Mask none."""
+    f = Formula(g)
+    dx, dmask = first(g.IG("X")), first(g.IG("Mask"))
+    if dmask != EMPTY_VAR and dx == EMPTY_VAR:
+        dx = g.tmp(first(g.I("X")))
+    f.into(dx, "fused_softmax_mask_grad", {"Softmax": g.O("Out"), "Out@GRAD": g.OG("Out")}, slot="X@GRAD")
+    f.into(dmask, "reduce_sum", {"X": dx}, {"dim": [1], "keep_dim": True, "reduce_all": False})
+    return f.ops
+
+
+# Out = softmax(X + Mask) along the last axis, Mask broadcast over the heads (dim 1)
+defop("fused_softmax_mask", ["X", "Mask"], infer=_softmax_mask_infer, grad=_softmax_mask_grad)

@@ -1,14 +1,15 @@
-"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, composite
+"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, fused_softmax_mask, composite
 (gradc.ops.composite) so third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
 """
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, OpDesc
 from ..registry import defgrad
 from . import nn_activation  # noqa: F401  (registers the grad ops given makers here)
-from .activation_double import unary_double
+from .activation_double import softmax_grad_maker, unary_double
 from .composite import Formula, first
+from .infer import same_as
 
 # rrelu_grad is dOut times the Noise the forward drew: linear in dOut, flat in the rest
 unary_double("rrelu_grad", flat=("X", "Noise"))
@@ -88,3 +89,16 @@ def _gumbel_softmax(g):
 
 
 defgrad("gumbel_softmax_grad", grad=_gumbel_softmax)
+
+
+def _fused_softmax_mask(g):
+    """fused_softmax_mask_grad is softmax_grad along the last axis, its Out named Softmax."""
+    as_softmax = OpDesc("softmax_grad", {"Out": g.I("Softmax"), "Out@GRAD": g.I("Out@GRAD")},
+                        {"X@GRAD": g.O("X@GRAD")}, {"axis": -1})
+    return softmax_grad_maker(g.for_op(as_softmax))
+
+
+# the grad op of fused_softmax_mask's maker (a composite maker, so registered here with its slots)
+defgrad("fused_softmax_mask_grad", inputs=["Softmax", "Out@GRAD"], outputs=["X@GRAD"], of="fused_softmax_mask",
+        infer=same_as("Softmax"),
+        grad=_fused_softmax_mask)

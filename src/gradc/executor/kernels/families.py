@@ -84,7 +84,7 @@ FAMILIES = {
     "nn": ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "group_norm", "group_norm_grad", "dropout",
         "dropout_grad", "lookup_table_v2", "lookup_table", "lookup_table_v2_grad", "lookup_table_grad", "one_hot_v2"),
     "nn_activation": ("prelu", "prelu_grad", "maxout", "maxout_grad", "rrelu", "rrelu_grad", "gumbel_softmax",
-        "gumbel_softmax_grad"),
+        "gumbel_softmax_grad", "fused_softmax_mask", "fused_softmax_mask_grad"),
     "norm": ("instance_norm", "instance_norm_grad", "spectral_norm", "spectral_norm_grad", "lrn", "lrn_grad"),
     "optimizer": ("sgd", "momentum", "merged_momentum", "lars_momentum", "adagrad", "adadelta", "rmsprop", "rprop"),
     "optimizer_adam": ("adam", "adamw", "merged_adam", "adamax", "lamb", "nadam", "radam"),

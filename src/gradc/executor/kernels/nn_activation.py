@@ -1,4 +1,4 @@
-"""Kernels of gradc.ops.nn_activation: prelu, maxout, rrelu, gumbel_softmax."""
+"""Kernels of gradc.ops.nn_activation: prelu, maxout, rrelu, gumbel_softmax, fused_softmax_mask."""
 
 from __future__ import annotations
 
@@ -132,3 +132,16 @@ def gumbel_softmax_grad(k):
     d = d.reshape(out.shape)
     dx = out * (d - (d * out).sum(axis=axis, keepdims=True)) / np.asarray(k.attr("temperature"), d.dtype)
     return {"X@GRAD": dx.reshape(k.x("Out").shape)}
+
+
+# ---------------------------------------------------------------- fused_softmax_mask
+@kernel("fused_softmax_mask")
+def fused_softmax_mask(k):
+    scores = k.x("X") + k.x("Mask")   # Mask [batch, 1, rows, cols] broadcast over the heads
+    return {"Out": softmax(scores, -1) if scores.size else scores}
+
+
+@kernel("fused_softmax_mask_grad")
+def fused_softmax_mask_grad(k):
+    out, d = k.x("Softmax"), k.x("Out@GRAD")
+    return {"X@GRAD": out * (d - (d * out).sum(axis=-1, keepdims=True))}

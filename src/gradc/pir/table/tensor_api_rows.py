@@ -55,7 +55,9 @@ ROWS = [
         "low:i32 high:i32 dtype:dtype place=-:place", fixed={"seed": 0}),   # PIR draws from the global seed
     row("pd_op.randperm", "randperm", "", "out:Out", "n:i32 dtype:dtype place=-:place"),
     row("pd_op.gumbel_softmax", "gumbel_softmax", "x:X", "out:Out", "temperature:f32 hard:bool axis:i32"),
+    row("pd_op.fused_softmax_mask", "fused_softmax_mask", "x:X mask:Mask", "out:Out"),
     # grads
+    row("pd_op.fused_softmax_mask_grad", "fused_softmax_mask_grad", "softmax:Softmax out_grad:Out@GRAD", X_GRAD),
     row("pd_op.sin_grad", "sin_grad", UNARY, X_GRAD),
     row("pd_op.cos_grad", "cos_grad", UNARY, X_GRAD),
     row("pd_op.tril_grad", "tril_triu_grad", "out_grad:Out@GRAD", X_GRAD, "diagonal:i32", **LOWER),
