@@ -25,6 +25,7 @@ from . import (
         sequence,
         sequence_lod,
         shape,
+        static_layers,
         static_nn,
         tensor_api,
         tensor_attrs,
@@ -39,6 +40,6 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS,
         *lod_text.ROWS, *tensor_api.ROWS, *extra_math.ROWS, *linalg_extra.ROWS, *random_dist.ROWS,
         *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS,
-        *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS]
+        *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS, *static_layers.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

@@ -17,11 +17,19 @@ SEND_U_RECV_REPEATED_EDGES = ("graph_send_recv_grad (MAX, MIN) adds dOut once pe
 SET_VALUE_LITERAL = ("in PIR programs the gradient of x[i] = 2.0 (pd_op.set_value_grad, which takes no slice) "
                      "passes dOut through whole, the overwritten slice's too; the legacy set_value_grad zeroes it")
 
+GROUP_NORM_NO_SCALE = ("group_norm_grad without a Scale input leaves out the mean of dY from dX: it gives "
+                       "(dY - Y mean(dY Y)) / sigma, not (dY - mean(dY) - Y mean(dY Y)) / sigma, Y normalised")
+
 PADDLE_WRONG = {
     "send_u_recv_max": SEND_U_RECV_REPEATED_EDGES,
     "send_u_recv_min": SEND_U_RECV_REPEATED_EDGES,
     "spectral_norm": SPECTRAL_NORM,
     "spectral_norm_dim1_iters": SPECTRAL_NORM,
+    "snn_spectral_norm": SPECTRAL_NORM,
+    "group_norm_no_scale": GROUP_NORM_NO_SCALE,
+    "group_norm_no_affine": GROUP_NORM_NO_SCALE,
+    "snn_group_norm": GROUP_NORM_NO_SCALE,
+    "snn_group_norm_nhwc": GROUP_NORM_NO_SCALE,
     "cholesky_solve": "cholesky_solve_grad multiplies by all of Y, not by the triangle of Y the forward reads "
                       "(right only for a Y that is already triangular)",
     "eigvalsh_upper": "eigvalsh_grad is wrong for a batch of matrices (either UPLO; right for a single matrix)",
