@@ -34,6 +34,9 @@ COMPILE_TIME = {
     "clip bounds": ("clip", {"X": X23}, {"min": 2.0, "max": 1.0}, "min 2.0 is above max 1.0"),
     "fused_softmax_mask heads": ("fused_softmax_mask", {"X": X4, "Mask": X4}, {},
                                  "Mask must be shaped [batch, 1, rows, cols] for X [2, 4, 3, 3], got [2, 4, 3, 3]"),
+    "print phase": ("print", {"In": X23}, {"print_phase": "sometimes"}, "print_phase 'sometimes' is not one of"),
+    "check_numerics level": ("check_numerics", {"tensor": X23}, {"check_nan_inf_level": 4},
+                             "check_nan_inf_level 4 is out of range"),
     "fused_softmax_mask rank": ("fused_softmax_mask", {"X": X23, "Mask": X23}, {}, "X and Mask must be 4-D"),
     "lookup_table ids": ("lookup_table", {"W": zeros(4, 3), "Ids": i64([1, 2])}, {}, "the last dim of Ids must be 1"),
     **{f"{op} shapes": (op, MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]")

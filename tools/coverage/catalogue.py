@@ -6,6 +6,7 @@ from . import (
         composites,
         control_flow,
         conv,
+        debug,
         detection_v1,
         distributions,
         extra_math,
@@ -40,6 +41,7 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *static_nn.ROWS, *quant_layers.ROWS, *complex_fft.ROWS, *lod_models.ROWS, *sequence_lod.ROWS,
         *lod_text.ROWS, *tensor_api.ROWS, *extra_math.ROWS, *linalg_extra.ROWS, *random_dist.ROWS,
         *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS,
-        *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS, *static_layers.ROWS]
+        *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS, *static_layers.ROWS,
+        *debug.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

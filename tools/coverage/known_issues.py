@@ -52,7 +52,10 @@ CVM = ("cvm_grad writes the CVM input (each row's show and click counts) as the 
        "columns, for the parameter server to accumulate, not their derivative")
 USER_BACKWARD = "static_pylayer's gradient is what the user's backward_fn computes (here not forward_fn's derivative)"
 
+CHECK_NUMERICS = "check_numerics has no gradient: its counts and statistics are a report, read as constants"
+
 PADDLE_BY_DESIGN = {
+    "check_numerics": CHECK_NUMERICS,
     "continuous_value_model": CVM,
     "continuous_value_model_no_cvm": CVM,
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",

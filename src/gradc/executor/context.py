@@ -21,7 +21,7 @@ from .scope import MISSING
 
 class KernelContext:
     __slots__ = ("op", "block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
-                 "wanted", "checked", "bfloat16", "var_attrs")
+                 "wanted", "checked", "bfloat16", "var_attrs", "state")
 
     def __init__(self, op: OpDesc, block: Block, op_idx: int, executor, opdef=None):
         self.op = op
@@ -41,6 +41,7 @@ class KernelContext:
         self.wanted = frozenset(s for s, args in op.outputs.items() if (self.outputs is None or s in self.outputs)
                                 and any(name != EMPTY_VAR for name in args))
         self.checked = None   # what the op's checks last passed on, for a kernel that checks on every run
+        self.state = None     # a kernel's own across the runs of a plan (print counts the times it printed)
         # whether the op writes a var declared bfloat16: the few kernels Paddle runs in bfloat16 arithmetic then
         # round each step (gradc.bfloat16), the rest compute in float32 and the store rounds
         self.bfloat16 = any(var is not None and var.dtype == VarType.BF16

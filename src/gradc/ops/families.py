@@ -39,6 +39,7 @@ FAMILIES = {
         "label_smooth", "label_smooth_grad"),
     "cumprod": ("cumprod", "cumprod_grad"),
     "cumprod_double": ("cumprod_grad",),
+    "debug": ("print", "check_numerics"),
     "deform_conv": ("deformable_conv", "deformable_conv_grad", "deformable_conv_v1", "deformable_conv_v1_grad"),
     "deform_conv_double": ("deformable_conv_grad", "deformable_conv_v1_grad"),
     "detection": ("yolo_box", "prior_box", "box_coder"),

@@ -27,6 +27,7 @@ FAMILIES = {
     "creation": ("assign_value", "eye", "linspace", "logspace", "range", "sequence_mask", "coalesce_tensor",
         "label_smooth", "label_smooth_grad"),
     "cumprod": ("cumprod", "cumprod_grad"),
+    "debug": ("print", "check_numerics"),
     "deform_conv": ("deformable_conv", "deformable_conv_v1", "deformable_conv_grad", "deformable_conv_v1_grad"),
     "detection": ("yolo_box", "prior_box", "box_coder"),
     "detection_nms": ("nms", "matrix_nms", "multiclass_nms3"),

@@ -1,5 +1,5 @@
 """Rows: the ops of paddle.static.nn's layers, paddle.text and the auc metric (gradc.ops.static_nn, text, metric),
-and class-center sampling (gradc.ops.random_draws)."""
+class-center sampling (gradc.ops.random_draws), and paddle.static.Print and check_numerics (gradc.ops.debug)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,15 @@ NCE_INPUTS = ("input:Input label:Label weight:Weight bias?:Bias sample_weight?:S
 NCE_ATTRS = ("num_total_classes:i32 custom_neg_classes:i32s num_neg_samples:i32=10 sampler:i32 seed:i32 "
              "is_sparse:bool remote_prefetch:bool is_test:bool")
 
+PRINT = ("first_n:i32 message:str summarize:i32 print_tensor_name:bool print_tensor_type:bool print_tensor_shape:bool "
+         "print_tensor_layout:bool print_tensor_lod:bool print_phase:str is_forward:bool")
+
 ROWS = [
+    # Paddle's PIR backward prints the grad with a copy of the forward's print (is_forward true, so print_phase
+    # 'backward' shows nothing); gradc's grad op is the legacy one, is_forward false
+    row("pd_op.print", "print", "in:In", "out:Out", PRINT),
+    row("pd_op.check_numerics", "check_numerics", "tensor:tensor", "stats:stats values:values",
+        "op_type:str var_name:str check_nan_inf_level:i32 stack_height_limit:i32 output_dir:str"),
     row("pd_op.cvm", "cvm", "x:X cvm:CVM", "out:Y", "use_cvm:bool=true"),
     row("pd_op.cvm_grad", "cvm_grad", "x:X cvm:CVM out_grad:Y@GRAD", "x_grad:X@GRAD", "use_cvm:bool=true"),
     row("pd_op.nce", "nce", NCE_INPUTS, "cost:Cost sample_logits:SampleLogits sample_labels:SampleLabels",
