@@ -8,6 +8,7 @@ import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
 from gradc.errors import ProgramError
+from gradc.layers import ProgramBuilder
 from gradc.verify import check_shapes
 
 PROGRAMS = sorted([*DATA.glob("**/*.pb"), *DATA.glob("**/*.pdmodel"),
@@ -88,3 +89,27 @@ def test_cli_lists_problems_and_compile_verifies(tmp_path):
     assert result.stderr.strip() == f"gradc: error: problems found in {path} (2)"
     compiled = gradc_cli("compile", DATA / "cond" / "forward.pb", "-o", tmp_path / "train.pb")
     assert compiled.returncode == 0 and gradc_cli("verify", "-q", tmp_path / "train.pb").stdout == ""
+
+
+def _legacy_declarations(mean_shape, slice_shape):
+    """layer_norm over batch dims [-1, -1] and a slice of one element, their outputs declared as given."""
+    net = ProgramBuilder()
+    x = net.data("x", [-1, -1, 4])
+    shape = net.op("shape", {"Input": x})[0]
+    net.op("slice", {"Input": shape}, {"axes": [0], "starts": [1], "ends": [2], "decrease_axis": [0]})
+    net.op("layer_norm", {"X": x}, {"begin_norm_axis": 2}, outputs=["Mean"])
+    block = net.program.global_block
+    block.var(block.ops[2].output("Mean")[0]).shape = mean_shape
+    block.var(block.ops[1].output("Out")[0]).shape = slice_shape
+    return net.program
+
+
+def test_declarations_of_older_paddle_versions_pass_and_others_do_not():
+    """Paddle before 2.5 declared a 0-d result [1], and layer_norm's Mean over [-1, -1] batch dims [1] (the
+    product of the dims, -1 * -1): PaddleOCR's exported models hold both, and Paddle 3 runs them."""
+    assert gradc.verify(_legacy_declarations([1], [1])) == []
+    problems = gradc.verify(_legacy_declarations([2], [3]))
+    assert len(problems) == 2, problems
+    assert "op 1 (slice): output 'slice_0.tmp_0' is declared with shape [3], but the inputs give []" in problems[0]
+    assert "op 2 (layer_norm): output 'layer_norm_0.tmp_1' is declared with shape [2], but the inputs give [-1, -1]" \
+        in problems[1]

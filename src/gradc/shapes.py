@@ -5,6 +5,8 @@ a ValueError the executor reports with the op."""
 
 from __future__ import annotations
 
+import math
+
 
 def value_error(message: str):
     raise ValueError(message)
@@ -22,6 +24,18 @@ def numel(dims) -> int:
 
 def dims_match(a: int, b: int) -> bool:
     return a < 0 or b < 0 or a == b
+
+
+def declaration_fits(declared: list[int], inferred: list[int]) -> bool:
+    """Whether a var declared ``declared`` may hold what an op's inference gives (-1: known at run time only).
+    Two declarations of older Paddle versions fit too, as Paddle 3 runs them: [1] for a 0-d result (before 2.5
+    Paddle had no 0-d tensors), and one dim holding the product of several with the unknown ones taken as -1
+    (layer_norm's Mean over [-1, -1] batch dims was declared [1])."""
+    if len(declared) == len(inferred):
+        return all(map(dims_match, declared, inferred))
+    if declared == [1] and not inferred:
+        return True
+    return len(declared) == 1 and -1 in inferred and declared[0] == math.prod(inferred)
 
 
 def normalize_axis(axis: int, rank: int, fail=value_error) -> int:
