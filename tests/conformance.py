@@ -60,6 +60,8 @@ def _slot_findings(theirs: dict, opdef) -> list[str]:
                 found.append(f"{name} duplicable: gradc {mine.duplicable}, Paddle {bool(slot.get('duplicable'))}")
             if is_proto and mine.dispensable != bool(slot.get("dispensable")):
                 found.append(f"{name} dispensable: gradc {mine.dispensable}, Paddle {bool(slot.get('dispensable'))}")
+            if is_proto and side == "outputs" and mine.extra != bool(slot.get("extra")):
+                found.append(f"{name} extra: gradc {mine.extra}, Paddle {bool(slot.get('extra'))}")
     return found
 
 

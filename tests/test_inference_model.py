@@ -1,5 +1,6 @@
 """A model saved with Paddle's save_inference_model (.pdmodel + .pdiparams) runs in gradc."""
 
+import json
 import subprocess
 import sys
 
@@ -56,3 +57,35 @@ def test_cli_run_prints_the_fetched_output(tmp_path):
     assert result.stdout.startswith("softmax_0.tmp_0: float32[4, 3]")
     with np.load(out) as saved:
         np.testing.assert_allclose(saved["softmax_0.tmp_0"], np.load(MODEL / "expected.npy"), rtol=1e-5, atol=1e-6)
+
+
+FINETUNE = DATA / "inference_finetune"
+
+
+def test_fine_tunes_a_saved_inference_model_to_paddles_gradients_of_the_model_before_export():
+    """save_inference_model strips the outputs Paddle marks extra (XShape of flatten, transpose2, squeeze2 and
+    unsqueeze2, dropout's Mask) though their grad ops read them (Paddle's own backward of the exported file fails);
+    the backward gives them back, and the gradients are those Paddle computes on the model before export."""
+    meta = json.loads((FINETUNE / "meta.json").read_text())
+    program = gradc.load(FINETUNE / "model.pdmodel")
+    block = program.global_block
+    stripped = [stripped.split(".") for stripped in meta["outputs_stripped"]]
+    assert all(not op.outputs.get(slot) for op_type, slot in stripped for op in block.ops if op.type == op_type)
+    params = gradc.read_params(FINETUNE / "model.pdiparams", program)
+    out = meta["output"]
+    block.create_var("w", block.var(out).shape, gradc.VarType.FP32)
+    block.create_var("weighted", block.var(out).shape, gradc.VarType.FP32)
+    block.create_var("loss", [], gradc.VarType.FP32)
+    block.append_op("elementwise_mul", {"X": [out], "Y": ["w"]}, {"Out": ["weighted"]}, {"axis": -1})
+    block.append_op("reduce_mean", {"X": ["weighted"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+    pairs = gradc.append_backward(program, "loss", parameter_list=list(params))
+    assert all(op.outputs.get(slot) for op_type, slot in stripped for op in block.ops if op.type == op_type)
+    scope = gradc.Scope()
+    for name, value in params.items():
+        scope[name] = value
+    with np.load(FINETUNE / "feed.npz") as feed, np.load(FINETUNE / "grads.npz") as expected:
+        values = gradc.Executor().run(program, dict(feed), ["loss", *(grad for _, grad in pairs)], scope)
+        np.testing.assert_allclose(values[0], np.load(FINETUNE / "loss.npy"), rtol=1e-5)
+        assert sorted(param for param, _ in pairs) == sorted(expected.files)
+        for (param, _), grad in zip(pairs, values[1:]):
+            np.testing.assert_allclose(grad, expected[param], rtol=1e-5, atol=1e-8, err_msg=param)

@@ -1,4 +1,4 @@
-"""Every op gradc registers has Paddle 3.3.1's slots (names, duplicable, dispensable) and non-extra
+"""Every op gradc registers has Paddle 3.3.1's slots (names, duplicable, dispensable, extra outputs) and non-extra
 attributes (name, wire type, default), and declares nothing Paddle lacks (tests/conformance.py).
 Differences not fixed yet are listed in tests/data/paddle/conformance_pending.txt: the test fails for
 a new difference and for a listed one that is gone, so the list only shrinks."""

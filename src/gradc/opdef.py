@@ -30,14 +30,17 @@ class Slot:
     name: str
     duplicable: bool = False   # holds a list of vars
     dispensable: bool = False  # may be empty
+    extra: bool = False        # an output Paddle marks extra (a runtime buffer): saved inference programs drop it
 
 
 def parse_slot(spec: str) -> Slot:
-    """"X" | "X[]" | "X?" | "X[]?" -> Slot."""
+    """"X" | "X[]" | "X?" | "X[]?", each with a trailing "!" for an extra output -> Slot."""
+    extra = spec.endswith("!")
+    spec = spec.rstrip("!")
     dispensable = spec.endswith("?")
     spec = spec.rstrip("?")
     duplicable = spec.endswith("[]")
-    return Slot(spec.removesuffix("[]"), duplicable, dispensable)
+    return Slot(spec.removesuffix("[]"), duplicable, dispensable, extra)
 
 
 def slot_names(specs: Iterable[str]) -> frozenset[str]:

@@ -150,7 +150,7 @@ def _norm_grad(g):
 
 
 NORM_ATTRS = {"axis": 0, "epsilon": 1e-10, "is_test": False}
-defop("norm", ["X"], ["Out", "Norm"], attrs=NORM_ATTRS, infer=_norm_infer, grad=_norm_grad)
+defop("norm", ["X"], ["Out", "Norm!"], attrs=NORM_ATTRS, infer=_norm_infer, grad=_norm_grad)
 defop("norm_grad", ["X", "Norm", "Out@GRAD"], ["X@GRAD?"], attrs=NORM_ATTRS,
       infer=lambda ctx: {"X@GRAD": (ctx.shape("X"), ctx.dtype("X"))}).grad_op_of = "norm"
 

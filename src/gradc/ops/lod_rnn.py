@@ -92,7 +92,7 @@ PADDLE_KERNEL_READS = {"lstm": ("BatchGate", "BatchCellPreAct"),
 LSTM_ATTRS = {"use_peepholes": True, "is_reverse": False, "is_test": False, "gate_activation": "sigmoid",
               "cell_activation": "tanh", "candidate_activation": "tanh"}
 
-defop("lstm", ["Input", "H0?", "C0?", "Weight", "Bias"], ["Hidden", "Cell", "BatchGate", "BatchCellPreAct"],
+defop("lstm", ["Input", "H0?", "C0?", "Weight", "Bias"], ["Hidden", "Cell", "BatchGate!", "BatchCellPreAct!"],
       attrs=LSTM_ATTRS, infer=_lstm_infer, no_grad_outputs=["Cell", "BatchGate", "BatchCellPreAct"],
       grad=grad_op("Input", "H0", "C0", "Weight", "Bias", "Hidden", "Cell", *PADDLE_KERNEL_READS["lstm"]),
       lod_levels=_sequences_out("Hidden", "Cell"))
@@ -115,7 +115,7 @@ def _gru_infer(ctx):
 GRU_ATTRS = {"activation": "tanh", "gate_activation": "sigmoid", "is_reverse": False, "origin_mode": False,
              "is_test": False}
 
-defop("gru", ["Input", "H0?", "Weight", "Bias?"], ["BatchGate", "BatchResetHiddenPrev", "BatchHidden", "Hidden"],
+defop("gru", ["Input", "H0?", "Weight", "Bias?"], ["BatchGate!", "BatchResetHiddenPrev!", "BatchHidden!", "Hidden"],
       attrs=GRU_ATTRS, infer=_gru_infer, no_grad_outputs=["BatchGate", "BatchResetHiddenPrev", "BatchHidden"],
       grad=grad_op("Input", "H0", "Weight", "Bias", "Hidden", *PADDLE_KERNEL_READS["gru"]),
       lod_levels=_sequences_out("Hidden"))

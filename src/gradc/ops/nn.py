@@ -62,7 +62,7 @@ class _BatchNormGrad(GradOp):
 # MeanOut/VarianceOut are the Mean/Variance vars, updated in place; the grad reads them (Paddle's
 # slot names) for the global-stats mode, SavedMean/SavedVariance (= 1/sqrt(var + eps)) otherwise.
 defop("batch_norm", ["X", "Scale?", "Bias?", "Mean", "Variance", "MomentumTensor?"],
-      ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace?"],
+      ["Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace?!"],
       attrs={"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False,
              "trainable_statistics": False, "data_layout": "NCHW", "fuse_with_relu": False},
       no_grad_inputs=["Mean", "Variance", "MomentumTensor"],
@@ -119,7 +119,7 @@ def _dropout_infer(ctx):
     return {"Out": (ctx.shape("X"), ctx.dtype("X")), "Mask": (ctx.shape("X"), VarType.UINT8)}
 
 
-defop("dropout", ["X", "Seed?"], ["Out", "Mask"],
+defop("dropout", ["X", "Seed?"], ["Out", "Mask!"],
       attrs={"dropout_prob": 0.5, "is_test": False, "fix_seed": False, "seed": 0,
              "dropout_implementation": "downgrade_in_infer"},
       no_grad_inputs=["Seed"], no_grad_outputs=["Mask"], infer=_dropout_infer, grad=grad_op("Mask"),

@@ -81,7 +81,7 @@ def _rrelu_infer(ctx):
 
 # Out = x * Noise: Noise is 1 for x >= 0 and the slope for x < 0, uniform in [lower, upper] while
 # training, their mean in test mode. Paddle requires the Noise output (an extra, intermediate slot).
-defop("rrelu", ["X"], ["Out", "Noise"], attrs={"lower": 0.125, "upper": 1 / 3, "is_test": False},
+defop("rrelu", ["X"], ["Out", "Noise!"], attrs={"lower": 0.125, "upper": 1 / 3, "is_test": False},
       infer=_rrelu_infer, no_grad_outputs=["Noise"], grad=grad_op("X", "Noise"))
 
 

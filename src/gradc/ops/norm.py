@@ -27,7 +27,7 @@ def _instance_norm_infer(ctx):
     return {"Y": (x, dtype), "SavedMean": stats, "SavedVariance": stats}
 
 
-defop("instance_norm", ["X", "Scale?", "Bias?"], ["Y", "SavedMean", "SavedVariance"], attrs={"epsilon": 1e-5},
+defop("instance_norm", ["X", "Scale?", "Bias?"], ["Y", "SavedMean!", "SavedVariance!"], attrs={"epsilon": 1e-5},
       no_grad_outputs=["SavedMean", "SavedVariance"], infer=_instance_norm_infer,
       grad=grad_op("X", "Scale", "Bias", "SavedMean", "SavedVariance"))
 

@@ -120,7 +120,7 @@ def _einsum_grad(g):
     return ops
 
 
-defop("einsum", ["Operands[]"], ["Out", "InnerCache[]", "XShape[]"], attrs={"equation": ""}, infer=_einsum_infer,
+defop("einsum", ["Operands[]"], ["Out", "InnerCache[]!", "XShape[]!"], attrs={"equation": ""}, infer=_einsum_infer,
       grad=_einsum_grad, no_grad_outputs=["InnerCache", "XShape"])
 # its own grad: einsum of the operands with one replaced by its ddX, and einsum_grad of the same (composite.multilinear)
 defgrad("einsum_grad", inputs=["InnerCache[]?", "Out@GRAD", "x_shape[]"], outputs=["Operands@GRAD[]"],

@@ -210,7 +210,7 @@ LINEAR_ATTRS = {"bit_length": 8, "quant_axis": 0, "qmin": -128, "qmax": 127, "ro
                 "only_observer": False}
 # InAccum, InState and the Out* slots are Paddle's extras, which a training run (is_test false) of quantize_linear
 # uses; Paddle's dequantize_linear ignores them, and gradc leaves them out of it
-defop("quantize_linear", ["X", "Scale", "ZeroPoint", *STATE], ["Y", *STATE_OUTPUTS, "OutScale?"],
+defop("quantize_linear", ["X", "Scale", "ZeroPoint", *STATE], ["Y", "OutState?!", "OutAccum?!", "OutScale?!"],
       attrs=LINEAR_ATTRS, infer=_linear_infer(True), grad=NO_GRAD)
 defop("dequantize_linear", ["X", "Scale", "ZeroPoint"], ["Y"], attrs=LINEAR_ATTRS, infer=_linear_infer(False),
       grad=NO_GRAD)

@@ -96,6 +96,6 @@ defop("median", _MEDIAN_INPUTS, ["out", "medians"],
       grad=grad_op(*_MEDIAN_INPUTS, "medians", "out"))
 
 # the median of the elements that are not NaN (NaN where all are); MedianIndex as median's medians
-defop("nanmedian", ["X"], ["Out", "MedianIndex"],
+defop("nanmedian", ["X"], ["Out", "MedianIndex!"],
       attrs={"axis": typed([], AttrType.INTS), "keepdim": True, "mode": "avg"}, no_grad_outputs=["MedianIndex"],
       infer=_median_infer("X", "Out", "MedianIndex", folds_empty=False), grad=grad_op("X", "MedianIndex", "Out"))

@@ -17,9 +17,11 @@ def _with_xshape(out_shape):
     return lambda ctx: {"Out": (out_shape(ctx, ctx.shape("X")), ctx.dtype("X")), "XShape": xshape(ctx)}
 
 
-def _xshape_op(type, inputs, attrs, out_shape, grad_reads=(), tensor_attrs=()):
-    defop(type, inputs, ["Out", "XShape"], attrs=attrs, no_grad_inputs=inputs[1:], no_grad_outputs=["XShape"],
-          infer=_with_xshape(out_shape), grad=grad_op("XShape", *grad_reads), tensor_attrs=tensor_attrs)
+def _xshape_op(type, inputs, attrs, out_shape, grad_reads=(), tensor_attrs=(), extra=True):
+    """``extra``: Paddle marks XShape extra (all but reshape2's), and save_inference_model drops it."""
+    defop(type, inputs, ["Out", "XShape!" if extra else "XShape"], attrs=attrs, no_grad_inputs=inputs[1:],
+          no_grad_outputs=["XShape"], infer=_with_xshape(out_shape), grad=grad_op("XShape", *grad_reads),
+          tensor_attrs=tensor_attrs)
 
 
 def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
@@ -100,7 +102,8 @@ def _unsqueeze_out(ctx, x):
     return unsqueeze_dims(x, ctx.attr("axes"), ctx.fail)
 
 
-_xshape_op("reshape2", ["X", "Shape?", "ShapeTensor[]?"], {"shape": [], "use_quantizer": False}, _reshape_out)
+_xshape_op("reshape2", ["X", "Shape?", "ShapeTensor[]?"], {"shape": [], "use_quantizer": False}, _reshape_out,
+           extra=False)
 _xshape_op("transpose2", ["X"], {"axis": [], "data_format": "AnyLayout"}, _transpose_out)
 _xshape_op("squeeze2", ["X"], {"axes": []}, lambda ctx, x: squeeze_dims(x, ctx.attr("axes"), ctx.fail),
            tensor_attrs=["axes"])

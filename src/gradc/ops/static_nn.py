@@ -80,7 +80,7 @@ def _nce_infer(ctx):
 # is_sparse gives Weight a dense gradient (gradc has no sparse rows), with the same values
 REMOTE = "parameter-server tables are not supported"
 defop("nce", ["Input", "Label", "Weight", "Bias?", "SampleWeight?", "CustomDistProbs?", "CustomDistAlias?",
-              "CustomDistAliasProbs?"], ["Cost", "SampleLogits", "SampleLabels"],
+              "CustomDistAliasProbs?"], ["Cost", "SampleLogits!", "SampleLabels!"],
       attrs={"num_total_classes": 1, "num_neg_samples": 10, "sampler": 0, "seed": 0, "is_sparse": False,
              "remote_prefetch": False, "is_test": False, "custom_neg_classes": typed([], AttrType.INTS),
              "epmap": typed([], AttrType.STRINGS), "height_sections": typed([], AttrType.LONGS),
