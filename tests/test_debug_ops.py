@@ -14,24 +14,18 @@ from test_cli import assert_clean_failure
 
 # Paddle's output of x = arange(6) [2, 3] -> scale 2 -> Print(message "hello", summarize 4, print_phase "both",
 # first_n 2) -> mean, run three times with its backward
-PADDLE_PRINTED_TWICE = """\
-Variable: scale_0.tmp_0
+PADDLE_LISTING = """\
+Variable: {}
   - message: hello
-  - lod: {}
+  - lod: {{}}
   - place: Place(cpu)
   - shape: [2, 3]
   - layout: NCHW
   - dtype: float32
-  - data: [0.000000 2.000000 4.000000 6.000000]
-Variable: print_0.tmp_0@GRAD
-  - message: hello
-  - lod: {}
-  - place: Place(cpu)
-  - shape: [2, 3]
-  - layout: NCHW
-  - dtype: float32
-  - data: [0.166667 0.166667 0.166667 0.166667]
-""" * 2
+  - data: [{}]
+"""
+PADDLE_PRINTED_TWICE = (PADDLE_LISTING.format("scale_0.tmp_0", "0.000000 2.000000 4.000000 6.000000")
+                        + PADDLE_LISTING.format("print_0.tmp_0@GRAD", "0.166667 0.166667 0.166667 0.166667")) * 2
 
 
 def printed_model(phase: str = "both", first_n: int = 2):
