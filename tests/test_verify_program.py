@@ -2,6 +2,7 @@
 alarm on Paddle's own programs (every .pb, .pdmodel and PIR .json fixture, forward and backward)."""
 
 
+import numpy as np
 import pytest
 
 import gradc
@@ -91,25 +92,54 @@ def test_cli_lists_problems_and_compile_verifies(tmp_path):
     assert compiled.returncode == 0 and gradc_cli("verify", "-q", tmp_path / "train.pb").stdout == ""
 
 
-def _legacy_declarations(mean_shape, slice_shape):
-    """layer_norm over batch dims [-1, -1] and a slice of one element, their outputs declared as given."""
+def _legacy_declarations(mean_shape, slice_shape, mask_shape=None, version=None):
+    """layer_norm over batch dims [-1, -1], a slice of one element and a dropout, their outputs declared as given, in
+    a program of that Paddle version."""
     net = ProgramBuilder()
     x = net.data("x", [-1, -1, 4])
     shape = net.op("shape", {"Input": x})[0]
     net.op("slice", {"Input": shape}, {"axes": [0], "starts": [1], "ends": [2], "decrease_axis": [0]})
     net.op("layer_norm", {"X": x}, {"begin_norm_axis": 2}, outputs=["Mean"])
+    net.op("dropout", {"X": x}, {"is_test": True}, outputs=["Mask"])
     block = net.program.global_block
     block.var(block.ops[2].output("Mean")[0]).shape = mean_shape
     block.var(block.ops[1].output("Out")[0]).shape = slice_shape
+    block.var(block.ops[3].output("Mask")[0]).shape = [-1, -1, 4] if mask_shape is None else mask_shape
+    net.program.version = version
     return net.program
 
 
 def test_declarations_of_older_paddle_versions_pass_and_others_do_not():
-    """Paddle before 2.5 declared a 0-d result [1], and layer_norm's Mean over [-1, -1] batch dims [1] (the
-    product of the dims, -1 * -1): PaddleOCR's exported models hold both, and Paddle 3 runs them."""
+    """Paddle before 2.5 declared a 0-d result [1] and left some shapes unrecorded ([]: dropout's Mask in a 2.2
+    model), and layer_norm's Mean over [-1, -1] batch dims [1] (the product of the dims, -1 * -1): models exported
+    by PaddleOCR hold these, and Paddle 3 runs them. [] is a 0-d shape from 2.5 on."""
     assert gradc.verify(_legacy_declarations([1], [1])) == []
-    problems = gradc.verify(_legacy_declarations([2], [3]))
-    assert len(problems) == 2, problems
+    assert gradc.verify(_legacy_declarations([1], [1], mask_shape=[], version=2002002)) == []
+    problems = gradc.verify(_legacy_declarations([2], [3], mask_shape=[], version=2005000))
+    assert len(problems) == 3, problems
     assert "op 1 (slice): output 'slice_0.tmp_0' is declared with shape [3], but the inputs give []" in problems[0]
     assert "op 2 (layer_norm): output 'layer_norm_0.tmp_1' is declared with shape [2], but the inputs give [-1, -1]" \
         in problems[1]
+    assert "op 3 (dropout): output 'dropout_0.tmp_1' is declared with shape [], but the inputs give [-1, -1, 4]" \
+        in problems[2]
+
+
+def test_an_integer_output_may_be_declared_of_another_width_and_an_int_bool_attribute_reads_as_a_bool():
+    """Paddle 3.3.1's legacy matrix_nms declares Index int64 where its kernel writes int32; Paddle 1.x wrote is_test
+    as an int (1), which Paddle 3 reads as a bool. A float of another type, or an int other than 0 and 1, is wrong."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3])
+    values, index = net.op("argsort", {"X": x}, outputs=["Out", "Indices"])
+    out = net.op("dropout", {"X": x}, {"is_test": True, "dropout_prob": 0.5})[0]
+    block = net.program.global_block
+    block.var(index).dtype = gradc.VarType.INT32
+    block.ops[1].set_attr("is_test", 1, gradc.ir.AttrType.INT)
+    assert gradc.verify(net.program) == []
+    (kept,) = gradc.Executor().run(net.program, {"x": np.ones((2, 3), np.float32)}, [out])
+    np.testing.assert_array_equal(kept, np.full((2, 3), 0.5, np.float32))   # test mode: scaled by 1 - p, no mask
+    block.var(values).dtype = gradc.VarType.FP64
+    block.ops[1].set_attr("is_test", 2, gradc.ir.AttrType.INT)
+    problems = gradc.verify(net.program)
+    assert len(problems) == 2, problems
+    assert f"op 0 (argsort): output '{values}' is declared float64, but the inputs give float32" in problems[0]
+    assert "op 1 (dropout): attribute 'is_test' is INT, but op 'dropout' defines it as BOOLEAN" in problems[1]

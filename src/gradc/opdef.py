@@ -178,6 +178,8 @@ def attr_type_problem(op: OpDesc) -> str | None:
             if name not in opdef.tensor_attrs:
                 return (f"attribute '{name}' is a var name, but op '{op.type}' takes it only as a value "
                         f"({AttrType(declared).name})")
+        elif kind == AttrType.INT and declared == AttrType.BOOLEAN and op.attrs.get(name) in (0, 1):
+            continue   # Paddle 1.x wrote is_test as an int, which Paddle 3 still reads as a bool
         elif _SAME_KIND.get(kind, kind) != _SAME_KIND.get(declared, declared):
             return (f"attribute '{name}' is {AttrType(kind).name}, but op '{op.type}' defines it as "
                     f"{AttrType(declared).name}")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import math
 
+PADDLE_0D = 2005000   # the program version of Paddle 2.5, which brought 0-d tensors
+
 
 def value_error(message: str):
     raise ValueError(message)
@@ -26,14 +28,16 @@ def dims_match(a: int, b: int) -> bool:
     return a < 0 or b < 0 or a == b
 
 
-def declaration_fits(declared: list[int], inferred: list[int]) -> bool:
+def shape_fits(declared: list[int], inferred: list[int], paddle_version: int | None = None) -> bool:
     """Whether a var declared ``declared`` may hold what an op's inference gives (-1: known at run time only).
-    Two declarations of older Paddle versions fit too, as Paddle 3 runs them: [1] for a 0-d result (before 2.5
-    Paddle had no 0-d tensors), and one dim holding the product of several with the unknown ones taken as -1
-    (layer_norm's Mean over [-1, -1] batch dims was declared [1])."""
+    Declarations of older Paddle versions fit too, as Paddle 3 runs them: before 2.5 (no 0-d tensors) [1] for a
+    0-d result and [] for a shape not recorded (dropout's Mask), and one dim holding the product of several with
+    the unknown ones taken as -1 (layer_norm's Mean over [-1, -1] batch dims was declared [1])."""
     if len(declared) == len(inferred):
         return all(map(dims_match, declared, inferred))
     if declared == [1] and not inferred:
+        return True
+    if not declared and paddle_version is not None and 0 < paddle_version < PADDLE_0D:
         return True
     return len(declared) == 1 and -1 in inferred and declared[0] == math.prod(inferred)
 

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Iterator
 
 from . import registry
 from .errors import ProgramError, op_location
-from .ir import EMPTY_VAR, AttrType, Program, dtype_name
+from .ir import EMPTY_VAR, AttrType, Program, dtype_fits, dtype_name
 from .ops.complex_inputs import complex_input_problem, declares_complex
 from .ops.infer import InferContext
 from .ops.pylayer import user_backward_blocks
-from .shapes import declaration_fits
+from .shapes import shape_fits
 
 MAX_NESTING = 64   # blocks inside blocks: far beyond real programs, and it bounds every recursive walk
 
@@ -302,9 +302,9 @@ def _check_inference(block, idx: int, op) -> None:
             if var is None:
                 continue
             declared = var.shape   # equal lists (most outputs) need no walk over the dims
-            if declared is not None and shape is not None and declared != shape and not declaration_fits(declared,
-                                                                                                      shape):
+            if declared is not None and shape is not None and declared != shape and not shape_fits(
+                    declared, shape, block.program.version):
                 ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")
-            if var.dtype is not None and dtype is not None and var.dtype != dtype and int(var.dtype) != int(dtype):
+            if var.dtype is not None and dtype is not None and not dtype_fits(var.dtype, dtype):
                 ctx.fail(f"output '{name}' is declared {dtype_name(var.dtype)}, but the inputs give "
                          f"{dtype_name(dtype)}")

@@ -8,6 +8,7 @@ from .types import (
     FLOAT_DTYPES,
     AttrType,
     VarType,
+    dtype_fits,
     dtype_name,
     real_dtype,
     to_var_type,
@@ -15,6 +16,6 @@ from .types import (
 
 __all__ = [
     "COMPLEX_DTYPES", "DIFFERENTIABLE_DTYPES", "EMPTY_VAR", "GRAD_SUFFIX", "FLOAT_DTYPES", "AttrType", "Block",
-    "OpDesc", "Program", "VAR_KINDS", "VarDesc", "VarType", "dtype_name", "grad_name", "infer_attr_type", "real_dtype",
-    "to_var_type", "var_attrs_of",
+    "OpDesc", "Program", "VAR_KINDS", "VarDesc", "VarType", "dtype_fits", "dtype_name", "grad_name", "infer_attr_type",
+    "real_dtype", "to_var_type", "var_attrs_of",
 ]

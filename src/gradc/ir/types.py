@@ -69,6 +69,12 @@ COMPLEX_DTYPES = frozenset({VarType.COMPLEX64, VarType.COMPLEX128})
 DIFFERENTIABLE_DTYPES = FLOAT_DTYPES | COMPLEX_DTYPES
 INTEGER_DTYPES = frozenset({VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64})   # not bool
 
+
+def dtype_fits(declared: int, inferred: int) -> bool:
+    """Whether a var declared ``declared`` may hold what an op's inference gives: the same type, or two integer types
+    (Paddle's legacy API declares int64 where its kernel writes int32, as matrix_nms's Index; no gradient to type)."""
+    return int(declared) == int(inferred) or (declared in INTEGER_DTYPES and inferred in INTEGER_DTYPES)
+
 # numpy names rather than numpy objects: the compiler side must not import numpy.
 NUMPY_DTYPE_NAMES = {
     VarType.BOOL: "bool",
