@@ -100,14 +100,22 @@ class GradContext:
         op.type = type
         op.inputs = {slot: list(args) for slot, args in inputs.items()}
         op.outputs = {slot: list(args) if args.count(EMPTY_VAR) != len(args) else [] for slot, args in outputs.items()}
-        op.attrs = dict(self.fwd.attrs) if forward_attrs else {}
-        op.attr_types = dict(self.fwd.attr_types) if forward_attrs else {}
+        op.attrs, op.attr_types = with_defaults(self.fwd, self.opdef) if forward_attrs else ({}, {})
         op.is_target = None
         op.repeated_attrs = []
         op.var_attrs = self.fwd.var_attrs if forward_attrs else ()
         for name, value in (attrs or {}).items():
             op.set_attr(name, value, declared_type(type, name))
         return op
+
+
+def with_defaults(fwd: OpDesc, opdef: OpDef) -> tuple[dict, dict]:
+    """The forward op's attributes and their types, for its grad op, with its definition's defaults for any it
+    lacks: a program of an older Paddle may lack one added since (softmax's axis, pool2d's padding_algorithm),
+    which Paddle's grad kernel reads, its grad ops having no defaults of their own."""
+    if opdef.attrs.keys() <= fwd.attrs.keys():
+        return dict(fwd.attrs), dict(fwd.attr_types)
+    return {**opdef.attrs, **fwd.attrs}, {**opdef.attr_types, **fwd.attr_types}
 
 
 class _Layout(NamedTuple):
@@ -159,7 +167,7 @@ class GradOp:
             outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs = grad_type, inputs, outputs
-        op.attrs, op.attr_types, op.var_attrs = dict(fwd.attrs), dict(fwd.attr_types), fwd.var_attrs
+        (op.attrs, op.attr_types), op.var_attrs = with_defaults(fwd, g.opdef), fwd.var_attrs
         op.is_target, op.repeated_attrs = None, []
         return [op]
 

@@ -9,7 +9,8 @@ from ..ir import OpDesc
 from . import control_flow
 from .accumulate import GradAccumulator
 from .job import BlockBackward
-from .vars import TmpVars, lookup, restore_extra_outputs
+from .legacy import prepare_forward
+from .vars import TmpVars, lookup
 
 
 def zeros_like(var: str, grad: str) -> OpDesc:
@@ -66,7 +67,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         opdef = registry.get(fwd.type)
         written = set()
         if idx in on_path:
-            restore_extra_outputs(job.forward_block, idx, fwd, opdef)
+            prepare_forward(job.forward_block, idx, fwd, opdef)
             context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, names, shape, block)
             try:
                 grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 from ..errors import GradError
 from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
-from ..makers import GradOp
-from ..ops.infer import InferContext
 from .sparse import mark_sparse_grads
-
-_EXTRA_READS: dict[str, tuple] = {}   # op type -> (its definition, the extra output slots its default grad op reads)
 
 
 def forward_name(grad: str) -> str:
@@ -71,30 +67,3 @@ class TmpVars:
         if dtype is not None:
             var.dtype = dtype
         return name
-
-
-def restore_extra_outputs(block: Block, idx: int, op: OpDesc, opdef) -> None:
-    """Give an op back the extra outputs (OpDef slots marked "!") its grad op reads: Paddle's save_inference_model
-    drops them (XShape of transpose2 and squeeze2, dropout's Mask, ...), so fine-tuning such a file needs them
-    again. The forward kernel writes them; they are declared as inference says. (Other outputs are required.)"""
-    known = _EXTRA_READS.get(op.type)
-    if known is None or known[0] is not opdef:
-        uses = opdef.grad.uses if isinstance(opdef.grad, GradOp) else ()
-        known = _EXTRA_READS[op.type] = (opdef, tuple(s for s in uses if s in opdef.outputs and opdef.slots[s].extra))
-    missing = [slot for slot in known[1] if not op.outputs.get(slot)]
-    if not missing:
-        return
-    try:
-        inferred = opdef.infer(InferContext(op, block, idx))
-    except Exception:  # noqa: BLE001 - shapes the rule cannot read: the vars are declared without them
-        inferred = {}
-    stem = next((name for args in op.outputs.values() for name in args if name != EMPTY_VAR), op.type)
-    for slot in missing:
-        name, count = f"{stem}.{slot.lower()}", 0
-        while block.find_var(name) is not None:
-            count += 1
-            name = f"{stem}.{slot.lower()}_{count}"
-        result = inferred.get(slot)
-        shape, dtype = result if isinstance(result, tuple) else (None, None)
-        block.create_var(name, shape, dtype)
-        op.outputs[slot] = [name]

@@ -1,0 +1,56 @@
+"""Forward ops of programs Paddle saved for inference, or with an older version, made ready for their grad ops as
+Paddle 3 would need them: the extra outputs a saved inference program dropped are given back, and an int given
+for a bool attribute (Paddle 1.x's is_test) becomes a bool, which Paddle's grad kernels require."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from ..ir import EMPTY_VAR, AttrType, Block, OpDesc
+from ..makers import GradOp
+from ..ops.infer import InferContext
+
+
+class _TypeNeeds(NamedTuple):
+    opdef: object
+    extra_reads: tuple[str, ...]   # the extra output slots (OpDef slots marked "!") its default grad op reads
+    bools: tuple[str, ...]         # its BOOLEAN attributes
+
+
+_NEEDS: dict[str, _TypeNeeds] = {}   # op type -> what its grad op needs of the forward op
+
+
+def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
+    """Make the forward op ``op`` (block ``block``, index ``idx``) what its grad op reads."""
+    needs = _NEEDS.get(op.type)
+    if needs is None or needs.opdef is not opdef:
+        uses = opdef.grad.uses if isinstance(opdef.grad, GradOp) else ()
+        needs = _NEEDS[op.type] = _TypeNeeds(
+            opdef, tuple(s for s in uses if s in opdef.outputs and opdef.slots[s].extra),
+            tuple(name for name, kind in opdef.attr_types.items() if kind == AttrType.BOOLEAN))
+    for name in needs.bools:
+        if op.attr_types.get(name) == AttrType.INT:
+            op.set_attr(name, bool(op.attrs[name]), AttrType.BOOLEAN)
+    missing = [slot for slot in needs.extra_reads if not op.outputs.get(slot)]
+    if missing:
+        _restore_outputs(block, idx, op, opdef, missing)
+
+
+def _restore_outputs(block: Block, idx: int, op: OpDesc, opdef, slots: list[str]) -> None:
+    """Paddle's save_inference_model drops extra outputs (XShape of transpose2 and squeeze2, dropout's Mask, ...),
+    which fine-tuning such a file needs again: the forward kernel writes them, declared as inference says. (Other
+    outputs are required.)"""
+    try:
+        inferred = opdef.infer(InferContext(op, block, idx))
+    except Exception:  # noqa: BLE001 - shapes the rule cannot read: the vars are declared without them
+        inferred = {}
+    stem = next((name for args in op.outputs.values() for name in args if name != EMPTY_VAR), op.type)
+    for slot in slots:
+        name, count = f"{stem}.{slot.lower()}", 0
+        while block.find_var(name) is not None:
+            count += 1
+            name = f"{stem}.{slot.lower()}_{count}"
+        result = inferred.get(slot)
+        shape, dtype = result if isinstance(result, tuple) else (None, None)
+        block.create_var(name, shape, dtype)
+        op.outputs[slot] = [name]

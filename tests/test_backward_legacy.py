@@ -1,0 +1,46 @@
+"""The backward of programs older Paddle versions wrote (gradc.backward.legacy and makers.with_defaults): what
+Paddle 3's grad kernels need of them, which real models from GitHub lacked (a Paddle 1.x ResNet's batch norms
+with is_test an int, a Paddle 1.x MLP's softmax without axis, pool2d and conv2d without padding_algorithm)."""
+
+import numpy as np
+
+import gradc
+from gradc.gradcheck import check_program
+from gradc.ir import AttrType
+from gradc.layers import ProgramBuilder
+
+
+def old_program():
+    """x -> conv2d -> batch_norm (test mode, is_test the int 1) -> pool2d -> softmax, the conv, pool and softmax
+    without the attributes Paddle added since, as a Paddle 1.x file holds them."""
+    net = ProgramBuilder()
+    x = net.data("x", [2, 1, 4, 4], "float64")
+    w = net.parameter("w", [2, 1, 3, 3], "float64")
+    hidden = net.op("conv2d", {"Input": x, "Filter": w}, {"paddings": [1, 1]}, outputs=["Output"])[0]
+    scale, bias = net.parameter("scale", [2], "float64"), net.parameter("bias", [2], "float64")
+    mean, variance = net.parameter("mean", [2], "float64"), net.parameter("variance", [2], "float64")
+    hidden = net.op("batch_norm", {"X": hidden, "Scale": scale, "Bias": bias, "Mean": mean, "Variance": variance},
+                    {"is_test": True}, outputs=["Y"])[0]
+    hidden = net.op("pool2d", {"X": hidden}, {"ksize": [2, 2], "strides": [2, 2], "pooling_type": "avg"})[0]
+    out = net.op("softmax", {"X": net.op("reshape2", {"X": hidden}, {"shape": [2, 8]})[0]})[0]
+    ops = net.program.global_block.ops
+    ops[1].set_attr("is_test", 1, AttrType.INT)
+    for op, name in ((ops[0], "padding_algorithm"), (ops[2], "padding_algorithm"), (ops[4], "axis")):
+        op.attrs.pop(name, None), op.attr_types.pop(name, None)
+    return net, net.mean(net.op("elementwise_mul", {"X": out, "Y": net.data("weight", [2, 8], "float64")})[0])
+
+
+def test_grad_ops_carry_the_attributes_an_old_forward_op_lacks_and_bools_as_bools():
+    net, loss = old_program()
+    gradc.append_backward(net.program, loss)
+    grads = {op.type: op for op in net.program.global_block.ops if op.type.endswith("_grad")}
+    assert grads["softmax_grad"].attrs["axis"] == -1
+    assert grads["pool2d_grad"].attrs["padding_algorithm"] == grads["conv2d_grad"].attrs["padding_algorithm"] == \
+        "EXPLICIT"
+    assert grads["batch_norm_grad"].attr_types["is_test"] == AttrType.BOOLEAN
+    assert grads["batch_norm_grad"].attrs["is_test"] is True
+    rng = np.random.default_rng(5)
+    params = {"w": rng.standard_normal((2, 1, 3, 3)), "scale": rng.uniform(0.5, 1.5, 2), "bias": rng.standard_normal(2),
+              "mean": rng.standard_normal(2), "variance": rng.uniform(0.5, 1.5, 2)}
+    feed = {"x": rng.standard_normal((2, 1, 4, 4)), "weight": rng.standard_normal((2, 8))}
+    check_program(net.program, feed, ["w", "scale", "bias", "x"], loss=loss, params=params)
