@@ -576,8 +576,8 @@ COMPILE_TIME = {
     "graph_reindex count dtype": ("graph_reindex", {"X": i64(0, 1), "Neighbors": i64(1, 2), "Count": zeros(2)}, {},
                                   "needs integer Count, got float32"),
     # detection_v1
-    "multiclass_nms boxes": ("multiclass_nms", {"BBoxes": zeros(2, 3, 4), "Scores": zeros(1, 2, 3)}, {},
-                             "must be [N, M, 4] for Scores [1, 2, 3]"),
+    **{f"{op} boxes": (op, {"BBoxes": zeros(2, 3, 4), "Scores": zeros(1, 2, 3)}, {},
+                       "must be [N, M, 4] for Scores [1, 2, 3]") for op in ("multiclass_nms", "multiclass_nms2")},
     "generate_proposals im_info": ("generate_proposals", {
         "Scores": zeros(1, 2, 4, 4), "BboxDeltas": zeros(1, 8, 4, 4), "ImInfo": zeros(1, 2),
         "Anchors": zeros(4, 4, 2, 4), "Variances": zeros(4, 4, 2, 4)}, {}, "ImInfo must be [N, 3]"),

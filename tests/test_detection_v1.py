@@ -135,6 +135,24 @@ def test_multiclass_nms_keeping_nothing_gives_one_row_of_minus_one():
     assert out.lod == ((0, 2, 2),)
 
 
+def test_multiclass_nms2_is_multiclass_nms_with_multiclass_nms3s_index():
+    """Paddle 2.x's multiclass_nms2 (in a quantized YOLO model from GitHub): Out as multiclass_nms, Index each row's
+    box across the batch as multiclass_nms3's, both with the LoD; nothing kept gives both empty, not [[-1]]."""
+    rng = np.random.default_rng(3)
+    corners = rng.uniform(0, 8, (2, 6, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + rng.uniform(1, 4, (2, 6, 2)).astype(np.float32)], axis=2)
+    inputs = {"BBoxes": boxes, "Scores": rng.uniform(0, 1, (2, 3, 6)).astype(np.float32)}
+    attrs = {"score_threshold": 0.3, "nms_threshold": 0.4, "keep_top_k": 4, "background_label": -1}
+    out, index = (run_with_lod("multiclass_nms2", inputs, attrs, slot) for slot in ("Out", "Index"))
+    expected = run_with_lod("multiclass_nms", inputs, attrs, "Out")
+    np.testing.assert_array_equal(out.array, expected.array)
+    assert out.lod == index.lod == expected.lod and len(out.array) == 8
+    np.testing.assert_array_equal(index.array, run("multiclass_nms3", inputs, attrs)["Index"])
+    nothing = {**attrs, "score_threshold": 2.0}
+    out, index = (run_with_lod("multiclass_nms2", inputs, nothing, slot) for slot in ("Out", "Index"))
+    assert out.array.shape == (0, 6) and index.array.shape == (0, 1) and out.lod == ((0, 0, 0),)
+
+
 def test_generate_proposals_compares_min_size_with_the_size_over_the_image_scale():
     """One anchor [0, 0, 7, 7] (8 pixels wide), unmoved: kept at scale 1 with min_size 8, dropped at scale 2."""
     inputs = {"Scores": f32([[[[0.9]]]]), "BboxDeltas": np.zeros((1, 4, 1, 1), np.float32),

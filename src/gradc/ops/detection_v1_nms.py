@@ -1,9 +1,9 @@
 """Paddle 1.x selections of detection programs, whose outputs carry a LoD (boxes per image) where their successors
 (gradc.ops.detection_nms) count boxes in outputs of their own: multiclass_nms (multiclass_nms3 without Index and
-NmsRoisNum), generate_proposals (generate_proposals_v2 with ImInfo [N, 3] (height, width, scale) for ImShape, and
-the minimum size compared with a box's size over its image's scale) and collect_fpn_proposals (the best RoIs of all
-FPN levels, grouped by image). How many boxes they keep depends on the data, so their outputs have -1 dims.
-Paddle differentiates none of them.
+NmsRoisNum, multiclass_nms2 with Index), generate_proposals (generate_proposals_v2 with ImInfo [N, 3] (height,
+width, scale) for ImShape, and the minimum size compared with a box's size over its image's scale) and
+collect_fpn_proposals (the best RoIs of all FPN levels, grouped by image). How many boxes they keep depends on the
+data, so their outputs have -1 dims. Paddle differentiates none of them.
 
 Images are told apart by a LoD, as in Paddle: multiclass_nms's 2-D Scores [M, C] by the LoD of their BBoxes
 [M, C, 4] (without one, a single image); collect_fpn_proposals's levels by MultiLevelRoIsNum when given, else by
@@ -40,10 +40,14 @@ def _multiclass_nms_infer(ctx):
     return {"Out": ([-1, 6], ctx.dtype("Scores"))}
 
 
+MULTICLASS_NMS_ATTRS = {"score_threshold": 0.0, "nms_top_k": -1, "keep_top_k": -1, "nms_threshold": 0.3,
+                        "normalized": True, "nms_eta": 1.0, "background_label": 0}
 defop("multiclass_nms", ["BBoxes", "Scores"], ["Out"], infer=_multiclass_nms_infer, grad=NO_GRAD,
-      lod_levels=lambda ctx: {"Out": 1},
-      attrs={"score_threshold": 0.0, "nms_top_k": -1, "keep_top_k": -1, "nms_threshold": 0.3, "normalized": True,
-             "nms_eta": 1.0, "background_label": 0})
+      lod_levels=lambda ctx: {"Out": 1}, attrs=MULTICLASS_NMS_ATTRS)
+# Paddle 2.x's, which 3.3.1 no longer registers: multiclass_nms with Index, each row's box (as multiclass_nms3's)
+defop("multiclass_nms2", ["BBoxes", "Scores"], ["Out", "Index"], grad=NO_GRAD, attrs=MULTICLASS_NMS_ATTRS,
+      infer=lambda ctx: {**_multiclass_nms_infer(ctx), "Index": ([-1, 1], VarType.INT32)},
+      lod_levels=lambda ctx: {"Out": 1, "Index": 1})
 
 
 defop("generate_proposals", ["Scores", "BboxDeltas", "ImInfo", "Anchors", "Variances"],

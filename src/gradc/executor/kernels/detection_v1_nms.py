@@ -1,4 +1,4 @@
-"""Kernels of gradc.ops.detection_v1_nms: multiclass_nms, generate_proposals, collect_fpn_proposals. They select
+"""Kernels of gradc.ops.detection_v1_nms: multiclass_nms(2), generate_proposals, collect_fpn_proposals. They select
 as their successors' kernels do (gradc.executor.kernels.detection_nms, detection_proposals) and give their outputs
 Paddle's LoD: offsets of each image's rows."""
 
@@ -12,7 +12,7 @@ from .detection_nms import image_rows
 from .detection_proposals import rpn_proposals
 from .detection_v1_boxes import image_spans
 
-SETS_LOD.update({"multiclass_nms", "generate_proposals", "collect_fpn_proposals"})
+SETS_LOD.update({"multiclass_nms", "multiclass_nms2", "generate_proposals", "collect_fpn_proposals"})
 
 
 def offsets_of(counts) -> tuple[tuple[int, ...]]:
@@ -20,29 +20,46 @@ def offsets_of(counts) -> tuple[tuple[int, ...]]:
     return (tuple(np.concatenate([[0], np.cumsum(counts, dtype=np.int64)]).tolist()),)
 
 
-@kernel("multiclass_nms")
-def multiclass_nms(k):
+def _multiclass(k) -> tuple[list, list[int], list[int]]:
     """Greedy NMS per image and class (multiclass_nms3's): BBoxes [N, M, 4] with Scores [N, C, M], or BBoxes
-    [M, C, 4] (whose LoD tells the images) with Scores [M, C]. Out rows [class, score, x1, y1, x2, y2] by image, then
-    class, its LoD each image's rows; when no image keeps a box, Out is [[-1]] (LoD [0, 1]), as in Paddle."""
+    [M, C, 4] (whose LoD tells the images) with Scores [M, C]. The kept rows [class, score, x1, y1, x2, y2] by image,
+    then class; each row's box across the batch (3-D: image * M + box; 2-D: box * C + class); the rows per image."""
     boxes, scores = k.x("BBoxes"), k.x("Scores")
     if boxes.shape[-1] != 4:
         raise ValueError(f"BBoxes must hold 4-coordinate boxes (gradc has no polygon NMS), got {list(boxes.shape)}")
     per_class = scores.ndim == 2
     if per_class:
-        images = [(boxes[s:e], scores[s:e]) for s, e in image_spans(k, "BBoxes", boxes.shape[0])]
+        images = [(boxes[s:e], scores[s:e], s * scores.shape[1]) for s, e in image_spans(k, "BBoxes", boxes.shape[0])]
     else:
-        images = list(zip(boxes, scores))
-    rows, counts = [], []
-    for image_boxes, image_scores in images:
-        kept_rows, _ = image_rows(k, image_boxes, image_scores, per_class)
+        images = [(b, s, i * scores.shape[2]) for i, (b, s) in enumerate(zip(boxes, scores))]
+    rows, indices, counts = [], [], []
+    for image_boxes, image_scores, offset in images:
+        kept_rows, kept_boxes = image_rows(k, image_boxes, image_scores, per_class)
         rows += kept_rows
+        indices += [offset + box for box in kept_boxes]
         counts.append(len(kept_rows))
+    return rows, indices, counts
+
+
+@kernel("multiclass_nms")
+def multiclass_nms(k):
+    """Out's LoD is each image's rows; when no image keeps a box, Out is [[-1]] (LoD [0, 1]), as in Paddle."""
+    rows, _, counts = _multiclass(k)
     if not rows:
         k.set_lod("Out", ((0, 1),))
-        return {"Out": np.full((1, 1), -1, scores.dtype)}
+        return {"Out": np.full((1, 1), -1, k.x("Scores").dtype)}
     k.set_lod("Out", offsets_of(counts))
-    return {"Out": np.array(rows, scores.dtype)}
+    return {"Out": np.array(rows, k.x("Scores").dtype)}
+
+
+@kernel("multiclass_nms2")
+def multiclass_nms2(k):
+    """multiclass_nms with each row's box (Index); nothing kept gives empty Out and Index, as in Paddle 2.x."""
+    rows, indices, counts = _multiclass(k)
+    for slot in ("Out", "Index"):
+        k.set_lod(slot, offsets_of(counts))
+    return {"Out": np.array(rows, k.x("Scores").dtype).reshape(-1, 6),
+            "Index": np.array(indices, np.int32).reshape(-1, 1)}
 
 
 @kernel("generate_proposals")

@@ -35,7 +35,7 @@ FAMILIES = {
     "detection_v1": ("affine_channel", "affine_channel_grad", "shuffle_channel", "shuffle_channel_grad",
         "add_position_encoding", "add_position_encoding_grad"),
     "detection_v1_boxes": ("anchor_generator", "box_clip", "bipartite_match"),
-    "detection_v1_nms": ("multiclass_nms", "generate_proposals", "collect_fpn_proposals"),
+    "detection_v1_nms": ("multiclass_nms", "multiclass_nms2", "generate_proposals", "collect_fpn_proposals"),
     "extra_math": ("gammaln", "gammaln_grad", "gammaincc", "gammaincc_grad", "nextafter", "multiplex", "multiplex_grad",
         "reduce_as", "reduce_as_grad", "is_empty", "equal_all", "swiglu", "swiglu_grad", "norm", "norm_grad",
         "margin_cross_entropy", "margin_cross_entropy_grad"),
