@@ -3,6 +3,7 @@ reductions and ignored labels, and the forward values their grad ops read."""
 
 import numpy as np
 
+from fixtures import DATA
 from gradc import registry
 from one_op import grad_op_of, run
 
@@ -30,6 +31,23 @@ def test_top_k_v2_values_indices_and_grad_slots():
     np.testing.assert_array_equal(small["Indices"], [[0, 0, 0, 0, 1], [1, 1, 1, 1, 0]])
     grad = grad_op_of("top_k_v2", {"X": x}, {"k": 2})
     assert grad.type == "top_k_v2_grad" and sorted(grad.inputs) == ["Indices", "K", "Out@GRAD", "X"]
+
+
+def test_top_k_names_tied_elements_as_paddle_does():
+    """Paddle 3.3.1's CPU top_k_v2 and top_k pick among equal values (and NaNs) as libstdc++'s partial_sort or
+    nth_element and sort leave them, unsorted output too (tests/data/paddle/topk_ties.npz, tools/paddle_topk_ties.py:
+    115 cases of both algorithms): a real model's top_k over saturated scores picked other boxes than numpy's order."""
+    with np.load(DATA / "topk_ties.npz") as record:
+        cases, xs, expected = record["cases"], record["x"], record["indices"]
+    start = finish = 0
+    for is_v2, k, largest, ordered, width in cases.tolist():
+        x, start = xs[start:start + 3 * width].reshape(3, width), start + 3 * width
+        indices, finish = expected[finish:finish + 3 * k].reshape(3, k), finish + 3 * k
+        attrs = {"k": k, "axis": -1, "largest": bool(largest), "sorted": bool(ordered)} if is_v2 else {"k": k}
+        got = run("top_k_v2" if is_v2 else "top_k", {"X": x}, attrs)
+        np.testing.assert_array_equal(got["Indices"], indices, err_msg=f"{'v2' if is_v2 else 'v1'} {attrs}")
+        np.testing.assert_array_equal(got["Out"], np.take_along_axis(x, indices.astype(np.int64), axis=1))
+    assert start == len(xs) and finish == len(expected)
 
 
 def test_kldiv_loss_reductions():

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...ops.index import slicing
 from ...shapes import normalize_axis
-from . import kernel
+from . import kernel, scans_order
 
 
 def scatter_add(grad: np.ndarray, index: np.ndarray, size: int, axis: int) -> np.ndarray:
@@ -176,13 +176,25 @@ def _top_k_args(k, x, *arrays):
 
 @kernel("top_k_v2")
 def top_k_v2(k):
+    """numpy's stable order, except in rows where Paddle's unstable selection decides: two equal values competing
+    for a place among the first k (or unsorted output, from nth_element), which replay libstdc++'s steps."""
     count = int(np.ravel(k.x("K"))[0]) if k.has("K") else k.attr("k")
     axis, x = _top_k_args(k, k.x("X"))
-    key = -x if k.attr("largest") else x
-    # ties: the lower index first; Paddle 3.3.1's partial sort orders them otherwise ([5, 5, 5, 1], k = 3: indices
-    # [1, 2, 0]), so at a tie its Indices, and where its grad puts dOut, may differ (the values do not)
-    order = np.argsort(key, axis=axis, kind="stable")
-    indices = np.take(order, np.arange(count), axis=axis)
+    largest, ordered = k.attr("largest"), k.attr("sorted")
+    rows = np.moveaxis(x, axis, -1).reshape(-1, x.shape[axis])
+    order = np.argsort(-rows if largest else rows, axis=-1, kind="stable")   # NaN last either way
+    ranked = np.take_along_axis(rows, order[:, :count + 1], axis=-1)
+    nans = np.isnan(ranked) if rows.dtype.kind in "fc" else np.zeros(ranked.shape, bool)
+    replay = ((ranked[:, 1:] == ranked[:, :-1]) | (nans[:, 1:] & nans[:, :-1])).any(axis=1)
+    if nans.any() and largest:   # Paddle's largest puts NaN first
+        replay |= nans.any(axis=1)
+    if not ordered and 1 < count and count * 64 >= rows.shape[1]:   # nth_element's arrangement, not sorted
+        replay[:] = True
+    indices = order[:, :count].copy()
+    select = scans_order.top_k_largest if largest else scans_order.top_k_ascending
+    for row in np.flatnonzero(replay):
+        indices[row] = select(rows[row].tolist(), count, ordered)
+    indices = np.moveaxis(indices.reshape(*np.moveaxis(x, axis, -1).shape[:-1], count), -1, axis)
     shape = indices.shape if k.x("X").ndim else ()
     return {"Out": np.take_along_axis(x, indices, axis=axis).reshape(shape), "Indices": indices.reshape(shape)}
 

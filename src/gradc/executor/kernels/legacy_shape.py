@@ -75,8 +75,7 @@ def flatten2_grad(k):
 
 @kernel("top_k")
 def top_k(k):
-    """top_k_v2 along the last axis, largest first; ties keep the lower index first (Paddle's v1 kernel orders
-    ties as an unstable partial sort leaves them)."""
+    """top_k_v2 along the last axis, largest first, sorted (Paddle's v1 kernel is the same, ties included)."""
     count, x = int(np.ravel(k.x("K"))[0]) if k.has("K") else k.attr("k"), k.x("X")
     if x.ndim and not 1 <= count <= x.shape[-1]:
         raise ValueError(f"top_k k {count} must be in [1, {x.shape[-1]}] (the last dim of X {list(x.shape)})")

@@ -151,15 +151,25 @@ def nth_element(v: list, nth: int, first: int = 0, last: int | None = None) -> N
     _insertion_sort(v, first, last)
 
 
-def top_k_ascending(values, k: int) -> list[int]:
-    """The indices Paddle's CPU top_k (smallest first, sorted) gives for the k smallest of one row."""
+def top_k_ascending(values, k: int, ordered: bool = True) -> list[int]:
+    """The indices Paddle's CPU top_k gives for the k smallest of one row: partial_sort where k is small, else
+    nth_element, then (``ordered``: the sorted attribute) std::sort of all but the k-th."""
     v = [(value, i) for i, value in enumerate(values)]
     if k * 64 < len(v):
         partial_sort(v, 0, k, len(v))
     else:
         nth_element(v, k - 1)
-        sort(v, 0, k - 1)
+        if ordered:
+            sort(v, 0, k - 1)
     return [i for _, i in v[:k]]
+
+
+def top_k_largest(values: list[float], k: int, ordered: bool = True) -> list[int]:
+    """The same for the k largest, whose comparator puts NaN first: each value replaced by its rank among the
+    row's distinct values, largest first (NaN before them all), which the ascending walk compares alike."""
+    numbers = sorted({value for value in values if not isnan(value)}, reverse=True)
+    rank = {value: place for place, value in enumerate(numbers)}
+    return top_k_ascending([-1 if isnan(value) else rank[value] for value in values], k, ordered)
 
 
 def sorted_indices(values) -> list[int]:
