@@ -1,6 +1,7 @@
-"""The backward of programs older Paddle versions wrote (gradc.backward.legacy and makers.with_defaults): what
-Paddle 3's grad kernels need of them, which real models from GitHub lacked (a Paddle 1.x ResNet's batch norms
-with is_test an int, a Paddle 1.x MLP's softmax without axis, pool2d and conv2d without padding_algorithm)."""
+"""What Paddle 3's grad kernels need of the programs gradc compiles, which real models from GitHub lacked: the
+attributes older Paddle versions did not write (gradc.backward.legacy and makers.with_defaults: a Paddle 1.x
+ResNet's batch norms with is_test an int, a Paddle 1.x MLP's softmax without axis, pool2d and conv2d without
+padding_algorithm), and an output Paddle's grid_sampler_grad writes whether or not it is wanted."""
 
 import numpy as np
 
@@ -44,3 +45,15 @@ def test_grad_ops_carry_the_attributes_an_old_forward_op_lacks_and_bools_as_bool
               "mean": rng.standard_normal(2), "variance": rng.uniform(0.5, 1.5, 2)}
     feed = {"x": rng.standard_normal((2, 1, 4, 4)), "weight": rng.standard_normal((2, 8))}
     check_program(net.program, feed, ["w", "scale", "bias", "x"], loss=loss, params=params)
+
+
+def test_grid_sampler_grad_writes_x_grad_where_x_wants_none():
+    """Paddle 3.3.1's grid_sampler_grad kernel writes X@GRAD unconditionally and crashes without it (its own backward
+    of a grid sample over a fed image does, as PaddleOCR's rectifying recognizer's fine-tuning): gradc's writes it."""
+    net = ProgramBuilder()
+    image, grid = net.data("image", [1, 2, 4, 4], stop_gradient=True), net.data("grid", [1, 3, 3, 2])
+    loss = net.mean(net.op("grid_sampler", {"X": image, "Grid": grid}, {"align_corners": True}, outputs=["Output"])[0])
+    gradc.append_backward(net.program, loss, parameter_list=[])
+    (grad_op,) = [op for op in net.program.global_block.ops if op.type == "grid_sampler_grad"]
+    assert grad_op.output("X@GRAD") and grad_op.output("X@GRAD")[0] != "image@GRAD"
+    assert grad_op.output("Grid@GRAD") == ["grid@GRAD"]

@@ -129,8 +129,22 @@ def _temporal_shift_infer(ctx):
 
 defop("affine_grid", ["Theta", "OutputShape?"], ["Output"], attrs={"output_shape": [], "align_corners": True},
       infer=_affine_grid_infer, no_grad_inputs=["OutputShape"], grad=grad_op("Theta", "OutputShape"))
-defop("grid_sampler", ["X", "Grid"], ["Output"],
-      attrs={"mode": "bilinear", "padding_mode": "zeros", "align_corners": True},
-      infer=_grid_sampler_infer, grad=grad_op("X", "Grid"))
+GRID_SAMPLER = defop("grid_sampler", ["X", "Grid"], ["Output"],
+                     attrs={"mode": "bilinear", "padding_mode": "zeros", "align_corners": True},
+                     infer=_grid_sampler_infer, grad=grad_op("X", "Grid"))
+_paddle_grid_sampler_grad = GRID_SAMPLER.grad
+
+
+def _grid_sampler_grad(g):
+    """Paddle's grad op, writing X@GRAD (into a temporary) even where X wants none: Paddle 3.3.1's kernel writes it
+    unconditionally and crashes without it, as Paddle's own backward of a grid sample over a fed image does."""
+    ops = _paddle_grid_sampler_grad(g)
+    for op in ops:
+        if not op.outputs.get("X@GRAD"):
+            op.outputs["X@GRAD"] = [g.tmp(g.I("X")[0])]
+    return ops
+
+
+GRID_SAMPLER.grad = _grid_sampler_grad
 defop("temporal_shift", ["X"], attrs={"seg_num": 1, "shift_ratio": 0.25, "data_format": "NCHW"},
       infer=_temporal_shift_infer, grad=grad_op())

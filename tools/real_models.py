@@ -1,0 +1,128 @@
+"""Check gradc against Paddle on model files users ship (.pdmodel, __model__), with random parameters: the files
+from public repositories usually come without theirs. Two steps, one per interpreter:
+
+    .venv/bin/python tools/real_models.py gradc DIR          # load, verify, run, fine-tune every model in DIR
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/real_models.py paddle DIR
+
+The gradc step writes DIR/<model>.check/: random parameters (batch norm variances positive) and inputs (-1 dims
+as 1 for the batch, DIM (default 64) for the others), gradc's outputs, and a training program: loss = mean(out *
+w) of the first float output with w fed, differentiated for every float parameter, and gradc's gradients. The
+Paddle step runs the model and gradc's training program with the same values and prints, per model, how far
+Paddle's outputs and gradients are from gradc's (relative to their largest magnitude).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def models(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.suffix == ".pdmodel" or p.name.endswith("__model__"))
+
+
+def gradc_step(path: Path) -> dict:
+    import gradc
+    from gradc.executor.kernels.tensor import numpy_dtype
+    out_dir = path.parent / (path.name + ".check")
+    out_dir.mkdir(exist_ok=True)
+    program = gradc.load(path)
+    block = program.global_block
+    report = {"ops": program.num_ops(), "problems": gradc.verify(program)[:3]}
+    rng = np.random.default_rng(0)
+    positive = {n for b in program.blocks for op in b.ops if op.type == "batch_norm" for n in op.input("Variance")}
+    params = {}
+    for var in block.vars.values():
+        if var.persistable and var.shape is not None and var.dtype is not None and var.name not in ("feed", "fetch"):
+            dtype = np.dtype(numpy_dtype(var.dtype))
+            value = rng.standard_normal([max(d, 1) for d in var.shape]) * 0.1
+            value = np.abs(value) + 1 if var.name in positive else value
+            params[var.name] = value.astype(dtype) if dtype.kind == "f" else np.zeros(value.shape, dtype)
+    fetches = [op.input("X")[0] for op in block.ops if op.type == "fetch"]
+    feed = {}
+    for op in block.ops:
+        if op.type == "feed":
+            var = block.var(op.output("Out")[0])
+            shape = [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64)) if d < 0 else d
+                     for i, d in enumerate(var.shape or [1])]
+            dtype = np.dtype(numpy_dtype(var.dtype))
+            feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
+    np.savez(out_dir / "params.npz", **params)
+    np.savez(out_dir / "feed.npz", **feed)
+    scope = gradc.Scope()
+    for name, value in params.items():
+        scope[name] = value
+    outs = gradc.Executor().run(program, feed, fetches, scope)
+    np.savez(out_dir / "out.npz", **{f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
+    first = next((i for i, o in enumerate(outs) if np.asarray(o).dtype.kind == "f"), None)
+    if first is None:
+        return report
+    shape = list(np.shape(outs[first]))
+    declared = block.var(fetches[first]).shape or shape   # a selection's declared rows can be its most, not its count
+    dims = [d if len(declared) == len(shape) and d == e else -1 for d, e in zip(shape, declared)]
+    for name, var_shape in (("loss_w", dims), ("weighted", dims), ("loss", [])):
+        block.create_var(name, var_shape, gradc.VarType.FP32)
+    block.append_op("elementwise_mul", {"X": [fetches[first]], "Y": ["loss_w"]}, {"Out": ["weighted"]}, {"axis": -1})
+    block.append_op("reduce_mean", {"X": ["weighted"]}, {"Out": ["loss"]},
+                    {"reduce_all": True, "dim": [], "keep_dim": False, "in_dtype": -1, "out_dtype": -1})
+    weight = rng.standard_normal(shape).astype(np.float32)
+    pairs = gradc.append_backward(program, "loss", parameter_list=[n for n, v in params.items() if v.dtype.kind == "f"])
+    names = ["loss", *(grad for _, grad in pairs)]
+    values = gradc.Executor().run(program, {**feed, "loss_w": weight}, names, scope)
+    np.savez(out_dir / "grads.npz", **dict(zip(names, values)))
+    np.save(out_dir / "loss_w.npy", weight)
+    gradc.save(program, out_dir / "train.pb")
+    report["grads"] = len(pairs)
+    return report
+
+
+def _relative(a: np.ndarray, b: np.ndarray) -> float:
+    if a.shape != b.shape:
+        return float("inf")
+    if a.dtype.kind != "f":
+        return float((a != b).sum())
+    return float(np.nanmax(np.abs(a - b)) / (np.nanmax(np.abs(a)) + 1e-30)) if a.size else 0.0
+
+
+def paddle_step(path: Path) -> dict:
+    import paddle
+    paddle.enable_static()
+    check = path.parent / (path.name + ".check")
+    params, feed = dict(np.load(check / "params.npz")), dict(np.load(check / "feed.npz"))
+    scope = paddle.static.global_scope()
+    for name, value in params.items():
+        scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    program = paddle.static.Program.parse_from_string(path.read_bytes())
+    fetches = [op.input("X")[0] for op in program.global_block().ops if op.type == "fetch"]
+    outs = executor.run(program, feed=feed, fetch_list=fetches, return_numpy=False)
+    ours = np.load(check / "out.npz")
+    report = {"outputs": [_relative(np.array(o), ours[f"out{i}"]) for i, o in enumerate(outs)]}
+    if (check / "train.pb").exists():
+        program = paddle.static.Program.parse_from_string((check / "train.pb").read_bytes())
+        block = program.global_block()
+        for i in reversed(range(len(block.ops))):   # fed directly, as the loss weight is
+            if block.ops[i].type in ("feed", "fetch"):
+                block._remove_op(i)
+        grads = dict(np.load(check / "grads.npz"))
+        values = executor.run(program, feed={**feed, "loss_w": np.load(check / "loss_w.npy")}, fetch_list=list(grads))
+        report["worst_grad"] = max((_relative(v, grads[n]), n) for n, v in zip(grads, values))
+    return report
+
+
+def main() -> None:
+    step, folder = sys.argv[1], Path(sys.argv[2])
+    for path in models(folder):
+        try:
+            report = (gradc_step if step == "gradc" else paddle_step)(path)
+        except Exception as error:  # noqa: BLE001 - each model's failure is its result
+            report = {"error": f"{type(error).__name__}: {' | '.join(str(error).split(chr(10))[:1])[:200]}"}
+        print(path.name, json.dumps(report), flush=True)
+
+
+if __name__ == "__main__":
+    main()
