@@ -1,14 +1,17 @@
 """What Paddle 3's grad kernels need of the programs gradc compiles, which real models from GitHub lacked: the
 attributes older Paddle versions did not write (gradc.backward.legacy and makers.with_defaults: a Paddle 1.x
 ResNet's batch norms with is_test an int, a Paddle 1.x MLP's softmax without axis, pool2d and conv2d without
-padding_algorithm), and an output Paddle's grid_sampler_grad writes whether or not it is wanted."""
+padding_algorithm), an output Paddle's grid_sampler_grad writes whether or not it is wanted, and the Reserve
+Paddle's rnn_grad reads."""
 
 import numpy as np
+import pytest
 
 import gradc
 from gradc.gradcheck import check_program
 from gradc.ir import AttrType
 from gradc.layers import ProgramBuilder
+from test_rnn_op import rnn_program
 
 
 def old_program():
@@ -57,3 +60,20 @@ def test_grid_sampler_grad_writes_x_grad_where_x_wants_none():
     (grad_op,) = [op for op in net.program.global_block.ops if op.type == "grid_sampler_grad"]
     assert grad_op.output("X@GRAD") and grad_op.output("X@GRAD")[0] != "image@GRAD"
     assert grad_op.output("Grid@GRAD") == ["grid@GRAD"]
+
+
+@pytest.mark.parametrize("dropout_prob", [0.0, 0.25])
+def test_a_test_mode_rnn_without_dropout_trains_in_training_mode(dropout_prob):
+    """Paddle's rnn_grad reads the Reserve only a training-mode forward writes (two OCR recognizers from GitHub hold a
+    test-mode LSTM): without dropout the modes compute the same, so the backward switches it; with dropout it would
+    not, and the op stays as it was (gradc computes that gradient all the same)."""
+    net, outs, feed = rnn_program(is_test=True, dropout_prob=dropout_prob)
+    before = gradc.Executor().run(net.program, feed, outs["Out"], gradc.Scope())[0]
+    loss = net.mean(net.op("elementwise_mul", {"X": outs["Out"][0], "Y": net.data("weight", list(before.shape))}))
+    feed["weight"] = np.random.default_rng(2).standard_normal(before.shape).astype(np.float32)
+    gradc.append_backward(net.program, loss, parameter_list=["w0"])
+    (rnn,) = [op for op in net.program.global_block.ops if op.type == "rnn"]
+    assert rnn.attrs["is_test"] is (dropout_prob > 0)
+    out, grad = gradc.Executor().run(net.program, feed, [outs["Out"][0], "w0@GRAD"], gradc.Scope())
+    np.testing.assert_array_equal(out, before)
+    assert np.isfinite(grad).all() and np.abs(grad).max() > 0
