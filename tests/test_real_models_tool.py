@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 import gradc
+import gradc.io.pdiparams
 from fixtures import DATA
 
 TOOL = Path(__file__).parent.parent / "tools" / "real_models.py"
@@ -31,3 +32,32 @@ def test_gradc_step_runs_and_compiles_each_model(tmp_path):
         with np.load(check / "grads.npz") as grads:
             assert len(grads.files) == report["grads"] + 1 and np.isfinite(grads["loss"])
         assert any(op.type.endswith("_grad") for op in program.global_block.ops)
+
+
+def test_gradc_step_on_a_pir_model_takes_its_saved_parameters_and_writes_a_pir_training_program(tmp_path):
+    """Paddle 3 saves inference.json beside inference.pdiparams: the step runs the model with those parameters, weighs
+    the logits of its softmax output, and writes train.json (PIR), which Paddle's own loader reads."""
+    model = tmp_path / "jit" / "inference.json"
+    model.parent.mkdir()
+    shutil.copy(DATA / "pir" / "jit" / "model.json", model)
+    shutil.copy(DATA / "pir" / "jit" / "model.pdiparams", model.with_suffix(".pdiparams"))
+    result = subprocess.run([sys.executable, str(TOOL), "gradc", str(tmp_path)], capture_output=True, text=True,
+                            env={"PYTHONPATH": str(Path(gradc.__file__).parent.parent), "DIM": "6"})
+    assert result.returncode == 0, result.stderr
+    name, report = result.stdout.strip().split(" ", 1)
+    assert name == "jit/inference.json" and json.loads(report)["problems"] == []
+    check = tmp_path / "jit" / "inference.json.check"
+    forward = gradc.load(model)
+    saved = gradc.io.pdiparams.read_params(model.with_suffix(".pdiparams"), forward)
+    with np.load(check / "params.npz") as params:
+        assert sorted(params.files) == sorted(saved)
+        for name, value in saved.items():
+            np.testing.assert_array_equal(params[name], value)
+    train = gradc.load(check / "train.json")
+    (weighted,) = [op for op in train.global_block.ops if op.type == "elementwise_mul" and op.input("Y") == ["loss_w"]]
+    (softmax,) = [op for op in forward.global_block.ops if op.type == "softmax"]
+    assert weighted.input("X") == softmax.input("X")
+    fetched = [op.input("X")[0] for op in train.global_block.ops if op.type == "fetch"]
+    with np.load(check / "grads.npz") as grads:
+        assert set(grads.files) <= set(fetched) and np.isfinite(grads["loss"])
+        assert len(grads.files) == json.loads(report)["grads"] + 1 > 1

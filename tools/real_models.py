@@ -1,14 +1,17 @@
-"""Check gradc against Paddle on model files users ship (.pdmodel, __model__), with random parameters: the files
-from public repositories usually come without theirs. Two steps, one per interpreter:
+"""Check gradc against Paddle on model files users ship (.pdmodel, __model__, and Paddle 3's PIR .json), with their
+parameters where a .pdiparams file sits beside them, else random ones: the files from public repositories usually
+come without theirs. Two steps, one per interpreter:
 
-    .venv/bin/python tools/real_models.py gradc DIR          # load, verify, run, fine-tune every model in DIR
-    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/real_models.py paddle DIR
+    .venv/bin/python tools/real_models.py gradc DIR          # load, verify, run, fine-tune every model under DIR
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/real_models.py paddle DIR   # legacy programs
+    /work/paddle-venv/bin/python tools/real_models.py paddle DIR                          # PIR programs
 
-The gradc step writes DIR/<model>.check/: random parameters (batch norm variances positive) and inputs (-1 dims
-as 1 for the batch, DIM (default 64) for the others), gradc's outputs, and a training program: loss = mean(out *
-w) of the first float output with w fed, differentiated for every float parameter, and gradc's gradients. The
-Paddle step runs the model and gradc's training program with the same values and prints, per model, how far
-Paddle's outputs and gradients are from gradc's (relative to their largest magnitude).
+The gradc step writes <model>.check/ beside each model: its parameters (random ones with batch norm variances
+positive) and inputs (-1 dims as 1 for the batch, DIM (default 64) for the others), gradc's outputs, and a training
+program: loss = mean(out * w) of the first float output with w fed, differentiated for every float parameter
+(train.pb, or train.json for a PIR model), and gradc's gradients. The Paddle step runs the model and gradc's training
+program with the same values and prints, per model, how far Paddle's outputs and gradients are from gradc's
+(relative to their largest magnitude).
 """
 
 from __future__ import annotations
@@ -22,7 +25,46 @@ import numpy as np
 
 
 def models(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.iterdir() if p.suffix == ".pdmodel" or p.name.endswith("__model__"))
+    """The model files under ``folder``: legacy programs, and PIR programs (a .json naming magic "pir")."""
+    found = [p for p in folder.rglob("*") if p.is_file() and ".check" not in p.parent.name]
+    return sorted(p for p in found if p.suffix == ".pdmodel" or p.name.endswith("__model__")
+                  or p.suffix == ".json" and b'"pir"' in p.read_bytes()[:200])
+
+
+def _given_params(path: Path, program) -> dict | None:
+    """The parameters saved next to the model (inference.pdiparams beside inference.json), if any."""
+    saved = path.with_suffix(".pdiparams")
+    if not saved.exists():
+        return None
+    from gradc.io.pdiparams import read_params
+    return read_params(saved, program)
+
+
+def _random_params(program, rng) -> dict:
+    """Parameters for a model file shipped without them (batch norm variances positive)."""
+    from gradc.executor.kernels.tensor import numpy_dtype
+    positive = {n for b in program.blocks for op in b.ops if op.type == "batch_norm" for n in op.input("Variance")}
+    params = {}
+    for var in program.global_block.vars.values():
+        if var.persistable and var.shape is not None and var.dtype is not None and var.name not in ("feed", "fetch"):
+            dtype = np.dtype(numpy_dtype(var.dtype))
+            value = rng.standard_normal([max(d, 1) for d in var.shape]) * 0.1
+            value = np.abs(value) + 1 if var.name in positive else value
+            params[var.name] = value.astype(dtype) if dtype.kind == "f" else np.zeros(value.shape, dtype)
+    return params
+
+
+def _fed_vars(block) -> list:
+    """The inputs: a legacy program's feed ops' vars, a PIR program's data vars."""
+    fed = [block.var(op.output("Out")[0]) for op in block.ops if op.type == "feed"]
+    return fed or [var for var in block.vars.values() if var.need_check_feed]
+
+
+def _loss_input(block, fetched: str) -> str:
+    """The var the loss weighs: the fetched output, or the logits of a fetched softmax (a recognizer's peaked
+    softmax passes back gradients of 1e-28, which would compare nothing)."""
+    producer = next((op for op in reversed(block.ops) if fetched in op.output_names()), None)
+    return producer.input("X")[0] if producer is not None and producer.type == "softmax" else fetched
 
 
 def gradc_step(path: Path) -> dict:
@@ -34,23 +76,14 @@ def gradc_step(path: Path) -> dict:
     block = program.global_block
     report = {"ops": program.num_ops(), "problems": gradc.verify(program)[:3]}
     rng = np.random.default_rng(0)
-    positive = {n for b in program.blocks for op in b.ops if op.type == "batch_norm" for n in op.input("Variance")}
-    params = {}
-    for var in block.vars.values():
-        if var.persistable and var.shape is not None and var.dtype is not None and var.name not in ("feed", "fetch"):
-            dtype = np.dtype(numpy_dtype(var.dtype))
-            value = rng.standard_normal([max(d, 1) for d in var.shape]) * 0.1
-            value = np.abs(value) + 1 if var.name in positive else value
-            params[var.name] = value.astype(dtype) if dtype.kind == "f" else np.zeros(value.shape, dtype)
+    params = _given_params(path, program) or _random_params(program, rng)
     fetches = [op.input("X")[0] for op in block.ops if op.type == "fetch"]
     feed = {}
-    for op in block.ops:
-        if op.type == "feed":
-            var = block.var(op.output("Out")[0])
-            shape = [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64)) if d < 0 else d
-                     for i, d in enumerate(var.shape or [1])]
-            dtype = np.dtype(numpy_dtype(var.dtype))
-            feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
+    for var in _fed_vars(block):
+        shape = [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64)) if d < 0 else d
+                 for i, d in enumerate(var.shape if var.shape is not None else [1])]
+        dtype = np.dtype(numpy_dtype(var.dtype))
+        feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
     np.savez(out_dir / "params.npz", **params)
     np.savez(out_dir / "feed.npz", **feed)
     scope = gradc.Scope()
@@ -61,12 +94,13 @@ def gradc_step(path: Path) -> dict:
     first = next((i for i, o in enumerate(outs) if np.asarray(o).dtype.kind == "f"), None)
     if first is None:
         return report
-    shape = list(np.shape(outs[first]))
-    declared = block.var(fetches[first]).shape or shape   # a selection's declared rows can be its most, not its count
+    shape, target = list(np.shape(outs[first])), _loss_input(block, fetches[first])
+    declared = block.var(target).shape or shape   # a selection's declared rows can be its most, not its count
     dims = [d if len(declared) == len(shape) and d == e else -1 for d, e in zip(shape, declared)]
     for name, var_shape in (("loss_w", dims), ("weighted", dims), ("loss", [])):
         block.create_var(name, var_shape, gradc.VarType.FP32)
-    block.append_op("elementwise_mul", {"X": [fetches[first]], "Y": ["loss_w"]}, {"Out": ["weighted"]}, {"axis": -1})
+    block.vars["loss_w"].need_check_feed = True   # fed (a PIR program declares it an input)
+    block.append_op("elementwise_mul", {"X": [target], "Y": ["loss_w"]}, {"Out": ["weighted"]}, {"axis": -1})
     block.append_op("reduce_mean", {"X": ["weighted"]}, {"Out": ["loss"]},
                     {"reduce_all": True, "dim": [], "keep_dim": False, "in_dtype": -1, "out_dtype": -1})
     weight = rng.standard_normal(shape).astype(np.float32)
@@ -75,7 +109,11 @@ def gradc_step(path: Path) -> dict:
     values = gradc.Executor().run(program, {**feed, "loss_w": weight}, names, scope)
     np.savez(out_dir / "grads.npz", **dict(zip(names, values)))
     np.save(out_dir / "loss_w.npy", weight)
-    gradc.save(program, out_dir / "train.pb")
+    if path.suffix == ".json":
+        from gradc.pir import save_pir
+        save_pir(program, out_dir / "train.json", fetch=names)
+    else:
+        gradc.save(program, out_dir / "train.pb")
     report["grads"] = len(pairs)
     return report
 
@@ -92,26 +130,46 @@ def paddle_step(path: Path) -> dict:
     import paddle
     paddle.enable_static()
     check = path.parent / (path.name + ".check")
+    if not (check / "out.npz").exists():
+        return {"skipped": "the gradc step did not run it"}
     params, feed = dict(np.load(check / "params.npz")), dict(np.load(check / "feed.npz"))
     scope = paddle.static.global_scope()
     for name, value in params.items():
         scope.var(name).get_tensor().set(value, paddle.CPUPlace())
     executor = paddle.static.Executor(paddle.CPUPlace())
-    program = paddle.static.Program.parse_from_string(path.read_bytes())
-    fetches = [op.input("X")[0] for op in program.global_block().ops if op.type == "fetch"]
+    program, fetches, _ = _paddle_program(path)
     outs = executor.run(program, feed=feed, fetch_list=fetches, return_numpy=False)
     ours = np.load(check / "out.npz")
     report = {"outputs": [_relative(np.array(o), ours[f"out{i}"]) for i, o in enumerate(outs)]}
-    if (check / "train.pb").exists():
-        program = paddle.static.Program.parse_from_string((check / "train.pb").read_bytes())
-        block = program.global_block()
-        for i in reversed(range(len(block.ops))):   # fed directly, as the loss weight is
+    train = check / ("train.json" if path.suffix == ".json" else "train.pb")
+    if train.exists():
+        grads = dict(np.load(check / "grads.npz"))
+        program, fetches, names = _paddle_program(train, list(grads))
+        values = executor.run(program, feed={**feed, "loss_w": np.load(check / "loss_w.npy")}, fetch_list=fetches)
+        values = dict(zip(names, values))
+        report["worst_grad"] = max((_relative(values[n], grad), n) for n, grad in grads.items())
+    return report
+
+
+def _paddle_program(path: Path, fetch_names: list[str] | None = None) -> tuple:
+    """Paddle's program of a model file, what to fetch, and the names of what it fetches: a legacy program's fetch
+    ops' vars, or (a training program, its feed and fetch ops removed: fed directly, as the loss weight is) the vars
+    ``fetch_names``; every fetch op of a PIR program (Paddle returns those, by column), named by their names."""
+    import paddle
+    if path.suffix == ".json":
+        program = paddle.static.Program()
+        paddle.base.core.deserialize_pir_program(str(path), program)
+        fetches = [op for op in program.global_block().ops if op.name() == "pd_op.fetch"]
+        return program, [op.operand_source(0) for op in fetches], [op.attrs()["name"] for op in fetches]
+    program = paddle.static.Program.parse_from_string(path.read_bytes())
+    block = program.global_block()
+    if fetch_names is None:
+        fetch_names = [op.input("X")[0] for op in block.ops if op.type == "fetch"]
+    else:
+        for i in reversed(range(len(block.ops))):
             if block.ops[i].type in ("feed", "fetch"):
                 block._remove_op(i)
-        grads = dict(np.load(check / "grads.npz"))
-        values = executor.run(program, feed={**feed, "loss_w": np.load(check / "loss_w.npy")}, fetch_list=list(grads))
-        report["worst_grad"] = max((_relative(v, grads[n]), n) for n, v in zip(grads, values))
-    return report
+    return program, fetch_names, fetch_names
 
 
 def main() -> None:
@@ -121,7 +179,7 @@ def main() -> None:
             report = (gradc_step if step == "gradc" else paddle_step)(path)
         except Exception as error:  # noqa: BLE001 - each model's failure is its result
             report = {"error": f"{type(error).__name__}: {' | '.join(str(error).split(chr(10))[:1])[:200]}"}
-        print(path.name, json.dumps(report), flush=True)
+        print(path.relative_to(folder), json.dumps(report), flush=True)
 
 
 if __name__ == "__main__":
