@@ -133,7 +133,7 @@ def test_paddles_training_program_of_a_coverage_row_gives_its_gradients(case):
 
 def test_an_op_without_a_legacy_counterpart_is_named_with_the_reason(monkeypatch):
     """Every op the coverage rows emit has a row or a reason; the ops here are collective communications, which gradc
-    (one device) does not run, one given a reason by the test and one with none."""
+    (one device) does not run, one given a reason by the test and one with none, and a TensorRT engine's wrapper."""
     monkeypatch.setitem(UNMAPPED, "pd_op.c_allreduce_sum", "gradc runs on one device")
     doc = json.loads((PIR_DATA / "mlp" / "forward.json").read_bytes())
     ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
@@ -141,7 +141,11 @@ def test_an_op_without_a_legacy_counterpart_is_named_with_the_reason(monkeypatch
     relu["#"] = "1.c_allreduce_sum"
     with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.c_allreduce_sum "
                                                  r"\(first at region 0, block 0, op \d+ \(pd_op.c_allreduce_sum\): "
-                                                 r"gradc runs on one device"):
+                                                 r"gradc runs on one device\)$"):
+        load_pir(json.dumps(doc).encode())
+    relu["#"] = "1.tensorrt_engine"   # Paddle Inference's cached TensorRT wrapper program (a model file on GitHub)
+    with pytest.raises(gradc.FormatError, match=r"pd_op.tensorrt_engine \(first at .*: it runs a TensorRT engine .*"
+                                                 r"read the model it was built from\)$"):
         load_pir(json.dumps(doc).encode())
     relu["#"] = "1.c_broadcast"
     with pytest.raises(gradc.FormatError, match=r"cannot translate: pd_op.c_broadcast \(first at region 0, block 0, "

@@ -288,5 +288,6 @@ def _check_mapped(module: Module, source: str) -> None:
     if unmapped:
         listing = "; ".join(f"{name} (first at {where}{': ' + UNMAPPED[name] if name in UNMAPPED else ''})"
                             for name, where in sorted(unmapped.items()))
-        raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing} (a Paddle 3 "
-                          f"PIR program; saving with FLAGS_enable_pir_api=0 gives a legacy ProgramDesc)")
+        hint = "" if set(unmapped) <= set(UNMAPPED) else \
+            " (a Paddle 3 PIR program; saving with FLAGS_enable_pir_api=0 gives a legacy ProgramDesc)"
+        raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing}{hint}")
