@@ -85,6 +85,18 @@ def test_relu6_threshold_and_swish_beta_are_honoured():
     np.testing.assert_allclose(run_op("swish", {"X": x})[0], x / (1 + np.exp(-x)))
 
 
+@pytest.mark.parametrize("op_type", ["swish", "silu"])
+def test_swish_and_silu_gradients_hold_at_float32_extremes(op_type):
+    """d(x sigmoid(x))/dx tends to 1 and to 0 at the ends. Paddle 3.3.1's float32 kernels give 0 for swish from x = 1e8
+    and -inf, then NaN, for silu from x = -88: an untrained PP-OCRv5 recognizer's activations of 1e10 reach them."""
+    x = np.array([1e4, 1e8, 1e10, 3e38, -88, -89, -1e3, -3e38], np.float32)
+    (out,) = run_op(op_type, {"X": x})
+    inputs = {"X": x, **({"Out": out} if op_type == "silu" else {}), "Out@GRAD": np.ones_like(x)}
+    (grad,) = run_op(f"{op_type}_grad", inputs, outputs=("X@GRAD",))
+    assert grad.dtype == np.float32
+    np.testing.assert_array_equal(grad, [1, 1, 1, 1, 0, 0, 0, 0])
+
+
 def test_integer_division_rounds_toward_zero_and_zero_divisors_are_errors():
     x, y = np.array([7, -7, 7, -7], np.int32), np.array([2, 2, -2, -2], np.int32)
     (out,) = run_op("elementwise_div", {"X": x, "Y": y})
