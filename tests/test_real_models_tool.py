@@ -34,17 +34,23 @@ def test_gradc_step_runs_and_compiles_each_model(tmp_path):
         assert any(op.type.endswith("_grad") for op in program.global_block.ops)
 
 
-def test_gradc_step_on_a_pir_model_takes_its_saved_parameters_and_writes_a_pir_training_program(tmp_path):
-    """Paddle 3 saves inference.json beside inference.pdiparams: the step runs the model with those parameters, weighs
-    the logits of its softmax output, and writes train.json (PIR), which Paddle's own loader reads."""
+def pir_model_step(tmp_path, **env) -> tuple[Path, str]:
+    """The gradc step on the PIR fixture's model saved as Paddle 3 saves it (inference.json, inference.pdiparams)."""
     model = tmp_path / "jit" / "inference.json"
     model.parent.mkdir()
     shutil.copy(DATA / "pir" / "jit" / "model.json", model)
     shutil.copy(DATA / "pir" / "jit" / "model.pdiparams", model.with_suffix(".pdiparams"))
     result = subprocess.run([sys.executable, str(TOOL), "gradc", str(tmp_path)], capture_output=True, text=True,
-                            env={"PYTHONPATH": str(Path(gradc.__file__).parent.parent), "DIM": "6"})
+                            env={"PYTHONPATH": str(Path(gradc.__file__).parent.parent), "DIM": "6", **env})
     assert result.returncode == 0, result.stderr
-    name, report = result.stdout.strip().split(" ", 1)
+    return model, result.stdout
+
+
+def test_gradc_step_on_a_pir_model_takes_its_saved_parameters_and_writes_a_pir_training_program(tmp_path):
+    """The step runs the model with the parameters saved beside it, weighs the logits of its softmax output, and
+    writes train.json (PIR), which Paddle's own loader reads."""
+    model, stdout = pir_model_step(tmp_path)
+    name, report = stdout.strip().split(" ", 1)
     assert name == "jit/inference.json" and json.loads(report)["problems"] == []
     check = tmp_path / "jit" / "inference.json.check"
     forward = gradc.load(model)
@@ -61,3 +67,18 @@ def test_gradc_step_on_a_pir_model_takes_its_saved_parameters_and_writes_a_pir_t
     with np.load(check / "grads.npz") as grads:
         assert set(grads.files) <= set(fetched) and np.isfinite(grads["loss"])
         assert len(grads.files) == json.loads(report)["grads"] + 1 > 1
+
+
+def test_calibrate_makes_batch_norms_running_statistics_those_of_the_input(tmp_path):
+    """With CALIBRATE set, each batch norm's Mean and Variance are its input's per-channel mean and variance."""
+    model, _ = pir_model_step(tmp_path, CALIBRATE="1")
+    check = model.parent / "inference.json.check"
+    program = gradc.load(model)
+    (norm,) = [op for op in program.global_block.ops if op.type == "batch_norm"]
+    scope = gradc.Scope()
+    with np.load(check / "params.npz") as params, np.load(check / "feed.npz") as feed:
+        for name in params.files:
+            scope[name] = params[name]
+        (x,) = gradc.Executor().run(program, dict(feed), norm.input("X"), scope)
+        np.testing.assert_allclose(params[norm.input("Mean")[0]], x.mean(axis=(0, 2, 3)), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(params[norm.input("Variance")[0]], x.var(axis=(0, 2, 3)), rtol=1e-4, atol=1e-6)

@@ -7,11 +7,11 @@ come without theirs. Two steps, one per interpreter:
     /work/paddle-venv/bin/python tools/real_models.py paddle DIR                          # PIR programs
 
 The gradc step writes <model>.check/ beside each model: its parameters (random ones with batch norm variances
-positive) and inputs (-1 dims as 1 for the batch, DIM (default 64) for the others), gradc's outputs, and a training
-program: loss = mean(out * w) of the first float output with w fed, differentiated for every float parameter
-(train.pb, or train.json for a PIR model), and gradc's gradients. The Paddle step runs the model and gradc's training
-program with the same values and prints, per model, how far Paddle's outputs and gradients are from gradc's
-(relative to their largest magnitude).
+positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
+for the batch, DIM (default 64) for the others), gradc's outputs, and a training program: loss = mean(out * w) of
+the first float output with w fed, differentiated for every float parameter (train.pb, or train.json for a PIR
+model), and gradc's gradients. The Paddle step runs the model and gradc's training program with the same values and
+prints, per model, how far Paddle's outputs and gradients are from gradc's (relative to their largest magnitude).
 """
 
 from __future__ import annotations
@@ -54,6 +54,23 @@ def _random_params(program, rng) -> dict:
     return params
 
 
+def _calibrated(program, params: dict, feed: dict) -> dict:
+    """``params`` with each batch norm's running statistics made its input's own (one run in training mode): a model
+    saved with its initial weights otherwise grows its activations layer by layer (to 1e10 in PP-OCRv5's)."""
+    import gradc
+    trial, stats = program.clone(), {}
+    for op in (op for block in trial.blocks for op in block.ops if op.type == "batch_norm"):
+        op.set_attr("is_test", False), op.set_attr("use_global_stats", False), op.set_attr("momentum", 0.0)
+        stats[op.output("MeanOut")[0]] = op.input("Mean")[0]
+        stats[op.output("VarianceOut")[0]] = op.input("Variance")[0]
+    trial.mark_changed()
+    scope = gradc.Scope()
+    for name, value in params.items():
+        scope[name] = value.copy()
+    values = gradc.Executor().run(trial, feed, list(stats), scope)
+    return {**params, **{stats[name]: np.asarray(value) for name, value in zip(stats, values)}}
+
+
 def _fed_vars(block) -> list:
     """The inputs: a legacy program's feed ops' vars, a PIR program's data vars."""
     fed = [block.var(op.output("Out")[0]) for op in block.ops if op.type == "feed"]
@@ -84,6 +101,8 @@ def gradc_step(path: Path) -> dict:
                  for i, d in enumerate(var.shape if var.shape is not None else [1])]
         dtype = np.dtype(numpy_dtype(var.dtype))
         feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
+    if os.environ.get("CALIBRATE"):
+        params = _calibrated(program, params, feed)
     np.savez(out_dir / "params.npz", **params)
     np.savez(out_dir / "feed.npz", **feed)
     scope = gradc.Scope()
