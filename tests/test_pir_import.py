@@ -3,11 +3,13 @@ gradient; saved inference models give Paddle's outputs."""
 
 import gzip
 import json
+import re
 
 import numpy as np
 import pytest
 
 import gradc
+from gradc.io.pdiparams import read_params
 from gradc.pir import is_pir, load_pir, parse_pir, serialize_pir
 from gradc.pir.graph import walk_ops
 from gradc.pir.reader import read_module
@@ -87,6 +89,22 @@ def test_parameter_names_are_kept_and_flags_follow_the_file():
     assert running_mean.persistable and not running_mean.is_parameter and running_mean.stop_gradient
     assert block.vars["img"].need_check_feed and block.vars["img"].stop_gradient
     assert block.vars["img"].shape == [2, 3, 6, 6]
+
+
+def test_a_parameter_the_file_marks_not_persistable_is_not_read_from_the_parameter_file():
+    """dy2static turns an LSTM's DropoutState into a parameter op named "<name>__non_persistable" whose value is not
+    persistable, and paddle.jit.save leaves it out of inference.pdiparams (PaddleOCR's BiLSTM recognizers)."""
+    doc = json.loads((PIR_DATA / "jit" / "model.json").read_bytes())
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    ids = [int(m) for m in re.findall(r'"%": (\d+)', json.dumps(doc))]
+    ops.insert(0, {"#": "p", "A": [0, 1, 1, "lstm_0.dropout_state__non_persistable"], "DA": [], "QA": [],
+                   "O": {"%": max(ids) + 1, "TT": {"#": "0.t_dtensor", "D": [{"#": "0.t_ui8"}, [], "NCHW", [], 0]}},
+                   "OA": [0, 1, 0]})
+    program = parse_pir(json.dumps(doc).encode())
+    assert not program.global_block.vars["lstm_0.dropout_state__non_persistable"].persistable
+    expected = read_params(PIR_DATA / "jit" / "model.pdiparams", load("jit"))
+    params = read_params(PIR_DATA / "jit" / "model.pdiparams", program)
+    assert sorted(params) == sorted(expected)
 
 
 def test_values_get_paddle_style_names():

@@ -11,11 +11,12 @@ from ..graph import TensorType
 
 
 def parameter(op, ctx) -> None:
-    """A persistable var with the parameter's name; trainable ones are legacy parameters."""
+    """A persistable var with the parameter's name, unless its value says otherwise (dy2static's rnn DropoutState,
+    "<name>__non_persistable", which no parameter file holds); trainable ones are legacy parameters."""
     value = op.results[0]
     name = ctx.define(value, None, ctx.program.global_block)
     var = ctx.program.global_block.vars[name]
-    var.persistable = True
+    var.persistable = None if value.persistable is False else True
     trainable = bool(op.attr("trainable", True)) and not value.stop_gradient
     var.is_parameter = True if op.attr("is_parameter", True) and trainable else None
     var.stop_gradient = None if trainable else True
