@@ -39,6 +39,8 @@ SETITEM = table(
     ("setitem_reversed", lambda x, v: _set(x, slice(None, None, -1), v), f(3, 4), f(3, 4)),
     ("setitem_list", lambda x, v: _set(x, [0, 2], v), f(3, 4), f(2, 4)),
     ("setitem_tensor_index", lambda x, v: _set(x, _ints(2, 0), v), f(3, 4), f(4)),
+    # a decoding loop's x[:, i] = v (PaddleOCR's SAR): the position a 0-d Tensor
+    ("setitem_tensor_position", lambda x, v: _set(x, (slice(None), paddle.full([], 1, "int64")), v), f(3, 4), f(3)),
     ("setitem_bool_mask", lambda x: _set(x, x > 0, 0.0), f(3, 4)),
     ("setitem_bool_mask_tensor", lambda x, v: _set(x, x > 0.5, v), f(3, 4), f(1)),
 )

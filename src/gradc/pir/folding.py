@@ -8,7 +8,8 @@ import math
 from collections.abc import Callable
 
 from .. import opdef
-from .graph import Op, Value
+from ..ir import VarDesc
+from .graph import Op, TensorType, Value
 
 CONSTANT_OPS = {"pd_op.full_int_array", "pd_op.full"}
 
@@ -49,3 +50,17 @@ def folded(value: Value | None, fold: str, op: Op, operand: str, attr: str, fail
     if fold == "bool":
         return bool(values[0])
     return float(values[0]) if fold in ("float", "double") else int(values[0])
+
+
+def unstacked(ctx, value: Value, name: str, op: Op, operand: str) -> list[str]:
+    """The elements of the 1-D tensor ``value`` (var ``name``) as vars of their own, by a legacy unstack: a computed
+    operand the legacy op takes only as a list of scalars (set_value's StartsTensorList, from pd_op.stack)."""
+    dims = value.type.dims if isinstance(value.type, TensorType) else None
+    if dims is None or len(dims) != 1 or dims[0] < 0:
+        raise ctx.fail(op, f"operand '{operand}' is a tensor of dims {dims}: the legacy op takes it as a list of "
+                           f"scalars, so it must be 1-D of a known length")
+    names = [ctx.namer.fresh("unstack") for _ in range(dims[0])]
+    for element in names:
+        ctx.block.add_var(VarDesc(element, [], value.type.dtype, stop_gradient=True))
+    ctx.emit("unstack", {"X": [name]}, {"Y": names}, {"axis": 0, "num": dims[0]})
+    return names

@@ -11,7 +11,7 @@ from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarDesc, VarType
 from ..opdef import declared_type
 from ..verify import check_structure
 from . import schema
-from .folding import foldable, folded, tensor_attrs
+from .folding import foldable, folded, tensor_attrs, unstacked
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
 from .naming import Namer, file_names
 from .stacks import origin
@@ -191,7 +191,10 @@ class Translator:
                 computed = value is not None and not foldable(origin(value, self.stacks))
                 if computed and spec.tensor_slots:
                     tensor, listed = (*spec.tensor_slots, spec.tensor_slots[0])[:2]
-                    inputs[listed if isinstance(value.type, VectorType) else tensor] = self.args(value, op, position)
+                    names = self.args(value, op, position)
+                    if not isinstance(value.type, VectorType) and not tensor:   # the legacy op takes lists only
+                        names, tensor = unstacked(self, value, names[0], op, spec.name), listed
+                    inputs[listed if isinstance(value.type, VectorType) else tensor] = names
                 elif computed and spec.attr in tensor_attrs(row.legacy):   # read from its var(s) at run time
                     names = self.args(value, op, position)
                     listed = isinstance(value.type, VectorType)

@@ -108,12 +108,14 @@ ROWS = [
     # Paddle's gradient of x[i] = 2.0 in PIR: dOut passed through whole, the overwritten slice's too (known_issues)
     row("pd_op.set_value_grad", "assign", "out_grad:X", "x_grad:Out"),
     row("pd_op.set_value_with_tensor_grad", "set_value_grad",
-        "values:ValueTensor out_grad:Out@GRAD starts>starts:ints ends>ends:ints steps>steps:ints",
+        "values:ValueTensor out_grad:Out@GRAD starts>starts:ints@,StartsTensorList ends>ends:ints@,EndsTensorList "
+        "steps>steps:ints@,StepsTensorList",
         "x_grad:Input@GRAD values_grad:ValueTensor@GRAD", "axes:i64s decrease_axes:i64s none_axes:i64s"),
     row("pd_op.take_along_axis_grad", "take_along_axis_grad", "arr:Input indices:Index out_grad:Result@GRAD",
         "arr_grad:Input@GRAD", "axis=Axis:i32"),
     row("pd_op.tile_grad", "tile_grad", "x:X out_grad:Out@GRAD repeat_times>repeat_times:ints", X_GRAD),
-    row("pd_op.expand_grad", "expand_v2_grad", "x:X out_grad:Out@GRAD shape>shape:ints", X_GRAD),
+    row("pd_op.expand_grad", "expand_v2_grad", "x:X out_grad:Out@GRAD shape>shape:ints@Shape,expand_shapes_tensor",
+        X_GRAD),
     row("pd_op.expand_as_grad", "expand_as_v2_grad", UNARY, X_GRAD, "target_shape:i64s"),
     row("pd_op.gather_grad", "gather_grad", "x:X index:Index out_grad:Out@GRAD axis>axis:int", X_GRAD),
     row("pd_op.gather_nd_grad", "gather_nd_grad", "x:X index:Index out_grad:Out@GRAD", X_GRAD),

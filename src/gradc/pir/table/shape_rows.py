@@ -8,7 +8,8 @@ from .hooks import cast_dtypes, fill_any_like_back, literal_dtype, literal_value
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
 
 
-SLICE = "starts>starts:ints ends>ends:ints steps>steps:ints"
+BOUNDS = ("starts>starts:ints@,StartsTensorList ends>ends:ints@,EndsTensorList "   # set_value takes lists only
+         "steps>steps:ints@,StepsTensorList")
 SET_VALUE = "axes:i64s decrease_axes:i64s none_axes:i64s"
 
 
@@ -36,7 +37,7 @@ ROWS = [
     row("pd_op.strided_slice", "strided_slice", "x:Input starts>starts:ints ends>ends:ints strides>strides:ints",
         "out:Out", "axes:i32s"),
     row("pd_op.tile", "tile", "x:X repeat_times>repeat_times:ints"),
-    row("pd_op.expand", "expand_v2", "x:X shape>shape:ints"),
+    row("pd_op.expand", "expand_v2", "x:X shape>shape:ints@Shape,expand_shapes_tensor"),
     row("pd_op.expand_as", "expand_as_v2", "x:X y?:Y", "out:Out", "target_shape:i64s"),
     row("pd_op.gather", "gather", "x:X index:Index axis>axis:int"),
     row("pd_op.gather_nd", "gather_nd", "x:X index:Index"),
@@ -62,13 +63,13 @@ ROWS = [
     row("pd_op.scatter_nd_add", "scatter_nd_add", "x:X index:Index updates:Updates"),
     row("pd_op.shape", "shape", "input:Input"),
     row("pd_op.numel", "size", "x:Input"),
-    row("pd_op.set_value_", "set_value", "x:Input " + SLICE, "out:Out&x", SET_VALUE + " shape:i64s values:f64s",
+    row("pd_op.set_value_", "set_value", "x:Input " + BOUNDS, "out:Out&x", SET_VALUE + " shape:i64s values:f64s",
         hook=literal_dtype, back=literal_values, when=_literal),
     row("pd_op.set_value_with_tensor_", "set_value",
-        "x:Input values:ValueTensor starts>starts:ints ends>ends:ints steps>steps:ints", "out:Out&x",
+        "x:Input values:ValueTensor " + BOUNDS, "out:Out&x",
         "axes:i64s decrease_axes:i64s none_axes:i64s"),
     row("pd_op.set_value_with_tensor", "set_value",   # export writes the in-place row above
-        "x:Input values:ValueTensor starts>starts:ints ends>ends:ints steps>steps:ints", "out:Out",
+        "x:Input values:ValueTensor " + BOUNDS, "out:Out",
         "axes:i64s decrease_axes:i64s none_axes:i64s"),
     # tensor arrays: PIR creates them explicitly (plumbing.create_array) and writes them in place; Paddle's backward
     # of a loop over one makes its grad array with create_array_like of zeros
