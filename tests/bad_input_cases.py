@@ -925,7 +925,7 @@ EXEMPT = {
     "lod_array_length": "no attribute: every tensor array has a length",
     **{op: ANY_TENSOR for op in ("abs", "exp", "log", "sqrt", "rsqrt", "square", "sign", "sigmoid", "tanh",
                                  "silu", "softsign", "logsigmoid", "tanh_shrink", "gelu", "mean", "assign",
-                                 "fill_zeros_like", "squared_l2_norm", "cos", "sin")},
+                                 "share_data", "fill_zeros_like", "squared_l2_norm", "cos", "sin")},
     **{op: FREE_ATTRIBUTES for op in ("elu", "leaky_relu", "relu6", "swish", "hard_sigmoid", "hard_swish", "mish",
                                       "thresholded_relu", "pow")},
     "logical_not": "elementwise on any bool tensor",

@@ -70,7 +70,7 @@ def test_a_row_names_slots_and_attributes_its_legacy_op_declares(name):
     row = TABLE[name]
     definition = OPS[row.legacy]
     slots = {o.slot for o in row.operands if o.slot} | {r.slot for r in row.results if r.slot}
-    slots |= {slot for o in row.operands for slot in o.tensor_slots} | set(row.extra_outputs)
+    slots |= {slot for o in row.operands for slot in o.tensor_slots if slot} | set(row.extra_outputs)
     assert slots <= set(definition.inputs) | set(definition.outputs)
     attrs = {a.legacy for a in row.attrs if a.legacy} | {o.attr for o in row.operands if o.attr} | set(row.fixed)
     assert attrs <= set(definition.attrs)

@@ -58,6 +58,7 @@ PADDLE_BY_DESIGN = {
     "check_numerics": CHECK_NUMERICS,
     "continuous_value_model": CVM,
     "continuous_value_model_no_cvm": CVM,
+    "detach": "detach stops the gradient: central differences see through it",
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
     "static_pylayer": USER_BACKWARD,
     "static_pylayer_two_inputs": USER_BACKWARD,

@@ -17,6 +17,7 @@ MANIPULATION = table(
     ("moveaxis", lambda x: paddle.moveaxis(x, 0, 2), f(2, 3, 4)),
     ("crop", lambda x: paddle.crop(x, shape=[2, 2], offsets=[0, 1]), f(3, 4)),
     ("expand_as", lambda x, y: paddle.expand_as(x, y), f(1, 4), f(3, 4)),
+    ("detach", lambda x: x.detach() * 2 + x, f(2, 3)),
     ("expand_computed_shape", lambda x, y: paddle.expand(x, [paddle.shape(y)[0], 4]), f(1, 4), f(3, 2)),
     ("broadcast_to", lambda x: paddle.broadcast_to(x, [3, 4]), f(1, 4)),
     ("flip_axes", lambda x: paddle.flip(x, [0, 1]), f(2, 3)),

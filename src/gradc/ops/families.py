@@ -207,7 +207,7 @@ FAMILIES = {
     "static_nn": ("cvm", "cvm_grad", "nce", "nce_grad", "row_conv", "row_conv_grad"),
     "static_nn_double": ("cvm_grad", "row_conv_grad", "nce_grad"),
     "tensor": ("fill_constant", "fill_any_like", "fill_zeros_like", "shape", "size", "uniform_random",
-        "gaussian_random", "empty", "randint", "randperm", "assign", "cast"),
+        "gaussian_random", "empty", "randint", "randperm", "assign", "share_data", "cast"),
     "tensor_array": ("write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
         "tensor_array_to_tensor_grad"),
     "text": ("viterbi_decode",),

@@ -99,6 +99,8 @@ def _assign_grad(g):
 
 
 defop("assign", ["X?"], infer=same_as("X"), grad=_assign_grad)
+# Variable.detach() (pd_op.share_data_ in PIR): Out holds X's values, and no gradient flows back through it
+defop("share_data", ["X"], infer=same_as("X"), grad=NO_GRAD)
 
 
 def _cast_grad(g):

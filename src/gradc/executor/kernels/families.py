@@ -151,7 +151,7 @@ FAMILIES = {
     "special_math_bessel": ("i0", "i0_grad", "i0e", "i0e_grad", "i1", "i1_grad", "i1e", "i1e_grad"),
     "static_nn": ("cvm", "cvm_grad", "row_conv", "row_conv_grad", "nce", "nce_grad"),
     "tensor": ("fill_constant", "fill_any_like", "shape", "size", "fill_zeros_like", "uniform_random",
-        "gaussian_random", "empty", "randint", "randperm", "assign", "cast"),
+        "gaussian_random", "empty", "randint", "randperm", "share_data", "assign", "cast"),
     "tensor_array": ("write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
         "tensor_array_to_tensor_grad"),
     "text": ("viterbi_decode",),

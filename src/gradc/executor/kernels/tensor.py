@@ -117,6 +117,11 @@ def _copy(x):
     return np.array(x, copy=True)
 
 
+@kernel("share_data")
+def share_data(k):
+    return {"Out": _copy(k.x("X"))}
+
+
 @kernel("assign")
 def assign(k):
     x = k.optional("X")

@@ -47,6 +47,7 @@ ROWS = [
     row("pd_op.scatter", "scatter", "x:X index:Ids updates:Updates", "out:Out", "overwrite:bool"),
     row("pd_op.cast", "cast", "x:X", "out:Out", "dtype=out_dtype:dtype", hook=cast_dtypes),
     row("pd_op.assign", "assign", "x:X"),
+    row("pd_op.share_data_", "share_data", "x:X"),
     row("pd_op.assign_out_", "assign", "x:X output:-", "out:Out&output"),
     row("pd_op.pad3d", "pad3d", "x:X paddings>paddings:ints", "out:Out",
         "mode:str pad_value=value:f64 data_format:str"),
