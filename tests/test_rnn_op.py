@@ -79,3 +79,18 @@ def test_is_test_or_a_zero_probability_runs_without_dropout(attrs):
     np.testing.assert_array_equal(run(net, outs["Out"], feed)[0], plain)
     training, outs, feed = rnn_program(dropout_prob=0.5, seed=3)
     assert not np.allclose(run(training, outs["Out"], feed)[0], plain)
+
+
+@pytest.mark.parametrize("is_test", [False, True])
+def test_dropout_state_without_dropout_is_written_as_paddle_writes_it(is_test):
+    """Ones of Out's shape in training; in test mode Paddle leaves it unallocated, and a program that passes it on
+    (PaddleOCR's SAR recognizer chains its rnn ops' DropoutState through assigns) reads it empty."""
+    net, outs, feed = rnn_program(is_test=is_test)
+    copy = net.tmp(None, VarType.UINT8)
+    net.block.append_op("assign", {"X": outs["DropoutState"]}, {"Out": [copy]})
+    state, out = run(net, [copy, outs["Out"][0]], feed)
+    assert state.dtype == np.uint8
+    if is_test:
+        assert state.size == 0
+    else:
+        np.testing.assert_array_equal(state, np.ones(out.shape, np.uint8))

@@ -62,8 +62,12 @@ def rnn(k):
         mask = (rng.random(x.shape[:2] + (shape.directions * shape.hidden_size,)) >= prob).astype(np.uint8)
     out, finals, reserve = rnn_forward(shape, x, states, weights, lengths, mask, prob)
     results = {"Out": out, "State": finals, "Reserve": reserve.view(np.uint8)}
+    state = k.op.output("DropoutState")
     if mask is not None:
         results["DropoutState"] = mask
+    elif state and (not k.attr("is_test") or k.scope.find(state[0]) is None):
+        # Paddle's: ones of Out's shape in training; in test mode what it held, else nothing (an op reads it empty)
+        results["DropoutState"] = np.ones(out.shape, np.uint8) if not k.attr("is_test") else np.zeros(0, np.uint8)
     return results
 
 
