@@ -82,3 +82,17 @@ def test_calibrate_makes_batch_norms_running_statistics_those_of_the_input(tmp_p
         (x,) = gradc.Executor().run(program, dict(feed), norm.input("X"), scope)
         np.testing.assert_allclose(params[norm.input("Mean")[0]], x.mean(axis=(0, 2, 3)), rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(params[norm.input("Variance")[0]], x.var(axis=(0, 2, 3)), rtol=1e-4, atol=1e-6)
+
+
+def test_float64_writes_the_training_program_widened_and_its_gradients(tmp_path):
+    """With FLOAT64 set, the step also writes train64 (every float32 var float64) and gradc's float64 gradients, for
+    Paddle to run where float32 rounding decides a comparison."""
+    model, _ = pir_model_step(tmp_path, FLOAT64="1")
+    check = model.parent / "inference.json.check"
+    wide = gradc.load(check / "train64.json")
+    assert not [name for name, var in wide.global_block.vars.items() if var.dtype == gradc.VarType.FP32]
+    with np.load(check / "grads.npz") as narrow, np.load(check / "grads64.npz") as grads:
+        assert sorted(narrow.files) == sorted(grads.files)
+        for name in grads.files:
+            assert grads[name].dtype == np.float64
+            np.testing.assert_allclose(narrow[name], grads[name], rtol=1e-3, atol=1e-6)

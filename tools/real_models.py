@@ -10,8 +10,9 @@ The gradc step writes <model>.check/ beside each model: its parameters (random o
 positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
 for the batch, DIM (default 64) for the others), gradc's outputs, and a training program: loss = mean(out * w) of
 the first float output with w fed, differentiated for every float parameter (train.pb, or train.json for a PIR
-model), and gradc's gradients. The Paddle step runs the model and gradc's training program with the same values and
-prints, per model, how far Paddle's outputs and gradients are from gradc's (relative to their largest magnitude).
+model), and gradc's gradients; with FLOAT64 set, also the training program widened to float64 (train64) and its
+gradients. The Paddle step runs the model and gradc's training programs with the same values and prints, per
+model, how far Paddle's outputs and gradients are from gradc's (relative to their largest magnitude).
 """
 
 from __future__ import annotations
@@ -128,13 +129,38 @@ def gradc_step(path: Path) -> dict:
     values = gradc.Executor().run(program, {**feed, "loss_w": weight}, names, scope)
     np.savez(out_dir / "grads.npz", **dict(zip(names, values)))
     np.save(out_dir / "loss_w.npy", weight)
-    if path.suffix == ".json":
-        from gradc.pir import save_pir
-        save_pir(program, out_dir / "train.json", fetch=names)
-    else:
-        gradc.save(program, out_dir / "train.pb")
+    _save_training(program, path, out_dir / "train", names)
+    if os.environ.get("FLOAT64"):
+        _float64_training(program, path, out_dir, params, {**feed, "loss_w": weight}, names)
     report["grads"] = len(pairs)
     return report
+
+
+def _save_training(program, path: Path, stem: Path, names: list[str]) -> None:
+    """The training program as the model was: PIR (stem.json, fetching ``names``) or binary (stem.pb)."""
+    import gradc
+    if path.suffix == ".json":
+        from gradc.pir import save_pir
+        save_pir(program, stem.with_suffix(".json"), fetch=names)
+    else:
+        gradc.save(program, stem.with_suffix(".pb"))
+
+
+def _float64_training(program, path: Path, out_dir: Path, params: dict, feed: dict, names: list[str]) -> None:
+    """The training program widened to float64 (train64), its values and gradc's float64 gradients: where float32
+    rounding decides a comparison (a saturated or cancelling model), Paddle's float64 run of the same program does
+    not."""
+    import gradc
+    from gradc.gradcheck import float64_copy
+    wide, wide_params, wide_feed = float64_copy(program, params, feed)
+    scope = gradc.Scope()
+    for name, value in wide_params.items():
+        scope[name] = value
+    values = gradc.Executor().run(wide, wide_feed, names, scope)
+    np.savez(out_dir / "grads64.npz", **dict(zip(names, values)))
+    np.savez(out_dir / "params64.npz", **wide_params)
+    np.savez(out_dir / "feed64.npz", **wide_feed)
+    _save_training(wide, path, out_dir / "train64", names)
 
 
 def _relative(a: np.ndarray, b: np.ndarray) -> float:
@@ -167,6 +193,14 @@ def paddle_step(path: Path) -> dict:
         values = executor.run(program, feed={**feed, "loss_w": np.load(check / "loss_w.npy")}, fetch_list=fetches)
         values = dict(zip(names, values))
         report["worst_grad"] = max((_relative(values[n], grad), n) for n, grad in grads.items())
+    train = train.with_name(train.name.replace("train", "train64"))
+    if train.exists():   # written with FLOAT64 set
+        for name, value in np.load(check / "params64.npz").items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        grads = dict(np.load(check / "grads64.npz"))
+        program, fetches, names = _paddle_program(train, list(grads))
+        values = dict(zip(names, executor.run(program, feed=dict(np.load(check / "feed64.npz")), fetch_list=fetches)))
+        report["worst_grad_float64"] = max((_relative(values[n], grad), n) for n, grad in grads.items())
     return report
 
 
