@@ -323,3 +323,25 @@ def test_an_empty_int_constant_is_written_as_paddle_makes_one():
     assert "1.full_int_array" in {op["#"] for op in json.loads(data)["program"]["regions"][0]["blocks"][0]["ops"]}
     got, = gradc.Executor().run(parse_pir(data), fetch_list=["none"])
     assert got.dtype == np.int64 and got.shape == (0,)
+
+
+def test_a_value_only_one_branch_writes_gets_a_placeholder_of_unknown_dims():
+    """The false branch of pd_op.if yields a stand-in for what only the true branch writes: with dims known only at
+    run time, dy2static's own (a 0-d full typed as the value), as PaddleOCR's SAR recognizer needed."""
+    from programs import Net
+    net = Net("float32")
+    x = net.data("x", [-1, 3])
+    out = net.tmp([-1, 3], prefix="out")
+    pred = net.op("fill_constant", {}, {"shape": [], "dtype": int(gradc.VarType.BOOL), "value": 1.0})
+    with net.sub_block() as body:
+        net.assign(net.op("scale", {"X": x}, {"scale": 2.0}), out)
+    op = net.block.append_op("conditional_block", {"Cond": [pred], "Input": [x]},
+                             {"Out": [out], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+    op.set_attr("sub_block", body.idx, AttrType.BLOCK)
+    doc = json.loads(serialize_pir(net.program, fetch=[out]))
+    branch = next(op for op in doc["program"]["regions"][0]["blocks"][0]["ops"] if op["#"] == "1.if")
+    (stand_in,) = [op for op in branch["regions"][1]["blocks"][0]["ops"] if op["#"] == "1.full"]
+    assert stand_in["A"][0]["AT"]["D"] == [] and stand_in["O"][0]["TT"]["D"][1] == [-1, 3]
+    feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}
+    (value,) = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), feed, [out], gradc.Scope())
+    np.testing.assert_array_equal(value, 2 * feed["x"])

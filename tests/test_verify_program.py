@@ -124,6 +124,20 @@ def test_declarations_of_older_paddle_versions_pass_and_others_do_not():
         in problems[2]
 
 
+@pytest.mark.parametrize("op_type, declared, fits", [("fill_constant", [-1, 30], True),
+                                                     ("fill_constant", [2, 30], False), ("scale", [-1, 30], False)])
+def test_a_0d_constant_declared_with_unknown_dims_is_dy2statics_placeholder(op_type, declared, fits):
+    """Paddle 3 writes a value a branch or a loop body defines as a 0-d pd_op.full typed as that value (PaddleOCR's
+    table models, PARSeq): such a fill_constant fits; a fixed shape, or another op's 0-d result, does not."""
+    net = ProgramBuilder()
+    value = net.op("fill_constant", {}, {"shape": [], "dtype": 5, "value": 0.0})[0]
+    if op_type == "scale":
+        value = net.op("scale", {"X": value}, {"scale": 2.0})[0]
+    net.program.global_block.var(value).shape = declared
+    problems = gradc.verify(net.program)
+    assert (problems == []) == fits, problems
+
+
 def test_an_integer_output_may_be_declared_of_another_width_and_an_int_bool_attribute_reads_as_a_bool():
     """Paddle 3.3.1's legacy matrix_nms declares Index int64 where its kernel writes int32; Paddle 1.x wrote is_test
     as an int (1), which Paddle 3 reads as a bool. A float of another type, or an int other than 0 and 1, is wrong."""

@@ -28,13 +28,18 @@ def dims_match(a: int, b: int) -> bool:
     return a < 0 or b < 0 or a == b
 
 
-def shape_fits(declared: list[int], inferred: list[int], paddle_version: int | None = None) -> bool:
+def shape_fits(declared: list[int], inferred: list[int], paddle_version: int | None = None,
+               constant: bool = False) -> bool:
     """Whether a var declared ``declared`` may hold what an op's inference gives (-1: known at run time only).
     Declarations of older Paddle versions fit too, as Paddle 3 runs them: before 2.5 (no 0-d tensors) [1] for a
     0-d result and [] for a shape not recorded (dropout's Mask), and one dim holding the product of several with
-    the unknown ones taken as -1 (layer_norm's Mean over [-1, -1] batch dims was declared [1])."""
+    the unknown ones taken as -1 (layer_norm's Mean over [-1, -1] batch dims was declared [1]). So does a 0-d
+    ``constant`` (fill_constant) declared with unknown dims: dy2static's placeholder for a value a branch or a loop
+    body defines, which Paddle 3 writes as a 0-d pd_op.full typed as the value."""
     if len(declared) == len(inferred):
         return all(map(dims_match, declared, inferred))
+    if constant and not inferred and -1 in declared:
+        return True
     if declared == [1] and not inferred:
         return True
     if not declared and paddle_version is not None and 0 < paddle_version < PADDLE_0D:

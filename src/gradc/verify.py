@@ -303,7 +303,7 @@ def _check_inference(block, idx: int, op) -> None:
                 continue
             declared = var.shape   # equal lists (most outputs) need no walk over the dims
             if declared is not None and shape is not None and declared != shape and not shape_fits(
-                    declared, shape, block.program.version):
+                    declared, shape, block.program.version, op.type == "fill_constant"):
                 ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")
             if var.dtype is not None and dtype is not None and not dtype_fits(var.dtype, dtype):
                 ctx.fail(f"output '{name}' is declared {dtype_name(var.dtype)}, but the inputs give "

@@ -195,13 +195,12 @@ def _yield(exporter, block: Block, values: list[Value]) -> None:
 
 def _zeros(exporter, name: str) -> Value:
     """The false branch's stand-in for a result only the true branch makes (select_input picks the
-    true one whenever it matters)."""
+    true one whenever it matters). A shape with unknown dims gets dy2static's own placeholder: a 0-d full
+    typed as the result (Paddle 3.3.1 writes these for a loop var a while body defines: PaddleOCR's table models)."""
     result = exporter.new_value(name)
-    if any(d < 0 for d in result.type.dims):
-        raise exporter.fail(f"'{name}' is written only when the condition holds, and its shape "
-                            f"{list(result.type.dims)} is not static enough for a placeholder")
+    dims = list(result.type.dims)
     exporter.emit("pd_op.full", [], [result], {
-        "shape": Attr("a_intarray", list(result.type.dims)), "value": Attr("a_f64", 0.0),
+        "shape": Attr("a_intarray", [] if any(d < 0 for d in dims) else dims), "value": Attr("a_f64", 0.0),
         "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[result.type.dtype]),
         "place": Attr("a_place", list(schema.PLACE_CPU))})
     return result
