@@ -1,7 +1,7 @@
 """Forward ops of programs Paddle saved for inference, or with an older version, made ready for their grad ops as
 Paddle 3 would need them: the extra outputs a saved inference program dropped are given back, and an int given
 for a bool attribute (Paddle 1.x's is_test) becomes a bool, which Paddle's grad kernels require. A test-mode rnn
-without dropout runs in training mode, which computes the same and writes the Reserve that Paddle's rnn_grad reads."""
+runs in training mode without dropout, which computes the same and writes the Reserve Paddle's rnn_grad reads."""
 
 from __future__ import annotations
 
@@ -32,8 +32,9 @@ def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
     for name in needs.bools:
         if op.attr_types.get(name) == AttrType.INT:
             op.set_attr(name, bool(op.attrs[name]), AttrType.BOOLEAN)
-    if op.type == "rnn" and op.attrs.get("is_test") and not op.attrs.get("dropout_prob"):
+    if op.type == "rnn" and op.attrs.get("is_test"):
         op.set_attr("is_test", False)
+        op.set_attr("dropout_prob", 0.0)
     missing = [slot for slot in needs.extra_reads if not op.outputs.get(slot)]
     if missing:
         _restore_outputs(block, idx, op, opdef, missing)
