@@ -185,7 +185,7 @@ def paddle_step(path: Path) -> dict:
     program, fetches, _ = _paddle_program(path)
     for op in program.global_block().ops if path.suffix == ".json" else ():   # a parameter no file holds (an
         if op.name() == "builtin.parameter":                                 # LSTM's dropout state): declared
-            scope.var(op.attrs()["parameter_name"])
+            scope.var(op.attrs()["parameter_name"]).get_tensor()
     outs = executor.run(program, feed=feed, fetch_list=fetches, return_numpy=False)
     ours = np.load(check / "out.npz")
     report = {"outputs": [_relative(np.array(o), ours[f"out{i}"]) for i, o in enumerate(outs)]}
