@@ -96,3 +96,16 @@ def test_float64_writes_the_training_program_widened_and_its_gradients(tmp_path)
         for name in grads.files:
             assert grads[name].dtype == np.float64
             np.testing.assert_allclose(narrow[name], grads[name], rtol=1e-3, atol=1e-6)
+
+
+def test_a_gradient_zero_but_for_rounding_is_judged_against_the_models_largest():
+    """An attention key's bias has a gradient of 1e-19 in both runs (softmax cancels it): its difference is measured
+    against 100 ulps of the model's largest gradient, not against itself; any other gradient against itself."""
+    sys.path.insert(0, str(TOOL.parent))
+    from real_models import _worst
+    grads = {"w@GRAD": np.array([0.5, -0.2]), "key_bias@GRAD": np.array([3e-19, -1e-19])}
+    assert _worst({"w@GRAD": grads["w@GRAD"], "key_bias@GRAD": np.array([-2e-19, 5e-20])}, grads)[0] < 1e-4
+    worst, name = _worst({"w@GRAD": np.array([0.5, -0.21]), "key_bias@GRAD": grads["key_bias@GRAD"]}, grads)
+    assert name == "w@GRAD" and abs(worst - 0.02) < 1e-12
+    assert _worst({"w@GRAD": grads["w@GRAD"], "key_bias@GRAD": np.array([1e-3, 0.0])}, grads) == (
+        1e-3 / (100 * np.finfo(np.float64).eps * 0.5 + 1e-30), "key_bias@GRAD")

@@ -82,22 +82,40 @@ def _created_arrays(k, names: list[str]) -> None:
             k.scope.assign(name, TensorArray())
 
 
-_SCOPES_READ: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # global block -> (revision, scope vars)
+_SCOPES_READ: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()   # global block -> (version, reads)
 
 
-def _read_by_a_grad_op(k, slot: str) -> bool:
-    """Whether a grad op reads the scope(s) the op keeps in its output ``slot`` (a while's step scopes, a conditional
-    block's scope). Without one, as in a forward-only run, keeping them would only hold memory: each holds its
-    iteration's values, and a conditional block's scope inside a loop body makes a cycle with the iteration's, which
-    the collector frees late (a table recognizer's 500-step decoder reached 20 GB)."""
+def _grad_reads(k, slot: str) -> set[str] | None:
+    """What the grad op(s) replaying the scope(s) in the op's output ``slot`` (a while's step scopes, a conditional
+    block's scope) read: their inputs and those of every op of the blocks they run. None where no grad op reads
+    them, as in a forward-only run: keeping them would only hold memory (each holds its iteration's values, and a
+    conditional block's scope in a loop body makes a cycle with the iteration's, which the collector frees late: a
+    table recognizer's 500-step decoder reached 20 GB)."""
     program = k.block.program
     cached = _SCOPES_READ.get(program.global_block)
     version = (program.revision, [len(block.ops) for block in program.blocks])   # also ops added unannounced
     if cached is None or cached[0] != version:
-        read = {name for block in program.blocks for op in block.ops if op.type.endswith("_grad")
-                for name in op.input("Scope") + op.input("StepScopes")}
-        cached = _SCOPES_READ[program.global_block] = (version, read)
-    return any(name in cached[1] for name in k.op.output(slot))
+        reads: dict[str, set[str]] = {}
+        for op in (op for block in program.blocks for op in block.ops if op.type.endswith("_grad")):
+            for name in op.input("Scope") + op.input("StepScopes"):
+                reads.setdefault(name, set()).update(op.input_names(), _block_reads(program, op))
+        cached = _SCOPES_READ[program.global_block] = (version, reads)
+    found = [cached[1][name] for name in k.op.output(slot) if name in cached[1]]
+    return set().union(*found) if found else None
+
+
+def _block_reads(program, op) -> set[str]:
+    """The vars the ops of the blocks ``op`` names read, nested blocks included."""
+    reads, pending, seen = set(), [idx for _, idx in op.block_refs()], set()
+    while pending:
+        idx = pending.pop()
+        if idx in seen or not 0 <= idx < len(program.blocks):
+            continue
+        seen.add(idx)
+        for inner in program.blocks[idx].ops:
+            reads.update(inner.input_names())
+            pending += [ref for _, ref in inner.block_refs()]
+    return reads
 
 
 def _shared_in_backward(block) -> list[str]:
@@ -117,7 +135,7 @@ def conditional_block(k):
     scope = k.scope.child()
     k.run_block(k.attr("sub_block"), scope)
     lift_lods(k, scope, k.out_names("Out"))
-    kept = [scope] if _read_by_a_grad_op(k, "Scope") else []
+    kept = [scope] if _grad_reads(k, "Scope") is not None else []
     return {"Out": [scope.find(name) for name in k.out_names("Out")], "Scope": [kept]}
 
 
@@ -141,7 +159,9 @@ def while_(k):
     _created_arrays(k, outs)
     in_place = updated_in_place(k.block.program.blocks[k.attr("sub_block")])
     kept = [name for name in loop_vars if name not in in_place]   # Paddle copies these per iteration
-    keep = not k.attr("is_test") and _read_by_a_grad_op(k, "StepScopes")
+    needed = None if k.attr("is_test") else _grad_reads(k, "StepScopes")
+    if needed is not None:
+        needed.update(outs)
     steps, last, count = [], k.scope, 0
     while _truth(k, "Condition"):
         if count == LIMITS.max_iterations:
@@ -151,8 +171,10 @@ def while_(k):
         start = {name: value for name in kept if (value := k.scope.find(name)) is not None}
         last = k.scope.child()
         k.run_block(k.attr("sub_block"), last)
-        if keep:
+        if needed is not None:
             last.vars.update(start)   # shadows the outer loop vars for this iteration's grad
+            for name in [name for name in last.vars if name not in needed]:   # what the grad does not read
+                del last.vars[name]
             steps.append(last)
     lift_lods(k, last, [name for name in outs if name not in loop_vars])
     return {"Out": [k.scope.find(name) if name in loop_vars else last.find(name) for name in outs],
