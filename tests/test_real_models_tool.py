@@ -109,3 +109,5 @@ def test_a_gradient_zero_but_for_rounding_is_judged_against_the_models_largest()
     assert name == "w@GRAD" and abs(worst - 0.02) < 1e-12
     worst, name = _worst({"w@GRAD": grads["w@GRAD"], "key_bias@GRAD": np.array([1e-3, 0.0])}, grads)
     assert name == "key_bias@GRAD" and np.isclose(worst, 1e-3 / (100 * np.finfo(np.float64).eps * 0.5))
+    single = {name: grad.astype(np.float32) for name, grad in grads.items()}
+    assert type(_worst(single, single)[0]) is float   # the report is JSON

@@ -181,7 +181,7 @@ def _worst(values: dict, grads: dict) -> tuple[float, str]:
         if value.shape != grad.shape or not grad.size:
             worst.append((float("inf") if value.shape != grad.shape else 0.0, name))
             continue
-        floor = 100 * np.finfo(grad.dtype).eps * scale if grad.dtype.kind == "f" else 0.0
+        floor = float(100 * np.finfo(grad.dtype).eps * scale) if grad.dtype.kind == "f" else 0.0
         worst.append((float(np.nanmax(np.abs(value - grad))) / (max(float(np.abs(grad).max()), floor) + 1e-30), name))
     return max(worst)
 
