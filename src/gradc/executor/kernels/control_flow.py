@@ -91,7 +91,13 @@ def _grad_reads(k, slot: str) -> set[str] | None:
     them, as in a forward-only run: keeping them would only hold memory (each holds its iteration's values, and a
     conditional block's scope in a loop body makes a cycle with the iteration's, which the collector frees late: a
     table recognizer's 500-step decoder reached 20 GB)."""
-    program = k.block.program
+    reads = _scope_readers(k.block.program)
+    found = [reads[name] for name in k.op.output(slot) if name in reads]
+    return set().union(*found) if found else None
+
+
+def _scope_readers(program) -> dict[str, set[str]]:
+    """For each scope var a grad op reads, what that grad op reads; cached per program version."""
     cached = _SCOPES_READ.get(program.global_block)
     version = (program.revision, [len(block.ops) for block in program.blocks])   # also ops added unannounced
     if cached is None or cached[0] != version:
@@ -100,8 +106,7 @@ def _grad_reads(k, slot: str) -> set[str] | None:
             for name in op.input("Scope") + op.input("StepScopes"):
                 reads.setdefault(name, set()).update(op.input_names(), _block_reads(program, op))
         cached = _SCOPES_READ[program.global_block] = (version, reads)
-    found = [cached[1][name] for name in k.op.output(slot) if name in cached[1]]
-    return set().union(*found) if found else None
+    return cached[1]
 
 
 def _block_reads(program, op) -> set[str]:
@@ -135,7 +140,8 @@ def conditional_block(k):
     scope = k.scope.child()
     k.run_block(k.attr("sub_block"), scope)
     lift_lods(k, scope, k.out_names("Out"))
-    kept = [scope] if _grad_reads(k, "Scope") is not None else []
+    replayed = _scope_readers(k.block.program).keys() & set(k.op.output("Scope"))   # only then kept
+    kept = [scope] if replayed else []
     return {"Out": [scope.find(name) for name in k.out_names("Out")], "Scope": [kept]}
 
 
