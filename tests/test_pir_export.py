@@ -345,3 +345,25 @@ def test_a_value_only_one_branch_writes_gets_a_placeholder_of_unknown_dims():
     feed = {"x": np.arange(6, dtype=np.float32).reshape(2, 3)}
     (value,) = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), feed, [out], gradc.Scope())
     np.testing.assert_array_equal(value, 2 * feed["x"])
+
+
+@pytest.mark.parametrize("dtype, written", [(gradc.VarType.FP64, "float64"), (gradc.VarType.FP32, "float32"),
+                                            (gradc.VarType.INT64, "int64")])
+def test_a_fill_constant_of_a_computed_shape_gets_its_value_in_its_own_dtype(dtype, written):
+    """pd_op.full_with_tensor reads its value operand as a tensor of its output's dtype: a float64 program's (gradc's
+    float64 widening of a decoding loop) refused to run in Paddle with a float32 one."""
+    from programs import Net
+    net = Net("float32")
+    x = net.data("x", [-1, 3])
+    shape = net.op("shape", {"Input": x})
+    out = net.tmp([-1, 3], dtype, prefix="out")
+    net.block.append_op("fill_constant", {"ShapeTensor": [shape]}, {"Out": [out]},
+                        {"dtype": int(dtype), "value": 2.0, "shape": []})
+    ops = json.loads(serialize_pir(net.program, fetch=[out]))["program"]["regions"][0]["blocks"][0]["ops"]
+    made = {result["%"]: op for op in ops for result in (op.get("O") or [])}
+    (full,) = [op for op in ops if op["#"] == "1.full_with_tensor"]
+    value = made[full["I"][0]["%"]]
+    assert value["#"] == "1.full" and value["A"][2]["AT"]["D"] == written
+    (result,) = gradc.Executor().run(parse_pir(serialize_pir(net.program, fetch=[out])),
+                                     {"x": np.zeros((2, 3), np.float32)}, [out], gradc.Scope())
+    assert result.dtype == np.dtype(written) and (result == 2).all()

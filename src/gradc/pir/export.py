@@ -126,7 +126,7 @@ class Exporter:
                 "value": Attr("a_array", [Attr("a_i64", v) for v in values]), "dtype": Attr("a_dtype", "int64"),
                 "place": cpu})
             return result
-        dtype = {"int": "int32", "long": "int64", "float": "float32", "double": "float64", "bool": "bool"}[fold]
+        dtype = {"int": "int32", "long": "int64", "float": "float32", "double": "float64"}.get(fold, fold)  # or dtype
         number = value[0] if isinstance(value, (list, tuple)) else value
         result = Value(0, TensorType("t_dtensor", schema.DTYPE_NAMES[dtype], (1,)), stop_gradient=True)
         self.emit("pd_op.full", [], [result], {"shape": Attr("a_intarray", [1]), "value": Attr("a_f64", float(number)),
@@ -135,6 +135,8 @@ class Exporter:
 
     def attribute_operand(self, op: OpDesc, attr: str, fold: str, value) -> Value:
         """A legacy attribute PIR takes as an operand: its var(s) where it is tensor-valued, else a constant."""
+        if fold == "value":   # Paddle's full_with_tensor reads its value as a tensor of its output's dtype
+            fold = schema.DTYPE_BY_VARTYPE.get(op.attrs.get("dtype"), "float32")
         if attr not in op.var_attrs:
             return self.constant(fold, value)
         return self.read(value) if isinstance(value, str) else self.combine([self.read(n) for n in value])

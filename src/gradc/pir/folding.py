@@ -49,7 +49,7 @@ def folded(value: Value | None, fold: str, op: Op, operand: str, attr: str, fail
         raise fail(op, f"operand '{operand}' must hold one number for attribute '{attr}', not {values}")
     if fold == "bool":
         return bool(values[0])
-    return float(values[0]) if fold in ("float", "double") else int(values[0])
+    return float(values[0]) if fold in ("float", "double", "value") else int(values[0])
 
 
 def unstacked(ctx, value: Value, name: str, op: Op, operand: str) -> list[str]:

@@ -7,8 +7,8 @@ A row is data, written in a small notation (most rows one line):
 operands, in PIR order:  ``name:Slot``   the operand is the legacy input slot; ``name:Slot*`` a list (t_vec)
                          ``name?:Slot``  may be Paddle's null value (then the slot stays empty)
                          ``name>attr:k`` a constant folded into legacy attribute ``attr`` (k: ints, int, long,
-                                         float, double, bool); export makes it with pd_op.full_int_array /
-                                         pd_op.full
+                                         float, double, bool, or value: a number of the op's dtype); export
+                                         makes it with pd_op.full_int_array / pd_op.full
                          ``name>attr:k@T,L`` the same, but a value computed in the program goes to legacy input
                                          slot T (a tensor) or L (a list, from builtin.combine)
                          ``name:-``      no legacy counterpart (null)

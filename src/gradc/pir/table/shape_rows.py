@@ -90,7 +90,7 @@ ROWS = [
     row("pd_op.gaussian", "gaussian_random", "shape>shape:ints", "out:Out",
         "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
     row("pd_op.full_with_tensor", "fill_constant",
-        "value>value:float@ValueTensor shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out", "dtype:dtype"),
+        "value>value:value@ValueTensor shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out", "dtype:dtype"),
     row("pd_op.logspace", "logspace", "start:Start stop:Stop num:Num base:Base", "out:Out",
         "dtype:dtype place=-:place"),
     row("pd_op.unique_consecutive", "unique_consecutive", "x:X", "out:Out index:Index counts:Counts",
