@@ -367,3 +367,20 @@ def test_a_fill_constant_of_a_computed_shape_gets_its_value_in_its_own_dtype(dty
     (result,) = gradc.Executor().run(parse_pir(serialize_pir(net.program, fetch=[out])),
                                      {"x": np.zeros((2, 3), np.float32)}, [out], gradc.Scope())
     assert result.dtype == np.dtype(written) and (result == 2).all()
+
+
+def test_a_one_hot_of_another_dtype_is_paddles_float32_one_cast():
+    """pd_op.one_hot writes float32 whatever the program's dtype: a float64 one_hot_v2 (a program widened to float64,
+    PaddleOCR's attention decoders) is written as that and a cast, and reading PIR back names one_hot's dtype."""
+    from programs import Net
+    net = Net("float64")
+    label = net.data("label", [4], gradc.VarType.INT64)
+    hot = net.op("one_hot_v2", {"X": label}, {"depth": 3, "dtype": int(gradc.VarType.FP64)})
+    ops = json.loads(serialize_pir(net.program, fetch=[hot]))["program"]["regions"][0]["blocks"][0]["ops"]
+    names = [op["#"] for op in ops]
+    assert names.index("1.cast") == names.index("1.one_hot") + 1
+    program = parse_pir(serialize_pir(net.program, fetch=[hot]))
+    assert {op.attrs["dtype"] for op in program.global_block.ops if op.type == "one_hot_v2"} == {gradc.VarType.FP32}
+    (value,) = gradc.Executor().run(program, {"label": np.array([0, 2, 1, 2])}, [hot], gradc.Scope())
+    assert value.dtype == np.float64
+    np.testing.assert_array_equal(value, np.eye(3)[[0, 2, 1, 2]])

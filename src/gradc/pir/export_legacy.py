@@ -6,7 +6,8 @@ ending in a dim of 1) as pd_op.embedding and a squeeze of that dim, as Paddle's 
 pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(use_multi_tensor=True)): Paddle
 3.3.1's PIR executor cannot run pd_op.merged_momentum_, whose kernel wants ParamOut to be Param's very tensor.
 `pad_grad` gets the x PIR's pad_grad reads (for its shape only) from a slice of out_grad; `fill_zeros_like`,
-which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0."""
+which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0; a `one_hot_v2` of another dtype than float32
+(a program widened to float64) is pd_op.one_hot, which writes float32 whatever the program's dtype, and a cast."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import math
 from ..ir import EMPTY_VAR, OpDesc, VarType
 from ..ops.pad import pad_pairs
 from ..registry import OPS
+from . import schema
 from .graph import Attr, TensorType, Value
 from .table.rows import EXPORTS, TABLE
 
@@ -155,6 +157,19 @@ def fill_zeros_like(op, exporter) -> None:
         return
     zeros = OpDesc("fill_any_like", {"X": op.input("X")}, {"Out": op.output("Out")}, {"value": 0.0, "dtype": -1})
     exporter.generic(EXPORTS["fill_any_like"][0], zeros)
+
+
+def one_hot(op, exporter) -> None:
+    if op.attrs.get("dtype", VarType.FP32) == VarType.FP32:
+        exporter.generic(EXPORTS["one_hot_v2"][0], op)
+        return
+    out = op.output("Out")[0]
+    result = exporter.new_value(out)
+    hot = Value(0, TensorType("t_dtensor", VarType.FP32, result.type.dims))
+    depth = exporter.attribute_operand(op, "depth", "int", op.attrs.get("depth"))
+    exporter.emit("pd_op.one_hot", [exporter.read(op.input("X")[0]), depth], [hot], {})
+    exporter.emit("pd_op.cast", [hot], [result], {"dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[result.type.dtype])})
+    exporter.current[out] = result
 
 
 def set_value_grad(op, exporter) -> None:

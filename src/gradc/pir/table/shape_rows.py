@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ...ir import VarType
 from . import row
 from .hooks import cast_dtypes, fill_any_like_back, literal_dtype, literal_values, zeros_only
 
@@ -51,7 +52,7 @@ ROWS = [
     row("pd_op.assign_out_", "assign", "x:X output:-", "out:Out&output"),
     row("pd_op.pad3d", "pad3d", "x:X paddings>paddings:ints", "out:Out",
         "mode:str pad_value=value:f64 data_format:str"),
-    row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int"),
+    row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int", fixed={"dtype": int(VarType.FP32)}),   # always
     row("pd_op.topk", "top_k_v2", "x:X k>k:int", "out:Out indices:Indices", "axis:i32 largest:bool sorted:bool"),
     row("pd_op.flip", "flip", "x:X", "out:Out", "axis:i32s"),
     row("pd_op.argsort", "argsort", "x:X", "out:Out indices:Indices", "axis:i32 descending:bool stable:bool"),
