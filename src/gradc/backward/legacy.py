@@ -20,6 +20,10 @@ class _TypeNeeds(NamedTuple):
 
 _NEEDS: dict[str, _TypeNeeds] = {}   # op type -> what its grad op needs of the forward op
 
+# test-mode ops whose Paddle grad kernel reads what only training mode writes, and the attributes under which
+# training mode computes what test mode does
+_TRAINING_MODE = {"rnn": {"is_test": False, "dropout_prob": 0.0}}
+
 
 def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
     """Make the forward op ``op`` (block ``block``, index ``idx``) what its grad op reads."""
@@ -32,9 +36,9 @@ def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
     for name in needs.bools:
         if op.attr_types.get(name) == AttrType.INT:
             op.set_attr(name, bool(op.attrs[name]), AttrType.BOOLEAN)
-    if op.type == "rnn" and op.attrs.get("is_test"):
-        op.set_attr("is_test", False)
-        op.set_attr("dropout_prob", 0.0)
+    if op.attrs.get("is_test") and op.type in _TRAINING_MODE:
+        for name, value in _TRAINING_MODE[op.type].items():
+            op.set_attr(name, value)
     missing = [slot for slot in needs.extra_reads if not op.outputs.get(slot)]
     if missing:
         _restore_outputs(block, idx, op, opdef, missing)

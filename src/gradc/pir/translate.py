@@ -192,9 +192,12 @@ class Translator:
                 if computed and spec.tensor_slots:
                     tensor, listed = (*spec.tensor_slots, spec.tensor_slots[0])[:2]
                     names = self.args(value, op, position)
-                    if not isinstance(value.type, VectorType) and not tensor:   # the legacy op takes lists only
-                        names, tensor = unstacked(self, value, names[0], op, spec.name), listed
-                    inputs[listed if isinstance(value.type, VectorType) else tensor] = names
+                    if isinstance(value.type, VectorType):
+                        inputs[listed] = names
+                    elif tensor:
+                        inputs[tensor] = names
+                    else:   # the legacy op takes lists only: the tensor's elements
+                        inputs[listed] = unstacked(self, value, names[0], op, spec.name)
                 elif computed and spec.attr in tensor_attrs(row.legacy):   # read from its var(s) at run time
                     names = self.args(value, op, position)
                     listed = isinstance(value.type, VectorType)
