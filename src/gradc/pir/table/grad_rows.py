@@ -6,7 +6,7 @@ from __future__ import annotations
 from . import row
 from .hooks import batch_norm_affine, transpose_grad_as_transpose
 from .nn_rows import BATCH_NORM, CONV, RNN
-from .shape_rows import ENDS, STARTS
+from .shape_rows import ENDS, STARTS, STRIDED_BOUNDS
 
 AXIS = {"axis": -1}
 POOL = ("strides:i64s paddings:i64s ceil_mode:bool exclusive:bool data_format:str pooling_type:str "
@@ -88,18 +88,18 @@ ROWS = [
     row("pd_op.reshape_grad", "reshape2_grad", "x:XShape out_grad:Out@GRAD", X_GRAD),
     row("pd_op.flatten_grad", "flatten_contiguous_range_grad", "x:XShape out_grad:Out@GRAD", X_GRAD),
     row("pd_op.squeeze_grad", "squeeze2_grad", "x:XShape out_grad:Out@GRAD axis>axes:ints", X_GRAD),
-    row("pd_op.unsqueeze_grad", "unsqueeze2_grad", "x:XShape out_grad:Out@GRAD axis>axes:ints", X_GRAD),
+    row("pd_op.unsqueeze_grad", "unsqueeze2_grad",
+        "x:XShape out_grad:Out@GRAD axis>axes:ints@AxesTensor,AxesTensorList", X_GRAD),
     row("pd_op.transpose_grad", "transpose2_grad", "out_grad:Out@GRAD ~XShape", X_GRAD, "perm=axis:i32s",
         hook=transpose_grad_as_transpose),
-    row("pd_op.concat_grad", "concat_grad", "x:X* out_grad:Out@GRAD axis>axis:int", "x_grad:X@GRAD*"),
+    row("pd_op.concat_grad", "concat_grad", "x:X* out_grad:Out@GRAD axis>axis:int@AxisTensor", "x_grad:X@GRAD*"),
     row("pd_op.stack_grad", "stack_grad", "x:X* out_grad:Y@GRAD", "x_grad:X@GRAD*", "axis:i32"),
     row("pd_op.unstack_grad", "unstack_grad", "out_grad:Y@GRAD*", X_GRAD, "axis:i32"),
     row("pd_op.slice_grad", "slice_grad", f"input:Input out_grad:Out@GRAD starts>starts:ints@{STARTS} "
                                           f"ends>ends:ints@{ENDS}",
         "input_grad:Input@GRAD", "axes:i64s infer_flags:i64s decrease_axis:i64s"),
     row("pd_op.strided_slice_grad", "strided_slice_grad",
-        "x:Input out_grad:Out@GRAD starts>starts:ints ends>ends:ints strides>strides:ints", "x_grad:Input@GRAD",
-        "axes:i32s"),
+        "x:Input out_grad:Out@GRAD " + STRIDED_BOUNDS, "x_grad:Input@GRAD", "axes:i32s"),
     row("pd_op.argsort_grad", "argsort_grad", "indices:Indices x:X out_grad:Out@GRAD", X_GRAD,
         "axis:i32 descending:bool stable:bool"),
     row("pd_op.crop_grad", "crop_tensor_grad", "x:X out_grad:Out@GRAD offsets>offsets:ints@Offsets,OffsetsTensor",
@@ -117,21 +117,21 @@ ROWS = [
     row("pd_op.expand_grad", "expand_v2_grad", "x:X out_grad:Out@GRAD shape>shape:ints@Shape,expand_shapes_tensor",
         X_GRAD),
     row("pd_op.expand_as_grad", "expand_as_v2_grad", UNARY, X_GRAD, "target_shape:i64s"),
-    row("pd_op.gather_grad", "gather_grad", "x:X index:Index out_grad:Out@GRAD axis>axis:int", X_GRAD),
+    row("pd_op.gather_grad", "gather_grad", "x:X index:Index out_grad:Out@GRAD axis>axis:int@Axis", X_GRAD),
     row("pd_op.gather_nd_grad", "gather_nd_grad", "x:X index:Index out_grad:Out@GRAD", X_GRAD),
     row("pd_op.index_put_grad", "index_put_grad", "x:x indices:indices* value:value out_grad:out@GRAD",
         "x_grad:x@GRAD value_grad:value@GRAD", "accumulate:bool"),
     row("pd_op.broadcast_tensors_grad", "broadcast_tensors_grad", "input:X* out_grad:Out@GRAD*", "input_grad:X@GRAD*"),
     row("pd_op.scatter_grad", "scatter_grad", "index:Ids updates:Updates out_grad:Out@GRAD",
         "x_grad:X@GRAD updates_grad:Updates@GRAD", "overwrite:bool"),
-    row("pd_op.pad3d_grad", "pad3d_grad", "x:X out_grad:Out@GRAD paddings>paddings:ints", X_GRAD,
+    row("pd_op.pad3d_grad", "pad3d_grad", "x:X out_grad:Out@GRAD paddings>paddings:ints@Paddings", X_GRAD,
         "mode:str pad_value=value:f64 data_format:str"),
     row("pd_op.index_sample_grad", "index_sample_grad", "x:X index:Index out_grad:Out@GRAD", X_GRAD),
     row("pd_op.scatter_nd_add_grad", "scatter_nd_add_grad", "index:Index updates:Updates out_grad:Out@GRAD",
         "x_grad:X@GRAD updates_grad:Updates@GRAD"),
     row("pd_op.tensor_to_array", "tensor_array_to_tensor_grad", "x:X out_grad:Out@GRAD", X_GRAD,
         "axis:i32 use_stack:bool"),
-    row("pd_op.topk_grad", "top_k_v2_grad", "x:X indices:Indices out_grad:Out@GRAD k>k:int", X_GRAD,
+    row("pd_op.topk_grad", "top_k_v2_grad", "x:X indices:Indices out_grad:Out@GRAD k>k:int@K", X_GRAD,
         "axis:i32 largest:bool sorted:bool"),
     # nn
     row("pd_op.conv2d_grad", "conv2d_grad", "input:Input filter:Filter out_grad:Output@GRAD",

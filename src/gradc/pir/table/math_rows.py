@@ -21,7 +21,7 @@ ROWS = [
     row("pd_op.floor_divide", "elementwise_floordiv", "x:X y:Y", **BROADCAST),
     row("pd_op.matmul", "matmul_v2", "x:X y:Y", "out:Out", "transpose_x=trans_x:bool transpose_y=trans_y:bool"),
     row("pd_op.bmm", "bmm", "x:X y:Y"),
-    row("pd_op.scale", "scale", "x:X scale>scale:float", "out:Out", "bias:f32 bias_after_scale:bool"),
+    row("pd_op.scale", "scale", "x:X scale>scale:float@ScaleTensor", "out:Out", "bias:f32 bias_after_scale:bool"),
     row("pd_op.add_n_array", "sum", "inputs:X*", when=sums_arrays),   # tensor arrays (grads of arrays)
     row("pd_op.add_n", "sum", "inputs:X*"),
     row("pd_op.abs", "abs", "x:X"),

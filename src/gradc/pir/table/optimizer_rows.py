@@ -98,7 +98,7 @@ ROWS = [
         "multi_precision:bool use_global_beta_pow:bool amsgrad:bool"),
     row("pd_op.squared_l2_norm", "squared_l2_norm", "x:X"),
     row("pd_op.clip_by_norm", "clip_by_norm", "x:X", "out:Out", "max_norm:f32"),
-    row("pd_op.scale_", "scale", "x:X scale>scale:float", "out:Out&x", "bias:f32 bias_after_scale:bool",
+    row("pd_op.scale_", "scale", "x:X scale>scale:float@ScaleTensor", "out:Out&x", "bias:f32 bias_after_scale:bool",
         when=_in_place),
     row("pd_op.check_finite_and_unscale_", "check_finite_and_unscale", "x:X* scale:Scale",
         "out:Out*&x found_infinite:FoundInfinite"),

@@ -7,6 +7,9 @@ from . import row
 from .hooks import cast_dtypes, fill_any_like_back, literal_dtype, literal_values, zeros_only
 
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
+SHAPE = "shape>shape:ints@ShapeTensor,ShapeTensorList"
+STRIDED_BOUNDS = (f"starts>starts:ints@{STARTS} ends>ends:ints@{ENDS} "
+                  "strides>strides:ints@StridesTensor,StridesTensorList")
 
 
 BOUNDS = ("starts>starts:ints@,StartsTensorList ends>ends:ints@,EndsTensorList "   # set_value takes lists only
@@ -20,27 +23,27 @@ def _literal(op, exporter) -> bool:
 
 
 def _has_sections(op, exporter) -> bool:
-    return bool(op.attrs.get("sections"))
+    return bool(op.attrs.get("sections") or op.input("SectionsTensorList"))
 
 ROWS = [
     row("pd_op.reshape", "reshape2", "x:X shape>shape:ints@Shape,ShapeTensor", "out:Out +XShape"),
     row("pd_op.transpose", "transpose2", "x:X", "out:Out +XShape", "perm=axis:i32s"),
     row("pd_op.flatten", "flatten_contiguous_range", "x:X", "out:Out +XShape", "start_axis:i32 stop_axis:i32"),
     row("pd_op.squeeze", "squeeze2", "x:X axis>axes:ints", "out:Out +XShape"),
-    row("pd_op.unsqueeze", "unsqueeze2", "x:X axis>axes:ints", "out:Out +XShape"),
-    row("pd_op.concat", "concat", "x:X* axis>axis:int"),
-    row("pd_op.split", "split", "x:X sections>sections:ints axis>axis:int", "out:Out*", when=_has_sections),
-    row("pd_op.split_with_num", "split", "x:X axis>axis:int", "out:Out*", "num:i32"),
+    row("pd_op.unsqueeze", "unsqueeze2", "x:X axis>axes:ints@AxesTensor,AxesTensorList", "out:Out +XShape"),
+    row("pd_op.concat", "concat", "x:X* axis>axis:int@AxisTensor"),
+    row("pd_op.split", "split", "x:X sections>sections:ints@,SectionsTensorList axis>axis:int@AxisTensor",
+        "out:Out*", when=_has_sections),
+    row("pd_op.split_with_num", "split", "x:X axis>axis:int@AxisTensor", "out:Out*", "num:i32"),
     row("pd_op.stack", "stack", "x:X*", "out:Y", "axis:i32"),
     row("pd_op.unstack", "unstack", "x:X", "out:Y*", "axis:i32 num:i32"),
     row("pd_op.slice", "slice", f"input:Input starts>starts:ints@{STARTS} ends>ends:ints@{ENDS}", "out:Out",
         "axes:i64s infer_flags:i64s decrease_axis:i64s"),
-    row("pd_op.strided_slice", "strided_slice", "x:Input starts>starts:ints ends>ends:ints strides>strides:ints",
-        "out:Out", "axes:i32s"),
+    row("pd_op.strided_slice", "strided_slice", "x:Input " + STRIDED_BOUNDS, "out:Out", "axes:i32s"),
     row("pd_op.tile", "tile", "x:X repeat_times>repeat_times:ints"),
     row("pd_op.expand", "expand_v2", "x:X shape>shape:ints@Shape,expand_shapes_tensor"),
     row("pd_op.expand_as", "expand_as_v2", "x:X y?:Y", "out:Out", "target_shape:i64s"),
-    row("pd_op.gather", "gather", "x:X index:Index axis>axis:int"),
+    row("pd_op.gather", "gather", "x:X index:Index axis>axis:int@Axis"),
     row("pd_op.gather_nd", "gather_nd", "x:X index:Index"),
     row("pd_op.index_put", "index_put", "x:x indices:indices* value:value", "out:out", "accumulate:bool"),
     row("pd_op.index_put_", "index_put", "x:x indices:indices* value:value", "out:out&x", "accumulate:bool"),
@@ -50,10 +53,11 @@ ROWS = [
     row("pd_op.assign", "assign", "x:X"),
     row("pd_op.share_data_", "share_data", "x:X"),
     row("pd_op.assign_out_", "assign", "x:X output:-", "out:Out&output"),
-    row("pd_op.pad3d", "pad3d", "x:X paddings>paddings:ints", "out:Out",
+    row("pd_op.pad3d", "pad3d", "x:X paddings>paddings:ints@Paddings", "out:Out",
         "mode:str pad_value=value:f64 data_format:str"),
-    row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int", fixed={"dtype": int(VarType.FP32)}),   # always
-    row("pd_op.topk", "top_k_v2", "x:X k>k:int", "out:Out indices:Indices", "axis:i32 largest:bool sorted:bool"),
+    row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int@depth_tensor",
+        fixed={"dtype": int(VarType.FP32)}),   # always
+    row("pd_op.topk", "top_k_v2", "x:X k>k:int@K", "out:Out indices:Indices", "axis:i32 largest:bool sorted:bool"),
     row("pd_op.flip", "flip", "x:X", "out:Out", "axis:i32s"),
     row("pd_op.argsort", "argsort", "x:X", "out:Out indices:Indices", "axis:i32 descending:bool stable:bool"),
     row("pd_op.crop", "crop_tensor",
@@ -86,9 +90,9 @@ ROWS = [
     # creation
     row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place",
         back=fill_any_like_back),
-    row("pd_op.uniform", "uniform_random", "shape>shape:ints min>min:float max>max:float", "out:Out",
+    row("pd_op.uniform", "uniform_random", SHAPE + " min>min:float max>max:float", "out:Out",
         "dtype:dtype seed:i32 place=-:place"),
-    row("pd_op.gaussian", "gaussian_random", "shape>shape:ints", "out:Out",
+    row("pd_op.gaussian", "gaussian_random", SHAPE, "out:Out",
         "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
     row("pd_op.full_with_tensor", "fill_constant",
         "value>value:value@ValueTensor shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out", "dtype:dtype"),
