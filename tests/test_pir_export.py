@@ -384,3 +384,22 @@ def test_a_one_hot_of_another_dtype_is_paddles_float32_one_cast():
     (value,) = gradc.Executor().run(program, {"label": np.array([0, 2, 1, 2])}, [hot], gradc.Scope())
     assert value.dtype == np.float64
     np.testing.assert_array_equal(value, np.eye(3)[[0, 2, 1, 2]])
+
+
+@pytest.mark.parametrize("sampler, attrs", [("gaussian_random", {"mean": 0.0, "std": 1.0}),
+                                            ("uniform_random", {"min": -1.0, "max": 1.0})])
+def test_a_sampler_of_a_computed_shape_keeps_it_through_pir(sampler, attrs):
+    """A sampler shaped like another tensor (dy2static's randn_like of a dynamic batch) takes its shape as a PIR value,
+    which reads back into the legacy op's ShapeTensor."""
+    from programs import Net
+    net = Net("float32")
+    x = net.data("x", [-1, 3])
+    shape = net.op("shape", {"Input": x})
+    out = net.tmp([-1, 3], prefix="out")
+    net.block.append_op(sampler, {"ShapeTensor": [shape]}, {"Out": [out]},
+                        {"dtype": int(gradc.VarType.FP32), "shape": [], "seed": 7, **attrs})
+    program = parse_pir(serialize_pir(net.program, fetch=[out]))
+    (op,) = [op for op in program.global_block.ops if op.type == sampler]
+    assert op.input("ShapeTensor") and not op.attrs.get("shape")
+    (result,) = gradc.Executor().run(program, {"x": np.zeros((5, 3), np.float32)}, [out], gradc.Scope())
+    assert result.shape == (5, 3) and np.unique(result).size == 15
