@@ -347,28 +347,6 @@ def test_a_value_only_one_branch_writes_gets_a_placeholder_of_unknown_dims():
     np.testing.assert_array_equal(value, 2 * feed["x"])
 
 
-@pytest.mark.parametrize("dtype, written", [(gradc.VarType.FP64, "float64"), (gradc.VarType.FP32, "float32"),
-                                            (gradc.VarType.INT64, "int64")])
-def test_a_fill_constant_of_a_computed_shape_gets_its_value_in_its_own_dtype(dtype, written):
-    """pd_op.full_with_tensor reads its value operand as a tensor of its output's dtype: a float64 program's (gradc's
-    float64 widening of a decoding loop) refused to run in Paddle with a float32 one."""
-    from programs import Net
-    net = Net("float32")
-    x = net.data("x", [-1, 3])
-    shape = net.op("shape", {"Input": x})
-    out = net.tmp([-1, 3], dtype, prefix="out")
-    net.block.append_op("fill_constant", {"ShapeTensor": [shape]}, {"Out": [out]},
-                        {"dtype": int(dtype), "value": 2.0, "shape": []})
-    ops = json.loads(serialize_pir(net.program, fetch=[out]))["program"]["regions"][0]["blocks"][0]["ops"]
-    made = {result["%"]: op for op in ops for result in (op.get("O") or [])}
-    (full,) = [op for op in ops if op["#"] == "1.full_with_tensor"]
-    value = made[full["I"][0]["%"]]
-    assert value["#"] == "1.full" and value["A"][2]["AT"]["D"] == written
-    (result,) = gradc.Executor().run(parse_pir(serialize_pir(net.program, fetch=[out])),
-                                     {"x": np.zeros((2, 3), np.float32)}, [out], gradc.Scope())
-    assert result.dtype == np.dtype(written) and (result == 2).all()
-
-
 def test_a_one_hot_of_another_dtype_is_paddles_float32_one_cast():
     """pd_op.one_hot writes float32 whatever the program's dtype: a float64 one_hot_v2 (a program widened to float64,
     PaddleOCR's attention decoders) is written as that and a cast, and reading PIR back names one_hot's dtype."""
@@ -384,22 +362,3 @@ def test_a_one_hot_of_another_dtype_is_paddles_float32_one_cast():
     (value,) = gradc.Executor().run(program, {"label": np.array([0, 2, 1, 2])}, [hot], gradc.Scope())
     assert value.dtype == np.float64
     np.testing.assert_array_equal(value, np.eye(3)[[0, 2, 1, 2]])
-
-
-@pytest.mark.parametrize("sampler, attrs", [("gaussian_random", {"mean": 0.0, "std": 1.0}),
-                                            ("uniform_random", {"min": -1.0, "max": 1.0})])
-def test_a_sampler_of_a_computed_shape_keeps_it_through_pir(sampler, attrs):
-    """A sampler shaped like another tensor (dy2static's randn_like of a dynamic batch) takes its shape as a PIR value,
-    which reads back into the legacy op's ShapeTensor."""
-    from programs import Net
-    net = Net("float32")
-    x = net.data("x", [-1, 3])
-    shape = net.op("shape", {"Input": x})
-    out = net.tmp([-1, 3], prefix="out")
-    net.block.append_op(sampler, {"ShapeTensor": [shape]}, {"Out": [out]},
-                        {"dtype": int(gradc.VarType.FP32), "shape": [], "seed": 7, **attrs})
-    program = parse_pir(serialize_pir(net.program, fetch=[out]))
-    (op,) = [op for op in program.global_block.ops if op.type == sampler]
-    assert op.input("ShapeTensor") and not op.attrs.get("shape")
-    (result,) = gradc.Executor().run(program, {"x": np.zeros((5, 3), np.float32)}, [out], gradc.Scope())
-    assert result.shape == (5, 3) and np.unique(result).size == 15
