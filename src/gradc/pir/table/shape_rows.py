@@ -86,9 +86,9 @@ ROWS = [
     # creation
     row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place",
         back=fill_any_like_back),
-    row("pd_op.uniform", "uniform_random", "shape>shape:ints min>min:float max>max:float", "out:Out",
-        "dtype:dtype seed:i32 place=-:place"),
-    row("pd_op.gaussian", "gaussian_random", "shape>shape:ints", "out:Out",
+    row("pd_op.uniform", "uniform_random", "shape>shape:ints@ShapeTensor,ShapeTensorList min>min:float max>max:float",
+        "out:Out", "dtype:dtype seed:i32 place=-:place"),
+    row("pd_op.gaussian", "gaussian_random", "shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out",
         "mean:f32 std:f32 seed:i32 dtype:dtype place=-:place"),
     row("pd_op.full_with_tensor", "fill_constant",
         "value>value:value@ValueTensor shape>shape:ints@ShapeTensor,ShapeTensorList", "out:Out", "dtype:dtype"),
