@@ -263,3 +263,25 @@ def test_result_dtypes_and_pir_forms_give_paddles_values(case):
             np.testing.assert_allclose(got, values[case], rtol=1e-6)
     if case in EXPORTED_AS:
         assert f'"{EXPORTED_AS[case]}"'.encode() in written
+
+
+@pytest.mark.parametrize("draw, legacy", [("1.uniform", "uniform_random"), ("1.gaussian", "gaussian_random")])
+def test_a_random_draw_of_a_computed_shape(draw, legacy):
+    """pd_op.uniform / pd_op.gaussian with a shape computed in the program (PaddleSeg's SegNeXt draws its NMF bases
+    of the input's batch size) read it at run time from the legacy op's ShapeTensor, as Paddle does."""
+    doc = json.loads(program_file("zoo_nn").read_bytes())
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    at = next(i for i, op in enumerate(ops) if op["#"] == draw)
+    data = [op for op in ops if op["#"] == "1.data"][1]["O"][0]["%"]   # a [2, 5] input
+    ops[at]["I"][0] = {"%": 99999}   # the shape: pd_op.shape64 of that input
+    ops.insert(at, {"#": "1.shape64", "A": [], "I": [{"%": data}],
+                    "O": [{"%": 99999, "TT": {"#": "0.t_dtensor", "D": [{"#": "0.t_i64"}, [2], "NCHW", [], 0]}}],
+                    "OA": [{"AT": {"#": "0.a_array", "D": [{"#": "0.a_bool", "D": True}]}, "N": "stop_gradient"}]})
+    program = load_pir(json.dumps(doc).encode())
+    (op,) = [op for op in program.global_block.ops if op.type == legacy]
+    alone = gradc.Program()
+    for name in (*op.input("ShapeTensor"), *op.output("Out")):
+        alone.global_block.add_var(program.global_block.var(name).copy())
+    alone.global_block.ops.append(op)
+    (out,) = gradc.Executor().run(alone, {op.input("ShapeTensor")[0]: np.array([3, 7])}, op.output("Out"))
+    assert np.shape(out) == (3, 7)
