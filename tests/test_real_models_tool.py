@@ -111,3 +111,20 @@ def test_a_gradient_zero_but_for_rounding_is_judged_against_the_models_largest()
     assert name == "key_bias@GRAD" and np.isclose(worst, 1e-3 / (100 * np.finfo(np.float64).eps * 0.5))
     single = {name: grad.astype(np.float32) for name, grad in grads.items()}
     assert type(_worst(single, single)[0]) is float   # the report is JSON
+
+
+def test_a_detectors_im_shape_is_its_images_size_and_its_scale_factor_one():
+    """PaddleDetection's exports take image, im_shape and scale_factor: the step feeds the image's height and width
+    and a scale of 1 (random values would clip boxes to a negative image), in each input's declared shape and dtype;
+    a model without an image keeps its random inputs."""
+    sys.path.insert(0, str(TOOL.parent))
+    from real_models import _detector_feed
+    feed = {"image": np.zeros((2, 3, 40, 24), np.float32), "im_shape": np.full((2, 2), -0.5, np.float32),
+            "scale_factor": np.full((2, 2), 0.3, np.float64)}
+    fed = _detector_feed(feed)
+    np.testing.assert_array_equal(fed["im_shape"], [[40, 24], [40, 24]])
+    np.testing.assert_array_equal(fed["scale_factor"], np.ones((2, 2)))
+    assert fed["im_shape"].dtype == np.float32 and fed["scale_factor"].dtype == np.float64
+    assert fed["image"] is feed["image"]
+    other = {"x": np.zeros((1, 3, 8, 8)), "im_shape": np.full((1, 2), -0.5)}
+    assert _detector_feed(other)["im_shape"][0, 0] == -0.5

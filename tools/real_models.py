@@ -1,6 +1,7 @@
 """Check gradc against Paddle on model files users ship (.pdmodel, __model__, and Paddle 3's PIR .json), with their
 parameters where a .pdiparams file sits beside them, else random ones: the files from public repositories usually
-come without theirs. Two steps, one per interpreter:
+come without theirs. A detector's im_shape input is its image's height and width, its scale_factor 1. Two steps,
+one per interpreter:
 
     .venv/bin/python tools/real_models.py gradc DIR          # load, verify, run, fine-tune every model under DIR
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/real_models.py paddle DIR   # legacy programs
@@ -78,6 +79,17 @@ def _fed_vars(block) -> list:
     return fed or [var for var in block.vars.values() if var.need_check_feed]
 
 
+def _detector_feed(feed: dict) -> dict:
+    """``feed`` with a PaddleDetection model's im_shape its image's height and width and its scale_factor 1 (random
+    ones would clip boxes to a negative image and scale them by noise)."""
+    image = feed.get("image")
+    if image is None or image.ndim != 4:
+        return feed
+    sizes = {"im_shape": np.array(image.shape[2:4]), "scale_factor": np.ones(2)}
+    return {**feed, **{name: np.broadcast_to(size, feed[name].shape).astype(feed[name].dtype)
+                       for name, size in sizes.items() if name in feed and feed[name].shape[-1:] == (2,)}}
+
+
 def _loss_input(block, fetched: str) -> str:
     """The var the loss weighs: the fetched output, or the logits of a fetched softmax (a recognizer's peaked
     softmax passes back gradients of 1e-28, which would compare nothing)."""
@@ -102,6 +114,7 @@ def gradc_step(path: Path) -> dict:
                  for i, d in enumerate(var.shape if var.shape is not None else [1])]
         dtype = np.dtype(numpy_dtype(var.dtype))
         feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
+    feed = _detector_feed(feed)
     if os.environ.get("CALIBRATE"):
         params = _calibrated(program, params, feed)
     np.savez(out_dir / "params.npz", **params)
