@@ -203,7 +203,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     tests/test_optimizer_amp.py writes and reads it), pd_op.margin_cross_entropy and its grad,
     pd_op.fused_rms_norm_quant_grad (3.3.1 has no CPU kernel of them) and pd_op.equal_all (3.3.1's PIR declares its
     bool result float32, so no layer can use it); the export tests read them back (tests/test_extra_math.py for the
-    last four)."""
+    last four). Import alone reads pd_op.slice_array_dense (a PaddleDetection export's read of a list dy2static
+    built; the edited array-loop fixture below)."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
@@ -215,7 +216,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  "pd_op.sequence_mask", "pd_op.row_conv_grad",
                                  "pd_op.straight_through_estimator_grad", "pd_op.memcpy", "pd_op.margin_cross_entropy",
                                  "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",
-                                 "pd_op.fused_rms_norm_quant_grad"}
+                                 "pd_op.fused_rms_norm_quant_grad", "pd_op.slice_array_dense"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used
 
@@ -263,3 +264,22 @@ def test_result_dtypes_and_pir_forms_give_paddles_values(case):
             np.testing.assert_allclose(got, values[case], rtol=1e-6)
     if case in EXPORTED_AS:
         assert f'"{EXPORTED_AS[case]}"'.encode() in written
+
+
+def test_slice_array_dense_reads_the_array_element_its_starts_name():
+    """pd_op.slice_array_dense (dy2static's ``array[i]`` of a list it built: PaddleDetection's RoIAlign over FPN
+    levels) is array[starts[0]]: the array-loop fixture with its read of element 1 written so gives Paddle's loss
+    and gradients."""
+    case = "pir_layers/while_loop_array"
+    doc = json.loads(program_file(case).read_bytes())
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    reads = [i for i, op in enumerate(ops) if op["#"] == "1.array_read"]
+    index, read = ops[reads[1] - 1], ops[reads[1]]
+    assert index["#"] == "1.full" and index["A"][1]["AT"]["D"] == 1.0
+    ops[reads[1] - 1] = {"#": "1.full_int_array", "A": [{"AT": {"#": "0.a_array", "D": [{"#": "0.a_i64", "D": 1}]},
+                                                         "N": "value"}, *index["A"][2:]],
+                         "I": [], "O": index["O"], "OA": index["OA"]}
+    read["#"] = "1.slice_array_dense"
+    program = load_pir(json.dumps(doc).encode())
+    assert [op.type for op in program.global_block.ops].count("read_from_array") == 3
+    assert_matches_paddle(train_and_run(program, case), case)

@@ -79,6 +79,8 @@ ROWS = [
     row("pd_op.array_write_", "write_to_array", "array:- x:X i:I", "out:Out&array"),
     # X_W (a grad read: zeros where no slot was written) is dropped on export, as Paddle's own grads read
     row("pd_op.array_read", "read_from_array", "array:X i:I ~X_W"),
+    # array[starts[0]] (dy2static's read of a list it built, e.g. PaddleDetection's RoIAlign); export writes array_read
+    row("pd_op.slice_array_dense", "read_from_array", "input:X starts:I"),
     row("pd_op.array_to_tensor", "tensor_array_to_tensor", "x:X", "out:Out out_index:OutIndex",
         "axis:i32 use_stack:bool"),
     row("pd_op.array_length", "lod_array_length", "x:X"),
