@@ -131,7 +131,8 @@ def test_a_detectors_im_shape_is_its_images_size_and_its_scale_factor_one():
 
 
 def test_a_detector_after_nms_is_trained_on_the_boxes_its_nms_selects_from(tmp_path):
-    """An NMS's selection has no gradient: the loss weighs the boxes it selects from, whose values are saved
+    """An NMS's selection has no gradient: the loss weighs the boxes the NMS upstream of the output selects from,
+    whose values are saved
     (loss_input.npz) and fetched by the training program, for Paddle's run to compare too."""
     from programs import Net
     net = Net("float32")
@@ -145,7 +146,8 @@ def test_a_detector_after_nms_is_trained_on_the_boxes_its_nms_selects_from(tmp_p
     block.create_var("fetch", None, None).type = gradc.VarType.FETCH_LIST
     for col, name in enumerate(("boxes", "scores")):
         block.ops.insert(col, gradc.OpDesc("feed", {"X": ["feed"]}, {"Out": [name]}, {"col": col}))
-    block.append_op("fetch", {"X": [out]}, {"Out": ["fetch"]}, {"col": 0})
+    scaled_out = net.scale(out, scale=2.0, bias=0.0, bias_after_scale=True)   # an R-CNN scales its selection
+    block.append_op("fetch", {"X": [scaled_out]}, {"Out": ["fetch"]}, {"col": 0})
     gradc.save(net.program, tmp_path / "nms.pdmodel")
     result = subprocess.run([sys.executable, str(TOOL), "gradc", str(tmp_path)], capture_output=True, text=True,
                             env={"PYTHONPATH": str(Path(gradc.__file__).parent.parent)})

@@ -95,12 +95,19 @@ NMS = ("multiclass_nms", "multiclass_nms2", "multiclass_nms3", "matrix_nms")
 
 def _loss_input(block, fetched: str) -> str:
     """The var the loss weighs: the fetched output, the logits of a fetched softmax (a recognizer's peaked softmax
-    passes back gradients of 1e-28, which would compare nothing), or the boxes a fetched NMS selects from (its
-    selection has no gradient)."""
+    passes back gradients of 1e-28, which would compare nothing), or the boxes the nearest NMS upstream of it selects
+    from (its selection has no gradient; an R-CNN's output is its selection scaled and clipped)."""
     producer = next((op for op in reversed(block.ops) if fetched in op.output_names()), None)
-    if producer is not None and producer.type in NMS:
-        return producer.input("BBoxes")[0]
-    return producer.input("X")[0] if producer is not None and producer.type == "softmax" else fetched
+    if producer is not None and producer.type == "softmax":
+        return producer.input("X")[0]
+    wanted = {fetched}
+    for op in reversed(block.ops):   # producers come before their readers
+        if wanted.isdisjoint(op.output_names()):
+            continue
+        if op.type in NMS:
+            return op.input("BBoxes")[0]
+        wanted.update(op.input_names())
+    return fetched
 
 
 def gradc_step(path: Path) -> dict:
