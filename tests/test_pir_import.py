@@ -283,3 +283,28 @@ def test_slice_array_dense_reads_the_array_element_its_starts_name():
     program = load_pir(json.dumps(doc).encode())
     assert [op.type for op in program.global_block.ops].count("read_from_array") == 3
     assert_matches_paddle(train_and_run(program, case), case)
+
+
+def test_a_split_of_computed_sections_takes_them_as_a_list_of_scalars():
+    """pd_op.split whose sections are computed (a pd_op.stack of sizes in PaddleDetection's deformable attention, or a
+    builtin.combine of scalars) splits by them: legacy split's SectionsTensorList, one scalar var per section."""
+    from programs import Net
+    net = Net("float32")
+    x, sizes = net.data("x", [6, 2]), net.data("sizes", [2], gradc.VarType.INT64)
+    scalars = [net.tmp([], gradc.VarType.INT64) for _ in range(2)]
+    net.block.append_op("unstack", {"X": [sizes]}, {"Y": scalars}, {"axis": 0, "num": 2})
+    parts = [net.tmp([-1, 2]) for _ in range(2)]
+    net.block.append_op("split", {"X": [x], "SectionsTensorList": scalars}, {"Out": parts}, {"axis": 0})
+    doc = json.loads(serialize_pir(net.program, fetch=parts))
+    feed = {"x": np.arange(12, dtype=np.float32).reshape(6, 2), "sizes": np.array([4, 2], np.int64)}
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    split = next(op for op in ops if op["#"] == "1.split")
+    stacked = next(op for op in ops if op["#"] == "1.data" and op["A"][0]["AT"]["D"] == "sizes")["O"][0]["%"]
+    for sections in (split["I"][1]["%"], stacked):   # the combine of scalars, then the 1-D tensor itself
+        split["I"][1]["%"] = sections
+        program = parse_pir(json.dumps(doc).encode())
+        (op,) = [op for op in program.global_block.ops if op.type == "split"]
+        assert len(op.input("SectionsTensorList")) == 2
+        got = gradc.Executor().run(program, feed)   # its fetch ops
+        np.testing.assert_array_equal(got[0], feed["x"][:4])
+        np.testing.assert_array_equal(got[1], feed["x"][4:])

@@ -20,7 +20,7 @@ def _literal(op, exporter) -> bool:
 
 
 def _has_sections(op, exporter) -> bool:
-    return bool(op.attrs.get("sections"))
+    return bool(op.attrs.get("sections")) or bool(op.input("SectionsTensorList"))
 
 ROWS = [
     row("pd_op.reshape", "reshape2", "x:X shape>shape:ints@Shape,ShapeTensor", "out:Out +XShape"),
@@ -29,7 +29,9 @@ ROWS = [
     row("pd_op.squeeze", "squeeze2", "x:X axis>axes:ints", "out:Out +XShape"),
     row("pd_op.unsqueeze", "unsqueeze2", "x:X axis>axes:ints", "out:Out +XShape"),
     row("pd_op.concat", "concat", "x:X* axis>axis:int"),
-    row("pd_op.split", "split", "x:X sections>sections:ints axis>axis:int", "out:Out*", when=_has_sections),
+    # computed sections (a stack of sizes: PaddleDetection's deformable attention) are SectionsTensorList's scalars
+    row("pd_op.split", "split", "x:X sections>sections:ints@,SectionsTensorList axis>axis:int", "out:Out*",
+        when=_has_sections),
     row("pd_op.split_with_num", "split", "x:X axis>axis:int", "out:Out*", "num:i32"),
     row("pd_op.stack", "stack", "x:X*", "out:Y", "axis:i32"),
     row("pd_op.unstack", "unstack", "x:X", "out:Y*", "axis:i32 num:i32"),
