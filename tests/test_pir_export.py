@@ -416,3 +416,32 @@ def test_a_loop_bodys_xshape_that_its_grad_reads_is_saved_as_the_x_it_describes(
     got = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), {}, [loss, "w@GRAD"], scope())
     for value, reference in zip(got, expected):
         np.testing.assert_allclose(value, reference, rtol=1e-12)
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_a_tensor_array_a_cond_reads_gets_zeros_as_an_array_where_the_branch_did_not_run(taken):
+    """A cond whose branch reads a tensor array (PaddleDetection's Cascade R-CNN picks its RoIs from a list so):
+    where the branch did not run, the array's grad is pd_op.create_array_like of 0 (Paddle's full_like refuses an
+    array), and the round trip trains to gradc's gradients."""
+    from gradcheck_cases.tensor_array import array, read, write
+    from programs import Net
+    net = Net("float64")
+    w = net.param("w", [2, 3])
+    a = write(net, net.scale(w, scale=3.0), net.constant(0), array(net, w))
+    pred = net.op("fill_constant", {}, {"shape": [], "dtype": int(gradc.VarType.BOOL), "value": float(taken)})
+    out = net.cond(pred, lambda: net.tanh(read(net, a, net.constant(0))), lambda: net.scale(w, scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, w))
+    gradc.append_backward(net.program, loss)
+    w_value = np.random.default_rng(1).standard_normal((2, 3))
+
+    def scope():
+        made = gradc.Scope()
+        made["w"] = w_value.copy()
+        return made
+
+    expected = gradc.Executor().run(net.program.clone(), {}, [loss, "w@GRAD"], scope())
+    doc = json.loads(serialize_pir(net.program, fetch=[loss, "w@GRAD"]))
+    assert "1.create_array_like" in [op["#"] for op in ops_in(doc)]
+    got = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), {}, [loss, "w@GRAD"], scope())
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-12)
