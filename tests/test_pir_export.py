@@ -362,3 +362,64 @@ def test_a_one_hot_of_another_dtype_is_paddles_float32_one_cast():
     (value,) = gradc.Executor().run(program, {"label": np.array([0, 2, 1, 2])}, [hot], gradc.Scope())
     assert value.dtype == np.float64
     np.testing.assert_array_equal(value, np.eye(3)[[0, 2, 1, 2]])
+
+
+def test_a_loop_bodys_xshape_that_its_grad_reads_is_saved_as_the_x_it_describes():
+    """A loop body's unsqueeze2 and squeeze2 leave XShape vars that their grads read (PaddleDetection's R-CNN heads):
+    PIR has no XShape value, so each run pushes the X it describes, and the round trip trains to gradc's gradients."""
+    from programs import Net
+    net = Net("float64")
+    w = net.param("w", [2, 3])
+    i, n = net.constant(0), net.constant(3)
+    h = net.copy(w)
+
+    def body(i, h):
+        wide = net.op("unsqueeze2", {"X": h}, {"axes": [0]})
+        return [net.increment(i), net.op("squeeze2", {"X": net.tanh(wide)}, {"axes": [0]})]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(h, w))
+    gradc.append_backward(net.program, loss)
+    w_value = np.random.default_rng(0).standard_normal((2, 3))
+
+    def scope():
+        made = gradc.Scope()
+        made["w"] = w_value.copy()
+        return made
+
+    expected = gradc.Executor().run(net.program.clone(), {}, [loss, "w@GRAD"], scope())
+    doc = json.loads(serialize_pir(net.program, fetch=[loss, "w@GRAD"]))
+    names = [op["#"] for op in ops_in(doc)]
+    assert names.count("2.tuple_push") == names.count("2.tuple_pop") == 1
+    got = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), {}, [loss, "w@GRAD"], scope())
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-12)
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_a_tensor_array_a_cond_reads_gets_zeros_as_an_array_where_the_branch_did_not_run(taken):
+    """A cond whose branch reads a tensor array (PaddleDetection's Cascade R-CNN picks its RoIs from a list so):
+    where the branch did not run, the array's grad is pd_op.create_array_like of 0 (Paddle's full_like refuses an
+    array), and the round trip trains to gradc's gradients."""
+    from gradcheck_cases.tensor_array import array, read, write
+    from programs import Net
+    net = Net("float64")
+    w = net.param("w", [2, 3])
+    a = write(net, net.scale(w, scale=3.0), net.constant(0), array(net, w))
+    pred = net.op("fill_constant", {}, {"shape": [], "dtype": int(gradc.VarType.BOOL), "value": float(taken)})
+    out = net.cond(pred, lambda: net.tanh(read(net, a, net.constant(0))), lambda: net.scale(w, scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, w))
+    gradc.append_backward(net.program, loss)
+    w_value = np.random.default_rng(1).standard_normal((2, 3))
+
+    def scope():
+        made = gradc.Scope()
+        made["w"] = w_value.copy()
+        return made
+
+    expected = gradc.Executor().run(net.program.clone(), {}, [loss, "w@GRAD"], scope())
+    doc = json.loads(serialize_pir(net.program, fetch=[loss, "w@GRAD"]))
+    assert "1.create_array_like" in [op["#"] for op in ops_in(doc)]
+    got = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), {}, [loss, "w@GRAD"], scope())
+    for value, reference in zip(got, expected):
+        np.testing.assert_allclose(value, reference, rtol=1e-12)

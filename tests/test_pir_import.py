@@ -203,7 +203,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     tests/test_optimizer_amp.py writes and reads it), pd_op.margin_cross_entropy and its grad,
     pd_op.fused_rms_norm_quant_grad (3.3.1 has no CPU kernel of them) and pd_op.equal_all (3.3.1's PIR declares its
     bool result float32, so no layer can use it); the export tests read them back (tests/test_extra_math.py for the
-    last four)."""
+    last four). Import alone reads pd_op.slice_array_dense (a PaddleDetection export's read of a list dy2static
+    built; the edited array-loop fixture below)."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
@@ -215,7 +216,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  "pd_op.sequence_mask", "pd_op.row_conv_grad",
                                  "pd_op.straight_through_estimator_grad", "pd_op.memcpy", "pd_op.margin_cross_entropy",
                                  "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",
-                                 "pd_op.fused_rms_norm_quant_grad"}
+                                 "pd_op.fused_rms_norm_quant_grad", "pd_op.slice_array_dense"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used
 
@@ -285,3 +286,47 @@ def test_a_random_draw_of_a_computed_shape(draw, legacy):
     alone.global_block.ops.append(op)
     (out,) = gradc.Executor().run(alone, {op.input("ShapeTensor")[0]: np.array([3, 7])}, op.output("Out"))
     assert np.shape(out) == (3, 7)
+
+
+def test_slice_array_dense_reads_the_array_element_its_starts_name():
+    """pd_op.slice_array_dense (dy2static's ``array[i]`` of a list it built: PaddleDetection's RoIAlign over FPN
+    levels) is array[starts[0]]: the array-loop fixture with its read of element 1 written so gives Paddle's loss
+    and gradients."""
+    case = "pir_layers/while_loop_array"
+    doc = json.loads(program_file(case).read_bytes())
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    reads = [i for i, op in enumerate(ops) if op["#"] == "1.array_read"]
+    index, read = ops[reads[1] - 1], ops[reads[1]]
+    assert index["#"] == "1.full" and index["A"][1]["AT"]["D"] == 1.0
+    ops[reads[1] - 1] = {"#": "1.full_int_array", "A": [{"AT": {"#": "0.a_array", "D": [{"#": "0.a_i64", "D": 1}]},
+                                                         "N": "value"}, *index["A"][2:]],
+                         "I": [], "O": index["O"], "OA": index["OA"]}
+    read["#"] = "1.slice_array_dense"
+    program = load_pir(json.dumps(doc).encode())
+    assert [op.type for op in program.global_block.ops].count("read_from_array") == 3
+    assert_matches_paddle(train_and_run(program, case), case)
+
+
+def test_a_split_of_computed_sections_takes_them_as_a_list_of_scalars():
+    """pd_op.split whose sections are computed (a pd_op.stack of sizes in PaddleDetection's deformable attention, or a
+    builtin.combine of scalars) splits by them: legacy split's SectionsTensorList, one scalar var per section."""
+    from programs import Net
+    net = Net("float32")
+    x, sizes = net.data("x", [6, 2]), net.data("sizes", [2], gradc.VarType.INT64)
+    scalars = [net.tmp([], gradc.VarType.INT64) for _ in range(2)]
+    net.block.append_op("unstack", {"X": [sizes]}, {"Y": scalars}, {"axis": 0, "num": 2})
+    parts = [net.tmp([-1, 2]) for _ in range(2)]
+    net.block.append_op("split", {"X": [x], "SectionsTensorList": scalars}, {"Out": parts}, {"axis": 0})
+    doc = json.loads(serialize_pir(net.program, fetch=parts))
+    feed = {"x": np.arange(12, dtype=np.float32).reshape(6, 2), "sizes": np.array([4, 2], np.int64)}
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    split = next(op for op in ops if op["#"] == "1.split")
+    stacked = next(op for op in ops if op["#"] == "1.data" and op["A"][0]["AT"]["D"] == "sizes")["O"][0]["%"]
+    for sections in (split["I"][1]["%"], stacked):   # the combine of scalars, then the 1-D tensor itself
+        split["I"][1]["%"] = sections
+        program = parse_pir(json.dumps(doc).encode())
+        (op,) = [op for op in program.global_block.ops if op.type == "split"]
+        assert len(op.input("SectionsTensorList")) == 2
+        got = gradc.Executor().run(program, feed)   # its fetch ops
+        np.testing.assert_array_equal(got[0], feed["x"][:4])
+        np.testing.assert_array_equal(got[1], feed["x"][4:])

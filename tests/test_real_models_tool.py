@@ -111,3 +111,55 @@ def test_a_gradient_zero_but_for_rounding_is_judged_against_the_models_largest()
     assert name == "key_bias@GRAD" and np.isclose(worst, 1e-3 / (100 * np.finfo(np.float64).eps * 0.5))
     single = {name: grad.astype(np.float32) for name, grad in grads.items()}
     assert type(_worst(single, single)[0]) is float   # the report is JSON
+
+
+def test_a_detectors_im_shape_is_its_images_size_and_its_scale_factor_one():
+    """PaddleDetection's exports take image, im_shape and scale_factor: the step feeds the image's height and width
+    and a scale of 1 (random values would clip boxes to a negative image), in each input's declared shape and dtype;
+    a model without an image keeps its random inputs."""
+    sys.path.insert(0, str(TOOL.parent))
+    from real_models import _detector_feed
+    feed = {"image": np.zeros((2, 3, 40, 24), np.float32), "im_shape": np.full((2, 2), -0.5, np.float32),
+            "scale_factor": np.full((2, 2), 0.3, np.float64)}
+    fed = _detector_feed(feed)
+    np.testing.assert_array_equal(fed["im_shape"], [[40, 24], [40, 24]])
+    np.testing.assert_array_equal(fed["scale_factor"], np.ones((2, 2)))
+    assert fed["im_shape"].dtype == np.float32 and fed["scale_factor"].dtype == np.float64
+    assert fed["image"] is feed["image"]
+    other = {"x": np.zeros((1, 3, 8, 8)), "im_shape": np.full((1, 2), -0.5)}
+    assert _detector_feed(other)["im_shape"][0, 0] == -0.5
+
+
+def test_a_detector_after_nms_is_trained_on_the_boxes_its_nms_selects_from(tmp_path):
+    """An NMS's selection has no gradient: the loss weighs the boxes the NMS upstream of the output selects from,
+    whose values are saved
+    (loss_input.npz) and fetched by the training program, for Paddle's run to compare too."""
+    from programs import Net
+    net = Net("float32")
+    boxes, scores, w = net.data("boxes", [1, 6, 4]), net.data("scores", [1, 2, 6]), net.param("w", [4])
+    scaled = net.elementwise_mul(boxes, w, axis=-1)
+    out = net.op("multiclass_nms3", {"BBoxes": scaled, "Scores": scores},
+                 {"score_threshold": -1.0, "nms_top_k": -1, "keep_top_k": 10, "nms_threshold": 0.5,
+                  "normalized": True, "nms_eta": 1.0, "background_label": -1})
+    block = net.block
+    block.create_var("feed", None, None).type = gradc.VarType.FEED_MINIBATCH
+    block.create_var("fetch", None, None).type = gradc.VarType.FETCH_LIST
+    for col, name in enumerate(("boxes", "scores")):
+        block.ops.insert(col, gradc.OpDesc("feed", {"X": ["feed"]}, {"Out": [name]}, {"col": col}))
+    scaled_out = net.scale(out, scale=2.0, bias=0.0, bias_after_scale=True)   # an R-CNN scales its selection
+    block.append_op("fetch", {"X": [scaled_out]}, {"Out": ["fetch"]}, {"col": 0})
+    gradc.save(net.program, tmp_path / "nms.pdmodel")
+    result = subprocess.run([sys.executable, str(TOOL), "gradc", str(tmp_path)], capture_output=True, text=True,
+                            env={"PYTHONPATH": str(Path(gradc.__file__).parent.parent)})
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.split(" ", 1)[1]).get("grads") == 1, result.stdout
+    check = tmp_path / "nms.pdmodel.check"
+    train = gradc.load(check / "train.pb")
+    (weighted,) = [op for op in train.global_block.ops if op.type == "elementwise_mul" and op.input("Y") == ["loss_w"]]
+    assert weighted.input("X") == [scaled]
+    with np.load(check / "feed.npz") as feed, np.load(check / "params.npz") as params, \
+            np.load(check / "loss_input.npz") as loss_input, np.load(check / "grads.npz") as grads:
+        np.testing.assert_allclose(loss_input[scaled], feed["boxes"] * params["w"], rtol=1e-6)
+        weight = np.load(check / "loss_w.npy")
+        expected = (feed["boxes"] * weight).sum(axis=(0, 1)) / weight.size
+        np.testing.assert_allclose(grads["w@GRAD"], expected, rtol=1e-5, atol=1e-7)

@@ -1,6 +1,7 @@
 """Check gradc against Paddle on model files users ship (.pdmodel, __model__, and Paddle 3's PIR .json), with their
 parameters where a .pdiparams file sits beside them, else random ones: the files from public repositories usually
-come without theirs. Two steps, one per interpreter:
+come without theirs. A detector's im_shape input is its image's height and width, its scale_factor 1. Two steps,
+one per interpreter:
 
     .venv/bin/python tools/real_models.py gradc DIR          # load, verify, run, fine-tune every model under DIR
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/real_models.py paddle DIR   # legacy programs
@@ -78,11 +79,35 @@ def _fed_vars(block) -> list:
     return fed or [var for var in block.vars.values() if var.need_check_feed]
 
 
+def _detector_feed(feed: dict) -> dict:
+    """``feed`` with a PaddleDetection model's im_shape its image's height and width and its scale_factor 1 (random
+    ones would clip boxes to a negative image and scale them by noise)."""
+    image = feed.get("image")
+    if image is None or image.ndim != 4:
+        return feed
+    sizes = {"im_shape": np.array(image.shape[2:4]), "scale_factor": np.ones(2)}
+    return {**feed, **{name: np.broadcast_to(size, feed[name].shape).astype(feed[name].dtype)
+                       for name, size in sizes.items() if name in feed and feed[name].shape[-1:] == (2,)}}
+
+
+NMS = ("multiclass_nms", "multiclass_nms2", "multiclass_nms3", "matrix_nms")
+
+
 def _loss_input(block, fetched: str) -> str:
-    """The var the loss weighs: the fetched output, or the logits of a fetched softmax (a recognizer's peaked
-    softmax passes back gradients of 1e-28, which would compare nothing)."""
+    """The var the loss weighs: the fetched output, the logits of a fetched softmax (a recognizer's peaked softmax
+    passes back gradients of 1e-28, which would compare nothing), or the boxes the nearest NMS upstream of it selects
+    from (its selection has no gradient; an R-CNN's output is its selection scaled and clipped)."""
     producer = next((op for op in reversed(block.ops) if fetched in op.output_names()), None)
-    return producer.input("X")[0] if producer is not None and producer.type == "softmax" else fetched
+    if producer is not None and producer.type == "softmax":
+        return producer.input("X")[0]
+    wanted = {fetched}
+    for op in reversed(block.ops):   # producers come before their readers
+        if wanted.isdisjoint(op.output_names()):
+            continue
+        if op.type in NMS:
+            return op.input("BBoxes")[0]
+        wanted.update(op.input_names())
+    return fetched
 
 
 def gradc_step(path: Path) -> dict:
@@ -102,6 +127,7 @@ def gradc_step(path: Path) -> dict:
                  for i, d in enumerate(var.shape if var.shape is not None else [1])]
         dtype = np.dtype(numpy_dtype(var.dtype))
         feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
+    feed = _detector_feed(feed)
     if os.environ.get("CALIBRATE"):
         params = _calibrated(program, params, feed)
     np.savez(out_dir / "params.npz", **params)
@@ -109,12 +135,16 @@ def gradc_step(path: Path) -> dict:
     scope = gradc.Scope()
     for name, value in params.items():
         scope[name] = value
-    outs = gradc.Executor().run(program, feed, fetches, scope)
+    targets = {fetched: _loss_input(block, fetched) for fetched in fetches}
+    extra = [target for target in dict.fromkeys(targets.values()) if target not in fetches]
+    outs = gradc.Executor().run(program, feed, fetches + extra, scope)
+    outs, extra_values = outs[:len(fetches)], dict(zip(extra, outs[len(fetches):]))
     np.savez(out_dir / "out.npz", **{f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
     first = next((i for i, o in enumerate(outs) if np.asarray(o).dtype.kind == "f"), None)
     if first is None:
         return report
-    shape, target = list(np.shape(outs[first])), _loss_input(block, fetches[first])
+    target = targets[fetches[first]]
+    shape = list(np.shape(extra_values.get(target, outs[first])))
     declared = block.var(target).shape or shape   # a selection's declared rows can be its most, not its count
     dims = [d if len(declared) == len(shape) and d == e else -1 for d, e in zip(shape, declared)]
     for name, var_shape in (("loss_w", dims), ("weighted", dims), ("loss", [])):
@@ -126,12 +156,14 @@ def gradc_step(path: Path) -> dict:
     weight = rng.standard_normal(shape).astype(np.float32)
     pairs = gradc.append_backward(program, "loss", parameter_list=[n for n, v in params.items() if v.dtype.kind == "f"])
     names = ["loss", *(grad for _, grad in pairs)]
-    values = gradc.Executor().run(program, {**feed, "loss_w": weight}, names, scope)
+    also = [target] if target in extra else []   # the loss input is compared too (an NMS's boxes)
+    values = gradc.Executor().run(program, {**feed, "loss_w": weight}, names + also, scope)
     np.savez(out_dir / "grads.npz", **dict(zip(names, values)))
+    np.savez(out_dir / "loss_input.npz", **dict(zip(also, values[len(names):])))
     np.save(out_dir / "loss_w.npy", weight)
-    _save_training(program, path, out_dir / "train", names)
+    _save_training(program, path, out_dir / "train", names + also)
     if os.environ.get("FLOAT64"):
-        _float64_training(program, path, out_dir, params, {**feed, "loss_w": weight}, names)
+        _float64_training(program, path, out_dir, params, {**feed, "loss_w": weight}, names, also)
     report["grads"] = len(pairs)
     return report
 
@@ -146,7 +178,8 @@ def _save_training(program, path: Path, stem: Path, names: list[str]) -> None:
         gradc.save(program, stem.with_suffix(".pb"))
 
 
-def _float64_training(program, path: Path, out_dir: Path, params: dict, feed: dict, names: list[str]) -> None:
+def _float64_training(program, path: Path, out_dir: Path, params: dict, feed: dict, names: list[str],
+                      also: list[str]) -> None:
     """The training program widened to float64 (train64), its values and gradc's float64 gradients: where float32
     rounding decides a comparison (a saturated or cancelling model), Paddle's float64 run of the same program does
     not."""
@@ -156,11 +189,12 @@ def _float64_training(program, path: Path, out_dir: Path, params: dict, feed: di
     scope = gradc.Scope()
     for name, value in wide_params.items():
         scope[name] = value
-    values = gradc.Executor().run(wide, wide_feed, names, scope)
+    values = gradc.Executor().run(wide, wide_feed, names + also, scope)
     np.savez(out_dir / "grads64.npz", **dict(zip(names, values)))
+    np.savez(out_dir / "loss_input64.npz", **dict(zip(also, values[len(names):])))
     np.savez(out_dir / "params64.npz", **wide_params)
     np.savez(out_dir / "feed64.npz", **wide_feed)
-    _save_training(wide, path, out_dir / "train64", names)
+    _save_training(wide, path, out_dir / "train64", names + also)
 
 
 def _relative(a: np.ndarray, b: np.ndarray) -> float:
@@ -206,24 +240,34 @@ def paddle_step(path: Path) -> dict:
     report = {"outputs": [_relative(np.array(o), ours[f"out{i}"]) for i, o in enumerate(outs)]}
     train = check / ("train.json" if path.suffix == ".json" else "train.pb")
     if train.exists():
-        grads = dict(np.load(check / "grads.npz"))
-        program, fetches, names = _paddle_program(train, list(grads))
+        grads, also = dict(np.load(check / "grads.npz")), _loss_inputs(check / "loss_input.npz")
+        program, fetches, names = _paddle_program(train, list(grads) + list(also))
         values = executor.run(program, feed={**feed, "loss_w": np.load(check / "loss_w.npy")}, fetch_list=fetches)
         values = dict(zip(names, values))
         report["worst_grad"] = _worst(values, grads)
+        if also:
+            report["loss_input"] = max(_relative(values[name], value) for name, value in also.items())
     train = train.with_name(train.name.replace("train", "train64"))
     if train.exists():   # written with FLOAT64 set; a scope of its own (the float32 run's vars are float32)
         try:
             with paddle.static.scope_guard(paddle.static.Scope()):
                 for name, value in np.load(check / "params64.npz").items():
                     paddle.static.global_scope().var(name).get_tensor().set(value, paddle.CPUPlace())
-                grads = dict(np.load(check / "grads64.npz"))
-                program, fetches, names = _paddle_program(train, list(grads))
-                values = executor.run(program, feed=dict(np.load(check / "feed64.npz")), fetch_list=fetches)
-            report["worst_grad_float64"] = _worst(dict(zip(names, values)), grads)
+                grads, also = dict(np.load(check / "grads64.npz")), _loss_inputs(check / "loss_input64.npz")
+                program, fetches, names = _paddle_program(train, list(grads) + list(also))
+                values = dict(zip(names, executor.run(program, feed=dict(np.load(check / "feed64.npz")),
+                                                      fetch_list=fetches)))
+            report["worst_grad_float64"] = _worst(values, grads)
+            if also:
+                report["loss_input_float64"] = max(_relative(values[name], value) for name, value in also.items())
         except Exception as error:  # noqa: BLE001 - the float32 results stand; say why this one is missing
             report["worst_grad_float64"] = f"{type(error).__name__}: {_last_error_line(error)}"
     return report
+
+
+def _loss_inputs(path: Path) -> dict:
+    """The loss input gradc's training run compared (an NMS's boxes), if the step wrote one."""
+    return dict(np.load(path)) if path.exists() else {}
 
 
 def _last_error_line(error: Exception) -> str:

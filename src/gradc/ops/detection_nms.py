@@ -22,9 +22,11 @@ def _counts(ctx, slot: str) -> None:
         ctx.fail(f"{slot} must be int32 or int64")
 
 
-def _selected(ctx) -> dict:
-    """Out [-1, 6] rows (label, score, x1, y1, x2, y2) of the scores' dtype, and each row's box in Index."""
-    return {"Out": ([-1, 6], ctx.dtype("Scores")), "Index": ([-1, 1], VarType.INT32)}
+def _selected(ctx, box_size: int = 4) -> dict:
+    """Out [-1, 6] rows (label, score, x1, y1, x2, y2; a polygon's coordinates: [-1, 2 + box_size]) of the scores'
+    dtype, and each row's box in Index."""
+    width = 2 + box_size if box_size >= 0 else -1
+    return {"Out": ([-1, width], ctx.dtype("Scores")), "Index": ([-1, 1], VarType.INT32)}
 
 
 # ---------------------------------------------------------------- nms
@@ -38,11 +40,13 @@ defop("nms", ["Boxes"], ["KeepBoxesIdxs"], attrs={"iou_threshold": 1.0}, infer=_
 
 
 # ---------------------------------------------------------------- matrix_nms, multiclass_nms3
-def _batched_boxes(ctx) -> tuple[list[int], list[int]]:
-    """BBoxes [N, M, 4] and Scores [N, C, M], checked against each other."""
+def _batched_boxes(ctx, polygons: bool = False) -> tuple[list[int], list[int]]:
+    """BBoxes [N, M, 4] (with ``polygons``, also [N, M, 8, 16, 24 or 32]) and Scores [N, C, M], checked against each
+    other."""
     boxes = rank_check(ctx, "BBoxes", 3, "[N, M, 4]")
     scores = rank_check(ctx, "Scores", 3, "[N, C, M]")
-    last_dim(ctx, "BBoxes", boxes, 4)
+    if not polygons or boxes[-1] not in (8, 16, 24, 32, -1):
+        last_dim(ctx, "BBoxes", boxes, 4)
     for b, s, what in ((boxes[0], scores[0], "batch size"), (boxes[1], scores[2], "box count")):
         if b >= 0 and s >= 0 and b != s:
             ctx.fail(f"BBoxes {boxes} and Scores {scores} (C classes) disagree on the {what}")
@@ -75,14 +79,15 @@ def _multiclass_nms3_infer(ctx):
         last_dim(ctx, "BBoxes", boxes, 4)
         if any(b >= 0 and s >= 0 and b != s for b, s in zip(boxes, scores)):
             ctx.fail(f"BBoxes {boxes} must be [M, C, 4] for Scores {scores}")
+        size = 4
     else:
-        _batched_boxes(ctx)
+        size = _batched_boxes(ctx, polygons=True)[0][-1]
     if ctx.has("RoisNum"):
         _counts(ctx, "RoisNum")
     _check_nms_attrs(ctx)
     if ctx.attr("nms_eta") <= 0:
         ctx.fail(f"nms_eta must be > 0, got {ctx.attr('nms_eta')}")
-    return {**_selected(ctx), "NmsRoisNum": ([-1], VarType.INT32)}
+    return {**_selected(ctx, size), "NmsRoisNum": ([-1], VarType.INT32)}
 
 
 defop("multiclass_nms3", ["BBoxes", "Scores", "RoisNum?"], ["Out", "Index", "NmsRoisNum?"],

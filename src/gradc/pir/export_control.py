@@ -102,11 +102,11 @@ def stack_for(exporter, forward_block: int) -> tuple[Value, Value, Value]:
 
 def save_for_backward(exporter, forward_block: int, target: Block, starts: dict | None = None) -> None:
     """Push the values of this run of the block that its grad block reads (loop vars: as the iteration
-    started)."""
+    started; an XShape: the X it describes)."""
     names = exporter.saves.get(forward_block)
     if names is None:
         return
-    values = [(starts or {}).get(name) or exporter.read(name) for name in names]
+    values = [(starts or {}).get(name) or exporter.xshape_source.get(name) or exporter.read(name) for name in names]
     _, inlet, _ = stack_for(exporter, forward_block)
     with emitting_into(exporter, target):
         exporter.emit("cf.tuple_push", [inlet, *values], [], {})
@@ -118,9 +118,11 @@ def restore_saved(exporter, forward_block: int) -> None:
     if names is None:
         return
     _, _, outlet = stack_for(exporter, forward_block)
-    values = [Value(0, exporter.type_of(name)) for name in names]
+    sources = exporter.xshape_source   # an XShape is saved as the X it describes, which PIR's grads read
+    values = [Value(0, sources[name].type if name in sources else exporter.type_of(name)) for name in names]
     exporter.emit("cf.tuple_pop", [outlet], values, {})
-    exporter.current.update(zip(names, values))
+    for name, value in zip(names, values):
+        (sources if name in sources else exporter.current)[name] = value
 
 
 def has_elements(exporter, forward_block: int) -> Value:

@@ -20,7 +20,7 @@ from ..ir import EMPTY_VAR, GRAD_SUFFIX, OpDesc, Program, VarType, grad_name
 from ..ops.control_flow import updated_in_place
 from . import schema
 from .export_control import emitting_into, has_elements, in_place_target, restore_saved
-from .graph import Attr, Block, Region, Value
+from .graph import Attr, Block, Region, TensorType, Value
 
 GRAD_OPS = {"conditional_block_grad": "sub_block", "while_grad": "sub_block", "pylayer_grad": "backward_block"}
 
@@ -163,8 +163,13 @@ def _zeros_for(exporter, grad: str) -> Value:
 
 
 def zeros_like(exporter, name: str) -> Value:
+    """Zeros like var ``name``: pd_op.full_like of 0, or for a tensor array (an input of a cond that did not run)
+    pd_op.create_array_like of 0, as Paddle's backward writes (its full_like refuses an array)."""
     source = exporter.read(name)
     result = Value(0, source.type)
+    if isinstance(source.type, TensorType) and source.type.kind == "t_dense_tensor_array":
+        exporter.emit("pd_op.create_array_like", [source], [result], {"val": Attr("a_f32", 0.0)})
+        return result
     value = exporter.constant("float", 0.0)
     exporter.emit("pd_op.full_like", [source, value], [result], {
         "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[source.type.dtype]), "place": Attr("a_place", [0, 0, ""])})

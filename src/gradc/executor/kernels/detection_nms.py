@@ -8,6 +8,7 @@ import numpy as np
 
 from . import kernel
 from .detection import attr32, exp
+from .detection_poly import POLYGON_SIZES, polygon_ious
 from .detection_sort import partial_sort
 
 ROW_BLOCK = 1 << 22   # IoUs matrix_nms holds at once
@@ -34,6 +35,11 @@ def ious(boxes: np.ndarray, others: np.ndarray, normalized: bool) -> np.ndarray:
     return iou
 
 
+def overlaps(boxes: np.ndarray, others: np.ndarray, normalized: bool) -> np.ndarray:
+    """[K, L] IoUs of [K, 4] and [L, 4] boxes, or of polygon boxes (8 to 32 coordinates)."""
+    return ious(boxes, others, normalized) if boxes.shape[-1] == 4 else polygon_ious(boxes, others)
+
+
 def greedy_keep(boxes: np.ndarray, normalized: bool, threshold, eta: float) -> list[int]:
     """Positions kept by greedy suppression of boxes in their order: a box goes when its IoU with a kept one is
     above the threshold (a NaN IoU too), which shrinks by eta after each kept box while above 0.5."""
@@ -43,10 +49,10 @@ def greedy_keep(boxes: np.ndarray, normalized: bool, threshold, eta: float) -> l
         for i in range(len(boxes)):
             if not dropped[i]:
                 kept.append(i)
-                dropped[i + 1:] |= ~(ious(boxes[i:i + 1], boxes[i + 1:], normalized)[0] <= threshold)
+                dropped[i + 1:] |= ~(overlaps(boxes[i:i + 1], boxes[i + 1:], normalized)[0] <= threshold)
         return kept
     for i in range(len(boxes)):   # the threshold a box meets is the one when its turn comes
-        if not kept or (ious(boxes[i:i + 1], boxes[kept], normalized)[0] <= threshold).all():
+        if not kept or (overlaps(boxes[i:i + 1], boxes[kept], normalized)[0] <= threshold).all():
             kept.append(i)
             if threshold > 0.5:
                 threshold = threshold * boxes.dtype.type(eta)
@@ -190,12 +196,15 @@ def image_rows(k, boxes: np.ndarray, scores: np.ndarray, per_class_boxes: bool) 
 @kernel("multiclass_nms3")
 def multiclass_nms3(k):
     """Greedy NMS per image and class. BBoxes [N, M, 4] with Scores [N, C, M], or BBoxes [M, C, 4] with
-    Scores [M, C] (boxes per class) whose images RoisNum counts (all one image without it). Out rows
-    [class, score, x1, y1, x2, y2] by class; Index the box (3-D: image * M + box; 2-D: box * C + class);
+    Scores [M, C] (boxes per class) whose images RoisNum counts (all one image without it); with 3-D Scores, BBoxes
+    may be convex polygons [N, M, 8 to 32] (gradc.executor.kernels.detection_poly). Out rows
+    [class, score, x1, y1, x2, y2 (or the polygon's coordinates)] by class; Index the box (3-D: image * M + box;
+    2-D: box * C + class);
     NmsRoisNum the rows per image. When nothing is kept and Index is not asked for, Out is [[-1]], as in Paddle."""
     boxes, scores, rois_num = k.x("BBoxes"), k.x("Scores"), k.optional("RoisNum")
-    if boxes.shape[-1] != 4:
-        raise ValueError(f"BBoxes must hold 4-coordinate boxes (gradc has no polygon NMS), got {list(boxes.shape)}")
+    if boxes.shape[-1] != 4 and (scores.ndim != 3 or boxes.shape[-1] not in POLYGON_SIZES):
+        raise ValueError(f"BBoxes must hold 4-coordinate boxes, or with 3-D Scores polygons of 8, 16, 24 or 32, "
+                         f"got {list(boxes.shape)}")
     if scores.ndim == 3:
         images = [(boxes[i], scores[i], i * scores.shape[2]) for i in range(scores.shape[0])]
     else:
@@ -210,7 +219,7 @@ def multiclass_nms3(k):
         rows += kept_rows
         indices += [offset + box for box in kept_boxes]
         counts.append(len(kept_rows))
-    out = np.array(rows, scores.dtype).reshape(-1, 6)
+    out = np.array(rows, scores.dtype).reshape(-1, 2 + boxes.shape[-1])
     if not rows and not k.wants("Index"):
         out = np.full((1, 1), -1, scores.dtype)
     return {"Out": out, "Index": np.array(indices, np.int32).reshape(-1, 1),

@@ -32,6 +32,7 @@ ROWS = [
     row("pd_op.squeeze", "squeeze2", "x:X axis>axes:ints", "out:Out +XShape"),
     row("pd_op.unsqueeze", "unsqueeze2", "x:X axis>axes:ints@AxesTensor,AxesTensorList", "out:Out +XShape"),
     row("pd_op.concat", "concat", "x:X* axis>axis:int@AxisTensor"),
+    # computed sections (a stack of sizes: PaddleDetection's deformable attention) are SectionsTensorList's scalars
     row("pd_op.split", "split", "x:X sections>sections:ints@,SectionsTensorList axis>axis:int@AxisTensor",
         "out:Out*", when=_has_sections),
     row("pd_op.split_with_num", "split", "x:X axis>axis:int@AxisTensor", "out:Out*", "num:i32"),
@@ -83,6 +84,8 @@ ROWS = [
     row("pd_op.array_write_", "write_to_array", "array:- x:X i:I", "out:Out&array"),
     # X_W (a grad read: zeros where no slot was written) is dropped on export, as Paddle's own grads read
     row("pd_op.array_read", "read_from_array", "array:X i:I ~X_W"),
+    # array[starts[0]] (dy2static's read of a list it built, e.g. PaddleDetection's RoIAlign); export writes array_read
+    row("pd_op.slice_array_dense", "read_from_array", "input:X starts:I"),
     row("pd_op.array_to_tensor", "tensor_array_to_tensor", "x:X", "out:Out out_index:OutIndex",
         "axis:i32 use_stack:bool"),
     row("pd_op.array_length", "lod_array_length", "x:X"),
