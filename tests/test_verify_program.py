@@ -124,11 +124,12 @@ def test_declarations_of_older_paddle_versions_pass_and_others_do_not():
         in problems[2]
 
 
-@pytest.mark.parametrize("op_type, declared, fits", [("fill_constant", [-1, 30], True),
-                                                     ("fill_constant", [2, 30], False), ("scale", [-1, 30], False)])
-def test_a_0d_constant_declared_with_unknown_dims_is_dy2statics_placeholder(op_type, declared, fits):
-    """Paddle 3 writes a value a branch or a loop body defines as a 0-d pd_op.full typed as that value (PaddleOCR's
-    table models, PARSeq): such a fill_constant fits; a fixed shape, or another op's 0-d result, does not."""
+@pytest.mark.parametrize("op_type, declared, fits", [("fill_constant", [-1, 30], True), ("fill_constant", [1000], True),
+                                                     ("scale", [-1, 30], False), ("scale", [1000], False)])
+def test_a_0d_constant_declared_with_other_dims_is_dy2statics_placeholder(op_type, declared, fits):
+    """Paddle 3 writes a value a branch or a loop body defines as a 0-d pd_op.full typed as that value, its dims
+    unknown (PaddleOCR's table models, PARSeq) or fixed (PaddleDetection's R-CNNs): such a fill_constant fits; another
+    op's 0-d result declared so does not."""
     net = ProgramBuilder()
     value = net.op("fill_constant", {}, {"shape": [], "dtype": 5, "value": 0.0})[0]
     if op_type == "scale":

@@ -34,11 +34,12 @@ def shape_fits(declared: list[int], inferred: list[int], paddle_version: int | N
     Declarations of older Paddle versions fit too, as Paddle 3 runs them: before 2.5 (no 0-d tensors) [1] for a
     0-d result and [] for a shape not recorded (dropout's Mask), and one dim holding the product of several with
     the unknown ones taken as -1 (layer_norm's Mean over [-1, -1] batch dims was declared [1]). So does a 0-d
-    ``constant`` (fill_constant) declared with unknown dims: dy2static's placeholder for a value a branch or a loop
-    body defines, which Paddle 3 writes as a 0-d pd_op.full typed as the value."""
+    ``constant`` (fill_constant) declared with any dims: dy2static's placeholder for a value a branch or a loop body
+    defines, which Paddle 3 writes as a 0-d pd_op.full typed as the value, its dims known or not (PaddleDetection's
+    R-CNNs: [1000], [4])."""
     if len(declared) == len(inferred):
         return all(map(dims_match, declared, inferred))
-    if constant and not inferred and -1 in declared:
+    if constant and not inferred:
         return True
     if declared == [1] and not inferred:
         return True
