@@ -18,6 +18,7 @@ model, how far Paddle's outputs and gradients are from gradc's (relative to thei
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -304,6 +305,8 @@ def main() -> None:
         except Exception as error:  # noqa: BLE001 - each model's failure is its result
             report = {"error": f"{type(error).__name__}: {' | '.join(str(error).split(chr(10))[:1])[:200]}"}
         print(path.relative_to(folder), json.dumps(report), flush=True)
+        gc.collect()   # a model's program and arrays sit in reference cycles, which a collection by count frees late:
+        # the gradc step over five of PaddleClas's models peaked at 7.8 GB without, 4.1 GB with (the largest alone, 3.9)
 
 
 if __name__ == "__main__":
