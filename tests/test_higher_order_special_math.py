@@ -5,6 +5,7 @@ their makers leave the recurrence of I2(x) / x for its series."""
 
 from __future__ import annotations
 
+import zlib
 from math import factorial
 
 import numpy as np
@@ -16,7 +17,6 @@ from gradc.executor.kernels import SHAPE_ONLY
 from gradc.layers import ProgramBuilder
 from gradcheck_cases.second_order import second_order
 
-RNG = np.random.default_rng(31)
 AWAY_FROM_POLES = np.array([[1.7, 2.4, 3.1], [0.6, -0.5, -1.5]])
 BESSEL = np.array([[-0.3, 0.05, 0.9, -1.2], [1.1, 2.5, -3.5, 5.0]])
 THIRD_ORDER = [
@@ -33,7 +33,9 @@ THIRD_ORDER = [
 
 @pytest.mark.parametrize("case", THIRD_ORDER, ids=[case.id for case in THIRD_ORDER])
 def test_third_derivatives_through(case):
-    check_third_derivatives(case, RNG)
+    # weights of the case's own (not the module's shared generator, whose state depends on which tests a worker ran
+    # before: polygamma's loss3 sums terms of 1e5 near its poles, and 1 draw in 30 leaves 3.1's difference 2e-3 off)
+    check_third_derivatives(case, np.random.default_rng(zlib.crc32(case.id.encode())))
 
 
 def second_derivative(op: str, x: np.ndarray) -> np.ndarray:
