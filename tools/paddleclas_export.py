@@ -15,11 +15,11 @@ configs, SMALLEST is exported: the smallest variant of each backbone family. One
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from suite_export import export_each, in_child
 
 _IMAGENET = "ppcls/configs/ImageNet/"
 
@@ -96,23 +96,11 @@ def export_one(out: Path, entry: str) -> str:
 
 def main() -> None:
     source, out_dir, entries = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:] or SMALLEST
-    if os.environ.get("PADDLECLAS_EXPORT_ONE"):   # the child process: one config
-        sys.path.insert(0, str(source))
-        os.chdir(source)
+    if in_child(source):   # one config
         path, *overrides = entries[0].split(",")
         print(export_one(out_dir / _name(path, overrides), entries[0]), flush=True)
         return
-    for entry in entries:
-        try:
-            result = subprocess.run([sys.executable, __file__, str(source), str(out_dir), entry], capture_output=True,
-                                    text=True, env={**os.environ, "PADDLECLAS_EXPORT_ONE": "1"}, timeout=900)
-        except subprocess.TimeoutExpired:
-            print(entry, "FAIL timed out", flush=True)
-            continue
-        last = (result.stdout.strip().splitlines() or [""])[-1]
-        reason = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        print(entry, "OK" if result.returncode == 0 and last == "OK" else f"FAIL {reason}", flush=True)
-
+    export_each(__file__, source, out_dir, entries, timeout=900)
 
 if __name__ == "__main__":
     main()

@@ -15,11 +15,11 @@ ground-truth .mat files to exist.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import types
 from pathlib import Path
+
+from suite_export import export_each, in_child
 
 
 def _stub_imgaug() -> None:
@@ -66,22 +66,10 @@ def export_one(out: Path, config_path: str) -> str:
 
 def main() -> None:
     source, out_dir, configs = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:]
-    if os.environ.get("PADDLEDET_EXPORT_ONE"):   # the child process: one config
-        sys.path.insert(0, str(source))
-        os.chdir(source)
+    if in_child(source):   # one config
         print(export_one(out_dir / Path(configs[0].partition("@")[0]).stem, configs[0]), flush=True)
         return
-    for config in configs:
-        try:
-            result = subprocess.run([sys.executable, __file__, str(source), str(out_dir), config], capture_output=True,
-                                    text=True, env={**os.environ, "PADDLEDET_EXPORT_ONE": "1"}, timeout=900)
-        except subprocess.TimeoutExpired:
-            print(config, "FAIL timeout", flush=True)
-            continue
-        last = (result.stdout.strip().splitlines() or [""])[-1]
-        reason = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        print(config, "OK" if result.returncode == 0 and last == "OK" else f"FAIL {reason}", flush=True)
-
+    export_each(__file__, source, out_dir, configs, timeout=900)
 
 if __name__ == "__main__":
     main()

@@ -11,10 +11,10 @@ per config: OK, or FAIL and why (a config that needs a teacher model or a compil
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from pathlib import Path
+
+from suite_export import export_each, in_child
 
 
 def export_one(out: Path, config_path: str) -> str:
@@ -34,19 +34,11 @@ def export_one(out: Path, config_path: str) -> str:
 
 def main() -> None:
     source, out_dir, configs = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:]
-    if os.environ.get("PADDLEOCR_EXPORT_ONE"):   # the child process: one config
-        sys.path.insert(0, str(source))
-        os.chdir(source)
+    if in_child(source):   # one config
         out = out_dir / configs[0].removeprefix("configs/").rsplit(".", 1)[0].replace("/", "__")
         print(export_one(out, configs[0]), flush=True)
         return
-    for config in configs:
-        result = subprocess.run([sys.executable, __file__, str(source), str(out_dir), config], capture_output=True,
-                                text=True, env={**os.environ, "PADDLEOCR_EXPORT_ONE": "1"}, timeout=600)
-        last = (result.stdout.strip().splitlines() or [""])[-1]
-        reason = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        print(config, "OK" if result.returncode == 0 and last == "OK" else f"FAIL {reason}", flush=True)
-
+    export_each(__file__, source, out_dir, configs, timeout=600)
 
 if __name__ == "__main__":
     main()

@@ -12,11 +12,11 @@ CONFIG@HxW), in a process of its own, into OUT_DIR/<config name>/. One line per 
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from argparse import Namespace
 from pathlib import Path
+
+from suite_export import export_each, in_child
 
 
 def _no_pretrained(node: object, empty: str) -> None:
@@ -52,25 +52,12 @@ def export_one(out: Path, config_path: str, size: list[int] | None) -> str:
 
 def main() -> None:
     source, out_dir, configs = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:]
-    if os.environ.get("PADDLESEG_EXPORT_ONE"):   # the child process: one config
-        sys.path.insert(0, str(source))
-        os.chdir(source)
+    if in_child(source):   # one config
         config, _, size = configs[0].partition("@")
         out = out_dir / Path(config).stem
         print(export_one(out, config, [int(d) for d in size.split("x")] if size else None), flush=True)
         return
-    for config in configs:
-        try:
-            result = subprocess.run([sys.executable, __file__, str(source), str(out_dir), config],
-                                    capture_output=True, text=True, env={**os.environ, "PADDLESEG_EXPORT_ONE": "1"},
-                                    timeout=600)
-        except subprocess.TimeoutExpired:
-            print(config, "FAIL timeout", flush=True)
-            continue
-        last = (result.stdout.strip().splitlines() or [""])[-1]
-        reason = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        print(config, "OK" if result.returncode == 0 and last == "OK" else f"FAIL {reason}", flush=True)
-
+    export_each(__file__, source, out_dir, configs, timeout=600)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,36 @@
+"""What the export tools of Paddle's suites (tools/paddle*_export.py) share: each config is exported in a child
+process of its own, since a suite's modules keep global state and one config's failure must not stop the others,
+and the parent prints one line per config: `CONFIG OK`, or `CONFIG FAIL` and the child's last line of errors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+_CHILD = "GRADC_SUITE_EXPORT_ONE"
+
+
+def in_child(source: Path) -> bool:
+    """Whether this is the child process; if so, the suite's checkout is on sys.path and the working directory (its
+    configs name files relative to it)."""
+    if not os.environ.get(_CHILD):
+        return False
+    sys.path.insert(0, str(source))
+    os.chdir(source)
+    return True
+
+
+def export_each(script: str, source: Path, out_dir: Path, configs: list[str], timeout: int) -> None:
+    """Run ``script`` as the child once per config, and print how each went."""
+    for config in configs:
+        try:
+            result = subprocess.run([sys.executable, script, str(source), str(out_dir), config], capture_output=True,
+                                    text=True, env={**os.environ, _CHILD: "1"}, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(config, f"FAIL timed out after {timeout} s", flush=True)
+            continue
+        last = (result.stdout.strip().splitlines() or [""])[-1]
+        reason = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        print(config, "OK" if result.returncode == 0 and last == "OK" else f"FAIL {reason}", flush=True)
