@@ -379,21 +379,8 @@ def test_a_loop_bodys_xshape_that_its_grad_reads_is_saved_as_the_x_it_describes(
 
     net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
     loss = net.mean(net.elementwise_mul(h, w))
-    gradc.append_backward(net.program, loss)
-    w_value = np.random.default_rng(0).standard_normal((2, 3))
-
-    def scope():
-        made = gradc.Scope()
-        made["w"] = w_value.copy()
-        return made
-
-    expected = gradc.Executor().run(net.program.clone(), {}, [loss, "w@GRAD"], scope())
-    doc = json.loads(serialize_pir(net.program, fetch=[loss, "w@GRAD"]))
-    names = [op["#"] for op in ops_in(doc)]
+    names = [op["#"] for op in ops_in(_trains_as_before_after_a_round_trip(net, loss, seed=0))]
     assert names.count("2.tuple_push") == names.count("2.tuple_pop") == 1
-    got = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), {}, [loss, "w@GRAD"], scope())
-    for value, reference in zip(got, expected):
-        np.testing.assert_allclose(value, reference, rtol=1e-12)
 
 
 @pytest.mark.parametrize("taken", [True, False])
@@ -409,17 +396,22 @@ def test_a_tensor_array_a_cond_reads_gets_zeros_as_an_array_where_the_branch_did
     pred = net.op("fill_constant", {}, {"shape": [], "dtype": int(gradc.VarType.BOOL), "value": float(taken)})
     out = net.cond(pred, lambda: net.tanh(read(net, a, net.constant(0))), lambda: net.scale(w, scale=2.0))
     loss = net.mean(net.elementwise_mul(out, w))
+    assert "1.create_array_like" in [op["#"] for op in ops_in(_trains_as_before_after_a_round_trip(net, loss, seed=1))]
+
+
+def _trains_as_before_after_a_round_trip(net, loss: str, seed: int) -> dict:
+    """Differentiate ``net`` (parameter w [2, 3]) for ``loss``, write it as PIR and read it back: the loss and w's
+    gradient as before. The written document, for the test to look into."""
     gradc.append_backward(net.program, loss)
-    w_value = np.random.default_rng(1).standard_normal((2, 3))
+    w_value = np.random.default_rng(seed).standard_normal((2, 3))
 
-    def scope():
-        made = gradc.Scope()
-        made["w"] = w_value.copy()
-        return made
+    def run(program):
+        scope = gradc.Scope()
+        scope["w"] = w_value.copy()
+        return gradc.Executor().run(program, {}, [loss, "w@GRAD"], scope)
 
-    expected = gradc.Executor().run(net.program.clone(), {}, [loss, "w@GRAD"], scope())
+    expected = run(net.program.clone())
     doc = json.loads(serialize_pir(net.program, fetch=[loss, "w@GRAD"]))
-    assert "1.create_array_like" in [op["#"] for op in ops_in(doc)]
-    got = gradc.Executor().run(parse_pir(json.dumps(doc).encode()), {}, [loss, "w@GRAD"], scope())
-    for value, reference in zip(got, expected):
+    for value, reference in zip(run(parse_pir(json.dumps(doc).encode())), expected):
         np.testing.assert_allclose(value, reference, rtol=1e-12)
+    return doc
