@@ -49,3 +49,34 @@ def test_a_sampler_of_a_computed_shape_keeps_it_through_pir(sampler, attrs):
     assert op.input("ShapeTensor") and not op.attrs.get("shape")
     (result,) = gradc.Executor().run(program, {"x": np.zeros((5, 3), np.float32)}, [out], gradc.Scope())
     assert result.shape == (5, 3) and np.unique(result).size == 15
+
+
+def test_a_loop_var_entering_as_a_placeholder_takes_the_dtype_the_body_gives_it():
+    """dy2static's placeholder for a value only a loop body defines is a 0-d pd_op.full typed as its guess of it;
+    PaddleDetection's R-CNNs guess float32 for RPN's int32 counts. The loop var takes the body's dtype, the placeholder
+    entering cast to it, so that verify (and `gradc compile`, which verifies first) reads the file as Paddle runs it."""
+    from programs import Net
+    net = Net("float32")
+    i, n = net.constant(0), net.constant(3)
+    counts = net.op("fill_constant", {}, {"shape": [], "dtype": int(gradc.VarType.FP32), "value": 0.0})
+    net.block.var(counts).shape = [-1]   # typed as the value it stands for
+
+    def body(i, counts):
+        made = net.op("fill_constant", {}, {"shape": [2], "dtype": int(gradc.VarType.INT32), "value": 7.0})
+        return [net.increment(i), net.op("scale", {"X": made}, {"scale": 2.0})]
+
+    net.while_loop(lambda i, counts: net.less_than(i, n), body, [i, counts])
+    doc = json.loads(serialize_pir(net.program, fetch=[i]))   # counts is the loop's own, as RPN's are
+    loop = next(op for op in doc["program"]["regions"][0]["blocks"][0]["ops"] if op["#"] == "1.while")
+    ops = loop["regions"][0]["blocks"][0]["ops"]
+    yielded = ops[-1]["I"][2]["%"]   # the condition, i, counts
+    (made,) = [op for op in ops if any(result["%"] == yielded for result in op.get("O") or [])]
+    made["O"][0]["TT"]["D"][0] = {"#": "0.t_i32"}   # the body gives int32, as RPN's counts are
+    program = parse_pir(json.dumps(doc).encode())
+    assert gradc.verify(program) == []
+    (cast,) = [op for op in program.global_block.ops if op.type == "cast"]
+    assert cast.attrs["out_dtype"] == int(gradc.VarType.INT32)
+    carried = cast.output("Out")[0]
+    assert program.global_block.var(carried).dtype == gradc.VarType.INT32
+    (result,) = gradc.Executor().run(program, {}, [carried], gradc.Scope())
+    np.testing.assert_array_equal(result, np.full(2, 14, np.int32))

@@ -15,6 +15,7 @@ legacy static.nn.cond and while_loop lay them out:
 from __future__ import annotations
 
 from ..ir import AttrType, Block, OpDesc, VarDesc, VarType
+from ..opdef import make_op
 from .graph import Op
 
 
@@ -86,7 +87,7 @@ def translate_while(op: Op, ctx) -> None:
     yielded = _yield_operands(op, body, 1 + len(inits), ctx)
     parent = ctx.block
     next_name = ctx.namer.for_op("while")
-    carries = []
+    carries, placeholders = [], {}
     for position, (init, arg, result) in enumerate(zip(inits, body.args, op.results)):
         source = ctx.args(init, op, position + 1)[0]
         if _is_array(ctx, source):   # written in place: the loop carries the array itself
@@ -94,7 +95,9 @@ def translate_while(op: Op, ctx) -> None:
         else:
             name = next_name()
             parent.add_var(ctx.var(name, result.type, result))
-            ctx.emit("assign", {"X": [source]}, {"Out": [name]})
+            entry = ctx.emit("assign", {"X": [source]}, {"Out": [name]})
+            if _is_placeholder(init):
+                placeholders[name] = entry
         ctx.bind(arg, name)
         carries.append(name)
     condition = next_name()
@@ -103,6 +106,9 @@ def translate_while(op: Op, ctx) -> None:
     sub = ctx.program.append_block(parent.idx)
     ctx.translate_block(body.ops[:-1], sub)
     new_names = [ctx.args(value, body.ops[-1], i)[0] for i, value in enumerate(yielded)]
+    for name, new in zip(carries, new_names[1:]):
+        if name in placeholders:
+            _type_as_the_body_does(parent, placeholders[name], sub.find_var(new))
     sub.ops.extend(_loop_update(ctx, sub, new_names, [condition] + carries))
     scopes = next_name()
     parent.create_var(scopes, None, None, type=VarType.STEP_SCOPES)
@@ -123,6 +129,25 @@ def translate_pylayer(op: Op, ctx) -> None:
         ctx.bind(result, name)
     ctx.emit("pylayer", {"Input": inputs}, {"Out": outs, "Scope": [scope]}, {"blocks": [sub.idx]},
              {"blocks": AttrType.BLOCKS})
+
+
+def _is_placeholder(value) -> bool:
+    """dy2static's stand-in for a value only the loop body defines: a 0-d pd_op.full typed as its guess of it."""
+    made = value.op
+    return made is not None and made.name == "pd_op.full" and "shape" in made.attrs and not made.attrs["shape"].value
+
+
+def _type_as_the_body_does(parent: Block, entry: OpDesc, given: VarDesc | None) -> None:
+    """A loop var that enters as dy2static's placeholder holds what the body gives it: where dy2static guessed
+    another dtype (float32 for RPN's int32 counts in PaddleDetection's R-CNNs), the var takes the body's, and the
+    placeholder enters cast to it."""
+    carried = parent.vars[entry.output("Out")[0]]
+    if given is None or given.dtype is None or given.dtype == carried.dtype:
+        return
+    source = parent.find_var(entry.input("X")[0])
+    parent.ops[parent.ops.index(entry)] = make_op("cast", entry.inputs, entry.outputs,
+                                                  {"in_dtype": int(source.dtype), "out_dtype": int(given.dtype)})
+    carried.dtype = given.dtype
 
 
 def _is_array(ctx, name: str) -> bool:
