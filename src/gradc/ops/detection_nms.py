@@ -13,6 +13,8 @@ from ..ir import VarType
 from ..registry import NO_GRAD, defop
 from .detection import last_dim, product, rank_check
 
+POLYGON_SIZES = (8, 16, 24, 32)   # multiclass_nms3's polygon boxes: 4 to 16 corners
+
 
 def _counts(ctx, slot: str) -> None:
     shape = ctx.shape(slot)
@@ -45,7 +47,7 @@ def _batched_boxes(ctx, polygons: bool = False) -> tuple[list[int], list[int]]:
     other."""
     boxes = rank_check(ctx, "BBoxes", 3, "[N, M, 4]")
     scores = rank_check(ctx, "Scores", 3, "[N, C, M]")
-    if not polygons or boxes[-1] not in (8, 16, 24, 32, -1):
+    if not polygons or boxes[-1] not in (*POLYGON_SIZES, -1):
         last_dim(ctx, "BBoxes", boxes, 4)
     for b, s, what in ((boxes[0], scores[0], "batch size"), (boxes[1], scores[2], "box count")):
         if b >= 0 and s >= 0 and b != s:

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.detection_nms import POLYGON_SIZES
 from . import kernel
 from .detection import attr32, exp
-from .detection_poly import POLYGON_SIZES, polygon_ious
+from .detection_poly import polygon_ious
 from .detection_sort import partial_sort
 
 ROW_BLOCK = 1 << 22   # IoUs matrix_nms holds at once

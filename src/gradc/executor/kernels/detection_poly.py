@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-POLYGON_SIZES = (8, 16, 24, 32)
-
 
 def _signed_areas(points: np.ndarray) -> np.ndarray:
     """Shoelace areas of [..., V, 2] polygons: > 0 counter-clockwise."""
