@@ -80,3 +80,30 @@ def test_a_loop_var_entering_as_a_placeholder_takes_the_dtype_the_body_gives_it(
     assert program.global_block.var(carried).dtype == gradc.VarType.INT32
     (result,) = gradc.Executor().run(program, {}, [carried], gradc.Scope())
     np.testing.assert_array_equal(result, np.full(2, 14, np.int32))
+
+
+def test_a_dim_paddle_types_0_for_an_unknown_one_is_read_as_unknown():
+    """Paddle 3.3.1 types a Conv1DTranspose's length 0 where its input's is unknown, and the ops after it inherit the
+    0 (PaddleSpeech's HiFiGAN): gradc read it as known, and refused the conv after the upsampling. Such a 0 is -1
+    where gradc's inference does not know the dim either; a 0 it knows (an empty slice) stays."""
+    from programs import Net
+    net = Net("float32")
+    x = net.data("x", [1, 2, -1, 1])
+    up = net.op("conv2d_transpose", {"Input": x, "Filter": net.param("w", [2, 2, 4, 1])},
+                {"strides": [2, 1], "paddings": [1, 0], "output_padding": [0, 0]}, out="Output")
+    out = net.op("conv2d", {"Input": up, "Filter": net.param("v", [2, 2, 3, 1])}, {"paddings": [1, 0]}, out="Output")
+    empty = net.op("slice", {"Input": x}, {"axes": [1], "starts": [0], "ends": [0], "infer_flags": [1],
+                                           "decrease_axis": []})
+    doc = json.loads(serialize_pir(net.program, fetch=[out, empty]))
+    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
+    for op in ops:
+        if op["#"] in ("1.conv2d_transpose", "1.conv2d"):
+            op["O"][0]["TT"]["D"][1] = [1, 2, 0, 1]   # as Paddle types them
+    program = parse_pir(json.dumps(doc).encode())
+    shapes = {op.type: program.global_block.var(op.output_names()[0]).shape for op in program.global_block.ops}
+    assert shapes["conv2d_transpose"] == shapes["conv2d"] == [1, 2, -1, 1] and shapes["slice"] == [1, 0, -1, 1]
+    assert gradc.verify(program) == []
+    scope = gradc.Scope()
+    scope["w"], scope["v"] = np.ones((2, 2, 4, 1), np.float32), np.ones((2, 2, 3, 1), np.float32)
+    (result,) = gradc.Executor().run(program, {"x": np.ones((1, 2, 3, 1), np.float32)}, [out], scope)
+    assert result.shape == (1, 2, 6, 1)

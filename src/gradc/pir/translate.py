@@ -15,6 +15,7 @@ from .folding import foldable, folded, tensor_attrs, unstacked
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
 from .naming import Namer, file_names
 from .stacks import origin
+from .zero_dims import unknown_for_zero
 from .table.rows import TABLE
 from .table.unmapped import UNMAPPED
 
@@ -46,6 +47,7 @@ class Translator:
         _check_mapped(self.module, self.source)
         self.translate_block(self.module.body.ops)
         self._drop_unread_constants()
+        unknown_for_zero(self.program)
         check_structure(self.program, self.source)
         return self.program
 
