@@ -169,3 +169,14 @@ def test_shape_inference_declares_arrays_like_their_elements():
     assert net.shape(read(net, a, net.constant(0))) == [2, 3]
     joined = to_tensor(net, a, axis=1, use_stack=True)
     assert net.shape(joined) == [2, -1, 3]
+
+
+def test_a_declared_array_read_before_any_write_is_empty():
+    """A PIR program's pd_op.create_array is a declared array var (legacy programs let write_to_array fill it), and
+    Paddle's scope holds it empty from the start: PaddleSpeech's MDTC reads its length in a branch before writing it."""
+    net = Net()
+    a = net.tmp(None, prefix="array")
+    net.block.var(a).type = VarType.DENSE_TENSOR_ARRAY
+    length = net.op("lod_array_length", {"X": a})
+    (value,) = gradc.Executor().run(net.program, {}, [length], gradc.Scope())
+    assert value.tolist() == [0]

@@ -17,6 +17,7 @@ from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
 from ..opdef import declared_type
 from .lod import LoD, lod_of, set_lod
 from .scope import MISSING
+from .tensor_array import TensorArray
 
 
 class KernelContext:
@@ -91,6 +92,8 @@ class KernelContext:
 
     def read(self, name: str, slot: str = "?"):
         value = self.scope.find(name, MISSING)
+        if value is MISSING and _declared_array(self.block, name):   # Paddle's scope holds a declared array from
+            return TensorArray()   # the start: its length read before any write (in a branch) is 0
         if value is MISSING:
             raise ExecutionError(f"{self.where} reads var '{name}' (slot {slot}), which has no value: "
                                  f"it is not fed, not in the scope, and no earlier op wrote it")
@@ -174,3 +177,8 @@ def tensor_attr_value(ctx: KernelContext, name: str, names):
         raise ExecutionError(f"{ctx.where}: attribute '{name}' takes one value, but its var(s) {names} hold "
                              f"{len(values)}")
     return values[0]
+
+
+def _declared_array(block: Block, name: str) -> bool:
+    var = block.find_var(name)
+    return var is not None and var.type == VarType.DENSE_TENSOR_ARRAY
