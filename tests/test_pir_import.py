@@ -288,22 +288,24 @@ def test_a_random_draw_of_a_computed_shape(draw, legacy):
     assert np.shape(out) == (3, 7)
 
 
-def test_slice_array_dense_reads_the_array_element_its_starts_name():
+@pytest.mark.parametrize("start", [1, -2])
+def test_slice_array_dense_reads_the_array_element_its_starts_name(start):
     """pd_op.slice_array_dense (dy2static's ``array[i]`` of a list it built: PaddleDetection's RoIAlign over FPN
-    levels) is array[starts[0]]: the array-loop fixture with its read of element 1 written so gives Paddle's loss
-    and gradients."""
+    levels) is array[starts[0]], a negative start counted from the end (a list's x[-1]: PaddleSpeech's Tacotron2):
+    the array-loop fixture (3 elements) with its read of element 1 written so gives Paddle's loss and gradients."""
     case = "pir_layers/while_loop_array"
     doc = json.loads(program_file(case).read_bytes())
     ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
     reads = [i for i, op in enumerate(ops) if op["#"] == "1.array_read"]
     index, read = ops[reads[1] - 1], ops[reads[1]]
     assert index["#"] == "1.full" and index["A"][1]["AT"]["D"] == 1.0
-    ops[reads[1] - 1] = {"#": "1.full_int_array", "A": [{"AT": {"#": "0.a_array", "D": [{"#": "0.a_i64", "D": 1}]},
+    ops[reads[1] - 1] = {"#": "1.full_int_array", "A": [{"AT": {"#": "0.a_array", "D": [{"#": "0.a_i64", "D": start}]},
                                                          "N": "value"}, *index["A"][2:]],
                          "I": [], "O": index["O"], "OA": index["OA"]}
     read["#"] = "1.slice_array_dense"
     program = load_pir(json.dumps(doc).encode())
-    assert [op.type for op in program.global_block.ops].count("read_from_array") == 3
+    types = [op.type for op in program.global_block.ops]
+    assert types.count("read_from_array") == 3 and types.count("lod_array_length") == (start < 0)
     assert_matches_paddle(train_and_run(program, case), case)
 
 

@@ -151,6 +151,25 @@ def zeros_only(legacy, op, ctx) -> None:
         raise ctx.fail(op, f"attribute 'val' is {val.plain()}: gradc makes arrays like another of zeros only")
 
 
+def from_the_end(legacy, op, ctx) -> None:
+    """slice_array_dense counts a negative start from the array's end (a Python list's x[-1]: Tacotron2's decoder
+    reads its last attention weights so); read_from_array does not, so a constant negative start becomes the
+    array's length plus it. A computed start is read as it is (a negative one fails in read_from_array)."""
+    start = op.operands[1].op if op.operands[1] is not None else None
+    values = start.attr("value") if start is not None and start.name == "pd_op.full_int_array" else None
+    if not (isinstance(values, list) and len(values) == 1 and values[0] < 0):
+        return
+    ctx.block.ops.pop()   # the read, after the ops that count its index
+    length, index = ctx.namer.fresh("lod_array_length"), ctx.namer.fresh("scale")
+    for name in (length, index):
+        ctx.block.create_var(name, [1], VarType.INT64, stop_gradient=True)
+    ctx.emit("lod_array_length", {"X": legacy.input("X")}, {"Out": [length]})
+    ctx.emit("scale", {"X": [length]}, {"Out": [index]},
+             {"scale": 1.0, "bias": float(values[0]), "bias_after_scale": True})
+    legacy.inputs["I"] = [index]
+    ctx.block.ops.append(legacy)
+
+
 def viterbi_types(legacy, op, ctx) -> None:
     """Paddle 3.3.1's PIR types viterbi_decode's scores int64 and its path a 0-d float32; the kernels write
     scores in the potentials' dtype and the path as int64 [batch, length]."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...ir import VarType
 from . import row
-from .hooks import cast_dtypes, fill_any_like_back, literal_dtype, literal_values, zeros_only
+from .hooks import cast_dtypes, fill_any_like_back, from_the_end, literal_dtype, literal_values, zeros_only
 
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
 SHAPE = "shape>shape:ints@ShapeTensor,ShapeTensorList"
@@ -85,7 +85,7 @@ ROWS = [
     # X_W (a grad read: zeros where no slot was written) is dropped on export, as Paddle's own grads read
     row("pd_op.array_read", "read_from_array", "array:X i:I ~X_W"),
     # array[starts[0]] (dy2static's read of a list it built, e.g. PaddleDetection's RoIAlign); export writes array_read
-    row("pd_op.slice_array_dense", "read_from_array", "input:X starts:I"),
+    row("pd_op.slice_array_dense", "read_from_array", "input:X starts:I", hook=from_the_end),
     row("pd_op.array_to_tensor", "tensor_array_to_tensor", "x:X", "out:Out out_index:OutIndex",
         "axis:i32 use_stack:bool"),
     row("pd_op.array_length", "lod_array_length", "x:X"),
