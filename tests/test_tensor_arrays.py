@@ -180,3 +180,18 @@ def test_a_declared_array_read_before_any_write_is_empty():
     length = net.op("lod_array_length", {"X": a})
     (value,) = gradc.Executor().run(net.program, {}, [length], gradc.Scope())
     assert value.tolist() == [0]
+
+
+def test_an_array_whose_length_is_read_before_its_first_write_exports_to_pir():
+    """dy2static appends to a list it built as write_to_array(x, lod_array_length(A)): the first length reads the
+    array before any write (Tacotron2's, MDTC's lists), which PIR export refused; it writes a pd_op.create_array."""
+    from gradc.pir import parse_pir, serialize_pir
+    net = Net()
+    x = net.data("x0", [2, 3])
+    a = array(net, x)
+    write(net, x, net.op("lod_array_length", {"X": a}), a)
+    out = read(net, a, net.constant(0))
+    program = parse_pir(serialize_pir(net.program, fetch=[out]))
+    assert [op.type for op in program.global_block.ops][:2] == ["lod_array_length", "write_to_array"]
+    (value,) = gradc.Executor().run(program, {"x0": X0}, [out], gradc.Scope())
+    np.testing.assert_array_equal(value, X0)

@@ -105,6 +105,8 @@ class Exporter:
 
     def read(self, name: str) -> Value:
         value = self.current.get(name)
+        if value is None and getattr(self.var(name), "type", None) == VarType.DENSE_TENSOR_ARRAY:
+            return in_place_target(self, name)   # an array read before its first write (a list's length): empty
         if value is None:
             raise self.fail(f"reads var '{name}', which nothing wrote before")
         return value
