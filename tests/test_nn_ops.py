@@ -163,6 +163,15 @@ def test_layer_norm_values_and_stat_shapes(axis):
     assert inferred["Mean"][0] == list(x.shape[:axis]) and inferred["Y"][0] == [2, 3, 4]
 
 
+def test_layer_norm_of_no_rows_gives_no_rows():
+    """A FastSpeech2 whose initial duration predictor gives every phone 0 frames normalises an empty spectrogram
+    [1, 0, d] (Paddle's output is [0, 80]): flattening it to [-1, d] rows was ambiguous, and the kernel failed."""
+    x = np.zeros((1, 0, 4))
+    out, _ = _run("layer_norm", {"X": x, "Scale": np.ones(4), "Bias": np.zeros(4)}, {"begin_norm_axis": 2},
+                  ("Y", "Mean", "Variance"))
+    assert out["Y"].shape == (1, 0, 4) and out["Mean"].shape == out["Variance"].shape == (1, 0)
+
+
 @pytest.mark.parametrize("layout", ["NCHW", "NHWC"])
 def test_group_norm_values(layout):
     x = rng.standard_normal((2, 4, 3, 2))

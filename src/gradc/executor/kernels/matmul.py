@@ -11,7 +11,7 @@ from . import kernel
 
 def as_matrix(a, axis: int):
     """``a`` as [prod(shape[:axis]), prod(shape[axis:])]: mul's flattening, one row per normalised slice."""
-    return a.reshape(math.prod(a.shape[:axis]), -1)
+    return a.reshape(math.prod(a.shape[:axis]), math.prod(a.shape[axis:]))   # not -1: no rows leave it open
 
 
 def _col_dims(k) -> tuple[int, int]:
