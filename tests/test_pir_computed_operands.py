@@ -84,24 +84,27 @@ def test_a_loop_var_entering_as_a_placeholder_takes_the_dtype_the_body_gives_it(
 
 def test_a_dim_paddle_types_0_for_an_unknown_one_is_read_as_unknown():
     """Paddle 3.3.1 types a Conv1DTranspose's length 0 where its input's is unknown, and the ops after it inherit the
-    0 (PaddleSpeech's HiFiGAN): gradc read it as known, and refused the conv after the upsampling. Such a 0 is -1
-    where gradc's inference does not know the dim either; a 0 it knows (an empty slice) stays."""
+    0 (PaddleSpeech's HiFiGAN) or a size computed from it (a pad by 1 and 1 typed 2: Multi-band MelGAN): gradc read
+    them as known, and refused the conv after them. Such a 0, and a dim of an op after a repaired one, is -1 where
+    gradc's inference does not know the dim either; a 0 it knows (an empty slice) stays."""
     from programs import Net
     net = Net("float32")
     x = net.data("x", [1, 2, -1, 1])
     up = net.op("conv2d_transpose", {"Input": x, "Filter": net.param("w", [2, 2, 4, 1])},
                 {"strides": [2, 1], "paddings": [1, 0], "output_padding": [0, 0]}, out="Output")
-    out = net.op("conv2d", {"Input": up, "Filter": net.param("v", [2, 2, 3, 1])}, {"paddings": [1, 0]}, out="Output")
+    padded = net.op("pad", {"X": up}, {"paddings": [0, 0, 0, 0, 1, 1, 0, 0], "pad_value": 0.0})
+    out = net.op("conv2d", {"Input": padded, "Filter": net.param("v", [2, 2, 3, 1])}, out="Output")
     empty = net.op("slice", {"Input": x}, {"axes": [1], "starts": [0], "ends": [0], "infer_flags": [1],
                                            "decrease_axis": []})
     doc = json.loads(serialize_pir(net.program, fetch=[out, empty]))
-    ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
-    for op in ops:
-        if op["#"] in ("1.conv2d_transpose", "1.conv2d"):
-            op["O"][0]["TT"]["D"][1] = [1, 2, 0, 1]   # as Paddle types them
+    typed = {"1.conv2d_transpose": [1, 2, 0, 1], "1.pad": [1, 2, 2, 1], "1.conv2d": [1, 2, 0, 1]}   # as Paddle's
+    for op in doc["program"]["regions"][0]["blocks"][0]["ops"]:
+        if op["#"] in typed:
+            op["O"][0]["TT"]["D"][1] = typed[op["#"]]
     program = parse_pir(json.dumps(doc).encode())
     shapes = {op.type: program.global_block.var(op.output_names()[0]).shape for op in program.global_block.ops}
-    assert shapes["conv2d_transpose"] == shapes["conv2d"] == [1, 2, -1, 1] and shapes["slice"] == [1, 0, -1, 1]
+    assert shapes["conv2d_transpose"] == shapes["pad"] == shapes["conv2d"] == [1, 2, -1, 1]
+    assert shapes["slice"] == [1, 0, -1, 1]
     assert gradc.verify(program) == []
     scope = gradc.Scope()
     scope["w"], scope["v"] = np.ones((2, 2, 4, 1), np.float32), np.ones((2, 2, 3, 1), np.float32)
