@@ -15,9 +15,9 @@ from .folding import foldable, folded, tensor_attrs, unstacked
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
 from .naming import Namer, file_names
 from .stacks import origin
-from .zero_dims import unknown_for_zero
 from .table.rows import TABLE
 from .table.unmapped import UNMAPPED
+from .zero_dims import unknown_for_zero
 
 # the producers whose value gradc can fold into a legacy attribute
 MISSING = object()

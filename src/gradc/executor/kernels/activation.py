@@ -79,12 +79,12 @@ def _erf_series(z):
 
 
 def softmax(x, axis):
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    e = np.exp(x - x.max(axis=axis, keepdims=True, initial=-np.inf))   # initial: an empty axis has no max
     return e / e.sum(axis=axis, keepdims=True)
 
 
 def log_softmax(x, axis):
-    shifted = x - x.max(axis=axis, keepdims=True)
+    shifted = x - x.max(axis=axis, keepdims=True, initial=-np.inf)
     return shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))
 
 
