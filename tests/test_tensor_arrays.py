@@ -195,3 +195,22 @@ def test_an_array_whose_length_is_read_before_its_first_write_exports_to_pir():
     assert [op.type for op in program.global_block.ops][:2] == ["lod_array_length", "write_to_array"]
     (value,) = gradc.Executor().run(program, {"x0": X0}, [out], gradc.Scope())
     np.testing.assert_array_equal(value, X0)
+
+
+def test_a_loop_reading_an_array_each_iteration_adds_its_grads_position_by_position():
+    """A loop that reads A[i] in iteration i (MDTC sums the blocks' outputs it listed so) gets one grad array per
+    iteration, added up: they were joined as lists ([g0] + [None, g1]), and the array's grad had 3 positions."""
+    net, a = arrays_net()
+    i, n, total = net.constant(0), net.constant(2), net.data("total", [2, 3])
+
+    def body(i, total):
+        added = net.elementwise_add(total, net.tanh(read(net, a, i)))
+        return [net.increment(i), added]
+
+    net.while_loop(lambda i, total: net.less_than(i, n), body, [i, total])
+    train = _loss_of(net, total)
+    grads = gradc.Executor().run(train, {"x0": X0, "x1": X1, "x3": X3, "total": np.zeros((2, 3))},
+                                 ["x0@GRAD", "x1@GRAD", "x3@GRAD"], gradc.Scope())
+    for grad, x in zip(grads[:2], (X0, X1)):
+        np.testing.assert_allclose(grad, (1 - np.tanh(x) ** 2) / 6)
+    np.testing.assert_array_equal(grads[2], 0)

@@ -206,8 +206,9 @@ def while_grad(k):
             carry[name] = scope.vars.get(name, carry[name])
         for name, total in sums.items():
             value = scope.vars.get(name)
-            if value is not None:
-                sums[name] = value if total is None else total + value
+            if value is not None:   # an array's grads add position by position (list + list would join them)
+                sums[name] = value if total is None else (
+                    TensorArray.sum([total, value]) if isinstance(value, TensorArray) else total + value)
         if not later:   # replayed: its forward values are no longer needed (unless a second backward replays it)
             step.vars.clear()
     for name in shared:   # stepped back through every iteration, as Paddle leaves it
