@@ -10,13 +10,16 @@ The heavy or compiled packages PaddleSpeech's modules import at load time but no
 text front ends, onnxruntime, paddlenlp, ...; STUBBED) are stubbed: empty modules whose every attribute is a dummy,
 but scipy.signal's kaiser, numpy's (scipy 1.13 on has none, and Multi-band MelGAN's PQMF builds its filters with it).
 Each entry goes through the suite's own export where it has one: DeepSpeech2's `DeepSpeech2InferModel.export()`,
-U2's `U2Tester.export` to_static specs (forward_encoder_chunk and ctc_activation; not forward_feature, which
-needs paddleaudio's compiled Kaldi fbank, nor forward_attention_decoder, whose Tensor.repeat and int64 * bool
-Paddle 3.3.1 no longer takes), t2s's `syn_utils.am_to_static` and `voc_to_static`
-around the model's own Inference wrapper (a ZScore of mean 0, std 1), PANNs' `cls/exps/panns/export_model.py`
-specs; ECAPA-TDNN and MDTC, which have none, are wrapped in to_static as their inference calls them. Each entry runs
-in a process of its own into OUT_DIR/<entry>/. Without entries, SMALLEST is exported. One line per entry: OK, or
-FAIL and why.
+U2's `U2Tester.export` to_static specs (forward_encoder_chunk and ctc_activation; not forward_feature, which needs
+paddleaudio's compiled Kaldi fbank, nor forward_attention_decoder, whose Tensor.repeat and int64 * bool Paddle 3.3.1
+no longer takes: its jit.save writes ctc_activation, then refuses forward_encoder_chunk), t2s's
+`syn_utils.am_to_static` and `voc_to_static` around the model's own Inference wrapper (a ZScore of mean 0, std 1),
+PANNs' `cls/exps/panns/export_model.py` specs; ECAPA-TDNN, GE2E and MDTC, which have none, are wrapped in to_static
+as their inference calls them. The changes Paddle 3 needs of the suite's code (arguments by position, 0-d lengths,
+dy2static's Python max of dims) are made in copies of the methods (_PADDLE2_CODE). Initial weights that make an
+output degenerate are nudged where said (FastSpeech2's durations, Tacotron2's stop token, GE2E's embedding). Each
+entry runs in a process of its own into OUT_DIR/<entry>/. Without entries, SMALLEST is exported. One line per
+entry: OK, or FAIL and why.
 """
 
 from __future__ import annotations
