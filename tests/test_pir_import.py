@@ -196,7 +196,7 @@ def test_a_program_saved_without_result_attributes_loads():
 
 def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     """Export alone writes pd_op.shape (legacy shape makes int32, which 3.3.1's layers never ask for),
-    pd_op.select_output and pd_op.add_n_array (gradc's backward of cond and of tensor arrays),
+    pd_op.select_output, pd_op.add_n_array and pd_op.assign_array (gradc's backward of cond and of tensor arrays),
     pd_op.array_length and pd_op.sequence_mask (legacy recurrent programs), pd_op.row_conv_grad (3.3.1's PIR
     row_conv has no vjp), pd_op.straight_through_estimator_grad (nor has moving_average_abs_max_scale),
     pd_op.memcpy (legacy AMP's copy of FoundInfinite for Adam's SkipUpdate: PIR's Adam reads the flag itself;
@@ -212,7 +212,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files.append((PIR_DATA.parent / "pir_translated_sparse_rows" / "program.json").read_bytes())   # SelectedRows ops
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
-    assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.array_length",
+    assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.assign_array",
+                                 "pd_op.array_length",
                                  "pd_op.sequence_mask", "pd_op.row_conv_grad",
                                  "pd_op.straight_through_estimator_grad", "pd_op.memcpy", "pd_op.margin_cross_entropy",
                                  "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",

@@ -214,3 +214,20 @@ def test_a_loop_reading_an_array_each_iteration_adds_its_grads_position_by_posit
     for grad, x in zip(grads[:2], (X0, X1)):
         np.testing.assert_allclose(grad, (1 - np.tanh(x) ** 2) / 6)
     np.testing.assert_array_equal(grads[2], 0)
+
+
+def test_a_copy_of_an_array_exports_as_assign_array():
+    """Legacy assign copies a tensor array too (gradc's backward of a branch that writes one: MDTC); Paddle 3.3.1 copies
+    an array with pd_op.assign_array, and its pd_op.assign of one fails (`Unsupported sharing meta for TensorArray`)."""
+    from gradc.pir import parse_pir, serialize_pir
+    net, a = arrays_net()
+    copy = net.tmp(None, prefix="copy")
+    net.block.var(copy).type = VarType.DENSE_TENSOR_ARRAY
+    net.block.append_op("assign", {"X": [a]}, {"Out": [copy]})
+    out = read(net, copy, net.constant(1))
+    written = serialize_pir(net.program, fetch=[out])
+    assert b'"1.assign_array"' in written and b'"1.assign"' not in written
+    program = parse_pir(written)
+    assert "assign" in [op.type for op in program.global_block.ops]
+    (value,) = gradc.Executor().run(program, {"x0": X0, "x1": X1, "x3": X3}, [out], gradc.Scope())
+    np.testing.assert_array_equal(value, X1)

@@ -251,8 +251,9 @@ def without_w_out(legacy, exporter):
     return copy
 
 
-def sums_arrays(legacy, exporter) -> bool:
-    """Legacy sum adds tensor arrays too; PIR has add_n_array for them."""
+def reads_an_array(legacy, exporter) -> bool:
+    """Legacy sum and assign take tensor arrays too; PIR has add_n_array and assign_array for them (Paddle 3.3.1's
+    pd_op.assign of an array fails: `Unsupported sharing meta for TensorArray`)."""
     var = exporter.var(legacy.input("X")[0]) if legacy.input("X") else None
     return var is not None and var.type == VarType.DENSE_TENSOR_ARRAY
 

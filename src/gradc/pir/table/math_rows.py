@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from . import row
-from .hooks import aligned_y, reduce_all, reduce_all_back, sums_arrays
+from .hooks import aligned_y, reads_an_array, reduce_all, reduce_all_back
 
 # PIR broadcasts numpy-style: legacy elementwise ops with axis -1 (export aligns Y for another axis)
 BROADCAST = {"fixed": {"axis": -1}, "back": aligned_y}
@@ -22,7 +22,7 @@ ROWS = [
     row("pd_op.matmul", "matmul_v2", "x:X y:Y", "out:Out", "transpose_x=trans_x:bool transpose_y=trans_y:bool"),
     row("pd_op.bmm", "bmm", "x:X y:Y"),
     row("pd_op.scale", "scale", "x:X scale>scale:float@ScaleTensor", "out:Out", "bias:f32 bias_after_scale:bool"),
-    row("pd_op.add_n_array", "sum", "inputs:X*", when=sums_arrays),   # tensor arrays (grads of arrays)
+    row("pd_op.add_n_array", "sum", "inputs:X*", when=reads_an_array),   # tensor arrays (grads of arrays)
     row("pd_op.add_n", "sum", "inputs:X*"),
     row("pd_op.abs", "abs", "x:X"),
     row("pd_op.exp", "exp", "x:X"),

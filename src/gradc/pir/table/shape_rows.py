@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from ...ir import VarType
 from . import row
-from .hooks import cast_dtypes, fill_any_like_back, from_the_end, literal_dtype, literal_values, zeros_only
+from .hooks import (
+    cast_dtypes,
+    fill_any_like_back,
+    from_the_end,
+    literal_dtype,
+    literal_values,
+    reads_an_array,
+    zeros_only,
+)
 
 STARTS, ENDS = "StartsTensor,StartsTensorList", "EndsTensor,EndsTensorList"
 SHAPE = "shape>shape:ints@ShapeTensor,ShapeTensorList"
@@ -51,6 +59,7 @@ ROWS = [
     row("pd_op.broadcast_tensors", "broadcast_tensors", "input:X*", "out:Out*"),
     row("pd_op.scatter", "scatter", "x:X index:Ids updates:Updates", "out:Out", "overwrite:bool"),
     row("pd_op.cast", "cast", "x:X", "out:Out", "dtype=out_dtype:dtype", hook=cast_dtypes),
+    row("pd_op.assign_array", "assign", "x:X", when=reads_an_array),   # a copy of a tensor array (a cond's grad)
     row("pd_op.assign", "assign", "x:X"),
     row("pd_op.share_data_", "share_data", "x:X"),
     row("pd_op.assign_out_", "assign", "x:X output:-", "out:Out&output"),
