@@ -50,7 +50,7 @@ _SHRUNK_AM = {  # the model section of each acoustic model's config, shrunk
     "tacotron2": dict(embed_dim=32, eunits=32, econv_chans=32, adim=32, aconv_chans=8, dlayers=1, dunits=32,
                       prenet_units=32, postnet_layers=2, postnet_chans=32),
 }
-_SHRUNK_VOC = {  # the generator section of each vocoder's config, shrunk (hop 30 or 20, except MelGAN's 75)
+_SHRUNK_VOC = {  # the generator section of each vocoder's config, shrunk (hops of 4 to 30 samples)
     "pwgan": ("voc1", dict(layers=4, stacks=2, residual_channels=16, gate_channels=32, skip_channels=16,
                            upsample_scales=[2, 3, 5])),
     "mb_melgan": ("voc3", dict(channels=32, stacks=2, upsample_scales=[5, 5])),
