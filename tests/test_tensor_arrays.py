@@ -197,9 +197,8 @@ def test_an_array_whose_length_is_read_before_its_first_write_exports_to_pir():
     np.testing.assert_array_equal(value, X0)
 
 
-def test_a_loop_reading_an_array_each_iteration_adds_its_grads_position_by_position():
-    """A loop that reads A[i] in iteration i (MDTC sums the blocks' outputs it listed so) gets one grad array per
-    iteration, added up: they were joined as lists ([g0] + [None, g1]), and the array's grad had 3 positions."""
+def _loop_reading_an_array():
+    """total = sum of tanh(A[i]) over i < 2, A = [x0, x1, (unwritten), x3]."""
     net, a = arrays_net()
     i, n, total = net.constant(0), net.constant(2), net.data("total", [2, 3])
 
@@ -208,12 +207,33 @@ def test_a_loop_reading_an_array_each_iteration_adds_its_grads_position_by_posit
         return [net.increment(i), added]
 
     net.while_loop(lambda i, total: net.less_than(i, n), body, [i, total])
-    train = _loss_of(net, total)
-    grads = gradc.Executor().run(train, {"x0": X0, "x1": X1, "x3": X3, "total": np.zeros((2, 3))},
-                                 ["x0@GRAD", "x1@GRAD", "x3@GRAD"], gradc.Scope())
+    return _loss_of(net, total)
+
+
+LOOP_FEED = {"x0": X0, "x1": X1, "x3": X3, "total": np.zeros((2, 3))}
+
+
+def test_a_loop_reading_an_array_each_iteration_adds_its_grads_position_by_position():
+    """A loop that reads A[i] in iteration i (MDTC sums the blocks' outputs it listed so) gets one grad array per
+    iteration, added up: they were joined as lists ([g0] + [None, g1]), and the array's grad had 3 positions."""
+    grads = gradc.Executor().run(_loop_reading_an_array(), LOOP_FEED, ["x0@GRAD", "x1@GRAD", "x3@GRAD"],
+                                 gradc.Scope())
     for grad, x in zip(grads[:2], (X0, X1)):
         np.testing.assert_allclose(grad, (1 - np.tanh(x) ** 2) / 6)
     np.testing.assert_array_equal(grads[2], 0)
+
+
+def test_a_loops_grads_of_an_array_add_up_in_pir_as_add_n_array():
+    """PIR export adds the iterations' grad arrays with pd_op.add_n_array, as Paddle adds arrays (its pd_op.add takes
+    dense tensors only), and the program read back gives the same grads."""
+    from gradc.pir import parse_pir, serialize_pir
+    train = _loop_reading_an_array()
+    names = ["x0@GRAD", "x1@GRAD"]
+    written = serialize_pir(train, fetch=names)
+    assert b'"1.add_n_array"' in written
+    again = gradc.Executor().run(parse_pir(written), LOOP_FEED, names, gradc.Scope())
+    for grad, expected in zip(again, gradc.Executor().run(train, LOOP_FEED, names, gradc.Scope())):
+        np.testing.assert_allclose(grad, expected)
 
 
 def test_a_copy_of_an_array_exports_as_assign_array():

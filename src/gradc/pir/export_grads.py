@@ -177,6 +177,11 @@ def zeros_like(exporter, name: str) -> Value:
 
 
 def add(exporter, x: Value, y: Value) -> Value:
+    """x + y; two tensor arrays (a loop's grads of an array it reads in every iteration) by pd_op.add_n_array, as
+    Paddle adds them (its pd_op.add takes dense tensors only)."""
     result = Value(0, x.type)
-    exporter.emit("pd_op.add", [x, y], [result], {})
+    if isinstance(x.type, TensorType) and x.type.kind == "t_dense_tensor_array":
+        exporter.emit("pd_op.add_n_array", [exporter.combine([x, y])], [result], {})
+    else:
+        exporter.emit("pd_op.add", [x, y], [result], {})
     return result
