@@ -202,3 +202,19 @@ def test_an_offset_past_the_matrix_is_its_empty_diagonal():
     for offset in (3, 2**40, -(2**40)):
         assert run("trace", {"Input": x}, {"offset": offset})["Out"] == 0
         assert run("diagonal", {"Input": x}, {"offset": offset})["Out"].shape == (0,)
+
+
+def test_a_float64_einsum_writes_the_float32_cache_paddle_declares():
+    """Paddle declares einsum's InnerCache float32 [] whatever its operands (PaddleScience's SFNO: a float64 einsum of
+    spherical-harmonic weights in a float32 program); gradc leaves the cache empty, in that dtype."""
+    net = ProgramBuilder()
+    a, b = net.data("a", [2, 3], "float64"), net.data("b", [3], "float64")
+    caches = [net.program.global_block.create_var(f"cache{i}", [], gradc.VarType.FP32).name for i in range(2)]
+    shapes = [net.program.global_block.create_var(f"shape{i}", None, gradc.VarType.FP64).name for i in range(2)]
+    out = net.program.global_block.create_var("out", [2, 3], gradc.VarType.FP64).name
+    net.program.global_block.append_op("einsum", {"Operands": [a, b]},
+                                       {"Out": [out], "InnerCache": caches, "XShape": shapes}, {"equation": "mk,k->mk"})
+    x, y = np.arange(6.0).reshape(2, 3), np.array([1.0, 2.0, 3.0])
+    result, cache = Executor().run(net.program, {"a": x, "b": y}, [out, caches[0]], Scope())
+    np.testing.assert_array_equal(result, x * y)
+    assert result.dtype == np.float64 and cache.dtype == np.float32 and cache.size == 0

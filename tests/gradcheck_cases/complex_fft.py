@@ -71,6 +71,10 @@ CASES = [
     Case("split", {"X": crandn(2, 4)}, {"num": 2, "axis": 1}, outputs={"Out": 2}),
     Case("slice", {"Input": crandn(3, 4)}, {"axes": [1], "starts": [1], "ends": [3]}),
     Case("assign", {"X": crandn(2, 3)}),
+    Case("roll", {"X": crandn(3, 4)}, {"shifts": [1, -2], "axis": [0, 1]}),     # the neural operators' fftshift
+    Case("pad", {"X": crandn(2, 3)}, {"paddings": [1, 0, 2, 1]}),
+    Case("set_value", {"Input": crandn(3, 4), "ValueTensor": crandn(3, 2)},     # out_ft[:, :modes] = ...
+         {"axes": [1], "starts": [0], "ends": [2], "steps": [1]}),
     second_order("complex", {"X": randn(2, 3), "Y": randn(3)}),
     second_order("real", {"X": crandn(2, 3)}),
     second_order("imag", {"X": crandn(2, 3)}),

@@ -19,4 +19,26 @@ CASES = [
     Case("relu_grad", {"Out": away_from_zero(2, 3, 2), "Out@GRAD": r.standard_normal((2, 3, 2))}),
     # relu_grad_grad(Out, grad_x@GRAD) = grad_x@GRAD * (Out > 0): the same mask again (third derivatives)
     Case("relu_grad_grad", {"Out": away_from_zero(3, 4), "grad_x@GRAD": r.standard_normal((3, 4))}),
+    # Paddle's own second-derivative ops (gradc.ops.double_grad), as its backward of a gradient writes them
+    Case("tanh_grad_grad", {"Out": np.tanh(r.standard_normal((3, 4))), "grad_out": r.standard_normal((3, 4)),
+                            "grad_x@GRAD": r.standard_normal((3, 4))}),
+    Case("sigmoid_grad_grad", {"Out": 1 / (1 + np.exp(-r.standard_normal((2, 3)))),
+                               "grad_out": r.standard_normal((2, 3)), "grad_x@GRAD": r.standard_normal((2, 3))}),
+    Case("matmul_v2_grad_grad", {"X": r.standard_normal((2, 3)), "Y": r.standard_normal((3, 4)),
+                                 "grad_out": r.standard_normal((2, 4)), "grad_x@GRAD": r.standard_normal((2, 3)),
+                                 "grad_y@GRAD": r.standard_normal((3, 4))}),
+    Case("matmul_v2_grad_grad", {"X": r.standard_normal((2, 3, 2)), "Y": r.standard_normal((4, 3)),   # batched, Y^T
+                                 "grad_out": r.standard_normal((2, 2, 4)), "grad_x@GRAD": r.standard_normal((2, 3, 2)),
+                                 "grad_y@GRAD": r.standard_normal((4, 3))}, {"trans_x": True, "trans_y": True}),
+    Case("matmul_v2_grad_grad", {"X": r.standard_normal((2, 3)), "Y": r.standard_normal((3, 4)),     # no ddY
+                                 "grad_out": r.standard_normal((2, 4)), "grad_x@GRAD": r.standard_normal((2, 3))}),
+    Case("elementwise_add_grad_grad", {"Y": r.standard_normal(4), "DOut": r.standard_normal((3, 4)),
+                                       "DDX": r.standard_normal((3, 4)), "DDY": r.standard_normal(4)}),
+    Case("elementwise_add_grad_grad", {"Y": r.standard_normal(3), "DOut": r.standard_normal((2, 3, 4)),  # by axis
+                                       "DDY": r.standard_normal(3)}, {"axis": 1}),
+    Case("elementwise_mul_grad_grad", {"X": r.standard_normal((3, 4)), "Y": r.standard_normal(4),
+                                       "DOut": r.standard_normal((3, 4)), "DDX": r.standard_normal((3, 4)),
+                                       "DDY": r.standard_normal(4)}),
+    Case("elementwise_mul_grad_grad", {"X": r.standard_normal((2, 3, 4)), "Y": r.standard_normal(3),  # by axis, no ddX
+                                       "DOut": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3)}, {"axis": 1}),
 ]

@@ -83,6 +83,15 @@ def _relu_grad(x, v):
     return paddle.static.gradients(F.relu(at), at, target_gradients=v)[0]
 
 
+def _grads_times(fn, v, *xs):
+    """fn's gradients at xs, each times v (flattened, joined), to be differentiated again: Paddle's backward
+    writes its second-derivative op of fn's (tanh_double_grad, matmul_double_grad, ...). Taken at copies, as
+    _relu_grad."""
+    at = [paddle.scale(x, 1.0) for x in xs]
+    grads = paddle.static.gradients(fn(*at), at, target_gradients=v)
+    return paddle.concat([grad.flatten() for grad in grads])
+
+
 LOSSES_AND_DRAWS = table(
     "tensor_api",
     ("identity_loss_mean", lambda x: paddle.incubate.identity_loss(x, reduction="mean"), f(3, 4)),
@@ -95,6 +104,13 @@ LOSSES_AND_DRAWS = table(
     ("pad_constant", lambda x: F.pad(x, [1, 0, 0, 2], mode="constant", value=0.5), f(3, 4)),
     ("squared_l2_norm", lambda x: x * paddle._C_ops.squared_l2_norm(x), f(3, 4)),
     ("relu_double_grad", lambda x, v: _relu_grad(x, v), f(3, 4), f(3, 4)),
+    ("tanh_double_grad", lambda x, v: _grads_times(paddle.tanh, v, x), f(3, 4), f(3, 4)),
+    ("sigmoid_double_grad", lambda x, v: _grads_times(F.sigmoid, v, x), f(3, 4), f(3, 4)),
+    ("matmul_double_grad", lambda x, y, v: _grads_times(paddle.matmul, v, x, y), f(2, 3), f(3, 4), f(2, 4)),
+    ("matmul_double_grad_x_only", lambda x, y, v: _grads_times(lambda a: paddle.matmul(a, paddle.scale(y, 1.0)), v, x),
+     f(2, 3), f(3, 4), f(2, 4)),   # y at a copy too: the first gradients also write y@GRAD (legacy names collide)
+    ("add_double_grad", lambda x, y, v: _grads_times(paddle.add, v, x, y), f(3, 4), f(4), f(3, 4)),
+    ("multiply_double_grad", lambda x, y, v: _grads_times(paddle.multiply, v, x, y), f(3, 4), f(4), f(3, 4)),
     ("randint", lambda x: x * paddle.randint(0, 3, [2, 4]).astype("float32"), f(2, 4)),
     ("randperm", lambda x: paddle.gather(x, paddle.randperm(4), axis=1), f(2, 4)),
     ("gumbel_softmax", lambda x: F.gumbel_softmax(x), f(3, 4)),

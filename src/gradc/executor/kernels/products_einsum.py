@@ -32,7 +32,9 @@ def einsum(k):
     subscripts = _subscripts(k, operands)
     # optimize: contracted a pair at a time (BLAS), so a chain of three n x n costs n^3, not n^4
     out = np.einsum(*_interleaved(operands, subscripts.operands), subscripts.output, optimize=True)
-    return {"Out": out, "InnerCache": [np.zeros(0, out.dtype) for _ in operands], "XShape": list(operands)}
+    # an empty cache in float32 (or narrower): Paddle declares it float32 whatever the operands are (PIR's t_f32 [])
+    cache = np.zeros(0, out.dtype if out.dtype.kind == "f" and out.dtype.itemsize < 4 else np.float32)
+    return {"Out": out, "InnerCache": [cache for _ in operands], "XShape": list(operands)}
 
 
 def _operand_grad(i, operands, subscripts, dout):

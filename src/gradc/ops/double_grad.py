@@ -1,0 +1,126 @@
+"""Paddle's own second-derivative op types, as Paddle's backward writes them into a program that differentiates a
+gradient (a physics-informed loss: PaddleScience's Laplacians, `paddle.grad(..., create_graph=True)`): legacy
+`tanh_grad_grad`, `sigmoid_grad_grad`, `matmul_v2_grad_grad`, `elementwise_add_grad_grad`,
+`elementwise_mul_grad_grad`, PIR `pd_op.<op>_double_grad`. gradc's own makers of the first grad ops write these
+derivatives with plain ops (gradc.ops.activation_double); these types are for reading Paddle's programs.
+
+Each is defined by its computation with differentiable ops (``expansion``), which also gives its gradient (the
+third derivative a training step of such a loss needs). Its slots are Paddle 3.3.1's: grad_x@GRAD is ddX, the grad
+of the first grad op's X@GRAD; an absent ddX or ddY is zero. Kernels: gradc.executor.kernels.double_grad.
+"""
+
+from __future__ import annotations
+
+from ..ir import EMPTY_VAR
+from ..registry import defgrad
+from . import activation, math, products  # noqa: F401  (the grad ops these differentiate)
+from .composite import Formula, expansion, first
+from .infer import same_as
+
+
+def _zeros_where_unreached(expand):
+    """The maker of ``expand`` (``expansion``), with a zero grad for each input it does not reach: an absent ddX
+    or ddY leaves X or Y out of every product."""
+    made = expansion(expand)
+
+    def maker(g):
+        ops = made(g)
+        written = {name for op in ops for name in op.output_names()}
+        f = Formula(g)
+        for slot in g.opdef.inputs:
+            for value, grad in zip(g.I(slot), g.IG(slot)):
+                if grad != EMPTY_VAR and grad not in written:
+                    f.into(grad, "fill_any_like", {"X": value}, {"value": 0.0, "dtype": -1})
+        return ops + f.ops
+
+    return maker
+
+
+def _like(*pairs: tuple[str, str]):
+    """Inference: each output (second) shaped and typed like an input (first)."""
+    return lambda ctx: {out: (ctx.shape(slot), ctx.dtype(slot)) for slot, out in pairs}
+
+
+def _by_out(first_grad: str, second):
+    """tanh_grad_grad / sigmoid_grad_grad: grad_out@GRAD is the first grad op on ddX; Out@GRAD = second(out) dOut ddX
+    (f'' written in the forward's output)."""
+
+    def expand(f, g):
+        out, dout, ddx = (first(g.I(slot)) for slot in ("Out", "grad_out", "grad_x@GRAD"))
+        again = f.op(first_grad, {"Out": out, "Out@GRAD": ddx}, out, slot="X@GRAD")
+        return {"Out@GRAD": f.mul(f.mul(dout, ddx, dout), second(f, out), dout), "grad_out@GRAD": again}
+
+    defgrad(f"{first_grad}_grad", inputs=["Out", "grad_out", "grad_x@GRAD"], outputs=["Out@GRAD", "grad_out@GRAD"],
+            infer=_like(("Out", "Out@GRAD"), ("grad_out", "grad_out@GRAD")), grad=expansion(expand), of=first_grad)
+
+
+_by_out("tanh_grad", lambda f, out: f.scale(out, -2.0))                      # d(1 - out^2)/d out = -2 out
+_by_out("sigmoid_grad", lambda f, out: f.scale(out, -2.0, 1.0))              # d(out - out^2)/d out = 1 - 2 out
+
+
+def _two_terms(f, one, other, like):
+    """The sum of the terms given (an absent ddX or ddY gives none); None when neither is."""
+    terms = [term for term in (one, other) if term is not None]
+    return terms[0] if len(terms) == 1 else f.add(*terms, like) if terms else None
+
+
+@_zeros_where_unreached
+def _matmul_again(f, g):
+    """ddOut = ddX Y + X ddY; X@GRAD = the X grad of X ddY at dOut; Y@GRAD = the Y grad of ddX Y at dOut."""
+    x, y, dout, ddx, ddy = (first(g.I(s)) for s in ("X", "Y", "grad_out", "grad_x@GRAD", "grad_y@GRAD"))
+    flags = {"trans_x": g.attr("trans_x"), "trans_y": g.attr("trans_y")}
+    grads = {}
+    if ddy is not None:
+        grads["X@GRAD"] = f.op("matmul_v2_grad", {"X": x, "Y": ddy, "Out@GRAD": dout}, x, flags, slot="X@GRAD")
+    if ddx is not None:
+        grads["Y@GRAD"] = f.op("matmul_v2_grad", {"X": ddx, "Y": y, "Out@GRAD": dout}, y, flags, slot="Y@GRAD")
+    terms = [f.op("matmul_v2", {"X": a, "Y": b}, dout, flags) if None not in (a, b) else None
+             for a, b in ((ddx, y), (x, ddy))]
+    ddout = _two_terms(f, *terms, dout)
+    return {**grads, **({"grad_out@GRAD": ddout} if ddout is not None else {})}
+
+
+defgrad("matmul_v2_grad_grad", inputs=["X", "Y", "grad_out", "grad_x@GRAD?", "grad_y@GRAD?"],
+        outputs=["X@GRAD", "Y@GRAD", "grad_out@GRAD"], attrs={"trans_x": False, "trans_y": False},
+        infer=_like(("X", "X@GRAD"), ("Y", "Y@GRAD"), ("grad_out", "grad_out@GRAD")), grad=_matmul_again,
+        of="matmul_v2_grad")
+
+
+def _onto_dout(f, g, term, axis):
+    """``term`` broadcast onto dOut's shape (added to zeros shaped like it), by the op's axis."""
+    return f.add(f.fill_like(first(g.I("DOut")), 0.0), term, first(g.I("DOut")), axis)
+
+
+@_zeros_where_unreached
+def _add_again(f, g):
+    """ddOut = ddX + ddY, broadcast onto dOut's shape (ddX trailing-aligned, ddY by axis)."""
+    ddx, ddy = first(g.I("DDX")), first(g.I("DDY"))
+    terms = [_onto_dout(f, g, ddx, -1) if ddx is not None else None,
+             _onto_dout(f, g, ddy, g.attr("axis")) if ddy is not None else None]
+    ddout = _two_terms(f, *terms, first(g.I("DOut")))
+    return {"DDOut": ddout} if ddout is not None else {}
+
+
+defgrad("elementwise_add_grad_grad", inputs=["Y", "DOut", "DDX?", "DDY?"], outputs=["DDOut"], attrs={"axis": -1},
+        infer=same_as("DOut", "DDOut"), grad=_add_again, no_grad_inputs=["Y", "DOut"], of="elementwise_add_grad")
+
+
+@_zeros_where_unreached
+def _mul_again(f, g):
+    """ddOut = ddX Y + X ddY; X@GRAD = ddY dOut summed to X's shape; Y@GRAD = ddX dOut summed to Y's shape."""
+    x, y, dout, ddx, ddy = (first(g.I(s)) for s in ("X", "Y", "DOut", "DDX", "DDY"))
+    axis = {"axis": g.attr("axis")}
+    grads, terms = {}, [None, None]
+    if ddy is not None:
+        grads["X@GRAD"] = f.op("elementwise_mul_grad", {"X": x, "Y": ddy, "Out@GRAD": dout}, x, axis, slot="X@GRAD")
+        terms[1] = _onto_dout(f, g, f.mul(x, ddy, dout, g.attr("axis")), -1)
+    if ddx is not None:
+        grads["Y@GRAD"] = f.op("elementwise_mul_grad", {"X": ddx, "Y": y, "Out@GRAD": dout}, y, axis, slot="Y@GRAD")
+        terms[0] = _onto_dout(f, g, f.mul(ddx, y, dout, g.attr("axis")), -1)
+    ddout = _two_terms(f, *terms, dout)
+    return {**grads, **({"DDOut": ddout} if ddout is not None else {})}
+
+
+defgrad("elementwise_mul_grad_grad", inputs=["X", "Y", "DOut", "DDX?", "DDY?"], outputs=["DDOut", "X@GRAD", "Y@GRAD"],
+        attrs={"axis": -1}, infer=_like(("DOut", "DDOut"), ("X", "X@GRAD"), ("Y", "Y@GRAD")), grad=_mul_again,
+        of="elementwise_mul_grad")
