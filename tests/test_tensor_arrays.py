@@ -9,7 +9,7 @@ import pytest
 import gradc
 from gradc.errors import ExecutionError, ProgramError
 from gradc.executor.tensor_array import TensorArray
-from gradc.ir import VarType
+from gradc.ir import AttrType, VarType
 from gradc.passes import VerifyPass
 from gradcheck_cases.tensor_array import array, read, to_tensor, write
 from programs import Net
@@ -251,3 +251,24 @@ def test_a_copy_of_an_array_exports_as_assign_array():
     assert "assign" in [op.type for op in program.global_block.ops]
     (value,) = gradc.Executor().run(program, {"x0": X0, "x1": X1, "x3": X3}, [out], gradc.Scope())
     np.testing.assert_array_equal(value, X1)
+
+
+def test_a_branch_that_binds_an_array_to_a_copy_yields_it_from_the_pir_if():
+    """A branch may bind an array to a new one (assign: gradc's form of an if that yields an array, as PaddleSpeech's
+    MDTC has); PIR writes arrays in place, but a copy (assign_array) is a new value, which must leave the if as its
+    result, else the ops after it read the array as it was before (Paddle ran MDTC's loop over an empty array)."""
+    from gradc.pir import parse_pir, serialize_pir
+    net, a = arrays_net()
+    other = array(net, net.data("y", [2, 3]))
+    write(net, "y", net.constant(0), other)
+    with net.sub_block() as body:
+        net.assign(other, a)
+    op = net.block.append_op("conditional_block", {"Cond": [net.constant(True, dtype=VarType.BOOL)], "Input": [other]},
+                             {"Out": [a], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+    op.set_attr("sub_block", body.idx, AttrType.BLOCK)
+    out = read(net, a, net.constant(0))
+    feed = {"x0": X0, "x1": X1, "x3": X3, "y": X3 * 2}
+    (direct,) = gradc.Executor().run(net.program, feed, [out], gradc.Scope())
+    (exported,) = gradc.Executor().run(parse_pir(serialize_pir(net.program, fetch=[out])), feed, [out], gradc.Scope())
+    np.testing.assert_array_equal(direct, X3 * 2)
+    np.testing.assert_array_equal(exported, X3 * 2)

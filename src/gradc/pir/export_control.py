@@ -6,7 +6,8 @@ translator spells it:
     while(cond) {ops}              -> pd_op.while(cond, loop vars) {^args; ops; cf.yield(cond, loop vars)}
 
 A region sees the values outside it; what it writes is visible outside only through the op's results,
-except tensor arrays, which PIR writes in place (array_write_) and which are never results. When the
+except tensor arrays, which PIR writes in place (array_write_): a branch's array is a result only where the branch
+binds it to a copy. When the
 program differentiates the block (gradc.pir.export_grads), the region ends by pushing the values its
 grad block reads onto a cf stack (cf.tuple_push).
 """
@@ -25,10 +26,11 @@ def conditional_block(op: OpDesc, exporter) -> None:
     if not op.attrs.get("is_scalar_condition", False):
         raise exporter.fail("conditional_block on a tensor condition (is_scalar_condition false) has no PIR export")
     cond = exporter.read(op.input("Cond")[0])
-    outs = _tensors(exporter, op.output("Out"))
+    sub = exporter.program.blocks[op.attrs["sub_block"]]
+    outs = _tensors(exporter, op.output("Out")) + _copied_arrays(exporter, sub, op.output("Out"))
     before = dict(exporter.current)
     true_block, false_block = Block(), Block()
-    exporter.export_block(exporter.program.blocks[op.attrs["sub_block"]], true_block)
+    exporter.export_block(sub, true_block)
     save_for_backward(exporter, op.attrs["sub_block"], true_block)
     _yield(exporter, true_block, [exporter.read(name) for name in outs])
     exporter.current = dict(before)
@@ -72,6 +74,14 @@ def while_(op: OpDesc, exporter) -> None:
     loop = exporter.emit("pd_op.while", [exporter.read(condition)] + inits, results, {})
     loop.regions = [Region([body])]
     exporter.current.update(zip(carried, results))
+
+
+def _copied_arrays(exporter, block, names: list[str]) -> list[str]:
+    """The arrays a branch last binds to a new array (a copy: assign_array), not written in place: the if yields
+    them, as Paddle's own programs do, else the ops after it would read the array as it was before."""
+    last_writer = {name: inner.type for inner in block.ops for name in inner.output_names()}
+    return [name for name in names if getattr(exporter.var(name), "type", None) == VarType.DENSE_TENSOR_ARRAY
+            and last_writer.get(name, "write_to_array") not in ("write_to_array", "conditional_block", "while")]
 
 
 def _tensors(exporter, names: list[str]) -> list[str]:
