@@ -23,13 +23,20 @@ from suite_export import export_each, in_child
 
 _IMAGE = "1x3x64x64"
 _FRAMES = "1x2x3x32x32"   # two frames, for the video super-resolution nets
+
+
+def _none(*keys: str) -> str:
+    """Overrides that set these model config entries to None: losses and nets that download trained weights."""
+    return "".join(f",model.{key}=None" for key in keys)
+
+
 # One config per architecture family (the smallest where a family has several).
 SMALLEST = [
-    "configs/pix2pix_facades.yaml@" + _IMAGE,
+    "configs/pix2pix_facades.yaml@1x3x256x256",   # its U-Net halves 8 times
     "configs/cyclegan_horse2zebra.yaml@" + _IMAGE + ";" + _IMAGE,
-    "configs/stylegan_v2_256_ffhq.yaml@1x1x512;1x1",
+    "configs/stylegan_v2_256_ffhq.yaml@1x1x512;1x1,model.generator.size=64,model.discriminator.size=64",
     "configs/esrgan_psnr_x4_div2k.yaml@1x3x32x32",
-    "configs/realsr_kernel_noise_x4_dped.yaml@1x3x32x32,nets=generator",
+    "configs/realsr_kernel_noise_x4_dped.yaml@1x3x32x32,nets=generator" + _none("perceptual_criterion"),
     "configs/lesrcnn_psnr_x4_div2k.yaml@1x3x32x32,nets=generator",
     "configs/pan_psnr_x4_div2k.yaml@1x3x32x32,nets=generator",
     "configs/drn_psnr_x4_div2k.yaml@1x3x32x32,nets=generator",
@@ -48,12 +55,14 @@ SMALLEST = [
     "configs/prenet.yaml@" + _IMAGE,
     "configs/mprnet_deblurring.yaml@" + _IMAGE + ",nets=generator",
     "configs/invdn_denoising.yaml@" + _IMAGE,
-    "configs/gfpgan_ffhq1024.yaml@1x3x512x512",
-    "configs/gpen_256_ffhq.yaml@1x3x256x256",
-    "configs/aotgan.yaml@1x4x64x64",
+    "configs/gfpgan_ffhq1024.yaml@1x3x64x64,model.network_g.out_size=64,model.network_d.out_size=64"
+    + _none("network_g.decoder_load_path", "path.pretrain_network_d_left_eye", "path.pretrain_network_identity",
+            "perceptual_opt"),
+    "configs/gpen_256_ffhq.yaml@1x3x64x64,model.generator.size=64,model.discriminator.size=64",
+    "configs/aotgan.yaml@1x4x64x64" + _none("criterion"),
     "configs/dcgan_mnist.yaml@1x100x1x1,nets=netG",
     "configs/makeup.yaml@1x3x64x64;1x3x64x64,nets=netG",
-    "configs/photopen.yaml@1x12x64x64,nets=net_gen",
+    "configs/photopen.yaml@1x14x64x64,nets=net_gen,model.generator.crop_size=64" + _none("criterion"),
     "configs/starganv2_afhq.yaml@1x3x64x64;1x64,nets=generator",
     "configs/lapstyle_draft.yaml@1x3x64x64;1x3x64x64,nets=net_dec",
 ]
@@ -62,7 +71,7 @@ SMALLEST = [
 def export_one(out: Path, entry: str) -> str:
     """PaddleGAN's export of one config, as its tools/export_model.py runs it, but for the weights it loads."""
     import paddle
-    import ppgan
+    from ppgan.models.builder import build_model
     from ppgan.utils.config import get_config
     path_sizes, *options = entry.split(",")
     path, _, sizes = path_sizes.partition("@")
@@ -73,7 +82,7 @@ def export_one(out: Path, entry: str) -> str:
         cfg.export_model = [{"name": nets[0], "inputs_num": len(inputs_size)}]
     paddle.set_device("cpu")
     paddle.seed(0)
-    model = ppgan.models.builder.build_model(cfg.model)
+    model = build_model(cfg.model)
     model.setup_train_mode(is_train=False)
     model.export_model(cfg.export_model, str(out), inputs_size, False, None)
     return "OK"

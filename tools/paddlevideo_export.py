@@ -52,7 +52,8 @@ SMALLEST = [
     _R + "pptimesformer/pptimesformer_k400_videos.yaml" + _transformer(2, 64),
     _R + "videoswin/videoswin_small_k400_videos.yaml,INFERENCE.seg_len=4,INFERENCE.target_size=64,"
     "MODEL.runtime_cfg.test.num_seg=4",
-    _R + "token_transformer/tokShift_transformer_ucf101_256_videos.yaml" + _transformer(2, 64),
+    _R + "token_transformer/tokShift_transformer_ucf101_256_videos.yaml" + _transformer(2, 64)
+    + ",MODEL.head.num_seg=2",
     _R + "attention_lstm/attention_lstm_youtube8m.yaml,INFERENCE.embedding_size=16",
     _R + "movinet/movinet_k400_frame.yaml" + _frames(2, 64, backbone=False),
     _R + "stgcn/stgcn_fsd.yaml,INFERENCE.window_size=32",
