@@ -9,10 +9,8 @@ Each config goes through PaddleVideo's own export (tools/export_model.py: its tr
 eval mode with its rep() layers re-parameterized, to_static on its get_input_spec, paddle.jit.save) in a process of
 its own, on the CPU, no pretrained weights loaded, into OUT_DIR/<config name>/. KEY=VALUE pairs are PaddleVideo's own
 overrides (INFERENCE.num_seg=2 with MODEL.backbone.num_seg=2 exports 2 frames, INFERENCE.target_size=64 a 64x64
-input), which keep the models small enough for numpy, but for batch=N, which fixes the batch dim the export leaves
-free (TransNetV2 slices `x.shape` where its batch is -1, which Paddle 3's static shapes, a list, do not allow).
-Without configs, SMALLEST is exported: the smallest variant of each architecture family, at the fewest frames and
-smallest size it takes. One line per config: OK, or FAIL and why.
+input), which keep the models small enough for numpy. Without configs, SMALLEST is exported: the smallest variant of
+each architecture family, at the fewest frames and smallest size it takes. One line per config: OK, or FAIL and why.
 """
 
 from __future__ import annotations
@@ -67,7 +65,7 @@ SMALLEST = [
     "configs/estimation/adds/adds.yaml,INFERENCE.height=64,INFERENCE.width=128",
     "configs/segmentation/ms_tcn/ms_tcn_gtea.yaml",
     "configs/segmentation/asrf/asrf_gtea.yaml,MODEL.loss=None",   # its loss reads GTEA's label files when built
-    "configs/partitioners/transnetv2/transnetv2.yaml,batch=1",
+    "configs/partitioners/transnetv2/transnetv2.yaml",
     "configs/detection/ava/ava.yaml,INFERENCE.num_frames=8,INFERENCE.target_size=64",
     ]
 
@@ -87,13 +85,6 @@ def export_one(source: Path, out: Path, entry: str) -> str:
     from paddlevideo.utils import get_config
     suite = _suite_export_module(source)
     path, *overrides = entry.split(",")
-    batch = [int(o.split("=", 1)[1]) for o in overrides if o.startswith("batch=")]
-    if batch:   # its get_input_spec's [None, ...] gets this batch instead of None
-        class InputSpec(paddle.static.InputSpec):
-            def __init__(self, shape, *args, **kwargs):
-                super().__init__([batch[0], *shape[1:]], *args, **kwargs)
-        suite.InputSpec = InputSpec
-    overrides = [o for o in overrides if not o.startswith("batch=")]
     cfg, model_name = suite.trim_config(get_config(path, overrides=overrides, show=False))
     paddle.set_device("cpu")
     paddle.seed(0)
