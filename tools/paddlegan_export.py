@@ -46,7 +46,8 @@ SMALLEST = [
     "configs/iconvsr_reds.yaml@" + _FRAMES + ",nets=generator",
     "configs/edvr_m_wo_tsa.yaml@1x5x3x32x32",
     "configs/msvsr_reds.yaml@" + _FRAMES,
-    "configs/firstorder_vox_256.yaml@1x3x64x64;1x3x64x64;1x10x2;1x10x2x2",
+    "configs/firstorder_vox_256.yaml@1x3x64x64;1x3x64x64;1x10x2;1x10x2x2,"
+    "model.train_params.loss_weights.perceptual=[0]*5",   # a perceptual weight builds a VGG19 it downloads
     "configs/animeganv2.yaml@" + _IMAGE + ",nets=netG",
     "configs/ugatit_selfie2anime_light.yaml@" + _IMAGE + ",nets=genA2B",
     "configs/wav2lip_hq.yaml@1x1x80x16;1x6x96x96",
@@ -59,10 +60,10 @@ SMALLEST = [
     + _none("network_g.decoder_load_path", "path.pretrain_network_d_left_eye", "path.pretrain_network_identity",
             "perceptual_opt"),
     "configs/gpen_256_ffhq.yaml@1x3x64x64,model.generator.size=64,model.discriminator.size=64",
-    "configs/aotgan.yaml@1x4x64x64" + _none("criterion"),
+    "configs/aotgan.yaml@1x4x64x64",
     "configs/dcgan_mnist.yaml@1x100x1x1,nets=netG",
     "configs/makeup.yaml@1x3x64x64;1x3x64x64,nets=netG",
-    "configs/photopen.yaml@1x14x64x64,nets=net_gen,model.generator.crop_size=64" + _none("criterion"),
+    "configs/photopen.yaml@1x14x64x64,nets=net_gen,model.generator.crop_size=64",
     "configs/starganv2_afhq.yaml@1x3x64x64;1x64,nets=generator",
     "configs/lapstyle_draft.yaml@1x3x64x64;1x3x64x64,nets=net_dec",
 ]
