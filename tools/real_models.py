@@ -10,12 +10,12 @@ one per interpreter:
 The gradc step writes <model>.check/ beside each model: its parameters (random ones with batch norm variances
 positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
 for the batch, DIM (default 64) for the others; floats standard normal, or with UNIFORM set uniform in [0, 1): a
-physics model's coordinates; integers all ones; FEEDS, a JSON object, gives an input by name its "shape" and its
-integers' "fill"), gradc's outputs, and a training program: loss = mean(out * w) of the first float output with w
-fed, differentiated for every float parameter (train.pb, or train.json for a PIR model), and gradc's gradients; with
-FLOAT64 set, also the training program widened to float64 (train64) and its
-gradients. The Paddle step runs the model and gradc's training programs with the same values and prints, per
-model, how far Paddle's outputs and gradients are from gradc's (relative to their largest magnitude).
+physics model's coordinates; integers INT_FEED, default 1; FEEDS, a JSON object, gives an input by name its "shape"
+and its integers' "fill"), gradc's outputs, and a training program: loss = mean(out * w) of the first float output
+with w fed, differentiated for every float parameter (train.pb, or train.json for a PIR model), and gradc's
+gradients; with FLOAT64 set, also the training program widened to float64 (train64) and its gradients. The Paddle
+step runs the model and gradc's training programs with the same values and prints, per model, how far Paddle's
+outputs and gradients are from gradc's (relative to their largest magnitude).
 """
 
 from __future__ import annotations
@@ -128,7 +128,8 @@ def gradc_step(path: Path) -> dict:
     for var in _fed_vars(block):
         shape = given.get(var.name, {}).get("shape") or [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64))
                                                          if d < 0 else d for i, d in enumerate(var.shape or [1])]
-        dtype, fill = np.dtype(numpy_dtype(var.dtype)), given.get(var.name, {}).get("fill", 1)
+        dtype = np.dtype(numpy_dtype(var.dtype))
+        fill = given.get(var.name, {}).get("fill", int(os.environ.get("INT_FEED", 1)))   # AttentionLSTM's lengths
         draw = rng.random if os.environ.get("UNIFORM") else rng.standard_normal   # UNIFORM: coordinates in [0, 1)
         feed[var.name] = draw(shape).astype(dtype) if dtype.kind == "f" else np.full(shape, fill, dtype)
     feed = _detector_feed(feed)
