@@ -9,7 +9,7 @@ one per interpreter:
 
 The gradc step writes <model>.check/ beside each model: its parameters (random ones with batch norm variances
 positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
-for the batch, DIM (default 64) for the others), gradc's outputs, and a training program: loss = mean(out * w) of
+for the batch, DIM (default 64) for the others; integers all ones, or with INT_BOUND random in [1, INT_BOUND)), gradc's outputs, and a training program: loss = mean(out * w) of
 the first float output with w fed, differentiated for every float parameter (train.pb, or train.json for a PIR
 model), and gradc's gradients; with FLOAT64 set, also the training program widened to float64 (train64) and its
 gradients. The Paddle step runs the model and gradc's training programs with the same values and prints, per
@@ -127,7 +127,9 @@ def gradc_step(path: Path) -> dict:
         shape = [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64)) if d < 0 else d
                  for i, d in enumerate(var.shape if var.shape is not None else [1])]
         dtype = np.dtype(numpy_dtype(var.dtype))
-        feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
+        bound = int(os.environ.get("INT_BOUND", 0))   # token ids: random ones in [1, INT_BOUND), else all ones
+        ints = rng.integers(1, bound, shape).astype(dtype) if bound > 1 else np.ones(shape, dtype)
+        feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else ints
     feed = _detector_feed(feed)
     if os.environ.get("CALIBRATE"):
         params = _calibrated(program, params, feed)
