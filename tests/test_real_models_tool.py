@@ -163,3 +163,34 @@ def test_a_detector_after_nms_is_trained_on_the_boxes_its_nms_selects_from(tmp_p
         weight = np.load(check / "loss_w.npy")
         expected = (feed["boxes"] * weight).sum(axis=(0, 1)) / weight.size
         np.testing.assert_allclose(grads["w@GRAD"], expected, rtol=1e-5, atol=1e-7)
+
+
+def _embedding_model(path: Path) -> None:
+    """A legacy program feeding int64 ids [1, 8] to an embedding of 100 rows, fetching the rows."""
+    from programs import Net
+    net = Net("float32")
+    ids, table = net.data("ids", [1, 8], gradc.VarType.INT64), net.param("table", [100, 4])
+    rows = net.op("lookup_table_v2", {"Ids": ids, "W": table})
+    block = net.block
+    block.create_var("feed", None, None).type = gradc.VarType.FEED_MINIBATCH
+    block.create_var("fetch", None, None).type = gradc.VarType.FETCH_LIST
+    block.ops.insert(0, gradc.OpDesc("feed", {"X": ["feed"]}, {"Out": [ids]}, {"col": 0}))
+    block.append_op("fetch", {"X": [rows]}, {"Out": ["fetch"]}, {"col": 0})
+    gradc.save(net.program, path)
+
+
+def test_int_bound_feeds_token_ids_random_below_it_and_all_ones_without(tmp_path):
+    for bound, folder in ((None, "ones"), ("100", "ids")):
+        (tmp_path / folder).mkdir()
+        _embedding_model(tmp_path / folder / "embedding.pdmodel")
+        env = {"PYTHONPATH": str(Path(gradc.__file__).parent.parent), **({"INT_BOUND": bound} if bound else {})}
+        result = subprocess.run([sys.executable, str(TOOL), "gradc", str(tmp_path / folder)], capture_output=True,
+                                text=True, env=env)
+        assert result.returncode == 0, result.stderr
+        with np.load(tmp_path / folder / "embedding.pdmodel.check" / "feed.npz") as feed:
+            ids = feed["ids"]
+        assert ids.dtype == np.int64 and ids.shape == (1, 8)
+        if bound:
+            assert ids.min() >= 1 and ids.max() < 100 and len(np.unique(ids)) > 1
+        else:
+            assert (ids == 1).all()

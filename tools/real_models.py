@@ -9,11 +9,12 @@ one per interpreter:
 
 The gradc step writes <model>.check/ beside each model: its parameters (random ones with batch norm variances
 positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
-for the batch, DIM (default 64) for the others; integers all ones, or with INT_BOUND random in [1, INT_BOUND)), gradc's outputs, and a training program: loss = mean(out * w) of
-the first float output with w fed, differentiated for every float parameter (train.pb, or train.json for a PIR
-model), and gradc's gradients; with FLOAT64 set, also the training program widened to float64 (train64) and its
-gradients. The Paddle step runs the model and gradc's training programs with the same values and prints, per
-model, how far Paddle's outputs and gradients are from gradc's (relative to their largest magnitude).
+for the batch, DIM (default 64) for the others; integers all ones, or with INT_BOUND token ids random in [1,
+INT_BOUND)), gradc's outputs, and a training program: loss = mean(out * w) of the first float output with w fed,
+differentiated for every float parameter (train.pb, or train.json for a PIR model), and gradc's gradients; with
+FLOAT64 set, also the training program widened to float64 (train64) and its gradients. The Paddle step runs the
+model and gradc's training programs with the same values and prints, per model, how far Paddle's outputs and
+gradients are from gradc's (relative to their largest magnitude).
 """
 
 from __future__ import annotations
