@@ -47,7 +47,8 @@ SMALLEST = [
     "BlipTextModel", "BlipVisionModel",
     # heads
     "BertForSequenceClassification", "BartForSequenceClassification", "GPTForCausalLM", "LlamaForCausalLM",
-    "Qwen2ForCausalLM@1x16", "T5ForConditionalGeneration",
+    "Qwen2ForCausalLM@1x16", "T5ForConditionalGeneration", "ErnieForMaskedLM", "AlbertForMaskedLM",
+    "ErnieForQuestionAnswering", "ErnieForTokenClassification", "UIE",
     # PaddleNLP's other families
     "BigBirdModel@1x16", "BlenderbotSmallModel", "CTRLModel", "DeepseekV2Model@1x16", "ErnieCtmModel",
     "ErnieDocModel", "ErnieGramModel", "GAUAlphaModel", "GLMModel@1x16", "GPTJModel@1x16", "JambaModel@1x16",
