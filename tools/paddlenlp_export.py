@@ -60,7 +60,7 @@ SMALLEST = [
 # Every size name the families' configs use, all tiny (a config ignores the ones it does not have).
 TINY = dict(
     vocab_size=1000, hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
-    max_position_embeddings=64, num_key_value_heads=4, embedding_size=64, type_vocab_size=2, d_model=64, d_kv=16,
+    max_position_embeddings=64, num_key_value_heads=2, embedding_size=64, type_vocab_size=2, d_model=64, d_kv=16,
     d_ff=128, num_layers=2, num_decoder_layers=2, num_heads=4, encoder_layers=2, decoder_layers=2,
     encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=128, decoder_ffn_dim=128, n_layer=2,
     n_head=4, d_inner=128, ffn_hidden_size=128, word_embed_proj_dim=64, num_local_experts=4, num_experts_per_tok=2,
