@@ -118,16 +118,16 @@ def test_a_detectors_im_shape_is_its_images_size_and_its_scale_factor_one():
     and a scale of 1 (random values would clip boxes to a negative image), in each input's declared shape and dtype;
     a model without an image keeps its random inputs."""
     sys.path.insert(0, str(TOOL.parent))
-    from real_models import _detector_feed
+    from real_models_inputs import detector_feed
     feed = {"image": np.zeros((2, 3, 40, 24), np.float32), "im_shape": np.full((2, 2), -0.5, np.float32),
             "scale_factor": np.full((2, 2), 0.3, np.float64)}
-    fed = _detector_feed(feed)
+    fed = detector_feed(feed)
     np.testing.assert_array_equal(fed["im_shape"], [[40, 24], [40, 24]])
     np.testing.assert_array_equal(fed["scale_factor"], np.ones((2, 2)))
     assert fed["im_shape"].dtype == np.float32 and fed["scale_factor"].dtype == np.float64
     assert fed["image"] is feed["image"]
     other = {"x": np.zeros((1, 3, 8, 8)), "im_shape": np.full((1, 2), -0.5)}
-    assert _detector_feed(other)["im_shape"][0, 0] == -0.5
+    assert detector_feed(other)["im_shape"][0, 0] == -0.5
 
 
 def test_a_detector_after_nms_is_trained_on_the_boxes_its_nms_selects_from(tmp_path):
@@ -163,3 +163,34 @@ def test_a_detector_after_nms_is_trained_on_the_boxes_its_nms_selects_from(tmp_p
         weight = np.load(check / "loss_w.npy")
         expected = (feed["boxes"] * weight).sum(axis=(0, 1)) / weight.size
         np.testing.assert_allclose(grads["w@GRAD"], expected, rtol=1e-5, atol=1e-7)
+
+
+def _embedding_model(path: Path) -> None:
+    """A legacy program feeding int64 ids [1, 8] to an embedding of 100 rows, fetching the rows."""
+    from programs import Net
+    net = Net("float32")
+    ids, table = net.data("ids", [1, 8], gradc.VarType.INT64), net.param("table", [100, 4])
+    rows = net.op("lookup_table_v2", {"Ids": ids, "W": table})
+    block = net.block
+    block.create_var("feed", None, None).type = gradc.VarType.FEED_MINIBATCH
+    block.create_var("fetch", None, None).type = gradc.VarType.FETCH_LIST
+    block.ops.insert(0, gradc.OpDesc("feed", {"X": ["feed"]}, {"Out": [ids]}, {"col": 0}))
+    block.append_op("fetch", {"X": [rows]}, {"Out": ["fetch"]}, {"col": 0})
+    gradc.save(net.program, path)
+
+
+def test_int_bound_feeds_token_ids_random_below_it_and_all_ones_without(tmp_path):
+    for bound, folder in ((None, "ones"), ("100", "ids")):
+        (tmp_path / folder).mkdir()
+        _embedding_model(tmp_path / folder / "embedding.pdmodel")
+        env = {"PYTHONPATH": str(Path(gradc.__file__).parent.parent), **({"INT_BOUND": bound} if bound else {})}
+        result = subprocess.run([sys.executable, str(TOOL), "gradc", str(tmp_path / folder)], capture_output=True,
+                                text=True, env=env)
+        assert result.returncode == 0, result.stderr
+        with np.load(tmp_path / folder / "embedding.pdmodel.check" / "feed.npz") as feed:
+            ids = feed["ids"]
+        assert ids.dtype == np.int64 and ids.shape == (1, 8)
+        if bound:
+            assert ids.min() >= 1 and ids.max() < 100 and len(np.unique(ids)) > 1
+        else:
+            assert (ids == 1).all()

@@ -9,13 +9,14 @@ one per interpreter:
 
 The gradc step writes <model>.check/ beside each model: its parameters (random ones with batch norm variances
 positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
-for the batch, DIM (default 64) for the others; floats standard normal, or with UNIFORM set uniform in [0, 1): a
-physics model's coordinates; integers INT_FEED, default 1; FEEDS, a JSON object, gives an input by name its "shape"
-and its integers' "fill"), gradc's outputs, and a training program: loss = mean(out * w) of the first float output
-with w fed, differentiated for every float parameter (train.pb, or train.json for a PIR model), and gradc's
-gradients; with FLOAT64 set, also the training program widened to float64 (train64) and its gradients. The Paddle
-step runs the model and gradc's training programs with the same values and prints, per model, how far Paddle's
-outputs and gradients are from gradc's (relative to their largest magnitude).
+for the batch, DIM (default 64) for the others; floats standard normal, or uniform in [0, 1) with UNIFORM set: a
+physics model's coordinates; integers INT_FEED (default 1), or random in [1, INT_BOUND) with INT_BOUND set: token or
+feature ids; FEEDS, a JSON object, gives an input by name its "shape" and its integers' "fill"), gradc's outputs, and
+a training program: loss = mean(out * w) of the first float output with w fed, differentiated for every float
+parameter (train.pb, or train.json for a PIR model), and gradc's gradients; with FLOAT64 set, also the training
+program widened to float64 (train64) and its gradients. The Paddle step runs the model and gradc's training programs
+with the same values and prints, per model, how far Paddle's outputs and gradients are from gradc's (relative to
+their largest magnitude).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from real_models_inputs import calibrated, detector_feed, fed_vars, given_params, input_value, random_params
 
 
 def models(folder: Path) -> list[Path]:
@@ -34,63 +36,6 @@ def models(folder: Path) -> list[Path]:
     found = [p for p in folder.rglob("*") if p.is_file() and ".check" not in p.parent.name]
     return sorted(p for p in found if p.suffix == ".pdmodel" or p.name.endswith("__model__")
                   or p.suffix == ".json" and b'"pir"' in p.read_bytes()[:200])
-
-
-def _given_params(path: Path, program) -> dict | None:
-    """The parameters saved next to the model (inference.pdiparams beside inference.json), if any."""
-    saved = path.with_suffix(".pdiparams")
-    if not saved.exists():
-        return None
-    from gradc.io.pdiparams import read_params
-    return read_params(saved, program)
-
-
-def _random_params(program, rng) -> dict:
-    """Parameters for a model file shipped without them (batch norm variances positive)."""
-    from gradc.executor.kernels.tensor import numpy_dtype
-    positive = {n for b in program.blocks for op in b.ops if op.type == "batch_norm" for n in op.input("Variance")}
-    params = {}
-    for var in program.global_block.vars.values():
-        if var.persistable and var.shape is not None and var.dtype is not None and var.name not in ("feed", "fetch"):
-            dtype = np.dtype(numpy_dtype(var.dtype))
-            value = rng.standard_normal([max(d, 1) for d in var.shape]) * 0.1
-            value = np.abs(value) + 1 if var.name in positive else value
-            params[var.name] = value.astype(dtype) if dtype.kind == "f" else np.zeros(value.shape, dtype)
-    return params
-
-
-def _calibrated(program, params: dict, feed: dict) -> dict:
-    """``params`` with each batch norm's running statistics made its input's own (one run in training mode): a model
-    saved with its initial weights otherwise grows its activations layer by layer (to 1e10 in PP-OCRv5's)."""
-    import gradc
-    trial, stats = program.clone(), {}
-    for op in (op for block in trial.blocks for op in block.ops if op.type == "batch_norm"):
-        op.set_attr("is_test", False), op.set_attr("use_global_stats", False), op.set_attr("momentum", 0.0)
-        stats[op.output("MeanOut")[0]] = op.input("Mean")[0]
-        stats[op.output("VarianceOut")[0]] = op.input("Variance")[0]
-    trial.mark_changed()
-    scope = gradc.Scope()
-    for name, value in params.items():
-        scope[name] = value.copy()
-    values = gradc.Executor().run(trial, feed, list(stats), scope)
-    return {**params, **{stats[name]: np.asarray(value) for name, value in zip(stats, values)}}
-
-
-def _fed_vars(block) -> list:
-    """The inputs: a legacy program's feed ops' vars, a PIR program's data vars."""
-    fed = [block.var(op.output("Out")[0]) for op in block.ops if op.type == "feed"]
-    return fed or [var for var in block.vars.values() if var.need_check_feed]
-
-
-def _detector_feed(feed: dict) -> dict:
-    """``feed`` with a PaddleDetection model's im_shape its image's height and width and its scale_factor 1 (random
-    ones would clip boxes to a negative image and scale them by noise)."""
-    image = feed.get("image")
-    if image is None or image.ndim != 4:
-        return feed
-    sizes = {"im_shape": np.array(image.shape[2:4]), "scale_factor": np.ones(2)}
-    return {**feed, **{name: np.broadcast_to(size, feed[name].shape).astype(feed[name].dtype)
-                       for name, size in sizes.items() if name in feed and feed[name].shape[-1:] == (2,)}}
 
 
 NMS = ("multiclass_nms", "multiclass_nms2", "multiclass_nms3", "matrix_nms")
@@ -115,26 +60,20 @@ def _loss_input(block, fetched: str) -> str:
 
 def gradc_step(path: Path) -> dict:
     import gradc
-    from gradc.executor.kernels.tensor import numpy_dtype
     out_dir = path.parent / (path.name + ".check")
     out_dir.mkdir(exist_ok=True)
     program = gradc.load(path)
     block = program.global_block
     report = {"ops": program.num_ops(), "problems": gradc.verify(program)[:3]}
     rng = np.random.default_rng(0)
-    params = _given_params(path, program) or _random_params(program, rng)
+    params = given_params(path, program) or random_params(program, rng)
     fetches = [op.input("X")[0] for op in block.ops if op.type == "fetch"]
     feed, given = {}, json.loads(os.environ.get("FEEDS", "{}"))   # per input: {"shape": [...], "fill": n}
-    for var in _fed_vars(block):
-        shape = given.get(var.name, {}).get("shape") or [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64))
-                                                         if d < 0 else d for i, d in enumerate(var.shape or [1])]
-        dtype = np.dtype(numpy_dtype(var.dtype))
-        fill = given.get(var.name, {}).get("fill", int(os.environ.get("INT_FEED", 1)))   # AttentionLSTM's lengths
-        draw = rng.random if os.environ.get("UNIFORM") else rng.standard_normal   # UNIFORM: coordinates in [0, 1)
-        feed[var.name] = draw(shape).astype(dtype) if dtype.kind == "f" else np.full(shape, fill, dtype)
-    feed = _detector_feed(feed)
+    for var in fed_vars(block):
+        feed[var.name] = input_value(var, rng, given.get(var.name, {}))
+    feed = detector_feed(feed)
     if os.environ.get("CALIBRATE"):
-        params = _calibrated(program, params, feed)
+        params = calibrated(program, params, feed)
     np.savez(out_dir / "params.npz", **params)
     np.savez(out_dir / "feed.npz", **feed)
     scope = gradc.Scope()
