@@ -127,7 +127,9 @@ def gradc_step(path: Path) -> dict:
         shape = [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64)) if d < 0 else d
                  for i, d in enumerate(var.shape if var.shape is not None else [1])]
         dtype = np.dtype(numpy_dtype(var.dtype))
-        feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else np.ones(shape, dtype)
+        ids = int(os.environ.get("IDS", 0))   # integer inputs: random ids below IDS (a recommender's slots), or ones
+        feed[var.name] = rng.standard_normal(shape).astype(dtype) if dtype.kind == "f" else \
+            rng.integers(0, ids, shape).astype(dtype) if ids else np.ones(shape, dtype)
     feed = _detector_feed(feed)
     if os.environ.get("CALIBRATE"):
         params = _calibrated(program, params, feed)
