@@ -8,9 +8,11 @@ sample data. Two steps, one per interpreter:
 
 The Paddle step writes OUT_DIR/<model>/: forward.pb (the program before minimize), train.pb and startup.pb (after),
 params.npz (every persistable var after Paddle's startup), feed.npz, Paddle's loss and persistable vars after each of
-two steps on that feed (step1.npz, step2.npz), and meta.json (loss, optimizer). The gradc step loads and verifies
-train.pb and runs its two steps, then compiles forward.pb with the same optimizer (gradc.minimize) and runs that
-for two steps, and prints per model how far each is from Paddle's loss and values (relative to their largest).
+two steps on that feed (step1.npz, step2.npz; the first step's dense gradients too), and meta.json (loss, optimizer,
+each parameter's own learning rate and regularizer, which Paddle keeps on the Python object). The gradc step loads and
+verifies train.pb and runs its two steps, then compiles forward.pb with the same optimizer (gradc.minimize) and runs
+that for two steps, and prints per model how far each is from Paddle's loss, gradients and values (relative to their
+largest).
 """
 
 from __future__ import annotations
@@ -57,18 +59,31 @@ def paddle_step(source: Path, out: Path, model_dir: str) -> None:
     np.savez(out / "params.npz", **{name: np.array(scope.find_var(name).get_tensor()) for name in persistable})
     batch = next(iter(create_data_loader(config=config, place=paddle.CPUPlace())))
     from paddle.base.data_feeder import convert_dtype
-    feed = {var.name: np.array(value).reshape([d if d > 0 else -1 for d in var.shape]).astype(convert_dtype(var.dtype))
+    feed = {var.name: _as_declared(np.array(value), var.shape).astype(convert_dtype(var.dtype))
             for var, value in zip(inputs, batch)}
     np.savez(out / "feed.npz", **feed)
     loss = model._cost.name
+    block = main.global_block()   # the first step's dense gradients too (a SelectedRows one does not fetch)
+    grads = [g for g in (p.name + "@GRAD" for p in main.all_parameters()) if block.has_var(g)
+             and block.var(g).type != paddle.base.core.VarDesc.VarType.SELECTED_ROWS]
     for step in range(1, STEPS + 1):
-        value, = exe.run(main, feed=feed, fetch_list=[loss])
+        value, *grad_values = exe.run(main, feed=feed, fetch_list=[loss, *grads] if step == 1 else [loss])
         np.savez(out / f"step{step}.npz", **{"@loss": np.asarray(value)},
+                 **{f"@grad:{g}": np.asarray(v) for g, v in zip(grads, grad_values)},
                  **{name: np.array(scope.find_var(name).get_tensor()) for name in persistable})
     ops = [op for op in main.global_block().ops if op.type in OPTIMIZERS]
     optimizer = {"type": ops[0].type, **{a: ops[0].attr(a) for a in OPTIMIZERS[ops[0].type]},
                  "lr": float(np.asarray(np.array(scope.find_var(ops[0].input("LearningRate")[0]).get_tensor())))}
-    (out / "meta.json").write_text(json.dumps({"loss": loss, "optimizer": optimizer}))
+    # a parameter's own regularizer and learning rate live on its Python object, not in the program
+    attrs = {p.name: {"learning_rate": p.optimize_attr["learning_rate"], "regularizer": p.regularizer and
+                      [type(p.regularizer).__name__, float(p.regularizer._coeff)]} for p in main.all_parameters()
+             if p.regularizer is not None or p.optimize_attr["learning_rate"] != 1.0}
+    (out / "meta.json").write_text(json.dumps({"loss": loss, "optimizer": optimizer, "param_attrs": attrs}))
+
+
+def _as_declared(value: np.ndarray, shape) -> np.ndarray:
+    """A reader's batch as the data var declares it (a slot of ids [batch] fed to a [-1, 1] var)."""
+    return value.reshape([d if d > 0 else -1 for d in shape]) if value.ndim != len(shape) else value
 
 
 def _relative(ours, theirs) -> float:
@@ -89,13 +104,34 @@ def _run_steps(program, params: dict, feed: dict, loss: str, check: Path, startu
         executor.run(startup, {}, [], scope)
     report = {}
     for step in range(1, STEPS + 1):
-        value, = executor.run(program, feed, [loss], scope)
         paddle = np.load(check / f"step{step}.npz")
+        grads = [name.removeprefix("@grad:") for name in paddle.files if name.startswith("@grad:")]
+        value, *grad_values = executor.run(program, feed, [loss, *grads], scope)
         worst = max(((_relative(scope[name], paddle[name]), name) for name in paddle.files
-                     if name != "@loss" and name in scope),
+                     if not name.startswith("@") and name in scope),
                     default=(0.0, ""))
         report[f"step{step}"] = {"loss": _relative(value, paddle["@loss"]), "worst": worst}
+        if grads:
+            report[f"step{step}"]["worst_grad"] = _worst_grad(dict(zip(grads, grad_values)), paddle)
     return report
+
+
+def _worst_grad(ours: dict, paddle) -> tuple[float, str]:
+    """The gradient furthest from Paddle's, relative to its largest magnitude or, for one zero but for rounding, to
+    100 float32 ulps of the largest gradient (as tools/real_models.py measures)."""
+    theirs = {name: np.asarray(paddle[f"@grad:{name}"], np.float64) for name in ours}
+    floor = 100 * float(np.finfo(np.float32).eps) * max(float(np.abs(v).max()) for v in theirs.values() if v.size)
+    return max((float(np.abs(np.asarray(ours[n], np.float64) - v).max()) / max(float(np.abs(v).max()), floor), n)
+               for n, v in theirs.items() if v.size)
+
+
+def _param_attrs(meta: dict) -> dict:
+    """gradc's ParamAttr of each parameter Paddle gave a learning rate or regularizer of its own."""
+    from gradc.optimizers import L1Decay, L2Decay, ParamAttr
+    decays = {"L1Decay": L1Decay, "L2Decay": L2Decay}
+    return {name: ParamAttr(learning_rate=attr["learning_rate"], regularizer=attr["regularizer"] and
+                            decays[attr["regularizer"][0]](attr["regularizer"][1]))
+            for name, attr in meta.get("param_attrs", {}).items()}
 
 
 def gradc_step(check: Path) -> dict:
@@ -109,7 +145,7 @@ def gradc_step(check: Path) -> dict:
     forward = gradc.load(check / "forward.pb")
     arguments = dict(meta["optimizer"])
     kind, lr = arguments.pop("type"), arguments.pop("lr")
-    startup = minimize(forward, meta["loss"], kind, lr=lr, **arguments)
+    startup = minimize(forward, meta["loss"], kind, lr=lr, **arguments, param_attrs=_param_attrs(meta))
     report["gradc_compile"] = _run_steps(forward, params, feed, meta["loss"], check, startup)
     return report
 
