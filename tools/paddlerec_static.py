@@ -1,6 +1,6 @@
 """Check gradc on PaddleRec's static path: the legacy training programs its tools/static_trainer.py builds (the model's
-static_model.py, then Paddle's optimizer minimize), with Paddle's startup values and one batch of the model's own
-sample data. Two steps, one per interpreter:
+static_model.py, then Paddle's optimizer minimize; sparse_feature_number capped at 10,001 and the ids folded below
+it), with Paddle's startup values and one batch of the model's own sample data. Two steps, one per interpreter:
 
     FLAGS_enable_pir_api=0 PYTHONPATH=DEPS:tools /path/to/paddle/python tools/paddlerec_static.py paddle \
         PADDLEREC_DIR OUT_DIR models/rank/deepfm
@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 STEPS = 2
+VOCABULARY = 10_001   # the most ids a sparse slot's table holds here (the reader's ids are hashed below it)
 OPTIMIZERS = {"adam": ("beta1", "beta2", "epsilon", "lazy_mode"), "sgd": (), "adagrad": ("epsilon",)}
 
 
@@ -40,6 +41,9 @@ def paddle_step(source: Path, out: Path, model_dir: str) -> None:
     paddle.enable_static()
     config = load_yaml(str(source / model_dir / "config.yaml"))
     config["yaml_path"], config["config_abs_dir"] = str(source / model_dir / "config.yaml"), str(source / model_dir)
+    capped = [key for key, value in config.items()   # FFM's 1,000,001 ids hold 12 GB of Adam steps here
+              if key.startswith("hyper_parameters.sparse_feature") and type(value) is int and value > VOCABULARY]
+    config.update(dict.fromkeys(capped, VOCABULARY))
     paddle.seed(config.get("runner.seed", 12345))
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, startup):
@@ -61,6 +65,8 @@ def paddle_step(source: Path, out: Path, model_dir: str) -> None:
     from paddle.base.data_feeder import convert_dtype
     feed = {var.name: _as_declared(np.array(value), var.shape).astype(convert_dtype(var.dtype))
             for var, value in zip(inputs, batch)}
+    if capped:   # the sample data's ids folded below the capped vocabulary (labels and small ids stay)
+        feed = {name: value % VOCABULARY if value.dtype.kind == "i" else value for name, value in feed.items()}
     np.savez(out / "feed.npz", **feed)
     loss = model._cost.name
     block = main.global_block()   # the first step's dense gradients too (a SelectedRows one does not fetch)
