@@ -119,6 +119,12 @@ def _run_steps(program, params: dict, feed: dict, loss: str, check: Path, startu
         report[f"step{step}"] = {"loss": _relative(value, paddle["@loss"]), "worst": worst}
         if grads:
             report[f"step{step}"]["worst_grad"] = _worst_grad(dict(zip(grads, grad_values)), paddle)
+            # how large the furthest parameter's own gradient is, against the largest: an optimizer turns one zero
+            # but for rounding into a step as far from Paddle's as it is large (Adam: a whole learning rate)
+            largest = max(float(np.abs(paddle[f"@grad:{g}"]).max()) for g in grads if paddle[f"@grad:{g}"].size)
+            own = f"@grad:{worst[1]}@GRAD"
+            if own in paddle.files:
+                report[f"step{step}"]["its_grad_share"] = float(np.abs(paddle[own]).max()) / largest
     return report
 
 
