@@ -87,14 +87,26 @@ def test_relu6_threshold_and_swish_beta_are_honoured():
 
 @pytest.mark.parametrize("op_type", ["swish", "silu"])
 def test_swish_and_silu_gradients_hold_at_float32_extremes(op_type):
-    """d(x sigmoid(x))/dx tends to 1 and to 0 at the ends. Paddle 3.3.1's float32 kernels give 0 for swish from x = 1e8
-    and -inf, then NaN, for silu from x = -88: an untrained PP-OCRv5 recognizer's activations of 1e10 reach them."""
+    """d(x sigmoid(x))/dx tends to 1 and to 0 at the ends (e^x (1 + x) far below 0). Paddle 3.3.1's float32 kernels
+    give 0 for swish from x = 1e8 and -inf, then NaN, for silu from x = -88: an untrained PP-OCRv5 recognizer's
+    activations of 1e10 reach them."""
     x = np.array([1e4, 1e8, 1e10, 3e38, -88, -89, -1e3, -3e38], np.float32)
     (out,) = run_op(op_type, {"X": x})
     inputs = {"X": x, **({"Out": out} if op_type == "silu" else {}), "Out@GRAD": np.ones_like(x)}
     (grad,) = run_op(f"{op_type}_grad", inputs, outputs=("X@GRAD",))
     assert grad.dtype == np.float32
-    np.testing.assert_array_equal(grad, [1, 1, 1, 1, 0, 0, 0, 0])
+    np.testing.assert_allclose(grad, [1, 1, 1, 1, np.exp(-88.0) * -87, np.exp(-89.0) * -88, 0, 0], rtol=1e-6, atol=0)
+
+
+def test_sigmoid_keeps_its_negative_tail():
+    """sigmoid(x) is e^x / (1 + e^x) to rounding far below 0, as Paddle's 1 / (1 + e^-x) (PaddleRec's FM ends in
+    sigmoid(-27.09) = 1.72e-12, which the tanh form rounded to 0); 1 and 0 at the infinities, no overflow."""
+    x = np.array([-27.08825, -60, -1, 0, 3, 100, np.inf, -np.inf], np.float32)
+    (out,) = run_op("sigmoid", {"X": x})
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, 1 / (1 + np.exp(-x.astype(np.float64))), rtol=1e-6, atol=0)
+    (wide,) = run_op("sigmoid", {"X": np.array([-40.0, -700.0])})
+    np.testing.assert_allclose(wide, np.exp([-40.0, -700.0]), rtol=1e-15)
 
 
 def test_integer_division_rounds_toward_zero_and_zero_divisors_are_errors():

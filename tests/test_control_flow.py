@@ -260,3 +260,20 @@ def test_two_conds_writing_the_same_var(first, second):
     check_program(net.program, feed, ["x", "w1", "w2"], loss=loss, params={"w1": randn(3, 3), "w2": randn(3, 3)})
 
 
+
+
+def test_a_loop_state_array_that_starts_constant_carries_the_gradient_of_every_step():
+    """A while body reads its state array before it writes the next state into it (PaddleRec's DIEN); the array
+    starts from a constant, so only the write makes it depend on the weights. Its gradient flows back through every
+    step, as Paddle's (tests/data/paddle/state_array_loop, built by Paddle 3.3.1: h = tanh(h w + x w), three steps);
+    gradc had cut it at the read: no step passed a gradient to the one before."""
+    from fixtures import DATA
+    from gradc.gradcheck import compare_program
+    program = gradc.load(DATA / "state_array_loop" / "forward.pb")
+    rng = np.random.default_rng(3)
+    feed, params = {"x": rng.standard_normal((4, 2)).astype(np.float32)}, {"w": rng.standard_normal((2, 2))}
+    grads, checks = compare_program(program, feed, ["w"], "mean_0.tmp_0", {"w": params["w"].astype(np.float32)},
+                                    float64=True)
+    assert not [check for check in checks if check.mismatch], checks
+    paddle_w_grad = [[-0.05539703, -0.00925417], [-0.23441647, -0.04520305]]   # Paddle's append_backward, float32
+    np.testing.assert_allclose(grads["w"], paddle_w_grad, rtol=2e-6)

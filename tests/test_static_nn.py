@@ -8,6 +8,7 @@ import pytest
 import gradc
 import test_family_float32 as float32_family
 from fixtures import DATA
+from gradc.errors import ProgramError
 from gradc.executor import randomness
 from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
@@ -120,6 +121,20 @@ def test_a_fake_batch_leaves_the_window_unchanged_but_moves_it():
                      {"num_thresholds": 4, "slide_steps": 1, "curve": "PR"})   # curve is not read, as Paddle's
     np.testing.assert_array_equal(out["StatPosOut"], [0] * 10 + [1])
     assert out["AUC"] == 0.0
+
+
+def test_auc_without_slide_steps_counts_into_the_first_buckets_of_the_batch_auc_stats():
+    """paddle.static.auc(slide_steps=0)'s startup gives its batch AUC (slide_steps + 1) * buckets + 1 counts
+    (PaddleRec's DeepFM, DCN, ...): Paddle 3.3.1 counts into the first buckets and writes them as [1, buckets]."""
+    predict, label = np.array([[0.9], [0.2], [0.7], [0.4]], np.float32), np.array([[1], [0], [0], [1]])
+    stats = {"StatPos": np.zeros(6, np.int64), "StatNeg": np.zeros(6, np.int64)}
+    out = kernel_run("auc", {"Predict": predict, "Label": label, **stats}, {"num_thresholds": 4, "slide_steps": 0})
+    np.testing.assert_array_equal(out["StatPosOut"], [[0, 1, 0, 1, 0]])
+    np.testing.assert_array_equal(out["StatNegOut"], [[1, 0, 1, 0, 0]])
+    assert out["AUC"] == pytest.approx(0.75)
+    stats = {"StatPos": np.zeros(7, np.int64), "StatNeg": np.zeros(7, np.int64)}
+    with pytest.raises(ProgramError, match=r"needs StatPos of 5 or 6 counts, got \[7\]"):
+        kernel_run("auc", {"Predict": predict, "Label": label, **stats}, {"num_thresholds": 4, "slide_steps": 0})
 
 
 def test_auc_is_a_float64_where_the_program_declares_int64():

@@ -20,6 +20,7 @@ class OpPath:
     wants_grad: set[str]    # vars whose gradient is computed
     no_grad: set[str] = field(default_factory=set)   # the user's no-grad set, for sub-blocks
     sub_paths: dict = field(default_factory=dict)    # sub-block paths found so far, shared by a whole pass
+    carried: set[str] = field(default_factory=set)   # vars whose value at the end depends on a leaf
 
     def __contains__(self, name: str) -> bool:
         return name in self.wants_grad
@@ -118,7 +119,7 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
                 wants.update(inputs)
                 on_path.append(idx)
     on_path.reverse()
-    return OpPath(on_path, wants, no_grad, sub_paths)
+    return OpPath(on_path, wants, no_grad, sub_paths, carries)
 
 
 def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str], no_grad: set[str],
@@ -131,8 +132,14 @@ def sub_block_path(program, op: OpDesc, targets: set[str], leaves: set[str], no_
         body = program.blocks[registry.sub_block(op)]
         path = find_path(body, body.ops, targets, no_grad, leaves, sub_paths)
         outputs = set(op.output_names())
-        while registry.get(op.type).loop_carried and (more := (path.wants_grad & outputs) - targets):
-            targets = targets | more
+        loop_vars = outputs & set(op.input_names()) if registry.get(op.type).loop_carried else set()
+        # a loop var the body writes from a leaf is one at the next iteration's start too: DIEN's state array, read
+        # before the write of an iteration, carried the gradient of none of the steps before
+        while loop_vars:
+            more, fed = (path.wants_grad & outputs) - targets, (path.carried & loop_vars) - leaves
+            if not more and not fed:
+                break
+            targets, leaves = targets | more, leaves | fed
             path = find_path(body, body.ops, targets, no_grad, leaves, sub_paths)
         sub_paths[key] = path, targets
     return sub_paths[key]

@@ -40,15 +40,19 @@ def _auc_infer(ctx):
         ctx.fail(f"auc needs one Label per row of Predict {predict}, got {label}")
     if thresholds < 1 or steps < 0:
         ctx.fail(f"auc needs num_thresholds >= 1 and slide_steps >= 0, got {thresholds} and {steps}")
-    size = thresholds + 1 if steps == 0 else (steps + 1) * (thresholds + 1) + 1
+    # without slide_steps Paddle counts into the first buckets and writes [1, buckets]: paddle.static.auc's startup
+    # gives its batch AUC (slide_steps + 1) * buckets + 1 counts whatever slide_steps is
+    buckets = thresholds + 1
+    sizes = (buckets, buckets + 1) if steps == 0 else ((steps + 1) * buckets + 1,)
     for slot in ("StatPos", "StatNeg"):
         stat = ctx.shape(slot)
-        if stat is not None and -1 not in stat and math.prod(stat) != size:
-            ctx.fail(f"auc with num_thresholds={thresholds}, slide_steps={steps} needs {slot} of {size} "
-                     f"counts, got {stat}")
+        if stat is not None and -1 not in stat and math.prod(stat) not in sizes:
+            ctx.fail(f"auc with num_thresholds={thresholds}, slide_steps={steps} needs {slot} of "
+                     f"{' or '.join(map(str, sizes))} counts, got {stat}")
     # AUC is a float64 whatever the program declares: Paddle's programs declare it int64
-    return {"AUC": ([], None), "StatPosOut": (ctx.shape("StatPos"), VarType.INT64),
-            "StatNegOut": (ctx.shape("StatNeg"), VarType.INT64)}
+    counts = {slot: ctx.shape(slot) if steps else [1, buckets] for slot in ("StatPos", "StatNeg")}
+    return {"AUC": ([], None), "StatPosOut": (counts["StatPos"], VarType.INT64),
+            "StatNegOut": (counts["StatNeg"], VarType.INT64)}
 
 
 # StatPosOut/StatNegOut are StatPos/StatNeg themselves in Paddle's programs: the counts persist across runs

@@ -18,7 +18,10 @@ def unary(name: str, forward, backward, uses: str = "X", lowercase: bool = False
 
 
 def sigmoid(x):
-    return 0.5 * (np.tanh(0.5 * x) + 1)  # overflow-free logistic
+    """1 / (1 + e^-x) without overflow and exact to rounding in both tails: e^x / (1 + e^x) below 0 (the tanh form,
+    0.5 * (1 + tanh(x / 2)), rounds to 0 below -17 in float32, where Paddle gives e^x: PaddleRec's FM)."""
+    tail = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + tail), tail / (1 + tail))
 
 
 # erf(z) = 1 - exp(-z^2) t Q(u) for z >= 0, where t = 1 / (1 + z / 2) and u maps t's range [1/4, 1] onto [-1, 1]: Q is

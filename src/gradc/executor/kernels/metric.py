@@ -31,11 +31,15 @@ def auc(k):
     predict, label = k.x("Predict"), k.x("Label").reshape(-1)
     thresholds, steps = k.attr("num_thresholds"), k.attr("slide_steps")
     buckets = thresholds + 1
-    size = buckets if steps == 0 else (steps + 1) * buckets + 1
+    # without slide_steps the counts are the first buckets, written back as [1, buckets] (Paddle's InferMeta):
+    # paddle.static.auc's startup gives its batch AUC one count more
+    sizes = (buckets, buckets + 1) if steps == 0 else ((steps + 1) * buckets + 1,)
     positives, negatives = (k.x(slot).astype(np.int64).reshape(-1) for slot in ("StatPos", "StatNeg"))
-    if positives.size != size or negatives.size != size:
+    if positives.size not in sizes or negatives.size != positives.size:
         raise ValueError(f"auc with num_thresholds={thresholds}, slide_steps={steps} needs StatPos and StatNeg of "
-                         f"{size} counts, got {positives.size} and {negatives.size}")
+                         f"{' or '.join(map(str, sizes))} counts, got {positives.size} and {negatives.size}")
+    if steps == 0:
+        positives, negatives = positives[:buckets], negatives[:buckets]
     if predict.ndim != 2 or len(label) != len(predict):
         raise ValueError(f"auc needs Predict [batch, 1 or 2] and one label per row, got {list(predict.shape)} and "
                          f"{len(label)} labels")
@@ -66,7 +70,7 @@ def auc(k):
     if steps:
         positives[-1] += 1
         negatives[-1] += 1
-    shape = k.x("StatPos").shape
+    shape = k.x("StatPos").shape if steps else (1, buckets)
     return {"AUC": np.array(value), "StatPosOut": positives.reshape(shape), "StatNegOut": negatives.reshape(shape)}
 
 
