@@ -19,7 +19,7 @@ import sys
 import types
 from pathlib import Path
 
-from suite_export import export_each, in_child
+import suite_export
 
 
 def _stub_imgaug() -> None:
@@ -65,11 +65,8 @@ def export_one(out: Path, config_path: str) -> str:
 
 
 def main() -> None:
-    source, out_dir, configs = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:]
-    if in_child(source):   # one config
-        print(export_one(out_dir / Path(configs[0].partition("@")[0]).stem, configs[0]), flush=True)
-        return
-    export_each(__file__, source, out_dir, configs, timeout=900)
+    suite_export.main(__file__, lambda out_dir, entry: export_one(out_dir / Path(entry.partition("@")[0]).stem, entry))
+
 
 if __name__ == "__main__":
     main()

@@ -16,10 +16,9 @@ inputs. One line per config: OK, or FAIL and why.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from suite_export import export_each, in_child
+import suite_export
 
 _IMAGE = "1x3x64x64"
 _FRAMES = "1x2x3x32x32"   # two frames, for the video super-resolution nets
@@ -90,11 +89,9 @@ def export_one(out: Path, entry: str) -> str:
 
 
 def main() -> None:
-    source, out_dir, entries = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:] or SMALLEST
-    if in_child(source):   # one config
-        print(export_one(out_dir / Path(entries[0].split("@")[0]).stem, entries[0]), flush=True)
-        return
-    export_each(__file__, source, out_dir, entries, timeout=900)
+    suite_export.main(__file__, lambda out_dir, entry: export_one(out_dir / Path(entry.split("@")[0]).stem, entry),
+                      SMALLEST)
+
 
 if __name__ == "__main__":
     main()

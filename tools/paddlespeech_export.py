@@ -32,7 +32,7 @@ import sys
 import types
 from pathlib import Path
 
-from suite_export import export_each, in_child
+import suite_export
 
 STUBBED = ("soundfile", "paddleaudio", "jieba", "pypinyin", "g2pM", "g2p_en", "onnxruntime", "opencc", "librosa",
            "paddlenlp", "zhon", "h5py", "sentencepiece", "ToJyutping", "editdistance", "pyworld", "praatio",
@@ -281,11 +281,8 @@ def export_one(out: Path, entry: str) -> str:
 
 
 def main() -> None:
-    source, out_dir, entries = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:] or SMALLEST
-    if in_child(source):   # one entry
-        print(export_one(out_dir / entries[0], entries[0]), flush=True)
-        return
-    export_each(__file__, source, out_dir, entries, timeout=900)
+    suite_export.main(__file__, lambda out_dir, entry: export_one(out_dir / entry, entry), SMALLEST)
+
 
 if __name__ == "__main__":
     main()

@@ -16,10 +16,9 @@ each architecture family, at the fewest frames and smallest size it takes. One l
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
-from suite_export import export_each, in_child
+import suite_export
 
 
 def _frames(n: int, size: int, backbone: bool = True) -> str:
@@ -98,12 +97,10 @@ def export_one(source: Path, out: Path, entry: str) -> str:
     return "OK"
 
 
-def main() -> None:
-    source, out_dir, entries = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:] or SMALLEST
-    if in_child(source):   # one config
-        print(export_one(source, out_dir / Path(entries[0].split(",")[0]).stem, entries[0]), flush=True)
-        return
-    export_each(__file__, source, out_dir, entries, timeout=900)
+def main() -> None:   # the child runs in the suite's checkout
+    suite_export.main(__file__, lambda out_dir, entry: export_one(Path.cwd(), out_dir / Path(entry.split(",")[0]).stem,
+                                                                  entry), SMALLEST)
+
 
 if __name__ == "__main__":
     main()

@@ -34,3 +34,13 @@ def export_each(script: str, source: Path, out_dir: Path, configs: list[str], ti
         last = (result.stdout.strip().splitlines() or [""])[-1]
         reason = (result.stderr.strip().splitlines() or ["no output"])[-1][:200]
         print(config, "OK" if result.returncode == 0 and last == "OK" else f"FAIL {reason}", flush=True)
+
+
+def main(script: str, export_one, default: list[str] = (), timeout: int = 900) -> None:
+    """The command line the exporters share, `SUITE_DIR OUT_DIR [ENTRY ...]` (``default`` without entries): in the
+    child, ``export_one(out_dir, entry)`` exports one entry and returns "OK"; in the parent, one line per entry."""
+    source, out_dir, entries = Path(sys.argv[1]).resolve(), Path(sys.argv[2]).resolve(), sys.argv[3:] or list(default)
+    if in_child(source):
+        print(export_one(out_dir, entries[0]), flush=True)
+        return
+    export_each(script, source, out_dir, entries, timeout)
