@@ -25,6 +25,14 @@ defop("accuracy", ["Out", "Indices", "Label"], ["Accuracy", "Correct", "Total"],
       grad=NO_GRAD)
 
 
+def auc_count_sizes(thresholds: int, steps: int) -> tuple[int, ...]:
+    """The sizes auc's StatPos and StatNeg may have. Without slide_steps Paddle counts into the first buckets and
+    writes [1, buckets] back: paddle.static.auc's startup gives its batch AUC (slide_steps + 1) * buckets + 1 counts
+    whatever slide_steps is."""
+    buckets = thresholds + 1
+    return (buckets, buckets + 1) if steps == 0 else ((steps + 1) * buckets + 1,)
+
+
 def _auc_infer(ctx):
     """AUC of the ROC curve from histograms of the positive class's probability (num_thresholds + 1 buckets).
     slide_steps = 0 accumulates over every batch in StatPos/StatNeg [1, buckets]; slide_steps = s keeps the last s
@@ -40,10 +48,7 @@ def _auc_infer(ctx):
         ctx.fail(f"auc needs one Label per row of Predict {predict}, got {label}")
     if thresholds < 1 or steps < 0:
         ctx.fail(f"auc needs num_thresholds >= 1 and slide_steps >= 0, got {thresholds} and {steps}")
-    # without slide_steps Paddle counts into the first buckets and writes [1, buckets]: paddle.static.auc's startup
-    # gives its batch AUC (slide_steps + 1) * buckets + 1 counts whatever slide_steps is
-    buckets = thresholds + 1
-    sizes = (buckets, buckets + 1) if steps == 0 else ((steps + 1) * buckets + 1,)
+    buckets, sizes = thresholds + 1, auc_count_sizes(thresholds, steps)
     for slot in ("StatPos", "StatNeg"):
         stat = ctx.shape(slot)
         if stat is not None and -1 not in stat and math.prod(stat) not in sizes:

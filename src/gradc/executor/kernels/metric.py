@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.metric import auc_count_sizes
 from . import kernel
 
 
@@ -31,9 +32,7 @@ def auc(k):
     predict, label = k.x("Predict"), k.x("Label").reshape(-1)
     thresholds, steps = k.attr("num_thresholds"), k.attr("slide_steps")
     buckets = thresholds + 1
-    # without slide_steps the counts are the first buckets, written back as [1, buckets] (Paddle's InferMeta):
-    # paddle.static.auc's startup gives its batch AUC one count more
-    sizes = (buckets, buckets + 1) if steps == 0 else ((steps + 1) * buckets + 1,)
+    sizes = auc_count_sizes(thresholds, steps)   # without slide_steps: the first buckets, written back [1, buckets]
     positives, negatives = (k.x(slot).astype(np.int64).reshape(-1) for slot in ("StatPos", "StatNeg"))
     if positives.size not in sizes or negatives.size != positives.size:
         raise ValueError(f"auc with num_thresholds={thresholds}, slide_steps={steps} needs StatPos and StatNeg of "
