@@ -12,12 +12,17 @@ two steps on that feed (step1.npz, step2.npz; the first step's dense gradients t
 each parameter's own learning rate and regularizer, which Paddle keeps on the Python object). The gradc step loads and
 verifies train.pb and runs its two steps, then compiles forward.pb with the same optimizer (gradc.minimize) and runs
 that for two steps, and prints per model how far each is from Paddle's loss, gradients and values (relative to their
-largest).
+largest). With FLOAT64 set, the gradc step also widens Paddle's training program to float64 and writes its first
+step's gradients (grads64.npz, with train64.pb, params64.npz and feed64.npz), and a third step has Paddle run that
+program and prints how far its float64 gradients are from gradc's (float32 rounding, or not):
+
+    FLAGS_enable_pir_api=0 PYTHONPATH=tools /path/to/paddle/python tools/paddlerec_static.py paddle64 OUT_DIR
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -30,8 +35,6 @@ OPTIMIZERS = {"adam": ("beta1", "beta2", "epsilon", "lazy_mode"), "sgd": (), "ad
 
 def paddle_step(source: Path, out: Path, model_dir: str) -> None:
     """Build the model's static programs as PaddleRec's static trainer does and record Paddle's two steps."""
-    import os
-
     import paddle
     os.chdir(source)
     sys.path[:0] = [str(source / "tools"), str(source / model_dir)]
@@ -130,9 +133,11 @@ def _run_steps(program, params: dict, feed: dict, loss: str, check: Path, startu
 
 def _worst_grad(ours: dict, paddle) -> tuple[float, str]:
     """The gradient furthest from Paddle's, relative to its largest magnitude or, for one zero but for rounding, to
-    100 float32 ulps of the largest gradient (as tools/real_models.py measures)."""
-    theirs = {name: np.asarray(paddle[f"@grad:{name}"], np.float64) for name in ours}
-    floor = 100 * float(np.finfo(np.float32).eps) * max(float(np.abs(v).max()) for v in theirs.values() if v.size)
+    100 ulps (of their dtype) of the largest gradient (as tools/real_models.py measures)."""
+    theirs = {name: np.asarray(paddle[f"@grad:{name}"]) for name in ours}
+    eps = float(np.finfo(next(iter(theirs.values())).dtype).eps)
+    theirs = {name: np.asarray(value, np.float64) for name, value in theirs.items()}
+    floor = 100 * eps * max(float(np.abs(v).max()) for v in theirs.values() if v.size)
     return max((float(np.abs(np.asarray(ours[n], np.float64) - v).max()) / max(float(np.abs(v).max()), floor), n)
                for n, v in theirs.items() if v.size)
 
@@ -154,6 +159,8 @@ def gradc_step(check: Path) -> dict:
     train = gradc.load(check / "train.pb")
     report = {"problems": gradc.verify(train)[:3],
               "paddle_program": _run_steps(train, params, feed, meta["loss"], check)}
+    if os.environ.get("FLOAT64"):
+        _float64_step(train, params, feed, meta["loss"], check)
     forward = gradc.load(check / "forward.pb")
     arguments = dict(meta["optimizer"])
     kind, lr = arguments.pop("type"), arguments.pop("lr")
@@ -162,7 +169,83 @@ def gradc_step(check: Path) -> dict:
     return report
 
 
+def _float64_step(train, params: dict, feed: dict, loss: str, check: Path) -> None:
+    """Paddle's training program widened to float64, and gradc's first step's gradients of it."""
+    import gradc
+    from gradc.gradcheck import float64_copy
+    wide, wide_params, wide_feed = float64_copy(train, params, feed)
+    block, dropped, kept = wide.global_block, set(), []   # Paddle has no float64 auc kernel; no gradient reads
+    for op in block.ops:                                  # a metric (nor what is computed from it)
+        if op.type == "auc" or dropped & set(op.input_names()):
+            dropped.update(op.output_names())
+        else:
+            kept.append(op)
+    block.ops = [rewritten for op in kept for rewritten in _in_float32(block, op)]
+    grads = [name.removeprefix("@grad:") for name in np.load(check / "step1.npz").files if name.startswith("@grad:")]
+    scope = gradc.Scope()
+    for name, value in wide_params.items():
+        scope[name] = value.copy()
+    values = gradc.Executor().run(wide, wide_feed, [loss, *grads], scope)
+    np.savez(check / "grads64.npz", **dict(zip([loss, *grads], values)))
+    np.savez(check / "params64.npz", **wide_params)
+    np.savez(check / "feed64.npz", **wide_feed)
+    gradc.save(wide, check / "train64.pb")
+
+
+def _in_float32(block, op) -> list:
+    """``op`` as is, or for one Paddle has no float64 kernel of (log_loss and its grad) run in float32 between casts:
+    its rounding, 1e-7 of the loss's gradient, is far below the differences the float64 run is to explain."""
+    from gradc.ir import OpDesc
+    from gradc.ir.types import VarType
+    if op.type not in ("log_loss", "log_loss_grad"):
+        return [op]
+
+    def cast(source: str, target: str, into: int) -> OpDesc:
+        var = block.var(source)
+        if block.find_var(target) is None:
+            block.create_var(target, var.shape, into)
+        return OpDesc("cast", {"X": [source]}, {"Out": [target]},
+                      {"in_dtype": var.dtype, "out_dtype": into})
+
+    before = [cast(n, n + "@f32", VarType.FP32) for n in op.input_names()]
+    for slot, names in op.inputs.items():
+        op.inputs[slot] = [n + "@f32" for n in names]
+    outputs = op.output_names()
+    for name in outputs:
+        block.create_var(name + "@f32", block.var(name).shape, VarType.FP32)
+    for slot, names in op.outputs.items():
+        op.outputs[slot] = [n + "@f32" for n in names]
+    return [*before, op, *(cast(n + "@f32", n, VarType.FP64) for n in outputs)]
+
+
+def paddle64_step(check: Path) -> dict:
+    """Paddle's first step of the widened program against gradc's: the loss and the furthest gradient."""
+    import paddle
+    paddle.enable_static()
+    program = paddle.static.Program.parse_from_string((check / "train64.pb").read_bytes())
+    scope = paddle.static.global_scope()
+    for name, value in np.load(check / "params64.npz").items():
+        scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+    ours = dict(np.load(check / "grads64.npz"))
+    loss, *grads = ours
+    values = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=dict(np.load(check / "feed64.npz")),
+                                                            fetch_list=[loss, *grads])
+    theirs = {f"@grad:{name}": value for name, value in zip(grads, values[1:])}
+    worst = _worst_grad({g: ours[g] for g in grads}, theirs)
+    largest = max(float(np.abs(value).max()) for value in values[1:] if value.size)
+    return {"loss": _relative(ours[loss], values[0]), "worst_grad": worst,
+            "its_grad_share": float(np.abs(theirs[f"@grad:{worst[1]}"]).max()) / largest}
+
+
 def main() -> None:
+    if sys.argv[1] == "paddle64":
+        for check in sorted(p.parent for p in Path(sys.argv[2]).glob("*/train64.pb")):
+            try:
+                report = paddle64_step(check)
+            except Exception as error:  # noqa: BLE001 - an op Paddle has no float64 kernel of, say
+                report = {"error": f"{type(error).__name__}: {str(error).strip().splitlines()[-1][:300]}"}
+            print(check.name, json.dumps(report), flush=True)
+        return
     if sys.argv[1] == "paddle":
         source, out_dir, model_dir = Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve(), sys.argv[4]
         paddle_step(source, out_dir / Path(model_dir).name, model_dir)   # one model a process (each imports its net)
