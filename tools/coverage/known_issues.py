@@ -37,6 +37,7 @@ PADDLE_WRONG = {
     "eig_values": "in PIR programs eig_grad gives the real x a complex gradient (its real part is the gradient; the "
                   "legacy eig_grad's is right)",
     "householder_product": SET_VALUE_LITERAL,
+    "ormqr": SET_VALUE_LITERAL,
     "setitem_int": SET_VALUE_LITERAL,
     "while_loop_array": "in PIR programs a tensor array that create_array made, and what is read from it, are marked "
                         "stop_gradient though a while loop writes x into it: x gets zeros",
@@ -46,7 +47,7 @@ PADDLE_WRONG = {
 
 # rows whose PIR training program, as Paddle writes it, computes the wrong gradient (its grad op lacks what the right
 # one needs): gradc runs that program to Paddle's numbers, and its own backward to the reference
-PIR_PROGRAM_WRONG = {"householder_product", "setitem_int", "cond_two_outputs", "while_loop_array"}
+PIR_PROGRAM_WRONG = {"householder_product", "ormqr", "setitem_int", "cond_two_outputs", "while_loop_array"}
 
 CVM = ("cvm_grad writes the CVM input (each row's show and click counts) as the gradient of X's first two "
        "columns, for the parameter server to accumulate, not their derivative")

@@ -24,6 +24,7 @@ ROWS = [
     row("pd_op.divide_grad", "elementwise_div_grad", "x:X y:Y out:Out out_grad:Out@GRAD", XY_GRADS, "axis:i32=-1"),
     row("pd_op.maximum_grad", "elementwise_max_grad", "x:X y:Y out_grad:Out@GRAD", XY_GRADS, fixed=AXIS),
     row("pd_op.minimum_grad", "elementwise_min_grad", "x:X y:Y out_grad:Out@GRAD", XY_GRADS, fixed=AXIS),
+    row("pd_op.remainder_grad", "remainder_grad", "x:X y:Y out_grad:Out@GRAD", XY_GRADS, fixed=AXIS),
     row("pd_op.elementwise_pow_grad", "elementwise_pow_grad", "x:X y:Y out_grad:Out@GRAD", XY_GRADS, fixed=AXIS),
     row("pd_op.matmul_grad", "matmul_v2_grad", "x:X y:Y out_grad:Out@GRAD", XY_GRADS,
         "transpose_x=trans_x:bool transpose_y=trans_y:bool"),

@@ -9,6 +9,5 @@ IN_MODEL_FILES: dict[str, str] = {
 }
 
 UNMAPPED: dict[str, str] = {
-    "pd_op.remainder_grad": "Paddle 3.3.1 has no kernel for it: its own training program of paddle.remainder fails",
     **IN_MODEL_FILES,
 }
