@@ -10,7 +10,7 @@ from gradc import GradError, Program, ProgramError, Scope, VarType, registry
 from gradc.backward import append_backward, gradients
 from gradc.executor.kernels import nn_activation
 from gradc.gradcheck import check_op
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 from test_axis_errors import _one_op_program
 from test_cli import assert_clean_failure
 from test_cli import gradc as gradc_cli

@@ -18,7 +18,7 @@ from gradc import registry
 from gradc.cli import main
 from gradc.errors import ExecutionError, ProgramError
 from gradc.ir import to_var_type
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 
 
 def one_op(op_type, inputs: dict, attrs: dict):

@@ -64,7 +64,7 @@ def test_a_norms_statistics_of_a_bfloat16_x_are_float32_as_paddle_declares_them(
     """layer_norm, group_norm, instance_norm and batch_norm (without Scale) of a float16 or bfloat16 X: Paddle
     declares Mean/Variance (Saved*) float32, and so does gradc's inference, so gradc verify passes Paddle's
     programs (every bfloat16 fixture) and a gradc-built norm keeps its statistics unrounded."""
-    from gradc.verify import check_shapes
+    from gradc.verify_shapes import check_shapes
 
     for program in [*DATA.glob("*/*.pb")]:
         check_shapes(gradc.load(program))

@@ -14,7 +14,7 @@ from gradc.gradcheck import check_program
 from gradc.ir import to_var_type
 from gradc.ops.infer import InferContext
 from gradc.pir import parse_pir, serialize_pir
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 
 
 def program_of(op: str, inputs: dict, outputs: list[str], attrs: dict | None = None, *, grads: tuple = ()):

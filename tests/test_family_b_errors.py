@@ -8,7 +8,7 @@ import pytest
 import gradc
 from gradc import registry
 from gradc.errors import ExecutionError, ProgramError
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 from test_axis_errors import _one_op_program
 from test_cli import assert_clean_failure
 from test_cli import gradc as run_cli

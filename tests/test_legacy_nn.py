@@ -9,7 +9,7 @@ import gradc
 from gradc import ProgramError
 from gradc.backward import append_grad_ops
 from gradc.pir import parse_pir, serialize_pir
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 
 f32 = np.float32
 IMAGE = np.arange(12, dtype=f32).reshape(1, 1, 3, 4)

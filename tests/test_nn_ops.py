@@ -12,7 +12,7 @@ import gradc
 from gradc.gradcheck import check_op
 from gradc.ir import VarType, to_var_type
 from gradc.ops.infer import InferContext
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 
 rng = np.random.default_rng(0)
 BN_OUTS = ("Y", "MeanOut", "VarianceOut", "SavedMean", "SavedVariance", "ReserveSpace")

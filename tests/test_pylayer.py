@@ -11,8 +11,9 @@ import pytest
 import gradc
 from gradc.errors import ExecutionError, GradError, ProgramError
 from gradc.pir import parse_pir, serialize_pir
-from gradc.verify import check_shapes, check_vars
+from gradc.verify import check_vars
 from gradc.verify_flow import unwritten_read_problems
+from gradc.verify_shapes import check_shapes
 from gradc.viz.model import program_model
 from programs import Net
 

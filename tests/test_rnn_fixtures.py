@@ -12,7 +12,7 @@ from fixtures import DATA, Fixture
 from gradc import registry
 from gradc.gradcheck import compare_program, float64_copy
 from gradc.passes import VerifyPass
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 
 CASES = sorted(path.name for path in (DATA / "rnn").iterdir())
 DROPOUT = "lstm_l3_bi_seq_dropout"   # Paddle's random mask: gradc draws its own (checked below)

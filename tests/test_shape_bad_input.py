@@ -9,7 +9,7 @@ import pytest
 import gradc
 from gradc.errors import ExecutionError, ProgramError
 from gradc.ir import to_var_type
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 from test_cli import assert_clean_failure
 from test_cli import gradc as gradc_cli
 

@@ -301,7 +301,7 @@ def test_a_program_chaining_shape_ops_has_the_numeric_gradient():
 
 @pytest.mark.parametrize("case", ["tensor_ops", "transformer", "vision"])
 def test_shape_inference_agrees_with_paddles_declared_shapes(case):
-    from gradc.verify import check_shapes
+    from gradc.verify_shapes import check_shapes
     check_shapes(gradc.load(Fixture(case).dir / "forward.pb"))
 
 

@@ -15,7 +15,7 @@ import pytest
 
 import gradc
 from gradc.backward import append_grad_ops
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 
 DATA = Path(__file__).parent / "data" / "paddle" / "ops" / "shape"
 CASES = json.loads((DATA / "cases.json").read_text())["cases"]

@@ -13,7 +13,7 @@ from gradc.executor import randomness
 from gradc.ir import VarType
 from gradc.layers import ProgramBuilder
 from gradc.limits import limited
-from gradc.verify import check_shapes
+from gradc.verify_shapes import check_shapes
 from gradcheck_cases import static_nn as static_nn_cases
 from one_op import kernel_run, run
 

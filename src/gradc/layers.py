@@ -18,7 +18,7 @@ from . import registry
 from .errors import ProgramError
 from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
 from .ops.infer import InferContext, lod_levels
-from .verify import check_complex_inputs
+from .verify_shapes import check_complex_inputs
 
 
 class ProgramBuilder:

@@ -7,8 +7,9 @@ walk after the structure checks: nothing else could be read safely."""
 from __future__ import annotations
 
 from .ir import Program
-from .verify import frame_problems, shape_problems, structure_problems, var_problems
+from .verify import frame_problems, structure_problems, var_problems
 from .verify_flow import grad_writer_problems, unreachable_block_problems, unwritten_read_problems
+from .verify_shapes import shape_problems
 
 
 def verify(program: Program, source: str = "program") -> list[str]:

@@ -1,5 +1,5 @@
-"""Checks that a program is well formed, with errors that say where the problem is: structure (blocks),
-declared vars, definitions and shapes (every registered inference agrees with the declared vars).
+"""Checks that a program is well formed, with errors that say where the problem is: structure (blocks) and
+declared vars (gradc.verify_shapes checks each op's definition and shapes).
 
 Each check is a generator of problems (one line each, naming block, op and var), so `gradc.verify` can
 report every problem at once; the ``check_*`` functions raise ProgramError on the first, for the passes
@@ -9,13 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from . import registry
 from .errors import ProgramError, op_location
-from .ir import EMPTY_VAR, AttrType, Program, dtype_fits, dtype_name
-from .ops.complex_inputs import complex_input_problem, declares_complex
-from .ops.infer import InferContext
+from .ir import EMPTY_VAR, AttrType, Program
 from .ops.pylayer import user_backward_blocks
-from .shapes import shape_fits
 
 MAX_NESTING = 64   # blocks inside blocks: far beyond real programs, and it bounds every recursive walk
 
@@ -201,110 +197,3 @@ def var_problems(program: Program) -> Iterator[str]:
                                 and block.visible_var(name) is None:
                             yield (f"{op_location(block.idx, op_idx, op.type)} {direction} var '{name}' "
                                    f"({kind} {where}), which is not declared in block {block.idx} or its ancestors")
-
-
-def _definition_problems(block, idx: int, op) -> Iterator[str]:
-    """Slots hold what the op's definition allows (a required slot a var, a single slot at most one) and
-    attributes have the declared kind."""
-    for problem in (registry.slot_problem(op), registry.attr_type_problem(op)):
-        if problem:
-            yield f"{op_location(block.idx, idx, op.type)}: {problem}"
-
-
-def check_definitions(program: Program) -> None:
-    """Every op of every block against its definition (slots, attribute kinds): what the backward pass and
-    the executor assume before they read an op."""
-    raise_first(definition_problems(program))
-
-
-def definition_problems(program: Program) -> Iterator[str]:
-    for block in program.blocks:
-        for idx, op in enumerate(block.ops):
-            yield from _definition_problems(block, idx, op)
-
-
-def check_inputs(block, idx: int, op) -> None:
-    """The op's inference on its declared inputs: attributes out of range and inputs that cannot go together
-    fail as they do at compile time. Declared outputs are not compared (Paddle's can be stale), and inputs the
-    rule cannot read are left to the kernel."""
-    try:
-        _inferred(block, idx, op)
-    except ProgramError:
-        raise
-    except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
-        return
-
-
-def check_complex_inputs(block, idx: int, op) -> None:
-    """An op whose kernel has no complex form fails on a complex input var, as its inference fails on a bad one."""
-    if problem := complex_input_problem(block, op):
-        InferContext(op, block, idx).fail(problem)
-
-
-def _inferred(block, idx: int, op) -> tuple[InferContext, dict] | None:
-    """The op's inference context and results, or None without a rule, with an input shape unknown, or with an
-    attribute known only at run time (a var's value)."""
-    opdef = registry.get(op.type)
-    if opdef is None or opdef.infer is None or op.var_attrs or not _input_shapes_known(block, op):
-        return None
-    ctx = InferContext(op, block, idx)
-    return ctx, opdef.infer(ctx)
-
-
-def _input_shapes_known(block, op) -> bool:
-    own = block.vars   # most names are the block's own: a dict lookup before the walk up the ancestors
-    for args in op.inputs.values():
-        for name in args:
-            var = own.get(name) or block.find_var(name)
-            if var is None or var.shape is None:
-                return False
-    return True
-
-
-def check_shapes(program: Program) -> None:
-    """Check every op against its definition and run its inference; raise on the first problem."""
-    raise_first(shape_problems(program))
-
-
-def shape_problems(program: Program) -> Iterator[str]:
-    """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
-    is broken)."""
-    slot_problem, attr_type_problem = registry.slot_problem, registry.attr_type_problem
-    for block in program.blocks:
-        complex_values = declares_complex(block)   # one sweep of the vars: most programs skip the op checks
-        for idx, op in enumerate(block.ops):
-            if slot_problem(op) or attr_type_problem(op):
-                yield from _definition_problems(block, idx, op)
-                continue
-            try:
-                _check_inference(block, idx, op)
-                if complex_values:
-                    check_complex_inputs(block, idx, op)
-            except ProgramError as exc:
-                yield str(exc)
-
-
-def _check_inference(block, idx: int, op) -> None:
-    try:
-        inferred = _inferred(block, idx, op)
-    except ProgramError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - inputs the rule cannot read: say so, naming the op
-        InferContext(op, block, idx).fail(f"its shapes cannot be inferred from these inputs and attributes "
-                                          f"({type(exc).__name__}: {exc})")
-    if inferred is None:
-        return
-    ctx, results = inferred
-    own, outputs = block.vars, op.outputs
-    for slot, result in results.items():
-        for name, (shape, dtype) in zip(outputs.get(slot, ()), result if isinstance(result, list) else [result]):
-            var = own.get(name) or block.find_var(name)
-            if var is None:
-                continue
-            declared = var.shape   # equal lists (most outputs) need no walk over the dims
-            if declared is not None and shape is not None and declared != shape and not shape_fits(
-                    declared, shape, block.program.version, op.type == "fill_constant"):
-                ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")
-            if var.dtype is not None and dtype is not None and not dtype_fits(var.dtype, dtype):
-                ctx.fail(f"output '{name}' is declared {dtype_name(var.dtype)}, but the inputs give "
-                         f"{dtype_name(dtype)}")

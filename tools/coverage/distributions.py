@@ -57,4 +57,27 @@ LINALG_AND_FFT = table(
     ("rfftfreq", lambda x: x * paddle.fft.rfftfreq(6), f(2, 4)),
 )
 
-ROWS = DENSITIES + LINALG_AND_FFT
+MORE_DENSITIES = table(
+    "distributions",
+    ("Cauchy_kl", lambda m, s, m2, s2: D.kl_divergence(D.Cauchy(m, s), D.Cauchy(m2, s2)), f(3), pos(3), f(3),
+     pos(3)),
+    ("Chi2_log_prob", lambda k, v: D.Chi2(k + 1.0).log_prob(v), pos(3), pos(3)),
+    ("ContinuousBernoulli_log_prob", lambda p, v: D.ContinuousBernoulli(p).log_prob(v), unit(3), _soft(3)),
+    ("ContinuousBernoulli_entropy", lambda p: D.ContinuousBernoulli(p).entropy(), unit(4)),
+    ("Geometric_entropy", lambda p: D.Geometric(p).entropy(), unit(3)),
+    ("Gumbel_log_prob", lambda m, s, v: D.Gumbel(m, s).log_prob(v), f(3), pos(3), _sample(3)),
+    ("Independent_Normal_log_prob", lambda m, s, v: D.Independent(D.Normal(m, s), 1).log_prob(v), f(2, 3), pos(2, 3),
+     _sample(2, 3)),
+    ("StudentT_log_prob", lambda d, m, s, v: D.StudentT(d + 1.0, m, s).log_prob(v), pos(3), f(3), pos(3),
+     _sample(3)),
+    ("Uniform_log_prob", lambda lo, w: D.Uniform(lo, lo + w + 1.0).log_prob(lo + 0.5), f(3), pos(3)),
+    ("Uniform_entropy", lambda lo, w: D.Uniform(lo, lo + w + 1.0).entropy(), f(3), pos(3)),
+    ("TransformedDistribution_log_prob", lambda m, s, v: D.TransformedDistribution(
+        D.Normal(m, s), [D.AffineTransform(paddle.to_tensor(0.5), paddle.to_tensor(2.0)), D.ExpTransform()]
+    ).log_prob(v), f(3), pos(3), pos(3)),
+    ("TransformedDistribution_sigmoid_power", lambda m, s, v: D.TransformedDistribution(
+        D.Normal(m, s), [D.SigmoidTransform(), D.PowerTransform(paddle.to_tensor(2.0))]
+    ).log_prob(v), f(3), pos(3), _soft(3)),
+)
+
+ROWS = DENSITIES + MORE_DENSITIES + LINALG_AND_FFT

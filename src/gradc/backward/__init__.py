@@ -11,7 +11,7 @@ from ..errors import GradError
 from ..gcpause import gc_paused
 from ..ir import DIFFERENTIABLE_DTYPES, FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
 from ..shapes import numel
-from ..verify import check_definitions
+from ..verify_shapes import check_definitions
 from .emit import emit_grad_ops
 from .job import BlockBackward
 from .names import GradNames

@@ -18,7 +18,8 @@ from ..gcpause import gc_paused
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from ..ops.complex_inputs import declares_complex
-from ..verify import check_complex_inputs, check_inputs, check_vars
+from ..verify import check_vars
+from ..verify_shapes import check_complex_inputs, check_inputs
 from . import malloc, straight
 from .context import KernelContext
 from .direct import direct_step

@@ -1,7 +1,7 @@
 """Shape/dtype inference: ``infer(ctx) -> {output slot: (shape, dtype) or [(shape, dtype), ...]}``.
 
 Dims are ints, -1 for unknown (a batch dim); the rules over dims live in gradc.shapes. Used by
-gradc.layers to declare output vars and by gradc.verify.check_shapes to catch mismatched programs.
+gradc.layers to declare output vars and by gradc.verify_shapes.check_shapes to catch mismatched programs.
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from ..shapes import broadcast_dims, normalize_axis
 
 
 class InferContext:
-    __slots__ = ("op", "block", "op_idx")
+    __slots__ = ("op", "block", "op_idx", "reshaped")
 
-    def __init__(self, op: OpDesc, block: Block, op_idx: int = -1):
+    def __init__(self, op: OpDesc, block: Block, op_idx: int = -1, reshaped: dict | None = None):
         self.op = op
         self.block = block
         self.op_idx = op_idx
+        self.reshaped = reshaped   # a var an earlier op rewrote in place with another shape: that shape
 
     def _var(self, slot: str, i: int):
         args = self.op.input(slot)
@@ -30,6 +31,10 @@ class InferContext:
         return bool(self.op.input(slot))
 
     def shape(self, slot: str, i: int = 0) -> list[int] | None:
+        if self.reshaped:
+            args = self.op.input(slot)
+            if i < len(args) and args[i] in self.reshaped:
+                return list(self.reshaped[args[i]])
         var = self._var(slot, i)
         return list(var.shape) if var is not None and var.shape is not None else None
 

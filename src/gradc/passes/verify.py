@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from ..ir import Program
-from ..verify import check_shapes, check_structure, check_vars
+from ..verify import check_structure, check_vars
+from ..verify_shapes import check_shapes
 from .base import Pass, register_pass
 
 

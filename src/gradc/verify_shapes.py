@@ -1,0 +1,167 @@
+"""Checks of each op against its definition (slots, attribute kinds) and its inference (shapes and dtypes agree with
+the declared vars), as one-line problems naming block, op and var (gradc.verify holds the structure and var checks).
+
+A var an op rewrites in place with another shape (Paddle's Dirac initializer flattens a weight, scatters into it and
+reshapes it back) is declared with its last writer's shape only: until that writer, its readers are checked against
+the shape the op before them gave it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from . import registry
+from .errors import ProgramError, op_location
+from .ir import Program, dtype_fits, dtype_name
+from .ops.complex_inputs import complex_input_problem, declares_complex
+from .ops.infer import InferContext
+from .shapes import shape_fits
+from .verify import raise_first
+
+
+def _definition_problems(block, idx: int, op) -> Iterator[str]:
+    """Slots hold what the op's definition allows (a required slot a var, a single slot at most one) and
+    attributes have the declared kind."""
+    for problem in (registry.slot_problem(op), registry.attr_type_problem(op)):
+        if problem:
+            yield f"{op_location(block.idx, idx, op.type)}: {problem}"
+
+
+def check_definitions(program: Program) -> None:
+    """Every op of every block against its definition (slots, attribute kinds): what the backward pass and
+    the executor assume before they read an op."""
+    raise_first(definition_problems(program))
+
+
+def definition_problems(program: Program) -> Iterator[str]:
+    for block in program.blocks:
+        for idx, op in enumerate(block.ops):
+            yield from _definition_problems(block, idx, op)
+
+
+def check_inputs(block, idx: int, op) -> None:
+    """The op's inference on its declared inputs: attributes out of range and inputs that cannot go together
+    fail as they do at compile time. Declared outputs are not compared (Paddle's can be stale), and inputs the
+    rule cannot read are left to the kernel."""
+    try:
+        _inferred(block, idx, op)
+    except ProgramError:
+        reshaped = _reshaped_before(block, idx)   # only where it fails: most programs rewrite no var's shape
+        if reshaped.shapes.keys().isdisjoint(op.input_names()):
+            raise
+        try:
+            _inferred(block, idx, op, reshaped.shapes)
+        except ProgramError:
+            raise
+        except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
+            return
+    except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
+        return
+
+
+def check_complex_inputs(block, idx: int, op) -> None:
+    """An op whose kernel has no complex form fails on a complex input var, as its inference fails on a bad one."""
+    if problem := complex_input_problem(block, op):
+        InferContext(op, block, idx).fail(problem)
+
+
+def _inferred(block, idx: int, op, reshaped: dict | None = None) -> tuple[InferContext, dict] | None:
+    """The op's inference context and results, or None without a rule, with an input shape unknown, or with an
+    attribute known only at run time (a var's value)."""
+    opdef = registry.get(op.type)
+    if opdef is None or opdef.infer is None or op.var_attrs or not _input_shapes_known(block, op, reshaped):
+        return None
+    ctx = InferContext(op, block, idx, reshaped)
+    return ctx, opdef.infer(ctx)
+
+
+def _input_shapes_known(block, op, reshaped: dict | None) -> bool:
+    own = block.vars   # most names are the block's own: a dict lookup before the walk up the ancestors
+    for args in op.inputs.values():
+        for name in args:
+            var = own.get(name) or block.find_var(name)
+            if var is None or (var.shape is None and not (reshaped and name in reshaped)):
+                return False
+    return True
+
+
+def check_shapes(program: Program) -> None:
+    """Check every op against its definition and run its inference; raise on the first problem."""
+    raise_first(shape_problems(program))
+
+
+def shape_problems(program: Program) -> Iterator[str]:
+    """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
+    is broken)."""
+    slot_problem, attr_type_problem = registry.slot_problem, registry.attr_type_problem
+    for block in program.blocks:
+        complex_values = declares_complex(block)   # one sweep of the vars: most programs skip the op checks
+        reshaped = _Reshaped(block)
+        for idx, op in enumerate(block.ops):
+            if slot_problem(op) or attr_type_problem(op):
+                yield from _definition_problems(block, idx, op)
+                continue
+            try:
+                _check_inference(block, idx, op, reshaped)
+                if complex_values:
+                    check_complex_inputs(block, idx, op)
+            except ProgramError as exc:
+                yield str(exc)
+
+
+class _Reshaped:
+    """The vars of a block that its ops so far left with another shape than their declaration's, which a later
+    op of the block rewrites."""
+
+    __slots__ = ("block", "shapes", "_last_writers")
+
+    def __init__(self, block):
+        self.block, self.shapes, self._last_writers = block, {}, None
+
+    def written_after(self, idx: int, name: str) -> bool:
+        if self._last_writers is None:   # once a block, and only for a block with an output off its declaration
+            self._last_writers = {out: i for i, op in enumerate(self.block.ops) for out in op.output_names()}
+        return self._last_writers.get(name, -1) > idx
+
+
+def _reshaped_before(block, idx: int) -> _Reshaped:
+    """The vars ops before ``idx`` left with another shape than their declaration's (which a later op restores)."""
+    reshaped = _Reshaped(block)
+    for i, op in enumerate(block.ops[:idx]):
+        try:
+            _check_inference(block, i, op, reshaped)
+        except Exception:  # noqa: BLE001 - an op whose shapes cannot be read tells nothing about its outputs
+            continue
+    return reshaped
+
+
+def _check_inference(block, idx: int, op, reshaped: _Reshaped) -> None:
+    """The op's inferred outputs against their declarations; an output rewritten later with its declared shape
+    may differ (``reshaped`` then holds its shape for the ops in between)."""
+    try:
+        inferred = _inferred(block, idx, op, reshaped.shapes)
+    except ProgramError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - inputs the rule cannot read: say so, naming the op
+        InferContext(op, block, idx, reshaped.shapes).fail(f"its shapes cannot be inferred from these inputs and "
+                                                    f"attributes ({type(exc).__name__}: {exc})")
+    if inferred is None:
+        return
+    ctx, results = inferred
+    own, outputs = block.vars, op.outputs
+    for slot, result in results.items():
+        for name, (shape, dtype) in zip(outputs.get(slot, ()), result if isinstance(result, list) else [result]):
+            var = own.get(name) or block.find_var(name)
+            if var is None:
+                continue
+            declared = var.shape   # equal lists (most outputs) need no walk over the dims
+            if declared is not None and shape is not None and declared != shape and not shape_fits(
+                    declared, shape, block.program.version, op.type == "fill_constant"):
+                if not reshaped.written_after(idx, name):
+                    ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")
+                reshaped.shapes[name] = shape
+            elif reshaped.shapes:
+                reshaped.shapes.pop(name, None)
+            if var.dtype is not None and dtype is not None and not dtype_fits(var.dtype, dtype):
+                ctx.fail(f"output '{name}' is declared {dtype_name(var.dtype)}, but the inputs give "
+                         f"{dtype_name(dtype)}")
+
