@@ -24,6 +24,7 @@ from .verification import verify  # the function: gradc.verify(program); checks 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
     from .backward import append_backward, gradients, loss_candidates
     from .executor import Executor, LoDTensor, Scope, SelectedRows, global_scope, kernel
+    from .executor.randomness import seed
     from .io.pdiparams import read_params, write_params
     from .layers import ProgramBuilder
     from .optimizers import minimize
@@ -35,6 +36,7 @@ __version__ = "0.1.0"
 _ON_FIRST_USE = {
     **dict.fromkeys(["append_backward", "gradients", "loss_candidates"], ".backward"),
     "ProgramBuilder": ".layers", "minimize": ".optimizers", "recompute": ".passes.recompute",
+    "seed": ".executor.randomness",
     **dict.fromkeys(["Executor", "LoDTensor", "Scope", "SelectedRows", "global_scope", "kernel"], ".executor"),
     **dict.fromkeys(["read_params", "write_params"], ".io.pdiparams"),
     **dict.fromkeys(["Dataset", "History", "Trainer", "export", "load_params", "save_params", "train"], ".training"),
@@ -47,5 +49,5 @@ __all__ = [
     "OpDef", "OpDesc", "OutputError", "Program", "ProgramBuilder", "ProgramError", "Scope",
     "SelectedRows", "Trainer", "VarDesc", "VarType", "append_backward", "defop", "export", "global_scope", "grad_op",
     "gradients", "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute",
-    "register_op", "same_as", "save", "save_params", "train", "verify", "write_params",
+    "register_op", "same_as", "save", "save_params", "seed", "train", "verify", "write_params",
 ]

@@ -53,10 +53,15 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, ...).")
 @click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
               "with tracemalloc on, which slows them).")
-def run(program, feed, params, startups, fetches, out, profile):
+@click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own, "
+              "as paddle.seed seeds Paddle's: initialisers and dropout then draw Paddle's values.")
+def run(program, feed, params, startups, fetches, out, profile, seed):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
+    if seed is not None:
+        from ..executor import randomness
+        randomness.seed(seed)
     prog, executor, scope = _session(program, params, startups)
     feeds = with_lods(read_npz(feed, "feed")) if feed else {}
     measuring = nullcontext()

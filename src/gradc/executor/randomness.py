@@ -1,14 +1,21 @@
 """Where kernels draw the randomness no seed attribute fixes (dropout without fix_seed, initialisers with
-seed 0, rrelu's noise, ...): one generator, fresh entropy unless seeded. Paddle draws these from its global
-generator too (paddle.seed); gradc train seeds this one per step from --seed and the step number, so a run
+seed 0, rrelu's noise, ...). Paddle draws these from its global generator (paddle.seed); so does gradc: uniform_random,
+gaussian_random and dropout from Paddle's own engine (gradc.executor.paddle_random), seeded as paddle.seed seeds it,
+so that ``seed(n)`` before a program gives what paddle.seed(n) gives Paddle; the other kernels from a numpy generator.
+Both take fresh entropy unless seeded. gradc train seeds them per step from --seed and the step number, so a run
 resumed from a checkpoint draws what the uninterrupted run drew."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
+
+from .paddle_random import Engine
 
 # made on first use: importing numpy.random (25-39 ms CPU) is a tenth of a small `gradc run`, which may draw nothing
 _GENERATOR: list[np.random.Generator | None] = [None]
+_ENGINE: list[Engine | None] = [None]
 
 
 def generator() -> np.random.Generator:
@@ -17,6 +24,15 @@ def generator() -> np.random.Generator:
     return _GENERATOR[0]
 
 
+def engine() -> Engine:
+    """Paddle's global CPU engine."""
+    if _ENGINE[0] is None:
+        _ENGINE[0] = Engine.from_seed_sequence([int.from_bytes(os.urandom(4), "little")])
+    return _ENGINE[0]
+
+
 def seed(value) -> None:
-    """Seed the generator: an int, a sequence of ints (e.g. [seed, step]), or None for fresh entropy."""
+    """Seed both: an int (as paddle.seed), a sequence of ints (e.g. [seed, step]), or None for fresh entropy."""
     _GENERATOR[0] = np.random.default_rng(value)
+    _ENGINE[0] = None if value is None else Engine.from_seed_sequence(
+        [value] if isinstance(value, (int, np.integer)) else list(value))

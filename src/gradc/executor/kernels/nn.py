@@ -12,7 +12,7 @@ import numpy as np
 
 from ...bfloat16 import round_to_bfloat16
 from ...limits import check_shape
-from .. import randomness
+from .. import paddle_random, randomness
 from . import kernel
 from .broadcast import reusable
 from .channel_stats import by_sample, channel_dots, channel_sums, not_channel, per_channel
@@ -232,12 +232,13 @@ def _test_factor(k) -> float:
     return 1.0 if _upscale(k) else _kept(k)
 
 
-def _rng(k) -> np.random.Generator:
-    """The Seed tensor wins over the seed attr, which counts only with fix_seed."""
+def _draws(k, shape) -> np.ndarray:
+    """Paddle's uniform draws in [0, 1): of the op's seed (the Seed tensor wins over the seed attr, which counts only
+    with fix_seed), else of the global engine."""
     seed = k.optional("Seed")
-    if seed is not None:
-        return np.random.default_rng(int(seed.reshape(-1)[0]))
-    return np.random.default_rng(k.attr("seed")) if k.attr("fix_seed") else randomness.generator()
+    seed = int(seed.reshape(-1)[0]) if seed is not None else k.attr("seed") if k.attr("fix_seed") else None
+    engine = randomness.engine() if seed is None else paddle_random.Engine(seed)
+    return paddle_random.canonical(engine, int(np.prod(shape))).reshape(shape)
 
 
 @kernel("dropout")
@@ -245,7 +246,7 @@ def dropout(k):
     x = k.x("X")
     if k.attr("is_test"):  # nothing is dropped: the mask is all ones
         return {"Out": x * _test_factor(k), "Mask": np.ones(x.shape, np.uint8)}
-    mask = (_rng(k).random(x.shape) >= k.attr("dropout_prob")).astype(np.uint8)
+    mask = (_draws(k, x.shape) >= np.float32(k.attr("dropout_prob"))).astype(np.uint8)
     return {"Out": _train_scaled(k, x * mask), "Mask": mask}
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from ...bfloat16 import STORAGE, round_to_bfloat16
 from ...ir.types import NUMPY_DTYPE_NAMES, VarType, dtype_name
 from ...limits import check_allocation
-from .. import randomness
+from .. import paddle_random, randomness
 from ..tensor_array import TensorArray
 from . import kernel
 
@@ -79,10 +79,18 @@ def _rng(k):
     return np.random.default_rng(seed) if seed else randomness.generator()
 
 
+def _paddle_dtype(dtype) -> np.dtype:
+    """The type Paddle's CPU distribution computes in: double for float64, float for the rest."""
+    return np.dtype(np.float64 if dtype == np.float64 else np.float32)
+
+
 @kernel("uniform_random")
 def uniform_random(k):
-    out = _rng(k).uniform(k.attr("min"), k.attr("max"), size=_shape(k, tensor_first=False))
-    out = out.astype(numpy_dtype(k.attr("dtype")))
+    shape, dtype, seed = _shape(k, tensor_first=False), numpy_dtype(k.attr("dtype")), k.attr("seed")
+    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own draws
+    out = paddle_random.uniform(engine, math.prod(shape), k.attr("min"), k.attr("max"),
+                                _paddle_dtype(dtype)).reshape(shape)
+    out = out.astype(dtype)
     count, step = k.attr("diag_num"), k.attr("diag_step")
     if count > 0:  # an identity-like start: diag_val at flat positions i * (diag_step + 1)
         if (count - 1) * (step + 1) >= out.size:
@@ -93,8 +101,11 @@ def uniform_random(k):
 
 @kernel("gaussian_random")
 def gaussian_random(k):
-    out = _rng(k).normal(k.attr("mean"), k.attr("std"), size=_shape(k, tensor_first=False))
-    return {"Out": out.astype(numpy_dtype(k.attr("dtype")))}
+    shape, dtype, seed = _shape(k, tensor_first=False), numpy_dtype(k.attr("dtype")), k.attr("seed")
+    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own draws (to an ulp)
+    out = paddle_random.normal(engine, math.prod(shape), k.attr("mean"), k.attr("std"),
+                               _paddle_dtype(dtype)).reshape(shape)
+    return {"Out": out.astype(dtype)}
 
 
 kernel("empty")(lambda k: {"Out": np.zeros(_shape(k, tensor_first=True), dtype=numpy_dtype(k.attr("dtype")))})

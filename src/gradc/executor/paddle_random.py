@@ -1,0 +1,134 @@
+"""Paddle's CPU draws of a seeded op, bit for bit: a random op with a seed (its seed attribute, a dropout's fix_seed
+or Seed tensor; paddle.seed in static mode writes its seed into every random op) draws from a std::mt19937_64
+seeded with it, through libstdc++'s uniform_real_distribution<float> and normal_distribution<float>, as Paddle's
+kernels do. gradc's draws then equal Paddle's: a seeded startup gives Paddle's initial weights, a seeded dropout
+Paddle's mask."""
+
+from __future__ import annotations
+
+import numpy as np
+
+_N, _M = 312, 156
+_UPPER, _LOWER = np.uint64(0xFFFFFFFF80000000), np.uint64(0x7FFFFFFF)
+_TWIST, _ONE = np.uint64(0xB5026F5AA96619E9), np.uint64(1)
+_TWO_TO_MINUS_64 = np.float32(2.0 ** -64)
+_BELOW_ONE = np.nextafter(np.float32(1), np.float32(0))
+
+
+class Engine:
+    """std::mt19937_64 (its 312-word state twisted a block at a time, in numpy), seeded with one word as a seeded op
+    seeds it, or by ``from_seed_sequence`` as paddle.seed seeds Paddle's global generator."""
+
+    def __init__(self, seed: int):
+        state, word = [0] * _N, int(seed) % 2 ** 64
+        for i in range(_N):
+            state[i] = word
+            word = (6364136223846793005 * (word ^ (word >> 62)) + i + 1) % 2 ** 64
+        self._state = np.array(state, dtype=np.uint64)
+        self._block, self._used = np.empty(0, np.uint64), 0
+
+    @classmethod
+    def from_seed_sequence(cls, values) -> Engine:
+        """Seeded through std::seed_seq(values): 624 32-bit words, paired low then high into the state."""
+        words = _seed_sequence([int(v) % 2 ** 32 for v in values], 2 * _N)
+        engine = cls(0)
+        engine._state = np.array([lo | hi << 32 for lo, hi in zip(words[0::2], words[1::2])], dtype=np.uint64)
+        if not engine._state[0] & _UPPER and not engine._state[1:].any():   # the standard's all-zero guard
+            engine._state[0] = np.uint64(1 << 63)
+        return engine
+
+    def words(self, count: int) -> np.ndarray:
+        """The next ``count`` 64-bit outputs."""
+        out = np.empty(count, np.uint64)
+        take = min(count, len(self._block) - self._used)   # what the last block left
+        out[:take] = self._block[self._used:self._used + take]
+        self._used += take
+        whole = (count - take) // _N
+        for start in range(take, take + whole * _N, _N):   # whole blocks: raw here, tempered all at once below
+            self._twist()
+            out[start:start + _N] = self._state
+        _temper(out[take:take + whole * _N])
+        rest = count - take - whole * _N
+        if rest:
+            self._twist()
+            self._block, self._used = _temper(self._state.copy()), rest
+            out[count - rest:] = self._block[:rest]
+        return out
+
+    def _twist(self) -> None:
+        mt = self._state
+        # the words before N - M mix with words not yet replaced; the rest with words replaced already
+        y = (mt[:_N - _M] & _UPPER) | (mt[1:_N - _M + 1] & _LOWER)
+        mt[:_N - _M] = mt[_M:] ^ (y >> _ONE) ^ (-(y & _ONE) & _TWIST)   # -(y & 1): all ones where y is odd
+        y = (mt[_N - _M:_N - 1] & _UPPER) | (mt[_N - _M + 1:] & _LOWER)
+        mt[_N - _M:_N - 1] = mt[:_M - 1] ^ (y >> _ONE) ^ (-(y & _ONE) & _TWIST)
+        y = (mt[_N - 1:] & _UPPER) | (mt[:1] & _LOWER)
+        mt[_N - 1:] = mt[_M - 1:_M] ^ (y >> _ONE) ^ (-(y & _ONE) & _TWIST)
+
+
+def _temper(y: np.ndarray) -> np.ndarray:
+    """mt19937_64's output transform, in place."""
+    y ^= (y >> np.uint64(29)) & np.uint64(0x5555555555555555)
+    y ^= (y << np.uint64(17)) & np.uint64(0x71D67FFFEDA60000)
+    y ^= (y << np.uint64(37)) & np.uint64(0xFFF7EEE000000000)
+    y ^= y >> np.uint64(43)
+    return y
+
+
+def _seed_sequence(values: list[int], count: int) -> list[int]:
+    """std::seed_seq::generate: ``count`` 32-bit words mixed from ``values`` (the standard's algorithm)."""
+    mask, size = 2 ** 32 - 1, len(values)
+    out = [0x8B8B8B8B] * count
+    gap = 11 if count >= 623 else 7 if count >= 68 else 5 if count >= 39 else 3 if count >= 7 else (count - 1) // 2
+    p = (count - gap) // 2
+    q = p + gap
+    rounds = max(size + 1, count)
+    for k in range(rounds):
+        mixed = out[k % count] ^ out[(k + p) % count] ^ out[(k - 1) % count]
+        r1 = 1664525 * (mixed ^ (mixed >> 27)) & mask
+        r2 = (r1 + (size if k == 0 else k % count + values[k - 1] if k <= size else k % count)) & mask
+        out[(k + p) % count] = (out[(k + p) % count] + r1) & mask
+        out[(k + q) % count] = (out[(k + q) % count] + r2) & mask
+        out[k % count] = r2
+    for k in range(rounds, rounds + count):
+        mixed = (out[k % count] + out[(k + p) % count] + out[(k - 1) % count]) & mask
+        r3 = 1566083941 * (mixed ^ (mixed >> 27)) & mask
+        r4 = (r3 - k % count) & mask
+        out[(k + p) % count] ^= r3
+        out[(k + q) % count] ^= r4
+        out[k % count] = r4
+    return out
+
+
+def canonical(engine: Engine, count: int, dtype=np.float32) -> np.ndarray:
+    """generate_canonical<float or double>: a word over 2^64 in ``dtype`` (one rounding), kept below 1."""
+    dtype = np.dtype(dtype)
+    values = engine.words(count).astype(dtype) * dtype.type(2.0 ** -64)
+    return np.minimum(values, np.nextafter(dtype.type(1), dtype.type(0)))
+
+
+def uniform(engine: Engine, count: int, low: float, high: float, dtype=np.float32) -> np.ndarray:
+    """uniform_real_distribution<float or double>(low, high): u (high - low) + low, each step rounded to ``dtype``."""
+    low, high = np.dtype(dtype).type(low), np.dtype(dtype).type(high)
+    return canonical(engine, count, dtype) * (high - low) + low
+
+
+def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32) -> np.ndarray:
+    """normal_distribution<float or double>(mean, std): Marsaglia's polar method, each accepted pair giving y m,
+    then x m. glibc's logf and log are not correctly rounded: about 2 draws in 1,000 differ from Paddle's by an
+    ulp."""
+    dtype = np.dtype(dtype)
+    out, have, wanted = [], 0, 2 * -(-count // 2)
+    while have < wanted:   # never more pairs than could be needed: a shared engine must be left where Paddle's is
+        u = canonical(engine, wanted - have, dtype).astype(np.float64)
+        x = (2 * u[0::2] - 1.0).astype(dtype)   # 2u - 1.0 in double, then stored in the distribution's type
+        y = (2 * u[1::2] - 1.0).astype(dtype)
+        r2 = x * x + y * y
+        kept = (r2 <= 1) & (r2 != 0)
+        x, y, r2 = x[kept], y[kept], r2[kept]
+        scale = np.sqrt(dtype.type(-2) * np.log(r2.astype(np.float64)).astype(dtype) / r2)
+        values = np.empty(2 * len(r2), dtype)
+        values[0::2], values[1::2] = y * scale, x * scale
+        out.append(values)
+        have += len(values)
+    return np.concatenate(out)[:count] * dtype.type(std) + dtype.type(mean)

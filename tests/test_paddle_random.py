@@ -1,0 +1,90 @@
+"""gradc draws what Paddle's CPU kernels draw (gradc.executor.paddle_random): seeded with paddle.seed's seed, a
+program's initialisers and dropout give Paddle's values (tools/paddle_seeded_fixtures.py, legacy and PIR); an op
+with a seed of its own gives Paddle's draws of that seed whatever the global seed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from gradc.executor import paddle_random, randomness
+from gradc.pir import load_pir
+
+DATA = Path(__file__).parent / "data" / "paddle" / "seeded"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_entropy_after():
+    yield
+    randomness.seed(None)
+
+
+def _startup(mode: str) -> gradc.Scope:
+    folder = DATA / mode
+    program = load_pir(folder / "startup.json") if mode == "pir" else gradc.load(folder / "startup.pb")
+    scope = gradc.Scope()
+    gradc.Executor().run(program, {}, [], scope)
+    return scope
+
+
+@pytest.mark.parametrize("mode", ["legacy", "pir"])
+def test_seeded_initialisers_give_paddles_weights(mode):
+    randomness.seed(json.loads((DATA / "legacy" / "meta.json").read_text())["seed"])
+    scope = _startup(mode)
+    paddle = np.load(DATA / mode / "params.npz")
+    np.testing.assert_array_equal(np.asarray(scope["linear_0.w_0"]), paddle["linear_0.w_0"])   # uniform: exact
+    np.testing.assert_array_equal(np.asarray(scope["linear_0.b_0"]), paddle["linear_0.b_0"])
+    normal, theirs = np.asarray(scope["embedding_0.w_0"]), paddle["embedding_0.w_0"]
+    # the polar method's logf: glibc's is not correctly rounded, so a few draws are an ulp off
+    np.testing.assert_array_max_ulp(normal, theirs, maxulp=1)
+    assert np.mean(normal != theirs) < 0.01
+
+
+def test_the_main_program_continues_paddles_stream_after_the_startup():
+    meta = json.loads((DATA / "legacy" / "meta.json").read_text())
+    randomness.seed(meta["seed"])
+    scope = _startup("legacy")
+    for name, value in np.load(DATA / "legacy" / "params.npz").items():   # the same weights, so the same outputs
+        scope[name] = value
+    fetch = meta["fetch"]
+    values = gradc.Executor().run(gradc.load(DATA / "legacy" / "main.pb"), dict(np.load(DATA / "legacy" / "feed.npz")),
+                                  list(fetch.values()), scope)
+    paddle = np.load(DATA / "legacy" / "fetched.npz")
+    got = dict(zip(fetch, values))
+    np.testing.assert_array_equal(got["dropped"] == 0, paddle["dropped"] == 0)   # Paddle's dropout mask
+    np.testing.assert_array_equal(got["own_seed"], paddle["own_seed"])         # seed 7's draws, not the global's
+    np.testing.assert_allclose(got["dropped"], paddle["dropped"], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got["loss"], paddle["loss"], rtol=1e-6)
+
+
+def test_another_global_seed_draws_other_weights_but_the_same_own_seed_op():
+    randomness.seed(43)
+    scope = _startup("legacy")
+    paddle = np.load(DATA / "legacy" / "params.npz")
+    assert not np.array_equal(np.asarray(scope["linear_0.w_0"]), paddle["linear_0.w_0"])
+    first = paddle_random.uniform(paddle_random.Engine(7), 15, -1.0, 1.0)
+    np.testing.assert_array_equal(first.reshape(3, 5), np.load(DATA / "legacy" / "fetched.npz")["own_seed"])
+
+
+def test_the_engine_is_the_standards_mt19937_64():
+    # the C++ standard fixes the 10000th output of a default-seeded std::mt19937_64 (seed 5489)
+    assert int(paddle_random.Engine(5489).words(10000)[-1]) == 9981545732273789042
+
+
+def test_draws_split_across_calls_are_the_draws_of_one_call():
+    whole = paddle_random.Engine(11).words(1000)
+    engine = paddle_random.Engine(11)
+    pieces = np.concatenate([engine.words(n) for n in (1, 311, 312, 5, 371)])
+    np.testing.assert_array_equal(pieces, whole)
+
+
+def test_gradc_run_with_paddles_seed_writes_paddles_initial_weights(tmp_path):
+    out = tmp_path / "weights.npz"
+    result = gradc_cli("run", DATA / "legacy" / "startup.pb", "--seed", "42", "--fetch", "linear_0.w_0", "--out", out)
+    assert result.returncode == 0, result.stderr
+    np.testing.assert_array_equal(np.load(out)["linear_0.w_0"], np.load(DATA / "legacy" / "params.npz")["linear_0.w_0"])

@@ -1,0 +1,70 @@
+"""A program whose initialisers and dropout draw from Paddle's global generator after paddle.seed(42), and one op
+with a seed of its own, as Paddle 3.3.1 writes them in legacy mode (legacy/: startup.pb, main.pb) and in PIR mode
+(pir/: startup.json), with Paddle's values after its startup (params.npz) and, in legacy mode, its fetches after one
+run of the main program that follows (fetched.npz): gradc seeded with 42 must draw the same. Not part of the package: it
+needs paddlepaddle.
+
+    /work/paddle-venv/bin/python tools/paddle_seeded_fixtures.py   (both modes, each in a child process)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "seeded"
+SEED = 42
+FETCH = ["hidden", "dropped", "own_seed", "loss"]
+PARAMS = ["linear_0.w_0", "linear_0.b_0", "embedding_0.w_0"]   # the names Paddle gives them in both modes
+
+
+def build(pir: bool) -> None:
+    import paddle
+    from paddle.base import core
+
+    paddle.enable_static()
+    paddle.seed(SEED)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [4, 6], "float32")
+        ids = paddle.static.data("ids", [4], "int64")
+        hidden = paddle.nn.Linear(6, 40)(x)   # XavierUniform: a uniform draw
+        embedded = paddle.nn.Embedding(10, 40, weight_attr=paddle.nn.initializer.Normal(0.0, 0.5))(ids)
+        dropped = paddle.nn.functional.dropout(hidden + embedded, 0.3)
+        own_seed = paddle.uniform([3, 5], min=-1.0, max=1.0, seed=7)   # a seed of its own: not the global one
+        loss = paddle.mean(dropped * dropped) + paddle.mean(own_seed)
+    out = OUT / ("pir" if pir else "legacy")
+    out.mkdir(parents=True, exist_ok=True)
+    if pir:
+        core.serialize_pir_program(startup, str(out / "startup.json"), True, False, True)
+    else:
+        (out / "startup.pb").write_bytes(startup.desc.serialize_to_string())
+        (out / "main.pb").write_bytes(main.desc.serialize_to_string())
+    feed = {"x": np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6), "ids": np.array([1, 3, 5, 3])}
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    executor.run(startup)
+    scope = paddle.static.global_scope()
+    params = {name: np.array(scope.find_var(name).get_tensor()) for name in PARAMS}
+    np.savez(out / "params.npz", **params)
+    if pir:   # its main program holds no fetch: the startup's draws are compared
+        return
+    fetched = executor.run(main, feed=feed, fetch_list=[hidden, dropped, own_seed, loss])
+    np.savez(out / "feed.npz", **feed)
+    np.savez(out / "fetched.npz", **dict(zip(FETCH, fetched)))
+    names = {"hidden": hidden, "dropped": dropped, "own_seed": own_seed, "loss": loss}
+    (out / "meta.json").write_text(json.dumps({"seed": SEED, "fetch": {key: value.name for key, value in
+                                                                       names.items()}}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--child"]:
+        build(pir=os.environ["FLAGS_enable_pir_api"] == "1")
+    else:
+        for flag in ("0", "1"):
+            subprocess.run([sys.executable, __file__, "--child"], env={**os.environ, "FLAGS_enable_pir_api": flag},
+                           check=True)
