@@ -43,6 +43,8 @@ def test_seeded_initialisers_give_paddles_weights(mode):
     # the polar method's logf: glibc's is not correctly rounded, so a few draws are an ulp off
     np.testing.assert_array_max_ulp(normal, theirs, maxulp=1)
     assert np.mean(normal != theirs) < 0.01
+    # truncated normal: Paddle's draws through an erfinv of its own (gradc's is closer to the true inverse)
+    np.testing.assert_allclose(np.asarray(scope["linear_1.w_0"]), paddle["linear_1.w_0"], rtol=0, atol=1e-6)
 
 
 def test_the_main_program_continues_paddles_stream_after_the_startup():

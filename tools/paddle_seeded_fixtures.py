@@ -20,7 +20,8 @@ import numpy as np
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "seeded"
 SEED = 42
 FETCH = ["hidden", "dropped", "own_seed", "loss"]
-PARAMS = ["linear_0.w_0", "linear_0.b_0", "embedding_0.w_0"]   # the names Paddle gives them in both modes
+# the names Paddle gives them in both modes
+PARAMS = ["linear_0.w_0", "linear_0.b_0", "embedding_0.w_0", "linear_1.w_0"]
 
 
 def build(pir: bool) -> None:
@@ -35,6 +36,8 @@ def build(pir: bool) -> None:
         ids = paddle.static.data("ids", [4], "int64")
         hidden = paddle.nn.Linear(6, 40)(x)   # XavierUniform: a uniform draw
         embedded = paddle.nn.Embedding(10, 40, weight_attr=paddle.nn.initializer.Normal(0.0, 0.5))(ids)
+        hidden = paddle.nn.Linear(40, 40, weight_attr=paddle.nn.initializer.TruncatedNormal(0.0, 0.5, -0.4, 0.8))(
+            hidden)   # one uniform draw an element, through Paddle's inverse CDF
         dropped = paddle.nn.functional.dropout(hidden + embedded, 0.3)
         own_seed = paddle.uniform([3, 5], min=-1.0, max=1.0, seed=7)   # a seed of its own: not the global one
         loss = paddle.mean(dropped * dropped) + paddle.mean(own_seed)

@@ -7,17 +7,10 @@ import math
 import numpy as np
 
 from ...limits import check_shape
-from .. import randomness
+from .. import paddle_random, randomness
 from . import kernel
 from .special_math import erfinv
 from .tensor import numpy_dtype
-
-
-def _seeded(k):
-    """A fixed seed gives the same numbers every run; seed 0 means gradc's generator. Paddle seeds its engine with
-    the int as a uint64, so a negative seed is a seed too."""
-    seed = k.attr("seed")
-    return np.random.default_rng(seed % 2 ** 64) if seed else randomness.generator()
 
 
 @kernel("truncated_gaussian_random")
@@ -27,8 +20,13 @@ def truncated_gaussian_random(k):
     mean, std, low, high = k.attr("mean"), k.attr("std"), k.attr("a"), k.attr("b")
     dtype = numpy_dtype(k.attr("dtype"))
     shape = check_shape(k.attr("shape"), dtype, "truncated_gaussian_random")
-    low_cdf, high_cdf = (0.5 * (1 + math.erf((bound - mean) / std / math.sqrt(2))) for bound in (low, high))
-    p = low_cdf + (high_cdf - low_cdf) * _seeded(k).random(shape)
+    # Paddle's draws: one uniform in [FLT_MIN, 1) an element, in the kernel's float (its erfinv differs by an ulp)
+    wide = np.dtype(np.float64 if dtype == np.float64 else np.float32)
+    seed = k.attr("seed") % 2 ** 64   # Paddle seeds its engine with the int as a uint64: a negative seed is a seed
+    engine = paddle_random.Engine(seed) if seed else randomness.engine()
+    drawn = paddle_random.uniform(engine, math.prod(shape), np.finfo(np.float32).tiny, 1.0, wide).reshape(shape)
+    low_cdf, high_cdf = (wide.type(0.5 * (1 + math.erf((bound - mean) / std / math.sqrt(2)))) for bound in (low, high))
+    p = low_cdf + (high_cdf - low_cdf) * drawn
     drawn = mean + std * math.sqrt(2) * erfinv(2 * p - 1)
     return {"Out": np.clip(drawn, low, high).astype(dtype)}
 
