@@ -10,8 +10,9 @@ Each model is built from its own config (the app's JSON, or the one its app docu
 on a molecule batch of two graphs (atoms 0-9 and 10-23, 48 bonds, 96 bond angles; each atom and bond feature an
 int64 input named as PaddleHelix names it) or a protein of 32 tokens, wrapped in a paddle.nn.Layer that makes the
 pgl.Graph its forward reads, and saved in eval mode by paddle.jit.save, in a process of its own, into
-OUT_DIR/<entry>/. One line per entry: OK, or FAIL and why. OUT_DIR/feeds.json gives each integer input its bound
-(a feature's vocabulary, an edge end's node count): check them with UNIFORM=1 FEEDS="$(cat OUT_DIR/feeds.json)".
+OUT_DIR/<entry>/. One line per entry: OK, or FAIL and why (with FLAGS_enable_pir_api=0, as legacy programs).
+OUT_DIR/feeds.json gives each integer input its bound (a feature's vocabulary, an edge end's node count): check them
+with UNIFORM=1 FEEDS="$(cat OUT_DIR/feeds.json)".
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from pgl_export import paddle3_compatible
 from suite_export import main
 
 ATOMS, BONDS, ANGLES, TOKENS = 24, 48, 96, 32
@@ -153,18 +155,10 @@ def _protein_wrapper(variant: str):
     return TokensOnly(), [tokens], {}
 
 
-def _pir_values_are_tensors() -> None:
-    """PGL (2023) tells a tensor graph from a numpy one by isinstance(x, (paddle.Tensor, Variable)), which Paddle 3's
-    PIR values under to_static are not: count them in, or the graph converts its edges with numpy."""
-    import paddle
-    import pgl.utils.helper as helper
-    helper.Variable = (paddle.static.Variable, paddle.pir.Value)
-
-
 def export_one(out_dir: Path, entry: str) -> str:
     """PaddleHelix's model of ``entry``, traced with paddle.jit.to_static and saved by paddle.jit.save."""
     import paddle
-    _pir_values_are_tensors()
+    paddle3_compatible()
     name, _, variant = entry.partition("@")
     paddle.seed(0)
     model, specs, config = _protein_wrapper(variant) if name == "Protein" else _molecule_wrapper(name, variant)
