@@ -28,7 +28,8 @@ ATOMS, BONDS, ANGLES, TOKENS = 24, 48, 96, 32
 GRAPH_NODE_INDEX = [0, 10, ATOMS]   # two molecules
 
 SMALLEST = ["GeoGNN", "LiteGEM", "PretrainGNN", "PretrainGNN@attrmask", "PretrainGNN@supervised", "Protein@lstm",
-            "Protein@resnet", "Protein@transformer", "GraphDTA@gin", "GraphDTA@gat", "GraphDTA@gcn", "GraphDTA@gat_gcn"]
+            "Protein@resnet", "Protein@transformer", "GraphDTA@gin", "GraphDTA@gat", "GraphDTA@gcn", "GraphDTA@gat_gcn",
+            "MolTrans"]
 
 GEM_CONFIG = "apps/pretrained_compound/ChemRL/GEM/model_configs/geognn_l8.json"
 PRETRAIN_GNN_CONFIG = "apps/pretrained_compound/pretrain_gnns/model_configs/pregnn_paper.json"
@@ -155,15 +156,34 @@ def _protein_wrapper(variant: str):
     return TokensOnly(), [tokens], {}
 
 
+def _moltrans_wrapper():
+    """MolTrans's double towers (apps/drug_target_interaction/moltrans_dti) with its config.json's sizes cut: a drug
+    of 8 substructures, a target of 16."""
+    from paddle.static import InputSpec
+    sys.path.insert(0, "apps/drug_target_interaction/moltrans_dti")
+    from double_towers import MolTransModel
+    drug, target = 8, 16
+    config = {**json.loads(Path("apps/drug_target_interaction/moltrans_dti/config.json").read_text()),
+              "drug_max_seq": drug, "target_max_seq": target, "emb_size": 16, "input_drug_dim": 100,
+              "input_target_dim": 100, "interm_size": 32, "num_attention_heads": 2, "flatten_dim": 3 * drug * target,
+              "layer_size": 1}
+    specs = [InputSpec([1, drug], "int64", "drug"), InputSpec([1, target], "int64", "target"),
+             InputSpec([1, drug], "float32", "drug_mask"), InputSpec([1, target], "float32", "target_mask")]
+    return MolTransModel(config), specs, {}
+
+
 def export_one(out_dir: Path, entry: str) -> str:
     """PaddleHelix's model of ``entry``, traced with paddle.jit.to_static and saved by paddle.jit.save."""
     import paddle
     paddle3_compatible()
     name, _, variant = entry.partition("@")
     paddle.seed(0)
-    model, specs, config = _protein_wrapper(variant) if name == "Protein" else _molecule_wrapper(name, variant)
+    if name == "MolTrans":
+        model, specs, config = _moltrans_wrapper()
+    else:
+        model, specs, config = _protein_wrapper(variant) if name == "Protein" else _molecule_wrapper(name, variant)
     model.eval()
-    nested = [specs] if name != "Protein" else specs
+    nested = specs if name in ("Protein", "MolTrans") else [specs]
     paddle.jit.save(paddle.jit.to_static(model, input_spec=nested, full_graph=True),
                     str(out_dir / entry.replace("@", "_") / "inference"))
     feeds = out_dir / "feeds.json"
