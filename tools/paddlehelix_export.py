@@ -27,19 +27,34 @@ from suite_export import main
 ATOMS, BONDS, ANGLES, TOKENS = 24, 48, 96, 32
 GRAPH_NODE_INDEX = [0, 10, ATOMS]   # two molecules
 
-SMALLEST = ["GeoGNN", "LiteGEM", "PretrainGNN", "PretrainGNN@attrmask", "PretrainGNN@supervised", "Protein@lstm",
-            "Protein@resnet", "Protein@transformer", "GraphDTA@gin", "GraphDTA@gat", "GraphDTA@gcn", "GraphDTA@gat_gcn",
-            "MolTrans"]
+SMALLEST = ["GeoGNN", "GeoGNN@pretrain", "LiteGEM", "PretrainGNN", "PretrainGNN@attrmask", "PretrainGNN@supervised",
+            "Protein@lstm", "Protein@resnet", "Protein@transformer", "GraphDTA@gin", "GraphDTA@gat", "GraphDTA@gcn",
+            "GraphDTA@gat_gcn", "MolTrans"]
 
 GEM_CONFIG = "apps/pretrained_compound/ChemRL/GEM/model_configs/geognn_l8.json"
 PRETRAIN_GNN_CONFIG = "apps/pretrained_compound/pretrain_gnns/model_configs/pregnn_paper.json"
 GRAPH_DTA_CONFIG = "apps/drug_target_interaction/graph_dta/model_configs/{}_config.json"
+GEM_PRETRAIN = {"hidden_size": 16, "act": "leaky_relu", "pretrain_tasks": ["Cm", "Fg", "Bar", "Blr", "Adc"],
+                "Cm_vocab": 20, "Adc_vocab": 30, "Fg_size": 6, "dropout_rate": 0.2}   # pretrain_gem.json's, cut
 LITE_GEM_CONFIG = {   # competition/kddcup2021-PCQM4M-LSC/src/config.yaml's, its sizes cut; its feature names GEM's
     "aggr": "softmax", "learn_t": False, "init_t": 1.0, "learn_p": False, "init_p": 1.0, "mlp_layers": 1,
     "norm": "batch", "concat": True, "num_layers": 2, "dropout_rate": 0.2, "virtual_node": True, "emb_dim": 16,
     "num_tasks": 1, "graphnorm": False, "clf_layers": 2, "appnp_k": None, "appnp_a": 0.8, "block_num": 1,
     "layer_type": "LiteGEMConv", "atom_names": ["atomic_num", "degree"], "bond_names": ["bond_dir", "bond_type"],
     "atom_float_names": ["van_der_waals_radis", "partial_charge", "mass"]}
+
+
+def _gem_pretrain_inputs() -> list:
+    """The feed dict of GEM's five pretraining tasks (apps/pretrained_compound/ChemRL/GEM's, its sizes cut): context
+    ids of masked atoms, functional group labels, atoms of bond angles and bond lengths and their values, atom pairs
+    and their distances."""
+    from paddle.static import InputSpec
+    pairs = [InputSpec([8], "int64", name) for name in ("Cm_node_i", "Ba_node_i", "Ba_node_j", "Ba_node_k",
+                                                         "Bl_node_i", "Bl_node_j", "Ad_node_i", "Ad_node_j")]
+    return [*pairs, InputSpec([8, 1], "int64", "Cm_context_id"),
+            *[InputSpec([2, 2], "float32", f"Fg_{kind}") for kind in ("morgan", "daylight", "maccs")],
+            InputSpec([8, 1], "float32", "Ba_bond_angle"), InputSpec([8, 1], "float32", "Bl_bond_length"),
+            InputSpec([8, 1], "float32", "Ad_atom_dist")]
 
 
 def _bounds(config: dict) -> dict:
@@ -50,7 +65,8 @@ def _bounds(config: dict) -> dict:
     bounds.update({name: CompoundKit.get_bond_feature_size(name) for name in config.get("bond_names", ())})
     return {**bounds, "edges": ATOMS, "angle_edges": BONDS, "masked_node_indice": ATOMS,
             "masked_node_labels": CompoundKit.get_atom_feature_size("atomic_num") + 3,
-            "tokens": len(ProteinTokenizer.vocab), "pos": TOKENS}
+            "tokens": len(ProteinTokenizer.vocab), "pos": TOKENS, "Cm_context_id": GEM_PRETRAIN["Cm_vocab"] + 3,
+            **{spec.name: ATOMS for spec in _gem_pretrain_inputs() if spec.name.endswith(("_i", "_j", "_k"))}}
 
 
 def _molecule_model(name: str, variant: str):
@@ -59,7 +75,15 @@ def _molecule_model(name: str, variant: str):
     from pahelix.model_zoo.gem_model import GeoGNNModel
     if name == "GeoGNN":
         config = {**json.loads(Path(GEM_CONFIG).read_text()), "layer_num": 2}
-        return GeoGNNModel(config), config, lambda m, graphs, extra: m(*graphs)
+        if variant != "pretrain":
+            return GeoGNNModel(config), config, lambda m, graphs, extra: m(*graphs)
+        from pahelix.model_zoo.gem_model import GeoPredModel
+        config.update(GEM_PRETRAIN)
+        names = [spec.name for spec in _gem_pretrain_inputs()]
+        # the masked graphs are the graphs themselves (masking only changes their atom features)
+        return GeoPredModel(config, GeoGNNModel(config)), config, lambda m, graphs, extra: m(
+            {"atom_bond_graph": graphs[0], "bond_angle_graph": graphs[1], "masked_atom_bond_graph": graphs[0],
+             "masked_bond_angle_graph": graphs[1]}, dict(zip(names, extra)))
     if name == "LiteGEM":
         from pahelix.model_zoo.light_gem_model import LiteGEM
         return LiteGEM(LITE_GEM_CONFIG), LITE_GEM_CONFIG, lambda m, graphs, extra: m(graphs[0])
@@ -92,7 +116,7 @@ def _molecule_specs(name: str, variant: str, config: dict) -> tuple[list, list]:
     edges = [InputSpec([BONDS], "int64", n) for n in config["bond_names"] if name != "GraphDTA"]
     edges += [InputSpec([BONDS], "float32", n) for n in config.get("bond_float_names", ())]
     angles = [InputSpec([ANGLES, 2], "int64", "angle_edges"), InputSpec([ANGLES], "float32", "bond_angle")]
-    extra = {"attrmask": [InputSpec([6], "int64", "masked_node_indice"),
+    extra = {"pretrain": _gem_pretrain_inputs(), "attrmask": [InputSpec([6], "int64", "masked_node_indice"),
                           InputSpec([6, 1], "int64", "masked_node_labels")],
              "supervised": [InputSpec([2, 3], "float32", "labels"), InputSpec([2, 3], "float32", "valids")]}
     if name == "GraphDTA":   # a protein per molecule
@@ -124,7 +148,7 @@ def _molecule_wrapper(name: str, variant: str):
                     "_graph_edge_index": paddle.to_tensor([0, BONDS // 2, BONDS], dtype="int32")}
             graphs = [pgl.Graph(edges=named["edges"], num_nodes=ATOMS, node_feat={n: named[n] for n in node_names},
                                 edge_feat={n: named[n] for n in edge_names}, **info)]
-            if name == "GeoGNN":
+            if name == "GeoGNN":   # its bond-angle graph: the bonds are its nodes
                 graphs.append(pgl.Graph(edges=named["angle_edges"], num_nodes=BONDS,
                                         edge_feat={"bond_angle": named["bond_angle"]}))
             return call(self.model, graphs, inputs[len(graph_specs):])
