@@ -17,7 +17,8 @@ Check them with INT_BOUND=24 (edge ends in [1, 24): node 0 has no edges, so empt
 Deploy@MODEL is PGL's deployable GCN, GAT or GraphSage (examples/gnn_depoly/models: the graph ops on plain tensors),
 saved as its export_model.py saves it, every dim free: check those on their own with
 FEEDS='{"edge_index": {"shape": [96, 2], "bound": 24}, "num_nodes": {"shape": [1], "fill": 24},
-"feature": {"shape": [24, 16]}}'.
+"feature": {"shape": [24, 16]}}'. Sampled@GAT is that GAT on the subgraph PGL's sampling example draws (its
+get_sample_graph_list: sample_neighbors, then reindex_graph) around SEEDS nodes of the graph `edges` makes.
 """
 
 from __future__ import annotations
