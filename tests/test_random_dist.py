@@ -174,6 +174,19 @@ def test_graph_reindex_matches_paddle():
     np.testing.assert_array_equal(twice["Out_Nodes"], [5, 1, 5, 8, 9, 0, 4, 7, 6])
 
 
+def test_a_sampled_subgraph_paddle_saves_without_edge_ids_verifies_and_gives_paddles_outputs():
+    """PGL's sampling (sample_neighbors, reindex_graph) as paddle.jit.save writes it: the unwritten edge ids are
+    declared float32 [] (tools/paddle_sampling_fixture.py); every neighbour is drawn, so the outputs are Paddle's."""
+    folder = DATA / "pir_sampling"
+    program = gradc.load(folder / "inference.json")
+    assert gradc.verify(program) == []
+    fetched = [op.input("X")[0] for op in program.global_block.ops if op.type == "fetch"]
+    outputs = Executor().run(program, dict(np.load(folder / "feed.npz")), fetched, Scope())
+    recorded = np.load(folder / "outputs.npz")
+    for i, value in enumerate(outputs):
+        np.testing.assert_array_equal(value, recorded[f"arr_{i}"])
+
+
 def test_graph_reindex_of_several_edge_types():
     """reindex_heter_graph's concatenated counts: one per node of X for each edge type in turn."""
     out = run("graph_reindex", {"X": np.array([5, 2]), "Neighbors": np.array([2, 7, 5, 6, 0]),

@@ -74,7 +74,7 @@ def input_value(var, rng, given: dict) -> np.ndarray:
     dtype = np.dtype(numpy_dtype(var.dtype))
     if dtype.kind == "f":
         return (rng.random if os.environ.get("UNIFORM") else rng.standard_normal)(shape).astype(dtype)
-    bound = int(os.environ.get("INT_BOUND", 0))
+    bound = given.get("bound", int(os.environ.get("INT_BOUND", 0)))   # an input's own: a graph's node count
     if bound > 1 and "fill" not in given:
         return rng.integers(1, bound, shape).astype(dtype)
     return np.full(shape, given.get("fill", int(os.environ.get("INT_FEED", 1))), dtype)

@@ -37,9 +37,10 @@ def _sampled(ctx, row: str, colptr: str, nodes: str, eids: str, outs: tuple[str,
     if ctx.attr("return_eids") and not ctx.has(eids):
         ctx.fail(f"{ctx.op.type} with return_eids needs the edge ids {eids}")
     ids = ctx.dtype(row)
-    # the edge ids are written only with return_eids (Paddle declares them [] otherwise)
+    # the edge ids are written only with return_eids; otherwise Paddle declares them anyhow (PIR: float32 [])
+    unwritten = (None, None)
     return {outs[0]: ([-1], ids), outs[1]: (ctx.shape(nodes), VarType.INT32),
-            outs[2]: ([-1] if ctx.attr("return_eids") else None, ctx.dtype(eids) if ctx.has(eids) else ids)}
+            outs[2]: ([-1], ctx.dtype(eids) if ctx.has(eids) else ids) if ctx.attr("return_eids") else unwritten}
 
 
 defop("graph_sample_neighbors", ["Row", "Col_Ptr", "X", "Eids?", "Perm_Buffer?"], ["Out", "Out_Count", "Out_Eids"],
