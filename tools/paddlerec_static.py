@@ -87,7 +87,8 @@ def paddle_step(source: Path, out: Path, model_dir: str) -> None:
     attrs = {p.name: {"learning_rate": p.optimize_attr["learning_rate"], "regularizer": p.regularizer and
                       [type(p.regularizer).__name__, float(p.regularizer._coeff)]} for p in main.all_parameters()
              if p.regularizer is not None or p.optimize_attr["learning_rate"] != 1.0}
-    (out / "meta.json").write_text(json.dumps({"loss": loss, "optimizer": optimizer, "param_attrs": attrs}))
+    (out / "meta.json").write_text(json.dumps({"loss": loss, "optimizer": optimizer, "param_attrs": attrs,
+                                               "seed": config.get("runner.seed", 12345)}))
 
 
 def _as_declared(value: np.ndarray, shape) -> np.ndarray:
@@ -157,6 +158,7 @@ def gradc_step(check: Path) -> dict:
     meta = json.loads((check / "meta.json").read_text())
     params, feed = dict(np.load(check / "params.npz")), dict(np.load(check / "feed.npz"))
     train = gradc.load(check / "train.pb")
+    _replay_startup(check, meta)
     report = {"problems": gradc.verify(train)[:3],
               "paddle_program": _run_steps(train, params, feed, meta["loss"], check)}
     if os.environ.get("FLOAT64"):
@@ -165,8 +167,18 @@ def gradc_step(check: Path) -> dict:
     arguments = dict(meta["optimizer"])
     kind, lr = arguments.pop("type"), arguments.pop("lr")
     startup = minimize(forward, meta["loss"], kind, lr=lr, **arguments, param_attrs=_param_attrs(meta))
+    _replay_startup(check, meta)
     report["gradc_compile"] = _run_steps(forward, params, feed, meta["loss"], check, startup)
     return report
+
+
+def _replay_startup(check: Path, meta: dict) -> None:
+    """Seed gradc's draws as paddle.seed seeded Paddle's and run Paddle's startup (its values are replaced by
+    Paddle's): the steps' dropouts then draw the masks Paddle's drew."""
+    import gradc
+    from gradc.executor import randomness
+    randomness.seed(meta.get("seed"))
+    gradc.Executor().run(gradc.load(check / "startup.pb"), {}, [], gradc.Scope())
 
 
 def _float64_step(train, params: dict, feed: dict, loss: str, check: Path) -> None:

@@ -1,8 +1,8 @@
 """Check gradc on PGL's static path: legacy training programs (FLAGS_enable_pir_api=0) of the GCN and GAT of PGL's
 examples/citation_benchmark/model.py on a random graph (NODES nodes, EDGES edges, node 0 without any), built with
 Paddle's optimizer minimize as PGL's examples train them (Adam, learning rate 0.01 and 0.005, weight decay 0.0005;
-dropout 0, which gradc cannot draw as Paddle does), Paddle's startup values and two steps. Two steps, one per
-interpreter:
+dropout 0 as checked so far; meta.json records paddle.seed's 0, with which the gradc step replays Paddle's draws),
+Paddle's startup values and two steps. Two steps, one per interpreter:
 
     FLAGS_enable_pir_api=0 PYTHONPATH=tools /path/to/paddle/python tools/pgl_static.py paddle PGL_DIR OUT_DIR gcn
     PYTHONPATH=src .venv/bin/python tools/paddlerec_static.py gradc OUT_DIR
@@ -76,7 +76,7 @@ def paddle_step(source: Path, out: Path, name: str) -> None:
     adam = next(op for op in main.global_block().ops if op.type == "adam")
     optimizer = {"type": "adam", **{a: adam.attr(a) for a in ("beta1", "beta2", "epsilon", "lazy_mode")}, "lr": lr,
                  "weight_decay": WEIGHT_DECAY}
-    (out / "meta.json").write_text(json.dumps({"loss": loss.name, "optimizer": optimizer}))
+    (out / "meta.json").write_text(json.dumps({"loss": loss.name, "optimizer": optimizer, "seed": 0}))
 
 
 if __name__ == "__main__":
