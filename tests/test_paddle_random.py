@@ -60,6 +60,7 @@ def test_the_main_program_continues_paddles_stream_after_the_startup():
     got = dict(zip(fetch, values))
     np.testing.assert_array_equal(got["dropped"] == 0, paddle["dropped"] == 0)   # Paddle's dropout mask
     np.testing.assert_array_equal(got["own_seed"], paddle["own_seed"])         # seed 7's draws, not the global's
+    np.testing.assert_array_equal(got["coins"], paddle["coins"])               # bernoulli, after the dropout
     np.testing.assert_allclose(got["dropped"], paddle["dropped"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(got["loss"], paddle["loss"], rtol=1e-6)
 
@@ -90,3 +91,4 @@ def test_gradc_run_with_paddles_seed_writes_paddles_initial_weights(tmp_path):
     result = gradc_cli("run", DATA / "legacy" / "startup.pb", "--seed", "42", "--fetch", "linear_0.w_0", "--out", out)
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(out)["linear_0.w_0"], np.load(DATA / "legacy" / "params.npz")["linear_0.w_0"])
+

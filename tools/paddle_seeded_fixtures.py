@@ -19,7 +19,7 @@ import numpy as np
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "seeded"
 SEED = 42
-FETCH = ["hidden", "dropped", "own_seed", "loss"]
+FETCH = ["hidden", "dropped", "own_seed", "coins", "loss"]
 # the names Paddle gives them in both modes
 PARAMS = ["linear_0.w_0", "linear_0.b_0", "embedding_0.w_0", "linear_1.w_0"]
 
@@ -40,6 +40,7 @@ def build(pir: bool) -> None:
             hidden)   # one uniform draw an element, through Paddle's inverse CDF
         dropped = paddle.nn.functional.dropout(hidden + embedded, 0.3)
         own_seed = paddle.uniform([3, 5], min=-1.0, max=1.0, seed=7)   # a seed of its own: not the global one
+        coins = paddle.bernoulli(paddle.static.data("p", [12], "float32"))   # the global engine after the dropout
         loss = paddle.mean(dropped * dropped) + paddle.mean(own_seed)
     out = OUT / ("pir" if pir else "legacy")
     out.mkdir(parents=True, exist_ok=True)
@@ -48,7 +49,8 @@ def build(pir: bool) -> None:
     else:
         (out / "startup.pb").write_bytes(startup.desc.serialize_to_string())
         (out / "main.pb").write_bytes(main.desc.serialize_to_string())
-    feed = {"x": np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6), "ids": np.array([1, 3, 5, 3])}
+    feed = {"x": np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6), "ids": np.array([1, 3, 5, 3]),
+            "p": np.linspace(0.02, 0.98, 12, dtype=np.float32)}
     executor = paddle.static.Executor(paddle.CPUPlace())
     executor.run(startup)
     scope = paddle.static.global_scope()
@@ -56,10 +58,10 @@ def build(pir: bool) -> None:
     np.savez(out / "params.npz", **params)
     if pir:   # its main program holds no fetch: the startup's draws are compared
         return
-    fetched = executor.run(main, feed=feed, fetch_list=[hidden, dropped, own_seed, loss])
+    fetched = executor.run(main, feed=feed, fetch_list=[hidden, dropped, own_seed, coins, loss])
     np.savez(out / "feed.npz", **feed)
     np.savez(out / "fetched.npz", **dict(zip(FETCH, fetched)))
-    names = {"hidden": hidden, "dropped": dropped, "own_seed": own_seed, "loss": loss}
+    names = {"hidden": hidden, "dropped": dropped, "own_seed": own_seed, "coins": coins, "loss": loss}
     (out / "meta.json").write_text(json.dumps({"seed": SEED, "fetch": {key: value.name for key, value in
                                                                        names.items()}}, indent=1) + "\n")
 

@@ -1,11 +1,12 @@
-"""Kernels of gradc.ops.random_draws: draws from gradc's generator."""
+"""Kernels of gradc.ops.random_draws: draws from gradc's generators (Paddle's own engine where gradc draws as Paddle
+does: gradc.executor.paddle_random)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ...limits import check_shape
-from .. import randomness
+from .. import paddle_random, randomness
 from . import kernel
 
 
@@ -14,7 +15,8 @@ def bernoulli(k):
     p = k.x("X")
     if not ((p >= 0) & (p <= 1)).all():
         raise ValueError("probabilities in X must lie in [0, 1]")
-    return {"Out": (randomness.generator().random(p.shape) < p).astype(p.dtype)}
+    draws = paddle_random.canonical(randomness.engine(), p.size, np.float64 if p.dtype == np.float64 else np.float32)
+    return {"Out": (draws.reshape(p.shape) < p).astype(p.dtype)}   # Paddle's: one uniform an element, below p
 
 
 @kernel("multinomial")
