@@ -4,6 +4,7 @@ with a seed of its own gives Paddle's draws of that seed whatever the global see
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -92,3 +93,18 @@ def test_gradc_run_with_paddles_seed_writes_paddles_initial_weights(tmp_path):
     assert result.returncode == 0, result.stderr
     np.testing.assert_array_equal(np.load(out)["linear_0.w_0"], np.load(DATA / "legacy" / "params.npz")["linear_0.w_0"])
 
+
+
+OPTIMIZER_CASES = sorted(p.name for p in (DATA.parent / "pir").glob("optim_*"))
+
+
+@pytest.mark.parametrize("case", OPTIMIZER_CASES)
+def test_paddles_pir_startup_with_its_seed_gives_paddles_initial_persistables(case):
+    folder = DATA.parent / "pir" / case
+    randomness.seed(json.loads((folder / "meta.json").read_text())["seed"])   # tools/paddle_pir_optim_fixtures.py
+    scope = gradc.Scope()
+    gradc.Executor().run(load_pir(gzip.decompress((folder / "startup.json.gz").read_bytes())), {}, [], scope)
+    initial = np.load(folder / "init.npz")
+    assert len(OPTIMIZER_CASES) >= 20 and "linear_0.w_0" in initial.files
+    for name in initial.files:
+        np.testing.assert_array_equal(np.asarray(scope[name]), initial[name], err_msg=name)
