@@ -132,3 +132,30 @@ def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32
         out.append(values)
         have += len(values)
     return np.concatenate(out)[:count] * dtype.type(std) + dtype.type(mean)
+
+
+def integers(engine: Engine, count: int, low: int, high: int) -> np.ndarray:
+    """uniform_int_distribution<int64>(low, high - 1): Lemire's multiply-shift, the high 64 bits of word x range,
+    a word whose low 64 bits fall below 2^64 mod range skipped (libstdc++ 11 and later, with 128-bit integers)."""
+    span = high - low
+    threshold = (2 ** 64 - span) % span
+    out, have = np.empty(count, np.int64), 0
+    while have < count:
+        words = engine.words(count - have)   # a skipped word consumes a draw: the rest follow it in order
+        top, bottom = _wide_product(words, span)
+        kept = top[bottom >= np.uint64(threshold)]
+        out[have:have + len(kept)] = kept.astype(np.int64) + low
+        have += len(kept)
+    return out
+
+
+def _wide_product(words: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarray]:
+    """The high and low 64 bits of each word times ``factor`` (< 2^64), from 32-bit halves."""
+    half = np.uint64(0xFFFFFFFF)
+    thirty_two = np.uint64(32)
+    a_lo, a_hi = words & half, words >> thirty_two
+    b_lo, b_hi = np.uint64(factor & 0xFFFFFFFF), np.uint64(factor >> 32)
+    lo_lo, hi_lo, lo_hi = a_lo * b_lo, a_hi * b_lo, a_lo * b_hi
+    cross = (lo_lo >> thirty_two) + (hi_lo & half) + lo_hi
+    top = a_hi * b_hi + (hi_lo >> thirty_two) + (cross >> thirty_two)
+    return top, (cross << thirty_two) | (lo_lo & half)

@@ -73,12 +73,6 @@ def fill_zeros_like(k):
     return {"Out": x.map(np.zeros_like) if isinstance(x, TensorArray) else np.zeros_like(x)}
 
 
-def _rng(k):
-    """A fixed seed gives the same numbers every run; seed 0 means fresh randomness."""
-    seed = k.attr("seed")
-    return np.random.default_rng(seed) if seed else randomness.generator()
-
-
 def _paddle_dtype(dtype) -> np.dtype:
     """The type Paddle's CPU distribution computes in: double for float64, float for the rest."""
     return np.dtype(np.float64 if dtype == np.float64 else np.float32)
@@ -113,7 +107,9 @@ kernel("empty")(lambda k: {"Out": np.zeros(_shape(k, tensor_first=True), dtype=n
 
 @kernel("randint")
 def randint(k):
-    out = _rng(k).integers(k.attr("low"), k.attr("high"), size=_shape(k, tensor_first=False))
+    shape, seed = _shape(k, tensor_first=False), k.attr("seed")
+    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own draws
+    out = paddle_random.integers(engine, math.prod(shape), k.attr("low"), k.attr("high")).reshape(shape)
     return {"Out": out.astype(numpy_dtype(k.attr("dtype")))}
 
 
