@@ -10,6 +10,7 @@ from ...errors import ExecutionError
 from ...ir import EMPTY_VAR
 from ...ops.rnn import attr_problem, describe_problems, rnn_shape_of
 from ...rnn_shape import named, shape_problems
+from .. import paddle_random, randomness
 from . import kernel
 from .rnn_math import rnn_backward, rnn_forward, sequence_length_problem
 
@@ -57,9 +58,10 @@ def _dropout_applies(k) -> bool:
 def rnn(k):
     shape, x, states, weights, lengths = _inputs(k)
     mask, prob = None, k.attr("dropout_prob")
-    if _dropout_applies(k):   # Paddle zeroes where uniform(0, 1) < p; numpy's stream, seeded when seed != 0
-        rng = np.random.default_rng(k.attr("seed") or None)
-        mask = (rng.random(x.shape[:2] + (shape.directions * shape.hidden_size,)) >= prob).astype(np.uint8)
+    if _dropout_applies(k):   # Paddle's draws: zero where uniform(0, 1) < p, from its seed or the global engine
+        seed, dims = k.attr("seed"), x.shape[:2] + (shape.directions * shape.hidden_size,)
+        engine = paddle_random.Engine(seed) if seed else randomness.engine()
+        mask = (paddle_random.canonical(engine, int(np.prod(dims))).reshape(dims) >= np.float32(prob)).astype(np.uint8)
     out, finals, reserve = rnn_forward(shape, x, states, weights, lengths, mask, prob)
     results = {"Out": out, "State": finals, "Reserve": reserve.view(np.uint8)}
     state = k.op.output("DropoutState")
