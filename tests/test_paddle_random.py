@@ -63,6 +63,7 @@ def test_the_main_program_continues_paddles_stream_after_the_startup():
     np.testing.assert_array_equal(got["own_seed"], paddle["own_seed"])         # seed 7's draws, not the global's
     np.testing.assert_array_equal(got["coins"], paddle["coins"])               # bernoulli, after the dropout
     np.testing.assert_array_equal(got["picks"], paddle["picks"])               # randint, after that
+    np.testing.assert_array_equal(got["sampled"], paddle["sampled"])           # multinomial, with(out) replacement
     np.testing.assert_allclose(got["recurrent"], paddle["recurrent"], rtol=1e-5, atol=1e-6)   # the LSTM's dropout
     np.testing.assert_allclose(got["dropped"], paddle["dropped"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(got["loss"], paddle["loss"], rtol=1e-6)

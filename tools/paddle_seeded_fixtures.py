@@ -19,7 +19,7 @@ import numpy as np
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "seeded"
 SEED = 42
-FETCH = ["hidden", "dropped", "own_seed", "coins", "picks", "recurrent", "loss"]
+FETCH = ["hidden", "dropped", "own_seed", "coins", "picks", "sampled", "recurrent", "loss"]
 # the names Paddle gives them in both modes
 PARAMS = ["linear_0.w_0", "linear_0.b_0", "embedding_0.w_0", "linear_1.w_0"]
 
@@ -42,6 +42,9 @@ def build(pir: bool) -> None:
         own_seed = paddle.uniform([3, 5], min=-1.0, max=1.0, seed=7)   # a seed of its own: not the global one
         coins = paddle.bernoulli(paddle.static.data("p", [12], "float32"))   # the global engine after the dropout
         picks = paddle.randint(3, 100003, [40])   # Lemire's multiply-shift, a word an id
+        weights = paddle.static.data("weights", [2, 30], "float32")
+        sampled = paddle.concat([paddle.multinomial(weights, 50, replacement=True),
+                                 paddle.multinomial(weights, 10, replacement=False)], axis=1)
         recurrent, _ = paddle.nn.LSTM(6, 4, num_layers=2, dropout=0.5, direction="bidirect")(
             paddle.reshape(x, [2, 2, 6]))   # the rnn op's one mask between its layers
         loss = paddle.mean(dropped * dropped) + paddle.mean(own_seed)
@@ -53,7 +56,8 @@ def build(pir: bool) -> None:
         (out / "startup.pb").write_bytes(startup.desc.serialize_to_string())
         (out / "main.pb").write_bytes(main.desc.serialize_to_string())
     feed = {"x": np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6), "ids": np.array([1, 3, 5, 3]),
-            "p": np.linspace(0.02, 0.98, 12, dtype=np.float32)}
+            "p": np.linspace(0.02, 0.98, 12, dtype=np.float32),
+            "weights": np.abs(np.sin(np.arange(60, dtype=np.float32))).reshape(2, 30)}
     executor = paddle.static.Executor(paddle.CPUPlace())
     executor.run(startup)
     scope = paddle.static.global_scope()
@@ -61,12 +65,12 @@ def build(pir: bool) -> None:
     np.savez(out / "params.npz", **params)
     if pir:   # its main program holds no fetch: the startup's draws are compared
         return
-    fetched = executor.run(main, feed=feed, fetch_list=[hidden, dropped, own_seed, coins, picks, recurrent,
-                                                              loss])
+    fetched = executor.run(main, feed=feed, fetch_list=[hidden, dropped, own_seed, coins, picks, sampled,
+                                                              recurrent, loss])
     np.savez(out / "feed.npz", **feed)
     np.savez(out / "fetched.npz", **dict(zip(FETCH, fetched)))
     names = {"hidden": hidden, "dropped": dropped, "own_seed": own_seed, "coins": coins, "picks": picks,
-             "recurrent": recurrent, "loss": loss}
+             "sampled": sampled, "recurrent": recurrent, "loss": loss}
     (out / "meta.json").write_text(json.dumps({"seed": SEED, "fetch": {key: value.name for key, value in
                                                                        names.items()}}, indent=1) + "\n")
 

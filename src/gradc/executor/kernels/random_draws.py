@@ -21,36 +21,37 @@ def bernoulli(k):
 
 @kernel("multinomial")
 def multinomial(k):
-    """Each row of X weighs its categories (any positive total); draws with or without replacement."""
+    """Each row of X weighs its categories (any positive total); draws with or without replacement, as Paddle's CPU
+    kernel draws: row by row, a uniform a sample searched in the row's running sums over their total, in X's float,
+    a category drawn without replacement weighing 0 after."""
     weights, samples, replace = k.x("X"), k.attr("num_samples"), k.attr("replacement")
-    rows = weights.reshape(-1, weights.shape[-1]).astype(np.float64)
+    rows = weights.reshape(-1, weights.shape[-1])
     if (rows < 0).any() or np.isnan(rows).any():
         raise ValueError("multinomial weights in X must be >= 0")
-    totals = rows.sum(axis=1)
+    totals = rows.astype(np.float64).sum(axis=1)
     if not (totals > 0).all() or not np.isfinite(totals).all():
         raise ValueError("every distribution in X needs a finite positive total weight")
     if not replace and ((rows > 0).sum(axis=1) < samples).any():
         raise ValueError(f"without replacement, {samples} samples need as many categories of nonzero weight")
     check_shape([*weights.shape[:-1], samples], np.int64, "multinomial")
-    rng = randomness.generator()
-    if replace:
-        drawn = _with_replacement(rng, rows, samples)
-    else:
-        drawn = [rng.choice(row.size, samples, replace=False, p=row / total) for row, total in zip(rows, totals)]
-    return {"Out": np.array(drawn, dtype=np.int64).reshape(*weights.shape[:-1], samples)}
+    dtype = np.dtype(np.float64 if rows.dtype == np.float64 else np.float32)
+    engine = randomness.engine()
+    drawn = np.empty((len(rows), samples), np.int64)
+    for i, row in enumerate(rows.astype(dtype)):
+        if replace:
+            drawn[i] = _search(row, paddle_random.canonical(engine, samples, dtype))
+            continue
+        row = row.copy()
+        for s in range(samples):
+            drawn[i, s] = _search(row, paddle_random.canonical(engine, 1, dtype))[0]
+            row[drawn[i, s]] = 0
+    return {"Out": drawn.reshape(*weights.shape[:-1], samples)}
 
 
-def _with_replacement(rng, rows, samples: int):
-    """Every row's draws at once, by inverse CDF: one uniform draw searched in the rows' cumulative weights laid
-    end to end, row i's shifted by i (its last exactly i + 1). The shift costs categories below i * 2e-16 of
-    their row's weight their share (Paddle's float32 sums lose far more); a zero weight stays never drawn."""
-    cdf = np.cumsum(rows, axis=1)
-    cdf /= cdf[:, -1:]
-    shift = np.arange(len(rows))[:, None]
-    found = np.searchsorted((cdf + shift).ravel(), (rng.random((len(rows), samples)) + shift).ravel(), side="right")
-    # i + u can round up to i + 1, past the row's end: that draw is its last category of nonzero weight
-    last_nonzero = rows.shape[1] - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)
-    return np.minimum(found.reshape(len(rows), samples) - shift * rows.shape[1], last_nonzero[:, None])
+def _search(row: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """The first category whose running sum over the total exceeds each draw (a zero weight is never drawn)."""
+    sums = np.cumsum(row, dtype=row.dtype)
+    return np.minimum(np.searchsorted(sums / sums[-1], draws, side="right"), len(row) - 1 - np.argmax(row[::-1] > 0))
 
 
 @kernel("poisson")
