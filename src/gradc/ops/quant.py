@@ -13,13 +13,18 @@ The channel-wise ops take one scale per slice along quant_axis (0 or 1).
 
 Gradients: the quantize-dequantize ops and moving_average_abs_max_scale differentiate with the straight-through
 estimator, X@GRAD = Out@GRAD everywhere, clipped elements included: Paddle's gradient by design, not the
-derivative of the step function (zero almost everywhere). The quantize-only and dequantize ops have none.
+derivative of the step function (zero almost everywhere). The quantize-only and dequantize ops (quantize_linear and
+dequantize_linear, the fake_quantize_* and fake_*dequantize_max_abs pairs of Paddle's QAT passes) pass their
+gradient through unchanged (an assign), so that a quantize -> dequantize pair is the straight-through estimator too.
+Paddle gives them no gradient: its QAT passes (QuantizationTransformPass and V2) run after the backward and point
+each grad op at the dequantized values instead, which is the same gradient; gradc compiles the quantized forward.
 """
 
 from __future__ import annotations
 
-from ..registry import NO_GRAD, defop, get, grad_op
+from ..registry import defop, get, grad_op
 from ..shapes import dims_match
+from .composite import Formula, first
 from .infer import check_float
 
 BITS = (1, 16)
@@ -113,24 +118,39 @@ def _scale_infer(ctx):
     return _outputs(ctx, OutScale=[1], OutState=[1], OutAccum=[1])
 
 
+def _pass_through(out_slot: str):
+    """X@GRAD = <out_slot>@GRAD: the quantize or dequantize half of a straight-through pair."""
+
+    def maker(g):
+        f = Formula(g)
+        f.into(first(g.IG("X")), "assign", {"X": g.OG(out_slot)})
+        return f.ops
+
+    return maker
+
+
 QUANT = {"bit_length": 8, "round_type": 1}
 MOVING = {**QUANT, "moving_rate": 0.9, "is_test": False}
 # the gradient reads nothing of the forward: the scale outputs get none (they only feed later runs)
 SCALES = ["OutScale", "OutState", "OutAccum"]
-defop("fake_quantize_abs_max", ["X"], ["Out", "OutScale"], attrs=QUANT, infer=_abs_max_infer, grad=NO_GRAD)
+defop("fake_quantize_abs_max", ["X"], ["Out", "OutScale"], attrs=QUANT, infer=_abs_max_infer,
+      no_grad_outputs=["OutScale"], grad=_pass_through("Out"))
 defop("fake_quantize_dequantize_abs_max", ["X"], ["Out", "OutScale"], attrs=QUANT, infer=_abs_max_infer,
       no_grad_outputs=["OutScale"], grad=grad_op())
 defop("fake_channel_wise_quantize_abs_max", ["X"], ["Out", "OutScale"],
-      attrs={**QUANT, "quant_axis": 0, "is_test": False}, infer=_channel_infer, grad=NO_GRAD)
+      attrs={**QUANT, "quant_axis": 0, "is_test": False}, infer=_channel_infer, no_grad_outputs=["OutScale"],
+      grad=_pass_through("Out"))
 defop("fake_channel_wise_quantize_dequantize_abs_max", ["X"], ["Out", "OutScale"], attrs={**QUANT, "quant_axis": 0},
       infer=_channel_infer, no_grad_outputs=["OutScale"], grad=grad_op())
 defop("fake_quantize_moving_average_abs_max", ["X", "InScale", *STATE], ["Out", "OutScale", *STATE_OUTPUTS],
-      attrs=MOVING, infer=_moving_infer, grad=NO_GRAD)
+      attrs=MOVING, infer=_moving_infer, no_grad_inputs=["InScale", "InAccum", "InState"], no_grad_outputs=SCALES,
+      grad=_pass_through("Out"))
 defop("fake_quantize_dequantize_moving_average_abs_max", ["X", "InScale", *STATE],
       ["Out", "OutScale", *STATE_OUTPUTS], attrs=MOVING, infer=_moving_infer,
       no_grad_inputs=["InScale", "InAccum", "InState"], no_grad_outputs=SCALES, grad=grad_op())
 defop("fake_quantize_range_abs_max", ["X", "InScale", "Iter?"], ["Out", "OutScale", "OutScales?"],
-      attrs={**QUANT, "window_size": 10000, "is_test": False}, infer=_range_infer, grad=NO_GRAD)
+      attrs={**QUANT, "window_size": 10000, "is_test": False}, infer=_range_infer, no_grad_inputs=["InScale", "Iter"],
+      no_grad_outputs=["OutScale", "OutScales"], grad=_pass_through("Out"))
 defop("moving_average_abs_max_scale", ["X", *STATE], ["Out?", "OutScale", *STATE_OUTPUTS],
       attrs={"moving_rate": 0.9, "is_test": False}, infer=_scale_infer, no_grad_inputs=["InAccum", "InState"],
       no_grad_outputs=SCALES, grad=grad_op(grad_type="straight_through_estimator_grad"))
@@ -170,10 +190,10 @@ def _channel_dequantize_infer(ctx):
 
 
 defop("fake_dequantize_max_abs", ["X", "Scale"], attrs={"max_range": 0.0}, infer=_dequantize_infer,
-      grad=NO_GRAD)
+      no_grad_inputs=["Scale"], grad=_pass_through("Out"))
 defop("fake_channel_wise_dequantize_max_abs", ["X", "Scales[]"],
       attrs={"quant_bits": [8], "quant_axis": 0, "x_num_col_dims": 1}, infer=_channel_dequantize_infer,
-      grad=NO_GRAD)
+      no_grad_inputs=["Scales"], grad=_pass_through("Out"))
 
 
 def _linear_infer(quantize: bool):
@@ -211,6 +231,7 @@ LINEAR_ATTRS = {"bit_length": 8, "quant_axis": 0, "qmin": -128, "qmax": 127, "ro
 # InAccum, InState and the Out* slots are Paddle's extras, which a training run (is_test false) of quantize_linear
 # uses; Paddle's dequantize_linear ignores them, and gradc leaves them out of it
 defop("quantize_linear", ["X", "Scale", "ZeroPoint", *STATE], ["Y", "OutState?!", "OutAccum?!", "OutScale?!"],
-      attrs=LINEAR_ATTRS, infer=_linear_infer(True), grad=NO_GRAD)
+      attrs=LINEAR_ATTRS, infer=_linear_infer(True), no_grad_inputs=["Scale", "ZeroPoint", *STATE],
+      no_grad_outputs=["OutState", "OutAccum", "OutScale"], grad=_pass_through("Y"))
 defop("dequantize_linear", ["X", "Scale", "ZeroPoint"], ["Y"], attrs=LINEAR_ATTRS, infer=_linear_infer(False),
-      grad=NO_GRAD)
+      no_grad_inputs=["Scale", "ZeroPoint"], grad=_pass_through("Y"))
