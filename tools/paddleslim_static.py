@@ -1,6 +1,8 @@
 """Check gradc on the static quantization-aware training programs PaddleSlim's quant_aware writes (Paddle's own
 QuantizationTransformPass / QuantizationTransformPassV2, AddQuantDequantPass(V2) and OutScaleForTrainingPass), and on
-the inference program its convert freezes them into. One config is MODEL:QUANT:OPTIMIZER (SMALLEST without configs):
+the inference program its convert freezes them into; and on its pruned and distilled programs
+(tools/paddleslim_compress.py). One config is MODEL:QUANT:OPTIMIZER, QUANT one of QUANTS or prune or distill
+(SMALLEST without configs):
 
     FLAGS_enable_pir_api=0 PYTHONPATH=PADDLESLIM_DIR:DEPS:tools /path/to/paddle/python tools/paddleslim_static.py \
         paddle OUT_DIR [CONFIG ...]
@@ -42,7 +44,7 @@ QUANT_OPS = {"quantize_linear", "dequantize_linear", "fake_quantize_abs_max", "f
 OPTIMIZERS = {"sgd": {"lr": 0.1}, "momentum": {"lr": 0.05, "momentum": 0.9}, "adam": {"lr": 0.01}}
 SMALLEST = [f"{model}:{quant}:{optimizer}" for model, optimizer in
             (("convbn", "sgd"), ("mlp", "momentum"), ("gru", "adam"), ("lstm", "sgd"), ("transformer", "adam"))
-            for quant in QUANTS]
+            for quant in QUANTS] + ["convbn:prune:momentum", "convbn:distill:adam"]   # tools/paddleslim_compress.py
 
 
 def _model(kind: str):
@@ -84,14 +86,17 @@ def paddle_step(out: Path, config: str) -> None:
     install()   # 3.3.1's paddle.matmul, ... (the transformer's) have no legacy static path of their own
     paddle.enable_static()
     paddle.seed(7)
+    if quant in ("prune", "distill"):
+        from paddleslim_compress import compressed_step
+        compressed_step(out, model, quant, optimizer)
+        return
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, startup):
         x, label, loss, logits = _model(model)
         forward, test = main.clone(), main.clone(for_test=True)
         _optimizer(optimizer).minimize(loss)
-    place, scope = paddle.CPUPlace(), paddle.static.global_scope()
-    exe = paddle.static.Executor(place)
-    exe.run(startup)
+    place = paddle.CPUPlace()
+    paddle.static.Executor(place).run(startup)
     settings = {**QUANTS[quant], "quantize_op_types": QUANT_TYPES}
     # the passes name their vars with a counter: each run from zero gives the forward the training program's names
     with paddle.utils.unique_name.guard():
@@ -99,30 +104,40 @@ def paddle_step(out: Path, config: str) -> None:
     with paddle.utils.unique_name.guard():
         quant_forward = quant_aware(forward, place, settings, for_test=False, return_program=True)
     _same_names(quant_forward, train)
+    feed, params = record(out, quant_forward, train, main, loss.name, [x, label], optimizer)
+    _own_minimize(out, quant_forward, loss.name, optimizer, feed, params)
+    _frozen(out, test, settings, logits.name, feed, params)
+
+
+def record(out: Path, forward, train, main, loss: str, feeds: list, optimizer: str) -> tuple[dict, dict]:
+    """Write the programs, every persistable var in the scope, a feed and Paddle's two steps of ``train`` (the first
+    step's parameter gradients too); returns the feed and the persistable values."""
+    import paddle
+    scope, exe = paddle.static.global_scope(), paddle.static.Executor(paddle.CPUPlace())
     out.mkdir(parents=True, exist_ok=True)
-    for name, program in (("forward", quant_forward), ("train", train)):
+    for name, program in (("forward", forward), ("train", train)):
         (out / f"{name}.pb").write_bytes(program.desc.serialize_to_string())
-    persistable = sorted({v.name for p in (train, quant_forward) for v in p.list_vars() if v.persistable
+    persistable = sorted({v.name for p in (train, forward) for v in p.list_vars() if v.persistable
                           and v.name not in ("feed", "fetch") and scope.find_var(v.name) is not None
                           and scope.find_var(v.name).get_tensor()._is_initialized()})
     params = {name: np.array(scope.find_var(name).get_tensor()) for name in persistable}
     np.savez(out / "params.npz", **params)
     rng = np.random.default_rng(0)
+    x, label = feeds
     feed = {x.name: rng.uniform(-1, 1, [BATCH, *x.shape[1:]]).astype("float32"),
             label.name: rng.integers(0, CLASSES, [BATCH, 1]).astype("int64")}
     np.savez(out / "feed.npz", **feed)
     block = train.global_block()
     grads = [g for g in (p.name + "@GRAD" for p in main.all_parameters()) if block.has_var(g)]
     for step in (1, 2):
-        value, *grad_values = exe.run(train, feed=feed, fetch_list=[loss.name, *grads] if step == 1 else [loss.name])
+        value, *grad_values = exe.run(train, feed=feed, fetch_list=[loss, *grads] if step == 1 else [loss])
         np.savez(out / f"step{step}.npz", **{"@loss": np.asarray(value)},
                  **{f"@grad:{g}": np.asarray(v) for g, v in zip(grads, grad_values)},
                  **{name: np.array(scope.find_var(name).get_tensor()) for name in persistable})
-    meta = {"loss": loss.name, "optimizer": {"type": optimizer, **OPTIMIZERS[optimizer]}, "param_attrs": {},
+    meta = {"loss": loss, "optimizer": {"type": optimizer, **OPTIMIZERS[optimizer]}, "param_attrs": {},
             "params": [p.name for p in main.all_parameters()]}
     (out / "meta.json").write_text(json.dumps(meta))
-    _own_minimize(out, quant_forward, loss.name, optimizer, feed, params)
-    _frozen(out, test, settings, logits.name, feed, params)
+    return feed, params
 
 
 def _same_names(quant_forward, train) -> None:
@@ -199,8 +214,9 @@ def gradc_step(check: Path) -> dict:
     kind, lr = arguments.pop("type"), arguments.pop("lr")
     startup = minimize(forward, meta["loss"], kind, lr=lr, **arguments)
     report["gradc_compile"] = _run_steps(forward, params, feed, meta["loss"], check, startup)
-    report["vs_paddle_own_minimize"] = _compare_own(forward, startup, params, feed, meta, check)
-    report["frozen"] = _run_frozen(check, feed)
+    if (check / "frozen.pb").exists():   # a quantized program's (a pruned or distilled one is Paddle's minimize)
+        report["vs_paddle_own_minimize"] = _compare_own(forward, startup, params, feed, meta, check)
+        report["frozen"] = _run_frozen(check, feed)
     return report
 
 
