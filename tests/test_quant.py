@@ -214,3 +214,21 @@ def test_a_quantized_forward_compiles_to_paddles_quantization_aware_training_gra
     assert sorted(paddle_grads) == ["fc_0.b_0@GRAD", "fc_0.w_0@GRAD", "fc_1.b_0@GRAD", "fc_1.w_0@GRAD"]
     for (name, paddle), ours in zip(paddle_grads.items(), got):
         np.testing.assert_allclose(ours, paddle, rtol=2e-5, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["abs_max", "log"])
+def test_paddleslims_quantized_embedding_runs_to_paddles_outputs(kind):
+    """PaddleSlim's quant_embedding (tests/data/paddle/quant_embedding, Paddle 3.3.1) stores an embedding table as
+    int8 and dequantizes the looked-up rows: dequantize_abs_max (X * Scale / 127) or dequantize_log (a dictionary of
+    magnitudes, the code's sign bit its sign). gradc had neither op. Its pass leaves the rows declared float32, which
+    verify reports (they hold int8); the program runs."""
+    program = gradc.load(DATA / "quant_embedding" / f"{kind}.pb")
+    values = np.load(DATA / "quant_embedding" / f"{kind}.npz")
+    assert [op.type for op in program.global_block.ops][:2] == ["lookup_table_v2", f"dequantize_{kind}"]
+    assert [problem.split(": ")[1] for problem in gradc.verify(program)] == [
+        "output 'embedding_0.tmp_0' is declared float32, but the inputs give int8 [inputs"]
+    scope = gradc.Scope()
+    for key in (k for k in values.files if k.startswith("param:")):
+        scope[key.removeprefix("param:")] = values[key]
+    out, = gradc.Executor().run(program, {"ids": values["feed:ids"]}, ["fc_0.tmp_1"], scope)
+    np.testing.assert_allclose(out, values["out"], rtol=0, atol=1e-7)

@@ -9,7 +9,8 @@ of them, or a given one), a fake quantization writes q(X) and a fake quantize-de
 1/s is 1/(s + 1e-6) for s <= 1e-30 (an all-zero X). The moving average keeps state = rate * state + 1 and
 accum = rate * accum + abs_max(X), scale = accum / state, in persistable vars (OutState/OutAccum/OutScale are
 InState/InAccum/InScale in Paddle's programs); with is_test the op quantizes with InScale and updates nothing.
-The channel-wise ops take one scale per slice along quant_axis (0 or 1).
+The channel-wise ops take one scale per slice along quant_axis (0 or 1). dequantize_abs_max and dequantize_log
+turn the int8 tables of PaddleSlim's quant_embedding back into float32.
 
 Gradients: the quantize-dequantize ops and moving_average_abs_max_scale differentiate with the straight-through
 estimator, X@GRAD = Out@GRAD everywhere, clipped elements included: Paddle's gradient by design, not the
@@ -22,7 +23,8 @@ each grad op at the dequantized values instead, which is the same gradient; grad
 
 from __future__ import annotations
 
-from ..registry import defop, get, grad_op
+from ..ir import VarType, dtype_name
+from ..registry import NO_GRAD, defop, get, grad_op
 from ..shapes import dims_match
 from .composite import Formula, first
 from .infer import check_float
@@ -194,6 +196,36 @@ defop("fake_dequantize_max_abs", ["X", "Scale"], attrs={"max_range": 0.0}, infer
 defop("fake_channel_wise_dequantize_max_abs", ["X", "Scales[]"],
       attrs={"quant_bits": [8], "quant_axis": 0, "x_num_col_dims": 1}, infer=_channel_dequantize_infer,
       no_grad_inputs=["Scales"], grad=_pass_through("Out"))
+
+
+def _int8_embedding_infer(table: str, log: bool):
+    """dequantize_abs_max and dequantize_log: an int8 (abs_max: or int16) X, as PaddleSlim's quant_embedding stores
+    an embedding table, to float32 with ``table``'s one scale or dictionary of magnitudes (Paddle's kernels take no
+    other X, but its programs declare one float32)."""
+    # FP32: PaddleSlim's pass leaves the looked-up rows of its int8 table declared float32 (they hold int8)
+    allowed = (VarType.INT8, VarType.FP32) if log else (VarType.INT8, VarType.INT16, VarType.FP32)
+
+    def infer(ctx):
+        if ctx.dtype("X") is not None and ctx.dtype("X") not in allowed:
+            names = [dtype_name(t) for t in allowed]
+            ctx.fail(f"X must be {', '.join(names[:-1])} or {names[-1]}, got {dtype_name(ctx.dtype('X'))}")
+        check_float(ctx, table)
+        shape = ctx.shape(table)
+        if log and shape is not None and len(shape) != 1:
+            ctx.fail(f"{table} must be a vector (the magnitudes the codes index), got shape {shape}")
+        if not log:
+            _check_scale(ctx, table)
+            if not ctx.attr("max_range") > 0:
+                ctx.fail(f"max_range {ctx.attr('max_range')} must be > 0 (the quantized values' bound)")
+        return {"Out": (ctx.shape("X"), VarType.FP32)}
+
+    return infer
+
+
+# Out = X * Scale / max_range; Out = Dict[X] for X >= 0 and -Dict[X + 128] below (a sign bit and 7 bits of index)
+defop("dequantize_abs_max", ["X", "Scale"], attrs={"max_range": 0.0}, infer=_int8_embedding_infer("Scale", False),
+      grad=NO_GRAD)
+defop("dequantize_log", ["X", "Dict"], infer=_int8_embedding_infer("Dict", True), grad=NO_GRAD)
 
 
 def _linear_infer(quantize: bool):
