@@ -196,12 +196,13 @@ def test_training_without_the_moving_average_state_is_refused():
 
 @pytest.mark.parametrize("form", ["default", "channel", "abs_max"])
 def test_a_quantized_forward_compiles_to_paddles_quantization_aware_training_gradients(form):
-    """PaddleSlim's quant_aware of an MLP's forward (tests/data/paddle/qat_mlp, Paddle 3.3.1: quantize_linear and
-    dequantize_linear pairs by default; fake_channel_wise_quantize_abs_max or fake_quantize_abs_max, then the
-    dequantize op, in the older form). Paddle's QAT training program (quant_aware after minimize) points each grad op
-    at the dequantized weights and activations; gradc's backward of the quantized forward gives the same gradients
-    by passing them through each quantize and dequantize op. gradc had given these ops none (as Paddle's own
-    append_backward does), so no weight behind a quantize op had a gradient."""
+    """PaddleSlim's quant_aware of an MLP's forward (tests/data/paddle/qat_mlp: tools/paddleslim_static.py's MLP
+    configs, their forward.pb and the values, feed and first-step gradients it records; Paddle 3.3.1:
+    quantize_linear and dequantize_linear pairs by default; fake_channel_wise_quantize_abs_max or
+    fake_quantize_abs_max, then the dequantize op, in the older form). Paddle's QAT training program (quant_aware
+    after minimize) points each grad op at the dequantized weights and activations; gradc's backward of the
+    quantized forward gives the same gradients by passing them through each quantize and dequantize op. gradc had
+    given these ops none (as Paddle's own append_backward does), so no weight behind a quantize op had a gradient."""
     program = gradc.load(DATA / "qat_mlp" / f"{form}.pb")
     values = np.load(DATA / "qat_mlp" / f"{form}.npz")
     paddle_grads = {key.removeprefix("@grad:"): values[key] for key in values.files if key.startswith("@grad:")}
@@ -218,7 +219,8 @@ def test_a_quantized_forward_compiles_to_paddles_quantization_aware_training_gra
 
 @pytest.mark.parametrize("kind", ["abs_max", "log"])
 def test_paddleslims_quantized_embedding_runs_to_paddles_outputs(kind):
-    """PaddleSlim's quant_embedding (tests/data/paddle/quant_embedding, Paddle 3.3.1) stores an embedding table as
+    """PaddleSlim's quant_embedding (tests/data/paddle/quant_embedding, written by tools/paddleslim_compress.py with
+    Paddle 3.3.1) stores an embedding table as
     int8 and dequantizes the looked-up rows: dequantize_abs_max (X * Scale / 127) or dequantize_log (a dictionary of
     magnitudes, the code's sign bit its sign). gradc had neither op. Its pass leaves the rows declared float32, which
     verify reports (they hold int8); the program runs."""

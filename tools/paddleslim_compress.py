@@ -4,7 +4,12 @@ convolution, and what depends on them), or PaddleSlim's dist.merge of a teacher 
 convolution twice as wide, in test mode) into the student's forward, with its soft_label, l2 and fsp losses added
 to the student's; then Paddle's optimizer minimize of that program. Paddle 3.3.1 has neither paddle.fluid nor its
 fsp op, which PaddleSlim's fsp calls (paddle.fluid.layers.fsp_matrix): fsp_matrix here stands in, x1 x2^T over the
-spatial positions / H W, written with reshape and matmul, as the fsp op computed it."""
+spatial positions / H W, written with reshape and matmul, as the fsp op computed it.
+
+Run as a script, it writes tests/data/paddle/quant_embedding: PaddleSlim's quant_embedding (abs_max and log) of a
+small embedding + fc program, with its values and Paddle's output on a batch of ids:
+
+    FLAGS_enable_pir_api=0 PYTHONPATH=PADDLESLIM_DIR:DEPS:tools /path/to/paddle/python tools/paddleslim_compress.py"""
 
 from __future__ import annotations
 
@@ -67,3 +72,32 @@ def fsp_matrix(x1, x2):
     flat1 = paddle.reshape(x1, [-1, c1, h * w])
     flat2 = paddle.reshape(x2, [-1, x2.shape[1], h * w])
     return paddle.scale(paddle.matmul(flat1, flat2, transpose_y=True), 1.0 / (h * w))
+
+
+def quant_embedding_fixtures(out: Path) -> None:
+    import numpy as np
+    import paddle
+    from paddleslim.quant import quant_embedding
+    paddle.enable_static()
+    paddle.seed(0)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        ids = paddle.static.data("ids", [-1, 4], "int64")
+        logits = paddle.static.nn.fc(paddle.mean(paddle.static.nn.embedding(ids, [20, 8]), axis=1), 3)
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
+    feed = {"ids": np.array([[1, 2, 3, 19], [0, 5, 5, 7]], "int64")}
+    out.mkdir(parents=True, exist_ok=True)
+    for kind in ("abs_max", "log"):
+        paddle.seed(0)   # the same table each time: the pass replaces it in the scope
+        exe.run(startup)
+        config = {"quantize_op_types": ["lookup_table_v2"], "lookup_table_v2": {"quantize_type": kind}}
+        program = quant_embedding(main.clone(for_test=True), paddle.CPUPlace(), config)
+        (value,) = exe.run(program, feed=feed, fetch_list=[logits.name])
+        (out / f"{kind}.pb").write_bytes(program.desc.serialize_to_string())
+        params = {f"param:{v.name}": np.array(scope.find_var(v.name).get_tensor()) for v in program.list_vars()
+                  if v.persistable and v.name not in ("feed", "fetch")}
+        np.savez_compressed(out / f"{kind}.npz", **params, **{"feed:ids": feed["ids"], "out": value})
+
+
+if __name__ == "__main__":
+    quant_embedding_fixtures(Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "quant_embedding")
