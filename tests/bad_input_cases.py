@@ -454,6 +454,10 @@ COMPILE_TIME = {
                                {"quant_axis": -1, "qmax": 448}, "float8_e4m3fn rounding"),
     "dequantize_linear scales": ("dequantize_linear", {"X": X23, "Scale": zeros(3), "ZeroPoint": ONE}, {},
                                  "Scale must hold 2 scales (one per channel)"),
+    "dequantize_abs_max int32": ("dequantize_abs_max", {"X": zeros(2, 3, dtype=np.int32), "Scale": ONE},
+                                 {"max_range": 127.0}, "X must be int8, int16 or float32, got int32"),
+    "dequantize_log dict": ("dequantize_log", {"X": zeros(2, 3, dtype=np.int8), "Dict": zeros(2, 2)}, {},
+                            "Dict must be a vector"),
     # complex_fft
     "complex dtypes": ("complex", {"X": X23, "Y": zeros(2, 3, dtype=np.float64)}, {}, "X and Y of one dtype"),
     "complex shapes": ("complex", MISMATCHED, {}, "cannot broadcast shapes [2, 3] and [2, 4]"),
@@ -659,6 +663,8 @@ COMPILE_TIME = {
 }
 
 RUN_TIME = {
+    "dequantize_log code": ("dequantize_log", {"X": np.array([1, -100], np.int8), "Dict": zeros(4)}, {},
+                            "code -100 indexes past Dict's 4 magnitudes"),
     "gather_nd index": ("gather_nd", {"X": X23, "Index": i64([0, 5])}, {}, "Index[..., 1] holds 5, outside [-3, 3)"),
     "scatter ids": ("scatter", {"X": zeros(4, 3), "Ids": i64(1, 9), "Updates": zeros(2, 3)}, {},
                     "Ids holds 9, outside [-4, 4)"),

@@ -192,3 +192,44 @@ def test_training_without_the_moving_average_state_is_refused():
     with pytest.raises(gradc.ProgramError, match="updates the scale from InAccum, InState"):
         run("fake_quantize_moving_average_abs_max", {"X": np.ones((2, 2), np.float32), "InScale": np.ones(1,
                                                                                                        np.float32)})
+
+
+@pytest.mark.parametrize("form", ["default", "channel", "abs_max"])
+def test_a_quantized_forward_compiles_to_paddles_quantization_aware_training_gradients(form):
+    """PaddleSlim's quant_aware of an MLP's forward (tests/data/paddle/qat_mlp: tools/paddleslim_static.py's MLP
+    configs, their forward.pb and the values, feed and first-step gradients it records; Paddle 3.3.1:
+    quantize_linear and dequantize_linear pairs by default; fake_channel_wise_quantize_abs_max or
+    fake_quantize_abs_max, then the dequantize op, in the older form). Paddle's QAT training program (quant_aware
+    after minimize) points each grad op at the dequantized weights and activations; gradc's backward of the
+    quantized forward gives the same gradients by passing them through each quantize and dequantize op. gradc had
+    given these ops none (as Paddle's own append_backward does), so no weight behind a quantize op had a gradient."""
+    program = gradc.load(DATA / "qat_mlp" / f"{form}.pb")
+    values = np.load(DATA / "qat_mlp" / f"{form}.npz")
+    paddle_grads = {key.removeprefix("@grad:"): values[key] for key in values.files if key.startswith("@grad:")}
+    gradc.append_backward(program, "mean_0.tmp_0")
+    scope = gradc.Scope()
+    for key in (k for k in values.files if k.startswith("param:")):
+        scope[key.removeprefix("param:")] = values[key]
+    feed = {key.removeprefix("feed:"): values[key] for key in values.files if key.startswith("feed:")}
+    got = gradc.Executor().run(program, feed, list(paddle_grads), scope)
+    assert sorted(paddle_grads) == ["fc_0.b_0@GRAD", "fc_0.w_0@GRAD", "fc_1.b_0@GRAD", "fc_1.w_0@GRAD"]
+    for (name, paddle), ours in zip(paddle_grads.items(), got):
+        np.testing.assert_allclose(ours, paddle, rtol=2e-5, atol=1e-7, err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["abs_max", "log"])
+def test_paddleslims_quantized_embedding_runs_to_paddles_outputs(kind):
+    """PaddleSlim's quant_embedding (tests/data/paddle/quant_embedding, written by tools/paddleslim_compress.py with
+    Paddle 3.3.1) stores an embedding table as
+    int8 and dequantizes the looked-up rows: dequantize_abs_max (X * Scale / 127) or dequantize_log (a dictionary of
+    magnitudes, the code's sign bit its sign). gradc had neither op. Its pass leaves the looked-up rows declared
+    float32, which they hold exactly (lookup_table_v2's inference says so)."""
+    program = gradc.load(DATA / "quant_embedding" / f"{kind}.pb")
+    values = np.load(DATA / "quant_embedding" / f"{kind}.npz")
+    assert [op.type for op in program.global_block.ops][:2] == ["lookup_table_v2", f"dequantize_{kind}"]
+    assert not gradc.verify(program)
+    scope = gradc.Scope()
+    for key in (k for k in values.files if k.startswith("param:")):
+        scope[key.removeprefix("param:")] = values[key]
+    out, = gradc.Executor().run(program, {"ids": values["feed:ids"]}, ["fc_0.tmp_1"], scope)
+    np.testing.assert_allclose(out, values["out"], rtol=0, atol=1e-7)

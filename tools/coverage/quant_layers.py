@@ -37,6 +37,8 @@ PIR = {
     "dequantize_linear": ("x scale zero_point in_accum in_state", "y out_state out_accum out_scale", LINEAR),
     "moving_average_abs_max_scale": ("x in_accum in_state", "out out_scale out_state out_accum",
                                      (("moving_rate", 0.9), ("is_test", False))),
+    "dequantize_abs_max": ("x scale", "out", (("max_range", 127.0),)),
+    "dequantize_log": ("x dict", "out", ()),
 }
 
 
@@ -60,6 +62,8 @@ def _op(op_type: str, inputs: dict, attrs: dict, outputs: tuple[str, ...] = ("Ou
         return tuple(made[_snake(slot)] for slot in outputs[:returned])
     dtype = inputs["X"].dtype if inputs["X"].dtype in (paddle.float32, paddle.float64) else paddle.float32
     made = _outputs(op_type, inputs, dict.fromkeys(outputs, dtype), attrs)
+    if op_type in ("dequantize_abs_max", "dequantize_log"):   # 3.3.1 declares Out like the int8 X; its kernel writes
+        made[0].desc.set_dtype(paddle.base.core.VarDesc.VarType.FP32)   # float32
     return tuple(made[:returned])
 
 
@@ -187,6 +191,16 @@ OPS = table(
     ("dequantize_linear_observer", lambda x, s, z: _op(
         "dequantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": -1, "only_observer": True},
         ("Y",), 1), _levels(2, 3), SCALE, given([0], "int32")),
+    # PaddleSlim's quant_embedding: an int8 table's rows, with abs_max's scale or log's dictionary of magnitudes
+    # (a code c >= 0 gives Dict[c], c < 0 gives -Dict[c + 128])
+    ("dequantize_abs_max", lambda x, s: _op("dequantize_abs_max", {"X": x, "Scale": s}, {"max_range": 127.0},
+                                             ("Out",), 1), _int8(3, 4), SCALE),
+    ("dequantize_abs_max_int16", lambda x, s: _op("dequantize_abs_max", {"X": x, "Scale": s}, {"max_range": 32767.0},
+                                                   ("Out",), 1),
+     given(np.random.default_rng(5).integers(-32767, 32768, (2, 5)), "int16"), SCALE),
+    ("dequantize_log", lambda x, d: _op("dequantize_log", {"X": x, "Dict": d}, {}, ("Out",), 1),
+     given(np.random.default_rng(9).permutation(np.r_[-128:-122, 0:6]).reshape(3, 4), "int8"),
+     given(np.geomspace(0.01, 0.9, 6), "float32")),
     ("quantize_dequantize_linear", lambda x, s, z: _op("dequantize_linear", {"X": _op(
         "quantize_linear", {"X": x, "Scale": s, "ZeroPoint": z}, {"quant_axis": 1}, ("Y",), 1)[0], "Scale": s,
         "ZeroPoint": z}, {"quant_axis": 1}, ("Y",), 1),

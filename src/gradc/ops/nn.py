@@ -127,11 +127,21 @@ defop("dropout", ["X", "Seed?"], ["Out", "Mask!"],
 
 
 # ---------------------------------------------------------------- embeddings
+def _row_dtype(ctx) -> int:
+    """W's dtype, but for an int8 table's rows declared float32: PaddleSlim's quant_embedding declares them so (and
+    dequantizes them next), and they hold the codes exactly."""
+    names = ctx.op.outputs.get("Out") or [None]
+    declared = ctx.block.find_var(names[0]) if names[0] else None
+    if ctx.dtype("W") == VarType.INT8 and declared is not None and declared.dtype == VarType.FP32:
+        return VarType.FP32
+    return ctx.dtype("W")
+
+
 def _lookup_infer(ctx):
     w = ctx.shape("W")
     if len(w) != 2:
         ctx.fail(f"W must be a 2-D table, got shape {w}")
-    return {"Out": (ctx.shape("Ids") + [w[1]], ctx.dtype("W"))}
+    return {"Out": (ctx.shape("Ids") + [w[1]], _row_dtype(ctx))}
 
 
 defop("lookup_table_v2", ["W", "Ids"],
@@ -147,7 +157,7 @@ def _lookup_v1_infer(ctx):
     w = ctx.shape("W")
     if len(w) != 2:
         ctx.fail(f"W must be a 2-D table, got shape {w}")
-    return {"Out": (ids[:-1] + [w[1]], ctx.dtype("W"))}
+    return {"Out": (ids[:-1] + [w[1]], _row_dtype(ctx))}
 
 
 # the parameter-server attributes (epmap, table_names, ...) are Paddle's; gradc runs the table locally

@@ -9,17 +9,24 @@ of them, or a given one), a fake quantization writes q(X) and a fake quantize-de
 1/s is 1/(s + 1e-6) for s <= 1e-30 (an all-zero X). The moving average keeps state = rate * state + 1 and
 accum = rate * accum + abs_max(X), scale = accum / state, in persistable vars (OutState/OutAccum/OutScale are
 InState/InAccum/InScale in Paddle's programs); with is_test the op quantizes with InScale and updates nothing.
-The channel-wise ops take one scale per slice along quant_axis (0 or 1).
+The channel-wise ops take one scale per slice along quant_axis (0 or 1). dequantize_abs_max and dequantize_log
+turn the int8 tables of PaddleSlim's quant_embedding back into float32.
 
 Gradients: the quantize-dequantize ops and moving_average_abs_max_scale differentiate with the straight-through
 estimator, X@GRAD = Out@GRAD everywhere, clipped elements included: Paddle's gradient by design, not the
-derivative of the step function (zero almost everywhere). The quantize-only and dequantize ops have none.
+derivative of the step function (zero almost everywhere). The quantize-only and dequantize ops (quantize_linear and
+dequantize_linear, the fake_quantize_* and fake_*dequantize_max_abs pairs of Paddle's QAT passes) pass their
+gradient through unchanged (an assign), so that a quantize -> dequantize pair is the straight-through estimator too.
+Paddle gives them no gradient: its QAT passes (QuantizationTransformPass and V2) run after the backward and point
+each grad op at the dequantized values instead, which is the same gradient; gradc compiles the quantized forward.
 """
 
 from __future__ import annotations
 
+from ..ir import VarType, dtype_name
 from ..registry import NO_GRAD, defop, get, grad_op
 from ..shapes import dims_match
+from .composite import Formula, first
 from .infer import check_float
 
 BITS = (1, 16)
@@ -113,24 +120,39 @@ def _scale_infer(ctx):
     return _outputs(ctx, OutScale=[1], OutState=[1], OutAccum=[1])
 
 
+def _pass_through(out_slot: str):
+    """X@GRAD = <out_slot>@GRAD: the quantize or dequantize half of a straight-through pair."""
+
+    def maker(g):
+        f = Formula(g)
+        f.into(first(g.IG("X")), "assign", {"X": g.OG(out_slot)})
+        return f.ops
+
+    return maker
+
+
 QUANT = {"bit_length": 8, "round_type": 1}
 MOVING = {**QUANT, "moving_rate": 0.9, "is_test": False}
 # the gradient reads nothing of the forward: the scale outputs get none (they only feed later runs)
 SCALES = ["OutScale", "OutState", "OutAccum"]
-defop("fake_quantize_abs_max", ["X"], ["Out", "OutScale"], attrs=QUANT, infer=_abs_max_infer, grad=NO_GRAD)
+defop("fake_quantize_abs_max", ["X"], ["Out", "OutScale"], attrs=QUANT, infer=_abs_max_infer,
+      no_grad_outputs=["OutScale"], grad=_pass_through("Out"))
 defop("fake_quantize_dequantize_abs_max", ["X"], ["Out", "OutScale"], attrs=QUANT, infer=_abs_max_infer,
       no_grad_outputs=["OutScale"], grad=grad_op())
 defop("fake_channel_wise_quantize_abs_max", ["X"], ["Out", "OutScale"],
-      attrs={**QUANT, "quant_axis": 0, "is_test": False}, infer=_channel_infer, grad=NO_GRAD)
+      attrs={**QUANT, "quant_axis": 0, "is_test": False}, infer=_channel_infer, no_grad_outputs=["OutScale"],
+      grad=_pass_through("Out"))
 defop("fake_channel_wise_quantize_dequantize_abs_max", ["X"], ["Out", "OutScale"], attrs={**QUANT, "quant_axis": 0},
       infer=_channel_infer, no_grad_outputs=["OutScale"], grad=grad_op())
 defop("fake_quantize_moving_average_abs_max", ["X", "InScale", *STATE], ["Out", "OutScale", *STATE_OUTPUTS],
-      attrs=MOVING, infer=_moving_infer, grad=NO_GRAD)
+      attrs=MOVING, infer=_moving_infer, no_grad_inputs=["InScale", "InAccum", "InState"], no_grad_outputs=SCALES,
+      grad=_pass_through("Out"))
 defop("fake_quantize_dequantize_moving_average_abs_max", ["X", "InScale", *STATE],
       ["Out", "OutScale", *STATE_OUTPUTS], attrs=MOVING, infer=_moving_infer,
       no_grad_inputs=["InScale", "InAccum", "InState"], no_grad_outputs=SCALES, grad=grad_op())
 defop("fake_quantize_range_abs_max", ["X", "InScale", "Iter?"], ["Out", "OutScale", "OutScales?"],
-      attrs={**QUANT, "window_size": 10000, "is_test": False}, infer=_range_infer, grad=NO_GRAD)
+      attrs={**QUANT, "window_size": 10000, "is_test": False}, infer=_range_infer, no_grad_inputs=["InScale", "Iter"],
+      no_grad_outputs=["OutScale", "OutScales"], grad=_pass_through("Out"))
 defop("moving_average_abs_max_scale", ["X", *STATE], ["Out?", "OutScale", *STATE_OUTPUTS],
       attrs={"moving_rate": 0.9, "is_test": False}, infer=_scale_infer, no_grad_inputs=["InAccum", "InState"],
       no_grad_outputs=SCALES, grad=grad_op(grad_type="straight_through_estimator_grad"))
@@ -170,10 +192,40 @@ def _channel_dequantize_infer(ctx):
 
 
 defop("fake_dequantize_max_abs", ["X", "Scale"], attrs={"max_range": 0.0}, infer=_dequantize_infer,
-      grad=NO_GRAD)
+      no_grad_inputs=["Scale"], grad=_pass_through("Out"))
 defop("fake_channel_wise_dequantize_max_abs", ["X", "Scales[]"],
       attrs={"quant_bits": [8], "quant_axis": 0, "x_num_col_dims": 1}, infer=_channel_dequantize_infer,
+      no_grad_inputs=["Scales"], grad=_pass_through("Out"))
+
+
+def _int8_embedding_infer(table: str, log: bool):
+    """dequantize_abs_max and dequantize_log: an int8 (abs_max: or int16) X, as PaddleSlim's quant_embedding stores
+    an embedding table, to float32 with ``table``'s one scale or dictionary of magnitudes (Paddle's kernels take no
+    other X, but its programs declare one float32)."""
+    # FP32: PaddleSlim's pass leaves the looked-up rows of its int8 table declared float32 (they hold int8)
+    allowed = (VarType.INT8, VarType.FP32) if log else (VarType.INT8, VarType.INT16, VarType.FP32)
+
+    def infer(ctx):
+        if ctx.dtype("X") is not None and ctx.dtype("X") not in allowed:
+            names = [dtype_name(t) for t in allowed]
+            ctx.fail(f"X must be {', '.join(names[:-1])} or {names[-1]}, got {dtype_name(ctx.dtype('X'))}")
+        check_float(ctx, table)
+        shape = ctx.shape(table)
+        if log and shape is not None and len(shape) != 1:
+            ctx.fail(f"{table} must be a vector (the magnitudes the codes index), got shape {shape}")
+        if not log:
+            _check_scale(ctx, table)
+            if not ctx.attr("max_range") > 0:
+                ctx.fail(f"max_range {ctx.attr('max_range')} must be > 0 (the quantized values' bound)")
+        return {"Out": (ctx.shape("X"), VarType.FP32)}
+
+    return infer
+
+
+# Out = X * Scale / max_range; Out = Dict[X] for X >= 0 and -Dict[X + 128] below (a sign bit and 7 bits of index)
+defop("dequantize_abs_max", ["X", "Scale"], attrs={"max_range": 0.0}, infer=_int8_embedding_infer("Scale", False),
       grad=NO_GRAD)
+defop("dequantize_log", ["X", "Dict"], infer=_int8_embedding_infer("Dict", True), grad=NO_GRAD)
 
 
 def _linear_infer(quantize: bool):
@@ -211,6 +263,7 @@ LINEAR_ATTRS = {"bit_length": 8, "quant_axis": 0, "qmin": -128, "qmax": 127, "ro
 # InAccum, InState and the Out* slots are Paddle's extras, which a training run (is_test false) of quantize_linear
 # uses; Paddle's dequantize_linear ignores them, and gradc leaves them out of it
 defop("quantize_linear", ["X", "Scale", "ZeroPoint", *STATE], ["Y", "OutState?!", "OutAccum?!", "OutScale?!"],
-      attrs=LINEAR_ATTRS, infer=_linear_infer(True), grad=NO_GRAD)
+      attrs=LINEAR_ATTRS, infer=_linear_infer(True), no_grad_inputs=["Scale", "ZeroPoint", *STATE],
+      no_grad_outputs=["OutState", "OutAccum", "OutScale"], grad=_pass_through("Y"))
 defop("dequantize_linear", ["X", "Scale", "ZeroPoint"], ["Y"], attrs=LINEAR_ATTRS, infer=_linear_infer(False),
-      grad=NO_GRAD)
+      no_grad_inputs=["Scale", "ZeroPoint"], grad=_pass_through("Y"))

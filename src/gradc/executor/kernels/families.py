@@ -113,7 +113,7 @@ FAMILIES = {
         "fake_quantize_range_abs_max", "moving_average_abs_max_scale", "fake_quantize_dequantize_abs_max_grad",
         "fake_channel_wise_quantize_dequantize_abs_max_grad", "fake_quantize_dequantize_moving_average_abs_max_grad",
         "straight_through_estimator_grad", "fake_dequantize_max_abs", "fake_channel_wise_dequantize_max_abs",
-        "quantize_linear", "dequantize_linear"),
+        "quantize_linear", "dequantize_linear", "dequantize_abs_max", "dequantize_log"),
     "random_dist": ("truncated_gaussian_random", "binomial", "standard_gamma", "dirichlet", "exponential"),
     "random_dist_graph": ("graph_sample_neighbors", "weighted_sample_neighbors", "graph_reindex"),
     "random_draws": ("bernoulli", "multinomial", "poisson", "poisson_grad", "class_center_sample"),

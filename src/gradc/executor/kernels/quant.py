@@ -235,3 +235,21 @@ def dequantize_linear(k):
         return {"Y": x.copy()}
     values = x.astype(scale.dtype)
     return {"Y": (values * _linear_scale(k, values, scale) / scale.dtype.type(k.attr("qmax"))).astype(scale.dtype)}
+
+
+@kernel("dequantize_abs_max")
+def dequantize_abs_max(k):
+    """Out = X * Scale / max_range in float32 (an int8 or int16 X, as quant_embedding stores a table)."""
+    x, scale = k.x("X").astype(np.float32), k.x("Scale").astype(np.float32).reshape(1)
+    return {"Out": x * scale / np.float32(k.attr("max_range"))}
+
+
+@kernel("dequantize_log")
+def dequantize_log(k):
+    """Out = Dict[X] for X >= 0, -Dict[X + 128] for X < 0, in float32."""
+    x, table = k.x("X").astype(np.int64), k.x("Dict").astype(np.float32)
+    index = np.where(x < 0, x + 128, x)
+    if index.size and index.max() >= table.size:
+        raise ValueError(f"dequantize_log: code {int(x.flat[index.argmax()])} indexes past Dict's {table.size} "
+                         f"magnitudes")
+    return {"Out": np.where(x < 0, -table[index], table[index])}
