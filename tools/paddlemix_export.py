@@ -50,9 +50,6 @@ def _spec(shape, dtype="float32", name=None):
 
 
 STEP = ("timestep", [1], "int64")
-# Paddle's AST conversion deadlocks on these (converting a call while it converts the caller: a lock it holds), so
-# they are traced from their bytecode (to_static's full_graph=False)
-BYTECODE = ("DiT", "SamModel")
 ADDED_CONDITIONS = ("text_embeds", "time_ids")   # SDXL's UNet takes them in a dict, added_cond_kwargs
 
 
@@ -279,7 +276,11 @@ def export_one(out: Path, entry: str) -> str:
             return tuple(_tensors(self.model(**given, **fixed, **({"added_cond_kwargs": added} if added else {}))))
 
     specs = [_spec(shape, dtype, name) for name, shape, dtype in inputs]
-    static = paddle.jit.to_static(Exported(), input_spec=specs, full_graph=entry not in BYTECODE)
+    # PaddleNLP (imported by the suites) replaces paddle.to_tensor with a wrapper of its own, which Paddle's AST
+    # conversion of `paddle.to_tensor(x).astype(...)` (PatchEmbed's, SAM's) converts while it holds the lock of
+    # converting the caller: it waits on itself forever, unless the wrapper is marked not to convert
+    paddle.jit.not_to_static(paddle.to_tensor)
+    static = paddle.jit.to_static(Exported(), input_spec=specs, full_graph=True)
     paddle.jit.save(static, str(out / "inference"))
     return "OK"
 

@@ -11,7 +11,7 @@ import sys
 import types
 from pathlib import Path
 
-MIX = ["SamModel", "Blip2QFormer", "EVAVisionTransformer", "QwenVLVision", "LLaVAProjector",
+MIX = ["SamModel", "SamModel@train", "Blip2QFormer", "EVAVisionTransformer", "QwenVLVision", "LLaVAProjector",
        "GroundingDINOEncoderLayer"]
 
 
@@ -27,12 +27,13 @@ def _bare_packages() -> None:
 def mix_model(entry: str):
     """The model of a paddlemix entry and its inputs (name, shape, dtype), in its forward's order."""
     _bare_packages()
-    if entry == "SamModel":   # its point prompt path: image encoder, prompt encoder, mask decoder
+    if entry in ("SamModel", "SamModel@train"):   # its point prompt path: image encoder, prompt encoder, mask decoder
         from paddlemix.models.sam.configuration import SamConfig
         from paddlemix.models.sam.modeling import SamModel
         config = SamConfig(prompt_embed_dim=32, image_size=64, vit_patch_size=16, encoder_embed_dim=32,
                            encoder_depth=2, encoder_num_heads=2, encoder_global_attn_indexes=[1], input_type="points")
-        return SamModel(config), [("img", [1, 3, 64, 64], "float32"), ("prompt", [1, 1, 2], "float32")]
+        sam = SamModel(config)
+        return sam if entry == "SamModel" else _sam_points(sam), [("img", [1, 3, 64, 64], "float32"), ("prompt", [1, 1, 2], "float32")]
     if entry == "Blip2QFormer":
         return _qformer(), [("image_embeds", [1, 17, 32], "float32")]
     if entry == "EVAVisionTransformer":   # EVA02-CLIP's: rotary embeddings, SwiGLU, sub-layer norms
@@ -54,6 +55,27 @@ def mix_model(entry: str):
     if entry == "GroundingDINOEncoderLayer":
         return _grounding_dino_layer(), [("src", [1, 20, 32], "float32"), ("pos", [1, 20, 32], "float32")]
     raise KeyError(entry)
+
+
+def _sam_points(sam):
+    """SamModel's point prompt path (prompt_forward_point) without its no_grad decorator, which leaves its own
+    program nothing to train."""
+    import paddle
+
+    class PointPrompt(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.sam = sam
+
+        def forward(self, img, prompt):
+            features = self.sam.image_encoder(img)
+            labels = paddle.ones([1, 1], dtype="int32")   # one foreground point, as SamModel gives it
+            sparse, dense = self.sam.prompt_encoder(points=(prompt, labels), boxes=None, masks=None)
+            return self.sam.mask_decoder(image_embeddings=features, image_pe=self.sam.prompt_encoder.get_dense_pe(),
+                                         sparse_prompt_embeddings=sparse, dense_prompt_embeddings=dense,
+                                         multimask_output=False)
+
+    return PointPrompt()
 
 
 def _grounding_dino_layer():
