@@ -33,7 +33,8 @@ def mix_model(entry: str):
         config = SamConfig(prompt_embed_dim=32, image_size=64, vit_patch_size=16, encoder_embed_dim=32,
                            encoder_depth=2, encoder_num_heads=2, encoder_global_attn_indexes=[1], input_type="points")
         sam = SamModel(config)
-        return sam if entry == "SamModel" else _sam_points(sam), [("img", [1, 3, 64, 64], "float32"), ("prompt", [1, 1, 2], "float32")]
+        inputs = [("img", [1, 3, 64, 64], "float32"), ("prompt", [1, 1, 2], "float32")]
+        return (sam if entry == "SamModel" else _sam_points(sam)), inputs
     if entry == "Blip2QFormer":
         return _qformer(), [("image_embeds", [1, 17, 32], "float32")]
     if entry == "EVAVisionTransformer":   # EVA02-CLIP's: rotary embeddings, SwiGLU, sub-layer norms
