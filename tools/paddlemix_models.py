@@ -12,13 +12,14 @@ import types
 from pathlib import Path
 
 MIX = ["SamModel", "SamModel@train", "Blip2QFormer", "EVAVisionTransformer", "QwenVLVision", "LLaVAProjector",
-       "GroundingDINOEncoderLayer"]
+       "GroundingDINOEncoderLayer", "Qwen2VLVision"]
 
 
 def _bare_packages() -> None:
     """`paddlemix`, `paddlemix.models` and the models whose __init__ imports more than the model (BLIP-2's its COCO
     evaluation, LLaVA's OpenCV) as packages whose __init__ does not run."""
-    for name in ("paddlemix", "paddlemix.models", "paddlemix.models.blip2", "paddlemix.models.llava"):
+    for name in ("paddlemix", "paddlemix.models", "paddlemix.models.blip2", "paddlemix.models.llava",
+                 "paddlemix.models.qwen2_vl"):
         package = types.ModuleType(name)
         package.__path__ = [str(Path.cwd() / name.replace(".", "/"))]
         sys.modules[name] = package
@@ -55,6 +56,8 @@ def mix_model(entry: str):
         return build_vision_projector(config), [("input", [1, 4, 32], "float32")]   # image features
     if entry == "GroundingDINOEncoderLayer":
         return _grounding_dino_layer(), [("src", [1, 20, 32], "float32"), ("pos", [1, 20, 32], "float32")]
+    if entry == "Qwen2VLVision":   # a 16 x 16 image in 4 x 4 patches of two frames, flattened as its processor does
+        return _qwen2_vl_vision(), [("hidden_states", [16, 96], "float32")]
     raise KeyError(entry)
 
 
@@ -98,6 +101,27 @@ def _grounding_dino_layer():
             return self.layer(src, pos, points, shapes, paddle.to_tensor([0, 16], dtype="int64"))
 
     return EncoderLayer()
+
+
+def _qwen2_vl_vision():
+    """Qwen2-VL's vision tower (2D rotary embeddings, attention masked to each image, patch merger) over one image
+    of 4 x 4 patches: its grid a constant, as its processor gives it."""
+    import paddle
+    from paddlemix.models.qwen2_vl.configuration_qwen2_vl import Qwen2VLVisionConfig
+    from paddlemix.models.qwen2_vl.modeling_qwen2_vl import Qwen2VisionTransformerPretrainedModel
+    config = Qwen2VLVisionConfig(depth=2, embed_dim=32, hidden_size=64, num_heads=2, patch_size=4,
+                                 spatial_merge_size=2, temporal_patch_size=2)
+    tower = Qwen2VisionTransformerPretrainedModel(config)
+
+    class Vision(paddle.nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.tower = tower
+
+        def forward(self, hidden_states):
+            return self.tower(hidden_states, paddle.to_tensor([[1, 4, 4]], dtype="int64"))
+
+    return Vision()
 
 
 def _qformer():
