@@ -1,9 +1,9 @@
 """paddlemix's own vision pieces at a tiny size, for tools/paddlemix_export.py: SAM, BLIP-2's Q-Former, EVA-CLIP's
-vision tower, Qwen-VL's vision encoder with its resampler, LLaVA's projector, a GroundingDINO encoder layer
-(multi-scale deformable attention, its Python path: its CUDA op is not built). paddlemix's package __init__ imports
-every model it has (and their heavy dependencies), so the packages `paddlemix` and `paddlemix.models` are made
-empty packages over the checkout's folders, and only the model's own modules run. Each input is named as the
-forward's parameter it is passed to."""
+vision tower, Qwen-VL's vision encoder with its resampler, Qwen2-VL's vision tower, LLaVA's projector, a
+GroundingDINO encoder layer (multi-scale deformable attention, its Python path: its CUDA op is not built).
+paddlemix's package __init__ imports every model it has (and their heavy dependencies), so the packages `paddlemix`
+and `paddlemix.models` are made empty packages over the checkout's folders, and only the model's own modules run.
+Each input is named as the forward's parameter it is passed to."""
 
 from __future__ import annotations
 
