@@ -1,5 +1,5 @@
-"""paddlemix's own vision pieces at a tiny size, for tools/paddlemix_export.py: SAM, BLIP-2's Q-Former, EVA-CLIP's
-vision tower, Qwen-VL's vision encoder with its resampler, Qwen2-VL's vision tower, LLaVA's projector, a
+"""paddlemix's own vision pieces at a tiny size, for tools/paddlemix_export.py: SAM, BLIP-2's Q-Former and EVA ViT,
+EVA-CLIP's vision tower, Qwen-VL's vision encoder with its resampler, Qwen2-VL's vision tower, LLaVA's projector, a
 GroundingDINO encoder layer (multi-scale deformable attention, its Python path: its CUDA op is not built).
 paddlemix's package __init__ imports every model it has (and their heavy dependencies), so the packages `paddlemix`
 and `paddlemix.models` are made empty packages over the checkout's folders, and only the model's own modules run.
@@ -12,7 +12,7 @@ import types
 from pathlib import Path
 
 MIX = ["SamModel", "SamModel@train", "Blip2QFormer", "EVAVisionTransformer", "QwenVLVision", "LLaVAProjector",
-       "GroundingDINOEncoderLayer", "Qwen2VLVision"]
+       "GroundingDINOEncoderLayer", "Qwen2VLVision", "Blip2VisionTransformer"]
 
 
 def _bare_packages() -> None:
@@ -58,7 +58,22 @@ def mix_model(entry: str):
         return _grounding_dino_layer(), [("src", [1, 20, 32], "float32"), ("pos", [1, 20, 32], "float32")]
     if entry == "Qwen2VLVision":   # a 16 x 16 image in 4 x 4 patches of two frames, flattened as its processor does
         return _qwen2_vl_vision(), [("hidden_states", [16, 96], "float32")]
+    if entry == "Blip2VisionTransformer":   # BLIP-2's EVA ViT
+        _stub_caption_evaluation()
+        from paddlemix.models.blip2.configuration import Blip2VisionConfig
+        from paddlemix.models.blip2.eva_vit import VisionTransformer
+        config = Blip2VisionConfig(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4, mlp_ratio=2.0)
+        return VisionTransformer(config), [("pixel_values", [1, 3, 32, 32], "float32")]
     raise KeyError(entry)
+
+
+def _stub_caption_evaluation() -> None:
+    """BLIP-2's modules import COCO's caption evaluation (pycocoevalcap, pycocotools), which no model calls."""
+    for name, attribute in (("pycocoevalcap.eval", "COCOEvalCap"), ("pycocotools.coco", "COCO")):
+        package, _, _ = name.partition(".")
+        sys.modules.setdefault(package, types.ModuleType(package))
+        sys.modules[name] = types.ModuleType(name)
+        setattr(sys.modules[name], attribute, None)
 
 
 def _sam_points(sam):
