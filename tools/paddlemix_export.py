@@ -29,7 +29,7 @@ SMALLEST = [
     "UNet2DModel", "UNet2DConditionModel", "AutoencoderKL", "VQModel", "ControlNetModel", "DiT", "Transformer2DModel",
     "PriorTransformer", "UNet1DModel", "UNet3DConditionModel", "UNetSpatioTemporalConditionModel", "AutoencoderTiny",
     "SD3Transformer2DModel", "DiTLLaMA2DModel", "CLIPTextModel", "CLIPVisionModelWithProjection", "DDPMTraining",
-    "AutoencoderKLTemporalDecoder", "AsymmetricAutoencoderKL", "UNetMotionModel", "Kandinsky3UNet",
+    "AutoencoderKLTemporalDecoder", "AsymmetricAutoencoderKL", "UNetMotionModel", "Kandinsky3UNet", "UViTT2IModel",
     # the UNets of other pipelines: score SDE's (Fourier time, FIR skip blocks), UnCLIP's decoder (simple
     # cross-attention, scale-shift norms), the latent upscaler's (k-diffusion blocks), SDXL's (text-time embedding)
     "UNet2DModel@ncsnpp", "UNet2DConditionModel@unclip", "UNet2DConditionModel@kupscaler", "UNet2DConditionModel@sdxl",
@@ -122,6 +122,11 @@ def _diffusers(entry: str):
                                  encoder_hid_dim=32)
         return model, [("sample", [1, 4, 16, 16], "float32"), ("timestep", [1], "float32"),   # int64 fails there
                        ("encoder_hidden_states", [1, 8, 32], "float32"), ("encoder_attention_mask", [1, 8], "int64")]
+    if entry == "UViTT2IModel":   # UniDiffuser's U-ViT: long skips between transformer blocks, einops patches
+        model = d.UViTT2IModel(sample_size=8, in_channels=4, out_channels=4, patch_size=2, num_layers=3,
+                               num_attention_heads=2, attention_head_dim=16, clip_dim=32, num_text_tokens=8)
+        return model, [("img", [1, 4, 8, 8], "float32"), ("timesteps", [1], "int64"),
+                       ("context", [1, 8, 32], "float32")]
     if entry == "AutoencoderKL":
         return d.AutoencoderKL(**AUTOENCODER), [("sample", [1, 3, 32, 32], "float32")]
     if entry == "VQModel":
