@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from paddlemix_models import MIX, mix_model
+from paddlemix_models import MIX, RETURN_DICT, mix_model
 from suite_export import export_each, in_child
 
 SMALLEST = [
@@ -268,7 +268,7 @@ def export_one(out: Path, entry: str) -> str:
     model, inputs = mix_model(entry) if entry in MIX else _diffusers(entry)
     model.eval()
     names = [name for name, _, _ in inputs]
-    fixed = {"return_dict": False} if "return_dict" in model.forward.__code__.co_varnames else {}
+    fixed = {"return_dict": entry in RETURN_DICT} if "return_dict" in model.forward.__code__.co_varnames else {}
 
     class Exported(paddle.nn.Layer):
         def __init__(self):

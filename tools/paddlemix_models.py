@@ -1,9 +1,9 @@
 """paddlemix's own vision pieces at a tiny size, for tools/paddlemix_export.py: SAM, BLIP-2's Q-Former and EVA ViT,
-EVA-CLIP's vision tower, Qwen-VL's vision encoder with its resampler, Qwen2-VL's vision tower, LLaVA's projector, a
-GroundingDINO encoder layer (multi-scale deformable attention, its Python path: its CUDA op is not built).
-paddlemix's package __init__ imports every model it has (and their heavy dependencies), so the packages `paddlemix`
-and `paddlemix.models` are made empty packages over the checkout's folders, and only the model's own modules run.
-Each input is named as the forward's parameter it is passed to."""
+EVA-CLIP's and InternVL2's vision towers, Qwen-VL's vision encoder with its resampler, Qwen2-VL's vision tower,
+LLaVA's projector, a GroundingDINO encoder layer (multi-scale deformable attention, its Python path: its CUDA op is
+not built). paddlemix's package __init__ imports every model it has (and their heavy dependencies), so the packages
+`paddlemix` and `paddlemix.models` are made empty packages over the checkout's folders, and only the model's own
+modules run. Each input is named as the forward's parameter it is passed to."""
 
 from __future__ import annotations
 
@@ -11,15 +11,18 @@ import sys
 import types
 from pathlib import Path
 
+RETURN_DICT = ("InternVisionModel",)   # its forward reads its encoder's output by name even with return_dict=False
 MIX = ["SamModel", "SamModel@train", "Blip2QFormer", "EVAVisionTransformer", "QwenVLVision", "LLaVAProjector",
-       "GroundingDINOEncoderLayer", "Qwen2VLVision", "Blip2VisionTransformer"]
+       "GroundingDINOEncoderLayer", "Qwen2VLVision", "Blip2VisionTransformer",
+       "InternVisionModel"]
 
 
 def _bare_packages() -> None:
     """`paddlemix`, `paddlemix.models` and the models whose __init__ imports more than the model (BLIP-2's its COCO
     evaluation, LLaVA's OpenCV) as packages whose __init__ does not run."""
     for name in ("paddlemix", "paddlemix.models", "paddlemix.models.blip2", "paddlemix.models.llava",
-                 "paddlemix.models.qwen2_vl"):
+                 "paddlemix.models.qwen2_vl", "paddlemix.models.internvl2",
+                 "paddlemix.models.internvl2.internvl_chat"):
         package = types.ModuleType(name)
         package.__path__ = [str(Path.cwd() / name.replace(".", "/"))]
         sys.modules[name] = package
@@ -64,6 +67,12 @@ def mix_model(entry: str):
         from paddlemix.models.blip2.eva_vit import VisionTransformer
         config = Blip2VisionConfig(img_size=32, patch_size=8, embed_dim=32, depth=2, num_heads=4, mlp_ratio=2.0)
         return VisionTransformer(config), [("pixel_values", [1, 3, 32, 32], "float32")]
+    if entry == "InternVisionModel":   # InternVL2's InternViT: RMS norms, normalized queries and keys, layer scales
+        from paddlemix.models.internvl2.internvl_chat.configuration_intern_vit import InternVisionConfig
+        from paddlemix.models.internvl2.internvl_chat.modeling_intern_vit import InternVisionModel
+        config = InternVisionConfig(image_size=28, patch_size=14, hidden_size=32, num_attention_heads=2,
+                                    intermediate_size=64, num_hidden_layers=2, use_flash_attn=False)
+        return InternVisionModel(config), [("pixel_values", [1, 3, 28, 28], "float32")]
     raise KeyError(entry)
 
 
