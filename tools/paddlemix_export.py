@@ -6,9 +6,10 @@ packages tools/paddlenlp_export.py lists, and einops, ftfy, wcwidth, omegaconf, 
 
     PYTHONPATH=DEPS /path/to/paddle/python tools/paddlemix_export.py PADDLEMIX_DIR OUT_DIR [ENTRY ...]
 
-Without entries it exports SMALLEST: ppdiffusers' denoisers (UNet 1D/2D/3D, conditional and spatio-temporal UNets,
-ControlNet, DiT and SD3 transformers, the prior), autoencoders (KL, VQ, tiny) and CLIP towers, each called as its
-pipelines call it (timestep an int64 [1] input); `DDPMTraining`, DDPM's `add_noise` and UNet2DModel's noise
+Without entries it exports SMALLEST: ppdiffusers' denoisers (UNet 1D/2D/3D, the conditional UNets of several
+pipelines, spatio-temporal, motion and Kandinsky 3 UNets, ControlNet, DiT, U-ViT, SD3 and DiT-LLaMA transformers, the
+prior), autoencoders (KL, VQ, tiny, temporal, asymmetric) and CLIP towers, each called as its pipelines call it
+(timestep an int64 [1] input); `DDPMTraining`, DDPM's `add_noise` and UNet2DModel's noise
 prediction MSE, the loss of ppdiffusers' training examples; and paddlemix's vision pieces (paddlemix_models.MIX).
 Each is wrapped in a layer returning its output's tensors in order, turned static with `paddle.jit.to_static` at
 fixed small shapes and saved with `paddle.jit.save`, in a process of its own, into OUT_DIR/<entry>/. Attention is
