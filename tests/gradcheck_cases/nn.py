@@ -40,6 +40,8 @@ CASES = [
     Case("group_norm", _affine((2, 3, 2, 2), 3), {"groups": 1}),
     Case("group_norm", _affine((2, 2, 2, 4), 4), {"groups": 2, "data_layout": "NHWC", "epsilon": 1e-3}),
     Case("group_norm", {"X": randn(2, 4, 3)}, {"groups": 4}),
+    # without Scale, Paddle 3.3.1's X@GRAD is 3.5% off here (k-diffusion's AdaGroupNorm, ppdiffusers' upscaler)
+    Case("group_norm", {"X": randn(1, 8, 3, 3) * 3 + 1}, {"groups": 2}),
     Case("dropout", {"X": randn(4, 5)}, {"dropout_prob": 0.3, "fix_seed": True, "seed": 7}),
     Case("dropout", {"X": randn(4, 5)},
          {"dropout_prob": 0.4, "fix_seed": True, "seed": 3, "dropout_implementation": "upscale_in_train"}),
