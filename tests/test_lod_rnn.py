@@ -5,7 +5,6 @@ the sigmoid's clamp at 13, past which gradc's gradient is 0 where Paddle's is y 
 as Paddle's flat [D, 2D] + [D, D] blocks, the one-level LoD Paddle takes, a gradient through Cell refused (Paddle
 drops it), and lstm_grad's and gru_grad's second derivatives refused."""
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -147,13 +146,12 @@ def test_a_second_derivative_is_refused_naming_the_lod(op):
         gradc.append_backward(program, "penalty")
 
 
-def test_the_batch_layout_is_linear_in_the_rows():
+def test_the_batch_layout_of_one_long_sequence_among_many_short_ones():
     """One sequence of 100,000 steps among 99,999 of one: the steps' sizes in one pass (counting the sequences
-    still going at each step was 10^10 comparisons here, half a minute)."""
+    still going at each step was 10^10 comparisons here, half a minute; the time is benchmarks' to watch, not a
+    test's)."""
     lengths = np.r_[100_000, np.ones(99_999, np.int64)]
-    start = time.perf_counter()
     layout = Layout(np.r_[0, np.cumsum(lengths)], reverse=False)
-    assert time.perf_counter() - start < 10
     assert [s.stop - s.start for s in layout.steps[:3]] == [100_000, 1, 1] and len(layout.steps) == 100_000
     assert layout.rows[:2].tolist() == [0, 100_000] and layout.rows[100_000] == 1
 
