@@ -19,6 +19,9 @@ def bernoulli(k):
     return {"Out": (draws.reshape(p.shape) < p).astype(p.dtype)}   # Paddle's: one uniform an element, below p
 
 
+_PADDLE_WALK_LIMIT = 10 ** 5   # draws without replacement walked as Paddle walks them; beyond, numpy's choice
+
+
 @kernel("multinomial")
 def multinomial(k):
     """Each row of X weighs its categories (any positive total); draws with or without replacement, as Paddle's CPU
@@ -34,24 +37,33 @@ def multinomial(k):
     if not replace and ((rows > 0).sum(axis=1) < samples).any():
         raise ValueError(f"without replacement, {samples} samples need as many categories of nonzero weight")
     check_shape([*weights.shape[:-1], samples], np.int64, "multinomial")
-    dtype = np.dtype(np.float64 if rows.dtype == np.float64 else np.float32)
-    engine = randomness.engine()
-    drawn = np.empty((len(rows), samples), np.int64)
-    for i, row in enumerate(rows.astype(dtype)):
-        if replace:
-            drawn[i] = _search(row, paddle_random.canonical(engine, samples, dtype))
-            continue
-        row = row.copy()
-        for s in range(samples):
-            drawn[i, s] = _search(row, paddle_random.canonical(engine, 1, dtype))[0]
-            row[drawn[i, s]] = 0
+    rows = rows.astype(np.float64 if rows.dtype == np.float64 else np.float32)
+    if replace:
+        drawn = _search(rows, paddle_random.canonical(randomness.engine(), rows.shape[0] * samples, rows.dtype))
+    elif samples * len(rows) <= _PADDLE_WALK_LIMIT and samples * rows.size <= 1000 * _PADDLE_WALK_LIMIT:
+        drawn = np.empty((len(rows), samples), np.int64)
+        for i, row in enumerate(rows.copy()):   # Paddle's walk is a sample at a time, quadratic in the row
+            for s in range(samples):
+                drawn[i, s] = _search(row[None], paddle_random.canonical(randomness.engine(), 1, rows.dtype))[0, 0]
+                row[drawn[i, s]] = 0
+    else:
+        generator = randomness.generator()
+        drawn = np.array([generator.choice(row.size, samples, replace=False, p=row / row.sum())
+                          for row in rows.astype(np.float64)])
     return {"Out": drawn.reshape(*weights.shape[:-1], samples)}
 
 
-def _search(row: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    """The first category whose running sum over the total exceeds each draw (a zero weight is never drawn)."""
-    sums = np.cumsum(row, dtype=row.dtype)
-    return np.minimum(np.searchsorted(sums / sums[-1], draws, side="right"), len(row) - 1 - np.argmax(row[::-1] > 0))
+def _search(rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
+    """Each row's draws (laid out row after row): the first category whose running sum over the row's total exceeds
+    the draw. The rows' sums are laid end to end, row i's raised by i (exact in float64), for one search; a zero
+    weight is never drawn."""
+    sums = np.cumsum(rows, axis=1, dtype=rows.dtype)
+    shift = np.arange(len(rows))[:, None]
+    shares = (sums / sums[:, -1:]).astype(np.float64) + shift
+    found = np.searchsorted(shares.ravel(), (draws.reshape(len(rows), -1).astype(np.float64) + shift).ravel(),
+                            side="right").reshape(len(rows), -1) - shift * rows.shape[1]
+    last_nonzero = rows.shape[1] - 1 - np.argmax(rows[:, ::-1] > 0, axis=1)
+    return np.minimum(found, last_nonzero[:, None])
 
 
 @kernel("poisson")
