@@ -10,12 +10,10 @@ needs paddlepaddle.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
+from suite_export import in_both_modes
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "seeded"
 SEED = 42
@@ -76,9 +74,4 @@ def build(pir: bool) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--child"]:
-        build(pir=os.environ["FLAGS_enable_pir_api"] == "1")
-    else:
-        for flag in ("0", "1"):
-            subprocess.run([sys.executable, __file__, "--child"], env={**os.environ, "FLAGS_enable_pir_api": flag},
-                           check=True)
+    in_both_modes(__file__, build)

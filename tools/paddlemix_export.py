@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 from paddlemix_models import MIX, RETURN_DICT, mix_model
-from suite_export import export_each, in_child
+from suite_export import export_each, in_child, output_tensors
 
 SMALLEST = [
     "UNet2DModel", "UNet2DConditionModel", "AutoencoderKL", "VQModel", "ControlNetModel", "DiT", "Transformer2DModel",
@@ -246,18 +246,6 @@ def _ddpm_training(d):
     return Training()
 
 
-def _tensors(value) -> list:
-    """The tensors in a model's output (a tuple, a ModelOutput, nested), in order."""
-    import paddle
-    if isinstance(value, (paddle.Tensor, paddle.pir.Value)):   # a Value when traced
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in _tensors(item)]
-    return []
-
-
 def export_one(out: Path, entry: str) -> str:
     """One tiny model, static, saved as PIR."""
     os.environ["FLAGS_sdpa_select_math"] = "1"
@@ -279,7 +267,8 @@ def export_one(out: Path, entry: str) -> str:
         def forward(self, a, b=None, c=None, d=None, e=None):   # to_static takes no *args
             given = dict(zip(names, (a, b, c, d, e)))
             added = {name: given.pop(name) for name in ADDED_CONDITIONS if name in given}
-            return tuple(_tensors(self.model(**given, **fixed, **({"added_cond_kwargs": added} if added else {}))))
+            extra = {"added_cond_kwargs": added} if added else {}
+            return tuple(output_tensors(self.model(**given, **fixed, **extra)))
 
     specs = [_spec(shape, dtype, name) for name, shape, dtype in inputs]
     # PaddleNLP (imported by the suites) replaces paddle.to_tensor with a wrapper of its own, which Paddle's AST

@@ -24,7 +24,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from suite_export import export_each, in_child
+from suite_export import export_each, in_child, output_tensors
 
 STUBS = {   # module: the names PaddleNLP imports from it
     "aistudio_sdk": ["hub"], "aistudio_sdk.hub": ["download", "create_repo", "upload"],
@@ -84,18 +84,6 @@ VISION = ("CLIPVisionModel", "ErnieViLVisionModel", "BlipVisionModel")   # pixel
 CALL_KWARGS = {"FunnelModel": {"return_dict": True}}   # Funnel's code reads its encoder's output as a ModelOutput
 
 
-def _tensors(value) -> list:
-    """The tensors in a model's output (a tuple, a ModelOutput, nested), in order."""
-    import paddle
-    if isinstance(value, (paddle.Tensor, paddle.pir.Value)):   # a Value when traced
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [tensor for item in value for tensor in _tensors(item)]
-    return []
-
-
 class _Unused:
     """What a stub module holds: a class PaddleNLP may subclass or call at import (its server's pydantic models)."""
 
@@ -142,7 +130,7 @@ def export_one(out: Path, class_name: str, shape: list[int]) -> str:
 
         def forward(self, inputs, decoder_input_ids=None):
             extra = {"decoder_input_ids": decoder_input_ids} if two_inputs else {}
-            return tuple(_tensors(self.model(inputs, **extra, **CALL_KWARGS.get(class_name, {}))))
+            return tuple(output_tensors(self.model(inputs, **extra, **CALL_KWARGS.get(class_name, {}))))
 
     if class_name in VISION:
         specs = [paddle.static.InputSpec([None, 3, 32, 32], "float32", "pixel_values")]

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from suite_export import report_each
 
 STEPS = 2
 VOCABULARY = 10_001   # the most ids a sparse slot's table holds here (the reader's ids are hashed below it)
@@ -262,12 +263,7 @@ def main() -> None:
         source, out_dir, model_dir = Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve(), sys.argv[4]
         paddle_step(source, out_dir / Path(model_dir).name, model_dir)   # one model a process (each imports its net)
         return
-    for check in sorted(p.parent for p in Path(sys.argv[2]).glob("*/meta.json")):
-        try:
-            report = gradc_step(check)
-        except Exception as error:  # noqa: BLE001 - each model's failure is its result
-            report = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
-        print(check.name, json.dumps(report), flush=True)
+    report_each(Path(sys.argv[2]), gradc_step)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 from paddlerec_static import _relative, _run_steps
+from suite_export import report_each
 
 CLASSES, BATCH, SEQ, WIDTH = 5, 4, 6, 16
 QUANT_TYPES = ["conv2d", "depthwise_conv2d", "mul", "matmul", "matmul_v2", "elementwise_add", "pool2d"]
@@ -262,12 +263,7 @@ def main() -> None:
             return
         export_each(__file__, Path("paddle"), out, configs, 900)
         return
-    for check in sorted(p.parent for p in Path(sys.argv[2]).glob("*/meta.json")):
-        try:
-            report = gradc_step(check)
-        except Exception as error:  # noqa: BLE001 - each config's failure is its result
-            report = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
-        print(check.name, json.dumps(report), flush=True)
+    report_each(Path(sys.argv[2]), gradc_step)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
 """What the export tools of Paddle's suites (tools/paddle*_export.py) share: each config is exported in a child
 process of its own, since a suite's modules keep global state and one config's failure must not stop the others,
-and the parent prints one line per config: `CONFIG OK`, or `CONFIG FAIL` and the child's last line of errors."""
+and the parent prints one line per config: `CONFIG OK`, or `CONFIG FAIL` and the child's last line of errors. Also
+what their checkers and the fixture tools share: a model output's tensors, a report line per case, a child process
+per mode."""
 
 from __future__ import annotations
 
@@ -44,3 +46,37 @@ def main(script: str, export_one, default: list[str] = (), timeout: int = 900) -
         print(export_one(out_dir, entries[0]), flush=True)
         return
     export_each(script, source, out_dir, entries, timeout)
+
+
+def output_tensors(value) -> list:
+    """The tensors in a model's output (a tuple, a ModelOutput, nested), in order."""
+    import paddle
+    if isinstance(value, (paddle.Tensor, paddle.pir.Value)):   # a Value when traced
+        return [value]
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        return [tensor for item in value for tensor in output_tensors(item)]
+    return []
+
+
+def report_each(folder: Path, check) -> None:
+    """The static checkers' gradc side: ``check(case)`` of every case folder (one with a meta.json) under ``folder``,
+    a JSON line each; a case's failure is its result."""
+    import json
+    for case in sorted(p.parent for p in folder.glob("*/meta.json")):
+        try:
+            report = check(case)
+        except Exception as error:  # noqa: BLE001 - each case's failure is its result
+            report = {"error": f"{type(error).__name__}: {str(error).splitlines()[0][:300] if str(error) else ''}"}
+        print(case.name, json.dumps(report), flush=True)
+
+
+def in_both_modes(script: str, build) -> None:
+    """The fixture tools' command line: in a child process per mode (legacy, then PIR), ``build(pir)``."""
+    if sys.argv[1:] == ["--child"]:
+        build(pir=os.environ["FLAGS_enable_pir_api"] == "1")
+        return
+    for flag in ("0", "1"):
+        subprocess.run([sys.executable, script, "--child"], env={**os.environ, "FLAGS_enable_pir_api": flag},
+                       check=True)
