@@ -64,6 +64,7 @@ def test_the_main_program_continues_paddles_stream_after_the_startup():
     np.testing.assert_array_equal(got["coins"], paddle["coins"])               # bernoulli, after the dropout
     np.testing.assert_array_equal(got["picks"], paddle["picks"])               # randint, after that
     np.testing.assert_array_equal(got["sampled"], paddle["sampled"])           # multinomial, with(out) replacement
+    np.testing.assert_array_equal(got["shuffled"], paddle["shuffled"])         # randperm
     np.testing.assert_allclose(got["recurrent"], paddle["recurrent"], rtol=1e-5, atol=1e-6)   # the LSTM's dropout
     np.testing.assert_allclose(got["dropped"], paddle["dropped"], rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(got["loss"], paddle["loss"], rtol=1e-6)
@@ -111,3 +112,13 @@ def test_paddles_pir_startup_with_its_seed_gives_paddles_initial_persistables(ca
     assert len(OPTIMIZER_CASES) >= 20 and "linear_0.w_0" in initial.files
     for name in initial.files:
         np.testing.assert_array_equal(np.asarray(scope[name]), initial[name], err_msg=name)
+
+
+def test_a_bound_near_two_to_the_64_skips_words_as_lemires_method_does():
+    bound = 2 ** 63 + 12345   # about half the words fall below 2^64 mod bound and are skipped
+    drawn = paddle_random._below(paddle_random.Engine(5), np.full(50, bound, np.uint64)).tolist()
+    threshold, expected = (2 ** 64 - bound) % bound, []
+    for word in (int(w) for w in paddle_random.Engine(5).words(400)):
+        if len(expected) < 50 and word * bound % 2 ** 64 >= threshold:
+            expected.append(word * bound >> 64)
+    assert drawn == expected

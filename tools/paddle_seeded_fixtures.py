@@ -17,7 +17,7 @@ from suite_export import in_both_modes
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "seeded"
 SEED = 42
-FETCH = ["hidden", "dropped", "own_seed", "coins", "picks", "sampled", "recurrent", "loss"]
+FETCH = ["hidden", "dropped", "own_seed", "coins", "picks", "sampled", "shuffled", "recurrent", "loss"]
 # the names Paddle gives them in both modes
 PARAMS = ["linear_0.w_0", "linear_0.b_0", "embedding_0.w_0", "linear_1.w_0"]
 
@@ -43,6 +43,7 @@ def build(pir: bool) -> None:
         weights = paddle.static.data("weights", [2, 30], "float32")
         sampled = paddle.concat([paddle.multinomial(weights, 50, replacement=True),
                                  paddle.multinomial(weights, 10, replacement=False)], axis=1)
+        shuffled = paddle.concat([paddle.randperm(10), paddle.randperm(37)])   # std::shuffle, two positions a draw
         recurrent, _ = paddle.nn.LSTM(6, 4, num_layers=2, dropout=0.5, direction="bidirect")(
             paddle.reshape(x, [2, 2, 6]))   # the rnn op's one mask between its layers
         loss = paddle.mean(dropped * dropped) + paddle.mean(own_seed)
@@ -64,11 +65,11 @@ def build(pir: bool) -> None:
     if pir:   # its main program holds no fetch: the startup's draws are compared
         return
     fetched = executor.run(main, feed=feed, fetch_list=[hidden, dropped, own_seed, coins, picks, sampled,
-                                                              recurrent, loss])
+                                                              shuffled, recurrent, loss])
     np.savez(out / "feed.npz", **feed)
     np.savez(out / "fetched.npz", **dict(zip(FETCH, fetched)))
     names = {"hidden": hidden, "dropped": dropped, "own_seed": own_seed, "coins": coins, "picks": picks,
-             "sampled": sampled, "recurrent": recurrent, "loss": loss}
+             "sampled": sampled, "shuffled": shuffled, "recurrent": recurrent, "loss": loss}
     (out / "meta.json").write_text(json.dumps({"seed": SEED, "fetch": {key: value.name for key, value in
                                                                        names.items()}}, indent=1) + "\n")
 

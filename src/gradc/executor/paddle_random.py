@@ -1,8 +1,8 @@
-"""Paddle's CPU draws of a seeded op, bit for bit: a random op with a seed (its seed attribute, a dropout's fix_seed
-or Seed tensor; paddle.seed in static mode writes its seed into every random op) draws from a std::mt19937_64
-seeded with it, through libstdc++'s uniform_real_distribution<float> and normal_distribution<float>, as Paddle's
-kernels do. gradc's draws then equal Paddle's: a seeded startup gives Paddle's initial weights, a seeded dropout
-Paddle's mask."""
+"""Paddle's CPU draws, bit for bit: a random op with a seed of its own (its seed attribute, a dropout's fix_seed or
+Seed tensor) draws from a std::mt19937_64 seeded with it, the others from Paddle's global engine (seeded as
+paddle.seed seeds it), through libstdc++'s uniform_real_distribution, normal_distribution, uniform_int_distribution
+and shuffle, as Paddle's kernels do. gradc's draws then equal Paddle's: a startup gives Paddle's initial weights, a
+dropout Paddle's mask."""
 
 from __future__ import annotations
 
@@ -135,26 +135,51 @@ def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32
 
 
 def integers(engine: Engine, count: int, low: int, high: int) -> np.ndarray:
-    """uniform_int_distribution<int64>(low, high - 1): Lemire's multiply-shift, the high 64 bits of word x range,
-    a word whose low 64 bits fall below 2^64 mod range skipped (libstdc++ 11 and later, with 128-bit integers)."""
-    span = high - low
-    threshold = (2 ** 64 - span) % span
-    out, have = np.empty(count, np.int64), 0
-    while have < count:
-        words = engine.words(count - have)   # a skipped word consumes a draw: the rest follow it in order
-        top, bottom = _wide_product(words, span)
-        kept = top[bottom >= np.uint64(threshold)]
-        out[have:have + len(kept)] = kept.astype(np.int64) + low
-        have += len(kept)
+    """uniform_int_distribution<int64>(low, high - 1): Lemire's multiply-shift (libstdc++ 11 and later, with 128-bit
+    integers)."""
+    return _below(engine, np.full(count, high - low, np.uint64)).astype(np.int64) + low
+
+
+def permutation(engine: Engine, count: int) -> np.ndarray:
+    """std::shuffle of 0 .. count - 1 (Paddle's randperm): libstdc++ draws two swap positions from one number below
+    s (s + 1) for the elements i and i + 1 (s = i + 1), after one swap of element 1 when the count is even."""
+    order = np.arange(count, dtype=np.int64)
+    start = 1
+    if count >= 2 and count % 2 == 0:
+        other = int(_below(engine, np.array([2], np.uint64))[0])
+        order[[1, other]] = order[[other, 1]]
+        start = 2
+    spans = np.arange(start + 1, count + 1, 2, dtype=np.uint64)
+    drawn = _below(engine, spans * (spans + np.uint64(1)))
+    firsts, seconds = drawn // (spans + np.uint64(1)), drawn % (spans + np.uint64(1))
+    for block in range(0, len(spans), 1 << 16):   # the swaps one after another, their positions a block at a time
+        pairs = zip(firsts[block:block + (1 << 16)].tolist(), seconds[block:block + (1 << 16)].tolist())
+        for i, (first, second) in zip(range(start + 2 * block, count, 2), pairs):
+            order[i], order[first] = order[first], order[i]
+            order[i + 1], order[second] = order[second], order[i + 1]
+    return order
+
+
+def _below(engine: Engine, bounds: np.ndarray) -> np.ndarray:
+    """A number below each bound, in order: the high 64 bits of a word times the bound, a word whose low 64 bits fall
+    below 2^64 mod the bound skipped (it still consumes the draw; the words after it serve the elements after)."""
+    thresholds = (np.uint64(0) - bounds) % bounds
+    out, done, spare = np.empty(len(bounds), np.uint64), 0, np.empty(0, np.uint64)
+    while done < len(bounds):
+        words = np.concatenate([spare, engine.words(len(bounds) - done - len(spare))])
+        top, bottom = _wide_product(words, bounds[done:])
+        kept = bottom >= thresholds[done:]
+        taken = len(words) if kept.all() else int(np.argmin(kept))
+        out[done:done + taken] = top[:taken]
+        done, spare = done + taken, words[taken + 1:]
     return out
 
 
-def _wide_product(words: np.ndarray, factor: int) -> tuple[np.ndarray, np.ndarray]:
-    """The high and low 64 bits of each word times ``factor`` (< 2^64), from 32-bit halves."""
-    half = np.uint64(0xFFFFFFFF)
-    thirty_two = np.uint64(32)
-    a_lo, a_hi = words & half, words >> thirty_two
-    b_lo, b_hi = np.uint64(factor & 0xFFFFFFFF), np.uint64(factor >> 32)
+def _wide_product(words: np.ndarray, factors) -> tuple[np.ndarray, np.ndarray]:
+    """The high and low 64 bits of each word times its factor (< 2^64), from 32-bit halves."""
+    half, thirty_two = np.uint64(0xFFFFFFFF), np.uint64(32)
+    factors = np.asarray(factors, np.uint64)
+    a_lo, a_hi, b_lo, b_hi = words & half, words >> thirty_two, factors & half, factors >> thirty_two
     lo_lo, hi_lo, lo_hi = a_lo * b_lo, a_hi * b_lo, a_lo * b_hi
     cross = (lo_lo >> thirty_two) + (hi_lo & half) + lo_hi
     top = a_hi * b_hi + (hi_lo >> thirty_two) + (cross >> thirty_two)

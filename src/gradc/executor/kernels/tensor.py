@@ -116,8 +116,8 @@ def randint(k):
 @kernel("randperm")
 def randperm(k):
     seed = k.attrs.get("seed", 0)   # an extra attribute in Paddle 3.3.1: programs may omit it
-    rng = np.random.default_rng(seed) if seed else randomness.generator()
-    return {"Out": rng.permutation(k.attr("n")).astype(numpy_dtype(k.attr("dtype")))}
+    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own shuffle
+    return {"Out": paddle_random.permutation(engine, k.attr("n")).astype(numpy_dtype(k.attr("dtype")))}
 
 
 def _copy(x):
