@@ -43,17 +43,19 @@ def check_inputs(block, idx: int, op) -> None:
     fail as they do at compile time. Declared outputs are not compared (Paddle's can be stale), and inputs the
     rule cannot read are left to the kernel."""
     try:
-        _inferred(block, idx, op)
+        _inferred_if_readable(block, idx, op)
     except ProgramError:
         reshaped = _reshaped_before(block, idx)   # only where it fails: most programs rewrite no var's shape
         if reshaped.shapes.keys().isdisjoint(op.input_names()):
             raise
-        try:
-            _inferred(block, idx, op, reshaped.shapes)
-        except ProgramError:
-            raise
-        except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
-            return
+        _inferred_if_readable(block, idx, op, reshaped.shapes)
+
+
+def _inferred_if_readable(block, idx: int, op, reshaped: dict | None = None) -> None:
+    try:
+        _inferred(block, idx, op, reshaped)
+    except ProgramError:
+        raise
     except Exception:  # noqa: BLE001 - shapes the rule cannot read: the kernel sees the values
         return
 

@@ -75,6 +75,11 @@ def _temper(y: np.ndarray) -> np.ndarray:
     return y
 
 
+def distribution_dtype(dtype) -> np.dtype:
+    """The type Paddle's CPU distribution of a ``dtype`` output computes in: double for float64, float for the rest."""
+    return np.dtype(np.float64 if np.dtype(dtype) == np.float64 else np.float32)
+
+
 def _seed_sequence(values: list[int], count: int) -> list[int]:
     """std::seed_seq::generate: ``count`` 32-bit words mixed from ``values`` (the standard's algorithm)."""
     mask, size = 2 ** 32 - 1, len(values)

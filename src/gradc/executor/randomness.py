@@ -24,8 +24,11 @@ def generator() -> np.random.Generator:
     return _GENERATOR[0]
 
 
-def engine() -> Engine:
-    """Paddle's global CPU engine."""
+def engine(seed: int | None = None) -> Engine:
+    """A random op's engine: one seeded with its own seed, as Paddle's kernels seed one, else Paddle's global CPU
+    engine."""
+    if seed is not None:
+        return Engine(seed)
     if _ENGINE[0] is None:
         _ENGINE[0] = Engine.from_seed_sequence([int.from_bytes(os.urandom(4), "little")])
     return _ENGINE[0]

@@ -237,8 +237,7 @@ def _draws(k, shape) -> np.ndarray:
     with fix_seed), else of the global engine."""
     seed = k.optional("Seed")
     seed = int(seed.reshape(-1)[0]) if seed is not None else k.attr("seed") if k.attr("fix_seed") else None
-    engine = randomness.engine() if seed is None else paddle_random.Engine(seed)
-    return paddle_random.canonical(engine, int(np.prod(shape))).reshape(shape)
+    return paddle_random.canonical(randomness.engine(seed), int(np.prod(shape))).reshape(shape)
 
 
 @kernel("dropout")

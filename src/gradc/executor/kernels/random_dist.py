@@ -21,9 +21,8 @@ def truncated_gaussian_random(k):
     dtype = numpy_dtype(k.attr("dtype"))
     shape = check_shape(k.attr("shape"), dtype, "truncated_gaussian_random")
     # Paddle's draws: one uniform in [FLT_MIN, 1) an element, in the kernel's float (its erfinv differs by an ulp)
-    wide = np.dtype(np.float64 if dtype == np.float64 else np.float32)
-    seed = k.attr("seed") % 2 ** 64   # Paddle seeds its engine with the int as a uint64: a negative seed is a seed
-    engine = paddle_random.Engine(seed) if seed else randomness.engine()
+    wide = paddle_random.distribution_dtype(dtype)
+    engine = randomness.engine(k.attr("seed") or None)   # Paddle's engine takes the int as a uint64: -1 is a seed too
     drawn = paddle_random.uniform(engine, math.prod(shape), np.finfo(np.float32).tiny, 1.0, wide).reshape(shape)
     low_cdf, high_cdf = (wide.type(0.5 * (1 + math.erf((bound - mean) / std / math.sqrt(2)))) for bound in (low, high))
     p = low_cdf + (high_cdf - low_cdf) * drawn

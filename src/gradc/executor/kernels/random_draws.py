@@ -15,7 +15,7 @@ def bernoulli(k):
     p = k.x("X")
     if not ((p >= 0) & (p <= 1)).all():
         raise ValueError("probabilities in X must lie in [0, 1]")
-    draws = paddle_random.canonical(randomness.engine(), p.size, np.float64 if p.dtype == np.float64 else np.float32)
+    draws = paddle_random.canonical(randomness.engine(), p.size, paddle_random.distribution_dtype(p.dtype))
     return {"Out": (draws.reshape(p.shape) < p).astype(p.dtype)}   # Paddle's: one uniform an element, below p
 
 
@@ -37,7 +37,7 @@ def multinomial(k):
     if not replace and ((rows > 0).sum(axis=1) < samples).any():
         raise ValueError(f"without replacement, {samples} samples need as many categories of nonzero weight")
     check_shape([*weights.shape[:-1], samples], np.int64, "multinomial")
-    rows = rows.astype(np.float64 if rows.dtype == np.float64 else np.float32)
+    rows = rows.astype(paddle_random.distribution_dtype(rows.dtype))
     if replace:
         drawn = _search(rows, paddle_random.canonical(randomness.engine(), rows.shape[0] * samples, rows.dtype))
     elif samples * len(rows) <= _PADDLE_WALK_LIMIT and samples * rows.size <= 1000 * _PADDLE_WALK_LIMIT:

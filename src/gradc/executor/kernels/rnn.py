@@ -60,7 +60,7 @@ def rnn(k):
     mask, prob = None, k.attr("dropout_prob")
     if _dropout_applies(k):   # Paddle's draws: zero where uniform(0, 1) < p, from its seed or the global engine
         seed, dims = k.attr("seed"), x.shape[:2] + (shape.directions * shape.hidden_size,)
-        engine = paddle_random.Engine(seed) if seed else randomness.engine()
+        engine = randomness.engine(seed or None)
         mask = (paddle_random.canonical(engine, int(np.prod(dims))).reshape(dims) >= np.float32(prob)).astype(np.uint8)
     out, finals, reserve = rnn_forward(shape, x, states, weights, lengths, mask, prob)
     results = {"Out": out, "State": finals, "Reserve": reserve.view(np.uint8)}

@@ -73,17 +73,12 @@ def fill_zeros_like(k):
     return {"Out": x.map(np.zeros_like) if isinstance(x, TensorArray) else np.zeros_like(x)}
 
 
-def _paddle_dtype(dtype) -> np.dtype:
-    """The type Paddle's CPU distribution computes in: double for float64, float for the rest."""
-    return np.dtype(np.float64 if dtype == np.float64 else np.float32)
-
-
 @kernel("uniform_random")
 def uniform_random(k):
     shape, dtype, seed = _shape(k, tensor_first=False), numpy_dtype(k.attr("dtype")), k.attr("seed")
-    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own draws
+    engine = randomness.engine(seed or None)   # Paddle's own draws
     out = paddle_random.uniform(engine, math.prod(shape), k.attr("min"), k.attr("max"),
-                                _paddle_dtype(dtype)).reshape(shape)
+                                paddle_random.distribution_dtype(dtype)).reshape(shape)
     out = out.astype(dtype)
     count, step = k.attr("diag_num"), k.attr("diag_step")
     if count > 0:  # an identity-like start: diag_val at flat positions i * (diag_step + 1)
@@ -96,9 +91,9 @@ def uniform_random(k):
 @kernel("gaussian_random")
 def gaussian_random(k):
     shape, dtype, seed = _shape(k, tensor_first=False), numpy_dtype(k.attr("dtype")), k.attr("seed")
-    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own draws (to an ulp)
+    engine = randomness.engine(seed or None)   # Paddle's own draws (to an ulp)
     out = paddle_random.normal(engine, math.prod(shape), k.attr("mean"), k.attr("std"),
-                               _paddle_dtype(dtype)).reshape(shape)
+                               paddle_random.distribution_dtype(dtype)).reshape(shape)
     return {"Out": out.astype(dtype)}
 
 
@@ -108,7 +103,7 @@ kernel("empty")(lambda k: {"Out": np.zeros(_shape(k, tensor_first=True), dtype=n
 @kernel("randint")
 def randint(k):
     shape, seed = _shape(k, tensor_first=False), k.attr("seed")
-    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own draws
+    engine = randomness.engine(seed or None)   # Paddle's own draws
     out = paddle_random.integers(engine, math.prod(shape), k.attr("low"), k.attr("high")).reshape(shape)
     return {"Out": out.astype(numpy_dtype(k.attr("dtype")))}
 
@@ -116,7 +111,7 @@ def randint(k):
 @kernel("randperm")
 def randperm(k):
     seed = k.attrs.get("seed", 0)   # an extra attribute in Paddle 3.3.1: programs may omit it
-    engine = paddle_random.Engine(seed) if seed else randomness.engine()   # Paddle's own shuffle
+    engine = randomness.engine(seed or None)   # Paddle's own shuffle
     return {"Out": paddle_random.permutation(engine, k.attr("n")).astype(numpy_dtype(k.attr("dtype")))}
 
 
