@@ -660,6 +660,25 @@ COMPILE_TIME = {
                               "PaddingData must have shape [2, 3]"),
     "lod_reset no lod": ("lod_reset", {"X": X23}, {}, "lod_reset needs Y or a target_lod"),
     "im2sequence rank": ("im2sequence", {"X": X23}, {"kernels": [2, 2]}, "X must be 4-D [N, C, H, W]"),
+    # incubate, correlation
+    "partial_sum columns": ("partial_sum", {"X": [X23, X23]}, {"start_index": 2, "length": 3}, "past X's 3"),
+    "partial_concat shapes": ("partial_concat", {"X": [X23, zeros(2, 4)]}, {},
+                              "2-D inputs [batch, width] of one shape"),
+    "tdm_child tree": ("tdm_child", {"X": zeros(2, 1, dtype=np.int32), "TreeInfo": zeros(7, 4, dtype=np.int32)},
+                       {"child_nums": 2}, "TreeInfo [nodes, 3 + child_nums=2]"),
+    "tdm_sampler negatives": ("tdm_sampler", {"X": zeros(2, 1, dtype=np.int32), "Travel": zeros(4, 2, dtype=np.int32),
+                                              "Layer": zeros(6, 1, dtype=np.int32)},
+                              {"neg_samples_num_list": [2, 2], "layer_offset": [0, 2, 6]},
+                              "draws 2 negatives at layer 0, which has 2 nodes"),
+    "batch_fc weights": ("batch_fc", {"Input": zeros(2, 5, 4), "W": zeros(2, 3, 3), "Bias": zeros(2, 3)}, {},
+                         "needs Input [slots, rows, in] and W [slots, in, out]"),
+    "rank_attention offsets": ("rank_attention", {"X": zeros(4, 3), "RankOffset": zeros(4, 4, dtype=np.int32),
+                                                  "RankParam": zeros(12, 2)}, {"MaxRank": 2}, "2 MaxRank + 1 = 5"),
+    "correlation kernel": ("correlation", {"Input1": X4, "Input2": X4},
+                           {"kernel_size": 2, "pad_size": 0, "max_displacement": 0, "stride1": 1, "stride2": 1},
+                           "an odd kernel_size"),
+    "fused_seqpool_cvm pooltype": ("fused_seqpool_cvm", {"X": [zeros(3, 4)], "CVM": zeros(3, 2)}, {"pooltype": "MAX"},
+                                   "pools by SUM only"),
 }
 
 RUN_TIME = {
@@ -922,12 +941,27 @@ RUN_TIME = {
     "lod_reset target offsets": ("lod_reset", {"X": X23}, {"target_lod": [0, 1, 3]}, "ends at 3, not at dim 0 (2)"),
     "im2sequence real sizes": ("im2sequence", {"X": zeros(2, 1, 3, 3), "Y": np.array([[5, 5], [3, 3]], f32)},
                                {"kernels": [2, 2]}, "outside the image's [2, 2]"),
+    # incubate
+    "tdm_child id range": ("tdm_child", {"X": np.array([[9]], np.int32), "TreeInfo": zeros(7, 5, dtype=np.int32)},
+                           {"child_nums": 2}, "tdm_child's ids must lie in [0, 7)"),
+    "tdm_sampler leaf range": ("tdm_sampler", {"X": np.array([[5]], np.int32), "Travel": zeros(4, 2, dtype=np.int32),
+                                               "Layer": zeros(6, 1, dtype=np.int32)},
+                               {"neg_samples_num_list": [1, 2], "layer_offset": [0, 2, 6]},
+                               "leaf ids must lie in [0, 4)"),
+    "tdm_sampler layer": ("tdm_sampler", {"X": np.array([[0]], np.int32), "Travel": np.array([[1, 3]], np.int32),
+                                          "Layer": np.array([[1], [1], [3], [4], [5], [6]], np.int32)},
+                          {"neg_samples_num_list": [1, 2], "layer_offset": [0, 2, 6], "seed": 1},
+                          "whose Layer nodes hold 0 besides the positive 1"),
+    "rank_attention instance": ("rank_attention", {"X": zeros(2, 3), "RankOffset": np.array(
+        [[1, 1, 5, 0, 0], [1, 1, 0, 0, 0]], np.int32), "RankParam": zeros(12, 2)}, {"MaxRank": 2},
+        "RankOffset's instance indices must lie in [0, 2)"),
 }
 
 # forward ops with nothing a program can get wrong, and why
 ANY_TENSOR = "any shape, no attribute: every float tensor is valid input"
 FREE_ATTRIBUTES = "elementwise, and every real value of its attributes is a valid Paddle formula"
 EXEMPT = {
+    "shuffle_batch": "every tensor is rows to permute, and every seed a seed",
     "lod_array_length": "no attribute: every tensor array has a length",
     **{op: ANY_TENSOR for op in ("abs", "exp", "log", "sqrt", "rsqrt", "square", "sign", "sigmoid", "tanh",
                                  "silu", "softsign", "logsigmoid", "tanh_shrink", "gelu", "mean", "assign",

@@ -96,6 +96,9 @@ class OpDef:
     # attributes a program may give as a var (wire type VAR/VARS, Paddle's support_tensor): the kernel reads its
     # value at run time, and the op's shapes are the program's own
     tensor_attrs: frozenset[str] = frozenset()
+    # input slots of a state the op writes back to the same var, empty until its first run (shuffle_batch's Seed):
+    # the kernel then takes a default, so a read before any write is no fault
+    state_inputs: frozenset[str] = frozenset()
 
     @property
     def differentiable(self) -> bool:

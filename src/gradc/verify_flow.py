@@ -80,6 +80,11 @@ def unwritten_read_problems(program: Program) -> Iterator[str]:
     yield from _walk(program, 0, _inputs(program), first_writers, {0})
 
 
+def _state_inputs(op_type: str) -> frozenset[str]:
+    opdef = registry.get(op_type)
+    return opdef.state_inputs if opdef is not None else frozenset()
+
+
 def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on_path: set[int]):
     block = program.blocks[block_idx]
     defined = set(defined)
@@ -91,7 +96,7 @@ def _walk(program: Program, block_idx: int, defined: set[str], first_writers, on
         reads = (("slot", op.inputs), ("attribute", op.attr_reads())) if op.var_attrs else (("slot", op.inputs),)
         for kind, slots in reads:
             for key, args in slots.items():
-                if defined.issuperset(args):
+                if defined.issuperset(args) or (kind == "slot" and key in _state_inputs(op.type)):
                     continue
                 for name in args:
                     if name not in defined:

@@ -12,6 +12,7 @@ from . import (
         distributions,
         extra_math,
         geometric,
+        incubate,
         indexing,
         legacy_v1,
         linalg_extra,
@@ -43,6 +44,6 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *lod_text.ROWS, *tensor_api.ROWS, *extra_math.ROWS, *linalg_extra.ROWS, *random_dist.ROWS,
         *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS,
         *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS, *static_layers.ROWS,
-        *debug.ROWS, *api_sweep.ROWS]
+        *debug.ROWS, *api_sweep.ROWS, *incubate.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"
