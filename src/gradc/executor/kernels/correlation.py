@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from . import kernel
 
 
@@ -53,7 +54,8 @@ def correlation(k):
     x1, x2 = k.x("Input1"), k.x("Input2")
     geometry = _Geometry(k, x1)
     p1, p2 = geometry.padded(x1), geometry.padded(x2)
-    out = np.zeros((x1.shape[0], len(geometry.displacements), *geometry.sides), x1.dtype)
+    out = np.zeros(check_shape((x1.shape[0], len(geometry.displacements), *geometry.sides), x1.dtype,
+                               "correlation's Output"), x1.dtype)
     for channel, first, second in geometry.pairs():
         out[:, channel] += np.einsum("nchw,nchw->nhw", p1[first], p2[second])
     return {"Output": out / out.dtype.type(geometry.count)}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...limits import check_shape
 from .. import randomness
 from ..lod import SETS_LOD
 from ..paddle_random import Engine, integers
@@ -118,7 +119,8 @@ def tdm_sampler(k):
     seed = k.attr("seed") % 2**32
     engines = [Engine(seed if seed else int(randomness.generator().integers(1, 2**32))) for _ in negatives]
     width = sum(negatives) + positive * len(negatives)
-    out, labels, mask = (np.zeros((len(ids), width), np.int64) for _ in range(3))
+    out, labels, mask = (np.zeros(check_shape((len(ids), width), np.int64, "tdm_sampler's Out"), np.int64)
+                         for _ in range(3))
     for row, leaf in enumerate(ids):
         column = 0
         for layer, (count, start, end) in enumerate(zip(negatives, offsets, offsets[1:])):
@@ -180,7 +182,7 @@ def rank_attention(k):
     param = param.reshape(ranks * ranks, x.shape[1], param.shape[1])
     out = np.einsum("ikd,ikdp->ip", gathered, param[blocks] * valid[..., None, None])
     rows = max(len(x), k.attr("MaxSize"))
-    helper = np.zeros((rows, ranks * x.shape[1]), x.dtype)
+    helper = np.zeros(check_shape((rows, ranks * x.shape[1]), x.dtype, "rank_attention's InputHelp"), x.dtype)
     helper[:len(x)] = gathered.reshape(len(x), -1)
     ins_rank = np.full((rows, 1), -1, x.dtype)
     ins_rank[:len(x), 0] = k.x("RankOffset")[:, 0]
