@@ -577,6 +577,8 @@ COMPILE_TIME = {
                                               {"row": i64(1, 0), "colptr": i64(0, 1, 2), "edge_weight": zeros(2),
                                                "input_nodes": i64(0)}, {"sample_size": 0},
                                               "needs sample_size >= 1 (or -1: every neighbour), got 0"),
+    "graph_khop_sampler sizes": ("graph_khop_sampler", {"Row": i64(1, 0), "Col_Ptr": i64(0, 1, 2), "X": i64(0)},
+                                 {"sample_sizes": [2, 0]}, "a sample size >= 1 per hop, got [2, 0]"),
     "graph_reindex count dtype": ("graph_reindex", {"X": i64(0, 1), "Neighbors": i64(1, 2), "Count": zeros(2)}, {},
                                   "needs integer Count, got float32"),
     # detection_v1
@@ -850,6 +852,8 @@ RUN_TIME = {
                                   "counts in count must be whole numbers in [0, 2**63)"),
     "standard_gamma shape": ("standard_gamma", {"x": np.array([1.0, 0.0], f32)}, {}, "shape parameters must be > 0"),
     "dirichlet alpha": ("dirichlet", {"Alpha": np.array([[1.0, -0.5]], f32)}, {}, "shape parameters must be > 0"),
+    "graph_khop_sampler lonely": ("graph_khop_sampler", {"Row": i64(1, 0), "Col_Ptr": i64(0, 0, 0, 2), "X": i64(0, 1)},
+                                  {"sample_sizes": [2]}, "none of the input nodes X has a neighbour"),
     "graph_sample_neighbors node": ("graph_sample_neighbors", {"Row": i64(1, 0), "Col_Ptr": i64(0, 1, 2),
                                                                "X": i64(2)}, {"sample_size": 1},
                                     "input node ids must lie in [0, 2)"),

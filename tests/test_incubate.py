@@ -230,3 +230,28 @@ def test_tdm_sampler_round_trips_through_pir():
                                                "Layer": LAYER}, ["Out", "Labels", "Mask"],
                                {"neg_samples_num_list": [1, 3], "layer_offset": [0, 2, 6], "seed": 9})
     round_trips_through_pir(program, feed, ["out", "labels", "mask"], ("tdm_sampler",))
+
+
+KHOP_ROW = np.array([1, 2, 3, 0, 2, 0, 1, 3, 0, 1, 4, 2])
+KHOP_COLPTR = np.array([0, 3, 5, 8, 10, 12])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_graph_khop_sampler_samples_each_hop_from_the_nodes_the_last_one_reached(seed):
+    """Every sampled edge is an edge of the graph into its renumbered target; at most the hop's size per node, no edge
+    twice; the second hop starts from every node the first reached anew (Paddle 3.3.1 only from the first len(X) of
+    them: the coverage rows keep to graphs where both agree)."""
+    gradc.seed(seed)
+    inputs = {"Row": KHOP_ROW, "Col_Ptr": KHOP_COLPTR, "X": np.array([0, 4]), "Eids": np.arange(12) + 100}
+    src, dst, nodes, reindexed, eids = run("graph_khop_sampler", inputs, ["Out_Src", "Out_Dst", "Sample_Index",
+                                                                          "Reindex_X", "Out_Eids"],
+                                           {"sample_sizes": [2, 1], "return_eids": True})
+    edges = eids - 100
+    assert nodes[reindexed].tolist() == [0, 4] and len(set(edges.tolist())) == len(edges)
+    assert (KHOP_ROW[edges] == nodes[src[:, 0]]).all()
+    targets = nodes[dst[:, 0]]
+    assert ((KHOP_COLPTR[targets] <= edges) & (edges < KHOP_COLPTR[targets + 1])).all()
+    first = np.unique(KHOP_ROW[edges[np.isin(targets, [0, 4])]])
+    frontier = np.setdiff1d(first, [0, 4])
+    assert np.bincount(dst[:, 0]).tolist() == [2, 2] + [1] * len(frontier)   # node 4 has 2 edges, node 0 3
+    assert nodes[2:2 + len(frontier)].tolist() == frontier.tolist()

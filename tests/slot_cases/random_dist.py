@@ -1,5 +1,6 @@
-"""Optional inputs of gradc.ops.random_dist_graph: the edge ids the samplers return with return_eids, and the
-buffers of Paddle's GPU kernels (Perm_Buffer, graph_reindex's hash table), which change nothing on the CPU."""
+"""Optional inputs of gradc.ops.random_dist_graph: the edge ids the samplers (graph_khop_sampler too) return with
+return_eids, and the buffers of Paddle's GPU kernels (Perm_Buffer, graph_reindex's hash table), which change nothing
+on the CPU."""
 
 import numpy as np
 
@@ -24,6 +25,10 @@ CASES = [
                                                   "input_nodes": NODES, "eids": EIDS},
              {"out_neighbors": EVERY_NEIGHBOUR["Out"], "out_count": EVERY_NEIGHBOUR["Out_Count"],
               "out_eids": np.array([13, 14, 15, 10, 11])}, {"sample_size": -1, "return_eids": True}, overrides=False),
+    SlotCase("graph_khop_sampler", "Eids", {"Row": ROW, "Col_Ptr": COLPTR, "X": np.array([3, 0]), "Eids": EIDS},
+             {"Out_Src": np.array([[2], [1], [3], [0], [3]]), "Out_Dst": np.array([[0], [0], [0], [1], [1]]),
+              "Sample_Index": np.array([3, 0, 2, 1]), "Reindex_X": np.array([0, 1]),
+              "Out_Eids": np.array([13, 14, 15, 10, 11])}, {"sample_sizes": [5], "return_eids": True}, overrides=False),
     SlotCase("graph_reindex", "HashTable_Value", {**REINDEX, "HashTable_Value": np.zeros(10, np.int32)}, RENUMBERED,
              overrides=False),
     SlotCase("graph_reindex", "HashTable_Index", {**REINDEX, "HashTable_Index": np.zeros(10, np.int32)}, RENUMBERED,

@@ -13,6 +13,9 @@ from .spec import Input, f, given, ints, table, unit
 # a CSC graph of 5 nodes: node 0's in-neighbours are [3, 1], node 1's [0], node 2's none, node 3's [2, 0, 1]
 ROW, COLPTR, NODES = [3, 1, 0, 2, 0, 1], [0, 2, 3, 3, 6, 6], [3, 0, 2]
 EDGE_WEIGHT = [0.5, 2.0, 1.0, 0.1, 3.0, 1.5]
+# graph_khop_sampler's graph: sample sizes above every degree draw nothing, and two hops from [3, 1] reach a frontier
+# of two (Paddle 3.3.1 samples only as many nodes of a later hop as X holds)
+KHOP_ROW, KHOP_COLPTR, KHOP_NODES = [1, 2, 3, 0, 2, 0, 1, 3, 0, 1, 4, 2], [0, 3, 5, 8, 10, 12], [3, 1]
 
 
 def truncated(like, mean=0.0, std=1.0, a=-2.0, b=2.0):
@@ -29,6 +32,14 @@ def truncated(like, mean=0.0, std=1.0, a=-2.0, b=2.0):
 
 def graph():
     return given(ROW, "int64"), given(COLPTR, "int64"), given(NODES, "int64")
+
+
+def khop(x, row, colptr, nodes, sizes, eids=None):
+    """Features of the sampled subgraph: each edge's renumbered ends multiplied, and the nodes it holds."""
+    src, dst, index, reindexed, *more = paddle.incubate.graph_khop_sampler(
+        row, colptr, nodes, sizes, sorted_eids=eids, return_eids=eids is not None)
+    ends = paddle.gather(x, src.reshape([-1])) * paddle.gather(x, dst.reshape([-1]))
+    return [ends, paddle.gather(x, index), paddle.gather(x, reindexed), *[paddle.gather(x, e) for e in more]]
 
 
 def positive(*shape: int) -> Input:
@@ -50,6 +61,11 @@ ROWS = table(
     ("sample_neighbors_eids", lambda e, row, colptr, nodes, eids: paddle.gather(
         e, G.sample_neighbors(row, colptr, nodes, 2, eids=eids, return_eids=True)[2]), f(6, 3), *graph(),
      given([0, 1, 2, 3, 4, 5], "int64")),
+    ("graph_khop_sampler", lambda x, row, colptr, nodes: khop(x, row, colptr, nodes, [5]), f(6, 3),
+     given(KHOP_ROW, "int64"), given(KHOP_COLPTR, "int64"), given(KHOP_NODES, "int64")),
+    ("graph_khop_sampler_two_hops_eids", lambda x, row, colptr, nodes, eids: khop(x, row, colptr, nodes, [5, 4], eids),
+     f(12, 3), given(KHOP_ROW, "int64"), given(KHOP_COLPTR, "int64"), given(KHOP_NODES, "int64"),
+     given(list(range(12)), "int64")),
     ("sample_neighbors_all", lambda x, row, colptr, nodes: paddle.gather(
         x, G.sample_neighbors(row, colptr, nodes, 3)[0]), f(5, 3), *graph()),
     ("weighted_sample_neighbors", lambda x, row, colptr, nodes, w: paddle.gather(

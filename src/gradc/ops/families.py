@@ -161,7 +161,7 @@ FAMILIES = {
     "quant_double": ("fake_quantize_dequantize_abs_max_grad", "fake_channel_wise_quantize_dequantize_abs_max_grad",
         "fake_quantize_dequantize_moving_average_abs_max_grad", "straight_through_estimator_grad"),
     "random_dist": ("truncated_gaussian_random", "binomial", "standard_gamma", "dirichlet", "exponential"),
-    "random_dist_graph": ("graph_sample_neighbors", "weighted_sample_neighbors", "graph_reindex"),
+    "random_dist_graph": ("graph_sample_neighbors", "weighted_sample_neighbors", "graph_reindex", "graph_khop_sampler"),
     "random_draws": ("bernoulli", "multinomial", "poisson", "poisson_grad", "class_center_sample"),
     "rearrange": ("flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad"),

@@ -3,7 +3,9 @@ Row[ColPtr[v]:ColPtr[v + 1]].
 graph_sample_neighbors draws up to sample_size of each input node's neighbours uniformly without replacement (all
 of them, in order, when it has no more), weighted_sample_neighbors draws them with probabilities proportional to
 edge_weight (successively, without replacement), and graph_reindex renumbers a sampled subgraph: the input nodes
-first, then each new neighbour in order of first appearance. None is differentiable (node ids).
+first, then each new neighbour in order of first appearance. graph_khop_sampler (paddle.incubate) samples hop after
+hop (each hop from the nodes the last one reached anew) and renumbers the edges it sampled. None is differentiable
+(node ids).
 
 Perm_Buffer / flag_perm_buffer and graph_reindex's HashTable_* inputs are buffers of Paddle's GPU kernels, which its
 CPU kernels ignore too. sample_size -1 takes every neighbour (Paddle 3.3.1 documents it; its CPU kernel aborts).
@@ -66,3 +68,22 @@ def _reindex_infer(ctx):
 
 defop("graph_reindex", ["X", "Neighbors", "Count", "HashTable_Value?", "HashTable_Index?"],
       ["Reindex_Src", "Reindex_Dst", "Out_Nodes"], infer=_reindex_infer, grad=NO_GRAD)
+
+
+def _khop_infer(ctx):
+    _check_ids(ctx, "Row", "Col_Ptr", "X", *["Eids"] * ctx.has("Eids"))
+    sizes = list(ctx.attr("sample_sizes"))
+    if not sizes or any(size < 1 for size in sizes):
+        ctx.fail(f"graph_khop_sampler needs a sample size >= 1 per hop, got {sizes}")
+    if ctx.attr("return_eids") and not ctx.has("Eids"):
+        ctx.fail("graph_khop_sampler with return_eids needs the edge ids Eids")
+    ids = ctx.dtype("Row")
+    # Sample_Index holds Row's ids, whatever the program declares (Paddle declares it int32)
+    return {"Out_Src": ([-1, 1], ids), "Out_Dst": ([-1, 1], ids), "Sample_Index": ([-1], None),
+            "Reindex_X": (ctx.shape("X"), ids), "Out_Eids": ([-1], ids) if ctx.attr("return_eids") else (None, None)}
+
+
+defop("graph_khop_sampler", ["Row", "Col_Ptr", "X", "Eids?"],
+      ["Out_Src", "Out_Dst", "Sample_Index", "Reindex_X", "Out_Eids"],
+      attrs={"sample_sizes": [], "return_eids": False}, infer=_khop_infer, grad=NO_GRAD,
+      kernel_dtype_outputs=["Sample_Index"])

@@ -119,7 +119,7 @@ FAMILIES = {
         "straight_through_estimator_grad", "fake_dequantize_max_abs", "fake_channel_wise_dequantize_max_abs",
         "quantize_linear", "dequantize_linear", "dequantize_abs_max", "dequantize_log"),
     "random_dist": ("truncated_gaussian_random", "binomial", "standard_gamma", "dirichlet", "exponential"),
-    "random_dist_graph": ("graph_sample_neighbors", "weighted_sample_neighbors", "graph_reindex"),
+    "random_dist_graph": ("graph_sample_neighbors", "weighted_sample_neighbors", "graph_reindex", "graph_khop_sampler"),
     "random_draws": ("bernoulli", "multinomial", "poisson", "poisson_grad", "class_center_sample"),
     "rearrange": ("flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad"),

@@ -97,3 +97,47 @@ def graph_reindex(k):
     ids = new_id[where].astype(x.dtype)
     return {"Reindex_Src": ids[x.size:], "Reindex_Dst": np.repeat(np.tile(ids[:x.size], types), count),
             "Out_Nodes": np.concatenate([x, nodes[fresh]])}
+
+
+@kernel("graph_khop_sampler")
+def graph_khop_sampler(k):
+    """Hop after hop, up to that hop's sample size of each frontier node's neighbours (uniformly, without
+    replacement); the next frontier: the neighbours sampled, sorted, less this hop's frontier. Renumbered as
+    Paddle's kernel does: the frontiers' nodes in turn (a node met again takes its later number), then each new
+    neighbour in order of first appearance. Paddle 3.3.1 samples only as many nodes of a later frontier as X has
+    (and reads past a smaller one); gradc samples every frontier node, as documented."""
+    row, colptr, x = k.x("Row"), k.x("Col_Ptr"), k.x("X")
+    eids = k.optional("Eids") if k.attr("return_eids") else None
+    rng, frontier = randomness.generator(), x[np.sort(np.unique(x, return_index=True)[1])]
+    frontiers, picked, counts, sizes = [], [], [], list(k.attr("sample_sizes"))
+    for hop, size in enumerate(sizes):
+        if frontier.size == 0:
+            break
+        starts, ends = _neighbourhoods(row, colptr, frontier, eids)
+        check_allocation(int(np.minimum(ends - starts, size).sum()), 3 * 8, f"the edges sampled at hop {hop}")
+        edges = [np.arange(start, end) if end - start <= size else start + rng.permutation(end - start)[:size]
+                 for start, end in zip(starts.tolist(), ends.tolist())]
+        frontiers.append(frontier)
+        counts.append([len(e) for e in edges])
+        picked.append(np.concatenate(edges).astype(np.int64))
+        if hop == 0 and not picked[0].size:
+            raise ValueError("none of the input nodes X has a neighbour")
+        frontier = np.setdiff1d(np.unique(row[picked[-1]]), frontier)
+    sources = row[np.concatenate(picked)]
+    numbers, order = {}, []
+    for node in np.concatenate(frontiers).tolist():   # a node in two frontiers: listed twice, its later number kept
+        numbers[node] = len(order)
+        order.append(node)
+    targets = [numbers[node] for node in np.concatenate(frontiers).tolist()]
+    for node in sources.tolist():
+        if node not in numbers:
+            numbers[node] = len(order)
+            order.append(node)
+    renumber = np.vectorize(numbers.__getitem__, otypes=[row.dtype]) if numbers else None
+    counts = np.concatenate([np.asarray(c, np.int64) for c in counts])
+    results = {"Out_Src": renumber(sources).reshape(-1, 1) if sources.size else sources.reshape(-1, 1),
+               "Out_Dst": np.repeat(np.asarray(targets, row.dtype), counts).reshape(-1, 1),
+               "Sample_Index": np.asarray(order, row.dtype), "Reindex_X": renumber(x).astype(row.dtype)}
+    if eids is not None:
+        results["Out_Eids"] = eids[np.concatenate(picked)]
+    return results
