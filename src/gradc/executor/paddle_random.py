@@ -55,6 +55,17 @@ class Engine:
             out[count - rest:] = self._block[:rest]
         return out
 
+    def pending(self) -> np.ndarray:
+        """The words the next draws return, to the end of the current block (a fresh block when it is spent), none
+        consumed: scalar samplers read them and ``skip`` what they used."""
+        if self._used == len(self._block):
+            self._twist()
+            self._block, self._used = _temper(self._state.copy()), 0
+        return self._block[self._used:]
+
+    def skip(self, count: int) -> None:
+        self._used += count
+
     def _twist(self) -> None:
         mt = self._state
         # the words before N - M mix with words not yet replaced; the rest with words replaced already
@@ -107,9 +118,13 @@ def _seed_sequence(values: list[int], count: int) -> list[int]:
 
 def canonical(engine: Engine, count: int, dtype=np.float32) -> np.ndarray:
     """generate_canonical<float or double>: a word over 2^64 in ``dtype`` (one rounding), kept below 1."""
+    return canonical_of(engine.words(count), dtype)
+
+
+def canonical_of(words: np.ndarray, dtype) -> np.ndarray:
+    """generate_canonical of given words."""
     dtype = np.dtype(dtype)
-    values = engine.words(count).astype(dtype) * dtype.type(2.0 ** -64)
-    return np.minimum(values, np.nextafter(dtype.type(1), dtype.type(0)))
+    return np.minimum(words.astype(dtype) * dtype.type(2.0 ** -64), np.nextafter(dtype.type(1), dtype.type(0)))
 
 
 def uniform(engine: Engine, count: int, low: float, high: float, dtype=np.float32) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...limits import check_shape
-from .. import paddle_random, randomness
+from .. import paddle_random, paddle_random_dists, randomness
 from . import kernel
 
 
@@ -71,7 +71,8 @@ def poisson(k):
     rates = k.x("X")
     if not (rates >= 0).all():
         raise ValueError("poisson rates in X must be >= 0")
-    return {"Out": randomness.generator().poisson(rates.astype(np.float64)).astype(rates.dtype)}
+    drawn = paddle_random_dists.poisson(randomness.engine(), rates.ravel())   # std::poisson_distribution's, in double
+    return {"Out": drawn.reshape(rates.shape).astype(rates.dtype)}
 
 
 kernel("poisson_grad")(lambda k: {"X@GRAD": np.zeros_like(k.x("Out@GRAD"))})
