@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import libm
+
 _N, _M = 312, 156
 _UPPER, _LOWER = np.uint64(0xFFFFFFFF80000000), np.uint64(0x7FFFFFFF)
 _TWIST, _ONE = np.uint64(0xB5026F5AA96619E9), np.uint64(1)
@@ -135,8 +137,7 @@ def uniform(engine: Engine, count: int, low: float, high: float, dtype=np.float3
 
 def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32) -> np.ndarray:
     """normal_distribution<float or double>(mean, std): Marsaglia's polar method, each accepted pair giving y m,
-    then x m. glibc's logf and log are not correctly rounded: about 2 draws in 1,000 differ from Paddle's by an
-    ulp."""
+    then x m, the logs glibc's (gradc.executor.libm)."""
     dtype = np.dtype(dtype)
     out, have, wanted = [], 0, 2 * -(-count // 2)
     while have < wanted:   # never more pairs than could be needed: a shared engine must be left where Paddle's is
@@ -146,7 +147,7 @@ def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32
         r2 = x * x + y * y
         kept = (r2 <= 1) & (r2 != 0)
         x, y, r2 = x[kept], y[kept], r2[kept]
-        scale = np.sqrt(dtype.type(-2) * np.log(r2.astype(np.float64)).astype(dtype) / r2)
+        scale = np.sqrt(dtype.type(-2) * libm.log(r2) / r2)
         values = np.empty(2 * len(r2), dtype)
         values[0::2], values[1::2] = y * scale, x * scale
         out.append(values)
