@@ -1,8 +1,8 @@
 """The C math library's functions, called as Paddle's CPU kernels call them: glibc's logf, log, log1pf, powf and
 lgamma are not correctly rounded, and numpy's own log (SIMD) differs from glibc's in about 0.5% of doubles and 22%
 of floats, so a random draw that passes through them equals Paddle's only when the same functions compute it.
-Through ctypes (about 3 million calls a second); without a C library that has them (not glibc), numpy's and
-Python's, which differ from Paddle's by an ulp now and then."""
+Through ctypes (about 3 million calls a second). Another system's C library gives its own (Paddle's numbers are
+glibc's); without one, numpy's and Python's, an ulp from Paddle's now and then."""
 
 from __future__ import annotations
 
@@ -17,9 +17,15 @@ import numpy as np
 @functools.cache
 def _library():
     try:
-        library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        library = ctypes.CDLL("libm.so.6")
+    except OSError:   # not glibc's name: ask the system (find_library runs a subprocess, so only then)
+        try:
+            library = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so")
+        except OSError:
+            return None
+    try:
         functions = {name: getattr(library, name) for name in ("logf", "log1pf", "powf", "lgamma")}
-    except (OSError, AttributeError):
+    except AttributeError:
         return None
     for name, function in functions.items():
         kind = ctypes.c_float if name.endswith("f") else ctypes.c_double
