@@ -1,7 +1,8 @@
 """The random ops beyond uniform, normal and dropout draw what Paddle's CPU kernels draw (gradc.executor.
 paddle_random_dists): after paddle.seed(42) a program of poisson, binomial, standard_gamma, dirichlet, exponential,
 rrelu, gumbel_softmax, fractional max pooling, class_center_sample and nce gives Paddle's values, each op continuing
-the global engine where the one before left it (tools/paddle_seeded_fixtures.py, tests/data/paddle/seeded/dists)."""
+the global engine where the one before left it (tools/paddle_seeded_fixtures.py, tests/data/paddle/seeded/dists);
+in PIR, a program an op (dists_pir)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import pytest
 
 import gradc
 from gradc.executor import libm, paddle_random, paddle_random_dists, randomness
+from gradc.pir import load_pir
 
 DATA = Path(__file__).parent / "data" / "paddle" / "seeded" / "dists"
+PIR = DATA.parent / "dists_pir"
 EXACT = ["poisson", "binomial", "binomial64", "gamma", "gamma64", "dirichlet", "exponential", "rrelu", "pooled",
          "remapped", "centers", "nce_uniform", "nce_log_uniform", "nce_custom"]
 
@@ -44,6 +47,19 @@ def test_each_random_op_draws_paddles_values_from_where_the_one_before_left_the_
     np.testing.assert_allclose(got["gumbel"], paddle["gumbel"], rtol=1e-6, atol=0)
     for name in ("nce_uniform_cost", "nce_log_uniform_cost", "nce_custom_cost"):   # the same samples, float sums
         np.testing.assert_allclose(got[name], paddle[name], rtol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("key", json.loads((PIR / "meta.json").read_text())["fetch"])
+def test_each_random_op_of_a_pir_program_draws_paddles_values(key):
+    randomness.seed(json.loads((PIR / "meta.json").read_text())["seed"])
+    program = load_pir(PIR / f"main_{key}.json")
+    feed = {name: value for name, value in np.load(PIR / "feed.npz").items() if name in program.global_block.vars}
+    got, paddle = gradc.Executor().run(program, feed, [key], gradc.Scope())[0], np.load(PIR / "fetched.npz")[key]
+    if key == "gumbel":   # Eigen's logs
+        np.testing.assert_allclose(got, paddle, rtol=1e-6, atol=0)
+    else:
+        assert got.dtype == paddle.dtype
+        np.testing.assert_array_equal(got, paddle)
 
 
 def test_another_seed_draws_other_values():
