@@ -71,6 +71,8 @@ def poisson(k):
     rates = k.x("X")
     if not (rates >= 0).all():
         raise ValueError("poisson rates in X must be >= 0")
+    if not (rates < 2 ** 31 - 1).all():   # Paddle's draws are C ints: a larger rate's would never be accepted
+        raise ValueError("poisson rates in X must be below 2**31 - 1")
     drawn = paddle_random_dists.poisson(randomness.engine(), rates.ravel())   # std::poisson_distribution's, in double
     return {"Out": drawn.reshape(rates.shape).astype(rates.dtype)}
 
