@@ -67,7 +67,7 @@ def exponential(engine: Engine, count: int, rate: float, dtype=np.float32) -> np
 
 def poisson(engine: Engine, means: np.ndarray) -> np.ndarray:
     """std::poisson_distribution<int>(mean) a value, in order: products of uniforms below e^-mean under 12, else
-    Devroye's rejection (libstdc++'s, its lgamma Python's: a bound compared one ulp away may rarely flip a value)."""
+    Devroye's rejection (libstdc++'s), in double."""
     uniforms = Uniforms(engine, np.float64)
     out = np.empty(len(means), np.float64)
     for i, mean in enumerate(np.asarray(means, np.float64).tolist()):
@@ -88,7 +88,7 @@ def _poisson_large(uniforms: Uniforms, mean: float) -> int:
     m = math.floor(mean)
     log_mean, log_factorial, root = math.log(mean), libm.lgamma(m + 1), math.sqrt(m)
     quarter_pi = 0.7853981633974483
-    d = float(round(max(6.0, min(m, math.sqrt(2 * m * math.log(32 * m / quarter_pi))))))
+    d = float(math.floor(max(6.0, min(m, math.sqrt(2 * m * math.log(32 * m / quarter_pi)))) + 0.5))   # C's round
     cx = 2 * m + d
     half_root_cx, inverse_cx = math.sqrt(cx / 2), 1 / cx
     c1 = root * 1.2533141373155003
