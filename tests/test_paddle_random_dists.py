@@ -71,7 +71,7 @@ def test_another_seed_draws_other_values():
 def test_scalar_draws_leave_the_engine_where_whole_draws_would():
     whole = paddle_random.Engine(3).words(700)
     engine = paddle_random.Engine(3)
-    uniforms = paddle_random_dists.Uniforms(engine, np.float64)
+    uniforms = paddle_random_dists.ScalarDraws(engine, np.float64)
     firsts = [uniforms() for _ in range(400)]   # across the end of the first block
     np.testing.assert_array_equal(firsts, paddle_random.canonical_of(whole[:400], np.float64))
     np.testing.assert_array_equal(engine.words(300), whole[400:])
@@ -91,3 +91,10 @@ def test_without_glibcs_math_the_draws_are_an_ulp_from_paddles_at_most(monkeypat
     for name in ("exponential", "gamma", "dirichlet"):
         np.testing.assert_array_max_ulp(got[name], paddle[name], maxulp=1)
     np.testing.assert_array_equal(got["binomial"], paddle["binomial"])
+
+
+def test_scalar_bounded_draws_are_lemires_skipping_the_words_it_skips():
+    bound = 2 ** 63 + 12345   # about half the words are skipped
+    draws = paddle_random_dists.ScalarDraws(paddle_random.Engine(5), np.float64)
+    expected = paddle_random.integers(paddle_random.Engine(5), 50, 0, bound).astype(np.uint64)
+    assert [draws.below(bound) for _ in range(50)] == expected.tolist()

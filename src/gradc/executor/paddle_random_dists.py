@@ -32,19 +32,34 @@ def _c_float(dtype) -> _CFloat:
     return _CFloat(store, *libm.scalar_functions(dtype))
 
 
-class Uniforms:
-    """Scalar generate_canonical draws in ``dtype`` from an engine's current block, each consuming one word."""
+class ScalarDraws:
+    """One value at a time from an engine, each consuming its words: generate_canonical in ``dtype`` (a call), or a
+    bounded int (``below``), read from the engine's current block."""
 
     def __init__(self, engine: Engine, dtype):
-        self.engine, self.dtype, self._values, self._next = engine, np.dtype(dtype), [], 0
+        self.engine, self.dtype, self._words, self._values, self._next = engine, np.dtype(dtype), [], [], 0
         self.c_float = _c_float(dtype)
 
-    def __call__(self) -> float:
-        if self._next == len(self._values):
-            self._values, self._next = canonical_of(self.engine.pending(), self.dtype).tolist(), 0
+    def _word_index(self) -> int:
+        if self._next == len(self._words):
+            words = self.engine.pending()
+            self._words, self._values, self._next = words.tolist(), canonical_of(words, self.dtype).tolist(), 0
         self.engine.skip(1)
         self._next += 1
-        return self._values[self._next - 1]
+        return self._next - 1
+
+    def __call__(self) -> float:
+        index = self._word_index()   # first: it may read a new block into the lists
+        return self._values[index]
+
+    def below(self, bound: int) -> int:
+        """uniform_int_distribution(0, bound - 1): Lemire's method, as paddle_random.integers."""
+        threshold = (2 ** 64 - bound) % bound
+        while True:
+            index = self._word_index()
+            product = self._words[index] * bound
+            if product & (2 ** 64 - 1) >= threshold:
+                return product >> 64
 
     def normal(self) -> float:
         """A fresh normal_distribution(0, 1)'s first value: Marsaglia's polar pair (as paddle_random.normal), its
@@ -68,14 +83,14 @@ def exponential(engine: Engine, count: int, rate: float, dtype=np.float32) -> np
 def poisson(engine: Engine, means: np.ndarray) -> np.ndarray:
     """std::poisson_distribution<int>(mean) a value, in order: products of uniforms below e^-mean under 12, else
     Devroye's rejection (libstdc++'s), in double."""
-    uniforms = Uniforms(engine, np.float64)
+    uniforms = ScalarDraws(engine, np.float64)
     out = np.empty(len(means), np.float64)
     for i, mean in enumerate(np.asarray(means, np.float64).tolist()):
         out[i] = _poisson_small(uniforms, mean) if mean < 12 else _poisson_large(uniforms, mean)
     return out
 
 
-def _poisson_small(uniforms: Uniforms, mean: float) -> int:
+def _poisson_small(uniforms: ScalarDraws, mean: float) -> int:
     threshold, product, count = math.exp(-mean), 1.0, 0
     while True:
         product *= uniforms()
@@ -84,7 +99,7 @@ def _poisson_small(uniforms: Uniforms, mean: float) -> int:
             return count - 1
 
 
-def _poisson_large(uniforms: Uniforms, mean: float) -> int:
+def _poisson_large(uniforms: ScalarDraws, mean: float) -> int:
     m = math.floor(mean)
     log_mean, log_factorial, root = math.log(mean), libm.lgamma(m + 1), math.sqrt(m)
     quarter_pi = 0.7853981633974483
@@ -134,7 +149,7 @@ class _PolarNormals:
     """The normal_distribution<double> one poisson_distribution holds: a polar pair, its second value kept for the
     next call."""
 
-    def __init__(self, uniforms: Uniforms):
+    def __init__(self, uniforms: ScalarDraws):
         self.uniforms, self.saved = uniforms, None
 
     def __call__(self) -> float:
@@ -158,7 +173,7 @@ _TAILS = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067
 def binomial(engine: Engine, counts: np.ndarray, probs: np.ndarray, dtype=np.float32) -> np.ndarray:
     """Paddle's binomial a value, in order, in the kernel's float: BTRS when n p' >= 10 (p' the smaller of p, 1 - p),
     else the count of geometric jumps within n; n - draw when p > 0.5."""
-    uniforms = Uniforms(engine, dtype)
+    uniforms = ScalarDraws(engine, dtype)
     c_float, t = uniforms.c_float, uniforms.c_float.t
     out = np.empty(len(counts), np.int64)
     for i, (n, p) in enumerate(zip(np.asarray(counts).tolist(), np.asarray(probs).tolist())):
@@ -180,7 +195,7 @@ def _tail(t, k: int) -> float:
     return t((1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / square) / square) / (k + 1))
 
 
-def _btrs(uniforms: Uniforms, c_float: _CFloat, n: float, p: float) -> int:
+def _btrs(uniforms: ScalarDraws, c_float: _CFloat, n: float, p: float) -> int:
     t, log = c_float.t, c_float.log
     stddev = t(math.sqrt(t(t(n * p) * t(1 - p))))
     b = t(1.15 + 2.53 * stddev)
@@ -207,7 +222,7 @@ def _btrs(uniforms: Uniforms, c_float: _CFloat, n: float, p: float) -> int:
             return k
 
 
-def _inversion(uniforms: Uniforms, c_float: _CFloat, n: float, p: float) -> int:
+def _inversion(uniforms: ScalarDraws, c_float: _CFloat, n: float, p: float) -> int:
     t = c_float.t
     log_q, total, count = t(c_float.log1p(-p)), 0.0, 0
     while True:
@@ -222,7 +237,7 @@ def gamma(engine: Engine, alphas: np.ndarray, dtype=np.float32) -> np.ndarray:
     """Paddle's gamma sampler (numpy's Marsaglia and Tsang) a value, in order, in the kernel's float: alpha < 1
     boosted by one uniform, then normal (a fresh polar pair) and uniform draws until accepted; at least the float's
     smallest normal number."""
-    dtype, uniforms = np.dtype(dtype), Uniforms(engine, dtype)
+    dtype, uniforms = np.dtype(dtype), ScalarDraws(engine, dtype)
     c_float, t, log = uniforms.c_float, uniforms.c_float.t, uniforms.c_float.log
     third, constant = float(np.float32(1 / 3)), float(np.float32(0.0331))   # float literals, also in double kernels
     out = np.empty(len(alphas), dtype)

@@ -92,9 +92,9 @@ def class_center_sample(k):
     check_shape((classes,), labels.dtype, "the list of classes")
     positive, remapped = np.unique(labels, return_inverse=True)
     engine = randomness.engine((k.attr("seed") or None) if k.attr("fix_seed") else None)
-    sampled, drawn = set(positive.tolist()), []
+    sampled, drawn, draws = set(positive.tolist()), [], paddle_random_dists.ScalarDraws(engine, np.float64)
     while len(sampled) < min(samples, classes):
-        negative = int(paddle_random.integers(engine, 1, 0, classes)[0])
+        negative = draws.below(classes)
         if negative not in sampled:
             sampled.add(negative)
             drawn.append(negative)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...limits import check_shape
 from .. import paddle_random, randomness
+from ..paddle_random_dists import ScalarDraws
 from . import kernel
 
 
@@ -125,10 +126,10 @@ def _sampler(k, classes: int):
         raise ValueError(f"CustomDistAlias must hold classes in [0, {classes}) (or -1 for none)")
 
     def draw(engine, n):   # the alias method: a class, kept with its alias probability, else its alias
-        picked, chance = np.empty(n, np.int64), np.empty(n, np.float64)
+        picked, chance, draws = np.empty(n, np.int64), np.empty(n, np.float64), ScalarDraws(engine, np.float64)
         for i in range(n):   # Paddle's order: each class's int, then its double
-            picked[i] = paddle_random.integers(engine, 1, 0, classes)[0]
-            chance[i] = paddle_random.canonical(engine, 1, np.float64)[0]
+            picked[i] = draws.below(classes)
+            chance[i] = draws()
         swapped = (chance > alias_probs[picked]) & (alias[picked] != -1)
         return np.where(swapped, alias[picked], picked)
 
