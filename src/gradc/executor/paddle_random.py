@@ -1,8 +1,8 @@
 """Paddle's CPU draws, bit for bit: a random op with a seed of its own (its seed attribute, a dropout's fix_seed or
 Seed tensor) draws from a std::mt19937_64 seeded with it, the others from Paddle's global engine (seeded as
 paddle.seed seeds it), through libstdc++'s uniform_real_distribution, normal_distribution, uniform_int_distribution
-and shuffle, as Paddle's kernels do. gradc's draws then equal Paddle's: a startup gives Paddle's initial weights, a
-dropout Paddle's mask."""
+and shuffle, as Paddle's kernels do (the samplers that take a varying number of words a value: paddle_random_dists).
+gradc's draws then equal Paddle's: a startup gives Paddle's initial weights, a dropout Paddle's mask."""
 
 from __future__ import annotations
 
@@ -13,8 +13,6 @@ from . import libm
 _N, _M = 312, 156
 _UPPER, _LOWER = np.uint64(0xFFFFFFFF80000000), np.uint64(0x7FFFFFFF)
 _TWIST, _ONE = np.uint64(0xB5026F5AA96619E9), np.uint64(1)
-_TWO_TO_MINUS_64 = np.float32(2.0 ** -64)
-_BELOW_ONE = np.nextafter(np.float32(1), np.float32(0))
 
 
 class Engine:
