@@ -731,6 +731,7 @@ RUN_TIME = {
     "bernoulli probability": ("bernoulli", {"X": np.array([0.5, 1.5], f32)}, {}, "must lie in [0, 1]"),
     "multinomial weight": ("multinomial", {"X": np.array([0.5, -0.1, 0.6], f32)}, {}, "weights in X must be >= 0"),
     "poisson rate": ("poisson", {"X": np.array([1.0, -2.0], f32)}, {}, "rates in X must be >= 0"),
+    "poisson huge rate": ("poisson", {"X": np.array([1.0, np.inf], f32)}, {}, "rates in X must be below 2**31 - 1"),
     "logspace count": ("logspace", {"Start": ONE, "Stop": ONE, "Num": np.array([0], np.int32), "Base": ONE}, {},
                        "Num must be >= 1, got 0"),
     "histogram range": ("histogram", {"X": np.array([1.0, np.inf], f32)}, {"bins": 4},

@@ -8,7 +8,8 @@ import pytest
 import gradc
 from gradc import GradError, Program, ProgramError, Scope, VarType, registry
 from gradc.backward import append_backward, gradients
-from gradc.executor.kernels import nn_activation
+from gradc.executor import randomness
+from gradc.executor.paddle_random import Engine
 from gradc.gradcheck import check_op
 from gradc.verify_shapes import check_shapes
 from test_axis_errors import _one_op_program
@@ -36,7 +37,7 @@ def run_op(op_type, inputs, attrs=None, outputs=("Out",)):
 def pinned_noise(monkeypatch):
     """Every draw of rrelu and gumbel_softmax starts from the same seed, so central differences see one
     function."""
-    monkeypatch.setattr(nn_activation, "noise_generator", lambda: np.random.default_rng(5))
+    monkeypatch.setattr(randomness, "engine", lambda seed=None: Engine(5))
 
 
 def test_rrelu_training_gradient_with_the_noise_pinned(pinned_noise):

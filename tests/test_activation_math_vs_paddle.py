@@ -4,8 +4,8 @@ forward program, compiles its backward, runs it, and gives Paddle's outputs, los
 
 Where Paddle is wrong, the test says so and checks gradc against the right value: Paddle's
 gumbel_softmax_grad omits the 1/temperature factor, and its scale grad adds a BiasTensor to the gradient.
-Random ops (rrelu in training, gumbel_softmax) draw their own noise: their grad ops are compared on
-Paddle's draw, their forward on the properties of gradc's.
+Random ops (rrelu in training, gumbel_softmax) draw Paddle's noise when seeded as the tool seeded Paddle; their
+grad ops are also compared on Paddle's draw, their forward on the properties of any draw.
 """
 
 import json
@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import gradc
+from gradc.executor import randomness
 from gradc.io import parse_program
 
 DATA = Path(__file__).parent / "data" / "paddle" / "ops"
@@ -31,6 +32,7 @@ def _load(family):
 
 CASES = [case for family in FAMILIES for case in _load(family)]
 RANDOM = {"rrelu_train", "gumbel_softmax", "gumbel_softmax_axis0", "gumbel_softmax_hard"}
+PADDLE_SEED = 2026   # tools/paddle_activation_math_fixtures.py's paddle.seed before each case
 PADDLE_WRONG = {"scale_bias_tensor"}
 
 
@@ -113,6 +115,24 @@ def _grad_op(op_type, inputs, attrs, wants="X@GRAD"):
 def _random_op(case):
     program = parse_program(case["values"]["program"].tobytes())
     return next(op for op in program.global_block.ops if op.type == case["random_op"])
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM))
+def test_seeded_as_paddle_the_random_ops_draw_paddles_noise(name):
+    """rrelu's slopes and gumbel_softmax's noise are Paddle's (gumbel's logs Eigen's, an ulp away); Paddle's
+    gumbel_softmax grad leaves out 1/temperature."""
+    case = _case(name)
+    randomness.seed(PADDLE_SEED)
+    try:
+        ours = run_gradc(case)
+    finally:
+        randomness.seed(None)
+    np.testing.assert_allclose(ours[case["out"]], case["values"]["out"], rtol=1e-14, atol=1e-16)
+    scale = 1.0 if name == "rrelu_train" else _random_op(case).attrs["temperature"]
+    for grad, value in _arrays(case, "grad").items():
+        np.testing.assert_allclose(ours[grad] * scale, value, rtol=1e-12, atol=1e-16, err_msg=grad)
+    if name == "rrelu_train":
+        np.testing.assert_array_equal(ours[case["out"]], case["values"]["out"])
 
 
 def test_rrelu_grad_on_paddles_noise_and_a_training_draw():

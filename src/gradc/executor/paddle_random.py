@@ -1,18 +1,18 @@
 """Paddle's CPU draws, bit for bit: a random op with a seed of its own (its seed attribute, a dropout's fix_seed or
 Seed tensor) draws from a std::mt19937_64 seeded with it, the others from Paddle's global engine (seeded as
 paddle.seed seeds it), through libstdc++'s uniform_real_distribution, normal_distribution, uniform_int_distribution
-and shuffle, as Paddle's kernels do. gradc's draws then equal Paddle's: a startup gives Paddle's initial weights, a
-dropout Paddle's mask."""
+and shuffle, as Paddle's kernels do (the samplers that take a varying number of words a value: paddle_random_dists).
+gradc's draws then equal Paddle's: a startup gives Paddle's initial weights, a dropout Paddle's mask."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import libm
+
 _N, _M = 312, 156
 _UPPER, _LOWER = np.uint64(0xFFFFFFFF80000000), np.uint64(0x7FFFFFFF)
 _TWIST, _ONE = np.uint64(0xB5026F5AA96619E9), np.uint64(1)
-_TWO_TO_MINUS_64 = np.float32(2.0 ** -64)
-_BELOW_ONE = np.nextafter(np.float32(1), np.float32(0))
 
 
 class Engine:
@@ -54,6 +54,17 @@ class Engine:
             self._block, self._used = _temper(self._state.copy()), rest
             out[count - rest:] = self._block[:rest]
         return out
+
+    def pending(self) -> np.ndarray:
+        """The words the next draws return, to the end of the current block (a fresh block when it is spent), none
+        consumed: scalar samplers read them and ``skip`` what they used."""
+        if self._used == len(self._block):
+            self._twist()
+            self._block, self._used = _temper(self._state.copy()), 0
+        return self._block[self._used:]
+
+    def skip(self, count: int) -> None:
+        self._used += count
 
     def _twist(self) -> None:
         mt = self._state
@@ -107,9 +118,13 @@ def _seed_sequence(values: list[int], count: int) -> list[int]:
 
 def canonical(engine: Engine, count: int, dtype=np.float32) -> np.ndarray:
     """generate_canonical<float or double>: a word over 2^64 in ``dtype`` (one rounding), kept below 1."""
+    return canonical_of(engine.words(count), dtype)
+
+
+def canonical_of(words: np.ndarray, dtype) -> np.ndarray:
+    """generate_canonical of given words."""
     dtype = np.dtype(dtype)
-    values = engine.words(count).astype(dtype) * dtype.type(2.0 ** -64)
-    return np.minimum(values, np.nextafter(dtype.type(1), dtype.type(0)))
+    return np.minimum(words.astype(dtype) * dtype.type(2.0 ** -64), np.nextafter(dtype.type(1), dtype.type(0)))
 
 
 def uniform(engine: Engine, count: int, low: float, high: float, dtype=np.float32) -> np.ndarray:
@@ -120,8 +135,7 @@ def uniform(engine: Engine, count: int, low: float, high: float, dtype=np.float3
 
 def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32) -> np.ndarray:
     """normal_distribution<float or double>(mean, std): Marsaglia's polar method, each accepted pair giving y m,
-    then x m. glibc's logf and log are not correctly rounded: about 2 draws in 1,000 differ from Paddle's by an
-    ulp."""
+    then x m, the logs glibc's (gradc.executor.libm)."""
     dtype = np.dtype(dtype)
     out, have, wanted = [], 0, 2 * -(-count // 2)
     while have < wanted:   # never more pairs than could be needed: a shared engine must be left where Paddle's is
@@ -131,7 +145,7 @@ def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32
         r2 = x * x + y * y
         kept = (r2 <= 1) & (r2 != 0)
         x, y, r2 = x[kept], y[kept], r2[kept]
-        scale = np.sqrt(dtype.type(-2) * np.log(r2.astype(np.float64)).astype(dtype) / r2)
+        scale = np.sqrt(dtype.type(-2) * libm.log(r2) / r2)
         values = np.empty(2 * len(r2), dtype)
         values[0::2], values[1::2] = y * scale, x * scale
         out.append(values)

@@ -1,9 +1,11 @@
 """Where kernels draw the randomness no seed attribute fixes (dropout without fix_seed, initialisers with
-seed 0, rrelu's noise, ...). Paddle draws these from its global generator (paddle.seed); so does gradc: uniform_random,
-gaussian_random and dropout from Paddle's own engine (gradc.executor.paddle_random), seeded as paddle.seed seeds it,
-so that ``seed(n)`` before a program gives what paddle.seed(n) gives Paddle; the other kernels from a numpy generator.
-Both take fresh entropy unless seeded. gradc train seeds them per step from --seed and the step number, so a run
-resumed from a checkpoint draws what the uninterrupted run drew."""
+seed 0, rrelu's noise, ...). Paddle draws these from its global generator (paddle.seed); so does gradc: every random
+op's kernel draws from Paddle's own engine (gradc.executor.paddle_random and paddle_random_dists), seeded as
+paddle.seed seeds it, so that ``seed(n)`` before a program gives what paddle.seed(n) gives Paddle. A numpy generator
+serves the draws Paddle takes from std::random_device, which no seed reproduces (graph_sample_neighbors,
+weighted_sample_neighbors), and multinomial without replacement beyond the size where Paddle's quadratic walk is
+followed. Both take fresh entropy unless seeded. gradc train seeds them per step from --seed and the step number, so
+a run resumed from a checkpoint draws what the uninterrupted run drew."""
 
 from __future__ import annotations
 

@@ -7,14 +7,9 @@ import math
 import numpy as np
 
 from ...shapes import normalize_axis
-from .. import randomness
+from .. import paddle_random, randomness
 from . import kernel
 from .activation import softmax
-
-
-def noise_generator() -> np.random.Generator:
-    """Where rrelu and gumbel_softmax draw their noise: fresh each run (tests pin it)."""
-    return randomness.generator()
 
 
 # ---------------------------------------------------------------- prelu
@@ -93,11 +88,11 @@ def maxout_grad(k):
 @kernel("rrelu")
 def rrelu(k):
     x, lower, upper = k.x("X"), k.attr("lower"), k.attr("upper")
+    noise = np.ones_like(x)
     if k.attr("is_test"):
-        slopes = np.asarray((lower + upper) / 2, x.dtype)
-    else:
-        slopes = noise_generator().uniform(lower, upper, x.shape).astype(x.dtype)
-    noise = np.where(x < 0, slopes, np.ones((), x.dtype))
+        noise[x < 0] = (np.float32(lower) + np.float32(upper)) / np.float32(2)
+    else:   # Paddle's: a float uniform in [lower, upper) a negative element, in order
+        noise[x < 0] = paddle_random.uniform(randomness.engine(), int((x < 0).sum()), lower, upper, np.float32)
     return {"Out": x * noise, "Noise": noise}
 
 
@@ -115,7 +110,8 @@ def _along_axis(k, a):
 def gumbel_softmax(k):
     x = k.x("X")
     logits, axis = _along_axis(k, x)
-    uniform = noise_generator().uniform(np.finfo(x.dtype).tiny, 1.0, logits.shape)
+    wide = paddle_random.distribution_dtype(x.dtype)   # Paddle's noise: a uniform in [1e-5, 1) an element, in order
+    uniform = paddle_random.uniform(randomness.engine(), logits.size, 0.00001, 1.0, wide).reshape(logits.shape)
     soft = softmax((logits - np.log(-np.log(uniform)).astype(x.dtype)) / np.asarray(k.attr("temperature"), x.dtype),
                    axis)
     if k.attr("hard"):

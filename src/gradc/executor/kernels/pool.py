@@ -16,7 +16,7 @@ import numpy as np
 from ...limits import check_shape
 from ...ops import pool as ops
 from ...ops.conv import attr_values, channel_last, pool_geometry
-from .. import randomness
+from .. import paddle_random, randomness
 from . import kernel
 from .conv import channels_back, channels_first
 from .pool_windows import along_axes, axis_windows, max_windows, membership
@@ -96,7 +96,8 @@ def _fractional_kernels(dims: int) -> None:
         x = channels_first(k.x("x"), False, dims)
         output_size, kernel_size = k.attr("output_size"), k.attr("kernel_size")
         ops.fractional_check(x.shape[2:], output_size, kernel_size)
-        u = np.float32(k.attr("random_u") or randomness.generator().random())   # 0: drawn per run, as Paddle
+        # 0: a float uniform drawn from the global engine each run, as Paddle's
+        u = np.float32(k.attr("random_u") or paddle_random.uniform(randomness.engine(), 1, 0.0, 1.0)[0])
         bounds = [fractional_bounds(*args, u) for args in zip(x.shape[2:], output_size, kernel_size)]
         out, mask = max_with_mask(x, bounds)
         return {"out": out, "mask": mask}

@@ -1,4 +1,5 @@
-"""Kernels of gradc.ops.random_dist: draws from parametric distributions, computed in float64 and cast back."""
+"""Kernels of gradc.ops.random_dist: draws from parametric distributions, as Paddle's CPU kernels draw them from its
+engine (gradc.executor.paddle_random_dists), in the float the kernel computes in."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 import numpy as np
 
 from ...limits import check_shape
-from .. import paddle_random, randomness
+from .. import paddle_random, paddle_random_dists, randomness
 from . import kernel
 from .special_math import erfinv
 from .tensor import numpy_dtype
@@ -32,25 +33,27 @@ def truncated_gaussian_random(k):
 
 @kernel("binomial")
 def binomial(k):
-    count, prob = k.x("count").astype(np.float64), k.x("prob").astype(np.float64)   # float16 holds no 2**63
+    wide = paddle_random.distribution_dtype(k.x("count").dtype)
+    count, prob = k.x("count").astype(wide), k.x("prob").astype(wide)
     if count.shape != prob.shape:
         raise ValueError(f"binomial needs count and prob of one shape, got {count.shape} and {prob.shape}")
     if not ((prob >= 0) & (prob <= 1)).all():
         raise ValueError("binomial probabilities in prob must lie in [0, 1]")
     if not ((count >= 0) & (count == np.floor(count)) & (count < 2.0 ** 63)).all():   # NaN fails each
         raise ValueError("binomial counts in count must be whole numbers in [0, 2**63)")
-    drawn = randomness.generator().binomial(count.astype(np.int64), prob)
-    return {"out": np.asarray(drawn, dtype=np.int64)}
+    drawn = paddle_random_dists.binomial(randomness.engine(), count.ravel(), prob.ravel(), wide)
+    return {"out": drawn.reshape(count.shape)}
 
 
-def _gamma(shapes, dtype):
-    """Gamma(shape, 1) draws in float64; like Paddle's, never below the smallest normal number of ``dtype``."""
+def _gamma(shapes):
+    """Gamma(shape, 1) draws in the kernel's float; like Paddle's, never below its smallest normal number."""
     if not (shapes > 0).all():
         raise ValueError("gamma shape parameters must be > 0")
-    return np.maximum(randomness.generator().standard_gamma(shapes.astype(np.float64)), np.finfo(dtype).tiny)
+    wide = paddle_random.distribution_dtype(shapes.dtype)
+    return paddle_random_dists.gamma(randomness.engine(), shapes.astype(wide).ravel(), wide).reshape(shapes.shape)
 
 
-kernel("standard_gamma")(lambda k: {"out": _gamma(k.x("x"), k.x("x").dtype).astype(k.x("x").dtype)})
+kernel("standard_gamma")(lambda k: {"out": _gamma(k.x("x")).astype(k.x("x").dtype)})
 
 
 @kernel("dirichlet")
@@ -59,8 +62,8 @@ def dirichlet(k):
     alpha = k.x("Alpha")
     if alpha.ndim < 1:
         raise ValueError("dirichlet needs Alpha with a last axis of categories")
-    drawn = _gamma(alpha, alpha.dtype)
-    return {"Out": (drawn / drawn.sum(axis=-1, keepdims=True)).astype(alpha.dtype)}
+    drawn = _gamma(alpha)
+    return {"Out": (drawn / drawn.sum(axis=-1, keepdims=True, dtype=drawn.dtype)).astype(alpha.dtype)}
 
 
 @kernel("exponential")
@@ -68,4 +71,6 @@ def exponential(k):
     rate, x = k.attr("lambda"), k.x("X")
     if not rate > 0:
         raise ValueError(f"exponential needs lambda > 0, got {rate}")
-    return {"Out": randomness.generator().exponential(1 / rate, x.shape).astype(x.dtype)}
+    wide = paddle_random.distribution_dtype(x.dtype)
+    drawn = paddle_random_dists.exponential(randomness.engine(), x.size, rate, wide)
+    return {"Out": drawn.reshape(x.shape).astype(x.dtype)}

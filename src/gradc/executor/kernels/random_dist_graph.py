@@ -1,4 +1,6 @@
-"""Kernels of gradc.ops.random_dist_graph: neighbour sampling on a CSC graph and renumbering a sampled subgraph."""
+"""Kernels of gradc.ops.random_dist_graph: neighbour sampling on a CSC graph and renumbering a sampled subgraph.
+Paddle's CPU samplers seed a std::mt19937 from std::random_device on every run (no paddle.seed reaches them), so
+gradc draws them from its numpy generator, which gradc.seed does seed."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...limits import check_shape
-from .. import paddle_random, randomness
+from .. import paddle_random, paddle_random_dists, randomness
 from . import kernel
 
 
@@ -71,7 +71,10 @@ def poisson(k):
     rates = k.x("X")
     if not (rates >= 0).all():
         raise ValueError("poisson rates in X must be >= 0")
-    return {"Out": randomness.generator().poisson(rates.astype(np.float64)).astype(rates.dtype)}
+    if not (rates < 2 ** 31 - 1).all():   # Paddle's draws are C ints: a larger rate's would never be accepted
+        raise ValueError("poisson rates in X must be below 2**31 - 1")
+    drawn = paddle_random_dists.poisson(randomness.engine(), rates.ravel())   # std::poisson_distribution's, in double
+    return {"Out": drawn.reshape(rates.shape).astype(rates.dtype)}
 
 
 kernel("poisson_grad")(lambda k: {"X@GRAD": np.zeros_like(k.x("Out@GRAD"))})
@@ -79,15 +82,21 @@ kernel("poisson_grad")(lambda k: {"X@GRAD": np.zeros_like(k.x("Out@GRAD"))})
 
 @kernel("class_center_sample")
 def class_center_sample(k):
-    """The distinct labels in ascending order (each label remapped to its position), then distinct classes drawn
-    uniformly from the others until num_samples are sampled (none when the labels already hold as many)."""
+    """The distinct labels in ascending order (each label remapped to its position), then classes drawn uniformly
+    as Paddle draws them, a bounded int at a time, the ones not yet sampled kept in order of drawing, until
+    num_samples are sampled (none when the labels already hold as many). Paddle's engine: the op's seed with fix_seed
+    (0: the global one); without fix_seed Paddle seeds one from std::random_device, gradc takes its global engine."""
     labels, classes, samples = k.x("Label"), k.attr("num_classes"), k.attr("num_samples")
     if labels.ndim != 1 or ((labels < 0) | (labels >= classes)).any():
         raise ValueError(f"class_center_sample needs Label [batch] of classes in [0, {classes})")
     check_shape((classes,), labels.dtype, "the list of classes")
     positive, remapped = np.unique(labels, return_inverse=True)
-    rng = np.random.default_rng(k.attr("seed")) if k.attr("fix_seed") else randomness.generator()
-    others = np.setdiff1d(np.arange(classes, dtype=labels.dtype), positive)
-    drawn = rng.permutation(others)[:max(samples - positive.size, 0)]
+    engine = randomness.engine((k.attr("seed") or None) if k.attr("fix_seed") else None)
+    sampled, drawn, draws = set(positive.tolist()), [], paddle_random_dists.ScalarDraws(engine, np.float64)
+    while len(sampled) < min(samples, classes):
+        negative = draws.below(classes)
+        if negative not in sampled:
+            sampled.add(negative)
+            drawn.append(negative)
     return {"RemappedLabel": remapped.astype(labels.dtype).reshape(labels.shape),
-            "SampledLocalClassCenter": np.concatenate([positive, drawn]).astype(labels.dtype)}
+            "SampledLocalClassCenter": np.concatenate([positive, np.array(drawn, np.int64)]).astype(labels.dtype)}

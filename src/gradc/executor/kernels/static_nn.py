@@ -1,12 +1,15 @@
-"""Kernels of gradc.ops.static_nn: cvm, nce (its samplers draw from gradc's generator, or from their own seeded
-one when the seed attribute is set, as Paddle's sampler is seeded afresh on every run) and row_conv."""
+"""Kernels of gradc.ops.static_nn: cvm, nce (its samplers draw Paddle's numbers from Paddle's global engine, or from
+an engine of their own when the seed attribute is set, seeded afresh on every run as Paddle's) and row_conv."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
 from ...limits import check_shape
-from .. import randomness
+from .. import paddle_random, randomness
+from ..paddle_random_dists import ScalarDraws
 from . import kernel
 
 
@@ -101,14 +104,20 @@ def row_conv_grad(k):
 
 # nce
 def _sampler(k, classes: int):
-    """(draw(rng, count) -> classes, probability(classes) -> float64) of the op's sampler, as Paddle's."""
+    """(draw(engine, count) -> classes, probability(classes) -> float64) of the op's sampler, drawing as Paddle's
+    samplers draw: a bounded int, a double uniform's log-uniform inverse, or the alias method's int then double."""
     kind = k.attr("sampler")
     if kind == 0:
-        return (lambda rng, n: rng.integers(0, classes, n)), (lambda c: np.full(c.shape, 1.0 / classes))
-    if kind == 1:   # Paddle's inverse transform, which never draws the last class
-        log_range = np.log(classes)
-        return ((lambda rng, n: (np.exp(rng.random(n) * log_range).astype(np.int64) - 1) % (classes - 1)),
-                (lambda c: np.log((c + 2.0) / (c + 1.0)) / log_range))
+        return ((lambda engine, n: paddle_random.integers(engine, n, 0, classes)),
+                (lambda c: np.full(c.shape, 1.0 / classes)))
+    if kind == 1:   # Paddle's inverse transform, which never draws the last class; C's exp, as numpy's may differ
+        log_range = float(np.float32(math.log(classes)))   # Paddle keeps it in a float
+
+        def log_uniform(engine, n):
+            drawn = paddle_random.canonical(engine, n, np.float64).tolist()
+            return (np.array([int(math.exp(u * log_range)) for u in drawn], np.int64) - 1) % (classes - 1)
+
+        return log_uniform, (lambda c: np.log((c + 2.0) / (c + 1.0)) / log_range)
     probs, alias, alias_probs = (k.x(s).reshape(-1) for s in ("CustomDistProbs", "CustomDistAlias",
                                                               "CustomDistAliasProbs"))
     if not probs.size == alias.size == alias_probs.size == classes:
@@ -116,9 +125,12 @@ def _sampler(k, classes: int):
     if ((alias < -1) | (alias >= classes)).any():
         raise ValueError(f"CustomDistAlias must hold classes in [0, {classes}) (or -1 for none)")
 
-    def draw(rng, n):   # the alias method: a class, kept with its alias probability, else its alias
-        picked = rng.integers(0, classes, n)
-        swapped = (rng.random(n) > alias_probs[picked]) & (alias[picked] != -1)
+    def draw(engine, n):   # the alias method: a class, kept with its alias probability, else its alias
+        picked, chance, draws = np.empty(n, np.int64), np.empty(n, np.float64), ScalarDraws(engine, np.float64)
+        for i in range(n):   # Paddle's order: each class's int, then its double
+            picked[i] = draws.below(classes)
+            chance[i] = draws()
+        swapped = (chance > alias_probs[picked]) & (alias[picked] != -1)
         return np.where(swapped, alias[picked], picked)
 
     return draw, (lambda c: probs[c].astype(np.float64))
@@ -162,9 +174,9 @@ def nce(k):
     if chosen.size:
         negatives = np.broadcast_to(chosen, (batch, chosen.size))
     else:
-        seed = k.attr("seed")
-        rng = np.random.default_rng(seed) if seed else randomness.generator()
-        negatives = draw(rng, batch * count).reshape(batch, count)
+        # the int attribute read as an unsigned word; Paddle seeds seed 0 from std::random_device, gradc takes its
+        # global engine (gradc.seed) there
+        negatives = draw(randomness.engine(k.attr("seed") % 2 ** 32 or None), batch * count).reshape(batch, count)
     samples = np.concatenate([labels, negatives], axis=1)
     logits = np.einsum("bd,bsd->bs", x.astype(np.float64), weight[samples].astype(np.float64))
     if bias is not None:
