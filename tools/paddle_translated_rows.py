@@ -67,6 +67,9 @@ def translate(row_id: str) -> str:
         tensor.set(feed[name], paddle.CPUPlace())
         tensor.set_lod(lod)
         feed[name] = tensor
+    if (legacy / "params.npz").exists():   # parameters (a tree's tables, say) go into the scope, as a startup would
+        for name, array in np.load(legacy / "params.npz").items():
+            paddle.static.global_scope().var(name).get_tensor().set(array, paddle.CPUPlace())
     (value,) = paddle.static.Executor(paddle.CPUPlace()).run(forward, feed=feed, fetch_list=[LOSS_NAME])
     if not np.allclose(value, np.load(legacy / "loss.npy"), rtol=1e-6):
         raise ValueError(f"{row_id}: the translated program computes another loss")
