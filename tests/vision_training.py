@@ -29,9 +29,14 @@ class Fixture(FixtureFiles):
     def dir(self) -> Path:
         return DATA / self.name
 
+    @property
+    def has_dropout(self) -> bool:
+        return (self.dir / "startup.pb").exists()
+
 
 @dataclass
 class Trained:
+    init: dict[str, np.ndarray]        # every parameter before the first step
     losses: np.ndarray                 # one per step
     grads: dict[str, np.ndarray]       # the first step's parameter gradients
     final: dict[str, np.ndarray]       # every parameter after the last step
@@ -39,14 +44,21 @@ class Trained:
 
 def train(fixture: Fixture) -> Trained:
     """gradc compiles Paddle's forward program with its Adam (the fixture's hyper-parameters), runs the startup
-    program, takes Paddle's initial parameters and trains the fixture's steps on its batch."""
+    program, takes Paddle's initial parameters and trains the fixture's steps on its batch. With dropout on
+    (startup.pb kept), the initial parameters are gradc's run of Paddle's startup program, seeded as Paddle's
+    was: the steps' dropouts then draw on from where Paddle's drew."""
     meta = fixture.meta
     program = gradc.load(fixture.dir / "forward.pb")
     startup = Adam(**meta["hyperparameters"]).minimize(program, meta["loss"])
     scope, executor = gradc.Scope(), gradc.Executor()
+    if fixture.has_dropout:
+        gradc.seed(meta["seed"])
+        executor.run(gradc.load(fixture.dir / "startup.pb"), scope=scope)
+    else:
+        for name, value in fixture.npz("init").items():
+            scope[name] = value
     executor.run(startup, scope=scope)
-    for name, value in fixture.npz("init").items():
-        scope[name] = value
+    init = {p: np.asarray(scope[p]).copy() for p in meta["params"]}
     grads = list(fixture.npz("grads"))
     feed, losses, first = fixture.npz("feed"), [], {}
     for step in range(meta["steps"]):
@@ -54,7 +66,7 @@ def train(fixture: Fixture) -> Trained:
                               scope=scope)
         losses.append(np.asarray(values[0]).reshape(()))
         first = first or dict(zip(grads, values[1:]))
-    return Trained(np.stack(losses), first, {p: np.asarray(scope[p]) for p in meta["params"]})
+    return Trained(init, np.stack(losses), first, {p: np.asarray(scope[p]) for p in meta["params"]})
 
 
 def compare(fixture: Fixture, trained: Trained) -> list[str]:
