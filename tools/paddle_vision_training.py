@@ -114,8 +114,8 @@ def build_model(name: str, model: Model, out: Path) -> str:
         np.save(out / "losses64.npy", losses64)
         np.savez_compressed(out / "final64.npz", **final64)
     meta = {"model": name, "about": model.about, "paddle_version": paddle.__version__, "seed": SEED,
-            "steps": STEPS, "dropout": model.dropout, "optimizer": "adam", "hyperparameters": {"learning_rate": model.learning_rate, **ADAM},
-            "loss": loss, "params": params,
+            "steps": STEPS, "dropout": model.dropout, "optimizer": "adam",
+            "hyperparameters": {"learning_rate": model.learning_rate, **ADAM}, "loss": loss, "params": params,
             "trainable": sorted(p.name for p in main.all_parameters() if p.trainable),
             "float64_kept": keep64, "ops_train": [op.type for op in main.global_block().ops]}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
