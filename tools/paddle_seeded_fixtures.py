@@ -1,8 +1,9 @@
 """A program whose initialisers and dropout draw from Paddle's global generator after paddle.seed(42), and one op
 with a seed of its own, as Paddle 3.3.1 writes them in legacy mode (legacy/: startup.pb, main.pb) and in PIR mode
 (pir/: startup.json), with Paddle's values after its startup (params.npz) and, in legacy mode, its fetches after one
-run of the main program that follows (fetched.npz): gradc seeded with 42 must draw the same. Not part of the package: it
-needs paddlepaddle.
+run of the main program that follows (fetched.npz): gradc seeded with 42 must draw the same. And draws.npz: eager
+initialisers' float32 and float64 draws (uniform, normal, truncated normal with narrow and wide bounds), each after
+paddle.seed(42). Not part of the package: it needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_seeded_fixtures.py   (both modes, each in a child process)
 """
@@ -10,6 +11,7 @@ needs paddlepaddle.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -74,5 +76,27 @@ def build(pir: bool) -> None:
                                                                        names.items()}}, indent=1) + "\n")
 
 
+# name: (initializer, its arguments); each fills DRAWS values after paddle.seed(SEED)
+INITIALISERS = {"uniform": ("Uniform", (-0.3, 0.7)), "normal": ("Normal", (0.1, 0.7)),
+                "truncated": ("TruncatedNormal", (0.1, 0.7, -0.5, 2.0)),
+                "truncated_wide": ("TruncatedNormal", (0.0, 1.0, -5.0, 5.0))}
+DRAWS = 3000
+
+
+def eager_draws() -> None:
+    import paddle
+    draws = {}
+    for dtype in ("float32", "float64"):
+        for name, (initializer, arguments) in INITIALISERS.items():
+            paddle.seed(SEED)
+            tensor = paddle.empty([DRAWS], dtype=dtype)
+            getattr(paddle.nn.initializer, initializer)(*arguments)(tensor)
+            draws[f"{name}_{dtype}"] = tensor.numpy()
+    np.savez_compressed(OUT / "draws.npz", **draws)
+    (OUT / "draws.json").write_text(json.dumps({"seed": SEED, "initialisers": INITIALISERS}, indent=1) + "\n")
+
+
 if __name__ == "__main__":
+    if "--child" not in sys.argv:
+        eager_draws()
     in_both_modes(__file__, build)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -123,26 +124,25 @@ def uniform(engine: Engine, count: int, low: float, high: float, dtype=np.float3
 
 
 @functools.cache
-def _libm_logs() -> dict | None:
-    """The C library's logf and log (Paddle's polar method calls them), or None where there is no libm to load."""
-    name = ctypes.util.find_library("m")
-    if name is None:
+def libm(name: str, dtype) -> Callable | None:
+    """The C library's function ``name`` of one float or double (Paddle's kernels call glibc's: its logf is not
+    correctly rounded), or None where there is no libm to load."""
+    found = ctypes.util.find_library("m")
+    if found is None:
         return None
-    libm = ctypes.CDLL(name)
-    logs = {}
-    for dtype, function, c_type in ((np.float32, libm.logf, ctypes.c_float), (np.float64, libm.log, ctypes.c_double)):
-        function.restype, function.argtypes = c_type, [c_type]
-        logs[np.dtype(dtype)] = function
-    return logs
+    function = getattr(ctypes.CDLL(found), name)
+    c_type = ctypes.c_double if np.dtype(dtype) == np.float64 else ctypes.c_float
+    function.restype, function.argtypes = c_type, [c_type]
+    return function
 
 
-def _log(values: np.ndarray) -> np.ndarray:
-    """log as Paddle's normal_distribution takes it: by the C library, whose logf is not correctly rounded (0.8% of
-    the values an ulp from numpy's); numpy's where there is none."""
-    logs = _libm_logs()
-    if logs is None:
+def libm_log(values: np.ndarray) -> np.ndarray:
+    """log of a float or double array as the C library takes it (0.8% of float32 values an ulp from numpy's, whose
+    log is correctly rounded); numpy's where there is no libm."""
+    log = libm("logf" if values.dtype == np.float32 else "log", values.dtype)
+    if log is None:
         return np.log(values.astype(np.float64)).astype(values.dtype)
-    return np.fromiter(map(logs[values.dtype], values.tolist()), values.dtype, values.size)
+    return np.fromiter(map(log, values.tolist()), values.dtype, values.size).reshape(values.shape)
 
 
 def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32) -> np.ndarray:
@@ -157,12 +157,13 @@ def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32
         r2 = x * x + y * y
         kept = (r2 <= 1) & (r2 != 0)
         x, y, r2 = x[kept], y[kept], r2[kept]
-        scale = np.sqrt(dtype.type(-2) * _log(r2) / r2)
+        scale = np.sqrt(dtype.type(-2) * libm_log(r2) / r2)
         values = np.empty(2 * len(r2), dtype)
         values[0::2], values[1::2] = y * scale, x * scale
         out.append(values)
         have += len(values)
-    return np.concatenate(out)[:count] * dtype.type(std) + dtype.type(mean)
+    # the kernel takes mean and std as float, whatever the dtype
+    return np.concatenate(out)[:count] * dtype.type(np.float32(std)) + dtype.type(np.float32(mean))
 
 
 def integers(engine: Engine, count: int, low: int, high: int) -> np.ndarray:
