@@ -91,3 +91,10 @@ def class_center_sample(k):
     drawn = rng.permutation(others)[:max(samples - positive.size, 0)]
     return {"RemappedLabel": remapped.astype(labels.dtype).reshape(labels.shape),
             "SampledLocalClassCenter": np.concatenate([positive, drawn]).astype(labels.dtype)}
+
+
+@kernel("seed")
+def seed(k):
+    """The seed attribute, else a fresh seed (Paddle takes one from std::random_device, which nothing reproduces)."""
+    value = k.attr("seed") or int(randomness.generator().integers(1, 2 ** 31))
+    return {"Out": np.array([value], np.int32)}
