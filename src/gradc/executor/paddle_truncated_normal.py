@@ -47,19 +47,18 @@ def _ratio(coefficients, r: np.ndarray) -> np.ndarray:
 
 
 def paddle_erfinv(x: np.ndarray) -> np.ndarray:
-    """Paddle's erfinv of x in (-1, 1), in x's float (float32 or float64)."""
+    """Paddle's erfinv of x in [-1, 1], in x's float (float32 or float64)."""
     float_type, wide = x.dtype.type, x.astype(np.float64)
     num, den = _polynomials(_CENTRAL, (0.180625 - 0.25 * wide * wide).astype(x.dtype))
     out = x * num / den   # (x num) / den, as Paddle's expression groups it
-    tails = np.abs(x) > 0.85
+    tails = (np.abs(x) > 0.85) & (np.abs(x) < 1)
     if tails.any():
-        log = libm_log(1.0 - np.abs(wide[tails]))
-        r = np.sqrt(np.float64(float_type(math.log(2))) - log).astype(x.dtype)
-        near = r <= 5.0
-        value = np.where(near, _ratio(_NEAR_TAIL, (r.astype(np.float64) - 1.6).astype(x.dtype)),
-                         _ratio(_FAR_TAIL, (r.astype(np.float64) - 5.0).astype(x.dtype)))
+        r = np.sqrt(np.float64(float_type(math.log(2))) - libm_log(1.0 - np.abs(wide[tails]))).astype(x.dtype)
+        value, near = np.empty(r.shape, x.dtype), r <= 5.0
+        value[near] = _ratio(_NEAR_TAIL, (r[near].astype(np.float64) - 1.6).astype(x.dtype))
+        value[~near] = _ratio(_FAR_TAIL, (r[~near].astype(np.float64) - 5.0).astype(x.dtype))
         out[tails] = np.where(x[tails] < 0, -value, value)
-    return out
+    return np.where(np.abs(x) == 1, np.copysign(float_type(np.inf), x), out)   # as Paddle's: +-inf at +-1
 
 
 def truncated_normal(engine: Engine, count: int, mean: float, std: float, low: float, high: float,
