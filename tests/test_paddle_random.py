@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import gradc
+import one_op
 from cli_inprocess import gradc_cli
 from gradc.executor import paddle_random, randomness
 from gradc.executor.paddle_truncated_normal import truncated_normal
@@ -140,3 +141,19 @@ def test_float_and_double_draws_are_paddles_bit_for_bit(name, dtype):
     else:
         ours = truncated_normal(engine, paddle.size, *arguments, dtype=np.dtype(dtype))
     np.testing.assert_array_equal(ours, paddle)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dropout_scales_by_paddles_float_one_minus_p(dtype):
+    """Kept values are divided by 1.0f - p (float, whatever the dtype), in training; inference in downscale mode
+    multiplies by it: Paddle's eager dropout after paddle.seed, bit for bit (with 1 - p in double, float64 values
+    were 2.6e-9 apart)."""
+    meta, paddle = json.loads((DATA / "draws.json").read_text()), np.load(DATA / "draws.npz")
+    x = np.linspace(-3, 3, paddle[f"dropout_{dtype}"].size).reshape(-1, 3).astype(dtype)
+    randomness.seed(meta["seed"])
+    trained = one_op.run("dropout", {"X": x}, {"dropout_prob": meta["dropout"],
+                                               "dropout_implementation": "upscale_in_train"})["Out"]
+    np.testing.assert_array_equal(trained, paddle[f"dropout_{dtype}"])
+    inferred = one_op.run("dropout", {"X": x}, {"dropout_prob": meta["dropout"], "is_test": True,
+                                                "dropout_implementation": "downgrade_in_infer"})["Out"]
+    np.testing.assert_array_equal(inferred, paddle[f"dropout_inference_{dtype}"])

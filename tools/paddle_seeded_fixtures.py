@@ -2,8 +2,8 @@
 with a seed of its own, as Paddle 3.3.1 writes them in legacy mode (legacy/: startup.pb, main.pb) and in PIR mode
 (pir/: startup.json), with Paddle's values after its startup (params.npz) and, in legacy mode, its fetches after one
 run of the main program that follows (fetched.npz): gradc seeded with 42 must draw the same. And draws.npz: eager
-initialisers' float32 and float64 draws (uniform, normal, truncated normal with narrow and wide bounds), each after
-paddle.seed(42). Not part of the package: it needs paddlepaddle.
+initialisers' float32 and float64 draws (uniform, normal, truncated normal with narrow and wide bounds) and a
+dropout's outputs in training and inference, each after paddle.seed(42). Not part of the package: it needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_seeded_fixtures.py   (both modes, each in a child process)
 """
@@ -81,6 +81,7 @@ INITIALISERS = {"uniform": ("Uniform", (-0.3, 0.7)), "normal": ("Normal", (0.1, 
                 "truncated": ("TruncatedNormal", (0.1, 0.7, -0.5, 2.0)),
                 "truncated_wide": ("TruncatedNormal", (0.0, 1.0, -5.0, 5.0))}
 DRAWS = 3000
+DROPOUT = 0.1
 
 
 def eager_draws() -> None:
@@ -92,8 +93,14 @@ def eager_draws() -> None:
             tensor = paddle.empty([DRAWS], dtype=dtype)
             getattr(paddle.nn.initializer, initializer)(*arguments)(tensor)
             draws[f"{name}_{dtype}"] = tensor.numpy()
+        x = paddle.to_tensor(np.linspace(-3, 3, DRAWS).reshape(-1, 3), dtype=dtype)   # kept values over 1 - p
+        paddle.seed(SEED)
+        draws[f"dropout_{dtype}"] = paddle.nn.functional.dropout(x, DROPOUT).numpy()
+        draws[f"dropout_inference_{dtype}"] = paddle.nn.functional.dropout(x, DROPOUT, training=False,
+                                                                           mode="downscale_in_infer").numpy()
     np.savez_compressed(OUT / "draws.npz", **draws)
-    (OUT / "draws.json").write_text(json.dumps({"seed": SEED, "initialisers": INITIALISERS}, indent=1) + "\n")
+    (OUT / "draws.json").write_text(json.dumps({"seed": SEED, "initialisers": INITIALISERS, "dropout": DROPOUT},
+                                               indent=1) + "\n")
 
 
 if __name__ == "__main__":
