@@ -12,8 +12,10 @@ import numpy as np
 import pytest
 
 import gradc
+import one_op
 from cli_inprocess import gradc_cli
 from gradc.executor import paddle_random, randomness
+from gradc.executor.paddle_truncated_normal import truncated_normal
 from gradc.pir import load_pir
 
 DATA = Path(__file__).parent / "data" / "paddle" / "seeded"
@@ -40,10 +42,10 @@ def test_seeded_initialisers_give_paddles_weights(mode):
     paddle = np.load(DATA / mode / "params.npz")
     np.testing.assert_array_equal(np.asarray(scope["linear_0.w_0"]), paddle["linear_0.w_0"])   # uniform: exact
     np.testing.assert_array_equal(np.asarray(scope["linear_0.b_0"]), paddle["linear_0.b_0"])
-    # the polar method's logf: glibc's (not correctly rounded), as Paddle's
+    # normal: the polar method through the C library's logf (not correctly rounded), so exact too
     np.testing.assert_array_equal(np.asarray(scope["embedding_0.w_0"]), paddle["embedding_0.w_0"])
-    # truncated normal: Paddle's draws through an erfinv of its own (gradc's is closer to the true inverse)
-    np.testing.assert_allclose(np.asarray(scope["linear_1.w_0"]), paddle["linear_1.w_0"], rtol=0, atol=1e-6)
+    # truncated normal: through Paddle's own erfinv (a rational approximation) in its float arithmetic, exact too
+    np.testing.assert_array_equal(np.asarray(scope["linear_1.w_0"]), paddle["linear_1.w_0"])
 
 
 def test_the_main_program_continues_paddles_stream_after_the_startup():
@@ -120,3 +122,38 @@ def test_a_bound_near_two_to_the_64_skips_words_as_lemires_method_does():
         if len(expected) < 50 and word * bound % 2 ** 64 >= threshold:
             expected.append(word * bound >> 64)
     assert drawn == expected
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("name", ["uniform", "normal", "truncated", "truncated_wide"])
+def test_float_and_double_draws_are_paddles_bit_for_bit(name, dtype):
+    """Paddle's eager initialisers after paddle.seed (seeded/draws.npz): the polar method with the C library's log,
+    the truncated normal through Paddle's own erfinv, each rounded where Paddle's float or double arithmetic rounds
+    (the kernels take mean and std as float)."""
+    meta = json.loads((DATA / "draws.json").read_text())
+    initializer, arguments = meta["initialisers"][name]
+    paddle = np.load(DATA / "draws.npz")[f"{name}_{dtype}"]
+    engine = paddle_random.Engine.from_seed_sequence([meta["seed"]])
+    if initializer == "Uniform":   # its op's min and max are float attributes: 0.7 is 0.699999988 in float64 too
+        ours = paddle_random.uniform(engine, paddle.size, *np.float32(arguments), dtype=np.dtype(dtype))
+    elif initializer == "Normal":
+        ours = paddle_random.normal(engine, paddle.size, *arguments, dtype=np.dtype(dtype))
+    else:
+        ours = truncated_normal(engine, paddle.size, *arguments, dtype=np.dtype(dtype))
+    np.testing.assert_array_equal(ours, paddle)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_dropout_scales_by_paddles_float_one_minus_p(dtype):
+    """Kept values are divided by 1.0f - p (float, whatever the dtype), in training; inference in downscale mode
+    multiplies by it: Paddle's eager dropout after paddle.seed, bit for bit (with 1 - p in double, float64 values
+    were 2.6e-9 apart)."""
+    meta, paddle = json.loads((DATA / "draws.json").read_text()), np.load(DATA / "draws.npz")
+    x = np.linspace(-3, 3, paddle[f"dropout_{dtype}"].size).reshape(-1, 3).astype(dtype)
+    randomness.seed(meta["seed"])
+    trained = one_op.run("dropout", {"X": x}, {"dropout_prob": meta["dropout"],
+                                               "dropout_implementation": "upscale_in_train"})["Out"]
+    np.testing.assert_array_equal(trained, paddle[f"dropout_{dtype}"])
+    inferred = one_op.run("dropout", {"X": x}, {"dropout_prob": meta["dropout"], "is_test": True,
+                                                "dropout_implementation": "downgrade_in_infer"})["Out"]
+    np.testing.assert_array_equal(inferred, paddle[f"dropout_inference_{dtype}"])

@@ -70,6 +70,14 @@ def test_unreachable_block():
             "names it in a block attribute") in problems
 
 
+def test_the_scratch_blocks_paddles_recompute_leaves_are_not_a_problem():
+    """Paddle's RecomputeOptimizer builds each segment in a block no op runs and copies its ops into block 0."""
+    program = gradc.load(DATA / "recompute" / "train.pb")
+    assert len(program.blocks) == 3 and gradc.verify(program) == []
+    program.blocks[1].ops[0].inputs["X"] = ["x"]   # no longer a copy: a block of its own that never runs
+    assert any(p.startswith("block 1 (parent 0, 14 ops) never runs") for p in gradc.verify(program))
+
+
 def test_lost_gradient_contribution():
     program = gradc.load(DATA / "shared_param" / "backward.pb")
     block = program.global_block

@@ -2,7 +2,8 @@
 bottleneck blocks, ResNeXt, Wide ResNet, MobileNet V1/V2/V3, ShuffleNetV2, SqueezeNet, DenseNet, GoogLeNet,
 InceptionV3) as a tiny classifier: gradc compiles Paddle's forward program with Adam, trains it, and matches
 Paddle's own training step by step (tests/data/paddle/vision_train); then `gradc compile --optimizer adam` and
-`gradc train` train each for more steps and its loss goes down."""
+`gradc train` train each for more steps and its loss goes down. Each family with a dropout trains with it on too
+(<family>_dropout), from gradc's run of Paddle's startup program seeded as Paddle's: the same masks, the same steps."""
 
 import re
 
@@ -16,11 +17,23 @@ from vision_training import MODELS, Fixture, compare, train
 FAMILIES = {"lenet", "alexnet", "vgg", "vgg_bn", "resnet_basic", "resnet_bottleneck", "resnext", "wide_resnet",
             "mobilenet_v1", "mobilenet_v2", "mobilenet_v3", "shufflenet_v2", "squeezenet", "densenet", "googlenet",
             "inception_v3"}
+WITH_DROPOUT = {"alexnet", "vgg", "vgg_bn", "mobilenet_v2", "mobilenet_v3", "squeezenet", "densenet", "googlenet",
+                "inception_v3"}
 CLI_STEPS = 8
 
 
 def test_every_family_has_a_fixture():
-    assert set(MODELS) == FAMILIES
+    assert set(MODELS) == FAMILIES | {f"{name}_dropout" for name in WITH_DROPOUT}
+
+
+@pytest.mark.parametrize("name", [f"{name}_dropout" for name in sorted(WITH_DROPOUT)])
+def test_paddles_startup_run_by_gradc_gives_paddles_parameters(name):
+    """Seeded as paddle.seed seeds Paddle, gradc's run of Paddle's startup program draws Paddle's values exactly."""
+    fixture = Fixture(name)
+    assert fixture.has_dropout and fixture.meta["dropout"] > 0
+    init = train(fixture).init
+    for param, value in fixture.npz("init").items():
+        np.testing.assert_array_equal(init[param], value, err_msg=param)
 
 
 @pytest.mark.parametrize("name", MODELS)
@@ -30,6 +43,15 @@ def test_training_steps_match_paddle(name):
     fixture = Fixture(name)
     differ = compare(fixture, train(fixture))
     assert not differ, f"{name}: differs from Paddle's training in {differ}"
+
+
+def test_other_masks_are_noticed(monkeypatch):
+    """Paddle's initial parameters set, but the masks drawn from an engine not seeded as Paddle's: the steps
+    differ."""
+    monkeypatch.setattr(Fixture, "has_dropout", False)
+    fixture = Fixture("alexnet_dropout")
+    differ = compare(fixture, train(fixture))
+    assert "losses" in differ
 
 
 def test_the_comparison_notices_a_slightly_different_step():
@@ -56,7 +78,7 @@ def cli_losses(fixture: Fixture, tmp_path) -> list[float]:
     return [float(v) for v in re.findall(rf"^step \d+: {re.escape(meta['loss'])}=(\S+)$", trained.output, re.M)]
 
 
-@pytest.mark.parametrize("name", MODELS)
+@pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_gradc_cli_trains_it(name, tmp_path):
     fixture = Fixture(name)
     losses = cli_losses(fixture, tmp_path)

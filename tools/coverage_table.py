@@ -138,20 +138,23 @@ def training_table() -> list[str]:
     """The vision training fixtures: a tiny model of each paddle.vision.models family, Adam for a few steps."""
     lines = ["## Vision models: training steps with Adam", "",
              "A tiny classifier of every paddle.vision.models family (`tools/coverage/tiny_models.py`), trained by "
-             "Paddle for a few steps with Adam (`tools/paddle_vision_training.py`, `tests/data/paddle/vision_train`). "
-             "gradc compiles Paddle's forward program with its own Adam and trains from Paddle's initial parameters; "
-             "it **matches** when each step's loss, the first step's gradients and every parameter after the last "
-             "step agree by the rule above (`tests/test_vision_training.py`, which also trains each one further "
-             "with `gradc compile --optimizer adam` and `gradc train`).", "",
-             "| model | built from | parameters | Paddle's losses | float64 run kept | matches |",
-             "|---|---|---|---|---|---|"]
+             "Paddle for a few steps with Adam (`tools/paddle_vision_training.py`, `tests/data/paddle/vision_train`), "
+             "with dropout off and, for the 9 families that have one (`<family>_dropout`), on at the model's rate. "
+             "gradc compiles Paddle's forward program with its own Adam and trains from Paddle's initial parameters "
+             "(with dropout on: from its own run of Paddle's startup program, seeded as Paddle's, which gives "
+             "Paddle's parameters bit for bit and leaves the draws where Paddle's steps begin); it **matches** when "
+             "each step's loss, the first step's gradients and every parameter after the last step agree by the rule "
+             "above (`tests/test_vision_training.py`, which also trains each one without dropout further with "
+             "`gradc compile --optimizer adam` and `gradc train`).", "",
+             "| model | built from | dropout | parameters | Paddle's losses | float64 run kept | matches |",
+             "|---|---|---|---|---|---|---|"]
     for name in MODELS:
         fixture = Fixture(name)
         differ = compare(fixture, train(fixture))
         size = sum(v.size for v in fixture.npz("init").values())
         losses = ", ".join(f"{v:.4f}" for v in fixture.npy("losses"))
-        lines.append(f"| `{name}` | {fixture.meta['about']} | {size} | {losses} | "
-                     f"{'yes' if fixture.meta['float64_kept'] else 'no'} | "
+        lines.append(f"| `{name}` | {fixture.meta['about']} | {fixture.meta['dropout'] or 'off'} | {size} | "
+                     f"{losses} | {'yes' if fixture.meta['float64_kept'] else 'no'} | "
                      f"{'yes' if not differ else '**no**: ' + ', '.join(differ[:3])} |")
     return lines + [""]
 

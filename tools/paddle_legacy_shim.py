@@ -102,4 +102,8 @@ def install() -> list[str]:
             for attr, value in list(vars(module).items()):
                 if id(value) in shim_of and callable(value):
                     setattr(module, attr, shim_of[id(value)])
+    for name in SHIMS:   # paddle.tensor's generated methods (triu, ...) are not in its module's vars
+        for holder in (paddle, paddle.tensor, F):
+            if id(getattr(holder, name, None)) in shim_of:
+                setattr(holder, name, shim_of[id(getattr(holder, name))])
     return sorted(SHIMS)

@@ -3,8 +3,10 @@ with a seed of its own, as Paddle 3.3.1 writes them in legacy mode (legacy/: sta
 (pir/: startup.json), with Paddle's values after its startup (params.npz) and, in legacy mode, its fetches after one
 run of the main program that follows (fetched.npz): gradc seeded with 42 must draw the same. In legacy mode also a
 program of the other random ops (dists/: startup.pb, main.pb, feed.npz, fetched.npz, meta.json), run after
-paddle.seed(42) with no startup draws, and in PIR mode a program each (dists_pir/, build_dists says why). Not part of
-the package: it needs paddlepaddle.
+paddle.seed(42) with no startup draws, and in PIR mode a program each (dists_pir/, build_dists says why). And
+draws.npz: eager initialisers' float32 and float64 draws (uniform, normal, truncated normal with narrow and wide
+bounds) and a dropout's outputs in training and inference, each after paddle.seed(42). Not part of the package: it
+needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_seeded_fixtures.py   (both modes, each in a child process)
 """
@@ -12,6 +14,7 @@ the package: it needs paddlepaddle.
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -171,5 +174,34 @@ def build_all(pir: bool) -> None:
     build_dists(pir)
 
 
+# name: (initializer, its arguments); each fills DRAWS values after paddle.seed(SEED)
+INITIALISERS = {"uniform": ("Uniform", (-0.3, 0.7)), "normal": ("Normal", (0.1, 0.7)),
+                "truncated": ("TruncatedNormal", (0.1, 0.7, -0.5, 2.0)),
+                "truncated_wide": ("TruncatedNormal", (0.0, 1.0, -5.0, 5.0))}
+DRAWS = 3000
+DROPOUT = 0.1
+
+
+def eager_draws() -> None:
+    import paddle
+    draws = {}
+    for dtype in ("float32", "float64"):
+        for name, (initializer, arguments) in INITIALISERS.items():
+            paddle.seed(SEED)
+            tensor = paddle.empty([DRAWS], dtype=dtype)
+            getattr(paddle.nn.initializer, initializer)(*arguments)(tensor)
+            draws[f"{name}_{dtype}"] = tensor.numpy()
+        x = paddle.to_tensor(np.linspace(-3, 3, DRAWS).reshape(-1, 3), dtype=dtype)   # kept values over 1 - p
+        paddle.seed(SEED)
+        draws[f"dropout_{dtype}"] = paddle.nn.functional.dropout(x, DROPOUT).numpy()
+        draws[f"dropout_inference_{dtype}"] = paddle.nn.functional.dropout(x, DROPOUT, training=False,
+                                                                           mode="downscale_in_infer").numpy()
+    np.savez_compressed(OUT / "draws.npz", **draws)
+    (OUT / "draws.json").write_text(json.dumps({"seed": SEED, "initialisers": INITIALISERS, "dropout": DROPOUT},
+                                               indent=1) + "\n")
+
+
 if __name__ == "__main__":
+    if "--child" not in sys.argv:
+        eager_draws()
     in_both_modes(__file__, build_all)

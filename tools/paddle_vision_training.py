@@ -14,6 +14,9 @@ tests/data/paddle/vision_train/<model>/ holds
                  rounding exceeds half of rtol 1e-5 / atol 1e-6 (another float32 run, gradc's, rounds as much
                  again: their difference can reach the whole tolerance)
   meta.json      the loss var, Adam's hyper-parameters, the op types of Paddle's training program
+  startup.pb     (a model with dropout on, tiny_models.DROPOUT_MODELS) Paddle's startup program, which Paddle ran
+                 after paddle.seed(SEED): gradc runs it seeded alike, then the steps' dropouts draw Paddle's masks
+                 (Paddle's float64 run sets the generator's state the float32 run had after its startup)
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import paddle
 from coverage.fixture_io import fresh_dir, serialize
-from coverage.tiny_models import CLASSES, MODELS, Model, in_dtype
+from coverage.tiny_models import CLASSES, DROPOUT_MODELS, MODELS, Model, in_dtype
 from paddle.utils import unique_name
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "vision_train"
@@ -59,9 +62,10 @@ def build(model: Model, dtype: str):
     return main, startup, forward, loss.name, sorted(p.name for p in main.all_parameters())
 
 
-def train(main, startup, loss: str, params: list[str], feed: dict, init: dict | None = None):
-    """Run the startup program (seeded), set ``init`` when given, train STEPS steps on ``feed``.
-    -> the parameters before, the first step's gradients, the losses, the parameters after."""
+def train(main, startup, loss: str, params: list[str], feed: dict, init: dict | None = None, rng_state=None):
+    """Run the startup program (seeded), set ``init`` and the generator's ``rng_state`` when given, train STEPS steps
+    on ``feed``. -> the parameters before, the first step's gradients, the losses, the parameters after, the
+    generator's state after the startup program."""
     block = main.global_block()
     grads = [f"{p}@GRAD" for p in params if block.has_var(f"{p}@GRAD")]
     scope, executor = paddle.static.Scope(), paddle.static.Executor(paddle.CPUPlace())
@@ -70,6 +74,9 @@ def train(main, startup, loss: str, params: list[str], feed: dict, init: dict | 
         executor.run(startup)
         for name, value in (init or {}).items():
             scope.find_var(name).get_tensor().set(value, paddle.CPUPlace())
+        if rng_state is not None:
+            paddle.set_rng_state(rng_state)
+        after_startup = paddle.get_rng_state()
         before = {p: np.array(scope.find_var(p).get_tensor()) for p in params}
         losses, first = [], {}
         for step in range(STEPS):
@@ -77,7 +84,7 @@ def train(main, startup, loss: str, params: list[str], feed: dict, init: dict | 
             losses.append(values[0].reshape(()))
             first = first or dict(zip(grads, values[1:]))
         after = {p: np.array(scope.find_var(p).get_tensor()) for p in params}
-    return before, first, np.stack(losses), after
+    return before, first, np.stack(losses), after, after_startup
 
 
 def close(a: dict, b: dict) -> bool:
@@ -87,14 +94,16 @@ def close(a: dict, b: dict) -> bool:
 def build_model(name: str, model: Model, out: Path) -> str:
     feed = batch(model, SEED)
     main, startup, forward, loss, params = build(model, "float32")
-    init, grads, losses, final = train(main, startup, loss, params, feed)
+    init, grads, losses, final, rng_state = train(main, startup, loss, params, feed)
     main64, startup64, _, _, _ = build(model, "float64")
     cast = {k: v.astype("float64") if v.dtype.kind == "f" else v for k, v in feed.items()}
     init64 = {k: v.astype("float64") for k, v in init.items()}
-    _, grads64, losses64, final64 = train(main64, startup64, loss, params, cast, init64)
+    _, grads64, losses64, final64, _ = train(main64, startup64, loss, params, cast, init64, rng_state)
     keep64 = not (close(grads64, grads) and close(final64, final) and close({"l": losses64}, {"l": losses}))
     out = fresh_dir(out)
     (out / "forward.pb").write_bytes(serialize(forward))
+    if model.dropout:
+        (out / "startup.pb").write_bytes(serialize(startup))
     np.savez_compressed(out / "feed.npz", **feed)
     np.savez_compressed(out / "init.npz", **init)
     np.savez_compressed(out / "grads.npz", **grads)
@@ -105,8 +114,8 @@ def build_model(name: str, model: Model, out: Path) -> str:
         np.save(out / "losses64.npy", losses64)
         np.savez_compressed(out / "final64.npz", **final64)
     meta = {"model": name, "about": model.about, "paddle_version": paddle.__version__, "seed": SEED,
-            "steps": STEPS, "optimizer": "adam", "hyperparameters": {"learning_rate": model.learning_rate, **ADAM},
-            "loss": loss, "params": params,
+            "steps": STEPS, "dropout": model.dropout, "optimizer": "adam",
+            "hyperparameters": {"learning_rate": model.learning_rate, **ADAM}, "loss": loss, "params": params,
             "trainable": sorted(p.name for p in main.all_parameters() if p.trainable),
             "float64_kept": keep64, "ops_train": [op.type for op in main.global_block().ops]}
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
@@ -116,8 +125,9 @@ def build_model(name: str, model: Model, out: Path) -> str:
 
 def main() -> None:
     paddle.enable_static()
-    for name in sys.argv[1:] or MODELS:
-        print(f"{name}: {build_model(name, MODELS[name], OUT / name)}", flush=True)
+    models = {**MODELS, **DROPOUT_MODELS}
+    for name in sys.argv[1:] or models:
+        print(f"{name}: {build_model(name, models[name], OUT / name)}", flush=True)
 
 
 if __name__ == "__main__":

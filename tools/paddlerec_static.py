@@ -163,7 +163,7 @@ def gradc_step(check: Path) -> dict:
     report = {"problems": gradc.verify(train)[:3],
               "paddle_program": _run_steps(train, params, feed, meta["loss"], check)}
     if os.environ.get("FLOAT64"):
-        _float64_step(train, params, feed, meta["loss"], check)
+        _float64_step(train, params, feed, meta, check)
     forward = gradc.load(check / "forward.pb")
     arguments = dict(meta["optimizer"])
     kind, lr = arguments.pop("type"), arguments.pop("lr")
@@ -182,8 +182,9 @@ def _replay_startup(check: Path, meta: dict) -> None:
     gradc.Executor().run(gradc.load(check / "startup.pb"), {}, [], gradc.Scope())
 
 
-def _float64_step(train, params: dict, feed: dict, loss: str, check: Path) -> None:
-    """Paddle's training program widened to float64, and gradc's first step's gradients of it."""
+def _float64_step(train, params: dict, feed: dict, meta: dict, check: Path) -> None:
+    """Paddle's training program widened to float64, and gradc's first step's gradients of it (after the startup's
+    draws replayed, as the paddle64 step replays them: both runs' dropouts draw the same masks)."""
     import gradc
     from gradc.gradcheck import float64_copy
     wide, wide_params, wide_feed = float64_copy(train, params, feed)
@@ -195,9 +196,10 @@ def _float64_step(train, params: dict, feed: dict, loss: str, check: Path) -> No
             kept.append(op)
     block.ops = [rewritten for op in kept for rewritten in _in_float32(block, op)]
     grads = [name.removeprefix("@grad:") for name in np.load(check / "step1.npz").files if name.startswith("@grad:")]
-    scope = gradc.Scope()
+    scope, loss = gradc.Scope(), meta["loss"]
     for name, value in wide_params.items():
         scope[name] = value.copy()
+    _replay_startup(check, meta)
     values = gradc.Executor().run(wide, wide_feed, [loss, *grads], scope)
     np.savez(check / "grads64.npz", **dict(zip([loss, *grads], values)))
     np.savez(check / "params64.npz", **wide_params)
@@ -237,6 +239,9 @@ def paddle64_step(check: Path) -> dict:
     paddle.enable_static()
     program = paddle.static.Program.parse_from_string((check / "train64.pb").read_bytes())
     scope = paddle.static.global_scope()
+    paddle.seed(json.loads((check / "meta.json").read_text()).get("seed"))   # the draws after the startup's
+    paddle.static.Executor(paddle.CPUPlace()).run(
+        paddle.static.Program.parse_from_string((check / "startup.pb").read_bytes()))
     for name, value in np.load(check / "params64.npz").items():
         scope.var(name).get_tensor().set(value, paddle.CPUPlace())
     ours = dict(np.load(check / "grads64.npz"))

@@ -1,8 +1,9 @@
 """Check gradc on PGL's static path: legacy training programs (FLAGS_enable_pir_api=0) of the GCN and GAT of PGL's
 examples/citation_benchmark/model.py on a random graph (NODES nodes, EDGES edges, node 0 without any), built with
-Paddle's optimizer minimize as PGL's examples train them (Adam, learning rate 0.01 and 0.005, weight decay 0.0005;
-dropout 0 as checked so far; meta.json records paddle.seed's 0, with which the gradc step replays Paddle's draws),
-Paddle's startup values and two steps. Two steps, one per interpreter:
+Paddle's optimizer minimize as PGL's examples train them (Adam, learning rate 0.01 and 0.005, weight decay 0.0005,
+dropout at its config's rate: GCN's 0.5, GAT's feat_drop and attn_drop 0.6, or all 0 with DROPOUT=0; meta.json records
+paddle.seed's 0, with which the gradc step replays Paddle's startup and so draws Paddle's masks), Paddle's startup
+values and two steps. Two steps, one per interpreter:
 
     FLAGS_enable_pir_api=0 PYTHONPATH=tools /path/to/paddle/python tools/pgl_static.py paddle PGL_DIR OUT_DIR gcn
     PYTHONPATH=src .venv/bin/python tools/paddlerec_static.py gradc OUT_DIR
@@ -15,15 +16,18 @@ Paddle's two steps, and compiles forward.pb with the same optimizer (gradc.minim
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
 import numpy as np
 
 NODES, EDGES, FEATURES, CLASSES, LABELED = 24, 96, 16, 3, 12
-MODELS = {   # PGL's citation_benchmark model, its keywords (dropout 0), and its example's learning rate
-    "gcn": ("GCN", {"num_layers": 1, "hidden_size": 8, "dropout": 0.0}, 0.01),
-    "gat": ("GAT", {"num_layers": 2, "hidden_size": 4, "num_heads": 2, "feat_drop": 0.0, "attn_drop": 0.0}, 0.005)}
+RATE = float(os.environ.get("DROPOUT", "1"))   # the configs' dropout rates times this (DROPOUT=0: off)
+MODELS = {   # PGL's citation_benchmark model, its keywords (config/*.yaml's dropout), its learning rate
+    "gcn": ("GCN", {"num_layers": 1, "hidden_size": 8, "dropout": 0.5 * RATE}, 0.01),
+    "gat": ("GAT", {"num_layers": 2, "hidden_size": 4, "num_heads": 2, "feat_drop": 0.6 * RATE,
+                    "attn_drop": 0.6 * RATE}, 0.005)}
 WEIGHT_DECAY = 0.0005
 
 

@@ -23,17 +23,26 @@ def _sub_blocks(program: Program, block: Block) -> Iterator[tuple[int, int]]:
 
 
 def unreachable_block_problems(program: Program) -> Iterator[str]:
-    """A block that no op of a reachable block runs (block 0 runs by itself) is dead weight or a broken link."""
+    """A block that no op of a reachable block runs (block 0 runs by itself) is dead weight or a broken link; but not
+    one whose every op is also an op of a block that runs (Paddle's leftovers)."""
     reached, todo = {0}, [0]
     while todo:
         for _, sub in _sub_blocks(program, program.blocks[todo.pop()]):
             if sub not in reached:
                 reached.add(sub)
                 todo.append(sub)
+    run = {_op_key(op) for idx in reached for op in program.blocks[idx].ops}
     for block in program.blocks:
-        if block.idx not in reached:
+        # Paddle's recompute builds its segments in scratch blocks, copies their ops into block 0 and leaves them
+        if block.idx not in reached and not (block.ops and all(_op_key(op) in run for op in block.ops)):
             yield (f"block {block.idx} (parent {block.parent_idx}, {len(block.ops)} ops) never runs: no op that "
                    f"block 0 runs, directly or through other blocks, names it in a block attribute")
+
+
+def _op_key(op) -> tuple:
+    """An op by its type and the vars of its slots."""
+    return (op.type, tuple(sorted((slot, tuple(names)) for slot, names in op.inputs.items())),
+            tuple(sorted((slot, tuple(names)) for slot, names in op.outputs.items())))
 
 
 def _written_in_tree(program: Program, block_idx: int, seen: set[int] | None = None) -> set[str]:

@@ -1,8 +1,8 @@
-"""The C math library's functions, called as Paddle's CPU kernels call them: glibc's logf, log, log1pf, powf and
-lgamma are not correctly rounded, and numpy's own log (SIMD) differs from glibc's in about 0.5% of doubles and 22%
-of floats, so a random draw that passes through them equals Paddle's only when the same functions compute it.
-Through ctypes (about 3 million calls a second). Another system's C library gives its own (Paddle's numbers are
-glibc's); without one, numpy's and Python's, an ulp from Paddle's now and then."""
+"""The C math library's functions, called as Paddle's CPU kernels call them: glibc's logf, log, log1pf, powf, lgamma
+and erf are not correctly rounded, and numpy's own log (SIMD) differs from glibc's in about 0.5% of doubles and 22% of
+floats, so a random draw that passes through them equals Paddle's only when the same functions compute it. Through
+ctypes (about 3 million calls a second). Another system's C library gives its own (Paddle's numbers are glibc's);
+without one, numpy's and Python's, an ulp from Paddle's now and then."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ import functools
 import math
 
 import numpy as np
+
+_FLOAT_FUNCTIONS, _DOUBLE_FUNCTIONS = ("logf", "log1pf", "powf"), ("lgamma", "erf")
 
 
 @functools.cache
@@ -24,11 +26,11 @@ def _library():
         except OSError:
             return None
     try:
-        functions = {name: getattr(library, name) for name in ("logf", "log1pf", "powf", "lgamma")}
+        functions = {name: getattr(library, name) for name in _FLOAT_FUNCTIONS + _DOUBLE_FUNCTIONS}
     except AttributeError:
         return None
     for name, function in functions.items():
-        kind = ctypes.c_float if name.endswith("f") else ctypes.c_double
+        kind = ctypes.c_float if name in _FLOAT_FUNCTIONS else ctypes.c_double
         function.restype, function.argtypes = kind, [kind] * (2 if name == "powf" else 1)
     return functions
 
@@ -62,3 +64,8 @@ def scalar_functions(dtype):
 def lgamma(value: float) -> float:
     library = _library()
     return library["lgamma"](value) if library is not None else math.lgamma(value)
+
+
+def erf(value: float) -> float:
+    library = _library()
+    return library["erf"](value) if library is not None else math.erf(value)

@@ -150,7 +150,8 @@ def normal(engine: Engine, count: int, mean: float, std: float, dtype=np.float32
         values[0::2], values[1::2] = y * scale, x * scale
         out.append(values)
         have += len(values)
-    return np.concatenate(out)[:count] * dtype.type(std) + dtype.type(mean)
+    # the kernel takes mean and std as float, whatever the dtype
+    return np.concatenate(out)[:count] * dtype.type(np.float32(std)) + dtype.type(np.float32(mean))
 
 
 def integers(engine: Engine, count: int, low: int, high: int) -> np.ndarray:

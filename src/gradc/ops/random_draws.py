@@ -1,7 +1,8 @@
 """Random draws from probabilities or rates: bernoulli (0/1 with probability X), multinomial (category indices
 drawn with the weights in each row of X), poisson (counts with mean X) and class_center_sample (the classes of
-a batch's labels and negative classes drawn uniformly beside them, for PartialFC). The executor draws them from gradc's
-generator (gradc.executor.randomness). poisson_grad gives zeros, as Paddle's does: a draw is not a
+a batch's labels and negative classes drawn uniformly beside them, for PartialFC) and seed (a seed for a dropout that
+Paddle's recompute runs twice: its seed attribute, else a draw). The executor draws them from gradc's generator
+(gradc.executor.randomness). poisson_grad gives zeros, as Paddle's does: a draw is not a
 differentiable function of its rate; bernoulli and multinomial have no gradient.
 
 Values Paddle leaves undefined are refused at run time: a probability outside [0, 1] (Paddle refuses it too),
@@ -57,3 +58,14 @@ defop("class_center_sample", ["Label"], ["RemappedLabel", "SampledLocalClassCent
       attrs={"num_classes": 1, "num_samples": 1, "ring_id": 0, "rank": 0, "nranks": 1, "fix_seed": False, "seed": 0},
       infer=_class_center_infer, unsupported_attrs={"nranks": MODEL_PARALLEL, "rank": MODEL_PARALLEL},
       grad=NO_GRAD)
+
+def _seed_infer(ctx):
+    if ctx.attr("deterministic"):   # its seed would come from a named generator of fleet's RNG state tracker
+        ctx.fail("attribute deterministic=True is not supported: gradc holds no named generator (fleet's RNG state "
+                 "tracker)")
+    return {"Out": ([1], VarType.INT32)}
+
+
+# Paddle's recompute puts one before each dropout it will run again: both runs read the seed, so draw one mask
+defop("seed", [], ["Out"], attrs={"seed": 0, "deterministic": False, "rng_name": "", "force_cpu": False},
+      infer=_seed_infer, grad=NO_GRAD)

@@ -120,7 +120,7 @@ FAMILIES = {
         "quantize_linear", "dequantize_linear", "dequantize_abs_max", "dequantize_log"),
     "random_dist": ("truncated_gaussian_random", "binomial", "standard_gamma", "dirichlet", "exponential"),
     "random_dist_graph": ("graph_sample_neighbors", "weighted_sample_neighbors", "graph_reindex", "graph_khop_sampler"),
-    "random_draws": ("bernoulli", "multinomial", "poisson", "poisson_grad", "class_center_sample"),
+    "random_draws": ("bernoulli", "multinomial", "poisson", "poisson_grad", "class_center_sample", "seed"),
     "rearrange": ("flip", "roll", "roll_grad", "tril_triu", "tril_triu_grad", "meshgrid", "meshgrid_grad", "unbind",
         "repeat_interleave", "repeat_interleave_grad", "diag_v2", "diag_v2_grad"),
     "reduce": ("reduce_sum", "reduce_sum_grad", "reduce_mean", "reduce_mean_grad", "frobenius_norm",

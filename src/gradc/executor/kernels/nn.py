@@ -209,27 +209,24 @@ def _upscale(k) -> bool:
     return k.attr("dropout_implementation") == "upscale_in_train"
 
 
-def _train_factor(k) -> float:
-    """What a kept unit is multiplied by in training (everything is dropped when p == 1)."""
-    p = k.attr("dropout_prob")
-    return (1 / (1 - p) if p < 1 else 0.0) if _upscale(k) else 1.0
-
-
 def _kept(k):
-    """1 - p; cast to bfloat16 where the op writes bfloat16, as Paddle's bfloat16 kernel casts it."""
-    kept = 1 - k.attr("dropout_prob")
+    """1 - p as Paddle's kernels take it: 1.0f - p in float32 whatever the dtype (p is a float attribute), in bfloat16
+    where the op writes bfloat16."""
+    kept = np.float32(1) - np.float32(k.attr("dropout_prob"))
     return round_to_bfloat16(kept) if k.bfloat16 else kept
 
 
 def _train_scaled(k, values):
-    """Kept values as training scales them: Paddle's bfloat16 kernel divides by its bfloat16 1 - p."""
-    if k.bfloat16 and _upscale(k) and k.attr("dropout_prob") < 1:
-        return values / _kept(k)
-    return values * _train_factor(k)
+    """Kept values as training scales them: divided by that 1 - p in the values' type (everything is dropped when
+    p == 1)."""
+    if not _upscale(k):
+        return values
+    return values * 0 if k.attr("dropout_prob") >= 1 else values / values.dtype.type(_kept(k))
 
 
-def _test_factor(k) -> float:
-    return 1.0 if _upscale(k) else _kept(k)
+def _test_scaled(k, values):
+    """Values as inference scales them: by that 1 - p in the values' type where training did not."""
+    return values if _upscale(k) else values * values.dtype.type(_kept(k))
 
 
 def _draws(k, shape) -> np.ndarray:
@@ -244,7 +241,7 @@ def _draws(k, shape) -> np.ndarray:
 def dropout(k):
     x = k.x("X")
     if k.attr("is_test"):  # nothing is dropped: the mask is all ones
-        return {"Out": x * _test_factor(k), "Mask": np.ones(x.shape, np.uint8)}
+        return {"Out": _test_scaled(k, x), "Mask": np.ones(x.shape, np.uint8)}
     mask = (_draws(k, x.shape) >= np.float32(k.attr("dropout_prob"))).astype(np.uint8)
     return {"Out": _train_scaled(k, x * mask), "Mask": mask}
 
@@ -253,7 +250,7 @@ def dropout(k):
 def dropout_grad(k):
     dout = k.x("Out@GRAD")
     if k.attr("is_test"):
-        return {"X@GRAD": dout * _test_factor(k)}
+        return {"X@GRAD": _test_scaled(k, dout)}
     return {"X@GRAD": _train_scaled(k, dout * k.x("Mask"))}
 
 

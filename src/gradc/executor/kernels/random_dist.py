@@ -9,26 +9,20 @@ import numpy as np
 
 from ...limits import check_shape
 from .. import paddle_random, paddle_random_dists, randomness
+from ..paddle_truncated_normal import truncated_normal
 from . import kernel
-from .special_math import erfinv
 from .tensor import numpy_dtype
 
 
 @kernel("truncated_gaussian_random")
 def truncated_gaussian_random(k):
-    """Paddle's inverse CDF: a uniform draw spread over [Phi(a'), Phi(b')] (a', b' the standardised bounds) and
-    mapped back through Phi^-1, then clamped to [a, b] against rounding."""
-    mean, std, low, high = k.attr("mean"), k.attr("std"), k.attr("a"), k.attr("b")
+    """Paddle's draws, from the op's seed or the global engine (gradc.executor.paddle_truncated_normal)."""
     dtype = numpy_dtype(k.attr("dtype"))
     shape = check_shape(k.attr("shape"), dtype, "truncated_gaussian_random")
-    # Paddle's draws: one uniform in [FLT_MIN, 1) an element, in the kernel's float (its erfinv differs by an ulp)
-    wide = paddle_random.distribution_dtype(dtype)
     engine = randomness.engine(k.attr("seed") or None)   # Paddle's engine takes the int as a uint64: -1 is a seed too
-    drawn = paddle_random.uniform(engine, math.prod(shape), np.finfo(np.float32).tiny, 1.0, wide).reshape(shape)
-    low_cdf, high_cdf = (wide.type(0.5 * (1 + math.erf((bound - mean) / std / math.sqrt(2)))) for bound in (low, high))
-    p = low_cdf + (high_cdf - low_cdf) * drawn
-    drawn = mean + std * math.sqrt(2) * erfinv(2 * p - 1)
-    return {"Out": np.clip(drawn, low, high).astype(dtype)}
+    drawn = truncated_normal(engine, math.prod(shape), k.attr("mean"), k.attr("std"), k.attr("a"), k.attr("b"),
+                             paddle_random.distribution_dtype(dtype))
+    return {"Out": drawn.reshape(shape).astype(dtype)}
 
 
 @kernel("binomial")

@@ -100,3 +100,10 @@ def class_center_sample(k):
             drawn.append(negative)
     return {"RemappedLabel": remapped.astype(labels.dtype).reshape(labels.shape),
             "SampledLocalClassCenter": np.concatenate([positive, np.array(drawn, np.int64)]).astype(labels.dtype)}
+
+
+@kernel("seed")
+def seed(k):
+    """The seed attribute, else a fresh seed (Paddle takes one from std::random_device, which nothing reproduces)."""
+    value = k.attr("seed") or int(randomness.generator().integers(1, 2 ** 31))
+    return {"Out": np.array([value], np.int32)}
