@@ -78,3 +78,10 @@ def input_value(var, rng, given: dict) -> np.ndarray:
     if bound > 1 and "fill" not in given:
         return rng.integers(1, bound, shape).astype(dtype)
     return np.full(shape, given.get("fill", int(os.environ.get("INT_FEED", 1))), dtype)
+
+
+def seeded(module):
+    """``module`` (gradc or paddle) with its global random generator seeded SEED, where SEED is set."""
+    if os.environ.get("SEED"):
+        module.seed(int(os.environ["SEED"]))
+    return module
