@@ -33,13 +33,14 @@ import types
 from pathlib import Path
 
 import suite_export
+from paddlespeech_more import BUILDERS, PADDLE2_CODE, REAL
 
 STUBBED = ("soundfile", "paddleaudio", "jieba", "pypinyin", "g2pM", "g2p_en", "onnxruntime", "opencc", "librosa",
            "paddlenlp", "zhon", "h5py", "sentencepiece", "ToJyutping", "editdistance", "pyworld", "praatio",
            "resampy", "webrtcvad", "nara_wpe", "hyperpyyaml", "braceexpand", "matplotlib", "timer", "kaldiio",
            "python_speech_features", "pandas", "sacrebleu", "pattern_singleton", "prettytable", "visualdl", "nltk",
            "paddleslim", "ppdiffusers", "pypinyin_dict", "dtaidistance", "scipy", "jsonlines",
-           "paddlespeech_ctcdecoders", "requests", "tqdm", "sklearn", "colorlog")
+           "paddlespeech_ctcdecoders", "requests", "tqdm", "sklearn", "colorlog", "numba")
 
 _SHRUNK_AM = {  # the model section of each acoustic model's config, shrunk
     "fastspeech2": dict(adim=32, aheads=2, elayers=1, eunits=64, dlayers=1, dunits=64, duration_predictor_chans=32,
@@ -75,8 +76,11 @@ _PRENET_P0 = {("paddlespeech.t2s.modules.tacotron2.decoder", "Prenet", "forward"
 class _Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds each STUBBED module (and its submodules) as an empty package whose attributes are dummies."""
 
+    def __init__(self, real=()):
+        self.real = real
+
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in STUBBED:
+        if name.split(".")[0] in STUBBED and name.split(".")[0] not in self.real:
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
@@ -144,11 +148,21 @@ def _paddle3_code(scratch: Path, code: dict) -> None:
         spec.loader.exec_module(changed)
         for cls, attr in ((c, a) for m, c, a in code if m == name):
             if cls is not None:
-                setattr(getattr(module, cls), attr, getattr(getattr(changed, cls), attr))
+                original = getattr(module, cls)
+                setattr(original, attr, _rebound(getattr(getattr(changed, cls), attr), original))
                 continue
             original = getattr(module, attr)
             for user in [m for m in sys.modules.values() if getattr(m, attr, None) is original]:
                 setattr(user, attr, getattr(changed, attr))
+
+
+def _rebound(method, cls):
+    """A changed copy's ``method`` whose zero-argument super() is the original ``cls``'s (VITS's __init__)."""
+    names = method.__code__.co_freevars
+    if "__class__" not in names:
+        return method
+    cells = tuple(types.CellType(cls) if n == "__class__" else c for n, c in zip(names, method.__closure__))
+    return types.FunctionType(method.__code__, method.__globals__, method.__name__, method.__defaults__, cells)
 
 
 def _yaml(path: str) -> dict:
@@ -269,11 +283,19 @@ def _layer(out: Path, entry: str) -> None:
 
 def export_one(out: Path, entry: str) -> str:
     import paddle
-    sys.meta_path.insert(0, _Stubs())
+    family = entry.split("@")[0].rsplit("_", 1)[0]
+    sys.meta_path.insert(0, _Stubs(REAL.get(family, ())))
+    if "paddlenlp" in REAL.get(family, ()):
+        from paddlenlp_export import _stub_unused_imports
+        _stub_unused_imports()
     _paddle2_arguments()
     paddle.seed(0)
     out.mkdir(parents=True, exist_ok=True)
-    family = entry.split("@")[0].rsplit("_", 1)[0]
+    if family in BUILDERS:
+        _paddle3_code(out, {place: changes for place, changes in {**_PADDLE2_CODE, **PADDLE2_CODE}.items()
+                            if place[0].split(".")[0] not in STUBBED or place[0].split(".")[0] in REAL.get(family, ())})
+        BUILDERS[family](out, entry, _zscore)
+        return "OK"
     build = (_ds2 if entry.startswith("ds2") else _u2 if entry.startswith("u2") else
              _am if family in _AM_CONF else _voc if family in _SHRUNK_VOC else _layer)
     build(out, entry)
