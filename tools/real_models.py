@@ -11,8 +11,8 @@ The gradc step writes <model>.check/ beside each model: its parameters (random o
 positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
 for the batch, DIM (default 64) for the others; floats standard normal, or uniform in [0, 1) with UNIFORM set: a
 physics model's coordinates; integers INT_FEED (default 1), or random in [1, INT_BOUND) with INT_BOUND set: token or
-feature ids; FEEDS, a JSON object, gives an input by name its "shape", its integers' "fill" or their "bound" (random
-in [1, bound): a graph's edge ends below its node count)), gradc's outputs, and
+feature ids; FEEDS, a JSON object, gives an input by name its "shape", its "fill" value or its integers' "bound" (random
+in [1, bound): a graph's edge ends below its node count) or its "value" itself), gradc's outputs, and
 a training program: loss = mean(out * w) of the first float output with w fed, differentiated for every float
 parameter (train.pb, or train.json for a PIR model), and gradc's gradients; with FLOAT64 set, also the training
 program widened to float64 (train64) and its gradients. The Paddle step runs the model and gradc's training programs
