@@ -121,7 +121,7 @@ def export_one(out: Path, class_name: str, shape: list[int]) -> str:
     paddle.seed(0)
     config_class = model_class.config_class   # a size that is a property there (Funnel's layers) is derived
     sizes = {key: value for key, value in TINY.items() if not isinstance(getattr(config_class, key, None), property)}
-    model = model_class(config_class(**sizes, **CONFIG.get(class_name, {})))
+    model = model_class(config_class(**{**sizes, **CONFIG.get(class_name, {})}))
     model.eval()
     two_inputs = class_name in ENCODER_DECODERS
 

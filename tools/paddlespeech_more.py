@@ -60,6 +60,9 @@ PADDLE2_CODE = {   # as paddlespeech_export._PADDLE2_CODE, for these models
     # Tensor.view, which Paddle 3.3.1 takes in dygraph only (Whisper's attention heads)
     ("paddlespeech.s2t.models.whisper.whipser", "MultiHeadAttention", "qkv_attention"): [
         (f"{t}.view(*{t}.shape[:2], self.n_head, -1)", f"{t}.reshape([0, 0, self.n_head, -1])") for t in "qkv"],
+    # HuBERT's feature extractor swaps its last two dims with a permutation made as a tensor, which transpose refuses
+    ("paddlespeech.s2t.models.wav2vec2.modules.wav2vec2_model", "TransposeLast", "forward"): [
+        ("trans_dim = paddle.arange(x.dim())", "trans_dim = list(range(x.dim()))")],
     # the end-of-sequence id appended with numpy, which to_static cannot trace
     ("paddlespeech.t2s.models.transformer_tts.transformer_tts", "TransformerTTS", "inference"): [
         ("text = numpy.pad(\n            text.numpy(), (0, 1), 'constant', constant_values=self.eos)\n"
