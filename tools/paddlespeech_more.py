@@ -69,9 +69,9 @@ PADDLE2_CODE = {   # as paddlespeech_export._PADDLE2_CODE, for these models
          "        x = paddle.to_tensor(text, dtype='int64')",
          "x = paddle.concat([text.cast('int64'), paddle.full([1], self.eos, 'int64')])")],
 }
-REAL = {"diffsinger": ("ppdiffusers", "paddlenlp")}   # stubbed packages an entry runs (its DDPM scheduler)
+REAL = {"diffsinger": ("ppdiffusers", "paddlenlp"), "ernie_linear": ("paddlenlp",)}   # stubbed packages entries run
 ENTRIES = ["jets_csmsc", "vits_csmsc", "transformer_tts_ljspeech", "diffsinger_opencpop", "wav2vec2_asr",
-           "hubert_asr", "whisper_tiny"]
+           "hubert_asr", "whisper_tiny", "ernie_linear_punc"]
 
 
 def _yaml(path: str) -> dict:
@@ -195,5 +195,23 @@ def _whisper(out: Path, entry: str, zscore) -> None:
     paddle.jit.save(static, str(out / "inference"))
 
 
+def _punctuation(out: Path, entry: str, zscore) -> None:
+    """The ERNIE-linear punctuation model (text/exps/ernie_linear/punc_restore.py: its default config, called with
+    ids and segment ids); its ERNIE token classifier, which it loads with from_pretrained, built from a tiny config."""
+    import paddle
+    from paddlenlp.transformers import ErnieConfig, ErnieForTokenClassification
+    from paddlespeech.text.models.ernie_linear import ErnieLinear
+    tiny = dict(vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                max_position_embeddings=64)
+    ErnieForTokenClassification.from_pretrained = classmethod(
+        lambda cls, name, num_labels, **kwargs: cls(ErnieConfig(**tiny, num_labels=num_labels)))
+    model = ErnieLinear(**_yaml("examples/iwslt2012/punc0/conf/default.yaml")["model"])
+    model.eval()
+    spec = paddle.static.InputSpec
+    static = paddle.jit.to_static(model, input_spec=[spec([1, None], "int64"), spec([1, None], "int64")],
+                                  full_graph=True)
+    paddle.jit.save(static, str(out / "inference"))
+
+
 BUILDERS = {"jets": _e2e, "vits": _e2e, "transformer_tts": _transformer_tts, "diffsinger": _diffsinger,
-            "wav2vec2": _ssl_asr, "hubert": _ssl_asr, "whisper": _whisper}
+            "wav2vec2": _ssl_asr, "hubert": _ssl_asr, "whisper": _whisper, "ernie_linear": _punctuation}
