@@ -36,12 +36,13 @@ PADDLE2_CODE = {   # as paddlespeech_export._PADDLE2_CODE, for these models
     ("paddlespeech.t2s.models.vits.flow", "ConvFlow", "__init__"): [
         ("paddle.zeros(paddle.shape(self.proj.weight))", "paddle.zeros(self.proj.weight.shape)"),
         ("paddle.zeros(paddle.shape(self.proj.bias))", "paddle.zeros(self.proj.bias.shape)")],
-    # VITS's relative and DiffSinger's positions: the table made at init (5,000 positions) covers the input; extending
-    # it in forward assigns a layer attribute in a cond (DiffSinger: a second time), which to_static refuses
+    # VITS's, DiffSinger's and ERNIE-SAT's positions: the table made at init (5,000 positions) covers the input;
+    # extending it in forward assigns a layer attribute in a cond (DiffSinger: a second time), which to_static refuses
     ("paddlespeech.t2s.modules.transformer.embedding", "RelPositionalEncoding", "forward"): [
         ("        self.extend_pe(x)\n", "")],
     ("paddlespeech.t2s.modules.transformer.embedding", "PositionalEncoding", "forward"): [],
     ("paddlespeech.t2s.modules.transformer.embedding", "ScaledPositionalEncoding", "forward"): [],
+    ("paddlespeech.t2s.modules.transformer.embedding", "LegacyRelPositionalEncoding", "forward"): [],
     # DiffSinger's timestep, an element of a 1-D tensor (0-d in Paddle 3), which its embedding indexes as [1]
     ("paddlespeech.t2s.modules.diffusion", "GaussianDiffusion", "inference"): [
         ("self.denoiser(denoised_output, t, cond)", "self.denoiser(denoised_output, t.reshape([1]), cond)")],
@@ -71,7 +72,7 @@ PADDLE2_CODE = {   # as paddlespeech_export._PADDLE2_CODE, for these models
 }
 REAL = {"diffsinger": ("ppdiffusers", "paddlenlp"), "ernie_linear": ("paddlenlp",)}   # stubbed packages entries run
 ENTRIES = ["jets_csmsc", "vits_csmsc", "transformer_tts_ljspeech", "diffsinger_opencpop", "wav2vec2_asr",
-           "hubert_asr", "whisper_tiny", "ernie_linear_punc"]
+           "hubert_asr", "whisper_tiny", "ernie_linear_punc", "erniesat_aishell3"]
 
 
 def _yaml(path: str) -> dict:
@@ -213,5 +214,34 @@ def _punctuation(out: Path, entry: str, zscore) -> None:
     paddle.jit.save(static, str(out / "inference"))
 
 
+def _ernie_sat(out: Path, entry: str, zscore) -> None:
+    """ERNIE-SAT's speech editing (its synthesize_e2e runs it in dygraph, no export): its Inference wrapper with
+    teacher forcing over 32 frames of speech and 8 phones, frames 8 to 16 masked (span_bdy, Python ints)."""
+    import paddle
+    from paddlespeech.t2s.models.ernie_sat import ErnieSAT, ErnieSATInference
+    conf = {**_yaml("examples/aishell3/ernie_sat/conf/default.yaml")["model"],
+            **dict(postnet_layers=2, postnet_chans=16, enc_attention_dim=16, enc_linear_units=32, enc_num_blocks=1,
+                   dec_attention_dim=16, dec_linear_units=32, dec_num_blocks=1, enc_cnn_module_kernel=3,
+                   dec_cnn_module_kernel=3)}
+    model = ErnieSAT(idim=10, odim=80, **conf)
+    model.eval()
+
+    class Editing(ErnieSATInference):
+        def forward(self, speech, text, masked_pos, speech_mask, text_mask, speech_seg_pos, text_seg_pos):
+            before, edited, after = super().forward(speech, text, masked_pos, speech_mask, text_mask,
+                                                    speech_seg_pos, text_seg_pos, span_bdy=[8, 16])
+            return edited, before, after   # the model's frames first: real_models.py's loss weighs the first
+
+    inference = Editing(zscore(80), model)
+    inference.eval()
+    spec = paddle.static.InputSpec
+    static = paddle.jit.to_static(inference, full_graph=True, input_spec=[
+        spec([1, 32, 80], "float32", "speech"), spec([1, 8], "int64", "text"), spec([1, 32], "int64", "masked_pos"),
+        spec([1, 1, 32], "int64", "speech_mask"), spec([1, 1, 8], "int64", "text_mask"),
+        spec([1, 32], "int64", "speech_seg_pos"), spec([1, 8], "int64", "text_seg_pos")])
+    paddle.jit.save(static, str(out / "inference"))
+
+
 BUILDERS = {"jets": _e2e, "vits": _e2e, "transformer_tts": _transformer_tts, "diffsinger": _diffsinger,
-            "wav2vec2": _ssl_asr, "hubert": _ssl_asr, "whisper": _whisper, "ernie_linear": _punctuation}
+            "wav2vec2": _ssl_asr, "hubert": _ssl_asr, "whisper": _whisper, "ernie_linear": _punctuation,
+            "erniesat": _ernie_sat}
