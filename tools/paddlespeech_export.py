@@ -2,7 +2,9 @@
 their initial weights (seed 0) and the configs of examples/*/conf shrunk (few layers, small dims), for
 tools/real_models.py to check gradc against Paddle on. Needs paddlepaddle 3.3.1 and a PaddleSpeech checkout (its
 paddlespeech/ and examples/) with the light packages its modules import (loguru, inflect 5, typeguard 2, yacs,
-pyyaml, textgrid, six) on PYTHONPATH:
+pyyaml, textgrid, six) on PYTHONPATH; of the later entries (tools/paddlespeech_more.py) DiffSinger and the punctuation
+model also need PaddleNLP 3.0.0b4 as tools/paddlenlp_export.py installs it, DiffSinger ppdiffusers 0.29.0 (with its
+huggingface_hub 0.23.0 ahead of PaddleNLP's), each installed with `pip install --no-deps --target`:
 
     /path/to/paddle/python tools/paddlespeech_export.py PADDLESPEECH_DIR OUT_DIR [ENTRY ...]
 
@@ -33,7 +35,7 @@ import types
 from pathlib import Path
 
 import suite_export
-from paddlespeech_more import BUILDERS, PADDLE2_CODE, REAL
+from paddlespeech_more import BUILDERS, ENTRIES, PADDLE2_CODE, REAL
 
 STUBBED = ("soundfile", "paddleaudio", "jieba", "pypinyin", "g2pM", "g2p_en", "onnxruntime", "opencc", "librosa",
            "paddlenlp", "zhon", "h5py", "sentencepiece", "ToJyutping", "editdistance", "pyworld", "praatio",
@@ -65,7 +67,7 @@ _SHRUNK_VOC = {  # the generator section of each vocoder's config, shrunk (hops 
 _AM_CONF = {"fastspeech2": "tts3", "speedyspeech": "tts2", "tacotron2": "tts0"}
 SMALLEST = ["ds2_offline", "ds2_online", "ds2_online_gru", "u2_conformer", "u2_transformer",
             *(f"{am}_csmsc" for am in _AM_CONF), "tacotron2_csmsc@p0", *(f"{voc}_csmsc" for voc in _SHRUNK_VOC),
-            "panns_cnn6", "ecapa_tdnn", "ge2e_lstm", "mdtc"]
+            "panns_cnn6", "ecapa_tdnn", "ge2e_lstm", "mdtc", *ENTRIES]
 # Tacotron2's prenet drops out at inference too (F.dropout at its default p=0.5), so its outputs and decoding length
 # differ from run to run; @p0 exports it with that dropout's p 0 (Paddle then writes none), which gradc and Paddle
 # can compare
