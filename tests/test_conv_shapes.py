@@ -73,3 +73,25 @@ def test_impossible_geometry_fails_in_inference_and_at_run_time(op_type, inputs,
     feed = {slot: value.astype(np.float32) for slot, value in inputs.items()}
     with pytest.raises(ExecutionError, match=f"{op_type}.*{message}"):
         Executor().run(program, feed, ["Out"], Scope())
+
+
+@pytest.mark.parametrize("pad, stride, width", [(2, 1, 0), (2, 2, 1), (3, 1, 2)])
+def test_an_empty_input_gives_what_paddle_gives(pad, stride, width):
+    """A conv over no frames (DiffSinger's with initial durations): Paddle 3.3.1 gives zeros of width
+    int((pad * 2 - 5) / stride) + 1 (C's division toward zero) and no error where the kernel is wider than the
+    padding; its grads are an empty input grad and a zero filter grad."""
+    from gradc import append_backward
+    inputs = {"Input": np.zeros((1, 2, 1, 0)), "Filter": np.ones((3, 2, 1, 5))}
+    program, _, _ = _program("conv2d", inputs, {"paddings": [0, pad], "strides": [1, stride]})
+    block = program.global_block
+    block.var("Filter").persistable = True
+    block.var("Out").shape = [1, 3, 1, -1]
+    block.create_var("loss", [])
+    block.append_op("reduce_sum", {"X": ["Out"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+    append_backward(program, "loss", parameter_list=["Filter"])
+    scope = Scope()
+    scope["Filter"] = np.ones((3, 2, 1, 5), np.float32)
+    out, filter_grad = Executor().run(program, {"Input": np.zeros((1, 2, 1, 0), np.float32)},
+                                      ["Out", "Filter@GRAD"], scope)
+    np.testing.assert_array_equal(out, np.zeros((1, 3, 1, width)))
+    np.testing.assert_array_equal(filter_grad, np.zeros((3, 2, 1, 5)))

@@ -383,6 +383,26 @@ def test_a_loop_bodys_xshape_that_its_grad_reads_is_saved_as_the_x_it_describes(
     assert names.count("2.tuple_push") == names.count("2.tuple_pop") == 1
 
 
+def test_a_loop_bodys_reshape_grad_of_a_value_of_unknown_dims_reads_back():
+    """Reading back a pd_op.reshape_grad whose x has unknown dims (Tacotron2's decoder step reshapes a value read from
+    an array): its legacy grad's XShape, which no constant can give, is the one a reshape2 of x writes as it runs."""
+    from programs import Net
+    net = Net("float64")
+    w = net.param("w", [2, 3])
+    i, n = net.constant(0), net.constant(3)
+    h = net.copy(w)
+    net.block.var(h).shape = [-1, 3]
+
+    def body(i, h):
+        wide = net.op("reshape2", {"X": h}, {"shape": [1, -1, 3]})
+        return [net.increment(i), net.op("reshape2", {"X": net.tanh(wide)}, {"shape": [-1, 3]})]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(h, w))
+    names = [op["#"] for op in ops_in(_trains_as_before_after_a_round_trip(net, loss, seed=0))]
+    assert names.count("1.reshape_grad") == 2
+
+
 @pytest.mark.parametrize("taken", [True, False])
 def test_a_tensor_array_a_cond_reads_gets_zeros_as_an_array_where_the_branch_did_not_run(taken):
     """A cond whose branch reads a tensor array (PaddleDetection's Cascade R-CNN picks its RoIs from a list so):

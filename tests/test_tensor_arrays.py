@@ -272,3 +272,22 @@ def test_a_branch_that_binds_an_array_to_a_copy_yields_it_from_the_pir_if():
     (exported,) = gradc.Executor().run(parse_pir(serialize_pir(net.program, fetch=[out])), feed, [out], gradc.Scope())
     np.testing.assert_array_equal(direct, X3 * 2)
     np.testing.assert_array_equal(exported, X3 * 2)
+
+
+def test_zeros_like_an_array_export_as_create_array_like():
+    """gradc's backward fills the grad of an array nobody's grad writes with fill_any_like of 0 (a loop's array in
+    Tacotron2 with its prenet's dropout); Paddle's full_like refuses an array (`dims() can't be used in TensorArray`):
+    PIR export writes pd_op.create_array_like of 0, which reads back as zeros of each element."""
+    from gradc.pir import parse_pir, serialize_pir
+    net = Net()
+    a = array(net, net.data("x0", [2, 3]))
+    for k, x in enumerate(("x0", net.data("x1", [2, 3]))):
+        write(net, x, net.constant(k), a)
+    zeros = net.tmp(None, prefix="zeros")
+    net.block.var(zeros).type = VarType.DENSE_TENSOR_ARRAY
+    net.block.append_op("fill_any_like", {"X": [a]}, {"Out": [zeros]}, {"value": 0.0, "dtype": -1})
+    out = read(net, zeros, net.constant(1))
+    written = serialize_pir(net.program, fetch=[out])
+    assert b'"1.create_array_like"' in written and b'"1.full_like"' not in written
+    (value,) = gradc.Executor().run(parse_pir(written), {"x0": X0, "x1": X1}, [out], gradc.Scope())
+    np.testing.assert_array_equal(value, np.zeros((2, 3)))

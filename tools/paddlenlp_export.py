@@ -24,6 +24,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from paddlenlp_inputs import CONFIG, EXTRA, IDS_SHAPE, call_kwargs, prepare
 from suite_export import export_each, in_child, output_tensors
 
 STUBS = {   # module: the names PaddleNLP imports from it
@@ -116,10 +117,11 @@ def export_one(out: Path, class_name: str, shape: list[int]) -> str:
     _stub_unused_imports()
     import paddlenlp.transformers as transformers
     model_class = getattr(transformers, class_name)
+    prepare(class_name)
     paddle.seed(0)
     config_class = model_class.config_class   # a size that is a property there (Funnel's layers) is derived
     sizes = {key: value for key, value in TINY.items() if not isinstance(getattr(config_class, key, None), property)}
-    model = model_class(config_class(**sizes))
+    model = model_class(config_class(**{**sizes, **CONFIG.get(class_name, {})}))
     model.eval()
     two_inputs = class_name in ENCODER_DECODERS
 
@@ -128,15 +130,18 @@ def export_one(out: Path, class_name: str, shape: list[int]) -> str:
             super().__init__()
             self.model = model
 
-        def forward(self, inputs, decoder_input_ids=None):
-            extra = {"decoder_input_ids": decoder_input_ids} if two_inputs else {}
+        def forward(self, inputs, in1=None, in2=None, in3=None, in4=None, in5=None):   # to_static takes no *args
+            more = [value for value in (in1, in2, in3, in4, in5) if value is not None]
+            extra = ({"decoder_input_ids": more[0]} if two_inputs else
+                     call_kwargs(class_name, more) if class_name in EXTRA else {})
             return tuple(output_tensors(self.model(inputs, **extra, **CALL_KWARGS.get(class_name, {}))))
 
     if class_name in VISION:
         specs = [paddle.static.InputSpec([None, 3, 32, 32], "float32", "pixel_values")]
     else:
         names = ["input_ids", "decoder_input_ids"] if two_inputs else ["input_ids"]
-        specs = [paddle.static.InputSpec(shape, "int64", name) for name in names]
+        specs = [paddle.static.InputSpec(IDS_SHAPE.get(class_name, shape), "int64", name) for name in names]
+        specs += [paddle.static.InputSpec(*spec[1:], spec[0]) for spec in EXTRA.get(class_name, [])]
     static = paddle.jit.to_static(Exported(), input_spec=specs, full_graph=True)
     paddle.jit.save(static, str(out / "inference"))
     return "OK"

@@ -2,7 +2,9 @@
 their initial weights (seed 0) and the configs of examples/*/conf shrunk (few layers, small dims), for
 tools/real_models.py to check gradc against Paddle on. Needs paddlepaddle 3.3.1 and a PaddleSpeech checkout (its
 paddlespeech/ and examples/) with the light packages its modules import (loguru, inflect 5, typeguard 2, yacs,
-pyyaml, textgrid, six) on PYTHONPATH:
+pyyaml, textgrid, six) on PYTHONPATH; of the later entries (tools/paddlespeech_more.py) DiffSinger and the punctuation
+model also need PaddleNLP 3.0.0b4 as tools/paddlenlp_export.py installs it, DiffSinger ppdiffusers 0.29.0 (with its
+huggingface_hub 0.23.0 ahead of PaddleNLP's), each installed with `pip install --no-deps --target`:
 
     /path/to/paddle/python tools/paddlespeech_export.py PADDLESPEECH_DIR OUT_DIR [ENTRY ...]
 
@@ -33,13 +35,14 @@ import types
 from pathlib import Path
 
 import suite_export
+from paddlespeech_more import BUILDERS, ENTRIES, PADDLE2_CODE, REAL
 
 STUBBED = ("soundfile", "paddleaudio", "jieba", "pypinyin", "g2pM", "g2p_en", "onnxruntime", "opencc", "librosa",
            "paddlenlp", "zhon", "h5py", "sentencepiece", "ToJyutping", "editdistance", "pyworld", "praatio",
            "resampy", "webrtcvad", "nara_wpe", "hyperpyyaml", "braceexpand", "matplotlib", "timer", "kaldiio",
            "python_speech_features", "pandas", "sacrebleu", "pattern_singleton", "prettytable", "visualdl", "nltk",
            "paddleslim", "ppdiffusers", "pypinyin_dict", "dtaidistance", "scipy", "jsonlines",
-           "paddlespeech_ctcdecoders", "requests", "tqdm", "sklearn", "colorlog")
+           "paddlespeech_ctcdecoders", "requests", "tqdm", "sklearn", "colorlog", "numba")
 
 _SHRUNK_AM = {  # the model section of each acoustic model's config, shrunk
     "fastspeech2": dict(adim=32, aheads=2, elayers=1, eunits=64, dlayers=1, dunits=64, duration_predictor_chans=32,
@@ -64,7 +67,7 @@ _SHRUNK_VOC = {  # the generator section of each vocoder's config, shrunk (hops 
 _AM_CONF = {"fastspeech2": "tts3", "speedyspeech": "tts2", "tacotron2": "tts0"}
 SMALLEST = ["ds2_offline", "ds2_online", "ds2_online_gru", "u2_conformer", "u2_transformer",
             *(f"{am}_csmsc" for am in _AM_CONF), "tacotron2_csmsc@p0", *(f"{voc}_csmsc" for voc in _SHRUNK_VOC),
-            "panns_cnn6", "ecapa_tdnn", "ge2e_lstm", "mdtc"]
+            "panns_cnn6", "ecapa_tdnn", "ge2e_lstm", "mdtc", *ENTRIES]
 # Tacotron2's prenet drops out at inference too (F.dropout at its default p=0.5), so its outputs and decoding length
 # differ from run to run; @p0 exports it with that dropout's p 0 (Paddle then writes none), which gradc and Paddle
 # can compare
@@ -75,8 +78,11 @@ _PRENET_P0 = {("paddlespeech.t2s.modules.tacotron2.decoder", "Prenet", "forward"
 class _Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds each STUBBED module (and its submodules) as an empty package whose attributes are dummies."""
 
+    def __init__(self, real=()):
+        self.real = real
+
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in STUBBED:
+        if name.split(".")[0] in STUBBED and name.split(".")[0] not in self.real:
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
@@ -144,11 +150,21 @@ def _paddle3_code(scratch: Path, code: dict) -> None:
         spec.loader.exec_module(changed)
         for cls, attr in ((c, a) for m, c, a in code if m == name):
             if cls is not None:
-                setattr(getattr(module, cls), attr, getattr(getattr(changed, cls), attr))
+                original = getattr(module, cls)
+                setattr(original, attr, _rebound(getattr(getattr(changed, cls), attr), original))
                 continue
             original = getattr(module, attr)
             for user in [m for m in sys.modules.values() if getattr(m, attr, None) is original]:
                 setattr(user, attr, getattr(changed, attr))
+
+
+def _rebound(method, cls):
+    """A changed copy's ``method`` whose zero-argument super() is the original ``cls``'s (VITS's __init__)."""
+    names = method.__code__.co_freevars
+    if "__class__" not in names:
+        return method
+    cells = tuple(types.CellType(cls) if n == "__class__" else c for n, c in zip(names, method.__closure__))
+    return types.FunctionType(method.__code__, method.__globals__, method.__name__, method.__defaults__, cells)
 
 
 def _yaml(path: str) -> dict:
@@ -269,11 +285,19 @@ def _layer(out: Path, entry: str) -> None:
 
 def export_one(out: Path, entry: str) -> str:
     import paddle
-    sys.meta_path.insert(0, _Stubs())
+    family = entry.split("@")[0].rsplit("_", 1)[0]
+    sys.meta_path.insert(0, _Stubs(REAL.get(family, ())))
+    if "paddlenlp" in REAL.get(family, ()):
+        from paddlenlp_export import _stub_unused_imports
+        _stub_unused_imports()
     _paddle2_arguments()
     paddle.seed(0)
     out.mkdir(parents=True, exist_ok=True)
-    family = entry.split("@")[0].rsplit("_", 1)[0]
+    if family in BUILDERS:
+        _paddle3_code(out, {place: changes for place, changes in {**_PADDLE2_CODE, **PADDLE2_CODE}.items()
+                            if place[0].split(".")[0] not in STUBBED or place[0].split(".")[0] in REAL.get(family, ())})
+        BUILDERS[family](out, entry, _zscore)
+        return "OK"
     build = (_ds2 if entry.startswith("ds2") else _u2 if entry.startswith("u2") else
              _am if family in _AM_CONF else _voc if family in _SHRUNK_VOC else _layer)
     build(out, entry)

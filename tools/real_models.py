@@ -11,13 +11,14 @@ The gradc step writes <model>.check/ beside each model: its parameters (random o
 positive; with CALIBRATE set, batch norms' running statistics become those of the input) and inputs (-1 dims as 1
 for the batch, DIM (default 64) for the others; floats standard normal, or uniform in [0, 1) with UNIFORM set: a
 physics model's coordinates; integers INT_FEED (default 1), or random in [1, INT_BOUND) with INT_BOUND set: token or
-feature ids; FEEDS, a JSON object, gives an input by name its "shape", its integers' "fill" or their "bound" (random
-in [1, bound): a graph's edge ends below its node count)), gradc's outputs, and
+feature ids; FEEDS, a JSON object, gives an input by name its "shape", its "fill" value or its integers' "bound" (random
+in [1, bound): a graph's edge ends below its node count) or its "value" itself), gradc's outputs, and
 a training program: loss = mean(out * w) of the first float output with w fed, differentiated for every float
 parameter (train.pb, or train.json for a PIR model), and gradc's gradients; with FLOAT64 set, also the training
 program widened to float64 (train64) and its gradients. The Paddle step runs the model and gradc's training programs
 with the same values and prints, per model, how far Paddle's outputs and gradients are from gradc's (relative to
-their largest magnitude).
+their largest magnitude). With SEED=n set, gradc.seed(n) before each of gradc's runs and paddle.seed(n) before each of
+Paddle's: a model that draws random numbers at inference (noise, dropout, sampling) draws the same in both.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from real_models_inputs import calibrated, detector_feed, fed_vars, given_params, input_value, random_params
+from real_models_inputs import calibrated, detector_feed, fed_vars, given_params, input_value, random_params, seeded
 
 
 def models(folder: Path) -> list[Path]:
@@ -82,7 +83,7 @@ def gradc_step(path: Path) -> dict:
         scope[name] = value
     targets = {fetched: _loss_input(block, fetched) for fetched in fetches}
     extra = [target for target in dict.fromkeys(targets.values()) if target not in fetches]
-    outs = gradc.Executor().run(program, feed, fetches + extra, scope)
+    outs = seeded(gradc).Executor().run(program, feed, fetches + extra, scope)
     outs, extra_values = outs[:len(fetches)], dict(zip(extra, outs[len(fetches):]))
     np.savez(out_dir / "out.npz", **{f"out{i}": np.asarray(o) for i, o in enumerate(outs)})
     first = next((i for i, o in enumerate(outs) if np.asarray(o).dtype.kind == "f"), None)
@@ -102,7 +103,7 @@ def gradc_step(path: Path) -> dict:
     pairs = gradc.append_backward(program, "loss", parameter_list=[n for n, v in params.items() if v.dtype.kind == "f"])
     names = ["loss", *(grad for _, grad in pairs)]
     also = [target] if target in extra else []   # the loss input is compared too (an NMS's boxes)
-    values = gradc.Executor().run(program, {**feed, "loss_w": weight}, names + also, scope)
+    values = seeded(gradc).Executor().run(program, {**feed, "loss_w": weight}, names + also, scope)
     np.savez(out_dir / "grads.npz", **dict(zip(names, values)))
     np.savez(out_dir / "loss_input.npz", **dict(zip(also, values[len(names):])))
     np.save(out_dir / "loss_w.npy", weight)
@@ -134,7 +135,7 @@ def _float64_training(program, path: Path, out_dir: Path, params: dict, feed: di
     scope = gradc.Scope()
     for name, value in wide_params.items():
         scope[name] = value
-    values = gradc.Executor().run(wide, wide_feed, names + also, scope)
+    values = seeded(gradc).Executor().run(wide, wide_feed, names + also, scope)
     np.savez(out_dir / "grads64.npz", **dict(zip(names, values)))
     np.savez(out_dir / "loss_input64.npz", **dict(zip(also, values[len(names):])))
     np.savez(out_dir / "params64.npz", **wide_params)
@@ -180,6 +181,7 @@ def paddle_step(path: Path) -> dict:
     for op in program.global_block().ops if path.suffix == ".json" else ():   # a parameter no file holds (an
         if op.name() == "builtin.parameter":                                 # LSTM's dropout state): declared
             scope.var(op.attrs()["parameter_name"]).get_tensor()
+    seeded(paddle)
     outs = executor.run(program, feed=feed, fetch_list=fetches, return_numpy=False)
     ours = np.load(check / "out.npz")
     report = {"outputs": [_relative(np.array(o), ours[f"out{i}"]) for i, o in enumerate(outs)]}
@@ -187,6 +189,7 @@ def paddle_step(path: Path) -> dict:
     if train.exists():
         grads, also = dict(np.load(check / "grads.npz")), _loss_inputs(check / "loss_input.npz")
         program, fetches, names = _paddle_program(train, list(grads) + list(also))
+        seeded(paddle)
         values = executor.run(program, feed={**feed, "loss_w": np.load(check / "loss_w.npy")}, fetch_list=fetches)
         values = dict(zip(names, values))
         report["worst_grad"] = _worst(values, grads)
@@ -200,6 +203,7 @@ def paddle_step(path: Path) -> dict:
                     paddle.static.global_scope().var(name).get_tensor().set(value, paddle.CPUPlace())
                 grads, also = dict(np.load(check / "grads64.npz")), _loss_inputs(check / "loss_input64.npz")
                 program, fetches, names = _paddle_program(train, list(grads) + list(also))
+                seeded(paddle)
                 values = dict(zip(names, executor.run(program, feed=dict(np.load(check / "feed64.npz")),
                                                       fetch_list=fetches)))
             report["worst_grad_float64"] = _worst(values, grads)

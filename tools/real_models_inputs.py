@@ -69,12 +69,21 @@ def detector_feed(feed: dict) -> dict:
 def input_value(var, rng, given: dict) -> np.ndarray:
     """A fed input's value, as the module docstring says (``given``: its entry of FEEDS)."""
     from gradc.executor.kernels.tensor import numpy_dtype
+    if "value" in given:   # the input itself: a mask a model's generation builds, a document's boxes
+        return np.array(given["value"], dtype=numpy_dtype(var.dtype))
     shape = given.get("shape") or [1 if d < 0 and i == 0 else int(os.environ.get("DIM", 64)) if d < 0 else d
                                    for i, d in enumerate(var.shape or [1])]
     dtype = np.dtype(numpy_dtype(var.dtype))
-    if dtype.kind == "f":
+    if dtype.kind == "f" and "fill" not in given:
         return (rng.random if os.environ.get("UNIFORM") else rng.standard_normal)(shape).astype(dtype)
     bound = given.get("bound", int(os.environ.get("INT_BOUND", 0)))   # an input's own: a graph's node count
     if bound > 1 and "fill" not in given:
         return rng.integers(1, bound, shape).astype(dtype)
     return np.full(shape, given.get("fill", int(os.environ.get("INT_FEED", 1))), dtype)
+
+
+def seeded(module):
+    """``module`` (gradc or paddle) with its global random generator seeded SEED, where SEED is set."""
+    if os.environ.get("SEED"):
+        module.seed(int(os.environ["SEED"]))
+    return module

@@ -60,14 +60,17 @@ def resolve_padding(sizes, k_sizes, strides, paddings, dilations, algorithm):
 
 
 def conv_out_sizes(sizes, k_sizes, strides, pads, dilations):
-    """Output sizes of a convolution (-1 where the input size is unknown)."""
+    """Output sizes of a convolution (-1 where the input size is unknown). Along an empty axis Paddle checks nothing
+    but a negative size: its C division rounds toward zero, so a kernel one to ``stride`` wider than the padding
+    gives size 0 (DiffSinger's convs over no frames), a narrower one zeros of the padding's width."""
     out = []
     for i, (size, k, s, d) in enumerate(zip(sizes, k_sizes, strides, dilations)):
         padded, span = size + pads[2 * i] + pads[2 * i + 1], d * (k - 1) + 1
-        if size >= 0 and padded < span:
+        empty = size == 0 and int((padded - span) / s) + 1 >= 0
+        if size >= 0 and padded < span and not empty:
             raise ValueError(f"the dilated kernel ({span}) is larger than the padded input ({padded}) "
                              f"along {axis_name(i, len(sizes))}")
-        out.append(-1 if size < 0 else (padded - span) // s + 1)
+        out.append(-1 if size < 0 else int((padded - span) / s) + 1 if empty else (padded - span) // s + 1)
     return out
 
 

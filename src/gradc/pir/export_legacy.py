@@ -6,8 +6,9 @@ ending in a dim of 1) as pd_op.embedding and a squeeze of that dim, as Paddle's 
 pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(use_multi_tensor=True)): Paddle
 3.3.1's PIR executor cannot run pd_op.merged_momentum_, whose kernel wants ParamOut to be Param's very tensor.
 `pad_grad` gets the x PIR's pad_grad reads (for its shape only) from a slice of out_grad; `fill_zeros_like`,
-which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0; a `one_hot_v2` of another dtype than float32
-(a program widened to float64) is pd_op.one_hot, which writes float32 whatever the program's dtype, and a cast."""
+which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0, or for a tensor array (and a fill_any_like of 0 of
+one) pd_op.create_array_like; a `one_hot_v2` of another dtype than float32 (a program widened to float64) is
+pd_op.one_hot, which writes float32 whatever the program's dtype, and a cast."""
 
 from __future__ import annotations
 
@@ -150,13 +151,16 @@ def _i64s(values) -> Attr:
 
 
 def fill_zeros_like(op, exporter) -> None:
-    """Zeros like a tensor (pd_op.full_like), or like a tensor array (pd_op.create_array_like)."""
+    """Zeros like a tensor (pd_op.full_like), or like a tensor array (pd_op.create_array_like); also a fill_any_like of
+    0 (gradc's backward's zeros for a grad nobody writes), which Paddle's full_like refuses for an array."""
     var = exporter.var(op.input("X")[0])
-    if var is not None and var.type == VarType.DENSE_TENSOR_ARRAY:
-        exporter.generic(TABLE["pd_op.create_array_like"], op)
+    if var is not None and var.type == VarType.DENSE_TENSOR_ARRAY and op.attrs.get("value", 0.0) == 0.0:
+        zeros = OpDesc("fill_zeros_like", {"X": op.input("X")}, {"Out": op.output("Out")}, {})
+        exporter.generic(TABLE["pd_op.create_array_like"], zeros)
         return
-    zeros = OpDesc("fill_any_like", {"X": op.input("X")}, {"Out": op.output("Out")}, {"value": 0.0, "dtype": -1})
-    exporter.generic(EXPORTS["fill_any_like"][0], zeros)
+    fill = op if op.type == "fill_any_like" else OpDesc("fill_any_like", {"X": op.input("X")},
+                                                         {"Out": op.output("Out")}, {"value": 0.0, "dtype": -1})
+    exporter.generic(EXPORTS["fill_any_like"][0], fill)
 
 
 def one_hot(op, exporter) -> None:

@@ -258,18 +258,24 @@ class Translator:
 
     def xshape_for(self, x: str, op: Op) -> str:
         """The XShape var a legacy grad reads where PIR's reads the forward input ``x``: the forward op's
-        XShape if it wrote one, else an empty [0, *x.shape] constant."""
+        XShape if it wrote one, else an empty [0, *x.shape] constant, or where x has unknown dims (a loop's value
+        read from an array: Tacotron2's) the XShape a flattening reshape2 of x writes as it runs."""
         known = self.xshapes.get(x)
         if known is not None and self.block.find_var(known) is not None:
             return known
         var = self.block.find_var(x)
         shape = list(var.shape) if var is not None and var.shape is not None else None
-        if var is None or shape is None or any(d < 0 for d in shape):
+        if var is None or shape is None:
             raise self.fail(op, f"the legacy grad needs the shape of '{x}' ({shape}) to be known")
         name = self.namer.fresh("xshape")
         self.block.create_var(name, [0] + shape, var.dtype, stop_gradient=True)
-        self.emit("fill_constant", {}, {"Out": [name]},
-                  {"shape": [0] + shape, "dtype": int(var.dtype), "value": 0.0, "str_value": "0"}, {"shape": 11})
+        if any(d < 0 for d in shape):
+            flat = self.namer.fresh("flat")
+            self.block.create_var(flat, [-1], var.dtype, stop_gradient=True)
+            self.emit("reshape2", {"X": [x]}, {"Out": [flat], "XShape": [name]}, {"shape": [-1]})
+        else:
+            self.emit("fill_constant", {}, {"Out": [name]},
+                      {"shape": [0] + shape, "dtype": int(var.dtype), "value": 0.0, "str_value": "0"}, {"shape": 11})
         self.xshapes[x] = name
         return name
 

@@ -105,6 +105,8 @@ def conv(x, w, geo: Geometry):
     g, n, o = geo.groups, x.shape[0], w.shape[0]
     filters = w.reshape(g, o // g, -1)
     out = ops.conv_out_sizes(x.shape[2:], w.shape[2:], geo.strides, geo.pads, geo.dilations)
+    if x.size == 0:   # Paddle's output of an empty input: zeros (of the padding's width, or none)
+        return np.zeros((n, o, *out), dtype=np.result_type(x, w))
     if _wide(x, w, geo, out):
         cols, (oh, wp) = wide_columns(x, w.shape[2:], geo)
         return np.ascontiguousarray((filters @ cols).reshape(n, o, oh, wp)[..., :out[1]])
@@ -256,6 +258,8 @@ def _conv_kernels(name: str, dims: int) -> None:
     def backward(k):
         last, x, w, geo = _conv_args(k, dims)
         dy = channels_first(k.x("Output@GRAD"), last, dims)
+        if x.size == 0:   # an empty input's output (zeros of the padding) depends on neither input
+            return k.grads({"Input@GRAD": lambda: np.zeros_like(k.x("Input")), "Filter@GRAD": lambda: np.zeros_like(w)})
         return k.grads({"Input@GRAD": lambda: channels_back(conv_input_grad(dy, w, x.shape[2:], geo), last),
                         "Filter@GRAD": lambda: conv_filter_grad(x, dy, w.shape, geo)})
 
