@@ -21,6 +21,7 @@ class LearnStep:
     minimized: list = field(default_factory=list)   # (loss, optimizer settings, parameter names), in order
     updates: list = field(default_factory=list)     # (target, weight, decay) soft updates, in order
     synced: list = field(default_factory=list)      # (target, weight) each target network starts as
+    fetch: list = field(default_factory=list)       # a sampling step's outputs (its actions, their log-probabilities)
 
 
 def _import_parl(source: Path):
@@ -142,13 +143,14 @@ def _transition_batch(rng, feed, batch, obs, action):
 
 def build_learn_step(source: Path, algo: str, main, batch: int, obs: int, act: int,
                      deferred: bool = False) -> LearnStep:
-    """Build ``algo``'s learn step in ``main`` (under its program_guard)."""
+    """Build ``algo``'s learn step in ``main`` (under its program_guard); ``<algo>_sample``: its sample step."""
     import paddle
     parl = _import_parl(source)
     from parl import algorithms
     rng, feed = np.random.default_rng(0), {}
     step = LearnStep(feed)
     later = _install(parl, step, main, deferred)
+    algo, sampling = algo.removesuffix("_sample"), algo.endswith("_sample")
     if algo in ("dqn", "ddqn"):
         net = _example(source, "DQN/cartpole_model.py").CartpoleModel
         alg = (algorithms.DQN if algo == "dqn" else algorithms.DDQN)(_model(lambda: net(obs, act)), 0.99, 5e-4)
@@ -211,7 +213,12 @@ def build_learn_step(source: Path, algo: str, main, batch: int, obs: int, act: i
                   _data(feed, "target_q", rng.standard_normal(batch).astype("float32"))]
     else:
         raise SystemExit(f"unknown algorithm {algo}")
-    alg.learn(*inputs)
+    if sampling:   # the agent's exploration: actions drawn from the policy's distribution
+        observation = inputs[0][0] if algo == "maddpg" else inputs[0]
+        outputs = alg.sample(observation)
+        step.fetch = [out.name for out in (outputs if isinstance(outputs, (list, tuple)) else [outputs])]
+    else:
+        alg.learn(*inputs)
     step.forward = main.clone()
     later()
     return step

@@ -36,7 +36,8 @@ from suite_export import report_each
 
 STEPS, SEED, BATCH = 3, 7, 4
 OBS, ACT = 6, 2   # a small MuJoCo-like task (the examples' hidden sizes kept)
-SMALLEST = ["dqn", "ddqn", "pg", "a2c", "ppo", "ppo_atari", "ddpg", "td3", "sac", "cql", "maddpg"]
+SMALLEST = ["dqn", "ddqn", "pg", "a2c", "ppo", "ppo_atari", "ddpg", "td3", "sac", "cql", "maddpg",
+            "ppo_sample", "ppo_atari_sample", "sac_sample", "maddpg_sample"]
 
 
 def _build(source: Path, algo: str, deferred: bool):
@@ -79,7 +80,7 @@ def paddle_step(source: Path, out: Path, algo: str) -> None:
             exe.run(startup)
         for name, value in params.items():
             scope.var(name).get_tensor().set(value, paddle.CPUPlace())
-        losses = [loss for loss, _, _ in record.minimized]
+        losses = [loss for loss, _, _ in record.minimized] + record.fetch
         grads = update_grads((op.input("Param"), op.input("Grad")) for op in program.global_block().ops
                              if {"Param", "Grad"} <= set(op.input_names))
         for step in range(1, STEPS + 1):
@@ -88,7 +89,7 @@ def paddle_step(source: Path, out: Path, algo: str) -> None:
                      **{f"@grad:{p}": np.asarray(v) for p, v in zip(grads, values[len(losses):])},
                      **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
     (out / "meta.json").write_text(json.dumps({"seed": SEED, "minimized": learn.minimized, "updates": learn.updates,
-                                               "own_minimized": own_learn.minimized}))
+                                               "own_minimized": own_learn.minimized, "fetch": learn.fetch}))
 
 
 def update_grads(slots) -> dict:
@@ -109,7 +110,7 @@ def _replay_startup(case: Path) -> None:
     gradc.Executor().run(gradc.load(case / "startup.pb"), {}, [], gradc.Scope())
 
 
-def _run_steps(program, case: Path, minimized: list, prefix: str, startups=()) -> dict:
+def _run_steps(program, case: Path, minimized: list, prefix: str, startups=(), fetch=()) -> dict:
     import gradc
     scope, executor = gradc.Scope(), gradc.Executor()
     for name, value in np.load(case / "params.npz").items():
@@ -117,7 +118,7 @@ def _run_steps(program, case: Path, minimized: list, prefix: str, startups=()) -
     for startup in startups:
         executor.run(startup, {}, [], scope)
     feed = dict(np.load(case / "feed.npz"))
-    losses = [loss for loss, _, _ in minimized]
+    losses = [loss for loss, _, _ in minimized] + list(fetch)   # a sampling step's outputs compared as its losses
     report = {}
     for step in range(1, STEPS + 1):
         paddle = np.load(case / f"{prefix}{step}.npz")
@@ -154,12 +155,13 @@ def gradc_step(case: Path) -> dict:
     meta = json.loads((case / "meta.json").read_text())
     train = gradc.load(case / "train.pb")
     _replay_startup(case)
-    report = {"problems": gradc.verify(train)[:3], "paddle_program": _run_steps(train, case, meta["minimized"], "step")}
-    if os.environ.get("FLOAT64"):
+    report = {"problems": gradc.verify(train)[:3],
+              "paddle_program": _run_steps(train, case, meta["minimized"], "step", (), meta["fetch"])}
+    if os.environ.get("FLOAT64") and meta["minimized"]:   # a sampling step has no gradients
         _float64_step(train, case, meta)
     program, startups = gradc_compile(case, meta)
     _replay_startup(case)
-    report["gradc_compile"] = _run_steps(program, case, meta["own_minimized"], "own_step", startups)
+    report["gradc_compile"] = _run_steps(program, case, meta["own_minimized"], "own_step", startups, meta["fetch"])
     return report
 
 
@@ -185,6 +187,8 @@ def _float64_step(train, case: Path, meta: dict) -> None:
 
 def paddle64_step(case: Path) -> dict:
     """Paddle's first step of the widened program (after its startup, seeded: the same draws) against gradc's."""
+    if not (case / "train64.pb").exists():
+        return {"skipped": "no gradients (a sampling step)"}
     import paddle
     paddle.enable_static()
     paddle.seed(SEED)
