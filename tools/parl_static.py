@@ -7,8 +7,9 @@ critic in one program), `paddle.no_grad()` marks what it computes stop_gradient,
 second model of the same class (the target network; its weights set to the model's, as PARL's agents do first), and
 `sync_weights_to(target, decay)` appends the soft update (assign of decay * target + (1 - decay) * weight). Paddle's
 startup, then STEPS steps on one random batch (numpy seed 0; paddle.seed(SEED), whose draws the gradc step replays:
-the programs sample actions with Normal.sample, Categorical.sample and gaussian_random). Two steps, one per
-interpreter:
+SAC, TD3, CQL and MADDPG draw actions or noise). ALGO_sample entries are the agent's sampling step instead (its
+`sample`: Normal.sample, Categorical.sample, a Gumbel-softmax), whose outputs are compared as the losses are. Two
+steps, one per interpreter:
 
     FLAGS_enable_pir_api=0 PYTHONPATH=DEPS:tools /path/to/paddle/python tools/parl_static.py paddle \
         PARL_DIR OUT_DIR [ALGO ...]
@@ -16,10 +17,11 @@ interpreter:
 
 DEPS holds what PARL imports (termcolor, scipy, six, pyzmq, cloudpickle); parl.remote (xparl, gRPC) is not imported.
 The Paddle step writes OUT_DIR/<algo>/ as tools/paddlerec_static.py's does (forward.pb: the learn step before any
-minimize; train.pb, startup.pb, params.npz, feed.npz, step<N>.npz with every loss, the first step's gradients and the
-persistable vars after each step; meta.json: the losses, each one's optimizer and parameters). The gradc step loads,
-verifies and runs train.pb, and compiles forward.pb with gradc.minimize once per loss (its parameters, its optimizer),
-appends the same soft updates, and runs that; both against Paddle's losses, gradients and parameters. With FLOAT64 set
+minimize; train.pb, startup.pb, params.npz, feed.npz, step<N>.npz with every loss, the first step's gradients as the
+update ops read them and the persistable vars after each step; own_step<N>.npz, the same of Paddle's program with
+every backward before any update; meta.json: the losses, each one's optimizer and parameters). The gradc step loads,
+verifies and runs train.pb against step<N>, and compiles forward.pb with gradc.minimize once per loss (its
+parameters, its optimizer), appends the same soft updates, and runs that against own_step<N>. With FLOAT64 set
 it also writes Paddle's program widened to float64 with gradc's first-step gradients, which `paddle64` compares.
 """
 
