@@ -1,5 +1,5 @@
 """Check gradc on PARL's learn steps as legacy static training programs: PARL's own algorithm classes
-(parl/algorithms/paddle/: DQN, DDQN, PolicyGradient, A2C, PPO, DDPG, TD3, SAC, CQL, MADDPG) with the models of
+(parl/algorithms/paddle/: DQN, DDQN, PolicyGradient, A2C, PPO, DDPG, TD3, SAC, CQL, MADDPG, QMIX) with the models of
 its examples, their `learn` run under paddle.static.program_guard (FLAGS_enable_pir_api=0). PARL's algorithms are
 dygraph code; four of their dygraph calls get a static meaning here (tools/parl_shim.py): `loss.backward()` then
 `optimizer.step()` is the optimizer's minimize of that loss (each optimizer keeps its own parameter list: actor and
@@ -38,7 +38,7 @@ from suite_export import report_each
 
 STEPS, SEED, BATCH = 3, 7, 4
 OBS, ACT = 6, 2   # a small MuJoCo-like task (the examples' hidden sizes kept)
-SMALLEST = ["dqn", "ddqn", "pg", "a2c", "ppo", "ppo_atari", "ddpg", "td3", "sac", "cql", "maddpg",
+SMALLEST = ["dqn", "ddqn", "pg", "a2c", "ppo", "ppo_atari", "ddpg", "td3", "sac", "cql", "maddpg", "qmix",
             "ppo_sample", "ppo_atari_sample", "sac_sample", "maddpg_sample"]
 
 
