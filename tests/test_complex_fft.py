@@ -197,14 +197,14 @@ def test_cast_of_a_complex_value_to_a_real_dtype_keeps_its_real_part_as_paddle_d
 
 
 def test_a_complex_input_that_wants_no_grad_still_needs_an_op_whose_grad_takes_its_conjugate():
-    """d Im(W @ z) / dW is Im(z)^T, not the -Im(z)^T that matmul_v2_grad's real formula would give W."""
+    """d Im(w . z) / dw is Im(z), not the -Im(z) that dot_grad's real formula would give w."""
     net = ProgramBuilder()
     w = net.data("w", [2, 3], "float32", stop_gradient=False)
-    z = net.data("z", [3, 2], "complex64", stop_gradient=True)
-    out = net.op("matmul_v2", {"X": w, "Y": z})[0]
+    z = net.data("z", [2, 3], "complex64", stop_gradient=True)
+    out = net.op("dot", {"X": w, "Y": z})[0]
     net.block.var(out).dtype = gradc.ir.VarType.COMPLEX64
     loss = net.op("reduce_sum", {"X": net.op("imag", {"X": out})[0]}, {"reduce_all": True})[0]
-    with pytest.raises(GradError, match=r"op 0 \(matmul_v2\) reads complex z"):
+    with pytest.raises(GradError, match=r"op 0 \(dot\) reads complex z"):
         gradc.append_backward(net.program, loss)
 
 
@@ -231,3 +231,23 @@ def test_sign_of_a_complex_value_is_z_over_its_modulus_as_paddle_gives_on_any_nu
     """Paddle 3.3.1: sign([3+4j, 0, -2j]) = [0.6+0.8j, 0, -1j]; numpy before 2.0 gives the sign of the real part."""
     out = run("sign", {"X": np.complex64([3 + 4j, 0, -2j])})["Out"]
     np.testing.assert_allclose(out, [0.6 + 0.8j, 0, -1j], rtol=1e-6)
+
+
+def test_a_complex_literal_goes_to_pir_and_back(tmp_path):
+    """assign_value of complex values (Paddle Quantum's zero state, as Paddle 3.3.1 saves it: a_c128 numbers): Scalars
+    of type COMPLEX128 in gradc, a_c128 in the PIR file, the same values after both trips."""
+    from gradc.ops.creation import scalars
+    from gradc.pir import save_pir
+    values, out = [1 + 2j, 0j, -0.5j, 3 + 0j], "literal"
+    program = gradc.Program()
+    program.global_block.create_var(out, [2, 2], gradc.VarType.COMPLEX64)
+    program.global_block.ops.append(gradc.ir.OpDesc(
+        "assign_value", {}, {"Out": [out]}, {"shape": [2, 2], "dtype": int(gradc.VarType.COMPLEX64),
+                                             "values": scalars(values)}, {"values": gradc.ir.AttrType.SCALARS}))
+    expected = np.array(values, np.complex64).reshape(2, 2)
+    np.testing.assert_array_equal(gradc.Executor().run(program, {}, [out])[0], expected)
+    save_pir(program, tmp_path / "literal.json", [out])
+    assert (tmp_path / "literal.json").read_text().count('"0.a_c128"') == 4
+    loaded = gradc.load(tmp_path / "literal.json")
+    fetched = [op.input("X")[0] for op in loaded.global_block.ops if op.type == "fetch"]
+    np.testing.assert_array_equal(gradc.Executor().run(loaded, {}, fetched)[0], expected)

@@ -207,12 +207,12 @@ def _float64_step(train, params: dict, feed: dict, meta: dict, check: Path) -> N
     gradc.save(wide, check / "train64.pb")
 
 
-def _in_float32(block, op) -> list:
+def _in_float32(block, op, types=("log_loss", "log_loss_grad")) -> list:
     """``op`` as is, or for one Paddle has no float64 kernel of (log_loss and its grad) run in float32 between casts:
     its rounding, 1e-7 of the loss's gradient, is far below the differences the float64 run is to explain."""
     from gradc.ir import OpDesc
     from gradc.ir.types import VarType
-    if op.type not in ("log_loss", "log_loss_grad"):
+    if op.type not in types:
         return [op]
 
     def cast(source: str, target: str, into: int) -> OpDesc:

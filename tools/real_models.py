@@ -93,13 +93,14 @@ def gradc_step(path: Path) -> dict:
     shape = list(np.shape(extra_values.get(target, outs[first])))
     declared = block.var(target).shape or shape   # a selection's declared rows can be its most, not its count
     dims = [d if len(declared) == len(shape) and d == e else -1 for d, e in zip(shape, declared)]
+    dtype = block.var(target).dtype   # float32 but for a model whose output is float64 (an expectation value)
     for name, var_shape in (("loss_w", dims), ("weighted", dims), ("loss", [])):
-        block.create_var(name, var_shape, gradc.VarType.FP32)
+        block.create_var(name, var_shape, dtype)
     block.vars["loss_w"].need_check_feed = True   # fed (a PIR program declares it an input)
     block.append_op("elementwise_mul", {"X": [target], "Y": ["loss_w"]}, {"Out": ["weighted"]}, {"axis": -1})
     block.append_op("reduce_mean", {"X": ["weighted"]}, {"Out": ["loss"]},
                     {"reduce_all": True, "dim": [], "keep_dim": False, "in_dtype": -1, "out_dtype": -1})
-    weight = rng.standard_normal(shape).astype(np.float32)
+    weight = rng.standard_normal(shape).astype(np.float64 if dtype == gradc.VarType.FP64 else np.float32)
     pairs = gradc.append_backward(program, "loss", parameter_list=[n for n, v in params.items() if v.dtype.kind == "f"])
     names = ["loss", *(grad for _, grad in pairs)]
     also = [target] if target in extra else []   # the loss input is compared too (an NMS's boxes)

@@ -75,6 +75,16 @@ CASES = [
     Case("pad", {"X": crandn(2, 3)}, {"paddings": [1, 0, 2, 1]}),
     Case("set_value", {"Input": crandn(3, 4), "ValueTensor": crandn(3, 2)},     # out_ft[:, :modes] = ...
          {"axes": [1], "starts": [0], "ends": [2], "steps": [1]}),
+    # a quantum circuit's simulation (Paddle Quantum): gates cast to complex, kron'ed, applied by matmul; a density
+    # matrix's expectation a trace
+    Case("cast", {"X": randn(2, 3)}, {"in_dtype": 6, "out_dtype": 24}),
+    Case("cast", {"X": crandn(2, 3)}, {"in_dtype": 24, "out_dtype": 6}),      # the real part
+    Case("matmul_v2", {"X": crandn(2, 3, 4), "Y": crandn(4, 2)}),
+    Case("matmul_v2", {"X": crandn(3, 4), "Y": randn(3, 2)}, {"trans_x": True}),
+    Case("matmul_v2", {"X": randn(4, 3), "Y": crandn(2, 3, 5)}),
+    Case("kron", {"X": crandn(2, 2), "Y": crandn(3, 2)}),
+    Case("kron", {"X": randn(2, 3), "Y": crandn(2)}),
+    Case("trace", {"Input": crandn(3, 4)}, {"offset": 1, "axis1": 0, "axis2": 1}),
     second_order("complex", {"X": randn(2, 3), "Y": randn(3)}),
     second_order("real", {"X": crandn(2, 3)}),
     second_order("imag", {"X": crandn(2, 3)}),

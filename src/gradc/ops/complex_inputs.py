@@ -22,7 +22,7 @@ TAKES_COMPLEX = frozenset({
     "pad", "pad3d", "pow", "pylayer", "read_from_array", "real", "reduce_all", "reduce_any", "reduce_mean",
     "reduce_prod", "reduce_sum", "reshape", "reshape2", "roll", "round", "scale", "select_input", "select_output",
     "set_value", "shape", "sigmoid", "sign", "silu", "sin", "size", "slice", "softsign", "split", "sqrt", "square",
-    "squeeze2", "stack", "strided_slice", "sum", "tanh", "tensor_array_to_tensor", "tile", "transpose",
+    "squeeze2", "stack", "strided_slice", "sum", "tanh", "tensor_array_to_tensor", "tile", "trace", "transpose",
     "transpose2", "tril_triu", "unbind", "uniform_random", "unsqueeze2", "unstack", "where", "where_index", "while",
     "write_to_array",
 })

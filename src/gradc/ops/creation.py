@@ -21,7 +21,7 @@ DTYPE_BYTES = {VarType.BOOL: 1, VarType.INT16: 2, VarType.INT32: 4, VarType.INT6
 
 
 def scalars(values) -> list[bytes]:
-    """A SCALARS attribute value: each Python bool, int or float as a serialized Scalar."""
+    """A SCALARS attribute value: each Python bool, int, float or complex as a serialized Scalar."""
     from ..proto import framework_pb2 as pb  # here: a program without Scalars is compiled without protobuf
     encoded = []
     for v in values:
@@ -29,6 +29,8 @@ def scalars(values) -> list[bytes]:
             scalar = pb.Scalar(type=pb.Scalar.BOOLEAN, b=v)
         elif isinstance(v, int):
             scalar = pb.Scalar(type=pb.Scalar.LONG, i=v)
+        elif isinstance(v, complex):
+            scalar = pb.Scalar(type=pb.Scalar.COMPLEX128, c=pb.Complex(r=v.real, i=v.imag))
         else:
             scalar = pb.Scalar(type=pb.Scalar.FLOAT64, r=float(v))
         encoded.append(scalar.SerializeToString(deterministic=True))
@@ -44,9 +46,12 @@ def scalar_values(encoded) -> list:
             numbers.append(raw)
             continue
         scalar = pb.Scalar.FromString(raw)
+        if scalar.type == pb.Scalar.COMPLEX128:
+            numbers.append(complex(scalar.c.r, scalar.c.i))
+            continue
         field = {pb.Scalar.BOOLEAN: "b", pb.Scalar.LONG: "i", pb.Scalar.FLOAT64: "r"}.get(scalar.type)
         if field is None:
-            raise ValueError(f"a Scalar of type {scalar.type} (complex) is not supported")
+            raise ValueError(f"a Scalar of unknown type {scalar.type}")
         numbers.append(getattr(scalar, field))
     return numbers
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ir import FLOAT_DTYPES, AttrType, VarType
+from ..ir import DIFFERENTIABLE_DTYPES, AttrType, VarType
 from ..ir.types import TENSOR_DTYPES
 from ..registry import NO_GRAD, defop, typed
 from ..shapes import numel
@@ -104,8 +104,9 @@ defop("share_data", ["X"], infer=same_as("X"), grad=NO_GRAD)
 
 
 def _cast_grad(g):
-    """Cast the grad back to the input's type; integer sides carry no gradient."""
-    if g.attr("in_dtype") not in FLOAT_DTYPES or g.attr("out_dtype") not in FLOAT_DTYPES:
+    """Cast the grad back to the input's type (a complex grad to a real input: its real part, dL/dRe); integer
+    sides carry no gradient."""
+    if g.attr("in_dtype") not in DIFFERENTIABLE_DTYPES or g.attr("out_dtype") not in DIFFERENTIABLE_DTYPES:
         return []
     return [g.op("cast", {"X": g.OG("Out")}, {"Out": g.IG("X")},
                  {"in_dtype": g.attr("out_dtype"), "out_dtype": g.attr("in_dtype")})]

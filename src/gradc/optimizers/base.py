@@ -113,16 +113,21 @@ class Optimizer:
     # ---------------------------------------------------------------- minimize
     def minimize(self, program: Program, loss: str | None = None, parameter_list=None, no_grad_set=None,
                  param_attrs: Mapping[str, ParamAttr] | None = None) -> Program:
-        """Append the backward of ``loss`` and the optimization ops; return the startup program."""
-        append_backward(program, loss, parameter_list, no_grad_set)
-        return self.apply(program, param_attrs)
+        """Append the backward of ``loss`` and the optimization ops; return the startup program. Only the parameters
+        this backward differentiates are updated, with its gradients (a second minimize, of an actor after a critic,
+        leaves the first one's parameters alone, as Paddle's does)."""
+        pairs = append_backward(program, loss, parameter_list, no_grad_set)
+        return self.apply(program, param_attrs, pairs)
 
     @gc_paused()   # as the backward: the ops and vars it adds are all new objects
-    def apply(self, program: Program, param_attrs: Mapping[str, ParamAttr] | None = None) -> Program:
-        """Append the optimization ops to a program that computes its gradients; return the startup program
-        that initialises the learning rate and the accumulators."""
+    def apply(self, program: Program, param_attrs: Mapping[str, ParamAttr] | None = None,
+              pairs: list[tuple[str, str]] | None = None) -> Program:
+        """Append the optimization ops to a program that computes its gradients (``pairs`` of parameter and gradient,
+        else every parameter's ``@GRAD``); return the startup program that initialises the learning rate and the
+        accumulators."""
         emit = Emitter(program)
-        params = trained_parameters(emit.block)
+        pairs = sorted(pairs) if pairs is not None else [(p, p + "@GRAD") for p in trained_parameters(emit.block)]
+        params = [p for p, _ in pairs]
         if not params:
             raise GradcError("no parameter has a gradient: append the backward first")
         unknown = sorted(set(param_attrs or {}) - set(params))
@@ -132,7 +137,6 @@ class Optimizer:
         attrs = {p: (param_attrs or {}).get(p) or ParamAttr() for p in params}
         for tensor in self.tensors().values():
             emit.persistable(tensor.name, [1], VarType.FP32, tensor.value, stop_gradient=True)
-        pairs = [(p, p + "@GRAD") for p in params]
         if self.grad_clip is not None:
             pairs = self.grad_clip.append(emit, pairs, {p for p in params if attrs[p].need_clip})
         pairs = [(p, self._regularize(emit, p, g, attrs[p])) for p, g in pairs]

@@ -20,9 +20,10 @@ def encode_attr_value(kind: str, value, exporter) -> Attr:
         if kind in _SCALAR_KINDS:
             name, cast = _SCALAR_KINDS[kind]
             return Attr(name, cast(value))
-        if kind in _ARRAY_KINDS:
+        if kind in _ARRAY_KINDS:   # a complex literal's numbers are a_c128 (as Paddle writes them)
             name, cast = _ARRAY_KINDS[kind]
-            return Attr("a_array", [Attr(name, cast(v)) for v in value])
+            return Attr("a_array", [Attr("a_c128", v) if isinstance(v, complex) else Attr(name, cast(v))
+                                    for v in value])
         if kind == "intarray":
             return Attr("a_intarray", [int(v) for v in value])
         if kind == "dtype":

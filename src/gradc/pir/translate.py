@@ -9,6 +9,7 @@ from __future__ import annotations
 from ..errors import FormatError
 from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, Program, VarDesc, VarType
 from ..opdef import declared_type
+from ..ops.creation import scalars  # assign_value's complex literal: Scalars, the only list attribute holding them
 from ..verify import check_structure
 from . import schema
 from .folding import foldable, folded, tensor_attrs, unstacked
@@ -177,7 +178,9 @@ class Translator:
             if attr is not None and schema.attr_family(attr.kind) != schema.ATTR_FAMILIES[spec.kind]:   # for hooks
                 raise self.fail(op, f"attribute '{spec.name}' is {attr.kind}, not {schema.ATTR_FAMILIES[spec.kind]}")
             if spec.legacy is not None and attr is not None:
-                attrs[spec.legacy] = legacy_value(attr)
+                value = attrs[spec.legacy] = legacy_value(attr)
+                if isinstance(value, list) and any(isinstance(v, complex) for v in value):
+                    attrs[spec.legacy], attr_types[spec.legacy] = scalars(value), AttrType.SCALARS
         next_name = self.namer.for_op(row.legacy)
         outputs = self._legacy_outputs(row, op, next_name)
         for slot in row.extra_outputs:

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from . import kernel
+from .math import conj
 
 
 def as_matrix(a, axis: int):
@@ -154,8 +155,8 @@ def matmul_v2(k):
 
 
 @kernel("matmul_v2_grad")
-def matmul_v2_grad(k):
-    return _matmul_grads(k, k.x("X"), k.x("Y"), k.x("Out@GRAD"), k.attr("trans_x"), k.attr("trans_y"))
+def matmul_v2_grad(k):   # dX = dOut conj(Y)^T, dY = conj(X)^T dOut: a complex operand is the other's conjugate factor
+    return _matmul_grads(k, conj(k.x("X")), conj(k.x("Y")), k.x("Out@GRAD"), k.attr("trans_x"), k.attr("trans_y"))
 
 
 @kernel("matmul")

@@ -9,6 +9,7 @@ from ...ops.rearrange import diagonal_length
 from ...shapes import value_error
 from . import kernel
 from .broadcast import unbroadcast
+from .math import conj
 from .reduce import p_norm_slope
 
 kernel("dot")(lambda k: {"Out": np.sum(k.x("X") * k.x("Y"), axis=-1, dtype=k.x("X").dtype)})   # int32 stays int32
@@ -42,7 +43,7 @@ kernel("kron")(lambda k: {"Out": np.kron(k.x("X"), k.x("Y"))})
 def kron_grad(k):
     """Out seen as [x0, y0, x1, y1, ...] (ranks padded with leading 1s) is x[i0, i1, ...] y[j0, j1, ...]: each
     grad contracts that view of dOut with the other operand."""
-    x, y, dout = k.x("X"), k.x("Y"), k.x("Out@GRAD")
+    x, y, dout = conj(k.x("X")), conj(k.x("Y")), k.x("Out@GRAD")   # complex: the other's conjugate factor
     rank = max(x.ndim, y.ndim)
     xs, ys = (1,) * (rank - x.ndim) + x.shape, (1,) * (rank - y.ndim) + y.shape
     pairs = dout.reshape([d for pair in zip(xs, ys) for d in pair])

@@ -239,7 +239,8 @@ def literal_values(legacy, exporter):
     """assign_value and set_value keep their numbers as serialized Scalars (or Paddle 2.x per-dtype lists); PIR
     as f64s."""
     copy = legacy.copy()
-    copy.set_attr("values", [float(v) for v in literal({**OPS[legacy.type].attrs, **legacy.attrs})])
+    copy.set_attr("values", [v if isinstance(v, complex) else float(v)
+                             for v in literal({**OPS[legacy.type].attrs, **legacy.attrs})])
     return copy
 
 
