@@ -31,10 +31,11 @@ def unreachable_block_problems(program: Program) -> Iterator[str]:
             if sub not in reached:
                 reached.add(sub)
                 todo.append(sub)
-    run = {_op_key(op) for idx in reached for op in program.blocks[idx].ops}
-    for block in program.blocks:
+    unreached = [block for block in program.blocks if block.idx not in reached]
+    run = {_op_key(op) for idx in reached for op in program.blocks[idx].ops} if unreached else set()
+    for block in unreached:
         # Paddle's recompute builds its segments in scratch blocks, copies their ops into block 0 and leaves them
-        if block.idx not in reached and not (block.ops and all(_op_key(op) in run for op in block.ops)):
+        if not (block.ops and all(_op_key(op) in run for op in block.ops)):
             yield (f"block {block.idx} (parent {block.parent_idx}, {len(block.ops)} ops) never runs: no op that "
                    f"block 0 runs, directly or through other blocks, names it in a block attribute")
 
