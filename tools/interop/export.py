@@ -4,6 +4,8 @@
 OUT/<group>/<name>/ holds
   program.pb    gradc's compilation of the fixture's forward program (backward; Adam for training fixtures)
   startup.pb    gradc's startup program (training fixtures)
+  draws.pb      Paddle's own startup program, where the fixture's steps draw (dropout): run first after the seed, in
+                a scope of its own, it leaves the engine where the fixture's run left it
   reference.pb  where Paddle's numbers are not stored (random draws, full-size models): Paddle's forward program;
                 Paddle appends its own backward to it and its run, seeded alike, is the reference
   arrays.npz    feed/<var>, param/<var>, expect/<name>, expect64/<name> (Paddle's float64 run, where kept),
@@ -52,6 +54,7 @@ class Case:
     train: dict | None = None            # Adam's hyper-parameters: compile a training step
     weighted: list[str] = field(default_factory=list)   # no loss: the backward of sum(out * out@GRAD), fed
     lods: dict = field(default_factory=dict)   # the offsets of each LoD input (a coverage row's meta.json "lods")
+    draws: bytes | None = None           # Paddle's startup, whose draws come before the steps' (see draws.pb)
 
 
 def npz(path: Path) -> dict[str, np.ndarray]:
@@ -133,9 +136,11 @@ def training_cases() -> Iterator[Case]:
     for directory in sorted((DATA / "vision_train").iterdir()):
         meta = json.loads((directory / "meta.json").read_text())
         grads = npz(directory / "grads.npz")
+        startup = directory / "startup.pb"   # the dropout fixtures': their masks follow its draws
         case = Case("vision_train", directory.name, (directory / "forward.pb").read_bytes(), meta["loss"],
                     npz(directory / "feed.npz"), npz(directory / "init.npz"), fetch=[meta["loss"], *grads],
-                    steps=meta["steps"], train=meta["hyperparameters"])
+                    steps=meta["steps"], train=meta["hyperparameters"], seed=meta["seed"],
+                    draws=startup.read_bytes() if startup.exists() else None)
         for suffix, target in (("", case.expect), ("64", case.expect64)):
             if (directory / f"losses{suffix}.npy").exists():
                 target[meta["loss"]] = np.load(directory / f"losses{suffix}.npy")
@@ -191,6 +196,9 @@ def compile_case(case: Case) -> tuple[gradc.Program, gradc.Program | None]:
 def run(case: Case, program: gradc.Program, startup: gradc.Program | None) -> dict[str, np.ndarray]:
     """gradc's own run of its program, as interop.paddle_side runs it in Paddle (not for random draws)."""
     scope, executor = gradc.Scope(), gradc.Executor()
+    if case.draws is not None:
+        gradc.seed(case.seed)
+        executor.run(gradc.io.parse_program(case.draws), scope=gradc.Scope())
     if startup is not None:
         executor.run(startup, scope=scope)
     for name, value in case.params.items():
@@ -220,6 +228,8 @@ def write(case: Case, out: Path) -> None:
         gradc.save(startup, target / "startup.pb")
     if case.random:
         (target / "reference.pb").write_bytes(case.forward)
+    if case.draws is not None:
+        (target / "draws.pb").write_bytes(case.draws)
     arrays = {f"{kind}/{k}": v for kind, values in (("feed", case.feed), ("param", case.params),
                                                      ("expect", case.expect), ("expect64", case.expect64),
                                                      ("gradc", ours))

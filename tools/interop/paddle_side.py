@@ -85,13 +85,17 @@ def invented_values(program, feed: dict, params: dict, seed: int) -> tuple[dict,
     return feed, params
 
 
-def run(program, startup, feed: dict, params: dict, meta: dict, after: list[str]) -> dict[str, np.ndarray]:
-    """Seeded as the fixture was; the fetched vars (the loss of a multi-step run: one value per step) and after/."""
+def run(program, startup, feed: dict, params: dict, meta: dict, after: list[str], draws=None) -> dict[str, np.ndarray]:
+    """Seeded as the fixture was (``draws``: the fixture's own startup, run first in a scope of its own); the fetched
+    vars (the loss of a multi-step run: one value per step) and after/."""
     place = paddle.CPUPlace()
     scope, executor = paddle.static.Scope(), paddle.static.Executor(place)
     fetch, steps = meta["fetch"], meta["steps"]
     with paddle.static.scope_guard(scope):
         paddle.seed(meta["seed"])
+        if draws is not None:
+            with paddle.static.scope_guard(paddle.static.Scope()):
+                executor.run(draws)
         if startup is not None:
             executor.run(startup)
         for name, value in params.items():
@@ -131,6 +135,7 @@ def run_case(directory: Path, name: str) -> Result:
     gradc_run = {k[6:]: v for k, v in arrays.items() if k.startswith("gradc/")}
     program = load_program(directory / "program.pb")
     startup = load_program(directory / "startup.pb") if (directory / "startup.pb").exists() else None
+    draws = load_program(directory / "draws.pb") if (directory / "draws.pb").exists() else None
     after = [k[6:] for k in expect if k.startswith("after/")]
     try:
         if (directory / "reference.pb").exists():
@@ -138,7 +143,7 @@ def run_case(directory: Path, name: str) -> Result:
             if not params:
                 feed, params = invented_values(forward, feed, params, meta["seed"])
             expect = run(paddle_backward(forward, meta["loss"]), None, feed, params, meta, after)
-        ours = run(program, startup, feed, params, meta, after)
+        ours = run(program, startup, feed, params, meta, after, draws)
     except Exception as error:  # noqa: BLE001 - Paddle's refusal is the case's result
         lines = [line.strip() for line in str(error).splitlines() if line.strip()]
         result.error = next((line for line in reversed(lines) if "Error" in line), lines[-1] if lines else "")[:300]
