@@ -10,7 +10,8 @@ import numpy as np
 from ...limits import check_shape
 from .. import randomness
 from ..lod import SETS_LOD
-from ..paddle_random import Engine, integers
+from ..paddle_random import Engine
+from ..paddle_random_dists import ScalarDraws
 from . import kernel
 
 SETS_LOD.add("fused_seqpool_cvm")   # a pooled row per sequence: no LoD
@@ -117,7 +118,8 @@ def tdm_sampler(k):
     negatives, offsets = list(k.attr("neg_samples_num_list")), list(k.attr("layer_offset"))
     ids = _ids(k.x("X"), len(travel), "tdm_sampler's leaf ids")
     seed = k.attr("seed") % 2**32
-    engines = [Engine(seed if seed else int(randomness.generator().integers(1, 2**32))) for _ in negatives]
+    samplers = [ScalarDraws(Engine(seed if seed else int(randomness.generator().integers(1, 2**32))), np.float64)
+                for _ in negatives]
     width = sum(negatives) + positive * len(negatives)
     out, labels, mask = (np.zeros(check_shape((len(ids), width), np.int64, "tdm_sampler's Out"), np.int64)
                          for _ in range(3))
@@ -137,9 +139,9 @@ def tdm_sampler(k):
                                  f"{others} besides the positive {node}")
             drawn: list[int] = []
             for _ in range(count):
-                pick = int(integers(engines[layer], 1, 0, end - start)[0])
+                pick = samplers[layer].below(end - start)
                 while layer_nodes[start + pick] == node or pick in drawn:
-                    pick = int(integers(engines[layer], 1, 0, end - start)[0])
+                    pick = samplers[layer].below(end - start)
                 drawn.append(pick)
                 out[row, column], mask[row, column] = layer_nodes[start + pick], 1
                 column += 1
