@@ -3,15 +3,19 @@ ops' definitions (Paddle 3.3.1's own values, where its CPU runs them, are the co
 tests/data/paddle/layers/partial_*, shuffle_batch, tdm_*), the properties of the random ones, and the PIR round trip
 of the ops no Paddle PIR fixture holds (no CPU kernel, no PIR layer, or no PIR vjp in 3.3.1)."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import gradc
 from gradc.errors import ExecutionError
 from gradc.ir import to_var_type
+from gradc.pir import parse_pir, serialize_pir
 from test_extra_math import program_of, round_trips_through_pir, run
 
 r = np.random.default_rng(31)
+DATA_LAYERS = Path(__file__).parent / "data" / "paddle" / "layers"
 MINSTD = 2**31 - 1
 
 
@@ -257,3 +261,15 @@ def test_graph_khop_sampler_samples_each_hop_from_the_nodes_the_last_one_reached
     frontier = np.setdiff1d(first, [0, 4])
     assert np.bincount(dst[:, 0]).tolist() == [2, 2] + [1] * len(frontier)   # node 4 has 2 edges, node 0 3
     assert nodes[2:2 + len(frontier)].tolist() == frontier.tolist()
+
+
+def test_shuffle_batchs_unfed_seed_goes_to_pir_as_paddles_layer_makes_it():
+    """Paddle's legacy program reads the Seed var before anything writes it (a state: empty before the first run);
+    gradc's PIR export makes it an empty pd_op.full, as Paddle's PIR layer does, not a pd_op.data to feed."""
+    program = gradc.load(DATA_LAYERS / "shuffle_batch" / "forward.pb")
+    feed = dict(np.load(DATA_LAYERS / "shuffle_batch" / "feed.npz"))
+    data = serialize_pir(program, fetch=["reduce_sum_0.tmp_0"])
+    assert b'"shuffle_batch_seed_0"' not in data   # no data op names it
+    again = parse_pir(data)
+    (total,) = gradc.Executor().run(again, feed, ["reduce_sum_0.tmp_0"], gradc.Scope())
+    np.testing.assert_allclose(total, (feed["x"].astype(np.float64) ** 2).sum(), rtol=1e-6)

@@ -1,8 +1,8 @@
 """A gradc Program of legacy ops -> a PIR graph (gradc.pir.graph.Module), the table read backwards.
 
 Legacy vars become SSA values: each write of a var makes a new value, each read takes the latest.
-Vars read before any op writes them are inputs: persistable ones become builtin.parameter, the others
-pd_op.data. Constants that legacy ops hold as attributes become pd_op.full_int_array / pd_op.full
+Vars read before any op writes them are inputs (gradc.pir.export_inputs): persistable ones become builtin.parameter,
+the others pd_op.data. Constants that legacy ops hold as attributes become pd_op.full_int_array / pd_op.full
 operands. Control flow and its gradients become regions (gradc.pir.export_control, export_grads).
 """
 
@@ -16,15 +16,12 @@ from . import schema
 from .export_checks import check_exportable
 from .export_control import copied_before_overwrite, in_place_target
 from .export_grads import plan_saves
+from .export_inputs import TENSOR_KINDS, InputsExport
 from .export_special import SPECIAL_EXPORTS, encode_attr_value
 from .graph import Attr, Block, Module, Op, TensorType, Value, VectorType
 from .naming import training_names
 from .table.rows import EXPORTS
 
-# not inputs: holders, and tensor arrays a loop fills (created empty where first needed: pd_op.create_array)
-_HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.DENSE_TENSOR_ARRAY}
-_TENSOR_KINDS = {VarType.DENSE_TENSOR: "t_dtensor", VarType.SELECTED_ROWS: "t_selected_rows",
-                 VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array"}
 # PIR ops whose results are dense where a legacy program declares SelectedRows (a sparse embedding's grad)
 _DENSE_RESULTS = {"pd_op.embedding_grad"}
 # results a legacy program may leave out but Paddle's PIR op always has
@@ -36,7 +33,7 @@ def to_module(program: Program, fetch: list[str] | tuple = ()) -> Module:
     return Exporter(program).run(fetch)
 
 
-class Exporter:
+class Exporter(InputsExport):
     def __init__(self, program: Program):
         self.program = program
         self.block: LegacyBlock = program.global_block
@@ -94,7 +91,7 @@ class Exporter:
         var = self.var(name)
         if var is None:
             raise self.fail(f"no var named '{name}'")
-        kind = _TENSOR_KINDS.get(var.type)
+        kind = TENSOR_KINDS.get(var.type)
         if kind is None or var.dtype not in schema.ELEMENT_TYPE_NAMES:
             raise self.fail(f"var '{name}' is not a tensor of a dtype PIR has (type {var.type}, dtype {var.dtype})")
         return TensorType(kind, int(var.dtype), tuple(var.shape or ()))
@@ -152,61 +149,6 @@ class Exporter:
         source = self.read(name)
         result = Value(0, source.type, stop_gradient=source.stop_gradient, persistable=True)
         self.emit("pd_op.fetch", [source], [result], {"name": Attr("a_str", name), "col": Attr("a_i32", col)})
-
-    # ------------------------------------------------------------ inputs
-    def _inputs(self) -> None:
-        """Vars of block 0 read before written (in sub-blocks too): parameters (persistable) first, then
-        data, in first-read order."""
-        written, inputs = set(), {}
-        stack = [iter(self.block.ops)]
-        while stack:
-            op = next(stack[-1], None)
-            if op is None:
-                stack.pop()
-                continue
-            for name in op.input_names():
-                if name not in written and name != EMPTY_VAR and name in self.block.vars:
-                    inputs.setdefault(name, None)
-            stack += [iter(self.program.blocks[sub].ops) for sub in reversed(self.program.blocks_run_by(op))]
-            written.update(op.output_names())
-        names = [n for n in inputs if self.block.find_var(n) is None or self.block.find_var(n).type not in _HOLDERS]
-        params = [n for n in names if self.block.find_var(n) is not None and self.block.find_var(n).persistable]
-        for name in params:
-            self.where = f"parameter '{name}'"
-            self.current[name] = self.parameter(name)
-        for name in names:
-            if name not in self.current:
-                self.where = f"input '{name}'"
-                self.current[name] = self.data(name)
-        self.inputs = set(self.current)
-
-    def _keep_made_persistables(self) -> None:
-        """Persistable vars block 0 makes rather than updates in place (a startup program's initialisers) stay
-        in the scope through builtin.set_parameter (parameters) or builtin.shadow_output, as in Paddle's startup."""
-        for name, var in self.block.vars.items():
-            if var.persistable and name in self.current and name not in self.inputs and var.type in _TENSOR_KINDS:
-                key = "parameter_name" if var.is_parameter else "output_name"
-                self.emit("builtin.set_parameter" if var.is_parameter else "builtin.shadow_output",
-                          [self.current[name]], [], {key: Attr("a_str", name)})
-
-    def parameter(self, name: str) -> Value:
-        var = self.block.find_var(name)
-        value = self.new_value(name)
-        trainable = bool(var.is_parameter) and not var.stop_gradient
-        value.stop_gradient = not trainable
-        self.emit("builtin.parameter", [], [value], {
-            "is_distributed": Attr("a_bool", False), "is_parameter": Attr("a_bool", True),
-            "need_clip": Attr("a_bool", True), "parameter_name": Attr("a_str", name),
-            "trainable": Attr("a_bool", trainable)})
-        return value
-
-    def data(self, name: str) -> Value:
-        value = self.new_value(name)
-        self.emit("pd_op.data", [], [value], {
-            "name": Attr("a_str", name), "shape": Attr("a_intarray", list(value.type.dims)),
-            "dtype": Attr("a_dtype", schema.DTYPE_BY_VARTYPE[value.type.dtype]),
-            "place": Attr("a_place", list(schema.PLACE_UNDEFINED))})
-        return value
 
     # ------------------------------------------------------------ ops
     def generic(self, row, op: OpDesc) -> None:
