@@ -1,5 +1,6 @@
 """Rows: the ops of paddle.static.nn's layers, paddle.text and the auc metric (gradc.ops.static_nn, text, metric),
-class-center sampling (gradc.ops.random_draws), and paddle.static.Print and check_numerics (gradc.ops.debug)."""
+class-center sampling and the seed op (gradc.ops.random_draws), and paddle.static.Print and check_numerics
+(gradc.ops.debug)."""
 
 from __future__ import annotations
 
@@ -41,4 +42,5 @@ ROWS = [
     row("pd_op.class_center_sample", "class_center_sample", "label:Label",
         "remapped_label:RemappedLabel sampled_local_class_center:SampledLocalClassCenter",
         "num_classes:i32 num_samples:i32 ring_id:i32 rank:i32 nranks:i32=1 fix_seed:bool seed:i32"),
+    row("pd_op.seed", "seed", "", "out:Out", "seed:i32 deterministic:bool rng_name:str force_cpu:bool"),
 ]
