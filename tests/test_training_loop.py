@@ -95,6 +95,25 @@ def test_two_then_three_epochs_with_a_resume_equal_five_bit_for_bit(tmp_path):
         trainer(seed=3).fit(data, epochs=6, resume=tmp_path, **{**options, "batch_size": 16})
 
 
+def test_a_paddle_stream_resumes_where_it_stood_bit_for_bit(tmp_path):
+    """Seeded once (paddle_stream), the draws of a step depend on every draw before it: a checkpoint holds where the
+    stream stands, so the dropouts of a resumed run draw what the uninterrupted run drew."""
+    data = digits(64)
+    options = {"batch_size": 32, "eval_data": digits(32, "test")}
+    straight = trainer(seed=3, paddle_stream=True)
+    straight.fit(data, epochs=3, **options)
+    trainer(seed=3, paddle_stream=True).fit(data, epochs=1, checkpoint_dir=tmp_path, **options)
+    resumed = trainer(seed=3, paddle_stream=True)
+    resumed.fit(data, epochs=3, resume=tmp_path, **options)
+    assert resumed.history.steps == straight.history.steps
+    assert all(np.array_equal(v, resumed.persistable_values()[k]) for k, v in straight.persistable_values().items())
+    per_step = trainer(seed=3)
+    per_step.fit(data, epochs=3, **options)
+    assert per_step.history.steps != straight.history.steps   # another stream: other masks
+    with pytest.raises(gradc.GradcError, match="other settings.*paddle_stream True -> None"):
+        trainer(seed=3).fit(data, epochs=4, resume=tmp_path, **options)
+
+
 def test_check_nan_names_the_op_the_var_and_the_step():
     net = gradc.ProgramBuilder()
     x = net.data("x", [-1, 2])

@@ -62,8 +62,9 @@ def test_the_comparison_notices_a_slightly_different_step():
     assert "losses" in differ and any(name.endswith(".w_0") for name in differ)
 
 
-def cli_losses(fixture: Fixture, tmp_path) -> list[float]:
-    """`gradc compile --optimizer adam` then `gradc train` from Paddle's initial parameters: the logged losses."""
+def cli_losses(fixture: Fixture, tmp_path, paddle_stream: bool = False) -> list[float]:
+    """`gradc compile --optimizer adam` then `gradc train` from Paddle's initial parameters (``paddle_stream``: from
+    Paddle's startup program run first, seeded as Paddle's with --paddle-stream): the logged losses."""
     runner, meta, program = CliRunner(), fixture.meta, tmp_path / "train.pb"
     arguments = dict(meta["hyperparameters"])
     options = ["--lr", str(arguments.pop("learning_rate"))]
@@ -71,8 +72,10 @@ def cli_losses(fixture: Fixture, tmp_path) -> list[float]:
     compiled = runner.invoke(cli, ["compile", str(fixture.dir / "forward.pb"), "-o", str(program), "--loss",
                                    meta["loss"], "--optimizer", "adam", *options])
     assert compiled.exit_code == 0, compiled.output
-    trained = runner.invoke(cli, ["train", str(program), "--startup", str(tmp_path / "train.startup.pb"),
-                                  "--params", str(fixture.dir / "init.npz"), "--feed", str(fixture.dir / "feed.npz"),
+    start = (["--startup", str(fixture.dir / "startup.pb"), "--startup", str(tmp_path / "train.startup.pb"),
+              "--seed", str(meta["seed"]), "--paddle-stream"] if paddle_stream else
+             ["--startup", str(tmp_path / "train.startup.pb"), "--params", str(fixture.dir / "init.npz")])
+    trained = runner.invoke(cli, ["train", str(program), *start, "--feed", str(fixture.dir / "feed.npz"),
                                   "--steps", str(CLI_STEPS), "--fetch", meta["loss"]])
     assert trained.exit_code == 0, trained.output
     return [float(v) for v in re.findall(rf"^step \d+: {re.escape(meta['loss'])}=(\S+)$", trained.output, re.M)]
@@ -86,3 +89,14 @@ def test_gradc_cli_trains_it(name, tmp_path):
     paddle_steps = fixture.meta["steps"]
     np.testing.assert_allclose(losses[:paddle_steps], fixture.npy("losses"), rtol=1e-5)   # printed with 6 digits
     assert all(np.diff(losses) < 0), f"{name}: the loss does not go down step by step: {losses}"
+
+
+@pytest.mark.parametrize("name", ["alexnet_dropout", "googlenet_dropout"])
+def test_gradc_cli_trains_with_paddles_masks_from_one_seed(name, tmp_path):
+    """`gradc train --seed 7 --paddle-stream` with Paddle's startup program first: Paddle's initial weights and
+    dropout masks, so Paddle's losses step by step (per-step seeding draws other masks)."""
+    fixture = Fixture(name)
+    paddle = fixture.npy("losses")
+    np.testing.assert_allclose(cli_losses(fixture, tmp_path, paddle_stream=True)[:len(paddle)], paddle, rtol=1e-5)
+    (tmp_path / "per_step").mkdir()
+    assert not np.allclose(cli_losses(fixture, tmp_path / "per_step")[:len(paddle)], paddle, rtol=1e-5)

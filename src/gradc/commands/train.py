@@ -47,6 +47,9 @@ from ..training.report import ConsoleReporter
 @click.option("--checkpoint-dir", type=click.Path(), help="Keep checkpoints (parameters, optimizer state, position) "
               "here: after each epoch, every --checkpoint-every steps, at the end and on Ctrl-C.")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), metavar="N", help="A checkpoint every N steps.")
+@click.option("--paddle-stream", is_flag=True, help="Seed once, as paddle.seed(--seed) seeds Paddle, before the "
+              "startup programs, and draw on from there (Paddle's initial weights and dropout masks for the same "
+              "programs); else each step is seeded from (--seed, step).")
 @click.option("--resume", type=click.Path(), help="Continue from the newest checkpoint in this directory (with the "
               "same data, --batch-size, --shuffle, --seed and --drop-last).")
 @click.option("--save-params", type=click.Path(), help="Write the trained model parameters (no optimizer state): "
@@ -58,8 +61,8 @@ from ..training.report import ConsoleReporter
                    "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
-          fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, resume, save_params, plot, lr_schedule,
-          lr_var):
+          fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, plot,
+          lr_schedule, lr_var):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
@@ -77,7 +80,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if plot:
         require_matplotlib()
     trainer = Trainer(program, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
-                      lr_schedule=lr_schedule, lr_var=lr_var)
+                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     if params:
         load_params(trainer.scope, params, trainer.program)
     if feed is not None:

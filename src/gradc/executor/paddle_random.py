@@ -37,6 +37,19 @@ class Engine:
             engine._state[0] = np.uint64(1 << 63)
         return engine
 
+    def snapshot(self) -> list[int]:
+        """The engine's position: its state words, then how much of the current block is used and whether there is
+        one (``restored`` continues from it)."""
+        return [*map(int, self._state), self._used, int(len(self._block) > 0)]
+
+    @classmethod
+    def restored(cls, snapshot: list[int]) -> Engine:
+        engine = cls(0)
+        engine._state = np.array(snapshot[:_N], dtype=np.uint64)
+        engine._used, has_block = snapshot[_N:_N + 2]
+        engine._block = _temper(engine._state.copy()) if has_block else np.empty(0, np.uint64)
+        return engine
+
     def words(self, count: int) -> np.ndarray:
         """The next ``count`` 64-bit outputs."""
         out = np.empty(count, np.uint64)

@@ -5,7 +5,8 @@ paddle.seed seeds it, so that ``seed(n)`` before a program gives what paddle.see
 serves the draws Paddle takes from std::random_device, which no seed reproduces (graph_sample_neighbors,
 weighted_sample_neighbors), and multinomial without replacement beyond the size where Paddle's quadratic walk is
 followed. Both take fresh entropy unless seeded. gradc train seeds them per step from --seed and the step number, so
-a run resumed from a checkpoint draws what the uninterrupted run drew."""
+a run resumed from a checkpoint draws what the uninterrupted run drew; with --paddle-stream it seeds them once, as
+paddle.seed does, and its checkpoints carry their state (``snapshot``, ``restore``)."""
 
 from __future__ import annotations
 
@@ -41,3 +42,15 @@ def seed(value) -> None:
     _GENERATOR[0] = np.random.default_rng(value)
     _ENGINE[0] = None if value is None else Engine.from_seed_sequence(
         [value] if isinstance(value, (int, np.integer)) else list(value))
+
+
+def snapshot() -> dict:
+    """Where both streams stand (JSON-ready), for a checkpoint of a run that draws on from one seed."""
+    return {"engine": engine().snapshot(), "generator": generator().bit_generator.state}
+
+
+def restore(state: dict) -> None:
+    """Continue both streams from ``snapshot()``'s state."""
+    _ENGINE[0] = Engine.restored(state["engine"])
+    _GENERATOR[0] = np.random.default_rng()
+    _GENERATOR[0].bit_generator.state = state["generator"]

@@ -6,7 +6,10 @@ checkpoints and resuming, and Ctrl-C. ``gradc train`` and Python's ``gradc.Train
     history = trainer.fit("train.npz", epochs=5, batch_size=64, shuffle=True, eval_data="test.npz")
 
 A run is a function of its seed: the order of each epoch comes from (seed, epoch) and the randomness of each
-step (dropout, ...) from (seed, step), so a run resumed from a checkpoint ends where an uninterrupted one does.
+step (dropout, ...) from (seed, step), so a run resumed from a checkpoint ends where an uninterrupted one does. With
+``paddle_stream`` the seed is given once, before the startup programs, as paddle.seed gives it, and every draw follows
+on from there as in Paddle (the same programs then draw Paddle's initial weights and dropout masks); a checkpoint then
+holds where the stream stands.
 """
 
 from __future__ import annotations
@@ -48,31 +51,33 @@ class Trainer:
     def __init__(self, program: Program | str | os.PathLike, startup=(), scope: Scope | None = None, *,
                  fetch: str | Sequence[str] | None = None, seed: int = 0, check_nan: bool = False,
                  lr_schedule: schedules.Schedule | str | None = None, lr_var: str | None = None,
-                 executor: Executor | None = None):
+                 executor: Executor | None = None, paddle_stream: bool = False):
         """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
-        reported each step and evaluated (default: the loss)."""
+        reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module)."""
         self.program = program if isinstance(program, Program) else load(program)
         self.scope = Scope() if scope is None else scope
         self.executor = executor or Executor()
         self.executor.check_finite = check_nan
         fetch = [fetch] if isinstance(fetch, str) else list(fetch) if fetch is not None else None
         self.fetch = default_fetch(self.program) if fetch is None else fetch
-        self.seed = seed
+        self.seed, self.paddle_stream = seed, paddle_stream
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
         self.lr_var = lr_var
         self.epoch = self.batch = self.step = 0
         self.history = History(list(self.fetch))
         self._eval_programs: dict[tuple, Program] = {}
         startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup or ())
+        if paddle_stream:
+            randomness.seed(seed)
         for number, init in enumerate(startups):
-            randomness.seed([seed, STARTUP, number])   # initialisers without a seed of their own
+            self._reseed(STARTUP, number)   # initialisers without a seed of their own
             self.executor.run(init if isinstance(init, Program) else load(init), scope=self.scope)
         round_parameters(self.program, self.scope)   # a pure bfloat16 program's, as Paddle's amp_init
 
     # ------------------------------------------------------------------ steps and evaluation
     def train_step(self, feed: Mapping[str, object]) -> list[float]:
         """One step of the training program on ``feed``; the fetched scalars."""
-        randomness.seed([self.seed, STEP, self.step])
+        self._reseed(STEP, self.step)
         if self.schedule is not None:
             schedules.write_learning_rate(self.program, self.scope, self.schedule(self.step), self.lr_var)
         try:
@@ -82,13 +87,17 @@ class Trainer:
         self.step += 1
         return [scalar(name, value) for name, value in zip(self.fetch, values)]
 
+    def _reseed(self, stream: int, number: int) -> None:
+        if not self.paddle_stream:
+            randomness.seed([self.seed, stream, number])
+
     def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
         data = as_data(data, "eval data")
         feeds = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
         program, names = self._eval_program(tuple(feeds))
         totals, count = dict.fromkeys(names, 0.0), 0
-        randomness.seed([self.seed, EVAL, self.epoch])
+        self._reseed(EVAL, self.epoch)
         for feed in data.batches(0, batch_size or data.size):
             size = _examples(feed)
             for name, value in zip(names, self.executor.run(program, feed, names, self.scope)):
@@ -116,7 +125,8 @@ class Trainer:
         data = as_data(data)
         eval_data = as_data(eval_data, "eval data") if eval_data is not None else None
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
-                    "examples": data.size, "single_batch": isinstance(data, OneBatch)}
+                    "examples": data.size, "single_batch": isinstance(data, OneBatch),
+                    **({"paddle_stream": True} if self.paddle_stream else {})}
         if resume is not None:
             self._resume(resume, settings)
             checkpoint_dir = checkpoint_dir or resume
@@ -161,7 +171,7 @@ class Trainer:
 
     def _save(self, directory, settings: dict) -> int:
         state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
-                 "history": self.history.state()}
+                 "history": self.history.state(), **({"random": randomness.snapshot()} if self.paddle_stream else {})}
         save_checkpoint(directory, self.persistable_values(), state)
         return self.step
 
@@ -177,22 +187,25 @@ class Trainer:
     def _resume(self, directory, settings: dict) -> None:
         values, state, path = load_checkpoint(directory)
         saved = state.get("settings") or {}
-        changed = [f"{key} {saved.get(key)!r} -> {value!r}" for key, value in settings.items()
-                   if saved.get(key) != value]
+        changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
+                   if saved.get(key) != settings.get(key)]
         if changed:
             raise GradcError(f"cannot resume from {path}: it was made with other settings ({'; '.join(changed)}); "
                              f"a resumed run continues only the run that wrote it")
         for name, value in values.items():
             self.scope[name] = value
         self.epoch, self.batch, self.step = state["epoch"], state["batch"], state["step"]
+        if self.paddle_stream:
+            randomness.restore(state["random"])
         self.history = History.from_state(self.fetch, state.get("history") or {})
 
 
 def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
-          check_nan: bool = False, lr_schedule=None, lr_var=None, **fit_options) -> History:
+          check_nan: bool = False, lr_schedule=None, lr_var=None, paddle_stream: bool = False,
+          **fit_options) -> History:
     """Trainer(program, startup, scope, ...).fit(data, **fit_options) in one call."""
     trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan,
-                      lr_schedule=lr_schedule, lr_var=lr_var)
+                      lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     return trainer.fit(data, **fit_options)
 
 
