@@ -12,7 +12,7 @@ import gradc
 from gradc.errors import ExecutionError
 from gradc.ir import to_var_type
 from gradc.pir import parse_pir, serialize_pir
-from test_extra_math import program_of, round_trips_through_pir, run
+from test_extra_math import program_of, round_trips_through_pir, run, weighted_loss
 
 r = np.random.default_rng(31)
 DATA_LAYERS = Path(__file__).parent / "data" / "paddle" / "layers"
@@ -190,18 +190,14 @@ def test_fused_seqpool_cvm_round_trips_through_pir():
 
 
 def trained(op: str, inputs: dict, outputs: list[str], attrs: dict, grads: tuple) -> tuple:
-    """The op with loss = sum(first output * w) and its backward appended; the program, feed and fetches."""
+    """The op with loss = sum(first output * w) (test_extra_math.weighted_loss) and its backward; the program, feed
+    and fetches."""
     program, feed = program_of(op, inputs, outputs, attrs, grads=grads)
-    block = program.global_block
     out = outputs[0].lower()
-    weight = r.standard_normal(feed_shape := gradc.Executor().run(program, feed, [out], gradc.Scope())[0].shape)
-    for name, shape in (("w", list(feed_shape)), ("prod", list(feed_shape)), ("total", [])):
-        block.create_var(name, shape, to_var_type(np.dtype("float64")))
-    block.append_op("elementwise_mul", {"X": [out], "Y": ["w"]}, {"Out": ["prod"]}, {"axis": -1})
-    block.append_op("reduce_sum", {"X": ["prod"]}, {"Out": ["total"]}, {"reduce_all": True})
-    gradc.append_backward(program, "total")
-    fetch = ["total", *[f"{slot.lower()}0@GRAD" for slot in grads]]
-    return program, {**feed, "w": weight}, fetch
+    shape = list(gradc.Executor().run(program, feed, [out], gradc.Scope())[0].shape)
+    weighted_loss(program, feed, [out], shape, r)
+    gradc.append_backward(program, "loss")
+    return program, feed, ["loss", *[f"{slot.lower()}0@GRAD" for slot in grads]]
 
 
 ROUND_TRIPS = {

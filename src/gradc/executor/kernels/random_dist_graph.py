@@ -110,9 +110,11 @@ def graph_khop_sampler(k):
     (and reads past a smaller one); gradc samples every frontier node, as documented."""
     row, colptr, x = k.x("Row"), k.x("Col_Ptr"), k.x("X")
     eids = k.optional("Eids") if k.attr("return_eids") else None
+    if not x.size:
+        raise ValueError("graph_khop_sampler needs input nodes X, got none")
     rng, frontier = randomness.generator(), x[np.sort(np.unique(x, return_index=True)[1])]
-    frontiers, picked, counts, sizes = [], [], [], list(k.attr("sample_sizes"))
-    for hop, size in enumerate(sizes):
+    frontiers, picked, counts = [], [], []
+    for hop, size in enumerate(k.attr("sample_sizes")):
         if frontier.size == 0:
             break
         starts, ends = _neighbourhoods(row, colptr, frontier, eids)
@@ -125,21 +127,17 @@ def graph_khop_sampler(k):
         if hop == 0 and not picked[0].size:
             raise ValueError("none of the input nodes X has a neighbour")
         frontier = np.setdiff1d(np.unique(row[picked[-1]]), frontier)
-    sources = row[np.concatenate(picked)]
-    numbers, order = {}, []
-    for node in np.concatenate(frontiers).tolist():   # a node in two frontiers: listed twice, its later number kept
-        numbers[node] = len(order)
-        order.append(node)
-    targets = [numbers[node] for node in np.concatenate(frontiers).tolist()]
-    for node in sources.tolist():
+    edges, nodes = np.concatenate(picked), np.concatenate(frontiers).tolist()
+    order = list(nodes)   # a node in two frontiers is listed twice; the map keeps its later number
+    numbers = {node: number for number, node in enumerate(order)}
+    for node in row[edges].tolist():
         if node not in numbers:
             numbers[node] = len(order)
             order.append(node)
-    renumber = np.vectorize(numbers.__getitem__, otypes=[row.dtype]) if numbers else None
-    counts = np.concatenate([np.asarray(c, np.int64) for c in counts])
-    results = {"Out_Src": renumber(sources).reshape(-1, 1) if sources.size else sources.reshape(-1, 1),
-               "Out_Dst": np.repeat(np.asarray(targets, row.dtype), counts).reshape(-1, 1),
-               "Sample_Index": np.asarray(order, row.dtype), "Reindex_X": renumber(x).astype(row.dtype)}
+    renumber = np.vectorize(numbers.__getitem__, otypes=[row.dtype])
+    results = {"Out_Src": renumber(row[edges]).reshape(-1, 1),
+               "Out_Dst": np.repeat(renumber(nodes), np.concatenate(counts)).reshape(-1, 1),
+               "Sample_Index": np.asarray(order, row.dtype), "Reindex_X": renumber(x)}
     if eids is not None:
-        results["Out_Eids"] = eids[np.concatenate(picked)]
+        results["Out_Eids"] = eids[edges]
     return results
