@@ -12,7 +12,8 @@ kernels do; their backward refuses them (gradc.backward.path). eigvalsh of a com
 
 from __future__ import annotations
 
-from ..ir import COMPLEX_DTYPES, VarType, dtype_name, real_dtype
+from ..ir import COMPLEX_DTYPES, EMPTY_VAR, VarType, dtype_name, real_dtype
+from ..makers import GradOp
 from ..registry import NO_GRAD, defop, grad_op
 from ..shapes import broadcast_dims, dims_match
 from . import linalg
@@ -49,6 +50,18 @@ def _eigvalsh(ctx):
     *batch, n, _ = matrices(ctx, "X", square=True)
     check_choice(ctx, "UPLO", ("L", "U"))
     return {"Eigenvalues": ([*batch, n], real_dtype(ctx.dtype("X"))), "Eigenvectors": ([*batch, n, n], ctx.dtype("X"))}
+
+
+class _EigvalshGrad(GradOp):
+    """Paddle's eigvalsh_grad, which reads Eigenvalues@GRAD only; when Eigenvectors has a gradient too (a second
+    derivative reaches it through eigvalsh_grad, which reads them), eigh_grad takes both."""
+
+    def __call__(self, g):
+        if not g.wants(g.O("Eigenvectors")[0]) or g.IG("X") == [EMPTY_VAR]:
+            return super().__call__(g)
+        slots = ("Eigenvalues", "Eigenvectors")
+        return [g.op("eigh_grad", {**{s: g.O(s) for s in slots}, **{f"{s}@GRAD": g.OG(s) for s in slots}},
+                     {"X@GRAD": g.IG("X")}, {"UPLO": g.attr("UPLO")})]
 
 
 def _tolerance(ctx, slot: str, batch: list[int]) -> list[int]:
@@ -125,7 +138,7 @@ defop("eigvals", ["X"], infer=_eigvals, grad=NO_GRAD)
 # dX = V diag(dw) V^T onto the UPLO triangle of X (Paddle 3.3.1 gives the symmetric matrix itself, and wrong values
 # for a batch of matrices)
 defop("eigvalsh", ["X"], ["Eigenvalues", "Eigenvectors"], attrs={"UPLO": "L", "is_test": False}, infer=_eigvalsh,
-      grad=grad_op("Eigenvectors"), no_grad_outputs=["Eigenvectors"])
+      grad=_EigvalshGrad(("Eigenvectors",)), no_grad_outputs=["Eigenvectors"])
 defop("matrix_rank", ["X", "TolTensor?"], attrs={"tol": 0.0, "use_default_tol": True, "hermitian": False},
       infer=lambda ctx: _ranks(ctx, "X", "Out", ("TolTensor",)), grad=NO_GRAD, kernel_dtype_outputs=["Out"])
 defop("matrix_rank_atol_rtol", ["x", "atol", "rtol?"], ["out"], attrs={"hermitian": False},

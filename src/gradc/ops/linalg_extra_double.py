@@ -14,7 +14,7 @@ from ..registry import defgrad
 from . import linalg_extra  # noqa: F401  (registers the grad ops)
 from .composite import expansion, first
 from .linalg_decomp_double import matrix_size
-from .linalg_double import mm, triangle, unsqueezed
+from .linalg_double import mm, onto_triangle, rank, triangle, unsqueezed
 
 
 @expansion
@@ -52,13 +52,15 @@ def _complex_matrices(g):
                     f"matmul or solve)")
 
 
-def _eigenvectors_not_differentiated(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate eigvalsh twice: eigvalsh_grad reads the Eigenvectors "
-                    f"eigvalsh writes without differentiating them (Paddle's slots), so their dependence on X would be "
-                    f"lost; differentiate paddle.linalg.eigh twice instead")
+@expansion
+def _eigvalsh_grad(f, g):
+    """V diag(dw) V^T onto the UPLO triangle: its grad of V reaches eigvalsh, whose maker then emits eigh_grad."""
+    vectors, dvalues = first(g.I("Eigenvectors")), first(g.I("Eigenvalues@GRAD"))
+    scaled = f.mul(vectors, unsqueezed(f, dvalues, rank(f, dvalues) - 1), vectors)
+    return {"X@GRAD": onto_triangle(f, mm(f, scaled, vectors, tb=True), g.attr("UPLO") == "U")}
 
 
 defgrad("svdvals_grad", grad=_svdvals_grad)
 defgrad("lu_solve_grad", grad=_lu_solve_grad, no_grad_inputs=["pivots"])
 defgrad("eig_grad", grad=_complex_matrices)
-defgrad("eigvalsh_grad", grad=_eigenvectors_not_differentiated)
+defgrad("eigvalsh_grad", grad=_eigvalsh_grad)

@@ -263,6 +263,8 @@ def _reduce_prod_grad(f, g):
     """X@GRAD = dOut times the product of the other elements: the backward of the pairwise product, emitted by
     ``differentiate`` (no division, so zeros are no special case)."""
     x = first(g.I("X"))
+    if not g.shape(x):   # a 0-d X is its own product: X@GRAD is dOut
+        return {"X@GRAD": f.shaped_like(first(g.I("Out@GRAD")), x)}
     total = _pairwise_product(f, g, x)
     grad = g.tmp(x)
     f.ops.extend(differentiate(g, list(f.ops), {total: f.shaped_like(first(g.I("Out@GRAD")), total)}, {x: grad}))

@@ -29,7 +29,11 @@ def _picked(keep_dim: str | None = None):
             return []
         f = Formula(g)
         indices, dout = first(g.I("Indices")), first(g.I("Out@GRAD"))
-        axis = g.attr("axis") % len(g.shape(first(g.O("X@GRAD"))))   # Paddle's take_along_axis wants it >= 0
+        rank = len(g.shape(first(g.O("X@GRAD"))))
+        if not rank:   # a 0-d X is its own pick (Out 0-d too): X@GRAD is dOut
+            f.into(wanted, "assign", {"X": first(g.OG("X@GRAD"))})
+            return f.ops
+        axis = g.attr("axis") % rank   # Paddle's take_along_axis wants it >= 0
 
         def unsqueezed(s):
             return s[:axis % (len(s) + 1)] + [1] + s[axis % (len(s) + 1):]
