@@ -1,6 +1,7 @@
 """Cases for gradc.ops.linalg_extra: eig (its eigenvalues with random complex weights; its eigenvectors through their
 moduli, which do not depend on the phase LAPACK picks), eigvalsh (both triangles read), lu_solve (each trans, batched)
-and svdvals, and the second derivatives of svdvals_grad and lu_solve_grad. Matrices are well conditioned, spectra
+and svdvals, and the second derivatives of svdvals_grad, lu_solve_grad, eigvalsh_grad and eig_grad (real and complex
+spectra, phase-free losses). Matrices are well conditioned, spectra
 without repeated values."""
 
 import numpy as np
@@ -56,8 +57,23 @@ def _eig_loss(x: np.ndarray, of_vectors: bool) -> dict:
     return {"program": program, "feed": {"x": x, "w": randn(*shape)}, "wrt": ["x"], "loss": "loss"}
 
 
+def _eig_twice(x: np.ndarray, of_vectors: bool) -> dict:
+    """_eig_loss's program, its backward, then loss2 = sum(W2 * x@GRAD): loss2 differentiated with respect to x and
+    W1 (the first loss's weights) checks eig_grad's maker; each term of loss1 is phase-free, so loss2 is too."""
+    case = _eig_loss(x, of_vectors)
+    program, block = case["program"], case["program"].global_block
+    block.var("w").stop_gradient = False
+    gradc.append_backward(program, "loss", parameter_list=["x"])
+    for name, dims in (("w2", list(x.shape)), ("weighted2", list(x.shape)), ("loss2", [])):
+        block.create_var(name, dims, VarType.FP64)
+    block.append_op("elementwise_mul", {"X": ["x@GRAD"], "Y": ["w2"]}, {"Out": ["weighted2"]})
+    block.append_op("reduce_sum", {"X": ["weighted2"]}, {"Out": ["loss2"]}, {"reduce_all": True})
+    return {**case, "feed": {**case["feed"], "w2": randn(*x.shape)}, "wrt": ["x", "w"], "loss": "loss2"}
+
+
 LU_SOLVE = [_lu_solve((3, 2), (3, 3)), _lu_solve((2, 4, 3), (2, 4, 4), "T"), _lu_solve((3, 1), (3, 3), "C")]
 EIG_REAL = np.array([[2.0, 1.0, 0.5], [0.3, -1.0, 0.2], [0.1, 0.4, 0.5]])   # real, distinct eigenvalues
+EIG_COMPLEX = np.array([[0.5, -1.2, 0.3], [1.0, 0.2, -0.4], [0.2, 0.6, 1.5]])   # 0.33 +- 1.19i and 1.54
 
 CASES = [
     Case("eig", {}, {"loss": "w"}, program=lambda: _eig_loss(randn(3, 3), False)),
@@ -74,8 +90,13 @@ CASES = [
     second_order("svdvals", {"x": randn(3, 3)}),
     second_order("svdvals", {"x": randn(2, 4, 3)}),
     *[second_order("lu_solve", inputs, attrs) for inputs, attrs in LU_SOLVE],
+    Case("eig_grad", {}, {"loss": "w"}, program=lambda: _eig_twice(EIG_COMPLEX, False)),
+    Case("eig_grad", {}, {"loss": "w batched"}, program=lambda: _eig_twice(randn(2, 3, 3), False)),
+    Case("eig_grad", {}, {"loss": "w real"}, program=lambda: _eig_twice(EIG_REAL, False)),
+    Case("eig_grad", {}, {"loss": "|V|"}, program=lambda: _eig_twice(EIG_COMPLEX, True)),
+    Case("eig_grad", {}, {"loss": "|V| batched"}, program=lambda: _eig_twice(randn(2, 3, 3), True)),
+    Case("eig_grad", {}, {"loss": "|V| real"}, program=lambda: _eig_twice(EIG_REAL, True)),
     second_order("eigvalsh", {"X": randn(3, 3)}),
     second_order("eigvalsh", {"X": randn(2, 4, 4)}, {"UPLO": "U"}),
 ]
 
-REFUSED = [second_order("eig", {"X": randn(3, 3)})]

@@ -152,7 +152,7 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "complex_grad", "real_grad", "imag_grad", "angle_grad", "abs_grad", "fft_c2c_grad", "fft_r2c_grad", "fft_c2r_grad",
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "scale", "sum", "mean", "reduce_sum",
     "reduce_mean", "transpose2", "reshape2", "squeeze2", "unsqueeze2", "concat", "split", "slice", "assign",
-    "roll", "pad", "set_value", "cast", "matmul_v2", "kron", "trace",
+    "roll", "pad", "set_value", "cast", "matmul_v2", "kron", "trace", "eig_grad",
 })
 
 

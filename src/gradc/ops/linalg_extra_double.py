@@ -1,20 +1,19 @@
-"""Second derivatives of gradc.ops.linalg_extra: svdvals_grad and lu_solve_grad recomputed with differentiable ops
-(svd, lu_solve, lu_unpack, matmul_v2; gradc.ops.composite), so every order follows.
+"""Second derivatives of gradc.ops.linalg_extra: svdvals_grad, lu_solve_grad, eigvalsh_grad and eig_grad recomputed
+with differentiable ops (svd, lu_solve, lu_unpack, matmul_v2; gradc.ops.composite), so every order follows.
 
-eig_grad and eigvalsh_grad refuse: eig_grad computes with complex matrices, and gradc differentiates complex values
-only through the elementwise and reshaping ops of gradc.backward.path (no complex matmul or solve); eigvalsh_grad reads
-the Eigenvectors eigvalsh writes but does not differentiate (Paddle's slots), so a formula of them would silently drop
-how they move with X.
+eig_grad's formula is written with the complex ops gradc differentiates (matmul_v2, the elementwise ops, conj, real,
+imag, complex; gradc.backward.path) and V^-H as the real block inverse [[P, -Q], [Q, P]]^-1 of V^H = P + iQ (gradc has
+no complex inverse). Its third derivative stops there: the grads of complex matmuls are not differentiated again.
 """
 
 from __future__ import annotations
 
-from ..errors import GradError
+from ..ir import real_dtype
 from ..registry import defgrad
 from . import linalg_extra  # noqa: F401  (registers the grad ops)
 from .composite import expansion, first
 from .linalg_decomp_double import matrix_size
-from .linalg_double import mm, onto_triangle, rank, triangle, unsqueezed
+from .linalg_double import identity, mm, mt, onto_triangle, rank, triangle, unsqueezed
 
 
 @expansion
@@ -46,10 +45,60 @@ def _lu_solve_grad(f, g):
     return {"b@GRAD": db, "lu@GRAD": f.add(below, triangle(f, mm(f, low, permuted, ta=True), True), lu)}
 
 
-def _complex_matrices(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate eig twice: eig_grad computes with complex "
-                    f"matrices, and gradc's complex gradients pass only elementwise and reshaping ops (no complex "
-                    f"matmul or solve)")
+def _part(f, kind: str, z: str) -> str:
+    """real or imag of the complex ``z``."""
+    return f.op(kind, {"X": z}, z, dtype=real_dtype(f.g.block.find_var(z).dtype))
+
+
+def _complex(f, re: str, im: str | None, like: str) -> str:
+    """re + i im (im None: 0), declared like the complex ``like``."""
+    return f.op("complex", {"X": re, "Y": im or f.fill_like(re, 0.0)}, like,
+                dims=lambda _: f.g.shape(re))
+
+
+def _inner(f, values: str, vectors: str, adjoint: str, dvalues: str | None, dvectors: str | None, eye: str) -> str:
+    """diag(dw) + (V^H dV - V^H V diag(Re(V^H dV))) / conj(w_j - w_i), off the diagonal (complex)."""
+    n = rank(f, vectors)
+    unit = _complex(f, eye, None, vectors)
+    inner = None
+    if dvectors is not None:
+        projected = mm(f, adjoint, dvectors)
+        norms = f.op("reduce_sum", {"X": f.mul(_part(f, "real", projected), eye, eye)}, eye,
+                     {"dim": [n - 2], "keep_dim": True, "reduce_all": False}, dims=lambda s: [*s[:-2], 1, s[-1]])
+        kept = f.sub(projected, f.mul(mm(f, adjoint, vectors), _complex(f, norms, None, vectors), vectors), vectors)
+        row, column = unsqueezed(f, values, n - 2), unsqueezed(f, values, n - 1)
+        gaps = f.add(f.unary("conj", f.sub(row, column, vectors)), unit, vectors)
+        divided = f.div(kept, gaps, vectors)
+        inner = f.sub(divided, f.mul(divided, unit, vectors), vectors)
+    if dvalues is not None:
+        diagonal = f.mul(unit, unsqueezed(f, dvalues, n - 2), vectors)
+        inner = diagonal if inner is None else f.add(inner, diagonal, vectors)
+    return inner
+
+
+@expansion
+def _eig_grad(f, g):
+    """Re(V^-H inner V^H), V^-H = R + iS from the real inverse [[R, -S], [S, R]] of [[P, -Q], [Q, P]], V^H = P + iQ:
+    R Re(inner V^H) - S Im(inner V^H). Eigenvalues must be distinct (the kernel's 0 / 0 = 0 is not differentiable)."""
+    values, vectors = first(g.I("Eigenvalues")), first(g.I("Eigenvectors"))
+    dvalues, dvectors = first(g.I("Eigenvalues@GRAD")), first(g.I("Eigenvectors@GRAD"))
+    n, size, _ = matrix_size(f, vectors)
+    adjoint = f.unary("conj", mt(f, vectors))
+    p, q = _part(f, "real", adjoint), _part(f, "imag", adjoint)
+    eye = identity(f, p)
+    if dvalues is None and dvectors is None:
+        return {"X@GRAD": f.scale(p, 0.0)}
+    right = mm(f, _inner(f, values, vectors, adjoint, dvalues, dvectors, eye), adjoint)
+
+    def joined(parts, axis):
+        return f.op("concat", {"X": parts}, parts[0], {"axis": axis},
+                    dims=lambda s: [*s[:axis], sum(f.g.shape(v)[axis] for v in parts), *s[axis + 1:]])
+
+    real_block = joined([joined([p, f.scale(q, -1.0)], n - 1), joined([q, p], n - 1)], n - 2)
+    inverted = f.op("inverse", {"Input": real_block}, real_block, slot="Output")
+    left = f.slice(inverted, n - 1, 0, size)
+    r, s = f.slice(left, n - 2, 0, size), f.slice(left, n - 2, size, 2 * size)
+    return {"X@GRAD": f.sub(mm(f, r, _part(f, "real", right)), mm(f, s, _part(f, "imag", right)), p)}
 
 
 @expansion
@@ -62,5 +111,5 @@ def _eigvalsh_grad(f, g):
 
 defgrad("svdvals_grad", grad=_svdvals_grad)
 defgrad("lu_solve_grad", grad=_lu_solve_grad, no_grad_inputs=["pivots"])
-defgrad("eig_grad", grad=_complex_matrices)
+defgrad("eig_grad", grad=_eig_grad)
 defgrad("eigvalsh_grad", grad=_eigvalsh_grad)
