@@ -16,6 +16,7 @@ r = rng(41)
 SHAPES = r.uniform(0.3, 6.0, (3, 4))
 POINTS = np.concatenate([SHAPES[:, :2] * r.uniform(0.2, 0.9, (3, 2)), SHAPES[:, 2:] * r.uniform(1.1, 3.0, (3, 2))],
                         axis=1)
+LARGE = np.array([2e6, 1e9, 1e12])   # Temme's expansion, around y = x within 2 standard deviations
 IDS = np.array([[2], [0], [1], [2]])
 LABELS = np.array([[1], [0], [4]])
 MARGINS = [{"margin1": 1.0, "margin2": 0.5, "margin3": 0.0, "scale": 4.0},    # ArcFace
@@ -61,6 +62,8 @@ CASES = [
          {"begin_norm_axis": 1, "epsilon": 0.1}),
     second_order("gammaln", {"x": between_poles(2, 3)}, rtol=1e-4),
     second_order("gammaincc", {"x": SHAPES[:2], "y": POINTS[:2]}),
+    Case("gammaincc", {"x": LARGE, "y": LARGE + [1.0, -0.5, 2.0] * np.sqrt(LARGE)}, wrt=["y"], eps=1.0),
+    second_order("gammaincc", {"x": LARGE, "y": LARGE + [1.0, -0.5, 2.0] * np.sqrt(LARGE)}, eps=1.0),
     second_order("multiplex", {"X": [r.standard_normal((4, 3)) for _ in range(2)], "Ids": IDS % 2}, counts={"X": 2}),
     second_order("reduce_as", {"x": r.standard_normal((2, 3, 4)), "target": np.zeros((3, 1))}),
     second_order("swiglu", {"x": r.standard_normal((2, 4))}),

@@ -15,8 +15,10 @@ Paddle 3.3.1 has no CPU kernel of margin_cross_entropy; gradc follows its GPU ke
 gradc computes gammaincc and its grad in float64 and differs where Paddle 3.3.1 is wrong: its gammaincc_grad divides
 y^(x-1) by tgamma(x), which overflow (NaN at x = 40, y = 35 in float32, at x = 200 in float64: gradc goes through
 logs), it computes float32 input in float32 (Q(200, 190) 1.5e-5 off), and at x < 1e-3, y < 1 its 1 - P loses the
-tiny Q (Q(1e-20, 1e-20) 7.8e-16 for 4.5e-19). Where its sums would need more than 100000 terms (x past ~2e8 with y
-near it) gradc refuses the run.
+tiny Q (Q(1e-20, 1e-20) 7.8e-16 for 4.5e-19). At large x its prefactor's log cancels terms of size x log(x):
+Q(1e12, 1e12 + 1e6) is 0.15895 for 0.15866, Q(1e13, 1e13) 0.4766 for 0.5 (its grad NaN from x ~ 200); gradc takes
+the log through Stirling's tail from x = 100 and Temme's uniform expansion from x = 1e6, to 5e-14 of Q up to
+x = 1e15 (gradc.executor.kernels.incomplete_gamma).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 (gradc.ops.composite) so third derivatives follow. Paddle 3.3.1 differentiates none of these grad ops.
 
     gammaln'' = polygamma(1)
-    gammaincc_grad: y@GRAD = -dOut exp((x - 1) log y - y - lgamma(x)), differentiated in dOut and y (x, the shape,
-        stays undifferentiated, as in the first derivative)
+    gammaincc_grad: y@GRAD = dOut s(y), s' = s (x - 1 - y) / y, s from gammaincc_grad itself at dOut = 1 (x, the
+        shape, stays undifferentiated, as in the first derivative)
     multiplex_grad, reduce_as_grad: linear in dOut (their forward applied to ddX)
     swiglu_grad, norm_grad, margin_cross_entropy_grad: their computation written again from their inputs (the
         saved Norm and Softmax are constants) and differentiated
@@ -12,9 +12,10 @@
 from __future__ import annotations
 
 from ..errors import GradError
+from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from .activation_double import unary_double
-from .composite import expansion, first, linear
+from .composite import Formula, expansion, first, linear
 from .extra_math import angular_margin  # also registers the grad ops given makers here
 
 
@@ -23,11 +24,20 @@ def _gammaln(f, g, x, p):
     return f.op("polygamma_grad", {"x": x, "out@GRAD": p}, x, {"n": 0}, slot="x@GRAD")
 
 
-@expansion
-def _gammaincc_again(f, g):
+def _gammaincc_again(g):
+    """y@GRAD = dOut s, s = gammaincc_grad at dOut = 1 (its kernel keeps the digits that exp((x - 1) log y - y -
+    lgamma(x)) loses at large x): d/d(dOut) = ddY s, d/dy = ddY dOut s ((x - 1 - y) / y)."""
+    ddy = first(g.OG("y@GRAD"))
+    if ddy is None:
+        return []
+    f = Formula(g)
     x, y, dout = first(g.I("x")), first(g.I("y")), first(g.I("out@GRAD"))
-    exponent = f.sub(f.mul(f.scale(x, 1.0, -1.0), f.unary("log", y), y), f.add(y, f.unary("lgamma", x), y), y)
-    return {"y@GRAD": f.mul(dout, f.scale(f.unary("exp", exponent), -1.0), dout)}
+    slope = f.op("gammaincc_grad", {"x": x, "y": y, "out@GRAD": f.fill_like(y, 1.0)}, y, slot="y@GRAD")
+    f.into(first(g.IG("out@GRAD")), "elementwise_mul", {"X": ddy, "Y": slope})
+    if first(g.IG("y")) not in (None, EMPTY_VAR):
+        curvature = f.div(f.sub(f.scale(x, 1.0, -1.0), y, y), y, y)
+        f.into(first(g.IG("y")), "elementwise_mul", {"X": f.mul(f.mul(ddy, dout, y), slope, y), "Y": curvature})
+    return f.ops
 
 
 def _silu_and_slope(f, a):
