@@ -1,6 +1,8 @@
 """The detection_v1 family against Paddle 3.3.1: values its CPU kernels computed (pasted here: the tests do not
 import Paddle), at the places that are easy to get wrong: layouts, ties, thresholds, rounding."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -120,6 +122,20 @@ def test_bipartite_match_of_130_rows_or_more_follows_paddles_std_sort_among_ties
     np.testing.assert_array_equal(out["ColToRowMatchIndices"], [[46, 109, 108, 38, 42, 45]])
     out = run("bipartite_match", {"DistMat": np.full((130, 3), 0.5, np.float32)})
     np.testing.assert_array_equal(out["ColToRowMatchIndices"], [[89, 85, 88]])
+
+
+NAN_MATCHES = Path(__file__).parent / "data" / "paddle" / "bipartite_match_nan.npz"
+
+
+def test_bipartite_match_with_nan_distances_matches_paddles_std_sort():
+    """A NaN distance compares false both ways in Paddle's comparator (a > b): its std::sort leaves the NaN pairs, and
+    the numbers beside them, where libstdc++'s steps land them, which gradc replays (it put NaN last: 2 of these 6
+    matrices matched Paddle's). Paddle's outputs: tools/paddle_bipartite_nan_reference.py."""
+    cases = np.load(NAN_MATCHES)
+    for i in range(len(cases.files) // 3):
+        out = run("bipartite_match", {"DistMat": cases[f"dist{i}"]})
+        np.testing.assert_array_equal(out["ColToRowMatchIndices"], cases[f"indices{i}"])
+        np.testing.assert_array_equal(out["ColToRowMatchDist"], cases[f"matched{i}"])
 
 
 def test_multiclass_nms_keeping_nothing_gives_one_row_of_minus_one():

@@ -8,6 +8,8 @@ Each takes ``keys`` (the scores) and returns positions into it: the first ``coun
 
 from __future__ import annotations
 
+from math import isnan
+
 import numpy as np
 
 from . import scans_order
@@ -40,6 +42,30 @@ def full_sort(keys: np.ndarray) -> np.ndarray:
     """std::sort(first, last, greater) over positions 0..n-1."""
     fast = by_score(keys, keys.size)
     return fast if fast is not None else _replayed(keys, scans_order.sort, 0, keys.size)
+
+
+class _Unordered(float):
+    """A NaN key as a comparator ``a > b`` sees it: neither before nor after any key (and not NaN to the replay, whose
+    own rule puts NaN last)."""
+
+    def __lt__(self, other) -> bool:
+        return False
+
+    def __gt__(self, other) -> bool:
+        return False
+
+
+_UNORDERED = _Unordered(0.0)
+
+
+def sort_greater(keys: np.ndarray) -> np.ndarray:
+    """std::sort(first, last, a > b) over positions 0..n-1 as C++ runs it where a key is NaN: such a key compares
+    false both ways, so libstdc++'s steps leave it (and the numbers around it) where they happen to land."""
+    if not np.isnan(keys).any():
+        return full_sort(keys)
+    pairs = [(_UNORDERED if isnan(key) else -key, position) for position, key in enumerate(keys.tolist())]
+    scans_order.sort(pairs, 0, len(pairs))
+    return np.array([position for _, position in pairs], np.int64)
 
 
 def nth_element(keys: np.ndarray, count: int) -> np.ndarray:

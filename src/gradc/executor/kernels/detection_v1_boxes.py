@@ -9,7 +9,7 @@ from ...limits import check_shape
 from ..lod import SETS_LOD
 from . import kernel
 from .detection import attr32
-from .detection_sort import full_sort
+from .detection_sort import sort_greater
 
 EPS = 1e-6   # bipartite_match's "no overlap" below
 SORTED_FROM = 130   # Paddle's bipartite matching sorts all pairs from this many rows on, else searches greedily
@@ -81,11 +81,11 @@ def box_clip(k):
 def _bipartite(dist: np.ndarray, indices: np.ndarray, matched: np.ndarray) -> None:
     """Greedy one-to-one matching, the largest distance first: fills ``indices`` (row per column) and ``matched``."""
     rows, columns = dist.shape
-    # from SORTED_FROM rows, every pair by std::sort, descending: ties in libstdc++'s order; no EPS cut. A NaN
-    # goes last here; Paddle's comparator (a > b) cannot order it, so its std::sort may place NaN pairs anywhere
+    # from SORTED_FROM rows, every pair by std::sort with a > b: ties in libstdc++'s order; no EPS cut; a NaN
+    # distance is never matched, but it moves the pairs around it as Paddle's std::sort moves them
     if rows >= SORTED_FROM:
         taken, count = np.zeros(rows, bool), 0
-        for position in full_sort(dist.reshape(-1)):
+        for position in sort_greater(dist.reshape(-1)):
             row, column = divmod(int(position), columns)
             if count == min(rows, columns):   # Paddle stops at rows; no column is free past min(rows, columns)
                 break
