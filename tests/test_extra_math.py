@@ -200,6 +200,44 @@ def test_margin_cross_entropy_is_the_angular_margin_softmax_loss():
     np.testing.assert_allclose(softmax[np.arange(3), label[:, 0]], np.exp(-loss[:, 0]))
 
 
+def margin_grad(logits, label, dloss, m1, m2, m3, scale):
+    """dLogits from the formula: scale (softmax(z) - onehot) dLoss, times d/dc cos(m1 acos(c) + m2) =
+    m1 sin(m1 acos(c) + m2) / sin(acos(c)) at the label, z the margined, scaled logits."""
+    rows = np.arange(len(label))
+    angle = np.arccos(logits[rows, label])
+    z = logits.copy()
+    z[rows, label] = np.cos(m1 * angle + m2) - m3
+    z *= scale
+    p = np.exp(z - z.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    p[rows, label] -= 1
+    grad = scale * p * dloss[:, None]
+    grad[rows, label] *= m1 * np.sin(m1 * angle + m2) / np.sin(angle)
+    return grad
+
+
+@pytest.mark.parametrize("margins", [(1.0, 0.5, 0.0), (1.0, 0.0, 0.35), (1.35, 0.0, 0.0), (1.2, 0.3, 0.1)],
+                         ids=["arcface", "cosface", "sphereface", "combined"])
+def test_margin_cross_entropy_grad_is_the_formulas_on_cpu(margins):
+    """Paddle 3.3.1 has no CPU margin_cross_entropy_grad kernel (it cannot build the coverage rows); gradc's is the
+    formula's, in float64, for each kind of margin (SphereFace: margin1 only)."""
+    rng = np.random.default_rng(8)
+    logits, label, dloss = rng.uniform(-0.8, 0.8, (4, 6)), np.array([[2], [0], [5], [2]]), rng.standard_normal(4)
+    m1, m2, m3 = margins
+    attrs = {"margin1": m1, "margin2": m2, "margin3": m3, "scale": 2.5, "return_softmax": True}
+    program, feed = program_of("margin_cross_entropy", {"Logits": logits, "Label": label}, ["Softmax", "Loss"],
+                               attrs, grads=("Logits",))
+    block = program.global_block
+    feed["dloss"] = dloss[:, None]
+    for name, shape in (("dloss", [4, 1]), ("weighted", [4, 1]), ("total", [])):
+        block.create_var(name, shape, to_var_type(np.dtype("float64")))
+    block.append_op("elementwise_mul", {"X": ["loss"], "Y": ["dloss"]}, {"Out": ["weighted"]})
+    block.append_op("reduce_sum", {"X": ["weighted"]}, {"Out": ["total"]}, {"reduce_all": True})
+    gradc.append_backward(program, "total")
+    (grad,) = gradc.Executor().run(program, feed, ["logits0@GRAD"], gradc.Scope())
+    np.testing.assert_allclose(grad, margin_grad(logits, label[:, 0], dloss, m1, m2, m3, 2.5), rtol=1e-12, atol=1e-14)
+
+
 def test_margin_cross_entropy_refuses_model_parallel_by_name():
     with pytest.raises(ProgramError, match=r"margin_cross_entropy.*nranks=2 is not supported"):
         program_of("margin_cross_entropy", {"Logits": np.zeros((2, 3)), "Label": np.zeros(2, np.int64)},

@@ -1,7 +1,7 @@
 """Cases for gradc.ops.extra_math and the second derivatives of its grad ops: gammaln away from its poles, gammaincc
 on both sides of its split (y < a: the series; y >= a: the continued fraction), multiplex picking from 3 tensors,
 reduce_as over leading and size-1 dims, swiglu with and without y, norm along each axis, margin_cross_entropy with
-ArcFace, CosFace and the combined margins (cosines inside (-1, 1), where acos is smooth)."""
+ArcFace, CosFace, SphereFace and the combined margins (cosines inside (-1, 1), where acos is smooth)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ IDS = np.array([[2], [0], [1], [2]])
 LABELS = np.array([[1], [0], [4]])
 MARGINS = [{"margin1": 1.0, "margin2": 0.5, "margin3": 0.0, "scale": 4.0},    # ArcFace
            {"margin1": 1.0, "margin2": 0.0, "margin3": 0.35, "scale": 3.0},   # CosFace
-           {"margin1": 1.35, "margin2": 0.2, "margin3": 0.1, "scale": 2.0}]   # combined
+           {"margin1": 1.35, "margin2": 0.2, "margin3": 0.1, "scale": 2.0},   # combined
+           {"margin1": 1.35, "margin2": 0.0, "margin3": 0.0, "scale": 2.5, "return_softmax": True}]   # SphereFace
 
 
 def rms_inputs(bias: bool = False, residual: bool = False, norm_bias: bool = False, rows: tuple = (2, 3),
@@ -75,4 +76,4 @@ CASES += [second_order("fused_rms_norm_quant", rms_inputs(), RMS, grad_type="fus
           second_order("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS,
                        grad_type="fused_rms_norm_quant_grad")]
 CASES += [second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4)
-          for margins, labels in zip(MARGINS, (LABELS, LABELS[:, 0], LABELS))]
+          for margins, labels in zip(MARGINS, (LABELS, LABELS[:, 0], LABELS, LABELS[:, 0]))]

@@ -1,6 +1,6 @@
 """Extra math of Paddle's tensor API: gammaln, the regularized upper incomplete gamma gammaincc (paddle.gammainc
 writes 1 - gammaincc with other ops), nextafter, multiplex, reduce_as, the is_empty / equal_all tests, swiglu, the
-legacy L2 normalisation `norm` and margin_cross_entropy (ArcFace / CosFace). Their derivatives:
+legacy L2 normalisation `norm` and margin_cross_entropy (ArcFace / CosFace / SphereFace). Their derivatives:
 
     gammaln' = digamma
     d gammaincc(x, y) / dy = -exp(-y) y^(x - 1) / Gamma(x)    (Paddle differentiates y only: x is the shape)
