@@ -30,7 +30,8 @@ def match(dist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         matched = helper.create_variable_for_type_inference("float32")
         helper.append_op(type="bipartite_match", inputs={"DistMat": x},
                          outputs={"ColToRowMatchIndices": indices, "ColToRowMatchDist": matched})
-    return tuple(paddle.static.Executor(paddle.CPUPlace()).run(main, feed={"dist": dist}, fetch_list=[indices, matched]))
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    return tuple(executor.run(main, feed={"dist": dist}, fetch_list=[indices, matched]))
 
 
 def main() -> None:
