@@ -61,6 +61,7 @@ CASES = [
     Case("fused_rms_norm_quant", rms_inputs(bias=True), RMS),   # bias ignored without a residual: zero grad
     Case("fused_rms_norm_quant", rms_inputs(norm_bias=True, rows=(2,), width=6),
          {"begin_norm_axis": 1, "epsilon": 0.1}),
+    Case("fused_rms_norm_quant", rms_inputs(residual=True), RMS, outputs={"out": 1, "residual_out": 1, "inv_var": 1}),
     second_order("gammaln", {"x": between_poles(2, 3)}, rtol=1e-4),
     second_order("gammaincc", {"x": SHAPES[:2], "y": POINTS[:2]}),
     Case("gammaincc", {"x": LARGE, "y": LARGE + [1.0, -0.5, 2.0] * np.sqrt(LARGE)}, wrt=["y"], eps=1.0),
@@ -74,6 +75,9 @@ CASES = [
 CASES += [second_order("fused_rms_norm_quant", rms_inputs(), RMS, grad_type="fused_rms_norm_quant_grad"),
           second_order("fused_rms_norm_quant", rms_inputs(bias=True), RMS, grad_type="fused_rms_norm_quant_grad"),
           second_order("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS,
-                       grad_type="fused_rms_norm_quant_grad")]
+                       grad_type="fused_rms_norm_quant_grad"),
+          second_order("fused_rms_norm_quant", rms_inputs(norm_bias=True, rows=(2,), width=6),
+                       {"begin_norm_axis": 1, "epsilon": 0.1}, grad_type="fused_rms_norm_quant_grad"),
+          second_order("fused_rms_norm_quant", rms_inputs(residual=True), RMS, grad_type="fused_rms_norm_quant_grad")]
 CASES += [second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4)
           for margins, labels in zip(MARGINS, (LABELS, LABELS[:, 0], LABELS, LABELS[:, 0]))]

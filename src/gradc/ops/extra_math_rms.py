@@ -5,9 +5,11 @@
 
 the mean over the dims from begin_norm_axis on, norm_weight / norm_bias / bias flat vectors of their size; bias is
 added only along with a residual (Paddle's kernels ignore it without one, so it gets no gradient there). The
-quantized path (quant_scale > 0, an int8 out) is refused: Paddle 3.3.1's CPU kernel lacks it too. Paddle 3.3.1 has
-no CPU grad kernel, and its grad op has no slots for residual and bias: gradc's maker gives them dh (bias summed
-over the rows) and adds residual_out's grad to dh, which Paddle's grad op leaves out.
+quantized path (quant_scale > 0, an int8 out) is refused: Paddle 3.3.1's CPU kernel lacks it too, and it has no
+gradient to give (its rounded out is constant between steps: 0 almost everywhere). The float path is differentiated
+to any order (fused_rms_norm_quant_grad's maker below). Paddle 3.3.1 has no CPU grad kernel, and its grad op has no
+slots for residual and bias: gradc's maker gives them dh (bias summed over the rows) and adds residual_out's grad to
+dh, which Paddle's grad op leaves out.
 """
 
 from __future__ import annotations
