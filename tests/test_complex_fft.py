@@ -116,6 +116,16 @@ def test_an_op_whose_grad_does_not_handle_complex_values_is_refused_by_name():
         gradc.append_backward(net.program, loss)
 
 
+def test_a_second_derivative_through_a_complex_quotient_is_refused_by_name():
+    """elementwise_div_grad's maker writes the quotient rule without conj: central differences catch it on complex
+    values, so the second backward refuses it there (mul, matmul_v2 and kron's grad ops pass)."""
+    from gradcheck_cases.second_order import second_order
+    z = np.array([[1 + 2j, -0.5 + 1j]])
+    case = second_order("elementwise_div", {"X": z, "Y": z + 3})
+    with pytest.raises(GradError, match=r"\(elementwise_div_grad\) reads complex X0, Y0"):
+        gradc.append_backward(case.program()["program"], "loss2")
+
+
 def test_elementwise_mul_of_complex_values_takes_the_conjugate_factor():
     x = np.array([1 + 2j, -0.5 + 1j], np.complex64)
     y = np.array([3 - 1j, 2 + 2j], np.complex64)
@@ -215,16 +225,18 @@ def test_fft_c2r_over_an_axis_of_no_points_gives_zeros_like_the_other_transforms
 
 def test_every_op_that_lets_a_complex_gradient_through_has_a_gradcheck_case_on_complex_values():
     """gradc.backward.path.COMPLEX_DIFFERENTIABLE is a promise: each op in it has a case in
-    tests/gradcheck_cases/complex_fft.py on complex values (a grad op: its second-order case through a program)."""
+    tests/gradcheck_cases/complex_fft.py on complex values (a grad op: its second-order case through a program;
+    eig_grad's programs, of eig's complex outputs, are in tests/gradcheck_cases/linalg_extra.py)."""
     from gradc.backward.path import COMPLEX_DIFFERENTIABLE
-    from gradcheck_cases.complex_fft import CASES
+    from gradcheck_cases import complex_fft, linalg_extra
+    cases = complex_fft.CASES + [case for case in linalg_extra.CASES if case.op == "eig_grad"]
 
     def on_complex_values(case):   # complex inputs, a grad op's program, or an op making complex values of real ones
         arrays = [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]
         return case.program is not None or case.op in ("complex", "as_complex", "fft_r2c") \
             or any(np.iscomplexobj(a) for a in arrays)
 
-    assert not COMPLEX_DIFFERENTIABLE - {case.op for case in CASES if on_complex_values(case)}
+    assert not COMPLEX_DIFFERENTIABLE - {case.op for case in cases if on_complex_values(case)}
 
 
 def test_sign_of_a_complex_value_is_z_over_its_modulus_as_paddle_gives_on_any_numpy():

@@ -153,7 +153,13 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "scale", "sum", "mean", "reduce_sum",
     "reduce_mean", "transpose2", "reshape2", "squeeze2", "unsqueeze2", "concat", "split", "slice", "assign",
     "roll", "pad", "set_value", "cast", "matmul_v2", "kron", "trace", "eig_grad",
-})
+    # grad ops linear in dOut with real coefficients (moves, sums, picks): their makers apply the forward op to ddX
+    "elementwise_add_grad", "elementwise_sub_grad", "mean_grad", "reduce_sum_grad", "reduce_mean_grad",
+    "transpose2_grad", "reshape2_grad", "squeeze2_grad", "unsqueeze2_grad", "concat_grad", "slice_grad", "pad_grad",
+    "roll_grad", "trace_grad", "set_value_grad",
+    # bilinear grad ops (dX = dOut conj(Y), ...): their makers' forward ops on ddX, ddY conjugate as the first order
+    "elementwise_mul_grad", "matmul_v2_grad", "kron_grad",
+})   # not elementwise_div_grad: its maker's quotient rule has no conj (wrong for complex, caught by the check)
 
 
 def check_complex(block: Block, path: OpPath) -> None:
