@@ -1,0 +1,92 @@
+"""Every first-order case of one op over fed inputs again as a second-order case (second_order.second_order: the op,
+its backward, the grad op's maker checked by central differences), where no second-order case checks its grad op
+with the same attributes yet: so a grad op's maker is checked in each attribute variant its op is.
+
+Left out, each with why (LEFT_OUT, _left_out): grad ops that refuse in that variant, as their makers say
+(docs/higher-order.md), ops whose own second-order cases build programs of their own, and the slowest.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+import numpy as np
+
+from gradc import registry
+
+from . import Case
+from .second_order import second_order
+
+LEFT_OUT = {
+    "lstm": "LoD steps known at run time only: lstm_grad refuses",
+    "gru": "LoD steps known at run time only: gru_grad refuses",
+    "deformable_conv": "the offsets' grads are not differentiated again (the maker refuses a loss reading them)",
+    "deformable_conv_v1": "the offsets' grads are not differentiated again (the maker refuses a loss reading them)",
+    "grid_sampler": "Grid's grad is not differentiated again (the maker refuses a loss reading it)",
+    "yolov3_loss": "its second-order cases (yolo_loss.py) pick the grads they read",
+    "select_input": "control flow: second_order.py cannot build it; control_flow.py checks it",
+    "rnn": "slow (its unrolled second backward is ~1000 ops); second_order_rnn.py checks 10 variants",
+    "correlation": "slow (2 s a case); incubate.py checks its second order",
+    "psroi_pool": "slow (1 s a case); roi.py checks its second order",
+    "roi_align": "slow (0.5 s a case); roi.py checks its second order",
+}
+LINEAR_REDUCES = ("assign", "add", "mean")
+
+
+def _left_out(case: Case) -> str | None:
+    """Why a variant's second derivative is not checked here, or None."""
+    attrs, arrays = case.attrs, [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]
+    if case.op in LEFT_OUT:
+        return LEFT_OUT[case.op]
+    if case.op == "put_along_axis" and attrs.get("Reduce", "assign") not in LINEAR_REDUCES:
+        return "a nonlinear Reduce: put_along_axis_grad refuses"
+    if case.op in ("pool2d", "pool3d") and attrs.get("pooling_type") == "max" and (
+            case.op == "pool3d" or attrs.get("data_format", "NCHW") != "NCHW"
+            or attrs.get("padding_algorithm", "EXPLICIT") != "EXPLICIT"
+            or len(set(attrs.get("paddings", [0, 0])[::2])) > 1 or len(set(attrs.get("paddings", [0, 0])[1::2])) > 1):
+        return "max pooling other than 2-D NCHW with symmetric explicit paddings: pool_grad refuses"
+    if case.op == "elementwise_div" and any(np.iscomplexobj(a) for a in arrays):
+        return "elementwise_div_grad refuses complex values"
+    if attrs.get("is_test") and case.op in ("fake_quantize_dequantize_moving_average_abs_max",
+                                            "moving_average_abs_max_scale"):
+        return "is_test writes no OutScale, which second_order.py weights"
+    if case.op == "determinant" and any(np.linalg.cond(a) > 1e12 for a in arrays):
+        return "a singular matrix: determinant_grad's maker needs an inverse"
+    if case.op == "polygamma" and attrs.get("n", 0) >= 5:
+        return "values of 1e5 at x ~ -70 swamp loss2's central differences in rounding"
+    return None
+
+
+def _first_order_cases() -> list[Case]:
+    package = __name__.rsplit(".", 1)[0]
+    here = __name__.rsplit(".", 1)[1]
+    modules = [importlib.import_module(f"{package}.{m.name}") for m in pkgutil.iter_modules(
+        importlib.import_module(package).__path__) if m.name != here]
+    return [case for module in modules for case in module.CASES]
+
+
+def _grad_type(op: str) -> str | None:
+    maker = registry.get(op).grad
+    return maker.type_for(registry.get(op)) if hasattr(maker, "type_for") else None
+
+
+def _variants() -> list[Case]:
+    cases = _first_order_cases()
+    checked = {(case.op, repr(sorted(case.attrs.items()))) for case in cases if case.op.endswith("_grad")}
+    variants = []
+    for case in cases:
+        if case.program is not None or case.op.endswith("_grad") or not registry.get(case.op).differentiable:
+            continue
+        grad_type = _grad_type(case.op) or f"{case.op} (its maker)"
+        key = (grad_type, repr(sorted(case.attrs.items())))
+        if key in checked or _left_out(case):
+            continue
+        checked.add(key)
+        wrt = sorted({name.rstrip("0123456789") for name in case.wrt}) if case.wrt else None
+        variants.append(second_order(case.op, case.inputs, case.attrs, counts=case.outputs, wrt=wrt,
+                                     grad_type=grad_type, eps=case.eps, rtol=max(case.rtol, 1e-5), atol=case.atol))
+    return variants
+
+
+CASES = _variants()
