@@ -57,6 +57,21 @@ def _eig_loss(x: np.ndarray, of_vectors: bool) -> dict:
     return {"program": program, "feed": {"x": x, "w": randn(*shape)}, "wrt": ["x"], "loss": "loss"}
 
 
+def _eigvalsh_vectors(x: np.ndarray, uplo: str) -> dict:
+    """loss = sum(W * V^2) of eigvalsh's Eigenvectors V (sign-free): its maker emits eigh_grad, which reads V's grad."""
+    program = gradc.Program()
+    block = program.global_block
+    block.create_var("x", list(x.shape), VarType.FP64).stop_gradient = False
+    for name, dims in (("values", list(x.shape[:-1])), ("vectors", list(x.shape)), ("squares", list(x.shape)),
+                       ("w", list(x.shape)), ("weighted", list(x.shape)), ("loss", [])):
+        block.create_var(name, dims, VarType.FP64)
+    block.append_op("eigvalsh", {"X": ["x"]}, {"Eigenvalues": ["values"], "Eigenvectors": ["vectors"]}, {"UPLO": uplo})
+    block.append_op("square", {"X": ["vectors"]}, {"Out": ["squares"]})
+    block.append_op("elementwise_mul", {"X": ["squares"], "Y": ["w"]}, {"Out": ["weighted"]})
+    block.append_op("reduce_sum", {"X": ["weighted"]}, {"Out": ["loss"]}, {"reduce_all": True})
+    return {"program": program, "feed": {"x": x, "w": randn(*x.shape)}, "wrt": ["x"], "loss": "loss"}
+
+
 def _eig_twice(x: np.ndarray, of_vectors: bool) -> dict:
     """_eig_loss's program, its backward, then loss2 = sum(W2 * x@GRAD): loss2 differentiated with respect to x and
     W1 (the first loss's weights) checks eig_grad's maker; each term of loss1 is phase-free, so loss2 is too."""
@@ -84,6 +99,8 @@ CASES = [
     Case("eig", {}, {"loss": "|V| real"}, program=lambda: _eig_loss(EIG_REAL, True)),
     Case("eigvalsh", {"X": randn(3, 3)}),
     Case("eigvalsh", {"X": randn(2, 4, 4)}, {"UPLO": "U"}),
+    Case("eigvalsh", {}, {"loss": "V^2"}, program=lambda: _eigvalsh_vectors(randn(3, 3), "L")),
+    Case("eigvalsh", {}, {"loss": "V^2 batched", "UPLO": "U"}, program=lambda: _eigvalsh_vectors(randn(2, 4, 4), "U")),
     *[Case("lu_solve", inputs, attrs) for inputs, attrs in LU_SOLVE],
     Case("svdvals", {"x": randn(4, 3)}),
     Case("svdvals", {"x": randn(2, 3, 5)}),
