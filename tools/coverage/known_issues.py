@@ -63,6 +63,8 @@ PADDLE_BY_DESIGN = {
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
     "static_pylayer": USER_BACKWARD,
     "static_pylayer_two_inputs": USER_BACKWARD,
+    "corrcoef": ("Paddle's legacy static paddle.diag marks its output stop_gradient, so the program corrcoef builds "
+                 "holds its standard deviations constant (gradc honours the program's stop_gradient)"),
 }
 
 PIR_PYLAYER = ("a PIR program keeps static_pylayer's backward_fn out of the program (backward_function_id names a "
