@@ -20,12 +20,7 @@ SET_VALUE_LITERAL = ("in PIR programs the gradient of x[i] = 2.0 (pd_op.set_valu
 GROUP_NORM_NO_SCALE = ("group_norm_grad without a Scale input leaves out the mean of dY from dX: it gives "
                        "(dY - Y mean(dY Y)) / sigma, not (dY - mean(dY) - Y mean(dY Y)) / sigma, Y normalised")
 
-SIGMOID_CE_LABEL = ("paddle.distribution.Bernoulli's entropy is sigmoid_cross_entropy_with_logits(logit(p), "
-                    "Label=p), and Paddle's grad op has no Label gradient: p@GRAD keeps only the logit's path (0, "
-                    "where the derivative is log((1 - p) / p)); gradc gives Label -X dOut kept / norm")
-
 PADDLE_WRONG = {
-    "Bernoulli_entropy": SIGMOID_CE_LABEL,
     "send_u_recv_max": SEND_U_RECV_REPEATED_EDGES,
     "send_u_recv_min": SEND_U_RECV_REPEATED_EDGES,
     "spectral_norm": SPECTRAL_NORM,

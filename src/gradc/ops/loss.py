@@ -5,9 +5,8 @@ sigmoid in gradc.ops.hsigmoid."""
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, AttrType
-from ..registry import OPS, GradOp, defop, grad_op, typed
+from ..registry import GradOp, defop, grad_op, typed
 from ..shapes import dims_match
-from .composite import Formula
 
 REDUCTIONS = ("none", "mean", "sum")
 
@@ -160,40 +159,9 @@ def _same_shape_infer(*slots: str, outs=("Out",), first="X"):
     return infer
 
 
-def kept_scale(g, f) -> str:
-    """kept / norm of sigmoid_cross_entropy_with_logits per element (0 where ignored): its grad op at X = 0 and
-    dOut = 1 with pos_weight 0 less the same with pos_weight 2 (sigmoid(0) - 1 = -1/2)."""
-    x = g.I("X")[0]
-    zeros, ones = f.fill_like(x, 0.0), f.fill_like(x, 1.0)
-
-    def unit(weight: float) -> str:
-        return f.op(GRAD_OF_SIGMOID_CE, {"X": zeros, "Label": g.I("Label"), "pos_weight": f.fill_like(x, weight),
-                                         "Out@GRAD": ones}, x, slot="X@GRAD", same=True)
-
-    return f.sub(unit(0.0), unit(2.0), x)
-
-
-class _SigmoidCrossEntropyGrad(GradOp):
-    """Paddle's grad op (X@GRAD only); a Label that wants a grad (a soft label computed from parameters, as
-    paddle.distribution.Bernoulli's entropy is, Label = p) gets -X dOut kept / norm, which Paddle leaves out."""
-
-    def __call__(self, g):
-        ops = [g.op(GRAD_OF_SIGMOID_CE, {"X": g.I("X"), "Label": g.I("Label"), "pos_weight": g.I("pos_weight"),
-                                         "Out@GRAD": g.OG("Out")}, {"X@GRAD": g.IG("X")}, forward_attrs=True)]
-        if g.IG("Label") == [EMPTY_VAR]:
-            return ops
-        f = Formula(g)
-        x, dout = g.I("X")[0], g.OG("Out")[0]
-        f.into(g.IG("Label")[0], "scale", {"X": f.mul(f.mul(x, dout, x), kept_scale(g, f), x)}, {"scale": -1.0})
-        return ops + f.ops
-
-
-GRAD_OF_SIGMOID_CE = "sigmoid_cross_entropy_with_logits_grad"
 defop("sigmoid_cross_entropy_with_logits", ["X", "Label", "pos_weight?"],
       attrs={"normalize": False, "ignore_index": -100}, no_grad_inputs=["Label", "pos_weight"],
       infer=_same_shape_infer("Label", "pos_weight"), grad=grad_op("X", "Label", "pos_weight"))
-OPS["sigmoid_cross_entropy_with_logits"].grad = _SigmoidCrossEntropyGrad(("X", "Label", "pos_weight"))
-OPS["sigmoid_cross_entropy_with_logits"].no_grad_inputs -= {"Label"}   # after the grad op took Paddle's slots
 defop("bce_loss", ["X", "Label"], no_grad_inputs=["Label"], infer=_same_shape_infer("Label"),
       grad=grad_op("X", "Label"))
 

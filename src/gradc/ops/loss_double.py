@@ -23,10 +23,7 @@ def _bce(f, g, x, p):
 
 def _sigmoid_ce(f, g, x, p):
     """f' = kept scale ((1 - label) + w (sigmoid(x) - 1)): f'' = -A sigmoid(x), A = kept scale w (sigmoid(x) - 1)
-    the grad op for dOut = 1 less the same with w = 0 (w = pos_weight, or 1); d/dlabel = -kept scale."""
-    if x == first(g.I("Label")):
-        return f.scale(f.mul(loss.kept_scale(g, f), p, p), -1.0)
-    x = first(g.I("X"))
+    the grad op for dOut = 1 less the same with w = 0 (w = pos_weight, or 1)."""
 
     def unit(weight):
         return f.op(g.fwd.type, {"X": x, "Label": g.I("Label"), "pos_weight": weight, "Out@GRAD": f.fill_like(x, 1.0)},
@@ -45,7 +42,7 @@ def _log_loss(f, g, predicted, p):
 
 
 unary_double("bce_loss_grad", _bce, flat=("Label",))
-unary_double("sigmoid_cross_entropy_with_logits_grad", _sigmoid_ce, flat=("pos_weight",))
+unary_double("sigmoid_cross_entropy_with_logits_grad", _sigmoid_ce, flat=("Label", "pos_weight"))
 unary_double("log_loss_grad", _log_loss, flat=("Labels",), x="Predicted", out="Loss")
 unary_double("label_smooth_grad")                                  # (1 - epsilon) dOut
 defgrad("identity_loss_grad", grad=linear("identity_loss"), no_grad_inputs=["X"])   # dOut spread as it reduced
