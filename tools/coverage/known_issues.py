@@ -63,6 +63,10 @@ PADDLE_BY_DESIGN = {
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
     "static_pylayer": USER_BACKWARD,
     "static_pylayer_two_inputs": USER_BACKWARD,
+    "Bernoulli_entropy": ("paddle.distribution.Bernoulli's entropy is sigmoid_cross_entropy_with_logits(logit(p), "
+                          "Label=p), whose Label Paddle does not differentiate (its grad op has no Label slot): "
+                          "p@GRAD keeps only the logit's path, 0 where the derivative is log((1 - p) / p); gradc "
+                          "keeps Paddle's slots (its programs' fixtures hold the same)"),
     "corrcoef": ("Paddle's legacy static paddle.diag marks its output stop_gradient, so the program corrcoef builds "
                  "holds its standard deviations constant (gradc honours the program's stop_gradient)"),
 }
