@@ -1,0 +1,219 @@
+"""Text generation as users export it, checked in gradc against Paddle 3.3.1: a decoding loop (a `while` op) that
+feeds each sampled token back, its key/value caches growing a step at a time. Two kinds of program:
+
+- PaddleNLP's own export (3.0.0b4, `GenerationMixin.to_static`, which jit-saves `sample_d2s`) of a causal LM built
+  from its config at tools/paddlenlp_export.py's tiny size (seed 0, fused kernels off), `use_top_p` False: top_k is
+  an input, 1 decodes greedily (an argmax branch), more samples with `paddle.multinomial` from the top_k tokens. Its
+  `use_top_p` True export writes `pd_op.top_p_sampling`, which Paddle 3.3.1 has no CPU kernel for. CLASS@eos makes
+  the model's eos id the first token greedy decoding gives the first row, so that row stops at once (pads after it).
+- SAMPLER: a decoding loop made of Paddle's own layers: `paddle.nn.TransformerDecoder` over a fed memory, its
+  incremental caches carried by `paddle.static.nn.while_loop`, sampling with temperature, top-k and top-p as
+  PaddleNLP's CPU `sample` filters (sort, cumsum, where; then `paddle.multinomial`), top_k 1 greedy.
+
+Each case is run with two feeds, greedy and sampled (SEED, paddle.seed before Paddle's run, gradc.seed before
+gradc's); prompts of 6 tokens, the second row left-padded by 2 (attention mask 0), 8 new tokens.
+
+    /path/to/paddle/python tools/paddle_generation.py paddle DEPS OUT_DIR [CASE ...]   # export, run in Paddle
+    PYTHONPATH=src .venv/bin/python tools/paddle_generation.py gradc OUT_DIR            # run in gradc, compare
+    /path/to/paddle/python tools/paddle_generation.py fixture DEPS                      # tests/data/paddle/generation
+
+DEPS holds PaddleNLP as for tools/paddlenlp_export.py. The Paddle step writes OUT_DIR/<case>/ (inference.json,
+inference.pdiparams, feed_<mode>.npz, paddle_<mode>.npz: Paddle's outputs in fetch order); the fixture step writes
+tests/data/paddle/generation/<case>/ at a smaller size (vocabulary 100, hidden 32) for tests/test_generation_loops.py.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+FIXTURE_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "generation"
+CASES = ["GPTForCausalLM", "GPTForCausalLM@eos", "LlamaForCausalLM", "ChatGLMv2ForCausalLM", "Qwen2ForCausalLM",
+         "GemmaForCausalLM", "MixtralForCausalLM", "QWenForCausalLM", "BloomForCausalLM", "SAMPLER"]
+FIXTURES = ["GPTForCausalLM@eos", "SAMPLER"]
+SMALL = dict(vocab_size=100, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
+             num_key_value_heads=2, head_dim=16)
+PROMPT, PAD, NEW_TOKENS, SEED = 6, 2, 8, 7
+MODES = {"greedy": dict(top_k=1, top_p=1.0, temperature=1.0), "sampled": dict(top_k=5, top_p=0.8, temperature=0.7)}
+SAMPLER_SIZE = dict(vocab=50, hidden=32, heads=2, layers=2, memory=5)
+
+
+def prompt(vocabulary: int) -> dict[str, np.ndarray]:
+    """Two prompts, the second left-padded (pad id 0, attention mask 0), and their positions."""
+    ids = np.random.default_rng(0).integers(3, vocabulary, (2, PROMPT)).astype("int64")
+    ids[1, :PAD] = 0
+    mask = (ids != 0).astype("int64")
+    return {"input_ids": ids, "attention_mask": mask, "position_ids": np.tile(np.arange(PROMPT), (2, 1))}
+
+
+def paddlenlp_model(class_name: str, small: bool):
+    """A tiny PaddleNLP causal LM (seed 0) with its generation's ids: bos 1, eos 2, pad 0."""
+    import paddle
+    from paddlenlp_export import TINY, _stub_unused_imports
+    _stub_unused_imports()
+    import paddlenlp.transformers as transformers
+    model_class = getattr(transformers, class_name)
+    config_class = model_class.config_class
+    sizes = {**TINY, **(SMALL if small else {}), "use_cache": True, "bos_token_id": 1, "eos_token_id": 2,
+             "pad_token_id": 0}
+    paddle.seed(0)
+    model = model_class(config_class(**{k: v for k, v in sizes.items()
+                                        if not isinstance(getattr(config_class, k, None), property)}))
+    model.eval()
+    return model
+
+
+def export_paddlenlp(out: Path, case: str, small: bool) -> dict[str, dict]:
+    """PaddleNLP's to_static of CASE; -> each mode's feed."""
+    import paddle
+    class_name, _, variant = case.partition("@")
+    model = paddlenlp_model(class_name, small)
+    given = prompt(model.config.vocab_size)
+    if variant == "eos":   # the first row's first greedy token ends it
+        logits = model(paddle.to_tensor(given["input_ids"][:1]), use_cache=False)
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        eos = int(paddle.argmax(logits[0, -1]))
+        model.config.eos_token_id = model.generation_config.eos_token_id = eos
+    model.to_static(str(out / "inference"), {"use_top_p": False, "bos_token_id": 1, "eos_token_id":
+                                             model.config.eos_token_id, "pad_token_id": 0})
+    return {mode: {**given, "max_new_tokens": np.array([NEW_TOKENS]), "top_k": np.array([knobs["top_k"]])}
+            for mode, knobs in MODES.items()}
+
+
+def sampler_layer():
+    """SAMPLER's layer (seed 0): a Transformer decoder over a memory, sampling in a while_loop."""
+    import paddle
+    import paddle.nn.functional as F
+    from paddle import nn
+    size = SAMPLER_SIZE
+    cache_class = nn.MultiHeadAttention.Cache
+
+    class Sampler(nn.Layer):
+        def __init__(self):
+            super().__init__()
+            self.embedding = nn.Embedding(size["vocab"], size["hidden"])
+            self.position = nn.Embedding(32, size["hidden"])
+            layer = nn.TransformerDecoderLayer(size["hidden"], size["heads"], 2 * size["hidden"], dropout=0.0)
+            self.decoder = nn.TransformerDecoder(layer, size["layers"])
+            self.head = nn.Linear(size["hidden"], size["vocab"])
+
+        def forward(self, memory, start, top_k, top_p, temperature):
+            static = [kv for _, kv in self.decoder.gen_cache(memory)]   # the memory's keys and values, made once
+            growing = [t for cache, _ in self.decoder.gen_cache(memory) for t in (cache.k, cache.v)]
+
+            def body(step, ids, out, *growing):
+                caches = [(cache_class(growing[2 * i], growing[2 * i + 1]), kv) for i, kv in enumerate(static)]
+                y, caches = self.decoder(self.embedding(ids) + self.position(step), memory, cache=caches)
+                probs = F.softmax(self.head(y[:, -1]) / temperature)
+                kth = paddle.topk(probs, paddle.squeeze(top_k))[0][:, -1:]
+                probs = paddle.where(probs < kth, paddle.zeros_like(probs), probs)
+                ordered = paddle.sort(probs, descending=True)
+                likelier = paddle.cumsum(ordered, axis=-1) - ordered   # the top-p set: what is needed to reach top_p
+                kept = paddle.where(likelier < top_p, ordered, paddle.full_like(ordered, 2.0))   # probs are <= 1
+                cut = paddle.min(kept, -1, keepdim=True)
+                token = paddle.multinomial(paddle.where(probs < cut, paddle.zeros_like(probs), probs))
+                return [step + 1, token, paddle.concat([out, token], 1), *(t for c, _ in caches for t in (c.k, c.v))]
+
+            first = [paddle.zeros([1], "int64"), start, paddle.zeros([paddle.shape(memory)[0], 0], "int64")]
+            _, _, out, *_ = paddle.static.nn.while_loop(lambda step, *_: step < NEW_TOKENS, body, first + growing)
+            return out
+
+    paddle.seed(0)
+    return Sampler()
+
+
+def export_sampler(out: Path) -> dict[str, dict]:
+    import paddle
+    from paddle.static import InputSpec
+    memory = np.random.default_rng(0).standard_normal((2, SAMPLER_SIZE["memory"], SAMPLER_SIZE["hidden"]))
+    base = {"memory": memory.astype("float32"), "start": np.ones((2, 1), "int64")}
+    feeds = {mode: {**base, "top_k": np.array([knobs["top_k"]]), "top_p": np.array([knobs["top_p"]], "float32"),
+                    "temperature": np.array([knobs["temperature"]], "float32")} for mode, knobs in MODES.items()}
+    specs = [InputSpec([None, None, SAMPLER_SIZE["hidden"]], "float32", "memory"),
+             InputSpec([None, 1], "int64", "start"), InputSpec([1], "int64", "top_k"),
+             InputSpec([1], "float32", "top_p"), InputSpec([1], "float32", "temperature")]
+    layer = sampler_layer()
+    layer.eval()
+    paddle.jit.save(paddle.jit.to_static(layer, input_spec=specs, full_graph=True), str(out / "inference"))
+    return feeds
+
+
+def run_in_paddle(out: Path, feeds: dict[str, dict]) -> None:
+    """Each mode's feed and Paddle's outputs of the saved program, seeded SEED."""
+    import paddle
+    paddle.enable_static()
+    executor = paddle.static.Executor(paddle.CPUPlace())
+    program, names, fetches = paddle.static.load_inference_model(str(out / "inference"), executor)
+    for mode, feed in feeds.items():
+        feed = {name: feed[name] for name in names}
+        paddle.seed(SEED)
+        np.savez(out / f"feed_{mode}.npz", **feed)
+        np.savez(out / f"paddle_{mode}.npz", *executor.run(program, feed=feed, fetch_list=fetches))
+
+
+def paddle_case(out: Path, case: str, small: bool = False) -> str:
+    import paddle
+    paddle.disable_static()   # the layers are built in dygraph (the run before left static mode on)
+    out.mkdir(parents=True, exist_ok=True)
+    feeds = export_sampler(out) if case == "SAMPLER" else export_paddlenlp(out, case, small)
+    run_in_paddle(out, feeds)
+    return "OK"
+
+
+def gradc_outputs(folder: Path, mode: str) -> list[np.ndarray]:
+    """gradc's outputs of folder's saved program on its mode's feed, seeded SEED."""
+    import gradc
+    from gradc.io.pdiparams import read_params
+    program = gradc.load(folder / "inference.json")
+    scope = gradc.Scope()
+    saved = folder / "inference.pdiparams"
+    for name, value in (read_params(saved, program) if saved.exists() else {}).items():
+        scope[name] = value
+    fetches = [op.input("X")[0] for op in program.global_block.ops if op.type == "fetch"]
+    gradc.seed(SEED)
+    return gradc.Executor().run(program, dict(np.load(folder / f"feed_{mode}.npz")), fetches, scope)
+
+
+def compare(folder: Path) -> dict:
+    """Per mode: whether the ids are Paddle's, and how far any float output (the scores) is, relative."""
+    import gradc
+    report = {"ops": gradc.load(folder / "inference.json").num_ops()}
+    for mode in MODES:
+        paddles = np.load(folder / f"paddle_{mode}.npz")
+        ours = gradc_outputs(folder, mode)
+        ids = [i for i, value in enumerate(ours) if np.asarray(value).dtype.kind == "i"]
+        floats = [i for i in range(len(ours)) if i not in ids]
+        report[mode] = {"ids_equal": all(np.array_equal(ours[i], paddles[f"arr_{i}"]) for i in ids),
+                        "shape": list(np.shape(ours[ids[0]])),
+                        "floats": max((float(np.abs(ours[i] - paddles[f"arr_{i}"]).max() /
+                                             max(np.abs(paddles[f"arr_{i}"]).max(), 1e-30)) for i in floats),
+                                      default=None)}
+    return report
+
+
+def main() -> None:
+    from suite_export import export_each, in_child
+    if in_child(Path(sys.argv[1]).resolve()):   # one case: DEPS OUT_DIR CASE
+        print(paddle_case(Path(sys.argv[2]) / sys.argv[3].replace("@", "-"), sys.argv[3]), flush=True)
+        return
+    step = sys.argv[1]
+    if step == "gradc":
+        for folder in sorted(p.parent for p in Path(sys.argv[2]).glob("*/paddle_greedy.npz")):
+            print(folder.name, json.dumps(compare(folder)), flush=True)
+    elif step == "fixture":
+        sys.path.insert(0, str(Path(sys.argv[2]).resolve()))
+        for case in FIXTURES:
+            folder = FIXTURE_DIR / case.replace("@", "-")
+            print(case, paddle_case(folder, case, small=True), flush=True)
+            for leftover in folder.glob("*.pdiparams.info"):
+                leftover.unlink()
+    else:
+        deps, out_dir = Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve()
+        export_each(__file__, deps, out_dir, sys.argv[4:] or CASES, timeout=600)
+
+
+if __name__ == "__main__":
+    main()
