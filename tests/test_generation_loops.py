@@ -1,7 +1,8 @@
 """Text generation programs as Paddle 3.3.1 saves them (tools/paddle_generation.py): a decoding `while` loop feeding
 each token back with growing key/value caches. PaddleNLP's own export of a GPT (`to_static`: top_k an input, 1 an
-argmax branch, more a multinomial draw; its eos id ends the first row at once) and a loop of Paddle's Transformer
-decoder layers sampling with temperature, top-k and top-p. gradc, seeded as Paddle was, gives Paddle's tokens."""
+argmax branch, more a multinomial draw; its eos id ends the first row at once) and loops of Paddle's Transformer
+decoder layers, one sampling with temperature, top-k and top-p, one a beam search of 3 beams (caches gathered by
+beam, tokens traced back by gather_tree). gradc, seeded as Paddle was, gives Paddle's tokens and scores."""
 
 import numpy as np
 import pytest
@@ -27,8 +28,15 @@ def generate(case: str, mode: str, seed: int = SEED) -> list[np.ndarray]:
     return gradc.Executor().run(program, dict(np.load(folder / f"feed_{mode}.npz")), fetches, scope)
 
 
-@pytest.mark.parametrize("case", ["GPTForCausalLM-eos", "SAMPLER"])
-@pytest.mark.parametrize("mode", ["greedy", "sampled"])
+RUNS = sorted((run.parent.name, run.stem.removeprefix("paddle_")) for run in FOLDER.glob("*/paddle_*.npz"))
+
+
+def test_the_fixtures_cover_greedy_sampled_and_beam_search():
+    assert RUNS == [("BEAM", "beam"), ("GPTForCausalLM-eos", "greedy"), ("GPTForCausalLM-eos", "sampled"),
+                    ("SAMPLER", "greedy"), ("SAMPLER", "sampled")]
+
+
+@pytest.mark.parametrize("case, mode", RUNS)
 def test_generated_tokens_are_paddles(case, mode):
     paddles = np.load(FOLDER / case / f"paddle_{mode}.npz")
     outputs = generate(case, mode)
@@ -36,7 +44,7 @@ def test_generated_tokens_are_paddles(case, mode):
     for i, value in enumerate(outputs):
         if value.dtype.kind == "i":
             np.testing.assert_array_equal(value, paddles[f"arr_{i}"])
-        else:   # the generated tokens' summed log-probabilities
+        else:   # the generated tokens' (beams') summed log-probabilities
             np.testing.assert_allclose(value, paddles[f"arr_{i}"], rtol=1e-5, atol=1e-6)
 
 

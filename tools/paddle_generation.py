@@ -6,12 +6,13 @@ feeds each sampled token back, its key/value caches growing a step at a time. Tw
   an input, 1 decodes greedily (an argmax branch), more samples with `paddle.multinomial` from the top_k tokens. Its
   `use_top_p` True export writes `pd_op.top_p_sampling`, which Paddle 3.3.1 has no CPU kernel for. CLASS@eos makes
   the model's eos id the first token greedy decoding gives the first row, so that row stops at once (pads after it).
-- SAMPLER: a decoding loop made of Paddle's own layers: `paddle.nn.TransformerDecoder` over a fed memory, its
-  incremental caches carried by `paddle.static.nn.while_loop`, sampling with temperature, top-k and top-p as
-  PaddleNLP's CPU `sample` filters (sort, cumsum, where; then `paddle.multinomial`), top_k 1 greedy.
+- SAMPLER and BEAM (tools/paddle_decode_loops.py): decoding loops made of Paddle's own layers, a
+  `paddle.nn.TransformerDecoder` over a fed memory with its incremental caches carried by
+  `paddle.static.nn.while_loop`: sampling with temperature, top-k and top-p as PaddleNLP's CPU `sample` filters (top_k
+  1 greedy), and a beam search of 3 beams (its caches reordered by the chosen beams, the tokens by gather_tree).
 
-Each case is run with two feeds, greedy and sampled (SEED, paddle.seed before Paddle's run, gradc.seed before
-gradc's); prompts of 6 tokens, the second row left-padded by 2 (attention mask 0), 8 new tokens.
+Each case is run with two feeds, greedy and sampled (SEED: paddle.seed before Paddle's run, gradc.seed before gradc's;
+BEAM has one); prompts of 6 tokens, the second row left-padded by 2 (attention mask 0), 8 new tokens.
 
     /path/to/paddle/python tools/paddle_generation.py paddle DEPS OUT_DIR [CASE ...]   # export, run in Paddle
     PYTHONPATH=src .venv/bin/python tools/paddle_generation.py gradc OUT_DIR            # run in gradc, compare
@@ -29,16 +30,16 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from paddle_decode_loops import DECODE_LOOPS, export_decode_loop
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "generation"
 CASES = ["GPTForCausalLM", "GPTForCausalLM@eos", "LlamaForCausalLM", "ChatGLMv2ForCausalLM", "Qwen2ForCausalLM",
-         "GemmaForCausalLM", "MixtralForCausalLM", "QWenForCausalLM", "BloomForCausalLM", "SAMPLER"]
-FIXTURES = ["GPTForCausalLM@eos", "SAMPLER"]
+         "GemmaForCausalLM", "MixtralForCausalLM", "QWenForCausalLM", "BloomForCausalLM", *DECODE_LOOPS]
+FIXTURES = ["GPTForCausalLM@eos", *DECODE_LOOPS]
 SMALL = dict(vocab_size=100, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
              num_key_value_heads=2, head_dim=16)
 PROMPT, PAD, NEW_TOKENS, SEED = 6, 2, 8, 7
 MODES = {"greedy": dict(top_k=1, top_p=1.0, temperature=1.0), "sampled": dict(top_k=5, top_p=0.8, temperature=0.7)}
-SAMPLER_SIZE = dict(vocab=50, hidden=32, heads=2, layers=2, memory=5)
 
 
 def prompt(vocabulary: int) -> dict[str, np.ndarray]:
@@ -83,64 +84,6 @@ def export_paddlenlp(out: Path, case: str, small: bool) -> dict[str, dict]:
             for mode, knobs in MODES.items()}
 
 
-def sampler_layer():
-    """SAMPLER's layer (seed 0): a Transformer decoder over a memory, sampling in a while_loop."""
-    import paddle
-    import paddle.nn.functional as F
-    from paddle import nn
-    size = SAMPLER_SIZE
-    cache_class = nn.MultiHeadAttention.Cache
-
-    class Sampler(nn.Layer):
-        def __init__(self):
-            super().__init__()
-            self.embedding = nn.Embedding(size["vocab"], size["hidden"])
-            self.position = nn.Embedding(32, size["hidden"])
-            layer = nn.TransformerDecoderLayer(size["hidden"], size["heads"], 2 * size["hidden"], dropout=0.0)
-            self.decoder = nn.TransformerDecoder(layer, size["layers"])
-            self.head = nn.Linear(size["hidden"], size["vocab"])
-
-        def forward(self, memory, start, top_k, top_p, temperature):
-            static = [kv for _, kv in self.decoder.gen_cache(memory)]   # the memory's keys and values, made once
-            growing = [t for cache, _ in self.decoder.gen_cache(memory) for t in (cache.k, cache.v)]
-
-            def body(step, ids, out, *growing):
-                caches = [(cache_class(growing[2 * i], growing[2 * i + 1]), kv) for i, kv in enumerate(static)]
-                y, caches = self.decoder(self.embedding(ids) + self.position(step), memory, cache=caches)
-                probs = F.softmax(self.head(y[:, -1]) / temperature)
-                kth = paddle.topk(probs, paddle.squeeze(top_k))[0][:, -1:]
-                probs = paddle.where(probs < kth, paddle.zeros_like(probs), probs)
-                ordered = paddle.sort(probs, descending=True)
-                likelier = paddle.cumsum(ordered, axis=-1) - ordered   # the top-p set: what is needed to reach top_p
-                kept = paddle.where(likelier < top_p, ordered, paddle.full_like(ordered, 2.0))   # probs are <= 1
-                cut = paddle.min(kept, -1, keepdim=True)
-                token = paddle.multinomial(paddle.where(probs < cut, paddle.zeros_like(probs), probs))
-                return [step + 1, token, paddle.concat([out, token], 1), *(t for c, _ in caches for t in (c.k, c.v))]
-
-            first = [paddle.zeros([1], "int64"), start, paddle.zeros([paddle.shape(memory)[0], 0], "int64")]
-            _, _, out, *_ = paddle.static.nn.while_loop(lambda step, *_: step < NEW_TOKENS, body, first + growing)
-            return out
-
-    paddle.seed(0)
-    return Sampler()
-
-
-def export_sampler(out: Path) -> dict[str, dict]:
-    import paddle
-    from paddle.static import InputSpec
-    memory = np.random.default_rng(0).standard_normal((2, SAMPLER_SIZE["memory"], SAMPLER_SIZE["hidden"]))
-    base = {"memory": memory.astype("float32"), "start": np.ones((2, 1), "int64")}
-    feeds = {mode: {**base, "top_k": np.array([knobs["top_k"]]), "top_p": np.array([knobs["top_p"]], "float32"),
-                    "temperature": np.array([knobs["temperature"]], "float32")} for mode, knobs in MODES.items()}
-    specs = [InputSpec([None, None, SAMPLER_SIZE["hidden"]], "float32", "memory"),
-             InputSpec([None, 1], "int64", "start"), InputSpec([1], "int64", "top_k"),
-             InputSpec([1], "float32", "top_p"), InputSpec([1], "float32", "temperature")]
-    layer = sampler_layer()
-    layer.eval()
-    paddle.jit.save(paddle.jit.to_static(layer, input_spec=specs, full_graph=True), str(out / "inference"))
-    return feeds
-
-
 def run_in_paddle(out: Path, feeds: dict[str, dict]) -> None:
     """Each mode's feed and Paddle's outputs of the saved program, seeded SEED."""
     import paddle
@@ -158,7 +101,8 @@ def paddle_case(out: Path, case: str, small: bool = False) -> str:
     import paddle
     paddle.disable_static()   # the layers are built in dygraph (the run before left static mode on)
     out.mkdir(parents=True, exist_ok=True)
-    feeds = export_sampler(out) if case == "SAMPLER" else export_paddlenlp(out, case, small)
+    feeds = (export_decode_loop(out, case, MODES, NEW_TOKENS) if case in DECODE_LOOPS
+             else export_paddlenlp(out, case, small))
     run_in_paddle(out, feeds)
     return "OK"
 
@@ -181,7 +125,7 @@ def compare(folder: Path) -> dict:
     """Per mode: whether the ids are Paddle's, and how far any float output (the scores) is, relative."""
     import gradc
     report = {"ops": gradc.load(folder / "inference.json").num_ops()}
-    for mode in MODES:
+    for mode in sorted(p.stem.removeprefix("paddle_") for p in folder.glob("paddle_*.npz")):
         paddles = np.load(folder / f"paddle_{mode}.npz")
         ours = gradc_outputs(folder, mode)
         ids = [i for i, value in enumerate(ours) if np.asarray(value).dtype.kind == "i"]
@@ -201,7 +145,7 @@ def main() -> None:
         return
     step = sys.argv[1]
     if step == "gradc":
-        for folder in sorted(p.parent for p in Path(sys.argv[2]).glob("*/paddle_greedy.npz")):
+        for folder in sorted(p.parent for p in Path(sys.argv[2]).glob("*/inference.json")):
             print(folder.name, json.dumps(compare(folder)), flush=True)
     elif step == "fixture":
         sys.path.insert(0, str(Path(sys.argv[2]).resolve()))
