@@ -4,8 +4,10 @@ feeds each sampled token back, its key/value caches growing a step at a time. Tw
 - PaddleNLP's own export (3.0.0b4, `GenerationMixin.to_static`, which jit-saves `sample_d2s`) of a causal LM built
   from its config at tools/paddlenlp_export.py's tiny size (seed 0, fused kernels off), `use_top_p` False: top_k is
   an input, 1 decodes greedily (an argmax branch), more samples with `paddle.multinomial` from the top_k tokens. Its
-  `use_top_p` True export writes `pd_op.top_p_sampling`, which Paddle 3.3.1 has no CPU kernel for. CLASS@eos makes
-  the model's eos id the first token greedy decoding gives the first row, so that row stops at once (pads after it).
+  `use_top_p` True export writes `pd_op.top_p_sampling`, which Paddle 3.3.1 has no CPU kernel for: CLASS@topp
+  exports it with that op replaced by what PaddleNLP's CPU `sample` does (its TopPProcess filter, then multinomial),
+  top_p and temperature inputs, a batch of 2 (its top_p tensor takes the traced batch, [0, 1] for -1). CLASS@eos
+  makes the model's eos id the first token greedy decoding gives the first row, so that row stops at once.
 - SAMPLER and BEAM (tools/paddle_decode_loops.py): decoding loops made of Paddle's own layers, a
   `paddle.nn.TransformerDecoder` over a fed memory with its incremental caches carried by
   `paddle.static.nn.while_loop`: sampling with temperature, top-k and top-p as PaddleNLP's CPU `sample` filters (top_k
@@ -33,7 +35,8 @@ import numpy as np
 from paddle_decode_loops import DECODE_LOOPS, export_decode_loop
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "generation"
-CASES = ["GPTForCausalLM", "GPTForCausalLM@eos", "LlamaForCausalLM", "ChatGLMv2ForCausalLM", "Qwen2ForCausalLM",
+CASES = ["GPTForCausalLM", "GPTForCausalLM@eos", "GPTForCausalLM@topp", "LlamaForCausalLM", "LlamaForCausalLM@topp",
+         "ChatGLMv2ForCausalLM", "Qwen2ForCausalLM",
          "GemmaForCausalLM", "MixtralForCausalLM", "QWenForCausalLM", "BloomForCausalLM", *DECODE_LOOPS]
 FIXTURES = ["GPTForCausalLM@eos", *DECODE_LOOPS]
 SMALL = dict(vocab_size=100, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
@@ -78,10 +81,31 @@ def export_paddlenlp(out: Path, case: str, small: bool) -> dict[str, dict]:
         logits = logits[0] if isinstance(logits, tuple) else logits
         eos = int(paddle.argmax(logits[0, -1]))
         model.config.eos_token_id = model.generation_config.eos_token_id = eos
-    model.to_static(str(out / "inference"), {"use_top_p": False, "bos_token_id": 1, "eos_token_id":
+    top_p = variant == "topp"
+    if top_p:   # its top_p tensor is paddle.full([batch, 1]) of the traced batch: [0, 1] for a batch of -1
+        _top_p_on_cpu()
+        specs = model._get_model_inputs_spec(None)
+        model._get_model_inputs_spec = lambda dtype: {name: paddle.static.InputSpec([2, None], "int64", name)
+                                                      for name in specs}
+    model.to_static(str(out / "inference"), {"use_top_p": top_p, "bos_token_id": 1, "eos_token_id":
                                              model.config.eos_token_id, "pad_token_id": 0})
-    return {mode: {**given, "max_new_tokens": np.array([NEW_TOKENS]), "top_k": np.array([knobs["top_k"]])}
-            for mode, knobs in MODES.items()}
+    knobs = {mode: {"top_p": np.array([knobs["top_p"]], "float32"),
+                    "temperature": np.array([knobs["temperature"]], "float32")} if top_p else
+             {"top_k": np.array([knobs["top_k"]])} for mode, knobs in MODES.items()}
+    return {mode: {**given, "max_new_tokens": np.array([NEW_TOKENS]), **knobs[mode]} for mode in MODES}
+
+
+def _top_p_on_cpu() -> None:
+    """`paddle.tensor.top_p_sampling` (GPU only in Paddle 3.3.1) as PaddleNLP's CPU `sample` does it: its
+    TopPProcess filter (sort, cumsum, set_value, scatter, where) and paddle.multinomial."""
+    import paddle
+    from paddlenlp.generation.logits_process import TopPProcess
+
+    def top_p_sampling(probs, top_p, *args, **kwargs):
+        ids = paddle.multinomial(TopPProcess(probs, top_p, 1))
+        return paddle.index_sample(probs, ids), ids
+
+    paddle.tensor.top_p_sampling = top_p_sampling
 
 
 def run_in_paddle(out: Path, feeds: dict[str, dict]) -> None:
