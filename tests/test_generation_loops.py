@@ -2,7 +2,8 @@
 each token back with growing key/value caches. PaddleNLP's own export of a GPT (`to_static`: top_k an input, 1 an
 argmax branch, more a multinomial draw; its eos id ends the first row at once) and loops of Paddle's Transformer
 decoder layers, one sampling with temperature, top-k and top-p, one a beam search of 3 beams (caches gathered by
-beam, tokens traced back by gather_tree). gradc, seeded as Paddle was, gives Paddle's tokens and scores."""
+beam, tokens traced back by gather_tree); as PIR programs and (`-legacy`) as legacy ones. gradc, seeded as Paddle
+was, gives Paddle's tokens and scores."""
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ SEED = 7   # tools/paddle_generation.py's
 def generate(case: str, mode: str, seed: int = SEED) -> list[np.ndarray]:
     from gradc.io.pdiparams import read_params
     folder = FOLDER / case
-    program = gradc.load(folder / "inference.json")
+    legacy = folder / "inference.pdmodel"
+    program = gradc.load(legacy if legacy.exists() else folder / "inference.json")
     assert gradc.verify(program) == []
     scope = gradc.Scope()
     saved = folder / "inference.pdiparams"
@@ -32,8 +34,9 @@ RUNS = sorted((run.parent.name, run.stem.removeprefix("paddle_")) for run in FOL
 
 
 def test_the_fixtures_cover_greedy_sampled_and_beam_search():
-    assert RUNS == [("BEAM", "beam"), ("GPTForCausalLM-eos", "greedy"), ("GPTForCausalLM-eos", "sampled"),
-                    ("SAMPLER", "greedy"), ("SAMPLER", "sampled")]
+    assert RUNS == [("BEAM", "beam"), ("BEAM-legacy", "beam"), ("GPTForCausalLM-eos", "greedy"),
+                    ("GPTForCausalLM-eos", "sampled"), ("GPTForCausalLM-eos-legacy", "greedy"),
+                    ("GPTForCausalLM-eos-legacy", "sampled"), ("SAMPLER", "greedy"), ("SAMPLER", "sampled")]
 
 
 @pytest.mark.parametrize("case, mode", RUNS)

@@ -106,8 +106,9 @@ def _beam(steps: int):
     return Beam
 
 
-def export_decode_loop(out: Path, case: str, modes: dict, steps: int) -> dict[str, dict]:
-    """Save CASE's loop of ``steps`` tokens to out/inference; -> its feeds by mode (SAMPLER: ``modes``' knobs)."""
+def export_decode_loop(out: Path, case: str, modes: dict, steps: int, before_building) -> dict[str, dict]:
+    """Save CASE's loop of ``steps`` tokens to out/inference (``before_building()`` first); -> its feeds by mode
+    (SAMPLER: ``modes``' knobs)."""
     import paddle
     from paddle.static import InputSpec
     memory = np.random.default_rng(0).standard_normal((2, MEMORY, HIDDEN)).astype("float32")
@@ -120,6 +121,7 @@ def export_decode_loop(out: Path, case: str, modes: dict, steps: int) -> dict[st
                         "temperature": np.array([knobs["temperature"]], "float32")} for mode, knobs in modes.items()}
         specs += [InputSpec([1], "int64", "top_k"), InputSpec([1], "float32", "top_p"),
                   InputSpec([1], "float32", "temperature")]
+    before_building()
     paddle.seed(0)
     layer = (_beam if case == "BEAM" else _sampler)(steps)()
     layer.eval()

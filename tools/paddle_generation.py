@@ -20,14 +20,18 @@ BEAM has one); prompts of 6 tokens, the second row left-padded by 2 (attention m
     PYTHONPATH=src .venv/bin/python tools/paddle_generation.py gradc OUT_DIR            # run in gradc, compare
     /path/to/paddle/python tools/paddle_generation.py fixture DEPS                      # tests/data/paddle/generation
 
+With FLAGS_enable_pir_api=0 the Paddle step saves legacy programs (inference.pdmodel), as Paddle 2 users shipped them.
+
 DEPS holds PaddleNLP as for tools/paddlenlp_export.py. The Paddle step writes OUT_DIR/<case>/ (inference.json,
 inference.pdiparams, feed_<mode>.npz, paddle_<mode>.npz: Paddle's outputs in fetch order); the fixture step writes
-tests/data/paddle/generation/<case>/ at a smaller size (vocabulary 100, hidden 32) for tests/test_generation_loops.py.
+tests/data/paddle/generation/<case>/ at a smaller size (vocabulary 100, hidden 32) for tests/test_generation_loops.py
+(<case>-legacy with FLAGS_enable_pir_api=0).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -39,6 +43,7 @@ CASES = ["GPTForCausalLM", "GPTForCausalLM@eos", "GPTForCausalLM@topp", "LlamaFo
          "ChatGLMv2ForCausalLM", "Qwen2ForCausalLM",
          "GemmaForCausalLM", "MixtralForCausalLM", "QWenForCausalLM", "BloomForCausalLM", *DECODE_LOOPS]
 FIXTURES = ["GPTForCausalLM@eos", *DECODE_LOOPS]
+LEGACY_FIXTURES = ["GPTForCausalLM@eos", "BEAM"]   # written <case>-legacy with FLAGS_enable_pir_api=0
 SMALL = dict(vocab_size=100, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
              num_key_value_heads=2, head_dim=16)
 PROMPT, PAD, NEW_TOKENS, SEED = 6, 2, 8, 7
@@ -76,11 +81,13 @@ def export_paddlenlp(out: Path, case: str, small: bool) -> dict[str, dict]:
     class_name, _, variant = case.partition("@")
     model = paddlenlp_model(class_name, small)
     given = prompt(model.config.vocab_size)
+    eos = model.config.eos_token_id
     if variant == "eos":   # the first row's first greedy token ends it
         logits = model(paddle.to_tensor(given["input_ids"][:1]), use_cache=False)
-        logits = logits[0] if isinstance(logits, tuple) else logits
-        eos = int(paddle.argmax(logits[0, -1]))
-        model.config.eos_token_id = model.generation_config.eos_token_id = eos
+        eos = int(paddle.argmax((logits[0] if isinstance(logits, tuple) else logits)[0, -1]))
+    if _legacy_static_paths():   # the model again (the same weights), its layers built with the shim's functions
+        model = paddlenlp_model(class_name, small)
+    model.config.eos_token_id = model.generation_config.eos_token_id = eos
     top_p = variant == "topp"
     if top_p:   # its top_p tensor is paddle.full([batch, 1]) of the traced batch: [0, 1] for a batch of -1
         _top_p_on_cpu()
@@ -125,17 +132,32 @@ def paddle_case(out: Path, case: str, small: bool = False) -> str:
     import paddle
     paddle.disable_static()   # the layers are built in dygraph (the run before left static mode on)
     out.mkdir(parents=True, exist_ok=True)
-    feeds = (export_decode_loop(out, case, MODES, NEW_TOKENS) if case in DECODE_LOOPS
+    feeds = (export_decode_loop(out, case, MODES, NEW_TOKENS, _legacy_static_paths) if case in DECODE_LOOPS
              else export_paddlenlp(out, case, small))
     run_in_paddle(out, feeds)
     return "OK"
+
+
+def _legacy_static_paths() -> bool:
+    """Whether this saves a legacy inference.pdmodel (FLAGS_enable_pir_api=0); if so, paddle.matmul, triu, ... (no
+    legacy static path of their own in 3.3.1) get the shim's, after PaddleNLP's imports and before the layers."""
+    legacy = os.environ.get("FLAGS_enable_pir_api") == "0"
+    if legacy:
+        from paddle_legacy_shim import install
+        install()
+    return legacy
+
+
+def saved_program(folder: Path) -> Path:
+    """The program paddle.jit.save wrote: PIR's inference.json, or a legacy inference.pdmodel."""
+    return next(folder / name for name in ("inference.json", "inference.pdmodel") if (folder / name).exists())
 
 
 def gradc_outputs(folder: Path, mode: str) -> list[np.ndarray]:
     """gradc's outputs of folder's saved program on its mode's feed, seeded SEED."""
     import gradc
     from gradc.io.pdiparams import read_params
-    program = gradc.load(folder / "inference.json")
+    program = gradc.load(saved_program(folder))
     scope = gradc.Scope()
     saved = folder / "inference.pdiparams"
     for name, value in (read_params(saved, program) if saved.exists() else {}).items():
@@ -148,7 +170,7 @@ def gradc_outputs(folder: Path, mode: str) -> list[np.ndarray]:
 def compare(folder: Path) -> dict:
     """Per mode: whether the ids are Paddle's, and how far any float output (the scores) is, relative."""
     import gradc
-    report = {"ops": gradc.load(folder / "inference.json").num_ops()}
+    report = {"ops": gradc.load(saved_program(folder)).num_ops()}
     for mode in sorted(p.stem.removeprefix("paddle_") for p in folder.glob("paddle_*.npz")):
         paddles = np.load(folder / f"paddle_{mode}.npz")
         ours = gradc_outputs(folder, mode)
@@ -169,12 +191,13 @@ def main() -> None:
         return
     step = sys.argv[1]
     if step == "gradc":
-        for folder in sorted(p.parent for p in Path(sys.argv[2]).glob("*/inference.json")):
+        for folder in sorted(p.parent for p in Path(sys.argv[2]).glob("*/inference.pdiparams")):
             print(folder.name, json.dumps(compare(folder)), flush=True)
     elif step == "fixture":
         sys.path.insert(0, str(Path(sys.argv[2]).resolve()))
-        for case in FIXTURES:
-            folder = FIXTURE_DIR / case.replace("@", "-")
+        legacy = os.environ.get("FLAGS_enable_pir_api") == "0"
+        for case in LEGACY_FIXTURES if legacy else FIXTURES:
+            folder = FIXTURE_DIR / (case.replace("@", "-") + ("-legacy" if legacy else ""))
             print(case, paddle_case(folder, case, small=True), flush=True)
             for leftover in folder.glob("*.pdiparams.info"):
                 leftover.unlink()
