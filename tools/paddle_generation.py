@@ -40,8 +40,8 @@ from paddle_decode_loops import DECODE_LOOPS, export_decode_loop
 
 FIXTURE_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "generation"
 CASES = ["GPTForCausalLM", "GPTForCausalLM@eos", "GPTForCausalLM@topp", "LlamaForCausalLM", "LlamaForCausalLM@topp",
-         "ChatGLMv2ForCausalLM", "Qwen2ForCausalLM",
-         "GemmaForCausalLM", "MixtralForCausalLM", "QWenForCausalLM", "BloomForCausalLM", *DECODE_LOOPS]
+         "ChatGLMv2ForCausalLM", "Qwen2ForCausalLM", "GemmaForCausalLM", "MixtralForCausalLM", "QWenForCausalLM",
+         "BloomForCausalLM", *DECODE_LOOPS]
 FIXTURES = ["GPTForCausalLM@eos", *DECODE_LOOPS]
 LEGACY_FIXTURES = ["GPTForCausalLM@eos", "BEAM"]   # written <case>-legacy with FLAGS_enable_pir_api=0
 SMALL = dict(vocab_size=100, hidden_size=32, num_attention_heads=2, intermediate_size=64, max_position_embeddings=32,
