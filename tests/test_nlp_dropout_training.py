@@ -1,8 +1,9 @@
-"""PaddleNLP's BERT and ERNIE (masked LM) and GPT (causal LM) trained in Paddle's legacy static mode with hidden and
-attention dropout 0.1 and AdamW (tests/data/paddle/nlp_dropout, tools/paddlenlp_static.py): gradc runs Paddle's
-startup program seeded as paddle.seed seeded Paddle, which gives Paddle's parameters exactly (ERNIE's are truncated
-normals); then gradc's own compile of the forward program with AdamW draws Paddle's dropout masks and gives Paddle's
-losses, first-step gradients and final parameters."""
+"""PaddleNLP's BERT, ERNIE, RoBERTa and ELECTRA (masked LM), GPT (causal LM), T5 and BART (conditional generation)
+trained in Paddle's legacy static mode with hidden and attention dropout 0.1 and AdamW (tests/data/paddle/nlp_dropout,
+tools/paddlenlp_static.py): gradc runs Paddle's startup program seeded as paddle.seed seeded Paddle, which gives
+Paddle's parameters exactly (ERNIE's are truncated normals; RoBERTa's, ELECTRA's and T5's normals their
+`_init_weights` draws, moved to the startup by the tool); then gradc's own compile of the forward program with AdamW
+draws Paddle's dropout masks and gives Paddle's losses, first-step gradients and final parameters."""
 
 from pathlib import Path
 
@@ -16,7 +17,8 @@ MODELS = sorted(d.name for d in DATA.iterdir() if (d / "meta.json").exists())
 
 
 def test_the_fixtures_train_with_dropout_on():
-    assert MODELS == ["BertForMaskedLM", "ErnieForMaskedLM", "GPTForCausalLM"]
+    assert MODELS == ["BartForConditionalGeneration", "BertForMaskedLM", "ElectraForMaskedLM", "ErnieForMaskedLM",
+                      "GPTForCausalLM", "RobertaForMaskedLM", "T5ForConditionalGeneration"]
     for name in MODELS:
         meta = Fixture(name, DATA).meta
         assert meta["dropout"] == 0.1 and meta["dropout_ops"] > 0 and meta["optimizer"] == "adamw"

@@ -30,6 +30,22 @@ def test_reshape2_copies_zero_dims_and_infers_minus_one(shape, expect):
     np.testing.assert_array_equal(out["Out"].ravel(), x234.ravel())
 
 
+# Paddle 3.3.1's PIR reshape of tensors with no elements (a generation loop's empty key/value cache)
+@pytest.mark.parametrize("x, shape, expect", [
+    ((6, 2, 0, 16), [-1, 3, 2, 0, 16], (2, 3, 2, 0, 16)), ((3, 0, 4), [0, -1], (0, 12)), ((3, 0, 4), [-1, 0], (12, 0)),
+    ((3, 0, 4), [0, 0, 4], (0, 0, 4)), ((3, 0, 4), [0, 3, -1], (0, 3, 4)), ((3, 0, 4), [5, -1], (5, 0)),
+    ((0, 4), [0, -1], (0, 4)), ((6, 2, 0, 16), [0, 0, 0, 0], (0, 0, 0, 0))])
+def test_reshape2_of_no_elements_takes_a_zero_as_zero(x, shape, expect):
+    assert run("reshape2", {"X": np.zeros(x)}, {"shape": shape})["Out"].shape == expect
+
+
+@pytest.mark.parametrize("x, shape", [((3, 0, 4), [0, 0, -1]), ((6, 2, 0, 16), [0, -1, 0]), ((3, 0, 4), [0, 5, -1]),
+                                      ((3, 0, 4), [2, 3])])
+def test_reshape2_of_no_elements_refuses_what_paddle_refuses(x, shape):
+    with pytest.raises(ProgramError, match="reshape2.*cannot reshape"):
+        run("reshape2", {"X": np.zeros(x)}, {"shape": shape})
+
+
 def test_reshape2_takes_its_shape_from_tensors_first():
     out = run("reshape2", {"X": x234, "ShapeTensor": [np.array([4], np.int32), np.array([-1], np.int32)]},
               {"shape": [3, 8]})

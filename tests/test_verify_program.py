@@ -36,6 +36,25 @@ def test_a_var_rewritten_in_place_with_another_shape_is_checked_at_each_shape():
                                      "Updates=scatter_value_0[3], X=w[432]]"]
 
 
+def test_a_loop_var_that_grows_each_iteration_is_declared_as_the_loop_starts():
+    """A decoding loop's cache, concatenated a step at a time, which Paddle declares with its first shape (the legacy
+    beam search fixture's, tests/data/paddle/generation): the body reads its dims as unknown; a body-local var whose
+    declaration no iteration gives is still a problem."""
+    from programs import Net
+    net = Net()
+    i, n, cache = net.constant(0), net.constant(4), net.constant(0.0, (2, 0), gradc.ir.VarType.FP64)
+
+    def grow(i, cache):
+        step = net.constant(1.0, (2, 1), gradc.ir.VarType.FP64)
+        return [net.increment(i), net.op("concat", {"X": [cache, step]}, {"axis": 1})]
+
+    net.while_loop(lambda i, cache: net.less_than(i, n), grow, [i, cache])
+    assert gradc.verify(net.program) == []
+    body = net.program.blocks[1]
+    body.var(next(op.output("Out")[0] for op in body.ops if op.type == "fill_constant")).shape = [2, 3]
+    assert [problem.split(":")[0] for problem in gradc.verify(net.program)] == ["block 1, op 0 (fill_constant)"]
+
+
 def test_every_problem_is_reported_not_only_the_first():
     program = _mlp()
     block = program.global_block

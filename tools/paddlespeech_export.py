@@ -57,7 +57,9 @@ _SHRUNK_VOC = {  # the generator section of each vocoder's config, shrunk (hops 
     "pwgan": ("voc1", dict(layers=4, stacks=2, residual_channels=16, gate_channels=32, skip_channels=16,
                            upsample_scales=[2, 3, 5])),
     "mb_melgan": ("voc3", dict(channels=32, stacks=2, upsample_scales=[5, 5])),
-    "style_melgan": ("voc4", dict(in_channels=16, channels=16, noise_upsample_scales=[2, 2, 5],
+    # even noise upsampling scales, as its config's [10, 2, 2, 2]: Paddle 3.3.1 types the length of a Conv1DTranspose
+    # with output_padding (an odd scale's) of an unknown input 0, and its interpolation then refuses it
+    "style_melgan": ("voc4", dict(in_channels=16, channels=16, noise_upsample_scales=[2, 2, 4],
                                   upsample_scales=[5, 1, 2, 1, 2, 1])),
     "hifigan": ("voc5", dict(channels=32, upsample_scales=[5, 2, 2], upsample_kernel_sizes=[10, 4, 4],
                              resblock_kernel_sizes=[3], resblock_dilations=[[1, 3]])),

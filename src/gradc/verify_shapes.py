@@ -95,9 +95,10 @@ def shape_problems(program: Program) -> Iterator[str]:
     """Each op's definition problems, then its shapes and dtypes by inference (not for an op whose definition
     is broken)."""
     slot_problem, attr_type_problem = registry.slot_problem, registry.attr_type_problem
+    carried = _loop_carried(program)
     for block in program.blocks:
         complex_values = declares_complex(block)   # one sweep of the vars: most programs skip the op checks
-        reshaped = _Reshaped(block)
+        reshaped = _Reshaped(block, carried.get(block.idx, frozenset()))
         for idx, op in enumerate(block.ops):
             if slot_problem(op) or attr_type_problem(op):
                 yield from _definition_problems(block, idx, op)
@@ -110,14 +111,31 @@ def shape_problems(program: Program) -> Iterator[str]:
                 yield str(exc)
 
 
+def _loop_carried(program: Program) -> dict[int, frozenset]:
+    """By while body: the outer vars it writes, whose value changes shape from one iteration to the next (a growing
+    cache, a condition a broadcast makes [1]) while Paddle declares them as the loop starts; the body's shapes
+    read their dims as unknown."""
+    carried = {}
+    for block in program.blocks:
+        for op in block.ops:
+            if op.type == "while":
+                for _, body in op.block_refs():
+                    own = program.blocks[body].vars
+                    carried[body] = frozenset(name for op in program.blocks[body].ops for name in op.output_names()
+                                              if name not in own)
+    return carried
+
+
 class _Reshaped:
     """The vars of a block that its ops so far left with another shape than their declaration's, which a later
-    op of the block rewrites."""
+    op of the block rewrites; in a while body, the vars the loop carries, their dims unknown."""
 
-    __slots__ = ("block", "shapes", "_last_writers")
+    __slots__ = ("block", "shapes", "carried", "_last_writers")
 
-    def __init__(self, block):
-        self.block, self.shapes, self._last_writers = block, {}, None
+    def __init__(self, block, carried: frozenset = frozenset()):
+        self.block, self.carried, self._last_writers = block, carried, None
+        self.shapes = {name: [-1] * len(var.shape) for name in carried
+                       if (var := block.find_var(name)) is not None and var.shape is not None}
 
     def written_after(self, idx: int, name: str) -> bool:
         if self._last_writers is None:   # once a block, and only for a block with an output off its declaration
@@ -156,7 +174,10 @@ def _check_inference(block, idx: int, op, reshaped: _Reshaped) -> None:
             if var is None:
                 continue
             declared = var.shape   # equal lists (most outputs) need no walk over the dims
-            if declared is not None and shape is not None and declared != shape and not shape_fits(
+            if name in reshaped.carried:   # the next iteration's value: its declaration is the first's
+                if shape is not None:
+                    reshaped.shapes[name] = [-1] * len(shape)
+            elif declared is not None and shape is not None and declared != shape and not shape_fits(
                     declared, shape, block.program.version, op.type == "fill_constant"):
                 if not reshaped.written_after(idx, name):
                     ctx.fail(f"output '{name}' is declared with shape {declared}, but the inputs give {shape}")

@@ -26,8 +26,12 @@ def _xshape_op(type, inputs, attrs, out_shape, grad_reads=(), tensor_attrs=(), e
 
 def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
     """Paddle's reshape rule: 0 copies X's dim at that index, one -1 takes what is left."""
-    if shape.count(-1) > 1 or any(d == 0 and i >= len(x) for i, d in enumerate(shape)):
-        fail(f"cannot reshape {x} to {shape}: at most one -1, and 0 only where X has a dim")
+    if shape.count(-1) > 1:
+        fail(f"cannot reshape {x} to {shape}: at most one -1")
+    if x and min(x) >= 0 and numel(x) == 0:
+        return _empty_reshape_dims(fail, x, shape)
+    if any(d == 0 and i >= len(x) for i, d in enumerate(shape)):
+        fail(f"cannot reshape {x} to {shape}: 0 only where X has a dim")
     out = [x[i] if d == 0 else d for i, d in enumerate(shape)]
     total = numel(x)
     if -1 in shape:
@@ -39,6 +43,21 @@ def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
             out[infer_at] = total // rest
     elif total >= 0 and numel(out) >= 0 and numel(out) != total:
         fail(f"cannot reshape {x} ({total} elements) to {shape}")
+    return out
+
+
+def _empty_reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
+    """Paddle's reshape of a tensor with no elements: a 0 is a 0 (not X's dim); a -1 beside 0s, as many as X has, is
+    what X's other dims leave (as its PIR reshape takes it: [3, 0, 4] to [0, -1] is [0, 12]), else 0."""
+    out = list(shape)
+    if -1 not in shape:
+        if numel(shape) != 0:
+            fail(f"cannot reshape {x} (0 elements) to {shape}")
+        return out
+    zeros, given, left = shape.count(0), numel(d for d in shape if d > 0), numel(d for d in x if d)
+    if zeros and (zeros != x.count(0) or left % given):
+        fail(f"cannot reshape {x} (0 elements) to {shape}: the -1 is ambiguous")
+    out[shape.index(-1)] = left // given if zeros else 0
     return out
 
 

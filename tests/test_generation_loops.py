@@ -1,0 +1,57 @@
+"""Text generation programs as Paddle 3.3.1 saves them (tools/paddle_generation.py): a decoding `while` loop feeding
+each token back with growing key/value caches. PaddleNLP's own export of a GPT (`to_static`: top_k an input, 1 an
+argmax branch, more a multinomial draw; its eos id ends the first row at once) and loops of Paddle's Transformer
+decoder layers, one sampling with temperature, top-k and top-p, one a beam search of 3 beams (caches gathered by
+beam, tokens traced back by gather_tree); as PIR programs and (`-legacy`) as legacy ones. gradc, seeded as Paddle
+was, gives Paddle's tokens and scores."""
+
+import numpy as np
+import pytest
+
+import gradc
+from fixtures import DATA
+
+FOLDER = DATA / "generation"
+SEED = 7   # tools/paddle_generation.py's
+
+
+def generate(case: str, mode: str, seed: int = SEED) -> list[np.ndarray]:
+    from gradc.io.pdiparams import read_params
+    folder = FOLDER / case
+    legacy = folder / "inference.pdmodel"
+    program = gradc.load(legacy if legacy.exists() else folder / "inference.json")
+    assert gradc.verify(program) == []
+    scope = gradc.Scope()
+    saved = folder / "inference.pdiparams"
+    for name, value in (read_params(saved, program) if saved.exists() else {}).items():
+        scope[name] = value
+    fetches = [op.input("X")[0] for op in program.global_block.ops if op.type == "fetch"]
+    gradc.seed(seed)
+    return gradc.Executor().run(program, dict(np.load(folder / f"feed_{mode}.npz")), fetches, scope)
+
+
+RUNS = sorted((run.parent.name, run.stem.removeprefix("paddle_")) for run in FOLDER.glob("*/paddle_*.npz"))
+
+
+def test_the_fixtures_cover_greedy_sampled_and_beam_search():
+    assert RUNS == [("BEAM", "beam"), ("BEAM-legacy", "beam"), ("GPTForCausalLM-eos", "greedy"),
+                    ("GPTForCausalLM-eos", "sampled"), ("GPTForCausalLM-eos-legacy", "greedy"),
+                    ("GPTForCausalLM-eos-legacy", "sampled"), ("SAMPLER", "greedy"), ("SAMPLER", "sampled")]
+
+
+@pytest.mark.parametrize("case, mode", RUNS)
+def test_generated_tokens_are_paddles(case, mode):
+    paddles = np.load(FOLDER / case / f"paddle_{mode}.npz")
+    outputs = generate(case, mode)
+    assert len(outputs) == len(paddles.files)
+    for i, value in enumerate(outputs):
+        if value.dtype.kind == "i":
+            np.testing.assert_array_equal(value, paddles[f"arr_{i}"])
+        else:   # the generated tokens' (beams') summed log-probabilities
+            np.testing.assert_allclose(value, paddles[f"arr_{i}"], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", ["GPTForCausalLM-eos", "SAMPLER"])
+def test_sampling_draws_from_the_seeded_stream_and_greedy_does_not(case):
+    assert not np.array_equal(generate(case, "sampled", SEED)[0], generate(case, "sampled", SEED + 1)[0])
+    np.testing.assert_array_equal(generate(case, "greedy", SEED)[0], generate(case, "greedy", SEED + 1)[0])
