@@ -682,6 +682,18 @@ COMPILE_TIME = {
                            "an odd kernel_size"),
     "fused_seqpool_cvm pooltype": ("fused_seqpool_cvm", {"X": [zeros(3, 4)], "CVM": zeros(3, 2)}, {"pooltype": "MAX"},
                                    "pools by SUM only"),
+    # paddle.sparse
+    "sparse_sparse_coo_tensor sites": ("sparse_sparse_coo_tensor",
+                                       {"values": zeros(3, 2), "indices": zeros(4, 2, dtype=np.int64)},
+                                       {"shape": [1, 4, 4, 4, 2]}, "one row of values per site"),
+    "sparse_conv3d groups": ("sparse_conv3d", {"x": zeros(1, 4, 4, 4, 2), "kernel": zeros(3, 3, 3, 2, 4)},
+                             {"groups": 2}, "supports groups 1 only"),
+    "sparse_conv3d channels": ("sparse_conv3d", {"x": zeros(1, 4, 4, 4, 2), "kernel": zeros(3, 3, 3, 3, 4)}, {},
+                               "kernel [kd, kh, kw, C, out channels]"),
+    "sparse_add bias": ("sparse_add", {"x": zeros(1, 4, 4, 4, 3), "y": zeros(2)}, {}, "one value per channel"),
+    "sparse_batch_norm scale": ("sparse_batch_norm", {"x": zeros(5, 3), "mean": zeros(3), "variance": zeros(3),
+                                                      "scale": zeros(4), "bias": zeros(3)}, {},
+                                "needs scale [channels=3]"),
 }
 
 RUN_TIME = {
@@ -961,6 +973,12 @@ RUN_TIME = {
     "rank_attention instance": ("rank_attention", {"X": zeros(2, 3), "RankOffset": np.array(
         [[1, 1, 5, 0, 0], [1, 1, 0, 0, 0]], np.int32), "RankParam": zeros(12, 2)}, {"MaxRank": 2},
         "RankOffset's instance indices must lie in [0, 2)"),
+    # paddle.sparse (a dense tensor where a sparse COO one belongs, sites outside the shape)
+    **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO tensor")
+       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices")},
+    "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
+                                                                         "indices": np.array([[0, 3]], np.int64)},
+                                            {"shape": [3, 2]}, "an index is outside shape [3, 2]"),
 }
 
 # forward ops with nothing a program can get wrong, and why

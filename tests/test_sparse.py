@@ -1,0 +1,151 @@
+"""paddle.sparse (gradc.ops.sparse, gradc.executor.sparse_value): Paddle's legacy programs of paddle.sparse.nn's
+layers load and save unchanged, run to Paddle's outputs and running statistics, and their backward, which Paddle's
+own append_backward does not write, gives the gradients of Paddle's dygraph run of the same layers
+(tests/sparse_fixtures.py, docs/sparse.md). Where Paddle is wrong (an unsorted input to a submanifold conv's backward
+or to an add, a dilated submanifold conv) gradc gives what central differences and a dense reference give."""
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.executor.sparse_value import SparseCoo
+from gradc.gradcheck import compare_program
+from gradc.ir import VarType
+from sparse_fixtures import CASES, DATA, load
+
+RIGHT = [case for case in CASES if case != "subm_unsorted"]   # where Paddle's dygraph gradients are right
+
+
+def run_fixture(fixture: dict):
+    """(loss, the dense output, {var: gradient}, scope) of gradc's backward of the fixture."""
+    program, expected = fixture["program"], fixture["expected"]
+    grads = gradc.gradients(program, fixture["loss"], fixture["wrt"])
+    out = next(name.removeprefix("out:") for name in expected if name.startswith("out:"))
+    scope = gradc.Scope()
+    for name, value in fixture["params"].items():
+        scope[name] = value
+    values = gradc.Executor().run(program, fixture["feed"], [fixture["loss"], out, *grads], scope)
+    return values[0], values[1], dict(zip(fixture["wrt"], values[2:])), scope
+
+
+def test_the_programs_declare_sparse_vars_and_save_unchanged(tmp_path):
+    for case in CASES:
+        raw = (DATA / case / "forward.pb").read_bytes()
+        program = gradc.load(str(DATA / case / "forward.pb"))
+        coo = program.global_block.var("sparse_sparse_coo_tensor_0.tmp_0")
+        assert (coo.type, coo.dtype, coo.shape) == (VarType.SPARSE_COO, VarType.FP32, [2, 5, 5, 5, 2])
+        gradc.save(program, tmp_path / "p.pb")
+        assert (tmp_path / "p.pb").read_bytes() == raw, case
+        gradc.save(program, tmp_path / "p.pbtxt")
+        again = gradc.load(str(tmp_path / "p.pbtxt")).global_block.var(coo.name)
+        assert (again.type, again.dtype, again.shape) == (coo.type, coo.dtype, coo.shape)
+
+
+@pytest.mark.parametrize("case", RIGHT)
+def test_forward_and_gradients_match_paddle(case):
+    fixture = load(case)
+    expected = fixture["expected"]
+    loss, out, grads, scope = run_fixture(fixture)
+    np.testing.assert_allclose(loss, expected["loss"], rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(out, next(v for k, v in expected.items() if k.startswith("out:")), rtol=1e-5,
+                               atol=1e-6)
+    for name, grad in grads.items():
+        np.testing.assert_allclose(grad, expected[f"grad:{name}"], rtol=1e-5, atol=1e-6, err_msg=name)
+    for name in (k for k in expected if k.startswith("after:")):   # batch norms' running statistics
+        np.testing.assert_allclose(scope[name.removeprefix("after:")], expected[name], rtol=1e-5, atol=1e-7)
+
+
+def test_paddles_subm_backward_is_wrong_at_the_kernel_centre_for_unsorted_sites():
+    """gradc's forward is Paddle's; its gradients differ from Paddle's exactly at the kernel's centre offset, where
+    float64 central differences (tests/gradcheck_cases/sparse.py checks every element) side with gradc."""
+    fixture = load("subm_unsorted")
+    expected = fixture["expected"]
+    loss, _, grads, _ = run_fixture(fixture)
+    np.testing.assert_allclose(loss, expected["loss"], rtol=1e-5)
+    weight = next(name for name in grads if name.endswith(".w_0"))
+    wrong = np.abs(grads[weight] - expected[f"grad:{weight}"]).sum(axis=(3, 4)) > 1e-4
+    assert np.argwhere(wrong).tolist() == [[1, 1, 1]]
+    assert np.abs(grads["val"] - expected["grad:val"]).max() > 1e-4
+    float64 = load("subm_unsorted", float64=True)
+    _, (check,) = compare_program(**{k: float64[k] for k in ("program", "feed", "params", "loss")}, wrt=[weight],
+                                  rtol=1e-4, atol=1e-8)
+    assert check.mismatch is None
+
+
+def one_op(op_type: str, inputs: dict, attrs: dict | None = None):
+    """A program whose sparse inputs (SparseCoo values) are made by sparse_sparse_coo_tensor ops; runs ``op_type``
+    and returns its `out` (and the program's feed)."""
+    program, feed = gradc.Program(), {}
+    block = program.global_block
+    slots = {}
+    for slot, value in inputs.items():
+        name = f"{slot}_in"
+        if isinstance(value, SparseCoo):
+            for part, array in (("values", value.values), ("indices", value.indices)):
+                block.create_var(f"{name}_{part}", list(array.shape), gradc.ir.to_var_type(array.dtype))
+                feed[f"{name}_{part}"] = array
+            block.create_var(name, list(value.shape), VarType.FP64, type=VarType.SPARSE_COO)
+            block.append_op("sparse_sparse_coo_tensor", {"values": [f"{name}_values"], "indices": [f"{name}_indices"]},
+                            {"out": [name]}, {"shape": list(value.shape)})
+        else:
+            block.create_var(name, list(value.shape), gradc.ir.to_var_type(value.dtype))
+            feed[name] = value
+        slots[slot] = [name]
+    block.create_var("result", None, VarType.FP64, type=VarType.SPARSE_COO)
+    block.append_op(op_type, slots, {"out": ["result"]}, attrs or {})
+    return gradc.Executor().run(program, feed, ["result"])[0]
+
+
+def random_coo(rng, sites: int, shape, channels: int) -> SparseCoo:
+    flat = rng.choice(int(np.prod(shape)), sites, replace=False)   # in no order
+    indices = np.stack(np.unravel_index(flat, shape)).astype(np.int64)
+    return SparseCoo(indices, rng.standard_normal((sites, channels)), (*shape, channels))
+
+
+def test_add_of_unsorted_sites_is_the_sum_where_paddles_loses_entries():
+    rng = np.random.default_rng(5)
+    x, y = random_coo(rng, 7, (2, 3, 3, 3), 2), random_coo(rng, 9, (2, 3, 3, 3), 2)
+    out = one_op("sparse_add", {"x": x, "y": y})
+    assert isinstance(out, SparseCoo)
+    np.testing.assert_allclose(out.to_dense(), x.to_dense() + y.to_dense())
+    assert (np.diff(out.linear_sites()) > 0).all()   # every site once, sorted
+
+
+def dense_conv(x: np.ndarray, weight: np.ndarray, padding, dilation) -> np.ndarray:
+    """[N, D, H, W, C] x [kd, kh, kw, C, O] -> stride-1 convolution, by shifted windows."""
+    pad = np.pad(x, [(0, 0), *[(p, p) for p in padding], (0, 0)])
+    dims = [s + 2 * p - dilation * (k - 1) for s, p, k in zip(x.shape[1:4], padding, weight.shape[:3])]
+    out = np.zeros((x.shape[0], *dims, weight.shape[4]))
+    for a, b, c in np.ndindex(*weight.shape[:3]):
+        window = pad[:, a * dilation:a * dilation + dims[0], b * dilation:b * dilation + dims[1],
+                     c * dilation:c * dilation + dims[2]]
+        out += window @ weight[a, b, c]
+    return out
+
+
+def test_a_dilated_subm_conv_keeps_the_sites_and_is_the_centred_dense_conv_there():
+    """Paddle's SubmConv3D with dilation 2 shrinks the output and drops sites (docs/sparse.md); gradc's keeps every
+    input site, its value the dense conv's with the dilated kernel centred there."""
+    rng = np.random.default_rng(8)
+    x, weight = random_coo(rng, 12, (2, 5, 5, 5), 2), rng.standard_normal((3, 3, 3, 2, 3))
+    out = one_op("sparse_conv3d", {"x": x, "kernel": weight},
+                 {"subm": True, "dilations": [2, 2, 2], "paddings": [0, 0, 0], "strides": [1, 1, 1]})
+    assert out.shape == (2, 5, 5, 5, 3)
+    assert sorted(out.linear_sites()) == sorted(x.linear_sites())
+    reference = dense_conv(x.to_dense(), weight, [2, 2, 2], 2)
+    np.testing.assert_allclose(out.values, reference[tuple(out.indices)], atol=1e-12)
+
+
+def test_gradc_trains_the_voxel_backbone_paddle_cannot_differentiate_statically():
+    """The SECOND-like backbone's training program (backward and Adam): ten steps on one batch lower the loss."""
+    fixture = load("second")
+    program = fixture["program"]
+    startup = gradc.minimize(program, fixture["loss"], "adam", lr=0.05)
+    scope = gradc.Scope()
+    for name, value in fixture["params"].items():
+        scope[name] = value
+    executor = gradc.Executor()
+    executor.run(startup, {}, [], scope)
+    losses = [float(executor.run(program, fixture["feed"], [fixture["loss"]], scope)[0]) for _ in range(10)]
+    assert losses[0] == pytest.approx(float(fixture["expected"]["loss"]), rel=1e-5)
+    assert losses[-1] < losses[0] - 0.05, losses

@@ -1,0 +1,198 @@
+"""Fixtures of paddle.sparse (sparse COO tensors, paddle.sparse.nn's layers) from a real PaddlePaddle 3.3.1:
+
+    FLAGS_enable_pir_api=0 /path/to/paddle/python tools/paddle_sparse_tensor_fixtures.py tests/data/paddle/sparse_tensor
+
+Each case is a small net on a COO tensor made of fed indices and values (idx [4, nnz] int64, val [nnz, C] float32),
+built in Paddle's legacy static mode: forward.pb is that program, and Paddle's Executor runs it for the loss and the
+dense outputs (expected.npz, `out:<var>`) and the running statistics its batch norms leave (`after:<var>`).
+Paddle's append_backward writes no grad op for the sparse_* ops, so the gradients (`grad:<var>`, of val and of every
+parameter) come from Paddle's dygraph run of the same layers with the static run's initial weights (params.npz).
+Every case's loss is mean(dense output * r), r a fed random tensor, so each output element has its own weight.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+os.environ["FLAGS_enable_pir_api"] = "0"
+
+import numpy as np  # noqa: E402
+import paddle  # noqa: E402
+import paddle.sparse as sp  # noqa: E402
+
+SHAPE = [2, 5, 5, 5]   # batch, depth, height, width of every case's input
+
+
+class SubmRelu(paddle.nn.Layer):
+    def __init__(self):
+        super().__init__()
+        self.conv, self.relu = sp.nn.SubmConv3D(2, 3, 3, padding=1), sp.nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.conv(x)).to_dense()
+
+
+class StridedBn(paddle.nn.Layer):
+    """A strided conv (new output sites) without bias, its batch norm on the values, then relu."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = sp.nn.Conv3D(2, 4, (3, 2, 3), stride=(2, 1, 2), padding=(1, 0, 1), bias_attr=False)
+        self.bn, self.relu = sp.nn.BatchNorm(4), sp.nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.bn(self.conv(x))).to_dense()
+
+
+class Dilated(paddle.nn.Layer):
+    """A dilated conv: new sites two apart. (Paddle's SubmConv3D with dilation loses sites: docs/sparse.md.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = sp.nn.Conv3D(2, 3, 3, padding=2, dilation=2)
+
+    def forward(self, x):
+        return self.conv(x).to_dense()
+
+
+class Residual(paddle.nn.Layer):
+    """x + relu(subm(x)): x read twice (its gradient is a sum of two sparse ones), added on the same sites. The subm
+    conv has no padding: Paddle centres its kernel on each site anyway."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.relu = sp.nn.SubmConv3D(2, 2, 3), sp.nn.ReLU()
+
+    def forward(self, x):
+        return sp.add(x, self.relu(self.conv(x))).to_dense()
+
+
+class NewSites(paddle.nn.Layer):
+    """x + conv(x), the conv reaching sites x does not have: Paddle's add then merges the sites (right only when
+    both tensors' sites are sorted, as here: docs/sparse.md)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = sp.nn.Conv3D(2, 2, 3, padding=1)
+
+    def forward(self, x):
+        return sp.add(x, self.conv(x)).to_dense()
+
+
+class Values(paddle.nn.Layer):
+    """A plain conv (kernel 2, no padding), read through values(): the loss weights each stored value."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = sp.nn.Conv3D(2, 3, 2)
+
+    def forward(self, x):
+        return self.conv(x).values()
+
+
+class Second(paddle.nn.Layer):
+    """A SECOND-like voxel backbone: two SubmConv3D/BatchNorm/ReLU blocks, a strided Conv3D block, to_dense, the
+    depth folded into channels, and a dense 1x1 conv head."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = paddle.nn.LayerList([
+            sp.nn.SubmConv3D(2, 4, 3, padding=1, bias_attr=False), sp.nn.BatchNorm(4), sp.nn.ReLU(),
+            sp.nn.SubmConv3D(4, 4, 3, padding=1, bias_attr=False), sp.nn.BatchNorm(4), sp.nn.ReLU(),
+            sp.nn.Conv3D(4, 6, 3, stride=2, padding=1, bias_attr=False), sp.nn.BatchNorm(6), sp.nn.ReLU()])
+        self.head = paddle.nn.Conv2D(18, 2, 1)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        dense = x.to_dense()                                   # [N, D, H, W, C]
+        dense = paddle.transpose(dense, [0, 1, 4, 2, 3])       # [N, D, C, H, W]
+        return self.head(paddle.reshape(dense, [0, -1, 3, 3]))
+
+
+# case -> (layer, sites, whether the sites come in no order). Paddle's subm conv backward is wrong at the kernel's
+# centre for sites not in sorted order (docs/sparse.md): subm_unsorted's grads.npz holds those wrong gradients
+CASES = {"subm_relu": (SubmRelu, 9, False), "subm_unsorted": (SubmRelu, 9, True),
+         "strided_bn": (StridedBn, 12, True), "dilated": (Dilated, 10, False),
+         "residual": (Residual, 9, False), "new_sites": (NewSites, 6, False),
+         "values": (Values, 11, True), "second": (Second, 30, False)}
+
+
+def inputs(nnz: int, seed: int, unsorted: bool) -> dict[str, np.ndarray]:
+    """nnz distinct sites over both batch items, sorted or in no order, and their values."""
+    rng = np.random.default_rng(seed)
+    flat = rng.choice(int(np.prod(SHAPE)), nnz, replace=False)
+    flat = flat if unsorted else np.sort(flat)
+    idx = np.stack(np.unravel_index(flat, SHAPE)).astype(np.int64)
+    return {"idx": idx, "val": rng.standard_normal((nnz, 2)).astype(np.float32)}
+
+
+def static_run(layer_class, feed: dict):
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        idx = paddle.static.data("idx", feed["idx"].shape, "int64")
+        val = paddle.static.data("val", feed["val"].shape, "float32")
+        val.stop_gradient = False   # the program then asks for val's gradient, as a training program would
+        layer = layer_class()
+        out = layer(sp.sparse_coo_tensor(idx, val, shape=[*SHAPE, 2]))
+        r = paddle.static.data("r", [-1 if d is None else d for d in out.shape], "float32")
+        loss = paddle.mean(out * r)
+    return main, startup, layer, out, r, loss
+
+
+def make(case: str, root: Path) -> None:
+    layer_class, nnz, unsorted = CASES[case]
+    feed = inputs(nnz, len(case), unsorted)
+    paddle.enable_static()
+    paddle.seed(7)
+    main, startup, layer, out, r, loss = static_run(layer_class, feed)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe.run(startup)
+        params = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in layer.parameters()}
+        stats = [p.name for p in layer.parameters() if not p.trainable]   # batch norms' running mean and variance
+    paddle.disable_static()
+    dygraph = layer_class()
+    for p, value in zip(dygraph.parameters(), params.values()):
+        p.set_value(value)
+    # values that need a gradient crash Paddle's conv3d backward (docs/sparse.md): x's own gradient stands for theirs
+    x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*SHAPE, 2])
+    x.stop_gradient = False
+    dense = dygraph(x)
+    feed["r"] = np.random.default_rng(3).standard_normal(dense.shape).astype(np.float32)
+    (dense * paddle.to_tensor(feed["r"])).mean().backward()
+    pairs = [(p, d) for p, d in zip(layer.parameters(), dygraph.parameters()) if p.trainable]
+    missing = [p.name for p, d in pairs if d.grad is None]
+    assert not missing, f"Paddle gave no gradient for {missing}"
+    grads = {f"grad:{p.name}": d.grad.numpy() for p, d in pairs}
+    assert (x.grad.indices().numpy() == feed["idx"]).all(), "x's gradient is not on x's sites, in x's order"
+    grads["grad:val"] = x.grad.values().numpy()
+    dygraph_after = {f"dygraph_after:{p.name}": d.numpy() for p, d in zip(layer.parameters(), dygraph.parameters())
+                     if p.name in stats}
+    paddle.enable_static()
+    with paddle.static.scope_guard(scope):
+        fetched = exe.run(main, feed=feed, fetch_list=[loss.name, out.name])
+        after = {f"after:{name}": np.array(scope.find_var(name).get_tensor()) for name in stats}
+    expected = {"loss": fetched[0], f"out:{out.name}": fetched[1], **after, **grads, **dygraph_after,
+                "dygraph_out": dense.numpy()}
+    folder = root / case
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "forward.pb").write_bytes(main.desc.serialize_to_string())
+    np.savez(folder / "feed.npz", **feed)
+    np.savez(folder / "params.npz", **params)
+    np.savez(folder / "expected.npz", **expected)
+    print(f"{case}: loss {float(fetched[0]):.6f}, {len(grads)} grads, "
+          f"static vs dygraph output {np.abs(fetched[1] - dense.numpy()).max():.2e}")
+
+
+def main(argv: list[str]) -> None:
+    root = Path(argv[0])
+    for case in argv[1:] or CASES:
+        make(case, root)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
