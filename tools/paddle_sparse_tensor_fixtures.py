@@ -8,15 +8,22 @@ dense outputs (expected.npz, `out:<var>`) and the running statistics its batch n
 Paddle's append_backward writes no grad op for the sparse_* ops, so the gradients (`grad:<var>`, of val and of every
 parameter) come from Paddle's dygraph run of the same layers with the static run's initial weights (params.npz).
 Every case's loss is mean(dense output * r), r a fed random tensor, so each output element has its own weight.
+
+pir_jit is the PIR side: the SECOND-like backbone in eval mode through paddle.jit.to_static and paddle.jit.save
+(model.json, model.pdiparams), the output Paddle's inference Predictor computes from it on the CPU and the dygraph
+layer's (expected.npz: out, dygraph) for the inputs in feed.npz. The Predictor's is the dygraph output transposed to
+NHWC (docs/sparse.md).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
 
-os.environ["FLAGS_enable_pir_api"] = "0"
+PIR = sys.argv[2:] == ["pir_jit"]   # Paddle reads the mode once, at import: pir_jit runs in a process of its own
+os.environ["FLAGS_enable_pir_api"] = "1" if PIR else "0"
 
 import numpy as np  # noqa: E402
 import paddle  # noqa: E402
@@ -188,10 +195,47 @@ def make(case: str, root: Path) -> None:
           f"static vs dygraph output {np.abs(fetched[1] - dense.numpy()).max():.2e}")
 
 
+class Exported(Second):
+    def forward(self, idx, val):
+        return super().forward(sp.sparse_coo_tensor(idx, val, shape=[*SHAPE, 2]))
+
+
+def make_pir(root: Path) -> None:
+    """Paddle's PIR inference program of the backbone and the Predictor's output."""
+    paddle.seed(11)
+    layer = Exported()
+    layer.eval()
+    feed = inputs(30, 4, unsorted=False)
+    specs = [paddle.static.InputSpec([4, None], "int64", "idx"), paddle.static.InputSpec([None, 2], "float32", "val")]
+    folder = root / "pir_jit"
+    folder.mkdir(parents=True, exist_ok=True)
+    paddle.jit.save(paddle.jit.to_static(layer, input_spec=specs, full_graph=True), str(folder / "model"))
+    config = paddle.inference.Config(str(folder / "model.json"), str(folder / "model.pdiparams"))
+    config.disable_gpu()
+    predictor = paddle.inference.create_predictor(config)
+    for name in predictor.get_input_names():
+        predictor.get_input_handle(name).copy_from_cpu(feed[name])
+    predictor.run()
+    out = predictor.get_output_handle(predictor.get_output_names()[0]).copy_to_cpu()
+    dygraph = layer(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"])).numpy()
+    np.savez(folder / "feed.npz", **feed)
+    np.savez(folder / "expected.npz", out=out, dygraph=dygraph)
+    same = out.shape == dygraph.shape and np.allclose(out, dygraph, atol=1e-5)
+    nhwc = out.shape == dygraph.transpose(0, 2, 3, 1).shape and np.allclose(out, dygraph.transpose(0, 2, 3, 1),
+                                                                             atol=1e-5)
+    print(f"pir_jit: Predictor output {list(out.shape)}, dygraph {list(dygraph.shape)}: equal {same}, "
+          f"equal to dygraph's NHWC {nhwc}")
+
+
 def main(argv: list[str]) -> None:
     root = Path(argv[0])
+    if PIR:
+        make_pir(root)
+        return
     for case in argv[1:] or CASES:
         make(case, root)
+    if not argv[1:]:
+        subprocess.run([sys.executable, __file__, str(root), "pir_jit"], check=True)
 
 
 if __name__ == "__main__":
