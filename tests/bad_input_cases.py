@@ -6,6 +6,8 @@ Each case is (op type, {slot: array or [arrays]}, attributes, a phrase of the me
 
 import numpy as np
 
+from gradc.ops.sparse_unary import ON_VALUES
+
 f32 = np.float32
 
 
@@ -975,7 +977,7 @@ RUN_TIME = {
         "RankOffset's instance indices must lie in [0, 2)"),
     # paddle.sparse (a dense tensor where a sparse COO one belongs, sites outside the shape)
     **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO tensor")
-       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices")},
+       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices", *ON_VALUES)},
     "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
                                                                          "indices": np.array([[0, 3]], np.int64)},
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),

@@ -186,3 +186,32 @@ def test_a_legacy_sparse_program_exports_to_pir(case, op):
     again = load(case)
     again["program"] = parse_pir(data)
     np.testing.assert_allclose(run_fixture(again)[0], fixture["expected"]["loss"], rtol=1e-5)
+
+
+def test_paddles_pir_elementwise_functions_run_and_differentiate_to_paddles():
+    """The functions and layers Paddle builds on a COO tensor's values in PIR mode only (sin, sqrt, pow, ReLU6,
+    LeakyReLU, neg and deg2rad as scale, ...): their outputs in Paddle's PIR program are the Predictor's (NaN where
+    its are: sqrt and pow of negative values), and gradc's gradient of each mean(out * r) in the values is
+    Paddle's dygraph one."""
+    folder = DATA / "pir_unary"
+    feed, expected = dict(np.load(folder / "feed.npz")), dict(np.load(folder / "expected.npz"))
+    names = [name.removeprefix("out:") for name in expected if name.startswith("out:")]
+    program = load_pir(str(folder / "model.json"))
+    outs = [op.input("X")[0] for op in program.global_block.ops if op.type == "fetch"]
+    for name, got in zip(names, gradc.Executor().run(program, {"idx": feed["idx"], "val": feed["val"]}, outs)):
+        np.testing.assert_allclose(got, expected[f"out:{name}"], rtol=1e-5, atol=1e-7, err_msg=name)
+    program.global_block.var("val").stop_gradient = False
+    block = program.global_block
+    block.create_var("r", list(feed["r"].shape), VarType.FP32)
+    losses = []
+    for i, out in enumerate(outs):
+        for name, shape in ((f"product{i}", list(feed["r"].shape)), (f"loss{i}", [])):
+            block.create_var(name, shape, VarType.FP32)
+        block.append_op("elementwise_mul", {"X": [out], "Y": ["r"]}, {"Out": [f"product{i}"]}, {"axis": -1})
+        block.append_op("reduce_mean", {"X": [f"product{i}"]}, {"Out": [f"loss{i}"]}, {"reduce_all": True, "dim": []})
+        losses.append(f"loss{i}")
+    for name, loss in zip(names, losses):
+        trained = program.clone()
+        (grad,) = gradc.gradients(trained, loss, ["val"])
+        (got,) = gradc.Executor().run(trained, feed, [grad])
+        np.testing.assert_allclose(got, expected[f"grad:{name}"], rtol=1e-5, atol=1e-7, err_msg=name)

@@ -227,10 +227,55 @@ def make_pir(root: Path) -> None:
           f"equal to dygraph's NHWC {nhwc}")
 
 
+# paddle.sparse's elementwise functions and layers PIR mode builds, each on the values of pir_unary's input (kept in
+# each one's domain: the input's values are in (0.1, 0.9))
+UNARY = {"abs": sp.abs, "asin": sp.asin, "asinh": sp.asinh, "atan": sp.atan, "atanh": sp.atanh, "expm1": sp.expm1,
+         "log1p": sp.log1p, "sin": sp.sin, "sinh": sp.sinh, "sqrt": sp.sqrt, "square": sp.square, "tan": sp.tan,
+         "tanh": sp.tanh, "neg": sp.neg, "deg2rad": sp.deg2rad, "pow": lambda x: sp.pow(x, 2.5),
+         "relu6": sp.nn.ReLU6(), "leaky_relu": sp.nn.LeakyReLU(0.3)}
+
+
+class Unary(paddle.nn.Layer):
+    def forward(self, idx, val):
+        x = sp.sparse_coo_tensor(idx, val, shape=[*SHAPE, 2])
+        return [function(x).to_dense() for function in UNARY.values()]
+
+
+def make_pir_unary(root: Path) -> None:
+    """pir_unary: model.json of every UNARY function on one input, the Predictor's outputs (out:<name>) and the
+    gradients of each function's mean(out * r) in the input's values from dygraph (grad:<name>)."""
+    rng = np.random.default_rng(12)
+    feed = inputs(10, 5, unsorted=False)
+    feed["val"] = rng.uniform(0.1, 0.9, feed["val"].shape).astype(np.float32) * np.where(
+        rng.random(feed["val"].shape) < 0.3, -1, 1).astype(np.float32)
+    folder = root / "pir_unary"
+    folder.mkdir(parents=True, exist_ok=True)
+    specs = [paddle.static.InputSpec([4, None], "int64", "idx"), paddle.static.InputSpec([None, 2], "float32", "val")]
+    paddle.jit.save(paddle.jit.to_static(Unary(), input_spec=specs, full_graph=True), str(folder / "model"))
+    config = paddle.inference.Config(str(folder / "model.json"), str(folder / "model.pdiparams"))
+    config.disable_gpu()
+    predictor = paddle.inference.create_predictor(config)
+    for name in predictor.get_input_names():
+        predictor.get_input_handle(name).copy_from_cpu(feed[name])
+    predictor.run()
+    expected = {f"out:{name}": predictor.get_output_handle(handle).copy_to_cpu()
+                for name, handle in zip(UNARY, predictor.get_output_names())}
+    r = rng.standard_normal([*SHAPE, 2]).astype(np.float32)
+    for name, function in UNARY.items():
+        x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*SHAPE, 2])
+        x.stop_gradient = False
+        (function(x).to_dense() * paddle.to_tensor(r)).mean().backward()
+        expected[f"grad:{name}"] = x.grad.values().numpy()
+    np.savez(folder / "feed.npz", **feed, r=r)
+    np.savez(folder / "expected.npz", **expected)
+    print(f"pir_unary: {len(UNARY)} functions")
+
+
 def main(argv: list[str]) -> None:
     root = Path(argv[0])
     if PIR:
         make_pir(root)
+        make_pir_unary(root)
         return
     for case in argv[1:] or CASES:
         make(case, root)

@@ -18,8 +18,8 @@ sparse_backward.yaml (conv3d_grad reads x, kernel, out, rulebook, counter and ou
 
 from __future__ import annotations
 
-from ..ir import VarType
-from ..registry import NO_GRAD, defop, grad_op
+from ..ir import AttrType, VarType
+from ..registry import NO_GRAD, defop, grad_op, typed
 from ..shapes import dims_match
 from .infer import check_float, same_as
 
@@ -41,8 +41,8 @@ def _coo_tensor_infer(ctx):
     return {"out": (shape or None, ctx.dtype("values"))}
 
 
-defop("sparse_sparse_coo_tensor", ["values", "indices"], ["out"], attrs={"shape": []}, infer=_coo_tensor_infer,
-      no_grad_inputs=["indices"], grad=grad_op("indices"))
+defop("sparse_sparse_coo_tensor", ["values", "indices"], ["out"], attrs={"shape": typed([], AttrType.LONGS)},
+      infer=_coo_tensor_infer, no_grad_inputs=["indices"], grad=grad_op("indices"))
 
 
 def _to_dense_infer(ctx):
@@ -82,7 +82,7 @@ def _batch_norm_infer(ctx):
 
 
 defop("sparse_batch_norm", ["x", "mean", "variance", "scale", "bias"],
-      ["out", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space?!"],
+      ["out", "mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space"],
       attrs={"momentum": 0.9, "epsilon": 1e-5, "is_test": False, "use_global_stats": False,
              "trainable_statistics": False, "data_layout": "NHWC"},
       infer=_batch_norm_infer, no_grad_inputs=["mean", "variance"],

@@ -1,10 +1,11 @@
-"""Rows: paddle.sparse's ops (gradc.ops.sparse), as Paddle 3.3.1's PIR writes them (pd_op.*_sp, the inference
-program paddle.jit.save writes for paddle.sparse.nn's layers). PIR names sparse_add by its operands' kinds: export
-writes add_coo_dense_sp for a dense y (a bias), add_coo_coo_sp for a sparse one."""
+"""Rows: paddle.sparse's ops (gradc.ops.sparse, sparse_unary), as Paddle 3.3.1's PIR writes them (pd_op.*_sp,
+the inference program paddle.jit.save writes for paddle.sparse.nn's layers). PIR names sparse_add by its operands'
+kinds: export writes add_coo_dense_sp for a dense y (a bias), add_coo_coo_sp for a sparse one."""
 
 from __future__ import annotations
 
 from ...ir import VarType
+from ...ops.sparse_unary import ON_VALUES
 from . import row
 
 CONV = "paddings:i32s dilations:i32s strides:i32s groups:i32 subm:bool key:str"
@@ -17,7 +18,13 @@ def _dense_y(legacy, exporter) -> bool:
     return var is None or var.type != VarType.SPARSE_COO
 
 
+# attributes of the elementwise ops on values (the rest have none)
+UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
+               "sparse_scale": "scale:f32 bias:f32 bias_after_scale:bool"}
+
 ROWS = [
+    *(row(f"pd_op.{op.removeprefix('sparse_')}_coo_sp", op, "x:x", "out:out", UNARY_ATTRS.get(op, ""))
+      for op in ON_VALUES),
     row("pd_op.sparse_coo_tensor_sp", "sparse_sparse_coo_tensor", "values:values indices:indices", "out:out",
         "shape:i64s"),
     row("pd_op.conv3d_sp", "sparse_conv3d", "x:x kernel:kernel", "out:out rulebook:rulebook counter:counter", CONV),

@@ -1,0 +1,39 @@
+"""Kernels of paddle.sparse's elementwise ops (gradc.ops.sparse_unary): the dense op's kernel on the values."""
+
+from __future__ import annotations
+
+from ... import registry
+from ...ops.sparse_unary import ON_VALUES
+from . import KERNELS, kernel
+from .sparse import coo
+
+
+class _Values:
+    """The sparse op's kernel context as the dense op's: X reads the values, no other input slot holds a var."""
+
+    def __init__(self, k, values):
+        self._k, self._values, self.ins = k, values, {"X": ["values"]}
+
+    def x(self, slot: str, i: int = 0):
+        return self._values
+
+    def optional(self, slot: str):
+        return self._values if slot == "X" else None
+
+    def has(self, slot: str) -> bool:
+        return slot == "X"
+
+    def attr(self, name: str):
+        """The sparse op's attribute, or the dense op's default for one the sparse op lacks (relu6's threshold)."""
+        return self._k.attr(name) if name in self._k.attrs else registry.get(ON_VALUES[self._k.op.type][0]).attrs[name]
+
+    def __getattr__(self, name: str):
+        return getattr(self._k, name)
+
+
+def _run(k):
+    x = coo(k, "x")
+    return {"out": x.with_values(KERNELS[ON_VALUES[k.op.type][0]](_Values(k, x.values))["Out"])}
+
+
+kernel(*ON_VALUES)(_run)
