@@ -88,6 +88,18 @@ class NewSites(paddle.nn.Layer):
         return sp.add(x, self.conv(x)).to_dense()
 
 
+class Shapes(paddle.nn.Layer):
+    """sparse.reshape, sum (over a sparse dim: sites merge) and nn.Softmax (of the channels) after a subm conv.
+    (Paddle's sparse.slice of a tensor with channels loses them: docs/sparse.md.)"""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.softmax = sp.nn.SubmConv3D(2, 3, 3, padding=1), sp.nn.Softmax()
+
+    def forward(self, x):
+        return self.softmax(sp.sum(sp.reshape(self.conv(x), [2, 25, 5, 3]), axis=2)).to_dense()
+
+
 class Values(paddle.nn.Layer):
     """A plain conv (kernel 2, no padding), read through values(): the loss weights each stored value."""
 
@@ -124,6 +136,7 @@ class Second(paddle.nn.Layer):
 CASES = {"subm_relu": (SubmRelu, 9, False), "subm_unsorted": (SubmRelu, 9, True),
          "strided_bn": (StridedBn, 12, True), "dilated": (Dilated, 10, False),
          "residual": (Residual, 9, False), "new_sites": (NewSites, 6, False),
+         "shapes": (Shapes, 40, False),
          "values": (Values, 11, True), "second": (Second, 30, False)}
 
 
@@ -227,12 +240,15 @@ def make_pir(root: Path) -> None:
           f"equal to dygraph's NHWC {nhwc}")
 
 
-# paddle.sparse's elementwise functions and layers PIR mode builds, each on the values of pir_unary's input (kept in
-# each one's domain: the input's values are in (0.1, 0.9))
+# paddle.sparse's functions and layers PIR mode builds, each on pir_unary's input (its values in (0.1, 0.9) or
+# their negatives): the elementwise ones, and reshape, sum and Softmax (also in legacy mode). Paddle's sum over several
+# axes reduces the first only (docs/sparse.md): one axis here
 UNARY = {"abs": sp.abs, "asin": sp.asin, "asinh": sp.asinh, "atan": sp.atan, "atanh": sp.atanh, "expm1": sp.expm1,
          "log1p": sp.log1p, "sin": sp.sin, "sinh": sp.sinh, "sqrt": sp.sqrt, "square": sp.square, "tan": sp.tan,
          "tanh": sp.tanh, "neg": sp.neg, "deg2rad": sp.deg2rad, "pow": lambda x: sp.pow(x, 2.5),
-         "relu6": sp.nn.ReLU6(), "leaky_relu": sp.nn.LeakyReLU(0.3)}
+         "relu6": sp.nn.ReLU6(), "leaky_relu": sp.nn.LeakyReLU(0.3),
+         "reshape": lambda x: sp.reshape(x, [2, 25, 5, 2]), "sum": lambda x: sp.sum(x, axis=3),
+         "softmax": sp.nn.Softmax()}
 
 
 class Unary(paddle.nn.Layer):
@@ -243,7 +259,7 @@ class Unary(paddle.nn.Layer):
 
 def make_pir_unary(root: Path) -> None:
     """pir_unary: model.json of every UNARY function on one input, the Predictor's outputs (out:<name>) and the
-    gradients of each function's mean(out * r) in the input's values from dygraph (grad:<name>)."""
+    gradients of each function's mean(out * r:<name>) in the input's values from dygraph (grad:<name>)."""
     rng = np.random.default_rng(12)
     feed = inputs(10, 5, unsorted=False)
     feed["val"] = rng.uniform(0.1, 0.9, feed["val"].shape).astype(np.float32) * np.where(
@@ -260,13 +276,14 @@ def make_pir_unary(root: Path) -> None:
     predictor.run()
     expected = {f"out:{name}": predictor.get_output_handle(handle).copy_to_cpu()
                 for name, handle in zip(UNARY, predictor.get_output_names())}
-    r = rng.standard_normal([*SHAPE, 2]).astype(np.float32)
     for name, function in UNARY.items():
         x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*SHAPE, 2])
         x.stop_gradient = False
-        (function(x).to_dense() * paddle.to_tensor(r)).mean().backward()
+        out = function(x).to_dense()
+        feed[f"r:{name}"] = rng.standard_normal(out.shape).astype(np.float32)
+        (out * paddle.to_tensor(feed[f"r:{name}"])).mean().backward()
         expected[f"grad:{name}"] = x.grad.values().numpy()
-    np.savez(folder / "feed.npz", **feed, r=r)
+    np.savez(folder / "feed.npz", **feed)
     np.savez(folder / "expected.npz", **expected)
     print(f"pir_unary: {len(UNARY)} functions")
 

@@ -1,14 +1,14 @@
 """Second derivatives of gradc.ops.sparse's grad ops. Each grad op is linear in out@GRAD (conv3d_grad bilinear in its
 operands and out@GRAD), so with ddX the grads of its outputs:
 
-- sparse_coo_tensor_grad, to_dense_grad and values_grad are their forwards' adjoints: d/d(out@GRAD) is the forward
-  op on ddX (``linear``);
+- sparse_coo_tensor_grad, to_dense_grad, values_grad, reshape_grad, slice_grad and sum_grad are their forwards'
+  adjoints: d/d(out@GRAD) is the forward op on ddX (``linear``);
 - relu_grad masks out@GRAD where out > 0, its own adjoint: d/d(out@GRAD) = relu_grad(out, ddX); out gets none;
 - add_grad hands out@GRAD to x's and y's entries: d/d(out@GRAD) = sparse_add(ddX, ddY), zeros for a missing one;
 - conv3d_grad (dx = dout W^T, dW = x^T dout by the rulebook): d/d(dout) = conv3d(ddx, W) + conv3d(x, ddW),
   d/dx = conv3d_grad's x part with kernel ddW, d/dW = its kernel part with x's values ddx.
 
-sparse_batch_norm_grad refuses: gradc does not differentiate a sparse batch norm twice.
+sparse_batch_norm_grad and sparse_softmax_grad refuse: gradc does not differentiate them twice.
 """
 
 from __future__ import annotations
@@ -16,13 +16,15 @@ from __future__ import annotations
 from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
-from . import sparse  # noqa: F401  (registers the grad ops given makers here)
+from . import sparse, sparse_shape  # noqa: F401  (register the grad ops given makers here)
 from .composite import Formula, first, linear
 
 defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor", x="values", out="out",
                                                      passed=("indices",)), no_grad_inputs=["indices"])
 defgrad("sparse_to_dense_grad", grad=linear("sparse_to_dense", x="x", out="out"), no_grad_inputs=["x"])
 defgrad("sparse_values_grad", grad=linear("sparse_values", x="x", out="out"), no_grad_inputs=["x"])
+for _forward in ("sparse_reshape", "sparse_slice", "sparse_sum"):
+    defgrad(f"{_forward}_grad", grad=linear(_forward, x="x", out="out"), no_grad_inputs=["x"])
 
 
 def _relu_double_grad(g):
@@ -94,9 +96,10 @@ def _conv3d_double_grad(g):
 defgrad("sparse_conv3d_grad", grad=_conv3d_double_grad, no_grad_inputs=["out", "rulebook", "counter"])
 
 
-def _batch_norm_refused(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate a sparse batch norm twice (sparse_batch_norm_grad "
-                    f"has no maker of second derivatives yet)")
+def _refused(g):
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of "
+                    f"{g.fwd.type.removesuffix('_grad')}): no maker of second derivatives yet")
 
 
-defgrad("sparse_batch_norm_grad", grad=_batch_norm_refused)
+defgrad("sparse_batch_norm_grad", grad=_refused)
+defgrad("sparse_softmax_grad", grad=_refused)

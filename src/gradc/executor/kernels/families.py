@@ -156,6 +156,8 @@ FAMILIES = {
         "sparse_values", "sparse_values_grad", "sparse_indices", "sparse_relu", "sparse_relu_grad", "sparse_add",
         "sparse_add_grad", "sparse_batch_norm", "sparse_batch_norm_grad"),
     "sparse_conv": ("sparse_conv3d", "sparse_conv3d_grad"),
+    "sparse_shape": ("sparse_reshape", "sparse_reshape_grad", "sparse_slice", "sparse_slice_grad", "sparse_sum",
+        "sparse_sum_grad", "sparse_softmax", "sparse_softmax_grad"),
     "sparse_unary": ("sparse_abs", "sparse_acos", "sparse_acosh", "sparse_asin", "sparse_asinh", "sparse_atan",
         "sparse_atanh", "sparse_expm1", "sparse_log1p", "sparse_sin", "sparse_sinh", "sparse_sqrt", "sparse_square",
         "sparse_tan", "sparse_tanh", "sparse_relu6", "sparse_leaky_relu", "sparse_pow", "sparse_scale"),

@@ -37,5 +37,11 @@ ROWS = [
     row("pd_op.relu_coo_sp", "sparse_relu", "x:x", "out:out"),
     row("pd_op.coo_to_dense_sp", "sparse_to_dense", "x:x", "out:out"),
     row("pd_op.values_coo_sp", "sparse_values", "x:x", "out:out"),
+    row("pd_op.reshape_coo_sp", "sparse_reshape", "x:x shape>shape:ints@ShapeTensor,ShapeTensorList", "out:out"),
+    row("pd_op.slice_coo_sp", "sparse_slice", "x:x axes>axes:ints@AxesTensor,AxesTensorList "
+        "starts>starts:ints@StartsTensor,StartsTensorList ends>ends:ints@EndsTensor,EndsTensorList", "out:out"),
+    row("pd_op.sum_coo_sp", "sparse_sum", "x:x axis>axis:ints@AxisTensor,AxisTensorList", "out:out",
+        "dtype:dtype=-1 keepdim:bool"),
+    row("pd_op.softmax_coo_sp", "sparse_softmax", "x:x", "out:out", "axis:i32=-1"),
     row("pd_op.indices_sp", "sparse_indices", "x:x", "out:out"),
 ]
