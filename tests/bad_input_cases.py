@@ -982,7 +982,8 @@ RUN_TIME = {
         "RankOffset's instance indices must lie in [0, 2)"),
     # paddle.sparse (a dense tensor where a sparse COO one belongs, sites outside the shape)
     **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO tensor")
-       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices", *ON_VALUES)},
+       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices", "sparse_cast", "sparse_isnan",
+                  *ON_VALUES)},
     "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
                                                                          "indices": np.array([[0, 3]], np.int64)},
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),

@@ -248,13 +248,17 @@ UNARY = {"abs": sp.abs, "asin": sp.asin, "asinh": sp.asinh, "atan": sp.atan, "at
          "tanh": sp.tanh, "neg": sp.neg, "deg2rad": sp.deg2rad, "pow": lambda x: sp.pow(x, 2.5),
          "relu6": sp.nn.ReLU6(), "leaky_relu": sp.nn.LeakyReLU(0.3),
          "reshape": lambda x: sp.reshape(x, [2, 25, 5, 2]), "sum": lambda x: sp.sum(x, axis=3),
-         "softmax": sp.nn.Softmax()}
+         "softmax": sp.nn.Softmax(), "cast": lambda x: sp.cast(x, index_dtype="int32", value_dtype="float64"),
+         "isnan": lambda x: sp.isnan(sp.sqrt(x)), "add": lambda x: sp.add(x, sp.sin(x)),
+         "add_bias": lambda x: sp.add(x, paddle.to_tensor([0.5, -1.0])), "values": lambda x: x.values(),
+         "indices": lambda x: x.indices()}
+DENSE_RESULTS = ("values", "indices")   # the rest give a sparse tensor, read back dense
 
 
 class Unary(paddle.nn.Layer):
     def forward(self, idx, val):
         x = sp.sparse_coo_tensor(idx, val, shape=[*SHAPE, 2])
-        return [function(x).to_dense() for function in UNARY.values()]
+        return [function(x) if name in DENSE_RESULTS else function(x).to_dense() for name, function in UNARY.items()]
 
 
 def make_pir_unary(root: Path) -> None:
@@ -279,8 +283,10 @@ def make_pir_unary(root: Path) -> None:
     for name, function in UNARY.items():
         x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*SHAPE, 2])
         x.stop_gradient = False
-        out = function(x).to_dense()
-        feed[f"r:{name}"] = rng.standard_normal(out.shape).astype(np.float32)
+        out = function(x) if name in DENSE_RESULTS else function(x).to_dense()
+        if out.dtype in (paddle.bool, paddle.int64):   # isnan, indices: no gradient
+            continue
+        feed[f"r:{name}"] = rng.standard_normal(out.shape).astype(out.numpy().dtype)
         (out * paddle.to_tensor(feed[f"r:{name}"])).mean().backward()
         expected[f"grad:{name}"] = x.grad.values().numpy()
     np.savez(folder / "feed.npz", **feed)

@@ -103,6 +103,8 @@ CASES += [_case("sparse_leaky_relu", _one_op("sparse_leaky_relu", AWAY, {"alpha"
           _case("sparse_pow", _one_op("sparse_pow", POSITIVE, {"factor": 2.5})),
           _case("sparse_scale", _one_op("sparse_scale", AWAY, {"scale": -2.0, "bias": 0.5,
                                                                "bias_after_scale": False}))]
+CASES += [_case("sparse_cast", _one_op("sparse_cast", AWAY, {"index_dtype": int(gradc.VarType.INT32),
+                                                               "value_dtype": int(F64)}))]
 CASES += [_case(op, _one_op(op, AWAY, attrs, out_shape)) for op, attrs, out_shape in SHAPED]
 CASES += [_case(f"{op}_grad", _second_order(_one_op(op, AWAY, attrs, out_shape))) for op, attrs, out_shape in SHAPED]
 CASES += [_case("sparse_softmax", _one_op("sparse_softmax", UNIT[:, 0], **ROWS)),

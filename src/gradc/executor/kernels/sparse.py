@@ -120,18 +120,18 @@ def add_grad(k):
                     "y@GRAD": lambda: y.with_values(dy.copy()) if isinstance(y, SparseCoo) else dy.astype(y.dtype)})
 
 
-def _stats(k, x: SparseCoo):
-    """(mean, variance) the values normalise with: the running ones in test mode, else the batch's (biased)."""
-    if (k.attr("is_test") and not k.attr("trainable_statistics")) or k.attr("use_global_stats"):
-        return k.x("mean"), k.x("variance"), False
-    flat = x.values.reshape(-1, x.values.shape[-1])
-    return flat.mean(0), flat.var(0), True
+def _global_stats(k) -> bool:
+    """The running statistics normalise (and stay) in test mode, unless trainable, and with use_global_stats."""
+    return (k.attr("is_test") and not k.attr("trainable_statistics")) or k.attr("use_global_stats")
 
 
 @kernel("sparse_batch_norm")
 def batch_norm(k):
+    """Batch norm of the values [nnz, C], each site a sample; the batch's variance biased, as Paddle's."""
     x = coo(k, "x")
-    mean, var, batch = _stats(k, x)
+    batch = not _global_stats(k)
+    flat = x.values.reshape(-1, x.values.shape[-1])
+    mean, var = (flat.mean(0), flat.var(0)) if batch else (k.x("mean"), k.x("variance"))
     inv = (1 / np.sqrt(var + k.attr("epsilon"))).astype(x.dtype)
     out = (x.values - mean) * (inv * k.x("scale")) + k.x("bias")
     running_mean, running_var, m = k.x("mean"), k.x("variance"), k.attr("momentum")
@@ -147,7 +147,7 @@ def batch_norm_grad(k):
     x, dout, scale = coo(k, "x"), coo(k, "out@GRAD"), k.x("scale")
     channels = x.values.shape[-1]
     flat, dy = x.values.reshape(-1, channels), dout.values.reshape(-1, channels)
-    batch = not ((k.attr("is_test") and not k.attr("trainable_statistics")) or k.attr("use_global_stats"))
+    batch = not _global_stats(k)
     if batch:
         mean, inv = k.x("saved_mean"), k.x("saved_variance")
     else:

@@ -1,11 +1,16 @@
-"""Kernels of paddle.sparse's elementwise ops (gradc.ops.sparse_unary): the dense op's kernel on the values."""
+"""Kernels of paddle.sparse's elementwise ops (gradc.ops.sparse_unary): the dense op's kernel on the values; cast
+and isnan as numpy does them."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ... import registry
 from ...ops.sparse_unary import ON_VALUES
+from ..sparse_value import SparseCoo
 from . import KERNELS, kernel
 from .sparse import coo
+from .tensor import numpy_dtype
 
 
 class _Values:
@@ -37,3 +42,18 @@ def _run(k):
 
 
 kernel(*ON_VALUES)(_run)
+
+
+@kernel("sparse_cast")
+def cast(k):
+    x = coo(k, "x")
+    index_dtype, value_dtype = k.attr("index_dtype"), k.attr("value_dtype")
+    indices = x.indices if index_dtype == -1 else x.indices.astype(numpy_dtype(index_dtype))
+    values = x.values if value_dtype == -1 else x.values.astype(numpy_dtype(value_dtype))
+    return {"out": SparseCoo(indices, values, x.shape)}
+
+
+@kernel("sparse_isnan")
+def isnan(k):
+    x = coo(k, "x")
+    return {"out": x.with_values(np.isnan(x.values))}

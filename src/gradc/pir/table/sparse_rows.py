@@ -24,7 +24,7 @@ UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
 
 ROWS = [
     *(row(f"pd_op.{op.removeprefix('sparse_')}_coo_sp", op, "x:x", "out:out", UNARY_ATTRS.get(op, ""))
-      for op in ON_VALUES),
+      for op in ON_VALUES if op not in ("sparse_acos", "sparse_acosh")),   # paddle.sparse has neither: nor has PIR
     row("pd_op.sparse_coo_tensor_sp", "sparse_sparse_coo_tensor", "values:values indices:indices", "out:out",
         "shape:i64s"),
     row("pd_op.conv3d_sp", "sparse_conv3d", "x:x kernel:kernel", "out:out rulebook:rulebook counter:counter", CONV),
@@ -43,5 +43,7 @@ ROWS = [
     row("pd_op.sum_coo_sp", "sparse_sum", "x:x axis>axis:ints@AxisTensor,AxisTensorList", "out:out",
         "dtype:dtype=-1 keepdim:bool"),
     row("pd_op.softmax_coo_sp", "sparse_softmax", "x:x", "out:out", "axis:i32=-1"),
+    row("pd_op.cast_coo_sp", "sparse_cast", "x:x", "out:out", "index_dtype:dtype=-1 value_dtype:dtype=-1"),
+    row("pd_op.isnan_coo_sp", "sparse_isnan", "x:x", "out:out"),
     row("pd_op.indices_sp", "sparse_indices", "x:x", "out:out"),
 ]
