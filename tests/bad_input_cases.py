@@ -6,6 +6,8 @@ Each case is (op type, {slot: array or [arrays]}, attributes, a phrase of the me
 
 import numpy as np
 
+from gradc.ops.sparse_unary import ON_VALUES
+
 f32 = np.float32
 
 
@@ -682,6 +684,23 @@ COMPILE_TIME = {
                            "an odd kernel_size"),
     "fused_seqpool_cvm pooltype": ("fused_seqpool_cvm", {"X": [zeros(3, 4)], "CVM": zeros(3, 2)}, {"pooltype": "MAX"},
                                    "pools by SUM only"),
+    # paddle.sparse
+    "sparse_sparse_coo_tensor sites": ("sparse_sparse_coo_tensor",
+                                       {"values": zeros(3, 2), "indices": zeros(4, 2, dtype=np.int64)},
+                                       {"shape": [1, 4, 4, 4, 2]}, "one row of values per site"),
+    "sparse_conv3d groups": ("sparse_conv3d", {"x": zeros(1, 4, 4, 4, 2), "kernel": zeros(3, 3, 3, 2, 4)},
+                             {"groups": 2}, "supports groups 1 only"),
+    "sparse_conv3d channels": ("sparse_conv3d", {"x": zeros(1, 4, 4, 4, 2), "kernel": zeros(3, 3, 3, 3, 4)}, {},
+                               "kernel [kd, kh, kw, C, out channels]"),
+    "sparse_add bias": ("sparse_add", {"x": zeros(1, 4, 4, 4, 3), "y": zeros(2)}, {}, "one value per channel"),
+    "sparse_reshape size": ("sparse_reshape", {"x": zeros(2, 3, 4)}, {"shape": [5, -1]}, "cannot make [5, -1]"),
+    "sparse_slice bounds": ("sparse_slice", {"x": zeros(2, 3)}, {"axes": [0, 1], "starts": [0], "ends": [1]},
+                            "one start and end per axis"),
+    "sparse_sum axis": ("sparse_sum", {"x": zeros(2, 3)}, {"axis": [2]}, "axis [2] is out of range for 2 dims"),
+    "sparse_softmax axis": ("sparse_softmax", {"x": zeros(2, 3)}, {"axis": 0}, "the last axis only"),
+    "sparse_batch_norm scale": ("sparse_batch_norm", {"x": zeros(5, 3), "mean": zeros(3), "variance": zeros(3),
+                                                      "scale": zeros(4), "bias": zeros(3)}, {},
+                                "needs scale [channels=3]"),
 }
 
 RUN_TIME = {
@@ -961,6 +980,13 @@ RUN_TIME = {
     "rank_attention instance": ("rank_attention", {"X": zeros(2, 3), "RankOffset": np.array(
         [[1, 1, 5, 0, 0], [1, 1, 0, 0, 0]], np.int32), "RankParam": zeros(12, 2)}, {"MaxRank": 2},
         "RankOffset's instance indices must lie in [0, 2)"),
+    # paddle.sparse (a dense tensor where a sparse COO one belongs, sites outside the shape)
+    **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO tensor")
+       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices", "sparse_cast", "sparse_isnan",
+                  *ON_VALUES)},
+    "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
+                                                                         "indices": np.array([[0, 3]], np.int64)},
+                                            {"shape": [3, 2]}, "an index is outside shape [3, 2]"),
 }
 
 # forward ops with nothing a program can get wrong, and why

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .sparse_value import SparseCoo
+
 
 @dataclass(frozen=True)
 class SelectedRows:
@@ -48,8 +50,9 @@ class SelectedRows:
 
 
 def as_dense(value):
-    """A fetched value as an array: a SelectedRows as the tensor it stands for (what `gradc run --out` saves)."""
-    return value.to_dense() if isinstance(value, SelectedRows) else value
+    """A fetched value as an array: a SelectedRows or SparseCoo as the tensor it stands for (what `gradc run --out`
+    saves)."""
+    return value.to_dense() if isinstance(value, (SelectedRows, SparseCoo)) else value
 
 
 def merge_add(inputs: list[SelectedRows], sort: bool = False) -> SelectedRows:

@@ -29,9 +29,11 @@ _ATTR_FIELDS = {
 }
 _BOOLEAN_TYPES = (AttrType.BOOLEAN, AttrType.BOOLEANS)
 _TEXT_TYPES = (AttrType.STRING, AttrType.STRINGS, AttrType.VAR, AttrType.VARS)
-# a modelled var type -> the VarType field holding its tensor: selected_rows (2, a TensorDesc), dense_tensor (3)
-# and tensor_array (4), each a TensorDesc (1) and a lod level (2)
-_TENSOR_FIELD = {VarType.SELECTED_ROWS: 2, VarType.DENSE_TENSOR: 3, VarType.DENSE_TENSOR_ARRAY: 4}
+# a modelled var type -> the VarType field holding its tensor: selected_rows (2), sparse_coo (11) and sparse_csr (12),
+# each a bare TensorDesc; dense_tensor (3) and tensor_array (4), each a TensorDesc (1) and a lod level (2)
+_TENSOR_FIELD = {VarType.SELECTED_ROWS: 2, VarType.DENSE_TENSOR: 3, VarType.DENSE_TENSOR_ARRAY: 4,
+                 VarType.SPARSE_COO: 11, VarType.SPARSE_CSR: 12}
+_BARE_TENSOR_FIELDS = (2, 11, 12)
 _FLAGS = {3: "persistable", 4: "need_check_feed", 5: "is_parameter", 6: "stop_gradient"}
 _DENSE_TENSOR = int(VarType.DENSE_TENSOR)   # an int, as protobuf's parse gives it
 _DENSE_FLAGS = tuple((number << 3, flag) for number, flag in _FLAGS.items())   # (key byte of a varint field, flag)
@@ -177,7 +179,7 @@ def _var(name: str, body: bytes) -> VarDesc:
     for number, flag in _FLAGS.items():
         if number in got:
             setattr(var, flag, bool(got[number][1]))
-    kind = _only(fields(got[2][1]), (1, 2, 3, 4))
+    kind = _only(fields(got[2][1]), (1, 2, 3, 4, 11, 12))
     if 1 not in kind or len(kind) > 2:
         raise _NotPlain
     var.type = kind[1][1]
@@ -186,7 +188,7 @@ def _var(name: str, body: bytes) -> VarDesc:
         if next(iter(kind.keys() - {1})) != tensor_field:
             raise _NotPlain   # another var type's field: a type the IR keeps as raw bytes
         tensor = kind[tensor_field][1]
-        if tensor_field != 2:
+        if tensor_field not in _BARE_TENSOR_FIELDS:
             dense = _only(fields(tensor), (1, 2))
             if 2 in dense:
                 var.lod_level = _signed(dense[2][1])

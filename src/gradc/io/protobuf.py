@@ -23,7 +23,11 @@ _MODELED_TENSOR_FIELDS = {
     VarType.DENSE_TENSOR: "dense_tensor",
     VarType.DENSE_TENSOR_ARRAY: "tensor_array",
     VarType.SELECTED_ROWS: "selected_rows",
+    VarType.SPARSE_COO: "sparse_coo",
+    VarType.SPARSE_CSR: "sparse_csr",
 }
+# the fields that hold a bare TensorDesc (no lod level)
+_BARE_TENSOR_FIELDS = {"selected_rows", "sparse_coo", "sparse_csr"}
 
 
 # ---------------------------------------------------------------- protobuf -> IR
@@ -67,10 +71,10 @@ def _var_from_proto(msg: pb.VarDesc) -> VarDesc:
     if present == [] or (field is not None and present == [field]):
         if field is not None and present:
             sub = getattr(msg.type, field)
-            tensor = sub if field == "selected_rows" else sub.tensor
+            tensor = sub if field in _BARE_TENSOR_FIELDS else sub.tensor
             var.dtype = tensor.data_type
             var.shape = list(tensor.dims)
-            if field != "selected_rows" and sub.HasField("legacy_lod_level"):
+            if field not in _BARE_TENSOR_FIELDS and sub.HasField("legacy_lod_level"):
                 var.lod_level = sub.legacy_lod_level
     else:
         var.raw_type = msg.type.SerializeToString(deterministic=True)
@@ -143,7 +147,7 @@ def _var_to_proto(var: VarDesc, msg: pb.VarDesc) -> None:
         field = _MODELED_TENSOR_FIELDS.get(var.type)
         if field is not None and var.dtype is not None:
             sub = getattr(msg.type, field)
-            tensor = sub if field == "selected_rows" else sub.tensor
+            tensor = sub if field in _BARE_TENSOR_FIELDS else sub.tensor
             tensor.data_type = var.dtype
             tensor.dims.extend(var.shape or [])
             if var.lod_level is not None:

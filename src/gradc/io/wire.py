@@ -27,7 +27,9 @@ from .wire_values import (
 
 _VAR_TYPES = frozenset(map(int, VarType))   # the schema's enums (gradc.ir mirrors them; a test compares)
 _ATTR_TYPES = frozenset(map(int, AttrType))
-_TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22"}
+_TENSOR_FIELDS = {VarType.SELECTED_ROWS: b"\x12", VarType.DENSE_TENSOR: b"\x1a", VarType.DENSE_TENSOR_ARRAY: b"\x22",
+                  VarType.SPARSE_COO: b"\x5a", VarType.SPARSE_CSR: b"\x62"}
+_BARE_TENSOR_TAGS = (b"\x12", b"\x5a", b"\x62")   # selected_rows, sparse_coo, sparse_csr: a TensorDesc, no lod level
 _FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_parameter"), (b"\x30", "stop_gradient"))
 
 
@@ -142,7 +144,7 @@ class Encoder:
             body = b"\x08" + varint(int(var.type))
             tag = _TENSOR_FIELDS.get(var.type)
             if tag is not None and var.dtype is not None:
-                body += length_prefixed(tag, self._tensor(var, selected_rows=tag == b"\x12"))
+                body += length_prefixed(tag, self._tensor(var, bare=tag in _BARE_TENSOR_TAGS))
             parts.append(length_prefixed(b"\x12", body))
         for tag, flag in _FLAGS:
             value = getattr(var, flag)
@@ -154,11 +156,11 @@ class Encoder:
             parts.append(length_prefixed(b"\x3a", raw))
         return b"".join(parts)
 
-    def _tensor(self, var: VarDesc, selected_rows: bool) -> bytes:
+    def _tensor(self, var: VarDesc, bare: bool) -> bytes:
         if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
             raise Unusual
         tensor = b"\x08" + varint(int(var.dtype)) + b"".join(b"\x10" + as_int(d, INT64) for d in var.shape or ())
-        if selected_rows:
+        if bare:
             if var.lod_level is not None:   # a TensorDesc has no lod level: the message path says so
                 raise Unusual
             return tensor

@@ -44,6 +44,8 @@ def decode_type(data, depth: int = 0):
         return None
     kind = _kind(data, "type")
     body = data.get(schema.DATA)
+    if kind in schema.SPARSE_TYPES:
+        return _sparse_type(kind, body)
     if kind in schema.TENSOR_TYPES:
         if not isinstance(body, list) or len(body) < 3 or not isinstance(body[1], list):
             raise CodecError(f"type {kind} needs D = [element type, dims, layout, ...], got {body!r:.80}")
@@ -67,6 +69,18 @@ def decode_type(data, depth: int = 0):
     raise CodecError(f"unknown type '{data[schema.ID]}'")
 
 
+def _sparse_type(kind: str, body) -> TensorType:
+    """A sparse type as a TensorType of its element type, dims and layout (Paddle writes the rest from those)."""
+    if not isinstance(body, list) or len(body) != 6 or not isinstance(body[1], list) or \
+            not all(_is_int(d) for d in body[1]):
+        raise CodecError(f"type {kind} needs D = [element type, dims, non-zero dims, layout, indices' type, values' "
+                         f"type], got {body!r:.80}")
+    element = _kind(body[0], f"element type of {kind}")
+    if element not in schema.ELEMENT_TYPES:
+        raise CodecError(f"unknown element type '{element}' in {kind}")
+    return TensorType(kind, schema.ELEMENT_TYPES[element], tuple(body[1]), str(body[3]))
+
+
 def encode_type(type_) -> dict:
     if type_ is None:
         return {schema.ID: schema.NULL_TYPE}
@@ -76,7 +90,11 @@ def encode_type(type_) -> dict:
         prefix = "2" if type_.kind in _CONTROL_FLOW_TYPES else "0"
         return {schema.ID: f"{prefix}.{type_.kind}"}
     prefix = "0" if type_.kind == "t_dtensor" else "1"
-    data = [{schema.ID: "0." + schema.ELEMENT_TYPE_NAMES[type_.dtype]}, list(type_.dims), type_.layout]
+    element = {schema.ID: "0." + schema.ELEMENT_TYPE_NAMES[type_.dtype]}
+    if type_.kind in schema.SPARSE_TYPES:   # its indices' and values' types as Paddle writes them: undefined tensors
+        part = {schema.ID: "0.t_dtensor", schema.DATA: [element, [], "Undefined(AnyLayout)", [], 0]}
+        return {schema.ID: f"1.{type_.kind}", schema.DATA: [element, list(type_.dims), [], type_.layout, part, part]}
+    data = [element, list(type_.dims), type_.layout]
     if type_.kind != "t_dense_tensor_array":
         data += [[list(level) for level in type_.lod], type_.offset]
     return {schema.ID: f"{prefix}.{type_.kind}", schema.DATA: data}

@@ -15,7 +15,8 @@ from .graph import Attr, TensorType, Value
 # not inputs: holders, and tensor arrays a loop fills (created empty where first needed: pd_op.create_array)
 HOLDERS = {VarType.FEED_MINIBATCH, VarType.FETCH_LIST, VarType.STEP_SCOPES, VarType.DENSE_TENSOR_ARRAY}
 TENSOR_KINDS = {VarType.DENSE_TENSOR: "t_dtensor", VarType.SELECTED_ROWS: "t_selected_rows",
-                VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array"}
+                VarType.DENSE_TENSOR_ARRAY: "t_dense_tensor_array", VarType.SPARSE_COO: "t_sparse_coo_tensor",
+                VarType.SPARSE_CSR: "t_sparse_csr_tensor"}
 
 
 def _state_names(op: OpDesc) -> set[str]:

@@ -35,7 +35,10 @@ ELEMENT_TYPES = {
 ELEMENT_TYPE_NAMES = {v: k for k, v in ELEMENT_TYPES.items()}
 # tensor-like types: their D is [element type, dims, layout, lod, offset] (arrays: the first three)
 TENSOR_TYPES = {"t_dtensor": VarType.DENSE_TENSOR, "t_selected_rows": VarType.SELECTED_ROWS,
-                "t_dense_tensor_array": VarType.DENSE_TENSOR_ARRAY}
+                "t_dense_tensor_array": VarType.DENSE_TENSOR_ARRAY, "t_sparse_coo_tensor": VarType.SPARSE_COO,
+                "t_sparse_csr_tensor": VarType.SPARSE_CSR}
+# sparse types: D is [element type, dims, non-zero dims, layout, its indices' type, its values' type]
+SPARSE_TYPES = ("t_sparse_coo_tensor", "t_sparse_csr_tensor")
 VECTOR_TYPE = "t_vec"
 
 # a_dtype strings (phi::DataTypeToString) <-> legacy VarType; -1 is Paddle's "undefined" dtype attr

@@ -1,0 +1,140 @@
+"""Kernels of sparse_reshape, sparse_slice, sparse_sum and sparse_softmax (gradc.ops.sparse_shape)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.sparse_shape import resolve_shape, slice_dims, summed_dims
+from ..sparse_value import SparseCoo
+from . import kernel
+from .sparse import coo
+from .tensor import numpy_dtype
+
+
+def _fail(message: str):
+    raise ValueError(message)
+
+
+@kernel("sparse_reshape")
+def reshape(k):
+    """The sparse dims renumbered row-major, the dense dims (the values' own) kept."""
+    x = coo(k, "x")
+    shape = resolve_shape(list(x.shape), list(k.attr("shape")), _fail)
+    dense = x.values.ndim - 1
+    if tuple(shape[len(shape) - dense:]) != x.shape[x.sparse_dim:]:
+        raise ValueError(f"sparse_reshape keeps the dense dims {list(x.shape[x.sparse_dim:])}: {list(x.shape)} "
+                         f"cannot become {shape}")
+    sparse = shape[:len(shape) - dense]
+    indices = np.stack(np.unravel_index(x.linear_sites(), sparse)).astype(np.int64).reshape(len(sparse), -1)
+    return {"out": SparseCoo(indices, x.values, tuple(shape))}
+
+
+@kernel("sparse_reshape_grad")
+def reshape_grad(k):
+    return {"x@GRAD": coo(k, "x").with_values(coo(k, "out@GRAD").values)}
+
+
+def _window(k, x: SparseCoo):
+    """(the output shape, which entries of x lie in the window, the window's starts by sparse dim)."""
+    shape, windows = slice_dims(list(x.shape), list(k.attr("axes")), list(k.attr("starts")), list(k.attr("ends")),
+                                _fail)
+    kept, starts = np.ones(x.nnz, bool), np.zeros((x.sparse_dim, 1), np.int64)
+    for axis, start, end in windows:
+        if axis >= x.sparse_dim:
+            raise ValueError(f"sparse_slice slices the sparse dims only (0 .. {x.sparse_dim - 1}), got axis {axis}")
+        kept &= (x.indices[axis] >= start) & (x.indices[axis] < end)
+        starts[axis] = start
+    return tuple(shape), kept, starts
+
+
+@kernel("sparse_slice")
+def slice_(k):
+    x = coo(k, "x")
+    shape, kept, starts = _window(k, x)
+    return {"out": SparseCoo(x.indices[:, kept] - starts, x.values[kept], shape)}
+
+
+@kernel("sparse_slice_grad")
+def slice_grad(k):
+    x = coo(k, "x")
+    _, kept, _ = _window(k, x)
+    grad = np.zeros_like(x.values)
+    grad[kept] = coo(k, "out@GRAD").values
+    return {"x@GRAD": x.with_values(grad)}
+
+
+def _groups(k, x: SparseCoo):
+    """(the output shape, the reduced axes of the values, each entry's output site, the output sites' indices).
+    Without a reduced sparse dim the sites stay as they are; otherwise the sites they merge into, sorted."""
+    axis, keepdim = list(k.attr("axis")), k.attr("keepdim")
+    shape, reduced = summed_dims(list(x.shape), axis, keepdim, _fail)
+    dense_axes = tuple(d - x.sparse_dim + 1 for d in reduced if d >= x.sparse_dim)
+    sparse_reduced = [d for d in reduced if d < x.sparse_dim]
+    if not sparse_reduced:
+        return tuple(shape), dense_axes, np.arange(x.nnz), x.indices
+    if not axis and not keepdim:   # everything into one site of a [1] tensor
+        site_dims, site_indices = [1], np.zeros((1, x.nnz), np.int64)
+    elif keepdim:
+        site_dims = [1 if d in reduced else x.shape[d] for d in range(x.sparse_dim)]
+        site_indices = np.where(np.isin(np.arange(x.sparse_dim), reduced)[:, None], 0, x.indices)
+    else:
+        kept = [d for d in range(x.sparse_dim) if d not in reduced]
+        if not kept:
+            raise ValueError(f"sparse_sum over every sparse dim {sparse_reduced} needs keepdim, or no axis")
+        site_dims, site_indices = [x.shape[d] for d in kept], x.indices[kept]
+    sites, rows = np.unique(np.ravel_multi_index(tuple(site_indices), site_dims), return_inverse=True)
+    indices = np.stack(np.unravel_index(sites, site_dims)).astype(np.int64).reshape(len(site_dims), -1)
+    return tuple(shape), dense_axes, rows.reshape(-1), indices
+
+
+@kernel("sparse_sum")
+def sum_(k):
+    x = coo(k, "x")
+    shape, dense_axes, rows, indices = _groups(k, x)
+    values = x.values.sum(axis=dense_axes, keepdims=k.attr("keepdim")) if dense_axes else x.values
+    out = np.zeros((indices.shape[1], *values.shape[1:]), values.dtype)
+    np.add.at(out, rows, values)
+    dtype = k.attr("dtype")
+    return {"out": SparseCoo(indices, out if dtype == -1 else out.astype(numpy_dtype(dtype)), shape)}
+
+
+@kernel("sparse_sum_grad")
+def sum_grad(k):
+    x = coo(k, "x")
+    _, dense_axes, rows, _ = _groups(k, x)
+    picked = coo(k, "out@GRAD").values[rows]
+    if dense_axes and not k.attr("keepdim"):
+        picked = np.expand_dims(picked, dense_axes)
+    return {"x@GRAD": x.with_values(np.broadcast_to(picked, x.values.shape).astype(x.dtype))}
+
+
+def _rows(x: SparseCoo) -> np.ndarray:
+    """The row of each entry of an all-sparse tensor: its site without the last index."""
+    return np.unique(np.ravel_multi_index(tuple(x.indices[:-1]), x.shape[:-1]), return_inverse=True)[1].reshape(-1)
+
+
+@kernel("sparse_softmax")
+def softmax(k):
+    x = coo(k, "x")
+    if x.values.ndim > 1:   # a dense last axis: the values' softmax
+        shifted = np.exp(x.values - x.values.max(axis=-1, keepdims=True))
+        return {"out": x.with_values(shifted / shifted.sum(axis=-1, keepdims=True))}
+    rows = _rows(x)
+    peak = np.full(rows.max(initial=-1) + 1, -np.inf, x.dtype)
+    np.maximum.at(peak, rows, x.values)
+    shifted = np.exp(x.values - peak[rows])
+    total = np.zeros_like(peak)
+    np.add.at(total, rows, shifted)
+    return {"out": x.with_values(shifted / total[rows])}
+
+
+@kernel("sparse_softmax_grad")
+def softmax_grad(k):
+    out, dout = coo(k, "out"), coo(k, "out@GRAD")
+    weighted = out.values * dout.values
+    if out.values.ndim > 1:
+        return {"x@GRAD": out.with_values(weighted - out.values * weighted.sum(axis=-1, keepdims=True))}
+    rows = _rows(out)
+    total = np.zeros(rows.max(initial=-1) + 1, out.dtype)
+    np.add.at(total, rows, weighted)
+    return {"x@GRAD": out.with_values(weighted - out.values * total[rows])}

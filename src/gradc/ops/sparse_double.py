@@ -1,0 +1,105 @@
+"""Second derivatives of gradc.ops.sparse's grad ops. Each grad op is linear in out@GRAD (conv3d_grad bilinear in its
+operands and out@GRAD), so with ddX the grads of its outputs:
+
+- sparse_coo_tensor_grad, to_dense_grad, values_grad, reshape_grad, slice_grad and sum_grad are their forwards'
+  adjoints: d/d(out@GRAD) is the forward op on ddX (``linear``);
+- relu_grad masks out@GRAD where out > 0, its own adjoint: d/d(out@GRAD) = relu_grad(out, ddX); out gets none;
+- add_grad hands out@GRAD to x's and y's entries: d/d(out@GRAD) = sparse_add(ddX, ddY), zeros for a missing one;
+- conv3d_grad (dx = dout W^T, dW = x^T dout by the rulebook): d/d(dout) = conv3d(ddx, W) + conv3d(x, ddW),
+  d/dx = conv3d_grad's x part with kernel ddW, d/dW = its kernel part with x's values ddx.
+
+sparse_batch_norm_grad and sparse_softmax_grad refuse: gradc does not differentiate them twice.
+"""
+
+from __future__ import annotations
+
+from ..errors import GradError
+from ..ir import EMPTY_VAR, VarType
+from ..registry import defgrad
+from . import sparse, sparse_shape  # noqa: F401  (register the grad ops given makers here)
+from .composite import Formula, first, linear
+
+defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor", x="values", out="out",
+                                                     passed=("indices",)), no_grad_inputs=["indices"])
+defgrad("sparse_to_dense_grad", grad=linear("sparse_to_dense", x="x", out="out"), no_grad_inputs=["x"])
+defgrad("sparse_values_grad", grad=linear("sparse_values", x="x", out="out"), no_grad_inputs=["x"])
+for _forward in ("sparse_reshape", "sparse_slice", "sparse_sum"):
+    defgrad(f"{_forward}_grad", grad=linear(_forward, x="x", out="out"), no_grad_inputs=["x"])
+
+
+def _relu_double_grad(g):
+    f = Formula(g)
+    ddx = first(g.OG("x@GRAD"))
+    if ddx is not None:
+        f.into(first(g.IG("out@GRAD")), "sparse_relu_grad", {"out": g.I("out"), "out@GRAD": [ddx]}, slot="x@GRAD")
+    return f.ops
+
+
+defgrad("sparse_relu_grad", grad=_relu_double_grad, no_grad_inputs=["out"])
+
+
+def _dense_part(f: Formula, g, op_type: str, name: str, dtype) -> str:
+    """The values or indices of the sparse var ``name``, in a dense temporary."""
+    part = f.op(op_type, {"x": name}, name, slot="out", dims=lambda shape: [-1], dtype=dtype)
+    g.block.find_var(part).type = VarType.DENSE_TENSOR
+    return part
+
+
+def _zeros_like(f: Formula, g, name: str) -> str:
+    """Zeros shaped like ``name``: on its sites where it is a sparse var."""
+    var = g.block.find_var(name)
+    if var.type != VarType.SPARSE_COO:
+        return f.fill_like(name, 0.0)
+    zeros = f.fill_like(_dense_part(f, g, "sparse_values", name, var.dtype), 0.0)
+    indices = _dense_part(f, g, "sparse_indices", name, VarType.INT64)
+    return f.op("sparse_sparse_coo_tensor", {"values": zeros, "indices": indices}, name, {"shape": list(var.shape)},
+                slot="out")
+
+
+def _add_double_grad(g):
+    f = Formula(g)
+    wanted, dd = first(g.IG("out@GRAD")), [first(g.OG("x@GRAD")), first(g.OG("y@GRAD"))]
+    if wanted in (None, EMPTY_VAR) or dd == [None, None]:
+        return []
+    ddx, ddy = (d if d is not None else _zeros_like(f, g, first(g.I(slot))) for d, slot in zip(dd, ("x", "y")))
+    f.into(wanted, "sparse_add", {"x": [ddx], "y": [ddy]}, slot="out")
+    return f.ops
+
+
+defgrad("sparse_add_grad", grad=_add_double_grad)
+
+
+def _conv3d_double_grad(g):
+    f = Formula(g)
+    x, kernel, dout = first(g.I("x")), first(g.I("kernel")), first(g.I("out@GRAD"))
+    ddx, ddw = first(g.OG("x@GRAD")), first(g.OG("kernel@GRAD"))
+    rules = {slot: first(g.I(slot)) for slot in ("rulebook", "counter")}
+
+    def conv(operand: str, weight: str) -> str:
+        return f.op("sparse_conv3d", {"x": operand, "kernel": weight}, dout, slot="out", same=True,
+                    more={slot: g.tmp(name) for slot, name in rules.items()})
+
+    terms = [conv(ddx, kernel)] if ddx is not None else []
+    terms += [conv(x, ddw)] if ddw is not None else []
+    if terms:
+        f.into(first(g.IG("out@GRAD")), "sum", {"X": terms})
+    grad_inputs = {"out": g.I("out"), **{slot: [name] for slot, name in rules.items()}, "out@GRAD": [dout]}
+    if ddw is not None:
+        f.emit("sparse_conv3d_grad", {"x": [x], "kernel": [ddw], **grad_inputs},
+               {"x@GRAD": g.IG("x"), "kernel@GRAD": [EMPTY_VAR]}, same=True)
+    if ddx is not None:
+        f.emit("sparse_conv3d_grad", {"x": [ddx], "kernel": [kernel], **grad_inputs},
+               {"x@GRAD": [EMPTY_VAR], "kernel@GRAD": g.IG("kernel")}, same=True)
+    return f.ops
+
+
+defgrad("sparse_conv3d_grad", grad=_conv3d_double_grad, no_grad_inputs=["out", "rulebook", "counter"])
+
+
+def _refused(g):
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of "
+                    f"{g.fwd.type.removesuffix('_grad')}): no maker of second derivatives yet")
+
+
+defgrad("sparse_batch_norm_grad", grad=_refused)
+defgrad("sparse_softmax_grad", grad=_refused)

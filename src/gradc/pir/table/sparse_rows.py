@@ -1,0 +1,49 @@
+"""Rows: paddle.sparse's ops (gradc.ops.sparse, sparse_unary), as Paddle 3.3.1's PIR writes them (pd_op.*_sp,
+the inference program paddle.jit.save writes for paddle.sparse.nn's layers). PIR names sparse_add by its operands'
+kinds: export writes add_coo_dense_sp for a dense y (a bias), add_coo_coo_sp for a sparse one."""
+
+from __future__ import annotations
+
+from ...ir import VarType
+from ...ops.sparse_unary import ON_VALUES
+from . import row
+
+CONV = "paddings:i32s dilations:i32s strides:i32s groups:i32 subm:bool key:str"
+BATCH_NORM = ("is_test:bool momentum:f32 epsilon:f32 data_format=data_layout:str use_global_stats:bool "
+              "trainable_statistics:bool")
+
+
+def _dense_y(legacy, exporter) -> bool:
+    var = exporter.var(legacy.input("y")[0])
+    return var is None or var.type != VarType.SPARSE_COO
+
+
+# attributes of the elementwise ops on values (the rest have none)
+UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
+               "sparse_scale": "scale:f32 bias:f32 bias_after_scale:bool"}
+
+ROWS = [
+    *(row(f"pd_op.{op.removeprefix('sparse_')}_coo_sp", op, "x:x", "out:out", UNARY_ATTRS.get(op, ""))
+      for op in ON_VALUES if op not in ("sparse_acos", "sparse_acosh")),   # paddle.sparse has neither: nor has PIR
+    row("pd_op.sparse_coo_tensor_sp", "sparse_sparse_coo_tensor", "values:values indices:indices", "out:out",
+        "shape:i64s"),
+    row("pd_op.conv3d_sp", "sparse_conv3d", "x:x kernel:kernel", "out:out rulebook:rulebook counter:counter", CONV),
+    row("pd_op.add_coo_dense_sp", "sparse_add", "x:x y:y", "out:out", when=_dense_y),
+    row("pd_op.add_coo_coo_sp", "sparse_add", "x:x y:y", "out:out", when=lambda legacy, exporter: not _dense_y(
+        legacy, exporter)),
+    row("pd_op.batch_norm_sp_", "sparse_batch_norm", "x:x mean:mean variance:variance scale:scale bias:bias",
+        "out:out mean_out:mean_out&mean variance_out:variance_out&variance saved_mean:saved_mean "
+        "saved_variance:saved_variance reserve_space:reserve_space", BATCH_NORM),
+    row("pd_op.relu_coo_sp", "sparse_relu", "x:x", "out:out"),
+    row("pd_op.coo_to_dense_sp", "sparse_to_dense", "x:x", "out:out"),
+    row("pd_op.values_coo_sp", "sparse_values", "x:x", "out:out"),
+    row("pd_op.reshape_coo_sp", "sparse_reshape", "x:x shape>shape:ints@ShapeTensor,ShapeTensorList", "out:out"),
+    row("pd_op.slice_coo_sp", "sparse_slice", "x:x axes>axes:ints@AxesTensor,AxesTensorList "
+        "starts>starts:ints@StartsTensor,StartsTensorList ends>ends:ints@EndsTensor,EndsTensorList", "out:out"),
+    row("pd_op.sum_coo_sp", "sparse_sum", "x:x axis>axis:ints@AxisTensor,AxisTensorList", "out:out",
+        "dtype:dtype=-1 keepdim:bool"),
+    row("pd_op.softmax_coo_sp", "sparse_softmax", "x:x", "out:out", "axis:i32=-1"),
+    row("pd_op.cast_coo_sp", "sparse_cast", "x:x", "out:out", "index_dtype:dtype=-1 value_dtype:dtype=-1"),
+    row("pd_op.isnan_coo_sp", "sparse_isnan", "x:x", "out:out"),
+    row("pd_op.indices_sp", "sparse_indices", "x:x", "out:out"),
+]
