@@ -1,4 +1,5 @@
-"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, fused_softmax_mask, composite
+"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, fused_softmax_mask (and its
+upper-triangle form), composite
 (gradc.ops.composite) so third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
 """
 
@@ -102,3 +103,7 @@ def _fused_softmax_mask(g):
 defgrad("fused_softmax_mask_grad", inputs=["Softmax", "Out@GRAD"], outputs=["X@GRAD"], of="fused_softmax_mask",
         infer=same_as("Softmax"),
         grad=_fused_softmax_mask)
+
+# the upper-triangle form's grad is the same softmax_grad: its masked columns have Out 0, so they get none
+defgrad("fused_softmax_mask_upper_triangle_grad", inputs=["Softmax", "Out@GRAD"], outputs=["X@GRAD"],
+        of="fused_softmax_mask_upper_triangle", infer=same_as("Softmax"), grad=_fused_softmax_mask)
