@@ -208,6 +208,35 @@ SHAPES = table(
     ("randn_like", lambda x: x * paddle.randn_like(x), f(2, 3)),
 )
 
+# the rest of the in-place comparisons, logic and bit ops, dtype casts, and random draws (no numbers: program only)
+MORE_METHODS = table(
+    "pir_sweep",
+    ("less_", lambda x, y: x * _copy(x).less_(y).astype("float32"), f(2, 3), f(2, 3)),
+    ("comparisons_inplace", lambda x, y: x * (_copy(x).less_than_(y).astype("float32")
+                                              + _copy(x).greater_than_(y).astype("float32")
+                                              + paddle.less_equal(x, y).astype("float32")
+                                              + paddle.greater_equal(x, y).astype("float32")
+                                              + paddle.not_equal(x, y).astype("float32")), f(2, 3), f(2, 3)),
+    ("logical_inplace", lambda x, y: x * (x > 0).logical_and_(y > 0).logical_or_(x > y).logical_xor_(
+        y > 0.5).logical_not_().astype("float32"), f(2, 3), f(2, 3)),
+    ("bitwise_inplace", lambda x, a, b: x * (a + 0).bitwise_and_(b).bitwise_or_(b).bitwise_xor_(a).bitwise_not_(
+        ).astype("float32"), f(2, 3), ints(8, 2, 3, dtype="int32"), ints(8, 2, 3, dtype="int32")),
+    ("shifts_inplace", lambda x, a, b: x * (a + 0).bitwise_left_shift_(b).bitwise_right_shift_(b).astype("float32"),
+     f(2, 3), ints(8, 2, 3, dtype="int32"), ints(3, 2, 3, dtype="int32")),
+    ("divide_mod_", lambda x, y: _copy(x).divide_(y + 2.0) + _copy(x).mod_(y + 2.0), f(2, 3), pos(2, 3)),
+    ("dtype_casts", lambda x: x.double().float16().astype("float32") + x.half().astype("float32")
+     + x.bfloat16().astype("float32") + x.long().astype("float32") * x.short().astype("float32"), f(2, 3)),
+    ("rand_randn_like", lambda x: x * (paddle.rand([2, 3]) + paddle.randn([2, 3]) + paddle.rand_like(x)
+                                       + paddle.randint_like(x, 0, 3)), f(2, 3)),
+    ("pca_lowrank", lambda x: paddle.linalg.pca_lowrank(x, q=2)[1], f(4, 3)),
+    ("svd_lowrank", lambda x: paddle.linalg.svd_lowrank(x, q=2)[1], f(4, 3)),
+    ("uniform_", lambda x: x * paddle.zeros_like(x).uniform_(), f(2, 3)),
+    ("fill_zero_", lambda x: _copy(x).fill_(2.0) + _copy(x).zero_(), f(2, 3)),
+    ("incubate_graph_reindex", lambda w, x, nb, c: [w * out.astype("float32").sum() for out in
+                                                   paddle.incubate.graph_reindex(x, nb, c)], f(1),
+     given([0, 5, 9], "int64"), given([5, 7, 0, 9, 3], "int64"), given([2, 1, 2], "int32")),
+)
+
 # Paddle 3.3.1 builds none of these in a static program: they record its error (the last two have GPU kernels only,
 # which gradc follows: tests/test_pir_sweep.py)
 PADDLE_CANNOT = table(
@@ -225,4 +254,4 @@ PADDLE_CANNOT = table(
 )
 
 ROWS = (INCUBATE + AUDIO + DISTRIBUTIONS + TENSOR_METHODS + TOP_LEVEL + INPLACE_UNARY + ARITHMETIC + SHAPES
-        + PADDLE_CANNOT)
+        + MORE_METHODS + PADDLE_CANNOT)

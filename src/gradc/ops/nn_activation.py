@@ -134,8 +134,8 @@ def _upper_triangle_infer(ctx):
 def _upper_triangle_grad(g):
     """X@GRAD = Out (dOut - sum(dOut Out)) along the last axis, zero where Out is (the masked columns)."""
     f = Formula(g)
-    f.into(first(g.IG("X")), "fused_softmax_mask_upper_triangle_grad", {"Softmax": g.O("Out"),
-                                                                        "Out@GRAD": g.OG("Out")}, slot="X@GRAD")
+    f.into(first(g.IG("X")), "fused_softmax_mask_upper_triangle_grad", {"Out": g.O("Out"), "Out@GRAD": g.OG("Out")},
+           slot="X@GRAD")
     return f.ops
 
 

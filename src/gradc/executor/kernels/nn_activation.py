@@ -138,10 +138,12 @@ def fused_softmax_mask(k):
     return {"Out": softmax(scores, -1) if scores.size else scores}
 
 
-@kernel("fused_softmax_mask_grad", "fused_softmax_mask_upper_triangle_grad")
-def fused_softmax_mask_grad(k):
-    out, d = k.x("Softmax"), k.x("Out@GRAD")
-    return {"X@GRAD": out * (d - (d * out).sum(axis=-1, keepdims=True))}
+def _softmax_grad(out, d):
+    return out * (d - (d * out).sum(axis=-1, keepdims=True))
+
+
+kernel("fused_softmax_mask_grad")(lambda k: {"X@GRAD": _softmax_grad(k.x("Softmax"), k.x("Out@GRAD"))})
+kernel("fused_softmax_mask_upper_triangle_grad")(lambda k: {"X@GRAD": _softmax_grad(k.x("Out"), k.x("Out@GRAD"))})
 
 
 @kernel("fused_softmax_mask_upper_triangle")

@@ -61,7 +61,7 @@ ROWS = [
     row("pd_op.fused_softmax_mask_grad", "fused_softmax_mask_grad", "softmax:Softmax out_grad:Out@GRAD", X_GRAD),
     # Paddle's PIR op keeps the legacy op's capitalised names
     row("pd_op.fused_softmax_mask_upper_triangle_grad", "fused_softmax_mask_upper_triangle_grad",
-        "Out:Softmax Out_grad:Out@GRAD", "X_grad:X@GRAD"),
+        "Out:Out Out_grad:Out@GRAD", "X_grad:X@GRAD"),
     row("pd_op.sin_grad", "sin_grad", UNARY, X_GRAD),
     row("pd_op.cos_grad", "cos_grad", UNARY, X_GRAD),
     row("pd_op.tril_grad", "tril_triu_grad", "out_grad:Out@GRAD", X_GRAD, "diagonal:i32", **LOWER),
