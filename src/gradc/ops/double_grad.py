@@ -133,6 +133,8 @@ def _tanh_again(f, g):
     their grads d_dOutNew (grad_out_new@GRAD) and d_ddOut (grad_out_grad@GRAD), either absent."""
     out, dout, ddx = (first(g.I(slot)) for slot in ("Out", "grad_out_forward", "grad_x_grad_forward"))
     d_new, d_ddout = first(g.I("grad_out_new@GRAD")), first(g.I("grad_out_grad@GRAD"))
+    if d_new is None and d_ddout is None:
+        return {}
     minus_two_out = f.scale(out, -2.0)
     d_out = [f.mul(f.mul(minus_two_out, ddx, out), d_ddout, out) if d_ddout is not None else None,
              f.mul(f.scale(f.mul(dout, ddx, out), -2.0), d_new, out) if d_new is not None else None]
