@@ -2,8 +2,8 @@
 paddle.incubate's GPU-only fused_gemm_epilogue (fused_linear, fused_matmul_bias, fused_linear_activation) and
 fused_softmax_mask_upper_triangle, run from the PIR programs Paddle builds for them on a machine without a GPU
 (tests/data/paddle/pir_gpu_only, tools/paddle_gpu_only_programs.py) against their formulas, and gradc's training
-programs of them through its PIR export. The third-derivative ops (tanh_triple_grad, elementwise_mul_triple_grad) are
-checked by the coverage row incubate_jvp, against Paddle's PIR training program and central differences."""
+programs of them through its PIR export; and the third-derivative ops (tanh_triple_grad, elementwise_mul_triple_grad)
+in Paddle's legacy training program of the coverage row incubate_jvp (its PIR one: tests/test_pir_coverage.py)."""
 
 import json
 import math
@@ -17,6 +17,7 @@ from gradc.pir import load_pir
 from test_extra_math import program_of, round_trips_through_pir, weighted_loss
 
 GPU_ONLY = Path(__file__).parent / "data" / "paddle" / "pir_gpu_only"
+JVP = Path(__file__).parent / "data" / "paddle" / "layers" / "incubate_jvp"
 r = np.random.default_rng(71)
 
 
@@ -108,3 +109,17 @@ def test_gradcs_training_program_of_softmax_mask_fuse_upper_triangle_round_trips
                                                                          "fused_softmax_mask_upper_triangle_grad"))
     assert np.all(dx[..., np.triu_indices(3, 1)[0], np.triu_indices(3, 1)[1]] == 0)
     assert np.all(dx[..., 0, 0] == 0) and np.all(dx[..., [1, 1, 2, 2, 2], [0, 1, 0, 1, 2]] != 0)
+
+
+def test_paddles_legacy_program_through_a_jvp_runs_to_its_own_wrong_gradient():
+    """Paddle's legacy backward of jvp(tanh(a) * a) holds tanh_triple_grad and elementwise_mul_triple_grad; gradc's
+    kernels run it to Paddle's numbers, which central differences (grads_reference.npz) show wrong for x: the
+    program, not the kernels, is at fault. gradc's own backward gives the reference (tests/test_layer_fixtures.py)."""
+    program = gradc.load(JVP / "backward.pb")
+    assert {"tanh_triple_grad", "elementwise_mul_triple_grad"} <= {op.type for op in program.global_block.ops}
+    with np.load(JVP / "feed.npz") as feed, np.load(JVP / "grads.npz") as paddles, \
+            np.load(JVP / "grads_reference.npz") as reference:
+        got = dict(zip(paddles.files, gradc.Executor().run(program, dict(feed), paddles.files, gradc.Scope())))
+        for name in paddles.files:
+            np.testing.assert_allclose(got[name], paddles[name], rtol=1e-5, atol=1e-6)
+        assert np.abs(got["x@GRAD"] - reference["x@GRAD"]).max() > 0.1

@@ -43,10 +43,10 @@ PADDLE_WRONG = {
     "setitem_int": SET_VALUE_LITERAL,
     "while_loop_array": "in PIR programs a tensor array that create_array made, and what is read from it, are marked "
                         "stop_gradient though a while loop writes x into it: x gets zeros",
-    "incubate_jvp": "in legacy programs the gradient through jvp of sin(a) * a or tanh(a) * a (the triple-grad ops "
-                    "of the product of an op's output and its input) is wrong, up to 0.37 in float64; the jvp of "
-                    "tanh, sin, a * a, a * (2a + 1) or tanh(a) * tanh(a) alone is right, and so is Paddle's PIR "
-                    "gradient",
+    "incubate_jvp": "in legacy programs the gradient through jvp of sin(a) * a or tanh(a) * a is wrong, up to 0.37 in "
+                    "float64 (the jvp of tanh, sin, a * a, a * (2a + 1) or tanh(a) * tanh(a) alone is right, and so is "
+                    "Paddle's PIR gradient); gradc's kernels run Paddle's legacy program to the same wrong number, so "
+                    "the fault is in how its legacy backward wires the *_grad_grad and *_triple_grad ops",
     "cond_two_outputs": "in PIR programs the gradient through a cond whose branch returns an input as it is (y) loses "
                         "that input's other path through the branch (x * y): y@GRAD holds only the pass-through part",
 }
