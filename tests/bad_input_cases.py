@@ -675,6 +675,8 @@ COMPILE_TIME = {
                                               "Layer": zeros(6, 1, dtype=np.int32)},
                               {"neg_samples_num_list": [2, 2], "layer_offset": [0, 2, 6]},
                               "draws 2 negatives at layer 0, which has 2 nodes"),
+    "reshape2_grad_grad sizes": ("reshape2_grad_grad", {"DDX": zeros(2, 3), "DOut": zeros(2, 4)}, {},
+                                 "DDX [2, 3] cannot take DOut's shape [2, 4]: 6 and 8 elements"),
     "fused_gemm_epilogue K": ("fused_gemm_epilogue", {"X": zeros(2, 4), "Y": zeros(3, 5), "Bias": zeros(5)}, {},
                               "X [2, 4] (trans_x=False) and Y [3, 5] (trans_y=False) disagree in K: 4 and 3"),
     "fused_gemm_epilogue bias": ("fused_gemm_epilogue", {"X": zeros(2, 4), "Y": zeros(5, 4), "Bias": zeros(4)},

@@ -38,7 +38,7 @@ def _compile_recording(program: gradc.Program, loss: str | None) -> dict[int, Op
 
 # forwards that hold paddle.incubate.autograd's own vjp / jvp / Jacobian: a grad op there and the grad ops gradc's
 # makers write for it read and write the same names, so pairing by names cannot tell them apart (left as it is: the
-# pairing only labels the viewer's and the diff's lines); reshape2_grad_grad in Paddle's backward is no gradc op
+# pairing only labels the viewer's and the diff's lines)
 AUTOGRAD_IN_FORWARD = {"incubate_Jacobian", "incubate_jvp", "incubate_vjp"}
 
 

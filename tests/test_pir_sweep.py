@@ -3,7 +3,8 @@ paddle.incubate's GPU-only fused_gemm_epilogue (fused_linear, fused_matmul_bias,
 fused_softmax_mask_upper_triangle, run from the PIR programs Paddle builds for them on a machine without a GPU
 (tests/data/paddle/pir_gpu_only, tools/paddle_gpu_only_programs.py) against their formulas, and gradc's training
 programs of them through its PIR export; and the third-derivative ops (tanh_triple_grad, elementwise_mul_triple_grad)
-in Paddle's legacy training program of the coverage row incubate_jvp (its PIR one: tests/test_pir_coverage.py)."""
+in Paddle's legacy training program of the coverage row incubate_jvp (its PIR one: tests/test_pir_coverage.py), and
+reshape2_grad_grad in that of incubate_Jacobian."""
 
 import json
 import math
@@ -17,7 +18,8 @@ from gradc.pir import load_pir
 from test_extra_math import program_of, round_trips_through_pir, weighted_loss
 
 GPU_ONLY = Path(__file__).parent / "data" / "paddle" / "pir_gpu_only"
-JVP = Path(__file__).parent / "data" / "paddle" / "layers" / "incubate_jvp"
+LAYERS = Path(__file__).parent / "data" / "paddle" / "layers"
+JVP = LAYERS / "incubate_jvp"
 r = np.random.default_rng(71)
 
 
@@ -123,3 +125,14 @@ def test_paddles_legacy_program_through_a_jvp_runs_to_its_own_wrong_gradient():
         for name in paddles.files:
             np.testing.assert_allclose(got[name], paddles[name], rtol=1e-5, atol=1e-6)
         assert np.abs(got["x@GRAD"] - reference["x@GRAD"]).max() > 0.1
+
+
+def test_paddles_legacy_program_of_a_jacobian_gives_its_gradient():
+    """paddle.incubate.autograd.Jacobian reshapes the gradients it stacks: Paddle's legacy backward differentiates
+    reshape2_grad with reshape2_grad_grad."""
+    program = gradc.load(LAYERS / "incubate_Jacobian" / "backward.pb")
+    assert "reshape2_grad_grad" in {op.type for op in program.global_block.ops}
+    with np.load(LAYERS / "incubate_Jacobian" / "feed.npz") as feed, \
+            np.load(LAYERS / "incubate_Jacobian" / "grads.npz") as paddles:
+        (got,) = gradc.Executor().run(program, dict(feed), ["x@GRAD"], gradc.Scope())
+        np.testing.assert_allclose(got, paddles["x@GRAD"], rtol=1e-5, atol=1e-6)

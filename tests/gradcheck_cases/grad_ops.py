@@ -57,4 +57,6 @@ CASES = [
                                          "DOut": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3),
                                          "D_DX": r.standard_normal((2, 3, 4)), "D_DDOut": r.standard_normal((2, 3, 4))},
          {"axis": 1}),
+    # reshape2_grad_grad: ddX in dOut's shape (its grad, the same op back into ddX's shape)
+    Case("reshape2_grad_grad", {"DDX": r.standard_normal((2, 6)), "DOut": r.standard_normal((3, 4))}),
 ]

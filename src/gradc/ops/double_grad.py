@@ -1,10 +1,11 @@
 """Paddle's own second-derivative op types, as Paddle's backward writes them into a program that differentiates a
 gradient (a physics-informed loss: PaddleScience's Laplacians, `paddle.grad(..., create_graph=True)`): legacy
 `tanh_grad_grad`, `sigmoid_grad_grad`, `matmul_v2_grad_grad`, `elementwise_add_grad_grad`,
-`elementwise_mul_grad_grad`, PIR `pd_op.<op>_double_grad`; and the third-derivative ops its backward writes when the
-loss differentiates a second derivative (`paddle.incubate.autograd.jvp`): `tanh_triple_grad`,
-`elementwise_mul_triple_grad`, PIR `pd_op.<op>_triple_grad`. gradc's own makers of the first grad ops write these
-derivatives with plain ops (gradc.ops.activation_double); these types are for reading Paddle's programs.
+`elementwise_mul_grad_grad`, `reshape2_grad_grad`, PIR `pd_op.<op>_double_grad`; and the third-derivative ops its
+backward writes when the loss differentiates a second derivative (`paddle.incubate.autograd.jvp`):
+`tanh_triple_grad`, `elementwise_mul_triple_grad`, PIR `pd_op.<op>_triple_grad`. gradc's own makers of the first
+grad ops write these derivatives with plain ops (gradc.ops.activation_double); these types are for reading Paddle's
+programs.
 
 Each is defined by its computation with differentiable ops (``expansion``), which also gives its gradient (the
 third derivative a training step of such a loss needs). Its slots are Paddle 3.3.1's: grad_x@GRAD is ddX, the grad
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
+from ..shapes import numel
 from . import activation, math, products  # noqa: F401  (the grad ops these differentiate)
 from .composite import Formula, expansion, first
 from .infer import same_as
@@ -185,3 +187,23 @@ defgrad("elementwise_mul_triple_grad", inputs=["X", "Y", "DOut", "DDX?", "DDY?",
         outputs=["D_X", "D_Y", "D_DOut", "D_DDX", "D_DDY"], attrs={"axis": -1},
         infer=_like(("X", "D_X"), ("Y", "D_Y"), ("DOut", "D_DOut"), ("X", "D_DDX"), ("Y", "D_DDY")),
         grad=_mul_third, of="elementwise_mul_grad_grad")
+
+
+def _reshape_again(g):
+    """ddOut is ddX in dOut's shape: its grad is ddOut's grad in ddX's shape, the same op with the two swapped."""
+    f = Formula(g)
+    f.into(first(g.IG("DDX")), "reshape2_grad_grad", {"DDX": g.OG("DDOut"), "DOut": g.I("DDX")}, slot="DDOut",
+           same=True)
+    return f.ops
+
+
+def _reshape_infer(ctx):
+    ddx, dout = ctx.shape("DDX"), ctx.shape("DOut")
+    if ddx is not None and dout is not None and -1 not in (numel(ddx), numel(dout)) and numel(ddx) != numel(dout):
+        ctx.fail(f"DDX {ddx} cannot take DOut's shape {dout}: {numel(ddx)} and {numel(dout)} elements")
+    return {"DDOut": (dout, ctx.dtype("DDX"))}
+
+
+# Paddle's legacy backward of reshape2_grad (a Jacobian's reshape of a gradient, differentiated again)
+defgrad("reshape2_grad_grad", inputs=["DDX", "DOut"], outputs=["DDOut"], attrs={"shape": [], "use_quantizer": False},
+        infer=_reshape_infer, grad=_reshape_again, no_grad_inputs=["DOut"], of="reshape2_grad")

@@ -113,3 +113,6 @@ def elementwise_mul_triple_grad(k):
                     "D_DOut": lambda: np.broadcast_to(d_dx_ * ddy_ + ddx_ * d_dy_, dout.shape).copy(),
                     "D_DDX": lambda: reduce_to(dout * d_dy_ + d_ddout * y_, x, x_),
                     "D_DDY": lambda: reduce_to(dout * d_dx_ + d_ddout * x_, y, y_)})
+
+
+kernel("reshape2_grad_grad")(lambda k: {"DDOut": k.x("DDX").reshape(k.x("DOut").shape)})
