@@ -20,7 +20,9 @@ DATA = Path(__file__).parent / "data" / "paddle"
 PENDING = DATA / "conformance_pending.txt"
 # ops gradc registers that Paddle 3.3.1 does not, and why
 GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it",
-              "multiclass_nms2": "Paddle 2.x detection models hold it (3.3.1 registers multiclass_nms and _nms3 only)"}
+              "multiclass_nms2": "Paddle 2.x detection models hold it (3.3.1 registers multiclass_nms and _nms3 only)",
+              **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad"),
+                              "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker")}
 # differences where Paddle's record does not say what its programs hold, and why
 PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
                        "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}

@@ -205,11 +205,13 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     bool result float32, so no layer can use it); the export tests read them back (tests/test_extra_math.py for the
     last four). So do paddle.incubate.layers' ops without a PIR fixture (tests/test_incubate.py): partial_sum_grad
     and partial_concat_grad (3.3.1's PIR has no vjp of them), batch_fc, rank_attention, correlation and
-    fused_seqpool_cvm and their grads (no CPU kernel, no PIR layer); and pd_op.seed, which only Paddle's translator
+    fused_seqpool_cvm and their grads (no CPU kernel, no PIR layer), and fused_softmax_mask_upper_triangle_grad (3.3.1
+    builds it only with a GPU kernel; tests/test_pir_sweep.py); and pd_op.seed, which only Paddle's translator
     writes (tests/test_recompute_dropout.py); and pd_op.slice_coo_sp (Paddle's sparse slice of a tensor with
-    channels loses them, docs/sparse.md; tests/test_sparse.py checks gradc's). Import alone reads
-    pd_op.slice_array_dense (a PaddleDetection export's read of a list dy2static built; the edited array-loop
-    fixture below)."""
+    channels loses them, docs/sparse.md; tests/test_sparse.py checks gradc's). Import alone reads the PIR programs
+    Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
+    (tests/data/paddle/pir_gpu_only) and pd_op.slice_array_dense (a PaddleDetection export's read of a list
+    dy2static built; the edited array-loop fixture below)."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
@@ -217,6 +219,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files.append((PIR_DATA.parent / "pir_translated_sparse_rows" / "program.json").read_bytes())   # SelectedRows ops
     files += [(PIR_DATA.parent / "sparse_tensor" / case / "model.json").read_bytes()   # paddle.sparse's ops
               for case in ("pir_jit", "pir_unary")]
+    files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.assign_array",
@@ -226,7 +229,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",
                                  "pd_op.fused_rms_norm_quant_grad", "pd_op.slice_array_dense",
                                  "pd_op.partial_sum_grad", "pd_op.partial_concat_grad", "pd_op.seed",
-                                 "pd_op.slice_coo_sp",
+                                 "pd_op.slice_coo_sp", "pd_op.fused_softmax_mask_upper_triangle_grad",
                                  *(f"pd_op.{op}{grad}" for op in ("batch_fc", "rank_attention", "correlation",
                                                                   "fused_seqpool_cvm") for grad in ("", "_grad"))}
     for case in TRAINING + INFERENCE + LAYERS:

@@ -22,6 +22,7 @@ from layer_fixtures import LAYERS, PENDING, Outcome, Row, check, row_ids  # noqa
 from vision_training import MODELS, Fixture, compare, train  # noqa: E402
 
 DOC = ROOT / "docs" / "coverage.md"
+PIR_LAYERS = LAYERS.parent / "pir_layers"   # a row legacy mode cannot build may have a PIR fixture
 FAMILY_ORDER = ("activation", "conv", "pool", "norm", "padding", "upsample", "shape", "linear", "dropout",
                 "transformer", "rnn", "loss", "model", "model block", "model (program only)")
 KIND_OF_FAMILY = {"loss": "losses", "model": "models", "model block": "models", "model (program only)": "models",
@@ -66,7 +67,10 @@ def summary(rows: dict[str, Row], outcomes: dict[str, Outcome | None]) -> list[s
              "error from it). Full-size models keep only their program: they match when gradc compiles them to "
              "Paddle's parameter gradients.", "",
              f"- rows: {len(rows)} ({', '.join(f'{n} {kind}' for kind, n in sorted(kinds.items()))}); "
-             f"Paddle cannot build {sum(o is None for o in outcomes.values())}",
+             f"Paddle cannot build {sum(o is None for o in outcomes.values())} in legacy static mode, "
+             f"{sum(o is None and (PIR_LAYERS / r).is_dir() for r, o in outcomes.items())} of which its PIR mode "
+             "builds and runs: their PIR fixtures (`tests/data/paddle/pir_layers`) are checked by "
+             "tests/test_pir_coverage.py",
              f"- with Paddle's numbers: {len(numbers)} rows; gradc compiles {sum(o.compiles for o in numbers)}, "
              f"runs {sum(o.runs for o in numbers)}, matches {sum(o.matches for o in numbers)}",
              f"- program only: {len(programs)} full-size models; gradc compiles {sum(o.matches for o in programs)} "
@@ -96,7 +100,8 @@ def row_table(rows: dict[str, Row], outcomes: dict[str, Outcome | None]) -> list
         for row_id in by_family[family]:
             meta, outcome = rows[row_id].meta, outcomes[row_id]
             if outcome is None:
-                lines.append(f"| `{row_id}` | | | Paddle cannot build it: {short(meta['paddle_error'])} | | | |")
+                pir = f" (PIR mode can: `pir_layers/{row_id}`)" if (PIR_LAYERS / row_id).is_dir() else ""
+                lines.append(f"| `{row_id}` | | | Paddle cannot build it{pir}: {short(meta['paddle_error'])} | | | |")
                 continue
             runs = mark(outcome.runs) if outcome.numbers else "n/a"
             matches = mark(outcome.matches) if outcome.numbers else f"{mark(outcome.matches)} (param grads)"

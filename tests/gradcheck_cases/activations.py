@@ -90,4 +90,6 @@ CASES = [
     Case("fused_softmax_mask", {"X": randn(2, 3, 2, 4), "Mask": randn(2, 1, 2, 4, scale=2)}),
     Case("fused_softmax_mask", {"X": randn(1, 2, 3, 3), "Mask": randn(1, 1, 3, 3)}, wrt=["Mask"]),
     Case("fused_softmax_mask", {"X": randn(2, 1, 1, 5), "Mask": randn(2, 1, 1, 5)}, wrt=["X"]),
+    # its upper-triangle form: row i a softmax of its first i + 1 columns, the rest 0 (so is their grad)
+    Case("fused_softmax_mask_upper_triangle", {"X": randn(2, 3, 4, 4)}),
 ]

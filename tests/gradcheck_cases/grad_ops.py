@@ -41,4 +41,22 @@ CASES = [
                                        "DDY": r.standard_normal(4)}),
     Case("elementwise_mul_grad_grad", {"X": r.standard_normal((2, 3, 4)), "Y": r.standard_normal(3),  # by axis, no ddX
                                        "DOut": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3)}, {"axis": 1}),
+    # Paddle's third-derivative ops: the grads of tanh_grad_grad's and elementwise_mul_grad_grad's outputs
+    Case("tanh_triple_grad", {"Out": np.tanh(r.standard_normal((3, 4))), "grad_out_forward": r.standard_normal((3, 4)),
+                              "grad_x_grad_forward": r.standard_normal((3, 4)),
+                              "grad_out_new@GRAD": r.standard_normal((3, 4)),
+                              "grad_out_grad@GRAD": r.standard_normal((3, 4))}),
+    Case("tanh_triple_grad", {"Out": np.tanh(r.standard_normal((2, 3))), "grad_out_forward": r.standard_normal((2, 3)),
+                              "grad_x_grad_forward": r.standard_normal((2, 3)),
+                              "grad_out_grad@GRAD": r.standard_normal((2, 3))}),   # no d_dOutNew
+    Case("elementwise_mul_triple_grad", {"X": r.standard_normal((3, 4)), "Y": r.standard_normal(4),
+                                         "DOut": r.standard_normal((3, 4)), "DDX": r.standard_normal((3, 4)),
+                                         "DDY": r.standard_normal(4), "D_DX": r.standard_normal((3, 4)),
+                                         "D_DY": r.standard_normal(4), "D_DDOut": r.standard_normal((3, 4))}),
+    Case("elementwise_mul_triple_grad", {"X": r.standard_normal((2, 3, 4)), "Y": r.standard_normal(3),  # by axis
+                                         "DOut": r.standard_normal((2, 3, 4)), "DDY": r.standard_normal(3),
+                                         "D_DX": r.standard_normal((2, 3, 4)), "D_DDOut": r.standard_normal((2, 3, 4))},
+         {"axis": 1}),
+    # reshape2_grad_grad: ddX in dOut's shape (its grad, the same op back into ddX's shape)
+    Case("reshape2_grad_grad", {"DDX": r.standard_normal((2, 6)), "DOut": r.standard_normal((3, 4))}),
 ]

@@ -69,6 +69,8 @@ CASES = [
     noise_free("gumbel_softmax_grad", "softmax", {"temperature": 2.0, "hard": False, "axis": 0}),
     second_order("fused_softmax_mask", {"X": randn(2, 3, 2, 4), "Mask": randn(2, 1, 2, 4)},
                  grad_type="fused_softmax_mask_grad"),
+    second_order("fused_softmax_mask_upper_triangle", {"X": randn(1, 2, 3, 3)},
+                 grad_type="fused_softmax_mask_upper_triangle_grad"),
     # arithmetic
     second_order("elementwise_mod", {"X": np.array([[2.5, -1.3], [0.7, 4.1]]),
                                      "Y": np.array([[1.1, 0.6], [-0.9, 1.7]])}),   # quotients away from integers

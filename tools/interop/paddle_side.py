@@ -36,6 +36,9 @@ EXPLAINED = {
     **dict.fromkeys(("layers/sample_neighbors", "layers/sample_neighbors_eids", "layers/weighted_sample_neighbors",
                      "layers/weighted_sample_neighbors_eids"), UNSEEDED_NEIGHBOURS),
     "layers/sample_neighbors_all": UNWRITTEN_EIDS,
+    "layers/incubate_jvp": "Paddle's legacy backward of jvp's tanh(a) * a is wrong (known_issues.PADDLE_WRONG); "
+                           "gradc's program differentiates the grad ops with plain ops, and Paddle's run of it gives "
+                           "gradc's (central-difference) gradient",
 }
 
 

@@ -1,8 +1,11 @@
 """Paddle's own second-derivative op types, as Paddle's backward writes them into a program that differentiates a
 gradient (a physics-informed loss: PaddleScience's Laplacians, `paddle.grad(..., create_graph=True)`): legacy
 `tanh_grad_grad`, `sigmoid_grad_grad`, `matmul_v2_grad_grad`, `elementwise_add_grad_grad`,
-`elementwise_mul_grad_grad`, PIR `pd_op.<op>_double_grad`. gradc's own makers of the first grad ops write these
-derivatives with plain ops (gradc.ops.activation_double); these types are for reading Paddle's programs.
+`elementwise_mul_grad_grad`, `reshape2_grad_grad`, PIR `pd_op.<op>_double_grad`; and the third-derivative ops its
+backward writes when the loss differentiates a second derivative (`paddle.incubate.autograd.jvp`):
+`tanh_triple_grad`, `elementwise_mul_triple_grad`, PIR `pd_op.<op>_triple_grad`. gradc's own makers of the first
+grad ops write these derivatives with plain ops (gradc.ops.activation_double); these types are for reading Paddle's
+programs.
 
 Each is defined by its computation with differentiable ops (``expansion``), which also gives its gradient (the
 third derivative a training step of such a loss needs). Its slots are Paddle 3.3.1's: grad_x@GRAD is ddX, the grad
@@ -13,6 +16,7 @@ from __future__ import annotations
 
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
+from ..shapes import numel
 from . import activation, math, products  # noqa: F401  (the grad ops these differentiate)
 from .composite import Formula, expansion, first
 from .infer import same_as
@@ -124,3 +128,82 @@ def _mul_again(f, g):
 defgrad("elementwise_mul_grad_grad", inputs=["X", "Y", "DOut", "DDX?", "DDY?"], outputs=["DDOut", "X@GRAD", "Y@GRAD"],
         attrs={"axis": -1}, infer=_like(("DOut", "DDOut"), ("X", "X@GRAD"), ("Y", "Y@GRAD")), grad=_mul_again,
         of="elementwise_mul_grad")
+
+
+def _tanh_again(f, g):
+    """Of tanh_grad_grad's dOutNew = -2 out dOut ddX and ddOut = (1 - out^2) ddX: the grads of out, dOut and ddX at
+    their grads d_dOutNew (grad_out_new@GRAD) and d_ddOut (grad_out_grad@GRAD), either absent."""
+    out, dout, ddx = (first(g.I(slot)) for slot in ("Out", "grad_out_forward", "grad_x_grad_forward"))
+    d_new, d_ddout = first(g.I("grad_out_new@GRAD")), first(g.I("grad_out_grad@GRAD"))
+    if d_new is None and d_ddout is None:
+        return {}
+    minus_two_out = f.scale(out, -2.0)
+    d_out = [f.mul(f.mul(minus_two_out, ddx, out), d_ddout, out) if d_ddout is not None else None,
+             f.mul(f.scale(f.mul(dout, ddx, out), -2.0), d_new, out) if d_new is not None else None]
+    d_ddx = [f.op("tanh_grad", {"Out": out, "Out@GRAD": d_ddout}, out, slot="X@GRAD") if d_ddout is not None else None,
+             f.mul(f.mul(minus_two_out, dout, out), d_new, out) if d_new is not None else None]
+    grads = {"Out@GRAD": _two_terms(f, *d_out, out), "grad_x_grad_forward@GRAD": _two_terms(f, *d_ddx, out)}
+    if d_new is not None:
+        grads["grad_out_forward@GRAD"] = f.mul(f.mul(minus_two_out, ddx, out), d_new, out)
+    return {slot: var for slot, var in grads.items() if var is not None}
+
+
+defgrad("tanh_triple_grad", inputs=["Out", "grad_out_forward", "grad_x_grad_forward", "grad_out_new@GRAD?",
+                                    "grad_out_grad@GRAD?"],
+        outputs=["Out@GRAD", "grad_out_forward@GRAD", "grad_x_grad_forward@GRAD"],
+        infer=_like(("Out", "Out@GRAD"), ("grad_out_forward", "grad_out_forward@GRAD"),
+                    ("grad_x_grad_forward", "grad_x_grad_forward@GRAD")),
+        grad=_zeros_where_unreached(_tanh_again), of="tanh_grad_grad")
+
+
+def _mul_grad_of(f, g, x, y, dout, slot):
+    """The ``slot`` grad (X@GRAD or Y@GRAD) of x * y at dOut, summed to that operand's shape."""
+    like = x if slot == "X@GRAD" else y
+    return f.op("elementwise_mul_grad", {"X": x, "Y": y, "Out@GRAD": dout}, like, {"axis": g.attr("axis")},
+                slot=slot)
+
+
+@_zeros_where_unreached
+def _mul_third(f, g):
+    """Of elementwise_mul_grad_grad's X@GRAD = ddY dOut, Y@GRAD = ddX dOut and ddOut = ddX Y + X ddY: the grads of
+    X, Y, dOut, ddX and ddY at their grads D_DX, D_DY and D_DDOut, any of them (and ddX, ddY) absent."""
+    x, y, dout, ddx, ddy, d_dx, d_dy, d_ddout = (first(g.I(s)) for s in (
+        "X", "Y", "DOut", "DDX", "DDY", "D_DX", "D_DY", "D_DDOut"))
+    axis = g.attr("axis")
+    # (x, y, dOut): the grad of x * y at dOut; the operand whose grad it is stands only for its shape
+    pairs = {"D_X": ((x, ddy, d_ddout, "X@GRAD"), None), "D_Y": ((ddx, y, d_ddout, "Y@GRAD"), None),
+             "D_DDX": ((x, d_dy, dout, "X@GRAD"), (x, y, d_ddout, "X@GRAD")),
+             "D_DDY": ((d_dx, y, dout, "Y@GRAD"), (x, y, d_ddout, "Y@GRAD"))}
+    terms = {slot: [_mul_grad_of(f, g, *term) if term is not None and None not in term else None for term in found]
+             for slot, found in pairs.items()}
+    terms["D_DOut"] = [_onto_dout(f, g, f.mul(a, b, dout, axis), -1) if None not in (a, b) else None
+                       for a, b in ((d_dx, ddy), (ddx, d_dy))]
+    like = {"D_X": x, "D_Y": y, "D_DOut": dout, "D_DDX": x, "D_DDY": y}
+    summed = {slot: _two_terms(f, *parts, like[slot]) for slot, parts in terms.items()}
+    return {slot: var for slot, var in summed.items() if var is not None}
+
+
+defgrad("elementwise_mul_triple_grad", inputs=["X", "Y", "DOut", "DDX?", "DDY?", "D_DX?", "D_DY?", "D_DDOut?"],
+        outputs=["D_X", "D_Y", "D_DOut", "D_DDX", "D_DDY"], attrs={"axis": -1},
+        infer=_like(("X", "D_X"), ("Y", "D_Y"), ("DOut", "D_DOut"), ("X", "D_DDX"), ("Y", "D_DDY")),
+        grad=_mul_third, of="elementwise_mul_grad_grad")
+
+
+def _reshape_again(g):
+    """ddOut is ddX in dOut's shape: its grad is ddOut's grad in ddX's shape, the same op with the two swapped."""
+    f = Formula(g)
+    f.into(first(g.IG("DDX")), "reshape2_grad_grad", {"DDX": g.OG("DDOut"), "DOut": g.I("DDX")}, slot="DDOut",
+           same=True)
+    return f.ops
+
+
+def _reshape_infer(ctx):
+    ddx, dout = ctx.shape("DDX"), ctx.shape("DOut")
+    if ddx is not None and dout is not None and -1 not in (numel(ddx), numel(dout)) and numel(ddx) != numel(dout):
+        ctx.fail(f"DDX {ddx} cannot take DOut's shape {dout}: {numel(ddx)} and {numel(dout)} elements")
+    return {"DDOut": (dout, ctx.dtype("DDX"))}
+
+
+# Paddle's legacy backward of reshape2_grad (a Jacobian's reshape of a gradient, differentiated again)
+defgrad("reshape2_grad_grad", inputs=["DDX", "DOut"], outputs=["DDOut"], attrs={"shape": [], "use_quantizer": False},
+        infer=_reshape_infer, grad=_reshape_again, no_grad_inputs=["DOut"], of="reshape2_grad")

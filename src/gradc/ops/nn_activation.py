@@ -1,7 +1,9 @@
 """Activations that are more than one function of each element: prelu (learned slopes for the whole
 tensor, per channel or per element), maxout (the max over groups of channels), the random ones,
 rrelu (random negative slopes while training) and gumbel_softmax (a softmax of logits plus Gumbel noise), and
-fused_softmax_mask (attention's softmax of scores plus a mask, paddle.incubate.softmax_mask_fuse).
+fused_softmax_mask (attention's softmax of scores plus a mask, paddle.incubate.softmax_mask_fuse) and
+fused_softmax_mask_upper_triangle (a causal attention's softmax: each row of scores sees only the columns up to its
+own, paddle.incubate.softmax_mask_fuse_upper_triangle, which Paddle 3.3.1 runs on GPU only).
 
 Paddle's gumbel_softmax_grad leaves out the 1/temperature factor of the softmax's derivative; gradc's
 gradient has it (docs/ops-activation-math.md).
@@ -120,3 +122,22 @@ def _softmax_mask_grad(g):
 
 # Out = softmax(X + Mask) along the last axis, Mask broadcast over the heads (dim 1)
 defop("fused_softmax_mask", ["X", "Mask"], infer=_softmax_mask_infer, grad=_softmax_mask_grad)
+
+
+def _upper_triangle_infer(ctx):
+    x = ctx.shape("X")
+    if len(x) != 4 or not dims_match(x[2], x[3]):
+        ctx.fail(f"X must be 4-D with as many rows as columns ([batch, heads, rows, rows]), got {x}")
+    return same_as("X")(ctx)
+
+
+def _upper_triangle_grad(g):
+    """X@GRAD = Out (dOut - sum(dOut Out)) along the last axis, zero where Out is (the masked columns)."""
+    f = Formula(g)
+    f.into(first(g.IG("X")), "fused_softmax_mask_upper_triangle_grad", {"Out": g.O("Out"), "Out@GRAD": g.OG("Out")},
+           slot="X@GRAD")
+    return f.ops
+
+
+# Out[..., i, :] = softmax of X[..., i, :i + 1], zeros after it (the CUDA kernel's causal mask)
+defop("fused_softmax_mask_upper_triangle", ["X"], infer=_upper_triangle_infer, grad=_upper_triangle_grad)

@@ -1,4 +1,5 @@
-"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, fused_softmax_mask, composite
+"""Second derivatives of gradc.ops.nn_activation: prelu, rrelu, maxout, gumbel_softmax, fused_softmax_mask (and its
+upper-triangle form), composite
 (gradc.ops.composite) so third derivatives follow. ``ddX`` is the grad of the grad op's output X@GRAD.
 """
 
@@ -91,14 +92,22 @@ def _gumbel_softmax(g):
 defgrad("gumbel_softmax_grad", grad=_gumbel_softmax)
 
 
-def _fused_softmax_mask(g):
-    """fused_softmax_mask_grad is softmax_grad along the last axis, its Out named Softmax."""
-    as_softmax = OpDesc("softmax_grad", {"Out": g.I("Softmax"), "Out@GRAD": g.I("Out@GRAD")},
-                        {"X@GRAD": g.O("X@GRAD")}, {"axis": -1})
-    return softmax_grad_maker(g.for_op(as_softmax))
+def _as_softmax_grad(out_slot: str):
+    """The maker of a grad op that is softmax_grad along the last axis, its Out in ``out_slot``."""
+
+    def maker(g):
+        as_softmax = OpDesc("softmax_grad", {"Out": g.I(out_slot), "Out@GRAD": g.I("Out@GRAD")},
+                            {"X@GRAD": g.O("X@GRAD")}, {"axis": -1})
+        return softmax_grad_maker(g.for_op(as_softmax))
+
+    return maker
 
 
 # the grad op of fused_softmax_mask's maker (a composite maker, so registered here with its slots)
 defgrad("fused_softmax_mask_grad", inputs=["Softmax", "Out@GRAD"], outputs=["X@GRAD"], of="fused_softmax_mask",
         infer=same_as("Softmax"),
-        grad=_fused_softmax_mask)
+        grad=_as_softmax_grad("Softmax"))
+
+# the upper-triangle form's grad is the same softmax_grad: its masked columns have Out 0, so they get none
+defgrad("fused_softmax_mask_upper_triangle_grad", inputs=["Out", "Out@GRAD"], outputs=["X@GRAD"],
+        of="fused_softmax_mask_upper_triangle", infer=same_as("Out"), grad=_as_softmax_grad("Out"))

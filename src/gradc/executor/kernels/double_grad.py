@@ -81,3 +81,38 @@ def elementwise_mul_grad_grad(k):
         return reduce_to(dout * other_aligned, operand, aligned)
 
     return k.grads({"DDOut": ddout, "X@GRAD": lambda: grad_of(x, ddy), "Y@GRAD": lambda: grad_of(y, ddx)})
+
+
+@kernel("tanh_triple_grad")
+def tanh_triple_grad(k):
+    """Of dOutNew = -2 out dOut ddX and ddOut = (1 - out^2) ddX, at their grads d_dOutNew and d_ddOut (absent: zero)."""
+    out, dout, ddx = k.x("Out"), k.x("grad_out_forward"), k.x("grad_x_grad_forward")
+    d_new, d_ddout = k.optional("grad_out_new@GRAD"), k.optional("grad_out_grad@GRAD")
+    d_new = np.zeros_like(out) if d_new is None else d_new
+    d_ddout = np.zeros_like(out) if d_ddout is None else d_ddout
+    return k.grads({"Out@GRAD": lambda: -2 * ddx * (out * d_ddout + dout * d_new),
+                    "grad_out_forward@GRAD": lambda: -2 * out * ddx * d_new,
+                    "grad_x_grad_forward@GRAD": lambda: (1 - out * out) * d_ddout - 2 * out * dout * d_new})
+
+
+@kernel("elementwise_mul_triple_grad")
+def elementwise_mul_triple_grad(k):
+    """Of X@GRAD = ddY dOut, Y@GRAD = ddX dOut (each summed to its operand) and ddOut = ddX Y + X ddY, at their grads
+    D_DX, D_DY and D_DDOut; an absent input is zero."""
+    x, y, dout, axis = k.x("X"), k.x("Y"), k.x("DOut"), k.attr("axis")
+    zero_x, zero_y = np.zeros_like(x), np.zeros_like(y)
+    ddx, d_dx = (v if v is not None else zero_x for v in (k.optional("DDX"), k.optional("D_DX")))
+    ddy, d_dy = (v if v is not None else zero_y for v in (k.optional("DDY"), k.optional("D_DY")))
+    d_ddout = k.optional("D_DDOut")
+    d_ddout = np.zeros_like(dout) if d_ddout is None else d_ddout
+    x_, y_ = align(x, y, axis)
+    ddx_, ddy_ = align(ddx, ddy, axis)
+    d_dx_, d_dy_ = align(d_dx, d_dy, axis)
+    return k.grads({"D_X": lambda: reduce_to(d_ddout * ddy_, x, x_),
+                    "D_Y": lambda: reduce_to(d_ddout * ddx_, y, y_),
+                    "D_DOut": lambda: np.broadcast_to(d_dx_ * ddy_ + ddx_ * d_dy_, dout.shape).copy(),
+                    "D_DDX": lambda: reduce_to(dout * d_dy_ + d_ddout * y_, x, x_),
+                    "D_DDY": lambda: reduce_to(dout * d_dx_ + d_ddout * x_, y, y_)})
+
+
+kernel("reshape2_grad_grad")(lambda k: {"DDOut": k.x("DDX").reshape(k.x("DOut").shape)})

@@ -1,4 +1,5 @@
-"""Kernels of gradc.ops.nn_activation: prelu, maxout, rrelu, gumbel_softmax, fused_softmax_mask."""
+"""Kernels of gradc.ops.nn_activation: prelu, maxout, rrelu, gumbel_softmax, fused_softmax_mask (and its upper-triangle
+form)."""
 
 from __future__ import annotations
 
@@ -137,7 +138,20 @@ def fused_softmax_mask(k):
     return {"Out": softmax(scores, -1) if scores.size else scores}
 
 
-@kernel("fused_softmax_mask_grad")
-def fused_softmax_mask_grad(k):
-    out, d = k.x("Softmax"), k.x("Out@GRAD")
-    return {"X@GRAD": out * (d - (d * out).sum(axis=-1, keepdims=True))}
+def _softmax_grad(out, d):
+    return out * (d - (d * out).sum(axis=-1, keepdims=True))
+
+
+kernel("fused_softmax_mask_grad")(lambda k: {"X@GRAD": _softmax_grad(k.x("Softmax"), k.x("Out@GRAD"))})
+kernel("fused_softmax_mask_upper_triangle_grad")(lambda k: {"X@GRAD": _softmax_grad(k.x("Out"), k.x("Out@GRAD"))})
+
+
+@kernel("fused_softmax_mask_upper_triangle")
+def fused_softmax_mask_upper_triangle(k):
+    x = k.x("X")
+    rows = x.shape[-1]
+    later = np.triu(np.ones((rows, rows), bool), 1)   # column j > row i: masked
+    if not x.size:
+        return {"Out": x}
+    out = softmax(np.where(later, -np.inf, x), -1)
+    return {"Out": np.where(later, 0, out).astype(x.dtype)}

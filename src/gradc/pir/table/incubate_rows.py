@@ -1,4 +1,5 @@
-"""Rows: paddle.incubate.layers' ops (gradc.ops.incubate) and correlation (gradc.ops.correlation)."""
+"""Rows: paddle.incubate.layers' ops (gradc.ops.incubate), correlation (gradc.ops.correlation) and
+paddle.incubate.nn.functional's fused_gemm_epilogue (gradc.ops.fused_gemm)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ COLUMNS = "start_index:i32 length:i32=-1"
 CORRELATION = "pad_size:i32 kernel_size:i32 max_displacement:i32 stride1:i32 stride2:i32 corr_type_multiply:i32=1"
 RANKS = "max_rank=MaxRank:i32=3 max_size=MaxSize:i32"
 SEQPOOL = "pooltype:str=SUM pad_value:f32 use_cvm:bool=true cvm_offset:i32=2"
+GEMM = "trans_x:bool trans_y:bool"
 
 ROWS = [
     row("pd_op.partial_sum", "partial_sum", "x:X*", "out:Out", COLUMNS),
@@ -36,4 +38,10 @@ ROWS = [
     row("pd_op.fused_seqpool_cvm", "fused_seqpool_cvm", "x:X* cvm:CVM", "out:Out*", SEQPOOL),
     row("pd_op.fused_seqpool_cvm_grad", "fused_seqpool_cvm_grad", "x:X* cvm:CVM out_grad:Out@GRAD*",
         "x_grad:X@GRAD* cvm_grad:CVM@GRAD", SEQPOOL),
+    # without an activation Paddle's reserve_space is a null value, which gradc leaves unwritten
+    row("pd_op.fused_gemm_epilogue", "fused_gemm_epilogue", "x:X y:Y bias:Bias", "out:Out reserve_space:ReserveSpace",
+        f"{GEMM} activation:str=none"),
+    row("pd_op.fused_gemm_epilogue_grad", "fused_gemm_epilogue_grad",
+        "x:X y:Y reserve_space?:ReserveSpace out_grad:DOut", "x_grad:DX y_grad:DY bias_grad:DBias",
+        f"{GEMM} activation_grad:str=none"),
 ]

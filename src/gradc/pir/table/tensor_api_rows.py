@@ -56,8 +56,12 @@ ROWS = [
     row("pd_op.randperm", "randperm", "", "out:Out", "n:i32 dtype:dtype place=-:place"),
     row("pd_op.gumbel_softmax", "gumbel_softmax", "x:X", "out:Out", "temperature:f32 hard:bool axis:i32"),
     row("pd_op.fused_softmax_mask", "fused_softmax_mask", "x:X mask:Mask", "out:Out"),
+    row("pd_op.fused_softmax_mask_upper_triangle", "fused_softmax_mask_upper_triangle", "X:X", "Out:Out"),
     # grads
     row("pd_op.fused_softmax_mask_grad", "fused_softmax_mask_grad", "softmax:Softmax out_grad:Out@GRAD", X_GRAD),
+    # Paddle's PIR op keeps the legacy op's capitalised names
+    row("pd_op.fused_softmax_mask_upper_triangle_grad", "fused_softmax_mask_upper_triangle_grad",
+        "Out:Out Out_grad:Out@GRAD", "X_grad:X@GRAD"),
     row("pd_op.sin_grad", "sin_grad", UNARY, X_GRAD),
     row("pd_op.cos_grad", "cos_grad", UNARY, X_GRAD),
     row("pd_op.tril_grad", "tril_triu_grad", "out_grad:Out@GRAD", X_GRAD, "diagonal:i32", **LOWER),
@@ -98,6 +102,17 @@ ROWS = [
         "grad_out_grad:DDOut", "axis:i32=-1"),
     row("pd_op.multiply_double_grad", "elementwise_mul_grad_grad",
         "x:X y:Y grad_out:DOut grad_x_grad?:DDX grad_y_grad?:DDY", "x_grad:X@GRAD y_grad:Y@GRAD grad_out_grad:DDOut",
+        "axis:i32=-1"),
+    # third derivatives: a loss that differentiates a second derivative (paddle.incubate.autograd.jvp)
+    row("pd_op.tanh_triple_grad", "tanh_triple_grad",
+        "out:Out grad_out_forward:grad_out_forward grad_x_grad_forward:grad_x_grad_forward "
+        "grad_out_new_grad?:grad_out_new@GRAD grad_out_grad_grad?:grad_out_grad@GRAD",
+        "out_grad:Out@GRAD grad_out_forward_grad:grad_out_forward@GRAD "
+        "grad_x_grad_forward_grad:grad_x_grad_forward@GRAD"),
+    row("pd_op.multiply_triple_grad", "elementwise_mul_triple_grad",
+        "x:X y:Y fwd_grad_out:DOut fwd_grad_grad_x?:DDX fwd_grad_grad_y?:DDY grad_x_grad?:D_DX grad_y_grad?:D_DY "
+        "grad_grad_out_grad?:D_DDOut",
+        "x_grad:D_X y_grad:D_Y fwd_grad_out_grad:D_DOut fwd_grad_grad_x_grad:D_DDX fwd_grad_grad_y_grad:D_DDY",
         "axis:i32=-1"),
     # Paddle's gumbel_softmax_grad leaves out 1/temperature: gradc's grad at temperature 1 says the same
     row("pd_op.gumbel_softmax_grad", "gumbel_softmax_grad", "out:Out out_grad:Out@GRAD", X_GRAD, "axis:i32",
