@@ -99,6 +99,8 @@ def test_a_gradient_penalty_as_the_issue_tried_it():
 THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1]]", "gelu_grad[approximate=True]",
                "softplus_grad", "softmax_grad", "log_softmax_grad", "softmax_with_cross_entropy_grad",
                "conv2d_grad[paddings=[1, 1]]", "pool2d_grad[pooling_type=max,ksize=[2, 2],strides=[2, 2]]",
+               "pool2d_grad[pooling_type=max,ksize=[3, 2],strides=[2, 1],paddings=[0, 2, 1, 0]]",
+               "pool3d_grad[pooling_type=max,ksize=[2, 2, 2],strides=[2, 2, 2],ceil_mode=True,data_format=NDHWC]",
                "batch_norm_grad", "layer_norm_grad[epsilon=0.001]", "reshape2_grad[shape=[3, -1]]",
                "mish_grad", "prelu_grad[mode=channel]", "sigmoid_cross_entropy_with_logits_grad", "cross_entropy_grad2",
                "huber_loss_grad[delta=1.0]", "group_norm_grad[groups=2,data_layout=NHWC,epsilon=0.001]",
