@@ -83,6 +83,12 @@ CASES = [
                                                            "global_pooling": True}),
     second_order("max_pool2d_with_index", {"X": distinct(1, 2, 5, 4)}, {"ksize": [2, 2], "strides": [2, 2],
                                                                        "ceil_mode": True}, wrt=["X"]),
+    # the last row and column of windows are empty (mask -1): their ddOut is 0 (it was ddX's last cell)
+    second_order("pool2d", {"X": distinct(1, 1, 3, 3)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2],
+                                                        "paddings": [1, 1], "ceil_mode": True}),
+    second_order("max_pool2d_with_index", {"X": distinct(1, 1, 3, 3)}, {"ksize": [2, 2], "strides": [2, 2],
+                                                                       "paddings": [1, 1], "ceil_mode": True},
+                 wrt=["X"]),
     second_order("max_pool3d_with_index", {"X": distinct(1, 1, 3, 5, 4)}, {"ksize": [2, 3, 2], "adaptive": True},
                  wrt=["X"]),
     second_order("fractional_max_pool2d", {"x": distinct(1, 2, 5, 4)}, {"output_size": [3, 2], "random_u": 0.3},
