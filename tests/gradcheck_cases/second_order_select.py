@@ -42,7 +42,13 @@ CASES = [
     second_order("index_add", {"X": randn(3, 4), "Index": ids(2, 0, 2), "AddValue": randn(3, 3)}, {"axis": 1}),
     *(second_order("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
                    {"Axis": 1, "Reduce": reduce, "Include_self": include_self})
-      for reduce in ("assign", "add", "mean") for include_self in (True, False)),
+      for reduce in ("assign", "add", "mean", "amin", "amax") for include_self in (True, False)),
+    # amin/amax with a broadcast Value, and with ties (Input equal to a value sent to it): ddOut shares them
+    second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, 0, 0, 1]), "Value": randn(1, 4)},
+                 {"Axis": 0, "Reduce": "amax"}),
+    second_order("put_along_axis", {"Input": np.array([[0.5, 1.0], [2.0, -1.0]]), "Index": ids([0, 0], [1, 1]),
+                                    "Value": np.array([[0.5, 0.5], [-1.0, 3.0]])},
+                 {"Axis": 1, "Reduce": "amin"}, tied=True),
     second_order("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
                  {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
     second_order("set_value", {"Input": randn(2, 3)}, {"axes": [1], "starts": [0], "ends": [2], "steps": [1],
@@ -129,3 +135,7 @@ CASES += [
     Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1}, program=lambda: _array_join(1, False)),
     Case("tensor_array_to_tensor_grad", {}, {"use_stack": True, "axis": -1}, program=lambda: _array_join(-1, True)),
 ]
+
+# mul's Hessian needs products of all but two factors of each run-time group
+REFUSED = [second_order("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
+                        {"Axis": 1, "Reduce": "mul"})]

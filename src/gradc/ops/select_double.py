@@ -55,18 +55,15 @@ for _name, _keep in (("top_k_v2", None), ("argsort", None), ("kthvalue", "keepdi
     defgrad(f"{_name}_grad", grad=_picked(_keep), no_grad_inputs=_flat(f"{_name}_grad"))
 
 
-def _placed(forward: str, x: str, value: str, passed: tuple[str, ...], out: str = "Out", linear_modes=None):
+def _placed(forward: str, x: str, value: str, passed: tuple[str, ...], out: str = "Out"):
     """scatter, scatter_nd_add, index_add, put_along_axis: X@GRAD is dOut where nothing was placed (or all of it)
     and the placed values' grad gathers dOut: d/d(dOut) places ddValue into ddX with the forward op (zeros for a
-    grad nobody computed). ``linear_modes``: (attribute, the values it may take) where the op is linear."""
+    grad nobody computed)."""
 
     def maker(g):
         wanted = first(g.IG(out + "@GRAD"))
         if wanted == EMPTY_VAR:
             return []
-        if linear_modes is not None and g.attr(linear_modes[0]) not in linear_modes[1]:
-            raise GradError(f"{g.fwd.type}: gradc differentiates it only where it is linear ({linear_modes[0]} "
-                            f"one of {', '.join(linear_modes[1])}), not with {g.attr(linear_modes[0])!r}")
         f = Formula(g)
         dout = first(g.I(out + "@GRAD"))
         ddx = first(g.OG(x + "@GRAD")) or f.fill_like(dout, 0.0)
@@ -84,13 +81,51 @@ def _zero(f, like: str) -> str:
                 dims=lambda s: [])
 
 
-for _name, _x, _value, _passed, _out, _modes in (
-        ("scatter", "X", "Updates", ("Ids",), "Out", None),
-        ("scatter_nd_add", "X", "Updates", ("Index",), "Out", None),
-        ("index_add", "X", "AddValue", ("Index",), "Out", None),
-        ("put_along_axis", "Input", "Value", ("Index",), "Result", ("Reduce", ("assign", "add", "mean"))),
-        ("set_value", "Input", "ValueTensor", ("StartsTensorList", "EndsTensorList", "StepsTensorList"), "Out", None)):
-    defgrad(f"{_name}_grad", grad=_placed(_name, _x, _value, _passed, _out, _modes),
+def _put_extreme(g):
+    """put_along_axis_grad with Reduce amin/amax: dOut times weights the forward's winners fix (1 where Input
+    stays, a share among the contributors tied for a position's extreme, else 0), so it is flat in Input and Value
+    and d/d(dOut) is the forward's tangent: ddX and ddValue (spread to Index's shape) times the weights the grad op
+    gives at dOut = 1, placed with Reduce add."""
+    wanted = first(g.IG("Result@GRAD"))
+    if wanted == EMPTY_VAR:
+        return []
+    f = Formula(g)
+    x, index, value, dout = (first(g.I(slot)) for slot in ("Input", "Index", "Value", "Result@GRAD"))
+    dims = g.shape(index)
+    spread = f.op("expand_as_v2", {"X": value, "Y": index}, value, {"target_shape": []}, dims=lambda s: dims)
+    weights = {slot: g.tmp(like, lambda s: dims if slot == "Value@GRAD" else s)
+               for slot, like in (("Input@GRAD", x), ("Value@GRAD", value))}
+    f.emit("put_along_axis_grad", {"Input": x, "Index": index, "Value": spread, "Result": g.I("Result"),
+                                   "Result@GRAD": f.fill_like(dout, 1.0)}, weights, same=True)
+    ddx = first(g.OG("Input@GRAD")) or f.fill_like(x, 0.0)
+    ddvalue = first(g.OG("Value@GRAD"))
+    ddvalue = f.op("expand_as_v2", {"X": ddvalue, "Y": index}, value, {"target_shape": []}, dims=lambda s: dims) \
+        if ddvalue else f.fill_like(spread, 0.0)
+    f.emit("put_along_axis", {"Input": f.mul(ddx, weights["Input@GRAD"], x), "Index": index,
+                              "Value": f.mul(ddvalue, weights["Value@GRAD"], spread)}, {"Result": wanted},
+           {"Axis": g.attr("Axis"), "Reduce": "add", "Include_self": True})
+    return f.ops
+
+
+def _put_along_axis_grad(g):
+    """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX, amin/amax weight them by the winners;
+    mul's grads are products of all the other factors of each run-time group, whose Hessian (products of all but
+    two) no op gives."""
+    if g.attr("Reduce") in ("amin", "amax"):
+        return _put_extreme(g)
+    if g.attr("Reduce") in ("mul", "multiply"):
+        raise GradError(f"put_along_axis_grad: gradc does not differentiate Reduce {g.attr('Reduce')!r} twice (the "
+                        "Hessian needs products of all but two factors of each run-time group)")
+    return _placed("put_along_axis", "Input", "Value", ("Index",), "Result")(g)
+
+
+defgrad("put_along_axis_grad", grad=_put_along_axis_grad, no_grad_inputs=_flat("put_along_axis_grad"))
+for _name, _x, _value, _passed, _out in (
+        ("scatter", "X", "Updates", ("Ids",), "Out"),
+        ("scatter_nd_add", "X", "Updates", ("Index",), "Out"),
+        ("index_add", "X", "AddValue", ("Index",), "Out"),
+        ("set_value", "Input", "ValueTensor", ("StartsTensorList", "EndsTensorList", "StepsTensorList"), "Out")):
+    defgrad(f"{_name}_grad", grad=_placed(_name, _x, _value, _passed, _out),
             no_grad_inputs=_flat(f"{_name}_grad"))
 
 
