@@ -90,18 +90,17 @@ def _put_extreme(g):
     if wanted == EMPTY_VAR:
         return []
     f = Formula(g)
-    x, index, value, dout = (first(g.I(slot)) for slot in ("Input", "Index", "Value", "Result@GRAD"))
-    dims = g.shape(index)
-    spread = f.op("expand_as_v2", {"X": value, "Y": index}, value, {"target_shape": []}, dims=lambda s: dims)
-    weights = {slot: g.tmp(like, lambda s: dims if slot == "Value@GRAD" else s)
-               for slot, like in (("Input@GRAD", x), ("Value@GRAD", value))}
-    f.emit("put_along_axis_grad", {"Input": x, "Index": index, "Value": spread, "Result": g.I("Result"),
+    x, picks, value, dout = (first(g.I(slot)) for slot in ("Input", "Index", "Value", "Result@GRAD"))
+    dims = g.shape(picks)
+    spread = f.op("expand_as_v2", {"X": value, "Y": picks}, value, {"target_shape": []}, dims=lambda s: dims)
+    weights = {"Input@GRAD": g.tmp(x), "Value@GRAD": g.tmp(value, lambda s: dims)}
+    f.emit("put_along_axis_grad", {"Input": x, "Index": picks, "Value": spread, "Result": g.I("Result"),
                                    "Result@GRAD": f.fill_like(dout, 1.0)}, weights, same=True)
     ddx = first(g.OG("Input@GRAD")) or f.fill_like(x, 0.0)
     ddvalue = first(g.OG("Value@GRAD"))
-    ddvalue = f.op("expand_as_v2", {"X": ddvalue, "Y": index}, value, {"target_shape": []}, dims=lambda s: dims) \
+    ddvalue = f.op("expand_as_v2", {"X": ddvalue, "Y": picks}, value, {"target_shape": []}, dims=lambda s: dims) \
         if ddvalue else f.fill_like(spread, 0.0)
-    f.emit("put_along_axis", {"Input": f.mul(ddx, weights["Input@GRAD"], x), "Index": index,
+    f.emit("put_along_axis", {"Input": f.mul(ddx, weights["Input@GRAD"], x), "Index": picks,
                               "Value": f.mul(ddvalue, weights["Value@GRAD"], spread)}, {"Result": wanted},
            {"Axis": g.attr("Axis"), "Reduce": "add", "Include_self": True})
     return f.ops
