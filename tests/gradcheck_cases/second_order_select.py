@@ -110,30 +110,36 @@ CASES = [
 ]
 
 
-def _array_join(axis: int, use_stack: bool) -> dict:
-    """A = [x0, tanh(x1)]; loss1 = sum(W1 t2t(A)); loss2 = sum(W2 x0@GRAD) + sum(W3 x1@GRAD), differentiated with
-    respect to x0, x1 and W1 (the join's dOut)."""
+def _array_join(axis: int, use_stack: bool, twice: bool = False) -> dict:
+    """A = [x0, tanh(x1)]; loss1 = sum(W1 t2t(A)) (+ sum(W4 t2t(A, axis 0)) when ``twice``: the backward sums two
+    array grads); loss2 = sum(W2 x0@GRAD) + sum(W3 x1@GRAD) (tanh of each grad when ``twice``, so the second backward
+    differentiates that sum of arrays), differentiated with respect to x0, x1 and W1 (the join's dOut)."""
     net = Net()
     x0, x1, w1 = net.data("x0", [2, 3]), net.data("x1", [2, 3]), net.data("w1", [2, 6] if not use_stack else
                                                                          [2, 2, 3] if axis == 1 else [2, 3, 2])
     a = array(net, x0)
     write(net, x0, net.constant(0), a)
     write(net, net.tanh(x1), net.constant(1), a)
-    joined = to_tensor(net, a, axis=axis, use_stack=use_stack)
-    loss1 = net.op("reduce_sum", {"X": net.elementwise_mul(joined, w1)}, {"reduce_all": True, "dim": []})
-    gradc.append_backward(net.program, loss1)
+    joins = [(to_tensor(net, a, axis=axis, use_stack=use_stack), w1)]
+    if twice:
+        joins.append((to_tensor(net, a, axis=0, use_stack=False), net.data("w4", [4, 3])))
+    parts = [net.op("reduce_sum", {"X": net.elementwise_mul(joined, w)}, {"reduce_all": True, "dim": []})
+             for joined, w in joins]
+    gradc.append_backward(net.program, net.op("sum", {"X": parts}))
     w2, w3 = net.data("w2", [2, 3]), net.data("w3", [2, 3])
     for w in (w2, w3):
         net.block.var(w).stop_gradient = True
-    terms = [net.op("reduce_sum", {"X": net.elementwise_mul(x + "@GRAD", w)}, {"reduce_all": True, "dim": []})
-             for x, w in ((x0, w2), (x1, w3))]
-    feed = {name: randn(*net.shape(name)) for name in ("x0", "x1", "w1", "w2", "w3")}
+    terms = [net.op("reduce_sum", {"X": net.elementwise_mul(net.tanh(x + "@GRAD") if twice else x + "@GRAD", w)},
+                    {"reduce_all": True, "dim": []}) for x, w in ((x0, w2), (x1, w3))]
+    feed = {name: randn(*net.shape(name)) for name in ("x0", "x1", "w1", "w2", "w3", *(["w4"] if twice else []))}
     return {"program": net.program, "feed": feed, "loss": net.op("sum", {"X": terms}), "wrt": ["x0", "x1", "w1"]}
 
 
 CASES += [
     Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1}, program=lambda: _array_join(1, False)),
     Case("tensor_array_to_tensor_grad", {}, {"use_stack": True, "axis": -1}, program=lambda: _array_join(-1, True)),
+    Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1, "joined": "twice"},
+         program=lambda: _array_join(1, False, twice=True)),
 ]
 
 # mul's Hessian needs products of all but two factors of each run-time group
