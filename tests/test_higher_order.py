@@ -110,6 +110,8 @@ THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1
                "put_along_axis_grad[Axis=1,Reduce=amax,Include_self=False]",
                "tensor_array_to_tensor_grad[use_stack=False,axis=1,joined=twice]",
                "lp_pool2d_grad[kernel_size=[2, 2],strides=[2, 2],norm_type=2.0,pooling_type=lp]",
+               "lp_pool2d_grad[kernel_size=[2, 3],norm_type=3.0,adaptive=True,pooling_type=lp]",
+               "lp_pool2d_grad[strides=[2, 1],norm_type=2.0,pooling_type=lp]",
                "cumprod_grad[dim=1,exclusive=True,reverse=True]", "cumprod_grad[dim=0,reverse=True]",
                "logcumsumexp_grad[axis=-2,reverse=True,exclusive=True]",
                "logcumsumexp_grad[flatten=True,exclusive=True,reverse=True]", "cummax_grad[axis=1]",

@@ -107,6 +107,19 @@ CASES = [
     second_order("lp_pool2d", {"x": positive(1, 3, 4, 2)}, {"kernel_size": [3, 2], "strides": [1, 2], "norm_type": 3.5,
                                                             "ceil_mode": True, "paddings": [1, 0],
                                                             "data_format": "NHWC"}),
+    # adaptive windows and run-time kernel sizes: the window sums and their spread by lp_pool2d's own ops
+    second_order("lp_pool2d", {"x": positive(1, 2, 5, 4)}, {"kernel_size": [2, 3], "norm_type": 3.0, "adaptive": True,
+                                                            "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 2, 5, 4), "KernelSizeTensor": np.array([3, 2], np.int64)},
+                 {"strides": [2, 1], "norm_type": 2.0, "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 4, 3, 2), "KernelSizeTensorList": [np.array([2], np.int32),
+                                                                                 np.array([2], np.int32)]},
+                 {"strides": [1, 1], "norm_type": 1.5, "paddings": [1, 0], "data_format": "NHWC",
+                  "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 2, 3, 4)}, {"norm_type": 2.5, "global_pooling": True,
+                                                            "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": randn(1, 2, 4, 4)}, {"kernel_size": [2, 2], "strides": [1, 2], "norm_type": 1.0,
+                                                         "pooling_type": "lp"}),
 ]
 
 
