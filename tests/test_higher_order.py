@@ -115,7 +115,8 @@ THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1
                "cumprod_grad[dim=1,exclusive=True,reverse=True]", "cumprod_grad[dim=0,reverse=True]",
                "logcumsumexp_grad[axis=-2,reverse=True,exclusive=True]",
                "logcumsumexp_grad[flatten=True,exclusive=True,reverse=True]", "cummax_grad[axis=1]",
-               "mode_grad[axis=1]", "median_grad[axis=[0, 2],keepdim=False,mode=avg]"]
+               "mode_grad[axis=1]", "median_grad[axis=[0, 2],keepdim=False,mode=avg]",
+               "median_grad[keepdim=False,mode=avg]"]
 
 
 @pytest.mark.parametrize("case_id", THIRD_ORDER)
