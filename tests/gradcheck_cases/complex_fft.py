@@ -95,7 +95,7 @@ CASES = [
     second_order("fft_c2r", {"X": crandn(3, 4)}, fft([0, 1], "forward", False)),
 ]
 # second derivatives through complex values of the grad ops gradc.backward.path lets complex values through
-TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "mean", "reduce_sum", "reduce_mean", "transpose2",
-         "reshape2", "squeeze2", "unsqueeze2", "concat", "slice", "roll", "pad", "set_value", "matmul_v2", "kron",
-         "trace"}
+TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "mean", "reduce_sum",
+         "reduce_mean", "transpose2", "reshape2", "squeeze2", "unsqueeze2", "concat", "slice", "roll", "pad",
+         "set_value", "matmul_v2", "kron", "trace"}
 CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) for case in CASES if case.op in TWICE]

@@ -159,7 +159,9 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "roll_grad", "trace_grad", "set_value_grad",
     # bilinear grad ops (dX = dOut conj(Y), ...): their makers' forward ops on ddX, ddY conjugate as the first order
     "elementwise_mul_grad", "matmul_v2_grad", "kron_grad",
-})   # not elementwise_div_grad: its maker's quotient rule has no conj (wrong for complex, caught by the check)
+    # the quotient rule with the kernel's conjugates, differentiated as a whole
+    "elementwise_div_grad",
+})
 
 
 def check_complex(block: Block, path: OpPath) -> None:

@@ -14,6 +14,7 @@ from ..errors import GradError
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
+from .complex_fft_double import is_complex
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
@@ -47,14 +48,18 @@ def summed_to(f, operand: str, slot: str, value: str, axis: int) -> str:
 
 @expansion
 def _div_grad(f, g):
-    """X@GRAD = dOut / y and Y@GRAD = -dOut x / y^2, summed down to X and Y."""
+    """X@GRAD = dOut / conj(y) and Y@GRAD = -dOut conj(x) / conj(y)^2 (as the kernel: conj only of a complex
+    operand), summed down to X and Y; a real Y's grad of complex values is their real part."""
     x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
-    quotient = f.div(dout, y, dout, axis)
+    cx, cy = (f.unary("conj", v) if is_complex(g, v) else v for v in (x, y))
+    quotient = f.div(dout, cy, dout, axis)
     grads = {}
     if g.O("X@GRAD"):
         grads["X@GRAD"] = summed_to(f, x, "X", quotient, axis)
     if g.O("Y@GRAD"):
-        minus = f.scale(f.div(f.mul(quotient, x, dout, axis), y, dout, axis), -1.0)
+        minus = f.scale(f.div(f.mul(quotient, cx, dout, axis), cy, dout, axis), -1.0)
+        if is_complex(g, dout) and not is_complex(g, y):
+            minus = f.op("real", {"X": minus}, y, dims=lambda s: g.shape(dout))
         grads["Y@GRAD"] = summed_to(f, y, "Y", minus, axis)
     return grads
 
