@@ -116,7 +116,8 @@ THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1
                "logcumsumexp_grad[axis=-2,reverse=True,exclusive=True]",
                "logcumsumexp_grad[flatten=True,exclusive=True,reverse=True]", "cummax_grad[axis=1]",
                "mode_grad[axis=1]", "median_grad[axis=[0, 2],keepdim=False,mode=avg]",
-               "median_grad[keepdim=False,mode=avg]"]
+               "median_grad[keepdim=False,mode=avg]",
+               "eig_grad[loss=w]", "eig_grad[loss=|V| batched]", "eig_grad[loss=w real]"]
 
 
 @pytest.mark.parametrize("case_id", THIRD_ORDER)
@@ -124,6 +125,7 @@ def test_third_derivatives_through(case_id):
     """A third backward over a second-order case's program (tests/gradcheck_cases/second_order*.py): the ops
     each second-order maker emits have makers of their own."""
     from gradcheck_cases import (
+        linalg_extra,
         scans_double,
         second_order,
         second_order_broadcast_put,
@@ -131,7 +133,8 @@ def test_third_derivatives_through(case_id):
         second_order_select,
     )
 
-    modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put, scans_double)
+    modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put, scans_double,
+               linalg_extra)
     check_third_derivatives(next(c for module in modules for c in module.CASES if c.id == case_id), RNG)
 
 
