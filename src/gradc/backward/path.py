@@ -161,6 +161,9 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "elementwise_mul_grad", "matmul_v2_grad", "kron_grad",
     # the quotient rule with the kernel's conjugates, differentiated as a whole
     "elementwise_div_grad",
+    # holomorphic unary math: dOut conj(f'(z)), and their grad ops (gradc.ops.activation_double's complex branch)
+    "exp", "log", "sqrt", "square", "sin", "cos", "tanh",
+    "exp_grad", "log_grad", "sqrt_grad", "square_grad", "sin_grad", "cos_grad", "tanh_grad",
 })
 
 
