@@ -154,7 +154,3 @@ CASES += [
     Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1, "joined": "twice"},
          program=lambda: _array_join(1, False, twice=True)),
 ]
-
-# mul's Hessian needs products of all but two factors of each run-time group
-REFUSED = [second_order("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
-                        {"Axis": 1, "Reduce": "mul"})]

@@ -43,6 +43,7 @@ def _sums_adjoint(g):
 
 
 def _lp_pool2d_grad(g):
+    """lp_pool2d_grad: linear in dOut at norm_type 1, else its formula differentiated as a whole."""
     return _sums_adjoint(g) if g.attr("norm_type") == 1.0 else _lp_expansion(g)
 
 
