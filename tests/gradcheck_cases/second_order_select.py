@@ -42,7 +42,14 @@ CASES = [
     second_order("index_add", {"X": randn(3, 4), "Index": ids(2, 0, 2), "AddValue": randn(3, 3)}, {"axis": 1}),
     *(second_order("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
                    {"Axis": 1, "Reduce": reduce, "Include_self": include_self})
-      for reduce in ("assign", "add", "mean", "amin", "amax") for include_self in (True, False)),
+      for reduce in ("assign", "add", "mean", "amin", "amax", "mul") for include_self in (True, False)),
+    # mul with zero factors (one in row 0's group of three, two in row 2's) and a broadcast Value
+    second_order("put_along_axis", {"Input": np.array([[0.0, 1.5, -0.5, 2.0], [1.0, -2.0, 0.5, 0.0],
+                                                       [0.7, 1.2, 0.0, -1.1]]), "Index": PUT_INDEX,
+                                    "Value": np.array([[0.8, -1.3, 0.6], [1.1, 0.0, -0.4], [0.0, 0.9, 1.4]])},
+                 {"Axis": 1, "Reduce": "mul"}),
+    second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, -1, 0, 1]), "Value": randn(1, 4)},
+                 {"Axis": 0, "Reduce": "multiply"}),
     # amin/amax with a broadcast Value, and with ties (Input equal to a value sent to it): ddOut shares them
     second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, 0, 0, 1]), "Value": randn(1, 4)},
                  {"Axis": 0, "Reduce": "amax"}),

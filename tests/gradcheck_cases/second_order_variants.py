@@ -38,8 +38,6 @@ def _left_out(case: Case) -> str | None:
     attrs, arrays = case.attrs, [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]
     if case.op in LEFT_OUT:
         return LEFT_OUT[case.op]
-    if case.op == "put_along_axis" and attrs.get("Reduce", "assign") in ("mul", "multiply"):
-        return "Reduce mul: put_along_axis_grad refuses"
     if case.op == "elementwise_div" and any(np.iscomplexobj(a) for a in arrays):
         return "elementwise_div_grad refuses complex values"
     if attrs.get("is_test") and case.op in ("fake_quantize_dequantize_moving_average_abs_max",

@@ -81,15 +81,11 @@ def _zero(f, like: str) -> str:
                 dims=lambda s: [])
 
 
-def _put_extreme(g):
-    """put_along_axis_grad with Reduce amin/amax: dOut times weights the forward's winners fix (1 where Input
-    stays, a share among the contributors tied for a position's extreme, else 0), so it is flat in Input and Value
-    and d/d(dOut) is the forward's tangent: ddX and ddValue (spread to Index's shape) times the weights the grad op
+def _put_tangent(f, g, wanted: str) -> None:
+    """d/d(dOut) of put_along_axis_grad with Reduce amin/amax/mul, whose grads are dOut times weights (amin/amax: 1
+    where Input stays, a share among the contributors tied for a position's extreme, else 0; mul: the product of the
+    other factors): the forward's tangent, ddX and ddValue (spread to Index's shape) times the weights the grad op
     gives at dOut = 1, placed with Reduce add."""
-    wanted = first(g.IG("Result@GRAD"))
-    if wanted == EMPTY_VAR:
-        return []
-    f = Formula(g)
     x, picks, value, dout = (first(g.I(slot)) for slot in ("Input", "Index", "Value", "Result@GRAD"))
     dims = g.shape(picks)
     spread = f.op("expand_as_v2", {"X": value, "Y": picks}, value, {"target_shape": []}, dims=lambda s: dims)
@@ -103,22 +99,56 @@ def _put_extreme(g):
     f.emit("put_along_axis", {"Input": f.mul(ddx, weights["Input@GRAD"], x), "Index": picks,
                               "Value": f.mul(ddvalue, weights["Value@GRAD"], spread)}, {"Result": wanted},
            {"Axis": g.attr("Axis"), "Reduce": "add", "Include_self": True})
-    return f.ops
+
+
+STEP = 2.0 ** -40   # the complex step: its error h^2 (third-order terms) is far below rounding
+COMPLEX_OF = {VarType.FP32: VarType.COMPLEX64, VarType.FP64: VarType.COMPLEX128}
+
+
+def _put_curvature(f, g) -> None:
+    """d/dInput and d/dValue of put_along_axis_grad with Reduce mul: each grad is dOut times the product of the other
+    factors of its run-time group, a polynomial, so its derivative along (ddX, ddValue) is Im(the grad op at factors
+    + i h dd) / h, exact to rounding for a step h = 2^-40 (the error is h^2 times the third-order terms). The grad op's
+    own kernel takes the complex factors (zeros too, without dividing by them)."""
+    x, value, dout = (first(g.I(slot)) for slot in ("Input", "Value", "Result@GRAD"))
+    grads = {slot: first(g.IG(slot)) for slot in ("Input", "Value")}
+    if all(grad in (None, EMPTY_VAR) for grad in grads.values()):
+        return
+    stepped = {}
+    for slot, v in (("Input", x), ("Value", value)):
+        dd = first(g.OG(slot + "@GRAD"))
+        complex_type = COMPLEX_OF[g.block.find_var(v).dtype]
+        along = f.op("scale", {"X": dd}, v, {"scale": STEP, "bias": 0.0}) if dd else f.fill_like(v, 0.0)
+        stepped[slot] = f.op("complex", {"X": v, "Y": along}, v, dtype=complex_type)
+    outs = {slot + "@GRAD": g.tmp(v, dtype=COMPLEX_OF[g.block.find_var(v).dtype]) if grads[slot] not in
+            (None, EMPTY_VAR) else EMPTY_VAR for slot, v in (("Input", x), ("Value", value))}
+    complex_dout = f.op("complex", {"X": dout, "Y": f.fill_like(dout, 0.0)}, dout,   # the kernel's grads take its dtype
+                        dtype=COMPLEX_OF[g.block.find_var(dout).dtype])
+    f.emit("put_along_axis_grad", {**stepped, "Index": g.I("Index"), "Result": g.I("Result"),
+                                   "Result@GRAD": complex_dout}, outs, same=True)
+    for slot, grad in grads.items():
+        if grad not in (None, EMPTY_VAR):
+            v = x if slot == "Input" else value
+            imaginary = f.op("imag", {"X": outs[slot + "@GRAD"]}, v)
+            f.into(grad, "scale", {"X": imaginary}, {"scale": 1.0 / STEP})
 
 
 def _put_along_axis_grad(g):
-    """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX, amin/amax weight them by the winners;
-    mul's grads are products of all the other factors of each run-time group, whose Hessian (products of all but
-    two) no op gives."""
-    if g.attr("Reduce") in ("amin", "amax"):
-        return _put_extreme(g)
+    """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX; amin/amax and mul weight ddX and ddValue
+    as their grads weight dOut (amin/amax are flat in Input and Value, mul's weights are products of the other
+    factors, differentiated by a complex step); mul's third derivative is refused (the step is complex)."""
+    if g.attr("Reduce") not in ("amin", "amax", "mul", "multiply"):
+        return _placed("put_along_axis", "Input", "Value", ("Index",), "Result")(g)
+    f = Formula(g)
+    wanted = first(g.IG("Result@GRAD"))
+    if wanted != EMPTY_VAR:
+        _put_tangent(f, g, wanted)
     if g.attr("Reduce") in ("mul", "multiply"):
-        raise GradError(f"put_along_axis_grad: gradc does not differentiate Reduce {g.attr('Reduce')!r} twice (the "
-                        "Hessian needs products of all but two factors of each run-time group)")
-    return _placed("put_along_axis", "Input", "Value", ("Index",), "Result")(g)
+        _put_curvature(f, g)
+    return f.ops
 
 
-defgrad("put_along_axis_grad", grad=_put_along_axis_grad, no_grad_inputs=_flat("put_along_axis_grad"))
+defgrad("put_along_axis_grad", grad=_put_along_axis_grad, no_grad_inputs=["Index", "Result"])   # flat but for mul
 for _name, _x, _value, _passed, _out in (
         ("scatter", "X", "Updates", ("Ids",), "Out"),
         ("scatter_nd_add", "X", "Updates", ("Index",), "Out"),
