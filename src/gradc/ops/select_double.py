@@ -7,7 +7,6 @@ get no grad. Composite (gradc.ops.composite), so third derivatives follow.
 from __future__ import annotations
 
 from .. import registry
-from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import index, pool, rearrange, select, set_value, shape, sort, tensor_array  # noqa: F401  (grad ops)
