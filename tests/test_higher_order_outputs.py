@@ -75,6 +75,20 @@ def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_twice_by_a_comple
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD@2"), ["x"])
 
 
+@pytest.mark.parametrize("attrs", [{"dim": [1], "keep_dim": False}, {"reduce_all": True, "dim": [0]}])
+def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_twice_by_a_complex_step(attrs):
+    """reduce_prod_grad's pairwise product needs the count; over dims of unknown size its maker takes a complex step
+    through reduce_prod and reduce_prod_grad (exact to rounding; a zero and two zeros in a row too)."""
+    net = ProgramBuilder()
+    x = net.data("x", [3, -1], "float64", stop_gradient=False)
+    gradc.gradients(net.program, _squared_mean(net, net.op("reduce_prod", {"X": x}, attrs)[0]), ["x"])
+    loss2 = _squared_mean(net, "x@GRAD")
+    x_value = np.array([[0.5, -1.2, 0.0, 1.1], [1.3, 0.8, -0.7, 0.9], [0.0, 0.0, 1.4, -0.6]])
+    if attrs.get("reduce_all"):   # one zero in all: its grad is the only nonzero one, and moves with every other x
+        x_value = np.array([[0.5, -1.2, 0.9, 1.1], [1.3, 0.8, -0.7, 0.9], [0.0, 1.2, 1.4, -0.6]])
+    check_program(net.program, {"x": x_value}, ["x"], loss=loss2)
+
+
 def test_logsumexp_is_differentiated_twice_only_where_the_rank_of_x_is_known():
     """logsumexp_grad's maker gives Out back its reduced dims: it needs X's rank."""
     net = ProgramBuilder()

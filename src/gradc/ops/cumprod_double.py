@@ -7,11 +7,10 @@ through cumprod and cumprod_grad themselves instead, exact to rounding but not d
 
 from __future__ import annotations
 
-from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import cumprod  # noqa: F401  (registers cumprod_grad)
-from .composite import Formula, differentiate, expansion, first
-from .select_double import COMPLEX_OF, STEP
+from .complex_step import unary_polynomial
+from .composite import differentiate, expansion, first
 
 
 def _running_product(f, g, x: str) -> str:
@@ -53,29 +52,11 @@ def _cumprod_grad_known(f, g):
     return {"X@GRAD": grad}
 
 
-def _cumprod_grad_stepped(g):
-    """cumprod_grad along a dim of unknown size: its outputs are polynomials in X (linear in dOut), so each derivative
-    along ddX is a complex step, Im(the op at X + i h ddX) / h with h = 2^-40, exact to rounding (the error is h^2
-    times third-order terms): d/d(dOut) is cumprod's tangent, d/dX cumprod_grad's (its kernel divides by nothing, so
-    zeros need no care). The third derivative is refused (a grad op reading complex values)."""
-    f = Formula(g)
-    x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
-    complex_type = COMPLEX_OF[g.block.find_var(x).dtype]
-    ddx = first(g.OG("X@GRAD"))
-    along = f.op("scale", {"X": ddx}, x, {"scale": STEP, "bias": 0.0}) if ddx else f.fill_like(x, 0.0)
-    stepped = f.op("complex", {"X": x, "Y": along}, x, dtype=complex_type)
-    for wanted, type, inputs, slot in (
-            (first(g.IG("Out@GRAD")), "cumprod", {"X": stepped}, "Out"),
-            (first(g.IG("X")), "cumprod_grad", {"X": stepped, "Out": g.I("Out"), "Out@GRAD": f.op(
-                "complex", {"X": dout, "Y": f.fill_like(dout, 0.0)}, dout, dtype=complex_type)}, "X@GRAD")):
-        if wanted not in (None, EMPTY_VAR):
-            moved = f.op(type, inputs, x, slot=slot, same=True, dtype=complex_type)
-            f.into(wanted, "scale", {"X": f.op("imag", {"X": moved}, x)}, {"scale": 1.0 / STEP})
-    return f.ops
+_cumprod_grad_stepped = unary_polynomial("cumprod")
 
 
 def _cumprod_grad(g):
-    """By the scan where the dim's size is known, else by a complex step."""
+    """By the scan where the dim's size is known, else by a complex step (gradc.ops.complex_step)."""
     x = first(g.I("X"))
     shape = g.shape(x)
     known = shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0)

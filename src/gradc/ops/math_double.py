@@ -15,6 +15,7 @@ from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
 from .complex_fft_double import is_complex
+from .complex_step import unary_polynomial
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
@@ -238,8 +239,6 @@ def _pairwise_product(f, g, x: str) -> str:
         sorted({d % rank for d in g.attr("dim")})
     kept = [d for d in range(rank) if d not in reduced]
     count = prod(shape[d] for d in reduced)
-    if count < 0:
-        raise GradError(f"reduce_prod_grad: the reduced dims of {x} must be known, got shape {shape}")
     row = x
     if kept + reduced != list(range(rank)):
         row = f.op("transpose2", {"X": x}, x, {"axis": kept + reduced}, more={"XShape": f.xshape(x)},
@@ -263,8 +262,25 @@ def _pairwise_product(f, g, x: str) -> str:
     return row
 
 
+def _reduced_known(g, x: str) -> bool:
+    shape = g.shape(x)
+    if shape is None:
+        return False
+    dims = range(len(shape)) if g.attr("reduce_all") or not g.attr("dim") else g.attr("dim")
+    return all(shape[d % len(shape)] >= 0 for d in dims) if shape else True
+
+
+def _reduce_prod_grad(g):
+    """By the pairwise product where the reduced dims' sizes are known, else by a complex step
+    (gradc.ops.complex_step: reduce_prod_grad is dOut times a polynomial in X)."""
+    return (_reduce_prod_grad_known if _reduced_known(g, first(g.I("X"))) else _reduce_prod_grad_stepped)(g)
+
+
+_reduce_prod_grad_stepped = unary_polynomial("reduce_prod")
+
+
 @expansion
-def _reduce_prod_grad(f, g):
+def _reduce_prod_grad_known(f, g):
     """X@GRAD = dOut times the product of the other elements: the backward of the pairwise product, emitted by
     ``differentiate`` (no division, so zeros are no special case)."""
     x = first(g.I("X"))

@@ -10,6 +10,7 @@ from .. import registry
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import index, pool, rearrange, select, set_value, shape, sort, tensor_array  # noqa: F401  (grad ops)
+from .complex_step import complex_type, into_slope, stepped
 from .composite import Formula, first, linear
 
 
@@ -100,10 +101,6 @@ def _put_tangent(f, g, wanted: str) -> None:
            {"Axis": g.attr("Axis"), "Reduce": "add", "Include_self": True})
 
 
-STEP = 2.0 ** -40   # the complex step: its error h^2 (third-order terms) is far below rounding
-COMPLEX_OF = {VarType.FP32: VarType.COMPLEX64, VarType.FP64: VarType.COMPLEX128}
-
-
 def _put_curvature(f, g) -> None:
     """d/dInput and d/dValue of put_along_axis_grad with Reduce mul: each grad is dOut times the product of the other
     factors of its run-time group, a polynomial, so its derivative along (ddX, ddValue) is Im(the grad op at factors
@@ -113,29 +110,21 @@ def _put_curvature(f, g) -> None:
     grads = {slot: first(g.IG(slot)) for slot in ("Input", "Value")}
     if all(grad in (None, EMPTY_VAR) for grad in grads.values()):
         return
-    stepped = {}
-    for slot, v in (("Input", x), ("Value", value)):
-        dd = first(g.OG(slot + "@GRAD"))
-        complex_type = COMPLEX_OF[g.block.find_var(v).dtype]
-        along = f.op("scale", {"X": dd}, v, {"scale": STEP, "bias": 0.0}) if dd else f.fill_like(v, 0.0)
-        stepped[slot] = f.op("complex", {"X": v, "Y": along}, v, dtype=complex_type)
-    outs = {slot + "@GRAD": g.tmp(v, dtype=COMPLEX_OF[g.block.find_var(v).dtype]) if grads[slot] not in
-            (None, EMPTY_VAR) else EMPTY_VAR for slot, v in (("Input", x), ("Value", value))}
-    complex_dout = f.op("complex", {"X": dout, "Y": f.fill_like(dout, 0.0)}, dout,   # the kernel's grads take its dtype
-                        dtype=COMPLEX_OF[g.block.find_var(dout).dtype])
-    f.emit("put_along_axis_grad", {**stepped, "Index": g.I("Index"), "Result": g.I("Result"),
-                                   "Result@GRAD": complex_dout}, outs, same=True)
+    stepped_values = {slot: stepped(f, g, v, first(g.OG(slot + "@GRAD")))
+                      for slot, v in (("Input", x), ("Value", value))}
+    outs = {slot + "@GRAD": g.tmp(v, dtype=complex_type(g, v)) if grads[slot] not in (None, EMPTY_VAR) else EMPTY_VAR
+            for slot, v in (("Input", x), ("Value", value))}
+    f.emit("put_along_axis_grad", {**stepped_values, "Index": g.I("Index"), "Result": g.I("Result"),
+                                   "Result@GRAD": stepped(f, g, dout, None)}, outs, same=True)
     for slot, grad in grads.items():
         if grad not in (None, EMPTY_VAR):
-            v = x if slot == "Input" else value
-            imaginary = f.op("imag", {"X": outs[slot + "@GRAD"]}, v)
-            f.into(grad, "scale", {"X": imaginary}, {"scale": 1.0 / STEP})
+            into_slope(f, outs[slot + "@GRAD"], x if slot == "Input" else value, grad)
 
 
 def _put_along_axis_grad(g):
     """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX; amin/amax and mul weight ddX and ddValue
     as their grads weight dOut (amin/amax are flat in Input and Value, mul's weights are products of the other
-    factors, differentiated by a complex step); mul's third derivative is refused (the step is complex)."""
+    factors, differentiated by a complex step: gradc.ops.complex_step); mul's third derivative is refused."""
     if g.attr("Reduce") not in ("amin", "amax", "mul", "multiply"):
         return _placed("put_along_axis", "Input", "Value", ("Index",), "Result")(g)
     f = Formula(g)
