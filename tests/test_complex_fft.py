@@ -10,7 +10,7 @@ import pytest
 
 import gradc
 from gradc.errors import ExecutionError, GradError, ProgramError
-from gradc.gradcheck import compare_program
+from gradc.gradcheck import check_program, compare_program
 from gradc.layers import ProgramBuilder
 from one_op import run
 
@@ -111,19 +111,37 @@ def test_a_complex_loss_is_refused():
 def test_an_op_whose_grad_does_not_handle_complex_values_is_refused_by_name():
     net = ProgramBuilder()
     z = net.data("z", [3], "complex64", stop_gradient=False)
-    loss = net.op("reduce_sum", {"X": net.op("abs", {"X": net.op("exp", {"X": z})[0]})[0]}, {"reduce_all": True})[0]
-    with pytest.raises(GradError, match=r"op 0 \(exp\) reads complex z"):
+    loss = net.op("reduce_sum", {"X": net.op("abs", {"X": net.op("silu", {"X": z})[0]})[0]}, {"reduce_all": True})[0]
+    with pytest.raises(GradError, match=r"op 0 \(silu\) reads complex z"):
         gradc.append_backward(net.program, loss)
 
 
-def test_a_second_derivative_through_a_complex_quotient_is_refused_by_name():
-    """elementwise_div_grad's maker writes the quotient rule without conj: central differences catch it on complex
-    values, so the second backward refuses it there (mul, matmul_v2 and kron's grad ops pass)."""
-    from gradcheck_cases.second_order import second_order
-    z = np.array([[1 + 2j, -0.5 + 1j]])
-    case = second_order("elementwise_div", {"X": z, "Y": z + 3})
-    with pytest.raises(GradError, match=r"\(elementwise_div_grad\) reads complex X0, Y0"):
-        gradc.append_backward(case.program()["program"], "loss2")
+@pytest.mark.parametrize("x_complex, y_complex", [(True, True), (False, True), (True, False)])
+def test_second_and_third_derivatives_through_a_complex_quotient(x_complex, y_complex):
+    """elementwise_div_grad's maker writes the quotient rule with the kernel's conjugates (dX = dOut / conj(y),
+    dY = -dOut conj(x) / conj(y)^2), so its second and third derivatives match central differences along both axes
+    of each complex operand (a real Y gets the real part)."""
+    from gradcheck_cases.second_order import _weighted_sum, second_order
+    z = np.array([[1 + 2j, -0.5 + 1j, 0.25 - 1.5j]])
+    case = second_order("elementwise_div", {"X": z if x_complex else z.real, "Y": (z + 3) if y_complex else
+                                            np.array([2.5, -3.0, 4.0])})
+    built = case.program()
+    check_program(**built)
+    third = gradc.gradients(built["program"], built["loss"], built["wrt"])
+    _weighted_sum(built["program"].global_block, third, built["feed"], "u", False, "loss3")
+    check_program(built["program"], built["feed"], built["wrt"], loss="loss3", rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["exp", "log", "sqrt", "sin", "tanh"])
+def test_third_derivatives_through_holomorphic_unary_math(op):
+    """exp, log, sqrt, sin, tanh of complex values: the grad ops' makers on complex values emit ops whose own makers
+    take complex values too, so a third backward matches central differences along both axes."""
+    from gradcheck_cases.second_order import _weighted_sum, second_order
+    z = np.array([[0.3 + 0.4j, -0.5 + 0.2j, 0.25 - 0.6j]]) + (2.0 if op in ("log", "sqrt") else 0.0)
+    built = second_order(op, {"X": z}).program()
+    third = gradc.gradients(built["program"], built["loss"], built["wrt"])
+    _weighted_sum(built["program"].global_block, third, built["feed"], "u", False, "loss3")
+    check_program(built["program"], built["feed"], built["wrt"], loss="loss3", rtol=1e-4, atol=1e-6)
 
 
 def test_elementwise_mul_of_complex_values_takes_the_conjugate_factor():

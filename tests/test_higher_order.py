@@ -99,17 +99,25 @@ def test_a_gradient_penalty_as_the_issue_tried_it():
 THIRD_ORDER = ["elementwise_div_grad", "matmul_v2_grad", "reduce_max_grad[dim=[1]]", "gelu_grad[approximate=True]",
                "softplus_grad", "softmax_grad", "log_softmax_grad", "softmax_with_cross_entropy_grad",
                "conv2d_grad[paddings=[1, 1]]", "pool2d_grad[pooling_type=max,ksize=[2, 2],strides=[2, 2]]",
+               "pool2d_grad[pooling_type=max,ksize=[3, 2],strides=[2, 1],paddings=[0, 2, 1, 0]]",
+               "pool3d_grad[pooling_type=max,ksize=[2, 2, 2],strides=[2, 2, 2],ceil_mode=True,data_format=NDHWC]",
                "batch_norm_grad", "layer_norm_grad[epsilon=0.001]", "reshape2_grad[shape=[3, -1]]",
                "mish_grad", "prelu_grad[mode=channel]", "sigmoid_cross_entropy_with_logits_grad", "cross_entropy_grad2",
                "huber_loss_grad[delta=1.0]", "group_norm_grad[groups=2,data_layout=NHWC,epsilon=0.001]",
                "p_norm_grad[porder=3.0,axis=1]", "lrn_grad[n=3,k=1.0,alpha=0.3,beta=0.75]",
                "bilinear_tensor_product_grad", "kthvalue_grad[k=1,axis=1]", "maxout_grad[groups=2]",
                "put_along_axis_grad[Axis=1,Reduce=mean,Include_self=False]",
+               "put_along_axis_grad[Axis=1,Reduce=amax,Include_self=False]",
+               "tensor_array_to_tensor_grad[use_stack=False,axis=1,joined=twice]",
                "lp_pool2d_grad[kernel_size=[2, 2],strides=[2, 2],norm_type=2.0,pooling_type=lp]",
+               "lp_pool2d_grad[kernel_size=[2, 3],norm_type=3.0,adaptive=True,pooling_type=lp]",
+               "lp_pool2d_grad[strides=[2, 1],norm_type=2.0,pooling_type=lp]",
                "cumprod_grad[dim=1,exclusive=True,reverse=True]", "cumprod_grad[dim=0,reverse=True]",
                "logcumsumexp_grad[axis=-2,reverse=True,exclusive=True]",
                "logcumsumexp_grad[flatten=True,exclusive=True,reverse=True]", "cummax_grad[axis=1]",
-               "mode_grad[axis=1]", "median_grad[axis=[0, 2],keepdim=False,mode=avg]"]
+               "mode_grad[axis=1]", "median_grad[axis=[0, 2],keepdim=False,mode=avg]",
+               "median_grad[keepdim=False,mode=avg]",
+               "eig_grad[loss=w]", "eig_grad[loss=|V| batched]", "eig_grad[loss=w real]"]
 
 
 @pytest.mark.parametrize("case_id", THIRD_ORDER)
@@ -117,6 +125,7 @@ def test_third_derivatives_through(case_id):
     """A third backward over a second-order case's program (tests/gradcheck_cases/second_order*.py): the ops
     each second-order maker emits have makers of their own."""
     from gradcheck_cases import (
+        linalg_extra,
         scans_double,
         second_order,
         second_order_broadcast_put,
@@ -124,7 +133,8 @@ def test_third_derivatives_through(case_id):
         second_order_select,
     )
 
-    modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put, scans_double)
+    modules = (second_order, second_order_nn, second_order_select, second_order_broadcast_put, scans_double,
+               linalg_extra)
     check_third_derivatives(next(c for module in modules for c in module.CASES if c.id == case_id), RNG)
 
 

@@ -85,6 +85,10 @@ CASES = [
     Case("kron", {"X": crandn(2, 2), "Y": crandn(3, 2)}),
     Case("kron", {"X": randn(2, 3), "Y": crandn(2)}),
     Case("trace", {"Input": crandn(3, 4)}, {"offset": 1, "axis1": 0, "axis2": 1}),
+    # holomorphic unary math: X@GRAD = dOut conj(f'(z)) (log and sqrt away from their cut, tanh from its poles)
+    *(Case(op, {"X": x}) for op, x in (("exp", crandn(2, 3)), ("log", crandn(2, 3) + 3), ("sqrt", crandn(2, 3) + 3),
+                                       ("square", crandn(2, 3)), ("sin", crandn(2, 3)), ("cos", crandn(2, 3)),
+                                       ("tanh", 0.5 * crandn(2, 3)))),
     second_order("complex", {"X": randn(2, 3), "Y": randn(3)}),
     second_order("real", {"X": crandn(2, 3)}),
     second_order("imag", {"X": crandn(2, 3)}),
@@ -95,7 +99,7 @@ CASES = [
     second_order("fft_c2r", {"X": crandn(3, 4)}, fft([0, 1], "forward", False)),
 ]
 # second derivatives through complex values of the grad ops gradc.backward.path lets complex values through
-TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "mean", "reduce_sum", "reduce_mean", "transpose2",
-         "reshape2", "squeeze2", "unsqueeze2", "concat", "slice", "roll", "pad", "set_value", "matmul_v2", "kron",
-         "trace"}
+TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "mean", "reduce_sum",
+         "reduce_mean", "transpose2", "reshape2", "squeeze2", "unsqueeze2", "concat", "slice", "roll", "pad",
+         "set_value", "matmul_v2", "kron", "trace", "exp", "log", "sqrt", "square", "sin", "cos", "tanh"}
 CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) for case in CASES if case.op in TWICE]

@@ -41,6 +41,13 @@ MEDIANS = [
 ] + [
     second_order(op, {slot: ties(3, 6)}, {"axis": [1], "keepdim": False, "mode": mode}, tied=True)
     for op, slot in (("median", "x"), ("nanmedian", "X")) for mode in ("avg", "min")
+] + [  # axes known at run time only: d/d(dOut) sums over them with reduce_sum reading the same vars
+    second_order("median", {"x": distinct(2, 3, 2), "AxisTensor": np.array([0, -1], np.int64)},
+                 {"keepdim": False, "mode": "avg"}, wrt=["x"]),
+    second_order("median", {"x": distinct(3, 4), "AxisTensorList": [np.array([1], np.int64)]},
+                 {"keepdim": True, "mode": "min"}, wrt=["x"]),
+    second_order("median", {"x": distinct(2, 3), "AxisTensor": np.zeros(0, np.int64)}, {"keepdim": True, "mode": "avg"},
+                 wrt=["x"]),
 ]
 
 

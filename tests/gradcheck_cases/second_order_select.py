@@ -42,7 +42,20 @@ CASES = [
     second_order("index_add", {"X": randn(3, 4), "Index": ids(2, 0, 2), "AddValue": randn(3, 3)}, {"axis": 1}),
     *(second_order("put_along_axis", {"Input": randn(3, 4), "Index": PUT_INDEX, "Value": randn(3, 3)},
                    {"Axis": 1, "Reduce": reduce, "Include_self": include_self})
-      for reduce in ("assign", "add", "mean") for include_self in (True, False)),
+      for reduce in ("assign", "add", "mean", "amin", "amax", "mul") for include_self in (True, False)),
+    # mul with zero factors (one in row 0's group of three, two in row 2's) and a broadcast Value
+    second_order("put_along_axis", {"Input": np.array([[0.0, 1.5, -0.5, 2.0], [1.0, -2.0, 0.5, 0.0],
+                                                       [0.7, 1.2, 0.0, -1.1]]), "Index": PUT_INDEX,
+                                    "Value": np.array([[0.8, -1.3, 0.6], [1.1, 0.0, -0.4], [0.0, 0.9, 1.4]])},
+                 {"Axis": 1, "Reduce": "mul"}),
+    second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, -1, 0, 1]), "Value": randn(1, 4)},
+                 {"Axis": 0, "Reduce": "multiply"}),
+    # amin/amax with a broadcast Value, and with ties (Input equal to a value sent to it): ddOut shares them
+    second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, 0, 0, 1]), "Value": randn(1, 4)},
+                 {"Axis": 0, "Reduce": "amax"}),
+    second_order("put_along_axis", {"Input": np.array([[0.5, 1.0], [2.0, -1.0]]), "Index": ids([0, 0], [1, 1]),
+                                    "Value": np.array([[0.5, 0.5], [-1.0, 3.0]])},
+                 {"Axis": 1, "Reduce": "amin"}, tied=True),
     second_order("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
                  {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
     second_order("set_value", {"Input": randn(2, 3)}, {"axes": [1], "starts": [0], "ends": [2], "steps": [1],
@@ -62,6 +75,35 @@ CASES = [
     second_order("maxout", {"X": distinct(1, 2, 2, 6)}, {"groups": 3, "axis": -1}),
     second_order("max_pool3d_with_index", {"X": distinct(1, 2, 2, 4, 4)}, {"ksize": [2, 2, 2], "strides": [2, 2, 2]},
                  wrt=["X"]),
+    # max pooling in every layout: ddX picked at each window's first maximum
+    second_order("pool2d", {"X": distinct(1, 3, 4, 2)}, {"pooling_type": "max", "ksize": [2, 2],
+                                                        "data_format": "NHWC"}),
+    second_order("pool2d", {"X": distinct(1, 2, 5, 4)}, {"pooling_type": "max", "ksize": [3, 2], "strides": [2, 1],
+                                                        "paddings": [0, 2, 1, 0]}),
+    second_order("pool2d", {"X": distinct(1, 5, 4, 2)}, {"pooling_type": "max", "ksize": [2, 3], "strides": [2, 2],
+                                                        "padding_algorithm": "SAME", "data_format": "NHWC"}),
+    second_order("pool2d", {"X": distinct(1, 1, 5, 5)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2],
+                                                        "padding_algorithm": "VALID"}),
+    second_order("pool2d", {"X": distinct(1, 2, 5, 4)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2],
+                                                        "ceil_mode": True, "paddings": [1, 0]}),
+    second_order("pool2d", {"X": distinct(1, 2, 5, 4)}, {"pooling_type": "max", "ksize": [3, 2], "adaptive": True}),
+    second_order("pool3d", {"X": distinct(1, 2, 3, 4, 3)}, {"pooling_type": "max", "ksize": [2, 2, 2],
+                                                           "strides": [1, 2, 2], "paddings": [0, 1, 0, 0, 1, 0]}),
+    second_order("pool3d", {"X": distinct(1, 3, 4, 3, 2)}, {"pooling_type": "max", "ksize": [2, 2, 2],
+                                                           "strides": [2, 2, 2], "ceil_mode": True,
+                                                           "data_format": "NDHWC"}),
+    second_order("pool3d", {"X": distinct(1, 1, 3, 4, 3)}, {"pooling_type": "max", "ksize": [2, 2, 2],
+                                                           "global_pooling": True}),
+    second_order("max_pool2d_with_index", {"X": distinct(1, 2, 5, 4)}, {"ksize": [2, 2], "strides": [2, 2],
+                                                                       "ceil_mode": True}, wrt=["X"]),
+    # the last row and column of windows are empty (mask -1): their ddOut is 0 (it was ddX's last cell)
+    second_order("pool2d", {"X": distinct(1, 1, 3, 3)}, {"pooling_type": "max", "ksize": [2, 2], "strides": [2, 2],
+                                                        "paddings": [1, 1], "ceil_mode": True}),
+    second_order("max_pool2d_with_index", {"X": distinct(1, 1, 3, 3)}, {"ksize": [2, 2], "strides": [2, 2],
+                                                                       "paddings": [1, 1], "ceil_mode": True},
+                 wrt=["X"]),
+    second_order("max_pool3d_with_index", {"X": distinct(1, 1, 3, 5, 4)}, {"ksize": [2, 3, 2], "adaptive": True},
+                 wrt=["X"]),
     second_order("fractional_max_pool2d", {"x": distinct(1, 2, 5, 4)}, {"output_size": [3, 2], "random_u": 0.3},
                  wrt=["x"]),
     second_order("fractional_max_pool3d", {"x": distinct(1, 1, 4, 3, 3)}, {"output_size": [2, 2, 2],
@@ -72,31 +114,50 @@ CASES = [
     second_order("lp_pool2d", {"x": positive(1, 3, 4, 2)}, {"kernel_size": [3, 2], "strides": [1, 2], "norm_type": 3.5,
                                                             "ceil_mode": True, "paddings": [1, 0],
                                                             "data_format": "NHWC"}),
+    # adaptive windows and run-time kernel sizes: the window sums and their spread by lp_pool2d's own ops
+    second_order("lp_pool2d", {"x": positive(1, 2, 5, 4)}, {"kernel_size": [2, 3], "norm_type": 3.0, "adaptive": True,
+                                                            "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 2, 5, 4), "KernelSizeTensor": np.array([3, 2], np.int64)},
+                 {"strides": [2, 1], "norm_type": 2.0, "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 4, 3, 2), "KernelSizeTensorList": [np.array([2], np.int32),
+                                                                                 np.array([2], np.int32)]},
+                 {"strides": [1, 1], "norm_type": 1.5, "paddings": [1, 0], "data_format": "NHWC",
+                  "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": positive(1, 2, 3, 4)}, {"norm_type": 2.5, "global_pooling": True,
+                                                            "pooling_type": "lp"}),
+    second_order("lp_pool2d", {"x": randn(1, 2, 4, 4)}, {"kernel_size": [2, 2], "strides": [1, 2], "norm_type": 1.0,
+                                                         "pooling_type": "lp"}),
 ]
 
 
-def _array_join(axis: int, use_stack: bool) -> dict:
-    """A = [x0, tanh(x1)]; loss1 = sum(W1 t2t(A)); loss2 = sum(W2 x0@GRAD) + sum(W3 x1@GRAD), differentiated with
-    respect to x0, x1 and W1 (the join's dOut)."""
+def _array_join(axis: int, use_stack: bool, twice: bool = False) -> dict:
+    """A = [x0, tanh(x1)]; loss1 = sum(W1 t2t(A)) (+ sum(W4 t2t(A, axis 0)) when ``twice``: the backward sums two
+    array grads); loss2 = sum(W2 x0@GRAD) + sum(W3 x1@GRAD) (tanh of each grad when ``twice``, so the second backward
+    differentiates that sum of arrays), differentiated with respect to x0, x1 and W1 (the join's dOut)."""
     net = Net()
     x0, x1, w1 = net.data("x0", [2, 3]), net.data("x1", [2, 3]), net.data("w1", [2, 6] if not use_stack else
                                                                          [2, 2, 3] if axis == 1 else [2, 3, 2])
     a = array(net, x0)
     write(net, x0, net.constant(0), a)
     write(net, net.tanh(x1), net.constant(1), a)
-    joined = to_tensor(net, a, axis=axis, use_stack=use_stack)
-    loss1 = net.op("reduce_sum", {"X": net.elementwise_mul(joined, w1)}, {"reduce_all": True, "dim": []})
-    gradc.append_backward(net.program, loss1)
+    joins = [(to_tensor(net, a, axis=axis, use_stack=use_stack), w1)]
+    if twice:
+        joins.append((to_tensor(net, a, axis=0, use_stack=False), net.data("w4", [4, 3])))
+    parts = [net.op("reduce_sum", {"X": net.elementwise_mul(joined, w)}, {"reduce_all": True, "dim": []})
+             for joined, w in joins]
+    gradc.append_backward(net.program, net.op("sum", {"X": parts}))
     w2, w3 = net.data("w2", [2, 3]), net.data("w3", [2, 3])
     for w in (w2, w3):
         net.block.var(w).stop_gradient = True
-    terms = [net.op("reduce_sum", {"X": net.elementwise_mul(x + "@GRAD", w)}, {"reduce_all": True, "dim": []})
-             for x, w in ((x0, w2), (x1, w3))]
-    feed = {name: randn(*net.shape(name)) for name in ("x0", "x1", "w1", "w2", "w3")}
+    terms = [net.op("reduce_sum", {"X": net.elementwise_mul(net.tanh(x + "@GRAD") if twice else x + "@GRAD", w)},
+                    {"reduce_all": True, "dim": []}) for x, w in ((x0, w2), (x1, w3))]
+    feed = {name: randn(*net.shape(name)) for name in ("x0", "x1", "w1", "w2", "w3", *(["w4"] if twice else []))}
     return {"program": net.program, "feed": feed, "loss": net.op("sum", {"X": terms}), "wrt": ["x0", "x1", "w1"]}
 
 
 CASES += [
     Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1}, program=lambda: _array_join(1, False)),
     Case("tensor_array_to_tensor_grad", {}, {"use_stack": True, "axis": -1}, program=lambda: _array_join(-1, True)),
+    Case("tensor_array_to_tensor_grad", {}, {"use_stack": False, "axis": 1, "joined": "twice"},
+         program=lambda: _array_join(1, False, twice=True)),
 ]

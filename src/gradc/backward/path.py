@@ -159,7 +159,12 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "roll_grad", "trace_grad", "set_value_grad",
     # bilinear grad ops (dX = dOut conj(Y), ...): their makers' forward ops on ddX, ddY conjugate as the first order
     "elementwise_mul_grad", "matmul_v2_grad", "kron_grad",
-})   # not elementwise_div_grad: its maker's quotient rule has no conj (wrong for complex, caught by the check)
+    # the quotient rule with the kernel's conjugates, differentiated as a whole
+    "elementwise_div_grad",
+    # holomorphic unary math: dOut conj(f'(z)), and their grad ops (gradc.ops.activation_double's complex branch)
+    "exp", "log", "sqrt", "square", "sin", "cos", "tanh",
+    "exp_grad", "log_grad", "sqrt_grad", "square_grad", "sin_grad", "cos_grad", "tanh_grad",
+})
 
 
 def check_complex(block: Block, path: OpPath) -> None:

@@ -30,6 +30,8 @@ def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = (), x: str
         f = Formula(g)
         ddx, dout = first(g.OG(x + "@GRAD")), first(g.I(out + "@GRAD"))
         values = {slot: g.I(slot) for slot in g.opdef.inputs if slot != out + "@GRAD"}
+        if is_complex(g, dout):
+            return _on_complex(f, g, second, flat, values, ddx, dout, x, out)
         f.into(first(g.IG(out + "@GRAD")), g.fwd.type, {**values, out + "@GRAD": ddx}, slot=x + "@GRAD", same=True)
         for slot in values:
             wanted = first(g.IG(slot))
@@ -39,6 +41,30 @@ def unary_double(grad_type: str, second=None, flat: tuple[str, ...] = (), x: str
         return f.ops
 
     defgrad(grad_type, grad=maker, no_grad_inputs=flat)
+
+
+# complex-differentiable grad ops whose ``second`` is written with grad ops (conjugating kernels), not arithmetic
+SECOND_BY_GRAD_OPS = frozenset({"sin_grad", "cos_grad", "log_grad", "sqrt_grad"})
+
+
+def _on_complex(f, g, second, flat, values, ddx, dout, x, out):
+    """A holomorphic f's grad op on complex values, X@GRAD = dOut conj(phi(v)) (phi = f' read off v): d/d(dOut) =
+    phi(v) ddX = conj(the grad op at dOut = conj(ddX)); d/dv = conj(conj(dOut) ddX phi'(v)), ``second`` at
+    p = conj(dOut) ddX conjugated, or where ``second`` runs conjugating grad ops, ``second`` at p = dOut conj(ddX)."""
+    conj_ddx = f.op("conj", {"X": ddx}, dout)   # ddX is not declared yet: shaped like dOut (a unary op)
+    wanted = first(g.IG(out + "@GRAD"))
+    if wanted != EMPTY_VAR:
+        once = f.op(g.fwd.type, {**values, out + "@GRAD": conj_ddx}, dout, slot=x + "@GRAD", same=True)
+        f.into(wanted, "conj", {"X": once})
+    for slot in values:
+        wanted = first(g.IG(slot))
+        if slot not in flat and wanted not in (None, EMPTY_VAR):
+            v = first(g.I(slot))
+            if g.fwd.type in SECOND_BY_GRAD_OPS:
+                f.into(wanted, "scale", {"X": second(f, g, v, f.mul(dout, conj_ddx, dout))}, {"scale": 1.0})
+            else:
+                f.into(wanted, "conj", {"X": second(f, g, v, f.mul(f.unary("conj", dout), ddx, dout))})
+    return f.ops
 
 
 for _name in ("leaky_relu", "abs", "brelu", "hard_shrink", "softshrink", "thresholded_relu"):   # piecewise linear
@@ -70,8 +96,9 @@ def _log(f, g, x, p):
 
 
 def _sqrt(f, g, out, p):
-    """f' = 1 / (2 out): f'' p = -p / (2 out^2)."""
-    return f.scale(f.div(f.op("sqrt_grad", {"Out": out, "Out@GRAD": p}, out, slot="X@GRAD"), out, out), -1.0)
+    """f' = 1 / (2 out): f'' p = -p / (2 out^2), by sqrt_grad twice (so conjugated alike on complex values)."""
+    once = f.op("sqrt_grad", {"Out": out, "Out@GRAD": p}, out, slot="X@GRAD")
+    return f.scale(f.op("sqrt_grad", {"Out": out, "Out@GRAD": once}, out, slot="X@GRAD"), -2.0)
 
 
 def _elu(f, g, out, p):

@@ -1,14 +1,15 @@
 """Second derivatives of cumprod: cumprod_grad's maker, composite (gradc.ops.composite) so third derivatives
 follow. As reduce_prod's (math_double), the forward is written again with differentiable ops that never divide,
 its backward emitted by ``differentiate``, and both differentiated again (``expansion``): zeros in X are no
-special case at any order.
+special case at any order. Along a dim of unknown size (the scan needs n) the second derivative is a complex step
+through cumprod and cumprod_grad themselves instead, exact to rounding but not differentiated again.
 """
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..registry import defgrad
 from . import cumprod  # noqa: F401  (registers cumprod_grad)
+from .complex_step import unary_polynomial
 from .composite import differentiate, expansion, first
 
 
@@ -19,8 +20,6 @@ def _running_product(f, g, x: str) -> str:
     shape = g.shape(x)
     axis = g.attr("dim") % len(shape)
     n = shape[axis]
-    if n < 0:
-        raise GradError(f"cumprod_grad: the dim {axis} of {x} must be known, got shape {shape}")
     reverse = g.attr("reverse")
 
     def shifted(value: str, by: int) -> str:
@@ -42,17 +41,26 @@ def _running_product(f, g, x: str) -> str:
 
 
 @expansion
-def _cumprod_grad(f, g):
+def _cumprod_grad_known(f, g):
     """X@GRAD = the backward of the running product seeded with dOut (a 0-d X runs as [1])."""
     x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
-    if g.shape(x) is None:
-        raise GradError(f"cumprod_grad: the shape of {x} must be known")
     row = x if g.shape(x) else f.op("reshape2", {"X": x}, x, {"shape": [1]}, more={"XShape": f.xshape(x)},
                                      dims=lambda s: [1])
     product = _running_product(f, g, row)
     grad = g.tmp(x)
     f.ops.extend(differentiate(g, list(f.ops), {product: f.shaped_like(dout, product)}, {x: grad}))
     return {"X@GRAD": grad}
+
+
+_cumprod_grad_stepped = unary_polynomial("cumprod")
+
+
+def _cumprod_grad(g):
+    """By the scan where the dim's size is known, else by a complex step (gradc.ops.complex_step)."""
+    x = first(g.I("X"))
+    shape = g.shape(x)
+    known = shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0)
+    return _cumprod_grad_known(g) if known else _cumprod_grad_stepped(g)
 
 
 defgrad("cumprod_grad", grad=_cumprod_grad, no_grad_inputs=["Out"])   # gradc's kernel reads X, not Out

@@ -3,7 +3,7 @@ with differentiable ops (svd, lu_solve, lu_unpack, matmul_v2; gradc.ops.composit
 
 eig_grad's formula is written with the complex ops gradc differentiates (matmul_v2, the elementwise ops, conj, real,
 imag, complex; gradc.backward.path) and V^-H as the real block inverse [[P, -Q], [Q, P]]^-1 of V^H = P + iQ (gradc has
-no complex inverse). Its third derivative stops there: elementwise_div_grad is not differentiated on complex values.
+no complex inverse); its third derivative follows, elementwise_div_grad being differentiated on complex values too.
 """
 
 from __future__ import annotations

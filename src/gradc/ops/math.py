@@ -127,9 +127,18 @@ defop("scale", ["X", "ScaleTensor?", "BiasTensor?"], attrs={"scale": 1.0, "bias"
 
 
 def _sum_grad(g):
-    """Each addend's grad is the output grad: one scale(1) per input, as Paddle emits."""
+    """Each addend's grad is the output grad: one scale(1) per input, as Paddle emits; an assign per input where
+    the addends are tensor arrays (a backward's sum of array grads, differentiated again), which scale does not take."""
+    if _of_arrays(g, g.I("X")):
+        return [g.op("assign", {"X": g.OG("Out")}, {"Out": [ig]}) for ig in g.IG("X") if ig != EMPTY_VAR]
     return [g.op("scale", {"X": g.OG("Out")}, {"Out": [ig]}, {"scale": 1.0, "bias": 0.0})
             for ig in g.IG("X") if ig != EMPTY_VAR]
+
+
+def _of_arrays(g, names: list[str]) -> bool:
+    """Whether the (first declared of the) vars are tensor arrays."""
+    found = [var for var in (g.block.visible_var(name) for name in names) if var is not None] if g.block else []
+    return bool(found) and found[0].type == VarType.DENSE_TENSOR_ARRAY
 
 
 def _sum_infer(ctx):

@@ -14,6 +14,8 @@ from ..errors import GradError
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
+from .complex_fft_double import is_complex
+from .complex_step import unary_polynomial
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
@@ -47,14 +49,18 @@ def summed_to(f, operand: str, slot: str, value: str, axis: int) -> str:
 
 @expansion
 def _div_grad(f, g):
-    """X@GRAD = dOut / y and Y@GRAD = -dOut x / y^2, summed down to X and Y."""
+    """X@GRAD = dOut / conj(y) and Y@GRAD = -dOut conj(x) / conj(y)^2 (as the kernel: conj only of a complex
+    operand), summed down to X and Y; a real Y's grad of complex values is their real part."""
     x, y, dout, axis = first(g.I("X")), first(g.I("Y")), first(g.I("Out@GRAD")), g.attr("axis")
-    quotient = f.div(dout, y, dout, axis)
+    cx, cy = (f.unary("conj", v) if is_complex(g, v) else v for v in (x, y))
+    quotient = f.div(dout, cy, dout, axis)
     grads = {}
     if g.O("X@GRAD"):
         grads["X@GRAD"] = summed_to(f, x, "X", quotient, axis)
     if g.O("Y@GRAD"):
-        minus = f.scale(f.div(f.mul(quotient, x, dout, axis), y, dout, axis), -1.0)
+        minus = f.scale(f.div(f.mul(quotient, cx, dout, axis), cy, dout, axis), -1.0)
+        if is_complex(g, dout) and not is_complex(g, y):
+            minus = f.op("real", {"X": minus}, y, dims=lambda s: g.shape(dout))
         grads["Y@GRAD"] = summed_to(f, y, "Y", minus, axis)
     return grads
 
@@ -233,8 +239,6 @@ def _pairwise_product(f, g, x: str) -> str:
         sorted({d % rank for d in g.attr("dim")})
     kept = [d for d in range(rank) if d not in reduced]
     count = prod(shape[d] for d in reduced)
-    if count < 0:
-        raise GradError(f"reduce_prod_grad: the reduced dims of {x} must be known, got shape {shape}")
     row = x
     if kept + reduced != list(range(rank)):
         row = f.op("transpose2", {"X": x}, x, {"axis": kept + reduced}, more={"XShape": f.xshape(x)},
@@ -258,8 +262,25 @@ def _pairwise_product(f, g, x: str) -> str:
     return row
 
 
+def _reduced_known(g, x: str) -> bool:
+    shape = g.shape(x)
+    if shape is None:
+        return False
+    dims = range(len(shape)) if g.attr("reduce_all") or not g.attr("dim") else g.attr("dim")
+    return all(shape[d % len(shape)] >= 0 for d in dims) if shape else True
+
+
+def _reduce_prod_grad(g):
+    """By the pairwise product where the reduced dims' sizes are known, else by a complex step
+    (gradc.ops.complex_step: reduce_prod_grad is dOut times a polynomial in X)."""
+    return (_reduce_prod_grad_known if _reduced_known(g, first(g.I("X"))) else _reduce_prod_grad_stepped)(g)
+
+
+_reduce_prod_grad_stepped = unary_polynomial("reduce_prod")
+
+
 @expansion
-def _reduce_prod_grad(f, g):
+def _reduce_prod_grad_known(f, g):
     """X@GRAD = dOut times the product of the other elements: the backward of the pairwise product, emitted by
     ``differentiate`` (no division, so zeros are no special case)."""
     x = first(g.I("X"))

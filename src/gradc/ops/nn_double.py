@@ -14,7 +14,7 @@ from ..registry import defgrad
 from . import conv, loss, nn, pool  # noqa: F401  (register the grad ops given makers here)
 from .activation_double import unary_double
 from .composite import Formula, bilinear, expansion, first, linear
-from .conv import CONV_OPS, CONV_TRANSPOSE_OPS, POOL_OPS
+from .conv import CONV_OPS, CONV_TRANSPOSE_OPS, POOL_OPS, channel_last, pool_geometry
 
 for _name in (*CONV_OPS, *CONV_TRANSPOSE_OPS):
     defgrad(f"{_name}_grad", grad=bilinear(_name, "Input", "Filter", "Output"))
@@ -25,8 +25,8 @@ unary_double("dropout_grad", flat=("Mask",))   # dOut times the mask: linear, th
 def _pool(forward: str):
     """pool_grad is linear in dOut: average pooling spreads it (so d/d(dOut) pools ddX the same way), max
     pooling sends it to each window's first maximum (so d/d(dOut) picks ddX there, found by the with-index
-    op; 2-D, NCHW, explicit symmetric paddings)."""
-    averaged = linear(forward)
+    op on X channels first, padded with -inf where its paddings are not symmetric explicit ones)."""
+    averaged, dims = linear(forward), POOL_OPS[forward]
 
     def maker(g):
         if g.attr("pooling_type") != "max":
@@ -34,34 +34,66 @@ def _pool(forward: str):
         wanted = first(g.IG("Out@GRAD"))
         if wanted == EMPTY_VAR:
             return []
-        paddings = list(g.attr("paddings"))
-        if forward != "pool2d" or g.attr("data_format") == "NHWC" or g.attr("padding_algorithm") != "EXPLICIT" \
-                or (len(paddings) == 4 and (paddings[0] != paddings[1] or paddings[2] != paddings[3])):
-            raise GradError(f"{forward}_grad: gradc differentiates max pooling's grad only in 2-D, NCHW, with "
-                            f"explicit symmetric paddings (got {g.attr('data_format')}, "
-                            f"{g.attr('padding_algorithm')}, paddings {paddings})")
         f = Formula(g)
-        x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
+        x, ddx, dout = first(g.I("X")), first(g.OG("X@GRAD")), first(g.I("Out@GRAD"))
+        last = channel_last(g.attr("data_format"))
+        to_first = [0, dims + 1, *range(1, dims + 1)] if last else None
+        if last:  # ddX is not declared yet: its temporaries are declared like X's
+            x, ddx = (_transposed(f, v, x, to_first) for v in (x, ddx))
         attrs = {name: g.attr(name) for name in ("ksize", "strides", "global_pooling", "adaptive", "ceil_mode")}
-        mask = f.op("max_pool2d_with_index", {"X": x}, dout, {**attrs, "paddings": paddings[::2] if len(paddings) == 4
-                                                               else paddings}, slot="Mask",
-                    more={"Out": g.tmp(dout)}, dtype=VarType.INT32)
-        return _picked(f, g, mask, wanted)
+        pads = _pads(g, forward, g.shape(x)[2:], {**attrs, "paddings": list(g.attr("paddings")),
+                                                   "padding_algorithm": g.attr("padding_algorithm")})
+        if pads[::2] != pads[1::2]:
+            edges = {"paddings": [0] * 4 + pads}
+            x = f.op("pad", {"X": x}, x, {**edges, "pad_value": float("-inf")}, dims=_padded(pads))
+            ddx = f.op("pad", {"X": ddx}, x, {**edges, "pad_value": 0.0})
+            pads = [0] * 2 * dims
+        mask = f.op(f"max_pool{dims}d_with_index", {"X": x}, dout, {**attrs, "paddings": pads[::2]}, slot="Mask",
+                    more={"Out": g.tmp(dout, _moved(to_first))}, dims=_moved(to_first), dtype=VarType.INT32)
+        if not last:
+            return _picked(f, ddx, x, mask, dout, wanted)
+        picked = _picked(f, ddx, x, mask, g.tmp(dout, _moved(to_first)), None)
+        back = [0, *range(2, dims + 2), 1]
+        f.emit("transpose2", {"X": picked}, {"Out": wanted, "XShape": f.xshape(picked)}, {"axis": back})
+        return f.ops
 
     return maker
 
 
-def _picked(f, g, mask: str, wanted: str, x_slot: str = "X", out_slot: str = "Out") -> list:
-    """ddX at each window's maximum (``mask``: its position in the plane), into ``wanted``: reshape both to
-    [N, C, cells] planes, take_along_axis, reshape to dOut's shape."""
-    x, dout, ddx = first(g.I(x_slot)), first(g.I(out_slot + "@GRAD")), first(g.OG(x_slot + "@GRAD"))
-    planes = [f.op("reshape2", {"X": v}, like, {"shape": [0, 0, -1]}, more={"XShape": f.xshape(like)},
-                   dims=lambda s: s[:2] + [-1]) for v, like in ((ddx, x), (mask, mask))]
-    picked = f.op("take_along_axis", {"Input": planes[0], "Index": planes[1]}, dout, {"Axis": 2},
+def _pads(g, forward: str, sizes: list[int], attrs: dict) -> list[int]:
+    """The [before, after] paddings per spatial dim the forward pooled with (SAME needs the sizes)."""
+    if attrs["padding_algorithm"] == "SAME" and not (attrs["global_pooling"] or attrs["adaptive"]) \
+            and min(sizes) < 0:
+        raise GradError(f"{forward}_grad: gradc differentiates max pooling's grad with SAME paddings only over "
+                        f"spatial dims of known size (got {sizes})")
+    return pool_geometry(sizes, attrs)[1]
+
+
+def _moved(perm: list[int] | None):
+    return None if perm is None else (lambda s: [s[i] for i in perm])
+
+
+def _padded(pads: list[int]):
+    return lambda s: s[:2] + [d if d < 0 else d + pads[2 * i] + pads[2 * i + 1] for i, d in enumerate(s[2:])]
+
+
+def _transposed(f, v: str, like: str, perm: list[int]) -> str:
+    return f.op("transpose2", {"X": v}, like, {"axis": perm}, more={"XShape": f.xshape(like)}, dims=_moved(perm))
+
+
+def _picked(f, ddx: str, like: str, mask: str, out: str, wanted: str | None) -> list | str:
+    """ddX (its temporaries declared like ``like``) at each window's maximum (``mask``: its position in the
+    plane or volume, -1 for an empty window) in ``mask``'s shape, into ``wanted`` (the ops) or a new var declared
+    like ``out`` (returned): take_along_axis from ddX's planes with a zero cell appended, which -1 picks."""
+    planes = [f.op("reshape2", {"X": v}, v_like, {"shape": [0, 0, -1]}, more={"XShape": f.xshape(v_like)},
+                   dims=lambda s: s[:2] + [-1]) for v, v_like in ((ddx, like), (mask, mask))]
+    cells = f.op("pad", {"X": planes[0]}, planes[0], {"paddings": [0, 0, 0, 0, 0, 1], "pad_value": 0.0})
+    picked = f.op("take_along_axis", {"Input": cells, "Index": planes[1]}, out, {"Axis": 2},
                   slot="Result", dims=lambda s: s[:2] + [-1])
-    shape = f.op("shape", {"Input": dout}, dout, dims=lambda s: [len(s)], dtype=VarType.INT32)
-    f.emit("reshape2", {"X": picked, "Shape": shape}, {"Out": wanted, "XShape": f.xshape(picked)})
-    return f.ops
+    shape = f.op("shape", {"Input": mask}, mask, dims=lambda s: [len(s)], dtype=VarType.INT32)
+    shaped = wanted or f.g.tmp(out)
+    f.emit("reshape2", {"X": picked, "Shape": shape}, {"Out": shaped, "XShape": f.xshape(picked)})
+    return f.ops if wanted else shaped
 
 
 def _with_index(x: str = "X", out: str = "Out", mask: str = "Mask"):
@@ -70,7 +102,8 @@ def _with_index(x: str = "X", out: str = "Out", mask: str = "Mask"):
 
     def maker(g):
         wanted = first(g.IG(out + "@GRAD"))
-        return [] if wanted == EMPTY_VAR else _picked(Formula(g), g, first(g.I(mask)), wanted, x, out)
+        return [] if wanted == EMPTY_VAR else _picked(Formula(g), first(g.OG(x + "@GRAD")), first(g.I(x)),
+                                                      first(g.I(mask)), first(g.I(out + "@GRAD")), wanted)
 
     return maker
 

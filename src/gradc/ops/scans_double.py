@@ -12,7 +12,7 @@ from __future__ import annotations
 from math import prod
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, AttrType
 from ..registry import defgrad
 from . import scans  # noqa: F401  (registers the grad ops given makers here)
 from .composite import Formula, expansion, first
@@ -79,13 +79,31 @@ def _shared(x_slot: str, out_slot: str):
 
     def maker(g):
         if g.I("AxisTensor") or g.I("AxisTensorList"):
-            raise GradError(f"{g.fwd.type}: second derivatives need the folded axes when compiling, not in "
-                            "AxisTensor / AxisTensorList")
+            return _folded_at_run_time(g, x_slot, out_slot)
         if g.shape(first(g.I(x_slot))) is None:   # reducing reads its rank
             raise GradError(f"{g.fwd.type}: the rank of {first(g.I(x_slot))} must be known")
         return reduced(g)
 
     return maker
+
+
+def _folded_at_run_time(g, x_slot: str, out_slot: str) -> list:
+    """median_grad with its axes in AxisTensor(List): d/d(dOut) sums ddX w over the folded dims (all for none or a
+    rank <= 1 x, as reduce_sum's empty dim), reduce_sum reading them at run time from its dim attribute, a
+    tensor-valued one naming the same vars, and keeping dims as the median did."""
+    wanted = first(g.IG(out_slot + "@GRAD"))
+    if wanted == EMPTY_VAR:
+        return []
+    f = Formula(g)
+    dout, like = first(g.I(out_slot + "@GRAD")), first(g.O(x_slot + "@GRAD"))
+    values = {slot: g.I(slot) for slot in g.opdef.inputs if slot != out_slot + "@GRAD"}
+    weights = f.op(g.fwd.type, {**values, out_slot + "@GRAD": f.fill_like(dout, 1.0)}, like, slot=x_slot + "@GRAD",
+                   same=True)
+    f.into(wanted, "reduce_sum", {"X": f.mul(first(g.OG(x_slot + "@GRAD")), weights, like)},
+           {"dim": [], "keep_dim": g.attr("keepdim"), "reduce_all": False})
+    axes = g.I("AxisTensor")
+    f.ops[-1].set_attr("dim", axes[0] if axes else list(g.I("AxisTensorList")), AttrType.VAR if axes else AttrType.VARS)
+    return f.ops
 
 
 defgrad("median_grad", grad=_shared("x", "out"), no_grad_inputs=["x", "AxisTensor", "AxisTensorList", "medians", "out"])

@@ -7,10 +7,10 @@ get no grad. Composite (gradc.ops.composite), so third derivatives follow.
 from __future__ import annotations
 
 from .. import registry
-from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import index, pool, rearrange, select, set_value, shape, sort, tensor_array  # noqa: F401  (grad ops)
+from .complex_step import complex_type, into_slope, stepped
 from .composite import Formula, first, linear
 
 
@@ -55,18 +55,15 @@ for _name, _keep in (("top_k_v2", None), ("argsort", None), ("kthvalue", "keepdi
     defgrad(f"{_name}_grad", grad=_picked(_keep), no_grad_inputs=_flat(f"{_name}_grad"))
 
 
-def _placed(forward: str, x: str, value: str, passed: tuple[str, ...], out: str = "Out", linear_modes=None):
+def _placed(forward: str, x: str, value: str, passed: tuple[str, ...], out: str = "Out"):
     """scatter, scatter_nd_add, index_add, put_along_axis: X@GRAD is dOut where nothing was placed (or all of it)
     and the placed values' grad gathers dOut: d/d(dOut) places ddValue into ddX with the forward op (zeros for a
-    grad nobody computed). ``linear_modes``: (attribute, the values it may take) where the op is linear."""
+    grad nobody computed)."""
 
     def maker(g):
         wanted = first(g.IG(out + "@GRAD"))
         if wanted == EMPTY_VAR:
             return []
-        if linear_modes is not None and g.attr(linear_modes[0]) not in linear_modes[1]:
-            raise GradError(f"{g.fwd.type}: gradc differentiates it only where it is linear ({linear_modes[0]} "
-                            f"one of {', '.join(linear_modes[1])}), not with {g.attr(linear_modes[0])!r}")
         f = Formula(g)
         dout = first(g.I(out + "@GRAD"))
         ddx = first(g.OG(x + "@GRAD")) or f.fill_like(dout, 0.0)
@@ -84,13 +81,68 @@ def _zero(f, like: str) -> str:
                 dims=lambda s: [])
 
 
-for _name, _x, _value, _passed, _out, _modes in (
-        ("scatter", "X", "Updates", ("Ids",), "Out", None),
-        ("scatter_nd_add", "X", "Updates", ("Index",), "Out", None),
-        ("index_add", "X", "AddValue", ("Index",), "Out", None),
-        ("put_along_axis", "Input", "Value", ("Index",), "Result", ("Reduce", ("assign", "add", "mean"))),
-        ("set_value", "Input", "ValueTensor", ("StartsTensorList", "EndsTensorList", "StepsTensorList"), "Out", None)):
-    defgrad(f"{_name}_grad", grad=_placed(_name, _x, _value, _passed, _out, _modes),
+def _put_tangent(f, g, wanted: str) -> None:
+    """d/d(dOut) of put_along_axis_grad with Reduce amin/amax/mul, whose grads are dOut times weights (amin/amax: 1
+    where Input stays, a share among the contributors tied for a position's extreme, else 0; mul: the product of the
+    other factors): the forward's tangent, ddX and ddValue (spread to Index's shape) times the weights the grad op
+    gives at dOut = 1, placed with Reduce add."""
+    x, picks, value, dout = (first(g.I(slot)) for slot in ("Input", "Index", "Value", "Result@GRAD"))
+    dims = g.shape(picks)
+    spread = f.op("expand_as_v2", {"X": value, "Y": picks}, value, {"target_shape": []}, dims=lambda s: dims)
+    weights = {"Input@GRAD": g.tmp(x), "Value@GRAD": g.tmp(value, lambda s: dims)}
+    f.emit("put_along_axis_grad", {"Input": x, "Index": picks, "Value": spread, "Result": g.I("Result"),
+                                   "Result@GRAD": f.fill_like(dout, 1.0)}, weights, same=True)
+    ddx = first(g.OG("Input@GRAD")) or f.fill_like(x, 0.0)
+    ddvalue = first(g.OG("Value@GRAD"))
+    ddvalue = f.op("expand_as_v2", {"X": ddvalue, "Y": picks}, value, {"target_shape": []}, dims=lambda s: dims) \
+        if ddvalue else f.fill_like(spread, 0.0)
+    f.emit("put_along_axis", {"Input": f.mul(ddx, weights["Input@GRAD"], x), "Index": picks,
+                              "Value": f.mul(ddvalue, weights["Value@GRAD"], spread)}, {"Result": wanted},
+           {"Axis": g.attr("Axis"), "Reduce": "add", "Include_self": True})
+
+
+def _put_curvature(f, g) -> None:
+    """d/dInput and d/dValue of put_along_axis_grad with Reduce mul: each grad is dOut times the product of the other
+    factors of its run-time group, a polynomial, so its derivative along (ddX, ddValue) is Im(the grad op at factors
+    + i h dd) / h, exact to rounding for a step h = 2^-40 (the error is h^2 times the third-order terms). The grad op's
+    own kernel takes the complex factors (zeros too, without dividing by them)."""
+    x, value, dout = (first(g.I(slot)) for slot in ("Input", "Value", "Result@GRAD"))
+    grads = {slot: first(g.IG(slot)) for slot in ("Input", "Value")}
+    if all(grad in (None, EMPTY_VAR) for grad in grads.values()):
+        return
+    stepped_values = {slot: stepped(f, g, v, first(g.OG(slot + "@GRAD")))
+                      for slot, v in (("Input", x), ("Value", value))}
+    outs = {slot + "@GRAD": g.tmp(v, dtype=complex_type(g, v)) if grads[slot] not in (None, EMPTY_VAR) else EMPTY_VAR
+            for slot, v in (("Input", x), ("Value", value))}
+    f.emit("put_along_axis_grad", {**stepped_values, "Index": g.I("Index"), "Result": g.I("Result"),
+                                   "Result@GRAD": stepped(f, g, dout, None)}, outs, same=True)
+    for slot, grad in grads.items():
+        if grad not in (None, EMPTY_VAR):
+            into_slope(f, outs[slot + "@GRAD"], x if slot == "Input" else value, grad)
+
+
+def _put_along_axis_grad(g):
+    """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX; amin/amax and mul weight ddX and ddValue
+    as their grads weight dOut (amin/amax are flat in Input and Value, mul's weights are products of the other
+    factors, differentiated by a complex step: gradc.ops.complex_step); mul's third derivative is refused."""
+    if g.attr("Reduce") not in ("amin", "amax", "mul", "multiply"):
+        return _placed("put_along_axis", "Input", "Value", ("Index",), "Result")(g)
+    f = Formula(g)
+    wanted = first(g.IG("Result@GRAD"))
+    if wanted != EMPTY_VAR:
+        _put_tangent(f, g, wanted)
+    if g.attr("Reduce") in ("mul", "multiply"):
+        _put_curvature(f, g)
+    return f.ops
+
+
+defgrad("put_along_axis_grad", grad=_put_along_axis_grad, no_grad_inputs=["Index", "Result"])   # flat but for mul
+for _name, _x, _value, _passed, _out in (
+        ("scatter", "X", "Updates", ("Ids",), "Out"),
+        ("scatter_nd_add", "X", "Updates", ("Index",), "Out"),
+        ("index_add", "X", "AddValue", ("Index",), "Out"),
+        ("set_value", "Input", "ValueTensor", ("StartsTensorList", "EndsTensorList", "StepsTensorList"), "Out")):
+    defgrad(f"{_name}_grad", grad=_placed(_name, _x, _value, _passed, _out),
             no_grad_inputs=_flat(f"{_name}_grad"))
 
 

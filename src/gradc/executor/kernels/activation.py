@@ -17,6 +17,12 @@ def unary(name: str, forward, backward, uses: str = "X", lowercase: bool = False
     kernel(name + "_grad", shape_only=shape_only)(lambda k: {f"{x}@GRAD": backward(k.x(uses), k.x(f"{out}@GRAD"), k)})
 
 
+def holomorphic(backward):
+    """The grad of a holomorphic f whose ``backward`` gives dOut f'(v): dOut conj(f'(v)) on complex values, Paddle's
+    convention (docs/complex-fft.md)."""
+    return lambda v, d, k: np.conj(backward(v, np.conj(d), k)) if np.iscomplexobj(v) else backward(v, d, k)
+
+
 def sigmoid(x):
     """1 / (1 + e^-x) without overflow and exact to rounding in both tails: e^x / (1 + e^x) below 0 (the tanh form,
     0.5 * (1 + tanh(x / 2)), rounds to 0 below -17 in float32, where Paddle gives e^x: PaddleRec's FM)."""
@@ -149,7 +155,7 @@ kernel("relu")(lambda k: {"Out": np.maximum(k.x("X"), 0)})   # unary's pair, one
 kernel("relu_grad")(lambda k: {"X@GRAD": k.x("Out@GRAD") * (k.x("Out") > 0)})
 kernel("relu_grad_grad")(lambda k: {"grad_out@GRAD": k.x("grad_x@GRAD") * (k.x("Out") > 0)})
 unary("sigmoid", lambda x, k: sigmoid(x), lambda out, d, k: d * out * (1 - out), uses="Out")
-unary("tanh", lambda x, k: np.tanh(x), lambda out, d, k: d * (1 - out * out), uses="Out")
+unary("tanh", lambda x, k: np.tanh(x), holomorphic(lambda out, d, k: d * (1 - out * out)), uses="Out")
 unary("softmax", lambda x, k: softmax(x, k.attr("axis")),
       lambda out, d, k: out * (d - (d * out).sum(axis=k.attr("axis"), keepdims=True)), uses="Out")
 unary("log_softmax", lambda x, k: log_softmax(x, k.attr("axis")),

@@ -10,7 +10,7 @@ from ..selected_rows import SelectedRows
 from ..sparse_value import SparseCoo
 from ..tensor_array import TensorArray
 from . import kernel
-from .activation import unary
+from .activation import holomorphic, unary
 from .broadcast import align, reduce_to, unbroadcast
 
 
@@ -191,14 +191,14 @@ def _abs_grad(x, d, k):
     return np.multiply(d, _sign(x), out=out, where=x != 0)
 
 
-unary("exp", lambda x, k: np.exp(x), lambda out, d, k: d * out, uses="Out")
-unary("log", lambda x, k: np.log(x), lambda x, d, k: d / x)
-unary("sqrt", lambda x, k: np.sqrt(x), lambda out, d, k: d * 0.5 / out, uses="Out")
+unary("exp", lambda x, k: np.exp(x), holomorphic(lambda out, d, k: d * out), uses="Out")
+unary("log", lambda x, k: np.log(x), holomorphic(lambda x, d, k: d / x))
+unary("sqrt", lambda x, k: np.sqrt(x), holomorphic(lambda out, d, k: d * 0.5 / out), uses="Out")
 unary("rsqrt", lambda x, k: 1 / np.sqrt(x), lambda out, d, k: d * -0.5 * out ** 3, uses="Out")
-unary("square", lambda x, k: x * x, lambda x, d, k: d * 2 * x)
+unary("square", lambda x, k: x * x, holomorphic(lambda x, d, k: d * 2 * x))
 unary("abs", lambda x, k: np.abs(x), _abs_grad)
-unary("cos", lambda x, k: np.cos(x), lambda x, d, k: -d * np.sin(x))
-unary("sin", lambda x, k: np.sin(x), lambda x, d, k: d * np.cos(x))
+unary("cos", lambda x, k: np.cos(x), holomorphic(lambda x, d, k: -d * np.sin(x)))
+unary("sin", lambda x, k: np.sin(x), holomorphic(lambda x, d, k: d * np.cos(x)))
 unary("pow", lambda x, k: np.power(x, _factor(k)), lambda x, d, k: d * _factor(k) * np.power(x, _factor(k) - 1))
 kernel("sign")(lambda k: {"Out": _sign(k.x("X"))})
 

@@ -1,0 +1,52 @@
+"""Second derivatives by a complex step, for grad ops whose outputs are polynomials in their inputs (products of
+run-time groups of factors) where the makers' real scans need sizes known only at run time: the derivative of p
+along dd is Im(p(v + i h dd)) / h, exact to rounding for h = 2^-40 (the error is h^2 times the third-order terms,
+and no difference cancels). The kernels take the complex values as they are (no conjugates, no division by a
+factor), so zeros need no care. The ops stepped read complex values, so a third backward refuses them by name.
+"""
+
+from __future__ import annotations
+
+from ..ir import EMPTY_VAR, VarType
+from .composite import Formula, first
+
+STEP = 2.0 ** -40
+COMPLEX_OF = {VarType.FP32: VarType.COMPLEX64, VarType.FP64: VarType.COMPLEX128}
+
+
+def complex_type(g, var: str) -> int:
+    return COMPLEX_OF[g.block.find_var(var).dtype]
+
+
+def stepped(f: Formula, g, v: str, dd: str | None) -> str:
+    """v + i h dd (v + 0i where nobody computed dd), complex."""
+    along = f.op("scale", {"X": dd}, v, {"scale": STEP, "bias": 0.0}) if dd else f.fill_like(v, 0.0)
+    return f.op("complex", {"X": v, "Y": along}, v, dtype=complex_type(g, v))
+
+
+def into_slope(f: Formula, moved: str, like: str, wanted: str) -> None:
+    """``wanted`` = Im(moved) / h."""
+    f.into(wanted, "scale", {"X": f.op("imag", {"X": moved}, like)}, {"scale": 1.0 / STEP})
+
+
+def unary_polynomial(forward: str, x_slot: str = "X", out_slot: str = "Out"):
+    """The maker of ``forward``'s grad op G(X, Out, dOut) = J(X)^T dOut, J polynomial in X: d/d(dOut) = the forward's
+    tangent Im(forward(X + i h ddX)) / h, d/dX = Im(G(X + i h ddX, Out, dOut + 0i)) / h."""
+
+    def maker(g):
+        f = Formula(g)
+        x, dout = first(g.I(x_slot)), first(g.I(out_slot + "@GRAD"))
+        moved_x = stepped(f, g, x, first(g.OG(x_slot + "@GRAD")))
+        wanted = first(g.IG(out_slot + "@GRAD"))
+        if wanted not in (None, EMPTY_VAR):
+            tangent = f.op(forward, {x_slot: moved_x}, dout, slot=out_slot, same=True, dtype=complex_type(g, x))
+            into_slope(f, tangent, dout, wanted)
+        wanted = first(g.IG(x_slot))
+        if wanted not in (None, EMPTY_VAR):
+            values = {slot: g.I(slot) for slot in g.opdef.inputs if slot not in (x_slot, out_slot + "@GRAD")}
+            curved = f.op(g.fwd.type, {**values, x_slot: moved_x, out_slot + "@GRAD": stepped(f, g, dout, None)}, x,
+                          slot=x_slot + "@GRAD", same=True, dtype=complex_type(g, x))
+            into_slope(f, curved, x, wanted)
+        return f.ops
+
+    return maker
