@@ -75,6 +75,24 @@ def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_twice_by_a_comple
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD@2"), ["x"])
 
 
+def test_cumprod_grad_of_complex_factors_takes_their_conjugates_as_paddles_kernel():
+    """dX_j = sum over i >= j of dOut_i conj(prod_{k <= i, k != j} x_k): Paddle 3.3.1's cumprod_grad (paddle.grad on
+    complex128), so the complex step above, taken at X - i h ddX for it, gives Paddle's executor gradc's numbers."""
+    rng = np.random.default_rng(3)
+    x, dout = (rng.normal(size=(2, 4)) + 1j * rng.normal(size=(2, 4)) for _ in range(2))
+    net = ProgramBuilder()
+    net.data("x", [2, 4], "complex128")
+    net.data("dout", [2, 4], "complex128")
+    (out,) = net.op("cumprod", {"X": "x"}, {"dim": 1})
+    net.data("dx", [2, 4], "complex128")
+    net.block.append_op("cumprod_grad", {"X": ["x"], "Out": [out], "Out@GRAD": ["dout"]}, {"X@GRAD": ["dx"]},
+                        {"dim": 1})
+    (dx,) = gradc.Executor().run(net.program, {"x": x, "dout": dout}, ["dx"])
+    expected = [[sum(dout[r, i] * np.conj(np.prod(np.delete(x[r, :i + 1], j))) for i in range(j, 4))
+                 for j in range(4)] for r in range(2)]
+    np.testing.assert_allclose(dx, expected, rtol=1e-12)
+
+
 @pytest.mark.parametrize("attrs", [{"dim": [1], "keep_dim": False}, {"reduce_all": True, "dim": [0]}])
 def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_twice_by_a_complex_step(attrs):
     """reduce_prod_grad's pairwise product needs the count; over dims of unknown size its maker takes a complex step

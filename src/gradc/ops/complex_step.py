@@ -18,9 +18,9 @@ def complex_type(g, var: str) -> int:
     return COMPLEX_OF[g.block.find_var(var).dtype]
 
 
-def stepped(f: Formula, g, v: str, dd: str | None) -> str:
-    """v + i h dd (v + 0i where nobody computed dd), complex."""
-    along = f.op("scale", {"X": dd}, v, {"scale": STEP, "bias": 0.0}) if dd else f.fill_like(v, 0.0)
+def stepped(f: Formula, g, v: str, dd: str | None, step: float = STEP) -> str:
+    """v + i step dd (v + 0i where nobody computed dd), complex."""
+    along = f.op("scale", {"X": dd}, v, {"scale": step, "bias": 0.0}) if dd else f.fill_like(v, 0.0)
     return f.op("complex", {"X": v, "Y": along}, v, dtype=complex_type(g, v))
 
 
@@ -29,22 +29,34 @@ def into_slope(f: Formula, moved: str, like: str, wanted: str) -> None:
     f.into(wanted, "scale", {"X": f.op("imag", {"X": moved}, like)}, {"scale": 1.0 / STEP})
 
 
-def unary_polynomial(forward: str, x_slot: str = "X", out_slot: str = "Out"):
+def unary_polynomial(forward: str, x_slot: str = "X", out_slot: str = "Out", conjugates: bool = False):
     """The maker of ``forward``'s grad op G(X, Out, dOut) = J(X)^T dOut, J polynomial in X: d/d(dOut) = the forward's
-    tangent Im(forward(X + i h ddX)) / h, d/dX = Im(G(X + i h ddX, Out, dOut + 0i)) / h."""
+    tangent Im(forward(X + i h ddX)) / h, d/dX = Im(G(X + i h ddX, Out, dOut + 0i)) / h. A grad kernel that
+    ``conjugates`` complex factors (as Paddle's does) computes J(conj X)^T dOut, so it is stepped at X - i h ddX: the
+    program gives the same numbers in Paddle's executor as in gradc's."""
 
     def maker(g):
         f = Formula(g)
         x, dout = first(g.I(x_slot)), first(g.I(out_slot + "@GRAD"))
-        moved_x = stepped(f, g, x, first(g.OG(x_slot + "@GRAD")))
+        ddx, moved = first(g.OG(x_slot + "@GRAD")), {}
+
+        def moved_x(step: float) -> str:
+            if step not in moved:
+                moved[step] = stepped(f, g, x, ddx, step)
+            return moved[step]
+
         wanted = first(g.IG(out_slot + "@GRAD"))
         if wanted not in (None, EMPTY_VAR):
-            tangent = f.op(forward, {x_slot: moved_x}, dout, slot=out_slot, same=True, dtype=complex_type(g, x))
+            tangent = f.op(forward, {x_slot: moved_x(STEP)}, dout, slot=out_slot, same=True, dtype=complex_type(g, x))
             into_slope(f, tangent, dout, wanted)
         wanted = first(g.IG(x_slot))
         if wanted not in (None, EMPTY_VAR):
             values = {slot: g.I(slot) for slot in g.opdef.inputs if slot not in (x_slot, out_slot + "@GRAD")}
-            curved = f.op(g.fwd.type, {**values, x_slot: moved_x, out_slot + "@GRAD": stepped(f, g, dout, None)}, x,
+            at = moved_x(-STEP if conjugates else STEP)
+            if out_slot in values:   # the moved X's own Out: Paddle's kernels read it in X's complex dtype
+                values[out_slot] = [f.op(forward, {x_slot: at}, dout, slot=out_slot, same=True,
+                                         dtype=complex_type(g, x))]
+            curved = f.op(g.fwd.type, {**values, x_slot: at, out_slot + "@GRAD": stepped(f, g, dout, None)}, x,
                           slot=x_slot + "@GRAD", same=True, dtype=complex_type(g, x))
             into_slope(f, curved, x, wanted)
         return f.ops

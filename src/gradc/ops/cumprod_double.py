@@ -52,7 +52,7 @@ def _cumprod_grad_known(f, g):
     return {"X@GRAD": grad}
 
 
-_cumprod_grad_stepped = unary_polynomial("cumprod")
+_cumprod_grad_stepped = unary_polynomial("cumprod", conjugates=True)   # as Paddle's kernel
 
 
 def _cumprod_grad(g):

@@ -41,10 +41,11 @@ def cumprod(k):
 def cumprod_grad(k):
     """dx_j = (product of the factors before j) * S_j, S_j = sum over the outputs i that hold x_j of
     dout_i * (their factors after j): S_j = dout_j + x_{j+1} S_{j+1} (inclusive), S_j = dout_{j+1} +
-    x_{j+1} S_{j+1} (exclusive). No division, so a zero x_j gets the other factors' product."""
+    x_{j+1} S_{j+1} (exclusive). No division, so a zero x_j gets the other factors' product. Complex factors are
+    conjugated, as Paddle's kernel does (dOut times the conjugate partials)."""
     x = k.x("X")
     run, back = along(x, k.attr("dim"), k.attr("reverse"))
-    a, dout = run(x), run(k.x("Out@GRAD"))
+    a, dout = run(np.conj(x) if np.iscomplexobj(x) else x), run(k.x("Out@GRAD"))
     before = _exclusive(np.cumprod(a, axis=-1, dtype=a.dtype))
     tail = np.zeros_like(dout[..., 0])
     tails = np.empty_like(dout)
