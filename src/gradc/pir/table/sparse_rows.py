@@ -50,6 +50,16 @@ ROWS = [
     row("pd_op.cast_coo_sp", "sparse_cast", "x:x", "out:out", "index_dtype:dtype=-1 value_dtype:dtype=-1"),
     row("pd_op.isnan_coo_sp", "sparse_isnan", "x:x", "out:out"),
     row("pd_op.indices_sp", "sparse_indices", "x:x", "out:out"),
+    # the ops PIR mode alone builds (gradc.ops.sparse_binary)
+    row("pd_op.subtract_coo_coo_sp", "sparse_subtract", "x:x y:y", "out:out"),
+    row("pd_op.multiply_coo_coo_sp", "sparse_multiply", "x:x y:y", "out:out"),
+    row("pd_op.divide_coo_coo_sp", "sparse_divide", "x:x y:y", "out:out"),
+    row("pd_op.divide_scalar_coo_sp", "sparse_divide_scalar", "x:x", "out:out", "scalar:f32"),
+    row("pd_op.transpose_coo_sp", "sparse_transpose", "x:x", "out:out", "perm:i32s"),
+    row("pd_op.coalesce_sp", "sparse_coalesce", "x:x", "out:out"),
+    row("pd_op.multiply_coo_coo_grad_sp", "sparse_multiply_grad", ADD_GRAD, ADD_GRADS),
+    row("pd_op.divide_coo_coo_grad_sp", "sparse_divide_grad", "x:x y:y out:out out_grad:out@GRAD", ADD_GRADS),
+    row("pd_op.transpose_coo_grad_sp", "sparse_transpose_grad", "out_grad:out@GRAD", "x_grad:x@GRAD", "perm:i32s"),
     # the backward (gradc.ops.sparse, sparse_shape; the elementwise ops' gradients are made of these)
     row("pd_op.sparse_coo_tensor_grad_sp", "sparse_sparse_coo_tensor_grad", "indices:indices out_grad:out@GRAD",
         "values_grad:values@GRAD"),
