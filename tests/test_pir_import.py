@@ -208,7 +208,11 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     fused_seqpool_cvm and their grads (no CPU kernel, no PIR layer), and fused_softmax_mask_upper_triangle_grad (3.3.1
     builds it only with a GPU kernel; tests/test_pir_sweep.py); and pd_op.seed, which only Paddle's translator
     writes (tests/test_recompute_dropout.py); and pd_op.slice_coo_sp (Paddle's sparse slice of a tensor with
-    channels loses them, docs/sparse.md; tests/test_sparse.py checks gradc's). Import alone reads the PIR programs
+    channels loses them, docs/sparse.md; tests/test_sparse.py checks gradc's) and its grad pd_op.slice_coo_grad_sp, and
+    pd_op.add_coo_coo_grad_sp (the one sparse add of pir_unary adds sin(x), whose gradient Paddle's executor crashes
+    on, docs/sparse.md; the gradcheck cases differentiate it), and pd_op.subtract_coo_coo_sp and transpose_coo_sp
+    (Paddle aborts in them), and the grads multiply_coo_coo_grad_sp, divide_coo_coo_grad_sp and transpose_coo_grad_sp
+    (tests/test_sparse_pir_ops.py). Import alone reads the PIR programs
     Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
     (tests/data/paddle/pir_gpu_only) and pd_op.slice_array_dense (a PaddleDetection export's read of a list
     dy2static built; the edited array-loop fixture below)."""
@@ -217,8 +221,9 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
               for case in OPTIM for kind in ("train", "startup")]
     files.append((PIR_DATA.parent / "pir_translated_sparse_rows" / "program.json").read_bytes())   # SelectedRows ops
-    files += [(PIR_DATA.parent / "sparse_tensor" / case / "model.json").read_bytes()   # paddle.sparse's ops
-              for case in ("pir_jit", "pir_unary")]
+    files += [(PIR_DATA.parent / "sparse_tensor" / case / name).read_bytes()   # paddle.sparse's ops and grads
+              for case in ("pir_jit", "pir_unary") for name in ("model.json", "train.json")]
+    files.append((PIR_DATA.parent / "sparse_tensor" / "pir_binary" / "model.json").read_bytes())
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
@@ -229,7 +234,11 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",
                                  "pd_op.fused_rms_norm_quant_grad", "pd_op.slice_array_dense",
                                  "pd_op.partial_sum_grad", "pd_op.partial_concat_grad", "pd_op.seed",
-                                 "pd_op.slice_coo_sp", "pd_op.fused_softmax_mask_upper_triangle_grad",
+                                 "pd_op.slice_coo_sp", "pd_op.slice_coo_grad_sp", "pd_op.add_coo_coo_grad_sp",
+                                 "pd_op.subtract_coo_coo_sp", "pd_op.transpose_coo_sp",
+                                 "pd_op.multiply_coo_coo_grad_sp", "pd_op.divide_coo_coo_grad_sp",
+                                 "pd_op.transpose_coo_grad_sp",
+                                 "pd_op.fused_softmax_mask_upper_triangle_grad",
                                  *(f"pd_op.{op}{grad}" for op in ("batch_fc", "rank_attention", "correlation",
                                                                   "fused_seqpool_cvm") for grad in ("", "_grad"))}
     for case in TRAINING + INFERENCE + LAYERS:

@@ -13,7 +13,7 @@ from gradc.gradcheck import compare_program
 from gradc.io.pdiparams import read_params
 from gradc.ir import VarType
 from gradc.pir import load_pir, parse_pir, serialize_pir
-from sparse_fixtures import CASES, DATA, load
+from sparse_fixtures import CASES, DATA, TRAINED, load, pir_training, training_weights
 
 RIGHT = [case for case in CASES if case != "subm_unsorted"]   # where Paddle's dygraph gradients are right
 
@@ -176,6 +176,42 @@ def test_paddles_pir_inference_program_runs_and_round_trips():
     np.testing.assert_array_equal(run(parse_pir(data)), run(program))
 
 
+@pytest.mark.parametrize("case, ops, wrt", [
+    ("pir_jit", ("conv3d_grad_sp", "batch_norm_grad_sp", "relu_coo_grad_sp", "to_dense_grad_sp"), 12),
+    ("pir_unary", ("reshape_coo_grad_sp", "sum_coo_grad_sp", "softmax_coo_grad_sp", "add_coo_dense_grad_sp",
+                   "values_grad_sp", "add_coo_coo_sp"), 1)])
+def test_pir_training_programs_round_trip_and_paddle_runs_them_to_gradcs_gradients(case, ops, wrt):
+    """gradc compiles Paddle's PIR inference programs to training programs (the backbone: val and its 11
+    parameters; pir_unary's reshape, sum, Softmax, add of a bias and values(): val) and writes them as PIR with
+    Paddle's sparse grad ops, which Paddle's own PIR backward cannot write, and the gradients of one sparse var summed
+    by add_coo_coo_sp. Read back, they give the same gradients; Paddle's Executor, running those files
+    (tools/paddle_sparse_pir_training.py, train.npz), computed these gradients too, and for pir_unary they are the
+    sum of Paddle's dygraph gradients of each output's loss."""
+    paddle = dict(np.load(DATA / case / "train.npz"))
+    net = pir_training(case, training_weights(case))
+    assert len(net["wrt"]) == wrt
+
+    def run(program):
+        scope = gradc.Scope()
+        for name, value in net["params"].items():
+            scope[name] = value
+        return gradc.Executor().run(program, net["feed"], net["fetch"], scope)
+
+    data = serialize_pir(net["program"], fetch=net["fetch"])
+    for op in (*ops, "sparse_coo_tensor_grad_sp"):
+        assert f'"1.{op}"'.encode() in data, op
+    got, again = run(net["program"]), run(parse_pir(data))
+    for name, value, back in zip(["loss", *net["wrt"]], got, again):   # sum read back as adds: another order
+        np.testing.assert_allclose(back, value, rtol=1e-6, atol=1e-9, err_msg=name)
+    np.testing.assert_allclose(got[0], paddle["loss"], rtol=1e-5, atol=1e-9)
+    for name, value in zip(net["wrt"], got[1:]):
+        np.testing.assert_allclose(value, paddle[f"grad:{name}"], rtol=1e-5, atol=1e-7, err_msg=name)
+    if case == "pir_unary":
+        expected = np.load(DATA / case / "expected.npz")
+        dygraph = sum(expected[f"grad:{name}"] for name in TRAINED)
+        np.testing.assert_allclose(got[1], dygraph, rtol=1e-5, atol=1e-7)
+
+
 @pytest.mark.parametrize("case, op", [("subm_relu", "add_coo_dense_sp"), ("new_sites", "add_coo_coo_sp")])
 def test_a_legacy_sparse_program_exports_to_pir(case, op):
     """A legacy program's sparse_add goes to PIR by its y: a dense bias or a sparse tensor."""
@@ -238,3 +274,37 @@ def test_slice_sum_and_row_softmax_are_the_dense_ones():
     reference = np.exp(masked - masked.max(axis=1, keepdims=True))
     reference /= np.where(np.isfinite(masked).any(axis=1, keepdims=True), reference.sum(axis=1, keepdims=True), 1)
     np.testing.assert_allclose(soft, np.nan_to_num(reference))
+
+
+def test_slice_and_add_grads_go_to_pir_and_back():
+    """pd_op.slice_coo_grad_sp and add_coo_coo_grad_sp (no Paddle program runs them: docs/sparse.md) read back to
+    the gradients gradc's own program gives: two windows of x added (on different sites) and densified."""
+    rng = np.random.default_rng(3)
+    x = random_coo(rng, 12, (2, 6, 3), 2)
+    program = gradc.Program()
+    block = program.global_block
+    feed = {"values": x.values, "indices": x.indices, "r": rng.standard_normal((2, 3, 3, 2))}
+    for name, value in feed.items():
+        block.create_var(name, list(value.shape), gradc.ir.to_var_type(value.dtype))
+    block.var("values").stop_gradient = False
+    for name, shape in (("x", [2, 6, 3, 2]), ("low", [2, 3, 3, 2]), ("high", [2, 3, 3, 2]), ("both", [2, 3, 3, 2])):
+        block.create_var(name, shape, VarType.FP64, type=VarType.SPARSE_COO)
+    for name, shape in (("dense", [2, 3, 3, 2]), ("weighted", [2, 3, 3, 2]), ("loss", [])):
+        block.create_var(name, shape, VarType.FP64)
+    block.append_op("sparse_sparse_coo_tensor", {"values": ["values"], "indices": ["indices"]}, {"out": ["x"]},
+                    {"shape": [2, 6, 3, 2]})
+    for name, start in (("low", 0), ("high", 3)):
+        block.append_op("sparse_slice", {"x": ["x"]}, {"out": [name]}, {"axes": [1], "starts": [start],
+                                                                       "ends": [start + 3]})
+    block.append_op("sparse_add", {"x": ["low"], "y": ["high"]}, {"out": ["both"]})
+    block.append_op("sparse_to_dense", {"x": ["both"]}, {"out": ["dense"]})
+    block.append_op("elementwise_mul", {"X": ["dense"], "Y": ["r"]}, {"Out": ["weighted"]}, {"axis": -1})
+    block.append_op("reduce_mean", {"X": ["weighted"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+    (grad,) = gradc.gradients(program, "loss", ["values"])
+    data = serialize_pir(program, fetch=["loss", grad])
+    assert b'"1.slice_coo_grad_sp"' in data and b'"1.add_coo_coo_grad_sp"' in data
+    (got,) = gradc.Executor().run(program, feed, [grad])
+    (again,) = gradc.Executor().run(parse_pir(data), feed, [grad])
+    np.testing.assert_allclose(again, got, rtol=1e-12)
+    dense_r = np.concatenate([feed["r"], feed["r"]], axis=1) / feed["r"].size   # each site lies in one window
+    np.testing.assert_allclose(got, dense_r[tuple(x.indices)], rtol=1e-12)

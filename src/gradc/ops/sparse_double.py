@@ -5,10 +5,13 @@ operands and out@GRAD), so with ddX the grads of its outputs:
   adjoints: d/d(out@GRAD) is the forward op on ddX (``linear``);
 - relu_grad masks out@GRAD where out > 0, its own adjoint: d/d(out@GRAD) = relu_grad(out, ddX); out gets none;
 - add_grad hands out@GRAD to x's and y's entries: d/d(out@GRAD) = sparse_add(ddX, ddY), zeros for a missing one;
+- transpose_grad and coalesce_grad are adjoints too: d/d(out@GRAD) = transpose / coalesce of ddX;
+- multiply_grad (dx = dout y at x's sites, dy = dout x at y's): d/d(dout) = ddx * y + x * ddy, d/dx = multiply_grad's
+  x part with y ddy, d/dy = its y part with x ddx;
 - conv3d_grad (dx = dout W^T, dW = x^T dout by the rulebook): d/d(dout) = conv3d(ddx, W) + conv3d(x, ddW),
   d/dx = conv3d_grad's x part with kernel ddW, d/dW = its kernel part with x's values ddx.
 
-sparse_batch_norm_grad and sparse_softmax_grad refuse: gradc does not differentiate them twice.
+sparse_batch_norm_grad, sparse_softmax_grad and sparse_divide_grad refuse: gradc does not differentiate them twice.
 """
 
 from __future__ import annotations
@@ -16,14 +19,14 @@ from __future__ import annotations
 from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
-from . import sparse, sparse_shape  # noqa: F401  (register the grad ops given makers here)
+from . import sparse, sparse_binary, sparse_shape  # noqa: F401  (register the grad ops given makers here)
 from .composite import Formula, first, linear
 
 defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor", x="values", out="out",
                                                      passed=("indices",)), no_grad_inputs=["indices"])
 defgrad("sparse_to_dense_grad", grad=linear("sparse_to_dense", x="x", out="out"), no_grad_inputs=["x"])
 defgrad("sparse_values_grad", grad=linear("sparse_values", x="x", out="out"), no_grad_inputs=["x"])
-for _forward in ("sparse_reshape", "sparse_slice", "sparse_sum"):
+for _forward in ("sparse_reshape", "sparse_slice", "sparse_sum", "sparse_transpose", "sparse_coalesce"):
     defgrad(f"{_forward}_grad", grad=linear(_forward, x="x", out="out"), no_grad_inputs=["x"])
 
 
@@ -69,6 +72,30 @@ def _add_double_grad(g):
 defgrad("sparse_add_grad", grad=_add_double_grad)
 
 
+def _multiply_double_grad(g):
+    f = Formula(g)
+    x, y, dout = first(g.I("x")), first(g.I("y")), first(g.I("out@GRAD"))
+    ddx, ddy = first(g.OG("x@GRAD")), first(g.OG("y@GRAD"))
+    terms = [f.op("sparse_multiply", {"x": a, "y": b}, dout, slot="out", same=True)
+             for a, b in ((ddx, y), (x, ddy)) if a is not None and b is not None]
+    wanted = first(g.IG("out@GRAD"))
+    if len(terms) == 2 and wanted not in (None, EMPTY_VAR):
+        f.into(wanted, "sparse_add", {"x": [terms[0]], "y": [terms[1]]}, slot="out")
+    elif terms and wanted not in (None, EMPTY_VAR):   # one term: its copy (a scale by 1 keeps its sites)
+        f.into(wanted, "sparse_scale", {"x": [terms[0]]}, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
+               slot="out")
+    if ddy is not None:
+        f.emit("sparse_multiply_grad", {"x": [x], "y": [ddy], "out@GRAD": [dout]},
+               {"x@GRAD": g.IG("x"), "y@GRAD": [EMPTY_VAR]})
+    if ddx is not None:
+        f.emit("sparse_multiply_grad", {"x": [ddx], "y": [y], "out@GRAD": [dout]},
+               {"x@GRAD": [EMPTY_VAR], "y@GRAD": g.IG("y")})
+    return f.ops
+
+
+defgrad("sparse_multiply_grad", grad=_multiply_double_grad)
+
+
 def _conv3d_double_grad(g):
     f = Formula(g)
     x, kernel, dout = first(g.I("x")), first(g.I("kernel")), first(g.I("out@GRAD"))
@@ -103,3 +130,4 @@ def _refused(g):
 
 defgrad("sparse_batch_norm_grad", grad=_refused)
 defgrad("sparse_softmax_grad", grad=_refused)
+defgrad("sparse_divide_grad", grad=_refused)

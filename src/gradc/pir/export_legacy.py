@@ -8,7 +8,8 @@ pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(us
 `pad_grad` gets the x PIR's pad_grad reads (for its shape only) from a slice of out_grad; `fill_zeros_like`,
 which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0, or for a tensor array (and a fill_any_like of 0 of
 one) pd_op.create_array_like; a `one_hot_v2` of another dtype than float32 (a program widened to float64) is
-pd_op.one_hot, which writes float32 whatever the program's dtype, and a cast."""
+pd_op.one_hot, which writes float32 whatever the program's dtype, and a cast. A `sum` of sparse COO tensors (the
+gradients of one sparse var) is a chain of pd_op.add_coo_coo_sp: Paddle 3.3.1's add_n has no sparse kernel."""
 
 from __future__ import annotations
 
@@ -189,3 +190,17 @@ def set_value_grad(op, exporter) -> None:
     attrs = {**OPS["set_value_grad"].attrs, **op.attrs, "shape": [1], "values": [0.0]}
     zeroed = OpDesc("set_value", {"Input": op.input("Out@GRAD"), **bounds}, {"Out": [x_grad]}, attrs)
     exporter.generic(TABLE["pd_op.set_value_"], zeroed)
+
+
+def sum_(op: OpDesc, exporter) -> None:
+    names = op.input("X")
+    if not any(getattr(exporter.var(name), "type", None) == VarType.SPARSE_COO for name in names):
+        exporter.generic(next(row for row in EXPORTS["sum"] if row.when is None or row.when(op, exporter)), op)
+        return
+    out = op.output("Out")[0]
+    total = exporter.read(names[0])
+    for name in names[1:]:
+        result = exporter.new_value(out)
+        exporter.emit("pd_op.add_coo_coo_sp", [total, exporter.read(name)], [result], {})
+        total = result
+    exporter.current[out] = total

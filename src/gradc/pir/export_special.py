@@ -79,5 +79,5 @@ SPECIAL_EXPORTS = {"fill_constant": fill_constant, "fetch": fetch, "feed": feed,
                    "lookup_table": export_legacy.lookup_table, "lookup_table_grad": export_legacy.lookup_table_grad,
                    "merged_momentum": export_legacy.merged_momentum, "pylayer": export_pylayer.pylayer,
                    "pylayer_grad": export_pylayer.pylayer_grad, "set_value_grad": export_legacy.set_value_grad,
-                   "one_hot_v2": export_legacy.one_hot}
+                   "one_hot_v2": export_legacy.one_hot, "sum": export_legacy.sum_}
 

@@ -1,6 +1,7 @@
 """Rows: paddle.sparse's ops (gradc.ops.sparse, sparse_unary), as Paddle 3.3.1's PIR writes them (pd_op.*_sp,
 the inference program paddle.jit.save writes for paddle.sparse.nn's layers). PIR names sparse_add by its operands'
-kinds: export writes add_coo_dense_sp for a dense y (a bias), add_coo_coo_sp for a sparse one."""
+kinds: export writes add_coo_dense_sp for a dense y (a bias), add_coo_coo_sp for a sparse one. The grad ops are
+Paddle's `*_grad_sp` (sparse_backward.yaml's argument names), which Paddle's own PIR backward never writes."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from ...ops.sparse_unary import ON_VALUES
 from . import row
 
 CONV = "paddings:i32s dilations:i32s strides:i32s groups:i32 subm:bool key:str"
+BATCH_NORM_GRAD = ("momentum:f32 epsilon:f32 data_format=data_layout:str is_test:bool use_global_stats:bool "
+                   "trainable_statistics:bool")
 BATCH_NORM = ("is_test:bool momentum:f32 epsilon:f32 data_format=data_layout:str use_global_stats:bool "
               "trainable_statistics:bool")
 
@@ -18,6 +21,7 @@ def _dense_y(legacy, exporter) -> bool:
     return var is None or var.type != VarType.SPARSE_COO
 
 
+ADD_GRAD, ADD_GRADS = "x:x y:y out_grad:out@GRAD", "x_grad:x@GRAD y_grad:y@GRAD"
 # attributes of the elementwise ops on values (the rest have none)
 UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
                "sparse_scale": "scale:f32 bias:f32 bias_after_scale:bool"}
@@ -46,4 +50,35 @@ ROWS = [
     row("pd_op.cast_coo_sp", "sparse_cast", "x:x", "out:out", "index_dtype:dtype=-1 value_dtype:dtype=-1"),
     row("pd_op.isnan_coo_sp", "sparse_isnan", "x:x", "out:out"),
     row("pd_op.indices_sp", "sparse_indices", "x:x", "out:out"),
+    # the ops PIR mode alone builds (gradc.ops.sparse_binary)
+    row("pd_op.subtract_coo_coo_sp", "sparse_subtract", "x:x y:y", "out:out"),
+    row("pd_op.multiply_coo_coo_sp", "sparse_multiply", "x:x y:y", "out:out"),
+    row("pd_op.divide_coo_coo_sp", "sparse_divide", "x:x y:y", "out:out"),
+    row("pd_op.divide_scalar_coo_sp", "sparse_divide_scalar", "x:x", "out:out", "scalar:f32"),
+    row("pd_op.transpose_coo_sp", "sparse_transpose", "x:x", "out:out", "perm:i32s"),
+    row("pd_op.coalesce_sp", "sparse_coalesce", "x:x", "out:out"),
+    row("pd_op.multiply_coo_coo_grad_sp", "sparse_multiply_grad", ADD_GRAD, ADD_GRADS),
+    row("pd_op.divide_coo_coo_grad_sp", "sparse_divide_grad", "x:x y:y out:out out_grad:out@GRAD", ADD_GRADS),
+    row("pd_op.transpose_coo_grad_sp", "sparse_transpose_grad", "out_grad:out@GRAD", "x_grad:x@GRAD", "perm:i32s"),
+    # the backward (gradc.ops.sparse, sparse_shape; the elementwise ops' gradients are made of these)
+    row("pd_op.sparse_coo_tensor_grad_sp", "sparse_sparse_coo_tensor_grad", "indices:indices out_grad:out@GRAD",
+        "values_grad:values@GRAD"),
+    row("pd_op.conv3d_grad_sp", "sparse_conv3d_grad", "x:x kernel:kernel out:out rulebook:rulebook counter:counter "
+        "out_grad:out@GRAD", "x_grad:x@GRAD kernel_grad:kernel@GRAD", CONV),
+    row("pd_op.add_coo_dense_grad_sp", "sparse_add_grad", ADD_GRAD, ADD_GRADS, when=_dense_y),
+    row("pd_op.add_coo_coo_grad_sp", "sparse_add_grad", ADD_GRAD, ADD_GRADS,
+        when=lambda legacy, exporter: not _dense_y(legacy, exporter)),
+    row("pd_op.batch_norm_grad_sp", "sparse_batch_norm_grad", "x:x scale:scale bias:bias mean_out?:mean_out "
+        "variance_out?:variance_out saved_mean:saved_mean saved_variance:saved_variance reserve_space?:reserve_space "
+        "out_grad:out@GRAD", "x_grad:x@GRAD scale_grad:scale@GRAD bias_grad:bias@GRAD", BATCH_NORM_GRAD),
+    row("pd_op.relu_coo_grad_sp", "sparse_relu_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD"),
+    row("pd_op.to_dense_grad_sp", "sparse_to_dense_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
+    row("pd_op.values_grad_sp", "sparse_values_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
+    row("pd_op.reshape_coo_grad_sp", "sparse_reshape_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
+    row("pd_op.slice_coo_grad_sp", "sparse_slice_grad", "x:x out_grad:out@GRAD axes>axes:ints starts>starts:ints "
+        "ends>ends:ints", "x_grad:x@GRAD"),
+    row("pd_op.sum_coo_grad_sp", "sparse_sum_grad", "x:x out_grad:out@GRAD axis>axis:ints", "x_grad:x@GRAD",
+        "keepdim:bool"),
+    row("pd_op.softmax_coo_grad_sp", "sparse_softmax_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD",
+        "axis:i32=-1"),
 ]
