@@ -7,6 +7,8 @@ checked together with how the forward values it reads (Out, saved statistics) mo
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 
 import gradc
@@ -61,15 +63,16 @@ def _parts(block, names: list[str]) -> list[str]:
     return parts
 
 
-def _weighted_sum(block, names: list[str], feed: dict, prefix: str, differentiable: bool, loss: str) -> list[str]:
+def _weighted_sum(block, names: list[str], feed: dict, prefix: str, differentiable: bool, loss: str,
+                  draws: np.random.Generator = r) -> list[str]:
     """loss = sum over ``names`` of sum(W * var) (of a complex var: of its real and imaginary parts, each with its
-    W), each W a fed random input; returns the Ws."""
+    W), each W a fed random input drawn from ``draws``; returns the Ws."""
     weights, terms = [], []
     names = _parts(block, names)
     for name in names:
         var = block.var(name)
         w, product, term = f"{prefix}_{name}", f"{prefix}_{name}.product", f"{prefix}_{name}.sum"
-        feed[w] = r.standard_normal(var.shape)
+        feed[w] = draws.standard_normal(var.shape)
         _declare(block, w, feed[w], differentiable)
         block.create_var(product, list(var.shape), var.dtype)
         block.create_var(term, [], var.dtype)
@@ -114,10 +117,11 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
             var.shape, var.dtype = list(np.shape(value)), to_var_type(np.asarray(value).dtype)
         differentiable = [n for slot, names in outs.items() if slot not in opdef.no_grad_outputs for n in names
                           if block.var(n).dtype in DIFFERENTIABLE_DTYPES]
-        seeds = _weighted_sum(block, differentiable, feed, "w1", True, "loss1")
+        draws = rng(zlib.crc32(f"{op} {sorted(attrs.items())}".encode()))   # the same Ws whichever case ran before
+        seeds = _weighted_sum(block, differentiable, feed, "w1", True, "loss1", draws)
         gradc.append_backward(program, "loss1")
         grads = [n + "@GRAD" for names in slots.values() for n in names if block.find_var(n + "@GRAD") is not None]
-        _weighted_sum(block, grads, feed, "w2", False, "loss2")
+        _weighted_sum(block, grads, feed, "w2", False, "loss2", draws)
         checked = [n[: -len("@GRAD")] for n in grads]
         return {"program": program, "feed": feed, "wrt": seeds if tied else checked + seeds, "loss": "loss2"}
 
