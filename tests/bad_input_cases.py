@@ -689,6 +689,12 @@ COMPILE_TIME = {
                                          {"DOut": zeros(2, 3), "X": zeros(2, 4), "Y": zeros(4, 3)},
                                          {"activation_grad": "gelu_grad"},
                                          "activation_grad 'gelu_grad' needs ReserveSpace"),
+    "fused_rotary_position_embedding rows": ("fused_rotary_position_embedding",
+                                             {"q": zeros(1, 3, 1, 4), "sin": zeros(4, 4), "cos": zeros(4, 4)}, {},
+                                             "sin and cos [4, 4] must have q's seq_len 3 rows"),
+    "fused_rotary_position_embedding k": ("fused_rotary_position_embedding",
+                                          {"q": zeros(2, 3, 1, 4), "k": zeros(2, 3, 1, 6)}, {},
+                                          "k [2, 3, 1, 6] must match q [2, 3, 1, 4] in all but num_heads"),
     "batch_fc weights": ("batch_fc", {"Input": zeros(2, 5, 4), "W": zeros(2, 3, 3), "Bias": zeros(2, 3)}, {},
                          "needs Input [slots, rows, in] and W [slots, in, out]"),
     "rank_attention offsets": ("rank_attention", {"X": zeros(4, 3), "RankOffset": zeros(4, 4, dtype=np.int32),
@@ -718,6 +724,10 @@ COMPILE_TIME = {
 }
 
 RUN_TIME = {
+    "fused_rotary_position_embedding position": ("fused_rotary_position_embedding",
+                                                 {"q": zeros(1, 2, 1, 4), "sin": zeros(3, 4), "cos": zeros(3, 4),
+                                                  "position_ids": i64([0, 3])}, {},
+                                                 "position_ids hold positions 0..3, outside the 3 rows"),
     "dequantize_log code": ("dequantize_log", {"X": np.array([1, -100], np.int8), "Dict": zeros(4)}, {},
                             "code -100 indexes past Dict's 4 magnitudes"),
     "gather_nd index": ("gather_nd", {"X": X23, "Index": i64([0, 5])}, {}, "Index[..., 1] holds 5, outside [-3, 3)"),

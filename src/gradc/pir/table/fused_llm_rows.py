@@ -1,0 +1,18 @@
+"""Rows: PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, ...), named as Paddle 3.3.1's translation of their
+legacy ops names them (tools/paddle_gpu_only_translated.py)."""
+
+from __future__ import annotations
+
+from . import row
+
+ROPE = "use_neox_rotary_style:bool=true time_major:bool rotary_emb_base:f32=10000"
+TABLES = "sin?:sin cos?:cos position_ids?:position_ids"
+
+ROWS = [
+    # a missing k or v gives Paddle's null out_k / out_v, which gradc leaves unwritten
+    row("pd_op.fused_rotary_position_embedding", "fused_rotary_position_embedding", f"q:q k?:k v?:v {TABLES}",
+        "out_q:out_q out_k:out_k out_v:out_v", ROPE),
+    row("pd_op.fused_rotary_position_embedding_grad", "fused_rotary_position_embedding_grad",
+        f"{TABLES} out_q_grad:out_q@GRAD out_k_grad?:out_k@GRAD out_v_grad?:out_v@GRAD",
+        "q_grad:q@GRAD k_grad:k@GRAD v_grad:v@GRAD", ROPE),
+]

@@ -1,0 +1,34 @@
+"""Cases for PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, ...). fused_rotary_position_embedding's sin and
+cos get no gradient (as in Paddle): its cases check q, k and v, with tables whose sin and cos are not partners."""
+
+import numpy as np
+
+from . import Case, rng
+from .second_order import second_order
+
+r = rng(61)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def rope(heads=(2, 1, 3), d=4, rows=3, four_d=False, positions=None):
+    tables = {"sin": randn(rows, d), "cos": randn(rows, d)}
+    if four_d:
+        tables = {name: value[None, :, None] for name, value in tables.items()}
+    inputs = {slot: randn(2, 3, h, d) for slot, h in zip("qkv", heads)}
+    return {**inputs, **tables, **({} if positions is None else {"position_ids": np.array(positions, np.int64)})}
+
+
+CASES = [
+    Case("fused_rotary_position_embedding", rope()),
+    Case("fused_rotary_position_embedding", rope(four_d=True), {"use_neox_rotary_style": False}),
+    Case("fused_rotary_position_embedding", rope(heads=(2,), rows=5, positions=[[4, 0, 2], [1, 1, 3]]),
+         {"use_neox_rotary_style": False}, outputs={"out_q": 1}),
+    Case("fused_rotary_position_embedding", {"q": randn(3, 2, 2, 6), "k": randn(3, 2, 1, 6), "v": randn(3, 2, 1, 6)},
+         {"time_major": True}),
+    second_order("fused_rotary_position_embedding", rope(), grad_type="fused_rotary_position_embedding_grad"),
+    second_order("fused_rotary_position_embedding", rope(heads=(2, 1), rows=4, positions=[[3, 0, 2], [1, 1, 0]]),
+                 {"use_neox_rotary_style": False}, {"out_v": 0}, grad_type="fused_rotary_position_embedding_grad"),
+]

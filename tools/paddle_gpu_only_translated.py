@@ -1,0 +1,117 @@
+"""PIR programs of Paddle 3.3.1's GPU-only fused ops whose Python API cannot build a program on a machine without a
+GPU (PIR mode checks the op's kernel dtypes and finds no kernel; legacy mode infers shapes through the missing
+kernel): each case writes the legacy ops (forward and grad op) straight into a legacy ProgramDesc, declaring the
+output shapes itself, and lets Paddle's translator (paddle.pir.translate_to_pir_with_param_map) name the PIR ops,
+operands, results and attributes. Written as tests/data/paddle/pir_gpu_only/<case>/program.json fetching each
+case's outputs, with feed.npz (inputs drawn here; Paddle computed no numbers) and meta.json; tests/test_fused_llm.py
+runs them against the CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
+
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import paddle
+from paddle.base import core
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "pir_gpu_only"
+F32 = "float32"
+
+
+def _rope(neox: bool, time_major: bool, k: bool, positions: bool, tables: bool) -> dict:
+    """q (and k) through fused_rotary_position_embedding, and fed out grads back through its grad op."""
+    shape, k_shape = ([3, 2, 2, 4], [3, 2, 1, 4]) if time_major else ([2, 3, 2, 4], [2, 3, 1, 4])
+    feeds = {"q": (shape, F32), "dout_q": (shape, F32)}
+    ins, grad_ins = {"q": ["q"]}, {"out_q@GRAD": ["dout_q"]}
+    outs, grad_outs = {"out_q": ("out_q", shape)}, {"q@GRAD": ("q@GRAD", shape)}
+    if k:
+        feeds |= {"k": (k_shape, F32), "dout_k": (k_shape, F32)}
+        ins["k"], grad_ins["out_k@GRAD"] = ["k"], ["dout_k"]
+        outs["out_k"], grad_outs["k@GRAD"] = ("out_k", k_shape), ("k@GRAD", k_shape)
+    if tables:
+        rows = 5 if positions else 3
+        feeds |= {"sin": ([1, rows, 1, 4], F32), "cos": ([1, rows, 1, 4], F32)}
+        for slots in (ins, grad_ins):
+            slots |= {"sin": ["sin"], "cos": ["cos"]}
+    if positions:
+        feeds["position_ids"] = ([2, 3], "int64")
+        ins["position_ids"] = grad_ins["position_ids"] = ["position_ids"]
+    attrs = {"use_neox_rotary_style": neox, "time_major": time_major, "rotary_emb_base": 10000.0}
+    return {"feeds": feeds, "ops": [("fused_rotary_position_embedding", ins, outs, attrs),
+                                    ("fused_rotary_position_embedding_grad", grad_ins, grad_outs, attrs)]}
+
+
+CASES = {
+    "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
+    "rope_neox_time_major_computed": _rope(True, True, True, False, False),
+}
+
+
+def _feed(rng, shape, dtype):
+    if dtype == "int64":
+        return rng.integers(0, 5, shape).astype(np.int64)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _pir_name(slot: str) -> str:
+    """A legacy slot's PIR result name: out_q, q@GRAD -> q_grad."""
+    return slot.replace("@GRAD", "_grad")
+
+
+def write(case: str, seed: int) -> str:
+    spec = CASES[case]
+    main = paddle.static.Program()
+    block = main.global_block()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        for name, (shape, dtype) in spec["feeds"].items():
+            paddle.static.data(name, shape, dtype)
+    fetches = []
+    for op_type, ins, outs, attrs in spec["ops"]:
+        desc = block.desc.append_op()
+        desc.set_type(op_type)
+        for slot, names in ins.items():
+            desc.set_input(slot, names)
+        for slot, (name, shape) in outs.items():
+            block.create_var(name=name, shape=shape, dtype=F32)
+            desc.set_output(slot, [name])
+            fetches.append(name)
+        for name, value in attrs.items():
+            desc._set_attr(name, value)
+    main._sync_with_cpp()
+    program = paddle.pir.translate_to_pir(main.desc)
+    values = {}
+    for op, (op_type, _, outs, _) in zip([op for op in program.global_block().ops if op.name() != "pd_op.data"],
+                                         spec["ops"]):
+        assert op.name() == f"pd_op.{op_type}", (op.name(), op_type)
+        results = dict(zip(op.get_output_names(), op.results()))
+        values |= {name: results[_pir_name(slot)] for slot, (name, _) in outs.items()}
+    with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):
+        for col, name in enumerate(fetches):
+            paddle._pir_ops.fetch(values[name], name, col).persistable = True
+    directory = OUT / case
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
+    rng = np.random.default_rng(seed)
+    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]})
+    ops = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
+    meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": ops,
+            "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}
+    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return f"{ops}"
+
+
+if __name__ == "__main__":
+    warnings.filterwarnings("ignore")
+    paddle.enable_static()
+    for index, case in enumerate(CASES):
+        print(f"{case}: {write(case, 300 + index)}")
+    sys.exit(0)
