@@ -3,6 +3,7 @@ from the formulas of Paddle's CUDA kernels (fused_rope_utils.h, ...); gradients 
 in tests/gradcheck_cases/fused_llm.py."""
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,42 @@ def test_rope_training_program_round_trips_through_pir_with_a_missing_v():
     back = np.array([np.sum(_rope_reference(unit.reshape(ones.shape), sin, cos, inputs["position_ids"], False))
                      for unit in np.eye(ones.size)]).reshape(ones.shape)
     np.testing.assert_allclose(got[1], back, rtol=1e-12, atol=1e-12)
+
+
+def _gelu_erf(h):
+    return 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
+
+
+BIAS_ACTS = {"gelu": _gelu_erf, "relu": lambda h: np.maximum(h, 0), "geglu": _gelu_erf,
+             "swiglu": lambda h: h / (1 + np.exp(-h))}
+
+
+@pytest.mark.parametrize("method", sorted(BIAS_ACTS))
+def test_fused_bias_act_adds_the_bias_then_activates_or_gates(method):
+    x, bias = r.standard_normal((2, 3, 8)), r.standard_normal(8)
+    (out,) = run("fused_bias_act", {"x": x, "bias": bias}, ["out"], {"act_method": method})
+    h = x + bias
+    expected = BIAS_ACTS[method](h[..., :4]) * h[..., 4:] if method in ("geglu", "swiglu") else BIAS_ACTS[method](h)
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case, method", [("fused_bias_act_swiglu", "swiglu"),
+                                          ("fused_bias_act_gelu_shift_smooth", "gelu")])
+def test_paddles_translated_fused_bias_act_program_runs_the_formula(case, method):
+    feed, got = _translated(case)
+    h = feed["x"].astype(np.float64) + feed["bias"]
+    half = h.shape[-1] // 2
+    out = BIAS_ACTS[method](h[..., :half]) * h[..., half:] if method == "swiglu" else BIAS_ACTS[method](h)
+    if "shift" in feed:
+        out = (out + feed["shift"]) * feed["smooth"]
+    np.testing.assert_allclose(got["out"], out, rtol=1e-5, atol=1e-6)
+
+
+def test_fused_bias_act_refuses_the_quantized_paths_and_a_shift_without_smooth():
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(ProgramError, match="quant_scale=0.5: the quantized paths"):
+        run("fused_bias_act", {"x": x}, ["out"], {"quant_scale": 0.5})
+    with pytest.raises(ProgramError, match="with dequant_scales: the quantized paths"):
+        run("fused_bias_act", {"x": x, "dequant_scales": np.ones(4, np.float32)}, ["out"])
+    with pytest.raises(ProgramError, match="shift needs smooth"):
+        run("fused_bias_act", {"x": x, "shift": np.ones(4, np.float32)}, ["out"])

@@ -48,9 +48,24 @@ def _rope(neox: bool, time_major: bool, k: bool, positions: bool, tables: bool) 
                                     ("fused_rotary_position_embedding_grad", grad_ins, grad_outs, attrs)]}
 
 
+def _bias_act(method: str, cols: int, shift: bool) -> dict:
+    """fused_bias_act of x [2, 3, cols] with a bias (and shift and smooth)."""
+    width = cols // 2 if method in ("geglu", "swiglu") else cols
+    feeds = {"x": ([2, 3, cols], F32), "bias": ([cols], F32)}
+    ins = {"x": ["x"], "bias": ["bias"]}
+    if shift:
+        feeds |= {"shift": ([width], F32), "smooth": ([width], F32)}
+        ins |= {"shift": ["shift"], "smooth": ["smooth"]}
+    attrs = {"act_method": method, "compute_dtype": "default", "quant_scale": -1.0, "quant_round_type": 0,
+             "quant_max_bound": 0.0, "quant_min_bound": 0.0}
+    return {"feeds": feeds, "ops": [("fused_bias_act", ins, {"out": ("out", [2, 3, width])}, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
+    "fused_bias_act_swiglu": _bias_act("swiglu", 8, False),
+    "fused_bias_act_gelu_shift_smooth": _bias_act("gelu", 6, True),
 }
 
 

@@ -1,5 +1,5 @@
-"""Rows: PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, ...), named as Paddle 3.3.1's translation of their
-legacy ops names them (tools/paddle_gpu_only_translated.py)."""
+"""Rows: PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, gradc.ops.fused_llm), named as Paddle 3.3.1's
+translation of their legacy ops names them (tools/paddle_gpu_only_translated.py)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from . import row
 
 ROPE = "use_neox_rotary_style:bool=true time_major:bool rotary_emb_base:f32=10000"
 TABLES = "sin?:sin cos?:cos position_ids?:position_ids"
+BIAS_ACT = ("act_method:str=gelu compute_dtype:str=default quant_scale:f32=-1 quant_round_type:i32"
+            " quant_max_bound:f32 quant_min_bound:f32")
 
 ROWS = [
     # a missing k or v gives Paddle's null out_k / out_v, which gradc leaves unwritten
@@ -15,4 +17,6 @@ ROWS = [
     row("pd_op.fused_rotary_position_embedding_grad", "fused_rotary_position_embedding_grad",
         f"{TABLES} out_q_grad:out_q@GRAD out_k_grad?:out_k@GRAD out_v_grad?:out_v@GRAD",
         "q_grad:q@GRAD k_grad:k@GRAD v_grad:v@GRAD", ROPE),
+    row("pd_op.fused_bias_act", "fused_bias_act", "x:x bias?:bias dequant_scales?:dequant_scales shift?:shift "
+        "smooth?:smooth", "out:out", BIAS_ACT),
 ]
