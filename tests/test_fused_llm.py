@@ -184,3 +184,44 @@ def test_fused_bias_act_refuses_the_quantized_paths_and_a_shift_without_smooth()
         run("fused_bias_act", {"x": x, "dequant_scales": np.ones(4, np.float32)}, ["out"])
     with pytest.raises(ProgramError, match="shift needs smooth"):
         run("fused_bias_act", {"x": x, "shift": np.ones(4, np.float32)}, ["out"])
+
+
+def _norm_reference(x, scale, bias, count, centred, epsilon=1e-5):
+    """(y, mean, invvar) over the last ``count`` dims, row by row, from the CUDA kernels' formula."""
+    rows = x.reshape(-1, int(np.prod(x.shape[x.ndim - count:])))
+    y, means, inverses = np.zeros_like(rows), [], []
+    for i, row in enumerate(rows):
+        mean = row.mean() if centred else 0.0
+        inverse = 1 / math.sqrt(np.mean((row - mean) ** 2) + epsilon)
+        y[i] = (row - mean) * inverse * scale.reshape(-1) + (0 if bias is None else bias)
+        means.append(mean)
+        inverses.append(inverse)
+    return y.reshape(x.shape), np.array(means), np.array(inverses)
+
+
+@pytest.mark.parametrize("op, count, centred", [("fast_ln", 1, True), ("fast_rms_norm", 1, False),
+                                                ("rms_norm", 2, False)])
+def test_paddles_translated_norm_programs_run_the_formula_and_its_gradient(op, count, centred):
+    """y against the row-by-row formula; the grads against central differences of <y, dy> in float64."""
+    feed, got = _translated(op)
+    x, scale, dy = (feed[name].astype(np.float64) for name in ("x", "scale", "dy"))
+    bias = feed["bias"].astype(np.float64) if centred else None
+    y, mean, invvar = _norm_reference(x, scale, bias, count, centred)
+    np.testing.assert_allclose(got["y"], y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["invvar"], invvar, rtol=1e-5)
+    assert got["invvar"].shape == (y.size // scale.size,) and got["invvar"].dtype == np.float32
+    if centred:
+        np.testing.assert_allclose(got["mean"], mean, rtol=1e-5, atol=1e-6)
+    for name, value in (("x", x), ("scale", scale)):
+        numeric = np.zeros_like(value)
+        for index in np.ndindex(value.shape):
+            shifted = []
+            for step in (1e-6, -1e-6):
+                moved = value.copy()
+                moved[index] += step
+                args = (moved, scale) if name == "x" else (x, moved)
+                shifted.append(np.sum(_norm_reference(*args, bias, count, centred)[0] * dy))
+            numeric[index] = (shifted[0] - shifted[1]) / 2e-6
+        np.testing.assert_allclose(got[f"{name}@GRAD"], numeric, rtol=1e-4, atol=1e-4)
+    if centred:
+        np.testing.assert_allclose(got["bias@GRAD"], dy.reshape(-1, dy.shape[-1]).sum(0), rtol=1e-5, atol=1e-5)

@@ -61,11 +61,30 @@ def _bias_act(method: str, cols: int, shift: bool) -> dict:
     return {"feeds": feeds, "ops": [("fused_bias_act", ins, {"out": ("out", [2, 3, width])}, attrs)]}
 
 
+def _norm(op: str, x: list[int], normalized: list[int]) -> dict:
+    """A norm and its grad op at a fed dy: fast_ln (x, scale, bias), fast_rms_norm and rms_norm (x, scale)."""
+    rows = [int(np.prod(x[:len(x) - len(normalized)]))]
+    feeds = {"x": (x, F32), "scale": (normalized, F32), "dy": (x, F32)}
+    ins, stats = {"x": ["x"], "scale": ["scale"]}, {"invvar": ("invvar", rows)}
+    grads = {"x@GRAD": ("x@GRAD", x), "scale@GRAD": ("scale@GRAD", normalized)}
+    attrs = {"epsilon": 1e-5}
+    if op == "fast_ln":
+        feeds["bias"] = (normalized, F32)
+        ins["bias"], stats["mean"], grads["bias@GRAD"] = ["bias"], ("mean", rows), ("bias@GRAD", normalized)
+    if op == "rms_norm":
+        attrs = {"epsilon": ("_set_float64_attr", 1e-5), "normalized_shape": ("_set_int64s_attr", normalized)}
+    grad_ins = {"x": ["x"], "scale": ["scale"], "y@GRAD": ["dy"], **{name: [name] for name in stats}}
+    return {"feeds": feeds, "ops": [(op, ins, {"y": ("y", x), **stats}, attrs), (f"{op}_grad", grad_ins, grads, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
     "fused_bias_act_swiglu": _bias_act("swiglu", 8, False),
     "fused_bias_act_gelu_shift_smooth": _bias_act("gelu", 6, True),
+    "fast_ln": _norm("fast_ln", [2, 3, 8], [8]),
+    "fast_rms_norm": _norm("fast_rms_norm", [4, 8], [8]),
+    "rms_norm": _norm("rms_norm", [2, 3, 4], [3, 4]),
 }
 
 
@@ -97,8 +116,8 @@ def write(case: str, seed: int) -> str:
             block.create_var(name=name, shape=shape, dtype=F32)
             desc.set_output(slot, [name])
             fetches.append(name)
-        for name, value in attrs.items():
-            desc._set_attr(name, value)
+        for name, value in attrs.items():   # (setter, value): an attribute Paddle types float64 or int64s
+            getattr(desc, value[0])(name, value[1]) if isinstance(value, tuple) else desc._set_attr(name, value)
     main._sync_with_cpp()
     program = paddle.pir.translate_to_pir(main.desc)
     values = {}

@@ -32,3 +32,20 @@ CASES = [
     second_order("fused_rotary_position_embedding", rope(heads=(2, 1), rows=4, positions=[[3, 0, 2], [1, 1, 0]]),
                  {"use_neox_rotary_style": False}, {"out_v": 0}, grad_type="fused_rotary_position_embedding_grad"),
 ]
+
+
+def positive(*shape):
+    return r.uniform(0.5, 1.5, shape)
+
+
+NORMS = [
+    Case("fast_ln", {"x": randn(2, 3, 4), "scale": positive(4), "bias": randn(4)}, {"epsilon": 1e-5}),
+    Case("fast_rms_norm", {"x": randn(3, 5), "scale": positive(5)}, {"epsilon": 1e-5}),
+    Case("rms_norm", {"x": randn(2, 3, 4), "scale": positive(3, 4)}, {"normalized_shape": [3, 4]}),
+    Case("rms_norm", {"x": randn(3, 4)}, {"normalized_shape": [4]}),
+    second_order("fast_ln", {"x": randn(2, 3, 4), "scale": positive(4), "bias": randn(4)}, {"epsilon": 1e-5}),
+    second_order("fast_rms_norm", {"x": randn(3, 5), "scale": positive(5)}, {"epsilon": 1e-5}),
+    second_order("rms_norm", {"x": randn(2, 3, 4), "scale": positive(3, 4)}, {"normalized_shape": [3, 4]}),
+    second_order("rms_norm", {"x": randn(3, 4)}, {"normalized_shape": [4]}),
+]
+CASES += NORMS

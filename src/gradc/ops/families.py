@@ -63,6 +63,8 @@ FAMILIES = {
     "fused_gemm": ("fused_gemm_epilogue",),
     "fused_gemm_double": ("fused_gemm_epilogue_grad",),
     "fused_llm": ("fused_bias_act",),
+    "fused_norm": ("fast_ln", "fast_ln_grad", "fast_rms_norm", "fast_rms_norm_grad", "rms_norm", "rms_norm_grad"),
+    "fused_norm_double": ("fast_ln_grad", "fast_rms_norm_grad", "rms_norm_grad"),
     "fused_rope": ("fused_rotary_position_embedding", "fused_rotary_position_embedding_grad"),
     "fused_rope_double": ("fused_rotary_position_embedding_grad",),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",

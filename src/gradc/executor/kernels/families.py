@@ -46,6 +46,7 @@ FAMILIES = {
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "fused_gemm": ("fused_gemm_epilogue", "fused_gemm_epilogue_grad"),
     "fused_llm": ("fused_bias_act",),
+    "fused_norm": ("fast_ln", "fast_rms_norm", "rms_norm", "fast_ln_grad", "fast_rms_norm_grad", "rms_norm_grad"),
     "fused_rope": ("fused_rotary_position_embedding", "fused_rotary_position_embedding_grad"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),

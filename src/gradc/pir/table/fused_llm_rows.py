@@ -1,4 +1,4 @@
-"""Rows: PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, gradc.ops.fused_llm), named as Paddle 3.3.1's
+"""Rows: PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, fused_llm, fused_norm), named as Paddle 3.3.1's
 translation of their legacy ops names them (tools/paddle_gpu_only_translated.py)."""
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ TABLES = "sin?:sin cos?:cos position_ids?:position_ids"
 BIAS_ACT = ("act_method:str=gelu compute_dtype:str=default quant_scale:f32=-1 quant_round_type:i32"
             " quant_max_bound:f32 quant_min_bound:f32")
 
+RMS_NORM = "normalized_shape:i64s epsilon:f64=1e-5"
+
 ROWS = [
     # a missing k or v gives Paddle's null out_k / out_v, which gradc leaves unwritten
     row("pd_op.fused_rotary_position_embedding", "fused_rotary_position_embedding", f"q:q k?:k v?:v {TABLES}",
@@ -19,4 +21,13 @@ ROWS = [
         "q_grad:q@GRAD k_grad:k@GRAD v_grad:v@GRAD", ROPE),
     row("pd_op.fused_bias_act", "fused_bias_act", "x:x bias?:bias dequant_scales?:dequant_scales shift?:shift "
         "smooth?:smooth", "out:out", BIAS_ACT),
+    row("pd_op.fast_ln", "fast_ln", "x:x scale:scale bias:bias", "y:y mean:mean invvar:invvar", "epsilon:f32=1e-5"),
+    row("pd_op.fast_ln_grad", "fast_ln_grad", "x:x scale:scale mean:mean invvar:invvar y_grad:y@GRAD",
+        "x_grad:x@GRAD scale_grad:scale@GRAD bias_grad:bias@GRAD", "epsilon:f32=1e-5"),
+    row("pd_op.fast_rms_norm", "fast_rms_norm", "x:x scale:scale", "y:y invvar:invvar", "epsilon:f32=1e-5"),
+    row("pd_op.fast_rms_norm_grad", "fast_rms_norm_grad", "x:x scale:scale invvar:invvar y_grad:y@GRAD",
+        "x_grad:x@GRAD scale_grad:scale@GRAD", "epsilon:f32=1e-5"),
+    row("pd_op.rms_norm", "rms_norm", "x:x scale?:scale", "y:y invvar:invvar", RMS_NORM),
+    row("pd_op.rms_norm_grad", "rms_norm_grad", "x:x scale?:scale invvar:invvar y_grad:y@GRAD",
+        "x_grad:x@GRAD scale_grad:scale@GRAD", RMS_NORM),
 ]
