@@ -225,3 +225,38 @@ def test_paddles_translated_norm_programs_run_the_formula_and_its_gradient(op, c
         np.testing.assert_allclose(got[f"{name}@GRAD"], numeric, rtol=1e-4, atol=1e-4)
     if centred:
         np.testing.assert_allclose(got["bias@GRAD"], dy.reshape(-1, dy.shape[-1]).sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_paddles_translated_bias_dropout_residual_layer_norm_runs_the_formula_at_test():
+    """h = residual + (x + bias)(1 - rate) (downgrade_in_infer at test), y its layer norm; LnVariance the biased
+    variance; the grads against central differences of <y, dy>."""
+    feed, got = _translated("bias_dropout_residual_ln_downgrade")
+    x, residual, bias, scale, shift, dy = (feed[name].astype(np.float64) for name in
+                                           ("x", "residual", "bias", "ln_scale", "ln_bias", "dy"))
+
+    def forward(x, residual, bias, scale, shift):
+        h = residual + (x + bias) * 0.75
+        return _norm_reference(h, scale, shift, 1, True)[0], h
+
+    y, h = forward(x, residual, bias, scale, shift)
+    np.testing.assert_allclose(got["y"], y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got["h"], h, rtol=1e-6, atol=1e-6)
+    rows = h.reshape(-1, 8)
+    np.testing.assert_allclose(got["ln_variance"], rows.var(axis=1), rtol=1e-5)
+    values = [x, residual, bias, scale, shift]
+    for i, name in enumerate(("x", "residual", "bias", "ln_scale", "ln_bias")):
+        numeric = np.zeros_like(values[i])
+        for index in np.ndindex(values[i].shape):
+            ends = []
+            for step in (1e-6, -1e-6):
+                moved = [v.copy() for v in values]
+                moved[i][index] += step
+                ends.append(np.sum(forward(*moved)[0] * dy))
+            numeric[index] = (ends[0] - ends[1]) / 2e-6
+        np.testing.assert_allclose(got[f"{name}@GRAD"], numeric, rtol=1e-4, atol=1e-4)
+
+
+def test_bias_dropout_residual_layer_norm_refuses_a_drawn_mask():
+    inputs = {"X": np.zeros((2, 4)), "Residual": np.zeros((2, 4))}
+    with pytest.raises(ProgramError, match="dropout_rate=0.5 in training draws its mask"):
+        run("fused_bias_dropout_residual_layer_norm", inputs, ["Y"])

@@ -12,6 +12,7 @@ runs them against the CUDA kernels' formulas. Not part of the package: it needs 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 import warnings
@@ -77,6 +78,23 @@ def _norm(op: str, x: list[int], normalized: list[int]) -> dict:
     return {"feeds": feeds, "ops": [(op, ins, {"y": ("y", x), **stats}, attrs), (f"{op}_grad", grad_ins, grads, attrs)]}
 
 
+def _bias_dropout_residual_ln(implementation: str) -> dict:
+    """fused_bias_dropout_residual_layer_norm at test (rate 0.25) and its grad op at a fed dy."""
+    shape, vector = [2, 3, 8], [8]
+    feeds = {"x": (shape, F32), "residual": (shape, F32), "bias": (vector, F32), "ln_scale": (vector, F32),
+             "ln_bias": (vector, F32), "dy": (shape, F32)}
+    ins = {"X": ["x"], "Residual": ["residual"], "Bias": ["bias"], "LnScale": ["ln_scale"], "LnBias": ["ln_bias"]}
+    state = {"BiasDropoutResidualOut": ("h", shape), "DropoutMaskOut": ("mask", shape), "LnMean": ("ln_mean", [6]),
+             "LnVariance": ("ln_variance", [6])}
+    grads = {f"{slot}@GRAD": (f"{names[0]}@GRAD", feeds[names[0]][0]) for slot, names in ins.items()}
+    attrs = {"dropout_rate": 0.25, "is_test": True, "dropout_fix_seed": True, "dropout_seed": 1,
+             "dropout_implementation": implementation, "ln_epsilon": 1e-5}
+    grad_ins = {**ins, **{slot: [name] for slot, (name, _) in state.items()}, "Y@GRAD": ["dy"]}
+    op = "fused_bias_dropout_residual_layer_norm"
+    forward = (op, ins, {"Y": ("y", shape), **state}, attrs)
+    return {"feeds": feeds, "ops": [forward, (f"{op}_grad", grad_ins, grads, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
@@ -85,6 +103,7 @@ CASES = {
     "fast_ln": _norm("fast_ln", [2, 3, 8], [8]),
     "fast_rms_norm": _norm("fast_rms_norm", [4, 8], [8]),
     "rms_norm": _norm("rms_norm", [2, 3, 4], [3, 4]),
+    "bias_dropout_residual_ln_downgrade": _bias_dropout_residual_ln("downgrade_in_infer"),
 }
 
 
@@ -95,8 +114,9 @@ def _feed(rng, shape, dtype):
 
 
 def _pir_name(slot: str) -> str:
-    """A legacy slot's PIR result name: out_q, q@GRAD -> q_grad."""
-    return slot.replace("@GRAD", "_grad")
+    """A legacy slot's PIR result name: out_q, q@GRAD -> q_grad, LnMean -> ln_mean."""
+    snake = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", slot.replace("@GRAD", "_grad"))
+    return snake.lower()
 
 
 def write(case: str, seed: int) -> str:

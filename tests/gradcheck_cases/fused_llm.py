@@ -49,3 +49,21 @@ NORMS = [
     second_order("rms_norm", {"x": randn(3, 4)}, {"normalized_shape": [4]}),
 ]
 CASES += NORMS
+
+
+def bdr(bias=True, weights=True):
+    inputs = {"X": randn(2, 3, 4), "Residual": randn(2, 3, 4)}
+    if bias:
+        inputs["Bias"] = randn(4)
+    if weights:
+        inputs |= {"LnScale": positive(4), "LnBias": randn(4)}
+    return inputs
+
+
+CASES += [
+    Case("fused_bias_dropout_residual_layer_norm", bdr(), {"is_test": True, "dropout_rate": 0.3}),
+    Case("fused_bias_dropout_residual_layer_norm", bdr(weights=False), {"dropout_rate": 0.0}),
+    second_order("fused_bias_dropout_residual_layer_norm", bdr(), {"is_test": True, "dropout_rate": 0.3}),
+    second_order("fused_bias_dropout_residual_layer_norm", bdr(bias=False),
+                 {"dropout_rate": 0.0, "dropout_implementation": "upscale_in_train"}),
+]

@@ -14,11 +14,11 @@ x in float64. Second derivatives: gradc.ops.fused_norm_double.
 
 from __future__ import annotations
 
-from ..ir import AttrType
+from ..ir import AttrType, VarType
 from ..makers import grad_op
 from ..registry import defop, typed
 from ..shapes import dims_match, numel
-from .infer import check_float, one_dtype
+from .infer import check_choice, check_float, one_dtype
 from .nn import stats_dtype
 
 RMS_NORM_ATTRS = {"normalized_shape": typed([], AttrType.LONGS), "epsilon": typed(1e-5, AttrType.FLOAT64)}
@@ -65,3 +65,45 @@ defop("fast_rms_norm", ["x", "scale"], ["y", "invvar"], attrs={"epsilon": 1e-5},
 defop("rms_norm", ["x", "scale?"], ["y", "invvar"], attrs=RMS_NORM_ATTRS,
       infer=_infer_of("rms_norm", ("scale",), ("invvar",)), no_grad_outputs=["invvar"],
       grad=grad_op("x", "scale", "invvar"))
+
+
+# fused_bias_dropout_residual_layer_norm (paddle.incubate.nn.FusedBiasDropoutResidualLayerNorm): h = residual +
+# dropout(x + bias), y = layer_norm(h) over the last dim (ln_scale, ln_bias optional); its dropout only where it
+# draws nothing (is_test, or a rate of 0), where it scales by 1 - rate (downgrade_in_infer at test) or 1
+BDR_ATTRS = {"dropout_rate": 0.5, "is_test": False, "dropout_fix_seed": True, "dropout_seed": 1,
+             "dropout_implementation": "downgrade_in_infer", "ln_epsilon": 1e-5}
+BDR_STATE = ("LnMean", "LnVariance", "BiasDropoutResidualOut", "DropoutMaskOut")
+
+
+def dropout_factor(attrs) -> float:
+    """What dropout multiplies by where it draws nothing: 1 - rate at test with downgrade_in_infer, else 1."""
+    test_downgrade = attrs("is_test") and attrs("dropout_implementation") == "downgrade_in_infer"
+    return 1.0 - attrs("dropout_rate") if test_downgrade else 1.0
+
+
+def _bdr_infer(ctx):
+    check_float(ctx, "X")
+    if not ctx.attr("is_test") and ctx.attr("dropout_rate") > 0:
+        ctx.fail(f"dropout_rate={ctx.attr('dropout_rate')} in training draws its mask from Paddle's GPU random "
+                 "stream, which gradc cannot reproduce: only is_test or a dropout_rate of 0 run")
+    check_choice(ctx, "dropout_implementation", ("downgrade_in_infer", "upscale_in_train"))
+    dtype = one_dtype(ctx, "X", "Residual", *(slot for slot in ("Bias", "LnScale", "LnBias") if ctx.has(slot)))
+    x = ctx.shape("X")
+    if x is None:
+        return {}
+    if len(x) < 2:
+        ctx.fail(f"X must be at least 2-D [rows..., cols], got {x}")
+    if ctx.shape("Residual") not in (None, x):
+        ctx.fail(f"Residual {ctx.shape('Residual')} must be shaped like X {x}")
+    for slot in ("Bias", "LnScale", "LnBias"):
+        shape = ctx.shape(slot) if ctx.has(slot) else None
+        if shape is not None and (len(shape) != 1 or not dims_match(shape[0], x[-1])):
+            ctx.fail(f"{slot} must be [{x[-1]}] (X's last dim), got {shape}")
+    stats = ([numel(x[:-1])], stats_dtype(dtype))
+    return {"Y": (x, dtype), "BiasDropoutResidualOut": (x, dtype), "DropoutMaskOut": (x, VarType.UINT8),
+            "LnMean": stats, "LnVariance": stats}
+
+
+defop("fused_bias_dropout_residual_layer_norm", ["X", "Residual", "Bias?", "LnScale?", "LnBias?"],
+      ["Y", *BDR_STATE], attrs=BDR_ATTRS, infer=_bdr_infer, no_grad_outputs=BDR_STATE,
+      grad=grad_op("X", "Residual", "Bias", "LnScale", "LnBias", *BDR_STATE))

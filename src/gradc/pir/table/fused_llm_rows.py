@@ -12,6 +12,12 @@ BIAS_ACT = ("act_method:str=gelu compute_dtype:str=default quant_scale:f32=-1 qu
 
 RMS_NORM = "normalized_shape:i64s epsilon:f64=1e-5"
 
+BDR = ("dropout_rate:f32=0.5 is_test:bool dropout_fix_seed:bool=true dropout_seed:i32=1"
+       " dropout_implementation:str=downgrade_in_infer ln_epsilon:f32=1e-5")
+BDR_INPUTS = "x:X residual:Residual bias?:Bias ln_scale?:LnScale ln_bias?:LnBias"
+BDR_STATE = ("bias_dropout_residual_out:BiasDropoutResidualOut dropout_mask_out:DropoutMaskOut ln_mean:LnMean"
+             " ln_variance:LnVariance")
+
 ROWS = [
     # a missing k or v gives Paddle's null out_k / out_v, which gradc leaves unwritten
     row("pd_op.fused_rotary_position_embedding", "fused_rotary_position_embedding", f"q:q k?:k v?:v {TABLES}",
@@ -27,6 +33,13 @@ ROWS = [
     row("pd_op.fast_rms_norm", "fast_rms_norm", "x:x scale:scale", "y:y invvar:invvar", "epsilon:f32=1e-5"),
     row("pd_op.fast_rms_norm_grad", "fast_rms_norm_grad", "x:x scale:scale invvar:invvar y_grad:y@GRAD",
         "x_grad:x@GRAD scale_grad:scale@GRAD", "epsilon:f32=1e-5"),
+    row("pd_op.fused_bias_dropout_residual_layer_norm", "fused_bias_dropout_residual_layer_norm", BDR_INPUTS,
+        f"y:Y {BDR_STATE}", BDR),
+    row("pd_op.fused_bias_dropout_residual_layer_norm_grad", "fused_bias_dropout_residual_layer_norm_grad",
+        f"{BDR_INPUTS} ln_mean:LnMean ln_variance:LnVariance bias_dropout_residual_out:BiasDropoutResidualOut"
+        " dropout_mask_out:DropoutMaskOut y_grad:Y@GRAD",
+        "x_grad:X@GRAD residual_grad:Residual@GRAD bias_grad:Bias@GRAD ln_scale_grad:LnScale@GRAD"
+        " ln_bias_grad:LnBias@GRAD", BDR),
     row("pd_op.rms_norm", "rms_norm", "x:x scale?:scale", "y:y invvar:invvar", RMS_NORM),
     row("pd_op.rms_norm_grad", "rms_norm_grad", "x:x scale?:scale invvar:invvar y_grad:y@GRAD",
         "x_grad:x@GRAD scale_grad:scale@GRAD", RMS_NORM),
