@@ -95,6 +95,21 @@ def _bias_dropout_residual_ln(implementation: str) -> dict:
     return {"feeds": feeds, "ops": [forward, (f"{op}_grad", grad_ins, grads, attrs)]}
 
 
+def _weight_only() -> dict:
+    """weight_dequantize of a packed int8 weight [n, k] (any bytes are a packing) and weight_only_linear of x with
+    it, and the linear's grad op at a fed dy."""
+    k, n = 64, 8
+    feeds = {"x": ([2, k], F32), "weight": ([n, k], "int8"), "scale": ([n], F32), "bias": ([n], F32),
+             "dy": ([2, n], F32)}
+    attrs = {"weight_dtype": "int8", "arch": 80, "group_size": -1}
+    ins = {"x": ["x"], "weight": ["weight"], "bias": ["bias"], "weight_scale": ["scale"]}
+    return {"feeds": feeds, "ops": [
+        ("weight_dequantize", {"x": ["weight"], "scale": ["scale"]}, {"out": ("dequantized", [k, n])},
+         {"algo": "weight_only_int8", "group_size": -1}),
+        ("weight_only_linear", ins, {"out": ("out", [2, n])}, attrs),
+        ("weight_only_linear_grad", {**ins, "out@GRAD": ["dy"]}, {"x@GRAD": ("x@GRAD", [2, k])}, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
@@ -104,12 +119,15 @@ CASES = {
     "fast_rms_norm": _norm("fast_rms_norm", [4, 8], [8]),
     "rms_norm": _norm("rms_norm", [2, 3, 4], [3, 4]),
     "bias_dropout_residual_ln_downgrade": _bias_dropout_residual_ln("downgrade_in_infer"),
+    "weight_only_linear_int8": _weight_only(),
 }
 
 
 def _feed(rng, shape, dtype):
     if dtype == "int64":
         return rng.integers(0, 5, shape).astype(np.int64)
+    if dtype == "int8":
+        return rng.integers(-128, 128, shape).astype(np.int8)
     return rng.standard_normal(shape).astype(dtype)
 
 

@@ -67,3 +67,18 @@ CASES += [
     second_order("fused_bias_dropout_residual_layer_norm", bdr(bias=False),
                  {"dropout_rate": 0.0, "dropout_implementation": "upscale_in_train"}),
 ]
+
+
+def weight_only(arch=80, weight_dtype="int8"):
+    """x with a weight packed by gradc's weight_quantize (int8, not differentiated) and its scale."""
+    from gradc.executor.kernels.weight_quant import pack, quantize
+    bits = 8 if weight_dtype == "int8" else 4
+    q, scale = quantize(randn(64, 8), bits, -1, np.float64)
+    return {"x": randn(2, 64), "weight": pack(q, bits, arch, False), "bias": randn(8), "weight_scale": scale}
+
+
+CASES += [
+    Case("weight_only_linear", weight_only(), wrt=["x"]),
+    Case("weight_only_linear", weight_only(70, "int4"), {"weight_dtype": "int4", "arch": 70}, wrt=["x"]),
+    second_order("weight_only_linear", weight_only(), wrt=["x"], grad_type="weight_only_linear_grad"),
+]

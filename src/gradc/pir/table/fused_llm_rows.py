@@ -1,5 +1,6 @@
-"""Rows: PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, fused_llm, fused_norm), named as Paddle 3.3.1's
-translation of their legacy ops names them (tools/paddle_gpu_only_translated.py)."""
+"""Rows: PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, fused_llm, fused_norm, weight_quant), named as
+Paddle 3.3.1's PIR programs and its translation of their legacy ops name them (tools/paddle_gpu_only_translated.py,
+tools/paddle_weight_quantize.py)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ BDR = ("dropout_rate:f32=0.5 is_test:bool dropout_fix_seed:bool=true dropout_see
 BDR_INPUTS = "x:X residual:Residual bias?:Bias ln_scale?:LnScale ln_bias?:LnBias"
 BDR_STATE = ("bias_dropout_residual_out:BiasDropoutResidualOut dropout_mask_out:DropoutMaskOut ln_mean:LnMean"
              " ln_variance:LnVariance")
+
+LINEAR = "weight_dtype:str=int8 arch:i32=80 group_size:i32=-1"
+LINEAR_INPUTS = "x:x weight:weight bias?:bias weight_scale:weight_scale"
 
 ROWS = [
     # a missing k or v gives Paddle's null out_k / out_v, which gradc leaves unwritten
@@ -40,6 +44,13 @@ ROWS = [
         " dropout_mask_out:DropoutMaskOut y_grad:Y@GRAD",
         "x_grad:X@GRAD residual_grad:Residual@GRAD bias_grad:Bias@GRAD ln_scale_grad:LnScale@GRAD"
         " ln_bias_grad:LnBias@GRAD", BDR),
+    row("pd_op.weight_quantize", "weight_quantize", "x:x", "out:out scale:scale",
+        "algo:str=weight_only_int8 arch:i32=80 group_size:i32=-1"),
+    row("pd_op.weight_dequantize", "weight_dequantize", "x:x scale:scale", "out:out",
+        "algo:str=weight_only_int8 group_size:i32=-1"),
+    row("pd_op.weight_only_linear", "weight_only_linear", LINEAR_INPUTS, "out:out", LINEAR),
+    row("pd_op.weight_only_linear_grad", "weight_only_linear_grad", f"{LINEAR_INPUTS} out_grad:out@GRAD",
+        "x_grad:x@GRAD", LINEAR),
     row("pd_op.rms_norm", "rms_norm", "x:x scale?:scale", "y:y invvar:invvar", RMS_NORM),
     row("pd_op.rms_norm_grad", "rms_norm_grad", "x:x scale?:scale invvar:invvar y_grad:y@GRAD",
         "x_grad:x@GRAD scale_grad:scale@GRAD", RMS_NORM),
