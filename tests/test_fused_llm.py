@@ -1,6 +1,6 @@
 """PaddleNLP's GPU-only fused ops (gradc.ops.fused_rope, ...) against numpy references written element by element
 from the formulas of Paddle's CUDA kernels (fused_rope_utils.h, ...); gradients by float64 central differences are
-in tests/gradcheck_cases/fused_llm.py."""
+in tests/gradcheck_cases/transformer_fused.py."""
 
 import json
 import math
