@@ -45,6 +45,10 @@ FAMILIES = {
     "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "fused_gemm": ("fused_gemm_epilogue", "fused_gemm_epilogue_grad"),
+    "fused_llm": ("fused_bias_act",),
+    "fused_norm": ("fast_ln", "fast_rms_norm", "rms_norm", "fast_ln_grad", "fast_rms_norm_grad", "rms_norm_grad",
+        "fused_bias_dropout_residual_layer_norm", "fused_bias_dropout_residual_layer_norm_grad"),
+    "fused_rope": ("fused_rotary_position_embedding", "fused_rotary_position_embedding_grad"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),
     "hsigmoid": ("hierarchical_sigmoid", "hierarchical_sigmoid_grad"),
@@ -183,5 +187,6 @@ FAMILIES = {
         "erf_grad", "logit", "logit_grad", "stanh", "stanh_grad"),
     "vision": ("pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",
         "channel_shuffle_grad", "unfold", "unfold_grad", "fold", "fold_grad"),
+    "weight_quant": ("weight_quantize", "weight_dequantize", "weight_only_linear", "weight_only_linear_grad"),
     "yolo_loss": ("yolov3_loss", "yolov3_loss_grad"),
 }

@@ -1,0 +1,189 @@
+"""PIR programs of Paddle 3.3.1's GPU-only fused ops whose Python API cannot build a program on a machine without a
+GPU (PIR mode checks the op's kernel dtypes and finds no kernel; legacy mode infers shapes through the missing
+kernel): each case writes the legacy ops (forward and grad op) straight into a legacy ProgramDesc, declaring the
+output shapes itself, and lets Paddle's translator (paddle.pir.translate_to_pir_with_param_map) name the PIR ops,
+operands, results and attributes. Written as tests/data/paddle/pir_gpu_only/<case>/program.json fetching each
+case's outputs, with feed.npz (inputs drawn here; Paddle computed no numbers) and meta.json; tests/test_fused_llm.py
+runs them against the CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
+
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import paddle
+from paddle.base import core
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "pir_gpu_only"
+F32 = "float32"
+
+
+def _rope(neox: bool, time_major: bool, k: bool, positions: bool, tables: bool) -> dict:
+    """q (and k) through fused_rotary_position_embedding, and fed out grads back through its grad op."""
+    shape, k_shape = ([3, 2, 2, 4], [3, 2, 1, 4]) if time_major else ([2, 3, 2, 4], [2, 3, 1, 4])
+    feeds = {"q": (shape, F32), "dout_q": (shape, F32)}
+    ins, grad_ins = {"q": ["q"]}, {"out_q@GRAD": ["dout_q"]}
+    outs, grad_outs = {"out_q": ("out_q", shape)}, {"q@GRAD": ("q@GRAD", shape)}
+    if k:
+        feeds |= {"k": (k_shape, F32), "dout_k": (k_shape, F32)}
+        ins["k"], grad_ins["out_k@GRAD"] = ["k"], ["dout_k"]
+        outs["out_k"], grad_outs["k@GRAD"] = ("out_k", k_shape), ("k@GRAD", k_shape)
+    if tables:
+        rows = 5 if positions else 3
+        feeds |= {"sin": ([1, rows, 1, 4], F32), "cos": ([1, rows, 1, 4], F32)}
+        for slots in (ins, grad_ins):
+            slots |= {"sin": ["sin"], "cos": ["cos"]}
+    if positions:
+        feeds["position_ids"] = ([2, 3], "int64")
+        ins["position_ids"] = grad_ins["position_ids"] = ["position_ids"]
+    attrs = {"use_neox_rotary_style": neox, "time_major": time_major, "rotary_emb_base": 10000.0}
+    return {"feeds": feeds, "ops": [("fused_rotary_position_embedding", ins, outs, attrs),
+                                    ("fused_rotary_position_embedding_grad", grad_ins, grad_outs, attrs)]}
+
+
+def _bias_act(method: str, cols: int, shift: bool) -> dict:
+    """fused_bias_act of x [2, 3, cols] with a bias (and shift and smooth)."""
+    width = cols // 2 if method in ("geglu", "swiglu") else cols
+    feeds = {"x": ([2, 3, cols], F32), "bias": ([cols], F32)}
+    ins = {"x": ["x"], "bias": ["bias"]}
+    if shift:
+        feeds |= {"shift": ([width], F32), "smooth": ([width], F32)}
+        ins |= {"shift": ["shift"], "smooth": ["smooth"]}
+    attrs = {"act_method": method, "compute_dtype": "default", "quant_scale": -1.0, "quant_round_type": 0,
+             "quant_max_bound": 0.0, "quant_min_bound": 0.0}
+    return {"feeds": feeds, "ops": [("fused_bias_act", ins, {"out": ("out", [2, 3, width])}, attrs)]}
+
+
+def _norm(op: str, x: list[int], normalized: list[int]) -> dict:
+    """A norm and its grad op at a fed dy: fast_ln (x, scale, bias), fast_rms_norm and rms_norm (x, scale)."""
+    rows = [int(np.prod(x[:len(x) - len(normalized)]))]
+    feeds = {"x": (x, F32), "scale": (normalized, F32), "dy": (x, F32)}
+    ins, stats = {"x": ["x"], "scale": ["scale"]}, {"invvar": ("invvar", rows)}
+    grads = {"x@GRAD": ("x@GRAD", x), "scale@GRAD": ("scale@GRAD", normalized)}
+    attrs = {"epsilon": 1e-5}
+    if op == "fast_ln":
+        feeds["bias"] = (normalized, F32)
+        ins["bias"], stats["mean"], grads["bias@GRAD"] = ["bias"], ("mean", rows), ("bias@GRAD", normalized)
+    if op == "rms_norm":
+        attrs = {"epsilon": ("_set_float64_attr", 1e-5), "normalized_shape": ("_set_int64s_attr", normalized)}
+    grad_ins = {"x": ["x"], "scale": ["scale"], "y@GRAD": ["dy"], **{name: [name] for name in stats}}
+    return {"feeds": feeds, "ops": [(op, ins, {"y": ("y", x), **stats}, attrs), (f"{op}_grad", grad_ins, grads, attrs)]}
+
+
+def _bias_dropout_residual_ln(implementation: str) -> dict:
+    """fused_bias_dropout_residual_layer_norm at test (rate 0.25) and its grad op at a fed dy."""
+    shape, vector = [2, 3, 8], [8]
+    feeds = {"x": (shape, F32), "residual": (shape, F32), "bias": (vector, F32), "ln_scale": (vector, F32),
+             "ln_bias": (vector, F32), "dy": (shape, F32)}
+    ins = {"X": ["x"], "Residual": ["residual"], "Bias": ["bias"], "LnScale": ["ln_scale"], "LnBias": ["ln_bias"]}
+    state = {"BiasDropoutResidualOut": ("h", shape), "DropoutMaskOut": ("mask", shape), "LnMean": ("ln_mean", [6]),
+             "LnVariance": ("ln_variance", [6])}
+    grads = {f"{slot}@GRAD": (f"{names[0]}@GRAD", feeds[names[0]][0]) for slot, names in ins.items()}
+    attrs = {"dropout_rate": 0.25, "is_test": True, "dropout_fix_seed": True, "dropout_seed": 1,
+             "dropout_implementation": implementation, "ln_epsilon": 1e-5}
+    grad_ins = {**ins, **{slot: [name] for slot, (name, _) in state.items()}, "Y@GRAD": ["dy"]}
+    op = "fused_bias_dropout_residual_layer_norm"
+    forward = (op, ins, {"Y": ("y", shape), **state}, attrs)
+    return {"feeds": feeds, "ops": [forward, (f"{op}_grad", grad_ins, grads, attrs)]}
+
+
+def _weight_only() -> dict:
+    """weight_dequantize of a packed int8 weight [n, k] (any bytes are a packing) and weight_only_linear of x with
+    it, and the linear's grad op at a fed dy."""
+    k, n = 64, 8
+    feeds = {"x": ([2, k], F32), "weight": ([n, k], "int8"), "scale": ([n], F32), "bias": ([n], F32),
+             "dy": ([2, n], F32)}
+    attrs = {"weight_dtype": "int8", "arch": 80, "group_size": -1}
+    ins = {"x": ["x"], "weight": ["weight"], "bias": ["bias"], "weight_scale": ["scale"]}
+    return {"feeds": feeds, "ops": [
+        ("weight_dequantize", {"x": ["weight"], "scale": ["scale"]}, {"out": ("dequantized", [k, n])},
+         {"algo": "weight_only_int8", "group_size": -1}),
+        ("weight_only_linear", ins, {"out": ("out", [2, n])}, attrs),
+        ("weight_only_linear_grad", {**ins, "out@GRAD": ["dy"]}, {"x@GRAD": ("x@GRAD", [2, k])}, attrs)]}
+
+
+CASES = {
+    "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
+    "rope_neox_time_major_computed": _rope(True, True, True, False, False),
+    "fused_bias_act_swiglu": _bias_act("swiglu", 8, False),
+    "fused_bias_act_gelu_shift_smooth": _bias_act("gelu", 6, True),
+    "fast_ln": _norm("fast_ln", [2, 3, 8], [8]),
+    "fast_rms_norm": _norm("fast_rms_norm", [4, 8], [8]),
+    "rms_norm": _norm("rms_norm", [2, 3, 4], [3, 4]),
+    "bias_dropout_residual_ln_downgrade": _bias_dropout_residual_ln("downgrade_in_infer"),
+    "weight_only_linear_int8": _weight_only(),
+}
+
+
+def _feed(rng, shape, dtype):
+    if dtype == "int64":
+        return rng.integers(0, 5, shape).astype(np.int64)
+    if dtype == "int8":
+        return rng.integers(-128, 128, shape).astype(np.int8)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _pir_name(slot: str) -> str:
+    """A legacy slot's PIR result name: out_q, q@GRAD -> q_grad, LnMean -> ln_mean."""
+    snake = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", slot.replace("@GRAD", "_grad"))
+    return snake.lower()
+
+
+def write(case: str, seed: int) -> str:
+    spec = CASES[case]
+    main = paddle.static.Program()
+    block = main.global_block()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        for name, (shape, dtype) in spec["feeds"].items():
+            paddle.static.data(name, shape, dtype)
+    fetches = []
+    for op_type, ins, outs, attrs in spec["ops"]:
+        desc = block.desc.append_op()
+        desc.set_type(op_type)
+        for slot, names in ins.items():
+            desc.set_input(slot, names)
+        for slot, (name, shape) in outs.items():
+            block.create_var(name=name, shape=shape, dtype=F32)
+            desc.set_output(slot, [name])
+            fetches.append(name)
+        for name, value in attrs.items():   # (setter, value): an attribute Paddle types float64 or int64s
+            getattr(desc, value[0])(name, value[1]) if isinstance(value, tuple) else desc._set_attr(name, value)
+    main._sync_with_cpp()
+    program = paddle.pir.translate_to_pir(main.desc)
+    values = {}
+    for op, (op_type, _, outs, _) in zip([op for op in program.global_block().ops if op.name() != "pd_op.data"],
+                                         spec["ops"]):
+        assert op.name() == f"pd_op.{op_type}", (op.name(), op_type)
+        results = dict(zip(op.get_output_names(), op.results()))
+        values |= {name: results[_pir_name(slot)] for slot, (name, _) in outs.items()}
+    with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):
+        for col, name in enumerate(fetches):
+            paddle._pir_ops.fetch(values[name], name, col).persistable = True
+    directory = OUT / case
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
+    rng = np.random.default_rng(seed)
+    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]})
+    ops = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
+    meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": ops,
+            "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}
+    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return f"{ops}"
+
+
+if __name__ == "__main__":
+    warnings.filterwarnings("ignore")
+    paddle.enable_static()
+    for index, case in enumerate(CASES):
+        print(f"{case}: {write(case, 300 + index)}")
+    sys.exit(0)
