@@ -28,7 +28,7 @@ def reshape_dims(fail, x: list[int], shape: list[int]) -> list[int]:
     """Paddle's reshape rule: 0 copies X's dim at that index, one -1 takes what is left."""
     if shape.count(-1) > 1:
         fail(f"cannot reshape {x} to {shape}: at most one -1")
-    if x and min(x) >= 0 and numel(x) == 0:
+    if 0 in x and min(x) >= 0:   # no elements (a -1 dim is unknown, not empty)
         return _empty_reshape_dims(fail, x, shape)
     if any(d == 0 and i >= len(x) for i, d in enumerate(shape)):
         fail(f"cannot reshape {x} to {shape}: 0 only where X has a dim")
