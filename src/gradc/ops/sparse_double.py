@@ -20,7 +20,7 @@ from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import sparse, sparse_binary, sparse_shape  # noqa: F401  (register the grad ops given makers here)
-from .composite import Formula, first, linear
+from .composite import Formula, bilinear, first, linear
 
 defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor", x="values", out="out",
                                                      passed=("indices",)), no_grad_inputs=["indices"])
@@ -72,28 +72,7 @@ def _add_double_grad(g):
 defgrad("sparse_add_grad", grad=_add_double_grad)
 
 
-def _multiply_double_grad(g):
-    f = Formula(g)
-    x, y, dout = first(g.I("x")), first(g.I("y")), first(g.I("out@GRAD"))
-    ddx, ddy = first(g.OG("x@GRAD")), first(g.OG("y@GRAD"))
-    terms = [f.op("sparse_multiply", {"x": a, "y": b}, dout, slot="out", same=True)
-             for a, b in ((ddx, y), (x, ddy)) if a is not None and b is not None]
-    wanted = first(g.IG("out@GRAD"))
-    if len(terms) == 2 and wanted not in (None, EMPTY_VAR):
-        f.into(wanted, "sparse_add", {"x": [terms[0]], "y": [terms[1]]}, slot="out")
-    elif terms and wanted not in (None, EMPTY_VAR):   # one term: its copy (a scale by 1 keeps its sites)
-        f.into(wanted, "sparse_scale", {"x": [terms[0]]}, {"scale": 1.0, "bias": 0.0, "bias_after_scale": True},
-               slot="out")
-    if ddy is not None:
-        f.emit("sparse_multiply_grad", {"x": [x], "y": [ddy], "out@GRAD": [dout]},
-               {"x@GRAD": g.IG("x"), "y@GRAD": [EMPTY_VAR]})
-    if ddx is not None:
-        f.emit("sparse_multiply_grad", {"x": [ddx], "y": [y], "out@GRAD": [dout]},
-               {"x@GRAD": [EMPTY_VAR], "y@GRAD": g.IG("y")})
-    return f.ops
-
-
-defgrad("sparse_multiply_grad", grad=_multiply_double_grad)
+defgrad("sparse_multiply_grad", grad=bilinear("sparse_multiply", "x", "y", "out"))
 
 
 def _conv3d_double_grad(g):
