@@ -717,6 +717,13 @@ COMPILE_TIME = {
     "weight_only_linear k": ("weight_only_linear", {"x": zeros(2, 32), "weight": zeros(8, 64, dtype=np.int8),
                                                     "weight_scale": zeros(8)}, {},
                              "must end in the weight's k = 64"),
+    "masked_multihead_attention heads": ("masked_multihead_attention",
+                                         {"x": zeros(2, 40), "cache_kv": zeros(2, 2, 2, 4, 8),
+                                          "sequence_lengths": zeros(2, 1, dtype=np.int32)}, {},
+                                         "x's last dim 40 must be (heads + 2 * 2) * head_dim 8"),
+    "masked_multihead_attention steps": ("masked_multihead_attention", {"x": zeros(2, 48),
+                                                                        "cache_kv": zeros(2, 2, 2, 4, 8)}, {},
+                                         "needs src_mask or sequence_lengths"),
     "batch_fc weights": ("batch_fc", {"Input": zeros(2, 5, 4), "W": zeros(2, 3, 3), "Bias": zeros(2, 3)}, {},
                          "needs Input [slots, rows, in] and W [slots, in, out]"),
     "rank_attention offsets": ("rank_attention", {"X": zeros(4, 3), "RankOffset": zeros(4, 4, dtype=np.int32),
@@ -751,6 +758,10 @@ COMPILE_TIME = {
 }
 
 RUN_TIME = {
+    "masked_multihead_attention step": ("masked_multihead_attention",
+                                        {"x": zeros(1, 48), "cache_kv": zeros(2, 1, 2, 4, 8),
+                                         "sequence_lengths": np.array([[4]], np.int32)}, {},
+                                        "sequence 0 is at step 4, past cache_kv's 4 positions"),
     "fused_rotary_position_embedding position": ("fused_rotary_position_embedding",
                                                  {"q": zeros(1, 2, 1, 4), "sin": zeros(3, 4), "cos": zeros(3, 4),
                                                   "position_ids": i64([0, 3])}, {},

@@ -1,0 +1,91 @@
+"""Kernels of gradc.ops.llm_attention: masked_multihead_attention (one decoding step against a cache), in float64
+inside, cast once to the input's dtype."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+
+
+def keys_from_layout(block: np.ndarray, width: int) -> np.ndarray:
+    """[..., S, D] keys stored in the chunked layout [..., D / X, S, X] (same memory, same shape) -> plain."""
+    *lead, seq, dim = block.shape
+    chunks = block.reshape(*lead, dim // width, seq, width)
+    return np.moveaxis(chunks, -3, -2).reshape(*lead, seq, dim)
+
+
+def keys_to_layout(keys: np.ndarray, width: int) -> np.ndarray:
+    *lead, seq, dim = keys.shape
+    chunks = keys.reshape(*lead, seq, dim // width, width)
+    return np.moveaxis(chunks, -2, -3).reshape(*lead, seq, dim)
+
+
+def rotate(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, neox: bool, dims: int) -> np.ndarray:
+    """x cos + rot(x) sin over the last dim: neox style rotates the halves of each of ``dims`` chunks
+    (rot = [-x2, x1]), the other style adjacent pairs (rot = [-x1, x0])."""
+    if neox:
+        parts = x.reshape(*x.shape[:-1], dims, 2, -1)
+        rotated = np.concatenate([-parts[..., 1:, :], parts[..., :1, :]], axis=-2).reshape(x.shape)
+    else:
+        rotated = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)
+    return x * cos + rotated * sin
+
+
+def softmax_attend(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """sum p v / (sum p + 1e-6), p = exp(scores - max) over the last axis: the MMHA kernels' normalisation."""
+    p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    return np.einsum("...s,...sd->...d", p, values) / (p.sum(axis=-1)[..., None] + 1e-6)
+
+
+def _mmha_step(k, x, cache, b: int, step: int, mask):
+    """One sequence: q, k, v of x[b] (rope), written at ``step``; returns out [H, D] and the new keys and values."""
+    kv_heads, seq, dim = cache.shape[2:]
+    heads = x.shape[1] // dim - 2 * kv_heads
+    if step >= seq:
+        raise ValueError(f"sequence {b} is at step {step}, past cache_kv's {seq} positions")
+    qkv = x[b].reshape(-1, dim)
+    bias = k.optional("bias")
+    if bias is not None:
+        qkv = qkv + bias.reshape(-1, dim)
+    q, new_k, new_v = qkv[:heads], qkv[heads:heads + kv_heads], qkv[heads + kv_heads:]
+    dims = k.attr("rotary_emb_dims")
+    if dims > 0:
+        table = k.x("rotary_tensor").astype(np.float64).reshape(2, -1, dim)
+        cos, sin, neox = table[0, b], table[1, b], k.attr("use_neox_rotary_style")
+        q, new_k = rotate(q, cos, sin, neox, dims), rotate(new_k, cos, sin, neox, dims)
+    width = 16 // cache.dtype.itemsize
+    keys = keys_from_layout(cache[0, b].astype(np.float64), width)
+    values = cache[1, b].astype(np.float64)
+    keys[:, step], values[:, step] = new_k, new_v
+    shared = np.arange(heads) // (heads // kv_heads)   # query head h reads kv head h / (H / KVH)
+    scores = np.einsum("hd,hsd->hs", q, keys[shared, :step + 1]) / np.sqrt(dim)
+    if mask is not None:
+        if step >= mask.shape[-1]:
+            raise ValueError(f"sequence {b} is at step {step}, past src_mask's {mask.shape[-1]} columns")
+        scores = scores + mask[b, :, 0, :step + 1].astype(np.float64)
+    out = softmax_attend(scores, values[shared, :step + 1])
+    return out, keys_to_layout(keys, width), values
+
+
+@kernel("masked_multihead_attention")
+def masked_multihead_attention(k):
+    x, cache, mask = k.x("x"), k.x("cache_kv"), k.optional("src_mask")
+    offsets = k.optional("beam_cache_offset")
+    if offsets is not None and np.any(offsets):
+        raise ValueError("beam_cache_offset moves cache reads between beams, which is not supported")
+    lengths = k.optional("sequence_lengths")
+    out, cache_out = np.zeros((x.shape[0], x.shape[1] // cache.shape[4] - 2 * cache.shape[2], cache.shape[4])), \
+        cache.copy()
+    for b in range(x.shape[0]):
+        step = int(lengths.reshape(-1)[b]) if lengths is not None else mask.shape[-1] - 1
+        if step < 0:   # the kernel returns before touching this sequence
+            continue
+        out[b], keys, values = _mmha_step(k, x.astype(np.float64), cache, b, step, mask)
+        cache_out[0, b], cache_out[1, b] = keys, values
+    out = out.reshape(x.shape[0], -1)
+    shift = k.optional("out_shift")
+    if shift is not None:
+        out = (out + shift.reshape(-1)) * k.x("out_smooth").reshape(-1)
+    results = {"out": out.astype(x.dtype), "cache_kv_out": cache_out}
+    return results | ({"beam_cache_offset_out": offsets} if offsets is not None else {})

@@ -1,0 +1,113 @@
+"""The attention ops of PaddleNLP's inference exports (GPU-only in Paddle 3.3.1; no gradient): gradc follows the
+CUDA kernels' formulas, in float64 inside.
+
+masked_multihead_attention (paddle.incubate.nn.functional.masked_multihead_attention): one decoding step of each
+    sequence b against its cache. x [B, (H + 2 KVH) D] holds q, k, v (+ bias); cache_kv [2, B', KVH, S, D] (B' >= B)
+    holds the keys and values of the earlier steps, the keys in the kernel's 16-byte chunked layout (each [S, D]
+    block of keys is stored as [D / X, S, X], X = 16 / itemsize: 4 for float32, 8 for float16 / bfloat16), the
+    values plainly. Step t = sequence_lengths[b] (or src_mask's last dim - 1): rope on q and k (rotary_tensor
+    [2, B, 1, 1, D] float32, cos then sin; use_neox_rotary_style rotates halves of each D / rotary_emb_dims chunk,
+    else adjacent pairs), k and v written at cache position t (cache_kv_out is cache_kv's var), then
+    out = sum_i p_i v_i / (sum_i p_i + 1e-6) over positions 0..t, p = exp(q k_i / sqrt(D) + src_mask - max), with
+    query head h reading kv head h / (H / KVH); with out_shift, out = (out + out_shift) out_smooth (out_smooth
+    alone is ignored, as Paddle's kernel ignores it).
+    A negative sequence length skips the sequence (out 0 there, where Paddle leaves its memory unwritten). The
+    quantized paths (int32 x with qkv_out_scale, out_scale > 0), cum_offsets (Paddle refuses it too) and a
+    beam_cache_offset that moves any read (not all zero) are refused.
+"""
+
+from __future__ import annotations
+
+from ..ir import VarType, dtype_name
+from ..registry import defop
+from .infer import one_dtype
+
+HALF_FLOATS = (VarType.FP32, VarType.FP16, VarType.BF16)
+MMHA_ATTRS = {"seq_len": 0, "rotary_emb_dims": 0, "use_neox_rotary_style": False, "compute_dtype": "default",
+              "out_scale": -1.0, "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0}
+
+
+def check_half_float(ctx, slot: str) -> None:
+    """Paddle's kernels run float32, float16 and bfloat16 only (the cache layout depends on the itemsize)."""
+    dtype = ctx.dtype(slot)
+    if dtype is not None and dtype not in HALF_FLOATS:
+        ctx.fail(f"{slot} must be float32, float16 or bfloat16 (Paddle's kernel dtypes), got {dtype_name(dtype)}")
+
+
+def chunk(dtype) -> int:
+    """X, the values per 16-byte chunk of the key cache's layout."""
+    return 4 if dtype in (VarType.FP32, None) else 8
+
+
+def _check_numel(ctx, slot: str, size: int, what: str) -> None:
+    shape = ctx.shape(slot) if ctx.has(slot) else None
+    if shape is not None and min(shape, default=0) >= 0 and size >= 0 and _product(shape) != size:
+        ctx.fail(f"{slot} {shape} must hold {what} = {size} values")
+
+
+def _product(shape) -> int:
+    total = 1
+    for n in shape:
+        total *= n
+    return total
+
+
+def _mmha_refusals(ctx) -> None:
+    if ctx.has("qkv_out_scale") or ctx.attr("out_scale") > 0:
+        ctx.fail(f"the quantized paths (qkv_out_scale, out_scale={ctx.attr('out_scale')}) are not supported")
+    if ctx.has("cum_offsets"):
+        ctx.fail("cum_offsets is not supported (Paddle's kernel refuses it too)")
+    if ctx.has("out_shift") and not ctx.has("out_smooth"):
+        ctx.fail("out_shift needs out_smooth: Paddle's kernel scales the shifted output by it")
+    if not ctx.has("src_mask") and not ctx.has("sequence_lengths"):
+        ctx.fail("needs src_mask or sequence_lengths: without them Paddle's kernel writes past the cache")
+
+
+def _mmha_infer(ctx):
+    _mmha_refusals(ctx)
+    check_half_float(ctx, "x")
+    dtype = one_dtype(ctx, "x", "cache_kv", *(s for s in ("bias", "src_mask", "out_shift", "out_smooth")
+                                               if ctx.has(s)))
+    x, cache = ctx.shape("x"), ctx.shape("cache_kv")
+    if x is None or cache is None:
+        return {"out": (None, dtype), "cache_kv_out": (cache, dtype)}
+    if len(x) != 2 or len(cache) != 5 or cache[0] != 2:
+        ctx.fail(f"needs x [batch, (heads + 2 kv_heads) head_dim] and cache_kv [2, batch, kv_heads, max_seq, "
+                 f"head_dim], got x {x} and cache_kv {cache}")
+    batch, kv_heads, head_dim = x[0], cache[2], cache[4]
+    if min(x[1], head_dim, kv_heads) < 0:
+        return {"out": ([batch, -1], dtype), "cache_kv_out": (cache, dtype)}
+    heads = x[1] // head_dim - 2 * kv_heads
+    if x[1] % head_dim or heads <= 0 or heads % kv_heads or head_dim % chunk(dtype):
+        ctx.fail(f"x's last dim {x[1]} must be (heads + 2 * {kv_heads}) * head_dim {head_dim}, heads a multiple of "
+                 f"{kv_heads}, and head_dim a multiple of {chunk(dtype)} (the key cache's chunk)")
+    if min(batch, cache[1]) >= 0 and cache[1] < batch:
+        ctx.fail(f"cache_kv holds {cache[1]} sequences, fewer than x's {batch}")
+    _check_numel(ctx, "bias", x[1], "(heads + 2 kv_heads) head_dim")
+    for slot in ("out_shift", "out_smooth"):
+        _check_numel(ctx, slot, heads * head_dim, "heads head_dim")
+    _mmha_rotary(ctx, batch, head_dim)
+    mask = ctx.shape("src_mask") if ctx.has("src_mask") else None
+    if mask is not None and (len(mask) != 4 or mask[1] not in (1, heads, -1) or mask[2] not in (1, -1)):
+        ctx.fail(f"src_mask must be [batch, 1 or heads={heads}, 1, steps + 1], got {mask}")
+    return {"out": ([batch, heads * head_dim], dtype), "cache_kv_out": (cache, dtype),
+            "beam_cache_offset_out": (ctx.shape("beam_cache_offset"), ctx.dtype("beam_cache_offset"))}
+
+
+def _mmha_rotary(ctx, batch: int, head_dim: int) -> None:
+    dims = ctx.attr("rotary_emb_dims")
+    if dims <= 0:
+        return
+    if not ctx.has("rotary_tensor"):
+        ctx.fail(f"rotary_emb_dims={dims} needs rotary_tensor")
+    if ctx.dtype("rotary_tensor") not in (VarType.FP32, None):
+        ctx.fail("rotary_tensor must be float32 (the kernel reads floats)")
+    _check_numel(ctx, "rotary_tensor", 2 * batch * head_dim, "2 (cos, sin) batch head_dim")
+    if ctx.attr("use_neox_rotary_style") and head_dim % (2 * dims):
+        ctx.fail(f"head_dim {head_dim} must split into rotary_emb_dims={dims} chunks of even size")
+
+
+defop("masked_multihead_attention", ["x", "cache_kv", "bias?", "src_mask?", "cum_offsets?", "sequence_lengths?",
+                                     "rotary_tensor?", "beam_cache_offset?", "qkv_out_scale?", "out_shift?",
+                                     "out_smooth?"],
+      ["out", "cache_kv_out", "beam_cache_offset_out"], attrs=MMHA_ATTRS, infer=_mmha_infer)

@@ -1,0 +1,19 @@
+"""Rows: the attention ops of PaddleNLP's inference exports (gradc.ops.llm_attention), named as Paddle 3.3.1's
+translation of their legacy ops names them (tools/paddle_llm_attention_programs.py)."""
+
+from __future__ import annotations
+
+from . import row
+
+MMHA_INPUTS = ("x:x cache_kv:cache_kv bias?:bias src_mask?:src_mask cum_offsets?:cum_offsets"
+               " sequence_lengths?:sequence_lengths rotary_tensor?:rotary_tensor beam_cache_offset?:beam_cache_offset"
+               " qkv_out_scale?:qkv_out_scale out_shift?:out_shift out_smooth?:out_smooth")
+MMHA_ATTRS = ("seq_len:i32 rotary_emb_dims:i32 use_neox_rotary_style:bool compute_dtype:str=default"
+              " out_scale:f32=-1 quant_round_type:i32=1 quant_max_bound:f32=127 quant_min_bound:f32=-127")
+
+ROWS = [
+    # in place: the cache (and the beam offsets) are the operands' vars
+    row("pd_op.masked_multihead_attention_", "masked_multihead_attention", MMHA_INPUTS,
+        "out:out cache_kv_out:cache_kv_out&cache_kv beam_cache_offset_out:beam_cache_offset_out&beam_cache_offset",
+        MMHA_ATTRS),
+]

@@ -1,0 +1,165 @@
+"""The attention ops of PaddleNLP's inference exports (gradc.ops.llm_attention) against numpy references written
+loop by loop from the CUDA kernels' formulas (masked_multihead_attention_kernel.cu, ...), on Paddle's translations
+of their legacy ops (tools/paddle_llm_attention_programs.py) and on programs built here."""
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.errors import ProgramError
+from gradc.pir import load_pir
+from test_extra_math import run
+
+GPU_ONLY = Path(__file__).parent / "data" / "paddle" / "pir_gpu_only"
+r = np.random.default_rng(31)
+
+
+def _translated(case: str) -> tuple[dict, dict]:
+    directory = GPU_ONLY / case
+    with np.load(directory / "feed.npz") as archive:
+        feed = {name: archive[name] for name in archive.files}
+    fetches = json.loads((directory / "meta.json").read_text())["fetches"]
+    program = load_pir(directory / "program.json")
+    return feed, dict(zip(fetches, gradc.Executor().run(program, feed, fetches, gradc.Scope())))
+
+
+def _cache_key(block, t, d, width):
+    """Key t, element d of one [S, D] block stored as [D / X, S, X] (the kernel's offsets)."""
+    seq = block.shape[0]
+    return block.reshape(-1)[(d // width) * seq * width + t * width + d % width]
+
+
+def _rope(vec, cos, sin, neox, dims):
+    out = np.zeros(len(vec))
+    chunk = len(vec) // dims
+    for i in range(len(vec)):
+        if neox:
+            base, j = i // chunk * chunk, i % chunk
+            half = chunk // 2
+            partner = -vec[base + j + half] if j < half else vec[base + j - half]
+        else:
+            partner = -vec[i + 1] if i % 2 == 0 else vec[i - 1]
+        out[i] = vec[i] * cos[i] + partner * sin[i]
+    return out
+
+
+def mmha_reference(x, cache, bias=None, mask=None, lengths=None, rotary=None, neox=False, dims=1, shift=None,
+                   smooth=None):
+    """(out, cache_out) one sequence and head at a time, as the kernel's blocks do."""
+    x, cache = x.astype(np.float64), cache.copy()
+    batch, (kv_heads, seq, dim) = x.shape[0], cache.shape[2:]
+    heads, width = x.shape[1] // dim - 2 * kv_heads, 16 // cache.dtype.itemsize
+    out = np.zeros((batch, heads * dim))
+    for b in range(batch):
+        step = int(lengths[b, 0]) if lengths is not None else mask.shape[-1] - 1
+        qkv = x[b] + (0 if bias is None else bias.reshape(-1))
+        new_keys, new_values = [], []
+        for g in range(kv_heads):
+            key = qkv[(heads + g) * dim:(heads + g + 1) * dim]
+            if rotary is not None:
+                key = _rope(key, rotary[0, b].reshape(-1), rotary[1, b].reshape(-1), neox, dims)
+            new_keys.append(key)
+            new_values.append(qkv[(heads + kv_heads + g) * dim:(heads + kv_heads + g + 1) * dim])
+        for h in range(heads):
+            g = h // (heads // kv_heads)
+            q = qkv[h * dim:(h + 1) * dim]
+            if rotary is not None:
+                q = _rope(q, rotary[0, b].reshape(-1), rotary[1, b].reshape(-1), neox, dims)
+            keys = [[_cache_key(cache[0, b, g], t, d, width) for d in range(dim)] for t in range(step)]
+            keys = np.array(keys + [new_keys[g]])
+            values = np.vstack([cache[1, b, g, :step], new_values[g]])
+            scores = keys @ q / math.sqrt(dim)
+            if mask is not None:
+                scores = scores + mask[b, h if mask.shape[1] > 1 else 0, 0, :step + 1]
+            p = np.exp(scores - scores.max())
+            out[b, h * dim:(h + 1) * dim] = p @ values / (p.sum() + 1e-6)
+        for g in range(kv_heads):
+            flat = cache[0, b, g].reshape(-1)
+            for d in range(dim):
+                flat[(d // width) * seq * width + step * width + d % width] = new_keys[g][d]
+            cache[1, b, g, step] = new_values[g]
+    if shift is not None:
+        out = (out + shift) * smooth
+    return out, cache
+
+
+@pytest.mark.parametrize("case, neox", [("mmha_pairs_bias_mask", False), ("mmha_gqa_neox_lengths_smooth", True)])
+def test_paddles_translated_mmha_program_runs_one_decoding_step_and_writes_the_cache(case, neox):
+    feed, got = _translated(case)
+    want_out, want_cache = mmha_reference(
+        feed["x"], feed["cache_kv"], feed["bias"], feed["src_mask"], feed.get("sequence_lengths"),
+        feed["rotary_tensor"], neox, 1, feed.get("out_shift"), feed.get("out_smooth"))
+    np.testing.assert_allclose(got["out"], want_out, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(got["cache_kv"], want_cache, rtol=1e-6, atol=1e-6)
+    assert not np.array_equal(got["cache_kv"], feed["cache_kv"])
+
+
+def _mmha_inputs(dtype, heads=2, kv_heads=1, dim=16, seq=5, batch=2):
+    x = r.standard_normal((batch, (heads + 2 * kv_heads) * dim)).astype(dtype)
+    cache = r.standard_normal((2, batch, kv_heads, seq, dim)).astype(dtype)
+    return x, cache
+
+
+def test_mmha_float16_reads_keys_in_chunks_of_eight_and_rotates_halves_of_each_rope_chunk():
+    x, cache = _mmha_inputs(np.float16)
+    rotary = r.standard_normal((2, 2, 1, 1, 16)).astype(np.float32)
+    lengths = np.array([[3], [1]], np.int32)
+    inputs = {"x": x, "cache_kv": cache, "sequence_lengths": lengths, "rotary_tensor": rotary}
+    out, cache_out = run("masked_multihead_attention", inputs, ["out", "cache_kv_out"],
+                         {"rotary_emb_dims": 2, "use_neox_rotary_style": True})
+    want_out, want_cache = mmha_reference(x, cache, lengths=lengths, rotary=rotary, neox=True, dims=2)
+    assert out.dtype == np.float16 and out.shape == (2, 32)
+    np.testing.assert_allclose(out, want_out, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(cache_out, want_cache.astype(np.float16), rtol=2e-3, atol=2e-3)
+    untouched = np.ones(cache.shape, bool)
+    untouched[:, 0, :, 3], untouched[:, 1, :, 1] = False, False
+    np.testing.assert_array_equal(cache_out[1][untouched[1]], cache[1][untouched[1]])
+    # the keys of step 3 sit in each chunk of 8 values, not in row 3 of the [S, D] block
+    assert (cache_out[0] != cache[0]).sum() == 2 * 16 and (cache_out[0][untouched[0]] != cache[0][untouched[0]]).any()
+
+
+def test_mmha_skips_a_sequence_of_negative_length_and_accepts_zero_beam_offsets():
+    x, cache = _mmha_inputs(np.float32, heads=2, kv_heads=2)
+    lengths = np.array([[-1], [2]], np.int32)
+    offsets = np.zeros((2, 1, 5), np.int32)
+    out, cache_out, offsets_out = run("masked_multihead_attention", {
+        "x": x, "cache_kv": cache, "sequence_lengths": lengths, "beam_cache_offset": offsets},
+        ["out", "cache_kv_out", "beam_cache_offset_out"])
+    want_out, want_cache = mmha_reference(x[1:], cache[:, 1:], lengths=lengths[1:])
+    np.testing.assert_array_equal(out[0], 0)
+    np.testing.assert_array_equal(cache_out[:, 0], cache[:, 0])
+    np.testing.assert_allclose(out[1:], want_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(cache_out[:, 1:], want_cache, rtol=1e-6)
+    np.testing.assert_array_equal(offsets_out, offsets)
+
+
+@pytest.mark.parametrize("inputs, attrs, message", [
+    ({"qkv_out_scale": np.ones(64, np.float32)}, {}, "the quantized paths"),
+    ({}, {"out_scale": 2.0}, "the quantized paths"),
+    ({"cum_offsets": np.zeros((2, 1), np.int32)}, {}, "cum_offsets is not supported"),
+    ({"out_shift": np.ones(32, np.float32)}, {}, "out_shift needs out_smooth"),
+    ({"rotary_tensor": np.ones((2, 2, 1, 1, 16), np.float64)}, {"rotary_emb_dims": 1}, "must be float32"),
+    ({"src_mask": np.zeros((2, 3, 1, 4), np.float32)}, {}, "src_mask must be [batch, 1 or heads=2, 1, steps + 1]"),
+])
+def test_mmha_refuses_what_it_does_not_run(inputs, attrs, message):
+    x, cache = _mmha_inputs(np.float32)
+    feed = {"x": x, "cache_kv": cache, "sequence_lengths": np.array([[1], [1]], np.int32), **inputs}
+    with pytest.raises(ProgramError, match=message.replace("[", r"\[").replace("+", r"\+")):
+        run("masked_multihead_attention", feed, ["out", "cache_kv_out"], attrs)
+
+
+def test_mmha_refuses_moving_beam_offsets_and_steps_past_the_cache():
+    x, cache = _mmha_inputs(np.float32)
+    offsets = np.zeros((2, 1, 5), np.int32)
+    offsets[1, 0, 2] = 1
+    lengths = np.array([[1], [1]], np.int32)
+    with pytest.raises(Exception, match="beam_cache_offset moves cache reads"):
+        run("masked_multihead_attention", {"x": x, "cache_kv": cache, "sequence_lengths": lengths,
+                                           "beam_cache_offset": offsets}, ["out", "cache_kv_out"])
+    with pytest.raises(Exception, match="at step 5, past cache_kv's 5 positions"):
+        run("masked_multihead_attention", {"x": x, "cache_kv": cache, "sequence_lengths": lengths + 4},
+            ["out", "cache_kv_out"])

@@ -1,0 +1,116 @@
+"""PIR programs of the attention ops of PaddleNLP's inference exports (gradc.ops.llm_attention), GPU-only in Paddle
+3.3.1: its PIR API refuses to build them without a kernel, so each case writes the legacy op straight into a
+legacy ProgramDesc (Paddle 3.3.1's CPU build registers their legacy protos) with the output shapes declared here,
+and Paddle's translator names the PIR op, operands, results and attributes. Written as
+tests/data/paddle/pir_gpu_only/<case>/program.json fetching each case's outputs, with feed.npz (inputs drawn here;
+Paddle computed no numbers) and meta.json; tests/test_llm_attention.py runs them against numpy references of the
+CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
+
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_llm_attention_programs.py
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import paddle
+from paddle.base import core
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "pir_gpu_only"
+F32, I32 = "float32", "int32"
+MMHA_ATTRS = {"seq_len": 1, "compute_dtype": "default", "out_scale": -1.0, "quant_round_type": 1,
+              "quant_max_bound": 127.0, "quant_min_bound": -127.0}
+
+
+def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool) -> dict:
+    """One decoding step of 2 sequences (head_dim 16, a cache of 6 positions) with rope; src_mask [2, 1, 1, 4]
+    (all at step 3), or per head [2, heads, 1, 6] with sequence_lengths."""
+    batch, dim, seq = 2, 16, 6
+    width = (heads + 2 * kv_heads) * dim
+    feeds = {"x": ([batch, width], F32), "cache_kv": ([2, batch, kv_heads, seq, dim], F32),
+             "rotary_tensor": ([2, batch, 1, 1, dim], F32), "bias": ([width], F32)}
+    feeds["src_mask"] = ([batch, heads, 1, seq], F32) if lengths else ([batch, 1, 1, 4], F32)
+    ins = {slot: [slot] for slot in feeds}
+    if lengths:
+        feeds["sequence_lengths"] = ([batch, 1], I32)
+        ins["sequence_lengths"] = ["sequence_lengths"]
+    if smooth:
+        feeds |= {"out_shift": ([heads * dim], F32), "out_smooth": ([heads * dim], F32)}
+        ins |= {"out_shift": ["out_shift"], "out_smooth": ["out_smooth"]}
+    outs = {"out": ("out", [batch, heads * dim], F32), "cache_kv_out": ("cache_kv", None, F32)}
+    attrs = MMHA_ATTRS | {"rotary_emb_dims": 1, "use_neox_rotary_style": neox}
+    return {"feeds": feeds, "ops": [("masked_multihead_attention", ins, outs, attrs)]}
+
+
+CASES = {
+    "mmha_pairs_bias_mask": _mmha(2, 2, False, False, False),
+    "mmha_gqa_neox_lengths_smooth": _mmha(4, 2, True, True, True),
+}
+
+
+def _feed(rng, name, shape, dtype):
+    if name == "sequence_lengths":
+        return np.array([[2], [5]], np.int32)
+    if name == "src_mask":   # additive: 0 kept, -1e4 masked out, at random
+        return np.where(rng.random(shape) < 0.3, -1e4, 0.0).astype(dtype)
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def write(case: str, seed: int) -> str:
+    spec = CASES[case]
+    main = paddle.static.Program()
+    block = main.global_block()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        for name, (shape, dtype) in spec["feeds"].items():
+            paddle.static.data(name, shape, dtype)
+    fetches, results = [], []
+    for op_type, ins, outs, attrs in spec["ops"]:
+        desc = block.desc.append_op()
+        desc.set_type(op_type)
+        for slot, names in ins.items():
+            desc.set_input(slot, names)
+        for slot, (name, shape, dtype) in outs.items():
+            if shape is not None:   # None: in place, the input's var
+                block.create_var(name=name, shape=shape, dtype=dtype)
+            desc.set_output(slot, [name])
+            fetches.append(name)
+            results.append(slot)
+        for name, value in attrs.items():
+            desc._set_attr(name, value)
+    main._sync_with_cpp()
+    program = paddle.pir.translate_to_pir(main.desc)
+    values, ops = {}, [op for op in program.global_block().ops if op.name() != "pd_op.data"]
+    for op, (op_type, _, outs, _) in zip(ops, spec["ops"]):
+        assert op.name().rstrip("_") == f"pd_op.{op_type}", (op.name(), op_type)
+        named = dict(zip(op.get_output_names(), op.results()))
+        values |= {name: named[slot] for slot, (name, _, _) in outs.items()}
+    with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):
+        for col, name in enumerate(fetches):
+            paddle._pir_ops.fetch(values[name], name, col).persistable = True
+    directory = OUT / case
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
+    rng = np.random.default_rng(seed)
+    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, name, *spec["feeds"][name])
+                                                   for name in spec["feeds"]})
+    names = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
+    meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": names,
+            "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}
+    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    return f"{names}"
+
+
+if __name__ == "__main__":
+    warnings.filterwarnings("ignore")
+    paddle.enable_static()
+    for index, case in enumerate(CASES):
+        if len(sys.argv) == 1 or case in sys.argv[1:]:
+            print(f"{case}: {write(case, 500 + index)}")
+    sys.exit(0)
