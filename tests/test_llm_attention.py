@@ -163,3 +163,60 @@ def test_mmha_refuses_moving_beam_offsets_and_steps_past_the_cache():
     with pytest.raises(Exception, match="at step 5, past cache_kv's 5 positions"):
         run("masked_multihead_attention", {"x": x, "cache_kv": cache, "sequence_lengths": lengths + 4},
             ["out", "cache_kv_out"])
+
+
+def varlen_reference(query, key, value, rows, cols, mask=None, scale=1.0, causal=False, pre_cache=0):
+    """Row by row: query row i < rows[b] of head h against keys j < cols[b] + pre_cache of kv head h / group."""
+    batch, heads, seq, _ = query.shape
+    out = np.zeros((batch, heads, seq, value.shape[3]))
+    for b in range(batch):
+        m = int(rows[b, 0])
+        n = int(cols[b, 0]) + (pre_cache if m else 0)
+        for h in range(heads):
+            g = h // (heads // key.shape[1])
+            for i in range(m):
+                scores = np.array([query[b, h, i].astype(np.float64) @ key[b, g, j] * scale for j in range(n)])
+                if mask is not None:
+                    scores += mask[b, h if mask.shape[1] > 1 else 0, i, :n]
+                if causal:
+                    scores[i + 1:] = -np.inf
+                p = np.exp(scores - scores.max())
+                out[b, h, i] = p @ value[b, g, :n] / p.sum()
+    return out
+
+
+@pytest.mark.parametrize("case, causal, pre_cache", [("varlen_attention_gqa_mask", False, 0),
+                                                     ("varlen_attention_causal_pre_cache", True, 2)])
+def test_paddles_translated_varlen_attention_program_attends_within_each_sequences_lengths(case, causal, pre_cache):
+    feed, got = _translated(case)
+    want = varlen_reference(feed["query"], feed["key"], feed["value"], feed["seq_lens"], feed["kv_seq_lens"],
+                            feed.get("mask"), 0.3, causal, pre_cache)
+    np.testing.assert_allclose(got["out"], want, rtol=1e-5, atol=1e-6)
+    assert np.all(got["out"][1, :, 3:] == 0)   # rows past seq_lens[1] = 3
+    with np.load(GPU_ONLY / case / "paddle_cpu_composition.npz") as paddle_numbers:
+        np.testing.assert_allclose(got["out"], paddle_numbers["out"], rtol=1e-5, atol=1e-6)
+
+
+def test_varlen_attention_with_a_per_head_mask_and_an_empty_sequence_matches_plain_attention():
+    """The unfused composition softmax(q k^T scale + mask) v on the valid block of each sequence."""
+    query, key, value = (r.standard_normal((2, 2, 4, 8)).astype(np.float32) for _ in range(3))
+    mask = r.uniform(-2, 0, (2, 2, 4, 4)).astype(np.float32)
+    rows, cols = np.array([[0], [3]], np.int32), np.array([[4], [2]], np.int32)
+    (out,) = run("variable_length_memory_efficient_attention", {"query": query, "key": key, "value": value,
+                                                                "seq_lens": rows, "kv_seq_lens": cols, "mask": mask},
+                 ["out"], {"scale": 0.5})
+    scores = query[1, :, :3].astype(np.float64) @ key[1, :, :2].transpose(0, 2, 1) * 0.5 + mask[1, :, :3, :2]
+    weights = np.exp(scores) / np.exp(scores).sum(-1, keepdims=True)
+    np.testing.assert_allclose(out[1, :, :3], weights @ value[1, :, :2], rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(out[0], 0)
+    np.testing.assert_array_equal(out[1, :, 3], 0)
+
+
+def test_varlen_attention_refuses_lengths_past_its_inputs():
+    query = np.zeros((1, 1, 2, 4), np.float32)
+    inputs = {"query": query, "key": query, "value": query, "seq_lens": np.array([[2]], np.int32),
+              "kv_seq_lens": np.array([[2]], np.int32)}
+    with pytest.raises(Exception, match="2 query rows and 3 keys"):
+        run("variable_length_memory_efficient_attention", inputs, ["out"], {"scale": 1.0, "pre_cache_length": 1})
+    with pytest.raises(ProgramError, match="seq_lens must be int32"):
+        run("variable_length_memory_efficient_attention", {**inputs, "seq_lens": np.array([[2]])}, ["out"])

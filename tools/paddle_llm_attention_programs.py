@@ -4,7 +4,8 @@ legacy ProgramDesc (Paddle 3.3.1's CPU build registers their legacy protos) with
 and Paddle's translator names the PIR op, operands, results and attributes. Written as
 tests/data/paddle/pir_gpu_only/<case>/program.json fetching each case's outputs, with feed.npz (inputs drawn here;
 Paddle computed no numbers) and meta.json; tests/test_llm_attention.py runs them against numpy references of the
-CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
+CUDA kernels' formulas. Where plain ops compose the op, paddle_cpu_composition.npz holds Paddle's CPU numbers of
+that composition. Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_llm_attention_programs.py
 """
@@ -47,18 +48,54 @@ def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool) ->
     return {"feeds": feeds, "ops": [("masked_multihead_attention", ins, outs, attrs)]}
 
 
+def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int) -> dict:
+    """2 sequences of query [2, heads, 5, 8] against key and value [2, kv_heads, 7, 8]; seq_lens and kv_seq_lens
+    drawn by _feed."""
+    feeds = {"query": ([2, heads, 5, 8], F32), "key": ([2, kv_heads, 7, 8], F32), "value": ([2, kv_heads, 7, 8], F32),
+             "seq_lens": ([2, 1], I32), "kv_seq_lens": ([2, 1], I32)}
+    if mask:
+        feeds["mask"] = ([2, 1, 5, 7], F32)
+    ins = {slot: [slot] for slot in feeds}
+    attrs = {"scale": 0.3, "causal": causal, "pre_cache_length": pre_cache}
+    op = ("variable_length_memory_efficient_attention", ins, {"out": ("out", [2, heads, 5, 8], F32)}, attrs)
+    return {"feeds": feeds, "ops": [op]}
+
+
 CASES = {
     "mmha_pairs_bias_mask": _mmha(2, 2, False, False, False),
     "mmha_gqa_neox_lengths_smooth": _mmha(4, 2, True, True, True),
+    "varlen_attention_gqa_mask": _varlen(4, 2, True, False, 0),
+    "varlen_attention_causal_pre_cache": _varlen(2, 2, False, True, 2),
 }
+LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens": [[5], [4]]}
 
 
 def _feed(rng, name, shape, dtype):
-    if name == "sequence_lengths":
-        return np.array([[2], [5]], np.int32)
+    if name in LENGTHS:
+        return np.array(LENGTHS[name], np.int32)
     if name == "src_mask":   # additive: 0 kept, -1e4 masked out, at random
         return np.where(rng.random(shape) < 0.3, -1e4, 0.0).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
+
+
+def _paddle_varlen(feed: dict, attrs: dict) -> np.ndarray:
+    """Paddle on CPU running the unfused composition softmax(q k^T scale + mask) v on each sequence's valid block
+    (tril for causal): the numbers the fused kernel must give, with rows past seq_lens 0."""
+    paddle.disable_static()
+    query, key, value = (paddle.to_tensor(feed[name]) for name in ("query", "key", "value"))
+    group = query.shape[1] // key.shape[1]
+    key, value = (paddle.repeat_interleave(t, group, axis=1) for t in (key, value))
+    out = np.zeros(feed["query"].shape, np.float32)
+    for b, (m, n) in enumerate(zip(feed["seq_lens"][:, 0], feed["kv_seq_lens"][:, 0])):
+        n += attrs["pre_cache_length"] if m else 0
+        scores = paddle.matmul(query[b, :, :m], key[b, :, :n], transpose_y=True) * attrs["scale"]
+        if "mask" in feed:
+            scores = scores + paddle.to_tensor(feed["mask"][b, :, :m, :n])
+        if attrs["causal"]:
+            scores = scores + paddle.triu(paddle.full([m, n], float("-inf")), 1)
+        out[b, :, :m] = paddle.matmul(paddle.nn.functional.softmax(scores, -1), value[b, :, :n]).numpy()
+    paddle.enable_static()
+    return out
 
 
 def write(case: str, seed: int) -> str:
@@ -98,8 +135,11 @@ def write(case: str, seed: int) -> str:
     directory.mkdir(parents=True)
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
-    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, name, *spec["feeds"][name])
-                                                   for name in spec["feeds"]})
+    feed = {name: _feed(rng, name, *spec["feeds"][name]) for name in spec["feeds"]}
+    np.savez_compressed(directory / "feed.npz", **feed)
+    op_type, _, _, attrs = spec["ops"][0]
+    if op_type == "variable_length_memory_efficient_attention":
+        np.savez_compressed(directory / "paddle_cpu_composition.npz", out=_paddle_varlen(feed, attrs))
     names = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
     meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": names,
             "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}

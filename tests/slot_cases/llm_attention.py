@@ -28,6 +28,17 @@ def attend(qkv, step, mask=None, rotary=None):
     return (p @ values / (p.sum() + 1e-6))[None]
 
 
+Q, K, V = (R.standard_normal((1, 1, 2, 4)).astype(np.float32) for _ in range(3))
+VARLEN_MASK = np.array([[[[0.0, -1.0], [0.5, 0.0]]]], np.float32)
+LENGTHS = np.array([[2]], np.int32)
+
+
+def varlen(mask):
+    scores = Q[0, 0].astype(np.float64) @ K[0, 0].T * 0.5 + mask[0, 0]
+    p = np.exp(scores - scores.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True) @ V[0, 0])[None, None]
+
+
 BASE = {"x": X, "cache_kv": CACHE, "sequence_lengths": STEP1}
 CASES = [
     SlotCase("masked_multihead_attention", "bias", {**BASE, "bias": BIAS}, {"out": attend(X[0] + BIAS, 1)}),
@@ -44,4 +55,7 @@ CASES = [
              {"out": (attend(X[0], 1) + SHIFT) * SMOOTH}),
     SlotCase("masked_multihead_attention", "out_smooth", {**BASE, "out_shift": SHIFT, "out_smooth": SMOOTH},
              {"out": (attend(X[0], 1) + SHIFT) * SMOOTH}, overrides=False),
+    SlotCase("variable_length_memory_efficient_attention", "mask", {
+        "query": Q, "key": K, "value": V, "seq_lens": LENGTHS, "kv_seq_lens": LENGTHS, "mask": VARLEN_MASK},
+        {"out": varlen(VARLEN_MASK)}, {"scale": 0.5}),
 ]

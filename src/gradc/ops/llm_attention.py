@@ -14,6 +14,13 @@ masked_multihead_attention (paddle.incubate.nn.functional.masked_multihead_atten
     A negative sequence length skips the sequence (out 0 there, where Paddle leaves its memory unwritten). The
     quantized paths (int32 x with qkv_out_scale, out_scale > 0), cum_offsets (Paddle refuses it too) and a
     beam_cache_offset that moves any read (not all zero) are refused.
+variable_length_memory_efficient_attention (paddle.incubate.nn.functional.variable_length_memory_efficient_attention,
+    CUTLASS's grouped memory-efficient attention): query [B, H, Sq, D], key and value [B, KVH, Sk, D or Dv]; for
+    sequence b, its first seq_lens[b] query rows attend to its first kv_seq_lens[b] + pre_cache_length keys (no
+    pre cache for a sequence with no query rows): out = softmax(q k^T scale + mask) v, mask [B, 1 or H, rows,
+    cols] added where given, causal keeping key j <= query row i (the kernel's top-left diagonal, which
+    pre_cache_length does not move); query head h reads kv head h / (H / KVH). Rows past seq_lens[b] are 0
+    (Paddle leaves them unwritten), and so is a row with no key.
 """
 
 from __future__ import annotations
@@ -111,3 +118,30 @@ defop("masked_multihead_attention", ["x", "cache_kv", "bias?", "src_mask?", "cum
                                      "rotary_tensor?", "beam_cache_offset?", "qkv_out_scale?", "out_shift?",
                                      "out_smooth?"],
       ["out", "cache_kv_out", "beam_cache_offset_out"], attrs=MMHA_ATTRS, infer=_mmha_infer)
+
+
+def _varlen_infer(ctx):
+    check_half_float(ctx, "query")
+    dtype = one_dtype(ctx, "query", "key", "value", *(("mask",) if ctx.has("mask") else ()))
+    for slot in ("seq_lens", "kv_seq_lens"):
+        if ctx.dtype(slot) not in (VarType.INT32, None):
+            ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
+    query, key, value = (ctx.shape(slot) for slot in ("query", "key", "value"))
+    if query is None or key is None or value is None:
+        return {"out": (None, dtype)}
+    if len(query) != 4 or len(key) != 4 or len(value) != 4:
+        ctx.fail(f"query, key and value must be [batch, heads, seq_len, head_dim], got {query}, {key}, {value}")
+    if key[:3] != value[:3] or key[3] != query[3] or key[0] != query[0] or min(key[1], query[1]) > 0 and (
+            query[1] % key[1]):
+        ctx.fail(f"key {key} and value {value} must share batch, heads and seq_len with each other, key the "
+                 f"head_dim and batch of query {query}, and key's heads divide query's")
+    if ctx.attr("pre_cache_length") < 0:
+        ctx.fail(f"pre_cache_length={ctx.attr('pre_cache_length')} must not be negative")
+    mask = ctx.shape("mask") if ctx.has("mask") else None
+    if mask is not None and (len(mask) != 4 or mask[1] not in (1, query[1], -1)):
+        ctx.fail(f"mask must be [batch, 1 or heads={query[1]}, rows, cols], got {mask}")
+    return {"out": ([*query[:3], value[3]], dtype)}
+
+
+defop("variable_length_memory_efficient_attention", ["query", "key", "value", "seq_lens", "kv_seq_lens", "mask?"],
+      ["out"], attrs={"scale": 0.0, "causal": False, "pre_cache_length": 0}, infer=_varlen_infer)

@@ -1,5 +1,5 @@
-"""Kernels of gradc.ops.llm_attention: masked_multihead_attention (one decoding step against a cache), in float64
-inside, cast once to the input's dtype."""
+"""Kernels of gradc.ops.llm_attention: masked_multihead_attention (one decoding step against a cache) and
+variable_length_memory_efficient_attention, in float64 inside, cast once to the input's dtype."""
 
 from __future__ import annotations
 
@@ -89,3 +89,30 @@ def masked_multihead_attention(k):
         out = (out + shift.reshape(-1)) * k.x("out_smooth").reshape(-1)
     results = {"out": out.astype(x.dtype), "cache_kv_out": cache_out}
     return results | ({"beam_cache_offset_out": offsets} if offsets is not None else {})
+
+
+@kernel("variable_length_memory_efficient_attention")
+def variable_length_memory_efficient_attention(k):
+    query, key, value, mask = k.x("query"), k.x("key"), k.x("value"), k.optional("mask")
+    rows, cols = k.x("seq_lens").reshape(-1), k.x("kv_seq_lens").reshape(-1)
+    batch, heads, seq, _ = query.shape
+    shared = np.arange(heads) // (heads // key.shape[1])   # query head h reads kv head h / (H / KVH)
+    pre_cache, out = k.attr("pre_cache_length"), np.zeros((*query.shape[:3], value.shape[3]))
+    for b in range(batch):
+        m = int(rows[b])
+        n = int(cols[b]) + (pre_cache if m > 0 else 0)
+        if m > seq or n > key.shape[2] or min(m, n) < 0:
+            raise ValueError(f"sequence {b} has {m} query rows and {n} keys (kv_seq_lens + pre_cache_length), "
+                             f"outside query's {seq} and key's {key.shape[2]}")
+        if m == 0 or n == 0:
+            continue
+        scores = query[b, :, :m].astype(np.float64) @ np.swapaxes(key[b, shared, :n], 1, 2) * k.attr("scale")
+        if mask is not None:
+            if m > mask.shape[2] or n > mask.shape[3]:
+                raise ValueError(f"sequence {b} needs a mask of {m} x {n}, mask is {list(mask.shape)}")
+            scores = scores + mask[b, :, :m, :n].astype(np.float64)
+        if k.attr("causal"):
+            scores = np.where(np.arange(n)[None, :] <= np.arange(m)[:, None], scores, -np.inf)
+        p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        out[b, :, :m] = p @ value[b, shared, :n].astype(np.float64) / p.sum(axis=-1, keepdims=True)
+    return {"out": out.astype(query.dtype)}

@@ -16,4 +16,7 @@ ROWS = [
     row("pd_op.masked_multihead_attention_", "masked_multihead_attention", MMHA_INPUTS,
         "out:out cache_kv_out:cache_kv_out&cache_kv beam_cache_offset_out:beam_cache_offset_out&beam_cache_offset",
         MMHA_ATTRS),
+    row("pd_op.variable_length_memory_efficient_attention", "variable_length_memory_efficient_attention",
+        "query:query key:key value:value seq_lens:seq_lens kv_seq_lens:kv_seq_lens mask?:mask", "out:out",
+        "scale:f32 causal:bool pre_cache_length:i32"),
 ]
