@@ -61,11 +61,42 @@ def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int)
     return {"feeds": feeds, "ops": [op]}
 
 
+def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict) -> dict:
+    """blha_get_max_len, then block_multihead_attention with its max lengths (head_dim 16, max_seq_len 8, pages of
+    4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn."""
+    dim, width = 16, (heads + 2 * kv_heads) * 16
+    feeds = {"qkv": ([tokens, width], F32), "key_cache": ([6, kv_heads, 4, dim], F32),
+             "value_cache": ([6, kv_heads, 4, dim], F32), "batch_size": ([batch], I32), **extra}
+    feeds |= {name: (list(np.shape(value)), I32) for name, value in values.items()}
+    ins = {name: [name] for name in feeds if name != "batch_size"}
+    lengths = {"seq_lens_encoder": ["seq_lens_encoder"], "seq_lens_decoder": ["seq_lens_decoder"],
+               "batch_size": ["batch_size"]}
+    maxima = {slot: (slot, [1], I32) for slot in ("max_enc_len_this_time", "max_dec_len_this_time")}
+    outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], F32), "qkv_out": ("qkv", None, F32),
+            "key_cache_out": ("key_cache", None, F32), "value_cache_out": ("value_cache", None, F32)}
+    attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": False,
+             "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": -1.0,
+             "compute_dtype": "default", "rope_theta": 10000.0}
+    ins |= {slot: [slot] for slot in maxima}
+    return {"feeds": feeds, "values": values, "ops": [("blha_get_max_len", lengths, maxima, {}),
+                                                      ("block_multihead_attention", ins, outs, attrs)]}
+
+
+PREFILL = {"seq_lens_encoder": [[5], [3]], "seq_lens_decoder": [[0], [0]], "seq_lens_this_time": [[5], [3]],
+           "padding_offsets": [0, 0, 0, 0, 0, 3, 3, 3], "cum_offsets": [0, 3], "cu_seqlens_q": [0, 5, 8],
+           "cu_seqlens_k": [0, 5, 8], "block_tables": [[3, 0], [1, 2]]}
+DECODE = {"seq_lens_encoder": [[0], [0], [0]], "seq_lens_decoder": [[3], [0], [6]],
+          "seq_lens_this_time": [[1], [0], [1]], "padding_offsets": [0, 15], "cum_offsets": [0, 7, 15],
+          "cu_seqlens_q": [0, 1, 1, 2], "cu_seqlens_k": [0, 1, 1, 2], "block_tables": [[4, 0], [5, 5], [1, 3]]}
 CASES = {
     "mmha_pairs_bias_mask": _mmha(2, 2, False, False, False),
     "mmha_gqa_neox_lengths_smooth": _mmha(4, 2, True, True, True),
     "varlen_attention_gqa_mask": _varlen(4, 2, True, False, 0),
     "varlen_attention_causal_pre_cache": _varlen(2, 2, False, True, 2),
+    "blha_prefill_pairs_gqa_bias": _blha(False, PREFILL, 8, 2, 4, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
+                                                                      "qkv_bias": ([128], F32)}),
+    "blha_decode_neox_tgt_mask": _blha(True, DECODE, 2, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 16], F32),
+                                                                  "tgt_mask": ([3, 1, 1, 8], F32)}),
 }
 LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens": [[5], [4]]}
 
@@ -73,7 +104,9 @@ LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens"
 def _feed(rng, name, shape, dtype):
     if name in LENGTHS:
         return np.array(LENGTHS[name], np.int32)
-    if name == "src_mask":   # additive: 0 kept, -1e4 masked out, at random
+    if dtype == I32:
+        return np.ones(shape, np.int32)
+    if name in ("src_mask", "tgt_mask"):   # additive: 0 kept, -1e4 masked out, at random
         return np.where(rng.random(shape) < 0.3, -1e4, 0.0).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)
 
@@ -136,6 +169,7 @@ def write(case: str, seed: int) -> str:
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
     feed = {name: _feed(rng, name, *spec["feeds"][name]) for name in spec["feeds"]}
+    feed |= {name: np.array(value, np.int32) for name, value in spec.get("values", {}).items()}
     np.savez_compressed(directory / "feed.npz", **feed)
     op_type, _, _, attrs = spec["ops"][0]
     if op_type == "variable_length_memory_efficient_attention":

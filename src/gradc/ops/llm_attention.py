@@ -46,7 +46,7 @@ def chunk(dtype) -> int:
     return 4 if dtype in (VarType.FP32, None) else 8
 
 
-def _check_numel(ctx, slot: str, size: int, what: str) -> None:
+def check_numel(ctx, slot: str, size: int, what: str) -> None:
     shape = ctx.shape(slot) if ctx.has(slot) else None
     if shape is not None and min(shape, default=0) >= 0 and size >= 0 and _product(shape) != size:
         ctx.fail(f"{slot} {shape} must hold {what} = {size} values")
@@ -90,9 +90,9 @@ def _mmha_infer(ctx):
                  f"{kv_heads}, and head_dim a multiple of {chunk(dtype)} (the key cache's chunk)")
     if min(batch, cache[1]) >= 0 and cache[1] < batch:
         ctx.fail(f"cache_kv holds {cache[1]} sequences, fewer than x's {batch}")
-    _check_numel(ctx, "bias", x[1], "(heads + 2 kv_heads) head_dim")
+    check_numel(ctx, "bias", x[1], "(heads + 2 kv_heads) head_dim")
     for slot in ("out_shift", "out_smooth"):
-        _check_numel(ctx, slot, heads * head_dim, "heads head_dim")
+        check_numel(ctx, slot, heads * head_dim, "heads head_dim")
     _mmha_rotary(ctx, batch, head_dim)
     mask = ctx.shape("src_mask") if ctx.has("src_mask") else None
     if mask is not None and (len(mask) != 4 or mask[1] not in (1, heads, -1) or mask[2] not in (1, -1)):
@@ -109,7 +109,7 @@ def _mmha_rotary(ctx, batch: int, head_dim: int) -> None:
         ctx.fail(f"rotary_emb_dims={dims} needs rotary_tensor")
     if ctx.dtype("rotary_tensor") not in (VarType.FP32, None):
         ctx.fail("rotary_tensor must be float32 (the kernel reads floats)")
-    _check_numel(ctx, "rotary_tensor", 2 * batch * head_dim, "2 (cos, sin) batch head_dim")
+    check_numel(ctx, "rotary_tensor", 2 * batch * head_dim, "2 (cos, sin) batch head_dim")
     if ctx.attr("use_neox_rotary_style") and head_dim % (2 * dims):
         ctx.fail(f"head_dim {head_dim} must split into rotary_emb_dims={dims} chunks of even size")
 

@@ -74,6 +74,7 @@ FAMILIES = {
     "linalg_extra": ("eig", "eig_grad", "eigvals", "eigvalsh", "eigvalsh_grad", "matrix_rank", "matrix_rank_atol_rtol",
         "lu_solve", "lu_solve_grad", "svdvals", "svdvals_grad", "tril_indices", "triu_indices"),
     "llm_attention": ("masked_multihead_attention", "variable_length_memory_efficient_attention"),
+    "llm_block_attention": ("block_multihead_attention", "blha_get_max_len"),
     "lod_rnn": ("lstm", "lstm_grad"),
     "lod_rnn_gru": ("gru", "gru_grad", "gru_unit", "gru_unit_grad"),
     "lod_text": ("crf_decoding", "chunk_eval", "edit_distance", "ctc_align"),

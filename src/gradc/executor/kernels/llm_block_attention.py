@@ -1,0 +1,146 @@
+"""Kernels of gradc.ops.llm_block_attention: block_multihead_attention (prefill and decode against a paged cache)
+and blha_get_max_len, in float64 inside."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+from .llm_attention import softmax_attend
+
+
+def _pairs(x, cos, sin):
+    """Adjacent pairs (2i, 2i + 1) turned by cos[i], sin[i]."""
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return np.stack([even * cos - odd * sin, odd * cos + even * sin], axis=-1).reshape(x.shape)
+
+
+def _halves(x, cos, sin):
+    """Halves (i, i + D/2) turned by cos[..., :D/2] for the first and cos[..., D/2:] for the second half."""
+    half = x.shape[-1] // 2
+    left, right = x[..., :half], x[..., half:]
+    return np.concatenate([left * cos[..., :half] - right * sin[..., :half],
+                           right * cos[..., half:] + left * sin[..., half:]], axis=-1)
+
+
+class Paged:
+    """The op's views: the packed qkv split into heads, token positions, the cache pages."""
+
+    def __init__(self, k):
+        self.k, qkv = k, k.x("qkv")
+        self.key_cache, self.value_cache = k.x("key_cache").copy(), k.x("value_cache").copy()
+        self.kv_heads, self.block, self.dim = self.key_cache.shape[1:]
+        self.heads = qkv.shape[1] // self.dim - 2 * self.kv_heads
+        bias = k.optional("qkv_bias")
+        self.qkv = qkv.astype(np.float64) + (0 if bias is None else bias.reshape(-1))
+        self.tables = k.x("block_tables")
+        self.rope = k.optional("rope_emb")
+        self.neox, self.seq = k.attr("use_neox_style"), k.attr("max_seq_len")
+        self.shared = np.arange(self.heads) // (self.heads // self.kv_heads)
+
+    def split(self, rows):
+        """q [n, H, D], k and v [n, KVH, D] of the given token rows."""
+        heads = self.qkv[rows].reshape(len(rows), -1, self.dim)
+        return heads[:, :self.heads], heads[:, self.heads:self.heads + self.kv_heads], heads[:, self.heads
+                                                                                            + self.kv_heads:]
+
+    def slot(self, b: int, position: int):
+        page = position // self.block
+        if page >= self.tables.shape[1] or not 0 <= self.tables[b, page] < self.key_cache.shape[0]:
+            raise ValueError(f"sequence {b}'s position {position} falls outside its block table or the cache")
+        return self.tables[b, page], position % self.block
+
+    def write(self, b: int, positions, keys, values) -> None:
+        for position, key, value in zip(positions, keys, values):
+            page, row = self.slot(b, position)
+            self.key_cache[page, :, row], self.value_cache[page, :, row] = key, value
+
+    def read(self, b: int, count: int):
+        """The cached keys and values of positions 0..count-1: [KVH, count, D] each."""
+        pages = [self.slot(b, p) for p in range(count)]
+        keys = np.stack([self.key_cache[page, :, row] for page, row in pages], axis=1).astype(np.float64)
+        values = np.stack([self.value_cache[page, :, row] for page, row in pages], axis=1).astype(np.float64)
+        return keys, values
+
+    def prefill_rope(self, x, positions):
+        flat, half = self.rope.astype(np.float64).reshape(-1), self.dim // 2
+        length = self.rope.shape[2]
+        if self.neox:
+            index = positions[:, None] * self.dim + np.arange(half)
+            cos, sin = flat[index], flat[length * self.dim + index]
+            return _halves(x, np.concatenate([cos, cos], -1)[:, None], np.concatenate([sin, sin], -1)[:, None])
+        index = positions[:, None] * half + np.arange(half)
+        return _pairs(x, flat[index][:, None], flat[length * half + index][:, None])
+
+    def decode_rope(self, x, step: int):
+        if self.neox:
+            flat = self.rope.astype(np.float64).reshape(-1)
+            index = step * self.dim + np.arange(self.dim)
+            return _halves(x, flat[index], flat[self.rope.shape[2] * self.rope.shape[4] + index])
+        exponent = np.arange(0, self.dim, 2, dtype=np.float32) / np.float32(self.dim)
+        angle = (np.float32(step) / np.float32(self.k.attr("rope_theta")) ** exponent).astype(np.float64)
+        return _pairs(x, np.cos(angle), np.sin(angle))
+
+
+def _phase_on(k, slot: str, lengths) -> bool:
+    given = k.optional(slot)
+    return int(given.reshape(-1)[0]) > 0 if given is not None else bool(np.any(lengths > 0))
+
+
+def _prefill(paged, k, out, encoder) -> None:
+    origin = k.x("padding_offsets").reshape(-1)
+    starts, mask = k.x("cu_seqlens_q").reshape(-1), k.optional("mask")
+    for b in np.flatnonzero(encoder > 0):
+        rows = np.arange(starts[b], starts[b + 1])
+        positions = (rows + origin[rows]) % paged.seq
+        q, key, value = paged.split(rows)
+        if paged.rope is not None:
+            q, key = paged.prefill_rope(q, positions), paged.prefill_rope(key, positions)
+            paged.qkv[rows] = np.concatenate([q, key, value], axis=1).reshape(len(rows), -1)
+        scores = np.einsum("ihd,jhd->hij", q, key[:, paged.shared]) / np.sqrt(paged.dim)
+        if mask is not None:
+            scores = scores + mask[b, :, :len(rows), :len(rows)].astype(np.float64)
+        else:
+            scores = np.where(np.tril(np.ones((len(rows), len(rows)), bool)), scores, -np.inf)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+        out[rows] = np.einsum("hij,jhd->ihd", weights, value[:, paged.shared]).reshape(len(rows), -1)
+        paged.write(b, positions, key, value)
+
+
+def _decode(paged, k, out, decoder) -> None:
+    cum, mask = k.x("cum_offsets").reshape(-1), k.optional("tgt_mask")
+    for b in np.flatnonzero(decoder > 0):
+        step, row = int(decoder[b]), b * paged.seq - int(cum[b])
+        q, key, value = (part[0] for part in paged.split(np.array([row])))
+        if paged.rope is not None:
+            q, key = paged.decode_rope(q, step), paged.decode_rope(key, step)
+        paged.write(b, [step], [key], [value])
+        keys, values = paged.read(b, step + 1)
+        scores = np.einsum("hd,hsd->hs", q, keys[paged.shared]) / np.sqrt(paged.dim)
+        if mask is not None:
+            if step >= mask.shape[-1]:
+                raise ValueError(f"sequence {b} is at step {step}, past tgt_mask's {mask.shape[-1]} columns")
+            scores = scores + mask[b, :, 0, :step + 1].astype(np.float64)
+        out[row] = softmax_attend(scores, values[paged.shared]).reshape(-1)
+
+
+@kernel("block_multihead_attention")
+def block_multihead_attention(k):
+    paged, qkv = Paged(k), k.x("qkv")
+    encoder, decoder = k.x("seq_lens_encoder").reshape(-1), k.x("seq_lens_decoder").reshape(-1)
+    out = np.zeros((qkv.shape[0], paged.heads * paged.dim))
+    if _phase_on(k, "max_enc_len_this_time", encoder):
+        _prefill(paged, k, out, encoder)
+    if _phase_on(k, "max_dec_len_this_time", decoder):
+        _decode(paged, k, out, decoder)
+    return {"fmha_out": out.astype(qkv.dtype), "qkv_out": paged.qkv.astype(qkv.dtype),
+            "key_cache_out": paged.key_cache, "value_cache_out": paged.value_cache}
+
+
+@kernel("blha_get_max_len")
+def blha_get_max_len(k):
+    count = k.x("batch_size").shape[0]
+    encoder, decoder = (k.x(slot).reshape(-1)[:count] for slot in ("seq_lens_encoder", "seq_lens_decoder"))
+    return {"max_enc_len_this_time": np.array([encoder.max(initial=0)], np.int32),
+            "max_dec_len_this_time": np.array([decoder.max(initial=0)], np.int32)}
