@@ -730,6 +730,8 @@ COMPILE_TIME = {
                                                        "seq_lens": zeros(1, 1, dtype=np.int32),
                                                        "kv_seq_lens": zeros(1, 1, dtype=np.int32)}, {},
         "key's heads divide query's"),
+    "top_p_sampling ps": ("top_p_sampling", {"x": zeros(2, 4), "ps": zeros(3)}, {},
+                          "ps [3] must hold one value per row of x [2, 4]"),
     "block_multihead_attention heads": ("block_multihead_attention", {
         "qkv": zeros(2, 40), "key_cache": zeros(3, 2, 4, 8), "value_cache": zeros(3, 2, 4, 8),
         **{slot: zeros(2, dtype=np.int32) for slot in (

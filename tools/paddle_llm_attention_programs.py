@@ -82,6 +82,23 @@ def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_head
                                                       ("block_multihead_attention", ins, outs, attrs)]}
 
 
+def _top_p(mode: str, threshold: bool, seeds: bool) -> dict:
+    """top_p_sampling of 4 rows of 12 probabilities (row 0 peaked above its top_p: a drawn-free id), k = 3."""
+    logits = np.random.default_rng(7).standard_normal((4, 12)) * 1.5
+    logits[0, 5] = 9.0
+    probs = np.exp(logits) / np.exp(logits).sum(1, keepdims=True)
+    values = {"x": probs.astype(np.float32), "ps": np.array([0.9, 0.5, 0.8, 1.0], np.float32)}
+    if threshold:
+        values["threshold"] = np.array([0.0, 0.05, 0.1, 0.0], np.float32)
+    if seeds:
+        values["topp_seed"] = np.array([11, 12, 13, 14], np.int64)
+    feeds = {name: (list(value.shape), str(value.dtype)) for name, value in values.items()}
+    outs = {"out": ("out", [4, 1], F32), "ids": ("ids", [4, 1], "int64"), "topk_scores": ("topk_scores", [4, 3], F32),
+            "topk_ids": ("topk_ids", [4, 3], "int64")}
+    op = ("top_p_sampling", {name: [name] for name in values}, outs, {"k": 3, "mode": mode, "seed": 5})
+    return {"feeds": feeds, "values": values, "ops": [op]}
+
+
 PREFILL = {"seq_lens_encoder": [[5], [3]], "seq_lens_decoder": [[0], [0]], "seq_lens_this_time": [[5], [3]],
            "padding_offsets": [0, 0, 0, 0, 0, 3, 3, 3], "cum_offsets": [0, 3], "cu_seqlens_q": [0, 5, 8],
            "cu_seqlens_k": [0, 5, 8], "block_tables": [[3, 0], [1, 2]]}
@@ -97,6 +114,8 @@ CASES = {
                                                                       "qkv_bias": ([128], F32)}),
     "blha_decode_neox_tgt_mask": _blha(True, DECODE, 2, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 16], F32),
                                                                   "tgt_mask": ([3, 1, 1, 8], F32)}),
+    "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
+    "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
 }
 LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens": [[5], [4]]}
 
@@ -169,7 +188,7 @@ def write(case: str, seed: int) -> str:
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
     feed = {name: _feed(rng, name, *spec["feeds"][name]) for name in spec["feeds"]}
-    feed |= {name: np.array(value, np.int32) for name, value in spec.get("values", {}).items()}
+    feed |= {name: np.array(value, spec["feeds"][name][1]) for name, value in spec.get("values", {}).items()}
     np.savez_compressed(directory / "feed.npz", **feed)
     op_type, _, _, attrs = spec["ops"][0]
     if op_type == "variable_length_memory_efficient_attention":

@@ -104,6 +104,7 @@ FAMILIES = {
     "linalg_extra_double": ("svdvals_grad", "lu_solve_grad", "eig_grad", "eigvalsh_grad"),
     "llm_attention": ("masked_multihead_attention", "variable_length_memory_efficient_attention"),
     "llm_block_attention": ("block_multihead_attention", "blha_get_max_len"),
+    "llm_sampling": ("top_p_sampling",),
     "lod_rnn": ("lstm", "lstm_grad", "gru", "gru_grad", "gru_unit", "gru_unit_grad"),
     "lod_rnn_double": ("gru_unit_grad", "lstm_grad", "gru_grad"),
     "lod_text": ("crf_decoding", "chunk_eval", "edit_distance", "ctc_align", "beam_search", "beam_search_decode"),

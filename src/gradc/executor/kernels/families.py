@@ -75,6 +75,7 @@ FAMILIES = {
         "lu_solve", "lu_solve_grad", "svdvals", "svdvals_grad", "tril_indices", "triu_indices"),
     "llm_attention": ("masked_multihead_attention", "variable_length_memory_efficient_attention"),
     "llm_block_attention": ("block_multihead_attention", "blha_get_max_len"),
+    "llm_sampling": ("top_p_sampling",),
     "lod_rnn": ("lstm", "lstm_grad"),
     "lod_rnn_gru": ("gru", "gru_grad", "gru_unit", "gru_unit_grad"),
     "lod_text": ("crf_decoding", "chunk_eval", "edit_distance", "ctc_align"),

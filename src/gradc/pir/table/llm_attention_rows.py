@@ -1,5 +1,6 @@
-"""Rows: the attention ops of PaddleNLP's inference exports (gradc.ops.llm_attention, llm_block_attention), named
-as Paddle 3.3.1's translation of their legacy ops names them (tools/paddle_llm_attention_programs.py)."""
+"""Rows: the attention and sampling ops of PaddleNLP's inference exports (gradc.ops.llm_attention,
+llm_block_attention, llm_sampling), named as Paddle 3.3.1's translation of their legacy ops names them
+(tools/paddle_llm_attention_programs.py)."""
 
 from __future__ import annotations
 
@@ -34,4 +35,6 @@ ROWS = [
     row("pd_op.blha_get_max_len", "blha_get_max_len", "seq_lens_encoder:seq_lens_encoder"
         " seq_lens_decoder:seq_lens_decoder batch_size:batch_size",
         "max_enc_len_this_time:max_enc_len_this_time max_dec_len_this_time:max_dec_len_this_time"),
+    row("pd_op.top_p_sampling", "top_p_sampling", "x:x ps:ps threshold?:threshold topp_seed?:topp_seed",
+        "out:out ids:ids topk_scores:topk_scores topk_ids:topk_ids", "seed:i64=-1 k:i32 mode:str=truncated"),
 ]
