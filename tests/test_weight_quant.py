@@ -92,3 +92,39 @@ def test_paddles_translated_weight_only_program_agrees_with_its_own_dequantized_
     assert np.round(q).min() >= -128 and np.round(q).max() <= 127
     np.testing.assert_allclose(got["out"], feed["x"] @ w + feed["bias"], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got["x@GRAD"], feed["dy"] @ w.T, rtol=1e-5, atol=1e-5)
+
+
+def _llm_int8_reference(x, w, bias, threshold):
+    """Row by row: outlier columns (any |x| > threshold) in float against q * scale, the rest quantized by the
+    row's range over its entries <= threshold and multiplied as integers."""
+    q, scale = _reference_q(w, 8, -1)
+    rows = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    outliers = (np.abs(rows) > threshold).any(axis=0)
+    out = np.zeros((len(rows), w.shape[1]))
+    for i, row in enumerate(rows):
+        kept = np.abs(row) <= threshold
+        limit = np.abs(row[kept]).max()
+        qx = np.where(outliers, 0, np.clip(np.sign(row) * np.floor(np.abs(row) * 127 / limit + 0.5), -127, 127))
+        out[i] = row[outliers] @ (q[outliers] * scale) + (qx @ q) * limit * scale / 127 + bias
+    return out.reshape(*x.shape[:-1], -1)
+
+
+def test_paddles_translated_llm_int8_linear_splits_outlier_columns_from_the_int8_product():
+    directory = GPU_ONLY / "llm_int8_linear_outliers"
+    with np.load(directory / "feed.npz") as archive:
+        feed = {name: archive[name] for name in archive.files}
+    fetches = json.loads((directory / "meta.json").read_text())["fetches"]
+    got = dict(zip(fetches, gradc.Executor().run(load_pir(directory / "program.json"), feed, fetches,
+                                                  gradc.Scope())))
+    want = _llm_int8_reference(feed["x"], feed["w"], feed["bias"], 6.0)
+    np.testing.assert_allclose(got["out"], want, rtol=1e-5, atol=1e-4)
+    exact = feed["x"].astype(np.float64) @ feed["w"] + feed["bias"]
+    assert np.abs(got["out"] - exact).max() < 0.2 < np.abs(got["out"] - exact).max() * 1e3   # int8 error, not 0
+    no_outliers = _llm_int8_reference(feed["x"], feed["w"], feed["bias"], 100.0)
+    assert np.abs(no_outliers - exact).max() > np.abs(want - exact).max()   # the float outliers are exact
+
+
+def test_llm_int8_linear_refuses_a_weight_of_another_k():
+    with pytest.raises(ProgramError, match="must end in the weight's k = 64"):
+        run("llm_int8_linear", {"x": np.zeros((2, 32), np.float32), "weight": np.zeros((8, 64), np.int8),
+                                "weight_scale": np.zeros(8, np.float32)}, ["out"])

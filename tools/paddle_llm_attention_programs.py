@@ -99,6 +99,22 @@ def _top_p(mode: str, threshold: bool, seeds: bool) -> dict:
     return {"feeds": feeds, "values": values, "ops": [op]}
 
 
+def _llm_int8() -> dict:
+    """weight_quantize (llm.int8, which Paddle runs on CPU) of w [64, 16], then llm_int8_linear of x [2, 3, 64] whose
+    columns 7 and 40 hold values past the threshold 6 in one row each."""
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-2, 2, (2, 3, 64)).astype(np.float32)
+    x[0, 1, 7], x[1, 2, 40] = 9.5, -7.25
+    values = {"x": x, "w": rng.standard_normal((64, 16)).astype(np.float32),
+              "bias": rng.standard_normal(16).astype(np.float32)}
+    feeds = {name: (list(value.shape), F32) for name, value in values.items()}
+    quantize = ("weight_quantize", {"x": ["w"]}, {"out": ("qw", [16, 64], "int8"), "scale": ("scale", [16], F32)},
+                {"algo": "llm.int8", "arch": 80, "group_size": -1})
+    linear = ("llm_int8_linear", {"x": ["x"], "weight": ["qw"], "bias": ["bias"], "weight_scale": ["scale"]},
+              {"out": ("out", [2, 3, 16], F32)}, {"threshold": 6.0})
+    return {"feeds": feeds, "values": values, "ops": [quantize, linear]}
+
+
 PREFILL = {"seq_lens_encoder": [[5], [3]], "seq_lens_decoder": [[0], [0]], "seq_lens_this_time": [[5], [3]],
            "padding_offsets": [0, 0, 0, 0, 0, 3, 3, 3], "cum_offsets": [0, 3], "cu_seqlens_q": [0, 5, 8],
            "cu_seqlens_k": [0, 5, 8], "block_tables": [[3, 0], [1, 2]]}
@@ -116,6 +132,7 @@ CASES = {
                                                                   "tgt_mask": ([3, 1, 1, 8], F32)}),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
+    "llm_int8_linear_outliers": _llm_int8(),
 }
 LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens": [[5], [4]]}
 

@@ -65,4 +65,8 @@ CASES = [
     SlotCase("weight_only_linear", "bias", {"x": np.ones((1, 64)), "weight": pack(np.ones((64, 4)), 8, 70, False),
                                             "weight_scale": SCALE, "bias": S3[[0, 1, 2, 0]]},
              {"out": 64 * SCALE[None] + S3[[0, 1, 2, 0]]}, {"arch": 70}, overrides=False),   # q = 1 everywhere
+    # x of ones (no outlier, range 1, qx = 127) against llm.int8's q = 1: 64 * 127 * 1 * scale / 127 + bias
+    SlotCase("llm_int8_linear", "bias", {"x": np.ones((1, 64)), "weight": np.ones((4, 64), np.int8),
+                                         "weight_scale": SCALE, "bias": S3[[0, 1, 2, 0]]},
+             {"out": 64 * SCALE[None] + S3[[0, 1, 2, 0]]}, overrides=False),
 ]

@@ -13,7 +13,13 @@
     weight_only_linear (x [..., k], weight, bias?, weight_scale -> out [..., n]): x W + bias with W = q * scale read
         from the layout of ``arch``; weight_only_linear_grad gives x@GRAD = out@GRAD W^T (Paddle's grad gives the
         weight, its scale and bias none), its own gradient weight_only_linear again (gradc.ops.weight_quant_double).
-These are GPU-only in Paddle 3.3.1 (the CUTLASS mixed-input GEMM): gradc reads the layout its quantize writes.
+    llm_int8_linear (x [..., k], weight, bias?, weight_scale -> out [..., n]; no gradient in Paddle): LLM.int8 on
+        llm.int8's layout (q [n, k]): columns of x holding any |x| > threshold are outliers, multiplied in float by
+        q * scale; each row r of the rest is quantized by its range R_r = max |x_r| over its entries <= threshold,
+        qx = round(127 x / R_r) (halves away from zero, 0 where R_r is 0), and out = x_outliers W_outliers^T +
+        (qx q^T) R_r scale / 127 + bias.
+These are GPU-only in Paddle 3.3.1 (the CUTLASS mixed-input GEMM, cuBLASLt's int8 GEMM): gradc reads the layout its
+quantize writes.
 """
 
 from __future__ import annotations
@@ -114,3 +120,19 @@ defop("weight_dequantize", ["x", "scale"], ["out"], attrs={"algo": "weight_only_
       infer=_dequantize_infer)
 defop("weight_only_linear", ["x", "weight", "bias?", "weight_scale"], ["out"], attrs=LINEAR_ATTRS,
       infer=_linear_infer, no_grad_inputs=["weight", "bias", "weight_scale"], grad=_linear_grad)
+
+
+def _int8_linear_infer(ctx):
+    check_float(ctx, "x")
+    dims, x = _weight_dims(ctx, "weight", "weight_scale", 8), ctx.shape("x")
+    if ctx.attr("threshold") < 0:
+        ctx.fail(f"threshold={ctx.attr('threshold')} must not be negative")
+    if dims is None or x is None:
+        return {"out": (None, ctx.dtype("x"))}
+    if x[-1] >= 0 and dims[0] >= 0 and x[-1] != dims[0]:
+        ctx.fail(f"x {x} must end in the weight's k = {dims[0]}")
+    return {"out": ([*x[:-1], dims[1]], ctx.dtype("x"))}
+
+
+defop("llm_int8_linear", ["x", "weight", "bias?", "weight_scale"], ["out"], attrs={"threshold": 6.0},
+      infer=_int8_linear_infer)

@@ -144,3 +144,19 @@ def weight_only_linear(k):
 def weight_only_linear_grad(k):
     dout = k.x("out@GRAD")
     return k.grads({"x@GRAD": lambda: (dout.astype(np.float64) @ _linear_weight(k).T).astype(dout.dtype)})
+
+
+@kernel("llm_int8_linear")
+def llm_int8_linear(k):
+    x, bias, threshold = k.x("x"), k.optional("bias"), k.attr("threshold")
+    q, scale = k.x("weight").astype(np.float64), k.x("weight_scale").astype(np.float64)
+    rows = x.reshape(-1, x.shape[-1]).astype(np.float64)
+    inliers = np.abs(rows) <= threshold
+    outliers = ~inliers.all(axis=0)   # a column with an outlier in any row goes through the float product
+    ranges = np.where(inliers, np.abs(rows), 0).max(axis=1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        qx = np.where(ranges > 0, np.clip(_round_away(rows * 127 / ranges), -127, 127), 0)
+    qx[:, outliers] = 0
+    out = rows[:, outliers] @ (q[:, outliers] * scale[:, None]).T + (qx @ q.T) * ranges * scale / 127
+    out = out if bias is None else out + bias
+    return {"out": out.reshape(*x.shape[:-1], -1).astype(x.dtype)}

@@ -51,6 +51,7 @@ ROWS = [
     row("pd_op.weight_only_linear", "weight_only_linear", LINEAR_INPUTS, "out:out", LINEAR),
     row("pd_op.weight_only_linear_grad", "weight_only_linear_grad", f"{LINEAR_INPUTS} out_grad:out@GRAD",
         "x_grad:x@GRAD", LINEAR),
+    row("pd_op.llm_int8_linear", "llm_int8_linear", LINEAR_INPUTS, "out:out", "threshold:f32=6"),
     row("pd_op.rms_norm", "rms_norm", "x:x scale?:scale", "y:y invvar:invvar", RMS_NORM),
     row("pd_op.rms_norm_grad", "rms_norm_grad", "x:x scale?:scale invvar:invvar y_grad:y@GRAD",
         "x_grad:x@GRAD scale_grad:scale@GRAD", RMS_NORM),
