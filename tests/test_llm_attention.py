@@ -12,7 +12,7 @@ import pytest
 import gradc
 from gradc.errors import ProgramError
 from gradc.pir import load_pir
-from test_extra_math import run
+from test_extra_math import program_of, round_trips_through_pir, run
 
 GPU_ONLY = Path(__file__).parent / "data" / "paddle" / "pir_gpu_only"
 r = np.random.default_rng(31)
@@ -220,3 +220,16 @@ def test_varlen_attention_refuses_lengths_past_its_inputs():
         run("variable_length_memory_efficient_attention", inputs, ["out"], {"scale": 1.0, "pre_cache_length": 1})
     with pytest.raises(ProgramError, match="seq_lens must be int32"):
         run("variable_length_memory_efficient_attention", {**inputs, "seq_lens": np.array([[2]])}, ["out"])
+
+
+def test_gradcs_pir_export_of_mmha_and_varlen_attention_reads_back_to_the_same_values():
+    x, cache = _mmha_inputs(np.float32)
+    program, feed = program_of("masked_multihead_attention", {
+        "x": x, "cache_kv": cache, "sequence_lengths": np.array([[1], [3]], np.int32)}, ["out", "cache_kv_out"])
+    round_trips_through_pir(program, feed, ["out", "cache_kv_out"], ("masked_multihead_attention_",))
+    query = r.standard_normal((1, 2, 3, 8)).astype(np.float32)
+    lengths = np.array([[3]], np.int32)
+    program, feed = program_of("variable_length_memory_efficient_attention", {
+        "query": query, "key": query, "value": query, "seq_lens": lengths, "kv_seq_lens": lengths}, ["out"],
+        {"scale": 0.5, "causal": True})
+    round_trips_through_pir(program, feed, ["out"], ("variable_length_memory_efficient_attention",))

@@ -75,13 +75,14 @@ def masked_multihead_attention(k):
     if offsets is not None and np.any(offsets):
         raise ValueError("beam_cache_offset moves cache reads between beams, which is not supported")
     lengths = k.optional("sequence_lengths")
-    out, cache_out = np.zeros((x.shape[0], x.shape[1] // cache.shape[4] - 2 * cache.shape[2], cache.shape[4])), \
-        cache.copy()
+    heads = x.shape[1] // cache.shape[4] - 2 * cache.shape[2]
+    out, cache_out = np.zeros((x.shape[0], heads, cache.shape[4])), cache.copy()
+    wide = x.astype(np.float64)
     for b in range(x.shape[0]):
         step = int(lengths.reshape(-1)[b]) if lengths is not None else mask.shape[-1] - 1
         if step < 0:   # the kernel returns before touching this sequence
             continue
-        out[b], keys, values = _mmha_step(k, x.astype(np.float64), cache, b, step, mask)
+        out[b], keys, values = _mmha_step(k, wide, cache, b, step, mask)
         cache_out[0, b], cache_out[1, b] = keys, values
     out = out.reshape(x.shape[0], -1)
     shift = k.optional("out_shift")
