@@ -25,9 +25,10 @@ def _fixture(case: str):
     return build
 
 
-def _one_op(op: str, values, attrs: dict | None = None, out_shape=None, indices=None, shape=None):
+def _one_op(op: str, values, attrs: dict | None = None, out_shape=None, indices=None, shape=None, tensors=None):
     """mean(to_dense(op(coo(values at indices of shape))) * r): by default 5 sites of a [2, 3, 4] grid, and the
-    values' dense dims; ``out_shape`` the op's (its input's by default)."""
+    values' dense dims; ``out_shape`` the op's (its input's by default); ``tensors``: int inputs fed to the op's
+    slots (a slot -> an array, or a list of them)."""
     def build():
         sites = np.array([[0, 1, 1, 0, 1], [2, 0, 1, 1, 2], [3, 0, 1, 3, 2]]) if indices is None else indices
         dims = [2, 3, 4, *values.shape[1:]] if shape is None else shape
@@ -41,11 +42,17 @@ def _one_op(op: str, values, attrs: dict | None = None, out_shape=None, indices=
         block.create_var("y", out, F64, type=gradc.VarType.SPARSE_COO)
         block.append_op("sparse_sparse_coo_tensor", {"values": ["val"], "indices": ["idx"]}, {"out": ["x"]},
                         {"shape": dims})
-        block.append_op(op, {"x": ["x"]}, {"out": ["y"]}, attrs or {})
+        ints, fed = {}, {}
+        for slot, value in (tensors or {}).items():
+            ints[slot] = [f"{slot}{i}" for i in range(len(value))] if isinstance(value, list) else [slot]
+            for name, array in zip(ints[slot], value if isinstance(value, list) else [value]):
+                block.create_var(name, list(array.shape), gradc.ir.to_var_type(array.dtype))
+                fed[name] = array
+        block.append_op(op, {"x": ["x"], **ints}, {"out": ["y"]}, attrs or {})
         block.append_op("sparse_to_dense", {"x": ["y"]}, {"out": ["dense"]})
         block.append_op("elementwise_mul", {"X": ["dense"], "Y": ["r"]}, {"Out": ["product"]}, {"axis": -1})
         block.append_op("reduce_mean", {"X": ["product"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
-        return {"program": program, "feed": {"val": values, "idx": sites, "r": r.standard_normal(out)},
+        return {"program": program, "feed": {"val": values, "idx": sites, "r": r.standard_normal(out), **fed},
                 "params": {}, "loss": "loss", "wrt": ["val"]}
     return build
 
@@ -86,6 +93,12 @@ RESHAPE = {"shape": [4, 0, -1, 2]}
 SUM = {"axis": [0, 2], "keepdim": False}
 SHAPED = [("sparse_slice", SLICE, [2, 2, 3, 2]), ("sparse_reshape", RESHAPE, [4, 3, 2, 2]),
           ("sparse_sum", SUM, [3, 2])]
+# the same given as tensors (the attributes another, wrong, window, shape or axis)
+TENSORS = [("sparse_slice", {"axes": [1, -2], "starts": [0, 0], "ends": [1, 1]}, [2, 2, 3, 2],
+            {"StartsTensor": np.array([1, 1]), "EndsTensorList": [np.array([3], np.int32), np.array([10])]}),
+           ("sparse_reshape", {"shape": [2, 3, 4, 2]}, [4, 3, 2, 2],
+            {"ShapeTensorList": [np.array([4]), np.array([0]), np.array([-1], np.int32), np.array([2])]}),
+           ("sparse_sum", {"axis": [1], "keepdim": False}, [3, 2], {"AxisTensor": np.array([0, 2])})]
 
 CASES = [_case(op, _fixture(case)) for op, case in [
     ("sparse_sparse_coo_tensor", "subm_unsorted"), ("sparse_relu", "subm_relu"), ("sparse_to_dense", "dilated"),
@@ -107,6 +120,9 @@ CASES += [_case("sparse_cast", _one_op("sparse_cast", AWAY, {"index_dtype": int(
                                                                "value_dtype": int(F64)}))]
 CASES += [_case(op, _one_op(op, AWAY, attrs, out_shape)) for op, attrs, out_shape in SHAPED]
 CASES += [_case(f"{op}_grad", _second_order(_one_op(op, AWAY, attrs, out_shape))) for op, attrs, out_shape in SHAPED]
+CASES += [_case(op, _one_op(op, AWAY, attrs, out_shape, tensors=tensors)) for op, attrs, out_shape, tensors in TENSORS]
+CASES += [_case(f"{op}_grad", _second_order(_one_op(op, AWAY, attrs, out_shape, tensors=tensors)))
+          for op, attrs, out_shape, tensors in TENSORS]
 CASES += [_case("sparse_softmax", _one_op("sparse_softmax", UNIT[:, 0], **ROWS)),
           _case("sparse_softmax", _one_op("sparse_softmax", UNIT))]   # rows of entries; the values' last axis
 REFUSED = [Case("sparse_batch_norm_grad", {}, program=_second_order(_fixture("strided_bn"))),

@@ -26,8 +26,12 @@ defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor",
                                                      passed=("indices",)), no_grad_inputs=["indices"])
 defgrad("sparse_to_dense_grad", grad=linear("sparse_to_dense", x="x", out="out"), no_grad_inputs=["x"])
 defgrad("sparse_values_grad", grad=linear("sparse_values", x="x", out="out"), no_grad_inputs=["x"])
-for _forward in ("sparse_reshape", "sparse_slice", "sparse_sum", "sparse_transpose", "sparse_coalesce"):
-    defgrad(f"{_forward}_grad", grad=linear(_forward, x="x", out="out"), no_grad_inputs=["x"])
+_INT_LISTS = {"sparse_reshape": sparse_shape.SHAPE_SLOTS, "sparse_slice": sparse_shape.WINDOW_SLOTS,
+              "sparse_sum": sparse_shape.AXIS_SLOTS, "sparse_transpose": [], "sparse_coalesce": []}
+for _forward, _slots in _INT_LISTS.items():
+    _passed = tuple(slot.rstrip("[]?") for slot in _slots)
+    defgrad(f"{_forward}_grad", grad=linear(_forward, x="x", out="out", passed=_passed),
+            no_grad_inputs=["x", *_passed])
 
 
 def _relu_double_grad(g):

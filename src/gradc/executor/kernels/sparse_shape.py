@@ -7,6 +7,7 @@ import numpy as np
 from ...ops.sparse_shape import resolve_shape, slice_dims, summed_dims
 from ..sparse_value import SparseCoo
 from . import kernel
+from .index import ints
 from .sparse import coo
 from .tensor import numpy_dtype
 
@@ -15,11 +16,17 @@ def _fail(message: str):
     raise ValueError(message)
 
 
+def _given(k, name: str) -> list[int]:
+    """The int list ``name``: its tensor's, else its list of tensors', else the attribute's (Paddle's IntArray)."""
+    slot = name.capitalize() + "Tensor"
+    return ints(k, [slot, slot + "List"], name)
+
+
 @kernel("sparse_reshape")
 def reshape(k):
     """The sparse dims renumbered row-major, the dense dims (the values' own) kept."""
     x = coo(k, "x")
-    shape = resolve_shape(list(x.shape), list(k.attr("shape")), _fail)
+    shape = resolve_shape(list(x.shape), _given(k, "shape"), _fail)
     dense = x.values.ndim - 1
     if tuple(shape[len(shape) - dense:]) != x.shape[x.sparse_dim:]:
         raise ValueError(f"sparse_reshape keeps the dense dims {list(x.shape[x.sparse_dim:])}: {list(x.shape)} "
@@ -36,8 +43,7 @@ def reshape_grad(k):
 
 def _window(k, x: SparseCoo):
     """(the output shape, which entries of x lie in the window, the window's starts by sparse dim)."""
-    shape, windows = slice_dims(list(x.shape), list(k.attr("axes")), list(k.attr("starts")), list(k.attr("ends")),
-                                _fail)
+    shape, windows = slice_dims(list(x.shape), _given(k, "axes"), _given(k, "starts"), _given(k, "ends"), _fail)
     kept, starts = np.ones(x.nnz, bool), np.zeros((x.sparse_dim, 1), np.int64)
     for axis, start, end in windows:
         if axis >= x.sparse_dim:
@@ -66,7 +72,7 @@ def slice_grad(k):
 def _groups(k, x: SparseCoo):
     """(the output shape, the reduced axes of the values, each entry's output site, the output sites' indices).
     Without a reduced sparse dim the sites stay as they are; otherwise the sites they merge into, sorted."""
-    axis, keepdim = list(k.attr("axis")), k.attr("keepdim")
+    axis, keepdim = _given(k, "axis"), k.attr("keepdim")
     shape, reduced = summed_dims(list(x.shape), axis, keepdim, _fail)
     dense_axes = tuple(d - x.sparse_dim + 1 for d in reduced if d >= x.sparse_dim)
     sparse_reduced = [d for d in reduced if d < x.sparse_dim]

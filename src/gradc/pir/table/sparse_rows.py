@@ -21,6 +21,8 @@ def _dense_y(legacy, exporter) -> bool:
     return var is None or var.type != VarType.SPARSE_COO
 
 
+# PIR's slice takes axes as an attribute only (a Tensor of axes crashes Paddle's builder), starts and ends as operands
+WINDOW = "starts>starts:ints@StartsTensor,StartsTensorList ends>ends:ints@EndsTensor,EndsTensorList"
 ADD_GRAD, ADD_GRADS = "x:x y:y out_grad:out@GRAD", "x_grad:x@GRAD y_grad:y@GRAD"
 # attributes of the elementwise ops on values (the rest have none)
 UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
@@ -42,8 +44,7 @@ ROWS = [
     row("pd_op.coo_to_dense_sp", "sparse_to_dense", "x:x", "out:out"),
     row("pd_op.values_coo_sp", "sparse_values", "x:x", "out:out"),
     row("pd_op.reshape_coo_sp", "sparse_reshape", "x:x shape>shape:ints@ShapeTensor,ShapeTensorList", "out:out"),
-    row("pd_op.slice_coo_sp", "sparse_slice", "x:x axes>axes:ints@AxesTensor,AxesTensorList "
-        "starts>starts:ints@StartsTensor,StartsTensorList ends>ends:ints@EndsTensor,EndsTensorList", "out:out"),
+    row("pd_op.slice_coo_sp", "sparse_slice", f"x:x {WINDOW}", "out:out", "axes:i64s"),
     row("pd_op.sum_coo_sp", "sparse_sum", "x:x axis>axis:ints@AxisTensor,AxisTensorList", "out:out",
         "dtype:dtype=-1 keepdim:bool"),
     row("pd_op.softmax_coo_sp", "sparse_softmax", "x:x", "out:out", "axis:i32=-1"),
@@ -74,11 +75,12 @@ ROWS = [
     row("pd_op.relu_coo_grad_sp", "sparse_relu_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD"),
     row("pd_op.to_dense_grad_sp", "sparse_to_dense_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
     row("pd_op.values_grad_sp", "sparse_values_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
-    row("pd_op.reshape_coo_grad_sp", "sparse_reshape_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
-    row("pd_op.slice_coo_grad_sp", "sparse_slice_grad", "x:x out_grad:out@GRAD axes>axes:ints starts>starts:ints "
-        "ends>ends:ints", "x_grad:x@GRAD"),
-    row("pd_op.sum_coo_grad_sp", "sparse_sum_grad", "x:x out_grad:out@GRAD axis>axis:ints", "x_grad:x@GRAD",
-        "keepdim:bool"),
+    row("pd_op.reshape_coo_grad_sp", "sparse_reshape_grad", "x:x out_grad:out@GRAD ~ShapeTensor ~ShapeTensorList",
+        "x_grad:x@GRAD"),
+    row("pd_op.slice_coo_grad_sp", "sparse_slice_grad", f"x:x out_grad:out@GRAD {WINDOW}", "x_grad:x@GRAD",
+        "axes:i64s"),
+    row("pd_op.sum_coo_grad_sp", "sparse_sum_grad", "x:x out_grad:out@GRAD axis>axis:ints@AxisTensor,AxisTensorList",
+        "x_grad:x@GRAD", "keepdim:bool"),
     row("pd_op.softmax_coo_grad_sp", "sparse_softmax_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD",
         "axis:i32=-1"),
 ]
