@@ -3,6 +3,8 @@ pir_int_args, tools/paddle_sparse_pir_int_args.py): Paddle's PIR program reads t
 legacy tensor slots (ShapeTensor, StartsTensor, EndsTensor, AxisTensor). Outputs are Paddle's Executor's, gradients
 its dygraph ones; the training program goes to PIR and back with the grad ops reading the same tensors."""
 
+import json
+
 import numpy as np
 
 import gradc
@@ -53,5 +55,8 @@ def test_their_gradients_are_paddles_and_go_to_pir_and_back():
     data = serialize_pir(trained, fetch=[grad])
     for op in ("slice_coo_grad_sp", "sum_coo_grad_sp", "reshape_coo_grad_sp"):
         assert f'"1.{op}"'.encode() in data, op
+    ops = json.loads(data)["program"]["regions"][0]["blocks"][0]["ops"]
+    axes = [attr["AT"]["#"] for op in ops if op["#"].startswith("1.slice_coo") for attr in op["A"]]
+    assert axes == ["1.a_intarray"] * 2   # as Paddle writes it: an array of int64 crashes its Executor
     (again,) = gradc.Executor().run(parse_pir(data), inputs, [grad])
     np.testing.assert_allclose(again, got, rtol=1e-6, atol=1e-8)   # the sum of the 4 gradients in another order
