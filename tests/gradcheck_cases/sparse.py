@@ -5,7 +5,7 @@ wrong (docs/sparse.md). Ops no fixture holds in a needed form (slice, a softmax 
 ops) get a small program of their own: mean(to_dense(op(coo(val))) * r), the values kept in the op's domain.
 
 The grad ops' cases (second derivatives) differentiate loss2 = the mean of each first gradient times a fixed random
-tensor, through the program's backward; sparse_batch_norm_grad and sparse_softmax_grad refuse."""
+tensor, through the program's backward."""
 
 import numpy as np
 
@@ -18,9 +18,14 @@ r = rng(53)
 F64, I64 = gradc.VarType.FP64, gradc.VarType.INT64
 
 
-def _fixture(case: str):
+def _fixture(case: str, **attrs):
+    """Paddle's fixture program ``case``; ``attrs`` set on every op that has them (batch norm's is_test)."""
     def build():
         fixture = load(case, float64=True)
+        for op in fixture["program"].global_block.ops:
+            for name, value in attrs.items():
+                if name in op.attrs:
+                    op.set_attr(name, value)
         return {key: fixture[key] for key in ("program", "feed", "params", "loss", "wrt")}
     return build
 
@@ -125,5 +130,7 @@ CASES += [_case(f"{op}_grad", _second_order(_one_op(op, AWAY, attrs, out_shape, 
           for op, attrs, out_shape, tensors in TENSORS]
 CASES += [_case("sparse_softmax", _one_op("sparse_softmax", UNIT[:, 0], **ROWS)),
           _case("sparse_softmax", _one_op("sparse_softmax", UNIT))]   # rows of entries; the values' last axis
-REFUSED = [Case("sparse_batch_norm_grad", {}, program=_second_order(_fixture("strided_bn"))),
-           Case("sparse_softmax_grad", {}, program=_second_order(_one_op("sparse_softmax", UNIT)))]
+CASES += [_case("sparse_batch_norm_grad", _second_order(_fixture("strided_bn"))),
+          _case("sparse_batch_norm_grad", _second_order(_fixture("strided_bn", is_test=True))),   # running stats
+          _case("sparse_softmax_grad", _second_order(_one_op("sparse_softmax", UNIT))),
+          _case("sparse_softmax_grad", _second_order(_one_op("sparse_softmax", UNIT[:, 0], **ROWS)))]

@@ -11,16 +11,16 @@ operands and out@GRAD), so with ddX the grads of its outputs:
 - conv3d_grad (dx = dout W^T, dW = x^T dout by the rulebook): d/d(dout) = conv3d(ddx, W) + conv3d(x, ddW),
   d/dx = conv3d_grad's x part with kernel ddW, d/dW = its kernel part with x's values ddx.
 
-sparse_batch_norm_grad, sparse_softmax_grad and sparse_divide_grad refuse: gradc does not differentiate them twice.
+- softmax_grad, divide_grad and batch_norm_grad are written with differentiable ops (``expansion``): softmax's and
+  divide's on the dense tensors, read back at the sites; batch norm's as the dense batch_norm_grad of the values.
 """
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import sparse, sparse_binary, sparse_shape  # noqa: F401  (register the grad ops given makers here)
-from .composite import Formula, bilinear, first, linear
+from .composite import Formula, bilinear, expansion, first, linear
 
 defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor", x="values", out="out",
                                                      passed=("indices",)), no_grad_inputs=["indices"])
@@ -46,8 +46,9 @@ defgrad("sparse_relu_grad", grad=_relu_double_grad, no_grad_inputs=["out"])
 
 
 def _dense_part(f: Formula, g, op_type: str, name: str, dtype) -> str:
-    """The values or indices of the sparse var ``name``, in a dense temporary."""
-    part = f.op(op_type, {"x": name}, name, slot="out", dims=lambda shape: [-1], dtype=dtype)
+    """The values or indices ([sparse_dim, nnz]) of the sparse var ``name``, in a dense temporary."""
+    rank = 2 if op_type == "sparse_indices" else 1
+    part = f.op(op_type, {"x": name}, name, slot="out", dims=lambda shape: [-1] * rank, dtype=dtype)
     g.block.find_var(part).type = VarType.DENSE_TENSOR
     return part
 
@@ -106,11 +107,77 @@ def _conv3d_double_grad(g):
 defgrad("sparse_conv3d_grad", grad=_conv3d_double_grad, no_grad_inputs=["out", "rulebook", "counter"])
 
 
-def _refused(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of "
-                    f"{g.fwd.type.removesuffix('_grad')}): no maker of second derivatives yet")
+def _dense_of(f: Formula, g, name: str) -> str:
+    """The tensor the sparse var ``name`` stands for, as a dense temporary."""
+    dense = f.op("sparse_to_dense", {"x": name}, name, slot="out")
+    g.block.find_var(dense).type = VarType.DENSE_TENSOR
+    return dense
 
 
-defgrad("sparse_batch_norm_grad", grad=_refused)
-defgrad("sparse_softmax_grad", grad=_refused)
-defgrad("sparse_divide_grad", grad=_refused)
+def _on_sites(f: Formula, g, values: str, like: str) -> str:
+    """A sparse temporary holding ``values`` (dense, one row per entry) on the sites of the sparse var ``like``."""
+    indices = _dense_part(f, g, "sparse_indices", like, VarType.INT64)
+    return f.op("sparse_sparse_coo_tensor", {"values": values, "indices": indices}, like,
+                {"shape": list(g.shape(like))}, slot="out")
+
+
+def _at_sites(f: Formula, g, dense: str, like: str) -> str:
+    """The dense tensor ``dense`` read at the sites of the sparse var ``like``, on those sites."""
+    indices = _dense_part(f, g, "sparse_indices", like, VarType.INT64)
+    index = f.op("transpose2", {"X": indices}, indices, {"axis": [1, 0]}, more={"XShape": f.xshape(indices)},
+                 dims=lambda shape: [-1, -1])
+    return _on_sites(f, g, f.op("gather_nd", {"X": dense, "Index": index}, dense, dims=lambda shape: [-1]), like)
+
+
+@expansion
+def _softmax_grad(f, g):
+    """dx = out dout - out sum(out dout) along the last axis, on out's sites: densely, the sum along the last axis
+    is a row's over the entries it holds (all-sparse) or the values' last axis (a dense one)."""
+    out = first(g.I("out"))
+    o, d = _dense_of(f, g, out), _dense_of(f, g, first(g.I("out@GRAD")))
+    product = f.mul(o, d, o)
+    return {"x@GRAD": _at_sites(f, g, f.sub(product, f.mul(o, f.sum_along(product, -1), o), o), out)}
+
+
+@expansion
+def _divide_grad(f, g):
+    """dx = dout / y at x's sites, dy = -dout out / y at y's, densely (infinite where y holds no value, as the
+    first derivative)."""
+    dout, y = _dense_of(f, g, first(g.I("out@GRAD"))), _dense_of(f, g, first(g.I("y")))
+    grads = {}
+    if g.O("x@GRAD"):
+        grads["x@GRAD"] = _at_sites(f, g, f.div(dout, y, dout), first(g.I("x")))
+    if g.O("y@GRAD"):
+        weighted = f.mul(dout, _dense_of(f, g, first(g.I("out"))), dout)
+        grads["y@GRAD"] = _at_sites(f, g, f.scale(f.div(weighted, y, dout), -1.0), first(g.I("y")))
+    return grads
+
+
+@expansion
+def _batch_norm_grad(f, g):
+    """The dense batch_norm_grad of the values ([nnz, channels], channels last), its dx put back on x's sites."""
+    x, channels = first(g.I("x")), g.shape(first(g.I("x")))[-1]
+
+    def values(name: str) -> str:
+        part = f.op("sparse_values", {"x": name}, name, slot="out", dims=lambda shape: [-1, channels])
+        g.block.find_var(part).type = VarType.DENSE_TENSOR
+        return part
+
+    stats = {"MeanOut": g.I("mean_out"), "VarianceOut": g.I("variance_out"), "SavedMean": g.I("saved_mean"),
+             "SavedVariance": g.I("saved_variance")}
+    inputs = {"X": values(x), "Scale": g.I("scale"), "Bias": g.I("bias"), **stats, "Y@GRAD": values(first(
+        g.I("out@GRAD")))}
+    outputs = {slot: g.tmp(like) if g.O(wanted) else EMPTY_VAR for slot, wanted, like in (
+        ("X@GRAD", "x@GRAD", inputs["X"]), ("Scale@GRAD", "scale@GRAD", first(g.I("scale"))),
+        ("Bias@GRAD", "bias@GRAD", first(g.I("bias"))))}
+    f.emit("batch_norm_grad", inputs, outputs, {"data_layout": "NHWC"}, same=True)
+    grads = {"scale@GRAD": outputs["Scale@GRAD"], "bias@GRAD": outputs["Bias@GRAD"]}
+    if g.O("x@GRAD"):
+        grads["x@GRAD"] = _on_sites(f, g, outputs["X@GRAD"], x)
+    return {slot: var for slot, var in grads.items() if var != EMPTY_VAR}
+
+
+defgrad("sparse_softmax_grad", grad=_softmax_grad)
+defgrad("sparse_divide_grad", grad=_divide_grad)
+defgrad("sparse_batch_norm_grad", grad=_batch_norm_grad,
+        no_grad_inputs=["mean_out", "variance_out", "saved_mean", "saved_variance", "reserve_space"])
