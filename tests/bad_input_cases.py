@@ -1032,9 +1032,13 @@ RUN_TIME = {
         [[1, 1, 5, 0, 0], [1, 1, 0, 0, 0]], np.int32), "RankParam": zeros(12, 2)}, {"MaxRank": 2},
         "RankOffset's instance indices must lie in [0, 2)"),
     # paddle.sparse (a dense tensor where a sparse COO one belongs, sites outside the shape)
-    **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO tensor")
-       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices", "sparse_cast", "sparse_isnan",
-                  *ON_VALUES)},
+    "sparse_indices dense input": ("sparse_indices", {"x": zeros(2, 3)}, {},
+                                   "input x holds a dense tensor, not a sparse COO tensor"),
+    **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO or CSR tensor")
+       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_cast", "sparse_isnan", *ON_VALUES)},
+    "sparse_to_sparse_csr rank": ("sparse_to_sparse_csr", {"x": zeros(4)}, {}, "a CSR tensor is 2-D or 3-D"),
+    "sparse_to_sparse_coo sparse_dim": ("sparse_to_sparse_coo", {"x": zeros(2, 3)}, {"sparse_dim": 3},
+                                        "sparse_to_sparse_coo needs 0 < sparse_dim <= 2, got 3"),
     "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
                                                                          "indices": np.array([[0, 3]], np.int64)},
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),

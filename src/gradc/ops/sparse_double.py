@@ -5,30 +5,33 @@ operands and out@GRAD), so with ddX the grads of its outputs:
   adjoints: d/d(out@GRAD) is the forward op on ddX (``linear``);
 - relu_grad masks out@GRAD where out > 0, its own adjoint: d/d(out@GRAD) = relu_grad(out, ddX); out gets none;
 - add_grad hands out@GRAD to x's and y's entries: d/d(out@GRAD) = sparse_add(ddX, ddY), zeros for a missing one;
-- transpose_grad and coalesce_grad are adjoints too: d/d(out@GRAD) = transpose / coalesce of ddX;
+- transpose_grad, coalesce_grad and the conversions' grads are adjoints too: d/d(out@GRAD) = the forward of ddX;
 - multiply_grad (dx = dout y at x's sites, dy = dout x at y's): d/d(dout) = ddx * y + x * ddy, d/dx = multiply_grad's
   x part with y ddy, d/dy = its y part with x ddx;
 - conv3d_grad (dx = dout W^T, dW = x^T dout by the rulebook): d/d(dout) = conv3d(ddx, W) + conv3d(x, ddW),
   d/dx = conv3d_grad's x part with kernel ddW, d/dW = its kernel part with x's values ddx.
 
 - softmax_grad, divide_grad and batch_norm_grad are written with differentiable ops (``expansion``): softmax's and
-  divide's on the dense tensors, read back at the sites; batch norm's as the dense batch_norm_grad of the values.
+  divide's on the dense tensors, read back at the sites (to_dense's adjoint); batch norm's as the dense
+  batch_norm_grad of the values, put back (values' adjoint).
 """
 
 from __future__ import annotations
 
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
-from . import sparse, sparse_binary, sparse_shape  # noqa: F401  (register the grad ops given makers here)
+from . import sparse, sparse_binary, sparse_csr, sparse_shape  # noqa: F401  (register the grad ops given makers here)
 from .composite import Formula, bilinear, expansion, first, linear
 
 defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor", x="values", out="out",
                                                      passed=("indices",)), no_grad_inputs=["indices"])
 defgrad("sparse_to_dense_grad", grad=linear("sparse_to_dense", x="x", out="out"), no_grad_inputs=["x"])
 defgrad("sparse_values_grad", grad=linear("sparse_values", x="x", out="out"), no_grad_inputs=["x"])
-_INT_LISTS = {"sparse_reshape": sparse_shape.SHAPE_SLOTS, "sparse_slice": sparse_shape.WINDOW_SLOTS,
-              "sparse_sum": sparse_shape.AXIS_SLOTS, "sparse_transpose": [], "sparse_coalesce": []}
-for _forward, _slots in _INT_LISTS.items():
+# the linear ops' grad ops, with the int-list inputs their forward reads again
+_LINEAR = {"sparse_reshape": sparse_shape.SHAPE_SLOTS, "sparse_slice": sparse_shape.WINDOW_SLOTS,
+           "sparse_sum": sparse_shape.AXIS_SLOTS, "sparse_transpose": [], "sparse_coalesce": [],
+           "sparse_to_sparse_csr": [], "sparse_to_sparse_coo": []}
+for _forward, _slots in _LINEAR.items():
     _passed = tuple(slot.rstrip("[]?") for slot in _slots)
     defgrad(f"{_forward}_grad", grad=linear(_forward, x="x", out="out", passed=_passed),
             no_grad_inputs=["x", *_passed])
@@ -46,9 +49,8 @@ defgrad("sparse_relu_grad", grad=_relu_double_grad, no_grad_inputs=["out"])
 
 
 def _dense_part(f: Formula, g, op_type: str, name: str, dtype) -> str:
-    """The values or indices ([sparse_dim, nnz]) of the sparse var ``name``, in a dense temporary."""
-    rank = 2 if op_type == "sparse_indices" else 1
-    part = f.op(op_type, {"x": name}, name, slot="out", dims=lambda shape: [-1] * rank, dtype=dtype)
+    """The values or indices of the sparse var ``name``, in a dense temporary."""
+    part = f.op(op_type, {"x": name}, name, slot="out", dims=lambda shape: [-1], dtype=dtype)
     g.block.find_var(part).type = VarType.DENSE_TENSOR
     return part
 
@@ -114,19 +116,15 @@ def _dense_of(f: Formula, g, name: str) -> str:
     return dense
 
 
-def _on_sites(f: Formula, g, values: str, like: str) -> str:
-    """A sparse temporary holding ``values`` (dense, one row per entry) on the sites of the sparse var ``like``."""
-    indices = _dense_part(f, g, "sparse_indices", like, VarType.INT64)
-    return f.op("sparse_sparse_coo_tensor", {"values": values, "indices": indices}, like,
-                {"shape": list(g.shape(like))}, slot="out")
+def _on_sites(f: Formula, values: str, like: str) -> str:
+    """A sparse temporary (COO or CSR) holding ``values`` (one row per entry) on the sites of the sparse var
+    ``like``: values' adjoint."""
+    return f.op("sparse_values_grad", {"x": like, "out@GRAD": values}, like, slot="x@GRAD")
 
 
-def _at_sites(f: Formula, g, dense: str, like: str) -> str:
-    """The dense tensor ``dense`` read at the sites of the sparse var ``like``, on those sites."""
-    indices = _dense_part(f, g, "sparse_indices", like, VarType.INT64)
-    index = f.op("transpose2", {"X": indices}, indices, {"axis": [1, 0]}, more={"XShape": f.xshape(indices)},
-                 dims=lambda shape: [-1, -1])
-    return _on_sites(f, g, f.op("gather_nd", {"X": dense, "Index": index}, dense, dims=lambda shape: [-1]), like)
+def _at_sites(f: Formula, dense: str, like: str) -> str:
+    """The dense tensor ``dense`` read at the sites of the sparse var ``like``, on those sites: to_dense's adjoint."""
+    return f.op("sparse_to_dense_grad", {"x": like, "out@GRAD": dense}, like, slot="x@GRAD")
 
 
 @expansion
@@ -136,7 +134,7 @@ def _softmax_grad(f, g):
     out = first(g.I("out"))
     o, d = _dense_of(f, g, out), _dense_of(f, g, first(g.I("out@GRAD")))
     product = f.mul(o, d, o)
-    return {"x@GRAD": _at_sites(f, g, f.sub(product, f.mul(o, f.sum_along(product, -1), o), o), out)}
+    return {"x@GRAD": _at_sites(f, f.sub(product, f.mul(o, f.sum_along(product, -1), o), o), out)}
 
 
 @expansion
@@ -146,10 +144,10 @@ def _divide_grad(f, g):
     dout, y = _dense_of(f, g, first(g.I("out@GRAD"))), _dense_of(f, g, first(g.I("y")))
     grads = {}
     if g.O("x@GRAD"):
-        grads["x@GRAD"] = _at_sites(f, g, f.div(dout, y, dout), first(g.I("x")))
+        grads["x@GRAD"] = _at_sites(f, f.div(dout, y, dout), first(g.I("x")))
     if g.O("y@GRAD"):
         weighted = f.mul(dout, _dense_of(f, g, first(g.I("out"))), dout)
-        grads["y@GRAD"] = _at_sites(f, g, f.scale(f.div(weighted, y, dout), -1.0), first(g.I("y")))
+        grads["y@GRAD"] = _at_sites(f, f.scale(f.div(weighted, y, dout), -1.0), first(g.I("y")))
     return grads
 
 
@@ -173,7 +171,7 @@ def _batch_norm_grad(f, g):
     f.emit("batch_norm_grad", inputs, outputs, {"data_layout": "NHWC"}, same=True)
     grads = {"scale@GRAD": outputs["Scale@GRAD"], "bias@GRAD": outputs["Bias@GRAD"]}
     if g.O("x@GRAD"):
-        grads["x@GRAD"] = _on_sites(f, g, outputs["X@GRAD"], x)
+        grads["x@GRAD"] = _on_sites(f, outputs["X@GRAD"], x)
     return {slot: var for slot, var in grads.items() if var != EMPTY_VAR}
 
 

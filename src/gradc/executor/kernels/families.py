@@ -165,6 +165,8 @@ FAMILIES = {
         "sparse_divide_grad", "sparse_divide_scalar", "sparse_transpose", "sparse_transpose_grad", "sparse_coalesce",
         "sparse_coalesce_grad"),
     "sparse_conv": ("sparse_conv3d", "sparse_conv3d_grad"),
+    "sparse_csr": ("sparse_to_sparse_csr", "sparse_to_sparse_coo", "sparse_to_sparse_csr_grad",
+        "sparse_to_sparse_coo_grad"),
     "sparse_shape": ("sparse_reshape", "sparse_reshape_grad", "sparse_slice", "sparse_slice_grad", "sparse_sum",
         "sparse_sum_grad", "sparse_softmax", "sparse_softmax_grad"),
     "sparse_unary": ("sparse_abs", "sparse_acos", "sparse_acosh", "sparse_asin", "sparse_asinh", "sparse_atan",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.sparse_shape import resolve_shape, slice_dims, summed_dims
-from ..sparse_value import SparseCoo
+from ..sparse_value import SparseCoo, SparseCsr
 from . import kernel
 from .index import ints
 from .sparse import coo
@@ -119,8 +119,19 @@ def _rows(x: SparseCoo) -> np.ndarray:
     return np.unique(np.ravel_multi_index(tuple(x.indices[:-1]), x.shape[:-1]), return_inverse=True)[1].reshape(-1)
 
 
-@kernel("sparse_softmax")
-def softmax(k):
+def _softmax_of(kernel_on_coo, slot: str):
+    """The kernel on a CSR tensor too (its input ``slot``): the all-sparse COO tensor of its entries, in their
+    order."""
+    def run(k):
+        grads = k.x(slot)
+        if not isinstance(grads, SparseCsr):
+            return kernel_on_coo(k, coo)
+        result = kernel_on_coo(k, lambda k, slot: k.x(slot).to_coo())
+        return {slot: grads.with_values(value.values) for slot, value in result.items()}
+    return run
+
+
+def _softmax(k, coo):
     x = coo(k, "x")
     if x.values.ndim > 1:   # a dense last axis: the values' softmax
         shifted = np.exp(x.values - x.values.max(axis=-1, keepdims=True))
@@ -134,8 +145,7 @@ def softmax(k):
     return {"out": x.with_values(shifted / total[rows])}
 
 
-@kernel("sparse_softmax_grad")
-def softmax_grad(k):
+def _softmax_grad(k, coo):
     out, dout = coo(k, "out"), coo(k, "out@GRAD")
     weighted = out.values * dout.values
     if out.values.ndim > 1:
@@ -144,3 +154,7 @@ def softmax_grad(k):
     total = np.zeros(rows.max(initial=-1) + 1, out.dtype)
     np.add.at(total, rows, weighted)
     return {"x@GRAD": out.with_values(weighted - out.values * total[rows])}
+
+
+kernel("sparse_softmax")(_softmax_of(_softmax, "x"))
+kernel("sparse_softmax_grad")(_softmax_of(_softmax_grad, "out"))
