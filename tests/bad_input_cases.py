@@ -1036,6 +1036,12 @@ RUN_TIME = {
                                    "input x holds a dense tensor, not a sparse COO tensor"),
     **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO or CSR tensor")
        for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_cast", "sparse_isnan", *ON_VALUES)},
+    **{f"{op} dense x": (op, {"x": zeros(3, 4), "y": zeros(4, 2), "vec": zeros(4), "input": zeros(3, 2)}, {},
+                         "input x holds a dense tensor, not a sparse COO or CSR tensor")
+       for op in ("sparse_matmul", "sparse_mv", "sparse_addmm")},
+    "sparse_masked_matmul dense mask": ("sparse_masked_matmul",
+                                        {"x": zeros(3, 4), "y": zeros(4, 2), "mask": zeros(3, 2)}, {},
+                                        "input mask holds a dense tensor, not a sparse COO or CSR tensor"),
     "sparse_to_sparse_csr rank": ("sparse_to_sparse_csr", {"x": zeros(4)}, {}, "a CSR tensor is 2-D or 3-D"),
     "sparse_to_sparse_coo sparse_dim": ("sparse_to_sparse_coo", {"x": zeros(2, 3)}, {"sparse_dim": 3},
                                         "sparse_to_sparse_coo needs 0 < sparse_dim <= 2, got 3"),

@@ -167,6 +167,7 @@ FAMILIES = {
     "sparse_conv": ("sparse_conv3d", "sparse_conv3d_grad"),
     "sparse_csr": ("sparse_to_sparse_csr", "sparse_to_sparse_coo", "sparse_to_sparse_csr_grad",
         "sparse_to_sparse_coo_grad"),
+    "sparse_matmul": ("sparse_matmul", "sparse_mv", "sparse_addmm", "sparse_masked_matmul"),
     "sparse_shape": ("sparse_reshape", "sparse_reshape_grad", "sparse_slice", "sparse_slice_grad", "sparse_sum",
         "sparse_sum_grad", "sparse_softmax", "sparse_softmax_grad"),
     "sparse_unary": ("sparse_abs", "sparse_acos", "sparse_acosh", "sparse_asin", "sparse_asinh", "sparse_atan",

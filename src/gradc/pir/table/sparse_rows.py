@@ -23,6 +23,18 @@ def _dense_y(legacy, exporter) -> bool:
 
 # PIR's slice takes axes as an attribute only (a Tensor of axes crashes Paddle's builder), starts and ends as operands
 WINDOW = "starts>starts:ints@StartsTensor,StartsTensorList ends>ends:ints@EndsTensor,EndsTensorList"
+def _csr_x(legacy, exporter) -> bool:
+    var = exporter.var(legacy.input("x")[0])
+    return var is not None and var.type == VarType.SPARSE_CSR
+
+
+def _by_layout(pir: str, legacy: str, operands: str, attrs: str = "") -> list:
+    """The rows of a legacy op PIR names by x's layout (matmul_coo_dense_sp, matmul_csr_dense_sp)."""
+    return [row(f"pd_op.{pir.format('coo')}", legacy, operands, "out:out", attrs,
+                when=lambda legacy, exporter: not _csr_x(legacy, exporter)),
+            row(f"pd_op.{pir.format('csr')}", legacy, operands, "out:out", attrs, when=_csr_x)]
+
+
 ADD_GRAD, ADD_GRADS = "x:x y:y out_grad:out@GRAD", "x_grad:x@GRAD y_grad:y@GRAD"
 # attributes of the elementwise ops on values (the rest have none)
 UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
@@ -58,6 +70,11 @@ ROWS = [
     row("pd_op.divide_scalar_coo_sp", "sparse_divide_scalar", "x:x", "out:out", "scalar:f32"),
     row("pd_op.transpose_coo_sp", "sparse_transpose", "x:x", "out:out", "perm:i32s"),
     row("pd_op.coalesce_sp", "sparse_coalesce", "x:x", "out:out"),
+    # products of a sparse x (gradc.ops.sparse_matmul): Paddle builds mv and addmm, has no CPU kernel of either
+    *_by_layout("matmul_{}_dense_sp", "sparse_matmul", "x:x y:y"),
+    *_by_layout("mv_{}_sp", "sparse_mv", "x:x vec:vec"),
+    *_by_layout("addmm_{}_dense_sp", "sparse_addmm", "input:input x:x y:y", "beta:f32 alpha:f32"),
+    row("pd_op.masked_matmul_sp", "sparse_masked_matmul", "x:x y:y mask:mask", "out:out"),
     row("pd_op.multiply_coo_coo_grad_sp", "sparse_multiply_grad", ADD_GRAD, ADD_GRADS),
     row("pd_op.divide_coo_coo_grad_sp", "sparse_divide_grad", "x:x y:y out:out out_grad:out@GRAD", ADD_GRADS),
     row("pd_op.transpose_coo_grad_sp", "sparse_transpose_grad", "out_grad:out@GRAD", "x_grad:x@GRAD", "perm:i32s"),
