@@ -134,3 +134,36 @@ CASES += [_case("sparse_batch_norm_grad", _second_order(_fixture("strided_bn")))
           _case("sparse_batch_norm_grad", _second_order(_fixture("strided_bn", is_test=True))),   # running stats
           _case("sparse_softmax_grad", _second_order(_one_op("sparse_softmax", UNIT))),
           _case("sparse_softmax_grad", _second_order(_one_op("sparse_softmax", UNIT[:, 0], **ROWS)))]
+
+
+def _maxpool():
+    """mean(to_dense(maxpool(coo(val))) * r) over 12 sites of a [1, 4, 4, 4] grid, 2 channels, windows 2 x 2 x 2
+    with stride 1 (an entry is the maximum of several windows); values apart, so no window ties."""
+    def build():
+        program = gradc.Program()
+        block = program.global_block
+        sites = np.stack(np.unravel_index(r.choice(64, 12, replace=False), (1, 4, 4, 4)))
+        feed = {"val": r.permutation(24).reshape(12, 2) * 0.1, "idx": sites, "r": r.standard_normal((1, 3, 3, 3, 2))}
+        for name, value in feed.items():
+            block.create_var(name, list(value.shape), I64 if name == "idx" else F64)
+        block.create_var("x", [1, 4, 4, 4, 2], F64, type=gradc.VarType.SPARSE_COO)
+        block.create_var("y", [1, 3, 3, 3, 2], F64, type=gradc.VarType.SPARSE_COO)
+        for name in ("rulebook", "counter"):
+            block.create_var(name, None, gradc.VarType.INT32)
+        for name, dims in (("dense", [1, 3, 3, 3, 2]), ("product", [1, 3, 3, 3, 2]), ("loss", [])):
+            block.create_var(name, dims, F64)
+        block.append_op("sparse_sparse_coo_tensor", {"values": ["val"], "indices": ["idx"]}, {"out": ["x"]},
+                        {"shape": [1, 4, 4, 4, 2]})
+        block.append_op("sparse_maxpool", {"x": ["x"]}, {"out": ["y"], "rulebook": ["rulebook"],
+                                                          "counter": ["counter"]},
+                        {"kernel_sizes": [2, 2, 2], "strides": [1, 1, 1], "paddings": [0, 0, 0],
+                         "dilations": [1, 1, 1]})
+        block.append_op("sparse_to_dense", {"x": ["y"]}, {"out": ["dense"]})
+        block.append_op("elementwise_mul", {"X": ["dense"], "Y": ["r"]}, {"Out": ["product"]}, {"axis": -1})
+        block.append_op("reduce_mean", {"X": ["product"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+        return {"program": program, "feed": feed, "params": {}, "loss": "loss", "wrt": ["val"]}
+    return build
+
+
+CASES += [_case("sparse_maxpool", _maxpool())]
+REFUSED = [Case("sparse_maxpool_grad", {}, program=_second_order(_maxpool()))]

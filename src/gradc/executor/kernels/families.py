@@ -164,7 +164,7 @@ FAMILIES = {
     "sparse_binary": ("sparse_subtract", "sparse_multiply", "sparse_multiply_grad", "sparse_divide",
         "sparse_divide_grad", "sparse_divide_scalar", "sparse_transpose", "sparse_transpose_grad", "sparse_coalesce",
         "sparse_coalesce_grad"),
-    "sparse_conv": ("sparse_conv3d", "sparse_conv3d_grad"),
+    "sparse_conv": ("sparse_conv3d", "sparse_conv3d_grad", "sparse_maxpool", "sparse_maxpool_grad"),
     "sparse_csr": ("sparse_to_sparse_csr", "sparse_to_sparse_coo", "sparse_to_sparse_csr_grad",
         "sparse_to_sparse_coo_grad"),
     "sparse_matmul": ("sparse_matmul", "sparse_mv", "sparse_addmm", "sparse_masked_matmul"),

@@ -75,6 +75,11 @@ ROWS = [
     *_by_layout("mv_{}_sp", "sparse_mv", "x:x vec:vec"),
     *_by_layout("addmm_{}_dense_sp", "sparse_addmm", "input:input x:x y:y", "beta:f32 alpha:f32"),
     row("pd_op.masked_matmul_sp", "sparse_masked_matmul", "x:x y:y mask:mask", "out:out"),
+    # nn.MaxPool3D (gradc.ops.sparse_pool), which neither static mode of Paddle builds
+    row("pd_op.maxpool_sp", "sparse_maxpool", "x:x", "out:out rulebook:rulebook counter:counter",
+        "kernel_sizes:i32s paddings:i32s dilations:i32s strides:i32s"),
+    row("pd_op.maxpool_grad_sp", "sparse_maxpool_grad", "x:x rulebook:rulebook counter:counter out:out "
+        "out_grad:out@GRAD", "x_grad:x@GRAD", "kernel_sizes:i32s"),
     row("pd_op.multiply_coo_coo_grad_sp", "sparse_multiply_grad", ADD_GRAD, ADD_GRADS),
     row("pd_op.divide_coo_coo_grad_sp", "sparse_divide_grad", "x:x y:y out:out out_grad:out@GRAD", ADD_GRADS),
     row("pd_op.transpose_coo_grad_sp", "sparse_transpose_grad", "out_grad:out@GRAD", "x_grad:x@GRAD", "perm:i32s"),
