@@ -13,6 +13,7 @@ import gradc
 from gradc.executor.sparse_value import SparseCoo
 from gradc.ir import VarType
 from gradc.pir import parse_pir, serialize_pir
+from sparse_fixtures import DATA
 from test_sparse import one_op, random_coo
 
 
@@ -47,22 +48,20 @@ def test_maxpool_is_the_dense_pooling_over_the_sites(kernel, strides, paddings, 
     np.testing.assert_array_equal(out.values, np.stack([expected[site][0] for site in sorted(expected)]))
 
 
-def test_its_gradient_goes_to_each_windows_maximum():
-    rng = np.random.default_rng(13)
-    x = random_coo(rng, 30, (2, 4, 4, 4), 2)
-    attrs = {"kernel_sizes": [2, 2, 2], "strides": [2, 2, 2], "paddings": [0, 0, 0], "dilations": [1, 1, 1]}
+def _gradient(x: SparseCoo, attrs: dict, r: np.ndarray) -> np.ndarray:
+    """d sum(to_dense(maxpool(x)) * r) / d x's values, by gradc's backward and again through its PIR export."""
     program = gradc.Program()
     block = program.global_block
-    feed = {"val": x.values, "idx": x.indices, "r": rng.standard_normal((2, 2, 2, 2, 2))}
+    feed = {"val": x.values, "idx": x.indices, "r": r}
     for name, value in feed.items():
         block.create_var(name, list(value.shape), gradc.ir.to_var_type(value.dtype))
     block.var("val").stop_gradient = False
-    for name, shape in (("x", list(x.shape)), ("out", [2, 2, 2, 2, 2])):
-        block.create_var(name, shape, VarType.FP64, type=VarType.SPARSE_COO)
+    for name, shape in (("x", list(x.shape)), ("out", list(r.shape))):
+        block.create_var(name, shape, gradc.ir.to_var_type(x.dtype), type=VarType.SPARSE_COO)
     for name in ("rulebook", "counter"):
         block.create_var(name, None, VarType.INT32)
-    for name, shape in (("dense", [2, 2, 2, 2, 2]), ("p", [2, 2, 2, 2, 2]), ("loss", [])):
-        block.create_var(name, shape, VarType.FP64)
+    for name, shape in (("dense", list(r.shape)), ("p", list(r.shape)), ("loss", [])):
+        block.create_var(name, shape, gradc.ir.to_var_type(x.dtype))
     block.append_op("sparse_sparse_coo_tensor", {"values": ["val"], "indices": ["idx"]}, {"out": ["x"]},
                     {"shape": list(x.shape)})
     block.append_op("sparse_maxpool", {"x": ["x"]}, {"out": ["out"], "rulebook": ["rulebook"], "counter": ["counter"]},
@@ -72,12 +71,36 @@ def test_its_gradient_goes_to_each_windows_maximum():
     block.append_op("reduce_sum", {"X": ["p"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
     (grad,) = gradc.gradients(program, "loss", ["val"])
     (got,) = gradc.Executor().run(program, feed, [grad])
+    data = serialize_pir(program, fetch=[grad])
+    assert b'"1.maxpool_sp"' in data and b'"1.maxpool_grad_sp"' in data
+    np.testing.assert_array_equal(gradc.Executor().run(parse_pir(data), feed, [grad])[0], got)
+    return got
+
+
+def test_its_gradient_goes_to_each_windows_maximum():
+    rng = np.random.default_rng(13)
+    x = random_coo(rng, 30, (2, 4, 4, 4), 2)
+    attrs = {"kernel_sizes": [2, 2, 2], "strides": [2, 2, 2], "paddings": [0, 0, 0], "dilations": [1, 1, 1]}
+    r = rng.standard_normal((2, 2, 2, 2, 2))
     expected = np.zeros_like(x.values)
     row = {tuple(site): i for i, site in enumerate(x.indices.T.tolist())}
     for site, (_, holders) in _reference(x, [2, 2, 2], [2, 2, 2], [0, 0, 0], [1, 1, 1])[0].items():
         for channel, holder in enumerate(holders):
-            expected[row[holder], channel] += feed["r"][site][channel]
-    np.testing.assert_array_equal(got, expected)
-    data = serialize_pir(program, fetch=[grad])
-    assert b'"1.maxpool_sp"' in data and b'"1.maxpool_grad_sp"' in data
-    np.testing.assert_array_equal(gradc.Executor().run(parse_pir(data), feed, [grad])[0], got)
+            expected[row[holder], channel] += r[site][channel]
+    np.testing.assert_array_equal(_gradient(x, attrs, r), expected)
+
+
+SETTINGS = [(3, 2, 1), (2, 1, 0), ((2, 3, 1), (1, 2, 1), (0, 1, 0))]   # tools/paddle_sparse_maxpool_fixture.py's
+
+
+@pytest.mark.parametrize("setting", range(3))
+def test_maxpool_and_its_gradient_are_paddles_dygraph_ones(setting):
+    """Fixture maxpool (tools/paddle_sparse_maxpool_fixture.py): Paddle's MaxPool3D in dygraph."""
+    feed, expected = dict(np.load(DATA / "maxpool" / "feed.npz")), dict(np.load(DATA / "maxpool" / "expected.npz"))
+    kernel, stride, padding = ([v] * 3 if isinstance(v, int) else list(v) for v in SETTINGS[setting])
+    attrs = {"kernel_sizes": kernel, "strides": stride, "paddings": padding, "dilations": [1, 1, 1]}
+    x = SparseCoo(feed["idx"], feed["val"], (2, 5, 6, 5, 3))
+    out = one_op("sparse_maxpool", {"x": x}, attrs)
+    np.testing.assert_array_equal(out.indices, expected[f"{setting}:indices"])
+    np.testing.assert_array_equal(out.values, expected[f"{setting}:values"])
+    np.testing.assert_allclose(_gradient(x, attrs, feed[f"r{setting}"]), expected[f"{setting}:grad"], rtol=1e-6)
