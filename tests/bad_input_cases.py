@@ -1068,9 +1068,22 @@ RUN_TIME = {
         [[1, 1, 5, 0, 0], [1, 1, 0, 0, 0]], np.int32), "RankParam": zeros(12, 2)}, {"MaxRank": 2},
         "RankOffset's instance indices must lie in [0, 2)"),
     # paddle.sparse (a dense tensor where a sparse COO one belongs, sites outside the shape)
-    **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO tensor")
-       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_indices", "sparse_cast", "sparse_isnan",
-                  *ON_VALUES)},
+    "sparse_indices dense input": ("sparse_indices", {"x": zeros(2, 3)}, {},
+                                   "input x holds a dense tensor, not a sparse COO tensor"),
+    **{f"{op} dense input": (op, {"x": zeros(2, 3)}, {}, "input x holds a dense tensor, not a sparse COO or CSR tensor")
+       for op in ("sparse_relu", "sparse_to_dense", "sparse_values", "sparse_cast", "sparse_isnan", *ON_VALUES)},
+    **{f"{op} dense x": (op, {"x": zeros(3, 4), "y": zeros(4, 2), "vec": zeros(4), "input": zeros(3, 2)}, {},
+                         "input x holds a dense tensor, not a sparse COO or CSR tensor")
+       for op in ("sparse_matmul", "sparse_mv", "sparse_addmm")},
+    "sparse_masked_matmul dense mask": ("sparse_masked_matmul",
+                                        {"x": zeros(3, 4), "y": zeros(4, 2), "mask": zeros(3, 2)}, {},
+                                        "input mask holds a dense tensor, not a sparse COO or CSR tensor"),
+    "sparse_maxpool dense input": ("sparse_maxpool", {"x": zeros(1, 3, 3, 3, 2)},
+                                   {"kernel_sizes": [2, 2, 2], "paddings": [0, 0, 0], "dilations": [1, 1, 1],
+                                    "strides": [1, 1, 1]}, "input x holds a dense tensor, not a sparse COO tensor"),
+    "sparse_to_sparse_csr rank": ("sparse_to_sparse_csr", {"x": zeros(4)}, {}, "a CSR tensor is 2-D or 3-D"),
+    "sparse_to_sparse_coo sparse_dim": ("sparse_to_sparse_coo", {"x": zeros(2, 3)}, {"sparse_dim": 3},
+                                        "sparse_to_sparse_coo needs 0 < sparse_dim <= 2, got 3"),
     "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
                                                                          "indices": np.array([[0, 3]], np.int64)},
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),

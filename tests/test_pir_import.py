@@ -207,12 +207,15 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     and partial_concat_grad (3.3.1's PIR has no vjp of them), batch_fc, rank_attention, correlation and
     fused_seqpool_cvm and their grads (no CPU kernel, no PIR layer), and fused_softmax_mask_upper_triangle_grad (3.3.1
     builds it only with a GPU kernel; tests/test_pir_sweep.py); and pd_op.seed, which only Paddle's translator
-    writes (tests/test_recompute_dropout.py); and pd_op.slice_coo_sp (Paddle's sparse slice of a tensor with
-    channels loses them, docs/sparse.md; tests/test_sparse.py checks gradc's) and its grad pd_op.slice_coo_grad_sp, and
+    writes (tests/test_recompute_dropout.py); and pd_op.slice_coo_grad_sp (Paddle's executor ran gradc's, once by
+    hand; tests/test_sparse_int_args.py), and
     pd_op.add_coo_coo_grad_sp (the one sparse add of pir_unary adds sin(x), whose gradient Paddle's executor crashes
     on, docs/sparse.md; the gradcheck cases differentiate it), and pd_op.subtract_coo_coo_sp and transpose_coo_sp
     (Paddle aborts in them), and the grads multiply_coo_coo_grad_sp, divide_coo_coo_grad_sp and transpose_coo_grad_sp
-    (tests/test_sparse_pir_ops.py). Import alone reads the PIR programs
+    (tests/test_sparse_pir_ops.py), and the products and pooling no Paddle static program of which runs or builds:
+    matmul_coo/csr_dense_sp, mv_csr_sp, addmm_csr_dense_sp, masked_matmul_sp (tests/test_sparse_matmul.py checks
+    Paddle's mv_coo_sp and addmm_coo_dense_sp), maxpool_sp and maxpool_grad_sp (tests/test_sparse_maxpool.py).
+    Import alone reads the PIR programs
     Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
     (tests/data/paddle/pir_gpu_only) and pd_op.slice_array_dense (a PaddleDetection export's read of a list
     dy2static built; the edited array-loop fixture below)."""
@@ -223,7 +226,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files.append((PIR_DATA.parent / "pir_translated_sparse_rows" / "program.json").read_bytes())   # SelectedRows ops
     files += [(PIR_DATA.parent / "sparse_tensor" / case / name).read_bytes()   # paddle.sparse's ops and grads
               for case in ("pir_jit", "pir_unary") for name in ("model.json", "train.json")]
-    files.append((PIR_DATA.parent / "sparse_tensor" / "pir_binary" / "model.json").read_bytes())
+    files += [(PIR_DATA.parent / "sparse_tensor" / case / "model.json").read_bytes()
+              for case in ("pir_binary", "pir_int_args", "pir_products")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
@@ -234,10 +238,12 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",
                                  "pd_op.fused_rms_norm_quant_grad", "pd_op.slice_array_dense",
                                  "pd_op.partial_sum_grad", "pd_op.partial_concat_grad", "pd_op.seed",
-                                 "pd_op.slice_coo_sp", "pd_op.slice_coo_grad_sp", "pd_op.add_coo_coo_grad_sp",
+                                 "pd_op.slice_coo_grad_sp", "pd_op.add_coo_coo_grad_sp",
                                  "pd_op.subtract_coo_coo_sp", "pd_op.transpose_coo_sp",
                                  "pd_op.multiply_coo_coo_grad_sp", "pd_op.divide_coo_coo_grad_sp",
-                                 "pd_op.transpose_coo_grad_sp",
+                                 "pd_op.transpose_coo_grad_sp", "pd_op.matmul_coo_dense_sp",
+                                 "pd_op.matmul_csr_dense_sp", "pd_op.mv_csr_sp", "pd_op.addmm_csr_dense_sp",
+                                 "pd_op.masked_matmul_sp", "pd_op.maxpool_sp", "pd_op.maxpool_grad_sp",
                                  "pd_op.fused_softmax_mask_upper_triangle_grad",
                                  *(f"pd_op.{op}{grad}" for op in ("batch_fc", "rank_attention", "correlation",
                                                                   "fused_seqpool_cvm") for grad in ("", "_grad"))}

@@ -5,7 +5,7 @@ wrong (docs/sparse.md). Ops no fixture holds in a needed form (slice, a softmax 
 ops) get a small program of their own: mean(to_dense(op(coo(val))) * r), the values kept in the op's domain.
 
 The grad ops' cases (second derivatives) differentiate loss2 = the mean of each first gradient times a fixed random
-tensor, through the program's backward; sparse_batch_norm_grad and sparse_softmax_grad refuse."""
+tensor, through the program's backward."""
 
 import numpy as np
 
@@ -18,16 +18,22 @@ r = rng(53)
 F64, I64 = gradc.VarType.FP64, gradc.VarType.INT64
 
 
-def _fixture(case: str):
+def _fixture(case: str, **attrs):
+    """Paddle's fixture program ``case``; ``attrs`` set on every op that has them (batch norm's is_test)."""
     def build():
         fixture = load(case, float64=True)
+        for op in fixture["program"].global_block.ops:
+            for name, value in attrs.items():
+                if name in op.attrs:
+                    op.set_attr(name, value)
         return {key: fixture[key] for key in ("program", "feed", "params", "loss", "wrt")}
     return build
 
 
-def _one_op(op: str, values, attrs: dict | None = None, out_shape=None, indices=None, shape=None):
+def _one_op(op: str, values, attrs: dict | None = None, out_shape=None, indices=None, shape=None, tensors=None):
     """mean(to_dense(op(coo(values at indices of shape))) * r): by default 5 sites of a [2, 3, 4] grid, and the
-    values' dense dims; ``out_shape`` the op's (its input's by default)."""
+    values' dense dims; ``out_shape`` the op's (its input's by default); ``tensors``: int inputs fed to the op's
+    slots (a slot -> an array, or a list of them)."""
     def build():
         sites = np.array([[0, 1, 1, 0, 1], [2, 0, 1, 1, 2], [3, 0, 1, 3, 2]]) if indices is None else indices
         dims = [2, 3, 4, *values.shape[1:]] if shape is None else shape
@@ -41,11 +47,17 @@ def _one_op(op: str, values, attrs: dict | None = None, out_shape=None, indices=
         block.create_var("y", out, F64, type=gradc.VarType.SPARSE_COO)
         block.append_op("sparse_sparse_coo_tensor", {"values": ["val"], "indices": ["idx"]}, {"out": ["x"]},
                         {"shape": dims})
-        block.append_op(op, {"x": ["x"]}, {"out": ["y"]}, attrs or {})
+        ints, fed = {}, {}
+        for slot, value in (tensors or {}).items():
+            ints[slot] = [f"{slot}{i}" for i in range(len(value))] if isinstance(value, list) else [slot]
+            for name, array in zip(ints[slot], value if isinstance(value, list) else [value]):
+                block.create_var(name, list(array.shape), gradc.ir.to_var_type(array.dtype))
+                fed[name] = array
+        block.append_op(op, {"x": ["x"], **ints}, {"out": ["y"]}, attrs or {})
         block.append_op("sparse_to_dense", {"x": ["y"]}, {"out": ["dense"]})
         block.append_op("elementwise_mul", {"X": ["dense"], "Y": ["r"]}, {"Out": ["product"]}, {"axis": -1})
         block.append_op("reduce_mean", {"X": ["product"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
-        return {"program": program, "feed": {"val": values, "idx": sites, "r": r.standard_normal(out)},
+        return {"program": program, "feed": {"val": values, "idx": sites, "r": r.standard_normal(out), **fed},
                 "params": {}, "loss": "loss", "wrt": ["val"]}
     return build
 
@@ -86,6 +98,12 @@ RESHAPE = {"shape": [4, 0, -1, 2]}
 SUM = {"axis": [0, 2], "keepdim": False}
 SHAPED = [("sparse_slice", SLICE, [2, 2, 3, 2]), ("sparse_reshape", RESHAPE, [4, 3, 2, 2]),
           ("sparse_sum", SUM, [3, 2])]
+# the same given as tensors (the attributes another, wrong, window, shape or axis)
+TENSORS = [("sparse_slice", {"axes": [1, -2], "starts": [0, 0], "ends": [1, 1]}, [2, 2, 3, 2],
+            {"StartsTensor": np.array([1, 1]), "EndsTensorList": [np.array([3], np.int32), np.array([10])]}),
+           ("sparse_reshape", {"shape": [2, 3, 4, 2]}, [4, 3, 2, 2],
+            {"ShapeTensorList": [np.array([4]), np.array([0]), np.array([-1], np.int32), np.array([2])]}),
+           ("sparse_sum", {"axis": [1], "keepdim": False}, [3, 2], {"AxisTensor": np.array([0, 2])})]
 
 CASES = [_case(op, _fixture(case)) for op, case in [
     ("sparse_sparse_coo_tensor", "subm_unsorted"), ("sparse_relu", "subm_relu"), ("sparse_to_dense", "dilated"),
@@ -107,7 +125,45 @@ CASES += [_case("sparse_cast", _one_op("sparse_cast", AWAY, {"index_dtype": int(
                                                                "value_dtype": int(F64)}))]
 CASES += [_case(op, _one_op(op, AWAY, attrs, out_shape)) for op, attrs, out_shape in SHAPED]
 CASES += [_case(f"{op}_grad", _second_order(_one_op(op, AWAY, attrs, out_shape))) for op, attrs, out_shape in SHAPED]
+CASES += [_case(op, _one_op(op, AWAY, attrs, out_shape, tensors=tensors)) for op, attrs, out_shape, tensors in TENSORS]
+CASES += [_case(f"{op}_grad", _second_order(_one_op(op, AWAY, attrs, out_shape, tensors=tensors)))
+          for op, attrs, out_shape, tensors in TENSORS]
 CASES += [_case("sparse_softmax", _one_op("sparse_softmax", UNIT[:, 0], **ROWS)),
           _case("sparse_softmax", _one_op("sparse_softmax", UNIT))]   # rows of entries; the values' last axis
-REFUSED = [Case("sparse_batch_norm_grad", {}, program=_second_order(_fixture("strided_bn"))),
-           Case("sparse_softmax_grad", {}, program=_second_order(_one_op("sparse_softmax", UNIT)))]
+CASES += [_case("sparse_batch_norm_grad", _second_order(_fixture("strided_bn"))),
+          _case("sparse_batch_norm_grad", _second_order(_fixture("strided_bn", is_test=True))),   # running stats
+          _case("sparse_softmax_grad", _second_order(_one_op("sparse_softmax", UNIT))),
+          _case("sparse_softmax_grad", _second_order(_one_op("sparse_softmax", UNIT[:, 0], **ROWS)))]
+
+
+def _maxpool():
+    """mean(to_dense(maxpool(coo(val))) * r) over 12 sites of a [1, 4, 4, 4] grid, 2 channels, windows 2 x 2 x 2
+    with stride 1 (an entry is the maximum of several windows); values apart, so no window ties."""
+    def build():
+        program = gradc.Program()
+        block = program.global_block
+        sites = np.stack(np.unravel_index(r.choice(64, 12, replace=False), (1, 4, 4, 4)))
+        feed = {"val": r.permutation(24).reshape(12, 2) * 0.1, "idx": sites, "r": r.standard_normal((1, 3, 3, 3, 2))}
+        for name, value in feed.items():
+            block.create_var(name, list(value.shape), I64 if name == "idx" else F64)
+        block.create_var("x", [1, 4, 4, 4, 2], F64, type=gradc.VarType.SPARSE_COO)
+        block.create_var("y", [1, 3, 3, 3, 2], F64, type=gradc.VarType.SPARSE_COO)
+        for name in ("rulebook", "counter"):
+            block.create_var(name, None, gradc.VarType.INT32)
+        for name, dims in (("dense", [1, 3, 3, 3, 2]), ("product", [1, 3, 3, 3, 2]), ("loss", [])):
+            block.create_var(name, dims, F64)
+        block.append_op("sparse_sparse_coo_tensor", {"values": ["val"], "indices": ["idx"]}, {"out": ["x"]},
+                        {"shape": [1, 4, 4, 4, 2]})
+        block.append_op("sparse_maxpool", {"x": ["x"]}, {"out": ["y"], "rulebook": ["rulebook"],
+                                                          "counter": ["counter"]},
+                        {"kernel_sizes": [2, 2, 2], "strides": [1, 1, 1], "paddings": [0, 0, 0],
+                         "dilations": [1, 1, 1]})
+        block.append_op("sparse_to_dense", {"x": ["y"]}, {"out": ["dense"]})
+        block.append_op("elementwise_mul", {"X": ["dense"], "Y": ["r"]}, {"Out": ["product"]}, {"axis": -1})
+        block.append_op("reduce_mean", {"X": ["product"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
+        return {"program": program, "feed": feed, "params": {}, "loss": "loss", "wrt": ["val"]}
+    return build
+
+
+CASES += [_case("sparse_maxpool", _maxpool())]
+REFUSED = [Case("sparse_maxpool_grad", {}, program=_second_order(_maxpool()))]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .sparse_value import SparseCoo
+from .sparse_value import SparseCoo, SparseCsr
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,9 @@ class SelectedRows:
 
 
 def as_dense(value):
-    """A fetched value as an array: a SelectedRows or SparseCoo as the tensor it stands for (what `gradc run --out`
-    saves)."""
-    return value.to_dense() if isinstance(value, (SelectedRows, SparseCoo)) else value
+    """A fetched value as an array: a SelectedRows, SparseCoo or SparseCsr as the tensor it stands for (what
+    `gradc run --out` saves)."""
+    return value.to_dense() if isinstance(value, (SelectedRows, SparseCoo, SparseCsr)) else value
 
 
 def merge_add(inputs: list[SelectedRows], sort: bool = False) -> SelectedRows:

@@ -8,7 +8,8 @@ softmax over the entries it holds. Their gradients:
     sum:     dx = dout at the site each entry summed into, spread over the reduced dense dims
     softmax: dx = out * (dout - the row's (or values' last axis') sum of out * dout)
 
-The shape, axes, starts and ends are the attributes' (the ops' tensor slots are refused).
+The shape, axes, starts and ends come from a tensor, else a list of 1-value tensors, else the attribute (Paddle's
+IntArray order); given as tensors, the dims they set are known at run time only.
 """
 
 from __future__ import annotations
@@ -16,15 +17,14 @@ from __future__ import annotations
 from ..ir import AttrType
 from ..registry import defop, grad_op, typed
 from .infer import check_float
+from .shape import tensor_length
 
 LONGS = AttrType.LONGS
 
 
-def _no_tensors(ctx, *slots: str) -> None:
-    for slot in slots:
-        if ctx.has(slot):
-            ctx.fail(f"{ctx.op.type} takes its {slot.removesuffix('TensorList').removesuffix('Tensor').lower()} from "
-                     f"the attribute only: gradc does not read {slot}")
+def _from_tensor(ctx, name: str) -> bool:
+    """Whether the int list ``name`` (Shape, Axes, ...) is given by its tensor or list of tensors."""
+    return ctx.has(f"{name}Tensor") or ctx.has(f"{name}TensorList")
 
 
 def resolve_shape(x: list[int], shape: list[int], fail) -> list[int]:
@@ -47,8 +47,10 @@ def resolve_shape(x: list[int], shape: list[int], fail) -> list[int]:
 
 
 def _reshape_infer(ctx):
-    _no_tensors(ctx, "ShapeTensor", "ShapeTensorList")
     x = ctx.shape("x")
+    if _from_tensor(ctx, "Shape"):
+        count = tensor_length(ctx, "ShapeTensor") if ctx.has("ShapeTensor") else len(ctx.op.input("ShapeTensorList"))
+        return {"out": (None if count is None else [-1] * count, ctx.dtype("x"))}
     return {"out": (None if x is None else resolve_shape(x, list(ctx.attr("shape")), ctx.fail), ctx.dtype("x"))}
 
 
@@ -68,9 +70,12 @@ def slice_dims(x: list[int], axes, starts, ends, fail) -> tuple[list[int], list[
 
 
 def _slice_infer(ctx):
-    _no_tensors(ctx, "AxesTensor", "AxesTensorList", "StartsTensor", "StartsTensorList", "EndsTensor",
-                "EndsTensorList")
     x = ctx.shape("x")
+    if x is not None and _from_tensor(ctx, "Axes"):
+        return {"out": ([-1] * len(x), ctx.dtype("x"))}
+    if x is not None and (_from_tensor(ctx, "Starts") or _from_tensor(ctx, "Ends")):   # the axes sliced are known
+        sliced = {a % len(x) for a in ctx.attr("axes") if -len(x) <= a < len(x)}
+        return {"out": ([-1 if i in sliced else d for i, d in enumerate(x)], ctx.dtype("x"))}
     if x is None or min(x) < 0:
         return {"out": (None, ctx.dtype("x"))}
     return {"out": (slice_dims(x, list(ctx.attr("axes")), list(ctx.attr("starts")), list(ctx.attr("ends")),
@@ -88,12 +93,11 @@ def summed_dims(x: list[int], axis: list[int], keepdim: bool, fail) -> tuple[lis
 
 
 def _sum_infer(ctx):
-    _no_tensors(ctx, "AxisTensor", "AxisTensorList")
     check_float(ctx, "x")
     x, dtype = ctx.shape("x"), ctx.attr("dtype")
     out_dtype = ctx.dtype("x") if dtype == -1 else dtype
-    if x is None:
-        return {"out": (None, out_dtype)}
+    if x is None or _from_tensor(ctx, "Axis"):   # the axes at run time: the rank too, unless keepdim
+        return {"out": ([-1] * len(x) if x is not None and ctx.attr("keepdim") else None, out_dtype)}
     return {"out": (summed_dims(x, list(ctx.attr("axis")), ctx.attr("keepdim"), ctx.fail)[0], out_dtype)}
 
 
@@ -106,13 +110,14 @@ def _softmax_infer(ctx):
 
 
 SHAPE_SLOTS = ["ShapeTensor?", "ShapeTensorList[]?"]
+# reshape's grad op takes the shape only for its own gradient (a reshape of ddx)
 defop("sparse_reshape", ["x", *SHAPE_SLOTS], ["out"], attrs={"shape": typed([], LONGS)}, infer=_reshape_infer,
-      no_grad_inputs=["ShapeTensor", "ShapeTensorList"], grad=grad_op("x"))
+      no_grad_inputs=["ShapeTensor", "ShapeTensorList"], grad=grad_op("x", *SHAPE_SLOTS))
 WINDOW_SLOTS = [f"{name}{kind}" for name in ("Axes", "Starts", "Ends") for kind in ("Tensor?", "TensorList[]?")]
 defop("sparse_slice", ["x", *WINDOW_SLOTS], ["out"],
       attrs={"axes": typed([], LONGS), "starts": typed([], LONGS), "ends": typed([], LONGS)}, infer=_slice_infer,
-      no_grad_inputs=[slot.rstrip("[]?") for slot in WINDOW_SLOTS], grad=grad_op("x"))
-defop("sparse_sum", ["x", "AxisTensor?", "AxisTensorList[]?"], ["out"],
-      attrs={"axis": typed([], LONGS), "dtype": -1, "keepdim": False}, infer=_sum_infer,
-      no_grad_inputs=["AxisTensor", "AxisTensorList"], grad=grad_op("x"))
+      no_grad_inputs=[slot.rstrip("[]?") for slot in WINDOW_SLOTS], grad=grad_op("x", *WINDOW_SLOTS))
+AXIS_SLOTS = ["AxisTensor?", "AxisTensorList[]?"]
+defop("sparse_sum", ["x", *AXIS_SLOTS], ["out"], attrs={"axis": typed([], LONGS), "dtype": -1, "keepdim": False},
+      infer=_sum_infer, no_grad_inputs=["AxisTensor", "AxisTensorList"], grad=grad_op("x", *AXIS_SLOTS))
 defop("sparse_softmax", ["x"], ["out"], attrs={"axis": -1}, infer=_softmax_infer, grad=grad_op("out"))

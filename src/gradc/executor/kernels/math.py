@@ -7,7 +7,7 @@ import numpy as np
 from ...bfloat16 import round_to_bfloat16
 from ...shapes import normalize_axis
 from ..selected_rows import SelectedRows
-from ..sparse_value import SparseCoo
+from ..sparse_value import SparseCoo, SparseCsr
 from ..tensor_array import TensorArray
 from . import kernel
 from .activation import holomorphic, unary
@@ -132,10 +132,10 @@ def _scalar(k, slot: str, attr: str, dtype):
 
 @kernel("scale")
 def scale(k):
-    """Also of a sparse grad's values (Paddle's SelectedRows kernel; a SparseCoo gradient's, as the backward of a sum
-    of them scales), checked here rather than by a wrapper: hot."""
+    """Also of a sparse grad's values (Paddle's SelectedRows kernel; a SparseCoo or SparseCsr gradient's, as the
+    backward of a sum of them scales), checked here rather than by a wrapper: hot."""
     x = sparse = k.x("X")
-    if type(x) is _ndarray or not isinstance(x, (SelectedRows, SparseCoo)):
+    if type(x) is _ndarray or not isinstance(x, (SelectedRows, SparseCoo, SparseCsr)):
         sparse = None
     else:
         x = sparse.values

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..selected_rows import SelectedRows, merge_add
-from ..sparse_value import SparseCoo, add_on_sites
+from ..sparse_value import SparseCoo, SparseCsr, add_on_sites
 from . import KERNELS, clip, kernel, math, nn  # noqa: F401 - the dense kernels wrapped below, registered first
 
 
@@ -51,9 +51,9 @@ on_values("clip_by_norm", merge=True)
 @kernel("sum", replace=True)
 def sum_(k):
     """All addends sparse: Paddle's MergeAdd of them (a SelectedRows); some: the tensor of their sum. (Addends that
-    are SparseCoo, the gradients of one paddle.sparse var, add on their sites.)"""
+    are SparseCoo or SparseCsr, the gradients of one paddle.sparse var, add on their sites.)"""
     addends = k.xs("X")
-    if isinstance(addends[0], SparseCoo):
+    if isinstance(addends[0], (SparseCoo, SparseCsr)):
         return {"Out": add_on_sites(addends)}
     sparse = [a for a in addends if isinstance(a, SelectedRows)]
     if not sparse:

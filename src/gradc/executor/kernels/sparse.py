@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sparse_value import SparseCoo
+from ..sparse_value import SparseCoo, SparseCsr
 from . import kernel
 
 
@@ -14,6 +14,19 @@ def coo(k, slot: str) -> SparseCoo:
     if not isinstance(value, SparseCoo):
         raise ValueError(f"input {slot} holds a dense tensor, not a sparse COO tensor (paddle.sparse)")
     return value
+
+
+def sparse(k, slot: str) -> SparseCoo | SparseCsr:
+    """A COO or CSR input (the ops paddle.sparse offers for both)."""
+    value = k.x(slot)
+    if not isinstance(value, (SparseCoo, SparseCsr)):
+        raise ValueError(f"input {slot} holds a dense tensor, not a sparse COO or CSR tensor (paddle.sparse)")
+    return value
+
+
+def sites(x: SparseCoo | SparseCsr) -> tuple:
+    """Each entry's coordinates in the dense tensor (of its sparse dims for a COO tensor), to index it with."""
+    return tuple(x.sites() if isinstance(x, SparseCsr) else x.indices)
 
 
 @kernel("sparse_sparse_coo_tensor")
@@ -38,23 +51,23 @@ def sparse_coo_tensor_grad(k):
 
 @kernel("sparse_to_dense")
 def to_dense(k):
-    return {"out": coo(k, "x").to_dense()}
+    return {"out": sparse(k, "x").to_dense()}
 
 
 @kernel("sparse_to_dense_grad")
 def to_dense_grad(k):
-    x = coo(k, "x")
-    return {"x@GRAD": x.with_values(k.x("out@GRAD")[tuple(x.indices)])}
+    x = sparse(k, "x")
+    return {"x@GRAD": x.with_values(k.x("out@GRAD")[sites(x)])}
 
 
 @kernel("sparse_values")
 def values(k):
-    return {"out": coo(k, "x").values}
+    return {"out": sparse(k, "x").values}
 
 
 @kernel("sparse_values_grad")
 def values_grad(k):
-    return {"x@GRAD": coo(k, "x").with_values(k.x("out@GRAD"))}
+    return {"x@GRAD": sparse(k, "x").with_values(k.x("out@GRAD"))}
 
 
 @kernel("sparse_indices")
@@ -64,13 +77,13 @@ def indices(k):
 
 @kernel("sparse_relu")
 def relu(k):
-    x = coo(k, "x")
+    x = sparse(k, "x")
     return {"out": x.with_values(np.maximum(x.values, 0))}
 
 
 @kernel("sparse_relu_grad")
 def relu_grad(k):
-    out, dout = coo(k, "out"), coo(k, "out@GRAD")
+    out, dout = sparse(k, "out"), sparse(k, "out@GRAD")
     return {"x@GRAD": out.with_values(np.where(out.values > 0, dout.values, 0).astype(dout.dtype))}
 
 

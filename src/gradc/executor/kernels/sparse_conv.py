@@ -16,12 +16,12 @@ from . import kernel
 from .sparse import coo
 
 
-def _rules(k, x: SparseCoo, kernel_dims) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
+def _rules(k, x: SparseCoo, kernel_dims, subm: bool) -> tuple[np.ndarray, np.ndarray, tuple[int, ...]]:
     """(rulebook [3, rules] as (offset, input row, output row), the output sites as linear numbers, sorted, the
     output's batch and spatial dims)."""
     strides, paddings, dilations = (np.array(k.attr(name)) for name in ("strides", "paddings", "dilations"))
     batch, spatial = x.shape[0], np.array(x.shape[1:4])
-    if k.attr("subm"):   # the kernel centred on each site, whatever the paddings say (as Paddle's)
+    if subm:   # the kernel centred on each site, whatever the paddings say (as Paddle's)
         out_spatial, paddings = spatial, (np.array(kernel_dims) - 1) // 2 * dilations
     else:
         out_spatial = (spatial + 2 * paddings - dilations * (np.array(kernel_dims) - 1) - 1) // strides + 1
@@ -32,7 +32,7 @@ def _rules(k, x: SparseCoo, kernel_dims) -> tuple[np.ndarray, np.ndarray, tuple[
     offset, row = np.nonzero(valid)                                                              # by offset
     dims = (batch, *out_spatial.tolist())
     out_linear = np.ravel_multi_index((x.indices[0, row], *out_pos[offset, row].T), dims)
-    if k.attr("subm"):
+    if subm:
         sites = np.unique(x.linear_sites())
         hit = np.isin(out_linear, sites)
         offset, row, out_linear = offset[hit], row[hit], out_linear[hit]
@@ -49,7 +49,7 @@ def conv3d(k):
         raise ValueError(f"sparse_conv3d needs x [N, D, H, W, C] with 4 sparse dims and kernel "
                              f"[kd, kh, kw, C, out channels]: x {list(x.shape)} (sparse dims {x.sparse_dim}), "
                              f"kernel {list(weight.shape)}")
-    rulebook, sites, dims = _rules(k, x, weight.shape[:3])
+    rulebook, sites, dims = _rules(k, x, weight.shape[:3], k.attr("subm"))
     flat = weight.reshape(-1, *weight.shape[3:])
     out = np.zeros((sites.size, weight.shape[4]), np.result_type(x.dtype, weight.dtype))
     counter = np.bincount(rulebook[0], minlength=len(flat)).astype(np.int32)
@@ -86,3 +86,29 @@ def conv3d_grad(k):
         return grad.reshape(weight.shape)
 
     return k.grads({"x@GRAD": dx, "kernel@GRAD": dkernel})
+
+
+@kernel("sparse_maxpool")
+def maxpool(k):
+    """Each output site's channels the maximum over the input entries its pooling window's rules bring (the rules
+    of a plain conv with kernel_sizes: Paddle's MaxPoolCooKernel)."""
+    x = coo(k, "x")
+    if x.sparse_dim != 4 or x.values.ndim != 2:
+        raise ValueError(f"sparse_maxpool needs x [N, D, H, W, C] with 4 sparse dims, got {list(x.shape)} "
+                         f"(sparse dims {x.sparse_dim})")
+    rulebook, sites, dims = _rules(k, x, tuple(k.attr("kernel_sizes")), False)
+    out = np.full((sites.size, x.values.shape[1]), -np.inf, x.dtype)
+    np.maximum.at(out, rulebook[2], x.values[rulebook[1]])
+    counter = np.bincount(rulebook[0], minlength=int(np.prod(k.attr("kernel_sizes")))).astype(np.int32)
+    indices = np.stack(np.unravel_index(sites, dims)).astype(np.int64)
+    return {"out": SparseCoo(indices, out, (*dims, x.shape[4])), "rulebook": rulebook, "counter": counter}
+
+
+@kernel("sparse_maxpool_grad")
+def maxpool_grad(k):
+    """dx[i] += dout[o] for each rule (k, i, o) where x[i] is out[o]'s maximum (every tied entry, as Paddle's)."""
+    x, out, dout, rulebook = coo(k, "x"), coo(k, "out"), coo(k, "out@GRAD"), k.x("rulebook")
+    held = x.values[rulebook[1]] == out.values[rulebook[2]]
+    grad = np.zeros_like(x.values)
+    np.add.at(grad, rulebook[1], np.where(held, dout.values[rulebook[2]], 0).astype(x.dtype))
+    return {"x@GRAD": x.with_values(grad)}

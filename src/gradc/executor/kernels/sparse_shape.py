@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...ops.sparse_shape import resolve_shape, slice_dims, summed_dims
-from ..sparse_value import SparseCoo
+from ..sparse_value import SparseCoo, SparseCsr
 from . import kernel
+from .index import ints
 from .sparse import coo
 from .tensor import numpy_dtype
 
@@ -15,11 +16,17 @@ def _fail(message: str):
     raise ValueError(message)
 
 
+def _given(k, name: str) -> list[int]:
+    """The int list ``name``: its tensor's, else its list of tensors', else the attribute's (Paddle's IntArray)."""
+    slot = name.capitalize() + "Tensor"
+    return ints(k, [slot, slot + "List"], name)
+
+
 @kernel("sparse_reshape")
 def reshape(k):
     """The sparse dims renumbered row-major, the dense dims (the values' own) kept."""
     x = coo(k, "x")
-    shape = resolve_shape(list(x.shape), list(k.attr("shape")), _fail)
+    shape = resolve_shape(list(x.shape), _given(k, "shape"), _fail)
     dense = x.values.ndim - 1
     if tuple(shape[len(shape) - dense:]) != x.shape[x.sparse_dim:]:
         raise ValueError(f"sparse_reshape keeps the dense dims {list(x.shape[x.sparse_dim:])}: {list(x.shape)} "
@@ -36,8 +43,7 @@ def reshape_grad(k):
 
 def _window(k, x: SparseCoo):
     """(the output shape, which entries of x lie in the window, the window's starts by sparse dim)."""
-    shape, windows = slice_dims(list(x.shape), list(k.attr("axes")), list(k.attr("starts")), list(k.attr("ends")),
-                                _fail)
+    shape, windows = slice_dims(list(x.shape), _given(k, "axes"), _given(k, "starts"), _given(k, "ends"), _fail)
     kept, starts = np.ones(x.nnz, bool), np.zeros((x.sparse_dim, 1), np.int64)
     for axis, start, end in windows:
         if axis >= x.sparse_dim:
@@ -66,7 +72,7 @@ def slice_grad(k):
 def _groups(k, x: SparseCoo):
     """(the output shape, the reduced axes of the values, each entry's output site, the output sites' indices).
     Without a reduced sparse dim the sites stay as they are; otherwise the sites they merge into, sorted."""
-    axis, keepdim = list(k.attr("axis")), k.attr("keepdim")
+    axis, keepdim = _given(k, "axis"), k.attr("keepdim")
     shape, reduced = summed_dims(list(x.shape), axis, keepdim, _fail)
     dense_axes = tuple(d - x.sparse_dim + 1 for d in reduced if d >= x.sparse_dim)
     sparse_reduced = [d for d in reduced if d < x.sparse_dim]
@@ -113,8 +119,19 @@ def _rows(x: SparseCoo) -> np.ndarray:
     return np.unique(np.ravel_multi_index(tuple(x.indices[:-1]), x.shape[:-1]), return_inverse=True)[1].reshape(-1)
 
 
-@kernel("sparse_softmax")
-def softmax(k):
+def _softmax_of(kernel_on_coo, slot: str):
+    """The kernel on a CSR tensor too (its input ``slot``): the all-sparse COO tensor of its entries, in their
+    order."""
+    def run(k):
+        grads = k.x(slot)
+        if not isinstance(grads, SparseCsr):
+            return kernel_on_coo(k, coo)
+        result = kernel_on_coo(k, lambda k, slot: k.x(slot).to_coo())
+        return {slot: grads.with_values(value.values) for slot, value in result.items()}
+    return run
+
+
+def _softmax(k, coo):
     x = coo(k, "x")
     if x.values.ndim > 1:   # a dense last axis: the values' softmax
         shifted = np.exp(x.values - x.values.max(axis=-1, keepdims=True))
@@ -128,8 +145,7 @@ def softmax(k):
     return {"out": x.with_values(shifted / total[rows])}
 
 
-@kernel("sparse_softmax_grad")
-def softmax_grad(k):
+def _softmax_grad(k, coo):
     out, dout = coo(k, "out"), coo(k, "out@GRAD")
     weighted = out.values * dout.values
     if out.values.ndim > 1:
@@ -138,3 +154,7 @@ def softmax_grad(k):
     total = np.zeros(rows.max(initial=-1) + 1, out.dtype)
     np.add.at(total, rows, weighted)
     return {"x@GRAD": out.with_values(weighted - out.values * total[rows])}
+
+
+kernel("sparse_softmax")(_softmax_of(_softmax, "x"))
+kernel("sparse_softmax_grad")(_softmax_of(_softmax_grad, "out"))

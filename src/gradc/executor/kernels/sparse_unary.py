@@ -7,9 +7,9 @@ import numpy as np
 
 from ... import registry
 from ...ops.sparse_unary import ON_VALUES
-from ..sparse_value import SparseCoo
+from ..sparse_value import SparseCoo, SparseCsr
 from . import KERNELS, kernel
-from .sparse import coo
+from .sparse import sparse
 from .tensor import numpy_dtype
 
 
@@ -37,7 +37,7 @@ class _Values:
 
 
 def _run(k):
-    x = coo(k, "x")
+    x = sparse(k, "x")
     return {"out": x.with_values(KERNELS[ON_VALUES[k.op.type][0]](_Values(k, x.values))["Out"])}
 
 
@@ -46,14 +46,16 @@ kernel(*ON_VALUES)(_run)
 
 @kernel("sparse_cast")
 def cast(k):
-    x = coo(k, "x")
+    x = sparse(k, "x")
     index_dtype, value_dtype = k.attr("index_dtype"), k.attr("value_dtype")
-    indices = x.indices if index_dtype == -1 else x.indices.astype(numpy_dtype(index_dtype))
+    index = (lambda i: i) if index_dtype == -1 else (lambda i: i.astype(numpy_dtype(index_dtype)))
     values = x.values if value_dtype == -1 else x.values.astype(numpy_dtype(value_dtype))
-    return {"out": SparseCoo(indices, values, x.shape)}
+    if isinstance(x, SparseCsr):
+        return {"out": SparseCsr(index(x.crows), index(x.cols), values, x.shape)}
+    return {"out": SparseCoo(index(x.indices), values, x.shape)}
 
 
 @kernel("sparse_isnan")
 def isnan(k):
-    x = coo(k, "x")
+    x = sparse(k, "x")
     return {"out": x.with_values(np.isnan(x.values))}

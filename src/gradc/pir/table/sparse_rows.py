@@ -21,6 +21,20 @@ def _dense_y(legacy, exporter) -> bool:
     return var is None or var.type != VarType.SPARSE_COO
 
 
+# PIR's slice takes axes as an attribute only (a Tensor of axes crashes Paddle's builder), starts and ends as operands
+WINDOW = "starts>starts:ints@StartsTensor,StartsTensorList ends>ends:ints@EndsTensor,EndsTensorList"
+def _csr_x(legacy, exporter) -> bool:
+    var = exporter.var(legacy.input("x")[0])
+    return var is not None and var.type == VarType.SPARSE_CSR
+
+
+def _by_layout(pir: str, legacy: str, operands: str, attrs: str = "") -> list:
+    """The rows of a legacy op PIR names by x's layout (matmul_coo_dense_sp, matmul_csr_dense_sp)."""
+    return [row(f"pd_op.{pir.format('coo')}", legacy, operands, "out:out", attrs,
+                when=lambda legacy, exporter: not _csr_x(legacy, exporter)),
+            row(f"pd_op.{pir.format('csr')}", legacy, operands, "out:out", attrs, when=_csr_x)]
+
+
 ADD_GRAD, ADD_GRADS = "x:x y:y out_grad:out@GRAD", "x_grad:x@GRAD y_grad:y@GRAD"
 # attributes of the elementwise ops on values (the rest have none)
 UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
@@ -42,8 +56,7 @@ ROWS = [
     row("pd_op.coo_to_dense_sp", "sparse_to_dense", "x:x", "out:out"),
     row("pd_op.values_coo_sp", "sparse_values", "x:x", "out:out"),
     row("pd_op.reshape_coo_sp", "sparse_reshape", "x:x shape>shape:ints@ShapeTensor,ShapeTensorList", "out:out"),
-    row("pd_op.slice_coo_sp", "sparse_slice", "x:x axes>axes:ints@AxesTensor,AxesTensorList "
-        "starts>starts:ints@StartsTensor,StartsTensorList ends>ends:ints@EndsTensor,EndsTensorList", "out:out"),
+    row("pd_op.slice_coo_sp", "sparse_slice", f"x:x {WINDOW}", "out:out", "axes:intarray"),
     row("pd_op.sum_coo_sp", "sparse_sum", "x:x axis>axis:ints@AxisTensor,AxisTensorList", "out:out",
         "dtype:dtype=-1 keepdim:bool"),
     row("pd_op.softmax_coo_sp", "sparse_softmax", "x:x", "out:out", "axis:i32=-1"),
@@ -57,6 +70,16 @@ ROWS = [
     row("pd_op.divide_scalar_coo_sp", "sparse_divide_scalar", "x:x", "out:out", "scalar:f32"),
     row("pd_op.transpose_coo_sp", "sparse_transpose", "x:x", "out:out", "perm:i32s"),
     row("pd_op.coalesce_sp", "sparse_coalesce", "x:x", "out:out"),
+    # products of a sparse x (gradc.ops.sparse_matmul): Paddle builds mv and addmm, has no CPU kernel of either
+    *_by_layout("matmul_{}_dense_sp", "sparse_matmul", "x:x y:y"),
+    *_by_layout("mv_{}_sp", "sparse_mv", "x:x vec:vec"),
+    *_by_layout("addmm_{}_dense_sp", "sparse_addmm", "input:input x:x y:y", "beta:f32 alpha:f32"),
+    row("pd_op.masked_matmul_sp", "sparse_masked_matmul", "x:x y:y mask:mask", "out:out"),
+    # nn.MaxPool3D (gradc.ops.sparse_pool), which neither static mode of Paddle builds
+    row("pd_op.maxpool_sp", "sparse_maxpool", "x:x", "out:out rulebook:rulebook counter:counter",
+        "kernel_sizes:i32s paddings:i32s dilations:i32s strides:i32s"),
+    row("pd_op.maxpool_grad_sp", "sparse_maxpool_grad", "x:x rulebook:rulebook counter:counter out:out "
+        "out_grad:out@GRAD", "x_grad:x@GRAD", "kernel_sizes:i32s"),
     row("pd_op.multiply_coo_coo_grad_sp", "sparse_multiply_grad", ADD_GRAD, ADD_GRADS),
     row("pd_op.divide_coo_coo_grad_sp", "sparse_divide_grad", "x:x y:y out:out out_grad:out@GRAD", ADD_GRADS),
     row("pd_op.transpose_coo_grad_sp", "sparse_transpose_grad", "out_grad:out@GRAD", "x_grad:x@GRAD", "perm:i32s"),
@@ -74,11 +97,12 @@ ROWS = [
     row("pd_op.relu_coo_grad_sp", "sparse_relu_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD"),
     row("pd_op.to_dense_grad_sp", "sparse_to_dense_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
     row("pd_op.values_grad_sp", "sparse_values_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
-    row("pd_op.reshape_coo_grad_sp", "sparse_reshape_grad", "x:x out_grad:out@GRAD", "x_grad:x@GRAD"),
-    row("pd_op.slice_coo_grad_sp", "sparse_slice_grad", "x:x out_grad:out@GRAD axes>axes:ints starts>starts:ints "
-        "ends>ends:ints", "x_grad:x@GRAD"),
-    row("pd_op.sum_coo_grad_sp", "sparse_sum_grad", "x:x out_grad:out@GRAD axis>axis:ints", "x_grad:x@GRAD",
-        "keepdim:bool"),
+    row("pd_op.reshape_coo_grad_sp", "sparse_reshape_grad", "x:x out_grad:out@GRAD ~ShapeTensor ~ShapeTensorList",
+        "x_grad:x@GRAD"),
+    row("pd_op.slice_coo_grad_sp", "sparse_slice_grad", f"x:x out_grad:out@GRAD {WINDOW}", "x_grad:x@GRAD",
+        "axes:intarray"),
+    row("pd_op.sum_coo_grad_sp", "sparse_sum_grad", "x:x out_grad:out@GRAD axis>axis:ints@AxisTensor,AxisTensorList",
+        "x_grad:x@GRAD", "keepdim:bool"),
     row("pd_op.softmax_coo_grad_sp", "sparse_softmax_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD",
         "axis:i32=-1"),
 ]
