@@ -82,3 +82,26 @@ CASES += [
     Case("weight_only_linear", weight_only(70, "int4"), {"weight_dtype": "int4", "arch": 70}, wrt=["x"]),
     second_order("weight_only_linear", weight_only(), wrt=["x"], grad_type="weight_only_linear_grad"),
 ]
+
+
+def ffn(pre=True, biases=True, norms=True, d=4, hidden=6):
+    """fused_feedforward's inputs: X [2, 3, d], the linears' weights (and biases), the used layer norm's weights."""
+    inputs = {"X": randn(2, 3, d), "Linear1Weight": randn(d, hidden) * 0.5, "Linear2Weight": randn(hidden, d) * 0.5}
+    if biases:
+        inputs |= {"Linear1Bias": randn(hidden), "Linear2Bias": randn(d)}
+    if norms:
+        ln = "Ln1" if pre else "Ln2"
+        inputs |= {f"{ln}Scale": positive(d), f"{ln}Bias": randn(d)}
+    return inputs
+
+
+FFN_TEST = {"is_test": True, "dropout1_rate": 0.2, "dropout2_rate": 0.3}
+CASES += [
+    Case("fused_feedforward", ffn(), {"pre_layer_norm": True, **FFN_TEST}),
+    Case("fused_feedforward", ffn(pre=False), {"act_method": "relu", "dropout1_rate": 0.0, "dropout2_rate": 0.0,
+                                               "dropout1_implementation": "upscale_in_train"}),
+    Case("fused_feedforward", ffn(biases=False, norms=False), {"pre_layer_norm": True, "add_residual": False,
+                                                               **FFN_TEST}),
+    second_order("fused_feedforward", ffn(), {"pre_layer_norm": True, **FFN_TEST}),
+    second_order("fused_feedforward", ffn(pre=False, biases=False), {"dropout1_rate": 0.0, "dropout2_rate": 0.0}),
+]

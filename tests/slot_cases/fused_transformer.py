@@ -1,0 +1,45 @@
+"""Cases for the optional inputs of paddle.incubate.nn's GPU-only fused transformer layers (gradc.ops.fused_ffn):
+each output from the CUDA kernel's formula written here with numpy."""
+
+import math
+
+import numpy as np
+
+from . import SlotCase
+
+R = np.random.default_rng(53)
+X, W1, W2 = R.standard_normal((2, 3, 4)), R.standard_normal((4, 5)), R.standard_normal((5, 4))
+B5, B4 = R.standard_normal(5), R.standard_normal(4)
+SCALE = R.uniform(0.5, 1.5, 4)
+SEED = np.array([7], np.int32)
+
+
+def gelu(h):
+    return 0.5 * h * (1 + np.vectorize(math.erf)(h / math.sqrt(2)))
+
+
+def layer_norm(h, scale=1.0, shift=0.0):
+    return (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-5) * scale + shift
+
+
+def ffn(h, b1=0.0, b2=0.0):
+    """X + linear2(gelu(linear1(h))) with no dropout draws (rates 0)."""
+    return X + gelu(h @ W1 + b1) @ W2 + b2
+
+
+BASE = {"X": X, "Linear1Weight": W1, "Linear2Weight": W2}
+PRE = {"pre_layer_norm": True, "dropout1_rate": 0.0, "dropout2_rate": 0.0}
+POST = {"dropout1_rate": 0.0, "dropout2_rate": 0.0}
+CASES = [
+    SlotCase("fused_feedforward", "Linear1Bias", {**BASE, "Linear1Bias": B5}, {"Out": ffn(layer_norm(X), B5)}, PRE),
+    SlotCase("fused_feedforward", "Linear2Bias", {**BASE, "Linear2Bias": B4}, {"Out": ffn(layer_norm(X), 0, B4)}, PRE),
+    SlotCase("fused_feedforward", "Ln1Scale", {**BASE, "Ln1Scale": SCALE}, {"Out": ffn(layer_norm(X, SCALE))}, PRE),
+    SlotCase("fused_feedforward", "Ln1Bias", {**BASE, "Ln1Bias": B4}, {"Out": ffn(layer_norm(X, 1.0, B4))}, PRE),
+    SlotCase("fused_feedforward", "Ln2Scale", {**BASE, "Ln2Scale": SCALE}, {"Out": layer_norm(ffn(X), SCALE)}, POST),
+    SlotCase("fused_feedforward", "Ln2Bias", {**BASE, "Ln2Bias": B4}, {"Out": layer_norm(ffn(X), 1.0, B4)}, POST),
+    # a seed tensor picks the dropout's stream, and these dropouts draw nothing
+    SlotCase("fused_feedforward", "Dropout1Seed", {**BASE, "Dropout1Seed": SEED}, {"Out": ffn(layer_norm(X))}, PRE,
+             overrides=False),
+    SlotCase("fused_feedforward", "Dropout2Seed", {**BASE, "Dropout2Seed": SEED}, {"Out": layer_norm(ffn(X))}, POST,
+             overrides=False),
+]
