@@ -22,7 +22,7 @@ PENDING = DATA / "conformance_pending.txt"
 GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it",
               "multiclass_nms2": "Paddle 2.x detection models hold it (3.3.1 registers multiclass_nms and _nms3 only)",
               **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad", "fused_feedforward",
-                               "fused_feedforward_grad"),
+                               "fused_feedforward_grad", "fused_attention", "fused_attention_grad"),
                               "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker"),
               "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's"}
 # differences where Paddle's record does not say what its programs hold, and why

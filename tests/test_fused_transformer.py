@@ -13,6 +13,7 @@ import pytest
 
 import gradc
 from gradc.errors import ProgramError
+from gradc.ops.fused_attention import ATTENTION_STATE
 from gradc.ops.fused_ffn import FFN_STATE
 from gradc.pir import load_pir
 from test_extra_math import program_of, round_trips_through_pir, run
@@ -118,3 +119,83 @@ def test_fused_feedforward_drops_everything_at_a_rate_of_one_in_both_modes():
         out, mask = run("fused_feedforward", inputs, ["Out", "Dropout1Mask"], attrs)
         np.testing.assert_allclose(out, inputs["X"], rtol=1e-12)   # no Linear2Bias: only the residual is left
         assert (mask == is_test).all()
+
+
+def _softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def _attention_reference(feed: dict, pre: bool, factors: tuple, nh: int = 2) -> dict:
+    """The CUDA kernel's steps in numpy (fmha_ref.h): q scaled before q k^T, cache then k, v, mask, softmax, P v."""
+    x = feed["x"].astype(np.float64)
+    b, s, e = x.shape
+    dh = e // nh
+    h = _layer_norm(x, feed["ln_scale"], feed["ln_bias"]) if pre else x
+    w = feed["qkv_weight"]
+    qkv = (h @ (w if w.ndim == 2 else w.reshape(3 * e, e).T) + feed["qkv_bias"].reshape(-1)).reshape(b, s, 3, nh, dh)
+    t = qkv.transpose(2, 0, 3, 1, 4)
+    q, k, v = t[0] / math.sqrt(dh), t[1], t[2]
+    if "cache_kv" in feed:
+        k, v = np.concatenate([feed["cache_kv"][0], k], 2), np.concatenate([feed["cache_kv"][1], v], 2)
+    qk = q @ k.swapaxes(-1, -2)
+    p = _softmax(qk + feed.get("src_mask", 0))
+    fmha = (p * factors[0] @ v).transpose(0, 2, 1, 3)
+    linear = fmha.reshape(b, s, e) @ feed["out_linear_weight"]
+    r = x + (linear + feed["out_linear_bias"]) * factors[1]
+    norm = {"ln_out": h} if pre else {"bias_dropout_residual_out": r}
+    return {"out": r if pre else _layer_norm(r, feed["ln_scale_2"], feed["ln_bias_2"]), "qk_out": qk,
+            "softmax_out": p, "fmha_out": fmha, "out_linear_out": linear, "cache_kv_out": np.stack([k, v]),
+            "transpose_out_2": np.stack([q, t[1], t[2]]), **norm}
+
+
+ATTENTION_CASES = {"attention_pre_ln_eval_cache_mask": (True, (np.float32(0.8), np.float32(0.7))),
+                   "attention_post_ln_transposed_train_rate0": (False, (1.0, 1.0)),
+                   "attention_pre_ln_no_mask_train_rate0": (True, (1.0, 1.0))}
+
+
+@pytest.mark.parametrize("case", sorted(ATTENTION_CASES))
+def test_fused_attention_gives_paddles_unfused_layer_and_the_kernels_intermediates(case):
+    """Out (and the cache, the grads) against Paddle's CPU run of the unfused layer, whose dropouts scale by
+    1 - rate in double (the kernel: 1.0f - rate); the intermediates against numpy of the kernel's steps."""
+    pre, factors = ATTENTION_CASES[case]
+    feed, got, expected = _handwritten(case)
+    tol = 1e-12 if feed["x"].dtype == np.float64 else 2e-5
+    near_paddle = 1e-6 if factors[0] != 1 else max(tol, 1e-10)
+    for name, value in expected.items():
+        assert got[name].dtype == feed["x"].dtype
+        np.testing.assert_allclose(got[name], value, rtol=near_paddle, atol=near_paddle, err_msg=name)
+    for name, value in _attention_reference(feed, pre, factors).items():
+        if name in got:
+            np.testing.assert_allclose(got[name], value, rtol=tol, atol=tol, err_msg=name)
+
+
+def test_fused_attention_refuses_a_drawn_mask_and_the_grad_of_a_cached_layer():
+    inputs = {"X": np.zeros((1, 2, 4)), "QKVW": np.zeros((3, 2, 2, 4)), "OutLinearW": np.zeros((4, 4))}
+    with pytest.raises(ProgramError, match="attn_dropout_rate=0.5 in training draws its mask"):
+        run("fused_attention", inputs, ["Y"], {"dropout_rate": 0.0})
+    program, _ = program_of("fused_attention", {**inputs, "CacheKV": np.zeros((2, 1, 2, 3, 2))}, ["Y"],
+                            {"attn_dropout_rate": 0.0, "dropout_rate": 0.0}, grads=("X",))
+    block = program.global_block
+    block.create_var("total", [], gradc.ir.to_var_type(np.dtype("float64")))
+    block.append_op("reduce_sum", {"X": ["y"]}, {"Out": ["total"]}, {"reduce_all": True})
+    with pytest.raises(gradc.errors.GradError, match="Paddle's fused_attention_grad does not read the cache"):
+        gradc.append_backward(program, "total")
+
+
+def test_fused_attention_training_program_round_trips_through_pir():
+    """gradc's backward of a pre layer norm fused_attention with a mask (rates 0), exported to PIR and read back."""
+    e = 4
+    inputs = {"X": r.standard_normal((2, 3, e)), "QKVW": r.standard_normal((3, 2, 2, e)),
+              "SrcMask": np.triu(np.full((3, 3), -1e4), 1)[None, None], "OutLinearW": r.standard_normal((e, e)),
+              "LnScale": r.uniform(0.5, 1.5, e)}
+    outputs = ["Y", *(slot.rstrip("?") for slot in ATTENTION_STATE)]
+    attrs = {"pre_layer_norm": True, "attn_dropout_rate": 0.0, "dropout_rate": 0.0}
+    program, feed = program_of("fused_attention", inputs, outputs, attrs, grads=("X", "QKVW", "LnScale"))
+    block = program.global_block
+    block.create_var("total", [], gradc.ir.to_var_type(np.dtype("float64")))
+    block.append_op("reduce_sum", {"X": ["y"]}, {"Out": ["total"]}, {"reduce_all": True})
+    gradc.append_backward(program, "total")
+    got = round_trips_through_pir(program, feed, ["total", "x0@GRAD", "qkvw0@GRAD", "lnscale0@GRAD"],
+                                  ("fused_attention", "fused_attention_grad"))
+    assert all(np.abs(value).min() > 0 for value in got[1:])

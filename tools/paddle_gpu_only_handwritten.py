@@ -151,11 +151,111 @@ def _ffn_reference(v: dict, pre, act, is_test, rates, mode, residual) -> dict:
     return expected
 
 
+def _present(names: list[str], feeds: dict, results: list) -> list[str | None]:
+    """Each name that is fed or an op's non-null result, else None (a null operand)."""
+    made = {r[0] for r in results if r is not None}
+    return [name if name in feeds or name in made else None for name in names]
+
+
+ATTENTION_STATE = ["ln_mean", "ln_var", "ln_out", "qkv_out", "qkv_bias_out", "transpose_out_2", "qk_out", "qktv_out",
+                   "softmax_out", "attn_dropout_mask_out", "attn_dropout_out", "src_mask_out", "fmha_out",
+                   "out_linear_out", "dropout_mask_out", "ln_mean_2", "ln_var_2", "bias_dropout_residual_out"]
+ATTENTION_GRADS = ["qkv_bias", "qkv_bias_out", "src_mask_out", "out_linear_bias", "ln_scale", "ln_bias", "ln_scale_2",
+                     "ln_bias_2", "x", "qkv_weight", "out_linear_weight", "ln_out", "bias_dropout_residual_out",
+                     "qkv_out", "qktv_out", "transpose_out_2", "qk_out", "softmax_out", "attn_dropout_out", "fmha_out",
+                     "out_linear_out"]
+
+
+def _attention_case(pre: bool, transposed: bool, is_test: bool, rates: tuple[float, float], modes: tuple[str, str],
+                    dtype: str, cache: bool = False, mask: bool = True) -> dict:
+    """fused_attention of x [2, 3, 8] with 2 heads of 4 (1 / sqrt(4) is exact) and, in training, its grad op."""
+    b, s, e, nh, dh, cached = 2, 3, 8, 2, 4, 2
+    kv = s + cached if cache else s
+    ln = ("ln_scale", "ln_bias") if pre else ("ln_scale_2", "ln_bias_2")
+    feeds = {"x": [b, s, e], "qkv_weight": [e, 3 * e] if transposed else [3, nh, dh, e],
+             "qkv_bias": [3 * e] if transposed else [3, nh, dh], "out_linear_weight": [e, e],
+             "out_linear_bias": [e], ln[0]: [e], ln[1]: [e]}
+    feeds |= ({"src_mask": [b, 1, s, kv]} if mask else {}) | ({"cache_kv": [2, b, nh, cached, dh]} if cache else {})
+    feeds |= {} if is_test else {"dy": [b, s, e]}
+    attrs = [("num_heads", nh), ("transpose_qkv_wb", transposed), ("pre_layer_norm", pre), ("epsilon", 1e-5),
+             ("attn_dropout_rate", rates[0]), ("is_test", is_test), ("attn_dropout_fix_seed", True),
+             ("attn_dropout_seed", 0), ("attn_dropout_implementation", modes[0]), ("dropout_rate", rates[1]),
+             ("dropout_fix_seed", True), ("dropout_seed", 0), ("dropout_implementation", modes[1]),
+             ("ln_epsilon", 1e-5), ("add_residual", True), ("ring_id", -1)]
+    qkv = [b, s, 3 * e] if transposed else [b, s, 3, nh, dh]
+    scores, rows, x = [b, nh, s, kv], [b * s], [b, s, e]
+    shapes = {"ln_mean": rows, "ln_var": rows, "ln_out": x, "qkv_out": qkv, "qkv_bias_out": qkv,
+              "transpose_out_2": [3, b, nh, s, dh], "qk_out": scores, "qktv_out": [b, nh, s, dh],
+              "softmax_out": scores, "attn_dropout_mask_out": scores, "attn_dropout_out": scores,
+              "src_mask_out": scores, "fmha_out": [b, s, nh, dh], "out_linear_out": x, "dropout_mask_out": x,
+              "ln_mean_2": rows, "ln_var_2": rows, "bias_dropout_residual_out": x}
+    absent = {"ln_mean_2", "ln_var_2", "bias_dropout_residual_out"} if pre else {"ln_mean", "ln_var", "ln_out"}
+    absent |= set() if mask else {"src_mask_out"}
+    absent |= {"attn_dropout_mask_out", "dropout_mask_out"} if is_test else set()
+    results = [None if name in absent else (name, shapes[name], "uint8" if "mask_out" in name and "src" not in name
+                                            else dtype) for name in ATTENTION_STATE]
+    results += [("cache_kv_out", [2, b, nh, kv, dh], dtype) if cache else None, ("out", x, dtype)]
+    inputs = ["x", "ln_scale", "ln_bias", "qkv_weight", "qkv_bias", "cache_kv", "src_mask", "out_linear_weight",
+              "out_linear_bias", "ln_scale_2", "ln_bias_2"]
+    ops = [("fused_attention", _present(inputs, feeds, []), results, attrs)]
+    fetches = ["out", *(["cache_kv_out"] if cache else []), "qk_out", "softmax_out", "fmha_out", "out_linear_out",
+               "transpose_out_2", *(["ln_out"] if pre else ["bias_dropout_residual_out"])]
+    if not is_test:
+        grad_inputs = ["dy", "x", "qkv_weight", "qkv_bias", "qkv_bias_out", "src_mask", "src_mask_out",
+                       "out_linear_weight", "out_linear_bias", "ln_scale", "ln_bias", "ln_scale_2", "ln_bias_2",
+                       "ln_out", "ln_mean", "ln_var", "ln_mean_2", "ln_var_2", "bias_dropout_residual_out", "qkv_out",
+                       "transpose_out_2", "qk_out", "qktv_out", "softmax_out", "attn_dropout_mask_out",
+                       "attn_dropout_out", "fmha_out", "out_linear_out", "dropout_mask_out"]
+        every = {**shapes, **feeds}
+        grads = [(f"{name}@GRAD", every[name], dtype) if name in feeds or name in shapes and name not in absent
+                 else None for name in ATTENTION_GRADS]
+        ops.append(("fused_attention_grad", _present(grad_inputs, feeds, results), grads, attrs))
+        fetches += [f"{name}@GRAD" for name in feeds if name not in ("dy", "src_mask", "cache_kv")]
+    return {"feeds": feeds, "dtype": dtype, "ops": ops, "fetches": fetches,
+            "reference": lambda v: _attention_reference(v, pre, transposed, is_test, rates, modes, nh)}
+
+
+def _attention_reference(v: dict, pre, transposed, is_test, rates, modes, nh) -> dict:
+    """The documented unfused layer (FusedMultiHeadAttention's), run by Paddle on CPU: out (and the updated cache),
+    and in training the grads at dy."""
+    constants = ("dy", "src_mask", "cache_kv")
+    t = {name: paddle.to_tensor(value, stop_gradient=name in constants) for name, value in v.items()}
+    b, s, e = v["x"].shape
+    dh = e // nh
+    modes = ["downscale_in_infer" if mode == "downgrade_in_infer" else mode for mode in modes]
+    h = F.layer_norm(t["x"], [e], t["ln_scale"], t["ln_bias"], 1e-5) if pre else t["x"]
+    weight = t["qkv_weight"] if transposed else t["qkv_weight"].reshape([3 * e, e]).T
+    qkv = (paddle.matmul(h, weight) + t["qkv_bias"].reshape([3 * e])).reshape([b, s, 3, nh, dh])
+    q, k, val = qkv.transpose([2, 0, 3, 1, 4]).unbind(0)
+    expected = {}
+    if "cache_kv" in t:
+        k, val = paddle.concat([t["cache_kv"][0], k], 2), paddle.concat([t["cache_kv"][1], val], 2)
+        expected["cache_kv_out"] = paddle.stack([k, val]).numpy()
+    scores = paddle.matmul(q / np.sqrt(dh), k, transpose_y=True) + t.get("src_mask", 0)
+    weights = F.dropout(F.softmax(scores), rates[0], training=not is_test, mode=modes[0])
+    context = paddle.matmul(weights, val).transpose([0, 2, 1, 3]).reshape([b, s, e])
+    out = t["x"] + F.dropout(F.linear(context, t["out_linear_weight"], t["out_linear_bias"]), rates[1],
+                             training=not is_test, mode=modes[1])
+    out = out if pre else F.layer_norm(out, [e], t["ln_scale_2"], t["ln_bias_2"], 1e-5)
+    expected["out"] = out.numpy()
+    if not is_test:
+        names = [name for name in v if name not in constants]
+        grads = paddle.grad([out], [t[name] for name in names], [t["dy"]])
+        expected |= {f"{name}@GRAD": g.numpy() for name, g in zip(names, grads)}
+    return expected
+
+
 CASES = {
     "ffn_pre_ln_gelu_eval_downgrade": _ffn_case(True, "gelu", True, (0.2, 0.3), "downgrade_in_infer", "float64"),
     "ffn_post_ln_relu_train_rate0": _ffn_case(False, "relu", False, (0.0, 0.0), "upscale_in_train", "float32"),
     "ffn_pre_ln_no_residual_no_bias_train_rate0": _ffn_case(True, "gelu", False, (0.0, 0.0), "upscale_in_train",
                                                             "float64", residual=False, biases=False),
+    "attention_pre_ln_eval_cache_mask": _attention_case(True, False, True, (0.2, 0.3), ("downgrade_in_infer",
+                                                        "downgrade_in_infer"), "float64", cache=True),
+    "attention_post_ln_transposed_train_rate0": _attention_case(False, True, False, (0.0, 0.0), ("upscale_in_train",
+                                                                "downgrade_in_infer"), "float32"),
+    "attention_pre_ln_no_mask_train_rate0": _attention_case(True, False, False, (0.0, 0.0), ("upscale_in_train",
+                                                            "upscale_in_train"), "float64", mask=False),
 }
 
 

@@ -43,3 +43,44 @@ CASES = [
     SlotCase("fused_feedforward", "Dropout2Seed", {**BASE, "Dropout2Seed": SEED}, {"Out": layer_norm(ffn(X))}, POST,
              overrides=False),
 ]
+
+
+E, NH, DH = 4, 2, 2
+QKVW, OUT_W = R.standard_normal((3, NH, DH, E)), R.standard_normal((E, E))
+QKV_BIAS, MASK = R.standard_normal((3, NH, DH)), R.standard_normal((2, 1, 3, 3))
+CACHE = R.standard_normal((2, 2, NH, 1, DH))   # [2, batch, heads, cache_len, head_dim]
+
+
+def softmax(z):
+    e = np.exp(z - z.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def attention(h, qkv_bias=0.0, mask=0.0, out_bias=0.0, cache=None):
+    """X + the heads' softmax(q k^T / sqrt(dh) + mask) v through OutLinearW (no dropout draws)."""
+    t = ((h @ QKVW.reshape(3 * E, E).T).reshape(2, 3, 3, NH, DH) + qkv_bias).transpose(2, 0, 3, 1, 4)
+    k, v = (t[1], t[2]) if cache is None else (np.concatenate([cache[0], t[1]], 2), np.concatenate([cache[1], t[2]], 2))
+    p = softmax(t[0] / math.sqrt(DH) @ k.swapaxes(-1, -2) + mask)
+    return X + (p @ v).transpose(0, 2, 1, 3).reshape(2, 3, E) @ OUT_W + out_bias
+
+
+ATTENTION = {"X": X, "QKVW": QKVW, "OutLinearW": OUT_W}
+A_PRE = {"pre_layer_norm": True, "attn_dropout_rate": 0.0, "dropout_rate": 0.0}
+A_POST = {"attn_dropout_rate": 0.0, "dropout_rate": 0.0}
+CASES += [
+    SlotCase("fused_attention", "LnScale", {**ATTENTION, "LnScale": SCALE}, {"Y": attention(layer_norm(X, SCALE))},
+             A_PRE),
+    SlotCase("fused_attention", "LnBias", {**ATTENTION, "LnBias": B4}, {"Y": attention(layer_norm(X, 1.0, B4))}, A_PRE),
+    SlotCase("fused_attention", "QKVBias", {**ATTENTION, "QKVBias": QKV_BIAS},
+             {"Y": attention(layer_norm(X), qkv_bias=QKV_BIAS)}, A_PRE),
+    SlotCase("fused_attention", "SrcMask", {**ATTENTION, "SrcMask": MASK}, {"Y": attention(layer_norm(X), mask=MASK)},
+             A_PRE),
+    SlotCase("fused_attention", "OutLinearBias", {**ATTENTION, "OutLinearBias": B4},
+             {"Y": attention(layer_norm(X), out_bias=B4)}, A_PRE),
+    SlotCase("fused_attention", "CacheKV", {**ATTENTION, "CacheKV": CACHE},
+             {"Y": attention(layer_norm(X), cache=CACHE)}, A_PRE),
+    SlotCase("fused_attention", "Ln2Scale", {**ATTENTION, "Ln2Scale": SCALE}, {"Y": layer_norm(attention(X), SCALE)},
+             A_POST),
+    SlotCase("fused_attention", "Ln2Bias", {**ATTENTION, "Ln2Bias": B4}, {"Y": layer_norm(attention(X), 1.0, B4)},
+             A_POST),
+]

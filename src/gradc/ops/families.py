@@ -60,6 +60,8 @@ FAMILIES = {
         "norm_grad", "margin_cross_entropy_grad"),
     "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
+    "fused_attention": ("fused_attention", "fused_attention_grad"),
+    "fused_attention_double": ("fused_attention_grad",),
     "fused_ffn": ("fused_feedforward", "fused_feedforward_grad"),
     "fused_ffn_double": ("fused_feedforward_grad",),
     "fused_gemm": ("fused_gemm_epilogue",),

@@ -19,13 +19,12 @@ without the pre layer norm). Second derivatives: gradc.ops.fused_ffn_double.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ..ir import VarType, dtype_name
 from ..makers import grad_op
 from ..registry import defop
 from ..shapes import dims_match, numel
 from .infer import check_choice, check_float, one_dtype
+from .interp import float32
 from .nn import stats_dtype
 
 IMPLEMENTATIONS = ("downgrade_in_infer", "upscale_in_train")
@@ -54,7 +53,7 @@ def dropout_factor(attr, which: str) -> float:
     if drops_all(rate):
         return 0.0
     downgrade = attr(f"{which}_implementation") == "downgrade_in_infer"
-    return float(np.float32(1) - np.float32(rate)) if attr("is_test") and downgrade else 1.0
+    return float32(1 - float32(rate)) if attr("is_test") and downgrade else 1.0
 
 
 def refuse_draws(ctx, rates: tuple[str, ...]) -> None:
@@ -65,7 +64,7 @@ def refuse_draws(ctx, rates: tuple[str, ...]) -> None:
                      "stream, which gradc cannot reproduce: only is_test or a rate of 0 or 1 run")
 
 
-def _check_vector(ctx, slot: str, size: int, dtype) -> None:
+def check_vector(ctx, slot: str, size: int, dtype) -> None:
     shape = ctx.shape(slot) if ctx.has(slot) else None
     if shape is not None and (len(shape) != 1 or not dims_match(shape[0], size)):
         ctx.fail(f"{slot} must be [{size}], got {shape}")
@@ -93,10 +92,10 @@ def _ffn_infer(ctx):
     if not dims_match(w1[0], d_model) or not (dims_match(w2[0], hidden) and dims_match(w2[1], d_model)):
         ctx.fail(f"Linear1Weight {w1} must be [{d_model}, dim_feedforward] and Linear2Weight {w2} "
                  f"[dim_feedforward, {d_model}]")
-    _check_vector(ctx, "Linear1Bias", hidden, dtype)
-    _check_vector(ctx, "Linear2Bias", d_model, dtype)
+    check_vector(ctx, "Linear1Bias", hidden, dtype)
+    check_vector(ctx, "Linear2Bias", d_model, dtype)
     for slot in ("Ln1Scale", "Ln1Bias", "Ln2Scale", "Ln2Bias"):
-        _check_vector(ctx, slot, d_model, stats_dtype(dtype))
+        check_vector(ctx, slot, d_model, stats_dtype(dtype))
     inner = [*x[:-1], hidden]
     stats = ([numel(x[:-1])], stats_dtype(dtype))
     norm = {"Ln1Mean": stats, "Ln1Variance": stats, "Ln1Out": (x, dtype), "Ln2Mean": stats, "Ln2Variance": stats}

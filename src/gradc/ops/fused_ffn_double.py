@@ -11,7 +11,7 @@ from .composite import differentiate, expansion, first
 from .fused_ffn import FFN_STATE, FFN_WEIGHTS, dropout_factor
 
 
-def _layer_norm(f, g, h: str, scale: str | None, bias: str | None, epsilon: float) -> str:
+def layer_norm_op(f, g, h: str, scale: str | None, bias: str | None, epsilon: float) -> str:
     axis = len(g.shape(h)) - 1
     stats = [g.tmp(h, lambda s: s[:axis]) for _ in range(2)]
     out = g.tmp(h)
@@ -33,13 +33,13 @@ def feedforward_ops(f, g) -> str:
     if shape is None or any(d < 0 for d in shape):
         raise GradError(f"{g.fwd.type}: X {x} must have a known shape, got {shape}")
     pre = g.attr("pre_layer_norm")
-    h = _layer_norm(f, g, x, slot("Ln1Scale"), slot("Ln1Bias"), g.attr("ln1_epsilon")) if pre else x
+    h = layer_norm_op(f, g, x, slot("Ln1Scale"), slot("Ln1Bias"), g.attr("ln1_epsilon")) if pre else x
     z = _linear(f, h, slot("Linear1Weight"), slot("Linear1Bias"), h)
     act = f.unary("gelu", z, {"approximate": False}) if g.attr("act_method") == "gelu" else f.unary("relu", z)
     m = _linear(f, f.scale(act, dropout_factor(g.attr, "dropout1")), slot("Linear2Weight"), slot("Linear2Bias"), x)
     s = f.scale(m, dropout_factor(g.attr, "dropout2"))
     s = f.add(s, x, x) if g.attr("add_residual") else s
-    return s if pre else _layer_norm(f, g, s, slot("Ln2Scale"), slot("Ln2Bias"), g.attr("ln2_epsilon"))
+    return s if pre else layer_norm_op(f, g, s, slot("Ln2Scale"), slot("Ln2Bias"), g.attr("ln2_epsilon"))
 
 
 @expansion

@@ -1,6 +1,6 @@
-"""Rows: paddle.incubate.nn's GPU-only fused transformer layers (gradc.ops.fused_ffn, ...), with the operand,
-result and attribute names and order of Paddle 3.3.1's PIR op definitions (its get_input_names / get_output_names /
-get_attr_names of the ops, read by tools/paddle_gpu_only_handwritten.py)."""
+"""Rows: paddle.incubate.nn's GPU-only fused transformer layers (gradc.ops.fused_ffn, fused_attention), with the
+operand, result and attribute names and order of Paddle 3.3.1's PIR op definitions (its get_input_names /
+get_output_names / get_attr_names of the ops, read by tools/paddle_gpu_only_handwritten.py)."""
 
 from __future__ import annotations
 
@@ -29,4 +29,38 @@ ROWS = [
         "x_grad:X@GRAD linear1_weight_grad:Linear1Weight@GRAD linear1_bias_grad:Linear1Bias@GRAD"
         " linear2_weight_grad:Linear2Weight@GRAD linear2_bias_grad:Linear2Bias@GRAD ln1_scale_grad:Ln1Scale@GRAD"
         " ln1_bias_grad:Ln1Bias@GRAD ln2_scale_grad:Ln2Scale@GRAD ln2_bias_grad:Ln2Bias@GRAD", FFN),
+]
+
+ATTENTION = ("num_heads:i32=-1 transpose_qkv_wb:bool pre_layer_norm:bool epsilon:f32=1e-5 attn_dropout_rate:f32=0.5"
+             " is_test:bool attn_dropout_fix_seed:bool=true attn_dropout_seed:i32"
+             " attn_dropout_implementation:str=upscale_in_train dropout_rate:f32=0.5 dropout_fix_seed:bool=true"
+             " dropout_seed:i32 dropout_implementation:str=downgrade_in_infer ln_epsilon:f32=1e-5"
+             " add_residual:bool=true ring_id:i32=-1")
+ATTENTION_STATE = ("ln_mean:LnMean ln_var:LnVariance ln_out:LnOut qkv_out:QKVOut qkv_bias_out:QKVBiasOut"
+                   " transpose_out_2:TransposeOut2 qk_out:QKOut qktv_out:QKTVOut softmax_out:SoftmaxOut"
+                   " attn_dropout_mask_out:AttnDropoutMaskOut attn_dropout_out:AttnDropoutOut src_mask_out:SrcMaskOut"
+                   " fmha_out:FMHAOut out_linear_out:OutLinearOut dropout_mask_out:DropoutMaskOut ln_mean_2:Ln2Mean"
+                   " ln_var_2:Ln2Variance bias_dropout_residual_out:BiasDropoutResidualOut")
+
+ROWS += [
+    row("pd_op.fused_attention", "fused_attention",
+        "x:X ln_scale?:LnScale ln_bias?:LnBias qkv_weight:QKVW qkv_bias?:QKVBias cache_kv?:CacheKV src_mask?:SrcMask"
+        " out_linear_weight:OutLinearW out_linear_bias?:OutLinearBias ln_scale_2?:Ln2Scale ln_bias_2?:Ln2Bias",
+        f"{ATTENTION_STATE} cache_kv_out:CacheKVOut out:Y", ATTENTION),
+    row("pd_op.fused_attention_grad", "fused_attention_grad",
+        "out_grad:Y@GRAD x:X qkv_weight:QKVW qkv_bias?:QKVBias qkv_bias_out?:QKVBiasOut src_mask?:SrcMask"
+        " src_mask_out?:SrcMaskOut out_linear_weight:OutLinearW out_linear_bias?:OutLinearBias ln_scale?:LnScale"
+        " ln_bias?:LnBias ln_scale_2?:Ln2Scale ln_bias_2?:Ln2Bias ln_out?:LnOut ln_mean?:LnMean ln_var?:LnVariance"
+        " ln_mean_2?:Ln2Mean ln_var_2?:Ln2Variance bias_dropout_residual_out?:BiasDropoutResidualOut qkv_out:QKVOut"
+        " transpose_out_2:TransposeOut2 qk_out:QKOut qktv_out:QKTVOut softmax_out:SoftmaxOut"
+        " attn_dropout_mask_out?:AttnDropoutMaskOut attn_dropout_out?:AttnDropoutOut fmha_out:FMHAOut"
+        " out_linear_out:OutLinearOut dropout_mask_out?:DropoutMaskOut",
+        "qkv_bias_grad:QKVBias@GRAD qkv_bias_out_grad:QKVBiasOut@GRAD src_mask_out_grad:SrcMaskOut@GRAD"
+        " out_linear_bias_grad:OutLinearBias@GRAD ln_scale_grad:LnScale@GRAD ln_bias_grad:LnBias@GRAD"
+        " ln_scale_2_grad:Ln2Scale@GRAD ln_bias_2_grad:Ln2Bias@GRAD x_grad:X@GRAD qkv_weight_grad:QKVW@GRAD"
+        " out_linear_weight_grad:OutLinearW@GRAD ln_out_grad:LnOut@GRAD"
+        " bias_dropout_residual_out_grad:BiasDropoutResidualOut@GRAD qkv_out_grad:QKVOut@GRAD"
+        " qktv_out_grad:QKTVOut@GRAD transpose_out_2_grad:TransposeOut2@GRAD qk_out_grad:QKOut@GRAD"
+        " softmax_out_grad:SoftmaxOut@GRAD attn_dropout_out_grad:AttnDropoutOut@GRAD fmha_out_grad:FMHAOut@GRAD"
+        " out_linear_out_grad:OutLinearOut@GRAD", ATTENTION),
 ]
