@@ -722,6 +722,11 @@ COMPILE_TIME = {
     "fused_attention cache": ("fused_attention", {"X": zeros(1, 2, 4), "QKVW": zeros(3, 2, 2, 4),
                                                   "OutLinearW": zeros(4, 4), "CacheKV": zeros(2, 1, 2, 5, 3)},
                               {"is_test": True}, "CacheKV must be [2, 1, 2, cache_len, 2], got [2, 1, 2, 5, 3]"),
+    "fused_multi_transformer layers": ("fused_multi_transformer", {
+        "x": zeros(1, 2, 4), "ln_scales": [zeros(4)], "qkv_weights": [zeros(3, 2, 2, 4)],
+        "out_linear_weights": [zeros(4, 4)], "ffn_ln_scales": [zeros(4), zeros(4)], "ffn1_weights": [zeros(4, 6)],
+        "ffn2_weights": [zeros(6, 4)]}, {},
+        "ffn_ln_scales holds 2 tensors, one per layer is 1 (qkv_weights)"),
     "weight_quantize tiles": ("weight_quantize", {"x": zeros(32, 8)}, {"arch": 80},
                               "the SM80 layout tiles k by 64: k = 32"),
     "weight_dequantize columns": ("weight_dequantize", {"x": zeros(8, 64, dtype=np.int8), "scale": zeros(6)}, {},

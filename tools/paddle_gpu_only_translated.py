@@ -110,6 +110,29 @@ def _weight_only() -> dict:
         ("weight_only_linear_grad", {**ins, "out@GRAD": ["dy"]}, {"x@GRAD": ("x@GRAD", [2, k])}, attrs)]}
 
 
+def _multi_transformer(decode: bool) -> dict:
+    """fused_multi_transformer, 2 pre-layer-norm layers over x [2, s, 8] (2 heads of 4) with biases and caches
+    [2, 2, 2, 4, 4]: the encoder over 3 tokens, or (decode) a step at time_step 2 with a mask; out is fetched."""
+    layers, e, heads, dim, hidden, s = 2, 8, 2, 4, 6, 1 if decode else 3
+    per_layer = {"ln_scales": [e], "ln_biases": [e], "qkv_weights": [3, heads, dim, e], "qkv_biases": [3, heads, dim],
+                 "out_linear_weights": [e, e], "out_linear_biases": [e], "ffn_ln_scales": [e], "ffn_ln_biases": [e],
+                 "ffn1_weights": [e, hidden], "ffn1_biases": [hidden], "ffn2_weights": [hidden, e], "ffn2_biases": [e],
+                 "cache_kvs": [2, 2, heads, 4, dim]}
+    feeds = {"x": ([2, s, e], F32)} | {f"{slot}{i}": (shape, F32) for slot, shape in per_layer.items()
+                                       for i in range(layers)}
+    ins = {"x": ["x"]} | {slot: [f"{slot}{i}" for i in range(layers)] for slot in per_layer}
+    if decode:
+        feeds |= {"time_step": ([1], "int32"), "src_mask": ([2, 1, 1, 4], F32)}
+        ins |= {"time_step": ["time_step"], "src_mask": ["src_mask"]}
+    attrs = {"pre_layer_norm": True, "epsilon": 1e-5, "residual_alpha": 1.0, "dropout_rate": 0.0,
+             "rotary_emb_dims": 0, "is_test": True, "dropout_implementation": "upscale_in_train", "act_method": "gelu",
+             "trans_qkvw": True, "ring_id": -1, "norm_type": "layernorm", "use_neox_rotary_style": False,
+             "gqa_group_size": -1}
+    caches = [(f"cache_kvs{i}", [2, 2, heads, 4, dim]) for i in range(layers)]   # written in place
+    outs = {"out": ("out", [2, s, e]), "cache_kv_outs": caches}
+    return {"feeds": feeds, "ops": [("fused_multi_transformer", ins, outs, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
@@ -120,10 +143,14 @@ CASES = {
     "rms_norm": _norm("rms_norm", [2, 3, 4], [3, 4]),
     "bias_dropout_residual_ln_downgrade": _bias_dropout_residual_ln("downgrade_in_infer"),
     "weight_only_linear_int8": _weight_only(),
+    "multi_transformer_encoder": _multi_transformer(False),
+    "multi_transformer_decode_step": _multi_transformer(True),
 }
 
 
 def _feed(rng, shape, dtype):
+    if dtype == "int32":   # a decoding step's time_step
+        return np.full(shape, 2, np.int32)
     if dtype == "int64":
         return rng.integers(0, 5, shape).astype(np.int64)
     if dtype == "int8":
@@ -150,20 +177,23 @@ def write(case: str, seed: int) -> str:
         desc.set_type(op_type)
         for slot, names in ins.items():
             desc.set_input(slot, names)
-        for slot, (name, shape) in outs.items():
-            block.create_var(name=name, shape=shape, dtype=F32)
-            desc.set_output(slot, [name])
-            fetches.append(name)
+        for slot, out in outs.items():   # a list slot (in place over its inputs) is declared, not fetched
+            for name, shape in out if isinstance(out, list) else [out]:
+                if not block.has_var(name):
+                    block.create_var(name=name, shape=shape, dtype=F32)
+            desc.set_output(slot, [name for name, _ in out] if isinstance(out, list) else [out[0]])
+            fetches += [] if isinstance(out, list) else [out[0]]
         for name, value in attrs.items():   # (setter, value): an attribute Paddle types float64 or int64s
             getattr(desc, value[0])(name, value[1]) if isinstance(value, tuple) else desc._set_attr(name, value)
     main._sync_with_cpp()
     program = paddle.pir.translate_to_pir(main.desc)
     values = {}
-    for op, (op_type, _, outs, _) in zip([op for op in program.global_block().ops if op.name() != "pd_op.data"],
-                                         spec["ops"]):
-        assert op.name() == f"pd_op.{op_type}", (op.name(), op_type)
+    translated = [op for op in program.global_block().ops   # builtin.combine gathers a list operand
+                  if op.name() != "pd_op.data" and not op.name().startswith("builtin.")]
+    for op, (op_type, _, outs, _) in zip(translated, spec["ops"]):
+        assert op.name() in (f"pd_op.{op_type}", f"pd_op.{op_type}_"), (op.name(), op_type)   # _: in place
         results = dict(zip(op.get_output_names(), op.results()))
-        values |= {name: results[_pir_name(slot)] for slot, (name, _) in outs.items()}
+        values |= {out[0]: results[_pir_name(slot)] for slot, out in outs.items() if not isinstance(out, list)}
     with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):
         for col, name in enumerate(fetches):
             paddle._pir_ops.fetch(values[name], name, col).persistable = True

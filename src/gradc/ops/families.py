@@ -67,6 +67,7 @@ FAMILIES = {
     "fused_gemm": ("fused_gemm_epilogue",),
     "fused_gemm_double": ("fused_gemm_epilogue_grad",),
     "fused_llm": ("fused_bias_act",),
+    "fused_multi_transformer": ("fused_multi_transformer",),
     "fused_norm": ("fast_ln", "fast_ln_grad", "fast_rms_norm", "fast_rms_norm_grad", "rms_norm", "rms_norm_grad",
         "fused_bias_dropout_residual_layer_norm", "fused_bias_dropout_residual_layer_norm_grad"),
     "fused_norm_double": ("fast_ln_grad", "fast_rms_norm_grad", "rms_norm_grad",

@@ -64,10 +64,10 @@ def attention_scale(head_dim: int) -> float:
     return float32(1 / math.sqrt(head_dim))
 
 
-def heads(ctx_attr, weight: list[int], transposed: bool) -> tuple[int, int]:
+def heads(attr, weight: list[int], transposed: bool) -> tuple[int, int]:
     """(num_heads, head_dim) from QKVW's shape: [3, nh, dh, e], or [e, 3e] with the num_heads attribute."""
     if transposed:
-        return ctx_attr("num_heads"), weight[0] // ctx_attr("num_heads")
+        return attr("num_heads"), weight[0] // attr("num_heads")
     return weight[1], weight[2]
 
 

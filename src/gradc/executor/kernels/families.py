@@ -48,6 +48,7 @@ FAMILIES = {
     "fused_ffn": ("fused_feedforward", "fused_feedforward_grad"),
     "fused_gemm": ("fused_gemm_epilogue", "fused_gemm_epilogue_grad"),
     "fused_llm": ("fused_bias_act",),
+    "fused_multi_transformer": ("fused_multi_transformer",),
     "fused_norm": ("fast_ln", "fast_rms_norm", "rms_norm", "fast_ln_grad", "fast_rms_norm_grad", "rms_norm_grad",
         "fused_bias_dropout_residual_layer_norm", "fused_bias_dropout_residual_layer_norm_grad"),
     "fused_rope": ("fused_rotary_position_embedding", "fused_rotary_position_embedding_grad"),

@@ -1,6 +1,7 @@
-"""Rows: paddle.incubate.nn's GPU-only fused transformer layers (gradc.ops.fused_ffn, fused_attention), with the
-operand, result and attribute names and order of Paddle 3.3.1's PIR op definitions (its get_input_names /
-get_output_names / get_attr_names of the ops, read by tools/paddle_gpu_only_handwritten.py)."""
+"""Rows: paddle.incubate.nn's GPU-only fused transformer layers (gradc.ops.fused_ffn, fused_attention,
+fused_multi_transformer), with the operand, result and attribute names and order of Paddle 3.3.1's PIR op
+definitions (its get_input_names / get_output_names / get_attr_names of the ops, read by
+tools/paddle_gpu_only_handwritten.py and tools/paddle_gpu_only_translated.py)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,15 @@ ROWS += [
         " softmax_out_grad:SoftmaxOut@GRAD attn_dropout_out_grad:AttnDropoutOut@GRAD fmha_out_grad:FMHAOut@GRAD"
         " out_linear_out_grad:OutLinearOut@GRAD", ATTENTION),
 ]
+
+MULTI = ("pre_layer_norm:bool=true epsilon:f32=1e-5 residual_alpha:f32=1 dropout_rate:f32=0.5 rotary_emb_dims:i32"
+         " is_test:bool dropout_implementation:str=downgrade_in_infer act_method:str=gelu trans_qkvw:bool=true"
+         " ring_id:i32=-1 norm_type:str=layernorm use_neox_rotary_style:bool=true gqa_group_size:i32=-1")
+ROWS.append(row(
+    "pd_op.fused_multi_transformer_", "fused_multi_transformer",
+    "x:x ln_scales:ln_scales* ln_biases?:ln_biases* qkv_weights:qkv_weights* qkv_biases?:qkv_biases*"
+    " cache_kvs?:cache_kvs* pre_caches?:pre_caches* rotary_tensor?:rotary_tensor beam_offset?:beam_offset"
+    " time_step?:time_step seq_lengths?:seq_lengths src_mask?:src_mask out_linear_weights:out_linear_weights*"
+    " out_linear_biases?:out_linear_biases* ffn_ln_scales:ffn_ln_scales* ffn_ln_biases?:ffn_ln_biases*"
+    " ffn1_weights:ffn1_weights* ffn1_biases?:ffn1_biases* ffn2_weights:ffn2_weights* ffn2_biases?:ffn2_biases*",
+    "cache_kv_outs:cache_kv_outs*&cache_kvs out:out", MULTI))
