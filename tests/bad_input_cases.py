@@ -727,6 +727,8 @@ COMPILE_TIME = {
         "out_linear_weights": [zeros(4, 4)], "ffn_ln_scales": [zeros(4), zeros(4)], "ffn1_weights": [zeros(4, 6)],
         "ffn2_weights": [zeros(6, 4)]}, {},
         "ffn_ln_scales holds 2 tensors, one per layer is 1 (qkv_weights)"),
+    "fused_dropout_add shapes": ("fused_dropout_add", {"x": zeros(2, 3), "y": zeros(3, 2)}, {"is_test": True},
+                                 "x [2, 3] and y [3, 2] must have one shape"),
     "weight_quantize tiles": ("weight_quantize", {"x": zeros(32, 8)}, {"arch": 80},
                               "the SM80 layout tiles k by 64: k = 32"),
     "weight_dequantize columns": ("weight_dequantize", {"x": zeros(8, 64, dtype=np.int8), "scale": zeros(6)}, {},

@@ -199,3 +199,30 @@ def test_fused_attention_training_program_round_trips_through_pir():
     got = round_trips_through_pir(program, feed, ["total", "x0@GRAD", "qkvw0@GRAD", "lnscale0@GRAD"],
                                   ("fused_attention", "fused_attention_grad"))
     assert all(np.abs(value).min() > 0 for value in got[1:])
+
+
+@pytest.mark.parametrize("case, factor", [("dropout_add_eval_downscale", np.float32(0.7)),
+                                          ("dropout_add_train_rate1", 0.0)])
+def test_paddles_translated_fused_dropout_add_runs_where_no_draw_decides(case, factor):
+    """Paddle's translation of the legacy op and its grad (tools/paddle_gpu_only_translated.py): at test
+    x (1.0f - p) + y, in training at p = 1 y (the kernel's copy); the grads dout factor and dout."""
+    directory = GPU_ONLY / case
+    with np.load(directory / "feed.npz") as archive:
+        feed = {name: archive[name] for name in archive.files}
+    fetches = json.loads((directory / "meta.json").read_text())["fetches"]
+    got = dict(zip(fetches, gradc.Executor().run(load_pir(directory / "program.json"), feed, fetches, gradc.Scope())))
+    x, y, dout = (feed[name].astype(np.float64) for name in ("x", "y", "dout"))
+    np.testing.assert_allclose(got["out"], x * factor + y, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got["x@GRAD"], dout * factor, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got["y@GRAD"], feed["dout"])
+    assert got["seed_offset"].dtype == np.int64
+
+
+def test_fused_dropout_add_refuses_a_training_rate_that_draws_also_from_ptensor():
+    x = np.ones((2, 3))
+    with pytest.raises(ProgramError, match="p=0.5 in training keeps x by Paddle's GPU"):
+        run("fused_dropout_add", {"x": x, "y": x}, ["out"], {"p": 0.5})
+    with pytest.raises(gradc.errors.ExecutionError, match="p=0.25 in training keeps x"):
+        run("fused_dropout_add", {"x": x, "y": x, "PTensor": np.array([0.25], np.float32)}, ["out"], {"p": 0.0})
+    (out,) = run("fused_dropout_add", {"x": x, "y": x, "PTensor": np.array([1.0], np.float32)}, ["out"], {"p": 0.0})
+    np.testing.assert_array_equal(out, x)   # PTensor's rate of 1 drops x whatever p says

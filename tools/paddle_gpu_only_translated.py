@@ -133,6 +133,18 @@ def _multi_transformer(decode: bool) -> dict:
     return {"feeds": feeds, "ops": [("fused_multi_transformer", ins, outs, attrs)]}
 
 
+def _dropout_add(p: float, is_test: bool, mode: str) -> dict:
+    """fused_dropout_add of x, y [2, 3, 4] where no draw decides, and its grad op at a fed dout."""
+    shape = [2, 3, 4]
+    feeds = {"x": (shape, F32), "y": (shape, F32), "dout": (shape, F32)}
+    attrs = {"p": p, "is_test": is_test, "mode": mode, "seed": 0, "fix_seed": False}
+    grads = {"x@GRAD": ("x@GRAD", shape), "y@GRAD": ("y@GRAD", shape)}
+    outs = {"out": ("out", shape), "seed_offset": ("seed_offset", [2], "int64")}
+    return {"feeds": feeds, "ops": [
+        ("fused_dropout_add", {"x": ["x"], "y": ["y"]}, outs, attrs),
+        ("fused_dropout_add_grad", {"seed_offset": ["seed_offset"], "out@GRAD": ["dout"]}, grads, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
@@ -145,6 +157,8 @@ CASES = {
     "weight_only_linear_int8": _weight_only(),
     "multi_transformer_encoder": _multi_transformer(False),
     "multi_transformer_decode_step": _multi_transformer(True),
+    "dropout_add_eval_downscale": _dropout_add(0.3, True, "downscale_in_infer"),
+    "dropout_add_train_rate1": _dropout_add(1.0, False, "upscale_in_train"),
 }
 
 
@@ -178,10 +192,10 @@ def write(case: str, seed: int) -> str:
         for slot, names in ins.items():
             desc.set_input(slot, names)
         for slot, out in outs.items():   # a list slot (in place over its inputs) is declared, not fetched
-            for name, shape in out if isinstance(out, list) else [out]:
+            for name, shape, *dtype in out if isinstance(out, list) else [out]:   # (name, shape[, dtype])
                 if not block.has_var(name):
-                    block.create_var(name=name, shape=shape, dtype=F32)
-            desc.set_output(slot, [name for name, _ in out] if isinstance(out, list) else [out[0]])
+                    block.create_var(name=name, shape=shape, dtype=dtype[0] if dtype else F32)
+            desc.set_output(slot, [var[0] for var in out] if isinstance(out, list) else [out[0]])
             fetches += [] if isinstance(out, list) else [out[0]]
         for name, value in attrs.items():   # (setter, value): an attribute Paddle types float64 or int64s
             getattr(desc, value[0])(name, value[1]) if isinstance(value, tuple) else desc._set_attr(name, value)

@@ -134,3 +134,12 @@ CASES += [
     second_order("fused_attention", attention(pre=False, transposed=True, biases=False),
                  {"transpose_qkv_wb": True, "num_heads": 2, **ATTENTION_TRAIN}, grad_type="fused_attention_grad"),
 ]
+
+CASES += [
+    Case("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 0.3, "is_test": True,
+                                                                   "mode": "downscale_in_infer"}),
+    Case("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 1.0}),
+    second_order("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 0.3, "is_test": True,
+                                                                             "mode": "downscale_in_infer"}),
+    second_order("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 0.0}),
+]

@@ -143,3 +143,15 @@ CASES += [
     SlotCase("fused_multi_transformer", "src_mask", {**M, **STEP, "src_mask": M_MASK},
              {"out": layer(STEP["x"], {}, (1, 1), M_CACHE, 3, M_MASK)[0]}),
 ]
+
+
+D_X, D_Y = R.standard_normal((2, 3)), R.standard_normal((2, 3))
+CASES += [
+    # PTensor's rate replaces p: 1 drops x in training, where p = 0 keeps it
+    SlotCase("fused_dropout_add", "PTensor", {"x": D_X, "y": D_Y, "PTensor": np.array([1.0], np.float32)},
+             {"out": D_Y}, {"p": 0.0}),
+    # a seed picks the draws, and these draw nothing
+    SlotCase("fused_dropout_add", "seed_tensor", {"x": D_X, "y": D_Y, "seed_tensor": np.array([3], np.int32)},
+             {"out": D_X * np.float32(0.75) + D_Y}, {"p": 0.25, "is_test": True, "mode": "downscale_in_infer"},
+             overrides=False),
+]

@@ -62,6 +62,7 @@ FAMILIES = {
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "fused_attention": ("fused_attention", "fused_attention_grad"),
     "fused_attention_double": ("fused_attention_grad",),
+    "fused_dropout": ("fused_dropout_add", "fused_dropout_add_grad"),
     "fused_ffn": ("fused_feedforward", "fused_feedforward_grad"),
     "fused_ffn_double": ("fused_feedforward_grad",),
     "fused_gemm": ("fused_gemm_epilogue",),

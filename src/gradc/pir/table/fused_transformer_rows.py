@@ -1,6 +1,6 @@
 """Rows: paddle.incubate.nn's GPU-only fused transformer layers (gradc.ops.fused_ffn, fused_attention,
-fused_multi_transformer), with the operand, result and attribute names and order of Paddle 3.3.1's PIR op
-definitions (its get_input_names / get_output_names / get_attr_names of the ops, read by
+fused_multi_transformer, fused_dropout), with the operand, result and attribute names and order of Paddle 3.3.1's
+PIR op definitions (its get_input_names / get_output_names / get_attr_names of the ops, read by
 tools/paddle_gpu_only_handwritten.py and tools/paddle_gpu_only_translated.py)."""
 
 from __future__ import annotations
@@ -77,3 +77,11 @@ ROWS.append(row(
     " out_linear_biases?:out_linear_biases* ffn_ln_scales:ffn_ln_scales* ffn_ln_biases?:ffn_ln_biases*"
     " ffn1_weights:ffn1_weights* ffn1_biases?:ffn1_biases* ffn2_weights:ffn2_weights* ffn2_biases?:ffn2_biases*",
     "cache_kv_outs:cache_kv_outs*&cache_kvs out:out", MULTI))
+
+DROPOUT_ADD = "p:f32=0.5 is_test:bool mode:str=upscale_in_train seed:i32 fix_seed:bool"
+ROWS += [
+    row("pd_op.fused_dropout_add", "fused_dropout_add", "x:x y:y seed_tensor?:seed_tensor ~PTensor",
+        "out:out seed_offset:seed_offset", DROPOUT_ADD),
+    row("pd_op.fused_dropout_add_grad", "fused_dropout_add_grad", "seed_offset:seed_offset out_grad:out@GRAD ~PTensor",
+        "x_grad:x@GRAD y_grad:y@GRAD", "p:f32=0.5 is_test:bool mode:str=upscale_in_train fix_seed:bool"),
+]
