@@ -3,8 +3,10 @@ GPU (PIR mode checks the op's kernel dtypes and finds no kernel; legacy mode inf
 kernel): each case writes the legacy ops (forward and grad op) straight into a legacy ProgramDesc, declaring the
 output shapes itself, and lets Paddle's translator (paddle.pir.translate_to_pir_with_param_map) name the PIR ops,
 operands, results and attributes. Written as tests/data/paddle/pir_gpu_only/<case>/program.json fetching each
-case's outputs, with feed.npz (inputs drawn here; Paddle computed no numbers) and meta.json; tests/test_fused_llm.py
-runs them against the CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
+case's outputs, with feed.npz (inputs drawn here) and meta.json, and for a case whose layer Paddle can compose of
+ops it runs on CPU (fused_multi_transformer), expected.npz with Paddle's numbers of that composition;
+tests/test_fused_llm.py and its neighbours run them against the CUDA kernels' formulas. Not part of the package:
+it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py
 """
@@ -130,7 +132,38 @@ def _multi_transformer(decode: bool) -> dict:
              "gqa_group_size": -1}
     caches = [(f"cache_kvs{i}", [2, 2, heads, 4, dim]) for i in range(layers)]   # written in place
     outs = {"out": ("out", [2, s, e]), "cache_kv_outs": caches}
-    return {"feeds": feeds, "ops": [("fused_multi_transformer", ins, outs, attrs)]}
+    return {"feeds": feeds, "ops": [("fused_multi_transformer", ins, outs, attrs)],
+            "reference": lambda v: _stack_reference(v, layers, heads, dim)}
+
+
+def _stack_reference(v: dict, layers: int, heads: int, dim: int) -> dict:
+    """The pre-layer-norm stack composed of Paddle's own CPU ops in float64: causal attention over the tokens, or
+    (time_step) the token over the cache's first time_step positions and itself, with the mask."""
+    t = {name: paddle.to_tensor(value.astype(np.float64) if value.dtype == np.float32 else value)
+         for name, value in v.items()}
+    x, (b, s, e) = t["x"], v["x"].shape
+    for i in range(layers):
+        w = {slot: t[f"{slot}{i}"] for slot in ("ln_scales", "ln_biases", "qkv_weights", "qkv_biases",
+                                               "out_linear_weights", "out_linear_biases", "ffn_ln_scales",
+                                               "ffn_ln_biases", "ffn1_weights", "ffn1_biases", "ffn2_weights",
+                                               "ffn2_biases", "cache_kvs")}
+        h = paddle.nn.functional.layer_norm(x, [e], w["ln_scales"], w["ln_biases"], 1e-5)
+        qkv = paddle.matmul(h, w["qkv_weights"].reshape([3 * e, e]), transpose_y=True) + w["qkv_biases"].reshape([-1])
+        q, k, val = qkv.reshape([b, s, 3, heads, dim]).transpose([2, 0, 3, 1, 4]).unbind(0)
+        if "time_step" in v:
+            step = int(v["time_step"][0])
+            k = paddle.concat([w["cache_kvs"][0][:, :, :step], k], 2)
+            val = paddle.concat([w["cache_kvs"][1][:, :, :step], val], 2)
+            mask = t["src_mask"][:, :, :, :step + 1]
+        else:
+            mask = paddle.triu(paddle.full([s, s], -np.inf, "float64"), 1)
+        weights = paddle.nn.functional.softmax(paddle.matmul(q, k, transpose_y=True) / np.sqrt(dim) + mask)
+        context = paddle.matmul(weights, val).transpose([0, 2, 1, 3]).reshape([b, s, e])
+        r = paddle.nn.functional.linear(context, w["out_linear_weights"], w["out_linear_biases"]) + x
+        f = paddle.nn.functional.layer_norm(r, [e], w["ffn_ln_scales"], w["ffn_ln_biases"], 1e-5)
+        f = paddle.nn.functional.gelu(paddle.nn.functional.linear(f, w["ffn1_weights"], w["ffn1_biases"]))
+        x = paddle.nn.functional.linear(f, w["ffn2_weights"], w["ffn2_biases"]) + r
+    return {"out": x.numpy()}
 
 
 def _dropout_add(p: float, is_test: bool, mode: str) -> dict:
@@ -217,7 +250,11 @@ def write(case: str, seed: int) -> str:
     directory.mkdir(parents=True)
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
-    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]})
+    feed = {name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]}
+    np.savez_compressed(directory / "feed.npz", **feed)
+    if "reference" in spec:   # Paddle's own numbers, from a composition of ops it runs on CPU
+        with paddle.base.dygraph.guard(paddle.CPUPlace()):
+            np.savez_compressed(directory / "expected.npz", **spec["reference"](feed))
     ops = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
     meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": ops,
             "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}
