@@ -21,7 +21,8 @@ PENDING = DATA / "conformance_pending.txt"
 # ops gradc registers that Paddle 3.3.1 does not, and why
 GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it",
               "multiclass_nms2": "Paddle 2.x detection models hold it (3.3.1 registers multiclass_nms and _nms3 only)",
-              **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad"),
+              **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad", "fused_feedforward",
+                               "fused_feedforward_grad", "fused_attention", "fused_attention_grad"),
                               "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker"),
               "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's",
               "sparse_to_sparse_csr_grad": "Paddle's to_sparse_csr has no backward; gradc's reads dout at x's sites"}

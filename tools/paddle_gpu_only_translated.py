@@ -3,8 +3,10 @@ GPU (PIR mode checks the op's kernel dtypes and finds no kernel; legacy mode inf
 kernel): each case writes the legacy ops (forward and grad op) straight into a legacy ProgramDesc, declaring the
 output shapes itself, and lets Paddle's translator (paddle.pir.translate_to_pir_with_param_map) name the PIR ops,
 operands, results and attributes. Written as tests/data/paddle/pir_gpu_only/<case>/program.json fetching each
-case's outputs, with feed.npz (inputs drawn here; Paddle computed no numbers) and meta.json; tests/test_fused_llm.py
-runs them against the CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
+case's outputs, with feed.npz (inputs drawn here) and meta.json, and for a case whose layer Paddle can compose of
+ops it runs on CPU (fused_multi_transformer), expected.npz with Paddle's numbers of that composition;
+tests/test_fused_llm.py and its neighbours run them against the CUDA kernels' formulas. Not part of the package:
+it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py
 """
@@ -110,6 +112,72 @@ def _weight_only() -> dict:
         ("weight_only_linear_grad", {**ins, "out@GRAD": ["dy"]}, {"x@GRAD": ("x@GRAD", [2, k])}, attrs)]}
 
 
+def _multi_transformer(decode: bool) -> dict:
+    """fused_multi_transformer, 2 pre-layer-norm layers over x [2, s, 8] (2 heads of 4) with biases and caches
+    [2, 2, 2, 4, 4]: the encoder over 3 tokens, or (decode) a step at time_step 2 with a mask; out is fetched."""
+    layers, e, heads, dim, hidden, s = 2, 8, 2, 4, 6, 1 if decode else 3
+    per_layer = {"ln_scales": [e], "ln_biases": [e], "qkv_weights": [3, heads, dim, e], "qkv_biases": [3, heads, dim],
+                 "out_linear_weights": [e, e], "out_linear_biases": [e], "ffn_ln_scales": [e], "ffn_ln_biases": [e],
+                 "ffn1_weights": [e, hidden], "ffn1_biases": [hidden], "ffn2_weights": [hidden, e], "ffn2_biases": [e],
+                 "cache_kvs": [2, 2, heads, 4, dim]}
+    feeds = {"x": ([2, s, e], F32)} | {f"{slot}{i}": (shape, F32) for slot, shape in per_layer.items()
+                                       for i in range(layers)}
+    ins = {"x": ["x"]} | {slot: [f"{slot}{i}" for i in range(layers)] for slot in per_layer}
+    if decode:
+        feeds |= {"time_step": ([1], "int32"), "src_mask": ([2, 1, 1, 4], F32)}
+        ins |= {"time_step": ["time_step"], "src_mask": ["src_mask"]}
+    attrs = {"pre_layer_norm": True, "epsilon": 1e-5, "residual_alpha": 1.0, "dropout_rate": 0.0,
+             "rotary_emb_dims": 0, "is_test": True, "dropout_implementation": "upscale_in_train", "act_method": "gelu",
+             "trans_qkvw": True, "ring_id": -1, "norm_type": "layernorm", "use_neox_rotary_style": False,
+             "gqa_group_size": -1}
+    caches = [(f"cache_kvs{i}", [2, 2, heads, 4, dim]) for i in range(layers)]   # written in place
+    outs = {"out": ("out", [2, s, e]), "cache_kv_outs": caches}
+    return {"feeds": feeds, "ops": [("fused_multi_transformer", ins, outs, attrs)],
+            "reference": lambda v: _stack_reference(v, layers, heads, dim)}
+
+
+def _stack_reference(v: dict, layers: int, heads: int, dim: int) -> dict:
+    """The pre-layer-norm stack composed of Paddle's own CPU ops in float64: causal attention over the tokens, or
+    (time_step) the token over the cache's first time_step positions and itself, with the mask."""
+    t = {name: paddle.to_tensor(value.astype(np.float64) if value.dtype == np.float32 else value)
+         for name, value in v.items()}
+    x, (b, s, e) = t["x"], v["x"].shape
+    for i in range(layers):
+        w = {slot: t[f"{slot}{i}"] for slot in ("ln_scales", "ln_biases", "qkv_weights", "qkv_biases",
+                                               "out_linear_weights", "out_linear_biases", "ffn_ln_scales",
+                                               "ffn_ln_biases", "ffn1_weights", "ffn1_biases", "ffn2_weights",
+                                               "ffn2_biases", "cache_kvs")}
+        h = paddle.nn.functional.layer_norm(x, [e], w["ln_scales"], w["ln_biases"], 1e-5)
+        qkv = paddle.matmul(h, w["qkv_weights"].reshape([3 * e, e]), transpose_y=True) + w["qkv_biases"].reshape([-1])
+        q, k, val = qkv.reshape([b, s, 3, heads, dim]).transpose([2, 0, 3, 1, 4]).unbind(0)
+        if "time_step" in v:
+            step = int(v["time_step"][0])
+            k = paddle.concat([w["cache_kvs"][0][:, :, :step], k], 2)
+            val = paddle.concat([w["cache_kvs"][1][:, :, :step], val], 2)
+            mask = t["src_mask"][:, :, :, :step + 1]
+        else:
+            mask = paddle.triu(paddle.full([s, s], -np.inf, "float64"), 1)
+        weights = paddle.nn.functional.softmax(paddle.matmul(q, k, transpose_y=True) / np.sqrt(dim) + mask)
+        context = paddle.matmul(weights, val).transpose([0, 2, 1, 3]).reshape([b, s, e])
+        r = paddle.nn.functional.linear(context, w["out_linear_weights"], w["out_linear_biases"]) + x
+        f = paddle.nn.functional.layer_norm(r, [e], w["ffn_ln_scales"], w["ffn_ln_biases"], 1e-5)
+        f = paddle.nn.functional.gelu(paddle.nn.functional.linear(f, w["ffn1_weights"], w["ffn1_biases"]))
+        x = paddle.nn.functional.linear(f, w["ffn2_weights"], w["ffn2_biases"]) + r
+    return {"out": x.numpy()}
+
+
+def _dropout_add(p: float, is_test: bool, mode: str) -> dict:
+    """fused_dropout_add of x, y [2, 3, 4] where no draw decides, and its grad op at a fed dout."""
+    shape = [2, 3, 4]
+    feeds = {"x": (shape, F32), "y": (shape, F32), "dout": (shape, F32)}
+    attrs = {"p": p, "is_test": is_test, "mode": mode, "seed": 0, "fix_seed": False}
+    grads = {"x@GRAD": ("x@GRAD", shape), "y@GRAD": ("y@GRAD", shape)}
+    outs = {"out": ("out", shape), "seed_offset": ("seed_offset", [2], "int64")}
+    return {"feeds": feeds, "ops": [
+        ("fused_dropout_add", {"x": ["x"], "y": ["y"]}, outs, attrs),
+        ("fused_dropout_add_grad", {"seed_offset": ["seed_offset"], "out@GRAD": ["dout"]}, grads, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
@@ -120,10 +188,16 @@ CASES = {
     "rms_norm": _norm("rms_norm", [2, 3, 4], [3, 4]),
     "bias_dropout_residual_ln_downgrade": _bias_dropout_residual_ln("downgrade_in_infer"),
     "weight_only_linear_int8": _weight_only(),
+    "multi_transformer_encoder": _multi_transformer(False),
+    "multi_transformer_decode_step": _multi_transformer(True),
+    "dropout_add_eval_downscale": _dropout_add(0.3, True, "downscale_in_infer"),
+    "dropout_add_train_rate1": _dropout_add(1.0, False, "upscale_in_train"),
 }
 
 
 def _feed(rng, shape, dtype):
+    if dtype == "int32":   # a decoding step's time_step
+        return np.full(shape, 2, np.int32)
     if dtype == "int64":
         return rng.integers(0, 5, shape).astype(np.int64)
     if dtype == "int8":
@@ -150,20 +224,23 @@ def write(case: str, seed: int) -> str:
         desc.set_type(op_type)
         for slot, names in ins.items():
             desc.set_input(slot, names)
-        for slot, (name, shape) in outs.items():
-            block.create_var(name=name, shape=shape, dtype=F32)
-            desc.set_output(slot, [name])
-            fetches.append(name)
+        for slot, out in outs.items():   # a list slot (in place over its inputs) is declared, not fetched
+            for name, shape, *dtype in out if isinstance(out, list) else [out]:   # (name, shape[, dtype])
+                if not block.has_var(name):
+                    block.create_var(name=name, shape=shape, dtype=dtype[0] if dtype else F32)
+            desc.set_output(slot, [var[0] for var in out] if isinstance(out, list) else [out[0]])
+            fetches += [] if isinstance(out, list) else [out[0]]
         for name, value in attrs.items():   # (setter, value): an attribute Paddle types float64 or int64s
             getattr(desc, value[0])(name, value[1]) if isinstance(value, tuple) else desc._set_attr(name, value)
     main._sync_with_cpp()
     program = paddle.pir.translate_to_pir(main.desc)
     values = {}
-    for op, (op_type, _, outs, _) in zip([op for op in program.global_block().ops if op.name() != "pd_op.data"],
-                                         spec["ops"]):
-        assert op.name() == f"pd_op.{op_type}", (op.name(), op_type)
+    translated = [op for op in program.global_block().ops   # builtin.combine gathers a list operand
+                  if op.name() != "pd_op.data" and not op.name().startswith("builtin.")]
+    for op, (op_type, _, outs, _) in zip(translated, spec["ops"]):
+        assert op.name() in (f"pd_op.{op_type}", f"pd_op.{op_type}_"), (op.name(), op_type)   # _: in place
         results = dict(zip(op.get_output_names(), op.results()))
-        values |= {name: results[_pir_name(slot)] for slot, (name, _) in outs.items()}
+        values |= {out[0]: results[_pir_name(slot)] for slot, out in outs.items() if not isinstance(out, list)}
     with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):
         for col, name in enumerate(fetches):
             paddle._pir_ops.fetch(values[name], name, col).persistable = True
@@ -173,7 +250,11 @@ def write(case: str, seed: int) -> str:
     directory.mkdir(parents=True)
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
-    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]})
+    feed = {name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]}
+    np.savez_compressed(directory / "feed.npz", **feed)
+    if "reference" in spec:   # Paddle's own numbers, from a composition of ops it runs on CPU
+        with paddle.base.dygraph.guard(paddle.CPUPlace()):
+            np.savez_compressed(directory / "expected.npz", **spec["reference"](feed))
     ops = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
     meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": ops,
             "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}

@@ -82,3 +82,64 @@ CASES += [
     Case("weight_only_linear", weight_only(70, "int4"), {"weight_dtype": "int4", "arch": 70}, wrt=["x"]),
     second_order("weight_only_linear", weight_only(), wrt=["x"], grad_type="weight_only_linear_grad"),
 ]
+
+
+def ffn(pre=True, biases=True, norms=True, d=4, hidden=6):
+    """fused_feedforward's inputs: X [2, 3, d], the linears' weights (and biases), the used layer norm's weights."""
+    inputs = {"X": randn(2, 3, d), "Linear1Weight": randn(d, hidden) * 0.5, "Linear2Weight": randn(hidden, d) * 0.5}
+    if biases:
+        inputs |= {"Linear1Bias": randn(hidden), "Linear2Bias": randn(d)}
+    if norms:
+        ln = "Ln1" if pre else "Ln2"
+        inputs |= {f"{ln}Scale": positive(d), f"{ln}Bias": randn(d)}
+    return inputs
+
+
+FFN_TEST = {"is_test": True, "dropout1_rate": 0.2, "dropout2_rate": 0.3}
+CASES += [
+    Case("fused_feedforward", ffn(), {"pre_layer_norm": True, **FFN_TEST}),
+    Case("fused_feedforward", ffn(pre=False), {"act_method": "relu", "dropout1_rate": 0.0, "dropout2_rate": 0.0,
+                                               "dropout1_implementation": "upscale_in_train"}),
+    Case("fused_feedforward", ffn(biases=False, norms=False), {"pre_layer_norm": True, "add_residual": False,
+                                                               **FFN_TEST}),
+    second_order("fused_feedforward", ffn(), {"pre_layer_norm": True, **FFN_TEST}),
+    second_order("fused_feedforward", ffn(pre=False, biases=False), {"dropout1_rate": 0.0, "dropout2_rate": 0.0}),
+]
+
+
+def attention(pre=True, transposed=False, mask=True, biases=True, e=4, nh=2):
+    """fused_attention's inputs: X [2, 3, e], QKVW ([3, nh, e / nh, e] or [e, 3e]), the out linear, the used norm."""
+    dh = e // nh
+    inputs = {"X": randn(2, 3, e), "QKVW": randn(e, 3 * e) * 0.5 if transposed else randn(3, nh, dh, e) * 0.5,
+              "OutLinearW": randn(e, e) * 0.5}
+    if biases:
+        inputs |= {"QKVBias": randn(3 * e) if transposed else randn(3, nh, dh), "OutLinearBias": randn(e)}
+    if mask:
+        inputs["SrcMask"] = randn(2, 1, 3, 3)
+    ln = "Ln" if pre else "Ln2"
+    return inputs | {f"{ln}Scale": positive(e), f"{ln}Bias": randn(e)}
+
+
+ATTENTION_TEST = {"is_test": True, "attn_dropout_rate": 0.2, "dropout_rate": 0.3}
+ATTENTION_TRAIN = {"attn_dropout_rate": 0.0, "dropout_rate": 0.0}
+CASES += [
+    Case("fused_attention", attention(), {"pre_layer_norm": True, **ATTENTION_TEST}),
+    Case("fused_attention", attention(pre=False, transposed=True), {"transpose_qkv_wb": True, "num_heads": 2,
+                                                                    **ATTENTION_TRAIN}),
+    Case("fused_attention", attention(mask=False, biases=False), {"pre_layer_norm": True, "add_residual": False,
+                                                                  "attn_dropout_implementation": "downgrade_in_infer",
+                                                                  **ATTENTION_TEST}),
+    second_order("fused_attention", attention(), {"pre_layer_norm": True, **ATTENTION_TEST},
+                 grad_type="fused_attention_grad"),
+    second_order("fused_attention", attention(pre=False, transposed=True, biases=False),
+                 {"transpose_qkv_wb": True, "num_heads": 2, **ATTENTION_TRAIN}, grad_type="fused_attention_grad"),
+]
+
+CASES += [
+    Case("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 0.3, "is_test": True,
+                                                                   "mode": "downscale_in_infer"}),
+    Case("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 1.0}),
+    second_order("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 0.3, "is_test": True,
+                                                                             "mode": "downscale_in_infer"}),
+    second_order("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3)}, {"p": 0.0}),
+]

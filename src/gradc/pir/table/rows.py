@@ -11,6 +11,7 @@ from . import (
     detection_v1_rows,
     extra_math_rows,
     fused_llm_rows,
+    fused_transformer_rows,
     grad_rows,
     graph_rows,
     incubate_rows,
@@ -84,7 +85,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + static_nn_rows.ROWS + incubate_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
-               + llm_attention_rows.ROWS + SPECIAL)
+               + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
