@@ -26,6 +26,9 @@ ADAM_STATE = {"Param": X23, "Grad": X23, "LearningRate": ONE, "Moment1": X23, "M
               "Beta2Pow": ONE}
 MISMATCHED = {"X": X23, "Y": zeros(2, 4)}
 YOLO = {"anchors": [10, 13, 16, 30], "anchor_mask": [0, 1], "class_num": 2, "downsample_ratio": 8}
+MSDA = {"value": zeros(1, 18, 2, 3), "sampling_locations": zeros(1, 2, 2, 2, 3, 2),
+        "attention_weights": zeros(1, 2, 2, 2, 3), "spatial_shapes": np.array([[3, 4], [2, 3]], np.int64),
+        "level_start_index": i64(0, 12)}
 YOLO_GT = {"GTBox": np.full((1, 3, 4), 0.3, f32), "GTLabel": zeros(1, 3, dtype=np.int32)}
 
 COMPILE_TIME = {
@@ -748,6 +751,14 @@ COMPILE_TIME = {
     "sparse_batch_norm scale": ("sparse_batch_norm", {"x": zeros(5, 3), "mean": zeros(3), "variance": zeros(3),
                                                       "scale": zeros(4), "bias": zeros(3)}, {},
                                 "needs scale [channels=3]"),
+    # the suites' multi-scale deformable attention
+    "ms_deform_attn weights": ("ms_deform_attn", {**MSDA, "attention_weights": zeros(1, 2, 2, 2, 2)},
+                               {"im2col_step": 64}, "needs attention_weights [1, 2, 2, 2, 3]"),
+    "ms_deformable_attn levels": ("ms_deformable_attn", {"Value": zeros(1, 18, 2, 3), "SpatialShapes": i64(3, 4, 2, 3),
+                                                         "LevelIndex": i64(0, 12), "SamplingLocations":
+                                                         zeros(1, 2, 2, 2, 3, 2), "AttentionWeights":
+                                                         zeros(1, 2, 2, 2, 3)}, {},
+                                  "needs SpatialShapes [levels, 2] (height, width), got [4]"),
 }
 
 RUN_TIME = {
@@ -1038,6 +1049,9 @@ RUN_TIME = {
     "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
                                                                          "indices": np.array([[0, 3]], np.int64)},
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),
+    # the suites' multi-scale deformable attention: a level past Value's rows
+    "ms_deform_attn level rows": ("ms_deform_attn", {**MSDA, "level_start_index": i64(0, 14)}, {"im2col_step": 64},
+                                  "a level of 2 x 3 from row 14 lies outside value's 18 rows"),
 }
 
 # forward ops with nothing a program can get wrong, and why
