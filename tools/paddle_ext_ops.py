@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from paddle_ext_ops_cases import CASES
 
 SOURCES = sorted(str(p) for p in (Path(__file__).parent / "ext_ops_cpu").glob("*.cc"))
 
@@ -32,73 +33,6 @@ def _load_ops(build: Path):
     from paddle.utils.cpp_extension import load
     build.mkdir(parents=True, exist_ok=True)
     return load(name="gradc_suite_ext_ops", sources=SOURCES, build_directory=str(build), verbose=False)
-
-
-def _data(paddle, feed: dict, name: str, value: np.ndarray, grad: bool = True):
-    feed[name] = value
-    var = paddle.static.data(name, list(value.shape), str(value.dtype))
-    var.stop_gradient = not grad
-    return var
-
-
-def _levels():
-    return np.array([[3, 4], [2, 3]], np.int64), np.array([0, 12], np.int64)
-
-
-def _msda_inputs(paddle, feed: dict, rng, int_grads: bool = False):
-    shapes, starts = _levels()
-    value = _data(paddle, feed, "value", rng.standard_normal((2, 18, 2, 3)).astype("float32"))
-    loc = _data(paddle, feed, "loc", rng.uniform(-0.1, 1.1, (2, 4, 2, 2, 3, 2)).astype("float32"))
-    attn = _data(paddle, feed, "attn", rng.uniform(0.1, 1.0, (2, 4, 2, 2, 3)).astype("float32"))
-    return (value, loc, attn, _data(paddle, feed, "shapes", shapes, int_grads),
-            _data(paddle, feed, "starts", starts, int_grads))
-
-
-def _weighted_sum(paddle, feed: dict, rng, out):
-    weight = _data(paddle, feed, "w_out", rng.standard_normal(out.shape).astype("float32"), grad=False)
-    return paddle.sum(out * weight)
-
-
-def msda_paddle3d(paddle, ops, feed, rng, legacy):
-    """Paddle3D's ms_deform_attn (BEVFormer) with im2col_step 64: loss = sum(out * w)."""
-    value, loc, attn, shapes, starts = _msda_inputs(paddle, feed, rng)
-    out = ops.ms_deform_attn(value, loc, attn, shapes, starts, 64)
-    return out, _weighted_sum(paddle, feed, rng, out), [value, loc, attn]
-
-
-def msda_detection(paddle, ops, feed, rng, legacy):
-    """PaddleDetection's ms_deformable_attn: loss = sum(out * w). Its grad op declares grads of the integer
-    SpatialShapes and LevelIndex, which Paddle's legacy append_backward cannot build while they have no grad
-    (InferShape reads an empty output): the legacy program marks them stop_gradient False."""
-    value, loc, attn, shapes, starts = _msda_inputs(paddle, feed, rng, int_grads=legacy)
-    out = ops.ms_deformable_attn(value, shapes, starts, loc, attn)
-    return out, _weighted_sum(paddle, feed, rng, out), [value, loc, attn]
-
-
-def msda_layer(paddle, ops, feed, rng, legacy):
-    """The suites' MSDeformableAttention layer (PaddleDetection's, BEVFormer's spatial cross-attention core), as
-    they wire it: value = value_proj(x) split into heads; sampling locations = reference points + sampling_offsets(
-    query) / (W, H) of each level; attention weights = softmax over levels x points of attention_weights(query);
-    output_proj of the op's output. loss = mean(out^2)."""
-    shapes, starts = _levels()
-    heads, levels, points, dim, queries = 2, 2, 3, 8, 5
-    query = _data(paddle, feed, "query", rng.standard_normal((2, queries, dim)).astype("float32"))
-    memory = _data(paddle, feed, "memory", rng.standard_normal((2, 18, dim)).astype("float32"))
-    reference = _data(paddle, feed, "reference", rng.uniform(0.1, 0.9, (2, queries, levels, 2)).astype("float32"))
-    spatial = _data(paddle, feed, "shapes", shapes, grad=False)
-    level_start = _data(paddle, feed, "starts", starts, grad=False)
-    value = paddle.reshape(paddle.nn.Linear(dim, dim)(memory), [2, 18, heads, dim // heads])
-    offsets = paddle.reshape(paddle.nn.Linear(dim, heads * levels * points * 2)(query),
-                             [2, queries, heads, levels, points, 2])
-    logits = paddle.reshape(paddle.nn.Linear(dim, heads * levels * points)(query), [2, queries, heads, -1])
-    weights = paddle.reshape(paddle.nn.functional.softmax(logits), [2, queries, heads, levels, points])
-    normalizer = paddle.to_tensor(shapes[:, ::-1].astype("float32").copy()).reshape([1, 1, 1, levels, 1, 2])
-    loc = paddle.reshape(reference, [2, queries, 1, levels, 1, 2]) + offsets / normalizer
-    out = paddle.nn.Linear(dim, dim)(ops.ms_deform_attn(value, loc, weights, spatial, level_start, 64))
-    return out, paddle.mean(out * out), [query, memory, reference]
-
-
-CASES = {"msda_paddle3d": msda_paddle3d, "msda_detection": msda_detection, "msda_layer": msda_layer}
 
 
 def _parameters(main) -> list:
@@ -120,7 +54,7 @@ def build(out_dir: Path, build_dir: Path, mode: str) -> None:
         main, startup = paddle.static.Program(), paddle.static.Program()
         feed = {}
         with paddle.static.program_guard(main, startup):
-            output, loss, wrt = builder(paddle, ops, feed, np.random.default_rng(11), mode == "legacy")
+            output, loss, wrt, extras = builder(paddle, ops, feed, np.random.default_rng(11), mode == "legacy")
             forward = main.clone() if mode == "legacy" else None
             targets = wrt + _parameters(main)
             grads = (paddle.static.gradients([loss], targets) if mode == "pir" else
@@ -136,14 +70,18 @@ def build(out_dir: Path, build_dir: Path, mode: str) -> None:
                     scope.find_var(p.name).get_tensor().set(saved[p.name], paddle.CPUPlace())
         params = {p.name: np.array(scope.find_var(p.name).get_tensor()) for p in _parameters(main)}
         names = [v.name for v in targets]
-        fetched = executor.run(main, feed=feed, fetch_list=[loss, output, *grads])
+        fetched = executor.run(main, feed=feed, fetch_list=[loss, output, *grads, *extras.values()])
+        extra_values = dict(zip(extras, fetched[len(fetched) - len(extras):]))
+        fetched = fetched[:len(fetched) - len(extras)]
         if mode == "legacy":
             (out / "forward.pb").write_bytes(forward.desc.serialize_to_string())
             (out / "backward.pb").write_bytes(main.desc.serialize_to_string())
             np.savez(out / "feed.npz", **feed, **params)
-            np.savez(out / "grads.npz", loss=fetched[0], out=fetched[1],
+            np.savez(out / "grads.npz", loss=fetched[0], out=fetched[1], **extra_values,
                      **{f"{n}@GRAD": g for n, g in zip(names, fetched[2:])})
-            meta = {"loss": loss.name, "out": output.name, "wrt": names, "ops": [op.type for op in main.block(0).ops]}
+            meta = {"loss": loss.name, "out": output.name, "wrt": names,
+                    "extras": {key: var.name for key, var in extras.items()},
+                    "ops": [op.type for op in main.block(0).ops]}
             (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         else:
             _save_pir(paddle, out, main, feed, output, executor, fetched, names, grads, loss)

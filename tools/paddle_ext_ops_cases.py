@@ -1,0 +1,117 @@
+"""The cases of tools/paddle_ext_ops.py: each builds a static program (legacy or PIR: the same calls) around the
+suites' custom ops, given paddle, the built extension module ``ops``, the feed to fill, a generator and whether the
+program is legacy; it returns (the output, the loss, the vars whose gradients are fixtures, {name: var} of integer
+results to check too). Where a case stands for a suite's layer, its docstring says which and how it is wired."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _data(paddle, feed: dict, name: str, value: np.ndarray, grad: bool = True):
+    feed[name] = value
+    var = paddle.static.data(name, list(value.shape), str(value.dtype))
+    var.stop_gradient = not grad
+    return var
+
+
+def _levels():
+    return np.array([[3, 4], [2, 3]], np.int64), np.array([0, 12], np.int64)
+
+
+def _msda_inputs(paddle, feed: dict, rng, int_grads: bool = False):
+    shapes, starts = _levels()
+    value = _data(paddle, feed, "value", rng.standard_normal((2, 18, 2, 3)).astype("float32"))
+    loc = _data(paddle, feed, "loc", rng.uniform(-0.1, 1.1, (2, 4, 2, 2, 3, 2)).astype("float32"))
+    attn = _data(paddle, feed, "attn", rng.uniform(0.1, 1.0, (2, 4, 2, 2, 3)).astype("float32"))
+    return (value, loc, attn, _data(paddle, feed, "shapes", shapes, int_grads),
+            _data(paddle, feed, "starts", starts, int_grads))
+
+
+def _weighted_sum(paddle, feed: dict, rng, out):
+    weight = _data(paddle, feed, "w_out", rng.standard_normal(out.shape).astype("float32"), grad=False)
+    return paddle.sum(out * weight)
+
+
+def msda_paddle3d(paddle, ops, feed, rng, legacy):
+    """Paddle3D's ms_deform_attn (BEVFormer) with im2col_step 64: loss = sum(out * w)."""
+    value, loc, attn, shapes, starts = _msda_inputs(paddle, feed, rng)
+    out = ops.ms_deform_attn(value, loc, attn, shapes, starts, 64)
+    return out, _weighted_sum(paddle, feed, rng, out), [value, loc, attn], {}
+
+
+def msda_detection(paddle, ops, feed, rng, legacy):
+    """PaddleDetection's ms_deformable_attn: loss = sum(out * w). Its grad op declares grads of the integer
+    SpatialShapes and LevelIndex, which Paddle's legacy append_backward cannot build while they have no grad
+    (InferShape reads an empty output): the legacy program marks them stop_gradient False."""
+    value, loc, attn, shapes, starts = _msda_inputs(paddle, feed, rng, int_grads=legacy)
+    out = ops.ms_deformable_attn(value, shapes, starts, loc, attn)
+    return out, _weighted_sum(paddle, feed, rng, out), [value, loc, attn], {}
+
+
+def msda_layer(paddle, ops, feed, rng, legacy):
+    """The suites' MSDeformableAttention layer (PaddleDetection's, BEVFormer's spatial cross-attention core), as
+    they wire it: value = value_proj(x) split into heads; sampling locations = reference points + sampling_offsets(
+    query) / (W, H) of each level; attention weights = softmax over levels x points of attention_weights(query);
+    output_proj of the op's output. loss = mean(out^2)."""
+    shapes, starts = _levels()
+    heads, levels, points, dim, queries = 2, 2, 3, 8, 5
+    query = _data(paddle, feed, "query", rng.standard_normal((2, queries, dim)).astype("float32"))
+    memory = _data(paddle, feed, "memory", rng.standard_normal((2, 18, dim)).astype("float32"))
+    reference = _data(paddle, feed, "reference", rng.uniform(0.1, 0.9, (2, queries, levels, 2)).astype("float32"))
+    spatial = _data(paddle, feed, "shapes", shapes, grad=False)
+    level_start = _data(paddle, feed, "starts", starts, grad=False)
+    value = paddle.reshape(paddle.nn.Linear(dim, dim)(memory), [2, 18, heads, dim // heads])
+    offsets = paddle.reshape(paddle.nn.Linear(dim, heads * levels * points * 2)(query),
+                             [2, queries, heads, levels, points, 2])
+    logits = paddle.reshape(paddle.nn.Linear(dim, heads * levels * points)(query), [2, queries, heads, -1])
+    weights = paddle.reshape(paddle.nn.functional.softmax(logits), [2, queries, heads, levels, points])
+    normalizer = paddle.to_tensor(shapes[:, ::-1].astype("float32").copy()).reshape([1, 1, 1, levels, 1, 2])
+    loc = paddle.reshape(reference, [2, queries, 1, levels, 1, 2]) + offsets / normalizer
+    out = paddle.nn.Linear(dim, dim)(ops.ms_deform_attn(value, loc, weights, spatial, level_start, 64))
+    return out, paddle.mean(out * out), [query, memory, reference], {}
+
+
+def pointnet2_batch(paddle, ops, feed, rng, legacy):
+    """A PointNet++ set abstraction as Paddle3D's PointnetSAModuleMSG (IA-SSD) wires the batch ops: farthest point
+    sampling picks 6 of 16 centres, gather_operation their xyz, ball_query_batch 4 neighbours each (radius 0.45),
+    grouping_operation_batch their xyz (relative, over the radius) and features; a 1x1 conv, relu and a max over
+    the neighbours. loss = sum(out * w)."""
+    radius = 0.45
+    xyz = _data(paddle, feed, "xyz", rng.uniform(0, 1, (2, 16, 3)).astype("float32"))
+    features = _data(paddle, feed, "features", rng.standard_normal((2, 4, 16)).astype("float32"))
+    fps = ops.farthest_point_sample(xyz, 6)
+    fps.stop_gradient = True   # an op without a grad op: Paddle's backward needs its output marked
+    xyz_t = paddle.transpose(xyz, [0, 2, 1])
+    centers_t = ops.gather_operation(xyz_t, fps)
+    ball = ops.ball_query_batch(paddle.transpose(centers_t, [0, 2, 1]), xyz, radius, 4)
+    ball.stop_gradient = True
+    grouped_xyz = (ops.grouping_operation_batch(xyz_t, ball) - paddle.unsqueeze(centers_t, -1)) / radius
+    grouped = paddle.concat([grouped_xyz, ops.grouping_operation_batch(features, ball)], axis=1)
+    out = paddle.max(paddle.nn.functional.relu(paddle.nn.Conv2D(7, 8, 1)(grouped)), axis=-1)
+    return out, _weighted_sum(paddle, feed, rng, out), [xyz, features], {"fps": fps, "ball": ball}
+
+
+def pointnet2_stack(paddle, ops, feed, rng, legacy):
+    """PV-RCNN's StackSAModuleMSG wiring of the stacked ops: two point clouds of 6 and 4 points in rows, 3 and 2
+    centres; ball_query_stack 3 neighbours (radius 0.5), an empty ball's -1 set to 0 and its features zeroed (the
+    suite's QueryAndGroup), grouping_operation_stack of xyz (relative) and features; max over the neighbours and a
+    linear layer. loss = sum(out * w)."""
+    xyz = _data(paddle, feed, "xyz", rng.uniform(0, 1, (10, 3)).astype("float32"))
+    xyz_counts = _data(paddle, feed, "xyz_counts", np.array([6, 4], np.int32), grad=False)
+    centers = _data(paddle, feed, "centers", rng.uniform(0, 1, (5, 3)).astype("float32"), grad=False)
+    center_counts = _data(paddle, feed, "center_counts", np.array([3, 2], np.int32), grad=False)
+    features = _data(paddle, feed, "features", rng.standard_normal((10, 4)).astype("float32"))
+    ball = ops.ball_query_stack(centers, center_counts, xyz, xyz_counts, 0.5, 3)
+    ball.stop_gradient = True
+    found = paddle.cast(paddle.greater_equal(ball[:, :1], paddle.zeros([1], "int32")), "int32")
+    idx = ball * found
+    grouped_xyz = ops.grouping_operation_stack(xyz, xyz_counts, idx, center_counts) - paddle.unsqueeze(centers, -1)
+    grouped = paddle.concat([grouped_xyz, ops.grouping_operation_stack(features, xyz_counts, idx, center_counts)], 1)
+    grouped = grouped * paddle.unsqueeze(paddle.cast(found, "float32"), -1)
+    out = paddle.nn.Linear(7, 6)(paddle.max(grouped, axis=-1))
+    return out, _weighted_sum(paddle, feed, rng, out), [xyz, features], {"ball": ball}
+
+
+CASES = {"msda_paddle3d": msda_paddle3d, "msda_detection": msda_detection, "msda_layer": msda_layer,
+         "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack}
