@@ -770,6 +770,11 @@ COMPILE_TIME = {
                                           "idx_tensor": zeros(2, 4, dtype=np.int32),
                                           "idx_batch_cnt_tensor": np.array([2], np.int32)}, {},
                                           "needs features_tensor 2-D, got [2, 3, 5]"),
+    # Paddle3D's hard_voxelize
+    "hard_voxelize range": ("hard_voxelize", {"POINTS": zeros(5, 4)},
+                            {"voxel_size": [0.5, 0.5, 1.0], "point_cloud_range": [0.0, 0.0, 1.0, 2.0, 2.0, -1.0],
+                             "max_num_points_in_voxel": 3, "max_voxels": 4},
+                            "needs point_cloud_range [x min, y min, z min, x max, y max, z max]"),
     # the suites' multi-scale deformable attention
     "ms_deform_attn weights": ("ms_deform_attn", {**MSDA, "attention_weights": zeros(1, 2, 2, 2, 2)},
                                {"im2col_step": 64}, "needs attention_weights [1, 2, 2, 2, 3]"),

@@ -7,12 +7,14 @@ PaddlePaddle 3.3.1 on the CPU, into tests/data/paddle/ext_ops/<case>/:
 - PIR: model.json (save_inference_model: custom_op.<name>) with expected.npz, Paddle's outputs on feed.npz; and
   backward.json, Paddle's PIR training program with the custom_op.<name>_grad ops, fetching the same gradients.
 
-The suites ship CUDA kernels only (Paddle3D's and PaddleDetection's ms_deform_attn sources run on a GPU, which this
-machine has not): tools/ext_ops_cpu/*.cc are CPU kernels of the same op definitions (PD_BUILD_OP names, slots,
+Most of the suites' ops ship CUDA kernels only (Paddle3D's and PaddleDetection's ms_deform_attn, the pointnet2 ops,
+...), which need a GPU this machine has not: tools/ext_ops_cpu/*.cc are CPU kernels of the same op definitions (PD_BUILD_OP names, slots,
 attributes and grad ops), written from the suites' formulas, built here with paddle.utils.cpp_extension.load (g++).
 meta.json records the loss and the gradients' names. Not part of the package: gradc does not need Paddle.
 
-    /path/to/paddle/python tools/paddle_ext_ops.py tests/data/paddle/ext_ops [BUILD_DIR]
+    /path/to/paddle/python tools/paddle_ext_ops.py tests/data/paddle/ext_ops PADDLE3D_DIR BUILD_DIR
+
+PADDLE3D_DIR: a Paddle3D checkout (develop, 3259dab), whose hard_voxelize has a CPU kernel, built as it is.
 """
 
 from __future__ import annotations
@@ -29,23 +31,28 @@ from paddle_ext_ops_cases import CASES
 SOURCES = sorted(str(p) for p in (Path(__file__).parent / "ext_ops_cpu").glob("*.cc"))
 
 
-def _load_ops(build: Path):
+# the suites' own C++ sources with a CPU kernel, built as they are from a checkout of the suite
+SUITE_SOURCES = ["paddle3d/ops/voxel/voxelize_op.cc"]
+
+
+def _load_ops(build: Path, paddle3d: Path):
     from paddle.utils.cpp_extension import load
     build.mkdir(parents=True, exist_ok=True)
-    return load(name="gradc_suite_ext_ops", sources=SOURCES, build_directory=str(build), verbose=False)
+    sources = SOURCES + [str(paddle3d / source) for source in SUITE_SOURCES]
+    return load(name="gradc_suite_ext_ops", sources=sources, build_directory=str(build), verbose=False)
 
 
 def _parameters(main) -> list:
     return sorted(main.global_block().all_parameters(), key=lambda p: p.name)
 
 
-def build(out_dir: Path, build_dir: Path, mode: str) -> None:
+def build(out_dir: Path, build_dir: Path, paddle3d: Path, mode: str) -> None:
     os.environ["FLAGS_enable_pir_api"] = "1" if mode == "pir" else "0"
     import paddle
     if mode == "legacy":
         import paddle_legacy_shim  # paddle.sum and softmax append legacy ops again
         paddle_legacy_shim.install()
-    ops = _load_ops(build_dir)
+    ops = _load_ops(build_dir, paddle3d)
     paddle.enable_static()
     for case, builder in CASES.items():
         paddle.seed(7)
@@ -107,13 +114,12 @@ def _data_values(main):
 
 
 def main() -> None:
-    out_dir = Path(sys.argv[1])
-    build_dir = Path(sys.argv[2]) if len(sys.argv) > 2 else Path("/tmp/gradc_ext_ops_build")
-    if len(sys.argv) > 3:   # one mode, in a process of its own (the PIR flag is read at import)
-        build(out_dir, build_dir, sys.argv[3])
+    out_dir, paddle3d, build_dir = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+    if len(sys.argv) > 4:   # one mode, in a process of its own (the PIR flag is read at import)
+        build(out_dir, build_dir, paddle3d, sys.argv[4])
         return
     for mode in ("legacy", "pir"):
-        subprocess.run([sys.executable, __file__, str(out_dir), str(build_dir), mode], check=True)
+        subprocess.run([sys.executable, __file__, *sys.argv[1:4], mode], check=True)
 
 
 if __name__ == "__main__":

@@ -113,5 +113,19 @@ def pointnet2_stack(paddle, ops, feed, rng, legacy):
     return out, _weighted_sum(paddle, feed, rng, out), [xyz, features], {"ball": ball}
 
 
+def voxelize(paddle, ops, feed, rng, legacy):
+    """Paddle3D's hard_voxelize (its own CPU kernel) on 40 points, some outside the range, into at most 10 voxels of
+    3 points (so some points and voxels are dropped), then PointPillars' simplest pillar feature: the mean of each
+    voxel's points through a linear layer. loss = sum(out * w)."""
+    points = _data(paddle, feed, "points", rng.uniform(-0.3, 2.3, (40, 4)).astype("float32"), grad=False)
+    voxels, coords, counts, total = ops.hard_voxelize(points, [0.5, 0.5, 1.0], [0.0, 0.0, -1.0, 2.0, 2.0, 1.0], 3, 10)
+    for var in (voxels, coords, counts, total):
+        var.stop_gradient = True
+    divisor = paddle.clip(paddle.cast(paddle.unsqueeze(counts, -1), "float32"), min=1.0)
+    out = paddle.nn.Linear(4, 6)(paddle.sum(voxels, axis=1) / divisor)
+    return out, _weighted_sum(paddle, feed, rng, out), [], {"voxels": voxels, "coords": coords, "counts": counts,
+                                                             "total": total}
+
+
 CASES = {"msda_paddle3d": msda_paddle3d, "msda_detection": msda_detection, "msda_layer": msda_layer,
-         "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack}
+         "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack, "voxelize": voxelize}

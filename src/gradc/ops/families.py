@@ -262,6 +262,7 @@ FAMILIES = {
         "asinh_grad", "atanh_grad", "sinh_grad", "cosh_grad", "erf_grad", "logit_grad", "stanh_grad"),
     "vision": ("pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",
         "channel_shuffle_grad", "unfold", "unfold_grad", "fold", "fold_grad"),
+    "voxelize": ("hard_voxelize",),
     "weight_quant": ("weight_quantize", "weight_dequantize", "weight_only_linear"),
     "weight_quant_double": ("weight_only_linear_grad",),
     "yolo_loss": ("yolov3_loss", "yolov3_loss_grad"),

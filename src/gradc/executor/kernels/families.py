@@ -191,6 +191,7 @@ FAMILIES = {
         "erf_grad", "logit", "logit_grad", "stanh", "stanh_grad"),
     "vision": ("pixel_shuffle", "pixel_shuffle_grad", "pixel_unshuffle", "pixel_unshuffle_grad", "channel_shuffle",
         "channel_shuffle_grad", "unfold", "unfold_grad", "fold", "fold_grad"),
+    "voxelize": ("hard_voxelize",),
     "weight_quant": ("weight_quantize", "weight_dequantize", "weight_only_linear", "weight_only_linear_grad"),
     "yolo_loss": ("yolov3_loss", "yolov3_loss_grad"),
 }

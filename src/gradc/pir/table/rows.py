@@ -41,6 +41,7 @@ from . import (
     translated_rows,
     unary_math_rows,
     vision_rows,
+    voxelize_rows,
     yolo_loss_rows,
 )
 
@@ -85,7 +86,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + static_nn_rows.ROWS + incubate_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
-               + ms_deform_attn_rows.ROWS + pointnet2_rows.ROWS + SPECIAL)
+               + ms_deform_attn_rows.ROWS + pointnet2_rows.ROWS + voxelize_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
