@@ -8,9 +8,10 @@ PaddlePaddle 3.3.1 on the CPU, into tests/data/paddle/ext_ops/<case>/:
   backward.json, Paddle's PIR training program with the custom_op.<name>_grad ops, fetching the same gradients.
 
 Most of the suites' ops ship CUDA kernels only (Paddle3D's and PaddleDetection's ms_deform_attn, the pointnet2 ops,
-...), which need a GPU this machine has not: tools/ext_ops_cpu/*.cc are CPU kernels of the same op definitions (PD_BUILD_OP names, slots,
-attributes and grad ops), written from the suites' formulas, built here with paddle.utils.cpp_extension.load (g++).
-meta.json records the loss and the gradients' names. Not part of the package: gradc does not need Paddle.
+...), which need a GPU this machine has not: tools/ext_ops_cpu/*.cc are CPU kernels of the same op definitions
+(PD_BUILD_OP names, slots, attributes and grad ops), written from the suites' formulas, built here with
+paddle.utils.cpp_extension.load (g++). meta.json records the loss, the gradients' and the checked integer results'
+names (a sampler's indices, the voxels) and Paddle's legacy op list. Not part of the package: gradc does not need Paddle.
 
     /path/to/paddle/python tools/paddle_ext_ops.py tests/data/paddle/ext_ops PADDLE3D_DIR BUILD_DIR
 

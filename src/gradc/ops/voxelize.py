@@ -17,7 +17,8 @@ from ..ir import AttrType, VarType
 from ..opdef import typed
 from ..registry import NO_GRAD, defop
 
-ATTRS = {"voxel_size": typed([], AttrType.FLOATS), "point_cloud_range": typed([], AttrType.FLOATS), "max_num_points_in_voxel": 1, "max_voxels": 1}
+ATTRS = {"voxel_size": typed([], AttrType.FLOATS), "point_cloud_range": typed([], AttrType.FLOATS),
+         "max_num_points_in_voxel": 1, "max_voxels": 1}
 
 
 def _infer(ctx):
