@@ -11,7 +11,8 @@ Most of the suites' ops ship CUDA kernels only (Paddle3D's and PaddleDetection's
 ...), which need a GPU this machine has not: tools/ext_ops_cpu/*.cc are CPU kernels of the same op definitions
 (PD_BUILD_OP names, slots, attributes and grad ops), written from the suites' formulas, built here with
 paddle.utils.cpp_extension.load (g++). meta.json records the loss, the gradients' and the checked integer results'
-names (a sampler's indices, the voxels) and Paddle's legacy op list. Not part of the package: gradc does not need Paddle.
+names (a sampler's indices, the voxels) and Paddle's legacy op list.
+Not part of the package: gradc does not need Paddle.
 
     /path/to/paddle/python tools/paddle_ext_ops.py tests/data/paddle/ext_ops PADDLE3D_DIR BUILD_DIR
 
