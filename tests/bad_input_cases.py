@@ -29,6 +29,9 @@ YOLO = {"anchors": [10, 13, 16, 30], "anchor_mask": [0, 1], "class_num": 2, "dow
 MSDA = {"value": zeros(1, 18, 2, 3), "sampling_locations": zeros(1, 2, 2, 2, 3, 2),
         "attention_weights": zeros(1, 2, 2, 2, 3), "spatial_shapes": np.array([[3, 4], [2, 3]], np.int64),
         "level_start_index": i64(0, 12)}
+BEV_POOL = {"_depth": zeros(2, 3, 2, 2), "_feat": zeros(2, 2, 2, 4), "_ranks_depth": np.array([0, 5], np.int32),
+            "_ranks_feat": np.array([0, 1], np.int32), "_ranks_bev": np.array([2, 2], np.int32),
+            "_interval_lengths": np.array([2], np.int32), "_interval_starts": np.array([0], np.int32)}
 YOLO_GT = {"GTBox": np.full((1, 3, 4), 0.3, f32), "GTLabel": zeros(1, 3, dtype=np.int32)}
 
 COMPILE_TIME = {
@@ -775,6 +778,12 @@ COMPILE_TIME = {
                             {"voxel_size": [0.5, 0.5, 1.0], "point_cloud_range": [0.0, 0.0, 1.0, 2.0, 2.0, -1.0],
                              "max_num_points_in_voxel": 3, "max_voxels": 4},
                             "needs point_cloud_range [x min, y min, z min, x max, y max, z max]"),
+    # Paddle3D's bev_pool_v2 and its hand-written backward
+    "bev_pool_v2 shape": ("bev_pool_v2", {**BEV_POOL}, {"_bev_feat_shape": [3, 3, 4]},
+                          "needs _bev_feat_shape of 4 positive dims"),
+    "bev_pool_v2_bkwd maps": ("bev_pool_v2_bkwd", {**BEV_POOL, "_out_grad": zeros(1, 3, 3, 4),
+                                                   "_feat": zeros(2, 3, 2, 4)}, {},
+                              "needs _depth [N, D, H, W] and _feat [N, H, W, C], got [2, 3, 2, 2] and [2, 3, 2, 4]"),
     # the suites' multi-scale deformable attention
     "ms_deform_attn weights": ("ms_deform_attn", {**MSDA, "attention_weights": zeros(1, 2, 2, 2, 2)},
                                {"im2col_step": 64}, "needs attention_weights [1, 2, 2, 2, 3]"),
@@ -1073,6 +1082,8 @@ RUN_TIME = {
     "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
                                                                          "indices": np.array([[0, 3]], np.int64)},
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),
+    "bev_pool_v2 ranks": ("bev_pool_v2", {**BEV_POOL, "_ranks_feat": np.array([0, 9], np.int32)},
+                          {"_bev_feat_shape": [1, 3, 3, 4]}, "_ranks_feat holds ranks outside [0, 8)"),
     # Paddle3D's PointNet++ ops: indices outside the points, counts that miss the rows
     "gather_operation index": ("gather_operation", {"points": zeros(1, 2, 4), "idx": np.array([[0, 4]], np.int32)},
                                {}, "idx holds indices outside [0, 4): 0 .. 4"),

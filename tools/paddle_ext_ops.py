@@ -98,7 +98,7 @@ def build(out_dir: Path, build_dir: Path, paddle3d: Path, mode: str) -> None:
 
 def _save_pir(paddle, out: Path, main, feed, output, executor, fetched, names, grads, loss) -> None:
     from paddle.base import core
-    feeds = [v for v in _data_values(main) if v.name != "w_out"]   # the loss's weight: not an input of the output
+    feeds = [v for v in _data_values(main) if v.name in _inputs_of(output)]
     paddle.static.save_inference_model(str(out / "model"), feeds, [output], executor, program=main)
     np.savez(out / "expected.npz", out=fetched[1], pir_loss=fetched[0],
              **{f"pir:{n}@GRAD": g for n, g in zip(names, fetched[2:])})
@@ -109,6 +109,20 @@ def _save_pir(paddle, out: Path, main, feed, output, executor, fetched, names, g
         for col, (name, grad) in enumerate(zip(names, grads), start=1):
             paddle._pir_ops.fetch(mapping.look_up(grad), f"{name}@GRAD", col).persistable = True
     core.serialize_pir_program(program, str(out / "backward.json"), True, False, True)
+
+
+def _inputs_of(value) -> set[str]:
+    """The names of the data ops the PIR value is computed from (the inference model's feeds)."""
+    names, stack, seen = set(), [value.get_defining_op()], set()
+    while stack:
+        op = stack.pop()
+        if op is None or id(op) in seen:
+            continue
+        seen.add(id(op))
+        if op.name() == "pd_op.data":
+            names.add(op.attrs()["name"])
+        stack.extend(operand.get_defining_op() for operand in op.operands_source())
+    return names
 
 
 def _data_values(main):

@@ -127,5 +127,43 @@ def voxelize(paddle, ops, feed, rng, legacy):
                                                              "total": total}
 
 
+def _frustum(rng, n=2, d=3, h=2, w=2, cells=9):
+    """Paddle3D's voxel_pooling_prepare_v2 on a random frustum: each kept point's depth, pixel and BEV cell ranks,
+    sorted by cell, with the intervals of one cell; and the same sorted by pixel (the suite's caller of
+    bev_pool_v2_bkwd sorts so)."""
+    points = n * d * h * w
+    depth_rank = np.arange(points)
+    pixel_rank = (depth_rank // (d * h * w)) * h * w + depth_rank % (h * w)
+    bev_rank = rng.integers(0, cells, points)
+    kept = rng.uniform(size=points) < 0.8
+    ranks = [depth_rank[kept], pixel_rank[kept], bev_rank[kept]]
+    orders = {}
+    for key, by in (("bev", 2), ("feat", 1)):
+        order = np.argsort(ranks[by], kind="stable")
+        sorted_ranks = [r[order].astype(np.int32) for r in ranks]
+        starts = np.flatnonzero(np.r_[True, sorted_ranks[by][1:] != sorted_ranks[by][:-1]]).astype(np.int32)
+        lengths = np.diff(np.r_[starts, len(order)]).astype(np.int32)
+        orders[key] = (*sorted_ranks, lengths, starts)
+    return orders
+
+
+def bev_pool(paddle, ops, feed, rng, legacy):
+    """BEVDet4D's view transform core: bev_pool_v2 of a depth distribution [2 cameras, 3 bins, 2, 2] (softmax over
+    bins) and features [2, 2, 2, 4] into a [1, 3, 3, 4] grid, loss = sum(out * w). Paddle has no grad op for it (the
+    suite differentiates by hand): its bev_pool_v2_bkwd, run on w with the pixel-sorted intervals, gives the
+    gradients the suite trains with, which gradc's bev_pool_v2_grad must equal."""
+    depth = _data(paddle, feed, "depth", rng.uniform(0.1, 1.0, (2, 3, 2, 2)).astype("float32"), grad=False)
+    feat = _data(paddle, feed, "feat", rng.standard_normal((2, 2, 2, 4)).astype("float32"), grad=False)
+    ranks = _frustum(rng)
+    names = ("ranks_depth", "ranks_feat", "ranks_bev", "lengths", "starts")
+    by_bev = [_data(paddle, feed, f"bev_{n}", v, grad=False) for n, v in zip(names, ranks["bev"])]
+    by_feat = [_data(paddle, feed, f"feat_{n}", v, grad=False) for n, v in zip(names, ranks["feat"])]
+    out = ops.bev_pool_v2(depth, feat, *by_bev, [1, 3, 3, 4])
+    weight = _data(paddle, feed, "w_out", rng.standard_normal((1, 3, 3, 4)).astype("float32"), grad=False)
+    depth_grad, feat_grad = ops.bev_pool_v2_bkwd(weight, depth, feat, *by_feat)
+    return out, paddle.sum(out * weight), [], {"depth_grad": depth_grad, "feat_grad": feat_grad}
+
+
 CASES = {"msda_paddle3d": msda_paddle3d, "msda_detection": msda_detection, "msda_layer": msda_layer,
-         "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack, "voxelize": voxelize}
+         "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack, "voxelize": voxelize,
+         "bev_pool": bev_pool}
