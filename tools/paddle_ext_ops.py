@@ -14,9 +14,11 @@ paddle.utils.cpp_extension.load (g++). meta.json records the loss, the gradients
 names (a sampler's indices, the voxels) and Paddle's legacy op list.
 Not part of the package: gradc does not need Paddle.
 
-    /path/to/paddle/python tools/paddle_ext_ops.py tests/data/paddle/ext_ops PADDLE3D_DIR BUILD_DIR
+    /path/to/paddle/python tools/paddle_ext_ops.py tests/data/paddle/ext_ops PADDLE3D_DIR PADDLEDET_DIR BUILD_DIR
 
-PADDLE3D_DIR: a Paddle3D checkout (develop, 3259dab), whose hard_voxelize has a CPU kernel, built as it is.
+PADDLE3D_DIR: a Paddle3D checkout (develop, 3259dab), whose hard_voxelize has a CPU kernel; PADDLEDET_DIR: a
+PaddleDetection checkout (develop, 666f597), whose rbox_iou, matched_rbox_iou and nms_rotated have CPU kernels:
+those sources are built as they are.
 """
 
 from __future__ import annotations
@@ -33,28 +35,32 @@ from paddle_ext_ops_cases import CASES
 SOURCES = sorted(str(p) for p in (Path(__file__).parent / "ext_ops_cpu").glob("*.cc"))
 
 
-# the suites' own C++ sources with a CPU kernel, built as they are from a checkout of the suite
-SUITE_SOURCES = ["paddle3d/ops/voxel/voxelize_op.cc"]
+# the suites' own C++ sources with a CPU kernel, built as they are from checkouts of the suites
+PADDLE3D_SOURCES = ["paddle3d/ops/voxel/voxelize_op.cc"]
+PADDLEDET_SOURCES = ["ppdet/ext_op/csrc/rbox_iou/rbox_iou.cc", "ppdet/ext_op/csrc/matched_rbox_iou/matched_rbox_iou.cc",
+                     "ppdet/ext_op/csrc/nms_rotated/nms_rotated.cc"]
 
 
-def _load_ops(build: Path, paddle3d: Path):
+def _load_ops(build: Path, paddle3d: Path, paddledet: Path):
     from paddle.utils.cpp_extension import load
     build.mkdir(parents=True, exist_ok=True)
-    sources = SOURCES + [str(paddle3d / source) for source in SUITE_SOURCES]
-    return load(name="gradc_suite_ext_ops", sources=sources, build_directory=str(build), verbose=False)
+    sources = (SOURCES + [str(paddle3d / source) for source in PADDLE3D_SOURCES]
+               + [str(paddledet / source) for source in PADDLEDET_SOURCES])
+    return load(name="gradc_suite_ext_ops", sources=sources, build_directory=str(build), verbose=False,
+                extra_include_paths=[str(paddledet / "ppdet/ext_op/csrc/rbox_iou")])
 
 
 def _parameters(main) -> list:
     return sorted(main.global_block().all_parameters(), key=lambda p: p.name)
 
 
-def build(out_dir: Path, build_dir: Path, paddle3d: Path, mode: str) -> None:
+def build(out_dir: Path, build_dir: Path, suites: tuple[Path, Path], mode: str) -> None:
     os.environ["FLAGS_enable_pir_api"] = "1" if mode == "pir" else "0"
     import paddle
     if mode == "legacy":
         import paddle_legacy_shim  # paddle.sum and softmax append legacy ops again
         paddle_legacy_shim.install()
-    ops = _load_ops(build_dir, paddle3d)
+    ops = _load_ops(build_dir, *suites)
     paddle.enable_static()
     for case, builder in CASES.items():
         paddle.seed(7)
@@ -130,12 +136,12 @@ def _data_values(main):
 
 
 def main() -> None:
-    out_dir, paddle3d, build_dir = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
-    if len(sys.argv) > 4:   # one mode, in a process of its own (the PIR flag is read at import)
-        build(out_dir, build_dir, paddle3d, sys.argv[4])
+    out_dir, paddle3d, paddledet, build_dir = (Path(arg) for arg in sys.argv[1:5])
+    if len(sys.argv) > 5:   # one mode, in a process of its own (the PIR flag is read at import)
+        build(out_dir, build_dir, (paddle3d, paddledet), sys.argv[5])
         return
     for mode in ("legacy", "pir"):
-        subprocess.run([sys.executable, __file__, *sys.argv[1:4], mode], check=True)
+        subprocess.run([sys.executable, __file__, *sys.argv[1:5], mode], check=True)
 
 
 if __name__ == "__main__":

@@ -164,6 +164,28 @@ def bev_pool(paddle, ops, feed, rng, legacy):
     return out, paddle.sum(out * weight), [], {"depth_grad": depth_grad, "feat_grad": feat_grad}
 
 
+def _rboxes(rng, count: int) -> np.ndarray:
+    """(x, y, w, h, angle) boxes in a 4 x 4 field, sides 0.5 to 2, any angle: many overlap."""
+    return np.concatenate([rng.uniform(0, 4, (count, 2)), rng.uniform(0.5, 2, (count, 2)),
+                           rng.uniform(-np.pi, np.pi, (count, 1))], axis=1).astype("float32")
+
+
+def rotated_boxes(paddle, ops, feed, rng, legacy):
+    """PaddleDetection's rotated-box ops with their own CPU kernels: rbox_iou of 4 x 3 boxes (through a linear layer:
+    the output), matched_rbox_iou of 4 pairs and nms_rotated of 8 scored boxes at IoU 0.2."""
+    first = _data(paddle, feed, "rbox1", _rboxes(rng, 4), grad=False)
+    second = _data(paddle, feed, "rbox2", _rboxes(rng, 3), grad=False)
+    pairs = _data(paddle, feed, "rbox_pairs", _rboxes(rng, 4), grad=False)
+    boxes = _data(paddle, feed, "nms_boxes", _rboxes(rng, 8), grad=False)
+    scores = _data(paddle, feed, "nms_scores", rng.permutation(8).astype("float32") / 8, grad=False)
+    ious, matched, kept = ops.rbox_iou(first, second), ops.matched_rbox_iou(first, pairs), ops.nms_rotated(
+        boxes, scores, 0.2)
+    for var in (ious, matched, kept):
+        var.stop_gradient = True
+    out = paddle.nn.Linear(3, 2)(ious)
+    return out, _weighted_sum(paddle, feed, rng, out), [], {"ious": ious, "matched": matched, "kept": kept}
+
+
 CASES = {"msda_paddle3d": msda_paddle3d, "msda_detection": msda_detection, "msda_layer": msda_layer,
          "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack, "voxelize": voxelize,
-         "bev_pool": bev_pool}
+         "bev_pool": bev_pool, "rotated_boxes": rotated_boxes}

@@ -190,6 +190,8 @@ FAMILIES = {
     "rnn_double": ("rnn_grad",),
     "roi": ("roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad"),
     "roi_double": ("roi_align_grad", "psroi_pool_grad", "roi_pool_grad"),
+    "rotated_boxes": ("boxes_iou_bev_cpu", "boxes_iou_bev_gpu", "boxes_overlap_bev_gpu", "rbox_iou", "matched_rbox_iou",
+        "nms_gpu", "nms_normal_gpu", "nms_rotated"),
     "sampling": ("affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift",
         "temporal_shift_grad"),
     "sampling_double": ("affine_grid_grad", "temporal_shift_grad", "grid_sampler_grad"),

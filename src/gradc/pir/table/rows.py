@@ -30,6 +30,7 @@ from . import (
     quant_rows,
     random_dist_rows,
     roi_rows,
+    rotated_boxes_rows,
     sampling_rows,
     scans_rows,
     shape_rows,
@@ -88,6 +89,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
                + ms_deform_attn_rows.ROWS + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS
+               + rotated_boxes_rows.ROWS
                + SPECIAL)
 
 
