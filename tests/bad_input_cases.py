@@ -799,6 +799,10 @@ COMPILE_TIME = {
                               "needs RBOX1 [2, 5] and RBOX2 [3, 5] of as many boxes"),
     "nms_rotated scores": ("nms_rotated", {"Boxes": zeros(4, 5), "Scores": zeros(3)}, {"threshold": 0.5},
                            "needs Scores [boxes] for Boxes [4, 5], got [3]"),
+    # Paddle3D's assign_score_withk
+    "assign_score_withk knn": ("assign_score_withk", {"scores": zeros(1, 4, 3, 2), "points": zeros(1, 4, 2, 5),
+                                                      "centers": zeros(1, 4, 2, 5), "knn_idx": i64(0, 1, 2)}, {},
+                               "needs knn_idx [B, N, K] = [1, 4, 3], got [3]"),
     # the suites' multi-scale deformable attention
     "ms_deform_attn weights": ("ms_deform_attn", {**MSDA, "attention_weights": zeros(1, 2, 2, 2, 2)},
                                {"im2col_step": 64}, "needs attention_weights [1, 2, 2, 2, 3]"),
@@ -1099,6 +1103,10 @@ RUN_TIME = {
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),
     "bev_pool_v2 ranks": ("bev_pool_v2", {**BEV_POOL, "_ranks_feat": np.array([0, 9], np.int32)},
                           {"_bev_feat_shape": [1, 3, 3, 4]}, "_ranks_feat holds ranks outside [0, 8)"),
+    "assign_score_withk neighbours": ("assign_score_withk", {"scores": zeros(1, 2, 1, 1), "points": zeros(1, 2, 1, 3),
+                                                             "centers": zeros(1, 2, 1, 3),
+                                                             "knn_idx": np.array([[[0], [2]]], np.int64)}, {},
+                                      "knn_idx holds indices outside [0, 2): 0 .. 2"),
     # Paddle3D's PointNet++ ops: indices outside the points, counts that miss the rows
     "gather_operation index": ("gather_operation", {"points": zeros(1, 2, 4), "idx": np.array([[0, 4]], np.int32)},
                                {}, "idx holds indices outside [0, 4): 0 .. 4"),

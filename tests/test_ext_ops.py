@@ -17,7 +17,7 @@ from gradcheck_cases.ms_deform_attn import penalty_on_grads
 
 DATA = Path(__file__).parent / "data" / "paddle" / "ext_ops"
 EXT_OPS = {"ms_deform_attn", "ms_deformable_attn", "gather_operation", "grouping_operation_batch",
-           "grouping_operation_stack", "bev_pool_v2"}
+           "grouping_operation_stack", "bev_pool_v2", "assign_score_withk"}
 CASES = sorted(p.name for p in DATA.iterdir() if (p / "forward.pb").exists())
 
 

@@ -16,9 +16,9 @@ Not part of the package: gradc does not need Paddle.
 
     /path/to/paddle/python tools/paddle_ext_ops.py tests/data/paddle/ext_ops PADDLE3D_DIR PADDLEDET_DIR BUILD_DIR
 
-PADDLE3D_DIR: a Paddle3D checkout (develop, 3259dab), whose hard_voxelize has a CPU kernel; PADDLEDET_DIR: a
-PaddleDetection checkout (develop, 666f597), whose rbox_iou, matched_rbox_iou and nms_rotated have CPU kernels:
-those sources are built as they are.
+PADDLE3D_DIR: a Paddle3D checkout (develop, 3259dab), whose hard_voxelize and assign_score_withk have CPU kernels;
+PADDLEDET_DIR: a PaddleDetection checkout (develop, 666f597), whose rbox_iou, matched_rbox_iou and nms_rotated have
+CPU kernels: those sources are built as they are.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ SOURCES = sorted(str(p) for p in (Path(__file__).parent / "ext_ops_cpu").glob("*
 
 
 # the suites' own C++ sources with a CPU kernel, built as they are from checkouts of the suites
-PADDLE3D_SOURCES = ["paddle3d/ops/voxel/voxelize_op.cc"]
+PADDLE3D_SOURCES = ["paddle3d/ops/voxel/voxelize_op.cc", "paddle3d/ops/assign_score_withk/assign_score_withk_cuda.cc"]
 PADDLEDET_SOURCES = ["ppdet/ext_op/csrc/rbox_iou/rbox_iou.cc", "ppdet/ext_op/csrc/matched_rbox_iou/matched_rbox_iou.cc",
                      "ppdet/ext_op/csrc/nms_rotated/nms_rotated.cc"]
 

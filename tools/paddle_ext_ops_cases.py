@@ -186,6 +186,19 @@ def rotated_boxes(paddle, ops, feed, rng, legacy):
     return out, _weighted_sum(paddle, feed, rng, out), [], {"ious": ious, "matched": matched, "kept": kept}
 
 
+def assign_score(paddle, ops, feed, rng, legacy):
+    """PAConv's ScoreNet and weight-bank mixing as Paddle3D wires assign_score_withk (its own CPU kernel): scores a
+    softmax over 2 weight banks for each of 3 neighbours of 5 points (neighbours repeat), points and centers the
+    banks' outputs [2, 5, 2, 4]. loss = sum(out * w)."""
+    logits = _data(paddle, feed, "logits", rng.standard_normal((2, 5, 3, 2)).astype("float32"))
+    points = _data(paddle, feed, "points", rng.standard_normal((2, 5, 2, 4)).astype("float32"))
+    centers = _data(paddle, feed, "centers", rng.standard_normal((2, 5, 2, 4)).astype("float32"))
+    knn = _data(paddle, feed, "knn", rng.integers(0, 5, (2, 5, 3)).astype("int64"), grad=False)
+    out = ops.assign_score_withk(paddle.nn.functional.softmax(logits), points, centers, knn)
+    return out, _weighted_sum(paddle, feed, rng, out), [logits, points, centers], {}
+
+
 CASES = {"msda_paddle3d": msda_paddle3d, "msda_detection": msda_detection, "msda_layer": msda_layer,
          "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack, "voxelize": voxelize,
-         "bev_pool": bev_pool, "rotated_boxes": rotated_boxes}
+         "bev_pool": bev_pool, "rotated_boxes": rotated_boxes,
+         "assign_score": assign_score}

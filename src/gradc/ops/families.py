@@ -15,6 +15,8 @@ FAMILIES = {
         "exp_grad", "square_grad", "rsqrt_grad", "swish_grad", "logsigmoid_grad", "softsign_grad", "tanh_shrink_grad",
         "log_grad", "sqrt_grad", "elu_grad", "silu_grad", "softplus_grad", "gelu_grad", "pow_grad", "softmax_grad",
         "log_softmax_grad", "sin_grad", "cos_grad", "selu_grad", "celu_grad", "mish_grad", "hard_swish_grad"),
+    "assign_score": ("assign_score_withk", "assign_score_withk_grad"),
+    "assign_score_double": ("assign_score_withk_grad",),
     "bev_pool": ("bev_pool_v2", "bev_pool_v2_grad", "bev_pool_v2_bkwd"),
     "bev_pool_double": ("bev_pool_v2_grad",),
     "binary_math": ("atan2", "atan2_grad", "elementwise_fmax", "elementwise_fmax_grad", "elementwise_fmin",

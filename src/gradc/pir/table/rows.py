@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .. import control_flow, stacks
 from . import (
+    assign_score_rows,
     bev_pool_rows,
     binary_math_rows,
     complex_fft_rows,
@@ -89,7 +90,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
                + ms_deform_attn_rows.ROWS + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS
-               + rotated_boxes_rows.ROWS
+               + rotated_boxes_rows.ROWS + assign_score_rows.ROWS
                + SPECIAL)
 
 
