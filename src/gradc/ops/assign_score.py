@@ -6,8 +6,8 @@ bank outputs by its neighbours' scores, under the suite's names (its SUM aggrega
 
 Its grad op (the suite's PD_BUILD_GRAD_OP, reading the forward output it does not use) gives the grads of scores,
 points (added where neighbours repeat) and centers. gradc.ops.assign_score_double has the second derivative (the op
-is bilinear in scores and (points, centers)). The suite's CPU kernel writes float32 whatever the inputs: float32
-only, as there.
+is bilinear in scores and (points, centers)). gradc computes in the inputs' float dtype; the suite's CPU kernel
+makes a float32 output whatever they are (float64 inputs crash there).
 """
 
 from __future__ import annotations
