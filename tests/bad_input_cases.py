@@ -803,6 +803,12 @@ COMPILE_TIME = {
     "assign_score_withk knn": ("assign_score_withk", {"scores": zeros(1, 4, 3, 2), "points": zeros(1, 4, 2, 5),
                                                       "centers": zeros(1, 4, 2, 5), "knn_idx": i64(0, 1, 2)}, {},
                                "needs knn_idx [B, N, K] = [1, 4, 3], got [3]"),
+    "voxel_query_wrapper coords": ("voxel_query_wrapper", {"new_xyz_tensor": zeros(3, 3), "xyz_tensor": zeros(5, 3),
+                                                           "new_coords_tensor": zeros(2, 4, dtype=np.int32),
+                                                           "point_indices_tensor": zeros(1, 2, 2, 2, dtype=np.int32)},
+                                   {"radius": 0.5, "nsample": 2}, "needs new_coords_tensor [centres=3, 4], got [2, 4]"),
+    "points_in_boxes_gpu boxes": ("points_in_boxes_gpu", {"pts_tensor": zeros(1, 5, 3), "boxes_tensor": zeros(1, 2, 5)},
+                                  {}, "needs boxes_tensor [batch, boxes, 7] for pts_tensor [1, 5, 3], got [1, 2, 5]"),
     # the suites' multi-scale deformable attention
     "ms_deform_attn weights": ("ms_deform_attn", {**MSDA, "attention_weights": zeros(1, 2, 2, 2, 2)},
                                {"im2col_step": 64}, "needs attention_weights [1, 2, 2, 2, 3]"),

@@ -198,7 +198,48 @@ def assign_score(paddle, ops, feed, rng, legacy):
     return out, _weighted_sum(paddle, feed, rng, out), [logits, points, centers], {}
 
 
+def voxel_query(paddle, ops, feed, rng, legacy):
+    """Voxel R-CNN's VoxelQueryAndGrouping: 16 points in a 2 x 4 x 4 grid of 0.5 voxels (one point's index per voxel,
+    -1 in empty ones), 5 centres queried in the 3 x 3 x 3 voxels around theirs within 0.8, 3 neighbours each; an
+    empty query's -1 set to 0 and its features zeroed, the neighbours' features grouped (grouping_operation_stack),
+    max over them and a linear layer. loss = sum(out * w)."""
+    points = rng.uniform(0, 2, (16, 3)).astype("float32") * np.array([1, 1, 0.5], "float32")
+    cells = np.floor(points / 0.5).astype(np.int32)[:, ::-1]   # z, y, x
+    grid = np.full((1, 2, 4, 4), -1, np.int32)
+    grid[0, cells[:, 0], cells[:, 1], cells[:, 2]] = np.arange(16, dtype=np.int32)
+    centers_value = rng.uniform(0, 2, (5, 3)).astype("float32") * np.array([1, 1, 0.5], "float32")
+    coords_value = np.concatenate([np.zeros((5, 1), np.int32), np.floor(centers_value / 0.5).astype(np.int32)[:, ::-1]],
+                                  axis=1)
+    xyz = _data(paddle, feed, "xyz", points, grad=False)
+    centers = _data(paddle, feed, "centers", centers_value, grad=False)
+    coords = _data(paddle, feed, "coords", coords_value, grad=False)
+    indices = _data(paddle, feed, "point_indices", grid, grad=False)
+    features = _data(paddle, feed, "features", rng.standard_normal((16, 4)).astype("float32"))
+    counts = _data(paddle, feed, "counts", np.array([16], np.int32), grad=False)
+    center_counts = _data(paddle, feed, "center_counts", np.array([5], np.int32), grad=False)
+    idx = ops.voxel_query_wrapper(centers, xyz, coords, indices, 0.8, 3, 1, 1, 1)
+    idx.stop_gradient = True
+    found = paddle.cast(paddle.greater_equal(idx[:, :1], paddle.zeros([1], "int32")), "int32")
+    grouped = ops.grouping_operation_stack(features, counts, idx * found, center_counts)
+    grouped = grouped * paddle.unsqueeze(paddle.cast(found, "float32"), -1)
+    out = paddle.nn.Linear(4, 3)(paddle.max(grouped, axis=-1))
+    return out, _weighted_sum(paddle, feed, rng, out), [features], {"idx": idx}
+
+
+def points_in_boxes(paddle, ops, feed, rng, legacy):
+    """roiaware_pool3d's points_in_boxes_gpu: 24 points and 3 overlapping boxes turned by any heading; each point's
+    box index (-1 outside) scales its x. loss = sum(out * w)."""
+    pts = _data(paddle, feed, "pts", rng.uniform(-1, 3, (1, 24, 3)).astype("float32"))
+    boxes_value = np.concatenate([rng.uniform(0.5, 1.5, (1, 3, 3)), rng.uniform(1, 2.5, (1, 3, 3)),
+                                  rng.uniform(-np.pi, np.pi, (1, 3, 1))], axis=2).astype("float32")
+    boxes = _data(paddle, feed, "boxes", boxes_value, grad=False)
+    idx = ops.points_in_boxes_gpu(pts, boxes)
+    idx.stop_gradient = True
+    out = paddle.cast(idx, "float32") * pts[:, :, 0]
+    return out, _weighted_sum(paddle, feed, rng, out), [pts], {"idx": idx}
+
+
 CASES = {"msda_paddle3d": msda_paddle3d, "msda_detection": msda_detection, "msda_layer": msda_layer,
          "pointnet2_batch": pointnet2_batch, "pointnet2_stack": pointnet2_stack, "voxelize": voxelize,
          "bev_pool": bev_pool, "rotated_boxes": rotated_boxes,
-         "assign_score": assign_score}
+         "assign_score": assign_score, "voxel_query": voxel_query, "points_in_boxes": points_in_boxes}

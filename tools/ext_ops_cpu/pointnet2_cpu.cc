@@ -1,8 +1,9 @@
 // CPU kernels for Paddle3D's PointNet++ ops (paddle3d/ops/pointnet2: farthest_point_sample, ball_query_batch,
-// ball_query_stack, gather_operation, grouping_operation_batch, grouping_operation_stack), which ship CUDA kernels
-// only. The op definitions (names, slots, attributes, grad ops) are the suite's; the kernels are written here from
+// ball_query_stack, voxel_query_wrapper, gather_operation, grouping_operation_batch, grouping_operation_stack) and
+// roiaware_pool3d's points_in_boxes_gpu, which ship CUDA kernels only. The op definitions (names, slots, attributes, grad ops) are the suite's; the kernels are written here from
 // the CUDA kernels' formulas (float32 squared distances, the first farthest point, the first nsample points of a
 // ball padded with the first), for tools/paddle_ext_ops.py. Built with paddle.utils.cpp_extension.load.
+#include <cmath>
 #include <vector>
 
 #include "paddle/extension.h"
@@ -221,3 +222,77 @@ PD_BUILD_GRAD_OP(grouping_operation_stack)
              "idx_batch_cnt_tensor"})
     .Outputs({paddle::Grad("features_tensor")})
     .SetKernelFn(PD_KERNEL(GroupStackGrad));
+
+// voxel_query_wrapper: the points of the voxels around each centre's voxel, in z, y, x order, within radius
+std::vector<paddle::Tensor> VoxelQuery(const paddle::Tensor& centers, const paddle::Tensor& xyz,
+                                       const paddle::Tensor& coords, const paddle::Tensor& grid, const float& radius,
+                                       const int& nsample, const int& z_range, const int& y_range,
+                                       const int& x_range) {
+  const int64_t m = centers.shape()[0], gz = grid.shape()[1], gy = grid.shape()[2], gx = grid.shape()[3];
+  auto idx = paddle::full({m, nsample}, 0, paddle::DataType::INT32, paddle::CPUPlace());
+  const float radius2 = radius * radius;
+  for (int64_t i = 0; i < m; ++i) {
+    const int* c = coords.data<int>() + 4 * i;
+    int* row = idx.data<int>() + i * nsample;
+    int found = 0;
+    for (int dz = -z_range; dz <= z_range; ++dz)
+      for (int dy = -y_range; dy <= y_range; ++dy)
+        for (int dx = -x_range; dx <= x_range; ++dx) {
+          const int z = c[1] + dz, y = c[2] + dy, x = c[3] + dx;
+          if (z < 0 || z >= gz || y < 0 || y >= gy || x < 0 || x >= gx) continue;
+          const int k = grid.data<int>()[((c[0] * gz + z) * gy + y) * gx + x];
+          if (k < 0 || squared(xyz.data<float>() + 3 * k, centers.data<float>() + 3 * i) > radius2) continue;
+          if (found < nsample) {
+            if (found == 0)
+              for (int l = 0; l < nsample; ++l) row[l] = k;
+            row[found++] = k;
+          }
+        }
+    if (found == 0) row[0] = -1;
+  }
+  return {idx};
+}
+
+Shapes VoxelQueryShape(Shape centers, Shape, Shape, Shape, const float&, const int& nsample, const int&, const int&,
+                       const int&) {
+  return {{centers[0], nsample}};
+}
+
+PD_BUILD_OP(voxel_query_wrapper)
+    .Inputs({"new_xyz_tensor", "xyz_tensor", "new_coords_tensor", "point_indices_tensor"})
+    .Outputs({"idx_tensor"})
+    .Attrs({"radius: float", "nsample: int", "z_range: int", "y_range: int", "x_range: int"})
+    .SetKernelFn(PD_KERNEL(VoxelQuery))
+    .SetInferShapeFn(PD_INFER_SHAPE(VoxelQueryShape))
+    .SetInferDtypeFn(PD_INFER_DTYPE(IndexDtype4));
+
+// points_in_boxes_gpu (roiaware_pool3d): the first box holding each point, -1 for none
+std::vector<paddle::Tensor> PointsInBoxes(const paddle::Tensor& points, const paddle::Tensor& boxes) {
+  const int64_t b = boxes.shape()[0], m = boxes.shape()[1], n = points.shape()[1];
+  auto out = paddle::full({b, n}, -1, paddle::DataType::INT32, paddle::CPUPlace());
+  for (int64_t i = 0; i < b; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      const float* p = points.data<float>() + (i * n + j) * 3;
+      for (int64_t k = 0; k < m; ++k) {
+        const float* box = boxes.data<float>() + (i * m + k) * 7;
+        if (std::fabs(p[2] - box[2]) > box[5] / 2.0) continue;
+        const float cosa = std::cos(-box[6]), sina = std::sin(-box[6]);
+        const float sx = p[0] - box[0], sy = p[1] - box[1];
+        const float lx = sx * cosa + sy * (-sina), ly = sx * sina + sy * cosa;
+        if (std::fabs(lx) < box[3] / 2.0 + 1e-5 && std::fabs(ly) < box[4] / 2.0 + 1e-5) {
+          out.data<int>()[i * n + j] = k;
+          break;
+        }
+      }
+    }
+  return {out};
+}
+
+Shapes PointsInBoxesShape(Shape points, Shape boxes) { return {{boxes[0], points[1]}}; }
+
+PD_BUILD_OP(points_in_boxes_gpu)
+    .Inputs({"pts_tensor", "boxes_tensor"})
+    .Outputs({"box_idx_of_points"})
+    .SetKernelFn(PD_KERNEL(PointsInBoxes))
+    .SetInferShapeFn(PD_INFER_SHAPE(PointsInBoxesShape))
+    .SetInferDtypeFn(PD_INFER_DTYPE(IndexDtype2));

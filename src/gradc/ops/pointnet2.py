@@ -9,6 +9,10 @@ R-CNN), under the suite's op names, slots and attributes:
     ball_query_stack       the same over batches stacked in rows (new_xyz_tensor [M1+M2.., 3] and xyz_tensor
                            [N1+N2.., 3] with their int32 counts): indices within the batch; an empty ball gets
                            -1 first and 0s, as the kernel writes
+    voxel_query_wrapper    new_xyz_tensor [M, 3] with new_coords_tensor [M, 4] (batch, z, y, x) int32, xyz_tensor
+                           [N, 3], point_indices_tensor [B, Z, Y, X] int32 (a point's index per voxel, or < 0)
+                           -> idx_tensor [M, nsample] int32: the points of the voxels within the z, y, x ranges
+                           (in z, y, x order) with squared distance <= radius^2, as ball_query_stack fills them
     gather_operation       points [B, C, N], idx [B, M] -> out [B, C, M] = points[b, :, idx[b, m]]
     grouping_operation_batch  points_tensor [B, C, N], idx_tensor [B, M, S] -> out_tensor [B, C, M, S]
     grouping_operation_stack  features_tensor [N1+N2.., C] with counts, idx_tensor [M1+M2.., S] with counts ->
@@ -105,6 +109,23 @@ def _group_stack_infer(ctx):
     shape = None if features is None or idx is None else [idx[0], features[1], idx[1]]
     return {"out_tensor": (shape, ctx.dtype("features_tensor"))}
 
+
+def _voxel_query_infer(ctx):
+    centers, coords = _check(ctx, "new_xyz_tensor", 2, 3), _check(ctx, "new_coords_tensor", 2, 4)
+    _check(ctx, "xyz_tensor", 2, 3)
+    _check(ctx, "point_indices_tensor", 4)
+    _ints(ctx, "new_coords_tensor", "point_indices_tensor")
+    if centers is not None and coords is not None and not dims_match(centers[0], coords[0]):
+        ctx.fail(f"voxel_query_wrapper needs new_coords_tensor [centres={centers[0]}, 4], got {coords}")
+    if min(ctx.attr(f"{axis}_range") for axis in "zyx") < 0:
+        ctx.fail("voxel_query_wrapper needs z_range, y_range and x_range >= 0")
+    nsample = _positive(ctx, "nsample")
+    return {"idx_tensor": (None if centers is None else [centers[0], nsample], VarType.INT32)}
+
+
+defop("voxel_query_wrapper", ["new_xyz_tensor", "xyz_tensor", "new_coords_tensor", "point_indices_tensor"],
+      ["idx_tensor"], attrs={"radius": 0.0, "nsample": 1, "z_range": 0, "y_range": 0, "x_range": 0},
+      infer=_voxel_query_infer, grad=NO_GRAD)
 
 STACK_INDEX = ("features_batch_cnt_tensor", "idx_tensor", "idx_batch_cnt_tensor")
 defop("gather_operation", ["points", "idx"], ["out"], infer=_gather_infer, grad=grad_op("idx", "points"),

@@ -2,7 +2,7 @@
 post-processing) and PaddleDetection (ppdet/ext_op: rotated detectors), under the suites' names. Forward only: none
 has a gradient (the suites define none).
 
-Paddle3D's boxes are [N, 7] (x, y, z, dx, dy, dz, heading), their bird's-eye-view rectangle centred at (x, y),
+Paddle3D's boxes are [..., 7] (x, y, z, dx, dy, dz, heading), their bird's-eye-view rectangle centred at (x, y),
 dx along the heading, dy across, turned counterclockwise by the heading:
 
     boxes_iou_bev_cpu, boxes_iou_bev_gpu  (boxes_a_tensor, " boxes_b_tensor": the suite's slot name has the space)
@@ -11,6 +11,10 @@ dx along the heading, dy across, turned counterclockwise by the heading:
     nms_gpu, nms_normal_gpu (boxes, already in score order) -> keep [N] (the kept boxes' indices first, zeros after),
                         num_to_keep [1]: a box is kept unless a kept box before it overlaps it by IoU >
                         nms_overlap_thresh; nms_normal_gpu's IoU ignores the heading (axis-aligned rectangles)
+
+    points_in_boxes_gpu (pts_tensor [B, N, 3], boxes_tensor [B, M, 7]) -> box_idx_of_points [B, N] int32: the first
+                        box holding the point (|z - cz| <= dz / 2, and in the box's frame |x| < dx / 2 + 1e-5,
+                        |y| < dy / 2 + 1e-5), -1 for none (roiaware_pool3d's one op)
 
 PaddleDetection's rboxes are [N, 5] (x, y, w, h, angle in radians, counterclockwise); a box narrower than 0.01
 has IoU 0:
@@ -81,4 +85,19 @@ def _nms_rotated_infer(ctx):
 
 
 defop("nms_rotated", ["Boxes", "Scores"], ["Output"], attrs={"threshold": 0.0}, infer=_nms_rotated_infer,
+      grad=NO_GRAD)
+
+
+def _points_in_boxes_infer(ctx):
+    check_float(ctx, "pts_tensor")
+    points, boxes = ctx.shape("pts_tensor"), ctx.shape("boxes_tensor")
+    if points is not None and (len(points) != 3 or not dims_match(points[2], 3)):
+        ctx.fail(f"points_in_boxes_gpu needs pts_tensor [batch, points, 3], got {points}")
+    if boxes is not None and (len(boxes) != 3 or not dims_match(boxes[2], 7) or (
+            points is not None and not dims_match(boxes[0], points[0]))):
+        ctx.fail(f"points_in_boxes_gpu needs boxes_tensor [batch, boxes, 7] for pts_tensor {points}, got {boxes}")
+    return {"box_idx_of_points": (None if points is None else points[:2], VarType.INT32)}
+
+
+defop("points_in_boxes_gpu", ["pts_tensor", "boxes_tensor"], ["box_idx_of_points"], infer=_points_in_boxes_infer,
       grad=NO_GRAD)

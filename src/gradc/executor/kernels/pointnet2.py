@@ -29,17 +29,23 @@ def farthest_point_sample(k):
     return {"idx_tensor": idx}
 
 
+def _first_hits(hits: np.ndarray, candidates: np.ndarray, nsample: int, empty: list[int]) -> np.ndarray:
+    """[..., nsample] of the first nsample candidates [..., K] that hit, in order, padded with the first; ``empty``
+    fills a row without hits."""
+    order = np.argsort(~hits, axis=-1, kind="stable")[..., :nsample]
+    if order.shape[-1] < nsample:   # fewer candidates than samples: the first one pads
+        order = np.concatenate([order, np.repeat(order[..., :1], nsample - order.shape[-1], -1)], -1)
+    picked = np.take_along_axis(candidates, order, -1).astype(np.int32)
+    found = hits.sum(-1)[..., None]
+    idx = np.where(np.arange(nsample) < found, picked, picked[..., :1])
+    return np.where(found > 0, idx, np.array((empty + [0] * nsample)[:nsample], np.int32))
+
+
 def _balls(centers: np.ndarray, points: np.ndarray, radius: float, nsample: int, empty: list[int]) -> np.ndarray:
-    """[..., M, nsample] indices of the first nsample points inside each ball, padded with the first; ``empty``
-    fills a ball without points."""
+    """[..., M, nsample] indices of the first nsample points inside each ball (squared distance < radius^2)."""
     radius = np.float32(radius)
     inside = _squared(centers[..., :, None, :], points[..., None, :, :]) < radius * radius
-    order = np.argsort(~inside, axis=-1, kind="stable")[..., :nsample].astype(np.int32)
-    if order.shape[-1] < nsample:   # fewer points than samples: the first one pads
-        order = np.concatenate([order, np.repeat(order[..., :1], nsample - order.shape[-1], -1)], -1)
-    found = inside.sum(-1)[..., None]
-    idx = np.where(np.arange(nsample) < found, order, order[..., :1])
-    return np.where(found > 0, idx, np.array((empty + [0] * nsample)[:nsample], np.int32))
+    return _first_hits(inside, np.broadcast_to(np.arange(points.shape[-2]), inside.shape), nsample, empty)
 
 
 @kernel("ball_query_batch")
@@ -120,3 +126,24 @@ def grouping_operation_stack_grad(k):
     grad = np.zeros(features.shape, dout.dtype)
     np.add.at(grad, _stack_rows(k, features), dout.transpose(0, 2, 1))
     return {"features_tensor@GRAD": grad}
+
+
+@kernel("voxel_query_wrapper")
+def voxel_query_wrapper(k):
+    """Each centre's neighbours: the points point_indices holds in the voxels within (z, y, x)_range of its voxel
+    (new_coords: batch, z, y, x), in z, y, x order, those within radius (squared distance <= radius^2)."""
+    centers, points, coords = k.x("new_xyz_tensor"), k.x("xyz_tensor"), np.asarray(k.x("new_coords_tensor"))
+    grid = np.asarray(k.x("point_indices_tensor"))
+    ranges = [k.attr(f"{axis}_range") for axis in "zyx"]
+    steps = np.stack(np.meshgrid(*[np.arange(-r, r + 1) for r in ranges], indexing="ij"), -1).reshape(-1, 3)
+    if coords.size and ((coords[:, 0] < 0) | (coords[:, 0] >= grid.shape[0])).any():
+        raise ValueError(f"new_coords_tensor holds batches outside [0, {grid.shape[0]})")
+    cells = coords[:, None, 1:] + steps[None]
+    valid = ((cells >= 0) & (cells < np.array(grid.shape[1:]))).all(-1)
+    cells = np.where(valid[..., None], cells, 0)
+    neighbours = np.where(valid, grid[coords[:, None, 0], cells[..., 0], cells[..., 1], cells[..., 2]], -1)
+    if neighbours.size and neighbours.max() >= len(points):
+        raise ValueError(f"point_indices_tensor holds points outside [0, {len(points)})")
+    radius = np.float32(k.attr("radius"))
+    near = (neighbours >= 0) & (_squared(points[np.maximum(neighbours, 0)], centers[:, None]) <= radius * radius)
+    return {"idx_tensor": _first_hits(near, neighbours, k.attr("nsample"), [-1])}

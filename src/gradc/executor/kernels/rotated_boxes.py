@@ -112,3 +112,21 @@ def nms_rotated(k):
     order = np.argsort(-scores, kind="stable")
     kept = _greedy(boxes[order].astype(np.float64), np.float32(k.attr("threshold")), False)
     return {"Output": order[kept].astype(np.int64)}
+
+
+@kernel("points_in_boxes_gpu")
+def points_in_boxes(k):
+    """In float32 as the suite's kernel: the point's offset turned by -heading into the box's frame."""
+    points, boxes = k.x("pts_tensor").astype(np.float32), k.x("boxes_tensor").astype(np.float32)
+    if len(points) != len(boxes):
+        raise ValueError(f"pts_tensor has {len(points)} batches, boxes_tensor {len(boxes)}")
+    offset = points[:, :, None, :] - boxes[:, None, :, :3]   # [B, N, M, 3]
+    heading = -boxes[:, None, :, 6]
+    cos, sin = np.cos(heading), np.sin(heading)
+    local_x = offset[..., 0] * cos + offset[..., 1] * -sin
+    local_y = offset[..., 0] * sin + offset[..., 1] * cos
+    half = boxes[:, None, :, 3:6] / 2
+    inside = ((np.abs(offset[..., 2]) <= half[..., 2]) & (np.abs(local_x) < half[..., 0] + np.float32(1e-5))
+              & (np.abs(local_y) < half[..., 1] + np.float32(1e-5)))
+    first = np.argmax(inside, axis=-1) if inside.shape[-1] else np.zeros(inside.shape[:2], np.int64)
+    return {"box_idx_of_points": np.where(inside.any(-1), first, -1).astype(np.int32)}

@@ -17,6 +17,10 @@ ROWS = [
     row("custom_op.ball_query_stack", "ball_query_stack",
         "new_xyz_tensor:new_xyz_tensor new_xyz_batch_cnt_tensor:new_xyz_batch_cnt_tensor xyz_tensor:xyz_tensor "
         "xyz_batch_cnt_tensor:xyz_batch_cnt_tensor", "idx_tensor:idx_tensor", BALL),
+    row("custom_op.voxel_query_wrapper", "voxel_query_wrapper",
+        "new_xyz_tensor:new_xyz_tensor xyz_tensor:xyz_tensor new_coords_tensor:new_coords_tensor "
+        "point_indices_tensor:point_indices_tensor", "idx_tensor:idx_tensor",
+        "radius:f32 nsample:i32 z_range:i32 y_range:i32 x_range:i32"),
     row("custom_op.gather_operation", "gather_operation", "points:points idx:idx", "out:out"),
     row("custom_op.gather_operation_grad", "gather_operation_grad", "out@GRAD:out@GRAD idx:idx points:points",
         "points@GRAD:points@GRAD"),

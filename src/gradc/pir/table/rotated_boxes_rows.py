@@ -11,5 +11,7 @@ ROWS = [
       for op, (first, second, out) in {**BEV_PAIRS, **RBOX_PAIRS}.items()),
     *(row(f"custom_op.{op}", op, "boxes:boxes", "keep:keep num_to_keep:num_to_keep", "nms_overlap_thresh:f32")
       for op in ("nms_gpu", "nms_normal_gpu")),
+    row("custom_op.points_in_boxes_gpu", "points_in_boxes_gpu", "pts_tensor:pts_tensor boxes_tensor:boxes_tensor",
+        "box_idx_of_points:box_idx_of_points"),
     row("custom_op.nms_rotated", "nms_rotated", "Boxes:Boxes Scores:Scores", "Output:Output", "threshold:f32"),
 ]
