@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from gradc import registry
+from gradc.ops.families import FAMILIES
 
 DATA = Path(__file__).parent / "data" / "paddle"
 PENDING = DATA / "conformance_pending.txt"
@@ -23,7 +24,10 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
               "multiclass_nms2": "Paddle 2.x detection models hold it (3.3.1 registers multiclass_nms and _nms3 only)",
               **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad"),
                               "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker"),
-              "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's"}
+              "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's",
+              **dict.fromkeys((op for family in ("ms_deform_attn", "pointnet2", "voxelize", "bev_pool", "rotated_boxes",
+                                                 "assign_score") for op in FAMILIES[family]),
+                              "a custom C++ op of Paddle's model suites (PD_BUILD_OP), not Paddle's: docs/ext-ops.md")}
 # differences where Paddle's record does not say what its programs hold, and why
 PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
                        "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}
