@@ -142,3 +142,19 @@ def test_gradcs_gradient_of_bev_pool_v2_is_the_suites_hand_written_backward():
     values = gradc.Executor().run(program, feed=_arrays("bev_pool", "feed"), fetch_list=["depth@GRAD", "feat@GRAD"])
     for name, value in zip(("depth_grad", "feat_grad"), values):
         _close(value, expected[name], name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_gradcs_training_program_written_as_pir_runs_to_paddles_gradients(case):
+    """gradc's backward of Paddle's legacy program, written as PIR (the suites' ops and grad ops as custom_op.*) and
+    read back."""
+    meta, expected = _meta(case), _arrays(case, "grads")
+    program = gradc.load(DATA / case / "forward.pb")
+    gradc.append_backward(program, meta["loss"])
+    grads = [f"{name}@GRAD" for name in meta["wrt"]]
+    data = serialize_pir(program, fetch=[meta["loss"], *grads])
+    assert _custom_ops(data)
+    loss, *values = gradc.Executor().run(parse_pir(data), feed=_arrays(case, "feed"), fetch_list=[meta["loss"], *grads])
+    _close(loss, expected["loss"], "loss")
+    for name, value in zip(grads, values):
+        _close(value, expected[name], name)
