@@ -26,6 +26,12 @@ ADAM_STATE = {"Param": X23, "Grad": X23, "LearningRate": ONE, "Moment1": X23, "M
               "Beta2Pow": ONE}
 MISMATCHED = {"X": X23, "Y": zeros(2, 4)}
 YOLO = {"anchors": [10, 13, 16, 30], "anchor_mask": [0, 1], "class_num": 2, "downsample_ratio": 8}
+MSDA = {"value": zeros(1, 18, 2, 3), "sampling_locations": zeros(1, 2, 2, 2, 3, 2),
+        "attention_weights": zeros(1, 2, 2, 2, 3), "spatial_shapes": np.array([[3, 4], [2, 3]], np.int64),
+        "level_start_index": i64(0, 12)}
+BEV_POOL = {"_depth": zeros(2, 3, 2, 2), "_feat": zeros(2, 2, 2, 4), "_ranks_depth": np.array([0, 5], np.int32),
+            "_ranks_feat": np.array([0, 1], np.int32), "_ranks_bev": np.array([2, 2], np.int32),
+            "_interval_lengths": np.array([2], np.int32), "_interval_starts": np.array([0], np.int32)}
 YOLO_GT = {"GTBox": np.full((1, 3, 4), 0.3, f32), "GTLabel": zeros(1, 3, dtype=np.int32)}
 
 COMPILE_TIME = {
@@ -793,6 +799,69 @@ COMPILE_TIME = {
     "sparse_batch_norm scale": ("sparse_batch_norm", {"x": zeros(5, 3), "mean": zeros(3), "variance": zeros(3),
                                                       "scale": zeros(4), "bias": zeros(3)}, {},
                                 "needs scale [channels=3]"),
+    # Paddle3D's PointNet++ ops
+    "farthest_point_sample xyz": ("farthest_point_sample", {"points_tensor": zeros(2, 5, 2)}, {"npoints": 2},
+                                  "needs points_tensor 3-D with last dim 3, got [2, 5, 2]"),
+    "ball_query_batch radius": ("ball_query_batch", {"new_xyz_tensor": zeros(2, 3, 3), "xyz_tensor": zeros(2, 5, 3)},
+                                {"radius": 0.0, "nsample": 2}, "needs radius > 0, got 0.0"),
+    "ball_query_stack counts": ("ball_query_stack", {"new_xyz_tensor": zeros(3, 3), "new_xyz_batch_cnt_tensor":
+                                                     i64(1, 2), "xyz_tensor": zeros(5, 3),
+                                                     "xyz_batch_cnt_tensor": np.array([2, 3], np.int32)},
+                                {"radius": 0.5, "nsample": 2}, "needs int32 new_xyz_batch_cnt_tensor"),
+    "gather_operation batch": ("gather_operation", {"points": zeros(2, 3, 5), "idx": zeros(3, 4, dtype=np.int32)},
+                               {}, "needs points [2, 3, 5] and idx [3, 4] of one batch"),
+    "grouping_operation_batch idx": ("grouping_operation_batch", {"points_tensor": zeros(2, 3, 5),
+                                                                  "idx_tensor": zeros(2, 4, dtype=np.int32)}, {},
+                                     "needs idx_tensor 3-D, got [2, 4]"),
+    "grouping_operation_stack features": ("grouping_operation_stack", {"features_tensor": zeros(2, 3, 5),
+                                          "features_batch_cnt_tensor": np.array([2], np.int32),
+                                          "idx_tensor": zeros(2, 4, dtype=np.int32),
+                                          "idx_batch_cnt_tensor": np.array([2], np.int32)}, {},
+                                          "needs features_tensor 2-D, got [2, 3, 5]"),
+    # Paddle3D's hard_voxelize
+    "hard_voxelize range": ("hard_voxelize", {"POINTS": zeros(5, 4)},
+                            {"voxel_size": [0.5, 0.5, 1.0], "point_cloud_range": [0.0, 0.0, 1.0, 2.0, 2.0, -1.0],
+                             "max_num_points_in_voxel": 3, "max_voxels": 4},
+                            "needs point_cloud_range [x min, y min, z min, x max, y max, z max]"),
+    # Paddle3D's bev_pool_v2 and its hand-written backward
+    "bev_pool_v2 shape": ("bev_pool_v2", {**BEV_POOL}, {"_bev_feat_shape": [3, 3, 4]},
+                          "needs _bev_feat_shape of 4 positive dims"),
+    "bev_pool_v2_bkwd maps": ("bev_pool_v2_bkwd", {**BEV_POOL, "_out_grad": zeros(1, 3, 3, 4),
+                                                   "_feat": zeros(2, 3, 2, 4)}, {},
+                              "needs _depth [N, D, H, W] and _feat [N, H, W, C], got [2, 3, 2, 2] and [2, 3, 2, 4]"),
+    # the suites' rotated-box IoU and NMS
+    "boxes_iou_bev_cpu width": ("boxes_iou_bev_cpu", {"boxes_a_tensor": zeros(2, 5), " boxes_b_tensor": zeros(3, 7)},
+                                {}, "needs boxes_a_tensor [boxes, 7], got [2, 5]"),
+    "boxes_iou_bev_gpu width": ("boxes_iou_bev_gpu", {"boxes_a_tensor": zeros(2, 7), " boxes_b_tensor": zeros(3, 5)},
+                                {}, "needs boxes_b_tensor [boxes, 7], got [3, 5]"),
+    "boxes_overlap_bev_gpu rank": ("boxes_overlap_bev_gpu", {"boxes_a": zeros(7), " boxes_b": zeros(3, 7)}, {},
+                                   "needs boxes_a [boxes, 7], got [7]"),
+    "nms_gpu width": ("nms_gpu", {"boxes": zeros(4, 5)}, {"nms_overlap_thresh": 0.5}, "needs boxes [boxes, 7]"),
+    "nms_normal_gpu width": ("nms_normal_gpu", {"boxes": zeros(4, 9)}, {"nms_overlap_thresh": 0.5},
+                             "needs boxes [boxes, 7], got [4, 9]"),
+    "rbox_iou width": ("rbox_iou", {"RBox1": zeros(2, 7), "RBox2": zeros(3, 5)}, {}, "needs RBox1 [boxes, 5]"),
+    "matched_rbox_iou rows": ("matched_rbox_iou", {"RBOX1": zeros(2, 5), "RBOX2": zeros(3, 5)}, {},
+                              "needs RBOX1 [2, 5] and RBOX2 [3, 5] of as many boxes"),
+    "nms_rotated scores": ("nms_rotated", {"Boxes": zeros(4, 5), "Scores": zeros(3)}, {"threshold": 0.5},
+                           "needs Scores [boxes] for Boxes [4, 5], got [3]"),
+    # Paddle3D's assign_score_withk
+    "assign_score_withk knn": ("assign_score_withk", {"scores": zeros(1, 4, 3, 2), "points": zeros(1, 4, 2, 5),
+                                                      "centers": zeros(1, 4, 2, 5), "knn_idx": i64(0, 1, 2)}, {},
+                               "needs knn_idx [B, N, K] = [1, 4, 3], got [3]"),
+    "voxel_query_wrapper coords": ("voxel_query_wrapper", {"new_xyz_tensor": zeros(3, 3), "xyz_tensor": zeros(5, 3),
+                                                           "new_coords_tensor": zeros(2, 4, dtype=np.int32),
+                                                           "point_indices_tensor": zeros(1, 2, 2, 2, dtype=np.int32)},
+                                   {"radius": 0.5, "nsample": 2}, "needs new_coords_tensor [centres=3, 4], got [2, 4]"),
+    "points_in_boxes_gpu boxes": ("points_in_boxes_gpu", {"pts_tensor": zeros(1, 5, 3), "boxes_tensor": zeros(1, 2, 5)},
+                                  {}, "needs boxes_tensor [batch, boxes, 7] for pts_tensor [1, 5, 3], got [1, 2, 5]"),
+    # the suites' multi-scale deformable attention
+    "ms_deform_attn weights": ("ms_deform_attn", {**MSDA, "attention_weights": zeros(1, 2, 2, 2, 2)},
+                               {"im2col_step": 64}, "needs attention_weights [1, 2, 2, 2, 3]"),
+    "ms_deformable_attn levels": ("ms_deformable_attn", {"Value": zeros(1, 18, 2, 3), "SpatialShapes": i64(3, 4, 2, 3),
+                                                         "LevelIndex": i64(0, 12), "SamplingLocations":
+                                                         zeros(1, 2, 2, 2, 3, 2), "AttentionWeights":
+                                                         zeros(1, 2, 2, 2, 3)}, {},
+                                  "needs SpatialShapes [levels, 2] (height, width), got [4]"),
 }
 
 RUN_TIME = {
@@ -1106,6 +1175,23 @@ RUN_TIME = {
     "sparse_sparse_coo_tensor site range": ("sparse_sparse_coo_tensor", {"values": zeros(2, 2),
                                                                          "indices": np.array([[0, 3]], np.int64)},
                                             {"shape": [3, 2]}, "an index is outside shape [3, 2]"),
+    "bev_pool_v2 ranks": ("bev_pool_v2", {**BEV_POOL, "_ranks_feat": np.array([0, 9], np.int32)},
+                          {"_bev_feat_shape": [1, 3, 3, 4]}, "_ranks_feat holds ranks outside [0, 8)"),
+    "assign_score_withk neighbours": ("assign_score_withk", {"scores": zeros(1, 2, 1, 1), "points": zeros(1, 2, 1, 3),
+                                                             "centers": zeros(1, 2, 1, 3),
+                                                             "knn_idx": np.array([[[0], [2]]], np.int64)}, {},
+                                      "knn_idx holds indices outside [0, 2): 0 .. 2"),
+    # Paddle3D's PointNet++ ops: indices outside the points, counts that miss the rows
+    "gather_operation index": ("gather_operation", {"points": zeros(1, 2, 4), "idx": np.array([[0, 4]], np.int32)},
+                               {}, "idx holds indices outside [0, 4): 0 .. 4"),
+    "grouping_operation_stack counts": ("grouping_operation_stack", {"features_tensor": zeros(5, 2),
+                                        "features_batch_cnt_tensor": np.array([2, 2], np.int32),
+                                        "idx_tensor": zeros(2, 3, dtype=np.int32),
+                                        "idx_batch_cnt_tensor": np.array([1, 1], np.int32)}, {},
+                                        "features_tensor's counts [2, 2] do not add up to its 5 rows"),
+    # the suites' multi-scale deformable attention: a level past Value's rows
+    "ms_deform_attn level rows": ("ms_deform_attn", {**MSDA, "level_start_index": i64(0, 14)}, {"im2col_step": 64},
+                                  "a level of 2 x 3 from row 14 lies outside value's 18 rows"),
 }
 
 # forward ops with nothing a program can get wrong, and why

@@ -15,6 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from gradc import registry
+from gradc.ops.families import FAMILIES
 
 DATA = Path(__file__).parent / "data" / "paddle"
 PENDING = DATA / "conformance_pending.txt"
@@ -25,7 +26,10 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                                "fused_feedforward_grad", "fused_attention", "fused_attention_grad"),
                               "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker"),
               "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's",
-              "sparse_to_sparse_csr_grad": "Paddle's to_sparse_csr has no backward; gradc's reads dout at x's sites"}
+              "sparse_to_sparse_csr_grad": "Paddle's to_sparse_csr has no backward; gradc's reads dout at x's sites",
+              **dict.fromkeys((op for family in ("ms_deform_attn", "pointnet2", "voxelize", "bev_pool", "rotated_boxes",
+                                                 "assign_score") for op in FAMILIES[family]),
+                              "a custom C++ op of Paddle's model suites (PD_BUILD_OP), not Paddle's: docs/ext-ops.md")}
 # differences where Paddle's record does not say what its programs hold, and why
 PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
                        "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}

@@ -23,6 +23,10 @@ LEFT_OUT = {
     "gru": "LoD steps known at run time only: gru_grad refuses",
     "deformable_conv": "the offsets' grads are not differentiated again (the maker refuses a loss reading them)",
     "deformable_conv_v1": "the offsets' grads are not differentiated again (the maker refuses a loss reading them)",
+    "ms_deform_attn": "the sampling locations' grads are not differentiated again (the maker refuses a loss reading "
+                      "them)",
+    "ms_deformable_attn": "the sampling locations' grads are not differentiated again (the maker refuses a loss "
+                          "reading them)",
     "grid_sampler": "Grid's grad is not differentiated again (the maker refuses a loss reading it)",
     "yolov3_loss": "its second-order cases (yolo_loss.py) pick the grads they read",
     "select_input": "control flow: second_order.py cannot build it; control_flow.py checks it",

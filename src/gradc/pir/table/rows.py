@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from .. import control_flow, stacks
 from . import (
+    assign_score_rows,
+    bev_pool_rows,
     binary_math_rows,
     complex_fft_rows,
     deform_conv_rows,
@@ -21,14 +23,17 @@ from . import (
     linalg_rows,
     llm_attention_rows,
     math_rows,
+    ms_deform_attn_rows,
     nn_rows,
     optimizer_rows,
     plumbing,
+    pointnet2_rows,
     products_rows,
     pylayer_rows,
     quant_rows,
     random_dist_rows,
     roi_rows,
+    rotated_boxes_rows,
     sampling_rows,
     scans_rows,
     shape_rows,
@@ -41,6 +46,7 @@ from . import (
     translated_rows,
     unary_math_rows,
     vision_rows,
+    voxelize_rows,
     yolo_loss_rows,
 )
 
@@ -85,7 +91,9 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + static_nn_rows.ROWS + incubate_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
-               + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + SPECIAL)
+               + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
+               + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
+               + assign_score_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
