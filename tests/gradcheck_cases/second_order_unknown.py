@@ -1,0 +1,29 @@
+"""Second-derivative cases (as in second_order.py) whose inputs are declared with sizes known only at run time
+(-1), or with an unknown rank: the makers build what depends on those sizes from run-time shape ops."""
+
+from __future__ import annotations
+
+from . import rng
+from .extra_math import LABELS, MARGINS, cosines
+from .second_order import second_order
+
+r = rng(61)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+CASES = [
+    second_order("swiglu", {"x": randn(2, 6)}, unknown={"x": [1]}),
+    second_order("swiglu", {"x": randn(2, 3, 4)}, unknown={"x": None}),
+    *[second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4,
+                   unknown={"Logits": [0, 1]})
+      for margins, labels in zip(MARGINS[:2], (LABELS, LABELS[:, 0]))],
+    second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [1]}, unknown={"X": None}),
+    second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [-1, -3]}, unknown={"X": None}),
+    second_order("logsumexp", {"X": randn(2, 3)}, {"axis": [1]}, unknown={"X": [0, 1]}),
+    second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [0, 2]}, unknown={"X": None}),
+    second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [-2]}, unknown={"X": None}),
+    second_order("frobenius_norm", {"X": randn(2, 3)}, {"reduce_all": True}, unknown={"X": None}),
+]
