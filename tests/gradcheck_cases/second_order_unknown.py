@@ -14,6 +14,15 @@ def randn(*shape):
     return r.standard_normal(shape)
 
 
+def gru_unit(d: int, bias: bool = True, **attrs):
+    """A gru_unit step with its hidden size (and Input's 3 D, HiddenPrev's D) declared -1."""
+    inputs = {"Input": randn(3, 3 * d), "HiddenPrev": randn(3, d), "Weight": randn(d, 3 * d)}
+    unknown = {"Input": [0, 1], "HiddenPrev": [1], "Weight": [0, 1]}
+    if bias:
+        inputs["Bias"], unknown["Bias"] = randn(1, 3 * d), [1]
+    return second_order("gru_unit", inputs, attrs, rtol=1e-4, atol=1e-6, unknown=unknown)
+
+
 CASES = [
     second_order("swiglu", {"x": randn(2, 6)}, unknown={"x": [1]}),
     second_order("swiglu", {"x": randn(2, 3, 4)}, unknown={"x": None}),
@@ -26,4 +35,6 @@ CASES = [
     second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [0, 2]}, unknown={"X": None}),
     second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [-2]}, unknown={"X": None}),
     second_order("frobenius_norm", {"X": randn(2, 3)}, {"reduce_all": True}, unknown={"X": None}),
+    gru_unit(2),
+    gru_unit(3, bias=False, activation=0, gate_activation=2, origin_mode=True),
 ]

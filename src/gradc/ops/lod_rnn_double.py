@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, VarType
 from ..makers import GradContext
 from ..registry import defgrad
 from .composite import Formula, differentiate, expansion, first
@@ -29,29 +29,44 @@ def _activation(f: Formula, code: int, z: str) -> str:
     return z if name == "identity" else f.unary(name, z)
 
 
-def _matrix(f: Formula, flat: str, start: int, rows: int, cols: int) -> str:
-    """Values ``start`` to ``start + rows * cols`` of a flat var, as a [rows, cols] matrix."""
-    part = f.slice(flat, 0, start, start + rows * cols)
-    return f.op("reshape2", {"X": part}, part, {"shape": [rows, cols]}, more={"XShape": f.xshape(part)},
-                dims=lambda _: [rows, cols])
+def _parts(f: Formula, x: str, count: int, axis: int, size: int) -> list[str]:
+    """``x`` split in ``count`` equal parts along ``axis`` (of ``size`` parts each, or -1 when known at run time)."""
+    parts = [f.g.tmp(x, lambda s: [size if i == axis else n for i, n in enumerate(s)]) for _ in range(count)]
+    f.emit("split", {"X": x}, {"Out": parts}, {"axis": axis, "num": count, "sections": []})
+    return parts
+
+
+def _rows_of(f: Formula, flat: str, d: int, w: str) -> str:
+    """``flat`` reshaped to ``d`` rows (Weight's dim 0, read at run time when unknown)."""
+    if d >= 0:
+        return f.op("reshape2", {"X": flat}, flat, {"shape": [d, -1]}, more={"XShape": f.xshape(flat)},
+                    dims=lambda s: [d, s[0] * s[1] // d if min(s) >= 0 else -1])
+    dims = f.op("shape", {"Input": w}, w, dims=lambda _: [2], dtype=VarType.INT32)
+    rest = f.op("fill_constant", {}, dims, {"shape": [1], "value": -1.0, "dtype": int(VarType.INT32)},
+                dims=lambda _: [1])
+    shape = f.op("concat", {"X": [f.slice(dims, 0, 0, 1), rest]}, dims, {"axis": 0})
+    return f.op("reshape2", {"X": flat, "Shape": shape}, flat, {"shape": [-1, -1]},
+                more={"XShape": f.xshape(flat)}, dims=lambda _: [-1, -1])
 
 
 def _gru_unit_step(f: Formula, g: GradContext) -> str:
-    """Hidden of the gru_unit op, from Input, HiddenPrev, Weight and Bias."""
+    """Hidden of the gru_unit op, from Input, HiddenPrev, Weight and Bias; the hidden size may be known at run time
+    only (Weight [D, 3D] holds W_ur [D, 2D] and then W_c [D, D] in its memory)."""
     x, h_prev, w, bias = (first(g.I(slot)) for slot in ("Input", "HiddenPrev", "Weight", "Bias"))
     d = (g.shape(w) or [-1])[0]
-    if d < 0:
-        raise GradError(f"gru_unit_grad: the hidden size (dim 0 of Weight '{w}') must be known, got {g.shape(w)}")
-    flat = f.op("reshape2", {"X": w}, w, {"shape": [3 * d * d]}, more={"XShape": f.xshape(w)},
-                dims=lambda _: [3 * d * d])
-    w_ur, w_c = _matrix(f, flat, 0, d, 2 * d), _matrix(f, flat, 2 * d * d, d, d)
+    thirds = f.op("reshape2", {"X": w}, w, {"shape": [3, -1]}, more={"XShape": f.xshape(w)},
+                  dims=lambda _: [3, d * d if d >= 0 else -1])
+    w_ur, w_c = (f.g.tmp(thirds, lambda s, n=n: [n, s[1]]) for n in (2, 1))
+    f.emit("split", {"X": thirds}, {"Out": [w_ur, w_c]}, {"axis": 0, "num": 0, "sections": [2, 1]})
+    w_ur, w_c = _rows_of(f, w_ur, d, w), _rows_of(f, w_c, d, w)
     z = x if bias is None else f.add(x, bias, x)
-    z_u, z_r, z_c = (f.slice(z, 1, k * d, (k + 1) * d) for k in range(3))
+    z_u, z_r, z_c = _parts(f, z, 3, 1, d)
     recurrent = f.op("matmul_v2", {"X": h_prev, "Y": w_ur}, z, {"trans_x": False, "trans_y": False},
-                     dims=lambda s: [s[0], 2 * d])
+                     dims=lambda s: [s[0], 2 * d if d >= 0 else -1])
     gate = g.attr("gate_activation")
-    u = _activation(f, gate, f.add(z_u, f.slice(recurrent, 1, 0, d), z_u))
-    r = _activation(f, gate, f.add(z_r, f.slice(recurrent, 1, d, 2 * d), z_r))
+    recurrent_u, recurrent_r = _parts(f, recurrent, 2, 1, d)
+    u = _activation(f, gate, f.add(z_u, recurrent_u, z_u))
+    r = _activation(f, gate, f.add(z_r, recurrent_r, z_r))
     reset = f.mul(r, h_prev, h_prev)
     candidate = f.op("matmul_v2", {"X": reset, "Y": w_c}, reset, {"trans_x": False, "trans_y": False})
     c = _activation(f, g.attr("activation"), f.add(z_c, candidate, z_c))
