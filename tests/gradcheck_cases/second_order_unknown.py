@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import rng
 from .extra_math import LABELS, MARGINS, cosines
-from .second_order import second_order
+from .second_order import distinct, second_order
 
 r = rng(61)
 
@@ -37,4 +37,12 @@ CASES = [
     second_order("frobenius_norm", {"X": randn(2, 3)}, {"reduce_all": True}, unknown={"X": None}),
     gru_unit(2),
     gru_unit(3, bias=False, activation=0, gate_activation=2, origin_mode=True),
+    second_order("cummax", {"x": distinct(2, 3, 2)}, {"axis": -2}, unknown={"x": None}),
+    second_order("cummin", {"x": distinct(3, 4)}, {"axis": 1}, unknown={"x": None}),
+    second_order("mode", {"X": distinct(2, 3, 2)}, {"axis": -2}, unknown={"X": None}),
+    second_order("mode", {"X": distinct(3, 4)}, {"axis": 0, "keepdim": True}, unknown={"X": None}),
+    *[second_order(op, {slot: distinct(2, 3, 2)}, {"axis": axis, "keepdim": keepdim, "mode": mode},
+                   unknown={slot: None})
+      for op, slot in (("median", "x"), ("nanmedian", "X"))
+      for axis, keepdim, mode in (([0, -1], False, "avg"), ([1], True, "min"), ([], False, "avg"))],
 ]

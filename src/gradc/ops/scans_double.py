@@ -22,7 +22,8 @@ from .loss_double import reducing
 def _taken(x_slot: str, index_slot: str, dout_slot: str, keepdim: str | None = None):
     """cummax/cummin (index per element) and mode (index per reduced row): X@GRAD adds dOut at the index along
     the axis, so d/d(dOut) takes ddX there (the index given the axis back first when ``keepdim`` names an attribute
-    that is false). A 0-d X is its own scan and mode: d/d(dOut) = ddX."""
+    that is false). A 0-d X is its own scan and mode: d/d(dOut) = ddX. Of an X of unknown rank the axis stays as
+    the op has it: take_along_axis and unsqueeze2 place a negative one from the end at run time."""
 
     def maker(g):
         wanted, ddx = first(g.IG(dout_slot)), first(g.OG(x_slot + "@GRAD"))
@@ -31,19 +32,16 @@ def _taken(x_slot: str, index_slot: str, dout_slot: str, keepdim: str | None = N
         f = Formula(g)
         x, indices, dout = first(g.I(x_slot)), first(g.I(index_slot)), first(g.I(dout_slot))
         shape = g.shape(x)
-        if shape is None:
-            raise GradError(f"{g.fwd.type}: the rank of {x} must be known")
-        if not shape:
+        if shape == []:
             f.into(wanted, "scale", {"X": ddx}, {"scale": 1.0})
             return f.ops
-        axis = g.attr("axis") % len(shape)   # Paddle's take_along_axis wants it >= 0
+        axis = g.attr("axis") if shape is None else g.attr("axis") % len(shape)   # Paddle's take_along_axis: >= 0
+
+        def unsqueezed(s):
+            return s[:axis] + [1] + s[axis:] if axis >= 0 else s[:len(s) + 1 + axis] + [1] + s[len(s) + 1 + axis:]
         if keepdim is None:
             f.into(wanted, "take_along_axis", {"Input": ddx, "Index": indices}, {"Axis": axis}, slot="Result")
             return f.ops
-
-        def unsqueezed(s):
-            return s[:axis] + [1] + s[axis:]
-
         dims = None
         if not g.attr(keepdim):
             dims = unsqueezed
@@ -78,19 +76,17 @@ def _shared(x_slot: str, out_slot: str):
     reduced = reducing(out_slot + "@GRAD", _median_spread, x=x_slot)
 
     def maker(g):
-        if g.I("AxisTensor") or g.I("AxisTensorList"):
+        if g.I("AxisTensor") or g.I("AxisTensorList") or g.shape(first(g.I(x_slot))) is None:
             return _folded_at_run_time(g, x_slot, out_slot)
-        if g.shape(first(g.I(x_slot))) is None:   # reducing reads its rank
-            raise GradError(f"{g.fwd.type}: the rank of {first(g.I(x_slot))} must be known")
         return reduced(g)
 
     return maker
 
 
 def _folded_at_run_time(g, x_slot: str, out_slot: str) -> list:
-    """median_grad with its axes in AxisTensor(List): d/d(dOut) sums ddX w over the folded dims (all for none or a
-    rank <= 1 x, as reduce_sum's empty dim), reduce_sum reading them at run time from its dim attribute, a
-    tensor-valued one naming the same vars, and keeping dims as the median did."""
+    """median_grad with its axes in AxisTensor(List), or of an x of unknown rank: d/d(dOut) sums ddX w over the folded
+    dims (all for none or a rank <= 1 x, as reduce_sum's empty dim), reduce_sum placing them at run time (from its dim
+    attribute: a tensor-valued one naming the same vars, or the median's axes), and keeping dims as the median did."""
     wanted = first(g.IG(out_slot + "@GRAD"))
     if wanted == EMPTY_VAR:
         return []
@@ -100,9 +96,10 @@ def _folded_at_run_time(g, x_slot: str, out_slot: str) -> list:
     weights = f.op(g.fwd.type, {**values, out_slot + "@GRAD": f.fill_like(dout, 1.0)}, like, slot=x_slot + "@GRAD",
                    same=True)
     f.into(wanted, "reduce_sum", {"X": f.mul(first(g.OG(x_slot + "@GRAD")), weights, like)},
-           {"dim": [], "keep_dim": g.attr("keepdim"), "reduce_all": False})
-    axes = g.I("AxisTensor")
-    f.ops[-1].set_attr("dim", axes[0] if axes else list(g.I("AxisTensorList")), AttrType.VAR if axes else AttrType.VARS)
+           {"dim": list(g.attr("axis") or []), "keep_dim": g.attr("keepdim"), "reduce_all": False})
+    axes, listed = g.I("AxisTensor"), g.I("AxisTensorList")
+    if axes or listed:
+        f.ops[-1].set_attr("dim", axes[0] if axes else list(listed), AttrType.VAR if axes else AttrType.VARS)
     return f.ops
 
 
