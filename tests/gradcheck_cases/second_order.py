@@ -91,7 +91,7 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
     """The case of ``op``'s grad op (``grad_type``, for a maker of its own that names none); ``counts``: vars of list
     output slots; ``wrt``: the input slots to check (default: every float one). ``tied``: inputs with ties, where
     the grad op is smooth in its output grads only (linear) and only they are checked. ``unknown``: {slot: the dims
-    of its vars declared -1 (known at run time only), or None for a rank unknown too}."""
+    of its vars (an input's or an output's) declared -1 (known at run time only), or None for a rank unknown too}."""
     opdef = registry.get(op)
     attrs = dict(attrs or {})
 
@@ -126,7 +126,8 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
         _weighted_sum(block, grads, feed, "w2", False, "loss2", draws)
         checked = [n[: -len("@GRAD")] for n in grads]
         for slot, dims in (unknown or {}).items():   # after the ws are drawn in their run-time shapes
-            for var in (block.find_var(n + suffix) for n in slots[slot] for suffix in ("", "@GRAD")):
+            names = slots.get(slot, outs.get(slot))
+            for var in (block.find_var(n + suffix) for n in names for suffix in ("", "@GRAD")):
                 if var is not None:
                     var.shape = None if dims is None else [-1 if i in dims else d for i, d in enumerate(var.shape)]
         return {"program": program, "feed": feed, "wrt": seeds if tied else checked + seeds, "loss": "loss2"}

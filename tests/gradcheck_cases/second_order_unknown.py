@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from . import rng
 from .extra_math import LABELS, MARGINS, cosines
 from .second_order import distinct, second_order
@@ -12,6 +14,16 @@ r = rng(61)
 
 def randn(*shape):
     return r.standard_normal(shape)
+
+
+def shifted(*shape):
+    return randn(*shape) + 3 * np.eye(*shape[-2:])
+
+
+def spd(*shape):
+    """Symmetric positive definite matrices."""
+    a = randn(*shape)
+    return a @ np.swapaxes(a, -1, -2) + 3 * np.eye(shape[-1])
 
 
 def gru_unit(d: int, bias: bool = True, **attrs):
@@ -45,4 +57,13 @@ CASES = [
                    unknown={slot: None})
       for op, slot in (("median", "x"), ("nanmedian", "X"))
       for axis, keepdim, mode in (([0, -1], False, "avg"), ([1], True, "min"), ([], False, "avg"))],
+    # matrix sizes (the last two dims) known at run time only
+    second_order("cholesky", {"X": spd(2, 3, 3)}, unknown={"X": [1, 2], "Out": [1, 2]}),
+    second_order("eigh", {"X": spd(2, 3, 3)}, unknown={"X": [1, 2], "Eigenvalues": [1], "Eigenvectors": [1, 2]}),
+    second_order("cholesky_solve", {"X": randn(2, 3, 2), "Y": np.linalg.cholesky(spd(2, 3, 3))},
+                 unknown={"X": [1, 2], "Y": [1, 2], "Out": [1, 2]}),
+    second_order("triangular_solve", {"X": np.triu(shifted(3, 3)), "Y": randn(2, 3, 2)}, {"transpose": True},
+                 unknown={"X": [0, 1], "Y": [1, 2], "Out": [1, 2]}),
+    second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(2, 3, 2)}, unknown={"X": [1, 2], "Y": [1, 2]}),
+    second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": [1, 2], "Y": [0], "Out": [1]}),
 ]
