@@ -66,4 +66,14 @@ CASES = [
                  unknown={"X": [0, 1], "Y": [1, 2], "Out": [1, 2]}),
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(2, 3, 2)}, unknown={"X": [1, 2], "Y": [1, 2]}),
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": [1, 2], "Y": [0], "Out": [1]}),
+    # max pooling with SAME paddings over spatial sizes known at run time only (pads computed at run time)
+    second_order("pool2d", {"X": distinct(1, 5, 4, 2)}, {"pooling_type": "max", "ksize": [2, 3], "strides": [2, 2],
+                                                        "padding_algorithm": "SAME", "data_format": "NHWC"},
+                 unknown={"X": [1, 2]}),
+    second_order("pool2d", {"X": distinct(2, 1, 5, 6)}, {"pooling_type": "max", "ksize": [3, 3], "strides": [1, 2],
+                                                        "padding_algorithm": "SAME", "ceil_mode": True},
+                 unknown={"X": [0, 2, 3]}),
+    second_order("pool3d", {"X": distinct(1, 2, 3, 4, 3)}, {"pooling_type": "max", "ksize": [2, 3, 2],
+                                                           "strides": [2, 1, 2], "padding_algorithm": "SAME"},
+                 unknown={"X": [2, 4]}),
 ]
