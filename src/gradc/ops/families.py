@@ -103,7 +103,7 @@ FAMILIES = {
         "lu_solve", "lu_solve_grad", "svdvals", "svdvals_grad", "tril_indices", "triu_indices"),
     "linalg_extra_double": ("svdvals_grad", "lu_solve_grad", "eig_grad", "eigvalsh_grad"),
     "lod_rnn": ("lstm", "lstm_grad", "gru", "gru_grad", "gru_unit", "gru_unit_grad"),
-    "lod_rnn_double": ("gru_unit_grad", "lstm_grad", "gru_grad"),
+    "lod_rnn_double": ("gru_unit_grad", "lstm_grad_grad", "lstm_grad", "gru_grad_grad", "gru_grad"),
     "lod_text": ("crf_decoding", "chunk_eval", "edit_distance", "ctc_align", "beam_search", "beam_search_decode"),
     "logic": ("less_than", "less_equal", "greater_than", "greater_equal", "equal", "not_equal", "logical_and",
         "logical_or", "logical_xor", "logical_not", "increment", "assert"),

@@ -4,19 +4,23 @@
   the gru_unit step is written again with differentiable ops, its backward seeded with Hidden@GRAD recomputes
   gru_unit_grad's outputs, and both are differentiated again. The recomputation reads Input, HiddenPrev, Weight and
   Bias, not Gate or ResetHiddenPrev (which the grad kernel does not read either: they get no gradient).
-- lstm_grad, gru_grad: gradc differentiates a recurrence twice by unrolling it into differentiable ops, which needs
-  its steps at compile time; these walk the sequences of Input's LoD, known only when the program runs, so their
-  makers say so (a GradError) instead of differentiating them.
+- lstm_grad, gru_grad: their steps follow the sequences of Input's LoD, known only when the program runs, so they
+  cannot be unrolled into differentiable ops; their makers emit ops of their own, lstm_grad_grad and gru_grad_grad,
+  whose kernels take a complex step through the first-order kernels (gradc.executor.kernels.lod_rnn_double). The
+  grad ops recompute the forward from Input, H0, C0, Weight and Bias, so the saved Hidden, Cell and batch-layout
+  outputs they also read are constants. The grad_grad ops' own makers refuse a third derivative (it would need a
+  second complex step, which the kernels do not take).
 """
 
 from __future__ import annotations
 
+from .. import registry
 from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..makers import GradContext
-from ..registry import defgrad
+from ..registry import defgrad, grads_like_inputs
 from .composite import Formula, differentiate, expansion, first
-from .lod_rnn import GRU_UNIT_ACTIVATIONS
+from .lod_rnn import GRU_ATTRS, GRU_UNIT_ACTIVATIONS, LSTM_ATTRS
 
 GRU_UNIT_GRADS = (("Input@GRAD", "Input"), ("HiddenPrev@GRAD", "HiddenPrev"), ("Weight@GRAD", "Weight"),
                   ("Bias@GRAD", "Bias"))
@@ -87,12 +91,41 @@ def _gru_unit_grads(f: Formula, g: GradContext) -> dict[str, str]:
     return recomputed
 
 
-def _over_lod(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate the {g.fwd.type.removesuffix('_grad')} op twice: "
-                    f"its steps follow the LoD of Input '{g.I('Input')[0]}', known only at run time, so they cannot be "
-                    f"unrolled into differentiable ops")
+# the grad ops' differentiable inputs: the forward's (recomputed from) and the Hidden grad they are seeded with
+LSTM_PARAMS = ("Input", "H0", "C0", "Weight", "Bias")
+GRU_PARAMS = ("Input", "H0", "Weight", "Bias")
+
+
+def _grad_grad(params: tuple[str, ...]):
+    """The maker of lstm_grad / gru_grad: one <type>_grad_grad reading the grads of its outputs."""
+
+    def maker(g):
+        dd = {f"{slot}@GRAD@GRAD": g.OG(f"{slot}@GRAD") for slot in params if g.OG(f"{slot}@GRAD")}
+        if not dd:
+            return []
+        values = {slot: g.I(slot) for slot in (*params, "Hidden@GRAD") if g.I(slot)}
+        grads = {f"{slot}@GRAD": g.IG(slot) for slot in (*params, "Hidden@GRAD") if g.I(slot)}
+        return [g.op(f"{g.fwd.type}_grad", {**values, **dd}, grads, forward_attrs=True)]
+
+    return maker
+
+
+def _third(g):
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate the LoD {g.fwd.type.split('_')[0]} op three times: "
+                    f"its second derivative is a complex step through the kernels, which a third would need again")
+
+
+def _grad_grad_op(forward: str, params: tuple[str, ...], attrs: dict) -> None:
+    grad = registry.get(f"{forward}_grad")
+    inputs = [*(f"{slot}?" if grad.slots[slot].dispensable else slot for slot in params), "Hidden@GRAD",
+              *(f"{slot}@GRAD@GRAD?" for slot in params)]
+    outputs = [f"{slot}@GRAD?" for slot in (*params, "Hidden@GRAD")]
+    defgrad(f"{forward}_grad_grad", inputs=inputs, outputs=outputs, attrs=attrs, infer=grads_like_inputs,
+            grad=_third, of=f"{forward}_grad")
+    defgrad(f"{forward}_grad", grad=_grad_grad(params), no_grad_inputs=[
+        slot for slot in grad.inputs if slot not in (*params, "Hidden@GRAD")])
 
 
 defgrad("gru_unit_grad", grad=expansion(_gru_unit_grads), no_grad_inputs=["Gate", "ResetHiddenPrev"])
-defgrad("lstm_grad", grad=_over_lod)
-defgrad("gru_grad", grad=_over_lod)
+_grad_grad_op("lstm", LSTM_PARAMS, LSTM_ATTRS)
+_grad_grad_op("gru", GRU_PARAMS, GRU_ATTRS)

@@ -74,6 +74,7 @@ FAMILIES = {
     "linalg_extra": ("eig", "eig_grad", "eigvals", "eigvalsh", "eigvalsh_grad", "matrix_rank", "matrix_rank_atol_rtol",
         "lu_solve", "lu_solve_grad", "svdvals", "svdvals_grad", "tril_indices", "triu_indices"),
     "lod_rnn": ("lstm", "lstm_grad"),
+    "lod_rnn_double": ("lstm_grad_grad", "gru_grad_grad"),
     "lod_rnn_gru": ("gru", "gru_grad", "gru_unit", "gru_unit_grad"),
     "lod_text": ("crf_decoding", "chunk_eval", "edit_distance", "ctc_align"),
     "lod_text_beam": ("beam_search", "beam_search_decode"),
