@@ -24,8 +24,9 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
               **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad"),
                               "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker"),
               "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's",
-              **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad"),
-                              "Paddle has no second derivative of the LoD lstm and gru; gradc's takes a complex step")}
+              **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad"),
+                              "Paddle has no second derivative of the LoD lstm and gru (nor of rnn): gradc's takes a "
+                              "complex step")}
 # differences where Paddle's record does not say what its programs hold, and why
 PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
                        "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}

@@ -86,8 +86,10 @@ def third_order(case: Case, grad_grad: str) -> Case:
     """``case``'s program differentiated once more: a third derivative, through ``grad_grad``."""
     def build() -> dict:
         built = case.program()
+        block = built["program"].global_block
         grads = gradc.gradients(built["program"], built["loss"], built["wrt"])
-        _weighted_sum(built["program"].global_block, grads, built["feed"], "u", False, "loss3")
+        known = [name for name in grads if -1 not in block.var(name).shape]   # weights drawn in declared shapes
+        _weighted_sum(block, known, built["feed"], "u", False, "loss3")
         return {**built, "loss": "loss3"}
 
     return Case(grad_grad, {}, case.attrs, program=build)

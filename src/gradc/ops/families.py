@@ -179,7 +179,7 @@ FAMILIES = {
         "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "mean", "mean_grad", "logsumexp", "logsumexp_grad",
         "p_norm", "p_norm_grad", "renorm", "renorm_grad"),
     "rnn": ("rnn", "rnn_grad"),
-    "rnn_double": ("rnn_grad",),
+    "rnn_double": ("rnn_grad", "rnn_grad_grad"),
     "roi": ("roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad"),
     "roi_double": ("roi_align_grad", "psroi_pool_grad", "roi_pool_grad"),
     "sampling": ("affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift",

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...ops.complex_step import STEP  # h = 2^-40: its square is below float64's rounding of the derivative
 from . import kernel
 from .lod_rnn import LstmRun
 from .lod_rnn_gru import GruRun
-
-STEP = 2.0 ** -40   # h: its square is below float64's rounding of the derivative
 
 
 class _Moved:
