@@ -129,7 +129,9 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
             names = slots.get(slot, outs.get(slot))
             for var in (block.find_var(n + suffix) for n in names for suffix in ("", "@GRAD")):
                 if var is not None:
-                    var.shape = None if dims is None else [-1 if i in dims else d for i, d in enumerate(var.shape)]
+                    rank = len(var.shape)
+                    var.shape = None if dims is None else [-1 if i in dims or i - rank in dims else d
+                                                           for i, d in enumerate(var.shape)]
         return {"program": program, "feed": feed, "wrt": seeds if tied else checked + seeds, "loss": "loss2"}
 
     return Case(grad_type or opdef.grad.type_for(opdef), {}, attrs, program=build, **tolerances)

@@ -66,6 +66,8 @@ CASES = [
                  unknown={"X": [0, 1], "Y": [1, 2], "Out": [1, 2]}),
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(2, 3, 2)}, unknown={"X": [1, 2], "Y": [1, 2]}),
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": [1, 2], "Y": [0], "Out": [1]}),
+    *[second_order("svd", {"X": randn(*shape)}, unknown={"X": [-2, -1], "U": [-2, -1], "S": [-1], "VH": [-2, -1]})
+      for shape in ((4, 3), (2, 3, 5), (3, 3))],   # tall, wide, square: both outside parts, zero where U, V square
     # max pooling with SAME paddings over spatial sizes known at run time only (pads computed at run time)
     second_order("pool2d", {"X": distinct(1, 5, 4, 2)}, {"pooling_type": "max", "ksize": [2, 3], "strides": [2, 2],
                                                         "padding_algorithm": "SAME", "data_format": "NHWC"},
