@@ -29,7 +29,10 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
               "sparse_to_sparse_csr_grad": "Paddle's to_sparse_csr has no backward; gradc's reads dout at x's sites",
               **dict.fromkeys((op for family in ("ms_deform_attn", "pointnet2", "voxelize", "bev_pool", "rotated_boxes",
                                                  "assign_score") for op in FAMILIES[family]),
-                              "a custom C++ op of Paddle's model suites (PD_BUILD_OP), not Paddle's: docs/ext-ops.md")}
+                              "a custom C++ op of Paddle's model suites (PD_BUILD_OP), not Paddle's: docs/ext-ops.md"),
+              **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad"),
+                              "Paddle has no second derivative of the LoD lstm and gru (nor of rnn): gradc's takes a "
+                              "complex step")}
 # differences where Paddle's record does not say what its programs hold, and why
 PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
                        "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}

@@ -230,6 +230,25 @@ def sequence_loss_second_order(loss_type: str):
     return _hessian_vector(net, loss, feed, rng, scale=1.0)[0]
 
 
+def run_time_sizes_second_order():
+    """H v through ops whose second-derivative makers build size-dependent parts from run-time shapes: an image of
+    size -1 (batch and spatial dims), conv2d, max pool2d with SAME paddings (its pads computed in the program),
+    tanh, logsumexp and frobenius_norm."""
+    rng = _rng(13)
+    net = ProgramBuilder(seed=13)
+    image = net.data("image", [-1, 1, -1, -1], "float64", stop_gradient=True)
+    hidden = net.op("conv2d", {"Input": image, "Filter": net.parameter("conv.w", [2, 1, 3, 3], "float64")},
+                    {"paddings": [1, 1]})[0]
+    pooled = net.op("pool2d", {"X": hidden}, {"pooling_type": "max", "ksize": [3, 2], "strides": [2, 2],
+                                              "padding_algorithm": "SAME"})[0]
+    y = net.op("tanh", {"X": pooled})[0]
+    spread = net.op("logsumexp", {"X": y}, {"axis": [-1], "keepdim": False})[0]
+    norm = net.op("frobenius_norm", {"X": y}, {"dim": [1], "keep_dim": False})[0]
+    loss = net.op("elementwise_add", {"X": net.mean(net.op("square", {"X": spread})[0]), "Y": net.mean(norm)})[0]
+    feed = {"image": rng.standard_normal((2, 1, 5, 4))}
+    return _hessian_vector(net, loss, feed, rng, scale=1.0)[0]
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -253,6 +272,7 @@ CASES = {
     "third_order_lstm": lambda: rnn_second_order("LSTM", 1, False, third=True),
     "hvp_ctc": lambda: sequence_loss_second_order("warpctc"),
     "hvp_rnnt": lambda: sequence_loss_second_order("warprnnt"),
+    "hvp_run_time_sizes": run_time_sizes_second_order,
     "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
     "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
                                       RecomputePass("auto")),

@@ -131,10 +131,23 @@ def test_a_batch_size_known_at_run_time_only_is_fine():
     assert all(np.abs(g).max() > 1e-3 for g in grads.values())
 
 
-def test_an_unknown_number_of_time_steps_is_an_error_naming_input():
-    net, rnn, loss, feed, params = rnn_net("GRU", 1, 1)
-    net.block.var("x").shape = [-1, BATCH, INPUT]
-    gradc.append_backward(net.program, loss)
-    penalty = net.mean(net.op("square", {"X": "x@GRAD"})[0])
-    with pytest.raises(gradc.GradError, match=r"rnn_grad: the time steps \(dim 0\) of Input 'x' must be known"):
-        gradc.gradients(net.program, penalty, ["w0"])
+def test_an_unknown_number_of_time_steps_takes_a_complex_step_that_gives_the_unrolled_numbers():
+    """Over a time dim declared -1, rnn_grad's maker cannot unroll: it emits rnn_grad_grad, a complex step through
+    the kernels, whose gradient-penalty grads are the unrolled maker's to rounding; a third backward refuses it."""
+    values = []
+    for steps in (STEPS, -1):
+        net, rnn, loss, feed, params = rnn_net("GRU", 2, 2, lengths=[3, 1])
+        net.block.var("x").shape = [steps, BATCH, INPUT]
+        gradc.append_backward(net.program, loss)
+        penalty = net.mean(net.op("square", {"X": "x@GRAD"})[0])
+        grads = gradc.gradients(net.program, penalty, ["w0", "w5", "x"])
+        assert [op.type for op in net.block.ops].count("rnn_grad_grad") == (steps < 0)
+        scope = gradc.Scope()
+        for name, value in params.items():
+            scope[name] = value
+        values.append(gradc.Executor().run(net.program, feed, grads, scope))
+    for unrolled, stepped in zip(*values):
+        np.testing.assert_allclose(stepped, unrolled, rtol=1e-11, atol=1e-14)
+    total = net.mean(net.op("square", {"X": grads[0]})[0])
+    with pytest.raises(gradc.GradError, match="rnn_grad_grad: gradc does not differentiate the rnn op three times"):
+        gradc.gradients(net.program, total, ["w0"])

@@ -14,6 +14,7 @@ import gradc
 from gradc import ExecutionError, LoDTensor
 from gradc.errors import GradError
 from gradc.executor.kernels.lod_rnn import Layout
+from gradc.gradcheck import compare_program
 from gradc.layers import ProgramBuilder
 
 PADDLE = np.load(Path(__file__).parent / "data" / "paddle" / "lod_rnn_values.npz")
@@ -133,17 +134,27 @@ def test_the_grad_reads_what_paddles_reads_and_cell_is_refused():
 
 
 @pytest.mark.parametrize("op", ["lstm", "gru"])
-def test_a_second_derivative_is_refused_naming_the_lod(op):
-    """Their steps follow Input's LoD, known only at run time: lstm_grad and gru_grad cannot be unrolled."""
+def test_a_gradient_penalty_is_differentiated_by_a_complex_step_but_not_three_times(op):
+    """Their steps follow Input's LoD, known only at run time, so lstm_grad and gru_grad are not unrolled: their
+    makers emit <op>_grad_grad, a complex step through the kernels, whose penalty gradient matches central
+    differences (float64, Paddle's inputs); a third backward is refused by name."""
     inputs, paddle = paddle_case(op)
-    program, _, _, grads = weighted_hidden(op, inputs, ATTRS[op], paddle["weights"])
+    program, feed, _, grads = weighted_hidden(op, inputs, ATTRS[op], paddle["weights"])
     net_block = program.global_block
-    penalty = net_block.create_var("penalty", [1], net_block.var(grads["Weight"]).dtype)
-    net_block.append_op("reduce_sum", {"X": [grads["Weight"]]}, {"Out": [penalty.name]},
+    square = net_block.create_var("square", None, net_block.var(grads["Weight"]).dtype)
+    penalty = net_block.create_var("penalty", [], net_block.var(grads["Weight"]).dtype)
+    net_block.append_op("square", {"X": [grads["Weight"]]}, {"Out": [square.name]})
+    net_block.append_op("reduce_sum", {"X": [square.name]}, {"Out": [penalty.name]},
                         {"dim": [0], "keep_dim": False, "reduce_all": True})
-    with pytest.raises(GradError, match=f"{op}_grad: gradc does not differentiate the {op} op twice: its steps "
-                                        "follow the LoD of Input 'input'"):
-        gradc.append_backward(program, "penalty")
+    wrt = [name.removesuffix("@GRAD") for name in grads.values()] + ["weights"]
+    _, checks = compare_program(program, feed, wrt, loss="penalty", rtol=1e-4, atol=1e-7, float64=True)
+    assert [c.mismatch for c in checks] == [None] * len(wrt)
+    (weight_grad,) = gradc.gradients(program, "penalty", ["weight"])
+    assert [o.type for o in net_block.ops].count(f"{op}_grad_grad") == 1
+    total = net_block.create_var("total", [], net_block.var(weight_grad).dtype)
+    net_block.append_op("reduce_sum", {"X": [weight_grad]}, {"Out": [total.name]}, {"reduce_all": True})
+    with pytest.raises(GradError, match=f"{op}_grad_grad: gradc does not differentiate the LoD {op} op three"):
+        gradc.gradients(program, "total", ["weight"])
 
 
 def test_the_batch_layout_of_one_long_sequence_among_many_short_ones():

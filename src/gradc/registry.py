@@ -80,11 +80,11 @@ def _grad_opdef(fwd: OpDef, grad_type: str, uses: tuple[str, ...]) -> OpDef:
     ins += [as_grad(fwd.slots[s], fwd.slots[s].dispensable) for s in fwd.outputs if s not in fwd.no_grad_outputs]
     outs = [as_grad(fwd.slots[s], True) for s in fwd.inputs if s not in fwd.no_grad_inputs]
     return OpDef(grad_type, tuple(s.name for s in ins), tuple(s.name for s in outs), dict(fwd.attrs),
-                 dict(fwd.attr_types), {s.name: s for s in ins + outs}, infer=_grads_like_inputs,
+                 dict(fwd.attr_types), {s.name: s for s in ins + outs}, infer=grads_like_inputs,
                  grad_op_of=fwd.type, tensor_attrs=fwd.tensor_attrs)
 
 
-def _grads_like_inputs(ctx):
+def grads_like_inputs(ctx):
     """A grad op's inference: each `S@GRAD` output is shaped like the op's input S, where it reads S."""
     inputs, find_var, results = ctx.op.inputs, ctx.block.find_var, {}
     for slot in ctx.op.outputs:

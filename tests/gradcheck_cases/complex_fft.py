@@ -88,7 +88,10 @@ CASES = [
     # holomorphic unary math: X@GRAD = dOut conj(f'(z)) (log and sqrt away from their cut, tanh from its poles)
     *(Case(op, {"X": x}) for op, x in (("exp", crandn(2, 3)), ("log", crandn(2, 3) + 3), ("sqrt", crandn(2, 3) + 3),
                                        ("square", crandn(2, 3)), ("sin", crandn(2, 3)), ("cos", crandn(2, 3)),
-                                       ("tanh", 0.5 * crandn(2, 3)))),
+                                       ("tanh", 0.5 * crandn(2, 3)), ("sigmoid", crandn(2, 3)),
+                                       ("silu", crandn(2, 3)))),
+    Case("softsign", {"X": crandn(2, 3)}),   # not holomorphic: the gradient of Re(conj(W) out), unlike Paddle's
+
     second_order("complex", {"X": randn(2, 3), "Y": randn(3)}),
     second_order("real", {"X": crandn(2, 3)}),
     second_order("imag", {"X": crandn(2, 3)}),
@@ -101,5 +104,6 @@ CASES = [
 # second derivatives through complex values of the grad ops gradc.backward.path lets complex values through
 TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_div", "mean", "reduce_sum",
          "reduce_mean", "transpose2", "reshape2", "squeeze2", "unsqueeze2", "concat", "slice", "roll", "pad",
-         "set_value", "matmul_v2", "kron", "trace", "exp", "log", "sqrt", "square", "sin", "cos", "tanh"}
+         "set_value", "matmul_v2", "kron", "trace", "exp", "log", "sqrt", "square", "sin", "cos", "tanh", "sigmoid",
+         "silu", "softsign"}
 CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) for case in CASES if case.op in TWICE]

@@ -72,9 +72,10 @@ def _eigvalsh_vectors(x: np.ndarray, uplo: str) -> dict:
     return {"program": program, "feed": {"x": x, "w": randn(*x.shape)}, "wrt": ["x"], "loss": "loss"}
 
 
-def _eig_twice(x: np.ndarray, of_vectors: bool) -> dict:
+def _eig_twice(x: np.ndarray, of_vectors: bool, unknown: bool = False) -> dict:
     """_eig_loss's program, its backward, then loss2 = sum(W2 * x@GRAD): loss2 differentiated with respect to x and
-    W1 (the first loss's weights) checks eig_grad's maker; each term of loss1 is phase-free, so loss2 is too."""
+    W1 (the first loss's weights) checks eig_grad's maker; each term of loss1 is phase-free, so loss2 is too.
+    ``unknown``: the matrix size declared -1 (x, its grad, the eigenvalues and eigenvectors)."""
     case = _eig_loss(x, of_vectors)
     program, block = case["program"], case["program"].global_block
     block.var("w").stop_gradient = False
@@ -83,6 +84,9 @@ def _eig_twice(x: np.ndarray, of_vectors: bool) -> dict:
         block.create_var(name, dims, VarType.FP64)
     block.append_op("elementwise_mul", {"X": ["x@GRAD"], "Y": ["w2"]}, {"Out": ["weighted2"]})
     block.append_op("reduce_sum", {"X": ["weighted2"]}, {"Out": ["loss2"]}, {"reduce_all": True})
+    for name in ("x", "x@GRAD", "values", "vectors") if unknown else ():
+        var = block.var(name)
+        var.shape = [*var.shape[:x.ndim - 2], *[-1] * (len(var.shape) - x.ndim + 2)]
     return {**case, "feed": {**case["feed"], "w2": randn(*x.shape)}, "wrt": ["x", "w"], "loss": "loss2"}
 
 
@@ -115,5 +119,11 @@ CASES = [
     Case("eig_grad", {}, {"loss": "|V| real"}, program=lambda: _eig_twice(EIG_REAL, True)),
     second_order("eigvalsh", {"X": randn(3, 3)}),
     second_order("eigvalsh", {"X": randn(2, 4, 4)}, {"UPLO": "U"}),
+    # matrix sizes known at run time only
+    Case("eig_grad", {}, {"loss": "w, size -1"}, program=lambda: _eig_twice(EIG_COMPLEX, False, unknown=True)),
+    Case("eig_grad", {}, {"loss": "|V| batched, size -1"},
+         program=lambda: _eig_twice(randn(2, 3, 3), True, unknown=True)),
+    second_order("svdvals", {"x": randn(2, 4, 3)}, unknown={"x": [1, 2], "s": [1]}),
+    second_order("eigvalsh", {"X": randn(2, 3, 3)}, unknown={"X": [1, 2], "Eigenvalues": [1], "Eigenvectors": [1, 2]}),
 ]
 

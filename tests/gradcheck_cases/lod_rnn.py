@@ -1,13 +1,15 @@
 """Cases for gradc.ops.lod_rnn: the LoD LSTM (peepholes or not, reversed, C0 alone and with H0, other
 activations) and GRU (origin_mode both ways, reversed, H0, no Bias, other activations) over sequences of different
-lengths (an empty one too), gru_unit with each activation code, and gru_unit_grad's second derivatives. Inputs are
+lengths (an empty one too), gru_unit with each activation code, and the second derivatives of gru_unit_grad,
+lstm_grad and gru_grad. Inputs are
 small, away from relu's kink."""
 
 
+import gradc
 from gradc import LoDTensor
 
 from . import Case, rng
-from .second_order import second_order
+from .second_order import _weighted_sum, second_order
 
 r = rng(83)
 D = 3
@@ -71,5 +73,27 @@ CASES = [
     gru_unit(second=True, activation=3, origin_mode=True),
 ]
 
-# their steps follow Input's LoD, known only at run time: no unrolling into differentiable ops (tests/test_lod_rnn.py)
-REFUSED = [second_order(case.op, case.inputs, case.attrs) for case in (lstm(h0=True, c0=True), gru(h0=True))]
+# second derivatives: lstm_grad_grad and gru_grad_grad, a complex step through the kernels (Input's LoD is known
+# only at run time), checked against central differences of the first derivative
+TWICE = [second_order(case.op, case.inputs, case.attrs, rtol=1e-4, atol=1e-6) for case in (
+    lstm(h0=True, c0=True), lstm(peepholes=False, is_reverse=True), lstm(c0=True, gate_activation="sigmoid_v2",
+                                                                         cell_activation="identity", lengths=[3, 2]),
+    gru(h0=True), gru(origin_mode=True, is_reverse=True, bias=False, lengths=[1, 3, 2]),
+    gru(activation="sigmoid", gate_activation="tanh", h0=True, lengths=[2, 2]))]
+CASES += TWICE
+
+def third_order(case: Case, grad_grad: str) -> Case:
+    """``case``'s program differentiated once more: a third derivative, through ``grad_grad``."""
+    def build() -> dict:
+        built = case.program()
+        block = built["program"].global_block
+        grads = gradc.gradients(built["program"], built["loss"], built["wrt"])
+        known = [name for name in grads if -1 not in block.var(name).shape]   # weights drawn in declared shapes
+        _weighted_sum(block, known, built["feed"], "u", False, "loss3")
+        return {**built, "loss": "loss3"}
+
+    return Case(grad_grad, {}, case.attrs, program=build)
+
+
+# a third derivative would need a complex step through the complex step
+REFUSED = [third_order(TWICE[0], "lstm_grad_grad"), third_order(TWICE[3], "gru_grad_grad")]

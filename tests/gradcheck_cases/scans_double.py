@@ -52,10 +52,11 @@ MEDIANS = [
 
 
 
-def logcumsumexp(x: np.ndarray, **attrs) -> Case:
+def logcumsumexp(x: np.ndarray, unknown: list | None | bool = False, **attrs) -> Case:
     """The second-order case of logcumsumexp; exclusive, with the weights of its empty sums (the dtype's lowest
-    value) in the first loss 0: a random one would overflow it (its grads do not see them either way)."""
-    case = second_order("logcumsumexp", {"X": x}, attrs)
+    value) in the first loss 0: a random one would overflow it (its grads do not see them either way). ``unknown``:
+    X's dims declared -1 (None: its rank unknown too)."""
+    case = second_order("logcumsumexp", {"X": x}, attrs, unknown=None if unknown is False else {"X": unknown})
     if attrs.get("exclusive"):
         build = case.program
 
@@ -81,6 +82,14 @@ LOGCUMSUMEXP = [
     logcumsumexp(randn(2, 2), axis=0, reverse=True),
     logcumsumexp(randn(), axis=0),
     logcumsumexp(np.array([[-300.0, 0.5, 400.0, -2.0], [700.0, 699.0, -700.0, 705.0]]), axis=1),
+] + [  # along a dim of unknown size: a cumsum, shifted halfway between the scan's ends
+    logcumsumexp(randn(3, 5, scale=2), [1], axis=axis, reverse=reverse, exclusive=exclusive)
+    for axis in (1, -1) for reverse in (False, True) for exclusive in (False, True)
+] + [
+    logcumsumexp(randn(2, 3, 2), None, flatten=True, exclusive=True),
+    logcumsumexp(randn(4, 3), None, axis=0, reverse=True),
+    logcumsumexp(randn(2, 1), [0, 1], axis=1, exclusive=True),
+    logcumsumexp(np.array([[-300.0, 0.5, 400.0, -2.0], [700.0, 699.0, -700.0, 705.0]]), [1], axis=1),
 ]
 
 CASES = CUM_EXTREMES + MODE + MEDIANS + LOGCUMSUMEXP

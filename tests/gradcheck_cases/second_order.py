@@ -86,10 +86,12 @@ def _weighted_sum(block, names: list[str], feed: dict, prefix: str, differentiab
 
 
 def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict | None = None,
-                 wrt: list[str] | None = None, tied: bool = False, grad_type: str | None = None, **tolerances) -> Case:
+                 wrt: list[str] | None = None, tied: bool = False, grad_type: str | None = None,
+                 unknown: dict | None = None, **tolerances) -> Case:
     """The case of ``op``'s grad op (``grad_type``, for a maker of its own that names none); ``counts``: vars of list
     output slots; ``wrt``: the input slots to check (default: every float one). ``tied``: inputs with ties, where
-    the grad op is smooth in its output grads only (linear) and only they are checked."""
+    the grad op is smooth in its output grads only (linear) and only they are checked. ``unknown``: {slot: the dims
+    of its vars (an input's or an output's) declared -1 (known at run time only), or None for a rank unknown too}."""
     opdef = registry.get(op)
     attrs = dict(attrs or {})
 
@@ -123,6 +125,13 @@ def second_order(op: str, inputs: dict, attrs: dict | None = None, counts: dict 
         grads = [n + "@GRAD" for names in slots.values() for n in names if block.find_var(n + "@GRAD") is not None]
         _weighted_sum(block, grads, feed, "w2", False, "loss2", draws)
         checked = [n[: -len("@GRAD")] for n in grads]
+        for slot, dims in (unknown or {}).items():   # after the ws are drawn in their run-time shapes
+            names = slots.get(slot, outs.get(slot))
+            for var in (block.find_var(n + suffix) for n in names for suffix in ("", "@GRAD")):
+                if var is not None:
+                    rank = len(var.shape)
+                    var.shape = None if dims is None else [-1 if i in dims or i - rank in dims else d
+                                                           for i, d in enumerate(var.shape)]
         return {"program": program, "feed": feed, "wrt": seeds if tied else checked + seeds, "loss": "loss2"}
 
     return Case(grad_type or opdef.grad.type_for(opdef), {}, attrs, program=build, **tolerances)

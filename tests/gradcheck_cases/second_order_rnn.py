@@ -1,6 +1,7 @@
 """Second-derivative cases (as in second_order.py) for the fused rnn op's grad, whose maker unrolls the recurrence
 (gradc.ops.rnn_double): every mode, 1 and 2 layers, one and two directions, SequenceLength (a zero length too),
-dropout between layers with a seeded mask, is_test. Tiny sizes keep the central differences cheap."""
+dropout between layers with a seeded mask, is_test; over a time dim of unknown size (rnn_grad_grad's complex step).
+Tiny sizes keep the central differences cheap."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import numpy as np
 from gradc.rnn_shape import RnnShape
 
 from . import rng
+from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(61)
 STEPS, BATCH, INPUT, HIDDEN = 3, 2, 2, 2
 
 
-def rnn_second_order(mode: str, layers: int = 1, directions: int = 1, lengths=None, steps: int = STEPS, **attrs):
+def rnn_second_order(mode: str, layers: int = 1, directions: int = 1, lengths=None, steps: int = STEPS,
+                     unknown_steps: bool = False, **attrs):
     shape = RnnShape(mode, layers, directions, INPUT, HIDDEN)
     inputs = {"Input": r.standard_normal((steps, BATCH, INPUT)),
               "PreState": [0.5 * r.standard_normal((layers * directions, BATCH, HIDDEN)) for _ in range(shape.states)],
@@ -27,7 +30,8 @@ def rnn_second_order(mode: str, layers: int = 1, directions: int = 1, lengths=No
     dropout = attrs.get("dropout_prob", 0) > 0 and not attrs.get("is_test")
     return second_order("rnn", inputs, {"mode": mode, "num_layers": layers, "is_bidirec": directions == 2,
                                         "input_size": INPUT, "hidden_size": HIDDEN, **attrs},
-                        counts={"State": shape.states, "DropoutState": int(dropout)}, rtol=1e-4, atol=1e-6)
+                        counts={"State": shape.states, "DropoutState": int(dropout)}, rtol=1e-4, atol=1e-6,
+                        unknown={"Input": [0], "Out": [0]} if unknown_steps else None)
 
 
 CASES = [rnn_second_order(mode) for mode in ("LSTM", "GRU", "RNN_TANH", "RNN_RELU")] + [
@@ -38,3 +42,14 @@ CASES = [rnn_second_order(mode) for mode in ("LSTM", "GRU", "RNN_TANH", "RNN_REL
     rnn_second_order("GRU", 2, 1, None, steps=2, dropout_prob=0.5, seed=3),
     rnn_second_order("RNN_TANH", 2, 2, [1, 2], steps=2, dropout_prob=0.4, is_test=True),
 ]
+UNKNOWN_STEPS = [  # a time dim of unknown size: rnn_grad_grad, a complex step through the kernels
+    rnn_second_order("LSTM", 2, 2, unknown_steps=True),
+    rnn_second_order("GRU", 1, 2, [3, 1], unknown_steps=True),
+    rnn_second_order("RNN_TANH", 1, 1, [0, 2], unknown_steps=True),
+    rnn_second_order("RNN_RELU", 2, 1, unknown_steps=True),
+    rnn_second_order("GRU", 2, 1, None, steps=2, dropout_prob=0.5, seed=3, unknown_steps=True),
+]
+CASES += UNKNOWN_STEPS
+
+# a third derivative over a time dim of unknown size would need a complex step through the complex step
+REFUSED = [third_order(UNKNOWN_STEPS[1], "rnn_grad_grad")]

@@ -162,8 +162,11 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     # the quotient rule with the kernel's conjugates, differentiated as a whole
     "elementwise_div_grad",
     # holomorphic unary math: dOut conj(f'(z)), and their grad ops (gradc.ops.activation_double's complex branch)
-    "exp", "log", "sqrt", "square", "sin", "cos", "tanh",
-    "exp_grad", "log_grad", "sqrt_grad", "square_grad", "sin_grad", "cos_grad", "tanh_grad",
+    "exp", "log", "sqrt", "square", "sin", "cos", "tanh", "sigmoid", "silu",
+    "exp_grad", "log_grad", "sqrt_grad", "square_grad", "sin_grad", "cos_grad", "tanh_grad", "sigmoid_grad",
+    "silu_grad",
+    # not holomorphic: the gradient of Re(conj(dOut) f(z)); its grad op differentiated as written with complex ops
+    "softsign", "softsign_grad",
 })
 
 

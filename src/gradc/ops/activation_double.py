@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from math import pi, sqrt
 
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, real_dtype
 from ..registry import OPS, defgrad
 from . import activation, math, nn  # noqa: F401  (register the grad ops given makers here)
 from .complex_fft_double import abs_grad_of_complex, is_complex
-from .composite import Formula, first
+from .composite import Formula, expansion, first
 
 SQRT_2PI = sqrt(2 * pi)
 TANH_GELU_C = sqrt(2 / pi)   # tanh-approximate gelu: 0.5 x (1 + tanh(c (x + a x^3)))
@@ -108,9 +108,10 @@ def _elu(f, g, out, p):
 
 
 def _silu(f, g, x, p):
-    """f' = s (1 + x (1 - s)), s = sigmoid(x): f'' = s (1 - s) (2 + x (1 - 2 s))."""
+    """f' = s (1 + x (1 - s)), s = sigmoid(x): f'' = s (1 - s) (2 + x (1 - 2 s)), in arithmetic (holomorphic on complex
+    values, where sigmoid_grad would conjugate)."""
     s = f.unary("sigmoid", x)
-    ds = f.op("sigmoid_grad", {"Out": s, "Out@GRAD": p}, x, slot="X@GRAD")
+    ds = f.mul(p, f.mul(s, f.scale(s, -1.0, 1.0), x), x)
     return f.mul(ds, f.scale(f.mul(x, f.scale(s, -2.0, 1.0), x), 1.0, 2.0), x)
 
 
@@ -166,6 +167,28 @@ def _tanh_shrink(f, g, x, p):
 unary_double("swish_grad", _swish)
 unary_double("logsigmoid_grad", _logsigmoid)
 unary_double("softsign_grad", _softsign)
+_real_softsign_grad_grad = OPS["softsign_grad"].grad
+
+
+@expansion
+def _softsign_grad_of_complex(f, g):
+    """X@GRAD = d / (1 + |x|) - Re(conj(d) x) sign(x) / (1 + |x|)^2 (the kernel's, not holomorphic) written with the
+    ops gradc differentiates on complex values (abs, real, complex, conj, the arithmetic); sign(x) = x / |x| needs
+    x != 0, where |x| has no derivative either."""
+    x, d = first(g.I("X")), first(g.I("Out@GRAD"))
+    size = f.op("abs", {"X": x}, x, dtype=real_dtype(g.block.find_var(x).dtype))
+    zeros = f.scale(size, 0.0)
+
+    def lifted(v):
+        return f.op("complex", {"X": v, "Y": zeros}, x)
+    grown = f.scale(lifted(size), 1.0, 1.0)
+    along = f.op("real", {"X": f.mul(f.unary("conj", d), x, x)}, size)
+    pulled = f.div(f.mul(lifted(along), f.div(x, lifted(size), x), x), f.mul(grown, grown, x), x)
+    return {"X@GRAD": f.sub(f.div(d, grown, x), pulled, x)}
+
+
+defgrad("softsign_grad", grad=lambda g: (_softsign_grad_of_complex if is_complex(g, first(g.I("X")))
+                                          else _real_softsign_grad_grad)(g))
 unary_double("tanh_shrink_grad", _tanh_shrink)
 unary_double("log_grad", _log)
 unary_double("sqrt_grad", _sqrt)

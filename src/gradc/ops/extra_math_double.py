@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from .activation_double import unary_double
 from .composite import Formula, expansion, first, linear
@@ -54,11 +54,9 @@ def _swiglu_again(f, g):
     if y is not None:
         silu, slope = _silu_and_slope(f, x)
         return {"x@GRAD": f.mul(f.mul(dout, y, dout), slope, x), "y@GRAD": f.mul(dout, silu, dout)}
-    shape = g.shape(x)
-    if not shape or shape[-1] < 0:
-        raise GradError(f"swiglu_grad: the last dim of {x} must be known to split it, got shape {shape}")
-    last, half = len(shape) - 1, shape[-1] // 2
-    a, b = f.slice(x, last, 0, half), f.slice(x, last, half, 2 * half)
+    halves = [g.tmp(x, lambda s: [*s[:-1], s[-1] // 2 if s[-1] >= 0 else -1]) for _ in range(2)]
+    f.emit("split", {"X": x}, {"Out": halves}, {"axis": -1, "num": 2, "sections": []})   # even at run-time sizes
+    a, b = halves
     silu, slope = _silu_and_slope(f, a)
     return {"x@GRAD": f.op("concat", {"X": [f.mul(f.mul(dout, b, dout), slope, dout), f.mul(dout, silu, dout)]},
                            x, {"axis": -1})}
@@ -75,14 +73,20 @@ def _norm_again(f, g):
 
 
 def _one_hot_rows(f, g, label: str, logits: str) -> str:
-    """The labels ([N] or [N, 1]) as one-hot rows [N, classes] in Logits' dtype."""
+    """The labels ([N] or [N, 1]) as one-hot rows [N, classes] in Logits' dtype; the class count read from Logits
+    at run time when it is declared unknown."""
     rows, classes = g.shape(logits)
     dtype = int(g.block.find_var(logits).dtype)
-    hot = f.op("one_hot_v2", {"X": label}, logits, {"depth": classes, "dtype": dtype, "allow_out_of_range": False},
+    depth = {}
+    if classes < 0:
+        dims = f.op("shape", {"Input": logits}, logits, dims=lambda _: [2], dtype=VarType.INT32)
+        depth = {"depth_tensor": f.slice(dims, 0, 1, 2)}
+    hot = f.op("one_hot_v2", {"X": label, **depth}, logits,
+               {"depth": classes, "dtype": dtype, "allow_out_of_range": False},
                dims=lambda _: [*g.shape(label), classes])
     if len(g.shape(label)) == 1:
         return hot
-    return f.op("reshape2", {"X": hot}, logits, {"shape": [-1, classes]}, more={"XShape": f.xshape(hot)},
+    return f.op("squeeze2", {"X": hot}, logits, {"axes": [1]}, more={"XShape": f.xshape(hot)},
                 dims=lambda _: [rows, classes])
 
 
@@ -93,8 +97,8 @@ def _margin_cross_entropy_again(f, g):
     t' = m1 sin(m1 acos(c) + m2) / sqrt(1 - c^2) (1 without)."""
     logits, label, dloss = first(g.I("Logits")), first(g.I("Label")), first(g.I("Loss@GRAD"))
     shape = g.shape(logits)
-    if not shape or len(shape) != 2 or shape[1] < 0 or g.shape(label) is None:
-        raise GradError(f"margin_cross_entropy_grad: the class count of {logits} must be known, got shape {shape}")
+    if not shape or len(shape) != 2 or g.shape(label) is None:
+        raise GradError(f"margin_cross_entropy_grad: {logits} must be declared a matrix, got shape {shape}")
     hot = _one_hot_rows(f, g, label, logits)
     cosine = f.sum_along(f.mul(logits, hot, logits), 1)
     m1, m2, m3, scale = (g.attr(name) for name in ("margin1", "margin2", "margin3", "scale"))

@@ -51,8 +51,13 @@ def _svd_grad(f, g):
     dV outside the spans of U and V (divided by S); with full_matrices, the first K columns of U and rows of VH."""
     x, s, ds = first(g.I("X")), first(g.I("S")), first(g.I("S@GRAD"))
     u, vh, du, dvh = (first(g.I(slot)) for slot in ("U", "VH", "U@GRAD", "VH@GRAD"))
-    n, m_rows, n_cols = matrix_size(f, x)
-    size = min(m_rows, n_cols)
+    n, shape = rank(f, x), g.shape(x)
+    if g.attr("full_matrices") or min(shape[-2:]) >= 0:
+        n, m_rows, n_cols = matrix_size(f, x)
+        size = min(m_rows, n_cols)
+        tall, wide = m_rows > size, n_cols > size
+    else:   # sizes known at run time only: both outside parts, each zero (to rounding, at every order) when square
+        tall = wide = True
     if g.attr("full_matrices"):
         u, du = (f.slice(v, n - 1, 0, size) for v in (u, du))
         vh, dvh = (f.slice(v, n - 2, 0, size) for v in (vh, dvh))
@@ -64,10 +69,10 @@ def _svd_grad(f, g):
     inner = f.add(f.add(f.mul(u_part, s_row, u_part), f.mul(s_column, v_part, v_part), u_part),
                   f.mul(square, _rows_and_columns(f, ds)[0], u_part), u_part)
     grad = mm(f, mm(f, u, inner), vh, like=x)
-    if m_rows > size:
+    if tall:
         outside = f.sub(du, mm(f, u, uu), du)
         grad = f.add(grad, mm(f, f.div(outside, s_row, outside), vh, like=x), x)
-    if n_cols > size:
+    if wide:
         outside = f.sub(dvh, mm(f, mt(f, vv), vh), dvh)
         grad = f.add(grad, mm(f, u, f.div(outside, s_column, outside), like=x), x)
     return {"X@GRAD": grad}

@@ -57,10 +57,11 @@ def inverse(f: Formula, x: str) -> str:
 
 
 def identity(f: Formula, like: str) -> str:
-    """The identity matrix of the size of ``like``'s matrices, in its dtype (broadcast over a batch)."""
+    """The identity matrix of the size of ``like``'s (square) matrices, in its dtype (broadcast over a batch); of a
+    size known at run time only, the diagonal of ones like ``like`` (a batch of them)."""
     shape, var = f.g.shape(like), f.g.block.find_var(like) if f.g.block is not None else None
     if shape is None or shape[-1] < 0:
-        raise GradError(f"{f.g.fwd.type}: the matrix size of '{like}' must be known to differentiate it")
+        return diagonal_part(f, f.fill_like(like, 1.0))
     dtype = int(var.dtype) if var is not None and var.dtype is not None else int(VarType.FP32)
     return f.op("eye", {}, like, {"num_rows": shape[-1], "num_columns": shape[-1], "dtype": dtype},
                 dims=lambda s: [s[-1], s[-1]])
@@ -68,7 +69,7 @@ def identity(f: Formula, like: str) -> str:
 
 def diagonal_part(f: Formula, x: str) -> str:
     """x with everything off the diagonal zeroed."""
-    return f.mul(x, identity(f, x), x)
+    return triangle(f, triangle(f, x, upper=True), upper=False)
 
 
 def onto_triangle(f: Formula, sym: str, upper: bool) -> str:
@@ -78,12 +79,13 @@ def onto_triangle(f: Formula, sym: str, upper: bool) -> str:
 
 def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tuple[list[int], bool]:
     """The batch dims a solve broadcast ``matrix`` and ``rhs`` to, and whether ``rhs`` holds vectors (solve's rule
-    when ``vectors``); their shapes must be known."""
+    when ``vectors``); the batch dims must be known (the grads are summed back over them), the matrix sizes need not
+    be, unless solve's rule needs them to tell vectors from matrices."""
     a, b = f.g.shape(matrix), f.g.shape(rhs)
-    if a is None or b is None or min(a + b, default=0) < 0:
-        raise GradError(f"{f.g.fwd.type}: the shapes of '{matrix}' and '{rhs}' must be known to differentiate it, "
-                        f"got {a} and {b}")
-    is_vector = vectors and holds_vectors(a, b)
+    is_vector = vectors and a is not None and b is not None and holds_vectors(a, b)
+    if a is None or b is None or min(a[:-2] + b[:-1 if is_vector else -2], default=0) < 0 or is_vector is None:
+        raise GradError(f"{f.g.fwd.type}: the batch dims of '{matrix}' and '{rhs}' (and whether '{rhs}' holds "
+                        f"vectors) must be known to differentiate it, got {a} and {b}")
     return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
 
 

@@ -12,7 +12,6 @@ from ..ir import real_dtype
 from ..registry import defgrad
 from . import linalg_extra  # noqa: F401  (registers the grad ops)
 from .composite import expansion, first
-from .linalg_decomp_double import matrix_size
 from .linalg_double import identity, mm, mt, onto_triangle, rank, triangle, unsqueezed
 
 
@@ -20,8 +19,8 @@ from .linalg_double import identity, mm, mt, onto_triangle, rank, triangle, unsq
 def _svdvals_grad(f, g):
     """U diag(ds) V^T, U and V from x's reduced SVD."""
     x, ds = first(g.I("x")), first(g.I("s@GRAD"))
-    n, m_rows, n_cols = matrix_size(f, x)
-    size = min(m_rows, n_cols)
+    n, shape = rank(f, x), g.shape(x)
+    size = min(shape[-2:]) if min(shape[-2:]) >= 0 else -1   # the formula needs it only to declare U and VH
     u, s = g.tmp(x, lambda shape: [*shape[:-1], size]), g.tmp(ds)
     vh = f.op("svd", {"X": x}, x, {"full_matrices": False}, slot="VH", more={"U": u, "S": s},
               dims=lambda shape: [*shape[:-2], size, shape[-1]])
@@ -76,13 +75,25 @@ def _inner(f, values: str, vectors: str, adjoint: str, dvalues: str | None, dvec
     return inner
 
 
+def _total(sizes) -> int:
+    sizes = list(sizes)
+    return sum(sizes) if min(sizes) >= 0 else -1
+
+
+def _halves(f, x: str, axis: int) -> list[str]:
+    """``x`` split in two along ``axis`` (>= 0), whatever its size."""
+    halves = [f.g.tmp(x, lambda s: [d // 2 if i == axis and d >= 0 else d for i, d in enumerate(s)]) for _ in range(2)]
+    f.emit("split", {"X": x}, {"Out": halves}, {"axis": axis, "num": 2, "sections": []})
+    return halves
+
+
 @expansion
 def _eig_grad(f, g):
     """Re(V^-H inner V^H), V^-H = R + iS from the real inverse [[R, -S], [S, R]] of [[P, -Q], [Q, P]], V^H = P + iQ:
     R Re(inner V^H) - S Im(inner V^H). Eigenvalues must be distinct (the kernel's 0 / 0 = 0 is not differentiable)."""
     values, vectors = first(g.I("Eigenvalues")), first(g.I("Eigenvectors"))
     dvalues, dvectors = first(g.I("Eigenvalues@GRAD")), first(g.I("Eigenvectors@GRAD"))
-    n, size, _ = matrix_size(f, vectors)
+    n = rank(f, vectors)
     adjoint = f.unary("conj", mt(f, vectors))
     p, q = _part(f, "real", adjoint), _part(f, "imag", adjoint)
     eye = identity(f, p)
@@ -92,12 +103,12 @@ def _eig_grad(f, g):
 
     def joined(parts, axis):
         return f.op("concat", {"X": parts}, parts[0], {"axis": axis},
-                    dims=lambda s: [*s[:axis], sum(f.g.shape(v)[axis] for v in parts), *s[axis + 1:]])
+                    dims=lambda s: [*s[:axis], _total(f.g.shape(v)[axis] for v in parts), *s[axis + 1:]])
 
     real_block = joined([joined([p, f.scale(q, -1.0)], n - 1), joined([q, p], n - 1)], n - 2)
     inverted = f.op("inverse", {"Input": real_block}, real_block, slot="Output")
-    left = f.slice(inverted, n - 1, 0, size)
-    r, s = f.slice(left, n - 2, 0, size), f.slice(left, n - 2, size, 2 * size)
+    left = _halves(f, inverted, n - 1)[0]
+    r, s = _halves(f, left, n - 2)
     return {"X@GRAD": f.sub(mm(f, r, _part(f, "real", right)), mm(f, s, _part(f, "imag", right)), p)}
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from math import prod
 
-from ..errors import GradError
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
 from .complex_fft_double import is_complex
 from .complex_step import unary_polynomial
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
+from .reduced_dims import reduced_dims_back
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
     defgrad(f"{_name}_grad", grad=bilinear(_name))
@@ -156,30 +156,10 @@ def _logsumexp_again(f, g):
     """X@GRAD = dOut exp(X - Out), Out and dOut given back the reduced dims (as 1s), in differentiable ops: the maker
     differentiates this (Out an input of its own, as in the grad op)."""
     x, out, dout = first(g.I("X")), first(g.I("Out")), first(g.I("Out@GRAD"))
-    if g.shape(x) is None:
-        raise GradError(f"logsumexp_grad: the rank of {x} must be known (to give Out back its reduced dims)")
-    rank = len(g.shape(x))
-    axes = list(reduce.logsumexp_axes(g.attr, rank))
 
     def kept(v):
-        return v if g.attr("keepdim") or not axes else with_reduced_dims(f, g, v, axes, rank)
+        return reduced_dims_back(f, g, v, x, reduce.as_reduce_attrs(g.attr))
     return {"X@GRAD": f.mul(kept(dout), f.unary("exp", f.sub(x, kept(out), x)), x)}
-
-
-def with_reduced_dims(f: Formula, g, value: str, axes: list[int], rank: int) -> str:
-    """``value`` (a reduce op's Out or Out@GRAD: X of rank ``rank`` less ``axes``) given back those axes as 1s."""
-    shape = g.shape(value)
-    if shape is not None and len(shape) != rank - len(axes):
-        raise GradError(f"{g.fwd.type}: {value} has shape {shape}, not the {rank - len(axes)} dims X of rank {rank} "
-                        f"keeps when reduced over axes {axes}")
-    return f.op("unsqueeze2", {"X": value}, value, {"axes": axes}, more={"XShape": f.xshape(value)},
-                dims=lambda kept: _spread(kept, axes, rank))
-
-
-def _spread(shape: list[int], axes: list[int], rank: int) -> list[int]:
-    """A reduced shape's dims at their places in the full rank (1 at the reduced axes)."""
-    rest = iter(shape)
-    return [1 if i in axes else next(rest) for i in range(rank)]
 
 
 defgrad("logsumexp_grad", grad=expansion(_logsumexp_again))

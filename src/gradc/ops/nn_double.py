@@ -8,7 +8,6 @@ no-grad inputs.
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import conv, loss, nn, pool  # noqa: F401  (register the grad ops given makers here)
@@ -41,9 +40,12 @@ def _pool(forward: str):
         if last:  # ddX is not declared yet: its temporaries are declared like X's
             x, ddx = (_transposed(f, v, x, to_first) for v in (x, ddx))
         attrs = {name: g.attr(name) for name in ("ksize", "strides", "global_pooling", "adaptive", "ceil_mode")}
-        pads = _pads(g, forward, g.shape(x)[2:], {**attrs, "paddings": list(g.attr("paddings")),
-                                                   "padding_algorithm": g.attr("padding_algorithm")})
-        if pads[::2] != pads[1::2]:
+        pads = _pads(g.shape(x)[2:], {**attrs, "paddings": list(g.attr("paddings")),
+                                      "padding_algorithm": g.attr("padding_algorithm")})
+        if pads is None:   # SAME over sizes known at run time only
+            x, ddx = _same_padded(f, x, ddx, dims, attrs)
+            pads = [0] * 2 * dims
+        elif pads[::2] != pads[1::2]:
             edges = {"paddings": [0] * 4 + pads}
             x = f.op("pad", {"X": x}, x, {**edges, "pad_value": float("-inf")}, dims=_padded(pads))
             ddx = f.op("pad", {"X": ddx}, x, {**edges, "pad_value": 0.0})
@@ -60,13 +62,47 @@ def _pool(forward: str):
     return maker
 
 
-def _pads(g, forward: str, sizes: list[int], attrs: dict) -> list[int]:
-    """The [before, after] paddings per spatial dim the forward pooled with (SAME needs the sizes)."""
+def _pads(sizes: list[int], attrs: dict) -> list[int] | None:
+    """The [before, after] paddings per spatial dim the forward pooled with; None for SAME over sizes known at run
+    time only."""
     if attrs["padding_algorithm"] == "SAME" and not (attrs["global_pooling"] or attrs["adaptive"]) \
             and min(sizes) < 0:
-        raise GradError(f"{forward}_grad: gradc differentiates max pooling's grad with SAME paddings only over "
-                        f"spatial dims of known size (got {sizes})")
+        return None
     return pool_geometry(sizes, attrs)[1]
+
+
+def _same_padded(f, x: str, ddx: str, dims: int, attrs: dict) -> tuple[str, str]:
+    """x padded with -inf and ddX with zeros (channels first) by SAME's pads, computed at run time from x's spatial
+    sizes n as the forward does: total max((ceil(n / s) - 1) s + k - n, 0), the odd one after (pad3d's Paddings)."""
+    sizes = f.op("shape", {"Input": x}, x, dims=lambda s: [len(s)], dtype=VarType.INT32)
+
+    def const(value: int) -> str:
+        return f.op("fill_constant", {}, sizes, {"shape": [1], "value": float(value), "dtype": int(VarType.INT32)},
+                    dims=lambda _: [1])
+
+    pairs = []
+    for i, (k, s) in enumerate(zip(attrs["ksize"], attrs["strides"])):
+        n = f.slice(sizes, 0, 2 + i, 3 + i)
+        out = f.op("elementwise_floordiv", {"X": f.scale(n, 1.0, s - 1), "Y": const(s)}, n)
+        total = f.op("elementwise_max", {"X": f.sub(f.scale(out, s, k - s), n, n), "Y": const(0)}, n)
+        before = f.op("elementwise_floordiv", {"X": total, "Y": const(2)}, n)
+        pairs.append([before, f.sub(total, before, n)])
+    order = [v for pair in reversed(pairs) for v in pair] + [const(0)] * (6 - 2 * dims)   # W, H (, D) first
+    paddings = f.op("concat", {"X": order}, sizes, {"axis": 0}, dims=lambda _: [6])
+
+    def padded(v: str, value: float) -> str:
+        if dims == 2:
+            v = f.op("unsqueeze2", {"X": v}, x, {"axes": [2]}, more={"XShape": f.xshape(x)},
+                     dims=lambda s: [*s[:2], 1, *s[2:]])
+        like = v if dims == 2 else x   # ddX itself is not declared yet
+        v = f.op("pad3d", {"X": v, "Paddings": paddings}, like, {"mode": "constant", "value": value,
+                                                                   "data_format": "NCDHW"},
+                 dims=lambda s: s[:-dims] + [-1] * dims)
+        if dims == 2:
+            v = f.op("squeeze2", {"X": v}, x, {"axes": [2]}, more={"XShape": f.xshape(v)},
+                     dims=lambda s: s[:2] + [-1] * dims)
+        return v
+    return padded(x, float("-inf")), padded(ddx, 0.0)
 
 
 def _moved(perm: list[int] | None):

@@ -5,14 +5,12 @@ with its definition (gradc.ops.products_einsum)."""
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import VarType
 from ..registry import defgrad
 from ..shapes import broadcast_dims
 from . import products  # noqa: F401  (registers the grad ops)
 from .composite import bilinear, expansion, first, linear, multilinear
-from .math_double import with_reduced_dims
-from .reduce import reduced_axes
+from .reduced_dims import reduced_dims_back
 
 
 @expansion
@@ -54,13 +52,7 @@ def _dist_grad_maker(g):
 def _frobenius_norm_grad(f, g):
     """X@GRAD = X dOut / (Out + 1e-12), dOut and Out given back the reduced dims (as 1s)."""
     x, out, dout = first(g.I("X")), first(g.I("Out")), first(g.I("Out@GRAD"))
-    if g.shape(x) is None:
-        raise GradError(f"frobenius_norm_grad: the rank of {x} must be known (to give Out back its reduced dims)")
-    rank = len(g.shape(x))
-    axes = list(reduced_axes(g.attr, rank))
-    ratio = f.div(dout, f.scale(out, 1.0, 1e-12), dout)
-    if not g.attr("keep_dim") and axes and len(axes) < rank:
-        ratio = with_reduced_dims(f, g, ratio, axes, rank)
+    ratio = reduced_dims_back(f, g, f.div(dout, f.scale(out, 1.0, 1e-12), dout), x, g.attr)
     return {"X@GRAD": f.mul(x, ratio, x)}
 
 

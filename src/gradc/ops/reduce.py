@@ -77,19 +77,19 @@ for _name in ("reduce_amax", "reduce_amin"):
 defop("mean", ["X"], infer=lambda ctx: {"Out": ([], ctx.dtype("X"))}, grad=grad_op("X"))
 
 
-def _as_reduce_attrs(attrs_of):
+def as_reduce_attrs(attrs_of):
     """logsumexp's attributes (axis, keepdim, reduce_all) read by the reduce ops' names."""
     return lambda name: attrs_of({"dim": "axis", "keep_dim": "keepdim"}.get(name, name))
 
 
 def logsumexp_axes(attrs_of, rank: int, fail=value_error) -> tuple[int, ...]:
     """logsumexp's axes: reduce_all or no axis folds every dim."""
-    return reduced_axes(_as_reduce_attrs(attrs_of), rank, fail)
+    return reduced_axes(as_reduce_attrs(attrs_of), rank, fail)
 
 
 # log(sum(exp(X))) over the axes; its grad is dOut exp(X - Out) (softmax over the axes)
 defop("logsumexp", ["X"], attrs={"axis": typed([], AttrType.INTS), "keepdim": False, "reduce_all": False},
-      infer=lambda ctx: reduce_infer(ctx, attr=_as_reduce_attrs(ctx.attr)), grad=grad_op("X", "Out"))
+      infer=lambda ctx: reduce_infer(ctx, attr=as_reduce_attrs(ctx.attr)), grad=grad_op("X", "Out"))
 
 
 def _p_norm_infer(ctx):

@@ -3,7 +3,9 @@ derivatives follow. As cumprod's (cumprod_double), the forward is written again 
 over layers, directions and time steps: gradc.ops.rnn_unrolled), its backward seeded with rnn_grad's Out@GRAD and
 State@GRAD is emitted by ``differentiate`` (so it recomputes rnn_grad's outputs), and both are differentiated
 again. The recomputation reads Input, PreState, WeightList and the output grads, and as constants SequenceLength
-and the dropout mask DropoutState; not Out or Reserve.
+and the dropout mask DropoutState; not Out or Reserve. Over a time dim of unknown size (no unrolling: a maker cannot
+emit a while loop it could differentiate) rnn_grad's maker emits rnn_grad_grad instead, a complex step through the
+kernels as lstm_grad_grad's (gradc.executor.kernels.lod_rnn_double), whose own maker refuses a third derivative.
 """
 
 from __future__ import annotations
@@ -11,10 +13,10 @@ from __future__ import annotations
 from ..errors import GradError
 from ..ir import EMPTY_VAR
 from ..makers import GradContext
-from ..registry import defgrad
+from ..registry import defgrad, grads_like_inputs
 from . import rnn  # noqa: F401  (registers rnn_grad)
 from .composite import Formula, differentiate, first
-from .rnn import rnn_shape_of
+from .rnn import RNN_ATTRS, rnn_shape_of
 from .rnn_unrolled import Unrolled, dropped
 
 # rnn_grad's outputs and the rnn inputs whose grads they are
@@ -28,6 +30,32 @@ def _steps_and_batch(g: GradContext, x: str) -> tuple[int, int]:
         raise GradError(f"rnn_grad: the time steps (dim 0) of Input '{x}' must be known to unroll the recurrence, "
                         f"got shape {dims}")
     return dims[0], dims[1]
+
+
+def _steps_known(g: GradContext) -> bool:
+    dims = g.shape(first(g.I("Input")))
+    return dims is not None and len(dims) == 3 and dims[0] >= 0
+
+
+# rnn_grad_grad's differentiable inputs: the rnn's (the forward recomputed from them) and the output grads
+STEPPED = ("Input", "PreState", "WeightList", "Out@GRAD", "State@GRAD")
+
+
+def _complex_step(g: GradContext):
+    """Over a time dim of unknown size: one rnn_grad_grad, a complex step through the kernels (third derivatives
+    refused)."""
+    dd = {f"{slot}@GRAD": g.OG(slot) for slot, _ in GRAD_SLOTS if any(v != EMPTY_VAR for v in g.OG(slot))}
+    if not dd:
+        return []
+    values = {slot: g.I(slot) for slot in (*STEPPED, "SequenceLength", "DropoutState") if g.I(slot)}
+    grads = {f"{slot}@GRAD": g.IG(slot) for slot in STEPPED if g.I(slot)}
+    return [g.op("rnn_grad_grad", {**values, **dd}, grads, forward_attrs=True)]
+
+
+def _third(g: GradContext):
+    raise GradError("rnn_grad_grad: gradc does not differentiate the rnn op three times over a time dim of unknown "
+                    "size: its second derivative is a complex step through the kernels, which a third would need "
+                    "again")
 
 
 def _dropout(f: Formula, g: GradContext):
@@ -61,7 +89,10 @@ def recomputed_grads(f: Formula, g: GradContext) -> dict[str, str]:
 
 def _rnn_grad(g: GradContext):
     """The rnn forward unrolled into differentiable ops and its backward (recomputing rnn_grad's outputs), both
-    differentiated again, seeded with the grads of rnn_grad's outputs."""
+    differentiated again, seeded with the grads of rnn_grad's outputs; over a time dim of unknown size a complex
+    step."""
+    if not _steps_known(g):
+        return _complex_step(g)
     f = Formula(g)
     recomputed = recomputed_grads(f, g)
     if not recomputed:
@@ -73,3 +104,9 @@ def _rnn_grad(g: GradContext):
 
 
 defgrad("rnn_grad", grad=_rnn_grad, no_grad_inputs=["Out", "Reserve", "DropoutState", "SequenceLength"])
+defgrad("rnn_grad_grad", inputs=["Input", "PreState[]", "WeightList[]", "SequenceLength?", "DropoutState?",
+                                 "Out@GRAD?", "State@GRAD[]?", "Input@GRAD@GRAD?", "PreState@GRAD@GRAD[]?",
+                                 "WeightList@GRAD@GRAD[]?"],
+        outputs=[f"{slot}@GRAD{'[]' if slot in ('PreState', 'WeightList', 'State@GRAD') else ''}?" for slot in STEPPED],
+        attrs=RNN_ATTRS, infer=grads_like_inputs, grad=_third, no_grad_inputs=["SequenceLength", "DropoutState"],
+        of="rnn_grad")

@@ -22,7 +22,8 @@ from .loss_double import reducing
 def _taken(x_slot: str, index_slot: str, dout_slot: str, keepdim: str | None = None):
     """cummax/cummin (index per element) and mode (index per reduced row): X@GRAD adds dOut at the index along
     the axis, so d/d(dOut) takes ddX there (the index given the axis back first when ``keepdim`` names an attribute
-    that is false). A 0-d X is its own scan and mode: d/d(dOut) = ddX."""
+    that is false). A 0-d X is its own scan and mode: d/d(dOut) = ddX. Of an X of unknown rank the axis stays as
+    the op has it: take_along_axis and unsqueeze2 place a negative one from the end at run time."""
 
     def maker(g):
         wanted, ddx = first(g.IG(dout_slot)), first(g.OG(x_slot + "@GRAD"))
@@ -31,19 +32,16 @@ def _taken(x_slot: str, index_slot: str, dout_slot: str, keepdim: str | None = N
         f = Formula(g)
         x, indices, dout = first(g.I(x_slot)), first(g.I(index_slot)), first(g.I(dout_slot))
         shape = g.shape(x)
-        if shape is None:
-            raise GradError(f"{g.fwd.type}: the rank of {x} must be known")
-        if not shape:
+        if shape == []:
             f.into(wanted, "scale", {"X": ddx}, {"scale": 1.0})
             return f.ops
-        axis = g.attr("axis") % len(shape)   # Paddle's take_along_axis wants it >= 0
+        axis = g.attr("axis") if shape is None else g.attr("axis") % len(shape)   # Paddle's take_along_axis: >= 0
+
+        def unsqueezed(s):
+            return s[:axis] + [1] + s[axis:] if axis >= 0 else s[:len(s) + 1 + axis] + [1] + s[len(s) + 1 + axis:]
         if keepdim is None:
             f.into(wanted, "take_along_axis", {"Input": ddx, "Index": indices}, {"Axis": axis}, slot="Result")
             return f.ops
-
-        def unsqueezed(s):
-            return s[:axis] + [1] + s[axis:]
-
         dims = None
         if not g.attr(keepdim):
             dims = unsqueezed
@@ -78,19 +76,17 @@ def _shared(x_slot: str, out_slot: str):
     reduced = reducing(out_slot + "@GRAD", _median_spread, x=x_slot)
 
     def maker(g):
-        if g.I("AxisTensor") or g.I("AxisTensorList"):
+        if g.I("AxisTensor") or g.I("AxisTensorList") or g.shape(first(g.I(x_slot))) is None:
             return _folded_at_run_time(g, x_slot, out_slot)
-        if g.shape(first(g.I(x_slot))) is None:   # reducing reads its rank
-            raise GradError(f"{g.fwd.type}: the rank of {first(g.I(x_slot))} must be known")
         return reduced(g)
 
     return maker
 
 
 def _folded_at_run_time(g, x_slot: str, out_slot: str) -> list:
-    """median_grad with its axes in AxisTensor(List): d/d(dOut) sums ddX w over the folded dims (all for none or a
-    rank <= 1 x, as reduce_sum's empty dim), reduce_sum reading them at run time from its dim attribute, a
-    tensor-valued one naming the same vars, and keeping dims as the median did."""
+    """median_grad with its axes in AxisTensor(List), or of an x of unknown rank: d/d(dOut) sums ddX w over the folded
+    dims (all for none or a rank <= 1 x, as reduce_sum's empty dim), reduce_sum placing them at run time (from its dim
+    attribute: a tensor-valued one naming the same vars, or the median's axes), and keeping dims as the median did."""
     wanted = first(g.IG(out_slot + "@GRAD"))
     if wanted == EMPTY_VAR:
         return []
@@ -100,9 +96,10 @@ def _folded_at_run_time(g, x_slot: str, out_slot: str) -> list:
     weights = f.op(g.fwd.type, {**values, out_slot + "@GRAD": f.fill_like(dout, 1.0)}, like, slot=x_slot + "@GRAD",
                    same=True)
     f.into(wanted, "reduce_sum", {"X": f.mul(first(g.OG(x_slot + "@GRAD")), weights, like)},
-           {"dim": [], "keep_dim": g.attr("keepdim"), "reduce_all": False})
-    axes = g.I("AxisTensor")
-    f.ops[-1].set_attr("dim", axes[0] if axes else list(g.I("AxisTensorList")), AttrType.VAR if axes else AttrType.VARS)
+           {"dim": list(g.attr("axis") or []), "keep_dim": g.attr("keepdim"), "reduce_all": False})
+    axes, listed = g.I("AxisTensor"), g.I("AxisTensorList")
+    if axes or listed:
+        f.ops[-1].set_attr("dim", axes[0] if axes else list(listed), AttrType.VAR if axes else AttrType.VARS)
     return f.ops
 
 
@@ -159,30 +156,62 @@ class _Scan:
         return total
 
 
+def _shifted(f: Formula, value: str, axis: int, rank: int, reverse: bool) -> str:
+    """Entry j holds ``value``'s entry after j in the scan's order (0 past the end), however many entries there are:
+    a zero padded on at the end and the first entry cut off (padded first, so a single entry leaves nothing empty)."""
+    paddings = [0] * (2 * rank)
+    paddings[2 * axis + (0 if reverse else 1)] = 1
+    padded = f.op("pad", {"X": value}, value, {"paddings": paddings, "pad_value": 0.0}, dims=lambda s: [-1] * len(s))
+    rest = {"axes": [axis], "starts": [0 if reverse else 1], "ends": [-1 if reverse else 2 ** 31 - 1],
+            "infer_flags": [1], "decrease_axis": []}
+    return f.op("slice", {"Input": padded}, value, rest)
+
+
+def _summed_on(f: Formula, g, row: str, running: str, weights: str, axis: int) -> str:
+    """exp(x_j - s_j) times the discounted sum from j on of weights_i exp(s_j - s_i) (``_Scan.discounted_sum``) along
+    a dim of unknown size: a cumsum of weights_i exp(c - s_i), times exp(x_j - c), c halfway between the scan's first
+    and last s (its least and greatest), so neither factor overflows while the scanned s span less than twice the
+    dtype's exp range."""
+    ends = [f.op("slice", {"Input": running}, running, {"axes": [axis], "starts": [start], "ends": [end],
+                                                         "infer_flags": [1], "decrease_axis": []},
+                 dims=lambda s: [1 if i == axis % len(s) else d for i, d in enumerate(s)])
+            for start, end in ((0, 1), (-1, 2 ** 31 - 1))]
+    middle = f.scale(f.add(*ends, ends[0]), 0.5)
+    scaled = f.mul(weights, f.unary("exp", f.sub(middle, running, running)), running)
+    total = f.op("cumsum", {"X": scaled}, running, {"axis": axis, "flatten": False, "exclusive": False,
+                                                    "reverse": not g.attr("reverse")})
+    return f.mul(f.unary("exp", f.sub(row, middle, row)), total, row)
+
+
 @expansion
 def _logcumsumexp_grad(f, g):
     """X@GRAD_j = the sum over the outputs i holding x_j of dOut_i exp(x_j - out_i), as exp(x_j - s_j) times the
     discounted sum from j on of dOut_i exp(s_j - s_i), s the inclusive scan (logcumsumexp itself): every exponent is
     <= 0. Exclusive out_i is s at the entry before i, so there dOut is moved one entry back onto s first. The kernel
-    reads X only (Out for its shape), so X is where s comes from; flatten and a 0-d X scan a 1-D row."""
+    reads X only (Out for its shape), so X is where s comes from; flatten and a 0-d X scan a 1-D row. Along a dim of
+    unknown size the discounted sum is a cumsum (``_summed_on``)."""
     x, dout = first(g.I("X")), first(g.I("Out@GRAD"))
     shape = g.shape(x)
-    if shape is None:
-        raise GradError(f"logcumsumexp_grad: the shape of {x} must be known")
-    flatten = g.attr("flatten") or not shape
-    row, axis, dout_row = x, (0 if flatten else g.attr("axis") % len(shape)), dout
+    flatten = g.attr("flatten") or shape == []
+    row, axis, dout_row = x, (0 if flatten else g.attr("axis")), dout
     if flatten:
-        size = prod(shape) if all(d >= 0 for d in shape) else -1
+        size = prod(shape) if shape is not None and all(d >= 0 for d in shape) else -1
         row = f.op("reshape2", {"X": x}, x, {"shape": [-1]}, more={"XShape": f.xshape(x)}, dims=lambda s: [size])
         dout_row = f.shaped_like(dout, row)
-    n = g.shape(row)[axis]
-    if n < 0:
-        raise GradError(f"logcumsumexp_grad: the scanned dim of {x} must be known, got shape {shape}")
-    scan = _Scan(f, len(g.shape(row)), axis, n, g.attr("reverse"))
+    rank = 1 if flatten else None if shape is None else len(shape)
+    axis = axis if rank is None else axis % rank
+    n = -1 if g.shape(row) is None else g.shape(row)[axis]
+    if g.attr("exclusive") and rank is None:
+        raise GradError(f"logcumsumexp_grad: the rank of {x} must be known to shift an exclusive scan's grads")
     running = f.op("logcumsumexp", {"X": row}, row, {"axis": axis, "flatten": False, "exclusive": False,
                                                       "reverse": g.attr("reverse")})
-    weights = scan.later(dout_row, 1) if g.attr("exclusive") else dout_row
-    grad = f.mul(f.unary("exp", f.sub(row, running, row)), scan.discounted_sum(weights, running), row)
+    if n < 0:
+        weights = _shifted(f, dout_row, axis, rank, g.attr("reverse")) if g.attr("exclusive") else dout_row
+        grad = _summed_on(f, g, row, running, weights, axis)
+    else:
+        scan = _Scan(f, rank, axis, n, g.attr("reverse"))
+        weights = scan.later(dout_row, 1) if g.attr("exclusive") else dout_row
+        grad = f.mul(f.unary("exp", f.sub(row, running, row)), scan.discounted_sum(weights, running), row)
     return {"X@GRAD": f.shaped_like(grad, x) if flatten else grad}
 
 

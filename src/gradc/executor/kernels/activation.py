@@ -25,7 +25,10 @@ def holomorphic(backward):
 
 def sigmoid(x):
     """1 / (1 + e^-x) without overflow and exact to rounding in both tails: e^x / (1 + e^x) below 0 (the tanh form,
-    0.5 * (1 + tanh(x / 2)), rounds to 0 below -17 in float32, where Paddle gives e^x: PaddleRec's FM)."""
+    0.5 * (1 + tanh(x / 2)), rounds to 0 below -17 in float32, where Paddle gives e^x: PaddleRec's FM). Of a complex
+    x, 1 / (1 + e^-x) as Paddle's complex kernel."""
+    if np.iscomplexobj(x):
+        return 1 / (1 + np.exp(-x))
     tail = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + tail), tail / (1 + tail))
 
@@ -154,7 +157,7 @@ def _hard_swish_grad(x, d, k):
 kernel("relu")(lambda k: {"Out": np.maximum(k.x("X"), 0)})   # unary's pair, one call less: hot in MLPs
 kernel("relu_grad")(lambda k: {"X@GRAD": k.x("Out@GRAD") * (k.x("Out") > 0)})
 kernel("relu_grad_grad")(lambda k: {"grad_out@GRAD": k.x("grad_x@GRAD") * (k.x("Out") > 0)})
-unary("sigmoid", lambda x, k: sigmoid(x), lambda out, d, k: d * out * (1 - out), uses="Out")
+unary("sigmoid", lambda x, k: sigmoid(x), holomorphic(lambda out, d, k: d * out * (1 - out)), uses="Out")
 unary("tanh", lambda x, k: np.tanh(x), holomorphic(lambda out, d, k: d * (1 - out * out)), uses="Out")
 unary("softmax", lambda x, k: softmax(x, k.attr("axis")),
       lambda out, d, k: out * (d - (d * out).sum(axis=k.attr("axis"), keepdims=True)), uses="Out")
@@ -166,7 +169,7 @@ unary("leaky_relu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * x),
       lambda x, d, k: np.where(x >= 0, d, k.attr("alpha") * d))
 unary("elu", lambda x, k: np.where(x > 0, x, k.attr("alpha") * np.expm1(np.minimum(x, 0))),
       lambda x, d, k: np.where(x > 0, d, d * (k.x("Out") + k.attr("alpha"))))
-unary("silu", lambda x, k: x * sigmoid(x), lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+unary("silu", lambda x, k: x * sigmoid(x), holomorphic(lambda x, d, k: d * sigmoid(x) * (1 + x * (1 - sigmoid(x)))))
 
 
 def _swish_grad(x, d, k):
@@ -181,7 +184,17 @@ unary("softplus", lambda x, k: _softplus(x, k.attr("beta"), k.attr("threshold"))
 unary("hard_sigmoid", lambda x, k: np.clip(k.attr("slope") * x + k.attr("offset"), 0, 1),
       lambda out, d, k: d * k.attr("slope") * ((out > 0) & (out < 1)), uses="Out")
 unary("hard_swish", _hard_swish, _hard_swish_grad)
-unary("softsign", lambda x, k: x / (1 + np.abs(x)), lambda x, d, k: d / (1 + np.abs(x)) ** 2)
+def _softsign_grad(x, d, k):
+    """d / (1 + |x|)^2; of a complex x (not holomorphic), the gradient of Re(conj(d) softsign(x)) by Paddle's
+    convention: d / (1 + |x|) - Re(conj(d) x) sign(x) / (1 + |x|)^2, sign(0) = 0 (docs/complex-fft.md)."""
+    size = np.abs(x)
+    if not np.iscomplexobj(x):
+        return d / (1 + size) ** 2
+    unit = np.divide(x, size, out=np.zeros_like(x), where=size > 0)
+    return d / (1 + size) - (d.conj() * x).real * unit / (1 + size) ** 2
+
+
+unary("softsign", lambda x, k: x / (1 + np.abs(x)), _softsign_grad)
 unary("relu6", lambda x, k: np.minimum(np.maximum(x, 0), k.attr("threshold")),
       lambda out, d, k: d * ((out > 0) & (out < k.attr("threshold"))), uses="Out")
 

@@ -1,8 +1,9 @@
 """Kernels of gradc.ops.lod_rnn's lstm (and what gru's share: the batch layout, the activations). Each step runs
 the sequences still going, in Paddle's batch-major layout: sequences sorted by length (longest first, ties in
 order), step t holding row t of each sequence longer than t (counted from the end with is_reverse), so the
-sequences of step t are the first ones of step t - 1. Computed in float64, returned in Input's dtype. The grads
-run the forward again and walk the steps backwards. gru and gru_unit are in lod_rnn_gru.py."""
+sequences of step t are the first ones of step t - 1. Computed in float64 (complex128 for the complex step of
+lod_rnn_double's kernels), returned in Input's dtype. The grads run the forward again and walk the steps backwards.
+gru and gru_unit are in lod_rnn_gru.py."""
 
 from __future__ import annotations
 
@@ -16,6 +17,11 @@ from .sequence_lod import offsets
 SETS_LOD.add("lstm")
 
 SIGMOID_RANGE = (-40.0, 13.0)   # Paddle's RNN sigmoid clamps its input to this range
+
+
+def wide(value: np.ndarray) -> np.ndarray:
+    """float64, or complex128 for a complex value."""
+    return value.astype(np.complex128 if np.iscomplexobj(value) else np.float64)
 
 
 def _sigmoid(z):
@@ -90,16 +96,16 @@ def sequences(k, reverse: bool) -> Layout:
     return Layout(offsets(k, "Input", at_most=1), reverse)
 
 
-def initial_state(k, slot: str, layout: Layout, width: int) -> np.ndarray:
-    """H0 / C0 (one row per sequence) in the layout's order, float64; zeros when the slot is empty."""
+def initial_state(k, slot: str, layout: Layout, width: int, dtype=np.float64) -> np.ndarray:
+    """H0 / C0 (one row per sequence) in the layout's order, in ``dtype``; zeros when the slot is empty."""
     value = k.optional(slot)
     count = len(layout.order)
     if value is None:
-        return np.zeros((count, width))
+        return np.zeros((count, width), dtype)
     if value.shape != (count, width):
         raise ValueError(f"{slot} has shape {list(value.shape)}, not [{count}, {width}] (a row per sequence of "
                          f"Input, hidden size {width})")
-    return value.astype(np.float64)[layout.order]
+    return value.astype(dtype)[layout.order]
 
 
 # ---------------------------------------------------------------- lstm
@@ -109,24 +115,25 @@ class LstmRun:
     (candidate, input, forget, output), cells ``c``, activated cells ``ca``, hidden ``h``."""
 
     def __init__(self, k):
-        x, self.w = k.x("Input").astype(np.float64), k.x("Weight").astype(np.float64)
+        x, self.w = wide(k.x("Input")), wide(k.x("Weight"))
         d = self.d = self.w.shape[0]
         if self.w.shape != (d, 4 * d) or x.ndim != 2 or x.shape[1] != 4 * d:
             raise ValueError(f"Input {list(x.shape)} and Weight {list(self.w.shape)} must be [rows, 4D] and [D, 4D]")
-        bias = k.x("Bias").astype(np.float64).reshape(-1)
+        bias = wide(k.x("Bias")).reshape(-1)
         peepholes = self.peepholes = k.attr("use_peepholes")
         if bias.size != (7 if peepholes else 4) * d:
             raise ValueError(f"Bias has {bias.size} values, not {7 if peepholes else 4} * D = "
                              f"{(7 if peepholes else 4) * d}" + (" (use_peepholes)" if peepholes else ""))
-        self.peep = bias[4 * d:].reshape(3, d) if peepholes else np.zeros((3, d))
+        self.peep = bias[4 * d:].reshape(3, d) if peepholes else np.zeros((3, d), bias.dtype)
         self.gate, self.cell = Activation(k, "gate_activation"), Activation(k, "cell_activation")
         self.cand = Activation(k, "candidate_activation")
         self.layout = layout = sequences(k, k.attr("is_reverse"))
-        self.h0, self.c0 = initial_state(k, "H0", layout, d), initial_state(k, "C0", layout, d)
+        dtype = np.result_type(x, self.w, bias)
+        self.h0, self.c0 = (initial_state(k, slot, layout, d, dtype) for slot in ("H0", "C0"))
         rows = len(layout.rows)
         self.z = x[layout.rows] + bias[:4 * d]
         self.a = np.empty_like(self.z)
-        self.c, self.ca, self.h = np.empty((rows, d)), np.empty((rows, d)), np.empty((rows, d))
+        self.c, self.ca, self.h = (np.empty((rows, d), dtype) for _ in range(3))
         for t, step in enumerate(layout.steps):
             self._step(step, *self.previous(t))
 
@@ -153,7 +160,7 @@ class LstmRun:
     def grads(self, dhidden: np.ndarray) -> dict[str, np.ndarray]:
         """Backpropagation through the steps: the grads of Input, H0, C0, Weight, Bias."""
         d, layout = self.d, self.layout
-        dh_all = dhidden.astype(np.float64)[layout.rows]
+        dh_all = dhidden.astype(self.z.dtype)[layout.rows]
         dc_all = np.zeros_like(dh_all)
         dz_all = np.zeros_like(self.z)
         dw, dpeep = np.zeros_like(self.w), np.zeros_like(self.peep)

@@ -9,7 +9,7 @@ import numpy as np
 from ...ops.lod_rnn import GRU_UNIT_ACTIVATIONS
 from ..lod import SETS_LOD
 from . import kernel
-from .lod_rnn import Activation, cast_grads, initial_state, sequences
+from .lod_rnn import Activation, cast_grads, initial_state, sequences, wide
 
 SETS_LOD.add("gru")
 
@@ -18,7 +18,7 @@ class GruCell:
     """The GRU step of Weight [D, 3D], whose first 2 D^2 values are W_ur [D, 2D] and the last D^2 W_c [D, D]."""
 
     def __init__(self, k, gate: Activation, act: Activation):
-        w = k.x("Weight").astype(np.float64)
+        w = wide(k.x("Weight"))
         d = self.d = w.shape[0]
         if w.shape != (d, 3 * d):
             raise ValueError(f"Weight has shape {list(w.shape)}, not [D, 3D]")
@@ -27,14 +27,14 @@ class GruCell:
 
     def gates_in(self, k, slot: str = "Input") -> np.ndarray:
         """The input projection plus Bias, [rows, 3D]."""
-        x, bias = k.x(slot).astype(np.float64), k.optional("Bias")
+        x, bias = wide(k.x(slot)), k.optional("Bias")
         if x.ndim != 2 or x.shape[1] != 3 * self.d:
             raise ValueError(f"{slot} has shape {list(x.shape)}, not [rows, 3D = {3 * self.d}]")
         if bias is None:
             return x
         if bias.size != 3 * self.d:
             raise ValueError(f"Bias has {bias.size} values, not 3D = {3 * self.d}")
-        return x + bias.astype(np.float64).reshape(-1)
+        return x + wide(bias).reshape(-1)
 
     def step(self, z: np.ndarray, h_prev: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """On the step's rows of z (input projection plus bias, made the pre-activations in place): the activated
@@ -74,10 +74,10 @@ class GruRun:
     def __init__(self, k):
         self.cell = cell = GruCell(k, Activation(k, "gate_activation"), Activation(k, "activation"))
         self.layout = layout = sequences(k, k.attr("is_reverse"))
-        self.h0 = initial_state(k, "H0", layout, cell.d)
         self.z = cell.gates_in(k)[layout.rows]
+        self.h0 = initial_state(k, "H0", layout, cell.d, self.z.dtype)
         rows = len(layout.rows)
-        self.a, self.reset, self.h = np.empty_like(self.z), np.empty((rows, cell.d)), np.empty((rows, cell.d))
+        self.a, self.reset, self.h = np.empty_like(self.z), *(np.empty((rows, cell.d), self.z.dtype) for _ in range(2))
         for t, step in enumerate(layout.steps):
             self.a[step], self.reset[step], self.h[step] = cell.step(self.z[step], self.previous(t))
 
@@ -87,7 +87,7 @@ class GruRun:
 
     def grads(self, dhidden: np.ndarray) -> dict[str, np.ndarray]:
         cell, layout = self.cell, self.layout
-        dh_all = dhidden.astype(np.float64)[layout.rows]
+        dh_all = dhidden.astype(self.z.dtype)[layout.rows]
         dz_all = np.zeros_like(self.z)
         dw_ur, dw_c, dh0 = np.zeros_like(cell.w_ur), np.zeros_like(cell.w_c), np.zeros_like(self.h0)
         for t in reversed(range(len(layout.steps))):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...errors import ExecutionError
 from ...ir import EMPTY_VAR
+from ...ops.complex_step import STEP
 from ...ops.rnn import attr_problem, describe_problems, rnn_shape_of
 from ...rnn_shape import named, shape_problems
 from .. import paddle_random, randomness
@@ -102,3 +103,30 @@ def rnn_grad(k):
                                          mask, k.attr("dropout_prob"))
     return k.grads({"Input@GRAD": lambda: dx, "PreState@GRAD": lambda: dstates, "WeightList@GRAD": lambda: dweights})
 
+
+
+@kernel("rnn_grad_grad")
+def rnn_grad_grad(k):
+    """rnn_grad's second derivative by a complex step (gradc.executor.kernels.lod_rnn_double's reasoning: rnn_grad is
+    the gradient of <dOut, Out> + <dState, State> over Input, PreState and WeightList, so its Jacobian is symmetric):
+    the forward and backward run once at each input + i h dd, their imaginary parts over h are the grads."""
+    shape, x, states, weights, lengths = _inputs(k)
+
+    def moved(values: list, slot: str) -> list:
+        steps = _grads_given(k, slot) or [None] * len(values)
+        return [v.astype(np.complex128) + (0 if s is None else 1j * STEP * s) for v, s in zip(values, steps)]
+
+    (xc,), sc, wc = moved([x], "Input@GRAD@GRAD"), moved(states, "PreState@GRAD@GRAD"), moved(weights,
+                                                                                            "WeightList@GRAD@GRAD")
+    mask, prob = (k.x("DropoutState") if _dropout_applies(k) else None), k.attr("dropout_prob")
+    out, finals, reserve = rnn_forward(shape, xc, sc, wc, lengths, mask, prob)
+    out_grad = (_grads_given(k, "Out@GRAD") or [None])[0]
+    state_grads = [None if g is None else g.astype(np.complex128) for g in _grads_given(k, "State@GRAD")] or None
+    dx, dstates, dweights = rnn_backward(shape, xc, sc, wc, reserve, None if out_grad is None else
+                                         out_grad.astype(np.complex128), state_grads, lengths, mask, prob)
+
+    def slopes(values: list) -> list:
+        return [(v.imag / STEP).astype(x.dtype) for v in values]
+    return k.grads({"Input@GRAD": lambda: slopes([dx])[0], "PreState@GRAD": lambda: slopes(dstates),
+                    "WeightList@GRAD": lambda: slopes(dweights), "Out@GRAD@GRAD": lambda: slopes([out])[0],
+                    "State@GRAD@GRAD": lambda: slopes(finals)})

@@ -1,0 +1,81 @@
+"""Second-derivative cases (as in second_order.py) whose inputs are declared with sizes known only at run time
+(-1), or with an unknown rank: the makers build what depends on those sizes from run-time shape ops."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import rng
+from .extra_math import LABELS, MARGINS, cosines
+from .second_order import distinct, second_order
+
+r = rng(61)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def shifted(*shape):
+    return randn(*shape) + 3 * np.eye(*shape[-2:])
+
+
+def spd(*shape):
+    """Symmetric positive definite matrices."""
+    a = randn(*shape)
+    return a @ np.swapaxes(a, -1, -2) + 3 * np.eye(shape[-1])
+
+
+def gru_unit(d: int, bias: bool = True, **attrs):
+    """A gru_unit step with its hidden size (and Input's 3 D, HiddenPrev's D) declared -1."""
+    inputs = {"Input": randn(3, 3 * d), "HiddenPrev": randn(3, d), "Weight": randn(d, 3 * d)}
+    unknown = {"Input": [0, 1], "HiddenPrev": [1], "Weight": [0, 1]}
+    if bias:
+        inputs["Bias"], unknown["Bias"] = randn(1, 3 * d), [1]
+    return second_order("gru_unit", inputs, attrs, rtol=1e-4, atol=1e-6, unknown=unknown)
+
+
+CASES = [
+    second_order("swiglu", {"x": randn(2, 6)}, unknown={"x": [1]}),
+    second_order("swiglu", {"x": randn(2, 3, 4)}, unknown={"x": None}),
+    *[second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4,
+                   unknown={"Logits": [0, 1]})
+      for margins, labels in zip(MARGINS[:2], (LABELS, LABELS[:, 0]))],
+    second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [1]}, unknown={"X": None}),
+    second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [-1, -3]}, unknown={"X": None}),
+    second_order("logsumexp", {"X": randn(2, 3)}, {"axis": [1]}, unknown={"X": [0, 1]}),
+    second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [0, 2]}, unknown={"X": None}),
+    second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [-2]}, unknown={"X": None}),
+    second_order("frobenius_norm", {"X": randn(2, 3)}, {"reduce_all": True}, unknown={"X": None}),
+    gru_unit(2),
+    gru_unit(3, bias=False, activation=0, gate_activation=2, origin_mode=True),
+    second_order("cummax", {"x": distinct(2, 3, 2)}, {"axis": -2}, unknown={"x": None}),
+    second_order("cummin", {"x": distinct(3, 4)}, {"axis": 1}, unknown={"x": None}),
+    second_order("mode", {"X": distinct(2, 3, 2)}, {"axis": -2}, unknown={"X": None}),
+    second_order("mode", {"X": distinct(3, 4)}, {"axis": 0, "keepdim": True}, unknown={"X": None}),
+    *[second_order(op, {slot: distinct(2, 3, 2)}, {"axis": axis, "keepdim": keepdim, "mode": mode},
+                   unknown={slot: None})
+      for op, slot in (("median", "x"), ("nanmedian", "X"))
+      for axis, keepdim, mode in (([0, -1], False, "avg"), ([1], True, "min"), ([], False, "avg"))],
+    # matrix sizes (the last two dims) known at run time only
+    second_order("cholesky", {"X": spd(2, 3, 3)}, unknown={"X": [1, 2], "Out": [1, 2]}),
+    second_order("eigh", {"X": spd(2, 3, 3)}, unknown={"X": [1, 2], "Eigenvalues": [1], "Eigenvectors": [1, 2]}),
+    second_order("cholesky_solve", {"X": randn(2, 3, 2), "Y": np.linalg.cholesky(spd(2, 3, 3))},
+                 unknown={"X": [1, 2], "Y": [1, 2], "Out": [1, 2]}),
+    second_order("triangular_solve", {"X": np.triu(shifted(3, 3)), "Y": randn(2, 3, 2)}, {"transpose": True},
+                 unknown={"X": [0, 1], "Y": [1, 2], "Out": [1, 2]}),
+    second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(2, 3, 2)}, unknown={"X": [1, 2], "Y": [1, 2]}),
+    second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": [1, 2], "Y": [0], "Out": [1]}),
+    *[second_order("svd", {"X": randn(*shape)}, unknown={"X": [-2, -1], "U": [-2, -1], "S": [-1], "VH": [-2, -1]})
+      for shape in ((4, 3), (2, 3, 5), (3, 3))],   # tall, wide, square: both outside parts, zero where U, V square
+    # max pooling with SAME paddings over spatial sizes known at run time only (pads computed at run time)
+    second_order("pool2d", {"X": distinct(1, 5, 4, 2)}, {"pooling_type": "max", "ksize": [2, 3], "strides": [2, 2],
+                                                        "padding_algorithm": "SAME", "data_format": "NHWC"},
+                 unknown={"X": [1, 2]}),
+    second_order("pool2d", {"X": distinct(2, 1, 5, 6)}, {"pooling_type": "max", "ksize": [3, 3], "strides": [1, 2],
+                                                        "padding_algorithm": "SAME", "ceil_mode": True},
+                 unknown={"X": [0, 2, 3]}),
+    second_order("pool3d", {"X": distinct(1, 2, 3, 4, 3)}, {"pooling_type": "max", "ksize": [2, 3, 2],
+                                                           "strides": [2, 1, 2], "padding_algorithm": "SAME"},
+                 unknown={"X": [2, 4]}),
+]
