@@ -48,3 +48,14 @@ def test_a_maker_reading_an_undeclared_var_names_it():
     block.append_op("reduce_mean", {"X": ["out"]}, {"Out": ["loss"]}, {"reduce_all": True})
     with pytest.raises(gradc.GradError, match=r"block 0, op 0 \(lerp\): var 'no_such_var' is not declared"):
         gradc.gradients(program, "loss", ["x"])
+
+
+def test_the_program_builder_refuses_an_input_of_unknown_rank_before_adding_the_op():
+    from gradc.layers import ProgramBuilder
+    builder = ProgramBuilder()
+    x = builder.data("x", None)
+    for op_type, attrs in (("logsumexp", {"axis": [0]}), ("softmax", {"axis": -1})):
+        with pytest.raises(gradc.ProgramError, match=f"op '{op_type}': input 'x' \\(slot X\\) is declared without a "
+                                                    f"shape"):
+            builder.op(op_type, {"X": x}, attrs)
+    assert builder.block.ops == []

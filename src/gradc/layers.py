@@ -65,6 +65,12 @@ class ProgramBuilder:
         if opdef is None or opdef.infer is None:
             raise ProgramError(f"op '{type}' has no shape inference; declare its outputs by hand")
         inputs = {slot: [v] if isinstance(v, str) else list(v) for slot, v in inputs.items()}
+        for slot, args in inputs.items():   # inference reads every input's rank: refuse before the op is added
+            unshaped = [name for name in args if (var := self.block.find_var(name)) is not None and var.shape is None]
+            if unshaped:
+                raise ProgramError(f"op '{type}': input '{unshaped[0]}' (slot {slot}) is declared without a shape, "
+                                   f"from which its outputs' shapes would be inferred; declare it with one "
+                                   f"(-1 for a dim known at run time only)")
         op = self.block.append_op(type, inputs, {}, attrs)
         ctx = InferContext(op, self.block, len(self.block.ops) - 1)
         inferred = opdef.infer(ctx)
