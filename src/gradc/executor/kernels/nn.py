@@ -103,6 +103,8 @@ def batch_norm(k):
         mean_out, var_out = m * running_mean + (1 - m) * mean, m * running_var + (1 - m) * var
     inv = 1 / np.sqrt(var + eps)
     y = _scaled_shifted(centred, per_channel(inv * scale, x), per_channel(bias, x))
+    if k.attr("fuse_with_relu"):   # oneDNN's batch_norm_act_fuse_pass folds the relu after it in here
+        y = np.maximum(y, 0)
     return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
             "SavedMean": mean, "SavedVariance": inv, "ReserveSpace": np.empty(0, x.dtype)}
 
@@ -112,6 +114,8 @@ def batch_norm_grad(k):
     """The grad of the forward's mode: Paddle's kernel takes is_test alone as global statistics, which
     is wrong with trainable_statistics (the forward normalised with the batch's)."""
     layout = k.attr("data_layout")
+    if k.attr("fuse_with_relu"):
+        raise ValueError("gradc does not differentiate a batch_norm with fuse_with_relu (an inference fusion)")
     x = _channels_first(k.x("X"), layout)
     dy = _channels_first(k.x("Y@GRAD"), layout)
     global_stats = _global_stats(k)

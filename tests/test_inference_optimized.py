@@ -1,0 +1,53 @@
+"""Programs Paddle Inference's CPU analysis passes wrote (tools/paddle_inference_optimized.py): gradc loads,
+verifies and saves each byte for byte, and runs it to the Predictor's outputs."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from fixtures import DATA
+
+ROOT = DATA / "inference_optimized"
+CASES = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
+FUSED = {"fusion_repeated_fc_relu", "fusion_seqconv_eltadd_relu", "fusion_seqpool_cvm_concat", "fusion_gru",
+         "fusion_lstm", "fused_conv2d", "fused_matmul"}
+
+
+def _run(case: str) -> tuple[dict, dict]:
+    program = gradc.load(ROOT / case / "model.pdmodel")
+    scope = gradc.Scope()
+    if (ROOT / case / "model.pdiparams").exists():
+        for name, value in gradc.read_params(ROOT / case / "model.pdiparams", program).items():
+            scope[name] = value
+    with np.load(ROOT / case / "feed.npz") as saved:
+        feed = {n: saved[n] for n in saved.files if not n.endswith(".lod")}
+        feed.update({n: gradc.LoDTensor(feed[n], [saved[f"{n}.lod"]]) for n in feed if f"{n}.lod" in saved.files})
+    with np.load(ROOT / case / "expected.npz") as saved:
+        expected = dict(saved)
+    outs = gradc.Executor().run(program, feed, list(expected), scope=scope)
+    return dict(zip(expected, outs)), expected
+
+
+def test_the_fixtures_hold_every_fused_op():
+    held = set().union(*(json.loads((ROOT / c / "meta.json").read_text())["ops"] for c in CASES))
+    assert FUSED <= held
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_runs_to_the_predictors_outputs(case):
+    got, expected = _run(case)
+    with np.load(ROOT / case / "unoptimized.npz") as unoptimized:
+        for name, want in expected.items():
+            np.testing.assert_allclose(unoptimized[name], want, rtol=1e-5, atol=1e-6)   # the passes kept the math
+            assert got[name].dtype == want.dtype and got[name].shape == want.shape
+            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_loads_verifies_and_saves_byte_for_byte(case, tmp_path):
+    program = gradc.load(ROOT / case / "model.pdmodel")
+    assert gradc.verify(program) == []
+    gradc.save(program, tmp_path / "again.pdmodel")
+    assert (tmp_path / "again.pdmodel").read_bytes() == (ROOT / case / "model.pdmodel").read_bytes()
