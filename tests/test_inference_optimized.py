@@ -15,11 +15,12 @@ FUSED = {"fusion_repeated_fc_relu", "fusion_seqconv_eltadd_relu", "fusion_seqpoo
          "fusion_lstm", "fused_conv2d", "fused_matmul"}
 
 
-def _run(case: str) -> tuple[dict, dict]:
-    program = gradc.load(ROOT / case / "model.pdmodel")
+def _run(case: str, program=None, params=None) -> tuple[dict, dict]:
+    program = program or gradc.load(ROOT / case / "model.pdmodel")
+    params = params or ROOT / case / "model.pdiparams"
     scope = gradc.Scope()
-    if (ROOT / case / "model.pdiparams").exists():
-        for name, value in gradc.read_params(ROOT / case / "model.pdiparams", program).items():
+    if params.exists():
+        for name, value in gradc.read_params(params, program).items():
             scope[name] = value
     with np.load(ROOT / case / "feed.npz") as saved:
         feed = {n: saved[n] for n in saved.files if not n.endswith(".lod")}
@@ -51,3 +52,18 @@ def test_loads_verifies_and_saves_byte_for_byte(case, tmp_path):
     assert gradc.verify(program) == []
     gradc.save(program, tmp_path / "again.pdmodel")
     assert (tmp_path / "again.pdmodel").read_bytes() == (ROOT / case / "model.pdmodel").read_bytes()
+
+
+PIR_CASES = sorted(c for c in CASES if (ROOT / c / "model.json").exists())
+
+
+@pytest.mark.parametrize("case", PIR_CASES)
+def test_the_pir_program_runs_to_the_predictors_outputs(case):
+    """The program a Predictor with enable_new_ir saves (_optimized.json): pd_op.feed inputs, the pd_op fused op."""
+    program = gradc.load(ROOT / case / "model.json")
+    assert gradc.verify(program) == []
+    assert set(json.loads((ROOT / case / "meta.json").read_text())["ops"]) <= {op.type for op in
+                                                                               program.global_block.ops}
+    got, expected = _run(case, program, ROOT / case / "model_pir.pdiparams")
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6)

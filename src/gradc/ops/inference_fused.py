@@ -8,6 +8,10 @@
   log(show + 1), log(click + 1) - log(show + 1); else show and click dropped), concatenated along axis 1.
 - fused_conv2d (the oneDNN conv passes, conv_bn_fuse_pass's folded batch norm in Filter and Bias): conv2d, plus
   Bias per output channel, plus ResidualData (fuse_residual_connection), then fuse_activation.
+- fused_elementwise_add / sub / mul / div (elementwise_act_onednn_fuse_pass, also where a conv's bias add takes
+  the conv's activation): the elementwise op (axis as elementwise_*), then fuse_activation, times
+  fused_output_scale, then unsqueezed by fused_unsqueeze2_axes (one axis after another, as unsqueeze2).
+- fused_softplus (softplus_activation_onednn_fuse_pass): softplus (beta, threshold), then fuse_activation.
 - fused_matmul (the oneDNN matmul passes): X and Y each reshaped (fused_reshape_*, 0 keeps a dim) and transposed
   (fused_transpose_*) first, then matmul_v2 (trans_x, trans_y) times matmul_alpha, plus ResidualData, then
   fuse_activation, times fused_output_scale, then Out transposed and reshaped (fused_transpose_Out, fused_reshape_Out).
@@ -54,8 +58,7 @@ def _seqconv_infer(ctx):
         ctx.fail(f"contextLength must be at least 1 and contextStride 1, got {ctx.attr('contextLength')} and "
                  f"{ctx.attr('contextStride')}")
     dtype, rows = one_dtype(ctx, "X", "Filter", "Bias"), x[0] if x else -1
-    return {"Out": ([rows, w[1] if w else -1], dtype),
-            "ColMat": ([rows, w[0] if w else -1], dtype)}
+    return {"Out": ([rows, w[1] if w else -1], dtype)}   # ColMat left as declared: Paddle's PIR program says []
 
 
 defop("fusion_seqconv_eltadd_relu", ["X", "Filter", "Bias"], ["Out", "ColMat!"],
@@ -105,3 +108,29 @@ defop("fused_matmul", ["X", "Y", "ResidualData?"], ["Out"],
              "fused_reshape_Out": [], "fused_transpose_Out": [], "Scale_x": 1.0, "Scale_y": 1.0,
              "Scale_in_eltwise": 0.0, "mkldnn_data_type": "float32", **ONEDNN_ATTRS},
       infer=_fused_matmul_infer)
+
+
+def _fused_elementwise_infer(ctx):
+    check_float(ctx, "X")
+    check_choice(ctx, "fuse_activation", FUSE_ACTIVATIONS)
+    one_dtype(ctx, "X", "Y")
+    return {}
+
+
+FUSED_ELEMENTWISE = ("fused_elementwise_add", "fused_elementwise_sub", "fused_elementwise_mul", "fused_elementwise_div")
+for _type in FUSED_ELEMENTWISE:
+    defop(_type, ["X", "Y"], ["Out"], attrs={"axis": -1, "fused_output_scale": 1.0, "fused_unsqueeze2_axes": [],
+                                             "scale_x": 1.0, "scale_y": 1.0, "scale_out": 1.0, **ONEDNN_ATTRS},
+          infer=_fused_elementwise_infer)
+
+
+def _fused_softplus_infer(ctx):
+    check_float(ctx, "X")
+    check_choice(ctx, "fuse_activation", FUSE_ACTIVATIONS)
+    if ctx.attr("beta") == 0:
+        ctx.fail("beta must be nonzero")
+    return {"Out": (ctx.shape("X"), ctx.dtype("X"))}
+
+
+defop("fused_softplus", ["X"], ["Out"], attrs={"beta": 1.0, "threshold": 20.0, "fuse_activation": "",
+                                              "fuse_alpha": 0.0, "fuse_beta": 0.0}, infer=_fused_softplus_infer)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..registry import defop
 from .infer import check_float, one_dtype
-from .lod_rnn import GRU_ATTRS, LSTM_ATTRS, ACTIVATIONS
+from .lod_rnn import ACTIVATIONS, GRU_ATTRS, LSTM_ATTRS
 
 GRU_SCRATCH = ["ReorderedH0!", "XX!", "BatchedInput!", "BatchedOut!"]
 LSTM_SCRATCH = ["XX!", "BatchedInput!", "BatchedHidden!", "BatchedCell!", "ReorderedH0!", "ReorderedC0!",
@@ -46,8 +46,7 @@ def _hidden(ctx, gates: int, activations: tuple[str, ...]) -> tuple[int, int]:
 def _gru_infer(ctx):
     rows, d = _hidden(ctx, 3, ("gate_activation", "activation"))
     dtype = one_dtype(ctx, "X", "WeightX", "WeightH")
-    return {"Hidden": ([rows, d], dtype), "XX": ([rows, 3 * d], dtype), "BatchedInput": ([rows, 3 * d], dtype),
-            "BatchedOut": ([rows, d], dtype), "ReorderedH0": ([-1, d], dtype)}
+    return {"Hidden": ([rows, d], dtype)}   # the scratch left as declared: Paddle's PIR program says []
 
 
 defop("fusion_gru", ["X", "H0?", "WeightX", "WeightH", "Bias?"], [*GRU_SCRATCH, "Hidden"],
@@ -58,9 +57,7 @@ defop("fusion_gru", ["X", "H0?", "WeightX", "WeightH", "Bias?"], [*GRU_SCRATCH, 
 def _lstm_infer(ctx):
     rows, d = _hidden(ctx, 4, ("gate_activation", "cell_activation", "candidate_activation"))
     dtype = one_dtype(ctx, "X", "WeightX", "WeightH", "Bias")
-    wide = ("XX", "BatchedInput", "BatchedGate")
-    return {slot: ([rows, 4 * d if slot in wide else d], dtype) for slot in ctx.op.outputs
-            if slot not in ("ReorderedH0", "ReorderedC0")}
+    return {"Hidden": ([rows, d], dtype), "Cell": ([rows, d], dtype)}
 
 
 defop("fusion_lstm", ["X", "WeightX", "WeightH", "Bias", "H0?", "C0?"], ["Hidden", "Cell", *LSTM_SCRATCH],

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ops.inference_fused import FUSE_ACTIVATIONS
+from ...ops.inference_fused import FUSE_ACTIVATIONS, FUSED_ELEMENTWISE
 from ..lod import SETS_LOD
 from . import KERNELS, kernel
 from .activation import erf, sigmoid
@@ -37,6 +37,10 @@ class SlotView:
         pass
 
 
+def _gelu_erf(x):
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
+
+
 def _gelu_tanh(x):
     return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
 
@@ -47,9 +51,9 @@ ACTIVATE = {
     "relu6": lambda x, a, b: np.clip(x, 0, b or 6.0), "leaky_relu": lambda x, a, b: np.where(x > 0, x, a * x),
     "sigmoid": lambda x, a, b: sigmoid(x), "tanh": lambda x, a, b: np.tanh(x),
     "swish": lambda x, a, b: x * sigmoid((a or 1.0) * x),
-    "hard_swish": lambda x, a, b: x * np.clip(x / 6 + 0.5, 0, 1),
+    "hard_swish": lambda x, a, b: x * np.clip(a * x + b, 0, 1),   # the pass sets alpha 1/6, beta 1/2
     "hard_sigmoid": lambda x, a, b: np.clip(a * x + b, 0, 1),
-    "gelu": lambda x, a, b: 0.5 * x * (1 + erf(x / np.sqrt(2))), "gelu_erf": lambda x, a, b: 0.5 * x * (1 + erf(x / np.sqrt(2))),
+    "gelu": lambda x, a, b: _gelu_erf(x), "gelu_erf": lambda x, a, b: _gelu_erf(x),
     "gelu_tanh": lambda x, a, b: _gelu_tanh(x), "mish": lambda x, a, b: x * np.tanh(np.logaddexp(0, x)),
     "abs": lambda x, a, b: np.abs(x), "sqrt": lambda x, a, b: np.sqrt(x), "square": lambda x, a, b: x * x,
     "exp": lambda x, a, b: np.exp(x), "clip": lambda x, a, b: np.clip(x, a, b),
@@ -157,3 +161,21 @@ def fused_matmul(k):
     out = activate(k, out.astype(x.dtype, copy=False)) * k.attr("fused_output_scale")
     out = _reshaped(out, k.attr("fused_reshape_Out"), k.attr("fused_transpose_Out"), True)
     return {"Out": out.astype(x.dtype, copy=False)}
+
+
+def _fused_elementwise(unfused: str):
+    def run(k):
+        out = activate(k, KERNELS[unfused](k)["Out"]) * k.attr("fused_output_scale")
+        for axis in k.attr("fused_unsqueeze2_axes"):
+            out = np.expand_dims(out, axis if axis >= 0 else axis + out.ndim + 1)
+        return {"Out": out.astype(k.x("X").dtype, copy=False)}
+    return run
+
+
+for _type in FUSED_ELEMENTWISE:
+    kernel(_type)(_fused_elementwise(_type.removeprefix("fused_")))
+
+
+@kernel("fused_softplus")
+def fused_softplus(k):
+    return {"Out": activate(k, KERNELS["softplus"](k)["Out"])}

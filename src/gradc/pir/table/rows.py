@@ -14,6 +14,7 @@ from . import (
     grad_rows,
     graph_rows,
     incubate_rows,
+    inference_fused_rows,
     legacy_nn_rows,
     legacy_shape_rows,
     linalg_extra_rows,
@@ -46,6 +47,7 @@ from . import (
 SPECIAL = [
     special("builtin.parameter", plumbing.parameter, 0, 1),
     special("pd_op.data", plumbing.data, 0, 1),
+    special("pd_op.feed", plumbing.data, 0, 1),   # an optimized program's input (the Predictor's _optimized.json)
     special("pd_op.fetch", plumbing.fetch, 1, 1),
     special("builtin.set_parameter", plumbing.keep_persistable, 1, 0),
     special("builtin.shadow_output", plumbing.keep_persistable, 1, 0),
@@ -84,7 +86,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + static_nn_rows.ROWS + incubate_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
-               + llm_attention_rows.ROWS + SPECIAL)
+               + llm_attention_rows.ROWS + inference_fused_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
