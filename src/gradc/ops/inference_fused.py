@@ -16,14 +16,20 @@
   (fused_transpose_*) first, then matmul_v2 (trans_x, trans_y) times matmul_alpha, plus ResidualData, then
   fuse_activation, times fused_output_scale, then Out transposed and reshaped (fused_transpose_Out, fused_reshape_Out).
 
-Paddle defines no grad for any of them; gradc registers them forward-only. fuse_activation (with fuse_alpha,
+Paddle defines no grad for any of them. gradc differentiates the two that fold trained layers,
+fusion_repeated_fc_relu and fused_conv2d (batch norm folded in), as the ops they fuse (composite makers, as fc's),
+so an optimized program can be fine-tuned; the others are forward-only. fused_conv2d's maker takes the
+activations ACTIVATION_OPS spell as gradc ops; ReluOut is not differentiated (the pass fuses only when nothing
+else reads it). fuse_activation (with fuse_alpha,
 fuse_beta) is one of FUSE_ACTIVATIONS. The int8 attributes (Scale_*, force_fp32_output) are oneDNN quantization's,
 which gradc does not run: the float ops ignore them, as Paddle's float kernels do.
 """
 
 from __future__ import annotations
 
+from ..errors import GradError
 from ..registry import defop
+from .composite import expansion, first
 from .infer import check_choice, check_float, one_dtype
 
 # oneDNN eltwise post-ops the fuse passes write (activation names of the fused op's fuse_activation)
@@ -46,7 +52,18 @@ def _repeated_fc_infer(ctx):
     return {"ReluOut": [([rows, n], dtype) for n in widths[:-1]], "Out": ([rows, widths[-1]], dtype)}
 
 
-defop("fusion_repeated_fc_relu", ["X", "W[]", "Bias[]"], ["ReluOut[]!", "Out"], infer=_repeated_fc_infer)
+def _repeated_fc_expand(f, g):
+    """Each layer again as mul, the bias add and relu."""
+    h = first(g.I("X"))
+    for w, bias in zip(g.I("W"), g.I("Bias")):
+        n = g.shape(w)[-1]
+        h = f.op("mul", {"X": h, "Y": w}, h, {"x_num_col_dims": 1, "y_num_col_dims": 1}, dims=lambda s, n=n: [s[0], n])
+        h = f.unary("relu", f.add(h, bias, h))
+    return {"Out": h}
+
+
+defop("fusion_repeated_fc_relu", ["X", "W[]", "Bias[]"], ["ReluOut[]!", "Out"], infer=_repeated_fc_infer,
+      no_grad_outputs=["ReluOut"], grad=expansion(_repeated_fc_expand))
 
 
 def _seqconv_infer(ctx):
@@ -88,7 +105,39 @@ def _fused_conv_infer(ctx):
     return {}
 
 
-defop("fused_conv2d", ["Input", "Filter", "Bias?", "ResidualData?"], ["Output"],
+# fuse_activation -> (gradc op, its attributes from fuse_alpha a and fuse_beta b) for fused_conv2d's grad
+ACTIVATION_OPS = {
+    "relu": ("relu", lambda a, b: {}), "sigmoid": ("sigmoid", lambda a, b: {}), "tanh": ("tanh", lambda a, b: {}),
+    "leaky_relu": ("leaky_relu", lambda a, b: {"alpha": a}), "relu6": ("relu6", lambda a, b: {"threshold": b}),
+    "swish": ("swish", lambda a, b: {"beta": a}), "mish": ("mish", lambda a, b: {"threshold": 20.0}),
+    "gelu": ("gelu", lambda a, b: {"approximate": False}), "gelu_erf": ("gelu", lambda a, b: {"approximate": False}),
+    "gelu_tanh": ("gelu", lambda a, b: {"approximate": True}), "abs": ("abs", lambda a, b: {}),
+    "hard_swish": ("hard_swish", lambda a, b: {"threshold": 1 / a, "scale": 1 / a, "offset": b / a}),
+}
+
+
+def _fused_conv_expand(f, g):
+    """conv2d, the per-channel bias add, the residual add and the activation, each with its grad."""
+    x = first(g.I("Input"))
+    conv_attrs = {name: g.attr(name) for name in ("strides", "paddings", "padding_algorithm", "groups",
+                                                  "dilations", "data_format")}
+    out = f.op("conv2d", {"Input": x, "Filter": first(g.I("Filter"))}, first(g.O("Output")), conv_attrs,
+               slot="Output")
+    if (bias := first(g.I("Bias"))) is not None:
+        out = f.add(out, bias, out, axis=-1 if g.attr("data_format") in ("NHWC", "NDHWC") else 1)
+    if (residual := first(g.I("ResidualData"))) is not None and g.attr("fuse_residual_connection"):
+        out = f.add(out, residual, out)
+    name = g.attr("fuse_activation")
+    if name not in ("", "identity"):
+        if name not in ACTIVATION_OPS:
+            raise GradError(f"fused_conv2d: gradc differentiates fuse_activation only as one of "
+                            f"{sorted(ACTIVATION_OPS)}, not {name!r}")
+        op_type, attrs = ACTIVATION_OPS[name]
+        out = f.unary(op_type, out, attrs(g.attr("fuse_alpha"), g.attr("fuse_beta")))
+    return {"Output": out}
+
+
+defop("fused_conv2d", ["Input", "Filter", "Bias?", "ResidualData?"], ["Output"], grad=expansion(_fused_conv_expand),
       attrs={"strides": [1, 1], "paddings": [0, 0], "padding_algorithm": "EXPLICIT", "groups": 1,
              "dilations": [1, 1], "data_format": "NCHW", "fuse_residual_connection": False, "Scale_in": 1.0,
              "Scale_in_eltwise": 1.0, "Scale_weights": [1.0], **ONEDNN_ATTRS},
