@@ -8,6 +8,7 @@ import pytest
 
 import gradc
 from fixtures import DATA
+from gradc.gradcheck import check_program
 
 ROOT = DATA / "inference_optimized"
 CASES = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
@@ -67,3 +68,23 @@ def test_the_pir_program_runs_to_the_predictors_outputs(case):
     got, expected = _run(case, program, ROOT / case / "model_pir.pdiparams")
     for name, want in expected.items():
         np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(("case", "wrt"), [
+    ("mlp", ["linear_0.w_0", "linear_1.b_0", "linear_3.w_0"]),
+        # fused_conv2d's filter and folded-BN bias, and through the batch_norm with fuse_with_relu before it
+    ("convbn_onednn", ["conv2d_3.w_0", "fuse_conv_bn/conv2d_eltwise_y_in/1", "batch_norm2d_2.w_0", "conv2d_2.w_0"]),
+])
+def test_an_optimized_program_differentiates_through_its_fused_ops(case, wrt):
+    """fusion_repeated_fc_relu, fused_conv2d and batch_norm's fuse_with_relu train as the ops they fuse: float64
+    central differences."""
+    program = gradc.load(ROOT / case / "model.pdmodel")
+    for var in program.global_block.vars.values():
+        if var.dtype == gradc.VarType.FP32:
+            var.dtype = gradc.VarType.FP64
+    params = {n: v.astype(np.float64) for n, v in gradc.read_params(ROOT / case / "model.pdiparams", program).items()}
+    with np.load(ROOT / case / "feed.npz") as saved:
+        feed = {n: saved[n].astype(np.float64) for n in saved.files}
+    (loss,) = json.loads((ROOT / case / "meta.json").read_text())["outputs"]
+    grads = check_program(program, feed, wrt, loss=loss, params=params)
+    assert all(np.abs(grads[name]).max() > 0 for name in wrt)

@@ -62,7 +62,7 @@ def _repeated_fc_expand(f, g):
     return {"Out": h}
 
 
-defop("fusion_repeated_fc_relu", ["X", "W[]", "Bias[]"], ["ReluOut[]!", "Out"], infer=_repeated_fc_infer,
+defop("fusion_repeated_fc_relu", ["X", "W[]", "Bias[]"], ["ReluOut[]", "Out"], infer=_repeated_fc_infer,
       no_grad_outputs=["ReluOut"], grad=expansion(_repeated_fc_expand))
 
 
@@ -78,7 +78,7 @@ def _seqconv_infer(ctx):
     return {"Out": ([rows, w[1] if w else -1], dtype)}   # ColMat left as declared: Paddle's PIR program says []
 
 
-defop("fusion_seqconv_eltadd_relu", ["X", "Filter", "Bias"], ["Out", "ColMat!"],
+defop("fusion_seqconv_eltadd_relu", ["X", "Filter", "Bias"], ["Out", "ColMat"],
       attrs={"contextLength": 1, "contextStart": 0, "contextStride": 1}, infer=_seqconv_infer,
       lod_levels=lambda ctx: {"Out": ctx.lod_level("X"), "ColMat": ctx.lod_level("X")})
 
@@ -169,7 +169,8 @@ def _fused_elementwise_infer(ctx):
 FUSED_ELEMENTWISE = ("fused_elementwise_add", "fused_elementwise_sub", "fused_elementwise_mul", "fused_elementwise_div")
 for _type in FUSED_ELEMENTWISE:
     defop(_type, ["X", "Y"], ["Out"], attrs={"axis": -1, "fused_output_scale": 1.0, "fused_unsqueeze2_axes": [],
-                                             "scale_x": 1.0, "scale_y": 1.0, "scale_out": 1.0, **ONEDNN_ATTRS},
+                                             "scale_x": 1.0, "scale_y": 1.0, "scale_out": 1.0, "fuse_activation": "",
+                                             "fuse_alpha": 0.0, "fuse_beta": 0.0},
           infer=_fused_elementwise_infer)
 
 

@@ -9,7 +9,8 @@ passes add the fc's bias into it). Hidden (and lstm's Cell) [rows, D] keep X's L
 The other outputs are Paddle's scratch (its use_seq kernel leaves the Batched* ones unwritten): gradc writes XX,
 and for the rest the batch-layout arrays they are named after (ReorderedH0/C0 the initial states in sequence
 order, zeros without). mul_lstm_fuse_pass also writes BatchedGate and BatchedCellPreAct slots, which
-fusion_lstm's proto lacks; gradc accepts them. Paddle defines no grad for either op: registered forward-only.
+fusion_lstm's proto lacks: gradc, as Paddle's kernel, leaves them unwritten. Paddle defines no grad for either op:
+registered forward-only.
 """
 
 from __future__ import annotations
@@ -18,9 +19,8 @@ from ..registry import defop
 from .infer import check_float, one_dtype
 from .lod_rnn import ACTIVATIONS, GRU_ATTRS, LSTM_ATTRS
 
-GRU_SCRATCH = ["ReorderedH0!", "XX!", "BatchedInput!", "BatchedOut!"]
-LSTM_SCRATCH = ["XX!", "BatchedInput!", "BatchedHidden!", "BatchedCell!", "ReorderedH0!", "ReorderedC0!",
-                "CheckedCell!", "BatchedGate?!", "BatchedCellPreAct?!"]
+GRU_SCRATCH = ["ReorderedH0", "XX", "BatchedInput", "BatchedOut"]
+LSTM_SCRATCH = ["XX", "BatchedInput", "BatchedHidden", "BatchedCell", "ReorderedH0", "ReorderedC0", "CheckedCell"]
 FUSED_ATTRS = {"use_seq": True, "force_fp32_output": False, "Scale_data": 1.0, "Shift_data": 0.0,
                "Scale_weights": [1.0]}
 

@@ -43,5 +43,5 @@ def fusion_lstm(k):
     k.set_lod("Cell", lod)
     outs = {"Hidden": run.layout.to_rows(run.h, rows), "Cell": run.layout.to_rows(run.c, rows), "XX": xx,
             "BatchedInput": run.z, "BatchedHidden": run.h, "BatchedCell": run.c, "ReorderedH0": run.h0,
-            "ReorderedC0": run.c0, "CheckedCell": run.ca, "BatchedGate": run.a, "BatchedCellPreAct": run.ca}
+            "ReorderedC0": run.c0, "CheckedCell": run.ca}
     return {slot: value.astype(dtype) for slot, value in outs.items() if slot in ("Hidden", "Cell") or k.wants(slot)}

@@ -114,8 +114,6 @@ def batch_norm_grad(k):
     """The grad of the forward's mode: Paddle's kernel takes is_test alone as global statistics, which
     is wrong with trainable_statistics (the forward normalised with the batch's)."""
     layout = k.attr("data_layout")
-    if k.attr("fuse_with_relu"):
-        raise ValueError("gradc does not differentiate a batch_norm with fuse_with_relu (an inference fusion)")
     x = _channels_first(k.x("X"), layout)
     dy = _channels_first(k.x("Y@GRAD"), layout)
     global_stats = _global_stats(k)
@@ -128,6 +126,8 @@ def batch_norm_grad(k):
         mean, inv = k.x("SavedMean"), k.x("SavedVariance")
     scale, inv = per_channel(_affine(k, x)[0], x), per_channel(inv, x)
     xhat = _scaled_shifted(x - per_channel(mean, x), inv)
+    if k.attr("fuse_with_relu"):   # the relu folded into the forward passes no gradient where y was cut to 0
+        dy = np.where(_scaled_shifted(xhat, scale, per_channel(_affine(k, x)[1], x)) > 0, dy, 0)
     if global_stats:
         return k.grads({"X@GRAD": lambda: _channels_back(dy * scale * inv, layout),
                         "Scale@GRAD": lambda: channel_dots(dy, xhat), "Bias@GRAD": lambda: channel_sums(dy)})
