@@ -120,7 +120,7 @@ PIR_CASES = ("mlp", "seqconv", "gru")   # seqpool_cvm has no parameter, which th
 
 def save_model(paddle, build, where: Path):
     main, startup = paddle.static.Program(), paddle.static.Program()
-    with paddle.static.program_guard(main, startup):
+    with paddle.static.program_guard(main, startup), paddle.utils.unique_name.guard():   # names fixed per case
         paddle.seed(7)
         shapes, fetches = build(paddle)
     exe = paddle.static.Executor(paddle.CPUPlace())
