@@ -862,6 +862,31 @@ COMPILE_TIME = {
                                                          zeros(1, 2, 2, 2, 3, 2), "AttentionWeights":
                                                          zeros(1, 2, 2, 2, 3)}, {},
                                   "needs SpatialShapes [levels, 2] (height, width), got [4]"),
+    # inference_fused, inference_rnn
+    "fusion_repeated_fc_relu rank": ("fusion_repeated_fc_relu", {"X": zeros(2, 3, 4), "W": [zeros(4, 3)],
+                                                                 "Bias": [zeros(3)]}, {}, "X must be [rows, width]"),
+    "fusion_seqconv_eltadd_relu stride": ("fusion_seqconv_eltadd_relu", {"X": zeros(5, 4), "Filter": zeros(12, 3),
+                                                                        "Bias": zeros(1, 3)},
+                                          {"contextLength": 3, "contextStride": 2}, "contextStride 1"),
+    "fusion_seqpool_cvm_concat pooltype": ("fusion_seqpool_cvm_concat", {"X": [zeros(5, 4)], "CVM": zeros(2, 2)},
+                                           {"pooltype": "MAX"}, "pooltype SUM"),
+    "fused_conv2d activation": ("fused_conv2d", {"Input": zeros(1, 3, 4, 4), "Filter": zeros(2, 3, 3, 3)},
+                                {"fuse_activation": "softsign"}, "fuse_activation='softsign' must be one of"),
+    "fused_matmul activation": ("fused_matmul", {"X": zeros(2, 3), "Y": zeros(3, 2)},
+                                {"fuse_activation": "softsign"}, "fuse_activation='softsign' must be one of"),
+    "fused_elementwise_add activation": ("fused_elementwise_add", {"X": zeros(2, 3), "Y": zeros(3)},
+                                         {"fuse_activation": "softsign"}, "fuse_activation='softsign' must be one of"),
+    "fused_elementwise_sub activation": ("fused_elementwise_sub", {"X": zeros(2, 3), "Y": zeros(3)},
+                                         {"fuse_activation": "softsign"}, "fuse_activation='softsign' must be one of"),
+    "fused_elementwise_mul activation": ("fused_elementwise_mul", {"X": zeros(2, 3), "Y": zeros(3)},
+                                         {"fuse_activation": "softsign"}, "fuse_activation='softsign' must be one of"),
+    "fused_elementwise_div activation": ("fused_elementwise_div", {"X": zeros(2, 3), "Y": zeros(3)},
+                                         {"fuse_activation": "softsign"}, "fuse_activation='softsign' must be one of"),
+    "fused_softplus beta": ("fused_softplus", {"X": zeros(2, 3)}, {"beta": 0.0}, "beta must be nonzero"),
+    "fusion_gru weights": ("fusion_gru", {"X": zeros(5, 4), "WeightX": zeros(4, 9), "WeightH": zeros(3, 8)}, {},
+                           r"WeightH must have shape [D, 3 * D]"),
+    "fusion_lstm weights": ("fusion_lstm", {"X": zeros(5, 4), "WeightX": zeros(5, 12), "WeightH": zeros(3, 12),
+                                            "Bias": zeros(1, 12)}, {}, "WeightX must have shape [M = 4"),
 }
 
 RUN_TIME = {

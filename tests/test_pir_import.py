@@ -219,7 +219,11 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
     (tests/data/paddle/pir_gpu_only) and pd_op.slice_array_dense (a PaddleDetection export's read of a list
     dy2static built; the edited array-loop fixture below). The suites' custom ops are in tests/data/paddle/ext_ops, but
-    for Paddle3D's bird's-eye-view IoU and NMS, whose CPU source needs CUDA's headers (tests/test_ext_ops_boxes.py)."""
+    for Paddle3D's bird's-eye-view IoU and NMS, whose CPU source needs CUDA's headers (tests/test_ext_ops_boxes.py).
+    The Predictor's PIR programs
+    (tests/data/paddle/inference_optimized) hold pd_op.feed and three fused ops; 3.3.1 writes none with
+    pd_op.fusion_lstm (its translation of the optimized program fails) or pd_op.fusion_seqpool_cvm_concat (its PIR
+    save refuses a program without parameters), rows from fused_ops.yaml (docs/inference-optimized.md)."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
@@ -232,6 +236,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     files += [path.read_bytes() for path in sorted((PIR_DATA.parent / "ext_ops").glob("*/*.json"))   # custom ops
               if path.name != "meta.json"]
+    files += [path.read_bytes() for path in (PIR_DATA.parent / "inference_optimized").glob("*/model.json")]
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.assign_array",
@@ -251,7 +256,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  *(f"pd_op.{op}{grad}" for op in ("batch_fc", "rank_attention", "correlation",
                                                                   "fused_seqpool_cvm") for grad in ("", "_grad")),
                                  *(f"custom_op.{op}" for op in ("boxes_iou_bev_cpu", "boxes_iou_bev_gpu",
-                                                                "boxes_overlap_bev_gpu", "nms_gpu", "nms_normal_gpu"))}
+                                                                "boxes_overlap_bev_gpu", "nms_gpu", "nms_normal_gpu")),
+                                 "pd_op.fusion_lstm", "pd_op.fusion_seqpool_cvm_concat"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used
 

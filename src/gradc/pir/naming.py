@@ -51,7 +51,7 @@ def file_names(module: Module) -> dict[Value, str]:
     for op in walk_ops(module.body):
         if op.name == "builtin.parameter" and op.results:
             names[op.results[0]] = op.attr("parameter_name")
-        elif op.name == "pd_op.data" and op.results:
+        elif op.name in ("pd_op.data", "pd_op.feed") and op.results:
             names[op.results[0]] = op.attr("name")
         elif op.name == "pd_op.fetch" and op.operands and op.operands[0] is not None:
             fetches.append((op.operands[0], op.attr("name")))

@@ -103,6 +103,8 @@ def batch_norm(k):
         mean_out, var_out = m * running_mean + (1 - m) * mean, m * running_var + (1 - m) * var
     inv = 1 / np.sqrt(var + eps)
     y = _scaled_shifted(centred, per_channel(inv * scale, x), per_channel(bias, x))
+    if k.attr("fuse_with_relu"):   # oneDNN's batch_norm_act_fuse_pass folds the relu after it in here
+        y = np.maximum(y, 0)
     return {"Y": _channels_back(y, layout), "MeanOut": mean_out, "VarianceOut": var_out,
             "SavedMean": mean, "SavedVariance": inv, "ReserveSpace": np.empty(0, x.dtype)}
 
@@ -124,6 +126,8 @@ def batch_norm_grad(k):
         mean, inv = k.x("SavedMean"), k.x("SavedVariance")
     scale, inv = per_channel(_affine(k, x)[0], x), per_channel(inv, x)
     xhat = _scaled_shifted(x - per_channel(mean, x), inv)
+    if k.attr("fuse_with_relu"):   # the relu folded into the forward passes no gradient where y was cut to 0
+        dy = np.where(_scaled_shifted(xhat, scale, per_channel(_affine(k, x)[1], x)) > 0, dy, 0)
     if global_stats:
         return k.grads({"X@GRAD": lambda: _channels_back(dy * scale * inv, layout),
                         "Scale@GRAD": lambda: channel_dots(dy, xhat), "Bias@GRAD": lambda: channel_sums(dy)})

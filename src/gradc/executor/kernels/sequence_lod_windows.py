@@ -72,10 +72,15 @@ def _filter(k, x):
     return w
 
 
+def context_columns(k) -> np.ndarray:
+    """The [rows, contextLength * width] context matrix sequence_conv multiplies by Filter (checked)."""
+    x, _, taps = _context(k)
+    return _columns(x, taps, _padding(k, x))
+
+
 @kernel("sequence_conv")
 def sequence_conv(k):
-    x, w, taps = _context(k)
-    return {"Out": (_columns(x, taps, _padding(k, x)) @ w).astype(x.dtype, copy=False)}
+    return {"Out": (context_columns(k) @ k.x("Filter")).astype(k.x("X").dtype, copy=False)}
 
 
 @kernel("sequence_conv_grad")

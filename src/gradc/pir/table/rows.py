@@ -17,6 +17,7 @@ from . import (
     grad_rows,
     graph_rows,
     incubate_rows,
+    inference_fused_rows,
     legacy_nn_rows,
     legacy_shape_rows,
     linalg_extra_rows,
@@ -53,6 +54,7 @@ from . import (
 SPECIAL = [
     special("builtin.parameter", plumbing.parameter, 0, 1),
     special("pd_op.data", plumbing.data, 0, 1),
+    special("pd_op.feed", plumbing.data, 0, 1),   # an optimized program's input (the Predictor's _optimized.json)
     special("pd_op.fetch", plumbing.fetch, 1, 1),
     special("builtin.set_parameter", plumbing.keep_persistable, 1, 0),
     special("builtin.shadow_output", plumbing.keep_persistable, 1, 0),
@@ -93,7 +95,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
                + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
-               + assign_score_rows.ROWS + SPECIAL)
+               + assign_score_rows.ROWS + inference_fused_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:

@@ -1,0 +1,181 @@
+"""Kernels of gradc.ops.inference_fused: each runs the unfused ops' kernels (or their formula) on the fused op's
+inputs, in the input's dtype, as Paddle's CPU kernels do."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ops.inference_fused import FUSE_ACTIVATIONS, FUSED_ELEMENTWISE
+from ..lod import SETS_LOD
+from . import KERNELS, kernel
+from .activation import erf, sigmoid
+from .sequence_lod_windows import context_columns
+
+SETS_LOD.add("fusion_seqconv_eltadd_relu")
+
+
+class SlotView:
+    """A kernel context whose slots (and attributes) are overridden: lets a fused kernel run an unfused op's
+    kernel on values it computed. ``lods`` maps a slot to the slot of the real op whose LoD it has."""
+
+    def __init__(self, k, values: dict, attrs: dict | None = None, lods: dict | None = None):
+        self.k, self.values, self.attrs, self.lods, self.op = k, values, attrs or {}, lods or {}, k.op
+
+    def x(self, slot: str, i: int = 0):
+        return self.values[slot] if slot in self.values else self.k.x(slot, i)
+
+    def optional(self, slot: str):
+        return self.values[slot] if slot in self.values else self.k.optional(slot)
+
+    def attr(self, name: str):
+        return self.attrs[name] if name in self.attrs else self.k.attr(name)
+
+    def lod(self, slot: str, i: int = 0):
+        return self.k.lod(self.lods.get(slot, slot), i)
+
+    def set_lod(self, slot: str, lod) -> None:   # the unfused kernel's own outputs are not the fused op's
+        pass
+
+
+def _gelu_erf(x):
+    return 0.5 * x * (1 + erf(x / np.sqrt(2)))
+
+
+def _gelu_tanh(x):
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+# fuse_activation -> f(x, fuse_alpha, fuse_beta), as oneDNN's eltwise post-op of that name
+ACTIVATE = {
+    "": lambda x, a, b: x, "identity": lambda x, a, b: x, "relu": lambda x, a, b: np.maximum(x, 0),
+    "relu6": lambda x, a, b: np.clip(x, 0, b or 6.0), "leaky_relu": lambda x, a, b: np.where(x > 0, x, a * x),
+    "sigmoid": lambda x, a, b: sigmoid(x), "tanh": lambda x, a, b: np.tanh(x),
+    "swish": lambda x, a, b: x * sigmoid((a or 1.0) * x),
+    "hard_swish": lambda x, a, b: x * np.clip(a * x + b, 0, 1),   # the pass sets alpha 1/6, beta 1/2
+    "hard_sigmoid": lambda x, a, b: np.clip(a * x + b, 0, 1),
+    "gelu": lambda x, a, b: _gelu_erf(x), "gelu_erf": lambda x, a, b: _gelu_erf(x),
+    "gelu_tanh": lambda x, a, b: _gelu_tanh(x), "mish": lambda x, a, b: x * np.tanh(np.logaddexp(0, x)),
+    "abs": lambda x, a, b: np.abs(x), "sqrt": lambda x, a, b: np.sqrt(x), "square": lambda x, a, b: x * x,
+    "exp": lambda x, a, b: np.exp(x), "clip": lambda x, a, b: np.clip(x, a, b),
+    "elu": lambda x, a, b: np.where(x > 0, x, a * np.expm1(np.minimum(x, 0))),
+}
+assert set(ACTIVATE) == set(FUSE_ACTIVATIONS), "every fuse_activation the op accepts has a kernel"
+
+
+def activate(k, out):
+    name = k.attr("fuse_activation")
+    if name not in ACTIVATE:
+        raise ValueError(f"fuse_activation {name!r} is not one of {list(FUSE_ACTIVATIONS)}")
+    wide = out.astype(np.float64)
+    return ACTIVATE[name](wide, k.attr("fuse_alpha"), k.attr("fuse_beta")).astype(out.dtype, copy=False)
+
+
+@kernel("fusion_repeated_fc_relu")
+def fusion_repeated_fc_relu(k):
+    h, weights, biases = k.x("X"), k.xs("W"), k.xs("Bias")
+    if h.ndim != 2 or len(weights) != len(biases) or not weights:
+        raise ValueError(f"needs X [rows, width] and one Bias per W, got X {list(h.shape)}, {len(weights)} W and "
+                         f"{len(biases)} Bias")
+    outs = []
+    for i, (w, b) in enumerate(zip(weights, biases)):
+        if w.ndim != 2 or w.shape[0] != h.shape[1] or b.size != w.shape[1]:
+            raise ValueError(f"layer {i}: W {list(w.shape)} and Bias {list(b.shape)} do not fit its input "
+                             f"{list(h.shape)}")
+        h = np.maximum(h @ w + b.reshape(-1), 0).astype(h.dtype, copy=False)
+        outs.append(h)
+    return {"ReluOut": outs[:-1], "Out": outs[-1]} if k.wants("ReluOut") else {"Out": outs[-1]}
+
+
+@kernel("fusion_seqconv_eltadd_relu")
+def fusion_seqconv_eltadd_relu(k):
+    cols = context_columns(SlotView(k, {}, {"paddingTrainable": False}))
+    w, bias = k.x("Filter"), k.x("Bias")
+    if bias.size != w.shape[1]:
+        raise ValueError(f"Bias has {bias.size} values for Filter's {w.shape[1]} outputs")
+    out = np.maximum(cols @ w + bias.reshape(-1), 0).astype(cols.dtype, copy=False)
+    k.set_lod("Out", k.lod("X"))
+    return {"Out": out, "ColMat": cols} if k.wants("ColMat") else {"Out": out}
+
+
+@kernel("fusion_seqpool_cvm_concat")
+def fusion_seqpool_cvm_concat(k):
+    xs, counts, use_cvm = k.xs("X"), k.x("CVM"), k.attr("use_cvm")
+    if k.attr("pooltype") != "SUM" or k.attr("axis") != 1:
+        raise ValueError("Paddle's kernel only sums (pooltype SUM) and concatenates along axis 1")
+    parts = []
+    for i, x in enumerate(xs):
+        lod = k.lod("X", i)
+        if not lod:
+            raise ValueError(f"X[{i}] has no LoD: fusion_seqpool_cvm_concat sums sequences")
+        bounds = np.asarray(lod[-1], dtype=np.int64)
+        if x.ndim != 2 or x.shape[1] < 2 or bounds[-1] != x.shape[0]:
+            raise ValueError(f"X[{i}] {list(x.shape)} must be [rows, width >= 2] with a LoD ending at its rows")
+        sums = np.zeros((len(bounds) - 1, x.shape[1]))
+        np.add.at(sums, np.repeat(np.arange(len(bounds) - 1), np.diff(bounds)), x.astype(np.float64))
+        if use_cvm:
+            show = np.log1p(sums[:, 0])
+            sums[:, 1] = np.log1p(sums[:, 1]) - show
+            sums[:, 0] = show
+        parts.append(sums if use_cvm else sums[:, 2:])
+    if counts.shape[0] != parts[0].shape[0]:
+        raise ValueError(f"CVM has {counts.shape[0]} rows for {parts[0].shape[0]} sequences")
+    return {"Out": np.concatenate(parts, axis=1).astype(xs[0].dtype)}
+
+
+@kernel("fused_conv2d")
+def fused_conv2d(k):
+    out = KERNELS["conv2d"](k)["Output"]
+    bias, residual = k.optional("Bias"), k.optional("ResidualData")
+    channel_axis = -1 if k.attr("data_format") in ("NHWC", "NDHWC") else 1
+    if bias is not None:
+        if bias.size != out.shape[channel_axis]:
+            raise ValueError(f"Bias has {bias.size} values for {out.shape[channel_axis]} output channels")
+        shape = [1] * out.ndim
+        shape[channel_axis] = -1
+        out = out + bias.reshape(shape)
+    if residual is not None and k.attr("fuse_residual_connection"):
+        if residual.shape != out.shape:
+            raise ValueError(f"ResidualData {list(residual.shape)} must have the output's shape {list(out.shape)}")
+        out = out + residual
+    return {"Output": activate(k, out.astype(k.x("Input").dtype, copy=False))}
+
+
+def _reshaped(a, shape: list[int], axes: list[int], transpose_first: bool):
+    """``a`` reshaped (0 keeps that dim) and transposed, in the order the fuse pass folded them."""
+    def reshape(a):
+        return a.reshape([a.shape[i] if n == 0 else n for i, n in enumerate(shape)]) if shape else a
+
+    def transpose(a):
+        return a.transpose(axes) if axes else a
+    return reshape(transpose(a)) if transpose_first else transpose(reshape(a))
+
+
+@kernel("fused_matmul")
+def fused_matmul(k):
+    x = _reshaped(k.x("X"), k.attr("fused_reshape_X"), k.attr("fused_transpose_X"), False)
+    y = _reshaped(k.x("Y"), k.attr("fused_reshape_Y"), k.attr("fused_transpose_Y"), False)
+    out = KERNELS["matmul_v2"](SlotView(k, {"X": x, "Y": y}))["Out"] * k.attr("matmul_alpha")
+    residual = k.optional("ResidualData")
+    if residual is not None:
+        out = out + residual
+    out = activate(k, out.astype(x.dtype, copy=False)) * k.attr("fused_output_scale")
+    out = _reshaped(out, k.attr("fused_reshape_Out"), k.attr("fused_transpose_Out"), True)
+    return {"Out": out.astype(x.dtype, copy=False)}
+
+
+def _fused_elementwise(unfused: str):
+    def run(k):
+        out = activate(k, KERNELS[unfused](k)["Out"]) * k.attr("fused_output_scale")
+        for axis in k.attr("fused_unsqueeze2_axes"):
+            out = np.expand_dims(out, axis if axis >= 0 else axis + out.ndim + 1)
+        return {"Out": out.astype(k.x("X").dtype, copy=False)}
+    return run
+
+
+for _type in FUSED_ELEMENTWISE:
+    kernel(_type)(_fused_elementwise(_type.removeprefix("fused_")))
+
+
+@kernel("fused_softplus")
+def fused_softplus(k):
+    return {"Out": activate(k, KERNELS["softplus"](k)["Out"])}

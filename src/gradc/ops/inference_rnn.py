@@ -1,0 +1,66 @@
+"""fusion_gru and fusion_lstm: the recurrent ops Paddle Inference's fc_gru_fuse_pass / mul_gru_fuse_pass and
+mul_lstm_fuse_pass (fc_lstm_fuse_pass outside the CPU list) write for an fc (or mul) feeding a gru or lstm op.
+
+Each is its gradc.ops.lod_rnn op on XX = X WeightX over X's one LoD level: WeightX [M, gates * D] holds the input
+projection in the recurrent op's gate order (gru: update, reset, candidate; lstm: candidate, input, forget, output),
+WeightH [D, gates * D] is the recurrent op's Weight (gru's in its [D, 2D] + [D, D] storage), Bias its Bias (the
+passes add the fc's bias into it). Hidden (and lstm's Cell) [rows, D] keep X's LoD.
+
+The other outputs are Paddle's scratch (its use_seq kernel leaves the Batched* ones unwritten): gradc writes XX,
+and for the rest the batch-layout arrays they are named after (ReorderedH0/C0 the initial states in sequence
+order, zeros without). mul_lstm_fuse_pass also writes BatchedGate and BatchedCellPreAct slots, which
+fusion_lstm's proto lacks: gradc, as Paddle's kernel, leaves them unwritten. Paddle defines no grad for either op:
+registered forward-only.
+"""
+
+from __future__ import annotations
+
+from ..registry import defop
+from .infer import check_float, one_dtype
+from .lod_rnn import ACTIVATIONS, GRU_ATTRS, LSTM_ATTRS
+
+GRU_SCRATCH = ["ReorderedH0", "XX", "BatchedInput", "BatchedOut"]
+LSTM_SCRATCH = ["XX", "BatchedInput", "BatchedHidden", "BatchedCell", "ReorderedH0", "ReorderedC0", "CheckedCell"]
+FUSED_ATTRS = {"use_seq": True, "force_fp32_output": False, "Scale_data": 1.0, "Shift_data": 0.0,
+               "Scale_weights": [1.0]}
+
+
+def _hidden(ctx, gates: int, activations: tuple[str, ...]) -> tuple[int, int]:
+    """(rows, D), checking X [rows, M], WeightX [M, gates D], WeightH [D, gates D]."""
+    for name in activations:
+        if ctx.attr(name) not in ACTIVATIONS:
+            ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+    for slot in ("X", "WeightX", "WeightH"):
+        check_float(ctx, slot)
+    x, wx, wh = ctx.shape("X"), ctx.shape("WeightX"), ctx.shape("WeightH")
+    if x is None or len(x) != 2:
+        ctx.fail(f"X must be 2-D [rows, M], got {x}")
+    if wh is None or len(wh) != 2 or (min(wh) >= 0 and wh[1] != gates * wh[0]):
+        ctx.fail(f"WeightH must have shape [D, {gates} * D], got {wh}")
+    if wx is None or len(wx) != 2 or (min(wx[1], wh[1]) >= 0 and wx[1] != wh[1]) or \
+            (min(wx[0], x[1]) >= 0 and wx[0] != x[1]):
+        ctx.fail(f"WeightX must have shape [M = {x[1]}, {gates} * D = {wh[1]}], got {wx}")
+    return x[0], wh[0]
+
+
+def _gru_infer(ctx):
+    rows, d = _hidden(ctx, 3, ("gate_activation", "activation"))
+    dtype = one_dtype(ctx, "X", "WeightX", "WeightH")
+    return {"Hidden": ([rows, d], dtype)}   # the scratch left as declared: Paddle's PIR program says []
+
+
+defop("fusion_gru", ["X", "H0?", "WeightX", "WeightH", "Bias?"], [*GRU_SCRATCH, "Hidden"],
+      attrs={k: v for k, v in {**GRU_ATTRS, **FUSED_ATTRS}.items() if k != "is_test"}, infer=_gru_infer,
+      lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot == "Hidden" else 0 for slot in ctx.op.outputs})
+
+
+def _lstm_infer(ctx):
+    rows, d = _hidden(ctx, 4, ("gate_activation", "cell_activation", "candidate_activation"))
+    dtype = one_dtype(ctx, "X", "WeightX", "WeightH", "Bias")
+    return {"Hidden": ([rows, d], dtype), "Cell": ([rows, d], dtype)}
+
+
+defop("fusion_lstm", ["X", "WeightX", "WeightH", "Bias", "H0?", "C0?"], ["Hidden", "Cell", *LSTM_SCRATCH],
+      attrs={k: v for k, v in {**LSTM_ATTRS, **FUSED_ATTRS}.items() if k != "is_test"}, infer=_lstm_infer,
+      lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot in ("Hidden", "Cell") else 0
+                              for slot in ctx.op.outputs})

@@ -1,0 +1,52 @@
+"""Optional inputs of gradc.ops.inference_fused and inference_rnn. fused_conv2d's Bias adds per channel and its
+ResidualData (with fuse_residual_connection) after it; fused_matmul's ResidualData adds to the product. fusion_gru /
+fusion_lstm are their lod_rnn op on X WeightX (identity activations, hidden size 1, as tests/slot_cases/lod_rnn.py):
+lstm z = x WeightX + h0 WeightH, c = cand i + c0 f; gru u, r = h0 W_ur, c = (r h0) W_c, h = h0 - u h0 + u c."""
+
+import numpy as np
+
+from gradc import LoDTensor
+
+from . import SlotCase
+
+IDENTITY_LSTM = {"gate_activation": "identity", "cell_activation": "identity", "candidate_activation": "identity",
+                 "use_peepholes": False}
+IDENTITY_GRU = {"activation": "identity", "gate_activation": "identity"}
+ONE_STEP = [[0, 1]]
+
+
+def rows(*values):
+    return np.array([values], np.float64)
+
+
+def image(value, channels=1):
+    return np.full((1, channels, 2, 2), value, np.float64)
+
+
+CASES = [
+    # 1 x 1 conv of ones by 2: 2, plus Bias 3
+    SlotCase("fused_conv2d", "Bias", {"Input": image(1), "Filter": image(2)[:, :, :1, :1], "Bias": np.array([3.0])},
+             {"Output": image(5)}, overrides=False),
+    # 2 plus the residual 5
+    SlotCase("fused_conv2d", "ResidualData", {"Input": image(1), "Filter": image(2)[:, :, :1, :1],
+                                              "ResidualData": image(5)},
+             {"Output": image(7)}, {"fuse_residual_connection": True}, overrides=False),
+    # [1, 2] [3, 4]^T = 11, plus 1
+    SlotCase("fused_matmul", "ResidualData", {"X": rows(1, 2), "Y": rows(3, 4).T, "ResidualData": rows(1)},
+             {"Out": rows(12)}, overrides=False),
+    # x WeightX = 0: u = r = 2, c = (2 * 2) * 1 = 4, h = 2 - 4 + 8 = 6
+    SlotCase("fusion_gru", "H0", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": rows(0, 0, 0), "H0": rows(2),
+                                  "WeightH": rows(1, 1, 1)}, {"Hidden": rows(6)}, IDENTITY_GRU, overrides=False),
+    # u = 1, r = 2, c = 3 from Bias (no previous hidden): h = u c = 3
+    SlotCase("fusion_gru", "Bias", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": rows(0, 0, 0),
+                                    "WeightH": rows(1, 1, 1), "Bias": rows(1, 2, 3)},
+             {"Hidden": rows(3)}, IDENTITY_GRU, overrides=False),
+    # z = h0 WeightH = [2, 2, 2, 2]: c = 2 * 2 + 0 = 4, h = o c = 8 (H0 comes with C0, here zeros)
+    SlotCase("fusion_lstm", "H0", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": rows(0, 0, 0, 0),
+                                   "WeightH": rows(1, 1, 1, 1), "Bias": rows(0, 0, 0, 0), "H0": rows(2), "C0": rows(0)},
+             {"Hidden": rows(8), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
+    # z = x WeightX = [1, 1, 1, 1]: c = 1 * 1 + 3 * 1 = 4, h = 1 * 4
+    SlotCase("fusion_lstm", "C0", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": rows(1, 1, 1, 1),
+                                   "WeightH": rows(1, 1, 1, 1), "Bias": rows(0, 0, 0, 0), "C0": rows(3)},
+             {"Hidden": rows(4), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
+]
