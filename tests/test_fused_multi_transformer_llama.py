@@ -2,11 +2,15 @@
 query attention, decoding rows at their own seq_lengths, pre_caches and beam_offset, against numpy written here
 (rope through complex rotations, not gradc's rotate) and against the encoder a decoding step continues."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import gradc
 from gradc.errors import ExecutionError, ProgramError
 from gradc.executor.kernels.llm_attention import keys_from_layout
+from gradc.pir import load_pir
 from test_fused_multi_transformer import run
 
 r = np.random.default_rng(41)
@@ -189,3 +193,16 @@ def test_bad_rotary_tables_gqa_heads_and_caches_are_refused():
             {"gqa_group_size": KV})
     with pytest.raises(ExecutionError, match="decoding step 4 is past cache_kvs' 4 positions"):
         _decode(x[:, :1], inputs, np.zeros((2, 1, KV, 4, DIM)), [4])
+
+
+@pytest.mark.parametrize("case", ["multi_transformer_llama_encoder", "multi_transformer_llama_decode_step"])
+def test_paddles_translated_llama_stack(case):
+    """A Llama-like stack (rmsnorm, GQA 2:1, neox rope, swiglu; tools/paddle_llama_multi_transformer.py) translated
+    by Paddle: the encoder, and a step over the caches Paddle's composition of the encoder writes (keys chunked),
+    against Paddle's own CPU ops composing the stack in float64 (for the step: row 3 of the stack over 4 tokens)."""
+    directory = Path(__file__).parent / "data" / "paddle" / "pir_gpu_only" / case
+    with np.load(directory / "feed.npz") as archive:
+        feed = {name: archive[name] for name in archive.files}
+    (out,) = gradc.Executor().run(load_pir(directory / "program.json"), feed, ["out"], gradc.Scope())
+    with np.load(directory / "expected.npz") as archive:
+        np.testing.assert_allclose(out, archive["out"], rtol=2e-5, atol=2e-5)
