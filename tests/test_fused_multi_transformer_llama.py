@@ -206,3 +206,11 @@ def test_paddles_translated_llama_stack(case):
     (out,) = gradc.Executor().run(load_pir(directory / "program.json"), feed, ["out"], gradc.Scope())
     with np.load(directory / "expected.npz") as archive:
         np.testing.assert_allclose(out, archive["out"], rtol=2e-5, atol=2e-5)
+
+
+def test_a_head_dim_the_caches_chunks_do_not_divide_is_refused():
+    x = np.zeros((1, 2, E), np.float16)   # float16 keys sit in chunks of 8 values, head_dim is 2
+    inputs = {slot: [value.astype(np.float16) for value in values] for slot, values in _weights(1).items()}
+    with pytest.raises(ExecutionError, match="head_dim 2 must be a multiple of the cache's 16-byte chunk of 8"):
+        run("fused_multi_transformer", {"x": x, "cache_kvs": [np.zeros((2, 1, KV, 4, DIM), np.float16)], **inputs},
+            ["out"], {"gqa_group_size": KV})

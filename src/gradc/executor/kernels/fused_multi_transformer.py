@@ -56,6 +56,9 @@ class _Attention:
 
     def __init__(self, k, x: np.ndarray):
         self.width = 16 // x.dtype.itemsize
+        if k.xs("cache_kvs") and k.xs("cache_kvs")[0].shape[-1] % self.width:
+            raise ExecutionError(f"{k.where}: head_dim {k.xs('cache_kvs')[0].shape[-1]} must be a multiple of the "
+                                 f"cache's 16-byte chunk of {self.width} {x.dtype} values")
         self.caches = [np.stack([keys_from_layout(c[0].astype(np.float64), self.width), c[1].astype(np.float64)])
                        for c in k.xs("cache_kvs")] or None
         self.pre = [c.astype(np.float64) for c in k.xs("pre_caches")] or None
@@ -75,9 +78,6 @@ class _Attention:
         if self.steps is not None and self.mask is not None and self.mask.shape[-1] < self.steps.max():
             raise ExecutionError(f"{k.where}: src_mask's {self.mask.shape[-1]} columns do not reach decoding step "
                                  f"{self.steps.max()}")
-        if self.caches is not None and self.caches[0].shape[-1] % self.width:
-            raise ExecutionError(f"{k.where}: head_dim {self.caches[0].shape[-1]} must be a multiple of the "
-                                 f"cache's 16-byte chunk of {self.width} {x.dtype} values")
 
     def cache_outs(self, dtype) -> list[np.ndarray]:
         return [np.stack([keys_to_layout(c[0], self.width), c[1]]).astype(dtype) for c in self.caches]
