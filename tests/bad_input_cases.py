@@ -733,6 +733,11 @@ COMPILE_TIME = {
         "out_linear_weights": [zeros(4, 4)], "ffn_ln_scales": [zeros(4), zeros(4)], "ffn1_weights": [zeros(4, 6)],
         "ffn2_weights": [zeros(6, 4)]}, {},
         "ffn_ln_scales holds 2 tensors, one per layer is 1 (qkv_weights)"),
+    "fused_multi_transformer rotary table": ("fused_multi_transformer", {
+        "x": zeros(1, 2, 4), "ln_scales": [zeros(4)], "qkv_weights": [zeros(4, 2, 4)],
+        "rotary_tensor": zeros(2, 1, 1, 3, 2), "out_linear_weights": [zeros(4, 4)], "ffn_ln_scales": [zeros(4)],
+        "ffn1_weights": [zeros(4, 6)], "ffn2_weights": [zeros(6, 4)]}, {"gqa_group_size": 1, "rotary_emb_dims": 1},
+        "rotary_tensor must be [2, 1, 1, 2, 2] (cos, sin), got [2, 1, 1, 3, 2]"),
     "fused_dropout_add shapes": ("fused_dropout_add", {"x": zeros(2, 3), "y": zeros(3, 2)}, {"is_test": True},
                                  "x [2, 3] and y [3, 2] must have one shape"),
     "weight_quantize tiles": ("weight_quantize", {"x": zeros(32, 8)}, {"arch": 80},

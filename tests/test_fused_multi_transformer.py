@@ -9,6 +9,7 @@ import pytest
 
 import gradc
 from gradc.errors import ProgramError
+from gradc.executor.kernels.llm_attention import keys_from_layout
 from gradc.ir import to_var_type
 from gradc.pir import load_pir
 from test_extra_math import check_shapes
@@ -137,7 +138,9 @@ def test_a_decoding_step_continues_the_causal_encoder_through_the_cache():
                                                         **inputs}, ["out", "cache_kv_outs"])
     np.testing.assert_allclose(step[:, 0], full[:, 3], rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(stepped0, full_cache0, rtol=1e-12, atol=1e-12)
-    assert np.abs(full_cache0[:, :, :, :4]).min() > 0 and not full_cache0[:, :, :, 4:].any()
+    plain = np.stack([keys_from_layout(full_cache0[0], 2), full_cache0[1]])   # float64 keys: chunks of 2
+    assert np.abs(plain[:, :, :, :4]).min() > 0 and not plain[:, :, :, 4:].any()
+    assert not np.array_equal(plain, full_cache0)
 
 
 def test_seq_lengths_run_each_row_on_its_own_tokens_and_zero_the_padding():
@@ -164,9 +167,9 @@ def test_a_decoding_step_adds_the_mask_over_the_cached_positions():
 
 def test_the_unsupported_paths_are_refused():
     x, inputs = r.standard_normal((1, 2, E)), _weights(1)
-    with pytest.raises(ProgramError, match="rotary embeddings"):
+    with pytest.raises(ProgramError, match="rotary_emb_dims=1 must be 0, or > 0 with rotary_tensor"):
         run("fused_multi_transformer", {"x": x, **inputs}, ["out"], {"rotary_emb_dims": 1})
-    with pytest.raises(ProgramError, match="grouped-query attention"):
+    with pytest.raises(ProgramError, match="qkv_weights must be 3-D with gqa_group_size=1"):
         run("fused_multi_transformer", {"x": x, **inputs}, ["out"], {"gqa_group_size": 1})
     with pytest.raises(ProgramError, match="time_step \\(decoding\\) needs cache_kvs"):
         run("fused_multi_transformer", {"x": x[:, :1], "time_step": np.array([1], np.int32), **inputs}, ["out"])
@@ -196,8 +199,8 @@ def test_paddles_translated_program_runs_the_stack(case):
 
 
 def _decode_reference(x, inputs, caches, step, mask):
-    """One pre-layer-norm decoding step: each layer's token k, v written at ``step`` of its cache, then the token
-    attends to positions 0..step with the mask added."""
+    """One pre-layer-norm decoding step: each layer's token k, v written at ``step`` of its cache (float32 keys in
+    chunks of 4 are plain at head_dim 4), then the token attends to positions 0..step, the mask added to 0..step-1."""
     y = x[:, 0]
     for i, cache in enumerate(caches):
         w = {slot: values[i] for slot, values in inputs.items()}
@@ -205,7 +208,8 @@ def _decode_reference(x, inputs, caches, step, mask):
         qkv = h @ w["qkv_weights"].reshape(3 * E, E).T + w["qkv_biases"].reshape(-1)
         q, k, v = qkv.reshape(-1, 3, HEADS, DIM).transpose(1, 0, 2, 3)
         cache[0][:, :, step], cache[1][:, :, step] = k, v
-        scores = np.einsum("bhd,bhtd->bht", q, cache[0][:, :, :step + 1]) / math.sqrt(DIM) + mask[:, :, 0, :step + 1]
+        scores = np.einsum("bhd,bhtd->bht", q, cache[0][:, :, :step + 1]) / math.sqrt(DIM)
+        scores[..., :step] += mask[:, :, 0, :step]   # the kernel reads no mask column for the token itself
         p = np.exp(scores - scores.max(-1, keepdims=True))
         context = np.einsum("bht,bhtd->bhd", p / p.sum(-1, keepdims=True), cache[1][:, :, :step + 1]).reshape(-1, E)
         res = context @ w["out_linear_weights"] + w["out_linear_biases"] + y

@@ -8,7 +8,7 @@ ops it runs on CPU (fused_multi_transformer), expected.npz with Paddle's numbers
 tests/test_fused_llm.py and its neighbours run them against the CUDA kernels' formulas. Not part of the package:
 it needs paddlepaddle.
 
-    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py [case ...]
 """
 
 from __future__ import annotations
@@ -138,7 +138,8 @@ def _multi_transformer(decode: bool) -> dict:
 
 def _stack_reference(v: dict, layers: int, heads: int, dim: int) -> dict:
     """The pre-layer-norm stack composed of Paddle's own CPU ops in float64: causal attention over the tokens, or
-    (time_step) the token over the cache's first time_step positions and itself, with the mask."""
+    (time_step) the token over the cache's first time_step positions and itself, with the mask over the cached ones
+    (the kernel reads no mask column for the token itself)."""
     t = {name: paddle.to_tensor(value.astype(np.float64) if value.dtype == np.float32 else value)
          for name, value in v.items()}
     x, (b, s, e) = t["x"], v["x"].shape
@@ -154,7 +155,7 @@ def _stack_reference(v: dict, layers: int, heads: int, dim: int) -> dict:
             step = int(v["time_step"][0])
             k = paddle.concat([w["cache_kvs"][0][:, :, :step], k], 2)
             val = paddle.concat([w["cache_kvs"][1][:, :, :step], val], 2)
-            mask = t["src_mask"][:, :, :, :step + 1]
+            mask = paddle.nn.functional.pad(t["src_mask"][:, :, :, :step], [0, 1])   # the token's column unread
         else:
             mask = paddle.triu(paddle.full([s, s], -np.inf, "float64"), 1)
         weights = paddle.nn.functional.softmax(paddle.matmul(q, k, transpose_y=True) / np.sqrt(dim) + mask)
@@ -265,6 +266,7 @@ def write(case: str, seed: int) -> str:
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     paddle.enable_static()
-    for index, case in enumerate(CASES):
-        print(f"{case}: {write(case, 300 + index)}")
+    for index, case in enumerate(CASES):   # all cases, or those named
+        if case in sys.argv[1:] or len(sys.argv) == 1:
+            print(f"{case}: {write(case, 300 + index)}")
     sys.exit(0)
