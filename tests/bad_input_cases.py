@@ -705,6 +705,8 @@ COMPILE_TIME = {
                       "scale [3] must hold one value per normalised element [4]"),
     "fast_rms_norm scale": ("fast_rms_norm", {"x": zeros(2, 4), "scale": zeros(5)}, {"epsilon": 1e-5},
                             "scale [5] must hold one value per normalised element [4]"),
+    "fused_rms_norm_ext scale": ("fused_rms_norm_ext", {"x": zeros(2, 4), "scale": zeros(5)}, {"epsilon": 1e-5},
+                            "scale [5] must hold one value per normalised element [4]"),
     "rms_norm normalized_shape": ("rms_norm", {"x": zeros(2, 4)}, {"normalized_shape": [3]},
                                   "normalized_shape [3] must be x's last dims, x [2, 4]"),
     "fused_bias_dropout_residual_layer_norm bias": ("fused_bias_dropout_residual_layer_norm",

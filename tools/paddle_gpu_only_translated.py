@@ -6,7 +6,7 @@ operands, results and attributes. Written as tests/data/paddle/pir_gpu_only/<cas
 case's outputs, with feed.npz (inputs drawn here; Paddle computed no numbers) and meta.json; tests/test_fused_llm.py
 runs them against the CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
 
-    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py
+    FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_gpu_only_translated.py [case ...]
 """
 
 from __future__ import annotations
@@ -63,7 +63,8 @@ def _bias_act(method: str, cols: int, shift: bool) -> dict:
 
 
 def _norm(op: str, x: list[int], normalized: list[int]) -> dict:
-    """A norm and its grad op at a fed dy: fast_ln (x, scale, bias), fast_rms_norm and rms_norm (x, scale)."""
+    """A norm and its grad op at a fed dy: fast_ln (x, scale, bias), fast_rms_norm, fused_rms_norm_ext and rms_norm
+    (x, scale)."""
     rows = [int(np.prod(x[:len(x) - len(normalized)]))]
     feeds = {"x": (x, F32), "scale": (normalized, F32), "dy": (x, F32)}
     ins, stats = {"x": ["x"], "scale": ["scale"]}, {"invvar": ("invvar", rows)}
@@ -120,6 +121,7 @@ CASES = {
     "rms_norm": _norm("rms_norm", [2, 3, 4], [3, 4]),
     "bias_dropout_residual_ln_downgrade": _bias_dropout_residual_ln("downgrade_in_infer"),
     "weight_only_linear_int8": _weight_only(),
+    "fused_rms_norm_ext": _norm("fused_rms_norm_ext", [2, 3, 8], [8]),
 }
 
 
@@ -184,6 +186,8 @@ def write(case: str, seed: int) -> str:
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     paddle.enable_static()
-    for index, case in enumerate(CASES):
+    for index, case in enumerate(CASES):   # the cases named on the command line, or all
+        if sys.argv[1:] and case not in sys.argv[1:]:
+            continue
         print(f"{case}: {write(case, 300 + index)}")
     sys.exit(0)
