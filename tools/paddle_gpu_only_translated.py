@@ -111,6 +111,24 @@ def _weight_only() -> dict:
         ("weight_only_linear_grad", {**ins, "out@GRAD": ["dy"]}, {"x@GRAD": ("x@GRAD", [2, k])}, attrs)]}
 
 
+def _aux_loss(masks: bool) -> dict:
+    """cal_aux_loss and its grad op at a fed dy: with both token masks (a global batch of 12 tokens: the scaled
+    loss) and a per-token dispatch mask, or with neither and the counts per expert given."""
+    tokens, experts = (8, 4) if masks else (6, 3)
+    feeds = {"gate_prob": ([tokens, experts], F32), "dy": ([], F32),
+             "dispatch_mask": ([tokens, experts] if masks else [experts], "int64")}
+    ins = {"gate_prob": ["gate_prob"], "dispatch_mask": ["dispatch_mask"]}
+    if masks:
+        feeds |= {"tokens_mask": ([tokens], F32), "dispatch_tokens_mask": ([12], "bool")}
+        ins |= {"tokens_mask": ["tokens_mask"], "dispatch_tokens_mask": ["dispatch_tokens_mask"]}
+    outs = {"l_aux_loss": ("l_aux_loss", []), "seqlen_float": ("seqlen_float", []), "ce": ("ce", [experts])}
+    attrs = {"num_experts": ("_set_int64_attr", 4 if masks else 6), "use_group": masks,
+             "moe_k": ("_set_int64_attr", 2), "clip_min": 1.0}
+    grad_ins = {"gate_prob": ["gate_prob"], "seqlen_float": ["seqlen_float"], "ce": ["ce"], "l_aux_loss@GRAD": ["dy"]}
+    grads = {"gate_prob@GRAD": ("gate_prob@GRAD", [tokens, experts])}
+    return {"feeds": feeds, "ops": [("cal_aux_loss", ins, outs, attrs), ("cal_aux_loss_grad", grad_ins, grads, attrs)]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
@@ -122,10 +140,16 @@ CASES = {
     "bias_dropout_residual_ln_downgrade": _bias_dropout_residual_ln("downgrade_in_infer"),
     "weight_only_linear_int8": _weight_only(),
     "fused_rms_norm_ext": _norm("fused_rms_norm_ext", [2, 3, 8], [8]),
+    "cal_aux_loss_masks": _aux_loss(True),
+    "cal_aux_loss_counts": _aux_loss(False),
 }
 
 
-def _feed(rng, shape, dtype):
+def _feed(rng, name, shape, dtype):
+    if dtype == "bool" or name == "tokens_mask":
+        return (rng.random(shape) < 0.75).astype(dtype)
+    if name == "gate_prob":
+        return rng.random(shape).astype(dtype)
     if dtype == "int64":
         return rng.integers(0, 5, shape).astype(np.int64)
     if dtype == "int8":
@@ -175,12 +199,31 @@ def write(case: str, seed: int) -> str:
     directory.mkdir(parents=True)
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
-    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]})
+    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, name, *spec["feeds"][name]) for name in spec["feeds"]})
     ops = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
     meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": ops,
             "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}
     (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return f"{ops}"
+
+
+def aux_loss_composition(case: str) -> None:
+    """Paddle's CPU numbers of its own unfused cal_aux_loss (math_cal_aux_loss: sums, clip, a detached scale) and
+    of its gradient at the fed dy, on the case's feed: paddle_cpu_composition.npz."""
+    from paddle.incubate.nn.functional.cal_aux_loss import math_cal_aux_loss
+
+    directory, attrs = OUT / case, CASES[case]["ops"][0][3]
+    paddle.disable_static()
+    with np.load(directory / "feed.npz") as archive:
+        feed = {name: paddle.to_tensor(archive[name]) for name in archive.files}
+    gate = paddle.to_tensor(feed["gate_prob"].numpy(), stop_gradient=False)
+    loss, seqlen, ce = math_cal_aux_loss(gate, feed["dispatch_mask"], feed.get("tokens_mask"),
+                                         feed.get("dispatch_tokens_mask"), attrs["num_experts"][1],
+                                         attrs["use_group"], attrs["moe_k"][1], attrs["clip_min"])
+    loss.backward(feed["dy"])
+    np.savez_compressed(directory / "paddle_cpu_composition.npz", l_aux_loss=loss.numpy(), seqlen_float=seqlen.numpy(),
+                        ce=ce.numpy(), gate_prob_grad=gate.grad.numpy())
+    paddle.enable_static()
 
 
 if __name__ == "__main__":
@@ -190,4 +233,6 @@ if __name__ == "__main__":
         if sys.argv[1:] and case not in sys.argv[1:]:
             continue
         print(f"{case}: {write(case, 300 + index)}")
+        if case.startswith("cal_aux_loss"):
+            aux_loss_composition(case)
     sys.exit(0)

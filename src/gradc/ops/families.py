@@ -133,6 +133,8 @@ FAMILIES = {
         "reduce_mean_grad", "reduce_max_grad", "reduce_min_grad", "reduce_amax_grad", "reduce_amin_grad",
         "logsumexp_grad", "remainder_grad", "bilinear_tensor_product_grad", "reduce_prod_grad"),
     "metric": ("accuracy", "auc"),
+    "moe": ("cal_aux_loss", "cal_aux_loss_grad"),
+    "moe_double": ("cal_aux_loss_grad",),
     "nn": ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "group_norm", "group_norm_grad", "dropout",
         "dropout_grad", "lookup_table_v2", "lookup_table_v2_grad", "lookup_table", "lookup_table_grad", "one_hot_v2"),
     "nn_activation": ("prelu", "prelu_grad", "maxout", "maxout_grad", "rrelu", "rrelu_grad", "gumbel_softmax",

@@ -97,6 +97,7 @@ FAMILIES = {
     "matmul": ("mul", "mul_grad", "matmul_v2", "matmul_v2_grad", "matmul", "matmul_grad", "bmm", "bmm_grad",
         "bilinear_tensor_product", "bilinear_tensor_product_grad"),
     "metric": ("accuracy", "auc"),
+    "moe": ("cal_aux_loss", "cal_aux_loss_grad"),
     "nn": ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "group_norm", "group_norm_grad", "dropout",
         "dropout_grad", "lookup_table_v2", "lookup_table", "lookup_table_v2_grad", "lookup_table_grad", "one_hot_v2"),
     "nn_activation": ("prelu", "prelu_grad", "maxout", "maxout_grad", "rrelu", "rrelu_grad", "gumbel_softmax",

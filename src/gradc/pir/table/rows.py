@@ -20,6 +20,7 @@ from . import (
     linalg_rows,
     llm_attention_rows,
     math_rows,
+    moe_rows,
     nn_rows,
     optimizer_rows,
     plumbing,
@@ -84,7 +85,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + static_nn_rows.ROWS + incubate_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
-               + llm_attention_rows.ROWS + SPECIAL)
+               + llm_attention_rows.ROWS + moe_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:

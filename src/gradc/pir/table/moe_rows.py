@@ -1,0 +1,16 @@
+"""Rows: the mixture-of-experts ops of PaddleNLP's MoE models (gradc.ops.moe), named as Paddle 3.3.1's translation
+of their legacy ops names them (tools/paddle_gpu_only_translated.py)."""
+
+from __future__ import annotations
+
+from . import row
+
+AUX = "num_experts:i64 use_group:bool moe_k:i64"
+
+ROWS = [
+    row("pd_op.cal_aux_loss", "cal_aux_loss", "gate_prob:gate_prob dispatch_mask:dispatch_mask tokens_mask?:tokens_mask"
+        " dispatch_tokens_mask?:dispatch_tokens_mask", "l_aux_loss:l_aux_loss seqlen_float:seqlen_float ce:ce",
+        f"{AUX} clip_min:f32"),
+    row("pd_op.cal_aux_loss_grad", "cal_aux_loss_grad", "gate_prob:gate_prob seqlen_float:seqlen_float ce:ce"
+        " l_aux_loss_grad:l_aux_loss@GRAD", "gate_prob_grad:gate_prob@GRAD", AUX),
+]
