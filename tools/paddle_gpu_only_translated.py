@@ -199,7 +199,8 @@ def write(case: str, seed: int) -> str:
     directory.mkdir(parents=True)
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
-    np.savez_compressed(directory / "feed.npz", **{name: _feed(rng, name, *spec["feeds"][name]) for name in spec["feeds"]})
+    feed = {name: _feed(rng, name, *spec["feeds"][name]) for name in spec["feeds"]}
+    np.savez_compressed(directory / "feed.npz", **feed)
     ops = sorted({op.name() for op in program.global_block().ops} - {"pd_op.fetch"})
     meta = {"case": case, "paddle_version": paddle.__version__, "fetches": fetches, "pir_ops": ops,
             "built_by": "legacy ops written into a ProgramDesc, translated by Paddle"}
