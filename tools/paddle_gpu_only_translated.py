@@ -129,6 +129,33 @@ def _aux_loss(masks: bool) -> dict:
     return {"feeds": feeds, "ops": [("cal_aux_loss", ins, outs, attrs), ("cal_aux_loss_grad", grad_ins, grads, attrs)]}
 
 
+def _moe(use_pad: bool) -> dict:
+    """moe_gate_dispatch of 6 tokens over 4 experts (top 2, capacity 2: some tokens dropped), its grad op at fed
+    dy and dcombine_weights, then moe_combine of the dispatched rows (scatter_index fed [s, k], as the kernel reads
+    it) and its grad op at a fed dy."""
+    tokens, experts, dim, k, capacity = 6, 4, 8, 2, 2
+    rows = experts * capacity if use_pad else tokens * k
+    feeds = {"x": ([tokens, dim], F32), "gate_logits": ([tokens, experts], F32), "corr_bias": ([experts], F32),
+             "dy": ([rows, dim], F32), "dweights": ([tokens, k], F32), "expert_rows": ([tokens * k, dim], F32),
+             "routes": ([tokens, k], "int32"), "dcombined": ([tokens, dim], F32)}
+    attrs = {"k": ("_set_int64_attr", k), "capacity": ("_set_int64_attr", capacity), "use_pad": use_pad}
+    outs = {"y": ("y", [rows, dim]), "combine_weights": ("combine_weights", [tokens, k]),
+            "scatter_index": ("scatter_index", [k, tokens], "int32"), "expert_offset": ("expert_offset", [experts],
+                                                                                      "int64"),
+            "expert_id": ("expert_id", [tokens, k], "int32")}
+    ins = {"x": ["x"], "gate_logits": ["gate_logits"], "corr_bias": ["corr_bias"]}
+    grad_ins = {"combine_weights": ["combine_weights"], "scatter_index": ["scatter_index"],
+                "expert_id": ["expert_id"], "y@GRAD": ["dy"], "combine_weights@GRAD": ["dweights"]}
+    grads = {"x@GRAD": ("x@GRAD", [tokens, dim]), "gate_logits@GRAD": ("gate_logits@GRAD", [tokens, experts])}
+    combine_ins = {"x": ["expert_rows"], "combine_weights": ["combine_weights"], "scatter_index": ["routes"]}
+    combine_grads = {"x@GRAD": ("expert_rows@GRAD", [tokens * k, dim]),
+                     "combine_weights@GRAD": ("combine_weights@GRAD", [tokens, k])}
+    return {"feeds": feeds, "ops": [
+        ("moe_gate_dispatch", ins, outs, attrs), ("moe_gate_dispatch_grad", grad_ins, grads, attrs),
+        ("moe_combine", combine_ins, {"y": ("combined", [tokens, dim])}, {}),
+        ("moe_combine_grad", {**combine_ins, "y@GRAD": ["dcombined"]}, combine_grads, {})]}
+
+
 CASES = {
     "rope_rotate_half_tables_positions": _rope(False, False, True, True, True),
     "rope_neox_time_major_computed": _rope(True, True, True, False, False),
@@ -142,10 +169,19 @@ CASES = {
     "fused_rms_norm_ext": _norm("fused_rms_norm_ext", [2, 3, 8], [8]),
     "cal_aux_loss_masks": _aux_loss(True),
     "cal_aux_loss_counts": _aux_loss(False),
+    "moe_dispatch_combine_pad": _moe(True),
+    "moe_dispatch_combine": _moe(False),
 }
 
 
 def _feed(rng, name, shape, dtype):
+    if name == "gate_logits":   # the kernel takes them as probabilities: softmax rows
+        logits = np.exp(rng.standard_normal(shape))
+        return (logits / logits.sum(-1, keepdims=True)).astype(dtype)
+    if name == "corr_bias":
+        return (0.1 * rng.standard_normal(shape)).astype(dtype)
+    if name == "routes":   # distinct rows of the dispatched x
+        return rng.permutation(int(np.prod(shape))).reshape(shape).astype(dtype)
     if dtype == "bool" or name == "tokens_mask":
         return (rng.random(shape) < 0.75).astype(dtype)
     if name == "gate_prob":
@@ -176,8 +212,8 @@ def write(case: str, seed: int) -> str:
         desc.set_type(op_type)
         for slot, names in ins.items():
             desc.set_input(slot, names)
-        for slot, (name, shape) in outs.items():
-            block.create_var(name=name, shape=shape, dtype=F32)
+        for slot, (name, shape, *dtype) in outs.items():
+            block.create_var(name=name, shape=shape, dtype=dtype[0] if dtype else F32)
             desc.set_output(slot, [name])
             fetches.append(name)
         for name, value in attrs.items():   # (setter, value): an attribute Paddle types float64 or int64s
@@ -189,7 +225,7 @@ def write(case: str, seed: int) -> str:
                                          spec["ops"]):
         assert op.name() == f"pd_op.{op_type}", (op.name(), op_type)
         results = dict(zip(op.get_output_names(), op.results()))
-        values |= {name: results[_pir_name(slot)] for slot, (name, _) in outs.items()}
+        values |= {name: results[_pir_name(slot)] for slot, (name, *_) in outs.items()}
     with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):
         for col, name in enumerate(fetches):
             paddle._pir_ops.fetch(values[name], name, col).persistable = True
@@ -227,6 +263,22 @@ def aux_loss_composition(case: str) -> None:
     paddle.enable_static()
 
 
+def dispatch_composition(case: str) -> None:
+    """Paddle's CPU numbers of its own unfused moe_gate_dispatch (math_moe_gate_dispatch, the NPU path) with
+    use_pad on the case's feed: paddle_cpu_composition.npz. Its combine weights include corr_bias, which the CUDA
+    kernel's leave out."""
+    from paddle.incubate.nn.functional.moe_gate_dispatch import math_moe_gate_dispatch
+
+    directory, attrs = OUT / case, CASES[case]["ops"][0][3]
+    paddle.disable_static()
+    with np.load(directory / "feed.npz") as archive:
+        feed = {name: paddle.to_tensor(archive[name]) for name in ("x", "gate_logits", "corr_bias")}
+    results = math_moe_gate_dispatch(*feed.values(), attrs["k"][1], attrs["capacity"][1], True)
+    names = ("y", "combine_weights", "scatter_index", "expert_offset", "expert_id")
+    np.savez_compressed(directory / "paddle_cpu_composition.npz", **{n: r.numpy() for n, r in zip(names, results)})
+    paddle.enable_static()
+
+
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     paddle.enable_static()
@@ -236,4 +288,6 @@ if __name__ == "__main__":
         print(f"{case}: {write(case, 300 + index)}")
         if case.startswith("cal_aux_loss"):
             aux_loss_composition(case)
+        if case == "moe_dispatch_combine_pad":
+            dispatch_composition(case)
     sys.exit(0)
