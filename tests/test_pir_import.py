@@ -229,6 +229,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [(PIR_DATA.parent / "sparse_tensor" / case / "model.json").read_bytes()
               for case in ("pir_binary", "pir_int_args", "pir_products")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
+    files.append((PIR_DATA.parent / "random_inplace" / "program.json").read_bytes())   # Tensor.random_
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.assign_array",

@@ -44,6 +44,5 @@ ROWS = [
         "num_classes:i32 num_samples:i32 ring_id:i32 rank:i32 nranks:i32=1 fix_seed:bool seed:i32"),
     row("pd_op.seed", "seed", "", "out:Out", "seed:i32 deterministic:bool rng_name:str force_cpu:bool"),
     row("pd_op.random_", "random", "x:x", "out:out&x", "from:i64 to:i64"),
-    row("pd_op.random", "random", "x:x", "out:out", "from:i64 to:i64"),
     row("pd_op.random_grad", "random_grad", "out_grad:out@GRAD", "x_grad:x@GRAD", "from:i64 to:i64"),
 ]
