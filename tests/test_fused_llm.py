@@ -200,7 +200,7 @@ def _norm_reference(x, scale, bias, count, centred, epsilon=1e-5):
 
 
 @pytest.mark.parametrize("op, count, centred", [("fast_ln", 1, True), ("fast_rms_norm", 1, False),
-                                                ("rms_norm", 2, False)])
+                                                ("fused_rms_norm_ext", 1, False), ("rms_norm", 2, False)])
 def test_paddles_translated_norm_programs_run_the_formula_and_its_gradient(op, count, centred):
     """y against the row-by-row formula; the grads against central differences of <y, dy> in float64."""
     feed, got = _translated(op)

@@ -41,10 +41,12 @@ def positive(*shape):
 NORMS = [
     Case("fast_ln", {"x": randn(2, 3, 4), "scale": positive(4), "bias": randn(4)}, {"epsilon": 1e-5}),
     Case("fast_rms_norm", {"x": randn(3, 5), "scale": positive(5)}, {"epsilon": 1e-5}),
+    Case("fused_rms_norm_ext", {"x": randn(2, 3, 4), "scale": positive(4)}, {"epsilon": 1e-5}),
     Case("rms_norm", {"x": randn(2, 3, 4), "scale": positive(3, 4)}, {"normalized_shape": [3, 4]}),
     Case("rms_norm", {"x": randn(3, 4)}, {"normalized_shape": [4]}),
     second_order("fast_ln", {"x": randn(2, 3, 4), "scale": positive(4), "bias": randn(4)}, {"epsilon": 1e-5}),
     second_order("fast_rms_norm", {"x": randn(3, 5), "scale": positive(5)}, {"epsilon": 1e-5}),
+    second_order("fused_rms_norm_ext", {"x": randn(2, 3, 4), "scale": positive(4)}, {"epsilon": 1e-5}),
     second_order("rms_norm", {"x": randn(2, 3, 4), "scale": positive(3, 4)}, {"normalized_shape": [3, 4]}),
     second_order("rms_norm", {"x": randn(3, 4)}, {"normalized_shape": [4]}),
 ]

@@ -1,15 +1,17 @@
 """The GPU-only norms of Paddle 3.3.1: rms_norm (paddle.nn.functional.rms_norm), fast_ln and fast_rms_norm
-(paddle.incubate.nn.functional's, apex's fast layer norm). gradc follows the CUDA kernels' formulas, over the last
-dim (rms_norm: the last len(normalized_shape) dims, which must equal normalized_shape), one row per leading index:
+(paddle.incubate.nn.functional's, apex's fast layer norm) and fused_rms_norm_ext (PaddleNLP's fused RMS norm, the
+formula and slots of fast_rms_norm). gradc follows the CUDA kernels' formulas, over the last dim (rms_norm: the
+last len(normalized_shape) dims, which must equal normalized_shape), one row per leading index:
 
     fast_ln:       y = (x - mean) invvar scale + bias,  invvar = 1 / sqrt(var(x) + epsilon)  (biased variance)
-    fast_rms_norm: y = x invvar scale,                  invvar = 1 / sqrt(mean(x^2) + epsilon)
+    fast_rms_norm, fused_rms_norm_ext:
+                   y = x invvar scale,                  invvar = 1 / sqrt(mean(x^2) + epsilon)
     rms_norm:      y = x invvar scale (scale optional), invvar likewise
 
 mean and invvar are flat [rows] (rows: the product of the leading dims), float32 for float32 / float16 / bfloat16 x
 (the kernels' compute type) and float64 for float64 x. Their grad ops (fast_ln_grad, fast_rms_norm_grad,
-rms_norm_grad) read x, scale and the saved statistics, as Paddle's do; gradc's kernels recompute the statistics from
-x in float64. Second derivatives: gradc.ops.fused_norm_double.
+fused_rms_norm_ext_grad, rms_norm_grad) read x, scale and the saved statistics, as Paddle's do; gradc's kernels
+recompute the statistics from x in float64. Second derivatives: gradc.ops.fused_norm_double.
 """
 
 from __future__ import annotations
@@ -61,6 +63,9 @@ defop("fast_ln", ["x", "scale", "bias"], ["y", "mean", "invvar"], attrs={"epsilo
       grad=grad_op("x", "scale", "mean", "invvar"))
 defop("fast_rms_norm", ["x", "scale"], ["y", "invvar"], attrs={"epsilon": 1e-5},
       infer=_infer_of("fast_rms_norm", ("scale",), ("invvar",)), no_grad_outputs=["invvar"],
+      grad=grad_op("x", "scale", "invvar"))
+defop("fused_rms_norm_ext", ["x", "scale"], ["y", "invvar"], attrs={"epsilon": 1e-5},
+      infer=_infer_of("fused_rms_norm_ext", ("scale",), ("invvar",)), no_grad_outputs=["invvar"],
       grad=grad_op("x", "scale", "invvar"))
 defop("rms_norm", ["x", "scale?"], ["y", "invvar"], attrs=RMS_NORM_ATTRS,
       infer=_infer_of("rms_norm", ("scale",), ("invvar",)), no_grad_outputs=["invvar"],

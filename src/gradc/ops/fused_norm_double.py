@@ -1,9 +1,9 @@
 """Second derivatives of gradc.ops.fused_norm: each grad op written again with differentiable ops that recompute
 the statistics from x (the saved mean and invvar get no gradient of their own), and differentiated, so third
 derivatives follow. fast_ln_grad: layer_norm over the last dim and layer_norm_grad (bias@GRAD: dy summed over the
-rows); fast_rms_norm_grad and rms_norm_grad: fused_rms_norm_quant_grad (gradc.ops.extra_math_rms), with a scale of
-ones for rms_norm without one; fused_bias_dropout_residual_layer_norm_grad: h recomputed from X, Bias and Residual,
-then layer_norm and layer_norm_grad."""
+rows); fast_rms_norm_grad, fused_rms_norm_ext_grad and rms_norm_grad: fused_rms_norm_quant_grad
+(gradc.ops.extra_math_rms), with a scale of ones for rms_norm without one; fused_bias_dropout_residual_layer_norm_grad:
+h recomputed from X, Bias and Residual, then layer_norm and layer_norm_grad."""
 
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ def _rms_again(f, g):
 
 defgrad("fast_ln_grad", grad=_ln_again, no_grad_inputs=["mean", "invvar"])
 defgrad("fast_rms_norm_grad", grad=_rms_again, no_grad_inputs=["invvar"])
+defgrad("fused_rms_norm_ext_grad", grad=_rms_again, no_grad_inputs=["invvar"])
 defgrad("rms_norm_grad", grad=_rms_again, no_grad_inputs=["invvar"])
 
 

@@ -1,4 +1,6 @@
-"""Random draws from probabilities or rates: bernoulli (0/1 with probability X), multinomial (category indices
+"""Random draws from probabilities or rates, and random (Tensor.random_: x refilled with integers drawn uniformly
+from [from, to), in x's dtype, as Paddle's CPU kernel draws them; its grad random_grad is 0, as x's values are
+not read): bernoulli (0/1 with probability X), multinomial (category indices
 drawn with the weights in each row of X), poisson (counts with mean X) and class_center_sample (the classes of
 a batch's labels and negative classes drawn uniformly beside them, for PartialFC) and seed (a seed for a dropout that
 Paddle's recompute runs twice: its seed attribute, else a draw). The executor draws them from gradc's generator
@@ -12,8 +14,8 @@ is undefined behaviour of its C++ generator).
 
 from __future__ import annotations
 
-from ..ir import VarType
-from ..registry import NO_GRAD, defgrad, defop, grad_op
+from ..ir import AttrType, VarType, dtype_name
+from ..registry import NO_GRAD, defgrad, defop, grad_op, typed
 from .composite import expansion, first
 from .infer import check_float, float_like
 
@@ -38,6 +40,27 @@ defop("multinomial", ["X"], attrs={"num_samples": 1, "replacement": False}, infe
 defop("poisson", ["X"], infer=float_like(), grad=grad_op())
 # poisson_grad is 0 dOut: linear in dOut, its own gradient 0 ddX
 defgrad("poisson_grad", grad=expansion(lambda f, g: {"X@GRAD": f.scale(first(g.I("Out@GRAD")), 0.0)}))
+
+
+MANTISSA = {VarType.FP32: 24, VarType.FP64: 53, VarType.FP16: 11, VarType.BF16: 8}
+INT_RANGE = {VarType.INT32: 2 ** 31, VarType.INT64: 2 ** 63, VarType.INT16: 2 ** 15, VarType.UINT8: None,
+             VarType.INT8: 2 ** 7}
+
+
+def _random_infer(ctx):
+    low, high, dtype = ctx.attr("from"), ctx.attr("to"), ctx.dtype("x")
+    if low >= high:
+        ctx.fail(f"random needs from < to, got from={low} and to={high}")
+    bound = 2 ** MANTISSA[dtype] if dtype in MANTISSA else INT_RANGE.get(dtype, 2 ** 63)
+    if dtype == VarType.UINT8 and not 0 <= low < high <= 256 or bound and not -bound <= low < high <= bound:
+        ctx.fail(f"random's range [{low}, {high}) is not exact in x's dtype {dtype_name(dtype)}")
+    return {"out": (ctx.shape("x"), dtype)}
+
+
+defop("random", ["x"], ["out"], attrs={"from": typed(0, AttrType.LONG), "to": typed(0, AttrType.LONG)},
+      infer=_random_infer, grad=grad_op())
+# random_grad is 0 dout: linear in dout, its own gradient 0 ddx
+defgrad("random_grad", grad=expansion(lambda f, g: {"x@GRAD": f.scale(first(g.I("out@GRAD")), 0.0)}))
 
 
 def _class_center_infer(ctx):

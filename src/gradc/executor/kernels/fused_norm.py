@@ -1,4 +1,5 @@
-"""Kernels of gradc.ops.fused_norm: fast_ln, fast_rms_norm, rms_norm, fused_bias_dropout_residual_layer_norm and
+"""Kernels of gradc.ops.fused_norm: fast_ln, fast_rms_norm, fused_rms_norm_ext, rms_norm,
+fused_bias_dropout_residual_layer_norm and
 their grads, in float64 inside (the grads recompute the statistics from the inputs)."""
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def fast_ln(k):
     return _forward(k, True)
 
 
-@kernel("fast_rms_norm", "rms_norm")
+@kernel("fast_rms_norm", "fused_rms_norm_ext", "rms_norm")
 def rms_norms(k):
     return _forward(k, False)
 
@@ -75,7 +76,7 @@ def fast_ln_grad(k):
     return _backward(k, True)
 
 
-@kernel("fast_rms_norm_grad", "rms_norm_grad", shape_only=("invvar",))
+@kernel("fast_rms_norm_grad", "fused_rms_norm_ext_grad", "rms_norm_grad", shape_only=("invvar",))
 def rms_norm_grads(k):
     return _backward(k, False)
 

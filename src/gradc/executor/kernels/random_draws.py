@@ -78,6 +78,19 @@ def poisson(k):
 
 
 kernel("poisson_grad")(lambda k: {"X@GRAD": np.zeros_like(k.x("Out@GRAD"))})
+kernel("random_grad")(lambda k: {"x@GRAD": np.zeros_like(k.x("out@GRAD"))})
+
+
+@kernel("random")
+def random(k):
+    """One word of Paddle's engine an element, modulo to - from, plus from: the word's low 32 bits for a range below
+    2^28, as Paddle's CPU kernel takes them."""
+    x, low = k.x("x"), k.attr("from")
+    span = np.uint64(k.attr("to") - low)
+    words = randomness.engine().words(x.size)
+    if span < 1 << 28:
+        words = words & np.uint64(0xFFFFFFFF)
+    return {"out": ((words % span).astype(np.int64) + low).reshape(x.shape).astype(x.dtype)}
 
 
 @kernel("class_center_sample")

@@ -1,6 +1,6 @@
 """Rows: the ops of paddle.static.nn's layers, paddle.text and the auc metric (gradc.ops.static_nn, text, metric),
-class-center sampling and the seed op (gradc.ops.random_draws), and paddle.static.Print and check_numerics
-(gradc.ops.debug)."""
+class-center sampling, the seed op and Tensor.random_ (gradc.ops.random_draws), and paddle.static.Print and
+check_numerics (gradc.ops.debug)."""
 
 from __future__ import annotations
 
@@ -43,4 +43,6 @@ ROWS = [
         "remapped_label:RemappedLabel sampled_local_class_center:SampledLocalClassCenter",
         "num_classes:i32 num_samples:i32 ring_id:i32 rank:i32 nranks:i32=1 fix_seed:bool seed:i32"),
     row("pd_op.seed", "seed", "", "out:Out", "seed:i32 deterministic:bool rng_name:str force_cpu:bool"),
+    row("pd_op.random_", "random", "x:x", "out:out&x", "from:i64 to:i64"),
+    row("pd_op.random_grad", "random_grad", "out_grad:out@GRAD", "x_grad:x@GRAD", "from:i64 to:i64"),
 ]

@@ -1,0 +1,122 @@
+"""The mixture-of-experts ops of PaddleNLP's MoE models (paddle.incubate.nn.functional), GPU-only in Paddle 3.3.1;
+gradc follows the CUDA kernels' formulas.
+
+moe_gate_dispatch: x [s, d] routed by gate_logits [s, e] (taken as probabilities: the kernel applies no softmax) and
+corr_bias [e] (float32; it moves the choice only). Each token picks its top k experts by probability + bias (ties:
+the lower expert), combine_weights [s, k] = their probabilities, expert_id [s, k]. The s k choices, taken row-major,
+are sorted stably by expert (with use_pad by expert, then by the choice's rank j); expert_offset [e] (int64) counts
+the choices of experts <= e. A choice at place p of its expert's run is kept while p < capacity, at row d of the
+sorted order (use_pad: row expert * capacity + p); scatter_index [k, s] (int32) holds that row, y that row of x;
+a dropped choice gets scatter_index 0 and combine weight 0. y is [e capacity, d] with use_pad, else [s k, d]
+(zeros where nothing lands). Grad (moe_gate_dispatch_grad): x@GRAD[t] = sum of y@GRAD[scatter_index[j, t]] over
+the choices with combine weight > 0; gate_logits@GRAD[t, expert_id[t, j]] = combine_weights@GRAD[t, j] there.
+
+moe_combine: y [s, d] = sum over j of combine_weights[t, j] x[scatter_index[t, j]] (scatter_index [s, k] as the
+kernel reads it: the transpose of moe_gate_dispatch's); its grad is the adjoint in x and combine_weights.
+
+cal_aux_loss: the load-balancing loss of a router. gate_prob [s, e] (each token's probabilities over the e local
+experts, s >= e, e <= 1024), dispatch_mask int64 [s, e] (summed over tokens) or [e]: how many tokens each expert took.
+
+    seqlen_float = sum(dispatch_tokens_mask)             with dispatch_tokens_mask (bool [n]), else
+                   sum(tokens_mask)                      with tokens_mask ([s], gate_prob's dtype), else
+                   s e / num_experts;                    then at least clip_min
+    ce = counts / seqlen_float,  me = sum over tokens of gate_prob / seqlen_float
+    l_aux_loss = scale num_experts sum(ce me) (/ moe_k with use_group),
+    scale = seqlen_float / max(sum(tokens_mask), clip_min) when both masks are given and n != s, else 1
+
+Its grad (cal_aux_loss_grad) reads the saved ce and seqlen_float: gate_prob@GRAD[i, j] = dl num_experts ce[j] /
+seqlen_float (/ moe_k), without the scale: the kernel's "forward local, backward global" loss, which Paddle's own
+composition (math_cal_aux_loss) writes as l + (scale - 1) stop_gradient(l). Second derivatives: gradc.ops.moe_double.
+"""
+
+from __future__ import annotations
+
+from ..ir import AttrType, VarType, dtype_name
+from ..makers import grad_op
+from ..registry import defop, typed
+from .infer import check_float
+
+AUX_ATTRS = {"num_experts": typed(0, AttrType.LONG), "use_group": False, "moe_k": typed(1, AttrType.LONG),
+             "clip_min": 0.0}
+
+
+def _aux_infer(ctx):
+    check_float(ctx, "gate_prob")
+    dtype, gate = ctx.dtype("gate_prob"), ctx.shape("gate_prob")
+    if ctx.dtype("dispatch_mask") not in (VarType.INT64, None):
+        ctx.fail(f"dispatch_mask must be int64, got {dtype_name(ctx.dtype('dispatch_mask'))}")
+    if ctx.has("tokens_mask") and ctx.dtype("tokens_mask") not in (dtype, None):
+        ctx.fail(f"tokens_mask must have gate_prob's dtype {dtype_name(dtype)}, got "
+                 f"{dtype_name(ctx.dtype('tokens_mask'))}")
+    if ctx.has("dispatch_tokens_mask") and ctx.dtype("dispatch_tokens_mask") not in (VarType.BOOL, None):
+        ctx.fail(f"dispatch_tokens_mask must be bool, got {dtype_name(ctx.dtype('dispatch_tokens_mask'))}")
+    if ctx.attr("num_experts") <= 0 or ctx.attr("moe_k") <= 0:
+        ctx.fail(f"num_experts={ctx.attr('num_experts')} and moe_k={ctx.attr('moe_k')} must be positive")
+    if gate is None:
+        return {"l_aux_loss": ([], dtype), "seqlen_float": ([], dtype), "ce": ([-1], dtype)}
+    if len(gate) != 2 or (min(gate) >= 0 and (gate[0] < gate[1] or gate[1] > 1024)):
+        ctx.fail(f"gate_prob must be [tokens, experts] with tokens >= experts and experts <= 1024, got {gate}")
+    mask = ctx.shape("dispatch_mask")
+    if mask is not None and (len(mask) not in (1, 2) or mask[-1] not in (gate[1], -1) or gate[1] < 0):
+        ctx.fail(f"dispatch_mask must be [experts] or [tokens, experts] with gate_prob's {gate[1]} experts, got {mask}")
+    for slot, length in (("tokens_mask", gate[0]), ("dispatch_tokens_mask", None)):
+        shape = ctx.shape(slot) if ctx.has(slot) else None
+        if shape is not None and (len(shape) != 1 or length not in (None, shape[0], -1) and shape[0] >= 0):
+            ctx.fail(f"{slot} must be 1-D{f' [{length}]' if length is not None else ''}, got {shape}")
+    return {"l_aux_loss": ([], dtype), "seqlen_float": ([], dtype), "ce": ([gate[1]], dtype)}
+
+
+defop("cal_aux_loss", ["gate_prob", "dispatch_mask", "tokens_mask?", "dispatch_tokens_mask?"],
+      ["l_aux_loss", "seqlen_float", "ce"], attrs=AUX_ATTRS, infer=_aux_infer,
+      no_grad_inputs=["dispatch_mask", "tokens_mask", "dispatch_tokens_mask"], no_grad_outputs=["seqlen_float", "ce"],
+      grad=grad_op("gate_prob", "seqlen_float", "ce"))
+
+
+def _dispatch_infer(ctx):
+    check_float(ctx, "x")
+    check_float(ctx, "gate_logits")
+    if ctx.has("corr_bias") and ctx.dtype("corr_bias") not in (ctx.dtype("gate_logits"), None):
+        ctx.fail(f"corr_bias must have gate_logits' dtype {dtype_name(ctx.dtype('gate_logits'))}")
+    k, capacity = ctx.attr("k"), ctx.attr("capacity")
+    x, gate = ctx.shape("x"), ctx.shape("gate_logits")
+    if k <= 0 or capacity <= 0:
+        ctx.fail(f"k={k} and capacity={capacity} must be positive")
+    if x is None or gate is None:
+        return {}
+    if len(x) != 2 or len(gate) != 2 or x[0] != gate[0] or 0 <= gate[1] < k:
+        ctx.fail(f"x must be [tokens, dim] and gate_logits [tokens, experts >= k={k}], got {x} and {gate}")
+    bias = ctx.shape("corr_bias") if ctx.has("corr_bias") else None
+    if bias is not None and bias != [gate[1]]:
+        ctx.fail(f"corr_bias must be [{gate[1]}] (one per expert), got {bias}")
+    rows = gate[1] * capacity if ctx.attr("use_pad") else x[0] * k
+    choices = [x[0], k]
+    return {"y": ([rows, x[1]], ctx.dtype("x")), "combine_weights": (choices, ctx.dtype("gate_logits")),
+            "scatter_index": ([k, x[0]], VarType.INT32), "expert_offset": ([gate[1]], VarType.INT64),
+            "expert_id": (choices, VarType.INT32)}
+
+
+defop("moe_gate_dispatch", ["x", "gate_logits", "corr_bias?"],
+      ["y", "combine_weights", "scatter_index", "expert_offset", "expert_id"],
+      attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "use_pad": True},
+      infer=_dispatch_infer, no_grad_inputs=["corr_bias"],
+      no_grad_outputs=["scatter_index", "expert_offset", "expert_id"],
+      grad=grad_op("combine_weights", "scatter_index", "expert_id"))
+
+
+def _combine_infer(ctx):
+    check_float(ctx, "x")
+    if ctx.dtype("combine_weights") not in (ctx.dtype("x"), None):
+        ctx.fail(f"combine_weights must have x's dtype {dtype_name(ctx.dtype('x'))}")
+    if ctx.dtype("scatter_index") not in (VarType.INT32, None):
+        ctx.fail(f"scatter_index must be int32, got {dtype_name(ctx.dtype('scatter_index'))}")
+    x, weights, index = ctx.shape("x"), ctx.shape("combine_weights"), ctx.shape("scatter_index")
+    if x is None or weights is None:
+        return {}
+    if len(x) != 2 or len(weights) != 2 or index not in (None, weights):
+        ctx.fail(f"x must be [rows, dim], combine_weights [tokens, k] and scatter_index shaped like it, got {x}, "
+                 f"{weights} and {index}")
+    return {"y": ([weights[0], x[1]], ctx.dtype("x"))}
+
+
+defop("moe_combine", ["x", "combine_weights", "scatter_index"], ["y"], infer=_combine_infer,
+      no_grad_inputs=["scatter_index"], grad=grad_op("x", "combine_weights", "scatter_index"))

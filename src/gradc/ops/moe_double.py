@@ -1,0 +1,51 @@
+"""Second derivatives of gradc.ops.moe (moe_combine_grad: the bilinear rule; moe_gate_dispatch_grad: refused):
+cal_aux_loss_grad written again with differentiable ops, gate_prob@GRAD =
+ones_like(gate_prob) ce (dl num_experts / moe_k / seqlen_float), linear in dl and flat in gate_prob (ce and
+seqlen_float are saved outputs with no gradient of their own), and differentiated."""
+
+from __future__ import annotations
+
+from ..errors import GradError
+from ..ir import EMPTY_VAR
+from ..registry import defgrad
+from .composite import Formula, expansion, first
+
+
+@expansion
+def _aux_again(f, g):
+    gate, ce, dloss = first(g.I("gate_prob")), first(g.I("ce")), first(g.I("l_aux_loss@GRAD"))
+    factor = g.attr("num_experts") / (g.attr("moe_k") if g.attr("use_group") else 1)
+    per_token = f.div(f.scale(dloss, factor), first(g.I("seqlen_float")), dloss)
+    row = f.mul(ce, per_token, ce)
+    return {"gate_prob@GRAD": f.mul(f.fill_like(gate, 1.0), row, gate)}
+
+
+defgrad("cal_aux_loss_grad", grad=_aux_again, no_grad_inputs=["seqlen_float", "ce"])
+
+
+def _combine_again(g):
+    """moe_combine is bilinear in x and combine_weights (scatter_index fixed): with ddx, ddw the grads of its grads,
+    d/d(dy) = combine(ddx, w) + combine(x, ddw), d/dx = combine_grad(ddw, dy)'s x part, d/dw = combine_grad(ddx, dy)'s
+    weight part."""
+    f = Formula(g)
+    x, weights, index, dy = (first(g.I(slot)) for slot in ("x", "combine_weights", "scatter_index", "y@GRAD"))
+    ddx, ddw = first(g.OG("x@GRAD")), first(g.OG("combine_weights@GRAD"))
+    terms = [f.op("moe_combine", {"x": a, "combine_weights": b, "scatter_index": index}, dy, slot="y")
+             for a, b in ((ddx, weights), (x, ddw)) if a is not None and b is not None]
+    if terms:
+        f.into(first(g.IG("y@GRAD")), "sum", {"X": terms})
+    for varied, grad_slot, kept in ((ddw, "x@GRAD", "x"), (ddx, "combine_weights@GRAD", "combine_weights")):
+        if varied is not None and first(g.IG(kept)) not in (None, EMPTY_VAR):
+            ins = {"x": x, "combine_weights": weights, "scatter_index": index, "y@GRAD": dy}
+            ins["combine_weights" if kept == "x" else "x"] = varied
+            f.emit("moe_combine_grad", ins, {grad_slot: first(g.IG(kept))})
+    return f.ops
+
+
+def _dispatch_refused(g):
+    raise GradError("moe_gate_dispatch_grad: gradc does not differentiate it (a second derivative of "
+                    "moe_gate_dispatch): no maker of second derivatives of the routing yet")
+
+
+defgrad("moe_combine_grad", grad=_combine_again, no_grad_inputs=["scatter_index"])
+defgrad("moe_gate_dispatch_grad", grad=_dispatch_refused)

@@ -1,0 +1,27 @@
+"""Rows: the mixture-of-experts ops of PaddleNLP's MoE models (gradc.ops.moe), named as Paddle 3.3.1's translation
+of their legacy ops names them (tools/paddle_gpu_only_translated.py)."""
+
+from __future__ import annotations
+
+from . import row
+
+AUX = "num_experts:i64 use_group:bool moe_k:i64"
+DISPATCH = "k:i64 capacity:i64 use_pad:bool"
+COMBINE = "x:x combine_weights:combine_weights scatter_index:scatter_index"
+
+ROWS = [
+    row("pd_op.cal_aux_loss", "cal_aux_loss", "gate_prob:gate_prob dispatch_mask:dispatch_mask tokens_mask?:tokens_mask"
+        " dispatch_tokens_mask?:dispatch_tokens_mask", "l_aux_loss:l_aux_loss seqlen_float:seqlen_float ce:ce",
+        f"{AUX} clip_min:f32"),
+    row("pd_op.cal_aux_loss_grad", "cal_aux_loss_grad", "gate_prob:gate_prob seqlen_float:seqlen_float ce:ce"
+        " l_aux_loss_grad:l_aux_loss@GRAD", "gate_prob_grad:gate_prob@GRAD", AUX),
+    row("pd_op.moe_gate_dispatch", "moe_gate_dispatch", "x:x gate_logits:gate_logits corr_bias?:corr_bias",
+        "y:y combine_weights:combine_weights scatter_index:scatter_index expert_offset:expert_offset"
+        " expert_id:expert_id", DISPATCH),
+    row("pd_op.moe_gate_dispatch_grad", "moe_gate_dispatch_grad", "combine_weights:combine_weights"
+        " scatter_index:scatter_index expert_id:expert_id y_grad:y@GRAD combine_weights_grad:combine_weights@GRAD",
+        "x_grad:x@GRAD gate_logits_grad:gate_logits@GRAD", DISPATCH),
+    row("pd_op.moe_combine", "moe_combine", COMBINE, "y:y"),
+    row("pd_op.moe_combine_grad", "moe_combine_grad", f"{COMBINE} y_grad:y@GRAD",
+        "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD"),
+]
