@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from . import registry
-from .errors import ProgramError
+from .errors import ProgramError, op_location
 from .ir import DIFFERENTIABLE_DTYPES, Program, to_var_type
 from .ops.infer import InferContext, lod_levels
 from .verify_shapes import check_complex_inputs
@@ -65,15 +65,18 @@ class ProgramBuilder:
         if opdef is None or opdef.infer is None:
             raise ProgramError(f"op '{type}' has no shape inference; declare its outputs by hand")
         inputs = {slot: [v] if isinstance(v, str) else list(v) for slot, v in inputs.items()}
-        for slot, args in inputs.items():   # inference reads every input's rank: refuse before the op is added
-            unshaped = [name for name in args if (var := self.block.find_var(name)) is not None and var.shape is None]
-            if unshaped:
-                raise ProgramError(f"op '{type}': input '{unshaped[0]}' (slot {slot}) is declared without a shape, "
-                                   f"from which its outputs' shapes would be inferred; declare it with one "
-                                   f"(-1 for a dim known at run time only)")
         op = self.block.append_op(type, inputs, {}, attrs)
         ctx = InferContext(op, self.block, len(self.block.ops) - 1)
-        inferred = opdef.infer(ctx)
+        try:
+            inferred = opdef.infer(ctx)
+        except Exception as exc:   # the op goes again: the program stays as it was
+            self.block.ops.pop()
+            unshaped = next((slot for slot in inputs if None in ctx.shapes(slot)), None)
+            if isinstance(exc, ProgramError) or unshaped is None:
+                raise
+            where = op_location(self.block.idx, ctx.op_idx, type)
+            raise ProgramError(f"{where}: the shape of {unshaped} is unknown (its var is declared without one), "
+                               f"and its outputs' shapes are inferred from it") from None
         check_complex_inputs(self.block, ctx.op_idx, op)
         stem = f"{prefix or type}_{self.unique(prefix or type)}"
         tmp = 0
