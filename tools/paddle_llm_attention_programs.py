@@ -61,19 +61,23 @@ def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int)
     return {"feeds": feeds, "ops": [op]}
 
 
-def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict) -> dict:
+def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict,
+          cache: str = F32) -> dict:
     """blha_get_max_len, then block_multihead_attention with its max lengths (head_dim 16, max_seq_len 8, pages of
-    4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn."""
+    4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn; the int8
+    cache (cache "uint8") with its four [kv_heads] scales."""
     dim, width = 16, (heads + 2 * kv_heads) * 16
-    feeds = {"qkv": ([tokens, width], F32), "key_cache": ([6, kv_heads, 4, dim], F32),
-             "value_cache": ([6, kv_heads, 4, dim], F32), "batch_size": ([batch], I32), **extra}
+    feeds = {"qkv": ([tokens, width], F32), "key_cache": ([6, kv_heads, 4, dim], cache),
+             "value_cache": ([6, kv_heads, 4, dim], cache), "batch_size": ([batch], I32), **extra}
+    if cache == "uint8":
+        feeds |= {f"cache_{kv}_{kind}_scales": ([kv_heads], F32) for kv in "kv" for kind in ("quant", "dequant")}
     feeds |= {name: (list(np.shape(value)), I32) for name, value in values.items()}
     ins = {name: [name] for name in feeds if name != "batch_size"}
     lengths = {"seq_lens_encoder": ["seq_lens_encoder"], "seq_lens_decoder": ["seq_lens_decoder"],
                "batch_size": ["batch_size"]}
     maxima = {slot: (slot, [1], I32) for slot in ("max_enc_len_this_time", "max_dec_len_this_time")}
     outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], F32), "qkv_out": ("qkv", None, F32),
-            "key_cache_out": ("key_cache", None, F32), "value_cache_out": ("value_cache", None, F32)}
+            "key_cache_out": ("key_cache", None, cache), "value_cache_out": ("value_cache", None, cache)}
     attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": False,
              "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": -1.0,
              "compute_dtype": "default", "rope_theta": 10000.0}
@@ -121,6 +125,9 @@ PREFILL = {"seq_lens_encoder": [[5], [3]], "seq_lens_decoder": [[0], [0]], "seq_
 DECODE = {"seq_lens_encoder": [[0], [0], [0]], "seq_lens_decoder": [[3], [0], [6]],
           "seq_lens_this_time": [[1], [0], [1]], "padding_offsets": [0, 15], "cum_offsets": [0, 7, 15],
           "cu_seqlens_q": [0, 1, 1, 2], "cu_seqlens_k": [0, 1, 1, 2], "block_tables": [[4, 0], [5, 5], [1, 3]]}
+MIXED = {"seq_lens_encoder": [[3], [0], [0]], "seq_lens_decoder": [[0], [5], [0]],
+         "seq_lens_this_time": [[3], [1], [0]], "padding_offsets": [0, 0, 0, 5], "cum_offsets": [0, 5, 12],
+         "cu_seqlens_q": [0, 3, 4, 4], "cu_seqlens_k": [0, 3, 4, 4], "block_tables": [[2, 4], [0, 3], [1, 1]]}
 CASES = {
     "mmha_pairs_bias_mask": _mmha(2, 2, False, False, False),
     "mmha_gqa_neox_lengths_smooth": _mmha(4, 2, True, True, True),
@@ -130,6 +137,8 @@ CASES = {
                                                                       "qkv_bias": ([128], F32)}),
     "blha_decode_neox_tgt_mask": _blha(True, DECODE, 2, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 16], F32),
                                                                   "tgt_mask": ([3, 1, 1, 8], F32)}),
+    "blha_int8_cache_prefill_decode": _blha(False, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32)},
+                                            "uint8"),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
     "llm_int8_linear_outliers": _llm_int8(),
@@ -142,6 +151,11 @@ def _feed(rng, name, shape, dtype):
         return np.array(LENGTHS[name], np.int32)
     if dtype == I32:
         return np.ones(shape, np.int32)
+    if dtype == "uint8":   # int8 cache codes + 128
+        return rng.integers(0, 256, shape).astype(np.uint8)
+    if name.endswith("quant_scales"):   # dequant about 4 / 127 (qkv drawn standard normal), quant about its inverse
+        step = rng.uniform(0.025, 0.035, shape)
+        return (step if "dequant" in name else 1 / step).astype(dtype)
     if name in ("src_mask", "tgt_mask"):   # additive: 0 kept, -1e4 masked out, at random
         return np.where(rng.random(shape) < 0.3, -1e4, 0.0).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)

@@ -50,6 +50,27 @@ def prefill(mask=None):
     return p / p.sum(-1, keepdims=True) @ v
 
 
+CODES = R.integers(0, 256, (2, 2, 1, 2, 4)).astype(np.uint8)   # the int8 cache's key and value bytes
+SCALES = {"cache_k_quant_scales": np.array([3.0], np.float32), "cache_v_quant_scales": np.array([5.0], np.float32),
+          "cache_k_dequant_scales": np.array([0.2], np.float32),
+          "cache_v_dequant_scales": np.array([0.1], np.float32)}
+INT8 = {**DECODE, "key_cache": CODES[0], "value_cache": CODES[1], **SCALES}
+
+
+def int8_decode():
+    """fmha_out and both caches: the cached row (page 1, row 0) dequantized, the new token's k and v quantized to
+    rint(scale x) + 128 into page 1, row 1 and attended unquantized."""
+    q, k, v = (QKV[0, i:i + 4].astype(np.float64) for i in (0, 4, 8))
+    cached_k, cached_v = (np.float32(0.2) * (CODES[0, 1, 0, 0] - 128.0), np.float32(0.1) * (CODES[1, 1, 0, 0] - 128.0))
+    scores = np.array([cached_k @ q, k @ q]) / 2
+    p = np.exp(scores - scores.max())
+    out = (p @ np.vstack([cached_v, v]) / (p.sum() + 1e-6))[None]
+    keys, values = CODES[0].copy(), CODES[1].copy()
+    keys[1, 0, 1] = np.clip(np.rint(np.float32(3) * QKV[0, 4:8]), -127, 127) + 128
+    values[1, 0, 1] = np.clip(np.rint(np.float32(5) * QKV[0, 8:12]), -127, 127) + 128
+    return {"fmha_out": out, "key_cache_out": keys, "value_cache_out": values}
+
+
 def case(slot, inputs, expected, **options):
     return SlotCase("block_multihead_attention", slot, inputs, expected, ATTRS, **options)
 
@@ -63,6 +84,8 @@ CASES = [
          overrides=False),
     case("max_dec_len_this_time", {**DECODE, "max_dec_len_this_time": ON}, {"fmha_out": decode(QKV[:1])},
          overrides=False),
+    # the int8 cache takes all four scales: each value enters the expected bytes or output, so each is read
+    *(case(slot, INT8, int8_decode(), overrides=False) for slot in SCALES),
     # without out_scale > 0 the kernel never reads them
     case("out_shift", {**DECODE, "out_shift": BIAS[:4], "out_smooth": BIAS[4:8]}, {"fmha_out": decode(QKV[:1])},
          overrides=False),

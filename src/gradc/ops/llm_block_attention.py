@@ -23,9 +23,19 @@ masked_multihead_attention's chunked keys).
     query head h reads kv head h / (H / KVH); fmha_out [tokens, H D] holds each token's attention, 0 where no
     phase ran (Paddle leaves those rows unwritten).
 max_enc_len_this_time / max_dec_len_this_time (blha_get_max_len: the max over the batch of seq_lens_encoder /
-seq_lens_decoder, [1] int32), when given, only switch a phase off (0) or on. Refused: the quantized paths (int32
-qkv with qkv_out_scale, cache quant scales, out_scale > 0), the prefix cache (pre_key_cache, pre_value_cache);
-out_shift and out_smooth act only with out_scale > 0 and are otherwise ignored, as the kernel ignores them.
+seq_lens_decoder, [1] int32), when given, only switch a phase off (0) or on.
+
+The int8 cache (cache_k_quant_scales, cache_v_quant_scales, cache_k_dequant_scales, cache_v_dequant_scales, all
+[KVH] float32; key_cache and value_cache uint8): a value x of kv head g is stored as code(x) + 128,
+    prefill: code = clip(round(float32(k_quant_scale[g]) * x)) with quant_round_type 0 ties to even, else half away
+             from zero, clipped to [quant_min_bound, quant_max_bound];
+    decode:  code = clip(rint(x * k_quant_scale[g]), -127, 127), the product in qkv's dtype (the kernel's fixed
+             round_tmp, which reads no attribute);
+and read back as dequant_scale[g] (u - 128). Attention uses the unquantized k and v of the tokens being written
+(prefill: all of them; decode: the new token) and the dequantized cache for earlier positions.
+Refused: int32 qkv with qkv_out_scale, out_scale > 0, dynamic_cachekv_quant, the prefix cache (pre_key_cache,
+pre_value_cache); out_shift and out_smooth act only with out_scale > 0 and are otherwise ignored, as the kernel
+ignores them.
 """
 
 from __future__ import annotations
@@ -41,9 +51,8 @@ INPUTS = ["qkv", "key_cache", "value_cache", "seq_lens_encoder", "seq_lens_decod
           "cache_k_dequant_scales?", "cache_v_dequant_scales?", "qkv_out_scale?", "qkv_bias?", "out_shift?",
           "out_smooth?", "max_enc_len_this_time?", "max_dec_len_this_time?"]
 REFUSED = {"qkv_out_scale": "the quantized path (int32 qkv dequantized)",
-           "cache_k_quant_scales": "the int8 cache", "cache_v_quant_scales": "the int8 cache",
-           "cache_k_dequant_scales": "the int8 cache", "cache_v_dequant_scales": "the int8 cache",
            "pre_key_cache": "the prefix cache", "pre_value_cache": "the prefix cache"}
+CACHE_SCALES = ("cache_k_quant_scales", "cache_v_quant_scales", "cache_k_dequant_scales", "cache_v_dequant_scales")
 INT32_SLOTS = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "padding_offsets", "cum_offsets",
                "cu_seqlens_q", "cu_seqlens_k", "block_tables")
 ATTRS = {"max_seq_len": 0, "block_size": 0, "use_neox_style": False, "dynamic_cachekv_quant": False,
@@ -65,14 +74,36 @@ def _refusals(ctx) -> None:
         ctx.fail("rope_emb must be float32 (the kernel reads floats)")
 
 
+def _cache_dtype(ctx, dtype):
+    """uint8 for the int8 cache (all four scales given, [kv_heads] float32 each), else qkv's dtype."""
+    given = [slot for slot in CACHE_SCALES if ctx.has(slot)]
+    if not given:
+        one_dtype(ctx, "qkv", "key_cache", "value_cache")
+        return dtype
+    if len(given) < len(CACHE_SCALES):
+        ctx.fail(f"the int8 cache needs all of {', '.join(CACHE_SCALES)}, got only {', '.join(given)}")
+    cache = ctx.shape("key_cache")
+    kv_heads = cache[1] if cache is not None and len(cache) == 4 else -1
+    for slot in (*CACHE_SCALES, "key_cache", "value_cache"):
+        want = VarType.UINT8 if slot.endswith("cache") else VarType.FP32
+        if ctx.dtype(slot) not in (want, None):
+            ctx.fail(f"{slot} must be {dtype_name(want)} for the int8 cache, got {dtype_name(ctx.dtype(slot))}")
+    for slot in CACHE_SCALES:
+        check_numel(ctx, slot, kv_heads, "kv_heads")
+    if not -128 <= ctx.attr("quant_min_bound") <= ctx.attr("quant_max_bound") <= 127:
+        ctx.fail(f"quant_min_bound={ctx.attr('quant_min_bound')}, quant_max_bound={ctx.attr('quant_max_bound')}: "
+                 "a code + 128 must fit the uint8 cache")
+    return VarType.UINT8
+
+
 def _blha_infer(ctx):
     _refusals(ctx)
     check_half_float(ctx, "qkv")
-    dtype = one_dtype(ctx, "qkv", "key_cache", "value_cache", *(s for s in ("qkv_bias", "mask", "tgt_mask")
-                                                                   if ctx.has(s)))
+    dtype = one_dtype(ctx, "qkv", *(s for s in ("qkv_bias", "mask", "tgt_mask") if ctx.has(s)))
+    cache_dtype = _cache_dtype(ctx, dtype)
     qkv, cache = ctx.shape("qkv"), ctx.shape("key_cache")
-    results = {"qkv_out": (qkv, dtype), "key_cache_out": (cache, dtype),
-               "value_cache_out": (ctx.shape("value_cache"), dtype)}
+    results = {"qkv_out": (qkv, dtype), "key_cache_out": (cache, cache_dtype),
+               "value_cache_out": (ctx.shape("value_cache"), cache_dtype)}
     if qkv is None or cache is None:
         return results | {"fmha_out": (None, dtype)}
     if len(qkv) != 2 or len(cache) != 4 or ctx.shape("value_cache") != cache:
