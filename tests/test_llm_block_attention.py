@@ -165,6 +165,19 @@ def test_paddles_translated_int8_cache_program_quantizes_on_write_and_dequantize
     assert np.count_nonzero(got["key_cache"] != feed["key_cache"]) > 3 * 2 * DIM   # 3 prefill rows + 1 decode row
 
 
+def test_paddles_translated_int32_qkv_program_dequantizes_each_column_into_float16():
+    feed, got = _translated("blha_int32_qkv_fp16")
+    dequantized = np.zeros(feed["qkv"].shape, np.float16)
+    for t, c in np.ndindex(*feed["qkv"].shape):
+        dequantized[t, c] = np.float16(np.float32(feed["qkv"][t, c]) * feed["qkv_out_scale"][c])
+    out, _, keys, values = blha_reference({**feed, "qkv": dequantized}, 2, 2, False)
+    assert got["fmha_out"].dtype == np.float16 and got["key_cache"].dtype == np.float16
+    np.testing.assert_array_equal(got["qkv"], feed["qkv"])   # qkv_out: the int32 input, untouched
+    np.testing.assert_allclose(got["fmha_out"], out, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(got["key_cache"], keys, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(got["value_cache"], values, rtol=2e-3, atol=2e-3)
+
+
 def _mixed_batch():
     """Sequence 0 prefills 3 tokens, sequence 1 decodes at step 5, sequence 2 is idle: tokens 0-2 and 3."""
     feed = {"qkv": r.standard_normal((4, 6 * DIM)).astype(np.float32),
@@ -244,6 +257,9 @@ def test_blha_get_max_len_reads_the_first_batch_size_sequences():
     ({}, {"out_scale": 1.0}, "the quantized outputs"),
     ({}, {"block_size": 8}, "block_size=8 must be key_cache's block size 4"),
     ({"cum_offsets": np.zeros(3, np.int64)}, {}, "cum_offsets must be int32"),
+    ({"qkv_out_scale": np.ones(96, np.float32)}, {}, "qkv_out_scale needs an int32 qkv"),
+    ({"qkv": np.ones((4, 96), np.int32), "qkv_out_scale": np.ones(96, np.float32)}, {"compute_dtype": "default"},
+     "an int32 qkv runs in float16 with 'fp16'"),
 ])
 def test_block_attention_refuses_what_it_does_not_run(inputs, attrs, message):
     with pytest.raises(ProgramError, match=message):

@@ -62,25 +62,28 @@ def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int)
 
 
 def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict,
-          cache: str = F32) -> dict:
+          cache: str = F32, qkv: str = F32) -> dict:
     """blha_get_max_len, then block_multihead_attention with its max lengths (head_dim 16, max_seq_len 8, pages of
     4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn; the int8
-    cache (cache "uint8") with its four [kv_heads] scales."""
+    cache (cache "uint8") with its four [kv_heads] scales; an int32 qkv with qkv_out_scale, in float16."""
     dim, width = 16, (heads + 2 * kv_heads) * 16
-    feeds = {"qkv": ([tokens, width], F32), "key_cache": ([6, kv_heads, 4, dim], cache),
+    compute = "float16" if qkv == I32 else F32
+    feeds = {"qkv": ([tokens, width], qkv), "key_cache": ([6, kv_heads, 4, dim], cache),
              "value_cache": ([6, kv_heads, 4, dim], cache), "batch_size": ([batch], I32), **extra}
     if cache == "uint8":
         feeds |= {f"cache_{kv}_{kind}_scales": ([kv_heads], F32) for kv in "kv" for kind in ("quant", "dequant")}
+    if qkv == I32:
+        feeds["qkv_out_scale"] = ([width], F32)
     feeds |= {name: (list(np.shape(value)), I32) for name, value in values.items()}
     ins = {name: [name] for name in feeds if name != "batch_size"}
     lengths = {"seq_lens_encoder": ["seq_lens_encoder"], "seq_lens_decoder": ["seq_lens_decoder"],
                "batch_size": ["batch_size"]}
     maxima = {slot: (slot, [1], I32) for slot in ("max_enc_len_this_time", "max_dec_len_this_time")}
-    outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], F32), "qkv_out": ("qkv", None, F32),
+    outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], compute), "qkv_out": ("qkv", None, qkv),
             "key_cache_out": ("key_cache", None, cache), "value_cache_out": ("value_cache", None, cache)}
     attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": False,
              "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": -1.0,
-             "compute_dtype": "default", "rope_theta": 10000.0}
+             "compute_dtype": "fp16" if qkv == I32 else "default", "rope_theta": 10000.0}
     ins |= {slot: [slot] for slot in maxima}
     return {"feeds": feeds, "values": values, "ops": [("blha_get_max_len", lengths, maxima, {}),
                                                       ("block_multihead_attention", ins, outs, attrs)]}
@@ -139,6 +142,8 @@ CASES = {
                                                                   "tgt_mask": ([3, 1, 1, 8], F32)}),
     "blha_int8_cache_prefill_decode": _blha(False, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32)},
                                             "uint8"),
+    "blha_int32_qkv_fp16": _blha(False, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
+                                                           "qkv_bias": ([96], "float16")}, "float16", I32),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
     "llm_int8_linear_outliers": _llm_int8(),
@@ -149,6 +154,10 @@ LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens"
 def _feed(rng, name, shape, dtype):
     if name in LENGTHS:
         return np.array(LENGTHS[name], np.int32)
+    if name == "qkv" and dtype == I32:   # an int8 GEMM's int32 output, times qkv_out_scale about 1e-3
+        return rng.integers(-2000, 2000, shape).astype(np.int32)
+    if name == "qkv_out_scale":
+        return rng.uniform(0.0005, 0.0015, shape).astype(dtype)
     if dtype == I32:
         return np.ones(shape, np.int32)
     if dtype == "uint8":   # int8 cache codes + 128

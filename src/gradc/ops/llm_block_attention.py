@@ -33,16 +33,17 @@ The int8 cache (cache_k_quant_scales, cache_v_quant_scales, cache_k_dequant_scal
              round_tmp, which reads no attribute);
 and read back as dequant_scale[g] (u - 128). Attention uses the unquantized k and v of the tokens being written
 (prefill: all of them; decode: the new token) and the dequantized cache for earlier positions.
-Refused: int32 qkv with qkv_out_scale, out_scale > 0, dynamic_cachekv_quant, the prefix cache (pre_key_cache,
-pre_value_cache); out_shift and out_smooth act only with out_scale > 0 and are otherwise ignored, as the kernel
-ignores them.
+An int32 qkv (an int8 GEMM's output) with qkv_out_scale [(H + 2 KVH) D] float32 and compute_dtype "fp16" runs in
+float16: qkv = float16(float32(qkv) qkv_out_scale[column]) before the bias; qkv_out stays the int32 qkv (the kernel
+turns a buffer of its own). Refused: compute_dtype "bf16" with it, out_scale > 0, dynamic_cachekv_quant, the prefix
+cache (pre_key_cache, pre_value_cache); out_shift and out_smooth act only with out_scale > 0 and are otherwise
+ignored, as the kernel ignores them.
 """
 
 from __future__ import annotations
 
 from ..ir import VarType, dtype_name
 from ..registry import defop
-from .infer import one_dtype
 from .llm_attention import check_half_float, check_numel
 
 INPUTS = ["qkv", "key_cache", "value_cache", "seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time",
@@ -50,8 +51,7 @@ INPUTS = ["qkv", "key_cache", "value_cache", "seq_lens_encoder", "seq_lens_decod
           "pre_value_cache?", "rope_emb?", "mask?", "tgt_mask?", "cache_k_quant_scales?", "cache_v_quant_scales?",
           "cache_k_dequant_scales?", "cache_v_dequant_scales?", "qkv_out_scale?", "qkv_bias?", "out_shift?",
           "out_smooth?", "max_enc_len_this_time?", "max_dec_len_this_time?"]
-REFUSED = {"qkv_out_scale": "the quantized path (int32 qkv dequantized)",
-           "pre_key_cache": "the prefix cache", "pre_value_cache": "the prefix cache"}
+REFUSED = {"pre_key_cache": "the prefix cache", "pre_value_cache": "the prefix cache"}
 CACHE_SCALES = ("cache_k_quant_scales", "cache_v_quant_scales", "cache_k_dequant_scales", "cache_v_dequant_scales")
 INT32_SLOTS = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "padding_offsets", "cum_offsets",
                "cu_seqlens_q", "cu_seqlens_k", "block_tables")
@@ -74,11 +74,36 @@ def _refusals(ctx) -> None:
         ctx.fail("rope_emb must be float32 (the kernel reads floats)")
 
 
+def _compute_dtype(ctx):
+    """qkv's dtype, or float16 for an int32 qkv that qkv_out_scale dequantizes (compute_dtype "fp16")."""
+    if ctx.dtype("qkv") != VarType.INT32:
+        if ctx.has("qkv_out_scale"):
+            ctx.fail("qkv_out_scale needs an int32 qkv (the kernel dequantizes ints), got "
+                     f"{dtype_name(ctx.dtype('qkv'))}")
+        check_half_float(ctx, "qkv")
+        return ctx.dtype("qkv")
+    if not ctx.has("qkv_out_scale"):
+        ctx.fail("an int32 qkv needs qkv_out_scale (without it the kernel would read the ints as floats)")
+    if ctx.attr("compute_dtype") != "fp16":
+        ctx.fail(f"compute_dtype={ctx.attr('compute_dtype')!r}: an int32 qkv runs in float16 with 'fp16' ('bf16' is "
+                 "not supported; Paddle's kernel runs nothing for any other value)")
+    if ctx.dtype("qkv_out_scale") not in (VarType.FP32, None):
+        ctx.fail(f"qkv_out_scale must be float32, got {dtype_name(ctx.dtype('qkv_out_scale'))}")
+    return VarType.FP16
+
+
+def _same_dtype(ctx, dtype, *slots) -> None:
+    for slot in slots:
+        if ctx.has(slot) and ctx.dtype(slot) not in (dtype, None):
+            ctx.fail(f"{slot} must be {dtype_name(dtype)} (the kernel's compute dtype), got "
+                     f"{dtype_name(ctx.dtype(slot))}")
+
+
 def _cache_dtype(ctx, dtype):
-    """uint8 for the int8 cache (all four scales given, [kv_heads] float32 each), else qkv's dtype."""
+    """uint8 for the int8 cache (all four scales given, [kv_heads] float32 each), else the compute dtype."""
     given = [slot for slot in CACHE_SCALES if ctx.has(slot)]
     if not given:
-        one_dtype(ctx, "qkv", "key_cache", "value_cache")
+        _same_dtype(ctx, dtype, "key_cache", "value_cache")
         return dtype
     if len(given) < len(CACHE_SCALES):
         ctx.fail(f"the int8 cache needs all of {', '.join(CACHE_SCALES)}, got only {', '.join(given)}")
@@ -98,11 +123,11 @@ def _cache_dtype(ctx, dtype):
 
 def _blha_infer(ctx):
     _refusals(ctx)
-    check_half_float(ctx, "qkv")
-    dtype = one_dtype(ctx, "qkv", *(s for s in ("qkv_bias", "mask", "tgt_mask") if ctx.has(s)))
+    dtype = _compute_dtype(ctx)
+    _same_dtype(ctx, dtype, "qkv_bias", "mask", "tgt_mask")
     cache_dtype = _cache_dtype(ctx, dtype)
     qkv, cache = ctx.shape("qkv"), ctx.shape("key_cache")
-    results = {"qkv_out": (qkv, dtype), "key_cache_out": (cache, cache_dtype),
+    results = {"qkv_out": (qkv, ctx.dtype("qkv")), "key_cache_out": (cache, cache_dtype),
                "value_cache_out": (ctx.shape("value_cache"), cache_dtype)}
     if qkv is None or cache is None:
         return results | {"fmha_out": (None, dtype)}
@@ -117,6 +142,10 @@ def _blha_infer(ctx):
         ctx.fail(f"qkv's last dim {qkv[1]} must be (heads + 2 * {kv_heads}) * head_dim {dim}, heads a multiple of "
                  f"{kv_heads}")
     check_numel(ctx, "qkv_bias", qkv[1], "(heads + 2 kv_heads) head_dim")
+    check_numel(ctx, "qkv_out_scale", qkv[1], "(heads + 2 kv_heads) head_dim")
+    if ctx.has("qkv_out_scale") and qkv[1] % 4:
+        ctx.fail(f"qkv's last dim {qkv[1]} must be a multiple of 4 with qkv_out_scale (the kernel reads its scales 4 "
+                 "at a time)")
     if block >= 0 and ctx.attr("block_size") != block:
         ctx.fail(f"block_size={ctx.attr('block_size')} must be key_cache's block size {block}")
     if ctx.attr("max_seq_len") <= 0:

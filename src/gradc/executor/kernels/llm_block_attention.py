@@ -59,13 +59,16 @@ class Paged:
         self.key_cache, self.value_cache = k.x("key_cache").copy(), k.x("value_cache").copy()
         self.kv_heads, self.block, self.dim = self.key_cache.shape[1:]
         self.heads = qkv.shape[1] // self.dim - 2 * self.kv_heads
-        bias = k.optional("qkv_bias")
+        bias, scale = k.optional("qkv_bias"), k.optional("qkv_out_scale")
+        if scale is not None:   # an int32 GEMM output, dequantized per column into float16
+            qkv = (qkv.astype(np.float32) * scale.reshape(-1).astype(np.float32)).astype(np.float16)
+        self.dtype = qkv.dtype
         self.qkv = qkv.astype(np.float64) + (0 if bias is None else bias.reshape(-1))
         self.tables = k.x("block_tables")
         self.rope = k.optional("rope_emb")
         self.neox, self.seq = k.attr("use_neox_style"), k.attr("max_seq_len")
         self.shared = np.arange(self.heads) // (self.heads // self.kv_heads)
-        self.int8 = Int8Cache(k, qkv.dtype) if k.optional("cache_k_quant_scales") is not None else None
+        self.int8 = Int8Cache(k, self.dtype) if k.optional("cache_k_quant_scales") is not None else None
 
     def split(self, rows):
         """q [n, H, D], k and v [n, KVH, D] of the given token rows."""
@@ -171,7 +174,8 @@ def block_multihead_attention(k):
         _prefill(paged, k, out, encoder)
     if _phase_on(k, "max_dec_len_this_time", decoder):
         _decode(paged, k, out, decoder)
-    return {"fmha_out": out.astype(qkv.dtype), "qkv_out": paged.qkv.astype(qkv.dtype),
+    qkv_out = qkv if k.optional("qkv_out_scale") is not None else paged.qkv.astype(qkv.dtype)
+    return {"fmha_out": out.astype(paged.dtype), "qkv_out": qkv_out,
             "key_cache_out": paged.key_cache, "value_cache_out": paged.value_cache}
 
 
