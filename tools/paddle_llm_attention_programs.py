@@ -28,23 +28,28 @@ MMHA_ATTRS = {"seq_len": 1, "compute_dtype": "default", "out_scale": -1.0, "quan
               "quant_max_bound": 127.0, "quant_min_bound": -127.0}
 
 
-def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool) -> dict:
+def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool, quant: bool = False) -> dict:
     """One decoding step of 2 sequences (head_dim 16, a cache of 6 positions) with rope; src_mask [2, 1, 1, 4]
-    (all at step 3), or per head [2, heads, 1, 6] with sequence_lengths."""
+    (all at step 3), or per head [2, heads, 1, 6] with sequence_lengths; quant: an int32 x with qkv_out_scale in
+    float16 (compute_dtype fp16), out written as int8 by out_scale."""
     batch, dim, seq = 2, 16, 6
-    width = (heads + 2 * kv_heads) * dim
-    feeds = {"x": ([batch, width], F32), "cache_kv": ([2, batch, kv_heads, seq, dim], F32),
-             "rotary_tensor": ([2, batch, 1, 1, dim], F32), "bias": ([width], F32)}
-    feeds["src_mask"] = ([batch, heads, 1, seq], F32) if lengths else ([batch, 1, 1, 4], F32)
+    width, real = (heads + 2 * kv_heads) * dim, "float16" if quant else F32
+    feeds = {"x": ([batch, width], I32 if quant else F32), "cache_kv": ([2, batch, kv_heads, seq, dim], real),
+             "rotary_tensor": ([2, batch, 1, 1, dim], F32), "bias": ([width], real)}
+    feeds["src_mask"] = ([batch, heads, 1, seq], real) if lengths else ([batch, 1, 1, 4], real)
+    if quant:
+        feeds["qkv_out_scale"] = ([width], F32)
     ins = {slot: [slot] for slot in feeds}
     if lengths:
         feeds["sequence_lengths"] = ([batch, 1], I32)
         ins["sequence_lengths"] = ["sequence_lengths"]
     if smooth:
-        feeds |= {"out_shift": ([heads * dim], F32), "out_smooth": ([heads * dim], F32)}
+        feeds |= {"out_shift": ([heads * dim], real), "out_smooth": ([heads * dim], real)}
         ins |= {"out_shift": ["out_shift"], "out_smooth": ["out_smooth"]}
-    outs = {"out": ("out", [batch, heads * dim], F32), "cache_kv_out": ("cache_kv", None, F32)}
+    outs = {"out": ("out", [batch, heads * dim], "int8" if quant else F32), "cache_kv_out": ("cache_kv", None, real)}
     attrs = MMHA_ATTRS | {"rotary_emb_dims": 1, "use_neox_rotary_style": neox}
+    if quant:
+        attrs |= {"compute_dtype": "fp16", "out_scale": 0.03}
     return {"feeds": feeds, "ops": [("masked_multihead_attention", ins, outs, attrs)]}
 
 
@@ -134,6 +139,7 @@ MIXED = {"seq_lens_encoder": [[3], [0], [0]], "seq_lens_decoder": [[0], [5], [0]
 CASES = {
     "mmha_pairs_bias_mask": _mmha(2, 2, False, False, False),
     "mmha_gqa_neox_lengths_smooth": _mmha(4, 2, True, True, True),
+    "mmha_int32_x_int8_out_smooth": _mmha(2, 2, False, True, True, True),
     "varlen_attention_gqa_mask": _varlen(4, 2, True, False, 0),
     "varlen_attention_causal_pre_cache": _varlen(2, 2, False, True, 2),
     "blha_prefill_pairs_gqa_bias": _blha(False, PREFILL, 8, 2, 4, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
@@ -154,7 +160,7 @@ LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens"
 def _feed(rng, name, shape, dtype):
     if name in LENGTHS:
         return np.array(LENGTHS[name], np.int32)
-    if name == "qkv" and dtype == I32:   # an int8 GEMM's int32 output, times qkv_out_scale about 1e-3
+    if name in ("qkv", "x") and dtype == I32:   # an int8 GEMM's int32 output, times qkv_out_scale about 1e-3
         return rng.integers(-2000, 2000, shape).astype(np.int32)
     if name == "qkv_out_scale":
         return rng.uniform(0.0005, 0.0015, shape).astype(dtype)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from ..ir import VarType, dtype_name
 from ..registry import defop
-from .llm_attention import check_half_float, check_numel
+from .llm_attention import check_numel, int32_compute_dtype
 
 INPUTS = ["qkv", "key_cache", "value_cache", "seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time",
           "padding_offsets", "cum_offsets", "cu_seqlens_q", "cu_seqlens_k", "block_tables", "pre_key_cache?",
@@ -72,24 +72,6 @@ def _refusals(ctx) -> None:
             ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
     if ctx.has("rope_emb") and ctx.dtype("rope_emb") not in (VarType.FP32, None):
         ctx.fail("rope_emb must be float32 (the kernel reads floats)")
-
-
-def _compute_dtype(ctx):
-    """qkv's dtype, or float16 for an int32 qkv that qkv_out_scale dequantizes (compute_dtype "fp16")."""
-    if ctx.dtype("qkv") != VarType.INT32:
-        if ctx.has("qkv_out_scale"):
-            ctx.fail("qkv_out_scale needs an int32 qkv (the kernel dequantizes ints), got "
-                     f"{dtype_name(ctx.dtype('qkv'))}")
-        check_half_float(ctx, "qkv")
-        return ctx.dtype("qkv")
-    if not ctx.has("qkv_out_scale"):
-        ctx.fail("an int32 qkv needs qkv_out_scale (without it the kernel would read the ints as floats)")
-    if ctx.attr("compute_dtype") != "fp16":
-        ctx.fail(f"compute_dtype={ctx.attr('compute_dtype')!r}: an int32 qkv runs in float16 with 'fp16' ('bf16' is "
-                 "not supported; Paddle's kernel runs nothing for any other value)")
-    if ctx.dtype("qkv_out_scale") not in (VarType.FP32, None):
-        ctx.fail(f"qkv_out_scale must be float32, got {dtype_name(ctx.dtype('qkv_out_scale'))}")
-    return VarType.FP16
 
 
 def _same_dtype(ctx, dtype, *slots) -> None:
@@ -123,7 +105,7 @@ def _cache_dtype(ctx, dtype):
 
 def _blha_infer(ctx):
     _refusals(ctx)
-    dtype = _compute_dtype(ctx)
+    dtype = int32_compute_dtype(ctx, "qkv")
     _same_dtype(ctx, dtype, "qkv_bias", "mask", "tgt_mask")
     cache_dtype = _cache_dtype(ctx, dtype)
     qkv, cache = ctx.shape("qkv"), ctx.shape("key_cache")

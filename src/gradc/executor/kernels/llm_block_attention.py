@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .llm_attention import softmax_attend
+from .llm_attention import dequantized, softmax_attend
 
 
 def _pairs(x, cos, sin):
@@ -59,9 +59,7 @@ class Paged:
         self.key_cache, self.value_cache = k.x("key_cache").copy(), k.x("value_cache").copy()
         self.kv_heads, self.block, self.dim = self.key_cache.shape[1:]
         self.heads = qkv.shape[1] // self.dim - 2 * self.kv_heads
-        bias, scale = k.optional("qkv_bias"), k.optional("qkv_out_scale")
-        if scale is not None:   # an int32 GEMM output, dequantized per column into float16
-            qkv = (qkv.astype(np.float32) * scale.reshape(-1).astype(np.float32)).astype(np.float16)
+        bias, qkv = k.optional("qkv_bias"), dequantized(k, qkv)
         self.dtype = qkv.dtype
         self.qkv = qkv.astype(np.float64) + (0 if bias is None else bias.reshape(-1))
         self.tables = k.x("block_tables")
