@@ -10,6 +10,7 @@ import pytest
 from gradc.errors import ProgramError
 from test_extra_math import run
 from test_llm_attention import _translated
+from test_mmha_quant import _code as out_code
 
 r = np.random.default_rng(37)
 DIM, SEQ, BLOCK = 16, 8, 4
@@ -178,6 +179,17 @@ def test_paddles_translated_int32_qkv_program_dequantizes_each_column_into_float
     np.testing.assert_allclose(got["value_cache"], values, rtol=2e-3, atol=2e-3)
 
 
+def test_paddles_translated_int8_out_program_smooths_then_quantizes_fmha_out():
+    feed, got = _translated("blha_int8_out_smooth")
+    out = blha_reference(feed, 2, 2, False)[0]
+    want = np.zeros(out.shape, np.int8)
+    for t, c in np.ndindex(*out.shape):   # (o + shift) smooth in the compute dtype (float32), then quantized
+        smoothed = (np.float32(out[t, c]) + feed["out_shift"][c]) * feed["out_smooth"][c]
+        want[t, c] = out_code(smoothed, 0.05, 1)
+    assert got["fmha_out"].dtype == np.int8 and len(np.unique(want)) > 10
+    np.testing.assert_array_equal(got["fmha_out"], want)
+
+
 def _mixed_batch():
     """Sequence 0 prefills 3 tokens, sequence 1 decodes at step 5, sequence 2 is idle: tokens 0-2 and 3."""
     feed = {"qkv": r.standard_normal((4, 6 * DIM)).astype(np.float32),
@@ -254,7 +266,8 @@ def test_blha_get_max_len_reads_the_first_batch_size_sequences():
 @pytest.mark.parametrize("inputs, attrs, message", [
     ({"cache_k_quant_scales": np.ones(2, np.float32)}, {}, "the int8 cache needs all of"),
     ({"pre_key_cache": np.zeros((3, 2, 2, DIM), np.float32)}, {}, "pre_key_cache: the prefix cache"),
-    ({}, {"out_scale": 1.0}, "the quantized outputs"),
+    ({}, {"out_scale": 1.0, "quant_max_bound": 448.0}, "float8_e4m3fn at 448, not supported"),
+    ({}, {"dynamic_cachekv_quant": True}, "dynamic_cachekv_quant: the cache scales"),
     ({}, {"block_size": 8}, "block_size=8 must be key_cache's block size 4"),
     ({"cum_offsets": np.zeros(3, np.int64)}, {}, "cum_offsets must be int32"),
     ({"qkv_out_scale": np.ones(96, np.float32)}, {}, "qkv_out_scale needs an int32 qkv"),

@@ -67,10 +67,11 @@ def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int)
 
 
 def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict,
-          cache: str = F32, qkv: str = F32) -> dict:
+          cache: str = F32, qkv: str = F32, out_scale: float = -1.0) -> dict:
     """blha_get_max_len, then block_multihead_attention with its max lengths (head_dim 16, max_seq_len 8, pages of
     4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn; the int8
-    cache (cache "uint8") with its four [kv_heads] scales; an int32 qkv with qkv_out_scale, in float16."""
+    cache (cache "uint8") with its four [kv_heads] scales; an int32 qkv with qkv_out_scale, in float16; out_scale > 0
+    writes an int8 fmha_out."""
     dim, width = 16, (heads + 2 * kv_heads) * 16
     compute = "float16" if qkv == I32 else F32
     feeds = {"qkv": ([tokens, width], qkv), "key_cache": ([6, kv_heads, 4, dim], cache),
@@ -84,10 +85,11 @@ def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_head
     lengths = {"seq_lens_encoder": ["seq_lens_encoder"], "seq_lens_decoder": ["seq_lens_decoder"],
                "batch_size": ["batch_size"]}
     maxima = {slot: (slot, [1], I32) for slot in ("max_enc_len_this_time", "max_dec_len_this_time")}
-    outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], compute), "qkv_out": ("qkv", None, qkv),
+    out_dtype = "int8" if out_scale > 0 else compute
+    outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], out_dtype), "qkv_out": ("qkv", None, qkv),
             "key_cache_out": ("key_cache", None, cache), "value_cache_out": ("value_cache", None, cache)}
     attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": False,
-             "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": -1.0,
+             "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": out_scale,
              "compute_dtype": "fp16" if qkv == I32 else "default", "rope_theta": 10000.0}
     ins |= {slot: [slot] for slot in maxima}
     return {"feeds": feeds, "values": values, "ops": [("blha_get_max_len", lengths, maxima, {}),
@@ -150,6 +152,8 @@ CASES = {
                                             "uint8"),
     "blha_int32_qkv_fp16": _blha(False, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
                                                            "qkv_bias": ([96], "float16")}, "float16", I32),
+    "blha_int8_out_smooth": _blha(False, MIXED, 4, 3, 2, 2, {"out_shift": ([32], F32), "out_smooth": ([32], F32)},
+                                  out_scale=0.05),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
     "llm_int8_linear_outliers": _llm_int8(),

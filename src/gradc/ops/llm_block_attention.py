@@ -35,9 +35,10 @@ and read back as dequant_scale[g] (u - 128). Attention uses the unquantized k an
 (prefill: all of them; decode: the new token) and the dequantized cache for earlier positions.
 An int32 qkv (an int8 GEMM's output) with qkv_out_scale [(H + 2 KVH) D] float32 and compute_dtype "fp16" runs in
 float16: qkv = float16(float32(qkv) qkv_out_scale[column]) before the bias; qkv_out stays the int32 qkv (the kernel
-turns a buffer of its own). Refused: compute_dtype "bf16" with it, out_scale > 0, dynamic_cachekv_quant, the prefix
-cache (pre_key_cache, pre_value_cache); out_shift and out_smooth act only with out_scale > 0 and are otherwise
-ignored, as the kernel ignores them.
+turns a buffer of its own). out_scale > 0 writes fmha_out as int8 as masked_multihead_attention does (out_shift and
+out_smooth, both given, applied first in the compute dtype; either alone is ignored, as the kernel ignores it), and
+out_shift and out_smooth are ignored without it. Refused: compute_dtype "bf16" with an int32 qkv, float8 fmha_out
+(quant_max_bound 448), dynamic_cachekv_quant, the prefix cache (pre_key_cache, pre_value_cache).
 """
 
 from __future__ import annotations
@@ -64,9 +65,8 @@ def _refusals(ctx) -> None:
     for slot, what in REFUSED.items():
         if ctx.has(slot):
             ctx.fail(f"{slot}: {what} is not supported")
-    if ctx.attr("out_scale") > 0 or ctx.attr("dynamic_cachekv_quant"):
-        ctx.fail(f"out_scale={ctx.attr('out_scale')}, dynamic_cachekv_quant={ctx.attr('dynamic_cachekv_quant')}:"
-                 " the quantized outputs are not supported")
+    if ctx.attr("dynamic_cachekv_quant"):
+        ctx.fail("dynamic_cachekv_quant: the cache scales the kernel computes per batch are not supported")
     for slot in INT32_SLOTS:
         if ctx.dtype(slot) not in (VarType.INT32, None):
             ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
@@ -103,22 +103,35 @@ def _cache_dtype(ctx, dtype):
     return VarType.UINT8
 
 
+def _out_dtype(ctx, dtype):
+    """int8 with out_scale > 0 (Paddle's infermeta: for an int32 qkv, or at quant_max_bound 127), else ``dtype``."""
+    if ctx.attr("out_scale") <= 0:
+        return dtype
+    low, high = ctx.attr("quant_min_bound"), ctx.attr("quant_max_bound")
+    if ctx.dtype("qkv") != VarType.INT32 and high != 127:
+        ctx.fail(f"out_scale > 0 with quant_max_bound={high}: Paddle writes int8 only at 127 (float8_e4m3fn at 448, "
+                 "not supported)")
+    if not -128 <= low <= high <= 127:
+        ctx.fail(f"quant_min_bound={low}, quant_max_bound={high}: out_scale > 0 writes int8")
+    return VarType.INT8
+
+
 def _blha_infer(ctx):
     _refusals(ctx)
     dtype = int32_compute_dtype(ctx, "qkv")
     _same_dtype(ctx, dtype, "qkv_bias", "mask", "tgt_mask")
-    cache_dtype = _cache_dtype(ctx, dtype)
+    cache_dtype, out_dtype = _cache_dtype(ctx, dtype), _out_dtype(ctx, dtype)
     qkv, cache = ctx.shape("qkv"), ctx.shape("key_cache")
     results = {"qkv_out": (qkv, ctx.dtype("qkv")), "key_cache_out": (cache, cache_dtype),
                "value_cache_out": (ctx.shape("value_cache"), cache_dtype)}
     if qkv is None or cache is None:
-        return results | {"fmha_out": (None, dtype)}
+        return results | {"fmha_out": (None, out_dtype)}
     if len(qkv) != 2 or len(cache) != 4 or ctx.shape("value_cache") != cache:
         ctx.fail(f"needs qkv [tokens, (heads + 2 kv_heads) head_dim] and key_cache, value_cache [blocks, kv_heads, "
                  f"block_size, head_dim], got {qkv}, {cache} and {ctx.shape('value_cache')}")
     kv_heads, block, dim = cache[1:]
     if min(qkv[1], kv_heads, dim) < 0:
-        return results | {"fmha_out": ([qkv[0], -1], dtype)}
+        return results | {"fmha_out": ([qkv[0], -1], out_dtype)}
     heads = qkv[1] // dim - 2 * kv_heads
     if qkv[1] % dim or heads <= 0 or heads % kv_heads:
         ctx.fail(f"qkv's last dim {qkv[1]} must be (heads + 2 * {kv_heads}) * head_dim {dim}, heads a multiple of "
@@ -136,7 +149,7 @@ def _blha_infer(ctx):
         shape = ctx.shape(slot) if ctx.has(slot) else None
         if shape is not None and (len(shape) != 4 or shape[1] not in (1, heads, -1)):
             ctx.fail(f"{slot} must be [batch, 1 or heads={heads}, rows, cols], got {shape}")
-    return results | {"fmha_out": ([qkv[0], heads * dim], dtype)}
+    return results | {"fmha_out": ([qkv[0], heads * dim], out_dtype)}
 
 
 defop("block_multihead_attention", INPUTS, ["fmha_out", "qkv_out", "key_cache_out", "value_cache_out"],

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .llm_attention import dequantized, softmax_attend
+from .llm_attention import dequantized, quantized_out, softmax_attend
 
 
 def _pairs(x, cos, sin):
@@ -173,7 +173,10 @@ def block_multihead_attention(k):
     if _phase_on(k, "max_dec_len_this_time", decoder):
         _decode(paged, k, out, decoder)
     qkv_out = qkv if k.optional("qkv_out_scale") is not None else paged.qkv.astype(qkv.dtype)
-    return {"fmha_out": out.astype(paged.dtype), "qkv_out": qkv_out,
+    out = out.astype(paged.dtype)
+    if k.attr("out_scale") > 0:   # the kernel smooths only with both out_shift and out_smooth
+        out = quantized_out(k, out, k.optional("out_shift") if k.optional("out_smooth") is not None else None)
+    return {"fmha_out": out, "qkv_out": qkv_out,
             "key_cache_out": paged.key_cache, "value_cache_out": paged.value_cache}
 
 
