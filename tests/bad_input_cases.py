@@ -792,6 +792,13 @@ COMPILE_TIME = {
             "seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "padding_offsets", "cum_offsets",
             "cu_seqlens_q", "cu_seqlens_k")}, "block_tables": zeros(2, 1, dtype=np.int32)},
         {"max_seq_len": 4, "block_size": 4}, "qkv's last dim 40 must be (heads + 2 * 2) * head_dim 8"),
+    "block_multihead_attention int8 cache": ("block_multihead_attention", {
+        "qkv": zeros(2, 48), "key_cache": zeros(3, 2, 4, 8), "value_cache": zeros(3, 2, 4, 8),
+        **{slot: zeros(2, dtype=np.int32) for slot in (
+            "seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "padding_offsets", "cum_offsets",
+            "cu_seqlens_q", "cu_seqlens_k")}, "block_tables": zeros(2, 1, dtype=np.int32),
+        **{f"cache_{kv}_{kind}_scales": zeros(2) for kv in "kv" for kind in ("quant", "dequant")}},
+        {"max_seq_len": 4, "block_size": 4}, "key_cache must be uint8 for the int8 cache, got float32"),
     "blha_get_max_len lengths": ("blha_get_max_len", {"seq_lens_encoder": zeros(2), "seq_lens_decoder": zeros(2),
                                                       "batch_size": zeros(2)}, {}, "seq_lens_encoder must be int32"),
     "batch_fc weights": ("batch_fc", {"Input": zeros(2, 5, 4), "W": zeros(2, 3, 3), "Bias": zeros(2, 3)}, {},

@@ -138,8 +138,6 @@ def test_mmha_skips_a_sequence_of_negative_length_and_accepts_zero_beam_offsets(
 
 
 @pytest.mark.parametrize("inputs, attrs, message", [
-    ({"qkv_out_scale": np.ones(64, np.float32)}, {}, "the quantized paths"),
-    ({}, {"out_scale": 2.0}, "the quantized paths"),
     ({"cum_offsets": np.zeros((2, 1), np.int32)}, {}, "cum_offsets is not supported"),
     ({"out_shift": np.ones(32, np.float32)}, {}, "out_shift needs out_smooth"),
     ({"rotary_tensor": np.ones((2, 2, 1, 1, 16), np.float64)}, {"rotary_emb_dims": 1}, "must be float32"),

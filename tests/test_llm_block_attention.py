@@ -10,6 +10,7 @@ import pytest
 from gradc.errors import ProgramError
 from test_extra_math import run
 from test_llm_attention import _translated
+from test_mmha_quant import _code as out_code
 
 r = np.random.default_rng(37)
 DIM, SEQ, BLOCK = 16, 8, 4
@@ -45,10 +46,46 @@ def _decode_tables(rope, step, neox, theta=10000.0):
     return np.cos(angles), np.sin(angles)
 
 
+def _code(x, scale, decode, round_type=1, low=-127.0, high=127.0):
+    """One int8 cache byte: float32 product rounded (decode: ties to even in [-127, 127]; prefill: round_type 0 ties
+    to even, else half away from zero, in [low, high]) + 128."""
+    product = float(np.float32(scale) * np.float32(x))
+    if decode or round_type == 0:
+        rounded = float(round(product))   # Python's round() breaks ties to even
+    else:
+        rounded = math.copysign(math.floor(abs(product) + 0.5), product)
+    low, high = (-127.0, 127.0) if decode else (low, high)
+    return np.uint8(min(max(rounded, low), high) + 128)
+
+
+class _Cache:
+    """The paged cache one element at a time: floats, or the int8 cache's bytes when the feed has its scales."""
+
+    def __init__(self, feed, kind):
+        self.kind, self.data = kind, feed[f"{kind}_cache"].copy()
+        self.int8 = f"cache_{kind[0]}_quant_scales" in feed
+        if self.int8:
+            self.quant, self.dequant = (feed[f"cache_{kind[0]}_{s}_scales"] for s in ("quant", "dequant"))
+        else:
+            self.data = self.data.astype(np.float64)
+
+    def put(self, p, g, row, vec, decode):
+        if not self.int8:
+            self.data[p, g, row] = vec
+            return
+        for d, x in enumerate(vec):
+            self.data[p, g, row, d] = _code(x, self.quant[g], decode)
+
+    def get(self, p, g, row):
+        if not self.int8:
+            return self.data[p, g, row]
+        return np.array([float(np.float32(self.dequant[g]) * np.float32(int(u) - 128)) for u in self.data[p, g, row]])
+
+
 def blha_reference(feed, heads, kv_heads, neox):
     """(fmha_out, qkv_out, key_cache, value_cache) one token, head and cache row at a time."""
     qkv = feed["qkv"].astype(np.float64) + feed.get("qkv_bias", 0)
-    keys, values = feed["key_cache"].astype(np.float64), feed["value_cache"].astype(np.float64)
+    keys, values = _Cache(feed, "key"), _Cache(feed, "value")
     tables, rope, group = feed["block_tables"], feed.get("rope_emb"), heads // kv_heads
     out = np.zeros((qkv.shape[0], heads * DIM))
 
@@ -68,7 +105,8 @@ def blha_reference(feed, heads, kv_heads, neox):
                     qkv[t, h * DIM:(h + 1) * DIM] = _turn(head(t, h), cos, sin, neox)
             for g in range(kv_heads):
                 p, row = page(b, pos)
-                keys[p, g, row], values[p, g, row] = head(t, heads + g), head(t, heads + kv_heads + g)
+                keys.put(p, g, row, head(t, heads + g), False)
+                values.put(p, g, row, head(t, heads + kv_heads + g), False)
         for i, t in enumerate(tokens):
             for h in range(heads):
                 g = h // group
@@ -85,19 +123,22 @@ def blha_reference(feed, heads, kv_heads, neox):
         if rope is not None:
             cos, sin = _decode_tables(rope, step, neox)
             vecs[:heads + kv_heads] = [_turn(v, cos, sin, neox) for v in vecs[:heads + kv_heads]]
+        cached = [page(b, s) for s in range(step)]   # read before the new token's row is written
+        seen_keys = [[keys.get(p, g, row) for p, row in cached] + [vecs[heads + g]] for g in range(kv_heads)]
+        seen_values = [[values.get(p, g, row) for p, row in cached] + [vecs[heads + kv_heads + g]]
+                       for g in range(kv_heads)]
         for g in range(kv_heads):
             p, row = page(b, step)
-            keys[p, g, row], values[p, g, row] = vecs[heads + g], vecs[heads + kv_heads + g]
+            keys.put(p, g, row, vecs[heads + g], True)
+            values.put(p, g, row, vecs[heads + kv_heads + g], True)
         for h in range(heads):
             g = h // group
-            cached = [page(b, s) for s in range(step + 1)]
-            scores = np.array([vecs[h] @ keys[p, g, row] / math.sqrt(DIM) for p, row in cached])
+            scores = np.array([vecs[h] @ key / math.sqrt(DIM) for key in seen_keys[g]])
             if "tgt_mask" in feed:
                 scores += feed["tgt_mask"][b, 0, 0, :step + 1]
             weights = np.exp(scores - scores.max())
-            out[t, h * DIM:(h + 1) * DIM] = weights @ np.array([values[p, g, row] for p, row in cached]) / (
-                weights.sum() + 1e-6)
-    return out, qkv_out, keys, values
+            out[t, h * DIM:(h + 1) * DIM] = weights @ np.array(seen_values[g]) / (weights.sum() + 1e-6)
+    return out, qkv_out, keys.data, values.data
 
 
 @pytest.mark.parametrize("case, heads, kv_heads, neox", [("blha_prefill_pairs_gqa_bias", 4, 2, False),
@@ -112,6 +153,41 @@ def test_paddles_translated_block_attention_program_runs_the_phase_and_pages_the
     np.testing.assert_allclose(got["key_cache"], keys, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(got["value_cache"], values, rtol=1e-5, atol=1e-5)
     assert not np.array_equal(got["key_cache"], feed["key_cache"])
+
+
+def test_paddles_translated_int8_cache_program_quantizes_on_write_and_dequantizes_on_read():
+    feed, got = _translated("blha_int8_cache_prefill_decode")
+    out, qkv_out, keys, values = blha_reference(feed, 2, 2, False)
+    assert got["key_cache"].dtype == np.uint8 and got["value_cache"].dtype == np.uint8
+    np.testing.assert_array_equal(got["key_cache"], keys)   # byte for byte
+    np.testing.assert_array_equal(got["value_cache"], values)
+    np.testing.assert_allclose(got["fmha_out"], out, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(got["qkv"], qkv_out, rtol=1e-5, atol=1e-5)
+    assert np.count_nonzero(got["key_cache"] != feed["key_cache"]) > 3 * 2 * DIM   # 3 prefill rows + 1 decode row
+
+
+def test_paddles_translated_int32_qkv_program_dequantizes_each_column_into_float16():
+    feed, got = _translated("blha_int32_qkv_fp16")
+    dequantized = np.zeros(feed["qkv"].shape, np.float16)
+    for t, c in np.ndindex(*feed["qkv"].shape):
+        dequantized[t, c] = np.float16(np.float32(feed["qkv"][t, c]) * feed["qkv_out_scale"][c])
+    out, _, keys, values = blha_reference({**feed, "qkv": dequantized}, 2, 2, False)
+    assert got["fmha_out"].dtype == np.float16 and got["key_cache"].dtype == np.float16
+    np.testing.assert_array_equal(got["qkv"], feed["qkv"])   # qkv_out: the int32 input, untouched
+    np.testing.assert_allclose(got["fmha_out"], out, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(got["key_cache"], keys, rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(got["value_cache"], values, rtol=2e-3, atol=2e-3)
+
+
+def test_paddles_translated_int8_out_program_smooths_then_quantizes_fmha_out():
+    feed, got = _translated("blha_int8_out_smooth")
+    out = blha_reference(feed, 2, 2, False)[0]
+    want = np.zeros(out.shape, np.int8)
+    for t, c in np.ndindex(*out.shape):   # (o + shift) smooth in the compute dtype (float32), then quantized
+        smoothed = (np.float32(out[t, c]) + feed["out_shift"][c]) * feed["out_smooth"][c]
+        want[t, c] = out_code(smoothed, 0.05, 1)
+    assert got["fmha_out"].dtype == np.int8 and len(np.unique(want)) > 10
+    np.testing.assert_array_equal(got["fmha_out"], want)
 
 
 def _mixed_batch():
@@ -141,6 +217,29 @@ def test_block_attention_prefills_and_decodes_in_one_batch_with_the_kernels_comp
     np.testing.assert_array_equal(outs[1][3], feed["qkv"][3])   # qkv_out keeps the decode token unturned
 
 
+@pytest.mark.parametrize("round_type, ties", [(1, [3, -3]), (0, [2, -2])])
+def test_int8_cache_prefill_rounds_by_quant_round_type_into_the_bounds_and_decode_always_to_even(round_type, ties):
+    feed = _mixed_batch()
+    ties_bounds = np.array([1.25, -1.25, 0.75, 90.0, -90.0], np.float32)   # times 2: 2.5, -2.5, 1.5, 180, -180
+    feed["qkv"][0, 2 * DIM:2 * DIM + 5] = feed["qkv"][3, 2 * DIM:2 * DIM + 5] = ties_bounds
+    feed |= {"key_cache": np.full((5, 2, BLOCK, DIM), 128, np.uint8), "value_cache": np.full((5, 2, BLOCK, DIM), 128,
+                                                                                             np.uint8),
+             "cache_k_quant_scales": np.full(2, 2.0, np.float32), "cache_v_quant_scales": np.full(2, 2.0, np.float32),
+             "cache_k_dequant_scales": np.full(2, 0.5, np.float32),
+             "cache_v_dequant_scales": np.full(2, 0.5, np.float32)}
+    attrs = {"max_seq_len": SEQ, "block_size": BLOCK, "quant_round_type": round_type, "quant_max_bound": 100.0,
+             "quant_min_bound": -110.0}
+    out, keys = run("block_multihead_attention", feed, ["fmha_out", "key_cache_out"], attrs)
+    prefill, decode = keys[2, 0, 0, :5].astype(int) - 128, keys[3, 0, 1, :5].astype(int) - 128
+    assert prefill.tolist() == [*ties, 2, 100, -110]   # sequence 0's token 0: page 2, row 0
+    assert decode.tolist() == [2, -2, 2, 127, -127]   # sequence 1's step 5: page 3, row 1, the kernel's fixed bounds
+    # steps 0-4 of sequence 1 read byte 128 (key and value 0): score 0 each; the token's own k and v unquantized
+    q, k, v = (feed["qkv"][3, i * DIM:(i + 1) * DIM].astype(np.float64) for i in (0, 2, 4))
+    own, top = q @ k / 4, max(q @ k / 4, 0.0)
+    weight = np.exp(own - top)
+    np.testing.assert_allclose(out[3, :DIM], weight * v / (5 * np.exp(-top) + weight + 1e-6), rtol=1e-5)
+
+
 def test_block_attention_prefill_mask_replaces_the_causal_triangle_and_max_lens_switch_phases_off():
     feed = _mixed_batch()
     mask = r.uniform(-1, 0, (3, 1, SEQ, SEQ)).astype(np.float32)
@@ -165,11 +264,15 @@ def test_blha_get_max_len_reads_the_first_batch_size_sequences():
 
 
 @pytest.mark.parametrize("inputs, attrs, message", [
-    ({"cache_k_quant_scales": np.ones(2, np.float32)}, {}, "cache_k_quant_scales: the int8 cache"),
+    ({"cache_k_quant_scales": np.ones(2, np.float32)}, {}, "the int8 cache needs all of"),
     ({"pre_key_cache": np.zeros((3, 2, 2, DIM), np.float32)}, {}, "pre_key_cache: the prefix cache"),
-    ({}, {"out_scale": 1.0}, "the quantized outputs"),
+    ({}, {"out_scale": 1.0, "quant_max_bound": 448.0}, "float8_e4m3fn at 448, not supported"),
+    ({}, {"dynamic_cachekv_quant": True}, "dynamic_cachekv_quant: the cache scales"),
     ({}, {"block_size": 8}, "block_size=8 must be key_cache's block size 4"),
     ({"cum_offsets": np.zeros(3, np.int64)}, {}, "cum_offsets must be int32"),
+    ({"qkv_out_scale": np.ones(96, np.float32)}, {}, "qkv_out_scale needs an int32 qkv"),
+    ({"qkv": np.ones((4, 96), np.int32), "qkv_out_scale": np.ones(96, np.float32)}, {"compute_dtype": "default"},
+     "an int32 qkv runs in float16 with 'fp16'"),
 ])
 def test_block_attention_refuses_what_it_does_not_run(inputs, attrs, message):
     with pytest.raises(ProgramError, match=message):

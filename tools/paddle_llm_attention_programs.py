@@ -28,23 +28,28 @@ MMHA_ATTRS = {"seq_len": 1, "compute_dtype": "default", "out_scale": -1.0, "quan
               "quant_max_bound": 127.0, "quant_min_bound": -127.0}
 
 
-def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool) -> dict:
+def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool, quant: bool = False) -> dict:
     """One decoding step of 2 sequences (head_dim 16, a cache of 6 positions) with rope; src_mask [2, 1, 1, 4]
-    (all at step 3), or per head [2, heads, 1, 6] with sequence_lengths."""
+    (all at step 3), or per head [2, heads, 1, 6] with sequence_lengths; quant: an int32 x with qkv_out_scale in
+    float16 (compute_dtype fp16), out written as int8 by out_scale."""
     batch, dim, seq = 2, 16, 6
-    width = (heads + 2 * kv_heads) * dim
-    feeds = {"x": ([batch, width], F32), "cache_kv": ([2, batch, kv_heads, seq, dim], F32),
-             "rotary_tensor": ([2, batch, 1, 1, dim], F32), "bias": ([width], F32)}
-    feeds["src_mask"] = ([batch, heads, 1, seq], F32) if lengths else ([batch, 1, 1, 4], F32)
+    width, real = (heads + 2 * kv_heads) * dim, "float16" if quant else F32
+    feeds = {"x": ([batch, width], I32 if quant else F32), "cache_kv": ([2, batch, kv_heads, seq, dim], real),
+             "rotary_tensor": ([2, batch, 1, 1, dim], F32), "bias": ([width], real)}
+    feeds["src_mask"] = ([batch, heads, 1, seq], real) if lengths else ([batch, 1, 1, 4], real)
+    if quant:
+        feeds["qkv_out_scale"] = ([width], F32)
     ins = {slot: [slot] for slot in feeds}
     if lengths:
         feeds["sequence_lengths"] = ([batch, 1], I32)
         ins["sequence_lengths"] = ["sequence_lengths"]
     if smooth:
-        feeds |= {"out_shift": ([heads * dim], F32), "out_smooth": ([heads * dim], F32)}
+        feeds |= {"out_shift": ([heads * dim], real), "out_smooth": ([heads * dim], real)}
         ins |= {"out_shift": ["out_shift"], "out_smooth": ["out_smooth"]}
-    outs = {"out": ("out", [batch, heads * dim], F32), "cache_kv_out": ("cache_kv", None, F32)}
+    outs = {"out": ("out", [batch, heads * dim], "int8" if quant else F32), "cache_kv_out": ("cache_kv", None, real)}
     attrs = MMHA_ATTRS | {"rotary_emb_dims": 1, "use_neox_rotary_style": neox}
+    if quant:
+        attrs |= {"compute_dtype": "fp16", "out_scale": 0.03}
     return {"feeds": feeds, "ops": [("masked_multihead_attention", ins, outs, attrs)]}
 
 
@@ -61,22 +66,31 @@ def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int)
     return {"feeds": feeds, "ops": [op]}
 
 
-def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict) -> dict:
+def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict,
+          cache: str = F32, qkv: str = F32, out_scale: float = -1.0) -> dict:
     """blha_get_max_len, then block_multihead_attention with its max lengths (head_dim 16, max_seq_len 8, pages of
-    4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn."""
+    4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn; the int8
+    cache (cache "uint8") with its four [kv_heads] scales; an int32 qkv with qkv_out_scale, in float16; out_scale > 0
+    writes an int8 fmha_out."""
     dim, width = 16, (heads + 2 * kv_heads) * 16
-    feeds = {"qkv": ([tokens, width], F32), "key_cache": ([6, kv_heads, 4, dim], F32),
-             "value_cache": ([6, kv_heads, 4, dim], F32), "batch_size": ([batch], I32), **extra}
+    compute = "float16" if qkv == I32 else F32
+    feeds = {"qkv": ([tokens, width], qkv), "key_cache": ([6, kv_heads, 4, dim], cache),
+             "value_cache": ([6, kv_heads, 4, dim], cache), "batch_size": ([batch], I32), **extra}
+    if cache == "uint8":
+        feeds |= {f"cache_{kv}_{kind}_scales": ([kv_heads], F32) for kv in "kv" for kind in ("quant", "dequant")}
+    if qkv == I32:
+        feeds["qkv_out_scale"] = ([width], F32)
     feeds |= {name: (list(np.shape(value)), I32) for name, value in values.items()}
     ins = {name: [name] for name in feeds if name != "batch_size"}
     lengths = {"seq_lens_encoder": ["seq_lens_encoder"], "seq_lens_decoder": ["seq_lens_decoder"],
                "batch_size": ["batch_size"]}
     maxima = {slot: (slot, [1], I32) for slot in ("max_enc_len_this_time", "max_dec_len_this_time")}
-    outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], F32), "qkv_out": ("qkv", None, F32),
-            "key_cache_out": ("key_cache", None, F32), "value_cache_out": ("value_cache", None, F32)}
+    out_dtype = "int8" if out_scale > 0 else compute
+    outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], out_dtype), "qkv_out": ("qkv", None, qkv),
+            "key_cache_out": ("key_cache", None, cache), "value_cache_out": ("value_cache", None, cache)}
     attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": False,
-             "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": -1.0,
-             "compute_dtype": "default", "rope_theta": 10000.0}
+             "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": out_scale,
+             "compute_dtype": "fp16" if qkv == I32 else "default", "rope_theta": 10000.0}
     ins |= {slot: [slot] for slot in maxima}
     return {"feeds": feeds, "values": values, "ops": [("blha_get_max_len", lengths, maxima, {}),
                                                       ("block_multihead_attention", ins, outs, attrs)]}
@@ -121,15 +135,25 @@ PREFILL = {"seq_lens_encoder": [[5], [3]], "seq_lens_decoder": [[0], [0]], "seq_
 DECODE = {"seq_lens_encoder": [[0], [0], [0]], "seq_lens_decoder": [[3], [0], [6]],
           "seq_lens_this_time": [[1], [0], [1]], "padding_offsets": [0, 15], "cum_offsets": [0, 7, 15],
           "cu_seqlens_q": [0, 1, 1, 2], "cu_seqlens_k": [0, 1, 1, 2], "block_tables": [[4, 0], [5, 5], [1, 3]]}
+MIXED = {"seq_lens_encoder": [[3], [0], [0]], "seq_lens_decoder": [[0], [5], [0]],
+         "seq_lens_this_time": [[3], [1], [0]], "padding_offsets": [0, 0, 0, 5], "cum_offsets": [0, 5, 12],
+         "cu_seqlens_q": [0, 3, 4, 4], "cu_seqlens_k": [0, 3, 4, 4], "block_tables": [[2, 4], [0, 3], [1, 1]]}
 CASES = {
     "mmha_pairs_bias_mask": _mmha(2, 2, False, False, False),
     "mmha_gqa_neox_lengths_smooth": _mmha(4, 2, True, True, True),
+    "mmha_int32_x_int8_out_smooth": _mmha(2, 2, False, True, True, True),
     "varlen_attention_gqa_mask": _varlen(4, 2, True, False, 0),
     "varlen_attention_causal_pre_cache": _varlen(2, 2, False, True, 2),
     "blha_prefill_pairs_gqa_bias": _blha(False, PREFILL, 8, 2, 4, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
                                                                       "qkv_bias": ([128], F32)}),
     "blha_decode_neox_tgt_mask": _blha(True, DECODE, 2, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 16], F32),
                                                                   "tgt_mask": ([3, 1, 1, 8], F32)}),
+    "blha_int8_cache_prefill_decode": _blha(False, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32)},
+                                            "uint8"),
+    "blha_int32_qkv_fp16": _blha(False, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
+                                                           "qkv_bias": ([96], "float16")}, "float16", I32),
+    "blha_int8_out_smooth": _blha(False, MIXED, 4, 3, 2, 2, {"out_shift": ([32], F32), "out_smooth": ([32], F32)},
+                                  out_scale=0.05),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
     "llm_int8_linear_outliers": _llm_int8(),
@@ -140,8 +164,17 @@ LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens"
 def _feed(rng, name, shape, dtype):
     if name in LENGTHS:
         return np.array(LENGTHS[name], np.int32)
+    if name in ("qkv", "x") and dtype == I32:   # an int8 GEMM's int32 output, times qkv_out_scale about 1e-3
+        return rng.integers(-2000, 2000, shape).astype(np.int32)
+    if name == "qkv_out_scale":
+        return rng.uniform(0.0005, 0.0015, shape).astype(dtype)
     if dtype == I32:
         return np.ones(shape, np.int32)
+    if dtype == "uint8":   # int8 cache codes + 128
+        return rng.integers(0, 256, shape).astype(np.uint8)
+    if name.endswith("quant_scales"):   # dequant about 4 / 127 (qkv drawn standard normal), quant about its inverse
+        step = rng.uniform(0.025, 0.035, shape)
+        return (step if "dequant" in name else 1 / step).astype(dtype)
     if name in ("src_mask", "tgt_mask"):   # additive: 0 kept, -1e4 masked out, at random
         return np.where(rng.random(shape) < 0.3, -1e4, 0.0).astype(dtype)
     return rng.standard_normal(shape).astype(dtype)

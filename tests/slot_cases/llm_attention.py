@@ -28,6 +28,20 @@ def attend(qkv, step, mask=None, rotary=None):
     return (p @ values / (p.sum() + 1e-6))[None]
 
 
+INTS = R.integers(-3000, 3000, (1, 24)).astype(np.int32)   # q, k, v of 1 head, head_dim 8 (float16's key chunk)
+COLUMN_SCALES = R.uniform(2e-4, 8e-4, 24).astype(np.float32)
+HALF_CACHE = R.standard_normal((2, 1, 1, 3, 8)).astype(np.float16)
+
+
+def dequantized_step():
+    """out [1, 8] in float16 of step 1 on x = float16(float32(ints) scale): the cached position 0 and the new k, v."""
+    q, k, v = (INTS[0].astype(np.float32) * COLUMN_SCALES).astype(np.float16).astype(np.float64).reshape(3, 8)
+    keys, values = np.vstack([HALF_CACHE[0, 0, 0, :1], k]), np.vstack([HALF_CACHE[1, 0, 0, :1], v])
+    scores = keys @ q / np.sqrt(8)
+    p = np.exp(scores - scores.max())
+    return (p @ values / (p.sum() + 1e-6))[None].astype(np.float16)
+
+
 Q, K, V = (R.standard_normal((1, 1, 2, 4)).astype(np.float32) for _ in range(3))
 VARLEN_MASK = np.array([[[[0.0, -1.0], [0.5, 0.0]]]], np.float32)
 LENGTHS = np.array([[2]], np.int32)
@@ -55,6 +69,9 @@ CASES = [
              {"out": (attend(X[0], 1) + SHIFT) * SMOOTH}),
     SlotCase("masked_multihead_attention", "out_smooth", {**BASE, "out_shift": SHIFT, "out_smooth": SMOOTH},
              {"out": (attend(X[0], 1) + SHIFT) * SMOOTH}, overrides=False),
+    SlotCase("masked_multihead_attention", "qkv_out_scale", {"x": INTS, "cache_kv": HALF_CACHE, "sequence_lengths":
+             STEP1, "qkv_out_scale": COLUMN_SCALES}, {"out": dequantized_step()}, {"compute_dtype": "fp16"},
+             overrides=False),   # without it an int32 x is refused
     SlotCase("variable_length_memory_efficient_attention", "mask", {
         "query": Q, "key": K, "value": V, "seq_lens": LENGTHS, "kv_seq_lens": LENGTHS, "mask": VARLEN_MASK},
         {"out": varlen(VARLEN_MASK)}, {"scale": 0.5}),

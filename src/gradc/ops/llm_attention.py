@@ -11,9 +11,13 @@ masked_multihead_attention (paddle.incubate.nn.functional.masked_multihead_atten
     out = sum_i p_i v_i / (sum_i p_i + 1e-6) over positions 0..t, p = exp(q k_i / sqrt(D) + src_mask - max), with
     query head h reading kv head h / (H / KVH); with out_shift, out = (out + out_shift) out_smooth (out_smooth
     alone is ignored, as Paddle's kernel ignores it).
-    A negative sequence length skips the sequence (out 0 there, where Paddle leaves its memory unwritten). The
-    quantized paths (int32 x with qkv_out_scale, out_scale > 0), cum_offsets (Paddle refuses it too) and a
-    beam_cache_offset that moves any read (not all zero) are refused.
+    A negative sequence length skips the sequence (out 0 there, where Paddle leaves its memory unwritten).
+    An int32 x (an int8 GEMM's output) with qkv_out_scale [(H + 2 KVH) D] float32 and compute_dtype "fp16" runs in
+    float16: x = float16(float32(x) qkv_out_scale[column]) before the bias. out_scale > 0 writes int8 out =
+    clip(round(float32(quant_max_bound out_scale) o)) into [quant_min_bound, quant_max_bound], o the output in the
+    compute dtype (after (o + out_shift) out_smooth in that dtype), quant_round_type 0 ties to even, else half away
+    from zero. cum_offsets (Paddle refuses it too), compute_dtype "bf16" with an int32 x and a beam_cache_offset
+    that moves any read (not all zero) are refused.
 variable_length_memory_efficient_attention (paddle.incubate.nn.functional.variable_length_memory_efficient_attention,
     CUTLASS's grouped memory-efficient attention): query [B, H, Sq, D], key and value [B, KVH, Sk, D or Dv]; for
     sequence b, its first seq_lens[b] query rows attend to its first kv_seq_lens[b] + pre_cache_length keys (no
@@ -59,9 +63,28 @@ def _product(shape) -> int:
     return total
 
 
+def int32_compute_dtype(ctx, slot: str):
+    """``slot``'s dtype, or float16 for an int32 ``slot`` that qkv_out_scale dequantizes (compute_dtype "fp16")."""
+    if ctx.dtype(slot) != VarType.INT32:
+        if ctx.has("qkv_out_scale"):
+            ctx.fail(f"qkv_out_scale needs an int32 {slot} (the kernel dequantizes ints), got "
+                     f"{dtype_name(ctx.dtype(slot))}")
+        check_half_float(ctx, slot)
+        return ctx.dtype(slot)
+    if not ctx.has("qkv_out_scale"):
+        ctx.fail(f"an int32 {slot} needs qkv_out_scale (without it the kernel would read the ints as floats)")
+    if ctx.attr("compute_dtype") != "fp16":
+        ctx.fail(f"compute_dtype={ctx.attr('compute_dtype')!r}: an int32 {slot} runs in float16 with 'fp16' ('bf16' "
+                 "is not supported; Paddle's kernel runs nothing for any other value)")
+    if ctx.dtype("qkv_out_scale") not in (VarType.FP32, None):
+        ctx.fail(f"qkv_out_scale must be float32, got {dtype_name(ctx.dtype('qkv_out_scale'))}")
+    return VarType.FP16
+
+
 def _mmha_refusals(ctx) -> None:
-    if ctx.has("qkv_out_scale") or ctx.attr("out_scale") > 0:
-        ctx.fail(f"the quantized paths (qkv_out_scale, out_scale={ctx.attr('out_scale')}) are not supported")
+    if ctx.attr("out_scale") > 0 and not -128 <= ctx.attr("quant_min_bound") <= ctx.attr("quant_max_bound") <= 127:
+        ctx.fail(f"quant_min_bound={ctx.attr('quant_min_bound')}, quant_max_bound={ctx.attr('quant_max_bound')}: "
+                 "out_scale > 0 writes int8")
     if ctx.has("cum_offsets"):
         ctx.fail("cum_offsets is not supported (Paddle's kernel refuses it too)")
     if ctx.has("out_shift") and not ctx.has("out_smooth"):
@@ -72,18 +95,21 @@ def _mmha_refusals(ctx) -> None:
 
 def _mmha_infer(ctx):
     _mmha_refusals(ctx)
-    check_half_float(ctx, "x")
-    dtype = one_dtype(ctx, "x", "cache_kv", *(s for s in ("bias", "src_mask", "out_shift", "out_smooth")
-                                               if ctx.has(s)))
+    dtype = int32_compute_dtype(ctx, "x")
+    for slot in ("cache_kv", "bias", "src_mask", "out_shift", "out_smooth"):
+        if ctx.has(slot) and ctx.dtype(slot) not in (dtype, None):
+            ctx.fail(f"{slot} must be {dtype_name(dtype)} (the kernel's compute dtype), got "
+                     f"{dtype_name(ctx.dtype(slot))}")
+    out_dtype = VarType.INT8 if ctx.attr("out_scale") > 0 else dtype
     x, cache = ctx.shape("x"), ctx.shape("cache_kv")
     if x is None or cache is None:
-        return {"out": (None, dtype), "cache_kv_out": (cache, dtype)}
+        return {"out": (None, out_dtype), "cache_kv_out": (cache, dtype)}
     if len(x) != 2 or len(cache) != 5 or cache[0] != 2:
         ctx.fail(f"needs x [batch, (heads + 2 kv_heads) head_dim] and cache_kv [2, batch, kv_heads, max_seq, "
                  f"head_dim], got x {x} and cache_kv {cache}")
     batch, kv_heads, head_dim = x[0], cache[2], cache[4]
     if min(x[1], head_dim, kv_heads) < 0:
-        return {"out": ([batch, -1], dtype), "cache_kv_out": (cache, dtype)}
+        return {"out": ([batch, -1], out_dtype), "cache_kv_out": (cache, dtype)}
     heads = x[1] // head_dim - 2 * kv_heads
     if x[1] % head_dim or heads <= 0 or heads % kv_heads or head_dim % chunk(dtype):
         ctx.fail(f"x's last dim {x[1]} must be (heads + 2 * {kv_heads}) * head_dim {head_dim}, heads a multiple of "
@@ -91,13 +117,14 @@ def _mmha_infer(ctx):
     if min(batch, cache[1]) >= 0 and cache[1] < batch:
         ctx.fail(f"cache_kv holds {cache[1]} sequences, fewer than x's {batch}")
     check_numel(ctx, "bias", x[1], "(heads + 2 kv_heads) head_dim")
+    check_numel(ctx, "qkv_out_scale", x[1], "(heads + 2 kv_heads) head_dim")
     for slot in ("out_shift", "out_smooth"):
         check_numel(ctx, slot, heads * head_dim, "heads head_dim")
     _mmha_rotary(ctx, batch, head_dim)
     mask = ctx.shape("src_mask") if ctx.has("src_mask") else None
     if mask is not None and (len(mask) != 4 or mask[1] not in (1, heads, -1) or mask[2] not in (1, -1)):
         ctx.fail(f"src_mask must be [batch, 1 or heads={heads}, 1, steps + 1], got {mask}")
-    return {"out": ([batch, heads * head_dim], dtype), "cache_kv_out": (cache, dtype),
+    return {"out": ([batch, heads * head_dim], out_dtype), "cache_kv_out": (cache, dtype),
             "beam_cache_offset_out": (ctx.shape("beam_cache_offset"), ctx.dtype("beam_cache_offset"))}
 
 

@@ -23,27 +23,37 @@ masked_multihead_attention's chunked keys).
     query head h reads kv head h / (H / KVH); fmha_out [tokens, H D] holds each token's attention, 0 where no
     phase ran (Paddle leaves those rows unwritten).
 max_enc_len_this_time / max_dec_len_this_time (blha_get_max_len: the max over the batch of seq_lens_encoder /
-seq_lens_decoder, [1] int32), when given, only switch a phase off (0) or on. Refused: the quantized paths (int32
-qkv with qkv_out_scale, cache quant scales, out_scale > 0), the prefix cache (pre_key_cache, pre_value_cache);
-out_shift and out_smooth act only with out_scale > 0 and are otherwise ignored, as the kernel ignores them.
+seq_lens_decoder, [1] int32), when given, only switch a phase off (0) or on.
+
+The int8 cache (cache_k_quant_scales, cache_v_quant_scales, cache_k_dequant_scales, cache_v_dequant_scales, all
+[KVH] float32; key_cache and value_cache uint8): a value x of kv head g is stored as code(x) + 128,
+    prefill: code = clip(round(float32(k_quant_scale[g]) * x)) with quant_round_type 0 ties to even, else half away
+             from zero, clipped to [quant_min_bound, quant_max_bound];
+    decode:  code = clip(rint(x * k_quant_scale[g]), -127, 127), the product in qkv's dtype (the kernel's fixed
+             round_tmp, which reads no attribute);
+and read back as dequant_scale[g] (u - 128). Attention uses the unquantized k and v of the tokens being written
+(prefill: all of them; decode: the new token) and the dequantized cache for earlier positions.
+An int32 qkv (an int8 GEMM's output) with qkv_out_scale [(H + 2 KVH) D] float32 and compute_dtype "fp16" runs in
+float16: qkv = float16(float32(qkv) qkv_out_scale[column]) before the bias; qkv_out stays the int32 qkv (the kernel
+turns a buffer of its own). out_scale > 0 writes fmha_out as int8 as masked_multihead_attention does (out_shift and
+out_smooth, both given, applied first in the compute dtype; either alone is ignored, as the kernel ignores it), and
+out_shift and out_smooth are ignored without it. Refused: compute_dtype "bf16" with an int32 qkv, float8 fmha_out
+(quant_max_bound 448), dynamic_cachekv_quant, the prefix cache (pre_key_cache, pre_value_cache).
 """
 
 from __future__ import annotations
 
 from ..ir import VarType, dtype_name
 from ..registry import defop
-from .infer import one_dtype
-from .llm_attention import check_half_float, check_numel
+from .llm_attention import check_numel, int32_compute_dtype
 
 INPUTS = ["qkv", "key_cache", "value_cache", "seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time",
           "padding_offsets", "cum_offsets", "cu_seqlens_q", "cu_seqlens_k", "block_tables", "pre_key_cache?",
           "pre_value_cache?", "rope_emb?", "mask?", "tgt_mask?", "cache_k_quant_scales?", "cache_v_quant_scales?",
           "cache_k_dequant_scales?", "cache_v_dequant_scales?", "qkv_out_scale?", "qkv_bias?", "out_shift?",
           "out_smooth?", "max_enc_len_this_time?", "max_dec_len_this_time?"]
-REFUSED = {"qkv_out_scale": "the quantized path (int32 qkv dequantized)",
-           "cache_k_quant_scales": "the int8 cache", "cache_v_quant_scales": "the int8 cache",
-           "cache_k_dequant_scales": "the int8 cache", "cache_v_dequant_scales": "the int8 cache",
-           "pre_key_cache": "the prefix cache", "pre_value_cache": "the prefix cache"}
+REFUSED = {"pre_key_cache": "the prefix cache", "pre_value_cache": "the prefix cache"}
+CACHE_SCALES = ("cache_k_quant_scales", "cache_v_quant_scales", "cache_k_dequant_scales", "cache_v_dequant_scales")
 INT32_SLOTS = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "padding_offsets", "cum_offsets",
                "cu_seqlens_q", "cu_seqlens_k", "block_tables")
 ATTRS = {"max_seq_len": 0, "block_size": 0, "use_neox_style": False, "dynamic_cachekv_quant": False,
@@ -55,9 +65,8 @@ def _refusals(ctx) -> None:
     for slot, what in REFUSED.items():
         if ctx.has(slot):
             ctx.fail(f"{slot}: {what} is not supported")
-    if ctx.attr("out_scale") > 0 or ctx.attr("dynamic_cachekv_quant"):
-        ctx.fail(f"out_scale={ctx.attr('out_scale')}, dynamic_cachekv_quant={ctx.attr('dynamic_cachekv_quant')}:"
-                 " the quantized outputs are not supported")
+    if ctx.attr("dynamic_cachekv_quant"):
+        ctx.fail("dynamic_cachekv_quant: the cache scales the kernel computes per batch are not supported")
     for slot in INT32_SLOTS:
         if ctx.dtype(slot) not in (VarType.INT32, None):
             ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
@@ -65,27 +74,73 @@ def _refusals(ctx) -> None:
         ctx.fail("rope_emb must be float32 (the kernel reads floats)")
 
 
+def _same_dtype(ctx, dtype, *slots) -> None:
+    for slot in slots:
+        if ctx.has(slot) and ctx.dtype(slot) not in (dtype, None):
+            ctx.fail(f"{slot} must be {dtype_name(dtype)} (the kernel's compute dtype), got "
+                     f"{dtype_name(ctx.dtype(slot))}")
+
+
+def _cache_dtype(ctx, dtype):
+    """uint8 for the int8 cache (all four scales given, [kv_heads] float32 each), else the compute dtype."""
+    given = [slot for slot in CACHE_SCALES if ctx.has(slot)]
+    if not given:
+        _same_dtype(ctx, dtype, "key_cache", "value_cache")
+        return dtype
+    if len(given) < len(CACHE_SCALES):
+        ctx.fail(f"the int8 cache needs all of {', '.join(CACHE_SCALES)}, got only {', '.join(given)}")
+    cache = ctx.shape("key_cache")
+    kv_heads = cache[1] if cache is not None and len(cache) == 4 else -1
+    for slot in (*CACHE_SCALES, "key_cache", "value_cache"):
+        want = VarType.UINT8 if slot.endswith("cache") else VarType.FP32
+        if ctx.dtype(slot) not in (want, None):
+            ctx.fail(f"{slot} must be {dtype_name(want)} for the int8 cache, got {dtype_name(ctx.dtype(slot))}")
+    for slot in CACHE_SCALES:
+        check_numel(ctx, slot, kv_heads, "kv_heads")
+    if not -128 <= ctx.attr("quant_min_bound") <= ctx.attr("quant_max_bound") <= 127:
+        ctx.fail(f"quant_min_bound={ctx.attr('quant_min_bound')}, quant_max_bound={ctx.attr('quant_max_bound')}: "
+                 "a code + 128 must fit the uint8 cache")
+    return VarType.UINT8
+
+
+def _out_dtype(ctx, dtype):
+    """int8 with out_scale > 0 (Paddle's infermeta: for an int32 qkv, or at quant_max_bound 127), else ``dtype``."""
+    if ctx.attr("out_scale") <= 0:
+        return dtype
+    low, high = ctx.attr("quant_min_bound"), ctx.attr("quant_max_bound")
+    if ctx.dtype("qkv") != VarType.INT32 and high != 127:
+        ctx.fail(f"out_scale > 0 with quant_max_bound={high}: Paddle writes int8 only at 127 (float8_e4m3fn at 448, "
+                 "not supported)")
+    if not -128 <= low <= high <= 127:
+        ctx.fail(f"quant_min_bound={low}, quant_max_bound={high}: out_scale > 0 writes int8")
+    return VarType.INT8
+
+
 def _blha_infer(ctx):
     _refusals(ctx)
-    check_half_float(ctx, "qkv")
-    dtype = one_dtype(ctx, "qkv", "key_cache", "value_cache", *(s for s in ("qkv_bias", "mask", "tgt_mask")
-                                                                   if ctx.has(s)))
+    dtype = int32_compute_dtype(ctx, "qkv")
+    _same_dtype(ctx, dtype, "qkv_bias", "mask", "tgt_mask")
+    cache_dtype, out_dtype = _cache_dtype(ctx, dtype), _out_dtype(ctx, dtype)
     qkv, cache = ctx.shape("qkv"), ctx.shape("key_cache")
-    results = {"qkv_out": (qkv, dtype), "key_cache_out": (cache, dtype),
-               "value_cache_out": (ctx.shape("value_cache"), dtype)}
+    results = {"qkv_out": (qkv, ctx.dtype("qkv")), "key_cache_out": (cache, cache_dtype),
+               "value_cache_out": (ctx.shape("value_cache"), cache_dtype)}
     if qkv is None or cache is None:
-        return results | {"fmha_out": (None, dtype)}
+        return results | {"fmha_out": (None, out_dtype)}
     if len(qkv) != 2 or len(cache) != 4 or ctx.shape("value_cache") != cache:
         ctx.fail(f"needs qkv [tokens, (heads + 2 kv_heads) head_dim] and key_cache, value_cache [blocks, kv_heads, "
                  f"block_size, head_dim], got {qkv}, {cache} and {ctx.shape('value_cache')}")
     kv_heads, block, dim = cache[1:]
     if min(qkv[1], kv_heads, dim) < 0:
-        return results | {"fmha_out": ([qkv[0], -1], dtype)}
+        return results | {"fmha_out": ([qkv[0], -1], out_dtype)}
     heads = qkv[1] // dim - 2 * kv_heads
     if qkv[1] % dim or heads <= 0 or heads % kv_heads:
         ctx.fail(f"qkv's last dim {qkv[1]} must be (heads + 2 * {kv_heads}) * head_dim {dim}, heads a multiple of "
                  f"{kv_heads}")
     check_numel(ctx, "qkv_bias", qkv[1], "(heads + 2 kv_heads) head_dim")
+    check_numel(ctx, "qkv_out_scale", qkv[1], "(heads + 2 kv_heads) head_dim")
+    if ctx.has("qkv_out_scale") and qkv[1] % 4:
+        ctx.fail(f"qkv's last dim {qkv[1]} must be a multiple of 4 with qkv_out_scale (the kernel reads its scales 4 "
+                 "at a time)")
     if block >= 0 and ctx.attr("block_size") != block:
         ctx.fail(f"block_size={ctx.attr('block_size')} must be key_cache's block size {block}")
     if ctx.attr("max_seq_len") <= 0:
@@ -94,7 +149,7 @@ def _blha_infer(ctx):
         shape = ctx.shape(slot) if ctx.has(slot) else None
         if shape is not None and (len(shape) != 4 or shape[1] not in (1, heads, -1)):
             ctx.fail(f"{slot} must be [batch, 1 or heads={heads}, rows, cols], got {shape}")
-    return results | {"fmha_out": ([qkv[0], heads * dim], dtype)}
+    return results | {"fmha_out": ([qkv[0], heads * dim], out_dtype)}
 
 
 defop("block_multihead_attention", INPUTS, ["fmha_out", "qkv_out", "key_cache_out", "value_cache_out"],

@@ -38,6 +38,29 @@ def softmax_attend(scores: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.einsum("...s,...sd->...d", p, values) / (p.sum(axis=-1)[..., None] + 1e-6)
 
 
+def dequantized(k, x: np.ndarray) -> np.ndarray:
+    """An int32 GEMM output times qkv_out_scale per column, in float32, stored as float16; other inputs as given."""
+    scale = k.optional("qkv_out_scale")
+    if scale is None:
+        return x
+    return (x.astype(np.float32) * scale.reshape(-1).astype(np.float32)).astype(np.float16)
+
+
+def quantized_out(k, out: np.ndarray, shift) -> np.ndarray:
+    """out (in the compute dtype) as int8: (out + shift) smooth in that dtype, then
+    clip(round(float32(quant_max_bound out_scale) out)), ties by quant_round_type (0 to even, else away from 0)."""
+    if shift is not None:
+        out = ((out + shift.reshape(-1).astype(out.dtype)).astype(out.dtype)
+               * k.x("out_smooth").reshape(-1).astype(out.dtype)).astype(out.dtype)
+    high, low = k.attr("quant_max_bound"), k.attr("quant_min_bound")
+    product = (np.float32(high) * np.float32(k.attr("out_scale")) * out.astype(np.float32)).astype(np.float64)
+    if k.attr("quant_round_type") == 0:
+        rounded = np.rint(product)
+    else:   # C's round(), exact here as the float32 product is exact in float64
+        rounded = np.sign(product) * np.floor(np.abs(product) + 0.5)
+    return np.clip(rounded, low, high).astype(np.int8)
+
+
 def _mmha_step(k, x, cache, b: int, step: int, mask):
     """One sequence: q, k, v of x[b] (rope), written at ``step``; returns out [H, D] and the new keys and values."""
     kv_heads, seq, dim = cache.shape[2:]
@@ -77,6 +100,7 @@ def masked_multihead_attention(k):
     lengths = k.optional("sequence_lengths")
     heads = x.shape[1] // cache.shape[4] - 2 * cache.shape[2]
     out, cache_out = np.zeros((x.shape[0], heads, cache.shape[4])), cache.copy()
+    x = dequantized(k, x)
     wide = x.astype(np.float64)
     for b in range(x.shape[0]):
         step = int(lengths.reshape(-1)[b]) if lengths is not None else mask.shape[-1] - 1
@@ -86,9 +110,13 @@ def masked_multihead_attention(k):
         cache_out[0, b], cache_out[1, b] = keys, values
     out = out.reshape(x.shape[0], -1)
     shift = k.optional("out_shift")
-    if shift is not None:
-        out = (out + shift.reshape(-1)) * k.x("out_smooth").reshape(-1)
-    results = {"out": out.astype(x.dtype), "cache_kv_out": cache_out}
+    if k.attr("out_scale") > 0:
+        out = quantized_out(k, out.astype(x.dtype), shift)
+    else:
+        if shift is not None:
+            out = (out + shift.reshape(-1)) * k.x("out_smooth").reshape(-1)
+        out = out.astype(x.dtype)
+    results = {"out": out, "cache_kv_out": cache_out}
     return results | ({"beam_cache_offset_out": offsets} if offsets is not None else {})
 
 

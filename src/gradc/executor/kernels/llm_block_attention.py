@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
-from .llm_attention import softmax_attend
+from .llm_attention import dequantized, quantized_out, softmax_attend
 
 
 def _pairs(x, cos, sin):
@@ -23,6 +23,34 @@ def _halves(x, cos, sin):
                            right * cos[..., half:] + left * sin[..., half:]], axis=-1)
 
 
+class Int8Cache:
+    """The int8 cache's codes: a value of kv head g is stored as code + 128 and read back as dequant_scale[g] (u - 128),
+    each step in the dtype the kernel holds it in."""
+
+    def __init__(self, k, dtype):
+        self.scales = {name: k.x(f"cache_{name}_scales").reshape(-1, 1).astype(np.float32)
+                       for name in ("k_quant", "v_quant", "k_dequant", "v_dequant")}
+        self.dtype, self.ties_even = dtype, k.attr("quant_round_type") == 0
+        self.bounds = (k.attr("quant_min_bound"), k.attr("quant_max_bound"))
+
+    def store(self, x, which: str, decode: bool):
+        """x [..., KVH, D] as uint8: prefill rounds by quant_round_type into the attribute bounds; decode's round_tmp
+        rounds the product (in qkv's dtype) to even into [-127, 127] whatever the attributes say."""
+        product = self.scales[f"{which}_quant"] * x.astype(self.dtype).astype(np.float32)
+        if decode:
+            codes, (low, high) = np.rint(product.astype(self.dtype).astype(np.float32)), (-127.0, 127.0)
+        else:
+            wide = product.astype(np.float64)   # exact, so that C's round() (half away from zero) is too
+            codes = np.rint(wide) if self.ties_even else np.sign(wide) * np.floor(np.abs(wide) + 0.5)
+            low, high = self.bounds
+        return (np.clip(codes, low, high) + 128).astype(np.uint8)
+
+    def load(self, codes, which: str):
+        """codes [KVH, count, D] back to values."""
+        values = self.scales[f"{which}_dequant"][:, None] * (codes.astype(np.float32) - np.float32(128))
+        return values.astype(self.dtype).astype(np.float64)
+
+
 class Paged:
     """The op's views: the packed qkv split into heads, token positions, the cache pages."""
 
@@ -31,12 +59,14 @@ class Paged:
         self.key_cache, self.value_cache = k.x("key_cache").copy(), k.x("value_cache").copy()
         self.kv_heads, self.block, self.dim = self.key_cache.shape[1:]
         self.heads = qkv.shape[1] // self.dim - 2 * self.kv_heads
-        bias = k.optional("qkv_bias")
+        bias, qkv = k.optional("qkv_bias"), dequantized(k, qkv)
+        self.dtype = qkv.dtype
         self.qkv = qkv.astype(np.float64) + (0 if bias is None else bias.reshape(-1))
         self.tables = k.x("block_tables")
         self.rope = k.optional("rope_emb")
         self.neox, self.seq = k.attr("use_neox_style"), k.attr("max_seq_len")
         self.shared = np.arange(self.heads) // (self.heads // self.kv_heads)
+        self.int8 = Int8Cache(k, self.dtype) if k.optional("cache_k_quant_scales") is not None else None
 
     def split(self, rows):
         """q [n, H, D], k and v [n, KVH, D] of the given token rows."""
@@ -50,17 +80,22 @@ class Paged:
             raise ValueError(f"sequence {b}'s position {position} falls outside its block table or the cache")
         return self.tables[b, page], position % self.block
 
-    def write(self, b: int, positions, keys, values) -> None:
+    def write(self, b: int, positions, keys, values, decode: bool = False) -> None:
+        """keys and values [n, KVH, D] of the given positions into their pages (quantized for the int8 cache)."""
+        if self.int8 is not None:
+            keys, values = self.int8.store(keys, "k", decode), self.int8.store(values, "v", decode)
         for position, key, value in zip(positions, keys, values):
             page, row = self.slot(b, position)
             self.key_cache[page, :, row], self.value_cache[page, :, row] = key, value
 
     def read(self, b: int, count: int):
-        """The cached keys and values of positions 0..count-1: [KVH, count, D] each."""
+        """The cached keys and values of positions 0..count-1: [KVH, count, D] each (dequantized)."""
         pages = [self.slot(b, p) for p in range(count)]
-        keys = np.stack([self.key_cache[page, :, row] for page, row in pages], axis=1).astype(np.float64)
-        values = np.stack([self.value_cache[page, :, row] for page, row in pages], axis=1).astype(np.float64)
-        return keys, values
+        keys = np.stack([self.key_cache[page, :, row] for page, row in pages], axis=1)
+        values = np.stack([self.value_cache[page, :, row] for page, row in pages], axis=1)
+        if self.int8 is not None:
+            return self.int8.load(keys, "k"), self.int8.load(values, "v")
+        return keys.astype(np.float64), values.astype(np.float64)
 
     def prefill_rope(self, x, positions):
         flat, half = self.rope.astype(np.float64).reshape(-1), self.dim // 2
@@ -115,8 +150,11 @@ def _decode(paged, k, out, decoder) -> None:
         q, key, value = (part[0] for part in paged.split(np.array([row])))
         if paged.rope is not None:
             q, key = paged.decode_rope(q, step), paged.decode_rope(key, step)
-        paged.write(b, [step], [key], [value])
-        keys, values = paged.read(b, step + 1)
+        cached_keys, cached_values = paged.read(b, step)
+        paged.write(b, [step], key[None], value[None], decode=True)
+        # the new token's own k and v enter unquantized, as the kernel keeps them in registers
+        keys, values = (np.concatenate([old, new[:, None]], axis=1) for old, new in ((cached_keys, key),
+                                                                                    (cached_values, value)))
         scores = np.einsum("hd,hsd->hs", q, keys[paged.shared]) / np.sqrt(paged.dim)
         if mask is not None:
             if step >= mask.shape[-1]:
@@ -134,7 +172,11 @@ def block_multihead_attention(k):
         _prefill(paged, k, out, encoder)
     if _phase_on(k, "max_dec_len_this_time", decoder):
         _decode(paged, k, out, decoder)
-    return {"fmha_out": out.astype(qkv.dtype), "qkv_out": paged.qkv.astype(qkv.dtype),
+    qkv_out = qkv if k.optional("qkv_out_scale") is not None else paged.qkv.astype(qkv.dtype)
+    out = out.astype(paged.dtype)
+    if k.attr("out_scale") > 0:   # the kernel smooths only with both out_shift and out_smooth
+        out = quantized_out(k, out, k.optional("out_shift") if k.optional("out_smooth") is not None else None)
+    return {"fmha_out": out, "qkv_out": qkv_out,
             "key_cache_out": paged.key_cache, "value_cache_out": paged.value_cache}
 
 
