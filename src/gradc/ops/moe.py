@@ -13,6 +13,8 @@ the choices with combine weight > 0; gate_logits@GRAD[t, expert_id[t, j]] = comb
 
 moe_combine: y [s, d] = sum over j of combine_weights[t, j] x[scatter_index[t, j]] (scatter_index [s, k] as the
 kernel reads it: the transpose of moe_gate_dispatch's); its grad is the adjoint in x and combine_weights.
+moe_combine_no_weight: y [s, d] = sum over j of x[scatter_index[t, j]], x [s k, d]; combine_weight is an operand the
+kernel never reads (nor epsilon), so it has no gradient; x@GRAD[scatter_index[t, j]] += y@GRAD[t].
 
 cal_aux_loss: the load-balancing loss of a router. gate_prob [s, e] (each token's probabilities over the e local
 experts, s >= e, e <= 1024), dispatch_mask int64 [s, e] (summed over tokens) or [e]: how many tokens each expert took.
@@ -120,3 +122,20 @@ def _combine_infer(ctx):
 
 defop("moe_combine", ["x", "combine_weights", "scatter_index"], ["y"], infer=_combine_infer,
       no_grad_inputs=["scatter_index"], grad=grad_op("x", "combine_weights", "scatter_index"))
+
+
+def _combine_no_weight_infer(ctx):
+    check_float(ctx, "x")
+    if ctx.dtype("scatter_index") not in (VarType.INT32, None):
+        ctx.fail(f"scatter_index must be int32, got {dtype_name(ctx.dtype('scatter_index'))}")
+    x, index = ctx.shape("x"), ctx.shape("scatter_index")
+    if x is None or index is None:
+        return {}
+    if len(x) != 2 or len(index) != 2 or min(x[0], *index) >= 0 and x[0] != index[0] * index[1]:
+        ctx.fail(f"x must be [tokens * k, dim] and scatter_index [tokens, k], got {x} and {index}")
+    return {"y": ([index[0], x[1]], ctx.dtype("x"))}
+
+
+defop("moe_combine_no_weight", ["x", "combine_weight", "scatter_index"], ["y"], attrs={"epsilon": 1e-15},
+      infer=_combine_no_weight_infer, no_grad_inputs=["combine_weight", "scatter_index"],
+      grad=grad_op("x", "combine_weight", "scatter_index"))

@@ -109,7 +109,7 @@ FAMILIES = {
         "bilinear_tensor_product", "bilinear_tensor_product_grad"),
     "metric": ("accuracy", "auc"),
     "moe": ("cal_aux_loss", "cal_aux_loss_grad", "moe_gate_dispatch", "moe_gate_dispatch_grad", "moe_combine",
-        "moe_combine_grad"),
+        "moe_combine_grad", "moe_combine_no_weight", "moe_combine_no_weight_grad"),
     "ms_deform_attn": ("ms_deform_attn", "ms_deformable_attn", "ms_deform_attn_grad", "ms_deformable_attn_grad"),
     "nn": ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "group_norm", "group_norm_grad", "dropout",
         "dropout_grad", "lookup_table_v2", "lookup_table", "lookup_table_v2_grad", "lookup_table_grad", "one_hot_v2"),

@@ -1,4 +1,4 @@
-"""Kernels of gradc.ops.moe: cal_aux_loss, moe_gate_dispatch, moe_combine and their grads."""
+"""Kernels of gradc.ops.moe: cal_aux_loss, moe_gate_dispatch, moe_combine, moe_combine_no_weight and their grads."""
 
 from __future__ import annotations
 
@@ -124,3 +124,21 @@ def moe_combine_grad(k):
 
     return k.grads({"x@GRAD": dx,
                     "combine_weights@GRAD": lambda: np.einsum("td,tjd->tj", dy, x[index]).astype(weights.dtype)})
+
+
+@kernel("moe_combine_no_weight")
+def moe_combine_no_weight(k):
+    x, index = k.x("x"), k.x("scatter_index").astype(np.int64)
+    return {"y": x[index].astype(np.float64).sum(1).astype(x.dtype)}
+
+
+@kernel("moe_combine_no_weight_grad")
+def moe_combine_no_weight_grad(k):
+    x, index, dy = k.x("x"), k.x("scatter_index").astype(np.int64), k.x("y@GRAD")
+
+    def dx():   # accumulated: Paddle's kernel assigns, so a row read twice keeps one of its grads
+        grad = np.zeros(x.shape, np.float64)
+        np.add.at(grad, index, np.broadcast_to(dy[:, None], (*index.shape, dy.shape[1])))
+        return grad.astype(x.dtype)
+
+    return k.grads({"x@GRAD": dx})

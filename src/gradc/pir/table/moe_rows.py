@@ -8,6 +8,7 @@ from . import row
 AUX = "num_experts:i64 use_group:bool moe_k:i64"
 DISPATCH = "k:i64 capacity:i64 use_pad:bool"
 COMBINE = "x:x combine_weights:combine_weights scatter_index:scatter_index"
+NO_WEIGHT = "x:x combine_weight:combine_weight scatter_index:scatter_index"
 
 ROWS = [
     row("pd_op.cal_aux_loss", "cal_aux_loss", "gate_prob:gate_prob dispatch_mask:dispatch_mask tokens_mask?:tokens_mask"
@@ -24,4 +25,7 @@ ROWS = [
     row("pd_op.moe_combine", "moe_combine", COMBINE, "y:y"),
     row("pd_op.moe_combine_grad", "moe_combine_grad", f"{COMBINE} y_grad:y@GRAD",
         "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD"),
+    row("pd_op.moe_combine_no_weight", "moe_combine_no_weight", NO_WEIGHT, "y:y", "epsilon:f32"),
+    row("pd_op.moe_combine_no_weight_grad", "moe_combine_no_weight_grad", f"{NO_WEIGHT} y_grad:y@GRAD",
+        "x_grad:x@GRAD", "epsilon:f32"),
 ]
