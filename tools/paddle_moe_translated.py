@@ -1,7 +1,7 @@
-"""PIR programs of Paddle 3.3.1's further GPU-only MoE ops (moe_combine_no_weight and its grad op), written as
-tools/paddle_gpu_only_translated.py writes its cases (legacy ops put into a ProgramDesc, named by Paddle's
-translator) into tests/data/paddle/pir_gpu_only/<case>/; tests/test_moe_more.py runs them against the CUDA kernels'
-formulas. Not part of the package: it needs paddlepaddle.
+"""PIR programs of Paddle 3.3.1's further GPU-only MoE ops (moe_combine_no_weight, moe_gate_dispatch_permute and
+their grad ops), written as tools/paddle_gpu_only_translated.py writes its cases (legacy ops put into a ProgramDesc,
+named by Paddle's translator) into tests/data/paddle/pir_gpu_only/<case>/; tests/test_moe_more.py runs them against
+the CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_moe_translated.py [case ...]
 """
@@ -30,7 +30,27 @@ def _combine_no_weight() -> dict:
          {"x@GRAD": ("expert_rows@GRAD", [tokens * k, dim])}, {"epsilon": 1e-15})]}
 
 
-CASES = {"moe_combine_no_weight": _combine_no_weight()}
+def _dispatch_permute() -> dict:
+    """moe_gate_dispatch_permute of 6 tokens over 4 experts on 2 ranks (top 2, capacity 2: some choices dropped)
+    and its grad op at fed dy and dweights."""
+    tokens, experts, dim, k, capacity, world = 6, 4, 8, 2, 2, 2
+    y = [experts // world, world, capacity, dim]
+    feeds = {"x": ([tokens, dim], F32), "gate_logits": ([tokens, experts], F32), "corr_bias": ([experts], F32),
+             "dy": (y, F32), "dweights": ([tokens, k], F32)}
+    attrs = {"k": ("_set_int64_attr", k), "capacity": ("_set_int64_attr", capacity),
+             "world_size": ("_set_int64_attr", world)}
+    outs = {"y": ("y", y), "combine_weights": ("combine_weights", [tokens, k]),
+            "scatter_index": ("scatter_index", [k, tokens], "int32"),
+            "expert_offset": ("expert_offset", [experts], "int64"), "expert_id": ("expert_id", [tokens, k], "int32")}
+    grad_ins = {"combine_weights": ["combine_weights"], "scatter_index": ["scatter_index"],
+                "expert_id": ["expert_id"], "y@GRAD": ["dy"], "combine_weights@GRAD": ["dweights"]}
+    grads = {"x@GRAD": ("x@GRAD", [tokens, dim]), "gate_logits@GRAD": ("gate_logits@GRAD", [tokens, experts])}
+    ins = {"x": ["x"], "gate_logits": ["gate_logits"], "corr_bias": ["corr_bias"]}
+    return {"feeds": feeds, "ops": [("moe_gate_dispatch_permute", ins, outs, attrs),
+                                    ("moe_gate_dispatch_permute_grad", grad_ins, grads, attrs)]}
+
+
+CASES = {"moe_combine_no_weight": _combine_no_weight(), "moe_dispatch_permute": _dispatch_permute()}
 
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")

@@ -37,3 +37,10 @@ CASES.append(SlotCase("moe_gate_dispatch", "corr_bias",
                        "expert_id": np.array([[1], [1]], np.int32), "y": np.array([[0, 0], [0, 0], ROWS[0], ROWS[1]]),
                        "scatter_index": np.array([[2, 3]], np.int32), "expert_offset": np.array([0, 2], np.int64)},
                       {"k": 1, "capacity": 2, "use_pad": True}))
+# the same routing through moe_gate_dispatch_permute on 2 ranks of 1 expert: y [1 local expert, 2 ranks, 2, 2]
+CASES.append(SlotCase("moe_gate_dispatch_permute", "corr_bias",
+                      {"x": ROWS, "gate_logits": PROBS, "corr_bias": np.array([0.0, 0.2], np.float32)},
+                      {"combine_weights": np.array([[0.45], [0.7]], np.float32),
+                       "expert_id": np.array([[1], [1]], np.int32), "y": np.array([[[[0, 0], [0, 0]], ROWS]]),
+                       "scatter_index": np.array([[2, 3]], np.int32), "expert_offset": np.array([0, 2], np.int64)},
+                      {"k": 1, "capacity": 2, "world_size": 2}))

@@ -7,7 +7,10 @@ the lower expert), combine_weights [s, k] = their probabilities, expert_id [s, k
 are sorted stably by expert (with use_pad by expert, then by the choice's rank j); expert_offset [e] (int64) counts
 the choices of experts <= e. A choice at place p of its expert's run is kept while p < capacity, at row d of the
 sorted order (use_pad: row expert * capacity + p); scatter_index [k, s] (int32) holds that row, y that row of x;
-a dropped choice gets scatter_index 0 and combine weight 0. y is [e capacity, d] with use_pad, else [s k, d]
+a dropped choice gets scatter_index 0 and combine weight 0.
+moe_gate_dispatch_permute: the use_pad dispatch with y [e / world_size, world_size, capacity, d], expert
+e = rank (e / world_size) + local expert at y[local, rank] (scatter_index still e capacity + place); its grad reads
+y@GRAD back in that layout. y is [e capacity, d] with use_pad, else [s k, d]
 (zeros where nothing lands). Grad (moe_gate_dispatch_grad): x@GRAD[t] = sum of y@GRAD[scatter_index[j, t]] over
 the choices with combine weight > 0; gate_logits@GRAD[t, expert_id[t, j]] = combine_weights@GRAD[t, j] there.
 
@@ -74,7 +77,7 @@ defop("cal_aux_loss", ["gate_prob", "dispatch_mask", "tokens_mask?", "dispatch_t
       grad=grad_op("gate_prob", "seqlen_float", "ce"))
 
 
-def _dispatch_infer(ctx):
+def _dispatch_infer(ctx, pad: bool | None = None):
     check_float(ctx, "x")
     check_float(ctx, "gate_logits")
     if ctx.has("corr_bias") and ctx.dtype("corr_bias") not in (ctx.dtype("gate_logits"), None):
@@ -90,7 +93,7 @@ def _dispatch_infer(ctx):
     bias = ctx.shape("corr_bias") if ctx.has("corr_bias") else None
     if bias is not None and bias != [gate[1]]:
         ctx.fail(f"corr_bias must be [{gate[1]}] (one per expert), got {bias}")
-    rows = gate[1] * capacity if ctx.attr("use_pad") else x[0] * k
+    rows = gate[1] * capacity if (ctx.attr("use_pad") if pad is None else pad) else x[0] * k
     choices = [x[0], k]
     return {"y": ([rows, x[1]], ctx.dtype("x")), "combine_weights": (choices, ctx.dtype("gate_logits")),
             "scatter_index": ([k, x[0]], VarType.INT32), "expert_offset": ([gate[1]], VarType.INT64),
@@ -101,6 +104,25 @@ defop("moe_gate_dispatch", ["x", "gate_logits", "corr_bias?"],
       ["y", "combine_weights", "scatter_index", "expert_offset", "expert_id"],
       attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "use_pad": True},
       infer=_dispatch_infer, no_grad_inputs=["corr_bias"],
+      no_grad_outputs=["scatter_index", "expert_offset", "expert_id"],
+      grad=grad_op("combine_weights", "scatter_index", "expert_id"))
+
+
+def _permute_infer(ctx):
+    world, experts = ctx.attr("world_size"), (ctx.shape("gate_logits") or [0, -1])[-1]
+    if world <= 0 or experts >= 0 and experts % world:
+        ctx.fail(f"world_size={world} must be positive and divide gate_logits' {experts} experts")
+    outs = _dispatch_infer(ctx, pad=True)
+    if "y" in outs:
+        dim = outs["y"][0][1]
+        outs["y"] = ([experts // world if experts >= 0 else -1, world, ctx.attr("capacity"), dim], ctx.dtype("x"))
+    return outs
+
+
+defop("moe_gate_dispatch_permute", ["x", "gate_logits", "corr_bias?"],
+      ["y", "combine_weights", "scatter_index", "expert_offset", "expert_id"],
+      attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "world_size": typed(1, AttrType.LONG)},
+      infer=_permute_infer, no_grad_inputs=["corr_bias"],
       no_grad_outputs=["scatter_index", "expert_offset", "expert_id"],
       grad=grad_op("combine_weights", "scatter_index", "expert_id"))
 

@@ -54,10 +54,12 @@ def _no_weight_again(g):
 
 
 def _dispatch_refused(g):
-    raise GradError("moe_gate_dispatch_grad: gradc does not differentiate it (a second derivative of "
-                    "moe_gate_dispatch): no maker of second derivatives of the routing yet")
+    forward = g.fwd.type.removesuffix("_grad")
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of {forward}): no maker of "
+                    "second derivatives of the routing yet")
 
 
 defgrad("moe_combine_grad", grad=_combine_again, no_grad_inputs=["scatter_index"])
 defgrad("moe_gate_dispatch_grad", grad=_dispatch_refused)
+defgrad("moe_gate_dispatch_permute_grad", grad=_dispatch_refused)
 defgrad("moe_combine_no_weight_grad", grad=_no_weight_again, no_grad_inputs=["x", "combine_weight", "scatter_index"])

@@ -54,10 +54,10 @@ def _routes(probs: np.ndarray, bias, k: int) -> np.ndarray:
     return np.argsort(-scores, axis=1, kind="stable")[:, :k]
 
 
-@kernel("moe_gate_dispatch")
-def moe_gate_dispatch(k):
+def _dispatch(k, pad: bool) -> dict:
+    """moe_gate_dispatch's outputs (y [e capacity, d] with pad, else [s k, d])."""
     x, probs = k.x("x"), k.x("gate_logits")
-    top, capacity, pad = k.attr("k"), k.attr("capacity"), k.attr("use_pad")
+    top, capacity = k.attr("k"), k.attr("capacity")
     tokens, experts = probs.shape
     expert_id = _routes(probs, k.optional("corr_bias"), top)
     weights = np.take_along_axis(probs, expert_id, 1).copy()
@@ -78,6 +78,21 @@ def moe_gate_dispatch(k):
             "expert_id": expert_id.astype(np.int32)}
 
 
+@kernel("moe_gate_dispatch")
+def moe_gate_dispatch(k):
+    return _dispatch(k, k.attr("use_pad"))
+
+
+@kernel("moe_gate_dispatch_permute")
+def moe_gate_dispatch_permute(k):
+    """The padded dispatch with y's expert-major rows laid out [local expert, rank, capacity, d] (expert e = rank
+    local_experts + local expert), the layout an all-to-all sends by rank."""
+    out, world = _dispatch(k, True), k.attr("world_size")
+    experts, dim = k.x("gate_logits").shape[1], k.x("x").shape[1]
+    y = out["y"].reshape(world, experts // world, k.attr("capacity"), dim)
+    return {**out, "y": np.ascontiguousarray(y.transpose(1, 0, 2, 3))}
+
+
 def _declared_experts(k) -> int:
     """gate_logits@GRAD's expert count: the grad op reads no input that has it, so its var's declared shape."""
     var = k.block.find_var(k.out_names("gate_logits@GRAD")[0])
@@ -87,10 +102,10 @@ def _declared_experts(k) -> int:
     return var.shape[1]
 
 
-@kernel("moe_gate_dispatch_grad")
-def moe_gate_dispatch_grad(k):
+def _dispatch_grads(k, dy: np.ndarray, experts) -> dict:
+    """x@GRAD and gate_logits@GRAD of a dispatch, dy [e capacity, d] (or [s k, d]) in scatter_index's rows."""
     weights, scatter, expert_id = k.x("combine_weights"), k.x("scatter_index"), k.x("expert_id")
-    dy, dweights = k.x("y@GRAD"), k.x("combine_weights@GRAD")
+    dweights = k.x("combine_weights@GRAD")
     kept = weights > 0
 
     def dx():
@@ -98,12 +113,24 @@ def moe_gate_dispatch_grad(k):
         return rows.sum(1).astype(dy.dtype)
 
     def dgate():
-        grad = np.zeros((weights.shape[0], _declared_experts(k)), dweights.dtype)
+        grad = np.zeros((weights.shape[0], experts()), dweights.dtype)
         tokens, ranks = np.nonzero(kept)
         grad[tokens, expert_id[tokens, ranks]] = dweights[tokens, ranks]
         return grad
 
     return k.grads({"x@GRAD": dx, "gate_logits@GRAD": dgate})
+
+
+@kernel("moe_gate_dispatch_grad")
+def moe_gate_dispatch_grad(k):
+    return _dispatch_grads(k, k.x("y@GRAD"), lambda: _declared_experts(k))
+
+
+@kernel("moe_gate_dispatch_permute_grad")
+def moe_gate_dispatch_permute_grad(k):
+    dy = k.x("y@GRAD")   # [local experts, ranks, capacity, d]: back to expert-major rows
+    rows = np.ascontiguousarray(dy.transpose(1, 0, 2, 3)).reshape(-1, dy.shape[-1])
+    return _dispatch_grads(k, rows, lambda: dy.shape[0] * dy.shape[1])
 
 
 @kernel("moe_combine")

@@ -7,6 +7,7 @@ from . import row
 
 AUX = "num_experts:i64 use_group:bool moe_k:i64"
 DISPATCH = "k:i64 capacity:i64 use_pad:bool"
+PERMUTE = "k:i64 capacity:i64 world_size:i64"
 COMBINE = "x:x combine_weights:combine_weights scatter_index:scatter_index"
 NO_WEIGHT = "x:x combine_weight:combine_weight scatter_index:scatter_index"
 
@@ -22,6 +23,12 @@ ROWS = [
     row("pd_op.moe_gate_dispatch_grad", "moe_gate_dispatch_grad", "combine_weights:combine_weights"
         " scatter_index:scatter_index expert_id:expert_id y_grad:y@GRAD combine_weights_grad:combine_weights@GRAD",
         "x_grad:x@GRAD gate_logits_grad:gate_logits@GRAD", DISPATCH),
+    row("pd_op.moe_gate_dispatch_permute", "moe_gate_dispatch_permute", "x:x gate_logits:gate_logits"
+        " corr_bias?:corr_bias", "y:y combine_weights:combine_weights scatter_index:scatter_index"
+        " expert_offset:expert_offset expert_id:expert_id", PERMUTE),
+    row("pd_op.moe_gate_dispatch_permute_grad", "moe_gate_dispatch_permute_grad", "combine_weights:combine_weights"
+        " scatter_index:scatter_index expert_id:expert_id y_grad:y@GRAD combine_weights_grad:combine_weights@GRAD",
+        "x_grad:x@GRAD gate_logits_grad:gate_logits@GRAD", PERMUTE),
     row("pd_op.moe_combine", "moe_combine", COMBINE, "y:y"),
     row("pd_op.moe_combine_grad", "moe_combine_grad", f"{COMBINE} y_grad:y@GRAD",
         "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD"),
