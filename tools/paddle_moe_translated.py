@@ -1,7 +1,8 @@
-"""PIR programs of Paddle 3.3.1's further GPU-only MoE ops (moe_combine_no_weight, moe_gate_dispatch_permute and
-their grad ops), written as tools/paddle_gpu_only_translated.py writes its cases (legacy ops put into a ProgramDesc,
-named by Paddle's translator) into tests/data/paddle/pir_gpu_only/<case>/; tests/test_moe_more.py runs them against
-the CUDA kernels' formulas. Not part of the package: it needs paddlepaddle.
+"""PIR programs of Paddle 3.3.1's further GPU-only MoE ops (moe_combine_no_weight, moe_gate_dispatch_permute,
+moe_gate_dispatch_auto, moe_combine_auto and their grad ops), written as tools/paddle_gpu_only_translated.py writes
+its cases (legacy ops put into a ProgramDesc, named by Paddle's translator) into
+tests/data/paddle/pir_gpu_only/<case>/; tests/test_moe_more.py runs them against the CUDA kernels' formulas. Not
+part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_moe_translated.py [case ...]
 """
@@ -50,7 +51,20 @@ def _dispatch_permute() -> dict:
                                     ("moe_gate_dispatch_permute_grad", grad_ins, grads, attrs)]}
 
 
-CASES = {"moe_combine_no_weight": _combine_no_weight(), "moe_dispatch_permute": _dispatch_permute()}
+def _auto() -> dict:
+    """The _auto variants (the ops Paddle's API picks for auto-parallel tensors) on the moe_dispatch_combine_pad
+    case of tools/paddle_gpu_only_translated.py: each op type renamed to its _auto twin."""
+    spec = translated._moe(True)
+    twin = {op: f"{op}_auto" for op in ("moe_gate_dispatch", "moe_combine")}
+    renamed = [(twin.get(op.removesuffix("_grad"), op.removesuffix("_grad")) + op[len(op.removesuffix("_grad")):],
+                *rest) for op, *rest in spec["ops"]]
+    op, ins, grads, attrs = renamed[-1]   # moe_combine_auto_grad also has a scatter_index@GRAD output: declared only
+    renamed[-1] = (op, ins, {**grads, "scatter_index@GRAD": [("routes@GRAD", [6, 2], "int32")]}, attrs)
+    return {**spec, "ops": renamed}
+
+
+CASES = {"moe_combine_no_weight": _combine_no_weight(), "moe_dispatch_permute": _dispatch_permute(),
+         "moe_dispatch_combine_auto": _auto()}
 
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")

@@ -40,9 +40,13 @@ CASES += [
     Case("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}, wrt=["x", "gate_logits"]),
     Case("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 2, "use_pad": False}, wrt=["x", "gate_logits"]),
     Case("moe_gate_dispatch_permute", DISPATCH, {"k": 2, "capacity": 3, "world_size": 3}, wrt=["x", "gate_logits"]),
+    Case("moe_gate_dispatch_auto", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}, wrt=["x", "gate_logits"]),
     Case("moe_combine", COMBINE, wrt=["x", "combine_weights"]),
     second_order("moe_combine", COMBINE),
+    Case("moe_combine_auto", COMBINE, wrt=["x", "combine_weights"]),
+    second_order("moe_combine_auto", COMBINE),
 ]
 
 REFUSED = [second_order("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}),
-           second_order("moe_gate_dispatch_permute", DISPATCH, {"k": 2, "capacity": 3, "world_size": 3})]
+           second_order("moe_gate_dispatch_permute", DISPATCH, {"k": 2, "capacity": 3, "world_size": 3}),
+           second_order("moe_gate_dispatch_auto", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True})]

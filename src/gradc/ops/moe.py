@@ -16,6 +16,7 @@ the choices with combine weight > 0; gate_logits@GRAD[t, expert_id[t, j]] = comb
 
 moe_combine: y [s, d] = sum over j of combine_weights[t, j] x[scatter_index[t, j]] (scatter_index [s, k] as the
 kernel reads it: the transpose of moe_gate_dispatch's); its grad is the adjoint in x and combine_weights.
+moe_gate_dispatch_auto and moe_combine_auto (the ops Paddle's API picks for auto-parallel tensors) compute the same.
 moe_combine_no_weight: y [s, d] = sum over j of x[scatter_index[t, j]], x [s k, d]; combine_weight is an operand the
 kernel never reads (nor epsilon), so it has no gradient; x@GRAD[scatter_index[t, j]] += y@GRAD[t].
 
@@ -100,12 +101,13 @@ def _dispatch_infer(ctx, pad: bool | None = None):
             "expert_id": (choices, VarType.INT32)}
 
 
-defop("moe_gate_dispatch", ["x", "gate_logits", "corr_bias?"],
-      ["y", "combine_weights", "scatter_index", "expert_offset", "expert_id"],
-      attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "use_pad": True},
-      infer=_dispatch_infer, no_grad_inputs=["corr_bias"],
-      no_grad_outputs=["scatter_index", "expert_offset", "expert_id"],
-      grad=grad_op("combine_weights", "scatter_index", "expert_id"))
+for dispatch in ("moe_gate_dispatch", "moe_gate_dispatch_auto"):   # _auto: the twin for auto-parallel tensors
+    defop(dispatch, ["x", "gate_logits", "corr_bias?"],
+          ["y", "combine_weights", "scatter_index", "expert_offset", "expert_id"],
+          attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "use_pad": True},
+          infer=_dispatch_infer, no_grad_inputs=["corr_bias"],
+          no_grad_outputs=["scatter_index", "expert_offset", "expert_id"],
+          grad=grad_op("combine_weights", "scatter_index", "expert_id"))
 
 
 def _permute_infer(ctx):
@@ -142,8 +144,9 @@ def _combine_infer(ctx):
     return {"y": ([weights[0], x[1]], ctx.dtype("x"))}
 
 
-defop("moe_combine", ["x", "combine_weights", "scatter_index"], ["y"], infer=_combine_infer,
-      no_grad_inputs=["scatter_index"], grad=grad_op("x", "combine_weights", "scatter_index"))
+for combine in ("moe_combine", "moe_combine_auto"):
+    defop(combine, ["x", "combine_weights", "scatter_index"], ["y"], infer=_combine_infer,
+          no_grad_inputs=["scatter_index"], grad=grad_op("x", "combine_weights", "scatter_index"))
 
 
 def _combine_no_weight_infer(ctx):

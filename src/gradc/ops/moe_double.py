@@ -59,7 +59,8 @@ def _dispatch_refused(g):
                     "second derivatives of the routing yet")
 
 
-defgrad("moe_combine_grad", grad=_combine_again, no_grad_inputs=["scatter_index"])
-defgrad("moe_gate_dispatch_grad", grad=_dispatch_refused)
+for twin in ("", "_auto"):
+    defgrad(f"moe_combine{twin}_grad", grad=_combine_again, no_grad_inputs=["scatter_index"])
+    defgrad(f"moe_gate_dispatch{twin}_grad", grad=_dispatch_refused)
 defgrad("moe_gate_dispatch_permute_grad", grad=_dispatch_refused)
 defgrad("moe_combine_no_weight_grad", grad=_no_weight_again, no_grad_inputs=["x", "combine_weight", "scatter_index"])

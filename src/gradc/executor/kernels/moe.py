@@ -78,7 +78,7 @@ def _dispatch(k, pad: bool) -> dict:
             "expert_id": expert_id.astype(np.int32)}
 
 
-@kernel("moe_gate_dispatch")
+@kernel("moe_gate_dispatch", "moe_gate_dispatch_auto")
 def moe_gate_dispatch(k):
     return _dispatch(k, k.attr("use_pad"))
 
@@ -121,7 +121,7 @@ def _dispatch_grads(k, dy: np.ndarray, experts) -> dict:
     return k.grads({"x@GRAD": dx, "gate_logits@GRAD": dgate})
 
 
-@kernel("moe_gate_dispatch_grad")
+@kernel("moe_gate_dispatch_grad", "moe_gate_dispatch_auto_grad")
 def moe_gate_dispatch_grad(k):
     return _dispatch_grads(k, k.x("y@GRAD"), lambda: _declared_experts(k))
 
@@ -133,13 +133,13 @@ def moe_gate_dispatch_permute_grad(k):
     return _dispatch_grads(k, rows, lambda: dy.shape[0] * dy.shape[1])
 
 
-@kernel("moe_combine")
+@kernel("moe_combine", "moe_combine_auto")
 def moe_combine(k):
     x, weights, index = k.x("x"), k.x("combine_weights"), k.x("scatter_index").astype(np.int64)
     return {"y": np.einsum("tj,tjd->td", weights.astype(np.float64), x[index]).astype(x.dtype)}
 
 
-@kernel("moe_combine_grad")
+@kernel("moe_combine_grad", "moe_combine_auto_grad")
 def moe_combine_grad(k):
     x, weights, index = k.x("x"), k.x("combine_weights"), k.x("scatter_index").astype(np.int64)
     dy = k.x("y@GRAD").astype(np.float64)
