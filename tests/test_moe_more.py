@@ -4,8 +4,12 @@ kernels, and central differences."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
+import gradc
+from gradc.pir import load_pir
 from test_moe import _dispatch_reference, _translated
 
 
@@ -62,3 +66,16 @@ def test_paddles_translated_moe_gate_dispatch_permute_lays_the_padded_dispatch_o
                 dgate[t, ids[t, j]] = feed["dweights"][t, j]
     np.testing.assert_allclose(got["x@GRAD"], dx, rtol=1e-6)
     np.testing.assert_allclose(got["gate_logits@GRAD"], dgate, rtol=1e-6)
+
+
+def test_moe_combine_auto_grads_scatter_index_result_is_zeros():
+    """moe_combine_auto_grad's third result (scatter_index_grad, which Paddle declares) of the translated program:
+    an index has no gradient, so zeros of its shape and dtype."""
+    directory = Path(__file__).parent / "data" / "paddle" / "pir_gpu_only" / "moe_dispatch_combine_auto"
+    program = load_pir(directory / "program.json")
+    grad = next(op for op in program.global_block.ops if op.type == "moe_combine_auto_grad")
+    (name,) = grad.outputs["scatter_index@GRAD"]
+    with np.load(directory / "feed.npz") as archive:
+        feed = {key: archive[key] for key in archive.files}
+    (got,) = gradc.Executor().run(program, feed, [name], gradc.Scope())
+    assert got.dtype == np.int32 and got.shape == feed["routes"].shape and not got.any()

@@ -144,9 +144,10 @@ def _combine_infer(ctx):
     return {"y": ([weights[0], x[1]], ctx.dtype("x"))}
 
 
-for combine in ("moe_combine", "moe_combine_auto"):
+for combine, fixed in (("moe_combine", ["scatter_index"]), ("moe_combine_auto", [])):
+    # moe_combine_auto_grad declares scatter_index@GRAD as Paddle's does; an int32 var is never differentiated
     defop(combine, ["x", "combine_weights", "scatter_index"], ["y"], infer=_combine_infer,
-          no_grad_inputs=["scatter_index"], grad=grad_op("x", "combine_weights", "scatter_index"))
+          no_grad_inputs=fixed, grad=grad_op("x", "combine_weights", "scatter_index"))
 
 
 def _combine_no_weight_infer(ctx):

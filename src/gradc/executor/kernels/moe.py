@@ -149,8 +149,11 @@ def moe_combine_grad(k):
         np.add.at(grad, index, weights[..., None] * dy[:, None])
         return grad.astype(x.dtype)
 
-    return k.grads({"x@GRAD": dx,
-                    "combine_weights@GRAD": lambda: np.einsum("td,tjd->tj", dy, x[index]).astype(weights.dtype)})
+    grads = {"x@GRAD": dx,
+             "combine_weights@GRAD": lambda: np.einsum("td,tjd->tj", dy, x[index]).astype(weights.dtype)}
+    if k.op.type == "moe_combine_auto_grad":   # declared as Paddle declares it; an index has no gradient: zeros
+        grads["scatter_index@GRAD"] = lambda: np.zeros_like(k.x("scatter_index"))
+    return k.grads(grads)
 
 
 @kernel("moe_combine_no_weight")

@@ -34,7 +34,7 @@ ROWS = [
     row("pd_op.moe_combine_grad", "moe_combine_grad", f"{COMBINE} y_grad:y@GRAD",
         "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD"),
     row("pd_op.moe_combine_auto_grad", "moe_combine_auto_grad", f"{COMBINE} y_grad:y@GRAD",
-        "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD scatter_index_grad:-"),
+        "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD scatter_index_grad:scatter_index@GRAD"),
     row("pd_op.moe_combine_no_weight", "moe_combine_no_weight", NO_WEIGHT, "y:y", "epsilon:f32"),
     row("pd_op.moe_combine_no_weight_grad", "moe_combine_no_weight_grad", f"{NO_WEIGHT} y_grad:y@GRAD",
         "x_grad:x@GRAD", "epsilon:f32"),
