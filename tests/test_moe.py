@@ -92,7 +92,8 @@ def _dispatch_reference(x, probs, bias, k, capacity, pad):
     return y, weights, scatter, offsets, ids
 
 
-@pytest.mark.parametrize("case, pad", [("moe_dispatch_combine_pad", True), ("moe_dispatch_combine", False)])
+@pytest.mark.parametrize("case, pad", [("moe_dispatch_combine_pad", True), ("moe_dispatch_combine", False),
+                                       ("moe_dispatch_combine_auto", True)])   # the _auto twins (paddle_moe_translated)
 def test_paddles_translated_moe_dispatch_and_combine_run_the_kernels_formula(case, pad):
     """moe_gate_dispatch (top 2 of 4 experts, capacity 2: tokens dropped) against the choice-by-choice reference and,
     with use_pad, Paddle's CPU composition (the same routing; its weights carry corr_bias and its y takes dropped

@@ -30,11 +30,23 @@ DISPATCH = {"x": r.standard_normal((5, 4)), "gate_logits": PROBS, "corr_bias": n
 COMBINE = {"x": r.standard_normal((7, 3)), "combine_weights": r.uniform(0.1, 1.0, (4, 2)),
            "scatter_index": np.array([[0, 3], [6, 1], [2, 5], [4, 0]], np.int32)}
 
+# 6 dispatched rows, 3 tokens top 2: row 4 read twice (its grad accumulates), row 5 by nobody
+NO_WEIGHT = {"x": r.standard_normal((6, 3)), "combine_weight": r.uniform(0.1, 1.0, (3, 2)),
+             "scatter_index": np.array([[0, 4], [4, 1], [2, 3]], np.int32)}
+
 CASES += [
+    Case("moe_combine_no_weight", NO_WEIGHT, wrt=["x"]),
+    second_order("moe_combine_no_weight", NO_WEIGHT),
     Case("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}, wrt=["x", "gate_logits"]),
     Case("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 2, "use_pad": False}, wrt=["x", "gate_logits"]),
+    Case("moe_gate_dispatch_permute", DISPATCH, {"k": 2, "capacity": 3, "world_size": 3}, wrt=["x", "gate_logits"]),
+    Case("moe_gate_dispatch_auto", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}, wrt=["x", "gate_logits"]),
     Case("moe_combine", COMBINE, wrt=["x", "combine_weights"]),
     second_order("moe_combine", COMBINE),
+    Case("moe_combine_auto", COMBINE, wrt=["x", "combine_weights"]),
+    second_order("moe_combine_auto", COMBINE),
 ]
 
-REFUSED = [second_order("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True})]
+REFUSED = [second_order("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}),
+           second_order("moe_gate_dispatch_permute", DISPATCH, {"k": 2, "capacity": 3, "world_size": 3}),
+           second_order("moe_gate_dispatch_auto", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True})]

@@ -35,6 +35,8 @@ LEFT_OUT = {
     "psroi_pool": "slow (1 s a case); roi.py checks its second order",
     "roi_align": "slow (0.5 s a case); roi.py checks its second order",
     "moe_gate_dispatch": "moe_gate_dispatch_grad refuses (moe.py lists it as refused)",
+    "moe_gate_dispatch_permute": "moe_gate_dispatch_permute_grad refuses (moe.py lists it as refused)",
+    "moe_gate_dispatch_auto": "moe_gate_dispatch_auto_grad refuses (moe.py lists it as refused)",
 }
 
 

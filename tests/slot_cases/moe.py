@@ -31,9 +31,16 @@ CASES = [
 # corr_bias moves the choice (token 0 to expert 1), not the weight: each token's top 1 of 2 experts, capacity 2
 PROBS = np.array([[0.55, 0.45], [0.3, 0.7]], np.float32)
 ROWS = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
-CASES.append(SlotCase("moe_gate_dispatch", "corr_bias",
+CASES += [SlotCase(op, "corr_bias",
+                   {"x": ROWS, "gate_logits": PROBS, "corr_bias": np.array([0.0, 0.2], np.float32)},
+                   {"combine_weights": np.array([[0.45], [0.7]], np.float32),
+                    "expert_id": np.array([[1], [1]], np.int32), "y": np.array([[0, 0], [0, 0], ROWS[0], ROWS[1]]),
+                    "scatter_index": np.array([[2, 3]], np.int32), "expert_offset": np.array([0, 2], np.int64)},
+                   {"k": 1, "capacity": 2, "use_pad": True}) for op in ("moe_gate_dispatch", "moe_gate_dispatch_auto")]
+# the same routing through moe_gate_dispatch_permute on 2 ranks of 1 expert: y [1 local expert, 2 ranks, 2, 2]
+CASES.append(SlotCase("moe_gate_dispatch_permute", "corr_bias",
                       {"x": ROWS, "gate_logits": PROBS, "corr_bias": np.array([0.0, 0.2], np.float32)},
                       {"combine_weights": np.array([[0.45], [0.7]], np.float32),
-                       "expert_id": np.array([[1], [1]], np.int32), "y": np.array([[0, 0], [0, 0], ROWS[0], ROWS[1]]),
+                       "expert_id": np.array([[1], [1]], np.int32), "y": np.array([[[[0, 0], [0, 0]], ROWS]]),
                        "scatter_index": np.array([[2, 3]], np.int32), "expert_offset": np.array([0, 2], np.int64)},
-                      {"k": 1, "capacity": 2, "use_pad": True}))
+                      {"k": 1, "capacity": 2, "world_size": 2}))

@@ -7,12 +7,18 @@ the lower expert), combine_weights [s, k] = their probabilities, expert_id [s, k
 are sorted stably by expert (with use_pad by expert, then by the choice's rank j); expert_offset [e] (int64) counts
 the choices of experts <= e. A choice at place p of its expert's run is kept while p < capacity, at row d of the
 sorted order (use_pad: row expert * capacity + p); scatter_index [k, s] (int32) holds that row, y that row of x;
-a dropped choice gets scatter_index 0 and combine weight 0. y is [e capacity, d] with use_pad, else [s k, d]
+a dropped choice gets scatter_index 0 and combine weight 0.
+moe_gate_dispatch_permute: the use_pad dispatch with y [e / world_size, world_size, capacity, d], expert
+e = rank (e / world_size) + local expert at y[local, rank] (scatter_index still e capacity + place); its grad reads
+y@GRAD back in that layout. y is [e capacity, d] with use_pad, else [s k, d]
 (zeros where nothing lands). Grad (moe_gate_dispatch_grad): x@GRAD[t] = sum of y@GRAD[scatter_index[j, t]] over
 the choices with combine weight > 0; gate_logits@GRAD[t, expert_id[t, j]] = combine_weights@GRAD[t, j] there.
 
 moe_combine: y [s, d] = sum over j of combine_weights[t, j] x[scatter_index[t, j]] (scatter_index [s, k] as the
 kernel reads it: the transpose of moe_gate_dispatch's); its grad is the adjoint in x and combine_weights.
+moe_gate_dispatch_auto and moe_combine_auto (the ops Paddle's API picks for auto-parallel tensors) compute the same.
+moe_combine_no_weight: y [s, d] = sum over j of x[scatter_index[t, j]], x [s k, d]; combine_weight is an operand the
+kernel never reads (nor epsilon), so it has no gradient; x@GRAD[scatter_index[t, j]] += y@GRAD[t].
 
 cal_aux_loss: the load-balancing loss of a router. gate_prob [s, e] (each token's probabilities over the e local
 experts, s >= e, e <= 1024), dispatch_mask int64 [s, e] (summed over tokens) or [e]: how many tokens each expert took.
@@ -72,7 +78,7 @@ defop("cal_aux_loss", ["gate_prob", "dispatch_mask", "tokens_mask?", "dispatch_t
       grad=grad_op("gate_prob", "seqlen_float", "ce"))
 
 
-def _dispatch_infer(ctx):
+def _dispatch_infer(ctx, pad: bool | None = None):
     check_float(ctx, "x")
     check_float(ctx, "gate_logits")
     if ctx.has("corr_bias") and ctx.dtype("corr_bias") not in (ctx.dtype("gate_logits"), None):
@@ -88,17 +94,37 @@ def _dispatch_infer(ctx):
     bias = ctx.shape("corr_bias") if ctx.has("corr_bias") else None
     if bias is not None and bias != [gate[1]]:
         ctx.fail(f"corr_bias must be [{gate[1]}] (one per expert), got {bias}")
-    rows = gate[1] * capacity if ctx.attr("use_pad") else x[0] * k
+    rows = gate[1] * capacity if (ctx.attr("use_pad") if pad is None else pad) else x[0] * k
     choices = [x[0], k]
     return {"y": ([rows, x[1]], ctx.dtype("x")), "combine_weights": (choices, ctx.dtype("gate_logits")),
             "scatter_index": ([k, x[0]], VarType.INT32), "expert_offset": ([gate[1]], VarType.INT64),
             "expert_id": (choices, VarType.INT32)}
 
 
-defop("moe_gate_dispatch", ["x", "gate_logits", "corr_bias?"],
+for dispatch in ("moe_gate_dispatch", "moe_gate_dispatch_auto"):   # _auto: the twin for auto-parallel tensors
+    defop(dispatch, ["x", "gate_logits", "corr_bias?"],
+          ["y", "combine_weights", "scatter_index", "expert_offset", "expert_id"],
+          attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "use_pad": True},
+          infer=_dispatch_infer, no_grad_inputs=["corr_bias"],
+          no_grad_outputs=["scatter_index", "expert_offset", "expert_id"],
+          grad=grad_op("combine_weights", "scatter_index", "expert_id"))
+
+
+def _permute_infer(ctx):
+    world, experts = ctx.attr("world_size"), (ctx.shape("gate_logits") or [0, -1])[-1]
+    if world <= 0 or experts >= 0 and experts % world:
+        ctx.fail(f"world_size={world} must be positive and divide gate_logits' {experts} experts")
+    outs = _dispatch_infer(ctx, pad=True)
+    if "y" in outs:
+        dim = outs["y"][0][1]
+        outs["y"] = ([experts // world if experts >= 0 else -1, world, ctx.attr("capacity"), dim], ctx.dtype("x"))
+    return outs
+
+
+defop("moe_gate_dispatch_permute", ["x", "gate_logits", "corr_bias?"],
       ["y", "combine_weights", "scatter_index", "expert_offset", "expert_id"],
-      attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "use_pad": True},
-      infer=_dispatch_infer, no_grad_inputs=["corr_bias"],
+      attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG), "world_size": typed(1, AttrType.LONG)},
+      infer=_permute_infer, no_grad_inputs=["corr_bias"],
       no_grad_outputs=["scatter_index", "expert_offset", "expert_id"],
       grad=grad_op("combine_weights", "scatter_index", "expert_id"))
 
@@ -118,5 +144,24 @@ def _combine_infer(ctx):
     return {"y": ([weights[0], x[1]], ctx.dtype("x"))}
 
 
-defop("moe_combine", ["x", "combine_weights", "scatter_index"], ["y"], infer=_combine_infer,
-      no_grad_inputs=["scatter_index"], grad=grad_op("x", "combine_weights", "scatter_index"))
+for combine, fixed in (("moe_combine", ["scatter_index"]), ("moe_combine_auto", [])):
+    # moe_combine_auto_grad declares scatter_index@GRAD as Paddle's does; an int32 var is never differentiated
+    defop(combine, ["x", "combine_weights", "scatter_index"], ["y"], infer=_combine_infer,
+          no_grad_inputs=fixed, grad=grad_op("x", "combine_weights", "scatter_index"))
+
+
+def _combine_no_weight_infer(ctx):
+    check_float(ctx, "x")
+    if ctx.dtype("scatter_index") not in (VarType.INT32, None):
+        ctx.fail(f"scatter_index must be int32, got {dtype_name(ctx.dtype('scatter_index'))}")
+    x, index = ctx.shape("x"), ctx.shape("scatter_index")
+    if x is None or index is None:
+        return {}
+    if len(x) != 2 or len(index) != 2 or min(x[0], *index) >= 0 and x[0] != index[0] * index[1]:
+        ctx.fail(f"x must be [tokens * k, dim] and scatter_index [tokens, k], got {x} and {index}")
+    return {"y": ([index[0], x[1]], ctx.dtype("x"))}
+
+
+defop("moe_combine_no_weight", ["x", "combine_weight", "scatter_index"], ["y"], attrs={"epsilon": 1e-15},
+      infer=_combine_no_weight_infer, no_grad_inputs=["combine_weight", "scatter_index"],
+      grad=grad_op("x", "combine_weight", "scatter_index"))

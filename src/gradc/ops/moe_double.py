@@ -1,4 +1,5 @@
-"""Second derivatives of gradc.ops.moe (moe_combine_grad: the bilinear rule; moe_gate_dispatch_grad: refused):
+"""Second derivatives of gradc.ops.moe (moe_combine_grad: the bilinear rule; moe_combine_no_weight_grad: linear in
+y@GRAD alone, so its grad is moe_combine_no_weight of ddx; moe_gate_dispatch_grad: refused):
 cal_aux_loss_grad written again with differentiable ops, gate_prob@GRAD =
 ones_like(gate_prob) ce (dl num_experts / moe_k / seqlen_float), linear in dl and flat in gate_prob (ce and
 seqlen_float are saved outputs with no gradient of their own), and differentiated."""
@@ -42,10 +43,24 @@ def _combine_again(g):
     return f.ops
 
 
+def _no_weight_again(g):
+    """x@GRAD = A^T y@GRAD with A fixed by scatter_index: d/d(dy) = A ddx, and nothing reaches x."""
+    f = Formula(g)
+    ddx, target = first(g.OG("x@GRAD")), first(g.IG("y@GRAD"))
+    if ddx is not None and target not in (None, EMPTY_VAR):
+        ins = {"x": ddx, "combine_weight": first(g.I("combine_weight")), "scatter_index": first(g.I("scatter_index"))}
+        f.emit("moe_combine_no_weight", ins, {"y": target}, attrs={"epsilon": g.attr("epsilon")})
+    return f.ops
+
+
 def _dispatch_refused(g):
-    raise GradError("moe_gate_dispatch_grad: gradc does not differentiate it (a second derivative of "
-                    "moe_gate_dispatch): no maker of second derivatives of the routing yet")
+    forward = g.fwd.type.removesuffix("_grad")
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of {forward}): no maker of "
+                    "second derivatives of the routing yet")
 
 
-defgrad("moe_combine_grad", grad=_combine_again, no_grad_inputs=["scatter_index"])
-defgrad("moe_gate_dispatch_grad", grad=_dispatch_refused)
+for twin in ("", "_auto"):
+    defgrad(f"moe_combine{twin}_grad", grad=_combine_again, no_grad_inputs=["scatter_index"])
+    defgrad(f"moe_gate_dispatch{twin}_grad", grad=_dispatch_refused)
+defgrad("moe_gate_dispatch_permute_grad", grad=_dispatch_refused)
+defgrad("moe_combine_no_weight_grad", grad=_no_weight_again, no_grad_inputs=["x", "combine_weight", "scatter_index"])

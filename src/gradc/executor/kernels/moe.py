@@ -1,4 +1,4 @@
-"""Kernels of gradc.ops.moe: cal_aux_loss, moe_gate_dispatch, moe_combine and their grads."""
+"""Kernels of gradc.ops.moe: cal_aux_loss, moe_gate_dispatch, moe_combine, moe_combine_no_weight and their grads."""
 
 from __future__ import annotations
 
@@ -54,10 +54,10 @@ def _routes(probs: np.ndarray, bias, k: int) -> np.ndarray:
     return np.argsort(-scores, axis=1, kind="stable")[:, :k]
 
 
-@kernel("moe_gate_dispatch")
-def moe_gate_dispatch(k):
+def _dispatch(k, pad: bool) -> dict:
+    """moe_gate_dispatch's outputs (y [e capacity, d] with pad, else [s k, d])."""
     x, probs = k.x("x"), k.x("gate_logits")
-    top, capacity, pad = k.attr("k"), k.attr("capacity"), k.attr("use_pad")
+    top, capacity = k.attr("k"), k.attr("capacity")
     tokens, experts = probs.shape
     expert_id = _routes(probs, k.optional("corr_bias"), top)
     weights = np.take_along_axis(probs, expert_id, 1).copy()
@@ -78,6 +78,21 @@ def moe_gate_dispatch(k):
             "expert_id": expert_id.astype(np.int32)}
 
 
+@kernel("moe_gate_dispatch", "moe_gate_dispatch_auto")
+def moe_gate_dispatch(k):
+    return _dispatch(k, k.attr("use_pad"))
+
+
+@kernel("moe_gate_dispatch_permute")
+def moe_gate_dispatch_permute(k):
+    """The padded dispatch with y's expert-major rows laid out [local expert, rank, capacity, d] (expert e = rank
+    local_experts + local expert), the layout an all-to-all sends by rank."""
+    out, world = _dispatch(k, True), k.attr("world_size")
+    experts, dim = k.x("gate_logits").shape[1], k.x("x").shape[1]
+    y = out["y"].reshape(world, experts // world, k.attr("capacity"), dim)
+    return {**out, "y": np.ascontiguousarray(y.transpose(1, 0, 2, 3))}
+
+
 def _declared_experts(k) -> int:
     """gate_logits@GRAD's expert count: the grad op reads no input that has it, so its var's declared shape."""
     var = k.block.find_var(k.out_names("gate_logits@GRAD")[0])
@@ -87,10 +102,10 @@ def _declared_experts(k) -> int:
     return var.shape[1]
 
 
-@kernel("moe_gate_dispatch_grad")
-def moe_gate_dispatch_grad(k):
+def _dispatch_grads(k, dy: np.ndarray, experts) -> dict:
+    """x@GRAD and gate_logits@GRAD of a dispatch, dy [e capacity, d] (or [s k, d]) in scatter_index's rows."""
     weights, scatter, expert_id = k.x("combine_weights"), k.x("scatter_index"), k.x("expert_id")
-    dy, dweights = k.x("y@GRAD"), k.x("combine_weights@GRAD")
+    dweights = k.x("combine_weights@GRAD")
     kept = weights > 0
 
     def dx():
@@ -98,7 +113,7 @@ def moe_gate_dispatch_grad(k):
         return rows.sum(1).astype(dy.dtype)
 
     def dgate():
-        grad = np.zeros((weights.shape[0], _declared_experts(k)), dweights.dtype)
+        grad = np.zeros((weights.shape[0], experts()), dweights.dtype)
         tokens, ranks = np.nonzero(kept)
         grad[tokens, expert_id[tokens, ranks]] = dweights[tokens, ranks]
         return grad
@@ -106,13 +121,25 @@ def moe_gate_dispatch_grad(k):
     return k.grads({"x@GRAD": dx, "gate_logits@GRAD": dgate})
 
 
-@kernel("moe_combine")
+@kernel("moe_gate_dispatch_grad", "moe_gate_dispatch_auto_grad")
+def moe_gate_dispatch_grad(k):
+    return _dispatch_grads(k, k.x("y@GRAD"), lambda: _declared_experts(k))
+
+
+@kernel("moe_gate_dispatch_permute_grad")
+def moe_gate_dispatch_permute_grad(k):
+    dy = k.x("y@GRAD")   # [local experts, ranks, capacity, d]: back to expert-major rows
+    rows = np.ascontiguousarray(dy.transpose(1, 0, 2, 3)).reshape(-1, dy.shape[-1])
+    return _dispatch_grads(k, rows, lambda: dy.shape[0] * dy.shape[1])
+
+
+@kernel("moe_combine", "moe_combine_auto")
 def moe_combine(k):
     x, weights, index = k.x("x"), k.x("combine_weights"), k.x("scatter_index").astype(np.int64)
     return {"y": np.einsum("tj,tjd->td", weights.astype(np.float64), x[index]).astype(x.dtype)}
 
 
-@kernel("moe_combine_grad")
+@kernel("moe_combine_grad", "moe_combine_auto_grad")
 def moe_combine_grad(k):
     x, weights, index = k.x("x"), k.x("combine_weights"), k.x("scatter_index").astype(np.int64)
     dy = k.x("y@GRAD").astype(np.float64)
@@ -122,5 +149,26 @@ def moe_combine_grad(k):
         np.add.at(grad, index, weights[..., None] * dy[:, None])
         return grad.astype(x.dtype)
 
-    return k.grads({"x@GRAD": dx,
-                    "combine_weights@GRAD": lambda: np.einsum("td,tjd->tj", dy, x[index]).astype(weights.dtype)})
+    grads = {"x@GRAD": dx,
+             "combine_weights@GRAD": lambda: np.einsum("td,tjd->tj", dy, x[index]).astype(weights.dtype)}
+    if k.op.type == "moe_combine_auto_grad":   # declared as Paddle declares it; an index has no gradient: zeros
+        grads["scatter_index@GRAD"] = lambda: np.zeros_like(k.x("scatter_index"))
+    return k.grads(grads)
+
+
+@kernel("moe_combine_no_weight")
+def moe_combine_no_weight(k):
+    x, index = k.x("x"), k.x("scatter_index").astype(np.int64)
+    return {"y": x[index].astype(np.float64).sum(1).astype(x.dtype)}
+
+
+@kernel("moe_combine_no_weight_grad")
+def moe_combine_no_weight_grad(k):
+    x, index, dy = k.x("x"), k.x("scatter_index").astype(np.int64), k.x("y@GRAD")
+
+    def dx():   # accumulated: Paddle's kernel assigns, so a row read twice keeps one of its grads
+        grad = np.zeros(x.shape, np.float64)
+        np.add.at(grad, index, np.broadcast_to(dy[:, None], (*index.shape, dy.shape[1])))
+        return grad.astype(x.dtype)
+
+    return k.grads({"x@GRAD": dx})

@@ -7,7 +7,14 @@ from . import row
 
 AUX = "num_experts:i64 use_group:bool moe_k:i64"
 DISPATCH = "k:i64 capacity:i64 use_pad:bool"
+PERMUTE = "k:i64 capacity:i64 world_size:i64"
+TWINS = ("", "_auto")   # the _auto ops: the twins Paddle's API picks for auto-parallel tensors
+DISPATCHED = ("y:y combine_weights:combine_weights scatter_index:scatter_index expert_offset:expert_offset"
+              " expert_id:expert_id")
+DISPATCH_GRAD_INS = ("combine_weights:combine_weights scatter_index:scatter_index expert_id:expert_id y_grad:y@GRAD"
+                     " combine_weights_grad:combine_weights@GRAD")
 COMBINE = "x:x combine_weights:combine_weights scatter_index:scatter_index"
+NO_WEIGHT = "x:x combine_weight:combine_weight scatter_index:scatter_index"
 
 ROWS = [
     row("pd_op.cal_aux_loss", "cal_aux_loss", "gate_prob:gate_prob dispatch_mask:dispatch_mask tokens_mask?:tokens_mask"
@@ -15,13 +22,20 @@ ROWS = [
         f"{AUX} clip_min:f32"),
     row("pd_op.cal_aux_loss_grad", "cal_aux_loss_grad", "gate_prob:gate_prob seqlen_float:seqlen_float ce:ce"
         " l_aux_loss_grad:l_aux_loss@GRAD", "gate_prob_grad:gate_prob@GRAD", AUX),
-    row("pd_op.moe_gate_dispatch", "moe_gate_dispatch", "x:x gate_logits:gate_logits corr_bias?:corr_bias",
-        "y:y combine_weights:combine_weights scatter_index:scatter_index expert_offset:expert_offset"
-        " expert_id:expert_id", DISPATCH),
-    row("pd_op.moe_gate_dispatch_grad", "moe_gate_dispatch_grad", "combine_weights:combine_weights"
-        " scatter_index:scatter_index expert_id:expert_id y_grad:y@GRAD combine_weights_grad:combine_weights@GRAD",
-        "x_grad:x@GRAD gate_logits_grad:gate_logits@GRAD", DISPATCH),
-    row("pd_op.moe_combine", "moe_combine", COMBINE, "y:y"),
+    *(row(f"pd_op.moe_gate_dispatch{twin}", f"moe_gate_dispatch{twin}", "x:x gate_logits:gate_logits"
+          " corr_bias?:corr_bias", DISPATCHED, DISPATCH) for twin in TWINS),
+    *(row(f"pd_op.moe_gate_dispatch{twin}_grad", f"moe_gate_dispatch{twin}_grad", DISPATCH_GRAD_INS,
+          "x_grad:x@GRAD gate_logits_grad:gate_logits@GRAD", DISPATCH) for twin in TWINS),
+    row("pd_op.moe_gate_dispatch_permute", "moe_gate_dispatch_permute", "x:x gate_logits:gate_logits"
+        " corr_bias?:corr_bias", DISPATCHED, PERMUTE),
+    row("pd_op.moe_gate_dispatch_permute_grad", "moe_gate_dispatch_permute_grad", DISPATCH_GRAD_INS,
+        "x_grad:x@GRAD gate_logits_grad:gate_logits@GRAD", PERMUTE),
+    *(row(f"pd_op.moe_combine{twin}", f"moe_combine{twin}", COMBINE, "y:y") for twin in TWINS),
     row("pd_op.moe_combine_grad", "moe_combine_grad", f"{COMBINE} y_grad:y@GRAD",
         "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD"),
+    row("pd_op.moe_combine_auto_grad", "moe_combine_auto_grad", f"{COMBINE} y_grad:y@GRAD",
+        "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD scatter_index_grad:scatter_index@GRAD"),
+    row("pd_op.moe_combine_no_weight", "moe_combine_no_weight", NO_WEIGHT, "y:y", "epsilon:f32"),
+    row("pd_op.moe_combine_no_weight_grad", "moe_combine_no_weight_grad", f"{NO_WEIGHT} y_grad:y@GRAD",
+        "x_grad:x@GRAD", "epsilon:f32"),
 ]
