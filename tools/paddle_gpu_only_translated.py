@@ -246,6 +246,12 @@ CASES = {
     "moe_dispatch_combine": _moe(False),
 }
 
+# each case's feed seed, the one its committed fixture was made with, so that rerunning a case rewrites the same feed:
+# 300 + its place in the list, the MoE cases (fused_rms_norm_ext on) counted from 309, where they were first listed
+_FIRST_LISTED = 13
+SEEDS = {case: 300 + index if index < _FIRST_LISTED else 309 + index - _FIRST_LISTED
+         for index, case in enumerate(CASES)}
+
 
 def _feed(rng, name, shape, dtype):
     if name == "gate_logits":   # the kernel takes them as probabilities: softmax rows
@@ -363,10 +369,10 @@ def dispatch_composition(case: str) -> None:
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     paddle.enable_static()
-    for index, case in enumerate(CASES):   # the cases named on the command line, or all
+    for case in CASES:   # the cases named on the command line, or all
         if sys.argv[1:] and case not in sys.argv[1:]:
             continue
-        print(f"{case}: {write(case, 300 + index)}")
+        print(f"{case}: {write(case, SEEDS[case])}")
         if case.startswith("cal_aux_loss"):
             aux_loss_composition(case)
         if case == "moe_dispatch_combine_pad":
