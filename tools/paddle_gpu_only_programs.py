@@ -13,18 +13,14 @@ runs them against the ops' formulas. Not part of the package: it needs paddlepad
 from __future__ import annotations
 
 import json
-import shutil
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 import paddle
 import paddle.incubate.nn.functional as IF
 from coverage.pir_build import _with_fetches, op_names
-from paddle.base import core
-
-OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "pir_gpu_only"
+from paddle_gpu_only_translated import saved
 
 # case: (inputs {name: shape}, the layer, whether Paddle's backward builds)
 CASES = {
@@ -58,11 +54,7 @@ def write(case: str, seed: int) -> str:
             grads = paddle.static.gradients([loss], inputs)
             fetches += [(loss, "loss")] + [(g, f"{name}@GRAD") for name, g in zip(shapes, grads)]
     program = _with_fetches(main, fetches)
-    directory = OUT / case
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
+    directory = saved(program, case)
     rng = np.random.default_rng(seed)
     feed = {name: rng.standard_normal(shape).astype("float32") for name, shape in shapes.items()}
     np.savez_compressed(directory / "feed.npz", **feed)

@@ -280,8 +280,9 @@ def _pir_name(slot: str) -> str:
     return snake.lower()
 
 
-def write(case: str, seed: int) -> str:
-    spec = CASES[case]
+def translated_program(spec: dict):
+    """The spec's legacy ops written into a ProgramDesc, translated by Paddle, fetching every output that is not
+    in place: (the PIR program, the fetched names)."""
     main = paddle.static.Program()
     block = main.global_block()
     with paddle.static.program_guard(main, paddle.static.Program()):
@@ -313,11 +314,23 @@ def write(case: str, seed: int) -> str:
     with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):
         for col, name in enumerate(fetches):
             paddle._pir_ops.fetch(values[name], name, col).persistable = True
+    return program, fetches
+
+
+def saved(program, case: str) -> Path:
+    """The case's directory, emptied, with the program in it."""
     directory = OUT / case
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     core.serialize_pir_program(program, str(directory / "program.json"), True, False, True)
+    return directory
+
+
+def write(case: str, seed: int) -> str:
+    spec = CASES[case]
+    program, fetches = translated_program(spec)
+    directory = saved(program, case)
     rng = np.random.default_rng(seed)
     feed = {name: _feed(rng, name, *spec["feeds"][name]) for name in spec["feeds"]}
     np.savez_compressed(directory / "feed.npz", **feed)
