@@ -1,5 +1,5 @@
 """The mixture-of-experts ops (gradc.ops.moe) on Paddle's translations of their legacy ops
-(tools/paddle_gpu_only_translated.py), against numpy references written from the CUDA kernels and against Paddle's
+(tools/paddle_moe_translated.py), against numpy references written from the CUDA kernels and against Paddle's
 CPU numbers of its own unfused composition (paddle_cpu_composition.npz)."""
 
 from __future__ import annotations
