@@ -2,29 +2,16 @@
 loop by loop from the CUDA kernels' formulas (masked_multihead_attention_kernel.cu, ...), on Paddle's translations
 of their legacy ops (tools/paddle_llm_attention_programs.py) and on programs built here."""
 
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-import gradc
 from gradc.errors import ProgramError
-from gradc.pir import load_pir
 from test_extra_math import program_of, round_trips_through_pir, run
+from test_fused_llm import GPU_ONLY, _translated
 
-GPU_ONLY = Path(__file__).parent / "data" / "paddle" / "pir_gpu_only"
 r = np.random.default_rng(31)
-
-
-def _translated(case: str) -> tuple[dict, dict]:
-    directory = GPU_ONLY / case
-    with np.load(directory / "feed.npz") as archive:
-        feed = {name: archive[name] for name in archive.files}
-    fetches = json.loads((directory / "meta.json").read_text())["fetches"]
-    program = load_pir(directory / "program.json")
-    return feed, dict(zip(fetches, gradc.Executor().run(program, feed, fetches, gradc.Scope())))
 
 
 def _cache_key(block, t, d, width):
