@@ -114,6 +114,8 @@ defop("linspace", ["Start", "Stop", "Num"], attrs={"dtype": 5}, infer=_linspace_
 # Base ** linspace(Start, Stop, Num)
 defop("logspace", ["Start", "Stop", "Num", "Base"], attrs={"dtype": 5}, infer=_logspace_infer, grad=NO_GRAD)
 defop("range", ["Start", "End", "Step"], infer=_range_infer, grad=NO_GRAD)
+# paddle.range: like range, but End is included when the steps reach it
+defop("range_v2", ["Start", "End", "Step"], infer=_range_infer, grad=NO_GRAD)
 
 
 def _sequence_mask_infer(ctx):

@@ -33,6 +33,9 @@ defop("elementwise_div", ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise
 # floor(x / y) is piecewise constant: no gradient. x mod y = x - y floor(x / y) is not: Paddle's maker
 # emits remainder_grad (dX = dOut, dY = -floor(x / y) dOut), for which Paddle 3.3.1 has no CPU kernel.
 defop("elementwise_floordiv", ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer, grad=NO_GRAD)
+# trunc(x / y) (paddle.divide's rounding_mode "trunc"): piecewise constant, no gradient (nor has Paddle one)
+defop("trunc_divide", ["x", "y"], ["out"], infer=lambda ctx: {"out": (broadcast_shapes(ctx, ctx.shape("x"),
+                                                                      ctx.shape("y")), ctx.dtype("x"))}, grad=NO_GRAD)
 defop("elementwise_mod", ["X", "Y"], attrs=ELEMENTWISE_ATTRS, infer=_elementwise_infer,
       grad=grad_op("X", "Y", grad_type="remainder_grad"))
 

@@ -78,6 +78,21 @@ def range_(k):
     return {"Out": np.cumsum(np.concatenate([[start], np.full(max(count - 1, 0), step)]).astype(dtype))[:count]}
 
 
+@kernel("range_v2")
+def range_v2(k):
+    """paddle.range: Start, then Step added once an element (in float32 for float16, as Paddle), while the steps
+    do not pass End: End itself is included when reached."""
+    dtype = k.x("Start").dtype
+    work = np.dtype(np.float32 if dtype == np.float16 else dtype)
+    start, end, step = (work.type(_scalar(k, s)) for s in ("Start", "End", "Step"))
+    if step == 0:
+        raise ValueError("Step must not be 0")
+    count = int((end - start) // step) + 1 if (end - start) * step >= 0 else 0
+    check_shape([count], np.float64, "range_v2")
+    return {"Out": np.add.accumulate(np.concatenate([[start], np.full(max(count - 1, 0), step)]).astype(work))
+            [:count].astype(dtype)}
+
+
 @kernel("sequence_mask")
 def sequence_mask(k):
     lengths = k.x("X")

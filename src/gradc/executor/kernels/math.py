@@ -63,6 +63,15 @@ binary("elementwise_mod", _integer_safe(np.mod))                # the sign of Y,
 binary("elementwise_floordiv", _integer_safe(np.floor_divide))  # rounds toward -inf
 
 
+@kernel("trunc_divide")
+def trunc_divide(k):
+    """x / y rounded toward zero: integers as C divides them, floats truncated (x / 0 stays inf or nan)."""
+    x, y = k.x("x"), k.x("y")
+    quotient = _integer_safe(_divide)(x, y)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return {"out": (quotient if np.issubdtype(quotient.dtype, np.integer) else np.trunc(quotient)).astype(x.dtype)}
+
+
 def binary_grad(name: str, dx, dy, x: str = "X", y: str = "Y", out: str = "Out", by_axis: bool = True) -> None:
     """dx(xa, ya, dout) and dy(...) give the broadcast grads; they are summed back to x and y. None for one: the
     op is flat in that operand (zeros of its shape, not dOut's summed down)."""
