@@ -4,7 +4,8 @@ Paddle 3.3.1 writes them in PIR mode, with Paddle's numbers, in tests/data/paddl
 - runs/: one program Paddle's CPU executor runs after paddle.seed(42): Tensor.fill_ / zero_ / fill_diagonal_ /
   normal_ / uniform_ (pd_op.fill_, fill_diagonal_, gaussian_inplace_, uniform_inplace_: those methods refuse a
   static value, so the program calls the _C_ops they call), uniform_random_batch_size_like, Tensor.set_'s op,
-  paddle.divide with rounding_mode "trunc" and "floor" (floats and ints), paddle.range (pd_op.range_v2); the
+  paddle.divide with rounding_mode "trunc" and "floor" (floats and ints), Tensor.divide_'s trunc_divide_,
+  paddle.range (pd_op.range_v2), and the dialect's out-of-place twins of the in-place ops; the
   fetched values and Paddle's gradient of a weighted sum of the differentiable ones. One draw takes the global
   engine, the others seeds of their own: Paddle's interpreter runs independent draws in an order of its own (here
   uniform, batch, normal), so which of several unseeded draws gets which numbers is Paddle's choice.
@@ -51,6 +52,13 @@ def _runs(a, i, j):
         "range": paddle.range(1, 5, 0.5),
         "range_down": paddle.range(3, -1, -0.7),
         "range_ints": paddle.range(2, 11, 3, dtype="int64"),
+        "trunc_inplace": _C_ops.trunc_divide_(a * 1.0, a * 0.0 + 0.75),
+        # the dialect's out-of-place twins, which no API writes: their ops' own names
+        "fill_out": paddle._pir_ops.fill(a * 2.0, -2.0),
+        "diagonal_out": paddle._pir_ops.fill_diagonal(a * 2.0, 4.0, -1, False),
+        "normal_out": paddle._pir_ops.gaussian_inplace(a * 2.0, -1.0, 0.5, 11),
+        "uniform_out": paddle._pir_ops.uniform_inplace(a * 2.0, 0.0, 1.0, 13, 0, 0, 1.0),
+        "set_out": paddle._pir_ops.set(a * 2.0, a * 3.0, [3], [5], 0),
     }
 
 
@@ -64,7 +72,8 @@ def _views(a):
     }
 
 
-DIFFERENTIABLE = ["fill", "zero", "diagonal", "diagonal_wrap", "normal", "uniform", "as_strided", "view_shape"]
+DIFFERENTIABLE = ["fill", "zero", "diagonal", "diagonal_wrap", "normal", "uniform", "as_strided", "view_shape",
+                  "fill_out", "diagonal_out", "normal_out", "uniform_out"]
 
 
 def _loss(values: dict):

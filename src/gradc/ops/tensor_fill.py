@@ -48,7 +48,7 @@ def _batch_size_like_infer(ctx):
     return {"Out": (dims, ctx.attr("dtype"))}
 
 
-defop("fill_any", ["X"], attrs={"value": 0.0}, infer=same_as("X"), grad=grad_op())
+defop("fill_any", ["X"], attrs={"value": 0.0}, infer=same_as("X"), grad=grad_op(), tensor_attrs=["value"])
 _zero_grad("fill_any_grad", "Out", "X")
 # fill_diagonal_grad is dOut with the filled positions zeroed
 defop("fill_diagonal", ["X"], attrs={"value": 0.0, "offset": 0, "wrap": False}, infer=_fill_diagonal_infer,
