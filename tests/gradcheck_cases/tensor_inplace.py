@@ -2,7 +2,6 @@
 refills and draws whose grads are 0 (a draw of std 0, or over [min, min], is a constant, so the central difference
 is their 0), view_shape and as_strided (apart, and overlapping: an element read twice gets both grads)."""
 
-import numpy as np
 
 from . import Case, rng
 from .second_order import second_order
