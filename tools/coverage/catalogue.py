@@ -33,6 +33,7 @@ from . import (
         static_nn,
         tensor_api,
         tensor_attrs,
+        tensor_inplace,
         tensor_math,
         tensor_ops,
         vision_ops,
@@ -46,6 +47,6 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS,
         *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS, *static_layers.ROWS,
         *debug.ROWS, *api_sweep.ROWS, *incubate.ROWS,
-        *pir_sweep.ROWS]
+        *pir_sweep.ROWS, *tensor_inplace.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"
