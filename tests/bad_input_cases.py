@@ -287,6 +287,8 @@ COMPILE_TIME = {
                           "offset 2 is not a whole number of float32 elements"),
     "set dtypes": ("set", {"x": zeros(2, dtype=np.float64), "source": zeros(2)}, {"dims": [2], "stride": [1]},
                    "set needs x and source of one dtype"),
+    "restrict_nonzero rank": ("restrict_nonzero", {"condition": zeros(dtype=np.bool_)}, {"total_true_num": 1},
+                              "needs a condition of rank >= 1"),
     "trunc_divide shapes": ("trunc_divide", {"x": zeros(3), "y": zeros(2)}, {}, "cannot broadcast"),
     "range_v2 start": ("range_v2", {"Start": zeros(2), "End": zeros(1), "Step": zeros(1)}, {}, "one-element Start"),
     "random range": ("random", {"x": zeros(2)}, {"from": 5, "to": 5}, "random needs from < to, got from=5 and to=5"),

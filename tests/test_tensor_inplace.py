@@ -77,3 +77,18 @@ def test_gradcs_backward_of_an_overlapping_view_adds_the_grads_of_an_element_rea
             expected[i + j] += weights[i, j]
     np.testing.assert_array_equal(grad, expected)
     assert grad[1] == 2 + 4 and grad[2] == 3 + 5 + 7
+
+
+def test_restrict_nonzero_is_where_index_of_a_condition_holding_its_count():
+    """Paddle's PIR program of restrict_nonzero (written by hand: a CPU build refuses the op) gives paddle.nonzero's
+    indices; a condition holding another count than total_true_num is refused, naming the op."""
+    meta = json.loads((DATA / "restrict_nonzero" / "meta.json").read_text())
+    condition = np.array(meta["feed"]["condition"], np.float32) > 0.3
+    program = load_pir(DATA / "restrict_nonzero" / "program.json")
+    (got,) = gradc.Executor().run(program, {"condition": condition}, ["out"], gradc.Scope())
+    with np.load(DATA / "restrict_nonzero" / "fetched.npz") as paddle:
+        np.testing.assert_array_equal(got, paddle["out"])
+    assert got.dtype == np.int64 and got.shape == (6, 2)
+    condition[0, 0] = not condition[0, 0]
+    with pytest.raises(gradc.GradcError, match=r"restrict_nonzero.*holds 7 nonzero elements, not total_true_num 6"):
+        gradc.Executor().run(program, {"condition": condition}, ["out"], gradc.Scope())

@@ -12,6 +12,9 @@ Paddle 3.3.1 writes them in PIR mode, with Paddle's numbers, in tests/data/paddl
 - views/: paddle.as_strided, paddle.view (shape and dtype) and their grads as PIR programs; Paddle's static executor
   cannot run those ops ("kernel output args (0) defs should equal op outputs (1)"), so the numbers are those of the
   same calls in Paddle's dynamic graph, on the same input.
+- restrict_nonzero/: paddle.tensor.search._restrict_nonzero's op, which Paddle's CPU build refuses to build (no CPU
+  kernel): its PIR JSON written by hand with tools/paddle_gpu_only_handwritten.py's Writer and name-checked by Paddle,
+  and paddle.nonzero's CPU result for it (the op's result where the condition holds total_true_num nonzeros).
 
 Not part of the package: it needs paddlepaddle.
 
@@ -28,6 +31,7 @@ import numpy as np
 import paddle
 from paddle import _C_ops
 from paddle.base import core
+from paddle_gpu_only_handwritten import TYPE_TAGS, Writer, _check_names
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "tensor_inplace"
 FEED = np.linspace(-2.0, 2.5, 12, dtype=np.float32).reshape(3, 4)
@@ -113,6 +117,28 @@ def _build(make):
     return program, fetches
 
 
+def _restrict_nonzero() -> None:
+    """A bool condition [3, 4] with 6 nonzeros and total_true_num 6."""
+    condition = FEED > 0.3
+    TYPE_TAGS.update({"bool": "0.t_bool", "int64": "0.t_i64"})   # the Writer's tags of these dtypes
+    writer = Writer()
+    writer.data("condition", [3, 4], "bool")
+    count = {"AT": {"#": "0.a_i64", "D": int(condition.sum())}, "N": "total_true_num"}
+    spec = {"ops": [("restrict_nonzero", ["condition"], [("out", [int(condition.sum()), 2], "int64")],
+                     [("total_true_num", 0)])]}
+    writer.op(*spec["ops"][0])
+    writer.ops[-1]["A"] = [count]
+    writer.fetch("out")
+    out = OUT / "restrict_nonzero"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "program.json").write_text(json.dumps(writer.program()))
+    _check_names(out / "program.json", spec)
+    np.savez_compressed(out / "fetched.npz", out=paddle.nonzero(paddle.to_tensor(condition)).numpy())
+    meta = {"paddle_version": paddle.__version__, "seed": 42, "fetches": ["out"], "feed": {"condition": FEED.tolist()},
+            "built_by": "PIR JSON written by hand, name-checked by Paddle; fetched.npz: paddle.nonzero on CPU"}
+    (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
 def main() -> None:
     paddle.enable_static()
     paddle.seed(42)
@@ -126,6 +152,7 @@ def main() -> None:
     values = _views(a)
     _loss(values).backward()
     _save("views", program, fetches, {**{k: v.numpy() for k, v in values.items()}, "a@GRAD": a.grad.numpy()})
+    _restrict_nonzero()
 
 
 if __name__ == "__main__":

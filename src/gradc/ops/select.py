@@ -100,6 +100,19 @@ def _where_index_infer(ctx):
 defop("where_index", ["Condition"], infer=_where_index_infer, grad=NO_GRAD)
 
 
+def _restrict_nonzero_infer(ctx):
+    shape, count = ctx.shape("condition"), ctx.attr("total_true_num")
+    if not shape or count < 0:
+        ctx.fail(f"restrict_nonzero needs a condition of rank >= 1 and total_true_num >= 0, got {shape} and {count}")
+    return {"out": ([count, len(shape)], VarType.INT64)}
+
+
+# where_index with its count given (paddle.tensor.search._restrict_nonzero): a condition holding another count is
+# refused at run time (Paddle 3.3.1 has a GPU kernel only, whose result there gradc does not know)
+defop("restrict_nonzero", ["condition"], ["out"], attrs={"total_true_num": typed(0, AttrType.LONG)},
+      infer=_restrict_nonzero_infer, grad=NO_GRAD)
+
+
 def _unique_shapes(ctx, op: str):
     """(Out's shape, the element (or slice) count Index maps, the index dtype) of unique and unique_consecutive."""
     x, axes = ctx.shape("X"), list(ctx.attr("axis"))

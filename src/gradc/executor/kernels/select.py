@@ -124,6 +124,14 @@ def masked_select_grad(k):
 kernel("where_index")(lambda k: {"Out": np.argwhere(k.x("Condition")).astype(np.int64)})
 
 
+@kernel("restrict_nonzero")
+def restrict_nonzero(k):
+    found, count = np.argwhere(k.x("condition")).astype(np.int64), k.attr("total_true_num")
+    if len(found) != count:
+        raise ValueError(f"condition holds {len(found)} nonzero elements, not total_true_num {count}")
+    return {"out": found}
+
+
 @kernel("unique")
 def unique(k):
     x, axes = k.x("X"), k.attr("axis")

@@ -99,5 +99,6 @@ ROWS = [
     row("pd_op.bitwise_left_shift", "bitwise_left_shift", "x:x y:y", "out:out", "is_arithmetic:bool=true"),
     row("pd_op.bitwise_right_shift", "bitwise_right_shift", "x:x y:y", "out:out", "is_arithmetic:bool=true"),
     row("pd_op.nonzero", "where_index", "condition:Condition"),
+    row("pd_op.restrict_nonzero", "restrict_nonzero", "condition:condition", "out:out", "total_true_num:i64"),
     row("pd_op.assert", "assert", "cond:Cond data:Data", "", "summarize:i64"),
 ]
