@@ -92,3 +92,18 @@ def test_restrict_nonzero_is_where_index_of_a_condition_holding_its_count():
     condition[0, 0] = not condition[0, 0]
     with pytest.raises(gradc.GradcError, match=r"restrict_nonzero.*holds 7 nonzero elements, not total_true_num 6"):
         gradc.Executor().run(program, {"condition": condition}, ["out"], gradc.Scope())
+
+
+def test_a_write_through_a_view_reaches_the_source_in_paddle_not_in_gradc():
+    """fill_ of set_'s view [2, 2] (strides [4, 1], offset one element) of source = 3a: both give a zero view. gradc's
+    view is a copy, so source keeps 3a; Paddle's executor zeroes source's flat elements 1 to 4, in a row, not the
+    view's 1, 2, 5, 6 (docs/pir-sweep.md)."""
+    got, paddle = _run_paddles_program("aliased")
+    meta = json.loads((DATA / "aliased" / "meta.json").read_text())
+    source = np.array(meta["feed"]["a"], np.float32) * np.float32(3.0)
+    np.testing.assert_array_equal(got["view"], paddle["view"])
+    assert not got["view"].any()
+    np.testing.assert_array_equal(got["source"], source)
+    written = source.reshape(-1).copy()
+    written[1:5] = 0.0
+    np.testing.assert_array_equal(paddle["source"].reshape(-1), written)

@@ -12,6 +12,8 @@ Paddle 3.3.1 writes them in PIR mode, with Paddle's numbers, in tests/data/paddl
 - views/: paddle.as_strided, paddle.view (shape and dtype) and their grads as PIR programs; Paddle's static executor
   cannot run those ops ("kernel output args (0) defs should equal op outputs (1)"), so the numbers are those of the
   same calls in Paddle's dynamic graph, on the same input.
+- aliased/: a fill_ through set_'s view (x made a view of source), run by Paddle's CPU executor: what the view, and
+  source, hold after (gradc's views are copies: docs/pir-sweep.md).
 - restrict_nonzero/: paddle.tensor.search._restrict_nonzero's op, which Paddle's CPU build refuses to build (no CPU
   kernel): its PIR JSON written by hand with tools/paddle_gpu_only_handwritten.py's Writer and name-checked by Paddle,
   and paddle.nonzero's CPU result for it (the op's result where the condition holds total_true_num nonzeros).
@@ -139,6 +141,12 @@ def _restrict_nonzero() -> None:
     (out / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 
+def _aliased(a, i, j):
+    source = a * 3.0
+    view = _C_ops.set_(a * 2.0, source, [2, 2], [4, 1], 4)
+    return {"view": _C_ops.fill_(view, 0.0), "source": source}
+
+
 def main() -> None:
     paddle.enable_static()
     paddle.seed(42)
@@ -146,6 +154,11 @@ def main() -> None:
     feed = {"a": FEED, "i": INTS[0], "j": INTS[1]}
     got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=feed, fetch_list=list(fetches.values()))
     _save("runs", program, fetches, dict(zip(fetches, got)))
+    program = paddle.static.Program()
+    with paddle.static.program_guard(program, paddle.static.Program()):
+        fetches = _aliased(paddle.static.data("a", [3, 4], "float32"), None, None)
+    got = paddle.static.Executor(paddle.CPUPlace()).run(program, feed={"a": FEED}, fetch_list=list(fetches.values()))
+    _save("aliased", program, fetches, dict(zip(fetches, got)))
     program, fetches = _build(lambda a, i, j: _views(a))
     paddle.disable_static()
     a = paddle.to_tensor(FEED, stop_gradient=False)
