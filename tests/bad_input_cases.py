@@ -962,6 +962,11 @@ COMPILE_TIME = {
 }
 
 RUN_TIME = {
+    "range_v2 direction": ("range_v2", {"Start": np.array([2.0], f32), "End": np.array([1.0], f32),
+                                        "Step": np.array([0.25], f32)}, {},
+                           "Step 0.25 does not lead from Start 2.0 to End 1.0"),
+    "restrict_nonzero count": ("restrict_nonzero", {"condition": np.array([True, False, True])},
+                               {"total_true_num": 1}, "condition holds 2 nonzero elements, not total_true_num 1"),
     "masked_multihead_attention step": ("masked_multihead_attention",
                                         {"x": zeros(1, 48), "cache_kv": zeros(2, 1, 2, 4, 8),
                                          "sequence_lengths": np.array([[4]], np.int32)}, {},

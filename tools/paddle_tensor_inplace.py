@@ -58,6 +58,8 @@ def _runs(a, i, j):
         "range": paddle.range(1, 5, 0.5),
         "range_down": paddle.range(3, -1, -0.7),
         "range_ints": paddle.range(2, 11, 3, dtype="int64"),
+        "range_tenth": paddle.range(0, 1, 0.1),   # 1 / 0.1 rounds to 10 in float32: 11 values
+        "range_int32": paddle.range(1, 10, 4, dtype="int32"),
         "trunc_inplace": _C_ops.trunc_divide_(a * 1.0, a * 0.0 + 0.75),
         # the dialect's out-of-place twins, which no API writes: their ops' own names
         "fill_out": paddle._pir_ops.fill(a * 2.0, -2.0),

@@ -80,14 +80,14 @@ def range_(k):
 
 @kernel("range_v2")
 def range_v2(k):
-    """paddle.range: Start, then Step added once an element (in float32 for float16, as Paddle), while the steps
-    do not pass End: End itself is included when reached."""
+    """paddle.range: Start, then Step added once an element, while the steps do not pass End: End itself is
+    included when reached (Paddle's kernel takes float32, float64, int32 and int64)."""
     dtype = k.x("Start").dtype
-    work = np.dtype(np.float32 if dtype == np.float16 else dtype)
+    work = np.dtype(dtype)
     start, end, step = (work.type(_scalar(k, s)) for s in ("Start", "End", "Step"))
-    if step == 0:
-        raise ValueError("Step must not be 0")
-    count = int((end - start) // step) + 1 if (end - start) * step >= 0 else 0
+    if step == 0 or (end - start) * step < 0:
+        raise ValueError(f"Step {step} does not lead from Start {start} to End {end}")   # Paddle's kernel fails too
+    count = int(np.floor((end - start) / step)) + 1   # the rounded quotient, as Paddle (1 / 0.1 is 10 in float32)
     check_shape([count], np.float64, "range_v2")
     return {"Out": np.add.accumulate(np.concatenate([[start], np.full(max(count - 1, 0), step)]).astype(work))
             [:count].astype(dtype)}
