@@ -66,6 +66,8 @@ def _runs(a, i, j):
         "diagonal_out": paddle._pir_ops.fill_diagonal(a * 2.0, 4.0, -1, False),
         "normal_out": paddle._pir_ops.gaussian_inplace(a * 2.0, -1.0, 0.5, 11),
         "uniform_out": paddle._pir_ops.uniform_inplace(a * 2.0, 0.0, 1.0, 13, 0, 0, 1.0),
+        "normal_f64": _C_ops.gaussian_inplace_(a.astype("float64"), 1.0, 3.0, 17),
+        "uniform_f64": _C_ops.uniform_inplace_(a.astype("float64"), -1.0, 5.0, 19, 0, 0, 1.0),
         "set_out": paddle._pir_ops.set(a * 2.0, a * 3.0, [3], [5], 0),
     }
 
@@ -146,7 +148,8 @@ def _restrict_nonzero() -> None:
 def _aliased(a, i, j):
     source = a * 3.0
     view = _C_ops.set_(a * 2.0, source, [2, 2], [4, 1], 4)
-    return {"view": _C_ops.fill_(view, 0.0), "source": source}
+    filled = _C_ops.fill_(view, 0.0)
+    return {"view": filled, "source": source + filled.sum() * 0.0}   # source read after the fill_
 
 
 def main() -> None:
