@@ -281,6 +281,7 @@ COMPILE_TIME = {
                         "view_dtype needs input of rank >= 1"),
     "view_dtype last dim": ("view_dtype", {"input": zeros(3, dtype=np.float32)}, {"dtype": 3},
                             "cannot read the last dim 3 of float32 as whole int64 values"),
+    "view_dtype bfloat16": ("view_dtype", {"input": zeros(2)}, {"dtype": 22}, "cannot read float32 as BF16 in gradc"),
     "as_strided outside": ("as_strided", {"input": zeros(2, 3)}, {"dims": [2, 2], "stride": [3, 3], "offset": 0},
                            "reads element 6"),
     "as_strided offset": ("as_strided", {"input": zeros(2, 3)}, {"dims": [2], "stride": [1], "offset": 2},

@@ -30,8 +30,9 @@ def _view_shape_infer(ctx):
 
 def _view_dtype_infer(ctx):
     x, source, target = ctx.shape("input"), ctx.dtype("input"), ctx.attr("dtype")
-    if source not in DTYPE_BYTES or target not in DTYPE_BYTES:
-        ctx.fail(f"view_dtype reads {dtype_name(source)} as {dtype_name(target)}: gradc knows no byte size of one")
+    if source not in DTYPE_BYTES or target not in DTYPE_BYTES or VarType.BF16 in (source, target):
+        # gradc keeps bfloat16 values as float32 (gradc.bfloat16): their bytes are not Paddle's
+        ctx.fail(f"view_dtype cannot read {dtype_name(source)} as {dtype_name(target)} in gradc")
     ratio_in, ratio_out = DTYPE_BYTES[source], DTYPE_BYTES[target]
     if not x:
         ctx.fail("view_dtype needs input of rank >= 1")
@@ -51,7 +52,9 @@ def strided_dims(ctx, source: str, out: str) -> dict:
     size = DTYPE_BYTES.get(ctx.dtype(source))
     if len(dims) != len(stride) or any(d < 0 for d in dims) or any(s < 0 for s in stride):
         ctx.fail(f"{ctx.op.type} needs dims {dims} and stride {stride} of one length, none negative")
-    if size is None or offset < 0 or offset % size:
+    if size is None:
+        ctx.fail(f"{ctx.op.type} of {dtype_name(ctx.dtype(source))}: gradc knows no byte size of it")
+    if offset < 0 or offset % size:
         ctx.fail(f"{ctx.op.type} offset {offset} is not a whole number of {dtype_name(ctx.dtype(source))} "
                  "elements (it counts bytes)")
     last = offset // size + sum((d - 1) * s for d, s in zip(dims, stride))
