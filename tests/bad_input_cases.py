@@ -933,6 +933,16 @@ COMPILE_TIME = {
                            r"WeightH must have shape [D, 3 * D]"),
     "fusion_lstm weights": ("fusion_lstm", {"X": zeros(5, 4), "WeightX": zeros(5, 12), "WeightH": zeros(3, 12),
                                             "Bias": zeros(1, 12)}, {}, "WeightX must have shape [M = 4"),
+    # paddle.compat and other PIR-only API branches
+    "max_with_index dim": ("max_with_index", {"x": X23}, {"dim": 2}, "out of range"),
+    "min_with_index 0-d": ("min_with_index", {"x": zeros()}, {"dim": 0}, "needs x of rank >= 1"),
+    "max_with_index flatten": ("max_with_index", {"x": X23}, {"dim": 0, "flatten": True},
+                               "paddle.compat's max and min pass flatten=False"),
+    "slogdet_v2 square": ("slogdet_v2", {"x": X23}, {}, "must hold square matrices, not 2 x 3"),
+    "embedding_with_scaled_gradient ids": ("embedding_with_scaled_gradient", {"x": X23, "weight": zeros(4, 3)}, {},
+                                           "needs int32 or int64 ids x"),
+    "embedding_with_scaled_gradient table": ("embedding_with_scaled_gradient", {"x": i64(1), "weight": zeros(4)},
+                                             {}, "needs a 2-D table weight, got shape [4]"),
 }
 
 RUN_TIME = {
@@ -1263,6 +1273,10 @@ RUN_TIME = {
     # the suites' multi-scale deformable attention: a level past Value's rows
     "ms_deform_attn level rows": ("ms_deform_attn", {**MSDA, "level_start_index": i64(0, 14)}, {"im2col_step": 64},
                                   "a level of 2 x 3 from row 14 lies outside value's 18 rows"),
+    # paddle.compat and other PIR-only API branches
+    "embedding_with_scaled_gradient id range": ("embedding_with_scaled_gradient",
+                                                {"x": i64(1, 7), "weight": zeros(4, 3)}, {},
+                                                "id 7 is out of range for a table of 4 rows"),
 }
 
 # forward ops with nothing a program can get wrong, and why
@@ -1317,4 +1331,6 @@ EXEMPT = {
     # detection_v1
     # optimizer_amp
     "memcpy": "a copy to another device (gradc has one): every tensor is good input",
+    "enable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
+    "disable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
 }

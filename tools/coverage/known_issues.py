@@ -67,6 +67,8 @@ PADDLE_BY_DESIGN = {
     "continuous_value_model_no_cvm": CVM,
     "detach": "detach stops the gradient: central differences see through it",
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
+    **dict.fromkeys(("embedding_scale_grad_by_freq", "embedding_scale_grad_by_freq_padding"),
+                    "scale_grad_by_freq divides each row's gradient by how often its id occurs in the batch"),
     "static_pylayer": USER_BACKWARD,
     "static_pylayer_two_inputs": USER_BACKWARD,
     "Bernoulli_entropy": ("paddle.distribution.Bernoulli's entropy is sigmoid_cross_entropy_with_logits(logit(p), "
