@@ -1,7 +1,7 @@
 """Cases for the ops of Paddle 3's PIR-only API branches (gradc.ops.compat): paddle.compat's max / min with
 indices (distinct values: no ties) and slogdet_v2 (well-conditioned matrices, one with a negative determinant),
-embedding with gradients scaled by the ids' frequency (ids repeated, one the padding row) and the nan/inf check
-markers."""
+embedding with gradients scaled by the ids' frequency (ids repeated, one the padding row), the nan/inf check
+markers and antialiased resizing (shrinking, growing, by a scale tensor)."""
 
 import numpy as np
 
@@ -38,6 +38,12 @@ CASES = [
     Case("embedding_with_scaled_gradient", {"x": ONCE, "weight": randn(5, 3)}, {"padding_idx": 3}),
     Case("enable_check_model_nan_inf", {"x": randn(2, 3)}, {"flag": 1}),
     Case("disable_check_model_nan_inf", {"x": randn(2, 3)}, {"flag": 0}),
+    Case("interp_antialias", {"x": randn(1, 2, 5, 7)}, {"out_h": 3, "out_w": 4, "align_corners": False}),
+    Case("interp_antialias", {"x": randn(2, 3, 4, 1)},
+         {"out_h": 6, "out_w": 2, "interp_method": "bicubic", "data_format": "NHWC", "align_corners": False}),
+    Case("interp_antialias", {"x": randn(1, 1, 6, 6), "scale_tensor": np.array([0.5], np.float32)},
+         {"interp_method": "bicubic", "align_corners": True}),
+    second_order("interp_antialias", {"x": randn(1, 2, 5, 4)}, {"out_h": 2, "out_w": 3, "align_corners": False}),
     second_order("max_with_index", {"x": distinct(3, 4)}, {"dim": 1}),
     second_order("min_with_index", {"x": distinct(2, 3, 4)}, {"dim": 1, "keepdim": True}),
     second_order("slogdet_v2", {"x": matrices(2, 3, 3)}),

@@ -72,6 +72,11 @@ BRANCHES = table(
      f(1, 2, 5, 5)),
     ("interpolate_antialias_bicubic", lambda x: F.interpolate(x, scale_factor=0.5, mode="bicubic", antialias=True),
      f(1, 1, 6, 4)),
+    ("interpolate_antialias_align_corners", lambda x: F.interpolate(x, size=[4, 2], mode="bilinear",
+                                                                     align_corners=True, antialias=True),
+     f(1, 2, 5, 7)),
+    ("interpolate_antialias_nhwc_upscale", lambda x: F.interpolate(x, size=[5, 6], mode="bicubic", antialias=True,
+                                                                    data_format="NHWC"), f(2, 3, 4, 2)),
     ("check_model_nan_inf", _checked_tanh, f(3, 4)),
     ("sync_batch_norm_converted", lambda x: paddle.nn.SyncBatchNorm.convert_sync_batchnorm(
         paddle.nn.Sequential(paddle.nn.Conv2D(2, 3, 1), paddle.nn.BatchNorm2D(3)))(x), f(2, 2, 3, 3)),

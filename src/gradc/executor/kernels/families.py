@@ -76,6 +76,7 @@ FAMILIES = {
     "interp": ("linear_interp_v2", "bilinear_interp_v2", "bicubic_interp_v2", "trilinear_interp_v2",
         "nearest_interp_v2", "linear_interp_v2_grad", "bilinear_interp_v2_grad", "bicubic_interp_v2_grad",
         "trilinear_interp_v2_grad", "nearest_interp_v2_grad"),
+    "interp_antialias": ("interp_antialias", "interp_antialias_grad"),
     "io": ("feed", "fetch"),
     "legacy_nn": ("bilinear_interp", "nearest_interp", "bilinear_interp_grad", "nearest_interp_grad", "fc",
         "hinge_loss", "hinge_loss_grad", "l1_norm", "l1_norm_grad"),

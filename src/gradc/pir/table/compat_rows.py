@@ -1,6 +1,7 @@
 """Rows: ops of Paddle 3's PIR-only API branches (gradc.ops.compat): paddle.compat's max / min with indices and
-slogdet_v2, F.embedding with scale_grad_by_freq, paddle.amp.debugging's nan/inf check markers; and SyncBatchNorm's
-sync_batch_norm_, which gradc's executor (one process) runs as batch_norm."""
+slogdet_v2, F.embedding with scale_grad_by_freq, paddle.amp.debugging's nan/inf check markers; F.interpolate with
+antialias (gradc.ops.interp_antialias); and SyncBatchNorm's sync_batch_norm_, which gradc's executor (one process)
+runs as batch_norm."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from . import row
 from .nn_rows import BATCH_NORM
 
 WITH_INDEX = "x:x values:values indices:indices values_grad:values@GRAD"
+AA_INPUTS = "x:x out_size?:out_size size_tensor?:size_tensor* scale_tensor?:scale_tensor"
+AA = "data_format:str out_d:i32 out_h:i32 out_w:i32 scale:f64s interp_method:str align_corners:bool align_mode:i32"
 BATCH_NORM_GRAD = ("momentum:f32 epsilon:f32 data_format=data_layout:str is_test:bool use_global_stats:bool "
                    "trainable_statistics:bool")
 
@@ -51,6 +54,9 @@ ROWS = [
         "x_grad:x@GRAD", "unsetflag:i32"),
     row("pd_op.disable_check_model_nan_inf_grad", "disable_check_model_nan_inf_grad", "out_grad:out@GRAD",
         "x_grad:x@GRAD", "unsetflag:i32"),
+    row("pd_op.interp_antialias", "interp_antialias", AA_INPUTS, "output:output", AA),
+    row("pd_op.interp_antialias_grad", "interp_antialias_grad", AA_INPUTS + " output_grad:output@GRAD",
+        "x_grad:x@GRAD", AA),
     # one process: the batch's statistics are the global batch's; export writes batch_norm_ (its row comes first)
     row("pd_op.sync_batch_norm_", "batch_norm", "x:X mean:Mean variance:Variance scale:Scale bias:Bias",
         "out:Y mean_out:MeanOut&mean variance_out:VarianceOut&variance saved_mean:SavedMean "

@@ -6,8 +6,8 @@ from .. import control_flow, stacks
 from . import (
     assign_score_rows,
     bev_pool_rows,
-    compat_rows,
     binary_math_rows,
+    compat_rows,
     complex_fft_rows,
     deform_conv_rows,
     detection_rows,
