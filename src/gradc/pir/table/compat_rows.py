@@ -5,6 +5,7 @@ runs as batch_norm."""
 
 from __future__ import annotations
 
+from ...ir import AttrType
 from . import row
 from .nn_rows import BATCH_NORM
 
@@ -23,13 +24,12 @@ def running_stats(legacy, op, ctx) -> None:
                     if fwd.type == "batch_norm" and fwd.output("SavedMean") == [saved]), None)
     if forward is None:
         raise ctx.fail(op, f"no sync_batch_norm_ before it writes its saved mean {saved}")
-    legacy.set_input("MeanOut", forward.output("MeanOut"))
-    legacy.set_input("VarianceOut", forward.output("VarianceOut"))
+    legacy.inputs["MeanOut"], legacy.inputs["VarianceOut"] = forward.output("MeanOut"), forward.output("VarianceOut")
 
 
 def integral_dim(legacy, op, ctx) -> None:
     """Paddle types the grad op's dim float32 (its forward's int64): the legacy op keeps it an integer."""
-    legacy.set_attr("dim", int(legacy.attrs.get("dim", 0)))
+    legacy.set_attr("dim", int(legacy.attrs.get("dim", 0)), AttrType.LONG)
 
 
 ROWS = [
