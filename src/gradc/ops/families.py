@@ -288,7 +288,7 @@ FAMILIES = {
     "tensor": ("fill_constant", "fill_any_like", "fill_zeros_like", "shape", "size", "uniform_random",
         "gaussian_random", "empty", "randint", "randperm", "assign", "share_data", "cast"),
     "tensor_array": ("write_to_array", "read_from_array", "lod_array_length", "tensor_array_to_tensor",
-        "tensor_array_to_tensor_grad"),
+        "tensor_array_to_tensor_grad", "array_pop", "slice_array"),
     "text": ("viterbi_decode",),
     "unary_math": ("floor", "floor_grad", "ceil", "ceil_grad", "round", "round_grad", "trunc", "trunc_grad",
         "reciprocal", "reciprocal_grad", "expm1", "expm1_grad", "log2", "log2_grad", "log10", "log10_grad", "log1p",
