@@ -1,7 +1,8 @@
 """Rows: paddle.compat (Paddle 3's torch-compatible functions), paddle.compat.nn and paddle.compat.nn.functional,
 and API branches that write ops only PIR mode has: F.embedding with scale_grad_by_freq
 (embedding_with_scaled_gradient), F.interpolate with antialias (interp_antialias) and paddle.amp.debugging's layer
-check, whose decorator (check_layer_numerics) refuses a static value: its rows call the ops as the decorator does.
+check, whose decorator (check_layer_numerics) refuses a static value: its rows call the ops as the decorator does;
+paddle.incubate.layers.search_pyramid_hash (pyramid_hash).
 paddle.compat's max and min along a dim write max_with_index / min_with_index, which have GPU kernels only:
 their rows record Paddle's CPU error (tools/paddle_compat_gpu_only.py writes their programs).
 paddle.compat.seed (the RNG's seed) builds no op."""
@@ -13,7 +14,23 @@ import paddle.compat.nn.functional as CF
 import paddle.nn.functional as F
 from paddle import _C_ops
 
-from .spec import f, given, table
+from paddle.incubate.layers.nn import search_pyramid_hash
+
+from .spec import Input, f, given, table
+
+
+def _pyramid_hash(ids, training: bool, rate: float, seed: int):
+    """search_pyramid_hash without bloom filters; its white and black lists are made (the layer needs them) and
+    unused. Its rows, one per kept n-gram, are summed: how many depends on the draws."""
+    out = search_pyramid_hash(ids, num_emb=6, space_len=40, pyramid_layer=3, rand_len=2, drop_out_percent=rate,
+                              is_training=training, use_filter=False, white_list_len=1, black_list_len=1,
+                              seed=seed, lr=0.1)
+    return paddle.sum(out, axis=0)
+
+
+def _sentences(*lengths: int) -> Input:
+    """int32 ids in [0, 30), a sequence per length (one LoD level), as search_pyramid_hash takes them."""
+    return Input((sum(lengths), 1), "ints", 30, grad=False, int_dtype="int32", lengths=lengths)
 
 
 def _checked_tanh(x):
@@ -78,6 +95,9 @@ BRANCHES = table(
     ("interpolate_antialias_nhwc_upscale", lambda x: F.interpolate(x, size=[5, 6], mode="bicubic", antialias=True,
                                                                     data_format="NHWC"), f(2, 3, 4, 2)),
     ("check_model_nan_inf", _checked_tanh, f(3, 4)),
+    ("search_pyramid_hash", lambda x, ids: x * _pyramid_hash(ids, False, 0.5, 1), f(6), _sentences(3, 2, 1)),
+    ("search_pyramid_hash_training", lambda x, ids: x * _pyramid_hash(ids, True, 0.4, 7), f(6),
+     _sentences(4, 1, 3, 5)),
     ("sync_batch_norm_converted", lambda x: paddle.nn.SyncBatchNorm.convert_sync_batchnorm(
         paddle.nn.Sequential(paddle.nn.Conv2D(2, 3, 1), paddle.nn.BatchNorm2D(3)))(x), f(2, 2, 3, 3)),
 )
