@@ -13,7 +13,6 @@ import paddle.compat.nn as CN
 import paddle.compat.nn.functional as CF
 import paddle.nn.functional as F
 from paddle import _C_ops
-
 from paddle.incubate.layers.nn import search_pyramid_hash
 
 from .spec import Input, f, given, table
