@@ -37,8 +37,8 @@ def _infer(ctx):
         ctx.fail(f"pyramid_hash needs pyramid_layer >= 2, got {ctx.attr('pyramid_layer')}")
     if ctx.attr("use_filter") and (ctx.attr("white_list_len") > 0 or ctx.attr("black_list_len") > 0):
         ctx.fail("pyramid_hash's bloom filters (use_filter with a white or black list) are not supported")
-    return {"Out": ([-1, emb], ctx.dtype("W")), "DropPos": ([-1, 1], VarType.INT32),
-            "X_Temp_Out": (x, VarType.FP32)}
+    # DropPos: an int32 mark per n-gram, [n-grams, 1], whatever the program declares (Paddle's: float32 [])
+    return {"Out": ([-1, emb], ctx.dtype("W")), "DropPos": (None, None), "X_Temp_Out": (x, VarType.FP32)}
 
 
 defop("pyramid_hash", ["X", "W", "WhiteList", "BlackList"], ["Out", "DropPos", "X_Temp_Out"], attrs=ATTRS,
