@@ -960,6 +960,31 @@ COMPILE_TIME = {
                            r"WeightH must have shape [D, 3 * D]"),
     "fusion_lstm weights": ("fusion_lstm", {"X": zeros(5, 4), "WeightX": zeros(5, 12), "WeightH": zeros(3, 12),
                                             "Bias": zeros(1, 12)}, {}, "WeightX must have shape [M = 4"),
+    # paddle.compat and other PIR-only API branches
+    "max_with_index dim": ("max_with_index", {"x": X23}, {"dim": 2}, "out of range"),
+    "min_with_index 0-d": ("min_with_index", {"x": zeros()}, {"dim": 0}, "needs x of rank >= 1"),
+    "max_with_index flatten": ("max_with_index", {"x": X23}, {"dim": 0, "flatten": True},
+                               "paddle.compat's max and min pass flatten=False"),
+    "interp_antialias method": ("interp_antialias", {"x": X4}, {"out_h": 2, "out_w": 2, "interp_method": "nearest"},
+                                "resamples bilinear or bicubic, not 'nearest'"),
+    "interp_antialias rank": ("interp_antialias", {"x": X23}, {"out_h": 2, "out_w": 2},
+                              "'bilinear' needs a 4-D input, got rank 2"),
+    "pyramid_hash ids": ("pyramid_hash", {"X": zeros(3, 1), "W": zeros(42, 1), "WhiteList": zeros(1, 1),
+                                          "BlackList": zeros(1, 1)},
+                         {"num_emb": 4, "space_len": 40, "rand_len": 2}, "needs int32 ids X"),
+    "pyramid_hash num_emb": ("pyramid_hash", {"X": zeros(3, 1, dtype=np.int32), "W": zeros(42, 1),
+                                              "WhiteList": zeros(1, 1), "BlackList": zeros(1, 1)},
+                             {"num_emb": 5, "space_len": 40, "rand_len": 2},
+                             "num_emb (5) a positive multiple of rand_len (2)"),
+    "pyramid_hash filters": ("pyramid_hash", {"X": zeros(3, 1, dtype=np.int32), "W": zeros(42, 1),
+                                              "WhiteList": zeros(1, 1), "BlackList": zeros(1, 1)},
+                             {"num_emb": 4, "space_len": 40, "rand_len": 2, "white_list_len": 1},
+                             "bloom filters (use_filter with a white or black list) are not supported"),
+    "slogdet_v2 square": ("slogdet_v2", {"x": X23}, {}, "must hold square matrices, not 2 x 3"),
+    "embedding_with_scaled_gradient ids": ("embedding_with_scaled_gradient", {"x": X23, "weight": zeros(4, 3)}, {},
+                                           "needs int32 or int64 ids x"),
+    "embedding_with_scaled_gradient table": ("embedding_with_scaled_gradient", {"x": i64(1), "weight": zeros(4)},
+                                             {}, "needs a 2-D table weight, got shape [4]"),
 }
 
 RUN_TIME = {
@@ -1295,6 +1320,10 @@ RUN_TIME = {
     # the suites' multi-scale deformable attention: a level past Value's rows
     "ms_deform_attn level rows": ("ms_deform_attn", {**MSDA, "level_start_index": i64(0, 14)}, {"im2col_step": 64},
                                   "a level of 2 x 3 from row 14 lies outside value's 18 rows"),
+    # paddle.compat and other PIR-only API branches
+    "embedding_with_scaled_gradient id range": ("embedding_with_scaled_gradient",
+                                                {"x": i64(1, 7), "weight": zeros(4, 3)}, {},
+                                                "id 7 is out of range for a table of 4 rows"),
 }
 
 # forward ops with nothing a program can get wrong, and why
@@ -1350,4 +1379,9 @@ EXEMPT = {
     # detection_v1
     # optimizer_amp
     "memcpy": "a copy to another device (gradc has one): every tensor is good input",
+    "array_pop": "a tensor array's op (the audit feeds tensors): a pop past the array's end is refused in "
+                 "tests/test_tensor_array_ops.py",
+    "slice_array": "a tensor array's op (the audit feeds tensors): any slice of an array is one, as Python's",
+    "enable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
+    "disable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
 }

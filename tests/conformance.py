@@ -32,7 +32,12 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                               "a custom C++ op of Paddle's model suites (PD_BUILD_OP), not Paddle's: docs/ext-ops.md"),
               **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad"),
                               "Paddle has no second derivative of the LoD lstm and gru (nor of rnn): gradc's takes a "
-                              "complex step")}
+                              "complex step"),
+              **dict.fromkeys(("array_pop", "slice_array"), "a PIR-only op of 3.3.1 (dy2static's list.pop() and "
+                              "list[a:b]): gradc's has the slots of its PIR op"),
+              **dict.fromkeys(("enable_check_model_nan_inf", "enable_check_model_nan_inf_grad",
+                               "disable_check_model_nan_inf", "disable_check_model_nan_inf_grad"),
+                              "a PIR-only op of 3.3.1 (paddle.amp.debugging): gradc's has the slots of its PIR op")}
 # differences where Paddle's record does not say what its programs hold, and why
 PADDLE_RECORD_SLIPS = {"einsum_grad: x_shape duplicable: gradc True, Paddle False":
                        "Paddle's einsum grad maker fills x_shape with einsum's XShape: one var per operand"}

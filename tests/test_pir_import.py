@@ -217,8 +217,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     Paddle's mv_coo_sp and addmm_coo_dense_sp), maxpool_sp and maxpool_grad_sp (tests/test_sparse_maxpool.py).
     Import alone reads the PIR programs
     Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
-    (tests/data/paddle/pir_gpu_only) and pd_op.slice_array_dense (a PaddleDetection export's read of a list
-    dy2static built; the edited array-loop fixture below). The suites' custom ops are in tests/data/paddle/ext_ops, but
+    (tests/data/paddle/pir_gpu_only). Dy2static's list ops (array_pop, slice_array, slice_array_dense) are in
+    tests/data/paddle/pir_arrays. The suites' custom ops are in tests/data/paddle/ext_ops, but
     for Paddle3D's bird's-eye-view IoU and NMS, whose CPU source needs CUDA's headers (tests/test_ext_ops_boxes.py).
     The Predictor's PIR programs
     (tests/data/paddle/inference_optimized) hold pd_op.feed and three fused ops; 3.3.1 writes none with
@@ -239,14 +239,14 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [path.read_bytes() for path in (PIR_DATA.parent / "inference_optimized").glob("*/model.json")]
     files.append((PIR_DATA.parent / "random_inplace" / "program.json").read_bytes())   # Tensor.random_
     files += [path.read_bytes() for path in sorted((PIR_DATA.parent / "tensor_inplace").glob("*/program.json"))]
+    files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_arrays").glob("*/inference.json")]   # list ops
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.assign_array",
-                                 "pd_op.array_length",
                                  "pd_op.sequence_mask", "pd_op.row_conv_grad",
                                  "pd_op.straight_through_estimator_grad", "pd_op.memcpy", "pd_op.margin_cross_entropy",
                                  "pd_op.margin_cross_entropy_grad", "pd_op.equal_all",
-                                 "pd_op.fused_rms_norm_quant_grad", "pd_op.slice_array_dense",
+                                 "pd_op.fused_rms_norm_quant_grad",
                                  "pd_op.partial_sum_grad", "pd_op.partial_concat_grad", "pd_op.seed",
                                  "pd_op.slice_coo_grad_sp", "pd_op.add_coo_coo_grad_sp",
                                  "pd_op.subtract_coo_coo_sp", "pd_op.transpose_coo_sp",

@@ -20,7 +20,8 @@ import paddle
 ROWS = Path(__file__).resolve().parent / "coverage"
 MODULES = ("paddle", "paddle.Tensor", "paddle.incubate", "paddle.incubate.nn", "paddle.incubate.nn.functional",
            "paddle.incubate.autograd", "paddle.nn.quant", "paddle.signal", "paddle.audio.functional",
-           "paddle.audio.features", "paddle.text", "paddle.vision.ops", "paddle.distribution")
+           "paddle.audio.features", "paddle.text", "paddle.vision.ops", "paddle.distribution", "paddle.compat",
+           "paddle.compat.nn", "paddle.compat.nn.functional")
 
 
 def public_callables(name: str) -> list[str]:

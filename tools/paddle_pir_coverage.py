@@ -45,6 +45,10 @@ def record(rows) -> dict:
     """Row id -> its PIR op names (or Paddle's error building it), and whether it has Paddle's numbers."""
     result = {}
     for row in rows:
+        if row.id in known_issues.PIR_CRASHES:
+            result[row.id] = {"family": row.family, "paddle_error": f"FatalError: {known_issues.PIR_CRASHES[row.id]}"}
+            print(f"{row.id}: {result[row.id]}", flush=True)
+            continue
         try:
             built, _, values = pir_build.build_and_run(row)
         except Exception as error:  # noqa: BLE001 - Paddle's own failure is the row's result

@@ -5,7 +5,8 @@ own float64 forward by central differences (grads_reference.npz), which gradc mu
 PADDLE_BY_DESIGN rows: the gradient is not the derivative of the loss on purpose (documented);
 gradc follows Paddle there.
 LEGACY_CRASHES rows: Paddle 3.3.1's legacy executor kills the process running them (a segfault no Python code can
-catch): tools/paddle_coverage.py records the crash as their Paddle error without running them.
+catch): tools/paddle_coverage.py records the crash as their Paddle error without running them; PIR_CRASHES rows
+likewise in PIR mode (tools/paddle_pir_coverage.py).
 PIR_FORWARD_NOT_DIFFERENTIABLE rows: their PIR forward program does not hold what their gradient needs, so they
 make no PIR fixture (gradc's backward of it is refused; Paddle's own PIR training program still translates).
 """
@@ -67,6 +68,8 @@ PADDLE_BY_DESIGN = {
     "continuous_value_model_no_cvm": CVM,
     "detach": "detach stops the gradient: central differences see through it",
     "ctc_loss_sum_norm_by_times": "warpctc's norm_by_times divides the gradient, not the loss, by the sequence length",
+    **dict.fromkeys(("embedding_scale_grad_by_freq", "embedding_scale_grad_by_freq_padding"),
+                    "scale_grad_by_freq divides each row's gradient by how often its id occurs in the batch"),
     "static_pylayer": USER_BACKWARD,
     "static_pylayer_two_inputs": USER_BACKWARD,
     "Bernoulli_entropy": ("paddle.distribution.Bernoulli's entropy is sigmoid_cross_entropy_with_logits(logit(p), "
@@ -92,4 +95,12 @@ LEGACY_CRASHES = {
     "Multinomial_log_prob": BROADCAST_TENSORS_GRAD_CRASH,
     "Binomial_log_prob": BROADCAST_TENSORS_GRAD_CRASH,
     "Binomial_entropy": BROADCAST_TENSORS_GRAD_CRASH,
+}
+
+PYRAMID_HASH_CRASH = ("Segmentation fault in CPUPyramidHashOPKernel: PIR values carry no LoD, and the kernel reads "
+                      "X's sequence offsets from it")
+
+PIR_CRASHES = {
+    "search_pyramid_hash": PYRAMID_HASH_CRASH,
+    "search_pyramid_hash_training": PYRAMID_HASH_CRASH,
 }

@@ -7,13 +7,17 @@ Indices ``I`` are integer tensors of one element. Semantics (docs/rnn.md section
 - read_from_array: Out = X[I]. A slot never written is an error, except in the grad case, where X_W (the
   forward value the slot's grad belongs to) is given: then zeros shaped like X_W.
 - lod_array_length: the number of slots, int64 [1].
+- array_pop (PIR only: dy2static's list.pop): removes slot ``index`` (Python's negative indices) from the array in
+  place (array_out is the array) and gives its value.
+- slice_array (PIR only: dy2static's list[a:b]): a new array of the slots starts[0]:ends[0] (Python slicing).
 - tensor_array_to_tensor: the slots stacked (use_stack) or concatenated on ``axis``; OutIndex holds each
   slot's size along ``axis`` (1 when stacking). A negative axis counts from the end of Out's rank.
 
 Gradients, as Paddle's makers emit them: a write's is a read of the array's grad at the same index (zeros
 where nothing reached that slot); a read's is a write of Out@GRAD into a fresh grad array. When one array
 is read twice, each read writes its own grad array and the backward pass adds them up slot by slot (sum),
-so a slot read twice gets both grads (Paddle overwrites: docs/rnn.md section 6).
+so a slot read twice gets both grads (Paddle overwrites: docs/rnn.md section 6). array_pop and slice_array have
+none, as Paddle's (forward-only ops).
 """
 
 from __future__ import annotations
@@ -59,3 +63,13 @@ defop("lod_array_length", ["X"], no_grad_inputs=["X"], infer=lambda ctx: {"Out":
       grad=NO_GRAD)
 defop("tensor_array_to_tensor", ["X"], ["Out", "OutIndex"], attrs={"axis": 0, "use_stack": False},
       no_grad_outputs=["OutIndex"], infer=_to_tensor_infer, grad=grad_op("X"))
+
+
+def _pop_infer(ctx):
+    return {"array_out": (ctx.shape("array"), ctx.dtype("array")), "out": (ctx.shape("array"), ctx.dtype("array"))}
+
+
+defop("array_pop", ["array"], ["array_out", "out"], attrs={"index": -1}, infer=_pop_infer, grad=NO_GRAD)
+defop("slice_array", ["input", "starts", "ends"], ["out"], infer=lambda ctx: {"out": (ctx.shape("input"),
+                                                                                   ctx.dtype("input"))},
+      grad=NO_GRAD)

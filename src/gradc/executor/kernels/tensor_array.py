@@ -79,6 +79,35 @@ def lod_array_length(k):
     return {"Out": np.array([len(_array(k, "X"))], np.int64)}
 
 
+@kernel("array_pop")
+def array_pop(k):
+    array, index = _array(k, "array"), k.attr("index")
+    if not -len(array) <= index < len(array):
+        _fail(k, f"pops slot {index} of array ({k.op.input('array')[0]}), which has {len(array)} slot(s)")
+    index %= len(array)
+    value, lods = array.pop(index), array.lods
+    if value is None:
+        _fail(k, f"pops slot {index} of array ({k.op.input('array')[0]}), which was never written")
+    array.lods = {i - (i > index): lod for i, lod in lods.items() if i != index}
+    return {"array_out": array, "out": value}
+
+
+def _bound(k, slot: str) -> int:
+    value = np.asarray(k.x(slot))
+    if value.size != 1 or value.dtype.kind not in "iu":
+        _fail(k, f"{slot} ({k.op.input(slot)[0]}) must hold one integer, got {value.dtype} {list(value.shape)}")
+    return int(value.reshape(()))
+
+
+@kernel("slice_array")
+def slice_array(k):
+    array = _array(k, "input")
+    picked = range(len(array))[_bound(k, "starts"):_bound(k, "ends")]
+    out = TensorArray(array[i] for i in picked)
+    out.lods = {n: array.lods[i] for n, i in enumerate(picked) if i in array.lods}
+    return {"out": out}
+
+
 def _slots(k) -> list:
     array = _array(k, "X")
     holes = [i for i, t in enumerate(array) if t is None]

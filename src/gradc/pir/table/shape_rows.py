@@ -98,6 +98,9 @@ ROWS = [
     row("pd_op.array_to_tensor", "tensor_array_to_tensor", "x:X", "out:Out out_index:OutIndex",
         "axis:i32 use_stack:bool"),
     row("pd_op.array_length", "lod_array_length", "x:X"),
+    # dy2static's list.pop() and list[a:b] (forward-only in Paddle): pop changes the array in place
+    row("pd_op.array_pop", "array_pop", "array:array", "array_out:array_out&array out:out", "index:i32"),
+    row("pd_op.slice_array", "slice_array", "input:input starts:starts ends:ends", "out:out"),
     row("pd_op.sequence_mask", "sequence_mask", "x:X max_len>maxlen:int@MaxLenTensor", "out:Y", "out_dtype:dtype"),
     # creation
     row("pd_op.full_like", "fill_any_like", "x:X value>value:float", "out:Out", "dtype:dtype place=-:place",
