@@ -64,6 +64,8 @@ FAMILIES = {
         "norm_grad", "margin_cross_entropy_grad"),
     "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
+    "flash_attention": ("flash_attn", "flash_attn_grad", "flash_attn_unpadded", "flash_attn_unpadded_grad",
+        "flashmask_attention", "flashmask_attention_grad"),
     "fused_attention": ("fused_attention", "fused_attention_grad"),
     "fused_attention_double": ("fused_attention_grad",),
     "fused_dropout": ("fused_dropout_add", "fused_dropout_add_grad"),
