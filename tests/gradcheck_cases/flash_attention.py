@@ -52,3 +52,16 @@ CASES = [
         [[[[3, 1], [4, 0], [2, 2], [4, 1]]]], np.int32)}),
     Case("flashmask_attention", qkv(1, 4, 4, 2, 1) | {"startend_row_indices": bounds(1, 1, 4, 4, 4)}),
 ]
+
+CASES += [
+    second_order("flash_attn", qkv(2, 3, 3, 2, 2)),
+    second_order("flash_attn", qkv(1, 3, 4, 4, 2), {"causal": True}),
+    second_order("flash_attn", qkv(2, 3, 4, 2, 1) | {"attn_mask": randn(2, 2, 3, 4)}),
+    second_order("flash_attn", qkv(1, 2, 3, 2, 1) | {"attn_mask": randn(1, 1, 1, 2, 3)}),
+]
+
+REFUSED = [
+    second_order("flash_attn_unpadded", *unpadded([2, 1], [2, 2], 2, 1)),
+    second_order("flashmask_attention", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 1)},
+                 {"causal": True}),
+]

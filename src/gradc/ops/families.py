@@ -66,6 +66,7 @@ FAMILIES = {
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "flash_attention": ("flash_attn", "flash_attn_grad", "flash_attn_unpadded", "flash_attn_unpadded_grad",
         "flashmask_attention", "flashmask_attention_grad"),
+    "flash_attention_double": ("flash_attn_grad", "flash_attn_unpadded_grad", "flashmask_attention_grad"),
     "fused_attention": ("fused_attention", "fused_attention_grad"),
     "fused_attention_double": ("fused_attention_grad",),
     "fused_dropout": ("fused_dropout_add", "fused_dropout_add_grad"),
