@@ -4,14 +4,15 @@ follows their formulas, in float64 inside:
 
     flash_attn           q [b, sq, h, d], k [b, sk, hk, d], v [b, sk, hk, dv] (hk divides h: query head i reads kv
                          head i / (h / hk)); out [b, sq, h, dv] = softmax(q k^T / sqrt(d) + attn_mask) v per head,
-                         1 / sqrt(d) in float32; causal keeps key j <= query row i (the fork's top-left diagonal,
-                         also when sq != sk); attn_mask [..., 1 or h, sq, sk] (leading dims flattened to 1 or b) is
-                         added to the scaled scores and excludes causal, as in Paddle
+                         1 / sqrt(d) in float32 (exact for float64, which has no CUDA kernel); causal keeps key
+                         j <= query row i (the fork's top-left diagonal, also when sq != sk); attn_mask [..., 1 or h,
+                         sq, sk] (leading dims flattened to 1 or b) is added to the scaled scores and excludes
+                         causal, as in Paddle
     flash_attn_unpadded  q [total_q, h, d], k / v [total_k, hk, d]; sequence s is rows cu_seqlens_q[s] ..
                          cu_seqlens_q[s + 1] of q against rows cu_seqlens_k[s] .. of k and v, with the scale
                          attribute; causal per sequence; attn_mask [b or 1, 1 or h, max_seqlen_q, max_seqlen_k] read
                          at the sequence's own positions. Rows past the last sequence are 0 (Paddle: unwritten)
-    flashmask_attention  as flash_attn, with startend_row_indices [b, 1 or h, sk, 1 | 2 | 4] int32 masking rows of
+    flashmask_attention  as flash_attn, with startend_row_indices [b, 1 | hk | h, sk, 1 | 2 | 4] int32 masking rows of
                          column j: causal with 1 column, rows >= LTS; causal with 2, rows in [LTS, LTE); not causal
                          with 2, rows >= LTS and rows < UTE; not causal with 4, rows in [LTS, LTE) and [UTS, UTE)
 
@@ -122,9 +123,9 @@ def _flashmask_infer(ctx):
         return {"out": (None, ctx.dtype("q"))}
     _check_heads(ctx, q, k, v, 4)
     bounds, allowed = ctx.shape("startend_row_indices"), (1, 2) if ctx.attr("causal") else (2, 4)
-    if bounds is not None and (len(bounds) != 4 or bounds[0] not in (q[0], -1) or bounds[1] not in (1, q[2], -1)
+    if bounds is not None and (len(bounds) != 4 or bounds[0] not in (q[0], -1) or bounds[1] not in (1, k[2], q[2], -1)
                                or bounds[2] not in (k[1], -1) or bounds[3] not in (*allowed, -1)):
-        ctx.fail(f"startend_row_indices must be [batch={q[0]}, 1 or heads={q[2]}, seq_len_k={k[1]}, "
+        ctx.fail(f"startend_row_indices must be [batch={q[0]}, 1, kv heads={k[2]} or heads={q[2]}, seq_len_k={k[1]}, "
                  f"{' or '.join(map(str, allowed))}] (causal={ctx.attr('causal')}), got {bounds}")
     return _outputs(ctx, q, v, q[0], q[2], q[1], k[1])
 

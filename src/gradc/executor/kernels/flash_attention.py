@@ -87,7 +87,8 @@ def _padded_setting(k) -> tuple:
     """(scale, keep, bias) of flash_attn / flashmask_attention."""
     q, key = k.x("q"), k.x("k")
     rows, cols, heads = q.shape[1], key.shape[1], q.shape[2]
-    scale = float(np.float32(1.0 / np.sqrt(q.shape[3])))
+    exact = 1.0 / np.sqrt(q.shape[3])   # the kernel's float; float64 (no CUDA kernel) keeps it exact
+    scale = exact if q.dtype == np.float64 else float(np.float32(exact))
     if k.op.type.startswith("flashmask"):
         return scale, _flashmask_keep(np.asarray(k.x("startend_row_indices")), rows, heads, k.attr("causal")), None
     keep = _causal(rows, cols) if k.attr("causal") else None
