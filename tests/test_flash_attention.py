@@ -2,9 +2,13 @@
 CPU numbers for the same attention composed of ops it runs (tools/paddle_flash_attention_programs.py), and the
 kernels' layouts and refusals on programs built here."""
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+import gradc
 from gradc.errors import ProgramError
 from test_extra_math import run
 from test_fused_llm import _translated
@@ -64,3 +68,30 @@ def test_causal_keeps_the_top_left_diagonal_when_the_lengths_differ():
 def test_refused_settings_name_themselves(attrs, mask, message):
     with pytest.raises(ProgramError, match=message):
         run("flash_attn", _inputs(mask=mask), ["out"], attrs)
+
+
+LLAMA = Path(__file__).parent / "data" / "paddle" / "flash_attention_llama"
+
+
+def _llama(program_file: str, backward: bool) -> tuple[dict, dict]:
+    """The Llama block (tools/paddle_flash_attention_llama.py) run by gradc: (its results, Paddle's numbers)."""
+    meta = json.loads((LLAMA / "meta.json").read_text())
+    program = gradc.load(LLAMA / program_file)
+    if backward:
+        gradc.append_backward(program, meta["loss"], parameter_list=[*meta["params"], "x"])
+    with np.load(LLAMA / "feed.npz") as feed, np.load(LLAMA / "expected.npz") as expected:
+        feed, expected = dict(feed), dict(expected)
+    scope = gradc.Scope()
+    for name in meta["params"]:
+        scope[name] = feed.pop(name)
+    fetches = [meta["loss"], *meta["grads"].values()]
+    got = dict(zip(["loss", *meta["grads"]], gradc.Executor().run(program, feed, fetches, scope)))
+    return got, expected
+
+
+@pytest.mark.parametrize("program_file, backward", [("forward.pb", True), ("backward.pb", False)])
+def test_llama_block_trains_by_gradcs_backward_and_by_its_own_flash_attn_grad(program_file, backward):
+    got, expected = _llama(program_file, backward)
+    assert set(got) == set(expected)
+    for name, value in expected.items():
+        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
