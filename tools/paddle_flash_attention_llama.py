@@ -1,8 +1,9 @@
-"""A small Llama decoder block as a GPU training run of Paddle 3.3.1 saves it: RMSNorm, rotary embedding (rotate
-half), grouped-query attention through the flash_attn op (causal), out projection and residual, RMSNorm, SwiGLU MLP
-and residual; loss = mean(y * w). Built in legacy static mode (tools/paddle_legacy_shim); the flash_attn op (which the CPU build cannot infer
-through) is written straight into the block with its outputs declared, and Paddle's own append_backward writes the
-backward, flash_attn_grad included. Paddle's numbers come from its CPU run, in dygraph mode, of the same block with
+"""A small Llama decoder block as a GPU training run of Paddle 3.3.1 saves it: RMSNorm, rotary embedding
+(rotate half), grouped-query attention through the flash_attn op (causal), out projection and residual, RMSNorm,
+SwiGLU MLP and residual; loss = mean(y * w). Built in legacy static mode (tools/paddle_legacy_shim); the flash_attn
+op (which the CPU build cannot infer through) is written straight into the block with its outputs declared, and
+Paddle's own append_backward writes the backward, flash_attn_grad included (its shape inference skipped: it looks
+for the CUDA kernel). Paddle's numbers come from its CPU run, in dygraph mode, of the same block with
 scaled_dot_product_attention's math path in place of flash_attn (k and v spread to the query heads by
 repeat_interleave): the loss and the gradients of every parameter and of x. Written as
 tests/data/paddle/flash_attention_llama/forward.pb, backward.pb, feed.npz (x, w, the rope tables and the
