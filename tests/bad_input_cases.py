@@ -797,6 +797,19 @@ COMPILE_TIME = {
                                                        "seq_lens": zeros(1, 1, dtype=np.int32),
                                                        "kv_seq_lens": zeros(1, 1, dtype=np.int32)}, {},
         "key's heads divide query's"),
+    "flash_attn heads": ("flash_attn", {"q": zeros(1, 2, 3, 4), "k": zeros(1, 2, 2, 4), "v": zeros(1, 2, 2, 4)}, {},
+                         "k's 2 heads must divide q's 3"),
+    "flash_attn dropout": ("flash_attn", {"q": zeros(1, 2, 2, 4), "k": zeros(1, 2, 1, 4), "v": zeros(1, 2, 1, 4)},
+                           {"dropout": 0.1}, "curand Philox"),
+    "flash_attn_unpadded cu_seqlens": ("flash_attn_unpadded", {"q": zeros(3, 2, 4), "k": zeros(3, 1, 4),
+                                                               "v": zeros(3, 1, 4), "cu_seqlens_q": i64(0, 3),
+                                                               "cu_seqlens_k": i64(0, 3)},
+                                       {"max_seqlen_q": 3, "max_seqlen_k": 3, "scale": 0.5},
+                                       "cu_seqlens_q must be int32"),
+    "flashmask_attention bounds": ("flashmask_attention", {"q": zeros(1, 3, 2, 4), "k": zeros(1, 3, 2, 4),
+                                                           "v": zeros(1, 3, 2, 4),
+                                                           "startend_row_indices": zeros(1, 1, 3, 4, dtype=np.int32)},
+                                   {"causal": True}, "1 or 2] (causal=True)"),
     "top_p_sampling ps": ("top_p_sampling", {"x": zeros(2, 4), "ps": zeros(3)}, {},
                           "ps [3] must hold one value per row of x [2, 4]"),
     "block_multihead_attention heads": ("block_multihead_attention", {
@@ -936,6 +949,12 @@ COMPILE_TIME = {
 }
 
 RUN_TIME = {
+    "flash_attn_unpadded max_seqlen": ("flash_attn_unpadded", {"q": zeros(5, 2, 4), "k": zeros(5, 1, 4),
+                                                               "v": zeros(5, 1, 4),
+                                                               "cu_seqlens_q": np.array([0, 4, 5], np.int32),
+                                                               "cu_seqlens_k": np.array([0, 2, 5], np.int32)},
+                                       {"max_seqlen_q": 3, "max_seqlen_k": 3, "scale": 0.5},
+                                       "sequence 0 has 4 query and 2 key rows, past max_seqlen_q=3"),
     "masked_multihead_attention step": ("masked_multihead_attention",
                                         {"x": zeros(1, 48), "cache_kv": zeros(2, 1, 2, 4, 8),
                                          "sequence_lengths": np.array([[4]], np.int32)}, {},

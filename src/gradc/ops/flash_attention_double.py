@@ -8,12 +8,13 @@ second derivative by name."""
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from ..errors import GradError
 from ..registry import defgrad
 from . import flash_attention  # noqa: F401  (registers the grad ops given makers here)
 from .composite import differentiate, expansion, first
+from .interp import float32
 
 
 def _reshape(f, x: str, shape: list[int]) -> str:
@@ -41,14 +42,14 @@ def attention_ops(f, g) -> str:
     qt, kt, vt = _heads_first(f, q, groups), _heads_first(f, k, 1), _heads_first(f, v, 1)
     scores = f.op("matmul_v2", {"X": qt, "Y": kt}, qt, {"trans_x": False, "trans_y": True},
                   dims=lambda s: [*s[:3], sq, sk])
-    scores = f.scale(scores, float(np.float32(1.0 / np.sqrt(d))))
+    scores = f.scale(scores, float32(1.0 / math.sqrt(d)))
     mask = first(g.I("attn_mask"))
     if mask is not None:
         mask_heads = g.shape(mask)[-3]
         scores = f.add(scores, _reshape(f, mask, [-1, *([kv_heads, groups] if mask_heads > 1 else [1, 1]), sq, sk]),
                        scores)
     if g.attr("causal"):
-        above = f.op("tril_triu", {"X": f.fill_like(scores, -np.inf)}, scores, {"diagonal": 1, "lower": False})
+        above = f.op("tril_triu", {"X": f.fill_like(scores, -math.inf)}, scores, {"diagonal": 1, "lower": False})
         scores = f.add(scores, above, scores)
     weights = f.op("softmax", {"X": scores}, scores, {"axis": -1})
     context = f.op("matmul_v2", {"X": weights, "Y": vt}, weights, {"trans_x": False, "trans_y": False},
