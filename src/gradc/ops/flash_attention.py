@@ -26,12 +26,13 @@ refuses it without that dropout). Second derivatives: gradc.ops.flash_attention_
 
 from __future__ import annotations
 
-from ..ir import VarType, dtype_name
-from ..registry import defop, grad_op
+from ..ir import AttrType, VarType, dtype_name
+from ..registry import defop, grad_op, typed
 from .infer import check_float, one_dtype
 
 FLASH_ATTRS = {"dropout": 0.0, "causal": False, "return_softmax": False, "is_test": False, "rng_name": ""}
-UNPADDED_ATTRS = {"max_seqlen_q": 0, "max_seqlen_k": 0, "scale": 0.0, **FLASH_ATTRS}
+UNPADDED_ATTRS = {"max_seqlen_q": typed(0, AttrType.LONG), "max_seqlen_k": typed(0, AttrType.LONG), "scale": 0.0,
+                  **FLASH_ATTRS}
 STATE = ["softmax", "softmax_lse", "seed_offset"]
 
 
@@ -135,7 +136,7 @@ defop("flash_attn", ["q", "k", "v", "fixed_seed_offset?", "attn_mask?"], ["out",
       infer=_flash_infer, no_grad_inputs=["fixed_seed_offset", "attn_mask"],
       grad=grad_op("q", "k", "v", "out", "softmax_lse", "seed_offset", "attn_mask"), **COMMON)
 defop("flash_attn_unpadded", ["q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "fixed_seed_offset?", "attn_mask?"],
-      ["out", *STATE], attrs=UNPADDED_ATTRS, infer=_unpadded_infer,
+      ["out", *STATE], attrs=UNPADDED_ATTRS, infer=_unpadded_infer, tensor_attrs=["max_seqlen_q", "max_seqlen_k"],
       no_grad_inputs=["cu_seqlens_q", "cu_seqlens_k", "fixed_seed_offset", "attn_mask"],
       grad=grad_op("q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "out", "softmax_lse", "seed_offset", "attn_mask"),
       **COMMON)
