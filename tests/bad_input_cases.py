@@ -806,6 +806,8 @@ COMPILE_TIME = {
                                                                "cu_seqlens_k": i64(0, 3)},
                                        {"max_seqlen_q": 3, "max_seqlen_k": 3, "scale": 0.5},
                                        "cu_seqlens_q must be int32"),
+    "flash_attn_qkvpacked groups": ("flash_attn_qkvpacked", {"qkv": zeros(1, 3, 2, 2, 4)}, {},
+                                    "heads / kv_heads + 2, kv_heads, head_dim]"),
     "flashmask_attention bounds": ("flashmask_attention", {"q": zeros(1, 3, 2, 4), "k": zeros(1, 3, 2, 4),
                                                            "v": zeros(1, 3, 2, 4),
                                                            "startend_row_indices": zeros(1, 1, 3, 4, dtype=np.int32)},

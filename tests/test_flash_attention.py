@@ -14,7 +14,7 @@ from test_extra_math import run
 from test_fused_llm import _translated
 
 CASES = ["flash_attn_causal_gqa", "flash_attn_mask_f64", "flash_attn_unpadded_causal", "flashmask_causal_lts_lte",
-         "flashmask_bidirectional_f64"]
+         "flashmask_bidirectional_f64", "flash_attn_qkvpacked_causal_gqa"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -22,9 +22,10 @@ def test_paddles_translated_program_gives_paddles_composition_and_its_gradients(
     feed, got = _translated(case)
     with np.load(f"tests/data/paddle/pir_gpu_only/{case}/expected.npz") as archive:
         expected = {name: archive[name] for name in archive.files}
-    tolerance = 1e-10 if feed["q"].dtype == np.float64 else 1e-5
+    dtype = feed["q" if "q" in feed else "qkv"].dtype
+    tolerance = 1e-10 if dtype == np.float64 else 1e-5
     for name, value in expected.items():
-        assert got[name].dtype == feed["q"].dtype
+        assert got[name].dtype == dtype
         np.testing.assert_allclose(got[name], value, rtol=tolerance, atol=tolerance, err_msg=name)
     assert got["seed_offset"].tolist() == feed.get("fixed_seed_offset", np.zeros(2, np.int64)).tolist()
 

@@ -3,10 +3,10 @@ build with its PIR API (no kernel): each case writes the legacy forward op and i
 ProgramDesc and lets Paddle's translator name the PIR ops, operands, results and attributes
 (paddle_gpu_only_translated.translated_program). The numbers come from Paddle too: its CPU run, in dygraph mode, of
 the same attention composed of ops it has CPU kernels for (scaled_dot_product_attention's math path, with
-repeat_interleave for grouped heads and the dense mask flashmask_attention's docstring converts its row indices to;
-each sequence of the unpadded op on its own), and the gradients at the fed out grad, into expected.npz. Written as
-tests/data/paddle/pir_gpu_only/<case>/program.json, feed.npz, expected.npz and meta.json; tests/test_flash_attention.py
-runs them. Not part of the package: it needs paddlepaddle.
+repeat_interleave for grouped heads, the dense mask flashmask_attention's docstring converts its row indices to, each
+sequence of the unpadded op on its own, the kernel's slices of a packed qkv), and the gradients at the fed out grad,
+into expected.npz. Written as tests/data/paddle/pir_gpu_only/<case>/program.json, feed.npz, expected.npz and
+meta.json; tests/test_flash_attention.py runs them. Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_flash_attention_programs.py [case ...]
 """
@@ -73,6 +73,20 @@ def _unpadded(lengths: list[int], heads: int, kv_heads: int, dtype: str, causal:
             "reference": lambda v: _unpadded_reference(v, causal, 0.3)}
 
 
+def _packed(b: int, s: int, groups: int, kv_heads: int, dtype: str, causal: bool) -> dict:
+    """flash_attn_qkvpacked of qkv [b, s, groups + 2, kv_heads, 8] and its grad op at a fed dout."""
+    shape, heads = [b, s, groups + 2, kv_heads, 8], groups * kv_heads
+    state = {"softmax": ("softmax", [b, heads, 128, 128], dtype), "softmax_lse": ("softmax_lse", [b, heads, 128]),
+             "seed_offset": ("seed_offset", [2], "int64")}
+    attrs = ATTRS | {"causal": causal}
+    grad_ins = {"qkv": ["qkv"], "out": ["out"], "softmax_lse": ["softmax_lse"], "seed_offset": ["seed_offset"],
+                "out@GRAD": ["dout"]}
+    ops = [("flash_attn_qkvpacked", {"qkv": ["qkv"]}, {"out": ("out", [b, s, heads, 8], dtype), **state}, attrs),
+           ("flash_attn_qkvpacked_grad", grad_ins, {"qkv@GRAD": ("qkv@GRAD", shape, dtype)}, attrs)]
+    return {"feeds": {"qkv": (shape, dtype), "dout": ([b, s, heads, 8], dtype)}, "ops": ops,
+            "reference": lambda v: _packed_reference(v, causal)}
+
+
 def _attention(q, k, v, mask, causal: bool, scale: float | None = None):
     """Paddle's CPU composition: k and v spread to the query heads, then sdpa's math path."""
     groups = q.shape[2] // k.shape[2]
@@ -122,12 +136,21 @@ def _unpadded_reference(v: dict, causal: bool, scale: float) -> dict:
     return _grads(paddle.concat(outs), t, v["dout"])
 
 
+def _packed_reference(v: dict, causal: bool) -> dict:
+    """The kernel's slices of qkv: q its first groups flattened to heads, k and v the last two."""
+    qkv = paddle.to_tensor(v["qkv"], stop_gradient=False)
+    b, s, groups, kv_heads, d = v["qkv"].shape
+    q = qkv[:, :, :groups - 2].reshape([b, s, (groups - 2) * kv_heads, d])
+    return _grads(_attention(q, qkv[:, :, groups - 2], qkv[:, :, groups - 1], None, causal), {"qkv": qkv}, v["dout"])
+
+
 CASES = {
     "flash_attn_causal_gqa": _padded("flash_attn", 2, 5, 5, 4, 2, F32, True),
     "flash_attn_mask_f64": _padded("flash_attn", 2, 4, 6, 2, 1, F64, False, mask=[2, 1, 4, 6]),
     "flash_attn_unpadded_causal": _unpadded([3, 5, 2], 4, 2, F32, True),
     "flashmask_causal_lts_lte": _padded("flashmask_attention", 2, 6, 6, 2, 2, F32, True, bounds=2),
     "flashmask_bidirectional_f64": _padded("flashmask_attention", 1, 5, 5, 2, 1, F64, False, bounds=4),
+    "flash_attn_qkvpacked_causal_gqa": _packed(2, 5, 2, 2, F32, True),
 }
 
 

@@ -65,3 +65,16 @@ REFUSED = [
     second_order("flashmask_attention", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 1)},
                  {"causal": True}),
 ]
+
+
+def packed(b: int, s: int, groups: int, kv_heads: int) -> dict:
+    """qkv [b, s, groups + 2, kv_heads, 4]: groups query heads per kv head."""
+    return {"qkv": randn(b, s, groups + 2, kv_heads, 4)}
+
+
+CASES += [
+    Case("flash_attn_qkvpacked", packed(2, 3, 1, 2)),
+    Case("flash_attn_qkvpacked", packed(1, 4, 2, 2), {"causal": True}),
+    Case("flash_attn_qkvpacked", packed(1, 3, 2, 1) | {"attn_mask": randn(1, 2, 3, 3)}),
+    second_order("flash_attn_qkvpacked", packed(1, 3, 2, 2), {"causal": True}),
+]

@@ -22,6 +22,8 @@ def attention(q, k, v, scale, mask=0.0):
 UNPADDED = {"q": Q[0], "k": K[0], "v": V[0], "cu_seqlens_q": np.array([0, 3], np.int32),
             "cu_seqlens_k": np.array([0, 4], np.int32)}
 LONGEST = {"max_seqlen_q": 3, "max_seqlen_k": 4, "scale": 0.25}
+QKV = R.standard_normal((1, 3, 3, 2, 4))   # 1 query head per kv head: q, k, v along axis 2
+PACKED = {"q": QKV[:, :, 0], "k": QKV[:, :, 1], "v": QKV[:, :, 2]}
 BOUNDS = np.full((1, 1, 4, 1), 3, np.int32)   # causal, and no column masks a row before 3
 CASES = [
     SlotCase("flash_attn", "attn_mask", {"q": Q, "k": K, "v": V, "attn_mask": MASK},
@@ -32,6 +34,10 @@ CASES = [
              {"out": attention(Q, K, V, 0.25, MASK)[0]}, LONGEST),
     SlotCase("flash_attn_unpadded", "fixed_seed_offset", {**UNPADDED, "fixed_seed_offset": SEED},
              {"out": attention(Q, K, V, 0.25)[0], "seed_offset": SEED}, LONGEST),
+    SlotCase("flash_attn_qkvpacked", "attn_mask", {"qkv": QKV, "attn_mask": MASK[..., :3]},
+             {"out": attention(*PACKED.values(), 0.5, MASK[..., :3])}),
+    SlotCase("flash_attn_qkvpacked", "fixed_seed_offset", {"qkv": QKV, "fixed_seed_offset": SEED},
+             {"out": attention(*PACKED.values(), 0.5), "seed_offset": SEED}),
     SlotCase("flashmask_attention", "fixed_seed_offset", {"q": Q, "k": K, "v": V, "startend_row_indices": BOUNDS,
                                                           "fixed_seed_offset": SEED},
              {"out": attention(Q, K, V, 0.5, np.where(np.tril(np.ones((3, 4), bool)), 0, -np.inf)),

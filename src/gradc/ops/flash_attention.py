@@ -1,6 +1,6 @@
-"""FlashAttention (paddle.nn.functional.flash_attention: flash_attention, flash_attn_unpadded, flashmask_attention;
-scaled_dot_product_attention on a GPU): Paddle 3.3.1 has CUDA kernels only (its FlashAttention-2 fork); gradc
-follows their formulas, in float64 inside:
+"""FlashAttention (paddle.nn.functional.flash_attention: flash_attention, flash_attn_unpadded, flash_attn_qkvpacked,
+flashmask_attention; scaled_dot_product_attention on a GPU): Paddle 3.3.1 has CUDA kernels only (its
+FlashAttention-2 fork); gradc follows their formulas, in float64 inside:
 
     flash_attn           q [b, sq, h, d], k [b, sk, hk, d], v [b, sk, hk, dv] (hk divides h: query head i reads kv
                          head i / (h / hk)); out [b, sq, h, dv] = softmax(q k^T / sqrt(d) + attn_mask) v per head,
@@ -12,6 +12,9 @@ follows their formulas, in float64 inside:
                          cu_seqlens_q[s + 1] of q against rows cu_seqlens_k[s] .. of k and v, with the scale
                          attribute; causal per sequence; attn_mask [b or 1, 1 or h, max_seqlen_q, max_seqlen_k] read
                          at the sequence's own positions. Rows past the last sequence are 0 (Paddle: unwritten)
+    flash_attn_qkvpacked as flash_attn, of qkv [b, s, h / hk + 2, hk, d]: q its first h / hk groups flattened to
+                         [b, s, h, d] (head g hk + j: group g of kv head j, which reads kv head (g hk + j) / (h / hk)
+                         as flash_attn's grouping does), k and v the last two
     flashmask_attention  as flash_attn, with startend_row_indices [b, 1 | hk | h, sk, 1 | 2 | 4] int32 masking rows of
                          column j: causal with 1 column, rows >= LTS; causal with 2, rows in [LTS, LTE); not causal
                          with 2, rows >= LTS and rows < UTE; not causal with 4, rows in [LTS, LTE) and [UTS, UTE)
@@ -63,7 +66,7 @@ def _check_heads(ctx, q: list[int], k: list[int], v: list[int], rank: int) -> No
 
 
 def _outputs(ctx, q, v, batch: int, heads: int, rows: int, cols: int) -> dict:
-    dtype = ctx.dtype("q")
+    dtype = ctx.dtype("q" if ctx.has("q") else "qkv")
     return {"out": ([*q[:-1], v[-1]], dtype), "softmax": ([batch, heads, rounded(rows), rounded(cols)], dtype),
             "softmax_lse": ([batch, heads, rounded(rows)], VarType.FP32), "seed_offset": ([2], VarType.INT64)}
 
@@ -131,6 +134,21 @@ def _flashmask_infer(ctx):
     return _outputs(ctx, q, v, q[0], q[2], q[1], k[1])
 
 
+def _packed_infer(ctx):
+    refuse_draws(ctx)
+    check_float(ctx, "qkv")
+    one_dtype(ctx, "qkv", *_mask_slots(ctx))
+    qkv = ctx.shape("qkv")
+    if qkv is None:
+        return {"out": (None, ctx.dtype("qkv"))}
+    if len(qkv) != 5 or (qkv[2] >= 0 and qkv[2] < 3):
+        ctx.fail(f"qkv must be [batch, seq_len, heads / kv_heads + 2, kv_heads, head_dim], got {qkv}")
+    heads = -1 if min(qkv[2], qkv[3]) < 0 else (qkv[2] - 2) * qkv[3]
+    _check_mask(ctx, heads, qkv[1], qkv[1])
+    q = [qkv[0], qkv[1], heads, qkv[4]]
+    return {**_outputs(ctx, q, q, qkv[0], heads, qkv[1], qkv[1]), "out": (q, ctx.dtype("qkv"))}
+
+
 COMMON = {"no_grad_outputs": STATE, "kernel_dtype_outputs": ["softmax_lse", "seed_offset"]}
 defop("flash_attn", ["q", "k", "v", "fixed_seed_offset?", "attn_mask?"], ["out", *STATE], attrs=FLASH_ATTRS,
       infer=_flash_infer, no_grad_inputs=["fixed_seed_offset", "attn_mask"],
@@ -143,3 +161,6 @@ defop("flash_attn_unpadded", ["q", "k", "v", "cu_seqlens_q", "cu_seqlens_k", "fi
 defop("flashmask_attention", ["q", "k", "v", "startend_row_indices", "fixed_seed_offset?"], ["out", *STATE],
       attrs=FLASH_ATTRS, infer=_flashmask_infer, no_grad_inputs=["startend_row_indices", "fixed_seed_offset"],
       grad=grad_op("q", "k", "v", "startend_row_indices", "out", "softmax_lse", "seed_offset"), **COMMON)
+defop("flash_attn_qkvpacked", ["qkv", "fixed_seed_offset?", "attn_mask?"], ["out", *STATE], attrs=FLASH_ATTRS,
+      infer=_packed_infer, no_grad_inputs=["fixed_seed_offset", "attn_mask"],
+      grad=grad_op("qkv", "out", "softmax_lse", "seed_offset", "attn_mask"), **COMMON)

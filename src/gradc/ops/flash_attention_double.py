@@ -1,10 +1,10 @@
-"""Second derivatives of gradc.ops.flash_attention. flash_attn_grad is written again as the attention in plain
-differentiable ops (transpose2, reshape2, matmul_v2 over [b, hk, h / hk, s, d] so grouped heads broadcast, scale,
-elementwise_add of attn_mask or of the causal -inf above the diagonal, softmax) and their grad ops
-(gradc.ops.composite.differentiate), so its own grad and the third derivatives follow; softmax_lse, seed_offset and
-out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad and flashmask_attention_grad mask by
-run-time values (cu_seqlens, startend_row_indices) that plain ops of known shapes cannot slice: gradc refuses their
-second derivative by name."""
+"""Second derivatives of gradc.ops.flash_attention. flash_attn_grad (and flash_attn_qkvpacked_grad, qkv sliced
+first) is written again as the attention in plain differentiable ops (transpose2, reshape2, matmul_v2 over
+[b, hk, h / hk, s, d] so grouped heads broadcast, scale, elementwise_add of attn_mask or of the causal -inf above the
+diagonal, softmax) and their grad ops (gradc.ops.composite.differentiate), so its own grad and the third derivatives
+follow; softmax_lse, seed_offset and out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad
+and flashmask_attention_grad mask by run-time values (cu_seqlens, startend_row_indices) that plain ops of known
+shapes cannot slice: gradc refuses their second derivative by name."""
 
 from __future__ import annotations
 
@@ -30,9 +30,8 @@ def _heads_first(f, x: str, groups: int) -> str:
     return _reshape(f, t, [0, heads // groups, groups, s, d])
 
 
-def attention_ops(f, g) -> str:
-    """flash_attn's out from its grad op's q, k, v (and attn_mask) in plain ops; returns out's var."""
-    q, k, v = (first(g.I(slot)) for slot in ("q", "k", "v"))
+def attention_ops(f, g, q: str, k: str, v: str) -> str:
+    """flash_attn's out of q, k, v (and the grad op's attn_mask) in plain ops; returns out's var."""
     shapes = [g.shape(x) for x in (q, k, v)]
     if any(shape is None or any(d < 0 for d in shape[1:]) for shape in shapes):
         raise GradError(f"{g.fwd.type}: q, k and v need known dims but the batch for a second derivative, got "
@@ -59,13 +58,30 @@ def attention_ops(f, g) -> str:
                 dims=lambda s: [s[0], s[2], s[1], s[3]])
 
 
-@expansion
-def _flash_attn_again(f, g):
-    out = attention_ops(f, g)
-    inputs = {slot: first(g.I(slot)) for slot in ("q", "k", "v")}
+def _grads_again(f, g, out: str, inputs: dict[str, str]) -> dict[str, str]:
+    """The grad op's outputs: out's backward at out@GRAD to the grad op's differentiated inputs."""
     targets = {var: g.tmp(var) for var in inputs.values()}
     f.ops += differentiate(g, f.ops, {out: first(g.I("out@GRAD"))}, targets)
     return {f"{slot}@GRAD": targets[var] for slot, var in inputs.items()}
+
+
+@expansion
+def _flash_attn_again(f, g):
+    inputs = {slot: first(g.I(slot)) for slot in ("q", "k", "v")}
+    return _grads_again(f, g, attention_ops(f, g, *inputs.values()), inputs)
+
+
+@expansion
+def _packed_again(f, g):
+    """qkv [b, s, h / hk + 2, hk, d] sliced into q [b, s, h, d], k and v [b, s, hk, d], then as flash_attn."""
+    qkv = first(g.I("qkv"))
+    shape = g.shape(qkv)
+    if shape is None or any(d < 0 for d in shape[1:]):
+        raise GradError(f"{g.fwd.type}: qkv needs known dims but the batch for a second derivative, got {shape}")
+    _, s, groups, kv_heads, d = shape
+    q = _reshape(f, f.slice(qkv, 2, 0, groups - 2), [0, s, (groups - 2) * kv_heads, d])
+    k, v = (_reshape(f, f.slice(qkv, 2, i, i + 1), [0, s, kv_heads, d]) for i in (groups - 2, groups - 1))
+    return _grads_again(f, g, attention_ops(f, g, q, k, v), {"qkv": qkv})
 
 
 def _refused(g):
@@ -74,6 +90,8 @@ def _refused(g):
 
 
 defgrad("flash_attn_grad", grad=_flash_attn_again,
+        no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
+defgrad("flash_attn_qkvpacked_grad", grad=_packed_again,
         no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
 defgrad("flash_attn_unpadded_grad", grad=_refused)
 defgrad("flashmask_attention_grad", grad=_refused)

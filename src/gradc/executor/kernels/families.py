@@ -47,7 +47,7 @@ FAMILIES = {
     "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "flash_attention": ("flash_attn", "flashmask_attention", "flash_attn_grad", "flashmask_attention_grad",
-        "flash_attn_unpadded", "flash_attn_unpadded_grad"),
+        "flash_attn_unpadded", "flash_attn_unpadded_grad", "flash_attn_qkvpacked", "flash_attn_qkvpacked_grad"),
     "fused_attention": ("fused_attention", "fused_attention_grad"),
     "fused_dropout": ("fused_dropout_add", "fused_dropout_add_grad"),
     "fused_ffn": ("fused_feedforward", "fused_feedforward_grad"),

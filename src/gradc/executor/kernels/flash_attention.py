@@ -83,26 +83,31 @@ def _flashmask_keep(bounds: np.ndarray, rows: int, heads: int, causal: bool) -> 
     return ~(((row >= column[0]) & (row < column[1])) | ((row >= column[2]) & (row < column[3])))
 
 
+def _scale(q: np.ndarray) -> float:
+    """1 / sqrt(head_dim) as the kernel's float; float64 (no CUDA kernel) keeps it exact."""
+    exact = 1.0 / np.sqrt(q.shape[-1])
+    return exact if q.dtype == np.float64 else float(np.float32(exact))
+
+
 def _padded_setting(k) -> tuple:
     """(scale, keep, bias) of flash_attn / flashmask_attention."""
     q, key = k.x("q"), k.x("k")
     rows, cols, heads = q.shape[1], key.shape[1], q.shape[2]
-    exact = 1.0 / np.sqrt(q.shape[3])   # the kernel's float; float64 (no CUDA kernel) keeps it exact
-    scale = exact if q.dtype == np.float64 else float(np.float32(exact))
+    scale = _scale(q)
     if k.op.type.startswith("flashmask"):
         return scale, _flashmask_keep(np.asarray(k.x("startend_row_indices")), rows, heads, k.attr("causal")), None
     keep = _causal(rows, cols) if k.attr("causal") else None
     return scale, keep, _mask_bias(k.optional("attn_mask"), heads)
 
 
-def _state(k, lse: np.ndarray, rows: int, cols: int, batch: int) -> dict:
-    """softmax (zeros: never returned), softmax_lse packed as the kernel writes it, seed_offset."""
+def _state(k, lse: np.ndarray, rows: int, cols: int, batch: int, dtype) -> dict:
+    """softmax (zeros of q's dtype: never returned), softmax_lse packed as the kernel writes it, seed_offset."""
     heads = lse.shape[1]
     packed = np.zeros(batch * heads * rounded(rows), np.float32)
     packed[:lse.size] = lse.ravel()
     fixed = k.optional("fixed_seed_offset")
     seed = np.zeros(2, np.int64) if fixed is None else np.asarray(fixed, np.int64).reshape(-1)[:2]
-    return {"softmax": lambda: np.zeros((batch, heads, rounded(rows), rounded(cols)), k.x("q").dtype),
+    return {"softmax": lambda: np.zeros((batch, heads, rounded(rows), rounded(cols)), dtype),
             "softmax_lse": lambda: packed.reshape(batch, heads, rounded(rows)), "seed_offset": lambda: seed}
 
 
@@ -111,7 +116,7 @@ def flash_attn(k):
     q = k.x("q")
     scale, keep, bias = _padded_setting(k)
     result = attend(_f64(q), _f64(k.x("k")), _f64(k.x("v")), scale, keep, bias)
-    state = _state(k, result["lse"], q.shape[1], k.x("k").shape[1], q.shape[0])
+    state = _state(k, result["lse"], q.shape[1], k.x("k").shape[1], q.shape[0], q.dtype)
     return k.grads({"out": lambda: result["out"].astype(q.dtype), **state})
 
 
@@ -159,7 +164,7 @@ def flash_attn_unpadded(k):
         result = attend(q[None, query_rows], key[None, key_rows], value[None, key_rows], k.attr("scale"), keep, bias)
         out[query_rows] = result["out"][0]
         lse[s, :, :result["lse"].shape[2]] = result["lse"][0]
-    state = _state(k, lse, rows, k.attr("max_seqlen_k"), len(sequences))
+    state = _state(k, lse, rows, k.attr("max_seqlen_k"), len(sequences), k.x("q").dtype)
     return k.grads({"out": lambda: out.astype(k.x("q").dtype), **state})
 
 
@@ -177,3 +182,34 @@ def flash_attn_unpadded_grad(k):
         grads[0][query_rows], grads[1][key_rows], grads[2][key_rows] = dq[0], dk[0], dv[0]
     return k.grads({f"{slot}@GRAD": (lambda g=g, x=x: g.astype(x.dtype))
                     for slot, g, x in zip(("q", "k", "v"), grads, inputs)})
+
+
+def _unpacked(qkv: np.ndarray) -> tuple:
+    """q [b, s, h, d], k, v [b, s, hk, d] of qkv [b, s, h / hk + 2, hk, d] (the kernel's flattened slices)."""
+    b, s, groups, kv_heads, d = qkv.shape
+    return qkv[:, :, :-2].reshape(b, s, (groups - 2) * kv_heads, d), qkv[:, :, -2], qkv[:, :, -1]
+
+
+def _packed_setting(k) -> tuple:
+    """(q, k, v, scale, keep, bias) of flash_attn_qkvpacked and its grad."""
+    qkv = k.x("qkv")
+    q, key, value = _unpacked(_f64(qkv))
+    keep = _causal(q.shape[1], q.shape[1]) if k.attr("causal") else None
+    return q, key, value, _scale(qkv), keep, _mask_bias(k.optional("attn_mask"), q.shape[2])
+
+
+@kernel("flash_attn_qkvpacked")
+def flash_attn_qkvpacked(k):
+    qkv = k.x("qkv")
+    result = attend(*_packed_setting(k))
+    state = _state(k, result["lse"], qkv.shape[1], qkv.shape[1], qkv.shape[0], qkv.dtype)
+    return k.grads({"out": lambda: result["out"].astype(qkv.dtype), **state})
+
+
+@kernel("flash_attn_qkvpacked_grad")
+def flash_attn_qkvpacked_grad(k):
+    qkv = k.x("qkv")
+    q, key, value, scale, keep, bias = _packed_setting(k)
+    dq, dk, dv = attend_grad(q, key, value, scale, _f64(k.x("out@GRAD")), keep, bias)
+    grad = np.concatenate([dq.reshape(*qkv.shape[:2], -1, *qkv.shape[3:]), dk[:, :, None], dv[:, :, None]], axis=2)
+    return k.grads({"qkv@GRAD": lambda: grad.astype(qkv.dtype)})

@@ -23,6 +23,10 @@ ROWS = [
         f" attn_mask?:attn_mask {LONGEST}", STATE, f"scale:f32 {ATTRS}"),
     row("pd_op.flash_attn_unpadded_grad", "flash_attn_unpadded_grad", f"{QKV} {CU} {SAVED} attn_mask?:attn_mask"
         f" out_grad:out@GRAD {LONGEST}", GRADS, f"scale:f32 {GRAD_ATTRS}"),
+    row("pd_op.flash_attn_qkvpacked", "flash_attn_qkvpacked", "qkv:qkv fixed_seed_offset?:fixed_seed_offset"
+        " attn_mask?:attn_mask", STATE, ATTRS),
+    row("pd_op.flash_attn_qkvpacked_grad", "flash_attn_qkvpacked_grad", f"qkv:qkv {SAVED} attn_mask?:attn_mask"
+        " out_grad:out@GRAD", "qkv_grad:qkv@GRAD", GRAD_ATTRS),
     row("pd_op.flashmask_attention", "flashmask_attention", f"{QKV} startend_row_indices:startend_row_indices"
         " fixed_seed_offset?:fixed_seed_offset", STATE, ATTRS),
     row("pd_op.flashmask_attention_grad", "flashmask_attention_grad", f"{QKV} startend_row_indices:startend_row_indices"
