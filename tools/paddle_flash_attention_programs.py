@@ -1,10 +1,11 @@
 """PIR programs of Paddle 3.3.1's FlashAttention ops (gradc.ops.flash_attention), which its CPU build cannot run or
-build with its PIR API (no kernel): each case writes the legacy forward op and its grad op straight into a legacy
-ProgramDesc and lets Paddle's translator name the PIR ops, operands, results and attributes
-(paddle_gpu_only_translated.translated_program). The numbers come from Paddle too: its CPU run, in dygraph mode, of
-the same attention composed of ops it has CPU kernels for (scaled_dot_product_attention's math path, with
-repeat_interleave for grouped heads, the dense mask flashmask_attention's docstring converts its row indices to, each
-sequence of the unpadded op on its own, the kernel's slices of a packed qkv), and the gradients at the fed out grad,
+build with its PIR API (no kernel): each case writes the legacy forward op and its grad op (or flash_attn and
+calc_reduced_attn_scores of its softmax_lse) straight into a legacy ProgramDesc and lets Paddle's translator name
+the PIR ops, operands, results and attributes (paddle_gpu_only_translated.translated_program). The numbers come
+from Paddle too: its CPU run, in dygraph mode, of the same attention composed of ops it has CPU kernels for
+(scaled_dot_product_attention's math path, with repeat_interleave for grouped heads, the dense mask
+flashmask_attention's docstring converts its row indices to, each sequence of the unpadded op on its own, the
+kernel's slices of a packed qkv; logsumexp and exp for the reduced scores), and the gradients at the fed out grad,
 into expected.npz. Written as tests/data/paddle/pir_gpu_only/<case>/program.json, feed.npz, expected.npz and
 meta.json; tests/test_flash_attention.py runs them. Not part of the package: it needs paddlepaddle.
 
@@ -87,6 +88,29 @@ def _packed(b: int, s: int, groups: int, kv_heads: int, dtype: str, causal: bool
             "reference": lambda v: _packed_reference(v, causal)}
 
 
+def _reduced(b: int, s: int, heads: int, kv_heads: int) -> dict:
+    """flash_attn (causal) and calc_reduced_attn_scores of its softmax_lse."""
+    shapes = {"q": [b, s, heads, 8], "k": [b, s, kv_heads, 8], "v": [b, s, kv_heads, 8]}
+    state = {"softmax": ("softmax", [b, heads, 128, 128]), "softmax_lse": ("softmax_lse", [b, heads, 128]),
+             "seed_offset": ("seed_offset", [2], "int64")}
+    ops = [("flash_attn", {slot: [slot] for slot in shapes}, {"out": ("out", [b, s, heads, 8]), **state},
+            ATTRS | {"causal": True}),
+           ("calc_reduced_attn_scores", {"q": ["q"], "k": ["k"], "softmax_lse": ["softmax_lse"]},
+            {"reduced_scores": ("reduced_scores", [b, heads, 1, s])}, {})]
+    return {"feeds": {name: (shape, F32) for name, shape in shapes.items()}, "ops": ops,
+            "reference": _reduced_reference}
+
+
+def _reduced_reference(v: dict) -> dict:
+    """Every row's probabilities against every key with the causal row's log sum exp, summed over the rows."""
+    q, k = (paddle.to_tensor(v[name]) for name in ("q", "k"))
+    k = paddle.repeat_interleave(k, q.shape[2] // k.shape[2], axis=2)
+    scores = paddle.matmul(q.transpose([0, 2, 1, 3]), k.transpose([0, 2, 1, 3]), transpose_y=True) / np.sqrt(8)
+    causal = paddle.triu(paddle.full(scores.shape[-2:], -np.inf), 1)
+    lse = paddle.logsumexp(scores + causal, axis=-1, keepdim=True)
+    return {"reduced_scores": paddle.exp(scores - lse).sum(axis=2, keepdim=True).numpy()}
+
+
 def _attention(q, k, v, mask, causal: bool, scale: float | None = None):
     """Paddle's CPU composition: k and v spread to the query heads, then sdpa's math path."""
     groups = q.shape[2] // k.shape[2]
@@ -151,6 +175,7 @@ CASES = {
     "flashmask_causal_lts_lte": _padded("flashmask_attention", 2, 6, 6, 2, 2, F32, True, bounds=2),
     "flashmask_bidirectional_f64": _padded("flashmask_attention", 1, 5, 5, 2, 1, F64, False, bounds=4),
     "flash_attn_qkvpacked_causal_gqa": _packed(2, 5, 2, 2, F32, True),
+    "calc_reduced_attn_scores_causal_gqa": _reduced(2, 5, 4, 2),
 }
 
 

@@ -1,6 +1,6 @@
 """FlashAttention (paddle.nn.functional.flash_attention: flash_attention, flash_attn_unpadded, flash_attn_qkvpacked,
-flashmask_attention; scaled_dot_product_attention on a GPU): Paddle 3.3.1 has CUDA kernels only (its
-FlashAttention-2 fork); gradc follows their formulas, in float64 inside:
+flashmask_attention, calc_reduced_attention_scores; scaled_dot_product_attention on a GPU): Paddle 3.3.1 has CUDA
+kernels only (its FlashAttention-2 fork); gradc follows their formulas, in float64 inside:
 
     flash_attn           q [b, sq, h, d], k [b, sk, hk, d], v [b, sk, hk, dv] (hk divides h: query head i reads kv
                          head i / (h / hk)); out [b, sq, h, dv] = softmax(q k^T / sqrt(d) + attn_mask) v per head,
@@ -15,6 +15,8 @@ FlashAttention-2 fork); gradc follows their formulas, in float64 inside:
     flash_attn_qkvpacked as flash_attn, of qkv [b, s, h / hk + 2, hk, d]: q its first h / hk groups flattened to
                          [b, s, h, d] (head g hk + j: group g of kv head j, which reads kv head (g hk + j) / (h / hk)
                          as flash_attn's grouping does), k and v the last two
+    calc_reduced_attn_scores  reduced_scores [b, h, 1, sk] float32 = sum over rows i of exp(q_i k_j / sqrt(d) -
+                         lse_i), lse read from flash_attn's softmax_lse as packed (no causal mask; no gradient)
     flashmask_attention  as flash_attn, with startend_row_indices [b, 1 | hk | h, sk, 1 | 2 | 4] int32 masking rows of
                          column j: causal with 1 column, rows >= LTS; causal with 2, rows in [LTS, LTE); not causal
                          with 2, rows >= LTS and rows < UTE; not causal with 4, rows in [LTS, LTE) and [UTS, UTE)
@@ -30,7 +32,7 @@ refuses it without that dropout). Second derivatives: gradc.ops.flash_attention_
 from __future__ import annotations
 
 from ..ir import AttrType, VarType, dtype_name
-from ..registry import defop, grad_op, typed
+from ..registry import NO_GRAD, defop, grad_op, typed
 from .infer import check_float, one_dtype
 
 FLASH_ATTRS = {"dropout": 0.0, "causal": False, "return_softmax": False, "is_test": False, "rng_name": ""}
@@ -149,6 +151,21 @@ def _packed_infer(ctx):
     return {**_outputs(ctx, q, q, qkv[0], heads, qkv[1], qkv[1]), "out": (q, ctx.dtype("qkv"))}
 
 
+def _reduced_infer(ctx):
+    check_float(ctx, "q")
+    one_dtype(ctx, "q", "k")
+    if ctx.dtype("softmax_lse") not in (None, VarType.FP32):
+        ctx.fail(f"softmax_lse must be float32 (flash_attn's), got {dtype_name(ctx.dtype('softmax_lse'))}")
+    q, k, lse = (ctx.shape(slot) for slot in ("q", "k", "softmax_lse"))
+    if q is None or k is None:
+        return {"reduced_scores": (None, VarType.FP32)}
+    _check_heads(ctx, q, k, k, 4)
+    if lse is not None and (len(lse) != 3 or lse[0] not in (q[0], -1) or lse[1] not in (q[2], -1)
+                            or lse[2] not in (rounded(q[1]), -1)):
+        ctx.fail(f"softmax_lse must be flash_attn's [batch={q[0]}, heads={q[2]}, {rounded(q[1])}], got {lse}")
+    return {"reduced_scores": ([q[0], q[2], 1, k[1]], VarType.FP32)}
+
+
 COMMON = {"no_grad_outputs": STATE, "kernel_dtype_outputs": ["softmax_lse", "seed_offset"]}
 defop("flash_attn", ["q", "k", "v", "fixed_seed_offset?", "attn_mask?"], ["out", *STATE], attrs=FLASH_ATTRS,
       infer=_flash_infer, no_grad_inputs=["fixed_seed_offset", "attn_mask"],
@@ -164,3 +181,4 @@ defop("flashmask_attention", ["q", "k", "v", "startend_row_indices", "fixed_seed
 defop("flash_attn_qkvpacked", ["qkv", "fixed_seed_offset?", "attn_mask?"], ["out", *STATE], attrs=FLASH_ATTRS,
       infer=_packed_infer, no_grad_inputs=["fixed_seed_offset", "attn_mask"],
       grad=grad_op("qkv", "out", "softmax_lse", "seed_offset", "attn_mask"), **COMMON)
+defop("calc_reduced_attn_scores", ["q", "k", "softmax_lse"], ["reduced_scores"], infer=_reduced_infer, grad=NO_GRAD)

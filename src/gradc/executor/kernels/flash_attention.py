@@ -213,3 +213,15 @@ def flash_attn_qkvpacked_grad(k):
     dq, dk, dv = attend_grad(q, key, value, scale, _f64(k.x("out@GRAD")), keep, bias)
     grad = np.concatenate([dq.reshape(*qkv.shape[:2], -1, *qkv.shape[3:]), dk[:, :, None], dv[:, :, None]], axis=2)
     return k.grads({"qkv@GRAD": lambda: grad.astype(qkv.dtype)})
+
+
+@kernel("calc_reduced_attn_scores")
+def calc_reduced_attn_scores(k):
+    """Each key's probabilities summed over the query rows, every row against every key, with the row's lse as
+    flash_attn packed it (a row of lse inf adds 0)."""
+    q, key = _f64(k.x("q")), _f64(k.x("k"))
+    b, rows, heads, _ = q.shape
+    lse = np.asarray(k.x("softmax_lse"), np.float64).reshape(-1)[:b * heads * rows].reshape(b, heads, rows, 1)
+    scores = np.einsum("bqhd,bkhd->bhqk", q, _by_query_head(key, heads)) * _scale(k.x("q"))
+    with np.errstate(over="ignore"):
+        return {"reduced_scores": np.exp(scores - lse).sum(2, keepdims=True).astype(np.float32)}

@@ -27,6 +27,8 @@ ROWS = [
         " attn_mask?:attn_mask", STATE, ATTRS),
     row("pd_op.flash_attn_qkvpacked_grad", "flash_attn_qkvpacked_grad", f"qkv:qkv {SAVED} attn_mask?:attn_mask"
         " out_grad:out@GRAD", "qkv_grad:qkv@GRAD", GRAD_ATTRS),
+    row("pd_op.calc_reduced_attn_scores", "calc_reduced_attn_scores", "q:q k:k softmax_lse:softmax_lse",
+        "reduced_scores:reduced_scores"),
     row("pd_op.flashmask_attention", "flashmask_attention", f"{QKV} startend_row_indices:startend_row_indices"
         " fixed_seed_offset?:fixed_seed_offset", STATE, ATTRS),
     row("pd_op.flashmask_attention_grad", "flashmask_attention_grad", f"{QKV} startend_row_indices:startend_row_indices"
