@@ -62,7 +62,7 @@ def _causal(rows: int, cols: int) -> np.ndarray:
     return np.arange(cols)[None, :] <= np.arange(rows)[:, None]
 
 
-def _mask_bias(mask, heads: int) -> np.ndarray | None:
+def _mask_bias(mask) -> np.ndarray | None:
     """attn_mask [..., 1 or h, sq, sk] with its leading dims flattened (the kernel's 4-d view)."""
     if mask is None:
         return None
@@ -97,7 +97,7 @@ def _padded_setting(k) -> tuple:
     if k.op.type.startswith("flashmask"):
         return scale, _flashmask_keep(np.asarray(k.x("startend_row_indices")), rows, heads, k.attr("causal")), None
     keep = _causal(rows, cols) if k.attr("causal") else None
-    return scale, keep, _mask_bias(k.optional("attn_mask"), heads)
+    return scale, keep, _mask_bias(k.optional("attn_mask"))
 
 
 def _state(k, lse: np.ndarray, rows: int, cols: int, batch: int, dtype) -> dict:
@@ -139,7 +139,7 @@ def _sequences(k) -> list[tuple[slice, slice, np.ndarray | None, np.ndarray | No
     if starts_q[-1] > k.x("q").shape[0] or starts_k[-1] > k.x("k").shape[0]:
         raise ValueError(f"cu_seqlens_q ends at {starts_q[-1]}, cu_seqlens_k at {starts_k[-1]}: past q's "
                          f"{k.x('q').shape[0]} or k's {k.x('k').shape[0]} rows")
-    mask = _mask_bias(k.optional("attn_mask"), k.x("q").shape[1])
+    mask = _mask_bias(k.optional("attn_mask"))
     result = []
     for s in range(len(starts_q) - 1):
         rows, cols = starts_q[s + 1] - starts_q[s], starts_k[s + 1] - starts_k[s]
@@ -195,7 +195,7 @@ def _packed_setting(k) -> tuple:
     qkv = k.x("qkv")
     q, key, value = _unpacked(_f64(qkv))
     keep = _causal(q.shape[1], q.shape[1]) if k.attr("causal") else None
-    return q, key, value, _scale(qkv), keep, _mask_bias(k.optional("attn_mask"), q.shape[2])
+    return q, key, value, _scale(qkv), keep, _mask_bias(k.optional("attn_mask"))
 
 
 @kernel("flash_attn_qkvpacked")
