@@ -254,8 +254,8 @@ def translated_program(spec: dict):
     main._sync_with_cpp()
     program = paddle.pir.translate_to_pir(main.desc)
     values = {}
-    translated = [op for op in program.global_block().ops   # builtin.combine gathers a list operand
-                  if op.name() != "pd_op.data" and not op.name().startswith("builtin.")]
+    types = {f"pd_op.{op_type}" for op_type, *_ in spec["ops"]}   # pd_op.full makes a scalar operand
+    translated = [op for op in program.global_block().ops if op.name().rstrip("_") in types]
     for op, (op_type, _, outs, _) in zip(translated, spec["ops"]):
         assert op.name() in (f"pd_op.{op_type}", f"pd_op.{op_type}_"), (op.name(), op_type)   # _: in place
         results = dict(zip(op.get_output_names(), op.results()))

@@ -37,6 +37,8 @@ LEFT_OUT = {
     "moe_gate_dispatch": "moe_gate_dispatch_grad refuses (moe.py lists it as refused)",
     "moe_gate_dispatch_permute": "moe_gate_dispatch_permute_grad refuses (moe.py lists it as refused)",
     "moe_gate_dispatch_auto": "moe_gate_dispatch_auto_grad refuses (moe.py lists it as refused)",
+    "flash_attn_unpadded": "flash_attn_unpadded_grad refuses (flash_attention.py lists it as refused)",
+    "flashmask_attention": "flashmask_attention_grad refuses (flash_attention.py lists it as refused)",
 }
 
 

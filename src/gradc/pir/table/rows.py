@@ -13,6 +13,7 @@ from . import (
     detection_rows,
     detection_v1_rows,
     extra_math_rows,
+    flash_attention_rows,
     fused_llm_rows,
     fused_transformer_rows,
     grad_rows,
@@ -100,6 +101,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + tensor_inplace_rows.ROWS
                + compat_rows.ROWS
+               + flash_attention_rows.ROWS
                + SPECIAL)
 
 

@@ -1,0 +1,97 @@
+"""Second derivatives of gradc.ops.flash_attention. flash_attn_grad (and flash_attn_qkvpacked_grad, qkv sliced
+first) is written again as the attention in plain differentiable ops (transpose2, reshape2, matmul_v2 over
+[b, hk, h / hk, s, d] so grouped heads broadcast, scale, elementwise_add of attn_mask or of the causal -inf above the
+diagonal, softmax) and their grad ops (gradc.ops.composite.differentiate), so its own grad and the third derivatives
+follow; softmax_lse, seed_offset and out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad
+and flashmask_attention_grad mask by run-time values (cu_seqlens, startend_row_indices) that plain ops of known
+shapes cannot slice: gradc refuses their second derivative by name."""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import GradError
+from ..registry import defgrad
+from . import flash_attention  # noqa: F401  (registers the grad ops given makers here)
+from .composite import differentiate, expansion, first
+from .interp import float32
+
+
+def _reshape(f, x: str, shape: list[int]) -> str:
+    return f.op("reshape2", {"X": x}, x, {"shape": shape}, more={"XShape": f.xshape(x)},
+                dims=lambda s: [s[i] if d == 0 else d for i, d in enumerate(shape)])
+
+
+def _heads_first(f, x: str, groups: int) -> str:
+    """[b, s, heads, d] -> [b, heads / groups, groups, s, d]."""
+    t = f.op("transpose2", {"X": x}, x, {"axis": [0, 2, 1, 3]}, more={"XShape": f.xshape(x)},
+             dims=lambda s: [s[0], s[2], s[1], s[3]])
+    _, s, heads, d = f.g.shape(x)
+    return _reshape(f, t, [0, heads // groups, groups, s, d])
+
+
+def attention_ops(f, g, q: str, k: str, v: str) -> str:
+    """flash_attn's out of q, k, v (and the grad op's attn_mask) in plain ops; returns out's var."""
+    shapes = [g.shape(x) for x in (q, k, v)]
+    if any(shape is None or any(d < 0 for d in shape[1:]) for shape in shapes):
+        raise GradError(f"{g.fwd.type}: q, k and v need known dims but the batch for a second derivative, got "
+                        f"{shapes}")
+    (_, sq, heads, d), (_, sk, kv_heads, _), (*_, dv) = shapes
+    groups = heads // kv_heads
+    qt, kt, vt = _heads_first(f, q, groups), _heads_first(f, k, 1), _heads_first(f, v, 1)
+    scores = f.op("matmul_v2", {"X": qt, "Y": kt}, qt, {"trans_x": False, "trans_y": True},
+                  dims=lambda s: [*s[:3], sq, sk])
+    scores = f.scale(scores, float32(1.0 / math.sqrt(d)))
+    mask = first(g.I("attn_mask"))
+    if mask is not None:
+        mask_heads = g.shape(mask)[-3]
+        scores = f.add(scores, _reshape(f, mask, [-1, *([kv_heads, groups] if mask_heads > 1 else [1, 1]), sq, sk]),
+                       scores)
+    if g.attr("causal"):
+        above = f.op("tril_triu", {"X": f.fill_like(scores, -math.inf)}, scores, {"diagonal": 1, "lower": False})
+        scores = f.add(scores, above, scores)
+    weights = f.op("softmax", {"X": scores}, scores, {"axis": -1})
+    context = f.op("matmul_v2", {"X": weights, "Y": vt}, weights, {"trans_x": False, "trans_y": False},
+                   dims=lambda s: [*s[:4], dv])
+    merged = _reshape(f, context, [0, heads, sq, dv])
+    return f.op("transpose2", {"X": merged}, merged, {"axis": [0, 2, 1, 3]}, more={"XShape": f.xshape(merged)},
+                dims=lambda s: [s[0], s[2], s[1], s[3]])
+
+
+def _grads_again(f, g, out: str, inputs: dict[str, str]) -> dict[str, str]:
+    """The grad op's outputs: out's backward at out@GRAD to the grad op's differentiated inputs."""
+    targets = {var: g.tmp(var) for var in inputs.values()}
+    f.ops += differentiate(g, f.ops, {out: first(g.I("out@GRAD"))}, targets)
+    return {f"{slot}@GRAD": targets[var] for slot, var in inputs.items()}
+
+
+@expansion
+def _flash_attn_again(f, g):
+    inputs = {slot: first(g.I(slot)) for slot in ("q", "k", "v")}
+    return _grads_again(f, g, attention_ops(f, g, *inputs.values()), inputs)
+
+
+@expansion
+def _packed_again(f, g):
+    """qkv [b, s, h / hk + 2, hk, d] sliced into q [b, s, h, d], k and v [b, s, hk, d], then as flash_attn."""
+    qkv = first(g.I("qkv"))
+    shape = g.shape(qkv)
+    if shape is None or any(d < 0 for d in shape[1:]):
+        raise GradError(f"{g.fwd.type}: qkv needs known dims but the batch for a second derivative, got {shape}")
+    _, s, groups, kv_heads, d = shape
+    q = _reshape(f, f.slice(qkv, 2, 0, groups - 2), [0, s, (groups - 2) * kv_heads, d])
+    k, v = (_reshape(f, f.slice(qkv, 2, i, i + 1), [0, s, kv_heads, d]) for i in (groups - 2, groups - 1))
+    return _grads_again(f, g, attention_ops(f, g, q, k, v), {"qkv": qkv})
+
+
+def _refused(g):
+    raise GradError(f"{g.fwd.type}: no second derivative in gradc (its mask comes from run-time values that plain "
+                    "ops of known shapes cannot rebuild)")
+
+
+defgrad("flash_attn_grad", grad=_flash_attn_again,
+        no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
+defgrad("flash_attn_qkvpacked_grad", grad=_packed_again,
+        no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
+defgrad("flash_attn_unpadded_grad", grad=_refused)
+defgrad("flashmask_attention_grad", grad=_refused)

@@ -1,0 +1,36 @@
+"""Rows: FlashAttention's ops (gradc.ops.flash_attention), named as Paddle 3.3.1's translation of their legacy ops
+names them (tools/paddle_flash_attention_programs.py); max_seqlen_q / max_seqlen_k are PIR operands (pd_op.full)."""
+
+from __future__ import annotations
+
+from . import row
+
+QKV = "q:q k:k v:v"
+STATE = "out:out softmax:softmax softmax_lse:softmax_lse seed_offset:seed_offset"
+ATTRS = "dropout:f32 causal:bool return_softmax:bool is_test:bool rng_name:str"
+GRAD_ATTRS = "dropout:f32 causal:bool"
+SAVED = "out:out softmax_lse:softmax_lse seed_offset:seed_offset"
+GRADS = "q_grad:q@GRAD k_grad:k@GRAD v_grad:v@GRAD"
+CU = "cu_seqlens_q:cu_seqlens_q cu_seqlens_k:cu_seqlens_k"
+LONGEST = "max_seqlen_q>max_seqlen_q:long max_seqlen_k>max_seqlen_k:long"
+
+ROWS = [
+    row("pd_op.flash_attn", "flash_attn", f"{QKV} fixed_seed_offset?:fixed_seed_offset attn_mask?:attn_mask", STATE,
+        ATTRS),
+    row("pd_op.flash_attn_grad", "flash_attn_grad", f"{QKV} {SAVED} attn_mask?:attn_mask out_grad:out@GRAD", GRADS,
+        GRAD_ATTRS),
+    row("pd_op.flash_attn_unpadded", "flash_attn_unpadded", f"{QKV} {CU} fixed_seed_offset?:fixed_seed_offset"
+        f" attn_mask?:attn_mask {LONGEST}", STATE, f"scale:f32 {ATTRS}"),
+    row("pd_op.flash_attn_unpadded_grad", "flash_attn_unpadded_grad", f"{QKV} {CU} {SAVED} attn_mask?:attn_mask"
+        f" out_grad:out@GRAD {LONGEST}", GRADS, f"scale:f32 {GRAD_ATTRS}"),
+    row("pd_op.flash_attn_qkvpacked", "flash_attn_qkvpacked", "qkv:qkv fixed_seed_offset?:fixed_seed_offset"
+        " attn_mask?:attn_mask", STATE, ATTRS),
+    row("pd_op.flash_attn_qkvpacked_grad", "flash_attn_qkvpacked_grad", f"qkv:qkv {SAVED} attn_mask?:attn_mask"
+        " out_grad:out@GRAD", "qkv_grad:qkv@GRAD", GRAD_ATTRS),
+    row("pd_op.calc_reduced_attn_scores", "calc_reduced_attn_scores", "q:q k:k softmax_lse:softmax_lse",
+        "reduced_scores:reduced_scores"),
+    row("pd_op.flashmask_attention", "flashmask_attention", f"{QKV} startend_row_indices:startend_row_indices"
+        " fixed_seed_offset?:fixed_seed_offset", STATE, ATTRS),
+    row("pd_op.flashmask_attention_grad", "flashmask_attention_grad", f"{QKV} startend_row_indices:startend_row_indices"
+        f" {SAVED} out_grad:out@GRAD", GRADS, GRAD_ATTRS),
+]

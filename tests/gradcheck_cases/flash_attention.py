@@ -1,0 +1,80 @@
+"""Cases for FlashAttention's ops (gradc.ops.flash_attention): grouped-query heads, causal with query and key lengths
+that differ (the top-left diagonal), an additive attn_mask, variable-length sequences (one of them empty and rows
+past the last sequence), and each form of flashmask's startend_row_indices."""
+
+import numpy as np
+
+from . import Case, rng
+from .second_order import second_order
+
+r = rng(131)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def qkv(b: int, sq: int, sk: int, heads: int, kv_heads: int, d: int = 4) -> dict:
+    return {"q": randn(b, sq, heads, d), "k": randn(b, sk, kv_heads, d), "v": randn(b, sk, kv_heads, d)}
+
+
+def varlen(lengths_q: list[int], lengths_k: list[int], heads: int, kv_heads: int, spare: int = 0) -> dict:
+    """Packed sequences of these lengths (spare: q rows past the last sequence)."""
+    inputs = {"q": randn(sum(lengths_q) + spare, heads, 4), "k": randn(sum(lengths_k), kv_heads, 4),
+              "v": randn(sum(lengths_k), kv_heads, 4)}
+    return inputs | {"cu_seqlens_q": np.cumsum([0, *lengths_q]).astype(np.int32),
+                     "cu_seqlens_k": np.cumsum([0, *lengths_k]).astype(np.int32)}
+
+
+def bounds(b: int, heads: int, sk: int, rows: int, columns: int) -> np.ndarray:
+    """startend_row_indices [b, heads, sk, columns]: sorted row bounds per column (start <= end) in 0 .. rows."""
+    return np.sort(r.integers(0, rows + 1, (b, heads, sk, columns)), axis=-1).astype(np.int32)
+
+
+def unpadded(lengths_q, lengths_k, heads, kv_heads, spare=0, **attrs):
+    longest = {"max_seqlen_q": max(lengths_q), "max_seqlen_k": max(lengths_k), "scale": 0.4}
+    return varlen(lengths_q, lengths_k, heads, kv_heads, spare), longest | attrs
+
+
+CASES = [
+    Case("flash_attn", qkv(2, 3, 3, 2, 2)),
+    Case("flash_attn", qkv(1, 4, 3, 4, 2), {"causal": True}),
+    Case("flash_attn", qkv(2, 3, 5, 2, 1), {"causal": True}),
+    Case("flash_attn", qkv(2, 3, 4, 2, 1) | {"attn_mask": randn(2, 1, 3, 4)}),
+    Case("flash_attn", qkv(1, 3, 3, 2, 2) | {"attn_mask": randn(1, 2, 3, 3)}, {"is_test": True, "dropout": 0.1}),
+    Case("flash_attn_unpadded", *unpadded([2, 3], [3, 2], 2, 1)),
+    Case("flash_attn_unpadded", *unpadded([3, 0, 2], [3, 2, 2], 2, 2, spare=1, causal=True)),
+    Case("flashmask_attention", qkv(1, 4, 4, 2, 1) | {"startend_row_indices": bounds(1, 1, 4, 4, 1)},
+         {"causal": True}),
+    Case("flashmask_attention", qkv(2, 4, 4, 2, 2) | {"startend_row_indices": bounds(2, 2, 4, 4, 2)},
+         {"causal": True}),
+    Case("flashmask_attention", qkv(1, 4, 4, 2, 2) | {"startend_row_indices": np.array(
+        [[[[3, 1], [4, 0], [2, 2], [4, 1]]]], np.int32)}),
+    Case("flashmask_attention", qkv(1, 4, 4, 2, 1) | {"startend_row_indices": bounds(1, 1, 4, 4, 4)}),
+]
+
+CASES += [
+    second_order("flash_attn", qkv(2, 3, 3, 2, 2)),
+    second_order("flash_attn", qkv(1, 3, 4, 4, 2), {"causal": True}),
+    second_order("flash_attn", qkv(2, 3, 4, 2, 1) | {"attn_mask": randn(2, 2, 3, 4)}),
+    second_order("flash_attn", qkv(1, 2, 3, 2, 1) | {"attn_mask": randn(1, 1, 1, 2, 3)}),
+]
+
+REFUSED = [
+    second_order("flash_attn_unpadded", *unpadded([2, 1], [2, 2], 2, 1)),
+    second_order("flashmask_attention", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 1)},
+                 {"causal": True}),
+]
+
+
+def packed(b: int, s: int, groups: int, kv_heads: int) -> dict:
+    """qkv [b, s, groups + 2, kv_heads, 4]: groups query heads per kv head."""
+    return {"qkv": randn(b, s, groups + 2, kv_heads, 4)}
+
+
+CASES += [
+    Case("flash_attn_qkvpacked", packed(2, 3, 1, 2)),
+    Case("flash_attn_qkvpacked", packed(1, 4, 2, 2), {"causal": True}),
+    Case("flash_attn_qkvpacked", packed(1, 3, 2, 1) | {"attn_mask": randn(1, 2, 3, 3)}),
+    second_order("flash_attn_qkvpacked", packed(1, 3, 2, 2), {"causal": True}),
+]
