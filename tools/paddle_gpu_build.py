@@ -5,8 +5,8 @@ install writes (pd_op.linear_v2 for every nn.Linear, var / std / nansum, depthwi
 docs/gpu-build.md); Paddle's CPU executor runs all of them, so the numbers are Paddle's. For each model of MODELS,
 into tests/data/paddle/gpu_build/<case>/:
 
-- model.json: the inference program paddle.jit.save writes (the layer in eval mode), and expected.npz its output;
-- forward.json (the training loss fetched as "loss") and train.json.gz: Paddle's training program (forward and the
+- model.json.gz: the inference program paddle.jit.save writes (the layer in eval mode), and expected.npz its output;
+- forward.json.gz (the training loss fetched as "loss") and train.json.gz: Paddle's training program (forward and the
   grad ops of paddle.autograd.ir_backward.grad), fetching the loss and "<var>@GRAD" of every parameter and float
   input; loss.npy and grads.npz Paddle's numbers (a gradient of over 2048 entries as its entries at drawn positions);
 - feed.npz and meta.json (ops, parameters, seed).
@@ -35,6 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from paddle_pir_fixtures import write_backward  # noqa: E402
 from paddle_pir_translated import op_names  # noqa: E402
+
 from seeded_params import param_value, stored_grad  # noqa: E402
 
 OUT = ROOT / "tests" / "data" / "paddle" / "gpu_build"
@@ -125,12 +126,25 @@ class DepthwiseConv1d(paddle.nn.Layer):
 
 
 def _vision(name: str, **options):
-    return lambda: getattr(paddle.vision.models, name)(num_classes=10, **options)
+    """The model with its dropout rate 0 (the op stays; a training run is then deterministic)."""
+    def make():
+        model = getattr(paddle.vision.models, name)(num_classes=10, **options)
+        for layer in model.sublayers():
+            if isinstance(layer, paddle.nn.Dropout):
+                layer.p = 0.0
+        return model
+    return make
 
 
-IMAGE = [("x", [2, 3, 32, 32], "float32")]
+def _gzipped(path: Path) -> None:
+    """path.gz in its place (a PIR program's JSON shrinks tenfold)."""
+    path.with_name(path.name + ".gz").write_bytes(gzip.compress(path.read_bytes(), mtime=0))
+    path.unlink()
+
+
+IMAGE = [("x", [2, 3, 64, 64], "float32")]   # 2x2 cells at the last stage: batch norm over 8 values
 MODELS = {   # case -> (the layer, its inputs (name, shape, dtype), description)
-    "resnet18": (_vision("resnet18"), IMAGE, "paddle.vision.models.resnet18(num_classes=10), 32x32 images"),
+    "resnet18": (_vision("resnet18"), IMAGE, "paddle.vision.models.resnet18(num_classes=10), 64x64 images"),
     "mobilenet_v2": (_vision("mobilenet_v2", scale=0.25), IMAGE, "mobilenet_v2(scale=0.25, num_classes=10)"),
     "mobilenet_v3_small": (_vision("mobilenet_v3_small", scale=0.5), IMAGE,
                            "mobilenet_v3_small(scale=0.5, num_classes=10)"),
@@ -186,6 +200,7 @@ def inference(case: str, out: Path, feed: dict) -> list[str]:
     fetches = [op.operand_source(0) for op in program.global_block().ops if op.name() == "pd_op.fetch"]
     (expected,) = _run(program, {name: feed[name] for name, _, _ in inputs}, fetches)
     np.savez(out / "expected.npz", out=expected)
+    _gzipped(out / "model.json")
     return op_names(program)
 
 
@@ -216,12 +231,14 @@ def training(case: str, out: Path, feed: dict) -> dict:
     """forward.json, train.json.gz (Paddle's grad ops), loss.npy and grads.npz."""
     forward, _, _ = _training_program(case, feed, with_grads=False)
     core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
+    _gzipped(out / "forward.json")
     main, loss, pairs = _training_program(case, feed, with_grads=True)
     backward_ops = write_backward(main, loss, pairs, out)
     (out / "backward.json.gz").rename(out / "train.json.gz")
     loss_value, *grad_values = _run(main, feed, [loss] + [g for _, g in pairs])
     np.save(out / "loss.npy", loss_value)
-    np.savez(out / "grads.npz", **{f"{n}@GRAD": stored_grad(f"{n}@GRAD", g) for (n, _), g in zip(pairs, grad_values)})
+    stored = {f"{n}@GRAD": stored_grad(f"{n}@GRAD", g) for (n, _), g in zip(pairs, grad_values)}
+    np.savez_compressed(out / "grads.npz", **stored)
     return {"pir_forward_ops": op_names(forward), "pir_train_ops": backward_ops, "loss": "loss",
             "grads": [f"{n}@GRAD" for n, _ in pairs]}
 
