@@ -35,10 +35,10 @@ import paddle
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from paddle_pir_translated import run_with_inputs  # noqa: E402
-from seeded_params import param_value, stored_grad  # noqa: E402
 
 import gradc  # noqa: E402
 from gradc.pir import load_pir, save_pir  # noqa: E402
+from seeded_params import param_value, stored_grad  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "paddle" / "pir"
 LAYERS = DATA.parent / "pir_layers"   # coverage rows built in PIR mode (tools/paddle_pir_coverage.py)
