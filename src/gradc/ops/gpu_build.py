@@ -42,7 +42,7 @@ class _Renamed:
 
     def __init__(self, ctx, names: dict[str, str]):
         self.ctx, self.names = ctx, names
-        self.op, self.fail, self.axis = ctx.op, ctx.fail, ctx.axis
+        self.op, self.fail = ctx.op, ctx.fail
 
     def shape(self, slot, i=0):
         return self.ctx.shape(self.names.get(slot, slot), i)
