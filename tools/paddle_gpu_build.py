@@ -9,7 +9,7 @@ into tests/data/paddle/gpu_build/<case>/:
 - forward.json.gz (the training loss fetched as "loss") and train.json.gz: Paddle's training program (forward and the
   grad ops of paddle.autograd.ir_backward.grad), fetching the loss and "<var>@GRAD" of every parameter and float
   input; loss.npy and grads.npz Paddle's numbers (a gradient of over 2048 entries as its entries at drawn positions);
-- feed.npz and meta.json (ops, parameters, seed).
+- feed.npz and meta.json (the PIR ops of each program, the gradients, the seed).
 
 No parameter file is stored: every parameter (and running statistic) is set, by name, to tests/seeded_params.py's
 values before Paddle runs, as the tests do for gradc. Not part of the package: it needs paddlepaddle.
@@ -164,16 +164,13 @@ def _feed(case: str, rng) -> dict:
     return feed
 
 
-def _seeded_scope(program, scope) -> list[str]:
-    """Every parameter of the program set to its seeded value in ``scope``: the names."""
-    names = []
+def _seeded_scope(program, scope) -> None:
+    """Every parameter (and running statistic) of the program set to its seeded value in ``scope``."""
     for op in program.global_block().ops:
         if op.name() == "builtin.parameter":
             name = op.attrs()["parameter_name"]
             shape = [int(d) for d in op.result(0).shape]
             scope.var(name).get_tensor().set(param_value(name, shape, SEED), paddle.CPUPlace())
-            names.append(name)
-    return names
 
 
 def _run(program, feed: dict, fetches: list) -> list[np.ndarray]:
