@@ -17,7 +17,8 @@ PLANE = np.repeat(IMAGE, 2, axis=1) * FILTER.reshape(1, 4, 1, 1)
 CASES = [
     SlotCase("nansum", "AxisTensor", {"x": X, "AxisTensor": np.array([2, 0], np.int64)},
              {"out": KEPT.sum(axis=(0, 2), keepdims=True)}, {"axis": [1], "keepdim": True}),
-    SlotCase("nansum", "AxisTensorList", {"x": X, "AxisTensorList": [np.array([-1], np.int32), np.array([1], np.int32)]},
+    SlotCase("nansum", "AxisTensorList",
+             {"x": X, "AxisTensorList": [np.array([-1], np.int32), np.array([1], np.int32)]},
              {"out": KEPT.sum(axis=(1, 2), keepdims=True)}, {"axis": [0], "keepdim": True}),
     SlotCase("depthwise_conv2d_bias", "bias", {"input": IMAGE, "filter": FILTER, "bias": BIAS},
              {"out": PLANE + BIAS.reshape(1, 4, 1, 1)}, {"groups": 2}),
