@@ -12,6 +12,9 @@ For each case gradc reads Paddle's file, translates it, and writes it back as PI
 - Paddle's own training programs (backward.json.gz) read by gradc and written back: the same;
 - Paddle's PIR training programs with an optimizer (optim_*: train.json.gz) read by gradc and written back:
   from Paddle's persistables after its startup, the loss at each step and every persistable after the last;
+- whole models as a CUDA build saves them (tests/data/paddle/gpu_build, "gpu_build/<model>"; every parameter seeded
+  by name as tests/seeded_params.py draws it): the inference program, gradc's backward of the forward and Paddle's
+  training program, each read by gradc and written back, to the fixture's output, loss and gradients;
 - gradc's own training programs (gradc.minimize with each optimizer of `gradc compile --optimizer`, over the
   PIR MLP) and their startup programs, written as PIR: Paddle runs
   the startup, takes the MLP's parameters and trains 5 steps with gradc's losses and persistables.
@@ -30,10 +33,12 @@ import numpy as np
 import paddle
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from paddle_pir_translated import run_with_inputs  # noqa: E402
 
 import gradc  # noqa: E402
 from gradc.pir import load_pir, save_pir  # noqa: E402
+from seeded_params import param_value, stored_grad  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "paddle" / "pir"
 LAYERS = DATA.parent / "pir_layers"   # coverage rows built in PIR mode (tools/paddle_pir_coverage.py)
@@ -155,6 +160,52 @@ def compiled_optimizer(case: str, workdir: Path) -> bool:
     return all(results)
 
 
+def gpu_build(case: str, workdir: Path) -> bool:
+    """A CUDA build's model (gpu_build/<model>): gradc's writing of its inference program, of its forward with gradc's
+    backward and of Paddle's training program, each run by Paddle with the seeded parameters."""
+    source = DATA.parent / case
+    meta = json.loads((source / "meta.json").read_text())
+    with np.load(source / "feed.npz") as archive:
+        feed = {name: archive[name] for name in archive.files}
+    with np.load(source / "grads.npz") as archive:
+        grads = {name: archive[name] for name in archive.files}
+    with np.load(source / "expected.npz") as archive:
+        expected = archive["out"]
+    forward = load_pir(gzip.decompress((source / "forward.json.gz").read_bytes()))
+    gradc.append_backward(forward, "loss")
+    programs = {"model": load_pir(gzip.decompress((source / "model.json.gz").read_bytes())), "gradc_train": forward,
+                "paddle_train": load_pir(gzip.decompress((source / "train.json.gz").read_bytes()))}
+    results = []
+    for kind, program in programs.items():
+        save_pir(program, workdir / f"{kind}.json", fetch=list(grads) if kind == "gradc_train" else ())
+        loaded = paddle.static.Program()
+        paddle.base.core.deserialize_pir_program(str(workdir / f"{kind}.json"), loaded)
+        fetches = [op.operand_source(0) for op in loaded.global_block().ops if op.name() == "pd_op.fetch"]
+        scope = paddle.static.Scope()
+        with paddle.static.scope_guard(scope):
+            for op in loaded.global_block().ops:
+                if op.name() == "builtin.parameter":
+                    name = op.attrs()["parameter_name"]
+                    value = param_value(name, [int(d) for d in op.result(0).shape], meta["seed"])
+                    scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+            values = paddle.static.Executor(paddle.CPUPlace()).run(
+                loaded, feed={n: v for n, v in feed.items() if n in _data_names(loaded)}, fetch_list=fetches)
+        if kind == "model":
+            results.append(check("output", values[0], expected))
+            continue
+        results.append(check(f"{kind} loss", values[0], np.load(source / "loss.npy")))
+        share = 1e-2 if case.endswith("mobilenet_v2") else 1e-4   # of a gradient's norm, as tests/test_gpu_build.py
+        for name, value in zip(grads, values[1:]):
+            got = stored_grad(name, value)
+            ok = np.linalg.norm(got - grads[name]) <= share * np.linalg.norm(grads[name]) + 1e-5 * np.sqrt(got.size)
+            results.append(ok or check(f"{kind} {name}", got, grads[name]))
+    return all(results)
+
+
+def _data_names(program) -> set[str]:
+    return {op.attrs()["name"] for op in program.global_block().ops if op.name() == "pd_op.data"}
+
+
 COMPILED = ["sgd", "momentum", "adam", "adamw", "adagrad", "adamax", "rmsprop", "adadelta", "lamb", "nadam", "radam",
             "rprop", "lars_momentum", "merged_momentum", "merged_adam"]
 
@@ -169,6 +220,7 @@ def main(cases: list[str]) -> int:
     failures = 0
     every = sorted(p.name for p in DATA.iterdir()) + sorted(f"pir_layers/{p.name}" for p in LAYERS.iterdir())
     every += [f"compiled/{name}" for name in COMPILED]
+    every += [f"gpu_build/{p.name}" for p in sorted((DATA.parent / "gpu_build").iterdir())]
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases or every:
             kinds = [inference] if (case_dir(case) / "model.json").exists() else [forward, training]
@@ -176,6 +228,8 @@ def main(cases: list[str]) -> int:
                 kinds = [optimizer_steps]
             if case.startswith("compiled/"):
                 kinds = [compiled_optimizer]
+            if case.startswith("gpu_build/"):
+                kinds = [gpu_build]
             if (case_dir(case) / "backward.json.gz").exists():
                 kinds.append(round_trip)
             for kind in kinds:

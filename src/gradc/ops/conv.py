@@ -146,7 +146,7 @@ def _input_and_filter(ctx, dims: int, layout: str):
     return n, c, sizes, filt
 
 
-def _conv_infer(dims: int):
+def conv_infer(dims: int):
     def infer(ctx):
         n, c, sizes, filt = _input_and_filter(ctx, dims, "C_out, C_in/groups")
         o, cg, k_sizes = filt[0], filt[1], filt[2:]
@@ -191,7 +191,7 @@ CONV_TRANSPOSE_OPS = {"conv2d_transpose": 2, "depthwise_conv2d_transpose": 2, "c
 POOL_OPS = {"pool2d": 2, "pool3d": 3}
 
 for _name, _dims in CONV_OPS.items():
-    defop(_name, ["Input", "Filter"], ["Output"], attrs=conv_attrs(_dims), infer=_conv_infer(_dims),
+    defop(_name, ["Input", "Filter"], ["Output"], attrs=conv_attrs(_dims), infer=conv_infer(_dims),
           grad=grad_op("Input", "Filter"))
 for _name, _dims in CONV_TRANSPOSE_OPS.items():
     defop(_name, ["Input", "Filter"], ["Output"], attrs=conv_transpose_attrs(_dims),

@@ -63,6 +63,8 @@ FAMILIES = {
         "fused_rms_norm_ext_grad", "rms_norm_grad", "fused_bias_dropout_residual_layer_norm",
         "fused_bias_dropout_residual_layer_norm_grad"),
     "fused_rope": ("fused_rotary_position_embedding", "fused_rotary_position_embedding_grad"),
+    "gpu_build": ("var", "std", "var_grad", "std_grad", "nansum", "nansum_grad", "linear_v2", "linear_v2_grad",
+        "depthwise_conv2d_bias", "depthwise_conv2d_bias_grad", "depthwise_conv3d_bias", "depthwise_conv3d_bias_grad"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),
     "hsigmoid": ("hierarchical_sigmoid", "hierarchical_sigmoid_grad"),
