@@ -64,6 +64,8 @@ FAMILIES = {
         "norm_grad", "margin_cross_entropy_grad"),
     "extra_math_layernorm": ("fused_bias_residual_layernorm",),
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
+    "fp8": ("fp8_quant_blockwise", "fused_act_dequant", "fused_weighted_swiglu_act_quant", "fused_swiglu_weighted_bwd",
+        "fp8_fp8_half_gemm_fused", "moe_gate_dispatch_and_quant"),
     "fused_attention": ("fused_attention", "fused_attention_grad"),
     "fused_attention_double": ("fused_attention_grad",),
     "fused_dropout": ("fused_dropout_add", "fused_dropout_add_grad"),
