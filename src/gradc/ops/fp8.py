@@ -55,6 +55,8 @@ def _quant_blockwise_infer(ctx):
     _dtype(ctx, "x", (BF16, VarType.FP16), "Paddle's kernel")
     if ctx.attr("using_e5m2"):
         ctx.fail("using_e5m2: Paddle's kernel writes float8_e4m3fn only")
+    if ctx.attr("using_ue8m0_scale"):
+        ctx.fail("using_ue8m0_scale: its int32 scales of packed exponents are not supported")
     x = ctx.shape("x")
     if x is None:
         return {}
@@ -82,7 +84,6 @@ defop("fp8_quant_blockwise", ["x"], ["out", "scale", "out_transposed", "scale_tr
       attrs={"epsilon": 0.0, "using_1x128_vec_quant": True, "input_transpose": False, "output_scale_transpose": True,
              "return_transpose_only": False, "using_e5m2": False, "using_pow2_scale": True,
              "using_ue8m0_scale": False},
-      unsupported_attrs={"using_ue8m0_scale": "its packed int32 exponent scales are not supported"},
       infer=_quant_blockwise_infer)
 
 

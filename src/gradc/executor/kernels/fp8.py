@@ -137,7 +137,8 @@ def fp8_fp8_half_gemm_fused(k):
         out = out + k.x("bias").astype(np.float64)
     act = k.attr("activation_type")
     out = np.maximum(out, 0) if act == "relu" else _gelu_tanh(out) if act == "gelu" else out
-    return {"out": out.astype(F32)}
+    # float32 as cuBLASLt accumulates, then rounded to the output type (bfloat16 by the store)
+    return {"out": out.astype(F32).astype(np.float16 if k.attr("output_dtype") == "float16" else F32)}
 
 
 @kernel("moe_gate_dispatch_and_quant")
