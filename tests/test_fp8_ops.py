@@ -61,7 +61,8 @@ def quant(x: np.ndarray, **attrs):
 def nearest_e4m3(values: np.ndarray) -> np.ndarray:
     """float64 reference rounding to float8_e4m3fn: the nearest of its numbers (listed in bit-pattern order), a tie
     to the even pattern, beyond 448 saturated."""
-    grid = np.array([m * 2.0 ** -9 for m in range(8)] + [m * 2.0 ** (e - 10) for e in range(1, 16) for m in range(8, 16)])
+    subnormals = [m * 2.0 ** -9 for m in range(8)]
+    grid = np.array(subnormals + [m * 2.0 ** (e - 10) for e in range(1, 16) for m in range(8, 16)])
     grid = grid[grid <= 448]
     size = np.minimum(np.abs(values), 448)
     upper = np.clip(np.searchsorted(grid, size), 1, len(grid) - 1)
