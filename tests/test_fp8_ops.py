@@ -1,6 +1,7 @@
-"""Paddle 3.3.1's float8 ops (gradc.ops.fp8): programs Paddle loads and name-checks, run to the numbers of Paddle's
-CPU composition of the same math (tools/paddle_fp8_programs.py -> tests/data/paddle/fp8), float64 numpy references
-of the kernels' formulas, the scales' edges, and bad input."""
+"""Paddle 3.3.1's float8 ops (gradc.ops.fp8, gradc.ops.fp8_split): programs Paddle loads and name-checks, run to the
+numbers of Paddle's CPU composition of the same math (tools/paddle_fp8_programs.py and paddle_fp8_split_programs.py
+-> tests/data/paddle/fp8, feeds as Paddle's bits), float64 numpy references of the kernels' formulas, the scales'
+edges, and bad input."""
 
 import json
 from pathlib import Path
@@ -9,8 +10,11 @@ import numpy as np
 import pytest
 
 import gradc
+from gradc.bfloat16 import from_bits as bfloat16_bits
 from gradc.bfloat16 import round_to_bfloat16
 from gradc.errors import ProgramError
+from gradc.float8 import from_bits as float8_bits
+from gradc.float8 import round_to_float8
 from gradc.ir import VarType
 from gradc.verify_shapes import check_shapes
 
@@ -24,7 +28,14 @@ def run_case(case: str):
     meta = json.loads((DATA / case / "meta.json").read_text())
     with np.load(DATA / case / "feed.npz") as feed, np.load(DATA / case / "expected.npz") as expected:
         got = gradc.Executor().run(gradc.load(DATA / case / "program.json"), dict(feed), meta["fetches"])
-        return dict(zip(meta["fetches"], got)), dict(expected)
+        return dict(zip(meta["fetches"], got)), {name: values(array) for name, array in expected.items()}
+
+
+def values(array: np.ndarray) -> np.ndarray:
+    """A fixture array as gradc holds it: Paddle's float8_e4m3fn (uint8) and bfloat16 (uint16) bits as float32."""
+    if array.dtype == np.uint8:
+        return float8_bits(array, V.FP8_E4M3FN)
+    return bfloat16_bits(array) if array.dtype == np.uint16 else array
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -36,18 +47,22 @@ def test_each_program_paddle_loads_gives_its_cpu_compositions_numbers(case):
     for name, value in got.items():
         want = expected[name]
         assert value.shape == want.shape, name
-        if case.startswith("half_gemm") or name == "probs_grad":
+        if "gemm" in case or name == "probs_grad":
             np.testing.assert_allclose(value.astype(np.float64), want, rtol=2 ** -8, atol=1e-6, err_msg=name)
         else:
             np.testing.assert_array_equal(value, want, err_msg=name)
 
 
 def one_op(op_type, ins: dict, outs: dict, attrs: dict):
-    """A program of one op: ins / outs {name: (shape, dtype)}, each named like its slot."""
-    program = gradc.Program()
-    for name, (shape, dtype) in {**ins, **outs}.items():
-        program.global_block.create_var(name, shape, dtype)
-    program.global_block.append_op(op_type, {n: [n] for n in ins}, {n: [n] for n in outs}, attrs)
+    """A program of one op: ins / outs {name: (shape, dtype)}, each named like its slot (a list of them: a list
+    slot of vars name0, name1, ...)."""
+    program, slots = gradc.Program(), {}
+    for name, spec in {**ins, **outs}.items():
+        specs = spec if isinstance(spec, list) else [spec]
+        slots[name] = [f"{name}{i}" for i in range(len(specs))] if isinstance(spec, list) else [name]
+        for var, (shape, dtype) in zip(slots[name], specs):
+            program.global_block.create_var(var, shape, dtype)
+    program.global_block.append_op(op_type, {n: slots[n] for n in ins}, {n: slots[n] for n in outs}, attrs)
     return program
 
 
@@ -127,7 +142,6 @@ def test_half_gemm_honours_both_transposes_against_float64():
     program = one_op("fp8_fp8_half_gemm_fused", ins, {"out": ([3, 5], V.FP16)},
                      {"transpose_x": True, "transpose_y": True, "scale": 0.5})
     (out,) = gradc.Executor().run(program, {"x": x, "y": y}, ["out"])
-    from gradc.float8 import round_to_float8
     xs, ys = (round_to_float8(v, V.FP8_E5M2).astype(np.float64) for v in (x, y))
     np.testing.assert_allclose(out, (0.5 * xs.T @ ys.T).astype(np.float16), rtol=1e-3, atol=1e-3)
     assert out.dtype == np.float16
@@ -156,6 +170,30 @@ BAD_SHAPES = {
                    {"output_dtype": "float32"}, "output_dtype must be float16 or bfloat16"),
     "gemm act": ("fp8_fp8_half_gemm_fused", {"x": ([4, 32], V.FP8_E4M3FN), "y": ([32, 8], V.FP8_E4M3FN)},
                  {"activation_type": "swish"}, "activation_type"),
+    "stack shapes": ("fused_stack_quant", {"x": [([128, 256], V.BF16), ([128, 128], V.BF16)]}, {},
+                     "every x must have one shape"),
+    "stack tiles": ("fused_stack_transpose_quant", {"x": [([128, 200], V.BF16)]}, {},
+                    "each x must be 2-D with both dims multiples of 128, got [128, 200]"),
+    "split tokens": ("fused_transpose_split_quant", {"x": ([256, 64], V.BF16)}, {"tokens_per_expert": [100, 156]},
+                     "tokens_per_expert [100, 156] must be multiples of 128"),
+    "split sum": ("fused_transpose_split_quant", {"x": ([256, 64], V.BF16)}, {"tokens_per_expert": [128]},
+                  "summing to the 256 rows"),
+    "split fp8 scales": ("fused_transpose_split_quant", {"x": ([256, 64], V.FP8_E4M3FN)}, {"tokens_per_expert": [256]},
+                         "a float8_e4m3fn x needs input_scales"),
+    "wlch rank": ("fused_transpose_wlch_split_quant", {"x": ([256, 64], V.BF16)}, {"tokens_per_expert": [256]},
+                  "x must be 4-D [W, L, C, H]"),
+    "blockwise trans": ("fp8_gemm_blockwise", {"A": ([128, 128], V.FP8_E4M3FN), "A_scale": ([1, 128], V.FP32),
+                                               "B": ([64, 128], V.FP8_E4M3FN), "B_scale": ([1, 64], V.FP32),
+                                               "input_result": ([64, 128], V.BF16)}, {"transb": True},
+                        "takes transa true and transb false only"),
+    "blockwise 2d2d": ("fp8_gemm_blockwise", {"A": ([128, 128], V.FP8_E4M3FN), "A_scale": ([1, 1], V.FP32),
+                                              "B": ([128, 128], V.FP8_E4M3FN), "B_scale": ([1, 1], V.FP32),
+                                              "input_result": ([128, 128], V.BF16)},
+                       {"is_A_1d_scaled": False, "is_B_1d_scaled": False}, "2-D by 2-D scaling"),
+    "blockwise scale": ("fp8_gemm_blockwise", {"A": ([256, 128], V.FP8_E4M3FN), "A_scale": ([2, 1], V.FP32),
+                                               "B": ([64, 128], V.FP8_E4M3FN), "B_scale": ([1, 64], V.FP32),
+                                               "input_result": ([64, 256], V.BF16)}, {},
+                        "A_scale must be [1, 256] (1-D scales of A [256, 128])"),
     "dispatch dim": ("moe_gate_dispatch_and_quant", {"x": ([4, 100], V.BF16), "gate_logits": ([4, 3], V.FP32)},
                      {}, "hidden dim must be a multiple of 128"),
 }

@@ -2,8 +2,9 @@
 is written by hand with tools/paddle_gpu_only_handwritten.py's Writer (op, operand, result and attribute names of
 Paddle's op definitions), loaded by Paddle, which checks every name; the expected numbers are Paddle's CPU run of the
 same math composed of ops it has (abs, max, divide, frexp for power-of-two scales, cast to float8_e4m3fn, matmul,
-math_moe_gate_dispatch). Written as tests/data/paddle/fp8/<case>/program.json, feed.npz (bfloat16 and float8 values
-as float32), expected.npz and meta.json; tests/test_fp8_ops.py runs them. Not part of the package.
+math_moe_gate_dispatch). Written as tests/data/paddle/fp8/<case>/program.json, feed.npz and expected.npz (bfloat16
+and float8 values as Paddle's uint16 / uint8 bits) and meta.json; tests/test_fp8_ops.py runs them. Not part of the
+package.
 
     /work/paddle-venv/bin/python tools/paddle_fp8_programs.py
 """
@@ -215,6 +216,8 @@ def _feed(rng, shape, dtype, size):
     """A feed value: normal draws times ``size`` in the var's format (float32 values); a block of zeros in x."""
     if dtype == "int32":   # ue8m0 exponents 120 .. 130, four to a value
         return rng.integers(120, 131, (shape[0], 4)).astype(np.uint8).view("<i4").reshape(shape)
+    if dtype == "uint8":   # a workspace the kernel only scribbles on
+        return np.zeros(shape, np.uint8)
     if dtype == "probs":   # gate probabilities: softmax rows
         logits = rng.standard_normal(shape)
         return (np.exp(logits) / np.exp(logits).sum(1, keepdims=True)).astype(np.float32)
@@ -224,26 +227,58 @@ def _feed(rng, shape, dtype, size):
     return as_format(values, dtype)
 
 
-def write(case: str, seed: int) -> str:
-    spec = CASES[case]
+def bits(values: np.ndarray, dtype: str) -> np.ndarray:
+    """A float8 or bfloat16 array as Paddle hands it to numpy (uint8 / uint16 bits, which gradc's feeds and tests
+    read as such); any other array as it is."""
+    if dtype not in (E4M3, BF16):
+        return values
+    held = paddle.cast(t(values), dtype).numpy()
+    return held.view(np.uint8) if dtype == E4M3 else held
+
+
+def _flat(results: list) -> list:
+    """The (name, shape, dtype) of each result, lists of them flattened, null ones left out."""
+    return [item for r in results if r for item in (r if isinstance(r, list) else [r])]
+
+
+def check_names(path: Path, spec_op: tuple) -> None:
+    """Paddle loads the program, and its definition of the op names each operand, result and attribute as written
+    (builtin.combine / split ops around it aside)."""
+    name, operands, results, attrs = spec_op
+    program = paddle.base.libpaddle.pir.Program()
+    paddle.base.core.deserialize_pir_program(str(path), program, 4)
+    (op,) = [op for op in program.global_block().ops if op.name() == f"pd_op.{name}"]
+    assert op.num_operands() == len(operands) == len(op.get_input_names()), (name, op.get_input_names())
+    assert op.num_results() == len(results) == len(op.get_output_names()), (name, op.get_output_names())
+    assert op.get_attr_names() == [n for n, _ in attrs], (name, op.get_attr_names())
+
+
+def write(case: str, spec: dict, seed: int, out: Path = OUT) -> str:
+    """The case's program (spec["build"](writer) writes the op and its fetches, or the plain op of spec["op"]),
+    name-checked by Paddle, with its feed and Paddle's numbers, into out / case."""
     rng = np.random.default_rng(seed)
     feed = {name: _feed(rng, *spec["feeds"][name]) for name in spec["feeds"]}
     writer = handwritten.Writer()
     for name, (shape, dtype, _) in spec["feeds"].items():
         writer.data(name, shape, {"probs": F32}.get(dtype, dtype))
     name, operands, results, attrs = spec["op"]
-    writer.op(name, operands, [(r[0], r[1], r[2]) if r else None for r in results], attrs)
-    for result in results:
-        if result:
-            writer.fetch(result[0])
-    directory = OUT / case
+    if "build" in spec:
+        spec["build"](writer)
+    else:
+        writer.op(name, operands, [(r[0], r[1], r[2]) if r else None for r in results], attrs)
+        for result in results:
+            if result:
+                writer.fetch(result[0])
+    directory = out / case
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     (directory / "program.json").write_text(json.dumps(writer.program()))
-    handwritten._check_names(directory / "program.json", {"ops": [spec["op"]]})
-    np.savez_compressed(directory / "feed.npz", **feed)
-    np.savez_compressed(directory / "expected.npz", **spec["reference"](feed))
+    check_names(directory / "program.json", spec["op"])
+    dtypes = {**{n: d for n, (_, d, _) in spec["feeds"].items()}, **{r[0]: r[2] for r in _flat(results)}}
+    np.savez_compressed(directory / "feed.npz", **{n: bits(v, dtypes[n]) for n, v in feed.items()})
+    np.savez_compressed(directory / "expected.npz",
+                        **{n: bits(v, dtypes[n]) for n, v in spec["reference"](feed).items()})
     meta = {"case": case, "paddle_version": paddle.__version__, "fetches": writer.fetches, "pir_ops": [f"pd_op.{name}"],
             "built_by": "PIR JSON written by hand, loaded and name-checked by Paddle; expected.npz: Paddle's CPU run "
                         "of the same math composed of ops it has"}
@@ -255,5 +290,5 @@ if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     paddle.set_device("cpu")
     for index, case in enumerate(CASES):
-        print(f"{case}: {write(case, 700 + index)}")
+        print(f"{case}: {write(case, CASES[case], 700 + index)}")
     sys.exit(0)

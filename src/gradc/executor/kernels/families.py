@@ -48,6 +48,8 @@ FAMILIES = {
     "extra_math_rms": ("fused_rms_norm_quant", "fused_rms_norm_quant_grad"),
     "fp8": ("fp8_quant_blockwise", "fused_act_dequant", "fused_weighted_swiglu_act_quant", "fused_swiglu_weighted_bwd",
         "fp8_fp8_half_gemm_fused", "moe_gate_dispatch_and_quant"),
+    "fp8_split": ("fused_stack_quant", "fused_stack_transpose_quant", "fused_transpose_split_quant",
+        "fused_transpose_wlch_split_quant", "fp8_gemm_blockwise"),
     "fused_attention": ("fused_attention", "fused_attention_grad"),
     "fused_dropout": ("fused_dropout_add", "fused_dropout_add_grad"),
     "fused_ffn": ("fused_feedforward", "fused_feedforward_grad"),

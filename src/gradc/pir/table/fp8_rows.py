@@ -8,6 +8,9 @@ from . import row
 QUANT = ("epsilon:f32 using_1x128_vec_quant:bool input_transpose:bool output_scale_transpose:bool"
          " return_transpose_only:bool using_e5m2:bool using_pow2_scale:bool using_ue8m0_scale:bool")
 HALF_GEMM = "transpose_x:bool transpose_y:bool scale:f32 output_dtype:str activation_type:str"
+SPLIT = "tokens_per_expert:i64s pow_2_scales:bool"
+BLOCKWISE = ("transa:bool transb:bool grad:bool accumulate:bool use_split_accumulator:bool math_sm_count:i32"
+             " is_A_1d_scaled:bool is_B_1d_scaled:bool")
 
 ROWS = [
     row("pd_op.fp8_quant_blockwise", "fp8_quant_blockwise", "x:x",
@@ -22,4 +25,14 @@ ROWS = [
         "x:x gate_logits:gate_logits corr_bias?:corr_bias",
         "out_fp8:out_fp8 scale:scale combine_weights:combine_weights scatter_index:scatter_index"
         " expert_offset:expert_offset expert_id:expert_id", "k:i64 capacity:i64 use_pad:bool use_pow2_scale:bool"),
+    row("pd_op.fused_stack_quant", "fused_stack_quant", "x:x*", "out:out scale:scale"),
+    row("pd_op.fused_stack_transpose_quant", "fused_stack_transpose_quant", "x:x*", "out:out scale:scale"),
+    row("pd_op.fused_transpose_split_quant", "fused_transpose_split_quant", "x:x input_scales?:input_scales",
+        "out:out* scales:scales*", SPLIT),
+    row("pd_op.fused_transpose_wlch_split_quant", "fused_transpose_wlch_split_quant", "x:x", "out:out* scales:scales*",
+        SPLIT),
+    # the in-place op only: output is input_result's var; pre_gelu_out and workspace_out pass their operands on
+    row("pd_op.fp8_gemm_blockwise_", "fp8_gemm_blockwise", "A:A A_scale:A_scale B:B B_scale:B_scale"
+        " input_result:input_result bias?:bias pre_gelu?:pre_gelu workspace?:workspace",
+        "output:output&input_result pre_gelu_out:- workspace_out:-", BLOCKWISE),
 ]
