@@ -174,3 +174,21 @@ def test_a_float8_program_run_past_the_straight_line_threshold_keeps_rounding():
         for _ in range(STRAIGHT_AFTER_RUNS + 3):
             (got,) = executor.run(program, {"x": case["x"]}, [out])
             np.testing.assert_array_equal(got, round_to_float8(case["out"], E4M3FN))
+
+
+def test_gradcs_backward_flows_through_float8_casts_as_paddles():
+    """Paddle's append_backward carries the gradient through a float8 var (its cast grads cast the gradient back,
+    rounding it to float8_e4m3fn on the way): gradc's backward writes the same ops and gets Paddle's w@GRAD bit for
+    bit."""
+    with np.load(DATA / "backward.npz") as case:
+        program = gradc.load(DATA / "backward.pb")
+        gradc.append_backward(program, str(case["loss_name"]))
+        grad_ops = [op.type for op in program.global_block.ops][5:]
+        assert grad_ops == ["fill_constant", "reduce_mean_grad", "elementwise_mul_grad", "sum", "cast", "cast",
+                            "elementwise_mul_grad"]
+        assert program.global_block.vars["cast_0.tmp_0@GRAD"].dtype == E4M3FN
+        scope = gradc.Scope()
+        scope["w"] = case["w"]
+        loss, w_grad = gradc.Executor().run(program, {"x": case["x"]}, [str(case["loss_name"]), "w@GRAD"], scope)
+        np.testing.assert_array_equal(loss, case["loss"])
+        np.testing.assert_array_equal(w_grad, case["w_grad"])

@@ -7,7 +7,8 @@ model with float8 buffers saved by paddle.jit.save and paddle.save.
 rounding.npz: x, float32 values (every finite number of both formats, the midpoints between neighbours, the float32
 numbers either side of each midpoint, the edges, 2,000 random values over 14 decades); e4m3fn and e5m2, Paddle's
 bits of each (uint8); values_e4m3fn and values_e5m2, Paddle's float32 of each of the 256 bit patterns.
-cast.pb, cast.npz: a legacy program x -> cast to each format -> cast back to float32 -> sum, with x and Paddle's out.
+cast.pb, cast.npz: a legacy program x -> cast to each format -> cast back to float32 -> sum, with x and Paddle's out;
+backward.pb, backward.npz: a legacy forward program through a float8 cast, with Paddle's loss and w@GRAD.
 model.json, model.pdiparams, model.npz (x, out): a Layer with a float8_e4m3fn and a float8_e5m2 buffer, saved by
 paddle.jit.save; state.pdparams the same buffers saved by paddle.save (int8 bits).
 """
@@ -32,8 +33,8 @@ def bit_values(paddle, fmt: str) -> np.ndarray:
 
 def sweep(tables: list[np.ndarray]) -> np.ndarray:
     """float32 inputs that reach every rounding decision of both formats."""
-    finite = np.unique(np.concatenate(tables).astype(np.float64))
-    finite = finite[np.isfinite(finite)]
+    values = np.concatenate(tables).astype(np.float64)
+    finite = np.unique(values[np.isfinite(values)])
     mid = ((finite[1:] + finite[:-1]) / 2).astype(np.float32)
     edges = [np.inf, -np.inf, np.nan, -np.nan, 464, 465, 479, 480, 1e9, 61440, 61439, 65536, 1e-9, -0.0, 2.0 ** -10]
     rng = np.random.default_rng(SEED)
@@ -57,6 +58,7 @@ def legacy_cast_program(out: Path) -> None:
 
 def _legacy(out: Path) -> None:
     import paddle
+    from paddle_optimizer_fixtures import serialize   # without op_callstack: the tool's line numbers
     paddle.enable_static()
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, startup):
@@ -67,8 +69,31 @@ def _legacy(out: Path) -> None:
     exe = paddle.static.Executor(paddle.CPUPlace())
     exe.run(startup)
     (result,) = exe.run(main, feed={"x": x_value}, fetch_list=[total])
-    (out / "cast.pb").write_bytes(main.desc.serialize_to_string())
+    (out / "cast.pb").write_bytes(serialize(main))
     np.savez(out / "cast.npz", x=x_value, out=result, out_name=np.array(total.name))
+    _legacy_backward(paddle, serialize, out)
+
+
+def _legacy_backward(paddle, serialize, out: Path) -> None:
+    """loss = mean(float32(float8_e4m3fn(x w))^2), differentiated by Paddle's append_backward: its cast grads carry
+    the gradient through the float8 var (rounded to float8_e4m3fn there)."""
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [4, 8], "float32")
+        w = paddle.static.create_parameter([4, 8], "float32", name="w")
+        y = paddle.cast(paddle.cast(x * w, "float8_e4m3fn"), "float32")
+        loss = paddle.mean(y * y)
+    forward = main.clone()
+    paddle.static.append_backward(loss)
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    rng = np.random.default_rng(SEED + 1)
+    x_value, w_value = (rng.standard_normal((2, 4, 8)) * 3).astype(np.float32)
+    exe.run(startup)
+    paddle.static.global_scope().find_var("w").get_tensor().set(w_value, paddle.CPUPlace())
+    loss_value, w_grad = exe.run(main, feed={"x": x_value}, fetch_list=[loss, "w@GRAD"])
+    (out / "backward.pb").write_bytes(serialize(forward))
+    np.savez(out / "backward.npz", x=x_value, w=w_value, loss=loss_value, w_grad=w_grad,
+             loss_name=np.array(loss.name))
 
 
 def model(paddle, out: Path) -> None:

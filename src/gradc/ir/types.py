@@ -64,11 +64,12 @@ class VarType(IntEnum):
 
 
 FLOAT_DTYPES = frozenset({VarType.FP16, VarType.FP32, VarType.FP64, VarType.BF16})
-# float8 vars hold values but carry no gradient (Paddle's fp8 ops have none through their float8 sides)
+# float8: few ops take them (float kernels refuse them), but a gradient flows through them as in Paddle: a cast's
+# grad casts the gradient back, so a float8 var's grad is float8 too
 FLOAT8_DTYPES = frozenset({VarType.FP8_E4M3FN, VarType.FP8_E5M2})
 COMPLEX_DTYPES = frozenset({VarType.COMPLEX64, VarType.COMPLEX128})
 # vars a gradient flows through: a complex var's grad is dL/dRe + i dL/dIm (Paddle's convention)
-DIFFERENTIABLE_DTYPES = FLOAT_DTYPES | COMPLEX_DTYPES
+DIFFERENTIABLE_DTYPES = FLOAT_DTYPES | FLOAT8_DTYPES | COMPLEX_DTYPES
 INTEGER_DTYPES = frozenset({VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64})   # not bool
 
 
