@@ -58,7 +58,7 @@ def legacy_cast_program(out: Path) -> None:
 
 def _legacy(out: Path) -> None:
     import paddle
-    from paddle_optimizer_fixtures import serialize   # without op_callstack: the tool's line numbers
+    from paddle_optimizer_fixtures import serialize  # without op_callstack: the tool's line numbers
     paddle.enable_static()
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, startup):
