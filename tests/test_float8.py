@@ -192,3 +192,15 @@ def test_gradcs_backward_flows_through_float8_casts_as_paddles():
         loss, w_grad = gradc.Executor().run(program, {"x": case["x"]}, [str(case["loss_name"]), "w@GRAD"], scope)
         np.testing.assert_array_equal(loss, case["loss"])
         np.testing.assert_array_equal(w_grad, case["w_grad"])
+
+
+def test_gradc_check_widens_float8_vars_to_float64():
+    """gradc check's float64 pass widens float8 vars too: kept in float8_e4m3fn, its rounding swallowed every
+    central difference."""
+    from gradc.gradcheck import compare_program
+
+    with np.load(DATA / "backward.npz") as case:
+        program = gradc.load(DATA / "backward.pb")
+        _, checks = compare_program(program, {"x": case["x"]}, None, str(case["loss_name"]), {"w": case["w"]},
+                                    max_elements=5, float64=True)
+    assert [check.var for check in checks] == ["w"] and checks[0].mismatch is None, checks

@@ -41,18 +41,21 @@ E4M3, BF16, FP32 = VarType.FP8_E4M3FN, VarType.BF16, VarType.FP32
 HALF = {"float16": VarType.FP16, "bfloat16": VarType.BF16}
 
 
-def _dtype(ctx, slot: str, allowed: tuple, kernel: str) -> None:
+def check_dtype(ctx, slot: str, allowed: tuple, why: str) -> None:
+    """Fails unless ``slot`` is declared one of the ``allowed`` dtypes (or not declared yet); ``why`` names the
+    reason in the message."""
     dtype = ctx.dtype(slot)
     if dtype is not None and dtype not in allowed:
-        ctx.fail(f"{slot} must be {' or '.join(map(dtype_name, allowed))} ({kernel}), got {dtype_name(dtype)}")
+        ctx.fail(f"{slot} must be {' or '.join(map(dtype_name, allowed))} ({why}), got {dtype_name(dtype)}")
 
 
 def _blocks(n: int) -> int:
+    """How many 128-wide blocks cover n (-1: unknown)."""
     return -(-n // 128) if n >= 0 else -1
 
 
 def _quant_blockwise_infer(ctx):
-    _dtype(ctx, "x", (BF16, VarType.FP16), "Paddle's kernel")
+    check_dtype(ctx, "x", (BF16, VarType.FP16), "Paddle's kernel")
     if ctx.attr("using_e5m2"):
         ctx.fail("using_e5m2: Paddle's kernel writes float8_e4m3fn only")
     if ctx.attr("using_ue8m0_scale"):
@@ -88,8 +91,8 @@ defop("fp8_quant_blockwise", ["x"], ["out", "scale", "out_transposed", "scale_tr
 
 
 def _dequant_infer(ctx):
-    _dtype(ctx, "x", (E4M3,), "Paddle's kernel")
-    _dtype(ctx, "x_scale", (FP32, VarType.INT32), "float32 scales or int32 packed ue8m0 exponents")
+    check_dtype(ctx, "x", (E4M3,), "Paddle's kernel")
+    check_dtype(ctx, "x_scale", (FP32, VarType.INT32), "float32 scales or int32 packed ue8m0 exponents")
     x, scale = ctx.shape("x"), ctx.shape("x_scale")
     if x is not None and len(x) != 2:
         ctx.fail(f"x must be 2-D [rows, cols], got {x}")
@@ -108,9 +111,9 @@ defop("fused_act_dequant", ["x", "x_scale"], ["out"], infer=_dequant_infer)
 
 
 def _swiglu_quant_infer(ctx):
-    _dtype(ctx, "x", (BF16,), "Paddle's kernel")
+    check_dtype(ctx, "x", (BF16,), "Paddle's kernel")
     if ctx.has("prob"):
-        _dtype(ctx, "prob", (FP32,), "Paddle's kernel")
+        check_dtype(ctx, "prob", (FP32,), "Paddle's kernel")
     x = ctx.shape("x")
     if x is None:
         return {}
@@ -130,8 +133,8 @@ defop("fused_weighted_swiglu_act_quant", ["x", "prob?"], ["out", "scale"], attrs
 
 def _swiglu_bwd_infer(ctx):
     for slot in ("o1", "do2_s"):
-        _dtype(ctx, slot, (BF16,), "Paddle's kernel")
-    _dtype(ctx, "unzipped_probs", (FP32,), "Paddle's kernel")
+        check_dtype(ctx, slot, (BF16,), "Paddle's kernel")
+    check_dtype(ctx, "unzipped_probs", (FP32,), "Paddle's kernel")
     o1, do2, probs = ctx.shape("o1"), ctx.shape("do2_s"), ctx.shape("unzipped_probs")
     if o1 is not None and do2 is not None and min(*o1, *do2, 0) >= 0:
         if not o1 or o1[-1] % 2 or do2 != [*o1[:-1], o1[-1] // 2]:
@@ -147,13 +150,13 @@ defop("fused_swiglu_weighted_bwd", ["o1", "do2_s", "unzipped_probs"], ["do1", "p
 
 def _half_gemm_infer(ctx):
     for slot in ("x", "y"):
-        _dtype(ctx, slot, (E4M3, VarType.FP8_E5M2), "float8")
+        check_dtype(ctx, slot, (E4M3, VarType.FP8_E5M2), "float8")
     out_dtype = HALF.get(ctx.attr("output_dtype"))
     if out_dtype is None:
         ctx.fail(f"output_dtype must be float16 or bfloat16, got {ctx.attr('output_dtype')!r}")
     check_choice(ctx, "activation_type", ("identity", "relu", "gelu"))
     if ctx.has("bias"):
-        _dtype(ctx, "bias", (out_dtype,), f"output_dtype {ctx.attr('output_dtype')}")
+        check_dtype(ctx, "bias", (out_dtype,), f"output_dtype {ctx.attr('output_dtype')}")
     x, y = ctx.shape("x"), ctx.shape("y")
     if x is None or y is None:
         return {"out": (None, out_dtype)}
@@ -175,8 +178,8 @@ defop("fp8_fp8_half_gemm_fused", ["x", "y", "bias?"], ["out"],
 
 
 def _dispatch_quant_infer(ctx):
-    _dtype(ctx, "x", (BF16,), "Paddle's kernel")
-    _dtype(ctx, "gate_logits", (FP32,), "Paddle's kernel")
+    check_dtype(ctx, "x", (BF16,), "Paddle's kernel")
+    check_dtype(ctx, "gate_logits", (FP32,), "Paddle's kernel")
     outs = _dispatch_infer(ctx)
     if "y" not in outs:
         return {}

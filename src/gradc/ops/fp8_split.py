@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from ..ir import VarType
 from ..registry import defop
-from .fp8 import BF16, E4M3, FP32, _dtype
+from .fp8 import BF16, E4M3, FP32, check_dtype
 
 FLOAT8 = (E4M3, VarType.FP8_E5M2)
 
@@ -32,7 +32,7 @@ def _tiles(ctx, shape, what: str) -> None:
 
 
 def _stack_infer(ctx):
-    _dtype(ctx, "x", (BF16,), "Paddle's kernel")
+    check_dtype(ctx, "x", (BF16,), "Paddle's kernel")
     shapes = [s for s in ctx.shapes("x") if s is not None]
     if not shapes:
         return {}
@@ -61,7 +61,7 @@ def _split_outputs(tokens: list[int], width: int) -> dict:
 
 
 def _split_infer(ctx):
-    _dtype(ctx, "x", (BF16, E4M3), "Paddle's kernel")
+    check_dtype(ctx, "x", (BF16, E4M3), "Paddle's kernel")
     x = ctx.shape("x")
     if x is None:
         return {}
@@ -81,7 +81,7 @@ defop("fused_transpose_split_quant", ["x", "input_scales?"], ["out[]", "scales[]
 
 
 def _wlch_infer(ctx):
-    _dtype(ctx, "x", (BF16,), "Paddle's kernel")
+    check_dtype(ctx, "x", (BF16,), "Paddle's kernel")
     x = ctx.shape("x")
     if x is None:
         return {}
@@ -101,10 +101,10 @@ def _scale_shape(rows: int, k: int, one_d: bool) -> list[int]:
 
 def _gemm_infer(ctx):
     for slot in ("A", "B"):
-        _dtype(ctx, slot, FLOAT8, "float8")
+        check_dtype(ctx, slot, FLOAT8, "float8")
     for slot in ("A_scale", "B_scale"):
-        _dtype(ctx, slot, (FP32,), "Paddle's kernel")
-    _dtype(ctx, "input_result", (BF16, FP32), "the output's dtype")
+        check_dtype(ctx, slot, (FP32,), "Paddle's kernel")
+    check_dtype(ctx, "input_result", (BF16, FP32), "the output's dtype")
     if not ctx.attr("transa") or ctx.attr("transb"):
         ctx.fail(f"transa={ctx.attr('transa')}, transb={ctx.attr('transb')}: Paddle's kernel takes transa true and "
                  f"transb false only")
