@@ -147,6 +147,7 @@ def test_half_gemm_honours_both_transposes_against_float64():
     assert out.dtype == np.float16
 
 
+UNREAD = {"bias": ([0], V.BF16), "pre_gelu": ([0], V.BF16), "workspace": ([64], V.UINT8)}   # fp8_gemm_blockwise's
 BAD_SHAPES = {
     "quant tiles": ("fp8_quant_blockwise", {"x": ([128, 200], V.BF16)}, {"using_1x128_vec_quant": False},
                     "need rows and cols multiples of 128"),
@@ -184,15 +185,15 @@ BAD_SHAPES = {
                   "x must be 4-D [W, L, C, H]"),
     "blockwise trans": ("fp8_gemm_blockwise", {"A": ([128, 128], V.FP8_E4M3FN), "A_scale": ([1, 128], V.FP32),
                                                "B": ([64, 128], V.FP8_E4M3FN), "B_scale": ([1, 64], V.FP32),
-                                               "input_result": ([64, 128], V.BF16)}, {"transb": True},
+                                               "input_result": ([64, 128], V.BF16), **UNREAD}, {"transb": True},
                         "takes transa true and transb false only"),
     "blockwise 2d2d": ("fp8_gemm_blockwise", {"A": ([128, 128], V.FP8_E4M3FN), "A_scale": ([1, 1], V.FP32),
                                               "B": ([128, 128], V.FP8_E4M3FN), "B_scale": ([1, 1], V.FP32),
-                                              "input_result": ([128, 128], V.BF16)},
+                                              "input_result": ([128, 128], V.BF16), **UNREAD},
                        {"is_A_1d_scaled": False, "is_B_1d_scaled": False}, "2-D by 2-D scaling"),
     "blockwise scale": ("fp8_gemm_blockwise", {"A": ([256, 128], V.FP8_E4M3FN), "A_scale": ([2, 1], V.FP32),
                                                "B": ([64, 128], V.FP8_E4M3FN), "B_scale": ([1, 64], V.FP32),
-                                               "input_result": ([64, 256], V.BF16)}, {},
+                                               "input_result": ([64, 256], V.BF16), **UNREAD}, {},
                         "A_scale must be [1, 256] (1-D scales of A [256, 128])"),
     "dispatch dim": ("moe_gate_dispatch_and_quant", {"x": ([4, 100], V.BF16), "gate_logits": ([4, 3], V.FP32)},
                      {}, "hidden dim must be a multiple of 128"),

@@ -116,12 +116,12 @@ def _gemm_case(a_1d: bool, accumulate: bool) -> dict:
     a_scale = [k // 128, n] if a_1d else [n // 128, k // 128]
     feeds = {"A": ([n, k], E4M3, 50.0), "A_scale": (a_scale, F32, 0.01), "B": ([m, k], E4M3, 50.0),
              "B_scale": ([k // 128, m], F32, 0.01), "input_result": ([m, n], BF16, 1.0),
-             "workspace": ([64], "uint8", 0)}
-    operands = ["A", "A_scale", "B", "B_scale", "input_result", None, None, "workspace"]
+             "bias": ([0], BF16, 0), "pre_gelu": ([0], BF16, 0), "workspace": ([64], "uint8", 0)}
+    operands = ["A", "A_scale", "B", "B_scale", "input_result", "bias", "pre_gelu", "workspace"]   # empty as the API's
     attrs = [("transa", True), ("transb", False), ("grad", False), ("accumulate", accumulate),
              ("use_split_accumulator", True), ("math_sm_count", 112), ("is_A_1d_scaled", a_1d),
              ("is_B_1d_scaled", True)]
-    results = [("output", [m, n], BF16), None, None]
+    results = [("output", [m, n], BF16), ("pre_gelu_out", [0], BF16), ("workspace_out", [64], "uint8")]
 
     def reference(feed):
         """Paddle's reference loop of its test_fp8_gemm_blockwise: per 128 of K, the partial product times both
@@ -132,7 +132,8 @@ def _gemm_case(a_1d: bool, accumulate: bool) -> dict:
             sa = t(feed["A_scale"])[kb] if a_1d else paddle.repeat_interleave(t(feed["A_scale"])[:, kb], 128)
             out = out + part * t(feed["B_scale"])[kb].unsqueeze(1) * sa.unsqueeze(0)
         out = out + t(feed["input_result"]) if accumulate else out
-        return {"output": as_format(out.numpy(), BF16)}
+        return {"output": as_format(out.numpy(), BF16), "pre_gelu_out": feed["pre_gelu"],
+                "workspace_out": feed["workspace"]}
 
     return {"feeds": feeds, "op": ("fp8_gemm_blockwise_", operands, results, attrs), "reference": reference}
 

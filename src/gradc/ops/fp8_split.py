@@ -6,21 +6,23 @@ fused_stack_quant: N bfloat16 inputs x_i [M, K] (M, K multiples of 128) stacked 
 tiles: out [N M, K], scale [N M / 128, K / 128]. fused_stack_transpose_quant: the same of each x_i^T, out [N K, M],
 scale [N K / 128, M / 128].
 fused_transpose_split_quant: x [M, K] (bfloat16, or float8_e4m3fn dequantized by input_scales [M, ceil(K / 128)]
-to bfloat16 first), rows split among experts by tokens_per_expert (multiples of 128, summing to M); each column's
-128-row blocks quantized (pow_2_scales): out_i [K, t_i] = the expert's rows transposed, scales_i [t_i / 128, K].
+to bfloat16 first), rows split among experts by tokens_per_expert (multiples of 128, summing to M; the legacy op's
+TokensPerExpertTensor, or TokensPerExpertTensorList of one-value tensors, overrides it); each column's 128-row
+blocks quantized (pow_2_scales): out_i [K, t_i] = the expert's rows transposed, scales_i [t_i / 128, K].
 fused_transpose_wlch_split_quant: x [W, L, C, H] read as the rows of x.transpose(1, 0, 2, 3) [L W C, H], then as
 fused_transpose_split_quant: out_i [H, t_i], scales_i [t_i / 128, H].
 fp8_gemm_blockwise (PIR pd_op.fp8_gemm_blockwise_, in place over input_result): A [N, K], B [M, K] float8 with
 decode scales, output [M, N] = B A^T, each 128-wide slice of K scaled by both operands' scales, plus input_result
 with accumulate. A 1-D scaled operand X [R, K] has scales [K / 128, R] (one per row and 128 of K), a 2-D scaled one
 [R / 128, K / 128] (one per 128 x 128 tile); 2-D by 2-D, transa false and transb true are refused as by the
-kernel; bias, pre_gelu and workspace are not read (cuBLASLt's default epilogue).
+kernel; bias, pre_gelu and workspace are not read (cuBLASLt's default epilogue; pre_gelu_out and workspace_out
+are pre_gelu and workspace passed on).
 """
 
 from __future__ import annotations
 
-from ..ir import VarType
-from ..registry import defop
+from ..ir import AttrType, VarType
+from ..registry import defop, typed
 from .fp8 import BF16, E4M3, FP32, check_dtype
 
 FLOAT8 = (E4M3, VarType.FP8_E5M2)
@@ -48,7 +50,10 @@ for _stack in ("fused_stack_quant", "fused_stack_transpose_quant"):
     defop(_stack, ["x[]"], ["out", "scale"], infer=_stack_infer)
 
 
-def _experts(ctx, rows: int) -> list[int]:
+def _experts(ctx, rows: int) -> list[int] | None:
+    """tokens_per_expert, checked; None when a tensor gives it at run time."""
+    if ctx.has("TokensPerExpertTensor") or ctx.has("TokensPerExpertTensorList"):
+        return None
     tokens = list(ctx.attr("tokens_per_expert"))
     if any(t < 0 or t % 128 for t in tokens) or rows >= 0 and sum(tokens) != rows:
         ctx.fail(f"tokens_per_expert {tokens} must be multiples of 128 (the kernel's row blocks) summing to the "
@@ -56,8 +61,11 @@ def _experts(ctx, rows: int) -> list[int]:
     return tokens
 
 
-def _split_outputs(tokens: list[int], width: int) -> dict:
-    return {"out": [([width, t], E4M3) for t in tokens], "scales": [([t // 128, width], FP32) for t in tokens]}
+def _split_outputs(ctx, tokens: list[int] | None, width: int) -> dict:
+    """Each expert's out and scales (tokens from a tensor: as many experts as out names, their tokens unknown)."""
+    tokens = [-1] * len(ctx.op.output("out")) if tokens is None else tokens
+    return {"out": [([width, t], E4M3) for t in tokens],
+            "scales": [([t // 128 if t >= 0 else -1, width], FP32) for t in tokens]}
 
 
 def _split_infer(ctx):
@@ -73,11 +81,13 @@ def _split_infer(ctx):
         scales = ctx.shape("input_scales")
         if scales is not None and min(*x, *scales) >= 0 and scales != [x[0], -(-x[1] // 128)]:
             ctx.fail(f"input_scales must be [{x[0]}, {-(-x[1] // 128)}] for x {x}, got {scales}")
-    return _split_outputs(_experts(ctx, x[0]), x[1])
+    return _split_outputs(ctx, _experts(ctx, x[0]), x[1])
 
 
-defop("fused_transpose_split_quant", ["x", "input_scales?"], ["out[]", "scales[]"],
-      attrs={"tokens_per_expert": [], "pow_2_scales": False}, infer=_split_infer)
+TOKENS = ["TokensPerExpertTensor?", "TokensPerExpertTensorList[]?"]
+SPLIT_ATTRS = {"tokens_per_expert": typed([], AttrType.LONGS), "pow_2_scales": False}
+defop("fused_transpose_split_quant", ["x", "input_scales?", *TOKENS], ["out[]", "scales[]"], attrs=SPLIT_ATTRS,
+      infer=_split_infer)
 
 
 def _wlch_infer(ctx):
@@ -88,11 +98,10 @@ def _wlch_infer(ctx):
     if len(x) != 4:
         ctx.fail(f"x must be 4-D [W, L, C, H], got {x}")
     rows = x[0] * x[1] * x[2] if min(x[:3]) >= 0 else -1
-    return _split_outputs(_experts(ctx, rows), x[3])
+    return _split_outputs(ctx, _experts(ctx, rows), x[3])
 
 
-defop("fused_transpose_wlch_split_quant", ["x"], ["out[]", "scales[]"],
-      attrs={"tokens_per_expert": [], "pow_2_scales": False}, infer=_wlch_infer)
+defop("fused_transpose_wlch_split_quant", ["x", *TOKENS], ["out[]", "scales[]"], attrs=SPLIT_ATTRS, infer=_wlch_infer)
 
 
 def _scale_shape(rows: int, k: int, one_d: bool) -> list[int]:
@@ -123,10 +132,11 @@ def _gemm_infer(ctx):
                      f"got {given}")
     if out is not None and min(*out, b[0], a[0]) >= 0 and out != [b[0], a[0]]:
         ctx.fail(f"input_result must be [{b[0]}, {a[0]}] (B's rows by A's), got {out}")
-    return {"output": ([b[0], a[0]], ctx.dtype("input_result"))}
+    passed = {f"{slot}_out": (ctx.shape(slot), ctx.dtype(slot)) for slot in ("pre_gelu", "workspace") if ctx.has(slot)}
+    return {"output": ([b[0], a[0]], ctx.dtype("input_result")), **passed}
 
 
-defop("fp8_gemm_blockwise", ["A", "A_scale", "B", "B_scale", "input_result", "bias?", "pre_gelu?", "workspace?"],
-      ["output"], attrs={"transa": True, "transb": False, "grad": False, "accumulate": False,
-                         "use_split_accumulator": True, "math_sm_count": 112, "is_A_1d_scaled": True,
-                         "is_B_1d_scaled": True}, infer=_gemm_infer)
+defop("fp8_gemm_blockwise", ["A", "A_scale", "B", "B_scale", "input_result", "bias", "pre_gelu", "workspace"],
+      ["output", "pre_gelu_out", "workspace_out"],
+      attrs={"transa": True, "transb": False, "grad": False, "accumulate": False, "use_split_accumulator": True,
+             "math_sm_count": 112, "is_A_1d_scaled": True, "is_B_1d_scaled": True}, infer=_gemm_infer)

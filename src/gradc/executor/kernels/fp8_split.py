@@ -18,11 +18,25 @@ def fused_stack_quant(k):
     return {"out": out, "scale": inverse}
 
 
+def _tokens(k, rows: int) -> list[int]:
+    """tokens_per_expert: from TokensPerExpertTensor(List) when given (checked here), else the attribute."""
+    if k.optional("TokensPerExpertTensor") is not None:
+        tokens = [int(t) for t in np.ravel(k.x("TokensPerExpertTensor"))]
+    elif k.has("TokensPerExpertTensorList"):
+        tokens = [int(np.ravel(t)[0]) for t in k.xs("TokensPerExpertTensorList")]
+    else:
+        return list(k.attr("tokens_per_expert"))
+    if any(t < 0 or t % BLOCK for t in tokens) or sum(tokens) != rows or len(tokens) != len(k.out_names("out")):
+        raise ValueError(f"tokens_per_expert {tokens} must be one per out, multiples of 128 summing to the {rows} "
+                         f"rows")
+    return tokens
+
+
 def _split(k, rows: np.ndarray) -> dict:
     """rows [M, K] split among the experts; each column's 128-row blocks quantized: out_i [K, t_i], scales_i
     [t_i / 128, K]."""
     out, scales = quantize_rows(np.ascontiguousarray(rows.T), pow2=k.attr("pow_2_scales"), inf_scale=QUANT_INF_SCALE)
-    ends = np.cumsum([0, *k.attr("tokens_per_expert")])
+    ends = np.cumsum([0, *_tokens(k, rows.shape[0])])
     return {"out": [np.ascontiguousarray(out[:, start:end]) for start, end in zip(ends, ends[1:])],
             "scales": [np.ascontiguousarray(scales[:, start // BLOCK:end // BLOCK].T) for start, end in
                        zip(ends, ends[1:])]}
@@ -60,4 +74,5 @@ def fp8_gemm_blockwise(k):
     out = np.einsum("mnj,mj,nj->mn", partial, sb, sa)
     if k.attr("accumulate"):
         out = out + k.x("input_result").astype(np.float64)
-    return {"output": out.astype(F32)}
+    passed = {f"{slot}_out": k.x(slot) for slot in ("pre_gelu", "workspace") if k.optional(slot) is not None}
+    return {"output": out.astype(F32), **passed}

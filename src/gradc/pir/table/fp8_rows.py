@@ -27,12 +27,15 @@ ROWS = [
         " expert_offset:expert_offset expert_id:expert_id", "k:i64 capacity:i64 use_pad:bool use_pow2_scale:bool"),
     row("pd_op.fused_stack_quant", "fused_stack_quant", "x:x*", "out:out scale:scale"),
     row("pd_op.fused_stack_transpose_quant", "fused_stack_transpose_quant", "x:x*", "out:out scale:scale"),
-    row("pd_op.fused_transpose_split_quant", "fused_transpose_split_quant", "x:x input_scales?:input_scales",
-        "out:out* scales:scales*", SPLIT),
-    row("pd_op.fused_transpose_wlch_split_quant", "fused_transpose_wlch_split_quant", "x:x", "out:out* scales:scales*",
+    # the legacy ops' TokensPerExpertTensor(List) have no PIR operand
+    row("pd_op.fused_transpose_split_quant", "fused_transpose_split_quant",
+        "x:x input_scales?:input_scales ~TokensPerExpertTensor ~TokensPerExpertTensorList", "out:out* scales:scales*",
         SPLIT),
+    row("pd_op.fused_transpose_wlch_split_quant", "fused_transpose_wlch_split_quant",
+        "x:x ~TokensPerExpertTensor ~TokensPerExpertTensorList", "out:out* scales:scales*", SPLIT),
     # the in-place op only: output is input_result's var; pre_gelu_out and workspace_out pass their operands on
+    # (Paddle's API passes empty tensors for bias and pre_gelu: null values here)
     row("pd_op.fp8_gemm_blockwise_", "fp8_gemm_blockwise", "A:A A_scale:A_scale B:B B_scale:B_scale"
         " input_result:input_result bias?:bias pre_gelu?:pre_gelu workspace?:workspace",
-        "output:output&input_result pre_gelu_out:- workspace_out:-", BLOCKWISE),
+        "output:output&input_result pre_gelu_out:pre_gelu_out workspace_out:workspace_out", BLOCKWISE),
 ]
