@@ -64,7 +64,7 @@ def _run(case: SlotCase, with_slot: bool) -> dict:
         inputs[slot] = [f"{slot}{i}" for i in range(len(arrays))]
         for name, array in zip(inputs[slot], arrays):
             values = array.array if isinstance(array, gradc.LoDTensor) else np.asarray(array)
-            block.create_var(name, list(values.shape), to_var_type(values.dtype))
+            block.create_var(name, list(values.shape), case.dtypes.get(slot, to_var_type(values.dtype)))
             feed[name] = array if isinstance(array, gradc.LoDTensor) else values   # a LoDTensor keeps its LoD
     outputs = {slot: [f"{slot}.out{i}" for i in range(len(v) if isinstance(v, list) else 1)]
                for slot, v in case.expected.items()}

@@ -19,7 +19,7 @@ import numpy as np
 from .bfloat16 import STORAGE
 from .executor.liveness import deaths, referenced_names
 from .ir import EMPTY_VAR, Block, Program, VarType
-from .ir.types import NUMPY_DTYPE_NAMES
+from .ir.types import FLOAT8_DTYPES, NUMPY_DTYPE_NAMES
 from .pairing import BACKWARD, op_kinds
 
 ARRAY_TYPES = (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS)
@@ -54,7 +54,7 @@ def var_bytes(block: Block, name: str, batch_size: int) -> int | None:
     var = block.visible_var(name)
     if var is None or var.type not in ARRAY_TYPES or var.shape is None:
         return None
-    if var.dtype == VarType.BF16:   # the executor holds bfloat16 values as float32 (gradc.bfloat16)
+    if var.dtype == VarType.BF16 or var.dtype in FLOAT8_DTYPES:   # held as float32 (gradc.bfloat16, gradc.float8)
         itemsize = STORAGE.itemsize
     elif var.dtype in NUMPY_DTYPE_NAMES:
         itemsize = np.dtype(NUMPY_DTYPE_NAMES[var.dtype]).itemsize

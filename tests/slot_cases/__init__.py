@@ -22,6 +22,7 @@ class SlotCase:
     expected: dict                 # output slot -> array (or list of arrays)
     attrs: dict = field(default_factory=dict)
     overrides: bool = True         # without the slot, the attribute gives another result
+    dtypes: dict = field(default_factory=dict)   # slot -> VarType declared instead of the array's (bfloat16, float8)
 
     @property
     def id(self) -> str:

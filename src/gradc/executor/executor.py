@@ -14,6 +14,7 @@ import numpy as np
 from .. import registry
 from ..bfloat16 import BFLOAT16
 from ..errors import ExecutionError, GradcError, ProgramError, op_location
+from ..float8 import SPECS as FLOAT8_SPECS
 from ..gcpause import gc_paused
 from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
@@ -179,13 +180,15 @@ class Executor:
 
     @staticmethod
     def _write_spec(block: Block, name: str, declared: bool = True) -> tuple[str, object, bool]:
-        """(name, the declared numpy dtype the value is cast to (BFLOAT16: rounded to it), or None to keep the
-        kernel's; persistable)."""
+        """(name, the declared numpy dtype the value is cast to (BFLOAT16, a float8 spec: rounded to it), or None to
+        keep the kernel's; persistable)."""
         var = block.find_var(name)
         if var is None or not declared or var.type not in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS):
             return name, None, bool(var and var.persistable)
         if var.dtype == VarType.BF16:   # float32 values rounded to bfloat16 (gradc.bfloat16)
             return name, BFLOAT16, bool(var.persistable)
+        if var.dtype in FLOAT8_SPECS:   # float32 values rounded to float8 (gradc.float8)
+            return name, FLOAT8_SPECS[var.dtype], bool(var.persistable)
         dtype = NUMPY_DTYPE_NAMES.get(var.dtype)
         return name, np.dtype(dtype) if dtype else None, bool(var.persistable)
 

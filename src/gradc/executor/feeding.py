@@ -9,6 +9,8 @@ import numpy as np
 
 from ..bfloat16 import as_bfloat16
 from ..errors import ExecutionError, op_location
+from ..float8 import FORMATS as FLOAT8_FORMATS
+from ..float8 import as_float8
 from ..ir import Block, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .lod import LoDTensor, checked_lod, set_lod
@@ -31,6 +33,8 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
             raise ExecutionError(f"feed var '{name}' is not declared in block 0")
         if var.dtype == VarType.BF16:
             array = _bfloat16_feed(name, value, var.need_check_feed)
+        elif var.dtype in FLOAT8_FORMATS:
+            array = _float8_feed(name, value, var)
         else:
             array = _checked_feed(name, value, var)
         if var.shape is not None and not shape_fits(array.shape, var.shape):
@@ -66,6 +70,17 @@ def _bfloat16_feed(name: str, value, need_check_feed: bool | None) -> np.ndarray
         raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares bfloat16: feed float32 "
                              f"values or uint16 bfloat16 bits")
     return as_bfloat16(array)
+
+
+def _float8_feed(name: str, value, var) -> np.ndarray:
+    """A value fed to a float8 var, as float32 values of its format: uint8 / int8 arrays are float8 bits (Paddle's
+    numpy arrays of float8 are int8), float values are rounded; a data var takes only those, or Python numbers."""
+    array = np.asarray(value)
+    checked = var.need_check_feed and isinstance(value, np.ndarray)
+    if array.dtype.kind not in "biuf" or (checked and array.dtype not in (np.float32, np.uint8, np.int8)):
+        raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {FLOAT8_FORMATS[var.dtype]}: "
+                             f"feed float32 values or uint8 / int8 float8 bits")
+    return as_float8(array, var.dtype)
 
 
 def feed_ops(ops: list) -> list:

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..bfloat16 import BFLOAT16, STORAGE, round_to_bfloat16
 from ..errors import ExecutionError
+from ..float8 import Float8Spec
 from ..ir import EMPTY_VAR, GRAD_SUFFIX
 from .context import KernelContext
 from .scope import Scope
@@ -62,6 +63,8 @@ def as_declared(ctx: KernelContext, name: str, array, dtype: np.dtype) -> np.nda
     array = np.asarray(array)
     if dtype is BFLOAT16:
         return _as_bfloat16(ctx, name, array)
+    if type(dtype) is Float8Spec:
+        return _as_float8(ctx, name, array, dtype)
     if array.dtype == dtype:
         return array
     if array.dtype.kind == "f" and dtype.kind == "f" and array.dtype.itemsize > dtype.itemsize:
@@ -81,3 +84,11 @@ def _as_bfloat16(ctx: KernelContext, name: str, array: np.ndarray) -> np.ndarray
         raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
                              f"declares bfloat16 (computed in float32)")
     return round_to_bfloat16(array)
+
+
+def _as_float8(ctx: KernelContext, name: str, array: np.ndarray, spec: Float8Spec) -> np.ndarray:
+    """A result for a float8 var: computed in float32 (or narrower, or as integers), rounded to its format."""
+    if array.dtype.kind == "c" or (array.dtype.kind == "f" and array.dtype.itemsize > STORAGE.itemsize):
+        raise ExecutionError(f"{ctx.where}: the kernel computed '{name}' as {array.dtype}, but the program "
+                             f"declares {spec} (computed in float32)")
+    return spec.round(array)

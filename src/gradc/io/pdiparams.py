@@ -15,6 +15,9 @@ import numpy as np
 
 from ..bfloat16 import from_bits, to_bits
 from ..errors import FormatError
+from ..float8 import FORMATS as FLOAT8_FORMATS
+from ..float8 import from_bits as float8_from_bits
+from ..float8 import to_bits as float8_to_bits
 from ..ir import Program, VarType
 from ..ir.types import DTYPE_BY_NUMPY_NAME, NUMPY_DTYPE_NAMES
 from .files import write_atomic
@@ -50,8 +53,11 @@ def write_params(path: str | Path, program: Program, values: dict[str, np.ndarra
         if name not in values:
             raise FormatError(f"no value for persistable var '{name}'")
         array = np.ascontiguousarray(values[name])
-        if _declares_bfloat16(program, name):   # as Paddle writes it: two bytes a value
+        declared = _declared(program, name)
+        if declared == VarType.BF16:   # as Paddle writes it: two bytes a value
             array, data_type = to_bits(array), VarType.BF16
+        elif declared in FLOAT8_FORMATS:   # one byte a value, data type 32 / 33
+            array, data_type = float8_to_bits(array, declared), declared
         else:
             data_type = DTYPE_BY_NUMPY_NAME[array.dtype.name]
         raw = tensor_desc_bytes(data_type, array.shape)
@@ -59,9 +65,9 @@ def write_params(path: str | Path, program: Program, values: dict[str, np.ndarra
     write_atomic(path, b"".join(chunks))
 
 
-def _declares_bfloat16(program: Program, name: str) -> bool:
+def _declared(program: Program, name: str) -> int | None:
     var = program.global_block.find_var(name)
-    return var is not None and var.dtype == VarType.BF16
+    return None if var is None else var.dtype
 
 
 def _parsed_tensor_desc(raw: bytes, source: str, var: str) -> tuple[int, tuple[int, ...]]:
@@ -102,7 +108,9 @@ class _Reader:
         self.unpack("<I", "version", var)
         raw_desc = self.take(self.unpack("<i", "desc size", var), "desc", var)
         data_type, shape = _parsed_tensor_desc(raw_desc, self.source, var)
-        dtype = "uint16" if data_type == VarType.BF16 else NUMPY_DTYPE_NAMES.get(data_type)   # bfloat16 bits
+        # bfloat16 and float8 bits
+        dtype = {VarType.BF16: "uint16", **dict.fromkeys(FLOAT8_FORMATS, "uint8")}.get(data_type) \
+            or NUMPY_DTYPE_NAMES.get(data_type)
         if dtype is None:
             raise FormatError(f"{self.source}: '{var}' has data type {data_type}, which gradc cannot read")
         if any(d < 0 for d in shape):
@@ -110,4 +118,6 @@ class _Reader:
         count = math.prod(shape)   # a Python int: huge dims are caught by take(), not overflowed
         raw = self.take(count * np.dtype(dtype).itemsize, "data", var)
         array = np.frombuffer(raw, dtype=dtype).reshape(shape)
+        if data_type in FLOAT8_FORMATS:
+            return float8_from_bits(array, data_type)
         return from_bits(array) if data_type == VarType.BF16 else array.copy()

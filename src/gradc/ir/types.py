@@ -64,9 +64,12 @@ class VarType(IntEnum):
 
 
 FLOAT_DTYPES = frozenset({VarType.FP16, VarType.FP32, VarType.FP64, VarType.BF16})
+# float8: few ops take them (float kernels refuse them), but a gradient flows through them as in Paddle: a cast's
+# grad casts the gradient back, so a float8 var's grad is float8 too
+FLOAT8_DTYPES = frozenset({VarType.FP8_E4M3FN, VarType.FP8_E5M2})
 COMPLEX_DTYPES = frozenset({VarType.COMPLEX64, VarType.COMPLEX128})
 # vars a gradient flows through: a complex var's grad is dL/dRe + i dL/dIm (Paddle's convention)
-DIFFERENTIABLE_DTYPES = FLOAT_DTYPES | COMPLEX_DTYPES
+DIFFERENTIABLE_DTYPES = FLOAT_DTYPES | FLOAT8_DTYPES | COMPLEX_DTYPES
 INTEGER_DTYPES = frozenset({VarType.UINT8, VarType.INT8, VarType.INT16, VarType.INT32, VarType.INT64})   # not bool
 
 
@@ -93,8 +96,10 @@ NUMPY_DTYPE_NAMES = {
     VarType.COMPLEX128: "complex128",
 }
 DTYPE_BY_NUMPY_NAME = {name: vt for vt, name in NUMPY_DTYPE_NAMES.items()}
-# the data types a dtype attribute may name: numpy's, and bfloat16 (the executor's are float32, gradc.bfloat16)
-TENSOR_DTYPES = frozenset(NUMPY_DTYPE_NAMES) | {VarType.BF16}
+# the data types a dtype attribute may name: numpy's, bfloat16 and float8 (the executor's are float32,
+# gradc.bfloat16, gradc.float8)
+TENSOR_DTYPES = frozenset(NUMPY_DTYPE_NAMES) | {VarType.BF16} | FLOAT8_DTYPES
+_PADDLE_NAMES = {"bfloat16": VarType.BF16, "float8_e4m3fn": VarType.FP8_E4M3FN, "float8_e5m2": VarType.FP8_E5M2}
 
 
 def real_dtype(dtype: int | None) -> int | None:
@@ -115,11 +120,12 @@ def dtype_name(dtype: int | None) -> str:
 
 
 def to_var_type(dtype) -> int:
-    """Accept a VarType, its int, or a numpy dtype name ("float32", and "bfloat16") and return the VarType int."""
+    """Accept a VarType, its int, or a numpy dtype name ("float32", and "bfloat16", "float8_e4m3fn", "float8_e5m2")
+    and return the VarType int."""
     if isinstance(dtype, str):
         if dtype in DTYPE_BY_NUMPY_NAME:
             return DTYPE_BY_NUMPY_NAME[dtype]
-        return VarType.BF16 if dtype == "bfloat16" else VarType[dtype.upper()]   # Paddle's name of it
+        return _PADDLE_NAMES[dtype] if dtype in _PADDLE_NAMES else VarType[dtype.upper()]   # Paddle's name of it
     if hasattr(dtype, "name") and not isinstance(dtype, IntEnum):  # a numpy dtype
         return DTYPE_BY_NUMPY_NAME[dtype.name]
     return int(dtype)

@@ -1,6 +1,6 @@
-"""The float64 pass: widen every float32, float16 and bfloat16 var, and such dtype attributes, to float64 (complex64
-to complex128). Numeric gradient checks need the precision (central differences in float32 lose half the digits;
-float16's and bfloat16's rounding swallows them)."""
+"""The float64 pass: widen every float32, float16, bfloat16 and float8 var, and such dtype attributes, to float64
+(complex64 to complex128). Numeric gradient checks need the precision (central differences in float32 lose half the
+digits; float16's, bfloat16's and float8's rounding swallows them)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .base import Pass, register_pass
 
 DTYPE_ATTRS = ("dtype", "in_dtype", "out_dtype")
 WIDER = {VarType.FP32: VarType.FP64, VarType.FP16: VarType.FP64, VarType.BF16: VarType.FP64,
-         VarType.COMPLEX64: VarType.COMPLEX128}
+         VarType.FP8_E4M3FN: VarType.FP64, VarType.FP8_E5M2: VarType.FP64, VarType.COMPLEX64: VarType.COMPLEX128}
 
 
 @register_pass
@@ -32,4 +32,4 @@ class Float64Pass(Pass):
     def ensures(self, program: Program) -> None:
         left = [name for block in program.blocks for name, var in block.vars.items() if var.dtype in WIDER]
         if left:
-            raise self.fail(f"float32, float16, bfloat16 or complex64 vars remain: {left[:5]}")
+            raise self.fail(f"float32, float16, bfloat16, float8 or complex64 vars remain: {left[:5]}")

@@ -15,6 +15,8 @@ import numpy as np
 
 from ..bfloat16 import as_bfloat16
 from ..errors import FormatError, GradcError
+from ..float8 import FORMATS as FLOAT8_FORMATS
+from ..float8 import as_float8
 from ..io import write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
@@ -70,6 +72,8 @@ def checked_param(program: Program, name: str, value, source: str):
                           f"{var.shape}")
     if var.dtype == VarType.BF16:
         return _bfloat16_param(name, value, source)
+    if var.dtype in FLOAT8_FORMATS:
+        return _float8_param(name, value, source, var.dtype)
     expected = NUMPY_DTYPE_NAMES.get(var.dtype)
     if expected is not None and value.dtype.name != expected:
         raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
@@ -83,6 +87,15 @@ def _bfloat16_param(name: str, value: np.ndarray, source: str) -> np.ndarray:
         raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares bfloat16 (give "
                           f"float32 values or uint16 bfloat16 bits)")
     return as_bfloat16(value)
+
+
+def _float8_param(name: str, value: np.ndarray, source: str, code: int) -> np.ndarray:
+    """A float8 parameter's values: uint8 / int8 arrays are float8 bits (paddle.save holds them as int8), float32
+    values are rounded; a float32 array read from a .pdiparams of data type 32 / 33 is already of the format."""
+    if value.dtype not in (np.float32, np.uint8, np.int8):
+        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares "
+                          f"{FLOAT8_FORMATS[code]} (give float32 values or uint8 / int8 float8 bits)")
+    return as_float8(value, code)
 
 
 def load_params(scope, path: str | os.PathLike, program: Program | None = None) -> list[str]:

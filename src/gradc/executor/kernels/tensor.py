@@ -7,6 +7,8 @@ import math
 import numpy as np
 
 from ...bfloat16 import STORAGE, round_to_bfloat16
+from ...float8 import FORMATS as FLOAT8_FORMATS
+from ...float8 import round_to_float8
 from ...ir.types import NUMPY_DTYPE_NAMES, VarType, dtype_name
 from ...limits import check_allocation
 from .. import paddle_random, randomness
@@ -15,9 +17,9 @@ from . import kernel
 
 
 def numpy_dtype(code) -> np.dtype:
-    """The numpy dtype a kernel makes values of data type ``code`` in: bfloat16's are float32 (rounded when stored,
-    gradc.bfloat16)."""
-    if code == VarType.BF16:
+    """The numpy dtype a kernel makes values of data type ``code`` in: bfloat16's and float8's are float32 (rounded
+    when stored, gradc.bfloat16, gradc.float8)."""
+    if code == VarType.BF16 or code in FLOAT8_FORMATS:
         return STORAGE
     if code not in NUMPY_DTYPE_NAMES:
         raise ValueError(f"data type {code} ({dtype_name(code)}) has no numpy type: gradc's executor cannot run it")
@@ -139,4 +141,6 @@ def cast(k):
         x = x.real
     if k.attr("out_dtype") == VarType.BF16:
         return {"Out": round_to_bfloat16(x)}
+    if k.attr("out_dtype") in FLOAT8_FORMATS:   # through float32, as Paddle's static_cast<float> first
+        return {"Out": round_to_float8(x, k.attr("out_dtype"))}
     return {"Out": x.astype(dtype)}

@@ -14,6 +14,7 @@ from . import (
     detection_v1_rows,
     extra_math_rows,
     flash_attention_rows,
+    fp8_rows,
     fused_llm_rows,
     fused_transformer_rows,
     gpu_build_rows,
@@ -103,7 +104,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + tensor_inplace_rows.ROWS
                + compat_rows.ROWS
                + flash_attention_rows.ROWS
-               + gpu_build_rows.ROWS + SPECIAL)
+               + gpu_build_rows.ROWS + fp8_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
