@@ -933,6 +933,25 @@ COMPILE_TIME = {
                            r"WeightH must have shape [D, 3 * D]"),
     "fusion_lstm weights": ("fusion_lstm", {"X": zeros(5, 4), "WeightX": zeros(5, 12), "WeightH": zeros(3, 12),
                                             "Bias": zeros(1, 12)}, {}, "WeightX must have shape [M = 4"),
+    # the MoE index ops (gradc.ops.moe_routing)
+    "number_count dtype": ("number_count", {"numbers": zeros(4)}, {"upper_range": 2}, "numbers must be int64"),
+    "assign_pos cum_count": ("assign_pos", {"X": i64(0, 1), "cum_count": zeros(2, 2, dtype=np.int64),
+                                            "eff_num_len": i64(2)}, {}, "cum_count must be 1-D"),
+    "limit_by_capacity workers": ("limit_by_capacity", {"expert_count": i64(1, 2, 3), "capacity": i64(2, 2)},
+                                  {"n_worker": 2}, "expert_count must hold n_worker * experts = 2 * [2] counts"),
+    "prune_gate_by_capacity count": ("prune_gate_by_capacity", {"GateIdx": i64(0, 1), "ExpertCount": i64(1, 1, 1)},
+                                     {"n_expert": 2, "n_worker": 1}, "ExpertCount must be [n_expert * n_worker] = [2]"),
+    "random_routing topk": ("random_routing", {"Prob": zeros(2), "TopK_Value": zeros(2, 3),
+                                               "TopK_Idx": zeros(2, 3, dtype=np.int64)}, {},
+                            "TopK_Idx and TopK_Value must be [N, 2] (top 2)"),
+    "int_bincount range": ("int_bincount", {"x": i64(1, 2)}, {"low": 3, "high": 3, "dtype": 3},
+                           "int_bincount needs low < high"),
+    "expand_modality_expert_id rank": ("expand_modality_expert_id", {"expert_id": i64(1, 2)}, {},
+                                       "expert_id must be [tokens, k]"),
+    "build_src_rank_and_local_expert_id counts": ("build_src_rank_and_local_expert_id",
+                                                  {"expert_num_global_tensor": i64(1, 2, 3)},
+                                                  {"expert_num_global": [1, 2], "num_local_experts": 1},
+                                                  "expert_num_global_tensor must be [2]"),
 }
 
 RUN_TIME = {
@@ -1263,6 +1282,13 @@ RUN_TIME = {
     # the suites' multi-scale deformable attention: a level past Value's rows
     "ms_deform_attn level rows": ("ms_deform_attn", {**MSDA, "level_start_index": i64(0, 14)}, {"im2col_step": 64},
                                   "a level of 2 x 3 from row 14 lies outside value's 18 rows"),
+    # MoE index ops: running counts that miss X's entries, counts that miss the attribute's
+    "assign_pos counts": ("assign_pos", {"X": i64(0, 0, 1), "cum_count": i64(1, 2), "eff_num_len": i64(2)}, {},
+                          "has no place left"),
+    "build_src_rank_and_local_expert_id values": ("build_src_rank_and_local_expert_id",
+                                                  {"expert_num_global_tensor": i64(2, 2)},
+                                                  {"expert_num_global": [1, 2], "num_local_experts": 1},
+                                                  "must hold the counts of expert_num_global [1, 2]"),
 }
 
 # forward ops with nothing a program can get wrong, and why
