@@ -112,6 +112,7 @@ FAMILIES = {
         "moe_gate_dispatch_permute", "moe_gate_dispatch_grad", "moe_gate_dispatch_auto_grad",
         "moe_gate_dispatch_permute_grad", "moe_combine", "moe_combine_auto", "moe_combine_grad",
         "moe_combine_auto_grad", "moe_combine_no_weight", "moe_combine_no_weight_grad"),
+    "moe_permute": ("moe_permute", "moe_unpermute", "moe_unpermute_grad", "batched_gemm"),
     "moe_routing": ("number_count", "assign_pos", "limit_by_capacity", "prune_gate_by_capacity", "random_routing",
         "int_bincount", "expand_modality_expert_id", "build_src_rank_and_local_expert_id"),
     "ms_deform_attn": ("ms_deform_attn", "ms_deformable_attn", "ms_deform_attn_grad", "ms_deformable_attn_grad"),

@@ -24,6 +24,7 @@ from . import (
     linalg_rows,
     llm_attention_rows,
     math_rows,
+    moe_permute_rows,
     moe_routing_rows,
     moe_rows,
     ms_deform_attn_rows,
@@ -98,7 +99,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS
-               + moe_routing_rows.ROWS + SPECIAL)
+               + moe_routing_rows.ROWS + moe_permute_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
