@@ -71,6 +71,8 @@ FAMILIES = {
     "fused_ffn_double": ("fused_feedforward_grad",),
     "fused_gemm": ("fused_gemm_epilogue",),
     "fused_gemm_double": ("fused_gemm_epilogue_grad",),
+    "fused_grad_steps": ("fused_linear_param_grad_add", "cross_entropy_with_softmax_bwd_w_downcast",
+        "embedding_grad_add_to", "apply_per_channel_scale"),
     "fused_llm": ("fused_bias_act",),
     "fused_multi_transformer": ("fused_multi_transformer",),
     "fused_norm": ("fast_ln", "fast_ln_grad", "fast_rms_norm", "fast_rms_norm_grad", "fused_rms_norm_ext",

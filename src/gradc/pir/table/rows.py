@@ -12,6 +12,7 @@ from . import (
     detection_rows,
     detection_v1_rows,
     extra_math_rows,
+    fused_grad_steps_rows,
     fused_llm_rows,
     fused_transformer_rows,
     grad_rows,
@@ -99,7 +100,8 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS
-               + moe_routing_rows.ROWS + moe_permute_rows.ROWS + SPECIAL)
+               + moe_routing_rows.ROWS + moe_permute_rows.ROWS
+               + fused_grad_steps_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
