@@ -80,6 +80,8 @@ FAMILIES = {
         "fused_bias_dropout_residual_layer_norm_grad"),
     "fused_norm_double": ("fast_ln_grad", "fast_rms_norm_grad", "fused_rms_norm_ext_grad", "rms_norm_grad",
         "fused_bias_dropout_residual_layer_norm_grad"),
+    "fused_partial_rope": ("fused_partial_rope", "fused_partial_rope_grad"),
+    "fused_partial_rope_double": ("fused_partial_rope_grad",),
     "fused_rope": ("fused_rotary_position_embedding", "fused_rotary_position_embedding_grad"),
     "fused_rope_double": ("fused_rotary_position_embedding_grad",),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",

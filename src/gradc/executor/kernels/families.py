@@ -57,6 +57,7 @@ FAMILIES = {
     "fused_norm": ("fast_ln", "fast_rms_norm", "fused_rms_norm_ext", "rms_norm", "fast_ln_grad", "fast_rms_norm_grad",
         "fused_rms_norm_ext_grad", "rms_norm_grad", "fused_bias_dropout_residual_layer_norm",
         "fused_bias_dropout_residual_layer_norm_grad"),
+    "fused_partial_rope": ("fused_partial_rope", "fused_partial_rope_grad"),
     "fused_rope": ("fused_rotary_position_embedding", "fused_rotary_position_embedding_grad"),
     "graph": ("graph_send_recv", "graph_send_recv_grad", "graph_send_ue_recv", "graph_send_ue_recv_grad",
         "graph_send_uv", "graph_send_uv_grad", "segment_pool", "segment_pool_grad"),
