@@ -74,6 +74,44 @@ def _gemm_feed(rng) -> dict:
     return {name: rng.standard_normal(shape).astype(F32) for name, (shape, _) in _gemm()["feeds"].items()}
 
 
+# expert 1 chosen twice, expert 2 six times
+PARTIAL_IDS = np.array([[0, 2], [2, 3], [1, 2], [2, 0], [3, 2], [2, 1]], np.int32)
+
+
+def _partial(use_pad: bool, reverse: bool) -> dict:
+    """moe_gate_dispatch_partial_nosoftmaxtopk of 6 tokens top 2 to experts 1 .. 2 of 4 (capacity 3: expert 2's five
+    choices cut to 3) and its grad op at fed dy and dweights."""
+    rows = 2 * 3 if use_pad else 2 + 3
+    feeds = {"x": ([6, 8], F32), "weights": ([6, 2], F32), "ids": ([6, 2], "int32"), "dy": ([rows, 8], F32),
+             "dweights": ([6, 2], F32)}
+    attrs = {"k": ("_set_int64_attr", 2), "capacity": ("_set_int64_attr", 3),
+             "num_experts": ("_set_int64_attr", 4), "use_pad": use_pad,
+             "expert_start_index": ("_set_int64_attr", 1), "expert_end_index": ("_set_int64_attr", 3),
+             "reverse_token_drop": reverse}
+    outs = {"y": ("y", [rows, 8]), "combine_weights_out": ("weights_out", [6, 2]),
+            "scatter_index": ("scatter_index", [2, 6], "int32"), "scatter_index_rev": ("scatter_index_rev", [rows],
+                                                                                       "int32"),
+            "expert_offset": ("expert_offset", [4], "int64"), "expert_nums_local": ("expert_nums_local", [4], "int64")}
+    grad_ins = {"combine_weights_out": ["weights_out"], "scatter_index": ["scatter_index"],
+                "scatter_index_rev": ["scatter_index_rev"], "expert_offset": ["expert_offset"],
+                "expert_nums_local": ["expert_nums_local"], "y@GRAD": ["dy"],
+                "combine_weights_out@GRAD": ["dweights"]}
+    grads = {"x@GRAD": ("x@GRAD", [6, 8]), "combine_weights@GRAD": ("weights@GRAD", [6, 2])}
+    op = "moe_gate_dispatch_partial_nosoftmaxtopk"
+    return {"feeds": feeds, "ops": [(op, {"x": ["x"], "combine_weights": ["weights"], "expert_id": ["ids"]}, outs,
+                                     attrs), (f"{op}_grad", grad_ins, grads, attrs)]}
+
+
+def _partial_feed(use_pad: bool):
+    def draw(rng) -> dict:
+        rows = 6 if use_pad else 5
+        return {"x": rng.standard_normal((6, 8)).astype(F32), "weights": rng.uniform(0.1, 1.0, (6, 2)).astype(F32),
+                "ids": PARTIAL_IDS, "dy": rng.standard_normal((rows, 8)).astype(F32),
+                "dweights": rng.standard_normal((6, 2)).astype(F32)}
+
+    return draw
+
+
 def write(case: str, seed: int) -> str:
     spec, draw = CASES[case]
     program, fetches = translated.translated_program(spec)
@@ -87,8 +125,11 @@ def write(case: str, seed: int) -> str:
 
 
 CASES = {"moe_permute_unpermute": (_permute_unpermute(), _permute_unpermute_feed),
-         "batched_gemm_variants": (_gemm(), _gemm_feed)}
-SEEDS = {"moe_permute_unpermute": 510, "batched_gemm_variants": 511}
+         "batched_gemm_variants": (_gemm(), _gemm_feed),
+         "moe_dispatch_partial_pad": (_partial(True, False), _partial_feed(True)),
+         "moe_dispatch_partial_reverse_drop": (_partial(False, True), _partial_feed(False))}
+SEEDS = {"moe_permute_unpermute": 510, "batched_gemm_variants": 511, "moe_dispatch_partial_pad": 512,
+         "moe_dispatch_partial_reverse_drop": 513}
 
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")

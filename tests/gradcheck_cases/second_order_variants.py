@@ -37,6 +37,7 @@ LEFT_OUT = {
     "moe_gate_dispatch": "moe_gate_dispatch_grad refuses (moe.py lists it as refused)",
     "moe_gate_dispatch_permute": "moe_gate_dispatch_permute_grad refuses (moe.py lists it as refused)",
     "moe_gate_dispatch_auto": "moe_gate_dispatch_auto_grad refuses (moe.py lists it as refused)",
+    "moe_gate_dispatch_partial_nosoftmaxtopk": "its grad refuses (moe.py lists it as refused)",
     "moe_unpermute": "moe_unpermute_grad refuses (moe_permute.py lists it as refused)",
 }
 

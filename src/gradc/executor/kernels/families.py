@@ -115,6 +115,7 @@ FAMILIES = {
         "moe_gate_dispatch_permute", "moe_gate_dispatch_grad", "moe_gate_dispatch_auto_grad",
         "moe_gate_dispatch_permute_grad", "moe_combine", "moe_combine_auto", "moe_combine_grad",
         "moe_combine_auto_grad", "moe_combine_no_weight", "moe_combine_no_weight_grad"),
+    "moe_partial": ("moe_gate_dispatch_partial_nosoftmaxtopk", "moe_gate_dispatch_partial_nosoftmaxtopk_grad"),
     "moe_permute": ("moe_permute", "moe_unpermute", "moe_unpermute_grad", "batched_gemm"),
     "moe_routing": ("number_count", "assign_pos", "limit_by_capacity", "prune_gate_by_capacity", "random_routing",
         "int_bincount", "expand_modality_expert_id", "build_src_rank_and_local_expert_id"),
