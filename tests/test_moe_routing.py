@@ -56,3 +56,10 @@ def test_paddles_translated_index_helpers(case, dtype):
     experts = [0, 0, 2, 2, 2, 3]
     np.testing.assert_array_equal(got["src_rank"], np.array(experts) // 2)
     np.testing.assert_array_equal(got["local_expert_id"], np.array(experts) % 2)
+
+
+def test_paddles_translated_global_scatter_and_gather_at_one_rank_send_the_rows_to_themselves():
+    """World size 1: each expert's rows go to the one rank and come back in order."""
+    feed, got, _ = _translated("moe_exchange_one_rank")
+    np.testing.assert_array_equal(got["scattered"], feed["rows"])
+    np.testing.assert_array_equal(got["gathered"], feed["rows"])

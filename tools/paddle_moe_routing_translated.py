@@ -1,10 +1,11 @@
 """PIR programs of Paddle 3.3.1's GPU-only MoE index ops (number_count, assign_pos, limit_by_capacity,
 prune_gate_by_capacity, random_routing: the older MoE layer's gate; int_bincount, expand_modality_expert_id,
-build_src_rank_and_local_expert_id: PaddleNLP's helpers), written as tools/paddle_gpu_only_translated.py writes its
-cases (legacy ops put into a ProgramDesc, named by Paddle's translator) into tests/data/paddle/pir_gpu_only/<case>/,
-with feeds drawn here per case (routes with dropped -1 entries, running counts that agree with them) and, for
-int_bincount, Paddle's CPU numbers of its own composition (math_int_bincount, the XPU path) in
-paddle_cpu_composition.npz. tests/test_moe_routing.py runs them. Not part of the package: it needs paddlepaddle.
+build_src_rank_and_local_expert_id: PaddleNLP's helpers; global_scatter and global_gather at one rank), written as
+tools/paddle_gpu_only_translated.py writes its cases (legacy ops put into a ProgramDesc, named by Paddle's translator)
+into tests/data/paddle/pir_gpu_only/<case>/, with feeds drawn here per case (routes with dropped -1 entries, running
+counts that agree with them) and, for int_bincount, Paddle's CPU numbers of its own composition (math_int_bincount,
+the XPU path) in paddle_cpu_composition.npz. tests/test_moe_routing.py runs them. Not part of the package: it needs
+paddlepaddle.
 
     FLAGS_enable_pir_api=0 /work/paddle-venv/bin/python tools/paddle_moe_routing_translated.py [case ...]
 """
@@ -82,6 +83,18 @@ def _helpers_feed(rng) -> dict:
             "expert_num": np.array(EXPERT_NUM, np.int64)}
 
 
+def _exchange() -> dict:
+    """global_scatter of 5 rows to 3 experts at world size 1 and global_gather of them back (ring 0)."""
+    counts = {"local_count": ["counts"], "global_count": ["counts"]}
+    return {"feeds": {"rows": ([5, 3], "float32"), "counts": ([3], I64)},
+            "ops": [("global_scatter", {"X": ["rows"], **counts}, {"Out": ("scattered", [-1, 3])}, {"ring_id": 0}),
+                    ("global_gather", {"X": ["scattered"], **counts}, {"Out": ("gathered", [-1, 3])}, {"ring_id": 0})]}
+
+
+def _exchange_feed(rng) -> dict:
+    return {"rows": rng.standard_normal((5, 3)).astype(np.float32), "counts": np.array([2, 0, 3], np.int64)}
+
+
 def bincount_composition(case: str, feed: dict) -> None:
     """Paddle's CPU numbers of its own int_bincount composition (math_int_bincount, its XPU path) on the feed."""
     from paddle.incubate.nn.functional.int_bincount import math_int_bincount
@@ -111,8 +124,10 @@ def write(case: str, seed: int) -> str:
 
 CASES = {"moe_gate_count_limit_prune": (_gate(), _gate_feed),
          "moe_index_helpers": (_helpers("int64"), _helpers_feed),
-         "moe_index_helpers_int32": (_helpers("int32"), _helpers_feed)}
-SEEDS = {"moe_gate_count_limit_prune": 500, "moe_index_helpers": 501, "moe_index_helpers_int32": 502}
+         "moe_index_helpers_int32": (_helpers("int32"), _helpers_feed),
+         "moe_exchange_one_rank": (_exchange(), _exchange_feed)}
+SEEDS = {"moe_gate_count_limit_prune": 500, "moe_index_helpers": 501, "moe_index_helpers_int32": 502,
+         "moe_exchange_one_rank": 503}
 
 if __name__ == "__main__":
     warnings.filterwarnings("ignore")

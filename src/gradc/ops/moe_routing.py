@@ -1,5 +1,5 @@
 """The index ops that route tokens to experts, GPU-only in Paddle 3.3.1 (gradc follows the CUDA kernels); none has
-a gradient (their outputs are counts and indices).
+a gradient (their outputs are counts and indices), but for the exchange of the rows themselves.
 
 The older MoE layer's gate (paddle.distributed.models.moe.utils, FastMoE's ops):
     number_count: Out[e] = how many entries of numbers equal e, for e < upper_range (-1 and larger values ignored)
@@ -17,13 +17,18 @@ PaddleNLP's MoE helpers (paddle.incubate.nn.functional):
                 n = num_expert_per_modality > 0: (e / n) 2n + e % n + modality_offset n
     build_src_rank_and_local_expert_id: expert e's expert_num_global_tensor[e] rows get vector (the source rank)
                 e / num_local_experts and local_expert_id e % num_local_experts; sum(expert_num_global) rows
+The older MoE layer's exchange of rows between ranks (NCCL sends and receives, ring_id's group): global_scatter sends
+X's rows, local_count[i] to expert i, and receives global_count[i] rows each; global_gather the reverse. gradc runs one
+rank (ring_id is ignored), where both send each expert's rows to themselves: Out = X, with local_count and
+global_count equal and counting X's rows (refused otherwise, as the MoE layer never sends fewer). Each one's grad is
+the other (Paddle's makers).
 """
 
 from __future__ import annotations
 
 from math import prod
 
-from ..ir import AttrType, VarType, dtype_name
+from ..ir import EMPTY_VAR, AttrType, VarType, dtype_name
 from ..registry import NO_GRAD, defop, typed
 
 INDEX_DTYPES = (VarType.INT32, VarType.INT64)
@@ -142,3 +147,28 @@ def _src_rank_infer(ctx):
 defop("build_src_rank_and_local_expert_id", ["expert_num_global_tensor"], ["vector", "local_expert_id"],
       attrs={"expert_num_global": typed([], AttrType.LONGS), "num_local_experts": typed(0, AttrType.LONG)},
       infer=_src_rank_infer, grad=NO_GRAD)
+
+
+def _exchange_infer(ctx):
+    _int64(ctx, "local_count", "global_count")
+    x, local, remote = ctx.shape("X"), ctx.shape("local_count"), ctx.shape("global_count")
+    if x is not None and len(x) != 2 or local is not None and remote is not None and local != remote:
+        ctx.fail(f"X must be [rows, dim] and local_count, global_count of one shape, got {x}, {local} and {remote}")
+    return {"Out": ([-1, x[1] if x else -1], ctx.dtype("X"))}
+
+
+def _exchange_grad(twin: str):
+    """global_scatter's grad sends the grads back by global_gather, and the other way round (Paddle's makers)."""
+    def maker(g):
+        wanted = g.IG("X")
+        if not wanted or wanted[0] == EMPTY_VAR:
+            return []
+        return [g.op(twin, {"X": g.OG("Out"), "local_count": g.I("local_count"), "global_count": g.I("global_count")},
+                     {"Out": wanted}, forward_attrs=True)]
+
+    return maker
+
+
+for exchange, twin in (("global_scatter", "global_gather"), ("global_gather", "global_scatter")):
+    defop(exchange, ["X", "local_count", "global_count"], attrs={"ring_id": 0}, infer=_exchange_infer,
+          no_grad_inputs=["local_count", "global_count"], grad=_exchange_grad(twin))

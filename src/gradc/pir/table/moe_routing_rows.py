@@ -21,4 +21,6 @@ ROWS = [
     row("pd_op.build_src_rank_and_local_expert_id", "build_src_rank_and_local_expert_id",
         "expert_num_global_tensor:expert_num_global_tensor", "vector:vector local_expert_id:local_expert_id",
         "expert_num_global:i64s num_local_experts:i64"),
+    *(row(f"pd_op.{exchange}", exchange, "x:X local_count:local_count global_count:global_count", "out:Out",
+          "ring_id:i32") for exchange in ("global_scatter", "global_gather")),
 ]
