@@ -3,8 +3,9 @@ kernels):
 
     fused_linear_param_grad_add: a linear layer's weight grad added into an accumulator (fleet's mp layers, the
         fused-linear passes): dweight_out = dweight + x^T dout (x, dout flattened to [M, K], [M, N]; no dweight: 0),
-        dbias_out = dbias + sum over rows of dout (whenever the op has the output: the kernel ignores has_bias, and
-        PIR's op always has it); with multi_precision the outputs are float32 (master grads) for float16 / bfloat16 x
+        dbias_out = dbias + sum over rows of dout (always: a required output in Paddle's definition, which the kernel
+        writes whatever has_bias says); with multi_precision the outputs are float32 (master grads) for float16 /
+        bfloat16 x
     cross_entropy_with_softmax_bwd_w_downcast: softmax_with_cross_entropy's hard-label grad written in bfloat16:
         input_grad = (softmax - onehot(label)) loss_grad along the last axis, zeros where label is -100
     embedding_grad_add_to: main_grad_out (in place over main_grad_) += out_grad's rows added at token_indices
@@ -41,7 +42,7 @@ def _param_grad_infer(ctx):
     return {"dweight_out": ([x[-1], dout[-1]], acc), "dbias_out": ([dout[-1]], acc)}
 
 
-defop("fused_linear_param_grad_add", ["x", "dout", "dweight?", "dbias?"], ["dweight_out", "dbias_out?"],
+defop("fused_linear_param_grad_add", ["x", "dout", "dweight?", "dbias?"], ["dweight_out", "dbias_out"],
       attrs={"multi_precision": True, "has_bias": True}, infer=_param_grad_infer, grad=NO_GRAD)
 
 

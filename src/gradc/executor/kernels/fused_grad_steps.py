@@ -13,10 +13,8 @@ def fused_linear_param_grad_add(k):
     acc = np.float32 if k.attr("multi_precision") and x.dtype == np.float16 else x.dtype
     rows, grads = x.reshape(-1, x.shape[-1]).astype(np.float64), dout.reshape(-1, dout.shape[-1]).astype(np.float64)
     dweight, dbias = k.optional("dweight"), k.optional("dbias")
-    out = {"dweight_out": (rows.T @ grads + (0 if dweight is None else dweight)).astype(acc)}
-    if k.out_names("dbias_out"):   # Paddle's kernel writes it whenever the op has it, has_bias or not
-        out["dbias_out"] = (grads.sum(0) + (0 if dbias is None else dbias)).astype(acc)
-    return out
+    return {"dweight_out": (rows.T @ grads + (0 if dweight is None else dweight)).astype(acc),   # has_bias unread
+            "dbias_out": (grads.sum(0) + (0 if dbias is None else dbias)).astype(acc)}
 
 
 @kernel("cross_entropy_with_softmax_bwd_w_downcast")
