@@ -1,12 +1,13 @@
-"""The further MoE ops of Paddle 3.3.1 (moe_combine_no_weight, moe_gate_dispatch_permute) on Paddle's translations
-of their legacy ops (tools/paddle_moe_translated.py), against loop-by-loop numpy references written from the CUDA
-kernels, and central differences."""
+"""The further MoE ops of Paddle 3.3.1 (moe_combine_no_weight, moe_gate_dispatch_permute, the partial dispatch) on
+Paddle's translations of their legacy ops (tools/paddle_moe_translated.py, tools/paddle_moe_permute_translated.py),
+against loop-by-loop numpy references written from the CUDA kernels, and central differences."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 import gradc
 from gradc.pir import load_pir
@@ -79,3 +80,45 @@ def test_moe_combine_auto_grads_scatter_index_result_is_zeros():
         feed = {key: archive[key] for key in archive.files}
     (got,) = gradc.Executor().run(program, feed, [name], gradc.Scope())
     assert got.dtype == np.int32 and got.shape == feed["routes"].shape and not got.any()
+
+
+def _partial_reference(ids, capacity, start, end, pad, reverse):
+    """{(token, j): row} of the kept choices, written from the CUDA kernel's sorts: by expert, rank j, token; the
+    capacity cut (the last choices kept with reverse_token_drop, without use_pad); then by token within an expert."""
+    rows, row = {}, 0
+    for place, expert in enumerate(range(start, end)):
+        chosen = [(j, t) for t in range(ids.shape[0]) for j in range(ids.shape[1]) if ids[t, j] == expert]
+        chosen.sort()
+        kept = chosen[-capacity:] if reverse and not pad else chosen[:capacity]
+        row = place * capacity if pad else row
+        for j, t in sorted(kept, key=lambda choice: choice[1]):   # by token
+            rows[t, j] = row
+            row += 1
+    return rows
+
+
+@pytest.mark.parametrize("case, pad, reverse", [("moe_dispatch_partial_pad", True, False),
+                                                ("moe_dispatch_partial_reverse_drop", False, True)])
+def test_paddles_translated_partial_dispatch_routes_a_ranks_share_of_the_experts(case, pad, reverse):
+    """Experts 1 .. 2 of 4, capacity 3 (expert 2's six choices cut to 3, by rank then token, or the last 3); the
+    outputs against the kernel's routing written choice by choice, the grad op against its gather."""
+    feed, got, _ = _translated(case)
+    ids, x, weights = feed["ids"], feed["x"], feed["weights"]
+    rows = _partial_reference(ids, 3, 1, 3, pad, reverse)
+    assert len(rows) == 5   # with use_pad expert 1's third row is padding
+    y, scatter = np.zeros((6 if pad else 5, 8), np.float32), np.zeros((2, 6), np.int32)
+    rev = np.full(len(y), 6, np.int32)
+    weights_out = np.zeros_like(weights)
+    for (t, j), row in rows.items():
+        y[row], scatter[j, t], rev[row], weights_out[t, j] = x[t], row, t, weights[t, j]
+    np.testing.assert_array_equal(got["y"], y)
+    np.testing.assert_array_equal(got["scatter_index"], scatter)
+    np.testing.assert_array_equal(got["scatter_index_rev"], rev)
+    np.testing.assert_array_equal(got["weights_out"], weights_out)
+    np.testing.assert_array_equal(got["expert_offset"], np.bincount(ids.reshape(-1), minlength=4))
+    np.testing.assert_array_equal(got["expert_nums_local"], [0, 2, 6 if pad else 3, 0])
+    dx = np.zeros_like(x, dtype=np.float64)
+    for (t, _), row in rows.items():
+        dx[t] += feed["dy"][row]
+    np.testing.assert_allclose(got["x@GRAD"], dx, rtol=1e-6)
+    np.testing.assert_array_equal(got["weights@GRAD"], np.where(weights_out > 0, feed["dweights"], 0))

@@ -223,8 +223,14 @@ def _feed(rng, name, shape, dtype):
     return rng.standard_normal(shape).astype(dtype)
 
 
+# legacy output slots whose PIR result is not their snake-cased name (the tools of other op families add theirs)
+PIR_RESULT_NAMES: dict[str, str] = {}
+
+
 def _pir_name(slot: str) -> str:
     """A legacy slot's PIR result name: out_q, q@GRAD -> q_grad, LnMean -> ln_mean."""
+    if slot in PIR_RESULT_NAMES:
+        return PIR_RESULT_NAMES[slot]
     snake = re.sub(r"(?<=[a-z])(?=[A-Z])", "_", slot.replace("@GRAD", "_grad"))
     return snake.lower()
 

@@ -47,6 +47,16 @@ CASES += [
     second_order("moe_combine_auto", COMBINE),
 ]
 
-REFUSED = [second_order("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}),
+# the partial dispatch of given routes to experts 1 .. 2 of 3, capacity 2: expert 1's third choice dropped
+PARTIAL = {"x": r.standard_normal((4, 3)), "combine_weights": r.uniform(0.1, 1.0, (4, 2)),
+           "expert_id": np.array([[0, 1], [1, 2], [1, 0], [2, 1]], np.int32)}
+PARTIAL_ATTRS = {"k": 2, "capacity": 2, "num_experts": 3, "expert_start_index": 1, "expert_end_index": 3}
+CASES += [Case("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, PARTIAL_ATTRS, wrt=["x", "combine_weights"]),
+          Case("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, {**PARTIAL_ATTRS, "use_pad": False,
+                                                                    "reverse_token_drop": True},
+               wrt=["x", "combine_weights"])]
+
+REFUSED = [second_order("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, PARTIAL_ATTRS),
+           second_order("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}),
            second_order("moe_gate_dispatch_permute", DISPATCH, {"k": 2, "capacity": 3, "world_size": 3}),
            second_order("moe_gate_dispatch_auto", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True})]

@@ -20,6 +20,12 @@ moe_gate_dispatch_auto and moe_combine_auto (the ops Paddle's API picks for auto
 moe_combine_no_weight: y [s, d] = sum over j of x[scatter_index[t, j]], x [s k, d]; combine_weight is an operand the
 kernel never reads (nor epsilon), so it has no gradient; x@GRAD[scatter_index[t, j]] += y@GRAD[t].
 
+moe_gate_dispatch_partial_nosoftmaxtopk: the dispatch of given routes (expert_id [s, k] int32, combine_weights
+[s, k]: no softmax, no top k; the kernel reads combine_weights as float32 whatever its dtype, gradc keeps its dtype)
+to the experts expert_start_index .. expert_end_index - 1 of num_experts (a rank's share); the rules are
+gradc.executor.kernels.moe_partial's. Its grad: x@GRAD[t] = sum of y@GRAD[scatter_index[j, t]] and
+combine_weights@GRAD = combine_weights_out@GRAD, both over the choices with combine_weights_out > 0.
+
 cal_aux_loss: the load-balancing loss of a router. gate_prob [s, e] (each token's probabilities over the e local
 experts, s >= e, e <= 1024), dispatch_mask int64 [s, e] (summed over tokens) or [e]: how many tokens each expert took.
 
@@ -165,3 +171,34 @@ def _combine_no_weight_infer(ctx):
 defop("moe_combine_no_weight", ["x", "combine_weight", "scatter_index"], ["y"], attrs={"epsilon": 1e-15},
       infer=_combine_no_weight_infer, no_grad_inputs=["combine_weight", "scatter_index"],
       grad=grad_op("x", "combine_weight", "scatter_index"))
+
+
+def _partial_infer(ctx):
+    """moe_gate_dispatch_partial_nosoftmaxtopk: the routing of gradc.executor.kernels.moe_partial."""
+    check_float(ctx, "x")
+    if ctx.dtype("expert_id") not in (VarType.INT32, None):
+        ctx.fail(f"expert_id must be int32 (the kernel reads int), got {dtype_name(ctx.dtype('expert_id'))}")
+    k, capacity, experts = ctx.attr("k"), ctx.attr("capacity"), ctx.attr("num_experts")
+    start, end = ctx.attr("expert_start_index"), ctx.attr("expert_end_index")
+    if min(k, capacity) <= 0 or not 0 <= start < end <= experts:
+        ctx.fail(f"k={k} and capacity={capacity} must be positive and 0 <= expert_start_index={start} < "
+                 f"expert_end_index={end} <= num_experts={experts}")
+    x, weights, ids = ctx.shape("x"), ctx.shape("combine_weights"), ctx.shape("expert_id")
+    if x is not None and (len(x) != 2 or weights not in (None, [x[0], k]) or ids not in (None, [x[0], k])):
+        ctx.fail(f"x must be [tokens, dim] and combine_weights, expert_id [tokens, k={k}], got {x}, {weights} and "
+                 f"{ids}")
+    tokens, dim = x if x is not None else (-1, -1)
+    rows = (end - start) * capacity if ctx.attr("use_pad") else -1
+    return {"y": ([rows, dim], ctx.dtype("x")), "combine_weights_out": ([tokens, k], ctx.dtype("combine_weights")),
+            "scatter_index": ([k, tokens], VarType.INT32), "scatter_index_rev": ([rows], VarType.INT32),
+            "expert_offset": ([experts], VarType.INT64), "expert_nums_local": ([experts], VarType.INT64)}
+
+
+defop("moe_gate_dispatch_partial_nosoftmaxtopk", ["x", "combine_weights", "expert_id"],
+      ["y", "combine_weights_out", "scatter_index", "scatter_index_rev", "expert_offset", "expert_nums_local"],
+      attrs={"k": typed(2, AttrType.LONG), "capacity": typed(1, AttrType.LONG),
+             "num_experts": typed(1, AttrType.LONG), "use_pad": True, "expert_start_index": typed(0, AttrType.LONG),
+             "expert_end_index": typed(1, AttrType.LONG), "reverse_token_drop": False},
+      infer=_partial_infer, no_grad_inputs=["expert_id"],
+      no_grad_outputs=["scatter_index", "scatter_index_rev", "expert_offset", "expert_nums_local"],
+      grad=grad_op("combine_weights_out", "scatter_index", "scatter_index_rev", "expert_offset", "expert_nums_local"))

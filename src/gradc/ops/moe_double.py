@@ -1,5 +1,6 @@
 """Second derivatives of gradc.ops.moe (moe_combine_grad: the bilinear rule; moe_combine_no_weight_grad: linear in
-y@GRAD alone, so its grad is moe_combine_no_weight of ddx; moe_gate_dispatch_grad: refused):
+y@GRAD alone, so its grad is moe_combine_no_weight of ddx; moe_gate_dispatch_grad and
+moe_gate_dispatch_partial_nosoftmaxtopk_grad: refused):
 cal_aux_loss_grad written again with differentiable ops, gate_prob@GRAD =
 ones_like(gate_prob) ce (dl num_experts / moe_k / seqlen_float), linear in dl and flat in gate_prob (ce and
 seqlen_float are saved outputs with no gradient of their own), and differentiated."""
@@ -64,3 +65,4 @@ for twin in ("", "_auto"):
     defgrad(f"moe_gate_dispatch{twin}_grad", grad=_dispatch_refused)
 defgrad("moe_gate_dispatch_permute_grad", grad=_dispatch_refused)
 defgrad("moe_combine_no_weight_grad", grad=_no_weight_again, no_grad_inputs=["x", "combine_weight", "scatter_index"])
+defgrad("moe_gate_dispatch_partial_nosoftmaxtopk_grad", grad=_dispatch_refused)

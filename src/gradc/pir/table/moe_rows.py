@@ -16,6 +16,10 @@ DISPATCH_GRAD_INS = ("combine_weights:combine_weights scatter_index:scatter_inde
 COMBINE = "x:x combine_weights:combine_weights scatter_index:scatter_index"
 NO_WEIGHT = "x:x combine_weight:combine_weight scatter_index:scatter_index"
 
+PARTIAL = "k:i64 capacity:i64 use_pad:bool expert_start_index:i64 expert_end_index:i64"
+PARTIAL_OUTS = ("scatter_index:scatter_index scatter_index_rev:scatter_index_rev expert_offset:expert_offset"
+                " expert_nums_local:expert_nums_local")
+
 ROWS = [
     row("pd_op.cal_aux_loss", "cal_aux_loss", "gate_prob:gate_prob dispatch_mask:dispatch_mask tokens_mask?:tokens_mask"
         " dispatch_tokens_mask?:dispatch_tokens_mask", "l_aux_loss:l_aux_loss seqlen_float:seqlen_float ce:ce",
@@ -38,4 +42,13 @@ ROWS = [
     row("pd_op.moe_combine_no_weight", "moe_combine_no_weight", NO_WEIGHT, "y:y", "epsilon:f32"),
     row("pd_op.moe_combine_no_weight_grad", "moe_combine_no_weight_grad", f"{NO_WEIGHT} y_grad:y@GRAD",
         "x_grad:x@GRAD", "epsilon:f32"),
+    row("pd_op.moe_gate_dispatch_partial_nosoftmaxtopk", "moe_gate_dispatch_partial_nosoftmaxtopk",
+        "x:x combine_weights:combine_weights expert_id:expert_id",
+        f"y:y combine_weights_out:combine_weights_out {PARTIAL_OUTS}",
+        "k:i64 capacity:i64 num_experts:i64 use_pad:bool expert_start_index:i64 expert_end_index:i64"
+        " reverse_token_drop:bool"),
+    row("pd_op.moe_gate_dispatch_partial_nosoftmaxtopk_grad", "moe_gate_dispatch_partial_nosoftmaxtopk_grad",
+        f"combine_weights_out:combine_weights_out {PARTIAL_OUTS} y_grad:y@GRAD"
+        " combine_weights_out_grad:combine_weights_out@GRAD", "x_grad:x@GRAD combine_weights_grad:combine_weights@GRAD",
+        PARTIAL),
 ]

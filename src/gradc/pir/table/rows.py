@@ -15,6 +15,7 @@ from . import (
     extra_math_rows,
     flash_attention_rows,
     fp8_rows,
+    fused_grad_steps_rows,
     fused_llm_rows,
     fused_transformer_rows,
     gpu_build_rows,
@@ -28,6 +29,8 @@ from . import (
     linalg_rows,
     llm_attention_rows,
     math_rows,
+    moe_permute_rows,
+    moe_routing_rows,
     moe_rows,
     ms_deform_attn_rows,
     nn_rows,
@@ -102,9 +105,8 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + tensor_inplace_rows.ROWS
-               + compat_rows.ROWS
-               + flash_attention_rows.ROWS
-               + gpu_build_rows.ROWS + fp8_rows.ROWS + SPECIAL)
+               + compat_rows.ROWS + flash_attention_rows.ROWS + gpu_build_rows.ROWS + fp8_rows.ROWS
+               + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
