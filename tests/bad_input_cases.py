@@ -933,9 +933,25 @@ COMPILE_TIME = {
                            r"WeightH must have shape [D, 3 * D]"),
     "fusion_lstm weights": ("fusion_lstm", {"X": zeros(5, 4), "WeightX": zeros(5, 12), "WeightH": zeros(3, 12),
                                             "Bias": zeros(1, 12)}, {}, "WeightX must have shape [M = 4"),
+    # collective (one rank's view of a tensor-parallel job)
+    "c_split parts": ("c_split", {"X": X23}, {"rank": 0, "nranks": 2}, "into nranks=2 equal parts"),
+    "c_concat rank": ("c_concat", {"X": X23}, {"rank": 2, "nranks": 2}, "needs 0 <= rank < nranks"),
+    "all_gather nranks": ("all_gather", {"x": X23}, {"nranks": 0}, "needs nranks >= 1"),
+    "reduce_scatter parts": ("reduce_scatter", {"x": zeros(3, 2)}, {"nranks": 2}, "into nranks=2 equal parts"),
+    "all_reduce reduce_type": ("all_reduce", {"x": X23}, {"reduce_type": 7}, "reduce_type 7 is none of"),
+    "c_embedding ids": ("c_embedding", {"W": X23, "Ids": X23}, {}, "needs int32 or int64 Ids"),
+    "c_softmax_with_cross_entropy label": ("c_softmax_with_cross_entropy",
+                                           {"Logits": X23, "Label": zeros(3, 1, dtype=np.int64)}, {},
+                                           "needs Label [2, 1]"),
 }
 
 RUN_TIME = {
+    # collective
+    "c_concat other ranks": ("c_concat", {"X": X23}, {"rank": 0, "nranks": 2}, "the other 1 rank(s) are missing"),
+    "broadcast root": ("broadcast", {"x": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),
+    "c_softmax_with_cross_entropy class": ("c_softmax_with_cross_entropy",
+                                           {"Logits": X23, "Label": np.array([[1], [3]], np.int64)}, {},
+                                           "a Label is outside 0 .. 2"),
     "masked_multihead_attention step": ("masked_multihead_attention",
                                         {"x": zeros(1, 48), "cache_kv": zeros(2, 1, 2, 4, 8),
                                          "sequence_lengths": np.array([[4]], np.int32)}, {},
@@ -1317,4 +1333,6 @@ EXEMPT = {
     # detection_v1
     # optimizer_amp
     "memcpy": "a copy to another device (gradc has one): every tensor is good input",
+    **{op: "a copy, or a sum over the ranks of ring_id: every tensor is good input" for op in (
+        "c_identity", "mp_allreduce_sum", "c_allreduce_sum", "barrier", "c_sync_calc_stream", "c_sync_comm_stream")},
 }
