@@ -7,6 +7,7 @@ from . import (
     assign_score_rows,
     bev_pool_rows,
     binary_math_rows,
+    collective_rows,
     complex_fft_rows,
     deform_conv_rows,
     detection_rows,
@@ -96,7 +97,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
                + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
-               + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + SPECIAL)
+               + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + collective_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:

@@ -1,0 +1,120 @@
+"""The programs of both ranks of a 2-way tensor-parallel job that Paddle 3.3.1's own mp layers build
+(tests/data/paddle/tensor_parallel, written by tools/paddle_tensor_parallel.py): gradc's backward writes Paddle's grad
+ops in Paddle's places, and the two ranks run together give the single-device model's loss and gradients, as
+Paddle computes them on CPU (reference.npz), the split weights joined along the axis Paddle splits them on."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gradc
+from gradc.errors import ExecutionError
+from gradc.executor.ranks import run_ranks
+
+DATA = Path(__file__).parent / "data" / "paddle" / "tensor_parallel"
+
+
+def meta(case: str) -> dict:
+    return json.loads((DATA / case / "meta.json").read_text())
+
+
+def reference(case: str) -> dict[str, np.ndarray]:
+    with np.load(DATA / case / "reference.npz") as archive:
+        return dict(archive)
+
+
+def shard(ref: dict, params: dict, rank: int) -> gradc.Scope:
+    """A scope holding rank ``rank``'s part of each full parameter (Paddle's split_axis; none: replicated)."""
+    scope = gradc.Scope()
+    for name, spec in params.items():
+        full = ref[f"param.{name}"]
+        scope[name] = full if spec["split_axis"] is None else np.split(full, 2, axis=spec["split_axis"])[rank]
+    return scope
+
+
+def run_both(case: str, programs: list, grads: list[dict]) -> tuple[np.ndarray, dict]:
+    """Both ranks run together: (rank 0's loss, each full parameter's gradient joined from the ranks')."""
+    ranks, ref = meta(case)["ranks"], reference(case)
+    feed = {"ids": ref["feed.ids"], "label": ref["feed.label"]}
+    fetches = [[info["loss"], *(grads[rank][name] for name in info["params"])] for rank, info in enumerate(ranks)]
+    values = run_ranks(programs, [feed, feed], fetches, [shard(ref, info["params"], r) for r, info in enumerate(ranks)])
+    assert values[0][0] == values[1][0]   # the loss is replicated
+    joined = {}
+    for i, (name, spec) in enumerate(ranks[0]["params"].items(), start=1):
+        if spec["split_axis"] is None:   # a replicated parameter: each rank has the whole gradient
+            np.testing.assert_array_equal(values[0][i], values[1][i])
+            joined[name] = values[0][i]
+        else:
+            joined[name] = np.concatenate([values[0][i], values[1][i]], axis=spec["split_axis"])
+    return values[0][0], joined
+
+
+def assert_single_device(case: str, loss, grads: dict) -> None:
+    ref = reference(case)
+    np.testing.assert_allclose(loss, ref["loss"], rtol=1e-5, atol=1e-6)
+    assert grads.keys() == {name.removeprefix("grad.") for name in ref if name.startswith("grad.")}
+    for name, grad in grads.items():
+        np.testing.assert_allclose(grad, ref[f"grad.{name}"], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def compiled(case: str, file: str) -> tuple[list, list[dict]]:
+    programs, grads = [], []
+    for rank, info in enumerate(meta(case)["ranks"]):
+        program = gradc.load(DATA / case / f"rank{rank}" / file)
+        grads.append(dict(gradc.append_backward(program, info["loss"])))
+        programs.append(program)
+    return programs, grads
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_gradcs_backward_writes_paddles_grad_ops_in_paddles_places(rank):
+    info = meta("mlp")["ranks"][rank]
+    program = gradc.load(DATA / "mlp" / f"rank{rank}" / "forward.pb")
+    gradc.append_backward(program, info["loss"])
+    paddles = gradc.load(DATA / "mlp" / f"rank{rank}" / "backward.pb")
+    ours = [(op.type, op.inputs, op.outputs) for op in program.global_block.ops]
+    theirs = [(op.type, op.inputs, op.outputs) for op in paddles.global_block.ops]
+    assert [t for t, *_ in ours][len(info["ops"]):].count("all_reduce") == 3   # c_identity's grads
+    assert ours == theirs
+
+
+@pytest.mark.parametrize("case,file", [("mlp", "forward.pb"), ("mlp", "program.json"), ("split", "forward.pb"),
+                                       ("split", "program.json")])
+def test_two_ranks_of_gradcs_compiled_programs_give_the_single_device_model(case, file):
+    assert_single_device(case, *run_both(case, *compiled(case, file)))
+
+
+@pytest.mark.parametrize("file", ["backward.pb", "backward.json"])
+def test_two_ranks_of_paddles_own_backward_give_the_single_device_model(file):
+    ranks = meta("mlp")["ranks"]
+    programs = [gradc.load(DATA / "mlp" / f"rank{rank}" / file) for rank in range(2)]
+    assert_single_device("mlp", *run_both("mlp", programs, [info["grads"] for info in ranks]))
+
+
+def test_c_splits_gradient_is_a_c_concat_where_paddles_backward_fails():
+    for info in meta("split")["ranks"]:   # what Paddle 3.3.1 does with this program, recorded by the tool
+        assert "[operator < all_gather > error]" in info["legacy_backward_error"]
+        assert "pd_op.c_split' has no grad op" in info["pir_backward"]
+    programs, _ = compiled("split", "forward.pb")
+    ops = programs[0].global_block.ops
+    split = next(i for i, op in enumerate(ops) if op.type == "c_split")
+    grad = next(op for op in ops[split:] if op.input("X") == [f"{ops[split].output('Out')[0]}@GRAD"])
+    assert grad.type == "c_concat" and grad.attr("nranks") == 2 and grad.attr("rank") == 0
+
+
+def test_paddles_pir_backward_drops_the_gradients_behind_c_identity():
+    """Paddle marks pd_op.c_identity forward-only: its PIR backward gives None for every parameter before one."""
+    for info in meta("mlp")["ranks"]:
+        assert info["pir_backward"].startswith("no gradient (None) for 7 of 8 parameters")
+
+
+def test_one_rank_alone_says_the_others_are_missing():
+    programs, grads = compiled("mlp", "forward.pb")
+    ref = reference("mlp")
+    scope = shard(ref, meta("mlp")["ranks"][0]["params"], 0)
+    with pytest.raises(ExecutionError, match=r"block 0, op 1 \(mp_allreduce_sum\): ring_id 1 is a group of nranks=2,"
+                                             r" and this process runs one rank: the other 1 rank\(s\) are missing"):
+        gradc.Executor().run(programs[0], {"ids": ref["feed.ids"], "label": ref["feed.label"]}, ["mean_0.tmp_0"],
+                             scope)
