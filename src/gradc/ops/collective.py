@@ -27,8 +27,8 @@ from ..registry import NO_GRAD, GradOp, defop, grad_op
 from .composite import Formula
 from .infer import same_as
 
-STREAM = {"use_calc_stream": False, "use_model_parallel": False}
-GROUP = {"rank": 0, "nranks": 1, "ring_id": 0}
+STREAM = {"use_calc_stream": True, "use_model_parallel": True}
+GROUP = {"rank": 0, "nranks": 1, "ring_id": 0}   # Paddle's defaults; c_softmax_with_cross_entropy's nranks is 0
 REDUCE_TYPES = {0: "sum", 1: "max", 2: "min", 3: "prod", 4: "avg"}   # all_reduce's reduce_type: Paddle's ReduceType
 SUM = 0
 
@@ -108,9 +108,10 @@ def _all_reduce_infer(ctx):
 
 defop("all_reduce", ["x"], ["out"], attrs={"ring_id": 0, "reduce_type": SUM}, infer=_all_reduce_infer,
       grad=_allreduce_grad)
-defop("c_split", ["X"], attrs={**GROUP, **STREAM}, infer=_scaled_axis(-1, divide=True), grad=_c_split_grad)
+defop("c_split", ["X"], attrs={**GROUP, "use_model_parallel": True}, infer=_scaled_axis(-1, divide=True),
+      grad=_c_split_grad)
 defop("c_concat", ["X"], attrs={**GROUP, **STREAM}, infer=_scaled_axis(-1, divide=False), grad=_c_concat_grad)
-defop("all_gather", ["x"], ["out"], attrs={"ring_id": 0, "nranks": 1}, infer=_scaled_axis(0, divide=False),
+defop("all_gather", ["x"], ["out"], attrs={"ring_id": 0, "nranks": 0}, infer=_scaled_axis(0, divide=False),
       grad=_gather_pair("reduce_scatter"))
 defop("reduce_scatter", ["x"], ["out"], attrs={"ring_id": 0, "nranks": 1}, infer=_scaled_axis(0, divide=True),
       grad=_gather_pair("all_gather"))
@@ -177,5 +178,5 @@ class _SoftmaxCrossEntropyGrad(GradOp):
 
 
 defop("c_softmax_with_cross_entropy", ["Logits", "Label"], ["Softmax", "Loss"],
-      attrs={"ignore_index": typed(-100, AttrType.LONG), **GROUP}, infer=_c_softmax_ce_infer,
+      attrs={"ignore_index": typed(-100, AttrType.LONG), **GROUP, "nranks": 0}, infer=_c_softmax_ce_infer,
       no_grad_inputs=["Label"], no_grad_outputs=["Softmax"], grad=_SoftmaxCrossEntropyGrad(("Softmax", "Label")))
