@@ -125,3 +125,17 @@ def test_an_op_whose_nranks_is_not_the_groups():
     programs = [one_op("c_concat", x, {"rank": rank, "nranks": 3}, shape=[2, 9]) for rank in range(2)]
     with pytest.raises(ExecutionError, match=r"nranks=3, but the group of ring_id 0 has 2 rank\(s\) \[0, 1\]"):
         run_ranks(programs, [{"x": x}] * 2, ["out"])
+
+
+def test_only_the_sum_all_reduce_is_differentiated():
+    for reduce_type in (0, 1):
+        net = Net()
+        net.data("x", [2, 3])
+        reduced = net.op("all_reduce", {"x": "x"}, {"reduce_type": reduce_type}, out="out")
+        loss = net.mean(reduced)
+        if reduce_type == 0:
+            assert gradc.gradients(net.program, loss, ["x"]) == ["x@GRAD"]
+            assert [op.type for op in net.block.ops][-1] == "c_identity"
+        else:
+            with pytest.raises(gradc.GradError, match="all_reduce with reduce_type 1: gradc differentiates the sum"):
+                gradc.gradients(net.program, loss, ["x"])

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradc
+from cli_inprocess import gradc_cli
 from gradc.errors import ExecutionError
 from gradc.executor.ranks import run_ranks
 
@@ -118,3 +119,24 @@ def test_one_rank_alone_says_the_others_are_missing():
                                              r" and this process runs one rank: the other 1 rank\(s\) are missing"):
         gradc.Executor().run(programs[0], {"ids": ref["feed.ids"], "label": ref["feed.label"]}, ["mean_0.tmp_0"],
                              scope)
+
+
+def test_the_cli_runs_both_ranks_and_says_in_one_line_when_one_runs_alone(tmp_path):
+    ref, ranks = reference("mlp"), meta("mlp")["ranks"]
+    np.savez(tmp_path / "feed.npz", ids=ref["feed.ids"], label=ref["feed.label"])
+    for rank, info in enumerate(ranks):
+        np.savez(tmp_path / f"params{rank}.npz", **dict(shard(ref, info["params"], rank).vars))
+    programs = [DATA / "mlp" / f"rank{rank}" / "backward.pb" for rank in range(2)]
+    grad = "linear_1.b_0@GRAD"   # RowParallelLinear's bias: replicated, the whole gradient on each rank
+    result = gradc_cli("run-ranks", *programs, "--feed", tmp_path / "feed.npz", "--params", tmp_path / "params0.npz",
+                       "--params", tmp_path / "params1.npz", "--fetch", "mean_0.tmp_0", "--fetch", grad,
+                       "--out", tmp_path / "out.npz")
+    assert result.returncode == 0, result.stderr
+    assert f"rank 1 mean_0.tmp_0: float32[] = {ref['loss'].item():.8g}" in result.stdout
+    with np.load(tmp_path / "out.npz") as out:
+        for rank in range(2):
+            np.testing.assert_allclose(out[f"rank{rank}/{grad}"], ref["grad.linear_1.b_0"], rtol=1e-5, atol=1e-6)
+    alone = gradc_cli("run", programs[0], "--feed", tmp_path / "feed.npz", "--params", tmp_path / "params0.npz",
+                      "--fetch", "mean_0.tmp_0")
+    assert alone.returncode == 1 and len(alone.stderr.strip().splitlines()) == 1, alone.stderr
+    assert alone.stderr.startswith("gradc: error: block 0, op 1 (mp_allreduce_sum): ring_id 1 is a group of nranks=2")
