@@ -140,3 +140,23 @@ def test_the_cli_runs_both_ranks_and_says_in_one_line_when_one_runs_alone(tmp_pa
                       "--fetch", "mean_0.tmp_0")
     assert alone.returncode == 1 and len(alone.stderr.strip().splitlines()) == 1, alone.stderr
     assert alone.stderr.startswith("gradc: error: block 0, op 1 (mp_allreduce_sum): ring_id 1 is a group of nranks=2")
+
+
+def test_every_collectives_pir_form_reads_as_its_legacy_op():
+    """Paddle's translator's PIR op of each collective (ops_translated.json) and the in-place forms its PIR API writes
+    (ops_in_place.json) read back as the legacy op with its attributes."""
+    translated = gradc.load(DATA / "ops_translated.json").global_block.ops
+    ops = {op.type: op for op in translated if op.type != "fetch"}
+    assert sorted(ops) == sorted(["c_identity", "mp_allreduce_sum", "all_reduce", "c_split", "c_concat", "all_gather",
+                                  "reduce_scatter", "broadcast", "barrier", "c_sync_calc_stream", "c_sync_comm_stream",
+                                  "c_embedding", "c_softmax_with_cross_entropy"])
+    assert ops["all_reduce"].attr("reduce_type") == 1 and ops["broadcast"].attr("root") == 1
+    assert (ops["c_split"].attr("rank"), ops["c_split"].attr("nranks"), ops["c_split"].attr("ring_id")) == (1, 2, 1)
+    assert ops["c_embedding"].attr("start_index") == 3 and ops["c_embedding"].attr("vocab_size") == 8
+    assert ops["c_softmax_with_cross_entropy"].attr("ignore_index") == -1
+    assert ops["c_sync_comm_stream"].output("Out") == ops["c_sync_comm_stream"].input("X")   # in place
+    in_place = [op for op in gradc.load(DATA / "ops_in_place.json").global_block.ops]
+    assert [op.type for op in in_place] == ["c_identity", "mp_allreduce_sum", "c_allreduce_sum", "c_allreduce_sum",
+                                            "all_reduce", "broadcast", "c_sync_calc_stream",
+                                            "c_softmax_with_cross_entropy_grad"]
+    assert [op.output_names() == op.input_names()[:1] for op in in_place] == [True, True, False] + [True] * 5

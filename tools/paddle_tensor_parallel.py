@@ -10,7 +10,8 @@ Written to tests/data/paddle/tensor_parallel/:
     <case>/rank<r>/forward.pb, backward.pb (Paddle's append_backward), program.json (the forward translated to PIR
         by paddle.pir.translate_to_pir, fetching the loss), backward.json (Paddle's legacy backward translated)
     <case>/meta.json      params (shape, split axis), loss, what Paddle's backward did (its errors, word for word)
-    reference.npz         the single-device model: feed, full parameters, loss and gradients (Paddle's numbers)
+    <case>/reference.npz  the single-device model: feed, full parameters, loss and gradients (Paddle's numbers)
+    ops_translated.json, ops_in_place.json   every collective op's PIR form, as Paddle names it (no numbers)
 Cases: mlp (embedding, column, row, column gathered by c_concat, head, cross entropy) and split (also a row layer
 whose input is split by c_split, whose backward Paddle cannot build). Not part of the package: needs paddlepaddle.
 
@@ -179,6 +180,72 @@ def reference(split: bool) -> dict:
     return out | {"loss": values[0]} | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
 
 
+# every collective op, as the legacy ops Paddle's translator names (its PIR op, slots, attributes)
+COLLECTIVES = [
+    ("c_identity", {"X": "x"}, {"Out": "identity"},
+     {"ring_id": 1, "use_calc_stream": True, "use_model_parallel": True}),
+    ("mp_allreduce_sum", {"X": "x"}, {"Out": "summed"}, {"ring_id": 1}),
+    ("all_reduce", {"x": "x"}, {"out": "reduced"}, {"ring_id": 1, "reduce_type": 1}),
+    ("c_split", {"X": "x"}, {"Out": "split"}, {"ring_id": 1, "rank": 1, "nranks": 2, "use_model_parallel": True}),
+    ("c_concat", {"X": "x"}, {"Out": "joined"}, {"ring_id": 1, "rank": 1, "nranks": 2, "use_calc_stream": True,
+                                                "use_model_parallel": True}),
+    ("all_gather", {"x": "x"}, {"out": "gathered"}, {"ring_id": 1, "nranks": 2}),
+    ("reduce_scatter", {"x": "x"}, {"out": "scattered"}, {"ring_id": 1, "nranks": 2}),
+    ("broadcast", {"x": "x"}, {"out": "broadcast"}, {"ring_id": 1, "root": 1}),
+    ("barrier", {"X": "x"}, {"Out": "passed"}, {"ring_id": 1}),
+    ("c_sync_calc_stream", {"X": "x"}, {"Out": "calc"}, {}),
+    ("c_sync_comm_stream", {"X": "x"}, {"Out": "x"}, {"ring_id": 1}),
+    ("c_embedding", {"W": "x", "Ids": "ids"}, {"Out": "looked"}, {"start_index": 3, "vocab_size": 8}),
+    ("c_softmax_with_cross_entropy", {"Logits": "x", "Label": "ids"}, {"Softmax": "softmax", "Loss": "loss"},
+     {"ring_id": 1, "rank": 1, "nranks": 2, "ignore_index": -1}),
+]
+
+
+def every_collective() -> None:
+    """ops_translated.json: each of COLLECTIVES on x, translated; ops_in_place.json: the in-place forms and
+    c_allreduce_sum, which only Paddle's PIR API writes (paddle._pir_ops)."""
+    import paddle
+    from paddle import _pir_ops as pir_ops
+    from paddle.base import core
+
+    paddle.enable_static()
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        paddle.static.data("x", [4, 6], "float32")
+        paddle.static.data("ids", [4, 1], "int64")
+    block = main.global_block()
+    for op_type, inputs, outputs, attrs in COLLECTIVES:
+        for name in outputs.values():
+            if not block.has_var(name):
+                block.create_var(name=name, shape=[4, 6], dtype="float32")
+        desc = block.desc.append_op()
+        desc.set_type(op_type)
+        for slot, name in inputs.items():
+            desc.set_input(slot, [name])
+        for slot, name in outputs.items():
+            desc.set_output(slot, [name])
+        for name, value in attrs.items():
+            desc._set_attr(name, value)
+    main._sync_with_cpp()
+    fetched = [name for _, _, outputs, _ in COLLECTIVES for name in outputs.values() if name != "x"]
+    core.serialize_pir_program(fetching(paddle, translated(paddle, main.desc), fetched),
+                               str(OUT / "ops_translated.json"), True, False, True)
+    with paddle.pir_utils.IrGuard():
+        program = paddle.static.Program()
+        with paddle.static.program_guard(program, paddle.static.Program()):
+            x, label = paddle.static.data("x", [4, 6], "float32"), paddle.static.data("label", [4, 1], "int64")
+            dloss = paddle.static.data("dloss", [4, 1], "float32")
+            pir_ops.c_identity_(x, 1, True, True)
+            pir_ops.mp_allreduce_sum_(x, 1)
+            pir_ops.c_allreduce_sum(x, 1, True, True)
+            pir_ops.c_allreduce_sum_(x, 1, True, True)
+            pir_ops.all_reduce_(x, 1, 0)
+            pir_ops.broadcast_(x, 1, 0)
+            pir_ops.sync_calc_stream_(x)
+            pir_ops.c_softmax_with_cross_entropy_grad_(x, label, dloss, -100, 1, 0, 2)
+        core.serialize_pir_program(program, str(OUT / "ops_in_place.json"), True, False, True)
+
+
 def main() -> None:
     os.environ["FLAGS_enable_pir_api"] = "0"   # legacy static programs, before paddle is imported
     if len(sys.argv) == 3:   # a child: one rank of one case
@@ -195,6 +262,7 @@ def main() -> None:
         meta = {"paddle_version": __import__("paddle").__version__, "nranks": NRANKS, "ranks": ranks}
         (OUT / case / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
         np.savez_compressed(OUT / case / "reference.npz", **reference(case == "split"))
+    every_collective()
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from . import (
         activations,
         api_sweep,
+        collective,
         complex_fft,
         composites,
         control_flow,
@@ -45,7 +46,7 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *lod_text.ROWS, *tensor_api.ROWS, *extra_math.ROWS, *linalg_extra.ROWS, *random_dist.ROWS,
         *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS,
         *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS, *static_layers.ROWS,
-        *debug.ROWS, *api_sweep.ROWS, *incubate.ROWS,
+        *debug.ROWS, *api_sweep.ROWS, *incubate.ROWS, *collective.ROWS,
         *pir_sweep.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"

@@ -28,7 +28,7 @@ ROWS = [
     row("pd_op.reduce_scatter", "reduce_scatter", "x:x", "out:out", "ring_id:i32 nranks:i32"),
     row("pd_op.barrier", "barrier", "x:X", "out:Out", "ring_id:i32"),
     *_both("pd_op.sync_calc_stream", "c_sync_calc_stream", ""),
-    row("pd_op.sync_comm_stream_", "c_sync_comm_stream", "x:X", "out:Out&x", "ring_id:i32"),
+    row("pd_op.sync_comm_stream_", "c_sync_comm_stream", "x:X*", "out:Out*&x", "ring_id:i32"),
     row("pd_op.c_embedding", "c_embedding", "weight:W x:Ids", "out:Out", "start_index:i64 vocab_size:i64=-1"),
     row("pd_op.c_embedding_grad", "c_embedding_grad", "weight:W x:Ids out_grad:Out@GRAD", "weight_grad:W@GRAD",
         "start_index:i64"),

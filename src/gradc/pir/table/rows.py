@@ -62,6 +62,7 @@ SPECIAL = [
     special("builtin.shadow_output", plumbing.keep_persistable, 1, 0),
     special("builtin.combine", plumbing.combine, None, 1),
     special("builtin.split", plumbing.split, 1, None),
+    special("builtin.slice", plumbing.slice_one, 1, 1),
     special("pd_op.coalesce_tensor", plumbing.coalesce, 1, 2),
     special("pd_op.full", plumbing.full, 0, 1),
     special("pd_op.full_int_array", plumbing.full_int_array, 0, 1),
