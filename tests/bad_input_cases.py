@@ -941,8 +941,12 @@ COMPILE_TIME = {
     "all_reduce reduce_type": ("all_reduce", {"x": X23}, {"reduce_type": 7}, "reduce_type 7 is none of"),
     "c_embedding ids": ("c_embedding", {"W": X23, "Ids": X23}, {}, "needs int32 or int64 Ids"),
     "c_softmax_with_cross_entropy label": ("c_softmax_with_cross_entropy",
-                                           {"Logits": X23, "Label": zeros(3, 1, dtype=np.int64)}, {},
+                                           {"Logits": X23, "Label": zeros(3, 1, dtype=np.int64)}, {"nranks": 1},
                                            "needs Label [2, 1]"),
+    "c_softmax_with_multi_label_cross_entropy weights": ("c_softmax_with_multi_label_cross_entropy",
+                                                         {"Logits": X23, "Label": zeros(2, 2, dtype=np.int64),
+                                                          "SmoothWeight": zeros(2, 3)}, {"nranks": 1},
+                                                         "needs SmoothWeight of Label's shape [2, 2]"),
 }
 
 RUN_TIME = {
@@ -950,7 +954,7 @@ RUN_TIME = {
     "c_concat other ranks": ("c_concat", {"X": X23}, {"rank": 0, "nranks": 2}, "the other 1 rank(s) are missing"),
     "broadcast root": ("broadcast", {"x": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),
     "c_softmax_with_cross_entropy class": ("c_softmax_with_cross_entropy",
-                                           {"Logits": X23, "Label": np.array([[1], [3]], np.int64)}, {},
+                                           {"Logits": X23, "Label": np.array([[1], [3]], np.int64)}, {"nranks": 1},
                                            "a Label is outside 0 .. 2"),
     "masked_multihead_attention step": ("masked_multihead_attention",
                                         {"x": zeros(1, 48), "cache_kv": zeros(2, 1, 2, 4, 8),

@@ -139,3 +139,38 @@ def test_only_the_sum_all_reduce_is_differentiated():
         else:
             with pytest.raises(gradc.GradError, match="all_reduce with reduce_type 1: gradc differentiates the sum"):
                 gradc.gradients(net.program, loss, ["x"])
+
+
+def test_multi_label_cross_entropy_over_two_ranks_is_the_one_over_all_classes():
+    """Forward (Softmax shards, Loss) and its grad op at each rank equal the op over every class at one rank."""
+    logits, weight = r.standard_normal((3, 6)), r.uniform(0.1, 1.0, (3, 2))
+    label, dloss = np.array([[4, 1], [-100, 5], [2, 2]]), r.standard_normal((3, 2))
+
+    def program(rank: int, nranks: int):
+        width = 6 // nranks
+        net = Net()
+        for name, shape, dtype in (("logits", [3, width], None), ("label", [3, 2], gradc.VarType.INT64),
+                                   ("weight", [3, 2], None), ("dloss", [3, 2], None)):
+            net.data(name, shape, dtype)
+        attrs = {"rank": rank, "nranks": nranks, "ring_id": 0, "sum_multi_label_loss": False}
+        for name, shape in (("softmax", [3, width]), ("loss", [3, 2]), ("dlogits", [3, width])):
+            net.block.create_var(name, shape, net.dtype)
+        net.block.append_op("c_softmax_with_multi_label_cross_entropy",
+                            {"Logits": ["logits"], "Label": ["label"], "SmoothWeight": ["weight"]},
+                            {"Softmax": ["softmax"], "Loss": ["loss"]}, attrs)
+        net.block.append_op("c_softmax_with_multi_label_cross_entropy_grad",
+                            {"Softmax": ["softmax"], "Label": ["label"], "SmoothWeight": ["weight"],
+                             "Loss@GRAD": ["dloss"]}, {"Logits@GRAD": ["dlogits"]}, attrs)
+        return net.program
+
+    def feed(part):
+        return {"logits": part, "label": label, "weight": weight, "dloss": dloss}
+
+    fetch = ["softmax", "loss", "dlogits"]
+    whole = gradc.Executor().run(program(0, 1), feed(logits), fetch, gradc.Scope())
+    halves = run_ranks([program(0, 2), program(1, 2)], [feed(logits[:, :3]), feed(logits[:, 3:])], fetch)
+    np.testing.assert_allclose(np.concatenate([halves[0][0], halves[1][0]], axis=1), whole[0], rtol=1e-12)
+    np.testing.assert_allclose(halves[1][1], whole[1], rtol=1e-12)
+    np.testing.assert_allclose(np.concatenate([halves[0][2], halves[1][2]], axis=1), whole[2], rtol=1e-12)
+    assert whole[1][1, 0] == 0   # the ignored label
+    np.testing.assert_allclose(whole[1][2, 0] / weight[2, 0], whole[1][2, 1] / weight[2, 1], rtol=1e-12)

@@ -158,5 +158,7 @@ def test_every_collectives_pir_form_reads_as_its_legacy_op():
     in_place = [op for op in gradc.load(DATA / "ops_in_place.json").global_block.ops]
     assert [op.type for op in in_place] == ["c_identity", "mp_allreduce_sum", "c_allreduce_sum", "c_allreduce_sum",
                                             "all_reduce", "broadcast", "c_sync_calc_stream",
-                                            "c_softmax_with_cross_entropy_grad"]
-    assert [op.output_names() == op.input_names()[:1] for op in in_place] == [True, True, False] + [True] * 5
+                                            "c_softmax_with_cross_entropy_grad",
+                                            "c_softmax_with_multi_label_cross_entropy"]
+    assert [op.output_names() == op.input_names()[:1] for op in in_place] == [True, True, False] + [True] * 5 + [False]
+    assert in_place[-1].attr("sum_multi_label_loss") is False and in_place[-1].attr("nranks") == 2

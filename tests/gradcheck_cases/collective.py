@@ -38,3 +38,12 @@ CASES = [
     second_order("c_embedding", {"W": randn(5, 3), "Ids": IDS}, {"start_index": 2}),
     second_order("c_softmax_with_cross_entropy", {"Logits": randn(4, 5), "Label": LABEL}, ONE),
 ]
+
+LABELS = np.array([[1, 4], [0, -100], [3, 3], [2, 0]], np.int64)   # two labels a row; one ignored, one repeated
+WEIGHTS = np.array([[0.7, 0.6], [0.2, 0.5], [0.4, 0.3], [1.0, 0.1]])   # rows not summing to 1
+CASES += [
+    Case("c_softmax_with_multi_label_cross_entropy", {"Logits": randn(4, 5), "Label": LABELS, "SmoothWeight": WEIGHTS},
+         {**ONE, "sum_multi_label_loss": True}),
+    Case("c_softmax_with_multi_label_cross_entropy", {"Logits": randn(4, 5), "Label": LABELS, "SmoothWeight": WEIGHTS},
+         {**ONE, "sum_multi_label_loss": False}),
+]

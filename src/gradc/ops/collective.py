@@ -7,6 +7,7 @@ ColumnParallelLinear, RowParallelLinear, VocabParallelEmbedding, ParallelCrossEn
     all_gather: the ranks' x stacked along axis 0                  reduce_scatter: the r-th chunk (axis 0) of the sum
     c_embedding: W's row id - start_index, zeros for ids outside the rows W holds
     c_softmax_with_cross_entropy: softmax cross entropy over the class axis split across the ranks (Label global)
+    c_softmax_with_multi_label_cross_entropy: the same for several labels a row, each loss weighted (SmoothWeight)
     broadcast (root's x), barrier, c_sync_calc_stream, c_sync_comm_stream: Out = X
 
 Gradients, as Paddle's makers write them (legacy core.get_grad_op_desc, checked on 3.3.1), where the replicated
@@ -180,3 +181,25 @@ class _SoftmaxCrossEntropyGrad(GradOp):
 defop("c_softmax_with_cross_entropy", ["Logits", "Label"], ["Softmax", "Loss"],
       attrs={"ignore_index": typed(-100, AttrType.LONG), **GROUP, "nranks": 0}, infer=_c_softmax_ce_infer,
       no_grad_inputs=["Label"], no_grad_outputs=["Softmax"], grad=_SoftmaxCrossEntropyGrad(("Softmax", "Label")))
+
+
+def _multi_label_infer(ctx):
+    _check_ids(ctx, "Label")
+    _group(ctx)
+    logits, label, weight = ctx.shape("Logits"), ctx.shape("Label"), ctx.shape("SmoothWeight")
+    if logits is None or label is None:
+        return {"Softmax": (logits, ctx.dtype("Logits")), "Loss": (None, ctx.dtype("Logits"))}
+    if not logits or len(label) != len(logits) or any(a >= 0 and b >= 0 and a != b
+                                                      for a, b in zip(label[:-1], logits[:-1])):
+        ctx.fail(f"{ctx.op.type} needs Label [{', '.join(map(str, logits[:-1]))}, labels], got {label}")
+    if weight is not None and weight != label:
+        ctx.fail(f"{ctx.op.type} needs SmoothWeight of Label's shape {label}, got {weight}")
+    loss = [*logits[:-1], 1 if ctx.attr("sum_multi_label_loss") else label[-1]]
+    return {"Softmax": (logits, ctx.dtype("Logits")), "Loss": (loss, ctx.dtype("Logits"))}
+
+
+# SmoothWeight gets no gradient, as in Paddle (its grad op writes Logits' only)
+defop("c_softmax_with_multi_label_cross_entropy", ["Logits", "Label", "SmoothWeight"], ["Softmax", "Loss"],
+      attrs={"ignore_index": typed(-100, AttrType.LONG), **GROUP, "nranks": 0, "sum_multi_label_loss": True},
+      infer=_multi_label_infer, no_grad_inputs=["Label", "SmoothWeight"], no_grad_outputs=["Softmax"],
+      grad=grad_op("Softmax", "Label", "SmoothWeight"))

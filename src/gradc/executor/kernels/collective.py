@@ -170,3 +170,47 @@ def c_softmax_with_cross_entropy_grad(k):
     np.put_along_axis(grad, np.where(mine, local, 0)[..., None],
                       np.take_along_axis(grad, np.where(mine, local, 0)[..., None], axis=-1) - mine[..., None], -1)
     return {"Logits@GRAD": grad * dloss.reshape(*softmax.shape[:-1], 1) * counted[..., None]}
+
+
+def _label_rows(k, label, logits_shape, classes: int) -> tuple[np.ndarray, np.ndarray]:
+    """(each label's global class id, whether it counts), [rows..., labels]; checks the ids."""
+    ids = label.reshape(*logits_shape[:-1], label.shape[-1]).astype(np.int64)
+    counted = ids != k.attr("ignore_index")
+    if np.any(counted & ((ids < 0) | (ids >= classes))):
+        raise ValueError(f"a Label is outside 0 .. {classes - 1} (the classes of all ranks) and is not "
+                         f"ignore_index {k.attr('ignore_index')}")
+    return ids, counted
+
+
+@kernel("c_softmax_with_multi_label_cross_entropy")
+def c_softmax_with_multi_label_cross_entropy(k):
+    """Loss_j = SmoothWeight_j (logsumexp(all classes) - Logits[Label_j]), 0 for an ignored label; summed over a
+    row's labels with sum_multi_label_loss."""
+    logits, weight = k.x("Logits"), k.x("SmoothWeight")
+    shards, place = _peers(k, logits, k.attr("nranks"))
+    whole = np.concatenate(shards, axis=-1)
+    ids, counted = _label_rows(k, k.x("Label"), logits.shape, whole.shape[-1])
+    shifted = whole - whole.max(axis=-1, keepdims=True)
+    log_softmax = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    losses = -np.take_along_axis(log_softmax, np.where(counted, ids, 0), axis=-1) * weight.reshape(ids.shape) * counted
+    loss = losses.sum(axis=-1, keepdims=True) if k.attr("sum_multi_label_loss") else losses
+    width = logits.shape[-1]
+    softmax = np.exp(log_softmax[..., place * width:(place + 1) * width])
+    return {"Softmax": softmax.astype(logits.dtype), "Loss": loss.astype(logits.dtype)}
+
+
+@kernel("c_softmax_with_multi_label_cross_entropy_grad")
+def c_softmax_with_multi_label_cross_entropy_grad(k):
+    """dLogits = Softmax sum_j(w_j dLoss_j) - sum_j w_j dLoss_j one_hot(Label_j) on this rank's classes, over the
+    counted labels (dLoss_j: the row's with sum_multi_label_loss). Paddle's kernel leaves out the sum of the weights
+    in the first term, counts ignored labels in it, and reads the first label's dLoss for every label."""
+    softmax, weight, dloss = k.x("Softmax"), k.x("SmoothWeight"), k.x("Loss@GRAD")
+    width = softmax.shape[-1]
+    ids, counted = _label_rows(k, k.x("Label"), softmax.shape, width * max(k.attr("nranks"), 1))
+    scaled = weight.reshape(ids.shape) * counted * dloss.reshape(*ids.shape[:-1], -1)
+    grad = softmax * scaled.sum(axis=-1, keepdims=True)
+    local = ids - k.attr("rank") * width
+    mine = counted & (local >= 0) & (local < width)
+    rows = np.indices(ids.shape)[:-1]
+    np.add.at(grad, (*[r[mine] for r in rows], local[mine]), -scaled[mine])
+    return {"Logits@GRAD": grad.astype(softmax.dtype)}

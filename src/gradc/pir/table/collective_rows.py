@@ -34,6 +34,10 @@ ROWS = [
         "start_index:i64"),
     row("pd_op.c_softmax_with_cross_entropy", "c_softmax_with_cross_entropy", "logits:Logits label:Label",
         "softmax:Softmax loss:Loss", f"ignore_index:i64=-100 {GROUP}"),
+    # Paddle 3.3.1 builds no PIR program with its grad op (its PIR backward fails to type loss_grad)
+    row("pd_op.c_softmax_with_multi_label_cross_entropy", "c_softmax_with_multi_label_cross_entropy",
+        "logits:Logits label:Label smooth_weight:SmoothWeight", "softmax:Softmax loss:Loss",
+        f"ignore_index:i64=-100 sum_multi_label_loss:bool=true {GROUP}"),
     *_both("pd_op.c_softmax_with_cross_entropy_grad", "c_softmax_with_cross_entropy_grad",
            f"ignore_index:i64=-100 {GROUP}", "softmax:Softmax label:Label loss_grad:Loss@GRAD",
            "logits_grad:Logits@GRAD"),
