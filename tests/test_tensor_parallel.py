@@ -162,3 +162,15 @@ def test_every_collectives_pir_form_reads_as_its_legacy_op():
                                             "c_softmax_with_multi_label_cross_entropy"]
     assert [op.output_names() == op.input_names()[:1] for op in in_place] == [True, True, False] + [True] * 5 + [False]
     assert in_place[-1].attr("sum_multi_label_loss") is False and in_place[-1].attr("nranks") == 2
+
+
+def test_gradcs_compiled_programs_written_as_pir_and_read_back_still_give_it(tmp_path):
+    from gradc.pir import load_pir, save_pir
+
+    programs, grads = compiled("split", "forward.pb")
+    for rank, program in enumerate(programs):
+        save_pir(program, tmp_path / f"rank{rank}.json")
+    read = [load_pir(tmp_path / f"rank{rank}.json") for rank in range(2)]
+    assert [op.type for op in read[0].global_block.ops if op.type != "fetch"] == \
+        [op.type for op in programs[0].global_block.ops]
+    assert_single_device("split", *run_both("split", read, grads))
