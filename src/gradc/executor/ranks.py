@@ -40,8 +40,9 @@ class Job:
     def members(self, ring: int) -> list[int]:
         return self.rings.get(ring, list(range(self.nranks)))
 
-    def exchange(self, rank: int, ring: int, where: str, value) -> list:
-        """Every member's value of this collective, in group order, once all have reached it."""
+    def exchange(self, rank: int, ring: int, op_type: str, where: str, value) -> list:
+        """Every member's value of this collective (op ``op_type`` at ``where``), in group order, once all have
+        reached it."""
         members = self.members(ring)
         if rank not in members:
             raise ValueError(f"rank {rank} is not in the group of ring_id {ring} (ranks {members})")
@@ -49,7 +50,7 @@ class Job:
             seen = self._seen.get((ring, rank), 0)
             self._seen[(ring, rank)], key = seen + 1, (ring, seen)
             meeting = self._meetings.setdefault(key, {})
-            meeting[rank] = (where, value)
+            meeting[rank] = (op_type, where, value)
             self._cond.notify_all()
             while len(meeting) < len(members):
                 if self.failure is not None:
@@ -61,11 +62,10 @@ class Job:
                 if not self._cond.wait(WAIT_SECONDS):
                     raise ValueError(f"no rank of {[m for m in members if m not in meeting]} reached this "
                                      f"collective in {WAIT_SECONDS:.0f} s (ring_id {ring})")
-            kinds = {op.split("(")[-1] for op, _ in meeting.values()}
-            if len(kinds) > 1:
-                listing = ", ".join(f"rank {m}: {meeting[m][0]}" for m in members)
+            if len({kind for kind, _, _ in meeting.values()}) > 1:
+                listing = ", ".join(f"rank {m}: {meeting[m][1]}" for m in members)
                 raise ValueError(f"the ranks reached different collectives on ring_id {ring}: {listing}")
-            values = [meeting[m][1] for m in members]
+            values = [meeting[m][2] for m in members]
             self._reads[key] = self._reads.get(key, 0) + 1
             if self._reads[key] == len(members):
                 del self._meetings[key], self._reads[key]
@@ -128,5 +128,7 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
                  None)
     if first is not None:
         exc = errors[first]
-        raise type(exc)(f"rank {first}: {exc}") if isinstance(exc, GradcError) else exc
+        if isinstance(exc, GradcError):   # the CLI's one line, naming the rank
+            raise ExecutionError(f"rank {first}: {exc}") from exc
+        raise exc
     return results

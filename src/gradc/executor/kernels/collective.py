@@ -30,7 +30,7 @@ def _peers(k, value, nranks: int | None = None) -> tuple[list, int]:
     place = members.index(rank) if rank in members else -1
     if k.op.attrs.get("rank", place) != place:
         raise ValueError(f"rank={k.op.attrs['rank']}, but this program runs as rank {place} of ring_id {ring}")
-    return job.exchange(rank, ring, k.where, value), place
+    return job.exchange(rank, ring, k.op.type, k.where, value), place
 
 
 def _summed(values: list):
