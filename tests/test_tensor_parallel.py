@@ -18,7 +18,8 @@ DATA = Path(__file__).parent / "data" / "paddle" / "tensor_parallel"
 
 
 def meta(case: str) -> dict:
-    return json.loads((DATA / case / "meta.json").read_text())
+    """The case's ranks: each rank's params (shape, split axis), loss, and what Paddle's backward did."""
+    return {"ranks": [json.loads((DATA / case / f"rank{rank}" / "meta.json").read_text()) for rank in range(2)]}
 
 
 def reference(case: str) -> dict[str, np.ndarray]:
