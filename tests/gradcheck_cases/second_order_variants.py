@@ -37,7 +37,7 @@ LEFT_OUT = {
     "moe_gate_dispatch": "moe_gate_dispatch_grad refuses (moe.py lists it as refused)",
     "moe_gate_dispatch_permute": "moe_gate_dispatch_permute_grad refuses (moe.py lists it as refused)",
     "moe_gate_dispatch_auto": "moe_gate_dispatch_auto_grad refuses (moe.py lists it as refused)",
-    "c_softmax_with_multi_label_cross_entropy": "its grad op has no maker (nor in Paddle): docs/distributed.md",
+    "c_softmax_with_multi_label_cross_entropy": "its grad op refuses (collective.py lists it as refused)",
 }
 
 

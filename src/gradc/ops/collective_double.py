@@ -5,10 +5,14 @@ grads are collectives (each with its own maker); the two grad ops of their own:
 - c_softmax_with_cross_entropy_grad G = (Softmax - one_hot(Label)) dLoss is linear in dLoss and affine in Softmax:
   d/d(dLoss) = the sum over every rank's classes of ddLogits G(dLoss = 1) (an all_reduce of each rank's sum),
   d/d(Softmax) = G(Softmax = ddLogits) - G(Softmax = 0).
+
+c_softmax_with_multi_label_cross_entropy_grad refuses (nor has Paddle a second derivative of it): d/d(dLoss) needs
+each label's pick of ddLogits on the rank that holds its class, which no op gradc has gives yet.
 """
 
 from __future__ import annotations
 
+from ..errors import GradError
 from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import collective  # noqa: F401  (registers the grad ops given makers here)
@@ -37,3 +41,11 @@ def _softmax_cross_entropy(g):
 
 
 defgrad("c_softmax_with_cross_entropy_grad", grad=_softmax_cross_entropy, no_grad_inputs=["Label"])
+
+
+def _multi_label_refused(g):
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of "
+                    f"c_softmax_with_multi_label_cross_entropy, which Paddle has none of either)")
+
+
+defgrad("c_softmax_with_multi_label_cross_entropy_grad", grad=_multi_label_refused)
