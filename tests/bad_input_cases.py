@@ -1120,6 +1120,29 @@ RUN_TIME = {
                                                                "cu_seqlens_k": np.array([0, 2, 5], np.int32)},
                                        {"max_seqlen_q": 3, "max_seqlen_k": 3, "scale": 0.5},
                                        "sequence 0 has 4 query and 2 key rows, past max_seqlen_q=3"),
+    # collective (one rank's view of a tensor-parallel job)
+    "c_split parts": ("c_split", {"X": X23}, {"rank": 0, "nranks": 2}, "into nranks=2 equal parts"),
+    "c_concat rank": ("c_concat", {"X": X23}, {"rank": 2, "nranks": 2}, "needs 0 <= rank < nranks"),
+    "all_gather nranks": ("all_gather", {"x": X23}, {"nranks": 0}, "needs nranks >= 1"),
+    "reduce_scatter parts": ("reduce_scatter", {"x": zeros(3, 2)}, {"nranks": 2}, "into nranks=2 equal parts"),
+    "all_reduce reduce_type": ("all_reduce", {"x": X23}, {"reduce_type": 7}, "reduce_type 7 is none of"),
+    "c_embedding ids": ("c_embedding", {"W": X23, "Ids": X23}, {}, "needs int32 or int64 Ids"),
+    "c_softmax_with_cross_entropy label": ("c_softmax_with_cross_entropy",
+                                           {"Logits": X23, "Label": zeros(3, 1, dtype=np.int64)}, {"nranks": 1},
+                                           "needs Label [2, 1]"),
+    "c_softmax_with_multi_label_cross_entropy weights": ("c_softmax_with_multi_label_cross_entropy",
+                                                         {"Logits": X23, "Label": zeros(2, 2, dtype=np.int64),
+                                                          "SmoothWeight": zeros(2, 3)}, {"nranks": 1},
+                                                         "needs SmoothWeight of Label's shape [2, 2]"),
+}
+
+RUN_TIME = {
+    # collective
+    "c_concat other ranks": ("c_concat", {"X": X23}, {"rank": 0, "nranks": 2}, "the other 1 rank(s) are missing"),
+    "broadcast root": ("broadcast", {"x": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),
+    "c_softmax_with_cross_entropy class": ("c_softmax_with_cross_entropy",
+                                           {"Logits": X23, "Label": np.array([[1], [3]], np.int64)}, {"nranks": 1},
+                                           "a Label is outside 0 .. 2"),
     "masked_multihead_attention step": ("masked_multihead_attention",
                                         {"x": zeros(1, 48), "cache_kv": zeros(2, 1, 2, 4, 8),
                                          "sequence_lengths": np.array([[4]], np.int32)}, {},
@@ -1533,4 +1556,6 @@ EXEMPT = {
     "slice_array": "a tensor array's op (the audit feeds tensors): any slice of an array is one, as Python's",
     "enable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
     "disable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
+    **{op: "a copy, or a sum over the ranks of ring_id: every tensor is good input" for op in (
+        "c_identity", "mp_allreduce_sum", "c_allreduce_sum", "barrier", "c_sync_calc_stream", "c_sync_comm_stream")},
 }

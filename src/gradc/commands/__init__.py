@@ -25,6 +25,7 @@ LAZY_COMMANDS = {
     "export": LazyCommand("train", "export_command", "Export a program for inference, as save_inference_model."),
     "ops": LazyCommand("ops", "ops", "List the registered op types, or describe one."),
     "run": LazyCommand("run", "run", "Run a program with the numpy executor."),
+    "run-ranks": LazyCommand("ranks", "run_ranks_command", "Run every rank's program of a collective job together."),
     "show": LazyCommand("show", "show", "Print a listing, draw a graph, or estimate memory."),
     "train": LazyCommand("train", "train", "Train a compiled training program over a data set."),
     "verify": LazyCommand("verify", "verify", "Check programs for every problem they have; exit 1 on any."),

@@ -75,6 +75,14 @@ def split(op, ctx) -> None:
         ctx.bind(value, name)
 
 
+def slice_one(op, ctx) -> None:
+    """One value of a list, at attribute ``index`` (the translator takes an in-place list result apart with it)."""
+    items, index = ctx.args(op.operands[0], op, 0), ctx.attr(op, "index", int)
+    if not 0 <= index < len(items):
+        raise ctx.fail(op, f"takes item {index} of a list of {len(items)}")
+    ctx.bind(op.results[0], items[index])
+
+
 def coalesce(op, ctx) -> None:
     """Fuses a list of tensors into one buffer for speed; its list result is the same tensors."""
     ctx.bind(op.results[0], ctx.args(op.operands[0], op, 0))

@@ -7,6 +7,7 @@ from . import (
     assign_score_rows,
     bev_pool_rows,
     binary_math_rows,
+    collective_rows,
     compat_rows,
     complex_fft_rows,
     deform_conv_rows,
@@ -69,6 +70,7 @@ SPECIAL = [
     special("builtin.shadow_output", plumbing.keep_persistable, 1, 0),
     special("builtin.combine", plumbing.combine, None, 1),
     special("builtin.split", plumbing.split, 1, None),
+    special("builtin.slice", plumbing.slice_one, 1, 1),
     special("pd_op.coalesce_tensor", plumbing.coalesce, 1, 2),
     special("pd_op.full", plumbing.full, 0, 1),
     special("pd_op.full_int_array", plumbing.full_int_array, 0, 1),
@@ -106,7 +108,8 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + tensor_inplace_rows.ROWS
                + compat_rows.ROWS + flash_attention_rows.ROWS + gpu_build_rows.ROWS + fp8_rows.ROWS
-               + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + SPECIAL)
+               + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + collective_rows.ROWS
+               + SPECIAL)
 
 
 def _exports(rows) -> dict:

@@ -1,0 +1,134 @@
+"""Run the programs of all N ranks of a collective job together in one process: each rank in its own thread, scope
+and Executor, up to its next collective op, where the ranks of the op's group (ring_id) meet and exchange values.
+
+    values = run_ranks([rank0, rank1], feeds=[feed0, feed1], fetch_list=["loss"], scopes=[scope0, scope1])
+
+A collective is a rendezvous: the k-th collective a rank runs on a ring meets the k-th of every other member.
+A rank that fails, finishes without reaching a collective its peers wait in, or reaches another op type there ends
+the run with one error naming the op. Run alone (no job), a collective over a group of one is exactly defined;
+one whose group has more ranks fails, saying the others are missing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+
+from ..errors import ExecutionError, GradcError
+from ..ir import Program
+
+WAIT_SECONDS = 60.0   # a rendezvous no peer reaches in this long is a deadlock (a program without the op)
+_local = threading.local()
+
+
+class RankAbandoned(ExecutionError):
+    """A rank stopped because another one failed: the other failure is the one to report."""
+
+
+class Job:
+    """The rendezvous of N ranks; ``rings``: ring_id -> the ranks of its group, in group order (default: all)."""
+
+    def __init__(self, nranks: int, rings: Mapping[int, Sequence[int]] | None = None):
+        self.nranks, self.rings = nranks, {ring: list(members) for ring, members in (rings or {}).items()}
+        self._cond = threading.Condition()
+        self._seen: dict[tuple[int, int], int] = {}   # (ring, rank) -> collectives it has run on the ring
+        self._meetings: dict[tuple[int, int], dict] = {}   # (ring, k) -> {rank: (op, value)}, dropped once read
+        self._reads: dict[tuple[int, int], int] = {}
+        self.finished: set[int] = set()
+        self.failure: str | None = None
+
+    def members(self, ring: int) -> list[int]:
+        return self.rings.get(ring, list(range(self.nranks)))
+
+    def exchange(self, rank: int, ring: int, op_type: str, where: str, value) -> list:
+        """Every member's value of this collective (op ``op_type`` at ``where``), in group order, once all have
+        reached it."""
+        members = self.members(ring)
+        if rank not in members:
+            raise ValueError(f"rank {rank} is not in the group of ring_id {ring} (ranks {members})")
+        with self._cond:
+            seen = self._seen.get((ring, rank), 0)
+            self._seen[(ring, rank)], key = seen + 1, (ring, seen)
+            meeting = self._meetings.setdefault(key, {})
+            meeting[rank] = (op_type, where, value)
+            self._cond.notify_all()
+            while len(meeting) < len(members):
+                if self.failure is not None:
+                    raise RankAbandoned(f"rank {rank} stopped at {where}: {self.failure}")
+                gone = [m for m in members if m in self.finished and m not in meeting]
+                if gone:
+                    raise ValueError(f"rank(s) {gone} finished their program without reaching this collective "
+                                     f"(ring_id {ring}, collective {seen + 1} of rank {rank})")
+                if not self._cond.wait(WAIT_SECONDS):
+                    raise ValueError(f"no rank of {[m for m in members if m not in meeting]} reached this "
+                                     f"collective in {WAIT_SECONDS:.0f} s (ring_id {ring})")
+            if len({kind for kind, _, _ in meeting.values()}) > 1:
+                listing = ", ".join(f"rank {m}: {meeting[m][1]}" for m in members)
+                raise ValueError(f"the ranks reached different collectives on ring_id {ring}: {listing}")
+            values = [meeting[m][2] for m in members]
+            self._reads[key] = self._reads.get(key, 0) + 1
+            if self._reads[key] == len(members):
+                del self._meetings[key], self._reads[key]
+            return values
+
+    def end(self, rank: int, failure: str | None) -> None:
+        with self._cond:
+            self.finished.add(rank)
+            if failure is not None and self.failure is None:
+                self.failure = failure
+            self._cond.notify_all()
+
+
+def current() -> tuple[Job, int] | None:
+    """(the job, this thread's rank) while run_ranks runs this thread's program; None run alone."""
+    return getattr(_local, "rank", None)
+
+
+def ring_size(program: Program, ring: int) -> int:
+    """The group size the program's ops on ``ring`` state (their nranks attributes), 1 if none does."""
+    return max((op.attrs["nranks"] for block in program.blocks for op in block.ops
+                if "nranks" in op.attrs and op.attrs.get("ring_id", 0) == ring), default=1)
+
+
+def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
+              fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
+              rings: Mapping[int, Sequence[int]] | None = None) -> list[list]:
+    """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
+    rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank."""
+    from .executor import Executor
+    from .scope import Scope
+
+    count = len(programs)
+    feeds = list(feeds) if feeds is not None else [{}] * count
+    scopes = list(scopes) if scopes is not None else [Scope() for _ in range(count)]
+    fetches = list(fetch_list or [])
+    per_rank = fetches if fetches and not isinstance(fetches[0], str) else [fetches] * count
+    if not (len(feeds) == len(scopes) == len(per_rank) == count):
+        raise GradcError(f"run_ranks: {count} program(s) need as many feeds, scopes and fetch lists, got "
+                         f"{len(feeds)}, {len(scopes)} and {len(per_rank)}")
+    job, results, errors = Job(count, rings), [None] * count, [None] * count
+
+    def run(rank: int) -> None:
+        _local.rank = (job, rank)
+        try:
+            results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
+                                           scope=scopes[rank])
+        except Exception as exc:  # noqa: BLE001 - reported by the caller's thread, naming the rank
+            errors[rank] = exc
+            job.end(rank, f"rank {rank} failed" if isinstance(exc, RankAbandoned) else f"rank {rank}: {exc}")
+        else:
+            job.end(rank, None)
+
+    threads = [threading.Thread(target=run, args=(rank,), name=f"gradc-rank{rank}") for rank in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    first = next((rank for rank, exc in enumerate(errors) if exc is not None and not isinstance(exc, RankAbandoned)),
+                 None)
+    if first is not None:
+        exc = errors[first]
+        if isinstance(exc, GradcError):   # the CLI's one line, naming the rank
+            raise ExecutionError(f"rank {first}: {exc}") from exc
+        raise exc
+    return results
