@@ -1106,20 +1106,6 @@ COMPILE_TIME = {
                                                   {"expert_num_global_tensor": i64(1, 2, 3)},
                                                   {"expert_num_global": [1, 2], "num_local_experts": 1},
                                                   "expert_num_global_tensor must be [2]"),
-}
-
-RUN_TIME = {
-    "range_v2 direction": ("range_v2", {"Start": np.array([2.0], f32), "End": np.array([1.0], f32),
-                                        "Step": np.array([0.25], f32)}, {},
-                           "Step 0.25 does not lead from Start 2.0 to End 1.0"),
-    "restrict_nonzero count": ("restrict_nonzero", {"condition": np.array([True, False, True])},
-                               {"total_true_num": 1}, "condition holds 2 nonzero elements, not total_true_num 1"),
-    "flash_attn_unpadded max_seqlen": ("flash_attn_unpadded", {"q": zeros(5, 2, 4), "k": zeros(5, 1, 4),
-                                                               "v": zeros(5, 1, 4),
-                                                               "cu_seqlens_q": np.array([0, 4, 5], np.int32),
-                                                               "cu_seqlens_k": np.array([0, 2, 5], np.int32)},
-                                       {"max_seqlen_q": 3, "max_seqlen_k": 3, "scale": 0.5},
-                                       "sequence 0 has 4 query and 2 key rows, past max_seqlen_q=3"),
     # collective (one rank's view of a tensor-parallel job)
     "c_split parts": ("c_split", {"X": X23}, {"rank": 0, "nranks": 2}, "into nranks=2 equal parts"),
     "c_concat rank": ("c_concat", {"X": X23}, {"rank": 2, "nranks": 2}, "needs 0 <= rank < nranks"),
@@ -1137,6 +1123,17 @@ RUN_TIME = {
 }
 
 RUN_TIME = {
+    "range_v2 direction": ("range_v2", {"Start": np.array([2.0], f32), "End": np.array([1.0], f32),
+                                        "Step": np.array([0.25], f32)}, {},
+                           "Step 0.25 does not lead from Start 2.0 to End 1.0"),
+    "restrict_nonzero count": ("restrict_nonzero", {"condition": np.array([True, False, True])},
+                               {"total_true_num": 1}, "condition holds 2 nonzero elements, not total_true_num 1"),
+    "flash_attn_unpadded max_seqlen": ("flash_attn_unpadded", {"q": zeros(5, 2, 4), "k": zeros(5, 1, 4),
+                                                               "v": zeros(5, 1, 4),
+                                                               "cu_seqlens_q": np.array([0, 4, 5], np.int32),
+                                                               "cu_seqlens_k": np.array([0, 2, 5], np.int32)},
+                                       {"max_seqlen_q": 3, "max_seqlen_k": 3, "scale": 0.5},
+                                       "sequence 0 has 4 query and 2 key rows, past max_seqlen_q=3"),
     # collective
     "c_concat other ranks": ("c_concat", {"X": X23}, {"rank": 0, "nranks": 2}, "the other 1 rank(s) are missing"),
     "broadcast root": ("broadcast", {"x": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),
