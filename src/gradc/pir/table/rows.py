@@ -18,6 +18,7 @@ from . import (
     graph_rows,
     incubate_rows,
     inference_fused_rows,
+    inference_gpu_rows,
     legacy_nn_rows,
     legacy_shape_rows,
     linalg_extra_rows,
@@ -96,7 +97,8 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
                + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
-               + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + SPECIAL)
+               + assign_score_rows.ROWS + inference_fused_rows.ROWS + inference_gpu_rows.ROWS
+               + moe_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:
