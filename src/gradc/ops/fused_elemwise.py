@@ -6,7 +6,8 @@ functor_list names two functors. A binary one first (elementwise_add, elementwis
 Out = Binary(X, Unary(Y)) with IntermediateOut = Unary(Y); a unary one first (scale, relu, tanh, sigmoid, gelu: its tanh
 approximation) means Out = Unary(Binary(X, Y)) with IntermediateOut = Binary(X, Y). Y lines up with X from ``axis``
 as in elementwise_*; ``scale`` is the scale functor's factor. Paddle implements nine pairs (COMPOUNDS); the grad op
-reads IntermediateOut when save_intermediate_out, else recomputes it. Second derivatives: gradc.ops.fused_elemwise_double.
+reads IntermediateOut when save_intermediate_out, else recomputes it. Second derivatives:
+gradc.ops.fused_elemwise_double.
 """
 
 from __future__ import annotations
