@@ -22,7 +22,8 @@ def image(value, channels=1):
 
 CASES = [
     SlotCase("fused_conv2d_add_act", "Bias", {"Input": image(1), "Filter": image(2)[:, :, :1, :1],
-                                              "Bias": np.array([3.0])}, {"Output": image(5)}, IDENTITY, overrides=False),
+                                              "Bias": np.array([3.0])}, {"Output": image(5)}, IDENTITY,
+             overrides=False),
     SlotCase("fused_conv2d_add_act", "ResidualData", {"Input": image(1), "Filter": image(2)[:, :, :1, :1],
                                                       "ResidualData": image(5)}, {"Output": image(7)}, IDENTITY,
              overrides=False),
