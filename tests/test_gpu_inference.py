@@ -52,3 +52,26 @@ def test_loads_verifies_and_saves_byte_for_byte(case, tmp_path):
     assert gradc.verify(program) == []
     gradc.save(program, tmp_path / "again.pdmodel")
     assert (tmp_path / "again.pdmodel").read_bytes() == (ROOT / case / "program.pdmodel").read_bytes()
+
+
+PASSES = DATA / "gpu_inference_passes"
+PASS_CASES = sorted(p.name for p in PASSES.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("case", PASS_CASES)
+def test_a_program_paddles_passes_fused_runs_to_the_unfused_layers_numbers(case):
+    """Paddle's own fuse passes over Paddle's layers (tools/paddle_gpu_inference_passes.py); the expected numbers are
+    Paddle's CPU run of the program before the passes."""
+    meta = json.loads((PASSES / case / "meta.json").read_text())
+    program, scope = gradc.load(PASSES / case / "model.pdmodel"), gradc.Scope()
+    assert gradc.verify(program) == []
+    assert set(meta["ops_after"]) - set(meta["ops_before"]) <= OPS | {"fc"}
+    with np.load(PASSES / case / "params.npz") as params:
+        for name in params.files:
+            scope[name] = params[name]
+    with np.load(PASSES / case / "feed.npz") as saved:
+        feed = dict(saved)
+    outs = gradc.Executor().run(program, feed, meta["fetches"], scope=scope)
+    with np.load(PASSES / case / "expected.npz") as expected:
+        for name, got in zip(meta["fetches"], outs):
+            np.testing.assert_allclose(got, expected[name], rtol=1e-5, atol=1e-6, err_msg=name)

@@ -13,7 +13,7 @@ gradc.ops.fused_elemwise_double.
 from __future__ import annotations
 
 from ..ir import AttrType
-from ..registry import defop, grad_op, typed
+from ..registry import defop, grad_op, grads_like_inputs, typed
 from .infer import check_float, one_dtype
 
 BINARY = ("elementwise_add", "elementwise_mul")
@@ -48,6 +48,10 @@ def _elemwise_infer(ctx):
     return {"Out": (x, dtype), "IntermediateOut": (y if binary_first else x, dtype)}
 
 
+# fuse_elewise_add_act_pass leaves the add variant's grad op without X (and Out or IntermediateOut): optional there
+# (registered here ahead of the forward op; gradc.ops.fused_elemwise_double names it the forward's grad op)
+defop("fused_elemwise_add_activation_grad", ["X?", "Y", "Out?", "IntermediateOut?", "Out@GRAD"], ["X@GRAD?", "Y@GRAD?"],
+      attrs=ELEMWISE_ATTRS, infer=grads_like_inputs)
 for _type in FUSED_ELEMWISE:
     defop(_type, ["X", "Y"], ["Out", "IntermediateOut"], attrs=ELEMWISE_ATTRS, infer=_elemwise_infer,
           no_grad_outputs=["IntermediateOut"], grad=grad_op("X", "Y", "Out", "IntermediateOut"))

@@ -5,6 +5,7 @@ gradient: the expansion recomputes them from X and Y."""
 
 from __future__ import annotations
 
+from ..errors import GradError
 from ..registry import defgrad
 from .composite import differentiate, expansion, first
 from .fused_elemwise import BINARY, FUSED_ELEMWISE
@@ -23,6 +24,8 @@ def _binary(f, name: str, x: str, y: str, axis: int) -> str:
 @expansion
 def _elemwise_again(f, g):
     x, y = first(g.I("X")), first(g.I("Y"))
+    if x is None:
+        raise GradError(f"{g.fwd.type}: a second derivative recomputes the forward from X, which this op lacks")
     (outer, inner), scale, axis = g.attr("functor_list"), g.attr("scale"), g.attr("axis")
     if outer in BINARY:
         out = _binary(f, outer, x, _unary(f, inner, y, scale), axis)
@@ -34,4 +37,4 @@ def _elemwise_again(f, g):
 
 
 for _type in FUSED_ELEMWISE:
-    defgrad(f"{_type}_grad", grad=_elemwise_again, no_grad_inputs=["Out", "IntermediateOut"])
+    defgrad(f"{_type}_grad", grad=_elemwise_again, no_grad_inputs=["Out", "IntermediateOut"], of=_type)

@@ -32,13 +32,23 @@ UNARY = {
     "gelu": (lambda v, s: _gelu(v), lambda v, s: _gelu_slope(v)),
 }
 BINARY_OPS = {"elementwise_add": np.add, "elementwise_mul": np.multiply}
+# unary functor -> f'(its input) from its output, where Paddle's grad reads Out (fuse_elewise_add_act_pass's grad op
+# holds neither X nor IntermediateOut)
+SLOPE_OF_OUT = {"relu": lambda out, s: (out > 0).astype(out.dtype), "scale": lambda out, s: np.full_like(out, s),
+                "tanh": lambda out, s: 1 - out ** 2, "sigmoid": lambda out, s: out * (1 - out)}
 
 
-def _operands(k):
-    functors = tuple(k.attr("functor_list"))
+def functors_of(k) -> tuple[str, ...]:
+    """functor_list, each name without the _grad a pass-written grad op gives it; failing unless Paddle has the pair."""
+    functors = tuple(name.removesuffix("_grad") for name in k.attr("functor_list"))
     if functors not in COMPOUNDS:
-        raise ValueError(f"functor_list {list(functors)} is not one Paddle implements")
-    x, y = (k.x(slot).astype(np.float64) for slot in ("X", "Y"))
+        raise ValueError(f"functor_list {list(k.attr('functor_list'))} is not one Paddle implements")
+    return functors
+
+
+def _operands(k, x):
+    functors = functors_of(k)
+    x, y = x.astype(np.float64), k.x("Y").astype(np.float64)
     if y.ndim > x.ndim:
         raise ValueError(f"Y {list(y.shape)} must not have more dims than X {list(x.shape)}")
     xa, ya = align(x, y, k.attr("axis"))
@@ -46,7 +56,7 @@ def _operands(k):
 
 
 def _forward(k):
-    functors, x, _, xa, ya = _operands(k)
+    functors, x, _, xa, ya = _operands(k, k.x("X"))
     scale, dtype = k.attr("scale"), k.x("X").dtype
     if functors[0] in BINARY:   # Binary(X, Unary(Y))
         middle = UNARY[functors[1]][0](ya, scale)
@@ -58,8 +68,17 @@ def _forward(k):
 
 
 def _backward(k):
-    functors, x, y, xa, ya = _operands(k)
+    """Without X (fuse_elewise_add_act_pass leaves it out of the add variant's grad op) dOut stands in for its shape:
+    an add of X needs no X's values, and Unary(X + Y) reads X + Y from IntermediateOut or its slope from Out."""
     dout, scale = k.x("Out@GRAD").astype(np.float64), k.attr("scale")
+    given = k.optional("X")
+    functors, x, y, xa, ya = _operands(k, dout if given is None else given)
+    saved = k.optional("IntermediateOut") if k.attr("save_intermediate_out") else None
+    out = k.optional("Out")
+    from_out = given is None and saved is None and functors[0] in SLOPE_OF_OUT and out is not None
+    if given is None and "elementwise_mul" in functors or \
+            given is None and functors[0] not in BINARY and saved is None and not from_out:
+        raise ValueError(f"functor_list {list(functors)} needs X (or IntermediateOut, or Out) and the op has neither")
     if functors[0] in BINARY:
         f, slope = UNARY[functors[1]]
         middle = f(ya, scale)
@@ -69,10 +88,14 @@ def _backward(k):
             dx, dmiddle = dout * middle, dout * xa
         dy = reduce_to(dmiddle, y, ya) * slope(y, scale)   # the unary reads Y before broadcasting
     else:
-        dmiddle = dout * UNARY[functors[0]][1](BINARY_OPS[functors[1]](xa, ya), scale)
+        if from_out:
+            dmiddle = dout * SLOPE_OF_OUT[functors[0]](out.astype(np.float64), scale)
+        else:
+            inner = BINARY_OPS[functors[1]](xa, ya) if saved is None else saved.astype(np.float64)
+            dmiddle = dout * UNARY[functors[0]][1](inner, scale)
         dx, dy = (dmiddle, dmiddle) if functors[1] == "elementwise_add" else (dmiddle * ya, dmiddle * xa)
         dy = reduce_to(dy, y, ya)
-    dtype = k.x("X").dtype
+    dtype = k.x("Y").dtype
     return {"X@GRAD": np.broadcast_to(dx, x.shape).astype(dtype), "Y@GRAD": dy.astype(dtype)}
 
 
