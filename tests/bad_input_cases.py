@@ -931,6 +931,10 @@ COMPILE_TIME = {
     "fused_softplus beta": ("fused_softplus", {"X": zeros(2, 3)}, {"beta": 0.0}, "beta must be nonzero"),
     "fusion_gru weights": ("fusion_gru", {"X": zeros(5, 4), "WeightX": zeros(4, 9), "WeightH": zeros(3, 8)}, {},
                            r"WeightH must have shape [D, 3 * D]"),
+    "fused_embedding_fc_lstm table": ("fused_embedding_fc_lstm", {"Ids": np.zeros((5, 1), np.int64),
+                                                                  "Embeddings": zeros(4, 8), "WeightH": zeros(3, 12),
+                                                                  "Bias": zeros(1, 12)}, {},
+                                      "Embeddings must have shape [vocab, 4 * D = 12]"),
     # inference_gpu, fused_elemwise
     "multihead_matmul weight": ("multihead_matmul", {"Input": zeros(2, 3, 8), "W": zeros(8, 2, 8), "Bias": zeros(3, 8)},
                                 {"head_number": 2}, "W must be [hidden, 3, all_head_size]"),

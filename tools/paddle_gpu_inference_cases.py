@@ -151,6 +151,22 @@ def _transpose_flatten_concat() -> dict:
     return {"feeds": feeds, "ops": [op], "reference": reference}
 
 
+def _embedding_fc_lstm(peepholes: bool, initial: bool, reverse: bool) -> dict:
+    """embedding_fc_lstm_fuse_pass's op over ids [6, 1] in sequences of 2 and 4, hidden size 3: the table holds the
+    lookup already through the fc, Bias's 4D gate values go unread, its 3D peephole weights are read."""
+    feeds = {"ids": ([6, 1], "int64", [0, 2, 6]), "table": ([5, 12], F32), "weight_h": ([3, 12], F32),
+             "bias": ([1, 21 if peepholes else 12], F32)}
+    ins = {"Ids": ["ids"], "Embeddings": ["table"], "WeightH": ["weight_h"], "Bias": ["bias"]}
+    if initial:
+        feeds |= {"h0": ([2, 3], F32), "c0": ([2, 3], F32)}
+        ins |= {"H0": ["h0"], "C0": ["c0"]}
+    outs = {"Hidden": ("hidden", [6, 3]), "Cell": ("cell", [6, 3]), "XX": ("xx", [6, 12])}
+    attrs = {"use_peepholes": peepholes, "is_reverse": reverse, "use_seq": True, "gate_activation": "sigmoid",
+             "cell_activation": "tanh", "candidate_activation": "tanh"}
+    return {"feeds": feeds, "ops": [("fused_embedding_fc_lstm", ins, outs, attrs)],
+            "unfetched": ("xx",)}   # Paddle's kernel computes the gates in XX: scratch
+
+
 ADD = "fused_elemwise_add_activation"
 CASES = {
     "elemwise_add_relu": _elemwise(ADD, ["elementwise_add", "relu"], [2, 3, 4], [2, 3, 4]),
@@ -177,4 +193,6 @@ CASES = {
     "conv2d_add_act_relu": _conv2d_add_act("relu", []),
     "conv2d_add_act_split": _conv2d_add_act("identity", [1, 3]),
     "transpose_flatten_concat": _transpose_flatten_concat(),
+    "embedding_fc_lstm_peepholes": _embedding_fc_lstm(True, False, False),
+    "embedding_fc_lstm_initial_reverse": _embedding_fc_lstm(False, True, True),
 }

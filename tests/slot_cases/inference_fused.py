@@ -13,6 +13,7 @@ IDENTITY_LSTM = {"gate_activation": "identity", "cell_activation": "identity", "
                  "use_peepholes": False}
 IDENTITY_GRU = {"activation": "identity", "gate_activation": "identity"}
 ONE_STEP = [[0, 1]]
+FIRST_ID = LoDTensor(np.array([[0]]), ONE_STEP)
 
 
 def rows(*values):
@@ -48,5 +49,13 @@ CASES = [
     # z = x WeightX = [1, 1, 1, 1]: c = 1 * 1 + 3 * 1 = 4, h = 1 * 4
     SlotCase("fusion_lstm", "C0", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": rows(1, 1, 1, 1),
                                    "WeightH": rows(1, 1, 1, 1), "Bias": rows(0, 0, 0, 0), "C0": rows(3)},
+             {"Hidden": rows(4), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
+    # fused_embedding_fc_lstm reads XX from the table row of the id (no gate bias): as fusion_lstm's cases above
+    SlotCase("fused_embedding_fc_lstm", "H0", {"Ids": FIRST_ID, "Embeddings": rows(0, 0, 0, 0),
+                                               "WeightH": rows(1, 1, 1, 1), "Bias": rows(5, 5, 5, 5), "H0": rows(2),
+                                               "C0": rows(0)},
+             {"Hidden": rows(8), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
+    SlotCase("fused_embedding_fc_lstm", "C0", {"Ids": FIRST_ID, "Embeddings": rows(1, 1, 1, 1),
+                                               "WeightH": rows(1, 1, 1, 1), "Bias": rows(5, 5, 5, 5), "C0": rows(3)},
              {"Hidden": rows(4), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
 ]

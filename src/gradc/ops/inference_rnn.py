@@ -11,6 +11,11 @@ and for the rest the batch-layout arrays they are named after (ReorderedH0/C0 th
 order, zeros without). mul_lstm_fuse_pass also writes BatchedGate and BatchedCellPreAct slots, which
 fusion_lstm's proto lacks: gradc, as Paddle's kernel, leaves them unwritten. Paddle defines no grad for either op:
 registered forward-only.
+
+fused_embedding_fc_lstm (embedding_fc_lstm_fuse_pass: lookup_table + fc + lstm) is the lstm op on XX = Embeddings[Ids]
+(the pass folds the fc's weight and bias into the table, [vocab, 4D]), Ids [rows, 1] int64 with the LoD: Paddle's
+kernel adds no Bias to the gates, whose first 4D values the pass has folded; with use_peepholes Bias[4D:] holds the
+peephole weights. Forward-only too.
 """
 
 from __future__ import annotations
@@ -63,4 +68,25 @@ def _lstm_infer(ctx):
 defop("fusion_lstm", ["X", "WeightX", "WeightH", "Bias", "H0?", "C0?"], ["Hidden", "Cell", *LSTM_SCRATCH],
       attrs={k: v for k, v in {**LSTM_ATTRS, **FUSED_ATTRS}.items() if k != "is_test"}, infer=_lstm_infer,
       lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot in ("Hidden", "Cell") else 0
+                              for slot in ctx.op.outputs})
+
+
+def _embedding_lstm_infer(ctx):
+    for name in ("gate_activation", "cell_activation", "candidate_activation"):
+        if ctx.attr(name) not in ACTIVATIONS:
+            ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+    check_float(ctx, "Embeddings")
+    ids, table, wh = ctx.shape("Ids"), ctx.shape("Embeddings"), ctx.shape("WeightH")
+    if wh is None or len(wh) != 2 or (min(wh) >= 0 and wh[1] != 4 * wh[0]):
+        ctx.fail(f"WeightH must have shape [D, 4 * D], got {wh}")
+    if table is None or len(table) != 2 or (min(table[1], wh[1]) >= 0 and table[1] != wh[1]):
+        ctx.fail(f"Embeddings must have shape [vocab, 4 * D = {wh[1]}], got {table}")
+    dtype = one_dtype(ctx, "Embeddings", "WeightH", "Bias")
+    return {"Hidden": ([ids[0] if ids else -1, wh[0]], dtype), "Cell": ([ids[0] if ids else -1, wh[0]], dtype)}
+
+
+defop("fused_embedding_fc_lstm", ["Ids", "Embeddings", "WeightH", "Bias", "H0?", "C0?"],
+      ["Hidden", "Cell", *(slot for slot in LSTM_SCRATCH if slot != "CheckedCell")],
+      attrs={k: v for k, v in LSTM_ATTRS.items() if k != "is_test"} | {"use_seq": True}, infer=_embedding_lstm_infer,
+      lod_levels=lambda ctx: {slot: ctx.lod_level("Ids") if slot in ("Hidden", "Cell") else 0
                               for slot in ctx.op.outputs})

@@ -11,7 +11,7 @@ from .inference_fused import SlotView
 from .lod_rnn import LstmRun
 from .lod_rnn_gru import GruRun
 
-SETS_LOD.update(("fusion_gru", "fusion_lstm"))
+SETS_LOD.update(("fusion_gru", "fusion_lstm", "fused_embedding_fc_lstm"))
 
 
 def _projected(k, gates: int) -> tuple[np.ndarray, SlotView]:
@@ -44,4 +44,23 @@ def fusion_lstm(k):
     outs = {"Hidden": run.layout.to_rows(run.h, rows), "Cell": run.layout.to_rows(run.c, rows), "XX": xx,
             "BatchedInput": run.z, "BatchedHidden": run.h, "BatchedCell": run.c, "ReorderedH0": run.h0,
             "ReorderedC0": run.c0, "CheckedCell": run.ca}
+    return {slot: value.astype(dtype) for slot, value in outs.items() if slot in ("Hidden", "Cell") or k.wants(slot)}
+
+
+@kernel("fused_embedding_fc_lstm")
+def fused_embedding_fc_lstm(k):
+    ids, table, bias = k.x("Ids"), k.x("Embeddings"), k.x("Bias")
+    if ids.size and (ids.min() < 0 or ids.max() >= table.shape[0]):
+        raise ValueError(f"Ids holds ids outside Embeddings' {table.shape[0]} rows")
+    xx = table.astype(np.float64)[ids.reshape(-1)]
+    gates = np.concatenate([np.zeros(xx.shape[1]), bias.astype(np.float64).reshape(-1)[xx.shape[1]:]])
+    run, dtype = LstmRun(SlotView(k, {"Input": xx, "Weight": k.x("WeightH"), "Bias": gates}, lods={"Input": "Ids"})), \
+        table.dtype
+    lod = k.lod("Ids")
+    k.set_lod("Hidden", lod)
+    k.set_lod("Cell", lod)
+    rows = xx.shape[0]
+    outs = {"Hidden": run.layout.to_rows(run.h, rows), "Cell": run.layout.to_rows(run.c, rows), "XX": xx,
+            "BatchedInput": run.z, "BatchedHidden": run.h, "BatchedCell": run.c, "ReorderedH0": run.h0,
+            "ReorderedC0": run.c0}
     return {slot: value.astype(dtype) for slot, value in outs.items() if slot in ("Hidden", "Cell") or k.wants(slot)}

@@ -25,4 +25,10 @@ ROWS = [
         "hidden:Hidden cell:Cell xx:XX batched_input:BatchedInput batched_hidden:BatchedHidden "
         "batched_cell:BatchedCell reordered_h0:ReorderedH0 reordered_c0:ReorderedC0 checked_cell:CheckedCell",
         LSTM_ATTRS),
+    row("pd_op.fused_embedding_fc_lstm", "fused_embedding_fc_lstm",
+        "ids:Ids embeddings:Embeddings weight_h:WeightH bias:Bias h0?:H0 c0?:C0",
+        "hidden:Hidden cell:Cell xx:XX batched_input:BatchedInput batched_hidden:BatchedHidden "
+        "batched_cell:BatchedCell reordered_h0:ReorderedH0 reordered_c0:ReorderedC0",
+        "use_peepholes:bool=true is_reverse:bool use_seq:bool=true gate_activation:str=sigmoid "
+        "cell_activation:str=tanh candidate_activation:str=tanh"),
 ]
