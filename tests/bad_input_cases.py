@@ -935,6 +935,9 @@ COMPILE_TIME = {
                                                                   "Embeddings": zeros(4, 8), "WeightH": zeros(3, 12),
                                                                   "Bias": zeros(1, 12)}, {},
                                       "Embeddings must have shape [vocab, 4 * D = 12]"),
+    "attention_lstm weight": ("attention_lstm", {"X": zeros(5, 4), "C0": zeros(2, 3), "AttentionWeight": zeros(7, 1),
+                                                 "LSTMWeight": zeros(6, 12), "LSTMBias": zeros(1, 12)}, {},
+                              "LSTMWeight must have shape [D + M, 4 * D]"),
     # inference_gpu, fused_elemwise
     "multihead_matmul weight": ("multihead_matmul", {"Input": zeros(2, 3, 8), "W": zeros(8, 2, 8), "Bias": zeros(3, 8)},
                                 {"head_number": 2}, "W must be [hidden, 3, all_head_size]"),

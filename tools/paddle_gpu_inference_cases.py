@@ -167,6 +167,24 @@ def _embedding_fc_lstm(peepholes: bool, initial: bool, reverse: bool) -> dict:
             "unfetched": ("xx",)}   # Paddle's kernel computes the gates in XX: scratch
 
 
+def _attention_lstm(initial_hidden: bool, scalar: bool) -> dict:
+    """attention_lstm over x [6, 4] in sequences of 2 and 4, hidden size 3 (C0 is required)."""
+    feeds = {"x": ([6, 4], F32, [0, 2, 6]), "c0": ([2, 3], F32), "attention_weight": ([7, 1], F32),
+             "attention_bias": ([1, 1], F32), "lstm_weight": ([7, 12], F32), "lstm_bias": ([1, 12], F32)}
+    ins = {"X": ["x"], "C0": ["c0"], "AttentionWeight": ["attention_weight"], "AttentionBias": ["attention_bias"],
+           "LSTMWeight": ["lstm_weight"], "LSTMBias": ["lstm_bias"]}
+    if initial_hidden:
+        feeds["h0"], ins["H0"] = ([2, 3], F32), ["h0"]
+    if scalar:
+        feeds |= {"attention_scalar": ([1, 1], F32), "attention_scalar_bias": ([1, 1], F32)}
+        ins |= {"AttentionScalar": ["attention_scalar"], "AttentionScalarBias": ["attention_scalar_bias"]}
+    outs = {"Hidden": ("hidden", [6, 3]), "Cell": ("cell", [6, 3]), "AttentionedX": ("attentioned_x", [6, 1]),
+            "AttentionFCOut": ("fc_out", [4, 1]), "LSTMX": ("lstm_x", [1, 4]), "LSTMOUT": ("lstm_out", [1, 12])}
+    attrs = {"gate_activation": "sigmoid", "cell_activation": "tanh", "candidate_activation": "tanh"}
+    return {"feeds": feeds, "ops": [("attention_lstm", ins, outs, attrs)],
+            "unfetched": ("fc_out", "lstm_x", "lstm_out")}   # the kernel's scratch of its last step
+
+
 ADD = "fused_elemwise_add_activation"
 CASES = {
     "elemwise_add_relu": _elemwise(ADD, ["elementwise_add", "relu"], [2, 3, 4], [2, 3, 4]),
@@ -195,4 +213,6 @@ CASES = {
     "transpose_flatten_concat": _transpose_flatten_concat(),
     "embedding_fc_lstm_peepholes": _embedding_fc_lstm(True, False, False),
     "embedding_fc_lstm_initial_reverse": _embedding_fc_lstm(False, True, True),
+    "attention_lstm_scalar": _attention_lstm(True, True),
+    "attention_lstm_plain": _attention_lstm(False, False),
 }

@@ -82,7 +82,10 @@ def write(case: str, seed: int) -> str:
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
     (directory / "program.pdmodel").write_bytes(main.desc.serialize_to_string())
-    pir, pir_fetches = translated_program({"feeds": {n: f[:2] for n, f in spec["feeds"].items()}, "ops": spec["ops"]})
+    unfetched = spec.get("unfetched", ())   # given to the translation as a list: declared, not fetched
+    ops = [(op, ins, {slot: [out] if not isinstance(out, list) and out[0] in unfetched else out
+                      for slot, out in outs.items()}, attrs) for op, ins, outs, attrs in spec["ops"]]
+    pir, pir_fetches = translated_program({"feeds": {n: f[:2] for n, f in spec["feeds"].items()}, "ops": ops})
     core.serialize_pir_program(pir, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
     feed = {name: spec.get("draw", _feed)(rng, name, *f) for name, f in spec["feeds"].items()}

@@ -16,6 +16,14 @@ fused_embedding_fc_lstm (embedding_fc_lstm_fuse_pass: lookup_table + fc + lstm) 
 (the pass folds the fc's weight and bias into the table, [vocab, 4D]), Ids [rows, 1] int64 with the LoD: Paddle's
 kernel adds no Bias to the gates, whose first 4D values the pass has folded; with use_peepholes Bias[4D:] holds the
 peephole weights. Forward-only too.
+
+attention_lstm (attention_lstm_fuse_pass) steps an lstm over each sequence of X [rows, M] whose input at a step is
+the sequence's rows pooled by attention: scores relu(X W_x + AttentionBias + c_prev W_c) (AttentionWeight
+[M + D, 1] stacks W_x over W_c), with AttentionScalar relu(scores * scalar + AttentionScalarBias), softmax over the
+sequence, then the weighted sum of its rows. LSTMWeight [D + M, 4D] stacks the hidden weights over the input ones,
+gates in the order forget, input, output, candidate; LSTMBias [1, 4D]. C0 is required, H0 optional (none: no hidden
+term at the first step). AttentionedX is X W_x + AttentionBias; AttentionFCOut, LSTMX and LSTMOUT are Paddle's
+per-step scratch, left unwritten. Forward-only.
 """
 
 from __future__ import annotations
@@ -90,3 +98,27 @@ defop("fused_embedding_fc_lstm", ["Ids", "Embeddings", "WeightH", "Bias", "H0?",
       attrs={k: v for k, v in LSTM_ATTRS.items() if k != "is_test"} | {"use_seq": True}, infer=_embedding_lstm_infer,
       lod_levels=lambda ctx: {slot: ctx.lod_level("Ids") if slot in ("Hidden", "Cell") else 0
                               for slot in ctx.op.outputs})
+
+
+def _attention_lstm_infer(ctx):
+    for name in ("gate_activation", "cell_activation", "candidate_activation"):
+        if ctx.attr(name) not in ACTIVATIONS:
+            ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+    check_float(ctx, "X")
+    x, w, att = ctx.shape("X"), ctx.shape("LSTMWeight"), ctx.shape("AttentionWeight")
+    if x is None or len(x) != 2:
+        ctx.fail(f"X must be 2-D [rows, M], got {x}")
+    if w is None or len(w) != 2 or (min(w) >= 0 and x[1] >= 0 and w[0] != w[1] // 4 + x[1]):
+        ctx.fail(f"LSTMWeight must have shape [D + M, 4 * D] for X {x}, got {w}")
+    if att is not None and w is not None and min(w) >= 0 and x[1] >= 0 and att != [w[1] // 4 + x[1], 1]:
+        ctx.fail(f"AttentionWeight must have shape [M + D = {w[1] // 4 + x[1]}, 1], got {att}")
+    dtype, d = one_dtype(ctx, "X", "LSTMWeight", "LSTMBias", "AttentionWeight"), w[1] // 4
+    return {"Hidden": ([x[0], d], dtype), "Cell": ([x[0], d], dtype), "AttentionedX": ([x[0], 1], dtype)}
+
+
+defop("attention_lstm", ["X", "C0", "H0?", "AttentionWeight", "AttentionBias?", "AttentionScalar?",
+                         "AttentionScalarBias?", "LSTMWeight", "LSTMBias"],
+      ["Hidden", "Cell", "AttentionedX", "AttentionFCOut?", "LSTMX?", "LSTMOUT?"],
+      attrs={"gate_activation": "sigmoid", "cell_activation": "tanh", "candidate_activation": "tanh"},
+      infer=_attention_lstm_infer,
+      lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot in ("Hidden", "Cell") else 0 for slot in ctx.op.outputs})

@@ -8,10 +8,10 @@ import numpy as np
 from ..lod import SETS_LOD
 from . import kernel
 from .inference_fused import SlotView
-from .lod_rnn import LstmRun
+from .lod_rnn import Activation, LstmRun
 from .lod_rnn_gru import GruRun
 
-SETS_LOD.update(("fusion_gru", "fusion_lstm", "fused_embedding_fc_lstm"))
+SETS_LOD.update(("fusion_gru", "fusion_lstm", "fused_embedding_fc_lstm", "attention_lstm"))
 
 
 def _projected(k, gates: int) -> tuple[np.ndarray, SlotView]:
@@ -64,3 +64,45 @@ def fused_embedding_fc_lstm(k):
             "BatchedInput": run.z, "BatchedHidden": run.h, "BatchedCell": run.c, "ReorderedH0": run.h0,
             "ReorderedC0": run.c0}
     return {slot: value.astype(dtype) for slot, value in outs.items() if slot in ("Hidden", "Cell") or k.wants(slot)}
+
+
+def _softmax(v):
+    e = np.exp(v - v.max())
+    return e / e.sum()
+
+
+@kernel("attention_lstm")
+def attention_lstm(k):
+    x, w, bias = (k.x(slot).astype(np.float64) for slot in ("X", "LSTMWeight", "LSTMBias"))
+    att = k.x("AttentionWeight").astype(np.float64).reshape(-1)
+    rows, m = x.shape
+    d = w.shape[1] // 4
+    if w.shape != (d + m, 4 * d) or att.size != m + d or bias.size != 4 * d:
+        raise ValueError(f"LSTMWeight {list(w.shape)}, AttentionWeight and LSTMBias must be [D + M, 4D], [M + D, 1] "
+                         f"and [1, 4D] for X [rows, M = {m}]")
+    bounds = np.asarray(k.lod("X")[-1] if k.lod("X") else [0, rows], dtype=np.int64)
+    h0, c0 = (None if (v := k.optional(slot)) is None else v.astype(np.float64) for slot in ("H0", "C0"))
+    if c0 is None or c0.shape != (len(bounds) - 1, d):
+        raise ValueError(f"C0 must be [sequences = {len(bounds) - 1}, D = {d}]")
+    scalar, scalar_bias, att_bias = (k.optional(slot) for slot in ("AttentionScalar", "AttentionScalarBias",
+                                                                    "AttentionBias"))
+    gate, cell, cand = (Activation(k, name) for name in ("gate_activation", "cell_activation", "candidate_activation"))
+    attended = x @ att[:m] + (0.0 if att_bias is None else float(att_bias.reshape(-1)[0]))
+    hidden, cells = np.zeros((rows, d)), np.zeros((rows, d))
+    for i, (start, stop) in enumerate(zip(bounds[:-1], bounds[1:])):
+        h, c = (None if h0 is None else h0[i]), c0[i]
+        for t in range(start, stop):
+            scores = np.maximum(attended[start:stop] + c @ att[m:], 0)
+            if scalar is not None:   # Paddle's bias_relu: relu, with the bias added first when there is one
+                scores = scores * float(scalar.reshape(-1)[0])
+                scores = np.maximum(scores + (0.0 if scalar_bias is None else float(scalar_bias.reshape(-1)[0])), 0)
+            z = _softmax(scores) @ x[start:stop] @ w[d:] + bias.reshape(-1) + (0.0 if h is None else h @ w[:d])
+            forget, inp, out = (gate(z[g * d:(g + 1) * d]) for g in range(3))
+            c = forget * c + inp * cand(z[3 * d:])
+            h = cell(c) * out
+            hidden[t], cells[t] = h, c
+    k.set_lod("Hidden", k.lod("X"))
+    k.set_lod("Cell", k.lod("X"))
+    dtype = k.x("X").dtype
+    return {"Hidden": hidden.astype(dtype), "Cell": cells.astype(dtype), "AttentionedX": attended.reshape(-1, 1)
+            .astype(dtype)}

@@ -31,4 +31,11 @@ ROWS = [
         "batched_cell:BatchedCell reordered_h0:ReorderedH0 reordered_c0:ReorderedC0",
         "use_peepholes:bool=true is_reverse:bool use_seq:bool=true gate_activation:str=sigmoid "
         "cell_activation:str=tanh candidate_activation:str=tanh"),
+    row("pd_op.attention_lstm", "attention_lstm",
+        "x:X c0:C0 h0?:H0 attention_weight:AttentionWeight attention_bias?:AttentionBias "
+        "attention_scalar?:AttentionScalar attention_scalar_bias?:AttentionScalarBias lstm_weight:LSTMWeight "
+        "lstm_bias:LSTMBias",
+        "hidden:Hidden cell:Cell attentioned_x:AttentionedX attention_fc_out:AttentionFCOut lstm_x:LSTMX "
+        "lstm_out:LSTMOUT",
+        "gate_activation:str=sigmoid cell_activation:str=tanh candidate_activation:str=tanh"),
 ]
