@@ -970,6 +970,8 @@ COMPILE_TIME = {
 }
 
 RUN_TIME = {
+    "fusion_group code": ("fusion_group", {"Inputs": [X23]}, {"func_name": "fused_elementwise_0"},
+                          "the program does not hold its code"),
     "masked_multihead_attention step": ("masked_multihead_attention",
                                         {"x": zeros(1, 48), "cache_kv": zeros(2, 1, 2, 4, 8),
                                          "sequence_lengths": np.array([[4]], np.int32)}, {},

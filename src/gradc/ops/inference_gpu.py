@@ -18,6 +18,10 @@ registers the ops but, but for self_dp_attention, has no kernel for them):
   to 2-D at flatten_axis, concatenated along concat_axis.
 
 Paddle defines no grad for any of them: forward-only, a backward through one is refused naming the op.
+
+fusion_group (fusion_group_pass) is registered only to be refused by name when run: its func_name names CUDA code
+the pass generates from a subgraph of elementwise ops at run time, which the program does not hold, so it has no
+fixed semantics to run.
 """
 
 from __future__ import annotations
@@ -140,3 +144,6 @@ def _transpose_flatten_infer(ctx):
 defop("fusion_transpose_flatten_concat", ["X[]"], ["Out"], attrs={"trans_axis": [], "flatten_axis": 1,
                                                                    "concat_axis": 0},
       infer=_transpose_flatten_infer)
+
+
+defop("fusion_group", ["Inputs[]"], ["Outs[]"], attrs={"outs_dtype": [], "inputs_dtype": [], "func_name": "", "type": 0})

@@ -162,3 +162,9 @@ def fusion_transpose_flatten_concat(k):
         moved = x.transpose(axes)
         flat.append(moved.reshape(int(np.prod(moved.shape[:flatten])), -1))
     return {"Out": np.concatenate(flat, axis=concat)}
+
+
+@kernel("fusion_group")
+def fusion_group(k):
+    raise ValueError(f"fusion_group runs the CUDA function {k.attr('func_name')!r} that Paddle's fusion_group_pass "
+                     "generates at run time; the program does not hold its code, so gradc cannot run it")
