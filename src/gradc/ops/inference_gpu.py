@@ -146,4 +146,5 @@ defop("fusion_transpose_flatten_concat", ["X[]"], ["Out"], attrs={"trans_axis": 
       infer=_transpose_flatten_infer)
 
 
-defop("fusion_group", ["Inputs[]"], ["Outs[]"], attrs={"outs_dtype": [], "inputs_dtype": [], "func_name": "", "type": 0})
+defop("fusion_group", ["Inputs[]"], ["Outs[]"],
+      attrs={"outs_dtype": [], "inputs_dtype": [], "func_name": "", "type": 0})
