@@ -938,6 +938,8 @@ COMPILE_TIME = {
     "attention_lstm weight": ("attention_lstm", {"X": zeros(5, 4), "C0": zeros(2, 3), "AttentionWeight": zeros(7, 1),
                                                  "LSTMWeight": zeros(6, 12), "LSTMBias": zeros(1, 12)}, {},
                               "LSTMWeight must have shape [D + M, 4 * D]"),
+    "multi_gru layers": ("multi_gru", {"X": zeros(5, 4), "WeightX": [zeros(4, 9)], "WeightH": [zeros(3, 9)]}, {},
+                         "needs a forward and a reverse WeightX and WeightH per layer"),
     # inference_gpu, fused_elemwise
     "multihead_matmul weight": ("multihead_matmul", {"Input": zeros(2, 3, 8), "W": zeros(8, 2, 8), "Bias": zeros(3, 8)},
                                 {"head_number": 2}, "W must be [hidden, 3, all_head_size]"),

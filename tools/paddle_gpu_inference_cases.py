@@ -185,6 +185,24 @@ def _attention_lstm(initial_hidden: bool, scalar: bool) -> dict:
             "unfetched": ("fc_out", "lstm_x", "lstm_out")}   # the kernel's scratch of its last step
 
 
+def _multi_gru(layers: int, origin_mode: bool, bias: bool) -> dict:
+    """multi_gru_fuse_pass's oneDNN op over x [5, 4] in sequences of 2 and 3, hidden size 3: per layer a forward and
+    a reverse gru (WeightX, WeightH, Bias listed layer by layer, forward first), concatenated into the next input."""
+    feeds, ins = {"x": ([5, 4], F32, [0, 2, 5])}, {"X": ["x"], "WeightX": [], "WeightH": [], "Bias": []}
+    for i in range(2 * layers):
+        feeds |= {f"wx{i}": ([4 if i < 2 else 6, 9], F32), f"wh{i}": ([3, 9], F32)}
+        ins["WeightX"].append(f"wx{i}")
+        ins["WeightH"].append(f"wh{i}")
+        if bias:
+            feeds[f"b{i}"] = ([1, 9], F32)
+            ins["Bias"].append(f"b{i}")
+    attrs = {"layers": layers, "origin_mode": ("_set_bool_attr", origin_mode), "activation": "tanh",
+             "gate_activation": "sigmoid", "use_mkldnn": ("_set_bool_attr", True),   # the kernel is oneDNN's
+             "mkldnn_data_type": "float32", "Scale_data": 1.0, "Shift_data": 0.0,   # the translator wants them all
+             "force_fp32_output": ("_set_bool_attr", False)}
+    return {"feeds": feeds, "ops": [("multi_gru", ins, {"Hidden": ("hidden", [5, 6])}, attrs)]}
+
+
 ADD = "fused_elemwise_add_activation"
 CASES = {
     "elemwise_add_relu": _elemwise(ADD, ["elementwise_add", "relu"], [2, 3, 4], [2, 3, 4]),
@@ -215,4 +233,6 @@ CASES = {
     "embedding_fc_lstm_initial_reverse": _embedding_fc_lstm(False, True, True),
     "attention_lstm_scalar": _attention_lstm(True, True),
     "attention_lstm_plain": _attention_lstm(False, False),
+    "multi_gru_one_layer": _multi_gru(1, False, True),
+    "multi_gru_two_layers_origin_mode": _multi_gru(2, True, False),
 }

@@ -82,4 +82,8 @@ CASES = [
     SlotCase("attention_lstm", "AttentionScalarBias", {**TWO_ROWS, "AttentionScalar": rows(1),
                                                        "AttentionScalarBias": rows(-2)},
              {"Hidden": np.array([[P ** 3], [(P * P * P + P * P) * P]])}, IDENTITY_ATTENTION, overrides=False),
+    # multi_gru, one layer, identity activations: each direction is fusion_gru's Bias case above, h = u c = 3
+    SlotCase("multi_gru", "Bias", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": [rows(0, 0, 0)] * 2,
+                                   "WeightH": [rows(1, 1, 1)] * 2, "Bias": [rows(1, 2, 3)] * 2},
+             {"Hidden": rows(3, 3)}, IDENTITY_GRU, overrides=False),
 ]

@@ -24,6 +24,11 @@ sequence, then the weighted sum of its rows. LSTMWeight [D + M, 4D] stacks the h
 gates in the order forget, input, output, candidate; LSTMBias [1, 4D]. C0 is required, H0 optional (none: no hidden
 term at the first step). AttentionedX is X W_x + AttentionBias; AttentionFCOut, LSTMX and LSTMOUT are Paddle's
 per-step scratch, left unwritten. Forward-only.
+
+multi_gru (multi_gru_fuse_pass, oneDNN): `layers` bidirectional layers over X's sequences, each a forward and a
+reverse fusion_gru (WeightX, WeightH, Bias listed layer by layer, the forward direction first; no H0), the two
+hiddens concatenated [rows, 2D] as the next layer's X. Scale_weights and the int8 attributes are oneDNN
+quantization's: a Scale_weights is refused, the attributes unread. Forward-only.
 """
 
 from __future__ import annotations
@@ -122,3 +127,26 @@ defop("attention_lstm", ["X", "C0", "H0?", "AttentionWeight", "AttentionBias?", 
       attrs={"gate_activation": "sigmoid", "cell_activation": "tanh", "candidate_activation": "tanh"},
       infer=_attention_lstm_infer,
       lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot in ("Hidden", "Cell") else 0 for slot in ctx.op.outputs})
+
+
+def _multi_gru_infer(ctx):
+    for name in ("gate_activation", "activation"):
+        if ctx.attr(name) not in ACTIVATIONS:
+            ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+    check_float(ctx, "X")
+    layers, weights = ctx.attr("layers"), ctx.shapes("WeightH")
+    if layers < 1 or len(ctx.op.input("WeightX")) != 2 * layers or len(weights) != 2 * layers:
+        ctx.fail(f"needs a forward and a reverse WeightX and WeightH per layer: {2 * layers} each for layers "
+                 f"{layers}, got {len(ctx.op.input('WeightX'))} and {len(weights)}")
+    if ctx.op.input("Bias") and len(ctx.op.input("Bias")) != 2 * layers:
+        ctx.fail(f"needs no Bias or one per WeightX ({2 * layers}), got {len(ctx.op.input('Bias'))}")
+    if ctx.op.input("Scale_weights"):
+        ctx.fail("Scale_weights belongs to oneDNN's int8 multi_gru, which gradc does not run")
+    x, last = ctx.shape("X"), weights[-1]
+    return {"Hidden": ([x[0] if x else -1, 2 * last[0] if last else -1], ctx.dtype("X"))}
+
+
+defop("multi_gru", ["X", "WeightX[]", "WeightH[]", "Bias[]?", "Scale_weights[]?"], ["Hidden"],
+      attrs={"activation": "tanh", "gate_activation": "sigmoid", "layers": 1, "origin_mode": False,
+             "mkldnn_data_type": "float32", "Scale_data": 1.0, "Shift_data": 0.0, "force_fp32_output": False},
+      infer=_multi_gru_infer, lod_levels=lambda ctx: {"Hidden": ctx.lod_level("X")})

@@ -11,7 +11,7 @@ from .inference_fused import SlotView
 from .lod_rnn import Activation, LstmRun
 from .lod_rnn_gru import GruRun
 
-SETS_LOD.update(("fusion_gru", "fusion_lstm", "fused_embedding_fc_lstm", "attention_lstm"))
+SETS_LOD.update(("fusion_gru", "fusion_lstm", "fused_embedding_fc_lstm", "attention_lstm", "multi_gru"))
 
 
 def _projected(k, gates: int) -> tuple[np.ndarray, SlotView]:
@@ -106,3 +106,26 @@ def attention_lstm(k):
     dtype = k.x("X").dtype
     return {"Hidden": hidden.astype(dtype), "Cell": cells.astype(dtype), "AttentionedX": attended.reshape(-1, 1)
             .astype(dtype)}
+
+
+@kernel("multi_gru")
+def multi_gru(k):
+    x, weights_x, weights_h, biases = k.x("X"), k.xs("WeightX"), k.xs("WeightH"), k.xs("Bias") or None
+    layers = k.attr("layers")
+    if len(weights_x) != 2 * layers or len(weights_h) != 2 * layers or (biases and len(biases) != 2 * layers):
+        raise ValueError(f"needs a forward and a reverse WeightX, WeightH (and Bias) per layer, {2 * layers} each")
+    h = x.astype(np.float64)
+    for layer in range(layers):
+        directions = []
+        for i in (2 * layer, 2 * layer + 1):   # forward, then reverse
+            wx, wh = weights_x[i].astype(np.float64), weights_h[i]
+            if wx.shape[0] != h.shape[1] or wx.shape[1] != 3 * wh.shape[0]:
+                raise ValueError(f"WeightX[{i}] {list(wx.shape)} must be [{h.shape[1]}, 3 D] for WeightH[{i}] "
+                                 f"{list(wh.shape)}")
+            view = SlotView(k, {"Input": h @ wx, "Weight": wh, "Bias": None if biases is None else biases[i],
+                                "H0": None}, {"is_reverse": i % 2 == 1}, lods={"Input": "X"})
+            run = GruRun(view)
+            directions.append(run.layout.to_rows(run.h, h.shape[0]))
+        h = np.concatenate(directions, axis=1)
+    k.set_lod("Hidden", k.lod("X"))
+    return {"Hidden": h.astype(x.dtype)}

@@ -38,4 +38,8 @@ ROWS = [
         "hidden:Hidden cell:Cell attentioned_x:AttentionedX attention_fc_out:AttentionFCOut lstm_x:LSTMX "
         "lstm_out:LSTMOUT",
         "gate_activation:str=sigmoid cell_activation:str=tanh candidate_activation:str=tanh"),
+    row("onednn_op.multi_gru", "multi_gru",
+        "x:X weight_x:WeightX* weight_h:WeightH* bias?:Bias* scale_weights?:Scale_weights*", "hidden:Hidden",
+        "activation:str=tanh gate_activation:str=sigmoid layers:i32=1 origin_mode:bool mkldnn_data_type:str=float32 "
+        "scale_data=Scale_data:f32=1 shift_data=Shift_data:f32 force_fp32_output:bool"),
 ]
