@@ -941,6 +941,8 @@ COMPILE_TIME = {
     "multi_gru layers": ("multi_gru", {"X": zeros(5, 4), "WeightX": [zeros(4, 9)], "WeightH": [zeros(3, 9)]}, {},
                          "needs a forward and a reverse WeightX and WeightH per layer"),
     # inference_gpu, fused_elemwise
+    "yolo_box_head channels": ("yolo_box_head", {"X": zeros(1, 12, 3, 4)},
+                               {"anchors": [10, 13, 16, 30], "class_num": 2}, "X must be [N, 14, H, W]"),
     "multihead_matmul weight": ("multihead_matmul", {"Input": zeros(2, 3, 8), "W": zeros(8, 2, 8), "Bias": zeros(3, 8)},
                                 {"head_number": 2}, "W must be [hidden, 3, all_head_size]"),
     "skip_layernorm shapes": ("skip_layernorm", {"X": zeros(2, 3, 8), "Y": zeros(2, 3, 4), "Scale": zeros(8),

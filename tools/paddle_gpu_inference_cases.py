@@ -203,6 +203,19 @@ def _multi_gru(layers: int, origin_mode: bool, bias: bool) -> dict:
     return {"feeds": feeds, "ops": [("multi_gru", ins, {"Hidden": ("hidden", [5, 6])}, attrs)]}
 
 
+def _yolo_box_head() -> dict:
+    """yolo_box_fuse_pass's head over x [1, 2 (5 + 2), 3, 4]: per anchor sigmoid of all but w, h, which take exp."""
+    feeds = {"x": ([1, 14, 3, 4], F32)}
+
+    def reference(t):
+        blocks = t["x"].reshape([1, 2, 7, 3, 4])
+        parts = [F.sigmoid(blocks[:, :, :2]), paddle.exp(blocks[:, :, 2:4]), F.sigmoid(blocks[:, :, 4:])]
+        return {"out": paddle.concat(parts, 2).reshape([1, 14, 3, 4])}
+
+    op = ("yolo_box_head", {"X": ["x"]}, {"Out": ("out", [1, 14, 3, 4])}, {"anchors": [10, 13, 16, 30], "class_num": 2})
+    return {"feeds": feeds, "ops": [op], "reference": reference}
+
+
 ADD = "fused_elemwise_add_activation"
 CASES = {
     "elemwise_add_relu": _elemwise(ADD, ["elementwise_add", "relu"], [2, 3, 4], [2, 3, 4]),
@@ -235,4 +248,5 @@ CASES = {
     "attention_lstm_plain": _attention_lstm(False, False),
     "multi_gru_one_layer": _multi_gru(1, False, True),
     "multi_gru_two_layers_origin_mode": _multi_gru(2, True, False),
+    "yolo_box_head": _yolo_box_head(),
 }

@@ -14,6 +14,8 @@ registers the ops but, but for self_dp_attention, has no kernel for them):
   softmax(alpha q k^T) v, Out [B, S, N, H] (head_number unread: X's dims say it).
 - fused_conv2d_add_act (conv_elementwise_add(2)_act_fuse_pass): activation(conv2d + Bias per channel +
   ResidualData); with split_channels, Output also split along channels into Outputs.
+- yolo_box_head (yolo_box_fuse_pass): X [N, A (5 + class_num), H, W], A = len(anchors) / 2 anchors: per anchor the
+  sigmoid of x, y, the objectness and the class scores and the exp of w, h.
 - fusion_transpose_flatten_concat (transpose_flatten_concat_fuse_pass): each X transposed by trans_axis, flattened
   to 2-D at flatten_axis, concatenated along concat_axis.
 
@@ -144,6 +146,21 @@ def _transpose_flatten_infer(ctx):
 defop("fusion_transpose_flatten_concat", ["X[]"], ["Out"], attrs={"trans_axis": [], "flatten_axis": 1,
                                                                    "concat_axis": 0},
       infer=_transpose_flatten_infer)
+
+
+def _yolo_head_infer(ctx):
+    check_float(ctx, "X")
+    x, anchors = ctx.shape("X"), ctx.attr("anchors")
+    if len(anchors) % 2 or not anchors:
+        ctx.fail(f"anchors must hold (width, height) pairs, got {anchors}")
+    channels = len(anchors) // 2 * (5 + ctx.attr("class_num"))
+    if x is not None and (len(x) != 4 or x[1] not in (-1, channels)):
+        ctx.fail(f"X must be [N, {channels}, H, W] ({len(anchors) // 2} anchors of 5 + class_num "
+                 f"{ctx.attr('class_num')} channels), got {x}")
+    return {"Out": (x, ctx.dtype("X"))}
+
+
+defop("yolo_box_head", ["X"], ["Out"], attrs={"anchors": [], "class_num": 1}, infer=_yolo_head_infer)
 
 
 defop("fusion_group", ["Inputs[]"], ["Outs[]"],

@@ -164,6 +164,17 @@ def fusion_transpose_flatten_concat(k):
     return {"Out": np.concatenate(flat, axis=concat)}
 
 
+@kernel("yolo_box_head")
+def yolo_box_head(k):
+    x, anchors, classes = k.x("X"), len(k.attr("anchors")) // 2, k.attr("class_num")
+    if x.ndim != 4 or x.shape[1] != anchors * (5 + classes):
+        raise ValueError(f"X {list(x.shape)} must be [N, {anchors * (5 + classes)}, H, W]")
+    blocks = x.astype(np.float64).reshape(x.shape[0], anchors, 5 + classes, *x.shape[2:])
+    out = sigmoid(blocks)
+    out[:, :, 2:4] = np.exp(blocks[:, :, 2:4])   # w and h
+    return {"Out": out.reshape(x.shape).astype(x.dtype)}
+
+
 @kernel("fusion_group")
 def fusion_group(k):
     raise ValueError(f"fusion_group runs the CUDA function {k.attr('func_name')!r} that Paddle's fusion_group_pass "

@@ -38,4 +38,5 @@ ROWS = [
         "input:Input filter:Filter bias?:Bias residual_data?:ResidualData", "output:Output outputs:Outputs*", CONV),
     row("pd_op.fusion_transpose_flatten_concat", "fusion_transpose_flatten_concat", "x:X*", "out:Out",
         "trans_axis:i32s flatten_axis:i32=1 concat_axis:i32"),
+    row("pd_op.yolo_box_head", "yolo_box_head", "x:X", "out:Out", "anchors:i32s class_num:i32=1"),
 ]
