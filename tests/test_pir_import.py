@@ -217,7 +217,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     Paddle's mv_coo_sp and addmm_coo_dense_sp), maxpool_sp and maxpool_grad_sp (tests/test_sparse_maxpool.py).
     Import alone reads the PIR programs
     Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
-    (tests/data/paddle/pir_gpu_only) and pd_op.slice_array_dense (a PaddleDetection export's read of a list
+    (tests/data/paddle/pir_gpu_only) and the GPU passes' fused ops (tests/data/paddle/gpu_inference) and
+    pd_op.slice_array_dense (a PaddleDetection export's read of a list
     dy2static built; the edited array-loop fixture below). The suites' custom ops are in tests/data/paddle/ext_ops, but
     for Paddle3D's bird's-eye-view IoU and NMS, whose CPU source needs CUDA's headers (tests/test_ext_ops_boxes.py).
     The Predictor's PIR programs
@@ -234,6 +235,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [(PIR_DATA.parent / "sparse_tensor" / case / "model.json").read_bytes()
               for case in ("pir_binary", "pir_int_args", "pir_products")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
+    files += [path.read_bytes() for path in (PIR_DATA.parent / "gpu_inference").glob("*/program.json")]
     files += [path.read_bytes() for path in sorted((PIR_DATA.parent / "ext_ops").glob("*/*.json"))   # custom ops
               if path.name != "meta.json"]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "inference_optimized").glob("*/model.json")]

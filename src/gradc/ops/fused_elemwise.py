@@ -17,7 +17,6 @@ from ..registry import defop, grad_op, grads_like_inputs, typed
 from .infer import check_float, one_dtype
 
 BINARY = ("elementwise_add", "elementwise_mul")
-UNARY = ("scale", "relu", "tanh", "sigmoid", "gelu")
 # the (first, second) functor pairs Paddle's RunFunctors implements, forward and grad
 COMPOUNDS = (("elementwise_add", "scale"), ("scale", "elementwise_add"), ("elementwise_add", "relu"),
              ("relu", "elementwise_add"), ("elementwise_mul", "scale"), ("tanh", "elementwise_add"),

@@ -123,7 +123,7 @@ def _attention_lstm_infer(ctx):
 
 defop("attention_lstm", ["X", "C0", "H0?", "AttentionWeight", "AttentionBias?", "AttentionScalar?",
                          "AttentionScalarBias?", "LSTMWeight", "LSTMBias"],
-      ["Hidden", "Cell", "AttentionedX", "AttentionFCOut?", "LSTMX?", "LSTMOUT?"],
+      ["Hidden", "Cell", "AttentionedX", "AttentionFCOut", "LSTMX", "LSTMOUT"],
       attrs={"gate_activation": "sigmoid", "cell_activation": "tanh", "candidate_activation": "tanh"},
       infer=_attention_lstm_infer,
       lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot in ("Hidden", "Cell") else 0 for slot in ctx.op.outputs})

@@ -76,8 +76,8 @@ def _backward(k):
     saved = k.optional("IntermediateOut") if k.attr("save_intermediate_out") else None
     out = k.optional("Out")
     from_out = given is None and saved is None and functors[0] in SLOPE_OF_OUT and out is not None
-    if given is None and "elementwise_mul" in functors or \
-            given is None and functors[0] not in BINARY and saved is None and not from_out:
+    needs_x = "elementwise_mul" in functors or (functors[0] not in BINARY and saved is None and not from_out)
+    if given is None and needs_x:
         raise ValueError(f"functor_list {list(functors)} needs X (or IntermediateOut, or Out) and the op has neither")
     if functors[0] in BINARY:
         f, slope = UNARY[functors[1]]
