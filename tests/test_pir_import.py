@@ -222,6 +222,9 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     (tests/data/paddle/pir_gpu_only), the float8 ops' programs Paddle loads (tests/data/paddle/fp8) and
     pd_op.slice_array_dense (a PaddleDetection export's read of a list dy2static built; the edited array-loop fixture
     below). The suites' custom ops are in tests/data/paddle/ext_ops, but
+    (tests/data/paddle/pir_gpu_only) and the GPU passes' fused ops (tests/data/paddle/gpu_inference) and
+    pd_op.slice_array_dense (a PaddleDetection export's read of a list
+    dy2static built; the edited array-loop fixture below). The suites' custom ops are in tests/data/paddle/ext_ops, but
     for Paddle3D's bird's-eye-view IoU and NMS, whose CPU source needs CUDA's headers (tests/test_ext_ops_boxes.py).
     The Predictor's PIR programs
     (tests/data/paddle/inference_optimized) hold pd_op.feed and three fused ops; 3.3.1 writes none with
@@ -238,6 +241,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
               for case in ("pir_binary", "pir_int_args", "pir_products")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "fp8").glob("*/program.json")]   # the float8 ops
+    files += [path.read_bytes() for path in (PIR_DATA.parent / "gpu_inference").glob("*/program.json")]
     files += [path.read_bytes() for path in sorted((PIR_DATA.parent / "ext_ops").glob("*/*.json"))   # custom ops
               if path.name != "meta.json"]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "inference_optimized").glob("*/model.json")]

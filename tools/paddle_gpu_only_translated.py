@@ -263,7 +263,7 @@ def translated_program(spec: dict):
     types = {f"pd_op.{op_type}" for op_type, *_ in spec["ops"]}   # pd_op.full makes a scalar operand
     translated = [op for op in program.global_block().ops if op.name().rstrip("_") in types]
     for op, (op_type, _, outs, _) in zip(translated, spec["ops"]):
-        assert op.name() in (f"pd_op.{op_type}", f"pd_op.{op_type}_"), (op.name(), op_type)   # _: in place
+        assert op.name() in (f"pd_op.{op_type}", f"pd_op.{op_type}_", f"onednn_op.{op_type}"), (op.name(), op_type)
         results = dict(zip(op.get_output_names(), op.results()))
         values |= {out[0]: results[_pir_name(slot)] for slot, out in outs.items() if not isinstance(out, list)}
     with paddle.pir_utils.IrGuard(), paddle.static.program_guard(program):

@@ -13,6 +13,7 @@ IDENTITY_LSTM = {"gate_activation": "identity", "cell_activation": "identity", "
                  "use_peepholes": False}
 IDENTITY_GRU = {"activation": "identity", "gate_activation": "identity"}
 ONE_STEP = [[0, 1]]
+FIRST_ID = LoDTensor(np.array([[0]]), ONE_STEP)
 
 
 def rows(*values):
@@ -21,6 +22,18 @@ def rows(*values):
 
 def image(value, channels=1):
     return np.full((1, channels, 2, 2), value, np.float64)
+
+
+IDENTITY_ATTENTION = {"gate_activation": "identity", "cell_activation": "identity", "candidate_activation": "identity"}
+# one row x = 1, C0 0, the attention weights of x and the cell 1 and 0, LSTMWeight's hidden row ones
+ATTENTION_LSTM = {"X": LoDTensor(rows(1), ONE_STEP), "C0": rows(0), "AttentionWeight": np.array([[1.0], [0.0]]),
+                  "LSTMWeight": np.array([[1.0] * 4, [0.0] * 4]), "LSTMBias": rows(0, 0, 0, 0)}
+# rows 1 and 3 pooled: uniformly (2) when AttentionScalar 0 zeroes the scores; with scalar 1 and bias -2 the scores
+# are relu([1, 3] - 2) = [0, 1], pooling P = (1 + 3e) / (1 + e); with LSTMWeight's input row ones each gate is the
+# pooled p: c1 = p p, h1 = c1 p, c2 = p c1 + p p, h2 = c2 p
+TWO_ROWS = {**ATTENTION_LSTM, "X": LoDTensor(np.array([[1.0], [3.0]]), [[0, 2]]),
+            "LSTMWeight": np.array([[0.0] * 4, [1.0] * 4])}
+P = (1 + 3 * np.e) / (1 + np.e)
 
 
 CASES = [
@@ -49,4 +62,28 @@ CASES = [
     SlotCase("fusion_lstm", "C0", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": rows(1, 1, 1, 1),
                                    "WeightH": rows(1, 1, 1, 1), "Bias": rows(0, 0, 0, 0), "C0": rows(3)},
              {"Hidden": rows(4), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
+    # fused_embedding_fc_lstm reads XX from the table row of the id (no gate bias): as fusion_lstm's cases above
+    SlotCase("fused_embedding_fc_lstm", "H0", {"Ids": FIRST_ID, "Embeddings": rows(0, 0, 0, 0),
+                                               "WeightH": rows(1, 1, 1, 1), "Bias": rows(5, 5, 5, 5), "H0": rows(2),
+                                               "C0": rows(0)},
+             {"Hidden": rows(8), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
+    SlotCase("fused_embedding_fc_lstm", "C0", {"Ids": FIRST_ID, "Embeddings": rows(1, 1, 1, 1),
+                                               "WeightH": rows(1, 1, 1, 1), "Bias": rows(5, 5, 5, 5), "C0": rows(3)},
+             {"Hidden": rows(4), "Cell": rows(4)}, IDENTITY_LSTM, overrides=False),
+    # attention_lstm, identity activations, D = M = 1: LSTMWeight's hidden row over its input row; gates f, i, o, cand
+    SlotCase("attention_lstm", "H0", {**ATTENTION_LSTM, "X": LoDTensor(rows(0), ONE_STEP), "H0": rows(2)},
+             {"Hidden": rows(8), "Cell": rows(4)}, IDENTITY_ATTENTION, overrides=False),
+    SlotCase("attention_lstm", "AttentionBias", {**ATTENTION_LSTM, "LSTMWeight": np.array([[0.0] * 4, [1.0] * 4]),
+                                                 "AttentionBias": rows(2)},
+             {"AttentionedX": rows(3), "Hidden": rows(1)}, IDENTITY_ATTENTION, overrides=False),
+    SlotCase("attention_lstm", "AttentionScalar", {**TWO_ROWS, "AttentionScalar": rows(0)},
+             {"Hidden": np.array([[8.0], [24.0]]), "Cell": np.array([[4.0], [12.0]])}, IDENTITY_ATTENTION,
+             overrides=False),
+    SlotCase("attention_lstm", "AttentionScalarBias", {**TWO_ROWS, "AttentionScalar": rows(1),
+                                                       "AttentionScalarBias": rows(-2)},
+             {"Hidden": np.array([[P ** 3], [(P * P * P + P * P) * P]])}, IDENTITY_ATTENTION, overrides=False),
+    # multi_gru, one layer, identity activations: each direction is fusion_gru's Bias case above, h = u c = 3
+    SlotCase("multi_gru", "Bias", {"X": LoDTensor(rows(1), ONE_STEP), "WeightX": [rows(0, 0, 0)] * 2,
+                                   "WeightH": [rows(1, 1, 1)] * 2, "Bias": [rows(1, 2, 3)] * 2},
+             {"Hidden": rows(3, 3)}, IDENTITY_GRU, overrides=False),
 ]

@@ -6,6 +6,10 @@
   the context rows past a sequence's ends zeros; ColMat is the [rows, contextLength * width] context matrix.
 - fusion_seqpool_cvm_concat (seqpool_cvm_concat_fuse_pass): each X_i summed per sequence, cvm applied (use_cvm:
   log(show + 1), log(click + 1) - log(show + 1); else show and click dropped), concatenated along axis 1.
+- fusion_seqpool_concat (seqpool_concat_fuse_pass, not in 3.3.1's CPU list): each X_i pooled per sequence (pooltype
+  SUM, AVERAGE or SQRT: the sum over the square root of the length), concatenated along axis 1.
+- fusion_squared_mat_sub (squared_mat_sub_fuse_pass): scalar * ((X Y)^2 - X^2 Y^2), squares elementwise; SquaredX,
+  SquaredY and SquaredXY the squares it computes on the way.
 - fused_conv2d (the oneDNN conv passes, conv_bn_fuse_pass's folded batch norm in Filter and Bias): conv2d, plus
   Bias per output channel, plus ResidualData (fuse_residual_connection), then fuse_activation.
 - fused_elementwise_add / sub / mul / div (elementwise_act_onednn_fuse_pass, also where a conv's bias add takes
@@ -96,6 +100,32 @@ def _seqpool_cvm_infer(ctx):
 
 defop("fusion_seqpool_cvm_concat", ["X[]", "CVM"], ["Out"], attrs={"pooltype": "SUM", "use_cvm": True, "axis": 1},
       infer=_seqpool_cvm_infer)
+
+
+def _seqpool_concat_infer(ctx):
+    check_float(ctx, "X")
+    check_choice(ctx, "pooltype", ("SUM", "AVERAGE", "SQRT"))
+    if ctx.attr("axis") != 1:
+        ctx.fail(f"Paddle's kernel concatenates along axis 1, got axis {ctx.attr('axis')}")
+    widths = [(shape or [-1, -1])[-1] for shape in ctx.shapes("X")]
+    return {"Out": ([-1, -1 if min(widths) < 0 else sum(widths)], ctx.dtype("X"))}
+
+
+defop("fusion_seqpool_concat", ["X[]"], ["Out"], attrs={"pooltype": "SUM", "axis": 1}, infer=_seqpool_concat_infer,
+      lod_levels=lambda ctx: {"Out": 0})
+
+
+def _squared_mat_sub_infer(ctx):
+    check_float(ctx, "X")
+    dtype, x, y = one_dtype(ctx, "X", "Y"), ctx.shape("X"), ctx.shape("Y")
+    if x is not None and y is not None and (len(x) != 2 or len(y) != 2 or x[1] != y[0]):
+        ctx.fail(f"X {x} and Y {y} must be [M, K] and [K, N]")
+    out = [x[0], y[1]] if x and y else None
+    return {"SquaredX": (x, dtype), "SquaredY": (y, dtype), "SquaredXY": (out, dtype), "Out": (out, dtype)}
+
+
+defop("fusion_squared_mat_sub", ["X", "Y"], ["SquaredX", "SquaredY", "SquaredXY", "Out"], attrs={"scalar": 1.0},
+      infer=_squared_mat_sub_infer)
 
 
 def _fused_conv_infer(ctx):

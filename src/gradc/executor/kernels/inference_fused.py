@@ -122,6 +122,35 @@ def fusion_seqpool_cvm_concat(k):
     return {"Out": np.concatenate(parts, axis=1).astype(xs[0].dtype)}
 
 
+@kernel("fusion_seqpool_concat")
+def fusion_seqpool_concat(k):
+    pooltype, parts = k.attr("pooltype"), []
+    for i, x in enumerate(k.xs("X")):
+        lod = k.lod("X", i)
+        if not lod or x.ndim != 2 or lod[-1][-1] != x.shape[0]:
+            raise ValueError(f"X[{i}] {list(x.shape)} must be [rows, width] with a LoD ending at its rows")
+        bounds = np.asarray(lod[-1], dtype=np.int64)
+        lengths = np.diff(bounds)
+        sums = np.zeros((len(lengths), x.shape[1]))
+        np.add.at(sums, np.repeat(np.arange(len(lengths)), lengths), x.astype(np.float64))
+        counted = np.maximum(lengths, 1).reshape(-1, 1)   # an empty sequence pools to zeros
+        parts.append(sums / {"SUM": 1.0, "AVERAGE": counted, "SQRT": np.sqrt(counted)}[pooltype])
+    if len({p.shape[0] for p in parts}) > 1:
+        raise ValueError(f"the inputs hold {[p.shape[0] for p in parts]} sequences: they must hold as many")
+    return {"Out": np.concatenate(parts, axis=1).astype(k.xs("X")[0].dtype)}
+
+
+@kernel("fusion_squared_mat_sub")
+def fusion_squared_mat_sub(k):
+    x, y = k.x("X"), k.x("Y")
+    if x.ndim != 2 or y.ndim != 2 or x.shape[1] != y.shape[0]:
+        raise ValueError(f"X {list(x.shape)} and Y {list(y.shape)} must be [M, K] and [K, N]")
+    wide_x, wide_y = x.astype(np.float64), y.astype(np.float64)
+    squared = {"SquaredX": wide_x ** 2, "SquaredY": wide_y ** 2, "SquaredXY": (wide_x @ wide_y) ** 2}
+    out = k.attr("scalar") * (squared["SquaredXY"] - squared["SquaredX"] @ squared["SquaredY"])
+    return {slot: value.astype(x.dtype) for slot, value in {**squared, "Out": out}.items()}
+
+
 @kernel("fused_conv2d")
 def fused_conv2d(k):
     out = KERNELS["conv2d"](k)["Output"]

@@ -25,4 +25,21 @@ ROWS = [
         "hidden:Hidden cell:Cell xx:XX batched_input:BatchedInput batched_hidden:BatchedHidden "
         "batched_cell:BatchedCell reordered_h0:ReorderedH0 reordered_c0:ReorderedC0 checked_cell:CheckedCell",
         LSTM_ATTRS),
+    row("pd_op.fused_embedding_fc_lstm", "fused_embedding_fc_lstm",
+        "ids:Ids embeddings:Embeddings weight_h:WeightH bias:Bias h0?:H0 c0?:C0",
+        "hidden:Hidden cell:Cell xx:XX batched_input:BatchedInput batched_hidden:BatchedHidden "
+        "batched_cell:BatchedCell reordered_h0:ReorderedH0 reordered_c0:ReorderedC0",
+        "use_peepholes:bool=true is_reverse:bool use_seq:bool=true gate_activation:str=sigmoid "
+        "cell_activation:str=tanh candidate_activation:str=tanh"),
+    row("pd_op.attention_lstm", "attention_lstm",
+        "x:X c0:C0 h0?:H0 attention_weight:AttentionWeight attention_bias?:AttentionBias "
+        "attention_scalar?:AttentionScalar attention_scalar_bias?:AttentionScalarBias lstm_weight:LSTMWeight "
+        "lstm_bias:LSTMBias",
+        "hidden:Hidden cell:Cell attentioned_x:AttentionedX attention_fc_out:AttentionFCOut lstm_x:LSTMX "
+        "lstm_out:LSTMOUT",
+        "gate_activation:str=sigmoid cell_activation:str=tanh candidate_activation:str=tanh"),
+    row("onednn_op.multi_gru", "multi_gru",
+        "x:X weight_x:WeightX* weight_h:WeightH* bias?:Bias* scale_weights?:Scale_weights*", "hidden:Hidden",
+        "activation:str=tanh gate_activation:str=sigmoid layers:i32=1 origin_mode:bool mkldnn_data_type:str=float32 "
+        "scale_data=Scale_data:f32=1 shift_data=Shift_data:f32 force_fp32_output:bool"),
 ]

@@ -24,6 +24,7 @@ from . import (
     graph_rows,
     incubate_rows,
     inference_fused_rows,
+    inference_gpu_rows,
     legacy_nn_rows,
     legacy_shape_rows,
     linalg_extra_rows,
@@ -109,7 +110,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + tensor_inplace_rows.ROWS
                + compat_rows.ROWS + flash_attention_rows.ROWS + gpu_build_rows.ROWS + fp8_rows.ROWS
                + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + collective_rows.ROWS
-               + SPECIAL)
+               + inference_gpu_rows.ROWS + SPECIAL)
 
 
 def _exports(rows) -> dict:

@@ -1,0 +1,78 @@
+"""Programs holding the fused ops of Paddle Inference's GPU passes and BuildStrategy's elementwise-activation fusion,
+written and translated to PIR by Paddle 3.3.1 (tools/paddle_gpu_inference_ops.py): gradc runs each, legacy and PIR,
+to Paddle's CPU kernel's numbers or, for the GPU-only ops, to Paddle's CPU run of the unfused layers."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from fixtures import DATA
+
+ROOT = DATA / "gpu_inference"
+CASES = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
+OPS = {"fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_elemwise_add_activation",
+       "fused_elemwise_add_activation_grad", "fusion_squared_mat_sub", "fusion_seqpool_concat", "self_dp_attention",
+       "multihead_matmul", "skip_layernorm", "fused_embedding_eltwise_layernorm", "fused_fc_elementwise_layernorm",
+       "fused_conv2d_add_act", "fusion_transpose_flatten_concat", "fused_embedding_fc_lstm",
+       "attention_lstm", "multi_gru", "yolo_box_head"}
+
+
+def _meta(case: str) -> dict:
+    return json.loads((ROOT / case / "meta.json").read_text())
+
+
+def _run(case: str, program_file: str, fetches: list[str]) -> dict:
+    with np.load(ROOT / case / "feed.npz") as saved:
+        feed = {n: saved[n] for n in saved.files if not n.endswith(".lod")}
+        feed.update({n: gradc.LoDTensor(feed[n], [saved[f"{n}.lod"]]) for n in feed if f"{n}.lod" in saved.files})
+    outs = gradc.Executor().run(gradc.load(ROOT / case / program_file), feed, fetches)
+    return dict(zip(fetches, outs))
+
+
+def test_the_fixtures_hold_every_op():
+    assert OPS == set().union(*(_meta(case)["legacy_ops"] for case in CASES))
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("program_file", ["program.pdmodel", "program.json"])
+def test_runs_to_paddles_numbers(case, program_file):
+    meta = _meta(case)
+    fetches = meta["fetches"] if program_file.endswith("pdmodel") else meta["pir_fetches"]
+    got = _run(case, program_file, fetches)
+    with np.load(ROOT / case / "expected.npz") as expected:
+        for name in fetches:
+            assert got[name].dtype == expected[name].dtype and got[name].shape == expected[name].shape, name
+            np.testing.assert_allclose(got[name], expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_loads_verifies_and_saves_byte_for_byte(case, tmp_path):
+    program = gradc.load(ROOT / case / "program.pdmodel")
+    assert gradc.verify(program) == []
+    gradc.save(program, tmp_path / "again.pdmodel")
+    assert (tmp_path / "again.pdmodel").read_bytes() == (ROOT / case / "program.pdmodel").read_bytes()
+
+
+PASSES = DATA / "gpu_inference_passes"
+PASS_CASES = sorted(p.name for p in PASSES.iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("case", PASS_CASES)
+def test_a_program_paddles_passes_fused_runs_to_the_unfused_layers_numbers(case):
+    """Paddle's own fuse passes over Paddle's layers (tools/paddle_gpu_inference_passes.py); the expected numbers are
+    Paddle's CPU run of the program before the passes."""
+    meta = json.loads((PASSES / case / "meta.json").read_text())
+    program, scope = gradc.load(PASSES / case / "model.pdmodel"), gradc.Scope()
+    assert gradc.verify(program) == []
+    assert set(meta["ops_after"]) - set(meta["ops_before"]) <= OPS | {"fc"}
+    with np.load(PASSES / case / "params.npz") as params:
+        for name in params.files:
+            scope[name] = params[name]
+    with np.load(PASSES / case / "feed.npz") as saved:
+        feed = dict(saved)
+    outs = gradc.Executor().run(program, feed, meta["fetches"], scope=scope)
+    with np.load(PASSES / case / "expected.npz") as expected:
+        for name, got in zip(meta["fetches"], outs):
+            np.testing.assert_allclose(got, expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
