@@ -108,3 +108,11 @@ def test_the_readme_counts_what_the_registry_holds():
     text = " ".join((ROOT / "README.md").read_text().split())
     assert f"{len(ops)} op types ({len(ops) - grads} forward ops" in text
     assert f"every one of the {grads} grad ops has a maker" in text
+
+
+def test_the_readme_counts_the_coverage_rows_the_table_matches():
+    summary = re.search(r"with Paddle's numbers: (\d+) rows; gradc compiles \d+, runs \d+, matches (\d+)",
+                        (ROOT / "docs" / "coverage.md").read_text())
+    rows, matched = (f"{int(n):,}" for n in summary.groups())
+    text = " ".join((ROOT / "README.md").read_text().split())
+    assert f"({matched} of {rows} rows of docs/coverage.md with Paddle's numbers)" in text
