@@ -13,31 +13,21 @@ each label's pick of ddLogits on the rank that holds its class, which no op grad
 from __future__ import annotations
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import collective  # noqa: F401  (registers the grad ops given makers here)
-from .composite import Formula, first, linear
+from .composite import linear
+from .nn_double import softmax_cross_entropy_again
 
 defgrad("c_embedding_grad", grad=linear("c_embedding", x="W", passed=("Ids",)), no_grad_inputs=["W", "Ids"])
 
 
 def _softmax_cross_entropy(g):
-    f = Formula(g)
-    label, softmax, dloss = first(g.I("Label")), first(g.I("Softmax")), first(g.I("Loss@GRAD"))
-    dd = first(g.OG("Logits@GRAD"))
+    """As softmax_with_cross_entropy's, each rank's classes summed locally and then over the ranks."""
+    def over_ranks(f, wanted, product):
+        f.into(wanted, "all_reduce", {"x": f.sum_along(product, -1)}, {"ring_id": g.attr("ring_id"), "reduce_type": 0},
+               slot="out")
 
-    def grad(probabilities, loss_grad):
-        return f.op(g.fwd.type, {"Label": label, "Softmax": probabilities, "Loss@GRAD": loss_grad}, softmax,
-                    slot="Logits@GRAD", same=True)
-
-    wanted = first(g.IG("Loss@GRAD"))
-    if wanted != EMPTY_VAR:
-        local = f.sum_along(f.mul(dd, grad(softmax, f.fill_like(dloss, 1.0)), softmax), -1)
-        f.into(wanted, "all_reduce", {"x": local}, {"ring_id": g.attr("ring_id"), "reduce_type": 0}, slot="out")
-    wanted = first(g.IG("Softmax"))
-    if wanted != EMPTY_VAR:
-        f.into(wanted, "elementwise_sub", {"X": grad(dd, dloss), "Y": grad(f.fill_like(softmax, 0.0), dloss)})
-    return f.ops
+    return softmax_cross_entropy_again(g, over_ranks)
 
 
 defgrad("c_softmax_with_cross_entropy_grad", grad=_softmax_cross_entropy, no_grad_inputs=["Label"])

@@ -238,10 +238,11 @@ def _layer_norm_grad(f, g):
 defgrad("layer_norm_grad", grad=_layer_norm_grad, no_grad_inputs=["Mean", "Variance"])
 
 
-def _softmax_cross_entropy(g):
+def softmax_cross_entropy_again(g, sum_over_classes, use_softmax: bool = True):
     """The grad op G = (softmax sum(target) - target) dLoss along the class axis (-target / softmax dLoss
-    without use_softmax), 0 where the label is ignored. Linear in dLoss: d/d(dLoss) = sum(ddLogits G(dLoss = 1));
-    affine in softmax: d/d(softmax) = G(softmax = ddLogits) - G(softmax = 0) (-G ddLogits / softmax without)."""
+    without use_softmax), 0 where the label is ignored. Linear in dLoss: d/d(dLoss) = sum(ddLogits G(dLoss = 1)),
+    the sum written by ``sum_over_classes(f, wanted, product)``; affine in softmax: d/d(softmax) = G(softmax =
+    ddLogits) - G(softmax = 0) (-G ddLogits / softmax without)."""
     f = Formula(g)
     label, softmax, dloss = first(g.I("Label")), first(g.I("Softmax")), first(g.I("Loss@GRAD"))
     dd = first(g.OG("Logits@GRAD"))
@@ -252,15 +253,21 @@ def _softmax_cross_entropy(g):
 
     wanted = first(g.IG("Loss@GRAD"))
     if wanted != EMPTY_VAR:
-        f.into(wanted, "reduce_sum", {"X": f.mul(dd, grad(softmax, f.fill_like(dloss, 1.0)), softmax)},
-               {"dim": [g.attr("axis")], "keep_dim": True, "reduce_all": False})
+        sum_over_classes(f, wanted, f.mul(dd, grad(softmax, f.fill_like(dloss, 1.0)), softmax))
     wanted = first(g.IG("Softmax"))
-    if wanted != EMPTY_VAR and g.attr("use_softmax"):
+    if wanted != EMPTY_VAR and use_softmax:
         f.into(wanted, "elementwise_sub", {"X": grad(dd, dloss), "Y": grad(f.fill_like(softmax, 0.0), dloss)})
     elif wanted != EMPTY_VAR:
         f.into(wanted, "scale", {"X": f.div(f.mul(grad(softmax, dloss), dd, softmax), softmax, softmax)},
                {"scale": -1.0})
     return f.ops
+
+
+def _softmax_cross_entropy(g):
+    def along_axis(f, wanted, product):
+        f.into(wanted, "reduce_sum", {"X": product}, {"dim": [g.attr("axis")], "keep_dim": True, "reduce_all": False})
+
+    return softmax_cross_entropy_again(g, along_axis, g.attr("use_softmax"))
 
 
 defgrad("softmax_with_cross_entropy_grad", grad=_softmax_cross_entropy, no_grad_inputs=["Label"])
