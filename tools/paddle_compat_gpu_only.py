@@ -13,8 +13,6 @@ Not part of the package: it needs paddlepaddle.
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 import warnings
 
@@ -106,22 +104,12 @@ def write(case: str, seed: int) -> str:
         writer.op(*op)
     for name in spec["fetches"]:
         writer.fetch(name)
-    directory = OUT / case
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    (directory / "program.json").write_text(json.dumps(writer.program()))
     named = [(name, operands, results, [(attr, value) for attr, _, value in attrs])
              for name, operands, results, attrs in spec["ops"]]
-    handwritten._check_names(directory / "program.json", {"ops": named})
-    np.savez_compressed(directory / "feed.npz", **feed)
-    np.savez_compressed(directory / "expected.npz", **spec["reference"]({k: v.copy() for k, v in feed.items()}))
-    meta = {"case": case, "paddle_version": paddle.__version__, "fetches": writer.fetches,
-            "pir_ops": sorted({f"pd_op.{op[0]}" for op in spec["ops"]}),
-            "built_by": "PIR JSON written by hand, loaded and name-checked by Paddle; expected.npz: Paddle's CPU run "
-                        "in dygraph of what the op computes in one process"}
-    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    return " ".join(meta["pir_ops"])
+    pir_ops = sorted({f"pd_op.{op[0]}" for op in spec["ops"]})
+    handwritten.save_case(OUT / case, writer, named, feed, spec["reference"]({k: v.copy() for k, v in feed.items()}),
+                          pir_ops, "Paddle's CPU run in dygraph of what the op computes in one process")
+    return " ".join(pir_ops)
 
 
 if __name__ == "__main__":

@@ -12,15 +12,13 @@ tests/test_gpu_build.py runs them. Not part of the package: it needs paddlepaddl
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 import warnings
 
 import numpy as np
 import paddle
 import paddle.nn.functional as F
-from paddle_gpu_only_handwritten import OUT, Writer, _attr, _check_names, _flags
+from paddle_gpu_only_handwritten import OUT, Writer, _attr, _flags, save_case
 
 # case -> (dims, input shape, filter shape, with a bias, attributes in the order of Paddle's op definition)
 CASES = {
@@ -85,22 +83,12 @@ def write(case: str, seed: int) -> str:
     _op(writer, f"{op_type}_grad", ["input", "filter", bias, "dout"], grads, attrs)
     for name in ["out", *(g[0] for g in grads if g is not None)]:
         writer.fetch(name)
-    directory = OUT / case
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    (directory / "program.json").write_text(json.dumps(writer.program()))
     spec_ops = [(op_type, ["input", "filter", bias], [("out",)], list(attrs.items())),
                 (f"{op_type}_grad", ["input", "filter", bias, "dout"], grads, list(attrs.items()))]
-    _check_names(directory / "program.json", {"ops": spec_ops})
-    np.savez_compressed(directory / "feed.npz", **feed)
-    np.savez_compressed(directory / "expected.npz", **_reference(dims, feed, attrs))
-    meta = {"case": case, "paddle_version": paddle.__version__, "fetches": writer.fetches,
-            "pir_ops": [f"pd_op.{op_type}", f"pd_op.{op_type}_grad"],
-            "built_by": "PIR JSON written by hand, loaded and name-checked by Paddle; expected.npz: Paddle's CPU "
-                        f"F.conv{dims}d with groups and a bias, and its gradients at dout"}
-    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    return " ".join(meta["pir_ops"])
+    pir_ops = [f"pd_op.{op_type}", f"pd_op.{op_type}_grad"]
+    save_case(OUT / case, writer, spec_ops, feed, _reference(dims, feed, attrs), pir_ops,
+              f"Paddle's CPU F.conv{dims}d with groups and a bias, and its gradients at dout")
+    return " ".join(pir_ops)
 
 
 if __name__ == "__main__":

@@ -271,6 +271,24 @@ def _check_names(path: Path, spec: dict) -> None:
         assert op.get_attr_names() == [n for n, _ in attrs], (name, op.get_attr_names())
 
 
+def save_case(directory: Path, writer: Writer, check_ops: list, feed: dict, expected: dict, pir_ops: list[str],
+              expected_from: str) -> None:
+    """A case written by hand: program.json (Paddle loads it and checks each op's names against ``check_ops``, as
+    (name, operands, results, attrs)), feed.npz, expected.npz (``expected_from`` says where its numbers come from)
+    and meta.json."""
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    (directory / "program.json").write_text(json.dumps(writer.program()))
+    _check_names(directory / "program.json", {"ops": check_ops})
+    np.savez_compressed(directory / "feed.npz", **feed)
+    np.savez_compressed(directory / "expected.npz", **expected)
+    meta = {"case": directory.name, "paddle_version": paddle.__version__, "fetches": writer.fetches,
+            "pir_ops": pir_ops,
+            "built_by": f"PIR JSON written by hand, loaded and name-checked by Paddle; expected.npz: {expected_from}"}
+    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+
+
 def write(case: str, seed: int) -> str:
     spec = CASES[case]
     rng = np.random.default_rng(seed)
@@ -282,20 +300,10 @@ def write(case: str, seed: int) -> str:
         writer.op(*op)
     for name in spec["fetches"]:
         writer.fetch(name)
-    directory = OUT / case
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    (directory / "program.json").write_text(json.dumps(writer.program()))
-    _check_names(directory / "program.json", spec)
-    np.savez_compressed(directory / "feed.npz", **feed)
-    np.savez_compressed(directory / "expected.npz", **spec["reference"](feed))
-    meta = {"case": case, "paddle_version": paddle.__version__, "fetches": writer.fetches,
-            "pir_ops": sorted({f"pd_op.{op[0]}" for op in spec["ops"]}),
-            "built_by": "PIR JSON written by hand, loaded and name-checked by Paddle; expected.npz: Paddle's CPU run "
-                        "of the unfused composition"}
-    (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    return " ".join(meta["pir_ops"])
+    pir_ops = sorted({f"pd_op.{op[0]}" for op in spec["ops"]})
+    save_case(OUT / case, writer, spec["ops"], feed, spec["reference"]({k: v.copy() for k, v in feed.items()}),
+              pir_ops, "Paddle's CPU run of the unfused composition")
+    return " ".join(pir_ops)
 
 
 if __name__ == "__main__":
