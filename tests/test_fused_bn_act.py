@@ -37,15 +37,28 @@ def test_the_fused_ops_give_paddles_batch_norm_add_relu_and_its_gradients(case):
     assert 0 < (got["out"] == 0).mean() < 1   # the relu cut some values and passed others
 
 
-def test_one_value_a_channel_is_relu_of_x_plus_z_with_the_statistics_left():
-    """Paddle's kernel skips the normalisation when every channel holds one value; the gradient then passes to X."""
-    x, z, c = r.standard_normal((1, 1, 4)), r.standard_normal((1, 1, 4)), 4
-    inputs = {"X": x, "Z": z, "Scale": r.uniform(0.5, 1.5, c), "Bias": r.standard_normal(c),
+def _one_value_a_channel(op: str, grads: tuple) -> tuple[dict, list]:
+    c = 4
+    inputs = {"X": r.standard_normal((1, 1, c)), "Scale": r.uniform(0.5, 1.5, c), "Bias": r.standard_normal(c),
               "Mean": r.standard_normal(c), "Variance": r.uniform(0.5, 1.5, c)}
-    program, feed = program_of("fused_bn_add_activation", inputs, ["Y", "MeanOut"], grads=("X", "Z"))
-    y, mean_out = gradc.Executor().run(program, feed, ["y", "meanout"], gradc.Scope())
-    np.testing.assert_array_equal(y, np.maximum(x + z, 0))
+    if op == "fused_bn_add_activation":
+        inputs["Z"] = r.standard_normal((1, 1, c))
+    program, feed = program_of(op, inputs, ["Y", "MeanOut"], grads=grads)
+    return inputs, gradc.Executor().run(program, feed, ["y", "meanout"], gradc.Scope())
+
+
+def test_one_value_a_channel_is_relu_of_x_with_the_statistics_left():
+    """fused_batch_norm_act's kernel skips the normalisation when every channel holds one value."""
+    inputs, (y, mean_out) = _one_value_a_channel("fused_batch_norm_act", ("X",))
+    np.testing.assert_array_equal(y, np.maximum(inputs["X"], 0))
     np.testing.assert_array_equal(mean_out, inputs["Mean"])
+
+
+def test_one_value_a_channel_with_z_normalises_x_to_zero():
+    """fused_bn_add_activation's kernel has no such case: X is its own mean, so Y = relu(Bias + Z)."""
+    inputs, (y, mean_out) = _one_value_a_channel("fused_bn_add_activation", ("X", "Z"))
+    np.testing.assert_allclose(y, np.maximum(inputs["Bias"] + inputs["Z"], 0), rtol=1e-12)
+    np.testing.assert_allclose(mean_out, 0.9 * inputs["Mean"] + 0.1 * inputs["X"].reshape(-1), rtol=1e-12)
 
 
 def test_the_fused_ops_round_trip_through_gradcs_pir_export():

@@ -7,7 +7,8 @@ cuDNN's BatchNormalizationForwardTrainingEx), with the slots of Paddle's legacy 
 Always training mode and channel-last (NHWC, as the CUDA kernels fix it): the batch's mean and biased variance over
 every dim but the last normalise X; MeanOut / VarianceOut (the Mean / Variance vars, updated in place) are
 momentum * running + (1 - momentum) * batch; SavedMean is the batch mean, SavedVariance 1 / sqrt(var + epsilon).
-act_type is relu, the only activation the kernels take. With one value per channel, Y = act(X) (+ Z), as the kernel.
+act_type is relu, the only activation the kernels take. With one value per channel fused_batch_norm_act's kernel
+writes Y = act(X) and leaves the statistics; fused_bn_add_activation's normalises X to 0: Y = act(Bias + Z).
 The grad ops read X, Scale, Bias, Y (the relu's mask), SavedMean, SavedVariance, ReserveSpace and Y@GRAD; their
 second derivatives: gradc.ops.fused_bn_act_double.
 """

@@ -4,6 +4,8 @@ includes how they move with X. The relu's mask, sign(Y) (Y >= 0), is a constant:
 
     g = dY sign(Y);  Z@GRAD = g;  Bias@GRAD = sum(g);  Scale@GRAD = sum(g xhat);
     X@GRAD = inv (g scale - mean(g scale) - xhat mean(g scale xhat))   (sums and means over all but the last dim)
+
+fused_batch_norm_act with one value a channel passes X through: X@GRAD = g, no Scale or Bias grad.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ def _bn_act_grad(f, g):
     axes = list(range(len(g.shape(x)) - 1))
     passed = f.mul(dy, f.unary("sign", y), x)
     grads = {"Z@GRAD": passed} if g.O("Z@GRAD") else {}
+    shape = g.shape(x)
+    single = shape is not None and min(shape) >= 0 and prod(shape) == shape[-1]
+    if single and g.fwd.type == "fused_batch_norm_act_grad":   # one value a channel: Y = act(X), no Scale or Bias
+        return {"X@GRAD": passed}
     if g.O("Bias@GRAD"):
         grads["Bias@GRAD"] = f.reduce("reduce_sum", passed, axes, stats)
-    shape = g.shape(x)
-    if shape is not None and min(shape) >= 0 and prod(shape) == shape[-1]:   # one value a channel: Y = act(X)
-        grads["X@GRAD"] = passed
-        return grads
     mean = f.reduce("reduce_mean", x, axes, stats)
     centred = f.sub(x, mean, x)
     inv = f.unary("rsqrt", f.scale(f.reduce("reduce_mean", f.unary("square", centred), axes, stats), 1.0,

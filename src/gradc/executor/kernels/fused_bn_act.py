@@ -18,19 +18,19 @@ def _channels_last(x):
     return np.moveaxis(x, 1, -1)
 
 
-def _single_value(x) -> bool:
-    """One value per channel: Paddle's kernel then writes Y = act(X) and leaves the statistics."""
-    return x.size == x.shape[-1]
+def _single_value(k, x) -> bool:
+    """One value per channel: fused_batch_norm_act's kernel then writes Y = act(X) and leaves the statistics;
+    fused_bn_add_activation's has no such case (X normalises to 0: Y = act(Bias + Z))."""
+    return x.size == x.shape[-1] and k.op.type.startswith("fused_batch_norm_act")
 
 
 def _forward(k, z):
     x, eps = k.x("X"), k.attr("epsilon")
     running_mean, running_var = k.x("Mean"), k.x("Variance")
     stats = running_mean.dtype
-    added = x if z is None else x + z
-    if _single_value(x):
+    if _single_value(k, x):
         zeros = np.zeros(x.shape[-1], stats)
-        return {"Y": np.maximum(added, 0), "MeanOut": running_mean, "VarianceOut": running_var, "SavedMean": zeros,
+        return {"Y": np.maximum(x, 0), "MeanOut": running_mean, "VarianceOut": running_var, "SavedMean": zeros,
                 "SavedVariance": zeros, "ReserveSpace": np.empty(0, np.uint8)}
     first = _channels_first(x)
     mean, var = moments(first, not_channel(first))
@@ -57,11 +57,11 @@ def fused_bn_add_activation(k):
 @kernel("fused_batch_norm_act_grad", "fused_bn_add_activation_grad")
 def fused_bn_act_grad(k):
     """dZ = dY where Y > 0 (g); dBias = sum(g), dScale = sum(g xhat), dX = norm_grad(xhat, g scale) over all but the
-    channels; with one value per channel Y = act(X): dX = g."""
+    channels; fused_batch_norm_act with one value per channel (Y = act(X)): dX = g."""
     x, scale = k.x("X"), k.x("Scale")
     passed = np.where(k.x("Y") > 0, k.x("Y@GRAD"), 0).astype(x.dtype)
     to_z = {"Z@GRAD": lambda: passed} if k.op.type == "fused_bn_add_activation_grad" else {}
-    if _single_value(x):
+    if _single_value(k, x):
         return k.grads({"X@GRAD": lambda: passed, "Scale@GRAD": lambda: np.zeros_like(scale),
                         "Bias@GRAD": lambda: np.zeros_like(scale), **to_z})
     first, g = _channels_first(x), _channels_first(passed)
