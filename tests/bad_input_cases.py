@@ -32,6 +32,7 @@ MSDA = {"value": zeros(1, 18, 2, 3), "sampling_locations": zeros(1, 2, 2, 2, 3, 
 BEV_POOL = {"_depth": zeros(2, 3, 2, 2), "_feat": zeros(2, 2, 2, 4), "_ranks_depth": np.array([0, 5], np.int32),
             "_ranks_feat": np.array([0, 1], np.int32), "_ranks_bev": np.array([2, 2], np.int32),
             "_interval_lengths": np.array([2], np.int32), "_interval_starts": np.array([0], np.int32)}
+BN_VECTORS = ("Scale", "Bias", "Mean", "Variance")
 YOLO_GT = {"GTBox": np.full((1, 3, 4), 0.3, f32), "GTLabel": zeros(1, 3, dtype=np.int32)}
 
 COMPILE_TIME = {
@@ -899,6 +900,14 @@ COMPILE_TIME = {
                            "an odd kernel_size"),
     "fused_seqpool_cvm pooltype": ("fused_seqpool_cvm", {"X": [zeros(3, 4)], "CVM": zeros(3, 2)}, {"pooltype": "MAX"},
                                    "pools by SUM only"),
+    # the batch norm + relu fusions of the GPU training passes (gradc.ops.fused_bn_act); channels last
+    "fused_batch_norm_act act": ("fused_batch_norm_act", {"X": X23, **{s: zeros(3) for s in BN_VECTORS}},
+                                 {"act_type": "sigmoid"}, "not 'relu'"),
+    "fused_batch_norm_act scale": ("fused_batch_norm_act", {"X": zeros(2, 3, 4), **{s: zeros(3) for s in BN_VECTORS}},
+                                   {}, "Scale must be a vector of the 4 channels (X's last dim)"),
+    "fused_bn_add_activation z": ("fused_bn_add_activation", {"X": X23, "Z": zeros(3, 2),
+                                                              **{s: zeros(3) for s in BN_VECTORS}}, {},
+                                  "Z must have X's shape [2, 3]"),
     # a CUDA build's ops (gradc.ops.gpu_build)
     "linear_v2 K": ("linear_v2", {"input": zeros(2, 4), "weight": zeros(3, 5), "bias": zeros(5)}, {},
                     "input's last dim 4 is not weight [3, 5]'s K"),

@@ -26,6 +26,10 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
               **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad", "fused_feedforward",
                                "fused_feedforward_grad", "fused_attention", "fused_attention_grad"),
                               "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker"),
+              **dict.fromkeys(("fused_batch_norm_act", "fused_batch_norm_act_grad", "fused_bn_add_activation",
+                               "fused_bn_add_activation_grad"),
+                              "3.3.1 registers it in CUDA builds only (a PIR op on CPU); gradc has the slots its "
+                              "phi_ops_map gives the legacy op"),
               "moe_unpermute_grad": "Paddle 3.3.1 has no grad op of moe_unpermute; gradc's is its adjoint",
               "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's",
               "sparse_to_sparse_csr_grad": "Paddle's to_sparse_csr has no backward; gradc's reads dout at x's sites",

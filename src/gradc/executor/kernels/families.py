@@ -62,6 +62,8 @@ FAMILIES = {
     "fp8_split": ("fused_stack_quant", "fused_stack_transpose_quant", "fused_transpose_split_quant",
         "fused_transpose_wlch_split_quant", "fp8_gemm_blockwise"),
     "fused_attention": ("fused_attention", "fused_attention_grad"),
+    "fused_bn_act": ("fused_batch_norm_act", "fused_bn_add_activation", "fused_batch_norm_act_grad",
+        "fused_bn_add_activation_grad"),
     "fused_dropout": ("fused_dropout_add", "fused_dropout_add_grad"),
     "fused_elemwise": ("fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_elemwise_add_activation",
         "fused_elemwise_add_activation_grad"),
