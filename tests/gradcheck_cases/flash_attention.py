@@ -78,3 +78,18 @@ CASES += [
     Case("flash_attn_qkvpacked", packed(1, 3, 2, 1) | {"attn_mask": randn(1, 2, 3, 3)}),
     second_order("flash_attn_qkvpacked", packed(1, 3, 2, 2), {"causal": True}),
 ]
+
+
+def mea(b: int, sq: int, sk: int, heads: int, dv: int = 3, bias: tuple | None = None) -> dict:
+    """memory_efficient_attention's query, key, value (value's head_dim its own) and a bias of that shape."""
+    inputs = {"query": randn(b, sq, heads, 4), "key": randn(b, sk, heads, 4), "value": randn(b, sk, heads, dv)}
+    return inputs | ({"bias": randn(*bias)} if bias else {})
+
+
+CASES += [
+    Case("memory_efficient_attention", mea(2, 3, 4, 2)),
+    Case("memory_efficient_attention", mea(1, 4, 3, 2), {"causal": True, "scale": 0.3}),
+    Case("memory_efficient_attention", mea(2, 3, 4, 2, bias=(1, 2, 3, 4))),
+    Case("memory_efficient_attention", mea(2, 3, 3, 2, bias=(2, 1, 3, 3)), {"is_test": True}),
+]
+REFUSED += [second_order("memory_efficient_attention", mea(1, 3, 3, 2))]

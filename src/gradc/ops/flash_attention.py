@@ -27,6 +27,14 @@ of head h of batch b at flat index (b H + h) sq + i, zeros after; seed_offset (i
 [0, 0] where Paddle's generator gives one. The grad ops recompute the softmax from q and k (softmax_lse is not read).
 dropout > 0 in training draws its mask from curand's Philox stream and is refused, and so is return_softmax (Paddle
 refuses it without that dropout). Second derivatives: gradc.ops.flash_attention_double.
+
+    memory_efficient_attention  (paddle.incubate.nn.memory_efficient_attention, the CUTLASS xformers kernel) query
+                         [b, sq, h, d], key / value [b, sk, h, d] (no grouped heads); output = softmax(q k^T scale +
+                         bias) v, scale < 0 meaning 1 / sqrt(d) as a float; bias [1 or b, 1 or h, sq, sk]; causal
+                         keeps key j <= row i; logsumexp float32 [b, h, ceil32(sq)] (inf past sq; [b, h, 0] with
+                         is_test); seed_and_offset int64 [2] (Paddle's generator state, [0, 0] here). The kernel
+                         draws dropout whenever dropout_p != 0, is_test or not: refused. The block-diagonal masks'
+                         cu_seqlens_q / cu_seqlens_k / causal_diagonal / seqlen_k are refused by name.
 """
 
 from __future__ import annotations
@@ -182,3 +190,41 @@ defop("flash_attn_qkvpacked", ["qkv", "fixed_seed_offset?", "attn_mask?"], ["out
       infer=_packed_infer, no_grad_inputs=["fixed_seed_offset", "attn_mask"],
       grad=grad_op("qkv", "out", "softmax_lse", "seed_offset", "attn_mask"), **COMMON)
 defop("calc_reduced_attn_scores", ["q", "k", "softmax_lse"], ["reduced_scores"], infer=_reduced_infer, grad=NO_GRAD)
+
+
+MEA_ATTRS = {"max_seqlen_q": typed(0, AttrType.LONG), "max_seqlen_k": typed(0, AttrType.LONG), "causal": False,
+             "dropout_p": typed(0.0, AttrType.FLOAT64), "scale": -1.0, "is_test": False}
+BLOCK_DIAGONAL = ("cu_seqlens_q", "cu_seqlens_k", "causal_diagonal", "seqlen_k")
+
+
+def _mea_infer(ctx):
+    if ctx.attr("dropout_p") != 0:
+        ctx.fail(f"dropout_p={ctx.attr('dropout_p')}: the CUTLASS kernel draws its mask from Paddle's GPU (curand "
+                 "Philox) stream whenever dropout_p != 0, is_test or not, which gradc cannot reproduce")
+    for slot in BLOCK_DIAGONAL:
+        if ctx.has(slot):
+            ctx.fail(f"{slot}: gradc runs memory_efficient_attention's dense form only (no block-diagonal mask)")
+    check_float(ctx, "query")
+    one_dtype(ctx, "query", "key", "value", *(("bias",) if ctx.has("bias") else ()))
+    q, k, v = (ctx.shape(slot) for slot in ("query", "key", "value"))
+    if q is None or k is None or v is None:
+        return {"output": (None, ctx.dtype("query"))}
+    if len(q) != 4 or len(k) != 4 or len(v) != 4 or any(
+            a >= 0 and b >= 0 and a != b for a, b in zip([*q[:1], *q[2:], *k[:3]], [*k[:1], *k[2:], *v[:3]])):
+        ctx.fail(f"query {q}, key {k} and value {v} must be [batch, seq_len, heads, head_dim] with one batch and "
+                 "heads, key's head_dim that of query, and value's seq_len that of key")
+    bias = ctx.shape("bias") if ctx.has("bias") else None
+    if bias is not None and (len(bias) != 4 or bias[0] not in (1, q[0], -1) or bias[1] not in (1, q[2], -1)
+                             or bias[2] not in (q[1], -1) or bias[3] not in (k[1], -1)):
+        ctx.fail(f"bias must be [1 or batch={q[0]}, 1 or heads={q[2]}, {q[1]}, {k[1]}], got {bias}")
+    rows = 0 if ctx.attr("is_test") or q[1] < 0 else (q[1] + 31) // 32 * 32
+    return {"output": ([*q[:3], v[3]], ctx.dtype("query")), "logsumexp": ([q[0], q[2], rows], VarType.FP32),
+            "seed_and_offset": ([2], VarType.INT64)}
+
+
+defop("memory_efficient_attention", ["query", "key", "value", "bias?", *(f"{slot}?" for slot in BLOCK_DIAGONAL)],
+      ["output", "logsumexp", "seed_and_offset"], attrs=MEA_ATTRS, infer=_mea_infer,
+      tensor_attrs=["max_seqlen_q", "max_seqlen_k"], no_grad_inputs=list(BLOCK_DIAGONAL),
+      no_grad_outputs=["logsumexp", "seed_and_offset"], kernel_dtype_outputs=["logsumexp", "seed_and_offset"],
+      grad=grad_op("query", "key", "value", "bias", "cu_seqlens_q", "cu_seqlens_k", "output", "logsumexp",
+                   "seed_and_offset"))

@@ -225,3 +225,42 @@ def calc_reduced_attn_scores(k):
     scores = np.einsum("bqhd,bkhd->bhqk", q, _by_query_head(key, heads)) * _scale(k.x("q"))
     with np.errstate(over="ignore"):
         return {"reduced_scores": np.exp(scores - lse).sum(2, keepdims=True).astype(np.float32)}
+
+
+def _mea_setting(k) -> tuple:
+    """(query, key, value, scale, keep, bias) of memory_efficient_attention in float64; scale < 0: 1 / sqrt(d)."""
+    query = k.x("query")
+    scale = k.attr("scale")
+    if scale < 0:
+        scale = _scale(query)
+    elif query.dtype != np.float64:
+        scale = float(np.float32(scale))
+    rows, cols = query.shape[1], k.x("key").shape[1]
+    keep = _causal(rows, cols) if k.attr("causal") else None
+    return (*(_f64(k.x(slot)) for slot in ("query", "key", "value")), scale, keep, _f64(k.optional("bias")))
+
+
+@kernel("memory_efficient_attention")
+def memory_efficient_attention(k):
+    query = k.x("query")
+    result = attend(*_mea_setting(k))
+    b, rows, heads, _ = query.shape
+    lse = np.full((b, heads, 0 if k.attr("is_test") else -(-rows // 32) * 32), np.inf)   # inf: the padding rows
+    if lse.shape[2]:
+        lse[..., :rows] = result["lse"]
+    return k.grads({"output": lambda: result["out"].astype(query.dtype),
+                    "logsumexp": lambda: lse.astype(np.float32), "seed_and_offset": lambda: np.zeros(2, np.int64)})
+
+
+@kernel("memory_efficient_attention_grad")
+def memory_efficient_attention_grad(k):
+    """(dq, dk, dv) as attend_grad; the bias's grad is the scores' grad, summed over the dims it broadcasts."""
+    q, key, value, scale, keep, bias = _mea_setting(k)
+    dout = _f64(k.x("output@GRAD"))
+    grads = dict(zip(("query", "key", "value"), attend_grad(q, key, value, scale, dout, keep, bias)))
+    if bias is not None:
+        p = attend(q, key, value, scale, keep, bias)["p"]
+        dp = np.einsum("bqhd,bkhd->bhqk", dout, value)
+        dscores = p * (dp - (dp * p).sum(-1, keepdims=True))
+        grads["bias"] = dscores.sum(tuple(i for i in (0, 1) if bias.shape[i] == 1), keepdims=True)
+    return k.grads({f"{slot}@GRAD": (lambda g=g, x=k.x(slot): g.astype(x.dtype)) for slot, g in grads.items()})
