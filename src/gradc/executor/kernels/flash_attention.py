@@ -263,4 +263,5 @@ def memory_efficient_attention_grad(k):
         dp = np.einsum("bqhd,bkhd->bhqk", dout, value)
         dscores = p * (dp - (dp * p).sum(-1, keepdims=True))
         grads["bias"] = dscores.sum(tuple(i for i in (0, 1) if bias.shape[i] == 1), keepdims=True)
-    return k.grads({f"{slot}@GRAD": (lambda g=g, x=k.x(slot): g.astype(x.dtype)) for slot, g in grads.items()})
+    dtype = k.x("query").dtype
+    return k.grads({f"{slot}@GRAD": (lambda g=g: g.astype(dtype)) for slot, g in grads.items()})
