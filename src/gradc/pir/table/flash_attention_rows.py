@@ -39,7 +39,8 @@ ROWS = [
     row("pd_op.memory_efficient_attention", "memory_efficient_attention", f"{MEA_IN} {MEA_BLOCKS} {LONGEST}",
         "output:output logsumexp:logsumexp seed_and_offset:seed_and_offset", f"{MEA_ATTRS} is_test:bool"),
     row("pd_op.memory_efficient_attention_grad", "memory_efficient_attention_grad",
-        f"{MEA_IN} cu_seqlens_q?:cu_seqlens_q cu_seqlens_k?:cu_seqlens_k output:output logsumexp:logsumexp seed_and_offset:seed_and_offset"
+        f"{MEA_IN} cu_seqlens_q?:cu_seqlens_q cu_seqlens_k?:cu_seqlens_k output:output logsumexp:logsumexp"
+        " seed_and_offset:seed_and_offset"
         f" output_grad:output@GRAD {LONGEST}", "query_grad:query@GRAD key_grad:key@GRAD value_grad:value@GRAD"
         " bias_grad:bias@GRAD", MEA_ATTRS),
 ]
