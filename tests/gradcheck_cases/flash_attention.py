@@ -93,3 +93,20 @@ CASES += [
     Case("memory_efficient_attention", mea(2, 3, 3, 2, bias=(2, 1, 3, 3)), {"is_test": True}),
 ]
 REFUSED += [second_order("memory_efficient_attention", mea(1, 3, 3, 2))]
+
+
+def varlen_packed(lengths: list[int], groups: int, kv_heads: int, longest: int, padded: bool, **attrs):
+    """flash_attn_varlen_qkvpacked of sequences of these lengths: padded, sequence s at row s longest of
+    [len(lengths) longest, ...]; else packed one after another (with a spare row)."""
+    rows = len(lengths) * longest if padded else sum(lengths) + 1
+    cu = np.cumsum([0, *lengths]).astype(np.int32)
+    inputs = {"qkv": randn(rows, groups + 2, kv_heads, 4), "cu_seqlens_q": cu, "cu_seqlens_k": cu}
+    return inputs, {"max_seqlen_q": longest, "max_seqlen_k": longest, "scale": 0.4, "varlen_padded": padded} | attrs
+
+
+CASES += [
+    Case("flash_attn_varlen_qkvpacked", *varlen_packed([3, 1], 2, 1, 3, True)),
+    Case("flash_attn_varlen_qkvpacked", *varlen_packed([2, 3], 1, 2, 4, True, causal=True)),
+    Case("flash_attn_varlen_qkvpacked", *varlen_packed([2, 0, 3], 2, 1, 3, False, causal=True)),
+]
+REFUSED += [second_order("flash_attn_varlen_qkvpacked", *varlen_packed([2, 1], 1, 1, 2, True))]

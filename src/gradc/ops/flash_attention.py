@@ -75,7 +75,7 @@ def _check_heads(ctx, q: list[int], k: list[int], v: list[int], rank: int) -> No
         ctx.fail(f"k's {kv_heads} heads must divide q's {heads} (grouped-query attention)")
 
 
-def _outputs(ctx, q, v, batch: int, heads: int, rows: int, cols: int) -> dict:
+def state_outputs(ctx, q, v, batch: int, heads: int, rows: int, cols: int) -> dict:
     dtype = ctx.dtype("q" if ctx.has("q") else "qkv")
     return {"out": ([*q[:-1], v[-1]], dtype), "softmax": ([batch, heads, rounded(rows), rounded(cols)], dtype),
             "softmax_lse": ([batch, heads, rounded(rows)], VarType.FP32), "seed_offset": ([2], VarType.INT64)}
@@ -90,13 +90,13 @@ def _check_common(ctx, extra: tuple[str, ...]) -> tuple:
     return tuple(ctx.shape(slot) for slot in ("q", "k", "v"))
 
 
-def _mask_slots(ctx) -> tuple[str, ...]:
+def mask_slots(ctx) -> tuple[str, ...]:
     if ctx.has("attn_mask") and ctx.attr("causal"):
         ctx.fail("attn_mask and causal cannot be set together (Paddle's kernel refuses it)")
     return ("attn_mask",) if ctx.has("attn_mask") else ()
 
 
-def _check_mask(ctx, heads: int, rows: int, cols: int) -> None:
+def check_mask(ctx, heads: int, rows: int, cols: int) -> None:
     mask = ctx.shape("attn_mask") if ctx.has("attn_mask") else None
     if mask is not None and (len(mask) < 4 or mask[-3] not in (1, heads, -1) or mask[-2] not in (rows, -1)
                              or mask[-1] not in (cols, -1)):
@@ -104,16 +104,16 @@ def _check_mask(ctx, heads: int, rows: int, cols: int) -> None:
 
 
 def _flash_infer(ctx):
-    q, k, v = _check_common(ctx, _mask_slots(ctx))
+    q, k, v = _check_common(ctx, mask_slots(ctx))
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
     _check_heads(ctx, q, k, v, 4)
-    _check_mask(ctx, q[2], q[1], k[1])
-    return _outputs(ctx, q, v, q[0], q[2], q[1], k[1])
+    check_mask(ctx, q[2], q[1], k[1])
+    return state_outputs(ctx, q, v, q[0], q[2], q[1], k[1])
 
 
 def _unpadded_infer(ctx):
-    q, k, v = _check_common(ctx, _mask_slots(ctx))
+    q, k, v = _check_common(ctx, mask_slots(ctx))
     for slot in ("cu_seqlens_q", "cu_seqlens_k"):
         if ctx.dtype(slot) not in (None, VarType.INT32):
             ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
@@ -125,8 +125,8 @@ def _unpadded_infer(ctx):
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
     _check_heads(ctx, q, k, v, 3)
-    _check_mask(ctx, q[1], rows, cols)
-    return _outputs(ctx, q, v, batch, q[1], rows, cols)
+    check_mask(ctx, q[1], rows, cols)
+    return state_outputs(ctx, q, v, batch, q[1], rows, cols)
 
 
 def _flashmask_infer(ctx):
@@ -141,22 +141,22 @@ def _flashmask_infer(ctx):
                                or bounds[2] not in (k[1], -1) or bounds[3] not in (*allowed, -1)):
         ctx.fail(f"startend_row_indices must be [batch={q[0]}, 1, kv heads={k[2]} or heads={q[2]}, seq_len_k={k[1]}, "
                  f"{' or '.join(map(str, allowed))}] (causal={ctx.attr('causal')}), got {bounds}")
-    return _outputs(ctx, q, v, q[0], q[2], q[1], k[1])
+    return state_outputs(ctx, q, v, q[0], q[2], q[1], k[1])
 
 
 def _packed_infer(ctx):
     refuse_draws(ctx)
     check_float(ctx, "qkv")
-    one_dtype(ctx, "qkv", *_mask_slots(ctx))
+    one_dtype(ctx, "qkv", *mask_slots(ctx))
     qkv = ctx.shape("qkv")
     if qkv is None:
         return {"out": (None, ctx.dtype("qkv"))}
     if len(qkv) != 5 or (qkv[2] >= 0 and qkv[2] < 3):
         ctx.fail(f"qkv must be [batch, seq_len, heads / kv_heads + 2, kv_heads, head_dim], got {qkv}")
     heads = -1 if min(qkv[2], qkv[3]) < 0 else (qkv[2] - 2) * qkv[3]
-    _check_mask(ctx, heads, qkv[1], qkv[1])
+    check_mask(ctx, heads, qkv[1], qkv[1])
     q = [qkv[0], qkv[1], heads, qkv[4]]
-    return {**_outputs(ctx, q, q, qkv[0], heads, qkv[1], qkv[1]), "out": (q, ctx.dtype("qkv"))}
+    return {**state_outputs(ctx, q, q, qkv[0], heads, qkv[1], qkv[1]), "out": (q, ctx.dtype("qkv"))}
 
 
 def _reduced_infer(ctx):

@@ -1,11 +1,12 @@
-"""Second derivatives of gradc.ops.flash_attention. flash_attn_grad (and flash_attn_qkvpacked_grad, qkv sliced
-first) is written again as the attention in plain differentiable ops (transpose2, reshape2, matmul_v2 over
-[b, hk, h / hk, s, d] so grouped heads broadcast, scale, elementwise_add of attn_mask or of the causal -inf above the
-diagonal, softmax) and their grad ops (gradc.ops.composite.differentiate), so its own grad and the third derivatives
-follow; softmax_lse, seed_offset and out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad
-and flashmask_attention_grad mask by run-time values (cu_seqlens, startend_row_indices) that plain ops of known
-shapes cannot slice: gradc refuses their second derivative by name. memory_efficient_attention_grad's is refused by
-name too (not yet written as plain ops: its bias grad and scale attribute need their own expansion)."""
+"""Second derivatives of gradc.ops.flash_attention. flash_attn_grad (and flash_attn_qkvpacked_grad, qkv sliced first) is
+written again as the attention in plain differentiable ops (transpose2, reshape2, matmul_v2 over [b, hk, h / hk, s,
+d] so grouped heads broadcast, scale, elementwise_add of attn_mask or of the causal -inf above the diagonal, softmax)
+and their grad ops (gradc.ops.composite.differentiate), so its own grad and the third derivatives follow;
+softmax_lse, seed_offset and out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad,
+flashmask_attention_grad and flash_attn_varlen_qkvpacked_grad mask by run-time values (cu_seqlens,
+startend_row_indices) that plain ops of known shapes cannot slice: gradc refuses their second derivative by name.
+memory_efficient_attention_grad's is refused by name too (not yet written as plain ops: its bias grad and scale
+attribute need their own expansion)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import math
 
 from ..errors import GradError
 from ..registry import defgrad
-from . import flash_attention  # noqa: F401  (registers the grad ops given makers here)
+from . import flash_attention, flash_attention_varlen  # noqa: F401  (register the grad ops given makers here)
 from .composite import differentiate, expansion, first
 from .interp import float32
 
@@ -101,3 +102,4 @@ defgrad("flash_attn_qkvpacked_grad", grad=_packed_again,
 defgrad("flash_attn_unpadded_grad", grad=_refused)
 defgrad("flashmask_attention_grad", grad=_refused)
 defgrad("memory_efficient_attention_grad", grad=_not_yet)
+defgrad("flash_attn_varlen_qkvpacked_grad", grad=_refused)

@@ -57,6 +57,7 @@ FAMILIES = {
     "flash_attention": ("flash_attn", "flashmask_attention", "flash_attn_grad", "flashmask_attention_grad",
         "flash_attn_unpadded", "flash_attn_unpadded_grad", "flash_attn_qkvpacked", "flash_attn_qkvpacked_grad",
         "calc_reduced_attn_scores", "memory_efficient_attention", "memory_efficient_attention_grad"),
+    "flash_attention_varlen": ("flash_attn_varlen_qkvpacked", "flash_attn_varlen_qkvpacked_grad"),
     "fp8": ("fp8_quant_blockwise", "fused_act_dequant", "fused_weighted_swiglu_act_quant", "fused_swiglu_weighted_bwd",
         "fp8_fp8_half_gemm_fused", "moe_gate_dispatch_and_quant"),
     "fp8_split": ("fused_stack_quant", "fused_stack_transpose_quant", "fused_transpose_split_quant",

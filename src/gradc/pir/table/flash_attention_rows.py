@@ -43,4 +43,10 @@ ROWS = [
         " seed_and_offset:seed_and_offset"
         f" output_grad:output@GRAD {LONGEST}", "query_grad:query@GRAD key_grad:key@GRAD value_grad:value@GRAD"
         " bias_grad:bias@GRAD", MEA_ATTRS),
+    row("pd_op.flash_attn_varlen_qkvpacked", "flash_attn_varlen_qkvpacked", f"qkv:qkv {CU}"
+        f" fixed_seed_offset?:fixed_seed_offset attn_mask?:attn_mask {LONGEST}", STATE,
+        f"scale:f32 {ATTRS} varlen_padded:bool"),
+    row("pd_op.flash_attn_varlen_qkvpacked_grad", "flash_attn_varlen_qkvpacked_grad", f"qkv:qkv {CU} {SAVED}"
+        f" attn_mask?:attn_mask out_grad:out@GRAD {LONGEST}", "qkv_grad:qkv@GRAD",
+        f"scale:f32 {GRAD_ATTRS} varlen_padded:bool"),
 ]
