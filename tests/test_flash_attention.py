@@ -14,7 +14,8 @@ from test_extra_math import run
 from test_fused_llm import _translated
 
 CASES = ["flash_attn_causal_gqa", "flash_attn_mask_f64", "flash_attn_unpadded_causal", "flashmask_causal_lts_lte",
-         "flashmask_bidirectional_f64", "flash_attn_qkvpacked_causal_gqa", "calc_reduced_attn_scores_causal_gqa"]
+         "flashmask_bidirectional_f64", "flash_attn_qkvpacked_causal_gqa", "calc_reduced_attn_scores_causal_gqa",
+         "flash_attn_varlen_qkvpacked_padded_causal_gqa"]
 
 
 @pytest.mark.parametrize("case", CASES)
