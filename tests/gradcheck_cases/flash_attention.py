@@ -92,7 +92,11 @@ CASES += [
     Case("memory_efficient_attention", mea(2, 3, 4, 2, bias=(1, 2, 3, 4))),
     Case("memory_efficient_attention", mea(2, 3, 3, 2, bias=(2, 1, 3, 3)), {"is_test": True}),
 ]
-REFUSED += [second_order("memory_efficient_attention", mea(1, 3, 3, 2))]
+CASES += [
+    second_order("memory_efficient_attention", mea(1, 3, 4, 2)),
+    second_order("memory_efficient_attention", mea(2, 3, 3, 2, bias=(1, 2, 3, 3)), {"causal": True, "scale": 0.5}),
+    second_order("memory_efficient_attention", mea(1, 2, 3, 2, bias=(1, 1, 2, 3))),
+]
 
 
 def varlen_packed(lengths: list[int], groups: int, kv_heads: int, longest: int, padded: bool, **attrs):
