@@ -14,7 +14,8 @@ from test_extra_math import run
 from test_fused_llm import _translated
 
 CASES = ["flash_attn_causal_gqa", "flash_attn_mask_f64", "flash_attn_unpadded_causal", "flashmask_causal_lts_lte",
-         "flashmask_bidirectional_f64", "flash_attn_qkvpacked_causal_gqa", "calc_reduced_attn_scores_causal_gqa"]
+         "flashmask_bidirectional_f64", "flash_attn_qkvpacked_causal_gqa", "calc_reduced_attn_scores_causal_gqa",
+         "flash_attn_varlen_qkvpacked_padded_causal_gqa"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -96,3 +97,26 @@ def test_llama_block_trains_by_gradcs_backward_and_by_its_own_flash_attn_grad(pr
     assert set(got) == set(expected)
     for name, value in expected.items():
         np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.mark.parametrize("case", ["memory_efficient_attention_causal_bias",
+                                  "memory_efficient_attention_scaled_batch_bias"])
+def test_memory_efficient_attention_gives_paddles_composition_its_logsumexp_and_gradients(case):
+    """output, logsumexp [b, h, 32] (inf past the rows) and the grads of query, key, value and the broadcast bias."""
+    feed, got = _translated(case)
+    with np.load(f"tests/data/paddle/pir_gpu_only/{case}/expected.npz") as archive:
+        expected = {name: archive[name] for name in archive.files}
+    assert set(expected) <= set(got)
+    for name, value in expected.items():
+        assert got[name].shape == value.shape, name
+        np.testing.assert_allclose(got[name], value, rtol=1e-5, atol=1e-5, err_msg=name)
+    assert got["seed_and_offset"].dtype == np.int64 and got["seed_and_offset"].shape == (2,)
+
+
+def test_memory_efficient_attention_refuses_a_block_diagonal_mask_and_any_dropout():
+    inputs = {"query": np.zeros((1, 3, 2, 8)), "key": np.zeros((1, 3, 2, 8)), "value": np.zeros((1, 3, 2, 8))}
+    with pytest.raises(ProgramError, match="cu_seqlens_q: gradc runs memory_efficient_attention's dense form"):
+        run("memory_efficient_attention", inputs | {"cu_seqlens_q": np.array([0, 3], np.int32),
+                                                    "cu_seqlens_k": np.array([0, 3], np.int32)}, ["output"])
+    with pytest.raises(ProgramError, match=r"dropout_p=0\.1.*is_test or not"):
+        run("memory_efficient_attention", inputs, ["output"], {"dropout_p": 0.1, "is_test": True})

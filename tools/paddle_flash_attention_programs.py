@@ -168,6 +168,74 @@ def _packed_reference(v: dict, causal: bool) -> dict:
     return _grads(_attention(q, qkv[:, :, groups - 2], qkv[:, :, groups - 1], None, causal), {"qkv": qkv}, v["dout"])
 
 
+def _varlen_packed(lengths: list[int], longest: int, groups: int, kv_heads: int, causal: bool) -> dict:
+    """flash_attn_varlen_qkvpacked (varlen_padded: sequence s at row s longest) of qkv [len(lengths) longest,
+    groups + 2, kv_heads, 8] and its grad op at a fed dout."""
+    rows, heads = len(lengths) * longest, groups * kv_heads
+    shape = [rows, groups + 2, kv_heads, 8]
+    attrs = ATTRS | {"causal": causal, "scale": 0.3, "varlen_padded": True,
+                     "max_seqlen_q": ("_set_int64_attr", longest), "max_seqlen_k": ("_set_int64_attr", longest)}
+    state = {"softmax": ("softmax", [len(lengths), heads, 128, 128]),
+             "softmax_lse": ("softmax_lse", [len(lengths), heads, 128]), "seed_offset": ("seed_offset", [2], "int64")}
+    ins = {"qkv": ["qkv"], "cu_seqlens_q": ["cu_seqlens_q"], "cu_seqlens_k": ["cu_seqlens_k"]}
+    grad_ins = {**ins, "out": ["out"], "softmax_lse": ["softmax_lse"], "seed_offset": ["seed_offset"],
+                "out@GRAD": ["dout"]}
+    ops = [("flash_attn_varlen_qkvpacked", ins, {"out": ("out", [rows, heads, 8]), **state}, attrs),
+           ("flash_attn_varlen_qkvpacked_grad", grad_ins, {"qkv@GRAD": ("qkv@GRAD", shape)}, attrs)]
+    feeds = {"qkv": (shape, F32), "dout": ([rows, heads, 8], F32), "cu_seqlens_q": ([len(lengths) + 1], I32),
+             "cu_seqlens_k": ([len(lengths) + 1], I32)}
+    return {"feeds": feeds, "ops": ops, "lengths": lengths,
+            "reference": lambda v: _varlen_packed_reference(v, longest, causal, 0.3)}
+
+
+def _varlen_packed_reference(v: dict, longest: int, causal: bool, scale: float) -> dict:
+    """One sdpa call per sequence on the kernel's slices of its rows s longest .., zeros on the padding rows."""
+    qkv = paddle.to_tensor(v["qkv"], stop_gradient=False)
+    _, groups, kv_heads, d = v["qkv"].shape
+    pieces, lengths = [], np.diff(v["cu_seqlens_q"])
+    for s, n in enumerate(lengths):
+        rows = qkv[s * longest:s * longest + n]
+        q = rows[:, :groups - 2].reshape([n, (groups - 2) * kv_heads, d])
+        pieces.append(_attention(q.unsqueeze(0), rows[:, groups - 2].unsqueeze(0), rows[:, groups - 1].unsqueeze(0),
+                                 None, causal, scale)[0])
+        pieces.append(paddle.zeros([longest - n, (groups - 2) * kv_heads, d]))
+    return _grads(paddle.concat(pieces), {"qkv": qkv}, v["dout"])
+
+
+def _mea(b: int, sq: int, sk: int, heads: int, bias: list[int], causal: bool, scale: float) -> dict:
+    """memory_efficient_attention (dense form, bias, dropout_p 0) and its grad op at a fed dout."""
+    shapes = {"query": [b, sq, heads, 8], "key": [b, sk, heads, 8], "value": [b, sk, heads, 8], "bias": bias}
+    feeds = {name: (shape, F32) for name, shape in shapes.items()} | {"dout": ([b, sq, heads, 8], F32)}
+    ins = {slot: [slot] for slot in shapes}
+    attrs = {"max_seqlen_q": ("_set_int64_attr", sq), "max_seqlen_k": ("_set_int64_attr", sk), "causal": causal,
+             "dropout_p": ("_set_float64_attr", 0.0), "scale": scale}
+    state = {"logsumexp": ("logsumexp", [b, heads, 32]), "seed_and_offset": ("seed_and_offset", [2], "int64")}
+    grad_ins = {**ins, "output": ["output"], "logsumexp": ["logsumexp"], "seed_and_offset": ["seed_and_offset"],
+                "output@GRAD": ["dout"]}
+    ops = [("memory_efficient_attention", ins, {"output": ("output", shapes["query"]), **state},
+            attrs | {"is_test": False}),
+           ("memory_efficient_attention_grad", grad_ins, {f"{s}@GRAD": (f"{s}@GRAD", shapes[s]) for s in shapes},
+            attrs)]
+    return {"feeds": feeds, "ops": ops, "reference": lambda v: _mea_reference(v, causal, scale)}
+
+
+def _mea_reference(v: dict, causal: bool, scale: float) -> dict:
+    """softmax(q k^T scale + bias, causal: -inf above the diagonal) v in Paddle's CPU ops, its logsumexp padded
+    with inf to 32 rows as the kernel writes it, and the gradients (the bias's summed over its broadcast dims)."""
+    t = {name: paddle.to_tensor(v[name], stop_gradient=False) for name in ("query", "key", "value", "bias")}
+    q, k, value = (t[name].transpose([0, 2, 1, 3]) for name in ("query", "key", "value"))
+    scale = 1 / np.sqrt(q.shape[-1]) if scale < 0 else scale
+    scores = paddle.matmul(q, k, transpose_y=True) * scale + t["bias"]
+    if causal:
+        scores = scores + paddle.triu(paddle.full(scores.shape[-2:], -np.inf), 1)
+    out = paddle.matmul(F.softmax(scores, -1), value).transpose([0, 2, 1, 3])
+    lse = paddle.logsumexp(scores, axis=-1).numpy()
+    padded = np.full((*lse.shape[:2], 32), np.inf, np.float32)
+    padded[..., :lse.shape[2]] = lse
+    grads = paddle.grad([out], list(t.values()), [paddle.to_tensor(v["dout"])])
+    return {"output": out.numpy(), "logsumexp": padded} | {f"{n}@GRAD": g.numpy() for n, g in zip(t, grads)}
+
+
 CASES = {
     "flash_attn_causal_gqa": _padded("flash_attn", 2, 5, 5, 4, 2, F32, True),
     "flash_attn_mask_f64": _padded("flash_attn", 2, 4, 6, 2, 1, F64, False, mask=[2, 1, 4, 6]),
@@ -176,6 +244,9 @@ CASES = {
     "flashmask_bidirectional_f64": _padded("flashmask_attention", 1, 5, 5, 2, 1, F64, False, bounds=4),
     "flash_attn_qkvpacked_causal_gqa": _packed(2, 5, 2, 2, F32, True),
     "calc_reduced_attn_scores_causal_gqa": _reduced(2, 5, 4, 2),
+    "flash_attn_varlen_qkvpacked_padded_causal_gqa": _varlen_packed([3, 5, 2], 6, 2, 2, True),
+    "memory_efficient_attention_causal_bias": _mea(2, 5, 6, 2, [1, 2, 5, 6], True, -1.0),
+    "memory_efficient_attention_scaled_batch_bias": _mea(2, 4, 3, 2, [2, 1, 4, 3], False, 0.3),
 }
 
 

@@ -78,3 +78,39 @@ CASES += [
     Case("flash_attn_qkvpacked", packed(1, 3, 2, 1) | {"attn_mask": randn(1, 2, 3, 3)}),
     second_order("flash_attn_qkvpacked", packed(1, 3, 2, 2), {"causal": True}),
 ]
+
+
+def mea(b: int, sq: int, sk: int, heads: int, dv: int = 3, bias: tuple | None = None) -> dict:
+    """memory_efficient_attention's query, key, value (value's head_dim its own) and a bias of that shape."""
+    inputs = {"query": randn(b, sq, heads, 4), "key": randn(b, sk, heads, 4), "value": randn(b, sk, heads, dv)}
+    return inputs | ({"bias": randn(*bias)} if bias else {})
+
+
+CASES += [
+    Case("memory_efficient_attention", mea(2, 3, 4, 2)),
+    Case("memory_efficient_attention", mea(1, 4, 3, 2), {"causal": True, "scale": 0.3}),
+    Case("memory_efficient_attention", mea(2, 3, 4, 2, bias=(1, 2, 3, 4))),
+    Case("memory_efficient_attention", mea(2, 3, 3, 2, bias=(2, 1, 3, 3)), {"is_test": True}),
+]
+CASES += [
+    second_order("memory_efficient_attention", mea(1, 3, 4, 2)),
+    second_order("memory_efficient_attention", mea(2, 3, 3, 2, bias=(1, 2, 3, 3)), {"causal": True, "scale": 0.5}),
+    second_order("memory_efficient_attention", mea(1, 2, 3, 2, bias=(1, 1, 2, 3))),
+]
+
+
+def varlen_packed(lengths: list[int], groups: int, kv_heads: int, longest: int, padded: bool, **attrs):
+    """flash_attn_varlen_qkvpacked of sequences of these lengths: padded, sequence s at row s longest of
+    [len(lengths) longest, ...]; else packed one after another (with a spare row)."""
+    rows = len(lengths) * longest if padded else sum(lengths) + 1
+    cu = np.cumsum([0, *lengths]).astype(np.int32)
+    inputs = {"qkv": randn(rows, groups + 2, kv_heads, 4), "cu_seqlens_q": cu, "cu_seqlens_k": cu}
+    return inputs, {"max_seqlen_q": longest, "max_seqlen_k": longest, "scale": 0.4, "varlen_padded": padded} | attrs
+
+
+CASES += [
+    Case("flash_attn_varlen_qkvpacked", *varlen_packed([3, 1], 2, 1, 3, True)),
+    Case("flash_attn_varlen_qkvpacked", *varlen_packed([2, 3], 1, 2, 4, True, causal=True)),
+    Case("flash_attn_varlen_qkvpacked", *varlen_packed([2, 0, 3], 2, 1, 3, False, causal=True)),
+]
+REFUSED += [second_order("flash_attn_varlen_qkvpacked", *varlen_packed([2, 1], 1, 1, 2, True))]

@@ -1,5 +1,6 @@
-"""Cases for the optional inputs of FlashAttention's ops (gradc.ops.flash_attention): attn_mask added to the scaled
-scores, and fixed_seed_offset copied to seed_offset; each out from the attention written here with numpy."""
+"""Cases for the optional inputs of FlashAttention's ops (gradc.ops.flash_attention, flash_attention_varlen): attn_mask
+(and memory_efficient_attention's bias) added to the scaled scores, and fixed_seed_offset copied to seed_offset; each
+out from the attention written here with numpy."""
 
 import numpy as np
 
@@ -42,4 +43,16 @@ CASES = [
                                                           "fixed_seed_offset": SEED},
              {"out": attention(Q, K, V, 0.5, np.where(np.tril(np.ones((3, 4), bool)), 0, -np.inf)),
               "seed_offset": SEED}, {"causal": True}),
+]
+
+VARLEN = {"qkv": QKV[0], "cu_seqlens_q": np.array([0, 3], np.int32), "cu_seqlens_k": np.array([0, 3], np.int32)}
+VARLEN_ATTRS = {"max_seqlen_q": 3, "max_seqlen_k": 3, "scale": 0.25}
+KEY, VALUE = np.repeat(K, 2, axis=2), np.repeat(V, 2, axis=2)   # memory_efficient_attention: one head count
+CASES += [
+    SlotCase("flash_attn_varlen_qkvpacked", "attn_mask", {**VARLEN, "attn_mask": MASK[..., :3]},
+             {"out": attention(*PACKED.values(), 0.25, MASK[..., :3])[0]}, VARLEN_ATTRS),
+    SlotCase("flash_attn_varlen_qkvpacked", "fixed_seed_offset", {**VARLEN, "fixed_seed_offset": SEED},
+             {"out": attention(*PACKED.values(), 0.25)[0], "seed_offset": SEED}, VARLEN_ATTRS),
+    SlotCase("memory_efficient_attention", "bias", {"query": Q, "key": KEY, "value": VALUE, "bias": MASK},
+             {"output": attention(Q, KEY, VALUE, 0.5, MASK)}),
 ]

@@ -27,6 +27,14 @@ of head h of batch b at flat index (b H + h) sq + i, zeros after; seed_offset (i
 [0, 0] where Paddle's generator gives one. The grad ops recompute the softmax from q and k (softmax_lse is not read).
 dropout > 0 in training draws its mask from curand's Philox stream and is refused, and so is return_softmax (Paddle
 refuses it without that dropout). Second derivatives: gradc.ops.flash_attention_double.
+
+    memory_efficient_attention  (paddle.incubate.nn.memory_efficient_attention, the CUTLASS xformers kernel) query
+                         [b, sq, h, d], key / value [b, sk, h, d] (no grouped heads); output = softmax(q k^T scale +
+                         bias) v, scale < 0 meaning 1 / sqrt(d) as a float; bias [1 or b, 1 or h, sq, sk]; causal
+                         keeps key j <= row i; logsumexp float32 [b, h, ceil32(sq)] (inf past sq; [b, h, 0] with
+                         is_test); seed_and_offset int64 [2] (Paddle's generator state, [0, 0] here). The kernel
+                         draws dropout whenever dropout_p != 0, is_test or not: refused. The block-diagonal masks'
+                         cu_seqlens_q / cu_seqlens_k / causal_diagonal / seqlen_k are refused by name.
 """
 
 from __future__ import annotations
@@ -67,7 +75,7 @@ def _check_heads(ctx, q: list[int], k: list[int], v: list[int], rank: int) -> No
         ctx.fail(f"k's {kv_heads} heads must divide q's {heads} (grouped-query attention)")
 
 
-def _outputs(ctx, q, v, batch: int, heads: int, rows: int, cols: int) -> dict:
+def state_outputs(ctx, q, v, batch: int, heads: int, rows: int, cols: int) -> dict:
     dtype = ctx.dtype("q" if ctx.has("q") else "qkv")
     return {"out": ([*q[:-1], v[-1]], dtype), "softmax": ([batch, heads, rounded(rows), rounded(cols)], dtype),
             "softmax_lse": ([batch, heads, rounded(rows)], VarType.FP32), "seed_offset": ([2], VarType.INT64)}
@@ -82,13 +90,13 @@ def _check_common(ctx, extra: tuple[str, ...]) -> tuple:
     return tuple(ctx.shape(slot) for slot in ("q", "k", "v"))
 
 
-def _mask_slots(ctx) -> tuple[str, ...]:
+def mask_slots(ctx) -> tuple[str, ...]:
     if ctx.has("attn_mask") and ctx.attr("causal"):
         ctx.fail("attn_mask and causal cannot be set together (Paddle's kernel refuses it)")
     return ("attn_mask",) if ctx.has("attn_mask") else ()
 
 
-def _check_mask(ctx, heads: int, rows: int, cols: int) -> None:
+def check_mask(ctx, heads: int, rows: int, cols: int) -> None:
     mask = ctx.shape("attn_mask") if ctx.has("attn_mask") else None
     if mask is not None and (len(mask) < 4 or mask[-3] not in (1, heads, -1) or mask[-2] not in (rows, -1)
                              or mask[-1] not in (cols, -1)):
@@ -96,16 +104,16 @@ def _check_mask(ctx, heads: int, rows: int, cols: int) -> None:
 
 
 def _flash_infer(ctx):
-    q, k, v = _check_common(ctx, _mask_slots(ctx))
+    q, k, v = _check_common(ctx, mask_slots(ctx))
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
     _check_heads(ctx, q, k, v, 4)
-    _check_mask(ctx, q[2], q[1], k[1])
-    return _outputs(ctx, q, v, q[0], q[2], q[1], k[1])
+    check_mask(ctx, q[2], q[1], k[1])
+    return state_outputs(ctx, q, v, q[0], q[2], q[1], k[1])
 
 
 def _unpadded_infer(ctx):
-    q, k, v = _check_common(ctx, _mask_slots(ctx))
+    q, k, v = _check_common(ctx, mask_slots(ctx))
     for slot in ("cu_seqlens_q", "cu_seqlens_k"):
         if ctx.dtype(slot) not in (None, VarType.INT32):
             ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
@@ -117,8 +125,8 @@ def _unpadded_infer(ctx):
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
     _check_heads(ctx, q, k, v, 3)
-    _check_mask(ctx, q[1], rows, cols)
-    return _outputs(ctx, q, v, batch, q[1], rows, cols)
+    check_mask(ctx, q[1], rows, cols)
+    return state_outputs(ctx, q, v, batch, q[1], rows, cols)
 
 
 def _flashmask_infer(ctx):
@@ -133,22 +141,22 @@ def _flashmask_infer(ctx):
                                or bounds[2] not in (k[1], -1) or bounds[3] not in (*allowed, -1)):
         ctx.fail(f"startend_row_indices must be [batch={q[0]}, 1, kv heads={k[2]} or heads={q[2]}, seq_len_k={k[1]}, "
                  f"{' or '.join(map(str, allowed))}] (causal={ctx.attr('causal')}), got {bounds}")
-    return _outputs(ctx, q, v, q[0], q[2], q[1], k[1])
+    return state_outputs(ctx, q, v, q[0], q[2], q[1], k[1])
 
 
 def _packed_infer(ctx):
     refuse_draws(ctx)
     check_float(ctx, "qkv")
-    one_dtype(ctx, "qkv", *_mask_slots(ctx))
+    one_dtype(ctx, "qkv", *mask_slots(ctx))
     qkv = ctx.shape("qkv")
     if qkv is None:
         return {"out": (None, ctx.dtype("qkv"))}
     if len(qkv) != 5 or (qkv[2] >= 0 and qkv[2] < 3):
         ctx.fail(f"qkv must be [batch, seq_len, heads / kv_heads + 2, kv_heads, head_dim], got {qkv}")
     heads = -1 if min(qkv[2], qkv[3]) < 0 else (qkv[2] - 2) * qkv[3]
-    _check_mask(ctx, heads, qkv[1], qkv[1])
+    check_mask(ctx, heads, qkv[1], qkv[1])
     q = [qkv[0], qkv[1], heads, qkv[4]]
-    return {**_outputs(ctx, q, q, qkv[0], heads, qkv[1], qkv[1]), "out": (q, ctx.dtype("qkv"))}
+    return {**state_outputs(ctx, q, q, qkv[0], heads, qkv[1], qkv[1]), "out": (q, ctx.dtype("qkv"))}
 
 
 def _reduced_infer(ctx):
@@ -182,3 +190,41 @@ defop("flash_attn_qkvpacked", ["qkv", "fixed_seed_offset?", "attn_mask?"], ["out
       infer=_packed_infer, no_grad_inputs=["fixed_seed_offset", "attn_mask"],
       grad=grad_op("qkv", "out", "softmax_lse", "seed_offset", "attn_mask"), **COMMON)
 defop("calc_reduced_attn_scores", ["q", "k", "softmax_lse"], ["reduced_scores"], infer=_reduced_infer, grad=NO_GRAD)
+
+
+MEA_ATTRS = {"max_seqlen_q": typed(0, AttrType.LONG), "max_seqlen_k": typed(0, AttrType.LONG), "causal": False,
+             "dropout_p": typed(0.0, AttrType.FLOAT64), "scale": -1.0, "is_test": False}
+BLOCK_DIAGONAL = ("cu_seqlens_q", "cu_seqlens_k", "causal_diagonal", "seqlen_k")
+
+
+def _mea_infer(ctx):
+    if ctx.attr("dropout_p") != 0:
+        ctx.fail(f"dropout_p={ctx.attr('dropout_p')}: the CUTLASS kernel draws its mask from Paddle's GPU (curand "
+                 "Philox) stream whenever dropout_p != 0, is_test or not, which gradc cannot reproduce")
+    for slot in BLOCK_DIAGONAL:
+        if ctx.has(slot):
+            ctx.fail(f"{slot}: gradc runs memory_efficient_attention's dense form only (no block-diagonal mask)")
+    check_float(ctx, "query")
+    one_dtype(ctx, "query", "key", "value", *(("bias",) if ctx.has("bias") else ()))
+    q, k, v = (ctx.shape(slot) for slot in ("query", "key", "value"))
+    if q is None or k is None or v is None:
+        return {"output": (None, ctx.dtype("query"))}
+    if len(q) != 4 or len(k) != 4 or len(v) != 4 or any(
+            a >= 0 and b >= 0 and a != b for a, b in zip([*q[:1], *q[2:], *k[:3]], [*k[:1], *k[2:], *v[:3]])):
+        ctx.fail(f"query {q}, key {k} and value {v} must be [batch, seq_len, heads, head_dim] with one batch and "
+                 "heads, key's head_dim that of query, and value's seq_len that of key")
+    bias = ctx.shape("bias") if ctx.has("bias") else None
+    if bias is not None and (len(bias) != 4 or bias[0] not in (1, q[0], -1) or bias[1] not in (1, q[2], -1)
+                             or bias[2] not in (q[1], -1) or bias[3] not in (k[1], -1)):
+        ctx.fail(f"bias must be [1 or batch={q[0]}, 1 or heads={q[2]}, {q[1]}, {k[1]}], got {bias}")
+    rows = 0 if ctx.attr("is_test") or q[1] < 0 else (q[1] + 31) // 32 * 32
+    return {"output": ([*q[:3], v[3]], ctx.dtype("query")), "logsumexp": ([q[0], q[2], rows], VarType.FP32),
+            "seed_and_offset": ([2], VarType.INT64)}
+
+
+defop("memory_efficient_attention", ["query", "key", "value", "bias?", *(f"{slot}?" for slot in BLOCK_DIAGONAL)],
+      ["output", "logsumexp", "seed_and_offset"], attrs=MEA_ATTRS, infer=_mea_infer,
+      tensor_attrs=["max_seqlen_q", "max_seqlen_k"], no_grad_inputs=list(BLOCK_DIAGONAL),
+      no_grad_outputs=["logsumexp", "seed_and_offset"], kernel_dtype_outputs=["logsumexp", "seed_and_offset"],
+      grad=grad_op("query", "key", "value", "bias", "cu_seqlens_q", "cu_seqlens_k", "output", "logsumexp",
+                   "seed_and_offset"))

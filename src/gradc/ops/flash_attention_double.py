@@ -1,10 +1,12 @@
-"""Second derivatives of gradc.ops.flash_attention. flash_attn_grad (and flash_attn_qkvpacked_grad, qkv sliced
-first) is written again as the attention in plain differentiable ops (transpose2, reshape2, matmul_v2 over
-[b, hk, h / hk, s, d] so grouped heads broadcast, scale, elementwise_add of attn_mask or of the causal -inf above the
-diagonal, softmax) and their grad ops (gradc.ops.composite.differentiate), so its own grad and the third derivatives
-follow; softmax_lse, seed_offset and out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad
-and flashmask_attention_grad mask by run-time values (cu_seqlens, startend_row_indices) that plain ops of known
-shapes cannot slice: gradc refuses their second derivative by name."""
+"""Second derivatives of gradc.ops.flash_attention. flash_attn_grad (and flash_attn_qkvpacked_grad, qkv sliced first) is
+written again as the attention in plain differentiable ops (transpose2, reshape2, matmul_v2 over [b, hk, h / hk, s,
+d] so grouped heads broadcast, scale, elementwise_add of attn_mask or of the causal -inf above the diagonal, softmax)
+and their grad ops (gradc.ops.composite.differentiate), so its own grad and the third derivatives follow;
+softmax_lse, seed_offset and out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad,
+flashmask_attention_grad and flash_attn_varlen_qkvpacked_grad mask by run-time values (cu_seqlens,
+startend_row_indices) that plain ops of known shapes cannot slice: gradc refuses their second derivative by name.
+memory_efficient_attention_grad is flash_attn_grad's expansion with its scale attribute and its bias (whose grad it
+differentiates too)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import math
 
 from ..errors import GradError
 from ..registry import defgrad
-from . import flash_attention  # noqa: F401  (registers the grad ops given makers here)
+from . import flash_attention, flash_attention_varlen  # noqa: F401  (register the grad ops given makers here)
 from .composite import differentiate, expansion, first
 from .interp import float32
 
@@ -30,8 +32,9 @@ def _heads_first(f, x: str, groups: int) -> str:
     return _reshape(f, t, [0, heads // groups, groups, s, d])
 
 
-def attention_ops(f, g, q: str, k: str, v: str) -> str:
-    """flash_attn's out of q, k, v (and the grad op's attn_mask) in plain ops; returns out's var."""
+def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask_slot: str = "attn_mask") -> str:
+    """flash_attn's out of q, k, v (and the grad op's mask_slot) in plain ops, scale 1 / sqrt(d) as a float unless
+    given; returns out's var."""
     shapes = [g.shape(x) for x in (q, k, v)]
     if any(shape is None or any(d < 0 for d in shape[1:]) for shape in shapes):
         raise GradError(f"{g.fwd.type}: q, k and v need known dims but the batch for a second derivative, got "
@@ -41,8 +44,8 @@ def attention_ops(f, g, q: str, k: str, v: str) -> str:
     qt, kt, vt = _heads_first(f, q, groups), _heads_first(f, k, 1), _heads_first(f, v, 1)
     scores = f.op("matmul_v2", {"X": qt, "Y": kt}, qt, {"trans_x": False, "trans_y": True},
                   dims=lambda s: [*s[:3], sq, sk])
-    scores = f.scale(scores, float32(1.0 / math.sqrt(d)))
-    mask = first(g.I("attn_mask"))
+    scores = f.scale(scores, float32(1.0 / math.sqrt(d)) if scale is None else scale)
+    mask = first(g.I(mask_slot))
     if mask is not None:
         mask_heads = g.shape(mask)[-3]
         scores = f.add(scores, _reshape(f, mask, [-1, *([kv_heads, groups] if mask_heads > 1 else [1, 1]), sq, sk]),
@@ -58,10 +61,10 @@ def attention_ops(f, g, q: str, k: str, v: str) -> str:
                 dims=lambda s: [s[0], s[2], s[1], s[3]])
 
 
-def _grads_again(f, g, out: str, inputs: dict[str, str]) -> dict[str, str]:
-    """The grad op's outputs: out's backward at out@GRAD to the grad op's differentiated inputs."""
+def _grads_again(f, g, out: str, inputs: dict[str, str], out_slot: str = "out") -> dict[str, str]:
+    """The grad op's outputs: out's backward at out_slot@GRAD to the grad op's differentiated inputs."""
     targets = {var: g.tmp(var) for var in inputs.values()}
-    f.ops += differentiate(g, f.ops, {out: first(g.I("out@GRAD"))}, targets)
+    f.ops += differentiate(g, f.ops, {out: first(g.I(f"{out_slot}@GRAD"))}, targets)
     return {f"{slot}@GRAD": targets[var] for slot, var in inputs.items()}
 
 
@@ -89,9 +92,23 @@ def _refused(g):
                     "ops of known shapes cannot rebuild)")
 
 
+@expansion
+def _mea_again(f, g):
+    """memory_efficient_attention_grad as flash_attn's expansion: its scale attribute (< 0: 1 / sqrt(d) as a float),
+    bias added as attn_mask is (and differentiated: bias@GRAD too), one head count."""
+    inputs = {slot: first(g.I(slot)) for slot in ("query", "key", "value", "bias") if first(g.I(slot)) is not None}
+    scale = g.attr("scale")
+    scale = float32(1.0 / math.sqrt(g.shape(inputs["query"])[-1])) if scale < 0 else float32(scale)
+    out = attention_ops(f, g, inputs["query"], inputs["key"], inputs["value"], scale, "bias")
+    return _grads_again(f, g, out, inputs, "output")
+
+
 defgrad("flash_attn_grad", grad=_flash_attn_again,
         no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
 defgrad("flash_attn_qkvpacked_grad", grad=_packed_again,
         no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
 defgrad("flash_attn_unpadded_grad", grad=_refused)
 defgrad("flashmask_attention_grad", grad=_refused)
+defgrad("memory_efficient_attention_grad", grad=_mea_again,
+        no_grad_inputs=["output", "logsumexp", "seed_and_offset", "cu_seqlens_q", "cu_seqlens_k"])
+defgrad("flash_attn_varlen_qkvpacked_grad", grad=_refused)

@@ -129,34 +129,39 @@ def flash_attn_grad(k):
                     for slot, g, x in zip(("q", "k", "v"), grads, inputs)})
 
 
-def _sequences(k) -> list[tuple[slice, slice, np.ndarray | None, np.ndarray | None]]:
-    """Per sequence of flash_attn_unpadded: its q rows, k rows, causal keep and mask bias [1, 1 | h, sq, sk]."""
+def _sequences(k, total_q: int, total_k: int, padded: bool) -> list[tuple[slice, slice, np.ndarray | None,
+                                                                          np.ndarray | None]]:
+    """Per sequence: its q rows, k rows, causal keep and mask bias [1, 1 | h, sq, sk]. Rows from cu_seqlens, or
+    (padded: the varlen_padded layout) sequence s from row s max_seqlen_q of q and s max_seqlen_k of k."""
     starts_q, starts_k = (np.asarray(k.x(slot), np.int64).reshape(-1) for slot in ("cu_seqlens_q", "cu_seqlens_k"))
     if len(starts_q) != len(starts_k) or np.any(np.diff(starts_q) < 0) or np.any(np.diff(starts_k) < 0):
         raise ValueError(f"cu_seqlens_q {starts_q.tolist()} and cu_seqlens_k {starts_k.tolist()} must be "
                          "non-decreasing offsets of as many sequences")
     longest = (k.attr("max_seqlen_q"), k.attr("max_seqlen_k"))
-    if starts_q[-1] > k.x("q").shape[0] or starts_k[-1] > k.x("k").shape[0]:
-        raise ValueError(f"cu_seqlens_q ends at {starts_q[-1]}, cu_seqlens_k at {starts_k[-1]}: past q's "
-                         f"{k.x('q').shape[0]} or k's {k.x('k').shape[0]} rows")
+    first_q, first_k = (np.arange(len(starts_q)) * n if padded else starts for n, starts in zip(longest,
+                                                                                                (starts_q, starts_k)))
+    lengths_q, lengths_k = np.diff(starts_q), np.diff(starts_k)
+    if len(lengths_q) and (max(first_q[:-1] + lengths_q) > total_q or max(first_k[:-1] + lengths_k) > total_k):
+        raise ValueError(f"cu_seqlens_q {starts_q.tolist()} and cu_seqlens_k {starts_k.tolist()} reach past q's "
+                         f"{total_q} or k's {total_k} rows" + (" (varlen_padded: sequence s at s max_seqlen)"
+                                                                if padded else ""))
     mask = _mask_bias(k.optional("attn_mask"))
     result = []
-    for s in range(len(starts_q) - 1):
-        rows, cols = starts_q[s + 1] - starts_q[s], starts_k[s + 1] - starts_k[s]
+    for s, (rows, cols) in enumerate(zip(lengths_q, lengths_k)):
         if rows > longest[0] or cols > longest[1]:
             raise ValueError(f"sequence {s} has {rows} query and {cols} key rows, past max_seqlen_q={longest[0]} "
                              f"or max_seqlen_k={longest[1]}")
         bias = None if mask is None else mask[s % mask.shape[0]][None, :, :rows, :cols]
         keep = _causal(rows, cols) if k.attr("causal") else None
-        result.append((slice(starts_q[s], starts_q[s + 1]), slice(starts_k[s], starts_k[s + 1]), keep, bias))
+        result.append((slice(first_q[s], first_q[s] + rows), slice(first_k[s], first_k[s] + cols), keep, bias))
     return result
 
 
-@kernel("flash_attn_unpadded")
-def flash_attn_unpadded(k):
-    q, key, value = (_f64(k.x(slot)) for slot in ("q", "k", "v"))
+def unpadded_attend(k, q, key, value, dtype, padded: bool = False) -> tuple[np.ndarray, dict]:
+    """flash_attn_unpadded of float64 q [total_q, h, d], k / v [total_k, hk, d]: (out, the state outputs, softmax
+    of the input's dtype)."""
     heads, rows = q.shape[1], k.attr("max_seqlen_q")
-    out, sequences = np.zeros((*q.shape[:2], value.shape[2])), _sequences(k)
+    out, sequences = np.zeros((*q.shape[:2], value.shape[2])), _sequences(k, len(q), len(key), padded)
     lse = np.zeros((len(sequences), heads, rows))
     for s, (query_rows, key_rows, keep, bias) in enumerate(sequences):
         if key_rows.stop == key_rows.start:   # the kernel returns at once for a sequence with no key
@@ -164,22 +169,31 @@ def flash_attn_unpadded(k):
         result = attend(q[None, query_rows], key[None, key_rows], value[None, key_rows], k.attr("scale"), keep, bias)
         out[query_rows] = result["out"][0]
         lse[s, :, :result["lse"].shape[2]] = result["lse"][0]
-    state = _state(k, lse, rows, k.attr("max_seqlen_k"), len(sequences), k.x("q").dtype)
+    return out, _state(k, lse, rows, k.attr("max_seqlen_k"), len(sequences), dtype)
+
+
+def unpadded_grads(k, q, key, value, dout, padded: bool = False) -> list[np.ndarray]:
+    """[dq, dk, dv] of unpadded_attend's out at dout (0 on rows no sequence reads)."""
+    grads = [np.zeros_like(x) for x in (q, key, value)]
+    for query_rows, key_rows, keep, bias in _sequences(k, len(q), len(key), padded):
+        if key_rows.stop == key_rows.start:
+            continue
+        dq, dk, dv = attend_grad(q[None, query_rows], key[None, key_rows], value[None, key_rows], k.attr("scale"),
+                                 dout[None, query_rows], keep, bias)
+        grads[0][query_rows], grads[1][key_rows], grads[2][key_rows] = dq[0], dk[0], dv[0]
+    return grads
+
+
+@kernel("flash_attn_unpadded")
+def flash_attn_unpadded(k):
+    out, state = unpadded_attend(k, *(_f64(k.x(slot)) for slot in ("q", "k", "v")), k.x("q").dtype)
     return k.grads({"out": lambda: out.astype(k.x("q").dtype), **state})
 
 
 @kernel("flash_attn_unpadded_grad")
 def flash_attn_unpadded_grad(k):
     inputs = [k.x(slot) for slot in ("q", "k", "v")]
-    q, key, value = map(_f64, inputs)
-    dout = _f64(k.x("out@GRAD"))
-    grads = [np.zeros_like(x) for x in (q, key, value)]
-    for query_rows, key_rows, keep, bias in _sequences(k):
-        if key_rows.stop == key_rows.start:
-            continue
-        dq, dk, dv = attend_grad(q[None, query_rows], key[None, key_rows], value[None, key_rows], k.attr("scale"),
-                                 dout[None, query_rows], keep, bias)
-        grads[0][query_rows], grads[1][key_rows], grads[2][key_rows] = dq[0], dk[0], dv[0]
+    grads = unpadded_grads(k, *map(_f64, inputs), _f64(k.x("out@GRAD")))
     return k.grads({f"{slot}@GRAD": (lambda g=g, x=x: g.astype(x.dtype))
                     for slot, g, x in zip(("q", "k", "v"), grads, inputs)})
 
@@ -225,3 +239,43 @@ def calc_reduced_attn_scores(k):
     scores = np.einsum("bqhd,bkhd->bhqk", q, _by_query_head(key, heads)) * _scale(k.x("q"))
     with np.errstate(over="ignore"):
         return {"reduced_scores": np.exp(scores - lse).sum(2, keepdims=True).astype(np.float32)}
+
+
+def _mea_setting(k) -> tuple:
+    """(query, key, value, scale, keep, bias) of memory_efficient_attention in float64; scale < 0: 1 / sqrt(d)."""
+    query = k.x("query")
+    scale = k.attr("scale")
+    if scale < 0:
+        scale = _scale(query)
+    elif query.dtype != np.float64:
+        scale = float(np.float32(scale))
+    rows, cols = query.shape[1], k.x("key").shape[1]
+    keep = _causal(rows, cols) if k.attr("causal") else None
+    return (*(_f64(k.x(slot)) for slot in ("query", "key", "value")), scale, keep, _f64(k.optional("bias")))
+
+
+@kernel("memory_efficient_attention")
+def memory_efficient_attention(k):
+    query = k.x("query")
+    result = attend(*_mea_setting(k))
+    b, rows, heads, _ = query.shape
+    lse = np.full((b, heads, 0 if k.attr("is_test") else -(-rows // 32) * 32), np.inf)   # inf: the padding rows
+    if lse.shape[2]:
+        lse[..., :rows] = result["lse"]
+    return k.grads({"output": lambda: result["out"].astype(query.dtype),
+                    "logsumexp": lambda: lse.astype(np.float32), "seed_and_offset": lambda: np.zeros(2, np.int64)})
+
+
+@kernel("memory_efficient_attention_grad")
+def memory_efficient_attention_grad(k):
+    """(dq, dk, dv) as attend_grad; the bias's grad is the scores' grad, summed over the dims it broadcasts."""
+    q, key, value, scale, keep, bias = _mea_setting(k)
+    dout = _f64(k.x("output@GRAD"))
+    grads = dict(zip(("query", "key", "value"), attend_grad(q, key, value, scale, dout, keep, bias)))
+    if bias is not None:
+        p = attend(q, key, value, scale, keep, bias)["p"]
+        dp = np.einsum("bqhd,bkhd->bhqk", dout, value)
+        dscores = p * (dp - (dp * p).sum(-1, keepdims=True))
+        grads["bias"] = dscores.sum(tuple(i for i in (0, 1) if bias.shape[i] == 1), keepdims=True)
+    dtype = k.x("query").dtype
+    return k.grads({f"{slot}@GRAD": (lambda g=g: g.astype(dtype)) for slot, g in grads.items()})

@@ -13,6 +13,9 @@ SAVED = "out:out softmax_lse:softmax_lse seed_offset:seed_offset"
 GRADS = "q_grad:q@GRAD k_grad:k@GRAD v_grad:v@GRAD"
 CU = "cu_seqlens_q:cu_seqlens_q cu_seqlens_k:cu_seqlens_k"
 LONGEST = "max_seqlen_q>max_seqlen_q:long max_seqlen_k>max_seqlen_k:long"
+MEA_IN = "query:query key:key value:value bias?:bias"
+MEA_BLOCKS = "cu_seqlens_q?:cu_seqlens_q cu_seqlens_k?:cu_seqlens_k causal_diagonal?:causal_diagonal seqlen_k?:seqlen_k"
+MEA_ATTRS = "causal:bool dropout_p:f64 scale:f32"
 
 ROWS = [
     row("pd_op.flash_attn", "flash_attn", f"{QKV} fixed_seed_offset?:fixed_seed_offset attn_mask?:attn_mask", STATE,
@@ -33,4 +36,17 @@ ROWS = [
         " fixed_seed_offset?:fixed_seed_offset", STATE, ATTRS),
     row("pd_op.flashmask_attention_grad", "flashmask_attention_grad", f"{QKV} startend_row_indices:startend_row_indices"
         f" {SAVED} out_grad:out@GRAD", GRADS, GRAD_ATTRS),
+    row("pd_op.memory_efficient_attention", "memory_efficient_attention", f"{MEA_IN} {MEA_BLOCKS} {LONGEST}",
+        "output:output logsumexp:logsumexp seed_and_offset:seed_and_offset", f"{MEA_ATTRS} is_test:bool"),
+    row("pd_op.memory_efficient_attention_grad", "memory_efficient_attention_grad",
+        f"{MEA_IN} cu_seqlens_q?:cu_seqlens_q cu_seqlens_k?:cu_seqlens_k output:output logsumexp:logsumexp"
+        " seed_and_offset:seed_and_offset"
+        f" output_grad:output@GRAD {LONGEST}", "query_grad:query@GRAD key_grad:key@GRAD value_grad:value@GRAD"
+        " bias_grad:bias@GRAD", MEA_ATTRS),
+    row("pd_op.flash_attn_varlen_qkvpacked", "flash_attn_varlen_qkvpacked", f"qkv:qkv {CU}"
+        f" fixed_seed_offset?:fixed_seed_offset attn_mask?:attn_mask {LONGEST}", STATE,
+        f"scale:f32 {ATTRS} varlen_padded:bool"),
+    row("pd_op.flash_attn_varlen_qkvpacked_grad", "flash_attn_varlen_qkvpacked_grad", f"qkv:qkv {CU} {SAVED}"
+        f" attn_mask?:attn_mask out_grad:out@GRAD {LONGEST}", "qkv_grad:qkv@GRAD",
+        f"scale:f32 {GRAD_ATTRS} varlen_padded:bool"),
 ]
