@@ -43,11 +43,20 @@ FUSED_ATTRS = {"use_seq": True, "force_fp32_output": False, "Scale_data": 1.0, "
                "Scale_weights": [1.0]}
 
 
-def _hidden(ctx, gates: int, activations: tuple[str, ...]) -> tuple[int, int]:
-    """(rows, D), checking X [rows, M], WeightX [M, gates D], WeightH [D, gates D]."""
-    for name in activations:
+def _check_activations(ctx, names: tuple[str, ...]) -> None:
+    for name in names:
         if ctx.attr(name) not in ACTIVATIONS:
             ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+
+
+def _sequences(source: str, slots: tuple[str, ...]):
+    """lod_levels: ``slots`` are sequences of ``source``'s LoD, the other outputs plain tensors."""
+    return lambda ctx: {slot: ctx.lod_level(source) if slot in slots else 0 for slot in ctx.op.outputs}
+
+
+def _hidden(ctx, gates: int, activations: tuple[str, ...]) -> tuple[int, int]:
+    """(rows, D), checking X [rows, M], WeightX [M, gates D], WeightH [D, gates D]."""
+    _check_activations(ctx, activations)
     for slot in ("X", "WeightX", "WeightH"):
         check_float(ctx, slot)
     x, wx, wh = ctx.shape("X"), ctx.shape("WeightX"), ctx.shape("WeightH")
@@ -69,7 +78,7 @@ def _gru_infer(ctx):
 
 defop("fusion_gru", ["X", "H0?", "WeightX", "WeightH", "Bias?"], [*GRU_SCRATCH, "Hidden"],
       attrs={k: v for k, v in {**GRU_ATTRS, **FUSED_ATTRS}.items() if k != "is_test"}, infer=_gru_infer,
-      lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot == "Hidden" else 0 for slot in ctx.op.outputs})
+      lod_levels=_sequences("X", ("Hidden",)))
 
 
 def _lstm_infer(ctx):
@@ -80,14 +89,11 @@ def _lstm_infer(ctx):
 
 defop("fusion_lstm", ["X", "WeightX", "WeightH", "Bias", "H0?", "C0?"], ["Hidden", "Cell", *LSTM_SCRATCH],
       attrs={k: v for k, v in {**LSTM_ATTRS, **FUSED_ATTRS}.items() if k != "is_test"}, infer=_lstm_infer,
-      lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot in ("Hidden", "Cell") else 0
-                              for slot in ctx.op.outputs})
+      lod_levels=_sequences("X", ("Hidden", "Cell")))
 
 
 def _embedding_lstm_infer(ctx):
-    for name in ("gate_activation", "cell_activation", "candidate_activation"):
-        if ctx.attr(name) not in ACTIVATIONS:
-            ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+    _check_activations(ctx, ("gate_activation", "cell_activation", "candidate_activation"))
     check_float(ctx, "Embeddings")
     ids, table, wh = ctx.shape("Ids"), ctx.shape("Embeddings"), ctx.shape("WeightH")
     if wh is None or len(wh) != 2 or (min(wh) >= 0 and wh[1] != 4 * wh[0]):
@@ -101,14 +107,11 @@ def _embedding_lstm_infer(ctx):
 defop("fused_embedding_fc_lstm", ["Ids", "Embeddings", "WeightH", "Bias", "H0?", "C0?"],
       ["Hidden", "Cell", *(slot for slot in LSTM_SCRATCH if slot != "CheckedCell")],
       attrs={k: v for k, v in LSTM_ATTRS.items() if k != "is_test"} | {"use_seq": True}, infer=_embedding_lstm_infer,
-      lod_levels=lambda ctx: {slot: ctx.lod_level("Ids") if slot in ("Hidden", "Cell") else 0
-                              for slot in ctx.op.outputs})
+      lod_levels=_sequences("Ids", ("Hidden", "Cell")))
 
 
 def _attention_lstm_infer(ctx):
-    for name in ("gate_activation", "cell_activation", "candidate_activation"):
-        if ctx.attr(name) not in ACTIVATIONS:
-            ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+    _check_activations(ctx, ("gate_activation", "cell_activation", "candidate_activation"))
     check_float(ctx, "X")
     x, w, att = ctx.shape("X"), ctx.shape("LSTMWeight"), ctx.shape("AttentionWeight")
     if x is None or len(x) != 2:
@@ -126,13 +129,11 @@ defop("attention_lstm", ["X", "C0", "H0?", "AttentionWeight", "AttentionBias?", 
       ["Hidden", "Cell", "AttentionedX", "AttentionFCOut", "LSTMX", "LSTMOUT"],
       attrs={"gate_activation": "sigmoid", "cell_activation": "tanh", "candidate_activation": "tanh"},
       infer=_attention_lstm_infer,
-      lod_levels=lambda ctx: {slot: ctx.lod_level("X") if slot in ("Hidden", "Cell") else 0 for slot in ctx.op.outputs})
+      lod_levels=_sequences("X", ("Hidden", "Cell")))
 
 
 def _multi_gru_infer(ctx):
-    for name in ("gate_activation", "activation"):
-        if ctx.attr(name) not in ACTIVATIONS:
-            ctx.fail(f"{name} {ctx.attr(name)!r} is not one of {list(ACTIVATIONS[:-1])}")
+    _check_activations(ctx, ("gate_activation", "activation"))
     check_float(ctx, "X")
     layers, weights = ctx.attr("layers"), ctx.shapes("WeightH")
     if layers < 1 or len(ctx.op.input("WeightX")) != 2 * layers or len(weights) != 2 * layers:
