@@ -62,8 +62,9 @@ def _one_op(op: str, values, attrs: dict | None = None, out_shape=None, indices=
     return build
 
 
-def _second_order(first):
-    """loss2 = sum over the first gradients g of mean(g * w_g), w_g fed, of the program ``first()`` builds."""
+def _second_order(first, prefix: str = "w2"):
+    """loss2 = sum over the first gradients g of mean(g * w_g), w_g fed, of the program ``first()`` builds (its vars
+    named ``prefix``_...: apply it twice, with another prefix, for third derivatives)."""
     def build():
         case = first()
         program, feed = case["program"], dict(case["feed"])
@@ -71,16 +72,16 @@ def _second_order(first):
         terms = []
         for name, grad in zip(case["wrt"], gradc.gradients(program, case["loss"], case["wrt"])):
             shape = list(np.shape(case["params"].get(name, feed.get(name))))
-            weight, product, term = f"w2_{name}", f"w2_{name}_product", f"w2_{name}_mean"
+            weight, product, term = (f"{prefix}_{name}{part}" for part in ("", "_product", "_mean"))
             for var, var_shape in ((weight, shape), (product, shape), (term, [])):
                 block.create_var(var, var_shape, F64)
             feed[weight] = r.standard_normal(shape)
             block.append_op("elementwise_mul", {"X": [grad], "Y": [weight]}, {"Out": [product]}, {"axis": -1})
             block.append_op("reduce_mean", {"X": [product]}, {"Out": [term]}, {"reduce_all": True, "dim": []})
             terms.append(term)
-        block.create_var("loss2", [], F64)
-        block.append_op("sum", {"X": terms}, {"Out": ["loss2"]})
-        return {**case, "program": program, "feed": feed, "loss": "loss2"}
+        block.create_var(f"{prefix}_loss", [], F64)
+        block.append_op("sum", {"X": terms}, {"Out": [f"{prefix}_loss"]})
+        return {**case, "program": program, "feed": feed, "loss": f"{prefix}_loss"}
     return build
 
 
@@ -137,8 +138,9 @@ CASES += [_case("sparse_batch_norm_grad", _second_order(_fixture("strided_bn")))
 
 
 def _maxpool():
-    """mean(to_dense(maxpool(coo(val))) * r) over 12 sites of a [1, 4, 4, 4] grid, 2 channels, windows 2 x 2 x 2
-    with stride 1 (an entry is the maximum of several windows); values apart, so no window ties."""
+    """mean(to_dense(maxpool(coo(val)))^2 * r) over 12 sites of a [1, 4, 4, 4] grid, 2 channels, windows 2 x 2 x 2
+    with stride 1 (an entry is the maximum of several windows); values apart, so no window ties. The square makes
+    dout depend on val, so the second and third derivatives pass through maxpool_grad's dout."""
     def build():
         program = gradc.Program()
         block = program.global_block
@@ -147,7 +149,8 @@ def _maxpool():
         for name, value in feed.items():
             block.create_var(name, list(value.shape), I64 if name == "idx" else F64)
         block.create_var("x", [1, 4, 4, 4, 2], F64, type=gradc.VarType.SPARSE_COO)
-        block.create_var("y", [1, 3, 3, 3, 2], F64, type=gradc.VarType.SPARSE_COO)
+        for name in ("y", "y2"):
+            block.create_var(name, [1, 3, 3, 3, 2], F64, type=gradc.VarType.SPARSE_COO)
         for name in ("rulebook", "counter"):
             block.create_var(name, None, gradc.VarType.INT32)
         for name, dims in (("dense", [1, 3, 3, 3, 2]), ("product", [1, 3, 3, 3, 2]), ("loss", [])):
@@ -158,12 +161,13 @@ def _maxpool():
                                                           "counter": ["counter"]},
                         {"kernel_sizes": [2, 2, 2], "strides": [1, 1, 1], "paddings": [0, 0, 0],
                          "dilations": [1, 1, 1]})
-        block.append_op("sparse_to_dense", {"x": ["y"]}, {"out": ["dense"]})
+        block.append_op("sparse_square", {"x": ["y"]}, {"out": ["y2"]})
+        block.append_op("sparse_to_dense", {"x": ["y2"]}, {"out": ["dense"]})
         block.append_op("elementwise_mul", {"X": ["dense"], "Y": ["r"]}, {"Out": ["product"]}, {"axis": -1})
         block.append_op("reduce_mean", {"X": ["product"]}, {"Out": ["loss"]}, {"reduce_all": True, "dim": []})
         return {"program": program, "feed": feed, "params": {}, "loss": "loss", "wrt": ["val"]}
     return build
 
 
-CASES += [_case("sparse_maxpool", _maxpool())]
-REFUSED = [Case("sparse_maxpool_grad", {}, program=_second_order(_maxpool()))]
+CASES += [_case("sparse_maxpool", _maxpool()), _case("sparse_maxpool_grad", _second_order(_maxpool())),
+          _case("sparse_maxpool_grad_grad", _second_order(_second_order(_maxpool()), "w3"))]

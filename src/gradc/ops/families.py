@@ -313,7 +313,7 @@ FAMILIES = {
         "sparse_multiply_grad", "sparse_conv3d_grad", "sparse_softmax_grad", "sparse_divide_grad",
         "sparse_batch_norm_grad"),
     "sparse_matmul": ("sparse_matmul", "sparse_mv", "sparse_addmm", "sparse_masked_matmul"),
-    "sparse_pool": ("sparse_maxpool", "sparse_maxpool_grad"),
+    "sparse_pool": ("sparse_maxpool", "sparse_maxpool_grad", "sparse_maxpool_grad_grad"),
     "sparse_shape": ("sparse_reshape", "sparse_reshape_grad", "sparse_slice", "sparse_slice_grad", "sparse_sum",
         "sparse_sum_grad", "sparse_softmax", "sparse_softmax_grad"),
     "sparse_unary": ("sparse_abs", "sparse_acos", "sparse_acosh", "sparse_asin", "sparse_asinh", "sparse_atan",

@@ -3,13 +3,16 @@
 the input entries its pooling window holds, the output sites those of a plain sparse conv with kernel_sizes (sorted,
 row-major), the rulebook and counter as sparse_conv3d writes them. Its gradient sends dout[o] to every entry of o's
 window holding the maximum (all of them on a tie, as Paddle's); sparse_maxpool_grad (x, rulebook, counter, out,
-out@GRAD: sparse_backward.yaml's slots) has no maker of second derivatives."""
+out@GRAD: sparse_backward.yaml's slots) is linear in out@GRAD and flat in x and out (the maxima move with x only
+where they tie), so its derivative is its adjoint: gradc's own sparse_maxpool_grad_grad (Paddle has none; the slots
+of its yaml double grads) gives grad_out_grad[o] = the sum of grad_x_grad over o's maxima, and is differentiated by
+sparse_maxpool_grad again."""
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import AttrType, VarType
 from ..registry import defgrad, defop, grad_op, typed
+from .composite import Formula, first
 from .infer import check_float
 
 INTS = AttrType.INTS
@@ -35,13 +38,32 @@ def _maxpool_infer(ctx):
     return {"out": ([x[0], *dims, x[4]], ctx.dtype("x")), **rules}
 
 
-def _refused(g):
-    raise GradError("sparse_maxpool_grad: gradc does not differentiate it (a second derivative of sparse_maxpool): "
-                    "no maker of second derivatives yet")
+RULES = ("x", "rulebook", "counter", "out")
+
+
+def _grad_grad(g):
+    """d/d(out@GRAD) of sparse_maxpool_grad: grad_out_grad from its grad_x_grad (none for x and out)."""
+    f, ddx = Formula(g), first(g.OG("x@GRAD"))
+    if ddx is not None:
+        f.into(first(g.IG("out@GRAD")), "sparse_maxpool_grad_grad", {**{s: g.I(s) for s in RULES},
+                                                                     "grad_x_grad": ddx}, slot="grad_out_grad")
+    return f.ops
+
+
+def _grad_grad_grad(g):
+    """sparse_maxpool_grad_grad is sparse_maxpool_grad's adjoint, and so the other way round."""
+    f, dd = Formula(g), first(g.OG("grad_out_grad"))
+    if dd is not None:
+        f.into(first(g.IG("grad_x_grad")), "sparse_maxpool_grad", {**{s: g.I(s) for s in RULES}, "out@GRAD": dd},
+               slot="x@GRAD")
+    return f.ops
 
 
 defop("sparse_maxpool", ["x"], ["out", "rulebook", "counter"],
       attrs={name: typed([], INTS) for name in ("kernel_sizes", "paddings", "dilations", "strides")},
       infer=_maxpool_infer, no_grad_outputs=["rulebook", "counter"],
       grad=grad_op("x", "rulebook", "counter", "out"))
-defgrad("sparse_maxpool_grad", grad=_refused, no_grad_inputs=["rulebook", "counter"])
+defgrad("sparse_maxpool_grad", grad=_grad_grad, no_grad_inputs=list(RULES))
+defgrad("sparse_maxpool_grad_grad", inputs=[*RULES, "grad_x_grad"], outputs=["grad_out_grad"],
+        of="sparse_maxpool_grad", grad=_grad_grad_grad, no_grad_inputs=list(RULES),
+        infer=lambda ctx: {"grad_out_grad": (ctx.shape("out"), ctx.dtype("out"))})

@@ -112,3 +112,14 @@ def maxpool_grad(k):
     grad = np.zeros_like(x.values)
     np.add.at(grad, rulebook[1], np.where(held, dout.values[rulebook[2]], 0).astype(x.dtype))
     return {"x@GRAD": x.with_values(grad)}
+
+
+@kernel("sparse_maxpool_grad_grad")
+def maxpool_grad_grad(k):
+    """grad_out_grad[o] += grad_x_grad[i] for each rule (k, i, o) where x[i] is out[o]'s maximum: maxpool_grad's
+    adjoint."""
+    x, out, ddx, rulebook = coo(k, "x"), coo(k, "out"), coo(k, "grad_x_grad"), k.x("rulebook")
+    held = x.values[rulebook[1]] == out.values[rulebook[2]]
+    grad = np.zeros_like(out.values)
+    np.add.at(grad, rulebook[2], np.where(held, ddx.values[rulebook[1]], 0).astype(out.dtype))
+    return {"grad_out_grad": out.with_values(grad)}
