@@ -73,3 +73,68 @@ def training_weights(case: str) -> dict[int, np.ndarray]:
 # pir_unary's outputs whose training program Paddle's executor runs: the elementwise ones' gradients read the values
 # of to_dense_grad_sp's result, and Paddle's values_coo_sp crashes on it (docs/sparse.md)
 TRAINED = ("reshape", "sum", "softmax", "add_bias", "values")
+
+
+def csr_program(unrun: bool = False) -> dict:
+    """gradc's program of paddle.sparse's CSR API on a [3, 4] COO tensor x (val at idx, sorted: Paddle's coo_to_csr
+    is wrong for unsorted sites, docs/sparse.md; values in (0.1, 0.9)) and a dense d with zeros: to_sparse_csr of x
+    and of d, to_sparse_coo of that CSR tensor and of d, values and to_dense of the CSR tensor, and its elementwise
+    ops, relu, softmax, cast and isnan; with ``unrun``, the ops Paddle has no CPU kernel of instead: x times a [4, 2]
+    COO tensor w and their CSR tensors times each other, acos of x and acosh of x + 1, COO and CSR. program, feed,
+    fetch (dense tensors; names are the fetched vars)."""
+    from gradc.ops.sparse_unary import ON_VALUES
+
+    rng = np.random.default_rng(23)
+    feed = {"idx": np.array([[0, 0, 1, 1, 2, 2, 2], [1, 3, 0, 2, 0, 1, 3]], np.int64),
+            "val": rng.uniform(0.1, 0.9, 7).astype(np.float32)}
+    if unrun:
+        feed |= {"w_idx": np.array([[0, 2, 1, 3, 2], [1, 0, 1, 0, 1]], np.int64),
+                 "w_val": rng.standard_normal(5).astype(np.float32)}
+    else:
+        feed["d"] = np.where(rng.random((3, 4)) < 0.4, 0, rng.standard_normal((3, 4))).astype(np.float32)
+    program = gradc.Program()
+    block = program.global_block
+    for name, value in feed.items():
+        block.create_var(name, list(value.shape), gradc.ir.to_var_type(value.dtype))
+    fetch = []
+
+    def op(type_: str, inputs: dict, out: str, shape, layout=VarType.DENSE_TENSOR, attrs=None) -> str:
+        block.create_var(out, shape, VarType.FP32, type=layout)
+        block.append_op(type_, {slot: [name] for slot, name in inputs.items()}, {"out": [out]}, attrs or {})
+        if layout == VarType.DENSE_TENSOR:
+            fetch.append(out)
+        return out
+
+    def dense(sparse: str) -> str:
+        return op("sparse_to_dense", {"x": sparse}, f"{sparse}_dense", [3, 4])
+
+    coo, csr = VarType.SPARSE_COO, VarType.SPARSE_CSR
+    x = op("sparse_sparse_coo_tensor", {"values": "val", "indices": "idx"}, "x", [3, 4], coo, {"shape": [3, 4]})
+    x_csr = op("sparse_to_sparse_csr", {"x": x}, "x_csr", [3, 4], csr)
+    plus_1 = {"scale": 1.0, "bias": 1.0, "bias_after_scale": True}   # acosh's domain
+    if unrun:
+        w = op("sparse_sparse_coo_tensor", {"values": "w_val", "indices": "w_idx"}, "w", [4, 2], coo, {"shape": [4, 2]})
+        w_csr = op("sparse_to_sparse_csr", {"x": w}, "w_csr", [4, 2], csr)
+        op("sparse_to_dense", {"x": op("sparse_matmul", {"x": x, "y": w}, "xw", [3, 2], coo)}, "xw_dense", [3, 2])
+        op("sparse_to_dense", {"x": op("sparse_matmul", {"x": x_csr, "y": w_csr}, "xw_csr", [3, 2], csr)},
+           "xw_csr_dense", [3, 2])
+        for v, layout in ((x, coo), (x_csr, csr)):
+            dense(op("sparse_acos", {"x": v}, f"{v}_acos", [3, 4], layout))
+            shifted = op("sparse_scale", {"x": v}, f"{v}_plus_1", [3, 4], layout, plus_1)
+            dense(op("sparse_acosh", {"x": shifted}, f"{v}_acosh", [3, 4], layout))
+        return {"program": program, "feed": feed, "fetch": fetch}
+    dense(x_csr)
+    d_csr = op("sparse_to_sparse_csr", {"x": "d"}, "d_csr", [3, 4], csr)
+    op("sparse_values", {"x": d_csr}, "d_values", [-1])
+    dense(op("sparse_to_sparse_coo", {"x": d_csr}, "d_coo", [3, 4], coo, {"sparse_dim": 2}))
+    op("sparse_values", {"x": op("sparse_to_sparse_coo", {"x": "d"}, "d_coo1", [3, 4], coo, {"sparse_dim": 1})},
+       "d_coo1_values", [-1, 4])
+    attrs = {"sparse_leaky_relu": {"alpha": 0.1}, "sparse_pow": {"factor": 2.5}, "sparse_softmax": {"axis": -1},
+             "sparse_scale": {"scale": -2.0, "bias": 0.5, "bias_after_scale": False},
+             "sparse_cast": {"index_dtype": int(VarType.INT32), "value_dtype": int(VarType.FP64)}}
+    ran = [op for op in ON_VALUES if op not in ("sparse_acos", "sparse_acosh")]
+    for unary in (*ran, "sparse_relu", "sparse_softmax", "sparse_cast", "sparse_isnan"):
+        dense(op(unary, {"x": x_csr}, f"x_{unary}", [3, 4], csr, attrs.get(unary)))
+    block.vars["x_sparse_cast_dense"].dtype = block.vars["x_sparse_cast"].dtype = VarType.FP64
+    block.vars["x_sparse_isnan_dense"].dtype = block.vars["x_sparse_isnan"].dtype = VarType.BOOL
+    return {"program": program, "feed": feed, "fetch": fetch}

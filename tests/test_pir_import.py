@@ -214,7 +214,9 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     (Paddle aborts in them), and the grads multiply_coo_coo_grad_sp, divide_coo_coo_grad_sp and transpose_coo_grad_sp
     (tests/test_sparse_pir_ops.py), and the products and pooling no Paddle static program of which runs or builds:
     matmul_coo/csr_dense_sp, mv_csr_sp, addmm_csr_dense_sp, masked_matmul_sp (tests/test_sparse_matmul.py checks
-    Paddle's mv_coo_sp and addmm_coo_dense_sp), maxpool_sp and maxpool_grad_sp (tests/test_sparse_maxpool.py).
+    Paddle's mv_coo_sp and addmm_coo_dense_sp), maxpool_sp and maxpool_grad_sp (tests/test_sparse_maxpool.py); the CSR
+    ops and conversions, products of two sparse tensors, acos and acosh are in the files Paddle wrote back of gradc's
+    (sparse_tensor/pir_csr: model.json it ran, unrun.json it has no CPU kernel of).
     Import alone reads the PIR programs
     Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
     (tests/data/paddle/pir_gpu_only). Dy2static's list ops (array_pop, slice_array, slice_array_dense) are in
@@ -238,7 +240,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [(PIR_DATA.parent / "sparse_tensor" / case / name).read_bytes()   # paddle.sparse's ops and grads
               for case in ("pir_jit", "pir_unary") for name in ("model.json", "train.json")]
     files += [(PIR_DATA.parent / "sparse_tensor" / case / "model.json").read_bytes()
-              for case in ("pir_binary", "pir_int_args", "pir_products")]
+              for case in ("pir_binary", "pir_int_args", "pir_products", "pir_csr")]
+    files.append((PIR_DATA.parent / "sparse_tensor" / "pir_csr" / "unrun.json").read_bytes())   # no CPU kernel
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "fp8").glob("*/program.json")]   # the float8 ops
     files += [path.read_bytes() for path in (PIR_DATA.parent / "gpu_inference").glob("*/program.json")]

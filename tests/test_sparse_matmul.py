@@ -67,3 +67,43 @@ def test_matmul_and_masked_matmul_are_the_dense_products(lead, csr):
     a, b = rng.standard_normal((*lead, 3, 5)), rng.standard_normal((*lead, 5, 4))
     masked = _run("sparse_masked_matmul", x, {"x": a, "y": b}, csr, VarType.SPARSE_CSR if csr else VarType.SPARSE_COO)
     np.testing.assert_allclose(as_dense(masked), np.where(x.to_dense() != 0, a @ b, 0), rtol=1e-12)
+
+
+def _sparse_product(x: SparseCoo, y: SparseCoo, csr: bool):
+    """sparse_matmul of the sparse tensors x and y (both CSR when ``csr``)."""
+    program, feed = gradc.Program(), {}
+    block = program.global_block
+    operands = []
+    for name, value in (("x", x), ("y", y)):
+        feed |= {f"{name}_val": value.values, f"{name}_idx": value.indices}
+        block.create_var(f"{name}_val", list(value.values.shape), VarType.FP64)
+        block.create_var(f"{name}_idx", list(value.indices.shape), VarType.INT64)
+        block.create_var(name, list(value.shape), VarType.FP64, type=VarType.SPARSE_COO)
+        block.append_op("sparse_sparse_coo_tensor", {"values": [f"{name}_val"], "indices": [f"{name}_idx"]},
+                        {"out": [name]}, {"shape": list(value.shape)})
+        if csr:
+            block.create_var(f"{name}_csr", list(value.shape), VarType.FP64, type=VarType.SPARSE_CSR)
+            block.append_op("sparse_to_sparse_csr", {"x": [name]}, {"out": [f"{name}_csr"]})
+        operands.append(f"{name}_csr" if csr else name)
+    block.create_var("out", None, VarType.FP64, type=VarType.SPARSE_CSR if csr else VarType.SPARSE_COO)
+    block.append_op("sparse_matmul", {"x": [operands[0]], "y": [operands[1]]}, {"out": ["out"]})
+    return gradc.Executor().run(program, feed, ["out"])[0]
+
+
+@pytest.mark.parametrize("csr", [False, True])
+@pytest.mark.parametrize("lead", [(), (2,)])
+def test_a_product_of_two_sparse_tensors_is_sparse_on_its_structures_sites(lead, csr):
+    rng = np.random.default_rng(11)
+    x, y = random_coo(rng, 6, (*lead, 3, 5), 1), random_coo(rng, 7, (*lead, 5, 4), 1)
+    x, y = (SparseCoo(t.indices, t.values[:, 0], t.shape[:-1]) for t in (x, y))
+    # an entry x holds as 0 still reaches its sites (cuSPARSE's SpGEMM, which Paddle's GPU kernel calls, is structural)
+    x = SparseCoo(np.concatenate([x.indices, [*[[0]] * len(lead), [2], [4]]], 1), np.append(x.values, 0.0), x.shape)
+    y = SparseCoo(np.concatenate([y.indices, [*[[0]] * len(lead), [4], [3]]], 1), np.append(y.values, 1.0), y.shape)
+    out = _sparse_product(x, y, csr)
+    assert type(out).__name__ == ("SparseCsr" if csr else "SparseCoo")
+    dense_x, dense_y = x.to_dense(), y.to_dense()
+    np.testing.assert_allclose(out.to_dense(), dense_x @ dense_y, rtol=1e-12)
+    held_x, held_y = (SparseCoo(t.indices, np.ones(t.nnz), t.shape).to_dense() for t in (x, y))
+    structure = (held_x @ held_y) > 0
+    coo = out.to_coo() if csr else out
+    np.testing.assert_array_equal(coo.indices, np.stack(np.nonzero(structure)))   # sorted, each site once

@@ -1,14 +1,18 @@
 """paddle.sparse.matmul, masked_matmul, mv and addmm with a COO or CSR x (Paddle's matmul_coo_dense,
-matmul_csr_dense, masked_matmul, mv_coo/csr, addmm_coo/csr_dense kernels), as Paddle 3.3.1's legacy OpProtos have
-them. Paddle's PIR mode builds mv and addmm (matmul fails its dtype check) but has no CPU kernel of any of them
+matmul_csr_dense, matmul_coo_coo, matmul_csr_csr, masked_matmul, mv_coo/csr, addmm_coo/csr_dense kernels), as Paddle
+3.3.1's legacy OpProtos have them. Paddle's PIR mode builds mv and addmm (matmul fails its dtype check) but has no CPU kernel of any of them
 (docs/sparse.md), so they are checked against dense numpy and central differences. The results are dense, but for
-masked_matmul's: x @ y at mask's sites, on them. A batch ([batch, rows, cols]) multiplies matrix by matrix.
+masked_matmul's: x @ y at mask's sites, on them, and matmul's of two sparse tensors (COO by COO, CSR by CSR): a
+tensor of their layout on the sites the product's structure reaches (i, j where some k has x's (i, k) and y's (k, j)
+entries; sorted), as cuSPARSE's SpGEMM that Paddle's GPU kernel calls. A batch ([batch, rows, cols]) multiplies
+matrix by matrix.
 
-    matmul: out = dense(x) @ y                 mv: out = dense(x) @ vec
+    matmul: out = dense(x) @ y (at out's sites for a sparse y)          mv: out = dense(x) @ vec
     addmm:  out = beta input + alpha dense(x) @ y        masked_matmul: out = (x @ y) at mask's sites
 
 Their gradients are written with differentiable ops (x densified by sparse_to_dense, whose adjoint reads a gradient
-back at x's sites; masked_matmul's result read at mask's by that adjoint), so every order follows.
+back at x's sites; masked_matmul's and a sparse product's result read at mask's or out's sites by that adjoint), so
+every order follows: a sparse product's dx and dy are on x's and y's sites (the gradients of their values).
 """
 
 from __future__ import annotations
@@ -41,7 +45,12 @@ def _matmul(f, x: str, y: str, like: str, dims=None) -> str:
 
 @expansion
 def _matmul_grad(f, g):
-    return {"out": _matmul(f, _dense(f, g, "x"), first(g.I("y")), first(g.O("out")))}
+    y, out = first(g.I("y")), first(g.O("out"))
+    if g.block.find_var(y).type in (VarType.SPARSE_COO, VarType.SPARSE_CSR):   # the product at out's own sites
+        product = _matmul(f, _dense(f, g, "x"), _dense(f, g, "y"), out)
+        g.block.find_var(product).type = VarType.DENSE_TENSOR
+        return {"out": f.op("sparse_to_dense_grad", {"x": out, "out@GRAD": product}, out, slot="x@GRAD")}
+    return {"out": _matmul(f, _dense(f, g, "x"), y, out)}
 
 
 @expansion

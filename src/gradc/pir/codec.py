@@ -69,16 +69,22 @@ def decode_type(data, depth: int = 0):
     raise CodecError(f"unknown type '{data[schema.ID]}'")
 
 
+# where a sparse type's D holds its layout: COO [element, dims, non-zero dims, layout, indices, values], CSR
+# [element, dims, layout, crows, cols, values] (Paddle's serialize_utils.h)
+_SPARSE_LAYOUT_AT = {"t_sparse_coo_tensor": 3, "t_sparse_csr_tensor": 2}
+
+
 def _sparse_type(kind: str, body) -> TensorType:
     """A sparse type as a TensorType of its element type, dims and layout (Paddle writes the rest from those)."""
     if not isinstance(body, list) or len(body) != 6 or not isinstance(body[1], list) or \
             not all(_is_int(d) for d in body[1]):
-        raise CodecError(f"type {kind} needs D = [element type, dims, non-zero dims, layout, indices' type, values' "
-                         f"type], got {body!r:.80}")
+        parts = "non-zero dims, layout, indices' type" if kind == "t_sparse_coo_tensor" else \
+            "layout, crows' type, cols' type"
+        raise CodecError(f"type {kind} needs D = [element type, dims, {parts}, values' type], got {body!r:.80}")
     element = _kind(body[0], f"element type of {kind}")
     if element not in schema.ELEMENT_TYPES:
         raise CodecError(f"unknown element type '{element}' in {kind}")
-    return TensorType(kind, schema.ELEMENT_TYPES[element], tuple(body[1]), str(body[3]))
+    return TensorType(kind, schema.ELEMENT_TYPES[element], tuple(body[1]), str(body[_SPARSE_LAYOUT_AT[kind]]))
 
 
 def encode_type(type_) -> dict:
@@ -93,6 +99,9 @@ def encode_type(type_) -> dict:
     element = {schema.ID: "0." + schema.ELEMENT_TYPE_NAMES[type_.dtype]}
     if type_.kind in schema.SPARSE_TYPES:   # its indices' and values' types as Paddle writes them: undefined tensors
         part = {schema.ID: "0.t_dtensor", schema.DATA: [element, [], "Undefined(AnyLayout)", [], 0]}
+        if type_.kind == "t_sparse_csr_tensor":
+            return {schema.ID: f"1.{type_.kind}", schema.DATA: [element, list(type_.dims), type_.layout, part, part,
+                                                                part]}
         return {schema.ID: f"1.{type_.kind}", schema.DATA: [element, list(type_.dims), [], type_.layout, part, part]}
     data = [element, list(type_.dims), type_.layout]
     if type_.kind != "t_dense_tensor_array":

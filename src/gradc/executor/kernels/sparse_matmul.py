@@ -1,10 +1,11 @@
 """Kernels of sparse_matmul, sparse_mv, sparse_addmm and sparse_masked_matmul (gradc.ops.sparse_matmul): the dense
-products of x's tensor; masked_matmul's read at mask's sites."""
+products of x's tensor; masked_matmul's read at mask's sites, a product of two sparse tensors at its structure's."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..sparse_value import SparseCoo, SparseCsr, csr_of
 from . import kernel
 from .sparse import sites, sparse
 
@@ -23,7 +24,29 @@ def _product(x: np.ndarray, y: np.ndarray, name: str) -> np.ndarray:
     return np.matmul(x, y).astype(y.dtype)
 
 
-kernel("sparse_matmul")(lambda k: {"out": _product(_dense_x(k), k.x("y"), "sparse_matmul")})
+def _held(x: SparseCoo | SparseCsr) -> np.ndarray:
+    """1 where x holds an entry, else 0 (its structure, whatever the values)."""
+    return x.with_values(np.ones(x.nnz)).to_dense() != 0
+
+
+@kernel("sparse_matmul")
+def matmul(k):
+    y = k.x("y")
+    if not isinstance(y, (SparseCoo, SparseCsr)):
+        return {"out": _product(_dense_x(k), y, "sparse_matmul")}
+    x = sparse(k, "x")
+    if any(isinstance(v, SparseCoo) and v.sparse_dim != len(v.shape) for v in (x, y)):
+        raise ValueError(f"sparse_matmul of two sparse tensors needs COO tensors with every dim sparse (no channels): "
+                         f"x {x!r}, y {y!r}")
+    if type(x) is not type(y) or len(y.shape) != len(x.shape):
+        raise ValueError(f"sparse_matmul multiplies a sparse y by an x of its layout and rank (Paddle's COO by COO, "
+                         f"CSR by CSR): x {x!r}, y {y!r}")
+    product = _product(_dense_x(k), y.to_dense(), "sparse_matmul")
+    structure = np.matmul(_held(x).astype(np.int64), _held(y).astype(np.int64)) > 0
+    out = SparseCoo(np.stack(np.nonzero(structure)).astype(np.int64), product[structure], product.shape)
+    return {"out": csr_of(out) if isinstance(y, SparseCsr) else out}
+
+
 kernel("sparse_mv")(lambda k: {"out": _product(_dense_x(k), k.x("vec"), "sparse_mv")})
 
 

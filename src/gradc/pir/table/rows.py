@@ -50,6 +50,7 @@ from . import (
     scans_rows,
     shape_rows,
     signal_rows,
+    sparse_csr_rows,
     sparse_rows,
     special,
     special_math_rows,
@@ -105,8 +106,8 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + deform_conv_rows.ROWS + detection_rows.ROWS + yolo_loss_rows.ROWS + signal_rows.ROWS + graph_rows.ROWS
                + static_nn_rows.ROWS + incubate_rows.ROWS + quant_rows.ROWS + complex_fft_rows.ROWS + pylayer_rows.ROWS
                + tensor_api_rows.ROWS + translated_rows.ROWS + extra_math_rows.ROWS + linalg_extra_rows.ROWS
-               + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + fused_llm_rows.ROWS
-               + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
+               + random_dist_rows.ROWS + detection_v1_rows.ROWS + sparse_rows.ROWS + sparse_csr_rows.ROWS
+               + fused_llm_rows.ROWS + llm_attention_rows.ROWS + fused_transformer_rows.ROWS + ms_deform_attn_rows.ROWS
                + pointnet2_rows.ROWS + voxelize_rows.ROWS + bev_pool_rows.ROWS + rotated_boxes_rows.ROWS
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + tensor_inplace_rows.ROWS
                + compat_rows.ROWS + flash_attention_rows.ROWS + gpu_build_rows.ROWS + fp8_rows.ROWS

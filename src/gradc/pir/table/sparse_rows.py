@@ -18,7 +18,7 @@ BATCH_NORM = ("is_test:bool momentum:f32 epsilon:f32 data_format=data_layout:str
 
 def _dense_y(legacy, exporter) -> bool:
     var = exporter.var(legacy.input("y")[0])
-    return var is None or var.type != VarType.SPARSE_COO
+    return var is None or var.type not in (VarType.SPARSE_COO, VarType.SPARSE_CSR)
 
 
 # PIR's slice takes axes as an attribute only (a Tensor of axes crashes Paddle's builder), starts and ends as operands
@@ -29,10 +29,14 @@ def _csr_x(legacy, exporter) -> bool:
 
 
 def _by_layout(pir: str, legacy: str, operands: str, attrs: str = "") -> list:
-    """The rows of a legacy op PIR names by x's layout (matmul_coo_dense_sp, matmul_csr_dense_sp)."""
+    """The rows of a legacy op PIR names by x's layout (matmul_coo_dense_sp, matmul_csr_dense_sp), y dense (a sparse
+    y is sparse_csr_rows' matmul_coo_coo_sp or matmul_csr_csr_sp)."""
+    def dense(legacy, exporter) -> bool:
+        return "y" not in legacy.inputs or _dense_y(legacy, exporter)
     return [row(f"pd_op.{pir.format('coo')}", legacy, operands, "out:out", attrs,
-                when=lambda legacy, exporter: not _csr_x(legacy, exporter)),
-            row(f"pd_op.{pir.format('csr')}", legacy, operands, "out:out", attrs, when=_csr_x)]
+                when=lambda legacy, exporter: not _csr_x(legacy, exporter) and dense(legacy, exporter)),
+            row(f"pd_op.{pir.format('csr')}", legacy, operands, "out:out", attrs,
+                when=lambda legacy, exporter: _csr_x(legacy, exporter) and dense(legacy, exporter))]
 
 
 ADD_GRAD, ADD_GRADS = "x:x y:y out_grad:out@GRAD", "x_grad:x@GRAD y_grad:y@GRAD"
@@ -42,7 +46,7 @@ UNARY_ATTRS = {"sparse_leaky_relu": "alpha:f32", "sparse_pow": "factor:f32",
 
 ROWS = [
     *(row(f"pd_op.{op.removeprefix('sparse_')}_coo_sp", op, "x:x", "out:out", UNARY_ATTRS.get(op, ""))
-      for op in ON_VALUES if op not in ("sparse_acos", "sparse_acosh")),   # paddle.sparse has neither: nor has PIR
+      for op in ON_VALUES),   # acos and acosh too: PIR registers them, though paddle.sparse has neither
     row("pd_op.sparse_coo_tensor_sp", "sparse_sparse_coo_tensor", "values:values indices:indices", "out:out",
         "shape:i64s"),
     row("pd_op.conv3d_sp", "sparse_conv3d", "x:x kernel:kernel", "out:out rulebook:rulebook counter:counter", CONV),

@@ -1,0 +1,48 @@
+"""Rows: paddle.sparse's CSR forms and conversions as Paddle 3.3.1's PIR names them (its pd_op.*_sp op definitions,
+which it registers though its builders of the conversions crash: docs/sparse.md). One legacy op (sparse_to_dense,
+sparse_relu, ...) takes COO and CSR tensors, so export picks the row by x's layout; the COO rows are the fallback.
+A product of two sparse tensors is matmul_coo_coo_sp or matmul_csr_csr_sp."""
+
+from __future__ import annotations
+
+from ...ir import VarType
+from ...ops.sparse_unary import ON_VALUES
+from . import row
+from .sparse_rows import UNARY_ATTRS
+
+
+def _x_is(*layouts):
+    """``when``: x's var is of one of ``layouts`` (a var PIR does not know counts as dense)."""
+    def when(legacy, exporter) -> bool:
+        var = exporter.var(legacy.input("x")[0])
+        return (var.type if var is not None else VarType.DENSE_TENSOR) in layouts
+    return when
+
+
+def _both_sparse(layout):
+    def when(legacy, exporter) -> bool:
+        return all((var := exporter.var(legacy.input(slot)[0])) is not None and var.type == layout
+                   for slot in ("x", "y"))
+    return when
+
+
+CSR, COO, DENSE = VarType.SPARSE_CSR, VarType.SPARSE_COO, VarType.DENSE_TENSOR
+ON_CSR = _x_is(CSR)
+
+ROWS = [
+    row("pd_op.dense_to_coo_sp", "sparse_to_sparse_coo", "x:x", "out:out", "sparse_dim:i64", when=_x_is(DENSE)),
+    row("pd_op.csr_to_coo_sp", "sparse_to_sparse_coo", "x:x", "out:out", "sparse_dim:i64", when=ON_CSR),
+    row("pd_op.dense_to_csr_sp", "sparse_to_sparse_csr", "x:x", "out:out", when=_x_is(DENSE)),
+    row("pd_op.coo_to_csr_sp", "sparse_to_sparse_csr", "x:x", "out:out", when=_x_is(COO)),
+    row("pd_op.csr_to_dense_sp", "sparse_to_dense", "x:x", "out:out", when=ON_CSR),
+    row("pd_op.values_csr_sp", "sparse_values", "x:x", "out:out", when=ON_CSR),
+    row("pd_op.relu_csr_sp", "sparse_relu", "x:x", "out:out", when=ON_CSR),
+    row("pd_op.softmax_csr_sp", "sparse_softmax", "x:x", "out:out", "axis:i32=-1", when=ON_CSR),
+    row("pd_op.cast_csr_sp", "sparse_cast", "x:x", "out:out", "index_dtype:dtype=-1 value_dtype:dtype=-1",
+        when=ON_CSR),
+    row("pd_op.isnan_csr_sp", "sparse_isnan", "x:x", "out:out", when=ON_CSR),
+    *(row(f"pd_op.{op.removeprefix('sparse_')}_csr_sp", op, "x:x", "out:out", UNARY_ATTRS.get(op, ""), when=ON_CSR)
+      for op in ON_VALUES),
+    row("pd_op.matmul_coo_coo_sp", "sparse_matmul", "x:x y:y", "out:out", when=_both_sparse(COO)),
+    row("pd_op.matmul_csr_csr_sp", "sparse_matmul", "x:x y:y", "out:out", when=_both_sparse(CSR)),
+]
