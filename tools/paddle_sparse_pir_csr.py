@@ -4,12 +4,13 @@ builders cannot write (`_C_ops.sparse_to_sparse_csr` of a Value crashes them: do
     /path/to/paddle/python tools/paddle_sparse_pir_csr.py tests/data/paddle/sparse_tensor/pir_csr
 
 gradc writes tests/sparse_fixtures.py's csr_program (conversions dense/COO -> CSR -> COO, dense -> COO, values,
-to_dense and every elementwise op of a CSR tensor) as PIR; Paddle's deserialize_pir_program reads it (each op's operand,
-result and attribute names, from Paddle's op definitions, are printed against the ones gradc wrote, and must agree),
-serialize_pir_program writes it back (model.json: the ops as Paddle writes them) and its Executor runs it on the CPU
-(expected.npz: every fetched tensor). The unrun program (matmul of two COO and of two CSR tensors, acos and acosh)
-is only loaded, checked by name and written back (unrun.json): Paddle has no CPU kernel of them. Last it prints
-what Paddle's dygraph to_sparse_csr and to_dense make of a COO tensor with unsorted and repeated sites (both wrong: docs/sparse.md).
+to_dense and every elementwise op of a CSR tensor) as PIR; Paddle's deserialize_pir_program reads it (each op's
+operand, result and attribute names, from Paddle's op definitions, are printed against the ones gradc wrote, and
+must agree), serialize_pir_program writes it back (model.json: the ops as Paddle writes them) and its Executor runs
+it on the CPU (expected.npz: every fetched tensor). The unrun program (matmul of two COO and of two CSR tensors,
+acos and acosh) is only loaded, checked by name and written back (unrun.json): Paddle has no CPU kernel of them.
+Last it prints what Paddle's dygraph to_sparse_csr and to_dense make of a COO tensor with unsorted and repeated
+sites (both wrong: docs/sparse.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Cases for gradc.ops.sparse_matmul (matmul, mv, addmm, masked_matmul): mean(dense(op(...)) * r) of a COO tensor made
-of fed values at fixed sites (unsorted, one repeated), or its CSR tensor, times fed dense operands (or, for matmul, a
-second sparse tensor of x's layout: its values fed, at Y_SITES), in 2-D and in a batch of 2; against central
-differences in every fed float input (but the mask's values, which masked_matmul does not read), and second derivatives through the backward as tests/gradcheck_cases/sparse.py does them. Paddle 3.3.1
-has no CPU kernel of these ops (docs/sparse.md)."""
+of fed values at fixed sites (unsorted, one repeated), or its CSR tensor, times fed dense operands (or, for matmul,
+a second sparse tensor of x's layout: its values fed, at Y_SITES), in 2-D and in a batch of 2; against central
+differences in every fed float input (but the mask's values, which masked_matmul does not read), and second
+derivatives through the backward as tests/gradcheck_cases/sparse.py does them. Paddle 3.3.1 has no CPU kernel of
+these ops (docs/sparse.md)."""
 
 import numpy as np
 

@@ -1,11 +1,11 @@
-"""paddle.sparse.matmul, masked_matmul, mv and addmm with a COO or CSR x (Paddle's matmul_coo_dense,
-matmul_csr_dense, matmul_coo_coo, matmul_csr_csr, masked_matmul, mv_coo/csr, addmm_coo/csr_dense kernels), as Paddle
-3.3.1's legacy OpProtos have them. Paddle's PIR mode builds mv and addmm (matmul fails its dtype check) but has no
-CPU kernel of any of them (docs/sparse.md), so they are checked against dense numpy and central differences. The results are dense, but for
-masked_matmul's: x @ y at mask's sites, on them, and matmul's of two sparse tensors (COO by COO, CSR by CSR): a
-tensor of their layout on the sites the product's structure reaches (i, j where some k has x's (i, k) and y's (k, j)
-entries; sorted), as cuSPARSE's SpGEMM that Paddle's GPU kernel calls. A batch ([batch, rows, cols]) multiplies
-matrix by matrix.
+"""paddle.sparse.matmul, masked_matmul, mv and addmm with a COO or CSR x (Paddle's matmul_coo_dense, matmul_csr_dense,
+matmul_coo_coo, matmul_csr_csr, masked_matmul, mv_coo/csr, addmm_coo/csr_dense kernels), as Paddle 3.3.1's legacy
+OpProtos have them. Paddle's PIR mode builds mv and addmm (matmul fails its dtype check) but has no CPU kernel of
+any of them (docs/sparse.md), so they are checked against dense numpy and central differences. The results are
+dense, but for masked_matmul's: x @ y at mask's sites, on them, and matmul's of two sparse tensors (COO by COO, CSR
+by CSR): a tensor of their layout on the sites the product's structure reaches (i, j where some k has x's (i, k) and
+y's (k, j) entries; sorted), as cuSPARSE's SpGEMM that Paddle's GPU kernel calls. A batch ([batch, rows, cols])
+multiplies matrix by matrix.
 
     matmul: out = dense(x) @ y (at out's sites for a sparse y)          mv: out = dense(x) @ vec
     addmm:  out = beta input + alpha dense(x) @ y        masked_matmul: out = (x @ y) at mask's sites
