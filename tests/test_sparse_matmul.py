@@ -69,8 +69,8 @@ def test_matmul_and_masked_matmul_are_the_dense_products(lead, csr):
     np.testing.assert_allclose(as_dense(masked), np.where(x.to_dense() != 0, a @ b, 0), rtol=1e-12)
 
 
-def _sparse_product(x: SparseCoo, y: SparseCoo, csr: bool):
-    """sparse_matmul of the sparse tensors x and y (both CSR when ``csr``)."""
+def _sparse_product(x: SparseCoo, y: SparseCoo, csr: bool, y_csr: bool | None = None):
+    """sparse_matmul of the sparse tensors x and y (both CSR when ``csr``; y's layout ``y_csr`` when given)."""
     program, feed = gradc.Program(), {}
     block = program.global_block
     operands = []
@@ -81,10 +81,11 @@ def _sparse_product(x: SparseCoo, y: SparseCoo, csr: bool):
         block.create_var(name, list(value.shape), VarType.FP64, type=VarType.SPARSE_COO)
         block.append_op("sparse_sparse_coo_tensor", {"values": [f"{name}_val"], "indices": [f"{name}_idx"]},
                         {"out": [name]}, {"shape": list(value.shape)})
-        if csr:
+        as_csr = csr if name == "x" or y_csr is None else y_csr
+        if as_csr:
             block.create_var(f"{name}_csr", list(value.shape), VarType.FP64, type=VarType.SPARSE_CSR)
             block.append_op("sparse_to_sparse_csr", {"x": [name]}, {"out": [f"{name}_csr"]})
-        operands.append(f"{name}_csr" if csr else name)
+        operands.append(f"{name}_csr" if as_csr else name)
     block.create_var("out", None, VarType.FP64, type=VarType.SPARSE_CSR if csr else VarType.SPARSE_COO)
     block.append_op("sparse_matmul", {"x": [operands[0]], "y": [operands[1]]}, {"out": ["out"]})
     return gradc.Executor().run(program, feed, ["out"])[0]
@@ -107,3 +108,25 @@ def test_a_product_of_two_sparse_tensors_is_sparse_on_its_structures_sites(lead,
     structure = (held_x @ held_y) > 0
     coo = out.to_coo() if csr else out
     np.testing.assert_array_equal(coo.indices, np.stack(np.nonzero(structure)))   # sorted, each site once
+
+
+def test_a_product_of_a_coo_and_a_csr_tensor_is_refused_naming_the_op():
+    x, y = (SparseCoo(np.array([[0, 1], [1, 0]]), np.ones(2), (2, 2)) for _ in range(2))
+    with pytest.raises(gradc.errors.ExecutionError, match=r"\(sparse_matmul\).*of its layout and rank"):
+        _sparse_product(x, y, csr=False, y_csr=True)
+
+
+def test_addmm_of_two_sparse_tensors_is_refused():
+    """Paddle 3.3.1 declares addmm_coo_coo but registers no kernel of it (CPU or GPU)."""
+    program = gradc.Program()
+    block = program.global_block
+    feed = {"val": np.ones(2), "idx": np.array([[0, 1], [1, 0]]), "input": np.zeros((2, 2))}
+    for name, value in feed.items():
+        block.create_var(name, list(value.shape), gradc.ir.to_var_type(value.dtype))
+    block.create_var("x", [2, 2], VarType.FP64, type=VarType.SPARSE_COO)
+    block.append_op("sparse_sparse_coo_tensor", {"values": ["val"], "indices": ["idx"]}, {"out": ["x"]},
+                    {"shape": [2, 2]})
+    block.create_var("out", [2, 2], VarType.FP64)
+    block.append_op("sparse_addmm", {"input": ["input"], "x": ["x"], "y": ["x"]}, {"out": ["out"]})
+    with pytest.raises(gradc.errors.ExecutionError, match=r"\(sparse_addmm\).*takes a dense y"):
+        gradc.Executor().run(program, feed, ["out"])

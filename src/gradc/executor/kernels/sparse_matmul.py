@@ -18,6 +18,8 @@ def _dense_x(k) -> np.ndarray:
 
 
 def _product(x: np.ndarray, y: np.ndarray, name: str) -> np.ndarray:
+    if isinstance(y, (SparseCoo, SparseCsr)):   # Paddle declares addmm_coo_coo and _csr_csr but has no kernel of them
+        raise ValueError(f"{name} takes a dense y (vec, input), not a sparse {y!r}")
     if x.shape[-1] != y.shape[0 if y.ndim == 1 else -2]:
         raise ValueError(f"{name} needs x's columns ({x.shape[-1]}) to match y's rows: x {list(x.shape)}, "
                          f"y {list(y.shape)}")
