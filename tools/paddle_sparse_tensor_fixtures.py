@@ -131,21 +131,36 @@ class Second(paddle.nn.Layer):
         return self.head(paddle.reshape(dense, [0, -1, 3, 3]))
 
 
+class Planar(paddle.nn.Layer):
+    """paddle.sparse.nn's 2-D layers on a [2, 5, 5] grid of 2 channels (shape): SubmConv2D, ReLU, a strided
+    Conv2D with bias (sparse_conv3d with 2-D attributes and a sparse_add)."""
+
+    shape = [2, 5, 5]
+
+    def __init__(self):
+        super().__init__()
+        self.subm, self.relu = sp.nn.SubmConv2D(2, 3, 3, padding=1), sp.nn.ReLU()
+        self.conv = sp.nn.Conv2D(3, 4, 2, stride=2, padding=1)
+
+    def forward(self, x):
+        return self.conv(self.relu(self.subm(x))).to_dense()
+
+
 # case -> (layer, sites, whether the sites come in no order). Paddle's subm conv backward is wrong at the kernel's
 # centre for sites not in sorted order (docs/sparse.md): subm_unsorted's grads.npz holds those wrong gradients
 CASES = {"subm_relu": (SubmRelu, 9, False), "subm_unsorted": (SubmRelu, 9, True),
          "strided_bn": (StridedBn, 12, True), "dilated": (Dilated, 10, False),
          "residual": (Residual, 9, False), "new_sites": (NewSites, 6, False),
          "shapes": (Shapes, 40, False),
-         "values": (Values, 11, True), "second": (Second, 30, False)}
+         "values": (Values, 11, True), "second": (Second, 30, False), "planar": (Planar, 12, False)}
 
 
-def inputs(nnz: int, seed: int, unsorted: bool) -> dict[str, np.ndarray]:
+def inputs(nnz: int, seed: int, unsorted: bool, shape=SHAPE) -> dict[str, np.ndarray]:
     """nnz distinct sites over both batch items, sorted or in no order, and their values."""
     rng = np.random.default_rng(seed)
-    flat = rng.choice(int(np.prod(SHAPE)), nnz, replace=False)
+    flat = rng.choice(int(np.prod(shape)), nnz, replace=False)
     flat = flat if unsorted else np.sort(flat)
-    idx = np.stack(np.unravel_index(flat, SHAPE)).astype(np.int64)
+    idx = np.stack(np.unravel_index(flat, shape)).astype(np.int64)
     return {"idx": idx, "val": rng.standard_normal((nnz, 2)).astype(np.float32)}
 
 
@@ -156,7 +171,7 @@ def static_run(layer_class, feed: dict):
         val = paddle.static.data("val", feed["val"].shape, "float32")
         val.stop_gradient = False   # the program then asks for val's gradient, as a training program would
         layer = layer_class()
-        out = layer(sp.sparse_coo_tensor(idx, val, shape=[*SHAPE, 2]))
+        out = layer(sp.sparse_coo_tensor(idx, val, shape=[*getattr(layer_class, "shape", SHAPE), 2]))
         r = paddle.static.data("r", [-1 if d is None else d for d in out.shape], "float32")
         loss = paddle.mean(out * r)
     return main, startup, layer, out, r, loss
@@ -164,7 +179,8 @@ def static_run(layer_class, feed: dict):
 
 def make(case: str, root: Path) -> None:
     layer_class, nnz, unsorted = CASES[case]
-    feed = inputs(nnz, len(case), unsorted)
+    shape = getattr(layer_class, "shape", SHAPE)
+    feed = inputs(nnz, len(case), unsorted, shape)
     paddle.enable_static()
     paddle.seed(7)
     main, startup, layer, out, r, loss = static_run(layer_class, feed)
@@ -179,7 +195,7 @@ def make(case: str, root: Path) -> None:
     for p, value in zip(dygraph.parameters(), params.values()):
         p.set_value(value)
     # values that need a gradient crash Paddle's conv3d backward (docs/sparse.md): x's own gradient stands for theirs
-    x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*SHAPE, 2])
+    x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*shape, 2])
     x.stop_gradient = False
     dense = dygraph(x)
     feed["r"] = np.random.default_rng(3).standard_normal(dense.shape).astype(np.float32)
@@ -281,7 +297,7 @@ def make_pir_unary(root: Path) -> None:
     expected = {f"out:{name}": predictor.get_output_handle(handle).copy_to_cpu()
                 for name, handle in zip(UNARY, predictor.get_output_names())}
     for name, function in UNARY.items():
-        x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*SHAPE, 2])
+        x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*shape, 2])
         x.stop_gradient = False
         out = function(x) if name in DENSE_RESULTS else function(x).to_dense()
         if out.dtype in (paddle.bool, paddle.int64):   # isnan, indices: no gradient

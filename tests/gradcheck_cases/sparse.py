@@ -110,7 +110,9 @@ CASES = [_case(op, _fixture(case)) for op, case in [
     ("sparse_sparse_coo_tensor", "subm_unsorted"), ("sparse_relu", "subm_relu"), ("sparse_to_dense", "dilated"),
     ("sparse_conv3d", "values"), ("sparse_batch_norm", "strided_bn"), ("sparse_add", "new_sites"),
     ("sparse_values", "values")]]
+CASES += [_case("sparse_conv3d", _fixture("planar"))]   # SubmConv2D and a strided Conv2D: 2-D attributes
 CASES += [_case(op, _second_order(_fixture(case))) for op, case in [
+    ("sparse_conv3d_grad", "planar"),
     ("sparse_sparse_coo_tensor_grad", "values"), ("sparse_relu_grad", "subm_relu"),
     ("sparse_to_dense_grad", "residual"), ("sparse_conv3d_grad", "dilated"), ("sparse_add_grad", "new_sites"),
     ("sparse_values_grad", "values")]]

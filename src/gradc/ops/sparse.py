@@ -94,12 +94,13 @@ def conv_out_dims(ctx, x: list[int], kernel: list[int]) -> list[int]:
     """The spatial output dims: the input's for a submanifold conv (its kernel is centred on each site, paddings
     ignored), else the usual conv arithmetic."""
     strides, paddings, dilations = (list(ctx.attr(name)) for name in ("strides", "paddings", "dilations"))
+    spatial = x[1:1 + len(kernel)]
     if ctx.attr("subm"):
-        if strides != [1, 1, 1]:
-            ctx.fail(f"sparse_conv3d with subm keeps the input's sites: it needs strides [1, 1, 1], got {strides}")
-        return x[1:4]
+        if any(s != 1 for s in strides):
+            ctx.fail(f"sparse_conv3d with subm keeps the input's sites: it needs strides of 1, got {strides}")
+        return spatial
     dims = [(d + 2 * p - dl * (k - 1) - 1) // s + 1 if d >= 0 else -1
-            for d, k, s, p, dl in zip(x[1:4], kernel, strides, paddings, dilations)]
+            for d, k, s, p, dl in zip(spatial, kernel, strides, paddings, dilations)]
     if any(d == 0 or d < -1 for d in dims):
         ctx.fail(f"sparse_conv3d leaves no output site: input {x}, kernel {kernel}, strides {strides}, "
                  f"paddings {paddings}, dilations {dilations}")
@@ -107,11 +108,16 @@ def conv_out_dims(ctx, x: list[int], kernel: list[int]) -> list[int]:
 
 
 def _conv3d_infer(ctx):
+    """3-D (x [N, D, H, W, C]) or, as paddle.sparse.nn.Conv2D writes it, 2-D (x [N, H, W, C]): the attributes
+    give one value per spatial dim."""
     x, kernel = ctx.shape("x"), ctx.shape("kernel")
     check_float(ctx, "x")
-    for name in ("strides", "paddings", "dilations"):
-        if len(ctx.attr(name)) != 3:
-            ctx.fail(f"sparse_conv3d needs 3 {name}, got {list(ctx.attr(name))}")
+    spatial = len(ctx.attr("strides"))
+    if spatial not in (2, 3):
+        ctx.fail(f"sparse_conv3d needs 3 strides (2 for a 2-D conv), got {list(ctx.attr('strides'))}")
+    for name in ("paddings", "dilations"):
+        if len(ctx.attr(name)) != spatial:
+            ctx.fail(f"sparse_conv3d needs {spatial} {name} for {spatial} strides, got {list(ctx.attr(name))}")
     if ctx.attr("groups") != 1:
         ctx.fail(f"sparse_conv3d supports groups 1 only (Paddle's kernels), got {ctx.attr('groups')}")
     if any(s < 1 for s in ctx.attr("strides")) or any(d < 1 for d in ctx.attr("dilations")):
@@ -120,10 +126,10 @@ def _conv3d_infer(ctx):
     rules = {"rulebook": (None, VarType.INT32), "counter": (None, VarType.INT32)}
     if x is None or kernel is None:
         return {"out": (None, ctx.dtype("x")), **rules}
-    if len(x) != 5 or len(kernel) != 5 or not dims_match(x[4], kernel[3]):
-        ctx.fail(f"sparse_conv3d needs x [N, D, H, W, C] and kernel [kd, kh, kw, C, out channels], got {x} and "
-                 f"{kernel}")
-    return {"out": ([x[0], *conv_out_dims(ctx, x, kernel[:3]), kernel[4]], ctx.dtype("x")), **rules}
+    if len(x) != spatial + 2 or len(kernel) != spatial + 2 or not dims_match(x[-1], kernel[-2]):
+        ctx.fail(f"sparse_conv3d with {spatial} strides needs x [N, {'D, ' * (spatial == 3)}H, W, C] and kernel "
+                 f"[{'kd, ' * (spatial == 3)}kh, kw, C, out channels], got {x} and {kernel}")
+    return {"out": ([x[0], *conv_out_dims(ctx, x, kernel[:-2]), kernel[-1]], ctx.dtype("x")), **rules}
 
 
 defop("sparse_conv3d", ["x", "kernel"], ["out", "rulebook", "counter"],

@@ -20,13 +20,14 @@ def _rules(k, x: SparseCoo, kernel_dims, subm: bool) -> tuple[np.ndarray, np.nda
     """(rulebook [3, rules] as (offset, input row, output row), the output sites as linear numbers, sorted, the
     output's batch and spatial dims)."""
     strides, paddings, dilations = (np.array(k.attr(name)) for name in ("strides", "paddings", "dilations"))
-    batch, spatial = x.shape[0], np.array(x.shape[1:4])
+    last = 1 + len(kernel_dims)   # after the spatial dims: 3 of a 3-D conv, 2 of a 2-D one (Conv2D, SubmConv2D)
+    batch, spatial = x.shape[0], np.array(x.shape[1:last])
     if subm:   # the kernel centred on each site, whatever the paddings say (as Paddle's)
         out_spatial, paddings = spatial, (np.array(kernel_dims) - 1) // 2 * dilations
     else:
         out_spatial = (spatial + 2 * paddings - dilations * (np.array(kernel_dims) - 1) - 1) // strides + 1
-    offsets = np.stack(np.unravel_index(np.arange(int(np.prod(kernel_dims))), kernel_dims), 1)   # [K, 3]
-    shifted = x.indices[1:4].T[None] + paddings - offsets[:, None] * dilations                 # [K, nnz, 3]
+    offsets = np.stack(np.unravel_index(np.arange(int(np.prod(kernel_dims))), kernel_dims), 1)   # [K, dims]
+    shifted = x.indices[1:last].T[None] + paddings - offsets[:, None] * dilations             # [K, nnz, dims]
     out_pos = shifted // strides
     valid = ((shifted % strides == 0) & (out_pos >= 0) & (out_pos < out_spatial)).all(-1)
     offset, row = np.nonzero(valid)                                                              # by offset
@@ -45,18 +46,19 @@ def _rules(k, x: SparseCoo, kernel_dims, subm: bool) -> tuple[np.ndarray, np.nda
 @kernel("sparse_conv3d")
 def conv3d(k):
     x, weight = coo(k, "x"), k.x("kernel")
-    if x.sparse_dim != 4 or x.values.ndim != 2 or weight.ndim != 5 or weight.shape[3] != x.values.shape[1]:
-        raise ValueError(f"sparse_conv3d needs x [N, D, H, W, C] with 4 sparse dims and kernel "
-                             f"[kd, kh, kw, C, out channels]: x {list(x.shape)} (sparse dims {x.sparse_dim}), "
-                             f"kernel {list(weight.shape)}")
-    rulebook, sites, dims = _rules(k, x, weight.shape[:3], k.attr("subm"))
-    flat = weight.reshape(-1, *weight.shape[3:])
-    out = np.zeros((sites.size, weight.shape[4]), np.result_type(x.dtype, weight.dtype))
+    if x.sparse_dim not in (3, 4) or x.values.ndim != 2 or weight.ndim != x.sparse_dim + 1 or \
+            weight.shape[-2] != x.values.shape[1]:
+        raise ValueError(f"sparse_conv3d needs x [N, D, H, W, C] (or [N, H, W, C]) with all but C sparse and kernel "
+                         f"[kd, kh, kw, C, out channels] (or [kh, kw, C, out channels]): x {list(x.shape)} (sparse "
+                         f"dims {x.sparse_dim}), kernel {list(weight.shape)}")
+    rulebook, sites, dims = _rules(k, x, weight.shape[:-2], k.attr("subm"))
+    flat = weight.reshape(-1, *weight.shape[-2:])
+    out = np.zeros((sites.size, weight.shape[-1]), np.result_type(x.dtype, weight.dtype))
     counter = np.bincount(rulebook[0], minlength=len(flat)).astype(np.int32)
     for offset, (start, end) in _groups(counter):
         np.add.at(out, rulebook[2, start:end], x.values[rulebook[1, start:end]] @ flat[offset])
     indices = np.stack(np.unravel_index(sites, dims)).astype(np.int64)
-    return {"out": SparseCoo(indices, out.astype(x.dtype), (*dims, weight.shape[4])), "rulebook": rulebook,
+    return {"out": SparseCoo(indices, out.astype(x.dtype), (*dims, weight.shape[-1])), "rulebook": rulebook,
             "counter": counter}
 
 
@@ -71,7 +73,7 @@ def _groups(counter: np.ndarray):
 def conv3d_grad(k):
     x, weight, dout = coo(k, "x"), k.x("kernel"), coo(k, "out@GRAD")
     rulebook, counter = k.x("rulebook"), k.x("counter")
-    flat = weight.reshape(-1, *weight.shape[3:])
+    flat = weight.reshape(-1, *weight.shape[-2:])
 
     def dx():
         grad = np.zeros_like(x.values)
