@@ -55,7 +55,10 @@ def test_the_record_holds_every_coverage_row():
     (and the rows of the families whose ops PIR mode has not: Paddle 1.x/2.x ops, LoD sequences)."""
     assert set(RECORD) == {meta.parent.name for meta in (PIR_DATA.parent / "layers").glob("*/meta.json")}
     failed = sorted(r for r, row in RECORD.items() if "paddle_error" in row and row.get("family") not in LEGACY_ONLY)
-    assert failed == sorted(["adaptive_log_softmax_with_loss", "auc", "audio_mel_spectrogram", "audio_mfcc",
+    # paddle.sparse: 3.3.1's PIR backward fails in full_like of a sparse var (docs/sparse.md), every row of them
+    sparse = [r for r, row in RECORD.items() if row.get("family") == "sparse"]
+    assert sparse and all("Only support paddle::dialect::DenseTensorType" in RECORD[r]["paddle_error"] for r in sparse)
+    assert failed == sorted([*sparse, "adaptive_log_softmax_with_loss", "auc", "audio_mel_spectrogram", "audio_mfcc",
                              "audio_spectrogram", "continuous_value_model", "continuous_value_model_no_cvm",
                              "histogram_bin_edges", "nce",
                              "nce_custom_dist", "nce_log_uniform", "prelu_element", "row_conv", "row_conv_relu",

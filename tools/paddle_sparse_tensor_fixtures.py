@@ -297,7 +297,7 @@ def make_pir_unary(root: Path) -> None:
     expected = {f"out:{name}": predictor.get_output_handle(handle).copy_to_cpu()
                 for name, handle in zip(UNARY, predictor.get_output_names())}
     for name, function in UNARY.items():
-        x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*shape, 2])
+        x = sp.sparse_coo_tensor(paddle.to_tensor(feed["idx"]), paddle.to_tensor(feed["val"]), shape=[*SHAPE, 2])
         x.stop_gradient = False
         out = function(x) if name in DENSE_RESULTS else function(x).to_dense()
         if out.dtype in (paddle.bool, paddle.int64):   # isnan, indices: no gradient

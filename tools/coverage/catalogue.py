@@ -31,6 +31,7 @@ from . import (
         sequence,
         sequence_lod,
         shape,
+        sparse,
         static_layers,
         static_nn,
         tensor_api,
@@ -49,6 +50,6 @@ ROWS = [*activations.ROWS, *conv.ROWS, *norms.ROWS, *shape.ROWS, *misc.ROWS, *se
         *detection_v1.ROWS, *composites.ROWS, *tensor_attrs.ROWS,
         *distributions.ROWS, *indexing.ROWS, *control_flow.ROWS, *static_layers.ROWS,
         *debug.ROWS, *api_sweep.ROWS, *incubate.ROWS,
-        *pir_sweep.ROWS, *tensor_inplace.ROWS, *compat.ROWS, *collective.ROWS]
+        *pir_sweep.ROWS, *tensor_inplace.ROWS, *compat.ROWS, *collective.ROWS, *sparse.ROWS]
 
 assert len({row.id for row in ROWS}) == len(ROWS), "row ids must be unique"
