@@ -32,7 +32,6 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                               "phi_ops_map gives the legacy op"),
               "moe_unpermute_grad": "Paddle 3.3.1 has no grad op of moe_unpermute; gradc's is its adjoint",
               "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's",
-              "sparse_to_sparse_csr_grad": "Paddle's to_sparse_csr has no backward; gradc's reads dout at x's sites",
               "sparse_maxpool_grad_grad": "Paddle's sparse maxpool has no double grad; gradc's: its adjoint",
               **dict.fromkeys((op for family in ("ms_deform_attn", "pointnet2", "voxelize", "bev_pool", "rotated_boxes",
                                                  "assign_score") for op in FAMILIES[family]),

@@ -76,12 +76,12 @@ TRAINED = ("reshape", "sum", "softmax", "add_bias", "values")
 
 
 def csr_program(unrun: bool = False) -> dict:
-    """gradc's program of paddle.sparse's CSR API on a [3, 4] COO tensor x (val at idx, sorted: Paddle's coo_to_csr
-    is wrong for unsorted sites, docs/sparse.md; values in (0.1, 0.9)) and a dense d with zeros: to_sparse_csr of x
-    and of d, to_sparse_coo of that CSR tensor and of d, values and to_dense of the CSR tensor, and its elementwise
-    ops, relu, softmax, cast and isnan; with ``unrun``, the ops Paddle has no CPU kernel of instead: x times a [4, 2]
-    COO tensor w and their CSR tensors times each other, acos of x and acosh of x + 1, COO and CSR. program, feed,
-    fetch (dense tensors; names are the fetched vars)."""
+    """gradc's program of paddle.sparse's CSR API on a [3, 4] COO tensor x (val at idx, sorted: Paddle's coo_to_csr is
+    wrong for unsorted sites, docs/sparse.md; values in (0.1, 0.9)) and a dense d with zeros: to_sparse_csr of x and
+    of d, their sum, to_sparse_coo of d's CSR tensor and of d, values and to_dense of the CSR tensor, and its
+    elementwise ops, relu, softmax, cast and isnan; with ``unrun``, the ops Paddle has no CPU kernel of instead: x
+    times a [4, 2] COO tensor w and their CSR tensors times each other, acos of x and acosh of x + 1, COO and CSR.
+    program, feed, fetch (dense tensors; names are the fetched vars)."""
     from gradc.ops.sparse_unary import ON_VALUES
 
     rng = np.random.default_rng(23)
@@ -126,6 +126,7 @@ def csr_program(unrun: bool = False) -> dict:
     dense(x_csr)
     d_csr = op("sparse_to_sparse_csr", {"x": "d"}, "d_csr", [3, 4], csr)
     op("sparse_values", {"x": d_csr}, "d_values", [-1])
+    dense(op("sparse_add", {"x": x_csr, "y": d_csr}, "sum_csr", [3, 4], csr))
     dense(op("sparse_to_sparse_coo", {"x": d_csr}, "d_coo", [3, 4], coo, {"sparse_dim": 2}))
     op("sparse_values", {"x": op("sparse_to_sparse_coo", {"x": "d"}, "d_coo1", [3, 4], coo, {"sparse_dim": 1})},
        "d_coo1_values", [-1, 4])
@@ -138,3 +139,27 @@ def csr_program(unrun: bool = False) -> dict:
     block.vars["x_sparse_cast_dense"].dtype = block.vars["x_sparse_cast"].dtype = VarType.FP64
     block.vars["x_sparse_isnan_dense"].dtype = block.vars["x_sparse_isnan"].dtype = VarType.BOOL
     return {"program": program, "feed": feed, "fetch": fetch}
+
+
+def csr_training() -> dict:
+    """csr_program compiled to a training program: loss = the sum of mean(out * r) over its outputs relu, sin, softmax
+    and to_dense of the CSR tensor and the sum (r fed as r<i>), and the gradients of val and d. program, feed, fetch
+    (loss and the gradient)."""
+    net = csr_program()
+    program, feed = net["program"], dict(net["feed"])
+    block = program.global_block
+    rng = np.random.default_rng(31)
+    terms = []
+    for i, out in enumerate(("x_sparse_relu_dense", "x_sparse_sin_dense", "x_sparse_softmax_dense", "x_csr_dense",
+                             "sum_csr_dense")):
+        feed[f"r{i}"] = rng.standard_normal((3, 4)).astype(np.float32)
+        for name, shape in ((f"r{i}", [3, 4]), (f"weighted{i}", [3, 4]), (f"term{i}", [])):
+            block.create_var(name, shape, VarType.FP32)
+        block.append_op("elementwise_mul", {"X": [out], "Y": [f"r{i}"]}, {"Out": [f"weighted{i}"]}, {"axis": -1})
+        block.append_op("reduce_mean", {"X": [f"weighted{i}"]}, {"Out": [f"term{i}"]}, {"reduce_all": True, "dim": []})
+        terms.append(f"term{i}")
+    block.create_var("loss", [], VarType.FP32)
+    block.append_op("sum", {"X": terms}, {"Out": ["loss"]})
+    for name in ("val", "d"):
+        block.var(name).stop_gradient = False
+    return {"program": program, "feed": feed, "fetch": ["loss", *gradc.gradients(program, "loss", ["val", "d"])]}

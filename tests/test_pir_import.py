@@ -241,7 +241,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
               for case in ("pir_jit", "pir_unary") for name in ("model.json", "train.json")]
     files += [(PIR_DATA.parent / "sparse_tensor" / case / "model.json").read_bytes()
               for case in ("pir_binary", "pir_int_args", "pir_products", "pir_csr")]
-    files.append((PIR_DATA.parent / "sparse_tensor" / "pir_csr" / "unrun.json").read_bytes())   # no CPU kernel
+    files += [(PIR_DATA.parent / "sparse_tensor" / "pir_csr" / name).read_bytes()   # Paddle cannot run these
+              for name in ("unrun.json", "train.json")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "fp8").glob("*/program.json")]   # the float8 ops
     files += [path.read_bytes() for path in (PIR_DATA.parent / "gpu_inference").glob("*/program.json")]

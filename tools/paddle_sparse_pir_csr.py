@@ -7,10 +7,14 @@ gradc writes tests/sparse_fixtures.py's csr_program (conversions dense/COO -> CS
 to_dense and every elementwise op of a CSR tensor) as PIR; Paddle's deserialize_pir_program reads it (each op's
 operand, result and attribute names, from Paddle's op definitions, are printed against the ones gradc wrote, and
 must agree), serialize_pir_program writes it back (model.json: the ops as Paddle writes them) and its Executor runs
-it on the CPU (expected.npz: every fetched tensor). The unrun program (matmul of two COO and of two CSR tensors,
-acos and acosh) is only loaded, checked by name and written back (unrun.json): Paddle has no CPU kernel of them.
-Last it prints what Paddle's dygraph to_sparse_csr and to_dense make of a COO tensor with unsorted and repeated
-sites (both wrong: docs/sparse.md).
+it on the CPU (expected.npz: every fetched tensor). Then gradc's training program of it (tests/sparse_fixtures.py
+csr_training: the gradient of val through relu, sin, softmax and to_dense of the CSR tensor, with the grad ops as
+Paddle's *_csr_grad_sp, to_dense_grad_sp, values_grad_sp) the same way, written back as train.json; its Executor
+cannot run that (a segmentation fault; to_dense_grad_sp of a CSR tensor alone fails in its kernel: "[begin(0),
+end(4)) must be inside [0, 2) in ddim slice"), so the tool does not try. The unrun program (matmul of two COO and of
+two CSR tensors, acos and acosh) is only loaded, checked by name and written back (unrun.json): Paddle has no CPU
+kernel of them. Last it prints what Paddle's dygraph to_sparse_csr and to_dense make of a COO tensor with unsorted
+and repeated sites (both wrong: docs/sparse.md).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT / "tests")]
 from gradc.pir import serialize_pir  # noqa: E402
 from gradc.pir.table.rows import TABLE  # noqa: E402
-from sparse_fixtures import csr_program  # noqa: E402
+from sparse_fixtures import csr_program, csr_training  # noqa: E402
 
 
 def _load(net: dict) -> paddle.static.Program:
@@ -60,6 +64,9 @@ def main(folder: Path) -> None:
     outs = paddle.static.Executor(paddle.CPUPlace()).run(program, feed=net["feed"], fetch_list=fetch)
     np.savez(folder / "feed.npz", **net["feed"])
     np.savez(folder / "expected.npz", **dict(zip(net["fetch"], outs)))
+    train = csr_training()
+    program = _load(train)
+    paddle.base.core.serialize_pir_program(program, str(folder / "train.json"), True, False, True)
     (folder / "meta.json").write_text(json.dumps({"fetch": net["fetch"]}, indent=1) + "\n")
     paddle.disable_static()
     idx, val = np.array([[0, 2, 1, 0, 2, 1, 0], [1, 3, 0, 3, 0, 2, 1]]), np.arange(1, 8, dtype=np.float32)

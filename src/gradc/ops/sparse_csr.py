@@ -5,15 +5,32 @@ a value that is not 0; or CSR: its entries by row). Paddle builds neither in sta
 forms of the elementwise ops, relu, softmax, to_dense and values are the COO ops' own (their kernels take either).
 
 Their gradients read dout at x's sites: dx = to_dense(dout) for a dense x, dout's value at each entry of a sparse
-x (every repeat of a site gets the site's); linear in dout, so d/d(dout) is the conversion of ddx.
+x (every repeat of a site gets the site's). They are written with differentiable ops Paddle's PIR has
+(sparse_to_dense, and its adjoint sparse_to_dense_grad for a sparse x: to_dense_grad_sp), so every order follows
+and a training program of them goes to PIR (Paddle has no backward of to_sparse_csr and one of to_sparse_coo of a
+dense x only).
 """
 
 from __future__ import annotations
 
-from ..ir import AttrType
-from ..registry import defop, grad_op, typed
+from ..ir import AttrType, VarType
+from ..registry import defop, typed
+from .composite import Formula, first
 from .infer import same_as
 
-defop("sparse_to_sparse_csr", ["x"], ["out"], infer=same_as("x", "out"), grad=grad_op("x"))
+
+def _read_back(g):
+    """x@GRAD = to_dense(dout), read at x's sites when x is sparse."""
+    f, x, wanted = Formula(g), first(g.I("x")), first(g.IG("x"))
+    if g.block.find_var(x).type not in (VarType.SPARSE_COO, VarType.SPARSE_CSR):
+        f.into(wanted, "sparse_to_dense", {"x": g.OG("out")}, slot="out")
+        return f.ops
+    dense = f.op("sparse_to_dense", {"x": g.OG("out")}, x, slot="out")
+    g.block.find_var(dense).type = VarType.DENSE_TENSOR
+    f.into(wanted, "sparse_to_dense_grad", {"x": [x], "out@GRAD": [dense]}, slot="x@GRAD")
+    return f.ops
+
+
+defop("sparse_to_sparse_csr", ["x"], ["out"], infer=same_as("x", "out"), grad=_read_back)
 defop("sparse_to_sparse_coo", ["x"], ["out"], attrs={"sparse_dim": typed(2, AttrType.LONG)},
-      infer=same_as("x", "out"), grad=grad_op("x"))
+      infer=same_as("x", "out"), grad=_read_back)

@@ -5,7 +5,7 @@ operands and out@GRAD), so with ddX the grads of its outputs:
   adjoints: d/d(out@GRAD) is the forward op on ddX (``linear``);
 - relu_grad masks out@GRAD where out > 0, its own adjoint: d/d(out@GRAD) = relu_grad(out, ddX); out gets none;
 - add_grad hands out@GRAD to x's and y's entries: d/d(out@GRAD) = sparse_add(ddX, ddY), zeros for a missing one;
-- transpose_grad, coalesce_grad and the conversions' grads are adjoints too: d/d(out@GRAD) = the forward of ddX;
+- transpose_grad and coalesce_grad are adjoints too: d/d(out@GRAD) = the forward of ddX;
 - multiply_grad (dx = dout y at x's sites, dy = dout x at y's): d/d(dout) = ddx * y + x * ddy, d/dx = multiply_grad's
   x part with y ddy, d/dy = its y part with x ddx;
 - conv3d_grad (dx = dout W^T, dW = x^T dout by the rulebook): d/d(dout) = conv3d(ddx, W) + conv3d(x, ddW),
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
-from . import sparse, sparse_binary, sparse_csr, sparse_shape  # noqa: F401  (register the grad ops given makers here)
+from . import sparse, sparse_binary, sparse_shape  # noqa: F401  (register the grad ops given makers here)
 from .composite import Formula, bilinear, expansion, first, linear
 
 defgrad("sparse_sparse_coo_tensor_grad", grad=linear("sparse_sparse_coo_tensor", x="values", out="out",
@@ -29,8 +29,7 @@ defgrad("sparse_to_dense_grad", grad=linear("sparse_to_dense", x="x", out="out")
 defgrad("sparse_values_grad", grad=linear("sparse_values", x="x", out="out"), no_grad_inputs=["x"])
 # the linear ops' grad ops, with the int-list inputs their forward reads again
 _LINEAR = {"sparse_reshape": sparse_shape.SHAPE_SLOTS, "sparse_slice": sparse_shape.WINDOW_SLOTS,
-           "sparse_sum": sparse_shape.AXIS_SLOTS, "sparse_transpose": [], "sparse_coalesce": [],
-           "sparse_to_sparse_csr": [], "sparse_to_sparse_coo": []}
+           "sparse_sum": sparse_shape.AXIS_SLOTS, "sparse_transpose": [], "sparse_coalesce": []}
 for _forward, _slots in _LINEAR.items():
     _passed = tuple(slot.rstrip("[]?") for slot in _slots)
     defgrad(f"{_forward}_grad", grad=linear(_forward, x="x", out="out", passed=_passed),

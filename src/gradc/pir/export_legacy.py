@@ -9,7 +9,8 @@ pd_op.momentum_ per parameter (what Paddle's PIR minimize writes for Momentum(us
 which Paddle 3.3.1 no longer registers, is pd_op.full_like with 0, or for a tensor array (and a fill_any_like of 0 of
 one) pd_op.create_array_like; a `one_hot_v2` of another dtype than float32 (a program widened to float64) is
 pd_op.one_hot, which writes float32 whatever the program's dtype, and a cast. A `sum` of sparse COO tensors (the
-gradients of one sparse var) is a chain of pd_op.add_coo_coo_sp: Paddle 3.3.1's add_n has no sparse kernel."""
+gradients of one sparse var) is a chain of pd_op.add_coo_coo_sp (add_csr_csr_sp of CSR ones): Paddle 3.3.1's add_n
+has no sparse kernel."""
 
 from __future__ import annotations
 
@@ -194,13 +195,15 @@ def set_value_grad(op, exporter) -> None:
 
 def sum_(op: OpDesc, exporter) -> None:
     names = op.input("X")
-    if not any(getattr(exporter.var(name), "type", None) == VarType.SPARSE_COO for name in names):
+    layouts = {getattr(exporter.var(name), "type", None) for name in names}
+    if not layouts & {VarType.SPARSE_COO, VarType.SPARSE_CSR}:
         exporter.generic(next(row for row in EXPORTS["sum"] if row.when is None or row.when(op, exporter)), op)
         return
+    add = "pd_op.add_csr_csr_sp" if VarType.SPARSE_CSR in layouts else "pd_op.add_coo_coo_sp"
     out = op.output("Out")[0]
     total = exporter.read(names[0])
     for name in names[1:]:
         result = exporter.new_value(out)
-        exporter.emit("pd_op.add_coo_coo_sp", [total, exporter.read(name)], [result], {})
+        exporter.emit(add, [total, exporter.read(name)], [result], {})
         total = result
     exporter.current[out] = total

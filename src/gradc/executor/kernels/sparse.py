@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..sparse_value import SparseCoo, SparseCsr
+from ..sparse_value import SparseCoo, SparseCsr, csr_of
 from . import kernel
 
 
@@ -98,30 +98,44 @@ def _union(x: SparseCoo, y: SparseCoo) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return sites, np.searchsorted(sites, x_sites), np.searchsorted(sites, y_sites)
 
 
+def _as_coo(k, slot: str) -> SparseCoo:
+    """A COO input, or a CSR one (add_csr_csr: the backward's sum of CSR gradients) as the COO tensor of its entries,
+    in their order."""
+    value = k.x(slot)
+    return value.to_coo() if isinstance(value, SparseCsr) else coo(k, slot)
+
+
 @kernel("sparse_add")
 def add(k):
     """A dense y is a bias, one value per channel; a coo y on x's sites (in x's order) adds value by value; on
     other sites the result holds every site of either, sorted, as Paddle's for sorted inputs (Paddle's loses entries
-    of inputs whose sites are not sorted: docs/sparse.md)."""
-    x, y = coo(k, "x"), k.x("y")
+    of inputs whose sites are not sorted: docs/sparse.md). Two CSR tensors add as their COO ones, back to CSR."""
+    if isinstance(k.x("x"), SparseCsr):
+        return {"out": csr_of(_add(_as_coo(k, "x"), _as_coo(k, "y")))}
+    return {"out": _add(coo(k, "x"), k.x("y"))}
+
+
+def _add(x: SparseCoo, y) -> SparseCoo:
     if not isinstance(y, SparseCoo):
-        return {"out": x.with_values(x.values + y.astype(x.dtype))}
+        return x.with_values(x.values + y.astype(x.dtype))
     if y.shape != x.shape or y.sparse_dim != x.sparse_dim:
         raise ValueError(f"sparse_add needs x and y of one shape and sparse dims, got {list(x.shape)} "
                              f"({x.sparse_dim} sparse) and {list(y.shape)} ({y.sparse_dim} sparse)")
     if _same_sites(x, y):
-        return {"out": x.with_values(x.values + y.values)}
+        return x.with_values(x.values + y.values)
     sites, x_rows, y_rows = _union(x, y)
     values = np.zeros((sites.size, *x.values.shape[1:]), x.dtype)
     np.add.at(values, x_rows, x.values)
     np.add.at(values, y_rows, y.values)
     indices = np.stack(np.unravel_index(sites, x.shape[:x.sparse_dim])).astype(np.int64)
-    return {"out": SparseCoo(indices, values, x.shape)}
+    return SparseCoo(indices, values, x.shape)
 
 
 @kernel("sparse_add_grad")
 def add_grad(k):
-    x, y, dout = coo(k, "x"), k.x("y"), coo(k, "out@GRAD")
+    """dout at x's and y's entries; CSR tensors' as their COO ones' (a CSR result's entries are the sorted union)."""
+    x, dout, y_in = _as_coo(k, "x"), _as_coo(k, "out@GRAD"), k.x("y")
+    y = _as_coo(k, "y") if isinstance(y_in, SparseCsr) else y_in
     if not isinstance(y, SparseCoo):
         dx, dy = dout.values, dout.values.reshape(-1, dout.values.shape[-1]).sum(0)
     elif _same_sites(x, y):
@@ -129,8 +143,8 @@ def add_grad(k):
     else:
         _, x_rows, y_rows = _union(x, y)
         dx, dy = dout.values[x_rows], dout.values[y_rows]
-    return k.grads({"x@GRAD": lambda: x.with_values(dx.copy()),
-                    "y@GRAD": lambda: y.with_values(dy.copy()) if isinstance(y, SparseCoo) else dy.astype(y.dtype)})
+    return k.grads({"x@GRAD": lambda: k.x("x").with_values(dx.copy()),
+                    "y@GRAD": lambda: y_in.with_values(dy.copy()) if isinstance(y, SparseCoo) else dy.astype(y.dtype)})
 
 
 def _global_stats(k) -> bool:

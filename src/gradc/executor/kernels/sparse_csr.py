@@ -6,7 +6,6 @@ import numpy as np
 
 from ..sparse_value import SparseCoo, SparseCsr, csr_of, dense_coo
 from . import kernel
-from .sparse import sites, sparse
 
 
 @kernel("sparse_to_sparse_csr")
@@ -28,14 +27,3 @@ def to_coo(k):
     if not 0 < sparse_dim <= np.ndim(x):
         raise ValueError(f"sparse_to_sparse_coo needs 0 < sparse_dim <= {np.ndim(x)}, got {sparse_dim}")
     return {"out": dense_coo(np.asarray(x), sparse_dim)}
-
-
-def _read_back(k):
-    """dout at x's sites: the dense tensor of dout for a dense x, dout's value at each entry of a sparse one."""
-    x, dense = k.x("x"), sparse(k, "out@GRAD").to_dense()
-    if isinstance(x, (SparseCoo, SparseCsr)):
-        return {"x@GRAD": x.with_values(dense[sites(x)].astype(x.dtype))}
-    return {"x@GRAD": dense.astype(np.asarray(x).dtype)}
-
-
-kernel("sparse_to_sparse_csr_grad", "sparse_to_sparse_coo_grad")(_read_back)

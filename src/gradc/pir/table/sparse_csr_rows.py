@@ -11,10 +11,10 @@ from . import row
 from .sparse_rows import UNARY_ATTRS
 
 
-def _x_is(*layouts):
-    """``when``: x's var is of one of ``layouts`` (a var PIR does not know counts as dense)."""
+def _x_is(*layouts, slot: str = "x"):
+    """``when``: the var of input ``slot`` is of one of ``layouts`` (a var PIR does not know counts as dense)."""
     def when(legacy, exporter) -> bool:
-        var = exporter.var(legacy.input("x")[0])
+        var = exporter.var(legacy.input(slot)[0])
         return (var.type if var is not None else VarType.DENSE_TENSOR) in layouts
     return when
 
@@ -43,6 +43,14 @@ ROWS = [
     row("pd_op.isnan_csr_sp", "sparse_isnan", "x:x", "out:out", when=ON_CSR),
     *(row(f"pd_op.{op.removeprefix('sparse_')}_csr_sp", op, "x:x", "out:out", UNARY_ATTRS.get(op, ""), when=ON_CSR)
       for op in ON_VALUES),
+    row("pd_op.add_csr_csr_sp", "sparse_add", "x:x y:y", "out:out", when=ON_CSR),
+    row("pd_op.add_csr_csr_grad_sp", "sparse_add_grad", "x:x y:y out_grad:out@GRAD", "x_grad:x@GRAD y_grad:y@GRAD",
+        when=ON_CSR),
     row("pd_op.matmul_coo_coo_sp", "sparse_matmul", "x:x y:y", "out:out", when=_both_sparse(COO)),
     row("pd_op.matmul_csr_csr_sp", "sparse_matmul", "x:x y:y", "out:out", when=_both_sparse(CSR)),
+    # the grad ops gradc's backward writes for a CSR tensor (the others take either layout in Paddle too)
+    row("pd_op.relu_csr_grad_sp", "sparse_relu_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD",
+        when=_x_is(CSR, slot="out")),
+    row("pd_op.softmax_csr_grad_sp", "sparse_softmax_grad", "out:out out_grad:out@GRAD", "x_grad:x@GRAD",
+        "axis:i32=-1", when=_x_is(CSR, slot="out")),
 ]

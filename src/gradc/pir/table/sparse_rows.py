@@ -28,6 +28,11 @@ def _csr_x(legacy, exporter) -> bool:
     return var is not None and var.type == VarType.SPARSE_CSR
 
 
+def _coo_pair(legacy, exporter) -> bool:
+    """x and y sparse, x COO (a CSR pair is sparse_csr_rows' add_csr_csr_sp)."""
+    return not _dense_y(legacy, exporter) and not _csr_x(legacy, exporter)
+
+
 def _by_layout(pir: str, legacy: str, operands: str, attrs: str = "") -> list:
     """The rows of a legacy op PIR names by x's layout (matmul_coo_dense_sp, matmul_csr_dense_sp), y dense (a sparse
     y is sparse_csr_rows' matmul_coo_coo_sp or matmul_csr_csr_sp)."""
@@ -51,8 +56,7 @@ ROWS = [
         "shape:i64s"),
     row("pd_op.conv3d_sp", "sparse_conv3d", "x:x kernel:kernel", "out:out rulebook:rulebook counter:counter", CONV),
     row("pd_op.add_coo_dense_sp", "sparse_add", "x:x y:y", "out:out", when=_dense_y),
-    row("pd_op.add_coo_coo_sp", "sparse_add", "x:x y:y", "out:out", when=lambda legacy, exporter: not _dense_y(
-        legacy, exporter)),
+    row("pd_op.add_coo_coo_sp", "sparse_add", "x:x y:y", "out:out", when=_coo_pair),
     row("pd_op.batch_norm_sp_", "sparse_batch_norm", "x:x mean:mean variance:variance scale:scale bias:bias",
         "out:out mean_out:mean_out&mean variance_out:variance_out&variance saved_mean:saved_mean "
         "saved_variance:saved_variance reserve_space:reserve_space", BATCH_NORM),
@@ -93,8 +97,7 @@ ROWS = [
     row("pd_op.conv3d_grad_sp", "sparse_conv3d_grad", "x:x kernel:kernel out:out rulebook:rulebook counter:counter "
         "out_grad:out@GRAD", "x_grad:x@GRAD kernel_grad:kernel@GRAD", CONV),
     row("pd_op.add_coo_dense_grad_sp", "sparse_add_grad", ADD_GRAD, ADD_GRADS, when=_dense_y),
-    row("pd_op.add_coo_coo_grad_sp", "sparse_add_grad", ADD_GRAD, ADD_GRADS,
-        when=lambda legacy, exporter: not _dense_y(legacy, exporter)),
+    row("pd_op.add_coo_coo_grad_sp", "sparse_add_grad", ADD_GRAD, ADD_GRADS, when=_coo_pair),
     row("pd_op.batch_norm_grad_sp", "sparse_batch_norm_grad", "x:x scale:scale bias:bias mean_out?:mean_out "
         "variance_out?:variance_out saved_mean:saved_mean saved_variance:saved_variance reserve_space?:reserve_space "
         "out_grad:out@GRAD", "x_grad:x@GRAD scale_grad:scale@GRAD bias_grad:bias@GRAD", BATCH_NORM_GRAD),
