@@ -57,6 +57,8 @@ FAMILIES = {
     "flash_attention": ("flash_attn", "flashmask_attention", "flash_attn_grad", "flashmask_attention_grad",
         "flash_attn_unpadded", "flash_attn_unpadded_grad", "flash_attn_qkvpacked", "flash_attn_qkvpacked_grad",
         "calc_reduced_attn_scores", "memory_efficient_attention", "memory_efficient_attention_grad"),
+    "flash_attention_v3": ("flash_attn_v3", "flash_attn_v3_grad", "flash_attn_v3_varlen", "flash_attn_v3_varlen_grad",
+        "flashmask_attention_v2", "flashmask_attention_v2_grad"),
     "flash_attention_varlen": ("flash_attn_varlen_qkvpacked", "flash_attn_varlen_qkvpacked_grad"),
     "fp8": ("fp8_quant_blockwise", "fused_act_dequant", "fused_weighted_swiglu_act_quant", "fused_swiglu_weighted_bwd",
         "fp8_fp8_half_gemm_fused", "moe_gate_dispatch_and_quant"),
