@@ -34,6 +34,7 @@ BOUNDS = np.tile(np.array([3, 0], np.int32), (1, 1, 3, 1))
 Q4, K4, V4 = (R.standard_normal((1, 3, 2, 4)) for _ in range(3))
 CASES += [
     SlotCase("flashmask_attention_v2", "block_mask",
-             {"q": Q4, "k": K4, "v": V4, "startend_row_indices": BOUNDS, "block_mask": np.zeros((1, 1, 1, 1), np.int32)},
+             {"q": Q4, "k": K4, "v": V4, "startend_row_indices": BOUNDS,
+              "block_mask": np.zeros((1, 1, 1, 1), np.int32)},
              {"out": np.zeros((1, 3, 2, 4))}, {"softmax_scale": 0.5}),
 ]
