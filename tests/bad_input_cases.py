@@ -915,6 +915,10 @@ COMPILE_TIME = {
                                            "block_mask": zeros(1, 2, 1, 1, dtype=np.int32)},
                                           {"is_causal": True}, "block_mask must be [batch, startend_row_indices' "
                                                                "heads, ceil(sq / 128), ceil(sk / 128)] = [1, 1, 1, 1]"),
+    "sparse_attention offset": ("sparse_attention", {"Q": zeros(1, 2, 4, 8), "K": zeros(1, 2, 4, 8),
+                                                     "V": zeros(1, 2, 4, 8), "Offset": zeros(1, 2, 4, dtype=np.int32),
+                                                     "Columns": zeros(1, 2, 6, dtype=np.int32)}, {},
+                                "Offset must be [batch, heads, seq_len + 1] = [1, 2, 5], got [1, 2, 4]"),
     "top_p_sampling ps": ("top_p_sampling", {"x": zeros(2, 4), "ps": zeros(3)}, {},
                           "ps [3] must hold one value per row of x [2, 4]"),
     "block_multihead_attention heads": ("block_multihead_attention", {
@@ -1229,6 +1233,11 @@ RUN_TIME = {
                                                            "seqused_q": np.array([2, 3], np.int32)},
                                   {"max_seqlen_q": 3, "max_seqlen_k": 3},
                                   "sequence 1 (3 query rows from 2, 2 key rows from 2) reaches past q's 4"),
+    "sparse_attention columns": ("sparse_attention", {"Q": zeros(1, 1, 2, 4), "K": zeros(1, 1, 2, 4),
+                                                      "V": zeros(1, 1, 2, 4),
+                                                      "Offset": np.array([[[0, 1, 2]]], np.int32),
+                                                      "Columns": np.array([[[0, 2]]], np.int32)}, {},
+                                 "Columns [0, 2] must name keys in 0 .. 1"),
     # collective
     "c_concat other ranks": ("c_concat", {"X": X23}, {"rank": 0, "nranks": 2}, "the other 1 rank(s) are missing"),
     "broadcast root": ("broadcast", {"x": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),

@@ -224,6 +224,7 @@ FAMILIES = {
     "sparse": ("sparse_sparse_coo_tensor", "sparse_sparse_coo_tensor_grad", "sparse_to_dense", "sparse_to_dense_grad",
         "sparse_values", "sparse_values_grad", "sparse_indices", "sparse_relu", "sparse_relu_grad", "sparse_add",
         "sparse_add_grad", "sparse_batch_norm", "sparse_batch_norm_grad"),
+    "sparse_attention": ("sparse_attention", "sparse_attention_grad"),
     "sparse_binary": ("sparse_subtract", "sparse_multiply", "sparse_multiply_grad", "sparse_divide",
         "sparse_divide_grad", "sparse_divide_scalar", "sparse_transpose", "sparse_transpose_grad", "sparse_coalesce",
         "sparse_coalesce_grad"),

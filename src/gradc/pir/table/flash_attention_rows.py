@@ -77,3 +77,11 @@ ROWS += [
         " softmax_lse:softmax_lse startend_row_indices:startend_row_indices block_mask?:block_mask out_grad:out@GRAD",
         GRADS, "softmax_scale:f32 is_causal:bool"),
 ]
+
+SPARSE_IN = "q:Q k:K v:V offset:Offset columns:Columns"
+ROWS += [
+    row("pd_op.sparse_attention", "sparse_attention", f"{SPARSE_IN} key_padding_mask?:KeyPaddingMask"
+        " attn_mask?:AttnMask", "out:Out sparse_dot_sdd:SparseDotSdd softmax:Softmax"),
+    row("pd_op.sparse_attention_grad", "sparse_attention_grad", f"{SPARSE_IN} sparse_dot_sdd:SparseDotSdd"
+        " softmax:Softmax out_grad:Out@GRAD", "q_grad:Q@GRAD k_grad:K@GRAD v_grad:V@GRAD"),
+]
