@@ -1,6 +1,7 @@
 """FlashAttention-3's ops (gradc.ops.flash_attention_v3) on PIR programs written by hand and name-checked by Paddle,
-against Paddle's own CPU numbers for the same attention composed of ops it runs
-(tools/paddle_flash_attention_v3_programs.py), and the kernels' diagonal, layouts and refusals on programs built
+and sparse_attention (gradc.ops.sparse_attention) on Paddle's translations of its legacy ops, against Paddle's own
+CPU numbers for the same attention composed of ops it runs (tools/paddle_flash_attention_v3_programs.py,
+tools/paddle_sparse_attention_programs.py), and the kernels' diagonal, layouts and refusals on programs built
 here."""
 
 import numpy as np
@@ -12,6 +13,7 @@ from test_fused_llm import _translated
 
 CASES = ["flash_attn_v3_causal_gqa", "flash_attn_v3_window_softcap_f64", "flash_attn_v3_varlen_causal_seqused",
          "flashmask_attention_v2_causal_f64"]
+SPARSE = ["sparse_attention_masks", "sparse_attention_rows_f64"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -73,3 +75,26 @@ def test_varlen_softmax_lse_is_heads_by_packed_rows_and_rows_past_the_sequences_
 def test_refused_inputs_name_themselves(op, inputs, attrs, message):
     with pytest.raises(ProgramError, match=message):
         run(op, inputs, ["out"], attrs)
+
+
+@pytest.mark.parametrize("case", SPARSE)
+def test_sparse_attention_gives_paddles_masked_dense_composition_and_its_gradients(case):
+    feed, got = _translated(case)
+    with np.load(f"tests/data/paddle/pir_gpu_only/{case}/expected.npz") as archive:
+        expected = {name: archive[name] for name in archive.files}
+    tolerance = 1e-10 if feed["q"].dtype == np.float64 else 1e-5
+    for name, value in expected.items():
+        assert got[name].dtype == feed["q"].dtype
+        np.testing.assert_allclose(got[name], value, rtol=tolerance, atol=tolerance, err_msg=name)
+
+
+def test_sparse_attention_masks_by_near_zero_values_and_a_fully_masked_row_is_zero():
+    """|mask| below float32's epsilon counts as 0 (the kernel's test); any other value only keeps the entry."""
+    r = np.random.default_rng(9)
+    q, k, v = (r.standard_normal((1, 1, 2, 4)).astype(np.float32) for _ in range(3))
+    layout = {"Offset": np.array([[[0, 2, 4]]], np.int32), "Columns": np.array([[[0, 1, 0, 1]]], np.int32)}
+    attn = np.array([[5e-8, 1.0], [0.0, 0.0]], np.float32)   # row 0 keeps key 1 only; row 1 keeps none
+    out, softmax = run("sparse_attention", {"Q": q, "K": k, "V": v, **layout, "AttnMask": attn},
+                       ["Out", "Softmax"])
+    np.testing.assert_allclose(out[0, 0, 0], v[0, 0, 1], rtol=1e-6)
+    assert not out[0, 0, 1].any() and softmax[0, 0].tolist() == [0, 1, 0, 0]
