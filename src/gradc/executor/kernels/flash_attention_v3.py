@@ -25,9 +25,9 @@ def window_keep(rows: int, cols: int, left: int, right: int, causal: bool) -> np
     return keep
 
 
-def _setting(k, rows: int, cols: int, causal: str = "is_causal") -> dict:
-    """attend's keyword arguments of a v3 op over rows x cols (``causal``: the op's name of its causal flag)."""
-    keep = window_keep(rows, cols, k.attr("window_size_left"), k.attr("window_size_right"), k.attr(causal))
+def _setting(k, rows: int, cols: int, causal_attr: str = "is_causal") -> dict:
+    """attend's keyword arguments of a v3 op over rows x cols (the varlen ops name their causal flag "causal")."""
+    keep = window_keep(rows, cols, k.attr("window_size_left"), k.attr("window_size_right"), k.attr(causal_attr))
     return {"keep": keep, "softcap": k.attr("softcap")}
 
 
