@@ -63,7 +63,7 @@ def refuse_draws(ctx) -> None:
                  "gradc refuses")
 
 
-def _check_heads(ctx, q: list[int], k: list[int], v: list[int], rank: int) -> None:
+def check_heads(ctx, q: list[int], k: list[int], v: list[int], rank: int) -> None:
     if len(q) != rank or len(k) != rank or len(v) != rank:
         layout = "[batch, seq_len, heads, head_dim]" if rank == 4 else "[total_tokens, heads, head_dim]"
         ctx.fail(f"q, k and v must be {layout}, got {q}, {k}, {v}")
@@ -107,7 +107,7 @@ def _flash_infer(ctx):
     q, k, v = _check_common(ctx, mask_slots(ctx))
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
-    _check_heads(ctx, q, k, v, 4)
+    check_heads(ctx, q, k, v, 4)
     check_mask(ctx, q[2], q[1], k[1])
     return state_outputs(ctx, q, v, q[0], q[2], q[1], k[1])
 
@@ -124,7 +124,7 @@ def _unpadded_infer(ctx):
     batch = cu[0] - 1 if cu is not None and len(cu) == 1 and cu[0] > 0 else -1
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
-    _check_heads(ctx, q, k, v, 3)
+    check_heads(ctx, q, k, v, 3)
     check_mask(ctx, q[1], rows, cols)
     return state_outputs(ctx, q, v, batch, q[1], rows, cols)
 
@@ -135,7 +135,7 @@ def _flashmask_infer(ctx):
         ctx.fail(f"startend_row_indices must be int32, got {dtype_name(ctx.dtype('startend_row_indices'))}")
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
-    _check_heads(ctx, q, k, v, 4)
+    check_heads(ctx, q, k, v, 4)
     bounds, allowed = ctx.shape("startend_row_indices"), (1, 2) if ctx.attr("causal") else (2, 4)
     if bounds is not None and (len(bounds) != 4 or bounds[0] not in (q[0], -1) or bounds[1] not in (1, k[2], q[2], -1)
                                or bounds[2] not in (k[1], -1) or bounds[3] not in (*allowed, -1)):
@@ -167,7 +167,7 @@ def _reduced_infer(ctx):
     q, k, lse = (ctx.shape(slot) for slot in ("q", "k", "softmax_lse"))
     if q is None or k is None:
         return {"reduced_scores": (None, VarType.FP32)}
-    _check_heads(ctx, q, k, k, 4)
+    check_heads(ctx, q, k, k, 4)
     if lse is not None and (len(lse) != 3 or lse[0] not in (q[0], -1) or lse[1] not in (q[2], -1)
                             or lse[2] not in (rounded(q[1]), -1)):
         ctx.fail(f"softmax_lse must be flash_attn's [batch={q[0]}, heads={q[2]}, {rounded(q[1])}], got {lse}")

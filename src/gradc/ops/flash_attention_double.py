@@ -32,9 +32,10 @@ def _heads_first(f, x: str, groups: int) -> str:
     return _reshape(f, t, [0, heads // groups, groups, s, d])
 
 
-def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask_slot: str = "attn_mask") -> str:
+def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask_slot: str = "attn_mask",
+                  masked=None) -> str:
     """flash_attn's out of q, k, v (and the grad op's mask_slot) in plain ops, scale 1 / sqrt(d) as a float unless
-    given; returns out's var."""
+    given; ``masked(f, scores, sq, sk)``, when given, replaces the causal mask; returns out's var."""
     shapes = [g.shape(x) for x in (q, k, v)]
     if any(shape is None or any(d < 0 for d in shape[1:]) for shape in shapes):
         raise GradError(f"{g.fwd.type}: q, k and v need known dims but the batch for a second derivative, got "
@@ -45,12 +46,14 @@ def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask
     scores = f.op("matmul_v2", {"X": qt, "Y": kt}, qt, {"trans_x": False, "trans_y": True},
                   dims=lambda s: [*s[:3], sq, sk])
     scores = f.scale(scores, float32(1.0 / math.sqrt(d)) if scale is None else scale)
-    mask = first(g.I(mask_slot))
+    mask = first(g.I(mask_slot)) if mask_slot else None
     if mask is not None:
         mask_heads = g.shape(mask)[-3]
         scores = f.add(scores, _reshape(f, mask, [-1, *([kv_heads, groups] if mask_heads > 1 else [1, 1]), sq, sk]),
                        scores)
-    if g.attr("causal"):
+    if masked is not None:
+        scores = masked(f, scores, sq, sk)
+    elif g.attr("causal"):
         above = f.op("tril_triu", {"X": f.fill_like(scores, -math.inf)}, scores, {"diagonal": 1, "lower": False})
         scores = f.add(scores, above, scores)
     weights = f.op("softmax", {"X": scores}, scores, {"axis": -1})
@@ -61,7 +64,7 @@ def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask
                 dims=lambda s: [s[0], s[2], s[1], s[3]])
 
 
-def _grads_again(f, g, out: str, inputs: dict[str, str], out_slot: str = "out") -> dict[str, str]:
+def grads_again(f, g, out: str, inputs: dict[str, str], out_slot: str = "out") -> dict[str, str]:
     """The grad op's outputs: out's backward at out_slot@GRAD to the grad op's differentiated inputs."""
     targets = {var: g.tmp(var) for var in inputs.values()}
     f.ops += differentiate(g, f.ops, {out: first(g.I(f"{out_slot}@GRAD"))}, targets)
@@ -71,7 +74,7 @@ def _grads_again(f, g, out: str, inputs: dict[str, str], out_slot: str = "out") 
 @expansion
 def _flash_attn_again(f, g):
     inputs = {slot: first(g.I(slot)) for slot in ("q", "k", "v")}
-    return _grads_again(f, g, attention_ops(f, g, *inputs.values()), inputs)
+    return grads_again(f, g, attention_ops(f, g, *inputs.values()), inputs)
 
 
 @expansion
@@ -84,7 +87,7 @@ def _packed_again(f, g):
     _, s, groups, kv_heads, d = shape
     q = _reshape(f, f.slice(qkv, 2, 0, groups - 2), [0, s, (groups - 2) * kv_heads, d])
     k, v = (_reshape(f, f.slice(qkv, 2, i, i + 1), [0, s, kv_heads, d]) for i in (groups - 2, groups - 1))
-    return _grads_again(f, g, attention_ops(f, g, q, k, v), {"qkv": qkv})
+    return grads_again(f, g, attention_ops(f, g, q, k, v), {"qkv": qkv})
 
 
 def _refused(g):
@@ -100,7 +103,7 @@ def _mea_again(f, g):
     scale = g.attr("scale")
     scale = float32(1.0 / math.sqrt(g.shape(inputs["query"])[-1])) if scale < 0 else float32(scale)
     out = attention_ops(f, g, inputs["query"], inputs["key"], inputs["value"], scale, "bias")
-    return _grads_again(f, g, out, inputs, "output")
+    return grads_again(f, g, out, inputs, "output")
 
 
 defgrad("flash_attn_grad", grad=_flash_attn_again,

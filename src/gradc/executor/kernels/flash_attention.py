@@ -10,27 +10,29 @@ from ...ops.flash_attention import rounded
 from . import kernel
 
 
-def _f64(array) -> np.ndarray | None:
+def f64(array) -> np.ndarray | None:
     return None if array is None else np.asarray(array, np.float64)
 
 
-def _by_query_head(x: np.ndarray, heads: int) -> np.ndarray:
+def by_query_head(x: np.ndarray, heads: int) -> np.ndarray:
     """k or v [b, s, hk, d] spread to the query heads: head i reads kv head i / (heads / hk)."""
     return np.repeat(x, heads // x.shape[2], axis=2)
 
 
-def _to_kv_heads(grad: np.ndarray, kv_heads: int) -> np.ndarray:
-    """The adjoint of _by_query_head: each kv head sums the grads of its query heads."""
+def to_kv_heads(grad: np.ndarray, kv_heads: int) -> np.ndarray:
+    """The adjoint of by_query_head: each kv head sums the grads of its query heads."""
     b, s, heads, d = grad.shape
     return grad.reshape(b, s, kv_heads, heads // kv_heads, d).sum(3)
 
 
-def attend(q, k, v, scale: float, keep=None, bias=None) -> dict:
+def attend(q, k, v, scale: float, keep=None, bias=None, softcap: float = 0.0) -> dict:
     """softmax(q k^T scale + bias, over the keys ``keep`` allows) v for q [b, sq, h, d], k / v [b, sk, hk, d]:
     the probabilities p [b, h, sq, sk], out [b, sq, h, dv] and each row's log sum exp [b, h, sq] (inf for a row
-    with no key left, whose p and out are 0)."""
+    with no key left, whose p and out are 0). softcap > 0 (FlashAttention-3): scores softcap tanh(s / softcap)."""
     heads = q.shape[2]
-    scores = np.einsum("bqhd,bkhd->bhqk", q, _by_query_head(k, heads)) * scale
+    scores = np.einsum("bqhd,bkhd->bhqk", q, by_query_head(k, heads)) * scale
+    if softcap > 0:
+        scores = softcap * np.tanh(scores / softcap)
     if bias is not None:
         scores = scores + bias
     if keep is not None:
@@ -42,42 +44,46 @@ def attend(q, k, v, scale: float, keep=None, bias=None) -> dict:
     p = e / np.where(total == 0, 1.0, total)
     with np.errstate(divide="ignore"):
         lse = np.where(total == 0, np.inf, top + np.log(total))[..., 0]
-    return {"p": p, "out": np.einsum("bhqk,bkhd->bqhd", p, _by_query_head(v, heads)), "lse": lse}
+    return {"p": p, "out": np.einsum("bhqk,bkhd->bqhd", p, by_query_head(v, heads)), "lse": lse}
 
 
-def attend_grad(q, k, v, scale: float, dout, keep=None, bias=None) -> tuple:
+def attend_grad(q, k, v, scale: float, dout, keep=None, bias=None, softcap: float = 0.0) -> tuple:
     """(dq, dk, dv) of attend's out at dout."""
     heads, kv_heads = q.shape[2], k.shape[2]
-    p = attend(q, k, v, scale, keep, bias)["p"]
-    dp = np.einsum("bqhd,bkhd->bhqk", dout, _by_query_head(v, heads))
+    p = attend(q, k, v, scale, keep, bias, softcap)["p"]
+    dp = np.einsum("bqhd,bkhd->bhqk", dout, by_query_head(v, heads))
     dscores = p * (dp - (dp * p).sum(-1, keepdims=True)) * scale
-    dq = np.einsum("bhqk,bkhd->bqhd", dscores, _by_query_head(k, heads))
+    if softcap > 0:   # the derivative of softcap tanh(s / softcap)
+        raw = np.einsum("bqhd,bkhd->bhqk", q, by_query_head(k, heads)) * scale
+        dscores = dscores * (1 - np.tanh(raw / softcap) ** 2)
+    dq = np.einsum("bhqk,bkhd->bqhd", dscores, by_query_head(k, heads))
     dk = np.einsum("bhqk,bqhd->bkhd", dscores, q)
     dv = np.einsum("bhqk,bqhd->bkhd", p, dout)
-    return dq, _to_kv_heads(dk, kv_heads), _to_kv_heads(dv, kv_heads)
+    return dq, to_kv_heads(dk, kv_heads), to_kv_heads(dv, kv_heads)
 
 
-def _causal(rows: int, cols: int) -> np.ndarray:
-    """The fork's top-left causal mask: query row i keeps key j <= i (also when the lengths differ)."""
-    return np.arange(cols)[None, :] <= np.arange(rows)[:, None]
+def causal_keep(rows: int, cols: int, shift: int = 0) -> np.ndarray:
+    """The fork's top-left causal mask: query row i keeps key j <= i (also when the lengths differ); FlashAttention-3
+    keeps j <= i + shift with shift sk - sq (bottom-right)."""
+    return np.arange(cols)[None, :] <= np.arange(rows)[:, None] + shift
 
 
 def _mask_bias(mask) -> np.ndarray | None:
     """attn_mask [..., 1 or h, sq, sk] with its leading dims flattened (the kernel's 4-d view)."""
     if mask is None:
         return None
-    mask = _f64(mask)
+    mask = f64(mask)
     return mask.reshape(-1, *mask.shape[-3:])
 
 
-def _flashmask_keep(bounds: np.ndarray, rows: int, heads: int, causal: bool) -> np.ndarray:
+def flashmask_keep(bounds: np.ndarray, rows: int, heads: int, causal: bool, shift: int = 0) -> np.ndarray:
     """The keys each row keeps under startend_row_indices [b, 1 | h | hk, sk, n] (column j's masked row ranges)."""
     bounds = np.repeat(bounds, heads // bounds.shape[1], axis=1) if bounds.shape[1] > 1 else bounds
     row = np.arange(rows)[:, None]
     column = [bounds[..., i][:, :, None, :].astype(np.int64) for i in range(bounds.shape[-1])]
     if causal:
         masked = (row >= column[0]) & (row < column[1]) if len(column) == 2 else row >= column[0]
-        return ~masked & _causal(rows, bounds.shape[2])
+        return ~masked & causal_keep(rows, bounds.shape[2], shift)
     if len(column) == 2:
         return ~((row >= column[0]) | (row < column[1]))
     return ~(((row >= column[0]) & (row < column[1])) | ((row >= column[2]) & (row < column[3])))
@@ -95,8 +101,8 @@ def _padded_setting(k) -> tuple:
     rows, cols, heads = q.shape[1], key.shape[1], q.shape[2]
     scale = _scale(q)
     if k.op.type.startswith("flashmask"):
-        return scale, _flashmask_keep(np.asarray(k.x("startend_row_indices")), rows, heads, k.attr("causal")), None
-    keep = _causal(rows, cols) if k.attr("causal") else None
+        return scale, flashmask_keep(np.asarray(k.x("startend_row_indices")), rows, heads, k.attr("causal")), None
+    keep = causal_keep(rows, cols) if k.attr("causal") else None
     return scale, keep, _mask_bias(k.optional("attn_mask"))
 
 
@@ -115,7 +121,7 @@ def _state(k, lse: np.ndarray, rows: int, cols: int, batch: int, dtype) -> dict:
 def flash_attn(k):
     q = k.x("q")
     scale, keep, bias = _padded_setting(k)
-    result = attend(_f64(q), _f64(k.x("k")), _f64(k.x("v")), scale, keep, bias)
+    result = attend(f64(q), f64(k.x("k")), f64(k.x("v")), scale, keep, bias)
     state = _state(k, result["lse"], q.shape[1], k.x("k").shape[1], q.shape[0], q.dtype)
     return k.grads({"out": lambda: result["out"].astype(q.dtype), **state})
 
@@ -124,7 +130,7 @@ def flash_attn(k):
 def flash_attn_grad(k):
     scale, keep, bias = _padded_setting(k)
     inputs = [k.x(slot) for slot in ("q", "k", "v")]
-    grads = attend_grad(*map(_f64, inputs), scale, _f64(k.x("out@GRAD")), keep, bias)
+    grads = attend_grad(*map(f64, inputs), scale, f64(k.x("out@GRAD")), keep, bias)
     return k.grads({f"{slot}@GRAD": (lambda g=g, x=x: g.astype(x.dtype))
                     for slot, g, x in zip(("q", "k", "v"), grads, inputs)})
 
@@ -152,7 +158,7 @@ def _sequences(k, total_q: int, total_k: int, padded: bool) -> list[tuple[slice,
             raise ValueError(f"sequence {s} has {rows} query and {cols} key rows, past max_seqlen_q={longest[0]} "
                              f"or max_seqlen_k={longest[1]}")
         bias = None if mask is None else mask[s % mask.shape[0]][None, :, :rows, :cols]
-        keep = _causal(rows, cols) if k.attr("causal") else None
+        keep = causal_keep(rows, cols) if k.attr("causal") else None
         result.append((slice(first_q[s], first_q[s] + rows), slice(first_k[s], first_k[s] + cols), keep, bias))
     return result
 
@@ -186,14 +192,14 @@ def unpadded_grads(k, q, key, value, dout, padded: bool = False) -> list[np.ndar
 
 @kernel("flash_attn_unpadded")
 def flash_attn_unpadded(k):
-    out, state = unpadded_attend(k, *(_f64(k.x(slot)) for slot in ("q", "k", "v")), k.x("q").dtype)
+    out, state = unpadded_attend(k, *(f64(k.x(slot)) for slot in ("q", "k", "v")), k.x("q").dtype)
     return k.grads({"out": lambda: out.astype(k.x("q").dtype), **state})
 
 
 @kernel("flash_attn_unpadded_grad")
 def flash_attn_unpadded_grad(k):
     inputs = [k.x(slot) for slot in ("q", "k", "v")]
-    grads = unpadded_grads(k, *map(_f64, inputs), _f64(k.x("out@GRAD")))
+    grads = unpadded_grads(k, *map(f64, inputs), f64(k.x("out@GRAD")))
     return k.grads({f"{slot}@GRAD": (lambda g=g, x=x: g.astype(x.dtype))
                     for slot, g, x in zip(("q", "k", "v"), grads, inputs)})
 
@@ -207,8 +213,8 @@ def _unpacked(qkv: np.ndarray) -> tuple:
 def _packed_setting(k) -> tuple:
     """(q, k, v, scale, keep, bias) of flash_attn_qkvpacked and its grad."""
     qkv = k.x("qkv")
-    q, key, value = _unpacked(_f64(qkv))
-    keep = _causal(q.shape[1], q.shape[1]) if k.attr("causal") else None
+    q, key, value = _unpacked(f64(qkv))
+    keep = causal_keep(q.shape[1], q.shape[1]) if k.attr("causal") else None
     return q, key, value, _scale(qkv), keep, _mask_bias(k.optional("attn_mask"))
 
 
@@ -224,7 +230,7 @@ def flash_attn_qkvpacked(k):
 def flash_attn_qkvpacked_grad(k):
     qkv = k.x("qkv")
     q, key, value, scale, keep, bias = _packed_setting(k)
-    dq, dk, dv = attend_grad(q, key, value, scale, _f64(k.x("out@GRAD")), keep, bias)
+    dq, dk, dv = attend_grad(q, key, value, scale, f64(k.x("out@GRAD")), keep, bias)
     grad = np.concatenate([dq.reshape(*qkv.shape[:2], -1, *qkv.shape[3:]), dk[:, :, None], dv[:, :, None]], axis=2)
     return k.grads({"qkv@GRAD": lambda: grad.astype(qkv.dtype)})
 
@@ -233,10 +239,10 @@ def flash_attn_qkvpacked_grad(k):
 def calc_reduced_attn_scores(k):
     """Each key's probabilities summed over the query rows, every row against every key, with the row's lse as
     flash_attn packed it (a row of lse inf adds 0)."""
-    q, key = _f64(k.x("q")), _f64(k.x("k"))
+    q, key = f64(k.x("q")), f64(k.x("k"))
     b, rows, heads, _ = q.shape
     lse = np.asarray(k.x("softmax_lse"), np.float64).reshape(-1)[:b * heads * rows].reshape(b, heads, rows, 1)
-    scores = np.einsum("bqhd,bkhd->bhqk", q, _by_query_head(key, heads)) * _scale(k.x("q"))
+    scores = np.einsum("bqhd,bkhd->bhqk", q, by_query_head(key, heads)) * _scale(k.x("q"))
     with np.errstate(over="ignore"):
         return {"reduced_scores": np.exp(scores - lse).sum(2, keepdims=True).astype(np.float32)}
 
@@ -250,8 +256,8 @@ def _mea_setting(k) -> tuple:
     elif query.dtype != np.float64:
         scale = float(np.float32(scale))
     rows, cols = query.shape[1], k.x("key").shape[1]
-    keep = _causal(rows, cols) if k.attr("causal") else None
-    return (*(_f64(k.x(slot)) for slot in ("query", "key", "value")), scale, keep, _f64(k.optional("bias")))
+    keep = causal_keep(rows, cols) if k.attr("causal") else None
+    return (*(f64(k.x(slot)) for slot in ("query", "key", "value")), scale, keep, f64(k.optional("bias")))
 
 
 @kernel("memory_efficient_attention")
@@ -270,7 +276,7 @@ def memory_efficient_attention(k):
 def memory_efficient_attention_grad(k):
     """(dq, dk, dv) as attend_grad; the bias's grad is the scores' grad, summed over the dims it broadcasts."""
     q, key, value, scale, keep, bias = _mea_setting(k)
-    dout = _f64(k.x("output@GRAD"))
+    dout = f64(k.x("output@GRAD"))
     grads = dict(zip(("query", "key", "value"), attend_grad(q, key, value, scale, dout, keep, bias)))
     if bias is not None:
         p = attend(q, key, value, scale, keep, bias)["p"]

@@ -50,3 +50,38 @@ ROWS = [
         f" attn_mask?:attn_mask out_grad:out@GRAD {LONGEST}", "qkv_grad:qkv@GRAD",
         f"scale:f32 {GRAD_ATTRS} varlen_padded:bool"),
 ]
+
+V3_QKV = "q:q k:k v:v"
+V3_STATE = "out:out softmax_lse:softmax_lse"
+WINDOW = "window_size_left:i32 window_size_right:i32 softcap:f32"
+TUNING = "num_splits:i32 manual_set_pack_gqa:bool"
+V3_GRAD_ATTRS = f"softmax_scale:f32 is_causal:bool {WINDOW} sm_margin:i32"
+VARLEN_USED = "seqused_q?:seqused_q seqused_k?:seqused_k"
+
+ROWS += [
+    row("pd_op.flash_attn_v3", "flash_attn_v3", f"{V3_QKV} q_v_?:q_v_ q_descale_?:q_descale_ k_descale_?:k_descale_"
+        " v_descale_?:v_descale_", V3_STATE,
+        f"softmax_scale:f32 is_causal:bool {WINDOW} {TUNING} pack_gqa_:bool sm_margin:i32"),
+    row("pd_op.flash_attn_v3_grad", "flash_attn_v3_grad", f"{V3_QKV} out:out softmax_lse:softmax_lse"
+        " out_grad:out@GRAD", GRADS, V3_GRAD_ATTRS),
+    row("pd_op.flash_attn_v3_varlen", "flash_attn_v3_varlen", f"{V3_QKV} {CU} {VARLEN_USED} qv?:qv"
+        f" q_descale?:q_descale k_descale?:k_descale v_descale?:v_descale {LONGEST}", V3_STATE,
+        f"softmax_scale:f32 causal:bool {WINDOW} {TUNING} pack_gqa:bool sm_margin:i32"),
+    row("pd_op.flash_attn_v3_varlen_grad", "flash_attn_v3_varlen_grad", f"{V3_QKV} out:out softmax_lse:softmax_lse"
+        f" {CU} {VARLEN_USED} out_grad:out@GRAD {LONGEST}", GRADS,
+        f"softmax_scale:f32 causal:bool {WINDOW} sm_margin:i32"),
+    row("pd_op.flashmask_attention_v2", "flashmask_attention_v2", f"{V3_QKV}"
+        " startend_row_indices:startend_row_indices block_mask?:block_mask", V3_STATE,
+        "softmax_scale:f32 is_causal:bool"),
+    row("pd_op.flashmask_attention_v2_grad", "flashmask_attention_v2_grad", f"{V3_QKV} out:out"
+        " softmax_lse:softmax_lse startend_row_indices:startend_row_indices block_mask?:block_mask out_grad:out@GRAD",
+        GRADS, "softmax_scale:f32 is_causal:bool"),
+]
+
+SPARSE_IN = "q:Q k:K v:V offset:Offset columns:Columns"
+ROWS += [
+    row("pd_op.sparse_attention", "sparse_attention", f"{SPARSE_IN} key_padding_mask?:KeyPaddingMask"
+        " attn_mask?:AttnMask", "out:Out sparse_dot_sdd:SparseDotSdd softmax:Softmax"),
+    row("pd_op.sparse_attention_grad", "sparse_attention_grad", f"{SPARSE_IN} sparse_dot_sdd:SparseDotSdd"
+        " softmax:Softmax out_grad:Out@GRAD", "q_grad:Q@GRAD k_grad:K@GRAD v_grad:V@GRAD"),
+]
