@@ -236,7 +236,7 @@ FAMILIES = {
     "products_einsum": ("einsum", "einsum_grad"),
     "pylayer": ("pylayer", "pylayer_grad"),
     "pylayer_double": ("pylayer_grad",),
-    "pyramid_hash": ("pyramid_hash",),
+    "pyramid_hash": ("pyramid_hash", "pyramid_hash_grad"),
     "quant": ("fake_quantize_abs_max", "fake_quantize_dequantize_abs_max", "fake_quantize_dequantize_abs_max_grad",
         "fake_channel_wise_quantize_abs_max", "fake_channel_wise_quantize_dequantize_abs_max",
         "fake_channel_wise_quantize_dequantize_abs_max_grad", "fake_quantize_moving_average_abs_max",

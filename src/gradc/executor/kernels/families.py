@@ -174,7 +174,7 @@ FAMILIES = {
     "products_einsum": ("einsum", "einsum_grad"),
     "put_along": ("put_along_axis", "put_along_axis_grad"),
     "pylayer": ("pylayer", "pylayer_grad"),
-    "pyramid_hash": ("pyramid_hash",),
+    "pyramid_hash": ("pyramid_hash", "pyramid_hash_grad"),
     "quant": ("fake_quantize_abs_max", "fake_quantize_dequantize_abs_max",
         "fake_channel_wise_quantize_dequantize_abs_max", "fake_quantize_moving_average_abs_max",
         "fake_quantize_dequantize_moving_average_abs_max", "fake_channel_wise_quantize_abs_max",
