@@ -117,6 +117,54 @@ def test_scales_at_their_edges():
     assert scale[1, 0] == np.float32(1) / np.float32(np.ldexp(255 / 128, 127))
 
 
+def quant_all(x: np.ndarray, packed: bool, **attrs):
+    """fp8_quant_blockwise with input_transpose: (out, scale, out_transposed, scale_transposed)."""
+    rows, cols = x.shape
+    scale_dtype = V.INT32 if packed else V.FP32
+    outs = {"out": ([rows, cols], V.FP8_E4M3FN), "scale": (None, scale_dtype),
+            "out_transposed": ([cols, rows], V.FP8_E4M3FN), "scale_transposed": (None, scale_dtype)}
+    program = one_op("fp8_quant_blockwise", {"x": (list(x.shape), V.BF16)}, outs,
+                     {"input_transpose": True, "using_ue8m0_scale": packed, **attrs})
+    check_shapes(program)
+    return gradc.Executor().run(program, {"x": x}, list(outs))
+
+
+@pytest.mark.parametrize("tiles", [False, True])
+@pytest.mark.parametrize("flipped", [False, True])
+def test_ue8m0_scales_are_the_power_of_two_scales_exponent_bytes(tiles, flipped):
+    """using_ue8m0_scale: unpacked as Paddle's own test unpacks them (transpose back, the int32s' bytes, 2^(b - 127)),
+    the scales are the power-of-two run's, a tile's on each of its rows; the float8 values are the same; 640 columns
+    make 5 blocks, so each row's second int32 holds one scale and three zero bytes."""
+    rng = np.random.default_rng(8)
+    x = round_to_bfloat16(rng.standard_normal((256, 640)) * rng.uniform(0.01, 50, (256, 1)))
+    attrs = {"using_1x128_vec_quant": not tiles, "output_scale_transpose": flipped, "using_pow2_scale": False}
+    packed, plain = quant_all(x, True, **attrs), quant_all(x, False, **{**attrs, "using_pow2_scale": True})
+    for got, want, (rows, blocks) in ((packed[1], plain[1], (256, 5)), (packed[3], plain[3], (640, 2))):
+        assert got.dtype == np.int32 and got.shape == ((-(-blocks // 4), rows) if flipped else (rows, -(-blocks // 4)))
+        data = np.ascontiguousarray(got.T if flipped else got).view(np.uint8)
+        assert not data[:, blocks:].any()
+        want = want.T if flipped else want
+        np.testing.assert_array_equal(2.0 ** (data[:, :blocks].astype(np.float64) - 127),
+                                      np.repeat(want, 128, axis=0) if tiles else want)
+    for got, want in zip(packed[::2], plain[::2]):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_ue8m0_scales_feed_fused_act_dequant_back_to_x():
+    """Quantized with packed scales and dequantized by fused_act_dequant (4 blocks a row: the layouts agree), x comes
+    back within float8's relative step."""
+    rng = np.random.default_rng(9)
+    x = round_to_bfloat16(rng.standard_normal((3, 512)) * rng.uniform(0.1, 100, (3, 1)))
+    program = one_op("fp8_quant_blockwise", {"x": ([3, 512], V.BF16)},
+                     {"out": ([3, 512], V.FP8_E4M3FN), "scale": ([3, 1], V.INT32)},
+                     {"using_ue8m0_scale": True, "output_scale_transpose": False})
+    block = program.global_block
+    block.create_var("back", [3, 512], V.BF16)
+    block.append_op("fused_act_dequant", {"x": ["out"], "x_scale": ["scale"]}, {"out": ["back"]}, {})
+    (back,) = gradc.Executor().run(program, {"x": x}, ["back"])
+    np.testing.assert_allclose(back, x, rtol=E4M3_STEP, atol=0)
+
+
 def test_swiglu_bwd_is_the_vjp_of_the_weighted_swiglu_in_float64():
     rng = np.random.default_rng(6)
     o1, do2, probs = rng.standard_normal((3, 8)), rng.standard_normal((3, 4)), rng.random(3)
@@ -154,8 +202,6 @@ BAD_SHAPES = {
     "quant cols": ("fp8_quant_blockwise", {"x": ([4, 130], V.BF16)}, {}, "cols must be a multiple of 4"),
     "quant e5m2": ("fp8_quant_blockwise", {"x": ([4, 128], V.BF16)}, {"using_e5m2": True},
                    "writes float8_e4m3fn only"),
-    "quant ue8m0": ("fp8_quant_blockwise", {"x": ([4, 128], V.BF16)}, {"using_ue8m0_scale": True},
-                    "using_ue8m0_scale"),
     "dequant scale": ("fused_act_dequant", {"x": ([4, 256], V.FP8_E4M3FN), "x_scale": ([4, 3], V.FP32)}, {},
                       "x_scale must be [4, 2]"),
     "dequant packed": ("fused_act_dequant", {"x": ([4, 256], V.FP8_E4M3FN), "x_scale": ([1], V.INT32)}, {},

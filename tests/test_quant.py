@@ -72,6 +72,17 @@ def test_quantize_linear_clips_to_qmin_only_when_rounding_to_even(round_type, ex
     np.testing.assert_array_equal(out["Y"], [expected])
 
 
+@pytest.mark.parametrize(("qmax", "values", "expected"), [
+    (448, [470, -470, 500, 455, 0.3], [448, -448, 448, 448, 0.3125]),
+    (57344, [470, 62000, -70000, 1e-9], [448, 57344, -57344, 0])])
+def test_quantize_linear_float8_saturates_where_paddles_cpu_gives_nan(qmax, values, expected):
+    """qmax 448 / 57344 rounds X / s * qmax to float8 and clips to +-qmax: e4m3 470 gives 448, where Paddle 3.3.1's CPU
+    conversion gives NaN (464 < |v| < 480, which the clip keeps); e5m2 62000 and 70000 saturate in both."""
+    out = run("quantize_linear", {"X": np.array(values, np.float32) / qmax, "Scale": np.ones(1, np.float32),
+                                  "ZeroPoint": np.zeros(1, np.int32)}, {"quant_axis": -1, "qmax": qmax})
+    np.testing.assert_array_equal(out["Y"], np.array(expected, np.float32))
+
+
 def test_quantize_linear_training_averages_at_rate_0_9_whatever_moving_rate_says():
     """Paddle's kernel passes 0.9, not the attribute: state 0.9 * 3 + 1, accum 0.9 * 2 + abs max 2 (Paddle's values)."""
     one = np.ones(1, np.float32)

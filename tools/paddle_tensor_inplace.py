@@ -9,7 +9,8 @@ Paddle 3.3.1 writes them in PIR mode, with Paddle's numbers, in tests/data/paddl
   fetched values and Paddle's gradient of a weighted sum of the differentiable ones. One draw takes the global
   engine, the others seeds of their own: Paddle's interpreter runs independent draws in an order of its own (here
   uniform, batch, normal), so which of several unseeded draws gets which numbers is Paddle's choice.
-- views/: paddle.as_strided, paddle.view (shape and dtype) and their grads as PIR programs; Paddle's static executor
+- views/: paddle.as_strided, paddle.view (shape and dtype), index_select_strided (Tensor indexing's view, built by
+  paddle._C_ops) and their grads as PIR programs; Paddle's static executor
   cannot run those ops ("kernel output args (0) defs should equal op outputs (1)"), so the numbers are those of the
   same calls in Paddle's dynamic graph, on the same input.
 - aliased/: a fill_ through set_'s view (x made a view of source), run by Paddle's CPU executor: what the view, and
@@ -79,10 +80,13 @@ def _views(a):
         "as_strided_overlap": _C_ops.as_strided(a * 2.0, [3, 3], [1, 1], 0),
         "view_shape": _C_ops.view_shape(a * 2.0, [4, 3]),
         "view_dtype": _C_ops.view_dtype(a * 2.0, paddle.int32),
+        # a non-negative index: Paddle's kernel does not wrap a negative one (docs/pir-sweep.md)
+        "index_select": _C_ops.index_select_strided(a * 2.0, 2, 1),
     }
 
 
 DIFFERENTIABLE = ["fill", "zero", "diagonal", "diagonal_wrap", "normal", "uniform", "as_strided", "view_shape",
+                  "index_select",
                   "fill_out", "diagonal_out", "normal_out", "uniform_out"]
 
 

@@ -54,9 +54,11 @@ PARTIAL_ATTRS = {"k": 2, "capacity": 2, "num_experts": 3, "expert_start_index": 
 CASES += [Case("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, PARTIAL_ATTRS, wrt=["x", "combine_weights"]),
           Case("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, {**PARTIAL_ATTRS, "use_pad": False,
                                                                     "reverse_token_drop": True},
-               wrt=["x", "combine_weights"])]
+               wrt=["x", "combine_weights"]),
+          second_order("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, PARTIAL_ATTRS),
+          second_order("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, {**PARTIAL_ATTRS, "use_pad": False,
+                                                                            "reverse_token_drop": True})]
 
-REFUSED = [second_order("moe_gate_dispatch_partial_nosoftmaxtopk", PARTIAL, PARTIAL_ATTRS),
-           second_order("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}),
+REFUSED = [second_order("moe_gate_dispatch", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True}),
            second_order("moe_gate_dispatch_permute", DISPATCH, {"k": 2, "capacity": 3, "world_size": 3}),
            second_order("moe_gate_dispatch_auto", DISPATCH, {"k": 2, "capacity": 3, "use_pad": True})]

@@ -43,8 +43,6 @@ LEFT_OUT = {
     "flash_attn_v3_varlen": "its grad refuses (flash_attention_v3.py lists it as refused)",
     "flashmask_attention_v2": "its grad refuses (flash_attention_v3.py lists it as refused)",
     "sparse_attention": "sparse_attention_grad refuses (sparse_attention.py lists it as refused)",
-    "moe_gate_dispatch_partial_nosoftmaxtopk": "its grad refuses (moe.py lists it as refused)",
-    "moe_unpermute": "moe_unpermute_grad refuses (moe_permute.py lists it as refused)",
     "c_softmax_with_multi_label_cross_entropy": "its grad op refuses (collective.py lists it as refused)",
 }
 

@@ -1,6 +1,7 @@
 """Cases for gradc.ops.tensor_fill and tensor_views: fill_diagonal (with an offset, wrapped, rank 3 with wrap), the
 refills and draws whose grads are 0 (a draw of std 0, or over [min, min], is a constant, so the central difference
-is their 0), view_shape and as_strided (apart, and overlapping: an element read twice gets both grads)."""
+is their 0), view_shape and as_strided (apart, and overlapping: an element read twice gets both grads),
+index_select_strided (a negative index and axis too)."""
 
 
 from . import Case, rng
@@ -18,6 +19,8 @@ FORWARD = [
     ("view_shape", {"input": r.standard_normal((3, 4))}, {"dims": [2, -1]}),
     ("as_strided", {"input": r.standard_normal((3, 4))}, {"dims": [2, 3], "stride": [4, 1], "offset": 32}),
     ("as_strided", {"input": r.standard_normal((3, 4))}, {"dims": [3, 3], "stride": [1, 2], "offset": 8}),
+    ("index_select_strided", {"x": r.standard_normal((2, 3, 4))}, {"index": 2, "axis": 1}),
+    ("index_select_strided", {"x": r.standard_normal((2, 3, 4))}, {"index": -1, "axis": -1}),
 ]
 CASES = [Case(op, inputs, attrs) for op, inputs, attrs in FORWARD]
 CASES += [second_order(op, inputs, attrs) for op, inputs, attrs in FORWARD]

@@ -15,6 +15,9 @@ scale [rows, ceil(cols / 128)] ([rows / 128, cols / 128] for tiles), transposed 
 input_transpose also out_transposed = x^T quantized in 1 x 128 blocks of x's columns (for tiles: out^T) and its
 scale_transposed; return_transpose_only leaves out and scale zero (Paddle's stay unwritten). The tiles, transposes
 and rows % 128 need rows and cols multiples of 128; 1 x 128 blocks take cols % 4 == 0 (a short last block).
+using_ue8m0_scale (forces power-of-two scales): each scale is the exponent byte of 1 / scale (2^(byte - 127)), one
+per row and 128 columns (a tile's scale repeated on each of its 128 rows), four bytes to an int32 (little end first,
+zero bytes past the last block): scale int32 [rows, ceil(ceil(cols / 128) / 4)], [that, rows] transposed.
 fused_act_dequant: out[r, c] = x[r, c] * x_scale[r, c / 128] as bfloat16; an int32 x_scale packs four ue8m0
 exponent bytes (2^(byte - 127)) per value, little end first.
 fused_weighted_swiglu_act_quant: x [..., 2 n] -> act = silu(x[:, :n]) x[:, n:] (* prob[row]), quantized in 1 x 128
@@ -54,12 +57,15 @@ def _blocks(n: int) -> int:
     return -(-n // 128) if n >= 0 else -1
 
 
+def _packed(blocks: int) -> int:
+    """The int32 values holding ``blocks`` ue8m0 bytes, four to a value (-1: unknown)."""
+    return -(-blocks // 4) if blocks >= 0 else -1
+
+
 def _quant_blockwise_infer(ctx):
     check_dtype(ctx, "x", (BF16, VarType.FP16), "Paddle's kernel")
     if ctx.attr("using_e5m2"):
         ctx.fail("using_e5m2: Paddle's kernel writes float8_e4m3fn only")
-    if ctx.attr("using_ue8m0_scale"):
-        ctx.fail("using_ue8m0_scale: its int32 scales of packed exponents are not supported")
     x = ctx.shape("x")
     if x is None:
         return {}
@@ -73,13 +79,18 @@ def _quant_blockwise_infer(ctx):
                  f"got {x}")
     if cols >= 0 and cols % 4:
         ctx.fail(f"cols must be a multiple of 4 (the kernel's vectors), got {x}")
-    scale = [rows, _blocks(cols)] if row_blocks else [_blocks(rows), _blocks(cols)]
-    flipped = [cols, _blocks(rows)] if row_blocks else scale[::-1]
+    packed = ctx.attr("using_ue8m0_scale")   # a byte per row and 128 columns (tiles too), four to an int32
+    if packed:
+        scale, flipped = [rows, _packed(_blocks(cols))], [cols, _packed(_blocks(rows))]
+    else:
+        scale = [rows, _blocks(cols)] if row_blocks else [_blocks(rows), _blocks(cols)]
+        flipped = [cols, _blocks(rows)] if row_blocks else scale[::-1]
     if ctx.attr("output_scale_transpose"):
         scale, flipped = scale[::-1], flipped[::-1]
-    outs = {"out": (x, E4M3), "scale": (scale, FP32)}
+    scale_dtype = VarType.INT32 if packed else FP32
+    outs = {"out": (x, E4M3), "scale": (scale, scale_dtype)}
     if ctx.attr("input_transpose"):
-        outs.update(out_transposed=([cols, rows], E4M3), scale_transposed=(flipped, FP32))
+        outs.update(out_transposed=([cols, rows], E4M3), scale_transposed=(flipped, scale_dtype))
     return outs
 
 

@@ -1,6 +1,7 @@
 """Second derivatives of gradc.ops.moe (moe_combine_grad: the bilinear rule; moe_combine_no_weight_grad: linear in
 y@GRAD alone, so its grad is moe_combine_no_weight of ddx; moe_gate_dispatch_grad and
-moe_gate_dispatch_partial_nosoftmaxtopk_grad: refused):
+moe_gate_dispatch_partial_nosoftmaxtopk_grad: linear in its output grads, see _partial_again; moe_gate_dispatch_grad:
+refused):
 cal_aux_loss_grad written again with differentiable ops, gate_prob@GRAD =
 ones_like(gate_prob) ce (dl num_experts / moe_k / seqlen_float), linear in dl and flat in gate_prob (ce and
 seqlen_float are saved outputs with no gradient of their own), and differentiated."""
@@ -8,7 +9,7 @@ seqlen_float are saved outputs with no gradient of their own), and differentiate
 from __future__ import annotations
 
 from ..errors import GradError
-from ..ir import EMPTY_VAR
+from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from .composite import Formula, expansion, first
 
@@ -54,6 +55,27 @@ def _no_weight_again(g):
     return f.ops
 
 
+def _partial_again(g):
+    """The partial dispatch's grad is linear in (y@GRAD, combine_weights_out@GRAD) under the mask
+    combine_weights_out > 0 (flat in it): x@GRAD = moe_combine(y@GRAD, mask, scatter_index^T), so d/d(y@GRAD) is
+    moe_combine_grad's x part of ddx, and d/d(combine_weights_out@GRAD) is the grad op itself applied to ddw."""
+    f = Formula(g)
+    weights, dy = first(g.I("combine_weights_out")), first(g.I("y@GRAD"))
+    ddx, ddw = first(g.OG("x@GRAD")), first(g.OG("combine_weights@GRAD"))
+    d_dy, d_dw = first(g.IG("y@GRAD")), first(g.IG("combine_weights_out@GRAD"))
+    if ddx is not None and d_dy not in (None, EMPTY_VAR):
+        kept = f.op("greater_than", {"X": weights, "Y": f.fill_like(weights, 0.0)}, weights, dtype=VarType.BOOL)
+        mask = f.op("cast", {"X": kept}, weights, {"in_dtype": int(VarType.BOOL),
+                                                   "out_dtype": int(g.block.var(dy).dtype)})
+        rows = f.op("transpose2", {"X": first(g.I("scatter_index"))}, first(g.I("scatter_index")), {"axis": [1, 0]},
+                    more={"XShape": f.xshape(first(g.I("scatter_index")))}, dims=lambda s: s[::-1])
+        ins = {"x": dy, "combine_weights": mask, "scatter_index": rows, "y@GRAD": ddx}
+        f.emit("moe_combine_grad", ins, {"x@GRAD": d_dy})
+    if ddw is not None and d_dw not in (None, EMPTY_VAR):
+        f.emit(g.fwd.type, {**g.fwd.inputs, "combine_weights_out@GRAD": ddw}, {"combine_weights@GRAD": d_dw}, same=True)
+    return f.ops
+
+
 def _dispatch_refused(g):
     forward = g.fwd.type.removesuffix("_grad")
     raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of {forward}): no maker of "
@@ -65,4 +87,6 @@ for twin in ("", "_auto"):
     defgrad(f"moe_gate_dispatch{twin}_grad", grad=_dispatch_refused)
 defgrad("moe_gate_dispatch_permute_grad", grad=_dispatch_refused)
 defgrad("moe_combine_no_weight_grad", grad=_no_weight_again, no_grad_inputs=["x", "combine_weight", "scatter_index"])
-defgrad("moe_gate_dispatch_partial_nosoftmaxtopk_grad", grad=_dispatch_refused)
+defgrad("moe_gate_dispatch_partial_nosoftmaxtopk_grad", grad=_partial_again,
+        no_grad_inputs=["combine_weights_out", "scatter_index", "scatter_index_rev", "expert_offset",
+                        "expert_nums_local"])

@@ -17,11 +17,13 @@ PaddleNLP's MoE helpers (paddle.incubate.nn.functional):
                 n = num_expert_per_modality > 0: (e / n) 2n + e % n + modality_offset n
     build_src_rank_and_local_expert_id: expert e's expert_num_global_tensor[e] rows get vector (the source rank)
                 e / num_local_experts and local_expert_id e % num_local_experts; sum(expert_num_global) rows
-The older MoE layer's exchange of rows between ranks (NCCL sends and receives, ring_id's group): global_scatter sends
-X's rows, local_count[i] to expert i, and receives global_count[i] rows each; global_gather the reverse. gradc runs one
-rank (ring_id is ignored), where both send each expert's rows to themselves: Out = X, with local_count and
-global_count equal and counting X's rows (refused otherwise, as the MoE layer never sends fewer). Each one's grad is
-the other (Paddle's makers).
+The older MoE layer's exchange of rows between ranks (NCCL sends and receives, ring_id's group of S ranks):
+local_count and global_count hold E S counts, entry i + j E for local expert i of rank j (global expert j E + i).
+global_scatter sends X's rows, laid out by that index, local_count[i + j E] of them to rank j, and receives
+global_count[i + j E] rows from rank j, Out ordered expert by expert, then rank by rank; global_gather sends such an
+Out back (global_count's chunks) and receives into local_count's layout. Under run_ranks the ranks exchange their
+rows (gradc.executor.kernels.moe_routing); run alone, each expert's rows go to the one rank: Out = X, with local_count
+and global_count equal and counting X's rows (refused otherwise). Each one's grad is the other (Paddle's makers).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ With bin_cnt = 2^(bit_length - 1) - 1 and a scale s (X's abs max, a moving avera
 of them, or a given one), a fake quantization writes q(X) and a fake quantize-dequantize writes q(X) * s / bin_cnt:
 - round_type 1 (the fake ops' default): q = round-half-away-from-zero(bin_cnt / s * clip(X, -s, s));
 - round_type 0 (quantize_linear's default): q = round-half-to-even(bin_cnt / s * X) clipped to [-bin_cnt - 1,
-  bin_cnt].
+  bin_cnt]; quantize_linear's qmax 448 / 57344 (bin_cnt) instead rounds bin_cnt / s * X to float8_e4m3fn / e5m2
+  (saturating: gradc.float8) and clips it to [-bin_cnt, bin_cnt], in X's dtype.
 1/s is 1/(s + 1e-6) for s <= 1e-30 (an all-zero X). The moving average keeps state = rate * state + 1 and
 accum = rate * accum + abs_max(X), scale = accum / state, in persistable vars (OutState/OutAccum/OutScale are
 InState/InAccum/InScale in Paddle's programs); with is_test the op quantizes with InScale and updates nothing.
@@ -32,7 +33,8 @@ from .infer import check_float
 BITS = (1, 16)
 ROUND_TYPES = (0, 1)
 CHANNEL_AXES = (0, 1)
-FLOAT8_QMAX = {448: "float8_e4m3fn", 57344: "float8_e5m2"}   # quantize_linear's qmax values for float8 rounding
+# quantize_linear's qmax values that round to float8 (round_type 0), as Paddle's QuantTensorFunctor
+FLOAT8_QMAX = {448: VarType.FP8_E4M3FN, 57344: VarType.FP8_E5M2}
 STATE = ["InAccum?", "InState?"]
 STATE_OUTPUTS = ["OutState?", "OutAccum?"]
 
@@ -243,8 +245,6 @@ def _linear_infer(quantize: bool):
             ctx.fail(f"qmax {qmax} must be >= 1")
         if ctx.attr("round_type") not in ROUND_TYPES:
             ctx.fail(f"round_type {ctx.attr('round_type')} must be 0 (half to even) or 1 (half away from zero)")
-        if quantize and ctx.attr("round_type") == 0 and qmax in FLOAT8_QMAX:
-            ctx.fail(f"qmax {qmax} asks for {FLOAT8_QMAX[qmax]} rounding, which gradc does not support")
         if not quantize:
             return {"Y": (ctx.shape("X"), ctx.dtype("Scale"))}
         if axis < 0:

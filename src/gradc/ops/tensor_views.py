@@ -4,7 +4,11 @@ offset) and Tensor.set_ (set: x made a strided view of source). gradc has no ali
 copy, read from its input's row-major elements (a static program's values are contiguous), so a later in-place
 write to the result does not reach the input, as it does in Paddle's dynamic graph (docs/pir-sweep.md).
 
-view_shape and as_strided are linear: their grads put dOut back (as_strided_grad adds where elements overlap).
+index_select_strided (Tensor.__getitem__'s view of one index along an axis, a PIR op paddle._pir_ops builds): x's
+slice at ``index`` along ``axis``, that axis dropped; a negative index counts from the end (Paddle 3.3.1's kernel
+does not wrap it and reads before the slice: docs/pir-sweep.md).
+view_shape, as_strided and index_select_strided are linear: their grads put dOut back (as_strided_grad adds where
+elements overlap).
 view_dtype has no gradient in gradc: reading a float's bits as another dtype is not a differentiable function
 (Paddle's view_dtype_grad reads dOut's bits back as the input's dtype). set has none, as in Paddle."""
 
@@ -63,6 +67,16 @@ def strided_dims(ctx, source: str, out: str) -> dict:
     return {out: (dims, ctx.dtype(source))}
 
 
+def _select_infer(ctx):
+    x, index, axis = ctx.shape("x"), ctx.attr("index"), ctx.attr("axis")
+    if not x or not -len(x) <= axis < len(x):
+        ctx.fail(f"index_select_strided axis {axis} is not an axis of x {x}")
+    size = x[axis]
+    if size >= 0 and not -size <= index < size:
+        ctx.fail(f"index_select_strided index {index} is outside axis {axis} of size {size}")
+    return {"out": (x[:axis % len(x)] + x[axis % len(x) + 1:], ctx.dtype("x"))}
+
+
 def _set_infer(ctx):
     if ctx.dtype("x") != ctx.dtype("source"):
         ctx.fail(f"set needs x and source of one dtype, got {dtype_name(ctx.dtype('x'))} and "
@@ -75,4 +89,6 @@ defop("view_shape", ["input"], ["out"], attrs={"dims": typed([], AttrType.LONGS)
 defop("view_dtype", ["input"], ["out"], attrs={"dtype": VarType.FP32}, infer=_view_dtype_infer, grad=NO_GRAD)
 defop("as_strided", ["input"], ["out"], attrs=STRIDED_ATTRS, infer=lambda ctx: strided_dims(ctx, "input", "out"),
       grad=grad_op("input"))
+defop("index_select_strided", ["x"], ["out"], attrs={"index": typed(0, AttrType.LONG), "axis": 0},
+      infer=_select_infer, grad=grad_op("x"))
 defop("set", ["x", "source"], ["out"], attrs=STRIDED_ATTRS, infer=_set_infer, grad=NO_GRAD)

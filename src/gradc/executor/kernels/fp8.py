@@ -55,15 +55,29 @@ def _flip(array: np.ndarray, flipped: bool) -> np.ndarray:
     return np.ascontiguousarray(array.T) if flipped else array
 
 
+def pack_ue8m0(inverse: np.ndarray) -> np.ndarray:
+    """Power-of-two dequantization factors [r, blocks] as their float32 exponent bytes, four to an int32 (little end
+    first, zero bytes after the last block): int32 [r, ceil(blocks / 4)]."""
+    rows, blocks = inverse.shape
+    data = np.zeros((rows, -(-blocks // 4) * 4), np.uint8)
+    data[:, :blocks] = (np.ascontiguousarray(inverse, F32).view(np.uint32) >> 23) & 0xFF
+    return data.view("<i4").astype(np.int32)
+
+
 @kernel("fp8_quant_blockwise")
 def fp8_quant_blockwise(k):
-    x, eps, pow2 = k.x("x").astype(F32), k.attr("epsilon"), k.attr("using_pow2_scale")
+    x, eps, packed = k.x("x").astype(F32), k.attr("epsilon"), k.attr("using_ue8m0_scale")
     flipped, rows = k.attr("output_scale_transpose"), k.attr("using_1x128_vec_quant")
+    pow2 = packed or k.attr("using_pow2_scale")
+
+    def stored(inverse):   # packed: a tile's factor on each of its 128 rows
+        return pack_ue8m0(inverse if rows else np.repeat(inverse, BLOCK, axis=0)) if packed else inverse
+
     out, scale = quantize_rows(x, eps, pow2) if rows else quantize_tiles(x, eps, pow2)
-    result = {"out": out, "scale": _flip(scale, flipped)}
+    result = {"out": out, "scale": _flip(stored(scale), flipped)}
     if k.attr("input_transpose"):
         out_t, scale_t = quantize_rows(np.ascontiguousarray(x.T), eps, pow2) if rows else (out.T, scale.T)
-        result.update(out_transposed=np.ascontiguousarray(out_t), scale_transposed=_flip(scale_t, flipped))
+        result.update(out_transposed=np.ascontiguousarray(out_t), scale_transposed=_flip(stored(scale_t), flipped))
         if k.attr("return_transpose_only"):   # Paddle leaves them unwritten
             result.update(out=np.zeros_like(out), scale=np.zeros_like(result["scale"]))
     return result

@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import VarType
+from .. import ranks
 from . import kernel
+from .collective import _peers as peers  # the rendezvous of a collective's group (ring_id)
 
 
 @kernel("number_count")
@@ -94,10 +96,55 @@ def build_src_rank_and_local_expert_id(k):
     return {"vector": (experts // local).astype(np.int32), "local_expert_id": (experts % local).astype(np.int32)}
 
 
+def _chunks(x: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
+    """x's rows cut into consecutive chunks of ``lengths``."""
+    if lengths.sum() != x.shape[0] or (lengths < 0).any():
+        raise ValueError(f"counts {lengths.tolist()} must be non-negative and add up to X's {x.shape[0]} rows")
+    return np.split(x, np.cumsum(lengths)[:-1])
+
+
+def _exchanged(scatter: bool, place: int, values: list) -> np.ndarray:
+    """This rank's Out of the all-to-all, from every rank's (X, local_count, global_count) in group order. Counts
+    [size * E], entry i + j E for local expert i and rank j; scatter sends X's chunks (laid out by that index) to
+    rank j and receives expert by expert, rank by rank; gather sends back the chunks so received (expert-major)."""
+    size = len(values)
+    experts = values[0][1].size // size
+    if any(local.size != experts * size or remote.size != experts * size for _, local, remote in values):
+        raise ValueError(f"local_count and global_count must hold num_experts x {size} ranks counts on every rank, "
+                         f"got sizes {[(v[1].size, v[2].size) for v in values]}")
+
+    def sent(j: int):   # rank j's chunks, by (local expert i, receiving rank r)
+        x, local, remote = values[j]
+        if scatter:
+            parts = _chunks(x, local)
+            return {(i, r): parts[i + r * experts] for i in range(experts) for r in range(size)}
+        order = [(i, r) for i in range(experts) for r in range(size)]
+        return dict(zip(order, _chunks(x, np.array([remote[i + r * experts] for i, r in order]))))
+
+    rows = {j: sent(j) for j in range(size)}
+    _, local, remote = values[place]
+    wanted = remote if scatter else local
+    order = [(i, j) for i in range(experts) for j in range(size)] if scatter else \
+        [(i, j) for j in range(size) for i in range(experts)]
+    out = []
+    for i, j in order:
+        chunk = rows[j][(i, place)]
+        if len(chunk) != wanted[i + j * experts]:
+            raise ValueError(f"rank {j} sends {len(chunk)} row(s) of expert {i} to rank {place}, whose "
+                             f"{'global' if scatter else 'local'}_count[{i + j * experts}] expects "
+                             f"{wanted[i + j * experts]}")
+        out.append(chunk)
+    return np.concatenate(out)
+
+
 @kernel("global_scatter", "global_gather")
-def exchange_on_one_rank(k):
-    x, local, remote = k.x("X"), k.x("local_count").reshape(-1), k.x("global_count").reshape(-1)
-    if not np.array_equal(local, remote) or local.sum() != x.shape[0] or (local < 0).any():
-        raise ValueError(f"on one rank local_count {local.tolist()} must equal global_count {remote.tolist()} and "
-                         f"count X's {x.shape[0]} rows")
-    return {"Out": x.copy()}
+def exchange_rows(k):
+    x, local, remote = (k.x(slot).reshape(-1) if slot != "X" else k.x(slot) for slot in ("X", "local_count",
+                                                                                        "global_count"))
+    if ranks.current() is None:   # one rank: each expert's rows go to itself
+        if not np.array_equal(local, remote) or local.sum() != x.shape[0] or (local < 0).any():
+            raise ValueError(f"on one rank local_count {local.tolist()} must equal global_count {remote.tolist()} "
+                             f"and count X's {x.shape[0]} rows")
+        return {"Out": x.copy()}
+    values, place = peers(k, (x, local.astype(np.int64), remote.astype(np.int64)))
+    return {"Out": _exchanged(k.op.type == "global_scatter", place, values)}

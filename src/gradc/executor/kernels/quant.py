@@ -8,7 +8,9 @@ from functools import partial
 
 import numpy as np
 
+from ...float8 import round_to_float8
 from ...limits import check_shape
+from ...ops.quant import FLOAT8_QMAX
 from . import kernel
 
 
@@ -35,8 +37,12 @@ def clip(x: np.ndarray, low, high) -> np.ndarray:
 
 
 def quantize(x: np.ndarray, scale: np.ndarray, bins: int, round_type: int) -> np.ndarray:
-    """q(X) for a scale broadcast against X (one, or one per channel)."""
+    """q(X) for a scale broadcast against X (one, or one per channel); round_type 0 with bin_cnt 448 or 57344 rounds
+    to float8_e4m3fn or e5m2 (saturating) and clips to [-bin_cnt, bin_cnt]."""
     factor = x.dtype.type(bins) * inverse(scale)
+    if round_type == 0 and bins in FLOAT8_QMAX:
+        rounded = round_to_float8(factor * x, FLOAT8_QMAX[bins]).astype(x.dtype)
+        return np.clip(rounded, -bins, bins).astype(x.dtype)
     if round_type == 0:
         return np.clip(np.rint(factor * x), -bins - 1, bins).astype(x.dtype)
     return round_half_away(factor * clip(x, -scale, scale))

@@ -54,6 +54,25 @@ def as_strided_grad(k):
     return {"input@GRAD": grad.reshape(x.shape)}
 
 
+def _selected(k, x: np.ndarray) -> tuple:
+    """The index tuple of index_select_strided's slice of x (a negative index counts from the end)."""
+    axis, index = k.attr("axis") % x.ndim, k.attr("index")
+    if not -x.shape[axis] <= index < x.shape[axis]:
+        raise ValueError(f"index {index} is outside axis {axis} of size {x.shape[axis]}")
+    return (slice(None),) * axis + (index % x.shape[axis],)
+
+
+kernel("index_select_strided")(lambda k: {"out": np.array(k.x("x")[_selected(k, k.x("x"))], copy=True)})
+
+
+@kernel("index_select_strided_grad")
+def index_select_strided_grad(k):
+    x, dout = k.x("x"), k.x("out@GRAD")
+    grad = np.zeros(x.shape, dout.dtype)
+    grad[_selected(k, x)] = dout
+    return {"x@GRAD": grad}
+
+
 @kernel("set")
 def set_(k):
     source = k.x("source")
