@@ -11,6 +11,7 @@ import gradc
 from gradc import registry
 from gradc.errors import ExecutionError, ProgramError
 from gradc.gradcheck import check_program
+from gradc.io import parse_program, serialize
 from gradc.ir import to_var_type
 from gradc.ops.infer import InferContext
 from gradc.pir import parse_pir, serialize_pir
@@ -179,7 +180,9 @@ def test_multiplex_refuses_an_index_past_its_tensors():
 
 
 def round_trips_through_pir(program, feed: dict, fetch: list[str], ops: tuple[str, ...]) -> list:
-    """gradc's PIR export of the program, holding ``ops``, read back, gives the same values; returns them."""
+    """gradc's PIR export of the program, holding ``ops``, read back, gives the same values; returns them. The program
+    runs as saved (its float attributes float32, as a Paddle file, PIR or legacy, holds them)."""
+    program = parse_program(serialize(program))
     expected = gradc.Executor().run(program, feed, fetch, gradc.Scope())
     data = serialize_pir(program, fetch=fetch)
     assert all(f'"1.{op}"'.encode() in data for op in ops)
