@@ -33,7 +33,10 @@ def _handwritten(case: str) -> tuple[dict, dict, dict]:
     return feed, dict(zip(fetches, got)), expected
 
 
-def _layer_norm(h, scale=None, bias=None, epsilon=float(np.float32(1e-5))):
+FILE_EPSILON = float(np.float32(1e-5))
+
+
+def _layer_norm(h, scale=None, bias=None, epsilon=FILE_EPSILON):
     """epsilon by default 1e-5 as the files' a_f32 attribute holds it for Paddle's reader (and gradc's): a float32."""
     y = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + epsilon)
     return y * (1 if scale is None else scale) + (0 if bias is None else bias)

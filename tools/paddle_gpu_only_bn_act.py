@@ -6,8 +6,8 @@ attribute names. expected.npz is Paddle's CPU run of the unfused layer in traini
 (channel-last) + add + relu, its updated running mean, saved mean and inverse std, and the gradients of x, z, scale
 and bias at the fed out_grad (paddle.grad); the running variance as cuDNN updates it, toward the unbiased batch
 variance (paddle.var(unbiased=True); Paddle's CPU batch_norm uses the biased one). Written as
-tests/data/paddle/pir_gpu_only/<case>/ program.json, feed.npz, expected.npz and meta.json; tests/test_fused_bn_act.py runs them. Not part of the package: it needs
-paddlepaddle.
+tests/data/paddle/pir_gpu_only/<case>/ program.json, feed.npz, expected.npz and meta.json; tests/test_fused_bn_act.py
+runs them. Not part of the package: it needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_gpu_only_bn_act.py
 """
