@@ -16,7 +16,7 @@ import gradc
 from gradc.bfloat16 import round_to_bfloat16
 from gradc.ir import VarType
 from gradc.passes import VerifyPass
-from gradc.pir import load_pir
+from gradc.pir import load_pir, serialize_pir
 
 DATA = Path(__file__).parent / "data" / "paddle" / "gpu_lowprec"
 CASES = sorted(p.name for p in DATA.iterdir())
@@ -96,3 +96,15 @@ def test_gradcs_backward_trains_the_model_to_paddles_float32_gradients(case):
         stored = meta["dtypes"][param]
         assert _in_format(value, stored) if stored != "float32" else value.dtype == np.float32, grad
         _assert_near(value, expected[grad], 2 * SHARE[meta["dtype"]], grad)
+
+
+@pytest.mark.parametrize("case", ["o1_bfloat16", "o2_float16"])
+def test_the_training_program_with_gradcs_backward_round_trips_through_pir(case):
+    """gradc's PIR export of the program and its backward (linear_v2_grad, layer_norm_grad of the format; Paddle
+    3.3.1 loads the file) reads back to the same numbers."""
+    program = load_pir(DATA / case / "train.json")
+    fetches = ["fetch_name_0", *[grad for _, grad in gradc.append_backward(program, "fetch_name_0")]]
+    again = load_pir(serialize_pir(program, fetch=fetches))
+    assert {"linear_v2_grad", "layer_norm_grad"} <= {op.type for op in again.global_block.ops}
+    for want, got in zip(_run(case, program, fetches), _run(case, again, fetches)):
+        np.testing.assert_array_equal(got, want)
