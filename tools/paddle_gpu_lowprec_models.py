@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 import warnings
 from pathlib import Path
 
@@ -212,9 +213,9 @@ if __name__ == "__main__":
     warnings.filterwarnings("ignore")
     as_cuda_build()
     paddle._C_ops.linear_v2 = low_precision_linear(paddle._C_ops.linear_v2)
-    staging = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/tmp/gpu_lowprec")
-    for name in VARIANTS:
-        for low in LOW:
-            (staging / name / low).mkdir(parents=True, exist_ok=True)
-            print(write(name, low, staging / name / low), flush=True)
+    with tempfile.TemporaryDirectory() as staging:   # what jit.save writes, before it is renamed and moved
+        for name in VARIANTS:
+            for low in LOW:
+                (Path(staging) / name / low).mkdir(parents=True)
+                print(write(name, low, Path(staging) / name / low), flush=True)
     sys.exit(0)
