@@ -67,3 +67,15 @@ def test_the_fused_ops_round_trip_through_gradcs_pir_export():
     fetches = json.loads((GPU_ONLY / case / "meta.json").read_text())["fetches"]
     round_trips_through_pir(program, _load(case, "feed.npz"), fetches,
                             ("fused_bn_add_activation_", "fused_bn_add_activation_grad"))
+
+
+def test_the_running_variance_moves_toward_the_unbiased_batch_variance_as_cudnns():
+    """cuDNN's BatchNormalizationForwardTrainingEx (the GPU kernels' only path) updates it with n / (n - 1) times the
+    batch variance it normalises with; Paddle's CPU batch_norm would use the biased one."""
+    x, old = r.standard_normal((3, 4, 2)), r.uniform(0.5, 1.5, 2)
+    inputs = {"X": x, "Scale": np.ones(2), "Bias": np.zeros(2), "Mean": np.zeros(2), "Variance": old}
+    program, feed = program_of("fused_batch_norm_act", inputs, ["Y", "VarianceOut"], {"momentum": 0.75})
+    (variance_out,) = gradc.Executor().run(program, feed, ["varianceout"], gradc.Scope())
+    batch = x.reshape(-1, 2)
+    np.testing.assert_allclose(variance_out, 0.75 * old + 0.25 * batch.var(0, ddof=1), rtol=1e-12)
+    assert not np.allclose(variance_out, 0.75 * old + 0.25 * batch.var(0), rtol=1e-3)

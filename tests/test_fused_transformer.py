@@ -33,8 +33,12 @@ def _handwritten(case: str) -> tuple[dict, dict, dict]:
     return feed, dict(zip(fetches, got)), expected
 
 
-def _layer_norm(h, scale=None, bias=None):
-    y = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + 1e-5)
+FILE_EPSILON = float(np.float32(1e-5))
+
+
+def _layer_norm(h, scale=None, bias=None, epsilon=FILE_EPSILON):
+    """epsilon by default 1e-5 as the files' a_f32 attribute holds it for Paddle's reader (and gradc's): a float32."""
+    y = (h - h.mean(-1, keepdims=True)) / np.sqrt(h.var(-1, keepdims=True) + epsilon)
     return y * (1 if scale is None else scale) + (0 if bias is None else bias)
 
 
@@ -83,7 +87,8 @@ def test_fused_feedforward_scales_by_each_dropouts_own_factor_at_test():
              "dropout2_implementation": "upscale_in_train"}
     (out,) = run("fused_feedforward", inputs, ["Out"], attrs)
     x = inputs["X"]
-    a = _gelu(_layer_norm(x, inputs["Ln1Scale"], inputs["Ln1Bias"]) @ inputs["Linear1Weight"] + inputs["Linear1Bias"])
+    normed = _layer_norm(x, inputs["Ln1Scale"], inputs["Ln1Bias"], epsilon=1e-5)   # the op's default, unsaved
+    a = _gelu(normed @ inputs["Linear1Weight"] + inputs["Linear1Bias"])
     np.testing.assert_allclose(out, x + 0.75 * a @ inputs["Linear2Weight"], rtol=1e-12, atol=1e-12)
 
 

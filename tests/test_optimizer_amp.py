@@ -147,6 +147,19 @@ def test_check_finite_and_unscale_zeroes_from_the_first_bad_tensor_on():
     assert unscaled.tolist() == [1.0, 2.0] and np.isnan(zeroed[0]) and zeroed[1] == 0 and after.tolist() == [0]
 
 
+def test_check_finite_and_unscale_of_float16_is_the_cuda_kernels():
+    """float16 gradients (a GPU's program): the scale read as float32, every tensor unscaled in float32 and rounded,
+    the one with an inf too and those after it (the CPU kernel's zeroing is not the CUDA one's)."""
+    good, bad, later = (np.array(v, "float16") for v in ([2.0, 4.0], [np.inf, 1.0], [8.0]))
+    results = run("check_finite_and_unscale", {"X": [good, bad, later], "Scale": np.array([2.0], "float32")})
+    assert results["FoundInfinite"].tolist() == [True]
+    unscaled, flagged, after = results["Out"]
+    assert unscaled.dtype == np.float16 and unscaled.tolist() == [1.0, 2.0]
+    assert flagged.tolist() == [np.inf, 0.5] and after.tolist() == [4.0]
+    with pytest.raises(gradc.ExecutionError, match="reads it as float32"):
+        run("check_finite_and_unscale", {"X": [good], "Scale": np.array([2.0], "float64")})
+
+
 def test_dpsgd_draws_libstdcpps_minstd_uniforms():
     """std::minstd_rand seeded 7: first state 7 * 48271 = 337897; uniform_real_distribution<float> gives
     (state - 1) / (2^31 - 2) in float32; seeded the same, the noise is the same every run."""

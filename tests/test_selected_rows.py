@@ -128,6 +128,20 @@ def test_adamw_decays_the_whole_table_then_steps_like_sparse_adam():
     np.testing.assert_allclose(decayed[[0, 2]], 0.95, rtol=1e-6)
 
 
+@pytest.mark.parametrize("with_decay", [False, True])
+def test_adamw_lr_ratio_scales_the_sparse_step_with_or_without_decay_as_the_gpu_kernel(with_decay):
+    """The CUDA kernels (dense and sparse) step with lr * lr_ratio whatever with_decay is; the CPU ones ignore it."""
+    inputs = {"Param": np.ones((3, 2), F32), "Grad": rows([1], height=3), "Moment1": np.zeros((3, 2), F32),
+              "Moment2": np.zeros((3, 2), F32), "Beta1Pow": np.array([0.9], F32), "Beta2Pow": np.array([0.999], F32)}
+    outs = ("ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut")
+    attrs = {"coeff": 0.5, "with_decay": with_decay, "lr_ratio": 0.25}
+    scaled = run_op("adamw", {**inputs, "LearningRate": np.array([0.4], F32)}, attrs, outs)["ParamOut"]
+    plain = run_op("adamw", {**inputs, "LearningRate": np.array([0.1], F32)}, {**attrs, "lr_ratio": 1.0},
+                   outs)["ParamOut"]
+    np.testing.assert_allclose(scaled, plain, rtol=1e-6)
+    assert scaled[1, 0] < (0.95 if with_decay else 1.0)
+
+
 def test_an_optimizer_without_a_sparse_kernel_refuses_a_sparse_grad():
     inputs = {"Param": np.ones((6, 2), F32), "Grad": rows([1]), "LearningRate": np.array([0.1], F32),
               "Moment": np.zeros((6, 2), F32), "InfNorm": np.zeros((6, 2), F32), "Beta1Pow": np.array([0.9], F32)}

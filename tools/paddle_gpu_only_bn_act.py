@@ -3,10 +3,11 @@ pd_op.fused_bn_add_activation, their in-place forms and grads), which its CPU bu
 its PIR API refuses the op) nor translate (no legacy proto): written by hand with
 tools/paddle_gpu_only_handwritten.py's Writer and loaded back by Paddle, which checks every op's operand, result and
 attribute names. expected.npz is Paddle's CPU run of the unfused layer in training mode (dygraph): _C_ops.batch_norm
-(channel-last) + add + relu, its updated running statistics, saved mean and inverse std, and the gradients of x, z,
-scale and bias at the fed out_grad (paddle.grad). Written as tests/data/paddle/pir_gpu_only/<case>/ program.json,
-feed.npz, expected.npz and meta.json; tests/test_fused_bn_act.py runs them. Not part of the package: it needs
-paddlepaddle.
+(channel-last) + add + relu, its updated running mean, saved mean and inverse std, and the gradients of x, z, scale
+and bias at the fed out_grad (paddle.grad); the running variance as cuDNN updates it, toward the unbiased batch
+variance (paddle.var(unbiased=True); Paddle's CPU batch_norm uses the biased one). Written as
+tests/data/paddle/pir_gpu_only/<case>/ program.json, feed.npz, expected.npz and meta.json; tests/test_fused_bn_act.py
+runs them. Not part of the package: it needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_gpu_only_bn_act.py
 """
@@ -52,9 +53,12 @@ def _case(add: bool, in_place: bool, shape: list[int], dtype: str, momentum: flo
 def _reference(v: dict, add: bool, momentum: float, epsilon: float) -> dict:
     t = {name: paddle.to_tensor(value, stop_gradient=name in ("mean", "variance", "out_grad"))
          for name, value in v.items()}
-    normed, mean_out, variance_out, saved_mean, saved_variance, _ = _C_ops.batch_norm(
+    normed, mean_out, _, saved_mean, saved_variance, _ = _C_ops.batch_norm(
         t["x"], t["mean"], t["variance"], t["scale"], t["bias"], False, momentum, epsilon, "NHWC",
         False, False)
+    # cuDNN's BatchNormalizationForwardTrainingEx moves the running variance toward the unbiased batch variance
+    unbiased = paddle.var(t["x"], axis=list(range(t["x"].ndim - 1)), unbiased=True)
+    variance_out = paddle.to_tensor(v["variance"]) * momentum + unbiased * (1 - momentum)   # batch_norm wrote t's
     out = F.relu(normed + t["z"] if add else normed)
     names = ["x", "z", "scale", "bias"] if add else ["x", "scale", "bias"]
     grads = paddle.grad([out], [t[name] for name in names], [t["out_grad"]])
@@ -100,7 +104,8 @@ def write(case: str, seed: int) -> str:
     meta = {"case": case, "paddle_version": paddle.__version__, "fetches": writer.fetches,
             "pir_ops": sorted({f"pd_op.{op[0]}" for op in spec["ops"]}),
             "built_by": "PIR JSON written by hand, loaded and name-checked by Paddle; expected.npz: Paddle's CPU run "
-                        "of batch_norm (training, channel-last) + add + relu and its gradients"}
+                        "of batch_norm (training, channel-last) + add + relu and its gradients; variance_out toward "
+                        "paddle.var(x, unbiased=True), as cuDNN"}
     (directory / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     return " ".join(meta["pir_ops"])
 

@@ -7,6 +7,7 @@ nesting of arrays and vector types is bounded so a hostile file cannot exhaust t
 from __future__ import annotations
 
 import math
+import struct
 
 from . import schema
 from .graph import Attr, OtherType, TensorType, VectorType
@@ -20,6 +21,14 @@ _CONTROL_FLOW_TYPES = {"t_stack", "t_inlet", "t_outlet"}
 
 class CodecError(ValueError):
     """A type or attribute the reader cannot decode; the message says what, not where."""
+
+
+def as_float32(value: float) -> float:
+    """The float32 nearest to value, as Paddle's reader casts an a_f32's number (beyond float32's range: inf)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
 
 
 def _is_int(x) -> bool:
@@ -120,7 +129,7 @@ def decode_attr(data, depth: int = 0) -> Attr:
         if schema.VOID_DATA in data and data[schema.VOID_DATA] in _SPECIAL_FLOATS:
             return Attr(kind, _SPECIAL_FLOATS[data[schema.VOID_DATA]])
         if isinstance(body, (int, float)) and not isinstance(body, bool):
-            return Attr(kind, float(body))
+            return Attr(kind, as_float32(float(body)) if kind == "a_f32" else float(body))
     elif kind in _INT_KINDS:
         if _is_int(body):
             return Attr(kind, body)

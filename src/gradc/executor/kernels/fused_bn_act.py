@@ -1,5 +1,6 @@
 """Kernels of gradc.ops.fused_bn_act: batch_norm's training-mode math (gradc.executor.kernels.nn's moments and
-norm_grad) on a channel-last X, then relu (after adding Z); the grads pass dY where Y > 0."""
+norm_grad) on a channel-last X, then relu (after adding Z), the running variance updated as cuDNN does (with the
+unbiased batch variance); the grads pass dY where Y > 0."""
 
 from __future__ import annotations
 
@@ -38,9 +39,11 @@ def _forward(k, z):
     normed = (first - mean) * inv * per_channel(k.x("Scale"), first) + per_channel(k.x("Bias"), first)
     y = _channels_last(normed).astype(x.dtype) + (0 if z is None else z)
     m = k.attr("momentum")
-    mean, var, inv = (v.reshape(-1).astype(stats) for v in (mean, var, inv))
+    count = x.size // x.shape[-1]   # cuDNN's running variance takes the unbiased batch variance (one value: the biased)
+    unbiased = var * (count / (count - 1)) if count > 1 else var
+    mean, unbiased, inv = (v.reshape(-1).astype(stats) for v in (mean, unbiased, inv))
     return {"Y": np.maximum(y, 0), "MeanOut": m * running_mean + (1 - m) * mean,
-            "VarianceOut": m * running_var + (1 - m) * var, "SavedMean": mean, "SavedVariance": inv,
+            "VarianceOut": m * running_var + (1 - m) * unbiased, "SavedMean": mean, "SavedVariance": inv,
             "ReserveSpace": np.empty(0, np.uint8)}
 
 

@@ -1,12 +1,17 @@
-"""Kernels of gradc.ops.optimizer_amp: dynamic loss scaling as Paddle's CPU kernels do it (float32 and float64
-gradients; Paddle has no float16 CPU kernel of either op)."""
+"""Kernels of gradc.ops.optimizer_amp: dynamic loss scaling as Paddle's CPU kernels do it for float32 and float64
+gradients, and as its CUDA kernels do for float16 and bfloat16 ones (Paddle has no CPU kernel of either op for
+them)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...bfloat16 import round_to_bfloat16
+from ...ir import VarType
 from ...ops.optimizer_amp import check_one_value
 from . import kernel
+
+LOW_PRECISION = (VarType.FP16, VarType.BF16)
 
 
 def fail(message: str):
@@ -26,14 +31,21 @@ def _check_one_value(k, *slots: str) -> None:
 @kernel("check_finite_and_unscale")
 def check_finite_and_unscale(k):
     """Out = X / Scale (times the reciprocal, in X's dtype) until the first X holding an inf or nan; from that
-    one on Out = X * 0 (nan where X is inf or nan), and FoundInfinite is set."""
+    one on Out = X * 0 (nan where X is inf or nan), and FoundInfinite is set. float16 / bfloat16 X (only a GPU runs
+    them) as the CUDA kernel: Scale float32, every X unscaled in float32 and rounded, found where a result is not
+    finite."""
     _check_one_value(k, "Scale")
     scale = np.asarray(k.x("Scale")).reshape(())
     found, outs = False, []
-    for x in k.xs("X"):
+    for name, x in zip(k.op.input("X"), k.xs("X")):
         x = np.asarray(x)
         if not np.issubdtype(x.dtype, np.floating):
             fail(f"X is {x.dtype}, but check_finite_and_unscale unscales floating-point gradients")
+        if k.block.find_var(name).dtype in LOW_PRECISION:
+            out = _unscaled_on_gpu(x, scale, k.block.find_var(name).dtype)
+            found = found or not np.isfinite(out).all()
+            outs.append(out)
+            continue
         if x.dtype != scale.dtype:
             fail(f"X is {x.dtype} but Scale is {scale.dtype}: Paddle's kernel reads both as one dtype")
         found = found or not np.isfinite(x).all()
@@ -41,6 +53,15 @@ def check_finite_and_unscale(k):
         with np.errstate(invalid="ignore"):   # inf * 0: Paddle's nan
             outs.append(x * factor)
     return {"Out": outs, "FoundInfinite": np.array([found])}
+
+
+def _unscaled_on_gpu(x: np.ndarray, scale: np.ndarray, dtype: int) -> np.ndarray:
+    """X * (1 / Scale) in float32, rounded to X's format (the CUDA kernel's MPType arithmetic)."""
+    if scale.dtype != np.float32:
+        fail(f"Scale is {scale.dtype}, but Paddle's CUDA kernel reads it as float32 for {x.dtype} X")
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = x.astype(np.float32) * (np.float32(1) / scale)
+        return round_to_bfloat16(value) if dtype == VarType.BF16 else value.astype(x.dtype)
 
 
 @kernel("update_loss_scaling")

@@ -122,9 +122,10 @@ def _adam_kernel(with_decay: bool):
         if options["skip_update"]:
             return _unchanged(k)
         param = k.x("Param")
-        if with_decay and k.attr("with_decay"):   # on the whole parameter, also when no row is selected
+        if with_decay:   # adamw: lr_ratio scales the whole step, with_decay or not (only a GPU takes lr_ratio)
             dtype = param.dtype.type
             lr = dtype(np.asarray(lr).reshape(-1)[0]) * dtype(k.attr("lr_ratio"))
+        if with_decay and k.attr("with_decay"):   # on the whole parameter, also when no row is selected
             param = param - lr * dtype(k.attr("coeff")) * param
         if not grad.rows.size:
             return {**_unchanged(k), "ParamOut": param}
