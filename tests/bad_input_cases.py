@@ -1185,6 +1185,11 @@ COMPILE_TIME = {
                                                          {"Logits": X23, "Label": zeros(2, 2, dtype=np.int64),
                                                           "SmoothWeight": zeros(2, 3)}, {"nranks": 1},
                                                          "needs SmoothWeight of Label's shape [2, 2]"),
+    # pipeline (point-to-point)
+    "partial_send id": ("partial_send", {"X": X23}, {"num": 2, "id": 2}, "needs 0 <= id < num, got id 2 of num 2"),
+    "partial_recv id": ("partial_recv", {}, {"num": 2, "id": -1, "out_shape": [2, 3]}, "needs 0 <= id < num"),
+    "partial_allgather rank": ("partial_allgather", {"X": X23}, {"rank": 2, "nranks": 2},
+                               "needs 0 <= rank < nranks, got rank 2 of nranks 2"),
 }
 
 RUN_TIME = {
@@ -1201,6 +1206,13 @@ RUN_TIME = {
                                        "sequence 0 has 4 query and 2 key rows, past max_seqlen_q=3"),
     # collective
     "c_concat other ranks": ("c_concat", {"X": X23}, {"rank": 0, "nranks": 2}, "the other 1 rank(s) are missing"),
+    "send_v2 alone": ("send_v2", {"X": X23}, {"ring_id": 20, "peer": 1}, "its peer 1 is another rank, and this "
+                                                                         "process runs one rank: the peer is missing"),
+    "recv_v2 alone": ("recv_v2", {}, {"peer": 1, "out_shape": [2, 3]}, "the peer is missing"),
+    "p_send alone": ("p_send", {"x": X23}, {"peer": 1}, "the peer is missing"),
+    "p_recv alone": ("p_recv", {}, {"peer": 1, "out_shape": [2, 3]}, "the peer is missing"),
+    "partial_allgather other ranks": ("partial_allgather", {"X": X23}, {"rank": 0, "nranks": 2},
+                                      "the other 1 rank(s) are missing"),
     "broadcast root": ("broadcast", {"x": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),
     "c_softmax_with_cross_entropy class": ("c_softmax_with_cross_entropy",
                                            {"Logits": X23, "Label": np.array([[1], [3]], np.int64)}, {"nranks": 1},
@@ -1620,6 +1632,7 @@ EXEMPT = {
     "slice_array": "a tensor array's op (the audit feeds tensors): any slice of an array is one, as Python's",
     "enable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
     "disable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
+    "nop": "a copy (a marker of Paddle's pipeline pass): every tensor is good input",
     **{op: "a copy, or a sum over the ranks of ring_id: every tensor is good input" for op in (
         "c_identity", "mp_allreduce_sum", "c_allreduce_sum", "barrier", "c_sync_calc_stream", "c_sync_comm_stream")},
 }

@@ -219,6 +219,7 @@ FAMILIES = {
     "optimizer_amp": ("check_finite_and_unscale", "update_loss_scaling", "memcpy"),
     "optimizer_extra": ("asgd", "ftrl", "decayed_adagrad", "dpsgd", "sparse_momentum", "average_accumulates"),
     "pad": ("pad", "pad_grad", "pad3d", "pad3d_grad"),
+    "pipeline": ("send_v2", "recv_v2", "p_send", "p_recv", "partial_send", "partial_recv", "partial_allgather", "nop"),
     "pointnet2": ("farthest_point_sample", "ball_query_batch", "ball_query_stack", "voxel_query_wrapper",
         "gather_operation", "gather_operation_grad", "grouping_operation_batch", "grouping_operation_batch_grad",
         "grouping_operation_stack", "grouping_operation_stack_grad"),

@@ -11,7 +11,7 @@ from .. import ranks
 from . import kernel
 
 
-def _peers(k, value, nranks: int | None = None) -> tuple[list, int]:
+def peers(k, value, nranks: int | None = None) -> tuple[list, int]:
     """Every rank's value of this collective in group order, and this rank's place in the group."""
     ring, joined = k.attr("ring_id"), ranks.current()
     if joined is None:
@@ -52,19 +52,19 @@ def identities(k):
 
 @kernel("barrier")
 def barrier(k):
-    _peers(k, None)
+    peers(k, None)
     return {"Out": k.x("X")}
 
 
 @kernel("mp_allreduce_sum", "c_allreduce_sum")
 def allreduce_sum(k):
-    return {"Out": _summed(_peers(k, k.x("X"))[0])}
+    return {"Out": _summed(peers(k, k.x("X"))[0])}
 
 
 @kernel("all_reduce")
 def all_reduce(k):
     how = REDUCE_TYPES[k.attr("reduce_type")]   # inference checked it
-    values = _peers(k, k.x("x"))[0]
+    values = peers(k, k.x("x"))[0]
     if how == "sum":
         return {"out": _summed(values)}
     if how == "avg":
@@ -75,7 +75,7 @@ def all_reduce(k):
 
 @kernel("broadcast")
 def broadcast(k):
-    values = _peers(k, k.x("x"))[0]
+    values = peers(k, k.x("x"))[0]
     if not 0 <= k.attr("root") < len(values):
         raise ValueError(f"root {k.attr('root')} is not a rank of the group of {len(values)}")
     return {"out": values[k.attr("root")].copy()}
@@ -98,17 +98,17 @@ def c_split(k):
 
 @kernel("c_concat")
 def c_concat(k):
-    return {"Out": np.concatenate(_peers(k, k.x("X"), k.attr("nranks"))[0], axis=-1)}
+    return {"Out": np.concatenate(peers(k, k.x("X"), k.attr("nranks"))[0], axis=-1)}
 
 
 @kernel("all_gather")
 def all_gather(k):
-    return {"out": np.concatenate(_peers(k, k.x("x"), k.attr("nranks"))[0], axis=0)}
+    return {"out": np.concatenate(peers(k, k.x("x"), k.attr("nranks"))[0], axis=0)}
 
 
 @kernel("reduce_scatter")
 def reduce_scatter(k):
-    values, place = _peers(k, k.x("x"), k.attr("nranks"))
+    values, place = peers(k, k.x("x"), k.attr("nranks"))
     return {"out": _chunk(_summed(values), 0, place, len(values))}
 
 
@@ -144,7 +144,7 @@ def _labels(k, label, logits_shape) -> tuple[np.ndarray, np.ndarray]:
 @kernel("c_softmax_with_cross_entropy")
 def c_softmax_with_cross_entropy(k):
     logits = k.x("Logits")
-    shards, place = _peers(k, logits, k.attr("nranks"))
+    shards, place = peers(k, logits, k.attr("nranks"))
     whole = np.concatenate(shards, axis=-1)
     ids, counted = _labels(k, k.x("Label"), logits.shape)
     if np.any(counted & ((ids < 0) | (ids >= whole.shape[-1]))):
@@ -187,7 +187,7 @@ def c_softmax_with_multi_label_cross_entropy(k):
     """Loss_j = SmoothWeight_j (logsumexp(all classes) - Logits[Label_j]), 0 for an ignored label; summed over a
     row's labels with sum_multi_label_loss."""
     logits, weight = k.x("Logits"), k.x("SmoothWeight")
-    shards, place = _peers(k, logits, k.attr("nranks"))
+    shards, place = peers(k, logits, k.attr("nranks"))
     whole = np.concatenate(shards, axis=-1)
     ids, counted = _label_rows(k, k.x("Label"), logits.shape, whole.shape[-1])
     shifted = whole - whole.max(axis=-1, keepdims=True)

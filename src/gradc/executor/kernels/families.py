@@ -160,6 +160,7 @@ FAMILIES = {
     "optimizer_sparse": ("sgd", "adagrad", "lamb", "momentum", "rmsprop", "adamax", "adadelta", "nadam", "radam",
         "rprop", "lars_momentum", "merged_momentum", "merged_adam", "adam", "adamw"),
     "pad": ("pad", "pad_grad", "pad3d", "pad3d_grad"),
+    "pipeline": ("send_v2", "p_send", "recv_v2", "p_recv", "partial_send", "partial_recv", "partial_allgather", "nop"),
     "pointnet2": ("farthest_point_sample", "ball_query_batch", "ball_query_stack", "gather_operation",
         "grouping_operation_batch", "gather_operation_grad", "grouping_operation_batch_grad",
         "grouping_operation_stack", "grouping_operation_stack_grad", "voxel_query_wrapper"),
