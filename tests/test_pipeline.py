@@ -150,3 +150,19 @@ def test_a_point_to_point_op_alone_names_the_missing_peer():
     with pytest.raises(ExecutionError, match=r"^block 0, op 0 \(send_v2\): ring_id 20: its peer 1 is another rank, "
                                              r"and this process runs one rank: the peer is missing"):
         gradc.Executor().run(net.program, feed={"x": np.zeros((2, 6))})
+
+
+def test_paddles_translations_read_back_as_the_legacy_ops():
+    """translated.json: Paddle's translator's PIR form of the other point-to-point ops and of reduce, c_scatter,
+    all_to_all (the 2.x c_ ops and p_send/p_recv it refuses: meta.json)."""
+    program = gradc.load(DATA / "translated.json")
+    ops = {op.type: op for op in program.global_block.ops if op.type not in ("feed", "fetch")}
+    assert set(ops) == {"partial_send", "partial_recv", "partial_allgather", "reduce", "c_scatter", "all_to_all"}
+    assert ops["partial_recv"].attrs.items() >= {"ring_id": 2, "peer": 1, "num": 2, "id": 1, "dtype": 5}.items()
+    assert list(ops["partial_recv"].attrs["out_shape"]) == [4, 6]
+    assert ops["partial_allgather"].input("X") == ops["partial_allgather"].output("Out")   # in place
+    assert ops["reduce"].attrs.items() >= {"ring_id": 2, "reduce_type": 0, "root_id": 1}.items()
+    assert ops["c_scatter"].attrs.items() >= {"ring_id": 2, "root": 1, "nranks": 2, "use_calc_stream": True}.items()
+    refused = json.loads((DATA / "meta.json").read_text())["translator_refused"]
+    assert set(refused) == {"p_send", "p_recv", "c_allgather", "c_reducescatter", "c_broadcast", "c_allreduce_max",
+                            "c_reduce_sum"}

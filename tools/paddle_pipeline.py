@@ -12,7 +12,8 @@ Written to tests/data/paddle/pipeline/:
     stage<s>/train.json  the same translated to PIR by paddle.pir.translate_to_pir
     meta.json            rings, the loss var, the params of each stage, Paddle's version
     reference.npz        the single-device model: feed, parameters before and after the step, loss, gradients
-    p2p_translated.json  p_send/p_recv/partial_send/partial_recv/partial_allgather translated to PIR (names only)
+    translated.json      the other point-to-point ops and gradc.ops.collective_v2's, each translated to PIR (names
+                         only), and the ones Paddle's translator refuses (p_send, p_recv, the 2.x c_ ops)
 One micro-batch: Paddle's PipelineTrainer would run the section's forward and backward once a micro-batch.
 Not part of the package: needs paddlepaddle.
 
@@ -111,30 +112,30 @@ def reference() -> dict:
     return out | {"loss": values[0]} | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
 
 
-# the other point-to-point ops, as the legacy ops Paddle's translator names
-P2P = [("p_send", {"x": "x"}, {}, {"ring_id": 2, "peer": 1, "dynamic_shape": False}),
+# the other point-to-point ops and gradc.ops.collective_v2's, as the legacy ops Paddle's translator names
+TRANSLATED = [("p_send", {"x": "x"}, {}, {"ring_id": 2, "peer": 1, "dynamic_shape": False}),
        ("p_recv", {}, {"out": "got"}, {"ring_id": 2, "peer": 1, "dtype": 5, "out_shape": [4, 6],
                                        "dynamic_shape": False}),
        ("partial_send", {"X": "x"}, {}, {"ring_id": 2, "peer": 1, "num": 2, "id": 1}),
        ("partial_recv", {}, {"Out": "part"}, {"ring_id": 2, "peer": 1, "num": 2, "id": 1, "dtype": 5,
                                               "out_shape": [4, 6]}),
-       ("partial_allgather", {"X": "part"}, {"Out": "part"}, {"ring_id": 2, "nranks": 2, "rank": 1})]
+       ("partial_allgather", {"X": "part"}, {"Out": "part"}, {"ring_id": 2, "nranks": 2, "rank": 1}),
+       ("reduce", {"x": "x"}, {"out": "part"}, {"ring_id": 2, "reduce_type": 0, "root_id": 1}),
+       ("c_scatter", {"X": "x"}, {"Out": "part"}, {"ring_id": 2, "root": 1, "nranks": 2, "use_calc_stream": True}),
+       ("all_to_all", {"x": "x"}, {"out": "part"}, {"ring_id": 2}),
+       *[(op, {"X": "x"}, {"Out": "part"}, {"ring_id": 2}) for op in (
+           "c_allgather", "c_reducescatter", "c_broadcast", "c_allreduce_max", "c_reduce_sum")]]
 
 
-def every_p2p(paddle) -> dict:
-    """p2p_translated.json: P2P translated one op at a time (the ones Paddle's translator refuses: its error)."""
-
-    refused = {}
-    programs = []
-    for op_type, inputs, outputs, attrs in P2P:
-        main = paddle.static.Program()
-        with paddle.static.program_guard(main, paddle.static.Program()):
-            paddle.static.data("x", [4, 6], "float32")
-        block = main.global_block()
-        for name in outputs.values():
-            block.create_var(name=name, shape=[4, 6], dtype="float32")
-        if "part" in inputs.values():
-            block.create_var(name="part", shape=[4, 6], dtype="float32")
+def program_of(paddle, ops: list):
+    """A legacy program of ``ops`` (TRANSLATED's entries) on x [4, 6] float32, vars part and got declared alike."""
+    main = paddle.static.Program()
+    with paddle.static.program_guard(main, paddle.static.Program()):
+        paddle.static.data("x", [4, 6], "float32")
+    block = main.global_block()
+    for name in ("part", "got"):
+        block.create_var(name=name, shape=[4, 6], dtype="float32")
+    for op_type, inputs, outputs, attrs in ops:
         desc = block.desc.append_op()
         desc.set_type(op_type)
         for slot, name in inputs.items():
@@ -143,15 +144,24 @@ def every_p2p(paddle) -> dict:
             desc.set_output(slot, [name])
         for name, value in attrs.items():
             desc._set_attr(name, value)
-        main._sync_with_cpp()
+    main._sync_with_cpp()
+    return main
+
+
+def every_translated(paddle) -> dict:
+    """translated.json: the entries of TRANSLATED Paddle's translator takes, in one PIR program fetching part and
+    part; returns the others' errors (each tried alone)."""
+    from paddle.base import core
+
+    refused, taken = {}, []
+    for entry in TRANSLATED:
         try:
-            programs.append(translated(paddle, main.desc)[0])
+            translated(paddle, program_of(paddle, [entry]).desc)
+            taken.append(entry)
         except Exception as exc:  # noqa: BLE001 - what Paddle says is the fixture's fact
-            refused[op_type] = str(exc).strip().splitlines()[0]
-    ops = [{"name": op.name(), "inputs": op.get_input_names(), "outputs": op.get_output_names(),
-            "attrs": {k: str(v) for k, v in op.attrs().items() if k not in ("op_callstack", "op_role", "op_device")}}
-           for program in programs for op in program.global_block().ops if op.name().startswith("pd_op.")]
-    (OUT / "p2p_translated.json").write_text(json.dumps({"ops": ops, "refused": refused}, indent=1) + "\n")
+            refused[entry[0]] = str(exc).strip().splitlines()[0]
+    program = fetching(paddle, translated(paddle, program_of(paddle, taken).desc), ["part"])
+    core.serialize_pir_program(program, str(OUT / "translated.json"), True, False, True)
     return refused
 
 
@@ -177,7 +187,7 @@ def main() -> None:
                                    str(directory / "train.json"), True, False, True)
         meta["stages"][stage] = {"params": held, "ops": [op.type for op in section.global_block().ops]}
         meta["loss"], meta["rings"] = loss, {str(pair): ring for pair, ring in rings.items()}
-    meta["p2p_refused"] = every_p2p(paddle)
+    meta["translator_refused"] = every_translated(paddle)
     (OUT / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     np.savez_compressed(OUT / "reference.npz", **reference())
 

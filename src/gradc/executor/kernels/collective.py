@@ -33,7 +33,7 @@ def peers(k, value, nranks: int | None = None) -> tuple[list, int]:
     return job.exchange(rank, ring, k.op.type, k.where, value), place
 
 
-def _summed(values: list):
+def summed(values: list):
     total = values[0].copy()
     for value in values[1:]:
         total += value
@@ -58,7 +58,7 @@ def barrier(k):
 
 @kernel("mp_allreduce_sum", "c_allreduce_sum")
 def allreduce_sum(k):
-    return {"Out": _summed(peers(k, k.x("X"))[0])}
+    return {"Out": summed(peers(k, k.x("X"))[0])}
 
 
 @kernel("all_reduce")
@@ -66,9 +66,9 @@ def all_reduce(k):
     how = REDUCE_TYPES[k.attr("reduce_type")]   # inference checked it
     values = peers(k, k.x("x"))[0]
     if how == "sum":
-        return {"out": _summed(values)}
+        return {"out": summed(values)}
     if how == "avg":
-        return {"out": (_summed(values) / len(values)).astype(values[0].dtype)}
+        return {"out": (summed(values) / len(values)).astype(values[0].dtype)}
     reduce = {"max": np.maximum, "min": np.minimum, "prod": np.multiply}[how]
     return {"out": reduce.reduce(np.stack(values), axis=0)}
 
@@ -81,7 +81,7 @@ def broadcast(k):
     return {"out": values[k.attr("root")].copy()}
 
 
-def _chunk(x, axis: int, place: int, parts: int):
+def chunk(x, axis: int, place: int, parts: int):
     if x.ndim == 0 or x.shape[axis] % parts:
         raise ValueError(f"dim {axis % max(x.ndim, 1)} of X {list(x.shape)} does not split into {parts} equal parts")
     width = x.shape[axis] // parts
@@ -93,7 +93,7 @@ def c_split(k):
     rank, nranks = k.attr("rank"), k.attr("nranks")
     if nranks < 1 or not 0 <= rank < nranks:
         raise ValueError(f"rank {rank} of nranks {nranks}")
-    return {"Out": _chunk(k.x("X"), -1, rank, nranks)}
+    return {"Out": chunk(k.x("X"), -1, rank, nranks)}
 
 
 @kernel("c_concat")
@@ -109,7 +109,7 @@ def all_gather(k):
 @kernel("reduce_scatter")
 def reduce_scatter(k):
     values, place = peers(k, k.x("x"), k.attr("nranks"))
-    return {"out": _chunk(_summed(values), 0, place, len(values))}
+    return {"out": chunk(summed(values), 0, place, len(values))}
 
 
 def _rows(k, w, ids) -> tuple[np.ndarray, np.ndarray]:
