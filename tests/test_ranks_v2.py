@@ -39,7 +39,7 @@ def test_rooted_ops():
     outs = each_rank("c_reduce_sum", xs, lambda rank: {"root_id": 1})
     np.testing.assert_allclose(outs[1], xs[0] + xs[1], rtol=1e-12)
     for reduce_type, value in ((0, xs[0] + xs[1]), (4, (xs[0] + xs[1]) / 2)):
-        outs = each_rank("reduce", xs, lambda rank: {"root_id": 0, "reduce_type": reduce_type}, slots=("x", "out"))
+        outs = each_rank("reduce", xs, lambda rank, kind=reduce_type: {"root_id": 0, "reduce_type": kind}, slots=("x", "out"))
         np.testing.assert_allclose(outs[0], value, rtol=1e-12)
         assert not outs[1].any()
     for out in each_rank("c_broadcast", xs, lambda rank: {"root": 1}):
@@ -66,7 +66,7 @@ def test_the_grad_ops_across_ranks_are_the_adjoints(op_type, attrs, slots):
     xs, rows = [r.standard_normal((4, 3)) for _ in range(2)], {"c_allgather": 8, "c_reducescatter": 2}.get(op_type, 4)
     ws = [r.standard_normal((rows, 3)) for _ in range(2)]
     programs = []
-    for rank in range(2):
+    for _ in range(2):
         net = Net()
         x, w = net.data("x", [4, 3]), net.data("w", [rows, 3])
         net.block.create_var("out", [rows, 3], gradc.VarType.FP64)
