@@ -39,7 +39,8 @@ def test_rooted_ops():
     outs = each_rank("c_reduce_sum", xs, lambda rank: {"root_id": 1})
     np.testing.assert_allclose(outs[1], xs[0] + xs[1], rtol=1e-12)
     for reduce_type, value in ((0, xs[0] + xs[1]), (4, (xs[0] + xs[1]) / 2)):
-        outs = each_rank("reduce", xs, lambda rank, kind=reduce_type: {"root_id": 0, "reduce_type": kind}, slots=("x", "out"))
+        outs = each_rank("reduce", xs, lambda rank, kind=reduce_type: {"root_id": 0, "reduce_type": kind},
+                         slots=("x", "out"))
         np.testing.assert_allclose(outs[0], value, rtol=1e-12)
         assert not outs[1].any()
     for out in each_rank("c_broadcast", xs, lambda rank: {"root": 1}):
