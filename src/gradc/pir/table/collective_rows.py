@@ -27,7 +27,7 @@ ROWS = [
     row("pd_op.c_concat", "c_concat", "x:X", "out:Out", f"{GROUP} {STREAM}"),
     row("pd_op.all_gather", "all_gather", "x:x", "out:out", "ring_id:i32 nranks:i32"),
     row("pd_op.reduce_scatter", "reduce_scatter", "x:x", "out:out", "ring_id:i32 nranks:i32"),
-    row("pd_op.reduce", "reduce", "x:x", "out:out", "ring_id:i32 reduce_type:i32 root_id:i32"),
+    *_both("pd_op.reduce", "reduce", "ring_id:i32 reduce_type:i32 root_id:i32", "x:x", "out:out"),
     row("pd_op.c_scatter", "c_scatter", "x:X", "out:Out", "ring_id:i32 root:i32 nranks:i32 use_calc_stream:bool"),
     row("pd_op.all_to_all", "all_to_all", "x:x", "out:out", "ring_id:i32"),
     row("pd_op.barrier", "barrier", "x:X", "out:Out", "ring_id:i32"),
