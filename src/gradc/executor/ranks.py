@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import ExecutionError, GradcError
 from ..ir import Program
+from . import randomness
 
 WAIT_SECONDS = 60.0   # a rendezvous no peer reaches in this long is a deadlock (a program without the op)
 _local = threading.local()
@@ -141,10 +142,13 @@ def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
 
 def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
               fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
-              rings: Mapping[int, Sequence[int]] | None = None) -> list[list]:
+              rings: Mapping[int, Sequence[int]] | None = None, seed=None) -> list[list]:
     """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
     rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank. ``rings``: ring_id -> its
-    ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say)."""
+    ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say).
+    Each rank's random ops draw from its own streams: seeded with ``seed`` on every rank (what paddle.seed(seed) on
+    every rank does, as fleet's model_parallel_random_seed seeds Paddle's global generator), a list of one seed a
+    rank, or fresh entropy (None)."""
     from .executor import Executor
     from .scope import Scope
 
@@ -156,11 +160,15 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     if not (len(feeds) == len(scopes) == len(per_rank) == count):
         raise GradcError(f"run_ranks: {count} program(s) need as many feeds, scopes and fetch lists, got "
                          f"{len(feeds)}, {len(scopes)} and {len(per_rank)}")
+    seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * count
+    if len(seeds) != count:
+        raise GradcError(f"run_ranks: {count} program(s) need as many seeds, got {len(seeds)}")
     job = Job(count, rings, pairs=pair_rings(programs))
     results, errors = [None] * count, [None] * count
 
     def run(rank: int) -> None:
         _local.rank = (job, rank)
+        randomness.own_streams(seeds[rank])
         try:
             results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
                                            scope=scopes[rank])
