@@ -22,7 +22,6 @@ ROWS = [
     row("pd_op.recv_v2", "recv_v2", "", "out:Out", f"{PEER} {RECEIVED} use_calc_stream:bool dynamic_shape:bool"),
     row("pd_op.partial_send", "partial_send", "x:X", "", f"{PEER} num:i32=1 id:i32"),
     row("pd_op.partial_recv", "partial_recv", "", "out:Out", f"{PEER} {RECEIVED} num:i32=1 id:i32"),
-    row("pd_op.partial_allgather", "partial_allgather", "x:X", "out:Out", "ring_id:i32 nranks:i32 rank:i32"),
     row("pd_op.partial_allgather_", "partial_allgather", "x:X", "out:Out&x", "ring_id:i32 nranks:i32 rank:i32"),
     row("pd_op.nop_", "nop", "x:X", "out:Out&x"),
     row("pd_op.add_n_", "sum", "inputs:X*", "out:Out&inputs", hook=first_of_inputs),
