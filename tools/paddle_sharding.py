@@ -25,6 +25,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -113,8 +114,10 @@ def main() -> None:
 
     if OUT.exists():
         shutil.rmtree(OUT)
-    ranks = [json.loads(subprocess.run([sys.executable, __file__, str(rank)], check=True, capture_output=True,
-                                       text=True).stdout.splitlines()[-1]) for rank in range(NRANKS)]
+    with tempfile.TemporaryDirectory() as scratch:   # ShardingOptimizer dumps its programs into the working directory
+        ranks = [json.loads(subprocess.run([sys.executable, str(Path(__file__).resolve()), str(rank)], check=True,
+                                           capture_output=True, text=True, cwd=scratch).stdout.splitlines()[-1])
+                 for rank in range(NRANKS)]
     meta = {"paddle_version": __import__("paddle").__version__, "ranks": ranks}
     (OUT / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     np.savez_compressed(OUT / "reference.npz", **reference())
