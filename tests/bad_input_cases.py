@@ -1220,6 +1220,17 @@ COMPILE_TIME = {
                                                          {"Logits": X23, "Label": zeros(2, 2, dtype=np.int64),
                                                           "SmoothWeight": zeros(2, 3)}, {"nranks": 1},
                                                          "needs SmoothWeight of Label's shape [2, 2]"),
+    # collective_v2
+    "c_allgather nranks": ("c_allgather", {"X": X23}, {"nranks": 0}, "needs nranks >= 1"),
+    "c_reducescatter parts": ("c_reducescatter", {"X": zeros(3, 2)}, {"nranks": 2}, "into nranks=2 equal parts"),
+    "c_scatter parts": ("c_scatter", {"X": zeros(3, 2)}, {"nranks": 2}, "splits dim 0 of X [3, 2] into nranks=2"),
+    "reduce reduce_type": ("reduce", {"x": X23}, {"reduce_type": 5}, "reduce_type 5 is none of"),
+    "all_to_all 0-d": ("all_to_all", {"x": np.array(1.0)}, {}, "needs a tensor of rank >= 1"),
+    # pipeline (point-to-point)
+    "partial_send id": ("partial_send", {"X": X23}, {"num": 2, "id": 2}, "needs 0 <= id < num, got id 2 of num 2"),
+    "partial_recv id": ("partial_recv", {}, {"num": 2, "id": -1, "out_shape": [2, 3]}, "needs 0 <= id < num"),
+    "partial_allgather rank": ("partial_allgather", {"X": X23}, {"rank": 2, "nranks": 2},
+                               "needs 0 <= rank < nranks, got rank 2 of nranks 2"),
 }
 
 RUN_TIME = {
@@ -1256,6 +1267,19 @@ RUN_TIME = {
                                  "Columns [0, 2] must name keys in 0 .. 1"),
     # collective
     "c_concat other ranks": ("c_concat", {"X": X23}, {"rank": 0, "nranks": 2}, "the other 1 rank(s) are missing"),
+    "c_allgather other ranks": ("c_allgather", {"X": X23}, {"nranks": 2}, "the other 1 rank(s) are missing"),
+    "c_broadcast root": ("c_broadcast", {"X": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),
+    "c_scatter root": ("c_scatter", {"X": X23}, {"root": 2, "nranks": 1}, "root 2 is not a rank of the group of 1"),
+    **{f"{op} root": (op, {"X": X23}, {"root_id": 1}, "root_id 1 is not a rank of the group of 1")
+       for op in ("c_reduce_sum", "c_reduce_max", "c_reduce_min", "c_reduce_prod")},
+    "reduce root": ("reduce", {"x": X23}, {"root_id": 3}, "root_id 3 is not a rank of the group of 1"),
+    "send_v2 alone": ("send_v2", {"X": X23}, {"ring_id": 20, "peer": 1}, "its peer 1 is another rank, and this "
+                                                                         "process runs one rank: the peer is missing"),
+    "recv_v2 alone": ("recv_v2", {}, {"peer": 1, "out_shape": [2, 3]}, "the peer is missing"),
+    "p_send alone": ("p_send", {"x": X23}, {"peer": 1}, "the peer is missing"),
+    "p_recv alone": ("p_recv", {}, {"peer": 1, "out_shape": [2, 3]}, "the peer is missing"),
+    "partial_allgather other ranks": ("partial_allgather", {"X": X23}, {"rank": 0, "nranks": 2},
+                                      "the other 1 rank(s) are missing"),
     "broadcast root": ("broadcast", {"x": X23}, {"root": 1}, "root 1 is not a rank of the group of 1"),
     "c_softmax_with_cross_entropy class": ("c_softmax_with_cross_entropy",
                                            {"Logits": X23, "Label": np.array([[1], [3]], np.int64)}, {"nranks": 1},
@@ -1675,6 +1699,9 @@ EXEMPT = {
     "slice_array": "a tensor array's op (the audit feeds tensors): any slice of an array is one, as Python's",
     "enable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
     "disable_check_model_nan_inf": "the value unchanged, any shape and dtype: every tensor is good input",
+    "nop": "a copy (a marker of Paddle's pipeline pass): every tensor is good input",
+    **{f"c_allreduce_{how}": "the reduction over the ranks of ring_id: every tensor is good input"
+       for how in ("max", "min", "prod")},
     **{op: "a copy, or a sum over the ranks of ring_id: every tensor is good input" for op in (
         "c_identity", "mp_allreduce_sum", "c_allreduce_sum", "barrier", "c_sync_calc_stream", "c_sync_comm_stream")},
 }

@@ -22,6 +22,10 @@ PENDING = DATA / "conformance_pending.txt"
 # ops gradc registers that Paddle 3.3.1 does not, and why
 GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it",
               "c_allreduce_sum": "Paddle 2.x programs hold it (c_identity's grad then); 3.3.1 has it in PIR only",
+              **dict.fromkeys(("c_allgather", "c_reducescatter", "c_broadcast", "c_allreduce_max", "c_allreduce_min",
+                               "c_allreduce_prod", "c_reduce_sum", "c_reduce_max", "c_reduce_min", "c_reduce_prod"),
+                              "Paddle 2.x's static sharding and data-parallel programs hold it (3.3.1 writes "
+                              "all_gather, reduce_scatter, broadcast, all_reduce, reduce); slots of its 2.x OpMaker"),
               "multiclass_nms2": "Paddle 2.x detection models hold it (3.3.1 registers multiclass_nms and _nms3 only)",
               **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad", "fused_feedforward",
                                "fused_feedforward_grad", "fused_attention", "fused_attention_grad"),

@@ -81,6 +81,9 @@ def test_the_record_holds_every_coverage_row():
                              # mp_ops' c_split and c_softmax_with_cross_entropy append legacy ops in PIR mode;
                              # c_concat needs init_parallel_env; c_identity and mp_allreduce_sum have no CPU kernel
                              "c_split", "c_softmax_with_cross_entropy", "c_concat", "c_identity", "mp_allreduce_sum",
+                             # paddle.distributed's reduce and scatter append legacy ops in PIR mode; broadcast's
+                             # kernel has no communicator on one CPU process
+                             "distributed.reduce", "distributed.scatter", "distributed.broadcast",
                              # the PIR sweep's rows Paddle 3.3.1 builds in no static mode (tools/coverage/pir_sweep.py)
                              *PIR_SWEEP_PADDLE_CANNOT,
                              # paddle.compat.max / min along a dim and SyncBatchNorm: GPU kernels only (their
@@ -164,25 +167,25 @@ def test_paddles_training_program_of_a_coverage_row_gives_its_gradients(case):
 
 
 def test_an_op_without_a_legacy_counterpart_is_named_with_the_reason(monkeypatch):
-    """Every op the coverage rows emit has a row or a reason; the ops here are communications gradc does not run
-    (pipeline-parallel send_v2, c_broadcast), one given a reason by the test and one with none, and a TensorRT
+    """Every op the coverage rows emit has a row or a reason; the ops here are stream waits gradc does not
+    have (auto-parallel's c_wait_comm, c_wait_compute), one given a reason by the test and one with none, and a TensorRT
     engine's wrapper."""
-    monkeypatch.setitem(UNMAPPED, "pd_op.send_v2", "gradc runs no pipeline-parallel send and recv")
+    monkeypatch.setitem(UNMAPPED, "pd_op.c_wait_comm", "gradc has no streams to wait for")
     doc = json.loads((PIR_DATA / "mlp" / "forward.json").read_bytes())
     ops = doc["program"]["regions"][0]["blocks"][0]["ops"]
     relu = next(op for op in ops if op["#"] == "1.relu")
-    relu["#"] = "1.send_v2"
-    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.send_v2 "
-                                                 r"\(first at region 0, block 0, op \d+ \(pd_op.send_v2\): "
-                                                 r"gradc runs no pipeline-parallel send and recv\)$"):
+    relu["#"] = "1.c_wait_comm"
+    with pytest.raises(gradc.FormatError, match=r"1 PIR op type\(s\) gradc cannot translate: pd_op.c_wait_comm "
+                                                 r"\(first at region 0, block 0, op \d+ \(pd_op.c_wait_comm\): "
+                                                 r"gradc has no streams to wait for\)$"):
         load_pir(json.dumps(doc).encode())
     relu["#"] = "1.tensorrt_engine"   # Paddle Inference's cached TensorRT wrapper program (a model file on GitHub)
     with pytest.raises(gradc.FormatError, match=r"pd_op.tensorrt_engine \(first at .*: it runs a TensorRT engine .*"
                                                  r"read the model it was built from\)$"):
         load_pir(json.dumps(doc).encode())
-    relu["#"] = "1.c_broadcast"
-    with pytest.raises(gradc.FormatError, match=r"cannot translate: pd_op.c_broadcast \(first at region 0, block 0, "
-                                                 r"op \d+ \(pd_op.c_broadcast\)\) \(a Paddle 3 PIR program"):
+    relu["#"] = "1.c_wait_compute"
+    with pytest.raises(gradc.FormatError, match=r"cannot translate: pd_op.c_wait_compute \(first at region 0, block 0, "
+                                                 r"op \d+ \(pd_op.c_wait_compute\)\) \(a Paddle 3 PIR program"):
         load_pir(json.dumps(doc).encode())
 
 

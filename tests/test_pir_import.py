@@ -256,6 +256,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
               for path in sorted((PIR_DATA.parent / "gpu_build").glob("*/*.json.gz"))]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "tensor_parallel").glob("**/*.json")   # collectives
               if path.name != "meta.json"]
+    files += [path.read_bytes() for case in ("pipeline", "sharding")   # point-to-point ops, reduce, broadcast
+              for path in sorted((PIR_DATA.parent / case).glob("**/*.json")) if path.name != "meta.json"]
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
     assert set(TABLE) - used == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.assign_array",

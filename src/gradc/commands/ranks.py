@@ -15,7 +15,7 @@ from .run import _save_npz, _summary, load_params
 
 
 def _per_rank(paths: tuple[str, ...], count: int, what: str) -> list:
-    """One path per rank, or one for every rank, or none."""
+    """One value (a path, a seed) per rank, or one for every rank, or none."""
     if len(paths) in (0, 1):
         return [paths[0] if paths else None] * count
     if len(paths) != count:
@@ -31,7 +31,9 @@ def _per_rank(paths: tuple[str, ...], count: int, what: str) -> list:
               help="Persistable values (.npz or .pdiparams): one for every rank, or one per rank. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch from every rank. Repeatable.")
 @click.option("--out", type=click.Path(), help="Write the fetched values to this .npz, as rank<r>/<var>.")
-def run_ranks_command(programs, feeds, params, fetches, out):
+@click.option("--seed", type=int, multiple=True,
+              help="Seed the random ops' streams of every rank (as paddle.seed on each), or once per rank.")
+def run_ranks_command(programs, feeds, params, fetches, out, seed):
     """Run rank 0's program, rank 1's, ... together; each collective op meets the other ranks' (ring_id: the
     group, every rank by default)."""
     if out:
@@ -45,7 +47,8 @@ def run_ranks_command(programs, feeds, params, fetches, out):
         scopes.append(scope)
     inputs = [with_lods(read_npz(path, "feed")) if path else {}
               for path in _per_rank(feeds, len(loaded), "--feed")]
-    results = run_ranks(loaded, inputs, list(fetches), scopes)
+    seeds = _per_rank(seed, len(loaded), "--seed") if seed else None
+    results = run_ranks(loaded, inputs, list(fetches), scopes, seed=seeds)
     for rank, values in enumerate(results):
         for name, value in zip(fetches, values):
             click.echo(f"rank {rank} {_summary(name, value)}")

@@ -6,11 +6,13 @@ serves the draws Paddle takes from std::random_device, which no seed reproduces 
 weighted_sample_neighbors), and multinomial without replacement beyond the size where Paddle's quadratic walk is
 followed. Both take fresh entropy unless seeded. gradc train seeds them per step from --seed and the step number, so
 a run resumed from a checkpoint draws what the uninterrupted run drew; with --paddle-stream it seeds them once, as
-paddle.seed does, and its checkpoints carry their state (``snapshot``, ``restore``)."""
+paddle.seed does, and its checkpoints carry their state (``snapshot``, ``restore``). Each rank of a run_ranks job
+draws from streams of its own (``own_streams``), so its draws do not depend on how the ranks' threads interleave."""
 
 from __future__ import annotations
 
 import os
+import threading
 
 import numpy as np
 
@@ -19,12 +21,24 @@ from .paddle_random import Engine
 # made on first use: importing numpy.random (25-39 ms CPU) is a tenth of a small `gradc run`, which may draw nothing
 _GENERATOR: list[np.random.Generator | None] = [None]
 _ENGINE: list[Engine | None] = [None]
+_THREAD = threading.local()   # a rank's own (generator, engine) slots while run_ranks runs it in this thread
+
+
+def _slots() -> tuple[list, list]:
+    return getattr(_THREAD, "slots", (_GENERATOR, _ENGINE))
+
+
+def own_streams(value) -> None:
+    """Give this thread streams of its own, seeded with ``value`` as ``seed`` seeds them (None: fresh entropy)."""
+    _THREAD.slots = ([None], [None])
+    seed(value)
 
 
 def generator() -> np.random.Generator:
-    if _GENERATOR[0] is None:
-        _GENERATOR[0] = np.random.default_rng()
-    return _GENERATOR[0]
+    slot = _slots()[0]
+    if slot[0] is None:
+        slot[0] = np.random.default_rng()
+    return slot[0]
 
 
 def engine(seed: int | None = None) -> Engine:
@@ -32,15 +46,17 @@ def engine(seed: int | None = None) -> Engine:
     engine."""
     if seed is not None:
         return Engine(seed)
-    if _ENGINE[0] is None:
-        _ENGINE[0] = Engine.from_seed_sequence([int.from_bytes(os.urandom(4), "little")])
-    return _ENGINE[0]
+    slot = _slots()[1]
+    if slot[0] is None:
+        slot[0] = Engine.from_seed_sequence([int.from_bytes(os.urandom(4), "little")])
+    return slot[0]
 
 
 def seed(value) -> None:
     """Seed both: an int (as paddle.seed), a sequence of ints (e.g. [seed, step]), or None for fresh entropy."""
-    _GENERATOR[0] = np.random.default_rng(value)
-    _ENGINE[0] = None if value is None else Engine.from_seed_sequence(
+    generators, engines = _slots()
+    generators[0] = np.random.default_rng(value)
+    engines[0] = None if value is None else Engine.from_seed_sequence(
         [value] if isinstance(value, (int, np.integer)) else list(value))
 
 
@@ -51,6 +67,7 @@ def snapshot() -> dict:
 
 def restore(state: dict) -> None:
     """Continue both streams from ``snapshot()``'s state."""
-    _ENGINE[0] = Engine.restored(state["engine"])
-    _GENERATOR[0] = np.random.default_rng()
-    _GENERATOR[0].bit_generator.state = state["generator"]
+    generators, engines = _slots()
+    engines[0] = Engine.restored(state["engine"])
+    generators[0] = np.random.default_rng()
+    generators[0].bit_generator.state = state["generator"]

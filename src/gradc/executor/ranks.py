@@ -4,6 +4,8 @@ and Executor, up to its next collective op, where the ranks of the op's group (r
     values = run_ranks([rank0, rank1], feeds=[feed0, feed1], fetch_list=["loss"], scopes=[scope0, scope1])
 
 A collective is a rendezvous: the k-th collective a rank runs on a ring meets the k-th of every other member.
+A point-to-point op (send_v2, recv_v2, ...: it has a ``peer``, the other rank's place in the ring) does not wait
+for a send: the k-th receive from a rank on a ring takes the k-th value that rank sent to it there.
 A rank that fails, finishes without reaching a collective its peers wait in, or reaches another op type there ends
 the run with one error naming the op. Run alone (no job), a collective over a group of one is exactly defined;
 one whose group has more ranks fails, saying the others are missing.
@@ -16,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 from ..errors import ExecutionError, GradcError
 from ..ir import Program
+from . import randomness
 
 WAIT_SECONDS = 60.0   # a rendezvous no peer reaches in this long is a deadlock (a program without the op)
 _local = threading.local()
@@ -26,14 +29,18 @@ class RankAbandoned(ExecutionError):
 
 
 class Job:
-    """The rendezvous of N ranks; ``rings``: ring_id -> the ranks of its group, in group order (default: all)."""
+    """The rendezvous of N ranks; ``rings``: ring_id -> the ranks of its group, in group order (default: all);
+    ``pairs``: the same for point-to-point ops on rings ``rings`` does not name (pair_rings)."""
 
-    def __init__(self, nranks: int, rings: Mapping[int, Sequence[int]] | None = None):
+    def __init__(self, nranks: int, rings: Mapping[int, Sequence[int]] | None = None,
+                 pairs: Mapping[int, Sequence[int]] | None = None):
         self.nranks, self.rings = nranks, {ring: list(members) for ring, members in (rings or {}).items()}
+        self.pairs = {ring: list(members) for ring, members in (pairs or {}).items() if ring not in self.rings}
         self._cond = threading.Condition()
         self._seen: dict[tuple[int, int], int] = {}   # (ring, rank) -> collectives it has run on the ring
         self._meetings: dict[tuple[int, int], dict] = {}   # (ring, k) -> {rank: (op, value)}, dropped once read
         self._reads: dict[tuple[int, int], int] = {}
+        self._mail: dict[tuple[int, int, int], list] = {}   # (ring, sender, receiver) -> values sent, not yet taken
         self.finished: set[int] = set()
         self.failure: str | None = None
 
@@ -71,6 +78,33 @@ class Job:
                 del self._meetings[key], self._reads[key]
             return values
 
+    def peer(self, rank: int, ring: int, place: int) -> int:
+        """The rank at ``place`` in the group of ``ring``, checked to be another rank of it than ``rank``."""
+        members = self.pairs.get(ring) or self.members(ring)
+        if rank not in members or not 0 <= place < len(members) or members[place] == rank:
+            raise ValueError(f"peer {place} is no other rank of ring_id {ring}'s group {members} (this is rank {rank})")
+        return members[place]
+
+    def send(self, rank: int, ring: int, place: int, value) -> None:
+        with self._cond:
+            self._mail.setdefault((ring, rank, self.peer(rank, ring, place)), []).append(value)
+            self._cond.notify_all()
+
+    def receive(self, rank: int, ring: int, place: int):
+        """The next value the rank at ``place`` of ring's group sent this rank; waits for it."""
+        sender = self.peer(rank, ring, place)
+        with self._cond:
+            box = self._mail.setdefault((ring, sender, rank), [])
+            while not box:
+                if self.failure is not None:
+                    raise RankAbandoned(f"rank {rank} stopped: {self.failure}")
+                if sender in self.finished:
+                    raise ValueError(f"rank {sender} finished its program without sending what this op receives "
+                                     f"(ring_id {ring})")
+                if not self._cond.wait(WAIT_SECONDS):
+                    raise ValueError(f"rank {sender} sent nothing on ring_id {ring} in {WAIT_SECONDS:.0f} s")
+            return box.pop(0)
+
     def end(self, rank: int, failure: str | None) -> None:
         with self._cond:
             self.finished.add(rank)
@@ -90,11 +124,31 @@ def ring_size(program: Program, ring: int) -> int:
                 if "nranks" in op.attrs and op.attrs.get("ring_id", 0) == ring), default=1)
 
 
+def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
+    """The group of each ring whose point-to-point ops exactly two ranks hold (Paddle's pipeline pass writes a ring
+    a pair of stages and a direction), in the order their ``peer`` attributes say."""
+    users: dict[int, dict[int, int]] = {}   # ring -> rank -> the peer its first point-to-point op there names
+    for rank, program in enumerate(programs):
+        for op in (op for block in program.blocks for op in block.ops if "peer" in op.attrs):
+            users.setdefault(op.attrs.get("ring_id", 0), {}).setdefault(rank, op.attrs["peer"])
+    rings = {}
+    for ring, peers in users.items():
+        if len(peers) == 2:
+            (first, peer), (second, _) = peers.items()
+            if peer in (0, 1):
+                rings[ring] = [first, second] if peer == 1 else [second, first]
+    return rings
+
+
 def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
               fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
-              rings: Mapping[int, Sequence[int]] | None = None) -> list[list]:
+              rings: Mapping[int, Sequence[int]] | None = None, seed=None) -> list[list]:
     """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
-    rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank."""
+    rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank. ``rings``: ring_id -> its
+    ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say).
+    Each rank's random ops draw from its own streams: seeded with ``seed`` on every rank (what paddle.seed(seed) on
+    every rank does, as fleet's model_parallel_random_seed seeds Paddle's global generator), a list of one seed a
+    rank, or fresh entropy (None)."""
     from .executor import Executor
     from .scope import Scope
 
@@ -106,10 +160,15 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     if not (len(feeds) == len(scopes) == len(per_rank) == count):
         raise GradcError(f"run_ranks: {count} program(s) need as many feeds, scopes and fetch lists, got "
                          f"{len(feeds)}, {len(scopes)} and {len(per_rank)}")
-    job, results, errors = Job(count, rings), [None] * count, [None] * count
+    seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * count
+    if len(seeds) != count:
+        raise GradcError(f"run_ranks: {count} program(s) need as many seeds, got {len(seeds)}")
+    job = Job(count, rings, pairs=pair_rings(programs))
+    results, errors = [None] * count, [None] * count
 
     def run(rank: int) -> None:
         _local.rank = (job, rank)
+        randomness.own_streams(seeds[rank])
         try:
             results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
                                            scope=scopes[rank])

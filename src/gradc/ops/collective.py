@@ -15,8 +15,8 @@ loss counts once: c_identity -> all_reduce (sum), mp_allreduce_sum -> c_identity
 -> c_embedding_grad, c_softmax_with_cross_entropy -> its grad op. Where Paddle's is wrong or missing, gradc gives the
 adjoint: c_split -> c_concat (Paddle's maker writes an all_gather with slots X/Out that its proto does not have:
 append_backward fails), all_reduce / c_allreduce_sum (sum) -> c_identity (as mp_allreduce_sum), all_gather <->
-reduce_scatter (the pair of paddle.distributed.fleet.utils.sequence_parallel_utils). broadcast, barrier and the
-sync ops have no gradient, as in Paddle.
+reduce_scatter (the pair of paddle.distributed.fleet.utils.sequence_parallel_utils), broadcast -> reduce (sum) to
+root (gradc.ops.collective_v2). barrier and the sync ops have no gradient, as in Paddle.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def _group(ctx) -> tuple[int, int]:
     return rank, nranks
 
 
-def _nranks(ctx) -> int:
+def nranks_of(ctx) -> int:
     if ctx.attr("nranks") < 1:
         ctx.fail(f"{ctx.op.type} needs nranks >= 1, got {ctx.attr('nranks')}")
     return ctx.attr("nranks")
@@ -51,7 +51,7 @@ def _scaled_axis(axis: int, divide: bool):
     """Inference of an op that splits (divide) or joins ``axis`` of X by the group's nranks."""
     def infer(ctx):
         slot = "X" if ctx.op.inputs.get("X") else "x"
-        x, nranks = ctx.shape(slot), _group(ctx)[1] if ctx.op.type.startswith("c_") else _nranks(ctx)
+        x, nranks = ctx.shape(slot), _group(ctx)[1] if ctx.op.type.startswith("c_") else nranks_of(ctx)
         out = "Out" if slot == "X" else "out"
         if x is None:
             return {out: (None, ctx.dtype(slot))}
@@ -116,7 +116,13 @@ defop("all_gather", ["x"], ["out"], attrs={"ring_id": 0, "nranks": 0}, infer=_sc
       grad=_gather_pair("reduce_scatter"))
 defop("reduce_scatter", ["x"], ["out"], attrs={"ring_id": 0, "nranks": 1}, infer=_scaled_axis(0, divide=True),
       grad=_gather_pair("all_gather"))
-defop("broadcast", ["x"], ["out"], attrs={"ring_id": 0, "root": 0}, infer=same_as("x", "out"), grad=NO_GRAD)
+def _broadcast_grad(g):
+    """root's x gets the sum of every rank's dout (reduce to root, in gradc.ops.collective_v2), the others zero."""
+    return [g.op("reduce", {"x": g.OG("out")}, {"out": g.IG("x")},
+                 {"ring_id": g.attr("ring_id"), "reduce_type": SUM, "root_id": g.attr("root")})]
+
+
+defop("broadcast", ["x"], ["out"], attrs={"ring_id": 0, "root": 0}, infer=same_as("x", "out"), grad=_broadcast_grad)
 defop("barrier", ["X"], attrs={"ring_id": 0}, infer=same_as("X"), grad=NO_GRAD)
 defop("c_sync_calc_stream", ["X"], infer=same_as("X"), grad=NO_GRAD)
 defop("c_sync_comm_stream", ["X[]"], ["Out[]"], attrs={"ring_id": 0},

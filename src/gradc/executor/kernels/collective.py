@@ -11,7 +11,7 @@ from .. import ranks
 from . import kernel
 
 
-def _peers(k, value, nranks: int | None = None) -> tuple[list, int]:
+def peers(k, value, nranks: int | None = None) -> tuple[list, int]:
     """Every rank's value of this collective in group order, and this rank's place in the group."""
     ring, joined = k.attr("ring_id"), ranks.current()
     if joined is None:
@@ -33,7 +33,7 @@ def _peers(k, value, nranks: int | None = None) -> tuple[list, int]:
     return job.exchange(rank, ring, k.op.type, k.where, value), place
 
 
-def _summed(values: list):
+def summed(values: list):
     total = values[0].copy()
     for value in values[1:]:
         total += value
@@ -52,36 +52,36 @@ def identities(k):
 
 @kernel("barrier")
 def barrier(k):
-    _peers(k, None)
+    peers(k, None)
     return {"Out": k.x("X")}
 
 
 @kernel("mp_allreduce_sum", "c_allreduce_sum")
 def allreduce_sum(k):
-    return {"Out": _summed(_peers(k, k.x("X"))[0])}
+    return {"Out": summed(peers(k, k.x("X"))[0])}
 
 
 @kernel("all_reduce")
 def all_reduce(k):
     how = REDUCE_TYPES[k.attr("reduce_type")]   # inference checked it
-    values = _peers(k, k.x("x"))[0]
+    values = peers(k, k.x("x"))[0]
     if how == "sum":
-        return {"out": _summed(values)}
+        return {"out": summed(values)}
     if how == "avg":
-        return {"out": (_summed(values) / len(values)).astype(values[0].dtype)}
+        return {"out": (summed(values) / len(values)).astype(values[0].dtype)}
     reduce = {"max": np.maximum, "min": np.minimum, "prod": np.multiply}[how]
     return {"out": reduce.reduce(np.stack(values), axis=0)}
 
 
 @kernel("broadcast")
 def broadcast(k):
-    values = _peers(k, k.x("x"))[0]
+    values = peers(k, k.x("x"))[0]
     if not 0 <= k.attr("root") < len(values):
         raise ValueError(f"root {k.attr('root')} is not a rank of the group of {len(values)}")
     return {"out": values[k.attr("root")].copy()}
 
 
-def _chunk(x, axis: int, place: int, parts: int):
+def chunk(x, axis: int, place: int, parts: int):
     if x.ndim == 0 or x.shape[axis] % parts:
         raise ValueError(f"dim {axis % max(x.ndim, 1)} of X {list(x.shape)} does not split into {parts} equal parts")
     width = x.shape[axis] // parts
@@ -93,23 +93,23 @@ def c_split(k):
     rank, nranks = k.attr("rank"), k.attr("nranks")
     if nranks < 1 or not 0 <= rank < nranks:
         raise ValueError(f"rank {rank} of nranks {nranks}")
-    return {"Out": _chunk(k.x("X"), -1, rank, nranks)}
+    return {"Out": chunk(k.x("X"), -1, rank, nranks)}
 
 
 @kernel("c_concat")
 def c_concat(k):
-    return {"Out": np.concatenate(_peers(k, k.x("X"), k.attr("nranks"))[0], axis=-1)}
+    return {"Out": np.concatenate(peers(k, k.x("X"), k.attr("nranks"))[0], axis=-1)}
 
 
 @kernel("all_gather")
 def all_gather(k):
-    return {"out": np.concatenate(_peers(k, k.x("x"), k.attr("nranks"))[0], axis=0)}
+    return {"out": np.concatenate(peers(k, k.x("x"), k.attr("nranks"))[0], axis=0)}
 
 
 @kernel("reduce_scatter")
 def reduce_scatter(k):
-    values, place = _peers(k, k.x("x"), k.attr("nranks"))
-    return {"out": _chunk(_summed(values), 0, place, len(values))}
+    values, place = peers(k, k.x("x"), k.attr("nranks"))
+    return {"out": chunk(summed(values), 0, place, len(values))}
 
 
 def _rows(k, w, ids) -> tuple[np.ndarray, np.ndarray]:
@@ -144,7 +144,7 @@ def _labels(k, label, logits_shape) -> tuple[np.ndarray, np.ndarray]:
 @kernel("c_softmax_with_cross_entropy")
 def c_softmax_with_cross_entropy(k):
     logits = k.x("Logits")
-    shards, place = _peers(k, logits, k.attr("nranks"))
+    shards, place = peers(k, logits, k.attr("nranks"))
     whole = np.concatenate(shards, axis=-1)
     ids, counted = _labels(k, k.x("Label"), logits.shape)
     if np.any(counted & ((ids < 0) | (ids >= whole.shape[-1]))):
@@ -187,7 +187,7 @@ def c_softmax_with_multi_label_cross_entropy(k):
     """Loss_j = SmoothWeight_j (logsumexp(all classes) - Logits[Label_j]), 0 for an ignored label; summed over a
     row's labels with sum_multi_label_loss."""
     logits, weight = k.x("Logits"), k.x("SmoothWeight")
-    shards, place = _peers(k, logits, k.attr("nranks"))
+    shards, place = peers(k, logits, k.attr("nranks"))
     whole = np.concatenate(shards, axis=-1)
     ids, counted = _label_rows(k, k.x("Label"), logits.shape, whole.shape[-1])
     shifted = whole - whole.max(axis=-1, keepdims=True)

@@ -7,7 +7,7 @@ import numpy as np
 from ...ir import VarType
 from .. import ranks
 from . import kernel
-from .collective import _peers as peers  # the rendezvous of a collective's group (ring_id)
+from .collective import peers  # the rendezvous of a collective's group (ring_id)
 
 
 @kernel("number_count")

@@ -1,5 +1,6 @@
 """Rows: Paddle's collective ops (gradc.ops.collective), names as Paddle 3.3.1's translator writes them
-(tools/paddle_tensor_parallel.py prints them), with the in-place variants Paddle's PIR API appends."""
+(tools/paddle_tensor_parallel.py prints them), with the in-place variants Paddle's PIR API appends; and 3.3.1's
+reduce, c_scatter and all_to_all (gradc.ops.collective_v2; tools/paddle_pipeline.py translates them)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ ROWS = [
     row("pd_op.c_concat", "c_concat", "x:X", "out:Out", f"{GROUP} {STREAM}"),
     row("pd_op.all_gather", "all_gather", "x:x", "out:out", "ring_id:i32 nranks:i32"),
     row("pd_op.reduce_scatter", "reduce_scatter", "x:x", "out:out", "ring_id:i32 nranks:i32"),
+    *_both("pd_op.reduce", "reduce", "ring_id:i32 reduce_type:i32 root_id:i32", "x:x", "out:out"),
+    row("pd_op.c_scatter", "c_scatter", "x:X", "out:Out", "ring_id:i32 root:i32 nranks:i32 use_calc_stream:bool"),
+    row("pd_op.all_to_all", "all_to_all", "x:x", "out:out", "ring_id:i32"),
     row("pd_op.barrier", "barrier", "x:X", "out:Out", "ring_id:i32"),
     *_both("pd_op.sync_calc_stream", "c_sync_calc_stream", ""),
     row("pd_op.sync_comm_stream_", "c_sync_comm_stream", "x:X*", "out:Out*&x", "ring_id:i32"),
