@@ -1057,6 +1057,12 @@ COMPILE_TIME = {
                               "LSTMWeight must have shape [D + M, 4 * D]"),
     "multi_gru layers": ("multi_gru", {"X": zeros(5, 4), "WeightX": [zeros(4, 9)], "WeightH": [zeros(3, 9)]}, {},
                          "needs a forward and a reverse WeightX and WeightH per layer"),
+    # inference_gpu_extra
+    "qkv_unpack_mha heads": ("qkv_unpack_mha", {"q": zeros(2, 1, 4, 8), "k": zeros(2, 5, 2, 8), "v": zeros(2, 5, 2, 8)},
+                             {}, "k must be [batch, seq, heads, head_dim] with q"),
+    "fused_token_prune kept": ("fused_token_prune", {"Attn": zeros(1, 2, 4, 4), "X": zeros(1, 4, 3),
+                                                     "Mask": zeros(1, 2, 4, 4), "NewMask": zeros(1, 2, 6, 6)}, {},
+                               "keeping at most Attn"),
     # inference_gpu, fused_elemwise
     "yolo_box_head channels": ("yolo_box_head", {"X": zeros(1, 12, 3, 4)},
                                {"anchors": [10, 13, 16, 30], "class_num": 2}, "X must be [N, 14, H, W]"),

@@ -25,7 +25,11 @@ import numpy as np
 import paddle
 from paddle.base import core
 from paddle_gpu_inference_cases import CASES
-from paddle_gpu_only_translated import translated_program
+from paddle_gpu_only_translated import PIR_RESULT_NAMES, translated_program
+from paddle_gpu_pass_cases import GPU_PASS_CASES
+
+CASES = CASES | GPU_PASS_CASES   # the second round's cases after the first's: their seeds stay
+PIR_RESULT_NAMES["CLSInds"] = "cls_inds"
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "gpu_inference"
 
@@ -74,6 +78,11 @@ def _paddle_run(main, feed: dict, spec: dict, fetches: list[str]) -> dict:
     return {name: np.array(out) for name, out in zip(fetches, outs)}
 
 
+def _rounded(value, spec: dict):
+    """A float reference value in the feeds' dtype (float32 unless the spec says), an integer one as it is."""
+    return value.astype(spec.get("dtype", "float32")) if value.dtype.kind == "f" else value
+
+
 def write(case: str, seed: int) -> str:
     spec = CASES[case]
     main, fetches = legacy_program(spec)
@@ -94,7 +103,7 @@ def write(case: str, seed: int) -> str:
     if "reference" in spec:   # no CPU kernel: Paddle's CPU run of the unfused layers, float64
         with paddle.base.dygraph.guard(paddle.CPUPlace()):
             wide = {n: paddle.to_tensor(v.astype(np.float64) if v.dtype == np.float32 else v) for n, v in feed.items()}
-            expected = {n: v.numpy().astype(np.float32) for n, v in spec["reference"](wide).items()}
+            expected = {n: _rounded(v.numpy(), spec) for n, v in spec["reference"](wide).items()}
         made_by = "Paddle's CPU run of the unfused layers (float64)"
     else:
         expected = _paddle_run(main, feed, spec, fetches)

@@ -1,6 +1,7 @@
 """Rows: the fused ops of Paddle Inference's GPU passes and BuildStrategy's elementwise-activation fusion
-(gradc.ops.inference_gpu, fused_elemwise, and inference_fused's fusion_seqpool_concat / fusion_squared_mat_sub), named
-as Paddle 3.3.1's translation of a legacy program holding them names them (tools/paddle_gpu_inference_ops.py)."""
+(gradc.ops.inference_gpu, inference_gpu_extra, fused_elemwise, and inference_fused's fusion_seqpool_concat /
+fusion_squared_mat_sub), named as Paddle 3.3.1's translation of a legacy program holding them names them
+(tools/paddle_gpu_inference_ops.py)."""
 
 from __future__ import annotations
 
@@ -39,4 +40,7 @@ ROWS = [
     row("pd_op.fusion_transpose_flatten_concat", "fusion_transpose_flatten_concat", "x:X*", "out:Out",
         "trans_axis:i32s flatten_axis:i32=1 concat_axis:i32"),
     row("pd_op.yolo_box_head", "yolo_box_head", "x:X", "out:Out", "anchors:i32s class_num:i32=1"),
+    row("pd_op.qkv_unpack_mha", "qkv_unpack_mha", "q:q k:k v:v src_mask?:src_mask", "out:out"),
+    row("pd_op.fused_token_prune", "fused_token_prune", "attn:Attn x:X mask:Mask new_mask:NewMask",
+        "slimmed_x:SlimmedX cls_inds:CLSInds", "keep_first_token:bool=true keep_order:bool"),
 ]
