@@ -51,8 +51,8 @@ def _token_prune_infer(ctx):
         ctx.fail(f"NewMask must be [batch, heads, kept, kept] keeping at most Attn {attn}'s seq tokens, "
                  f"got {new_mask}")
     kept = new_mask[2] if new_mask is not None else -1
-    batch = x[0] if x is not None else -1
-    return {"SlimmedX": ([batch, kept, x[2] if x is not None else -1], dtype), "CLSInds": ([batch, kept], VarType.INT64)}
+    batch, channels = (x[0], x[2]) if x is not None else (-1, -1)
+    return {"SlimmedX": ([batch, kept, channels], dtype), "CLSInds": ([batch, kept], VarType.INT64)}
 
 
 defop("fused_token_prune", ["Attn", "X", "Mask", "NewMask"], ["SlimmedX", "CLSInds"],
