@@ -1063,6 +1063,15 @@ COMPILE_TIME = {
     "fused_token_prune kept": ("fused_token_prune", {"Attn": zeros(1, 2, 4, 4), "X": zeros(1, 4, 3),
                                                      "Mask": zeros(1, 2, 4, 4), "NewMask": zeros(1, 2, 6, 6)}, {},
                                "keeping at most Attn"),
+    # cudnn_fusion
+    "fused_scale_bias_relu_conv_bn layout": ("fused_scale_bias_relu_conv_bn",
+                                             {"x": zeros(1, 3, 4, 4), "w": zeros(2, 3, 1, 1),
+                                              **{s: zeros(2) for s in ("bn_scale", "bn_bias", "input_running_mean",
+                                                                       "input_running_var")}},
+                                             {"data_format": "NCHW"}, "the cuDNN kernel takes NHWC data"),
+    "fused_scale_bias_add_relu dual": ("fused_scale_bias_add_relu", {"x1": zeros(1, 2, 2, 3), "scale1": zeros(3),
+                                                                     "bias1": zeros(3), "x2": zeros(1, 2, 2, 3)},
+                                       {"fuse_dual": True}, "fuse_dual needs scale2 and bias2"),
     # inference_gpu, fused_elemwise
     "yolo_box_head channels": ("yolo_box_head", {"X": zeros(1, 12, 3, 4)},
                                {"anchors": [10, 13, 16, 30], "class_num": 2}, "X must be [N, 14, H, W]"),

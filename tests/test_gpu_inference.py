@@ -16,7 +16,8 @@ OPS = {"fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_ele
        "fused_elemwise_add_activation_grad", "fusion_squared_mat_sub", "fusion_seqpool_concat", "self_dp_attention",
        "multihead_matmul", "skip_layernorm", "fused_embedding_eltwise_layernorm", "fused_fc_elementwise_layernorm",
        "fused_conv2d_add_act", "fusion_transpose_flatten_concat", "fused_embedding_fc_lstm",
-       "attention_lstm", "multi_gru", "yolo_box_head", "qkv_unpack_mha", "fused_token_prune"}
+       "attention_lstm", "multi_gru", "yolo_box_head", "qkv_unpack_mha", "fused_token_prune",
+       "fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu"}
 
 
 def _meta(case: str) -> dict:
