@@ -1072,6 +1072,10 @@ COMPILE_TIME = {
     "fused_scale_bias_add_relu dual": ("fused_scale_bias_add_relu", {"x1": zeros(1, 2, 2, 3), "scale1": zeros(3),
                                                                      "bias1": zeros(3), "x2": zeros(1, 2, 2, 3)},
                                        {"fuse_dual": True}, "fuse_dual needs scale2 and bias2"),
+    # resnet_unit
+    "resnet_unit shortcut": ("resnet_unit", {"X": zeros(1, 2, 2, 3), "FilterX": zeros(4, 1, 1, 3),
+                                             **{s: zeros(4) for s in ("ScaleX", "BiasX", "MeanX", "VarX")}},
+                             {"has_shortcut": True}, "has_shortcut / fuse_add need FilterZ"),
     # inference_gpu, fused_elemwise
     "yolo_box_head channels": ("yolo_box_head", {"X": zeros(1, 12, 3, 4)},
                                {"anchors": [10, 13, 16, 30], "class_num": 2}, "X must be [N, 14, H, W]"),

@@ -103,3 +103,78 @@ GPU_PASS_CASES = {
     "scale_bias_add_relu": _scale_bias_add_relu(False, "float32"),
     "scale_bias_add_relu_dual_float64": _scale_bias_add_relu(True, "float64"),
 }
+
+
+def _bn_branch(t: dict, data: str, filters: str, suffix: str, stride: int, padding: int):
+    """conv2d (NHWC, the KRSC filter as OIHW) + batch_norm in training: (normed, {name: its statistics})."""
+    w = t[filters]
+    w = w.reshape([w.shape[0], 1, 1, -1]) if w.shape[2:] == [1, 1] and w.shape[1] != 1 else w
+    conv = F.conv2d(t[data], w.transpose([0, 3, 1, 2]), stride=stride, padding=padding, data_format="NHWC")
+    shape = t[f"scale_{suffix}"].shape
+    normed, mean_out, var_out, saved_mean, saved_inv, _ = paddle._C_ops.batch_norm(
+        conv, *(t[f"{name}_{suffix}"].reshape([-1]) for name in ("mean", "var", "scale", "bias")), False, 0.9, 1e-5,
+        "NHWC", False, False)
+    stats = {f"conv_{suffix}": conv, f"saved_mean_{suffix}": saved_mean, f"saved_invstd_{suffix}": saved_inv,
+             f"running_mean_{suffix}": mean_out, f"running_var_{suffix}": var_out}
+    return normed, {name: value.reshape(shape) if name.startswith(("saved", "running")) else value
+                    for name, value in stats.items()}
+
+
+def _resnet_unit(shortcut: bool, dtype: str) -> dict:
+    """resnet_unit and its grad at a fed dY: with the shortcut, 1x1 filters of stride 2 (X [2, 5, 5, 8], KRSC
+    FilterX [4, 1, 1, 8]; Z [2, 5, 5, 6], conv2d-shaped FilterZ [4, 6, 1, 1]) and [4] vectors; without, a 3x3
+    filter of padding 1 over X [2, 4, 4, 3] and [1, 1, 1, 4] vectors. The running statistics go to vars of their
+    own (Paddle's layer shares them with Mean* / Var*), so that both are fetched."""
+    stride, padding, size = (2, 0, 3) if shortcut else (1, 1, 4)
+    branches = {"x": ([2, 5, 5, 8], [4, 1, 1, 8])} if shortcut else {"x": ([2, 4, 4, 3], [4, 3, 3, 3])}
+    if shortcut:
+        branches["z"] = ([2, 5, 5, 6], [4, 6, 1, 1])
+    vector = [4] if shortcut else [1, 1, 1, 4]
+    feeds, ins, outs = {"dy": ([2, size, size, 4], dtype)}, {}, {"Y": ("y", [2, size, size, 4], dtype)}
+    grad_ins, grad_outs = {"Y": ["y"], "Y@GRAD": ["dy"]}, {}
+    for suffix, (data_shape, filter_shape) in branches.items():
+        big = suffix.upper()
+        feeds |= {suffix: (data_shape, dtype), f"filter_{suffix}": (filter_shape, dtype)}
+        feeds |= {f"{name}_{suffix}": (vector, dtype) for name in ("scale", "bias", "mean", "var")}
+        ins |= {big: [suffix], f"Filter{big}": [f"filter_{suffix}"], f"Scale{big}": [f"scale_{suffix}"],
+                f"Bias{big}": [f"bias_{suffix}"], f"Mean{big}": [f"mean_{suffix}"], f"Var{big}": [f"var_{suffix}"]}
+        outs |= {f"Conv{big}": (f"conv_{suffix}", [2, size, size, 4], dtype)} | {
+            f"{slot}{big}": (f"{name}_{suffix}", vector, dtype) for slot, name in (
+                ("SavedMean", "saved_mean"), ("SavedInvstd", "saved_invstd"), ("RunningMean", "running_mean"),
+                ("RunningVar", "running_var"))}
+        grad_ins |= {slot: ins[slot] for slot in (big, f"Filter{big}", f"Scale{big}", f"Bias{big}")}
+        grad_ins |= {f"{slot}{big}": [f"{name}_{suffix}"] for slot, name in (
+            ("Conv", "conv"), ("SavedMean", "saved_mean"), ("SavedInvstd", "saved_invstd"))}
+        grad_outs |= {f"{slot}@GRAD": (f"{name}@GRAD", shape, dtype) for slot, name, shape in (
+            (big, suffix, data_shape), (f"Filter{big}", f"filter_{suffix}", filter_shape),
+            (f"Scale{big}", f"scale_{suffix}", vector), (f"Bias{big}", f"bias_{suffix}", vector))}
+    if not shortcut:   # Paddle's translator wants the shortcut's grads (not optional in PIR): declared, not fetched
+        grad_outs |= {f"{slot}@GRAD": [(f"{slot.lower()}@GRAD", [1], dtype)] for slot in ("Z", "FilterZ", "ScaleZ",
+                                                                                         "BiasZ")}
+    outs["BitMask"] = ("bit_mask", [32, 2, 1], "int32")   # [ceil32(N Ho Wo), ceil64(K) / 32, 1]
+    grad_ins["BitMask"] = ["bit_mask"]
+    attrs = {"stride": stride, "stride_z": stride, "padding": padding, "dilation": 1, "group": 1, "momentum": 0.9,
+             "epsilon": 1e-5, "data_format": "NHWC", "fuse_add": False, "has_shortcut": shortcut,
+             "use_global_stats": False, "is_test": False, "use_addto": False, "act_type": "relu"}
+
+    def reference(t):
+        params = [name for name in t if name != "dy" and not name.startswith(("mean", "var"))]
+        for name in params:
+            t[name].stop_gradient = False
+        total, expected = _bn_branch(t, "x", "filter_x", "x", stride, padding)
+        if shortcut:
+            normed_z, stats_z = _bn_branch(t, "z", "filter_z", "z", stride, padding)
+            total, expected = total + normed_z, expected | stats_z
+        y = F.relu(total)
+        grads = paddle.grad([y], [t[name] for name in params], [t["dy"]])
+        return expected | {"y": y} | {f"{name}@GRAD": grad for name, grad in zip(params, grads)}
+
+    ops = [("resnet_unit", ins, outs, attrs), ("resnet_unit_grad", grad_ins, grad_outs, attrs)]
+    unfetched = () if shortcut else tuple(f"{slot.lower()}@GRAD" for slot in ("Z", "FilterZ", "ScaleZ", "BiasZ"))
+    return {"feeds": feeds, "ops": ops, "reference": reference, "dtype": dtype, "unfetched": unfetched}
+
+
+GPU_PASS_CASES |= {
+    "resnet_unit_shortcut": _resnet_unit(True, "float32"),
+    "resnet_unit_plain_float64": _resnet_unit(False, "float64"),
+}

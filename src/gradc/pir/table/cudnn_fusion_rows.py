@@ -8,7 +8,23 @@ from . import row
 CONV = ("paddings:i32s dilations:i32s strides:i32s padding_algorithm:str=EXPLICIT groups:i32=1 "
         "data_format:str=NHWC")
 
+RESNET_UNIT = ("stride:i32=1 stride_z:i32=1 padding:i32 dilation:i32=1 group:i32=1 momentum:f32=0.9 epsilon:f32=1e-5 "
+               "data_format:str=NHWC fuse_add:bool has_shortcut:bool use_global_stats:bool is_test:bool "
+               "use_addto:bool act_type:str=relu")
+
 ROWS = [
+    row("pd_op.resnet_unit", "resnet_unit",
+        "x:X filter_x:FilterX scale_x:ScaleX bias_x:BiasX mean_x:MeanX var_x:VarX z?:Z filter_z?:FilterZ "
+        "scale_z?:ScaleZ bias_z?:BiasZ mean_z?:MeanZ var_z?:VarZ",
+        "out:Y bit_mask:BitMask conv_x:ConvX saved_mean_x:SavedMeanX saved_invstd_x:SavedInvstdX "
+        "running_mean_x:RunningMeanX running_var_x:RunningVarX conv_z:ConvZ saved_mean_z:SavedMeanZ "
+        "saved_invstd_z:SavedInvstdZ running_mean_z:RunningMeanZ running_var_z:RunningVarZ", RESNET_UNIT),
+    row("pd_op.resnet_unit_grad", "resnet_unit_grad",
+        "x:X filter_x:FilterX conv_x:ConvX scale_x:ScaleX bias_x:BiasX saved_mean_x:SavedMeanX "
+        "saved_invstd_x:SavedInvstdX z?:Z filter_z?:FilterZ conv_z?:ConvZ scale_z?:ScaleZ bias_z?:BiasZ "
+        "saved_mean_z?:SavedMeanZ saved_invstd_z?:SavedInvstdZ out:Y bit_mask:BitMask out_grad:Y@GRAD",
+        "x_grad:X@GRAD filter_x_grad:FilterX@GRAD scale_x_grad:ScaleX@GRAD bias_x_grad:BiasX@GRAD z_grad:Z@GRAD "
+        "filter_z_grad:FilterZ@GRAD scale_z_grad:ScaleZ@GRAD bias_z_grad:BiasZ@GRAD", RESNET_UNIT),
     row("pd_op.fused_scale_bias_relu_conv_bn", "fused_scale_bias_relu_conv_bn",
         "x:x w:w scale?:scale bias?:bias bn_scale:bn_scale bn_bias:bn_bias input_running_mean:input_running_mean "
         "input_running_var:input_running_var",
