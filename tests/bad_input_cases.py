@@ -1072,6 +1072,11 @@ COMPILE_TIME = {
     "fused_scale_bias_add_relu dual": ("fused_scale_bias_add_relu", {"x1": zeros(1, 2, 2, 3), "scale1": zeros(3),
                                                                      "bias1": zeros(3), "x2": zeros(1, 2, 2, 3)},
                                        {"fuse_dual": True}, "fuse_dual needs scale2 and bias2"),
+    "fused_dconv_drelu_dbn both": ("fused_dconv_drelu_dbn",
+                                   {"grad_output": zeros(1, 2, 2, 4), "weight": zeros(4, 3, 1, 1),
+                                    "bn1_input": zeros(1, 2, 2, 3),
+                                    **{s: zeros(3) for s in ("bn1_mean", "bn1_inv_std", "bn1_gamma", "bn1_beta")}},
+                                   {"fuse_shortcut": True, "fuse_dual": True}, "exclude each other"),
     # resnet_unit
     "resnet_unit shortcut": ("resnet_unit", {"X": zeros(1, 2, 2, 3), "FilterX": zeros(4, 1, 1, 3),
                                              **{s: zeros(4) for s in ("ScaleX", "BiasX", "MeanX", "VarX")}},

@@ -17,7 +17,8 @@ OPS = {"fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_ele
        "multihead_matmul", "skip_layernorm", "fused_embedding_eltwise_layernorm", "fused_fc_elementwise_layernorm",
        "fused_conv2d_add_act", "fusion_transpose_flatten_concat", "fused_embedding_fc_lstm",
        "attention_lstm", "multi_gru", "yolo_box_head", "qkv_unpack_mha", "fused_token_prune",
-       "fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu", "resnet_unit", "resnet_unit_grad"}
+       "fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu", "resnet_unit", "resnet_unit_grad",
+       "fused_dconv_drelu_dbn"}
 
 
 def _meta(case: str) -> dict:

@@ -98,6 +98,7 @@ def write(case: str, seed: int) -> str:
     core.serialize_pir_program(pir, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
     feed = {name: spec.get("draw", _feed)(rng, name, *f) for name, f in spec["feeds"].items()}
+    feed |= spec.get("derive", dict)(feed)   # feeds that must agree with others (a batch's statistics)
     np.savez_compressed(directory / "feed.npz", **feed, **{f"{n}.lod": np.array(f[2]) for n, f in
                                                            spec["feeds"].items() if len(f) > 2})
     if "reference" in spec:   # no CPU kernel: Paddle's CPU run of the unfused layers, float64

@@ -4,6 +4,7 @@ feeds' float dtype (the expected numbers are rounded to it)."""
 
 from __future__ import annotations
 
+import numpy as np
 import paddle
 import paddle.nn.functional as F
 
@@ -177,4 +178,87 @@ def _resnet_unit(shortcut: bool, dtype: str) -> dict:
 GPU_PASS_CASES |= {
     "resnet_unit_shortcut": _resnet_unit(True, "float32"),
     "resnet_unit_plain_float64": _resnet_unit(False, "float64"),
+}
+
+
+def _batch_stats(x, gamma, beta, dtype: str) -> tuple:
+    """An NHWC x's batch mean and inverse std (epsilon 1e-5), and the eq scale and bias they give gamma and beta."""
+    x = x.astype(np.float64)
+    mean, inv_std = x.mean((0, 1, 2)), 1 / np.sqrt(x.var((0, 1, 2)) + 1e-5)
+    return tuple(v.astype(dtype) for v in (mean, inv_std, gamma * inv_std, beta - mean * gamma * inv_std))
+
+
+def _dconv_drelu_dbn(mode: str, fuse_add: bool, dtype: str) -> dict:
+    """The backward of h = BN1(bn1_input) (+ BN2(bn2_input) in "dual", + residual in "shortcut") -> relu -> 3x3
+    conv2d of 4 filters, padding 1, over NHWC [2, 4, 4, 3], at a fed grad_output (and grad_output_add, the relu
+    output's other grad, with fuse_add); the statistics fed are bn*_input's batch statistics."""
+    act, vec = [2, 4, 4, 3], ([3], dtype)
+    feeds = {"grad_output": ([2, 4, 4, 4], dtype), "weight": ([4, 3, 3, 3], dtype), "bn1_input": (act, dtype)}
+    feeds |= {f"bn1_{name}": vec for name in ("mean", "inv_std", "gamma", "beta")}
+    outs = {"grad_weight": ("grad_weight", [4, 3, 3, 3], dtype), "grad_bn1_input": ("grad_bn1_input", act, dtype),
+            "grad_bn1_gamma": ("grad_bn1_gamma", [3], dtype), "grad_bn1_beta": ("grad_bn1_beta", [3], dtype)}
+    if mode == "dual":
+        feeds |= {"bn2_input": (act, dtype)} | {f"bn2_{name}": vec for name in ("mean", "inv_std", "gamma", "beta")}
+        outs |= {"grad_bn2_gamma": ("grad_bn2_gamma", [3], dtype), "grad_bn2_beta": ("grad_bn2_beta", [3], dtype)}
+    if mode == "shortcut":
+        feeds["residual_input"] = (act, dtype)
+    if mode != "plain":
+        feeds["conv_input"] = (act, dtype)
+        outs["grad_bn2_input"] = ("grad_bn2_input", act, dtype)
+    else:
+        feeds |= {"bn1_eqscale": vec, "bn1_eqbias": vec}
+    if fuse_add:
+        feeds["grad_output_add"] = (act, dtype)
+    attrs = {"paddings": [1, 1], "dilations": [1, 1], "strides": [1, 1], "padding_algorithm": "EXPLICIT", "groups": 1,
+             "data_format": "NHWC", "fuse_shortcut": mode == "shortcut", "fuse_dual": mode == "dual",
+             "fuse_add": fuse_add, "exhaustive_search": False}
+
+    def derive(feed):
+        derived = {}
+        for bn in ("bn1", "bn2") if mode == "dual" else ("bn1",):
+            mean, inv_std, eq_scale, eq_bias = _batch_stats(feed[f"{bn}_input"], feed[f"{bn}_gamma"],
+                                                            feed[f"{bn}_beta"], dtype)
+            derived |= {f"{bn}_mean": mean, f"{bn}_inv_std": inv_std}
+            if mode == "plain":
+                derived |= {"bn1_eqscale": eq_scale, "bn1_eqbias": eq_bias}
+        if mode != "plain":
+            h = sum(_normalised(feed, bn) for bn in (("bn1", "bn2") if mode == "dual" else ("bn1",)))
+            derived["conv_input"] = np.maximum(h + (feed["residual_input"] if mode == "shortcut" else 0), 0).astype(
+                dtype)
+        return derived
+
+    def reference(t):
+        bns = ("bn1", "bn2") if mode == "dual" else ("bn1",)
+        wrt = [f"{bn}_{name}" for bn in bns for name in ("input", "gamma", "beta")] + ["weight"]
+        wrt += ["residual_input"] if mode == "shortcut" else []
+        for name in wrt:
+            t[name].stop_gradient = False
+        h = sum(paddle._C_ops.batch_norm(t[f"{bn}_input"], t[f"{bn}_mean"], t[f"{bn}_inv_std"], t[f"{bn}_gamma"],
+                                         t[f"{bn}_beta"], False, 0.9, 1e-5, "NHWC", False, False)[0] for bn in bns)
+        r = F.relu(h + t["residual_input"] if mode == "shortcut" else h)
+        out = F.conv2d(r, t["weight"], padding=1, data_format="NHWC")
+        targets, seeds = [out], [t["grad_output"]]
+        if fuse_add:
+            targets, seeds = [out, r], [t["grad_output"], t["grad_output_add"]]
+        grads = dict(zip(wrt, paddle.grad(targets, [t[name] for name in wrt], seeds)))
+        expected = {"grad_weight": grads["weight"]} | {
+            f"grad_{bn}_{name}": grads[f"{bn}_{name}"] for bn in bns for name in ("input", "gamma", "beta")}
+        if mode == "shortcut":
+            expected["grad_bn2_input"] = grads["residual_input"]
+        return expected
+
+    ins = {name: [name] for name in feeds}
+    return {"feeds": feeds, "ops": [("fused_dconv_drelu_dbn", ins, outs, attrs)], "reference": reference,
+            "derive": derive, "dtype": dtype}
+
+
+def _normalised(feed: dict, bn: str):
+    x = feed[f"{bn}_input"].astype(np.float64)
+    return (x - x.mean((0, 1, 2))) / np.sqrt(x.var((0, 1, 2)) + 1e-5) * feed[f"{bn}_gamma"] + feed[f"{bn}_beta"]
+
+
+GPU_PASS_CASES |= {
+    "dconv_drelu_dbn": _dconv_drelu_dbn("plain", False, "float32"),
+    "dconv_drelu_dbn_dual_add_float64": _dconv_drelu_dbn("dual", True, "float64"),
+    "dconv_drelu_dbn_shortcut": _dconv_drelu_dbn("shortcut", False, "float32"),
 }

@@ -8,8 +8,13 @@ filter OIHW, every vector [C]:
   * batch, and the normalisation folded into eq_scale = bn_scale saved_var, eq_bias = bn_bias - saved_mean
   eq_scale, which the next op's scale and bias take: out itself is the raw convolution.
 - fused_scale_bias_add_relu: out = relu(x1 scale1 + bias1 + x2), or + (x2 scale2 + bias2) with fuse_dual.
-- fused_dconv_drelu_dbn: the backward of bn1 (+ bn2 with fuse_dual, or + residual_input with fuse_shortcut)
-  -> relu -> conv2d(weight) in one op: gradc.ops.cudnn_fusion_dconv.
+- fused_dconv_drelu_dbn: the backward of h = BN1(bn1_input) (+ BN2(bn2_input) with fuse_dual, + residual_input
+  with fuse_shortcut) -> r = relu(h) -> conv2d(r, weight), at grad_output (plus grad_output_add, another reader's
+  grad of r, with fuse_add). BN1 / BN2 are batch norm in training with the given statistics (bn*_mean, bn*_inv_std,
+  the batch's): g = dr where h > 0; grad_bn1_gamma = sum(g xhat1), grad_bn1_beta = sum(g), grad_bn1_input its
+  training grad; grad_bn2_* likewise (fuse_dual) or grad_bn2_input = g (fuse_shortcut: the residual's grad);
+  grad_weight = conv2d's filter grad at input conv_input, or, without fuse_dual and fuse_shortcut, at
+  relu(bn1_input bn1_eqscale + bn1_eqbias).
 
 The kernels fix NHWC and pass no groups to cuDNN: data_format other than NHWC and groups other than 1 are refused.
 Paddle defines no grad for them: forward-only, a backward through one is refused naming the op.
@@ -85,3 +90,47 @@ def _add_relu_infer(ctx):
 
 defop("fused_scale_bias_add_relu", ["x1", "scale1", "bias1", "x2", "scale2?", "bias2?"], ["out"],
       attrs={"fuse_dual": False, "exhaustive_search": False}, infer=_add_relu_infer)
+
+
+BN1 = ("bn1_mean", "bn1_inv_std", "bn1_gamma", "bn1_beta")
+BN2 = ("bn2_mean", "bn2_inv_std", "bn2_gamma", "bn2_beta", "bn2_input")
+
+
+def _dconv_infer(ctx):
+    check_float(ctx, "grad_output")
+    dtype, shortcut, dual = one_dtype(ctx, "grad_output", "weight", "bn1_input"), ctx.attr("fuse_shortcut"), \
+        ctx.attr("fuse_dual")
+    if shortcut and dual:
+        ctx.fail("fuse_shortcut and fuse_dual exclude each other")
+    needs = (["residual_input"] if shortcut else []) + (list(BN2) if dual else []) + (
+        ["conv_input"] if shortcut or dual else ["bn1_eqscale", "bn1_eqbias"]) + (
+        ["grad_output_add"] if ctx.attr("fuse_add") else [])
+    if missing := [slot for slot in needs if not ctx.has(slot)]:
+        ctx.fail(f"fuse_shortcut {shortcut}, fuse_dual {dual} and fuse_add {ctx.attr('fuse_add')} need "
+                 f"{', '.join(missing)}")
+    out, x = nhwc_conv_out(ctx, "bn1_input", "weight"), ctx.shape("bn1_input")
+    dy = ctx.shape("grad_output")
+    if out is not None and dy is not None and not all(map(dims_match, out, dy)):
+        ctx.fail(f"grad_output {dy} must be the convolution's output {out}")
+    for slot in ("grad_output_add", "residual_input", "conv_input", "bn2_input"):
+        shape = ctx.shape(slot) if ctx.has(slot) else None
+        if x is not None and shape is not None and not all(map(dims_match, shape, x)):
+            ctx.fail(f"{slot} {shape} must have bn1_input's shape {x}")
+    check_vectors(ctx, x[3] if x else None, *BN1, "bn1_eqscale", "bn1_eqbias", *BN2[:4])
+    vector, stats = ([x[3]] if x else None), stats_dtype(dtype)
+    results = {"grad_weight": (ctx.shape("weight"), dtype), "grad_bn1_input": (x, dtype),
+               "grad_bn1_gamma": (vector, stats), "grad_bn1_beta": (vector, stats)}
+    if shortcut or dual:
+        results["grad_bn2_input"] = (x, dtype)
+    if dual:
+        results |= {"grad_bn2_gamma": (vector, stats), "grad_bn2_beta": (vector, stats)}
+    return results
+
+
+defop("fused_dconv_drelu_dbn",
+      ["grad_output", "weight", "grad_output_add?", "residual_input?", "bn1_eqscale?", "bn1_eqbias?", "conv_input?",
+       *BN1, "bn1_input", *(f"{slot}?" for slot in BN2)],
+      ["grad_weight", "grad_bn1_input", "grad_bn1_gamma", "grad_bn1_beta", "grad_bn2_input?", "grad_bn2_gamma?",
+       "grad_bn2_beta?"],
+      attrs={**CONV_ATTRS, "fuse_shortcut": False, "fuse_dual": False, "fuse_add": False, "exhaustive_search": False},
+      infer=_dconv_infer)

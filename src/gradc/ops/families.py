@@ -54,7 +54,7 @@ FAMILIES = {
     "correlation_double": ("correlation_grad",),
     "creation": ("assign_value", "eye", "linspace", "logspace", "range", "range_v2", "sequence_mask", "coalesce_tensor",
         "label_smooth", "label_smooth_grad"),
-    "cudnn_fusion": ("fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu"),
+    "cudnn_fusion": ("fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu", "fused_dconv_drelu_dbn"),
     "cumprod": ("cumprod", "cumprod_grad"),
     "cumprod_double": ("cumprod_grad",),
     "debug": ("print", "check_numerics"),

@@ -7,8 +7,9 @@ import numpy as np
 
 from ...ops.conv import resolve_padding
 from . import kernel
-from .conv import conv
+from .conv import conv, conv_filter_grad, conv_input_grad
 from .conv_columns import Geometry
+from .nn import norm_grad
 
 FLT_EPSILON = float(np.finfo(np.float32).eps)   # the kernels raise epsilon to CUDNN_BN_MIN_EPSILON (0) + FLT_EPSILON
 
@@ -73,3 +74,52 @@ def fused_scale_bias_add_relu(k):
             raise ValueError("fuse_dual needs scale2 and bias2")
         other = scale_bias(x2, k.x("scale2"), k.x("bias2"))
     return {"out": np.maximum(scale_bias(x1, k.x("scale1"), k.x("bias1")) + other, 0).astype(x1.dtype)}
+
+
+def _normalised(k, prefix: str):
+    """(xhat, h) of a BN input in NCHW with its given mean and inverse std: h = gamma xhat + beta."""
+    x = nchw(k.x(f"{prefix}_input"))
+    xhat = (x - _vector(k.x(f"{prefix}_mean"))) * _vector(k.x(f"{prefix}_inv_std"))
+    return xhat, xhat * _vector(k.x(f"{prefix}_gamma")) + _vector(k.x(f"{prefix}_beta"))
+
+
+def _vector(a):
+    return a.reshape(1, -1, 1, 1).astype(np.float64)
+
+
+def _bn_grads(k, prefix: str, xhat, g, stats) -> dict:
+    """batch_norm's training grads at g (NCHW) with the given statistics."""
+    axes, inv_std, gamma = (0, 2, 3), _vector(k.x(f"{prefix}_inv_std")), _vector(k.x(f"{prefix}_gamma"))
+    return {f"grad_{prefix}_input": nhwc(norm_grad(xhat, g * gamma, inv_std, axes)).astype(k.x("grad_output").dtype),
+            f"grad_{prefix}_gamma": (g * xhat).sum(axis=axes).astype(stats),
+            f"grad_{prefix}_beta": g.sum(axis=axes).astype(stats)}
+
+
+@kernel("fused_dconv_drelu_dbn")
+def fused_dconv_drelu_dbn(k):
+    dy, w = nchw(k.x("grad_output")), k.x("weight").astype(np.float64)
+    xhat1, h = _normalised(k, "bn1")
+    shortcut, dual = k.attr("fuse_shortcut"), k.attr("fuse_dual")
+    if dual:
+        xhat2, h2 = _normalised(k, "bn2")
+        h = h + h2
+    elif shortcut:
+        h = h + nchw(k.x("residual_input"))
+    geo = geometry(k, h, w)
+    if dy.shape[1] != w.shape[0]:
+        raise ValueError(f"grad_output's {dy.shape[1]} channels do not fit weight {list(w.shape)}")
+    dr = conv_input_grad(dy, w, h.shape[2:], geo)
+    if k.attr("fuse_add"):
+        dr = dr + nchw(k.x("grad_output_add"))
+    g, stats = np.where(h > 0, dr, 0), k.x("bn1_mean").dtype
+    if shortcut or dual:
+        conv_input = nchw(k.x("conv_input"))
+    else:
+        conv_input = np.maximum(nchw(scale_bias(k.x("bn1_input"), k.x("bn1_eqscale"), k.x("bn1_eqbias"))), 0)
+    results = {"grad_weight": conv_filter_grad(conv_input, dy, w.shape, geo).astype(k.x("weight").dtype),
+               **_bn_grads(k, "bn1", xhat1, g, stats)}
+    if dual:
+        results |= _bn_grads(k, "bn2", xhat2, g, stats)
+    elif shortcut:
+        results["grad_bn2_input"] = nhwc(g).astype(k.x("grad_output").dtype)
+    return results

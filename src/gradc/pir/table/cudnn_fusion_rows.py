@@ -32,6 +32,15 @@ ROWS = [
         "saved_var:saved_var eq_scale:eq_scale eq_bias:eq_bias",
         f"{CONV} momentum:f32=0.9 epsilon:f32=1e-5 fuse_prologue:bool exhaustive_search:bool "
         "accumulation_count:i64"),
+    row("pd_op.fused_dconv_drelu_dbn", "fused_dconv_drelu_dbn",
+        "grad_output:grad_output weight:weight grad_output_add?:grad_output_add residual_input?:residual_input "
+        "bn1_eqscale?:bn1_eqscale bn1_eqbias?:bn1_eqbias conv_input?:conv_input bn1_mean:bn1_mean "
+        "bn1_inv_std:bn1_inv_std bn1_gamma:bn1_gamma bn1_beta:bn1_beta bn1_input:bn1_input bn2_mean?:bn2_mean "
+        "bn2_inv_std?:bn2_inv_std bn2_gamma?:bn2_gamma bn2_beta?:bn2_beta bn2_input?:bn2_input",
+        "grad_weight:grad_weight grad_bn1_input:grad_bn1_input grad_bn1_gamma:grad_bn1_gamma "
+        "grad_bn1_beta:grad_bn1_beta grad_bn2_input:grad_bn2_input grad_bn2_gamma:grad_bn2_gamma "
+        "grad_bn2_beta:grad_bn2_beta",
+        f"{CONV} fuse_shortcut:bool fuse_dual:bool fuse_add:bool exhaustive_search:bool"),
     row("pd_op.fused_scale_bias_add_relu", "fused_scale_bias_add_relu",
         "x1:x1 scale1:scale1 bias1:bias1 x2:x2 scale2?:scale2 bias2?:bias2", "out:out",
         "fuse_dual:bool exhaustive_search:bool"),
