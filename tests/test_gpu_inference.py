@@ -58,7 +58,8 @@ def test_loads_verifies_and_saves_byte_for_byte(case, tmp_path):
 
 
 PASSES = DATA / "gpu_inference_passes"
-PASS_CASES = sorted(p.name for p in PASSES.iterdir() if p.is_dir())
+MISWIRED = PASSES / "add_relu_of_y_backward"   # the pass miswires this one's grad op: the test below pins it
+PASS_CASES = sorted(p.name for p in PASSES.iterdir() if p.is_dir() and p != MISWIRED)
 
 
 @pytest.mark.parametrize("case", PASS_CASES)
@@ -78,3 +79,32 @@ def test_a_program_paddles_passes_fused_runs_to_the_unfused_layers_numbers(case)
     with np.load(PASSES / case / "expected.npz") as expected:
         for name, got in zip(meta["fetches"], outs):
             np.testing.assert_allclose(got, expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def _run_pass_case(directory):
+    meta = json.loads((directory / "meta.json").read_text())
+    program = gradc.load(directory / "model.pdmodel")
+    assert gradc.verify(program) == []
+    with np.load(directory / "feed.npz") as saved:
+        feed = dict(saved)
+    return meta, feed, dict(zip(meta["fetches"], gradc.Executor().run(program, feed, meta["fetches"])))
+
+
+def test_the_miswired_backward_of_x_plus_relu_y_runs_as_its_grad_op_says():
+    """fuse_elewise_add_act_pass on x + relu(y) leaves the forward alone and fuses the backward into a
+    fused_elemwise_add_activation_grad (functors elementwise_add_grad, relu_grad: Out = X + relu(Y)) whose Y slot
+    holds x, whose X@GRAD goes to y@GRAD and Y@GRAD to x@GRAD. gradc runs the op as its slots say: y@GRAD = dOut and
+    x@GRAD = dOut relu'(x); Paddle's CPU run of the same program gives y@GRAD = dOut and x@GRAD = 0. Both differ from
+    the unfused program's gradients, x@GRAD = dOut and y@GRAD = dOut relu'(y): the rewritten program is wrong."""
+    meta, feed, got = _run_pass_case(MISWIRED)
+    assert "fused_elemwise_add_activation_grad" in meta["ops_after"]
+    assert "elementwise_add" in meta["ops_after"] and "relu" in meta["ops_after"]
+    with np.load(MISWIRED / "expected.npz") as true, np.load(MISWIRED / "paddle_fused_run.npz") as paddle_run:
+        dout = true["x@GRAD"]   # the unfused program's x@GRAD is dOut itself
+        np.testing.assert_allclose(got[meta["fetches"][0]], true[meta["fetches"][0]], rtol=1e-6)
+        np.testing.assert_allclose(true["y@GRAD"], dout * (feed["y"] > 0), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got["y@GRAD"], dout, rtol=1e-6)
+        np.testing.assert_allclose(got["x@GRAD"], dout * (feed["x"] > 0), rtol=1e-6)
+        np.testing.assert_allclose(paddle_run["y@GRAD"], dout, rtol=1e-6)
+        assert not paddle_run["x@GRAD"].any()
+        assert np.abs(got["x@GRAD"] - dout).max() > 0.01 and np.abs(got["y@GRAD"] - true["y@GRAD"]).max() > 0.01
