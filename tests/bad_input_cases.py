@@ -1081,6 +1081,11 @@ COMPILE_TIME = {
     "resnet_unit shortcut": ("resnet_unit", {"X": zeros(1, 2, 2, 3), "FilterX": zeros(4, 1, 1, 3),
                                              **{s: zeros(4) for s in ("ScaleX", "BiasX", "MeanX", "VarX")}},
                              {"has_shortcut": True}, "has_shortcut / fuse_add need FilterZ"),
+    "resnet_basic_block layout": ("resnet_basic_block",
+                                  {"X": zeros(1, 3, 4, 4), **{f"{s}{b}": zeros(3) for b in "12"
+                                                              for s in ("Scale", "Bias", "Mean", "Var")},
+                                   "Filter1": zeros(3, 3, 1, 1), "Filter2": zeros(3, 3, 1, 1)},
+                                  {"data_format": "NHWC"}, "data_format must be NCHW"),
     # inference_gpu, fused_elemwise
     "yolo_box_head channels": ("yolo_box_head", {"X": zeros(1, 12, 3, 4)},
                                {"anchors": [10, 13, 16, 30], "class_num": 2}, "X must be [N, 14, H, W]"),

@@ -18,7 +18,7 @@ OPS = {"fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_ele
        "fused_conv2d_add_act", "fusion_transpose_flatten_concat", "fused_embedding_fc_lstm",
        "attention_lstm", "multi_gru", "yolo_box_head", "qkv_unpack_mha", "fused_token_prune",
        "fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu", "resnet_unit", "resnet_unit_grad",
-       "fused_dconv_drelu_dbn"}
+       "fused_dconv_drelu_dbn", "resnet_basic_block", "resnet_basic_block_grad"}
 
 
 def _meta(case: str) -> dict:

@@ -29,7 +29,9 @@ from paddle_gpu_only_translated import PIR_RESULT_NAMES, translated_program
 from paddle_gpu_pass_cases import GPU_PASS_CASES
 
 CASES = CASES | GPU_PASS_CASES   # the second round's cases after the first's: their seeds stay
-PIR_RESULT_NAMES |= {"CLSInds": "cls_inds", "Y": "out", "Y@GRAD": "out_grad"}   # resnet_unit's Y is PIR's out
+PIR_RESULT_NAMES |= {"CLSInds": "cls_inds", "Y": "out", "Y@GRAD": "out_grad", "Conv2Input": "conv2_input"} | {
+    f"{stat}{b}Out": f"{stat.lower()}{b}_out" for stat in ("Mean", "Var") for b in "123"}   # the resnet fusions'
+
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "gpu_inference"
 

@@ -262,3 +262,80 @@ GPU_PASS_CASES |= {
     "dconv_drelu_dbn_dual_add_float64": _dconv_drelu_dbn("dual", True, "float64"),
     "dconv_drelu_dbn_shortcut": _dconv_drelu_dbn("shortcut", False, "float32"),
 }
+
+
+def _basic_block(shortcut: bool, stride: int, dtype: str) -> dict:
+    """resnet_basic_block over NCHW X [2, 3, 5, 5]: conv1 3x3 of 4 filters of padding 1, with the shortcut a 1x1
+    conv3 of the same stride and the grad op at a fed dY; without, X of 4 channels and no grad op (Paddle's translator
+    wants the shortcut's inputs of resnet_basic_block_grad, not optional in PIR); conv2 3x3 padding 1. The running
+    statistics go to vars of their own (Paddle's layer shares them with Mean* / Var*)."""
+    channels = 3 if shortcut else 4
+    size = 3 if stride == 2 else 5
+    act = [2, 4, size, size]
+    filters = {"1": [4, channels, 3, 3], "2": [4, 4, 3, 3]} | ({"3": [4, channels, 1, 1]} if shortcut else {})
+    feeds = {"x": ([2, channels, 5, 5], dtype), "dy": (act, dtype)}
+    ins, grad_ins = {"X": ["x"]}, {"X": ["x"], "Y@GRAD": ["dy"]}
+    outs = {"Y": ("y", act, dtype), "Conv1": ("conv1", act, dtype), "Conv2Input": ("conv2_input", act, dtype),
+            "Conv2": ("conv2", act, dtype)}
+    grad_outs = {"X@GRAD": ("x@GRAD", [2, channels, 5, 5], dtype)}
+    for b, shape in filters.items():
+        feeds |= {f"filter{b}": (shape, dtype)} | {f"{name}{b}": ([4], dtype) for name in ("scale", "bias", "mean",
+                                                                                            "var")}
+        ins |= {f"{slot}{b}": [f"{slot.lower()}{b}"] for slot in ("Filter", "Scale", "Bias", "Mean", "Var")}
+        outs |= {f"{slot}{b}": (f"{slot.lower()}{b}", [4], dtype) for slot in ("SavedMean", "SavedInvstd")}
+        outs |= {f"Mean{b}Out": (f"mean{b}_out", [4], dtype), f"Var{b}Out": (f"var{b}_out", [4], dtype)}
+        outs |= {f"Max{kind}{b}": (f"max_{kind.lower()}{b}", [6], "float32") for kind in ("Input", "Filter")}
+        grad_ins |= {slot: [name] for slot, name in ((f"Filter{b}", f"filter{b}"), (f"Scale{b}", f"scale{b}"),
+                                                      (f"Bias{b}", f"bias{b}"), (f"SavedMean{b}", f"savedmean{b}"),
+                                                      (f"SavedInvstd{b}", f"savedinvstd{b}"))}
+        grad_ins |= {f"Max{kind}{b}": [f"max_{kind.lower()}{b}"] for kind in ("Input", "Filter")}
+        grad_outs |= {f"{slot}{b}@GRAD": (f"{slot.lower()}{b}@GRAD", shape if slot == "Filter" else [4], dtype)
+                      for slot in ("Filter", "Scale", "Bias")}
+    if shortcut:
+        outs["Conv3"] = ("conv3", act, dtype)
+    grad_ins |= {slot: [outs[slot][0]] for slot in outs if slot.startswith("Conv") or slot == "Y"}
+    attrs = {"stride1": stride, "stride2": 1, "stride3": stride, "padding1": 1, "padding2": 1, "padding3": 0,
+             "dilation1": 1, "dilation2": 1, "dilation3": 1, "group": 1, "momentum": 0.9, "epsilon": 1e-5,
+             "data_format": "NCHW", "has_shortcut": shortcut, "use_global_stats": False, "is_test": False,
+             "trainable_statistics": False, "act_type": "relu", "find_conv_input_max": True}
+
+    def bn(t, h, b):
+        normed, mean_out, var_out, saved_mean, saved_inv, _ = paddle._C_ops.batch_norm(
+            h, t[f"mean{b}"], t[f"var{b}"], t[f"scale{b}"], t[f"bias{b}"], False, 0.9, 1e-5, "NCHW", False, False)
+        return normed, {f"savedmean{b}": saved_mean, f"savedinvstd{b}": saved_inv, f"mean{b}_out": mean_out,
+                        f"var{b}_out": var_out}
+
+    def reference(t):
+        params = ["x"] + [f"{name}{b}" for b in filters for name in ("filter", "scale", "bias")]
+        for name in params:
+            t[name].stop_gradient = False
+        conv1 = F.conv2d(t["x"], t["filter1"], stride=stride, padding=1)
+        normed1, expected = bn(t, conv1, "1")
+        hidden = F.relu(normed1)
+        conv2 = F.conv2d(hidden, t["filter2"], padding=1)
+        normed2, more = bn(t, conv2, "2")
+        expected |= more | {"conv1": conv1, "conv2_input": hidden, "conv2": conv2}
+        other = t["x"]
+        if shortcut:
+            conv3 = F.conv2d(t["x"], t["filter3"], stride=stride)
+            other, more = bn(t, conv3, "3")
+            expected |= more | {"conv3": conv3}
+        y = F.relu(normed2 + other)
+        if not shortcut:
+            return expected | {"y": y}
+        grads = paddle.grad([y], [t[name] for name in params], [t["dy"]])
+        return expected | {"y": y} | {f"{name}@GRAD": grad for name, grad in zip(params, grads)}
+
+    ops = [("resnet_basic_block", ins, outs, attrs)]
+    if shortcut:
+        ops.append(("resnet_basic_block_grad", grad_ins, grad_outs, attrs))
+    else:
+        del feeds["dy"]
+    return {"feeds": feeds, "ops": ops, "reference": reference, "dtype": dtype}
+
+
+GPU_PASS_CASES |= {
+    "basic_block_shortcut": _basic_block(True, 2, "float32"),
+    "basic_block_shortcut_float64": _basic_block(True, 1, "float64"),
+    "basic_block_identity": _basic_block(False, 1, "float32"),
+}

@@ -42,7 +42,8 @@ LEFT_OUT = {
     "flash_attn_varlen_qkvpacked": "its grad refuses (flash_attention.py lists it as refused)",
     "moe_gate_dispatch_partial_nosoftmaxtopk": "its grad refuses (moe.py lists it as refused)",
     "moe_unpermute": "moe_unpermute_grad refuses (moe_permute.py lists it as refused)",
-    "resnet_unit": "resnet_unit_grad refuses (resnet_unit.py lists it as refused)",
+    "resnet_unit": "resnet_unit_grad refuses (resnet_fusion.py lists it as refused)",
+    "resnet_basic_block": "resnet_basic_block_grad refuses (resnet_fusion.py lists it as refused)",
     "c_softmax_with_multi_label_cross_entropy": "its grad op refuses (collective.py lists it as refused)",
 }
 

@@ -195,7 +195,7 @@ FAMILIES = {
         "reduce_min", "reduce_min_grad", "reduce_amax", "reduce_amax_grad", "reduce_amin", "reduce_amin_grad",
         "reduce_prod", "reduce_prod_grad", "logsumexp", "logsumexp_grad", "p_norm", "p_norm_grad", "renorm",
         "renorm_grad"),
-    "resnet_unit": ("resnet_unit", "resnet_unit_grad"),
+    "resnet_fusion": ("resnet_unit", "resnet_unit_grad", "resnet_basic_block", "resnet_basic_block_grad"),
     "rnn": ("rnn", "rnn_grad", "rnn_grad_grad"),
     "roi": ("roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad"),
     "rotated_boxes": ("boxes_iou_bev_cpu", "boxes_iou_bev_gpu", "boxes_overlap_bev_gpu", "rbox_iou", "matched_rbox_iou",

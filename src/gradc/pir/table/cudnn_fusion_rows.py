@@ -1,4 +1,4 @@
-"""Rows: the cuDNN frontend fusions and resnet_unit (gradc.ops.cudnn_fusion, cudnn_fusion_dconv, resnet_unit), named
+"""Rows: the cuDNN frontend fusions and resnet_unit (gradc.ops.cudnn_fusion, resnet_fusion), named
 as Paddle 3.3.1's translation of a legacy program holding them names them (tools/paddle_gpu_inference_ops.py)."""
 
 from __future__ import annotations
@@ -12,7 +12,31 @@ RESNET_UNIT = ("stride:i32=1 stride_z:i32=1 padding:i32 dilation:i32=1 group:i32
                "data_format:str=NHWC fuse_add:bool has_shortcut:bool use_global_stats:bool is_test:bool "
                "use_addto:bool act_type:str=relu")
 
+BASIC_BLOCK = " ".join(f"{name}{b}:i32{default}" for name, default in (("stride", "=1"), ("padding", ""),
+                                                                     ("dilation", "=1")) for b in "123") + (
+    " group:i32=1 momentum:f32=0.9 epsilon:f32=1e-5 data_format:str=NCHW has_shortcut:bool use_global_stats:bool "
+    "is_test:bool trainable_statistics:bool act_type:str=relu find_conv_input_max:bool=true")
+BRANCH_INPUTS = " ".join(f"{name}{b}:{name.title()}{b}" for b in "12" for name in ("filter", "scale", "bias", "mean",
+                                                                                  "var"))
+FINDS = " ".join(f"max_{kind}{b}:Max{kind.title()}{b}" for b in "123" for kind in ("input", "filter"))
+
+
+def _stats(b: str) -> str:
+    return f"saved_mean{b}:SavedMean{b} saved_invstd{b}:SavedInvstd{b} mean{b}_out:Mean{b}Out var{b}_out:Var{b}Out"
+
+
 ROWS = [
+    row("pd_op.resnet_basic_block", "resnet_basic_block",
+        f"x:X {BRANCH_INPUTS} filter3?:Filter3 scale3?:Scale3 bias3?:Bias3 mean3?:Mean3 var3?:Var3",
+        f"out:Y conv1:Conv1 {_stats('1')} conv2:Conv2 conv2_input:Conv2Input {_stats('2')} conv3:Conv3 "
+        f"{_stats('3')} {FINDS}", BASIC_BLOCK),
+    row("pd_op.resnet_basic_block_grad", "resnet_basic_block_grad",
+        "x:X filter1:Filter1 conv1:Conv1 scale1:Scale1 bias1:Bias1 saved_mean1:SavedMean1 saved_invstd1:SavedInvstd1 "
+        "filter2:Filter2 conv2:Conv2 conv2_input:Conv2Input scale2:Scale2 bias2:Bias2 saved_mean2:SavedMean2 "
+        "saved_invstd2:SavedInvstd2 filter3?:Filter3 conv3?:Conv3 scale3?:Scale3 bias3?:Bias3 "
+        f"saved_mean3?:SavedMean3 saved_invstd3?:SavedInvstd3 {FINDS.replace(':', '?:')} out:Y out_grad:Y@GRAD",
+        "x_grad:X@GRAD " + " ".join(f"{name}{b}_grad:{name.title()}{b}@GRAD" for b in "123"
+                                    for name in ("filter", "scale", "bias")), BASIC_BLOCK),
     row("pd_op.resnet_unit", "resnet_unit",
         "x:X filter_x:FilterX scale_x:ScaleX bias_x:BiasX mean_x:MeanX var_x:VarX z?:Z filter_z?:FilterZ "
         "scale_z?:ScaleZ bias_z?:BiasZ mean_z?:MeanZ var_z?:VarZ",

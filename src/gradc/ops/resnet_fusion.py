@@ -1,4 +1,6 @@
-"""resnet_unit (fuse_resnet_unit pass; paddle.incubate.operators.ResNetUnit): conv2d + batch_norm (+ a second
+"""ResNet's fused units.
+
+resnet_unit (fuse_resnet_unit pass; paddle.incubate.operators.ResNetUnit): conv2d + batch_norm (+ a second
 conv2d + batch_norm, or + Z) + relu in one op, on cuDNN's fused-ops API (Paddle's kernels take float16 only; the
 CPU build has none). NHWC data; FilterX / FilterZ are KRSC [K, kh, kw, C / group] (a conv2d's [K, C, 1, 1] 1x1
 filter is read as [K, 1, 1, C], as the kernel swaps it); the batch-norm vectors [K] or [1, 1, 1, K]:
@@ -13,8 +15,19 @@ BN in training normalises with the batch's mean and biased variance over N, H, W
 (1 - momentum) * batch; with is_test or use_global_stats it normalises with the running statistics, left as they
 are (SavedMean* / SavedInvstd* then hold them). BitMask is cuDNN's packed relu mask of Paddle's shape
 [ceil32(N Ho Wo), ceil64(K) / 32, 1] int32: gradc writes zeros there and its grad reads Y's sign instead.
-resnet_unit_grad reads X, the filters, ConvX / ConvZ, the vectors, the saved statistics, Y and Y@GRAD; its second
-derivative is refused by name.
+resnet_unit_grad reads X, the filters, ConvX / ConvZ, the vectors, the saved statistics, Y and Y@GRAD.
+
+resnet_basic_block (paddle.incubate.xpu.resnet_block; Paddle's kernel is XPU's, float32), NCHW with OIHW filters:
+
+    Conv2Input = relu(BN1(conv2d(X, Filter1, stride1, padding1, dilation1, group)))   (Conv1 the conv)
+    Y = relu(BN2(conv2d(Conv2Input, Filter2, ...2)) + S)   (Conv2 the second conv)
+    S = BN3(conv2d(X, Filter3, ...3)) with has_shortcut (Conv3 the conv), X otherwise
+
+with the batch norms as resnet_unit's; is_test normalises with the running statistics unless trainable_statistics.
+MaxInput* / MaxFilter* (find_conv_input_max) are XPU's findmax buffers of 6 floats for its int16 convolution: gradc
+writes the largest |value| of the conv's input and filter in each. resnet_basic_block_grad reads X, the filters,
+the convs' outputs, Conv2Input, the vectors, the saved statistics, Y and Y@GRAD. Neither grad op's second
+derivative is differentiated: refused by name.
 """
 
 from __future__ import annotations
@@ -102,8 +115,74 @@ defop("resnet_unit", ["X", "FilterX", "ScaleX", "BiasX", "MeanX", "VarX", "Z?", 
 
 
 def _refused(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of resnet_unit): no maker "
-                    "of Paddle's, and gradc writes none")
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of "
+                    f"{g.fwd.type.removesuffix('_grad')}): no maker of Paddle's, and gradc writes none")
 
 
 defgrad("resnet_unit_grad", grad=_refused)
+
+
+# resnet_basic_block's branches: (scale, bias, mean, var) in, (saved mean, saved inverse std, new mean, new var) out
+BASIC_BRANCHES = {b: ((f"Scale{b}", f"Bias{b}", f"Mean{b}", f"Var{b}"),
+                      (f"SavedMean{b}", f"SavedInvstd{b}", f"Mean{b}Out", f"Var{b}Out")) for b in "123"}
+
+
+def _basic_conv_out(ctx, x: list[int] | None, branch: str) -> list[int] | None:
+    w = ctx.shape(f"Filter{branch}")
+    if x is None or w is None:
+        return None
+    if len(x) != 4 or len(w) != 4 or not dims_match(x[1], w[1] * ctx.attr("group")):
+        ctx.fail(f"Filter{branch} {w} (OIHW, group {ctx.attr('group')}) does not fit an NCHW input {x}")
+    pad, step, dilation = (ctx.attr(f"{name}{branch}") for name in ("padding", "stride", "dilation"))
+    sizes = infer_geometry(ctx, conv_out_sizes, x[2:], w[2:], [step, step], [pad] * 4, [dilation, dilation])
+    for slot in BASIC_BRANCHES[branch][0]:
+        shape = ctx.shape(slot)
+        if shape is not None and (len(shape) != 1 or not dims_match(shape[0], w[0])):
+            ctx.fail(f"{slot} must be a vector of Filter{branch}'s {w[0]} filters, got {shape}")
+    return [x[0], w[0], *sizes]
+
+
+def _basic_block_infer(ctx):
+    check_float(ctx, "X")
+    check_choice(ctx, "act_type", ("relu",))
+    if ctx.attr("data_format") != "NCHW":
+        ctx.fail(f"data_format must be NCHW (the XPU kernel's layout), got {ctx.attr('data_format')!r}")
+    shortcut = ctx.attr("has_shortcut")
+    if shortcut and (missing := [s for s in ("Filter3", *BASIC_BRANCHES["3"][0]) if not ctx.has(s)]):
+        ctx.fail(f"has_shortcut needs {', '.join(missing)}")
+    x, dtype = ctx.shape("X"), ctx.dtype("X")
+    conv1 = _basic_conv_out(ctx, x, "1")
+    y = _basic_conv_out(ctx, conv1, "2")
+    other = _basic_conv_out(ctx, x, "3") if shortcut else x
+    if y is not None and other is not None and not all(map(dims_match, y, other)):
+        ctx.fail(f"the shortcut {other} must match the second conv's output {y}")
+    results = {"Y": (y, dtype), "Conv1": (conv1, dtype), "Conv2Input": (conv1, dtype), "Conv2": (y, dtype)}
+    if shortcut:
+        results["Conv3"] = (y, dtype)
+    finds = ["1", "2", "3"] if shortcut else ["1", "2"]
+    for branch in finds:
+        vector = (ctx.shape(f"Scale{branch}"), stats_dtype(dtype))
+        results |= dict.fromkeys(BASIC_BRANCHES[branch][1], vector)
+        if ctx.attr("find_conv_input_max"):
+            results |= dict.fromkeys((f"MaxInput{branch}", f"MaxFilter{branch}"), ([6], VarType.FP32))
+    return results
+
+
+BASIC_STATS = [f"{stat}{b}" for b in "123" for stat in ("Mean", "Var")]
+BASIC_OUTPUTS = ["Conv1", "SavedMean1", "SavedInvstd1", "Mean1Out", "Var1Out", "Conv2", "Conv2Input", "SavedMean2",
+                 "SavedInvstd2", "Mean2Out", "Var2Out", "Conv3?", "SavedMean3?", "SavedInvstd3?", "Mean3Out?",
+                 "Var3Out?", *(f"Max{kind}{b}?" for b in "123" for kind in ("Input", "Filter"))]
+_BASIC_READS = ("X", "Filter1", "Conv1", "Scale1", "Bias1", "SavedMean1", "SavedInvstd1", "Filter2", "Conv2",
+                "Conv2Input", "Scale2", "Bias2", "SavedMean2", "SavedInvstd2", "Filter3", "Conv3", "Scale3", "Bias3",
+                "SavedMean3", "SavedInvstd3", *(f"Max{kind}{b}" for b in "123" for kind in ("Input", "Filter")), "Y")
+defop("resnet_basic_block",
+      ["X", *(f"{slot}{b}" for b in "12" for slot in ("Filter", "Scale", "Bias", "Mean", "Var")),
+       *(f"{slot}3?" for slot in ("Filter", "Scale", "Bias", "Mean", "Var"))],
+      ["Y", *BASIC_OUTPUTS],
+      attrs={**{f"{name}{b}": value for name, value in (("stride", 1), ("padding", 0), ("dilation", 1))
+                for b in "123"}, "group": 1, "momentum": 0.9, "epsilon": 1e-5, "data_format": "NCHW",
+             "has_shortcut": False, "use_global_stats": False, "is_test": False, "trainable_statistics": False,
+             "act_type": "relu", "find_conv_input_max": True},
+      no_grad_inputs=BASIC_STATS, no_grad_outputs=[s.rstrip("?") for s in BASIC_OUTPUTS], infer=_basic_block_infer,
+      grad=grad_op(*_BASIC_READS))
+defgrad("resnet_basic_block_grad", grad=_refused)
