@@ -1063,6 +1063,11 @@ COMPILE_TIME = {
     "fused_token_prune kept": ("fused_token_prune", {"Attn": zeros(1, 2, 4, 4), "X": zeros(1, 4, 3),
                                                      "Mask": zeros(1, 2, 4, 4), "NewMask": zeros(1, 2, 6, 6)}, {},
                                "keeping at most Attn"),
+    "yolo_box_post square grid": ("yolo_box_post", {"Boxes0": zeros(1, 12, 2, 3), "Boxes1": zeros(1, 12, 2, 2),
+                                                    "Boxes2": zeros(1, 12, 2, 2), "ImageShape": zeros(1, 2),
+                                                    "ImageScale": zeros(1, 2)},
+                                  {"anchors0": [1, 2, 3, 4], "anchors1": [1, 2, 3, 4], "anchors2": [1, 2, 3, 4],
+                                   "class_num": 1}, "a square grid"),
     # cudnn_fusion
     "fused_scale_bias_relu_conv_bn layout": ("fused_scale_bias_relu_conv_bn",
                                              {"x": zeros(1, 3, 4, 4), "w": zeros(2, 3, 1, 1),

@@ -8,6 +8,8 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 
+F32 = "float32"
+
 
 def _qkv_unpack_mha(dtype: str) -> dict:
     """One decoding step: q [2, 1, 2, 16] over k, v [2, 5, 2, 16]; the kernel never reads src_mask (fed here)."""
@@ -339,3 +341,52 @@ GPU_PASS_CASES |= {
     "basic_block_shortcut_float64": _basic_block(True, 1, "float64"),
     "basic_block_identity": _basic_block(False, 1, "float32"),
 }
+
+
+YOLO_ANCHORS = ([30, 40, 50, 60], [12, 16, 20, 24], [4, 6, 8, 10])
+
+
+def _yolo_box_post() -> dict:
+    """yolo_box_fuse_pass's program: three yolo_box_head (grids 2, 4, 8, ratios 32, 16, 8, two anchors, two classes)
+    and yolo_box_post over two images, nms_threshold 1 (no box is suppressed: the NMS is checked by hand in
+    tests/test_gpu_inference.py). Expected: Paddle's CPU yolo_box of each head (the unfused decoding: the same boxes
+    and class scores), its kept boxes [argmax class, objectness, x1, y1, x2, y2] sorted by class and score."""
+    sizes, ratios = (2, 4, 8), (32, 16, 8)
+    feeds = {f"x{i}": ([2, 14, size, size], F32) for i, size in enumerate(sizes)}
+    feeds |= {"image_shape": ([2, 2], F32), "image_scale": ([2, 2], F32)}
+    heads = [("yolo_box_head", {"X": [f"x{i}"]}, {"Out": (f"head{i}", [2, 14, size, size])},
+              {"anchors": YOLO_ANCHORS[i], "class_num": 2}) for i, size in enumerate(sizes)]
+    attrs = {f"anchors{i}": YOLO_ANCHORS[i] for i in range(3)} | {
+        f"downsample_ratio{i}": ratio for i, ratio in enumerate(ratios)} | {
+        "class_num": 2, "conf_thresh": 0.5, "clip_bbox": True, "scale_x_y": 1.0, "nms_threshold": 1.0}
+    post = ("yolo_box_post", {"Boxes0": ["head0"], "Boxes1": ["head1"], "Boxes2": ["head2"],
+                              "ImageShape": ["image_shape"], "ImageScale": ["image_scale"]},
+            {"Out": ("out", [-1, 6]), "NmsRoisNum": ("rois_num", [2], "int32")}, attrs)
+
+    def derive(feed):
+        return {"image_shape": np.array([[320, 320], [256, 320]], np.float32), "image_scale": np.ones((2, 2),
+                                                                                                     np.float32)}
+
+    def reference(t):
+        rows, counts = [], []
+        for n in range(2):
+            image = []
+            for i, ratio in enumerate(ratios):
+                x = t[f"x{i}"][n:n + 1]
+                boxes, scores = paddle.vision.ops.yolo_box(
+                    x, t["image_shape"][n:n + 1].astype("int32"), YOLO_ANCHORS[i], 2, 0.5, ratio, clip_bbox=True)
+                objectness = F.sigmoid(x.reshape([2, 7, -1])[:, 4]).reshape([-1])
+                keep = (objectness >= 0.5).numpy()
+                best = scores[0].argmax(-1).astype(boxes.dtype)
+                image.append(paddle.concat([best[:, None], objectness[:, None], boxes[0]], -1).numpy()[keep])
+                image[-1] = np.concatenate([image[-1], scores[0].max(-1).numpy()[keep, None]], -1)
+            image = np.concatenate(image)
+            order = np.lexsort((-image[:, 6], image[:, 0]))
+            rows.append(image[order, :6])
+            counts.append(len(order))
+        return {"out": paddle.to_tensor(np.concatenate(rows)), "rois_num": paddle.to_tensor(np.array(counts, np.int32))}
+
+    return {"feeds": feeds, "ops": [*heads, post], "reference": reference, "derive": derive}
+
+
+GPU_PASS_CASES["yolo_box_post"] = _yolo_box_post()

@@ -135,7 +135,7 @@ FAMILIES = {
     "inference_gpu": ("multihead_matmul", "skip_layernorm", "fused_embedding_eltwise_layernorm",
         "fused_fc_elementwise_layernorm", "self_dp_attention", "fused_conv2d_add_act",
         "fusion_transpose_flatten_concat", "yolo_box_head", "fusion_group"),
-    "inference_gpu_extra": ("qkv_unpack_mha", "fused_token_prune"),
+    "inference_gpu_extra": ("qkv_unpack_mha", "fused_token_prune", "yolo_box_post"),
     "inference_rnn": ("fusion_gru", "fusion_lstm", "fused_embedding_fc_lstm", "attention_lstm", "multi_gru"),
     "interp": ("linear_interp_v2", "linear_interp_v2_grad", "bilinear_interp_v2", "bilinear_interp_v2_grad",
         "bicubic_interp_v2", "bicubic_interp_v2_grad", "trilinear_interp_v2", "trilinear_interp_v2_grad",

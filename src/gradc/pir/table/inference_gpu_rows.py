@@ -41,6 +41,11 @@ ROWS = [
         "trans_axis:i32s flatten_axis:i32=1 concat_axis:i32"),
     row("pd_op.yolo_box_head", "yolo_box_head", "x:X", "out:Out", "anchors:i32s class_num:i32=1"),
     row("pd_op.qkv_unpack_mha", "qkv_unpack_mha", "q:q k:k v:v src_mask?:src_mask", "out:out"),
+    row("pd_op.yolo_box_post", "yolo_box_post",
+        "boxes0:Boxes0 boxes1:Boxes1 boxes2:Boxes2 image_shape:ImageShape image_scale:ImageScale",
+        "out:Out nms_rois_num:NmsRoisNum",
+        "anchors0:i32s anchors1:i32s anchors2:i32s class_num:i32=1 conf_thresh:f32=0.01 downsample_ratio0:i32=32 "
+        "downsample_ratio1:i32=16 downsample_ratio2:i32=8 clip_bbox:bool=true scale_x_y:f32=1 nms_threshold:f32=0.45"),
     row("pd_op.fused_token_prune", "fused_token_prune", "attn:Attn x:X mask:Mask new_mask:NewMask",
         "slimmed_x:SlimmedX cls_inds:CLSInds", "keep_first_token:bool=true keep_order:bool"),
 ]
