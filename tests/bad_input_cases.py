@@ -1068,6 +1068,11 @@ COMPILE_TIME = {
                                                     "ImageScale": zeros(1, 2)},
                                   {"anchors0": [1, 2, 3, 4], "anchors1": [1, 2, 3, 4], "anchors2": [1, 2, 3, 4],
                                    "class_num": 1}, "a square grid"),
+    "squeeze_excitation_block activation": ("squeeze_excitation_block",
+                                            {"x": zeros(1, 4, 2, 2), "filter": zeros(16, dtype=np.int16),
+                                             "filter_max": zeros(12)},
+                                            {"act_type": [1, 15, 0], "act_param": [0.0, 0.0, 0.0],
+                                             "filter_dims": [2, 4]}, "act_type must be three of XPU's"),
     # cudnn_fusion
     "fused_scale_bias_relu_conv_bn layout": ("fused_scale_bias_relu_conv_bn",
                                              {"x": zeros(1, 3, 4, 4), "w": zeros(2, 3, 1, 1),

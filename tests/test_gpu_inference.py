@@ -19,7 +19,7 @@ OPS = {"fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_ele
        "attention_lstm", "multi_gru", "yolo_box_head", "qkv_unpack_mha", "fused_token_prune",
        "fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu", "resnet_unit", "resnet_unit_grad",
        "fused_dconv_drelu_dbn", "resnet_basic_block", "resnet_basic_block_grad",
-       "yolo_box_post"}
+       "yolo_box_post", "squeeze_excitation_block"}
 
 
 def _meta(case: str) -> dict:

@@ -390,3 +390,40 @@ def _yolo_box_post() -> dict:
 
 
 GPU_PASS_CASES["yolo_box_post"] = _yolo_box_post()
+
+
+def _squeeze_excitation(acts: list[int], params: list[float], extras: bool, dtype: str) -> dict:
+    """squeeze_excitation_fuse_pass's op over x [2, 8, 3, 3], reduction ratio 4 (two hidden channels): the int16 filter
+    and its maxima 0.5 (W1) and 0.8 (W2) drawn, with bias and branch when ``extras``. Expected: Paddle's CPU adaptive
+    average pool, 1x1 conv2d with the dequantized weights (+ bias) and activations, multiply (+ branch)."""
+    feeds = {"x": ([2, 8, 3, 3], dtype), "filter": ([32], "int16"), "filter_max": ([12], "float32")}
+    if extras:
+        feeds |= {"bias": ([10], "float32"), "branch": ([2, 8, 3, 3], dtype)}
+    op = ("squeeze_excitation_block", {name: [name] for name in feeds}, {"out": ("out", [2, 8, 3, 3], dtype)},
+          {"act_type": acts, "act_param": params, "filter_dims": [4, 8]})
+    activations = {0: lambda v, a: v, 1: lambda v, a: F.relu(v), 2: lambda v, a: F.sigmoid(v),
+                   5: lambda v, a: F.leaky_relu(v, a), 14: lambda v, a: F.hardswish(v)}
+
+    def derive(feed):
+        rng = np.random.default_rng(len(acts) + extras)
+        return {"filter": rng.integers(-32767, 32768, 32).astype(np.int16),
+                "filter_max": np.repeat(np.float32([0.5, 0.8]), 6)}
+
+    def reference(t):
+        q = t["filter"].astype("float64")
+        w1 = (q[:16].reshape([8, 2]) * 0.5 / 32767).transpose([1, 0]).reshape([2, 8, 1, 1])
+        w2 = (q[16:].reshape([2, 8]) * float(np.float32(0.8)) / 32767).transpose([1, 0]).reshape([8, 2, 1, 1])
+        b1, b2 = (t["bias"][:2].astype("float64"), t["bias"][2:].astype("float64")) if extras else (None, None)
+        pooled = F.adaptive_avg_pool2d(t["x"], 1)
+        h = activations[acts[0]](F.conv2d(pooled, w1.astype(t["x"].dtype), b1), params[0])
+        s = activations[acts[1]](F.conv2d(h, w2.astype(t["x"].dtype), b2), params[1])
+        out = t["x"] * s + (t["branch"] if extras else 0)
+        return {"out": activations[acts[2]](out, params[2])}
+
+    return {"feeds": feeds, "ops": [op], "reference": reference, "derive": derive, "dtype": dtype}
+
+
+GPU_PASS_CASES |= {
+    "squeeze_excitation": _squeeze_excitation([1, 2, 1], [0.0, 0.0, 0.0], True, "float32"),
+    "squeeze_excitation_float64": _squeeze_excitation([5, 2, 14], [0.1, 0.0, 0.0], False, "float64"),
+}

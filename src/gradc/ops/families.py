@@ -327,6 +327,7 @@ FAMILIES = {
         "polygamma_grad", "i0", "i0_grad", "i0e", "i0e_grad", "i1", "i1_grad", "i1e", "i1e_grad"),
     "special_math_double": ("erfinv_grad", "lgamma_grad", "digamma_grad", "polygamma_grad", "i0_grad", "i0e_grad",
         "i1_grad", "i1e_grad"),
+    "squeeze_excitation": ("squeeze_excitation_block",),
     "static_nn": ("cvm", "cvm_grad", "nce", "nce_grad", "row_conv", "row_conv_grad"),
     "static_nn_double": ("cvm_grad", "row_conv_grad", "nce_grad"),
     "tensor": ("fill_constant", "fill_any_like", "fill_zeros_like", "shape", "size", "uniform_random",

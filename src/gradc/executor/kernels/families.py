@@ -241,6 +241,7 @@ FAMILIES = {
     "special_math": ("erfinv", "erfinv_grad", "lgamma", "lgamma_grad", "digamma", "digamma_grad", "polygamma",
         "polygamma_grad"),
     "special_math_bessel": ("i0", "i0_grad", "i0e", "i0e_grad", "i1", "i1_grad", "i1e", "i1e_grad"),
+    "squeeze_excitation": ("squeeze_excitation_block",),
     "static_nn": ("cvm", "cvm_grad", "row_conv", "row_conv_grad", "nce", "nce_grad"),
     "tensor": ("fill_constant", "fill_any_like", "shape", "size", "fill_zeros_like", "uniform_random",
         "gaussian_random", "empty", "randint", "randperm", "share_data", "assign", "cast"),
