@@ -8,6 +8,10 @@ paddle_gpu_only_translated.translated_program), and records the feeds and the ex
 - otherwise (the GPU-only transformer and conv fusions), Paddle's CPU run, in float64, of the unfused layers the
   pass replaces (the pass's pattern defines the op's math).
 
+The cases are tools/paddle_gpu_inference_cases.py's, then the second round's (tools/paddle_gpu_pass_cases.py and
+paddle_gpu_resnet_cases.py: qkv_unpack_mha, fused_token_prune, the cuDNN and ResNet fusions, yolo_box_post,
+squeeze_excitation_block, float32 and float64); a case may ``derive`` feeds from others (a batch's statistics).
+
 Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 PYTHONPATH=tools /work/paddle-venv/bin/python tools/paddle_gpu_inference_ops.py [case ...]
