@@ -16,7 +16,10 @@ OPS = {"fused_elemwise_activation", "fused_elemwise_activation_grad", "fused_ele
        "fused_elemwise_add_activation_grad", "fusion_squared_mat_sub", "fusion_seqpool_concat", "self_dp_attention",
        "multihead_matmul", "skip_layernorm", "fused_embedding_eltwise_layernorm", "fused_fc_elementwise_layernorm",
        "fused_conv2d_add_act", "fusion_transpose_flatten_concat", "fused_embedding_fc_lstm",
-       "attention_lstm", "multi_gru", "yolo_box_head"}
+       "attention_lstm", "multi_gru", "yolo_box_head", "qkv_unpack_mha", "fused_token_prune",
+       "fused_scale_bias_relu_conv_bn", "fused_scale_bias_add_relu", "resnet_unit", "resnet_unit_grad",
+       "fused_dconv_drelu_dbn", "resnet_basic_block", "resnet_basic_block_grad",
+       "yolo_box_post", "squeeze_excitation_block"}
 
 
 def _meta(case: str) -> dict:
@@ -56,7 +59,8 @@ def test_loads_verifies_and_saves_byte_for_byte(case, tmp_path):
 
 
 PASSES = DATA / "gpu_inference_passes"
-PASS_CASES = sorted(p.name for p in PASSES.iterdir() if p.is_dir())
+MISWIRED = PASSES / "add_relu_of_y_backward"   # the pass miswires this one's grad op: the test below pins it
+PASS_CASES = sorted(p.name for p in PASSES.iterdir() if p.is_dir() and p != MISWIRED)
 
 
 @pytest.mark.parametrize("case", PASS_CASES)
@@ -76,3 +80,60 @@ def test_a_program_paddles_passes_fused_runs_to_the_unfused_layers_numbers(case)
     with np.load(PASSES / case / "expected.npz") as expected:
         for name, got in zip(meta["fetches"], outs):
             np.testing.assert_allclose(got, expected[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def _run_pass_case(directory):
+    meta = json.loads((directory / "meta.json").read_text())
+    program = gradc.load(directory / "model.pdmodel")
+    assert gradc.verify(program) == []
+    with np.load(directory / "feed.npz") as saved:
+        feed = dict(saved)
+    return meta, feed, dict(zip(meta["fetches"], gradc.Executor().run(program, feed, meta["fetches"])))
+
+
+def test_the_miswired_backward_of_x_plus_relu_y_runs_as_its_grad_op_says():
+    """fuse_elewise_add_act_pass on x + relu(y) leaves the forward alone and fuses the backward into a
+    fused_elemwise_add_activation_grad (functors elementwise_add_grad, relu_grad: Out = X + relu(Y)) whose Y slot
+    holds x, whose X@GRAD goes to y@GRAD and Y@GRAD to x@GRAD. gradc runs the op as its slots say: y@GRAD = dOut and
+    x@GRAD = dOut relu'(x); Paddle's CPU run of the same program gives y@GRAD = dOut and x@GRAD = 0. Both differ from
+    the unfused program's gradients, x@GRAD = dOut and y@GRAD = dOut relu'(y): the rewritten program is wrong."""
+    meta, feed, got = _run_pass_case(MISWIRED)
+    assert "fused_elemwise_add_activation_grad" in meta["ops_after"]
+    assert "elementwise_add" in meta["ops_after"] and "relu" in meta["ops_after"]
+    with np.load(MISWIRED / "expected.npz") as true, np.load(MISWIRED / "paddle_fused_run.npz") as paddle_run:
+        dout = true["x@GRAD"]   # the unfused program's x@GRAD is dOut itself
+        np.testing.assert_allclose(got[meta["fetches"][0]], true[meta["fetches"][0]], rtol=1e-6)
+        np.testing.assert_allclose(true["y@GRAD"], dout * (feed["y"] > 0), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(got["y@GRAD"], dout, rtol=1e-6)
+        np.testing.assert_allclose(got["x@GRAD"], dout * (feed["x"] > 0), rtol=1e-6)
+        np.testing.assert_allclose(paddle_run["y@GRAD"], dout, rtol=1e-6)
+        assert not paddle_run["x@GRAD"].any()
+        assert np.abs(got["x@GRAD"] - dout).max() > 0.01 and np.abs(got["y@GRAD"] - true["y@GRAD"]).max() > 0.01
+
+
+def test_yolo_box_post_suppresses_within_a_class_and_keeps_the_suppressed_rows():
+    """A 100 x 100 image, one class, one 64 x 64 anchor a head: head 0's 2 x 2 grid holds a box [5, 5, 45, 45] (0.9 x
+    0.9), one [35, 5, 75, 45] of the same class (0.8 x 0.9; IoU 1/7 > nms_threshold 0.1: suppressed, its objectness
+    0 but its row kept), one [5, 55, 45, 95] of class score 0 (class -1, sorted first) and one under conf_thresh."""
+    cells = np.zeros((1, 6, 2, 2), np.float32)   # channels x, y, w, h, objectness, class score
+    cells[0, :, 0, 0] = [0.5, 0.5, 0.4, 0.4, 0.9, 0.9]
+    cells[0, :, 0, 1] = [0.1, 0.5, 0.4, 0.4, 0.8, 0.9]
+    cells[0, :, 1, 0] = [0.5, 0.5, 0.4, 0.4, 0.7, 0.0]
+    cells[0, :, 1, 1] = [0.5, 0.5, 0.4, 0.4, 0.1, 0.9]
+    empty = np.zeros((1, 6, 1, 1), np.float32)
+    program = gradc.Program()
+    block = program.global_block
+    feed = {"b0": cells, "b1": empty, "b2": empty, "shape": np.full((1, 2), 100, np.float32),
+            "scale": np.ones((1, 2), np.float32)}
+    for name, value in feed.items():
+        block.create_var(name, list(value.shape), gradc.VarType.FP32)
+    block.create_var("out", None, None)
+    block.create_var("num", None, None)
+    attrs = {"anchors0": [64, 64], "anchors1": [64, 64], "anchors2": [64, 64], "class_num": 1, "conf_thresh": 0.5,
+             "downsample_ratio0": 32, "downsample_ratio1": 16, "downsample_ratio2": 8, "nms_threshold": 0.1}
+    block.append_op("yolo_box_post", {"Boxes0": ["b0"], "Boxes1": ["b1"], "Boxes2": ["b2"], "ImageShape": ["shape"],
+                                      "ImageScale": ["scale"]}, {"Out": ["out"], "NmsRoisNum": ["num"]}, attrs)
+    out, num = gradc.Executor().run(program, feed, ["out", "num"], gradc.Scope())
+    expected = [[-1, 0.7, 5, 55, 45, 95], [0, 0.9, 5, 5, 45, 45], [0, 0.0, 35, 5, 75, 45]]
+    np.testing.assert_allclose(out, np.array(expected, np.float32), rtol=1e-6, atol=1e-5)
+    assert num.tolist() == [3] and num.dtype == np.int32

@@ -8,6 +8,10 @@ paddle_gpu_only_translated.translated_program), and records the feeds and the ex
 - otherwise (the GPU-only transformer and conv fusions), Paddle's CPU run, in float64, of the unfused layers the
   pass replaces (the pass's pattern defines the op's math).
 
+The cases are tools/paddle_gpu_inference_cases.py's, then the second round's (tools/paddle_gpu_pass_cases.py and
+paddle_gpu_resnet_cases.py: qkv_unpack_mha, fused_token_prune, the cuDNN and ResNet fusions, yolo_box_post,
+squeeze_excitation_block, float32 and float64); a case may ``derive`` feeds from others (a batch's statistics).
+
 Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=0 PYTHONPATH=tools /work/paddle-venv/bin/python tools/paddle_gpu_inference_ops.py [case ...]
@@ -25,7 +29,13 @@ import numpy as np
 import paddle
 from paddle.base import core
 from paddle_gpu_inference_cases import CASES
-from paddle_gpu_only_translated import translated_program
+from paddle_gpu_only_translated import PIR_RESULT_NAMES, translated_program
+from paddle_gpu_pass_cases import GPU_PASS_CASES
+
+CASES = CASES | GPU_PASS_CASES   # the second round's cases after the first's: their seeds stay
+PIR_RESULT_NAMES |= {"CLSInds": "cls_inds", "Y": "out", "Y@GRAD": "out_grad", "Conv2Input": "conv2_input"} | {
+    f"{stat}{b}Out": f"{stat.lower()}{b}_out" for stat in ("Mean", "Var") for b in "123"}   # the resnet fusions'
+
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "gpu_inference"
 
@@ -74,6 +84,11 @@ def _paddle_run(main, feed: dict, spec: dict, fetches: list[str]) -> dict:
     return {name: np.array(out) for name, out in zip(fetches, outs)}
 
 
+def _rounded(value, spec: dict):
+    """A float reference value in the feeds' dtype (float32 unless the spec says), an integer one as it is."""
+    return value.astype(spec.get("dtype", "float32")) if value.dtype.kind == "f" else value
+
+
 def write(case: str, seed: int) -> str:
     spec = CASES[case]
     main, fetches = legacy_program(spec)
@@ -89,12 +104,13 @@ def write(case: str, seed: int) -> str:
     core.serialize_pir_program(pir, str(directory / "program.json"), True, False, True)
     rng = np.random.default_rng(seed)
     feed = {name: spec.get("draw", _feed)(rng, name, *f) for name, f in spec["feeds"].items()}
+    feed |= spec.get("derive", dict)(feed)   # feeds that must agree with others (a batch's statistics)
     np.savez_compressed(directory / "feed.npz", **feed, **{f"{n}.lod": np.array(f[2]) for n, f in
                                                            spec["feeds"].items() if len(f) > 2})
     if "reference" in spec:   # no CPU kernel: Paddle's CPU run of the unfused layers, float64
         with paddle.base.dygraph.guard(paddle.CPUPlace()):
             wide = {n: paddle.to_tensor(v.astype(np.float64) if v.dtype == np.float32 else v) for n, v in feed.items()}
-            expected = {n: v.numpy().astype(np.float32) for n, v in spec["reference"](wide).items()}
+            expected = {n: _rounded(v.numpy(), spec) for n, v in spec["reference"](wide).items()}
         made_by = "Paddle's CPU run of the unfused layers (float64)"
     else:
         expected = _paddle_run(main, feed, spec, fetches)

@@ -43,6 +43,8 @@ LEFT_OUT = {
     "flash_attn_v3_varlen": "its grad refuses (flash_attention_v3.py lists it as refused)",
     "flashmask_attention_v2": "its grad refuses (flash_attention_v3.py lists it as refused)",
     "sparse_attention": "sparse_attention_grad refuses (sparse_attention.py lists it as refused)",
+    "resnet_unit": "resnet_unit_grad refuses (resnet_fusion.py lists it as refused)",
+    "resnet_basic_block": "resnet_basic_block_grad refuses (resnet_fusion.py lists it as refused)",
     "c_softmax_with_multi_label_cross_entropy": "its grad op refuses (collective.py lists it as refused)",
 }
 

@@ -1,6 +1,7 @@
-"""Rows: the fused ops of Paddle Inference's GPU passes and BuildStrategy's elementwise-activation fusion
-(gradc.ops.inference_gpu, fused_elemwise, and inference_fused's fusion_seqpool_concat / fusion_squared_mat_sub), named
-as Paddle 3.3.1's translation of a legacy program holding them names them (tools/paddle_gpu_inference_ops.py)."""
+"""Rows: the fused ops of Paddle Inference's GPU (and XPU) passes and BuildStrategy's elementwise-activation fusion
+(gradc.ops.inference_gpu, inference_gpu_extra, squeeze_excitation, fused_elemwise, and inference_fused's
+fusion_seqpool_concat / fusion_squared_mat_sub), named as Paddle 3.3.1's translation of a legacy program holding them
+names them (tools/paddle_gpu_inference_ops.py)."""
 
 from __future__ import annotations
 
@@ -39,4 +40,15 @@ ROWS = [
     row("pd_op.fusion_transpose_flatten_concat", "fusion_transpose_flatten_concat", "x:X*", "out:Out",
         "trans_axis:i32s flatten_axis:i32=1 concat_axis:i32"),
     row("pd_op.yolo_box_head", "yolo_box_head", "x:X", "out:Out", "anchors:i32s class_num:i32=1"),
+    row("pd_op.qkv_unpack_mha", "qkv_unpack_mha", "q:q k:k v:v src_mask?:src_mask", "out:out"),
+    row("pd_op.yolo_box_post", "yolo_box_post",
+        "boxes0:Boxes0 boxes1:Boxes1 boxes2:Boxes2 image_shape:ImageShape image_scale:ImageScale",
+        "out:Out nms_rois_num:NmsRoisNum",
+        "anchors0:i32s anchors1:i32s anchors2:i32s class_num:i32=1 conf_thresh:f32=0.01 downsample_ratio0:i32=32 "
+        "downsample_ratio1:i32=16 downsample_ratio2:i32=8 clip_bbox:bool=true scale_x_y:f32=1 nms_threshold:f32=0.45"),
+    row("pd_op.squeeze_excitation_block", "squeeze_excitation_block",
+        "x:x filter:filter filter_max:filter_max bias?:bias branch?:branch", "out:out",
+        "act_type:i32s act_param:f32s filter_dims:i32s"),
+    row("pd_op.fused_token_prune", "fused_token_prune", "attn:Attn x:X mask:Mask new_mask:NewMask",
+        "slimmed_x:SlimmedX cls_inds:CLSInds", "keep_first_token:bool=true keep_order:bool"),
 ]
