@@ -7,6 +7,7 @@ import numpy as np
 
 from . import rng
 from .extra_math import LABELS, MARGINS, cosines
+from .linalg_grads import lu_of
 from .second_order import distinct, second_order
 
 r = rng(61)
@@ -72,6 +73,18 @@ CASES = [
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": [1, 2], "Y": [0], "Out": [1]}),
     *[second_order("svd", {"X": randn(*shape)}, unknown={"X": [-2, -1], "U": [-2, -1], "S": [-1], "VH": [-2, -1]})
       for shape in ((4, 3), (2, 3, 5), (3, 3))],   # tall, wide, square: both outside parts, zero where U, V square
+    *[second_order("svd", {"X": randn(*shape)}, {"full_matrices": True}, unknown={"X": [-2, -1], "U": [-2, -1],
+                                                                                 "S": [-1], "VH": [-2, -1]})
+      for shape in ((4, 3), (2, 3, 5), (3, 3))],   # U, VH cut to K columns, rows by selection matrices
+    *[second_order("qr", {"X": randn(*shape)}, {"mode": mode}, unknown={"X": [-2, -1], "R": [-2, -1],
+                                                                        **({} if mode == "r" else {"Q": [-2, -1]})})
+      for shape, mode in (((2, 4, 3), "reduced"), ((2, 3, 5), "reduced"), ((3, 3), "complete"), ((3, 5), "complete"),
+                          ((4, 3), "r"), ((3, 5), "r"))],   # no branch on M against N: R's columns split by projection
+    *[second_order("lu", {"X": randn(*shape)}, unknown={"X": [-2, -1], "Out": [-2, -1], "Pivots": [-1]})
+      for shape in ((4, 3), (2, 3, 5), (3, 3))],
+    *[second_order("lu_unpack", dict(zip(("X", "Pivots"), lu_of(randn(*shape)))),
+                   unknown={"X": [-2, -1], "Pivots": [-1], "Pmat": [-2, -1], "L": [-2, -1], "U": [-2, -1]})
+      for shape in ((2, 4, 3), (3, 5), (3, 3))],
     # max pooling with SAME paddings over spatial sizes known at run time only (pads computed at run time)
     second_order("pool2d", {"X": distinct(1, 5, 4, 2)}, {"pooling_type": "max", "ksize": [2, 3], "strides": [2, 2],
                                                         "padding_algorithm": "SAME", "data_format": "NHWC"},
