@@ -73,6 +73,12 @@ CASES = [
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": [1, 2], "Y": [0], "Out": [1]}),
     *[second_order("svd", {"X": randn(*shape)}, unknown={"X": [-2, -1], "U": [-2, -1], "S": [-1], "VH": [-2, -1]})
       for shape in ((4, 3), (2, 3, 5), (3, 3))],   # tall, wide, square: both outside parts, zero where U, V square
+    # batch dims known at run time only, broadcast: the solves' grads summed back by reduce_as
+    second_order("triangular_solve", {"X": np.triu(shifted(2, 3, 3)), "Y": randn(1, 3, 2)},
+                 unknown={"X": [0], "Y": [0], "Out": [0]}),
+    second_order("solve", {"X": shifted(1, 3, 3), "Y": randn(2, 3, 2)}, unknown={"X": [0, 1, 2], "Y": [0]}),
+    second_order("cholesky_solve", {"X": randn(1, 3, 2), "Y": np.linalg.cholesky(spd(2, 3, 3))},
+                 unknown={"X": [0], "Y": [0], "Out": [0]}),
     *[second_order("svd", {"X": randn(*shape)}, {"full_matrices": True}, unknown={"X": [-2, -1], "U": [-2, -1],
                                                                                  "S": [-1], "VH": [-2, -1]})
       for shape in ((4, 3), (2, 3, 5), (3, 3))],   # U, VH cut to K columns, rows by selection matrices
