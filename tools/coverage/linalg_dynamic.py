@@ -1,5 +1,5 @@
-"""Rows: paddle.linalg's public callables on inputs declared with dims of size -1 (paddle.static.InputSpec([None, ...])):
-batch and matrix sizes known at run time only, in programs Paddle saves that way. Square matrices are kept
+"""Rows: paddle.linalg's public callables on inputs declared with dims of size -1 (InputSpec([None, ...])): batch and
+matrix sizes known at run time only, in programs Paddle saves that way. Square matrices are kept
 invertible or positive definite without a static size (x x^T of a wide x; an identity made by diag_embed of ones
 like x's first column); eigenvector and singular vector outputs enter the loss phase-free (U VH, |V|, Q R)."""
 
