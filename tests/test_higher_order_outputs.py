@@ -62,9 +62,10 @@ def test_put_along_axis_with_reduce_mul_is_differentiated_twice_but_not_three_ti
 
 
 @pytest.mark.parametrize("attrs", [{"dim": 1}, {"dim": -1, "exclusive": True, "reverse": True}])
-def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_twice_by_a_complex_step(attrs):
+def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_three_times(attrs):
     """The scan cumprod_grad's maker writes needs n; along a dim of unknown size the maker takes a complex step
-    through cumprod and cumprod_grad (exact to rounding; zeros too), and a third backward refuses it by name."""
+    through cumprod and cumprod_grad (exact to rounding; zeros too); a third backward differentiates cumprod_grad at
+    that complex point with cumprod_grad_grad's exact tangents, and a fourth refuses it by name."""
     net = ProgramBuilder()
     x = net.data("x", [3, -1], "float64", stop_gradient=False)
     gradc.gradients(net.program, _squared_mean(net, net.op("cumprod", {"X": x}, attrs)[0]), ["x"])
@@ -72,8 +73,11 @@ def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_twice_by_a_comple
     feed = {"x": np.array([[0.5, -1.2, 0.0, 1.1], [1.3, 0.8, -0.7, 0.9], [0.0, 0.0, 1.4, -0.6]])}
     check_program(net.program, feed, ["x"], loss=loss2)
     gradc.gradients(net.program, loss2, ["x"])
-    with pytest.raises(gradc.GradError, match=r"\(cumprod_grad\) reads complex"):
-        gradc.gradients(net.program, _squared_mean(net, "x@GRAD@2"), ["x"])
+    loss3 = _squared_mean(net, "x@GRAD@2")
+    check_program(net.program, feed, ["x"], loss=loss3, rtol=1e-5, atol=1e-8)
+    gradc.gradients(net.program, loss3, ["x"])
+    with pytest.raises(gradc.GradError, match=r"\(cumprod_grad_grad\) reads complex"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD@3"), ["x"])
 
 
 def test_cumprod_grad_of_complex_factors_takes_their_conjugates_as_paddles_kernel():

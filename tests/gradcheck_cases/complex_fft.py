@@ -4,6 +4,7 @@ onesided or not and fft_c2r with last_dim_size. Complex inputs are checked along
 direction of each element (gradc.gradcheck.numeric_grad)."""
 
 from . import Case, rng
+from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(31)
@@ -107,3 +108,10 @@ TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_d
          "set_value", "matmul_v2", "kron", "trace", "exp", "log", "sqrt", "square", "sin", "cos", "tanh", "sigmoid",
          "silu", "softsign"}
 CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) for case in CASES if case.op in TWICE]
+
+# cumprod of complex factors: its grad conjugates them (Paddle's kernel); cumprod_grad at a complex X is differentiated
+# by cumprod_grad_grad's exact tangents (a third derivative through cumprod's complex step), which is not differentiated
+CUMPROD = [Case("cumprod", {"X": crandn(2, 4)}, {"dim": 1}),
+           Case("cumprod", {"X": crandn(3, 2)}, {"dim": 0, "exclusive": True, "reverse": True})]
+CASES += CUMPROD + [second_order(case.op, case.inputs, case.attrs) for case in CUMPROD]
+REFUSED = [third_order(CASES[-1], "cumprod_grad_grad")]

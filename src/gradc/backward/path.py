@@ -167,6 +167,8 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "silu_grad",
     # not holomorphic: the gradient of Re(conj(dOut) f(z)); its grad op differentiated as written with complex ops
     "softsign", "softsign_grad",
+    # polynomials whose grad kernels conjugate (Paddle's); at a complex point cumprod_grad's maker takes exact tangents
+    "cumprod", "cumprod_grad",
 })
 
 

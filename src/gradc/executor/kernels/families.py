@@ -37,7 +37,7 @@ FAMILIES = {
     "correlation": ("correlation", "correlation_grad"),
     "creation": ("assign_value", "eye", "linspace", "logspace", "range", "range_v2", "sequence_mask", "coalesce_tensor",
         "label_smooth", "label_smooth_grad"),
-    "cumprod": ("cumprod", "cumprod_grad"),
+    "cumprod": ("cumprod", "cumprod_grad", "cumprod_grad_grad"),
     "debug": ("print", "check_numerics"),
     "deform_conv": ("deformable_conv", "deformable_conv_v1", "deformable_conv_grad", "deformable_conv_v1_grad"),
     "detection": ("yolo_box", "prior_box", "box_coder"),
