@@ -99,9 +99,10 @@ def test_cumprod_grad_of_complex_factors_takes_their_conjugates_as_paddles_kerne
 
 
 @pytest.mark.parametrize("attrs", [{"dim": [1], "keep_dim": False}, {"reduce_all": True, "dim": [0]}])
-def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_twice_by_a_complex_step(attrs):
+def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_three_times(attrs):
     """reduce_prod_grad's pairwise product needs the count; over dims of unknown size its maker takes a complex step
-    through reduce_prod and reduce_prod_grad (exact to rounding; a zero and two zeros in a row too)."""
+    through reduce_prod and reduce_prod_grad (exact to rounding; a zero and two zeros in a row too), and a third
+    backward reduce_prod_grad_grad's exact tangents at that complex point."""
     net = ProgramBuilder()
     x = net.data("x", [3, -1], "float64", stop_gradient=False)
     gradc.gradients(net.program, _squared_mean(net, net.op("reduce_prod", {"X": x}, attrs)[0]), ["x"])
@@ -110,6 +111,8 @@ def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_twice_by_a_comp
     if attrs.get("reduce_all"):   # one zero in all: its grad is the only nonzero one, and moves with every other x
         x_value = np.array([[0.5, -1.2, 0.9, 1.1], [1.3, 0.8, -0.7, 0.9], [0.0, 1.2, 1.4, -0.6]])
     check_program(net.program, {"x": x_value}, ["x"], loss=loss2)
+    gradc.gradients(net.program, loss2, ["x"])
+    check_program(net.program, {"x": x_value}, ["x"], loss=_squared_mean(net, "x@GRAD@2"), rtol=1e-5, atol=1e-8)
 
 
 @pytest.mark.parametrize("op_type, attrs", [("logsumexp", {"axis": [1]}), ("frobenius_norm", {"dim": [1]})])

@@ -109,9 +109,11 @@ TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_d
          "silu", "softsign"}
 CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) for case in CASES if case.op in TWICE]
 
-# cumprod of complex factors: its grad conjugates them (Paddle's kernel); cumprod_grad at a complex X is differentiated
-# by cumprod_grad_grad's exact tangents (a third derivative through cumprod's complex step), which is not differentiated
-CUMPROD = [Case("cumprod", {"X": crandn(2, 4)}, {"dim": 1}),
-           Case("cumprod", {"X": crandn(3, 2)}, {"dim": 0, "exclusive": True, "reverse": True})]
-CASES += CUMPROD + [second_order(case.op, case.inputs, case.attrs) for case in CUMPROD]
-REFUSED = [third_order(CASES[-1], "cumprod_grad_grad")]
+# products of complex factors: their grads conjugate them (cumprod's as Paddle's kernel); the grads at a complex X are
+# differentiated by <grad>_grad's exact tangents (third derivatives through the complex steps), which are not
+PRODUCTS = [Case("cumprod", {"X": crandn(2, 4)}, {"dim": 1}),
+            Case("cumprod", {"X": crandn(3, 2)}, {"dim": 0, "exclusive": True, "reverse": True}),
+            Case("reduce_prod", {"X": crandn(2, 3, 2)}, {"dim": [0, 2], "keep_dim": False}),
+            Case("reduce_prod", {"X": crandn(2, 3)}, {"dim": [1], "keep_dim": True})]
+CASES += PRODUCTS + [second_order(case.op, case.inputs, case.attrs) for case in PRODUCTS]
+REFUSED = [third_order(CASES[-3], "cumprod_grad_grad"), third_order(CASES[-1], "reduce_prod_grad_grad")]

@@ -3,16 +3,15 @@ follow. As reduce_prod's (math_double), the forward is written again with differ
 its backward emitted by ``differentiate``, and both differentiated again (``expansion``): zeros in X are no
 special case at any order. Along a dim of unknown size (the scan needs n) the second derivative is a complex step
 through cumprod and cumprod_grad themselves instead, exact to rounding. A third backward meets cumprod_grad at that
-complex point: there (and at any complex X) its maker emits cumprod_grad_grad, whose kernel takes the tangents of
-the scan exactly with dual numbers (the second unit a complex step of a complex step would need); a fourth is refused.
+complex point: there (and at any complex X) its maker emits cumprod_grad_grad (gradc.ops.complex_point).
 """
 
 from __future__ import annotations
 
-from ..errors import GradError
-from ..ir import COMPLEX_DTYPES
-from ..registry import defgrad, grads_like_inputs
+from ..registry import defgrad
 from . import cumprod  # noqa: F401  (registers cumprod_grad)
+from .complex_fft_double import is_complex
+from .complex_point import at_complex_point
 from .complex_step import unary_polynomial
 from .composite import differentiate, expansion, first
 
@@ -59,34 +58,15 @@ def _cumprod_grad_known(f, g):
 _cumprod_grad_stepped = unary_polynomial("cumprod", conjugates=True)   # as Paddle's kernel
 
 
-def _at_complex_point(g):
-    """cumprod_grad at a complex X, C = J(conj X)^T dOut with J cumprod's Jacobian: for a loss of C with grad ddC,
-    d/d(dOut) = J(X) ddC (cumprod's tangent along ddC) and d/dX = conj(the tangent of J(X)^T conj(dOut) along
-    ddC), by Paddle's convention for complex grads; cumprod_grad_grad computes both (the Hessian is symmetric)."""
-    dd = g.OG("X@GRAD")
-    if not dd:
-        return []
-    return [g.op("cumprod_grad_grad", {"X": g.I("X"), "Out@GRAD": g.I("Out@GRAD"), "X@GRAD@GRAD": dd},
-                 {"X@GRAD": g.IG("X"), "Out@GRAD@GRAD": g.IG("Out@GRAD")}, forward_attrs=True)]
-
-
-def _fourth(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate cumprod four times through a complex step: its "
-                    "third derivative takes the tangents at the complex point exactly, which a fourth would need again")
-
-
 def _cumprod_grad(g):
     """By the scan where the dim's size is known, else by a complex step (gradc.ops.complex_step); at a complex X
     by tangents taken exactly."""
     x = first(g.I("X"))
-    if g.block.find_var(x).dtype in COMPLEX_DTYPES:
-        return _at_complex_point(g)
+    if is_complex(g, x):
+        return at_complex_point(g)
     shape = g.shape(x)
     known = shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0)
     return _cumprod_grad_known(g) if known else _cumprod_grad_stepped(g)
 
 
 defgrad("cumprod_grad", grad=_cumprod_grad, no_grad_inputs=["Out"])   # gradc's kernel reads X, not Out
-defgrad("cumprod_grad_grad", inputs=["X", "Out@GRAD", "X@GRAD@GRAD"], outputs=["X@GRAD?", "Out@GRAD@GRAD?"],
-        attrs={"dim": -1, "exclusive": False, "reverse": False}, infer=grads_like_inputs, grad=_fourth,
-        of="cumprod_grad")

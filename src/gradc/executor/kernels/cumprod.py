@@ -58,37 +58,3 @@ def cumprod_grad(k):
         tails[..., j] = tail
     return {"X@GRAD": back(before * tails)}
 
-
-def _products_and_tangents(a: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The inclusive running products of a along its last axis and their tangents along v (dual numbers: P_i =
-    P_{i-1} a_i, T_i = T_{i-1} a_i + P_{i-1} v_i), exact, with no division."""
-    products, tangents = np.empty_like(a), np.empty_like(a)
-    product, tangent = np.ones_like(a[..., 0]), np.zeros_like(a[..., 0])
-    for i in range(a.shape[-1]):
-        product, tangent = product * a[..., i], tangent * a[..., i] + product * v[..., i]
-        products[..., i], tangents[..., i] = product, tangent
-    return products, tangents
-
-
-@kernel("cumprod_grad_grad")
-def cumprod_grad_grad(k):
-    """At a complex (or real) X, V = X@GRAD@GRAD: Out@GRAD@GRAD = cumprod's tangent along V; X@GRAD = conj of the
-    tangent along V of cumprod_grad's formula without its conjugates (before_j S_j) at X, with conj(dOut)."""
-    x = k.x("X")
-    run, back = along(x, k.attr("dim"), k.attr("reverse"))
-    dtype = np.result_type(x, k.x("X@GRAD@GRAD"), k.x("Out@GRAD"))
-    a, v = run(x.astype(dtype)), run(k.x("X@GRAD@GRAD").astype(dtype))
-    exclusive, n = k.attr("exclusive"), a.shape[-1]
-    products, tangents = _products_and_tangents(a, v)
-    results = {"Out@GRAD@GRAD": back(_exclusive(tangents, 0.0) if exclusive else tangents)}
-    dout = run(np.conj(k.x("Out@GRAD")))
-    before, dbefore = _exclusive(products), _exclusive(tangents, 0.0)
-    tail, dtail = np.zeros_like(a[..., 0]), np.zeros_like(a[..., 0])
-    tails, dtails = np.empty_like(a), np.empty_like(a)
-    for j in range(n - 1, -1, -1):
-        following, dfollowing = (a[..., j + 1], v[..., j + 1]) if j + 1 < n else (0, 0)
-        own = (dout[..., j + 1] if j + 1 < n else 0) if exclusive else dout[..., j]
-        tail, dtail = own + following * tail, dfollowing * tail + following * dtail
-        tails[..., j], dtails[..., j] = tail, dtail
-    results["X@GRAD"] = back(np.conj(dbefore * tails + before * dtails))
-    return results
