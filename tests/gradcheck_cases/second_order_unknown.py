@@ -52,6 +52,13 @@ CASES = [
     second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [0, -1]}, unknown={"X": None}),
     second_order("logsumexp", {"X": randn(2, 3, 4, 2)}, {"axis": [-2, 1]}, unknown={"X": None}),
     second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [0, -1]}, unknown={"X": None}),
+    # var / std: the count each mean is taken over read at run time
+    second_order("var", {"x": randn(3, 4)}, {"axis": [1], "keepdim": False, "unbiased": True, "correction": 1.0},
+                 unknown={"x": [0, 1]}),
+    second_order("var", {"x": randn(2, 3, 4)}, {"axis": [0, -1], "keepdim": True, "unbiased": False,
+                                                "correction": 2.0}, unknown={"x": None}),
+    second_order("std", {"x": randn(2, 3)}, {"axis": [], "keepdim": False, "unbiased": True, "correction": 1.0},
+                 unknown={"x": [0, 1]}),
     gru_unit(2),
     gru_unit(3, bias=False, activation=0, gate_activation=2, origin_mode=True),
     second_order("cummax", {"x": distinct(2, 3, 2)}, {"axis": -2}, unknown={"x": None}),
