@@ -249,6 +249,25 @@ def run_time_sizes_second_order():
     return _hessian_vector(net, loss, feed, rng, scale=1.0)[0]
 
 
+def decompositions_run_time_sizes():
+    """H v and the derivative of u . H v through qr, lu and the full svd of matrices whose batch and row counts are
+    declared -1: the makers choose the K = min(M, N) columns with selection matrices and sum the solves' broadcast
+    batch dims with reduce_as (Paddle has no second derivative of these: it runs gradc's ops)."""
+    rng = _rng(17)
+    net = ProgramBuilder(seed=17)
+    x = net.data("x", [-1, -1, 3], "float64", stop_gradient=True)
+    y = net.op("matmul_v2", {"X": x, "Y": net.parameter("mix.w", [3, 3], "float64")})[0]
+    r = net.op("qr", {"X": y}, outputs=["R"])[0]
+    packed = net.op("lu", {"X": y}, outputs=["Out"])[0]
+    u = net.op("svd", {"X": y}, {"full_matrices": True}, outputs=["U"])[0]
+    terms = [net.mean(net.op("sin", {"X": v})[0]) for v in (r, packed, net.op("square", {"X": u})[0])]
+    loss = net.op("elementwise_add", {"X": net.op("elementwise_add", {"X": terms[0], "Y": terms[1]})[0],
+                                      "Y": terms[2]})[0]
+    feed = {"x": rng.standard_normal((2, 4, 3))}
+    (program, feed, params, fetch), wrt, second = _hessian_vector(net, loss, feed, rng)
+    return program, feed, params, fetch + gradc.gradients(program, weighted_sum(net, second, feed, "u", rng), wrt)
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -273,6 +292,7 @@ CASES = {
     "hvp_ctc": lambda: sequence_loss_second_order("warpctc"),
     "hvp_rnnt": lambda: sequence_loss_second_order("warprnnt"),
     "hvp_run_time_sizes": run_time_sizes_second_order,
+    "third_order_decompositions_run_time_sizes": decompositions_run_time_sizes,
     "recompute_mlp": lambda: _with(mlp(layers=8, width=4, batch=3, dtype="float64"), RecomputePass("auto")),
     "recompute_resnet": lambda: _with(resnet(blocks=2, channels=2, size=4, batch=2, dtype="float64"),
                                       RecomputePass("auto")),

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import gradc
+from gradc.gradcheck import check_program
 from gradc.layers import ProgramBuilder
 from one_op import run
 
@@ -224,19 +225,22 @@ def test_slogdeterminant_leaves_paddles_legacy_declaration_and_refuses_another()
     assert any("declared with shape [5]" in problem for problem in problems([5]))
 
 
-@pytest.mark.parametrize("op_type, out_slot, attrs", [("svd", "S", {"full_matrices": True}), ("qr", "R", {}),
-                                                       ("lu", "Out", {})])
-def test_a_decomposition_is_differentiated_twice_only_with_its_matrix_size_known(op_type, out_slot, attrs):
-    """The second derivatives cut Q, U, VH at min(M, N) and branch on M against N: an unknown size is refused (the
-    reduced svd's is not: tests/gradcheck_cases/second_order_unknown.py)."""
+@pytest.mark.parametrize("columns", [2, 5])
+@pytest.mark.parametrize("op_type, out_slot, attrs", [("svd", "U", {"full_matrices": True}), ("qr", "R", {}),
+                                                       ("qr", "R", {"mode": "r"}), ("lu", "Out", {})])
+def test_a_decomposition_of_unknown_matrix_size_is_differentiated_three_times(op_type, out_slot, attrs, columns):
+    """The makers cut Q, U, VH at min(M, N) and branch on M against N where the sizes are declared; of a size known
+    at run time only they choose with selection matrices (tall and wide X through one program)."""
     net = ProgramBuilder()
     x = net.data("x", [3, -1], "float64", stop_gradient=False)
     out = net.op(op_type, {"X": x}, attrs, outputs=[out_slot])[0]
-    gradc.gradients(net.program, net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0], ["x"])
-    penalty = net.op("reduce_sum", {"X": net.op("square", {"X": "x@GRAD"})[0]}, {"reduce_all": True})[0]
-    with pytest.raises(gradc.GradError, match=rf"{op_type}_grad: the matrix size of 'x' must be known to "
-                                              rf"differentiate it, got \[3, -1\]"):
-        gradc.gradients(net.program, penalty, ["x"])
+
+    def sines(value):
+        return net.op("reduce_sum", {"X": net.op("sin", {"X": value})[0]}, {"reduce_all": True})[0]
+    gradc.gradients(net.program, sines(out), ["x"])
+    gradc.gradients(net.program, sines("x@GRAD"), ["x"])
+    check_program(net.program, {"x": np.random.default_rng(columns).standard_normal((3, columns))}, ["x"],
+                  loss=sines("x@GRAD@2"), rtol=1e-4, atol=1e-7)
 
 
 def test_determinant_is_differentiated_twice_at_an_invertible_matrix_only():

@@ -4,6 +4,7 @@ onesided or not and fft_c2r with last_dim_size. Complex inputs are checked along
 direction of each element (gradc.gradcheck.numeric_grad)."""
 
 from . import Case, rng
+from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(31)
@@ -107,3 +108,12 @@ TWICE = {"elementwise_add", "elementwise_sub", "elementwise_mul", "elementwise_d
          "set_value", "matmul_v2", "kron", "trace", "exp", "log", "sqrt", "square", "sin", "cos", "tanh", "sigmoid",
          "silu", "softsign"}
 CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) for case in CASES if case.op in TWICE]
+
+# products of complex factors: their grads conjugate them (cumprod's as Paddle's kernel); the grads at a complex X are
+# differentiated by <grad>_grad's exact tangents (third derivatives through the complex steps), which are not
+PRODUCTS = [Case("cumprod", {"X": crandn(2, 4)}, {"dim": 1}),
+            Case("cumprod", {"X": crandn(3, 2)}, {"dim": 0, "exclusive": True, "reverse": True}),
+            Case("reduce_prod", {"X": crandn(2, 3, 2)}, {"dim": [0, 2], "keep_dim": False}),
+            Case("reduce_prod", {"X": crandn(2, 3)}, {"dim": [1], "keep_dim": True})]
+CASES += PRODUCTS + [second_order(case.op, case.inputs, case.attrs) for case in PRODUCTS]
+REFUSED = [third_order(CASES[-3], "cumprod_grad_grad"), third_order(CASES[-1], "reduce_prod_grad_grad")]

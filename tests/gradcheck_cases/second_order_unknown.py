@@ -7,6 +7,7 @@ import numpy as np
 
 from . import rng
 from .extra_math import LABELS, MARGINS, cosines
+from .linalg_grads import lu_of
 from .second_order import distinct, second_order
 
 r = rng(61)
@@ -47,6 +48,17 @@ CASES = [
     second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [0, 2]}, unknown={"X": None}),
     second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [-2]}, unknown={"X": None}),
     second_order("frobenius_norm", {"X": randn(2, 3)}, {"reduce_all": True}, unknown={"X": None}),
+    # dims counted from both ends of an X of unknown rank: placed at run time
+    second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [0, -1]}, unknown={"X": None}),
+    second_order("logsumexp", {"X": randn(2, 3, 4, 2)}, {"axis": [-2, 1]}, unknown={"X": None}),
+    second_order("frobenius_norm", {"X": randn(3, 4, 2)}, {"dim": [0, -1]}, unknown={"X": None}),
+    # var / std: the count each mean is taken over read at run time
+    second_order("var", {"x": randn(3, 4)}, {"axis": [1], "keepdim": False, "unbiased": True, "correction": 1.0},
+                 unknown={"x": [0, 1]}),
+    second_order("var", {"x": randn(2, 3, 4)}, {"axis": [0, -1], "keepdim": True, "unbiased": False,
+                                                "correction": 2.0}, unknown={"x": None}),
+    second_order("std", {"x": randn(2, 3)}, {"axis": [], "keepdim": False, "unbiased": True, "correction": 1.0},
+                 unknown={"x": [0, 1]}),
     gru_unit(2),
     gru_unit(3, bias=False, activation=0, gate_activation=2, origin_mode=True),
     second_order("cummax", {"x": distinct(2, 3, 2)}, {"axis": -2}, unknown={"x": None}),
@@ -68,6 +80,24 @@ CASES = [
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": [1, 2], "Y": [0], "Out": [1]}),
     *[second_order("svd", {"X": randn(*shape)}, unknown={"X": [-2, -1], "U": [-2, -1], "S": [-1], "VH": [-2, -1]})
       for shape in ((4, 3), (2, 3, 5), (3, 3))],   # tall, wide, square: both outside parts, zero where U, V square
+    # batch dims known at run time only, broadcast: the solves' grads summed back by reduce_as
+    second_order("triangular_solve", {"X": np.triu(shifted(2, 3, 3)), "Y": randn(1, 3, 2)},
+                 unknown={"X": [0], "Y": [0], "Out": [0]}),
+    second_order("solve", {"X": shifted(1, 3, 3), "Y": randn(2, 3, 2)}, unknown={"X": [0, 1, 2], "Y": [0]}),
+    second_order("cholesky_solve", {"X": randn(1, 3, 2), "Y": np.linalg.cholesky(spd(2, 3, 3))},
+                 unknown={"X": [0], "Y": [0], "Out": [0]}),
+    *[second_order("svd", {"X": randn(*shape)}, {"full_matrices": True}, unknown={"X": [-2, -1], "U": [-2, -1],
+                                                                                 "S": [-1], "VH": [-2, -1]})
+      for shape in ((4, 3), (2, 3, 5), (3, 3))],   # U, VH cut to K columns, rows by selection matrices
+    *[second_order("qr", {"X": randn(*shape)}, {"mode": mode}, unknown={"X": [-2, -1], "R": [-2, -1],
+                                                                        **({} if mode == "r" else {"Q": [-2, -1]})})
+      for shape, mode in (((2, 4, 3), "reduced"), ((2, 3, 5), "reduced"), ((3, 3), "complete"), ((3, 5), "complete"),
+                          ((4, 3), "r"), ((3, 5), "r"))],   # no branch on M against N: R's columns split by projection
+    *[second_order("lu", {"X": randn(*shape)}, unknown={"X": [-2, -1], "Out": [-2, -1], "Pivots": [-1]})
+      for shape in ((4, 3), (2, 3, 5), (3, 3))],
+    *[second_order("lu_unpack", dict(zip(("X", "Pivots"), lu_of(randn(*shape)))),
+                   unknown={"X": [-2, -1], "Pivots": [-1], "Pmat": [-2, -1], "L": [-2, -1], "U": [-2, -1]})
+      for shape in ((2, 4, 3), (3, 5), (3, 3))],
     # max pooling with SAME paddings over spatial sizes known at run time only (pads computed at run time)
     second_order("pool2d", {"X": distinct(1, 5, 4, 2)}, {"pooling_type": "max", "ksize": [2, 3], "strides": [2, 2],
                                                         "padding_algorithm": "SAME", "data_format": "NHWC"},

@@ -36,6 +36,10 @@ PADDLE_WRONG = {
     "cholesky_solve": "cholesky_solve_grad multiplies by all of Y, not by the triangle of Y the forward reads "
                       "(right only for a Y that is already triangular)",
     "eigvalsh_upper": "eigvalsh_grad is wrong for a batch of matrices (either UPLO; right for a single matrix)",
+    "dyn_eigvalsh": "eigvalsh_grad is wrong for a batch of matrices (either UPLO; right for a single matrix)",
+    "dyn_eig_values": "the legacy eig_grad is wrong for a batch of matrices (here the second one's, whose eigenvalues "
+                      "are real; numpy's eig and central differences agree with gradc)",
+    "dyn_eigh": "eigh_grad is wrong for a batch of matrices, declared sizes or not (right for a single matrix)",
     "lu_solve_trans_batched": "lu_solve_grad's gradient of lu is wrong with trans 'T' (that of b is right)",
     "eig_values": "in PIR programs eig_grad gives the real x a complex gradient (its real part is the gradient; the "
                   "legacy eig_grad's is right)",

@@ -95,7 +95,7 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
         with unique_name.guard(), paddle.static.program_guard(main, startup), apis:
             inputs = []
             for name, spec in zip(row.input_names, row.inputs):
-                shape = [-1, *spec.shape[1:]] if spec.lengths is not None else list(spec.shape)
+                shape = [-1, *spec.shape[1:]] if spec.lengths is not None else spec.declared
                 var = paddle.static.data(name, shape, dtype if spec.is_float else spec.int_dtype,
                                          lod_level=0 if spec.lengths is None else 1)
                 var.stop_gradient = not spec.grad
@@ -103,7 +103,7 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
             outputs = float_outputs(row.build(*inputs))
             if not outputs:
                 raise ValueError("the row has no float output")
-            loss = outputs[0] if len(outputs) == 1 and int(np.prod(outputs[0].shape)) == 1 else weighted_mean(outputs)
+            loss = outputs[0] if len(outputs) == 1 and is_one_value(outputs[0].shape) else weighted_mean(outputs)
             forward = main.clone()
             params_grads = append_backward(loss)
     finally:
@@ -116,6 +116,11 @@ def build(row: Row, dtype: str, shim: set[str] | None = None) -> Built:
                  [out.name for out in outputs],
                  [name for op in forward_ops if is_random(op) for name in op.output_arg_names],
                  [op.type for b in forward.blocks for op in b.ops], [op.type for op in backward_ops])
+
+
+def is_one_value(shape) -> bool:
+    """A shape of one element (not two dims of unknown size, whose product is 1 too)."""
+    return min(shape, default=0) >= 0 and int(np.prod(shape)) == 1
 
 
 def with_lods(built: Built, feed: dict) -> dict:

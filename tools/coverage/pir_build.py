@@ -9,7 +9,7 @@ import numpy as np
 import paddle
 from paddle.utils import unique_name
 
-from .paddle_run import FLOAT_DTYPES, make_feed, seed_of
+from .paddle_run import FLOAT_DTYPES, is_one_value, make_feed, seed_of
 from .spec import Row
 
 # Ops whose outputs are random draws (outside test mode): gradc cannot reproduce Paddle's numbers.
@@ -58,7 +58,7 @@ def _is_random(op) -> bool:
 def _inputs(row: Row) -> list:
     inputs = []
     for name, spec in zip(row.input_names, row.inputs):
-        value = paddle.static.data(name, list(spec.shape), "float32" if spec.is_float else spec.int_dtype)
+        value = paddle.static.data(name, spec.declared, "float32" if spec.is_float else spec.int_dtype)
         value.stop_gradient = not spec.grad
         inputs.append(value)
     return inputs
@@ -104,7 +104,7 @@ def weight_shapes(row: Row, feed: dict, seed: int) -> list[tuple[int, ...]]:
     if not outputs:
         raise ValueError("the row has no float output")
     shapes = [tuple(out.shape) for out in outputs]
-    if len(shapes) == 1 and int(np.prod(shapes[0])) == 1:
+    if len(shapes) == 1 and is_one_value(shapes[0]):
         return []
     if all(d >= 0 for shape in shapes for d in shape):
         return shapes

@@ -25,6 +25,12 @@ class Input:
     int_dtype: str = "int64"
     value: np.ndarray | None = field(default=None, compare=False)   # given: the values themselves
     lengths: tuple[int, ...] | None = None   # a LoD tensor: the lengths of its sequences (one LoD level)
+    dynamic: tuple[int, ...] = ()   # dims declared -1 (None in an InputSpec): their sizes known at run time only
+
+    @property
+    def declared(self) -> list[int]:
+        """The shape the program declares: -1 at the dynamic dims."""
+        return [-1 if i in self.dynamic else d for i, d in enumerate(self.shape)]
 
     @property
     def is_float(self) -> bool:
@@ -46,6 +52,11 @@ def seq_ids(high: int, lengths: tuple[int, ...] = (2, 3)) -> Input:
 def f(*shape: int) -> Input:
     """Standard normal values, differentiated."""
     return Input(shape)
+
+
+def dyn(*shape: int, dims: tuple[int, ...] | None = None) -> Input:
+    """Standard normal values, differentiated, declared with ``dims`` (default: all) of size -1."""
+    return Input(shape, dynamic=tuple(range(len(shape)) if dims is None else dims))
 
 
 def pos(*shape: int) -> Input:

@@ -167,6 +167,9 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "silu_grad",
     # not holomorphic: the gradient of Re(conj(dOut) f(z)); its grad op differentiated as written with complex ops
     "softsign", "softsign_grad",
+    # polynomials whose grad kernels conjugate (cumprod's as Paddle's); at a complex X their grads' makers take exact
+    # tangents (gradc.ops.complex_point)
+    "cumprod", "cumprod_grad", "reduce_prod", "reduce_prod_grad",
 })
 
 

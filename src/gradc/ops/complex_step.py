@@ -2,7 +2,8 @@
 run-time groups of factors) where the makers' real scans need sizes known only at run time: the derivative of p
 along dd is Im(p(v + i h dd)) / h, exact to rounding for h = 2^-40 (the error is h^2 times the third-order terms,
 and no difference cancels). The kernels take the complex values as they are (no conjugates, no division by a
-factor), so zeros need no care. The ops stepped read complex values, so a third backward refuses them by name.
+factor), so zeros need no care. The ops stepped read complex values, so a third backward refuses them by name, but
+for cumprod_grad, differentiated at its complex point by exact tangents (gradc.ops.cumprod_double).
 """
 
 from __future__ import annotations

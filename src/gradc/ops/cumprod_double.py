@@ -2,13 +2,16 @@
 follow. As reduce_prod's (math_double), the forward is written again with differentiable ops that never divide,
 its backward emitted by ``differentiate``, and both differentiated again (``expansion``): zeros in X are no
 special case at any order. Along a dim of unknown size (the scan needs n) the second derivative is a complex step
-through cumprod and cumprod_grad themselves instead, exact to rounding but not differentiated again.
+through cumprod and cumprod_grad themselves instead, exact to rounding. A third backward meets cumprod_grad at that
+complex point: there (and at any complex X) its maker emits cumprod_grad_grad (gradc.ops.complex_point).
 """
 
 from __future__ import annotations
 
 from ..registry import defgrad
 from . import cumprod  # noqa: F401  (registers cumprod_grad)
+from .complex_fft_double import is_complex
+from .complex_point import at_complex_point
 from .complex_step import unary_polynomial
 from .composite import differentiate, expansion, first
 
@@ -56,8 +59,11 @@ _cumprod_grad_stepped = unary_polynomial("cumprod", conjugates=True)   # as Padd
 
 
 def _cumprod_grad(g):
-    """By the scan where the dim's size is known, else by a complex step (gradc.ops.complex_step)."""
+    """By the scan where the dim's size is known, else by a complex step (gradc.ops.complex_step); at a complex X
+    by tangents taken exactly."""
     x = first(g.I("X"))
+    if is_complex(g, x):
+        return at_complex_point(g)
     shape = g.shape(x)
     known = shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0)
     return _cumprod_grad_known(g) if known else _cumprod_grad_stepped(g)

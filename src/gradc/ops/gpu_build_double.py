@@ -1,7 +1,8 @@
 """Second derivatives of gradc.ops.gpu_build's grad ops: each written again with differentiable ops and differentiated
 (``expansion``), so third derivatives follow.
 
-- var_grad: x@GRAD = 2 (x - mean(x)) dOut / max(n - correction, 0), n known from x's declared shape;
+- var_grad: x@GRAD = 2 (x - mean(x)) dOut / max(n - correction, 0), n from x's declared shape, or read at run time
+  (size(x) / size(mean)) where x's sizes or rank are not declared;
 - std_grad: the same with dOut / (2 out) for dOut, 0 where out is 0 (``where`` keeps the zero's grads 0 too);
 - nansum_grad: dOut spread over the reduced axes, 0 at x's NaNs (``where`` on isnan_v2);
 - linear_v2_grad: input@GRAD = dOut W^T, W's grad rows^T dOut (rows: input as [-1, K]), bias@GRAD dOut's column sums;
@@ -22,13 +23,6 @@ from .reduce import reduced_axes
 from .reduced_dims import reduced_dims_back
 
 
-def _known_axes(g, x: str) -> tuple[list[int], tuple[int, ...]]:
-    shape = g.shape(x)
-    if shape is None or any(d < 0 for d in shape):
-        raise GradError(f"{g.fwd.type}: x {x} needs a known shape for its second derivative, got {shape}")
-    return shape, reduced_axes(gpu_build.as_reduce(g.attr), len(shape))
-
-
 def _spread(f, g, value: str, x: str) -> str:
     """``value`` (a reduced output's shape) with the reduced dims back as 1s."""
     if g.fwd.type == "nansum_grad" and (g.I("AxisTensor") or g.I("AxisTensorList")):
@@ -38,13 +32,27 @@ def _spread(f, g, value: str, x: str) -> str:
 
 
 def _var_formula(f, g, dvar: str) -> str:
-    x = first(g.I("x"))
-    shape, axes = _known_axes(g, x)
-    divisor = max(prod(shape[a] for a in axes) - g.attr("correction"), 0.0)
-    mean = f.op("reduce_mean", {"X": x}, x, {"dim": list(axes), "keep_dim": True, "reduce_all": not axes},
+    x, shape = first(g.I("x")), g.shape(first(g.I("x")))
+    dims = list(g.attr("axis") or [])
+    axes = reduced_axes(gpu_build.as_reduce(g.attr), len(shape)) if shape is not None else ()
+    mean = f.op("reduce_mean", {"X": x}, x, {"dim": dims or [0], "keep_dim": True, "reduce_all": not dims},
                 dims=lambda s: [1 if i in axes else d for i, d in enumerate(s)])
-    centred = f.sub(x, mean, x)
-    return f.scale(f.mul(centred, _spread(f, g, dvar, x), x), 2.0 / divisor if divisor else float("inf"))
+    weighted = f.mul(f.sub(x, mean, x), _spread(f, g, dvar, x), x)
+    if shape is not None and min(shape, default=0) >= 0:
+        divisor = max(prod(shape[a] for a in axes) - g.attr("correction"), 0.0)
+        return f.scale(weighted, 2.0 / divisor if divisor else float("inf"))
+    return f.mul(weighted, _run_time_factor(f, g, x, mean), x)
+
+
+def _run_time_factor(f, g, x: str, mean: str) -> str:
+    """2 / max(n - correction, 0) with n, the count each mean is taken over, read at run time: size(x) / size(mean)."""
+    dtype = int(g.block.find_var(x).dtype)
+
+    def count(v):
+        size = f.op("size", {"Input": v}, v, dims=lambda s: [], dtype=VarType.INT64)
+        return f.op("cast", {"X": size}, size, {"in_dtype": int(VarType.INT64), "out_dtype": dtype}, dtype=dtype)
+    divisor = f.unary("relu", f.scale(f.div(count(x), count(mean), count(x)), 1.0, -g.attr("correction")))
+    return f.div(f.fill_like(divisor, 2.0), divisor, divisor)
 
 
 @expansion

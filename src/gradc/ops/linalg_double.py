@@ -78,15 +78,23 @@ def onto_triangle(f: Formula, sym: str, upper: bool) -> str:
 
 
 def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tuple[list[int], bool]:
-    """The batch dims a solve broadcast ``matrix`` and ``rhs`` to, and whether ``rhs`` holds vectors (solve's rule
-    when ``vectors``); the batch dims must be known (the grads are summed back over them), the matrix sizes need not
-    be, unless solve's rule needs them to tell vectors from matrices."""
+    """The batch dims a solve broadcast ``matrix`` and ``rhs`` to (-1 where known at run time only), and whether
+    ``rhs`` holds vectors (solve's rule when ``vectors``); the ranks must be known, the sizes need not be, unless
+    solve's rule needs them to tell vectors from matrices."""
     a, b = f.g.shape(matrix), f.g.shape(rhs)
     is_vector = vectors and a is not None and b is not None and holds_vectors(a, b)
-    if a is None or b is None or min(a[:-2] + b[:-1 if is_vector else -2], default=0) < 0 or is_vector is None:
-        raise GradError(f"{f.g.fwd.type}: the batch dims of '{matrix}' and '{rhs}' (and whether '{rhs}' holds "
+    if a is None or b is None or is_vector is None:
+        raise GradError(f"{f.g.fwd.type}: the ranks of '{matrix}' and '{rhs}' (and whether '{rhs}' holds "
                         f"vectors) must be known to differentiate it, got {a} and {b}")
     return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
+
+
+def summed_back(f: Formula, grad: str, shape: list[int], target: str) -> str:
+    """``grad`` (of ``shape``) summed over the batch dims broadcasting ``target`` stretched: by reduce_as, which
+    reads them at run time, where a dim is declared -1."""
+    if min(shape + f.g.shape(target), default=0) >= 0:
+        return f.summed_to(grad, shape, target)
+    return f.op("reduce_as", {"x": grad, "target": target}, target, slot="out")
 
 
 @expansion
@@ -141,8 +149,8 @@ def _cholesky_solve_grad(f, g):
     sym = f.add(da, mt(f, da), da)
     tri = triangle(f, factor, upper)
     product = mm(f, tri, sym, shape=[*batch, n, n]) if upper else mm(f, sym, tri, shape=[*batch, n, n])
-    return {"X@GRAD": f.summed_to(db, [*batch, n, k], b),
-            "Y@GRAD": f.summed_to(triangle(f, product, upper), [*batch, n, n], factor)}
+    return {"X@GRAD": summed_back(f, db, [*batch, n, k], b),
+            "Y@GRAD": summed_back(f, triangle(f, product, upper), [*batch, n, n], factor)}
 
 
 @expansion
@@ -158,7 +166,7 @@ def _triangular_solve_grad(f, g):
     dm = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
     shift = (1 if upper else -1) if unit else 0
     dx = triangle(f, mt(f, dm) if transpose else dm, upper, shift)
-    return {"X@GRAD": f.summed_to(dx, [*batch, n, n], x), "Y@GRAD": f.summed_to(dy, [*batch, n, k], y)}
+    return {"X@GRAD": summed_back(f, dx, [*batch, n, n], x), "Y@GRAD": summed_back(f, dy, [*batch, n, k], y)}
 
 
 @expansion
@@ -177,7 +185,7 @@ def _solve_grad(f, g):
         dy = f.op("squeeze2", {"X": dy}, dy, {"axes": [len(batch) + 1]}, more={"XShape": f.xshape(dy)},
                   dims=lambda s: s[:-1])
         dy_shape = [*batch, n]
-    return {"X@GRAD": f.summed_to(dx, [*batch, n, n], x), "Y@GRAD": f.summed_to(dy, dy_shape, y)}
+    return {"X@GRAD": summed_back(f, dx, [*batch, n, n], x), "Y@GRAD": summed_back(f, dy, dy_shape, y)}
 
 
 @expansion

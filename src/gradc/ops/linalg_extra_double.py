@@ -12,6 +12,7 @@ from ..ir import real_dtype
 from ..registry import defgrad
 from . import linalg_extra  # noqa: F401  (registers the grad ops)
 from .composite import expansion, first
+from .linalg_decomp_double import permutation
 from .linalg_double import identity, mm, mt, onto_triangle, rank, triangle, unsqueezed
 
 
@@ -36,9 +37,9 @@ def _lu_solve_grad(f, g):
     db = f.op("lu_solve", {"b": dout, "lu": lu, "pivots": pivots}, b, {"trans": "N" if transposed else "T"},
               slot="out")
     da = f.scale(mm(f, out, db, tb=True, like=lu) if transposed else mm(f, db, out, tb=True, like=lu), -1.0)
-    pmat, up = g.tmp(lu), g.tmp(lu)
-    low = f.op("lu_unpack", {"X": lu, "Pivots": pivots}, lu, {"unpack_ludata": True, "unpack_pivots": True},
-               slot="L", more={"Pmat": pmat, "U": up})
+    up, pmat = g.tmp(lu), permutation(f, lu, pivots)
+    low = f.op("lu_unpack", {"X": lu, "Pivots": pivots}, lu, {"unpack_ludata": True, "unpack_pivots": False},
+               slot="L", more={"Pmat": g.tmp(lu, lambda s: [0]), "U": up})
     permuted = mm(f, pmat, da, ta=True)
     below = triangle(f, mm(f, permuted, up, tb=True), False, -1)
     return {"b@GRAD": db, "lu@GRAD": f.add(below, triangle(f, mm(f, low, permuted, ta=True), True), lu)}

@@ -14,6 +14,7 @@ from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
 from .complex_fft_double import is_complex
+from .complex_point import at_complex_point
 from .complex_step import unary_polynomial
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
 from .reduced_dims import reduced_dims_back
@@ -252,11 +253,14 @@ def _reduced_known(g, x: str) -> bool:
 
 def _reduce_prod_grad(g):
     """By the pairwise product where the reduced dims' sizes are known, else by a complex step
-    (gradc.ops.complex_step: reduce_prod_grad is dOut times a polynomial in X)."""
-    return (_reduce_prod_grad_known if _reduced_known(g, first(g.I("X"))) else _reduce_prod_grad_stepped)(g)
+    (gradc.ops.complex_step: reduce_prod_grad is dOut times a polynomial in X); at a complex X by exact tangents."""
+    x = first(g.I("X"))
+    if is_complex(g, x):
+        return at_complex_point(g)
+    return (_reduce_prod_grad_known if _reduced_known(g, x) else _reduce_prod_grad_stepped)(g)
 
 
-_reduce_prod_grad_stepped = unary_polynomial("reduce_prod")
+_reduce_prod_grad_stepped = unary_polynomial("reduce_prod", conjugates=True)   # its kernel conjugates X
 
 
 @expansion

@@ -1,6 +1,7 @@
 """A reduce op's Out (or Out@GRAD) given back the dims the reduce folded, as 1s, so it broadcasts against X: the
 second-derivative makers of logsumexp_grad and frobenius_norm_grad write their grad ops' formulas with it. X's rank
-is not needed where the folded dims all count from the same end: unsqueeze2 inserts its axes one after another."""
+is not needed where the folded dims all count from the same end: unsqueeze2 inserts its axes one after another; dims
+counted from both ends of an X of unknown rank are placed at run time (reshaped to a keep_dim reduce of X's shape)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ def _spread(shape: list[int], axes: list[int], rank: int) -> list[int]:
     return [1 if i in axes else next(rest) for i in range(rank)]
 
 
-def _insertions(g, x: str, value: str, dims: list[int]) -> list[int]:
+def _insertions(g, x: str, value: str, dims: list[int]) -> list[int] | None:
     """unsqueeze2's axes giving ``value`` back ``dims``: normalized by X's rank when it is declared, else the
-    non-negative dims from the first, the negative ones from the last (-1 first)."""
+    non-negative dims from the first, the negative ones from the last (-1 first); None where they count from both
+    ends of an X of unknown rank (where they sit is known at run time only)."""
     shape = g.shape(x)
     if shape is not None:
         axes = list(reduced_axes(lambda name: dims if name == "dim" else False, len(shape)))
@@ -31,7 +33,7 @@ def _insertions(g, x: str, value: str, dims: list[int]) -> list[int]:
         return unique
     if all(d < 0 for d in unique):
         return unique[::-1]
-    raise GradError(f"{g.fwd.type}: the rank of {x} must be known to place dims {dims} counted from both ends")
+    return None
 
 
 def reduced_dims_back(f: Formula, g, value: str, x: str, attrs_of) -> str:
@@ -41,6 +43,9 @@ def reduced_dims_back(f: Formula, g, value: str, x: str, attrs_of) -> str:
     if attrs_of("keep_dim") or attrs_of("reduce_all") or not dims:
         return value
     axes = _insertions(g, x, value, dims)
+    if axes is None:   # X's shape with 1s at the folded dims, read at run time from a keep_dim reduce of X
+        kept = f.op("reduce_sum", {"X": x}, x, {"dim": dims, "keep_dim": True, "reduce_all": False})
+        return f.shaped_like(value, kept)
     if not axes:
         return value
 

@@ -24,9 +24,10 @@ def along(x: np.ndarray, axis: int, reverse: bool = False):
     return run, back
 
 
-def _exclusive(products: np.ndarray) -> np.ndarray:
-    """The products shifted one step on: entry i holds what entry i-1 held, entry 0 holds 1."""
-    return np.concatenate([np.ones_like(products[..., :1]), products[..., :-1]], axis=-1)
+def _exclusive(products: np.ndarray, first: float = 1.0) -> np.ndarray:
+    """The products shifted one step on: entry i holds what entry i-1 held, entry 0 holds ``first`` (1; 0 for
+    tangents)."""
+    return np.concatenate([np.full_like(products[..., :1], first), products[..., :-1]], axis=-1)
 
 
 @kernel("cumprod")
@@ -56,3 +57,4 @@ def cumprod_grad(k):
         tail = own + following * tail
         tails[..., j] = tail
     return {"X@GRAD": back(before * tails)}
+

@@ -123,7 +123,7 @@ _reduce("reduce_max", np.max, _shared_among_ties)
 _reduce("reduce_min", np.min, _shared_among_ties)
 _reduce("reduce_amax", np.max, _shared_among_ties, _logical_axes)
 _reduce("reduce_amin", np.min, _shared_among_ties, _logical_axes)
-_reduce("reduce_prod", np.prod, lambda x, out, dout, axes: dout * _prod_of_others(x, axes))
+_reduce("reduce_prod", np.prod, lambda x, out, dout, axes: dout * _prod_of_others(np.conj(x), axes))   # as cumprod
 
 
 def _logsumexp_axes(k, x):

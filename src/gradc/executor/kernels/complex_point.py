@@ -1,0 +1,77 @@
+"""Kernels of gradc.ops.complex_point: cumprod_grad_grad and reduce_prod_grad_grad, the tangents of cumprod's and
+reduce_prod's grads at a complex X carried as dual numbers (a value and its tangent through every product)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import kernel
+from .cumprod import _exclusive, along
+from .reduce import _axes, _expand
+
+
+def _products_and_tangents(a: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inclusive running products of a along its last axis and their tangents along v (P_i = P_{i-1} a_i,
+    T_i = T_{i-1} a_i + P_{i-1} v_i)."""
+    products, tangents = np.empty_like(a), np.empty_like(a)
+    product, tangent = np.ones_like(a[..., 0]), np.zeros_like(a[..., 0])
+    for i in range(a.shape[-1]):
+        product, tangent = product * a[..., i], tangent * a[..., i] + product * v[..., i]
+        products[..., i], tangents[..., i] = product, tangent
+    return products, tangents
+
+
+def _values(k):
+    """X, Out@GRAD and X@GRAD@GRAD in one (complex) dtype."""
+    names = ("X", "Out@GRAD", "X@GRAD@GRAD")
+    dtype = np.result_type(*(k.x(name) for name in names))
+    return (k.x(name).astype(dtype) for name in names)
+
+
+@kernel("cumprod_grad_grad")
+def cumprod_grad_grad(k):
+    """Out@GRAD@GRAD = cumprod's tangent along V = X@GRAD@GRAD; X@GRAD = conj of the tangent along V of cumprod_grad's
+    formula without its conjugates (before_j S_j, S_j = own_j + x_{j+1} S_{j+1}) at X, with conj(dOut)."""
+    x, dout, v = _values(k)
+    run, back = along(x, k.attr("dim"), k.attr("reverse"))
+    a, v, dout = run(x), run(v), run(np.conj(dout))
+    exclusive, n = k.attr("exclusive"), a.shape[-1]
+    products, tangents = _products_and_tangents(a, v)
+    before, dbefore = _exclusive(products), _exclusive(tangents, 0.0)
+    tail, dtail = np.zeros_like(a[..., 0]), np.zeros_like(a[..., 0])
+    tails, dtails = np.empty_like(a), np.empty_like(a)
+    for j in range(n - 1, -1, -1):
+        following, dfollowing = (a[..., j + 1], v[..., j + 1]) if j + 1 < n else (0, 0)
+        own = (dout[..., j + 1] if j + 1 < n else 0) if exclusive else dout[..., j]
+        tail, dtail = own + following * tail, dfollowing * tail + following * dtail
+        tails[..., j], dtails[..., j] = tail, dtail
+    return {"Out@GRAD@GRAD": back(dbefore if exclusive else tangents),
+            "X@GRAD": back(np.conj(dbefore * tails + before * dtails))}
+
+
+def _others_and_tangents(x: np.ndarray, v: np.ndarray, axes) -> tuple[np.ndarray, np.ndarray]:
+    """For each element, the product of the others it is reduced with, and its tangent along v: exclusive running
+    products from both ends (as reduce.py's _prod_of_others), each with its tangent."""
+    rest = [i for i in range(x.ndim) if i not in axes]
+    order = np.argsort(rest + list(axes))
+
+    def flat(value):
+        moved = np.transpose(value, rest + list(axes))
+        return moved.reshape(moved.shape[:len(rest)] + (-1,)), moved.shape
+
+    (a, shape), (w, _) = flat(x), flat(v)
+    before, dbefore = (_exclusive(p, first) for p, first in zip(_products_and_tangents(a, w), (1.0, 0.0)))
+    after, dafter = (_exclusive(p, first)[..., ::-1] for p, first in
+                     zip(_products_and_tangents(a[..., ::-1], w[..., ::-1]), (1.0, 0.0)))
+    return tuple(np.transpose(p.reshape(shape), order) for p in (before * after, dbefore * after + before * dafter))
+
+
+@kernel("reduce_prod_grad_grad")
+def reduce_prod_grad_grad(k):
+    """With P the products of the others and V = X@GRAD@GRAD: Out@GRAD@GRAD = the sum over the reduced axes of V P
+    (the product's tangent); X@GRAD = dOut conj(P's tangent along V)."""
+    x, dout, v = _values(k)
+    axes = _axes(k, x)
+    others, slope = _others_and_tangents(x, v, axes)
+    summed = np.sum(v * others, axis=axes, keepdims=k.attr("keep_dim"))
+    return {"Out@GRAD@GRAD": summed.reshape(dout.shape), "X@GRAD": _expand(k, dout, x, axes) * np.conj(slope)}
