@@ -91,6 +91,7 @@ def _flashmask(b: int, s: int, heads: int, kv_heads: int, dtype: str, scale: flo
 
 def _attention(q, k, v, scale: float, causal: bool, window=(-1, -1), softcap: float = 0.0, mask=None) -> tuple:
     """Paddle's CPU composition of q [b, sq, h, d], k / v [b, sk, hk, d]: (out, logsumexp [b, h, sq])."""
+    scale, softcap = float(np.float32(scale)), float(np.float32(softcap))   # a_f32 attributes: Paddle reads float32
     groups = q.shape[2] // k.shape[2]
     k, v = (paddle.repeat_interleave(x, groups, axis=2) if groups > 1 else x for x in (k, v))
     q, k, v = (x.transpose([0, 2, 1, 3]) for x in (q, k, v))
