@@ -162,14 +162,17 @@ def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
 
 def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
               fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
-              rings: Mapping[int, Sequence[int]] | None = None, seed=None) -> list[list]:
+              rings: Mapping[int, Sequence[int]] | None = None, seed=None, micro_batches: int = 1) -> list[list]:
     """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
     rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank. ``rings``: ring_id -> its
     ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say).
     Each rank's random ops draw from its own streams: seeded with ``seed`` on every rank (what paddle.seed(seed) on
     every rank does, as fleet's model_parallel_random_seed seeds Paddle's global generator), a list of one seed a
-    rank, or fresh entropy (None)."""
+    rank, or fresh entropy (None). ``micro_batches`` > 1: each rank's program is a pipeline stage run over that many
+    micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches); each fetched value is
+    then a list, one a micro-batch."""
     from .executor import Executor
+    from .micro_batches import run_micro_batches
     from .scope import Scope
 
     count = len(programs)
@@ -190,8 +193,12 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
         _local.rank = (job, rank)
         randomness.own_streams(seeds[rank])
         try:
-            results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
-                                           scope=scopes[rank])
+            if micro_batches > 1:
+                results[rank] = run_micro_batches(Executor(), programs[rank], feeds[rank], list(per_rank[rank]),
+                                                  scopes[rank], micro_batches)
+            else:
+                results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
+                                               scope=scopes[rank])
         except Exception as exc:  # noqa: BLE001 - reported by the caller's thread, naming the rank
             errors[rank] = exc
             job.end(rank, f"rank {rank} failed" if isinstance(exc, RankAbandoned) else f"rank {rank}: {exc}")
