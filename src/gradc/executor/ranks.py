@@ -162,13 +162,15 @@ def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
 
 def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
               fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
-              rings: Mapping[int, Sequence[int]] | None = None, seed=None, micro_batches: int = 1) -> list[list]:
+              rings: Mapping[int, Sequence[int]] | None = None, seed=None, micro_batches: int = 1,
+              seed_generators: Sequence[Mapping[str, int]] | None = None) -> list[list]:
     """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
     rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank. ``rings``: ring_id -> its
     ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say).
     Each rank's random ops draw from its own streams: seeded with ``seed`` on every rank (what paddle.seed(seed) on
     every rank does, as fleet's model_parallel_random_seed seeds Paddle's global generator), a list of one seed a
-    rank, or fresh entropy (None). ``micro_batches`` > 1: each rank's program is a pipeline stage run over that many
+    rank, or fresh entropy (None); ``seed_generators``: each rank's named generators (name -> seed) its seed ops with
+    deterministic=True draw from. ``micro_batches`` > 1: each rank's program is a pipeline stage run over that many
     micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches); each fetched value is
     then a list, one a micro-batch."""
     from .executor import Executor
@@ -184,14 +186,16 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
         raise GradcError(f"run_ranks: {count} program(s) need as many feeds, scopes and fetch lists, got "
                          f"{len(feeds)}, {len(scopes)} and {len(per_rank)}")
     seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * count
-    if len(seeds) != count:
-        raise GradcError(f"run_ranks: {count} program(s) need as many seeds, got {len(seeds)}")
+    named = list(seed_generators) if seed_generators is not None else [{}] * count
+    if len(seeds) != count or len(named) != count:
+        raise GradcError(f"run_ranks: {count} program(s) need as many seeds and seed_generators, got {len(seeds)} "
+                         f"and {len(named)}")
     job = Job(count, rings, pairs=pair_rings(programs))
     results, errors = [None] * count, [None] * count
 
     def run(rank: int) -> None:
         _local.rank = (job, rank)
-        randomness.own_streams(seeds[rank])
+        randomness.own_streams(seeds[rank], named[rank])
         try:
             if micro_batches > 1:
                 results[rank] = run_micro_batches(Executor(), programs[rank], feeds[rank], list(per_rank[rank]),
