@@ -555,7 +555,6 @@ COMPILE_TIME = {
     "norm axis": ("norm", {"X": X23}, {"axis": 2}, "axis 2 is out of range for rank 2"),
     "margin_cross_entropy nranks": ("margin_cross_entropy", {"Logits": X23, "Label": i64(0, 1)}, {"nranks": 2},
                                     "attribute nranks=2 is not supported"),
-    "seed deterministic": ("seed", {}, {"deterministic": True}, "attribute deterministic=True is not supported"),
     "equal_all dtypes": ("equal_all", {"X": X23, "Y": np.ones((2, 3), np.int32)}, {},
                          "equal_all needs X and Y of one dtype, got float32 and int32"),
     "margin_cross_entropy label dtype": ("margin_cross_entropy", {"Logits": X23, "Label": np.zeros(2, np.int8)}, {},
@@ -1273,6 +1272,8 @@ COMPILE_TIME = {
 }
 
 RUN_TIME = {
+    "seed deterministic": ("seed", {}, {"deterministic": True, "rng_name": "absent"},
+                           "no random seed generator is named 'absent'"),
     "range_v2 direction": ("range_v2", {"Start": np.array([2.0], f32), "End": np.array([1.0], f32),
                                         "Step": np.array([0.25], f32)}, {},
                            "Step 0.25 does not lead from Start 2.0 to End 1.0"),

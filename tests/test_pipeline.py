@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradc
+from cli_inprocess import gradc_cli
 from gradc.errors import ExecutionError
 from gradc.executor.ranks import pair_rings, run_ranks
 from programs import Net
@@ -23,10 +24,10 @@ def reference() -> dict[str, np.ndarray]:
         return dict(archive)
 
 
-def stage_scope(stage: int, ref: dict) -> gradc.Scope:
+def stage_scope(stage: int, ref: dict, stages: Path = DATA) -> gradc.Scope:
     """The stage's startup run (its learning rate), then the reference's parameters of the stage."""
     scope = gradc.Scope()
-    gradc.Executor().run(gradc.load(DATA / f"stage{stage}" / "startup.pb"), scope=scope)
+    gradc.Executor().run(gradc.load(stages / f"stage{stage}" / "startup.pb"), scope=scope)
     held = json.loads((DATA / "meta.json").read_text())["stages"][str(stage)]["params"]
     for name in held:
         scope[name] = ref[f"param.{name}"].copy()
@@ -166,3 +167,53 @@ def test_paddles_translations_read_back_as_the_legacy_ops():
     refused = json.loads((DATA / "meta.json").read_text())["translator_refused"]
     assert set(refused) == {"p_send", "p_recv", "c_allgather", "c_reducescatter", "c_broadcast", "c_allreduce_max",
                             "c_reduce_sum"}
+
+
+def test_two_micro_batches_give_the_single_device_loss_and_step():
+    """micro2: num_microbatches=2 (2 rows each, the loss gradient scaled by 1/2, gradients summed into @GRAD@MERGED),
+    run as Paddle's SectionWorker schedules it: the whole batch's loss (the mean of the two), gradients and step."""
+    ref, meta = reference(), json.loads((DATA / "meta.json").read_text())
+    stages = DATA / "micro2"
+    programs = [gradc.load(stages / f"stage{stage}" / "train.pb") for stage in (0, 1)]
+    scopes = [stage_scope(stage, ref, stages) for stage in (0, 1)]
+    feeds = [{"x": ref["feed.x"]}, {"label": ref["feed.label"]}]
+    values = run_ranks(programs, feeds, [[], [meta["loss"]]], scopes, micro_batches=2)
+    losses = values[1][0]
+    assert len(losses) == 2 and not np.allclose(losses[0], losses[1])
+    np.testing.assert_allclose(np.mean(losses), ref["loss"], rtol=1e-6)
+    for stage, scope in enumerate(scopes):
+        for name in meta["stages"][str(stage)]["params"]:
+            np.testing.assert_allclose(scope[f"{name}@GRAD@MERGED"], ref[f"grad.{name}"], rtol=1e-5, atol=1e-7)
+            np.testing.assert_allclose(scope[name], ref[f"stepped.{name}"], rtol=1e-5, atol=1e-7)
+
+
+def test_micro_batches_need_the_op_roles_and_feeds_that_split():
+    ref = reference()
+    programs = [gradc.load(DATA / "micro2" / f"stage{stage}" / "train.json") for stage in (0, 1)]
+    with pytest.raises(ExecutionError, match=r"^rank 0: block 0, op 0 \(reshape2\): has no op_role \(Paddle's PIR "
+                                             r"translation drops it: run the legacy program\)"):
+        run_ranks(programs, [{"x": ref["feed.x"]}, {"label": ref["feed.label"]}], micro_batches=2)
+    programs = [gradc.load(DATA / "micro2" / f"stage{stage}" / "train.pb") for stage in (0, 1)]
+    with pytest.raises(ExecutionError, match=r"^rank 0: feed var 'x' of shape \[4, 6\] does not split into 3 "
+                                             r"micro-batches of equal rows"):
+        run_ranks(programs, [{"x": ref["feed.x"]}, {"label": ref["feed.label"]}], micro_batches=3)
+
+
+def test_the_cli_runs_the_micro_batches(tmp_path):
+    ref, meta = reference(), json.loads((DATA / "meta.json").read_text())
+    np.savez(tmp_path / "feed0.npz", x=ref["feed.x"])
+    np.savez(tmp_path / "feed1.npz", label=ref["feed.label"])
+    for stage in (0, 1):
+        np.savez(tmp_path / f"params{stage}.npz", **dict(stage_scope(stage, ref, DATA / "micro2").vars))
+    programs = [DATA / "micro2" / f"stage{stage}" / "train.pb" for stage in (0, 1)]
+    result = gradc_cli("run-ranks", *programs, "--feed", tmp_path / "feed0.npz", "--feed", tmp_path / "feed1.npz",
+                       "--params", tmp_path / "params0.npz", "--params", tmp_path / "params1.npz",
+                       "--fetch", f"1:{meta['loss']}", "--micro-batches", "2",
+                       "--out", tmp_path / "out.npz")
+    assert result.returncode == 0, result.stderr
+    with np.load(tmp_path / "out.npz") as out:
+        assert out[f"rank1/{meta['loss']}"].shape[0] == 2
+        np.testing.assert_allclose(out[f"rank1/{meta['loss']}"].mean(), ref["loss"], rtol=1e-6)
+    missing = gradc_cli("run-ranks", *programs, "--fetch", "2:loss")
+    assert missing.returncode == 1
+    assert missing.stderr == "gradc: error: --fetch 2:loss: there is no rank 2 (2 programs)\n"

@@ -51,10 +51,10 @@ def test_an_unseeded_recompute_draws_one_mask_for_both_runs():
         assert all(len(same) == 2 and np.array_equal(*same) for same in by_seed.values())
 
 
-def test_a_seed_from_a_named_generator_is_refused():
+def test_a_seed_from_a_named_generator_never_set_fails():
     program = gradc.load(DATA / "train.pb")
     next(op for op in program.global_block.ops if op.type == "seed").attrs["deterministic"] = True
-    with pytest.raises(GradcError, match=r"\(seed\): attribute deterministic=True is not supported.*fleet"):
+    with pytest.raises(GradcError, match=r"\(seed\): no random seed generator is named ''"):
         _run(program, [])
 
 

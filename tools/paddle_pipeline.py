@@ -10,11 +10,14 @@ Written to tests/data/paddle/pipeline/:
     stage<s>/train.pb    the section program of stage s (forward, backward, gradient accumulation, sgd)
     stage<s>/startup.pb  its startup program (the initialisers of its parameters and learning rate)
     stage<s>/train.json  the same translated to PIR by paddle.pir.translate_to_pir
+    micro2/stage<s>/     the same with num_microbatches=2 (2 rows a micro-batch; the loss gradient scaled by 1/2)
     meta.json            rings, the loss var, the params of each stage, Paddle's version
     reference.npz        the single-device model: feed, parameters before and after the step, loss, gradients
     translated.json      the other point-to-point ops and gradc.ops.collective_v2's, each translated to PIR (names
                          only), and the ones Paddle's translator refuses (p_send, p_recv, the 2.x c_ ops)
-One micro-batch: Paddle's PipelineTrainer would run the section's forward and backward once a micro-batch.
+Paddle's SectionWorker runs a section's forward and backward ops once a micro-batch (each in its own scope, the
+feed split along axis 0), its optimizer ops once; with one micro-batch that is the program in order. The reference
+(one step of the single-device model on the whole batch of 4 rows) is the same for both.
 Not part of the package: needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_pipeline.py
@@ -37,16 +40,17 @@ ROWS, WIDTH, HIDDEN, CLASSES, LR = 4, 6, 8, 5, 0.1
 FORWARD_RING, GLOBAL_RING = 20, 3
 
 
-def build(paddle, staged: bool):
-    """(main, startup, loss) of the model: fc-relu on stage 0 (gpu:0), fc and the loss on stage 1 (gpu:1)."""
+def build(paddle, staged: bool, rows: int = ROWS):
+    """(main, startup, loss) of the model on batches of ``rows``: fc-relu on stage 0 (gpu:0), fc and the loss on
+    stage 1 (gpu:1)."""
     import contextlib
 
     main, startup = paddle.static.Program(), paddle.static.Program()
     guard = paddle.static.device_guard if staged else (lambda _: contextlib.nullcontext())
     with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
         with guard("gpu:0"):
-            x = paddle.static.data("x", [ROWS, WIDTH], "float32")
-            label = paddle.static.data("label", [ROWS, 1], "int64")
+            x = paddle.static.data("x", [rows, WIDTH], "float32")
+            label = paddle.static.data("label", [rows, 1], "int64")
             h = paddle.nn.functional.relu(paddle.static.nn.fc(x, HIDDEN))
         with guard("gpu:1"):
             logits = paddle.static.nn.fc(h, CLASSES)
@@ -72,16 +76,17 @@ class _CudaForMinimize:
         return f"gpu:{index}"
 
 
-def stage_program(paddle, stage: int):
+def stage_program(paddle, stage: int, micro_batches: int = 1):
     import paddle.incubate.optimizer.pipeline as pipeline
 
     pipeline.core = _CudaForMinimize(paddle.base.core)
-    main, startup, loss = build(paddle, staged=True)
-    main._pipeline_opt = {"local_rank": stage, "schedule_mode": "1F1B", "micro_batch_size": ROWS,
+    main, startup, loss = build(paddle, staged=True, rows=ROWS // micro_batches)
+    main._pipeline_opt = {"local_rank": stage, "schedule_mode": "1F1B", "micro_batch_size": ROWS // micro_batches,
                           "ring_id": FORWARD_RING, "global_ring_id": GLOBAL_RING, "use_sharding": False,
                           "mp_degree": 1, "mp_rank": 0}
     with paddle.static.program_guard(main, startup):
-        _, pairs, _, _, rings = pipeline.PipelineOptimizer(paddle.optimizer.SGD(LR), num_microbatches=1).minimize(loss)
+        _, pairs, _, _, rings = pipeline.PipelineOptimizer(paddle.optimizer.SGD(LR),
+                                                              num_microbatches=micro_batches).minimize(loss)
     section = main._pipeline_opt["section_program"]
     held = {op.input("Param")[0] for op in section.global_block().ops if op.type == "sgd"}
     return section, startup._pipeline_opt["startup_program"], loss.name, sorted(held), rings
@@ -175,9 +180,9 @@ def main() -> None:
     if OUT.exists():
         shutil.rmtree(OUT)
     meta = {"paddle_version": paddle.__version__, "stages": {}}
-    for stage in (0, 1):
-        section, startup, loss, held, rings = stage_program(paddle, stage)
-        directory = OUT / f"stage{stage}"
+    for (stage, micro_batches) in ((0, 1), (1, 1), (0, 2), (1, 2)):
+        section, startup, loss, held, rings = stage_program(paddle, stage, micro_batches)
+        directory = OUT / ("" if micro_batches == 1 else f"micro{micro_batches}") / f"stage{stage}"
         directory.mkdir(parents=True)
         for program, name in ((section, "train"), (startup, "startup")):
             without_callstacks(program)
@@ -185,6 +190,10 @@ def main() -> None:
         fetched = [loss] if stage == 1 else []
         core.serialize_pir_program(fetching(paddle, translated(paddle, section.desc), fetched),
                                    str(directory / "train.json"), True, False, True)
+        if micro_batches > 1:
+            meta[f"micro{micro_batches}_ops"] = meta.get(f"micro{micro_batches}_ops", {}) | {
+                stage: [op.type for op in section.global_block().ops]}
+            continue
         meta["stages"][stage] = {"params": held, "ops": [op.type for op in section.global_block().ops]}
         meta["loss"], meta["rings"] = loss, {str(pair): ring for pair, ring in rings.items()}
     meta["translator_refused"] = every_translated(paddle)

@@ -7,7 +7,9 @@ weighted_sample_neighbors), and multinomial without replacement beyond the size 
 followed. Both take fresh entropy unless seeded. gradc train seeds them per step from --seed and the step number, so
 a run resumed from a checkpoint draws what the uninterrupted run drew; with --paddle-stream it seeds them once, as
 paddle.seed does, and its checkpoints carry their state (``snapshot``, ``restore``). Each rank of a run_ranks job
-draws from streams of its own (``own_streams``), so its draws do not depend on how the ranks' threads interleave."""
+draws from streams of its own (``own_streams``), so its draws do not depend on how the ranks' threads interleave.
+A ``seed`` op with deterministic=True draws from a named generator (``set_seed_generator``, as Paddle's
+set_random_seed_generator), the process's or, under run_ranks, the rank's own."""
 
 from __future__ import annotations
 
@@ -21,17 +23,39 @@ from .paddle_random import Engine
 # made on first use: importing numpy.random (25-39 ms CPU) is a tenth of a small `gradc run`, which may draw nothing
 _GENERATOR: list[np.random.Generator | None] = [None]
 _ENGINE: list[Engine | None] = [None]
-_THREAD = threading.local()   # a rank's own (generator, engine) slots while run_ranks runs it in this thread
+_NAMED: dict[str, Engine] = {}   # the named generators of set_seed_generator
+_THREAD = threading.local()   # a rank's own (generator, engine) slots and named generators while run_ranks runs it
 
 
 def _slots() -> tuple[list, list]:
     return getattr(_THREAD, "slots", (_GENERATOR, _ENGINE))
 
 
-def own_streams(value) -> None:
-    """Give this thread streams of its own, seeded with ``value`` as ``seed`` seeds them (None: fresh entropy)."""
-    _THREAD.slots = ([None], [None])
+def own_streams(value, named: dict[str, int] | None = None) -> None:
+    """Give this thread streams of its own, seeded with ``value`` as ``seed`` seeds them (None: fresh entropy), and
+    named generators of its own: ``named``, name -> seed."""
+    _THREAD.slots, _THREAD.named = ([None], [None]), {}
     seed(value)
+    for name, value in (named or {}).items():
+        set_seed_generator(name, value)
+
+
+def set_seed_generator(name: str, value: int) -> None:
+    """A generator ``name`` seeded with ``value`` (as paddle.framework.random.set_random_seed_generator: a
+    std::mt19937_64 through std::seed_seq({value}); a name is set once)."""
+    named = getattr(_THREAD, "named", _NAMED)
+    if name in named:
+        raise ValueError(f"the random seed generator '{name}' is already set")
+    named[name] = Engine.from_seed_sequence([value])
+
+
+def seed_generator(name: str) -> Engine:
+    """The generator set_seed_generator made as ``name``."""
+    named = getattr(_THREAD, "named", _NAMED)
+    if name not in named:
+        raise ValueError(f"no random seed generator is named '{name}' (Paddle's set_random_seed_generator; gradc: "
+                         f"gradc.executor.randomness.set_seed_generator, or run_ranks(seed_generators=...))")
+    return named[name]
 
 
 def generator() -> np.random.Generator:

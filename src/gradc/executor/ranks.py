@@ -7,25 +7,30 @@ A collective is a rendezvous: the k-th collective a rank runs on a ring meets th
 A point-to-point op (send_v2, recv_v2, ...: it has a ``peer``, the other rank's place in the ring) does not wait
 for a send: the k-th receive from a rank on a ring takes the k-th value that rank sent to it there.
 A rank that fails, finishes without reaching a collective its peers wait in, or reaches another op type there ends
-the run with one error naming the op. Run alone (no job), a collective over a group of one is exactly defined;
+the run with one error naming the op. When every rank still running waits and none can go on (two receives waiting
+for each other, a collective one rank never reaches while it waits elsewhere), the run stops at once (Deadlock),
+naming where each rank waits and for what. Run alone (no job), a collective over a group of one is exactly defined;
 one whose group has more ranks fails, saying the others are missing.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ..errors import ExecutionError, GradcError
 from ..ir import Program
 from . import randomness
 
-WAIT_SECONDS = 60.0   # a rendezvous no peer reaches in this long is a deadlock (a program without the op)
 _local = threading.local()
 
 
 class RankAbandoned(ExecutionError):
     """A rank stopped because another one failed: the other failure is the one to report."""
+
+
+class Deadlock(ExecutionError):
+    """Every rank still running waits for another one: the message says where each waits and for what."""
 
 
 class Job:
@@ -41,6 +46,7 @@ class Job:
         self._meetings: dict[tuple[int, int], dict] = {}   # (ring, k) -> {rank: (op, value)}, dropped once read
         self._reads: dict[tuple[int, int], int] = {}
         self._mail: dict[tuple[int, int, int], list] = {}   # (ring, sender, receiver) -> values sent, not yet taken
+        self._waiting: dict[int, tuple[Callable[[], bool], Callable[[], str]]] = {}   # rank -> (done?, what)
         self.finished: set[int] = set()
         self.failure: str | None = None
 
@@ -59,16 +65,18 @@ class Job:
             meeting = self._meetings.setdefault(key, {})
             meeting[rank] = (op_type, where, value)
             self._cond.notify_all()
-            while len(meeting) < len(members):
-                if self.failure is not None:
-                    raise RankAbandoned(f"rank {rank} stopped at {where}: {self.failure}")
-                gone = [m for m in members if m in self.finished and m not in meeting]
-                if gone:
-                    raise ValueError(f"rank(s) {gone} finished their program without reaching this collective "
-                                     f"(ring_id {ring}, collective {seen + 1} of rank {rank})")
-                if not self._cond.wait(WAIT_SECONDS):
-                    raise ValueError(f"no rank of {[m for m in members if m not in meeting]} reached this "
-                                     f"collective in {WAIT_SECONDS:.0f} s (ring_id {ring})")
+
+            def missing() -> list[int]:
+                return [m for m in members if m not in meeting]
+
+            def gone() -> list[int]:
+                return [m for m in missing() if m in self.finished]
+
+            self._wait(rank, lambda: not missing() or bool(gone()),
+                       lambda: f"{where} waits for rank(s) {missing()} in collective {seen + 1} on ring_id {ring}")
+            if gone():
+                raise ValueError(f"rank(s) {gone()} finished their program without reaching this collective "
+                                 f"(ring_id {ring}, collective {seen + 1} of rank {rank})")
             if len({kind for kind, _, _ in meeting.values()}) > 1:
                 listing = ", ".join(f"rank {m}: {meeting[m][1]}" for m in members)
                 raise ValueError(f"the ranks reached different collectives on ring_id {ring}: {listing}")
@@ -90,20 +98,32 @@ class Job:
             self._mail.setdefault((ring, rank, self.peer(rank, ring, place)), []).append(value)
             self._cond.notify_all()
 
-    def receive(self, rank: int, ring: int, place: int):
-        """The next value the rank at ``place`` of ring's group sent this rank; waits for it."""
+    def receive(self, rank: int, ring: int, place: int, where: str):
+        """The next value the rank at ``place`` of ring's group sent this rank (op at ``where``); waits for it."""
         sender = self.peer(rank, ring, place)
         with self._cond:
             box = self._mail.setdefault((ring, sender, rank), [])
-            while not box:
-                if self.failure is not None:
-                    raise RankAbandoned(f"rank {rank} stopped: {self.failure}")
-                if sender in self.finished:
-                    raise ValueError(f"rank {sender} finished its program without sending what this op receives "
-                                     f"(ring_id {ring})")
-                if not self._cond.wait(WAIT_SECONDS):
-                    raise ValueError(f"rank {sender} sent nothing on ring_id {ring} in {WAIT_SECONDS:.0f} s")
+            self._wait(rank, lambda: bool(box) or sender in self.finished,
+                       lambda: f"{where} waits for a value from rank {sender} on ring_id {ring}")
+            if not box:
+                raise ValueError(f"rank {sender} finished its program without sending what this op receives "
+                                 f"(ring_id {ring})")
             return box.pop(0)
+
+    def _wait(self, rank: int, done: Callable[[], bool], what: Callable[[], str]) -> None:
+        """Wait (holding the lock) until done(); raise Deadlock once every running rank waits and none is done."""
+        self._waiting[rank] = (done, what)
+        try:
+            while self.failure is None and not done():
+                running = [r for r in range(self.nranks) if r not in self.finished]
+                if all(r in self._waiting and not self._waiting[r][0]() for r in running):
+                    raise Deadlock("deadlock: every running rank waits and none can go on: " + "; ".join(
+                        f"rank {r} at {self._waiting[r][1]()}" for r in running))
+                self._cond.wait()
+        finally:
+            del self._waiting[rank]
+        if self.failure is not None:   # another rank failed: its error is the one to report
+            raise RankAbandoned(f"rank {rank} stopped: {self.failure}")
 
     def end(self, rank: int, failure: str | None) -> None:
         with self._cond:
@@ -142,14 +162,19 @@ def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
 
 def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
               fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
-              rings: Mapping[int, Sequence[int]] | None = None, seed=None) -> list[list]:
+              rings: Mapping[int, Sequence[int]] | None = None, seed=None, micro_batches: int = 1,
+              seed_generators: Sequence[Mapping[str, int]] | None = None) -> list[list]:
     """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
     rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank. ``rings``: ring_id -> its
     ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say).
     Each rank's random ops draw from its own streams: seeded with ``seed`` on every rank (what paddle.seed(seed) on
     every rank does, as fleet's model_parallel_random_seed seeds Paddle's global generator), a list of one seed a
-    rank, or fresh entropy (None)."""
+    rank, or fresh entropy (None); ``seed_generators``: each rank's named generators (name -> seed) its seed ops with
+    deterministic=True draw from. ``micro_batches`` > 1: each rank's program is a pipeline stage run over that many
+    micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches); each fetched value is
+    then a list, one a micro-batch."""
     from .executor import Executor
+    from .micro_batches import run_micro_batches
     from .scope import Scope
 
     count = len(programs)
@@ -161,17 +186,23 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
         raise GradcError(f"run_ranks: {count} program(s) need as many feeds, scopes and fetch lists, got "
                          f"{len(feeds)}, {len(scopes)} and {len(per_rank)}")
     seeds = list(seed) if isinstance(seed, (list, tuple)) else [seed] * count
-    if len(seeds) != count:
-        raise GradcError(f"run_ranks: {count} program(s) need as many seeds, got {len(seeds)}")
+    named = list(seed_generators) if seed_generators is not None else [{}] * count
+    if len(seeds) != count or len(named) != count:
+        raise GradcError(f"run_ranks: {count} program(s) need as many seeds and seed_generators, got {len(seeds)} "
+                         f"and {len(named)}")
     job = Job(count, rings, pairs=pair_rings(programs))
     results, errors = [None] * count, [None] * count
 
     def run(rank: int) -> None:
         _local.rank = (job, rank)
-        randomness.own_streams(seeds[rank])
+        randomness.own_streams(seeds[rank], named[rank])
         try:
-            results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
-                                           scope=scopes[rank])
+            if micro_batches > 1:
+                results[rank] = run_micro_batches(Executor(), programs[rank], feeds[rank], list(per_rank[rank]),
+                                                  scopes[rank], micro_batches)
+            else:
+                results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
+                                               scope=scopes[rank])
         except Exception as exc:  # noqa: BLE001 - reported by the caller's thread, naming the rank
             errors[rank] = exc
             job.end(rank, f"rank {rank} failed" if isinstance(exc, RankAbandoned) else f"rank {rank}: {exc}")
@@ -187,7 +218,7 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
                  None)
     if first is not None:
         exc = errors[first]
-        if isinstance(exc, GradcError):   # the CLI's one line, naming the rank
+        if isinstance(exc, GradcError) and not isinstance(exc, Deadlock):   # the CLI's one line, naming the rank
             raise ExecutionError(f"rank {first}: {exc}") from exc
         raise exc
     return results

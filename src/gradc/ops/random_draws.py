@@ -83,12 +83,10 @@ defop("class_center_sample", ["Label"], ["RemappedLabel", "SampledLocalClassCent
       grad=NO_GRAD)
 
 def _seed_infer(ctx):
-    if ctx.attr("deterministic"):   # its seed would come from a named generator of fleet's RNG state tracker
-        ctx.fail("attribute deterministic=True is not supported: gradc holds no named generator (fleet's RNG state "
-                 "tracker)")
     return {"Out": ([1], VarType.INT32)}
 
 
-# Paddle's recompute puts one before each dropout it will run again: both runs read the seed, so draw one mask
+# Paddle's recompute puts one before each dropout it will run again: both runs read the seed, so draw one mask;
+# deterministic=True takes it from the generator named rng_name (gradc.executor.randomness.set_seed_generator)
 defop("seed", [], ["Out"], attrs={"seed": 0, "deterministic": False, "rng_name": "", "force_cpu": False},
       infer=_seed_infer, grad=NO_GRAD)

@@ -29,7 +29,7 @@ def _send(k, value) -> dict:
 
 def _receive(k) -> np.ndarray:
     job, rank = _job(k)
-    value = job.receive(rank, k.attr("ring_id"), k.attr("peer"))
+    value = job.receive(rank, k.attr("ring_id"), k.attr("peer"), k.where)
     dtype = numpy_dtype(k.attr("dtype"))
     if value.dtype != dtype:
         raise ValueError(f"the peer sent {value.dtype}, and dtype says {dtype}")

@@ -117,6 +117,12 @@ def class_center_sample(k):
 
 @kernel("seed")
 def seed(k):
-    """The seed attribute, else a fresh seed (Paddle takes one from std::random_device, which nothing reproduces)."""
+    """deterministic: the low 32 bits of the named generator's next word, drawn again while 0 (as Paddle); else the
+    seed attribute, else a fresh seed (Paddle takes one from std::random_device, which nothing reproduces)."""
+    if k.attr("deterministic"):
+        engine, value = randomness.seed_generator(k.attr("rng_name")), 0
+        while value == 0:
+            value = int(engine.words(1).astype(np.uint32).view(np.int32)[0])
+        return {"Out": np.array([value], np.int32)}
     value = k.attr("seed") or int(randomness.generator().integers(1, 2 ** 31))
     return {"Out": np.array([value], np.int32)}
