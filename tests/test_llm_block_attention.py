@@ -83,8 +83,11 @@ class _Cache:
 
 
 def blha_reference(feed, heads, kv_heads, neox):
-    """(fmha_out, qkv_out, key_cache, value_cache) one token, head and cache row at a time."""
+    """(fmha_out, qkv_out, key_cache, value_cache) one token, head and cache row at a time; a prefix cache sits at
+    cache positions 0..pre-1, before the sequence's tokens, and is seen whole by every token."""
     qkv = feed["qkv"].astype(np.float64) + feed.get("qkv_bias", 0)
+    pre_k, pre_v = feed.get("pre_key_cache"), feed.get("pre_value_cache")
+    pre = 0 if pre_k is None else pre_k.shape[2]
     keys, values = _Cache(feed, "key"), _Cache(feed, "value")
     tables, rope, group = feed["block_tables"], feed.get("rope_emb"), heads // kv_heads
     out = np.zeros((qkv.shape[0], heads * DIM))
@@ -104,16 +107,25 @@ def blha_reference(feed, heads, kv_heads, neox):
                 for h in range(heads + kv_heads):
                     qkv[t, h * DIM:(h + 1) * DIM] = _turn(head(t, h), cos, sin, neox)
             for g in range(kv_heads):
-                p, row = page(b, pos)
+                p, row = page(b, pos + pre)
                 keys.put(p, g, row, head(t, heads + g), False)
                 values.put(p, g, row, head(t, heads + kv_heads + g), False)
+        for g in range(kv_heads * (length > 0)):
+            for j in range(pre):
+                p, row = page(b, j)
+                keys.put(p, g, row, pre_k[b, g, j], False)
+                values.put(p, g, row, pre_v[b, g, j], False)
         for i, t in enumerate(tokens):
+            seen = tokens if "mask" in feed else tokens[:i + 1]
             for h in range(heads):
                 g = h // group
-                scores = np.array([head(t, h) @ head(s, heads + g) / math.sqrt(DIM) for s in tokens[:i + 1]])
+                key_list = [pre_k[b, g, j] for j in range(pre)] + [head(s, heads + g) for s in seen]
+                value_list = [pre_v[b, g, j] for j in range(pre)] + [head(s, heads + kv_heads + g) for s in seen]
+                scores = np.array([head(t, h) @ key / math.sqrt(DIM) for key in key_list])
+                if "mask" in feed:
+                    scores += feed["mask"][b, h if feed["mask"].shape[1] > 1 else 0, i, :len(key_list)]
                 p = np.exp(scores - scores.max())
-                out[t, h * DIM:(h + 1) * DIM] = p @ np.array([head(s, heads + kv_heads + g)
-                                                              for s in tokens[:i + 1]]) / p.sum()
+                out[t, h * DIM:(h + 1) * DIM] = p @ np.array(value_list) / p.sum()
     qkv_out = qkv.copy()
     for b, step in enumerate(feed["seq_lens_decoder"][:, 0]):
         if step == 0:
@@ -123,6 +135,7 @@ def blha_reference(feed, heads, kv_heads, neox):
         if rope is not None:
             cos, sin = _decode_tables(rope, step, neox)
             vecs[:heads + kv_heads] = [_turn(v, cos, sin, neox) for v in vecs[:heads + kv_heads]]
+        step += pre   # rope above at the token's own position, the cache past the prefix
         cached = [page(b, s) for s in range(step)]   # read before the new token's row is written
         seen_keys = [[keys.get(p, g, row) for p, row in cached] + [vecs[heads + g]] for g in range(kv_heads)]
         seen_values = [[values.get(p, g, row) for p, row in cached] + [vecs[heads + kv_heads + g]]
@@ -164,6 +177,41 @@ def test_paddles_translated_int8_cache_program_quantizes_on_write_and_dequantize
     np.testing.assert_allclose(got["fmha_out"], out, rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(got["qkv"], qkv_out, rtol=1e-5, atol=1e-5)
     assert np.count_nonzero(got["key_cache"] != feed["key_cache"]) > 3 * 2 * DIM   # 3 prefill rows + 1 decode row
+
+
+def test_paddles_translated_prefix_cache_program_pages_the_prefix_first_and_every_token_sees_it():
+    feed, got = _translated("blha_prefix_cache_gqa_int8")
+    out, qkv_out, keys, values = blha_reference(feed, 4, 2, False)
+    np.testing.assert_array_equal(got["key_cache"], keys)   # byte for byte
+    np.testing.assert_array_equal(got["value_cache"], values)
+    np.testing.assert_allclose(got["fmha_out"], out, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(got["qkv"], qkv_out, rtol=1e-5, atol=1e-5)
+    # sequence 0's prefix at positions 0-1 (page 2, rows 0-1), its 3 tokens at 2-4
+    np.testing.assert_array_equal(got["key_cache"][2, :, :2], keys[2, :, :2])
+    assert np.count_nonzero(got["key_cache"][2, :, :2] != feed["key_cache"][2, :, :2]) > 2 * DIM
+    without = blha_reference({name: value for name, value in feed.items() if not name.startswith("pre_")}, 4, 2,
+                             False)[0]
+    assert np.abs(without - out).max() > 0.05
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_block_attention_prefix_cache_in_float32_prefill_and_decode(masked):
+    feed = _mixed_batch()
+    feed |= {"pre_key_cache": r.standard_normal((3, 2, 2, DIM)).astype(np.float32),
+             "pre_value_cache": r.standard_normal((3, 2, 2, DIM)).astype(np.float32),
+             "rope_emb": r.standard_normal((2, 1, SEQ, 1, DIM)).astype(np.float32)}
+    if masked:   # over the prefix and all of the sequence's tokens, no causal triangle
+        feed |= {"mask": r.uniform(-2, 0, (3, 2, SEQ, SEQ)).astype(np.float32),
+                 "tgt_mask": r.uniform(-2, 0, (3, 1, 1, SEQ)).astype(np.float32)}
+    attrs = {"max_seq_len": SEQ, "block_size": BLOCK, "use_neox_style": True}
+    outs = run("block_multihead_attention", feed, ["fmha_out", "qkv_out", "key_cache_out", "value_cache_out"], attrs)
+    for got, want in zip(outs, blha_reference(feed, 2, 2, True)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(outs[2][2, :, :2], feed["pre_key_cache"][0])   # prefix at sequence 0's rows 0-1
+    # sequence 1 decodes at 5 + 2 = position 7: page 3, row 3 holds its value
+    np.testing.assert_array_equal(outs[3][3, 0, 3], feed["qkv"][3, 4 * DIM:5 * DIM])
+    with pytest.raises(Exception, match="sequence 0 needs a mask of 3 x 5"):
+        run("block_multihead_attention", {**feed, "mask": np.zeros((3, 1, 3, 4), np.float32)}, ["fmha_out"], attrs)
 
 
 def test_paddles_translated_int32_qkv_program_dequantizes_each_column_into_float16():
@@ -265,7 +313,9 @@ def test_blha_get_max_len_reads_the_first_batch_size_sequences():
 
 @pytest.mark.parametrize("inputs, attrs, message", [
     ({"cache_k_quant_scales": np.ones(2, np.float32)}, {}, "the int8 cache needs all of"),
-    ({"pre_key_cache": np.zeros((3, 2, 2, DIM), np.float32)}, {}, "pre_key_cache: the prefix cache"),
+    ({"pre_key_cache": np.zeros((3, 2, 2, DIM), np.float32)}, {}, "pre_key_cache needs its partner"),
+    ({"pre_key_cache": np.zeros((3, 1, 2, DIM), np.float32), "pre_value_cache": np.zeros((3, 1, 2, DIM), np.float32)},
+     {}, r"must both be \[batch, kv_heads=2, prefix, head_dim=16\]"),
     ({}, {"out_scale": 1.0, "quant_max_bound": 448.0}, "float8_e4m3fn at 448, not supported"),
     ({}, {"dynamic_cachekv_quant": True}, "dynamic_cachekv_quant: the cache scales"),
     ({}, {"block_size": 8}, "block_size=8 must be key_cache's block size 4"),

@@ -159,6 +159,9 @@ CASES = {
                                                            "qkv_bias": ([96], "float16")}, "float16", I32),
     "blha_int8_out_smooth": _blha(False, MIXED, 4, 3, 2, 2, {"out_shift": ([32], F32), "out_smooth": ([32], F32)},
                                   out_scale=0.05),
+    "blha_prefix_cache_gqa_int8": _blha(False, MIXED, 4, 3, 4, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
+                                                                  "pre_key_cache": ([3, 2, 2, 16], F32),
+                                                                  "pre_value_cache": ([3, 2, 2, 16], F32)}, "uint8"),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
     "llm_int8_linear_outliers": _llm_int8(),
@@ -168,7 +171,8 @@ CASES = {
 SEEDS = {"mmha_pairs_bias_mask": 500, "mmha_gqa_neox_lengths_smooth": 501, "mmha_int32_x_int8_out_smooth": 502,
          "varlen_attention_gqa_mask": 502, "varlen_attention_causal_pre_cache": 503, "blha_prefill_pairs_gqa_bias": 504,
          "blha_decode_neox_tgt_mask": 505, "blha_int8_cache_prefill_decode": 506, "blha_int32_qkv_fp16": 507,
-         "blha_int8_out_smooth": 509, "mmha_beam_offsets": 510}
+         "blha_int8_out_smooth": 509, "mmha_beam_offsets": 510,
+         "blha_prefix_cache_gqa_int8": 511}
 LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens": [[5], [4]]}
 
 

@@ -67,6 +67,9 @@ class Paged:
         self.neox, self.seq = k.attr("use_neox_style"), k.attr("max_seq_len")
         self.shared = np.arange(self.heads) // (self.heads // self.kv_heads)
         self.int8 = Int8Cache(k, self.dtype) if k.optional("cache_k_quant_scales") is not None else None
+        prefix = k.optional("pre_key_cache")
+        self.pre = 0 if prefix is None else prefix.shape[2]
+        self.prefix = None if prefix is None else (prefix.astype(np.float64), k.x("pre_value_cache").astype(np.float64))
 
     def split(self, rows):
         """q [n, H, D], k and v [n, KVH, D] of the given token rows."""
@@ -124,23 +127,29 @@ def _phase_on(k, slot: str, lengths) -> bool:
 
 def _prefill(paged, k, out, encoder) -> None:
     origin = k.x("padding_offsets").reshape(-1)
-    starts, mask = k.x("cu_seqlens_q").reshape(-1), k.optional("mask")
+    starts, mask, pre = k.x("cu_seqlens_q").reshape(-1), k.optional("mask"), paged.pre
     for b in np.flatnonzero(encoder > 0):
         rows = np.arange(starts[b], starts[b + 1])
-        positions = (rows + origin[rows]) % paged.seq
+        positions, count = (rows + origin[rows]) % paged.seq, len(rows) + pre
         q, key, value = paged.split(rows)
         if paged.rope is not None:
             q, key = paged.prefill_rope(q, positions), paged.prefill_rope(key, positions)
             paged.qkv[rows] = np.concatenate([q, key, value], axis=1).reshape(len(rows), -1)
-        scores = np.einsum("ihd,jhd->hij", q, key[:, paged.shared]) / np.sqrt(paged.dim)
+        prefix = [part[b].swapaxes(0, 1) for part in paged.prefix] if pre else [key[:0], value[:0]]
+        keys, values = np.concatenate([prefix[0], key]), np.concatenate([prefix[1], value])
+        scores = np.einsum("ihd,jhd->hij", q, keys[:, paged.shared]) / np.sqrt(paged.dim)
         if mask is not None:
-            scores = scores + mask[b, :, :len(rows), :len(rows)].astype(np.float64)
-        else:
-            scores = np.where(np.tril(np.ones((len(rows), len(rows)), bool)), scores, -np.inf)
+            if mask.shape[2] < len(rows) or mask.shape[3] < count:
+                raise ValueError(f"sequence {b} needs a mask of {len(rows)} x {count} (its prefix and tokens), "
+                                 f"mask is {list(mask.shape)}")
+            scores = scores + mask[b, :, :len(rows), :count].astype(np.float64)
+        else:   # token i sees the whole prefix and tokens 0..i
+            scores = np.where(np.arange(count) <= np.arange(len(rows))[:, None] + pre, scores, -np.inf)
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
-        out[rows] = np.einsum("hij,jhd->ihd", weights, value[:, paged.shared]).reshape(len(rows), -1)
-        paged.write(b, positions, key, value)
+        out[rows] = np.einsum("hij,jhd->ihd", weights, values[:, paged.shared]).reshape(len(rows), -1)
+        paged.write(b, positions + pre, key, value)
+        paged.write(b, np.arange(pre), *prefix)
 
 
 def _decode(paged, k, out, decoder) -> None:
@@ -148,8 +157,9 @@ def _decode(paged, k, out, decoder) -> None:
     for b in np.flatnonzero(decoder > 0):
         step, row = int(decoder[b]), b * paged.seq - int(cum[b])
         q, key, value = (part[0] for part in paged.split(np.array([row])))
-        if paged.rope is not None:
+        if paged.rope is not None:   # at the token's own position, as the prefill turns it (not past the prefix)
             q, key = paged.decode_rope(q, step), paged.decode_rope(key, step)
+        step += paged.pre   # the cache holds the prefix first
         cached_keys, cached_values = paged.read(b, step)
         paged.write(b, [step], key[None], value[None], decode=True)
         # the new token's own k and v enter unquantized, as the kernel keeps them in registers
