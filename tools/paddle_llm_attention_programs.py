@@ -70,17 +70,18 @@ def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int)
 
 
 def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict,
-          cache: str = F32, qkv: str = F32, out_scale: float = -1.0) -> dict:
+          cache: str = F32, qkv: str = F32, out_scale: float = -1.0, dynamic: bool = False) -> dict:
     """blha_get_max_len, then block_multihead_attention with its max lengths (head_dim 16, max_seq_len 8, pages of
     4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn; the int8
     cache (cache "uint8") with its four [kv_heads] scales; an int32 qkv with qkv_out_scale, in float16; out_scale > 0
-    writes an int8 fmha_out."""
+    writes an int8 fmha_out; dynamic: dynamic_cachekv_quant, its scales [batch, kv_heads]."""
     dim, width = 16, (heads + 2 * kv_heads) * 16
     compute = "float16" if qkv == I32 else F32
     feeds = {"qkv": ([tokens, width], qkv), "key_cache": ([6, kv_heads, 4, dim], cache),
              "value_cache": ([6, kv_heads, 4, dim], cache), "batch_size": ([batch], I32), **extra}
     if cache == "uint8":
-        feeds |= {f"cache_{kv}_{kind}_scales": ([kv_heads], F32) for kv in "kv" for kind in ("quant", "dequant")}
+        scales = [batch, kv_heads] if dynamic else [kv_heads]
+        feeds |= {f"cache_{kv}_{kind}_scales": (scales, F32) for kv in "kv" for kind in ("quant", "dequant")}
     if qkv == I32:
         feeds["qkv_out_scale"] = ([width], F32)
     feeds |= {name: (list(np.shape(value)), I32) for name, value in values.items()}
@@ -91,7 +92,7 @@ def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_head
     out_dtype = "int8" if out_scale > 0 else compute
     outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], out_dtype), "qkv_out": ("qkv", None, qkv),
             "key_cache_out": ("key_cache", None, cache), "value_cache_out": ("value_cache", None, cache)}
-    attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": False,
+    attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": dynamic,
              "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": out_scale,
              "compute_dtype": "fp16" if qkv == I32 else "default", "rope_theta": 10000.0}
     ins |= {slot: [slot] for slot in maxima}
@@ -162,6 +163,10 @@ CASES = {
     "blha_prefix_cache_gqa_int8": _blha(False, MIXED, 4, 3, 4, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
                                                                   "pre_key_cache": ([3, 2, 2, 16], F32),
                                                                   "pre_value_cache": ([3, 2, 2, 16], F32)}, "uint8"),
+    "blha_dynamic_cachekv_quant_prefix": _blha(True, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 16], F32),
+                                                                       "pre_key_cache": ([3, 2, 1, 16], F32),
+                                                                       "pre_value_cache": ([3, 2, 1, 16], F32)},
+                                               "uint8", dynamic=True),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
     "llm_int8_linear_outliers": _llm_int8(),
@@ -172,7 +177,7 @@ SEEDS = {"mmha_pairs_bias_mask": 500, "mmha_gqa_neox_lengths_smooth": 501, "mmha
          "varlen_attention_gqa_mask": 502, "varlen_attention_causal_pre_cache": 503, "blha_prefill_pairs_gqa_bias": 504,
          "blha_decode_neox_tgt_mask": 505, "blha_int8_cache_prefill_decode": 506, "blha_int32_qkv_fp16": 507,
          "blha_int8_out_smooth": 509, "mmha_beam_offsets": 510,
-         "blha_prefix_cache_gqa_int8": 511}
+         "blha_prefix_cache_gqa_int8": 511, "blha_dynamic_cachekv_quant_prefix": 512}
 LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens": [[5], [4]]}
 
 

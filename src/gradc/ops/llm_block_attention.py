@@ -38,7 +38,16 @@ float16: qkv = float16(float32(qkv) qkv_out_scale[column]) before the bias; qkv_
 turns a buffer of its own). out_scale > 0 writes fmha_out as int8 as masked_multihead_attention does (out_shift and
 out_smooth, both given, applied first in the compute dtype; either alone is ignored, as the kernel ignores it), and
 out_shift and out_smooth are ignored without it. Refused: compute_dtype "bf16" with an int32 qkv, float8 fmha_out
-(quant_max_bound 448), dynamic_cachekv_quant.
+(quant_max_bound 448).
+dynamic_cachekv_quant with the int8 cache (the four scales [B, KVH]): each prefilling sequence b measures its row,
+quant[b, g] = 127 / max |x| (float32) over the k (or v) values of kv head g of every token of the batch (the
+kernel's max runs over all of qkv, bias added and prefill tokens turned), dequant[b, g] = 1 / quant[b, g]; its
+tokens and prefix are coded clip(round(float32(x) quant[b, g]), -127, 127) + 128, half away from zero whatever
+quant_round_type and the bounds say; decode reads and writes with row b (the fed row for a sequence not
+prefilling). Paddle's kernel writes the measured scales into the four scale inputs in place (the op declares no
+output for them): gradc does not, so a later op reading those vars sees the values fed. Paddle's decode kernel and
+its prefix writer read row 0 (scales[g]) for every sequence, which dequantizes sequence b > 0 with sequence 0's
+scales; gradc reads row b.
 
 The prefix cache (pre_key_cache, pre_value_cache [B, KVH, P, D] in the compute dtype): for a prefilling sequence
 the kernel pages the prefix in at cache positions 0..P-1 (the int8 cache codes it by the prefill's rounding) and
@@ -69,8 +78,6 @@ ATTRS = {"max_seq_len": 0, "block_size": 0, "use_neox_style": False, "dynamic_ca
 
 
 def _refusals(ctx) -> None:
-    if ctx.attr("dynamic_cachekv_quant"):
-        ctx.fail("dynamic_cachekv_quant: the cache scales the kernel computes per batch are not supported")
     for slot in INT32_SLOTS:
         if ctx.dtype(slot) not in (VarType.INT32, None):
             ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
@@ -93,14 +100,17 @@ def _cache_dtype(ctx, dtype):
         return dtype
     if len(given) < len(CACHE_SCALES):
         ctx.fail(f"the int8 cache needs all of {', '.join(CACHE_SCALES)}, got only {', '.join(given)}")
-    cache = ctx.shape("key_cache")
+    cache, batch = ctx.shape("key_cache"), ctx.shape("cum_offsets")
     kv_heads = cache[1] if cache is not None and len(cache) == 4 else -1
+    if ctx.attr("dynamic_cachekv_quant"):   # a row of scales per sequence
+        rows = batch[0] if batch is not None and len(batch) == 1 else -1
+        kv_heads = kv_heads * rows if min(rows, kv_heads) >= 0 else -1
     for slot in (*CACHE_SCALES, "key_cache", "value_cache"):
         want = VarType.UINT8 if slot.endswith("cache") else VarType.FP32
         if ctx.dtype(slot) not in (want, None):
             ctx.fail(f"{slot} must be {dtype_name(want)} for the int8 cache, got {dtype_name(ctx.dtype(slot))}")
     for slot in CACHE_SCALES:
-        check_numel(ctx, slot, kv_heads, "kv_heads")
+        check_numel(ctx, slot, kv_heads, "batch kv_heads" if ctx.attr("dynamic_cachekv_quant") else "kv_heads")
     if not -128 <= ctx.attr("quant_min_bound") <= ctx.attr("quant_max_bound") <= 127:
         ctx.fail(f"quant_min_bound={ctx.attr('quant_min_bound')}, quant_max_bound={ctx.attr('quant_max_bound')}: "
                  "a code + 128 must fit the uint8 cache")
