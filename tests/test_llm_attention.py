@@ -35,9 +35,10 @@ def _rope(vec, cos, sin, neox, dims):
 
 
 def mmha_reference(x, cache, bias=None, mask=None, lengths=None, rotary=None, neox=False, dims=1, shift=None,
-                   smooth=None):
-    """(out, cache_out) one sequence and head at a time, as the kernel's blocks do."""
-    x, cache = x.astype(np.float64), cache.copy()
+                   smooth=None, offsets=None):
+    """(out, cache_out) one sequence and head at a time, as the kernel's blocks do; with beam offsets position t
+    of sequence b reads beam offsets[b, t] of b's group (b itself for 0) from the cache before the step."""
+    x, before, cache = x.astype(np.float64), cache, cache.copy()
     batch, (kv_heads, seq, dim) = x.shape[0], cache.shape[2:]
     heads, width = x.shape[1] // dim - 2 * kv_heads, 16 // cache.dtype.itemsize
     out = np.zeros((batch, heads * dim))
@@ -56,9 +57,12 @@ def mmha_reference(x, cache, bias=None, mask=None, lengths=None, rotary=None, ne
             q = qkv[h * dim:(h + 1) * dim]
             if rotary is not None:
                 q = _rope(q, rotary[0, b].reshape(-1), rotary[1, b].reshape(-1), neox, dims)
-            keys = [[_cache_key(cache[0, b, g], t, d, width) for d in range(dim)] for t in range(step)]
+            beams = 1 if offsets is None else offsets.shape[1]
+            row = np.zeros(step, int) if offsets is None else offsets.reshape(-1, seq)[b]
+            source = [b // beams * beams + row[t] if row[t] else b for t in range(step)]
+            keys = [[_cache_key(before[0, source[t], g], t, d, width) for d in range(dim)] for t in range(step)]
             keys = np.array(keys + [new_keys[g]])
-            values = np.vstack([cache[1, b, g, :step], new_values[g]])
+            values = np.array([before[1, source[t], g, t] for t in range(step)] + [new_values[g]])
             scores = keys @ q / math.sqrt(dim)
             if mask is not None:
                 scores = scores + mask[b, h if mask.shape[1] > 1 else 0, 0, :step + 1]
@@ -83,6 +87,19 @@ def test_paddles_translated_mmha_program_runs_one_decoding_step_and_writes_the_c
     np.testing.assert_allclose(got["out"], want_out, rtol=2e-5, atol=2e-5)
     np.testing.assert_allclose(got["cache_kv"], want_cache, rtol=1e-6, atol=1e-6)
     assert not np.array_equal(got["cache_kv"], feed["cache_kv"])
+
+
+def test_paddles_translated_mmha_program_reads_the_beams_its_offsets_name():
+    feed, got = _translated("mmha_beam_offsets")
+    want_out, want_cache = mmha_reference(
+        feed["x"], feed["cache_kv"], feed["bias"], feed["src_mask"], feed["sequence_lengths"], feed["rotary_tensor"],
+        offsets=feed["beam_cache_offset"])
+    np.testing.assert_allclose(got["out"], want_out, rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(got["cache_kv"], want_cache, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(got["beam_cache_offset"], feed["beam_cache_offset"])
+    unmoved, _ = mmha_reference(feed["x"], feed["cache_kv"], feed["bias"], feed["src_mask"],
+                                feed["sequence_lengths"], feed["rotary_tensor"])
+    assert np.abs(want_out - unmoved).max() > 0.05
 
 
 def _mmha_inputs(dtype, heads=2, kv_heads=1, dim=16, seq=5, batch=2):
@@ -137,14 +154,37 @@ def test_mmha_refuses_what_it_does_not_run(inputs, attrs, message):
         run("masked_multihead_attention", feed, ["out", "cache_kv_out"], attrs)
 
 
-def test_mmha_refuses_moving_beam_offsets_and_steps_past_the_cache():
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_mmha_reads_each_position_from_the_beam_its_offset_names(dtype):
+    # 2 sources x 3 beams; each beam's history points at other beams of its own group (0 = its own cache)
+    x, cache = _mmha_inputs(dtype, heads=2, kv_heads=2, batch=6, seq=6)
+    offsets = r.integers(0, 3, (2, 3, 6)).astype(np.int32)
+    lengths = np.array([[4], [4], [4], [3], [3], [5]], np.int32)
+    rotary = r.standard_normal((2, 6, 1, 1, 16)).astype(np.float32)
+    out, cache_out, offsets_out = run("masked_multihead_attention", {
+        "x": x, "cache_kv": cache, "sequence_lengths": lengths, "beam_cache_offset": offsets,
+        "rotary_tensor": rotary}, ["out", "cache_kv_out", "beam_cache_offset_out"], {"rotary_emb_dims": 1})
+    want_out, want_cache = mmha_reference(x, cache, lengths=lengths, rotary=rotary, offsets=offsets)
+    unmoved, _ = mmha_reference(x, cache, lengths=lengths, rotary=rotary)
+    tol = 1e-5 if dtype == np.float32 else 3e-3
+    np.testing.assert_allclose(out, want_out, rtol=tol, atol=tol)
+    np.testing.assert_allclose(cache_out, want_cache.astype(dtype), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(offsets_out, offsets)
+    assert np.abs(want_out - unmoved).max() > 0.05   # the offsets change what is read
+
+
+def test_mmha_refuses_beam_offsets_it_cannot_address_and_steps_past_the_cache():
     x, cache = _mmha_inputs(np.float32)
-    offsets = np.zeros((2, 1, 5), np.int32)
-    offsets[1, 0, 2] = 1
+    offsets = np.zeros((1, 2, 5), np.int32)
+    offsets[0, 1, 0] = 1
     lengths = np.array([[1], [1]], np.int32)
-    with pytest.raises(Exception, match="beam_cache_offset moves cache reads"):
+    with pytest.raises(Exception, match="needs cache_kv's batch and kv_heads equal"):   # GQA: 2 heads, 1 kv head
         run("masked_multihead_attention", {"x": x, "cache_kv": cache, "sequence_lengths": lengths,
                                            "beam_cache_offset": offsets}, ["out", "cache_kv_out"])
+    x, cache = _mmha_inputs(np.float32, kv_heads=2)
+    with pytest.raises(Exception, match=r"sequence 1's beam_cache_offset holds 0 .. 2, outside the 2 beams"):
+        run("masked_multihead_attention", {"x": x, "cache_kv": cache, "sequence_lengths": lengths + 1,
+                                           "beam_cache_offset": offsets * 2}, ["out", "cache_kv_out"])
     with pytest.raises(Exception, match="at step 5, past cache_kv's 5 positions"):
         run("masked_multihead_attention", {"x": x, "cache_kv": cache, "sequence_lengths": lengths + 4},
             ["out", "cache_kv_out"])

@@ -61,31 +61,41 @@ def _code(x, scale, decode, round_type=1, low=-127.0, high=127.0):
 class _Cache:
     """The paged cache one element at a time: floats, or the int8 cache's bytes when the feed has its scales."""
 
-    def __init__(self, feed, kind):
-        self.kind, self.data = kind, feed[f"{kind}_cache"].copy()
+    def __init__(self, feed, kind, dynamic=False):
+        self.kind, self.data, self.dynamic = kind, feed[f"{kind}_cache"].copy(), dynamic
         self.int8 = f"cache_{kind[0]}_quant_scales" in feed
-        if self.int8:
-            self.quant, self.dequant = (feed[f"cache_{kind[0]}_{s}_scales"] for s in ("quant", "dequant"))
+        if self.int8:   # [rows, kv_heads]: one row, or one per sequence (dynamic)
+            self.quant, self.dequant = (feed[f"cache_{kind[0]}_{s}_scales"].reshape(-1, self.data.shape[1]).copy()
+                                        for s in ("quant", "dequant"))
         else:
             self.data = self.data.astype(np.float64)
 
-    def put(self, p, g, row, vec, decode):
+    def measure(self, b, g, vecs):
+        """Sequence b's dynamic scales of kv head g from every token's vector of that head."""
+        self.quant[b, g] = np.float32(127) / np.float32(max(abs(float(np.float32(x))) for v in vecs for x in v))
+        self.dequant[b, g] = np.float32(1) / self.quant[b, g]
+
+    def put(self, p, g, row, vec, decode, b):
         if not self.int8:
             self.data[p, g, row] = vec
             return
         for d, x in enumerate(vec):
-            self.data[p, g, row, d] = _code(x, self.quant[g], decode)
+            self.data[p, g, row, d] = _code(x, self.quant[b if self.dynamic else 0, g], decode)
 
-    def get(self, p, g, row):
+    def get(self, p, g, row, b):
         if not self.int8:
             return self.data[p, g, row]
-        return np.array([float(np.float32(self.dequant[g]) * np.float32(int(u) - 128)) for u in self.data[p, g, row]])
+        scale = np.float32(self.dequant[b if self.dynamic else 0, g])
+        return np.array([float(scale * np.float32(int(u) - 128)) for u in self.data[p, g, row]])
 
 
-def blha_reference(feed, heads, kv_heads, neox):
-    """(fmha_out, qkv_out, key_cache, value_cache) one token, head and cache row at a time."""
+def blha_reference(feed, heads, kv_heads, neox, dynamic=False):
+    """(fmha_out, qkv_out, key_cache, value_cache) one token, head and cache row at a time; a prefix cache sits at
+    cache positions 0..pre-1, before the sequence's tokens, and is seen whole by every token."""
     qkv = feed["qkv"].astype(np.float64) + feed.get("qkv_bias", 0)
-    keys, values = _Cache(feed, "key"), _Cache(feed, "value")
+    pre_k, pre_v = feed.get("pre_key_cache"), feed.get("pre_value_cache")
+    pre = 0 if pre_k is None else pre_k.shape[2]
+    keys, values = _Cache(feed, "key", dynamic), _Cache(feed, "value", dynamic)
     tables, rope, group = feed["block_tables"], feed.get("rope_emb"), heads // kv_heads
     out = np.zeros((qkv.shape[0], heads * DIM))
 
@@ -95,25 +105,38 @@ def blha_reference(feed, heads, kv_heads, neox):
     def page(b, pos):
         return tables[b, pos // BLOCK], pos % BLOCK
 
+    for b, length in enumerate(feed["seq_lens_encoder"][:, 0]):   # every prefill token turned first
+        for t in range(feed["cu_seqlens_q"][b], feed["cu_seqlens_q"][b] + length * (rope is not None)):
+            cos, sin = _prefill_tables(rope, (t + feed["padding_offsets"][t]) % SEQ, neox)
+            for h in range(heads + kv_heads):
+                qkv[t, h * DIM:(h + 1) * DIM] = _turn(head(t, h), cos, sin, neox)
     for b, length in enumerate(feed["seq_lens_encoder"][:, 0]):
         tokens = range(feed["cu_seqlens_q"][b], feed["cu_seqlens_q"][b] + length)
+        for g in range(kv_heads * (length > 0) * dynamic):   # the kernel's max over all tokens of the batch
+            keys.measure(b, g, [head(t, heads + g) for t in range(len(qkv))])
+            values.measure(b, g, [head(t, heads + kv_heads + g) for t in range(len(qkv))])
         for t in tokens:
             pos = (t + feed["padding_offsets"][t]) % SEQ
-            if rope is not None:
-                cos, sin = _prefill_tables(rope, pos, neox)
-                for h in range(heads + kv_heads):
-                    qkv[t, h * DIM:(h + 1) * DIM] = _turn(head(t, h), cos, sin, neox)
             for g in range(kv_heads):
-                p, row = page(b, pos)
-                keys.put(p, g, row, head(t, heads + g), False)
-                values.put(p, g, row, head(t, heads + kv_heads + g), False)
+                p, row = page(b, pos + pre)
+                keys.put(p, g, row, head(t, heads + g), False, b)
+                values.put(p, g, row, head(t, heads + kv_heads + g), False, b)
+        for g in range(kv_heads * (length > 0)):
+            for j in range(pre):
+                p, row = page(b, j)
+                keys.put(p, g, row, pre_k[b, g, j], False, b)
+                values.put(p, g, row, pre_v[b, g, j], False, b)
         for i, t in enumerate(tokens):
+            seen = tokens if "mask" in feed else tokens[:i + 1]
             for h in range(heads):
                 g = h // group
-                scores = np.array([head(t, h) @ head(s, heads + g) / math.sqrt(DIM) for s in tokens[:i + 1]])
+                key_list = [pre_k[b, g, j] for j in range(pre)] + [head(s, heads + g) for s in seen]
+                value_list = [pre_v[b, g, j] for j in range(pre)] + [head(s, heads + kv_heads + g) for s in seen]
+                scores = np.array([head(t, h) @ key / math.sqrt(DIM) for key in key_list])
+                if "mask" in feed:
+                    scores += feed["mask"][b, h if feed["mask"].shape[1] > 1 else 0, i, :len(key_list)]
                 p = np.exp(scores - scores.max())
-                out[t, h * DIM:(h + 1) * DIM] = p @ np.array([head(s, heads + kv_heads + g)
-                                                              for s in tokens[:i + 1]]) / p.sum()
+                out[t, h * DIM:(h + 1) * DIM] = p @ np.array(value_list) / p.sum()
     qkv_out = qkv.copy()
     for b, step in enumerate(feed["seq_lens_decoder"][:, 0]):
         if step == 0:
@@ -123,14 +146,15 @@ def blha_reference(feed, heads, kv_heads, neox):
         if rope is not None:
             cos, sin = _decode_tables(rope, step, neox)
             vecs[:heads + kv_heads] = [_turn(v, cos, sin, neox) for v in vecs[:heads + kv_heads]]
+        step += pre   # rope above at the token's own position, the cache past the prefix
         cached = [page(b, s) for s in range(step)]   # read before the new token's row is written
-        seen_keys = [[keys.get(p, g, row) for p, row in cached] + [vecs[heads + g]] for g in range(kv_heads)]
-        seen_values = [[values.get(p, g, row) for p, row in cached] + [vecs[heads + kv_heads + g]]
+        seen_keys = [[keys.get(p, g, row, b) for p, row in cached] + [vecs[heads + g]] for g in range(kv_heads)]
+        seen_values = [[values.get(p, g, row, b) for p, row in cached] + [vecs[heads + kv_heads + g]]
                        for g in range(kv_heads)]
         for g in range(kv_heads):
             p, row = page(b, step)
-            keys.put(p, g, row, vecs[heads + g], True)
-            values.put(p, g, row, vecs[heads + kv_heads + g], True)
+            keys.put(p, g, row, vecs[heads + g], True, b)
+            values.put(p, g, row, vecs[heads + kv_heads + g], True, b)
         for h in range(heads):
             g = h // group
             scores = np.array([vecs[h] @ key / math.sqrt(DIM) for key in seen_keys[g]])
@@ -265,9 +289,13 @@ def test_blha_get_max_len_reads_the_first_batch_size_sequences():
 
 @pytest.mark.parametrize("inputs, attrs, message", [
     ({"cache_k_quant_scales": np.ones(2, np.float32)}, {}, "the int8 cache needs all of"),
-    ({"pre_key_cache": np.zeros((3, 2, 2, DIM), np.float32)}, {}, "pre_key_cache: the prefix cache"),
+    ({"pre_key_cache": np.zeros((3, 2, 2, DIM), np.float32)}, {}, "pre_key_cache needs its partner"),
+    ({"pre_key_cache": np.zeros((3, 1, 2, DIM), np.float32), "pre_value_cache": np.zeros((3, 1, 2, DIM), np.float32)},
+     {}, r"must both be \[batch, kv_heads=2, prefix, head_dim=16\]"),
     ({}, {"out_scale": 1.0, "quant_max_bound": 448.0}, "float8_e4m3fn at 448, not supported"),
-    ({}, {"dynamic_cachekv_quant": True}, "dynamic_cachekv_quant: the cache scales"),
+    ({"key_cache": np.zeros((5, 2, BLOCK, DIM), np.uint8), "value_cache": np.zeros((5, 2, BLOCK, DIM), np.uint8),
+      **{f"cache_{kv}_{kind}_scales": np.ones(2, np.float32) for kv in "kv" for kind in ("quant", "dequant")}},
+     {"dynamic_cachekv_quant": True}, r"must hold batch kv_heads = 6 values"),
     ({}, {"block_size": 8}, "block_size=8 must be key_cache's block size 4"),
     ({"cum_offsets": np.zeros(3, np.int64)}, {}, "cum_offsets must be int32"),
     ({"qkv_out_scale": np.ones(96, np.float32)}, {}, "qkv_out_scale needs an int32 qkv"),

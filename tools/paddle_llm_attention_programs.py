@@ -25,11 +25,13 @@ MMHA_ATTRS = {"seq_len": 1, "compute_dtype": "default", "out_scale": -1.0, "quan
               "quant_max_bound": 127.0, "quant_min_bound": -127.0}
 
 
-def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool, quant: bool = False) -> dict:
+def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool, quant: bool = False,
+          beams: int = 1) -> dict:
     """One decoding step of 2 sequences (head_dim 16, a cache of 6 positions) with rope; src_mask [2, 1, 1, 4]
     (all at step 3), or per head [2, heads, 1, 6] with sequence_lengths; quant: an int32 x with qkv_out_scale in
-    float16 (compute_dtype fp16), out written as int8 by out_scale."""
-    batch, dim, seq = 2, 16, 6
+    float16 (compute_dtype fp16), out written as int8 by out_scale; beams > 1: 2 sources of ``beams`` rows each,
+    with a beam_cache_offset [2, beams, 6] (in place, as PIR's op writes it)."""
+    batch, dim, seq = 2 * beams, 16, 6
     width, real = (heads + 2 * kv_heads) * dim, "float16" if quant else F32
     feeds = {"x": ([batch, width], I32 if quant else F32), "cache_kv": ([2, batch, kv_heads, seq, dim], real),
              "rotary_tensor": ([2, batch, 1, 1, dim], F32), "bias": ([width], real)}
@@ -44,6 +46,10 @@ def _mmha(heads: int, kv_heads: int, neox: bool, lengths: bool, smooth: bool, qu
         feeds |= {"out_shift": ([heads * dim], real), "out_smooth": ([heads * dim], real)}
         ins |= {"out_shift": ["out_shift"], "out_smooth": ["out_smooth"]}
     outs = {"out": ("out", [batch, heads * dim], "int8" if quant else F32), "cache_kv_out": ("cache_kv", None, real)}
+    if beams > 1:
+        feeds["beam_cache_offset"] = ([2, beams, seq], I32)
+        ins["beam_cache_offset"] = ["beam_cache_offset"]
+        outs["beam_cache_offset_out"] = ("beam_cache_offset", None, I32)
     attrs = MMHA_ATTRS | {"rotary_emb_dims": 1, "use_neox_rotary_style": neox}
     if quant:
         attrs |= {"compute_dtype": "fp16", "out_scale": 0.03}
@@ -64,17 +70,18 @@ def _varlen(heads: int, kv_heads: int, mask: bool, causal: bool, pre_cache: int)
 
 
 def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_heads: int, extra: dict,
-          cache: str = F32, qkv: str = F32, out_scale: float = -1.0) -> dict:
+          cache: str = F32, qkv: str = F32, out_scale: float = -1.0, dynamic: bool = False) -> dict:
     """blha_get_max_len, then block_multihead_attention with its max lengths (head_dim 16, max_seq_len 8, pages of
     4 rows, 6 pages): the packing (lengths, offsets, block tables) is given in ``values``, the rest drawn; the int8
     cache (cache "uint8") with its four [kv_heads] scales; an int32 qkv with qkv_out_scale, in float16; out_scale > 0
-    writes an int8 fmha_out."""
+    writes an int8 fmha_out; dynamic: dynamic_cachekv_quant, its scales [batch, kv_heads]."""
     dim, width = 16, (heads + 2 * kv_heads) * 16
     compute = "float16" if qkv == I32 else F32
     feeds = {"qkv": ([tokens, width], qkv), "key_cache": ([6, kv_heads, 4, dim], cache),
              "value_cache": ([6, kv_heads, 4, dim], cache), "batch_size": ([batch], I32), **extra}
     if cache == "uint8":
-        feeds |= {f"cache_{kv}_{kind}_scales": ([kv_heads], F32) for kv in "kv" for kind in ("quant", "dequant")}
+        scales = [batch, kv_heads] if dynamic else [kv_heads]
+        feeds |= {f"cache_{kv}_{kind}_scales": (scales, F32) for kv in "kv" for kind in ("quant", "dequant")}
     if qkv == I32:
         feeds["qkv_out_scale"] = ([width], F32)
     feeds |= {name: (list(np.shape(value)), I32) for name, value in values.items()}
@@ -85,7 +92,7 @@ def _blha(neox: bool, values: dict, tokens: int, batch: int, heads: int, kv_head
     out_dtype = "int8" if out_scale > 0 else compute
     outs = {"fmha_out": ("fmha_out", [tokens, heads * dim], out_dtype), "qkv_out": ("qkv", None, qkv),
             "key_cache_out": ("key_cache", None, cache), "value_cache_out": ("value_cache", None, cache)}
-    attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": False,
+    attrs = {"max_seq_len": 8, "block_size": 4, "use_neox_style": neox, "dynamic_cachekv_quant": dynamic,
              "quant_round_type": 1, "quant_max_bound": 127.0, "quant_min_bound": -127.0, "out_scale": out_scale,
              "compute_dtype": "fp16" if qkv == I32 else "default", "rope_theta": 10000.0}
     ins |= {slot: [slot] for slot in maxima}
@@ -139,6 +146,8 @@ CASES = {
     "mmha_pairs_bias_mask": _mmha(2, 2, False, False, False),
     "mmha_gqa_neox_lengths_smooth": _mmha(4, 2, True, True, True),
     "mmha_int32_x_int8_out_smooth": _mmha(2, 2, False, True, True, True),
+    "mmha_beam_offsets": _mmha(2, 2, False, True, False, beams=3)
+    | {"values": {"sequence_lengths": [[4], [4], [4], [3], [5], [2]]}},
     "varlen_attention_gqa_mask": _varlen(4, 2, True, False, 0),
     "varlen_attention_causal_pre_cache": _varlen(2, 2, False, True, 2),
     "blha_prefill_pairs_gqa_bias": _blha(False, PREFILL, 8, 2, 4, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
@@ -151,6 +160,13 @@ CASES = {
                                                            "qkv_bias": ([96], "float16")}, "float16", I32),
     "blha_int8_out_smooth": _blha(False, MIXED, 4, 3, 2, 2, {"out_shift": ([32], F32), "out_smooth": ([32], F32)},
                                   out_scale=0.05),
+    "blha_prefix_cache_gqa_int8": _blha(False, MIXED, 4, 3, 4, 2, {"rope_emb": ([2, 1, 8, 1, 8], F32),
+                                                                  "pre_key_cache": ([3, 2, 2, 16], F32),
+                                                                  "pre_value_cache": ([3, 2, 2, 16], F32)}, "uint8"),
+    "blha_dynamic_cachekv_quant_prefix": _blha(True, MIXED, 4, 3, 2, 2, {"rope_emb": ([2, 1, 8, 1, 16], F32),
+                                                                       "pre_key_cache": ([3, 2, 1, 16], F32),
+                                                                       "pre_value_cache": ([3, 2, 1, 16], F32)},
+                                               "uint8", dynamic=True),
     "top_p_sampling_truncated_threshold_seeds": _top_p("truncated", True, True),
     "top_p_sampling_non_truncated": _top_p("non-truncated", False, False),
     "llm_int8_linear_outliers": _llm_int8(),
@@ -160,7 +176,8 @@ CASES = {
 SEEDS = {"mmha_pairs_bias_mask": 500, "mmha_gqa_neox_lengths_smooth": 501, "mmha_int32_x_int8_out_smooth": 502,
          "varlen_attention_gqa_mask": 502, "varlen_attention_causal_pre_cache": 503, "blha_prefill_pairs_gqa_bias": 504,
          "blha_decode_neox_tgt_mask": 505, "blha_int8_cache_prefill_decode": 506, "blha_int32_qkv_fp16": 507,
-         "blha_int8_out_smooth": 509}
+         "blha_int8_out_smooth": 509, "mmha_beam_offsets": 510,
+         "blha_prefix_cache_gqa_int8": 511, "blha_dynamic_cachekv_quant_prefix": 512}
 LENGTHS = {"sequence_lengths": [[2], [5]], "seq_lens": [[5], [3]], "kv_seq_lens": [[5], [4]]}
 
 
@@ -171,6 +188,8 @@ def _feed(rng, name, shape, dtype):
         return rng.integers(-2000, 2000, shape).astype(np.int32)
     if name == "qkv_out_scale":
         return rng.uniform(0.0005, 0.0015, shape).astype(dtype)
+    if name == "beam_cache_offset":   # each position read from any beam of the row's group
+        return rng.integers(0, shape[1], shape).astype(np.int32)
     if dtype == I32:
         return np.ones(shape, np.int32)
     if dtype == "uint8":   # int8 cache codes + 128

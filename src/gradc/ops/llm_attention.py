@@ -16,8 +16,12 @@ masked_multihead_attention (paddle.incubate.nn.functional.masked_multihead_atten
     float16: x = float16(float32(x) qkv_out_scale[column]) before the bias. out_scale > 0 writes int8 out =
     clip(round(float32(quant_max_bound out_scale) o)) into [quant_min_bound, quant_max_bound], o the output in the
     compute dtype (after (o + out_shift) out_smooth in that dtype), quant_round_type 0 ties to even, else half away
-    from zero. cum_offsets (Paddle refuses it too), compute_dtype "bf16" with an int32 x and a beam_cache_offset
-    that moves any read (not all zero) are refused.
+    from zero. beam_cache_offset [B / beams, beams, S] int32 (beam search; x's rows are beams of B / beams
+    sources): position i < t of sequence b is read from beam o = beam_cache_offset[b, i] of b's group, from b's
+    own cache where o = 0 (the kernel's test), from the cache as it was before this step; beam_cache_offset_out
+    is its var, unchanged. cum_offsets (Paddle refuses it too), compute_dtype "bf16" with an int32 x, an offset
+    outside 0 .. beams - 1, and moving offsets with GQA or a cache of more sequences than x (the kernel then
+    addresses other beams with x's batch and query heads, off the cache's rows) are refused.
 variable_length_memory_efficient_attention (paddle.incubate.nn.functional.variable_length_memory_efficient_attention,
     CUTLASS's grouped memory-efficient attention): query [B, H, Sq, D], key and value [B, KVH, Sk, D or Dv]; for
     sequence b, its first seq_lens[b] query rows attend to its first kv_seq_lens[b] + pre_cache_length keys (no
@@ -121,11 +125,26 @@ def _mmha_infer(ctx):
     for slot in ("out_shift", "out_smooth"):
         check_numel(ctx, slot, heads * head_dim, "heads head_dim")
     _mmha_rotary(ctx, batch, head_dim)
+    _mmha_beams(ctx, batch, cache[3])
     mask = ctx.shape("src_mask") if ctx.has("src_mask") else None
     if mask is not None and (len(mask) != 4 or mask[1] not in (1, heads, -1) or mask[2] not in (1, -1)):
         ctx.fail(f"src_mask must be [batch, 1 or heads={heads}, 1, steps + 1], got {mask}")
     return {"out": ([batch, heads * head_dim], out_dtype), "cache_kv_out": (cache, dtype),
             "beam_cache_offset_out": (ctx.shape("beam_cache_offset"), ctx.dtype("beam_cache_offset"))}
+
+
+def _mmha_beams(ctx, batch: int, seq: int) -> None:
+    """beam_cache_offset [batch / beams, beams, max_seq]: the kernel reads row b at stride max_seq."""
+    if not ctx.has("beam_cache_offset"):
+        return
+    if ctx.dtype("beam_cache_offset") not in (VarType.INT32, None):
+        ctx.fail(f"beam_cache_offset must be int32, got {dtype_name(ctx.dtype('beam_cache_offset'))}")
+    shape = ctx.shape("beam_cache_offset")
+    if shape is None or min(shape, default=0) < 0 or min(batch, seq) < 0:
+        return
+    if len(shape) != 3 or shape[0] * shape[1] != batch or shape[2] != seq:
+        ctx.fail(f"beam_cache_offset must be [batch / beams, beams, max_seq] with batch {batch} and cache_kv's "
+                 f"max_seq {seq}, got {shape}")
 
 
 def _mmha_rotary(ctx, batch: int, head_dim: int) -> None:

@@ -38,7 +38,24 @@ float16: qkv = float16(float32(qkv) qkv_out_scale[column]) before the bias; qkv_
 turns a buffer of its own). out_scale > 0 writes fmha_out as int8 as masked_multihead_attention does (out_shift and
 out_smooth, both given, applied first in the compute dtype; either alone is ignored, as the kernel ignores it), and
 out_shift and out_smooth are ignored without it. Refused: compute_dtype "bf16" with an int32 qkv, float8 fmha_out
-(quant_max_bound 448), dynamic_cachekv_quant, the prefix cache (pre_key_cache, pre_value_cache).
+(quant_max_bound 448).
+dynamic_cachekv_quant with the int8 cache (the four scales [B, KVH]): each prefilling sequence b measures its row,
+quant[b, g] = 127 / max |x| (float32) over the k (or v) values of kv head g of every token of the batch (the
+kernel's max runs over all of qkv, bias added and prefill tokens turned), dequant[b, g] = 1 / quant[b, g]; its
+tokens and prefix are coded clip(round(float32(x) quant[b, g]), -127, 127) + 128, half away from zero whatever
+quant_round_type and the bounds say; decode reads and writes with row b (the fed row for a sequence not
+prefilling). Paddle's kernel writes the measured scales into the four scale inputs in place (the op declares no
+output for them): gradc does not, so a later op reading those vars sees the values fed. Paddle's decode kernel and
+its prefix writer read row 0 (scales[g]) for every sequence, which dequantizes sequence b > 0 with sequence 0's
+scales; gradc reads row b.
+
+The prefix cache (pre_key_cache, pre_value_cache [B, KVH, P, D] in the compute dtype): for a prefilling sequence
+the kernel pages the prefix in at cache positions 0..P-1 (the int8 cache codes it by the prefill's rounding) and
+the sequence's tokens at P + position; every token attends to the whole prefix and then to tokens 0..i (with mask
+[B, 1 or H, rows, P + rows] added instead of the triangle); decode at step t reads positions 0..t + P - 1 and
+writes t + P, tgt_mask over columns 0..t + P, the rope still at t. Paddle's CUDA kernel differs (gradc follows the
+formulas): its prefill splits the raw qkv (without qkv_bias, rope or dequantizing) for the attention, runs no causal
+triangle without a mask, splits GQA as if KVH = H, and its neox decode reads rope_emb's row t + P.
 """
 
 from __future__ import annotations
@@ -52,7 +69,6 @@ INPUTS = ["qkv", "key_cache", "value_cache", "seq_lens_encoder", "seq_lens_decod
           "pre_value_cache?", "rope_emb?", "mask?", "tgt_mask?", "cache_k_quant_scales?", "cache_v_quant_scales?",
           "cache_k_dequant_scales?", "cache_v_dequant_scales?", "qkv_out_scale?", "qkv_bias?", "out_shift?",
           "out_smooth?", "max_enc_len_this_time?", "max_dec_len_this_time?"]
-REFUSED = {"pre_key_cache": "the prefix cache", "pre_value_cache": "the prefix cache"}
 CACHE_SCALES = ("cache_k_quant_scales", "cache_v_quant_scales", "cache_k_dequant_scales", "cache_v_dequant_scales")
 INT32_SLOTS = ("seq_lens_encoder", "seq_lens_decoder", "seq_lens_this_time", "padding_offsets", "cum_offsets",
                "cu_seqlens_q", "cu_seqlens_k", "block_tables")
@@ -62,11 +78,6 @@ ATTRS = {"max_seq_len": 0, "block_size": 0, "use_neox_style": False, "dynamic_ca
 
 
 def _refusals(ctx) -> None:
-    for slot, what in REFUSED.items():
-        if ctx.has(slot):
-            ctx.fail(f"{slot}: {what} is not supported")
-    if ctx.attr("dynamic_cachekv_quant"):
-        ctx.fail("dynamic_cachekv_quant: the cache scales the kernel computes per batch are not supported")
     for slot in INT32_SLOTS:
         if ctx.dtype(slot) not in (VarType.INT32, None):
             ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
@@ -89,14 +100,17 @@ def _cache_dtype(ctx, dtype):
         return dtype
     if len(given) < len(CACHE_SCALES):
         ctx.fail(f"the int8 cache needs all of {', '.join(CACHE_SCALES)}, got only {', '.join(given)}")
-    cache = ctx.shape("key_cache")
+    cache, batch = ctx.shape("key_cache"), ctx.shape("cum_offsets")
     kv_heads = cache[1] if cache is not None and len(cache) == 4 else -1
+    if ctx.attr("dynamic_cachekv_quant"):   # a row of scales per sequence
+        rows = batch[0] if batch is not None and len(batch) == 1 else -1
+        kv_heads = kv_heads * rows if min(rows, kv_heads) >= 0 else -1
     for slot in (*CACHE_SCALES, "key_cache", "value_cache"):
         want = VarType.UINT8 if slot.endswith("cache") else VarType.FP32
         if ctx.dtype(slot) not in (want, None):
             ctx.fail(f"{slot} must be {dtype_name(want)} for the int8 cache, got {dtype_name(ctx.dtype(slot))}")
     for slot in CACHE_SCALES:
-        check_numel(ctx, slot, kv_heads, "kv_heads")
+        check_numel(ctx, slot, kv_heads, "batch kv_heads" if ctx.attr("dynamic_cachekv_quant") else "kv_heads")
     if not -128 <= ctx.attr("quant_min_bound") <= ctx.attr("quant_max_bound") <= 127:
         ctx.fail(f"quant_min_bound={ctx.attr('quant_min_bound')}, quant_max_bound={ctx.attr('quant_max_bound')}: "
                  "a code + 128 must fit the uint8 cache")
@@ -114,6 +128,23 @@ def _out_dtype(ctx, dtype):
     if not -128 <= low <= high <= 127:
         ctx.fail(f"quant_min_bound={low}, quant_max_bound={high}: out_scale > 0 writes int8")
     return VarType.INT8
+
+
+def _prefix(ctx, dtype, kv_heads: int, dim: int) -> None:
+    """pre_key_cache and pre_value_cache together, [batch, kv_heads, prefix, head_dim] in the compute dtype."""
+    given = [slot for slot in ("pre_key_cache", "pre_value_cache") if ctx.has(slot)]
+    if len(given) == 1:
+        ctx.fail(f"{given[0]} needs its partner: the prefix cache is pre_key_cache and pre_value_cache")
+    if not given:
+        return
+    _same_dtype(ctx, dtype, *given)
+    keys, values, batch = ctx.shape("pre_key_cache"), ctx.shape("pre_value_cache"), ctx.shape("cum_offsets")
+    if keys is None or values is None or min(keys, default=0) < 0:
+        return
+    if len(keys) != 4 or keys != values or keys[1] != kv_heads or keys[3] != dim or (
+            batch is not None and min(batch) >= 0 and keys[0] != batch[0]):
+        ctx.fail(f"pre_key_cache {keys} and pre_value_cache {values} must both be [batch, kv_heads={kv_heads}, "
+                 f"prefix, head_dim={dim}] (batch from cum_offsets {batch})")
 
 
 def _blha_infer(ctx):
@@ -145,6 +176,7 @@ def _blha_infer(ctx):
         ctx.fail(f"block_size={ctx.attr('block_size')} must be key_cache's block size {block}")
     if ctx.attr("max_seq_len") <= 0:
         ctx.fail(f"max_seq_len={ctx.attr('max_seq_len')} must be positive: it is the padded sequence length")
+    _prefix(ctx, dtype, kv_heads, dim)
     for slot in ("mask", "tgt_mask"):
         shape = ctx.shape(slot) if ctx.has(slot) else None
         if shape is not None and (len(shape) != 4 or shape[1] not in (1, heads, -1)):

@@ -61,6 +61,19 @@ def quantized_out(k, out: np.ndarray, shift) -> np.ndarray:
     return np.clip(rounded, low, high).astype(np.int8)
 
 
+def beam_sources(offsets, b: int, step: int, beams: int) -> np.ndarray:
+    """The cache sequence read at each position before ``step``: offset o > 0 is beam o of b's group, offset 0
+    b itself (the kernel's ``if (beam_offset)`` falls back to the own cache, not to beam 0)."""
+    own = np.full(step, b)
+    if offsets is None:
+        return own
+    row = offsets.reshape(-1, offsets.shape[-1])[b, :step].astype(np.int64)
+    if row.min(initial=0) < 0 or row.max(initial=0) >= beams:
+        raise ValueError(f"sequence {b}'s beam_cache_offset holds {row.min()} .. {row.max()}, outside the "
+                         f"{beams} beams")
+    return np.where(row > 0, b // beams * beams + row, own)
+
+
 def _mmha_step(k, x, cache, b: int, step: int, mask):
     """One sequence: q, k, v of x[b] (rope), written at ``step``; returns out [H, D] and the new keys and values."""
     kv_heads, seq, dim = cache.shape[2:]
@@ -80,25 +93,38 @@ def _mmha_step(k, x, cache, b: int, step: int, mask):
     width = 16 // cache.dtype.itemsize
     keys = keys_from_layout(cache[0, b].astype(np.float64), width)
     values = cache[1, b].astype(np.float64)
+    offsets = k.optional("beam_cache_offset")
+    sources, before = beam_sources(offsets, b, step, offsets.shape[1] if offsets is not None else 1), np.arange(step)
     keys[:, step], values[:, step] = new_k, new_v
+    read_keys, read_values, moved = keys.copy(), values.copy(), sources != b
+    if moved.any():   # other beams' entries, from the cache as it was before this step's writes
+        read_keys[:, before[moved]] = keys_from_layout(cache[0, sources[moved]].astype(np.float64), width)[
+            np.arange(moved.sum()), :, before[moved]].swapaxes(0, 1)
+        read_values[:, before[moved]] = cache[1, sources[moved], :, before[moved]].astype(np.float64).swapaxes(0, 1)
     shared = np.arange(heads) // (heads // kv_heads)   # query head h reads kv head h / (H / KVH)
-    scores = np.einsum("hd,hsd->hs", q, keys[shared, :step + 1]) / np.sqrt(dim)
+    scores = np.einsum("hd,hsd->hs", q, read_keys[shared, :step + 1]) / np.sqrt(dim)
     if mask is not None:
         if step >= mask.shape[-1]:
             raise ValueError(f"sequence {b} is at step {step}, past src_mask's {mask.shape[-1]} columns")
         scores = scores + mask[b, :, 0, :step + 1].astype(np.float64)
-    out = softmax_attend(scores, values[shared, :step + 1])
+    out = softmax_attend(scores, read_values[shared, :step + 1])
     return out, keys_to_layout(keys, width), values
+
+
+def heads_of(x: np.ndarray, cache: np.ndarray) -> int:
+    return x.shape[1] // cache.shape[4] - 2 * cache.shape[2]
 
 
 @kernel("masked_multihead_attention")
 def masked_multihead_attention(k):
     x, cache, mask = k.x("x"), k.x("cache_kv"), k.optional("src_mask")
     offsets = k.optional("beam_cache_offset")
-    if offsets is not None and np.any(offsets):
-        raise ValueError("beam_cache_offset moves cache reads between beams, which is not supported")
+    plain = cache.shape[1] == x.shape[0] and heads_of(x, cache) == cache.shape[2]
+    if offsets is not None and np.any(offsets) and not plain:
+        raise ValueError("beam_cache_offset moves reads between beams, which Paddle's kernel addresses with x's batch "
+                         "and query heads: it needs cache_kv's batch and kv_heads equal to them")
     lengths = k.optional("sequence_lengths")
-    heads = x.shape[1] // cache.shape[4] - 2 * cache.shape[2]
+    heads = heads_of(x, cache)
     out, cache_out = np.zeros((x.shape[0], heads, cache.shape[4])), cache.copy()
     x = dequantized(k, x)
     wide = x.astype(np.float64)

@@ -25,18 +25,31 @@ def _halves(x, cos, sin):
 
 class Int8Cache:
     """The int8 cache's codes: a value of kv head g is stored as code + 128 and read back as dequant_scale[g] (u - 128),
-    each step in the dtype the kernel holds it in."""
+    each step in the dtype the kernel holds it in. dynamic_cachekv_quant: scales [B, KVH], row b sequence b's, the
+    prefill's measured from the batch's values (``measure``)."""
 
-    def __init__(self, k, dtype):
-        self.scales = {name: k.x(f"cache_{name}_scales").reshape(-1, 1).astype(np.float32)
+    def __init__(self, k, dtype, kv_heads: int):
+        self.dynamic = k.attr("dynamic_cachekv_quant")
+        self.scales = {name: k.x(f"cache_{name}_scales").reshape(-1, kv_heads, 1).astype(np.float32)
                        for name in ("k_quant", "v_quant", "k_dequant", "v_dequant")}
-        self.dtype, self.ties_even = dtype, k.attr("quant_round_type") == 0
-        self.bounds = (k.attr("quant_min_bound"), k.attr("quant_max_bound"))
+        self.dtype, self.ties_even = dtype, k.attr("quant_round_type") == 0 and not self.dynamic
+        self.bounds = (-127.0, 127.0) if self.dynamic else (k.attr("quant_min_bound"), k.attr("quant_max_bound"))
 
-    def store(self, x, which: str, decode: bool):
-        """x [..., KVH, D] as uint8: prefill rounds by quant_round_type into the attribute bounds; decode's round_tmp
-        rounds the product (in qkv's dtype) to even into [-127, 127] whatever the attributes say."""
-        product = self.scales[f"{which}_quant"] * x.astype(self.dtype).astype(np.float32)
+    def measure(self, values, b: int, which: str) -> None:
+        """Sequence b's scales from ``values`` [n, KVH, D]: quant 127 / max |x| per kv head (float32), dequant its
+        inverse."""
+        peak = np.abs(values.astype(self.dtype)).max(axis=(0, 2)).astype(np.float32)
+        if not peak.all():
+            raise ValueError(f"dynamic_cachekv_quant: every {which} value of a kv head is 0, so the kernel's scale "
+                             "127 / 0 is infinite")
+        quant = np.float32(127) / peak
+        self.scales[f"{which}_quant"][b, :, 0], self.scales[f"{which}_dequant"][b, :, 0] = quant, np.float32(1) / quant
+
+    def store(self, x, which: str, decode: bool, b: int):
+        """x [..., KVH, D] as uint8: prefill rounds by quant_round_type into the attribute bounds (dynamic: half away
+        from zero into [-127, 127]); decode's round_tmp rounds the product (in qkv's dtype) to even into [-127, 127]
+        whatever the attributes say."""
+        product = self.scales[f"{which}_quant"][b if self.dynamic else 0] * x.astype(self.dtype).astype(np.float32)
         if decode:
             codes, (low, high) = np.rint(product.astype(self.dtype).astype(np.float32)), (-127.0, 127.0)
         else:
@@ -45,9 +58,10 @@ class Int8Cache:
             low, high = self.bounds
         return (np.clip(codes, low, high) + 128).astype(np.uint8)
 
-    def load(self, codes, which: str):
+    def load(self, codes, which: str, b: int):
         """codes [KVH, count, D] back to values."""
-        values = self.scales[f"{which}_dequant"][:, None] * (codes.astype(np.float32) - np.float32(128))
+        scale = self.scales[f"{which}_dequant"][b if self.dynamic else 0]
+        values = scale[:, None] * (codes.astype(np.float32) - np.float32(128))
         return values.astype(self.dtype).astype(np.float64)
 
 
@@ -66,7 +80,11 @@ class Paged:
         self.rope = k.optional("rope_emb")
         self.neox, self.seq = k.attr("use_neox_style"), k.attr("max_seq_len")
         self.shared = np.arange(self.heads) // (self.heads // self.kv_heads)
-        self.int8 = Int8Cache(k, self.dtype) if k.optional("cache_k_quant_scales") is not None else None
+        scaled = k.optional("cache_k_quant_scales") is not None
+        self.int8 = Int8Cache(k, self.dtype, self.kv_heads) if scaled else None
+        prefix = k.optional("pre_key_cache")
+        self.pre = 0 if prefix is None else prefix.shape[2]
+        self.prefix = None if prefix is None else (prefix.astype(np.float64), k.x("pre_value_cache").astype(np.float64))
 
     def split(self, rows):
         """q [n, H, D], k and v [n, KVH, D] of the given token rows."""
@@ -83,7 +101,7 @@ class Paged:
     def write(self, b: int, positions, keys, values, decode: bool = False) -> None:
         """keys and values [n, KVH, D] of the given positions into their pages (quantized for the int8 cache)."""
         if self.int8 is not None:
-            keys, values = self.int8.store(keys, "k", decode), self.int8.store(values, "v", decode)
+            keys, values = self.int8.store(keys, "k", decode, b), self.int8.store(values, "v", decode, b)
         for position, key, value in zip(positions, keys, values):
             page, row = self.slot(b, position)
             self.key_cache[page, :, row], self.value_cache[page, :, row] = key, value
@@ -94,7 +112,7 @@ class Paged:
         keys = np.stack([self.key_cache[page, :, row] for page, row in pages], axis=1)
         values = np.stack([self.value_cache[page, :, row] for page, row in pages], axis=1)
         if self.int8 is not None:
-            return self.int8.load(keys, "k"), self.int8.load(values, "v")
+            return self.int8.load(keys, "k", b), self.int8.load(values, "v", b)
         return keys.astype(np.float64), values.astype(np.float64)
 
     def prefill_rope(self, x, positions):
@@ -124,23 +142,35 @@ def _phase_on(k, slot: str, lengths) -> bool:
 
 def _prefill(paged, k, out, encoder) -> None:
     origin = k.x("padding_offsets").reshape(-1)
-    starts, mask = k.x("cu_seqlens_q").reshape(-1), k.optional("mask")
-    for b in np.flatnonzero(encoder > 0):
-        rows = np.arange(starts[b], starts[b + 1])
-        positions = (rows + origin[rows]) % paged.seq
+    starts, mask, pre = k.x("cu_seqlens_q").reshape(-1), k.optional("mask"), paged.pre
+    spans = {b: np.arange(starts[b], starts[b + 1]) for b in np.flatnonzero(encoder > 0)}
+    for rows in spans.values() if paged.rope is not None else ():   # all turned before any scale is measured
         q, key, value = paged.split(rows)
-        if paged.rope is not None:
-            q, key = paged.prefill_rope(q, positions), paged.prefill_rope(key, positions)
-            paged.qkv[rows] = np.concatenate([q, key, value], axis=1).reshape(len(rows), -1)
-        scores = np.einsum("ihd,jhd->hij", q, key[:, paged.shared]) / np.sqrt(paged.dim)
+        positions = (rows + origin[rows]) % paged.seq
+        q, key = paged.prefill_rope(q, positions), paged.prefill_rope(key, positions)
+        paged.qkv[rows] = np.concatenate([q, key, value], axis=1).reshape(len(rows), -1)
+    for b, rows in spans.items():
+        positions, count = (rows + origin[rows]) % paged.seq, len(rows) + pre
+        q, key, value = paged.split(rows)
+        if paged.int8 is not None and paged.int8.dynamic:   # the kernel's max runs over every token of the batch
+            _, keys, values = paged.split(np.arange(len(paged.qkv)))
+            paged.int8.measure(keys, b, "k")
+            paged.int8.measure(values, b, "v")
+        prefix = [part[b].swapaxes(0, 1) for part in paged.prefix] if pre else [key[:0], value[:0]]
+        keys, values = np.concatenate([prefix[0], key]), np.concatenate([prefix[1], value])
+        scores = np.einsum("ihd,jhd->hij", q, keys[:, paged.shared]) / np.sqrt(paged.dim)
         if mask is not None:
-            scores = scores + mask[b, :, :len(rows), :len(rows)].astype(np.float64)
-        else:
-            scores = np.where(np.tril(np.ones((len(rows), len(rows)), bool)), scores, -np.inf)
+            if mask.shape[2] < len(rows) or mask.shape[3] < count:
+                raise ValueError(f"sequence {b} needs a mask of {len(rows)} x {count} (its prefix and tokens), "
+                                 f"mask is {list(mask.shape)}")
+            scores = scores + mask[b, :, :len(rows), :count].astype(np.float64)
+        else:   # token i sees the whole prefix and tokens 0..i
+            scores = np.where(np.arange(count) <= np.arange(len(rows))[:, None] + pre, scores, -np.inf)
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
-        out[rows] = np.einsum("hij,jhd->ihd", weights, value[:, paged.shared]).reshape(len(rows), -1)
-        paged.write(b, positions, key, value)
+        out[rows] = np.einsum("hij,jhd->ihd", weights, values[:, paged.shared]).reshape(len(rows), -1)
+        paged.write(b, positions + pre, key, value)
+        paged.write(b, np.arange(pre), *prefix)
 
 
 def _decode(paged, k, out, decoder) -> None:
@@ -148,8 +178,9 @@ def _decode(paged, k, out, decoder) -> None:
     for b in np.flatnonzero(decoder > 0):
         step, row = int(decoder[b]), b * paged.seq - int(cum[b])
         q, key, value = (part[0] for part in paged.split(np.array([row])))
-        if paged.rope is not None:
+        if paged.rope is not None:   # at the token's own position, as the prefill turns it (not past the prefix)
             q, key = paged.decode_rope(q, step), paged.decode_rope(key, step)
+        step += paged.pre   # the cache holds the prefix first
         cached_keys, cached_values = paged.read(b, step)
         paged.write(b, [step], key[None], value[None], decode=True)
         # the new token's own k and v enter unquantized, as the kernel keeps them in registers
