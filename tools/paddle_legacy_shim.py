@@ -79,7 +79,7 @@ def _legacy_api(op_type: str, slots: tuple[str, ...], attrs_of):
         return out
 
     api.__name__ = op_type
-    return api
+    return paddle.jit.not_to_static(api)   # dy2static would look for the op type's name in its source
 
 
 def install() -> list[str]:

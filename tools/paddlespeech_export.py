@@ -12,9 +12,9 @@ The heavy or compiled packages PaddleSpeech's modules import at load time but no
 text front ends, onnxruntime, paddlenlp, ...; STUBBED) are stubbed: empty modules whose every attribute is a dummy,
 but scipy.signal's kaiser, numpy's (scipy 1.13 on has none, and Multi-band MelGAN's PQMF builds its filters with it).
 Each entry goes through the suite's own export where it has one: DeepSpeech2's `DeepSpeech2InferModel.export()`,
-U2's `U2Tester.export` to_static specs (forward_encoder_chunk and ctc_activation; not forward_feature, which needs
-paddleaudio's compiled Kaldi fbank, nor forward_attention_decoder, whose Tensor.repeat and int64 * bool Paddle 3.3.1
-no longer takes: its jit.save writes ctc_activation, then refuses forward_encoder_chunk), t2s's
+U2's `U2Tester.export` to_static specs (forward_encoder_chunk and ctc_activation; forward_feature, paddleaudio's
+Python Kaldi fbank, as the entry u2_feature_conformer; not forward_attention_decoder, whose Tensor.repeat and int64 *
+bool Paddle 3.3.1 no longer takes: its jit.save writes ctc_activation, then refuses forward_encoder_chunk), t2s's
 `syn_utils.am_to_static` and `voc_to_static` around the model's own Inference wrapper (a ZScore of mean 0, std 1),
 PANNs' `cls/exps/panns/export_model.py` specs; ECAPA-TDNN, GE2E and MDTC, which have none, are wrapped in to_static
 as their inference calls them. The changes Paddle 3 needs of the suite's code (arguments by position, 0-d lengths,
@@ -35,7 +35,7 @@ import types
 from pathlib import Path
 
 import suite_export
-from paddlespeech_more import BUILDERS, ENTRIES, PADDLE2_CODE, REAL
+from paddlespeech_more import BUILDERS, ENTRIES, PADDLE2_CODE, REAL, u2_config
 
 STUBBED = ("soundfile", "paddleaudio", "jieba", "pypinyin", "g2pM", "g2p_en", "onnxruntime", "opencc", "librosa",
            "paddlenlp", "zhon", "h5py", "sentencepiece", "ToJyutping", "editdistance", "pyworld", "praatio",
@@ -84,13 +84,14 @@ class _Stubs(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         self.real = real
 
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in STUBBED and name.split(".")[0] not in self.real:
+        if name.split(".")[0] in STUBBED and not any(name == r or name.startswith(r + ".") for r in self.real):
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
 
     def create_module(self, spec):
         module = types.ModuleType(spec.name)
-        module.__path__ = []
+        module.__path__ = [str(Path("audio/paddleaudio").resolve())] if spec.name == "paddleaudio" else []   # where
+        # an entry's real paddleaudio modules (its Python Kaldi fbank, REAL) are: the checkout's, not compiled
         if spec.name == "scipy.signal":   # Multi-band MelGAN's PQMF filters: numpy's Kaiser window is scipy's
             import numpy
             module.kaiser = numpy.kaiser
@@ -188,17 +189,7 @@ def _ds2(out: Path, entry: str) -> None:
 def _u2(out: Path, entry: str) -> None:
     import paddle
     from paddlespeech.s2t.models.u2 import U2InferModel
-    from yacs.config import CfgNode
-    conf = CfgNode(_yaml(f"examples/aishell/asr1/conf/{entry.split('_')[1]}.yaml"))
-    conf.encoder_conf.update(output_size=16, attention_heads=2, linear_units=32, num_blocks=2)
-    conf.decoder_conf.update(attention_heads=2, linear_units=32, num_blocks=1)
-    if "cnn_module_kernel" in conf.encoder_conf:
-        conf.encoder_conf.cnn_module_kernel = 3
-    process = {"process": [{"type": "fbank_kaldi", "fs": 16000, "n_mels": 16, "n_shift": 160, "win_length": 400},
-                           {"type": "cmvn_json", "cmvn_path": {"frame_num": 1, "mean_stat": [0.0] * 16,
-                                                               "var_stat": [1.0] * 16}}]}
-    (out / "preprocess.yaml").write_text(__import__("yaml").safe_dump(process))
-    conf.update(input_dim=16, output_dim=10, preprocess_config=str(out / "preprocess.yaml"), cmvn_file=None)
+    conf = u2_config(out, entry.split('_')[1])
     paddle.softmax = paddle.nn.functional.softmax   # the suite's own registration, where Paddle had none: Paddle
     # 3.3.1's paddle.softmax is a torch-style one (`dim`), and the suite's attention passes `axis`
     model = U2InferModel.from_config(conf)

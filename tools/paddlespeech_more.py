@@ -73,9 +73,10 @@ PADDLE2_CODE = {   # as paddlespeech_export._PADDLE2_CODE, for these models
          "        x = paddle.to_tensor(text, dtype='int64')",
          "x = paddle.concat([text.cast('int64'), paddle.full([1], self.eos, 'int64')])")],
 }
-REAL = {"diffsinger": ("ppdiffusers", "paddlenlp"), "ernie_linear": ("paddlenlp",)}   # stubbed packages entries run
+REAL = {"diffsinger": ("ppdiffusers", "paddlenlp"), "ernie_linear": ("paddlenlp",),   # stubbed packages entries run
+        "u2_feature": ("paddleaudio.compliance", "paddleaudio.functional")}
 ENTRIES = ["jets_csmsc", "vits_csmsc", "transformer_tts_ljspeech", "diffsinger_opencpop", "wav2vec2_asr",
-           "hubert_asr", "whisper_tiny", "ernie_linear_punc", "erniesat_aishell3"]
+           "hubert_asr", "whisper_tiny", "ernie_linear_punc", "erniesat_aishell3", "u2_feature_conformer"]
 
 
 def _yaml(path: str) -> dict:
@@ -246,6 +247,42 @@ def _ernie_sat(out: Path, entry: str, zscore) -> None:
     paddle.jit.save(static, str(out / "inference"))
 
 
+def u2_config(out: Path, name: str):
+    """U2's config of examples/aishell/asr1/conf/<name>.yaml shrunk, its features 16 Kaldi fbank mels with a CMVN of
+    mean 0 and std 1 (OUT/preprocess.yaml)."""
+    from yacs.config import CfgNode
+    conf = CfgNode(_yaml(f"examples/aishell/asr1/conf/{name}.yaml"))
+    conf.encoder_conf.update(output_size=16, attention_heads=2, linear_units=32, num_blocks=2)
+    conf.decoder_conf.update(attention_heads=2, linear_units=32, num_blocks=1)
+    if "cnn_module_kernel" in conf.encoder_conf:
+        conf.encoder_conf.cnn_module_kernel = 3
+    process = {"process": [{"type": "fbank_kaldi", "fs": 16000, "n_mels": 16, "n_shift": 160, "win_length": 400},
+                           {"type": "cmvn_json", "cmvn_path": {"frame_num": 1, "mean_stat": [0.0] * 16,
+                                                               "var_stat": [1.0] * 16}}]}
+    (out / "preprocess.yaml").write_text(__import__("yaml").safe_dump(process))
+    conf.update(input_dim=16, output_dim=10, preprocess_config=str(out / "preprocess.yaml"), cmvn_file=None)
+    return conf
+
+
+def _u2_feature(out: Path, entry: str, _zscore) -> None:
+    """U2's feature pipeline as U2Tester.export traces it, forward_feature (int16 samples to the CMVN of Kaldi fbank
+    features), with paddleaudio's own Python fbank (its package's compiled extension stays stubbed)."""
+    import numpy as np
+    import paddle
+    from paddlespeech.s2t.models.u2 import U2InferModel
+    model = U2InferModel.from_config(u2_config(out, entry.rsplit("_", 1)[1]))
+    model.eval()
+    # a 440 Hz tone in noise, and Paddle's eager features of it
+    wave = (3000 * np.sin(np.arange(4000) * 2 * np.pi * 440 / 16000)
+            + np.random.default_rng(0).normal(0, 300, 4000)).astype(np.int16)
+    np.savez(out / "feature.npz", wave=wave, feat=model.forward_feature(paddle.to_tensor(wave)).numpy())
+    # 4,000 samples (23 frames), not U2Tester.export's [None]: a length unknown to to_static makes paddleaudio's
+    # `if num_samples < window_size` a cond whose branches return a tensor and nothing, which Paddle 3.3.1 refuses
+    model.forward_feature = paddle.jit.to_static(model.forward_feature,
+                                                 input_spec=[paddle.static.InputSpec([4000], "int16")])
+    paddle.jit.save(model, str(out / "export"), combine_params=True, skip_forward=True)
+
+
 BUILDERS = {"jets": _e2e, "vits": _e2e, "transformer_tts": _transformer_tts, "diffsinger": _diffsinger,
             "wav2vec2": _ssl_asr, "hubert": _ssl_asr, "whisper": _whisper, "ernie_linear": _punctuation,
-            "erniesat": _ernie_sat}
+            "erniesat": _ernie_sat, "u2_feature": _u2_feature}

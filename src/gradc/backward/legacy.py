@@ -1,7 +1,8 @@
 """Forward ops of programs Paddle saved for inference, or with an older version, made ready for their grad ops as
 Paddle 3 would need them: the extra outputs a saved inference program dropped are given back, and an int given
 for a bool attribute (Paddle 1.x's is_test) becomes a bool, which Paddle's grad kernels require. A test-mode rnn
-runs in training mode without dropout, which computes the same and writes the Reserve Paddle's rnn_grad reads."""
+runs in training mode without dropout, which computes the same and writes the Reserve Paddle's rnn_grad reads; a
+test-mode while runs in training mode, which keeps the step scopes while_grad reads."""
 
 from __future__ import annotations
 
@@ -20,9 +21,9 @@ class _TypeNeeds(NamedTuple):
 
 _NEEDS: dict[str, _TypeNeeds] = {}   # op type -> what its grad op needs of the forward op
 
-# test-mode ops whose Paddle grad kernel reads what only training mode writes, and the attributes under which
-# training mode computes what test mode does
-_TRAINING_MODE = {"rnn": {"is_test": False, "dropout_prob": 0.0}}
+# test-mode ops whose Paddle grad kernel reads what only training mode writes (a test-mode while keeps no step
+# scopes), and the attributes under which training mode computes what test mode does
+_TRAINING_MODE = {"rnn": {"is_test": False, "dropout_prob": 0.0}, "while": {"is_test": False}}
 
 
 def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
