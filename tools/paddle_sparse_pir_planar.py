@@ -18,18 +18,9 @@ from pathlib import Path
 import numpy as np
 import paddle
 import paddle.sparse as sp
+from paddle_sparse_tensor_layers import Planar  # the legacy fixture planar's layers
 
 SHAPE = [2, 5, 5, 2]
-
-
-class Planar(paddle.nn.Layer):
-    def __init__(self):
-        super().__init__()
-        self.subm, self.relu = sp.nn.SubmConv2D(2, 3, 3, padding=1), sp.nn.ReLU()
-        self.conv = sp.nn.Conv2D(3, 4, 2, stride=2, padding=1)
-
-    def forward(self, x):
-        return self.conv(self.relu(self.subm(x))).to_dense()
 
 
 def main(folder: Path) -> None:
