@@ -21,16 +21,16 @@ FORWARD = [
     ("index_elementwise_get", {"x": r.standard_normal((2, 3, 4)), "index": [np.array([1, 1, 0])]},
      {"input_dims": [3, 3, 4], "input_strides": [0, 4, 1], "index_dims": [2, -1, 3, 1, 1], "index_stride": [96]}),
     ("index_elementwise_put", {"x": r.standard_normal((2, 3, 4)), "index": [ROWS]},
-     {**COLUMNS, "index_dims": [3], "index_strides": [32], "value": 5.0}),
+     {**COLUMNS, "index_dims": [3, -1, 2, 1], "index_strides": [32], "value": 5.0}),
     ("index_elementwise_put_with_tensor",
      {"x": r.standard_normal((2, 3, 4)), "index": [ROWS], "value": r.standard_normal((2, 2, 4))},
-     {**COLUMNS, "index_dims": [3], "index_strides": [32]}),
+     {**COLUMNS, "index_dims": [3, -1, 2, 1], "index_strides": [32]}),
     ("index_elementwise_put_with_tensor",
      {"x": r.standard_normal((2, 3, 4)), "index": [ROWS], "value": r.standard_normal(4)},
-     {**COLUMNS, "index_dims": [3], "index_strides": [32]}),
+     {**COLUMNS, "index_dims": [3, -1, 2, 1], "index_strides": [32]}),
     ("index_elementwise_put_with_tensor",
      {"x": r.standard_normal((2, 3, 4)), "index": [LAST, COLS], "value": r.standard_normal(2)},
-     {**PAIRS, "index_dims": [3, 4], "index_strides": [32, 8]}),
+     {**PAIRS, "index_dims": [3, 4, -1, 2], "index_strides": [32, 8]}),
 ]
 CASES = [Case(op, inputs, attrs) for op, inputs, attrs in FORWARD]
 CASES += [second_order(op, inputs, attrs) for op, inputs, attrs in FORWARD]

@@ -5,8 +5,9 @@ replace) from ``slice_offset`` (bytes), and per index tensor i its dim's size (`
 (``index_stride(s)``, bytes). Element m of the view is x's element
     slice_offset/itemsize + sum_k m_k*input_strides[k] + sum_i index_i[m]*index_stride[i]/itemsize,
 each index broadcast to input_dims from the right and counted from the end when negative.
-get: the view, shaped input_dims (its index_dims holds the sizes, -1, then the indices' shape, which they are
-read in); its grad adds dOut back at the positions read (``accumulate``; otherwise the last write stays).
+index_dims holds the sizes, -1, then the indices' shape, which they are read in (without the -1 Paddle's kernels
+ignore the indices; gradc refuses it).
+get: the view, shaped input_dims; its grad adds dOut back where get read (``accumulate``; else the last write stays).
 put / put_with_tensor: x with the view's elements set to ``value`` (a float attribute, or the ValueTensor) / to
 the value tensor broadcast to input_dims; x's grad is dOut zeroed there, value's grad dOut read there, summed to
 value's shape. An index outside [-size, size) or a view reaching outside x is refused (Paddle reads or writes
@@ -26,7 +27,7 @@ PUT_ATTRS = {**VIEW_ATTRS, "index_strides": typed([], AttrType.LONGS)}
 
 
 def split_index_dims(index_dims: list[int]) -> tuple[list[int], list[int]]:
-    """get's index_dims: the indexed dims' sizes, -1, then the shape the indices are read in."""
+    """index_dims: the indexed dims' sizes, -1, then the shape the indices are read in."""
     cut = index_dims.index(-1) if -1 in index_dims else len(index_dims)
     return index_dims[:cut], index_dims[cut + 1:]
 
@@ -35,9 +36,12 @@ def _broadcasts_to(shape: list[int], dims: list[int]) -> bool:
     return len(shape) <= len(dims) and all(s in (1, d) or -1 in (s, d) for s, d in zip(shape[::-1], dims[::-1]))
 
 
-def _check_view(ctx, sizes: list[int], strides: list[int]) -> list[int]:
+def _check_view(ctx, strides: list[int]) -> list[int]:
     """The checks the three ops share; returns input_dims."""
     op, dims, count = ctx.op.type, list(ctx.attr("input_dims")), len(ctx.op.input("index"))
+    if -1 not in ctx.attr("index_dims"):
+        ctx.fail(f"{op} index_dims {list(ctx.attr('index_dims'))} needs the sizes, -1, then the index shape")
+    sizes, shape = split_index_dims(list(ctx.attr("index_dims")))
     if len(ctx.attr("input_strides")) != len(dims) or any(d < 0 for d in dims):
         ctx.fail(f"{op} needs input_dims {dims} and input_strides {list(ctx.attr('input_strides'))} of one "
                  "length, no dim negative")
@@ -52,25 +56,22 @@ def _check_view(ctx, sizes: list[int], strides: list[int]) -> list[int]:
     if any(b % size for b in [ctx.attr("slice_offset"), *strides]):
         ctx.fail(f"{op} slice_offset {ctx.attr('slice_offset')} and index strides {strides} must be whole "
                  f"{dtype_name(ctx.dtype('x'))} elements (they count bytes)")
+    if not _broadcasts_to(shape, dims):
+        ctx.fail(f"{op} index shape {shape} does not broadcast to input_dims {dims}")
+    for i, index in enumerate(ctx.shapes("index")):
+        if -1 not in index and numel(index) != numel(shape):
+            ctx.fail(f"{op} index {i} {index} does not hold the {numel(shape)} elements of {shape}")
     return dims
 
 
 def _get_infer(ctx):
-    sizes, shape = split_index_dims(list(ctx.attr("index_dims")))
-    dims = _check_view(ctx, sizes, list(ctx.attr("index_stride")))
-    if not _broadcasts_to(shape, dims):
-        ctx.fail(f"index_elementwise_get index shape {shape} does not broadcast to input_dims {dims}")
-    for i, index in enumerate(ctx.shapes("index")):
-        if -1 not in index and numel(index) != numel(shape):
-            ctx.fail(f"index_elementwise_get index {i} {index} does not hold the {numel(shape)} elements of {shape}")
-    return {"Out": (dims, ctx.dtype("x"))}
+    return {"Out": (_check_view(ctx, list(ctx.attr("index_stride"))), ctx.dtype("x"))}
 
 
 def _put_infer(ctx, value: str, out: str):
-    dims = _check_view(ctx, list(ctx.attr("index_dims")), list(ctx.attr("index_strides")))
-    shapes = ctx.shapes("index") + ([ctx.shape(value)] if ctx.op.input(value) else [])
-    if any(not _broadcasts_to(shape, dims) for shape in shapes):
-        ctx.fail(f"{ctx.op.type} index and value shapes {shapes} must broadcast to input_dims {dims}")
+    dims = _check_view(ctx, list(ctx.attr("index_strides")))
+    if ctx.op.input(value) and not _broadcasts_to(ctx.shape(value), dims):
+        ctx.fail(f"{ctx.op.type} {value} {ctx.shape(value)} does not broadcast to input_dims {dims}")
     if ctx.op.input(value) and ctx.dtype(value) != ctx.dtype("x"):
         ctx.fail(f"{ctx.op.type} needs {value} of x's dtype")
     return {out: (ctx.shape("x"), ctx.dtype("x"))}

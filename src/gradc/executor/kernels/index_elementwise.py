@@ -26,13 +26,13 @@ def view_positions(k, x: np.ndarray, indices: list, sizes: list[int], index_stri
     return positions
 
 
-def _get_positions(k, x):
+def _positions(k, x, strides_attr: str = "index_strides"):
     sizes, shape = split_index_dims(list(k.attr("index_dims")))
-    return view_positions(k, x, [i.reshape(shape) for i in k.xs("index")], sizes, list(k.attr("index_stride")))
+    return view_positions(k, x, [i.reshape(shape) for i in k.xs("index")], sizes, list(k.attr(strides_attr)))
 
 
-def _put_positions(k, x):
-    return view_positions(k, x, k.xs("index"), list(k.attr("index_dims")), list(k.attr("index_strides")))
+def _get_positions(k, x):
+    return _positions(k, x, "index_stride")
 
 
 kernel("index_elementwise_get")(lambda k: {"Out": k.x("x").reshape(-1)[_get_positions(k, k.x("x"))]})
@@ -59,17 +59,17 @@ def _put(x: np.ndarray, positions: np.ndarray, value) -> np.ndarray:
 def index_elementwise_put(k):
     x = k.x("x")
     value = k.x("ValueTensor").reshape(()) if k.has("ValueTensor") else k.attr("value")
-    return {"out": _put(x, _put_positions(k, x), value)}
+    return {"out": _put(x, _positions(k, x), value)}
 
 
 kernel("index_elementwise_put_with_tensor")(
-    lambda k: {"Out": _put(k.x("x"), _put_positions(k, k.x("x")), k.x("value"))})
+    lambda k: {"Out": _put(k.x("x"), _positions(k, k.x("x")), k.x("value"))})
 kernel("index_elementwise_put_grad")(
-    lambda k: {"x@GRAD": _put(k.x("out@GRAD"), _put_positions(k, k.x("x")), 0)})
+    lambda k: {"x@GRAD": _put(k.x("out@GRAD"), _positions(k, k.x("x")), 0)})
 
 
 @kernel("index_elementwise_put_with_tensor_grad")
 def index_elementwise_put_with_tensor_grad(k):
-    dout, positions = k.x("Out@GRAD"), _put_positions(k, k.x("x"))
+    dout, positions = k.x("Out@GRAD"), _positions(k, k.x("x"))
     return {"x@GRAD": _put(dout, positions, 0),
             "value@GRAD": unbroadcast(dout.reshape(-1)[positions], np.shape(k.x("value")))}
