@@ -4,8 +4,8 @@ program.json (with Paddle's backward of a weighted sum), fetched.npz (Paddle's v
 
 The attributes are those Paddle's eager indexer would give a float32 x [2, 3, 4] (byte strides and offsets):
 x[:, [2, 0]], x[1, [0, -1], [3, 1]], x[[1, 1, 0]] read, and x[:, [2, 0]] = 5 / = v (v [2, 2, 4], and a row [4]
-broadcast), x[1, [0, -1], [3, 1]] = w; each read is checked here against the same expression in Paddle's dynamic
-graph, each write against numpy's.
+broadcast), x[1, [0, -1], [3, 1]] = w, and the in-place put_ / put_with_tensor_; each read is checked here against
+the same expression in Paddle's dynamic graph, each write against numpy's.
 
 Not part of the package: it needs paddlepaddle.
 
@@ -49,6 +49,7 @@ def _values(d):
         "put_row": put_tensor(a, rows, d["u"], *COLUMNS),
         "put_pairs": put_tensor(a, pair, d["w"], *PAIRS),
         "put_inplace": _pir_ops.index_elementwise_put_(a * 1.0, rows, -4.0, *COLUMNS),
+        "put_tensor_inplace": _pir_ops.index_elementwise_put_with_tensor_(a * 1.0, pair, d["w"] * 2.0, *PAIRS),
     }
 
 
@@ -61,8 +62,8 @@ def _expected(name: str) -> np.ndarray:
     if name in reads:
         return reads[name](paddle.to_tensor(a)).numpy()
     out = a.copy()
-    if name == "put_pairs":
-        out[1, FEED["last"], FEED["cols"]] = FEED["w"]
+    if name in ("put_pairs", "put_tensor_inplace"):
+        out[1, FEED["last"], FEED["cols"]] = FEED["w"] * (2.0 if name == "put_tensor_inplace" else 1.0)
     else:
         out[:, rows] = {"put_columns": 5.0, "put_tensor": FEED["v"], "put_row": FEED["u"], "put_inplace": -4.0}[name]
     return out
