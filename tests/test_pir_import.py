@@ -251,6 +251,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [path.read_bytes() for path in (PIR_DATA.parent / "inference_optimized").glob("*/model.json")]
     files.append((PIR_DATA.parent / "random_inplace" / "program.json").read_bytes())   # Tensor.random_
     files += [path.read_bytes() for path in sorted((PIR_DATA.parent / "tensor_inplace").glob("*/program.json"))]
+    files.append((PIR_DATA.parent / "index_elementwise" / "program.json").read_bytes())   # Tensor indexing's views
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_arrays").glob("*/inference.json")]   # list ops
     files += [gzip.decompress(path.read_bytes())   # whole models as a CUDA build saves them (linear_v2, var, ...)
               for path in sorted((PIR_DATA.parent / "gpu_build").glob("*/*.json.gz"))]

@@ -97,6 +97,8 @@ FAMILIES = {
     "index": ("slice", "slice_grad", "strided_slice", "strided_slice_grad", "gather", "gather_grad", "gather_nd",
         "gather_nd_grad", "scatter", "scatter_grad", "arg_max", "arg_min", "top_k_v2", "top_k_v2_grad", "crop_tensor",
         "crop_tensor_grad"),
+    "index_elementwise": ("index_elementwise_get", "index_elementwise_get_grad", "index_elementwise_put",
+        "index_elementwise_put_with_tensor", "index_elementwise_put_grad", "index_elementwise_put_with_tensor_grad"),
     "inference_fused": ("fusion_repeated_fc_relu", "fusion_seqconv_eltadd_relu", "fusion_seqpool_cvm_concat",
         "fusion_seqpool_concat", "fusion_squared_mat_sub", "fused_conv2d", "fused_matmul", "fused_elementwise_add",
         "fused_elementwise_sub", "fused_elementwise_mul", "fused_elementwise_div", "fused_softplus"),

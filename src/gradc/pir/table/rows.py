@@ -25,6 +25,7 @@ from . import (
     grad_rows,
     graph_rows,
     incubate_rows,
+    index_elementwise_rows,
     inference_fused_rows,
     inference_gpu_rows,
     legacy_nn_rows,
@@ -115,6 +116,7 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + compat_rows.ROWS + flash_attention_rows.ROWS + gpu_build_rows.ROWS + fp8_rows.ROWS
                + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + collective_rows.ROWS
                + pipeline_rows.ROWS + inference_gpu_rows.ROWS + fused_bn_act_rows.ROWS + cudnn_fusion_rows.ROWS
+               + index_elementwise_rows.ROWS
                + SPECIAL)
 
 
