@@ -136,7 +136,7 @@ FAMILIES = {
         "crop_tensor_grad"),
     "inference_fused": ("fusion_repeated_fc_relu", "fusion_seqconv_eltadd_relu", "fusion_seqpool_cvm_concat",
         "fusion_seqpool_concat", "fusion_squared_mat_sub", "fused_conv2d", "fused_matmul", "fused_elementwise_add",
-        "fused_elementwise_sub", "fused_elementwise_mul", "fused_elementwise_div", "fused_softplus"),
+        "fused_elementwise_sub", "fused_elementwise_mul", "fused_elementwise_div", "fused_softplus", "fused_transpose"),
     "inference_gpu": ("multihead_matmul", "skip_layernorm", "fused_embedding_eltwise_layernorm",
         "fused_fc_elementwise_layernorm", "self_dp_attention", "fused_conv2d_add_act",
         "fusion_transpose_flatten_concat", "yolo_box_head", "fusion_group"),

@@ -31,6 +31,8 @@ which gradc does not run: the float ops ignore them, as Paddle's float kernels d
 
 from __future__ import annotations
 
+import math
+
 from ..errors import GradError
 from ..registry import defop
 from .composite import expansion, first
@@ -214,3 +216,39 @@ def _fused_softplus_infer(ctx):
 
 defop("fused_softplus", ["X"], ["Out"], attrs={"beta": 1.0, "threshold": 20.0, "fuse_activation": "",
                                               "fuse_alpha": 0.0, "fuse_beta": 0.0}, infer=_fused_softplus_infer)
+
+
+def _fused_transpose_infer(ctx):
+    check_float(ctx, "X")
+    if ctx.attr("shift") != 0 or ctx.attr("output_data_type") not in ("", "fp32"):
+        ctx.fail(f"shift {ctx.attr('shift')} / output_data_type {ctx.attr('output_data_type')!r} quantize the "
+                 f"output to int8 or bfloat16, which gradc does not compute (shift 0, output_data_type '' or 'fp32')")
+    if ctx.attr("fused_unsqueeze2_axes") and ctx.attr("fused_reshape2_shape"):
+        ctx.fail("fused_unsqueeze2_axes and fused_reshape2_shape cannot both be set (the pass fuses one of them)")
+    axis, squeezed = ctx.attr("axis"), ctx.attr("fused_squeeze2_axes")
+    if len(axis) > 1 and sorted(axis) != list(range(len(ctx.shape("X")) - len(squeezed))):
+        ctx.fail(f"axis {axis} is not a permutation of the dims of X {ctx.shape('X')} squeezed at {squeezed}")
+    return {"Out": (fused_transpose_shape(ctx.shape("X"), ctx.attr), ctx.dtype("X"))}
+
+
+def fused_transpose_shape(shape: list[int], attr) -> list[int]:
+    """Out's dims: X's squeezed, transposed, then unsqueezed or reshaped (-1 stays unknown where X has one)."""
+    squeezed = {axis % len(shape) for axis in attr("fused_squeeze2_axes")}
+    shape = [n for i, n in enumerate(shape) if i not in squeezed]
+    if len(attr("axis")) > 1:
+        shape = [shape[axis] for axis in attr("axis")]
+    for axis in attr("fused_unsqueeze2_axes"):
+        shape.insert(axis if axis >= 0 else axis + len(shape) + 1, 1)
+    if reshape := attr("fused_reshape2_shape"):
+        known = [shape[i] if n == 0 else n for i, n in enumerate(reshape)]
+        if -1 in known and min(shape) > 0:
+            rest = -math.prod(known)
+            known[known.index(-1)] = math.prod(shape) // rest
+        shape = known
+    return shape
+
+
+# oneDNN's transpose with the squeeze2 before it, and the unsqueeze2 or reshape2 after it, folded in
+FUSED_TRANSPOSE = defop("fused_transpose", ["X"], ["Out", "XShape!"],
+      attrs={"axis": [], "fused_squeeze2_axes": [], "fused_unsqueeze2_axes": [], "fused_reshape2_shape": [],
+             "scale": 1.0, "shift": 0.0, "output_data_type": ""}, infer=_fused_transpose_infer)

@@ -208,3 +208,22 @@ for _type in FUSED_ELEMENTWISE:
 @kernel("fused_softplus")
 def fused_softplus(k):
     return {"Out": activate(k, KERNELS["softplus"](k)["Out"])}
+
+
+@kernel("fused_transpose")
+def fused_transpose(k):
+    x = k.x("X")
+    squeezed = [axis % x.ndim for axis in k.attr("fused_squeeze2_axes")]
+    if any(x.shape[axis] != 1 for axis in squeezed):
+        raise ValueError(f"fused_squeeze2_axes {k.attr('fused_squeeze2_axes')} name dims of X {list(x.shape)} "
+                         f"that are not 1")
+    out = x.reshape([n for i, n in enumerate(x.shape) if i not in squeezed])
+    axis = k.attr("axis")
+    if len(axis) > 1:   # oneDNN copies a one-axis transpose unchanged
+        out = out.transpose(axis)
+    if k.attr("scale") != 1:
+        out = out * k.attr("scale")
+    for unsqueezed in k.attr("fused_unsqueeze2_axes"):
+        out = np.expand_dims(out, unsqueezed if unsqueezed >= 0 else unsqueezed + out.ndim + 1)
+    out = _reshaped(out, k.attr("fused_reshape2_shape"), [], False)
+    return {"Out": out.astype(x.dtype, copy=False), "XShape": np.zeros((0,) + x.shape, x.dtype)}

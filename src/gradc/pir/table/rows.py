@@ -37,6 +37,7 @@ from . import (
     moe_rows,
     ms_deform_attn_rows,
     nn_rows,
+    onednn_rows,
     optimizer_rows,
     pipeline_rows,
     plumbing,
@@ -113,7 +114,8 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + assign_score_rows.ROWS + inference_fused_rows.ROWS + moe_rows.ROWS + tensor_inplace_rows.ROWS
                + compat_rows.ROWS + flash_attention_rows.ROWS + gpu_build_rows.ROWS + fp8_rows.ROWS
                + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + collective_rows.ROWS
-               + pipeline_rows.ROWS + inference_gpu_rows.ROWS + fused_bn_act_rows.ROWS + SPECIAL)
+               + pipeline_rows.ROWS + inference_gpu_rows.ROWS + fused_bn_act_rows.ROWS + onednn_rows.ROWS + SPECIAL)
+TABLE.update(_table(onednn_rows.mirrored(TABLE)))
 
 
 def _exports(rows) -> dict:
