@@ -48,7 +48,8 @@ def convnet(paddle):
 
 def elementwise(paddle):
     """Elementwise ops with activations (a divide + relu 3.3.1 leaves unfused), softplus + relu6, squeeze +
-    transpose, transpose + reshape after a matmul, a linear layer + relu, concat, leaky_relu, hardswish, abs, swish and clip."""
+    transpose, transpose + reshape after a matmul, a linear layer + relu, concat, leaky_relu, hardswish, abs,
+    swish and clip."""
     F = paddle.nn.functional
     x = paddle.static.data("x", [-1, 4, 6], "float32")
     y = paddle.static.data("y", [-1, 4, 6], "float32")

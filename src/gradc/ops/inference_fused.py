@@ -4,6 +4,9 @@
   ReluOut holds every layer's output but the last, Out the last.
 - fusion_seqconv_eltadd_relu (seqconv_eltadd_relu_fuse_pass): relu(sequence_conv(X) + Bias) over X's one LoD level,
   the context rows past a sequence's ends zeros; ColMat is the [rows, contextLength * width] context matrix.
+- fusion_seqexpand_concat_fc (seq_concat_fc_fuse_pass; 3.3.1 registers no such op, so a Predictor that fuses fails):
+  X[0] [rows, M0] with one LoD level, X[i] [sequences, Mi] each repeated over its sequence's rows, concatenated along
+  axis 1, times FCWeight plus FCBias, then fc_activation; FCOut is the later inputs' part per sequence (X[1:] W + b).
 - fusion_seqpool_cvm_concat (seqpool_cvm_concat_fuse_pass): each X_i summed per sequence, cvm applied (use_cvm:
   log(show + 1), log(click + 1) - log(show + 1); else show and click dropped), concatenated along axis 1.
 - fusion_seqpool_concat (seqpool_concat_fuse_pass, not in 3.3.1's CPU list): each X_i pooled per sequence (pooltype
@@ -87,6 +90,25 @@ def _seqconv_infer(ctx):
 defop("fusion_seqconv_eltadd_relu", ["X", "Filter", "Bias"], ["Out", "ColMat"],
       attrs={"contextLength": 1, "contextStart": 0, "contextStride": 1}, infer=_seqconv_infer,
       lod_levels=lambda ctx: {"Out": ctx.lod_level("X"), "ColMat": ctx.lod_level("X")})
+
+
+def _seqexpand_fc_infer(ctx):
+    check_float(ctx, "X")
+    check_choice(ctx, "fc_activation", ("identity", "relu", "sigmoid", "tanh"))
+    shapes, weight = ctx.shapes("X"), ctx.shape("FCWeight")
+    if any(shape is not None and len(shape) != 2 for shape in shapes) or len(shapes) < 2:
+        ctx.fail(f"X must be two or more [rows, width] tensors, got {shapes}")
+    widths = [shape[1] if shape else -1 for shape in shapes]
+    if weight is not None and min(widths) >= 0 and (len(weight) != 2 or weight[0] != sum(widths)):
+        ctx.fail(f"FCWeight must be [{sum(widths)}, D] (the widths of X summed), got {weight}")
+    dtype, width = one_dtype(ctx, "X", "FCWeight", "FCBias"), weight[1] if weight else -1
+    return {"Out": ([(shapes[0] or [-1])[0], width], dtype), "FCOut": ([(shapes[1] or [-1])[0], width], dtype)}
+
+
+# X[0] a sequence batch; each later X one row per sequence, repeated over its rows, concatenated, then the fc
+defop("fusion_seqexpand_concat_fc", ["X[]", "FCWeight", "FCBias?"], ["Out", "FCOut"],
+      attrs={"fc_activation": "identity"}, infer=_seqexpand_fc_infer,
+      lod_levels=lambda ctx: {"Out": ctx.lod_level("X"), "FCOut": 0})
 
 
 def _seqpool_cvm_infer(ctx):
