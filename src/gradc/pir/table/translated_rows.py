@@ -49,8 +49,8 @@ def plain_onednn_fc(legacy, op, ctx) -> None:
     name = "" if activation is None else activation.plain()
     if name in ("", "identity"):
         return
-    if name not in ACTIVATION_OPS:
-        raise ctx.fail(op, f"fuse_activation {name!r} is not one of {sorted(ACTIVATION_OPS)}")
+    if not isinstance(name, str) or name not in ACTIVATION_OPS:
+        raise ctx.fail(op, f"fuse_activation {name!r:.40} is not one of {sorted(ACTIVATION_OPS)}")
     alpha, beta = (op.attrs[key].plain() if key in op.attrs else 0.0 for key in ("fuse_alpha", "fuse_beta"))
     out = legacy.outputs["Out"][0]
     before = f"{out}.before_{name}"
