@@ -34,6 +34,8 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                                "fused_bn_add_activation_grad"),
                               "3.3.1 registers it in CUDA builds only (a PIR op on CPU); gradc has the slots its "
                               "phi_ops_map gives the legacy op"),
+              "fusion_seqexpand_concat_fc": "3.3.1's seq_concat_fc_fuse_pass still writes it, but 3.3.1 registers no "
+                                            "such op; gradc has the slots of its last OpMaker",
               "moe_unpermute_grad": "Paddle 3.3.1 has no grad op of moe_unpermute; gradc's is its adjoint",
               "sparse_coalesce_grad": "Paddle's sparse coalesce has no backward; gradc's is each entry's site's",
               "sparse_maxpool_grad_grad": "Paddle's sparse maxpool has no double grad; gradc's: its adjoint",

@@ -37,6 +37,11 @@ P = (1 + 3 * np.e) / (1 + np.e)
 
 
 CASES = [
+    # two sequences of one row: x0 [1], [2]; x1 [10], [20] per sequence; W ones: 1 + 10 + 5 = 16, 2 + 20 + 5 = 27
+    SlotCase("fusion_seqexpand_concat_fc", "FCBias", {"X": [LoDTensor(np.array([[1.0], [2.0]]), [[0, 1, 2]]),
+                                                            np.array([[10.0], [20.0]])],
+                                                      "FCWeight": np.ones((2, 1)), "FCBias": rows(5)},
+             {"Out": np.array([[16.0], [27.0]])}, overrides=False),
     # 1 x 1 conv of ones by 2: 2, plus Bias 3
     SlotCase("fused_conv2d", "Bias", {"Input": image(1), "Filter": image(2)[:, :, :1, :1], "Bias": np.array([3.0])},
              {"Output": image(5)}, overrides=False),

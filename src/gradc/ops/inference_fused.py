@@ -4,6 +4,9 @@
   ReluOut holds every layer's output but the last, Out the last.
 - fusion_seqconv_eltadd_relu (seqconv_eltadd_relu_fuse_pass): relu(sequence_conv(X) + Bias) over X's one LoD level,
   the context rows past a sequence's ends zeros; ColMat is the [rows, contextLength * width] context matrix.
+- fusion_seqexpand_concat_fc (seq_concat_fc_fuse_pass; 3.3.1 registers no such op, so a Predictor that fuses fails):
+  X[0] [rows, M0] with one LoD level, X[i] [sequences, Mi] each repeated over its sequence's rows, concatenated along
+  axis 1, times FCWeight plus FCBias, then fc_activation; FCOut is the later inputs' part per sequence (X[1:] W + b).
 - fusion_seqpool_cvm_concat (seqpool_cvm_concat_fuse_pass): each X_i summed per sequence, cvm applied (use_cvm:
   log(show + 1), log(click + 1) - log(show + 1); else show and click dropped), concatenated along axis 1.
 - fusion_seqpool_concat (seqpool_concat_fuse_pass, not in 3.3.1's CPU list): each X_i pooled per sequence (pooltype
@@ -30,6 +33,8 @@ which gradc does not run: the float ops ignore them, as Paddle's float kernels d
 """
 
 from __future__ import annotations
+
+import math
 
 from ..errors import GradError
 from ..registry import defop
@@ -85,6 +90,25 @@ def _seqconv_infer(ctx):
 defop("fusion_seqconv_eltadd_relu", ["X", "Filter", "Bias"], ["Out", "ColMat"],
       attrs={"contextLength": 1, "contextStart": 0, "contextStride": 1}, infer=_seqconv_infer,
       lod_levels=lambda ctx: {"Out": ctx.lod_level("X"), "ColMat": ctx.lod_level("X")})
+
+
+def _seqexpand_fc_infer(ctx):
+    check_float(ctx, "X")
+    check_choice(ctx, "fc_activation", ("identity", "relu", "sigmoid", "tanh"))
+    shapes, weight = ctx.shapes("X"), ctx.shape("FCWeight")
+    if any(shape is not None and len(shape) != 2 for shape in shapes) or len(shapes) < 2:
+        ctx.fail(f"X must be two or more [rows, width] tensors, got {shapes}")
+    widths = [shape[1] if shape else -1 for shape in shapes]
+    if weight is not None and min(widths) >= 0 and (len(weight) != 2 or weight[0] != sum(widths)):
+        ctx.fail(f"FCWeight must be [{sum(widths)}, D] (the widths of X summed), got {weight}")
+    dtype, width = one_dtype(ctx, "X", "FCWeight", "FCBias"), weight[1] if weight else -1
+    return {"Out": ([(shapes[0] or [-1])[0], width], dtype), "FCOut": ([(shapes[1] or [-1])[0], width], dtype)}
+
+
+# X[0] a sequence batch; each later X one row per sequence, repeated over its rows, concatenated, then the fc
+defop("fusion_seqexpand_concat_fc", ["X[]", "FCWeight", "FCBias?"], ["Out", "FCOut"],
+      attrs={"fc_activation": "identity"}, infer=_seqexpand_fc_infer,
+      lod_levels=lambda ctx: {"Out": ctx.lod_level("X"), "FCOut": 0})
 
 
 def _seqpool_cvm_infer(ctx):
@@ -214,3 +238,39 @@ def _fused_softplus_infer(ctx):
 
 defop("fused_softplus", ["X"], ["Out"], attrs={"beta": 1.0, "threshold": 20.0, "fuse_activation": "",
                                               "fuse_alpha": 0.0, "fuse_beta": 0.0}, infer=_fused_softplus_infer)
+
+
+def _fused_transpose_infer(ctx):
+    check_float(ctx, "X")
+    if ctx.attr("shift") != 0 or ctx.attr("output_data_type") not in ("", "fp32"):
+        ctx.fail(f"shift {ctx.attr('shift')} / output_data_type {ctx.attr('output_data_type')!r} quantize the "
+                 f"output to int8 or bfloat16, which gradc does not compute (shift 0, output_data_type '' or 'fp32')")
+    if ctx.attr("fused_unsqueeze2_axes") and ctx.attr("fused_reshape2_shape"):
+        ctx.fail("fused_unsqueeze2_axes and fused_reshape2_shape cannot both be set (the pass fuses one of them)")
+    axis, squeezed = ctx.attr("axis"), ctx.attr("fused_squeeze2_axes")
+    if len(axis) > 1 and sorted(axis) != list(range(len(ctx.shape("X")) - len(squeezed))):
+        ctx.fail(f"axis {axis} is not a permutation of the dims of X {ctx.shape('X')} squeezed at {squeezed}")
+    return {"Out": (fused_transpose_shape(ctx.shape("X"), ctx.attr), ctx.dtype("X"))}
+
+
+def fused_transpose_shape(shape: list[int], attr) -> list[int]:
+    """Out's dims: X's squeezed, transposed, then unsqueezed or reshaped (-1 stays unknown where X has one)."""
+    squeezed = {axis % len(shape) for axis in attr("fused_squeeze2_axes")}
+    shape = [n for i, n in enumerate(shape) if i not in squeezed]
+    if len(attr("axis")) > 1:
+        shape = [shape[axis] for axis in attr("axis")]
+    for axis in attr("fused_unsqueeze2_axes"):
+        shape.insert(axis if axis >= 0 else axis + len(shape) + 1, 1)
+    if reshape := attr("fused_reshape2_shape"):
+        known = [shape[i] if n == 0 else n for i, n in enumerate(reshape)]
+        if -1 in known and min(shape) > 0:
+            rest = -math.prod(known)
+            known[known.index(-1)] = math.prod(shape) // rest
+        shape = known
+    return shape
+
+
+# oneDNN's transpose with the squeeze2 before it, and the unsqueeze2 or reshape2 after it, folded in
+FUSED_TRANSPOSE = defop("fused_transpose", ["X"], ["Out", "XShape!"],
+      attrs={"axis": [], "fused_squeeze2_axes": [], "fused_unsqueeze2_axes": [], "fused_reshape2_shape": [],
+             "scale": 1.0, "shift": 0.0, "output_data_type": ""}, infer=_fused_transpose_infer)

@@ -11,7 +11,7 @@ from . import KERNELS, kernel
 from .activation import erf, sigmoid
 from .sequence_lod_windows import context_columns
 
-SETS_LOD.add("fusion_seqconv_eltadd_relu")
+SETS_LOD.update(("fusion_seqconv_eltadd_relu", "fusion_seqexpand_concat_fc"))
 
 
 class SlotView:
@@ -140,6 +140,28 @@ def fusion_seqpool_concat(k):
     return {"Out": np.concatenate(parts, axis=1).astype(k.xs("X")[0].dtype)}
 
 
+FC_ACTIVATIONS = {"identity": lambda x: x, "relu": lambda x: np.maximum(x, 0), "sigmoid": sigmoid, "tanh": np.tanh}
+
+
+@kernel("fusion_seqexpand_concat_fc")
+def fusion_seqexpand_concat_fc(k):
+    xs, w, bias = k.xs("X"), k.x("FCWeight").astype(np.float64), k.optional("FCBias")
+    lod = k.lod("X", 0)
+    if not lod or lod[-1][-1] != xs[0].shape[0]:
+        raise ValueError(f"X[0] {list(xs[0].shape)} needs a LoD ending at its rows")
+    lengths = np.diff(np.asarray(lod[-1], dtype=np.int64))
+    if any(x.shape[0] != len(lengths) for x in xs[1:]):
+        raise ValueError(f"X[1:] have {[x.shape[0] for x in xs[1:]]} rows for {len(lengths)} sequences")
+    width = xs[0].shape[1]
+    per_sequence = np.concatenate([x.astype(np.float64) for x in xs[1:]], axis=1) @ w[width:]
+    if bias is not None:
+        per_sequence = per_sequence + bias.reshape(-1)
+    out = xs[0].astype(np.float64) @ w[:width] + np.repeat(per_sequence, lengths, axis=0)
+    k.set_lod("Out", lod)
+    dtype = xs[0].dtype
+    return {"Out": FC_ACTIVATIONS[k.attr("fc_activation")](out).astype(dtype), "FCOut": per_sequence.astype(dtype)}
+
+
 @kernel("fusion_squared_mat_sub")
 def fusion_squared_mat_sub(k):
     x, y = k.x("X"), k.x("Y")
@@ -208,3 +230,22 @@ for _type in FUSED_ELEMENTWISE:
 @kernel("fused_softplus")
 def fused_softplus(k):
     return {"Out": activate(k, KERNELS["softplus"](k)["Out"])}
+
+
+@kernel("fused_transpose")
+def fused_transpose(k):
+    x = k.x("X")
+    squeezed = [axis % x.ndim for axis in k.attr("fused_squeeze2_axes")]
+    if any(x.shape[axis] != 1 for axis in squeezed):
+        raise ValueError(f"fused_squeeze2_axes {k.attr('fused_squeeze2_axes')} name dims of X {list(x.shape)} "
+                         f"that are not 1")
+    out = x.reshape([n for i, n in enumerate(x.shape) if i not in squeezed])
+    axis = k.attr("axis")
+    if len(axis) > 1:   # oneDNN copies a one-axis transpose unchanged
+        out = out.transpose(axis)
+    if k.attr("scale") != 1:
+        out = out * k.attr("scale")
+    for unsqueezed in k.attr("fused_unsqueeze2_axes"):
+        out = np.expand_dims(out, unsqueezed if unsqueezed >= 0 else unsqueezed + out.ndim + 1)
+    out = _reshaped(out, k.attr("fused_reshape2_shape"), [], False)
+    return {"Out": out.astype(x.dtype, copy=False), "XShape": np.zeros((0,) + x.shape, x.dtype)}

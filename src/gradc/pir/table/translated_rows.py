@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from ...ops.inference_fused import ACTIVATION_OPS
 from . import row
 from .grad_rows import X_GRAD
 from .hooks import literal_values
@@ -30,19 +31,33 @@ IM2SEQUENCE = "kernels:i32s strides:i32s paddings:i32s out_stride:i32s"
 LOD_RESET = "target_lod:i32s append:bool"
 MOVING = "moving_rate:f32=0.9 bit_length:i32=8 is_test:bool round_type:i32=1"
 # onednn_op.fc's fusion attributes, at the values with which it computes plain fc (what the translator writes);
-# a bfloat16 or int8 mkldnn_data_type computes in that type
-ONEDNN_NEUTRAL = {"fused_reshape2_shape": [], "use_quantizer": False, "fuse_activation": "", "fuse_alpha": 0.0,
-                  "fuse_beta": 0.0, "scale_in": 1.0, "scale_out": 1.0, "scale_weights": [1.0],
-                  "force_fp32_output": False, "fused_output_scale": 1.0, "mkldnn_data_type": "float32"}
+# a bfloat16 or int8 mkldnn_data_type computes in that type. fuse_activation becomes an activation op after the fc.
+ONEDNN_NEUTRAL = {"fused_reshape2_shape": [], "use_quantizer": False, "scale_in": 1.0, "scale_out": 1.0,
+                  "scale_weights": [1.0], "force_fp32_output": False, "fused_output_scale": 1.0,
+                  "mkldnn_data_type": "float32"}
 
 
 def plain_onednn_fc(legacy, op, ctx) -> None:
-    """Refuses an onednn_op.fc that fuses more than fc (an activation, a reshape, int8 scales): legacy fc cannot."""
+    """Refuses an onednn_op.fc that fuses more than fc and an activation (a reshape, int8 scales); writes its
+    fuse_activation (fc_onednn_pass's) as the gradc op after the fc."""
     for name, neutral in ONEDNN_NEUTRAL.items():
         attr = op.attrs.get(name)
         if attr is not None and attr.plain() != neutral:
             raise ctx.fail(op, f"attribute '{name}' = {attr.plain()!r:.60} fuses more than fc, which gradc's "
                                f"legacy fc cannot express (it computes fc only with {name} = {neutral!r})")
+    activation = op.attrs.get("fuse_activation")
+    name = "" if activation is None else activation.plain()
+    if name in ("", "identity"):
+        return
+    if not isinstance(name, str) or name not in ACTIVATION_OPS:
+        raise ctx.fail(op, f"fuse_activation {name!r:.40} is not one of {sorted(ACTIVATION_OPS)}")
+    alpha, beta = (op.attrs[key].plain() if key in op.attrs else 0.0 for key in ("fuse_alpha", "fuse_beta"))
+    out = legacy.outputs["Out"][0]
+    before = f"{out}.before_{name}"
+    ctx.block.add_var(ctx.block.find_var(out).copy(before))
+    legacy.outputs["Out"] = [before]
+    op_type, attrs = ACTIVATION_OPS[name]
+    ctx.emit(op_type, {"X": [before]}, {"Out": [out]}, attrs(alpha, beta))
 
 
 def shape_tensors(legacy, op, ctx) -> None:
