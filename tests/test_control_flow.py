@@ -277,3 +277,28 @@ def test_a_loop_state_array_that_starts_constant_carries_the_gradient_of_every_s
     assert not [check for check in checks if check.mismatch], checks
     paddle_w_grad = [[-0.05539703, -0.00925417], [-0.23441647, -0.04520305]]   # Paddle's append_backward, float32
     np.testing.assert_allclose(grads["w"], paddle_w_grad, rtol=2e-6)
+
+
+def test_a_loop_var_that_starts_constant_names_its_grad_for_the_step_before():
+    """c starts as a constant (no gradient wanted before the loop), each step makes it from w and the next step reads
+    it; the loss reads only h. Paddle's while_grad passes a step's grad of a loop var to the step before only through
+    the var's X@GRAD: with @EMPTY@ there every step read the last step's grad (Paddle 3.3.1 running gradc's BEAM
+    training program: gather_grad's 8 rows against 7). gradc names it, as Paddle's own backward names a loop var's
+    that is wanted before the loop; the gradients stay those of float64 central differences."""
+    net = Net()
+    x, w = net.data("x", [2, 3]), net.param("w", [3, 3])
+    i, n = net.constant(0), net.constant(3)
+    h, c = net.copy(x), net.constant(0.0, shape=(2, 3), dtype=VarType.FP64)
+
+    def body(i, h, c):
+        grown = net.tanh(net.elementwise_add(net.matmul(h, w), c))
+        return [net.increment(i), net.sigmoid(grown), grown]
+
+    net.while_loop(lambda i, h, c: net.less_than(i, n), body, [i, h, c])
+    loss = net.mean(h)
+    train = net.program.clone()
+    gradc.append_backward(train, loss, parameter_list=["w"])
+    while_grad = next(op for op in train.global_block.ops if op.type == "while_grad")
+    assert f"{c}@GRAD" in while_grad.input("Out@GRAD")
+    assert while_grad.output("X@GRAD")[while_grad.input("X").index(c)] == f"{c}@GRAD"
+    check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": PARAMS["w"]})

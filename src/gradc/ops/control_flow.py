@@ -19,17 +19,18 @@ def updated_in_place(block) -> set[str]:
     return {name for op in block.ops for name in set(op.input_names()) & set(op.output_names())}
 
 
-def _input_grads(g, slot: str, computed: set[str]) -> list[str]:
+def _input_grads(g, slot: str, computed: set[str], carried: frozenset) -> list[str]:
     """The grads of ``slot``, positionally aligned (the grad kernel matches them to the inputs):
-    @EMPTY@ where the backward block computes none."""
-    return [ig if name in computed else EMPTY_VAR for name, ig in zip(g.I(slot), g.IG(slot))]
+    @EMPTY@ where the backward block computes none and no step before needs it (``carried``)."""
+    return [g.grad_of(name) if name in carried else ig if name in computed else EMPTY_VAR
+            for name, ig in zip(g.I(slot), g.IG(slot))]
 
 
-def _control_grad(g, type: str, inputs: dict, x_slot: str, sub) -> list:
+def _control_grad(g, type: str, inputs: dict, x_slot: str, sub, carried: frozenset = frozenset()) -> list:
     """The grad op; outputs the body may leave untouched are extra inputs whose grads pass through."""
     inputs[x_slot] = inputs[x_slot] + sub.passes
     op = g.op(type, {**inputs, "Out": g.O("Out"), "Out@GRAD": sub.reads}, {}, forward_attrs=True)
-    op.outputs[x_slot + "@GRAD"] = _input_grads(g, x_slot, sub.grads) + [g.grad_of(n) for n in sub.passes]
+    op.outputs[x_slot + "@GRAD"] = _input_grads(g, x_slot, sub.grads, carried) + [g.grad_of(n) for n in sub.passes]
     op.set_attr("sub_block", sub.idx, AttrType.BLOCK)
     return [op]
 
@@ -40,9 +41,18 @@ def _conditional_block_grad(g):
                          {"Cond": g.I("Cond"), "Input": g.I("Input"), "Scope": g.O("Scope")}, "Input", sub)
 
 
+def _carried_grads(g, sub) -> frozenset:
+    """Loop vars whose grad the backward block reads: Paddle's while_grad hands a step's grad of a loop var to the
+    step before only through the var's X@GRAD (an @EMPTY@ one keeps the last step's grad for every step), so it
+    is named even where nothing before the loop wants it (a cache that starts as a constant)."""
+    reads, outs = set(sub.reads), set(g.O("Out"))
+    return frozenset(name for name in g.I("X") if name in outs and g.grad_of(name) in reads)
+
+
 def _while_grad(g):
     sub = g.backward_block("X", "Out")
-    ops = _control_grad(g, "while_grad", {"X": g.I("X"), "StepScopes": g.O("StepScopes")}, "X", sub)
+    ops = _control_grad(g, "while_grad", {"X": g.I("X"), "StepScopes": g.O("StepScopes")}, "X", sub,
+                        _carried_grads(g, sub))
     ops[0].set_attr("original_output_grad", list(sub.reads), AttrType.STRINGS)
     return ops
 
