@@ -103,6 +103,21 @@ def check_mask(ctx, heads: int, rows: int, cols: int) -> None:
         ctx.fail(f"attn_mask must be [..., 1 or heads={heads}, {rows}, {cols}], got {mask}")
 
 
+def check_int32(ctx, *slots: str) -> None:
+    for slot in slots:
+        if ctx.has(slot) and ctx.dtype(slot) not in (None, VarType.INT32):
+            ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
+
+
+def check_varlen(ctx) -> tuple[int, int]:
+    """A varlen op's cu_seqlens (int32) and its max_seqlen_q / _k (not negative)."""
+    check_int32(ctx, "cu_seqlens_q", "cu_seqlens_k")
+    rows, cols = ctx.attr("max_seqlen_q"), ctx.attr("max_seqlen_k")
+    if rows < 0 or cols < 0:
+        ctx.fail(f"max_seqlen_q={rows} and max_seqlen_k={cols} must not be negative")
+    return rows, cols
+
+
 def _flash_infer(ctx):
     q, k, v = _check_common(ctx, mask_slots(ctx))
     if q is None or k is None or v is None:
@@ -114,12 +129,7 @@ def _flash_infer(ctx):
 
 def _unpadded_infer(ctx):
     q, k, v = _check_common(ctx, mask_slots(ctx))
-    for slot in ("cu_seqlens_q", "cu_seqlens_k"):
-        if ctx.dtype(slot) not in (None, VarType.INT32):
-            ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
-    rows, cols = ctx.attr("max_seqlen_q"), ctx.attr("max_seqlen_k")
-    if rows < 0 or cols < 0:
-        ctx.fail(f"max_seqlen_q={rows} and max_seqlen_k={cols} must not be negative")
+    rows, cols = check_varlen(ctx)
     cu = ctx.shape("cu_seqlens_q")
     batch = cu[0] - 1 if cu is not None and len(cu) == 1 and cu[0] > 0 else -1
     if q is None or k is None or v is None:

@@ -23,9 +23,9 @@ gradc.ops.flash_attention_v3_double.
 
 from __future__ import annotations
 
-from ..ir import AttrType, VarType, dtype_name
+from ..ir import AttrType, VarType
 from ..registry import defop, grad_op, typed
-from .flash_attention import check_heads
+from .flash_attention import check_heads, check_int32
 from .infer import check_float, one_dtype
 
 WINDOW = {"window_size_left": -1, "window_size_right": -1, "softcap": 0.0}
@@ -42,12 +42,6 @@ def _refuse(ctx, slots: tuple[str, ...]) -> None:
         if ctx.has(slot):
             ctx.fail(f"{slot}: gradc runs FlashAttention-3 without the multi-head latent attention term (q_v) and "
                      "without float8 descales")
-
-
-def _int32(ctx, *slots: str) -> None:
-    for slot in slots:
-        if ctx.has(slot) and ctx.dtype(slot) not in (None, VarType.INT32):
-            ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
 
 
 def _qkv(ctx) -> tuple:
@@ -67,7 +61,7 @@ def _v3_infer(ctx):
 
 def _varlen_infer(ctx):
     _refuse(ctx, ("qv", "q_descale", "k_descale", "v_descale"))
-    _int32(ctx, "cu_seqlens_q", "cu_seqlens_k", "seqused_q", "seqused_k")
+    check_int32(ctx, "cu_seqlens_q", "cu_seqlens_k", "seqused_q", "seqused_k")
     if ctx.attr("max_seqlen_q") <= 0 or ctx.attr("max_seqlen_k") <= 0:
         ctx.fail(f"max_seqlen_q={ctx.attr('max_seqlen_q')} and max_seqlen_k={ctx.attr('max_seqlen_k')} must be "
                  "positive (the kernel requires them with cu_seqlens)")
@@ -87,7 +81,7 @@ def _varlen_infer(ctx):
 
 def _flashmask_infer(ctx):
     q, k, v = _qkv(ctx)
-    _int32(ctx, "startend_row_indices", "block_mask")
+    check_int32(ctx, "startend_row_indices", "block_mask")
     if q is None or k is None or v is None:
         return {"out": (None, ctx.dtype("q"))}
     check_heads(ctx, q, k, v, 4)

@@ -9,9 +9,17 @@ being run-time values."""
 
 from __future__ import annotations
 
-from ..ir import VarType, dtype_name
 from ..registry import defop, grad_op
-from .flash_attention import COMMON, STATE, UNPADDED_ATTRS, check_mask, mask_slots, refuse_draws, state_outputs
+from .flash_attention import (
+    COMMON,
+    STATE,
+    UNPADDED_ATTRS,
+    check_mask,
+    check_varlen,
+    mask_slots,
+    refuse_draws,
+    state_outputs,
+)
 from .infer import check_float, one_dtype
 
 
@@ -19,12 +27,7 @@ def _varlen_packed_infer(ctx):
     refuse_draws(ctx)
     check_float(ctx, "qkv")
     one_dtype(ctx, "qkv", *mask_slots(ctx))
-    for slot in ("cu_seqlens_q", "cu_seqlens_k"):
-        if ctx.dtype(slot) not in (None, VarType.INT32):
-            ctx.fail(f"{slot} must be int32 (the kernel reads ints), got {dtype_name(ctx.dtype(slot))}")
-    rows, cols = ctx.attr("max_seqlen_q"), ctx.attr("max_seqlen_k")
-    if rows < 0 or cols < 0:
-        ctx.fail(f"max_seqlen_q={rows} and max_seqlen_k={cols} must not be negative")
+    rows, cols = check_varlen(ctx)
     qkv, cu = ctx.shape("qkv"), ctx.shape("cu_seqlens_q")
     if qkv is None:
         return {"out": (None, ctx.dtype("qkv"))}
