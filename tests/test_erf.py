@@ -49,8 +49,12 @@ def test_the_polynomial_is_the_chebyshev_fit_to_math_erfc():
     t = np.cos(np.pi * (np.arange(nodes) + 0.5) / nodes) * (1 - low) / 2 + (1 + low) / 2
     z = 2 / t - 2
     values = [math.erfc(v) * math.exp(v * v) / w for v, w in zip(z, t)]
-    fitted = chebyshev.cheb2poly(chebyshev.chebfit((2 * t - (1 + low)) / (1 - low), values, len(_ERF_Q) - 1))[::-1]
-    assert np.allclose(fitted, _ERF_Q, rtol=1e-6, atol=1e-18)
+    u = (2 * t - (1 + low)) / (1 - low)
+    fitted = chebyshev.cheb2poly(chebyshev.chebfit(u, values, len(_ERF_Q) - 1))[::-1]
+    # compared by value: the small high-order coefficients of the power form move by percents with LAPACK's rounding
+    grid = np.linspace(-1, 1, 4001)
+    assert np.abs(np.polyval(fitted, grid) - np.polyval(_ERF_Q, grid)).max() < 4e-15
+    assert (np.abs(np.polyval(_ERF_Q, u) - values) / values).max() < 1e-14
 
 
 def test_gelu_in_blocks_is_gelu_of_the_whole_array():

@@ -7,6 +7,7 @@ import numpy as np
 
 import gradc
 from gradc.executor import KERNELS
+from gradc.executor.kernels import blas_bits
 from gradc.executor.kernels.matmul import times_transposed
 from gradc.layers import ProgramBuilder
 
@@ -115,3 +116,13 @@ def test_a_few_rows_times_a_big_transposed_weight_are_numpys_product_bit_for_bit
         w = rng.standard_normal((inner, outer), dtype=np.float32)
         product = times_transposed(d, w)
         assert product.flags.c_contiguous and product.tobytes() == (d @ w.T).tobytes()
+
+
+def test_the_swapped_product_is_taken_only_where_this_machines_blas_keeps_the_bits(monkeypatch):
+    """On a BLAS whose swapped product differs (OpenBLAS on AMD's Zen), the fast path stays off: d @ w.T."""
+    rng = np.random.default_rng(3)
+    d, w = rng.standard_normal((8, 512), dtype=np.float32), rng.standard_normal((1024, 512), dtype=np.float32)
+    for keeps in (True, False):
+        monkeypatch.setattr(blas_bits, "few_rows_times_weight", lambda keeps=keeps: keeps)
+        expected = np.ascontiguousarray((w @ d.T).T) if keeps else d @ w.T
+        assert times_transposed(d, w).tobytes() == expected.tobytes()

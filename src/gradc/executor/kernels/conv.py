@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ...ops import conv as ops
-from . import kernel
+from . import blas_bits, kernel
 from .conv_columns import (
     Geometry,
     add_taps,
@@ -131,10 +131,11 @@ def _times_columns(dy_rows, cols):
     shapes of 1-32 groups; float64's differ in 96 of 150), where BLAS runs 0.57-0.9x the time: DenseNet's 3x3 layers
     of 32 outputs 0.59-0.70x, LeNet's at batch 512 0.71x, AlexNet's first 0.8x, GoogLeNet's 1x1 of 16-64 outputs
     0.57-0.85x; 0.9-1.4x at 96 to 256 outputs (MobileNet's pointwise 512: 1.2x) or fewer rows (its [64, 32] at
-    112x112: 1.31x), 1.0x for a depthwise filter's single output, 1.2-1.4x on small products."""
+    112x112: 1.31x), 1.0x for a depthwise filter's single output, 1.2-1.4x on small products. Not taken on a
+    machine whose BLAS gives the swapped product other bits (blas_bits)."""
     o, rows, macs = dy_rows.shape[1], cols.shape[1], math.prod(dy_rows.shape) * cols.shape[1]
     checked = dy_rows.dtype == cols.dtype == np.float32 and dy_rows.flags.c_contiguous and cols.flags.c_contiguous
-    if 2 <= o <= 64 and rows >= 2 * o and macs >= 1 << 22 and checked:
+    if 2 <= o <= 64 and rows >= 2 * o and macs >= 1 << 22 and checked and blas_bits.filter_grad_product():
         return np.ascontiguousarray((cols @ dy_rows.transpose(0, 2, 1)).transpose(0, 2, 1))
     return dy_rows @ cols.transpose(0, 2, 1)
 

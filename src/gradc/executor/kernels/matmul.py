@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from . import kernel
+from . import blas_bits, kernel
 from .math import conj
 
 
@@ -54,9 +54,9 @@ def times_transposed(d, w):
     bit (checked on 1,110 float32 shapes, 1-512 rows) where BLAS packs far less: 1.5-2.2x faster from 2 to 32 rows
     against a w of 2^18 values and a contraction of 128 or more (AlexNet's [2, 4096] @ [9216, 4096].T: 49 -> 31 ms),
     up to 1.3x slower on smaller ones and 1.2-8x slower on more rows. Not taken where bits differ: float64 (40 of
-    900 shapes) and a transposed w ((y.T @ d.T).T: 3 of 80)."""
+    900 shapes), a transposed w ((y.T @ d.T).T: 3 of 80), and a machine whose BLAS gives other bits (blas_bits)."""
     if (2 <= d.shape[0] <= 32 and d.dtype == w.dtype == np.float32 and w.flags.c_contiguous and w.size >= 1 << 18
-            and w.shape[1] >= 128):
+            and w.shape[1] >= 128 and blas_bits.few_rows_times_weight()):
         return np.ascontiguousarray((w @ d.T).T)
     return d @ w.T
 
