@@ -2,7 +2,8 @@
 (sparse_reshape, sparse_slice, sparse_sum, sparse_softmax; docs/sparse.md). Sites keep their order where they stay
 (reshape renumbers them, slice keeps those in the window, shifted); sum merges the sites it reduces over into new ones,
 sorted. Softmax along a dense last axis is the values' softmax; along the last of all-sparse dims it is each row's
-softmax over the entries it holds. Their gradients:
+softmax over the entries it holds. Reshape, slice and sum take a CSR tensor too (Paddle's *_csr kernels; sum over
+every axis or the last only: csr_summed_dims). Their gradients:
 
     reshape: dx = dout's values on x's sites          slice: dx = dout's values at the kept sites, zeros elsewhere
     sum:     dx = dout at the site each entry summed into, spread over the reduced dense dims
