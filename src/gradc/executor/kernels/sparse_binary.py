@@ -9,13 +9,7 @@ import numpy as np
 
 from ..sparse_value import SparseCoo, SparseCsr, csr_of
 from . import kernel
-from .sparse import _same_sites, _union, coo, sparse
-
-
-def _entries(k, slot: str) -> SparseCoo:
-    """A COO input, or a CSR one as the COO tensor of its entries in their order."""
-    value = sparse(k, slot)
-    return value.to_coo() if isinstance(value, SparseCsr) else value
+from .sparse import _same_sites, _union, as_coo, coo, sparse
 
 
 def _like_x(k, result: SparseCoo):
@@ -49,21 +43,21 @@ def _aligned(x: SparseCoo, y: SparseCoo):
 
 @kernel("sparse_subtract")
 def subtract(k):
-    x, y = _entries(k, "x"), _entries(k, "y")
+    x, y = as_coo(k, "x"), as_coo(k, "y")
     xs, ys, _, _, indices = _aligned(x, y)
     return {"out": _like_x(k, SparseCoo(indices, xs - ys, x.shape))}
 
 
 @kernel("sparse_multiply")
 def multiply(k):
-    x, y = _entries(k, "x"), _entries(k, "y")
+    x, y = as_coo(k, "x"), as_coo(k, "y")
     xs, ys, _, _, indices = _aligned(x, y)
     return {"out": _like_x(k, SparseCoo(indices, xs * ys, x.shape))}
 
 
 @kernel("sparse_multiply_grad")
 def multiply_grad(k):
-    x, y, dout = _entries(k, "x"), _entries(k, "y"), _entries(k, "out@GRAD")
+    x, y, dout = as_coo(k, "x"), as_coo(k, "y"), as_coo(k, "out@GRAD")
     xs, ys, x_rows, y_rows, _ = _aligned(x, y)
     return k.grads({"x@GRAD": lambda: _on(k, "x", (dout.values * ys)[x_rows]),
                     "y@GRAD": lambda: _on(k, "y", (dout.values * xs)[y_rows])})
@@ -82,7 +76,7 @@ def _dense_sites(x: SparseCoo, y: SparseCoo) -> tuple[np.ndarray, np.ndarray]:
 
 @kernel("sparse_divide")
 def divide(k):
-    x, y = _entries(k, "x"), _entries(k, "y")
+    x, y = as_coo(k, "x"), as_coo(k, "y")
     xd, yd = _dense_sites(x, y)
     with np.errstate(divide="ignore", invalid="ignore"):
         quotient = xd / yd
@@ -92,7 +86,7 @@ def divide(k):
 
 @kernel("sparse_divide_grad")
 def divide_grad(k):
-    x, y, out, dout = (_entries(k, slot) for slot in ("x", "y", "out", "out@GRAD"))
+    x, y, out, dout = (as_coo(k, slot) for slot in ("x", "y", "out", "out@GRAD"))
     _, yd = _dense_sites(x, y)
     dd, od = dout.to_dense(), out.to_dense()
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -119,12 +113,12 @@ def _transposed(x: SparseCoo, perm: list[int]) -> SparseCoo:
 @kernel("sparse_transpose")
 def transpose(k):
     """A CSR tensor's entries sorted anew (Paddle's TransposeCsrKernel builds the transposed matrix's rows)."""
-    return {"out": _like_x(k, _transposed(_entries(k, "x"), list(k.attr("perm"))))}
+    return {"out": _like_x(k, _transposed(as_coo(k, "x"), list(k.attr("perm"))))}
 
 
 @kernel("sparse_transpose_grad")
 def transpose_grad(k):
-    back = _transposed(_entries(k, "out@GRAD"), np.argsort(k.attr("perm")).tolist())
+    back = _transposed(as_coo(k, "out@GRAD"), np.argsort(k.attr("perm")).tolist())
     return {"x@GRAD": csr_of(back) if isinstance(k.x("out@GRAD"), SparseCsr) else back}
 
 

@@ -11,7 +11,7 @@ from ...ops.sparse_shape import resolve_shape, slice_dims, summed_dims
 from ..sparse_value import SparseCoo, SparseCsr, csr_of
 from . import kernel
 from .index import ints
-from .sparse import coo, sparse
+from .sparse import as_coo, coo, sparse
 from .sparse_csr import csr_sum, csr_sum_grad
 from .tensor import numpy_dtype
 
@@ -65,7 +65,7 @@ def _window(k, x: SparseCoo):
 
 @kernel("sparse_slice")
 def slice_(k):
-    x = _entries(k, "x")
+    x = as_coo(k, "x")
     shape, kept, starts = _window(k, x)
     out = SparseCoo(x.indices[:, kept] - starts, x.values[kept], shape)
     return {"out": csr_of(out) if isinstance(k.x("x"), SparseCsr) else out}
@@ -74,16 +74,11 @@ def slice_(k):
 @kernel("sparse_slice_grad")
 def slice_grad(k):
     """dout on x's entries in the window, zeros on the others (Paddle's slice_csr_grad holds the window's only)."""
-    x = _entries(k, "x")
+    x = as_coo(k, "x")
     _, kept, _ = _window(k, x)
     grad = np.zeros_like(x.values)
     grad[kept] = sparse(k, "out@GRAD").values
     return {"x@GRAD": sparse(k, "x").with_values(grad)}
-
-
-def _entries(k, slot: str) -> SparseCoo:
-    value = sparse(k, slot)
-    return value.to_coo() if isinstance(value, SparseCsr) else value
 
 
 def _groups(k, x: SparseCoo):
