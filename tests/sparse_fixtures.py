@@ -163,3 +163,40 @@ def csr_training() -> dict:
     for name in ("val", "d"):
         block.var(name).stop_gradient = False
     return {"program": program, "feed": feed, "fetch": ["loss", *gradc.gradients(program, "loss", ["val", "d"])]}
+
+
+# (op, inputs, attributes, result dims) of csr_ops_program: a CSR form of each op, 2-D and 3-D
+CSR_OPS = [("sparse_subtract", ("a2", "b2"), {}, [3, 4]), ("sparse_multiply", ("a3", "b3"), {}, [2, 3, 5]),
+           ("sparse_divide", ("a2", "full2"), {}, [3, 4]),
+           ("sparse_divide_scalar", ("a3",), {"scalar": 4.0}, [2, 3, 5]),
+           ("sparse_transpose", ("a3",), {"perm": [2, 0, 1]}, [5, 2, 3]),
+           ("sparse_reshape", ("a3",), {"shape": [6, 5]}, [6, 5]),
+           ("sparse_slice", ("a2",), {"axes": [0, 1], "starts": [1, 1], "ends": [3, 3]}, [2, 2]),
+           ("sparse_sum", ("a3",), {"axis": [-1], "keepdim": True}, [2, 3, 1]),
+           ("sparse_sum", ("a2",), {"axis": []}, [1, 1])]
+
+
+def csr_ops_program(feed: dict, training: bool = False) -> dict:
+    """gradc's program of CSR_OPS on the CSR tensors of csr_ops' fed dense tensors, each result to_dense (fetched);
+    with ``training`` loss = the sum of their means and the gradients of the fed tensors (fetched instead).
+    program, feed, fetch."""
+    program = gradc.Program()
+    block = program.global_block
+    terms, fed = [], [name for name in ("a2", "b2", "a3", "b3", "full2") if any(name in op[1] for op in CSR_OPS)]
+    for name in fed:
+        block.create_var(name, list(feed[name].shape), VarType.FP64).stop_gradient = False
+        block.create_var(f"{name}_csr", list(feed[name].shape), VarType.FP64, type=VarType.SPARSE_CSR)
+        block.append_op("sparse_to_sparse_csr", {"x": [name]}, {"out": [f"{name}_csr"]})
+    for i, (op, inputs, attrs, shape) in enumerate(CSR_OPS):
+        for name, var_type in ((f"out{i}", VarType.SPARSE_CSR), (f"dense{i}", VarType.DENSE_TENSOR)):
+            block.create_var(name, shape, VarType.FP64, type=var_type)
+        block.create_var(f"term{i}", [], VarType.FP64)
+        block.append_op(op, {slot: [f"{name}_csr"] for name, slot in zip(inputs, ("x", "y"))}, {"out": [f"out{i}"]},
+                        attrs)
+        block.append_op("sparse_to_dense", {"x": [f"out{i}"]}, {"out": [f"dense{i}"]})
+        block.append_op("reduce_mean", {"X": [f"dense{i}"]}, {"Out": [f"term{i}"]}, {"reduce_all": True, "dim": []})
+        terms.append(f"term{i}")
+    block.create_var("loss", [], VarType.FP64)
+    block.append_op("sum", {"X": terms}, {"Out": ["loss"]})
+    fetch = ["loss", *gradc.gradients(program, "loss", fed)] if training else [f"dense{i}" for i in range(len(terms))]
+    return {"program": program, "feed": {name: feed[name] for name in fed}, "fetch": fetch}

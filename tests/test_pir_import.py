@@ -217,7 +217,9 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     matmul_coo/csr_dense_sp, mv_csr_sp, addmm_csr_dense_sp, masked_matmul_sp (tests/test_sparse_matmul.py checks
     Paddle's mv_coo_sp and addmm_coo_dense_sp), maxpool_sp and maxpool_grad_sp (tests/test_sparse_maxpool.py); the CSR
     ops and conversions, products of two sparse tensors, acos and acosh are in the files Paddle wrote back of gradc's
-    (sparse_tensor/pir_csr: model.json it ran, unrun.json it has no CPU kernel of).
+    (sparse_tensor/pir_csr: model.json it ran, unrun.json it has no CPU kernel of), and the CSR forms of subtract,
+    multiply, divide, transpose, reshape, slice and sum with their grad ops in gradc's training program Paddle read and
+    wrote back (sparse_tensor/pir_csr_ops/train.json; it ran the forward ops, tests/test_sparse_csr_ops.py).
     Import alone reads the PIR programs
     Paddle builds, without running them, for its GPU-only fused_gemm_epilogue and fused_softmax_mask_upper_triangle
     (tests/data/paddle/pir_gpu_only). Dy2static's list ops (array_pop, slice_array, slice_array_dense) are in
@@ -247,6 +249,7 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
               for case in ("pir_binary", "pir_int_args", "pir_products", "pir_csr")]
     files += [(PIR_DATA.parent / "sparse_tensor" / "pir_csr" / name).read_bytes()   # Paddle cannot run these
               for name in ("unrun.json", "train.json")]
+    files.append((PIR_DATA.parent / "sparse_tensor" / "pir_csr_ops" / "train.json").read_bytes())   # CSR forms
     files += [path.read_bytes() for path in (PIR_DATA.parent / "pir_gpu_only").glob("*/program.json")]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "fp8").glob("*/program.json")]   # the float8 ops
     files += [path.read_bytes() for path in (PIR_DATA.parent / "gpu_inference").glob("*/program.json")]

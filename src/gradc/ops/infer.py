@@ -48,6 +48,11 @@ class InferContext:
     def attr(self, name: str):
         return registry.attr_default(self.op, name)
 
+    def var_type(self, slot: str, i: int = 0):
+        """The VarType.Type of the slot's var (a sparse op's layout), None when absent."""
+        var = self._var(slot, i)
+        return var.type if var is not None else None
+
     def lod_level(self, slot: str, i: int = 0) -> int:
         """The declared lod_level of the slot's var (0 when unset or absent)."""
         var = self._var(slot, i)

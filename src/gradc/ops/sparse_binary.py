@@ -2,7 +2,9 @@
 Paddle 3.3.1 builds in PIR mode only (docs/sparse.md). Sites as Paddle's: subtract and multiply as sparse_add (x's
 sites where y has the same ones, else every site of either, sorted); divide every site of the sparse dims, row-major
 (x / y is 0/0 where neither has a value: NaN, as the dense quotient); divide by a number and transpose x's (transpose
-renumbers them, in x's order); coalesce each site once, sorted, its entries summed. Their gradients:
+renumbers them, in x's order); coalesce each site once, sorted, its entries summed. All but coalesce take two CSR
+tensors (one for divide by a number and transpose) too, as Paddle's *_csr kernels: the COO result's entries made
+CSR. Their gradients:
 
     subtract:  sparse_add(x, y scaled by -1), differentiated     divide by s: x scaled by 1/s, differentiated
     multiply:  dx = dout * y at x's sites, dy = dout * x at y's sites

@@ -2,7 +2,8 @@
 (sparse_reshape, sparse_slice, sparse_sum, sparse_softmax; docs/sparse.md). Sites keep their order where they stay
 (reshape renumbers them, slice keeps those in the window, shifted); sum merges the sites it reduces over into new ones,
 sorted. Softmax along a dense last axis is the values' softmax; along the last of all-sparse dims it is each row's
-softmax over the entries it holds. Their gradients:
+softmax over the entries it holds. Reshape, slice and sum take a CSR tensor too (Paddle's *_csr kernels; sum over
+every axis or the last only: csr_summed_dims). Their gradients:
 
     reshape: dx = dout's values on x's sites          slice: dx = dout's values at the kept sites, zeros elsewhere
     sum:     dx = dout at the site each entry summed into, spread over the reduced dense dims
@@ -14,7 +15,7 @@ IntArray order); given as tensors, the dims they set are known at run time only.
 
 from __future__ import annotations
 
-from ..ir import AttrType
+from ..ir import AttrType, VarType
 from ..registry import defop, grad_op, typed
 from .infer import check_float
 from .shape import tensor_length
@@ -92,10 +93,23 @@ def summed_dims(x: list[int], axis: list[int], keepdim: bool, fail) -> tuple[lis
     return [1 if i in reduced else d for i, d in enumerate(x) if keepdim or i not in reduced], reduced
 
 
+def csr_summed_dims(x: list[int], axis: list[int], keepdim: bool, fail) -> list[int]:
+    """Paddle's sum_csr: over every axis [1, 1] ([1, 1, 1] for a 3-D x with keepdim), over the last (-1) only the
+    rows' sums: [rows, 1] ([batch, rows, 1] with keepdim, [batch, rows] without)."""
+    if not axis:
+        return [1, 1, 1] if keepdim and len(x) == 3 else [1, 1]
+    if list(axis) not in ([-1], [len(x) - 1]):
+        fail(f"sparse_sum of a CSR tensor sums over every axis or the last (-1) only, as Paddle's sum_csr; got axis "
+             f"{list(axis)}")
+    return [*x[:-1], 1] if keepdim or len(x) == 2 else x[:-1]
+
+
 def _sum_infer(ctx):
     check_float(ctx, "x")
     x, dtype = ctx.shape("x"), ctx.attr("dtype")
     out_dtype = ctx.dtype("x") if dtype == -1 else dtype
+    if x is not None and ctx.var_type("x") == VarType.SPARSE_CSR and not _from_tensor(ctx, "Axis"):
+        return {"out": (csr_summed_dims(x, list(ctx.attr("axis")), ctx.attr("keepdim"), ctx.fail), out_dtype)}
     if x is None or _from_tensor(ctx, "Axis"):   # the axes at run time: the rank too, unless keepdim
         return {"out": ([-1] * len(x) if x is not None and ctx.attr("keepdim") else None, out_dtype)}
     return {"out": (summed_dims(x, list(ctx.attr("axis")), ctx.attr("keepdim"), ctx.fail)[0], out_dtype)}

@@ -98,9 +98,9 @@ def _union(x: SparseCoo, y: SparseCoo) -> tuple[np.ndarray, np.ndarray, np.ndarr
     return sites, np.searchsorted(sites, x_sites), np.searchsorted(sites, y_sites)
 
 
-def _as_coo(k, slot: str) -> SparseCoo:
-    """A COO input, or a CSR one (add_csr_csr: the backward's sum of CSR gradients) as the COO tensor of its entries,
-    in their order."""
+def as_coo(k, slot: str) -> SparseCoo:
+    """A COO input, or a CSR one (add_csr_csr, the CSR forms of subtract, reshape, ...) as the COO tensor of its
+    entries, in their order."""
     value = k.x(slot)
     return value.to_coo() if isinstance(value, SparseCsr) else coo(k, slot)
 
@@ -111,7 +111,7 @@ def add(k):
     other sites the result holds every site of either, sorted, as Paddle's for sorted inputs (Paddle's loses entries
     of inputs whose sites are not sorted: docs/sparse.md). Two CSR tensors add as their COO ones, back to CSR."""
     if isinstance(k.x("x"), SparseCsr):
-        return {"out": csr_of(_add(_as_coo(k, "x"), _as_coo(k, "y")))}
+        return {"out": csr_of(_add(as_coo(k, "x"), as_coo(k, "y")))}
     return {"out": _add(coo(k, "x"), k.x("y"))}
 
 
@@ -134,8 +134,8 @@ def _add(x: SparseCoo, y) -> SparseCoo:
 @kernel("sparse_add_grad")
 def add_grad(k):
     """dout at x's and y's entries; CSR tensors' as their COO ones' (a CSR result's entries are the sorted union)."""
-    x, dout, y_in = _as_coo(k, "x"), _as_coo(k, "out@GRAD"), k.x("y")
-    y = _as_coo(k, "y") if isinstance(y_in, SparseCsr) else y_in
+    x, dout, y_in = as_coo(k, "x"), as_coo(k, "out@GRAD"), k.x("y")
+    y = as_coo(k, "y") if isinstance(y_in, SparseCsr) else y_in
     if not isinstance(y, SparseCoo):
         dx, dy = dout.values, dout.values.reshape(-1, dout.values.shape[-1]).sum(0)
     elif _same_sites(x, y):

@@ -1,12 +1,25 @@
-"""Kernels of sparse_subtract, multiply, divide, divide_scalar, transpose and coalesce (gradc.ops.sparse_binary)."""
+"""Kernels of sparse_subtract, multiply, divide, divide_scalar, transpose and coalesce (gradc.ops.sparse_binary).
+A CSR pair (Paddle's subtract/multiply/divide_csr_csr) goes as the COO tensors of its entries and comes back as the
+CSR tensor of the COO result, as Paddle's CPU kernels do; a CSR gradient holds the COO one's values on x's (or y's)
+entries, which keep their order."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..sparse_value import SparseCoo
+from ..sparse_value import SparseCoo, SparseCsr, csr_of
 from . import kernel
-from .sparse import _same_sites, _union, coo
+from .sparse import _same_sites, _union, as_coo, coo, sparse
+
+
+def _like_x(k, result: SparseCoo):
+    """The result in x's layout: a CSR x's is the CSR tensor of the COO result (sorted, as Paddle's CooToCsr)."""
+    return csr_of(result) if isinstance(k.x("x"), SparseCsr) else result
+
+
+def _on(k, slot: str, values: np.ndarray):
+    """A gradient of input ``slot``: ``values`` on its entries, in its layout."""
+    return sparse(k, slot).with_values(values)
 
 
 def _aligned(x: SparseCoo, y: SparseCoo):
@@ -30,24 +43,24 @@ def _aligned(x: SparseCoo, y: SparseCoo):
 
 @kernel("sparse_subtract")
 def subtract(k):
-    x, y = coo(k, "x"), coo(k, "y")
+    x, y = as_coo(k, "x"), as_coo(k, "y")
     xs, ys, _, _, indices = _aligned(x, y)
-    return {"out": SparseCoo(indices, xs - ys, x.shape)}
+    return {"out": _like_x(k, SparseCoo(indices, xs - ys, x.shape))}
 
 
 @kernel("sparse_multiply")
 def multiply(k):
-    x, y = coo(k, "x"), coo(k, "y")
+    x, y = as_coo(k, "x"), as_coo(k, "y")
     xs, ys, _, _, indices = _aligned(x, y)
-    return {"out": SparseCoo(indices, xs * ys, x.shape)}
+    return {"out": _like_x(k, SparseCoo(indices, xs * ys, x.shape))}
 
 
 @kernel("sparse_multiply_grad")
 def multiply_grad(k):
-    x, y, dout = coo(k, "x"), coo(k, "y"), coo(k, "out@GRAD")
+    x, y, dout = as_coo(k, "x"), as_coo(k, "y"), as_coo(k, "out@GRAD")
     xs, ys, x_rows, y_rows, _ = _aligned(x, y)
-    return k.grads({"x@GRAD": lambda: x.with_values((dout.values * ys)[x_rows]),
-                    "y@GRAD": lambda: y.with_values((dout.values * xs)[y_rows])})
+    return k.grads({"x@GRAD": lambda: _on(k, "x", (dout.values * ys)[x_rows]),
+                    "y@GRAD": lambda: _on(k, "y", (dout.values * xs)[y_rows])})
 
 
 def _grid(x: SparseCoo) -> np.ndarray:
@@ -63,27 +76,27 @@ def _dense_sites(x: SparseCoo, y: SparseCoo) -> tuple[np.ndarray, np.ndarray]:
 
 @kernel("sparse_divide")
 def divide(k):
-    x, y = coo(k, "x"), coo(k, "y")
+    x, y = as_coo(k, "x"), as_coo(k, "y")
     xd, yd = _dense_sites(x, y)
     with np.errstate(divide="ignore", invalid="ignore"):
         quotient = xd / yd
     grid = _grid(x).astype(np.int64)
-    return {"out": SparseCoo(grid, quotient[tuple(grid)], x.shape)}
+    return {"out": _like_x(k, SparseCoo(grid, quotient[tuple(grid)], x.shape))}
 
 
 @kernel("sparse_divide_grad")
 def divide_grad(k):
-    x, y, out, dout = coo(k, "x"), coo(k, "y"), coo(k, "out"), coo(k, "out@GRAD")
+    x, y, out, dout = (as_coo(k, slot) for slot in ("x", "y", "out", "out@GRAD"))
     _, yd = _dense_sites(x, y)
     dd, od = dout.to_dense(), out.to_dense()
     with np.errstate(divide="ignore", invalid="ignore"):
-        return k.grads({"x@GRAD": lambda: x.with_values((dd / yd)[tuple(x.indices)]),
-                        "y@GRAD": lambda: y.with_values((-dd * od / yd)[tuple(y.indices)])})
+        return k.grads({"x@GRAD": lambda: _on(k, "x", (dd / yd)[tuple(x.indices)]),
+                        "y@GRAD": lambda: _on(k, "y", (-dd * od / yd)[tuple(y.indices)])})
 
 
 @kernel("sparse_divide_scalar")
 def divide_scalar(k):
-    x = coo(k, "x")
+    x = sparse(k, "x")
     return {"out": x.with_values((x.values / k.attr("scalar")).astype(x.dtype))}
 
 
@@ -99,12 +112,14 @@ def _transposed(x: SparseCoo, perm: list[int]) -> SparseCoo:
 
 @kernel("sparse_transpose")
 def transpose(k):
-    return {"out": _transposed(coo(k, "x"), list(k.attr("perm")))}
+    """A CSR tensor's entries sorted anew (Paddle's TransposeCsrKernel builds the transposed matrix's rows)."""
+    return {"out": _like_x(k, _transposed(as_coo(k, "x"), list(k.attr("perm"))))}
 
 
 @kernel("sparse_transpose_grad")
 def transpose_grad(k):
-    return {"x@GRAD": _transposed(coo(k, "out@GRAD"), np.argsort(k.attr("perm")).tolist())}
+    back = _transposed(as_coo(k, "out@GRAD"), np.argsort(k.attr("perm")).tolist())
+    return {"x@GRAD": csr_of(back) if isinstance(k.x("out@GRAD"), SparseCsr) else back}
 
 
 def _merged(x: SparseCoo) -> tuple[np.ndarray, np.ndarray]:

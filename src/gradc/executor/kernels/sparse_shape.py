@@ -1,14 +1,18 @@
-"""Kernels of sparse_reshape, sparse_slice, sparse_sum and sparse_softmax (gradc.ops.sparse_shape)."""
+"""Kernels of sparse_reshape, sparse_slice, sparse_sum and sparse_softmax (gradc.ops.sparse_shape). Reshape and slice
+of a CSR tensor go as the COO tensor of its entries and come back as the CSR tensor of the result (Paddle's
+reshape_csr does so; its slice_csr keeps the entries in the window, row by row: the same); sum of a CSR tensor is
+Paddle's sum_csr (gradc.executor.kernels.sparse_csr)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from ...ops.sparse_shape import resolve_shape, slice_dims, summed_dims
-from ..sparse_value import SparseCoo, SparseCsr
+from ..sparse_value import SparseCoo, SparseCsr, csr_of
 from . import kernel
 from .index import ints
-from .sparse import coo
+from .sparse import as_coo, coo, sparse
+from .sparse_csr import csr_sum, csr_sum_grad
 from .tensor import numpy_dtype
 
 
@@ -25,7 +29,12 @@ def _given(k, name: str) -> list[int]:
 @kernel("sparse_reshape")
 def reshape(k):
     """The sparse dims renumbered row-major, the dense dims (the values' own) kept."""
-    x = coo(k, "x")
+    if isinstance(k.x("x"), SparseCsr):
+        return {"out": csr_of(_reshaped(k, k.x("x").to_coo()))}
+    return {"out": _reshaped(k, coo(k, "x"))}
+
+
+def _reshaped(k, x: SparseCoo) -> SparseCoo:
     shape = resolve_shape(list(x.shape), _given(k, "shape"), _fail)
     dense = x.values.ndim - 1
     if tuple(shape[len(shape) - dense:]) != x.shape[x.sparse_dim:]:
@@ -33,12 +42,13 @@ def reshape(k):
                          f"cannot become {shape}")
     sparse = shape[:len(shape) - dense]
     indices = np.stack(np.unravel_index(x.linear_sites(), sparse)).astype(np.int64).reshape(len(sparse), -1)
-    return {"out": SparseCoo(indices, x.values, tuple(shape))}
+    return SparseCoo(indices, x.values, tuple(shape))
 
 
 @kernel("sparse_reshape_grad")
 def reshape_grad(k):
-    return {"x@GRAD": coo(k, "x").with_values(coo(k, "out@GRAD").values)}
+    """dout's values on x's sites: a CSR tensor's entries are in row-major order before and after."""
+    return {"x@GRAD": sparse(k, "x").with_values(sparse(k, "out@GRAD").values)}
 
 
 def _window(k, x: SparseCoo):
@@ -55,18 +65,20 @@ def _window(k, x: SparseCoo):
 
 @kernel("sparse_slice")
 def slice_(k):
-    x = coo(k, "x")
+    x = as_coo(k, "x")
     shape, kept, starts = _window(k, x)
-    return {"out": SparseCoo(x.indices[:, kept] - starts, x.values[kept], shape)}
+    out = SparseCoo(x.indices[:, kept] - starts, x.values[kept], shape)
+    return {"out": csr_of(out) if isinstance(k.x("x"), SparseCsr) else out}
 
 
 @kernel("sparse_slice_grad")
 def slice_grad(k):
-    x = coo(k, "x")
+    """dout on x's entries in the window, zeros on the others (Paddle's slice_csr_grad holds the window's only)."""
+    x = as_coo(k, "x")
     _, kept, _ = _window(k, x)
     grad = np.zeros_like(x.values)
-    grad[kept] = coo(k, "out@GRAD").values
-    return {"x@GRAD": x.with_values(grad)}
+    grad[kept] = sparse(k, "out@GRAD").values
+    return {"x@GRAD": sparse(k, "x").with_values(grad)}
 
 
 def _groups(k, x: SparseCoo):
@@ -95,6 +107,8 @@ def _groups(k, x: SparseCoo):
 
 @kernel("sparse_sum")
 def sum_(k):
+    if isinstance(k.x("x"), SparseCsr):
+        return {"out": csr_sum(k.x("x"), _given(k, "axis"), k.attr("keepdim"), k.attr("dtype"))}
     x = coo(k, "x")
     shape, dense_axes, rows, indices = _groups(k, x)
     values = x.values.sum(axis=dense_axes, keepdims=k.attr("keepdim")) if dense_axes else x.values
@@ -106,6 +120,8 @@ def sum_(k):
 
 @kernel("sparse_sum_grad")
 def sum_grad(k):
+    if isinstance(k.x("x"), SparseCsr):
+        return {"x@GRAD": csr_sum_grad(k.x("x"), sparse(k, "out@GRAD"), _given(k, "axis"))}
     x = coo(k, "x")
     _, dense_axes, rows, _ = _groups(k, x)
     picked = coo(k, "out@GRAD").values[rows]
