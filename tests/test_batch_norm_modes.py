@@ -51,13 +51,13 @@ def run_feed(feed, dy, attrs):
 
 
 def reference(feed, dy, attrs):
-    """Paddle's documented batch norm in numpy (channels first inside)."""
-    last, eps = attrs.get("data_layout") == "NHWC", attrs.get("epsilon", 1e-5)
+    """Paddle's documented batch norm in numpy (channels first inside); epsilon and momentum are float32 attributes."""
+    last, eps = attrs.get("data_layout") == "NHWC", float(np.float32(attrs.get("epsilon", 1e-5)))
     x = np.moveaxis(feed["X"], -1, 1) if last else feed["X"]
     g = np.moveaxis(dy, -1, 1) if last else dy
     axes, shape = (0, *range(2, x.ndim)), (1, -1) + (1,) * (x.ndim - 2)
     scale, bias = feed.get("Scale", np.ones(x.shape[1])), feed.get("Bias", np.zeros(x.shape[1]))
-    momentum = float(feed["MomentumTensor"][0]) if "MomentumTensor" in feed else attrs.get("momentum", 0.9)
+    momentum = float(feed["MomentumTensor"][0] if "MomentumTensor" in feed else np.float32(attrs.get("momentum", 0.9)))
     global_stats = (attrs.get("is_test") and not attrs.get("trainable_statistics")) or attrs.get("use_global_stats")
     if global_stats:
         mean, var = feed["Mean"], feed["Variance"]

@@ -152,7 +152,7 @@ def test_margin_cross_entropy_grad_is_the_formulas_on_cpu(margins):
     formula's, in float64, for each kind of margin (SphereFace: margin1 only)."""
     rng = np.random.default_rng(8)
     logits, label, dloss = rng.uniform(-0.8, 0.8, (4, 6)), np.array([[2], [0], [5], [2]]), rng.standard_normal(4)
-    m1, m2, m3 = margins
+    m1, m2, m3 = (float(np.float32(m)) for m in margins)   # float32 attributes, as the kernel reads them
     attrs = {"margin1": m1, "margin2": m2, "margin3": m3, "scale": 2.5, "return_softmax": True}
     program, feed = program_of("margin_cross_entropy", {"Logits": logits, "Label": label}, ["Softmax", "Loss"],
                                attrs, grads=("Logits",))

@@ -58,7 +58,9 @@ def test_one_value_a_channel_with_z_normalises_x_to_zero():
     """fused_bn_add_activation's kernel has no such case: X is its own mean, so Y = relu(Bias + Z)."""
     inputs, (y, mean_out) = _one_value_a_channel("fused_bn_add_activation", ("X", "Z"))
     np.testing.assert_allclose(y, np.maximum(inputs["Bias"] + inputs["Z"], 0), rtol=1e-12)
-    np.testing.assert_allclose(mean_out, 0.9 * inputs["Mean"] + 0.1 * inputs["X"].reshape(-1), rtol=1e-12)
+    momentum = float(np.float32(0.9))   # the op's default, a float32 attribute
+    np.testing.assert_allclose(mean_out, momentum * inputs["Mean"] + (1 - momentum) * inputs["X"].reshape(-1),
+                               rtol=1e-12)
 
 
 def test_the_fused_ops_round_trip_through_gradcs_pir_export():

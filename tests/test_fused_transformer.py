@@ -87,7 +87,7 @@ def test_fused_feedforward_scales_by_each_dropouts_own_factor_at_test():
              "dropout2_implementation": "upscale_in_train"}
     (out,) = run("fused_feedforward", inputs, ["Out"], attrs)
     x = inputs["X"]
-    normed = _layer_norm(x, inputs["Ln1Scale"], inputs["Ln1Bias"], epsilon=1e-5)   # the op's default, unsaved
+    normed = _layer_norm(x, inputs["Ln1Scale"], inputs["Ln1Bias"], epsilon=float(np.float32(1e-5)))   # the default
     a = _gelu(normed @ inputs["Linear1Weight"] + inputs["Linear1Bias"])
     np.testing.assert_allclose(out, x + 0.75 * a @ inputs["Linear2Weight"], rtol=1e-12, atol=1e-12)
 

@@ -62,12 +62,16 @@ def test_grad_ops_read_the_forward_values_paddle_reads(op_type, reads):
 
 
 def test_legacy_attribute_defaults():
-    assert registry.get("hard_sigmoid").attrs == {"slope": 0.2, "offset": 0.5}
+    """FLOAT defaults are held as float32, as Paddle's kernels read them (0.2 is 0.20000000298023224)."""
+    def f32(value):
+        return float(np.float32(value))
+
+    assert registry.get("hard_sigmoid").attrs == {"slope": f32(0.2), "offset": 0.5}
     assert registry.get("relu6").attrs == {"threshold": 6.0} and registry.get("swish").attrs == {"beta": 1.0}
-    assert registry.get("leaky_relu").attrs == {"alpha": 0.02}
+    assert registry.get("leaky_relu").attrs == {"alpha": f32(0.02)}
     assert registry.get("gelu").attrs == {"approximate": False}
     assert registry.get("matmul").attrs == {"transpose_X": False, "transpose_Y": False, "alpha": 1.0, "head_number": 1}
-    assert registry.get("p_norm").attrs == {"porder": 2.0, "axis": -1, "epsilon": 1e-12, "keepdim": False,
+    assert registry.get("p_norm").attrs == {"porder": 2.0, "axis": -1, "epsilon": f32(1e-12), "keepdim": False,
                                             "asvector": False}
 
 

@@ -40,6 +40,7 @@ CASES = {   # name -> (level, dtype, optimizer, bad steps)
     "o1_float16_adam": ("O1", "float16", lambda: paddle.optimizer.Adam(0.01), (2, 3)),
     "o1_bfloat16_sgd": ("O1", "bfloat16", lambda: paddle.optimizer.SGD(0.1), ()),   # no loss scaling in bfloat16
     "o2_float16_momentum": ("O2", "float16", lambda: paddle.optimizer.Momentum(0.05, 0.9), (3,)),
+    "o2_bfloat16_adamw": ("O2", "bfloat16", lambda: paddle.optimizer.AdamW(0.01, weight_decay=0.05), ()),
 }
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import NamedTuple
 
-from .ir import VAR_KINDS, AttrType, OpDesc, infer_attr_type
+from .ir import VAR_KINDS, AttrType, OpDesc, infer_attr_type, stored_attr_value
 from .optable import OpTable
 
 
@@ -67,6 +67,7 @@ def split_attrs(attrs: dict) -> tuple[dict[str, object], dict[str, AttrType]]:
             defaults[name], types[name] = value.default, value.type
         else:
             defaults[name], types[name] = value, AttrType(infer_attr_type(value))
+        defaults[name] = stored_attr_value(types[name], defaults[name])   # a FLOAT default as kernels read it
     return defaults, types
 
 

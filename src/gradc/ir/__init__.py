@@ -8,14 +8,16 @@ from .types import (
     FLOAT_DTYPES,
     AttrType,
     VarType,
+    as_float32,
     dtype_fits,
     dtype_name,
     real_dtype,
+    stored_attr_value,
     to_var_type,
 )
 
 __all__ = [
     "COMPLEX_DTYPES", "DIFFERENTIABLE_DTYPES", "EMPTY_VAR", "GRAD_SUFFIX", "FLOAT_DTYPES", "AttrType", "Block",
-    "OpDesc", "Program", "VAR_KINDS", "VarDesc", "VarType", "dtype_fits", "dtype_name", "grad_name", "infer_attr_type",
-    "real_dtype", "to_var_type", "var_attrs_of",
+    "OpDesc", "Program", "VAR_KINDS", "VarDesc", "VarType", "as_float32", "dtype_fits", "dtype_name", "grad_name",
+    "infer_attr_type", "real_dtype", "stored_attr_value", "to_var_type", "var_attrs_of",
 ]

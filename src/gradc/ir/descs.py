@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .types import AttrType, VarType, dtype_name
+from .types import AttrType, VarType, dtype_name, stored_attr_value
 
 GRAD_SUFFIX = "@GRAD"
 EMPTY_VAR = "@EMPTY@"
@@ -141,12 +141,13 @@ class OpDesc:
         return refs
 
     def set_attr(self, name: str, value, type: int | None = None) -> None:
-        """Set an attribute; its wire type is kept, given, or inferred from the Python value."""
+        """Set an attribute; its wire type is kept, given, or inferred from the Python value. A FLOAT attribute
+        holds its value's float32, as Paddle's kernels read it."""
         if type is None:
             type = self.attr_types.get(name)
         if type is None:
             type = infer_attr_type(value)
-        self.attrs[name] = value
+        self.attrs[name] = stored_attr_value(type, value)
         self.attr_types[name] = type
         if (type in VAR_KINDS) != (name in self.var_attrs):
             self.var_attrs = var_attrs_of(self.attr_types)

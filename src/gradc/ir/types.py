@@ -1,5 +1,7 @@
 """Enums of the wire format, as plain ints, plus the numpy dtype mapping the executor uses."""
 
+import math
+import struct
 from enum import IntEnum
 
 
@@ -129,3 +131,28 @@ def to_var_type(dtype) -> int:
     if hasattr(dtype, "name") and not isinstance(dtype, IntEnum):  # a numpy dtype
         return DTYPE_BY_NUMPY_NAME[dtype.name]
     return int(dtype)
+
+
+def as_float32(value: float) -> float:
+    """The float32 nearest to value, as C's cast to float gives it (beyond float32's range: inf)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    except OverflowError:
+        return math.copysign(math.inf, value)
+
+
+def _float32_number(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return value
+    rounded = as_float32(float(value))
+    return value if rounded == value else rounded   # an int a float32 holds stays an int
+
+
+def stored_attr_value(kind: int, value):
+    """The value an attribute of wire type ``kind`` holds: a FLOAT (FLOATS) attribute is float32 on the wire and
+    in Paddle's kernels, so a Python number set there is rounded to float32 (1e-5 -> 9.99999974737875e-06)."""
+    if kind == AttrType.FLOAT:
+        return _float32_number(value)
+    if kind == AttrType.FLOATS and isinstance(value, (list, tuple)):
+        return [_float32_number(v) for v in value]
+    return value

@@ -15,7 +15,7 @@ one, is easier to write than to differentiate by hand.
 from __future__ import annotations
 
 from .. import registry
-from ..ir import EMPTY_VAR, OpDesc, VarType
+from ..ir import EMPTY_VAR, OpDesc, VarType, as_float32
 from ..makers import GradContext
 
 
@@ -67,7 +67,14 @@ class Formula:
         return self.op("elementwise_div", {"X": x, "Y": y}, like, {"axis": axis})
 
     def scale(self, x: str, scale: float, bias: float = 0.0) -> str:
-        return self.op("scale", {"X": x}, x, {"scale": scale, "bias": bias, "bias_after_scale": True})
+        """x * scale + bias; a constant float32 cannot hold (scale's attributes are float32) is split in its float32
+        and the float32 of the rest, two scales added, so a float64 formula keeps 48 of its bits."""
+        high, high_bias = as_float32(scale), as_float32(bias)
+        out = self.op("scale", {"X": x}, x, {"scale": high, "bias": high_bias, "bias_after_scale": True})
+        if (high, high_bias) == (scale, bias):
+            return out
+        low = {"scale": as_float32(scale - high), "bias": as_float32(bias - high_bias), "bias_after_scale": True}
+        return self.add(out, self.op("scale", {"X": x}, x, low), x)
 
     def fill_like(self, x: str, value: float) -> str:
         return self.op("fill_any_like", {"X": x}, x, {"value": value, "dtype": -1})

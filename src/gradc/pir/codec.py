@@ -7,8 +7,8 @@ nesting of arrays and vector types is bounded so a hostile file cannot exhaust t
 from __future__ import annotations
 
 import math
-import struct
 
+from ..ir import as_float32
 from . import schema
 from .graph import Attr, OtherType, TensorType, VectorType
 
@@ -21,14 +21,6 @@ _CONTROL_FLOW_TYPES = {"t_stack", "t_inlet", "t_outlet"}
 
 class CodecError(ValueError):
     """A type or attribute the reader cannot decode; the message says what, not where."""
-
-
-def as_float32(value: float) -> float:
-    """The float32 nearest to value, as Paddle's reader casts an a_f32's number (beyond float32's range: inf)."""
-    try:
-        return struct.unpack("<f", struct.pack("<f", value))[0]
-    except OverflowError:
-        return math.copysign(math.inf, value)
 
 
 def _is_int(x) -> bool:

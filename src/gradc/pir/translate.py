@@ -173,6 +173,7 @@ class Translator:
                                 f"expects {len(row.operands)} ({' '.join(o.name for o in row.operands)}) and "
                                 f"{len(row.results)} ({' '.join(r.name for r in row.results)})")
         inputs, attrs, attr_types = self._legacy_inputs(row, op)
+        doubles = {}   # a PIR double attribute reaches Paddle's kernel as a double: not rounded into a legacy FLOAT
         for spec in row.attrs:
             attr = op.attrs.get(spec.name)
             if attr is not None and schema.attr_family(attr.kind) != schema.ATTR_FAMILIES[spec.kind]:   # for hooks
@@ -181,11 +182,14 @@ class Translator:
                 value = attrs[spec.legacy] = legacy_value(attr)
                 if isinstance(value, list) and any(isinstance(v, complex) for v in value):
                     attrs[spec.legacy], attr_types[spec.legacy] = scalars(value), AttrType.SCALARS
+                elif _holds_double(attr):
+                    doubles[spec.legacy] = value
         next_name = self.namer.for_op(row.legacy)
         outputs = self._legacy_outputs(row, op, next_name)
         for slot in row.extra_outputs:
             outputs[slot] = [self._extra_output(slot, inputs, next_name)]
         legacy = self.emit(row.legacy, inputs, outputs, attrs, attr_types)
+        legacy.attrs.update(doubles)
         if row.hook is not None:
             row.hook(legacy, op, self)
 
@@ -288,6 +292,10 @@ def _stops_as_its_inputs(value: Value) -> bool:
     itself, and one that must go where an operand's does (a tensor array's: plumbing.create_array)."""
     operands = [v for v in (value.op.operands if value.op is not None else ()) if v is not None]
     return bool(operands) and all(v.stop_gradient for v in operands)
+
+
+def _holds_double(attr: Attr) -> bool:
+    return attr.kind == "a_f64" or (attr.kind == "a_array" and any(item.kind == "a_f64" for item in attr.value))
 
 
 def legacy_value(attr: Attr):
