@@ -163,7 +163,8 @@ def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
 def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
               fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
               rings: Mapping[int, Sequence[int]] | None = None, seed=None, micro_batches: int = 1,
-              seed_generators: Sequence[Mapping[str, int]] | None = None) -> list[list]:
+              seed_generators: Sequence[Mapping[str, int]] | None = None, schedule: str = "fthenb",
+              schedule_steps: Sequence[list] | None = None) -> list[list]:
     """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
     rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank. ``rings``: ring_id -> its
     ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say).
@@ -171,8 +172,9 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     every rank does, as fleet's model_parallel_random_seed seeds Paddle's global generator), a list of one seed a
     rank, or fresh entropy (None); ``seed_generators``: each rank's named generators (name -> seed) its seed ops with
     deterministic=True draw from. ``micro_batches`` > 1: each rank's program is a pipeline stage run over that many
-    micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches); each fetched value is
-    then a list, one a micro-batch."""
+    micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches), rank r as stage r of
+    len(programs), in the ``schedule``'s order ("fthenb" or "1f1b"); each fetched value is then a list, one a
+    micro-batch; ``schedule_steps``, a list per rank, gets each rank's (phase, micro-batch, live bytes) steps."""
     from .executor import Executor
     from .micro_batches import run_micro_batches
     from .scope import Scope
@@ -190,6 +192,9 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     if len(seeds) != count or len(named) != count:
         raise GradcError(f"run_ranks: {count} program(s) need as many seeds and seed_generators, got {len(seeds)} "
                          f"and {len(named)}")
+    steps = list(schedule_steps) if schedule_steps is not None else [None] * count
+    if len(steps) != count:
+        raise GradcError(f"run_ranks: {count} program(s) need as many schedule_steps lists, got {len(steps)}")
     job = Job(count, rings, pairs=pair_rings(programs))
     results, errors = [None] * count, [None] * count
 
@@ -199,7 +204,7 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
         try:
             if micro_batches > 1:
                 results[rank] = run_micro_batches(Executor(), programs[rank], feeds[rank], list(per_rank[rank]),
-                                                  scopes[rank], micro_batches)
+                                                  scopes[rank], micro_batches, schedule, rank, count, steps[rank])
             else:
                 results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
                                                scope=scopes[rank])
