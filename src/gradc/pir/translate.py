@@ -125,6 +125,7 @@ class Translator:
             array = type_.kind == "t_dense_tensor_array"   # dims are its elements'; none written: unknown
             shape = None if array and not type_.dims else list(type_.dims)
             var = VarDesc(name, shape, type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
+            var.dist = type_.dist
         else:
             var = VarDesc(name, None, None, type=VarType.RAW)
         var.stop_gradient = True if value.stop_gradient and not _stops_as_its_inputs(value) else None
