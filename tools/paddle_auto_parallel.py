@@ -2,11 +2,19 @@
 carry dist types (4.t_dist_dtensor: global dims, mesh, dims_mapping, partial status, this rank's dims) and ops their
 op_dist_attr; the reshard pass lowers each `dist_op.reshard` to collectives (all_gather, all_reduce, slice, split +
 concat). The model: x -> Linear(6, 8) column-parallel (weight Shard(1), bias Shard(0) on the mp axis) -> relu ->
-Linear(8, 5) row-parallel (weight Shard(0), bias replicated) -> CrossEntropyLoss, Momentum; the batch sharded on
-the dp axis by dist.shard_dataloader. Two cases:
+Linear(8, 4) row-parallel (weight Shard(0), bias replicated) -> CrossEntropyLoss, Momentum; the batch sharded on
+the dp axis by dist.shard_dataloader. The cases:
 
-    dp_mp    a 2 x 2 mesh [[0, 1], [2, 3]] (dp, mp): 4 ranks, each data-parallel group a model-parallel pair
-    shared   a 1-D mesh [0, 1] (x) carrying both: 2 ranks; Paddle gathers the sharded weights before each use
+    dp_mp      a 2 x 2 mesh [[0, 1], [2, 3]] (dp, mp): 4 ranks, each data-parallel group a model-parallel pair
+    shared     a 1-D mesh [0, 1] (x) carrying both: 2 ranks; Paddle gathers the sharded weights before each use
+    sharding2  no model parallelism: 2 data-parallel ranks, AdamW through dist.shard_optimizer with
+    sharding3  dist.ShardingStage2 / ShardingStage3 (gradients reduce-scattered, states and, at stage 3,
+               parameters held in halves and all-gathered)
+
+(With an odd dim, 5 classes, Paddle's PIR reshard pass fails on the sharding cases: reshard_s_to_r_with_padding,
+reshard_funcs/s_to_r_reshard_func.py line 291, calls get_defining_op on the list split returns:
+"'list' object has no attribute 'get_defining_op'"; so the model has 4 classes. dist.shard_optimizer takes only
+AdamW and SGD: "only supports AdamW and SGD optimizer for now".)
 
 In each rank's process the launch environment is faked as tools/paddle_tensor_parallel.py does, the Engine's
 _init_comm and _initialize are skipped (they instantiate NCCL groups and run the startup program's communication),
@@ -17,9 +25,9 @@ numbers are the single-device model's on all the rows, one Momentum step, which 
 
 Written to tests/data/paddle/auto_parallel/<case>/:
     rank<r>/train.json     the rank's program after the reshard pass (Engine._pir_dist_main_progs["train"])
-    rank<r>/reshard.json   the same before the reshard pass: dist_op.reshard ops
+    rank0/reshard.json     rank 0's program before the reshard pass: dist_op.reshard ops
     rank<r>/startup.json   the rank's startup program
-    meta.json              each rank's ring_id -> ranks, parameters, data names; reference.npz
+    meta.json              each rank's ring_id -> ranks, parameters; reference_momentum.npz, reference_adamw.npz
 Not part of the package: needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_auto_parallel.py
@@ -35,8 +43,10 @@ import sys
 from pathlib import Path
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "auto_parallel"
-ROWS, WIDTH, HIDDEN, CLASSES, LR, MOMENTUM = 8, 6, 8, 5, 0.1, 0.9
-MESHES = {"dp_mp": ([[0, 1], [2, 3]], ["dp", "mp"]), "shared": ([0, 1], ["x"])}
+ROWS, WIDTH, HIDDEN, CLASSES, LR, MOMENTUM = 8, 6, 8, 4, 0.1, 0.9
+# case -> (mesh, its axes' names, model-parallel Linears?, ZeRO stage of dist.shard_optimizer (AdamW) or None)
+CASES = {"dp_mp": ([[0, 1], [2, 3]], ["dp", "mp"], True, None), "shared": ([0, 1], ["x"], True, None),
+         "sharding2": ([0, 1], ["dp"], False, 2), "sharding3": ([0, 1], ["dp"], False, 3)}
 
 
 def network(paddle, placements=None):
@@ -56,7 +66,7 @@ def rank_programs(case: str, rank: int) -> dict:
     """Run in a process of its own (the faked environment names one rank): write the rank's programs."""
     import numpy as np
 
-    mesh_ids, dims = MESHES[case]
+    mesh_ids, dims, model_parallel, stage = CASES[case]
     nranks = int(np.size(mesh_ids))
     os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(nranks), FLAGS_selected_gpus=str(rank),
                       PADDLE_TRAINER_ENDPOINTS=",".join(f"127.0.0.1:{6170 + r}" for r in range(nranks)),
@@ -80,12 +90,13 @@ def rank_programs(case: str, rank: int) -> dict:
         core.serialize_pir_program(program, str(directory / "reshard.json"), True, False, True)
         return lower(program, *args, **kwargs)
 
-    engine_module.ReshardPasses.apply_reshard_pass = staticmethod(keeping)
+    if rank == 0:   # one rank's is enough to read
+        engine_module.ReshardPasses.apply_reshard_pass = staticmethod(keeping)
     mesh = dist.ProcessMesh(mesh_ids, dim_names=dims)
     model_axis = [dist.Replicate()] * (len(dims) - 1)
     shards = {"column": dist.Shard(1), "column_bias": dist.Shard(0), "row": dist.Shard(0),
               "row_bias": dist.Replicate()}
-    model = network(paddle, lambda kind: (mesh, [*model_axis, shards[kind]]))
+    model = network(paddle, (lambda kind: (mesh, [*model_axis, shards[kind]])) if model_parallel else None)
 
     class Rows(paddle.io.Dataset):   # the program is what matters: the data is fed by the tests
         def __getitem__(self, index):
@@ -95,7 +106,11 @@ def rank_programs(case: str, rank: int) -> dict:
             return ROWS
 
     loader = dist.shard_dataloader(paddle.io.DataLoader(Rows(), batch_size=ROWS), meshes=[mesh], shard_dims=dims[0])
-    optimizer = paddle.optimizer.Momentum(LR, momentum=MOMENTUM, parameters=model.parameters())
+    if stage is None:
+        optimizer = paddle.optimizer.Momentum(LR, momentum=MOMENTUM, parameters=model.parameters())
+    else:
+        zero = {2: dist.ShardingStage2, 3: dist.ShardingStage3}[stage](dims[0], mesh)
+        optimizer = dist.shard_optimizer(paddle.optimizer.AdamW(LR, parameters=model.parameters()), zero)
     dist_model = dist.to_static(model, loader, paddle.nn.CrossEntropyLoss(), optimizer)
     dist_model.train()
     engine = dist_model._engine
@@ -106,8 +121,8 @@ def rank_programs(case: str, rank: int) -> dict:
     return {"rings": rings, "params": [p.name for p in model.parameters()]}
 
 
-def reference() -> dict:
-    """The single-device model on all the rows, one Momentum step (Paddle on CPU)."""
+def reference(optimizer: str) -> dict:
+    """The single-device model on all the rows, one Momentum or AdamW step (Paddle on CPU)."""
     import numpy as np
     import paddle
 
@@ -117,7 +132,9 @@ def reference() -> dict:
         x = paddle.static.data("x", [ROWS, WIDTH], "float32")
         label = paddle.static.data("label", [ROWS, 1], "int64")
         loss = paddle.nn.CrossEntropyLoss()(network(paddle)(x), label)
-        _, pairs = paddle.optimizer.Momentum(LR, momentum=MOMENTUM).minimize(loss)
+        step = (paddle.optimizer.Momentum(LR, momentum=MOMENTUM) if optimizer == "momentum" else
+                paddle.optimizer.AdamW(LR))
+        _, pairs = step.minimize(loss)
     rng = np.random.default_rng(41)
     x = rng.standard_normal((ROWS, WIDTH)).astype("float32")
     label = rng.integers(0, CLASSES, (ROWS, 1)).astype("int64")
@@ -145,14 +162,15 @@ def main() -> None:
     if OUT.exists():
         shutil.rmtree(OUT)
     meta = {"paddle_version": __import__("paddle").__version__, "cases": {}}
-    for case, (mesh_ids, dims) in MESHES.items():
+    for case, (mesh_ids, dims, _, stage) in CASES.items():
         ranks = [json.loads(subprocess.run([sys.executable, str(Path(__file__).resolve()), case, str(rank)],
                                            check=True, capture_output=True, text=True,
                                            env=os.environ | {"FLAGS_enable_pir_api": "1"}).stdout.splitlines()[-1])
                  for rank in range(int(np.size(mesh_ids)))]
-        meta["cases"][case] = {"mesh": mesh_ids, "dims": dims, "ranks": ranks}
+        meta["cases"][case] = {"mesh": mesh_ids, "dims": dims, "stage": stage, "ranks": ranks}
     (OUT / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
-    np.savez_compressed(OUT / "reference.npz", **reference())
+    for optimizer in ("momentum", "adamw"):
+        np.savez_compressed(OUT / f"reference_{optimizer}.npz", **reference(optimizer))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import GradcError
+from ..ir import AttrType
+from .graph import Attr
 
 
 @dataclass(frozen=True)
@@ -55,3 +57,35 @@ def spread(dist: tuple) -> Spread:
     shape, ids, names = mesh["D"]
     axes = tuple(entry[0] if isinstance(entry, list) else entry for entry in partial)
     return Spread(tuple(global_dims), tuple(shape), tuple(ids), tuple(names), tuple(mapping), axes)
+
+
+OP_DIST_ATTR = "op_dist_attr"   # the PIR attribute (a_op_dist) and the legacy op's string attribute holding it
+
+
+def carry_op_dist(op, legacy_ops) -> None:
+    """Keep a PIR op's op_dist_attr (its mesh and its operands' and results' placements) on the legacy ops it
+    became, as JSON text, so that saving the program as PIR writes it back (op_dist_attr_of)."""
+    attr = op.attrs.get(OP_DIST_ATTR)
+    if attr is not None and attr.kind == "a_op_dist":
+        text = json.dumps({"#": "4.a_op_dist", "D": attr.value}, sort_keys=True)
+        for legacy in legacy_ops:
+            legacy.attrs[OP_DIST_ATTR] = text
+            legacy.attr_types[OP_DIST_ATTR] = AttrType.STRING
+
+
+def op_dist_attr_of(legacy) -> dict:
+    """{"op_dist_attr": its a_op_dist} for a legacy op that carries one, else {}."""
+    text = legacy.attrs.get(OP_DIST_ATTR)
+    return {OP_DIST_ATTR: Attr("a_op_dist", json.loads(text)["D"])} if isinstance(text, str) else {}
+
+
+def rank_values(program, values, rank: int) -> dict:
+    """``values`` (name -> array) as rank ``rank`` of ``program`` holds them: a global value of a var the program
+    spreads over its mesh becomes this rank's block of it; other values are kept as they are."""
+    held = {}
+    for name, value in values.items():
+        var = program.global_block.vars.get(name)
+        if var is not None and var.dist and tuple(np.shape(value)) == tuple(var.dist[0]) != tuple(var.shape or ()):
+            value = spread(var.dist).local_part(value, rank)
+        held[name] = value
+    return held
