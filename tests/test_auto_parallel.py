@@ -133,3 +133,18 @@ def test_a_program_saved_as_pir_keeps_its_dist_types_and_op_dist_attrs_and_still
                                 read_module((tmp_path / f"rank{rank}.json").read_bytes()))]
         assert len(attrs[0]) > 20 and attrs[0] == attrs[1]
     check_step("shared", saved)
+
+
+def test_a_reshard_before_paddles_pass_and_a_broken_dist_type_are_one_line_errors(tmp_path):
+    with pytest.raises(gradc.FormatError, match=r"reshard\.json: 1 PIR op type\(s\) gradc cannot translate: "
+                                                r"dist_op\.reshard \(first at region 0, block 0, op \d+ "
+                                                r"\(dist_op\.reshard\): auto-parallel's change of a value's "
+                                                r"placements, which Paddle's reshard pass lowers"):
+        gradc.load(DATA / "dp_mp" / "rank0" / "reshard.json")
+    text = (DATA / "shared" / "rank0" / "train.json").read_text()
+    broken = tmp_path / "broken.json"
+    broken.write_text(text.replace('"4.t_dist_dtensor","D":[', '"4.t_dist_dtensor","D":[[],', 1))
+    with pytest.raises(gradc.FormatError, match=r"^.*broken\.json: region 0, block 0, op 0 \(pd_op\.data\), result 0: "
+                                                r"type t_dist_dtensor needs D = \[dense type, tensor_dist, local "
+                                                r"dims\]"):
+        gradc.load(broken)
