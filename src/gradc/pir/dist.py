@@ -11,8 +11,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import numpy as np
-
 from ..errors import GradcError
 from ..ir import AttrType
 from .graph import Attr
@@ -29,12 +27,14 @@ class Spread:
 
     def coordinates(self, rank: int) -> tuple[int, ...]:
         """Where ``rank`` sits in the mesh."""
+        import numpy as np  # here: reading a program (gradc compile, convert) starts without numpy
         if rank not in self.process_ids:
             raise GradcError(f"rank {rank} is not in the process mesh {list(self.process_ids)}")
         return tuple(int(c) for c in np.unravel_index(self.process_ids.index(rank), self.mesh_shape))
 
-    def local_part(self, array, rank: int) -> np.ndarray:
+    def local_part(self, array, rank: int):
         """The block of the global ``array`` that ``rank`` holds."""
+        import numpy as np
         array = np.asarray(array)
         if tuple(array.shape) != self.global_dims:
             raise GradcError(f"a value of global dims {list(self.global_dims)} cannot be split from an array of "
@@ -82,6 +82,8 @@ def op_dist_attr_of(legacy) -> dict:
 def rank_values(program, values, rank: int) -> dict:
     """``values`` (name -> array) as rank ``rank`` of ``program`` holds them: a global value of a var the program
     spreads over its mesh becomes this rank's block of it; other values are kept as they are."""
+    import numpy as np
+
     held = {}
     for name, value in values.items():
         var = program.global_block.vars.get(name)
