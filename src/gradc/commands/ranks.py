@@ -52,7 +52,10 @@ def _fetched_by(rank: int, fetches: tuple[str, ...], count: int) -> list[str]:
 @click.option("--micro-batches", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run each program as a pipeline stage over this many micro-batches of its feed (split along axis "
                    "0), as Paddle's SectionWorker; each fetched var gets a leading micro-batch axis.")
-def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches):
+@click.option("--schedule", type=click.Choice(["fthenb", "1f1b"]), default="fthenb", show_default=True,
+              help="The micro-batches' order on each stage (rank r is stage r): all forwards then all backwards, "
+                   "or 1F1B as Paddle's SectionWorker (schedule_mode 1).")
+def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches, schedule):
     """Run rank 0's program, rank 1's, ... together; each collective op meets the other ranks' (ring_id: the
     group, every rank by default)."""
     if out:
@@ -68,7 +71,8 @@ def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches
               for path in _per_rank(feeds, len(loaded), "--feed")]
     seeds = _per_rank(seed, len(loaded), "--seed") if seed else None
     per_rank = [_fetched_by(rank, fetches, len(loaded)) for rank in range(len(loaded))]
-    results = run_ranks(loaded, inputs, per_rank, scopes, seed=seeds, micro_batches=micro_batches)
+    results = run_ranks(loaded, inputs, per_rank, scopes, seed=seeds, micro_batches=micro_batches,
+                        schedule=schedule)
     if micro_batches > 1:
         results = [[np.stack(value) for value in values] for values in results]
     for rank, values in enumerate(results):

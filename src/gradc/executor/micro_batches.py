@@ -4,9 +4,12 @@ their op_role into forward (Forward, Forward|Loss), learning-rate (LRSched: the 
 its own (a child of the rank's scope, which holds the persistable vars: parameters, accumulated gradients) fed its
 part of the feed (split along axis 0), and the update ops run once, in the last micro-batch's scope.
 
-SectionWorker runs all forwards then all backwards (F-then-B) or interleaves them (1F1B); gradc runs F-then-B. The
-results are the same: each micro-batch has its own scope, the backward ops write the persistable accumulators in
-micro-batch order either way, and a send never waits (gradc.executor.ranks), so neither order can deadlock.
+SectionWorker (paddle/fluid/framework/section_worker.cc) runs all forwards then all backwards (F-then-B, its
+schedule_mode 0) or, with schedule_mode 1, 1F1B: stage s of S first runs S - s - 1 forwards, then a forward and a
+backward in turn, then the remaining backwards. The results are the same: each micro-batch has its own scope, the
+backward ops write the persistable accumulators in micro-batch order either way, and a send never waits
+(gradc.executor.ranks), so neither order can deadlock. What differs is memory: a micro-batch's activations die with
+its backward (its scope keeps only the fetched vars), and 1F1B holds at most S - s micro-batches' at once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from .feeding import feed_values
 FORWARD, BACKWARD, OPTIMIZE, LR_SCHED, LOSS = 0, 1, 2, 16, 256
 PHASE_OF_ROLE = {FORWARD: "forward", FORWARD | LOSS: "forward", LR_SCHED: "lr", BACKWARD: "backward",
                  BACKWARD | LOSS: "backward", OPTIMIZE: "update"}
+SCHEDULES = ("fthenb", "1f1b")
 PHASES = {"first": ("lr", "forward"), "forward": ("forward",), "backward": ("backward",), "update": ("update",)}
 
 
@@ -58,17 +62,49 @@ def split_feed(feed: Mapping[str, object], count: int) -> list[dict]:
     return parts
 
 
+def schedule_order(schedule: str, count: int, stage: int = 0, stages: int = 1) -> list[tuple[str, int]]:
+    """The (phase, micro-batch) steps a stage runs in: F-then-B, or 1F1B as SectionWorker::Run1F1B orders them."""
+    if schedule not in SCHEDULES:
+        raise ExecutionError(f"schedule '{schedule}' is none of {', '.join(SCHEDULES)}")
+    if schedule == "fthenb":
+        return [("forward", micro) for micro in range(count)] + [("backward", micro) for micro in range(count)]
+    warmup = stages - stage - 1
+    if count <= warmup:
+        raise ExecutionError(f"1F1B at pipeline stage {stage} of {stages} runs {warmup} forward(s) before its first "
+                             f"backward and needs more micro-batches than that, got {count} (as Paddle's "
+                             f"SectionWorker)")
+    order = [("forward", micro) for micro in range(warmup)]
+    for micro in range(warmup, count):
+        order += [("forward", micro), ("backward", micro - warmup)]
+    return order + [("backward", micro) for micro in range(count - warmup, count)]
+
+
+def live_bytes(scopes) -> int:
+    """The bytes of the arrays the micro-batch scopes hold (their activations and gradients)."""
+    return sum(value.nbytes for scope in scopes for value in scope.vars.values() if isinstance(value, np.ndarray))
+
+
 def run_micro_batches(executor, program: Program, feed: Mapping[str, object], fetch_list: Sequence[str], scope,
-                      count: int) -> list[list]:
-    """Run ``program`` (a pipeline stage) over ``count`` micro-batches of ``feed`` in ``scope``; return each fetched
-    var's values, a list of one value a micro-batch (a persistable var's: its value after the update, in each)."""
+                      count: int, schedule: str = "fthenb", stage: int = 0, stages: int = 1,
+                      steps: list | None = None) -> list[list]:
+    """Run ``program`` (pipeline stage ``stage`` of ``stages``) over ``count`` micro-batches of ``feed`` in ``scope``
+    in the ``schedule``'s order ("fthenb" or "1f1b"); return each fetched var's values, a list of one value a
+    micro-batch (a persistable var's: its value after the update, in each). ``steps``, when given, gets
+    (phase, micro-batch, bytes the micro-batch scopes hold after it) for each step run."""
     split, feeds = phases(program), split_feed(feed, count)
+    order = schedule_order(schedule, count, stage, stages)
     scopes = [scope.child() for _ in range(count)]
-    for micro, micro_scope in enumerate(scopes):
-        feed_values(program.global_block, feeds[micro], micro_scope)
-        executor.run_block(split["first" if micro == 0 else "forward"].global_block, micro_scope, scope)
-    for micro_scope in scopes:
-        executor.run_block(split["backward"].global_block, micro_scope, scope)
+    kept = set(fetch_list)
+    for phase, micro in order:
+        if phase == "forward":
+            feed_values(program.global_block, feeds[micro], scopes[micro])
+            executor.run_block(split["first" if micro == 0 else "forward"].global_block, scopes[micro], scope)
+        else:
+            executor.run_block(split["backward"].global_block, scopes[micro], scope)
+            if micro < count - 1:   # the last micro-batch's scope runs the update
+                scopes[micro].vars = {name: value for name, value in scopes[micro].vars.items() if name in kept}
+        if steps is not None:
+            steps.append((phase, micro, live_bytes(scopes)))
     executor.run_block(split["update"].global_block, scopes[-1], scope)
     values = []
     for name in fetch_list:

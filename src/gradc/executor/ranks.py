@@ -34,12 +34,14 @@ class Deadlock(ExecutionError):
 
 
 class Job:
-    """The rendezvous of N ranks; ``rings``: ring_id -> the ranks of its group, in group order (default: all);
-    ``pairs``: the same for point-to-point ops on rings ``rings`` does not name (pair_rings)."""
+    """The rendezvous of N ranks; ``rings``: ring_id -> the ranks of its group, in group order (default: all), or
+    a list of groups (a ring_id names a communicator of each process: ranks of different groups may share one, as
+    auto-parallel's data- and model-parallel groups of a 2-D mesh do); ``pairs``: the same for point-to-point ops
+    on rings ``rings`` does not name (pair_rings)."""
 
-    def __init__(self, nranks: int, rings: Mapping[int, Sequence[int]] | None = None,
+    def __init__(self, nranks: int, rings: Mapping[int, Sequence] | None = None,
                  pairs: Mapping[int, Sequence[int]] | None = None):
-        self.nranks, self.rings = nranks, {ring: list(members) for ring, members in (rings or {}).items()}
+        self.nranks, self.rings = nranks, {ring: _groups(members) for ring, members in (rings or {}).items()}
         self.pairs = {ring: list(members) for ring, members in (pairs or {}).items() if ring not in self.rings}
         self._cond = threading.Condition()
         self._seen: dict[tuple[int, int], int] = {}   # (ring, rank) -> collectives it has run on the ring
@@ -50,18 +52,20 @@ class Job:
         self.finished: set[int] = set()
         self.failure: str | None = None
 
-    def members(self, ring: int) -> list[int]:
-        return self.rings.get(ring, list(range(self.nranks)))
+    def members(self, ring: int, rank: int | None = None) -> list[int]:
+        """The ranks of ``rank``'s group on ``ring`` (its first group when ``rank`` is in none or not given)."""
+        groups = self.rings.get(ring, [list(range(self.nranks))])
+        return next((group for group in groups if rank in group), groups[0])
 
     def exchange(self, rank: int, ring: int, op_type: str, where: str, value) -> list:
         """Every member's value of this collective (op ``op_type`` at ``where``), in group order, once all have
         reached it."""
-        members = self.members(ring)
+        members = self.members(ring, rank)
         if rank not in members:
             raise ValueError(f"rank {rank} is not in the group of ring_id {ring} (ranks {members})")
         with self._cond:
             seen = self._seen.get((ring, rank), 0)
-            self._seen[(ring, rank)], key = seen + 1, (ring, seen)
+            self._seen[(ring, rank)], key = seen + 1, (ring, members[0], seen)
             meeting = self._meetings.setdefault(key, {})
             meeting[rank] = (op_type, where, value)
             self._cond.notify_all()
@@ -88,7 +92,7 @@ class Job:
 
     def peer(self, rank: int, ring: int, place: int) -> int:
         """The rank at ``place`` in the group of ``ring``, checked to be another rank of it than ``rank``."""
-        members = self.pairs.get(ring) or self.members(ring)
+        members = self.pairs.get(ring) or self.members(ring, rank)
         if rank not in members or not 0 <= place < len(members) or members[place] == rank:
             raise ValueError(f"peer {place} is no other rank of ring_id {ring}'s group {members} (this is rank {rank})")
         return members[place]
@@ -144,6 +148,12 @@ def ring_size(program: Program, ring: int) -> int:
                 if "nranks" in op.attrs and op.attrs.get("ring_id", 0) == ring), default=1)
 
 
+def _groups(members: Sequence) -> list[list[int]]:
+    """A ring's groups: a list of ranks is one group."""
+    members = list(members)
+    return [list(group) for group in members] if members and not isinstance(members[0], int) else [members]
+
+
 def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
     """The group of each ring whose point-to-point ops exactly two ranks hold (Paddle's pipeline pass writes a ring
     a pair of stages and a direction), in the order their ``peer`` attributes say."""
@@ -162,17 +172,20 @@ def pair_rings(programs: Sequence[Program]) -> dict[int, list[int]]:
 
 def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = None,
               fetch_list: Sequence[str] | Sequence[Sequence[str]] | None = None, scopes: Sequence | None = None,
-              rings: Mapping[int, Sequence[int]] | None = None, seed=None, micro_batches: int = 1,
-              seed_generators: Sequence[Mapping[str, int]] | None = None) -> list[list]:
+              rings: Mapping[int, Sequence] | None = None, seed=None, micro_batches: int = 1,
+              seed_generators: Sequence[Mapping[str, int]] | None = None, schedule: str = "fthenb",
+              schedule_steps: Sequence[list] | None = None) -> list[list]:
     """Run rank r's program with feeds[r] in scopes[r] (new scopes when None), all ranks together; return each
     rank's fetched values. ``fetch_list``: one list for every rank, or a list per rank. ``rings``: ring_id -> its
-    ranks in group order (default: every rank; for a ring of two ranks' point-to-point ops, as their peers say).
+    ranks in group order, or a list of such groups (default: every rank; for a ring of two ranks' point-to-point
+    ops, as their peers say).
     Each rank's random ops draw from its own streams: seeded with ``seed`` on every rank (what paddle.seed(seed) on
     every rank does, as fleet's model_parallel_random_seed seeds Paddle's global generator), a list of one seed a
     rank, or fresh entropy (None); ``seed_generators``: each rank's named generators (name -> seed) its seed ops with
     deterministic=True draw from. ``micro_batches`` > 1: each rank's program is a pipeline stage run over that many
-    micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches); each fetched value is
-    then a list, one a micro-batch."""
+    micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches), rank r as stage r of
+    len(programs), in the ``schedule``'s order ("fthenb" or "1f1b"); each fetched value is then a list, one a
+    micro-batch; ``schedule_steps``, a list per rank, gets each rank's (phase, micro-batch, live bytes) steps."""
     from .executor import Executor
     from .micro_batches import run_micro_batches
     from .scope import Scope
@@ -190,6 +203,9 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     if len(seeds) != count or len(named) != count:
         raise GradcError(f"run_ranks: {count} program(s) need as many seeds and seed_generators, got {len(seeds)} "
                          f"and {len(named)}")
+    steps = list(schedule_steps) if schedule_steps is not None else [None] * count
+    if len(steps) != count:
+        raise GradcError(f"run_ranks: {count} program(s) need as many schedule_steps lists, got {len(steps)}")
     job = Job(count, rings, pairs=pair_rings(programs))
     results, errors = [None] * count, [None] * count
 
@@ -199,7 +215,7 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
         try:
             if micro_batches > 1:
                 results[rank] = run_micro_batches(Executor(), programs[rank], feeds[rank], list(per_rank[rank]),
-                                                  scopes[rank], micro_batches)
+                                                  scopes[rank], micro_batches, schedule, rank, count, steps[rank])
             else:
                 results[rank] = Executor().run(programs[rank], feed=feeds[rank], fetch_list=list(per_rank[rank]),
                                                scope=scopes[rank])

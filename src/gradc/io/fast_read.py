@@ -174,7 +174,7 @@ class Reader:
         (var.type, var.dtype, shape, var.lod_level, var.raw_type, var.persistable, var.need_check_feed,
          var.is_parameter, var.stop_gradient, attrs) = known
         var.shape = None if shape is None else list(shape)
-        var.attrs = list(attrs)
+        var.attrs, var.dist = list(attrs), ()
         return var
 
     def op(self, data: bytes, msg=None) -> OpDesc:

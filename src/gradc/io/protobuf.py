@@ -65,7 +65,7 @@ def _var_from_proto(msg: pb.VarDesc) -> VarDesc:
     var.dtype = var.shape = var.lod_level = var.raw_type = None
     for flag in ("persistable", "need_check_feed", "is_parameter", "stop_gradient"):
         setattr(var, flag, getattr(msg, flag) if msg.HasField(flag) else None)
-    var.attrs = [a.SerializeToString(deterministic=True) for a in msg.attrs]
+    var.attrs, var.dist = [a.SerializeToString(deterministic=True) for a in msg.attrs], ()
     field = _MODELED_TENSOR_FIELDS.get(var.type)
     present = [f.name for f, _ in msg.type.ListFields() if f.name != "type"]
     if present == [] or (field is not None and present == [field]):

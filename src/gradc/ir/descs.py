@@ -31,7 +31,7 @@ class VarDesc:
     __slots__ = (
         "name", "type", "dtype", "shape", "lod_level",
         "persistable", "need_check_feed", "is_parameter", "stop_gradient",
-        "attrs", "raw_type",
+        "attrs", "raw_type", "dist",
     )
 
     def __init__(self, name: str, shape: Iterable[int] | None = None, dtype: int | None = VarType.FP32,
@@ -49,6 +49,7 @@ class VarDesc:
         self.stop_gradient = stop_gradient
         self.attrs: list[bytes] = []  # VarDesc.Attr messages, carried through untouched
         self.raw_type: bytes | None = None  # a VarType we do not model (reader, tuple, ...), kept verbatim
+        self.dist: tuple = ()   # a PIR auto-parallel value's (global dims, tensor_dist JSON): gradc.pir.dist
 
     def copy(self, name: str | None = None) -> VarDesc:
         new = VarDesc.__new__(VarDesc)
@@ -57,7 +58,7 @@ class VarDesc:
         new.shape = list(self.shape) if self.shape is not None else None
         new.persistable, new.need_check_feed = self.persistable, self.need_check_feed
         new.is_parameter, new.stop_gradient = self.is_parameter, self.stop_gradient
-        new.attrs = list(self.attrs)
+        new.attrs, new.dist = list(self.attrs), self.dist
         return new
 
     def __repr__(self) -> str:

@@ -6,6 +6,7 @@ nesting of arrays and vector types is bounded so a hostile file cannot exhaust t
 
 from __future__ import annotations
 
+import json
 import math
 
 from ..ir import as_float32
@@ -17,6 +18,10 @@ _FLOAT_KINDS = {"a_f32", "a_f64"}
 _INT_KINDS = {"a_i32", "a_i64", "a_index"}
 _SPECIAL_FLOATS = {"NaN": math.nan, "NAN": math.nan, "INF": math.inf, "-INF": -math.inf}
 _CONTROL_FLOW_TYPES = {"t_stack", "t_inlet", "t_outlet"}
+# auto-parallel's attributes (process meshes, placements of values and of an op's operands and results): gradc
+# keeps them as written (JSON data) and writes them back; DIST_TYPE is a value spread over a mesh
+DIST_ATTRS = ("a_process_mesh", "a_tensor_dist", "a_op_dist", "a_placements")
+DIST_TYPE = "t_dist_dtensor"
 
 
 class CodecError(ValueError):
@@ -47,6 +52,8 @@ def decode_type(data, depth: int = 0):
     body = data.get(schema.DATA)
     if kind in schema.SPARSE_TYPES:
         return _sparse_type(kind, body)
+    if kind == DIST_TYPE:
+        return _dist_type(body, depth)
     if kind in schema.TENSOR_TYPES:
         if not isinstance(body, list) or len(body) < 3 or not isinstance(body[1], list):
             raise CodecError(f"type {kind} needs D = [element type, dims, layout, ...], got {body!r:.80}")
@@ -68,6 +75,22 @@ def decode_type(data, depth: int = 0):
     if kind in schema.ELEMENT_TYPES or kind in _CONTROL_FLOW_TYPES:
         return OtherType(kind)
     raise CodecError(f"unknown type '{data[schema.ID]}'")
+
+
+def _dist_type(body, depth: int) -> TensorType:
+    """A value of an auto-parallel program: D = [its dense type (global dims), its tensor_dist attribute, the dims
+    of the part this rank holds] (Paddle's dist_type.h); gradc computes with this rank's part."""
+    if not isinstance(body, list) or len(body) != 3 or not isinstance(body[2], list) or \
+            not all(_is_int(d) for d in body[2]):
+        raise CodecError(f"type {DIST_TYPE} needs D = [dense type, tensor_dist, local dims], got {body!r:.80}")
+    dense = decode_type(body[0], depth + 1)
+    if not isinstance(dense, TensorType) or dense.kind != "t_dtensor" or len(body[2]) != len(dense.dims):
+        raise CodecError(f"type {DIST_TYPE} needs a t_dtensor of as many dims as its local dims, got {body!r:.80}")
+    spread = decode_attr(body[1], depth + 1)
+    if spread.kind != "a_tensor_dist":
+        raise CodecError(f"type {DIST_TYPE} needs an a_tensor_dist, got {spread.kind}")
+    return TensorType(dense.kind, dense.dtype, tuple(body[2]), dense.layout, dense.lod, dense.offset,
+                      (dense.dims, json.dumps(body[1], sort_keys=True)))
 
 
 # where a sparse type's D holds its layout: COO [element, dims, non-zero dims, layout, indices, values], CSR
@@ -96,6 +119,10 @@ def encode_type(type_) -> dict:
     if isinstance(type_, OtherType):
         prefix = "2" if type_.kind in _CONTROL_FLOW_TYPES else "0"
         return {schema.ID: f"{prefix}.{type_.kind}"}
+    if type_.dist:
+        global_dims, spread = type_.dist
+        dense = TensorType(type_.kind, type_.dtype, global_dims, type_.layout, type_.lod, type_.offset)
+        return {schema.ID: f"4.{DIST_TYPE}", schema.DATA: [encode_type(dense), json.loads(spread), list(type_.dims)]}
     prefix = "0" if type_.kind == "t_dtensor" else "1"
     element = {schema.ID: "0." + schema.ELEMENT_TYPE_NAMES[type_.dtype]}
     if type_.kind in schema.SPARSE_TYPES:   # its indices' and values' types as Paddle writes them: undefined tensors
@@ -151,12 +178,16 @@ def decode_attr(data, depth: int = 0) -> Attr:
             return Attr(kind, complex(body[0], body[1]))
     elif kind == "a_type":
         return Attr(kind, decode_type(body, depth + 1))
+    elif kind in DIST_ATTRS:
+        if isinstance(body, list):
+            return Attr(kind, body)
     else:
         raise CodecError(f"unknown attribute kind '{data[schema.ID]}'")
     raise CodecError(f"attribute kind {kind} cannot hold {body!r:.80}")
 
 
-_ATTR_PREFIX = {"a_intarray": "1", "a_scalar": "1", "a_dtype": "1", "a_place": "1", "a_layout": "1"}
+_ATTR_PREFIX = {"a_intarray": "1", "a_scalar": "1", "a_dtype": "1", "a_place": "1", "a_layout": "1",
+                **dict.fromkeys(DIST_ATTRS, "4")}
 
 
 def encode_attr(attr: Attr) -> dict:

@@ -20,6 +20,9 @@ def dumps(module: Module) -> bytes:
     return json.dumps(doc, sort_keys=True, separators=(",", ":"), allow_nan=False, check_circular=False).encode()
 
 
+_PARAMETER_FLAGS = ("is_distributed", "is_parameter", "need_clip", "parameter_name", "trainable")
+
+
 class _Writer:
     def __init__(self):
         self.ids: dict[Value, int] = {}
@@ -73,7 +76,9 @@ class _Writer:
         return {schema.ID: schema.PARAMETER_OP,
                 schema.ATTRS: [int(op.attr("is_distributed", False)), int(op.attr("is_parameter", True)),
                                int(op.attr("need_clip", True)), op.attr("parameter_name")],
-                schema.DIST_ATTRS: [], schema.QUANT_ATTRS: [], schema.RESULTS: self.result(value),
+                schema.DIST_ATTRS: [{schema.NAME: name, schema.ATTR_TYPE: encode_attr(attr)}
+                                    for name, attr in op.attrs.items() if name not in _PARAMETER_FLAGS],
+                schema.QUANT_ATTRS: [], schema.RESULTS: self.result(value),
                 schema.RESULT_ATTRS: [int(bool(value.persistable)), int(bool(value.stop_gradient)),
                                       int(op.attr("trainable", True))]}
 

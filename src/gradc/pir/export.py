@@ -13,6 +13,7 @@ from ..ir import EMPTY_VAR, OpDesc, Program, VarType
 from ..ir import Block as LegacyBlock
 from ..registry import OPS
 from . import schema
+from .dist import op_dist_attr_of
 from .export_checks import check_exportable
 from .export_control import copied_before_overwrite, in_place_target
 from .export_grads import plan_saves
@@ -94,7 +95,7 @@ class Exporter(InputsExport):
         kind = TENSOR_KINDS.get(var.type)
         if kind is None or var.dtype not in schema.ELEMENT_TYPE_NAMES:
             raise self.fail(f"var '{name}' is not a tensor of a dtype PIR has (type {var.type}, dtype {var.dtype})")
-        return TensorType(kind, int(var.dtype), tuple(var.shape or ()))
+        return TensorType(kind, int(var.dtype), tuple(var.shape or ()), dist=var.dist)
 
     def new_value(self, name: str) -> Value:
         var = self.var(name)
@@ -164,7 +165,7 @@ class Exporter(InputsExport):
         pir_only = op.attrs if row.back is not None else {}   # what a ``back`` hook set under a PIR-only name
         attrs = {spec.name: encode_attr_value(spec.kind, pir_only.get(spec.name, spec.default) if spec.legacy is None
                                               else legacy_attrs.get(spec.legacy, spec.default), self)
-                 for spec in row.attrs}
+                 for spec in row.attrs} | op_dist_attr_of(op)
         for slot in row.extra_outputs:   # remember which value an XShape describes before X is rewritten
             if op.output(slot) and op.input("X"):
                 self.xshape_source[op.output(slot)[0]] = self.read(op.input("X")[0])

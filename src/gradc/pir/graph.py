@@ -34,6 +34,7 @@ class TensorType:
     layout: str = "NCHW"
     lod: tuple = ()
     offset: int = 0
+    dist: tuple = ()   # an auto-parallel value (dist_op t_dist_dtensor): (global dims, its tensor_dist JSON text)
 
 
 @dataclass(frozen=True)

@@ -169,6 +169,7 @@ class _Walker:
         if not (isinstance(result_flags, list) and len(result_flags) == 3):
             raise self.fail(where, "OA must be [persistable, stop_gradient, trainable]")
         op.attrs["trainable"] = Attr("a_bool", bool(result_flags[2]))
+        op.attrs |= self._read_attrs(op_json.get(schema.DIST_ATTRS) or [], where)   # auto-parallel: op_dist_attr
         result_attrs = {"persistable": Attr("a_array", [Attr("a_bool", bool(result_flags[0]))]),
                         "stop_gradient": Attr("a_array", [Attr("a_bool", bool(result_flags[1]))])}
         return op, ([op_json.get(schema.RESULTS)], result_attrs)

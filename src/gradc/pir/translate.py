@@ -12,6 +12,7 @@ from ..opdef import declared_type
 from ..ops.creation import scalars  # assign_value's complex literal: Scalars, the only list attribute holding them
 from ..verify import check_structure
 from . import schema
+from .dist import carry_op_dist
 from .folding import foldable, folded, tensor_attrs, unstacked
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
 from .naming import Namer, file_names
@@ -60,12 +61,13 @@ class Translator:
         if block is not None:
             self.blocks.append(block)
         for op in ops:
-            row = TABLE[op.name]
+            row, emitted = TABLE[op.name], len(self.block.ops)
             if row.special is not None:
                 self._check_arity(row, op)
                 row.special(op, self)
             else:
                 self.generic(row, op)
+            carry_op_dist(op, self.block.ops[emitted:])
         if block is not None:
             self.blocks.pop()
 
@@ -125,6 +127,7 @@ class Translator:
             array = type_.kind == "t_dense_tensor_array"   # dims are its elements'; none written: unknown
             shape = None if array and not type_.dims else list(type_.dims)
             var = VarDesc(name, shape, type_.dtype, type=schema.TENSOR_TYPES[type_.kind])
+            var.dist = type_.dist
         else:
             var = VarDesc(name, None, None, type=VarType.RAW)
         var.stop_gradient = True if value.stop_gradient and not _stops_as_its_inputs(value) else None

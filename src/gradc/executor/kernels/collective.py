@@ -24,7 +24,7 @@ def peers(k, value, nranks: int | None = None) -> tuple[list, int]:
                              f"gradc run-ranks, or gradc.executor.ranks.run_ranks)")
         return [value], 0
     job, rank = joined
-    members = job.members(ring)
+    members = job.members(ring, rank)
     if nranks is not None and nranks != len(members):
         raise ValueError(f"nranks={nranks}, but the group of ring_id {ring} has {len(members)} rank(s) {members}")
     place = members.index(rank) if rank in members else -1

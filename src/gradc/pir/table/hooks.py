@@ -259,6 +259,13 @@ def reads_an_array(legacy, exporter) -> bool:
     return var is not None and var.type == VarType.DENSE_TENSOR_ARRAY
 
 
+def writes_a_persistable(legacy, exporter) -> bool:
+    """A legacy assign into a persistable var (a parameter's new value, as auto-parallel's optimizer step writes its
+    block back): PIR writes it in place (assign_out_), else the new value would be a temporary."""
+    var = exporter.var(legacy.output("Out")[0]) if legacy.output("Out") else None
+    return var is not None and bool(var.persistable) and var.type != VarType.DENSE_TENSOR_ARRAY
+
+
 def fill_any_like_back(legacy, exporter):
     """dtype -1 means "as X"; PIR's full_like names the dtype."""
     if legacy.attrs.get("dtype", -1) != -1:

@@ -11,6 +11,7 @@ from .hooks import (
     literal_dtype,
     literal_values,
     reads_an_array,
+    writes_a_persistable,
     zeros_only,
 )
 
@@ -62,7 +63,7 @@ ROWS = [
     row("pd_op.assign_array", "assign", "x:X", when=reads_an_array),   # a copy of a tensor array (a cond's grad)
     row("pd_op.assign", "assign", "x:X"),
     row("pd_op.share_data_", "share_data", "x:X"),
-    row("pd_op.assign_out_", "assign", "x:X output:-", "out:Out&output"),
+    row("pd_op.assign_out_", "assign", "x:X output:-", "out:Out&output", when=writes_a_persistable),
     row("pd_op.pad3d", "pad3d", "x:X paddings>paddings:ints@Paddings", "out:Out",
         "mode:str pad_value=value:f64 data_format:str"),
     row("pd_op.one_hot", "one_hot_v2", "x:X num_classes>depth:int@depth_tensor",

@@ -1,0 +1,177 @@
+"""PIR programs of each rank of a semi-auto-parallel job, as Paddle 3.3.1's `dist.to_static` writes them: values
+carry dist types (4.t_dist_dtensor: global dims, mesh, dims_mapping, partial status, this rank's dims) and ops their
+op_dist_attr; the reshard pass lowers each `dist_op.reshard` to collectives (all_gather, all_reduce, slice, split +
+concat). The model: x -> Linear(6, 8) column-parallel (weight Shard(1), bias Shard(0) on the mp axis) -> relu ->
+Linear(8, 4) row-parallel (weight Shard(0), bias replicated) -> CrossEntropyLoss, Momentum; the batch sharded on
+the dp axis by dist.shard_dataloader. The cases:
+
+    dp_mp      a 2 x 2 mesh [[0, 1], [2, 3]] (dp, mp): 4 ranks, each data-parallel group a model-parallel pair
+    shared     a 1-D mesh [0, 1] (x) carrying both: 2 ranks; Paddle gathers the sharded weights before each use
+    sharding2  no model parallelism: 2 data-parallel ranks, AdamW through dist.shard_optimizer with
+    sharding3  dist.ShardingStage2 / ShardingStage3 (gradients reduce-scattered, states and, at stage 3,
+               parameters held in halves and all-gathered)
+
+(With an odd dim, 5 classes, Paddle's PIR reshard pass fails on the sharding cases: reshard_s_to_r_with_padding,
+reshard_funcs/s_to_r_reshard_func.py line 291, calls get_defining_op on the list split returns:
+"'list' object has no attribute 'get_defining_op'"; so the model has 4 classes. dist.shard_optimizer takes only
+AdamW and SGD: "only supports AdamW and SGD optimizer for now".)
+
+In each rank's process the launch environment is faked as tools/paddle_tensor_parallel.py does, the Engine's
+_init_comm and _initialize are skipped (they instantiate NCCL groups and run the startup program's communication),
+and Paddle's ProcessMesh.get_rank_by_dim_and_process_id is replaced: with numpy 2.4 it fails ("only 0-dimensional
+arrays can be converted to Python scalars": it calls int() on np.where's one-element array). The program before
+the reshard pass (with its `dist_op.reshard` ops) is saved by wrapping ReshardPasses.apply_reshard_pass. The
+numbers are the single-device model's on all the rows, one Momentum step, which Paddle runs on CPU.
+
+Written to tests/data/paddle/auto_parallel/<case>/:
+    rank<r>/train.json     the rank's program after the reshard pass (Engine._pir_dist_main_progs["train"])
+    rank0/reshard.json     rank 0's program before the reshard pass: dist_op.reshard ops
+    rank<r>/startup.json   the rank's startup program
+    meta.json              each rank's ring_id -> ranks, parameters; reference_momentum.npz, reference_adamw.npz
+Not part of the package: needs paddlepaddle.
+
+    /work/paddle-venv/bin/python tools/paddle_auto_parallel.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "auto_parallel"
+ROWS, WIDTH, HIDDEN, CLASSES, LR, MOMENTUM = 8, 6, 8, 4, 0.1, 0.9
+# case -> (mesh, its axes' names, model-parallel Linears?, ZeRO stage of dist.shard_optimizer (AdamW) or None)
+CASES = {"dp_mp": ([[0, 1], [2, 3]], ["dp", "mp"], True, None), "shared": ([0, 1], ["x"], True, None),
+         "sharding2": ([0, 1], ["dp"], False, 2), "sharding3": ([0, 1], ["dp"], False, 3)}
+
+
+def network(paddle, placements=None):
+    """The two Linears; ``placements(kind)``, when given, shards the parameters (kind: column, column_bias, row,
+    row_bias)."""
+    model = paddle.nn.Sequential(paddle.nn.Linear(WIDTH, HIDDEN), paddle.nn.ReLU(), paddle.nn.Linear(HIDDEN, CLASSES))
+    if placements is not None:
+        import paddle.distributed as dist
+
+        for layer, kind in ((model[0], "column"), (model[2], "row")):
+            layer.weight = dist.shard_tensor(layer.weight, *placements(kind))
+            layer.bias = dist.shard_tensor(layer.bias, *placements(f"{kind}_bias"))
+    return model
+
+
+def rank_programs(case: str, rank: int) -> dict:
+    """Run in a process of its own (the faked environment names one rank): write the rank's programs."""
+    import numpy as np
+
+    mesh_ids, dims, model_parallel, stage = CASES[case]
+    nranks = int(np.size(mesh_ids))
+    os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(nranks), FLAGS_selected_gpus=str(rank),
+                      PADDLE_TRAINER_ENDPOINTS=",".join(f"127.0.0.1:{6170 + r}" for r in range(nranks)),
+                      PADDLE_CURRENT_ENDPOINT=f"127.0.0.1:{6170 + rank}")
+    import paddle
+    import paddle.distributed as dist
+    from paddle.base import core
+    from paddle.distributed.auto_parallel.process_mesh import ProcessMesh
+    from paddle.distributed.auto_parallel.static import engine as engine_module
+    from paddle.distributed.auto_parallel.static.process_group import get_all_process_groups
+
+    engine_module.Engine._init_comm = lambda self: None
+    engine_module.Engine._initialize = lambda self, mode, init_parameters=True: None
+    ProcessMesh.get_rank_by_dim_and_process_id = lambda self, dim, process: int(
+        np.argwhere(self._mesh == process)[0][self._dim_names.index(dim)])
+    directory = OUT / case / f"rank{rank}"
+    directory.mkdir(parents=True)
+    lower = engine_module.ReshardPasses.apply_reshard_pass
+
+    def keeping(program, *args, **kwargs):
+        core.serialize_pir_program(program, str(directory / "reshard.json"), True, False, True)
+        return lower(program, *args, **kwargs)
+
+    if rank == 0:   # one rank's is enough to read
+        engine_module.ReshardPasses.apply_reshard_pass = staticmethod(keeping)
+    mesh = dist.ProcessMesh(mesh_ids, dim_names=dims)
+    model_axis = [dist.Replicate()] * (len(dims) - 1)
+    shards = {"column": dist.Shard(1), "column_bias": dist.Shard(0), "row": dist.Shard(0),
+              "row_bias": dist.Replicate()}
+    model = network(paddle, (lambda kind: (mesh, [*model_axis, shards[kind]])) if model_parallel else None)
+
+    class Rows(paddle.io.Dataset):   # the program is what matters: the data is fed by the tests
+        def __getitem__(self, index):
+            return np.zeros(WIDTH, "float32"), np.zeros(1, "int64")
+
+        def __len__(self):
+            return ROWS
+
+    loader = dist.shard_dataloader(paddle.io.DataLoader(Rows(), batch_size=ROWS), meshes=[mesh], shard_dims=dims[0])
+    if stage is None:
+        optimizer = paddle.optimizer.Momentum(LR, momentum=MOMENTUM, parameters=model.parameters())
+    else:
+        zero = {2: dist.ShardingStage2, 3: dist.ShardingStage3}[stage](dims[0], mesh)
+        optimizer = dist.shard_optimizer(paddle.optimizer.AdamW(LR, parameters=model.parameters()), zero)
+    dist_model = dist.to_static(model, loader, paddle.nn.CrossEntropyLoss(), optimizer)
+    dist_model.train()
+    engine = dist_model._engine
+    core.serialize_pir_program(engine._pir_dist_main_progs["train"], str(directory / "train.json"), True, False, True)
+    core.serialize_pir_program(engine._pir_dist_startup_progs["train"], str(directory / "startup.json"), True, False,
+                               True)
+    rings = {group.id: group.ranks for group in get_all_process_groups() if rank in group.ranks and group.id}
+    return {"rings": rings, "params": [p.name for p in model.parameters()]}
+
+
+def reference(optimizer: str) -> dict:
+    """The single-device model on all the rows, one Momentum or AdamW step (Paddle on CPU)."""
+    import numpy as np
+    import paddle
+
+    paddle.enable_static()
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        x = paddle.static.data("x", [ROWS, WIDTH], "float32")
+        label = paddle.static.data("label", [ROWS, 1], "int64")
+        loss = paddle.nn.CrossEntropyLoss()(network(paddle)(x), label)
+        step = (paddle.optimizer.Momentum(LR, momentum=MOMENTUM) if optimizer == "momentum" else
+                paddle.optimizer.AdamW(LR))
+        _, pairs = step.minimize(loss)
+    rng = np.random.default_rng(41)
+    x = rng.standard_normal((ROWS, WIDTH)).astype("float32")
+    label = rng.integers(0, CLASSES, (ROWS, 1)).astype("int64")
+    params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        for name, value in params.items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        values = exe.run(main, feed={"x": x, "label": label}, fetch_list=[loss.name] + [g.name for _, g in pairs])
+        stepped = {p.name: np.array(scope.var(p.name).get_tensor()) for p, _ in pairs}
+    out = {"feed.x": x, "feed.label": label, "loss": values[0]}
+    out |= {f"param.{k}": v for k, v in params.items()} | {f"stepped.{k}": v for k, v in stepped.items()}
+    return out | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
+
+
+def main() -> None:
+    if len(sys.argv) == 3:   # a child: one case's rank
+        print(json.dumps(rank_programs(sys.argv[1], int(sys.argv[2]))))
+        return
+    os.environ["FLAGS_enable_pir_api"] = "0"   # the reference: a legacy static program, before paddle is imported
+    import numpy as np
+
+    if OUT.exists():
+        shutil.rmtree(OUT)
+    meta = {"paddle_version": __import__("paddle").__version__, "cases": {}}
+    for case, (mesh_ids, dims, _, stage) in CASES.items():
+        ranks = [json.loads(subprocess.run([sys.executable, str(Path(__file__).resolve()), case, str(rank)],
+                                           check=True, capture_output=True, text=True,
+                                           env=os.environ | {"FLAGS_enable_pir_api": "1"}).stdout.splitlines()[-1])
+                 for rank in range(int(np.size(mesh_ids)))]
+        meta["cases"][case] = {"mesh": mesh_ids, "dims": dims, "stage": stage, "ranks": ranks}
+    (OUT / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+    for optimizer in ("momentum", "adamw"):
+        np.savez_compressed(OUT / f"reference_{optimizer}.npz", **reference(optimizer))
+
+
+if __name__ == "__main__":
+    main()
