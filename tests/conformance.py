@@ -45,7 +45,7 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
               **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad"),
                               "Paddle has no second derivative of the LoD lstm and gru (nor of rnn): gradc's takes a "
                               "complex step"),
-              **dict.fromkeys(("cumprod_grad_grad", "reduce_prod_grad_grad"),
+              **dict.fromkeys(("cumprod_grad_grad", "reduce_prod_grad_grad", "put_along_axis_grad_grad"),
                               "Paddle has no such op: gradc's takes the grad's tangents at the complex point of its "
                               "complex step (third derivatives, gradc.ops.complex_point)"),
               **dict.fromkeys(("array_pop", "slice_array"), "a PIR-only op of 3.3.1 (dy2static's list.pop() and "

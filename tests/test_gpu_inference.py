@@ -137,3 +137,21 @@ def test_yolo_box_post_suppresses_within_a_class_and_keeps_the_suppressed_rows()
     expected = [[-1, 0.7, 5, 55, 45, 95], [0, 0.9, 5, 5, 45, 45], [0, 0.0, 35, 5, 75, 45]]
     np.testing.assert_allclose(out, np.array(expected, np.float32), rtol=1e-6, atol=1e-5)
     assert num.tolist() == [3] and num.dtype == np.int32
+
+
+def test_cudnn_bn_finalize_blends_the_unbiased_batch_variance_and_one_value_a_channel_its_biased_zero():
+    """fused_scale_bias_relu_conv_bn's running variance: momentum * running + (1 - momentum) n / (n - 1) var (the
+    fixtures check it against paddle.var(unbiased=True)); with n = 1 there is no unbiased variance and the biased 0
+    goes in, as fused_batch_norm_act's kernel does."""
+    from test_extra_math import run
+
+    rng = np.random.default_rng(5)
+    vectors = {slot: rng.uniform(0.5, 1.5, 2) for slot in ("bn_scale", "bn_bias", "input_running_mean",
+                                                           "input_running_var")}
+    for size in (3, 1):
+        x, w = rng.standard_normal((1, size, size, 3)), rng.standard_normal((2, 3, 1, 1))
+        out, running_var = run("fused_scale_bias_relu_conv_bn", {"x": x, "w": w, **vectors},
+                               ["out", "out_running_var"], {"data_format": "NHWC", "momentum": 0.9})
+        count = size * size
+        batch = out.reshape(-1, 2).var(axis=0, ddof=1 if count > 1 else 0)
+        np.testing.assert_allclose(running_var, 0.9 * vectors["input_running_var"] + 0.1 * batch, rtol=1e-12)

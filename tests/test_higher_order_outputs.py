@@ -42,23 +42,31 @@ def test_a_loss_of_cross_entropy2_s_match_x_reaches_x_at_the_labels_only():
     assert np.all(grads["x"][~at_labels] == 0) and np.all(grads["x"][at_labels] != 0)
 
 
-def test_put_along_axis_with_reduce_mul_is_differentiated_twice_but_not_three_times():
-    """mul's second derivative takes a complex step through put_along_axis_grad (exact to rounding, checked here
-    against central differences, zeros among the factors); a third backward refuses that complex op by name."""
+@pytest.mark.parametrize("include_self", [True, False])
+def test_put_along_axis_with_reduce_mul_is_differentiated_three_times(include_self):
+    """mul's second derivative takes a complex step through put_along_axis_grad (exact to rounding, zeros among the
+    factors, two in one group too); a third backward differentiates that op at its complex factors with
+    put_along_axis_grad_grad's exact tangents, checked against central differences, and a fourth refuses it."""
     net = ProgramBuilder()
     x = net.data("x", [2, 3], "float64", stop_gradient=False)
-    index = net.data("index", [2, 2], "int64")
-    value = net.data("value", [2, 2], "float64", stop_gradient=False)
-    out = net.op("put_along_axis", {"Input": x, "Index": index, "Value": value}, {"Axis": 1, "Reduce": "mul"},
-                 outputs=["Result"])[0]
+    index = net.data("index", [2, 3], "int64")
+    value = net.data("value", [2, 1], "float64", stop_gradient=False)   # broadcast along the axis
+    out = net.op("put_along_axis", {"Input": x, "Index": index, "Value": value},
+                 {"Axis": 1, "Reduce": "mul", "Include_self": include_self}, outputs=["Result"])[0]
     gradc.append_backward(net.program, _squared_mean(net, out))
-    loss2 = _squared_mean(net, "x@GRAD")
-    feed = {"x": np.array([[0.5, 0.0, -1.2], [1.5, 0.7, 2.0]]), "index": np.array([[1, 1], [0, 2]]),
-            "value": np.array([[0.0, 1.3], [-0.8, 1.1]])}
+    loss2 = net.op("elementwise_add", {"X": _squared_mean(net, "x@GRAD"), "Y": _squared_mean(net, "value@GRAD")})[0]
+    feed = {"x": np.array([[0.5, 0.0, -1.2], [1.5, 0.7, 2.0]]), "index": np.array([[1, 1, 0], [0, 2, 2]]),
+            "value": np.array([[1.3], [-0.8]])}
     check_program(net.program, feed, ["x", "value"], loss=loss2)
     gradc.gradients(net.program, loss2, ["x", "value"])
-    with pytest.raises(gradc.GradError, match=r"\(put_along_axis_grad\) reads complex"):
-        gradc.gradients(net.program, _squared_mean(net, "x@GRAD@2"), ["x"])
+    loss3 = net.op("elementwise_add", {"X": _squared_mean(net, "x@GRAD@2"),
+                                       "Y": _squared_mean(net, "value@GRAD@2")})[0]
+    grads = check_program(net.program, feed, ["x", "value"], loss=loss3, rtol=1e-5, atol=1e-8)
+    assert all(np.abs(g).max() > 1e-4 for g in grads.values())
+    gradc.gradients(net.program, loss3, ["x", "value"])
+    assert "put_along_axis_grad_grad" in {op.type for op in net.block.ops}
+    with pytest.raises(gradc.GradError, match=r"\(put_along_axis_grad_grad\) reads complex"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD@3"), ["x"])
 
 
 @pytest.mark.parametrize("attrs", [{"dim": 1}, {"dim": -1, "exclusive": True, "reverse": True}])
@@ -167,3 +175,21 @@ def test_median_is_differentiated_twice_with_its_axes_in_axis_tensor():
     rng = np.random.default_rng(5)
     feed = {"x": rng.permutation(12).reshape(3, 4) + rng.uniform(0, 0.1, (3, 4)), "axis": np.array([1], np.int64)}
     check_program(net.program, feed, ["x"], loss=loss)
+
+
+def test_put_along_axis_grad_of_complex_values_with_reduce_amax_is_not_differentiated():
+    """amin/amax order their values: on complex ones gradc refuses rather than differentiating an order numpy takes
+    from the real parts."""
+    net = ProgramBuilder()
+    for name in ("x", "dout"):
+        net.data(name, [2, 3], "complex128", stop_gradient=False)
+    net.data("index", [2, 1], "int64")
+    net.data("value", [2, 1], "complex128", stop_gradient=False)
+    net.data("result", [2, 3], "complex128")
+    net.data("dx", [2, 3], "complex128")
+    net.block.append_op("put_along_axis_grad", {"Input": ["x"], "Index": ["index"], "Value": ["value"],
+                                                "Result": ["result"], "Result@GRAD": ["dout"]}, {"Input@GRAD": ["dx"]},
+                        {"Axis": 1, "Reduce": "amax"})
+    loss = net.mean(net.op("real", {"X": "dx"})[0])
+    with pytest.raises(gradc.GradError, match="Reduce amax orders its values"):
+        gradc.gradients(net.program, loss, ["dout"])

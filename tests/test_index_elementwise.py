@@ -1,7 +1,7 @@
 """Tensor indexing's strided-view ops (gradc.ops.index_elementwise): gradc runs Paddle 3.3.1's own PIR program of
 index_elementwise_get / _put / _put_ / _put_with_tensor and their grads (tools/paddle_index_elementwise.py) to
 Paddle's values and gradients (Paddle's reads checked against its dynamic graph's x[...], its writes against numpy's
-by the tool)."""
+by the tool), the ops on a transpose's and a slice's outputs too, which the executor hands them contiguous."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ def test_paddles_program_gives_paddles_values_and_gradients():
     program = load_pir(DATA / "program.json")
     got = dict(zip(meta["fetches"], gradc.Executor().run(program, feed, meta["fetches"], gradc.Scope())))
     assert {"pd_op.index_elementwise_get_grad", "pd_op.index_elementwise_put_with_tensor_grad"} <= set(meta["ops"])
+    assert {"get_transposed", "put_sliced"} <= set(got)   # x from a transpose and a slice: contiguous in a program
     with np.load(DATA / "fetched.npz") as paddle:
         assert set(got) == set(paddle.files)
         for name, value in got.items():

@@ -5,7 +5,8 @@ token-by-token reference of test_llm_block_attention, on Paddle's translations o
 import numpy as np
 import pytest
 
-from test_extra_math import run
+import gradc
+from test_extra_math import program_of, run
 from test_llm_attention import _translated
 from test_llm_block_attention import BLOCK, DIM, SEQ, _mixed_batch, blha_reference
 
@@ -76,3 +77,50 @@ def test_dynamic_quant_scales_by_the_batchs_largest_value_and_ignores_the_roundi
     # sequence 1 decodes with its own fed row (0.5): its step-5 key written as rint(0.5 x)
     np.testing.assert_array_equal(outs[2][3, 0, 1].astype(int) - 128,
                                   np.rint(np.float32(0.5) * feed["qkv"][3, 2 * DIM:3 * DIM]))
+
+
+def test_dynamic_quant_writes_its_measured_scales_back_for_a_decode_in_a_later_run():
+    """Paddle's kernel writes the measured scales into its scale inputs: a prefill run (sequences 0 and 1 prefill 3
+    and 2 tokens, 2 idle) leaves them in the scope, and a decode run that is fed none reads them there."""
+    scales = {f"cache_{kv}_{kind}_scales": np.full((3, 2), 0.5, np.float32) for kv in "kv"
+              for kind in ("quant", "dequant")}
+    prefill = {"qkv": r.standard_normal((5, 6 * DIM)).astype(np.float32),
+               "key_cache": np.full((5, 2, BLOCK, DIM), 128, np.uint8),
+               "value_cache": np.full((5, 2, BLOCK, DIM), 128, np.uint8),
+               "seq_lens_encoder": np.array([[3], [2], [0]], np.int32),
+               "seq_lens_decoder": np.array([[0], [0], [0]], np.int32),
+               "seq_lens_this_time": np.array([[3], [2], [0]], np.int32),
+               "padding_offsets": np.array([0, 0, 0, 5, 5], np.int32), "cum_offsets": np.array([0, 5, 11], np.int32),
+               "cu_seqlens_q": np.array([0, 3, 5, 5], np.int32), "cu_seqlens_k": np.array([0, 3, 5, 5], np.int32),
+               "block_tables": np.array([[2, 4], [0, 3], [1, 1]], np.int32), **scales}
+    attrs = {"max_seq_len": SEQ, "block_size": BLOCK, "dynamic_cachekv_quant": True}
+    outputs = ["fmha_out", "qkv_out", "key_cache_out", "value_cache_out"]
+    scope = gradc.Scope()
+    for name, value in scales.items():   # the scales live in the caller's scope, as Paddle's persistable ones
+        scope[f"{name}0"] = value.copy()
+
+    def run_in_scope(feed):
+        program, fed = program_of("block_multihead_attention", feed, outputs, attrs)
+        fed = {name: value for name, value in fed.items() if name.removesuffix("0") not in scales}
+        return gradc.Executor().run(program, fed, [slot.lower() for slot in outputs], scope)
+
+    first = run_in_scope(prefill)
+    keys, values = (prefill["qkv"][:, start * DIM:(start + 2) * DIM].reshape(5, 2, DIM) for start in (2, 4))
+    for kv, x in (("k", keys), ("v", values)):   # the batch's max per kv head, for each prefilling sequence
+        quant = np.float32(127) / np.abs(x).max(axis=(0, 2))
+        np.testing.assert_array_equal(scope[f"cache_{kv}_quant_scales0"], [quant, quant, [0.5, 0.5]])
+        np.testing.assert_array_equal(scope[f"cache_{kv}_dequant_scales0"],
+                                      [np.float32(1) / quant, np.float32(1) / quant, [0.5, 0.5]])
+    decode = {**prefill, "qkv": r.standard_normal((2, 6 * DIM)).astype(np.float32),
+              "key_cache": first[2], "value_cache": first[3],
+              "seq_lens_encoder": np.array([[0], [0], [0]], np.int32),
+              "seq_lens_decoder": np.array([[3], [2], [0]], np.int32),
+              "seq_lens_this_time": np.array([[1], [1], [0]], np.int32),
+              "padding_offsets": np.array([0, 7], np.int32), "cum_offsets": np.array([0, 7, 14], np.int32),
+              "cu_seqlens_q": np.array([0, 1, 2, 2], np.int32), "cu_seqlens_k": np.array([0, 1, 2, 2], np.int32)}
+    second = run_in_scope(decode)
+    measured = {name: scope[f"{name}0"] for name in scales}
+    for got, want in zip(second, blha_reference({**decode, **measured}, 2, 2, False, dynamic=True)):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    fed_only = blha_reference(decode, 2, 2, False, dynamic=True)[0]   # the decode with the scales first fed
+    assert np.abs(fed_only - second[0]).max() > 0.05

@@ -1,13 +1,22 @@
 """Cases of tools/paddle_gpu_inference_ops.py (through paddle_gpu_pass_cases.GPU_PASS_CASES) for the cuDNN frontend
 fusions and the ResNet fusions: fused_scale_bias_relu_conv_bn, fused_scale_bias_add_relu, resnet_unit (+ grad),
 fused_dconv_drelu_dbn and resnet_basic_block (+ grad), each with ``reference``, Paddle's CPU run of the unfused layers
-(conv2d, batch_norm, relu, paddle.grad) on the float64 feeds, and ``dtype``, the feeds' float dtype."""
+(conv2d, batch_norm, relu, paddle.grad) on the float64 feeds, and ``dtype``, the feeds' float dtype. The running
+variance of resnet_unit and fused_scale_bias_relu_conv_bn is cuDNN's BN finalize's: momentum * running + (1 -
+momentum) * the unbiased batch variance (paddle.var, unbiased), not the biased one Paddle's CPU batch_norm blends in
+(docs/inference-optimized.md); resnet_basic_block's (XPU) stays Paddle's batch_norm's."""
 
 from __future__ import annotations
 
 import numpy as np
 import paddle
 import paddle.nn.functional as F
+
+
+def _finalized_var(out, running_var, shape=None):
+    """cuDNN's BN finalize: 0.9 running_var + 0.1 the unbiased batch variance of NHWC ``out``."""
+    batch = paddle.var(out, axis=[0, 1, 2], unbiased=True)
+    return 0.9 * running_var + 0.1 * (batch if shape is None else batch.reshape(shape))
 
 
 def _scale_bias_relu_conv_bn(prologue: bool, stride: int, dtype: str) -> dict:
@@ -32,11 +41,13 @@ def _scale_bias_relu_conv_bn(prologue: bool, stride: int, dtype: str) -> dict:
     def reference(t):
         h = F.relu(t["x"] * t["scale"] + t["bias"]) if prologue else t["x"]
         out = F.conv2d(h, t["w"], stride=stride, padding=1, data_format="NHWC")
-        _, mean_out, var_out, saved_mean, saved_inv_std, _ = paddle._C_ops.batch_norm(
+        running_var = _finalized_var(out, t["running_var"])   # before batch_norm updates t["running_var"] in place
+        _, mean_out, _, saved_mean, saved_inv_std, _ = paddle._C_ops.batch_norm(
             out, t["running_mean"], t["running_var"], t["bn_scale"], t["bn_bias"], False, 0.9, 1e-5, "NHWC",
             False, False)
         eq_scale = t["bn_scale"] * saved_inv_std
-        return {"out": out, "out_running_mean": mean_out, "out_running_var": var_out, "saved_mean": saved_mean,
+        return {"out": out, "out_running_mean": mean_out, "out_running_var": running_var,
+                "saved_mean": saved_mean,
                 "saved_var": saved_inv_std, "eq_scale": eq_scale, "eq_bias": t["bn_bias"] - saved_mean * eq_scale}
 
     return {"feeds": feeds, "ops": [("fused_scale_bias_relu_conv_bn", ins, outs, attrs)], "reference": reference,
@@ -66,11 +77,13 @@ def _bn_branch(t: dict, data: str, filters: str, suffix: str, stride: int, paddi
     w = w.reshape([w.shape[0], 1, 1, -1]) if w.shape[2:] == [1, 1] and w.shape[1] != 1 else w
     conv = F.conv2d(t[data], w.transpose([0, 3, 1, 2]), stride=stride, padding=padding, data_format="NHWC")
     shape = t[f"scale_{suffix}"].shape
-    normed, mean_out, var_out, saved_mean, saved_inv, _ = paddle._C_ops.batch_norm(
+    running_var = _finalized_var(conv, t[f"var_{suffix}"], shape)   # before batch_norm updates it in place
+    normed, mean_out, _, saved_mean, saved_inv, _ = paddle._C_ops.batch_norm(
         conv, *(t[f"{name}_{suffix}"].reshape([-1]) for name in ("mean", "var", "scale", "bias")), False, 0.9, 1e-5,
         "NHWC", False, False)
     stats = {f"conv_{suffix}": conv, f"saved_mean_{suffix}": saved_mean, f"saved_invstd_{suffix}": saved_inv,
-             f"running_mean_{suffix}": mean_out, f"running_var_{suffix}": var_out}
+             f"running_mean_{suffix}": mean_out,
+             f"running_var_{suffix}": running_var}
     return normed, {name: value.reshape(shape) if name.startswith(("saved", "running")) else value
                     for name, value in stats.items()}
 

@@ -7,6 +7,12 @@ x[:, [2, 0]], x[1, [0, -1], [3, 1]], x[[1, 1, 0]] read, and x[:, [2, 0]] = 5 / =
 broadcast), x[1, [0, -1], [3, 1]] = w, and the in-place put_ / put_with_tensor_; each read is checked here against
 the same expression in Paddle's dynamic graph, each write against numpy's.
 
+Views: a transpose (t = x.transpose([0, 2, 1]), t[:, [2, 0]]) and a slice (s = x[:, 1:], s[[1, 1, 0]] = 5) give
+the ops an x that is a strided view in the dynamic graph; the PIR executor hands the kernels a contiguous x (the
+view ops' outputs are materialised), so their attributes are those of the contiguous x, checked against numpy.
+meta.json's "eager_on_views" keeps what Paddle's dynamic graph gives for t[:, [2, 0]] and s[:, [1, 0]] on the
+non-contiguous views themselves (an error; wrong values), next to numpy's.
+
 Not part of the package: it needs paddlepaddle.
 
     FLAGS_enable_pir_api=1 /work/paddle-venv/bin/python tools/paddle_index_elementwise.py
@@ -33,6 +39,8 @@ FEED = {"a": np.linspace(-2.0, 2.5, 24, dtype=np.float32).reshape(2, 3, 4),
 COLUMNS = ([2, 2, 4], [12, 0, 1], [3, -1, 2, 1], [16], 0)          # x[:, rows]
 PAIRS = ([2], [0], [3, 4, -1, 2], [16, 4], 48)                       # x[1, last, cols]: from byte 48 (x[1])
 REPEAT = ([3, 3, 4], [0, 4, 1], [2, -1, 3, 1, 1], [48], 0)           # x[repeat]
+TRANSPOSED = ([2, 2, 3], [12, 0, 1], [4, -1, 2, 1], [12], 0)         # t[:, rows], t = x.transpose([0, 2, 1])
+SLICED = ([3, 2, 4], [0, 4, 1], [2, -1, 3, 1, 1], [32], 0)           # s[repeat], s = x[:, 1:]
 GET = (True, False)                                                  # accumulate, is_combined
 GRADS = ["a", "v", "u", "w"]
 
@@ -50,6 +58,8 @@ def _values(d):
         "put_pairs": put_tensor(a, pair, d["w"], *PAIRS),
         "put_inplace": _pir_ops.index_elementwise_put_(a * 1.0, rows, -4.0, *COLUMNS),
         "put_tensor_inplace": _pir_ops.index_elementwise_put_with_tensor_(a * 1.0, pair, d["w"] * 2.0, *PAIRS),
+        "get_transposed": _pir_ops.index_elementwise_get(paddle.transpose(a, [0, 2, 1]), rows, *TRANSPOSED, *GET),
+        "put_sliced": _pir_ops.index_elementwise_put(a[:, 1:], [d["repeat"]], 5.0, *SLICED),
     }
 
 
@@ -61,12 +71,35 @@ def _expected(name: str) -> np.ndarray:
              "get_repeat": lambda t: t[paddle.to_tensor(FEED["repeat"])]}
     if name in reads:
         return reads[name](paddle.to_tensor(a)).numpy()
+    if name == "get_transposed":
+        return a.transpose(0, 2, 1)[:, rows]
+    if name == "put_sliced":
+        out = a[:, 1:].copy()
+        out[FEED["repeat"]] = 5.0
+        return out
     out = a.copy()
     if name in ("put_pairs", "put_tensor_inplace"):
         out[1, FEED["last"], FEED["cols"]] = FEED["w"] * (2.0 if name == "put_tensor_inplace" else 1.0)
     else:
         out[:, rows] = {"put_columns": 5.0, "put_tensor": FEED["v"], "put_row": FEED["u"], "put_inplace": -4.0}[name]
     return out
+
+
+def _eager_on_views() -> dict:
+    """Paddle's dynamic graph indexing non-contiguous views along their second dim (its values, or its error's first
+    line), and numpy's answer."""
+    a = paddle.to_tensor(FEED["a"])
+    views = {"t[:, [2, 0]]": (a.transpose([0, 2, 1]), FEED["a"].transpose(0, 2, 1), [2, 0]),
+             "s[:, [1, 0]]": (a[:, 1:], FEED["a"][:, 1:], [1, 0])}
+    found = {}
+    for name, (view, value, index) in views.items():
+        assert not view.is_contiguous()
+        try:
+            paddles = view[:, paddle.to_tensor(index)].numpy().tolist()
+        except ValueError as error:
+            paddles = str(error).splitlines()[0]
+        found[name] = {"paddle": paddles, "numpy": value[:, index].tolist()}
+    return found
 
 
 def main() -> None:
@@ -93,7 +126,7 @@ def main() -> None:
     np.savez_compressed(OUT / "fetched.npz", **got)
     meta = {"paddle_version": paddle.__version__, "fetches": list(fetches),
             "feed": {name: value.tolist() for name, value in FEED.items()},
-            "ops": sorted({op.name() for op in program.global_block().ops})}
+            "ops": sorted({op.name() for op in program.global_block().ops}), "eager_on_views": _eager_on_views()}
     (OUT / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
 
 

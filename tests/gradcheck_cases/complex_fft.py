@@ -3,6 +3,8 @@ three transforms over one and several axes, each normalization, both directions,
 onesided or not and fft_c2r with last_dim_size. Complex inputs are checked along both the real and the imaginary
 direction of each element (gradc.gradcheck.numeric_grad)."""
 
+import numpy as np
+
 from . import Case, rng
 from .lod_rnn import third_order
 from .second_order import second_order
@@ -117,3 +119,9 @@ PRODUCTS = [Case("cumprod", {"X": crandn(2, 4)}, {"dim": 1}),
             Case("reduce_prod", {"X": crandn(2, 3)}, {"dim": [1], "keep_dim": True})]
 CASES += PRODUCTS + [second_order(case.op, case.inputs, case.attrs) for case in PRODUCTS]
 REFUSED = [third_order(CASES[-3], "cumprod_grad_grad"), third_order(CASES[-1], "reduce_prod_grad_grad")]
+
+# put_along_axis_grad on complex values: mul's second derivative steps it at complex factors, so a third backward
+# differentiates it there (its grad op put_along_axis_grad_grad; second_order_select's cases check that op too)
+CASES.append(third_order(second_order("put_along_axis", {"Input": randn(2, 3), "Index": np.array([[1, 1], [0, 2]]),
+                                                         "Value": randn(2, 2)}, {"Axis": 1, "Reduce": "mul"}),
+                         "put_along_axis_grad"))

@@ -3,10 +3,11 @@ Ampere and later; Paddle 3.3.1's CPU build registers the ops but has no kernel).
 filter OIHW, every vector [C]:
 
 - fused_scale_bias_relu_conv_bn: out = conv2d(relu(x scale + bias)) (just conv2d(x) without fuse_prologue), then
-  out's batch statistics over accumulation_count values a channel (N Ho Wo when 0): saved_mean the mean,
-  saved_var 1 / sqrt(var + epsilon) (var = E[out^2] - mean^2), out_running_* = momentum * running + (1 - momentum)
-  * batch, and the normalisation folded into eq_scale = bn_scale saved_var, eq_bias = bn_bias - saved_mean
-  eq_scale, which the next op's scale and bias take: out itself is the raw convolution.
+  out's batch statistics over accumulation_count values a channel (N Ho Wo when 0): saved_mean the mean, saved_var 1
+  / sqrt(var + epsilon) (var = E[out^2] - mean^2), out_running_* = momentum * running + (1 - momentum) * batch (the
+  variance's unbiased, count / (count - 1) var, as cuDNN's BN finalize), and the normalisation folded into eq_scale
+  = bn_scale saved_var, eq_bias = bn_bias - saved_mean eq_scale, which the next op's scale and bias take: out itself
+  is the raw convolution.
 - fused_scale_bias_add_relu: out = relu(x1 scale1 + bias1 + x2), or + (x2 scale2 + bias2) with fuse_dual.
 - fused_dconv_drelu_dbn: the backward of h = BN1(bn1_input) (+ BN2(bn2_input) with fuse_dual, + residual_input
   with fuse_shortcut) -> r = relu(h) -> conv2d(r, weight), at grad_output (plus grad_output_add, another reader's

@@ -47,7 +47,7 @@ FAMILIES = {
         "as_complex", "as_real", "fft_c2c", "fft_c2c_grad", "fft_r2c", "fft_r2c_grad", "fft_c2r", "fft_c2r_grad"),
     "complex_fft_double": ("real_grad", "imag_grad", "fft_c2c_grad", "fft_c2r_grad", "fft_r2c_grad", "complex_grad",
         "angle_grad"),
-    "complex_point": ("cumprod_grad_grad", "reduce_prod_grad_grad"),
+    "complex_point": ("cumprod_grad_grad", "reduce_prod_grad_grad", "put_along_axis_grad_grad"),
     "control_flow": ("conditional_block", "conditional_block_grad", "while", "while_grad", "select_input",
         "select_output"),
     "control_flow_double": ("conditional_block_grad",),

@@ -3,6 +3,9 @@
 - qkv_unpack_mha (decoder attention with q, k and v apart): q [B, 1, N, H] attends over k, v [B, S, N, H]:
   softmax(q k^T / sqrt(H)) v, the softmax's sum plus 1e-6 as the CUDA kernel divides by it; Out [B, 1, N, H].
   src_mask is a slot the kernel never reads; the kernel strides k and v by q's head count, so they hold N heads.
+  Batch b reads q's row b, k's and v's rows b and writes out's row b: the kernel's store adds the batch offset under
+  MMHA_USE_FP32_ACUM_FOR_OUT, which the mmha_util.cu.h it includes defines (line 107 of the header in Paddle 3.3.1's
+  wheel); its other branch, compiled out, would write every batch into row 0.
 - fused_token_prune (fused_token_prune_pass, for Transformer token pruning): each token's score is the sum over
   heads and query rows of Attn where Mask >= 0; the first token's score is the largest there is with
   keep_first_token; the L = NewMask.shape[2] tokens of highest score (ties to the lower index, the stable radix

@@ -45,9 +45,9 @@ kernel's max runs over all of qkv, bias added and prefill tokens turned), dequan
 tokens and prefix are coded clip(round(float32(x) quant[b, g]), -127, 127) + 128, half away from zero whatever
 quant_round_type and the bounds say; decode reads and writes with row b (the fed row for a sequence not
 prefilling). Paddle's kernel writes the measured scales into the four scale inputs in place (the op declares no
-output for them): gradc does not, so a later op reading those vars sees the values fed. Paddle's decode kernel and
-its prefix writer read row 0 (scales[g]) for every sequence, which dequantizes sequence b > 0 with sequence 0's
-scales; gradc reads row b.
+output for them), and so does gradc's: a decode in a later op or run reads the measured rows. Paddle's decode
+kernel and its prefix writer read row 0 (scales[g]) for every sequence, which dequantizes sequence b > 0 with
+sequence 0's scales; gradc reads row b.
 
 The prefix cache (pre_key_cache, pre_value_cache [B, KVH, P, D] in the compute dtype): for a prefilling sequence
 the kernel pages the prefix in at cache positions 0..P-1 (the int8 cache codes it by the prefill's rounding) and

@@ -10,12 +10,14 @@ filter is read as [K, 1, 1, C], as the kernel swaps it); the batch-norm vectors 
     Y = relu(BN_X(ConvX) + Z)                                      with fuse_add
     Y = relu(BN_X(ConvX))                                          otherwise
 
-BN in training normalises with the batch's mean and biased variance over N, H, W (SavedMean*, SavedInvstd* =
-1 / sqrt(var + epsilon)) and updates RunningMean* / RunningVar* (the Mean* / Var* vars) to momentum * running +
-(1 - momentum) * batch; with is_test or use_global_stats it normalises with the running statistics, left as they
-are (SavedMean* / SavedInvstd* then hold them). BitMask is cuDNN's packed relu mask of Paddle's shape
-[ceil32(N Ho Wo), ceil64(K) / 32, 1] int32: gradc writes zeros there and its grad reads Y's sign instead.
-resnet_unit_grad reads X, the filters, ConvX / ConvZ, the vectors, the saved statistics, Y and Y@GRAD.
+BN in training normalises with the batch's mean and biased variance over N, H, W (SavedMean*, SavedInvstd* = 1 /
+sqrt(var + epsilon)) and updates RunningMean* / RunningVar* (the Mean* / Var* vars) to momentum * running + (1 -
+momentum) * batch, the variance's batch value the unbiased one, n / (n - 1) var (cuDNN's BN finalize, which the
+kernel's CudnnBNStatsFinalize runs with n = N Ho Wo: docs/inference-optimized.md); with is_test or use_global_stats
+it normalises with the running statistics, left as they are (SavedMean* / SavedInvstd* then hold them). BitMask is
+cuDNN's packed relu mask of Paddle's shape [ceil32(N Ho Wo), ceil64(K) / 32, 1] int32: gradc writes zeros there and
+its grad reads Y's sign instead. resnet_unit_grad reads X, the filters, ConvX / ConvZ, the vectors, the saved
+statistics, Y and Y@GRAD.
 
 resnet_basic_block (paddle.incubate.xpu.resnet_block; Paddle's kernel is XPU's, float32), NCHW with OIHW filters:
 
@@ -23,7 +25,8 @@ resnet_basic_block (paddle.incubate.xpu.resnet_block; Paddle's kernel is XPU's, 
     Y = relu(BN2(conv2d(Conv2Input, Filter2, ...2)) + S)   (Conv2 the second conv)
     S = BN3(conv2d(X, Filter3, ...3)) with has_shortcut (Conv3 the conv), X otherwise
 
-with the batch norms as resnet_unit's; is_test normalises with the running statistics unless trainable_statistics.
+with the batch norms as resnet_unit's but the running variance's (biased, as Paddle's batch_norm); is_test
+normalises with the running statistics unless trainable_statistics.
 MaxInput* / MaxFilter* (find_conv_input_max) are XPU's findmax buffers of 6 floats for its int16 convolution: gradc
 writes the largest |value| of the conv's input and filter in each. resnet_basic_block_grad reads X, the filters,
 the convs' outputs, Conv2Input, the vectors, the saved statistics, Y and Y@GRAD. Neither grad op's second

@@ -7,9 +7,12 @@ get no grad. Composite (gradc.ops.composite), so third derivatives follow.
 from __future__ import annotations
 
 from .. import registry
+from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import index, pool, rearrange, select, set_value, shape, sort, tensor_array  # noqa: F401  (grad ops)
+from .complex_fft_double import is_complex
+from .complex_point import put_at_complex_point
 from .complex_step import complex_type, into_slope, stepped
 from .composite import Formula, first, linear
 
@@ -124,7 +127,13 @@ def _put_curvature(f, g) -> None:
 def _put_along_axis_grad(g):
     """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX; amin/amax and mul weight ddX and ddValue
     as their grads weight dOut (amin/amax are flat in Input and Value, mul's weights are products of the other
-    factors, differentiated by a complex step: gradc.ops.complex_step); mul's third derivative is refused."""
+    factors, differentiated by a complex step: gradc.ops.complex_step); that stepped op at complex factors by exact
+    tangents (gradc.ops.complex_point)."""
+    if is_complex(g, first(g.I("Input"))) and g.attr("Reduce") in ("mul", "multiply"):
+        return put_at_complex_point(g)
+    if is_complex(g, first(g.I("Input"))) and g.attr("Reduce") in ("amin", "amax"):
+        raise GradError(f"put_along_axis_grad with Reduce {g.attr('Reduce')} orders its values: gradc does not "
+                        "differentiate it on complex values")
     if g.attr("Reduce") not in ("amin", "amax", "mul", "multiply"):
         return _placed("put_along_axis", "Input", "Value", ("Index",), "Result")(g)
     f = Formula(g)

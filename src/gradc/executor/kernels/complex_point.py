@@ -1,12 +1,15 @@
-"""Kernels of gradc.ops.complex_point: cumprod_grad_grad and reduce_prod_grad_grad, the tangents of cumprod's and
-reduce_prod's grads at a complex X carried as dual numbers (a value and its tangent through every product)."""
+"""Kernels of gradc.ops.complex_point: cumprod_grad_grad, reduce_prod_grad_grad and put_along_axis_grad_grad, the
+tangents of cumprod's, reduce_prod's and put_along_axis's (Reduce mul) grads at complex factors carried as dual
+numbers (a value and its tangent through every product)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from . import kernel
+from .broadcast import unbroadcast
 from .cumprod import _exclusive, along
+from .put_along import Placement
 from .reduce import _axes, _expand
 
 
@@ -75,3 +78,57 @@ def reduce_prod_grad_grad(k):
     others, slope = _others_and_tangents(x, v, axes)
     summed = np.sum(v * others, axis=axes, keepdims=k.attr("keep_dim"))
     return {"Out@GRAD@GRAD": summed.reshape(dout.shape), "X@GRAD": _expand(k, dout, x, axes) * np.conj(slope)}
+
+
+def _grouped_others_and_tangents(factors: np.ndarray, along: np.ndarray, groups: np.ndarray):
+    """For each factor, the product of the others of its group and that product's tangent along ``along``: the
+    groups laid out as rows padded with ones (tangent 0), then exclusive running products from both ends."""
+    if not factors.size:
+        return factors, factors
+    order = np.argsort(groups, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(groups[order]) != 0])
+    row = np.cumsum(np.r_[False, np.diff(groups[order]) != 0])
+    col = np.arange(order.size) - starts[row]
+    a = np.ones((starts.size, col.max() + 1), factors.dtype)
+    v = np.zeros_like(a)
+    a[row, col], v[row, col] = factors[order], along[order]
+    before, dbefore = (_exclusive(p, first) for p, first in zip(_products_and_tangents(a, v), (1.0, 0.0)))
+    after, dafter = (_exclusive(p, first)[..., ::-1] for p, first in
+                     zip(_products_and_tangents(a[..., ::-1], v[..., ::-1]), (1.0, 0.0)))
+    others, slopes = np.empty_like(factors), np.empty_like(factors)
+    others[order], slopes[order] = (before * after)[row, col], (dbefore * after + before * dafter)[row, col]
+    return others, slopes
+
+
+@kernel("put_along_axis_grad_grad")
+def put_along_axis_grad_grad(k):
+    """put_along_axis_grad with Reduce mul is C = M(factors) dOut: Result@GRAD@GRAD = conj(M)^T ddC; a factor's grad
+    is conj(dOut T), T its others' product's tangent along conj(ddC) (ddC of Input@GRAD and Value@GRAD: dd)."""
+    place = Placement(k)
+    x, index, value = place.x.reshape(-1), k.x("Index"), k.x("Value")
+    dout = k.x("Result@GRAD").reshape(-1)
+    dtype = np.result_type(x, value, dout)
+    ddx, ddvalue = (k.optional(slot + "@GRAD@GRAD") for slot in ("Input", "Value"))
+    ddx = np.zeros(x.size, dtype) if ddx is None else ddx.reshape(-1).astype(dtype)
+    ddvalue = np.zeros(index.size, dtype) if ddvalue is None else \
+        np.broadcast_to(ddvalue, index.shape).reshape(-1).astype(dtype)
+    selves = np.flatnonzero(place.hit) if place.include_self else np.empty(0, np.int64)
+    groups = np.concatenate([place.targets, selves])
+    dd = np.concatenate([ddvalue, ddx[selves]])
+    others, slopes = _grouped_others_and_tangents(np.concatenate([place.values, x[selves]]).astype(dtype),
+                                                  np.conj(dd), groups)
+    factor_grads = np.conj(dout[groups].astype(dtype) * slopes)
+
+    def dout_grad():
+        grad = np.where(place.hit, 0, ddx)
+        np.add.at(grad, groups, np.conj(others) * dd)
+        return grad.reshape(k.x("Result@GRAD").shape)
+
+    def input_grad():
+        grad = np.zeros(x.size, dtype)
+        grad[selves] = factor_grads[place.values.size:]
+        return grad.reshape(place.x.shape)
+
+    return k.grads({"Result@GRAD@GRAD": dout_grad, "Input@GRAD": input_grad,
+                    "Value@GRAD": lambda: unbroadcast(factor_grads[:place.values.size].reshape(index.shape),
+                                                      value.shape)})

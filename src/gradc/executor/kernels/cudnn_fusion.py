@@ -38,6 +38,12 @@ def scale_bias(x, scale, bias):
     return x.astype(np.float64) * scale.astype(np.float64) + bias.astype(np.float64)
 
 
+def unbiased(var, count: int):
+    """The batch variance cuDNN's BN finalize blends into the running one: count / (count - 1) times the biased (one
+    value a channel: the biased 0, as fused_bn_act's kernel keeps it)."""
+    return var * (count / (count - 1)) if count > 1 else var
+
+
 @kernel("fused_scale_bias_relu_conv_bn")
 def fused_scale_bias_relu_conv_bn(k):
     x, w = k.x("x"), k.x("w")
@@ -58,7 +64,7 @@ def fused_scale_bias_relu_conv_bn(k):
     stats = running_mean.dtype
     return {"out": nhwc(out).astype(dtype),
             "out_running_mean": (m * running_mean + (1 - m) * mean).astype(stats),
-            "out_running_var": (m * running_var + (1 - m) * var).astype(stats),
+            "out_running_var": (m * running_var + (1 - m) * unbiased(var, count)).astype(stats),
             "saved_mean": mean.astype(stats), "saved_var": inv_std.astype(stats), "eq_scale": eq_scale.astype(dtype),
             "eq_bias": (k.x("bn_bias") - mean * eq_scale).astype(dtype)}
 

@@ -45,6 +45,13 @@ class Int8Cache:
         quant = np.float32(127) / peak
         self.scales[f"{which}_quant"][b, :, 0], self.scales[f"{which}_dequant"][b, :, 0] = quant, np.float32(1) / quant
 
+    def write_back(self, k) -> None:
+        """Into the four scale vars, as Paddle's kernel writes its inputs (the op has no output for them): an op or run
+        reading them later sees the measured rows."""
+        for name, scales in self.scales.items():
+            fed = k.x(f"cache_{name}_scales")
+            k.scope.assign(k.ins[f"cache_{name}_scales"][0], scales.reshape(fed.shape).astype(fed.dtype))
+
     def store(self, x, which: str, decode: bool, b: int):
         """x [..., KVH, D] as uint8: prefill rounds by quant_round_type into the attribute bounds (dynamic: half away
         from zero into [-127, 127]); decode's round_tmp rounds the product (in qkv's dtype) to even into [-127, 127]
@@ -201,6 +208,8 @@ def block_multihead_attention(k):
     out = np.zeros((qkv.shape[0], paged.heads * paged.dim))
     if _phase_on(k, "max_enc_len_this_time", encoder):
         _prefill(paged, k, out, encoder)
+        if paged.int8 is not None and paged.int8.dynamic:
+            paged.int8.write_back(k)
     if _phase_on(k, "max_dec_len_this_time", decoder):
         _decode(paged, k, out, decoder)
     qkv_out = qkv if k.optional("qkv_out_scale") is not None else paged.qkv.astype(qkv.dtype)

@@ -10,6 +10,7 @@ from ...ops.resnet_fusion import BASIC_BRANCHES, BRANCHES, OUTPUTS, bitmask_shap
 from . import kernel
 from .conv import conv, conv_filter_grad, conv_input_grad
 from .conv_columns import Geometry
+from .cudnn_fusion import unbiased
 from .nn import moments, norm_grad
 
 AXES = (0, 2, 3)
@@ -30,9 +31,10 @@ def _frozen(k) -> bool:
     return test or k.attr("use_global_stats")
 
 
-def batch_norm(k, out, slots: tuple[str, str, str, str], names: tuple[str, str, str, str]):
+def batch_norm(k, out, slots: tuple[str, str, str, str], names: tuple[str, str, str, str], cudnn: bool = False):
     """(BN(out), its outputs {name: value}) for the NCHW ``out``; slots: scale, bias, mean, var; names: the saved
-    mean and inverse std and the new running mean and var."""
+    mean and inverse std and the new running mean and var (blending in the unbiased batch variance when ``cudnn``:
+    resnet_unit's BN finalize, XPU's basic block the biased one)."""
     scale, bias, running_mean, running_var = (k.x(slot) for slot in slots)
     stats, eps = running_mean.dtype, k.attr("epsilon")
     if _frozen(k):
@@ -42,7 +44,8 @@ def batch_norm(k, out, slots: tuple[str, str, str, str], names: tuple[str, str, 
         mean, var = moments(out, AXES)
         m = k.attr("momentum")
         new_mean = (m * running_mean + (1 - m) * mean.reshape(running_mean.shape)).astype(stats)
-        new_var = (m * running_var + (1 - m) * var.reshape(running_var.shape)).astype(stats)
+        blended = unbiased(var, out.size // out.shape[1]) if cudnn else var
+        new_var = (m * running_var + (1 - m) * blended.reshape(running_var.shape)).astype(stats)
     inv_std = 1 / np.sqrt(var + eps)
     normed = (out - mean) * inv_std * _vector(scale) + _vector(bias)
     shape = running_mean.shape
@@ -73,7 +76,7 @@ def _unit_branch(k, data: str, stride: str):
                          f"{data}'s {x.shape[1]} channels")
     out = conv(x, w, _geometry(k, stride))
     conv_slot, *names = OUTPUTS[data]
-    normed, results = batch_norm(k, out, (scale_slot, bias_slot, mean_slot, var_slot), tuple(names))
+    normed, results = batch_norm(k, out, (scale_slot, bias_slot, mean_slot, var_slot), tuple(names), cudnn=True)
     return normed, results | {conv_slot: np.moveaxis(out, 1, -1).astype(k.x(data).dtype)}
 
 
