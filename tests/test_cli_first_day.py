@@ -1,0 +1,39 @@
+"""What a new user's first day with gradc tripped over, on the classifier Paddle's examples write (the loss, then a
+softmax for inference; tests/data/paddle/first_day, tools/paddle_first_day.py): each error says what to do."""
+
+import json
+
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+
+FIRST_DAY = DATA / "first_day"
+META = json.loads((FIRST_DAY / "meta.json").read_text())
+
+
+def assert_one_line_error(result, *phrases, code=1):
+    assert result.returncode == code, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradc: error: "), result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+    for phrase in phrases:
+        assert phrase in lines[0], lines[0]
+    return lines[0]
+
+
+def test_the_fixture_gives_paddles_loss():
+    done = gradc_cli("run", FIRST_DAY / "forward.pb", "--startup", FIRST_DAY / "startup.pb", "--seed", META["seed"],
+                     "--feed", FIRST_DAY / "feed.npz", "--fetch", META["loss"])
+    assert done.returncode == 0, done.stderr
+    assert abs(float(done.stdout.split("=")[-1]) - META["loss_value"]) < 1e-5
+
+
+def test_without_loss_the_error_names_the_unread_scalar(tmp_path):
+    """The last op is the softmax: the error says so and names the loss, which no op reads (mean_0 is read)."""
+    legacy = assert_one_line_error(gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb"),
+                                   "last op of block 0 (softmax) writes no float scalar", "--loss")
+    assert legacy.endswith(f"float scalars no op reads: {META['loss']}; name it with --loss")
+    assert_one_line_error(gradc_cli("compile", FIRST_DAY / "forward.json", "-o", tmp_path / "t.json"),
+                          "float scalars no op reads: reduce_mean_1.tmp_0;")
+    assert not list(tmp_path.iterdir())
+    done = gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"])
+    assert done.returncode == 0, done.stderr
