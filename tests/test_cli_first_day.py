@@ -3,6 +3,8 @@ softmax for inference; tests/data/paddle/first_day, tools/paddle_first_day.py): 
 
 import json
 
+import numpy as np
+
 from cli_inprocess import gradc_cli
 from fixtures import DATA
 
@@ -37,3 +39,37 @@ def test_without_loss_the_error_names_the_unread_scalar(tmp_path):
     assert not list(tmp_path.iterdir())
     done = gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"])
     assert done.returncode == 0, done.stderr
+
+
+def test_feed_errors_name_the_feed_file_and_the_programs_inputs(tmp_path):
+    """The training batch (x and its labels y) given to the inference model, a slip of case, a missing input and a
+    float64 array: each error names the file, the var and what the program takes."""
+    with np.load(FIRST_DAY / "feed.npz") as batch:
+        x = batch["x"]
+    np.savez(tmp_path / "upper.npz", X=x)
+    np.savez(tmp_path / "nothing.npz")
+    np.savez(tmp_path / "wide.npz", x=x.astype("float64"))
+    model = ("run", FIRST_DAY / "model.pdmodel", "--params", FIRST_DAY / "model.pdiparams", "--feed")
+    assert_one_line_error(gradc_cli(*model, FIRST_DAY / "feed.npz"),
+                          f"feed '{FIRST_DAY / 'feed.npz'}': feed var 'y' is not declared in block 0",
+                          "(the program's inputs: x)")
+    assert_one_line_error(gradc_cli(*model, tmp_path / "upper.npz"), "upper.npz': feed var 'X'", "did you mean 'x'?")
+    assert_one_line_error(gradc_cli(*model, tmp_path / "nothing.npz"),
+                          "nothing.npz': feed var 'x' is missing: block 0, op 0 (feed) takes it")
+    assert_one_line_error(gradc_cli(*model, tmp_path / "wide.npz"), "wide.npz': feed var 'x' is float64")
+
+
+def test_training_data_errors_name_the_data_file(tmp_path):
+    with np.load(FIRST_DAY / "feed.npz") as batch:
+        x, y = batch["x"], batch["y"]
+    np.savez(tmp_path / "wide.npz", x=x.astype("float64"), y=y)
+    np.savez(tmp_path / "unlabelled.npz", x=x)
+    assert gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"],
+                     "--optimizer", "sgd").returncode == 0
+    train = ("train", tmp_path / "t.pb", "--startup", FIRST_DAY / "startup.pb", "--startup", tmp_path / "t.startup.pb")
+    assert_one_line_error(gradc_cli(*train, "--data", tmp_path / "wide.npz"), "data '", "wide.npz': feed var 'x' is "
+                          "float64, but block 0 declares float32")
+    assert_one_line_error(gradc_cli(*train, "--feed", tmp_path / "wide.npz"), "feed '", "wide.npz': feed var 'x'")
+    assert_one_line_error(gradc_cli(*train, "--data", FIRST_DAY / "feed.npz", "--eval", tmp_path / "unlabelled.npz",
+                                    "--fetch", META["loss"]),
+                          "eval data '", "unlabelled.npz': the fetches need 'y'")

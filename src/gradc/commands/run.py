@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import io
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import click
 import numpy as np
 
 from ..bfloat16 import round_parameters
-from ..errors import GradcError
+from ..errors import FeedError, GradcError
 from ..executor import Executor, Scope
 from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
@@ -33,6 +33,15 @@ def _session(program_path: str, params: str | None, startups) -> tuple:
         scope[name] = value
     round_parameters(prog, scope)   # a pure bfloat16 program's, as Paddle's amp_init
     return prog, executor, scope
+
+
+@contextmanager
+def naming_feed(path: str | None):
+    """A fed value that does not fit the program: the error names the feed file it came from."""
+    try:
+        yield
+    except FeedError as exc:
+        raise FeedError(f"feed '{path}': {exc}" if path else str(exc)) from None
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -68,7 +77,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed):
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
         measuring = profiling()
-    with measuring as measured:
+    with measuring as measured, naming_feed(feed):
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
@@ -100,9 +109,10 @@ def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     if any(is_training_op(op) for op in prog.global_block.ops):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from")
-    _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
-                                load_params(params, prog), rtol=rtol, atol=atol,
-                                max_elements=max_elements, float64=True)
+    with naming_feed(feed):
+        _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
+                                    load_params(params, prog), rtol=rtol, atol=atol,
+                                    max_elements=max_elements, float64=True)
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
         verdict = "ok" if c.mismatch is None else (f"MISMATCH at {list(c.mismatch.index)}: compiled "

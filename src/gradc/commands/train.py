@@ -84,7 +84,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if params:
         load_params(trainer.scope, params, trainer.program)
     if feed is not None:
-        source, epochs = OneBatch(read_npz(feed, "feed")), steps or 10
+        source, epochs = OneBatch(read_npz(feed, "feed"), f"feed '{feed}'"), steps or 10
     else:
         source = Dataset.load(data, "data")
         batches = max(source.batch_count(batch_size, drop_last), 1)
