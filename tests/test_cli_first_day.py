@@ -73,3 +73,21 @@ def test_training_data_errors_name_the_data_file(tmp_path):
     assert_one_line_error(gradc_cli(*train, "--data", FIRST_DAY / "feed.npz", "--eval", tmp_path / "unlabelled.npz",
                                     "--fetch", META["loss"]),
                           "eval data '", "unlabelled.npz': the fetches need 'y'")
+
+
+def test_values_no_params_file_or_startup_gives_are_listed_at_once(tmp_path):
+    """Forgetting the startup program of the optimizer (or all of them) names every var without a value, the params
+    file they are not in, and the startup program gradc compile wrote beside the training program."""
+    assert gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"],
+                     "--optimizer", "adam").returncode == 0
+    line = assert_one_line_error(gradc_cli("train", tmp_path / "t.pb", "--startup", FIRST_DAY / "startup.pb",
+                                           "--feed", FIRST_DAY / "feed.npz"),
+                                 "no value for the persistable var(s) learning_rate_0, linear_0.b_0_moment1_0",
+                                 "(17 in all)", f"{tmp_path / 't.startup.pb'} initialises the optimizer's")
+    assert "linear_0.w_0," not in line   # the startup program gave the parameters
+    np.savez(tmp_path / "some.npz", **{"linear_0.w_0": np.zeros((16, 4), np.float32)})
+    line = assert_one_line_error(gradc_cli("run", FIRST_DAY / "forward.pb", "--params", tmp_path / "some.npz",
+                                           "--feed", FIRST_DAY / "feed.npz", "--fetch", META["loss"]),
+                                 "no value for the persistable var(s) linear_1.w_0, linear_1.b_0, linear_0.b_0: not in "
+                                 f"params '{tmp_path / 'some.npz'}'; give them with --params, or run the startup")
+    assert "optimizer" not in line

@@ -15,7 +15,7 @@ from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
-from ..training.params import read_values
+from ..training.params import read_values, require_values
 
 
 def load_params(path: str | None, program) -> dict[str, np.ndarray]:
@@ -73,6 +73,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed):
         randomness.seed(seed)
     prog, executor, scope = _session(program, params, startups)
     feeds = with_lods(read_npz(feed, "feed")) if feed else {}
+    require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run

@@ -14,6 +14,7 @@ from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
 from ..training import save_params as write_model_params
+from ..training.params import require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.report import ConsoleReporter
 
@@ -89,6 +90,9 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
         source = Dataset.load(data, "data")
         batches = max(source.batch_count(batch_size, drop_last), 1)
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
+    if resume is None:   # a checkpoint gives the values the startup programs would
+        require_values(trainer.program, trainer.scope, source.feed if feed is not None else source.arrays, params,
+                       program)
     history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                           steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
                           checkpoint_every=checkpoint_every, resume=resume,
