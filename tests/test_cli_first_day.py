@@ -57,6 +57,11 @@ def test_feed_errors_name_the_feed_file_and_the_programs_inputs(tmp_path):
     assert_one_line_error(gradc_cli(*model, tmp_path / "nothing.npz"),
                           "nothing.npz': feed var 'x' is missing: block 0, op 0 (feed) takes it")
     assert_one_line_error(gradc_cli(*model, tmp_path / "wide.npz"), "wide.npz': feed var 'x' is float64")
+    np.savez(tmp_path / "x.npz", x=x)   # the training program without its labels
+    assert_one_line_error(gradc_cli("run", FIRST_DAY / "forward.pb", "--startup", FIRST_DAY / "startup.pb", "--feed",
+                                    tmp_path / "x.npz", "--fetch", META["loss"]),
+                          "x.npz': block 0, op 5 (softmax_with_cross_entropy) reads var 'y' (slot Label), which is "
+                          "not fed (the program's inputs: x, y)")
 
 
 def test_training_data_errors_name_the_data_file(tmp_path):

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ExecutionError, op_location
+from ..errors import ExecutionError, FeedError, op_location
 from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
 from ..opdef import declared_type
+from .feeding import program_inputs
 from .lod import LoD, lod_of, set_lod
 from .scope import MISSING
 from .tensor_array import TensorArray
@@ -94,6 +95,10 @@ class KernelContext:
         value = self.scope.find(name, MISSING)
         if value is MISSING and _declared_array(self.block, name):   # Paddle's scope holds a declared array from
             return TensorArray()   # the start: its length read before any write (in a branch) is 0
+        if value is MISSING and (var := self.block.find_var(name)) is not None and var.need_check_feed:
+            inputs = ", ".join(program_inputs(self.block.program.global_block))
+            raise FeedError(f"{self.where} reads var '{name}' (slot {slot}), which is not fed (the program's "
+                            f"inputs: {inputs})")
         if value is MISSING:
             raise ExecutionError(f"{self.where} reads var '{name}' (slot {slot}), which has no value: "
                                  f"it is not fed, not in the scope, and no earlier op wrote it")

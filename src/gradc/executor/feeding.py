@@ -114,10 +114,14 @@ def _feed_names(feeds: list) -> list[str]:
     return [name for _, op in feeds for name in op.output("Out")]
 
 
+def program_inputs(block: Block) -> list[str]:
+    """What a program takes: its feed ops' vars (a saved model), else its data vars (need_check_feed)."""
+    return _feed_names(feed_ops(block.ops)) or [var.name for var in block.vars.values() if var.need_check_feed]
+
+
 def _expected_feeds(block: Block, name: str) -> str:
-    """What the program does take, for an error about a name it does not: its feed ops' vars (a saved model),
-    else its data vars (need_check_feed); and the one the name is a slip for."""
-    names = _feed_names(feed_ops(block.ops)) or [var.name for var in block.vars.values() if var.need_check_feed]
+    """What the program does take, for an error about a name it does not, and the one the name is a slip for."""
+    names = program_inputs(block)
     if not names:
         return ""
     by_lower = {candidate.lower(): candidate for candidate in names}
