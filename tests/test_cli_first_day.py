@@ -96,3 +96,18 @@ def test_values_no_params_file_or_startup_gives_are_listed_at_once(tmp_path):
                                  "no value for the persistable var(s) linear_1.w_0, linear_1.b_0, linear_0.b_0: not in "
                                  f"params '{tmp_path / 'some.npz'}'; give them with --params, or run the startup")
     assert "optimizer" not in line
+
+
+def test_export_to_a_json_name_writes_pir(tmp_path):
+    """-o model.json without --format: Paddle 3's PIR JSON, not a .pdmodel beside a name the user did not ask for."""
+    done = gradc_cli("export", FIRST_DAY / "forward.pb", "--startup", FIRST_DAY / "startup.pb", "--feed", "x",
+                     "--fetch", META["softmax"], "-o", tmp_path / "model.json")
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model.json", "model.pdiparams"]
+    assert json.loads((tmp_path / "model.json").read_text())["base_code"]["magic"] == "pir"
+    with np.load(FIRST_DAY / "feed.npz") as batch:
+        np.savez(tmp_path / "x.npz", x=batch["x"])
+    ran = gradc_cli("run", tmp_path / "model.json", "--params", tmp_path / "model.pdiparams", "--feed",
+                    tmp_path / "x.npz")
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith(f"{META['softmax']}: float32[4, 4] mean=0.25 ")

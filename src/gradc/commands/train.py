@@ -116,13 +116,15 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
               help="The trained values: .npz (gradc train --save-params), .pdiparams, .pdparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs run first (values --params does not give). Repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["pb", "pir"]), default="pb", show_default=True,
-              help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json).")
+@click.option("--format", "fmt", type=click.Choice(["pb", "pir"]),
+              help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json). Default: pir when OUTPUT "
+                   "ends in .json, else pb.")
 def export_command(program, output, feeds, fetches, params, startups, fmt):
     """Export a (training) program for inference as Paddle's save_inference_model does: pruned to what the
     fetches need from the feeds, without backward and optimizer ops, dropout and batch norm in test mode, feed
     and fetch ops in Paddle's layout, and the parameters it reads."""
     prefix = str(Path(output).with_suffix("")) if Path(output).suffix in (".pdmodel", ".json", ".pdiparams") else output
+    fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
     prog, scope, executor = load(program), Scope(), Executor()
     for startup in startups:
         executor.run(load(startup), scope=scope)
