@@ -111,3 +111,9 @@ def test_export_to_a_json_name_writes_pir(tmp_path):
                     tmp_path / "x.npz")
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.startswith(f"{META['softmax']}: float32[4, 4] mean=0.25 ")
+
+
+def test_a_slip_in_a_command_or_op_name_suggests_the_name():
+    assert_one_line_error(gradc_cli("comple", FIRST_DAY / "forward.pb"), "No such command 'comple'. Did you mean "
+                          "'compile'?", code=2)
+    assert_one_line_error(gradc_cli("ops", "matmul_v3"), "no op 'matmul_v3' is registered", "did you mean matmul_v2")

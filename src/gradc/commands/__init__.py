@@ -5,6 +5,7 @@ kept here, importing none."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import NamedTuple
 
@@ -47,6 +48,14 @@ class LazyGroup(click.Group):
         command.short_help = lazy.help_line
         self.add_command(command, name)
         return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            if close:
+                ctx.fail(f"No such command '{name}'. Did you mean '{close[0]}'?")
+        return super().resolve_command(ctx, args)
 
     def _help_lines(self, ctx: click.Context, prefix: str = "", limit: int = 45) -> list[tuple[str, str]]:
         """(name, help line) of each visible command whose name starts with ``prefix``; none imported for it."""
