@@ -117,3 +117,14 @@ def test_a_slip_in_a_command_or_op_name_suggests_the_name():
     assert_one_line_error(gradc_cli("comple", FIRST_DAY / "forward.pb"), "No such command 'comple'. Did you mean "
                           "'compile'?", code=2)
     assert_one_line_error(gradc_cli("ops", "matmul_v3"), "no op 'matmul_v3' is registered", "did you mean matmul_v2")
+
+
+def test_run_says_what_it_fetched_or_why_nothing():
+    """A training program has no fetch ops: without --fetch a run printed nothing at all."""
+    run = ("run", FIRST_DAY / "forward.pb", "--startup", FIRST_DAY / "startup.pb", "--feed", FIRST_DAY / "feed.npz")
+    done = gradc_cli(*run)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"ran {FIRST_DAY / 'forward.pb'} (9 ops); nothing fetched: name the values to print with " \
+                          f"--fetch NAME (repeatable; gradc show lists the vars)\n"
+    assert_one_line_error(gradc_cli(*run, "--fetch", "mean_1.tmp"), "fetch var 'mean_1.tmp' is not a var of block "
+                          "0: no op writes it (did you mean 'mean_1.tmp_0'?)")

@@ -82,6 +82,9 @@ def run(program, feed, params, startups, fetches, out, profile, seed):
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
+    if not fetches:
+        click.echo(f"ran {program} ({prog.num_ops()} ops); nothing fetched: name the values to print with --fetch "
+                   f"NAME (repeatable; gradc show lists the vars)")
     for name, value in zip(fetches, values):
         click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))))
     if out:
