@@ -128,3 +128,17 @@ def test_run_says_what_it_fetched_or_why_nothing():
                           f"--fetch NAME (repeatable; gradc show lists the vars)\n"
     assert_one_line_error(gradc_cli(*run, "--fetch", "mean_1.tmp"), "fetch var 'mean_1.tmp' is not a var of block "
                           "0: no op writes it (did you mean 'mean_1.tmp_0'?)")
+
+
+def test_a_json_file_that_is_no_program_says_what_it_holds(tmp_path):
+    (tmp_path / "list.json").write_text("[1, 2]")
+    (tmp_path / "empty.json").write_text("{}")
+    (tmp_path / "magicless.json").write_text('{"base_code": 1}')
+    out = tmp_path / "out.pb"
+    assert_one_line_error(gradc_cli("compile", tmp_path / "list.json", "-o", out),
+                          "list.json: not a program: the JSON holds a list, not an object")
+    assert_one_line_error(gradc_cli("compile", tmp_path / "empty.json", "-o", out), "empty.json: not a program: a "
+                          "JSON object with neither the base_code and program of Paddle 3's PIR JSON nor the blocks")
+    assert_one_line_error(gradc_cli("compile", tmp_path / "magicless.json", "-o", out),
+                          "magicless.json: not a PIR program")
+    assert not out.exists()
