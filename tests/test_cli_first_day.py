@@ -142,3 +142,10 @@ def test_a_json_file_that_is_no_program_says_what_it_holds(tmp_path):
     assert_one_line_error(gradc_cli("compile", tmp_path / "magicless.json", "-o", out),
                           "magicless.json: not a PIR program")
     assert not out.exists()
+
+
+def test_the_pdiparams_of_another_model_is_said_to_be_so():
+    """A smaller model's .pdiparams ends where a var starts: not 'truncated in the version of' that var."""
+    other = gradc_cli("run", DATA / "export" / "model.pdmodel", "--params", FIRST_DAY / "model.pdiparams")
+    assert_one_line_error(other, "model.pdiparams: holds 4 values, but the program has 10 persistable vars "
+                          "('conv2d_0.b_0' is the first without one): the file belongs to another program")
