@@ -2,6 +2,8 @@
 softmax for inference; tests/data/paddle/first_day, tools/paddle_first_day.py): each error says what to do."""
 
 import json
+import subprocess
+import sys
 
 import numpy as np
 
@@ -149,3 +151,12 @@ def test_the_pdiparams_of_another_model_is_said_to_be_so():
     other = gradc_cli("run", DATA / "export" / "model.pdmodel", "--params", FIRST_DAY / "model.pdiparams")
     assert_one_line_error(other, "model.pdiparams: holds 4 values, but the program has 10 persistable vars "
                           "('conv2d_0.b_0' is the first without one): the file belongs to another program")
+
+
+def test_subpackages_read_as_attributes_after_a_bare_import():
+    """README's own-op example calls gradc.gradcheck.check_op after `import gradc`: in a fresh interpreter that was
+    an AttributeError (the README test runs its examples in one process, where another had imported it)."""
+    code = ("import gradc\nassert callable(gradc.gradcheck.check_op) and callable(gradc.optimizers.Adam)\n"
+            "assert not hasattr(gradc, 'no_such_module')\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
