@@ -6,7 +6,9 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
+import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
 
@@ -171,3 +173,14 @@ def test_a_loss_of_several_values_an_example_is_refused(tmp_path):
     per_example = gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss",
                             "softmax_with_cross_entropy_0.tmp_1")
     assert per_example.returncode == 0, per_example.stderr
+
+
+def test_the_executor_says_how_a_parameter_gets_its_value():
+    """Python: running the program without loading the parameters into the scope passed (or without a scope)."""
+    program = gradc.load(FIRST_DAY / "forward.pb")
+    with np.load(FIRST_DAY / "feed.npz") as batch:
+        feed = dict(batch)
+    with pytest.raises(gradc.ExecutionError, match=r"op 0 \(matmul_v2\) reads var 'linear_1.w_0' \(slot Y\), which "
+                       r"has no value: a persistable var .* load it \(gradc.load_params, --params\) or run the "
+                       r"startup program first in the same scope"):
+        gradc.Executor().run(program, feed, [META["loss"]], gradc.Scope())
