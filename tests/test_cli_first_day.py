@@ -184,3 +184,16 @@ def test_the_executor_says_how_a_parameter_gets_its_value():
                        r"has no value: a persistable var .* load it \(gradc.load_params, --params\) or run the "
                        r"startup program first in the same scope"):
         gradc.Executor().run(program, feed, [META["loss"]], gradc.Scope())
+
+
+def test_show_leaves_paddles_bookkeeping_attributes_out_unless_asked():
+    """Every op of a Paddle program carries op_namescope, op_device, use_mkldnn, ...: they buried the attributes
+    that differ."""
+    plain = gradc_cli("show", FIRST_DAY / "forward.pb")
+    full = gradc_cli("show", FIRST_DAY / "forward.pb", "--all-attrs")
+    assert plain.returncode == full.returncode == 0
+    matmul = "    [0] matmul_v2(X=['x'], Y=['linear_1.w_0']) -> Out=['linear_0.tmp_0']\n"
+    assert f"{matmul}         force_fp32_output=False, op_role=0, op_role_var=[], trans_x=False, trans_y=False\n" \
+        in plain.stdout
+    assert "use_mkldnn" not in plain.stdout and "op_namescope" not in plain.stdout
+    assert "use_mkldnn=False" in full.stdout and "op_namescope='/'" in full.stdout
