@@ -197,3 +197,8 @@ def test_show_leaves_paddles_bookkeeping_attributes_out_unless_asked():
         in plain.stdout
     assert "use_mkldnn" not in plain.stdout and "op_namescope" not in plain.stdout
     assert "use_mkldnn=False" in full.stdout and "op_namescope='/'" in full.stdout
+
+
+def test_compiling_an_inference_model_says_it_has_no_loss(tmp_path):
+    assert_one_line_error(gradc_cli("compile", FIRST_DAY / "model.pdmodel", "-o", tmp_path / "t.pb"),
+                          f"no fetch target ({META['softmax']}) is a float scalar: a saved inference model has no loss")
