@@ -202,3 +202,34 @@ def test_show_leaves_paddles_bookkeeping_attributes_out_unless_asked():
 def test_compiling_an_inference_model_says_it_has_no_loss(tmp_path):
     assert_one_line_error(gradc_cli("compile", FIRST_DAY / "model.pdmodel", "-o", tmp_path / "t.pb"),
                           f"no fetch target ({META['softmax']}) is a float scalar: a saved inference model has no loss")
+
+
+def test_info_says_what_a_program_takes_and_gives():
+    """The first question about a downloaded model: what do I feed it, what comes out, where is the loss."""
+    model = gradc_cli("info", FIRST_DAY / "model.pdmodel")
+    assert model.returncode == 0, model.stderr
+    assert model.stdout.splitlines()[:7] == [
+        f"{FIRST_DAY / 'model.pdmodel'}: legacy ProgramDesc (binary), 1 block(s), 8 ops",
+        "kind: inference model (feed and fetch ops): run it, or add a loss to fine-tune it",
+        "inputs:", "  x  float32[-1, 8]", "outputs (fetch ops):", f"  {META['softmax']}  float32[-1, 4]",
+        "persistable vars (the values --params gives): 4 (212 values)"]
+    forward = gradc_cli("info", FIRST_DAY / "forward.json")
+    assert forward.returncode == 0, forward.stderr
+    lines = forward.stdout.splitlines()
+    assert lines[0].endswith("forward.json: Paddle 3 PIR JSON, 1 block(s), 9 ops")
+    assert lines[2:5] == ["inputs:", "  x  float32[-1, 8]", "  y  int64[-1, 1]"]
+    assert "parameters: 4 (212 values)" in lines
+    assert "loss: not picked by itself; float scalars no op reads: reduce_mean_1.tmp_0 (gradc compile --loss NAME)" \
+        in lines
+    assert lines[-1] == ("op types in block 0: matmul_v2 2, elementwise_add 2, reduce_mean 2, relu 1, "
+                         "softmax_with_cross_entropy 1, softmax 1")
+
+
+def test_info_of_a_training_program_names_its_loss(tmp_path):
+    assert gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"],
+                     "--optimizer", "adam").returncode == 0
+    done = gradc_cli("info", tmp_path / "t.pb")
+    assert done.returncode == 0, done.stderr
+    assert "kind: training program (9 backward, 4 optimizer ops)" in done.stdout
+    assert f"loss: {META['loss']} (its op's op_role marks it the loss)" in done.stdout
+    assert "parameters: 4 (212 values); other persistable vars (optimizer state, statistics): 17" in done.stdout

@@ -24,6 +24,7 @@ LAZY_COMMANDS = {
     "check": LazyCommand("run", "check", "Check compiled gradients against float64 central differences."),
     "diff": LazyCommand("diff", "diff", "Compare two programs' vars and ops; exit 1 when they differ."),
     "export": LazyCommand("train", "export_command", "Export a program for inference, as save_inference_model."),
+    "info": LazyCommand("info", "info", "Summarise a program: inputs, outputs, parameters, loss."),
     "ops": LazyCommand("ops", "ops", "List the registered op types, or describe one."),
     "run": LazyCommand("run", "run", "Run a program with the numpy executor."),
     "run-ranks": LazyCommand("ranks", "run_ranks_command", "Run every rank's program of a collective job together."),
