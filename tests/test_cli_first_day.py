@@ -233,3 +233,20 @@ def test_info_of_a_training_program_names_its_loss(tmp_path):
     assert "kind: training program (9 backward, 4 optimizer ops)" in done.stdout
     assert f"loss: {META['loss']} (its op's op_role marks it the loss)" in done.stdout
     assert "parameters: 4 (212 values); other persistable vars (optimizer state, statistics): 17" in done.stdout
+
+
+def test_optimizer_settings_without_an_optimizer_or_with_a_slip_are_refused(tmp_path):
+    """--lr without --optimizer was dropped without a word (the output had no updates); --opt betaa1=... was a Python
+    TypeError about Adam.__init__."""
+    compile_ = ("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"])
+    assert_one_line_error(gradc_cli(*compile_, "--lr", "0.5"), "--lr: only with --optimizer")
+    assert_one_line_error(gradc_cli(*compile_, "--gamma", "0.5"), "--gamma: only with --optimizer")
+    assert_one_line_error(gradc_cli(*compile_, "--optimizer", "adam", "--opt", "betaa1=0.5"),
+                          "--opt betaa1: adam has no argument 'betaa1' (did you mean beta1?)")
+    assert_one_line_error(gradc_cli(*compile_, "--optimizer", "sgd", "--opt", "zzz=1"),
+                          "--opt zzz: sgd has no argument 'zzz' (it takes learning_rate, weight_decay, grad_clip, "
+                          "multi_precision)")
+    assert not list(tmp_path.iterdir())
+    done = gradc_cli(*compile_, "--optimizer", "sgd", "--lr", "0.5")
+    assert done.returncode == 0, done.stderr
+    assert gradc.load(tmp_path / "t.startup.pb").global_block.ops[0].attrs["value"] == 0.5
