@@ -164,17 +164,6 @@ def test_subpackages_read_as_attributes_after_a_bare_import():
     assert done.returncode == 0, done.stderr
 
 
-def test_a_loss_of_several_values_an_example_is_refused(tmp_path):
-    """The softmax [-1, 4] as the loss compiled (its gradient, of the sum of probabilities, is zero); a loss of
-    shape [-1, 1] (one value an example) still is summed over the batch."""
-    assert_one_line_error(gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss",
-                                    META["softmax"]),
-                          f"loss '{META['softmax']}' has shape [-1, 4]: a loss is one value")
-    per_example = gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss",
-                            "softmax_with_cross_entropy_0.tmp_1")
-    assert per_example.returncode == 0, per_example.stderr
-
-
 def test_the_executor_says_how_a_parameter_gets_its_value():
     """Python: running the program without loading the parameters into the scope passed (or without a scope)."""
     program = gradc.load(FIRST_DAY / "forward.pb")

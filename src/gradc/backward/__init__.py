@@ -77,8 +77,7 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
             var = block.find_var(loss)
             if var is None or var.dtype not in FLOAT_DTYPES:
                 raise GradError(f"loss '{loss}' must be a float var (block 0, written by op {idx})")
-            known = numel(d for d in var.shape or () if d >= 0)   # a batch dim (-1) is summed over, known ones not
-            if known > 1:
+            if var.shape is not None and numel(var.shape) > 1:   # a batch dim (-1) is summed over, a known size is not
                 raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
                                 f"or a sum first)")
             return loss, idx
