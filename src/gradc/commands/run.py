@@ -55,7 +55,7 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array (a LoD: name@LOD0, ... beside "
               "it, each level's offsets).")
 @click.option("--params", type=click.Path(),
-              help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
+              help="Persistable values (parameters): an .npz, Paddle's .pdiparams, or its pickled .pdparams / .pdopt.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
@@ -98,7 +98,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed):
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
-@click.option("--params", type=click.Path(), help="Parameters: an .npz, or Paddle's .pdiparams.")
+@click.option("--params", type=click.Path(), help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams.")
 @click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,

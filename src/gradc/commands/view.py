@@ -12,7 +12,7 @@ from ..viz.html import program_html
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="The HTML file to write.")
 @click.option("--feed", type=click.Path(), help="Inputs (.npz): run block 0 once and show each var's value statistics.")
-@click.option("--params", type=click.Path(), help="Parameters for that run: an .npz, or Paddle's .pdiparams.")
+@click.option("--params", type=click.Path(), help="Parameters for that run: an .npz, Paddle's .pdiparams or .pdparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run before that run, in order. Repeatable.")
 @click.option("--title", help="The page title (default: the program's path).")
