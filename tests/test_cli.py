@@ -71,7 +71,7 @@ def test_existing_output_survives_a_failed_compile(tmp_path, bad_files):
 
 
 def test_missing_feed_var_at_run(tmp_path):
-    assert_clean_failure(gradc("run", MLP / "forward.pb", "--fetch", "mean_0.tmp_0"),
+    assert_clean_failure(gradc("run", MLP / "forward.pb", "--params", MLP / "params.npz", "--fetch", "mean_0.tmp_0"),
                          "op 0 (mul)", "reads var 'x'")
 
 

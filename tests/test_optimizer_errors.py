@@ -112,7 +112,7 @@ def test_a_learning_rate_without_a_value(tmp_path, capsys, monkeypatch):
     program = update_program(path, "sgd", {})
     np.savez(tmp_path / "params.npz", **{k: v for k, v in values(program).items() if k != "lr"})
     code, err = cli(capsys, monkeypatch, "run", path, "--params", tmp_path / "params.npz", "--fetch", "w")
-    assert_one_line(code, err, "block 0, op 1 (sgd) reads var 'lr' (slot LearningRate), which has no value")
+    assert_one_line(code, err, "no value for the persistable var(s) lr: not in params", "give them with --params")
 
 
 @pytest.mark.parametrize("options, phrase", [

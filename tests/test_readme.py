@@ -87,13 +87,18 @@ def test_every_readme_example_runs(tmp_path):
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     (tmp_path / "steps.json").write_text(json.dumps(steps))
     done = subprocess.run([sys.executable, "-c", RUNNER, "steps.json"], cwd=tmp_path, capture_output=True,
-                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)})
+                          text=True, env={**os.environ, "PYTHONPATH": _python_path(tmp_path)})
     ran = [line for line in done.stdout.splitlines() if line.startswith("=== ")]
     assert done.returncode == 0, f"README example failed after {ran[-1:]}:\n{done.stderr[-3000:]}"
     assert len(ran) == len(steps)
     for written in ("train.pb", "results.npz", "train.pbtxt", "trained.npz", "loss.png", "digits.pdmodel",
                     "digits.pdiparams", "predictions.npz", "trained.pdparams"):
         assert (tmp_path / written).stat().st_size > 0, written
+
+
+def _python_path(first: Path) -> str:
+    """``first``, then the directory of the gradc under test (a checkout's src), not whichever one is installed."""
+    return os.pathsep.join([str(first), str(Path(gradc.__file__).resolve().parent.parent)])
 
 
 def test_the_parser_finds_commands_and_named_files():

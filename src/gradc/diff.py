@@ -17,10 +17,8 @@ from collections.abc import Iterable
 
 from . import registry
 from .ir import Block, OpDesc, Program, VarDesc, VarType, dtype_name
-from .listing import attr_text
+from .listing import BOOKKEEPING, attr_text
 
-BOOKKEEPING = ("op_callstack", "op_namescope", "op_device", "with_quant_attr", "use_mkldnn", "use_onednn",
-               "mkldnn_data_type", "onednn_data_type", "use_quantizer")
 VAR_FIELDS = ("type", "dtype", "shape", "lod_level", "persistable", "is_parameter", "stop_gradient",
               "need_check_feed")
 

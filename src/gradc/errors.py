@@ -25,6 +25,11 @@ class ExecutionError(GradcError):
     """An op failed while the executor ran it."""
 
 
+class FeedError(ExecutionError):
+    """A fed value does not fit the program (not declared, another dtype or shape, missing); the CLI and the
+    trainer put the feed's file in front."""
+
+
 class Interrupted(GradcError):
     """Ctrl-C: the CLI raises it from its signal handler (so a run ends with one line, exit 130); training
     raises it once it has saved a checkpoint."""

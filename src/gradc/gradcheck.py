@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import registry
-from .backward import append_backward, append_grad_ops, loss_candidates
+from .backward import append_backward, append_grad_ops, loss_candidates, no_loss_hint
 from .backward.names import GradNames
 from .bfloat16 import from_bits
 from .errors import GradcError
@@ -212,7 +212,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     if loss is None:
         candidates = loss_candidates(program)
         if len(candidates) != 1:
-            raise GradcheckError(f"name the loss: candidates are {candidates}")
+            raise GradcheckError(f"name the loss (--loss): {no_loss_hint(program)}")
         loss = candidates[0]
     train = program.clone()
     grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already

@@ -5,6 +5,9 @@ from __future__ import annotations
 from .ir import AttrType, Program, VarDesc, VarType, dtype_name
 
 HIDDEN_ATTRS = {"op_callstack"}  # long Python tracebacks Paddle records on every op
+# where Paddle built the op and its backend switches: the same on almost every op, noise in a listing or a diff
+BOOKKEEPING = ("op_callstack", "op_namescope", "op_device", "with_quant_attr", "use_mkldnn", "use_onednn",
+               "mkldnn_data_type", "onednn_data_type", "use_quantizer")
 
 
 def describe_var(var: VarDesc) -> str:
@@ -28,7 +31,9 @@ def attr_text(value, kind: int) -> str:
     return str(value)
 
 
-def program_listing(program: Program, attrs: bool = True) -> str:
+def program_listing(program: Program, attrs: bool = True, bookkeeping: bool = False) -> str:
+    """``bookkeeping``: list Paddle's BOOKKEEPING attributes too (op_callstack never)."""
+    hidden = HIDDEN_ATTRS if bookkeeping else HIDDEN_ATTRS | set(BOOKKEEPING)
     lines = [f"program: {len(program.blocks)} block(s), {program.num_ops()} op(s)"]
     for block in program.blocks:
         forward = f", forward block {block.forward_block_idx}" if block.forward_block_idx not in (None, -1) else ""
@@ -43,7 +48,7 @@ def program_listing(program: Program, attrs: bool = True) -> str:
             lines.append(f"    [{idx}] {op.type}({ins}) -> {outs}")
             if attrs:
                 shown = [f"{k}={attr_text(v, op.attr_types[k])}" for k, v in op.attrs.items()
-                         if k not in HIDDEN_ATTRS]
+                         if k not in hidden]
                 if shown:
                     lines.append(f"         {', '.join(shown)}")
     return "\n".join(lines)

@@ -19,7 +19,7 @@ from .path import OpPath, check_complex, check_makers, find_path
 from .vars import declare_grad_vars
 from .versions import Versions
 
-__all__ = ["append_backward", "append_grad_ops", "gradients", "loss_candidates"]
+__all__ = ["append_backward", "append_grad_ops", "gradients", "loss_candidates", "no_loss_hint", "unread_scalars"]
 
 
 def loss_candidates(program: Program) -> list[str]:
@@ -37,12 +37,40 @@ def loss_candidates(program: Program) -> list[str]:
     return names
 
 
+def unread_scalars(program: Program) -> list[str]:
+    """Float vars with a single element that an op of block 0 writes and none reads: where a loss usually is
+    when the program goes on after it (a softmax for inference written last)."""
+    block = program.global_block
+    read = {name for op in block.ops for name in op.input_names()}
+    names = []
+    for op in block.ops:
+        for name in op.output_names():
+            var = block.find_var(name)
+            if (name not in read and name not in names and var is not None and var.dtype in FLOAT_DTYPES
+                    and var.shape is not None and numel(var.shape) == 1):
+                names.append(name)
+    return names
+
+
+def no_loss_hint(program: Program) -> str:
+    """Why no loss was picked, and the vars that could be it, for an error that asks for the loss's name."""
+    candidates = loss_candidates(program)
+    if candidates:
+        return f"the last op writes several float scalars ({', '.join(candidates)})"
+    ops = program.global_block.ops
+    if ops and ops[-1].type == "fetch":
+        fetched = ", ".join(name for op in ops if op.type == "fetch" for name in op.input("X"))
+        return f"no fetch target ({fetched}) is a float scalar: a saved inference model has no loss (add one first)"
+    last = f"the last op of block 0 ({ops[-1].type})" if ops else "block 0 has no ops and"
+    sinks = unread_scalars(program)
+    return f"{last} writes no float scalar" + (f"; float scalars no op reads: {', '.join(sinks)}" if sinks else "")
+
+
 def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
     if loss is None:
         candidates = loss_candidates(block.program)
         if len(candidates) != 1:
-            found = ", ".join(candidates) if candidates else "none"
-            raise GradError(f"cannot pick the loss by itself (candidates: {found}); name it with --loss")
+            raise GradError(f"cannot pick the loss by itself: {no_loss_hint(block.program)}; name it with --loss")
         loss = candidates[0]
     for idx in range(len(block.ops) - 1, -1, -1):
         if loss in block.ops[idx].output_names():

@@ -5,6 +5,7 @@ kept here, importing none."""
 
 from __future__ import annotations
 
+import difflib
 import importlib
 from typing import NamedTuple
 
@@ -23,6 +24,7 @@ LAZY_COMMANDS = {
     "check": LazyCommand("run", "check", "Check compiled gradients against float64 central differences."),
     "diff": LazyCommand("diff", "diff", "Compare two programs' vars and ops; exit 1 when they differ."),
     "export": LazyCommand("train", "export_command", "Export a program for inference, as save_inference_model."),
+    "info": LazyCommand("info", "info", "Summarise a program: inputs, outputs, parameters, loss."),
     "ops": LazyCommand("ops", "ops", "List the registered op types, or describe one."),
     "run": LazyCommand("run", "run", "Run a program with the numpy executor."),
     "run-ranks": LazyCommand("ranks", "run_ranks_command", "Run every rank's program of a collective job together."),
@@ -47,6 +49,14 @@ class LazyGroup(click.Group):
         command.short_help = lazy.help_line
         self.add_command(command, name)
         return command
+
+    def resolve_command(self, ctx: click.Context, args: list[str]):
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
+            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            if close:
+                ctx.fail(f"No such command '{name}'. Did you mean '{close[0]}'?")
+        return super().resolve_command(ctx, args)
 
     def _help_lines(self, ctx: click.Context, prefix: str = "", limit: int = 45) -> list[tuple[str, str]]:
         """(name, help line) of each visible command whose name starts with ``prefix``; none imported for it."""

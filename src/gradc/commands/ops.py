@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 import click
 
 from .. import registry
@@ -30,7 +32,9 @@ def ops(op_type, markdown):
     if op_type:
         opdef = registry.get(op_type)
         if opdef is None:
-            raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them)")
+            close = difflib.get_close_matches(op_type, list(registry.OPS), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them){hint}")
         click.echo(describe(opdef, KERNELS.knows(op_type)))
         return
     rows = [(name, grad_kind(registry.OPS[name]), "yes" if KERNELS.knows(name) else "no")

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import io
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 
 import click
 import numpy as np
 
 from ..bfloat16 import round_parameters
-from ..errors import GradcError
+from ..errors import FeedError, GradcError
 from ..executor import Executor, Scope
 from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
-from ..training.params import read_values
+from ..training.params import read_values, require_values
 
 
 def load_params(path: str | None, program) -> dict[str, np.ndarray]:
@@ -35,6 +35,15 @@ def _session(program_path: str, params: str | None, startups) -> tuple:
     return prog, executor, scope
 
 
+@contextmanager
+def naming_feed(path: str | None):
+    """A fed value that does not fit the program: the error names the feed file it came from."""
+    try:
+        yield
+    except FeedError as exc:
+        raise FeedError(f"feed '{path}': {exc}" if path else str(exc)) from None
+
+
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -46,7 +55,7 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array (a LoD: name@LOD0, ... beside "
               "it, each level's offsets).")
 @click.option("--params", type=click.Path(),
-              help="Persistable values (parameters): an .npz, or Paddle's .pdiparams.")
+              help="Persistable values (parameters): an .npz, Paddle's .pdiparams, or its pickled .pdparams / .pdopt.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
@@ -64,14 +73,18 @@ def run(program, feed, params, startups, fetches, out, profile, seed):
         randomness.seed(seed)
     prog, executor, scope = _session(program, params, startups)
     feeds = with_lods(read_npz(feed, "feed")) if feed else {}
+    require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
     if profile:
         from ..profile import profiling  # with tracemalloc: imported only for a profiled run
         measuring = profiling()
-    with measuring as measured:
+    with measuring as measured, naming_feed(feed):
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
+    if not fetches:
+        click.echo(f"ran {program} ({prog.num_ops()} ops); nothing fetched: name the values to print with --fetch "
+                   f"NAME (repeatable; gradc show lists the vars)")
     for name, value in zip(fetches, values):
         click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))))
     if out:
@@ -85,7 +98,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed):
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
-@click.option("--params", type=click.Path(), help="Parameters: an .npz, or Paddle's .pdiparams.")
+@click.option("--params", type=click.Path(), help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams.")
 @click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
@@ -100,9 +113,10 @@ def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     if any(is_training_op(op) for op in prog.global_block.ops):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from")
-    _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
-                                load_params(params, prog), rtol=rtol, atol=atol,
-                                max_elements=max_elements, float64=True)
+    with naming_feed(feed):
+        _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
+                                    load_params(params, prog), rtol=rtol, atol=atol,
+                                    max_elements=max_elements, float64=True)
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
         verdict = "ok" if c.mismatch is None else (f"MISMATCH at {list(c.mismatch.index)}: compiled "

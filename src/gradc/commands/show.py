@@ -11,6 +11,8 @@ from ..listing import program_listing
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("--no-attrs", is_flag=True, help="Leave op attributes out of the listing.")
+@click.option("--all-attrs", is_flag=True, help="List Paddle's bookkeeping attributes too (op_namescope, op_device, "
+              "use_mkldnn, ...: left out by default, as gradc diff leaves them out).")
 @click.option("--dot", "dot_out", type=click.Path(), metavar="FILE",
               help="Write the program as a Graphviz DOT graph to FILE (ops styled by role, grad ops linked to "
                    "their forward op).")
@@ -22,7 +24,7 @@ from ..listing import program_listing
               help="Print a static estimate of one step's peak memory per block instead of the listing.")
 @click.option("--batch-size", type=click.IntRange(min=1), default=1, show_default=True,
               help="The size that unknown (-1) dims take in the --memory estimate.")
-def show(program, no_attrs, dot_out, svg_out, png_out, memory, batch_size):
+def show(program, no_attrs, all_attrs, dot_out, svg_out, png_out, memory, batch_size):
     """Print a readable listing (blocks, vars, ops), or write a DOT/SVG/PNG graph, or estimate memory."""
     for path in (dot_out, svg_out, png_out):
         if path:
@@ -43,4 +45,4 @@ def show(program, no_attrs, dot_out, svg_out, png_out, memory, batch_size):
         from ..memory import estimate, memory_report
         click.echo(memory_report(estimate(prog, batch_size), batch_size, prog))
         return
-    click.echo(program_listing(prog, attrs=not no_attrs))
+    click.echo(program_listing(prog, attrs=not no_attrs, bookkeeping=all_attrs))

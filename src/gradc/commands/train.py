@@ -14,6 +14,7 @@ from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
 from ..training import save_params as write_model_params
+from ..training.params import require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.report import ConsoleReporter
 
@@ -84,11 +85,14 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if params:
         load_params(trainer.scope, params, trainer.program)
     if feed is not None:
-        source, epochs = OneBatch(read_npz(feed, "feed")), steps or 10
+        source, epochs = OneBatch(read_npz(feed, "feed"), f"feed '{feed}'"), steps or 10
     else:
         source = Dataset.load(data, "data")
         batches = max(source.batch_count(batch_size, drop_last), 1)
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
+    if resume is None:   # a checkpoint gives the values the startup programs would
+        require_values(trainer.program, trainer.scope, source.feed if feed is not None else source.arrays, params,
+                       program)
     history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                           steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
                           checkpoint_every=checkpoint_every, resume=resume,
@@ -112,13 +116,15 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
               help="The trained values: .npz (gradc train --save-params), .pdiparams, .pdparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs run first (values --params does not give). Repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["pb", "pir"]), default="pb", show_default=True,
-              help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json).")
+@click.option("--format", "fmt", type=click.Choice(["pb", "pir"]),
+              help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json). Default: pir when OUTPUT "
+                   "ends in .json, else pb.")
 def export_command(program, output, feeds, fetches, params, startups, fmt):
     """Export a (training) program for inference as Paddle's save_inference_model does: pruned to what the
     fetches need from the feeds, without backward and optimizer ops, dropout and batch norm in test mode, feed
     and fetch ops in Paddle's layout, and the parameters it reads."""
     prefix = str(Path(output).with_suffix("")) if Path(output).suffix in (".pdmodel", ".json", ".pdiparams") else output
+    fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
     prog, scope, executor = load(program), Scope(), Executor()
     for startup in startups:
         executor.run(load(startup), scope=scope)

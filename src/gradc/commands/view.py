@@ -12,7 +12,7 @@ from ..viz.html import program_html
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="The HTML file to write.")
 @click.option("--feed", type=click.Path(), help="Inputs (.npz): run block 0 once and show each var's value statistics.")
-@click.option("--params", type=click.Path(), help="Parameters for that run: an .npz, or Paddle's .pdiparams.")
+@click.option("--params", type=click.Path(), help="Parameters for that run: an .npz, Paddle's .pdiparams or .pdparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run before that run, in order. Repeatable.")
 @click.option("--title", help="The page title (default: the program's path).")
@@ -25,9 +25,10 @@ def view(program, output, feed, params, startups, title):
     if feed or params or startups:   # a run: numpy and the executor are imported only for one
         from ..io.arrays import read_npz
         from ..viz.stats import value_stats
-        from .run import load_params
-        stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, load_params(params, prog),
-                            [load(path) for path in startups])
+        from .run import load_params, naming_feed
+        with naming_feed(feed):
+            stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, load_params(params, prog),
+                                [load(path) for path in startups])
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(page) // 1024} KiB)")

@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..errors import ExecutionError, op_location
+from ..errors import ExecutionError, FeedError, op_location
 from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
 from ..opdef import declared_type
+from .feeding import program_inputs
 from .lod import LoD, lod_of, set_lod
 from .scope import MISSING
 from .tensor_array import TensorArray
@@ -95,9 +96,22 @@ class KernelContext:
         if value is MISSING and _declared_array(self.block, name):   # Paddle's scope holds a declared array from
             return TensorArray()   # the start: its length read before any write (in a branch) is 0
         if value is MISSING:
-            raise ExecutionError(f"{self.where} reads var '{name}' (slot {slot}), which has no value: "
-                                 f"it is not fed, not in the scope, and no earlier op wrote it")
+            raise self._missing(name, slot)
         return value
+
+    def _missing(self, name: str, slot: str) -> ExecutionError:
+        """Why a var has no value, and what gives it one: the feed, a params file or a startup program."""
+        var = self.block.find_var(name)
+        if var is not None and var.need_check_feed:
+            inputs = ", ".join(program_inputs(self.block.program.global_block))
+            return FeedError(f"{self.where} reads var '{name}' (slot {slot}), which is not fed (the program's "
+                             f"inputs: {inputs})")
+        if var is not None and var.persistable:
+            return ExecutionError(f"{self.where} reads var '{name}' (slot {slot}), which has no value: a persistable "
+                                  f"var (a parameter or optimizer state) the scope does not hold: load it "
+                                  f"(gradc.load_params, --params) or run the startup program first in the same scope")
+        return ExecutionError(f"{self.where} reads var '{name}' (slot {slot}), which has no value: it is not fed, "
+                              f"not in the scope, and no earlier op wrote it")
 
     def lod(self, slot: str, i: int = 0) -> LoD | None:
         """The LoD of the i-th var of an input slot (gradc.executor.lod), or None when it has none."""

@@ -3,18 +3,19 @@ and the holder list that a saved inference program's feed ops read (columns chec
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 
 import numpy as np
 
 from ..bfloat16 import as_bfloat16
-from ..errors import ExecutionError, op_location
+from ..errors import ExecutionError, FeedError, op_location
 from ..float8 import FORMATS as FLOAT8_FORMATS
 from ..float8 import as_float8
 from ..ir import Block, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .lod import LoDTensor, checked_lod, set_lod
-from .scope import Scope
+from .scope import MISSING, Scope
 
 _DTYPES = {var_type: np.dtype(name) for var_type, name in NUMPY_DTYPE_NAMES.items()}   # compared faster than names
 
@@ -30,7 +31,7 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
             value, lod = value.array, value.lod
         var = block.find_var(name)
         if var is None:
-            raise ExecutionError(f"feed var '{name}' is not declared in block 0")
+            raise FeedError(f"feed var '{name}' is not declared in block 0{_expected_feeds(block, name)}")
         if var.dtype == VarType.BF16:
             array = _bfloat16_feed(name, value, var.need_check_feed)
         elif var.dtype in FLOAT8_FORMATS:
@@ -38,7 +39,7 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         else:
             array = _checked_feed(name, value, var)
         if var.shape is not None and not shape_fits(array.shape, var.shape):
-            raise ExecutionError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
+            raise FeedError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
                                  f"declares {var.shape}")
         scope[name] = array
         if lod is not None:
@@ -51,10 +52,10 @@ def _checked_feed(name: str, value, var) -> np.ndarray:
     expected = _DTYPES.get(var.dtype)
     array = np.asarray(value) if isinstance(value, np.ndarray) or expected is None else np.asarray(value, expected)
     if array.dtype.kind not in "biufc":
-        raise ExecutionError(f"feed var '{name}' is {array.dtype}, not a numeric array")
+        raise FeedError(f"feed var '{name}' is {array.dtype}, not a numeric array")
     if expected is not None and array.dtype.type is not expected.type:   # either byte order
         if var.need_check_feed or (array.dtype.kind == "c" and expected.kind != "c"):
-            raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
+            raise FeedError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
                                  f"(convert it, e.g. with .astype('{expected}'))")
         array = array.astype(expected)
     return array
@@ -67,7 +68,7 @@ def _bfloat16_feed(name: str, value, need_check_feed: bool | None) -> np.ndarray
     array = np.asarray(value)
     checked = need_check_feed and isinstance(value, np.ndarray)   # Python numbers and lists are converted
     if array.dtype.kind not in "biuf" or (checked and array.dtype not in (np.float32, np.uint16)):
-        raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares bfloat16: feed float32 "
+        raise FeedError(f"feed var '{name}' is {array.dtype}, but block 0 declares bfloat16: feed float32 "
                              f"values or uint16 bfloat16 bits")
     return as_bfloat16(array)
 
@@ -78,7 +79,7 @@ def _float8_feed(name: str, value, var) -> np.ndarray:
     array = np.asarray(value)
     checked = var.need_check_feed and isinstance(value, np.ndarray)
     if array.dtype.kind not in "biuf" or (checked and array.dtype not in (np.float32, np.uint8, np.int8)):
-        raise ExecutionError(f"feed var '{name}' is {array.dtype}, but block 0 declares {FLOAT8_FORMATS[var.dtype]}: "
+        raise FeedError(f"feed var '{name}' is {array.dtype}, but block 0 declares {FLOAT8_FORMATS[var.dtype]}: "
                              f"feed float32 values or uint8 / int8 float8 bits")
     return as_float8(array, var.dtype)
 
@@ -103,7 +104,30 @@ def _fill_holder(block: Block, scope: Scope, feeds: list) -> None:
                                  f"{len(feeds)} columns of the program's feed ops")
         if out[0] in scope.vars:
             holder[col] = scope.vars[out[0]]
+        elif scope.find(out[0], MISSING) is MISSING:
+            raise FeedError(f"feed var '{out[0]}' is missing: {op_location(block.idx, idx, op.type)} takes it (the "
+                            f"program's inputs: {', '.join(_feed_names(feeds))})")
     scope[feeds[0][1].input("X")[0]] = holder
+
+
+def _feed_names(feeds: list) -> list[str]:
+    return [name for _, op in feeds for name in op.output("Out")]
+
+
+def program_inputs(block: Block) -> list[str]:
+    """What a program takes: its feed ops' vars (a saved model), else its data vars (need_check_feed)."""
+    return _feed_names(feed_ops(block.ops)) or [var.name for var in block.vars.values() if var.need_check_feed]
+
+
+def _expected_feeds(block: Block, name: str) -> str:
+    """What the program does take, for an error about a name it does not, and the one the name is a slip for."""
+    names = program_inputs(block)
+    if not names:
+        return ""
+    by_lower = {candidate.lower(): candidate for candidate in names}
+    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
+    hint = f"; did you mean '{by_lower[close[0]]}'?" if close else ""
+    return f" (the program's inputs: {', '.join(names)}{hint})"
 
 
 def shape_fits(actual: tuple[int, ...], declared: list[int]) -> bool:

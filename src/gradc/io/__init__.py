@@ -36,7 +36,9 @@ def detect_format(path: str | os.PathLike, data: bytes | None = None) -> str:
     if suffix in TEXT_SUFFIXES:
         return "pbtxt"
     if data.lstrip()[:1] == b"{":   # JSON whatever the name says (a PIR model.json renamed .pdmodel)
-        return "pir" if is_pir(data) else "json"
+        return "pir" if is_pir(data) or b'"base_code"' in data[:4096] else "json"
+    if suffix in {".json", ".pbjson"}:   # not an object: said as JSON, not as a corrupt binary protobuf
+        return "json"
     if suffix in {".pb", ".pdmodel", ".bin"}:
         return "pb"
     if data.lstrip()[:1].isalpha() and _is_text(data):
@@ -80,6 +82,8 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
     if fmt != "pb":
         from google.protobuf import json_format, text_format
         text_errors = (text_format.ParseError, json_format.ParseError)
+    if fmt == "json":
+        _json_object(data, source)
     try:
         if fmt == "pb":
             msg.ParseFromString(data)
@@ -89,6 +93,9 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
             json_format.Parse(data.decode("utf-8"), msg)
     except (DecodeError, UnicodeDecodeError, ValueError, RuntimeError, *text_errors) as exc:
         raise FormatError(f"{source}: not a readable ProgramDesc: {_decode_reason(fmt, exc, len(data))}") from None
+    if not msg.blocks and fmt == "json":
+        raise FormatError(f"{source}: not a program: a JSON object with neither the base_code and program of Paddle "
+                          f"3's PIR JSON nor the blocks of a ProgramDesc")
     if not msg.blocks:
         raise FormatError(f"{source}: not a ProgramDesc: it has no blocks "
                           f"({len(data)} bytes; truncated or not a program file?)")
@@ -97,6 +104,18 @@ def parse_program(data: bytes, fmt: str = "pb", source: str = "<bytes>") -> Prog
     program = program_from_proto(msg)
     check_structure(program, source)
     return program
+
+
+def _json_object(data: bytes, source: str) -> None:
+    """A program in JSON is an object: anything else is said as what it is, not as a protobuf field error."""
+    import json
+    try:
+        value = json.loads(data)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise FormatError(f"{source}: not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise FormatError(f"{source}: not a program: the JSON holds a {type(value).__name__}, not an object (Paddle "
+                          f"3's PIR JSON or a ProgramDesc)")
 
 
 def _uninitialized(msg) -> str:

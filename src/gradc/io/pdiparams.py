@@ -40,7 +40,12 @@ def read_params(path: str | Path, program: Program) -> dict[str, np.ndarray]:
     except OSError as exc:
         raise FormatError(f"cannot read '{path}': {exc.strerror}") from None
     reader = _Reader(data, str(path))
-    values = {name: reader.tensor(name) for name in names}
+    values = {}
+    for count, name in enumerate(names):
+        if reader.offset == len(data):   # the end, at a var's start: no tensor was cut, the file has fewer
+            raise FormatError(f"{path}: holds {count} values, but the program has {len(names)} persistable vars "
+                              f"('{name}' is the first without one): the file belongs to another program")
+        values[name] = reader.tensor(name)
     if reader.offset != len(data):
         raise FormatError(f"{path}: {len(data) - reader.offset} bytes left after the program's {len(names)} "
                           f"persistable vars: the file belongs to another program")

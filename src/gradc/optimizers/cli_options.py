@@ -4,6 +4,7 @@ arguments as --opt KEY=VALUE, a learning rate or schedule, gradient clipping and
 from __future__ import annotations
 
 import ast
+import difflib
 import inspect
 
 import click
@@ -18,10 +19,11 @@ from .schedule_ops import KINDS, ProgramSchedule
 DECOUPLED = {"adamw": "weight_decay", "lamb": "lamb_weight_decay", "rprop": None}
 REGULARIZER_ARGUMENT = {"lars_momentum": "regularization"}
 
+DEFAULT_LR, DEFAULT_GAMMA = 0.01, 0.1
 OPTIONS = [
     click.option("--optimizer", type=click.Choice(sorted(OPTIMIZERS)),
                  help="Also append parameter updates (a training step), as Paddle's minimize() does."),
-    click.option("--lr", "learning_rate", type=float, default=0.01, show_default=True, help="Learning rate."),
+    click.option("--lr", "learning_rate", type=float, help=f"Learning rate (default {DEFAULT_LR})."),
     click.option("--lr-schedule", metavar="SPEC",
                  help="cosine or step: the schedule as ops of the program (with --decay-steps, --gamma, "
                       "--warmup-steps; Paddle runs it as it is). Or a Paddle scheduler, e.g. "
@@ -29,7 +31,7 @@ OPTIONS = [
                       "same to gradc train --lr-schedule."),
     click.option("--decay-steps", type=click.IntRange(min=1), metavar="N",
                  help="cosine: the steps from the full rate to 0 (T_max); step: the steps between decays."),
-    click.option("--gamma", type=float, default=0.1, show_default=True, help="step: the factor of each decay."),
+    click.option("--gamma", type=float, help=f"step: the factor of each decay (default {DEFAULT_GAMMA})."),
     click.option("--warmup-steps", type=click.IntRange(min=0), default=0, show_default=True, metavar="N",
                  help="Rise linearly from 0 to --lr over the first N steps (ops in the program), then the schedule."),
     click.option("--beta1", type=float, help="Adam family: the first moment's decay (Paddle's beta1)."),
@@ -72,11 +74,12 @@ SHORTCUTS = {"beta1": "beta1", "beta2": "beta2", "epsilon": "epsilon", "momentum
              "nesterov": "use_nesterov"}
 
 
-def build_optimizer(optimizer: str | None, learning_rate: float, lr_schedule: str | None, arguments, clip_global_norm,
-                    clip_norm, clip_value, l1, l2, decay_steps=None, gamma=0.1, warmup_steps=0, weight_decay=None,
-                    **shortcuts) -> Optimizer | None:
+def build_optimizer(optimizer: str | None, learning_rate: float | None, lr_schedule: str | None, arguments,
+                    clip_global_norm, clip_norm, clip_value, l1, l2, decay_steps=None, gamma=None, warmup_steps=0,
+                    weight_decay=None, **shortcuts) -> Optimizer | None:
     """The Optimizer the options describe, or None without --optimizer (then no other option may be given)."""
-    extras = {"--lr-schedule": lr_schedule, "--opt": arguments or None, "--clip-global-norm": clip_global_norm,
+    extras = {"--lr": learning_rate, "--gamma": gamma, "--lr-schedule": lr_schedule, "--opt": arguments or None,
+              "--clip-global-norm": clip_global_norm,
               "--clip-norm": clip_norm, "--clip-value": clip_value, "--l1": l1, "--l2": l2,
               "--decay-steps": decay_steps, "--warmup-steps": warmup_steps or None, "--weight-decay": weight_decay,
               **{f"--{name}": value for name, value in shortcuts.items()}}
@@ -86,8 +89,10 @@ def build_optimizer(optimizer: str | None, learning_rate: float, lr_schedule: st
             raise GradcError(f"{', '.join(given)}: only with --optimizer")
         return None
     settings = dict(_argument(text) for text in arguments)
+    _known_arguments(optimizer, settings)
     _shortcuts(optimizer, settings, shortcuts)
-    rate = schedule(lr_schedule, learning_rate, decay_steps, gamma, warmup_steps)
+    rate = schedule(lr_schedule, DEFAULT_LR if learning_rate is None else learning_rate, decay_steps,
+                    DEFAULT_GAMMA if gamma is None else gamma, warmup_steps)
     settings.setdefault("learning_rate", rate)
     if weight_decay is not None:
         if l1 is not None or l2 is not None:
@@ -111,6 +116,16 @@ def build_optimizer(optimizer: str | None, learning_rate: float, lr_schedule: st
                              (f"; its own decay is --opt {own}=C" if own else ""))
         settings[REGULARIZER_ARGUMENT.get(optimizer, "weight_decay")] = L1Decay(l1) if l1 is not None else L2Decay(l2)
     return make_optimizer(optimizer, **settings)
+
+
+def _known_arguments(optimizer: str, settings: dict) -> None:
+    """An --opt KEY Paddle's class does not take: named with the argument it is a slip for, or with all of them."""
+    accepted = [name for name in inspect.signature(OPTIMIZERS[optimizer].__init__).parameters if name != "self"]
+    for key in settings:
+        if key not in accepted:
+            close = difflib.get_close_matches(key, accepted, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"it takes {', '.join(accepted)}"
+            raise GradcError(f"--opt {key}: {optimizer} has no argument '{key}' ({hint})")
 
 
 def _shortcuts(optimizer: str, settings: dict, shortcuts: dict) -> None:

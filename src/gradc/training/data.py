@@ -55,8 +55,8 @@ class Dataset:
 class OneBatch:
     """The same fed values at every step (gradc train --feed): one batch per epoch."""
 
-    def __init__(self, feed: Mapping[str, object]):
-        self.feed = dict(feed)
+    def __init__(self, feed: Mapping[str, object], source: str = "feed"):
+        self.feed, self.source = dict(feed), source
         first = next((np.shape(v) for v in self.feed.values() if np.ndim(v)), None)
         self.size = first[0] if first else 1
 

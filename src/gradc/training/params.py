@@ -98,6 +98,30 @@ def _float8_param(name: str, value: np.ndarray, source: str, code: int) -> np.nd
     return as_float8(value, code)
 
 
+def require_values(program: Program, scope, fed=(), params: str | None = None, path: str | None = None) -> None:
+    """Refuse, all at once, the persistable tensors block 0 reads before any op writes them that neither ``scope``
+    (parameters loaded, startup programs run) nor the feed holds: a run would stop at the first of them. ``path``:
+    the program's file, beside which gradc compile --optimizer wrote the startup program of its optimizer."""
+    block, written, missing = program.global_block, set(fed), []
+    for op in block.ops:
+        for name in op.input_names():
+            var = block.find_var(name)
+            if (name not in written and name not in missing and var is not None and var.persistable
+                    and var.type in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS) and scope.find(name) is None):
+                missing.append(name)
+        written.update(op.output_names())
+    if missing:
+        shown = ", ".join(missing[:8]) + (f", ... ({len(missing)} in all)" if len(missing) > 8 else "")
+        where = f"not in params '{params}'; " if params else ""
+        hint = ""
+        if not all(block.find_var(name).is_parameter for name in missing):   # optimizer state or a schedule's
+            beside = path and Path(path).with_suffix(".startup" + Path(path).suffix)
+            hint = (f"; {beside} initialises the optimizer's" if beside and beside.exists() else
+                    "; gradc compile --optimizer writes OUTPUT.startup.pb for the optimizer's")
+        raise GradcError(f"no value for the persistable var(s) {shown}: {where}give them with --params, or run the "
+                         f"startup programs that initialise them first (--startup, repeatable{hint})")
+
+
 def load_params(scope, path: str | os.PathLike, program: Program | None = None) -> list[str]:
     """Put the values of a parameter file into ``scope``; return their names."""
     values = read_values(path, program)

@@ -17,12 +17,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
 from .. import schedules
 from ..bfloat16 import round_parameters
-from ..errors import GradcError, Interrupted
+from ..errors import FeedError, GradcError, Interrupted
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..io import load
@@ -95,12 +96,17 @@ class Trainer:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
         data = as_data(data, "eval data")
         feeds = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
-        program, names = self._eval_program(tuple(feeds))
+        try:
+            program, names = self._eval_program(tuple(feeds))
+        except GradcError as exc:
+            raise GradcError(f"{data.source}: {exc}") from None
         totals, count = dict.fromkeys(names, 0.0), 0
         self._reseed(EVAL, self.epoch)
         for feed in data.batches(0, batch_size or data.size):
             size = _examples(feed)
-            for name, value in zip(names, self.executor.run(program, feed, names, self.scope)):
+            with _naming(data):
+                values = self.executor.run(program, feed, names, self.scope)
+            for name, value in zip(names, values):
                 totals[name] += scalar(name, value) * size
             count += size
         return {name: total / count for name, total in totals.items()}
@@ -140,7 +146,8 @@ class Trainer:
             while self.epoch < epochs and (steps is None or self.step < steps):
                 reporter.epoch_begin(self.epoch, self.batch)
                 for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
-                    values = self.train_step(feed)
+                    with _naming(data):
+                        values = self.train_step(feed)
                     self.batch += 1
                     self.history.add_step(values, _examples(feed))
                     reporter.step(self.step, self.epoch, self.batch, values)
@@ -207,6 +214,15 @@ def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, 
     trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan,
                       lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     return trainer.fit(data, **fit_options)
+
+
+@contextmanager
+def _naming(data: Dataset | OneBatch):
+    """A fed value that does not fit the program: the error names the data it came from."""
+    try:
+        yield
+    except FeedError as exc:
+        raise FeedError(f"{data.source}: {exc}") from None
 
 
 def _examples(feed: Mapping[str, object]) -> int:

@@ -1,0 +1,97 @@
+"""`gradc info`: what a program is and what it takes, on one screen: its format and kind, its inputs and outputs,
+its parameters, the loss it may have and the op types it uses (gradc show lists everything)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import click
+
+from ..io import detect_format, load
+from ..ir import Block, Program, dtype_name
+from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, is_loss, op_kinds
+
+FORMAT_NAMES = {"pb": "legacy ProgramDesc (binary)", "pbtxt": "legacy ProgramDesc (text)",
+                "json": "legacy ProgramDesc (protobuf JSON)", "pir": "Paddle 3 PIR JSON"}
+LISTED = 12   # parameters listed by name; the rest counted
+
+
+@click.command()
+@click.argument("program", type=click.Path())
+def info(program):
+    """Summarise a program: its format and kind, inputs, outputs, parameters, loss and op types."""
+    prog = load(program)
+    with open(program, "rb") as handle:
+        fmt = detect_format(program, handle.read(4096))
+    block = prog.global_block
+    kinds = Counter(op_kinds(block))
+    lines = [f"{program}: {FORMAT_NAMES.get(fmt, fmt)}, {len(prog.blocks)} block(s), {prog.num_ops()} ops",
+             f"kind: {_kind(kinds)}", "inputs:"]
+    lines += [f"  {_var(block, name)}" for name in _inputs(block)] or ["  none"]
+    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    if fetched:
+        lines += ["outputs (fetch ops):", *(f"  {_var(block, name)}" for name in fetched)]
+    persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
+    params = [var for var in persistable if var.is_parameter]
+    if params:
+        others = len(persistable) - len(params)
+        lines.append(f"parameters: {len(params)} ({sum(_size(var.shape) for var in params):,} values)"
+                     + (f"; other persistable vars (optimizer state, statistics): {others}" if others else ""))
+    else:   # a saved inference model marks none: its persistable vars are what --params gives
+        params = persistable
+        lines.append(f"persistable vars (the values --params gives): {len(params)} "
+                     f"({sum(_size(var.shape) for var in params):,} values)")
+    lines += [f"  {_var(block, var.name)}" for var in sorted(params, key=lambda v: v.name)[:LISTED]]
+    if len(params) > LISTED:
+        lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
+    lines.append(f"loss: {_loss(prog)}")
+    types = Counter(op.type for op in block.ops)
+    shown = ", ".join(f"{name} {count}" for name, count in types.most_common(LISTED))
+    more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
+    lines.append(f"op types in block 0: {shown}{more}")
+    click.echo("\n".join(lines))
+
+
+def _kind(kinds: Counter) -> str:
+    if kinds[OPTIMIZER]:
+        return f"training program ({kinds[BACKWARD]} backward, {kinds[OPTIMIZER]} optimizer ops)"
+    if kinds[BACKWARD]:
+        return f"program with a backward ({kinds[BACKWARD]} backward ops, no optimizer)"
+    if kinds[FEED_FETCH]:
+        return "inference model (feed and fetch ops): run it, or add a loss to fine-tune it"
+    return "forward program: gradc compile appends its backward"
+
+
+def _inputs(block: Block) -> list[str]:
+    feeds = [name for op in block.ops if op.type == "feed" for name in op.output("Out")]
+    return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed)
+
+
+def _loss(program: Program) -> str:
+    from ..backward import loss_candidates, unread_scalars  # the compiler's modules, for this line only
+    block = program.global_block
+    marked = [name for op in block.ops if is_loss(op) for name in op.output_names()]
+    if marked:
+        return f"{marked[0]} (its op's op_role marks it the loss)"
+    candidates = loss_candidates(program)
+    if len(candidates) == 1:
+        return f"{candidates[0]} (gradc compile picks it by itself)"
+    unread = unread_scalars(program)
+    if unread:
+        return f"not picked by itself; float scalars no op reads: {', '.join(unread)} (gradc compile --loss NAME)"
+    return "none (no float scalar the program could minimise)"
+
+
+def _var(block: Block, name: str) -> str:
+    var = block.find_var(name)
+    if var is None or var.dtype is None:
+        return name
+    return f"{name}  {dtype_name(var.dtype)}{var.shape if var.shape is not None else '[?]'}"
+
+
+def _size(shape) -> int:
+    total = 1
+    for dim in shape or ():
+        total *= max(dim, 1)   # an unknown dim counted once
+    return total
+
