@@ -155,8 +155,7 @@ def _differentiate(block: Block, n_forward: int, targets: set[str], no_grad: set
     backward_ops = emit_grad_ops(BlockBackward(block=block, forward_block=block, forward_ops=forward_ops, path=path,
                                                versions=Versions(block.program), names=names, seeds=seeds,
                                                given=given))
-    for op in backward_ops:
-        roles.set_role(op, roles.BACKWARD)
+    roles.set_roles(backward_ops, roles.BACKWARD)
     block.ops.extend(backward_ops)
     declare_grad_vars(block, backward_ops)
     block.program.mark_changed()

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .. import registry
 from ..errors import GradError, op_location
-from ..ir import OpDesc
+from ..ir import GRAD_SUFFIX, OpDesc
 from . import control_flow
 from .accumulate import GradAccumulator
 from .job import BlockBackward
@@ -37,8 +37,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
 
     def append(op: OpDesc) -> None:
         reads = op.input_names()
-        for name in reads:
-            if name not in written_grads and name not in pending_grads:
+        for name in reads:   # only a grad (its name holds @GRAD) has a source: forward values skip the call
+            if GRAD_SUFFIX in name and name not in written_grads and name not in pending_grads:
                 var = names.source(name)
                 if var is not None and lookup(block, var) is not None:
                     zero_fill(name)

@@ -40,9 +40,10 @@ def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
     if op.attrs.get("is_test") and op.type in _TRAINING_MODE:
         for name, value in _TRAINING_MODE[op.type].items():
             op.set_attr(name, value)
-    missing = [slot for slot in needs.extra_reads if not op.outputs.get(slot)]
-    if missing:
-        _restore_outputs(block, idx, op, opdef, missing)
+    if needs.extra_reads:   # most types read none: no list to build
+        missing = [slot for slot in needs.extra_reads if not op.outputs.get(slot)]
+        if missing:
+            _restore_outputs(block, idx, op, opdef, missing)
 
 
 def _restore_outputs(block: Block, idx: int, op: OpDesc, opdef, slots: list[str]) -> None:

@@ -17,20 +17,22 @@ from ..ops.pylayer import user_backward_blocks
 _NUMBERED = re.compile(r"(.*)@GRAD@\d+")
 
 
-class GradNames:
+class GradNames(dict):
+    """var -> the name of its grad; called as ``names(var)``, a dict lookup once a var's name is made."""
+
     def __init__(self, program: Program):
+        super().__init__()
         protocol = user_backward_blocks(program)
         self.taken = {name for block in program.blocks if block.idx not in protocol for name in block.vars}
-        self._names: dict[str, str] = {}
 
-    def __call__(self, var: str) -> str:
-        name = self._names.get(var)
-        if name is None:
-            name, count = var + GRAD_SUFFIX, 2
-            while name in self.taken:
-                name, count = f"{var}{GRAD_SUFFIX}@{count}", count + 1
-            self._names[var] = name
+    def __missing__(self, var: str) -> str:
+        name, count = var + GRAD_SUFFIX, 2
+        while name in self.taken:
+            name, count = f"{var}{GRAD_SUFFIX}@{count}", count + 1
+        self[var] = name
         return name
+
+    __call__ = dict.__getitem__   # the backward names grads per op: no Python-level call once a name is made
 
     def source(self, name: str) -> str | None:
         """The var whose grad in this pass ``name`` is, or None (a forward value, a temporary)."""

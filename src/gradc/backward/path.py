@@ -199,6 +199,6 @@ def check_complex(block: Block, path: OpPath) -> None:
 def check_makers(block: Block, path: OpPath) -> None:
     """Every op on the path has a grad maker; else one error listing all that lack one."""
     offenders = [(block.idx, i, block.ops[i].type) for i in path.op_indices
-                 if registry.get(block.ops[i].type) is None or registry.get(block.ops[i].type).grad is None]
+                 if getattr(registry.get(block.ops[i].type), "grad", None) is None]
     if offenders:
         raise registry.missing_grad_error(offenders)

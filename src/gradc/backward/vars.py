@@ -9,6 +9,8 @@ from .sparse import mark_sparse_grads
 
 def forward_name(grad: str) -> str:
     """x@GRAD@RENAME@block0@1 -> x; x@GRAD -> x; x@GRAD@GRAD (a second-order grad) -> x@GRAD."""
+    if grad.endswith(GRAD_SUFFIX):   # most grads: a slice, not rsplit's list
+        return grad[:-len(GRAD_SUFFIX)]
     return grad.rsplit(GRAD_SUFFIX, 1)[0]
 
 
@@ -20,21 +22,26 @@ def lookup(block: Block, name: str) -> VarDesc | None:
 def derived_var(source: VarDesc, name: str) -> VarDesc:
     """A var the backward adds (a grad, a temporary, a saved copy): typed and shaped like ``source``,
     but none of its flags: it is not a parameter, not persistable, not fed."""
-    var = source.copy(name)
+    var = VarDesc.__new__(VarDesc)   # VarDesc.copy's fields but the flags, set once: a backward makes thousands
+    var.name, var.type, var.dtype, var.lod_level, var.raw_type = name, source.type, source.dtype, source.lod_level, \
+        source.raw_type
+    var.shape = list(source.shape) if source.shape is not None else None
     var.persistable, var.is_parameter, var.need_check_feed, var.stop_gradient = False, None, None, False
+    var.attrs = list(source.attrs)
     return var
 
 
 def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
     """Declare every var the ops write that is not declared yet; returns the new names."""
     created = []
-    declared = block.vars
+    declared = own = block.vars   # most grads' vars are the block's own: a dict lookup before the walk up
     for op in ops:
         for args in op.outputs.values():
             for name in args:
                 if name in declared or name == EMPTY_VAR:
                     continue
-                source = lookup(block, forward_name(name))
+                base = forward_name(name)
+                source = own.get(base) or lookup(block, base)
                 if source is None:
                     continue
                 declared[name] = derived_var(source, name)

@@ -47,12 +47,16 @@ class Versions:
             used: set[str] = set()
             rewritten = self._rewritten[block.idx] = set()
             for idx, op in enumerate(block.ops):
-                used.update(op.input_names())
-                for name in op.output_names():
-                    if name in used:
-                        rewritten.add(name)
-                    used.add(name)
-                    writes[name] = (writes.get(name, (idx,))[0], idx)
+                for args in op.inputs.values():   # op.input_names() without building its list
+                    used.update(args)
+                if op.var_attrs:
+                    used.update(op.attr_var_names())
+                for args in op.outputs.values():
+                    for name in args:
+                        if name in used:
+                            rewritten.add(name)
+                        used.add(name)
+                        writes[name] = (writes.get(name, (idx,))[0], idx)
         return writes
 
     def in_place(self, block: Block) -> set[str]:

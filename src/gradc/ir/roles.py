@@ -6,12 +6,19 @@ from .descs import OpDesc
 from .types import AttrType
 
 FORWARD, BACKWARD, OPTIMIZE, LOSS = 0, 1, 2, 256
+_INT, _STRINGS = AttrType.INT, AttrType.STRINGS
 
 
 def set_role(op: OpDesc, role: int) -> None:
-    op.set_attr("op_role", role, AttrType.INT)
-    if "op_role_var" not in op.attrs:  # Paddle carries it, empty, on every op
-        op.set_attr("op_role_var", [], AttrType.STRINGS)
+    set_roles((op,), role)
+
+
+def set_roles(ops, role: int) -> None:
+    """The role of each op (one loop for a backward's thousands)."""
+    for op in ops:
+        op.set_attr("op_role", role, _INT)
+        if "op_role_var" not in op.attrs:  # Paddle carries it, empty, on every op
+            op.set_attr("op_role_var", [], _STRINGS)
 
 
 def tag_param_grads(ops: list[OpDesc], pairs: list[tuple[str, str]]) -> None:
