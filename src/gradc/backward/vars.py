@@ -22,12 +22,8 @@ def lookup(block: Block, name: str) -> VarDesc | None:
 def derived_var(source: VarDesc, name: str) -> VarDesc:
     """A var the backward adds (a grad, a temporary, a saved copy): typed and shaped like ``source``,
     but none of its flags: it is not a parameter, not persistable, not fed."""
-    var = VarDesc.__new__(VarDesc)   # VarDesc.copy's fields but the flags, set once: a backward makes thousands
-    var.name, var.type, var.dtype, var.lod_level, var.raw_type = name, source.type, source.dtype, source.lod_level, \
-        source.raw_type
-    var.shape = list(source.shape) if source.shape is not None else None
+    var = source.copy(name)
     var.persistable, var.is_parameter, var.need_check_feed, var.stop_gradient = False, None, None, False
-    var.attrs = list(source.attrs)
     return var
 
 
