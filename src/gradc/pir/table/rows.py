@@ -39,6 +39,7 @@ from . import (
     moe_rows,
     ms_deform_attn_rows,
     nn_rows,
+    onednn_int8_rows,
     onednn_rows,
     optimizer_rows,
     pipeline_rows,
@@ -118,8 +119,9 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + collective_rows.ROWS
                + pipeline_rows.ROWS + inference_gpu_rows.ROWS + fused_bn_act_rows.ROWS + cudnn_fusion_rows.ROWS
                + index_elementwise_rows.ROWS
-               + onednn_rows.ROWS + SPECIAL)
+               + onednn_rows.ROWS + onednn_int8_rows.ROWS + SPECIAL)
 TABLE.update(_table(onednn_rows.mirrored(TABLE)))
+TABLE.update(_table(onednn_int8_rows.inplace(TABLE)))
 
 
 def _exports(rows) -> dict:
