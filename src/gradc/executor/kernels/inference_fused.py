@@ -9,6 +9,7 @@ from ...ops.inference_fused import FUSE_ACTIVATIONS, FUSED_ELEMENTWISE
 from ..lod import SETS_LOD
 from . import KERNELS, kernel
 from .activation import erf, sigmoid
+from .onednn_quant import refuse_quantized
 from .sequence_lod_windows import context_columns
 
 SETS_LOD.update(("fusion_seqconv_eltadd_relu", "fusion_seqexpand_concat_fc"))
@@ -176,6 +177,7 @@ def fusion_squared_mat_sub(k):
 def fused_conv(k, unfused: str, bias_only: bool = False):
     """The ``unfused`` conv kernel's Output, plus Bias per channel, then (unless ``bias_only``) plus ResidualData
     (fuse_residual_connection) and fuse_activation."""
+    refuse_quantized(k, "Input")
     out = KERNELS[unfused](k)["Output"]
     bias, residual = k.optional("Bias"), None if bias_only else k.optional("ResidualData")
     channel_axis = -1 if k.attr("data_format") in ("NHWC", "NDHWC") else 1
