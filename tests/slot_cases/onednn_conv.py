@@ -12,7 +12,8 @@ def volume(value, channels=1):
 
 CASES = [
     # a 1 x 1 x 1 conv of ones by 2: 2, plus Bias 3
-    SlotCase("fused_conv3d", "Bias", {"Input": volume(1), "Filter": volume(2)[:, :, :1, :1, :1], "Bias": np.array([3.0])},
+    SlotCase("fused_conv3d", "Bias", {"Input": volume(1), "Filter": volume(2)[:, :, :1, :1, :1],
+                                      "Bias": np.array([3.0])},
              {"Output": volume(5)}, overrides=False),
     # 2 plus the residual 5
     SlotCase("fused_conv3d", "ResidualData", {"Input": volume(1), "Filter": volume(2)[:, :, :1, :1, :1],
