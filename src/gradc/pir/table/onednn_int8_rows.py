@@ -2,7 +2,7 @@
 gradc.ops.inference_fused: the int8 reorders (gradc.ops.onednn_quant), the conv bias fusions (gradc.ops.onednn_conv),
 the legacy matmul forms (pd_op.legacy_matmul is the v1 matmul, pd_op.matmul_with_flatten is mul; Paddle's
 translator writes a legacy mul with use_mkldnn as onednn_op.matmul_with_flatten), and the in-place `_` forms of the
-plain ops (``inplace``). Names and attributes as Paddle 3.3.1's translation of each legacy op spells them
+plain ops, onednn_op's and the pd_op ones gradc lacked (``inplace``). Names and attributes as Paddle 3.3.1's translation of each legacy op spells them
 (tools/paddle_onednn_ops.py). Export writes none of them: the legacy ops keep their own export."""
 
 from __future__ import annotations
@@ -25,18 +25,33 @@ INPLACE = ("abs_ add_ cast_ clip_ divide_ elu_ exp_ flatten_ leaky_relu_ multipl
            "sigmoid_ softmax_ sqrt_ squeeze_ subtract_ tanh_ transpose_ sgd_").split()
 
 
+# in-place ops whose result has another shape or dtype than the operand: a var of its own (Paddle's inplace pass
+# makes an op in place only when nothing reads the operand after it, so no reader sees the difference)
+RESHAPED = ("reshape_", "squeeze_", "flatten_", "transpose_", "cast_")
+
+
+def _written_over(base, pir: str):
+    """``base`` with its first result written over its first operand's var (a new var for RESHAPED)."""
+    if pir.split(".")[1] in RESHAPED:
+        return replace(base, pir=pir, **NO_EXPORT)
+    first = replace(base.results[0], inplace=base.operands[0].name)
+    return replace(base, pir=pir, results=(first, *base.results[1:]), **NO_EXPORT)
+
+
 def inplace(table: dict) -> list:
-    """onednn_op.X_ as pd_op.X_ where gradc has that row, else as pd_op.X (its onednn_op row) with the first
-    result written over the first operand's var (import only)."""
+    """onednn_op.X_ as pd_op.X_ where gradc has that row, else as onednn_op.X with the first result written over
+    the first operand's var; and pd_op.X_ likewise from pd_op.X where gradc lacks it (the dialect's passes leave
+    some in-place ops, divide_, as pd_op). Import only."""
     rows = []
     for name in INPLACE:
-        if f"onednn_op.{name}" in table:
-            continue
-        if (same := table.get(f"pd_op.{name}")) is not None:
-            rows.append(replace(same, pir=f"onednn_op.{name}", **NO_EXPORT))
-        elif (base := table.get(f"onednn_op.{name[:-1]}")) is not None and base.special is None:
-            first = replace(base.results[0], inplace=base.operands[0].name)
-            rows.append(replace(base, pir=f"onednn_op.{name}", results=(first, *base.results[1:])))
+        plain = table.get(f"pd_op.{name}")
+        if f"onednn_op.{name}" not in table:
+            if plain is not None:
+                rows.append(replace(plain, pir=f"onednn_op.{name}", **NO_EXPORT))
+            elif (base := table.get(f"onednn_op.{name[:-1]}")) is not None and base.special is None:
+                rows.append(_written_over(base, f"onednn_op.{name}"))
+        if plain is None and (base := table.get(f"pd_op.{name[:-1]}")) is not None and base.special is None:
+            rows.append(_written_over(base, f"pd_op.{name}"))
     return rows
 
 
