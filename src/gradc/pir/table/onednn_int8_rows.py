@@ -2,8 +2,9 @@
 gradc.ops.inference_fused: the int8 reorders (gradc.ops.onednn_quant), the conv bias fusions (gradc.ops.onednn_conv),
 the legacy matmul forms (pd_op.legacy_matmul is the v1 matmul, pd_op.matmul_with_flatten is mul; Paddle's
 translator writes a legacy mul with use_mkldnn as onednn_op.matmul_with_flatten), and the in-place `_` forms of the
-plain ops, onednn_op's and the pd_op ones gradc lacked (``inplace``). Names and attributes as Paddle 3.3.1's translation of each legacy op spells them
-(tools/paddle_onednn_ops.py). Export writes none of them: the legacy ops keep their own export."""
+plain ops, onednn_op's and the pd_op ones gradc lacked (``inplace``). Names and attributes as Paddle 3.3.1's
+translation of each legacy op spells them (tools/paddle_onednn_ops.py). Export writes none of them: the legacy ops
+keep their own export."""
 
 from __future__ import annotations
 
