@@ -119,3 +119,21 @@ def test_paddles_int8_program_is_refused_at_its_int8_convolution():
     with np.load(PTQ / "feed.npz") as feed, pytest.raises(ExecutionError, match=r"op 2 \(fused_conv2d\).*int8"):
         gradc.Executor().run(program, dict(feed), [json.loads((PTQ / "meta.json").read_text())["output"]],
                              scope=scope)
+
+
+@pytest.mark.parametrize("dialect", ["pd_op", "onednn_op"])
+def test_legacy_matmul_reads_as_the_v1_matmul(dialect, tmp_path):
+    """No Paddle 3.3.1 API or pass writes legacy_matmul (its translator writes a v1 matmul as pd_op.matmul and
+    pd_op.scale): the matmul_with_flatten program with its op renamed, alpha 2, as onednn.yaml spells the op."""
+    program = json.loads((ROOT / "matmul_with_flatten" / "program.json").read_text())
+    op = next(op for op in program["program"]["regions"][0]["blocks"][0]["ops"] if "matmul" in op["#"])
+    op["#"] = f"{dialect}.legacy_matmul"
+    op["A"] = [{"AT": {"#": "0.a_bool", "D": False}, "N": "transpose_x"},
+               {"AT": {"#": "0.a_bool", "D": False}, "N": "transpose_y"},
+               {"AT": {"#": "0.a_f32", "D": 2.0}, "N": "alpha"}]
+    (tmp_path / "legacy_matmul.json").write_text(json.dumps(program))
+    loaded = gradc.load(tmp_path / "legacy_matmul.json")
+    assert [op.type for op in loaded.global_block.ops if "matmul" in op.type] == ["matmul"]
+    with np.load(ROOT / "matmul_with_flatten" / "feed.npz") as feed:
+        out = gradc.Executor().run(loaded, dict(feed), ["out"])[0]
+        np.testing.assert_allclose(out, 2 * feed["x"] @ feed["y"], rtol=1e-6)
