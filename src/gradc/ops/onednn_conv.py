@@ -22,19 +22,25 @@ from .inference_fused import CONV_ATTR_NAMES, FUSE_ACTIVATIONS, ONEDNN_ATTRS, fu
 INT8_ATTRS = {"Scale_in": 1.0, "Scale_in_eltwise": 1.0, "Scale_weights": [1.0], "mkldnn_data_type": "float32"}
 
 
-def _unfused_infer(unfused: str):
-    """The unfused op's shape inference, after the fused op's own checks (a float Input, a known activation)."""
+def _unfused_infer(unfused: str, dims: int):
+    """The unfused op's shape inference, after the fused op's own checks (a float Input, a known activation, conv
+    attributes for ``dims`` spatial dims: Paddle's defaults for fused_conv3d are two-dim ones)."""
     def infer(ctx):
         check_float(ctx, "Input")
+        for name, sizes in (("strides", (dims,)), ("dilations", (dims,)), ("paddings", (dims, 2 * dims))):
+            if len(ctx.attr(name)) not in sizes:
+                ctx.fail(f"{name} {ctx.attr(name)} must have {' or '.join(map(str, sizes))} values for {dims} "
+                         f"spatial dims")
         check_choice(ctx, "fuse_activation", FUSE_ACTIVATIONS)
         one_dtype(ctx, "Input", "Filter", "Bias")
         return get(unfused).infer(ctx)
     return infer
 
 
+# Paddle's proto gives the conv attributes fused_conv2d's (two-dim) defaults; its programs always carry them
 defop("fused_conv3d", ["Input", "Filter", "Bias?", "ResidualData?"], ["Output"],
-      attrs={**conv_attrs(3), "fuse_residual_connection": False, **INT8_ATTRS, **ONEDNN_ATTRS},
-      infer=_unfused_infer("conv3d"), grad=expansion(fused_conv_expansion("conv3d")))
+      attrs={**conv_attrs(2), "fuse_residual_connection": False, **INT8_ATTRS, **ONEDNN_ATTRS},
+      infer=_unfused_infer("conv3d", 3), grad=expansion(fused_conv_expansion("conv3d")))
 
 TRANSPOSE_ATTR_NAMES = (*CONV_ATTR_NAMES, "output_size", "output_padding")
 
@@ -44,12 +50,10 @@ def _transpose_bias_expand(f, g):
     attrs = {name: g.attr(name) for name in TRANSPOSE_ATTR_NAMES}
     out = f.op("conv2d_transpose", {"Input": first(g.I("Input")), "Filter": first(g.I("Filter"))},
                first(g.O("Output")), attrs, slot="Output")
-    if (bias := first(g.I("Bias"))) is not None:
-        out = f.add(out, bias, out, axis=-1 if g.attr("data_format") == "NHWC" else 1)
-    return {"Output": out}
+    return {"Output": f.add(out, first(g.I("Bias")), out, axis=-1 if g.attr("data_format") == "NHWC" else 1)}
 
 
-defop("conv2d_transpose_bias", ["Input", "Filter", "Bias?"], ["Output"],
+defop("conv2d_transpose_bias", ["Input", "Filter", "Bias"], ["Output"],
       attrs={**conv_transpose_attrs(2), "is_test": False, "fuse_relu": False, "mkldnn_data_type": "float32",
-             **ONEDNN_ATTRS},
-      infer=_unfused_infer("conv2d_transpose"), grad=expansion(_transpose_bias_expand))
+             "fuse_activation": "", "fuse_alpha": 0.0, "fuse_beta": 0.0, "force_fp32_output": False},
+      infer=_unfused_infer("conv2d_transpose", 2), grad=expansion(_transpose_bias_expand), tensor_attrs=["output_size"])
