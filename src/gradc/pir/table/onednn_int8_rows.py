@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import row
+from . import import_only, row
 from .onednn_rows import CONV, float32_only
 
-NO_EXPORT = {"when": lambda legacy, exporter: False}
+NO_EXPORT = {"when": import_only}
 # the oneDNN extras of a conv transpose, a mul and a v1 matmul (their float32 values: gradc.pir.table.onednn_rows)
 TRANSPOSE = ("strides:i32s paddings:i32s output_padding:i32s padding_algorithm:str groups:i32 dilations:i32s "
              "data_format:str is_test:bool force_fp32_output:bool mkldnn_data_type:str=float32 fuse_relu:bool "
              "fuse_activation:str fuse_alpha:f32 fuse_beta:f32")
 MUL = "x_num_col_dims:i32=1 y_num_col_dims:i32=1"
-MUL_ONEDNN = f"{MUL} scale_x:f32=1 scale_y:f32s scale_out:f32=1 force_fp32_output:bool"
+# (PIR-only: gradc's mul and v1 matmul declare no oneDNN attribute)
+MUL_ONEDNN = f"{MUL} scale_x=-:f32=1 scale_y=-:f32s scale_out=-:f32=1 force_fp32_output=-:bool"
 LEGACY_MATMUL = "transpose_x=transpose_X:bool transpose_y=transpose_Y:bool alpha:f32=1"
+ONEDNN_MATMUL = "mkldnn_data_type=-:str=float32"
 # the in-place ops of 3.3.1's onednn dialect (libpaddle's op names) whose out-of-place form gradc translates
 INPLACE = ("abs_ add_ cast_ clip_ divide_ elu_ exp_ flatten_ leaky_relu_ multiply_ relu_ reshape_ round_ scale_ "
            "sigmoid_ softmax_ sqrt_ squeeze_ subtract_ tanh_ transpose_ sgd_").split()
@@ -72,8 +74,8 @@ ROWS = [
     *(row(f"{dialect}.matmul_with_flatten_grad", "mul_grad", "x:X y:Y out_grad:Out@GRAD",
           "x_grad:X@GRAD y_grad:Y@GRAD", MUL, **NO_EXPORT) for dialect in ("pd_op", "onednn_op")),
     *(row(f"{dialect}.legacy_matmul", "matmul", "x:X y:Y", "out:Out", f"{LEGACY_MATMUL} {extra}",
-          hook=float32_only, **NO_EXPORT) for dialect, extra in (("pd_op", ""), ("onednn_op", "mkldnn_data_type:str"))),
+          hook=float32_only, **NO_EXPORT) for dialect, extra in (("pd_op", ""), ("onednn_op", ONEDNN_MATMUL))),
     *(row(f"{dialect}.legacy_matmul_grad", "matmul_grad", "x:X y:Y out_grad:Out@GRAD",
           "x_grad:X@GRAD y_grad:Y@GRAD", f"{LEGACY_MATMUL} {extra}", hook=float32_only, **NO_EXPORT)
-      for dialect, extra in (("pd_op", ""), ("onednn_op", "mkldnn_data_type:str"))),
+      for dialect, extra in (("pd_op", ""), ("onednn_op", ONEDNN_MATMUL))),
 ]

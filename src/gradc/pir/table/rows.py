@@ -24,6 +24,7 @@ from . import (
     gpu_build_rows,
     grad_rows,
     graph_rows,
+    import_only,
     incubate_rows,
     index_elementwise_rows,
     inference_fused_rows,
@@ -128,7 +129,7 @@ def _exports(rows) -> dict:
     """legacy type -> the rows export may write it with: those with a ``when`` first, then in table order."""
     exports: dict[str, list] = {}
     for entry in rows:
-        if entry.special is None:
+        if entry.special is None and entry.when is not import_only:
             exports.setdefault(entry.legacy, []).append(entry)
     return {legacy: sorted(entries, key=lambda entry: entry.when is None) for legacy, entries in exports.items()}
 
