@@ -88,3 +88,21 @@ def test_fused_transpose_squeezes_transposes_and_unsqueezes_or_reshapes():
     np.testing.assert_array_equal(got, x.reshape(2, 3, 4).transpose(2, 0, 1)[..., None])
     got = _fused_transpose(x, axis=[0, 2, 1, 3], fused_reshape2_shape=[0, -1], scale=2.0)
     np.testing.assert_array_equal(got, 2 * x.transpose(0, 2, 1, 3).reshape(2, 12))
+
+
+INPLACE = {f"onednn_op.{name}_" for name in ("abs", "add", "clip", "elu", "exp", "flatten", "leaky_relu", "multiply",
+                                              "relu", "reshape", "round", "scale", "sigmoid", "softmax", "sqrt",
+                                              "squeeze", "subtract", "tanh", "transpose")}
+
+
+def test_in_place_ops_write_their_operands_var_unless_the_shape_changes():
+    """The inplace case holds the dialect's in-place forms (and a pd_op.divide_ the passes left): an elementwise one
+    writes its operand's var, a reshaping one (reshape_, squeeze_, flatten_, transpose_) a var of its own."""
+    assert INPLACE <= set(json.loads((ROOT / "inplace" / "meta.json").read_text())["onednn_ops"])
+    ops = gradc.load(ROOT / "inplace" / "model.json").global_block.ops
+    for op_type in ("relu", "tanh", "exp", "sqrt", "abs", "elementwise_div", "softmax"):
+        op = next(op for op in ops if op.type == op_type)
+        assert op.input("X") == op.output("Out"), op_type
+    for op_type in ("reshape2", "transpose2", "squeeze2", "flatten_contiguous_range"):
+        op = next(op for op in ops if op.type == op_type)
+        assert op.input("X") != op.output("Out"), op_type

@@ -13,6 +13,7 @@ from gradc.io.pdiparams import read_params
 from gradc.pir import is_pir, load_pir, parse_pir, serialize_pir
 from gradc.pir.graph import walk_ops
 from gradc.pir.reader import read_module
+from gradc.pir.table import onednn_int8_rows
 from gradc.pir.table.onednn_rows import ONEDNN_PLAIN
 from gradc.pir.table.rows import TABLE
 from pir_fixtures import (
@@ -235,9 +236,13 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     (tests/data/paddle/inference_optimized) hold pd_op.feed and three fused ops; 3.3.1 writes none with
     pd_op.fusion_lstm (its translation of the optimized program fails) or pd_op.fusion_seqpool_cvm_concat (its PIR
     save refuses a program without parameters), rows from fused_ops.yaml (docs/inference-optimized.md). The oneDNN
-    Predictor's programs (tests/data/paddle/onednn_pir) hold the fused onednn_ops; the onednn_op mirrors of pd_op
-    rows (ONEDNN_PLAIN) are the pd_op rows, which other fixtures use; 3.3.1 leaves a divide + relu unfused, so no
-    program holds onednn_op.fused_elementwise_div (the row is its three siblings' with the legacy op's name)."""
+    Predictor's programs (tests/data/paddle/onednn_pir) hold the fused onednn_ops and the dialect's in-place forms;
+    the onednn_op mirrors of pd_op rows (ONEDNN_PLAIN) and the in-place rows made from out-of-place ones
+    (onednn_int8_rows.inplace: the inplace fixture uses 19 of them) are those rows; the oneDNN-only legacy ops'
+    translations (tests/data/paddle/onednn_ops) hold the int8 reorders, fused_conv3d, conv2d_transpose_bias,
+    fused_elementwise_div and onednn_op.matmul_with_flatten. No 3.3.1 API or pass writes legacy_matmul (its
+    translator writes a v1 matmul as matmul + scale; tests/test_onednn_ops.py reads a renamed program), nor a
+    layer pd_op.matmul_with_flatten or the grads of either (the rows are legacy mul's and matmul's)."""
     files = [program_file(case).read_bytes() for case in TRAINING + INFERENCE + LAYERS]
     files += [paddle_backward(case) for case in WITH_BACKWARD + LAYERS_WITH_BACKWARD]
     files += [gzip.decompress((PIR_DATA / case / f"{kind}.json.gz").read_bytes())
@@ -267,9 +272,11 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [path.read_bytes() for case in ("pipeline", "sharding")   # point-to-point ops, reduce, broadcast
               for path in sorted((PIR_DATA.parent / case).glob("**/*.json")) if path.name != "meta.json"]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "onednn_pir").glob("*/model.json")]   # onednn_op
+    files += [path.read_bytes() for path in (PIR_DATA.parent / "onednn_ops").glob("*/program.json")]   # int8, ...
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)
-    unused = set(TABLE) - used - {f"onednn_op.{name}" for name in ONEDNN_PLAIN}
+    in_place = {f"{dialect}.{name}" for dialect in ("pd_op", "onednn_op") for name in onednn_int8_rows.INPLACE}
+    unused = set(TABLE) - used - {f"onednn_op.{name}" for name in ONEDNN_PLAIN} - in_place
     assert unused == {"pd_op.shape", "pd_op.select_output", "pd_op.add_n_array", "pd_op.assign_array",
                                  "pd_op.sequence_mask", "pd_op.row_conv_grad",
                                  "pd_op.straight_through_estimator_grad", "pd_op.memcpy", "pd_op.margin_cross_entropy",
@@ -288,7 +295,9 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
                                  *(f"custom_op.{op}" for op in ("boxes_iou_bev_cpu", "boxes_iou_bev_gpu",
                                                                 "boxes_overlap_bev_gpu", "nms_gpu", "nms_normal_gpu")),
                                  "pd_op.fusion_lstm", "pd_op.fusion_seqpool_cvm_concat",
-                                 "onednn_op.fused_elementwise_div"}
+                                 *(f"{dialect}.{op}" for dialect in ("pd_op", "onednn_op")
+                                   for op in ("legacy_matmul", "legacy_matmul_grad", "matmul_with_flatten_grad")),
+                                 "pd_op.matmul_with_flatten"}
     for case in TRAINING + INFERENCE + LAYERS:
         assert set(meta(case)["pir_ops"]) <= used
 

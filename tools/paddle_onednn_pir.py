@@ -63,7 +63,25 @@ def elementwise(paddle):
     return {"x": (x, [2, 4, 6]), "y": (y, [2, 4, 6])}, out
 
 
-CASES = {"convnet": convnet, "elementwise": elementwise}
+def inplace(paddle):
+    """The in-place ops (paddle._C_ops.X_, which write pd_op.X_) the oneDNN dialect has a form of: relu_, tanh_,
+    sigmoid_, leaky_relu_, exp_, sqrt_, scale_, elu_, reshape_, clip_, abs_, subtract_, multiply_, divide_, add_,
+    softmax_, round_, transpose_, squeeze_ and flatten_ after a Linear layer."""
+    C = paddle._C_ops
+    x = paddle.static.data("x", [-1, 4, 6], "float32")
+    y = paddle.static.data("y", [-1, 4, 6], "float32")
+    h = C.tanh_(C.relu_(paddle.nn.Linear(6, 6)(x) * 1.0) + y)
+    h = C.leaky_relu_(C.sigmoid_(h * 1.0) - 0.5, 0.1)
+    h = C.elu_(C.scale_(C.sqrt_(C.exp_(h * 0.5)), 2.0, 0.0, True) - 1.5, 1.0)
+    e = C.abs_(C.clip_(C.reshape_(h * 1.0, [-1, 24]), -1.0, 1.5) - 0.3)
+    e = C.multiply_(C.subtract_(e, paddle.full([1], 0.1)), paddle.full([1], 2.0))
+    e = C.add_(C.divide_(e, paddle.full([1], 3.0)), paddle.full([1], 0.5))
+    e = C.round_(C.softmax_(e, -1) * 100.0, 0)
+    f = C.squeeze_(paddle.unsqueeze(C.transpose_(paddle.reshape(e, [-1, 4, 6]), [0, 2, 1]), 1), [1])
+    return {"x": (x, [2, 4, 6]), "y": (y, [2, 4, 6])}, C.flatten_(f * 1.0, 1, 2)
+
+
+CASES = {"convnet": convnet, "elementwise": elementwise, "inplace": inplace}
 
 
 def predict(where: Path, feeds: dict, cache: Path) -> dict:

@@ -159,6 +159,7 @@ def _fused_conv_infer(ctx):
     return {}
 
 
+CONV_ATTR_NAMES = ("strides", "paddings", "padding_algorithm", "groups", "dilations", "data_format")
 # fuse_activation -> (gradc op, its attributes from fuse_alpha a and fuse_beta b) for fused_conv2d's grad
 ACTIVATION_OPS = {
     "relu": ("relu", lambda a, b: {}), "sigmoid": ("sigmoid", lambda a, b: {}), "tanh": ("tanh", lambda a, b: {}),
@@ -170,28 +171,31 @@ ACTIVATION_OPS = {
 }
 
 
-def _fused_conv_expand(f, g):
-    """conv2d, the per-channel bias add, the residual add and the activation, each with its grad."""
-    x = first(g.I("Input"))
-    conv_attrs = {name: g.attr(name) for name in ("strides", "paddings", "padding_algorithm", "groups",
-                                                  "dilations", "data_format")}
-    out = f.op("conv2d", {"Input": x, "Filter": first(g.I("Filter"))}, first(g.O("Output")), conv_attrs,
-               slot="Output")
-    if (bias := first(g.I("Bias"))) is not None:
-        out = f.add(out, bias, out, axis=-1 if g.attr("data_format") in ("NHWC", "NDHWC") else 1)
-    if (residual := first(g.I("ResidualData"))) is not None and g.attr("fuse_residual_connection"):
-        out = f.add(out, residual, out)
-    name = g.attr("fuse_activation")
-    if name not in ("", "identity"):
-        if name not in ACTIVATION_OPS:
-            raise GradError(f"fused_conv2d: gradc differentiates fuse_activation only as one of "
-                            f"{sorted(ACTIVATION_OPS)}, not {name!r}")
-        op_type, attrs = ACTIVATION_OPS[name]
-        out = f.unary(op_type, out, attrs(g.attr("fuse_alpha"), g.attr("fuse_beta")))
-    return {"Output": out}
+def fused_conv_expansion(conv_type: str, conv_attr_names: tuple[str, ...] = CONV_ATTR_NAMES):
+    """The composite grad of a fused conv: ``conv_type``, the per-channel bias add, the residual add and the
+    activation, each with its grad."""
+
+    def expand(f, g):
+        conv_attrs = {name: g.attr(name) for name in conv_attr_names}
+        out = f.op(conv_type, {"Input": first(g.I("Input")), "Filter": first(g.I("Filter"))}, first(g.O("Output")),
+                   conv_attrs, slot="Output")
+        if (bias := first(g.I("Bias"))) is not None:
+            out = f.add(out, bias, out, axis=-1 if g.attr("data_format") in ("NHWC", "NDHWC") else 1)
+        if (residual := first(g.I("ResidualData"))) is not None and g.attr("fuse_residual_connection"):
+            out = f.add(out, residual, out)
+        name = g.attr("fuse_activation")
+        if name not in ("", "identity"):
+            if name not in ACTIVATION_OPS:
+                raise GradError(f"{g.fwd.type}: gradc differentiates fuse_activation only as one of "
+                                f"{sorted(ACTIVATION_OPS)}, not {name!r}")
+            op_type, attrs = ACTIVATION_OPS[name]
+            out = f.unary(op_type, out, attrs(g.attr("fuse_alpha"), g.attr("fuse_beta")))
+        return {"Output": out}
+    return expand
 
 
-defop("fused_conv2d", ["Input", "Filter", "Bias?", "ResidualData?"], ["Output"], grad=expansion(_fused_conv_expand),
+defop("fused_conv2d", ["Input", "Filter", "Bias?", "ResidualData?"], ["Output"],
+      grad=expansion(fused_conv_expansion("conv2d")),
       attrs={"strides": [1, 1], "paddings": [0, 0], "padding_algorithm": "EXPLICIT", "groups": 1,
              "dilations": [1, 1], "data_format": "NCHW", "fuse_residual_connection": False, "Scale_in": 1.0,
              "Scale_in_eltwise": 1.0, "Scale_weights": [1.0], **ONEDNN_ATTRS},

@@ -9,6 +9,7 @@ from ...ops.inference_fused import FUSE_ACTIVATIONS, FUSED_ELEMENTWISE
 from ..lod import SETS_LOD
 from . import KERNELS, kernel
 from .activation import erf, sigmoid
+from .onednn_quant import refuse_quantized
 from .sequence_lod_windows import context_columns
 
 SETS_LOD.update(("fusion_seqconv_eltadd_relu", "fusion_seqexpand_concat_fc"))
@@ -173,10 +174,12 @@ def fusion_squared_mat_sub(k):
     return {slot: value.astype(x.dtype) for slot, value in {**squared, "Out": out}.items()}
 
 
-@kernel("fused_conv2d")
-def fused_conv2d(k):
-    out = KERNELS["conv2d"](k)["Output"]
-    bias, residual = k.optional("Bias"), k.optional("ResidualData")
+def fused_conv(k, unfused: str, bias_only: bool = False):
+    """The ``unfused`` conv kernel's Output, plus Bias per channel, then (unless ``bias_only``) plus ResidualData
+    (fuse_residual_connection) and fuse_activation."""
+    refuse_quantized(k, "Input")
+    out = KERNELS[unfused](k)["Output"]
+    bias, residual = k.optional("Bias"), None if bias_only else k.optional("ResidualData")
     channel_axis = -1 if k.attr("data_format") in ("NHWC", "NDHWC") else 1
     if bias is not None:
         if bias.size != out.shape[channel_axis]:
@@ -188,7 +191,13 @@ def fused_conv2d(k):
         if residual.shape != out.shape:
             raise ValueError(f"ResidualData {list(residual.shape)} must have the output's shape {list(out.shape)}")
         out = out + residual
-    return {"Output": activate(k, out.astype(k.x("Input").dtype, copy=False))}
+    out = out.astype(k.x("Input").dtype, copy=False)
+    return {"Output": out if bias_only else activate(k, out)}
+
+
+@kernel("fused_conv2d")
+def fused_conv2d(k):
+    return fused_conv(k, "conv2d")
 
 
 def _reshaped(a, shape: list[int], axes: list[int], transpose_first: bool):

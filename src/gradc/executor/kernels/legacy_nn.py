@@ -7,6 +7,7 @@ import numpy as np
 from ...ops import legacy_nn as ops
 from . import kernel
 from .interp import planned_by, resize, resize_grad
+from .onednn_quant import refuse_quantized
 
 _v1_plan = planned_by(ops.v1_plan)
 
@@ -23,6 +24,7 @@ def v1_resize_grad(k):
 
 @kernel("fc")
 def fc(k):
+    refuse_quantized(k, "Input")
     x, w, bias = k.x("Input"), k.x("W"), k.optional("Bias")
     cols = k.attr("in_num_col_dims")
     if not 1 <= cols < x.ndim:

@@ -137,6 +137,11 @@ def row(pir: str, legacy: str, operands: str = "", results: str = "out:Out", att
                tuple(t[1:] for t in operand_tokens if t.startswith("~")), **options)
 
 
+def import_only(legacy, exporter) -> bool:
+    """The ``when`` of a row gradc reads but never writes: export leaves it out (the legacy op keeps its own)."""
+    return False
+
+
 def special(pir: str, handler, operands: int | None = None, results: int | None = None) -> Row:
     """A row translated by code: plumbing (builtin.combine), constants, control flow, unrolled ops."""
     return Row(pir, "", special=handler, arity=(operands, results))

@@ -20,7 +20,7 @@ ONEDNN_PLAIN = (
     "batch_norm_ fusion_gru fusion_lstm").split()
 # an extra attribute -> the values at which the oneDNN kernel computes what the pd_op does in float32
 FLOAT32_VALUES = {"mkldnn_data_type": ("float32",), "onednn_data_type": ("", "float32"), "use_quantizer": (False,),
-                  "scale_x": (1.0,), "scale_y": (1.0,), "scale_out": (1.0,)}
+                  "scale_x": (1.0,), "scale_y": (1.0, [1.0]), "scale_out": (1.0,)}
 KEPT = ("fuse_with_relu",)   # batch_norm's relu (gradc's legacy batch_norm applies it)
 
 CONV = ("strides:i32s paddings:i32s padding_algorithm:str dilations:i32s groups:i32 data_format:str "

@@ -24,6 +24,7 @@ from . import (
     gpu_build_rows,
     grad_rows,
     graph_rows,
+    import_only,
     incubate_rows,
     index_elementwise_rows,
     inference_fused_rows,
@@ -39,6 +40,7 @@ from . import (
     moe_rows,
     ms_deform_attn_rows,
     nn_rows,
+    onednn_int8_rows,
     onednn_rows,
     optimizer_rows,
     pipeline_rows,
@@ -118,15 +120,16 @@ TABLE = _table(math_rows.ROWS + shape_rows.ROWS + nn_rows.ROWS + vision_rows.ROW
                + moe_routing_rows.ROWS + moe_permute_rows.ROWS + fused_grad_steps_rows.ROWS + collective_rows.ROWS
                + pipeline_rows.ROWS + inference_gpu_rows.ROWS + fused_bn_act_rows.ROWS + cudnn_fusion_rows.ROWS
                + index_elementwise_rows.ROWS
-               + onednn_rows.ROWS + SPECIAL)
+               + onednn_rows.ROWS + onednn_int8_rows.ROWS + SPECIAL)
 TABLE.update(_table(onednn_rows.mirrored(TABLE)))
+TABLE.update(_table(onednn_int8_rows.inplace(TABLE)))
 
 
 def _exports(rows) -> dict:
     """legacy type -> the rows export may write it with: those with a ``when`` first, then in table order."""
     exports: dict[str, list] = {}
     for entry in rows:
-        if entry.special is None:
+        if entry.special is None and entry.when is not import_only:
             exports.setdefault(entry.legacy, []).append(entry)
     return {legacy: sorted(entries, key=lambda entry: entry.when is None) for legacy, entries in exports.items()}
 
