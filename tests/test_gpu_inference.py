@@ -154,4 +154,6 @@ def test_cudnn_bn_finalize_blends_the_unbiased_batch_variance_and_one_value_a_ch
                                ["out", "out_running_var"], {"data_format": "NHWC", "momentum": 0.9})
         count = size * size
         batch = out.reshape(-1, 2).var(axis=0, ddof=1 if count > 1 else 0)
-        np.testing.assert_allclose(running_var, 0.9 * vectors["input_running_var"] + 0.1 * batch, rtol=1e-12)
+        momentum = float(np.float32(0.9))   # a FLOAT attribute: float32, as the kernel reads it
+        np.testing.assert_allclose(running_var, momentum * vectors["input_running_var"] + (1 - momentum) * batch,
+                                   rtol=1e-12)

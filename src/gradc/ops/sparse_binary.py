@@ -36,10 +36,9 @@ def _subtract_grad(f, g):
     return {"out": f.op("sparse_add", {"x": first(g.I("x")), "y": negated}, first(g.I("x")), slot="out")}
 
 
-@expansion
-def _divide_scalar_grad(f, g):
-    return {"out": f.op("sparse_scale", {"x": first(g.I("x"))}, first(g.I("x")),
-                        {"scale": 1.0 / g.attr("scalar"), "bias": 0.0, "bias_after_scale": True}, slot="out")}
+def _divide_scalar_grad(g):
+    """Paddle's divide_scalar of the grad (a scale by 1 / scalar would round 1 / scalar to float32)."""
+    return [g.op("sparse_divide_scalar", {"x": g.OG("out")}, {"out": g.IG("x")}, {"scalar": g.attr("scalar")})]
 
 
 def _same_as_x(ctx):
