@@ -5,7 +5,6 @@ run many times becomes straight-line code (straight.py) that makes the hot ops' 
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from weakref import WeakKeyDictionary
@@ -26,7 +25,7 @@ from . import malloc, straight
 from .context import KernelContext
 from .direct import direct_step
 from .failures import check_finite, kernel_failure
-from .feeding import feed_ops, feed_values
+from .feeding import check_fetches, feed_ops, feed_values
 from .kernels import KERNELS
 from .liveness import deaths, shape_stub
 from .lod import LoDTensor, declares_lod, has_lod, lod_of, sharing
@@ -107,7 +106,7 @@ class Executor:
         scope = global_scope() if scope is None else scope
         fetch_list = [fetch_list] if isinstance(fetch_list, str) else list(fetch_list or [])
         block = program.global_block
-        _check_fetches(block, fetch_list, scope)
+        check_fetches(block, fetch_list, scope)
         local = scope.child()
         plan = self._plan(block, keep=frozenset(fetch_list))
         feed_values(block, feed or {}, local, plan.feeds)
@@ -313,14 +312,3 @@ def _outer_vars(scope: Scope) -> list[dict] | None:
         outer.append(parent.vars)
         parent = parent.parent
     return outer
-
-
-def _check_fetches(block: Block, names: list[str], scope: Scope) -> None:
-    """A fetched name block 0 neither declares nor writes, and the scope does not hold, is a slip: said before the
-    run, with the name meant."""
-    for name in names:
-        if (block.find_var(name) is None and scope.find(name, MISSING) is MISSING
-                and not any(name in op.output_names() for op in block.ops)):
-            close = difflib.get_close_matches(name, list(block.vars), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")

@@ -1,5 +1,6 @@
 """Putting fed values into a run's scope: each checked against the var it feeds (declared, dtype, shape),
-and the holder list that a saved inference program's feed ops read (columns checked)."""
+and the holder list that a saved inference program's feed ops read (columns checked); and the names a run fetches,
+checked before it starts."""
 
 from __future__ import annotations
 
@@ -134,3 +135,14 @@ def shape_fits(actual: tuple[int, ...], declared: list[int]) -> bool:
     if len(actual) != len(declared):
         return False
     return all(d < 0 or d == a for a, d in zip(actual, declared))
+
+
+def check_fetches(block: Block, names: list[str], scope: Scope) -> None:
+    """A fetched name block 0 neither declares nor writes, and the scope does not hold, is a slip: said before the
+    run, with the name meant."""
+    for name in names:
+        if (block.find_var(name) is None and scope.find(name, MISSING) is MISSING
+                and not any(name in op.output_names() for op in block.ops)):
+            close = difflib.get_close_matches(name, list(block.vars), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")
