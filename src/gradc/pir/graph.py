@@ -23,6 +23,10 @@ class Attr:
             return self.value[1]
         return self.value
 
+    def holds_double(self) -> bool:
+        """A double, or an array holding one: Paddle's kernel reads it as a double, not a legacy FLOAT's float32."""
+        return self.kind == "a_f64" or (self.kind == "a_array" and any(item.kind == "a_f64" for item in self.value))
+
 
 @dataclass(frozen=True)
 class TensorType:

@@ -185,7 +185,7 @@ class Translator:
                 value = attrs[spec.legacy] = legacy_value(attr)
                 if isinstance(value, list) and any(isinstance(v, complex) for v in value):
                     attrs[spec.legacy], attr_types[spec.legacy] = scalars(value), AttrType.SCALARS
-                elif _holds_double(attr):
+                elif attr.holds_double():
                     doubles[spec.legacy] = value
         next_name = self.namer.for_op(row.legacy)
         outputs = self._legacy_outputs(row, op, next_name)
@@ -295,10 +295,6 @@ def _stops_as_its_inputs(value: Value) -> bool:
     itself, and one that must go where an operand's does (a tensor array's: plumbing.create_array)."""
     operands = [v for v in (value.op.operands if value.op is not None else ()) if v is not None]
     return bool(operands) and all(v.stop_gradient for v in operands)
-
-
-def _holds_double(attr: Attr) -> bool:
-    return attr.kind == "a_f64" or (attr.kind == "a_array" and any(item.kind == "a_f64" for item in attr.value))
 
 
 def legacy_value(attr: Attr):
