@@ -1,0 +1,145 @@
+"""Check gradc on PaddleOCR models as they train (teacher-forced decoders, their own losses), which its inference
+exports cannot show: each rebuilt with Paddle's layers in legacy static mode (FLAGS_enable_pir_api=0), its config's
+optimizer minimized by Paddle, two steps on one batch.
+
+    FLAGS_enable_pir_api=0 PYTHONPATH=tools /path/to/paddle/python tools/paddleocr_train_static.py paddle OUT_DIR \
+        [MODEL[@SHRINK] ...]
+    PYTHONPATH=src:tools .venv/bin/python tools/paddleocr_train_static.py gradc OUT_DIR
+    .venv/bin/python tools/paddleocr_train_static.py fixture OUT_DIR/CASE tests/data/paddle/CASE   # a committed copy
+
+MODELS: table_master (tools/paddleocr_table_master.py). SHRINK divides every channel count (16 unless given);
+MODEL@SHRINK@f64 builds it in float64 (paddle.set_default_dtype), for gradients float32 rounding decides. The
+Paddle step writes OUT_DIR/<model>/ as tools/paddlerec_static.py's does: train.pb (Paddle's minimize), forward.pb
+(the training forward alone), startup.pb, params.npz (Paddle's startup values), feed.npz, step1.npz and step2.npz
+(the loss, the first step's parameter gradients, every persistable var after the step: parameters, batch-norm
+statistics, Adam's moments), meta.json. The gradc step verifies and runs train.pb for the two steps and compiles
+forward.pb with gradc.minimize and the same optimizer.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from paddlerec_static import _run_steps
+from suite_export import report_each
+
+SEED, BATCH = 7, 2
+MODELS = {"table_master": 16, "table_master_fixture": 32}   # the fixture's backbone has one block a stage
+OPTIMIZERS = {"table_master": {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999}}
+OPTIMIZERS["table_master_fixture"] = OPTIMIZERS["table_master"]
+
+
+def _feed(model: str, rng) -> dict:
+    if model.startswith("table_master"):   # a 48 x 48 table image, 10 structure tokens between SOS and EOS, PAD after
+        from paddleocr_table_master import VOCAB
+        length, tokens = 14, 10
+        structure = np.full((BATCH, length), VOCAB - 1, "int64")
+        structure[:, 0] = VOCAB - 3
+        structure[:, 1:tokens + 1] = rng.integers(0, VOCAB - 3, (BATCH, tokens))
+        structure[:, tokens + 1] = VOCAB - 2
+        masks = np.zeros((BATCH, length, 1), "float32")
+        masks[:, 1:tokens + 1, 0] = rng.random((BATCH, tokens)) < 0.6   # the cells' tokens have boxes
+        return {"image": rng.uniform(-1, 1, (BATCH, 3, 48, 48)).astype("float32"), "structure": structure,
+                "bboxes": rng.uniform(0, 1, (BATCH, length, 4)).astype("float32"), "bbox_masks": masks}
+    raise SystemExit(f"unknown model {model}")
+
+
+def _build(model: str, shrink: int, feed: dict):
+    if model.startswith("table_master"):
+        from paddleocr_table_master import build
+        return build(shrink, feed, (1, 1, 1, 1) if model.endswith("fixture") else (1, 2, 5, 3))
+    raise SystemExit(f"unknown model {model}")
+
+
+def paddle_step(out: Path, entry: str) -> None:
+    import paddle
+    from paddle_legacy_shim import install
+    from paddle_programs import without_callstacks
+    model, shrink, dtype = (entry.split("@") + ["", ""])[:3]
+    install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
+    paddle.enable_static()
+    paddle.seed(SEED)
+    wide = dtype == "f64"
+    if wide:
+        paddle.set_default_dtype("float64")
+    feed = {name: value.astype("float64") if wide and value.dtype == np.float32 else value
+            for name, value in _feed(model, np.random.default_rng(0)).items()}
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    settings = OPTIMIZERS[model]
+    with paddle.static.program_guard(main, startup):
+        loss = _build(model, int(shrink or MODELS[model]), feed)
+        forward = main.clone()
+        paddle.optimizer.Adam(learning_rate=settings["lr"], beta1=settings["beta1"],
+                              beta2=settings["beta2"]).minimize(loss)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, program in (("forward", forward), ("train", main), ("startup", startup)):
+        (out / f"{name}.pb").write_bytes(without_callstacks(program))
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
+    exe.run(startup)
+    persistable = sorted(v.name for v in main.list_vars() if v.persistable and v.name not in ("feed", "fetch")
+                         and scope.find_var(v.name) is not None
+                         and scope.find_var(v.name).get_tensor()._is_initialized())
+    np.savez(out / "params.npz", **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
+    np.savez(out / "feed.npz", **feed)
+    params = [p.name for p in main.all_parameters()]
+    grads = [p + "@GRAD" for p in params if main.global_block().has_var(p + "@GRAD")]
+    for step in (1, 2):
+        value, *grad_values = exe.run(main, feed=feed, fetch_list=[loss] + (grads if step == 1 else []))
+        np.savez(out / f"step{step}.npz", **{"@loss": np.asarray(value)},
+                 **{f"@grad:{g}": np.asarray(v) for g, v in zip(grads, grad_values)},
+                 **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
+    (out / "meta.json").write_text(json.dumps({"loss": loss.name, "optimizer": settings, "params": params,
+                                               "ops": sorted({op.type for op in forward.global_block().ops})}))
+
+
+def gradc_step(case: Path) -> dict:
+    import gradc
+    from gradc.optimizers import minimize
+    meta = json.loads((case / "meta.json").read_text())
+    params, feed = dict(np.load(case / "params.npz")), dict(np.load(case / "feed.npz"))
+    train = gradc.load(case / "train.pb")
+    report = {"ops": len(train.global_block.ops), "problems": gradc.verify(train)[:3],
+              "paddle_program": _run_steps(train, params, feed, meta["loss"], case)}
+    forward = gradc.load(case / "forward.pb")
+    arguments = dict(meta["optimizer"])
+    kind, lr = arguments.pop("type"), arguments.pop("lr")
+    startup = minimize(forward, meta["loss"], kind, lr=lr, **arguments)
+    report["gradc_compile"] = _run_steps(forward, params, feed, meta["loss"], case, startup)
+    return report
+
+
+def write_fixture(case: Path, out: Path) -> None:
+    """A committed copy of a case for gradc's compile: forward.pb, the feed, the parameters and batch-norm statistics
+    (not the optimizer's state, which gradc's startup makes), the first step's loss and gradients, the second's
+    loss (npz compressed)."""
+    import shutil
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("forward.pb", "meta.json"):
+        shutil.copy(case / name, out / name)
+    np.savez_compressed(out / "feed.npz", **np.load(case / "feed.npz"))
+    params, optimizer_state = np.load(case / "params.npz"), ("_moment", "_pow_acc", "learning_rate")
+    np.savez_compressed(out / "params.npz", **{n: params[n] for n in params.files
+                                               if not any(part in n for part in optimizer_state)})
+    for step in (1, 2):
+        values = np.load(case / f"step{step}.npz")
+        np.savez_compressed(out / f"step{step}.npz", **{n: values[n] for n in values.files if n.startswith("@")})
+
+
+def main() -> None:
+    if sys.argv[1] == "fixture":
+        write_fixture(Path(sys.argv[2]), Path(sys.argv[3]))
+        return
+    if sys.argv[1] == "paddle":
+        out = Path(sys.argv[2]).resolve()
+        for entry in sys.argv[3:] or list(MODELS):
+            paddle_step(out / entry.replace("@", "_"), entry)
+            print(entry, "OK", flush=True)
+        return
+    report_each(Path(sys.argv[2]), gradc_step)
+
+
+if __name__ == "__main__":
+    main()
