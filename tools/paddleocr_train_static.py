@@ -7,8 +7,10 @@ optimizer minimized by Paddle, two steps on one batch.
     PYTHONPATH=src:tools .venv/bin/python tools/paddleocr_train_static.py gradc OUT_DIR
     .venv/bin/python tools/paddleocr_train_static.py fixture OUT_DIR/CASE tests/data/paddle/CASE   # a committed copy
 
-MODELS: table_master (tools/paddleocr_table_master.py). SHRINK divides every channel count (16 unless given);
-MODEL@SHRINK@f64 builds it in float64 (paddle.set_default_dtype), for gradients float32 rounding decides. The
+MODELS: table_master (tools/paddleocr_table_master.py), latexocr (tools/paddleocr_latexocr.py), and a smaller
+_fixture of each. SHRINK divides every width (MODELS gives each one's); MODEL@SHRINK@f64 builds it in float64
+(paddle.set_default_dtype), for gradients float32 rounding decides (latexocr's masks use its dtype's largest
+float, which a float32 attribute makes -inf in float64: not built so). The
 Paddle step writes OUT_DIR/<model>/ as tools/paddlerec_static.py's does: train.pb (Paddle's minimize), forward.pb
 (the training forward alone), startup.pb, params.npz (Paddle's startup values), feed.npz, step1.npz and step2.npz
 (the loss, the first step's parameter gradients, every persistable var after the step: parameters, batch-norm
@@ -27,9 +29,11 @@ from paddlerec_static import _run_steps
 from suite_export import report_each
 
 SEED, BATCH = 7, 2
-MODELS = {"table_master": 16, "table_master_fixture": 32}   # the fixture's backbone has one block a stage
-OPTIMIZERS = {"table_master": {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999}}
-OPTIMIZERS["table_master_fixture"] = OPTIMIZERS["table_master"]
+MODELS = {"table_master": 16, "table_master_fixture": 32,   # the fixture's backbone has one block a stage
+          "latexocr": 8, "latexocr_fixture": 16}
+OPTIMIZERS = {"table_master": {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999},
+              "latexocr": {"type": "adam", "lr": 0.0001, "beta1": 0.9, "beta2": 0.999}}
+OPTIMIZERS.update({f"{model}_fixture": settings for model, settings in list(OPTIMIZERS.items())})
 
 
 def _feed(model: str, rng) -> dict:
@@ -44,6 +48,15 @@ def _feed(model: str, rng) -> dict:
         masks[:, 1:tokens + 1, 0] = rng.random((BATCH, tokens)) < 0.6   # the cells' tokens have boxes
         return {"image": rng.uniform(-1, 1, (BATCH, 3, 48, 48)).astype("float32"), "structure": structure,
                 "bboxes": rng.uniform(0, 1, (BATCH, length, 4)).astype("float32"), "bbox_masks": masks}
+    if model.startswith("latexocr"):   # BOS (1), a formula's tokens, EOS (2), pad (0); 12 encoder positions
+        from paddleocr_latexocr import TOKENS
+        length, dim = 12, 256 // MODELS[model]
+        tokens = np.zeros((BATCH, length), "int64")
+        for row, used in enumerate((9, 12)):
+            tokens[row, 0], tokens[row, used - 1] = 1, 2
+            tokens[row, 1:used - 1] = rng.integers(3, TOKENS // MODELS[model], used - 2)
+        return {"encoded": rng.standard_normal((BATCH, 12, dim)).astype("float32"), "tokens": tokens,
+                "mask": (tokens != 0).astype("int64")}
     raise SystemExit(f"unknown model {model}")
 
 
@@ -51,6 +64,9 @@ def _build(model: str, shrink: int, feed: dict):
     if model.startswith("table_master"):
         from paddleocr_table_master import build
         return build(shrink, feed, (1, 1, 1, 1) if model.endswith("fixture") else (1, 2, 5, 3))
+    if model.startswith("latexocr"):
+        from paddleocr_latexocr import build
+        return build(shrink, feed)
     raise SystemExit(f"unknown model {model}")
 
 
