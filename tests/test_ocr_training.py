@@ -5,8 +5,11 @@
   even and odd coordinates); float64, where float32 rounding moves a one-channel layer norm's gradient by 1e-3 of
   itself;
 - tests/data/paddle/latexocr (latexocr_fixture): LaTeX-OCR's decoder (einsum attention, attention on attention's
-  GLU, GEGLU feed-forward, masks by where and a pad3d of an int32 mask) on a fed encoder output, LaTeXOCRLoss."""
+  GLU, GEGLU feed-forward, masks by where and a pad3d of an int32 mask) on a fed encoder output, LaTeXOCRLoss;
+  latexocr/pir the same built in PIR mode (latexocr_fixture@16@pir: its forward.json, Paddle's PIR gradients; the
+  feed and parameters are the legacy case's)."""
 
+import gzip
 import json
 
 import numpy as np
@@ -15,18 +18,22 @@ import pytest
 import gradc
 from fixtures import DATA
 from gradc.optimizers import minimize
+from gradc.pir import load_pir
 
 CASES = {   # the ops that set each apart, and how close its gradients are (of each one's largest)
     "table_master": ({"set_value", "strided_slice", "tril_triu", "logical_and", "lookup_table_v2"}, 1e-10),
     "latexocr": ({"einsum", "where", "pad3d", "gelu", "bitwise_not", "split"}, 1e-5),
+    "latexocr/pir": ({"einsum", "where", "pad3d", "gelu", "bitwise_not", "split"}, 1e-5),
 }
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gradc_compiles_the_training_forward_to_paddles_loss_and_gradients(name):
     case, (ops, tolerance) = DATA / name, CASES[name]
+    shared = case.parent if name.endswith("/pir") else case   # the feed and parameters
     meta = json.loads((case / "meta.json").read_text())
-    forward = gradc.load(case / "forward.pb")
+    forward = (load_pir(gzip.decompress((case / "forward.json.gz").read_bytes())) if name.endswith("/pir")
+               else gradc.load(case / "forward.pb"))
     assert ops | {"softmax_with_cross_entropy"} <= {op.type for op in forward.global_block.ops}
     settings = dict(meta["optimizer"])
     kind, lr = settings.pop("type"), settings.pop("lr")
@@ -36,10 +43,10 @@ def test_gradc_compiles_the_training_forward_to_paddles_loss_and_gradients(name)
     assert sorted(f"@grad:{param}@GRAD" for param in grads) == sorted(k for k in first.files if k != "@loss")
 
     scope, executor = gradc.Scope(), gradc.Executor()
-    for param, value in np.load(case / "params.npz").items():
+    for param, value in np.load(shared / "params.npz").items():
         scope[param] = value.copy()
     executor.run(startup, {}, [], scope)
-    feed = dict(np.load(case / "feed.npz"))
+    feed = dict(np.load(shared / "feed.npz"))
     loss, *values = executor.run(forward, feed, [meta["loss"], *grads.values()], scope)
     np.testing.assert_allclose(loss, first["@loss"], rtol=tolerance)
     paddle = {param: first[f"@grad:{param}@GRAD"] for param in grads}

@@ -5,10 +5,11 @@ optimizer minimized by Paddle, two steps on one batch.
     FLAGS_enable_pir_api=0 PYTHONPATH=tools /path/to/paddle/python tools/paddleocr_train_static.py paddle OUT_DIR \
         [MODEL[@SHRINK] ...]
     PYTHONPATH=src:tools .venv/bin/python tools/paddleocr_train_static.py gradc OUT_DIR
-    .venv/bin/python tools/paddleocr_train_static.py fixture OUT_DIR/CASE tests/data/paddle/CASE   # a committed copy
+    .venv/bin/python tools/paddleocr_train_static.py fixture OUT_DIR/CASE tests/data/paddle/CASE [LEGACY_FIXTURE]
 
 MODELS: table_master (tools/paddleocr_table_master.py), latexocr (tools/paddleocr_latexocr.py), and a smaller
-_fixture of each. SHRINK divides every width (MODELS gives each one's); MODEL@SHRINK@f64 builds it in float64
+_fixture of each. SHRINK divides every width (MODELS gives each one's); MODEL@SHRINK@pir builds it in PIR mode
+(run with FLAGS_enable_pir_api=1: forward.json, Paddle's numbers); MODEL@SHRINK@f64 builds it in float64
 (paddle.set_default_dtype), for gradients float32 rounding decides (latexocr's masks use its dtype's largest
 float, which a float32 attribute makes -inf in float64: not built so). The
 Paddle step writes OUT_DIR/<model>/ as tools/paddlerec_static.py's does: train.pb (Paddle's minimize), forward.pb
@@ -74,15 +75,19 @@ def paddle_step(out: Path, entry: str) -> None:
     import paddle
     from paddle_legacy_shim import install
     from paddle_programs import without_callstacks
-    model, shrink, dtype = (entry.split("@") + ["", ""])[:3]
-    install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
+    model, shrink, form = (entry.split("@") + ["", ""])[:3]
+    if form != "pir":
+        install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
     paddle.enable_static()
     paddle.seed(SEED)
-    wide = dtype == "f64"
+    wide = form == "f64"
     if wide:
         paddle.set_default_dtype("float64")
     feed = {name: value.astype("float64") if wide and value.dtype == np.float32 else value
             for name, value in _feed(model, np.random.default_rng(0)).items()}
+    if form == "pir":
+        _pir_step(out, model, int(shrink or MODELS[model]), feed)
+        return
     main, startup = paddle.static.Program(), paddle.static.Program()
     settings = OPTIMIZERS[model]
     with paddle.static.program_guard(main, startup):
@@ -111,15 +116,50 @@ def paddle_step(out: Path, entry: str) -> None:
                                                "ops": sorted({op.type for op in forward.global_block().ops})}))
 
 
+def _pir_step(out: Path, model: str, shrink: int, feed: dict) -> None:
+    """The same in PIR mode (FLAGS_enable_pir_api=1): forward.json (the training forward, its loss fetched as
+    "loss"), Paddle's two Adam steps of it with the gradients its backward gives."""
+    import paddle
+    from paddle.base import core
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    settings = OPTIMIZERS[model]
+    with paddle.static.program_guard(main, startup):
+        loss = _build(model, shrink, feed)
+        mapping = paddle.pir.IrMapping()
+        forward = main.clone(mapping)
+        with paddle.static.program_guard(forward):
+            paddle._pir_ops.fetch(mapping.look_up(loss), "loss", 0).persistable = True
+        _, pairs = paddle.optimizer.Adam(learning_rate=settings["lr"], beta1=settings["beta1"],
+                                         beta2=settings["beta2"]).minimize(loss)
+    out.mkdir(parents=True, exist_ok=True)
+    core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
+    exe.run(startup)
+    names = [op.attrs()["parameter_name"] for op in main.global_block().ops if op.name() == "builtin.parameter"]
+    params = {name: np.array(scope.find_var(name).get_tensor()) for name in names}
+    np.savez(out / "params.npz", **params)
+    np.savez(out / "feed.npz", **feed)
+    grads = [(param.name, grad) for param, grad in pairs if grad is not None]
+    for step in (1, 2):
+        value, *grad_values = exe.run(main, feed=feed, fetch_list=[loss] + ([g for _, g in grads] if step == 1 else []))
+        np.savez(out / f"step{step}.npz", **{"@loss": np.asarray(value)},
+                 **{f"@grad:{n}@GRAD": np.asarray(v) for (n, _), v in zip(grads, grad_values)})
+    (out / "meta.json").write_text(json.dumps({"loss": "loss", "optimizer": settings, "params": sorted(params),
+                                               "ops": sorted({op.name() for op in forward.global_block().ops})}))
+
+
 def gradc_step(case: Path) -> dict:
     import gradc
     from gradc.optimizers import minimize
     meta = json.loads((case / "meta.json").read_text())
     params, feed = dict(np.load(case / "params.npz")), dict(np.load(case / "feed.npz"))
-    train = gradc.load(case / "train.pb")
-    report = {"ops": len(train.global_block.ops), "problems": gradc.verify(train)[:3],
-              "paddle_program": _run_steps(train, params, feed, meta["loss"], case)}
-    forward = gradc.load(case / "forward.pb")
+    report = {}
+    if (case / "train.pb").exists():   # a PIR case has Paddle's numbers, not its training program
+        train = gradc.load(case / "train.pb")
+        report = {"ops": len(train.global_block.ops), "problems": gradc.verify(train)[:3],
+                  "paddle_program": _run_steps(train, params, feed, meta["loss"], case)}
+    forward = gradc.load(case / ("forward.pb" if (case / "forward.pb").exists() else "forward.json"))
+    report["forward_problems"] = gradc.verify(forward)[:3]
     arguments = dict(meta["optimizer"])
     kind, lr = arguments.pop("type"), arguments.pop("lr")
     startup = minimize(forward, meta["loss"], kind, lr=lr, **arguments)
@@ -127,18 +167,28 @@ def gradc_step(case: Path) -> dict:
     return report
 
 
-def write_fixture(case: Path, out: Path) -> None:
-    """A committed copy of a case for gradc's compile: forward.pb, the feed, the parameters and batch-norm statistics
-    (not the optimizer's state, which gradc's startup makes), the first step's loss and gradients, the second's
-    loss (npz compressed)."""
+def write_fixture(case: Path, out: Path, legacy: Path | None = None) -> None:
+    """A committed copy of a case for gradc's compile: forward.pb (or a PIR case's forward.json, gzipped), the
+    feed, the parameters and batch-norm statistics (not the optimizer's state, which gradc's startup makes), the
+    first step's loss and gradients, the second's loss (npz compressed). A PIR case given the ``legacy`` fixture of
+    the same model shares its feed and parameters, which must be the same."""
+    import gzip
     import shutil
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("forward.pb", "meta.json"):
-        shutil.copy(case / name, out / name)
-    np.savez_compressed(out / "feed.npz", **np.load(case / "feed.npz"))
+    shutil.copy(case / "meta.json", out / "meta.json")
+    if (case / "forward.pb").exists():
+        shutil.copy(case / "forward.pb", out / "forward.pb")
+    else:
+        (out / "forward.json.gz").write_bytes(gzip.compress((case / "forward.json").read_bytes(), mtime=0))
     params, optimizer_state = np.load(case / "params.npz"), ("_moment", "_pow_acc", "learning_rate")
-    np.savez_compressed(out / "params.npz", **{n: params[n] for n in params.files
-                                               if not any(part in n for part in optimizer_state)})
+    kept = {"feed": dict(np.load(case / "feed.npz")),
+            "params": {n: params[n] for n in params.files if not any(part in n for part in optimizer_state)}}
+    for name, values in kept.items():
+        if legacy is None:
+            np.savez_compressed(out / f"{name}.npz", **values)
+            continue
+        shared = np.load(legacy / f"{name}.npz")
+        assert sorted(shared.files) == sorted(values) and all(np.array_equal(shared[n], values[n]) for n in values)
     for step in (1, 2):
         values = np.load(case / f"step{step}.npz")
         np.savez_compressed(out / f"step{step}.npz", **{n: values[n] for n in values.files if n.startswith("@")})
@@ -146,7 +196,7 @@ def write_fixture(case: Path, out: Path) -> None:
 
 def main() -> None:
     if sys.argv[1] == "fixture":
-        write_fixture(Path(sys.argv[2]), Path(sys.argv[3]))
+        write_fixture(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]) if len(sys.argv) > 4 else None)
         return
     if sys.argv[1] == "paddle":
         out = Path(sys.argv[2]).resolve()
