@@ -37,7 +37,7 @@ OPTIMIZERS = {"table_master": {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2
 OPTIMIZERS.update({f"{model}_fixture": settings for model, settings in list(OPTIMIZERS.items())})
 
 
-def _feed(model: str, rng) -> dict:
+def _feed(model: str, shrink: int, rng) -> dict:
     if model.startswith("table_master"):   # a 48 x 48 table image, 10 structure tokens between SOS and EOS, PAD after
         from paddleocr_table_master import VOCAB
         length, tokens = 14, 10
@@ -51,11 +51,11 @@ def _feed(model: str, rng) -> dict:
                 "bboxes": rng.uniform(0, 1, (BATCH, length, 4)).astype("float32"), "bbox_masks": masks}
     if model.startswith("latexocr"):   # BOS (1), a formula's tokens, EOS (2), pad (0); 12 encoder positions
         from paddleocr_latexocr import TOKENS
-        length, dim = 12, 256 // MODELS[model]
+        length, dim = 12, 256 // shrink
         tokens = np.zeros((BATCH, length), "int64")
         for row, used in enumerate((9, 12)):
             tokens[row, 0], tokens[row, used - 1] = 1, 2
-            tokens[row, 1:used - 1] = rng.integers(3, TOKENS // MODELS[model], used - 2)
+            tokens[row, 1:used - 1] = rng.integers(3, TOKENS // shrink, used - 2)
         return {"encoded": rng.standard_normal((BATCH, 12, dim)).astype("float32"), "tokens": tokens,
                 "mask": (tokens != 0).astype("int64")}
     raise SystemExit(f"unknown model {model}")
@@ -75,7 +75,8 @@ def paddle_step(out: Path, entry: str) -> None:
     import paddle
     from paddle_legacy_shim import install
     from paddle_programs import without_callstacks
-    model, shrink, form = (entry.split("@") + ["", ""])[:3]
+    model, width, form = (entry.split("@") + ["", ""])[:3]
+    shrink = int(width or MODELS[model])
     if form != "pir":
         install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
     paddle.enable_static()
@@ -84,14 +85,14 @@ def paddle_step(out: Path, entry: str) -> None:
     if wide:
         paddle.set_default_dtype("float64")
     feed = {name: value.astype("float64") if wide and value.dtype == np.float32 else value
-            for name, value in _feed(model, np.random.default_rng(0)).items()}
+            for name, value in _feed(model, shrink, np.random.default_rng(0)).items()}
     if form == "pir":
-        _pir_step(out, model, int(shrink or MODELS[model]), feed)
+        _pir_step(out, model, shrink, feed)
         return
     main, startup = paddle.static.Program(), paddle.static.Program()
     settings = OPTIMIZERS[model]
     with paddle.static.program_guard(main, startup):
-        loss = _build(model, int(shrink or MODELS[model]), feed)
+        loss = _build(model, shrink, feed)
         forward = main.clone()
         paddle.optimizer.Adam(learning_rate=settings["lr"], beta1=settings["beta1"],
                               beta2=settings["beta2"]).minimize(loss)
