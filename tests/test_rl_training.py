@@ -1,6 +1,7 @@
 """Reinforcement learning's training programs: two optimizers minimizing two losses in one program (actor and critic),
 and PARL's SAC learn step against Paddle 3.3.1 (tests/data/paddle/parl/sac_w8, from tools/parl_static.py: the example's
-actor-critic 8 wide, Paddle's startup seeded, three steps on one batch; its actions drawn with Normal.sample)."""
+actor-critic 8 wide, Paddle's startup seeded, three steps on one batch; its actions drawn with Normal.sample), and its
+IMPALA learn step (tests/data/paddle/parl/impala_w8, the same tool's fixture command)."""
 
 import json
 import sys
@@ -57,21 +58,21 @@ def test_a_second_minimize_updates_only_its_own_parameters():
     np.testing.assert_allclose(scope["a"], a - LR * actor_grad, rtol=1e-5)
 
 
-def _steps(program, meta: dict, minimized: list, prefix: str, startups=()):
+def _steps(program, meta: dict, minimized: list, prefix: str, startups=(), case: Path = CASE):
     """Three steps from Paddle's parameters, gradc's draws seeded as Paddle's: each loss and every persistable var
-    against Paddle's, and the first step's gradients as the update ops read them."""
+    Paddle's file of the step holds against Paddle's, and the first step's gradients as the update ops read them."""
     randomness.seed(meta["seed"])
-    gradc.Executor().run(gradc.load(CASE / "startup.pb"), {}, [], gradc.Scope())
+    gradc.Executor().run(gradc.load(case / "startup.pb"), {}, [], gradc.Scope())
     scope, executor = gradc.Scope(), gradc.Executor()
-    for name, value in np.load(CASE / "params.npz").items():
+    for name, value in np.load(case / "params.npz").items():
         scope[name] = value.copy()
     for startup in startups:
         executor.run(startup, {}, [], scope)
-    feed = dict(np.load(CASE / "feed.npz"))
+    feed = dict(np.load(case / "feed.npz"))
     losses = [loss for loss, _, _ in minimized]
     grads = update_grads((op.inputs.get("Param"), op.inputs.get("Grad")) for op in program.global_block.ops)
     for step in (1, 2, 3):
-        paddle = np.load(CASE / f"{prefix}{step}.npz")
+        paddle = np.load(case / f"{prefix}{step}.npz")
         values = executor.run(program, feed, losses + list(grads.values()), scope)
         for loss, value in zip(losses, values):
             np.testing.assert_allclose(value, paddle[f"@loss:{loss}"], rtol=2e-5, err_msg=f"step {step} {loss}")
@@ -102,3 +103,19 @@ def test_gradc_compiles_the_sac_learn_step_as_paddle(meta):
     assert len([op for op in program.global_block.ops if op.type == "adam"]) == len(
         {param for _, _, params in meta["own_minimized"] for param in params})
     _steps(program, meta, meta["own_minimized"], "own_step", startups)
+
+
+IMPALA = DATA / "parl" / "impala_w8"
+
+
+def test_paddles_impala_learn_step_trains_as_in_paddle():
+    """PARL's IMPALA (V-trace unrolled over 5 steps of 2 rollouts, Categorical entropy, Adam under a global-norm clip)
+    on its example's Atari net, the last convolution 8 wide: Paddle's program, and gradc's compile of its forward
+    (one optimizer, so Paddle's order and every-backward-first are the same steps)."""
+    meta = json.loads((IMPALA / "meta.json").read_text())
+    train = gradc.load(IMPALA / "train.pb")
+    assert gradc.verify(train) == []
+    assert {"stack", "clip", "bitwise_not", "log_softmax", "one_hot_v2"} <= {op.type for op in train.global_block.ops}
+    _steps(train, meta, meta["minimized"], "step", case=IMPALA)
+    program, startups = gradc_compile(IMPALA, meta)
+    _steps(program, meta, meta["own_minimized"], "step", startups, case=IMPALA)

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from paddlerec_static import _relative, _run_steps
+from paddlerec_static import _param_attrs, _relative, _run_steps
 from suite_export import report_each
 
 CLASSES, BATCH, SEQ, WIDTH = 5, 4, 6, 16
@@ -37,7 +37,10 @@ QUANTS = {   # PaddleSlim's default config is QuantizationTransformPassV2's quan
     "channel": {"onnx_format": False, "weight_quantize_type": "channel_wise_abs_max"},
     "abs_max": {"onnx_format": False, "weight_quantize_type": "abs_max"},
     "range": {"onnx_format": False, "weight_quantize_type": "abs_max", "activation_quantize_type": "range_abs_max"},
+    # PaddleSlim's PACT demo (demo/quant/pact_quant_aware): its config, a learned clip before each activation quantizer
+    "pact": {"onnx_format": False, "weight_quantize_type": "channel_wise_abs_max"},
 }
+PACT_THRESHOLD = 1.0   # the demo collects each activation's abs max first; its default 20 clips nothing here
 QUANT_OPS = {"quantize_linear", "dequantize_linear", "fake_quantize_abs_max", "fake_channel_wise_quantize_abs_max",
              "fake_quantize_moving_average_abs_max", "fake_quantize_range_abs_max", "fake_dequantize_max_abs",
              "fake_channel_wise_dequantize_max_abs", "fake_quantize_dequantize_moving_average_abs_max",
@@ -94,11 +97,15 @@ def paddle_step(out: Path, config: str) -> None:
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.static.program_guard(main, startup):
         x, label, loss, logits = _model(model)
+        x.stop_gradient = quant != "pact"   # as the demo has it: the pass splices the clip's backward into x@GRAD's
         forward, test = main.clone(), main.clone(for_test=True)
         _optimizer(optimizer).minimize(loss)
     place = paddle.CPUPlace()
     paddle.static.Executor(place).run(startup)
     settings = {**QUANTS[quant], "quantize_op_types": QUANT_TYPES}
+    if quant == "pact":
+        _pact_step(out, main, forward, place, settings, loss.name, [x, label], optimizer)
+        return
     # the passes name their vars with a counter: each run from zero gives the forward the training program's names
     with paddle.utils.unique_name.guard():
         train = quant_aware(main, place, settings, for_test=False, return_program=True)
@@ -110,14 +117,55 @@ def paddle_step(out: Path, config: str) -> None:
     _frozen(out, test, settings, logits.name, feed, params)
 
 
+def _pact(x):
+    """PaddleSlim's PACT demo's act_preprocess_func: x clipped to [-u, u] by two relus, u a parameter of its own."""
+    import paddle
+    from paddle.base.layer_helper import LayerHelper
+    helper = LayerHelper("pact", **locals())
+    attr = paddle.ParamAttr(name=x.name + "_pact", initializer=paddle.nn.initializer.Constant(PACT_THRESHOLD),
+                            regularizer=paddle.regularizer.L2Decay(0.0001), learning_rate=1)
+    u_param = helper.create_parameter(attr=attr, shape=[1], dtype="float32")
+    part_a = paddle.nn.functional.relu(x - u_param)
+    part_b = paddle.nn.functional.relu(-u_param - x)
+    return x - part_a + part_b
+
+
+def _pact_step(out: Path, main, forward, place, settings: dict, loss: str, feeds: list, optimizer: str) -> None:
+    """quant_aware with the demo's PACT: the transform pass builds each clip and its backward and optimizer (the
+    demo's Momentum) in a program of its own and splices them into the training program's graph."""
+    import paddle
+    from paddleslim.quant import quant_aware
+    exe = paddle.static.Executor(place)
+    with paddle.utils.unique_name.guard():
+        train = quant_aware(main, place, settings, for_test=False, return_program=True, act_preprocess_func=_pact,
+                            optimizer_func=lambda: paddle.optimizer.Momentum(OPTIMIZERS["momentum"]["lr"],
+                                                                             OPTIMIZERS["momentum"]["momentum"]),
+                            executor=exe)
+    quant_forward = train.clone()   # gradc's input: the training program's forward (Paddle's pass has no other)
+    block = quant_forward.global_block()
+    for index in reversed(range(len(block.ops))):
+        if int(block.ops[index].attr("op_role")) & 3:   # Backward (1) or Optimize (2); Loss (256) stays
+            block._remove_op(index)
+    used = {name for op in block.ops for name in op.input_arg_names + op.output_arg_names}
+    for name in [name for name, var in block.vars.items() if name not in used and not var.is_parameter]:
+        block._remove_var(name)   # the gradients and optimizer states: gradc's compile names its own
+    record(out, quant_forward, train, main, loss, feeds, optimizer)
+    meta = json.loads((out / "meta.json").read_text())
+    meta["param_attrs"] = {p.name: {"learning_rate": 1.0, "regularizer": ["L2Decay", 0.0001]}
+                           for p in train.all_parameters() if p.name.endswith("_pact")}
+    meta["params"] += sorted(meta["param_attrs"])
+    (out / "meta.json").write_text(json.dumps(meta))
+
+
 def record(out: Path, forward, train, main, loss: str, feeds: list, optimizer: str) -> tuple[dict, dict]:
     """Write the programs, every persistable var in the scope, a feed and Paddle's two steps of ``train`` (the first
     step's parameter gradients too); returns the feed and the persistable values."""
     import paddle
+    from paddle_programs import without_callstacks
     scope, exe = paddle.static.global_scope(), paddle.static.Executor(paddle.CPUPlace())
     out.mkdir(parents=True, exist_ok=True)
     for name, program in (("forward", forward), ("train", train)):
-        (out / f"{name}.pb").write_bytes(program.desc.serialize_to_string())
+        (out / f"{name}.pb").write_bytes(without_callstacks(program))
     persistable = sorted({v.name for p in (train, forward) for v in p.list_vars() if v.persistable
                           and v.name not in ("feed", "fetch") and scope.find_var(v.name) is not None
                           and scope.find_var(v.name).get_tensor()._is_initialized()})
@@ -213,7 +261,7 @@ def gradc_step(check: Path) -> dict:
     forward = gradc.load(check / "forward.pb")
     arguments = dict(meta["optimizer"])
     kind, lr = arguments.pop("type"), arguments.pop("lr")
-    startup = minimize(forward, meta["loss"], kind, lr=lr, **arguments)
+    startup = minimize(forward, meta["loss"], kind, lr=lr, param_attrs=_param_attrs(meta), **arguments)
     report["gradc_compile"] = _run_steps(forward, params, feed, meta["loss"], check, startup)
     if (check / "frozen.pb").exists():   # a quantized program's (a pruned or distilled one is Paddle's minimize)
         report["vs_paddle_own_minimize"] = _compare_own(forward, startup, params, feed, meta, check)

@@ -34,14 +34,19 @@ def _import_parl(source: Path):
 
 def _example(source: Path, path: str, width: int | None = None):
     """An example's model module (several examples name theirs mujoco_model.py); with ``width``, its 256-wide
-    hidden layers that wide (a fixture's size)."""
+    hidden layers and convolutions that wide (a fixture's size)."""
     import paddle
     spec = importlib.util.spec_from_file_location(path.replace("/", "_")[:-3], source / "examples" / path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     if width is not None:
         narrow = lambda size: width if size == 256 else size   # noqa: E731
-        module.nn = types.SimpleNamespace(Linear=lambda into, out: paddle.nn.Linear(narrow(into), narrow(out)))
+        module.nn = types.SimpleNamespace(
+            Linear=lambda in_features, out_features, **attrs: paddle.nn.Linear(
+                narrow(in_features), narrow(out_features), **attrs),
+            Conv2D=lambda in_channels, out_channels, **attrs: paddle.nn.Conv2D(in_channels, narrow(out_channels),
+                                                                              **attrs),
+            Flatten=paddle.nn.Flatten)
     return module
 
 
@@ -229,6 +234,17 @@ def build_learn_step(source: Path, algo: str, main, batch: int, obs: int, act: i
                   [_data(feed, f"act{i}", rng.dirichlet(np.ones(act), batch).astype("float32"))
                    for i in range(agents)],
                   _data(feed, "target_q", rng.standard_normal(batch).astype("float32"))]
+    elif algo in ("impala", "impala_w8"):   # the example's Atari net on its 42 x 42 frames; 2 rollouts of 5 steps
+        rollouts, steps = 2, 5
+        net = _example(source, "IMPALA/atari_model.py", 8 if algo == "impala_w8" else None).AtariModel
+        alg = algorithms.IMPALA(_model(lambda: net(act)), sample_batch_steps=steps, gamma=0.99, vf_loss_coeff=0.5,
+                                clip_rho_threshold=1.0, clip_pg_rho_threshold=1.0)
+        count = rollouts * steps
+        inputs = [_data(feed, "obs", rng.integers(0, 256, (count, 4, 42, 42)).astype("float32")),
+                  _data(feed, "actions", rng.integers(0, act, (count,)).astype("int64")),
+                  _data(feed, "behaviour_logits", rng.standard_normal((count, act)).astype("float32")),
+                  _data(feed, "rewards", rng.standard_normal(count).astype("float32")),
+                  _data(feed, "dones", rng.random(count) < 0.2), 0.001, -0.01]
     else:
         raise SystemExit(f"unknown algorithm {algo}")
     if sampling:   # the agent's exploration: actions drawn from the policy's distribution

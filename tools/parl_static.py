@@ -14,6 +14,7 @@ steps, one per interpreter:
     FLAGS_enable_pir_api=0 PYTHONPATH=DEPS:tools /path/to/paddle/python tools/parl_static.py paddle \
         PARL_DIR OUT_DIR [ALGO ...]
     PYTHONPATH=src:tools .venv/bin/python tools/parl_static.py gradc OUT_DIR
+    .venv/bin/python tools/parl_static.py fixture OUT_DIR/ALGO tests/data/paddle/parl/ALGO   # a committed copy
 
 DEPS holds what PARL imports (termcolor, scipy, six, pyzmq, cloudpickle); parl.remote (xparl, gRPC) is not imported.
 The Paddle step writes OUT_DIR/<algo>/ as tools/paddlerec_static.py's does (forward.pb: the learn step before any
@@ -38,7 +39,7 @@ from suite_export import report_each
 
 STEPS, SEED, BATCH = 3, 7, 4
 OBS, ACT = 6, 2   # a small MuJoCo-like task (the examples' hidden sizes kept)
-SMALLEST = ["dqn", "ddqn", "pg", "a2c", "ppo", "ppo_atari", "ddpg", "td3", "sac", "cql", "maddpg", "qmix",
+SMALLEST = ["dqn", "ddqn", "pg", "a2c", "ppo", "ppo_atari", "ddpg", "td3", "sac", "cql", "maddpg", "qmix", "impala",
             "ppo_sample", "ppo_atari_sample", "sac_sample", "maddpg_sample"]
 
 
@@ -210,7 +211,29 @@ def paddle64_step(case: Path) -> dict:
             "worst_grad": _worst_grad({g: ours[g] for g in grads}, theirs)}
 
 
+def write_fixture(case: Path, out: Path) -> None:
+    """A committed copy of one algorithm's case, smaller: its programs, feed and parameters, the first step's file
+    whole and the later steps' losses; own_step files only where they differ from Paddle's order (npz compressed)."""
+    import shutil
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("train.pb", "forward.pb", "startup.pb", "meta.json"):
+        shutil.copy(case / name, out / name)
+    for name in ("feed", "params"):
+        np.savez_compressed(out / f"{name}.npz", **np.load(case / f"{name}.npz"))
+    same = all(np.array_equal(a[k], b[k]) for step in range(1, STEPS + 1)
+               for a, b in [(np.load(case / f"step{step}.npz"), np.load(case / f"own_step{step}.npz"))]
+               for k in a.files)
+    for prefix in ("step",) if same else ("step", "own_step"):
+        for step in range(1, STEPS + 1):
+            values = np.load(case / f"{prefix}{step}.npz")
+            kept = values.files if step == 1 else [k for k in values.files if k.startswith("@loss:")]
+            np.savez_compressed(out / f"{prefix}{step}.npz", **{k: values[k] for k in kept})
+
+
 def main() -> None:
+    if sys.argv[1] == "fixture":
+        write_fixture(Path(sys.argv[2]), Path(sys.argv[3]))
+        return
     if sys.argv[1] == "paddle":
         source, out_dir = Path(sys.argv[2]).resolve(), Path(sys.argv[3]).resolve()
         if len(sys.argv) == 5:
