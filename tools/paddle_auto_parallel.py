@@ -42,6 +42,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paddle_tensor_parallel import single_device_step  # noqa: E402
+
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "auto_parallel"
 ROWS, WIDTH, HIDDEN, CLASSES, LR, MOMENTUM = 8, 6, 8, 4, 0.1, 0.9
 # case -> (mesh, its axes' names, model-parallel Linears?, ZeRO stage of dist.shard_optimizer (AdamW) or None)
@@ -139,14 +142,7 @@ def reference(optimizer: str) -> dict:
     x = rng.standard_normal((ROWS, WIDTH)).astype("float32")
     label = rng.integers(0, CLASSES, (ROWS, 1)).astype("int64")
     params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
-    scope = paddle.static.Scope()
-    with paddle.static.scope_guard(scope):
-        exe = paddle.static.Executor(paddle.CPUPlace())
-        exe.run(startup)
-        for name, value in params.items():
-            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
-        values = exe.run(main, feed={"x": x, "label": label}, fetch_list=[loss.name] + [g.name for _, g in pairs])
-        stepped = {p.name: np.array(scope.var(p.name).get_tensor()) for p, _ in pairs}
+    values, stepped = single_device_step(paddle, main, startup, loss, pairs, {"x": x, "label": label}, params)
     out = {"feed.x": x, "feed.label": label, "loss": values[0]}
     out |= {f"param.{k}": v for k, v in params.items()} | {f"stepped.{k}": v for k, v in stepped.items()}
     return out | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}

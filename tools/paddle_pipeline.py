@@ -33,7 +33,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paddle_tensor_parallel import fetching, translated, without_callstacks  # noqa: E402
+from paddle_tensor_parallel import fetching, single_device_step, translated, without_callstacks  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "pipeline"
 ROWS, WIDTH, HIDDEN, CLASSES, LR = 4, 6, 8, 5, 0.1
@@ -104,14 +104,7 @@ def reference() -> dict:
     feed = {"x": rng.standard_normal((ROWS, WIDTH)).astype("float32"),
             "label": rng.integers(0, CLASSES, (ROWS, 1)).astype("int64")}
     params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
-    scope = paddle.static.Scope()
-    with paddle.static.scope_guard(scope):
-        exe = paddle.static.Executor(paddle.CPUPlace())
-        exe.run(startup)
-        for name, value in params.items():
-            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
-        values = exe.run(main, feed=feed, fetch_list=[loss.name] + [g.name for _, g in pairs])
-        stepped = {p.name: np.array(scope.var(p.name).get_tensor()) for p, _ in pairs}
+    values, stepped = single_device_step(paddle, main, startup, loss, pairs, feed, params)
     out = {f"feed.{k}": v for k, v in feed.items()} | {f"param.{k}": v for k, v in params.items()}
     out |= {f"stepped.{k}": v for k, v in stepped.items()}
     return out | {"loss": values[0]} | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}

@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paddle_tensor_parallel import fetching, translated, without_callstacks  # noqa: E402
+from paddle_tensor_parallel import fetching, single_device_step, translated, without_callstacks  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "sharding"
 NRANKS, ROWS, WIDTH, CLASSES, LR, MOMENTUM = 2, 4, 6, 5, 0.1, 0.9
@@ -91,14 +91,7 @@ def reference() -> dict:
     x = rng.standard_normal((NRANKS * ROWS, WIDTH)).astype("float32")
     label = rng.integers(0, CLASSES, (NRANKS * ROWS, 1)).astype("int64")
     params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
-    scope = paddle.static.Scope()
-    with paddle.static.scope_guard(scope):
-        exe = paddle.static.Executor(paddle.CPUPlace())
-        exe.run(startup)
-        for name, value in params.items():
-            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
-        values = exe.run(main, feed={"x": x, "label": label}, fetch_list=[loss.name] + [g.name for _, g in pairs])
-        stepped = {p.name: np.array(scope.var(p.name).get_tensor()) for p, _ in pairs}
+    values, stepped = single_device_step(paddle, main, startup, loss, pairs, {"x": x, "label": label}, params)
     out = {f"feed.x{r}": x[r * ROWS:(r + 1) * ROWS] for r in range(NRANKS)}
     out |= {f"feed.label{r}": label[r * ROWS:(r + 1) * ROWS] for r in range(NRANKS)}
     out |= {f"param.{k}": v for k, v in params.items()} | {f"stepped.{k}": v for k, v in stepped.items()}

@@ -102,6 +102,20 @@ def fetching(paddle, translation, names: list[str]):
     return program
 
 
+def single_device_step(paddle, main, startup, loss, pairs, feed: dict, params: dict):
+    """Paddle's run of one training step on one device from ``params`` (after the startup program): the fetched
+    loss and parameter grads, and each parameter's stepped value."""
+    import numpy as np
+    scope = paddle.static.Scope()
+    with paddle.static.scope_guard(scope):
+        exe = paddle.static.Executor(paddle.CPUPlace())
+        exe.run(startup)
+        for name, value in params.items():
+            scope.var(name).get_tensor().set(value, paddle.CPUPlace())
+        values = exe.run(main, feed=feed, fetch_list=[loss.name] + [g.name for _, g in pairs])
+        return values, {p.name: np.array(scope.var(p.name).get_tensor()) for p, _ in pairs}
+
+
 def rank_programs(case: str, rank: int) -> dict:
     """Run in a process of its own (the faked environment names one rank): write the rank's programs."""
     os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(NRANKS), FLAGS_selected_gpus=str(rank),
