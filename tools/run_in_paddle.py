@@ -120,11 +120,11 @@ def fixtures(compiled: str, patterns: list[str]) -> int:
         print(f"explained, {r.name}: {EXPLAINED[r.name]}")
     crashed = [r for r in different if r.crashed]
     for r in crashed:
-        print(f"explained, {r.name}: {r.error}")
+        print(f"crashed, {r.name}: {r.error}")
     failed = [r for r in different if r not in explained and r not in crashed]
     print(f"Paddle {paddle.__version__} ran {len(results)} programs gradc compiled: {len(results) - len(different)} "
           f"give Paddle's numbers, {len(explained)} differ where Paddle is wrong, {len(crashed)} crash Paddle's "
-          f"executor (both explained above), "
+          f"executor (all listed above), "
           f"{sum(bool(r.error) for r in failed)} do not run, {sum(bool(r.differ) for r in failed)} differ otherwise; "
           f"gradc cannot compile {len(skipped)} fixtures: {', '.join(skipped)}")
     return 1 if failed else 0
