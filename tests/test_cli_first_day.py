@@ -37,7 +37,8 @@ def test_without_loss_the_error_names_the_unread_scalar(tmp_path):
     """The last op is the softmax: the error says so and names the loss, which no op reads (mean_0 is read)."""
     legacy = assert_one_line_error(gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb"),
                                    "last op of block 0 (softmax) writes no float scalar", "--loss")
-    assert legacy.endswith(f"float scalars no op reads: {META['loss']}; name it with --loss")
+    assert legacy.endswith(f"float scalars no op reads: {META['loss']}; name it (--loss on the command line, loss= "
+                           "in Python)")
     assert_one_line_error(gradc_cli("compile", FIRST_DAY / "forward.json", "-o", tmp_path / "t.json"),
                           "float scalars no op reads: reduce_mean_1.tmp_0;")
     assert not list(tmp_path.iterdir())
@@ -239,3 +240,9 @@ def test_optimizer_settings_without_an_optimizer_or_with_a_slip_are_refused(tmp_
     done = gradc_cli(*compile_, "--optimizer", "sgd", "--lr", "0.5")
     assert done.returncode == 0, done.stderr
     assert gradc.load(tmp_path / "t.startup.pb").global_block.ops[0].attrs["value"] == 0.5
+
+
+def test_the_python_api_names_its_own_keyword_for_the_loss():
+    program = gradc.load(FIRST_DAY / "forward.pb")
+    with pytest.raises(gradc.GradcError, match=r"loss= in Python"):
+        gradc.append_backward(program)

@@ -70,7 +70,8 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
     if loss is None:
         candidates = loss_candidates(block.program)
         if len(candidates) != 1:
-            raise GradError(f"cannot pick the loss by itself: {no_loss_hint(block.program)}; name it with --loss")
+            raise GradError(f"cannot pick the loss by itself: {no_loss_hint(block.program)}; name it "
+                            f"(--loss on the command line, loss= in Python)")
         loss = candidates[0]
     for idx in range(len(block.ops) - 1, -1, -1):
         if loss in block.ops[idx].output_names():
