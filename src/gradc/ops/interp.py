@@ -10,10 +10,9 @@ ratio (1 / scale) unless align_corners. The rules are pure Python, shared with t
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
-from ..ir import AttrType
+from ..ir import AttrType, as_float32
 from ..registry import defop, grad_op, typed
 
 METHOD_RANKS = {"linear": (3,), "bilinear": (4,), "bicubic": (4,), "trilinear": (5,), "nearest": (4, 5)}
@@ -27,7 +26,7 @@ INTERP_ATTRS = {"data_layout": "NCHW", "out_d": 0, "out_h": 0, "out_w": 0, "scal
 
 def float32(value: float) -> float:
     """``value`` rounded to float32, as Paddle's kernels hold scales and ratios."""
-    return struct.unpack("f", struct.pack("f", value))[0]
+    return as_float32(value)
 
 
 class Plan(NamedTuple):

@@ -4,9 +4,7 @@ Adadelta, RMSProp and Rprop; gradc.ops.optimizer_adam the Adam family. docs/opti
 
 from __future__ import annotations
 
-import struct
-
-from ..ir import AttrType
+from ..ir import AttrType, as_float32
 from ..registry import NO_GRAD, defop, typed
 from .optimizer_checks import OpView, UpdateRule, check_update, update_rule
 
@@ -36,7 +34,7 @@ def float32(value):
     """A FLOAT attribute's value as Paddle holds it (0.9 is 0.8999999761581421), lists item by item."""
     if isinstance(value, list):
         return [float32(v) for v in value]
-    return struct.unpack("f", struct.pack("f", value))[0] if isinstance(value, float) else value
+    return as_float32(value) if isinstance(value, float) else value
 
 
 def defupdate(type: str, inputs: list[str], outputs: list[str], attrs: dict, rule: UpdateRule,

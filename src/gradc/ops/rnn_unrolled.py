@@ -8,9 +8,7 @@ mask scales every layer's input but the first's.
 
 from __future__ import annotations
 
-import struct
-
-from ..ir import VarType
+from ..ir import VarType, as_float32
 from ..rnn_shape import RnnShape
 from .composite import Formula
 
@@ -138,7 +136,7 @@ class Unrolled:
 def dropped(f: Formula, mask: str, prob: float):
     """The inter-layer dropout with the forward's mask: out * mask / (1 - p), 1 - p in float32 as Paddle's
     kernel computes it (zeros for p = 1)."""
-    keep = _float32(1.0 - _float32(prob))
+    keep = as_float32(1.0 - as_float32(prob))
 
     def apply(out: str) -> str:
         if keep == 0:
@@ -149,7 +147,3 @@ def dropped(f: Formula, mask: str, prob: float):
         return f.op("elementwise_div", {"X": f.mul(out, kept, out), "Y": scale}, out, {"axis": -1})
 
     return apply
-
-
-def _float32(value: float) -> float:
-    return struct.unpack("f", struct.pack("f", value))[0]
