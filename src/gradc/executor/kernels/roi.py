@@ -159,9 +159,9 @@ def _roi_pool_edges(k, box, height: int, width: int):
 @kernel("roi_pool")
 def roi_pool(k):
     x, rois, images = _inputs(k)
+    check_allocation(x[0].size * k.attr("pooled_width"), 8, "the column maxima of a box's bins")
     out = _pooled_out(k, rois.shape[0], x.shape[1])
     argmax = np.full(out.shape, -1, np.int64)
-    check_allocation(x[0].size * k.attr("pooled_width"), 8, "the column maxima of a box's bins")
     for r, (box, image) in enumerate(zip(rois, images)):
         out[r], argmax[r] = _roi_pool_box(x[image], _roi_pool_edges(k, box, *x.shape[2:]))
     return {"Out": out.astype(x.dtype), "Argmax": argmax}
