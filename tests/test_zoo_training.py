@@ -1,0 +1,50 @@
+"""Models of Paddle's zoos as they train with their own losses, rebuilt with Paddle's layers from the zoos' source and
+minimized by Paddle 3.3.1 (tools/zoo_train_static.py), compiled by gradc from the training forward with the same
+optimizer:
+- tests/data/paddle/conformer_ctc: PaddleSpeech's U2 Conformer encoder (conv subsampling, relative-position attention
+  with pos_bias_u/v, the convolution module's GLU, depthwise conv and batch norm, macaron feed-forward) and its CTC
+  loss (warpctc), over a padded batch."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from fixtures import DATA
+from gradc.optimizers import minimize
+
+CASES = {   # the ops that set each apart, and how close its gradients are (of each one's largest)
+    "conformer_ctc": ({"warpctc", "batch_norm", "where", "strided_slice", "conv2d", "less_than"}, 1e-5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gradc_compiles_the_training_forward_to_paddles_loss_and_gradients(name):
+    case, (ops, tolerance) = DATA / name, CASES[name]
+    meta = json.loads((case / "meta.json").read_text())
+    forward = gradc.load(case / "forward.pb")
+    assert ops <= {op.type for op in forward.global_block.ops}
+    settings = dict(meta["optimizer"])
+    kind, lr = settings.pop("type"), settings.pop("lr")
+    startup = minimize(forward, meta["loss"], kind, lr=lr, **settings)
+    grads = {op.inputs["Param"][0]: op.inputs["Grad"][0] for op in forward.global_block.ops if op.type == kind}
+    first, second = np.load(case / "step1.npz"), np.load(case / "step2.npz")
+    assert sorted(f"@grad:{param}@GRAD" for param in grads) == sorted(k for k in first.files if k != "@loss")
+
+    scope, executor = gradc.Scope(), gradc.Executor()
+    for param, value in np.load(case / "params.npz").items():
+        scope[param] = value.copy()
+    executor.run(startup, {}, [], scope)
+    feed = dict(np.load(case / "feed.npz"))
+    loss, *values = executor.run(forward, feed, [meta["loss"], *grads.values()], scope)
+    np.testing.assert_allclose(loss, first["@loss"], rtol=1e-6)
+    paddle = {param: first[f"@grad:{param}@GRAD"] for param in grads}
+    # biases a batch norm or a softmax cancels have gradients zero but for rounding: measured against 100 ulps of
+    # the largest gradient, as tools/real_models.py does
+    floor = 100 * np.finfo(first["@loss"].dtype).eps * max(np.abs(value).max() for value in paddle.values())
+    for (param, theirs), ours in zip(paddle.items(), values):
+        distance = np.abs(ours - theirs).max()
+        assert distance <= tolerance * np.abs(theirs).max() + floor, (param, distance, np.abs(theirs).max())
+    (loss,) = executor.run(forward, feed, [meta["loss"]], scope)
+    np.testing.assert_allclose(loss, second["@loss"], rtol=1e-5)
