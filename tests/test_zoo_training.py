@@ -3,7 +3,10 @@ minimized by Paddle 3.3.1 (tools/zoo_train_static.py), compiled by gradc from th
 optimizer:
 - tests/data/paddle/conformer_ctc: PaddleSpeech's U2 Conformer encoder (conv subsampling, relative-position attention
   with pos_bias_u/v, the convolution module's GLU, depthwise conv and batch norm, macaron feed-forward) and its CTC
-  loss (warpctc), over a padded batch."""
+  loss (warpctc), over a padded batch;
+- tests/data/paddle/deepspeech2_ctc: PaddleSpeech's DeepSpeech2 (conv stack with batch norm and brelu, bidirectional
+  GRUs of its own cell run by nn.RNN over the sequence lengths: while loops over tensor arrays) and its CTC loss
+  with norm_by_times."""
 
 import json
 
@@ -16,6 +19,7 @@ from gradc.optimizers import minimize
 
 CASES = {   # the ops that set each apart, and how close its gradients are (of each one's largest)
     "conformer_ctc": ({"warpctc", "batch_norm", "where", "strided_slice", "conv2d", "less_than"}, 1e-5),
+    "deepspeech2_ctc": ({"warpctc", "while", "write_to_array", "sequence_mask", "elementwise_max", "flip"}, 1e-5),
 }
 
 

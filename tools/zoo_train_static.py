@@ -25,6 +25,7 @@ from suite_export import report_each
 SEED = 7
 MODELS = {   # model: (module, the zoo config's optimizer)
     "conformer_ctc": ("paddlespeech_conformer", {"type": "adam", "lr": 0.002, "beta1": 0.9, "beta2": 0.98}),
+    "deepspeech2_ctc": ("paddlespeech_deepspeech2", {"type": "adam", "lr": 0.0005, "beta1": 0.9, "beta2": 0.999}),
 }
 
 
