@@ -5,9 +5,10 @@ PaddleSpeech's own GRUCell, which takes the projected gates and holds only the h
 sequence lengths, the padding zeroed after each layer), and CTCLoss (warpctc, reduction sum, divided by the batch,
 its config's ctc_grad_norm_type 'instance': norm_by_times, which divides each sequence's gradient by its length).
 Rebuilt with Paddle's layers from PaddleSpeech's paddlespeech/s2t/models/ds2 (conv.py, rnn.py, deepspeech2.py) and
-modules (ctc.py, loss.py, activation.py); sizes shrunk (41 features, 8 channels where ConvStack has 32, GRU width 16, two stacks). As in its source,
-both directions of a BiGRUWithBN run its forward cell (`nn.RNN(self.fw_cell, is_reverse=True)`), so the backward
-cell's parameters get no gradient. For tools/zoo_train_static.py."""
+modules (ctc.py, loss.py, activation.py); sizes shrunk (41 features, 8 channels where ConvStack has 32, GRU width 16,
+two stacks). As in its source, both directions of a BiGRUWithBN run its forward cell
+(`nn.RNN(self.fw_cell, is_reverse=True)`), so the backward cell's parameters get no gradient. For
+tools/zoo_train_static.py."""
 
 from __future__ import annotations
 
