@@ -7,6 +7,9 @@ optimizer:
 - tests/data/paddle/deepspeech2_ctc: PaddleSpeech's DeepSpeech2 (conv stack with batch norm and brelu, bidirectional
   GRUs of its own cell run by nn.RNN over the sequence lengths: while loops over tensor arrays) and its CTC loss
   with norm_by_times;
+- tests/data/paddle/db: PaddleOCR's DB detector's neck and head in training mode (FPN with nearest upsampling,
+  transposed convs, batch norms, the step function) and DBLoss (a balance loss keeping the hardest negatives by a
+  descending sort and a count made in the program, masked L1, Dice), on fed backbone features;
 - tests/data/paddle/ffm: PaddleRec's FFM by its own net.py (39 fields, 741 field pairs: 2,983 ops, whose PIR export
   Paddle's interpreter takes too long to build), log_loss, Adam over sparse embeddings (SelectedRows gradients, kept
   as the parameters after the first step)."""
@@ -25,6 +28,7 @@ from gradc.optimizers import minimize
 CASES = {   # the ops that set each apart, and how close its gradients are (of each one's largest)
     "conformer_ctc": ({"warpctc", "batch_norm", "where", "strided_slice", "conv2d", "less_than"}, 1e-5),
     "ffm": ({"lookup_table_v2", "log_loss", "slice", "sum", "reduce_sum"}, 1e-5),
+    "db": ({"argsort", "conv2d_transpose", "nearest_interp_v2", "floor", "elementwise_min", "reciprocal"}, 1e-5),
     "deepspeech2_ctc": ({"warpctc", "while", "write_to_array", "sequence_mask", "elementwise_max", "flip"}, 1e-5),
 }
 

@@ -30,6 +30,7 @@ SEED = 7
 MODELS = {   # model: (module, the zoo config's optimizer)
     "conformer_ctc": ("paddlespeech_conformer", {"type": "adam", "lr": 0.002, "beta1": 0.9, "beta2": 0.98}),
     "ffm": ("paddlerec_ffm", {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999}),
+    "db": ("paddleocr_db", {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999}),
     "deepspeech2_ctc": ("paddlespeech_deepspeech2", {"type": "adam", "lr": 0.0005, "beta1": 0.9, "beta2": 0.999}),
 }
 
