@@ -12,7 +12,9 @@ optimizer:
   descending sort and a count made in the program, masked L1, Dice), on fed backbone features;
 - tests/data/paddle/ffm: PaddleRec's FFM by its own net.py (39 fields, 741 field pairs: 2,983 ops, whose PIR export
   Paddle's interpreter takes too long to build), log_loss, Adam over sparse embeddings (SelectedRows gradients, kept
-  as the parameters after the first step)."""
+  as the parameters after the first step).
+MODEL/pir: the same model built by Paddle in PIR mode (its forward.json, Paddle's PIR gradients; the legacy case's
+feed and parameters)."""
 
 import gzip
 import json
@@ -24,9 +26,14 @@ import gradc
 from fixtures import DATA
 from gradc.io import parse_program
 from gradc.optimizers import minimize
+from gradc.pir import load_pir
 
 CASES = {   # the ops that set each apart, and how close its gradients are (of each one's largest)
     "conformer_ctc": ({"warpctc", "batch_norm", "where", "strided_slice", "conv2d", "less_than"}, 1e-5),
+    "conformer_ctc/pir": ({"warpctc", "batch_norm", "where", "strided_slice", "conv2d", "less_than"}, 1e-5),
+    "db/pir": ({"argsort", "conv2d_transpose", "nearest_interp_v2", "floor", "elementwise_min", "reciprocal"}, 1e-5),
+    "deepspeech2_ctc/pir": ({"warpctc", "while", "write_to_array", "sequence_mask", "elementwise_max", "flip"},
+                            1e-5),
     "ffm": ({"lookup_table_v2", "log_loss", "slice", "sum", "reduce_sum"}, 1e-5),
     "db": ({"argsort", "conv2d_transpose", "nearest_interp_v2", "floor", "elementwise_min", "reciprocal"}, 1e-5),
     "deepspeech2_ctc": ({"warpctc", "while", "write_to_array", "sequence_mask", "elementwise_max", "flip"}, 1e-5),
@@ -36,10 +43,14 @@ CASES = {   # the ops that set each apart, and how close its gradients are (of e
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_gradc_compiles_the_training_forward_to_paddles_loss_and_gradients(name):
     case, (ops, tolerance) = DATA / name, CASES[name]
+    shared = case.parent if name.endswith("/pir") else case   # the feed and parameters
     meta = json.loads((case / "meta.json").read_text())
-    packed = case / "forward.pb.gz"
-    forward = (parse_program(gzip.decompress(packed.read_bytes())) if packed.exists()
-               else gradc.load(case / "forward.pb"))
+    if name.endswith("/pir"):
+        forward = load_pir(gzip.decompress((case / "forward.json.gz").read_bytes()))
+    elif (case / "forward.pb.gz").exists():
+        forward = parse_program(gzip.decompress((case / "forward.pb.gz").read_bytes()))
+    else:
+        forward = gradc.load(case / "forward.pb")
     assert ops <= {op.type for op in forward.global_block.ops}
     settings = dict(meta["optimizer"])
     kind, lr = settings.pop("type"), settings.pop("lr")
@@ -51,10 +62,10 @@ def test_gradc_compiles_the_training_forward_to_paddles_loss_and_gradients(name)
         k for k in first.files if k.startswith("@grad:"))
 
     scope, executor = gradc.Scope(), gradc.Executor()
-    for param, value in np.load(case / "params.npz").items():
+    for param, value in np.load(shared / "params.npz").items():
         scope[param] = value.copy()
     executor.run(startup, {}, [], scope)
-    feed = dict(np.load(case / "feed.npz"))
+    feed = dict(np.load(shared / "feed.npz"))
     dense = {param: grad for param, grad in grads.items() if param not in after}
     loss, *values = executor.run(forward, feed, [meta["loss"], *dense.values()], scope)
     np.testing.assert_allclose(loss, first["@loss"], rtol=1e-6)

@@ -11,7 +11,12 @@ these are:
 Paddle does not fetch, is kept as its parameter after the first step ("@after:NAME").
 
 MODELS names each model's module (its docstring says what it rebuilds from where): feed(rng) gives one batch,
-build(feed) the loss in the current program.
+build(feed) the loss in the current program. MODEL@pir builds it in PIR mode (run with FLAGS_enable_pir_api=1):
+forward.json and Paddle's numbers, as tools/paddleocr_train_static.py's PIR cases; its fixture step is given the
+legacy fixture, whose feed and parameters it must share:
+
+    PYTHONPATH=tools .venv/bin/python tools/zoo_train_static.py fixture OUT_DIR/MODEL_pir \
+        tests/data/paddle/MODEL/pir tests/data/paddle/MODEL
 """
 
 from __future__ import annotations
@@ -35,16 +40,21 @@ MODELS = {   # model: (module, the zoo config's optimizer)
 }
 
 
-def paddle_step(out: Path, model: str) -> None:
+def paddle_step(out: Path, entry: str) -> None:
     import paddle
     from paddle_legacy_shim import install
     from paddle_programs import without_callstacks
-    install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
+    model, _, form = entry.partition("@")
+    if form != "pir":
+        install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
     paddle.enable_static()
     paddle.seed(SEED)
     module_name, settings = MODELS[model]
     module = importlib.import_module(module_name)
     feed = module.feed(np.random.default_rng(0))
+    if form == "pir":
+        _pir_step(out, module, settings, feed)
+        return
     main, startup = paddle.static.Program(), paddle.static.Program()
     with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
         loss = module.build(feed)
@@ -76,20 +86,50 @@ def paddle_step(out: Path, model: str) -> None:
                                                "ops": sorted({op.type for op in forward.global_block().ops})}))
 
 
+def _pir_step(out: Path, module, settings: dict, feed: dict) -> None:
+    """The same in PIR mode (FLAGS_enable_pir_api=1): forward.json (the training forward, its loss fetched as
+    "loss"), Paddle's two steps of it with the gradients its PIR backward gives."""
+    import paddle
+    from paddle.base import core
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        loss = module.build(feed)
+        mapping = paddle.pir.IrMapping()
+        forward = main.clone(mapping)
+        with paddle.static.program_guard(forward):
+            paddle._pir_ops.fetch(mapping.look_up(loss), "loss", 0).persistable = True
+        _, pairs = paddle.optimizer.Adam(learning_rate=settings["lr"], beta1=settings["beta1"],
+                                         beta2=settings["beta2"]).minimize(loss)
+    out.mkdir(parents=True, exist_ok=True)
+    core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
+    exe.run(startup)
+    names = [op.attrs()["parameter_name"] for op in main.global_block().ops if op.name() == "builtin.parameter"]
+    np.savez(out / "params.npz", **{name: np.array(scope.find_var(name).get_tensor()) for name in names})
+    np.savez(out / "feed.npz", **feed)
+    grads = [(param.name, grad) for param, grad in pairs if grad is not None]
+    for step in (1, 2):
+        value, *grad_values = exe.run(main, feed=feed, fetch_list=[loss] + ([g for _, g in grads] if step == 1 else []))
+        np.savez(out / f"step{step}.npz", **{"@loss": np.asarray(value)},
+                 **{f"@grad:{n}@GRAD": np.asarray(v) for (n, _), v in zip(grads, grad_values)})
+    (out / "meta.json").write_text(json.dumps({"loss": "loss", "optimizer": settings, "params": sorted(names),
+                                               "ops": sorted({op.name() for op in forward.global_block().ops})}))
+
+
 def main() -> None:
     if sys.argv[1] == "fixture":
         out = Path(sys.argv[3])
-        write_fixture(Path(sys.argv[2]), out)
+        write_fixture(Path(sys.argv[2]), out, Path(sys.argv[4]) if len(sys.argv) > 4 else None)
         program = out / "forward.pb"
-        if program.stat().st_size > 256 * 1024:   # FFM's 2,983 ops: gzipped, 1.3 MB to a tenth
+        if program.exists() and program.stat().st_size > 256 * 1024:   # FFM's 2,983 ops: gzipped, 1.3 MB to a tenth
             (out / "forward.pb.gz").write_bytes(gzip.compress(program.read_bytes(), mtime=0))
             program.unlink()
         return
     if sys.argv[1] == "paddle":
         out = Path(sys.argv[2]).resolve()
-        for model in sys.argv[3:] or list(MODELS):
-            paddle_step(out / model, model)
-            print(model, "OK", flush=True)
+        for entry in sys.argv[3:] or list(MODELS):
+            paddle_step(out / entry.replace("@", "_"), entry)
+            print(entry, "OK", flush=True)
         return
     report_each(Path(sys.argv[2]), gradc_step)
 
