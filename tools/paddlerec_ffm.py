@@ -3,12 +3,19 @@ builds it from config.yaml, 26 sparse slots and 13 dense features, so 39 fields 
 log_loss and mean; the config's Adam), built by PaddleRec's own net.py in legacy static mode: the program of 2,981
 ops whose PIR export Paddle 3.3.1 had not finished running. Its embeddings are sparse (`is_sparse`, SelectedRows
 gradients). The ids of the first two lines of its sample data are folded below VOCAB (its 1,000,001-id tables hold
-351 floats an id). Needs PaddleRec's checkout (PADDLEREC_DIR, its models/rank/ffm). For tools/zoo_train_static.py."""
+351 floats an id). Needs PaddleRec's checkout (PADDLEREC_DIR, its models/rank/ffm). For tools/zoo_train_static.py.
+
+Run alone, it times Paddle's first and second run of FFM's forward with FIELDS fields (its config: 39) in the current
+mode (PIR unless FLAGS_enable_pir_api=0), the first building the interpreter's instructions:
+
+    PADDLEREC_DIR=... /work/paddle-venv/bin/python tools/paddlerec_ffm.py FIELDS
+"""
 
 from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -40,3 +47,30 @@ def build(values: dict):
     model = net.FFMLayer(VOCAB, DIM, DENSE, SPARSE + DENSE)
     pred = model([data[f"sparse_{i}"] for i in range(SPARSE)], data["dense"])
     return paddle.mean(paddle.nn.functional.log_loss(pred, paddle.cast(data["label"], "float32")))
+
+
+def time_runs(fields: int) -> str:
+    import paddle
+    sys.path.insert(0, str(Path(os.environ["PADDLEREC_DIR"]) / "models/rank/ffm"))
+    import net
+    paddle.enable_static()
+    dense = min(DENSE, fields // 3)
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    with paddle.static.program_guard(main, startup):
+        ids = [paddle.static.data(f"sparse_{i}", [2, 1], "int64") for i in range(fields - dense)]
+        out = net.FFMLayer(VOCAB, DIM, dense, fields)(ids, paddle.static.data("dense", [2, dense], "float32"))
+    exe = paddle.static.Executor(paddle.CPUPlace())
+    exe.run(startup)
+    feed = {**{f"sparse_{i}": np.ones((2, 1), "int64") for i in range(fields - dense)},
+            "dense": np.ones((2, dense), "float32")}
+    seconds = []
+    for _ in range(2):
+        start = time.perf_counter()
+        exe.run(main, feed=feed, fetch_list=[out])
+        seconds.append(time.perf_counter() - start)
+    ops = len(main.global_block().ops)
+    return f"fields {fields}: {ops} ops, first run {seconds[0]:.2f} s, second {seconds[1]:.3f} s"
+
+
+if __name__ == "__main__":
+    print(time_runs(int(sys.argv[1])))
