@@ -10,6 +10,10 @@ optimizer:
 - tests/data/paddle/db: PaddleOCR's DB detector's neck and head in training mode (FPN with nearest upsampling,
   transposed convs, batch norms, the step function) and DBLoss (a balance loss keeping the hardest negatives by a
   descending sort and a count made in the program, masked L1, Dice), on fed backbone features;
+- tests/data/paddle/ppyoloe: PaddleDetection's PP-YOLOE head (ESE attention stems, class and distribution convs,
+  the distribution decoded to boxes) with TaskAlignedAssigner (top-k of the alignment metric, gather_nd, one_hot,
+  argmax) and its losses (varifocal BCE, GIoU and distribution focal loss over masked_select's positive anchors),
+  Paddle's Momentum;
 - tests/data/paddle/ffm: PaddleRec's FFM by its own net.py (39 fields, 741 field pairs: 2,983 ops, whose PIR export
   Paddle's interpreter takes too long to build), log_loss, Adam over sparse embeddings (SelectedRows gradients, kept
   as the parameters after the first step).
@@ -34,6 +38,8 @@ CASES = {   # the ops that set each apart, and how close its gradients are (of e
     "db/pir": ({"argsort", "conv2d_transpose", "nearest_interp_v2", "floor", "elementwise_min", "reciprocal"}, 1e-5),
     "deepspeech2_ctc/pir": ({"warpctc", "while", "write_to_array", "sequence_mask", "elementwise_max", "flip"},
                             1e-5),
+    "ppyoloe": ({"top_k_v2", "gather_nd", "masked_select", "one_hot_v2", "bce_loss", "arg_max", "pow"}, 1e-5),
+    "ppyoloe/pir": ({"top_k_v2", "gather_nd", "masked_select", "one_hot_v2", "bce_loss", "arg_max", "pow"}, 1e-5),
     "ffm": ({"lookup_table_v2", "log_loss", "slice", "sum", "reduce_sum"}, 1e-5),
     "db": ({"argsort", "conv2d_transpose", "nearest_interp_v2", "floor", "elementwise_min", "reciprocal"}, 1e-5),
     "deepspeech2_ctc": ({"warpctc", "while", "write_to_array", "sequence_mask", "elementwise_max", "flip"}, 1e-5),
@@ -56,6 +62,7 @@ def test_gradc_compiles_the_training_forward_to_paddles_loss_and_gradients(name)
     kind, lr = settings.pop("type"), settings.pop("lr")
     startup = minimize(forward, meta["loss"], kind, lr=lr, **settings)
     grads = {op.inputs["Param"][0]: op.inputs["Grad"][0] for op in forward.global_block.ops if op.type == kind}
+    assert grads
     first, second = np.load(case / "step1.npz"), np.load(case / "step2.npz")
     after = {name.removeprefix("@after:") for name in first.files if name.startswith("@after:")}
     assert sorted(f"@grad:{param}@GRAD" for param in grads if param not in after) == sorted(

@@ -35,9 +35,18 @@ SEED = 7
 MODELS = {   # model: (module, the zoo config's optimizer)
     "conformer_ctc": ("paddlespeech_conformer", {"type": "adam", "lr": 0.002, "beta1": 0.9, "beta2": 0.98}),
     "ffm": ("paddlerec_ffm", {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999}),
+    "ppyoloe": ("paddledet_ppyoloe", {"type": "momentum", "lr": 0.01, "momentum": 0.9}),
     "db": ("paddleocr_db", {"type": "adam", "lr": 0.001, "beta1": 0.9, "beta2": 0.999}),
     "deepspeech2_ctc": ("paddlespeech_deepspeech2", {"type": "adam", "lr": 0.0005, "beta1": 0.9, "beta2": 0.999}),
 }
+
+
+def _optimizer(settings: dict):
+    """Paddle's optimizer of a model's settings (gradc.minimize takes the same names)."""
+    import paddle
+    arguments = {name: value for name, value in settings.items() if name not in ("type", "lr")}
+    kind = {"adam": paddle.optimizer.Adam, "momentum": paddle.optimizer.Momentum}[settings["type"]]
+    return kind(learning_rate=settings["lr"], **arguments)
 
 
 def paddle_step(out: Path, entry: str) -> None:
@@ -59,8 +68,7 @@ def paddle_step(out: Path, entry: str) -> None:
     with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
         loss = module.build(feed)
         forward = main.clone()
-        paddle.optimizer.Adam(learning_rate=settings["lr"], beta1=settings["beta1"],
-                              beta2=settings["beta2"]).minimize(loss)
+        _optimizer(settings).minimize(loss)
     out.mkdir(parents=True, exist_ok=True)
     for name, program in (("forward", forward), ("train", main), ("startup", startup)):
         (out / f"{name}.pb").write_bytes(without_callstacks(program))
@@ -98,8 +106,7 @@ def _pir_step(out: Path, module, settings: dict, feed: dict) -> None:
         forward = main.clone(mapping)
         with paddle.static.program_guard(forward):
             paddle._pir_ops.fetch(mapping.look_up(loss), "loss", 0).persistable = True
-        _, pairs = paddle.optimizer.Adam(learning_rate=settings["lr"], beta1=settings["beta1"],
-                                         beta2=settings["beta2"]).minimize(loss)
+        _, pairs = _optimizer(settings).minimize(loss)
     out.mkdir(parents=True, exist_ok=True)
     core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
     exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
