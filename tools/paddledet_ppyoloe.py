@@ -79,17 +79,17 @@ def assign(pred_scores, pred_bboxes, points, gt_labels, gt_bboxes, pad_gt_mask):
     topk_mask = pad_gt_mask.tile([1, 1, TOPK]).astype("bool")
     topk_idxs = paddle.where(topk_mask, topk_idxs, paddle.zeros_like(topk_idxs))
     is_in_topk = F.one_hot(topk_idxs, anchors).sum(-2)
-    is_in_topk = paddle.where(is_in_topk > 1, paddle.zeros_like(is_in_topk), is_in_topk)
+    is_in_topk = paddle.where(is_in_topk > 1, paddle.zeros_like(is_in_topk), is_in_topk).astype(metrics.dtype)
     positive = is_in_topk * is_in_gts * pad_gt_mask
     multiple = (positive.sum(-2).unsqueeze(1) > 1).tile([1, BOXES, 1])
-    is_max_iou = F.one_hot(ious.argmax(-2), BOXES).transpose([0, 2, 1])   # compute_max_iou_anchor
+    is_max_iou = F.one_hot(ious.argmax(-2), BOXES).transpose([0, 2, 1]).astype(ious.dtype)   # compute_max_iou_anchor
     positive = paddle.where(multiple, is_max_iou, positive)
     positive_sum = positive.sum(-2)
     gt_index = positive.argmax(-2) + batch_ind * BOXES
     labels = paddle.gather(gt_labels.flatten(), gt_index.flatten(), axis=0).reshape([batch, anchors])
     labels = paddle.where(positive_sum > 0, labels, paddle.full_like(labels, CLASSES))
     bboxes = paddle.gather(gt_bboxes.reshape([-1, 4]), gt_index.flatten(), axis=0).reshape([batch, anchors, 4])
-    scores = F.one_hot(labels, CLASSES + 1)[:, :, :CLASSES]
+    scores = F.one_hot(labels, CLASSES + 1)[:, :, :CLASSES].astype(metrics.dtype)   # one_hot is float32 in any mode
     metrics = metrics * positive
     metrics = metrics / (metrics.max(-1, keepdim=True) + EPS) * (ious * positive).max(-1, keepdim=True)
     return labels, bboxes, scores * metrics.max(-2).unsqueeze(-1)
@@ -108,7 +108,7 @@ def giou_loss(pbox, gbox, eps: float = 1e-10):   # losses/iou_loss.py GIoULoss, 
 
 def df_loss(pred_dist, target):
     left = paddle.cast(target.floor(), "int64")
-    weight_left = (left + 1).astype("float32") - target
+    weight_left = (left + 1).astype(target.dtype) - target
     loss = (F.cross_entropy(pred_dist, left, reduction="none") * weight_left
             + F.cross_entropy(pred_dist, left + 1, reduction="none") * (1 - weight_left))
     return loss.mean(-1, keepdim=True)
@@ -132,18 +132,19 @@ class PPYOLOEHead(nn.Layer):
             dists.append(reg.flatten(2).transpose([0, 2, 1]))
         pred_scores, pred_dist = paddle.concat(scores, axis=1), paddle.concat(dists, axis=1)
         _, points, strides = _anchors()
-        points, strides = paddle.assign(points), paddle.assign(strides)
+        dtype = paddle.get_default_dtype()
+        points, strides = paddle.assign(points.astype(dtype)), paddle.assign(strides.astype(dtype))
         points_s = points / strides
         anchors = pred_dist.shape[1]
         bins = F.softmax(pred_dist.reshape([-1, anchors, 4, REG_MAX + 1]))
-        proj = paddle.assign(np.linspace(0, REG_MAX, REG_MAX + 1, dtype="float32").reshape(1, REG_MAX + 1, 1, 1))
+        proj = paddle.assign(np.linspace(0, REG_MAX, REG_MAX + 1, dtype=dtype).reshape(1, REG_MAX + 1, 1, 1))
         distance = F.conv2d(bins.transpose([0, 3, 1, 2]), proj).squeeze(1)
         lt, rb = paddle.split(distance, 2, -1)   # batch_distance2bbox
         pred_bboxes = paddle.concat([points_s - lt, points_s + rb], -1)
         labels, bboxes, scores = assign(pred_scores.detach(), pred_bboxes.detach() * strides, points, gt_class,
                                         gt_bbox, pad_gt_mask)
         bboxes = bboxes / strides
-        one_hot = F.one_hot(labels, CLASSES + 1)[:, :, :CLASSES]
+        one_hot = F.one_hot(labels, CLASSES + 1)[:, :, :CLASSES].astype(pred_scores.dtype)
         weight = 0.75 * pred_scores.pow(2.0) * (1 - one_hot) + scores * one_hot   # varifocal
         scores_sum = paddle.clip(scores.sum(), min=1.0)
         loss_cls = F.binary_cross_entropy(pred_scores, scores, weight=weight, reduction="sum") / scores_sum

@@ -52,11 +52,12 @@ class Head(nn.Layer):
         one, small = nn.initializer.Constant(1.0), nn.initializer.Constant(1e-4)
         kaiming = paddle.ParamAttr(initializer=nn.initializer.KaimingUniform())
         self.conv1 = nn.Conv2D(width, quarter, 3, padding=1, bias_attr=False)
+        dtype = paddle.get_default_dtype()   # the legacy nn.BatchNorm's own default is float32
         self.conv_bn1 = nn.BatchNorm(quarter, act="relu", param_attr=paddle.ParamAttr(initializer=one),
-                                     bias_attr=paddle.ParamAttr(initializer=small))
+                                     bias_attr=paddle.ParamAttr(initializer=small), dtype=dtype)
         self.conv2 = nn.Conv2DTranspose(quarter, quarter, 2, stride=2, weight_attr=kaiming, bias_attr=_bias(quarter))
         self.conv_bn2 = nn.BatchNorm(quarter, act="relu", param_attr=paddle.ParamAttr(initializer=one),
-                                     bias_attr=paddle.ParamAttr(initializer=small))
+                                     bias_attr=paddle.ParamAttr(initializer=small), dtype=dtype)
         self.conv3 = nn.Conv2DTranspose(quarter, 1, 2, stride=2, weight_attr=kaiming, bias_attr=_bias(quarter))
 
     def forward(self, x):

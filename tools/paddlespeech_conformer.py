@@ -117,7 +117,7 @@ class ConformerCTC(nn.Layer):
         keep = keep[:, :, :-2:2][:, :, :-2:2]   # Conv2dSubsampling4's mask
         length = (((FRAMES - 1) // 2 - 1) // 2)
         x = x * math.sqrt(WIDTH)
-        pos_emb = paddle.assign(_sine_table(length))
+        pos_emb = paddle.assign(_sine_table(length).astype(paddle.get_default_dtype()))
         for layer in self.encoders:
             x = layer(x, pos_emb, keep)
         x = self.after_norm(x)

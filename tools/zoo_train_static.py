@@ -13,7 +13,8 @@ Paddle does not fetch, is kept as its parameter after the first step ("@after:NA
 MODELS names each model's module (its docstring says what it rebuilds from where): feed(rng) gives one batch,
 build(feed) the loss in the current program. MODEL@pir builds it in PIR mode (run with FLAGS_enable_pir_api=1):
 forward.json and Paddle's numbers, as tools/paddleocr_train_static.py's PIR cases; its fixture step is given the
-legacy fixture, whose feed and parameters it must share:
+legacy fixture, whose feed and parameters it must share (MODEL@f64: built in float64, paddle.set_default_dtype,
+the batch widened):
 
     PYTHONPATH=tools .venv/bin/python tools/zoo_train_static.py fixture OUT_DIR/MODEL_pir \
         tests/data/paddle/MODEL/pir tests/data/paddle/MODEL
@@ -61,6 +62,9 @@ def paddle_step(out: Path, entry: str) -> None:
     module_name, settings = MODELS[model]
     module = importlib.import_module(module_name)
     feed = module.feed(np.random.default_rng(0))
+    if form == "f64":   # the same batch, widened
+        paddle.set_default_dtype("float64")
+        feed = {name: value.astype("float64") if value.dtype == np.float32 else value for name, value in feed.items()}
     if form == "pir":
         _pir_step(out, module, settings, feed)
         return
