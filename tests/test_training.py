@@ -86,3 +86,24 @@ def test_optimizer_needs_gradients_first():
 def test_unknown_optimizer():
     with pytest.raises(gradc.GradcError, match="unknown optimizer 'adamax2'"):
         OptimizerPass("adamax2")
+
+
+@pytest.mark.parametrize("dtype, lr_dtype", [("float64", np.float64), ("float32", np.float32)])
+def test_the_learning_rate_takes_the_parameters_dtype_as_paddles_does(dtype, lr_dtype):
+    """Paddle's optimizer makes its learning rate of the parameters' dtype: a float64 model's 0.01 is 0.01, not
+    float32's 0.009999999776 (which moved every float64 update by 2.2e-8 of itself)."""
+    from gradc.layers import ProgramBuilder
+    net = ProgramBuilder()
+    x = net.data("x", [2, 3], dtype)
+    w = net.parameter("w", [3, 1], dtype)
+    (product,) = net.op("matmul_v2", {"X": x, "Y": w})
+    loss = net.mean(product)
+    startup = gradc.minimize(net.program, loss, "sgd", lr=0.01)
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(net.startup, {}, [], scope)
+    executor.run(startup, {}, [], scope)
+    before = np.array(scope["w"])
+    feed = np.arange(6, dtype=dtype).reshape(2, 3)
+    executor.run(net.program, {"x": feed}, [], scope)
+    grad = feed.mean(0, keepdims=True).T   # d mean(x w) / dw
+    np.testing.assert_array_equal(scope["w"], before - lr_dtype(0.01) * grad.astype(dtype))

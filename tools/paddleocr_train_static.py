@@ -181,7 +181,7 @@ def write_fixture(case: Path, out: Path, legacy: Path | None = None) -> None:
         shutil.copy(case / "forward.pb", out / "forward.pb")
     else:
         (out / "forward.json.gz").write_bytes(gzip.compress((case / "forward.json").read_bytes(), mtime=0))
-    params, optimizer_state = np.load(case / "params.npz"), ("_moment", "_pow_acc", "learning_rate")
+    params, optimizer_state = np.load(case / "params.npz"), ("_moment", "_pow_acc", "_velocity", "learning_rate")
     kept = {"feed": dict(np.load(case / "feed.npz")),
             "params": {n: params[n] for n in params.files if not any(part in n for part in optimizer_state)}}
     for name, values in kept.items():

@@ -141,7 +141,11 @@ class Optimizer:
             pairs = self.grad_clip.append(emit, pairs, {p for p in params if attrs[p].need_clip})
         pairs = [(p, self._regularize(emit, p, g, attrs[p])) for p, g in pairs]
         rate = self.learning_rate(0) if isinstance(self.learning_rate, Schedule) else self.learning_rate
-        lr = emit.persistable(emit.fresh("learning_rate_{}"), [], VarType.FP32, rate, stop_gradient=True)
+        # Paddle's learning rate takes the parameters' dtype: a float64 model's 0.01 is not rounded to float32
+        wide = not isinstance(self.learning_rate, ProgramSchedule) and all(
+            emit.block.var(p).dtype == VarType.FP64 for p in params)
+        lr = emit.persistable(emit.fresh("learning_rate_{}"), [], VarType.FP64 if wide else VarType.FP32, rate,
+                              stop_gradient=True)
         if isinstance(self.learning_rate, ProgramSchedule):   # the rate computed by ops of the program
             self.learning_rate.append(emit, lr)
         accs = {p: self._accumulators(emit, p) for p in params}
@@ -180,7 +184,7 @@ class Optimizer:
         multiplier = attr.learning_rate
         if multiplier == 1.0:
             return lr
-        scaled = emit.temporary("tmp_{}", [], VarType.FP32, stop_gradient=True)
+        scaled = emit.temporary("tmp_{}", [], emit.block.var(lr).dtype, stop_gradient=True)
         emit.scale(lr, scaled, multiplier, roles.OPTIMIZE | LR_SCHEDULE, role_var=[])
         return scaled
 
