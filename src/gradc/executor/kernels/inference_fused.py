@@ -233,13 +233,29 @@ def _reshaped(a, shape: list[int], axes: list[int], transpose_first: bool):
 def fused_matmul(k):
     x = _reshaped(k.x("X"), k.attr("fused_reshape_X"), k.attr("fused_transpose_X"), False)
     y = _reshaped(k.x("Y"), k.attr("fused_reshape_Y"), k.attr("fused_transpose_Y"), False)
-    out = KERNELS["matmul_v2"](SlotView(k, {"X": x, "Y": y}))["Out"] * k.attr("matmul_alpha")
+    quantized = x.dtype in (np.int8, np.uint8)
+    if quantized:
+        out = _int8_matmul(k, x, y)
+    else:
+        out = KERNELS["matmul_v2"](SlotView(k, {"X": x, "Y": y}))["Out"] * k.attr("matmul_alpha")
     residual = k.optional("ResidualData")
     if residual is not None:
-        out = out + residual
-    out = activate(k, out.astype(x.dtype, copy=False)) * k.attr("fused_output_scale")
+        out = out + (int8.dequantized_residual(residual, k.attr("Scale_in_eltwise")) if quantized else residual)
+    dtype = np.float32 if quantized else x.dtype
+    out = activate(k, out.astype(dtype, copy=False)) * np.asarray(k.attr("fused_output_scale"), dtype)
     out = _reshaped(out, k.attr("fused_reshape_Out"), k.attr("fused_transpose_Out"), True)
-    return {"Out": out.astype(x.dtype, copy=False)}
+    if quantized and not k.attr("force_fp32_output"):
+        return {"Out": int8.requantized(out, k.attr("Scale_out"), k.attr("fuse_activation"))}
+    return {"Out": out.astype(dtype, copy=False)}
+
+
+def _int8_matmul(k, x, y):
+    """oneDNN's int8 matmul: exact integer products, times 1 / Scale_x and matmul_alpha / Scale_y in float32.
+    Paddle's kernel reads Y as X's type."""
+    if y.dtype != x.dtype:
+        raise ValueError(f"X holds {x.dtype} and Y {y.dtype} values: Paddle's int8 matmul reads Y as X's type")
+    acc = KERNELS["matmul_v2"](SlotView(k, {"X": x.astype(np.float64), "Y": y.astype(np.float64)}))["Out"]
+    return int8.matmul_scaled(acc, k.attr("Scale_x"), k.attr("matmul_alpha"), k.attr("Scale_y"))
 
 
 def _fused_elementwise(unfused: str):

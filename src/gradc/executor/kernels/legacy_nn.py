@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...ir import VarType
 from ...ops import legacy_nn as ops
 from . import kernel
 from . import onednn_int8 as int8
 from .interp import planned_by, resize, resize_grad
-from .onednn_quant import NUMPY_TYPES, saturated
+from .onednn_quant import NUMPY_TYPES
 
 _v1_plan = planned_by(ops.v1_plan)
 
@@ -60,8 +59,7 @@ def _int8_fc_output(k, out):
     """force_fp32_output keeps float32; else round(out * Scale_out) saturated, uint8 after a relu, else int8."""
     if k.op.attrs.get("force_fp32_output", False):
         return out
-    dtype = VarType.UINT8 if k.attr("activation_type") == "relu" else VarType.INT8
-    return saturated(out * np.float32(k.op.attrs.get("Scale_out", 1.0)), dtype)
+    return int8.requantized(out, k.op.attrs.get("Scale_out", 1.0), k.attr("activation_type"))
 
 
 def _hinge_margin(k):

@@ -20,6 +20,9 @@ import os
 
 import numpy as np
 
+from ...ir import VarType
+from .onednn_quant import saturated
+
 ISAS = ("vnni", "avx2")
 
 
@@ -76,3 +79,23 @@ def inner_product(x: np.ndarray, wq: np.ndarray) -> np.ndarray:
         u, w = np.pad(u, ((0, 0), (0, 1))), np.pad(w, ((0, 1), (0, 0)))
     pairs = u[:, 0::2, None] * w[None, 0::2] + u[:, 1::2, None] * w[None, 1::2]
     return (np.clip(pairs, -32768, 32767).sum(1) - shift * w.sum(0)).astype(np.float64)
+
+
+def matmul_scaled(acc: np.ndarray, scale_x: float, alpha: float, scale_y: float) -> np.ndarray:
+    """The int8 matmul's src and weight scales, 1 / Scale_x and alpha / Scale_y, multiplied together first (as
+    oneDNN does: other orders differ in the last bit) and then into acc, in float32."""
+    combined = (np.float32(1) / np.float32(scale_x)) * (np.float32(alpha) / np.float32(scale_y))
+    return acc.astype(np.float32) * combined
+
+
+def dequantized_residual(residual: np.ndarray, scale: float) -> np.ndarray:
+    """An int8 / uint8 ResidualData at its scale (Scale_in_eltwise; 0 means none): residual / scale in float32."""
+    if residual.dtype not in (np.int8, np.uint8) or scale == 0:
+        return residual.astype(np.float32, copy=False)
+    return residual.astype(np.float32) * (np.float32(1) / np.float32(scale))
+
+
+def requantized(out: np.ndarray, scale_out: float, activation: str) -> np.ndarray:
+    """An int8 op's int8 output: round(out * Scale_out) saturated, uint8 after relu / relu6, else int8."""
+    dtype = VarType.UINT8 if activation in ("relu", "relu6") else VarType.INT8
+    return saturated(out * np.float32(scale_out), dtype)
