@@ -116,7 +116,7 @@ ROWS = [
           hook=float32_only)
       for op in ("add", "sub", "mul", "div")),
     row("onednn_op.fused_matmul", "fused_matmul", "x:X y:Y residual_data?:ResidualData", "out:Out", MATMUL,
-        hook=float32_only),
+        hook=int8_or_float32),
     row("onednn_op.fused_softplus", "fused_softplus", "x:X", "out:Out",
         "beta:f32=1 threshold:f32=20 fuse_activation:str fuse_alpha:f32 fuse_beta:f32"),
     row("onednn_op.fused_transpose", "fused_transpose", "x:X", "out:Out", TRANSPOSE, hook=reshaped_result),
