@@ -201,7 +201,7 @@ defop("fused_conv2d", ["Input", "Filter", "Bias?", "ResidualData?"], ["Output"],
       grad=expansion(fused_conv_expansion("conv2d")),
       attrs={"strides": [1, 1], "paddings": [0, 0], "padding_algorithm": "EXPLICIT", "groups": 1,
              "dilations": [1, 1], "data_format": "NCHW", "fuse_residual_connection": False, "Scale_in": 1.0,
-             "Scale_in_eltwise": 1.0, "Scale_weights": [1.0], **ONEDNN_ATTRS},
+             "Scale_in_eltwise": 1.0, "Scale_weights": [1.0], "mkldnn_data_type": "float32", **ONEDNN_ATTRS},
       infer=_fused_conv_infer)
 
 

@@ -91,7 +91,10 @@ def _fc_expand(f, g):
 
 
 # no fc_grad in Paddle: the composite maker differentiates the ops fc fuses (module docstring)
-defop("fc", ["Input", "W", "Bias?"], attrs={"in_num_col_dims": 1, "activation_type": "", "padding_weights": False},
+# the int8 attributes are cpu_quantize_pass's (oneDNN's int8 fc on an int8 / uint8 Input)
+defop("fc", ["Input", "W", "Bias?"], attrs={"in_num_col_dims": 1, "activation_type": "", "padding_weights": False,
+                                          "mkldnn_data_type": "float32", "Scale_in": 1.0, "Scale_weights": [1.0],
+                                          "Scale_out": 1.0, "force_fp32_output": False},
       infer=_fc_infer, grad=expansion(_fc_expand))
 
 

@@ -35,7 +35,7 @@ def refuse_int8_grad(g) -> None:
 
 def int8_fc_dtype(ctx) -> VarType:
     """The Out type of oneDNN's int8 fc: float32 with force_fp32_output, else uint8 after a relu, else int8."""
-    if ctx.op.attrs.get("force_fp32_output", False):
+    if ctx.attr("force_fp32_output"):
         return VarType.FP32
     return VarType.UINT8 if ctx.attr("activation_type") == "relu" else VarType.INT8
 

@@ -50,16 +50,16 @@ def fc(k):
 def _int8_inner_product(k, flat, w):
     """oneDNN's int8 inner product of a quantize op's int8 / uint8 Input: float32, before Bias
     (gradc.executor.kernels.onednn_int8)."""
-    scales = int8.weight_scales(k.op.attrs.get("Scale_weights", [1.0]), w.shape[1])
+    scales = int8.weight_scales(k.attr("Scale_weights"), w.shape[1])
     acc = int8.inner_product(flat, int8.quantized_weights(w, scales, 1))
-    return int8.dequantized(acc, k.op.attrs.get("Scale_in", 1.0), scales, 1)
+    return int8.dequantized(acc, k.attr("Scale_in"), scales, 1)
 
 
 def _int8_fc_output(k, out):
     """force_fp32_output keeps float32; else round(out * Scale_out) saturated, uint8 after a relu, else int8."""
-    if k.op.attrs.get("force_fp32_output", False):
+    if k.attr("force_fp32_output"):
         return out
-    return int8.requantized(out, k.op.attrs.get("Scale_out", 1.0), k.attr("activation_type"))
+    return int8.requantized(out, k.attr("Scale_out"), k.attr("activation_type"))
 
 
 def _hinge_margin(k):
