@@ -50,6 +50,7 @@ def quantized_weights(w: np.ndarray, scales: np.ndarray, axis: int, adjust: floa
 
 
 def weight_scales(attrs_scales, channels: int) -> np.ndarray:
+    """Scale_weights as float32: one for all output channels or one each."""
     scales = np.asarray(attrs_scales, np.float32)
     if scales.size not in (1, channels):
         raise ValueError(f"Scale_weights has {scales.size} values for {channels} output channels (1 or one each)")
