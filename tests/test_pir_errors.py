@@ -270,15 +270,17 @@ def test_a_transpose_grad_whose_perm_is_no_permutation():
     fails(doc, r"op \d+ \(pd_op.transpose_grad\): attribute 'perm' must be a permutation, got \[0, 0, 0, 0\]")
 
 
-@pytest.mark.parametrize("name, value", [("mkldnn_data_type", "int8"), ("mkldnn_data_type", "bfloat16")])
-def test_an_onednn_fc_that_fuses_more_than_fc(name, value):
-    """The translator writes legacy fc as onednn_op.fc; one that computes in int8 or bfloat16 is no legacy fc (an
-    activation it fuses becomes the op after it: tests/test_onednn_pir.py)."""
+@pytest.mark.parametrize("name, value, shown", [("mkldnn_data_type", "bfloat16", "'bfloat16'"),
+                                               ("fused_output_scale", 0.5, "0.5")])
+def test_an_onednn_fc_that_fuses_more_than_fc(name, value, shown):
+    """The translator writes legacy fc as onednn_op.fc; one that computes in bfloat16 or scales its output is no
+    legacy fc (an activation it fuses becomes the op after it: tests/test_onednn_pir.py; int8 is oneDNN's int8 fc:
+    tests/test_onednn_int8.py)."""
     def fuse(doc):
         fc = ops_of(doc)[index_of(doc, "onednn_op.fc")]
         next(a for a in fc["A"] if a["N"] == name)["AT"]["D"] = value
     fails(edited(json.loads(program_file("translated_fc_plain").read_bytes()), fuse),
-          rf"\(onednn_op\.fc\): attribute '{name}' = '{value}' fuses more than fc")
+          rf"\(onednn_op\.fc\): attribute '{name}' = {shown} fuses more than fc")
 
 
 def test_a_v1_reshape_whose_shape_list_mixes_tensors_of_several_values():

@@ -40,6 +40,7 @@ from ..errors import GradError
 from ..registry import defop
 from .composite import expansion, first
 from .infer import check_choice, check_float, one_dtype
+from .onednn_quant import QUANTIZED, refuse_int8_grad
 
 # oneDNN eltwise post-ops the fuse passes write (activation names of the fused op's fuse_activation)
 FUSE_ACTIVATIONS = ("", "identity", "relu", "relu6", "leaky_relu", "sigmoid", "tanh", "swish", "hard_swish",
@@ -153,9 +154,10 @@ defop("fusion_squared_mat_sub", ["X", "Y"], ["SquaredX", "SquaredY", "SquaredXY"
 
 
 def _fused_conv_infer(ctx):
-    check_float(ctx, "Input")
+    if ctx.dtype("Input") not in QUANTIZED:   # an int8 / uint8 Input runs oneDNN's int8 kernel, Filter float32
+        check_float(ctx, "Input")
+        one_dtype(ctx, "Input", "Filter")
     check_choice(ctx, "fuse_activation", FUSE_ACTIVATIONS)
-    one_dtype(ctx, "Input", "Filter")
     return {}
 
 
@@ -176,6 +178,7 @@ def fused_conv_expansion(conv_type: str, conv_attr_names: tuple[str, ...] = CONV
     activation, each with its grad."""
 
     def expand(f, g):
+        refuse_int8_grad(g)
         conv_attrs = {name: g.attr(name) for name in conv_attr_names}
         out = f.op(conv_type, {"Input": first(g.I("Input")), "Filter": first(g.I("Filter"))}, first(g.O("Output")),
                    conv_attrs, slot="Output")
@@ -198,12 +201,13 @@ defop("fused_conv2d", ["Input", "Filter", "Bias?", "ResidualData?"], ["Output"],
       grad=expansion(fused_conv_expansion("conv2d")),
       attrs={"strides": [1, 1], "paddings": [0, 0], "padding_algorithm": "EXPLICIT", "groups": 1,
              "dilations": [1, 1], "data_format": "NCHW", "fuse_residual_connection": False, "Scale_in": 1.0,
-             "Scale_in_eltwise": 1.0, "Scale_weights": [1.0], **ONEDNN_ATTRS},
+             "Scale_in_eltwise": 1.0, "Scale_weights": [1.0], "mkldnn_data_type": "float32", **ONEDNN_ATTRS},
       infer=_fused_conv_infer)
 
 
 def _fused_matmul_infer(ctx):
-    check_float(ctx, "X")
+    if ctx.dtype("X") not in QUANTIZED:
+        check_float(ctx, "X")
     check_choice(ctx, "fuse_activation", FUSE_ACTIVATIONS)
     one_dtype(ctx, "X", "Y")
     return {}

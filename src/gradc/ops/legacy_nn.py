@@ -19,6 +19,7 @@ from ..registry import defop, grad_op
 from . import interp
 from .composite import expansion, first
 from .infer import check_float
+from .onednn_quant import QUANTIZED, int8_fc_dtype, refuse_int8_grad
 
 V1_RESIZES = ("bilinear_interp", "nearest_interp")
 V1_ATTRS = {"data_layout": "NCHW", "out_d": 0, "out_h": 0, "out_w": 0, "scale": 0.0, "interp_method": "bilinear",
@@ -50,7 +51,9 @@ def _fc_infer(ctx):
     """Out = act(Input flattened to [prod(dims before in_num_col_dims), K] @ W + Bias): Input's leading
     in_num_col_dims dims and N."""
     x, w, cols = ctx.shape("Input"), ctx.shape("W"), ctx.attr("in_num_col_dims")
-    check_float(ctx, "Input")
+    quantized = ctx.dtype("Input") in QUANTIZED   # oneDNN's int8 fc (gradc.executor.kernels.onednn_int8)
+    if not quantized:
+        check_float(ctx, "Input")
     if ctx.attr("activation_type") not in FC_ACTIVATIONS:
         ctx.fail(f"activation_type {ctx.attr('activation_type')!r} is not one of {list(FC_ACTIVATIONS)}")
     if not 1 <= cols < len(x):
@@ -67,11 +70,12 @@ def _fc_infer(ctx):
         bias = ctx.shape("Bias")
         if not (len(bias) == 1 or (len(bias) == 2 and bias[0] == 1)) or bias[-1] not in (n, -1):
             ctx.fail(f"Bias must have shape [{n}] or [1, {n}], got {bias}")
-    return {"Out": ([*x[:cols], n], ctx.dtype("Input"))}
+    return {"Out": ([*x[:cols], n], int8_fc_dtype(ctx) if quantized else ctx.dtype("Input"))}
 
 
 def _fc_expand(f, g):
     """fc again as mul (Input flattened at in_num_col_dims, times W), + Bias, relu: ops with grads."""
+    refuse_int8_grad(g)
     x, w, bias = first(g.I("Input")), first(g.I("W")), first(g.I("Bias"))
     cols = g.attr("in_num_col_dims")
     k, n = fc_weight_dims(g.shape(w), g.attr("padding_weights"))
@@ -87,7 +91,10 @@ def _fc_expand(f, g):
 
 
 # no fc_grad in Paddle: the composite maker differentiates the ops fc fuses (module docstring)
-defop("fc", ["Input", "W", "Bias?"], attrs={"in_num_col_dims": 1, "activation_type": "", "padding_weights": False},
+# the int8 attributes are cpu_quantize_pass's (oneDNN's int8 fc on an int8 / uint8 Input)
+defop("fc", ["Input", "W", "Bias?"], attrs={"in_num_col_dims": 1, "activation_type": "", "padding_weights": False,
+                                          "mkldnn_data_type": "float32", "Scale_in": 1.0, "Scale_weights": [1.0],
+                                          "Scale_out": 1.0, "force_fp32_output": False},
       infer=_fc_infer, grad=expansion(_fc_expand))
 
 

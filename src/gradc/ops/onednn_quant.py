@@ -19,10 +19,25 @@ No gradient: integer outputs (Paddle defines none).
 
 from __future__ import annotations
 
+from ..errors import GradError
 from ..ir import VarType
 from ..registry import NO_GRAD, defop
 
 QUANTIZED = (VarType.INT8, VarType.UINT8)
+
+
+def refuse_int8_grad(g) -> None:
+    """An op Paddle's int8 passes marked (mkldnn_data_type int8) runs oneDNN's int8 kernel: no gradient."""
+    if g.fwd.attrs.get("mkldnn_data_type") == "int8":
+        raise GradError(f"{g.fwd.type} with mkldnn_data_type int8 is oneDNN's int8 kernel (written by Paddle's int8 "
+                        f"passes), which has no gradient: Paddle defines none. Differentiate the float32 program")
+
+
+def int8_fc_dtype(ctx) -> VarType:
+    """The Out type of oneDNN's int8 fc: float32 with force_fp32_output, else uint8 after a relu, else int8."""
+    if ctx.attr("force_fp32_output"):
+        return VarType.FP32
+    return VarType.UINT8 if ctx.attr("activation_type") == "relu" else VarType.INT8
 
 
 def quantize_shift(shift: float) -> int:

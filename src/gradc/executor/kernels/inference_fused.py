@@ -8,8 +8,8 @@ import numpy as np
 from ...ops.inference_fused import FUSE_ACTIVATIONS, FUSED_ELEMENTWISE
 from ..lod import SETS_LOD
 from . import KERNELS, kernel
+from . import onednn_int8 as int8
 from .activation import erf, sigmoid
-from .onednn_quant import refuse_quantized
 from .sequence_lod_windows import context_columns
 
 SETS_LOD.update(("fusion_seqconv_eltadd_relu", "fusion_seqexpand_concat_fc"))
@@ -174,24 +174,43 @@ def fusion_squared_mat_sub(k):
     return {slot: value.astype(x.dtype) for slot, value in {**squared, "Out": out}.items()}
 
 
+def _int8_conv(k, unfused: str):
+    """oneDNN's int8 convolution of a quantize op's int8 / uint8 Input (gradc.executor.kernels.onednn_int8): float32
+    before Bias, as Paddle 3.3.1 writes it (no Scale_out, whatever force_fp32_output says)."""
+    x, w = k.x("Input"), k.x("Filter")
+    if unfused != "conv2d":
+        raise ValueError(f"Input holds {x.dtype} values: Paddle's oneDNN int8 convolution is 2-D only")
+    adjust, scales = int8.weight_adjust(x), int8.weight_scales(k.attr("Scale_weights"), w.shape[0])
+    wide = {"Input": x.astype(np.float64), "Filter": int8.quantized_weights(w, scales, 0, adjust)}
+    acc = KERNELS[unfused](SlotView(k, wide))["Output"]
+    return int8.dequantized(acc, k.attr("Scale_in"), scales, _channel_axis(k), adjust)
+
+
+def _channel_axis(k) -> int:
+    return -1 if k.attr("data_format") in ("NHWC", "NDHWC") else 1
+
+
 def fused_conv(k, unfused: str, bias_only: bool = False):
-    """The ``unfused`` conv kernel's Output, plus Bias per channel, then (unless ``bias_only``) plus ResidualData
-    (fuse_residual_connection) and fuse_activation."""
-    refuse_quantized(k, "Input")
-    out = KERNELS[unfused](k)["Output"]
+    """The ``unfused`` conv kernel's Output (oneDNN's int8 one on int8 / uint8 Input), plus Bias per channel, then
+    (unless ``bias_only``) plus ResidualData (fuse_residual_connection; an int8 one's sum post-op scales it by
+    1 / Scale_in_eltwise) and fuse_activation."""
+    quantized = k.x("Input").dtype in (np.int8, np.uint8)
+    out = _int8_conv(k, unfused) if quantized else KERNELS[unfused](k)["Output"]
     bias, residual = k.optional("Bias"), None if bias_only else k.optional("ResidualData")
-    channel_axis = -1 if k.attr("data_format") in ("NHWC", "NDHWC") else 1
+    channel_axis = _channel_axis(k)
     if bias is not None:
         if bias.size != out.shape[channel_axis]:
             raise ValueError(f"Bias has {bias.size} values for {out.shape[channel_axis]} output channels")
         shape = [1] * out.ndim
         shape[channel_axis] = -1
-        out = out + bias.reshape(shape)
+        out = out + bias.reshape(shape).astype(out.dtype, copy=False)
     if residual is not None and k.attr("fuse_residual_connection"):
         if residual.shape != out.shape:
             raise ValueError(f"ResidualData {list(residual.shape)} must have the output's shape {list(out.shape)}")
+        if quantized:
+            residual = residual.astype(np.float32) * (np.float32(1) / np.float32(k.attr("Scale_in_eltwise")))
         out = out + residual
-    out = out.astype(k.x("Input").dtype, copy=False)
+    out = out.astype(np.float32 if quantized else k.x("Input").dtype, copy=False)
     return {"Output": out if bias_only else activate(k, out)}
 
 
@@ -214,13 +233,29 @@ def _reshaped(a, shape: list[int], axes: list[int], transpose_first: bool):
 def fused_matmul(k):
     x = _reshaped(k.x("X"), k.attr("fused_reshape_X"), k.attr("fused_transpose_X"), False)
     y = _reshaped(k.x("Y"), k.attr("fused_reshape_Y"), k.attr("fused_transpose_Y"), False)
-    out = KERNELS["matmul_v2"](SlotView(k, {"X": x, "Y": y}))["Out"] * k.attr("matmul_alpha")
+    quantized = x.dtype in (np.int8, np.uint8)
+    if quantized:
+        out = _int8_matmul(k, x, y)
+    else:
+        out = KERNELS["matmul_v2"](SlotView(k, {"X": x, "Y": y}))["Out"] * k.attr("matmul_alpha")
     residual = k.optional("ResidualData")
     if residual is not None:
-        out = out + residual
-    out = activate(k, out.astype(x.dtype, copy=False)) * k.attr("fused_output_scale")
+        out = out + (int8.dequantized_residual(residual, k.attr("Scale_in_eltwise")) if quantized else residual)
+    dtype = np.float32 if quantized else x.dtype
+    out = activate(k, out.astype(dtype, copy=False)) * np.asarray(k.attr("fused_output_scale"), dtype)
     out = _reshaped(out, k.attr("fused_reshape_Out"), k.attr("fused_transpose_Out"), True)
-    return {"Out": out.astype(x.dtype, copy=False)}
+    if quantized and not k.attr("force_fp32_output"):
+        return {"Out": int8.requantized(out, k.attr("Scale_out"), k.attr("fuse_activation"))}
+    return {"Out": out.astype(dtype, copy=False)}
+
+
+def _int8_matmul(k, x, y):
+    """oneDNN's int8 matmul: exact integer products, times 1 / Scale_x and matmul_alpha / Scale_y in float32.
+    Paddle's kernel reads Y as X's type."""
+    if y.dtype != x.dtype:
+        raise ValueError(f"X holds {x.dtype} and Y {y.dtype} values: Paddle's int8 matmul reads Y as X's type")
+    acc = KERNELS["matmul_v2"](SlotView(k, {"X": x.astype(np.float64), "Y": y.astype(np.float64)}))["Out"]
+    return int8.matmul_scaled(acc, k.attr("Scale_x"), k.attr("matmul_alpha"), k.attr("Scale_y"))
 
 
 def _fused_elementwise(unfused: str):

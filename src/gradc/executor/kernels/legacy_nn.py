@@ -6,8 +6,9 @@ import numpy as np
 
 from ...ops import legacy_nn as ops
 from . import kernel
+from . import onednn_int8 as int8
 from .interp import planned_by, resize, resize_grad
-from .onednn_quant import refuse_quantized
+from .onednn_quant import NUMPY_TYPES
 
 _v1_plan = planned_by(ops.v1_plan)
 
@@ -24,7 +25,6 @@ def v1_resize_grad(k):
 
 @kernel("fc")
 def fc(k):
-    refuse_quantized(k, "Input")
     x, w, bias = k.x("Input"), k.x("W"), k.optional("Bias")
     cols = k.attr("in_num_col_dims")
     if not 1 <= cols < x.ndim:
@@ -34,14 +34,32 @@ def fc(k):
     if w.ndim != 2 or flat.shape[1] != rows or n < 1:
         raise ValueError(f"Input flattens to {list(flat.shape)} at in_num_col_dims {cols}, which W {list(w.shape)} "
                          f"(padding_weights {k.attr('padding_weights')}) cannot multiply")
-    out = flat @ w[:rows, :n]
+    quantized = x.dtype in NUMPY_TYPES
+    out = _int8_inner_product(k, flat, w[:rows, :n]) if quantized else flat @ w[:rows, :n]
     if bias is not None:
         if bias.size != n:
             raise ValueError(f"Bias has {bias.size} values for {n} outputs")
-        out = out + bias.reshape(n)
+        out = out + bias.reshape(n).astype(out.dtype, copy=False)
     if k.attr("activation_type") == "relu":
         out = np.maximum(out, 0)
-    return {"Out": out.astype(x.dtype, copy=False).reshape(*x.shape[:cols], n)}
+    if quantized:
+        out = _int8_fc_output(k, out)
+    return {"Out": out.astype(out.dtype if quantized else x.dtype, copy=False).reshape(*x.shape[:cols], n)}
+
+
+def _int8_inner_product(k, flat, w):
+    """oneDNN's int8 inner product of a quantize op's int8 / uint8 Input: float32, before Bias
+    (gradc.executor.kernels.onednn_int8)."""
+    scales = int8.weight_scales(k.attr("Scale_weights"), w.shape[1])
+    acc = int8.inner_product(flat, int8.quantized_weights(w, scales, 1))
+    return int8.dequantized(acc, k.attr("Scale_in"), scales, 1)
+
+
+def _int8_fc_output(k, out):
+    """force_fp32_output keeps float32; else round(out * Scale_out) saturated, uint8 after a relu, else int8."""
+    if k.attr("force_fp32_output"):
+        return out
+    return int8.requantized(out, k.attr("Scale_out"), k.attr("activation_type"))
 
 
 def _hinge_margin(k):

@@ -20,15 +20,6 @@ def saturated(values: np.ndarray, dtype: VarType) -> np.ndarray:
     return np.clip(np.rint(values), low, high).astype(numpy_type)
 
 
-def refuse_quantized(k, slot: str) -> None:
-    """Fails when ``slot`` holds int8 / uint8 values, a quantize's output: the float op is then oneDNN's int8 kernel
-    (Scale_in, Scale_weights, Scale_out; cpu_quantize_pass), which gradc does not compute. The pass declares no var
-    for a quantize's output, so only the value shows it."""
-    if k.x(slot).dtype in NUMPY_TYPES:
-        raise ValueError(f"{slot} holds {k.x(slot).dtype} values (a quantize op's output): {k.op.type} then runs "
-                         f"oneDNN's int8 kernel (Scale_in, Scale_weights, Scale_out), which gradc does not compute")
-
-
 def _round_half_away(value: np.float32) -> int:
     """C's lround."""
     return int(np.sign(value) * np.floor(np.abs(value) + np.float32(0.5)))

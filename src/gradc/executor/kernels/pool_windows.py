@@ -17,6 +17,7 @@ import numpy as np
 from ...ops import conv as ops
 from . import kernel
 from .conv import channels_back, channels_first
+from .onednn_quant import NUMPY_TYPES, saturated
 from .pool_taps import PADDLE_MAX_POOL_INIT, tap_geometry, taps_max, taps_max_grad
 
 
@@ -109,6 +110,8 @@ def _pool_kernels(name: str, dims: int) -> None:
     def forward(k):
         last = ops.channel_last(k.attr("data_format"))
         x = channels_first(k.x("X"), last, dims)
+        quantized = NUMPY_TYPES.get(x.dtype)   # oneDNN's int8 / uint8 pooling: averages rounded half to even
+        x = x.astype(np.float64) if quantized else x
         bounds, divisor, taps = _pool_windows(k, x, dims)
         if k.attr("pooling_type") == "max" and taps is not None:
             out = taps_max(x, taps)
@@ -116,7 +119,7 @@ def _pool_kernels(name: str, dims: int) -> None:
             out = max_windows(x, bounds)[0].max(1).reshape(*x.shape[:2], *(len(b[0]) for b in bounds))
         else:
             out = along_axes(x, [membership(size, b, x.dtype) for size, b in zip(x.shape[2:], bounds)]) / divisor
-        return {"Out": channels_back(out, last)}
+        return {"Out": channels_back(saturated(out, quantized) if quantized else out, last)}
 
     @kernel(name + "_grad")
     def backward(k):

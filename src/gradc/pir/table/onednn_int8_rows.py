@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import import_only, row
-from .onednn_rows import CONV, float32_only
+from .onednn_rows import CONV, float32_only, undeclared_results
 
 NO_EXPORT = {"when": import_only}
 # the oneDNN extras of a conv transpose, a mul and a v1 matmul (their float32 values: gradc.pir.table.onednn_rows)
@@ -60,10 +60,12 @@ def inplace(table: dict) -> list:
 
 ROWS = [
     row("onednn_op.quantize", "quantize", "input:Input", "output:Output",
-        "is_negative_input:bool scale=Scale:f32=1 shift=Shift:f32 output_format:str=NHWC bfloat16:bool"),
+        "is_negative_input:bool scale=Scale:f32=1 shift=Shift:f32 output_format:str=NHWC bfloat16:bool",
+        hook=undeclared_results),
     row("onednn_op.dequantize", "dequantize", "input:Input", "output:Output", "scale=Scale:f32=1 shift=Shift:f32"),
     row("onednn_op.requantize", "requantize", "input:Input", "output:Output",
-        "scale_in=Scale_in:f32=1 scale_out=Scale_out:f32=1 shift_in=Shift_in:f32=1 shift_out=Shift_out:f32=1"),
+        "scale_in=Scale_in:f32=1 scale_out=Scale_out:f32=1 shift_in=Shift_in:f32=1 shift_out=Shift_out:f32=1",
+        hook=undeclared_results),
     row("onednn_op.fused_conv3d", "fused_conv3d", "input:Input filter:Filter bias?:Bias residual_param?:ResidualData",
         "output:Output", CONV, hook=float32_only),
     *(row(f"{dialect}.conv2d_transpose_bias", "conv2d_transpose_bias",

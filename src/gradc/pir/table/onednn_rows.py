@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ...ir import VarType
 from ...ops.inference_fused import FUSED_TRANSPOSE, fused_transpose_shape
 from . import row
 
@@ -24,7 +25,7 @@ FLOAT32_VALUES = {"mkldnn_data_type": ("float32",), "onednn_data_type": ("", "fl
 KEPT = ("fuse_with_relu",)   # batch_norm's relu (gradc's legacy batch_norm applies it)
 
 CONV = ("strides:i32s paddings:i32s padding_algorithm:str dilations:i32s groups:i32 data_format:str "
-        "mkldnn_data_type=-:str=float32 fuse_activation:str fuse_residual_connection:bool force_fp32_output:bool "
+        "mkldnn_data_type:str=float32 fuse_activation:str fuse_residual_connection:bool force_fp32_output:bool "
         "fuse_alpha:f32 fuse_beta:f32 scale_in=Scale_in:f32=1 scale_out=Scale_out:f32=1 "
         "scale_in_eltwise=Scale_in_eltwise:f32=1 scale_weights=Scale_weights:f32s")
 ELEMENTWISE = ("axis:i32=-1 fuse_activation:str fuse_alpha:f32 fuse_beta:f32 fused_output_scale:f32=1 "
@@ -39,16 +40,39 @@ TRANSPOSE = ("axis:i32s fused_squeeze2_axes:i32s fused_unsqueeze2_axes:i32s fuse
              "shift:f32 output_data_type:str")
 
 
-def float32_only(legacy, op, ctx) -> None:
-    """Refuses an extra attribute at a value that makes oneDNN compute in int8 or bfloat16; keeps fuse_with_relu."""
-    for name, values in FLOAT32_VALUES.items():
-        attr = op.attrs.get(name)
-        if attr is not None and attr.plain() not in values:
-            raise ctx.fail(op, f"attribute '{name}' = {attr.plain()!r:.40} makes oneDNN compute in int8 or bfloat16; "
-                               f"gradc computes this op in float32 only ({name} one of {list(values)})")
-    for name in KEPT:
-        if (attr := op.attrs.get(name)) is not None:
-            legacy.set_attr(name, attr.plain())
+def undeclared_results(legacy, op, ctx) -> None:
+    """Paddle's translator types a var cpu_quantize_pass left undeclared (a quantize's or an int8 op's output) as
+    bool []: gradc leaves it undeclared, so the int8 kernel's type and shape stand (no oneDNN op writes a bool)."""
+    for names in legacy.outputs.values():
+        for name in names:
+            var = ctx.block.find_var(name)
+            if var is not None and var.dtype == VarType.BOOL and var.shape == []:
+                var.dtype = var.shape = None
+
+
+def _settings(values: dict, int8: bool = False):
+    def hook(legacy, op, ctx) -> None:
+        """Refuses an extra attribute at a value gradc does not compute (int8 only where gradc runs oneDNN's int8
+        kernel, bfloat16 nowhere); keeps fuse_with_relu."""
+        for name, allowed in values.items():
+            attr = op.attrs.get(name)
+            if attr is not None and attr.plain() not in allowed:
+                raise ctx.fail(op, f"attribute '{name}' = {attr.plain()!r:.40} makes oneDNN compute in int8 or "
+                                   f"bfloat16; gradc computes this op only at {name} one of {list(allowed)}")
+        for name in KEPT:
+            if (attr := op.attrs.get(name)) is not None:
+                legacy.set_attr(name, attr.plain())
+        if int8:
+            undeclared_results(legacy, op, ctx)
+    return hook
+
+
+float32_only = _settings(FLOAT32_VALUES)
+# the ops whose int8 kernel gradc runs (on a quantize's int8 / uint8 output): mkldnn_data_type int8 marks them
+# (their scales are attributes of the legacy op, or of none for pool2d)
+int8_or_float32 = _settings({"mkldnn_data_type": ("float32", "int8"), "onednn_data_type": ("", "float32", "int8"),
+                             "use_quantizer": (False,)}, int8=True)
+INT8_PLAIN = ("pool2d",)
 
 
 def reshaped_result(legacy, op, ctx) -> None:
@@ -79,19 +103,20 @@ def mirrored(table: dict) -> list:
         if base.special is not None:
             rows.append(replace(base, pir=f"onednn_op.{name}"))
         else:
-            rows.append(replace(base, pir=f"onednn_op.{name}", hook=_chained(float32_only, base.hook),
+            settings = int8_or_float32 if name in INT8_PLAIN else float32_only
+            rows.append(replace(base, pir=f"onednn_op.{name}", hook=_chained(settings, base.hook),
                                 when=lambda legacy, exporter: False))
     return rows
 
 
 ROWS = [
     row("onednn_op.fused_conv2d", "fused_conv2d", "input:Input filter:Filter bias?:Bias residual_param?:ResidualData",
-        "output:Output", CONV, hook=float32_only),
+        "output:Output", CONV, hook=int8_or_float32),
     *(row(f"onednn_op.fused_elementwise_{op}", f"fused_elementwise_{op}", "x:X y:Y", "out:Out", ELEMENTWISE,
           hook=float32_only)
       for op in ("add", "sub", "mul", "div")),
     row("onednn_op.fused_matmul", "fused_matmul", "x:X y:Y residual_data?:ResidualData", "out:Out", MATMUL,
-        hook=float32_only),
+        hook=int8_or_float32),
     row("onednn_op.fused_softplus", "fused_softplus", "x:X", "out:Out",
         "beta:f32=1 threshold:f32=20 fuse_activation:str fuse_alpha:f32 fuse_beta:f32"),
     row("onednn_op.fused_transpose", "fused_transpose", "x:X", "out:Out", TRANSPOSE, hook=reshaped_result),

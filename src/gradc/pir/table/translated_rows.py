@@ -13,6 +13,7 @@ from ...ops.inference_fused import ACTIVATION_OPS
 from . import row
 from .grad_rows import X_GRAD
 from .hooks import literal_values
+from .onednn_rows import undeclared_results
 
 LSTM_ATTRS = ("use_peepholes:bool is_reverse:bool is_test:bool gate_activation:str cell_activation:str "
               "candidate_activation:str")
@@ -31,20 +32,24 @@ IM2SEQUENCE = "kernels:i32s strides:i32s paddings:i32s out_stride:i32s"
 LOD_RESET = "target_lod:i32s append:bool"
 MOVING = "moving_rate:f32=0.9 bit_length:i32=8 is_test:bool round_type:i32=1"
 # onednn_op.fc's fusion attributes, at the values with which it computes plain fc (what the translator writes);
-# a bfloat16 or int8 mkldnn_data_type computes in that type. fuse_activation becomes an activation op after the fc.
-ONEDNN_NEUTRAL = {"fused_reshape2_shape": [], "use_quantizer": False, "scale_in": 1.0, "scale_out": 1.0,
-                  "scale_weights": [1.0], "force_fp32_output": False, "fused_output_scale": 1.0,
-                  "mkldnn_data_type": "float32"}
+# fuse_activation becomes an activation op after the fc. mkldnn_data_type int8 and the scales are kept: gradc runs
+# oneDNN's int8 fc on a quantize's int8 / uint8 output (gradc.executor.kernels.onednn_int8), as Paddle does.
+ONEDNN_NEUTRAL = {"fused_reshape2_shape": ([],), "use_quantizer": (False,), "fused_output_scale": (1.0,),
+                  "mkldnn_data_type": ("float32", "int8")}
+ONEDNN_FC = ("in_num_col_dims:i32 activation_type:str padding_weights:bool mkldnn_data_type:str=float32 "
+             "scale_in=Scale_in:f32=1 scale_weights=Scale_weights:f32s scale_out=Scale_out:f32=1 "
+             "force_fp32_output:bool")
 
 
 def plain_onednn_fc(legacy, op, ctx) -> None:
-    """Refuses an onednn_op.fc that fuses more than fc and an activation (a reshape, int8 scales); writes its
-    fuse_activation (fc_onednn_pass's) as the gradc op after the fc."""
+    """Refuses an onednn_op.fc that fuses more than fc and an activation (a reshape, an output scale, bfloat16);
+    writes its fuse_activation (fc_onednn_pass's) as the gradc op after the fc."""
     for name, neutral in ONEDNN_NEUTRAL.items():
         attr = op.attrs.get(name)
-        if attr is not None and attr.plain() != neutral:
+        if attr is not None and attr.plain() not in neutral:
             raise ctx.fail(op, f"attribute '{name}' = {attr.plain()!r:.60} fuses more than fc, which gradc's "
-                               f"legacy fc cannot express (it computes fc only with {name} = {neutral!r})")
+                               f"legacy fc cannot express (it computes fc only with {name} one of {list(neutral)})")
+    undeclared_results(legacy, op, ctx)
     activation = op.attrs.get("fuse_activation")
     name = "" if activation is None else activation.plain()
     if name in ("", "identity"):
@@ -124,8 +129,7 @@ ROWS = [
         "logits_grad:Logits@GRAD"),
     row("pd_op.l1_norm", "l1_norm", "x:X"),
     row("pd_op.l1_norm_grad", "l1_norm_grad", "x:X out_grad:Out@GRAD", X_GRAD),
-    row("onednn_op.fc", "fc", "input:Input w:W bias?:Bias", "out:Out",
-        "in_num_col_dims:i32 activation_type:str padding_weights:bool", hook=plain_onednn_fc),
+    row("onednn_op.fc", "fc", "input:Input w:W bias?:Bias", "out:Out", ONEDNN_FC, hook=plain_onednn_fc),
     # recurrent layers over LoD sequences (fluid's dynamic_lstm / dynamic_gru / gru_unit)
     row("pd_op.lstm", "lstm", LSTM_IN, LSTM_OUT, LSTM_ATTRS),
     row("pd_op.lstm_grad", "lstm_grad", f"{LSTM_IN} {LSTM_OUT} hidden_grad:Hidden@GRAD",
