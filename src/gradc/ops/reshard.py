@@ -42,19 +42,22 @@ def _local_dims(global_dims, tensor_dist: dict) -> list[int]:
 
 
 def _infer(ctx):
-    """out: the dst block's dims (chunks of ceil(n / k)) of the global dims x's dist type states, else as declared."""
+    """out: the dst block's dims (chunks of ceil(n / k)) of the global dims x's dist type states, or of x's dims
+    taken as src's block of dims split evenly."""
     try:
         _, operands, results, *_ = json.loads(ctx.attr(OP_DIST_ATTR))["D"]
         src, dst = operands[0]["D"], results[0]["D"]
     except (ValueError, KeyError, IndexError, TypeError):
         ctx.fail(f"{OP_DIST_ATTR} must be a reshard's (mesh, [operand tensor_dist], [result tensor_dist]) as JSON "
                  f"text, got {ctx.attr(OP_DIST_ATTR)!r:.80}")
-    x = ctx.block.find_var(ctx.op.inputs["x"][0])
-    if src[1] == dst[1] and src[0] == dst[0]:
-        return {"out": (ctx.shape("x"), ctx.dtype("x"))}
+    x, shape = ctx.block.find_var(ctx.op.inputs["x"][0]), ctx.shape("x")
+    if src[1] == dst[1] and src[0] == dst[0] or shape is None:
+        return {"out": (shape, ctx.dtype("x"))}
     if x is not None and x.dist:
         return {"out": (_local_dims(x.dist[0], results[0]), ctx.dtype("x"))}
-    return {"out": (None, ctx.dtype("x"))}
+    mesh_shape = src[0]["D"][0]   # no global dims stated: x's are src's block of a dim split evenly
+    whole = [size * mesh_shape[axis] if axis != -1 and size >= 0 else size for size, axis in zip(shape, src[1])]
+    return {"out": (_local_dims(whole, results[0]), ctx.dtype("x"))}
 
 
 defop("reshard", ["x"], ["out"], attrs={OP_DIST_ATTR: ""}, infer=_infer, grad=_grad)
