@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from ..errors import GradError
 from ..registry import defop
 
 OP_DIST_ATTR = "op_dist_attr"
@@ -31,8 +32,12 @@ def reversed_dist_attr(text: str) -> str:
 
 
 def _grad(g):
-    return [g.op("reshard", {"x": g.OG("out")}, {"out": g.IG("x")},
-                 {OP_DIST_ATTR: reversed_dist_attr(g.attr(OP_DIST_ATTR))})]
+    try:
+        reverse = reversed_dist_attr(g.attr(OP_DIST_ATTR))
+    except (ValueError, KeyError, IndexError, TypeError):
+        raise GradError(f"reshard: its {OP_DIST_ATTR} must be a reshard's (mesh, [operand tensor_dist], [result "
+                        f"tensor_dist]) as JSON text, got {g.attr(OP_DIST_ATTR)!r:.80}") from None
+    return [g.op("reshard", {"x": g.OG("out")}, {"out": g.IG("x")}, {OP_DIST_ATTR: reverse})]
 
 
 def _local_dims(global_dims, tensor_dist: dict) -> list[int]:
