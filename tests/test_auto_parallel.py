@@ -38,15 +38,16 @@ def rank_part(program: gradc.Program, name: str, value, rank: int) -> np.ndarray
     return spread(program.global_block.vars[name].dist).local_part(value, rank)
 
 
-def run_case(case_name: str, programs: list[gradc.Program], fetch_lists=None):
-    """Every rank's program together, from its startup values and the reference's parameters and rows (each rank
-    its block of them): (each rank's loss, None where ``fetch_lists`` fetches none, each rank's scope after the
-    step)."""
+def run_case(case_name: str, programs: list[gradc.Program], fetch_lists=None, startup_case: str | None = None):
+    """Every rank's program together, from its startup values (those of ``startup_case``, when given) and the
+    reference's parameters and rows (each rank its block of them): (each rank's loss, None where ``fetch_lists``
+    fetches none, each rank's scope after the step)."""
     case = json.loads((DATA / "meta.json").read_text())["cases"][case_name]
     ref, scopes, feeds = reference(case), [], []
     for rank, (program, info) in enumerate(zip(programs, case["ranks"])):
         startup = gradc.Scope()   # its states are whole (replicated): each rank holds its block of the sharded ones
-        gradc.Executor().run(gradc.load(DATA / case_name / f"rank{rank}" / "startup.json"), scope=startup)
+        startup_file = DATA / (startup_case or case_name) / f"rank{rank}" / "startup.json"
+        gradc.Executor().run(gradc.load(startup_file), scope=startup)
         params = {name: ref[f"param.{name.removesuffix('.dist')}"] for name in info["params"]}
         scope = gradc.Scope()
         for name, value in rank_values(program, dict(startup.vars) | params, rank).items():
