@@ -36,7 +36,8 @@ Written to tests/data/paddle/auto_parallel/<case>/:
     rank0/reshard.json     the program before the reshard pass (dist_op.reshard ops), the same file for every rank:
                            the tool checks that they are byte for byte
     rank<r>/startup.json   the rank's startup program
-    meta.json              each rank's ring_id -> ranks, parameters; reference_momentum.npz, reference_adamw.npz
+    meta.json              each rank's ring_id -> ranks, parameters (and Paddle's error where its pass fails);
+                           reference_momentum.npz, reference_adamw.npz
 Not part of the package: needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_auto_parallel.py
