@@ -12,6 +12,7 @@ import gradc
 from gradc.errors import ExecutionError
 from gradc.executor.ranks import run_ranks
 from gradc.executor.reshard import chunk
+from gradc.pir import save_pir
 from gradc.pir.dist import spread
 from programs import Net
 from test_auto_parallel import DATA, check_step, reference, run_case
@@ -189,3 +190,13 @@ def test_a_reshard_between_ranks_run_alone_and_an_unsupported_one_are_one_line_e
                                              r"one shape.*not from mesh \[0, 1\] \[2\], dims_mapping \[0, -1\] to "
                                              r"mesh \[0, 1, 2\] \[3\]"):
         run_reshard((M2, [0, -1]), (([3], [0, 1, 2]), [-1, -1]), [4, 2])
+
+
+def test_a_program_with_reshards_saved_as_pir_writes_them_back_and_still_trains(tmp_path):
+    program = gradc.load(DATA / "shared" / "rank0" / "reshard.json")
+    save_pir(program, tmp_path / "reshard.json")
+    assert (tmp_path / "reshard.json").read_text().count('"dist_op.reshard"') == 24
+    saved = gradc.load(tmp_path / "reshard.json")
+    assert [op.attrs["op_dist_attr"] for op in saved.global_block.ops if op.type == "reshard"] == \
+        [op.attrs["op_dist_attr"] for op in program.global_block.ops if op.type == "reshard"]
+    check_step("shared", [saved, saved])
