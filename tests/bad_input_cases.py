@@ -25,6 +25,9 @@ ONE = zeros(1)
 ADAM_STATE = {"Param": X23, "Grad": X23, "LearningRate": ONE, "Moment1": X23, "Moment2": X23, "Beta1Pow": ONE,
               "Beta2Pow": ONE}
 MISMATCHED = {"X": X23, "Y": zeros(2, 4)}
+_MESH = '{"#": "4.a_process_mesh", "D": [[2], [0, 1], ["x"]]}'
+RESHARD_TWO_RANKS = (f'{{"#": "4.a_op_dist", "D": [{_MESH}, [{{"#": "4.a_tensor_dist", "D": [{_MESH}, [0, -1], []]}}], '
+                     f'[{{"#": "4.a_tensor_dist", "D": [{_MESH}, [-1, -1], []]}}], -1]}}')   # Shard(0) -> Replicate
 YOLO = {"anchors": [10, 13, 16, 30], "anchor_mask": [0, 1], "class_num": 2, "downsample_ratio": 8}
 MSDA = {"value": zeros(1, 18, 2, 3), "sampling_locations": zeros(1, 2, 2, 2, 3, 2),
         "attention_weights": zeros(1, 2, 2, 2, 3), "spatial_shapes": np.array([[3, 4], [2, 3]], np.int64),
@@ -1307,6 +1310,8 @@ COMPILE_TIME = {
     "c_scatter parts": ("c_scatter", {"X": zeros(3, 2)}, {"nranks": 2}, "splits dim 0 of X [3, 2] into nranks=2"),
     "reduce reduce_type": ("reduce", {"x": X23}, {"reduce_type": 5}, "reduce_type 5 is none of"),
     "all_to_all 0-d": ("all_to_all", {"x": np.array(1.0)}, {}, "needs a tensor of rank >= 1"),
+    "reshard op_dist_attr": ("reshard", {"x": X23}, {"op_dist_attr": "{}"}, "op_dist_attr must be a reshard's (mesh, "
+                                                                            "[operand tensor_dist], [result tensor"),
     # pipeline (point-to-point)
     "partial_send id": ("partial_send", {"X": X23}, {"num": 2, "id": 2}, "needs 0 <= id < num, got id 2 of num 2"),
     "partial_recv id": ("partial_recv", {}, {"num": 2, "id": -1, "out_shape": [2, 3]}, "needs 0 <= id < num"),
@@ -1356,6 +1361,8 @@ RUN_TIME = {
     **{f"{op} root": (op, {"X": X23}, {"root_id": 1}, "root_id 1 is not a rank of the group of 1")
        for op in ("c_reduce_sum", "c_reduce_max", "c_reduce_min", "c_reduce_prod")},
     "reduce root": ("reduce", {"x": X23}, {"root_id": 3}, "root_id 3 is not a rank of the group of 1"),
+    "reshard alone": ("reshard", {"x": X23}, {"op_dist_attr": RESHARD_TWO_RANKS}, "the reshard spans ranks [0, 1], "
+                                                                                 "and this process runs one rank"),
     "send_v2 alone": ("send_v2", {"X": X23}, {"ring_id": 20, "peer": 1}, "its peer 1 is another rank, and this "
                                                                          "process runs one rank: the peer is missing"),
     "recv_v2 alone": ("recv_v2", {}, {"peer": 1, "out_shape": [2, 3]}, "the peer is missing"),

@@ -27,6 +27,7 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                               "Paddle 2.x's static sharding and data-parallel programs hold it (3.3.1 writes "
                               "all_gather, reduce_scatter, broadcast, all_reduce, reduce); slots of its 2.x OpMaker"),
               "multiclass_nms2": "Paddle 2.x detection models hold it (3.3.1 registers multiclass_nms and _nms3 only)",
+              "reshard": "auto-parallel's PIR dist_op.reshard, which has no legacy op; gradc's holds its op_dist_attr",
               **dict.fromkeys(("fused_gemm_epilogue", "fused_gemm_epilogue_grad", "fused_feedforward",
                                "fused_feedforward_grad", "fused_attention", "fused_attention_grad"),
                               "3.3.1 registers it in CUDA builds only; gradc has the slots of its OpMaker"),

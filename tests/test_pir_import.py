@@ -272,6 +272,8 @@ def test_every_fixture_op_has_a_row_and_every_row_is_used_by_a_fixture():
     files += [path.read_bytes() for case in ("pipeline", "sharding")   # point-to-point ops, reduce, broadcast
               for path in sorted((PIR_DATA.parent / case).glob("**/*.json")) if path.name != "meta.json"]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "onednn_pir").glob("*/model.json")]   # onednn_op
+    files += [path.read_bytes()   # dist_op.reshard: auto-parallel programs before Paddle's reshard pass
+              for path in sorted((PIR_DATA.parent / "auto_parallel").glob("*/rank0/reshard.json"))]
     files += [path.read_bytes() for path in (PIR_DATA.parent / "onednn_ops").glob("*/program.json")]   # int8, ...
     used = {op.name for data in files for op in walk_ops(read_module(data).body)}
     assert used <= set(TABLE)

@@ -10,6 +10,14 @@ the dp axis by dist.shard_dataloader. The cases:
     sharding2  no model parallelism: 2 data-parallel ranks, AdamW through dist.shard_optimizer with
     sharding3  dist.ShardingStage2 / ShardingStage3 (gradients reduce-scattered, states and, at stage 3,
                parameters held in halves and all-gathered)
+    pipeline   two stages on two meshes, [0, 1] and [2, 3] (x): the first Linear column-parallel on the first, the
+               second row-parallel on the second; the hidden value (batch split, Shard(0) on [0, 1]) crosses to
+               Shard(1) on [2, 3] by dist.reshard in the forward (the backward crosses back); x and the label
+               split over x on their stage's mesh
+    partial    the same stages, the hidden value crossing replicated and then made a sum's parts (Partial()) on
+               [2, 3]: Paddle's reshard pass fails on the backward's Shard(1) -> Partial ("There is no reshard
+               function that matches ..."), so the case has the program before the pass only (and no startup
+               program: the pipeline's is the same model's)
 
 (With an odd dim, 5 classes, Paddle's PIR reshard pass fails on the sharding cases: reshard_s_to_r_with_padding,
 reshard_funcs/s_to_r_reshard_func.py line 291, calls get_defining_op on the list split returns:
@@ -25,9 +33,11 @@ numbers are the single-device model's on all the rows, one Momentum step, which 
 
 Written to tests/data/paddle/auto_parallel/<case>/:
     rank<r>/train.json     the rank's program after the reshard pass (Engine._pir_dist_main_progs["train"])
-    rank0/reshard.json     rank 0's program before the reshard pass: dist_op.reshard ops
+    rank0/reshard.json     the program before the reshard pass (dist_op.reshard ops), the same file for every rank:
+                           the tool checks that they are byte for byte
     rank<r>/startup.json   the rank's startup program
-    meta.json              each rank's ring_id -> ranks, parameters; reference_momentum.npz, reference_adamw.npz
+    meta.json              each rank's ring_id -> ranks, parameters (and Paddle's error where its pass fails);
+                           reference_momentum.npz, reference_adamw.npz
 Not part of the package: needs paddlepaddle.
 
     /work/paddle-venv/bin/python tools/paddle_auto_parallel.py
@@ -47,19 +57,31 @@ from paddle_tensor_parallel import single_device_step  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "auto_parallel"
 ROWS, WIDTH, HIDDEN, CLASSES, LR, MOMENTUM = 8, 6, 8, 4, 0.1, 0.9
-# case -> (mesh, its axes' names, model-parallel Linears?, ZeRO stage of dist.shard_optimizer (AdamW) or None)
+# case -> (mesh, its axes' names, model-parallel Linears?, ZeRO stage of dist.shard_optimizer (AdamW) or None);
+# pipeline's mesh holds its two stages' meshes
 CASES = {"dp_mp": ([[0, 1], [2, 3]], ["dp", "mp"], True, None), "shared": ([0, 1], ["x"], True, None),
-         "sharding2": ([0, 1], ["dp"], False, 2), "sharding3": ([0, 1], ["dp"], False, 3)}
+         "sharding2": ([0, 1], ["dp"], False, 2), "sharding3": ([0, 1], ["dp"], False, 3),
+         "pipeline": ([[0, 1], [2, 3]], ["x"], True, None), "partial": ([[0, 1], [2, 3]], ["x"], True, None)}
 
 
-def network(paddle, placements=None):
+def network(paddle, placements=None, between=None):
     """The two Linears; ``placements(kind)``, when given, shards the parameters (kind: column, column_bias, row,
-    row_bias)."""
-    model = paddle.nn.Sequential(paddle.nn.Linear(WIDTH, HIDDEN), paddle.nn.ReLU(), paddle.nn.Linear(HIDDEN, CLASSES))
+    row_bias); ``between(hidden)``, when given, reshards the hidden value to the second Linear's mesh."""
+    layers = [paddle.nn.Linear(WIDTH, HIDDEN), paddle.nn.ReLU(), paddle.nn.Linear(HIDDEN, CLASSES)]
+
+    class Staged(paddle.nn.Layer):   # a Sequential with the reshard of a pipeline's stage boundary in it
+        def __init__(self):
+            super().__init__()
+            self.first, self.act, self.second = layers
+
+        def forward(self, x):
+            return self.second(between(self.act(self.first(x))))
+
+    model = paddle.nn.Sequential(*layers) if between is None else Staged()
     if placements is not None:
         import paddle.distributed as dist
 
-        for layer, kind in ((model[0], "column"), (model[2], "row")):
+        for layer, kind in ((layers[0], "column"), (layers[2], "row")):
             layer.weight = dist.shard_tensor(layer.weight, *placements(kind))
             layer.bias = dist.shard_tensor(layer.bias, *placements(f"{kind}_bias"))
     return model
@@ -93,13 +115,22 @@ def rank_programs(case: str, rank: int) -> dict:
         core.serialize_pir_program(program, str(directory / "reshard.json"), True, False, True)
         return lower(program, *args, **kwargs)
 
-    if rank == 0:   # one rank's is enough to read
-        engine_module.ReshardPasses.apply_reshard_pass = staticmethod(keeping)
-    mesh = dist.ProcessMesh(mesh_ids, dim_names=dims)
-    model_axis = [dist.Replicate()] * (len(dims) - 1)
+    engine_module.ReshardPasses.apply_reshard_pass = staticmethod(keeping)
     shards = {"column": dist.Shard(1), "column_bias": dist.Shard(0), "row": dist.Shard(0),
               "row_bias": dist.Replicate()}
-    model = network(paddle, (lambda kind: (mesh, [*model_axis, shards[kind]])) if model_parallel else None)
+    if case in ("pipeline", "partial"):   # stage 0 on mesh [0, 1], stage 1 on [2, 3]: the hidden value crosses
+        meshes = [dist.ProcessMesh(ids, dim_names=dims) for ids in mesh_ids]
+
+        def between(hidden):
+            if case == "pipeline":
+                return dist.reshard(hidden, meshes[1], [dist.Shard(1)])
+            return dist.reshard(dist.reshard(hidden, meshes[1], [dist.Replicate()]), meshes[1], [dist.Partial()])
+
+        model = network(paddle, lambda kind: (meshes[kind.startswith("row")], [shards[kind]]), between)
+    else:
+        meshes = [dist.ProcessMesh(mesh_ids, dim_names=dims)]
+        model_axis = [dist.Replicate()] * (len(dims) - 1)
+        model = network(paddle, (lambda kind: (meshes[0], [*model_axis, shards[kind]])) if model_parallel else None)
 
     class Rows(paddle.io.Dataset):   # the program is what matters: the data is fed by the tests
         def __getitem__(self, index):
@@ -108,20 +139,24 @@ def rank_programs(case: str, rank: int) -> dict:
         def __len__(self):
             return ROWS
 
-    loader = dist.shard_dataloader(paddle.io.DataLoader(Rows(), batch_size=ROWS), meshes=[mesh], shard_dims=dims[0])
+    loader = dist.shard_dataloader(paddle.io.DataLoader(Rows(), batch_size=ROWS), meshes=meshes, shard_dims=dims[0])
     if stage is None:
         optimizer = paddle.optimizer.Momentum(LR, momentum=MOMENTUM, parameters=model.parameters())
     else:
-        zero = {2: dist.ShardingStage2, 3: dist.ShardingStage3}[stage](dims[0], mesh)
+        zero = {2: dist.ShardingStage2, 3: dist.ShardingStage3}[stage](dims[0], meshes[0])
         optimizer = dist.shard_optimizer(paddle.optimizer.AdamW(LR, parameters=model.parameters()), zero)
-    dist_model = dist.to_static(model, loader, paddle.nn.CrossEntropyLoss(), optimizer)
-    dist_model.train()
+    names = [p.name for p in model.parameters()]
+    try:
+        dist_model = dist.to_static(model, loader, paddle.nn.CrossEntropyLoss(), optimizer)
+        dist_model.train()
+    except AssertionError as exc:   # partial: Paddle's pass has no reshard function for the backward's Shard -> Partial
+        return {"rings": {}, "params": names, "paddle_error": str(exc)[:220]}
     engine = dist_model._engine
     core.serialize_pir_program(engine._pir_dist_main_progs["train"], str(directory / "train.json"), True, False, True)
     core.serialize_pir_program(engine._pir_dist_startup_progs["train"], str(directory / "startup.json"), True, False,
                                True)
     rings = {group.id: group.ranks for group in get_all_process_groups() if rank in group.ranks and group.id}
-    return {"rings": rings, "params": [p.name for p in model.parameters()]}
+    return {"rings": rings, "params": names}
 
 
 def reference(optimizer: str) -> dict:
@@ -164,6 +199,13 @@ def main() -> None:
                                            env=os.environ | {"FLAGS_enable_pir_api": "1"}).stdout.splitlines()[-1])
                  for rank in range(int(np.size(mesh_ids)))]
         meta["cases"][case] = {"mesh": mesh_ids, "dims": dims, "stage": stage, "ranks": ranks}
+        before = [OUT / case / f"rank{rank}" / "reshard.json" for rank in range(len(ranks))]
+        if any(path.read_bytes() != before[0].read_bytes() for path in before):   # the pass is what makes them differ
+            raise SystemExit(f"{case}: the ranks' programs before the reshard pass differ")
+        for path in before[1:]:
+            path.unlink()
+            if not any(path.parent.iterdir()):   # partial: the pass failed, nothing else was written
+                path.parent.rmdir()
     (OUT / "meta.json").write_text(json.dumps(meta, indent=1) + "\n")
     for optimizer in ("momentum", "adamw"):
         np.savez_compressed(OUT / f"reference_{optimizer}.npz", **reference(optimizer))

@@ -63,6 +63,10 @@ class Job:
         members = self.members(ring, rank)
         if rank not in members:
             raise ValueError(f"rank {rank} is not in the group of ring_id {ring} (ranks {members})")
+        return self.meet(rank, ring, members, op_type, where, value)
+
+    def meet(self, rank: int, ring, members: list[int], op_type: str, where: str, value) -> list:
+        """exchange's rendezvous on a communicator ``ring`` (a ring_id, or any key naming a group) of ``members``."""
         with self._cond:
             seen = self._seen.get((ring, rank), 0)
             self._seen[(ring, rank)], key = seen + 1, (ring, members[0], seen)
@@ -98,13 +102,20 @@ class Job:
         return members[place]
 
     def send(self, rank: int, ring: int, place: int, value) -> None:
+        self.post(rank, ring, self.peer(rank, ring, place), value)
+
+    def post(self, rank: int, ring, receiver: int, value) -> None:
+        """Hand ``value`` to rank ``receiver`` on ``ring`` (a ring_id, or any key naming a channel); never waits."""
         with self._cond:
-            self._mail.setdefault((ring, rank, self.peer(rank, ring, place)), []).append(value)
+            self._mail.setdefault((ring, rank, receiver), []).append(value)
             self._cond.notify_all()
 
     def receive(self, rank: int, ring: int, place: int, where: str):
         """The next value the rank at ``place`` of ring's group sent this rank (op at ``where``); waits for it."""
-        sender = self.peer(rank, ring, place)
+        return self.take(rank, ring, self.peer(rank, ring, place), where)
+
+    def take(self, rank: int, ring, sender: int, where: str):
+        """The next value rank ``sender`` posted this rank on ``ring``; waits for it."""
         with self._cond:
             box = self._mail.setdefault((ring, sender, rank), [])
             self._wait(rank, lambda: bool(box) or sender in self.finished,
@@ -188,6 +199,7 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     micro-batch; ``schedule_steps``, a list per rank, gets each rank's (phase, micro-batch, live bytes) steps."""
     from .executor import Executor
     from .micro_batches import run_micro_batches
+    from .reshard import for_rank, holds_reshard
     from .scope import Scope
 
     count = len(programs)
@@ -206,6 +218,7 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     steps = list(schedule_steps) if schedule_steps is not None else [None] * count
     if len(steps) != count:
         raise GradcError(f"run_ranks: {count} program(s) need as many schedule_steps lists, got {len(steps)}")
+    programs = [for_rank(program, rank) if holds_reshard(program) else program for rank, program in enumerate(programs)]
     job = Job(count, rings, pairs=pair_rings(programs))
     results, errors = [None] * count, [None] * count
 

@@ -273,6 +273,7 @@ FAMILIES = {
         "reduce_min", "reduce_min_grad", "reduce_prod", "reduce_prod_grad", "reduce_all", "reduce_any", "reduce_amax",
         "reduce_amax_grad", "reduce_amin", "reduce_amin_grad", "mean", "mean_grad", "logsumexp", "logsumexp_grad",
         "p_norm", "p_norm_grad", "renorm", "renorm_grad"),
+    "reshard": ("reshard",),
     "resnet_fusion": ("resnet_unit", "resnet_unit_grad", "resnet_basic_block", "resnet_basic_block_grad"),
     "rnn": ("rnn", "rnn_grad"),
     "rnn_double": ("rnn_grad", "rnn_grad_grad"),

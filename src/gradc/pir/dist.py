@@ -79,15 +79,30 @@ def op_dist_attr_of(legacy) -> dict:
     return {OP_DIST_ATTR: Attr("a_op_dist", json.loads(text)["D"])} if isinstance(text, str) else {}
 
 
+def localize_reshapes(program) -> None:
+    """A reshape of dist values states the global dims it makes: each rank reshapes its block to the block's dims
+    (its result's local dims), as Paddle's dist-to-dense pass rewrites the shape before running the program."""
+    for block in program.blocks:
+        for op in block.ops:
+            if op.type == "reshape2" and not op.inputs.get("ShapeTensor") and not op.inputs.get("Shape"):
+                out = block.find_var(op.outputs["Out"][0])
+                if out is not None and out.dist and out.shape and len(out.shape) == len(op.attrs.get("shape", ())):
+                    op.attrs["shape"] = list(out.shape)
+
+
 def rank_values(program, values, rank: int) -> dict:
     """``values`` (name -> array) as rank ``rank`` of ``program`` holds them: a global value of a var the program
-    spreads over its mesh becomes this rank's block of it; other values are kept as they are."""
+    spreads over its mesh becomes this rank's block of it, one split over a mesh without the rank is left out (a
+    pipeline's other stage); other values are kept as they are."""
     import numpy as np
 
     held = {}
     for name, value in values.items():
         var = program.global_block.vars.get(name)
         if var is not None and var.dist and tuple(np.shape(value)) == tuple(var.dist[0]) != tuple(var.shape or ()):
-            value = spread(var.dist).local_part(value, rank)
+            where = spread(var.dist)
+            if rank not in where.process_ids:
+                continue
+            value = where.local_part(value, rank)
         held[name] = value
     return held

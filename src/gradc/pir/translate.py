@@ -12,7 +12,7 @@ from ..opdef import declared_type
 from ..ops.creation import scalars  # assign_value's complex literal: Scalars, the only list attribute holding them
 from ..verify import check_structure
 from . import schema
-from .dist import carry_op_dist
+from .dist import carry_op_dist, localize_reshapes
 from .folding import foldable, folded, tensor_attrs, unstacked
 from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
 from .naming import Namer, file_names
@@ -49,6 +49,7 @@ class Translator:
         _check_mapped(self.module, self.source)
         self.translate_block(self.module.body.ops)
         self._drop_unread_constants()
+        localize_reshapes(self.program)
         unknown_for_zero(self.program)
         check_structure(self.program, self.source)
         return self.program

@@ -1,6 +1,7 @@
 """Rows: Paddle's collective ops (gradc.ops.collective), names as Paddle 3.3.1's translator writes them
 (tools/paddle_tensor_parallel.py prints them), with the in-place variants Paddle's PIR API appends; and 3.3.1's
-reduce, c_scatter and all_to_all (gradc.ops.collective_v2; tools/paddle_pipeline.py translates them)."""
+reduce, c_scatter and all_to_all (gradc.ops.collective_v2; tools/paddle_pipeline.py translates them); auto-parallel's
+dist_op.reshard (gradc.ops.reshard)."""
 
 from __future__ import annotations
 
@@ -45,4 +46,5 @@ ROWS = [
     *_both("pd_op.c_softmax_with_cross_entropy_grad", "c_softmax_with_cross_entropy_grad",
            f"ignore_index:i64=-100 {GROUP}", "softmax:Softmax label:Label loss_grad:Loss@GRAD",
            "logits_grad:Logits@GRAD"),
+    row("dist_op.reshard", "reshard", "x:x", "out:out", ""),   # its placements: the op_dist_attr every dist op carries
 ]
