@@ -29,7 +29,7 @@ from ..executor.failures import NonFiniteError
 from ..io import load
 from ..ir import Program
 from .checkpoint import load_checkpoint, save_checkpoint
-from .data import Dataset, OneBatch
+from .data import Dataset, OneBatch, check_fits
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import deferred_interrupt
 from .programs import forward_part, prune
@@ -111,6 +111,17 @@ class Trainer:
             count += size
         return {name: total / count for name, total in totals.items()}
 
+    def check_data(self, data, eval_data=None, batch_size: int = 32, drop_last: bool = False) -> None:
+        """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
+        check_fits(self.program, data, batch_size, drop_last)
+        if eval_data is not None:
+            feeds = tuple(sorted(eval_data.feed if isinstance(eval_data, OneBatch) else eval_data.arrays))
+            try:
+                program, _ = self._eval_program(feeds)
+            except GradcError as exc:
+                raise GradcError(f"{eval_data.source}: {exc}") from None
+            check_fits(program, eval_data, batch_size)
+
     def _eval_program(self, feeds: tuple[str, ...]) -> tuple[Program, list[str]]:
         if feeds not in self._eval_programs:
             forward = forward_part(self.program)
@@ -139,6 +150,7 @@ class Trainer:
         batches = data.batch_count(batch_size, drop_last)
         if batches == 0:
             raise GradcError(f"{data.source}: {data.size} examples make no batch of {batch_size} with --drop-last")
+        self.check_data(data, eval_data, batch_size, drop_last)
         reporter = reporter or Reporter()
         reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
         started, saved_at = time.perf_counter(), None

@@ -1,0 +1,71 @@
+"""A user's whole training workflow on the command line (compile, train with evaluation, checkpoints, export, view)
+and the mistakes made along it: each refused before it costs an epoch, in one line, with nothing half written."""
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from test_cli import assert_clean_failure
+from test_training_loop import EXAMPLE, LOSS, digits
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("workflow")
+    done = gradc_cli("compile", EXAMPLE / "forward.pb", "-o", directory / "train.pb", "--optimizer", "adam",
+                     "--lr", "0.01")
+    assert done.returncode == 0, done.stderr
+    np.savez(directory / "train.npz", **digits(64))
+    np.savez(directory / "test.npz", **digits(20, "test"))
+    return directory
+
+
+def train(directory, *extra):
+    return gradc_cli("train", directory / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+                     directory / "train.startup.pb", "--batch-size", "32", "--fetch", LOSS, *extra)
+
+
+def refit(tmp_path, name, change, part="test", count=20):
+    arrays = digits(count, part)
+    change(arrays)
+    np.savez(tmp_path / name, **arrays)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize("change, phrase", [
+    (lambda a: a.update(img=a["img"].astype(np.float64)), "'img' is float64, but block 0 declares float32"),
+    (lambda a: a.update(img=a["img"].reshape(len(a["img"]), 64)), "'img' has shape [20, 64]"),
+    (lambda a: a.update(image=a.pop("img")), "'image' is not a var of block 0"),
+    (lambda a: a.pop("label"), "need 'label'"),
+])
+def test_eval_data_is_checked_before_the_first_epoch(compiled, tmp_path, change, phrase):
+    bad = refit(tmp_path, "eval.npz", change)
+    done = train(compiled, "--data", compiled / "train.npz", "--eval", bad, "--checkpoint-dir", tmp_path / "ckpt")
+    assert_clean_failure(done, f"eval data '{bad}'", phrase)
+    assert "epoch" not in done.stdout and not (tmp_path / "ckpt").exists()
+
+
+@pytest.mark.parametrize("change, phrase", [
+    (lambda a: a.pop("label"), "has no array 'label', which block 0, op 17 (accuracy) reads"),
+    (lambda a: a.update(label=a["label"].astype(np.float32)), "'label' is float32, but block 0 declares int64"),
+])
+def test_training_data_is_checked_before_the_first_step(compiled, tmp_path, change, phrase):
+    bad = refit(tmp_path, "train.npz", change, "train", 40)
+    done = train(compiled, "--data", bad, "--checkpoint-dir", tmp_path / "ckpt")
+    assert_clean_failure(done, f"data '{bad}'", phrase)
+    assert "step" not in done.stdout and not (tmp_path / "ckpt").exists()
+
+
+def test_the_last_partial_batch_is_checked_too(compiled, tmp_path):
+    program = tmp_path / "fixed.pb"
+    fixed = gradc.load(compiled / "train.pb")
+    for name in ("img", "label"):   # a program built for batches of exactly 32
+        fixed.global_block.find_var(name).shape[0] = 32
+    gradc.save(fixed, program)
+    data = refit(tmp_path, "train.npz", lambda a: None, "train", 40)
+    done = gradc_cli("train", program, "--startup", EXAMPLE / "startup.pb", "--startup", compiled / "train.startup.pb",
+                     "--batch-size", "32", "--data", data)
+    assert_clean_failure(done, "'img' has shape [8, 1, 8, 8], but block 0 declares [32, 1, 8, 8]")
+    assert "step" not in done.stdout
+    assert train(compiled, "--data", data, "--drop-last").returncode == 0
