@@ -69,3 +69,13 @@ def test_the_last_partial_batch_is_checked_too(compiled, tmp_path):
     assert_clean_failure(done, "'img' has shape [8, 1, 8, 8], but block 0 declares [32, 1, 8, 8]")
     assert "step" not in done.stdout
     assert train(compiled, "--data", data, "--drop-last").returncode == 0
+
+
+def test_view_without_output_writes_the_page_beside_the_program_and_says_where(tmp_path):
+    program = tmp_path / "train.pb"
+    program.write_bytes((EXAMPLE / "forward.pb").read_bytes())
+    done = gradc_cli("view", program)
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "train.html"
+    assert page.read_text().startswith("<!DOCTYPE html>")
+    assert f"wrote {page} " in done.stdout and page.as_uri() in done.stdout
