@@ -7,7 +7,10 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from test_cli import assert_clean_failure
-from test_training_loop import EXAMPLE, LOSS, digits
+from test_training_loop import EXAMPLE, digits
+
+MLP = EXAMPLE.parent / "mlp"
+LOSS = "mean_0.tmp_0"   # the loss of both examples
 
 
 @pytest.fixture(scope="module")
@@ -79,3 +82,34 @@ def test_view_without_output_writes_the_page_beside_the_program_and_says_where(t
     page = tmp_path / "train.html"
     assert page.read_text().startswith("<!DOCTYPE html>")
     assert f"wrote {page} " in done.stdout and page.as_uri() in done.stdout
+
+
+@pytest.fixture
+def extra_params(tmp_path):
+    with np.load(MLP / "params.npz") as given:
+        values = dict(given)
+    np.savez(tmp_path / "extra.npz", **values, fc_9_w_0=np.zeros(3, np.float32), linear_0_w_0=np.zeros(3, np.float32))
+    return tmp_path / "extra.npz"
+
+
+def test_params_the_program_does_not_have_are_named_in_a_warning(extra_params):
+    done = gradc_cli("run", MLP / "forward.pb", "--params", extra_params, "--feed", MLP / "feed.npz", "--fetch", LOSS)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"gradc: warning: params '{extra_params}': 2 of its 6 values name no var of the program (fc_9_w_0, "
+        f"linear_0_w_0); the program does not use them (--strict-params, strict=True in Python, refuses such a file)"]
+    with pytest.warns(gradc.GradcWarning, match="fc_9_w_0, linear_0_w_0"):
+        gradc.load_params(gradc.Scope(), extra_params, gradc.load(MLP / "forward.pb"))
+
+
+@pytest.mark.parametrize("command", [
+    ["run", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--fetch", LOSS],
+    ["export", MLP / "forward.pb", "--feed", "x", "--fetch", "fc_1.tmp_1", "-o", "{tmp}/model"],
+    ["train", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--steps", "1"],
+])
+def test_strict_params_refuses_them(extra_params, tmp_path, command):
+    done = gradc_cli(*[str(arg).format(tmp=tmp_path) for arg in command], "--params", extra_params, "--strict-params")
+    assert_clean_failure(done, f"params '{extra_params}'", "(fc_9_w_0, linear_0_w_0): is it another model's file?")
+    assert list(tmp_path.iterdir()) == [extra_params]
+    with pytest.raises(gradc.GradcError, match="another model's file"):
+        gradc.load_params(gradc.Scope(), extra_params, gradc.load(MLP / "forward.pb"), strict=True)

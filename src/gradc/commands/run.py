@@ -17,19 +17,22 @@ from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values
 
+STRICT_PARAMS = click.option("--strict-params", is_flag=True, help="Refuse a --params file that holds values for "
+                             "vars the program does not have (by default they are left out, with a warning).")
 
-def load_params(path: str | None, program) -> dict[str, np.ndarray]:
+
+def load_params(path: str | None, program, strict: bool = False) -> dict[str, np.ndarray]:
     """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
-    return read_values(path, program) if path else {}
+    return read_values(path, program, strict) if path else {}
 
 
-def _session(program_path: str, params: str | None, startups) -> tuple:
+def _session(program_path: str, params: str | None, startups, strict: bool) -> tuple:
     """The program, an executor, and a scope holding what the startup programs and the params file give."""
     prog = load(program_path)
     scope, executor = Scope(), Executor()
     for startup in startups:
         executor.run(load(startup), scope=scope)
-    for name, value in load_params(params, prog).items():
+    for name, value in load_params(params, prog, strict).items():
         scope[name] = value
     round_parameters(prog, scope)   # a pure bfloat16 program's, as Paddle's amp_init
     return prog, executor, scope
@@ -64,14 +67,15 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
               "with tracemalloc on, which slows them).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own, "
               "as paddle.seed seeds Paddle's: initialisers and dropout then draw Paddle's values.")
-def run(program, feed, params, startups, fetches, out, profile, seed):
+@STRICT_PARAMS
+def run(program, feed, params, startups, fetches, out, profile, seed, strict_params):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
     if seed is not None:
         from ..executor import randomness
         randomness.seed(seed)
-    prog, executor, scope = _session(program, params, startups)
+    prog, executor, scope = _session(program, params, startups, strict_params)
     feeds = with_lods(read_npz(feed, "feed")) if feed else {}
     require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()

@@ -17,6 +17,7 @@ from ..training import save_params as write_model_params
 from ..training.params import require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.report import ConsoleReporter
+from .run import STRICT_PARAMS
 
 
 @click.command()
@@ -61,9 +62,10 @@ from ..training.report import ConsoleReporter
               help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
                    "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+@STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
           fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, plot,
-          lr_schedule, lr_var):
+          lr_schedule, lr_var, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
@@ -83,7 +85,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     trainer = Trainer(program, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
                       lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     if params:
-        load_params(trainer.scope, params, trainer.program)
+        load_params(trainer.scope, params, trainer.program, strict_params)
     if feed is not None:
         source, epochs = OneBatch(read_npz(feed, "feed"), f"feed '{feed}'"), steps or 10
     else:
@@ -119,7 +121,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
 @click.option("--format", "fmt", type=click.Choice(["pb", "pir"]),
               help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json). Default: pir when OUTPUT "
                    "ends in .json, else pb.")
-def export_command(program, output, feeds, fetches, params, startups, fmt):
+@STRICT_PARAMS
+def export_command(program, output, feeds, fetches, params, startups, fmt, strict_params):
     """Export a (training) program for inference as Paddle's save_inference_model does: pruned to what the
     fetches need from the feeds, without backward and optimizer ops, dropout and batch norm in test mode, feed
     and fetch ops in Paddle's layout, and the parameters it reads."""
@@ -129,6 +132,6 @@ def export_command(program, output, feeds, fetches, params, startups, fmt):
     for startup in startups:
         executor.run(load(startup), scope=scope)
     if params:
-        scope.vars.update(read_values(params, prog))
+        scope.vars.update(read_values(params, prog, strict_params))
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
     click.echo(f"wrote {model_path} (feeds {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")
