@@ -113,3 +113,14 @@ def test_strict_params_refuses_them(extra_params, tmp_path, command):
     assert list(tmp_path.iterdir()) == [extra_params]
     with pytest.raises(gradc.GradcError, match="another model's file"):
         gradc.load_params(gradc.Scope(), extra_params, gradc.load(MLP / "forward.pb"), strict=True)
+
+
+def test_a_loss_of_one_value_per_example_compiles_with_a_warning_that_its_sum_is_differentiated(tmp_path):
+    per_example = "softmax_with_cross_entropy_0.tmp_1"   # [-1, 1]: the digits net's loss before its mean
+    done = gradc_cli("compile", EXAMPLE / "forward.pb", "-o", tmp_path / "train.pb", "--loss", per_example)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [f"gradc: warning: loss '{per_example}' has shape [-1, 1], one value per "
+                                        f"example: its gradients are those of its sum over the batch, as in Paddle "
+                                        f"(a mean of it averages them)"]
+    done = gradc_cli("compile", EXAMPLE / "forward.pb", "-o", tmp_path / "mean.pb")
+    assert done.returncode == 0 and done.stderr == ""
