@@ -124,3 +124,36 @@ def test_a_loss_of_one_value_per_example_compiles_with_a_warning_that_its_sum_is
                                         f"(a mean of it averages them)"]
     done = gradc_cli("compile", EXAMPLE / "forward.pb", "-o", tmp_path / "mean.pb")
     assert done.returncode == 0 and done.stderr == ""
+
+
+@pytest.fixture(scope="module")
+def checkpoint(compiled):
+    done = train(compiled, "--data", compiled / "train.npz", "--checkpoint-dir", compiled / "ckpt")
+    assert done.returncode == 0, done.stderr
+    return compiled / "ckpt" / "checkpoint-00000002.npz"
+
+
+def resumed_from(compiled, tmp_path, change):
+    directory = tmp_path / "ckpt"
+    directory.mkdir()
+    source = compiled / "ckpt" / "checkpoint-00000002"
+    (directory / "checkpoint-00000002.json").write_bytes(source.with_suffix(".json").read_bytes())
+    with np.load(source.with_suffix(".npz")) as saved:
+        values = dict(saved)
+    change(values)
+    np.savez(directory / "checkpoint-00000002.npz", **values)
+    return train(compiled, "--data", compiled / "train.npz", "--epochs", "2", "--resume", directory)
+
+
+@pytest.mark.parametrize("change, phrase", [
+    (lambda v: v.update(fc_9_w_0=v.pop("linear_0.w_0")),
+     "it holds values for vars this program does not have fc_9_w_0; it was written by another program"),
+    (lambda v: v.pop("linear_0.b_0_moment1_0"), "it holds no value for linear_0.b_0_moment1_0"),
+    (lambda v: v.update({"conv2d_0.w_0": v["conv2d_0.w_0"][:, :, :2]}), "'conv2d_0.w_0' has shape [16, 1, 2, 3], but "
+     "the program declares [16, 1, 3, 3]"),
+    (lambda v: v.update({"linear_0.w_0": v["linear_0.w_0"].astype(np.float64)}), "'linear_0.w_0' is float64"),
+])
+def test_a_checkpoint_of_another_program_is_refused(compiled, checkpoint, tmp_path, change, phrase):
+    done = resumed_from(compiled, tmp_path, change)
+    assert_clean_failure(done, "cannot resume from ", phrase)
+    assert done.stdout == "" and len(list((tmp_path / "ckpt").iterdir())) == 2

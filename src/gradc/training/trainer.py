@@ -27,11 +27,12 @@ from ..errors import FeedError, GradcError, Interrupted
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..io import load
-from ..ir import Program
+from ..ir import Program, VarType
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, check_fits
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import deferred_interrupt
+from .params import checked_param
 from .programs import forward_part, prune
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
@@ -186,7 +187,10 @@ class Trainer:
 
     # ------------------------------------------------------------------ checkpoints
     def persistable_values(self) -> dict[str, np.ndarray]:
-        return {name: np.asarray(value) for name, value in self.scope.vars.items() if isinstance(value, np.ndarray)}
+        """The arrays of the scope that are vars of the program (not another program's values loaded beside)."""
+        block = self.program.global_block
+        return {name: np.asarray(value) for name, value in self.scope.vars.items()
+                if isinstance(value, np.ndarray) and block.find_var(name) is not None}
 
     def _save(self, directory, settings: dict) -> int:
         state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
@@ -205,6 +209,7 @@ class Trainer:
 
     def _resume(self, directory, settings: dict) -> None:
         values, state, path = load_checkpoint(directory)
+        values = self._checked_checkpoint(values, path)
         saved = state.get("settings") or {}
         changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
                    if saved.get(key) != settings.get(key)]
@@ -217,6 +222,26 @@ class Trainer:
         if self.paddle_stream:
             randomness.restore(state["random"])
         self.history = History.from_state(self.fetch, state.get("history") or {})
+
+
+    def _checked_checkpoint(self, values: dict[str, np.ndarray], path) -> dict[str, np.ndarray]:
+        """A checkpoint of this program: a value for each persistable var block 0 reads, of its shape and dtype,
+        and none for a var it does not have (another program's checkpoint)."""
+        block = self.program.global_block
+        read = {name for op in block.ops for name in op.input_names()}
+        unknown = sorted(name for name in values if block.find_var(name) is None)
+        missing = sorted(name for name in read - values.keys() if (var := block.find_var(name)) is not None
+                         and var.persistable and var.type == VarType.DENSE_TENSOR)
+        for names, what in ((unknown, "values for vars this program does not have"), (missing, "no value for")):
+            if names:
+                shown = ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+                raise GradcError(f"cannot resume from {path}: it holds {what} {shown}; it was written by another "
+                                 f"program (resume with the program that wrote it)")
+        try:
+            return {name: checked_param(self.program, name, value, str(path.with_suffix(".npz")))
+                    for name, value in values.items()}
+        except GradcError as exc:
+            raise GradcError(f"cannot resume from {path}: {exc}; it was written by another program") from None
 
 
 def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
