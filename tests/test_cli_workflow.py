@@ -133,6 +133,16 @@ def checkpoint(compiled):
     return compiled / "ckpt" / "checkpoint-00000002.npz"
 
 
+def test_a_finished_run_resumed_says_there_is_nothing_to_train_and_keeps_its_time(compiled, checkpoint):
+    done = train(compiled, "--data", compiled / "train.npz", "--resume", checkpoint.parent)
+    assert done.returncode == 0, done.stderr
+    first, summary = done.stdout.splitlines()
+    assert first == "nothing to train: the resumed run has done 1 epoch (2 steps), all that --epochs asks for " \
+                    "(give more to train on)"
+    seconds = float(summary.split(" in ")[1].split(" s ")[0])
+    assert summary.startswith("done: 1 epoch, 2 steps, 64 examples in ") and seconds > 0.0
+
+
 def resumed_from(compiled, tmp_path, change):
     directory = tmp_path / "ckpt"
     directory.mkdir()

@@ -15,6 +15,10 @@ def _values(names, values) -> str:
     return " ".join(f"{name}={value:.6g}" for name, value in zip(names, values))
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
+
+
 class ConsoleReporter(Reporter):
     def __init__(self, log_every: int = 1, progress_stream=None):
         self.log_every = log_every
@@ -26,6 +30,10 @@ class ConsoleReporter(Reporter):
         self.total_steps = steps if single_batch and steps else epochs * batches
         self.names, self.started = trainer.fetch, time.perf_counter()
         self.examples_at_start = trainer.history.examples
+        if trainer.epoch >= epochs or (steps is not None and trainer.step >= steps):
+            asked = "--steps" if steps is not None and trainer.step >= steps else "--epochs"
+            click.echo(f"nothing to train: the resumed run has done {_count(trainer.epoch, 'epoch')} "
+                       f"({_count(trainer.step, 'step')}), all that {asked} asks for (give more to train on)")
         terminal = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.progress = terminal
         if terminal and single_batch:
@@ -79,9 +87,9 @@ class ConsoleReporter(Reporter):
         self._close_bar()
         steps, seconds = len(history.steps), history.seconds
         rate = history.examples / max(seconds, 1e-9)
-        parts = [f"{steps} steps", f"{history.examples:,} examples in {seconds:.1f} s ({rate:,.0f} ex/s)"]
+        parts = [_count(steps, "step"), f"{history.examples:,} examples in {seconds:.1f} s ({rate:,.0f} ex/s)"]
         if not self.single:
-            parts.insert(0, f"{len(history.epochs)} epochs")
+            parts.insert(0, _count(len(history.epochs), "epoch"))
         line = "done: " + ", ".join(parts)
         if history.steps:
             line += f"; last step {_values(history.fetch, history.steps[-1])}"

@@ -154,7 +154,7 @@ class Trainer:
         self.check_data(data, eval_data, batch_size, drop_last)
         reporter = reporter or Reporter()
         reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
-        started, saved_at = time.perf_counter(), None
+        self._clock, saved_at = time.perf_counter(), None
         with deferred_interrupt() as stop:
             while self.epoch < epochs and (steps is None or self.step < steps):
                 reporter.epoch_begin(self.epoch, self.batch)
@@ -181,7 +181,7 @@ class Trainer:
                     self._stop(checkpoint_dir, settings, saved_at)
             if checkpoint_dir and saved_at != self.step:
                 self._save(checkpoint_dir, settings)
-        self.history.seconds += time.perf_counter() - started
+        self._count_time()
         reporter.end(self.history)
         return self.history
 
@@ -192,7 +192,15 @@ class Trainer:
         return {name: np.asarray(value) for name, value in self.scope.vars.items()
                 if isinstance(value, np.ndarray) and block.find_var(name) is not None}
 
+    def _count_time(self) -> None:
+        """Add the time since the last count to the history (a checkpoint keeps it, so a resumed run's rate is the
+        whole run's)."""
+        now = time.perf_counter()
+        self.history.seconds += now - self._clock
+        self._clock = now
+
     def _save(self, directory, settings: dict) -> int:
+        self._count_time()
         state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
                  "history": self.history.state(), **({"random": randomness.snapshot()} if self.paddle_stream else {})}
         save_checkpoint(directory, self.persistable_values(), state)
