@@ -167,3 +167,40 @@ def test_a_checkpoint_of_another_program_is_refused(compiled, checkpoint, tmp_pa
     done = resumed_from(compiled, tmp_path, change)
     assert_clean_failure(done, "cannot resume from ", phrase)
     assert done.stdout == "" and len(list((tmp_path / "ckpt").iterdir())) == 2
+
+
+def write_csv(path, arrays):
+    """The digits as a CSV: 64 columns named img (one example's 1x8x8 pixels), one named label."""
+    table = np.column_stack([arrays["img"].reshape(len(arrays["img"]), -1), arrays["label"]])
+    np.savetxt(path, table, delimiter=",", header=",".join(["img"] * 64 + ["label"]), comments="", fmt="%.9g")
+    return path
+
+
+def test_a_csv_data_set_trains_as_its_arrays_do(compiled, tmp_path):
+    train_csv = write_csv(tmp_path / "train.csv", digits(64))
+    test_csv = write_csv(tmp_path / "test.csv", digits(20, "test"))
+    from_csv = train(compiled, "--data", train_csv, "--eval", test_csv, "--shuffle")
+    from_npz = train(compiled, "--data", compiled / "train.npz", "--eval", compiled / "test.npz", "--shuffle")
+    assert from_csv.returncode == 0, from_csv.stderr
+    means = [done.stdout.splitlines()[-2].split(" (")[0] for done in (from_csv, from_npz)]   # train and eval means
+    assert means[0] == means[1] and "| eval mean_0.tmp_0=" in means[0]
+    history = gradc.train(compiled / "train.pb", train_csv, [EXAMPLE / "startup.pb", compiled / "train.startup.pb"],
+                          batch_size=32, shuffle=True, eval_data=test_csv)
+    assert history.epochs[-1]["eval"][LOSS] == pytest.approx(float(from_npz.stdout.split("eval mean_0.tmp_0=")[1]
+                                                                   .split()[0]), rel=1e-5)
+
+
+@pytest.mark.parametrize("text, phrase", [
+    ("img,label\n1,2\n", "1 column(s) 'img' do not make one example of var 'img', declared [-1, 1, 8, 8]"),
+    ("pixel,label\n1,2\n", "column 'pixel' names no var of the program (its inputs: img, label)"),
+    (",".join(["img"] * 64 + ["label"]) + "\n" + ",".join(["0"] * 64 + ["1.5"]) + "\n",
+     "column 'label' holds fractions, but var 'label' is int64"),
+    (",".join(["img"] * 64 + ["label"]) + "\n" + ",".join(["0"] * 63 + ["x", "1"]) + "\n",
+     "line 2, column 64 ('img'): 'x' is not a number"),
+    (",".join(["img"] * 64 + ["label"]) + "\n" + ",".join(["0"] * 64) + "\n",
+     "line 2: 64 values, but the header names 65 columns"),
+    ("", "give a header line naming each column's feed var"),
+])
+def test_a_csv_that_does_not_fit_is_refused_naming_the_line_and_column(compiled, tmp_path, text, phrase):
+    (tmp_path / "bad.csv").write_text(text)
+    assert_clean_failure(train(compiled, "--data", tmp_path / "bad.csv"), f"data '{tmp_path / 'bad.csv'}'", phrase)

@@ -23,7 +23,8 @@ from .run import STRICT_PARAMS
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
-              "share their first dimension, or a directory of NAME.npy files (memory-mapped, read batch by batch).")
+              "share their first dimension, a directory of NAME.npy files (memory-mapped, read batch by batch), or a "
+              ".csv whose header names each column's feed var (x,x,x,x,label: a var's values an example).")
 @click.option("--feed", type=click.Path(), help="Instead of --data: one batch (.npz), fed at every step.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order (gradc compile writes OUTPUT.startup.pb). Repeatable.")
@@ -89,7 +90,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if feed is not None:
         source, epochs = OneBatch(read_npz(feed, "feed"), f"feed '{feed}'"), steps or 10
     else:
-        source = Dataset.load(data, "data")
+        source = Dataset.load(data, "data", trainer.program)
         batches = max(source.batch_count(batch_size, drop_last), 1)
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
     if resume is None:   # a checkpoint gives the values the startup programs would

@@ -34,8 +34,15 @@ class Dataset:
         self.source = source
 
     @classmethod
-    def load(cls, path: str | Path, what: str = "data") -> Dataset:
-        """An .npz of named arrays, or a directory of NAME.npy files (memory-mapped)."""
+    def load(cls, path: str | Path, what: str = "data", program: Program | None = None) -> Dataset:
+        """An .npz of named arrays, a directory of NAME.npy files (memory-mapped), or a .csv read against
+        ``program`` (gradc.training.csvdata)."""
+        if str(path).endswith(".csv"):
+            if program is None:
+                raise GradcError(f"{what} '{path}': a .csv is read against the program it feeds (its columns are "
+                                 f"named after the program's inputs)")
+            from .csvdata import read_csv
+            return cls(read_csv(path, program, what), f"{what} '{path}'")
         return cls(read_arrays(path, what), f"{what} '{path}'")
 
     def batch_count(self, batch_size: int, drop_last: bool) -> int:

@@ -38,14 +38,15 @@ from .programs import forward_part, prune
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
 
 
-def as_data(data, what: str = "data") -> Dataset | OneBatch:
-    """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz or a directory of .npy)."""
+def as_data(data, what: str = "data", program: Program | None = None) -> Dataset | OneBatch:
+    """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz, a directory of .npy, or a .csv read
+    against ``program``)."""
     if isinstance(data, (Dataset, OneBatch)):
         return data
     if isinstance(data, Mapping):
         return Dataset(data, what)
     if isinstance(data, (str, os.PathLike)):
-        return Dataset.load(data, what)
+        return Dataset.load(data, what, program)
     raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
 
 
@@ -95,7 +96,7 @@ class Trainer:
 
     def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
-        data = as_data(data, "eval data")
+        data = as_data(data, "eval data", self.program)
         feeds = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
         try:
             program, names = self._eval_program(tuple(feeds))
@@ -140,8 +141,8 @@ class Trainer:
             steps: int | None = None, eval_data=None, checkpoint_dir=None, checkpoint_every: int | None = None,
             resume=None, reporter: Reporter | None = None) -> History:
         """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done; return the history."""
-        data = as_data(data)
-        eval_data = as_data(eval_data, "eval data") if eval_data is not None else None
+        data = as_data(data, "data", self.program)
+        eval_data = as_data(eval_data, "eval data", self.program) if eval_data is not None else None
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
                     **({"paddle_stream": True} if self.paddle_stream else {})}
