@@ -204,3 +204,20 @@ def test_a_csv_data_set_trains_as_its_arrays_do(compiled, tmp_path):
 def test_a_csv_that_does_not_fit_is_refused_naming_the_line_and_column(compiled, tmp_path, text, phrase):
     (tmp_path / "bad.csv").write_text(text)
     assert_clean_failure(train(compiled, "--data", tmp_path / "bad.csv"), f"data '{tmp_path / 'bad.csv'}'", phrase)
+
+
+def test_early_stop_ends_training_when_the_eval_loss_stops_going_down(compiled, tmp_path):
+    frozen = tmp_path / "frozen.pb"   # a learning rate of 0: every epoch evaluates to the same loss
+    assert gradc_cli("compile", EXAMPLE / "forward.pb", "-o", frozen, "--optimizer", "sgd", "--lr", "0").returncode == 0
+    done = gradc_cli("train", frozen, "--startup", EXAMPLE / "startup.pb", "--startup", tmp_path / "frozen.startup.pb",
+                     "--data", compiled / "train.npz", "--eval", compiled / "test.npz", "--epochs", "10",
+                     "--early-stop", "2", "--batch-size", "32")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert [line.split(":")[0] for line in lines if line.startswith("epoch") and "train" in line] == \
+        ["epoch 1/10", "epoch 2/10", "epoch 3/10"]
+    assert lines[-2].startswith(f"stopped early: eval {LOSS} has not gone below epoch 1's ")
+    assert lines[-2].endswith(" for 2 epochs (--early-stop); the parameters are the last epoch's")
+    assert lines[-1].startswith("done: 3 epochs, 6 steps")
+    assert_clean_failure(train(compiled, "--data", compiled / "train.npz", "--early-stop", "2"),
+                         "early stopping watches the evaluation")

@@ -42,6 +42,8 @@ from .run import STRICT_PARAMS
               "stop after this many steps in all.")
 @click.option("--eval", "eval_data", type=click.Path(), help="Examples to evaluate after each epoch (like --data): "
               "the forward part in test mode, the mean of each fetched scalar.")
+@click.option("--early-stop", type=click.IntRange(min=1), metavar="N", help="Stop when the --eval value of the "
+              "first --fetch (the loss) has not gone down for N epochs in a row.")
 @click.option("--fetch", "fetches", multiple=True, help="A scalar to report (loss, accuracy; default: the loss). "
               "Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "
@@ -65,14 +67,14 @@ from .run import STRICT_PARAMS
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
 @STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
-          fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, plot,
-          lr_schedule, lr_var, strict_params):
+          early_stop, fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume,
+          save_params, plot, lr_schedule, lr_var, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
     if feed is not None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
-                                          ("--eval", eval_data)) if value]
+                                          ("--eval", eval_data), ("--early-stop", early_stop)) if value]
         if given:
             raise click.UsageError(f"{', '.join(given)}: only with --data")
     if lr_schedule in KINDS:
@@ -98,7 +100,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
                        program)
     history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                           steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
-                          checkpoint_every=checkpoint_every, resume=resume,
+                          checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
                           reporter=ConsoleReporter(log_every or (1 if feed is not None else 10)))
     if save_params:
         names = write_model_params(trainer.scope, save_params, trainer.program)

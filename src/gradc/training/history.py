@@ -60,6 +60,15 @@ class History:
         self.epoch_sums, self.epoch_examples = [], 0
         return record
 
+    def best_epoch(self, name: str) -> dict | None:
+        """The first epoch whose evaluation of ``name`` is the lowest so far (None before any evaluation)."""
+        evaluated = [record for record in self.epochs if name in (record.get("eval") or {})]
+        return min(evaluated, key=lambda record: record["eval"][name], default=None)
+
+    def epochs_since_best(self, name: str) -> int:
+        best = self.best_epoch(name)
+        return 0 if best is None else self.epochs[-1]["epoch"] - best["epoch"]
+
     def last(self) -> dict[str, float]:
         return dict(zip(self.fetch, self.steps[-1])) if self.steps else {}
 
@@ -91,6 +100,9 @@ class Reporter:
         pass
 
     def epoch_end(self, epoch: int, record: dict) -> None:
+        pass
+
+    def stopped_early(self, history: History, name: str, patience: int) -> None:
         pass
 
     def end(self, history: History) -> None:

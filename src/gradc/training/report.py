@@ -83,6 +83,11 @@ class ConsoleReporter(Reporter):
             line += f" | eval {_values(record['eval'], record['eval'].values())}"
         click.echo(f"{line} ({seconds:.1f} s)")
 
+    def stopped_early(self, history: History, name: str, patience: int):
+        best = history.best_epoch(name)
+        click.echo(f"stopped early: eval {name} has not gone below epoch {best['epoch']}'s {best['eval'][name]:.6g} "
+                   f"for {_count(patience, 'epoch')} (--early-stop); the parameters are the last epoch's")
+
     def end(self, history: History):
         self._close_bar()
         steps, seconds = len(history.steps), history.seconds

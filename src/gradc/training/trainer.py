@@ -139,8 +139,12 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def fit(self, data, *, epochs: int = 1, batch_size: int = 32, shuffle: bool = False, drop_last: bool = False,
             steps: int | None = None, eval_data=None, checkpoint_dir=None, checkpoint_every: int | None = None,
-            resume=None, reporter: Reporter | None = None) -> History:
-        """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done; return the history."""
+            resume=None, reporter: Reporter | None = None, early_stop: int | None = None) -> History:
+        """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done, or, with ``early_stop`` N, until the
+        evaluation of the first fetched var (the loss) has not gone down for N epochs; return the history."""
+        if early_stop is not None and (eval_data is None or not self.fetch):
+            raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
+                             "data (--eval) and the loss")
         data = as_data(data, "data", self.program)
         eval_data = as_data(eval_data, "eval data", self.program) if eval_data is not None else None
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
@@ -157,7 +161,7 @@ class Trainer:
         reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
         self._clock, saved_at = time.perf_counter(), None
         with deferred_interrupt() as stop:
-            while self.epoch < epochs and (steps is None or self.step < steps):
+            while self.epoch < epochs and (steps is None or self.step < steps) and not self._stale(early_stop):
                 reporter.epoch_begin(self.epoch, self.batch)
                 for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
                     with _naming(data):
@@ -182,9 +186,15 @@ class Trainer:
                     self._stop(checkpoint_dir, settings, saved_at)
             if checkpoint_dir and saved_at != self.step:
                 self._save(checkpoint_dir, settings)
+        if self._stale(early_stop):
+            reporter.stopped_early(self.history, self.fetch[0], early_stop)
         self._count_time()
         reporter.end(self.history)
         return self.history
+
+    def _stale(self, patience: int | None) -> bool:
+        """No better evaluation of the loss for ``patience`` epochs (read from the history, so a resumed run agrees)."""
+        return patience is not None and self.history.epochs_since_best(self.fetch[0]) >= patience
 
     # ------------------------------------------------------------------ checkpoints
     def persistable_values(self) -> dict[str, np.ndarray]:
