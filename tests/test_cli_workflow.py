@@ -221,3 +221,13 @@ def test_early_stop_ends_training_when_the_eval_loss_stops_going_down(compiled, 
     assert lines[-1].startswith("done: 3 epochs, 6 steps")
     assert_clean_failure(train(compiled, "--data", compiled / "train.npz", "--early-stop", "2"),
                          "early stopping watches the evaluation")
+
+
+def test_an_op_failing_on_a_batch_names_the_data_step_epoch_and_batch(compiled, tmp_path):
+    def label_out_of_range(arrays):
+        arrays["label"][35] = 10
+    bad = refit(tmp_path, "train.npz", label_out_of_range, "train", 64)
+    assert_clean_failure(train(compiled, "--data", bad), f"data '{bad}', step 2 (epoch 1, batch 2): block 0, op ",
+                         "(softmax_with_cross_entropy): Label holds 10")
+    assert_clean_failure(train(compiled, "--data", compiled / "train.npz", "--eval", bad),
+                         f"eval data '{bad}', evaluation batch 2: block 0, op ")

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import schedules
 from ..bfloat16 import round_parameters
-from ..errors import FeedError, GradcError, Interrupted
+from ..errors import ExecutionError, FeedError, GradcError, Interrupted
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..io import load
@@ -104,9 +104,9 @@ class Trainer:
             raise GradcError(f"{data.source}: {exc}") from None
         totals, count = dict.fromkeys(names, 0.0), 0
         self._reseed(EVAL, self.epoch)
-        for feed in data.batches(0, batch_size or data.size):
+        for index, feed in enumerate(data.batches(0, batch_size or data.size)):
             size = _examples(feed)
-            with _naming(data):
+            with _naming(data, f"evaluation batch {index + 1}"):
                 values = self.executor.run(program, feed, names, self.scope)
             for name, value in zip(names, values):
                 totals[name] += scalar(name, value) * size
@@ -164,7 +164,7 @@ class Trainer:
             while self.epoch < epochs and (steps is None or self.step < steps) and not self._stale(early_stop):
                 reporter.epoch_begin(self.epoch, self.batch)
                 for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
-                    with _naming(data):
+                    with _naming(data, f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"):
                         values = self.train_step(feed)
                     self.batch += 1
                     self.history.add_step(values, _examples(feed))
@@ -273,12 +273,19 @@ def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, 
 
 
 @contextmanager
-def _naming(data: Dataset | OneBatch):
-    """A fed value that does not fit the program: the error names the data it came from."""
+def _naming(data: Dataset | OneBatch, where: str | None = None):
+    """A fed value that does not fit the program: the error names the data it came from; an op that fails on a
+    batch (a label out of range): the data and the step, epoch and batch too."""
     try:
         yield
     except FeedError as exc:
         raise FeedError(f"{data.source}: {exc}") from None
+    except NonFiniteError:
+        raise   # it names its step already
+    except ExecutionError as exc:
+        if where is None or type(exc) is not ExecutionError:
+            raise
+        raise ExecutionError(f"{data.source}, {where}: {exc}") from None
 
 
 def _examples(feed: Mapping[str, object]) -> int:
