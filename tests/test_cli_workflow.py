@@ -231,3 +231,13 @@ def test_an_op_failing_on_a_batch_names_the_data_step_epoch_and_batch(compiled, 
                          "(softmax_with_cross_entropy): Label holds 10")
     assert_clean_failure(train(compiled, "--data", compiled / "train.npz", "--eval", bad),
                          f"eval data '{bad}', evaluation batch 2: block 0, op ")
+
+
+def test_a_run_ending_in_nan_says_how_to_find_where_it_started(compiled, tmp_path):
+    def one_nan_pixel(arrays):
+        arrays["img"][3, 0, 0, 0] = np.nan
+    done = train(compiled, "--data", refit(tmp_path, "train.npz", one_nan_pixel, "train", 64))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == ("a fetched value is NaN or Inf: --check-nan stops at the first op that "
+                                            "writes one and names it")
+    assert "NaN" not in train(compiled, "--data", compiled / "train.npz").stdout

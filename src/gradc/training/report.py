@@ -3,6 +3,7 @@ lines every --log-every steps otherwise; a line per epoch with the training and 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -102,3 +103,5 @@ class ConsoleReporter(Reporter):
             evaluated = history.epochs[-1]["eval"]
             line += f"; eval {_values(evaluated, evaluated.values())}"
         click.echo(line)
+        if history.steps and not all(math.isfinite(value) for value in history.steps[-1]):
+            click.echo("a fetched value is NaN or Inf: --check-nan stops at the first op that writes one and names it")
