@@ -241,3 +241,13 @@ def test_a_run_ending_in_nan_says_how_to_find_where_it_started(compiled, tmp_pat
     assert done.stdout.splitlines()[-1] == ("a fetched value is NaN or Inf: --check-nan stops at the first op that "
                                             "writes one and names it")
     assert "NaN" not in train(compiled, "--data", compiled / "train.npz").stdout
+
+
+def test_eval_data_is_evaluated_when_steps_end_the_run_within_an_epoch(compiled):
+    done = train(compiled, "--data", compiled / "train.npz", "--eval", compiled / "test.npz", "--steps", "1")
+    assert done.returncode == 0, done.stderr
+    summary = done.stdout.splitlines()[-1]
+    assert summary.startswith("done: 0 epochs, 1 step, 32 examples") and f"; eval {LOSS}=" in summary
+    history = gradc.train(compiled / "train.pb", compiled / "train.npz", [EXAMPLE / "startup.pb",
+                          compiled / "train.startup.pb"], steps=1, eval_data=compiled / "test.npz")
+    assert history.last_eval[LOSS] == pytest.approx(float(summary.split(f"eval {LOSS}=")[1]), rel=1e-5)

@@ -42,6 +42,7 @@ class History:
     seconds: float = 0.0
     epoch_sums: list[float] = field(default_factory=list)      # of the epoch under way, weighted by batch size
     epoch_examples: int = 0
+    last_eval: dict = field(default_factory=dict)              # the latest evaluation (an epoch's, or at the end)
 
     def add_step(self, values: list[float], examples: int) -> None:
         self.steps.append(values)
@@ -56,6 +57,7 @@ class History:
 
     def end_epoch(self, epoch: int, evaluated: dict[str, float]) -> dict:
         record = {"epoch": epoch + 1, "step": len(self.steps), "train": self.running(), "eval": evaluated}
+        self.last_eval = evaluated
         self.epochs.append(record)
         self.epoch_sums, self.epoch_examples = [], 0
         return record
@@ -74,7 +76,8 @@ class History:
 
     def state(self) -> dict:
         return {"fetch": self.fetch, "steps": self.steps, "epochs": self.epochs, "examples": self.examples,
-                "seconds": self.seconds, "epoch_sums": self.epoch_sums, "epoch_examples": self.epoch_examples}
+                "seconds": self.seconds, "epoch_sums": self.epoch_sums, "epoch_examples": self.epoch_examples,
+                "last_eval": self.last_eval}
 
     @classmethod
     def from_state(cls, fetch: list[str], state: dict) -> History:

@@ -99,9 +99,8 @@ class ConsoleReporter(Reporter):
         line = "done: " + ", ".join(parts)
         if history.steps:
             line += f"; last step {_values(history.fetch, history.steps[-1])}"
-        if history.epochs and history.epochs[-1]["eval"]:
-            evaluated = history.epochs[-1]["eval"]
-            line += f"; eval {_values(evaluated, evaluated.values())}"
+        if history.last_eval:
+            line += f"; eval {_values(history.last_eval, history.last_eval.values())}"
         click.echo(line)
         if history.steps and not all(math.isfinite(value) for value in history.steps[-1]):
             click.echo("a fetched value is NaN or Inf: --check-nan stops at the first op that writes one and names it")

@@ -186,6 +186,8 @@ class Trainer:
                     self._stop(checkpoint_dir, settings, saved_at)
             if checkpoint_dir and saved_at != self.step:
                 self._save(checkpoint_dir, settings)
+        if eval_data is not None and self.batch:   # --steps ended the run within an epoch: evaluate it as it is
+            self.history.last_eval = self.evaluate(eval_data, batch_size)
         if self._stale(early_stop):
             reporter.stopped_early(self.history, self.fetch[0], early_stop)
         self._count_time()
