@@ -251,3 +251,24 @@ def test_eval_data_is_evaluated_when_steps_end_the_run_within_an_epoch(compiled)
     history = gradc.train(compiled / "train.pb", compiled / "train.npz", [EXAMPLE / "startup.pb",
                           compiled / "train.startup.pb"], steps=1, eval_data=compiled / "test.npz")
     assert history.last_eval[LOSS] == pytest.approx(float(summary.split(f"eval {LOSS}=")[1]), rel=1e-5)
+
+
+def test_a_checkpoint_whose_arrays_were_swapped_or_damaged_is_refused(compiled, tmp_path):
+    directory = tmp_path / "ckpt"
+    assert train(compiled, "--data", compiled / "train.npz", "--checkpoint-dir", directory, "--checkpoint-every",
+                 "1").returncode == 0
+    newest, older = directory / "checkpoint-00000002.npz", directory / "checkpoint-00000001.npz"
+    newest.write_bytes(older.read_bytes())   # a readable archive of the same program, but another step's
+    done = train(compiled, "--data", compiled / "train.npz", "--epochs", "2", "--resume", directory)
+    assert_clean_failure(done, f"checkpoint '{newest.with_suffix('.json')}': 'checkpoint-00000002.npz' is not the "
+                               f"file written with it (its sha256 differs)")
+
+
+def test_checkpoints_reach_the_disk_before_training_goes_on(tmp_path, monkeypatch):
+    synced = []
+    real_fsync = __import__("os").fsync
+    monkeypatch.setattr("os.fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    gradc.training.save_checkpoint(tmp_path, {"w": np.ones(3, np.float32)}, {"epoch": 0, "batch": 1, "step": 1})
+    assert len(synced) == 4   # each of the two files, and the directory after each rename
+    values, state, _ = gradc.training.load_checkpoint(tmp_path)
+    assert state["step"] == 1 and values["w"].tolist() == [1, 1, 1]
