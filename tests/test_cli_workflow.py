@@ -272,3 +272,16 @@ def test_checkpoints_reach_the_disk_before_training_goes_on(tmp_path, monkeypatc
     assert len(synced) == 4   # each of the two files, and the directory after each rename
     values, state, _ = gradc.training.load_checkpoint(tmp_path)
     assert state["step"] == 1 and values["w"].tolist() == [1, 1, 1]
+
+
+def test_training_a_per_example_loss_warns_that_nothing_is_reported_by_default(tmp_path):
+    per_example = "softmax_with_cross_entropy_0.tmp_1"
+    assert gradc_cli("compile", EXAMPLE / "forward.pb", "-o", tmp_path / "train.pb", "--loss", per_example,
+                     "--optimizer", "sgd").returncode == 0
+    np.savez(tmp_path / "data.npz", **digits(32))
+    done = gradc_cli("train", tmp_path / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+                     tmp_path / "train.startup.pb", "--data", tmp_path / "data.npz")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("gradc: warning: no value to report: the program has no scalar loss gradc can pick")
+    assert done.stdout.splitlines()[-1].startswith("done: 1 epoch, 1 step, 32 examples in ")
+    assert "last step" not in done.stdout

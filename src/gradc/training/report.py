@@ -97,7 +97,7 @@ class ConsoleReporter(Reporter):
         if not self.single:
             parts.insert(0, _count(len(history.epochs), "epoch"))
         line = "done: " + ", ".join(parts)
-        if history.steps:
+        if history.steps and history.fetch:
             line += f"; last step {_values(history.fetch, history.steps[-1])}"
         if history.last_eval:
             line += f"; eval {_values(history.last_eval, history.last_eval.values())}"

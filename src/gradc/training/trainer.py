@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 
@@ -23,7 +24,7 @@ import numpy as np
 
 from .. import schedules
 from ..bfloat16 import round_parameters
-from ..errors import ExecutionError, FeedError, GradcError, Interrupted
+from ..errors import ExecutionError, FeedError, GradcError, GradcWarning, Interrupted
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..io import load
@@ -63,6 +64,10 @@ class Trainer:
         self.executor.check_finite = check_nan
         fetch = [fetch] if isinstance(fetch, str) else list(fetch) if fetch is not None else None
         self.fetch = default_fetch(self.program) if fetch is None else fetch
+        if not self.fetch:
+            warnings.warn("no value to report: the program has no scalar loss gradc can pick (a loss of one value per "
+                          "example is not one); name the scalars to report with --fetch NAME (fetch= in Python)",
+                          GradcWarning, stacklevel=2)
         self.seed, self.paddle_stream = seed, paddle_stream
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
         self.lr_var = lr_var
