@@ -287,3 +287,13 @@ def test_training_a_per_example_loss_warns_that_nothing_is_reported_by_default(t
     assert done.stderr.startswith("gradc: warning: no value to report: the program has no scalar loss gradc can pick")
     assert done.stdout.splitlines()[-1].startswith("done: 1 epoch, 1 step, 32 examples in ")
     assert "last step" not in done.stdout
+
+
+def test_an_exported_model_runs_on_a_test_set_with_its_labels_as_in_paddle(compiled, tmp_path):
+    assert gradc_cli("export", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--feed", "img", "--fetch",
+                     "softmax_0.tmp_0", "-o", tmp_path / "model").returncode == 0
+    done = gradc_cli("run", tmp_path / "model.pdmodel", "--params", tmp_path / "model.pdiparams", "--feed",
+                     compiled / "test.npz")
+    assert done.returncode == 0 and done.stdout.startswith("softmax_0.tmp_0: float32[20, 10] mean=0.1")
+    assert done.stderr == (f"gradc: warning: feed '{compiled / 'test.npz'}' holds arrays the model does not take "
+                           f"(label; its inputs: img): left out, as Paddle's executor leaves them out\n")

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import io
+import warnings
 from contextlib import contextmanager, nullcontext
 
 import click
 import numpy as np
 
 from ..bfloat16 import round_parameters
-from ..errors import FeedError, GradcError
+from ..errors import FeedError, GradcError, GradcWarning
 from ..executor import Executor, Scope
+from ..executor.feeding import feed_ops, program_inputs
 from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, load, write_atomic
@@ -47,6 +49,20 @@ def naming_feed(path: str | None):
         raise FeedError(f"feed '{path}': {exc}" if path else str(exc)) from None
 
 
+def _model_inputs(prog, feeds: dict, path: str | None) -> dict:
+    """A saved model (feed ops) given all its inputs leaves out other arrays of the feed (the labels of a test set),
+    as Paddle's executor does, with a warning naming them; any other program refuses them when it runs."""
+    block = prog.global_block
+    if not feed_ops(block.ops) or not set(program_inputs(block)) <= feeds.keys():
+        return feeds   # a slip of a name is said by the run, with the name meant
+    extra = [name for name in feeds if block.find_var(name) is None]
+    if extra:
+        warnings.warn(f"feed '{path}' holds arrays the model does not take ({', '.join(extra)}; its inputs: "
+                      f"{', '.join(program_inputs(block))}): left out, as Paddle's executor leaves them out",
+                      GradcWarning, stacklevel=2)
+    return {name: value for name, value in feeds.items() if name not in extra}
+
+
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -76,7 +92,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
         from ..executor import randomness
         randomness.seed(seed)
     prog, executor, scope = _session(program, params, startups, strict_params)
-    feeds = with_lods(read_npz(feed, "feed")) if feed else {}
+    feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
     require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
     if profile:
