@@ -13,7 +13,7 @@ command pays only for what it uses.
 from typing import TYPE_CHECKING
 
 from . import ops  # noqa: F401  (registers the built-in ops)
-from .errors import ExecutionError, FormatError, GradcError, GradError, OutputError, ProgramError
+from .errors import ExecutionError, FormatError, GradcError, GradcWarning, GradError, OutputError, ProgramError
 from .firstuse import on_first_use
 from .io import load, save
 from .ir import Block, OpDesc, Program, VarDesc, VarType
@@ -45,7 +45,7 @@ __getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())
 
 __all__ = [
     "NO_GRAD", "Block", "Dataset", "ExecutionError", "Executor", "FormatError", "GradContext", "GradError",
-    "GradcError", "History", "LoDTensor",
+    "GradcError", "GradcWarning", "History", "LoDTensor",
     "OpDef", "OpDesc", "OutputError", "Program", "ProgramBuilder", "ProgramError", "Scope",
     "SelectedRows", "Trainer", "VarDesc", "VarType", "append_backward", "defop", "export", "global_scope", "grad_op",
     "gradients", "kernel", "load", "load_params", "loss_candidates", "minimize", "read_params", "recompute",

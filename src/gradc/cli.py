@@ -14,7 +14,7 @@ import warnings
 import click
 
 from .commands import LazyGroup
-from .errors import GradcError, Interrupted
+from .errors import GradcError, GradcWarning, Interrupted
 from .io import FORMATS, check_writable, load, save
 from .limits import LIMITS, parse_bytes
 from .plugins import import_plugin
@@ -35,6 +35,8 @@ def cli(plugins: tuple[str, ...], max_memory: str | None, max_iterations: int | 
     _DEBUG[0] = debug
     if not debug:   # numeric trouble shows as NaN/Inf in results, not as warnings before an error line
         warnings.simplefilter("ignore")
+    warnings.simplefilter("always", GradcWarning)
+    warnings.showwarning = _show_warning
     try:
         LIMITS.max_bytes = parse_bytes(max_memory) if max_memory else LIMITS.max_bytes
     except ValueError as exc:
@@ -65,6 +67,13 @@ _DEBUG = [False]
 
 def _interrupt(signum, frame):
     raise Interrupted("interrupted")
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
+    if issubclass(category, GradcWarning):
+        click.echo(f"gradc: warning: {_one_line(message)}", err=True)
+    else:
+        click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True, nl=False)
 
 
 def _one_line(text: str) -> str:

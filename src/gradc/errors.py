@@ -35,5 +35,10 @@ class Interrupted(GradcError):
     raises it once it has saved a checkpoint."""
 
 
+class GradcWarning(UserWarning):
+    """Something gradc went on past but a user should know (parameters the program does not have, a loss that is
+    summed); the CLI prints it as one line, ``gradc: warning: ...``."""
+
+
 def op_location(block_idx: int, op_idx: int, op_type: str) -> str:
     return f"block {block_idx}, op {op_idx} ({op_type})"

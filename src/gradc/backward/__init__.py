@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable
 
-from ..errors import GradError
+from ..errors import GradcWarning, GradError
 from ..gcpause import gc_paused
 from ..ir import DIFFERENTIABLE_DTYPES, FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
 from ..shapes import numel
@@ -81,6 +82,10 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
             if var.shape is not None and numel(var.shape) > 1:   # a batch dim (-1) is summed over, a known size is not
                 raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
                                 f"or a sum first)")
+            if var.shape is not None and numel(var.shape) < 0:   # Paddle seeds such a loss with ones
+                warnings.warn(f"loss '{loss}' has shape {var.shape}, one value per example: its gradients are those "
+                              f"of its sum over the batch, as in Paddle (a mean of it averages them)", GradcWarning,
+                              stacklevel=2)
             return loss, idx
     candidates = ", ".join(loss_candidates(block.program)) or "none"
     raise GradError(f"loss '{loss}' is not written by any op of block 0 (candidates: {candidates})")

@@ -3,33 +3,38 @@
 from __future__ import annotations
 
 import io
+import warnings
 from contextlib import contextmanager, nullcontext
 
 import click
 import numpy as np
 
 from ..bfloat16 import round_parameters
-from ..errors import FeedError, GradcError
+from ..errors import FeedError, GradcError, GradcWarning
 from ..executor import Executor, Scope
+from ..executor.feeding import feed_ops, program_inputs
 from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values
 
+STRICT_PARAMS = click.option("--strict-params", is_flag=True, help="Refuse a --params file that holds values for "
+                             "vars the program does not have (by default they are left out, with a warning).")
 
-def load_params(path: str | None, program) -> dict[str, np.ndarray]:
+
+def load_params(path: str | None, program, strict: bool = False) -> dict[str, np.ndarray]:
     """Persistable values from an .npz, Paddle's .pdiparams or .pdparams, each checked against its var."""
-    return read_values(path, program) if path else {}
+    return read_values(path, program, strict) if path else {}
 
 
-def _session(program_path: str, params: str | None, startups) -> tuple:
+def _session(program_path: str, params: str | None, startups, strict: bool) -> tuple:
     """The program, an executor, and a scope holding what the startup programs and the params file give."""
     prog = load(program_path)
     scope, executor = Scope(), Executor()
     for startup in startups:
         executor.run(load(startup), scope=scope)
-    for name, value in load_params(params, prog).items():
+    for name, value in load_params(params, prog, strict).items():
         scope[name] = value
     round_parameters(prog, scope)   # a pure bfloat16 program's, as Paddle's amp_init
     return prog, executor, scope
@@ -42,6 +47,20 @@ def naming_feed(path: str | None):
         yield
     except FeedError as exc:
         raise FeedError(f"feed '{path}': {exc}" if path else str(exc)) from None
+
+
+def _model_inputs(prog, feeds: dict, path: str | None) -> dict:
+    """A saved model (feed ops) given all its inputs leaves out other arrays of the feed (the labels of a test set),
+    as Paddle's executor does, with a warning naming them; any other program refuses them when it runs."""
+    block = prog.global_block
+    if not feed_ops(block.ops) or not set(program_inputs(block)) <= feeds.keys():
+        return feeds   # a slip of a name is said by the run, with the name meant
+    extra = [name for name in feeds if block.find_var(name) is None]
+    if extra:
+        warnings.warn(f"feed '{path}' holds arrays the model does not take ({', '.join(extra)}; its inputs: "
+                      f"{', '.join(program_inputs(block))}): left out, as Paddle's executor leaves them out",
+                      GradcWarning, stacklevel=2)
+    return {name: value for name, value in feeds.items() if name not in extra}
 
 
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
@@ -64,15 +83,16 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
               "with tracemalloc on, which slows them).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own, "
               "as paddle.seed seeds Paddle's: initialisers and dropout then draw Paddle's values.")
-def run(program, feed, params, startups, fetches, out, profile, seed):
+@STRICT_PARAMS
+def run(program, feed, params, startups, fetches, out, profile, seed, strict_params):
     """Run a program with the numpy executor."""
     if out:
         check_writable(out)
     if seed is not None:
         from ..executor import randomness
         randomness.seed(seed)
-    prog, executor, scope = _session(program, params, startups)
-    feeds = with_lods(read_npz(feed, "feed")) if feed else {}
+    prog, executor, scope = _session(program, params, startups, strict_params)
+    feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
     require_values(prog, scope, feeds, params, program)
     measuring = nullcontext()
     if profile:

@@ -17,12 +17,14 @@ from ..training import save_params as write_model_params
 from ..training.params import require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.report import ConsoleReporter
+from .run import STRICT_PARAMS
 
 
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("--data", type=click.Path(), help="Training examples: an .npz of arrays named after feed vars that "
-              "share their first dimension, or a directory of NAME.npy files (memory-mapped, read batch by batch).")
+              "share their first dimension, a directory of NAME.npy files (memory-mapped, read batch by batch), or a "
+              ".csv whose header names each column's feed var (x,x,x,x,label: a var's values an example).")
 @click.option("--feed", type=click.Path(), help="Instead of --data: one batch (.npz), fed at every step.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order (gradc compile writes OUTPUT.startup.pb). Repeatable.")
@@ -40,6 +42,8 @@ from ..training.report import ConsoleReporter
               "stop after this many steps in all.")
 @click.option("--eval", "eval_data", type=click.Path(), help="Examples to evaluate after each epoch (like --data): "
               "the forward part in test mode, the mean of each fetched scalar.")
+@click.option("--early-stop", type=click.IntRange(min=1), metavar="N", help="Stop when the --eval value of the "
+              "first --fetch (the loss) has not gone down for N epochs in a row.")
 @click.option("--fetch", "fetches", multiple=True, help="A scalar to report (loss, accuracy; default: the loss). "
               "Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "
@@ -61,15 +65,16 @@ from ..training.report import ConsoleReporter
               help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
                    "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
+@STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
-          fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume, save_params, plot,
-          lr_schedule, lr_var):
+          early_stop, fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume,
+          save_params, plot, lr_schedule, lr_var, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
     if feed is not None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
-                                          ("--eval", eval_data)) if value]
+                                          ("--eval", eval_data), ("--early-stop", early_stop)) if value]
         if given:
             raise click.UsageError(f"{', '.join(given)}: only with --data")
     if lr_schedule in KINDS:
@@ -83,11 +88,11 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     trainer = Trainer(program, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
                       lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     if params:
-        load_params(trainer.scope, params, trainer.program)
+        load_params(trainer.scope, params, trainer.program, strict_params)
     if feed is not None:
         source, epochs = OneBatch(read_npz(feed, "feed"), f"feed '{feed}'"), steps or 10
     else:
-        source = Dataset.load(data, "data")
+        source = Dataset.load(data, "data", trainer.program)
         batches = max(source.batch_count(batch_size, drop_last), 1)
         epochs = epochs or (math.ceil(steps / batches) if steps else 1)
     if resume is None:   # a checkpoint gives the values the startup programs would
@@ -95,7 +100,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
                        program)
     history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                           steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
-                          checkpoint_every=checkpoint_every, resume=resume,
+                          checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
                           reporter=ConsoleReporter(log_every or (1 if feed is not None else 10)))
     if save_params:
         names = write_model_params(trainer.scope, save_params, trainer.program)
@@ -119,7 +124,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
 @click.option("--format", "fmt", type=click.Choice(["pb", "pir"]),
               help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json). Default: pir when OUTPUT "
                    "ends in .json, else pb.")
-def export_command(program, output, feeds, fetches, params, startups, fmt):
+@STRICT_PARAMS
+def export_command(program, output, feeds, fetches, params, startups, fmt, strict_params):
     """Export a (training) program for inference as Paddle's save_inference_model does: pruned to what the
     fetches need from the feeds, without backward and optimizer ops, dropout and batch norm in test mode, feed
     and fetch ops in Paddle's layout, and the parameters it reads."""
@@ -129,6 +135,6 @@ def export_command(program, output, feeds, fetches, params, startups, fmt):
     for startup in startups:
         executor.run(load(startup), scope=scope)
     if params:
-        scope.vars.update(read_values(params, prog))
+        scope.vars.update(read_values(params, prog, strict_params))
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
     click.echo(f"wrote {model_path} (feeds {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")

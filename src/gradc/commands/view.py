@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from ..io import check_writable, load, write_atomic
@@ -10,7 +12,8 @@ from ..viz.html import program_html
 
 @click.command()
 @click.argument("program", type=click.Path())
-@click.option("-o", "--output", required=True, type=click.Path(), help="The HTML file to write.")
+@click.option("-o", "--output", type=click.Path(),
+              help="The HTML file to write (default: the program's path with .html, beside it).")
 @click.option("--feed", type=click.Path(), help="Inputs (.npz): run block 0 once and show each var's value statistics.")
 @click.option("--params", type=click.Path(), help="Parameters for that run: an .npz, Paddle's .pdiparams or .pdparams.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
@@ -19,6 +22,7 @@ from ..viz.html import program_html
 def view(program, output, feed, params, startups, title):
     """Write an interactive picture of a program: ops top to bottom styled by role, each grad op linked to
     the forward op it differentiates, collapsible sub-blocks, click panels, search. Open it in a browser."""
+    output = output or str(Path(program).with_suffix(".html"))
     check_writable(output)
     prog = load(program)
     stats = None
@@ -31,4 +35,5 @@ def view(program, output, feed, params, startups, title):
                                 [load(path) for path in startups])
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))
-    click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(page) // 1024} KiB)")
+    address = Path(output).resolve().as_uri()
+    click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(page) // 1024} KiB); open {address} in a browser")

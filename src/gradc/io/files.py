@@ -10,9 +10,11 @@ from pathlib import Path
 from ..errors import OutputError
 
 
-def write_atomic(path: str | os.PathLike, data: bytes) -> None:
+def write_atomic(path: str | os.PathLike, data: bytes, durable: bool = False) -> None:
     """Write the whole file or nothing: a temp file beside the target, renamed over it at the end.
-    The new file gets the permissions an ordinary open() would give it (the umask), not mkstemp's 0600."""
+    The new file gets the permissions an ordinary open() would give it (the umask), not mkstemp's 0600.
+    ``durable``: the data and the rename reach the disk before this returns (fsync of the file and its
+    directory), so a crash of the machine, not only of gradc, leaves the old file or the new one (checkpoints)."""
     target = Path(path)
     check_writable(target)
     try:
@@ -23,12 +25,24 @@ def write_atomic(path: str | os.PathLike, data: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             os.fchmod(handle.fileno(), _mode_for(target))
             handle.write(data)
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(tmp, target)
+        if durable:
+            _sync_directory(target.parent)
     except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
         if isinstance(exc, OSError):
             raise OutputError(f"cannot write '{target}': {exc.strerror}") from None
         raise
+
+
+def _sync_directory(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def check_writable(path: str | os.PathLike) -> None:

@@ -1,10 +1,12 @@
 """Checkpoints of a training run in one directory: every persistable value (parameters, optimizer
 accumulators, learning rate and step counters, batch-norm statistics) and where the run stands (epoch, batch,
-step, and the settings that decide what comes next). Each checkpoint is two files written atomically, the
-arrays first: a checkpoint exists once its state file does. The newest KEEP are kept."""
+step, and the settings that decide what comes next). Each checkpoint is two files written atomically and durably
+(fsync), the arrays first: a checkpoint exists once its state file does, and the state file holds the arrays'
+sha256, so a damaged or swapped arrays file is refused. The newest KEEP are kept."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import re
@@ -31,9 +33,11 @@ def save_checkpoint(directory: str | Path, values: dict[str, np.ndarray], state:
     stem = f"checkpoint-{state['step']:08d}"
     buffer = io.BytesIO()
     np.savez(buffer, **values)
-    write_atomic(directory / f"{stem}.npz", buffer.getvalue())
+    arrays = buffer.getvalue()
+    write_atomic(directory / f"{stem}.npz", arrays, durable=True)
     path = directory / f"{stem}.json"
-    write_atomic(path, (json.dumps({"format": FORMAT, **state}, indent=1) + "\n").encode())
+    state = {"format": FORMAT, **state, "arrays_sha256": hashlib.sha256(arrays).hexdigest()}
+    write_atomic(path, (json.dumps(state, indent=1) + "\n").encode(), durable=True)
     for old in _states(directory)[:-KEEP]:
         old.with_suffix(".npz").unlink(missing_ok=True)
         old.unlink(missing_ok=True)
@@ -58,7 +62,23 @@ def load_checkpoint(directory: str | Path) -> tuple[dict[str, np.ndarray], dict,
     for key in ("epoch", "batch", "step"):
         if not isinstance(state.get(key), int) or state[key] < 0:
             raise FormatError(f"checkpoint '{path}': '{key}' must be a count >= 0")
-    return read_npz(path.with_suffix(".npz"), "checkpoint"), state, path
+    arrays = path.with_suffix(".npz")
+    digest, actual = state.get("arrays_sha256"), _sha256(arrays)
+    if digest is not None and actual is not None and actual != digest:
+        raise FormatError(f"checkpoint '{path}': '{arrays.name}' is not the file written with it (its sha256 differs): "
+                          f"damaged, or copied from another checkpoint")
+    return read_npz(arrays, "checkpoint"), state, path
+
+
+def _sha256(path: Path) -> str | None:
+    digest = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError:
+        return None   # read_npz says what is wrong with it
+    return digest.hexdigest()
 
 
 def _states(directory: Path) -> list[Path]:

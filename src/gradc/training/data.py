@@ -9,8 +9,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import FeedError, GradcError, op_location
+from ..executor.feeding import feed_values, program_inputs
+from ..executor.scope import Scope
 from ..io.arrays import read_arrays
+from ..ir import Program
 
 
 class Dataset:
@@ -31,8 +34,15 @@ class Dataset:
         self.source = source
 
     @classmethod
-    def load(cls, path: str | Path, what: str = "data") -> Dataset:
-        """An .npz of named arrays, or a directory of NAME.npy files (memory-mapped)."""
+    def load(cls, path: str | Path, what: str = "data", program: Program | None = None) -> Dataset:
+        """An .npz of named arrays, a directory of NAME.npy files (memory-mapped), or a .csv read against
+        ``program`` (gradc.training.csvdata)."""
+        if str(path).endswith(".csv"):
+            if program is None:
+                raise GradcError(f"{what} '{path}': a .csv is read against the program it feeds (its columns are "
+                                 f"named after the program's inputs)")
+            from .csvdata import read_csv
+            return cls(read_csv(path, program, what), f"{what} '{path}'")
         return cls(read_arrays(path, what), f"{what} '{path}'")
 
     def batch_count(self, batch_size: int, drop_last: bool) -> int:
@@ -66,6 +76,28 @@ class OneBatch:
     def batches(self, epoch: int, batch_size=None, shuffle=False, seed=0, drop_last=False, start: int = 0):
         if start == 0:
             yield self.feed
+
+
+def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop_last: bool = False) -> None:
+    """Refuse, before any step, data ``program`` cannot take: an input it reads that the data lacks, or a name,
+    dtype or shape its vars refuse, in the first or the last batch (the only two sizes an epoch feeds)."""
+    block = program.global_block
+    given, written = set(data.feed if isinstance(data, OneBatch) else data.arrays), set()
+    inputs = set(program_inputs(block))
+    for idx, op in enumerate(block.ops):
+        for name in op.input_names():
+            if name in inputs and name not in given and name not in written:
+                raise FeedError(f"{data.source}: has no array '{name}', which {op_location(0, idx, op.type)} "
+                                f"reads (the program's inputs: {', '.join(sorted(inputs))})")
+        written.update(op.output_names())
+    count = data.batch_count(batch_size, drop_last)
+    for index in sorted({0, count - 1}):
+        for feed in data.batches(0, batch_size, drop_last=drop_last, start=index):
+            try:
+                feed_values(block, feed, Scope())
+            except FeedError as exc:
+                raise FeedError(f"{data.source}: {exc}") from None
+            break
 
 
 def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:

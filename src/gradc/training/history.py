@@ -42,6 +42,7 @@ class History:
     seconds: float = 0.0
     epoch_sums: list[float] = field(default_factory=list)      # of the epoch under way, weighted by batch size
     epoch_examples: int = 0
+    last_eval: dict = field(default_factory=dict)              # the latest evaluation (an epoch's, or at the end)
 
     def add_step(self, values: list[float], examples: int) -> None:
         self.steps.append(values)
@@ -56,16 +57,27 @@ class History:
 
     def end_epoch(self, epoch: int, evaluated: dict[str, float]) -> dict:
         record = {"epoch": epoch + 1, "step": len(self.steps), "train": self.running(), "eval": evaluated}
+        self.last_eval = evaluated
         self.epochs.append(record)
         self.epoch_sums, self.epoch_examples = [], 0
         return record
+
+    def best_epoch(self, name: str) -> dict | None:
+        """The first epoch whose evaluation of ``name`` is the lowest so far (None before any evaluation)."""
+        evaluated = [record for record in self.epochs if name in (record.get("eval") or {})]
+        return min(evaluated, key=lambda record: record["eval"][name], default=None)
+
+    def epochs_since_best(self, name: str) -> int:
+        best = self.best_epoch(name)
+        return 0 if best is None else self.epochs[-1]["epoch"] - best["epoch"]
 
     def last(self) -> dict[str, float]:
         return dict(zip(self.fetch, self.steps[-1])) if self.steps else {}
 
     def state(self) -> dict:
         return {"fetch": self.fetch, "steps": self.steps, "epochs": self.epochs, "examples": self.examples,
-                "seconds": self.seconds, "epoch_sums": self.epoch_sums, "epoch_examples": self.epoch_examples}
+                "seconds": self.seconds, "epoch_sums": self.epoch_sums, "epoch_examples": self.epoch_examples,
+                "last_eval": self.last_eval}
 
     @classmethod
     def from_state(cls, fetch: list[str], state: dict) -> History:
@@ -91,6 +103,9 @@ class Reporter:
         pass
 
     def epoch_end(self, epoch: int, record: dict) -> None:
+        pass
+
+    def stopped_early(self, history: History, name: str, patience: int) -> None:
         pass
 
     def end(self, history: History) -> None:

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import io
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ..bfloat16 import as_bfloat16
-from ..errors import FormatError, GradcError
+from ..errors import FormatError, GradcError, GradcWarning
 from ..float8 import FORMATS as FLOAT8_FORMATS
 from ..float8 import as_float8
 from ..io import write_atomic
@@ -27,10 +28,11 @@ from ..ir.types import NUMPY_DTYPE_NAMES
 PICKLED = (".pdparams", ".pdopt")
 
 
-def read_values(path: str | os.PathLike, program: Program | None = None) -> dict[str, np.ndarray]:
+def read_values(path: str | os.PathLike, program: Program | None = None, strict: bool = False) -> dict[str, np.ndarray]:
     """name -> array from a parameter file, each checked against the var ``program`` declares. A .pdiparams
     names nothing itself: it is read in the order of the program's persistable vars, or of its forward part's
-    (what save_params and Paddle's save_inference_model write)."""
+    (what save_params and Paddle's save_inference_model write). Values for names the program has no var of are
+    kept with a GradcWarning naming them, or refused when ``strict`` (another model's file, a renamed layer)."""
     path = str(path)
     if path.endswith(".pdiparams"):
         if program is None:
@@ -41,8 +43,22 @@ def read_values(path: str | os.PathLike, program: Program | None = None) -> dict
     else:
         values = read_npz(path, "params")
     if program is not None:
+        _unknown_names(program, values, path, strict)
         values = {name: checked_param(program, name, value, path) for name, value in values.items()}
     return values
+
+
+def _unknown_names(program: Program, values: dict, path: str, strict: bool) -> None:
+    unknown = sorted(name for name in values if program.global_block.find_var(name) is None)
+    if not unknown:
+        return
+    shown = ", ".join(unknown[:8]) + (f", ... ({len(unknown)} in all)" if len(unknown) > 8 else "")
+    what = f"params '{path}': {len(unknown)} of its {len(values)} values name no var of the program ({shown})"
+    if strict:
+        raise FormatError(f"{what}: is it another model's file? (without --strict-params, strict=True in Python, "
+                          f"the rest loads with a warning)")
+    warnings.warn(f"{what}; the program does not use them (--strict-params, strict=True in Python, refuses such a "
+                  f"file)", GradcWarning, stacklevel=3)
 
 
 def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
@@ -122,9 +138,9 @@ def require_values(program: Program, scope, fed=(), params: str | None = None, p
                          f"startup programs that initialise them first (--startup, repeatable{hint})")
 
 
-def load_params(scope, path: str | os.PathLike, program: Program | None = None) -> list[str]:
-    """Put the values of a parameter file into ``scope``; return their names."""
-    values = read_values(path, program)
+def load_params(scope, path: str | os.PathLike, program: Program | None = None, strict: bool = False) -> list[str]:
+    """Put the values of a parameter file into ``scope``; return their names (read_values: ``strict``)."""
+    values = read_values(path, program, strict)
     for name, value in values.items():
         scope[name] = value
     return sorted(values)

@@ -3,6 +3,7 @@ lines every --log-every steps otherwise; a line per epoch with the training and 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 
@@ -13,6 +14,10 @@ from .history import History, Reporter
 
 def _values(names, values) -> str:
     return " ".join(f"{name}={value:.6g}" for name, value in zip(names, values))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}" + ("" if number == 1 else "s")
 
 
 class ConsoleReporter(Reporter):
@@ -26,6 +31,10 @@ class ConsoleReporter(Reporter):
         self.total_steps = steps if single_batch and steps else epochs * batches
         self.names, self.started = trainer.fetch, time.perf_counter()
         self.examples_at_start = trainer.history.examples
+        if trainer.epoch >= epochs or (steps is not None and trainer.step >= steps):
+            asked = "--steps" if steps is not None and trainer.step >= steps else "--epochs"
+            click.echo(f"nothing to train: the resumed run has done {_count(trainer.epoch, 'epoch')} "
+                       f"({_count(trainer.step, 'step')}), all that {asked} asks for (give more to train on)")
         terminal = hasattr(self.stream, "isatty") and self.stream.isatty()
         self.progress = terminal
         if terminal and single_batch:
@@ -75,17 +84,23 @@ class ConsoleReporter(Reporter):
             line += f" | eval {_values(record['eval'], record['eval'].values())}"
         click.echo(f"{line} ({seconds:.1f} s)")
 
+    def stopped_early(self, history: History, name: str, patience: int):
+        best = history.best_epoch(name)
+        click.echo(f"stopped early: eval {name} has not gone below epoch {best['epoch']}'s {best['eval'][name]:.6g} "
+                   f"for {_count(patience, 'epoch')} (--early-stop); the parameters are the last epoch's")
+
     def end(self, history: History):
         self._close_bar()
         steps, seconds = len(history.steps), history.seconds
         rate = history.examples / max(seconds, 1e-9)
-        parts = [f"{steps} steps", f"{history.examples:,} examples in {seconds:.1f} s ({rate:,.0f} ex/s)"]
+        parts = [_count(steps, "step"), f"{history.examples:,} examples in {seconds:.1f} s ({rate:,.0f} ex/s)"]
         if not self.single:
-            parts.insert(0, f"{len(history.epochs)} epochs")
+            parts.insert(0, _count(len(history.epochs), "epoch"))
         line = "done: " + ", ".join(parts)
-        if history.steps:
+        if history.steps and history.fetch:
             line += f"; last step {_values(history.fetch, history.steps[-1])}"
-        if history.epochs and history.epochs[-1]["eval"]:
-            evaluated = history.epochs[-1]["eval"]
-            line += f"; eval {_values(evaluated, evaluated.values())}"
+        if history.last_eval:
+            line += f"; eval {_values(history.last_eval, history.last_eval.values())}"
         click.echo(line)
+        if history.steps and not all(math.isfinite(value) for value in history.steps[-1]):
+            click.echo("a fetched value is NaN or Inf: --check-nan stops at the first op that writes one and names it")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 
@@ -23,28 +24,30 @@ import numpy as np
 
 from .. import schedules
 from ..bfloat16 import round_parameters
-from ..errors import FeedError, GradcError, Interrupted
+from ..errors import ExecutionError, FeedError, GradcError, GradcWarning, Interrupted
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..io import load
-from ..ir import Program
+from ..ir import Program, VarType
 from .checkpoint import load_checkpoint, save_checkpoint
-from .data import Dataset, OneBatch
+from .data import Dataset, OneBatch, check_fits
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import deferred_interrupt
+from .params import checked_param
 from .programs import forward_part, prune
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
 
 
-def as_data(data, what: str = "data") -> Dataset | OneBatch:
-    """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz or a directory of .npy)."""
+def as_data(data, what: str = "data", program: Program | None = None) -> Dataset | OneBatch:
+    """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz, a directory of .npy, or a .csv read
+    against ``program``)."""
     if isinstance(data, (Dataset, OneBatch)):
         return data
     if isinstance(data, Mapping):
         return Dataset(data, what)
     if isinstance(data, (str, os.PathLike)):
-        return Dataset.load(data, what)
+        return Dataset.load(data, what, program)
     raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
 
 
@@ -61,6 +64,10 @@ class Trainer:
         self.executor.check_finite = check_nan
         fetch = [fetch] if isinstance(fetch, str) else list(fetch) if fetch is not None else None
         self.fetch = default_fetch(self.program) if fetch is None else fetch
+        if not self.fetch:
+            warnings.warn("no value to report: the program has no scalar loss gradc can pick (a loss of one value per "
+                          "example is not one); name the scalars to report with --fetch NAME (fetch= in Python)",
+                          GradcWarning, stacklevel=2)
         self.seed, self.paddle_stream = seed, paddle_stream
         self.schedule = schedules.parse(lr_schedule) if isinstance(lr_schedule, str) else lr_schedule
         self.lr_var = lr_var
@@ -94,7 +101,7 @@ class Trainer:
 
     def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
-        data = as_data(data, "eval data")
+        data = as_data(data, "eval data", self.program)
         feeds = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
         try:
             program, names = self._eval_program(tuple(feeds))
@@ -102,14 +109,25 @@ class Trainer:
             raise GradcError(f"{data.source}: {exc}") from None
         totals, count = dict.fromkeys(names, 0.0), 0
         self._reseed(EVAL, self.epoch)
-        for feed in data.batches(0, batch_size or data.size):
+        for index, feed in enumerate(data.batches(0, batch_size or data.size)):
             size = _examples(feed)
-            with _naming(data):
+            with _naming(data, f"evaluation batch {index + 1}"):
                 values = self.executor.run(program, feed, names, self.scope)
             for name, value in zip(names, values):
                 totals[name] += scalar(name, value) * size
             count += size
         return {name: total / count for name, total in totals.items()}
+
+    def check_data(self, data, eval_data=None, batch_size: int = 32, drop_last: bool = False) -> None:
+        """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
+        check_fits(self.program, data, batch_size, drop_last)
+        if eval_data is not None:
+            feeds = tuple(sorted(eval_data.feed if isinstance(eval_data, OneBatch) else eval_data.arrays))
+            try:
+                program, _ = self._eval_program(feeds)
+            except GradcError as exc:
+                raise GradcError(f"{eval_data.source}: {exc}") from None
+            check_fits(program, eval_data, batch_size)
 
     def _eval_program(self, feeds: tuple[str, ...]) -> tuple[Program, list[str]]:
         if feeds not in self._eval_programs:
@@ -126,10 +144,14 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def fit(self, data, *, epochs: int = 1, batch_size: int = 32, shuffle: bool = False, drop_last: bool = False,
             steps: int | None = None, eval_data=None, checkpoint_dir=None, checkpoint_every: int | None = None,
-            resume=None, reporter: Reporter | None = None) -> History:
-        """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done; return the history."""
-        data = as_data(data)
-        eval_data = as_data(eval_data, "eval data") if eval_data is not None else None
+            resume=None, reporter: Reporter | None = None, early_stop: int | None = None) -> History:
+        """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done, or, with ``early_stop`` N, until the
+        evaluation of the first fetched var (the loss) has not gone down for N epochs; return the history."""
+        if early_stop is not None and (eval_data is None or not self.fetch):
+            raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
+                             "data (--eval) and the loss")
+        data = as_data(data, "data", self.program)
+        eval_data = as_data(eval_data, "eval data", self.program) if eval_data is not None else None
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
                     **({"paddle_stream": True} if self.paddle_stream else {})}
@@ -139,14 +161,15 @@ class Trainer:
         batches = data.batch_count(batch_size, drop_last)
         if batches == 0:
             raise GradcError(f"{data.source}: {data.size} examples make no batch of {batch_size} with --drop-last")
+        self.check_data(data, eval_data, batch_size, drop_last)
         reporter = reporter or Reporter()
         reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
-        started, saved_at = time.perf_counter(), None
+        self._clock, saved_at = time.perf_counter(), None
         with deferred_interrupt() as stop:
-            while self.epoch < epochs and (steps is None or self.step < steps):
+            while self.epoch < epochs and (steps is None or self.step < steps) and not self._stale(early_stop):
                 reporter.epoch_begin(self.epoch, self.batch)
                 for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
-                    with _naming(data):
+                    with _naming(data, f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"):
                         values = self.train_step(feed)
                     self.batch += 1
                     self.history.add_step(values, _examples(feed))
@@ -168,15 +191,34 @@ class Trainer:
                     self._stop(checkpoint_dir, settings, saved_at)
             if checkpoint_dir and saved_at != self.step:
                 self._save(checkpoint_dir, settings)
-        self.history.seconds += time.perf_counter() - started
+        if eval_data is not None and self.batch:   # --steps ended the run within an epoch: evaluate it as it is
+            self.history.last_eval = self.evaluate(eval_data, batch_size)
+        if self._stale(early_stop):
+            reporter.stopped_early(self.history, self.fetch[0], early_stop)
+        self._count_time()
         reporter.end(self.history)
         return self.history
 
+    def _stale(self, patience: int | None) -> bool:
+        """No better evaluation of the loss for ``patience`` epochs (read from the history, so a resumed run agrees)."""
+        return patience is not None and self.history.epochs_since_best(self.fetch[0]) >= patience
+
     # ------------------------------------------------------------------ checkpoints
     def persistable_values(self) -> dict[str, np.ndarray]:
-        return {name: np.asarray(value) for name, value in self.scope.vars.items() if isinstance(value, np.ndarray)}
+        """The arrays of the scope that are vars of the program (not another program's values loaded beside)."""
+        block = self.program.global_block
+        return {name: np.asarray(value) for name, value in self.scope.vars.items()
+                if isinstance(value, np.ndarray) and block.find_var(name) is not None}
+
+    def _count_time(self) -> None:
+        """Add the time since the last count to the history (a checkpoint keeps it, so a resumed run's rate is the
+        whole run's)."""
+        now = time.perf_counter()
+        self.history.seconds += now - self._clock
+        self._clock = now
 
     def _save(self, directory, settings: dict) -> int:
+        self._count_time()
         state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
                  "history": self.history.state(), **({"random": randomness.snapshot()} if self.paddle_stream else {})}
         save_checkpoint(directory, self.persistable_values(), state)
@@ -193,6 +235,7 @@ class Trainer:
 
     def _resume(self, directory, settings: dict) -> None:
         values, state, path = load_checkpoint(directory)
+        values = self._checked_checkpoint(values, path)
         saved = state.get("settings") or {}
         changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
                    if saved.get(key) != settings.get(key)]
@@ -207,6 +250,26 @@ class Trainer:
         self.history = History.from_state(self.fetch, state.get("history") or {})
 
 
+    def _checked_checkpoint(self, values: dict[str, np.ndarray], path) -> dict[str, np.ndarray]:
+        """A checkpoint of this program: a value for each persistable var block 0 reads, of its shape and dtype,
+        and none for a var it does not have (another program's checkpoint)."""
+        block = self.program.global_block
+        read = {name for op in block.ops for name in op.input_names()}
+        unknown = sorted(name for name in values if block.find_var(name) is None)
+        missing = sorted(name for name in read - values.keys() if (var := block.find_var(name)) is not None
+                         and var.persistable and var.type == VarType.DENSE_TENSOR)
+        for names, what in ((unknown, "values for vars this program does not have"), (missing, "no value for")):
+            if names:
+                shown = ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
+                raise GradcError(f"cannot resume from {path}: it holds {what} {shown}; it was written by another "
+                                 f"program (resume with the program that wrote it)")
+        try:
+            return {name: checked_param(self.program, name, value, str(path.with_suffix(".npz")))
+                    for name, value in values.items()}
+        except GradcError as exc:
+            raise GradcError(f"cannot resume from {path}: {exc}; it was written by another program") from None
+
+
 def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, seed: int = 0,
           check_nan: bool = False, lr_schedule=None, lr_var=None, paddle_stream: bool = False,
           **fit_options) -> History:
@@ -217,12 +280,19 @@ def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, 
 
 
 @contextmanager
-def _naming(data: Dataset | OneBatch):
-    """A fed value that does not fit the program: the error names the data it came from."""
+def _naming(data: Dataset | OneBatch, where: str | None = None):
+    """A fed value that does not fit the program: the error names the data it came from; an op that fails on a
+    batch (a label out of range): the data and the step, epoch and batch too."""
     try:
         yield
     except FeedError as exc:
         raise FeedError(f"{data.source}: {exc}") from None
+    except NonFiniteError:
+        raise   # it names its step already
+    except ExecutionError as exc:
+        if where is None or type(exc) is not ExecutionError:
+            raise
+        raise ExecutionError(f"{data.source}, {where}: {exc}") from None
 
 
 def _examples(feed: Mapping[str, object]) -> int:
