@@ -14,11 +14,11 @@ from ..verify import check_structure
 from . import schema
 from .dist import carry_op_dist, localize_reshapes
 from .folding import foldable, folded, tensor_attrs, unstacked
-from .graph import Attr, Module, Op, TensorType, Value, VectorType, walk_ops
+from .graph import Attr, Module, Op, TensorType, Value, VectorType
 from .naming import Namer, file_names
 from .stacks import origin
 from .table.rows import TABLE
-from .table.unmapped import UNMAPPED
+from .table.unmapped import check_mapped
 from .zero_dims import unknown_for_zero
 
 # the producers whose value gradc can fold into a legacy attribute
@@ -46,7 +46,7 @@ class Translator:
 
     # ------------------------------------------------------------ driver
     def run(self) -> Program:
-        _check_mapped(self.module, self.source)
+        check_mapped(self.module, self.source)
         self.translate_block(self.module.body.ops)
         self._drop_unread_constants()
         localize_reshapes(self.program)
@@ -303,16 +303,3 @@ def legacy_value(attr: Attr):
     if attr.kind == "a_dtype":
         return schema.DTYPE_NAMES.get(attr.value, -1)
     return attr.plain()
-
-
-def _check_mapped(module: Module, source: str) -> None:
-    unmapped: dict[str, str] = {}
-    for op in walk_ops(module.body):
-        if op.name not in TABLE and op.name not in unmapped:
-            unmapped[op.name] = op.where
-    if unmapped:
-        listing = "; ".join(f"{name} (first at {where}{': ' + UNMAPPED[name] if name in UNMAPPED else ''})"
-                            for name, where in sorted(unmapped.items()))
-        hint = "" if set(unmapped) <= set(UNMAPPED) else \
-            " (a Paddle 3 PIR program; saving with FLAGS_enable_pir_api=0 gives a legacy ProgramDesc)"
-        raise FormatError(f"{source}: {len(unmapped)} PIR op type(s) gradc cannot translate: {listing}{hint}")
