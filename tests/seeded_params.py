@@ -38,3 +38,24 @@ def stored_grad(name: str, grad: np.ndarray) -> np.ndarray:
     """A gradient as a fixture keeps it: whole, or its entries at ``sample_positions`` when it is large."""
     grad = np.asarray(grad)
     return grad if grad.size <= FULL else grad.reshape(-1)[sample_positions(name, grad.size)]
+
+
+def seeded_grads(case, feed: dict) -> tuple[np.ndarray, dict]:
+    """gradc's loss and parameter gradients of ``case``'s forward.pb (a directory with its meta.json: loss, dtype,
+    seed) at the seeded parameters, in the forward's dtype."""
+    import json
+
+    import gradc
+    meta = json.loads((case / "meta.json").read_text())
+    forward = gradc.load(case / "forward.pb")
+    block = forward.global_block
+    params = [name for name, var in block.vars.items() if var.persistable and name not in ("feed", "fetch")]
+    gradc.append_backward(forward, meta["loss"])
+    dtype = np.dtype(meta["dtype"])
+    scope = gradc.Scope()
+    for name in params:
+        scope[name] = param_value(name, list(block.vars[name].shape), meta["seed"]).astype(dtype)
+    names = [f"{name}@GRAD" for name in params]
+    loss, *grads = gradc.Executor().run(forward, {k: v.astype(dtype) for k, v in feed.items()},
+                                        [meta["loss"], *names], scope)
+    return loss, dict(zip(names, grads))

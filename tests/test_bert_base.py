@@ -3,32 +3,19 @@ built by Paddle 3.3.1 in float32 and float64 (tools/paddle_bert_base.py, tests/d
 tests/seeded_params.py's values by name (not stored), gradients kept as 32 drawn entries of each large one. gradc's
 float32 must be as close to Paddle's float64 as Paddle's own float32 is, and its float64 Paddle's float64."""
 
-import json
 
 import numpy as np
 import pytest
 
-import gradc
 from fixtures import DATA
-from seeded_params import param_value, stored_grad
+from seeded_params import seeded_grads, stored_grad
 
 CASE = DATA / "bert_base"
 
 
 def _gradc_run(part: str) -> tuple[float, dict]:
-    meta = json.loads((CASE / part / "meta.json").read_text())
-    forward = gradc.load(CASE / part / "forward.pb")
-    block = forward.global_block
-    params = [name for name, var in block.vars.items() if var.persistable and name not in ("feed", "fetch")]
-    gradc.append_backward(forward, meta["loss"])
-    dtype = np.dtype(meta["dtype"])
-    scope = gradc.Scope()
-    for name in params:
-        scope[name] = param_value(name, list(block.vars[name].shape), meta["seed"]).astype(dtype)
-    feed = {name: value.astype(dtype) for name, value in np.load(CASE / "feed.npz").items()}
-    names = [f"{name}@GRAD" for name in params]
-    loss, *grads = gradc.Executor().run(forward, feed, [meta["loss"], *names], scope)
-    return float(loss), {name: stored_grad(name, grad) for name, grad in zip(names, grads)}
+    loss, grads = seeded_grads(CASE / part, dict(np.load(CASE / "feed.npz")))
+    return float(loss), {name: stored_grad(name, grad) for name, grad in grads.items()}
 
 
 def _distances(ours: dict, reference: dict, eps: float) -> dict:

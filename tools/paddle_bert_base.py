@@ -26,7 +26,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
-from seeded_params import param_value, stored_grad  # noqa: E402
+from seeded_params import param_value, seeded_grads, stored_grad  # noqa: E402
 
 SEED, BATCH, TOKENS, HIDDEN, HEADS, INTERMEDIATE, LAYERS = 3, 2, 8, 768, 12, 3072, 2
 
@@ -79,24 +79,6 @@ def paddle_step(out: Path) -> None:
         _paddle_build(dtype, out / dtype.replace("float", "f"), feed)
 
 
-def gradc_grads(case: Path, feed: dict) -> tuple[np.ndarray, dict]:
-    """gradc's loss and gradients of ``case``'s forward.pb at the seeded parameters (in the forward's dtype)."""
-    import gradc
-    meta = json.loads((case / "meta.json").read_text())
-    forward = gradc.load(case / "forward.pb")
-    block = forward.global_block
-    params = [name for name, var in block.vars.items() if var.persistable and name not in ("feed", "fetch")]
-    gradc.append_backward(forward, meta["loss"])
-    dtype = np.dtype(meta["dtype"])
-    scope = gradc.Scope()
-    for name in params:
-        scope[name] = param_value(name, list(block.vars[name].shape), meta["seed"]).astype(dtype)
-    names = [f"{name}@GRAD" for name in params]
-    loss, *grads = gradc.Executor().run(forward, {k: v.astype(dtype) for k, v in feed.items()},
-                                        [meta["loss"], *names], scope)
-    return loss, dict(zip(names, grads))
-
-
 def furthest(ours: dict, theirs: dict, dtype) -> list[tuple[float, str]]:
     """The gradient furthest from ``theirs``, as a share of that gradient's largest magnitude or, for one zero but
     for rounding (the attention keys' biases, which softmax cancels), of 100 ulps of ``dtype`` of the largest
@@ -110,8 +92,8 @@ def gradc_step(out: Path) -> None:
     feed = dict(np.load(out / "feed.npz"))
     reference = dict(np.load(out / "f64" / "grads.npz"))
     paddle32 = dict(np.load(out / "f32" / "grads.npz"))
-    loss32, ours32 = gradc_grads(out / "f32", feed)
-    loss64, ours64 = gradc_grads(out / "f64", feed)
+    loss32, ours32 = seeded_grads(out / "f32", feed)
+    loss64, ours64 = seeded_grads(out / "f64", feed)
     paddle_distance = furthest(paddle32, reference, np.float32)
     gradc_distance = furthest(ours32, reference, np.float32)
     print(json.dumps({"loss": {"paddle32": float(np.load(out / "f32" / "loss.npy")), "gradc32": float(loss32),

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import paddle
 
 
@@ -14,3 +17,22 @@ def without_callstacks(program) -> bytes:
             if op.desc.has_attr("op_callstack"):
                 op.desc.remove_attr("op_callstack")
     return copy.desc.serialize_to_string()
+
+
+def write_training_case(out: Path, programs: dict, feed: dict):
+    """Write ``programs`` (name -> Program, with "train" and "startup" among them) without call stacks, run the
+    startup and save every initialised persistable var (params.npz) and the feed (feed.npz); returns (executor,
+    scope, persistable names, parameter grads the train program declares)."""
+    out.mkdir(parents=True, exist_ok=True)
+    for name, program in programs.items():
+        (out / f"{name}.pb").write_bytes(without_callstacks(program))
+    main = programs["train"]
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
+    exe.run(programs["startup"])
+    persistable = sorted(v.name for v in main.list_vars() if v.persistable and v.name not in ("feed", "fetch")
+                         and scope.find_var(v.name) is not None
+                         and scope.find_var(v.name).get_tensor()._is_initialized())
+    np.savez(out / "params.npz", **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
+    np.savez(out / "feed.npz", **feed)
+    params = [p.name for p in main.all_parameters()]
+    return exe, scope, persistable, [p + "@GRAD" for p in params if main.global_block().has_var(p + "@GRAD")]

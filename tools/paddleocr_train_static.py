@@ -74,7 +74,7 @@ def _build(model: str, shrink: int, feed: dict):
 def paddle_step(out: Path, entry: str) -> None:
     import paddle
     from paddle_legacy_shim import install
-    from paddle_programs import without_callstacks
+    from paddle_programs import write_training_case
     model, width, form = (entry.split("@") + ["", ""])[:3]
     shrink = int(width or MODELS[model])
     if form != "pir":
@@ -96,24 +96,15 @@ def paddle_step(out: Path, entry: str) -> None:
         forward = main.clone()
         paddle.optimizer.Adam(learning_rate=settings["lr"], beta1=settings["beta1"],
                               beta2=settings["beta2"]).minimize(loss)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, program in (("forward", forward), ("train", main), ("startup", startup)):
-        (out / f"{name}.pb").write_bytes(without_callstacks(program))
-    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
-    exe.run(startup)
-    persistable = sorted(v.name for v in main.list_vars() if v.persistable and v.name not in ("feed", "fetch")
-                         and scope.find_var(v.name) is not None
-                         and scope.find_var(v.name).get_tensor()._is_initialized())
-    np.savez(out / "params.npz", **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
-    np.savez(out / "feed.npz", **feed)
-    params = [p.name for p in main.all_parameters()]
-    grads = [p + "@GRAD" for p in params if main.global_block().has_var(p + "@GRAD")]
+    exe, scope, persistable, grads = write_training_case(
+        out, {"forward": forward, "train": main, "startup": startup}, feed)
     for step in (1, 2):
         value, *grad_values = exe.run(main, feed=feed, fetch_list=[loss] + (grads if step == 1 else []))
         np.savez(out / f"step{step}.npz", **{"@loss": np.asarray(value)},
                  **{f"@grad:{g}": np.asarray(v) for g, v in zip(grads, grad_values)},
                  **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
-    (out / "meta.json").write_text(json.dumps({"loss": loss.name, "optimizer": settings, "params": params,
+    (out / "meta.json").write_text(json.dumps({"loss": loss.name, "optimizer": settings,
+                                               "params": [p.name for p in main.all_parameters()],
                                                "ops": sorted({op.type for op in forward.global_block().ops})}))
 
 

@@ -53,7 +53,7 @@ def _optimizer(settings: dict):
 def paddle_step(out: Path, entry: str) -> None:
     import paddle
     from paddle_legacy_shim import install
-    from paddle_programs import without_callstacks
+    from paddle_programs import write_training_case
     model, _, form = entry.partition("@")
     if form != "pir":
         install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
@@ -73,18 +73,8 @@ def paddle_step(out: Path, entry: str) -> None:
         loss = module.build(feed)
         forward = main.clone()
         _optimizer(settings).minimize(loss)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, program in (("forward", forward), ("train", main), ("startup", startup)):
-        (out / f"{name}.pb").write_bytes(without_callstacks(program))
-    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
-    exe.run(startup)
-    persistable = sorted(v.name for v in main.list_vars() if v.persistable and v.name not in ("feed", "fetch")
-                         and scope.find_var(v.name) is not None
-                         and scope.find_var(v.name).get_tensor()._is_initialized())
-    np.savez(out / "params.npz", **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
-    np.savez(out / "feed.npz", **feed)
-    params = [p.name for p in main.all_parameters()]
-    grads = [p + "@GRAD" for p in params if main.global_block().has_var(p + "@GRAD")]
+    exe, scope, persistable, grads = write_training_case(
+        out, {"forward": forward, "train": main, "startup": startup}, feed)
     # an is_sparse embedding's gradient is SelectedRows, which Paddle does not fetch: its parameter after the step
     sparse = [g for g in grads if main.global_block().var(g).type == paddle.base.core.VarDesc.VarType.SELECTED_ROWS]
     grads = [g for g in grads if g not in sparse]
@@ -94,7 +84,8 @@ def paddle_step(out: Path, entry: str) -> None:
                  **{f"@grad:{g}": np.asarray(v) for g, v in zip(grads, grad_values)},
                  **{f"@after:{g[:-5]}": np.array(scope.find_var(g[:-5]).get_tensor()) for g in sparse if step == 1},
                  **{n: np.array(scope.find_var(n).get_tensor()) for n in persistable})
-    (out / "meta.json").write_text(json.dumps({"loss": loss.name, "optimizer": settings, "params": params,
+    (out / "meta.json").write_text(json.dumps({"loss": loss.name, "optimizer": settings,
+                                               "params": [p.name for p in main.all_parameters()],
                                                "ops": sorted({op.type for op in forward.global_block().ops})}))
 
 
