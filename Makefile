@@ -23,8 +23,10 @@ $(STAMP): $(BASE)
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
+# bytecode cached even where the environment says not to (PYTHONDONTWRITEBYTECODE): the suite starts many
+# interpreters, and each would compile every gradc module it imports from source again
 test: venv
-	$(BIN)/pytest -n 2
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2
 
 demo: base
 	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train.pb
