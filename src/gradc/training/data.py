@@ -92,12 +92,13 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
         written.update(op.output_names())
     count = data.batch_count(batch_size, drop_last)
     for index in sorted({0, count - 1}):
-        for feed in data.batches(0, batch_size, drop_last=drop_last, start=index):
-            try:
-                feed_values(block, feed, Scope())
-            except FeedError as exc:
-                raise FeedError(f"{data.source}: {exc}") from None
-            break
+        feed = next(iter(data.batches(0, batch_size, drop_last=drop_last, start=index)), None)
+        if feed is None:   # no batch (an empty eval set): nothing to check
+            continue
+        try:
+            feed_values(block, feed, Scope())
+        except FeedError as exc:
+            raise FeedError(f"{data.source}: {exc}") from None
 
 
 def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:

@@ -194,7 +194,7 @@ def fused_conv(k, unfused: str, bias_only: bool = False):
     """The ``unfused`` conv kernel's Output (oneDNN's int8 one on int8 / uint8 Input), plus Bias per channel, then
     (unless ``bias_only``) plus ResidualData (fuse_residual_connection; an int8 one's sum post-op scales it by
     1 / Scale_in_eltwise) and fuse_activation."""
-    quantized = k.x("Input").dtype in (np.int8, np.uint8)
+    quantized = int8.quantized(k.x("Input"))
     out = _int8_conv(k, unfused) if quantized else KERNELS[unfused](k)["Output"]
     bias, residual = k.optional("Bias"), None if bias_only else k.optional("ResidualData")
     channel_axis = _channel_axis(k)
@@ -233,7 +233,7 @@ def _reshaped(a, shape: list[int], axes: list[int], transpose_first: bool):
 def fused_matmul(k):
     x = _reshaped(k.x("X"), k.attr("fused_reshape_X"), k.attr("fused_transpose_X"), False)
     y = _reshaped(k.x("Y"), k.attr("fused_reshape_Y"), k.attr("fused_transpose_Y"), False)
-    quantized = x.dtype in (np.int8, np.uint8)
+    quantized = int8.quantized(x)
     if quantized:
         out = _int8_matmul(k, x, y)
     else:

@@ -8,7 +8,6 @@ from ...ops import legacy_nn as ops
 from . import kernel
 from . import onednn_int8 as int8
 from .interp import planned_by, resize, resize_grad
-from .onednn_quant import NUMPY_TYPES
 
 _v1_plan = planned_by(ops.v1_plan)
 
@@ -34,7 +33,7 @@ def fc(k):
     if w.ndim != 2 or flat.shape[1] != rows or n < 1:
         raise ValueError(f"Input flattens to {list(flat.shape)} at in_num_col_dims {cols}, which W {list(w.shape)} "
                          f"(padding_weights {k.attr('padding_weights')}) cannot multiply")
-    quantized = x.dtype in NUMPY_TYPES
+    quantized = int8.quantized(x)
     out = _int8_inner_product(k, flat, w[:rows, :n]) if quantized else flat @ w[:rows, :n]
     if bias is not None:
         if bias.size != n:

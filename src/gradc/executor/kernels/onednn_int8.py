@@ -21,7 +21,7 @@ import os
 import numpy as np
 
 from ...ir import VarType
-from .onednn_quant import saturated
+from .onednn_quant import NUMPY_TYPES, saturated
 
 ISAS = ("vnni", "avx2")
 
@@ -31,6 +31,11 @@ def isa() -> str:
     if name not in ISAS:
         raise ValueError(f"GRADC_ONEDNN_ISA is {name!r}, not one of {list(ISAS)}")
     return name
+
+
+def quantized(values: np.ndarray) -> bool:
+    """Whether ``values`` are a quantize op's int8 / uint8 output, which the int8 kernels take."""
+    return values.dtype in NUMPY_TYPES
 
 
 def weight_adjust(source: np.ndarray) -> float:
@@ -91,7 +96,7 @@ def matmul_scaled(acc: np.ndarray, scale_x: float, alpha: float, scale_y: float)
 
 def dequantized_residual(residual: np.ndarray, scale: float) -> np.ndarray:
     """An int8 / uint8 ResidualData at its scale (Scale_in_eltwise; 0 means none): residual / scale in float32."""
-    if residual.dtype not in (np.int8, np.uint8) or scale == 0:
+    if not quantized(residual) or scale == 0:
         return residual.astype(np.float32, copy=False)
     return residual.astype(np.float32) * (np.float32(1) / np.float32(scale))
 
