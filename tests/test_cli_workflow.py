@@ -228,13 +228,44 @@ def test_early_stop_ends_training_when_the_eval_loss_stops_going_down(compiled, 
                          "early stopping watches the evaluation")
 
 
+def out_of_range(row, value):
+    def change(arrays):
+        arrays["label"][row] = value
+    return change
+
+
+@pytest.mark.parametrize("option", ["--data", "--eval"])
+@pytest.mark.parametrize("value, row", [(10, 35), (-3, 3)])
+def test_a_label_out_of_range_is_refused_before_the_first_step(compiled, tmp_path, option, value, row):
+    bad = refit(tmp_path, "bad.npz", out_of_range(row, value), "train", 64)
+    done = train(compiled, "--data", bad if option == "--data" else compiled / "train.npz", "--eval", bad,
+                 "--checkpoint-dir", tmp_path / "ckpt")
+    assert_clean_failure(done, f"data '{bad}': array 'label' holds the label {value} (example {row + 1}), but "
+                         "block 0, op 18 (softmax_with_cross_entropy) has 10 classes (the last dim of "
+                         "'linear_0.tmp_1'): a label is 0 to 9, or -100 (its ignore_index) to leave an example out")
+    assert "step" not in done.stdout and not (tmp_path / "ckpt").exists()
+    ignored = refit(tmp_path, "ignored.npz", out_of_range(row, -100), "train", 64)
+    assert train(compiled, "--data", ignored).returncode == 0
+
+
+def test_a_csv_label_out_of_range_names_its_column(compiled, tmp_path):
+    rows = [",".join(["img"] * 64 + ["label"])] + [",".join(["0"] * 64 + [label]) for label in ("1", "7", "12")]
+    (tmp_path / "bad.csv").write_text("\n".join(rows) + "\n")
+    assert_clean_failure(train(compiled, "--data", tmp_path / "bad.csv"),
+                         f"data '{tmp_path / 'bad.csv'}': column 'label' holds the label 12 (example 3)", "10 classes")
+
+
 def test_an_op_failing_on_a_batch_names_the_data_step_epoch_and_batch(compiled, tmp_path):
-    def label_out_of_range(arrays):
-        arrays["label"][35] = 10
-    bad = refit(tmp_path, "train.npz", label_out_of_range, "train", 64)
-    assert_clean_failure(train(compiled, "--data", bad), f"data '{bad}', step 2 (epoch 1, batch 2): block 0, op ",
+    unshaped = tmp_path / "unshaped.pb"   # the logits' class count unknown: only the kernel finds the bad label
+    program = gradc.load(compiled / "train.pb")
+    program.global_block.find_var("linear_0.tmp_1").shape[-1] = -1
+    gradc.save(program, unshaped)
+    bad = refit(tmp_path, "train.npz", out_of_range(35, 10), "train", 64)
+    run = ("train", unshaped, "--startup", EXAMPLE / "startup.pb", "--startup", compiled / "train.startup.pb",
+           "--batch-size", "32", "--fetch", LOSS)
+    assert_clean_failure(gradc_cli(*run, "--data", bad), f"data '{bad}', step 2 (epoch 1, batch 2): block 0, op ",
                          "(softmax_with_cross_entropy): Label holds 10")
-    assert_clean_failure(train(compiled, "--data", compiled / "train.npz", "--eval", bad),
+    assert_clean_failure(gradc_cli(*run, "--data", compiled / "train.npz", "--eval", bad),
                          f"eval data '{bad}', evaluation batch 2: block 0, op ")
 
 

@@ -14,6 +14,7 @@ from ..executor.feeding import feed_values, program_inputs
 from ..executor.scope import Scope
 from ..io.arrays import read_arrays
 from ..ir import Program
+from .labels import check_labels
 
 
 class Dataset:
@@ -32,6 +33,7 @@ class Dataset:
         if self.size == 0:
             raise GradcError(f"{source}: holds no examples")
         self.source = source
+        self.item = "array"   # what the error of a bad value calls one of them (a .csv's are columns)
 
     @classmethod
     def load(cls, path: str | Path, what: str = "data", program: Program | None = None) -> Dataset:
@@ -42,7 +44,9 @@ class Dataset:
                 raise GradcError(f"{what} '{path}': a .csv is read against the program it feeds (its columns are "
                                  f"named after the program's inputs)")
             from .csvdata import read_csv
-            return cls(read_csv(path, program, what), f"{what} '{path}'")
+            dataset = cls(read_csv(path, program, what), f"{what} '{path}'")
+            dataset.item = "column"
+            return dataset
         return cls(read_arrays(path, what), f"{what} '{path}'")
 
     def batch_count(self, batch_size: int, drop_last: bool) -> int:
@@ -78,9 +82,12 @@ class OneBatch:
             yield self.feed
 
 
-def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop_last: bool = False) -> None:
-    """Refuse, before any step, data ``program`` cannot take: an input it reads that the data lacks, or a name,
-    dtype or shape its vars refuse, in the first or the last batch (the only two sizes an epoch feeds)."""
+def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop_last: bool = False,
+               labels_of: Program | None = None) -> None:
+    """Refuse, before any step, data ``program`` cannot take: an input it reads that the data lacks, a name,
+    dtype or shape its vars refuse, in the first or the last batch (the only two sizes an epoch feeds), or a class
+    label out of range anywhere (for the classification ops of ``labels_of``, the user's program of which
+    ``program`` is a part, so the error names the op by its index there)."""
     block = program.global_block
     given, written = set(data.feed if isinstance(data, OneBatch) else data.arrays), set()
     inputs = set(program_inputs(block))
@@ -99,6 +106,10 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
             feed_values(block, feed, Scope())
         except FeedError as exc:
             raise FeedError(f"{data.source}: {exc}") from None
+    if isinstance(data, OneBatch):
+        check_labels(labels_of or program, data.feed, data.source, "feed var")
+    else:
+        check_labels(labels_of or program, data.arrays, data.source, data.item)
 
 
 def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:

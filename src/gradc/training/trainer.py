@@ -127,7 +127,7 @@ class Trainer:
                 program, _ = self._eval_program(feeds)
             except GradcError as exc:
                 raise GradcError(f"{eval_data.source}: {exc}") from None
-            check_fits(program, eval_data, batch_size)
+            check_fits(program, eval_data, batch_size, labels_of=self.program)
 
     def _eval_program(self, feeds: tuple[str, ...]) -> tuple[Program, list[str]]:
         if feeds not in self._eval_programs:

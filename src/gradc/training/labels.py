@@ -1,0 +1,77 @@
+"""Class labels: the classification-loss ops of a program (which var holds the scores, which the labels, how many
+classes the scores' declared shape gives), and the up-front check that data's labels are in range, so a bad label
+costs no epoch (the kernel would find it only when a batch reaches it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import registry
+from ..errors import FeedError, op_location
+from ..ir import Program
+
+# op type -> (the scores' slot, the class axis when the op has no axis attribute)
+CLASS_LOSSES = {"softmax_with_cross_entropy": ("Logits", -1), "cross_entropy": ("X", -1),
+                "cross_entropy2": ("X", -1), "nll_loss": ("X", 1)}
+
+
+@dataclass(frozen=True)
+class Classifier:
+    index: int            # the op's index in block 0
+    op_type: str
+    scores: str           # logits or probabilities, the classes along ``axis``
+    label: str
+    axis: int
+    classes: int | None   # None: the scores' declared shape does not fix it
+    ignore_index: int | None
+
+    def where(self) -> str:
+        return op_location(0, self.index, self.op_type)
+
+
+def classifiers(program: Program) -> list[Classifier]:
+    """The hard-label classification losses of block 0, in order."""
+    block, found = program.global_block, []
+    for index, op in enumerate(block.ops):
+        if op.type not in CLASS_LOSSES or not op.input("Label"):
+            continue
+        opdef = registry.get(op.type)
+        attrs = {**(opdef.attrs if opdef is not None else {}), **op.attrs}
+        if attrs.get("soft_label"):
+            continue
+        slot, axis = CLASS_LOSSES[op.type]
+        scores = op.input(slot)[0]
+        var = block.find_var(scores)
+        axis = int(attrs.get("axis", axis))
+        shape = var.shape if var is not None else None
+        classes = None
+        if shape and -len(shape) <= axis < len(shape) and shape[axis] > 0:
+            classes = int(shape[axis])
+        ignore = attrs.get("ignore_index")
+        found.append(Classifier(index, op.type, scores, op.input("Label")[0], axis, classes,
+                                int(ignore) if isinstance(ignore, (int, np.integer)) else None))
+    return found
+
+
+def check_labels(program: Program, arrays: dict, source: str, item: str = "array") -> None:
+    """Refuse a label outside 0 .. classes-1 (other than the op's ignore_index) in the data's ``arrays``, naming the
+    data, the array (a .csv's column), the value, the example and the class count the program gives."""
+    for found in classifiers(program):
+        if found.classes is None or found.label not in arrays:
+            continue
+        labels = np.asarray(arrays[found.label])
+        if labels.dtype.kind not in "iu":
+            continue   # a float label is refused by the dtype check, or is a soft label
+        bad = ((labels < 0) | (labels >= found.classes)) & (labels != found.ignore_index)
+        if bad.any():
+            position = np.unravel_index(int(np.flatnonzero(bad)[0]), labels.shape)
+            value = labels[position]
+            allowed = f"0 to {found.classes - 1}"
+            if found.ignore_index is not None:
+                allowed += f", or {found.ignore_index} (its ignore_index) to leave an example out"
+            dim = "the last dim" if found.axis == -1 else f"dim {found.axis}"
+            raise FeedError(f"{source}: {item} '{found.label}' holds the label {value} (example {position[0] + 1}), "
+                            f"but {found.where()} has {found.classes} classes ({dim} of '{found.scores}'): a label "
+                            f"is {allowed}")
