@@ -23,6 +23,7 @@ LAZY_COMMANDS = {
     "compile": LazyCommand("compile", "compile", "Append the backward (training) ops of a forward program."),
     "check": LazyCommand("run", "check", "Check compiled gradients against float64 central differences."),
     "diff": LazyCommand("diff", "diff", "Compare two programs' vars and ops; exit 1 when they differ."),
+    "evaluate": LazyCommand("evaluate", "evaluate", "Evaluate a model over a data set: loss and accuracy."),
     "export": LazyCommand("train", "export_command", "Export a program for inference, as save_inference_model."),
     "info": LazyCommand("info", "info", "Summarise a program: inputs, outputs, parameters, loss."),
     "ops": LazyCommand("ops", "ops", "List the registered op types, or describe one."),

@@ -11,6 +11,7 @@ from ..firstuse import on_first_use
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
     from .checkpoint import load_checkpoint, save_checkpoint
     from .data import Dataset, OneBatch
+    from .evaluation import evaluate
     from .history import History, Reporter
     from .inference import export, inference_program
     from .params import load_params, read_values, save_params
@@ -20,13 +21,14 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
 _ON_FIRST_USE = {
     **dict.fromkeys(["load_checkpoint", "save_checkpoint"], ".checkpoint"),
     **dict.fromkeys(["Dataset", "OneBatch"], ".data"),
+    "evaluate": ".evaluation",
     **dict.fromkeys(["export", "inference_program"], ".inference"),
     **dict.fromkeys(["History", "Reporter"], ".history"),
     **dict.fromkeys(["load_params", "read_values", "save_params"], ".params"),
     **dict.fromkeys(["forward_part", "model_parameters", "prune"], ".programs"),
     **dict.fromkeys(["Trainer", "train"], ".trainer"),
 }
-__all__ = ["Dataset", "History", "OneBatch", "Reporter", "Trainer", "export", "forward_part", "inference_program",
-           "load_checkpoint", "load_params", "model_parameters", "prune", "read_values", "save_checkpoint",
-           "save_params", "train"]
+__all__ = ["Dataset", "History", "OneBatch", "Reporter", "Trainer", "evaluate", "export", "forward_part",
+           "inference_program", "load_checkpoint", "load_params", "model_parameters", "prune", "read_values",
+           "save_checkpoint", "save_params", "train"]
 __getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())

@@ -4,6 +4,7 @@ of .npy files): a batch reads only its rows."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -80,6 +81,18 @@ class OneBatch:
     def batches(self, epoch: int, batch_size=None, shuffle=False, seed=0, drop_last=False, start: int = 0):
         if start == 0:
             yield self.feed
+
+
+def as_data(data, what: str = "data", program: Program | None = None) -> Dataset | OneBatch:
+    """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz, a directory of .npy, or a .csv read
+    against ``program``)."""
+    if isinstance(data, (Dataset, OneBatch)):
+        return data
+    if isinstance(data, Mapping):
+        return Dataset(data, what)
+    if isinstance(data, (str, os.PathLike)):
+        return Dataset.load(data, what, program)
+    raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
 
 
 def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop_last: bool = False,

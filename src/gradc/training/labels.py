@@ -61,17 +61,24 @@ def check_labels(program: Program, arrays: dict, source: str, item: str = "array
     for found in classifiers(program):
         if found.classes is None or found.label not in arrays:
             continue
-        labels = np.asarray(arrays[found.label])
-        if labels.dtype.kind not in "iu":
-            continue   # a float label is refused by the dtype check, or is a soft label
-        bad = ((labels < 0) | (labels >= found.classes)) & (labels != found.ignore_index)
-        if bad.any():
-            position = np.unravel_index(int(np.flatnonzero(bad)[0]), labels.shape)
-            value = labels[position]
+        bad = out_of_range(arrays[found.label], found.classes, found.ignore_index)
+        if bad is not None:
             allowed = f"0 to {found.classes - 1}"
             if found.ignore_index is not None:
                 allowed += f", or {found.ignore_index} (its ignore_index) to leave an example out"
             dim = "the last dim" if found.axis == -1 else f"dim {found.axis}"
-            raise FeedError(f"{source}: {item} '{found.label}' holds the label {value} (example {position[0] + 1}), "
-                            f"but {found.where()} has {found.classes} classes ({dim} of '{found.scores}'): a label "
+            raise FeedError(f"{source}: {item} '{found.label}' holds the label {bad[0]} (example {bad[1]}), but "
+                            f"{found.where()} has {found.classes} classes ({dim} of '{found.scores}'): a label "
                             f"is {allowed}")
+
+
+def out_of_range(labels, classes: int, ignore_index: int | None = None) -> tuple[int, int] | None:
+    """The first integer label outside 0 .. classes-1 other than ``ignore_index``, and its example (from 1)."""
+    labels = np.asarray(labels)
+    if labels.dtype.kind not in "iu":
+        return None   # a float label is refused by the dtype check, or is a soft label
+    bad = ((labels < 0) | (labels >= classes)) & (labels != ignore_index)
+    if not bad.any():
+        return None
+    position = np.unravel_index(int(np.flatnonzero(bad)[0]), labels.shape)
+    return int(labels[position]), int(position[0]) + 1 if labels.ndim else 1

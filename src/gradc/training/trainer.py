@@ -18,37 +18,25 @@ import os
 import time
 import warnings
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 
 import numpy as np
 
 from .. import schedules
 from ..bfloat16 import round_parameters
-from ..errors import ExecutionError, FeedError, GradcError, GradcWarning, Interrupted
+from ..errors import FeedError, GradcError, GradcWarning, Interrupted
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
+from ..executor.feeding import program_inputs
 from ..io import load
 from ..ir import Program, VarType
 from .checkpoint import load_checkpoint, save_checkpoint
-from .data import Dataset, OneBatch, check_fits
+from .data import Dataset, OneBatch, as_data, check_fits
+from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import deferred_interrupt
 from .params import checked_param
-from .programs import forward_part, prune
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
-
-
-def as_data(data, what: str = "data", program: Program | None = None) -> Dataset | OneBatch:
-    """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz, a directory of .npy, or a .csv read
-    against ``program``)."""
-    if isinstance(data, (Dataset, OneBatch)):
-        return data
-    if isinstance(data, Mapping):
-        return Dataset(data, what)
-    if isinstance(data, (str, os.PathLike)):
-        return Dataset.load(data, what, program)
-    raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
 
 
 class Trainer:
@@ -73,7 +61,7 @@ class Trainer:
         self.lr_var = lr_var
         self.epoch = self.batch = self.step = 0
         self.history = History(list(self.fetch))
-        self._eval_programs: dict[tuple, Program] = {}
+        self._eval_plans: dict[tuple, EvalPlan] = {}
         startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup or ())
         if paddle_stream:
             randomness.seed(seed)
@@ -102,44 +90,29 @@ class Trainer:
     def evaluate(self, data, batch_size: int | None = None) -> dict[str, float]:
         """The mean over the examples of each fetched scalar the forward part computes, in test mode."""
         data = as_data(data, "eval data", self.program)
-        feeds = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
-        try:
-            program, names = self._eval_program(tuple(feeds))
-        except GradcError as exc:
-            raise GradcError(f"{data.source}: {exc}") from None
-        totals, count = dict.fromkeys(names, 0.0), 0
+        evaluation = self._eval_plan(data)
         self._reseed(EVAL, self.epoch)
-        for index, feed in enumerate(data.batches(0, batch_size or data.size)):
-            size = _examples(feed)
-            with _naming(data, f"evaluation batch {index + 1}"):
-                values = self.executor.run(program, feed, names, self.scope)
-            for name, value in zip(names, values):
-                totals[name] += scalar(name, value) * size
-            count += size
-        return {name: total / count for name, total in totals.items()}
+        results = evaluate_plan(self.executor, self.scope, evaluation, data, batch_size)
+        return {name: results[name] for name in evaluation.scalars}
 
     def check_data(self, data, eval_data=None, batch_size: int = 32, drop_last: bool = False) -> None:
         """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
         check_fits(self.program, data, batch_size, drop_last)
         if eval_data is not None:
-            feeds = tuple(sorted(eval_data.feed if isinstance(eval_data, OneBatch) else eval_data.arrays))
-            try:
-                program, _ = self._eval_program(feeds)
-            except GradcError as exc:
-                raise GradcError(f"{eval_data.source}: {exc}") from None
-            check_fits(program, eval_data, batch_size, labels_of=self.program)
+            check_fits(self._eval_plan(eval_data).program, eval_data, batch_size, labels_of=self.program)
 
-    def _eval_program(self, feeds: tuple[str, ...]) -> tuple[Program, list[str]]:
-        if feeds not in self._eval_programs:
-            forward = forward_part(self.program)
-            written = {name for op in forward.global_block.ops for name in op.output_names()}
-            names = [name for name in self.fetch if name in written]
-            if not names:
-                raise GradcError(f"evaluation: none of the fetched vars ({', '.join(self.fetch) or 'none'}) is "
-                                 f"computed by the forward part of the program")
-            self._eval_programs[feeds] = prune(forward, names, feeds)
-        program = self._eval_programs[feeds]
-        return program, [name for name in self.fetch if program.global_block.find_var(name) is not None]
+    def _eval_plan(self, data: Dataset | OneBatch) -> EvalPlan:
+        names = tuple(sorted(data.feed if isinstance(data, OneBatch) else data.arrays))
+        if names not in self._eval_plans:
+            unknown = [name for name in names if self.program.global_block.find_var(name) is None]
+            if unknown:   # the training program reads every array of its data; an inference model may not
+                raise FeedError(f"{data.source}: '{unknown[0]}' is not a var of block 0 of the program (its inputs: "
+                                f"{', '.join(program_inputs(self.program.global_block))})")
+            try:
+                self._eval_plans[names] = plan(self.program, names, self.fetch)
+            except GradcError as exc:
+                raise GradcError(f"{data.source}: {exc}") from None
+        return self._eval_plans[names]
 
     # ------------------------------------------------------------------ the loop
     def fit(self, data, *, epochs: int = 1, batch_size: int = 32, shuffle: bool = False, drop_last: bool = False,
@@ -169,10 +142,10 @@ class Trainer:
             while self.epoch < epochs and (steps is None or self.step < steps) and not self._stale(early_stop):
                 reporter.epoch_begin(self.epoch, self.batch)
                 for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
-                    with _naming(data, f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"):
+                    with naming(data, f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"):
                         values = self.train_step(feed)
                     self.batch += 1
-                    self.history.add_step(values, _examples(feed))
+                    self.history.add_step(values, examples(feed))
                     reporter.step(self.step, self.epoch, self.batch, values)
                     if checkpoint_dir and checkpoint_every and self.step % checkpoint_every == 0:
                         saved_at = self._save(checkpoint_dir, settings)
@@ -277,24 +250,3 @@ def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, 
     trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan,
                       lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     return trainer.fit(data, **fit_options)
-
-
-@contextmanager
-def _naming(data: Dataset | OneBatch, where: str | None = None):
-    """A fed value that does not fit the program: the error names the data it came from; an op that fails on a
-    batch (a label out of range): the data and the step, epoch and batch too."""
-    try:
-        yield
-    except FeedError as exc:
-        raise FeedError(f"{data.source}: {exc}") from None
-    except NonFiniteError:
-        raise   # it names its step already
-    except ExecutionError as exc:
-        if where is None or type(exc) is not ExecutionError:
-            raise
-        raise ExecutionError(f"{data.source}, {where}: {exc}") from None
-
-
-def _examples(feed: Mapping[str, object]) -> int:
-    first = next((np.shape(v) for v in feed.values() if np.ndim(v)), None)
-    return first[0] if first else 1

@@ -1,0 +1,59 @@
+"""`gradc evaluate`: a trained (forward, training or exported inference) program over a data set, the loss and the
+accuracy as Paddle's Model.evaluate reports them; thin over gradc.training.evaluation."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ..training.evaluation import evaluate as evaluate_program
+from .run import STRICT_PARAMS
+
+
+def _topk(ctx, param, value: str) -> list[int]:
+    try:
+        ks = [int(k) for k in value.split(",") if k.strip()]
+    except ValueError:
+        raise click.BadParameter(f"'{value}': give k values separated by commas, e.g. 1,5") from None
+    if not ks or min(ks) < 1:
+        raise click.BadParameter(f"'{value}': each k is 1 or more")
+    return ks
+
+
+@click.command()
+@click.argument("program", type=click.Path())
+@click.option("--data", required=True, type=click.Path(), help="The examples, in any form gradc train reads: an .npz "
+              "of arrays named after feed vars, a directory of NAME.npy files, or a .csv whose header names them.")
+@click.option("--params", type=click.Path(), help="The trained values: .npz (gradc train --save-params), Paddle's "
+              ".pdiparams (gradc export) or .pdparams.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs run first (values --params does not give). Repeatable.")
+@click.option("--batch-size", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Examples per run; the means are over examples, so it changes only the rounding.")
+@click.option("--loss", help="The loss var (default: the one gradc train reports).")
+@click.option("--fetch", "fetches", multiple=True, help="Another scalar to average over the examples (an "
+              "accuracy op's output, ...). Repeatable.")
+@click.option("--label", help="The data's array of class labels, for the accuracy of a model without a loss "
+              "(default: its one array the model does not read).")
+@click.option("--topk", default="1", show_default=True, callback=_topk, metavar="K[,K...]",
+              help="Accuracy counts an example right when its label is among the K best-scored classes.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line instead.")
+@STRICT_PARAMS
+def evaluate(program, data, params, startups, batch_size, loss, fetches, label, topk, as_json, strict_params):
+    """Evaluate a program over a data set: the loss (the mean over the examples) and, where the program's class
+    scores and the data's labels allow it, the top-k accuracy. The forward part runs in test mode, as after each
+    epoch of gradc train --eval, whose numbers these are."""
+    results = evaluate_program(program, data, params, startups, batch_size=batch_size, fetch=fetches, loss=loss,
+                               label=label, topk=topk, strict=strict_params)
+    if as_json:
+        click.echo(json.dumps(results))
+        return
+    lines = [f"examples: {results['examples']:,}"]
+    if "loss" in results:
+        lines.append(f"loss: {results['loss']:.6g} ({results['loss_var']})")
+    else:
+        lines.append("loss: none (the program computes no loss; an exported model ends at its outputs)")
+    skipped = {"examples", "loss", "loss_var", results.get("loss_var")}
+    lines += [f"{name}: {value:.6g}" for name, value in results.items() if name not in skipped]
+    click.echo("\n".join(lines))

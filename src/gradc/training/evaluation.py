@@ -1,0 +1,210 @@
+"""Evaluation over a data set, as Paddle's Model.evaluate reports it: the loss (the mean over the examples, each
+batch weighted by its size), top-k accuracy where the program's scores and the data's labels allow it, and the mean
+of any other fetched scalar. The forward part runs in test mode; ``gradc evaluate``, ``gradc.evaluate`` and the
+trainer's evaluation after each epoch (``--eval``) are this, so their numbers agree.
+
+Accuracy needs class scores and labels: the scores and Label of the program's cross-entropy op, or, in a saved
+inference model (no loss), its one fetch target of rank >= 2 and the data's one integer array the model does not
+read (or the array ``label`` names). An example is right at top-k when fewer than k classes score above its label."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ExecutionError, FeedError, GradcError
+from ..executor import Executor, Scope
+from ..executor.failures import NonFiniteError
+from ..ir import Program
+from .data import Dataset, OneBatch, as_data, check_fits
+from .history import default_fetch, scalar
+from .labels import check_labels, classifiers, out_of_range
+from .programs import forward_part, prune
+
+
+@dataclass
+class EvalPlan:
+    program: Program                   # the forward part, pruned to what the scalars and scores need
+    feeds: list[str]                   # the data's arrays the program takes
+    scalars: list[str]                 # averaged over the examples, the loss (if any) first
+    loss: str | None = None
+    scores: str | None = None          # class scores (accuracy), along ``axis``
+    label: str | None = None           # the data's array of class labels
+    axis: int = -1
+    topk: list[int] = field(default_factory=list)
+
+
+def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = None, loss: str | None = None,
+         label: str | None = None, topk: Sequence[int] = ()) -> EvalPlan:
+    """What evaluating ``program`` on data holding the arrays ``names`` runs: ``fetch`` (default: the loss) averaged,
+    and with ``topk`` the accuracy at each k where scores and labels are found."""
+    forward = forward_part(program)
+    block = forward.global_block
+    written = {name for op in block.ops for name in op.output_names()}
+    loss = loss or next(iter(default_fetch(program)), None)
+    if loss is not None and loss not in written:
+        raise GradcError(f"evaluation: the loss '{loss}' is not computed by the forward part of the program")
+    asked = list(fetch) if fetch is not None else [loss] if loss else []
+    scalars = [name for name in dict.fromkeys(asked) if name in written]
+    if fetch and not scalars:
+        raise GradcError(f"evaluation: none of the fetched vars ({', '.join(fetch) or 'none'}) is computed by the "
+                         f"forward part of the program")
+    feeds = [name for name in names if block.find_var(name) is not None]
+    result = EvalPlan(forward, feeds, scalars, loss if loss in scalars else None)
+    if topk:
+        _find_scores(result, forward, names, label)
+        result.topk = sorted(set(topk)) if result.scores else []
+    needed = result.scalars + ([result.scores] if result.scores else [])
+    if not needed:
+        raise GradcError("evaluation: the program has no loss and no class scores to score against labels; name "
+                         "the scalars to average (--fetch NAME) or the labels (--label NAME)")
+    result.program = prune(forward, needed, feeds)
+    result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
+    return result
+
+
+def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label: str | None) -> None:
+    for found in classifiers(forward):
+        if found.label in names and (label is None or label == found.label):
+            result.scores, result.label, result.axis = found.scores, found.label, found.axis
+            return
+    block = forward.global_block
+    targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    scores = [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1]
+    if label is None:
+        unread = [name for name in names if block.find_var(name) is None]
+        label = unread[0] if len(unread) == 1 else None
+    elif label not in names:
+        raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
+    if len(scores) == 1 and label is not None:
+        result.scores, result.label = scores[0], label
+
+
+def evaluate(program: Program | str | os.PathLike, data, params=None, startup=(), scope: Scope | None = None, *,
+             batch_size: int | None = 32, fetch: Sequence[str] | None = None, loss: str | None = None,
+             label: str | None = None, topk: Sequence[int] = (1,), strict: bool = False,
+             executor: Executor | None = None) -> dict:
+    """Evaluate a (forward, training or saved inference) program over ``data`` (a path, a dict of arrays, a
+    Dataset) with the values of ``params`` (a file) and the ``startup`` programs. A dict: "examples"; "loss" and
+    "loss_var" (its var) when the program has a loss; the top-k accuracy ("acc" for k=1 alone, else "acc_top1",
+    "acc_top5", ...) where scores and labels allow it; the mean of the loss and of each ``fetch``ed scalar by
+    name. The data is checked before the first batch."""
+    from ..io import load
+    from .params import load_params, require_values
+    path = None if isinstance(program, Program) else str(program)
+    program = program if isinstance(program, Program) else load(program)
+    scope, executor = Scope() if scope is None else scope, executor or Executor()
+    for init in [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup):
+        executor.run(init if isinstance(init, Program) else load(init), scope=scope)
+    if params is not None:
+        load_params(scope, params, program, strict)
+    data = as_data(data, "data", program)
+    loss = loss or next(iter(default_fetch(program)), None)
+    fetch = list(dict.fromkeys([*([loss] if loss else []), *(fetch or [])]))
+    names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
+    try:
+        evaluation = plan(program, names, fetch, loss, label, topk)
+    except GradcError as exc:
+        raise GradcError(f"{data.source}: {exc}") from None
+    check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program)
+    if evaluation.label:
+        _check_scored_labels(program, evaluation, _arrays(data)[evaluation.label], data)
+    require_values(evaluation.program, scope, evaluation.feeds, params, path)
+    means = evaluate_plan(executor, scope, evaluation, data, batch_size)
+    results = {"examples": means.pop("examples")}
+    if evaluation.loss is not None:
+        results.update(loss=means[evaluation.loss], loss_var=evaluation.loss)
+    accuracy = {name: value for name, value in means.items() if name not in evaluation.scalars}
+    return {**results, **accuracy, **{name: means[name] for name in evaluation.scalars}}
+
+
+def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: Dataset | OneBatch) -> None:
+    """Labels scored against a model's output (no loss op to check them against): in its class range."""
+    item = getattr(data, "item", "feed var")
+    check_labels(program, {evaluation.label: labels}, data.source, item)
+    shape = getattr(evaluation.program.global_block.find_var(evaluation.scores), "shape", None) or []
+    classes = shape[evaluation.axis] if shape else -1
+    bad = out_of_range(labels, classes) if classes > 0 else None
+    if bad is not None:
+        raise FeedError(f"{data.source}: {item} '{evaluation.label}' holds the label {bad[0]} (example {bad[1]}), "
+                        f"but the model's output '{evaluation.scores}' scores {classes} classes: a label is 0 to "
+                        f"{classes - 1}")
+
+
+def _arrays(data: Dataset | OneBatch) -> dict:
+    return data.feed if isinstance(data, OneBatch) else data.arrays
+
+
+def _only(data: Dataset | OneBatch, names: list[str]) -> Dataset | OneBatch:
+    """The data without the arrays the program does not read (an inference model's labels)."""
+    arrays = {name: value for name, value in _arrays(data).items() if name in names}
+    if isinstance(data, OneBatch):
+        return OneBatch(arrays, data.source)
+    if not arrays:
+        raise GradcError(f"{data.source}: holds none of the program's inputs (it holds {', '.join(_arrays(data))})")
+    kept = Dataset(arrays, data.source)
+    kept.item = data.item
+    return kept
+
+
+def evaluate_plan(executor, scope, evaluation: EvalPlan, data: Dataset | OneBatch,
+                  batch_size: int | None = None) -> dict:
+    """Run the plan over every example: {"examples", each scalar by name, and "acc" (one k) or "acc_topK"}."""
+    fetches = evaluation.scalars + ([evaluation.scores] if evaluation.scores else [])
+    totals, correct, counted, count = dict.fromkeys(evaluation.scalars, 0.0), dict.fromkeys(evaluation.topk, 0), 0, 0
+    for index, batch in enumerate(data.batches(0, batch_size or data.size)):
+        size = examples(batch)
+        feed = {name: batch[name] for name in evaluation.feeds}
+        with naming(data, f"evaluation batch {index + 1}"):
+            values = executor.run(evaluation.program, feed, fetches, scope)
+        for name, value in zip(evaluation.scalars, values):
+            totals[name] += scalar(name, value) * size
+        if evaluation.scores:
+            hits, scored = _top_k_hits(values[-1], np.asarray(batch[evaluation.label]), evaluation, data.source)
+            counted += scored
+            for k in correct:
+                correct[k] += hits[k]
+        count += size
+    results = {"examples": count, **{name: total / count for name, total in totals.items()}}
+    for k, right in correct.items():
+        results["acc" if len(correct) == 1 and k == 1 else f"acc_top{k}"] = right / max(counted, 1)
+    return results
+
+
+def _top_k_hits(scores, labels: np.ndarray, evaluation: EvalPlan, source: str) -> tuple[dict[int, int], int]:
+    scores = np.moveaxis(np.asarray(scores, dtype=np.float64), evaluation.axis, -1)
+    classes = scores.shape[-1]
+    scores = scores.reshape(-1, classes)
+    labels = labels.reshape(-1)
+    if labels.dtype.kind not in "iu" or len(labels) != len(scores):
+        raise GradcError(f"{source}: '{evaluation.label}' ({labels.dtype}, {len(labels)} values) does not label the "
+                         f"{len(scores)} rows of class scores '{evaluation.scores}' (give integer class labels)")
+    valid = (labels >= 0) & (labels < classes)   # an ignore_index label is left out, as by the loss
+    scores, labels = scores[valid], labels[valid]
+    above = (scores > scores[np.arange(len(labels)), labels][:, None]).sum(axis=1)
+    return {k: int((above < k).sum()) for k in evaluation.topk}, len(labels)
+
+
+@contextmanager
+def naming(data: Dataset | OneBatch, where: str | None = None):
+    """A fed value that does not fit the program: the error names the data it came from; an op that fails on a
+    batch (a label out of range): the data and the step, epoch and batch too."""
+    try:
+        yield
+    except FeedError as exc:
+        raise FeedError(f"{data.source}: {exc}") from None
+    except NonFiniteError:
+        raise   # it names its step already
+    except ExecutionError as exc:
+        if where is None or type(exc) is not ExecutionError:
+            raise
+        raise ExecutionError(f"{data.source}, {where}: {exc}") from None
+
+
+def examples(feed: Mapping[str, object]) -> int:
+    first = next((np.shape(v) for v in feed.values() if np.ndim(v)), None)
+    return first[0] if first else 1

@@ -1,0 +1,122 @@
+"""gradc evaluate and gradc.evaluate on the digits example: the numbers of gradc train --eval for the same parameters
+and data (any form train reads), Paddle's Model.evaluate's loss and top-k accuracy, an exported model scored against
+the data's labels, and the mistakes refused up front in one line."""
+
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from test_cli import assert_clean_failure
+from test_training_loop import ACC, EXAMPLE, LOSS, digits
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """One epoch on 128 examples with --eval on 100 others; the saved parameters and the exported model."""
+    directory = tmp_path_factory.mktemp("evaluate")
+    assert gradc_cli("compile", EXAMPLE / "forward.pb", "-o", directory / "train.pb", "--optimizer", "adam",
+                     "--lr", "0.01").returncode == 0
+    np.savez(directory / "train.npz", **digits(128))
+    np.savez(directory / "test.npz", **digits(100, "test"))
+    done = gradc_cli("train", directory / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+                     directory / "train.startup.pb", "--data", directory / "train.npz", "--eval",
+                     directory / "test.npz", "--batch-size", "32", "--fetch", LOSS, "--fetch", ACC,
+                     "--save-params", directory / "trained.npz")
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if line.startswith("epoch 1/1: train"))
+    evaluated = dict(pair.split("=") for pair in line.split(" | eval ")[1].split(" (")[0].split())
+    exported = gradc_cli("export", directory / "train.pb", "--params", directory / "trained.npz", "--feed", "img",
+                         "--fetch", "softmax_0.tmp_0", "-o", directory / "digits")
+    assert exported.returncode == 0, exported.stderr
+    return directory, {name: float(value) for name, value in evaluated.items()}
+
+
+def evaluate_json(*args):
+    done = gradc_cli("evaluate", *args, "--json")
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_evaluate_gives_the_numbers_train_eval_printed(trained):
+    directory, printed = trained
+    results = evaluate_json(directory / "train.pb", "--params", directory / "trained.npz", "--data",
+                            directory / "test.npz", "--fetch", ACC)
+    assert results["examples"] == 100 and results["loss_var"] == LOSS
+    assert float(f"{results['loss']:.6g}") == printed[LOSS]
+    assert float(f"{results[ACC]:.6g}") == printed[ACC]
+    assert results["acc"] == pytest.approx(results[ACC], abs=1e-7)   # the op's is float32
+
+
+def test_the_python_api_equals_the_trainers_evaluation_bit_for_bit():
+    program = gradc.load(EXAMPLE / "forward.pb")
+    startup = gradc.minimize(program, optimizer="adam", lr=0.01)
+    trainer = gradc.Trainer(program, [EXAMPLE / "startup.pb", startup], fetch=[LOSS, ACC])
+    history = trainer.fit(digits(64), batch_size=32, eval_data=digits(50, "test"))
+    results = gradc.evaluate(program, digits(50, "test"), scope=trainer.scope, batch_size=32, fetch=[ACC],
+                             topk=(1, 2))
+    assert results[LOSS] == results["loss"] == history.epochs[-1]["eval"][LOSS]
+    assert results[ACC] == history.epochs[-1]["eval"][ACC]
+    assert results["acc_top1"] == pytest.approx(results[ACC], abs=1e-7) and results["acc_top2"] >= results["acc_top1"]
+
+
+def test_every_data_form_and_batch_size_gives_the_same_means(trained, tmp_path):
+    directory, _ = trained
+    arrays = digits(100, "test")
+    (tmp_path / "npy").mkdir()
+    for name, value in arrays.items():
+        np.save(tmp_path / "npy" / f"{name}.npy", value)
+    header = ",".join(["img"] * 64 + ["label"])
+    rows = [",".join([*(f"{v:.9g}" for v in img.reshape(-1)), str(int(label[0]))])
+            for img, label in zip(arrays["img"], arrays["label"])]
+    (tmp_path / "test.csv").write_text("\n".join([header, *rows]) + "\n")
+    program = ("evaluate_json", directory / "train.pb", "--params", directory / "trained.npz", "--data")
+    whole = evaluate_json(*program[1:], directory / "test.npz", "--batch-size", "100")
+    for data, batch in ((tmp_path / "npy", "7"), (tmp_path / "test.csv", "32"), (directory / "test.npz", "1")):
+        results = evaluate_json(*program[1:], data, "--batch-size", batch)
+        assert results["loss"] == pytest.approx(whole["loss"], rel=1e-6)
+        assert results["acc"] == whole["acc"]
+
+
+def test_an_exported_model_is_scored_against_the_datas_labels_at_top_k(trained):
+    directory, printed = trained
+    model = (directory / "digits.pdmodel", "--params", directory / "digits.pdiparams", "--data", directory / "test.npz")
+    results = evaluate_json(*model, "--topk", "1,3")
+    assert "loss" not in results and results["examples"] == 100
+    scope = gradc.Scope()
+    gradc.load_params(scope, directory / "digits.pdiparams", gradc.load(directory / "digits.pdmodel"))
+    arrays = digits(100, "test")
+    probabilities, = gradc.Executor().run(gradc.load(directory / "digits.pdmodel"), {"img": arrays["img"]},
+                                          ["softmax_0.tmp_0"], scope)
+    best = np.argsort(-probabilities, axis=1)
+    for k in (1, 3):
+        expected = np.mean([label in row[:k] for row, label in zip(best, arrays["label"][:, 0])])
+        assert results[f"acc_top{k}"] == pytest.approx(expected, abs=1e-12)
+    assert float(f"{results['acc_top1']:.6g}") == printed[ACC]
+    text = gradc_cli("evaluate", *model)
+    assert text.stdout.splitlines() == ["examples: 100", "loss: none (the program computes no loss; an exported "
+                                        "model ends at its outputs)", f"acc: {results['acc_top1']:.6g}"]
+
+
+def test_bad_labels_and_missing_values_are_refused_in_one_line(trained, tmp_path):
+    directory, _ = trained
+    arrays = digits(100, "test")
+    arrays["label"][41] = 12
+    np.savez(tmp_path / "bad.npz", **arrays)
+    model = (directory / "digits.pdmodel", "--params", directory / "digits.pdiparams", "--data")
+    assert_clean_failure(gradc_cli("evaluate", *model, tmp_path / "bad.npz"),
+                         f"data '{tmp_path / 'bad.npz'}': array 'label' holds the label 12 (example 42), but the "
+                         "model's output 'softmax_0.tmp_0' scores 10 classes: a label is 0 to 9")
+    assert_clean_failure(gradc_cli("evaluate", directory / "train.pb", "--params", directory / "trained.npz",
+                                   "--data", tmp_path / "bad.npz"),
+                         "holds the label 12 (example 42), but block 0, op 18 (softmax_with_cross_entropy) has 10 "
+                         "classes")
+    np.savez(tmp_path / "images.npz", img=arrays["img"])
+    assert_clean_failure(gradc_cli("evaluate", *model, tmp_path / "images.npz"),
+                         "the program has no loss and no class scores to score against labels")
+    assert_clean_failure(gradc_cli("evaluate", directory / "train.pb", "--data", directory / "test.npz"),
+                         "no value for the persistable var(s) conv2d_0.w_0", "give them with --params")
+    usage = gradc_cli("evaluate", *model, directory / "test.npz", "--topk", "0")
+    assert usage.returncode == 2 and "'--topk': '0': each k is 1 or more" in usage.stderr
