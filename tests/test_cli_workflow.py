@@ -221,8 +221,9 @@ def test_early_stop_ends_training_when_the_eval_loss_stops_going_down(compiled, 
     lines = done.stdout.splitlines()
     assert [line.split(":")[0] for line in lines if line.startswith("epoch") and "train" in line] == \
         ["epoch 1/10", "epoch 2/10", "epoch 3/10"]
-    assert lines[-2].startswith(f"stopped early: eval {LOSS} has not gone below epoch 1's ")
-    assert lines[-2].endswith(" for 2 epochs (--early-stop); the parameters are the last epoch's")
+    assert lines[-3].startswith(f"stopped early: eval {LOSS} has not improved on epoch 1's ")
+    assert lines[-3].endswith(" for 2 epochs (--early-stop)")
+    assert lines[-2].startswith(f"kept the parameters of epoch 1, the best by eval {LOSS}=")   # equal is no better
     assert lines[-1].startswith("done: 3 epochs, 6 steps")
     assert_clean_failure(train(compiled, "--data", compiled / "train.npz", "--early-stop", "2"),
                          "early stopping watches the evaluation")

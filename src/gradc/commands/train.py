@@ -43,7 +43,10 @@ from .run import STRICT_PARAMS
 @click.option("--eval", "eval_data", type=click.Path(), help="Examples to evaluate after each epoch (like --data): "
               "the forward part in test mode, the mean of each fetched scalar.")
 @click.option("--early-stop", type=click.IntRange(min=1), metavar="N", help="Stop when the --eval value of the "
-              "first --fetch (the loss) has not gone down for N epochs in a row.")
+              "first --fetch (the loss; or --monitor) has not improved for N epochs in a row, and keep the best "
+              "epoch's parameters (what --save-params writes; a checkpoint also holds them).")
+@click.option("--monitor", metavar="NAME", help="The --fetch'ed scalar --early-stop watches (default: the first). "
+              "Higher is better for an accuracy or auc op's output, lower for anything else.")
 @click.option("--fetch", "fetches", multiple=True, help="A scalar to report (loss, accuracy; default: the loss). "
               "Repeatable.")
 @click.option("--log-every", type=click.IntRange(min=1), help="Without a terminal: a log line every N steps "
@@ -67,11 +70,13 @@ from .run import STRICT_PARAMS
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
 @STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
-          early_stop, fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume,
+          early_stop, monitor, fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume,
           save_params, plot, lr_schedule, lr_var, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
+    if monitor and not early_stop:
+        raise click.UsageError("--monitor: only with --early-stop")
     if feed is not None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
                                           ("--eval", eval_data), ("--early-stop", early_stop)) if value]
@@ -100,7 +105,7 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
                        program)
     history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
                           steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
-                          checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
+                          checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop, monitor=monitor,
                           reporter=ConsoleReporter(log_every or (1 if feed is not None else 10)))
     if save_params:
         names = write_model_params(trainer.scope, save_params, trainer.program)

@@ -43,6 +43,7 @@ class History:
     epoch_sums: list[float] = field(default_factory=list)      # of the epoch under way, weighted by batch size
     epoch_examples: int = 0
     last_eval: dict = field(default_factory=dict)              # the latest evaluation (an epoch's, or at the end)
+    kept_epoch: int | None = None                              # early stopping: the epoch whose parameters it kept
 
     def add_step(self, values: list[float], examples: int) -> None:
         self.steps.append(values)
@@ -62,13 +63,15 @@ class History:
         self.epoch_sums, self.epoch_examples = [], 0
         return record
 
-    def best_epoch(self, name: str) -> dict | None:
-        """The first epoch whose evaluation of ``name`` is the lowest so far (None before any evaluation)."""
+    def best_epoch(self, name: str, higher: bool = False) -> dict | None:
+        """The first epoch whose evaluation of ``name`` is the lowest (``higher``: the highest) so far (None before
+        any evaluation)."""
         evaluated = [record for record in self.epochs if name in (record.get("eval") or {})]
-        return min(evaluated, key=lambda record: record["eval"][name], default=None)
+        choose = max if higher else min
+        return choose(evaluated, key=lambda record: record["eval"][name], default=None)
 
-    def epochs_since_best(self, name: str) -> int:
-        best = self.best_epoch(name)
+    def epochs_since_best(self, name: str, higher: bool = False) -> int:
+        best = self.best_epoch(name, higher)
         return 0 if best is None else self.epochs[-1]["epoch"] - best["epoch"]
 
     def last(self) -> dict[str, float]:
@@ -107,6 +110,9 @@ class Reporter:
 
     def stopped_early(self, history: History, name: str, patience: int) -> None:
         pass
+
+    def kept_best(self, record: dict, name: str) -> None:
+        """The run ends with the parameters of the epoch of ``record``, the best by its evaluation of ``name``."""
 
     def end(self, history: History) -> None:
         pass

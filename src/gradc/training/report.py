@@ -85,9 +85,14 @@ class ConsoleReporter(Reporter):
         click.echo(f"{line} ({seconds:.1f} s)")
 
     def stopped_early(self, history: History, name: str, patience: int):
-        best = history.best_epoch(name)
-        click.echo(f"stopped early: eval {name} has not gone below epoch {best['epoch']}'s {best['eval'][name]:.6g} "
-                   f"for {_count(patience, 'epoch')} (--early-stop); the parameters are the last epoch's")
+        best = history.best_epoch(name, self.trainer.early_stopping.higher)
+        click.echo(f"stopped early: eval {name} has not improved on epoch {best['epoch']}'s {best['eval'][name]:.6g} "
+                   f"for {_count(patience, 'epoch')} (--early-stop)")
+
+    def kept_best(self, record: dict, name: str):
+        last = " (the last)" if record["epoch"] == self.trainer.epoch else ""
+        click.echo(f"kept the parameters of epoch {record['epoch']}{last}, the best by eval {name}="
+                   f"{record['eval'][name]:.6g}")
 
     def end(self, history: History):
         self._close_bar()

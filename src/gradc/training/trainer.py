@@ -29,6 +29,7 @@ from ..executor.failures import NonFiniteError
 from ..executor.feeding import program_inputs
 from ..io import load
 from ..ir import Program, VarType
+from .best import EarlyStopping, split_best
 from .checkpoint import load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
@@ -62,6 +63,7 @@ class Trainer:
         self.epoch = self.batch = self.step = 0
         self.history = History(list(self.fetch))
         self._eval_plans: dict[tuple, EvalPlan] = {}
+        self.early_stopping: EarlyStopping | None = None
         startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup or ())
         if paddle_stream:
             randomness.seed(seed)
@@ -117,17 +119,23 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def fit(self, data, *, epochs: int = 1, batch_size: int = 32, shuffle: bool = False, drop_last: bool = False,
             steps: int | None = None, eval_data=None, checkpoint_dir=None, checkpoint_every: int | None = None,
-            resume=None, reporter: Reporter | None = None, early_stop: int | None = None) -> History:
+            resume=None, reporter: Reporter | None = None, early_stop: int | None = None,
+            monitor: str | None = None) -> History:
         """Train until ``epochs`` epochs (or ``steps`` steps, in all) are done, or, with ``early_stop`` N, until the
-        evaluation of the first fetched var (the loss) has not gone down for N epochs; return the history."""
+        evaluation of ``monitor`` (default: the first fetched var, the loss) has not improved for N epochs, and then
+        end with the best epoch's model parameters (gradc.training.best); return the history."""
         if early_stop is not None and (eval_data is None or not self.fetch):
             raise GradcError("early stopping watches the evaluation of the first fetched var (the loss): give eval "
                              "data (--eval) and the loss")
+        early = None if early_stop is None else EarlyStopping(self.program, monitor or self.fetch[0], early_stop,
+                                                              self.fetch)
+        self.early_stopping = early
         data = as_data(data, "data", self.program)
         eval_data = as_data(eval_data, "eval data", self.program) if eval_data is not None else None
         settings = {"batch_size": batch_size, "shuffle": shuffle, "seed": self.seed, "drop_last": drop_last,
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
-                    **({"paddle_stream": True} if self.paddle_stream else {})}
+                    **({"paddle_stream": True} if self.paddle_stream else {}),
+                    **({"early_stop": early_stop, "monitor": early.monitor} if early else {})}
         if resume is not None:
             self._resume(resume, settings)
             checkpoint_dir = checkpoint_dir or resume
@@ -139,7 +147,7 @@ class Trainer:
         reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
         self._clock, saved_at = time.perf_counter(), None
         with deferred_interrupt() as stop:
-            while self.epoch < epochs and (steps is None or self.step < steps) and not self._stale(early_stop):
+            while self.epoch < epochs and (steps is None or self.step < steps) and not self._stale():
                 reporter.epoch_begin(self.epoch, self.batch)
                 for feed in data.batches(self.epoch, batch_size, shuffle, self.seed, drop_last, start=self.batch):
                     with naming(data, f"step {self.step + 1} (epoch {self.epoch + 1}, batch {self.batch + 1})"):
@@ -157,6 +165,8 @@ class Trainer:
                     break
                 results = self.evaluate(eval_data, batch_size) if eval_data is not None else {}
                 reporter.epoch_end(self.epoch, self.history.end_epoch(self.epoch, results))
+                if self.early_stopping:
+                    self.early_stopping.after_epoch(self.history, self.scope)
                 self.epoch, self.batch = self.epoch + 1, 0
                 if checkpoint_dir and not checkpoint_every:
                     saved_at = self._save(checkpoint_dir, settings)
@@ -166,15 +176,18 @@ class Trainer:
                 self._save(checkpoint_dir, settings)
         if eval_data is not None and self.batch:   # --steps ended the run within an epoch: evaluate it as it is
             self.history.last_eval = self.evaluate(eval_data, batch_size)
-        if self._stale(early_stop):
-            reporter.stopped_early(self.history, self.fetch[0], early_stop)
+        if self._stale():
+            reporter.stopped_early(self.history, self.early_stopping.monitor, early_stop)
+        if self.early_stopping and (best := self.early_stopping.restore(self.scope, self.history)) is not None:
+            self.history.kept_epoch, self.history.last_eval = best["epoch"], best["eval"]
+            reporter.kept_best(best, self.early_stopping.monitor)
         self._count_time()
         reporter.end(self.history)
         return self.history
 
-    def _stale(self, patience: int | None) -> bool:
-        """No better evaluation of the loss for ``patience`` epochs (read from the history, so a resumed run agrees)."""
-        return patience is not None and self.history.epochs_since_best(self.fetch[0]) >= patience
+    def _stale(self) -> bool:
+        """Early stopping's patience has run out (read from the history, so a resumed run agrees)."""
+        return self.early_stopping is not None and self.early_stopping.stale(self.history)
 
     # ------------------------------------------------------------------ checkpoints
     def persistable_values(self) -> dict[str, np.ndarray]:
@@ -194,7 +207,8 @@ class Trainer:
         self._count_time()
         state = {"epoch": self.epoch, "batch": self.batch, "step": self.step, "settings": settings,
                  "history": self.history.state(), **({"random": randomness.snapshot()} if self.paddle_stream else {})}
-        save_checkpoint(directory, self.persistable_values(), state)
+        best = self.early_stopping.checkpoint_values() if self.early_stopping else {}
+        save_checkpoint(directory, {**self.persistable_values(), **best}, state)
         return self.step
 
     def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
@@ -208,6 +222,7 @@ class Trainer:
 
     def _resume(self, directory, settings: dict) -> None:
         values, state, path = load_checkpoint(directory)
+        values, best = split_best(values)
         values = self._checked_checkpoint(values, path)
         saved = state.get("settings") or {}
         changed = [f"{key} {saved.get(key)!r} -> {settings.get(key)!r}" for key in [*settings, *saved.keys() - settings]
@@ -221,6 +236,9 @@ class Trainer:
         if self.paddle_stream:
             randomness.restore(state["random"])
         self.history = History.from_state(self.fetch, state.get("history") or {})
+        if self.early_stopping:
+            self.early_stopping.resume({name: checked_param(self.program, name, value, str(path.with_suffix(".npz")))
+                                for name, value in best.items()}, self.history)
 
 
     def _checked_checkpoint(self, values: dict[str, np.ndarray], path) -> dict[str, np.ndarray]:
