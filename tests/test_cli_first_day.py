@@ -11,6 +11,7 @@ import pytest
 import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
+from gradc.errors import GradcNotice
 
 FIRST_DAY = DATA / "first_day"
 META = json.loads((FIRST_DAY / "meta.json").read_text())
@@ -33,17 +34,37 @@ def test_the_fixture_gives_paddles_loss():
     assert abs(float(done.stdout.split("=")[-1]) - META["loss_value"]) < 1e-5
 
 
-def test_without_loss_the_error_names_the_unread_scalar(tmp_path):
-    """The last op is the softmax: the error says so and names the loss, which no op reads (mean_0 is read)."""
-    legacy = assert_one_line_error(gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb"),
+def test_the_lone_unread_scalar_is_picked_as_the_loss_with_a_note(tmp_path):
+    """The last op is the softmax, and the one float scalar no op reads is the loss (mean_0 is read): gradc compiles
+    what --loss would, and says which var it took, in one line."""
+    note = (f"gradc: note: the loss is {META['loss']}, the one float scalar no op reads (the last op, softmax, "
+            "writes none); name another with --loss (loss= in Python)")
+    for source, loss in ((FIRST_DAY / "forward.pb", META["loss"]), (FIRST_DAY / "forward.json", "reduce_mean_1.tmp_0")):
+        picked = gradc_cli("compile", source, "-o", tmp_path / f"picked{source.suffix}")
+        assert picked.returncode == 0 and picked.stderr.splitlines() == [note.replace(META["loss"], loss)]
+        named = gradc_cli("compile", source, "-o", tmp_path / f"named{source.suffix}", "--loss", loss)
+        assert named.returncode == 0 and named.stderr == ""
+        assert (tmp_path / f"picked{source.suffix}").read_bytes() == (tmp_path / f"named{source.suffix}").read_bytes()
+
+
+def two_unread_scalars():
+    """The first-day program with a second float scalar no op reads, written before the softmax."""
+    program = gradc.load(FIRST_DAY / "forward.pb")
+    block = program.global_block
+    block.create_var("mean_0.doubled", shape=[], dtype=block.var(META["loss"]).dtype)
+    block.ops.insert(len(block.ops) - 1, gradc.OpDesc("scale", {"X": ["mean_0.tmp_0"]}, {"Out": ["mean_0.doubled"]},
+                                                      {"scale": 2.0}))
+    program.mark_changed()
+    return program
+
+
+def test_two_unread_scalars_are_listed_not_picked(tmp_path):
+    gradc.save(two_unread_scalars(), tmp_path / "two.pb")
+    failed = assert_one_line_error(gradc_cli("compile", tmp_path / "two.pb", "-o", tmp_path / "t.pb"),
                                    "last op of block 0 (softmax) writes no float scalar", "--loss")
-    assert legacy.endswith(f"float scalars no op reads: {META['loss']}; name it (--loss on the command line, loss= "
-                           "in Python)")
-    assert_one_line_error(gradc_cli("compile", FIRST_DAY / "forward.json", "-o", tmp_path / "t.json"),
-                          "float scalars no op reads: reduce_mean_1.tmp_0;")
-    assert not list(tmp_path.iterdir())
-    done = gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"])
-    assert done.returncode == 0, done.stderr
+    assert failed.endswith(f"float scalars no op reads: {META['loss']}, mean_0.doubled; name it (--loss on the command "
+                           "line, loss= in Python)")
+    assert not (tmp_path / "t.pb").exists()
 
 
 def test_feed_errors_name_the_feed_file_and_the_programs_inputs(tmp_path):
@@ -210,8 +231,8 @@ def test_info_says_what_a_program_takes_and_gives():
     assert lines[0].endswith("forward.json: Paddle 3 PIR JSON, 1 block(s), 9 ops")
     assert lines[2:5] == ["inputs:", "  x  float32[-1, 8]", "  y  int64[-1, 1]"]
     assert "parameters: 4 (212 values)" in lines
-    assert "loss: not picked by itself; float scalars no op reads: reduce_mean_1.tmp_0 (gradc compile --loss NAME)" \
-        in lines
+    assert ("loss: reduce_mean_1.tmp_0 (gradc compile picks it by itself: the one float scalar no op reads)"
+            in lines)
     assert lines[-1] == ("op types in block 0: matmul_v2 2, elementwise_add 2, reduce_mean 2, relu 1, "
                          "softmax_with_cross_entropy 1, softmax 1")
 
@@ -245,5 +266,8 @@ def test_optimizer_settings_without_an_optimizer_or_with_a_slip_are_refused(tmp_
 
 def test_the_python_api_names_its_own_keyword_for_the_loss():
     program = gradc.load(FIRST_DAY / "forward.pb")
-    with pytest.raises(gradc.GradcError, match=r"loss= in Python"):
+    with pytest.warns(GradcNotice, match=rf"the loss is {META['loss']}, .*loss= in Python"):
         gradc.append_backward(program)
+    assert f"{META['loss']}@GRAD" in program.global_block.vars
+    with pytest.raises(gradc.GradcError, match=r"loss= in Python"):
+        gradc.append_backward(two_unread_scalars())

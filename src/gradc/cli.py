@@ -14,7 +14,7 @@ import warnings
 import click
 
 from .commands import LazyGroup
-from .errors import GradcError, GradcWarning, Interrupted
+from .errors import GradcError, GradcNotice, GradcWarning, Interrupted
 from .io import FORMATS, check_writable, load, save
 from .limits import LIMITS, parse_bytes
 from .plugins import import_plugin
@@ -71,7 +71,8 @@ def _interrupt(signum, frame):
 
 def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
     if issubclass(category, GradcWarning):
-        click.echo(f"gradc: warning: {_one_line(message)}", err=True)
+        kind = "note" if issubclass(category, GradcNotice) else "warning"
+        click.echo(f"gradc: {kind}: {_one_line(message)}", err=True)
     else:
         click.echo(warnings.formatwarning(message, category, filename, lineno, line), err=True, nl=False)
 

@@ -40,5 +40,10 @@ class GradcWarning(UserWarning):
     summed); the CLI prints it as one line, ``gradc: warning: ...``."""
 
 
+class GradcNotice(GradcWarning):
+    """A choice gradc made by itself that a user should see (the loss it picked); the CLI prints it as one line,
+    ``gradc: note: ...``."""
+
+
 def op_location(block_idx: int, op_idx: int, op_type: str) -> str:
     return f"block {block_idx}, op {op_idx} ({op_type})"

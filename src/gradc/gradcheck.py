@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import registry
-from .backward import append_backward, append_grad_ops, loss_candidates, no_loss_hint
+from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint
 from .backward.names import GradNames
 from .bfloat16 import from_bits
 from .errors import GradcError
@@ -210,10 +210,9 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     if float64:
         program, feed, params = float64_copy(program, feed, params or {})
     if loss is None:
-        candidates = loss_candidates(program)
-        if len(candidates) != 1:
+        loss = default_loss(program)
+        if loss is None:
             raise GradcheckError(f"name the loss (--loss): {no_loss_hint(program)}")
-        loss = candidates[0]
     train = program.clone()
     grad_of = GradNames(train)   # v@GRAD, or v@GRAD@2 where the program has a backward already
     pairs = append_backward(train, loss)

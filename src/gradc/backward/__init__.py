@@ -8,7 +8,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterable
 
-from ..errors import GradcWarning, GradError
+from ..errors import GradcNotice, GradcWarning, GradError
 from ..gcpause import gc_paused
 from ..ir import DIFFERENTIABLE_DTYPES, FLOAT_DTYPES, AttrType, Block, OpDesc, Program, dtype_name, roles
 from ..shapes import numel
@@ -20,7 +20,8 @@ from .path import OpPath, check_complex, check_makers, find_path
 from .vars import declare_grad_vars
 from .versions import Versions
 
-__all__ = ["append_backward", "append_grad_ops", "gradients", "loss_candidates", "no_loss_hint", "unread_scalars"]
+__all__ = ["append_backward", "append_grad_ops", "default_loss", "gradients", "loss_candidates", "no_loss_hint",
+           "unread_scalars"]
 
 
 def loss_candidates(program: Program) -> list[str]:
@@ -53,6 +54,23 @@ def unread_scalars(program: Program) -> list[str]:
     return names
 
 
+def default_loss(program: Program, notice: bool = True) -> str | None:
+    """The loss gradc picks by itself: the one float scalar the last op writes (a saved program's fetch targets),
+    else, when the last op writes none, the one float scalar no op reads (Paddle's classifiers compute the loss and
+    then a softmax for inference), with a notice naming it; None when neither gives exactly one."""
+    candidates = loss_candidates(program)
+    ops = program.global_block.ops
+    if candidates or not ops or ops[-1].type == "fetch":
+        return candidates[0] if len(candidates) == 1 else None
+    sinks = unread_scalars(program)
+    if len(sinks) != 1:
+        return None
+    if notice:
+        warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {ops[-1].type}, writes "
+                      f"none); name another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
+    return sinks[0]
+
+
 def no_loss_hint(program: Program) -> str:
     """Why no loss was picked, and the vars that could be it, for an error that asks for the loss's name."""
     candidates = loss_candidates(program)
@@ -69,11 +87,10 @@ def no_loss_hint(program: Program) -> str:
 
 def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
     if loss is None:
-        candidates = loss_candidates(block.program)
-        if len(candidates) != 1:
+        loss = default_loss(block.program)
+        if loss is None:
             raise GradError(f"cannot pick the loss by itself: {no_loss_hint(block.program)}; name it "
                             f"(--loss on the command line, loss= in Python)")
-        loss = candidates[0]
     for idx in range(len(block.ops) - 1, -1, -1):
         if loss in block.ops[idx].output_names():
             var = block.find_var(loss)

@@ -15,7 +15,8 @@ from ..verification import verify
 @click.command()
 @click.argument("program", type=click.Path())
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the result.")
-@click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
+@click.option("--loss", help="The loss var (default: the one float scalar the last op writes, else, with a note, "
+              "the one float scalar no op reads).")
 @click.option("--param", "params", multiple=True, help="Only these parameters get gradients. Repeatable.")
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",

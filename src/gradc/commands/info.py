@@ -68,7 +68,7 @@ def _inputs(block: Block) -> list[str]:
 
 
 def _loss(program: Program) -> str:
-    from ..backward import loss_candidates, unread_scalars  # the compiler's modules, for this line only
+    from ..backward import default_loss, loss_candidates, unread_scalars  # the compiler's modules, for this line only
     block = program.global_block
     marked = [name for op in block.ops if is_loss(op) for name in op.output_names()]
     if marked:
@@ -76,6 +76,9 @@ def _loss(program: Program) -> str:
     candidates = loss_candidates(program)
     if len(candidates) == 1:
         return f"{candidates[0]} (gradc compile picks it by itself)"
+    picked = default_loss(program, notice=False)
+    if picked:
+        return f"{picked} (gradc compile picks it by itself: the one float scalar no op reads)"
     unread = unread_scalars(program)
     if unread:
         return f"not picked by itself; float scalars no op reads: {', '.join(unread)} (gradc compile --loss NAME)"

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..backward import loss_candidates
+from ..backward import default_loss
 from ..errors import GradcError
 from ..ir import Program, roles
 
@@ -29,8 +29,8 @@ def default_fetch(program: Program) -> list[str]:
             names = [n for n in op.output_names() if (v := block.find_var(n)) is not None and v.shape in ([], [1])]
             if len(names) == 1:
                 return names
-    candidates = loss_candidates(program)
-    return candidates if len(candidates) == 1 else []
+    loss = default_loss(program, notice=False)
+    return [loss] if loss else []
 
 
 @dataclass
