@@ -47,6 +47,7 @@ digits: base
 		--fetch mean_0.tmp_0 --fetch accuracy_0.tmp_2 --save-params $(DIGITS)/trained.npz --plot $(DIGITS)/loss.png
 	$(BIN)/gradc export $(DIGITS)/train.pb --params $(DIGITS)/trained.npz --feed img --fetch softmax_0.tmp_0 \
 		-o $(DIGITS)/model
+	$(BIN)/gradc evaluate $(DIGITS)/model.pdmodel --params $(DIGITS)/model.pdiparams --data $(DIGITS)/test.npz
 	$(BIN)/gradc run $(DIGITS)/model.pdmodel --params $(DIGITS)/model.pdiparams --feed $(DIGITS)/sample.npz \
 		--out $(DIGITS)/predictions.npz
 
