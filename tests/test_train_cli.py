@@ -140,7 +140,8 @@ def test_export_is_what_paddle_loaded_and_gives_paddles_outputs(compiled, tmp_pa
 def test_export_needs_what_the_fetches_read(compiled, tmp_path):
     assert_clean_failure(run_gradc("export", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--feed",
                                    "img", "--fetch", ACC, "-o", tmp_path / "m"),
-                         "the fetches need 'label', which is neither fed nor computed from the feeds")
+                         "the fetches need 'label', which is neither fed nor computed from the feeds (feed it: --feed "
+                         "label on the command line")
     assert not (tmp_path / "m.pdmodel").exists()
 
 

@@ -58,7 +58,8 @@ def _kind(kinds: Counter) -> str:
     if kinds[BACKWARD]:
         return f"program with a backward ({kinds[BACKWARD]} backward ops, no optimizer)"
     if kinds[FEED_FETCH]:
-        return "inference model (feed and fetch ops): run it, or add a loss to fine-tune it"
+        return ("inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or add a "
+                "loss to fine-tune it")
     return "forward program: gradc compile appends its backward"
 
 

@@ -83,6 +83,7 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = ()) -> Pr
         var = block.find_var(name)
         if var is not None and not var.persistable:
             raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
-                             f"(feed it, or fetch something that does not depend on it)")
+                             f"(feed it: --feed {name} on the command line, feeds= in Python; or fetch something that "
+                             f"does not depend on it)")
     drop_unused_vars(pruned, keep=[*fetches, *feeds])
     return pruned
