@@ -118,5 +118,7 @@ def test_bad_labels_and_missing_values_are_refused_in_one_line(trained, tmp_path
                          "the program has no loss and no class scores to score against labels")
     assert_clean_failure(gradc_cli("evaluate", directory / "train.pb", "--data", directory / "test.npz"),
                          "no value for the persistable var(s) conv2d_0.w_0", "give them with --params")
+    assert_clean_failure(gradc_cli("evaluate", *model, directory / "test.npz", "--topk", "1,11"),
+                         "top-11 accuracy of 10 classes ('softmax_0.tmp_0'): every example would count as right")
     usage = gradc_cli("evaluate", *model, directory / "test.npz", "--topk", "0")
     assert usage.returncode == 2 and "'--topk': '0': each k is 1 or more" in usage.stderr

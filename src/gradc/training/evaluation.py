@@ -113,6 +113,10 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program)
     if evaluation.label:
         _check_scored_labels(program, evaluation, _arrays(data)[evaluation.label], data)
+    classes = _classes(evaluation)
+    if evaluation.topk and classes > 0 and max(evaluation.topk) > classes:
+        raise GradcError(f"top-{max(evaluation.topk)} accuracy of {classes} classes ('{evaluation.scores}'): every "
+                         f"example would count as right (give k up to {classes})")
     require_values(evaluation.program, scope, evaluation.feeds, params, path)
     means = evaluate_plan(executor, scope, evaluation, data, batch_size)
     results = {"examples": means.pop("examples")}
@@ -126,13 +130,18 @@ def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: D
     """Labels scored against a model's output (no loss op to check them against): in its class range."""
     item = getattr(data, "item", "feed var")
     check_labels(program, {evaluation.label: labels}, data.source, item)
-    shape = getattr(evaluation.program.global_block.find_var(evaluation.scores), "shape", None) or []
-    classes = shape[evaluation.axis] if shape else -1
+    classes = _classes(evaluation)
     bad = out_of_range(labels, classes) if classes > 0 else None
     if bad is not None:
         raise FeedError(f"{data.source}: {item} '{evaluation.label}' holds the label {bad[0]} (example {bad[1]}), "
                         f"but the model's output '{evaluation.scores}' scores {classes} classes: a label is 0 to "
                         f"{classes - 1}")
+
+
+def _classes(evaluation: EvalPlan) -> int:
+    """The class count the scores' declared shape gives (-1: unknown)."""
+    shape = getattr(evaluation.program.global_block.find_var(evaluation.scores), "shape", None) or []
+    return shape[evaluation.axis] if shape else -1
 
 
 def _arrays(data: Dataset | OneBatch) -> dict:
