@@ -8,6 +8,7 @@ import pytest
 
 import gradc
 from cli_inprocess import gradc_cli
+from fixtures import DATA
 from test_cli import assert_clean_failure
 from test_training_loop import EXAMPLE, digits
 
@@ -332,3 +333,20 @@ def test_an_exported_model_runs_on_a_test_set_with_its_labels_as_in_paddle(compi
     assert done.returncode == 0 and done.stdout.startswith("softmax_0.tmp_0: float32[20, 10] mean=0.1")
     assert done.stderr == (f"gradc: warning: feed '{compiled / 'test.npz'}' holds arrays the model does not take "
                            f"(label; its inputs: img): left out, as Paddle's executor leaves them out\n")
+
+
+def test_an_embedding_id_out_of_range_is_refused_before_the_first_step(tmp_path):
+    fixture = DATA / "layers" / "embedding_padding_idx"   # lookup_table_v2 of 10 rows, padding_idx 0
+    assert gradc_cli("compile", fixture / "forward.pb", "-o", tmp_path / "t.pb", "--optimizer", "sgd").returncode == 0
+    with np.load(fixture / "feed.npz") as feed:
+        arrays = dict(feed)
+    arrays["ids"][1, 3] = 10
+    np.savez(tmp_path / "bad.npz", **arrays)
+    run = ("train", tmp_path / "t.pb", "--startup", tmp_path / "t.startup.pb", "--params", fixture / "params.npz",
+           "--batch-size", "2", "--data")
+    assert_clean_failure(gradc_cli(*run, tmp_path / "bad.npz"),
+                         f"data '{tmp_path / 'bad.npz'}': array 'ids' holds the id 10 (example 2), but block 0, op 0 "
+                         "(lookup_table_v2) looks ids up in the 10 rows of 'embedding_0.w_0': an id is 0 to 9")
+    arrays["ids"][1, 3] = 9
+    np.savez(tmp_path / "good.npz", **arrays)
+    assert gradc_cli(*run, tmp_path / "good.npz").returncode == 0

@@ -15,7 +15,7 @@ from ..executor.feeding import feed_values, program_inputs
 from ..executor.scope import Scope
 from ..io.arrays import read_arrays
 from ..ir import Program
-from .labels import check_labels
+from .labels import check_indices
 
 
 class Dataset:
@@ -120,9 +120,9 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
         except FeedError as exc:
             raise FeedError(f"{data.source}: {exc}") from None
     if isinstance(data, OneBatch):
-        check_labels(labels_of or program, data.feed, data.source, "feed var")
+        check_indices(labels_of or program, data.feed, data.source, "feed var")
     else:
-        check_labels(labels_of or program, data.arrays, data.source, data.item)
+        check_indices(labels_of or program, data.arrays, data.source, data.item)
 
 
 def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:

@@ -22,7 +22,7 @@ from ..executor.failures import NonFiniteError
 from ..ir import Program
 from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
-from .labels import check_labels, classifiers, out_of_range
+from .labels import check_indices, classifiers, out_of_range
 from .programs import forward_part, prune
 
 
@@ -129,7 +129,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
 def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: Dataset | OneBatch) -> None:
     """Labels scored against a model's output (no loss op to check them against): in its class range."""
     item = getattr(data, "item", "feed var")
-    check_labels(program, {evaluation.label: labels}, data.source, item)
+    check_indices(program, {evaluation.label: labels}, data.source, item)
     classes = _classes(evaluation)
     bad = out_of_range(labels, classes) if classes > 0 else None
     if bad is not None:

@@ -1,6 +1,7 @@
-"""Class labels: the classification-loss ops of a program (which var holds the scores, which the labels, how many
-classes the scores' declared shape gives), and the up-front check that data's labels are in range, so a bad label
-costs no epoch (the kernel would find it only when a batch reaches it)."""
+"""Class labels and embedding ids: the classification-loss ops of a program (which var holds the scores, which the
+labels, how many classes the scores' declared shape gives), and the up-front check that data's labels and the ids
+its embeddings look up are in range, so a bad one costs no epoch (the kernel would find it only when a batch
+reaches it)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from ..ir import Program
 # op type -> (the scores' slot, the class axis when the op has no axis attribute)
 CLASS_LOSSES = {"softmax_with_cross_entropy": ("Logits", -1), "cross_entropy": ("X", -1),
                 "cross_entropy2": ("X", -1), "nll_loss": ("X", 1)}
+EMBEDDINGS = ("lookup_table", "lookup_table_v2")
 
 
 @dataclass(frozen=True)
@@ -55,9 +57,11 @@ def classifiers(program: Program) -> list[Classifier]:
     return found
 
 
-def check_labels(program: Program, arrays: dict, source: str, item: str = "array") -> None:
-    """Refuse a label outside 0 .. classes-1 (other than the op's ignore_index) in the data's ``arrays``, naming the
-    data, the array (a .csv's column), the value, the example and the class count the program gives."""
+def check_indices(program: Program, arrays: dict, source: str, item: str = "array") -> None:
+    """Refuse a label outside 0 .. classes-1 (other than the op's ignore_index), or an id outside an embedding's
+    rows (other than its padding_idx), in the data's ``arrays``, naming the data, the array (a .csv's column), the
+    value, the example and the class or row count the program gives."""
+    _check_ids(program, arrays, source, item)
     for found in classifiers(program):
         if found.classes is None or found.label not in arrays:
             continue
@@ -69,6 +73,23 @@ def check_labels(program: Program, arrays: dict, source: str, item: str = "array
             dim = "the last dim" if found.axis == -1 else f"dim {found.axis}"
             raise FeedError(f"{source}: {item} '{found.label}' holds the label {bad[0]} (example {bad[1]}), but "
                             f"{found.where()} has {found.classes} classes ({dim} of '{found.scores}'): a label "
+                            f"is {allowed}")
+
+
+def _check_ids(program: Program, arrays: dict, source: str, item: str) -> None:
+    block = program.global_block
+    for index, op in enumerate(block.ops):
+        ids = op.input("Ids")[0] if op.type in EMBEDDINGS and op.input("Ids") else None
+        if ids not in arrays:
+            continue
+        table = op.input("W")[0]
+        rows = (getattr(block.find_var(table), "shape", None) or [-1])[0]
+        padding = op.attrs.get("padding_idx", -1)
+        bad = out_of_range(arrays[ids], rows, padding) if rows > 0 else None
+        if bad is not None:
+            allowed = f"0 to {rows - 1}" + (f", or {padding} (its padding_idx)" if padding >= rows else "")
+            raise FeedError(f"{source}: {item} '{ids}' holds the id {bad[0]} (example {bad[1]}), but "
+                            f"{op_location(0, index, op.type)} looks ids up in the {rows} rows of '{table}': an id "
                             f"is {allowed}")
 
 
