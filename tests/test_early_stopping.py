@@ -30,9 +30,16 @@ def parameters(trainer):
     return {name: np.array(trainer.scope[name]) for name in names}
 
 
-def test_the_best_epoch_by_eval_loss_is_kept_not_the_last():
+@pytest.fixture(scope="module")
+def whole():
+    """An uninterrupted early-stopping run (evaluating it changes nothing)."""
     trainer = make_trainer()
-    history = fit(trainer)
+    fit(trainer)
+    return trainer
+
+
+def test_the_best_epoch_by_eval_loss_is_kept_not_the_last(whole):
+    trainer, history = whole, whole.history
     losses = [record["eval"][LOSS] for record in history.epochs]
     best = int(np.argmin(losses)) + 1
     assert len(losses) == best + 2 and history.kept_epoch == best, losses   # stopped after 2 epochs without a better
@@ -51,9 +58,7 @@ def test_an_accuracy_monitor_keeps_its_highest_epoch():
         fit(make_trainer(), monitor="softmax_0.tmp_0")
 
 
-def test_a_resume_after_the_best_epoch_keeps_its_parameters_and_the_patience(tmp_path):
-    whole = make_trainer()
-    fit(whole)
+def test_a_resume_after_the_best_epoch_keeps_its_parameters_and_the_patience(whole, tmp_path):
     best = whole.history.kept_epoch
     first = make_trainer()
     fit(first, epochs=best + 1, checkpoint_dir=tmp_path)   # one epoch past the best: patience 1 of 2 used
@@ -88,3 +93,19 @@ def test_the_cli_says_which_epoch_it_kept_and_saves_its_parameters(tmp_path):
     evaluated = gradc_cli("evaluate", tmp_path / "train.pb", "--params", tmp_path / "best.npz", "--data",
                           tmp_path / "test.npz", "--batch-size", "16", "--json")
     assert float(f"{json.loads(evaluated.stdout)['loss']:.6g}") == evals[best - 1] != evals[-1]
+
+
+def test_a_run_that_ends_before_its_patience_keeps_its_best_epoch_which_may_be_the_last(tmp_path):
+    assert gradc_cli("compile", EXAMPLE / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "adam", "--lr",
+                     "0.1").returncode == 0
+    np.savez(tmp_path / "train.npz", **TRAIN)
+    np.savez(tmp_path / "test.npz", **TEST)
+    run = ("train", tmp_path / "train.pb", "--startup", EXAMPLE / "startup.pb", "--startup",
+           tmp_path / "train.startup.pb", "--data", tmp_path / "train.npz", "--eval", tmp_path / "test.npz",
+           "--batch-size", "16", "--early-stop", "3", "--fetch", LOSS)
+    done = gradc_cli(*run, "--epochs", "2")
+    assert done.returncode == 0, done.stderr
+    kept = done.stdout.splitlines()[-2]
+    assert kept.startswith(f"kept the parameters of epoch 2 (the last), the best by eval {LOSS}=")
+    within = gradc_cli(*run, "--epochs", "2", "--steps", "3")   # the run ends one step into epoch 2
+    assert within.stdout.splitlines()[-2].startswith(f"kept the parameters of epoch 1, the best by eval {LOSS}=")

@@ -90,7 +90,7 @@ class ConsoleReporter(Reporter):
                    f"for {_count(patience, 'epoch')} (--early-stop)")
 
     def kept_best(self, record: dict, name: str):
-        last = " (the last)" if record["epoch"] == self.trainer.epoch else ""
+        last = " (the last)" if record["epoch"] == self.trainer.epoch and not self.trainer.batch else ""
         click.echo(f"kept the parameters of epoch {record['epoch']}{last}, the best by eval {name}="
                    f"{record['eval'][name]:.6g}")
 
