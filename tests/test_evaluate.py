@@ -78,6 +78,9 @@ def test_every_data_form_and_batch_size_gives_the_same_means(trained, tmp_path):
         results = evaluate_json(*program[1:], data, "--batch-size", batch)
         assert results["loss"] == pytest.approx(whole["loss"], rel=1e-6)
         assert results["acc"] == whole["acc"]
+    exported = evaluate_json(directory / "digits.pdmodel", "--params", directory / "digits.pdiparams", "--data",
+                             tmp_path / "test.csv")   # its label column names no var of the model: the labels
+    assert exported["acc"] == whole["acc"]
 
 
 def test_an_exported_model_is_scored_against_the_datas_labels_at_top_k(trained):

@@ -15,7 +15,9 @@ from ..ir import Program
 from ..ir.types import NUMPY_DTYPE_NAMES
 
 
-def read_csv(path: str | Path, program: Program, what: str = "data") -> dict[str, np.ndarray]:
+def read_csv(path: str | Path, program: Program, what: str = "data", others: bool = False) -> dict[str, np.ndarray]:
+    """``others``: a column that names no var of the program is kept (int64 when it holds whole numbers), as an
+    exported model's labels are, instead of refused."""
     where = f"{what} '{path}'"
     try:
         with open(path, encoding="utf-8") as handle:
@@ -28,7 +30,7 @@ def read_csv(path: str | Path, program: Program, what: str = "data") -> dict[str
     if names == [""] or not rows:
         raise FormatError(f"{where}: give a header line naming each column's feed var, then one example a line")
     table = np.array(rows, np.float64)
-    return {name: _column_group(table[:, [i for i, n in enumerate(names) if n == name]], name, program, where)
+    return {name: _column_group(table[:, [i for i, n in enumerate(names) if n == name]], name, program, where, others)
             for name in dict.fromkeys(names)}
 
 
@@ -52,8 +54,10 @@ def _is_number(field: str) -> bool:
     return True
 
 
-def _column_group(values: np.ndarray, name: str, program: Program, where: str) -> np.ndarray:
+def _column_group(values: np.ndarray, name: str, program: Program, where: str, others: bool) -> np.ndarray:
     var = program.global_block.find_var(name)
+    if var is None and others:
+        return values.astype(np.int64 if np.array_equal(values, np.round(values)) else np.float32)
     if var is None:
         raise FormatError(f"{where}: column '{name}' names no var of the program (its inputs: "
                           f"{', '.join(program_inputs(program.global_block)) or 'none'})")

@@ -37,15 +37,16 @@ class Dataset:
         self.item = "array"   # what the error of a bad value calls one of them (a .csv's are columns)
 
     @classmethod
-    def load(cls, path: str | Path, what: str = "data", program: Program | None = None) -> Dataset:
+    def load(cls, path: str | Path, what: str = "data", program: Program | None = None,
+             others: bool = False) -> Dataset:
         """An .npz of named arrays, a directory of NAME.npy files (memory-mapped), or a .csv read against
-        ``program`` (gradc.training.csvdata)."""
+        ``program`` (gradc.training.csvdata; ``others``: keep columns no var of it is named after)."""
         if str(path).endswith(".csv"):
             if program is None:
                 raise GradcError(f"{what} '{path}': a .csv is read against the program it feeds (its columns are "
                                  f"named after the program's inputs)")
             from .csvdata import read_csv
-            dataset = cls(read_csv(path, program, what), f"{what} '{path}'")
+            dataset = cls(read_csv(path, program, what, others), f"{what} '{path}'")
             dataset.item = "column"
             return dataset
         return cls(read_arrays(path, what), f"{what} '{path}'")
@@ -83,7 +84,7 @@ class OneBatch:
             yield self.feed
 
 
-def as_data(data, what: str = "data", program: Program | None = None) -> Dataset | OneBatch:
+def as_data(data, what: str = "data", program: Program | None = None, others: bool = False) -> Dataset | OneBatch:
     """A Dataset, OneBatch, a mapping of arrays (examples), or a path (.npz, a directory of .npy, or a .csv read
     against ``program``)."""
     if isinstance(data, (Dataset, OneBatch)):
@@ -91,7 +92,7 @@ def as_data(data, what: str = "data", program: Program | None = None) -> Dataset
     if isinstance(data, Mapping):
         return Dataset(data, what)
     if isinstance(data, (str, os.PathLike)):
-        return Dataset.load(data, what, program)
+        return Dataset.load(data, what, program, others)
     raise GradcError(f"{what}: give arrays (a dict of name -> array), a Dataset, or a path, not {type(data).__name__}")
 
 

@@ -102,7 +102,7 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         executor.run(init if isinstance(init, Program) else load(init), scope=scope)
     if params is not None:
         load_params(scope, params, program, strict)
-    data = as_data(data, "data", program)
+    data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it
     loss = loss or next(iter(default_fetch(program)), None)
     fetch = list(dict.fromkeys([*([loss] if loss else []), *(fetch or [])]))
     names = sorted(data.feed if isinstance(data, OneBatch) else data.arrays)
