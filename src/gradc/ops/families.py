@@ -275,6 +275,7 @@ FAMILIES = {
         "p_norm", "p_norm_grad", "renorm", "renorm_grad"),
     "reshard": ("reshard",),
     "resnet_fusion": ("resnet_unit", "resnet_unit_grad", "resnet_basic_block", "resnet_basic_block_grad"),
+    "resnet_fusion_double": ("resnet_unit_grad", "resnet_basic_block_grad"),
     "rnn": ("rnn", "rnn_grad"),
     "rnn_double": ("rnn_grad", "rnn_grad_grad"),
     "roi": ("roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad"),
