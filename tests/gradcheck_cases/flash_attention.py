@@ -5,6 +5,7 @@ past the last sequence), and each form of flashmask's startend_row_indices."""
 import numpy as np
 
 from . import Case, rng
+from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(131)
@@ -73,6 +74,8 @@ CASES += [
         [[[[2, 1], [3, 0], [1, 1]]]], np.int32)}),
     second_order("flashmask_attention", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 4)}),
 ]
+# third derivatives follow from the plain ops (one of each mask)
+CASES += [third_order(CASES[-6], "flash_attn_unpadded_grad"), third_order(CASES[-4], "flashmask_attention_grad")]
 REFUSED = [second_order("flash_attn_unpadded", *unpadded([2, 1], [2, 2], 2, 1), unknown={"q": [0]})]
 
 
