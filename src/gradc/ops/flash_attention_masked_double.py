@@ -27,13 +27,13 @@ from .flash_attention_double import attention_ops, grads_again, reshaped
 DROPPED = -(2.0 ** 100)   # exactly a float32, so the scale attributes hold it
 
 
-def _ints(f, like: str, values: list[int]) -> str:
+def ints(f, like: str, values: list[int]) -> str:
     return f.op("assign_value", {}, like, {"shape": [len(values)], "dtype": int(VarType.INT64),
                                            "values": scalars(values)}, dims=lambda s: [len(values)],
                 dtype=VarType.INT64)
 
 
-def _logic(f, type: str, x: str, y: str) -> str:
+def logic(f, type: str, x: str, y: str) -> str:
     """A comparison (or logical_and / logical_or) of x and y, broadcast as numpy does."""
     shapes = [f.g.shape(x), f.g.shape(y)]
     rank = max(map(len, shapes))
@@ -48,34 +48,40 @@ def _int64(f, x: str) -> str:
                 dtype=VarType.INT64)
 
 
-def _column(f, x: str) -> str:
+def column(f, x: str) -> str:
     return f.op("unsqueeze2", {"X": x}, x, {"axes": [-1]}, more={"XShape": f.xshape(x)}, dims=lambda s: [*s, 1])
 
 
-def _tokens(f, cu_slot: str, rows: int, longest: int, padded: bool) -> tuple[str, str, str]:
-    """(sequence number, place in it, kept) of each of ``rows`` tokens, int64 [rows] and bool [rows]."""
+def tokens(f, cu_slot: str, rows: int, longest: int, padded: bool, used_slot: str | None = None) -> tuple:
+    """(sequence number, place in it, kept, its sequence's length) of each of ``rows`` tokens, int64 [rows] but
+    kept bool [rows], and the lengths by sequence number; ``used_slot``: rows used per sequence (seqused), else the
+    spans cu_seqlens gives."""
     g = f.g
     cu = _int64(f, first(g.I(cu_slot)))
     count = g.shape(cu)[0]
-    row = _ints(f, cu, list(range(rows)))
+    row = ints(f, cu, list(range(rows)))
+    used = first(g.I(used_slot)) if used_slot else None
+    lengths = _int64(f, used) if used is not None else \
+        f.sub(f.slice(cu, 0, 1, count), f.slice(cu, 0, 0, count - 1), cu)
+    zero = ints(f, cu, [0])
     if padded:
-        sequence = _ints(f, cu, [min(i // longest, count - 1) for i in range(rows)])   # past the last: none kept
-        place = _ints(f, cu, [i % longest for i in range(rows)])
-        lengths = f.sub(f.slice(cu, 0, 1, count), f.slice(cu, 0, 0, count - 1), cu)
-        lengths = f.op("concat", {"X": [lengths, _ints(f, cu, [0])]}, cu, {"axis": 0}, dims=lambda s: [count])
-        reach = f.op("gather", {"X": lengths, "Index": sequence}, cu, {"axis": 0}, dims=lambda s: [rows])
-        return sequence, place, _logic(f, "less_than", place, reach)
-    # row i's sequence numbered by how many offsets are <= i (an empty sequence is skipped by counting past it)
-    passed = f.op("cast", {"X": _logic(f, "greater_equal", _column(f, row), cu)}, row,
-                  {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT64)}, dtype=VarType.INT64,
-                  dims=lambda s: [rows, count])
-    sequence = f.op("reduce_sum", {"X": passed}, row, {"dim": [1], "keep_dim": False, "reduce_all": False},
-                    dims=lambda s: [rows])
-    starts = f.op("concat", {"X": [f.slice(cu, 0, 0, 1), cu]}, cu, {"axis": 0}, dims=lambda s: [count + 1])
-    start = f.op("gather", {"X": starts, "Index": sequence}, cu, {"axis": 0}, dims=lambda s: [rows])
-    inside = _logic(f, "logical_and", _logic(f, "greater_equal", row, f.slice(cu, 0, 0, 1)),
-                    _logic(f, "less_than", row, f.slice(cu, 0, count - 1, count)))
-    return sequence, f.sub(row, start, row), inside
+        sequence = ints(f, cu, [min(i // longest, count - 1) for i in range(rows)])   # past the last: none kept
+        place = ints(f, cu, [i % longest for i in range(rows)])
+        lengths = f.op("concat", {"X": [lengths, zero]}, cu, {"axis": 0}, dims=lambda s: [count])
+    else:
+        # row i's sequence numbered by how many offsets are <= i (an empty sequence is skipped by counting past it)
+        passed = f.op("cast", {"X": logic(f, "greater_equal", column(f, row), cu)}, row,
+                      {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT64)}, dtype=VarType.INT64,
+                      dims=lambda s: [rows, count])
+        sequence = f.op("reduce_sum", {"X": passed}, row, {"dim": [1], "keep_dim": False, "reduce_all": False},
+                        dims=lambda s: [rows])
+        starts = f.op("concat", {"X": [f.slice(cu, 0, 0, 1), cu]}, cu, {"axis": 0}, dims=lambda s: [count + 1])
+        place = f.sub(row, f.op("gather", {"X": starts, "Index": sequence}, cu, {"axis": 0}, dims=lambda s: [rows]),
+                      row)
+        lengths = f.op("concat", {"X": [zero, lengths, zero]}, cu, {"axis": 0}, dims=lambda s: [count + 1])
+    length = f.op("gather", {"X": lengths, "Index": sequence}, cu, {"axis": 0}, dims=lambda s: [rows])
+    inside = logic(f, "logical_and", logic(f, "greater_equal", place, zero), logic(f, "less_than", place, length))
+    return sequence, place, inside, length, lengths
 
 
 def _bias_and_live(f, keep: str, like: str, axis: int) -> tuple[str, str]:
@@ -99,16 +105,31 @@ def _varlen_out(f, g, q: str, k: str, v: str, padded: bool) -> str:
         raise GradError(f"{g.fwd.type}: a second derivative needs the token counts and cu_seqlens' length known, "
                         f"got q {shapes[0]}, k {shapes[1]}")
     rows, cols = shapes[0][0], shapes[1][0]
-    seq_q, place_q, in_q = _tokens(f, "cu_seqlens_q", rows, g.attr("max_seqlen_q"), padded)
-    seq_k, place_k, in_k = _tokens(f, "cu_seqlens_k", cols, g.attr("max_seqlen_k"), padded)
-    keep = _logic(f, "logical_and", _logic(f, "equal", _column(f, seq_q), seq_k), _column(f, in_q))
-    keep = _logic(f, "logical_and", keep, in_k)
+    query = tokens(f, "cu_seqlens_q", rows, g.attr("max_seqlen_q"), padded)
+    key = tokens(f, "cu_seqlens_k", cols, g.attr("max_seqlen_k"), padded)
+    keep = same_sequence(f, query, key)
     if g.attr("causal"):
-        keep = _logic(f, "logical_and", keep, _logic(f, "less_equal", place_k, _column(f, place_q)))
+        keep = logic(f, "logical_and", keep, logic(f, "less_equal", key[1], column(f, query[1])))
+    return packed_out(f, g, q, k, v, keep, g.attr("scale"))
+
+
+def same_sequence(f, query: tuple, key: tuple) -> str:
+    """bool [total_q, total_k]: query and key tokens (``tokens``) kept in one sequence."""
+    keep = logic(f, "logical_and", logic(f, "equal", column(f, query[0]), key[0]), column(f, query[2]))
+    return logic(f, "logical_and", keep, key[2])
+
+
+def packed_out(f, g, q: str, k: str, v: str, keep: str, scale: float, scores_first=None) -> str:
+    """out [total_q, h, dv] of all tokens attending as one batch under ``keep`` [total_q, total_k] (rows with no key
+    0); ``scores_first(f, scores)``: applied to the scaled scores before the mask."""
+    rows = g.shape(q)[0]
     bias, live = _bias_and_live(f, keep, q, 1)
+
+    def masked(f, scores: str, sq: int, sk: int) -> str:
+        return f.add(scores_first(f, scores) if scores_first else scores, bias, scores)
+
     batched = [reshaped(f, x, [1, *g.shape(x)]) for x in (q, k, v)]
-    out = attention_ops(f, g, *batched, scale=g.attr("scale"), mask_slot=None,
-                        masked=lambda f, scores, sq, sk: f.add(scores, bias, scores))
+    out = attention_ops(f, g, *batched, scale=scale, mask_slot=None, masked=masked)
     out = reshaped(f, out, [rows, g.shape(q)[1], g.shape(v)[2]])
     return f.mul(out, reshaped(f, live, [rows, 1, 1]), out)
 
@@ -132,32 +153,36 @@ def _varlen_packed_again(f, g):
     return grads_again(f, g, _varlen_out(f, g, q, k, v, g.attr("varlen_padded")), {"qkv": qkv})
 
 
-def flashmask_keep(f, g, bounds: str, sq: int, causal: bool) -> str:
+def flashmask_keep(f, g, bounds: str, sq: int, causal: bool, shift: int = 0) -> str:
     """bool [b, heads of bounds, sq, sk]: the keys each query row keeps under startend_row_indices [b, h', sk, n]
     (n 1 or 2 causal: rows from the first bound, up to the second, dropped; otherwise 2: rows from the first and
-    rows before the second dropped, 4: rows in [first, second) and in [third, fourth) dropped)."""
+    rows before the second dropped, 4: rows in [first, second) and in [third, fourth) dropped); causal keeps key
+    j <= i + shift besides."""
     b, heads, sk, n = g.shape(bounds)
     wide = _int64(f, bounds)
-    column = [reshaped(f, f.slice(wide, 3, i, i + 1), [b, heads, 1, sk]) for i in range(n)]
-    row = _column(f, _ints(f, wide, list(range(sq))))
+    bound = [reshaped(f, f.slice(wide, 3, i, i + 1), [b, heads, 1, sk]) for i in range(n)]
+    row = column(f, ints(f, wide, list(range(sq))))
 
     def within(start: str, end: str) -> str:
-        return _logic(f, "logical_and", _logic(f, "greater_equal", row, start), _logic(f, "less_than", row, end))
+        return logic(f, "logical_and", logic(f, "greater_equal", row, start), logic(f, "less_than", row, end))
 
     if causal:
-        dropped = within(column[0], column[1]) if n == 2 else _logic(f, "greater_equal", row, column[0])
+        dropped = within(bound[0], bound[1]) if n == 2 else logic(f, "greater_equal", row, bound[0])
         keep = f.op("logical_not", {"X": dropped}, dropped)
-        return _logic(f, "logical_and", keep, _logic(f, "less_equal", _ints(f, wide, list(range(sk))), row))
+        diagonal = column(f, ints(f, wide, [i + shift for i in range(sq)]))
+        return logic(f, "logical_and", keep, logic(f, "less_equal", ints(f, wide, list(range(sk))), diagonal))
     if n == 2:
-        dropped = _logic(f, "logical_or", _logic(f, "greater_equal", row, column[0]),
-                         _logic(f, "less_than", row, column[1]))
+        dropped = logic(f, "logical_or", logic(f, "greater_equal", row, bound[0]),
+                         logic(f, "less_than", row, bound[1]))
     else:
-        dropped = _logic(f, "logical_or", within(column[0], column[1]), within(column[2], column[3]))
+        dropped = logic(f, "logical_or", within(bound[0], bound[1]), within(bound[2], bound[3]))
     return f.op("logical_not", {"X": dropped}, dropped)
 
 
-def flashmask_out(f, g, q: str, k: str, v: str, scale: float | None = None, causal_attr: str = "causal") -> str:
-    """out [b, sq, h, dv] of flashmask_attention (gradc.executor.kernels.flash_attention.flashmask_keep's mask)."""
+def flashmask_out(f, g, q: str, k: str, v: str, scale: float | None = None, causal_attr: str = "causal",
+                  bottom_right: bool = False) -> str:
+    """out [b, sq, h, dv] of flashmask_attention (gradc.executor.kernels.flash_attention.flashmask_keep's mask; the
+    causal diagonal bottom-right, and block_mask's 128 x 128 tiles, as flashmask_attention_v2's)."""
     bounds = first(g.I("startend_row_indices"))
     shapes = [g.shape(x) for x in (q, k, bounds)]
     if any(shape is None or any(d < 0 for d in shape) for shape in shapes):
@@ -165,7 +190,9 @@ def flashmask_out(f, g, q: str, k: str, v: str, scale: float | None = None, caus
                         f"{shapes}")
     (b, sq, heads, _), (_, _, kv_heads, _), (_, mask_heads, sk, _) = shapes
     groups = heads // kv_heads
-    keep = flashmask_keep(f, g, bounds, sq, g.attr(causal_attr))
+    keep = flashmask_keep(f, g, bounds, sq, g.attr(causal_attr), sk - sq if bottom_right else 0)
+    if (tiles := first(g.I("block_mask"))) is not None:
+        keep = logic(f, "logical_and", keep, _tiles_kept(f, tiles, sq, sk))
     split = [kv_heads, groups] if mask_heads == heads else [mask_heads, 1]
     keep = reshaped(f, keep, [b, *split, sq, sk])   # as attention_ops' scores [b, hk, groups, sq, sk]
     bias, live = _bias_and_live(f, keep, q, 4)
@@ -176,6 +203,15 @@ def flashmask_out(f, g, q: str, k: str, v: str, scale: float | None = None, caus
     dv = g.shape(v)[-1]
     out5 = reshaped(f, out, [b, sq, kv_heads, groups, dv])
     return reshaped(f, f.mul(out5, live, out5), [b, sq, heads, dv])
+
+
+def _tiles_kept(f, tiles: str, sq: int, sk: int) -> str:
+    """bool [b, h', sq, sk]: block_mask [b, h', ceil128(sq), ceil128(sk)] spread over its 128 x 128 tiles."""
+    for axis, size in ((2, sq), (3, sk)):
+        tiles = f.op("index_select", {"X": tiles, "Index": ints(f, tiles, [i // 128 for i in range(size)])}, tiles,
+                     {"dim": axis}, dims=lambda s, axis=axis, size=size: [size if i == axis else d
+                                                                           for i, d in enumerate(s)])
+    return logic(f, "not_equal", tiles, f.fill_like(tiles, 0))
 
 
 @expansion
