@@ -206,7 +206,7 @@ FAMILIES = {
         "moe_gate_dispatch_permute_grad", "moe_combine", "moe_combine_grad", "moe_combine_auto",
         "moe_combine_auto_grad", "moe_combine_no_weight", "moe_combine_no_weight_grad",
         "moe_gate_dispatch_partial_nosoftmaxtopk", "moe_gate_dispatch_partial_nosoftmaxtopk_grad"),
-    "moe_double": ("cal_aux_loss_grad", "moe_combine_grad", "moe_gate_dispatch_grad", "moe_combine_auto_grad",
+    "moe_double": ("cal_aux_loss_grad", "moe_combine_grad", "moe_combine_auto_grad", "moe_gate_dispatch_grad",
         "moe_gate_dispatch_auto_grad", "moe_gate_dispatch_permute_grad", "moe_combine_no_weight_grad",
         "moe_gate_dispatch_partial_nosoftmaxtopk_grad"),
     "moe_permute": ("moe_permute", "moe_unpermute", "moe_unpermute_grad", "batched_gemm"),

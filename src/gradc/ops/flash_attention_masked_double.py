@@ -43,7 +43,7 @@ def logic(f, type: str, x: str, y: str) -> str:
                 dims=lambda s: shape)
 
 
-def _int64(f, x: str) -> str:
+def as_int64(f, x: str) -> str:
     return f.op("cast", {"X": x}, x, {"in_dtype": int(f.g.block.find_var(x).dtype), "out_dtype": int(VarType.INT64)},
                 dtype=VarType.INT64)
 
@@ -57,11 +57,11 @@ def tokens(f, cu_slot: str, rows: int, longest: int, padded: bool, used_slot: st
     kept bool [rows], and the lengths by sequence number; ``used_slot``: rows used per sequence (seqused), else the
     spans cu_seqlens gives."""
     g = f.g
-    cu = _int64(f, first(g.I(cu_slot)))
+    cu = as_int64(f, first(g.I(cu_slot)))
     count = g.shape(cu)[0]
     row = ints(f, cu, list(range(rows)))
     used = first(g.I(used_slot)) if used_slot else None
-    lengths = _int64(f, used) if used is not None else \
+    lengths = as_int64(f, used) if used is not None else \
         f.sub(f.slice(cu, 0, 1, count), f.slice(cu, 0, 0, count - 1), cu)
     zero = ints(f, cu, [0])
     if padded:
@@ -159,7 +159,7 @@ def flashmask_keep(f, g, bounds: str, sq: int, causal: bool, shift: int = 0) -> 
     rows before the second dropped, 4: rows in [first, second) and in [third, fourth) dropped); causal keeps key
     j <= i + shift besides."""
     b, heads, sk, n = g.shape(bounds)
-    wide = _int64(f, bounds)
+    wide = as_int64(f, bounds)
     bound = [reshaped(f, f.slice(wide, 3, i, i + 1), [b, heads, 1, sk]) for i in range(n)]
     row = column(f, ints(f, wide, list(range(sq))))
 
