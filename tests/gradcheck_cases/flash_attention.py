@@ -76,7 +76,6 @@ CASES += [
 ]
 # third derivatives follow from the plain ops (one of each mask)
 CASES += [third_order(CASES[-6], "flash_attn_unpadded_grad"), third_order(CASES[-4], "flashmask_attention_grad")]
-REFUSED = [second_order("flash_attn_unpadded", *unpadded([2, 1], [2, 2], 2, 1), unknown={"q": [0]})]
 
 
 def packed(b: int, s: int, groups: int, kv_heads: int) -> dict:

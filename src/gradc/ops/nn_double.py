@@ -171,7 +171,7 @@ def _batch_norm_grad(f, g):
     c, axes = _channels(g, x)
     global_stats = (g.attr("is_test") and not g.attr("trainable_statistics")) or g.attr("use_global_stats")
     if global_stats:
-        mean, var = first(g.I("MeanOut")), first(g.I("VarianceOut"))
+        mean, var = f.constant(first(g.I("MeanOut"))), f.constant(first(g.I("VarianceOut")))
     else:
         mean = f.reduce("reduce_mean", x, axes, stats)
         var = f.reduce("reduce_mean", f.unary("square", f.sub(x, mean, x, c)), axes, stats)

@@ -27,8 +27,8 @@ def _batch_norm(f, g, conv: str, vectors: tuple[str, str, str, str], channel: in
     inverse std slots. In training the mean and inv = 1 / sqrt(var + epsilon) are the batch's, from ``conv``."""
     scale, bias, saved_mean, saved_inv = (first(g.I(slot)) for slot in vectors)
     if _frozen(g):
-        centred = f.sub(conv, saved_mean, conv, channel)
-        normed = f.mul(centred, saved_inv, conv, channel)
+        centred = f.sub(conv, f.constant(saved_mean), conv, channel)
+        normed = f.mul(centred, f.constant(saved_inv), conv, channel)
     else:
         axes = [d for d in range(4) if d != channel]
 
