@@ -79,13 +79,6 @@ class Formula:
     def fill_like(self, x: str, value: float) -> str:
         return self.op("fill_any_like", {"X": x}, x, {"value": value, "dtype": -1})
 
-    def constant(self, x: str) -> str:
-        """A copy of ``x`` that no later backward differentiates (stop_gradient): a value the grad op reads as a
-        constant, such as a running statistic, whose own grad no maker would take."""
-        copy = self.op("assign", {"X": x}, x)
-        self.g.block.find_var(copy).stop_gradient = True
-        return copy
-
     def unary(self, type: str, x: str, attrs: dict | None = None) -> str:
         return self.op(type, {"X": x}, x, attrs)
 

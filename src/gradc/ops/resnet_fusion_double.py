@@ -3,7 +3,8 @@ resnet_basic_block_grad, composite (gradc.ops.composite), so third derivatives f
 with differentiable ops (conv2d, the batch norm's arithmetic, relu, adds), emits that forward's backward seeded with
 Y@GRAD (``differentiate``) and has both differentiated again (``expansion``). Training-mode batch norms recompute the
 batch's mean and inverse std from the conv's output, so their dependence on X and the filters is differentiated; in
-is_test / use_global_stats the grad op's SavedMean* / SavedInvstd* (the running statistics) are constants. Paddle
+is_test / use_global_stats the grad op's SavedMean* / SavedInvstd* (the running statistics) are constants, read
+through stop_gradient copies (nn_double.constant) so that a third backward does not reach them either. Paddle
 defines no double grad of either op (its kernels are cuDNN's float16 fused ops and XPU's).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from ..registry import defgrad
 from . import resnet_fusion  # noqa: F401  (registers the grad ops these makers differentiate)
 from .composite import differentiate, expansion, first
+from .nn_double import constant
 from .resnet_fusion import BRANCHES, OUTPUTS, krsc_filter
 
 
@@ -27,8 +29,8 @@ def _batch_norm(f, g, conv: str, vectors: tuple[str, str, str, str], channel: in
     inverse std slots. In training the mean and inv = 1 / sqrt(var + epsilon) are the batch's, from ``conv``."""
     scale, bias, saved_mean, saved_inv = (first(g.I(slot)) for slot in vectors)
     if _frozen(g):
-        centred = f.sub(conv, f.constant(saved_mean), conv, channel)
-        normed = f.mul(centred, f.constant(saved_inv), conv, channel)
+        centred = f.sub(conv, constant(f, saved_mean), conv, channel)
+        normed = f.mul(centred, constant(f, saved_inv), conv, channel)
     else:
         axes = [d for d in range(4) if d != channel]
 
