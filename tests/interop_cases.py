@@ -94,6 +94,22 @@ def norms_second_order():
     return _hessian_vector(net, loss, feed, rng)[0]
 
 
+def frozen_batch_norm_third_order():
+    """H v and the derivative of u . H v through batch_norm with is_test (its running statistics read as
+    stop_gradient copies by batch_norm_grad's maker), between a tanh layer and a sigmoid."""
+    rng = _rng(11)
+    net = ProgramBuilder(seed=11)
+    x = net.data("x", [4, 3], "float64", stop_gradient=True)
+    stats = {slot: net.parameter(f"bn.{slot}", [3], "float64") for slot in ("Scale", "Bias", "Mean", "Variance")}
+    for slot in ("Mean", "Variance"):
+        net.block.var(stats[slot]).is_parameter = False
+    hidden = batch_norm(net, float64_fc(net, x, 3, "tanh"), stats, {"is_test": True})
+    loss = net.mean(net.op("sigmoid", {"X": float64_fc(net, hidden, 2)})[0])
+    feed = {"x": rng.standard_normal((4, 3))}
+    (program, feed, params, fetch), wrt, second = _hessian_vector(net, loss, feed, rng)
+    return program, feed, params, fetch + gradc.gradients(program, weighted_sum(net, second, feed, "u", rng), wrt)
+
+
 def activations_losses_second_order():
     """H v through mish, prelu (per channel), selu, hard_swish, sigmoid cross entropy and huber loss."""
     rng = _rng(4)
@@ -315,6 +331,7 @@ CASES = {
     "hvp_conv_losses": conv_losses_second_order,
     "third_order_cumprod_index_put": cumprod_index_put_third_order,
     "third_order_complex_cumprod": complex_cumprod_third_order,
+    "third_order_frozen_batch_norm": frozen_batch_norm_third_order,
     "hvp_lstm": lambda: rnn_second_order("LSTM", 2, True),
     "hvp_gru_lengths": lambda: rnn_second_order("GRU", 1, True, [3, 1]),
     "hvp_simple_rnn": lambda: rnn_second_order("RNN_TANH", 1, False),
