@@ -9,8 +9,9 @@ comparisons of row and column numbers, so only the token counts need be known:
   while row % max_seqlen < the sequence's length) and, causal, j's place in it <= i's (the kernels' top-left diagonal);
 - flashmask: key j dropped for the rows in its startend_row_indices ranges, as the kernel reads them.
 
-A dropped key adds -2^100 to its score (exp gives 0 exactly); a row with no key left, whose out the kernels give 0,
-is multiplied by 0, so nothing flows through it either. The integer inputs, out and softmax_lse get no gradient.
+A dropped key adds -2^100 to its score (exp gives 0 exactly; float16: -65504); a row with no key left, whose out the
+kernels give 0, attends to all its keys and is multiplied by 0, so nothing flows through it either. The integer
+inputs, out and softmax_lse get no gradient.
 An attn_mask of unpadded sequences (sliced per sequence by the kernel) is not rebuilt: refused by name.
 """
 
@@ -24,7 +25,11 @@ from .composite import expansion, first
 from .creation import scalars
 from .flash_attention_double import attention_ops, grads_again, reshaped
 
-DROPPED = -(2.0 ** 100)   # exactly a float32, so the scale attributes hold it
+
+def dropped(f, like: str) -> float:
+    """The score a dropped key gets: -2^100 (exactly a float32, so the scale attributes hold it; exp gives 0), or
+    float16's lowest, -65504, in float16, where -2^100 would be -inf and 0 times it NaN."""
+    return -65504.0 if f.g.block.find_var(like).dtype == VarType.FP16 else -(2.0 ** 100)
 
 
 def ints(f, like: str, values: list[int]) -> str:
@@ -85,14 +90,18 @@ def tokens(f, cu_slot: str, rows: int, longest: int, padded: bool, used_slot: st
 
 
 def _bias_and_live(f, keep: str, like: str, axis: int) -> tuple[str, str]:
-    """(0 where ``keep``, DROPPED elsewhere; 1 for a row keeping any key along ``axis``, else 0), like's dtype."""
+    """(0 where ``keep``, ``dropped`` elsewhere; 1 for a row keeping any key along ``axis``, else 0), like's dtype.
+    A row keeping none attends to every key instead (finite, not 0 / 0), and the caller multiplies it by 0."""
     dtype = f.g.block.find_var(like).dtype
-    shape = f.g.shape(keep)
     kept = f.op("cast", {"X": keep}, like, {"in_dtype": int(VarType.BOOL), "out_dtype": int(dtype)}, dtype=dtype,
-                dims=lambda s: shape)
+                dims=lambda s: f.g.shape(keep))
     live = f.op("reduce_max", {"X": kept}, kept, {"dim": [axis], "keep_dim": True, "reduce_all": False},
                 dims=lambda s: [1 if i == axis else d for i, d in enumerate(s)])
-    return f.scale(kept, -DROPPED, DROPPED), live
+    opened = logic(f, "logical_or", keep, logic(f, "equal", live, f.fill_like(live, 0.0)))
+    opened = f.op("cast", {"X": opened}, like, {"in_dtype": int(VarType.BOOL), "out_dtype": int(dtype)}, dtype=dtype,
+                  dims=lambda s: f.g.shape(opened))
+    low = dropped(f, like)
+    return f.scale(opened, -low, low), live
 
 
 def _varlen_out(f, g, q: str, k: str, v: str, padded: bool) -> str:

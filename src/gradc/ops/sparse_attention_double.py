@@ -3,9 +3,10 @@ third derivatives follow. The attention is written again over the CSR entries wi
 layout read at run time: entry e of a head lies in row r(e) = how many of Offset[1..s] are <= e (while e <
 Offset[s]), so one-hot matrices R [nnz, s] of the rows and C [nnz, s] of the Columns pick each entry's q, k and v
 (R Q, C K, C V) and sum the rows back (R^T). The grad op reads Softmax, not the masks: an entry whose probability is
-0 is a masked one (exp of -inf), so it is dropped (its score gets -2^100); a row with none left stays 0. The scores
-are shifted by their largest per head before exp (the row softmax does not move). Then its backward, seeded with
-Out@GRAD, and both are differentiated again (``expansion``); Softmax, Offset and Columns get no gradient.
+0 is a masked one (exp of -inf), so it is dropped (its score gets -2^100, in float16 -65504); a row with none left
+stays 0. The scores are shifted by their largest per head before exp (the row softmax does not move). Then its
+backward, seeded with Out@GRAD, and both are differentiated again (``expansion``); Softmax, Offset and Columns get
+no gradient.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from ..registry import defgrad
 from . import sparse_attention  # noqa: F401  (registers the grad op given a maker here)
 from .composite import expansion, first
 from .flash_attention_double import grads_again, reshaped
-from .flash_attention_masked_double import DROPPED, as_int64, column, ints, logic
+from .flash_attention_masked_double import as_int64, column, dropped, ints, logic
 
 
 def _matmul(f, x: str, y: str, shape: list[int], trans_x: bool = False) -> str:
@@ -54,7 +55,7 @@ def _sparse_attention_again(f, g):
                 {"dim": [3], "keep_dim": True, "reduce_all": False}, dims=lambda _: [b, h, nnz, 1])
     probs = reshaped(f, probs, [b, h, nnz, 1])
     kept = _as(f, logic(f, "greater_than", probs, f.fill_like(probs, 0.0)), q)
-    scores = f.add(f.scale(dots, 1.0 / math.sqrt(d)), f.scale(kept, -DROPPED, DROPPED), dots)
+    scores = f.add(f.scale(dots, 1.0 / math.sqrt(d)), f.scale(kept, -dropped(f, q), dropped(f, q)), dots)
     top = f.op("reduce_max", {"X": scores}, scores, {"dim": [2], "keep_dim": True, "reduce_all": False},
                dims=lambda _: [b, h, 1, 1])
     weights = f.unary("exp", f.sub(scores, top, scores))
