@@ -60,9 +60,9 @@ def resnet(blocks: int, channels: int, size: int, batch: int, dtype: str = "floa
     return net, loss, feed
 
 
-def batch_norm(net: ProgramBuilder, x: str, stats: dict) -> str:
+def batch_norm(net: ProgramBuilder, x: str, stats: dict, attrs: dict | None = None) -> str:
     """batch_norm's Y, its running statistics updated in place (MeanOut is Mean, as Paddle requires)."""
-    y = net.op("batch_norm", {"X": x, **stats}, outputs=["Y"])[0]
+    y = net.op("batch_norm", {"X": x, **stats}, attrs, outputs=["Y"])[0]
     op = net.block.ops[-1]
     op.outputs["MeanOut"], op.outputs["VarianceOut"] = [stats["Mean"]], [stats["Variance"]]
     return y

@@ -94,6 +94,22 @@ def norms_second_order():
     return _hessian_vector(net, loss, feed, rng)[0]
 
 
+def frozen_batch_norm_third_order():
+    """H v and the derivative of u . H v through batch_norm with is_test (its running statistics read as
+    stop_gradient copies by batch_norm_grad's maker), between a tanh layer and a sigmoid."""
+    rng = _rng(11)
+    net = ProgramBuilder(seed=11)
+    x = net.data("x", [4, 3], "float64", stop_gradient=True)
+    stats = {slot: net.parameter(f"bn.{slot}", [3], "float64") for slot in ("Scale", "Bias", "Mean", "Variance")}
+    for slot in ("Mean", "Variance"):
+        net.block.var(stats[slot]).is_parameter = False
+    hidden = batch_norm(net, float64_fc(net, x, 3, "tanh"), stats, {"is_test": True})
+    loss = net.mean(net.op("sigmoid", {"X": float64_fc(net, hidden, 2)})[0])
+    feed = {"x": rng.standard_normal((4, 3))}
+    (program, feed, params, fetch), wrt, second = _hessian_vector(net, loss, feed, rng)
+    return program, feed, params, fetch + gradc.gradients(program, weighted_sum(net, second, feed, "u", rng), wrt)
+
+
 def activations_losses_second_order():
     """H v through mish, prelu (per channel), selu, hard_swish, sigmoid cross entropy and huber loss."""
     rng = _rng(4)
@@ -268,6 +284,35 @@ def decompositions_run_time_sizes():
     return program, feed, params, fetch + gradc.gradients(program, weighted_sum(net, second, feed, "u", rng), wrt)
 
 
+def _real_weighted_sum(net: ProgramBuilder, names: list[str], feed: dict, prefix: str, rng) -> str:
+    """Re(sum over ``names`` of sum(W * var)), each W a complex constant drawn into ``feed`` (Paddle's CPU build has
+    no imag kernel, so the loss takes the real part only)."""
+    terms = []
+    for name in names:
+        shape = net.block.var(name).shape
+        weight = net.data(f"{prefix}.{name}", shape, "complex128", stop_gradient=True)
+        feed[weight] = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+        total = net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": name, "Y": weight})[0]},
+                       {"reduce_all": True, "dim": []})[0]
+        terms.append(net.op("real", {"X": total})[0])
+    return net.op("sum", {"X": terms})[0]
+
+
+def complex_cumprod_third_order():
+    """Three backwards through cumprod of complex x along a dim of known size: its grads written as the scan of
+    products, slices and pads, whose grads conjugate (Paddle runs that program; it has no complex reduce_prod kernel
+    on CPU: "There are no kernels which are registered in the reduce_prod operator")."""
+    rng = _rng(7)
+    net = ProgramBuilder(seed=7)
+    x = net.data("x", [2, 3], "complex128", stop_gradient=False)
+    feed = {"x": rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))}
+    loss = _real_weighted_sum(net, [net.op("cumprod", {"X": x}, {"dim": 1})[0]], feed, "w", rng)
+    first = gradc.gradients(net.program, loss, ["x"])
+    second = gradc.gradients(net.program, _real_weighted_sum(net, first, feed, "v", rng), ["x"])
+    third = gradc.gradients(net.program, _real_weighted_sum(net, second, feed, "u", rng), ["x"])
+    return net.program, feed, {}, first + second + third
+
+
 def _with(build, transform):
     net, loss, feed = build
     pairs = gradc.append_backward(net.program, loss)
@@ -285,6 +330,8 @@ CASES = {
     "hvp_norms_selections": norms_selections_second_order,
     "hvp_conv_losses": conv_losses_second_order,
     "third_order_cumprod_index_put": cumprod_index_put_third_order,
+    "third_order_complex_cumprod": complex_cumprod_third_order,
+    "third_order_frozen_batch_norm": frozen_batch_norm_third_order,
     "hvp_lstm": lambda: rnn_second_order("LSTM", 2, True),
     "hvp_gru_lengths": lambda: rnn_second_order("GRU", 1, True, [3, 1]),
     "hvp_simple_rnn": lambda: rnn_second_order("RNN_TANH", 1, False),

@@ -120,3 +120,13 @@ def test_memory_efficient_attention_refuses_a_block_diagonal_mask_and_any_dropou
                                                     "cu_seqlens_k": np.array([0, 3], np.int32)}, ["output"])
     with pytest.raises(ProgramError, match=r"dropout_p=0\.1.*is_test or not"):
         run("memory_efficient_attention", inputs, ["output"], {"dropout_p": 0.1, "is_test": True})
+
+
+def test_a_second_derivative_over_token_counts_known_only_at_run_time_is_refused_by_name():
+    """The rebuilt varlen mask compares row numbers up to the token counts: with q's declared -1 the maker says so."""
+    from gradc.gradcheck import check_program
+    from gradcheck_cases.flash_attention import unpadded
+    from gradcheck_cases.second_order import second_order
+    case = second_order("flash_attn_unpadded", *unpadded([2, 1], [2, 2], 2, 1), unknown={"q": [0]})
+    with pytest.raises(gradc.GradError, match=r"flash_attn_unpadded_grad: a second derivative needs the token counts"):
+        check_program(**case.program())

@@ -84,7 +84,7 @@ def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_three_times(attrs
     loss3 = _squared_mean(net, "x@GRAD@2")
     check_program(net.program, feed, ["x"], loss=loss3, rtol=1e-5, atol=1e-8)
     gradc.gradients(net.program, loss3, ["x"])
-    with pytest.raises(gradc.GradError, match=r"\(cumprod_grad_grad\) reads complex"):
+    with pytest.raises(gradc.GradError, match=r"cumprod_grad_grad: gradc does not differentiate"):
         gradc.gradients(net.program, _squared_mean(net, "x@GRAD@3"), ["x"])
 
 

@@ -48,5 +48,6 @@ CASES += [
          {**ONE, "sum_multi_label_loss": False}),
 ]
 
-REFUSED = [second_order("c_softmax_with_multi_label_cross_entropy",
-                        {"Logits": randn(4, 5), "Label": LABELS, "SmoothWeight": WEIGHTS}, ONE)]
+CASES += [second_order("c_softmax_with_multi_label_cross_entropy",
+                       {"Logits": randn(4, 5), "Label": LABELS, "SmoothWeight": WEIGHTS},
+                       {**ONE, "sum_multi_label_loss": summed}) for summed in (True, False)]

@@ -5,6 +5,7 @@ past the last sequence), and each form of flashmask's startend_row_indices."""
 import numpy as np
 
 from . import Case, rng
+from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(131)
@@ -60,11 +61,21 @@ CASES += [
     second_order("flash_attn", qkv(1, 2, 3, 2, 1) | {"attn_mask": randn(1, 1, 1, 2, 3)}),
 ]
 
-REFUSED = [
+# masks from run-time values, rebuilt by comparisons (gradc.ops.flash_attention_masked_double): an empty sequence, a
+# spare row, causal; each form of startend_row_indices, grouped heads, rows with no key left
+CASES += [
     second_order("flash_attn_unpadded", *unpadded([2, 1], [2, 2], 2, 1)),
+    second_order("flash_attn_unpadded", *unpadded([2, 0, 1], [1, 2, 2], 2, 2, spare=1, causal=True)),
     second_order("flashmask_attention", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 1)},
                  {"causal": True}),
+    second_order("flashmask_attention", qkv(1, 3, 3, 2, 2) | {"startend_row_indices": bounds(1, 2, 3, 3, 2)},
+                 {"causal": True}),
+    second_order("flashmask_attention", qkv(1, 3, 3, 2, 2) | {"startend_row_indices": np.array(
+        [[[[2, 1], [3, 0], [1, 1]]]], np.int32)}),
+    second_order("flashmask_attention", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 4)}),
 ]
+# third derivatives follow from the plain ops (one of each mask)
+CASES += [third_order(CASES[-6], "flash_attn_unpadded_grad"), third_order(CASES[-4], "flashmask_attention_grad")]
 
 
 def packed(b: int, s: int, groups: int, kv_heads: int) -> dict:
@@ -113,4 +124,7 @@ CASES += [
     Case("flash_attn_varlen_qkvpacked", *varlen_packed([2, 3], 1, 2, 4, True, causal=True)),
     Case("flash_attn_varlen_qkvpacked", *varlen_packed([2, 0, 3], 2, 1, 3, False, causal=True)),
 ]
-REFUSED += [second_order("flash_attn_varlen_qkvpacked", *varlen_packed([2, 1], 1, 1, 2, True))]
+CASES += [
+    second_order("flash_attn_varlen_qkvpacked", *varlen_packed([2, 1], 1, 1, 2, True)),
+    second_order("flash_attn_varlen_qkvpacked", *varlen_packed([2, 0, 1], 2, 1, 2, False, causal=True)),
+]

@@ -1,6 +1,7 @@
 """Cases for FlashAttention-3's ops (gradc.ops.flash_attention_v3): grouped-query heads, a value head_dim of its own,
 causal with more keys than query rows (the bottom-right diagonal), local windows, softcap, variable-length sequences
-(seqused shorter than cu_seqlens' spans, an empty sequence, a spare row) and flashmask's bounds with block_mask."""
+(seqused shorter than cu_seqlens' spans, an empty sequence, a spare row) and flashmask's bounds with block_mask; second
+derivatives of each."""
 
 import numpy as np
 
@@ -70,8 +71,18 @@ CASES += [
          {"softmax_scale": 0.5}),
 ]
 
-REFUSED = [
+# second derivatives through the masks rebuilt from the run-time values (gradc.ops.flash_attention_masked_double)
+CASES += [
     second_order("flash_attn_v3_varlen", *varlen([2, 1], [2, 2], 2, 1)),
+    second_order("flash_attn_v3_varlen", *varlen([2, 1], [3, 2], 2, 1, causal=True, softcap=1.5)),
+    second_order("flash_attn_v3_varlen", *varlen([2, 0, 2], [3, 1, 2], 2, 2, spare=1, window_size_left=1,
+                                                 window_size_right=0)),
+    second_order("flash_attn_v3_varlen", *used(varlen([2, 3], [3, 2], 2, 1, causal=True), [2, 2], [3, 1])),
     second_order("flashmask_attention_v2", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 1)},
                  {"softmax_scale": 0.5, "is_causal": True}),
+    second_order("flashmask_attention_v2", qkv(1, 2, 3, 2, 2) | {"startend_row_indices": bounds(1, 2, 3, 2, 2)},
+                 {"softmax_scale": 0.3, "is_causal": True}),
+    second_order("flashmask_attention_v2", qkv(1, 3, 3, 2, 1) | {"startend_row_indices": bounds(1, 1, 3, 3, 4),
+                                                                  "block_mask": np.ones((1, 1, 1, 1), np.int32)},
+                 {"softmax_scale": 0.5}),
 ]

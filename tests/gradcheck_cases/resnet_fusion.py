@@ -1,7 +1,7 @@
 """resnet_unit and resnet_basic_block against central differences (float64). resnet_unit (NHWC, KRSC filters): the
 plain unit with a 3x3 filter, the shortcut unit of 1x1 filters (the shortcut's conv2d-shaped [K, C, 1, 1]) with
 strides 2, fuse_add, and is_test (frozen statistics); resnet_basic_block (NCHW): with a strided 1x1 shortcut, with
-the identity, and is_test. Both grads' second derivatives are refused by name."""
+the identity, and is_test. Both grads' second derivatives too (gradc.ops.resnet_fusion_double), in each mode."""
 
 from gradcheck_cases import Case, rng
 from gradcheck_cases.second_order import second_order
@@ -29,7 +29,13 @@ CASES = [
     Case("resnet_unit", ADDED, {"padding": 1, "fuse_add": True}, ONE_BRANCH, wrt=[*WRT, "Z"]),
     Case("resnet_unit", PLAIN, {"padding": 1, "is_test": True}, ONE_BRANCH, wrt=WRT),
 ]
-REFUSED = [second_order("resnet_unit", SHORTCUT, STRIDED, wrt=WRT)]
+NO_SHORTCUT = dict.fromkeys(["ConvZ", "SavedMeanZ", "SavedInvstdZ", "RunningMeanZ", "RunningVarZ"], 0)
+CASES += [
+    second_order("resnet_unit", PLAIN, {"padding": 1}, NO_SHORTCUT, wrt=WRT),
+    second_order("resnet_unit", SHORTCUT, STRIDED, wrt=[*WRT, "Z", "FilterZ", "ScaleZ", "BiasZ"]),
+    second_order("resnet_unit", ADDED, {"padding": 1, "fuse_add": True}, NO_SHORTCUT, wrt=[*WRT, "Z"]),
+    second_order("resnet_unit", PLAIN, {"padding": 1, "is_test": True}, NO_SHORTCUT, wrt=WRT),
+]
 
 
 def _basic(shortcut: bool, channels: int = 3) -> dict:
@@ -55,4 +61,11 @@ CASES += [
     Case("resnet_basic_block", _basic(False, 2), {"padding1": 1, "padding2": 1, "is_test": True}, BASIC_OUT,
          wrt=BASIC_WRT),
 ]
-REFUSED += [second_order("resnet_basic_block", _basic(True), SHORTCUT_BLOCK, wrt=BASIC_WRT)]
+NO_BRANCH3 = dict.fromkeys(["Conv3", "SavedMean3", "SavedInvstd3", "Mean3Out", "Var3Out", "MaxInput3",
+                            "MaxFilter3"], 0)
+CASES += [
+    second_order("resnet_basic_block", _basic(True), SHORTCUT_BLOCK, wrt=[*BASIC_WRT, "Filter3", "Scale3", "Bias3"]),
+    second_order("resnet_basic_block", _basic(False, 2), {"padding1": 1, "padding2": 1}, NO_BRANCH3, wrt=BASIC_WRT),
+    second_order("resnet_basic_block", _basic(False, 2), {"padding1": 1, "padding2": 1, "is_test": True},
+                 NO_BRANCH3, wrt=BASIC_WRT),
+]

@@ -9,6 +9,7 @@ import gradc
 from gradc.ir import VarType
 
 from . import Case, rng
+from .lod_rnn import third_order
 from .second_order import away, distinct, positive, randn, second_order
 
 r = rng(43)
@@ -144,3 +145,8 @@ CASES = [
     second_order("lrn", {"X": randn(1, 4, 2, 2)}, {"n": 3, "k": 1.0, "alpha": 0.3, "beta": 0.75}),
     second_order("lrn", {"X": randn(1, 2, 2, 3)}, {"n": 3, "k": 2.0, "alpha": 0.5, "beta": 0.6, "data_format": "NHWC"}),
 ]
+
+# a third derivative of batch_norm with frozen statistics: its grad's maker reads them as constants (stop_gradient
+# copies), so the next backward does not reach batch_norm's MeanOut / VarianceOut
+FROZEN = {"X": randn(2, 3), "Scale": randn(3), "Bias": randn(3), "Mean": randn(3), "Variance": positive(3)}
+CASES.append(third_order(second_order("batch_norm", FROZEN, {"is_test": True}), "batch_norm_grad"))

@@ -1,5 +1,6 @@
 """Cases for sparse_attention (gradc.ops.sparse_attention): CSR layouts of different row lengths (an empty row, a
-full one), per batch and head, with and without the key padding and attention masks (an entry masked by each)."""
+full one), per batch and head, with and without the key padding and attention masks (an entry masked by each); second
+derivatives too."""
 
 import numpy as np
 
@@ -41,4 +42,6 @@ CASES = [
     Case("sparse_attention", sparse(2, 1, 5, 4, keep=0.6, padding=True)),
     Case("sparse_attention", sparse(2, 2, 4, 2, keep=0.7, padding=True, attn=True)),
 ]
-REFUSED = [second_order("sparse_attention", sparse(1, 1, 3, 2))]
+# second derivatives over the layouts read at run time (gradc.ops.sparse_attention_double): an empty row, masked entries
+CASES += [second_order("sparse_attention", sparse(1, 1, 3, 2)),
+          second_order("sparse_attention", sparse(1, 2, 3, 2, keep=0.7, padding=True, attn=True))]

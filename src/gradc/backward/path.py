@@ -172,6 +172,9 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "cumprod", "cumprod_grad", "reduce_prod", "reduce_prod_grad",
     # at the complex factors of Reduce mul's complex step: exact tangents too; the linear Reduces place ddValue
     "put_along_axis_grad",
+    # the exact tangents themselves: listed so that their makers say why they are not differentiated again (their
+    # refused cases in tests/gradcheck_cases/complex_fft.py)
+    "cumprod_grad_grad", "reduce_prod_grad_grad",
 })
 
 

@@ -208,4 +208,4 @@ def _multi_label_infer(ctx):
 defop("c_softmax_with_multi_label_cross_entropy", ["Logits", "Label", "SmoothWeight"], ["Softmax", "Loss"],
       attrs={"ignore_index": typed(-100, AttrType.LONG), **GROUP, "nranks": 0, "sum_multi_label_loss": True},
       infer=_multi_label_infer, no_grad_inputs=["Label", "SmoothWeight"], no_grad_outputs=["Softmax"],
-      grad=grad_op("Softmax", "Label", "SmoothWeight"))
+      grad=_SoftmaxCrossEntropyGrad(("Softmax", "Label", "SmoothWeight")))

@@ -12,7 +12,7 @@ exactly and without division (zeros too): the second imaginary unit a complex st
 without a difference's cancellation. put_along_axis_grad takes its factors as they are (no conjugates), so it is
 holomorphic, C = M(X, V) dOut, and its op's grads are d/d(dOut) = conj(M)^T ddC and, for a factor f_k of a run-time
 group with others O_k, d/df_k = conj(dOut T_k), T_k the tangent of O_k along conj(ddC) (the Hessian is symmetric
-again). A fourth backward is refused by name."""
+again). The next backward is refused by name."""
 
 from __future__ import annotations
 
@@ -46,9 +46,11 @@ def put_at_complex_point(g) -> list:
 
 
 def _fourth(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate {g.fwd.type.removesuffix('_grad_grad')} four times "
-                    "through a complex step: its third derivative takes exact tangents at the complex point, which "
-                    "a fourth would need again")
+    forward = g.fwd.type.removesuffix("_grad_grad")
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate {forward}'s grad at a complex point again (a real "
+                    f"input's fourth derivative through a complex step, a complex input's third): its exact tangents "
+                    "are dual numbers of first order, and the next order would need them of second order; with the "
+                    "dims' sizes known it is written with differentiable ops at every order")
 
 
 for _forward in ("cumprod", "reduce_prod"):

@@ -1,9 +1,10 @@
 """Second derivatives of cumprod: cumprod_grad's maker, composite (gradc.ops.composite) so third derivatives
 follow. As reduce_prod's (math_double), the forward is written again with differentiable ops that never divide,
 its backward emitted by ``differentiate``, and both differentiated again (``expansion``): zeros in X are no
-special case at any order. Along a dim of unknown size (the scan needs n) the second derivative is a complex step
-through cumprod and cumprod_grad themselves instead, exact to rounding. A third backward meets cumprod_grad at that
-complex point: there (and at any complex X) its maker emits cumprod_grad_grad (gradc.ops.complex_point).
+special case at any order; a complex X's neither (the products' grads conjugate as Paddle's kernel). Along a dim
+of unknown size (the scan needs n) the second derivative is a complex step through cumprod and cumprod_grad
+themselves instead, exact to rounding. A third backward meets cumprod_grad at that complex point: there (and at a
+complex X along a dim of unknown size) its maker emits cumprod_grad_grad (gradc.ops.complex_point).
 """
 
 from __future__ import annotations
@@ -59,14 +60,13 @@ _cumprod_grad_stepped = unary_polynomial("cumprod", conjugates=True)   # as Padd
 
 
 def _cumprod_grad(g):
-    """By the scan where the dim's size is known, else by a complex step (gradc.ops.complex_step); at a complex X
-    by tangents taken exactly."""
+    """By the scan where the dim's size is known (a complex X too: the products' grads conjugate as the kernel's),
+    else by a complex step (gradc.ops.complex_step), or at a complex X (the step's point) by tangents taken exactly."""
     x = first(g.I("X"))
-    if is_complex(g, x):
-        return at_complex_point(g)
     shape = g.shape(x)
-    known = shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0)
-    return _cumprod_grad_known(g) if known else _cumprod_grad_stepped(g)
+    if shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0):
+        return _cumprod_grad_known(g)
+    return at_complex_point(g) if is_complex(g, x) else _cumprod_grad_stepped(g)
 
 
 defgrad("cumprod_grad", grad=_cumprod_grad, no_grad_inputs=["Out"])   # gradc's kernel reads X, not Out

@@ -3,8 +3,8 @@ written again as the attention in plain differentiable ops (transpose2, reshape2
 d] so grouped heads broadcast, scale, elementwise_add of attn_mask or of the causal -inf above the diagonal, softmax)
 and their grad ops (gradc.ops.composite.differentiate), so its own grad and the third derivatives follow;
 softmax_lse, seed_offset and out get no gradient (the expansion recomputes them). flash_attn_unpadded_grad,
-flashmask_attention_grad and flash_attn_varlen_qkvpacked_grad mask by run-time values (cu_seqlens,
-startend_row_indices) that plain ops of known shapes cannot slice: gradc refuses their second derivative by name.
+flashmask_attention_grad and flash_attn_varlen_qkvpacked_grad, which mask by run-time values, have their makers in
+gradc.ops.flash_attention_masked_double.
 memory_efficient_attention_grad is flash_attn_grad's expansion with its scale attribute and its bias (whose grad it
 differentiates too)."""
 
@@ -14,12 +14,12 @@ import math
 
 from ..errors import GradError
 from ..registry import defgrad
-from . import flash_attention, flash_attention_varlen  # noqa: F401  (register the grad ops given makers here)
+from . import flash_attention  # noqa: F401  (registers the grad ops given makers here)
 from .composite import differentiate, expansion, first
 from .interp import float32
 
 
-def _reshape(f, x: str, shape: list[int]) -> str:
+def reshaped(f, x: str, shape: list[int]) -> str:
     return f.op("reshape2", {"X": x}, x, {"shape": shape}, more={"XShape": f.xshape(x)},
                 dims=lambda s: [s[i] if d == 0 else d for i, d in enumerate(shape)])
 
@@ -29,7 +29,7 @@ def _heads_first(f, x: str, groups: int) -> str:
     t = f.op("transpose2", {"X": x}, x, {"axis": [0, 2, 1, 3]}, more={"XShape": f.xshape(x)},
              dims=lambda s: [s[0], s[2], s[1], s[3]])
     _, s, heads, d = f.g.shape(x)
-    return _reshape(f, t, [0, heads // groups, groups, s, d])
+    return reshaped(f, t, [0, heads // groups, groups, s, d])
 
 
 def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask_slot: str = "attn_mask",
@@ -49,7 +49,7 @@ def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask
     mask = first(g.I(mask_slot)) if mask_slot else None
     if mask is not None:
         mask_heads = g.shape(mask)[-3]
-        scores = f.add(scores, _reshape(f, mask, [-1, *([kv_heads, groups] if mask_heads > 1 else [1, 1]), sq, sk]),
+        scores = f.add(scores, reshaped(f, mask, [-1, *([kv_heads, groups] if mask_heads > 1 else [1, 1]), sq, sk]),
                        scores)
     if masked is not None:
         scores = masked(f, scores, sq, sk)
@@ -59,7 +59,7 @@ def attention_ops(f, g, q: str, k: str, v: str, scale: float | None = None, mask
     weights = f.op("softmax", {"X": scores}, scores, {"axis": -1})
     context = f.op("matmul_v2", {"X": weights, "Y": vt}, weights, {"trans_x": False, "trans_y": False},
                    dims=lambda s: [*s[:4], dv])
-    merged = _reshape(f, context, [0, heads, sq, dv])
+    merged = reshaped(f, context, [0, heads, sq, dv])
     return f.op("transpose2", {"X": merged}, merged, {"axis": [0, 2, 1, 3]}, more={"XShape": f.xshape(merged)},
                 dims=lambda s: [s[0], s[2], s[1], s[3]])
 
@@ -85,14 +85,9 @@ def _packed_again(f, g):
     if shape is None or any(d < 0 for d in shape[1:]):
         raise GradError(f"{g.fwd.type}: qkv needs known dims but the batch for a second derivative, got {shape}")
     _, s, groups, kv_heads, d = shape
-    q = _reshape(f, f.slice(qkv, 2, 0, groups - 2), [0, s, (groups - 2) * kv_heads, d])
-    k, v = (_reshape(f, f.slice(qkv, 2, i, i + 1), [0, s, kv_heads, d]) for i in (groups - 2, groups - 1))
+    q = reshaped(f, f.slice(qkv, 2, 0, groups - 2), [0, s, (groups - 2) * kv_heads, d])
+    k, v = (reshaped(f, f.slice(qkv, 2, i, i + 1), [0, s, kv_heads, d]) for i in (groups - 2, groups - 1))
     return grads_again(f, g, attention_ops(f, g, q, k, v), {"qkv": qkv})
-
-
-def _refused(g):
-    raise GradError(f"{g.fwd.type}: no second derivative in gradc (its mask comes from run-time values that plain "
-                    "ops of known shapes cannot rebuild)")
 
 
 @expansion
@@ -110,8 +105,5 @@ defgrad("flash_attn_grad", grad=_flash_attn_again,
         no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
 defgrad("flash_attn_qkvpacked_grad", grad=_packed_again,
         no_grad_inputs=["out", "softmax_lse", "seed_offset", "attn_mask"])
-defgrad("flash_attn_unpadded_grad", grad=_refused)
-defgrad("flashmask_attention_grad", grad=_refused)
 defgrad("memory_efficient_attention_grad", grad=_mea_again,
         no_grad_inputs=["output", "logsumexp", "seed_and_offset", "cu_seqlens_q", "cu_seqlens_k"])
-defgrad("flash_attn_varlen_qkvpacked_grad", grad=_refused)

@@ -213,7 +213,8 @@ defgrad("bilinear_tensor_product_grad", grad=_bilinear_tensor_product)
 
 def _pairwise_product(f, g, x: str) -> str:
     """reduce_prod of ``x`` written with differentiable ops, exact at zeros: the reduced dims moved last and
-    flattened, then halved log2(n) times by multiplying the even and odd positions (an odd last one carried)."""
+    flattened, then halved log2(n) times by multiplying the even and odd positions (an odd last one carried). The
+    positions are picked by reshaping pairs into a dim of 2 and slicing it, ops whose grads take complex values."""
     shape = g.shape(x)
     rank = len(shape)
     reduced = list(range(rank)) if g.attr("reduce_all") or not g.attr("dim") else \
@@ -224,20 +225,21 @@ def _pairwise_product(f, g, x: str) -> str:
     if kept + reduced != list(range(rank)):
         row = f.op("transpose2", {"X": x}, x, {"axis": kept + reduced}, more={"XShape": f.xshape(x)},
                    dims=lambda s: [s[d] for d in kept + reduced])
-    row = f.op("reshape2", {"X": row}, x, {"shape": [0] * len(kept) + [-1]}, more={"XShape": f.xshape(row)},
-               dims=lambda s: [s[d] for d in kept] + [count])
     last = len(kept)
 
-    def part(start: int, end: int, step: int, size: int) -> str:
-        return f.op("strided_slice", {"Input": row}, row, {"axes": [last], "starts": [start], "ends": [end],
-                                                          "strides": [step], "infer_flags": [1], "decrease_axis": []},
-                    dims=lambda s: s[:-1] + [size])
+    def reshaped(value: str, sizes: list[int]) -> str:
+        """``value`` with its kept dims as they are (0: copied at run time) and its last ones ``sizes``."""
+        return f.op("reshape2", {"X": value}, value, {"shape": [0] * last + sizes}, more={"XShape": f.xshape(value)},
+                    dims=lambda s: s[:last] + sizes)
 
+    row = reshaped(row, [count])
     while count > 1:
         half = count // 2
-        product = f.mul(part(0, 2 * half, 2, half), part(1, 2 * half, 2, half), row)
+        pairs = reshaped(f.slice(row, last, 0, 2 * half), [half, 2])
+        even = f.slice(pairs, last + 1, 0, 1)
+        product = reshaped(f.mul(even, f.slice(pairs, last + 1, 1, 2), even), [half])
         if count % 2:
-            product = f.op("concat", {"X": [product, part(count - 1, count, 1, 1)]}, row, {"axis": last},
+            product = f.op("concat", {"X": [product, f.slice(row, last, count - 1, count)]}, row, {"axis": last},
                            dims=lambda s, n=half + 1: s[:-1] + [n])
         row, count = product, half + count % 2
     return row
@@ -252,12 +254,13 @@ def _reduced_known(g, x: str) -> bool:
 
 
 def _reduce_prod_grad(g):
-    """By the pairwise product where the reduced dims' sizes are known, else by a complex step
-    (gradc.ops.complex_step: reduce_prod_grad is dOut times a polynomial in X); at a complex X by exact tangents."""
+    """By the pairwise product where the reduced dims' sizes are known (a complex X too: the products' grads
+    conjugate as the kernel's), else by a complex step (gradc.ops.complex_step: reduce_prod_grad is dOut times a
+    polynomial in X), or at a complex X (the step's point) by exact tangents."""
     x = first(g.I("X"))
-    if is_complex(g, x):
-        return at_complex_point(g)
-    return (_reduce_prod_grad_known if _reduced_known(g, x) else _reduce_prod_grad_stepped)(g)
+    if _reduced_known(g, x):
+        return _reduce_prod_grad_known(g)
+    return at_complex_point(g) if is_complex(g, x) else _reduce_prod_grad_stepped(g)
 
 
 _reduce_prod_grad_stepped = unary_polynomial("reduce_prod", conjugates=True)   # its kernel conjugates X

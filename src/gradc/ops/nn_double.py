@@ -161,6 +161,14 @@ def _channels(g, x: str) -> tuple[int, list[int]]:
     return channel, [i for i in range(rank) if i != channel]
 
 
+def constant(f, x: str) -> str:
+    """A copy of ``x`` that no later backward differentiates (stop_gradient): a value the grad op reads as a
+    constant, such as a running statistic, whose own grad no maker would take."""
+    copy = f.op("assign", {"X": x}, x)
+    f.g.block.find_var(copy).stop_gradient = True
+    return copy
+
+
 @expansion
 def _batch_norm_grad(f, g):
     """dBias = sum(dy), dScale = sum(dy xhat), dX = inv (dy scale - mean(dy scale) - xhat mean(dy scale xhat))
@@ -171,7 +179,7 @@ def _batch_norm_grad(f, g):
     c, axes = _channels(g, x)
     global_stats = (g.attr("is_test") and not g.attr("trainable_statistics")) or g.attr("use_global_stats")
     if global_stats:
-        mean, var = first(g.I("MeanOut")), first(g.I("VarianceOut"))
+        mean, var = constant(f, first(g.I("MeanOut"))), constant(f, first(g.I("VarianceOut")))
     else:
         mean = f.reduce("reduce_mean", x, axes, stats)
         var = f.reduce("reduce_mean", f.unary("square", f.sub(x, mean, x, c)), axes, stats)

@@ -29,15 +29,14 @@ with the batch norms as resnet_unit's but the running variance's (biased, as Pad
 normalises with the running statistics unless trainable_statistics.
 MaxInput* / MaxFilter* (find_conv_input_max) are XPU's findmax buffers of 6 floats for its int16 convolution: gradc
 writes the largest |value| of the conv's input and filter in each. resnet_basic_block_grad reads X, the filters,
-the convs' outputs, Conv2Input, the vectors, the saved statistics, Y and Y@GRAD. Neither grad op's second
-derivative is differentiated: refused by name.
+the convs' outputs, Conv2Input, the vectors, the saved statistics, Y and Y@GRAD. Both grad ops' makers (second
+derivatives) are gradc.ops.resnet_fusion_double's.
 """
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import VarType
-from ..registry import defgrad, defop, grad_op
+from ..registry import defop, grad_op
 from ..shapes import dims_match
 from .conv import conv_out_sizes, infer_geometry
 from .infer import check_choice, check_float
@@ -117,14 +116,6 @@ defop("resnet_unit", ["X", "FilterX", "ScaleX", "BiasX", "MeanX", "VarX", "Z?", 
       no_grad_inputs=STATS, no_grad_outputs=STAT_OUTPUTS, infer=_resnet_unit_infer, grad=grad_op(*_GRAD_READS))
 
 
-def _refused(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate it (a second derivative of "
-                    f"{g.fwd.type.removesuffix('_grad')}): no maker of Paddle's, and gradc writes none")
-
-
-defgrad("resnet_unit_grad", grad=_refused)
-
-
 # resnet_basic_block's branches: (scale, bias, mean, var) in, (saved mean, saved inverse std, new mean, new var) out
 BASIC_BRANCHES = {b: ((f"Scale{b}", f"Bias{b}", f"Mean{b}", f"Var{b}"),
                       (f"SavedMean{b}", f"SavedInvstd{b}", f"Mean{b}Out", f"Var{b}Out")) for b in "123"}
@@ -188,4 +179,3 @@ defop("resnet_basic_block",
              "act_type": "relu", "find_conv_input_max": True},
       no_grad_inputs=BASIC_STATS, no_grad_outputs=[s.rstrip("?") for s in BASIC_OUTPUTS], infer=_basic_block_infer,
       grad=grad_op(*_BASIC_READS))
-defgrad("resnet_basic_block_grad", grad=_refused)

@@ -5,8 +5,8 @@ q_i . k_j, Softmax [b, h, nnz] its probability over the row's entries of SparseD
 dtype, as the kernel's T), Out [b, h, s, d] = Softmax . V. An entry is masked (probability 0) where
 KeyPaddingMask [b, s] at its key or AttnMask [s, s] at (row, key) is 0 (|value| < the dtype's epsilon, as the
 kernel tests it); other mask values are not added. A row whose every entry is masked is 0 (the kernel's softmax of
-all -inf gives NaN). The grad op reads Softmax (not the masks), as Paddle's; its second derivative is refused by name
-(gradc.ops.sparse_attention_double): the layout is a run-time value."""
+all -inf gives NaN). The grad op reads Softmax (not the masks), as Paddle's; its second derivative is gradc's
+(gradc.ops.sparse_attention_double: the layout read at run time by one-hot matrices)."""
 
 from __future__ import annotations
 
