@@ -15,6 +15,8 @@ from gradc.errors import ExecutionError, FormatError
 from gradc.executor.micro_batches import schedule_order
 from gradc.executor.ranks import run_ranks
 from gradc.pir.dist import rank_values
+from gradc.pir.dump import dumps
+from gradc.pir.reader import read_module
 
 DATA = Path(__file__).parent / "data" / "paddle" / "vpp"
 META = json.loads((DATA / "meta.json").read_text())
@@ -118,3 +120,13 @@ def test_the_cli_runs_the_vpp_schedule(tmp_path):
     with np.load(tmp_path / "out.npz") as out:
         assert out["rank1/loss_0"].shape == (4,)
         np.testing.assert_allclose(out["rank1/loss_0"].mean(), ref["loss"], rtol=1e-6)
+
+
+def test_reading_and_writing_keeps_the_kwargs_and_every_op():
+    raw = (DATA / "micro2" / "rank0" / "train.json").read_bytes()
+    source, written = json.loads(raw), json.loads(dumps(read_module(raw)))
+    blocks = [document["program"]["regions"][0]["blocks"][0] for document in (source, written)]
+    assert blocks[1]["kwargs"] == blocks[0]["kwargs"] and len(blocks[0]["kwargs"]) == 4
+    kept = ("#", "A", "I", "O")
+    assert [{key: op.get(key) for key in kept} for op in blocks[1]["ops"]] == [{key: op.get(key) for key in kept}
+                                                                                for op in blocks[0]["ops"]]

@@ -9,7 +9,8 @@ schedule_mode 0) or, with schedule_mode 1, 1F1B: stage s of S first runs S - s -
 backward in turn, then the remaining backwards. The results are the same: each micro-batch has its own scope, the
 backward ops write the persistable accumulators in micro-batch order either way, and a send never waits
 (gradc.executor.ranks), so neither order can deadlock. What differs is memory: a micro-batch's activations die with
-its backward (its scope keeps only the fetched vars), and 1F1B holds at most S - s micro-batches' at once.
+its backward (its scope keeps only the fetched vars), and 1F1B holds at most S - s micro-batches' at once. The
+"vpp" schedule runs interleaved chunks' jobs in Paddle's order (gradc.executor.virtual_stages).
 """
 
 from __future__ import annotations
