@@ -99,7 +99,7 @@ CASES = {   # (src placement, dst placement, global dims): placement (mesh, dims
     "nd_s_to_s": ((M22, [1, -1]), (M22, [0, 1]), [4, 6]),
     "cross_s0_to_s1": ((M2, [0, -1]), (M2B, [-1, 0]), [4, 6]),
     "cross_p_to_r": ((M2, [-1, -1], [(0, 0)]), (M2B, [-1, -1]), [3, 2]),
-    "global_to_sub": ((M2, [0, -1]), (([1], [1]), [-1, -1]), [4, 2]),
+    "global_to_sub": ((M22, [0, 1]), (M2B, [-1, -1]), [4, 2]),
     "sub_to_global": ((([1], [0]), [-1, -1]), (M2, [-1, -1]), [3, 2]),
     "row_to_mesh_shard": ((([1, 2], [0, 1]), [-1, 1]), (M22, [-1, 1]), [2, 4]),
 }

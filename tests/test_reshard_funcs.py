@@ -1,8 +1,9 @@
-"""Which of Paddle 3.3.1's reshard functions lowers a pair of placements (tests/data/paddle/reshard_funcs.json:
-Paddle's own choose_reshard_func, asked by tools/paddle_reshard_funcs.py): gradc picks the same one for every pair;
-between meshes of different shapes it runs the pairs Paddle has a function for (global_to_sub, sub_to_global), each
-rank getting its dst block of the global value, and refuses the others in one line; where Paddle picks s_to_s, the
-ranks exchange only all_to_all's pieces."""
+"""Which of Paddle 3.3.1's reshard functions lowers a pair of placements (tests/data/paddle/reshard_funcs.json, by
+tools/paddle_reshard_funcs.py: Paddle's own choose_reshard_func, and its whole reshard pass on a program of the
+pair): gradc picks the same function for every pair, and splits a reshard into the steps Paddle's pass does; between
+meshes of different shapes it runs the pairs whose every step Paddle has a function for (global_to_sub,
+sub_to_global), each rank getting its dst block of the global value, and refuses the others in one line; where
+Paddle picks s_to_s, the ranks exchange only all_to_all's pieces."""
 
 import json
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 
 from gradc.errors import ExecutionError
 from gradc.executor import ranks
-from gradc.executor.reshard_funcs import paddle_function
+from gradc.executor.reshard_funcs import paddle_function, paddle_steps
 from gradc.executor.reshard_placement import Placement
 from test_reshard import block, coordinates, run_reshard
 
@@ -44,6 +45,33 @@ def test_gradc_picks_paddles_function(name):
         assert paddle_function(src, dst) == row["paddle"]
 
 
+def steps_or_refusal(row) -> list | None:
+    """gradc's Paddle function for each step of the pair, None where one step has none or choosing fails."""
+    try:
+        steps = paddle_steps(placement(row["src"]), placement(row["dst"]))
+    except ValueError:
+        return None
+    return None if None in steps else steps
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_gradc_splits_the_reshard_as_paddles_pass_does(name):
+    """Where Paddle's pass lowers the pair, every step has a function, with its collectives (all_to_all: s_to_s;
+    broadcast: sub_to_global); where it finds none, gradc has none. Paddle faults: its pass crashes on a partial sum
+    sent from a layer of the mesh, and fails in s_to_r of an uneven split; gradc has the functions for both."""
+    row = PAIRS[name]
+    steps, result = steps_or_refusal(row), row["pass"]
+    if result.startswith("ok: "):
+        assert steps is not None
+        assert ("pd_op.all_to_all" in result) == ("s_to_s" in steps)
+        assert ("pd_op.broadcast" in result) == ("sub_to_global" in steps)
+    elif "There is no reshard function that matches" in result or "The size of this process mesh" in result:
+        assert steps is None
+    else:
+        assert result.startswith("crash: ") or "'list' object has no attribute 'get_defining_op'" in result
+        assert steps is not None
+
+
 DIFFERENT_SHAPES = sorted(name for name, row in PAIRS.items() if row["src"][0] != row["dst"][0])
 
 
@@ -52,12 +80,13 @@ def test_meshes_of_different_shapes_run_where_paddle_has_a_function_and_are_refu
     row = PAIRS[name]
     src, dst = as_test_placement(row["src"]), as_test_placement(row["dst"])
     shape = SHAPES[len(row["src"][2])]
-    if row["paddle"] not in ("global_to_sub", "sub_to_global"):
+    if steps_or_refusal(row) is None:
         with pytest.raises(ExecutionError) as caught:
             run_reshard(src, dst, shape)
         message = str(caught.value)
         assert "\n" not in message
-        expected = "gradc refuses it too" if row["paddle"] else "has no function for meshes of different shapes"
+        expected = "gradc refuses it too" if row["pass"].startswith("error: (InvalidArgument)") else \
+            "has no function for meshes of different shapes"
         assert expected in message
         return
     whole, outs = run_reshard(src, dst, shape)

@@ -25,7 +25,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import ranks
-from .reshard_funcs import paddle_function, split_mesh, sub_mesh_axis
+from .reshard_funcs import decomposed, paddle_function, split_mesh, sub_mesh_axis
 from .reshard_placement import REDUCE_NAMES, Placement, placements
 
 
@@ -176,14 +176,27 @@ def sub_to_global(src: Placement, dst: Placement, value, channel: Channel):
     return on_mesh(held, dst, block, channel)
 
 
-def reshard(src: Placement, dst: Placement, value, channel: Channel):
-    """Rank channel.rank's part of a reshard: its dst block, or None where dst's mesh does not hold it."""
+def _function(src: Placement, dst: Placement) -> str:
+    """Paddle's function for one step between meshes of different shapes, or a one-line refusal."""
+    try:
+        function = paddle_function(src, dst)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; gradc refuses it too: from {src.text()} to {dst.text()}") from None
+    if function not in ("global_to_sub", "sub_to_global"):
+        raise ValueError(f"Paddle 3.3.1's reshard pass has no function for meshes of different shapes but a "
+                         f"sub-mesh (global_to_sub: dst replicated) or one layer of dst's mesh (sub_to_global: its "
+                         f"placements dst's there), nor has gradc: not from {src.text()} to {dst.text()}")
+    return function
+
+
+def _step(src: Placement, dst: Placement, value, channel: Channel):
+    """One step of Paddle's decomposed reshard, as rank channel.rank does it."""
     rank = channel.rank
     if src.same_mesh(dst):
         if len(src.mesh_shape) == 1 and paddle_function(src, dst) == "s_to_s":
             return all_to_all(src, dst, value, channel)
         return on_mesh(src, dst, value, channel)
-    if src.mesh_shape == dst.mesh_shape:   # pair the meshes' ranks in order: send/recv, then reshard on dst's
+    if src.mesh_shape == dst.mesh_shape:   # same_status: pair the meshes' ranks in order, send/recv
         moved = None
         for sender, receiver in zip(src.process_ids, dst.process_ids):
             if rank == sender and sender != receiver:
@@ -193,16 +206,21 @@ def reshard(src: Placement, dst: Placement, value, channel: Channel):
         if rank not in dst.process_ids:
             return None
         return on_mesh(replace(src, mesh_shape=dst.mesh_shape, process_ids=dst.process_ids), dst, moved, channel)
-    try:
-        function = paddle_function(src, dst)
-    except ValueError as exc:
-        raise ValueError(f"{exc}; gradc refuses it too: from {src.text()} to {dst.text()}") from None
-    if function == "global_to_sub":   # made whole on src's mesh; dst's ranks, all in it, keep it
+    if _function(src, dst) == "global_to_sub":   # made whole on src's mesh; dst's ranks, all in it, keep it
         whole_src = replace(src, dims_mapping=(-1,) * len(src.dims_mapping), partial=())
         whole = on_mesh(src, whole_src, value, channel) if rank in src.process_ids else None
         return whole if rank in dst.process_ids else None
-    if function == "sub_to_global":
-        return sub_to_global(src, dst, value, channel)
-    raise ValueError(f"Paddle 3.3.1's reshard pass has no function for meshes of different shapes but a sub-mesh "
-                     f"(global_to_sub: dst replicated) or one layer of dst's mesh (sub_to_global: its placements "
-                     f"dst's there), nor has gradc: not from {src.text()} to {dst.text()}")
+    return sub_to_global(src, dst, value, channel)
+
+
+def reshard(src: Placement, dst: Placement, value, channel: Channel):
+    """Rank channel.rank's part of a reshard: its dst block, or None where dst's mesh does not hold it. Its steps are
+    those of Paddle's decompose_reshard_pass, each refused (before any exchange) where Paddle has no function."""
+    steps = decomposed(src, dst)
+    for step_src, step_dst in steps:
+        if step_src.mesh_shape != step_dst.mesh_shape:
+            _function(step_src, step_dst)
+    for step_src, step_dst in steps:
+        held = channel.rank in step_src.process_ids or channel.rank in step_dst.process_ids
+        value = _step(step_src, step_dst, value, channel) if held else None
+    return value if channel.rank in dst.process_ids else None

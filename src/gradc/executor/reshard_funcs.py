@@ -1,10 +1,13 @@
 """Which of Paddle 3.3.1's reshard functions its reshard pass lowers a dist_op.reshard with: the first, in the order
 paddle/distributed/auto_parallel/static/reshard_funcs/reshard_func_register.py registers them, whose is_suitable
 holds for (src, dst). gradc lowers a reshard between meshes of different shapes only where Paddle has a function
-(global_to_sub, sub_to_global) and on one 1-D mesh moves shards by all_to_all where Paddle picks s_to_s.
+(global_to_sub, sub_to_global) and on one 1-D mesh moves shards by all_to_all where Paddle picks s_to_s. Before
+choosing, the pass splits a reshard across meshes of one ndim that changes the placements in two (decomposed).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -105,3 +108,18 @@ def paddle_function(src: Placement, dst: Placement) -> str | None:
     if _shard(src) and _shard(dst) and one_dim and same:
         return "s_to_s"
     return None
+
+
+def decomposed(src: Placement, dst: Placement) -> list[tuple[Placement, Placement]]:
+    """The steps of Paddle's decompose_reshard_pass (auto_parallel/static/pir_pass.py): across meshes of one ndim
+    with other placements, first to dst's mesh as src places it, then to dst's placements on that mesh."""
+    if not src.same_mesh(dst) and len(src.mesh_shape) == len(dst.mesh_shape) and \
+            (src.dims_mapping, src.partial) != (dst.dims_mapping, dst.partial):
+        middle = replace(dst, dims_mapping=src.dims_mapping, partial=src.partial)
+        return [(src, middle), (middle, dst)]
+    return [(src, dst)]
+
+
+def paddle_steps(src: Placement, dst: Placement) -> list[str | None]:
+    """Paddle's function for each step of the decomposed reshard (None: it has none)."""
+    return [paddle_function(a, b) for a, b in decomposed(src, dst)]
