@@ -157,9 +157,8 @@ def all_to_all(src: Placement, dst: Placement, value, channel: Channel):
 
 def sub_to_global(src: Placement, dst: Placement, value, channel: Channel):
     """Paddle's sub_to_global: src's mesh is one layer of dst's along an axis; its i-th rank broadcasts its block to
-    the i-th rank of every other layer, then each rank reshards to dst (nothing more where dst replicates along the
-    axis, as Paddle requires of src's placements; Paddle's function also takes a dst split or partial along it and
-    gives each rank the broadcast block as it is: gradc takes the rank's part of it)."""
+    the i-th rank of every other layer. Paddle's pass gets here with dst placed as src is (replicated along the
+    axis); a dst split or partial along it is then resharded on dst's mesh."""
     rank, axis = channel.rank, sub_mesh_axis(dst, src)
     layers = [ids for _, ids in split_mesh(dst.mesh_shape, dst.process_ids, axis)]
     block = value
