@@ -52,9 +52,10 @@ def _fetched_by(rank: int, fetches: tuple[str, ...], count: int) -> list[str]:
 @click.option("--micro-batches", type=click.IntRange(min=1), default=1, show_default=True,
               help="Run each program as a pipeline stage over this many micro-batches of its feed (split along axis "
                    "0), as Paddle's SectionWorker; each fetched var gets a leading micro-batch axis.")
-@click.option("--schedule", type=click.Choice(["fthenb", "1f1b"]), default="fthenb", show_default=True,
+@click.option("--schedule", type=click.Choice(["fthenb", "1f1b", "vpp"]), default="fthenb", show_default=True,
               help="The micro-batches' order on each stage (rank r is stage r): all forwards then all backwards, "
-                   "or 1F1B as Paddle's SectionWorker (schedule_mode 1).")
+                   "1F1B as Paddle's SectionWorker (schedule_mode 1), or Paddle's VPP job list over the chunks "
+                   "the ops' chunk_id marks (interleaved pipeline chunks).")
 def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches, schedule):
     """Run rank 0's program, rank 1's, ... together; each collective op meets the other ranks' (ring_id: the
     group, every rank by default)."""

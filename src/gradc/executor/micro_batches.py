@@ -9,7 +9,8 @@ schedule_mode 0) or, with schedule_mode 1, 1F1B: stage s of S first runs S - s -
 backward in turn, then the remaining backwards. The results are the same: each micro-batch has its own scope, the
 backward ops write the persistable accumulators in micro-batch order either way, and a send never waits
 (gradc.executor.ranks), so neither order can deadlock. What differs is memory: a micro-batch's activations die with
-its backward (its scope keeps only the fetched vars), and 1F1B holds at most S - s micro-batches' at once.
+its backward (its scope keeps only the fetched vars), and 1F1B holds at most S - s micro-batches' at once. The
+"vpp" schedule runs interleaved chunks' jobs in Paddle's order (gradc.executor.virtual_stages).
 """
 
 from __future__ import annotations
@@ -21,17 +22,19 @@ import numpy as np
 from ..errors import ExecutionError, op_location
 from ..ir import Program
 from .feeding import feed_values
+from .virtual_stages import chunk_phases, vpp_order
 
 FORWARD, BACKWARD, OPTIMIZE, LR_SCHED, LOSS = 0, 1, 2, 16, 256
 PHASE_OF_ROLE = {FORWARD: "forward", FORWARD | LOSS: "forward", LR_SCHED: "lr", BACKWARD: "backward",
                  BACKWARD | LOSS: "backward", OPTIMIZE: "update"}
-SCHEDULES = ("fthenb", "1f1b")
+SCHEDULES = ("fthenb", "1f1b", "vpp")
 PHASES = {"first": ("lr", "forward"), "forward": ("forward",), "backward": ("backward",), "update": ("update",)}
 
 
-def phases(program: Program) -> dict[str, Program]:
+def phases(program: Program, schedule: str = "fthenb") -> dict[str, Program]:
     """The program's block 0 split by op_role: phase -> a copy of the program holding its ops, in program order
-    ("first": the first micro-batch's learning-rate and forward ops)."""
+    ("first": the first micro-batch's learning-rate and forward ops); with the "vpp" schedule, each chunk's forward
+    and backward ops apart ("forward<c>", "backward<c>", gradc.executor.virtual_stages) and the update ops."""
     roles = []
     for idx, op in enumerate(program.global_block.ops):
         role = op.attrs.get("op_role")
@@ -41,6 +44,8 @@ def phases(program: Program) -> dict[str, Program]:
             raise ExecutionError(f"{op_location(0, idx, op.type)}: {problem}, and a pipeline stage runs over "
                                  f"micro-batches by its ops' op_role (as Paddle's SectionWorker)")
         roles.append(PHASE_OF_ROLE[role])
+    if schedule == "vpp":
+        return chunk_phases(program, roles)
     split = {}
     for phase, kept in PHASES.items():
         copy = program.clone()
@@ -62,10 +67,14 @@ def split_feed(feed: Mapping[str, object], count: int) -> list[dict]:
     return parts
 
 
-def schedule_order(schedule: str, count: int, stage: int = 0, stages: int = 1) -> list[tuple[str, int]]:
-    """The (phase, micro-batch) steps a stage runs in: F-then-B, or 1F1B as SectionWorker::Run1F1B orders them."""
+def schedule_order(schedule: str, count: int, stage: int = 0, stages: int = 1,
+                   chunks: int = 1) -> list[tuple[str, int]]:
+    """The (phase, micro-batch) steps a stage runs in: F-then-B, 1F1B as SectionWorker::Run1F1B orders them, or
+    Paddle's VPP job list over ``chunks`` chunks (phases "forward<c>", "backward<c>")."""
     if schedule not in SCHEDULES:
         raise ExecutionError(f"schedule '{schedule}' is none of {', '.join(SCHEDULES)}")
+    if schedule == "vpp":
+        return vpp_order(count, stage, stages, chunks)
     if schedule == "fthenb":
         return [("forward", micro) for micro in range(count)] + [("backward", micro) for micro in range(count)]
     warmup = stages - stage - 1
@@ -88,21 +97,31 @@ def run_micro_batches(executor, program: Program, feed: Mapping[str, object], fe
                       count: int, schedule: str = "fthenb", stage: int = 0, stages: int = 1,
                       steps: list | None = None) -> list[list]:
     """Run ``program`` (pipeline stage ``stage`` of ``stages``) over ``count`` micro-batches of ``feed`` in ``scope``
-    in the ``schedule``'s order ("fthenb" or "1f1b"); return each fetched var's values, a list of one value a
+    in the ``schedule``'s order ("fthenb", "1f1b" or "vpp"); return each fetched var's values, a list of one value a
     micro-batch (a persistable var's: its value after the update, in each). ``steps``, when given, gets
     (phase, micro-batch, bytes the micro-batch scopes hold after it) for each step run."""
-    split, feeds = phases(program), split_feed(feed, count)
-    order = schedule_order(schedule, count, stage, stages)
+    split, feeds = phases(program, schedule), split_feed(feed, count)
+    chunks = sum(1 for key in split if key.startswith("forward") and key != "forward")
+    order = schedule_order(schedule, count, stage, stages, chunks)
+    last_backward = "backward0" if schedule == "vpp" else "backward"   # VPP runs a micro-batch's chunks V-1 -> 0
     scopes = [scope.child() for _ in range(count)]
-    kept = set(fetch_list)
+    kept, fed = set(fetch_list), set()
+    # a fetched persistable var a micro-batch writes (PIR's shadow_output of the loss) lands in the rank's scope:
+    # each micro-batch keeps its own value of it, as Paddle's job of that micro-batch fetches it
+    own = {key: kept & {name for op in part.global_block.ops for names in op.outputs.values() for name in names
+                        if getattr(program.global_block.vars.get(name), "persistable", False)}
+           for key, part in split.items()}
     for phase, micro in order:
-        if phase == "forward":
+        if phase.startswith("forward") and micro not in fed:
             feed_values(program.global_block, feeds[micro], scopes[micro])
-            executor.run_block(split["first" if micro == 0 else "forward"].global_block, scopes[micro], scope)
-        else:
-            executor.run_block(split["backward"].global_block, scopes[micro], scope)
-            if micro < count - 1:   # the last micro-batch's scope runs the update
-                scopes[micro].vars = {name: value for name, value in scopes[micro].vars.items() if name in kept}
+            fed.add(micro)
+        key = "first" if phase == "forward" and micro == 0 else phase
+        executor.run_block(split[key].global_block, scopes[micro], scope)
+        for name in own[key]:
+            if scope.vars.get(name) is not None:
+                scopes[micro].vars[name] = np.array(scope.vars[name], copy=True)
+        if phase == last_backward and micro < count - 1:   # the last micro-batch's scope runs the update
+            scopes[micro].vars = {name: value for name, value in scopes[micro].vars.items() if name in kept}
         if steps is not None:
             steps.append((phase, micro, live_bytes(scopes)))
     executor.run_block(split["update"].global_block, scopes[-1], scope)

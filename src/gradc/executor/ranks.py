@@ -195,8 +195,9 @@ def run_ranks(programs: Sequence[Program], feeds: Sequence[Mapping] | None = Non
     rank, or fresh entropy (None); ``seed_generators``: each rank's named generators (name -> seed) its seed ops with
     deterministic=True draw from. ``micro_batches`` > 1: each rank's program is a pipeline stage run over that many
     micro-batches of its feed as Paddle's SectionWorker does (gradc.executor.micro_batches), rank r as stage r of
-    len(programs), in the ``schedule``'s order ("fthenb" or "1f1b"); each fetched value is then a list, one a
-    micro-batch; ``schedule_steps``, a list per rank, gets each rank's (phase, micro-batch, live bytes) steps."""
+    len(programs), in the ``schedule``'s order ("fthenb", "1f1b" or "vpp": interleaved chunks); each fetched value
+    is then a list, one a micro-batch; ``schedule_steps``, a list per rank, gets each rank's (phase, micro-batch,
+    live bytes) steps."""
     from .executor import Executor
     from .micro_batches import run_micro_batches
     from .reshard import for_rank, holds_reshard

@@ -9,64 +9,24 @@ mesh axis and in this order: a partial axis src has and dst has not is reduced, 
 splits a dim along it (reduce_scatter) or whole (all_reduce); a dim src splits along an axis where dst does not is
 gathered (all_gather + concat); a dim dst splits and the value does not yet is sliced (the rank's chunk); a partial
 axis dst has and src has not keeps the value at the axis's first rank and zeros elsewhere (a sum; max and avg
-keep it everywhere). Nothing to do is a local copy. Across meshes: meshes of one shape pair their ranks in order,
-each of src's sends its block to its partner (send/recv), which reshards on dst's mesh; a dst mesh whose ranks are
-some of src's takes the value made whole (replicated) on src's mesh; a src mesh that is one slice of dst's mesh
-sends its whole value along the other slices (Paddle's broadcast).
+keep it everywhere). Nothing to do is a local copy; on a 1-D mesh a shard moving to another dim goes by all_to_all
+(Paddle's s_to_s). Across meshes: meshes of one shape pair their ranks in order, each of src's sends its block to its
+partner (send/recv), which reshards on dst's mesh. Meshes of different shapes reshard where Paddle has a function
+for them (gradc.executor.reshard_funcs): a sub-mesh takes the value made whole on src's mesh (global_to_sub); a src
+mesh that is one layer of dst's, placed as dst is there, broadcasts each rank's block along the other layers
+(sub_to_global); any other pair is refused in one line, as Paddle's pass has no function for it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import numpy as np
 
 from . import ranks
-
-REDUCE_NAMES = {0: "sum", 1: "max", 2: "min", 3: "prod", 4: "avg"}   # Paddle's ReduceType
-
-
-@dataclass(frozen=True)
-class Placement:
-    mesh_shape: tuple[int, ...]
-    process_ids: tuple[int, ...]
-    dims_mapping: tuple[int, ...]
-    partial: tuple[tuple[int, int], ...]   # (mesh axis, reduce type), by axis
-
-    def coordinates(self, rank: int) -> tuple[int, ...]:
-        return tuple(int(c) for c in np.unravel_index(self.process_ids.index(rank), self.mesh_shape))
-
-    def group(self, rank: int, axis: int) -> list[int]:
-        """The ranks along mesh ``axis`` through ``rank``, in the axis's order."""
-        grid = np.asarray(self.process_ids).reshape(self.mesh_shape)
-        where = list(self.coordinates(rank))
-        where[axis] = slice(None)
-        return [int(r) for r in grid[tuple(where)]]
-
-    def same_mesh(self, other: Placement) -> bool:
-        return (self.mesh_shape, self.process_ids) == (other.mesh_shape, other.process_ids)
-
-    def text(self) -> str:
-        partial = "".join(f", Partial({REDUCE_NAMES.get(kind, kind)}) on axis {axis}" for axis, kind in self.partial)
-        return f"mesh {list(self.process_ids)} {list(self.mesh_shape)}, dims_mapping {list(self.dims_mapping)}{partial}"
-
-
-def _placement(tensor_dist: dict) -> Placement:
-    mesh, mapping, partial = tensor_dist["D"]
-    shape, ids, _ = mesh["D"]
-    pairs = sorted((entry[0], entry[1]) if isinstance(entry, list) else (entry, 0) for entry in partial)
-    return Placement(tuple(shape), tuple(ids), tuple(mapping), tuple(pairs))
-
-
-def placements(op_dist_attr: str) -> tuple[Placement, Placement]:
-    """(src, dst) of a reshard op's op_dist_attr (its operand's and its result's tensor_dist)."""
-    try:
-        _, operands, results, *_ = json.loads(op_dist_attr)["D"]
-        return _placement(operands[0]), _placement(results[0])
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ValueError(f"op_dist_attr is not a reshard's (mesh, [operand tensor_dist], [result tensor_dist]): "
-                         f"{exc}") from None
+from .reshard_funcs import decomposed, paddle_function, split_mesh, sub_mesh_axis
+from .reshard_placement import REDUCE_NAMES, Placement, placements
 
 
 def mesh_ranks(op) -> set[int]:
@@ -176,25 +136,66 @@ def on_mesh(src: Placement, dst: Placement, value, channel: Channel):
     return np.array(value, copy=True)
 
 
-def _slice_axis(outer: Placement, inner: Placement) -> int | None:
-    """The axis of ``outer``'s mesh of which ``inner``'s mesh is one slice (its other axes in order), or None."""
-    if not set(inner.process_ids) < set(outer.process_ids):
-        return None
-    for axis in range(len(outer.mesh_shape)):
-        grid = np.moveaxis(np.asarray(outer.process_ids).reshape(outer.mesh_shape), axis, 0)
-        for layer in grid:
-            if tuple(int(r) for r in layer.ravel()) == inner.process_ids and \
-                    tuple(d for d in layer.shape if d != 1) == tuple(d for d in inner.mesh_shape if d != 1):
-                return axis
-    return None
+def all_to_all(src: Placement, dst: Placement, value, channel: Channel):
+    """Paddle's s_to_s on a 1-D mesh: the rank sends the j-th chunk of dst's split dim of its block to the mesh's
+    j-th rank and joins what each rank sends it along src's split dim, in mesh order (all_to_all traffic: each rank
+    sends and receives (n - 1) / n of its block, where an all_gather would bring it the whole value)."""
+    rank, group = channel.rank, list(src.process_ids)
+    gathered_dim, split_dim = src.dims_mapping.index(0), dst.dims_mapping.index(0)
+    pieces = []
+    for place in range(len(group)):
+        index = [slice(None)] * value.ndim
+        index[split_dim] = chunk(value.shape[split_dim], len(group), place)
+        pieces.append(np.array(value[tuple(index)], copy=True))
+    for place, receiver in enumerate(group):
+        if receiver != rank:
+            channel.send(receiver, pieces[place])
+    mine = group.index(rank)
+    received = [pieces[mine] if sender == rank else channel.receive(sender) for sender in group]
+    return np.concatenate(received, axis=gathered_dim)
 
 
-def reshard(src: Placement, dst: Placement, value, channel: Channel):
-    """Rank channel.rank's part of a reshard: its dst block, or None where dst's mesh does not hold it."""
+def sub_to_global(src: Placement, dst: Placement, value, channel: Channel):
+    """Paddle's sub_to_global: src's mesh is one layer of dst's along an axis; its i-th rank broadcasts its block to
+    the i-th rank of every other layer. Paddle's pass gets here with dst placed as src is (replicated along the
+    axis); a dst split or partial along it is then resharded on dst's mesh."""
+    rank, axis = channel.rank, sub_mesh_axis(dst, src)
+    layers = [ids for _, ids in split_mesh(dst.mesh_shape, dst.process_ids, axis)]
+    block = value
+    for layer in layers:
+        if layer == src.process_ids:
+            continue
+        for sender, receiver in zip(src.process_ids, layer):
+            if rank == sender:
+                channel.send(receiver, value)
+            if rank == receiver:
+                block = channel.receive(sender)
+    mapping = tuple(-1 if a == axis else a for a in dst.dims_mapping)
+    held = replace(dst, dims_mapping=mapping, partial=tuple(p for p in dst.partial if p[0] != axis))
+    return on_mesh(held, dst, block, channel)
+
+
+def _function(src: Placement, dst: Placement) -> str:
+    """Paddle's function for one step between meshes of different shapes, or a one-line refusal."""
+    try:
+        function = paddle_function(src, dst)
+    except ValueError as exc:
+        raise ValueError(f"{exc}; gradc refuses it too: from {src.text()} to {dst.text()}") from None
+    if function not in ("global_to_sub", "sub_to_global"):
+        raise ValueError(f"Paddle 3.3.1's reshard pass has no function for meshes of different shapes but a "
+                         f"sub-mesh (global_to_sub: dst replicated) or one layer of dst's mesh (sub_to_global: its "
+                         f"placements dst's there), nor has gradc: not from {src.text()} to {dst.text()}")
+    return function
+
+
+def _step(src: Placement, dst: Placement, value, channel: Channel):
+    """One step of Paddle's decomposed reshard, as rank channel.rank does it."""
     rank = channel.rank
     if src.same_mesh(dst):
+        if len(src.mesh_shape) == 1 and paddle_function(src, dst) == "s_to_s":
+            return all_to_all(src, dst, value, channel)
         return on_mesh(src, dst, value, channel)
-    if src.mesh_shape == dst.mesh_shape:   # pair the meshes' ranks in order: send/recv, then reshard on dst's
+    if src.mesh_shape == dst.mesh_shape:   # same_status: pair the meshes' ranks in order, send/recv
         moved = None
         for sender, receiver in zip(src.process_ids, dst.process_ids):
             if rank == sender and sender != receiver:
@@ -204,24 +205,21 @@ def reshard(src: Placement, dst: Placement, value, channel: Channel):
         if rank not in dst.process_ids:
             return None
         return on_mesh(replace(src, mesh_shape=dst.mesh_shape, process_ids=dst.process_ids), dst, moved, channel)
-    whole_src = replace(src, dims_mapping=(-1,) * len(src.dims_mapping), partial=())
-    if set(dst.process_ids) < set(src.process_ids) and not any(a != -1 for a in dst.dims_mapping) and not dst.partial:
+    if _function(src, dst) == "global_to_sub":   # made whole on src's mesh; dst's ranks, all in it, keep it
+        whole_src = replace(src, dims_mapping=(-1,) * len(src.dims_mapping), partial=())
         whole = on_mesh(src, whole_src, value, channel) if rank in src.process_ids else None
         return whole if rank in dst.process_ids else None
-    axis = _slice_axis(dst, src)
-    if axis is not None and not dst.partial:
-        whole = on_mesh(src, whole_src, value, channel) if rank in src.process_ids else None
-        base = dst.coordinates(src.process_ids[0])[axis]
-        for sender in src.process_ids:   # each of src's ranks sends along dst's axis through it
-            where = list(dst.coordinates(sender))
-            for place in range(dst.mesh_shape[axis]):
-                where[axis] = place
-                receiver = dst.process_ids[int(np.ravel_multi_index(where, dst.mesh_shape))]
-                if place != base and rank == sender:
-                    channel.send(receiver, whole)
-                if place != base and rank == receiver:
-                    whole = channel.receive(sender)
-        whole_dst = replace(dst, dims_mapping=(-1,) * len(dst.dims_mapping))
-        return on_mesh(whole_dst, dst, whole, channel) if rank in dst.process_ids else None
-    raise ValueError(f"gradc reshards between meshes of one shape, to a sub-mesh (replicated) and from one slice of "
-                     f"a mesh; not from {src.text()} to {dst.text()}")
+    return sub_to_global(src, dst, value, channel)
+
+
+def reshard(src: Placement, dst: Placement, value, channel: Channel):
+    """Rank channel.rank's part of a reshard: its dst block, or None where dst's mesh does not hold it. Its steps are
+    those of Paddle's decompose_reshard_pass, each refused (before any exchange) where Paddle has no function."""
+    steps = decomposed(src, dst)
+    for step_src, step_dst in steps:
+        if step_src.mesh_shape != step_dst.mesh_shape:
+            _function(step_src, step_dst)
+    for step_src, step_dst in steps:
+        held = channel.rank in step_src.process_ids or channel.rank in step_dst.process_ids
+        value = _step(step_src, step_dst, value, channel) if held else None
+    return value if channel.rank in dst.process_ids else None

@@ -73,6 +73,17 @@ def carry_op_dist(op, legacy_ops) -> None:
             legacy.attr_types[OP_DIST_ATTR] = AttrType.STRING
 
 
+def carry_op_role(op, legacy_ops) -> None:
+    """Keep a PIR op's op_role (auto-parallel writes it: forward 0, backward 1, optimize 2) on the legacy ops it
+    became, where the translation gave them none, so that a pipeline stage runs over micro-batches by it."""
+    attr = op.attrs.get("op_role")
+    if attr is not None and attr.kind == "a_i32":
+        for legacy in legacy_ops:
+            if "op_role" not in legacy.attrs:
+                legacy.attrs["op_role"] = attr.value
+                legacy.attr_types["op_role"] = AttrType.INT
+
+
 def op_dist_attr_of(legacy) -> dict:
     """{"op_dist_attr": its a_op_dist} for a legacy op that carries one, else {}."""
     text = legacy.attrs.get(OP_DIST_ATTR)

@@ -47,7 +47,16 @@ class _Writer:
             self.ids[value] = self.next_arg
             args.append({schema.ID: self.next_arg, schema.TYPE: self.type(value.type)})
             self.next_arg -= 1
-        return {schema.ID: name, schema.ARGS: args, schema.OPS: [self.op(op) for op in block.ops]}
+        out = {schema.ID: name, schema.ARGS: args}
+        if block.kwargs:   # numbered after the args, as Paddle's writer numbers them (it then stores the args here)
+            out[schema.KWARGS] = []
+            for key, value in block.kwargs.items():
+                self.ids[value] = self.next_arg
+                out[schema.KWARGS].append({schema.ID: self.next_arg, schema.TYPE: self.type(value.type),
+                                           schema.KWARG_NAME: key})
+                self.next_arg -= 1
+        out[schema.OPS] = [self.op(op) for op in block.ops]
+        return out
 
     def result(self, value: Value) -> dict:
         self.ids[value] = self.next_result

@@ -146,6 +146,10 @@ class _Walker:
                 op.operands.append(None)
             elif isinstance(value_id, int) and not isinstance(value_id, bool) and value_id in self.values:
                 op.operands.append(self.values[value_id])
+            elif isinstance(value_id, int) and value_id < 0:
+                raise self.fail(where, f"operand {position} refers to block argument %{value_id}, which the file "
+                                       f"does not define (Paddle 3.3.1's writer leaves a block's keyword arguments "
+                                       f"out: ir_serialize.cc stores its args under 'kwargs')")
             else:
                 raise self.fail(where, f"operand {position} refers to %{value_id}, which no earlier op or "
                                        f"enclosing block defines")

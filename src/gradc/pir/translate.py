@@ -12,7 +12,7 @@ from ..opdef import declared_type
 from ..ops.creation import scalars  # assign_value's complex literal: Scalars, the only list attribute holding them
 from ..verify import check_structure
 from . import schema
-from .dist import carry_op_dist, localize_reshapes
+from .dist import carry_op_dist, carry_op_role, localize_reshapes
 from .folding import foldable, folded, tensor_attrs, unstacked
 from .graph import Attr, Module, Op, TensorType, Value, VectorType
 from .naming import Namer, file_names
@@ -47,6 +47,9 @@ class Translator:
     # ------------------------------------------------------------ driver
     def run(self) -> Program:
         check_mapped(self.module, self.source)
+        for name, value in self.module.body.kwargs.items():   # vars of the scope (auto-parallel's @GRAD@MERGE buffers)
+            self.program.global_block.add_var(self.var(name, value.type, value)).persistable = True
+            self.names[value] = name
         self.translate_block(self.module.body.ops)
         self._drop_unread_constants()
         localize_reshapes(self.program)
@@ -69,6 +72,7 @@ class Translator:
             else:
                 self.generic(row, op)
             carry_op_dist(op, self.block.ops[emitted:])
+            carry_op_role(op, self.block.ops[emitted:])
         if block is not None:
             self.blocks.pop()
 
