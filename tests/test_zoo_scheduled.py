@@ -10,7 +10,8 @@ Float32 rounding decides the later steps (Paddle's own float32 run leaves its fl
 three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
 A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
 each run, as gradc.schedules.run_step does. gradc runs Paddle's training program, and its own compile of the training
-forward with the same optimizer, through the steps."""
+forward with the same optimizer, through the steps; db_mv3/pir: the same model built by Paddle in PIR mode (its
+forward.json; Paddle's PIR numbers), which PIR's executor also feeds the scheduler's rate."""
 
 import gzip
 import json
@@ -23,6 +24,7 @@ from fixtures import DATA
 from gradc import optimizers, schedules
 from gradc.io import parse_program
 from gradc.ir.types import NUMPY_DTYPE_NAMES
+from gradc.pir import load_pir
 from seeded_params import param_value, stored_grad
 
 SCHEDULED = DATA / "scheduled"
@@ -68,6 +70,15 @@ def _scope(case, meta, program, startup=None):
     return scope
 
 
+def _assert_grads_match(grads, values, paddle, tolerance):
+    theirs = {g: paddle[f"@grad:{g}"] for g in grads}
+    # a bias a batch norm cancels has a gradient zero but for rounding: against 100 ulps of the largest
+    floor = 100 * np.finfo(values[0].dtype).eps * max(np.abs(v).max() for v in theirs.values())
+    for grad, value in zip(grads, values):
+        distance = np.abs(stored_grad(grad, value) - theirs[grad]).max()
+        assert distance <= tolerance * np.abs(theirs[grad]).max() + floor, (grad, distance)
+
+
 def _trained(name: str, compile_forward: bool):
     case = SCHEDULED / name
     meta = json.loads((case / "meta.json").read_text())
@@ -80,8 +91,8 @@ def _trained(name: str, compile_forward: bool):
     return case, meta, program, _scope(case, meta, program, startup)
 
 
-@pytest.mark.parametrize("compile_forward", [False, True], ids=["paddles_program", "gradc_compile"])
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize(("name", "compile_forward"), [   # gradc's float64 compile: as its program (the tool)
+    ("db_mv3", False), ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", False), ("ppyoloe_s", True)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
     case, meta, program, scope = _trained(name, compile_forward)
@@ -98,10 +109,26 @@ def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forw
                                            [meta["loss"], *(grads if step == 0 else [])])
         np.testing.assert_array_equal(scope[lr_var].reshape(rates[step].shape), rates[step])
         np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=loss_tolerance)
-        if step == 0:
-            theirs = {g: paddle[f"@grad:{g}"] for g in grads}
-            # a bias a batch norm cancels has a gradient zero but for rounding: against 100 ulps of the largest
-            floor = 100 * np.finfo(loss.dtype).eps * max(np.abs(v).max() for v in theirs.values())
-            for grad, value in zip(grads, values):
-                distance = np.abs(stored_grad(grad, value) - theirs[grad]).max()
-                assert distance <= grad_tolerance * np.abs(theirs[grad]).max() + floor, (grad, distance)
+        if step == 0:   # the legacy program clips the gradient vars in place: Paddle fetched them clipped
+            _assert_grads_match(grads, values, paddle, grad_tolerance)
+
+
+def test_pir_forward_compiles_to_paddles_pir_training():
+    """Paddle's PIR executor feeds the rate as its legacy one does; its gradients are fetched before clipping, so
+    gradc's backward alone gives them."""
+    legacy = SCHEDULED / "db_mv3"
+    case, (_, steps, loss_tolerance, grad_tolerance) = legacy / "pir", CASES["db_mv3"]
+    meta, paddle = json.loads((case / "meta.json").read_text()), np.load(case / "paddle.npz")
+    feed = dict(np.load(legacy / "feed.npz"))
+    forward, backward = (load_pir(gzip.decompress((case / "forward.json.gz").read_bytes())) for _ in range(2))
+    assert {"pd_op.hardswish", "pd_op.argsort", "pd_op.conv2d_transpose"} <= set(meta["ops"])
+    grads = [grad for _, grad in gradc.append_backward(backward, meta["loss"])]
+    assert sorted(grads) == sorted(n.removeprefix("@grad:") for n in paddle.files if n.startswith("@grad:"))
+    _assert_grads_match(grads, gradc.Executor().run(backward, feed, grads, _scope(legacy, meta, backward)), paddle,
+                        grad_tolerance)
+    startup = _optimizer(meta["optimizer"]).minimize(forward, meta["loss"])
+    scope, schedule = _scope(legacy, meta, forward, startup), _schedule(meta["optimizer"]["schedule"])
+    for step in range(steps):
+        (loss,) = schedules.run_step(gradc.Executor(), forward, scope, schedule, step, feed, [meta["loss"]])
+        assert float(np.float32(schedule(step))) == paddle[f"@lr:{step}"]
+        np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=loss_tolerance)

@@ -7,8 +7,11 @@ clipping, over several steps from seeded parameters. Each model is built with Pa
         [MODEL ...]
     PYTHONPATH=src:tools .venv/bin/python tools/zoo_train_scheduled.py gradc OUT_DIR
     .venv/bin/python tools/zoo_train_scheduled.py fixture OUT_DIR/MODEL tests/data/paddle/scheduled/MODEL
+    .venv/bin/python tools/zoo_train_scheduled.py fixture OUT_DIR/MODEL_pir tests/data/paddle/scheduled/MODEL/pir
 
-MODEL@f64 builds it in float64 (paddle.set_default_dtype; the same batch and seeded values, widened).
+MODEL@f64 builds it in float64 (paddle.set_default_dtype; the same batch and seeded values, widened); MODEL@pir in
+PIR mode (run with FLAGS_enable_pir_api=1: forward.json and Paddle's numbers; PIR fetches gradients before clipping,
+the legacy program after it clips them in place, so a PIR case's gradients are checked with a backward alone).
 
 A static LRScheduler is not in the program: before each run Paddle's Executor writes the scheduler's current value
 into the learning-rate var (``program.lr_scheduler``, python/paddle/base/executor.py) and the trainer calls
@@ -81,29 +84,24 @@ def _paddle_schedule(spec: dict):
     return getattr(paddle.optimizer.lr, spec["name"])(**arguments)
 
 
-def gradc_optimizer(settings: dict):
-    """gradc's optimizer of the same settings (gradc.optimizers and gradc.schedules take Paddle's names)."""
-    from gradc import optimizers, schedules
-
-    def schedule(spec):
-        return schedules.make(spec["name"], **{k: schedule(v) if isinstance(v, dict) else v
-                                                for k, v in spec.items() if k != "name"})
+def _paddle_optimizer(settings: dict, scheduler):
+    import paddle
     arguments = {k: v for k, v in settings.items() if k not in ("type", "schedule", "weight_decay", "clip")}
     decay, clip = settings["weight_decay"], settings["clip"]
-    return getattr(optimizers, settings["type"])(
-        learning_rate=schedule(settings["schedule"]), **arguments,
-        weight_decay=getattr(optimizers, decay["name"])(decay["coeff"]),
-        grad_clip=clip and getattr(optimizers, clip["name"])(clip["clip_norm"])), schedule(settings["schedule"])
+    return getattr(paddle.optimizer, settings["type"])(
+        learning_rate=scheduler, **arguments, weight_decay=getattr(paddle.regularizer, decay["name"])(decay["coeff"]),
+        grad_clip=clip and getattr(paddle.nn, clip["name"])(clip["clip_norm"]))
 
 
 def paddle_step(out: Path, entry: str) -> None:
     import paddle
     from paddle_legacy_shim import install
     from paddle_programs import without_callstacks
-    install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
+    model, _, form = entry.partition("@")
+    if form != "pir":
+        install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
     paddle.enable_static()
     paddle.seed(SEED)
-    model, _, form = entry.partition("@")
     module_name, settings = MODELS[model]
     module = importlib.import_module(module_name)
     feed = module.whole_feed(np.random.default_rng(0))
@@ -112,17 +110,15 @@ def paddle_step(out: Path, entry: str) -> None:
         feed = {name: value.astype("float64") if value.dtype == np.float32 else value for name, value in feed.items()}
         if settings["clip"]["name"] == "ClipGradByNorm":   # legacy clip_by_norm takes float16/32 only (check_dtype)
             settings = {**settings, "clip": None}
+    if form == "pir":
+        _pir_step(out, module, settings, feed)
+        return
     main, startup = paddle.static.Program(), paddle.static.Program()
     scheduler = _paddle_schedule(settings["schedule"])
     with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
         loss = module.whole(feed)
         forward = main.clone()
-        arguments = {k: v for k, v in settings.items() if k not in ("type", "schedule", "weight_decay", "clip")}
-        decay, clip = settings["weight_decay"], settings["clip"]
-        getattr(paddle.optimizer, settings["type"])(
-            learning_rate=scheduler, **arguments,
-            weight_decay=getattr(paddle.regularizer, decay["name"])(decay["coeff"]),
-            grad_clip=clip and getattr(paddle.nn, clip["name"])(clip["clip_norm"])).minimize(loss)
+        _paddle_optimizer(settings, scheduler).minimize(loss)
     out.mkdir(parents=True, exist_ok=True)
     for name, program in {"train": main, "forward": forward, "startup": startup}.items():
         (out / f"{name}.pb").write_bytes(without_callstacks(program))
@@ -156,90 +152,62 @@ def paddle_step(out: Path, entry: str) -> None:
         "ops": sorted({op.type for op in forward.global_block().ops})}, indent=1))
 
 
-def gradc_step(case: Path) -> dict:
-    """Paddle's training program and gradc's compile of the training forward, each run STEPS steps: the largest
-    distance of each step's loss, of the first step's gradients and of the persistables after the last step from
-    Paddle's, each of its own largest value."""
-    import gradc
-    from gradc.io import parse_program
-    from gradc.optimizers import L2Decay, ParamAttr
-    meta = json.loads((case / "meta.json").read_text())
-    programs = {name: parse_program(_read(case, name)) for name in ("train", "forward")}
-    optimizer, schedule = gradc_optimizer(meta["optimizer"])
-    attrs = {name: ParamAttr(regularizer=L2Decay(0.0)) for name in meta["no_decay"]}
-    startup = optimizer.minimize(programs["forward"], meta["loss"], param_attrs=attrs)
-    paddle = np.load(case / "paddle.npz")
-    return {"paddle_program": run(programs["train"], None, schedule, case, meta, paddle),
-            "gradc_compile": run(programs["forward"], startup, schedule, case, meta, paddle),
-            "train_ops": meta["train_ops"], "problems": gradc.verify(programs["train"])[:3]}
-
-
-def _read(case: Path, name: str) -> bytes:
-    plain = case / f"{name}.pb"
-    return plain.read_bytes() if plain.exists() else gzip.decompress((case / f"{name}.pb.gz").read_bytes())
-
-
-def seeded_scope(program, case: Path, meta: dict, startup=None):
-    """A scope after Paddle's startup (run by gradc: its constants), the drawn parameters replaced by the seeded
-    values in their dtype, then ``startup``'s (gradc's optimizer accumulators)."""
-    import gradc
-    from gradc.io import parse_program
-    from gradc.ir.types import NUMPY_DTYPE_NAMES
-    scope, executor, block = gradc.Scope(), gradc.Executor(), program.global_block
-    executor.run(parse_program(_read(case, "startup")), {}, [], scope)
-    for name in meta["seeded"]:
-        var = block.var(name)
-        scope[name] = param_value(name, list(var.shape), meta["seed"]).astype(NUMPY_DTYPE_NAMES[var.dtype])
-    if startup is not None:
-        executor.run(startup, {}, [], scope)
-    return scope
-
-
-def run(program, startup, schedule, case: Path, meta: dict, paddle) -> dict:
-    """The steps of ``program``: the largest distance of the rates from Paddle's, of each step's loss, of the first
-    step's gradients (each of its own largest, or of 100 ulps of the largest gradient for one zero but for rounding)
-    and of the persistables after the last step (each of its own largest)."""
-    import gradc
-    from gradc.schedules import run_step
-    scope, executor = seeded_scope(program, case, meta, startup), gradc.Executor()
-    feed = dict(np.load(case / "feed.npz"))
-    grads = sorted(name.removeprefix("@grad:") for name in paddle.files if name.startswith("@grad:"))
-    steps = range(meta["steps"])
-    report = {"lr": max(abs(float(np.float32(schedule(step)) - paddle[f"@lr:{step}"])) for step in steps), "loss": []}
-    for step in steps:
-        value, *grad_values = run_step(executor, program, scope, schedule, step, feed,
-                                       [meta["loss"], *(grads if step == 0 else [])])
-        report["loss"].append(_distance(value, paddle[f"@loss:{step}"]))
-        if step == 0:
-            report["grads"] = grad_distance({g: stored_grad(g, v) for g, v in zip(grads, grad_values)}, paddle)
-    report["after"] = max((_distance(stored_grad(n, scope[n]), paddle[n]), n) for n in paddle.files
-                          if not n.startswith("@") and n in scope)
-    return report
-
-
-def grad_distance(ours: dict, paddle) -> tuple[float, str]:
-    theirs = {name: np.asarray(paddle[f"@grad:{name}"], np.float64) for name in ours}
-    eps = float(np.finfo(paddle[f"@grad:{next(iter(ours))}"].dtype).eps)
-    floor = 100 * eps * max(float(np.abs(v).max()) for v in theirs.values())
-    return max((float(np.abs(np.asarray(ours[n], np.float64) - v).max()) / max(float(np.abs(v).max()), floor), n)
-               for n, v in theirs.items())
-
-
-def _distance(ours, theirs) -> float:
-    theirs = np.asarray(theirs, np.float64)
-    return float(np.abs(np.asarray(ours, np.float64) - theirs).max() / max(np.abs(theirs).max(), 1e-30))
+def _pir_step(out: Path, module, settings: dict, feed: dict) -> None:
+    """The same in PIR mode (FLAGS_enable_pir_api=1): forward.json (the training forward, its loss fetched as
+    "loss") and Paddle's steps of its PIR training program, seeded alike (the legacy case's startup gives gradc the
+    constants)."""
+    import paddle
+    from paddle.base import core
+    main, startup = paddle.static.Program(), paddle.static.Program()
+    scheduler = _paddle_schedule(settings["schedule"])
+    with paddle.utils.unique_name.guard(), paddle.static.program_guard(main, startup):
+        loss = module.whole(feed)
+        mapping = paddle.pir.IrMapping()
+        forward = main.clone(mapping)
+        with paddle.static.program_guard(forward):
+            paddle._pir_ops.fetch(mapping.look_up(loss), "loss", 0).persistable = True
+        _, pairs = _paddle_optimizer(settings, scheduler).minimize(loss)
+    out.mkdir(parents=True, exist_ok=True)
+    core.serialize_pir_program(forward, str(out / "forward.json"), True, False, True)
+    exe, scope = paddle.static.Executor(paddle.CPUPlace()), paddle.static.global_scope()
+    exe.run(startup)
+    seeded = sorted(op.attrs()["parameter_name"] for op in startup.global_block().ops
+                    if op.name() == "builtin.set_parameter"
+                    and op.operand_source(0).get_defining_op().name() != "pd_op.full")
+    for name in seeded:
+        tensor = scope.find_var(name).get_tensor()
+        value = np.array(tensor)
+        tensor.set(param_value(name, list(value.shape), SEED).astype(value.dtype), paddle.CPUPlace())
+    np.savez_compressed(out / "feed.npz", **feed)
+    grads, record = [(param.name, grad) for param, grad in pairs if grad is not None], {}
+    for step in range(STEPS):
+        value, *grad_values = exe.run(main, feed=feed, fetch_list=[loss] + ([g for _, g in grads] if step == 0 else []))
+        record[f"@loss:{step}"], record[f"@lr:{step}"] = np.asarray(value), np.float32(scheduler())
+        record.update({f"@grad:{n}@GRAD": stored_grad(n + "@GRAD", v) for (n, _), v in zip(grads, grad_values)})
+        scheduler.step()
+    np.savez_compressed(out / "paddle.npz", **record)
+    (out / "meta.json").write_text(json.dumps({
+        "loss": "loss", "optimizer": settings, "seed": SEED, "steps": STEPS, "seeded": seeded,
+        "no_decay": sorted(param.name for param, _ in pairs if param.regularizer is not None),
+        "ops": sorted({op.name() for op in forward.global_block().ops})}, indent=1))
 
 
 def write_fixture(case: Path, out: Path) -> None:
     """The committed copy: the programs gzipped, Paddle's losses, rates and first gradients (not the persistables
-    after the last step), the feed and meta.json."""
+    after the last step), the feed and meta.json; a PIR case goes under its legacy fixture (OUT/pir), whose feed
+    it must share."""
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("train", "forward", "startup"):
-        (out / f"{name}.pb.gz").write_bytes(gzip.compress((case / f"{name}.pb").read_bytes(), mtime=0))
-    paddle = np.load(case / "paddle.npz")
+    for name in ("train.pb", "forward.pb", "startup.pb", "forward.json"):
+        if (case / name).exists():
+            (out / f"{name}.gz").write_bytes(gzip.compress((case / name).read_bytes(), mtime=0))
+    paddle, feed = np.load(case / "paddle.npz"), np.load(case / "feed.npz")
     np.savez_compressed(out / "paddle.npz", **{n: paddle[n] for n in paddle.files if n.startswith("@")})
-    for name in ("feed.npz", "meta.json"):
-        shutil.copy(case / name, out / name)
+    shutil.copy(case / "meta.json", out / "meta.json")
+    if (case / "forward.json").exists():
+        shared = np.load(out.parent / "feed.npz")
+        assert all(np.array_equal(shared[n], feed[n]) for n in feed.files) and len(shared.files) == len(feed.files)
+    else:
+        shutil.copy(case / "feed.npz", out / "feed.npz")
 
 
 def main() -> None:
@@ -253,6 +221,7 @@ def main() -> None:
             print(entry, "OK", flush=True)
         return
     from suite_export import report_each
+    from zoo_scheduled_check import gradc_step
     report_each(Path(sys.argv[2]), gradc_step)
 
 
