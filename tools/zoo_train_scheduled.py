@@ -75,6 +75,15 @@ MODELS = {   # model: (module, its feed and builder, the optimizer as its config
         "type": "Momentum", "momentum": 0.9, "schedule": _paddledet_cosine(0.04, 3, 0.001, 6),
         "weight_decay": {"name": "L2Decay", "coeff": 5e-4},
         "clip": {"name": "ClipGradByGlobalNorm", "clip_norm": 5.0}}),
+    # pp_liteseg_stdc1_cityscapes_1024x512_scale0.5_160k.yml over configs/_base_/cityscapes.yml: SGD with momentum
+    # 0.9, weight_decay 5e-4, PolynomialDecay(0.005, end_lr 0, power 0.9) after 1000 warm-up iterations from 1e-5
+    # (PaddleSeg's LinearWarmup over PolynomialDecay of the iterations left); no clipping. Three warm-up steps of eight.
+    "ppliteseg_stdc1": ("paddleseg_ppliteseg", {
+        "type": "Momentum", "momentum": 0.9,
+        "schedule": {"name": "LinearWarmup", "warmup_steps": 3, "start_lr": 1e-5, "end_lr": 0.005,
+                     "learning_rate": {"name": "PolynomialDecay", "learning_rate": 0.005, "decay_steps": 5,
+                                       "end_lr": 0.0, "power": 0.9}},
+        "weight_decay": {"name": "L2Decay", "coeff": 5e-4}, "clip": None}),
 }
 
 
@@ -108,7 +117,7 @@ def paddle_step(out: Path, entry: str) -> None:
     if form == "f64":   # the same batch and seeded parameters, widened
         paddle.set_default_dtype("float64")
         feed = {name: value.astype("float64") if value.dtype == np.float32 else value for name, value in feed.items()}
-        if settings["clip"]["name"] == "ClipGradByNorm":   # legacy clip_by_norm takes float16/32 only (check_dtype)
+        if (settings["clip"] or {}).get("name") == "ClipGradByNorm":   # legacy clip_by_norm: float16/32 (check_dtype)
             settings = {**settings, "clip": None}
     if form == "pir":
         _pir_step(out, module, settings, feed)
