@@ -1,7 +1,7 @@
-"""Check gradc on whole zoo detectors trained as their configs train them: the learning-rate schedule Paddle's
-executor feeds each step, weight decay (with the batch norms' own L2Decay(0.0) where the zoo sets it) and gradient
-clipping, over several steps from seeded parameters. Each model is built with Paddle's layers in legacy static mode
-(FLAGS_enable_pir_api=0), the optimizer minimized by Paddle, and run by Paddle:
+"""Check gradc on whole zoo models (detectors, a segmenter) trained as their configs train them: the learning-rate
+schedule Paddle's executor feeds each step, weight decay (with the batch norms' own L2Decay(0.0) where the zoo sets
+it) and gradient clipping, over several steps from seeded parameters. Each model is built with Paddle's layers in
+legacy static mode (FLAGS_enable_pir_api=0), the optimizer minimized by Paddle, and run by Paddle:
 
     FLAGS_enable_pir_api=0 PYTHONPATH=tools /path/to/paddle/python tools/zoo_train_scheduled.py paddle OUT_DIR \
         [MODEL ...]
