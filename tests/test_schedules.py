@@ -50,6 +50,9 @@ def test_parse_reads_names_with_arguments_and_values():
     assert schedules.parse("StepDecay(learning_rate=0.1, step_size=2, gamma=0.5)")(3) == pytest.approx(0.05)
     assert schedules.parse("MultiStepDecay(learning_rate=1.0, milestones=[1, 3])")(3) == pytest.approx(0.01)
     assert schedules.parse("0.1,0.05,0.01")(1) == 0.05
+    nested = schedules.parse("LinearWarmup(learning_rate=CosineAnnealingDecay(learning_rate=0.1, T_max=4), "
+                             "warmup_steps=2, start_lr=0.0, end_lr=0.1)")
+    assert [round(nested(e), 12) for e in range(5)] == [0.0, 0.05, 0.1, 0.085355339059, 0.05]
     for bad, phrase in (("Nope(x=1)", "unknown learning-rate schedule 'Nope'"),
                         ("StepDecay(lr=1)", "schedule StepDecay"), ("0.1,,", "cannot read")):
         with pytest.raises(gradc.GradcError, match=phrase):

@@ -115,12 +115,12 @@ def df_loss(pred_dist, target):
 
 
 class PPYOLOEHead(nn.Layer):
-    def __init__(self):
+    def __init__(self, widths=WIDTHS):
         super().__init__()
-        self.stem_cls = nn.LayerList([ESEAttn(w) for w in WIDTHS])
-        self.stem_reg = nn.LayerList([ESEAttn(w) for w in WIDTHS])
-        self.pred_cls = nn.LayerList([nn.Conv2D(w, CLASSES, 3, padding=1) for w in WIDTHS])
-        self.pred_reg = nn.LayerList([nn.Conv2D(w, 4 * (REG_MAX + 1), 3, padding=1) for w in WIDTHS])
+        self.stem_cls = nn.LayerList([ESEAttn(w) for w in widths])
+        self.stem_reg = nn.LayerList([ESEAttn(w) for w in widths])
+        self.pred_cls = nn.LayerList([nn.Conv2D(w, CLASSES, 3, padding=1) for w in widths])
+        self.pred_reg = nn.LayerList([nn.Conv2D(w, 4 * (REG_MAX + 1), 3, padding=1) for w in widths])
 
     def forward(self, feats, gt_class, gt_bbox, pad_gt_mask):
         scores, dists = [], []
@@ -168,11 +168,15 @@ def feed(rng, batch: int = 2) -> dict:
     padding (pad_gt_mask 0)."""
     values = {f"feat{i}": rng.standard_normal((batch, w, SIZE // s, SIZE // s)).astype("float32")
               for i, (w, s) in enumerate(zip(WIDTHS, STRIDES))}
+    return {**values, **boxes(rng, batch)}
+
+
+def boxes(rng, batch: int) -> dict:
     corner = rng.uniform(2, 30, (batch, BOXES, 2))
     size = rng.uniform(12, 30, (batch, BOXES, 2))
     mask = np.ones((batch, BOXES, 1), "float32")
     mask[1, -1] = 0
-    return {**values, "gt_class": rng.integers(0, CLASSES, (batch, BOXES, 1)).astype("int64"),
+    return {"gt_class": rng.integers(0, CLASSES, (batch, BOXES, 1)).astype("int64"),
             "gt_bbox": np.concatenate([corner, corner + size], -1).astype("float32"), "pad_gt_mask": mask}
 
 

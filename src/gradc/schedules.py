@@ -152,12 +152,21 @@ def make(name: str, **arguments) -> Schedule:
         raise GradcError(f"schedule {name}: {exc}") from None
 
 
+def _call(tree: ast.expr):
+    """A schedule of a Name(arg=value, ...) node, whose values may be schedules themselves (LinearWarmup's
+    learning_rate=CosineAnnealingDecay(...), as PaddleOCR's and PaddleDetection's configs nest them)."""
+    if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.args:
+        return make(tree.func.id, **{kw.arg: _call(kw.value) for kw in tree.keywords})
+    return ast.literal_eval(tree)
+
+
 def parse(spec: str) -> Schedule:
-    """"0.1,0.05,0.01" (per-step values) or "Name(arg=value, ...)" (Paddle's scheduler and arguments)."""
+    """"0.1,0.05,0.01" (per-step values) or "Name(arg=value, ...)" (Paddle's scheduler and arguments, a nested
+    scheduler among them)."""
     try:
         tree = ast.parse(spec.strip(), mode="eval").body
-        if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and not tree.args:
-            return make(tree.func.id, **{kw.arg: ast.literal_eval(kw.value) for kw in tree.keywords})
+        if isinstance(tree, ast.Call):
+            return _call(tree)
         values = ast.literal_eval(tree)
         return Values(list(values) if isinstance(values, (tuple, list)) else [values])
     except (SyntaxError, ValueError, TypeError):

@@ -1,0 +1,141 @@
+"""Whole zoo detectors trained as their configs train them, built with Paddle's layers and run by Paddle 3.3.1 for six
+steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for every parameter Paddle's startup draws:
+- tests/data/paddle/scheduled/db_mv3: PaddleOCR's DB from the image (det_mv3_db.yml: MobileNetV3 large x0.5 with
+  hardswish and squeeze-excitation, DBFPN 256 wide, DBHead, DBLoss), Adam under LinearWarmup over a
+  CosineAnnealingDecay (PaddleOCR's Cosine with warmup_epoch), L2Decay and ClipGradByNorm; float32;
+- tests/data/paddle/scheduled/ppyoloe_s_f64: PP-YOLOE "s" from the image (CSPResNet, CustomCSPPAN with SPP, the head,
+  TaskAlignedAssigner and its losses), Momentum with PaddleDetection's warm-up and cosine as a PiecewiseDecay, L2Decay
+  with the batch norms' own L2Decay(0.0) and ClipGradByGlobalNorm; float32;
+- tests/data/paddle/scheduled/ppliteseg_stdc1_f64: PaddleSeg's PP-LiteSeg with STDC1 (CatBottlenecks, the context
+  module, UAFM spatial attention, three seg heads) and OhemCrossEntropyLoss on each, Momentum under LinearWarmup over
+  PolynomialDecay with weight decay; float64.
+Float32 rounding decides the later steps (Paddle's own float32 run leaves its float64 one as far), so those cases check
+three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
+A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
+each run, as gradc.schedules.run_step does. gradc runs Paddle's training program, and its own compile of the training
+forward with the same optimizer, through the steps; db_mv3/pir: the same model built by Paddle in PIR mode (its
+forward.json; Paddle's PIR numbers), which PIR's executor also feeds the scheduler's rate."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+import gradc
+from fixtures import DATA
+from gradc import optimizers, schedules
+from gradc.io import parse_program
+from gradc.ir.types import NUMPY_DTYPE_NAMES
+from gradc.pir import load_pir
+from seeded_params import param_value, stored_grad
+
+SCHEDULED = DATA / "scheduled"
+CASES = {   # the ops that set each apart; steps run; tolerances of the losses and of the first step's gradients
+    # (measured: db_mv3 1.5e-6 and 1.6e-5, db_mv3_f64 1.8e-14 and 2.3e-14, ppyoloe_s 7.4e-6 and 2.9e-4)
+    "db_mv3": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "conv2d_transpose", "argsort", "clip_by_norm",
+                "adam"}, 3, 1e-5, 1e-4),
+    "db_mv3_f64": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "conv2d_transpose", "argsort", "adam"}, 6,
+                   1e-12, 1e-12),
+    "ppyoloe_s": ({"pool2d", "nearest_interp_v2", "top_k_v2", "masked_select", "squared_l2_norm", "momentum",
+                   "swish"}, 3, 3e-5, 1e-3),
+    # Paddle's float64 average-pool gradient scales by a float32 1 / pool_size (2.4e-8 off for 1/6, 1/9), which
+    # reaches every backbone gradient (3.2e-8) and the later losses; gradc's agrees with central differences
+    "ppliteseg_stdc1_f64": ({"pool2d", "bilinear_interp_v2", "argsort", "one_hot_v2", "softmax_with_cross_entropy",
+                             "reduce_max", "momentum"}, 3, 1e-7, 1e-7),
+}
+
+
+def _program(case, name):
+    return parse_program(gzip.decompress((case / f"{name}.pb.gz").read_bytes()))
+
+
+def _schedule(spec: dict) -> schedules.Schedule:
+    arguments = {k: _schedule(v) if isinstance(v, dict) else v for k, v in spec.items() if k != "name"}
+    return schedules.make(spec["name"], **arguments)
+
+
+def _optimizer(settings: dict) -> optimizers.Optimizer:
+    """The config's optimizer by Paddle's names, as the tool gave them to Paddle."""
+    arguments = {k: v for k, v in settings.items() if k not in ("type", "schedule", "weight_decay", "clip")}
+    decay, clip = settings["weight_decay"], settings["clip"]
+    return getattr(optimizers, settings["type"])(
+        learning_rate=_schedule(settings["schedule"]), weight_decay=getattr(optimizers, decay["name"])(decay["coeff"]),
+        grad_clip=clip and getattr(optimizers, clip["name"])(clip["clip_norm"]), **arguments)
+
+
+def _scope(case, meta, program, startup=None):
+    """Paddle's startup run by gradc (its constants), the drawn parameters replaced by the seeded values, then gradc's
+    optimizer startup where given."""
+    scope, executor = gradc.Scope(), gradc.Executor()
+    executor.run(_program(case, "startup"), {}, [], scope)
+    for name in meta["seeded"]:
+        var = program.global_block.var(name)
+        scope[name] = param_value(name, list(var.shape), meta["seed"]).astype(NUMPY_DTYPE_NAMES[var.dtype])
+    if startup is not None:
+        executor.run(startup, {}, [], scope)
+    return scope
+
+
+def _assert_grads_match(grads, values, paddle, tolerance):
+    theirs = {g: paddle[f"@grad:{g}"] for g in grads}
+    # a bias a batch norm cancels has a gradient zero but for rounding: against 100 ulps of the largest
+    floor = 100 * np.finfo(values[0].dtype).eps * max(np.abs(v).max() for v in theirs.values())
+    for grad, value in zip(grads, values):
+        distance = np.abs(stored_grad(grad, value) - theirs[grad]).max()
+        assert distance <= tolerance * np.abs(theirs[grad]).max() + floor, (grad, distance)
+
+
+def _trained(name: str, compile_forward: bool):
+    case = SCHEDULED / name
+    meta = json.loads((case / "meta.json").read_text())
+    if compile_forward:
+        program = _program(case, "forward")
+        attrs = {p: optimizers.ParamAttr(regularizer=optimizers.L2Decay(0.0)) for p in meta["no_decay"]}
+        startup = _optimizer(meta["optimizer"]).minimize(program, meta["loss"], param_attrs=attrs)
+    else:
+        program, startup = _program(case, "train"), None
+    return case, meta, program, _scope(case, meta, program, startup)
+
+
+@pytest.mark.parametrize(("name", "compile_forward"), [   # the tool finds both alike for every model: one each here
+    ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True)])
+def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
+    ops, steps, loss_tolerance, grad_tolerance = CASES[name]
+    case, meta, program, scope = _trained(name, compile_forward)
+    assert ops <= {op.type for op in program.global_block.ops}
+    paddle, feed = np.load(case / "paddle.npz"), dict(np.load(case / "feed.npz"))
+    schedule, executor = _schedule(meta["optimizer"]["schedule"]), gradc.Executor()
+    lr_var = schedules.learning_rate_var(program)
+    grads = sorted(n.removeprefix("@grad:") for n in paddle.files if n.startswith("@grad:"))
+    assert len(grads) == sum(op.type == meta["optimizer"]["type"].lower() for op in program.global_block.ops)
+    rates = [paddle[f"@lr:{step}"] for step in range(steps)]
+    assert len({float(rate) for rate in rates}) > 2   # warm-up and decay: the rate changes from step to step
+    for step in range(steps):
+        loss, *values = schedules.run_step(executor, program, scope, schedule, step, feed,
+                                           [meta["loss"], *(grads if step == 0 else [])])
+        np.testing.assert_array_equal(scope[lr_var].reshape(rates[step].shape), rates[step])
+        np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=loss_tolerance)
+        if step == 0:   # the legacy program clips the gradient vars in place: Paddle fetched them clipped
+            _assert_grads_match(grads, values, paddle, grad_tolerance)
+
+
+def test_pir_forward_compiles_to_paddles_pir_training():
+    """Paddle's PIR executor feeds the rate as its legacy one does; its gradients are fetched before clipping, so
+    gradc's backward alone gives them."""
+    legacy = SCHEDULED / "db_mv3"
+    case, (_, steps, loss_tolerance, grad_tolerance) = legacy / "pir", CASES["db_mv3"]
+    meta, paddle = json.loads((case / "meta.json").read_text()), np.load(case / "paddle.npz")
+    feed = dict(np.load(legacy / "feed.npz"))
+    forward, backward = (load_pir(gzip.decompress((case / "forward.json.gz").read_bytes())) for _ in range(2))
+    assert {"pd_op.hardswish", "pd_op.argsort", "pd_op.conv2d_transpose"} <= set(meta["ops"])
+    grads = [grad for _, grad in gradc.append_backward(backward, meta["loss"])]
+    assert sorted(grads) == sorted(n.removeprefix("@grad:") for n in paddle.files if n.startswith("@grad:"))
+    _assert_grads_match(grads, gradc.Executor().run(backward, feed, grads, _scope(legacy, meta, backward)), paddle,
+                        grad_tolerance)
+    startup = _optimizer(meta["optimizer"]).minimize(forward, meta["loss"])
+    scope, schedule = _scope(legacy, meta, forward, startup), _schedule(meta["optimizer"]["schedule"])
+    for step in range(steps):
+        (loss,) = schedules.run_step(gradc.Executor(), forward, scope, schedule, step, feed, [meta["loss"]])
+        assert float(np.float32(schedule(step))) == paddle[f"@lr:{step}"]
+        np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=loss_tolerance)
