@@ -53,7 +53,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paddle_tensor_parallel import single_device_step  # noqa: E402
+from paddle_tensor_parallel import seeded_reference  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "auto_parallel"
 ROWS, WIDTH, HIDDEN, CLASSES, LR, MOMENTUM = 8, 6, 8, 4, 0.1, 0.9
@@ -161,7 +161,6 @@ def rank_programs(case: str, rank: int) -> dict:
 
 def reference(optimizer: str) -> dict:
     """The single-device model on all the rows, one Momentum or AdamW step (Paddle on CPU)."""
-    import numpy as np
     import paddle
 
     paddle.enable_static()
@@ -173,14 +172,7 @@ def reference(optimizer: str) -> dict:
         step = (paddle.optimizer.Momentum(LR, momentum=MOMENTUM) if optimizer == "momentum" else
                 paddle.optimizer.AdamW(LR))
         _, pairs = step.minimize(loss)
-    rng = np.random.default_rng(41)
-    x = rng.standard_normal((ROWS, WIDTH)).astype("float32")
-    label = rng.integers(0, CLASSES, (ROWS, 1)).astype("int64")
-    params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
-    values, stepped = single_device_step(paddle, main, startup, loss, pairs, {"x": x, "label": label}, params)
-    out = {"feed.x": x, "feed.label": label, "loss": values[0]}
-    out |= {f"param.{k}": v for k, v in params.items()} | {f"stepped.{k}": v for k, v in stepped.items()}
-    return out | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
+    return seeded_reference(paddle, main, startup, loss, pairs, 41, ROWS, WIDTH, CLASSES)
 
 
 def main() -> None:

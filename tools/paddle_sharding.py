@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paddle_tensor_parallel import fetching, single_device_step, translated, without_callstacks  # noqa: E402
+from paddle_tensor_parallel import fetching, seeded_reference, translated, without_callstacks  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "sharding"
 NRANKS, ROWS, WIDTH, CLASSES, LR, MOMENTUM = 2, 4, 6, 5, 0.1, 0.9
@@ -80,22 +80,16 @@ def rank_programs(rank: int) -> dict:
 
 def reference() -> dict:
     """The single-device model on both ranks' rows, one Momentum step (Paddle on CPU)."""
-    import numpy as np
     import paddle
 
     paddle.enable_static()
     main, startup, loss = build(paddle, NRANKS * ROWS)
     with paddle.static.program_guard(main, startup):
         _, pairs = paddle.optimizer.Momentum(LR, momentum=MOMENTUM).minimize(loss)
-    rng = np.random.default_rng(13)
-    x = rng.standard_normal((NRANKS * ROWS, WIDTH)).astype("float32")
-    label = rng.integers(0, CLASSES, (NRANKS * ROWS, 1)).astype("int64")
-    params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
-    values, stepped = single_device_step(paddle, main, startup, loss, pairs, {"x": x, "label": label}, params)
+    reference = seeded_reference(paddle, main, startup, loss, pairs, 13, NRANKS * ROWS, WIDTH, CLASSES)
+    x, label = reference.pop("feed.x"), reference.pop("feed.label")   # each rank's rows
     out = {f"feed.x{r}": x[r * ROWS:(r + 1) * ROWS] for r in range(NRANKS)}
-    out |= {f"feed.label{r}": label[r * ROWS:(r + 1) * ROWS] for r in range(NRANKS)}
-    out |= {f"param.{k}": v for k, v in params.items()} | {f"stepped.{k}": v for k, v in stepped.items()}
-    return out | {"loss": values[0]} | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
+    return out | {f"feed.label{r}": label[r * ROWS:(r + 1) * ROWS] for r in range(NRANKS)} | reference
 
 
 def main() -> None:

@@ -116,6 +116,20 @@ def single_device_step(paddle, main, startup, loss, pairs, feed: dict, params: d
         return values, {p.name: np.array(scope.var(p.name).get_tensor()) for p, _ in pairs}
 
 
+def seeded_reference(paddle, main, startup, loss, pairs, seed: int, rows: int, width: int, classes: int) -> dict:
+    """One single-device step on rows drawn from ``seed`` (x, label, then each parameter from N(0, 0.5)), as the
+    dist tools store it: the feed, the loss, each parameter before and after the step, and its grad."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((rows, width)).astype("float32")
+    label = rng.integers(0, classes, (rows, 1)).astype("int64")
+    params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
+    values, stepped = single_device_step(paddle, main, startup, loss, pairs, {"x": x, "label": label}, params)
+    out = {"feed.x": x, "feed.label": label, "loss": values[0]}
+    out |= {f"param.{k}": v for k, v in params.items()} | {f"stepped.{k}": v for k, v in stepped.items()}
+    return out | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
+
+
 def rank_programs(case: str, rank: int) -> dict:
     """Run in a process of its own (the faked environment names one rank): write the rank's programs."""
     os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(NRANKS), FLAGS_selected_gpus=str(rank),

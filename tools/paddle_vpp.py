@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paddle_tensor_parallel import single_device_step  # noqa: E402
+from paddle_tensor_parallel import seeded_reference  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "vpp"
 ROWS, WIDTHS, LR = 8, (6, 8, 8, 8, 4), 0.1
@@ -164,7 +164,6 @@ def rank_programs(case: str, rank: int) -> dict:
 
 def reference() -> dict:
     """The single-device model on all the rows, one SGD step (Paddle on CPU)."""
-    import numpy as np
     import paddle
 
     paddle.enable_static()
@@ -174,14 +173,7 @@ def reference() -> dict:
         label = paddle.static.data("label", [ROWS, 1], "int64")
         loss = paddle.nn.CrossEntropyLoss()(layers(paddle)(x), label)
         _, pairs = paddle.optimizer.SGD(LR).minimize(loss)
-    rng = np.random.default_rng(43)
-    x = rng.standard_normal((ROWS, WIDTHS[0])).astype("float32")
-    label = rng.integers(0, WIDTHS[-1], (ROWS, 1)).astype("int64")
-    params = {p.name: rng.normal(0, 0.5, p.shape).astype("float32") for p, _ in pairs}
-    values, stepped = single_device_step(paddle, main, startup, loss, pairs, {"x": x, "label": label}, params)
-    out = {"feed.x": x, "feed.label": label, "loss": values[0]}
-    out |= {f"param.{k}": v for k, v in params.items()} | {f"stepped.{k}": v for k, v in stepped.items()}
-    return out | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
+    return seeded_reference(paddle, main, startup, loss, pairs, 43, ROWS, WIDTHS[0], WIDTHS[-1])
 
 
 def main() -> None:
