@@ -36,7 +36,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from paddle_tensor_parallel import single_device_step, without_callstacks  # noqa: E402
+from paddle_tensor_parallel import model_parallel_rank, single_device_step, without_callstacks  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "paddle" / "rng_tracker"
 NRANKS, ROWS, HIDDEN, FFN, PROB, GLOBAL_SEED = 2, 4, 6, 8, 0.5, 100
@@ -58,20 +58,12 @@ def dropout_alone(paddle, shape: list[int]):
 
 def one_rank(rank: int, out: str) -> dict:
     """The child: write the rank's program, draw its masks under the tracker, return its meta."""
-    os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(NRANKS), FLAGS_selected_gpus=str(rank),
-                      PADDLE_TRAINER_ENDPOINTS=",".join(f"127.0.0.1:{6170 + r}" for r in range(NRANKS)),
-                      PADDLE_CURRENT_ENDPOINT=f"127.0.0.1:{6170 + rank}")
+    paddle = model_parallel_rank(rank, NRANKS)
     import numpy as np
-    import paddle
-    from paddle.distributed import fleet
     from paddle.distributed.communication.group import Group
     from paddle.distributed.fleet.layers.mpu import mp_layers as mp
     from paddle.distributed.fleet.meta_parallel import get_rng_state_tracker
 
-    paddle.enable_static()
-    strategy = fleet.DistributedStrategy()
-    strategy.hybrid_configs = {"dp_degree": 1, "mp_degree": NRANKS, "pp_degree": 1}
-    fleet.init(is_collective=True, strategy=strategy)
     # model_parallel_random_seed asks for the hybrid group, which static fleet.init does not make: its two steps
     tracker = get_rng_state_tracker()
     tracker.add("model_parallel_rng", local_seed(rank))

@@ -130,20 +130,28 @@ def seeded_reference(paddle, main, startup, loss, pairs, seed: int, rows: int, w
     return out | {f"grad.{p.name}": g for (p, _), g in zip(pairs, values[1:])}
 
 
-def rank_programs(case: str, rank: int) -> dict:
-    """Run in a process of its own (the faked environment names one rank): write the rank's programs."""
-    os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(NRANKS), FLAGS_selected_gpus=str(rank),
-                      PADDLE_TRAINER_ENDPOINTS=",".join(f"127.0.0.1:{6170 + r}" for r in range(NRANKS)),
+def model_parallel_rank(rank: int, nranks: int):
+    """Paddle as rank ``rank`` of an ``nranks``-way model-parallel job sees itself (a faked launch environment, static
+    mode, fleet initialised), for a process of its own: the paddle module."""
+    os.environ.update(PADDLE_TRAINER_ID=str(rank), PADDLE_TRAINERS_NUM=str(nranks), FLAGS_selected_gpus=str(rank),
+                      PADDLE_TRAINER_ENDPOINTS=",".join(f"127.0.0.1:{6170 + r}" for r in range(nranks)),
                       PADDLE_CURRENT_ENDPOINT=f"127.0.0.1:{6170 + rank}")
     import paddle
-    from paddle.base import core
     from paddle.distributed import fleet
-    from paddle.distributed.communication.group import Group
 
     paddle.enable_static()
     strategy = fleet.DistributedStrategy()
-    strategy.hybrid_configs = {"dp_degree": 1, "mp_degree": NRANKS, "pp_degree": 1}
+    strategy.hybrid_configs = {"dp_degree": 1, "mp_degree": nranks, "pp_degree": 1}
     fleet.init(is_collective=True, strategy=strategy)
+    return paddle
+
+
+def rank_programs(case: str, rank: int) -> dict:
+    """Run in a process of its own (the faked environment names one rank): write the rank's programs."""
+    paddle = model_parallel_rank(rank, NRANKS)
+    from paddle.base import core
+    from paddle.distributed.communication.group import Group
+
     group = Group(rank, 1, list(range(NRANKS)), name="model")
     main, loss, layers = build(paddle, True, case == "split", group)
     directory = OUT / case / f"rank{rank}"
