@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 from paddlerec_static import _run_steps
-from suite_export import report_each
+from suite_export import paddle_or_gradc
 
 SEED, BATCH = 7, 2
 MODELS = {"table_master": 16, "table_master_fixture": 32,   # the fixture's backbone has one block a stage
@@ -190,13 +190,7 @@ def main() -> None:
     if sys.argv[1] == "fixture":
         write_fixture(Path(sys.argv[2]), Path(sys.argv[3]), Path(sys.argv[4]) if len(sys.argv) > 4 else None)
         return
-    if sys.argv[1] == "paddle":
-        out = Path(sys.argv[2]).resolve()
-        for entry in sys.argv[3:] or list(MODELS):
-            paddle_step(out / entry.replace("@", "_"), entry)
-            print(entry, "OK", flush=True)
-        return
-    report_each(Path(sys.argv[2]), gradc_step)
+    paddle_or_gradc(MODELS, paddle_step, gradc_step)
 
 
 if __name__ == "__main__":

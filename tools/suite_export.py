@@ -72,6 +72,18 @@ def report_each(folder: Path, check) -> None:
         print(case.name, json.dumps(report), flush=True)
 
 
+def paddle_or_gradc(models, paddle_step, gradc_step) -> None:
+    """The zoo tools' modes but ``fixture``: ``paddle OUT [MODEL ...]`` runs ``paddle_step`` of each model (all by
+    default) into OUT/MODEL ('@' written '_'); ``DIR`` reports ``gradc_step`` of every case under DIR."""
+    if sys.argv[1] == "paddle":
+        out = Path(sys.argv[2]).resolve()
+        for entry in sys.argv[3:] or list(models):
+            paddle_step(out / entry.replace("@", "_"), entry)
+            print(entry, "OK", flush=True)
+        return
+    report_each(Path(sys.argv[2]), gradc_step)
+
+
 def in_both_modes(script: str, build) -> None:
     """The fixture tools' command line: in a child process per mode (legacy, then PIR), ``build(pir)``."""
     if sys.argv[1:] == ["--child"]:

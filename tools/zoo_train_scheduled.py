@@ -39,6 +39,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+from suite_export import paddle_or_gradc  # noqa: E402
+
 from seeded_params import param_value, stored_grad  # noqa: E402
 
 SEED, STEPS = 11, 6
@@ -223,15 +225,7 @@ def main() -> None:
     if sys.argv[1] == "fixture":
         write_fixture(Path(sys.argv[2]), Path(sys.argv[3]))
         return
-    if sys.argv[1] == "paddle":
-        out = Path(sys.argv[2]).resolve()
-        for entry in sys.argv[3:] or list(MODELS):
-            paddle_step(out / entry.replace("@", "_"), entry)
-            print(entry, "OK", flush=True)
-        return
-    from suite_export import report_each
-    from zoo_scheduled_check import gradc_step
-    report_each(Path(sys.argv[2]), gradc_step)
+    paddle_or_gradc(MODELS, paddle_step, lambda case: importlib.import_module("zoo_scheduled_check").gradc_step(case))
 
 
 if __name__ == "__main__":

@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 from paddleocr_train_static import gradc_step, write_fixture
-from suite_export import report_each
+from suite_export import paddle_or_gradc
 
 SEED = 7
 MODELS = {   # model: (module, the zoo config's optimizer)
@@ -127,13 +127,7 @@ def main() -> None:
             (out / "forward.pb.gz").write_bytes(gzip.compress(program.read_bytes(), mtime=0))
             program.unlink()
         return
-    if sys.argv[1] == "paddle":
-        out = Path(sys.argv[2]).resolve()
-        for entry in sys.argv[3:] or list(MODELS):
-            paddle_step(out / entry.replace("@", "_"), entry)
-            print(entry, "OK", flush=True)
-        return
-    report_each(Path(sys.argv[2]), gradc_step)
+    paddle_or_gradc(MODELS, paddle_step, gradc_step)
 
 
 if __name__ == "__main__":
