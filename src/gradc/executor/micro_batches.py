@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ExecutionError, op_location
 from ..ir import Program
 from .feeding import feed_values
-from .virtual_stages import chunk_phases, vpp_order
+from .virtual_stages import chunk_jobs, vpp_order
 
 FORWARD, BACKWARD, OPTIMIZE, LR_SCHED, LOSS = 0, 1, 2, 16, 256
 PHASE_OF_ROLE = {FORWARD: "forward", FORWARD | LOSS: "forward", LR_SCHED: "lr", BACKWARD: "backward",
@@ -44,12 +44,11 @@ def phases(program: Program, schedule: str = "fthenb") -> dict[str, Program]:
             raise ExecutionError(f"{op_location(0, idx, op.type)}: {problem}, and a pipeline stage runs over "
                                  f"micro-batches by its ops' op_role (as Paddle's SectionWorker)")
         roles.append(PHASE_OF_ROLE[role])
-    if schedule == "vpp":
-        return chunk_phases(program, roles)
+    keys, groups = chunk_jobs(program, roles) if schedule == "vpp" else (roles, PHASES)
     split = {}
-    for phase, kept in PHASES.items():
+    for phase, kept in groups.items():
         copy = program.clone()
-        copy.global_block.ops = [op for op, role in zip(copy.global_block.ops, roles) if role in kept]
+        copy.global_block.ops = [op for op, key in zip(copy.global_block.ops, keys) if key in kept]
         split[phase] = copy
     return split
 

@@ -29,9 +29,10 @@ def chunk_of(op) -> int | None:
     return chunk if isinstance(chunk, int) and chunk >= 0 else None
 
 
-def chunk_phases(program: Program, roles: list[str]) -> dict[str, Program]:
-    """"forward<c>" / "backward<c>" -> a copy of the program holding that chunk's forward / backward ops (``roles``:
-    each op's phase, as gradc.executor.micro_batches.phases sorts them)."""
+def chunk_jobs(program: Program, roles: list[str]) -> tuple[list[str], dict[str, tuple[str, ...]]]:
+    """Each op's job ("forward<c>" / "backward<c>": its chunk's forward / backward ops; "update") from ``roles``
+    (each op's phase, as gradc.executor.micro_batches.phases sorts them), and the jobs: every chunk's forward and
+    backward, empty where the chunk has none, and the update."""
     keys = []
     for idx, (op, role) in enumerate(zip(program.global_block.ops, roles)):
         if role == "lr":
@@ -42,22 +43,9 @@ def chunk_phases(program: Program, roles: list[str]) -> dict[str, Program]:
             raise ExecutionError(f"{op_location(0, idx, op.type)}: has no chunk_id, and the VPP schedule runs each "
                                  f"chunk's ops as a job of their own (Paddle's complete_chunk_id marks every op)")
         keys.append(role if role == "update" else f"{role}{chunk}")
-    split = {}
-    for key in dict.fromkeys(keys):
-        copy = program.clone()
-        copy.global_block.ops = [op for op, kept in zip(copy.global_block.ops, keys) if kept == key]
-        split[key] = copy
-    chunks = 1 + max((int(key.removeprefix("forward")) for key in split if key.startswith("forward")), default=0)
-    for chunk in range(chunks):
-        for role in ("forward", "backward"):
-            split.setdefault(f"{role}{chunk}", _empty(program))
-    return split
-
-
-def _empty(program: Program) -> Program:
-    copy = program.clone()
-    copy.global_block.ops = []
-    return copy
+    chunks = 1 + max((int(key.removeprefix("forward")) for key in keys if key.startswith("forward")), default=0)
+    jobs = [f"{role}{chunk}" for chunk in range(chunks) for role in ("forward", "backward")] + ["update"]
+    return keys, {job: (job,) for job in jobs}
 
 
 def vpp_order(count: int, stage: int, stages: int, chunks: int) -> list[tuple[str, int]]:
