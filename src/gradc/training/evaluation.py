@@ -22,7 +22,7 @@ from ..executor.failures import NonFiniteError
 from ..ir import Program
 from .data import Dataset, OneBatch, as_data, check_fits
 from .history import default_fetch, scalar
-from .labels import check_indices, classifiers, out_of_range
+from .labels import check_indices, classifiers, label_error, out_of_range
 from .programs import forward_part, prune
 
 
@@ -133,9 +133,8 @@ def _check_scored_labels(program: Program, evaluation: EvalPlan, labels, data: D
     classes = _classes(evaluation)
     bad = out_of_range(labels, classes) if classes > 0 else None
     if bad is not None:
-        raise FeedError(f"{data.source}: {item} '{evaluation.label}' holds the label {bad[0]} (example {bad[1]}), "
-                        f"but the model's output '{evaluation.scores}' scores {classes} classes: a label is 0 to "
-                        f"{classes - 1}")
+        raise label_error(data.source, item, evaluation.label, bad,
+                          f"the model's output '{evaluation.scores}' scores {classes} classes", f"0 to {classes - 1}")
 
 
 def _classes(evaluation: EvalPlan) -> int:

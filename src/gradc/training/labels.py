@@ -71,9 +71,14 @@ def check_indices(program: Program, arrays: dict, source: str, item: str = "arra
             if found.ignore_index is not None:
                 allowed += f", or {found.ignore_index} (its ignore_index) to leave an example out"
             dim = "the last dim" if found.axis == -1 else f"dim {found.axis}"
-            raise FeedError(f"{source}: {item} '{found.label}' holds the label {bad[0]} (example {bad[1]}), but "
-                            f"{found.where()} has {found.classes} classes ({dim} of '{found.scores}'): a label "
-                            f"is {allowed}")
+            raise label_error(source, item, found.label, bad,
+                              f"{found.where()} has {found.classes} classes ({dim} of '{found.scores}')", allowed)
+
+
+def label_error(source: str, item: str, label: str, bad: tuple[int, int], classes: str, allowed: str) -> FeedError:
+    """The one-line refusal of the label ``bad`` (value, example) that ``classes`` (what scores how many) rules out."""
+    return FeedError(f"{source}: {item} '{label}' holds the label {bad[0]} (example {bad[1]}), but {classes}: a label "
+                     f"is {allowed}")
 
 
 def _check_ids(program: Program, arrays: dict, source: str, item: str) -> None:
