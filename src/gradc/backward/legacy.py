@@ -15,6 +15,7 @@ from ..ops.infer import InferContext
 
 class _TypeNeeds(NamedTuple):
     opdef: object
+    grad: object                   # the maker they were read from: one registered later reads its own
     extra_reads: tuple[str, ...]   # the extra output slots (OpDef slots marked "!") its default grad op reads
     bools: tuple[str, ...]         # its BOOLEAN attributes
 
@@ -29,10 +30,10 @@ _TRAINING_MODE = {"rnn": {"is_test": False, "dropout_prob": 0.0}, "while": {"is_
 def prepare_forward(block: Block, idx: int, op: OpDesc, opdef) -> None:
     """Make the forward op ``op`` (block ``block``, index ``idx``) what its grad op reads."""
     needs = _NEEDS.get(op.type)
-    if needs is None or needs.opdef is not opdef:
+    if needs is None or needs.opdef is not opdef or needs.grad is not opdef.grad:
         uses = opdef.grad.uses if isinstance(opdef.grad, GradOp) else ()
         needs = _NEEDS[op.type] = _TypeNeeds(
-            opdef, tuple(s for s in uses if s in opdef.outputs and opdef.slots[s].extra),
+            opdef, opdef.grad, tuple(s for s in uses if s in opdef.outputs and opdef.slots[s].extra),
             tuple(name for name, kind in opdef.attr_types.items() if kind == AttrType.BOOLEAN))
     for name in needs.bools:
         if op.attr_types.get(name) == AttrType.INT:
