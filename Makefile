@@ -5,7 +5,7 @@ BASE := $(VENV)/.installed-base
 STAMP := $(VENV)/.installed
 DIGITS := examples/digits
 
-.PHONY: venv base test demo digits proto lint bench fuzz clean
+.PHONY: venv base test gradcheck demo digits proto lint bench fuzz clean
 
 # gradc alone (protobuf, numpy, click): what `make demo` needs
 base: $(BASE)
@@ -27,6 +27,11 @@ $(STAMP): $(BASE)
 # interpreters, and each would compile every gradc module it imports from source again
 test: venv
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2
+
+# the registry walk again, comparing every element of every gradient with central differences (make test compares
+# each along three random directions, a sixth of the runs); CI runs both
+gradcheck: venv
+	GRADC_GRADCHECK=every-element PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 tests/test_gradcheck_registry.py
 
 demo: base
 	$(BIN)/gradc compile examples/mlp/forward.pb -o examples/mlp/train.pb

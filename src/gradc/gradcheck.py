@@ -17,6 +17,7 @@ from . import registry
 from .backward import append_backward, append_grad_ops, default_loss, no_loss_hint
 from .backward.names import GradNames
 from .bfloat16 import from_bits
+from .central_differences import directional_derivatives, numeric_grad, random_directions
 from .errors import GradcError
 from .executor import Executor, LoDTensor, Scope
 from .ir import DIFFERENTIABLE_DTYPES, Program, VarType, to_var_type
@@ -34,6 +35,32 @@ class Mismatch:
     index: tuple
     analytic: float
     numeric: float
+    direction: int | None = None   # the random direction it was found along, or None: at an element
+
+
+def _check_var(name: str, value: np.ndarray, analytic, objective, eps: float, rtol: float, atol: float,
+               directions: int | None, rng: np.random.Generator) -> Mismatch | None:
+    """Compare ``name``'s analytic gradient with central differences: at every element, or (``directions``, when
+    the var has more elements than that) along that many random unit directions, each costing two runs whatever
+    the size. Along u, the tolerance is what the element tolerances give for u's parts added in quadrature."""
+    if directions is None or value.size <= directions:
+        return _compare(name, analytic, numeric_grad(objective, value, eps).reshape(value.shape), rtol, atol)
+    return _along_directions(name, value, analytic, objective, eps, rtol, atol, directions, rng)[1]
+
+
+def _along_directions(name, value, analytic, objective, eps, rtol, atol, count, rng) -> tuple[float, Mismatch | None]:
+    """(the largest |analytic - numeric| along ``count`` random unit directions, the worst one that is a mismatch)."""
+    units = random_directions(rng, value, count)
+    numeric = directional_derivatives(objective, value, eps, units)
+    grad = np.asarray(analytic).reshape(-1)
+    along = np.array([np.vdot(grad, u).real for u in units])   # vdot conjugates grad: Re(sum(conj(g) * u))
+    tolerance = np.sqrt(np.sum(np.abs(units) ** 2 * (atol + rtol * np.abs(grad)) ** 2, axis=1))
+    error = np.abs(along - numeric)
+    bad = ~(error <= tolerance)   # a NaN on either side is a mismatch
+    if not bad.any():
+        return float(error.max()), None
+    k = int(np.argmax(np.where(bad, error, -1)))
+    return float(error.max()), Mismatch(name, float(error.max()), (), float(along[k]), float(numeric[k]), k)
 
 
 def _compare(name, analytic, numeric, rtol, atol) -> Mismatch | None:
@@ -56,28 +83,6 @@ def _pairs(values: np.ndarray) -> np.ndarray:
     return np.stack([values.real, values.imag], axis=-1)
 
 
-def numeric_grad(f, value: np.ndarray, eps: float, indices: np.ndarray | None = None) -> np.ndarray:
-    """Central differences of the scalar f(value) with respect to the elements of ``value`` at the flat
-    ``indices`` (default: all); the result is flat, one entry per index. A complex element is moved along
-    the real and the imaginary axis: its entry is dL/dRe + i dL/dIm (Paddle's gradient of a complex var)."""
-    if not value.flags.c_contiguous:   # reshape would copy: the perturbations would never reach f
-        raise ValueError("numeric_grad perturbs value in place: it must be C-contiguous")
-    flat = value.reshape(-1)
-    indices = np.arange(flat.size) if indices is None else indices
-    directions = (1, 1j) if np.iscomplexobj(value) else (1,)
-    grad = np.zeros(len(indices), dtype=np.complex128 if len(directions) > 1 else np.float64)
-    for k, i in enumerate(indices):
-        original = flat[i]
-        for direction in directions:
-            flat[i] = original + eps * direction
-            plus = f()
-            flat[i] = original - eps * direction
-            minus = f()
-            flat[i] = original
-            grad[k] += direction * (plus - minus) / (2 * eps)
-    return grad
-
-
 def _declare(program: Program, name: str, array: np.ndarray) -> None:
     program.global_block.create_var(name, list(array.shape), to_var_type(array.dtype))
 
@@ -97,13 +102,14 @@ def perturbable(feed: Mapping[str, object]) -> tuple[dict[str, np.ndarray], dict
 def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray]],
              attrs: Mapping | None = None, outputs: Mapping[str, int] | None = None,
              wrt: Sequence[str] | None = None, eps: float = 1e-6, rtol: float = 1e-5,
-             atol: float = 1e-7, seed: int = 0) -> dict[str, np.ndarray]:
+             atol: float = 1e-7, seed: int = 0, directions: int | None = None) -> dict[str, np.ndarray]:
     """Check ``op_type``'s gradients numerically; return the analytic grads by input var name.
 
     ``inputs`` maps slot -> array (or list of arrays for duplicable slots; a gradc.executor.LoDTensor for a
     sequence input); vars are named ``{slot}{i}``. ``outputs`` gives the number of vars of a multi-var output
     slot (default 1).
     ``wrt`` restricts the checked input vars; float inputs of non-differentiable slots never count.
+    ``directions``: compare along that many random directions per var instead of at every element (_check_var).
     """
     opdef = registry.get(op_type)
     if opdef is None or not opdef.differentiable:
@@ -151,10 +157,10 @@ def check_op(op_type: str, inputs: Mapping[str, np.ndarray | Sequence[np.ndarray
         outs = executor.run(program, feed(), differentiable, Scope())
         return float(sum(np.sum((np.conj(weights[name]) * out).real) for name, out in zip(differentiable, outs)))
 
+    along = np.random.default_rng(seed + 1)   # its own stream: the weights stay those of a check at every element
     problems = [m for name in checked
-                if (m := _compare(name, analytic[name],
-                                  numeric_grad(objective, values[name], eps).reshape(values[name].shape),
-                                  rtol, atol)) is not None]
+                if (m := _check_var(name, values[name], analytic[name], objective, eps, rtol, atol, directions,
+                                    along)) is not None]
     if problems:
         raise GradcheckError(_report(op_type, attrs, problems))
     return analytic
@@ -174,6 +180,7 @@ class VarCheck:
     size: int
     max_abs_error: float
     mismatch: Mismatch | None
+    directions: int = 0     # compared along that many random directions instead (checked is then 0)
 
 
 def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
@@ -201,12 +208,13 @@ def _widened(value, bfloat16: bool = False):
 def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str] | None,
                     loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
                     eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
-                    max_elements: int | None = None, seed: int = 0,
-                    float64: bool = False) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
+                    max_elements: int | None = None, seed: int = 0, float64: bool = False,
+                    directions: int | None = None) -> tuple[dict[str, np.ndarray], list[VarCheck]]:
     """The compiled d(loss)/d(var) of each var in ``wrt`` (fed inputs or parameters; None: every
     parameter that gets a gradient) of a whole program, and its comparison with central differences
-    at every element, or at ``max_elements`` random ones. With ``float64``, a widened copy of the
-    program runs on widened values (the program itself is not changed)."""
+    at every element, or at ``max_elements`` random ones, or along ``directions`` random directions (a var with
+    more elements than that). With ``float64``, a widened copy of the program runs on widened values (the program
+    itself is not changed)."""
     if float64:
         program, feed, params = float64_copy(program, feed, params or {})
     if loss is None:
@@ -242,6 +250,11 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     checks = []
     for name in wrt:
         value = values[name] if name in values else param_values[name]
+        if directions is not None and value.size > directions:
+            error, mismatch = _along_directions(name, value, analytic[name], objective, eps, rtol, atol, directions,
+                                                rng)
+            checks.append(VarCheck(name, 0, value.size, error, mismatch, directions))
+            continue
         indices = np.arange(value.size)
         if max_elements is not None and value.size > max_elements:
             indices = np.sort(rng.choice(value.size, max_elements, replace=False))
@@ -257,9 +270,11 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
 
 def check_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Sequence[str],
                   loss: str | None = None, params: Mapping[str, np.ndarray] | None = None,
-                  eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7) -> dict[str, np.ndarray]:
-    """Check d(loss)/d(var) for each var in ``wrt`` at every element; raise GradcheckError on a mismatch."""
-    analytic, checks = compare_program(program, feed, wrt, loss, params, eps, rtol, atol)
+                  eps: float = 1e-6, rtol: float = 1e-5, atol: float = 1e-7,
+                  directions: int | None = None) -> dict[str, np.ndarray]:
+    """Check d(loss)/d(var) for each var in ``wrt`` at every element (or along ``directions`` random directions);
+    raise GradcheckError on a mismatch."""
+    analytic, checks = compare_program(program, feed, wrt, loss, params, eps, rtol, atol, directions=directions)
     problems = [c.mismatch for c in checks if c.mismatch is not None]
     if problems:
         raise GradcheckError(_report("program", None, problems))
@@ -277,6 +292,7 @@ def _slot_of(name: str, slots: Mapping[str, list[str]]) -> str | None:
 def _report(what: str, attrs, problems: list[Mismatch]) -> str:
     lines = [f"{what}{' ' + str(dict(attrs)) if attrs else ''}: gradient mismatch"]
     for m in problems:
-        lines.append(f"  {m.var}: max |analytic - numeric| = {m.max_abs_error:.3g} at {m.index} "
+        where = f"at {m.index}" if m.direction is None else f"along random direction {m.direction}"
+        lines.append(f"  {m.var}: max |analytic - numeric| = {m.max_abs_error:.3g} {where} "
                      f"(analytic {m.analytic:.6g}, numeric {m.numeric:.6g})")
     return "\n".join(lines)

@@ -27,6 +27,7 @@ class Case:
     atol: float = 1e-7
     eps: float = 1e-6
     program: Callable | None = None  # ops check_op cannot run alone (control flow): () -> check_program kwargs
+    by_element: bool = False  # ties or zeros the case is about, which moving every element at once would undo
 
     @property
     def id(self) -> str:

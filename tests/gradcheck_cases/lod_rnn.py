@@ -82,8 +82,9 @@ TWICE = [second_order(case.op, case.inputs, case.attrs, rtol=1e-4, atol=1e-6) fo
     gru(activation="sigmoid", gate_activation="tanh", h0=True, lengths=[2, 2]))]
 CASES += TWICE
 
-def third_order(case: Case, grad_grad: str) -> Case:
-    """``case``'s program differentiated once more: a third derivative, through ``grad_grad``."""
+def third_order(case: Case, grad_grad: str, by_element: bool = False) -> Case:
+    """``case``'s program differentiated once more: a third derivative, through ``grad_grad`` (``by_element``: see
+    Case)."""
     def build() -> dict:
         built = case.program()
         block = built["program"].global_block
@@ -92,7 +93,7 @@ def third_order(case: Case, grad_grad: str) -> Case:
         _weighted_sum(block, known, built["feed"], "u", False, "loss3")
         return {**built, "loss": "loss3"}
 
-    return Case(grad_grad, {}, case.attrs, program=build)
+    return Case(grad_grad, {}, case.attrs, program=build, by_element=by_element)
 
 
 # a third derivative would need a complex step through the complex step

@@ -57,15 +57,17 @@ CASES = [
     second_order("put_along_axis", {"Input": np.array([[0.5, 1.0], [2.0, -1.0]]), "Index": ids([0, 0], [1, 1]),
                                     "Value": np.array([[0.5, 0.5], [-1.0, 3.0]])},
                  {"Axis": 1, "Reduce": "amin"}, tied=True),
-    # third derivatives of mul: the stepped put_along_axis_grad at complex factors (zeros among them; a broadcast
-    # Value) by put_along_axis_grad_grad's exact tangents
-    *(third_order(case, "put_along_axis_grad_grad") for case in (
-        second_order("put_along_axis", {"Input": np.array([[0.0, 1.5, -0.5, 2.0], [1.0, -2.0, 0.5, 0.0],
-                                                           [0.7, 1.2, 0.0, -1.1]]), "Index": PUT_INDEX,
-                                        "Value": np.array([[0.8, -1.3, 0.6], [1.1, 0.0, -0.4], [0.0, 0.9, 1.4]])},
-                     {"Axis": 1, "Reduce": "mul"}),
-        second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, -1, 0, 1]), "Value": randn(1, 4)},
-                     {"Axis": 0, "Reduce": "multiply", "Include_self": False}))),
+    # third derivatives of mul: the stepped put_along_axis_grad at complex factors by put_along_axis_grad_grad's
+    # exact tangents; with zeros among the factors (checked element by element: moving two zeros of a group at once
+    # leaves the one-zero pieces the steps are exact on), and with a broadcast Value
+    third_order(second_order("put_along_axis", {"Input": np.array([[0.0, 1.5, -0.5, 2.0], [1.0, -2.0, 0.5, 0.0],
+                                                                   [0.7, 1.2, 0.0, -1.1]]), "Index": PUT_INDEX,
+                                                "Value": np.array([[0.8, -1.3, 0.6], [1.1, 0.0, -0.4],
+                                                                   [0.0, 0.9, 1.4]])},
+                             {"Axis": 1, "Reduce": "mul"}), "put_along_axis_grad_grad", by_element=True),
+    third_order(second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, -1, 0, 1]),
+                                                "Value": randn(1, 4)},
+                             {"Axis": 0, "Reduce": "multiply", "Include_self": False}), "put_along_axis_grad_grad"),
     second_order("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
                  {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
     second_order("set_value", {"Input": randn(2, 3)}, {"axes": [1], "starts": [0], "ends": [2], "steps": [1],

@@ -123,9 +123,12 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
               help="Elements checked per var, chosen at random (each costs two forward runs).")
+@click.option("--directions", type=click.IntRange(min=1),
+              help="Instead of elements, compare each var along N random directions: each moves every element, "
+                   "so a wrong gradient anywhere shows, for two forward runs a direction whatever the var's size.")
 @click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
-def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
+def check(program, feed, params, loss, wrt, max_elements, directions, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..training.programs import is_training_op
@@ -136,13 +139,14 @@ def check(program, feed, params, loss, wrt, max_elements, rtol, atol):
     with naming_feed(feed):
         _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
                                     load_params(params, prog), rtol=rtol, atol=atol,
-                                    max_elements=max_elements, float64=True)
+                                    max_elements=max_elements, float64=True, directions=directions)
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
-        verdict = "ok" if c.mismatch is None else (f"MISMATCH at {list(c.mismatch.index)}: compiled "
-                                                   f"{c.mismatch.analytic:.6g}, numeric {c.mismatch.numeric:.6g}")
-        click.echo(f"{c.var:<{width}}  {c.checked:>5}/{c.size:<6} max |compiled - numeric| {c.max_abs_error:.2e}  "
-                   f"{verdict}")
+        m = c.mismatch
+        where = m and (f"along direction {m.direction}" if m.direction is not None else f"at {list(m.index)}")
+        verdict = "ok" if m is None else f"MISMATCH {where}: compiled {m.analytic:.6g}, numeric {m.numeric:.6g}"
+        compared = f"{c.directions:>3} dir/{c.size:<6}" if c.directions else f"{c.checked:>5}/{c.size:<6}"
+        click.echo(f"{c.var:<{width}}  {compared} max |compiled - numeric| {c.max_abs_error:.2e}  {verdict}")
     bad = [c.var for c in checks if c.mismatch is not None]
     if bad:
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
