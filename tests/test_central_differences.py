@@ -94,3 +94,17 @@ def test_gradc_check_along_directions():
     rows = [line for line in result.output.splitlines() if "dir/" in line]
     assert len(rows) == 4 and all(row.endswith("ok") for row in rows)
     assert "4 var(s) checked" in result.output
+
+
+def test_gradc_check_along_directions_names_a_wrong_gradient():
+    correct = KERNELS["relu_grad"]
+    KERNELS["relu_grad"] = lambda ctx: {"X@GRAD": ctx.x("Out@GRAD")}   # the mask forgotten
+    try:
+        result = CliRunner().invoke(cli, ["check", str(MLP / "forward.pb"), "--feed", str(MLP / "feed.npz"),
+                                          "--params", str(MLP / "params.npz"), "--directions", "2"])
+    finally:
+        KERNELS["relu_grad"] = correct
+    assert result.exit_code == 1
+    wrong = [line for line in result.output.splitlines() if "MISMATCH along direction" in line]
+    assert wrong and all(line.startswith("fc_0.") for line in wrong)
+    assert "differ from central differences for fc_0.b_0, fc_0.w_0" in str(result.exception)   # main's error line
