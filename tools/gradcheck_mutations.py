@@ -58,16 +58,15 @@ def record(part: int, parts: int, out: Path) -> None:
 
 
 def flagged_by_elements(r: dict, grad: np.ndarray) -> bool:
-    return bool(np.any(~(np.abs(grad - r["numeric"]) <= r["atol"] + r["rtol"] * np.abs(r["numeric"]))))
+    from gradc.gradcheck import _compare
+    return _compare(r["var"], grad, r["numeric"], r["rtol"], r["atol"]) is not None
 
 
 def flagged_along(r: dict, grad: np.ndarray, k: int) -> bool:
+    from gradc.gradcheck import directional_verdict
     if grad.size <= k:
         return flagged_by_elements(r, grad)
-    units, numeric = r["units"][:k], r["dirs"][:k]
-    along = np.array([np.vdot(grad, u).real for u in units])
-    tolerance = np.sqrt(np.sum(np.abs(units) ** 2 * (r["atol"] + r["rtol"] * np.abs(grad)) ** 2, axis=1))
-    return bool(np.any(~(np.abs(along - numeric) <= tolerance)))
+    return directional_verdict(r["var"], grad, r["units"][:k], r["dirs"][:k], r["rtol"], r["atol"])[1] is not None
 
 
 def wrong_gradients(grad: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:

@@ -51,7 +51,12 @@ def _check_var(name: str, value: np.ndarray, analytic, objective, eps: float, rt
 def _along_directions(name, value, analytic, objective, eps, rtol, atol, count, rng) -> tuple[float, Mismatch | None]:
     """(the largest |analytic - numeric| along ``count`` random unit directions, the worst one that is a mismatch)."""
     units = random_directions(rng, value, count)
-    numeric = directional_derivatives(objective, value, eps, units)
+    return directional_verdict(name, analytic, units, directional_derivatives(objective, value, eps, units), rtol, atol)
+
+
+def directional_verdict(name: str, analytic, units: np.ndarray, numeric: np.ndarray, rtol: float,
+                        atol: float) -> tuple[float, Mismatch | None]:
+    """The analytic gradient's derivatives along ``units`` against their ``numeric`` central differences."""
     grad = np.asarray(analytic).reshape(-1)
     along = np.array([np.vdot(grad, u).real for u in units])   # vdot conjugates grad: Re(sum(conj(g) * u))
     tolerance = np.sqrt(np.sum(np.abs(units) ** 2 * (atol + rtol * np.abs(grad)) ** 2, axis=1))
