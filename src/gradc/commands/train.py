@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ..errors import GradcError
 from ..executor import Executor, Scope
 from ..io import check_writable, load
 from ..io.arrays import read_npz
@@ -16,6 +17,7 @@ from ..training import Dataset, OneBatch, Trainer, export, load_params, read_val
 from ..training import save_params as write_model_params
 from ..training.params import require_values
 from ..training.plot import plot_history, require_matplotlib
+from ..training.programs import updates_nothing
 from ..training.report import ConsoleReporter
 from .run import STRICT_PARAMS
 
@@ -90,7 +92,11 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
             check_writable(path)
     if plot:
         require_matplotlib()
-    trainer = Trainer(program, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
+    training = load(program)
+    reason = updates_nothing(training)
+    if reason:
+        raise GradcError(f"{program}: {reason}")
+    trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
                       lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     if params:
         load_params(trainer.scope, params, trainer.program, strict_params)

@@ -23,6 +23,7 @@ from ..verify import check_vars
 from ..verify_shapes import check_complex_inputs, check_inputs
 from . import malloc, straight
 from .context import KernelContext
+from .declared import check_scope_values
 from .direct import direct_step
 from .failures import check_finite, kernel_failure
 from .feeding import check_fetches, feed_ops, feed_values
@@ -109,6 +110,7 @@ class Executor:
         check_fetches(block, fetch_list, scope)
         local = scope.child()
         plan = self._plan(block, keep=frozenset(fetch_list))
+        check_scope_values(block, scope)
         feed_values(block, feed or {}, local, plan.feeds)
         self._execute(plan, local, scope)
         if not fetch_list and "fetch" in local:   # a saved inference program's fetch ops fill holder[col]

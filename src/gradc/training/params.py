@@ -14,16 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bfloat16 import as_bfloat16
 from ..errors import FormatError, GradcError, GradcWarning
-from ..float8 import FORMATS as FLOAT8_FORMATS
-from ..float8 import as_float8
+from ..executor.declared import fitted_value
 from ..io import write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
 from ..io.pickled import read_pickled, write_pickled
 from ..ir import Program, VarType
-from ..ir.types import NUMPY_DTYPE_NAMES
 
 PICKLED = (".pdparams", ".pdopt")
 
@@ -81,37 +78,7 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
 def checked_param(program: Program, name: str, value, source: str):
     """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
     var = program.global_block.find_var(name)
-    if var is None or var.shape is None:
-        return value
-    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
-        raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
-                          f"{var.shape}")
-    if var.dtype == VarType.BF16:
-        return _bfloat16_param(name, value, source)
-    if var.dtype in FLOAT8_FORMATS:
-        return _float8_param(name, value, source, var.dtype)
-    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
-    if expected is not None and value.dtype.name != expected:
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
-    return value
-
-
-def _bfloat16_param(name: str, value: np.ndarray, source: str) -> np.ndarray:
-    """A bfloat16 parameter's values: uint16 arrays are bfloat16 bits (what Paddle's numpy arrays of bfloat16 and
-    paddle.save hold), float32 values are rounded."""
-    if value.dtype not in (np.float32, np.uint16):
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares bfloat16 (give "
-                          f"float32 values or uint16 bfloat16 bits)")
-    return as_bfloat16(value)
-
-
-def _float8_param(name: str, value: np.ndarray, source: str, code: int) -> np.ndarray:
-    """A float8 parameter's values: uint8 / int8 arrays are float8 bits (paddle.save holds them as int8), float32
-    values are rounded; a float32 array read from a .pdiparams of data type 32 / 33 is already of the format."""
-    if value.dtype not in (np.float32, np.uint8, np.int8):
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares "
-                          f"{FLOAT8_FORMATS[code]} (give float32 values or uint8 / int8 float8 bits)")
-    return as_float8(value, code)
+    return value if var is None else fitted_value(var, value, f"params '{source}': '{name}'")
 
 
 def require_values(program: Program, scope, fed=(), params: str | None = None, path: str | None = None) -> None:

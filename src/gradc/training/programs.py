@@ -25,6 +25,20 @@ def is_training_op(op) -> bool:
     return op.type in UPDATES or any(GRAD_SUFFIX in name for name in op.output_names())
 
 
+def updates_nothing(program: Program) -> str | None:
+    """Why a step of ``program`` would change none of its parameters (no optimizer or update op in any block), or
+    None: a forward program, or a compiled backward without --optimizer, given to training by mistake."""
+    for block in program.blocks:
+        for op in block.ops:
+            role = op.attrs.get("op_role")
+            if op.type in UPDATES or (isinstance(role, int) and not isinstance(role, bool) and role & roles.OPTIMIZE):
+                return None
+    has_backward = any(is_training_op(op) for op in program.global_block.ops)
+    what = "it has a backward but no optimizer op" if has_backward else "a forward program: no backward, no optimizer"
+    return (f"no op of the program updates its parameters ({what}), so training would change nothing; gradc "
+            f"compile FORWARD.pb -o TRAIN.pb --optimizer adam (or sgd, momentum, ...) writes a training program")
+
+
 def forward_part(program: Program) -> Program:
     """A copy without the training ops, in test mode, without the vars no op uses any more."""
     test = program.clone()

@@ -36,6 +36,7 @@ from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import deferred_interrupt
 from .params import checked_param
+from .programs import updates_nothing
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
 
@@ -48,6 +49,9 @@ class Trainer:
         """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
         reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module)."""
         self.program = program if isinstance(program, Program) else load(program)
+        reason = updates_nothing(self.program)
+        if reason:
+            warnings.warn(reason, GradcWarning, stacklevel=2)
         self.scope = Scope() if scope is None else scope
         self.executor = executor or Executor()
         self.executor.check_finite = check_nan

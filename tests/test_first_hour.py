@@ -1,0 +1,81 @@
+"""A new user's first hour, through the Python API and the CLI: each rough edge found, as the behaviour it has now."""
+
+import numpy as np
+import pytest
+
+import gradc
+from cli_inprocess import gradc_cli
+from fixtures import DATA
+
+MLP = DATA / "mlp"
+EXAMPLES = DATA.parents[2] / "examples"
+
+
+def _mlp_run(scope_values: dict):
+    program = gradc.load(MLP / "forward.pb")
+    scope = gradc.Scope()
+    gradc.load_params(scope, MLP / "params.npz", program)
+    for name, value in scope_values.items():
+        scope[name] = value
+    with np.load(MLP / "feed.npz") as feed:
+        return gradc.Executor().run(program, dict(feed), fetch_list=["mean_0.tmp_0"], scope=scope), scope
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda w: w.astype("float64"), r"^scope value 'fc_0.w_0' is float64, but the program declares float32 "
+                                    r"\(convert it, e\.g\. with \.astype\('float32'\)\)$"),
+    (lambda w: w[:8], r"^scope value 'fc_0.w_0' has shape \[8, 32\], but the program declares \[16, 32\]$"),
+    (lambda w: w.astype("int64"), r"^scope value 'fc_0.w_0' is int64, but the program declares float32"),
+])
+def test_a_scope_value_that_does_not_fit_its_var_is_refused_as_a_params_file_value_is(change, message):
+    weights = np.load(MLP / "params.npz")["fc_0.w_0"]
+    with pytest.raises(gradc.ExecutionError, match=message):
+        _mlp_run({"fc_0.w_0": change(weights)})
+
+
+def test_a_scope_value_is_checked_again_after_it_is_replaced_and_python_numbers_are_converted():
+    with np.load(MLP / "params.npz") as params:
+        bias = params["fc_0.b_0"]
+    (loss,), scope = _mlp_run({"fc_0.b_0": bias.tolist()})
+    assert scope["fc_0.b_0"].dtype == np.float32
+    np.testing.assert_allclose(loss, np.load(MLP / "loss.npy"), rtol=1e-5)
+    scope["fc_0.b_0"] = bias.astype("float64")
+    with pytest.raises(gradc.ExecutionError, match="scope value 'fc_0.b_0' is float64"):
+        gradc.Executor().run(gradc.load(MLP / "forward.pb"), dict(np.load(MLP / "feed.npz")),
+                             fetch_list=["mean_0.tmp_0"], scope=scope)
+
+
+def test_a_startup_program_may_overwrite_what_a_user_put_into_the_scope():
+    scope = gradc.Scope()
+    scope["fc_0.w_0"] = np.zeros((3, 3))
+    gradc.Executor().run(gradc.load(EXAMPLES / "mlp" / "startup.pb"), scope=scope)
+    assert scope["fc_0.w_0"].shape == (16, 32) and scope["fc_0.w_0"].dtype == np.float32
+
+
+def one_line_error(result, *phrases) -> str:
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradc: error: "), result.stderr
+    for phrase in phrases:
+        assert phrase in lines[0], lines[0]
+    return lines[0]
+
+
+@pytest.mark.parametrize("compile_first, what", [
+    (False, "a forward program: no backward, no optimizer"),
+    (True, "it has a backward but no optimizer op"),
+])
+def test_train_refuses_a_program_nothing_of_which_updates_the_parameters(tmp_path, compile_first, what):
+    """Before, gradc train ran step after step of a forward (or backward-only) program, the loss never moving."""
+    program = MLP / "forward.pb"
+    if compile_first:
+        assert gradc_cli("compile", program, "-o", tmp_path / "train.pb").returncode == 0
+        program = tmp_path / "train.pb"
+    done = gradc_cli("train", program, "--feed", MLP / "feed.npz", "--params", MLP / "params.npz", "--steps", 3)
+    one_line_error(done, f"{program}: no op of the program updates its parameters ({what})", "--optimizer adam")
+    assert "step 1" not in done.stdout
+
+
+def test_a_trainer_of_a_program_without_updates_warns():
+    with pytest.warns(gradc.GradcWarning, match="no op of the program updates its parameters"):
+        gradc.Trainer(gradc.load(MLP / "forward.pb"))
