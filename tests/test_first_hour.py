@@ -79,3 +79,22 @@ def test_train_refuses_a_program_nothing_of_which_updates_the_parameters(tmp_pat
 def test_a_trainer_of_a_program_without_updates_warns():
     with pytest.warns(gradc.GradcWarning, match="no op of the program updates its parameters"):
         gradc.Trainer(gradc.load(MLP / "forward.pb"))
+
+
+@pytest.fixture(scope="module")
+def mlp_sgd(tmp_path_factory):
+    """The MLP compiled with SGD (gradc compile --optimizer sgd), and the startup program that compile wrote."""
+    train = tmp_path_factory.mktemp("mlp_sgd") / "train.pb"
+    done = gradc_cli("compile", MLP / "forward.pb", "-o", train, "--optimizer", "sgd")
+    assert done.returncode == 0, done.stderr
+    return train
+
+
+def test_a_checkpoint_dir_that_is_a_file_is_refused_before_the_first_step(tmp_path, mlp_sgd):
+    """Before, the first epoch ran in full and then the save failed with 'File exists'."""
+    taken = tmp_path / "ck"
+    taken.write_text("mine")
+    done = gradc_cli("train", mlp_sgd, "--startup", mlp_sgd.with_suffix(".startup.pb"), "--params", MLP / "params.npz",
+                     "--feed", MLP / "feed.npz", "--steps", 2, "--checkpoint-dir", taken)
+    one_line_error(done, f"cannot keep checkpoints in '{taken}': it is a file, not a directory")
+    assert done.stdout == "" and taken.read_text() == "mine"

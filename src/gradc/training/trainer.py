@@ -30,7 +30,7 @@ from ..executor.feeding import program_inputs
 from ..io import load
 from ..ir import Program, VarType
 from .best import EarlyStopping, split_best
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .history import History, Reporter, default_fetch, scalar
@@ -147,6 +147,8 @@ class Trainer:
         if batches == 0:
             raise GradcError(f"{data.source}: {data.size} examples make no batch of {batch_size} with --drop-last")
         self.check_data(data, eval_data, batch_size, drop_last)
+        if checkpoint_dir:
+            checkpoint_directory(checkpoint_dir)
         reporter = reporter or Reporter()
         reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
         self._clock, saved_at = time.perf_counter(), None
