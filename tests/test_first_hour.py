@@ -98,3 +98,12 @@ def test_a_checkpoint_dir_that_is_a_file_is_refused_before_the_first_step(tmp_pa
                      "--feed", MLP / "feed.npz", "--steps", 2, "--checkpoint-dir", taken)
     one_line_error(done, f"cannot keep checkpoints in '{taken}': it is a file, not a directory")
     assert done.stdout == "" and taken.read_text() == "mine"
+
+
+def test_a_saved_model_run_with_another_params_file_points_at_its_own_not_at_an_optimizers_startup():
+    """Before, the batch-norm statistics a saved model lacked were blamed on a missing optimizer startup program."""
+    pir = EXAMPLES / "pir"
+    done = gradc_cli("run", pir / "model.json", "--params", pir / "params.npz", "--feed", pir / "input.npz")
+    line = one_line_error(done, "no value for the persistable var(s) batch_norm1d_0.w_1",
+                          f"{pir / 'model.pdiparams'}, beside the program, may be its parameters")
+    assert "optimizer" not in line

@@ -96,11 +96,15 @@ def require_values(program: Program, scope, fed=(), params: str | None = None, p
     if missing:
         shown = ", ".join(missing[:8]) + (f", ... ({len(missing)} in all)" if len(missing) > 8 else "")
         where = f"not in params '{params}'; " if params else ""
-        hint = ""
-        if not all(block.find_var(name).is_parameter for name in missing):   # optimizer state or a schedule's
+        from .programs import updates_nothing  # as in _read_combined: only for this hint
+        hint, saved = "", path and Path(path).with_suffix(".pdiparams")
+        # optimizer state or a schedule's (an inference model marks no parameters: its statistics are not those)
+        if not all(block.find_var(name).is_parameter for name in missing) and updates_nothing(program) is None:
             beside = path and Path(path).with_suffix(".startup" + Path(path).suffix)
             hint = (f"; {beside} initialises the optimizer's" if beside and beside.exists() else
                     "; gradc compile --optimizer writes OUTPUT.startup.pb for the optimizer's")
+        elif saved and saved.exists() and (params is None or Path(params).resolve() != saved.resolve()):
+            hint = f"; {saved}, beside the program, may be its parameters"
         raise GradcError(f"no value for the persistable var(s) {shown}: {where}give them with --params, or run the "
                          f"startup programs that initialise them first (--startup, repeatable{hint})")
 
