@@ -107,3 +107,18 @@ def test_a_saved_model_run_with_another_params_file_points_at_its_own_not_at_an_
     line = one_line_error(done, "no value for the persistable var(s) batch_norm1d_0.w_1",
                           f"{pir / 'model.pdiparams'}, beside the program, may be its parameters")
     assert "optimizer" not in line
+
+
+@pytest.mark.parametrize("command", ["train", "evaluate"])
+def test_eval_data_without_an_input_says_the_data_lacks_it_not_to_give_feed(tmp_path, mlp_sgd, command):
+    """Before, the line told the user to pass --feed label, which gradc train reads as a batch file."""
+    unlabelled = tmp_path / "x_only.npz"
+    with np.load(MLP / "feed.npz") as feed:
+        np.savez(unlabelled, x=feed["x"])
+    if command == "train":
+        args = ["--startup", mlp_sgd.with_suffix(".startup.pb"), "--data", MLP / "feed.npz", "--eval", unlabelled]
+    else:
+        args = ["--data", unlabelled]
+    done = gradc_cli(command, mlp_sgd, "--params", MLP / "params.npz", *args)
+    line = one_line_error(done, f"data '{unlabelled}': the fetches need 'label'", "the data has no array 'label'")
+    assert "--feed" not in line

@@ -62,7 +62,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if not needed:
         raise GradcError("evaluation: the program has no loss and no class scores to score against labels; name "
                          "the scalars to average (--fetch NAME) or the labels (--label NAME)")
-    result.program = prune(forward, needed, feeds)
+    result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     return result
 

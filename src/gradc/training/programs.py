@@ -78,8 +78,9 @@ def model_parameters(program: Program) -> list[str]:
     return persistable_names(forward_part(program))
 
 
-def prune(program: Program, fetches: list[str], feeds: Iterable[str] = ()) -> Program:
-    """A copy of ``program`` with only the block-0 ops the fetches need; fed vars cut the graph above them."""
+def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_data: bool = False) -> Program:
+    """A copy of ``program`` with only the block-0 ops the fetches need; fed vars cut the graph above them.
+    ``from_data``: the feeds are a data set's arrays (evaluation), not names the user gave (export)."""
     pruned = program.clone()
     block, feeds = pruned.global_block, set(feeds)
     for name in [*fetches, *feeds]:
@@ -96,8 +97,9 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = ()) -> Pr
     for name in sorted(needed - written - feeds):
         var = block.find_var(name)
         if var is not None and not var.persistable:
+            feed_it = (f"the data has no array '{name}': add one" if from_data else
+                       f"feed it: --feed {name} on the command line, feeds= in Python")
             raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
-                             f"(feed it: --feed {name} on the command line, feeds= in Python; or fetch something that "
-                             f"does not depend on it)")
+                             f"({feed_it}; or fetch something that does not depend on it)")
     drop_unused_vars(pruned, keep=[*fetches, *feeds])
     return pruned
