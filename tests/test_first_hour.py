@@ -122,3 +122,15 @@ def test_eval_data_without_an_input_says_the_data_lacks_it_not_to_give_feed(tmp_
     done = gradc_cli(command, mlp_sgd, "--params", MLP / "params.npz", *args)
     line = one_line_error(done, f"data '{unlabelled}': the fetches need 'label'", "the data has no array 'label'")
     assert "--feed" not in line
+
+
+@pytest.mark.parametrize("option, name, said", [
+    ("--feed", "X", "feed 'X' is not a var of block 0 of the program (did you mean 'x'?)"),
+    ("--fetch", "fc_1.tmp", "fetch 'fc_1.tmp' is not a var of block 0 of the program (did you mean 'fc_1.tmp_1'?)"),
+])
+def test_export_names_which_option_holds_an_unknown_name_and_the_one_meant(tmp_path, option, name, said):
+    names = {"--feed": "x", "--fetch": "fc_1.tmp_1", option: name}
+    done = gradc_cli("export", MLP / "forward.pb", "--params", MLP / "params.npz", "--feed", names["--feed"],
+                     "--fetch", names["--fetch"], "-o", tmp_path / "model")
+    one_line_error(done, said)
+    assert list(tmp_path.iterdir()) == []

@@ -4,6 +4,7 @@ backward, optimizer and learning-rate ops removed, dropout and batch norm in tes
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from .. import registry
@@ -85,7 +86,11 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
     block, feeds = pruned.global_block, set(feeds)
     for name in [*fetches, *feeds]:
         if block.find_var(name) is None:
-            raise GradcError(f"'{name}' is not a var of block 0 of the program")
+            by_lower = {var.lower(): var for var in block.vars}
+            close = [by_lower[match] for match in difflib.get_close_matches(name.lower(), list(by_lower), n=1)]
+            role = "fetch" if name in fetches else "feed"
+            raise GradcError(f"{role} '{name}' is not a var of block 0 of the program"
+                             + (f" (did you mean '{close[0]}'?)" if close else ""))
     needed, kept = set(fetches), []
     for op in reversed(block.ops):
         outputs = set(op.output_names())
