@@ -134,3 +134,20 @@ def test_export_names_which_option_holds_an_unknown_name_and_the_one_meant(tmp_p
                      "--fetch", names["--fetch"], "-o", tmp_path / "model")
     one_line_error(done, said)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command, rows, batch, hint", [
+    ("train", 32, 8, "(the program takes batches of exactly 32 examples: --batch-size 32, batch_size= in Python)"),
+    ("train", 40, 8, "exactly 32 examples: --batch-size 32 and --drop-last; batch_size=, drop_last= in Python)"),
+    ("train", 40, 32, "exactly 32 examples and the last batch has 8: --drop-last, drop_last=True in Python)"),
+    ("evaluate", 40, 32, "exactly 32 examples and the last batch has 8: a number of examples that is a multiple of 32"),
+])
+def test_data_in_batches_a_program_of_a_fixed_batch_refuses_says_the_batch_size_it_takes(tmp_path, mlp_sgd, command,
+                                                                                         rows, batch, hint):
+    """The MLP was saved for batches of 32 (x: [32, 16]); before, the line said only that [8, 16] is not [32, 16]."""
+    data = tmp_path / "data.npz"
+    with np.load(MLP / "feed.npz") as feed:
+        np.savez(data, **{name: np.concatenate([feed[name], feed[name]])[:rows] for name in ("x", "label")})
+    startup = ["--startup", mlp_sgd.with_suffix(".startup.pb")] if command == "train" else []
+    done = gradc_cli(command, mlp_sgd, *startup, "--params", MLP / "params.npz", "--data", data, "--batch-size", batch)
+    one_line_error(done, f"data '{data}': feed var 'x' has shape [", "but block 0 declares [32, 16]", hint)

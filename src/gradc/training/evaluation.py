@@ -110,7 +110,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         evaluation = plan(program, names, fetch, loss, label, topk)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
-    check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program)
+    check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
+               evaluated=True)
     if evaluation.label:
         _check_scored_labels(program, evaluation, _arrays(data)[evaluation.label], data)
     classes = _classes(evaluation)

@@ -105,7 +105,8 @@ class Trainer:
         """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
         check_fits(self.program, data, batch_size, drop_last)
         if eval_data is not None:
-            check_fits(self._eval_plan(eval_data).program, eval_data, batch_size, labels_of=self.program)
+            check_fits(self._eval_plan(eval_data).program, eval_data, batch_size, labels_of=self.program,
+                       evaluated=True)
 
     def _eval_plan(self, data: Dataset | OneBatch) -> EvalPlan:
         names = tuple(sorted(data.feed if isinstance(data, OneBatch) else data.arrays))
