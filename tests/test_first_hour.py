@@ -151,3 +151,12 @@ def test_data_in_batches_a_program_of_a_fixed_batch_refuses_says_the_batch_size_
     startup = ["--startup", mlp_sgd.with_suffix(".startup.pb")] if command == "train" else []
     done = gradc_cli(command, mlp_sgd, *startup, "--params", MLP / "params.npz", "--data", data, "--batch-size", batch)
     one_line_error(done, f"data '{data}': feed var 'x' has shape [", "but block 0 declares [32, 16]", hint)
+
+
+def test_ops_takes_a_pir_op_name_and_puts_the_same_name_in_another_case_first():
+    """Before, 'gradc ops pd_op.relu' suggested prelu, and 'gradc ops Relu' listed elu and selu before relu."""
+    done = gradc_cli("ops", "pd_op.matmul")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == ["pd_op.matmul is Paddle 3's PIR name of matmul_v2 (gradc reads it as "
+                                            "that op)", "matmul_v2"]
+    one_line_error(gradc_cli("ops", "Relu"), "no op 'Relu' is registered (gradc ops lists them); did you mean relu?")
