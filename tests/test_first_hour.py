@@ -160,3 +160,20 @@ def test_ops_takes_a_pir_op_name_and_puts_the_same_name_in_another_case_first():
     assert done.stdout.splitlines()[:2] == ["pd_op.matmul is Paddle 3's PIR name of matmul_v2 (gradc reads it as "
                                             "that op)", "matmul_v2"]
     one_line_error(gradc_cli("ops", "Relu"), "no op 'Relu' is registered (gradc ops lists them); did you mean relu?")
+
+
+def test_executor_run_takes_the_path_of_a_feed_file_and_refuses_a_feed_that_is_no_dict():
+    """gradc.train and gradc.evaluate take paths; before, Executor.run given one failed with an AttributeError."""
+    program, scope = gradc.load(MLP / "forward.pb"), gradc.Scope()
+    gradc.load_params(scope, MLP / "params.npz", program)
+    (loss,) = gradc.Executor().run(program, feed=str(MLP / "feed.npz"), fetch_list=["mean_0.tmp_0"], scope=scope)
+    np.testing.assert_allclose(loss, np.load(MLP / "loss.npy"), rtol=1e-5)
+    with pytest.raises(gradc.ExecutionError, match="^the feed is a list: give a dict of var name -> array"):
+        gradc.Executor().run(program, feed=[1, 2], scope=scope)
+
+
+def test_fetching_a_gradient_of_a_program_without_a_backward_says_to_compile_it():
+    done = gradc_cli("run", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--params", MLP / "params.npz",
+                     "--fetch", "fc_0.w_0@GRAD")
+    one_line_error(done, "fetch var 'fc_0.w_0@GRAD' is not a var of block 0: no op writes it (the program has no "
+                         "backward: gradc compile, or gradc.append_backward in Python, appends it)")
