@@ -177,3 +177,12 @@ def test_fetching_a_gradient_of_a_program_without_a_backward_says_to_compile_it(
                      "--fetch", "fc_0.w_0@GRAD")
     one_line_error(done, "fetch var 'fc_0.w_0@GRAD' is not a var of block 0: no op writes it (the program has no "
                          "backward: gradc compile, or gradc.append_backward in Python, appends it)")
+
+
+def test_export_to_a_directory_is_refused_with_the_prefix_to_give(tmp_path):
+    """Before, -o DIR wrote DIR.pdmodel and DIR.pdiparams beside the directory (Paddle refuses such a path)."""
+    done = gradc_cli("export", MLP / "forward.pb", "--params", MLP / "params.npz", "--feed", "x", "--fetch",
+                     "fc_1.tmp_1", "-o", tmp_path)
+    one_line_error(done, f"cannot export to '{tmp_path}': it names a directory",
+                   f"'{tmp_path / 'model'}' writes {tmp_path / 'model'}.pdmodel and {tmp_path / 'model'}.pdiparams")
+    assert list(tmp_path.parent.glob(tmp_path.name + ".*")) == []
