@@ -186,3 +186,11 @@ def test_export_to_a_directory_is_refused_with_the_prefix_to_give(tmp_path):
     one_line_error(done, f"cannot export to '{tmp_path}': it names a directory",
                    f"'{tmp_path / 'model'}' writes {tmp_path / 'model'}.pdmodel and {tmp_path / 'model'}.pdiparams")
     assert list(tmp_path.parent.glob(tmp_path.name + ".*")) == []
+
+
+def test_save_params_with_an_extension_of_no_format_is_refused_before_training(tmp_path, mlp_sgd):
+    """Before, --save-params trained.txt trained and then wrote an .npz under that name."""
+    done = gradc_cli("train", mlp_sgd, "--startup", mlp_sgd.with_suffix(".startup.pb"), "--params",
+                     MLP / "params.npz", "--feed", MLP / "feed.npz", "--steps", 1, "--save-params", tmp_path / "w.txt")
+    one_line_error(done, f"cannot tell the format of '{tmp_path / 'w.txt'}' from its extension: use .npz")
+    assert done.stdout == "" and list(tmp_path.iterdir()) == []

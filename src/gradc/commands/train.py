@@ -15,7 +15,7 @@ from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
 from ..training import save_params as write_model_params
-from ..training.params import require_values
+from ..training.params import check_params_path, require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updates_nothing
 from ..training.report import ConsoleReporter
@@ -90,6 +90,8 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     for path in (save_params, plot):
         if path:
             check_writable(path)
+    if save_params:
+        check_params_path(save_params)
     if plot:
         require_matplotlib()
     training = load(program)

@@ -121,6 +121,7 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
     """Write the model's parameters (by default the persistable vars of the program's forward part: weights and
     batch-norm statistics, no optimizer state) from ``scope``, in the format the extension says."""
     from .programs import forward_part
+    check_params_path(path)
     forward = forward_part(program)
     names = persistable_names(forward) if names is None else sorted(names)
     missing = [name for name in names if name not in scope]
@@ -138,6 +139,13 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
         np.savez(buffer, **values)
         write_atomic(path, buffer.getvalue())
     return names
+
+
+def check_params_path(path: str | os.PathLike) -> None:
+    """A parameter file is written in the format its extension names: another extension is refused (before
+    training, on the command line) rather than given an .npz under a name that says otherwise."""
+    if Path(path).suffix not in (".npz", ".pdiparams", *PICKLED):
+        raise GradcError(f"cannot tell the format of '{path}' from its extension: use .npz, .pdiparams or .pdparams")
 
 
 def _holding(program: Program, names: list[str]) -> Program:
