@@ -194,3 +194,14 @@ def test_save_params_with_an_extension_of_no_format_is_refused_before_training(t
                      MLP / "params.npz", "--feed", MLP / "feed.npz", "--steps", 1, "--save-params", tmp_path / "w.txt")
     one_line_error(done, f"cannot tell the format of '{tmp_path / 'w.txt'}' from its extension: use .npz")
     assert done.stdout == "" and list(tmp_path.iterdir()) == []
+
+
+def test_info_calls_a_saved_program_whose_fetch_target_is_its_loss_a_forward_program():
+    """examples/pir/forward.json fetches its loss; before, info called it an inference model to add a loss to."""
+    done = gradc_cli("info", EXAMPLES / "pir" / "forward.json")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[1] == "kind: forward program with feed and fetch ops and a loss: gradc compile appends its backward"
+    assert "loss: loss (gradc compile picks it by itself)" in lines
+    saved = gradc_cli("info", EXAMPLES / "pir" / "model.json").stdout.splitlines()
+    assert saved[1].startswith("kind: inference model (feed and fetch ops)")
