@@ -165,7 +165,7 @@ def test_the_checks_run_again_when_what_they_read_changes(change, phrase, tmp_pa
     assert len(calls) == 1
     adam = program.global_block.ops[1]
     if change == "shape":
-        scope.vars["m1"] = np.zeros([2, 4], np.float32)   # past the scope's own check of the declared shape
+        scope["m1"] = np.zeros([2, 4], np.float32)
     elif change == "attribute":
         adam.attrs["beta1"] = 1.0
     else:

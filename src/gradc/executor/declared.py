@@ -18,15 +18,16 @@ from ..ir.types import NUMPY_DTYPE_NAMES
 PYTHON_VALUES = (int, float, bool, complex, list, tuple)   # converted to the declared dtype, as a feed converts them
 
 
-def fitted_value(var: VarDesc, value, where: str, error=FormatError, hint: bool = False):
+def fitted_value(var: VarDesc, value, where: str, error=FormatError, hint: bool = False, shape: bool = True):
     """``value`` as the executor holds ``var``'s, or ``error`` saying how it differs; ``where`` starts the message
-    ("params 'p.npz': 'fc_0.w_0'"); ``hint`` adds the numpy call that converts an array of another dtype."""
+    ("params 'p.npz': 'fc_0.w_0'"); ``hint`` adds the numpy call that converts an array of another dtype;
+    ``shape``: whether the declared shape binds too."""
     expected = NUMPY_DTYPE_NAMES.get(var.dtype)
     if isinstance(value, PYTHON_VALUES) and expected is not None:
         value = np.asarray(value, expected)
     if var.shape is None:
         return value
-    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
+    if shape and (len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape))):
         raise error(f"{where} has shape {list(value.shape)}, but the program declares {var.shape}")
     if var.dtype == VarType.BF16:
         if value.dtype not in (np.float32, np.uint16):
@@ -47,8 +48,11 @@ def fitted_value(var: VarDesc, value, where: str, error=FormatError, hint: bool 
 def check_scope_values(block: Block, scope) -> None:
     """The values put into ``scope`` or its parents with ``scope[name] = value`` since their last check, for the
     persistable dense vars ``block`` reads before writing them: refused where they do not fit the declared var,
-    as a parameter file's would be (Python numbers and lists are converted). A name the block does not read stays
-    unchecked (a startup program writes what a user may have put there)."""
+    as a parameter file's would be (Python numbers and lists are converted). The shape binds a parameter only:
+    Paddle's kernels leave the declared shapes of other persistable vars stale (auc's statistics, a quantization
+    scale of shape [] declared [1]), and Paddle's executor does not check them. A name the block does not read stays
+    unchecked (a startup program writes what a user may have put there); ``scope.vars[name] = value`` puts a value
+    in unchecked (the fused weights of Paddle's multihead_matmul_fuse_pass, declared with the unfused shapes)."""
     scopes = []
     while scope is not None:
         if scope.unchecked:
@@ -63,8 +67,9 @@ def check_scope_values(block: Block, scope) -> None:
             if isinstance(value, np.generic):
                 value = np.asarray(value)
             if isinstance(value, (np.ndarray, *PYTHON_VALUES)):
-                scope.vars[name] = fitted_value(block.vars[name], value, f"scope value '{name}'", ExecutionError,
-                                                hint=True)
+                var = block.vars[name]
+                scope.vars[name] = fitted_value(var, value, f"scope value '{name}'", ExecutionError, hint=True,
+                                                shape=var.is_parameter)
             scope.unchecked.discard(name)
 
 
