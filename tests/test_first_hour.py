@@ -205,3 +205,12 @@ def test_info_calls_a_saved_program_whose_fetch_target_is_its_loss_a_forward_pro
     assert "loss: loss (gradc compile picks it by itself)" in lines
     saved = gradc_cli("info", EXAMPLES / "pir" / "model.json").stdout.splitlines()
     assert saved[1].startswith("kind: inference model (feed and fetch ops)")
+
+
+def test_check_without_params_or_with_an_unknown_wrt_says_what_to_give():
+    """Before: "no value for ['fc_0.b_0', ...]: feed them or give them as parameters", a Python list, for both."""
+    feed = ["--feed", MLP / "feed.npz"]
+    one_line_error(gradc_cli("check", MLP / "forward.pb", *feed), "no value for fc_0.b_0, fc_0.w_0, fc_1.b_0, "
+                   "fc_1.w_0: give the parameters with --params (params= in Python), or feed them")
+    one_line_error(gradc_cli("check", MLP / "forward.pb", *feed, "--params", MLP / "params.npz", "--wrt", "nope"),
+                   "no var 'nope' in block 0 of the program to check the gradient of (--wrt, wrt= in Python)")
