@@ -214,3 +214,14 @@ def test_check_without_params_or_with_an_unknown_wrt_says_what_to_give():
                    "fc_1.w_0: give the parameters with --params (params= in Python), or feed them")
     one_line_error(gradc_cli("check", MLP / "forward.pb", *feed, "--params", MLP / "params.npz", "--wrt", "nope"),
                    "no var 'nope' in block 0 of the program to check the gradient of (--wrt, wrt= in Python)")
+
+
+@pytest.mark.parametrize("command", ["run", "train", "evaluate", "export"])
+def test_a_failing_startup_program_is_named(tmp_path, mlp_sgd, command):
+    """A forward program given as --startup by mistake: before, its 'x is not fed' read as the main program's."""
+    main = {"run": ["--feed", MLP / "feed.npz", "--fetch", "mean_0.tmp_0"], "train": ["--feed", MLP / "feed.npz"],
+            "evaluate": ["--data", MLP / "feed.npz"], "export": ["--feed", "x", "--fetch", "fc_1.tmp_1", "-o",
+                                                                 tmp_path / "m"]}[command]
+    done = gradc_cli(command, mlp_sgd, "--startup", MLP / "forward.pb", *main)
+    one_line_error(done, f"startup program '{MLP / 'forward.pb'}': block 0, op 0 (mul) reads var 'x' (slot X), "
+                         f"which is not fed")

@@ -15,7 +15,7 @@ from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
 from ..training import save_params as write_model_params
-from ..training.params import check_params_path, require_values
+from ..training.params import check_params_path, require_values, run_startup
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updates_nothing
 from ..training.report import ConsoleReporter
@@ -146,7 +146,7 @@ def export_command(program, output, feeds, fetches, params, startups, fmt, stric
     fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
     prog, scope, executor = load(program), Scope(), Executor()
     for startup in startups:
-        executor.run(load(startup), scope=scope)
+        run_startup(executor, startup, scope)
     if params:
         scope.vars.update(read_values(params, prog, strict_params))
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)

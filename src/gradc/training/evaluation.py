@@ -94,12 +94,12 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     "acc_top5", ...) where scores and labels allow it; the mean of the loss and of each ``fetch``ed scalar by
     name. The data is checked before the first batch."""
     from ..io import load
-    from .params import load_params, require_values
+    from .params import load_params, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
     program = program if isinstance(program, Program) else load(program)
     scope, executor = Scope() if scope is None else scope, executor or Executor()
     for init in [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup):
-        executor.run(init if isinstance(init, Program) else load(init), scope=scope)
+        run_startup(executor, init, scope)
     if params is not None:
         load_params(scope, params, program, strict)
     data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import FormatError, GradcError, GradcWarning
+from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
 from ..executor.declared import fitted_value
-from ..io import write_atomic
+from ..io import load, write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
 from ..io.pickled import read_pickled, write_pickled
@@ -107,6 +107,18 @@ def require_values(program: Program, scope, fed=(), params: str | None = None, p
             hint = f"; {saved}, beside the program, may be its parameters"
         raise GradcError(f"no value for the persistable var(s) {shown}: {where}give them with --params, or run the "
                          f"startup programs that initialise them first (--startup, repeatable{hint})")
+
+
+def run_startup(executor, startup, scope) -> None:
+    """Run an initialiser program (a Program or a path) into ``scope``; a failure names the file, so that a program
+    given as --startup by mistake (a forward program, which reads inputs) is not taken for the main one's."""
+    try:
+        executor.run(startup if isinstance(startup, Program) else load(startup), scope=scope)
+    except (ExecutionError, ProgramError) as exc:
+        if isinstance(startup, Program):
+            raise
+        kind = ProgramError if isinstance(exc, ProgramError) else ExecutionError   # not a FeedError: no feed file
+        raise kind(f"startup program '{startup}': {exc}") from None
 
 
 def load_params(scope, path: str | os.PathLike, program: Program | None = None, strict: bool = False) -> list[str]:

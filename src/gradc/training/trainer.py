@@ -35,7 +35,7 @@ from .data import Dataset, OneBatch, as_data, check_fits
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import deferred_interrupt
-from .params import checked_param
+from .params import checked_param, run_startup
 from .programs import updates_nothing
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
@@ -73,7 +73,7 @@ class Trainer:
             randomness.seed(seed)
         for number, init in enumerate(startups):
             self._reseed(STARTUP, number)   # initialisers without a seed of their own
-            self.executor.run(init if isinstance(init, Program) else load(init), scope=self.scope)
+            run_startup(self.executor, init, self.scope)
         round_parameters(self.program, self.scope)   # a pure bfloat16 program's, as Paddle's amp_init
 
     # ------------------------------------------------------------------ steps and evaluation
