@@ -225,3 +225,14 @@ def test_a_failing_startup_program_is_named(tmp_path, mlp_sgd, command):
     done = gradc_cli(command, mlp_sgd, "--startup", MLP / "forward.pb", *main)
     one_line_error(done, f"startup program '{MLP / 'forward.pb'}': block 0, op 0 (mul) reads var 'x' (slot X), "
                          f"which is not fed")
+
+
+def test_evaluate_refuses_a_label_no_class_scores_are_scored_against():
+    """Before, --label naming the model's features printed the loss and no accuracy, without a word."""
+    done = gradc_cli("evaluate", MLP / "forward.pb", "--params", MLP / "params.npz", "--data", MLP / "feed.npz",
+                     "--label", "x")
+    one_line_error(done, "evaluation: --label x: no class scores of the program are scored against it (the labels its "
+                         "classification ops read: label)")
+    scored = gradc_cli("evaluate", MLP / "forward.pb", "--params", MLP / "params.npz", "--data", MLP / "feed.npz",
+                       "--label", "label")
+    assert scored.returncode == 0 and "acc: 0.0625" in scored.stdout.splitlines()

@@ -72,7 +72,7 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         if found.label in names and (label is None or label == found.label):
             result.scores, result.label, result.axis = found.scores, found.label, found.axis
             return
-    block = forward.global_block
+    block, given = forward.global_block, label
     targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
     scores = [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1]
     if label is None:
@@ -82,6 +82,10 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
     if len(scores) == 1 and label is not None:
         result.scores, result.label = scores[0], label
+    elif given is not None:   # an input the model reads (its features), or labels of a program with no class scores
+        readers = sorted({found.label for found in classifiers(forward)})
+        meant = f" (the labels its classification ops read: {', '.join(readers)})" if readers else ""
+        raise GradcError(f"evaluation: --label {label}: no class scores of the program are scored against it{meant}")
 
 
 def evaluate(program: Program | str | os.PathLike, data, params=None, startup=(), scope: Scope | None = None, *,
