@@ -236,3 +236,15 @@ def test_evaluate_refuses_a_label_no_class_scores_are_scored_against():
     scored = gradc_cli("evaluate", MLP / "forward.pb", "--params", MLP / "params.npz", "--data", MLP / "feed.npz",
                        "--label", "label")
     assert scored.returncode == 0 and "acc: 0.0625" in scored.stdout.splitlines()
+
+
+def test_compile_warns_when_no_parameter_gets_a_gradient(tmp_path):
+    """Before, --param fc_0.w_0 --no-grad fc_0.w_0 wrote a backward with an empty table and not a word more."""
+    done = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "t.pb", "--param", "fc_0.w_0", "--no-grad",
+                     "fc_0.w_0")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == ["gradc: warning: no parameter gets a gradient: each is stop_gradient, in the "
+                                        "no-grad set (--no-grad), or on no path to the loss; training this program "
+                                        "would change nothing"]
+    assert "0 parameter gradients" in done.stdout
+    assert gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "u.pb").stderr == ""
