@@ -108,10 +108,13 @@ def test_params_the_program_does_not_have_are_named_in_a_warning(extra_params):
 @pytest.mark.parametrize("command", [
     ["run", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--fetch", LOSS],
     ["export", MLP / "forward.pb", "--feed", "x", "--fetch", "fc_1.tmp_1", "-o", "{tmp}/model"],
-    ["train", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--steps", "1"],
+    ["train", "{sgd}", "--feed", MLP / "feed.npz", "--steps", "1"],
 ])
-def test_strict_params_refuses_them(extra_params, tmp_path, command):
-    done = gradc_cli(*[str(arg).format(tmp=tmp_path) for arg in command], "--params", extra_params, "--strict-params")
+def test_strict_params_refuses_them(extra_params, tmp_path, tmp_path_factory, command):
+    sgd = tmp_path_factory.mktemp("sgd") / "train.pb"   # a training program, outside the dir that must stay empty
+    assert gradc_cli("compile", MLP / "forward.pb", "-o", sgd, "--optimizer", "sgd").returncode == 0
+    done = gradc_cli(*[str(arg).format(tmp=tmp_path, sgd=sgd) for arg in command], "--params", extra_params,
+                     "--strict-params")
     assert_clean_failure(done, f"params '{extra_params}'", "(fc_9_w_0, linear_0_w_0): is it another model's file?")
     assert list(tmp_path.iterdir()) == [extra_params]
     with pytest.raises(gradc.GradcError, match="another model's file"):

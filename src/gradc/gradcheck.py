@@ -232,9 +232,14 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     wrt = [param for param, _ in pairs] if wrt is None else list(wrt)
     values, fed = perturbable(feed)   # numeric_grad perturbs the arrays in place
     param_values = {k: np.array(v, order="C") for k, v in (params or {}).items()}
+    undeclared = [name for name in wrt if program.global_block.find_var(name) is None]
+    if undeclared:
+        raise GradcheckError(f"no var {', '.join(map(repr, undeclared))} in block 0 of the program to check the "
+                             f"gradient of (--wrt, wrt= in Python)")
     unknown = [name for name in wrt if name not in values and name not in param_values]
     if unknown:
-        raise GradcheckError(f"no value for {unknown}: feed them or give them as parameters")
+        raise GradcheckError(f"no value for {', '.join(unknown)}: give the parameters with --params (params= in "
+                             f"Python), or feed them")
     executor = Executor()
 
     def scope() -> Scope:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import warnings
+
 import click
 
 from ..cli_memory import memory_options, memory_passes
-from ..errors import GradcError
+from ..errors import GradcError, GradcWarning
 from ..io import check_writable, load, save
 from ..optimizers.cli_options import build_optimizer, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
@@ -51,6 +53,9 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, n
     if updates:
         save(results["optimizer"], startup_out)
     pairs = results["backward"]
+    if not pairs:
+        warnings.warn("no parameter gets a gradient: each is stop_gradient, in the no-grad set (--no-grad), or on no "
+                      "path to the loss; training this program would change nothing", GradcWarning, stacklevel=2)
     width = max([len(p) for p, _ in pairs] + [9])
     lines = [f"{'parameter':<{width}}  gradient"] + [f"{param:<{width}}  {grad}" for param, grad in pairs]
     click.echo("\n".join(lines))   # one write: an echo per line cost 40 ms for 6,000 parameters

@@ -25,8 +25,9 @@ def info(program):
         fmt = detect_format(program, handle.read(4096))
     block = prog.global_block
     kinds = Counter(op_kinds(block))
+    loss, how = _loss(prog)
     lines = [f"{program}: {FORMAT_NAMES.get(fmt, fmt)}, {len(prog.blocks)} block(s), {prog.num_ops()} ops",
-             f"kind: {_kind(kinds)}", "inputs:"]
+             f"kind: {_kind(kinds, loss is not None)}", "inputs:"]
     lines += [f"  {_var(block, name)}" for name in _inputs(block)] or ["  none"]
     fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
     if fetched:
@@ -44,7 +45,7 @@ def info(program):
     lines += [f"  {_var(block, var.name)}" for var in sorted(params, key=lambda v: v.name)[:LISTED]]
     if len(params) > LISTED:
         lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
-    lines.append(f"loss: {_loss(prog)}")
+    lines.append(f"loss: {loss} ({how})" if loss else f"loss: {how}")
     types = Counter(op.type for op in block.ops)
     shown = ", ".join(f"{name} {count}" for name, count in types.most_common(LISTED))
     more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
@@ -52,11 +53,13 @@ def info(program):
     click.echo("\n".join(lines))
 
 
-def _kind(kinds: Counter) -> str:
+def _kind(kinds: Counter, has_loss: bool) -> str:
     if kinds[OPTIMIZER]:
         return f"training program ({kinds[BACKWARD]} backward, {kinds[OPTIMIZER]} optimizer ops)"
     if kinds[BACKWARD]:
         return f"program with a backward ({kinds[BACKWARD]} backward ops, no optimizer)"
+    if kinds[FEED_FETCH] and has_loss:   # a Paddle 3 program saved with its loss as the fetch target
+        return "forward program with feed and fetch ops and a loss: gradc compile appends its backward"
     if kinds[FEED_FETCH]:
         return ("inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or add a "
                 "loss to fine-tune it")
@@ -68,22 +71,23 @@ def _inputs(block: Block) -> list[str]:
     return feeds or sorted(name for name, var in block.vars.items() if var.need_check_feed)
 
 
-def _loss(program: Program) -> str:
+def _loss(program: Program) -> tuple[str | None, str]:
+    """The loss gradc compile would take, if any, and how it is found (or why there is none)."""
     from ..backward import default_loss, loss_candidates, unread_scalars  # the compiler's modules, for this line only
     block = program.global_block
     marked = [name for op in block.ops if is_loss(op) for name in op.output_names()]
     if marked:
-        return f"{marked[0]} (its op's op_role marks it the loss)"
+        return marked[0], "its op's op_role marks it the loss"
     candidates = loss_candidates(program)
     if len(candidates) == 1:
-        return f"{candidates[0]} (gradc compile picks it by itself)"
+        return candidates[0], "gradc compile picks it by itself"
     picked = default_loss(program, notice=False)
     if picked:
-        return f"{picked} (gradc compile picks it by itself: the one float scalar no op reads)"
+        return picked, "gradc compile picks it by itself: the one float scalar no op reads"
     unread = unread_scalars(program)
     if unread:
-        return f"not picked by itself; float scalars no op reads: {', '.join(unread)} (gradc compile --loss NAME)"
-    return "none (no float scalar the program could minimise)"
+        return None, f"not picked by itself; float scalars no op reads: {', '.join(unread)} (gradc compile --loss NAME)"
+    return None, "none (no float scalar the program could minimise)"
 
 
 def _var(block: Block, name: str) -> str:

@@ -31,8 +31,13 @@ def ops(op_type, markdown):
         return
     if op_type:
         opdef = registry.get(op_type)
+        legacy = _legacy_of_pir(op_type) if opdef is None else None
+        if legacy is not None:
+            click.echo(f"{op_type} is Paddle 3's PIR name of {legacy} (gradc reads it as that op)")
+            opdef, op_type = registry.get(legacy), legacy
         if opdef is None:
-            close = difflib.get_close_matches(op_type, list(registry.OPS), n=3)
+            lowered = [name for name in registry.OPS if name.lower() == op_type.lower()]   # Relu, Conv2D
+            close = lowered or difflib.get_close_matches(op_type, list(registry.OPS), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             raise GradcError(f"no op '{op_type}' is registered (gradc ops lists them){hint}")
         click.echo(describe(opdef, KERNELS.knows(op_type)))
@@ -46,3 +51,12 @@ def ops(op_type, markdown):
         click.echo(f"{name:<{width}}  {grad:<{grad_width}}  {kernel}")
     differentiable = sum(1 for d in registry.OPS.values() if d.differentiable)
     click.echo(f"{len(rows)} ops, {differentiable} differentiable, {sum(r[2] == 'yes' for r in rows)} with kernels")
+
+
+def _legacy_of_pir(op_type: str) -> str | None:
+    """The registered op a PIR op name (pd_op.relu) becomes when gradc reads a PIR program, if it has one."""
+    if "." not in op_type:
+        return None
+    from ..pir.table.rows import TABLE  # the PIR table, only for a PIR name
+    legacy = getattr(TABLE.get(op_type), "legacy", None)
+    return legacy if registry.get(legacy or "") is not None else None

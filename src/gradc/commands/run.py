@@ -17,7 +17,7 @@ from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
-from ..training.params import read_values, require_values
+from ..training.params import read_values, require_values, run_startup
 
 STRICT_PARAMS = click.option("--strict-params", is_flag=True, help="Refuse a --params file that holds values for "
                              "vars the program does not have (by default they are left out, with a warning).")
@@ -33,7 +33,7 @@ def _session(program_path: str, params: str | None, startups, strict: bool) -> t
     prog = load(program_path)
     scope, executor = Scope(), Executor()
     for startup in startups:
-        executor.run(load(startup), scope=scope)
+        run_startup(executor, startup, scope)
     for name, value in load_params(params, prog, strict).items():
         scope[name] = value
     round_parameters(prog, scope)   # a pure bfloat16 program's, as Paddle's amp_init

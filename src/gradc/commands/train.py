@@ -8,14 +8,16 @@ from pathlib import Path
 
 import click
 
+from ..errors import GradcError
 from ..executor import Executor, Scope
 from ..io import check_writable, load
 from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
 from ..training import save_params as write_model_params
-from ..training.params import require_values
+from ..training.params import check_params_path, require_values, run_startup
 from ..training.plot import plot_history, require_matplotlib
+from ..training.programs import updates_nothing
 from ..training.report import ConsoleReporter
 from .run import STRICT_PARAMS
 
@@ -88,9 +90,15 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     for path in (save_params, plot):
         if path:
             check_writable(path)
+    if save_params:
+        check_params_path(save_params)
     if plot:
         require_matplotlib()
-    trainer = Trainer(program, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
+    training = load(program)
+    reason = updates_nothing(training)
+    if reason:
+        raise GradcError(f"{program}: {reason}")
+    trainer = Trainer(training, startups, fetch=list(fetches) or None, seed=seed, check_nan=check_nan,
                       lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     if params:
         load_params(trainer.scope, params, trainer.program, strict_params)
@@ -138,7 +146,7 @@ def export_command(program, output, feeds, fetches, params, startups, fmt, stric
     fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
     prog, scope, executor = load(program), Scope(), Executor()
     for startup in startups:
-        executor.run(load(startup), scope=scope)
+        run_startup(executor, startup, scope)
     if params:
         scope.vars.update(read_values(params, prog, strict_params))
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)

@@ -23,9 +23,10 @@ from ..verify import check_vars
 from ..verify_shapes import check_complex_inputs, check_inputs
 from . import malloc, straight
 from .context import KernelContext
+from .declared import check_scope_values
 from .direct import direct_step
 from .failures import check_finite, kernel_failure
-from .feeding import check_fetches, feed_ops, feed_values
+from .feeding import as_feed, check_fetches, feed_ops, feed_values
 from .kernels import KERNELS
 from .liveness import deaths, shape_stub
 from .lod import LoDTensor, declares_lod, has_lod, lod_of, sharing
@@ -93,7 +94,7 @@ class Executor:
         self.check_finite = False   # stop at the first op that writes NaN or Inf (gradc train --check-nan)
 
     # ------------------------------------------------------------------ public
-    def run(self, program: Program, feed: Mapping[str, object] | None = None,
+    def run(self, program: Program, feed: Mapping[str, object] | str | None = None,
             fetch_list: Iterable[str] | None = None, scope: Scope | None = None,
             return_lod: bool = False) -> list[np.ndarray]:
         """Run block 0 of ``program``; return the values of ``fetch_list``.
@@ -109,7 +110,8 @@ class Executor:
         check_fetches(block, fetch_list, scope)
         local = scope.child()
         plan = self._plan(block, keep=frozenset(fetch_list))
-        feed_values(block, feed or {}, local, plan.feeds)
+        check_scope_values(block, scope)
+        feed_values(block, as_feed(feed), local, plan.feeds)
         self._execute(plan, local, scope)
         if not fetch_list and "fetch" in local:   # a saved inference program's fetch ops fill holder[col]
             values = list(local["fetch"])

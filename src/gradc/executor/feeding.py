@@ -5,6 +5,7 @@ checked before it starts."""
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping
 
 import numpy as np
@@ -13,12 +14,26 @@ from ..bfloat16 import as_bfloat16
 from ..errors import ExecutionError, FeedError, op_location
 from ..float8 import FORMATS as FLOAT8_FORMATS
 from ..float8 import as_float8
+from ..io.arrays import read_npz
 from ..ir import Block, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
 from .lod import LoDTensor, checked_lod, set_lod
 from .scope import MISSING, Scope
 
 _DTYPES = {var_type: np.dtype(name) for var_type, name in NUMPY_DTYPE_NAMES.items()}   # compared faster than names
+
+
+def as_feed(feed) -> Mapping[str, object]:
+    """What Executor.run takes as its feed: a dict of name -> value, None, or the path of an .npz of them (what
+    gradc run --feed reads, and gradc.train and gradc.evaluate take)."""
+    if feed is None:
+        return {}
+    if isinstance(feed, (str, os.PathLike)):
+        return read_npz(feed, "feed")
+    if not isinstance(feed, Mapping):
+        raise FeedError(f"the feed is a {type(feed).__name__}: give a dict of var name -> array, or the path of an "
+                        f".npz of them")
+    return feed
 
 
 def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: list | None = None) -> None:
@@ -145,4 +160,6 @@ def check_fetches(block: Block, names: list[str], scope: Scope) -> None:
                 and not any(name in op.output_names() for op in block.ops)):
             close = difflib.get_close_matches(name, list(block.vars), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
+            if "@GRAD" in name and not any("@GRAD" in out for op in block.ops for out in op.output_names()):
+                hint = " (the program has no backward: gradc compile, or gradc.append_backward in Python, appends it)"
             raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")

@@ -7,12 +7,13 @@ from collections.abc import Iterator
 
 
 class Scope:
-    __slots__ = ("vars", "parent", "lods")
+    __slots__ = ("vars", "parent", "lods", "unchecked")
 
     def __init__(self, parent: Scope | None = None):
         self.vars: dict[str, object] = {}
         self.parent = parent
         self.lods: dict[str, tuple] | None = None   # name -> LoD of the vars that have one (gradc.executor.lod)
+        self.unchecked: set[str] = set()   # names given values by scope[name] = ...: Executor.run checks them
 
     def child(self) -> Scope:
         return Scope(self)
@@ -50,6 +51,7 @@ class Scope:
 
     def __setitem__(self, name: str, value) -> None:
         self.vars[name] = value
+        self.unchecked.add(name)
 
     def __delitem__(self, name: str) -> None:
         del self.vars[name]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 from pathlib import Path
 
@@ -23,13 +24,24 @@ KEEP = 2
 _STATE = re.compile(r"checkpoint-(\d{8,})\.json$")
 
 
-def save_checkpoint(directory: str | Path, values: dict[str, np.ndarray], state: dict) -> Path:
-    """Write checkpoint number ``state['step']``; return its state file."""
+def checkpoint_directory(directory: str | Path) -> Path:
+    """The checkpoint directory, made if need be: called before the first step too, so that a path that is a file
+    or cannot be written is said before an epoch's work, not after it."""
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise OutputError(f"cannot keep checkpoints in '{directory}': it is a file, not a directory")
     try:
         directory.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"cannot create the checkpoint directory '{directory}': {exc.strerror}") from None
+    if not os.access(directory, os.W_OK):
+        raise OutputError(f"cannot keep checkpoints in '{directory}': the directory is not writable")
+    return directory
+
+
+def save_checkpoint(directory: str | Path, values: dict[str, np.ndarray], state: dict) -> Path:
+    """Write checkpoint number ``state['step']``; return its state file."""
+    directory = checkpoint_directory(directory)
     stem = f"checkpoint-{state['step']:08d}"
     buffer = io.BytesIO()
     np.savez(buffer, **values)

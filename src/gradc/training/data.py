@@ -97,11 +97,12 @@ def as_data(data, what: str = "data", program: Program | None = None, others: bo
 
 
 def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop_last: bool = False,
-               labels_of: Program | None = None) -> None:
+               labels_of: Program | None = None, evaluated: bool = False) -> None:
     """Refuse, before any step, data ``program`` cannot take: an input it reads that the data lacks, a name,
     dtype or shape its vars refuse, in the first or the last batch (the only two sizes an epoch feeds), or a class
     label out of range anywhere (for the classification ops of ``labels_of``, the user's program of which
-    ``program`` is a part, so the error names the op by its index there)."""
+    ``program`` is a part, so the error names the op by its index there). ``evaluated``: data that is evaluated, which
+    has no --drop-last."""
     block = program.global_block
     given, written = set(data.feed if isinstance(data, OneBatch) else data.arrays), set()
     inputs = set(program_inputs(block))
@@ -119,11 +120,35 @@ def check_fits(program: Program, data: Dataset | OneBatch, batch_size: int, drop
         try:
             feed_values(block, feed, Scope())
         except FeedError as exc:
-            raise FeedError(f"{data.source}: {exc}") from None
+            raise FeedError(f"{data.source}: {exc}{_fixed_batch(block, feed, data, batch_size, evaluated)}") from None
     if isinstance(data, OneBatch):
         check_indices(labels_of or program, data.feed, data.source, "feed var")
     else:
         check_indices(labels_of or program, data.arrays, data.source, data.item)
+
+
+def _fixed_batch(block, feed: dict, data, batch_size: int, evaluated: bool) -> str:
+    """What to change when the program was saved for one batch size (Paddle's static examples often fix it) and a
+    batch of the data has another number of rows: the --batch-size that fits, and --drop-last for a last, short one."""
+    if isinstance(data, OneBatch):
+        return ""
+    for name, value in feed.items():
+        var = block.find_var(name)
+        shape = getattr(value, "shape", ())
+        if var is None or not var.shape or not shape or var.shape[0] < 0 or var.shape[0] == shape[0]:
+            continue
+        fixed = var.shape[0]
+        takes = f" (the program takes batches of exactly {fixed} examples"
+        if batch_size == fixed:   # the last batch of an epoch is short
+            short = (f"a number of examples that is a multiple of {fixed}" if evaluated else
+                     "--drop-last, drop_last=True in Python")
+            return f"{takes} and the last batch has {shape[0]}: {short})"
+        if data.size % fixed == 0:
+            return f"{takes}: --batch-size {fixed}, batch_size= in Python)"
+        if evaluated:
+            return f"{takes}: --batch-size {fixed}, with a number of examples that is a multiple of {fixed})"
+        return f"{takes}: --batch-size {fixed} and --drop-last; batch_size=, drop_last= in Python)"
+    return ""
 
 
 def _rows(value: np.ndarray, rows: np.ndarray, shuffled: bool) -> np.ndarray:

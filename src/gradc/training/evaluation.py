@@ -62,7 +62,7 @@ def plan(program: Program, names: Sequence[str], fetch: Sequence[str] | None = N
     if not needed:
         raise GradcError("evaluation: the program has no loss and no class scores to score against labels; name "
                          "the scalars to average (--fetch NAME) or the labels (--label NAME)")
-    result.program = prune(forward, needed, feeds)
+    result.program = prune(forward, needed, feeds, from_data=True)
     result.scalars = [name for name in result.scalars if result.program.global_block.find_var(name) is not None]
     return result
 
@@ -72,7 +72,7 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         if found.label in names and (label is None or label == found.label):
             result.scores, result.label, result.axis = found.scores, found.label, found.axis
             return
-    block = forward.global_block
+    block, given = forward.global_block, label
     targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
     scores = [name for name in targets if len(getattr(block.find_var(name), "shape", None) or ()) > 1]
     if label is None:
@@ -82,6 +82,10 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
     if len(scores) == 1 and label is not None:
         result.scores, result.label = scores[0], label
+    elif given is not None:   # an input the model reads (its features), or labels of a program with no class scores
+        readers = sorted({found.label for found in classifiers(forward)})
+        meant = f" (the labels its classification ops read: {', '.join(readers)})" if readers else ""
+        raise GradcError(f"evaluation: --label {label}: no class scores of the program are scored against it{meant}")
 
 
 def evaluate(program: Program | str | os.PathLike, data, params=None, startup=(), scope: Scope | None = None, *,
@@ -94,12 +98,12 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
     "acc_top5", ...) where scores and labels allow it; the mean of the loss and of each ``fetch``ed scalar by
     name. The data is checked before the first batch."""
     from ..io import load
-    from .params import load_params, require_values
+    from .params import load_params, require_values, run_startup
     path = None if isinstance(program, Program) else str(program)
     program = program if isinstance(program, Program) else load(program)
     scope, executor = Scope() if scope is None else scope, executor or Executor()
     for init in [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup):
-        executor.run(init if isinstance(init, Program) else load(init), scope=scope)
+        run_startup(executor, init, scope)
     if params is not None:
         load_params(scope, params, program, strict)
     data = as_data(data, "data", program, others=True)   # a .csv's labels of an exported model are no var of it
@@ -110,7 +114,8 @@ def evaluate(program: Program | str | os.PathLike, data, params=None, startup=()
         evaluation = plan(program, names, fetch, loss, label, topk)
     except GradcError as exc:
         raise GradcError(f"{data.source}: {exc}") from None
-    check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program)
+    check_fits(evaluation.program, _only(data, evaluation.feeds), batch_size or data.size, labels_of=program,
+               evaluated=True)
     if evaluation.label:
         _check_scored_labels(program, evaluation, _arrays(data)[evaluation.label], data)
     classes = _classes(evaluation)

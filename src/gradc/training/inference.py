@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..errors import GradcError
+from ..errors import GradcError, OutputError
 from ..io import check_writable, save
 from ..io.pdiparams import persistable_names, write_params
 from ..ir import AttrType, OpDesc, Program, VarType, roles
@@ -53,6 +53,10 @@ def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fe
     from ``values`` or ``scope``. Returns the two paths."""
     if format not in SUFFIXES:
         raise GradcError(f"unknown export format '{format}' (known: {', '.join(SUFFIXES)})")
+    if os.path.isdir(prefix) or str(prefix).endswith(os.sep):   # as Paddle's save_inference_model refuses it
+        example = os.path.join(prefix, "model")
+        raise OutputError(f"cannot export to '{prefix}': it names a directory, and the path is the prefix of the "
+                          f"files: '{example}' writes {example}{SUFFIXES[format]} and {example}.pdiparams")
     model_path, params_path = f"{prefix}{SUFFIXES[format]}", f"{prefix}.pdiparams"
     for path in (model_path, params_path):
         check_writable(path)

@@ -14,16 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..bfloat16 import as_bfloat16
-from ..errors import FormatError, GradcError, GradcWarning
-from ..float8 import FORMATS as FLOAT8_FORMATS
-from ..float8 import as_float8
-from ..io import write_atomic
+from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
+from ..executor.declared import fitted_value
+from ..io import load, write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
 from ..io.pickled import read_pickled, write_pickled
 from ..ir import Program, VarType
-from ..ir.types import NUMPY_DTYPE_NAMES
 
 PICKLED = (".pdparams", ".pdopt")
 
@@ -81,37 +78,7 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
 def checked_param(program: Program, name: str, value, source: str):
     """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
     var = program.global_block.find_var(name)
-    if var is None or var.shape is None:
-        return value
-    if len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape)):
-        raise FormatError(f"params '{source}': '{name}' has shape {list(value.shape)}, but the program declares "
-                          f"{var.shape}")
-    if var.dtype == VarType.BF16:
-        return _bfloat16_param(name, value, source)
-    if var.dtype in FLOAT8_FORMATS:
-        return _float8_param(name, value, source, var.dtype)
-    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
-    if expected is not None and value.dtype.name != expected:
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares {expected}")
-    return value
-
-
-def _bfloat16_param(name: str, value: np.ndarray, source: str) -> np.ndarray:
-    """A bfloat16 parameter's values: uint16 arrays are bfloat16 bits (what Paddle's numpy arrays of bfloat16 and
-    paddle.save hold), float32 values are rounded."""
-    if value.dtype not in (np.float32, np.uint16):
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares bfloat16 (give "
-                          f"float32 values or uint16 bfloat16 bits)")
-    return as_bfloat16(value)
-
-
-def _float8_param(name: str, value: np.ndarray, source: str, code: int) -> np.ndarray:
-    """A float8 parameter's values: uint8 / int8 arrays are float8 bits (paddle.save holds them as int8), float32
-    values are rounded; a float32 array read from a .pdiparams of data type 32 / 33 is already of the format."""
-    if value.dtype not in (np.float32, np.uint8, np.int8):
-        raise FormatError(f"params '{source}': '{name}' is {value.dtype}, but the program declares "
-                          f"{FLOAT8_FORMATS[code]} (give float32 values or uint8 / int8 float8 bits)")
-    return as_float8(value, code)
+    return value if var is None else fitted_value(var, value, f"params '{source}': '{name}'")
 
 
 def require_values(program: Program, scope, fed=(), params: str | None = None, path: str | None = None) -> None:
@@ -129,13 +96,29 @@ def require_values(program: Program, scope, fed=(), params: str | None = None, p
     if missing:
         shown = ", ".join(missing[:8]) + (f", ... ({len(missing)} in all)" if len(missing) > 8 else "")
         where = f"not in params '{params}'; " if params else ""
-        hint = ""
-        if not all(block.find_var(name).is_parameter for name in missing):   # optimizer state or a schedule's
+        from .programs import updates_nothing  # as in _read_combined: only for this hint
+        hint, saved = "", path and Path(path).with_suffix(".pdiparams")
+        # optimizer state or a schedule's (an inference model marks no parameters: its statistics are not those)
+        if not all(block.find_var(name).is_parameter for name in missing) and updates_nothing(program) is None:
             beside = path and Path(path).with_suffix(".startup" + Path(path).suffix)
             hint = (f"; {beside} initialises the optimizer's" if beside and beside.exists() else
                     "; gradc compile --optimizer writes OUTPUT.startup.pb for the optimizer's")
+        elif saved and saved.exists() and (params is None or Path(params).resolve() != saved.resolve()):
+            hint = f"; {saved}, beside the program, may be its parameters"
         raise GradcError(f"no value for the persistable var(s) {shown}: {where}give them with --params, or run the "
                          f"startup programs that initialise them first (--startup, repeatable{hint})")
+
+
+def run_startup(executor, startup, scope) -> None:
+    """Run an initialiser program (a Program or a path) into ``scope``; a failure names the file, so that a program
+    given as --startup by mistake (a forward program, which reads inputs) is not taken for the main one's."""
+    try:
+        executor.run(startup if isinstance(startup, Program) else load(startup), scope=scope)
+    except (ExecutionError, ProgramError) as exc:
+        if isinstance(startup, Program):
+            raise
+        kind = ProgramError if isinstance(exc, ProgramError) else ExecutionError   # not a FeedError: no feed file
+        raise kind(f"startup program '{startup}': {exc}") from None
 
 
 def load_params(scope, path: str | os.PathLike, program: Program | None = None, strict: bool = False) -> list[str]:
@@ -150,6 +133,7 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
     """Write the model's parameters (by default the persistable vars of the program's forward part: weights and
     batch-norm statistics, no optimizer state) from ``scope``, in the format the extension says."""
     from .programs import forward_part
+    check_params_path(path)
     forward = forward_part(program)
     names = persistable_names(forward) if names is None else sorted(names)
     missing = [name for name in names if name not in scope]
@@ -167,6 +151,13 @@ def save_params(scope, path: str | os.PathLike, program: Program, names: list[st
         np.savez(buffer, **values)
         write_atomic(path, buffer.getvalue())
     return names
+
+
+def check_params_path(path: str | os.PathLike) -> None:
+    """A parameter file is written in the format its extension names: another extension is refused (before
+    training, on the command line) rather than given an .npz under a name that says otherwise."""
+    if Path(path).suffix not in (".npz", ".pdiparams", *PICKLED):
+        raise GradcError(f"cannot tell the format of '{path}' from its extension: use .npz, .pdiparams or .pdparams")
 
 
 def _holding(program: Program, names: list[str]) -> Program:

@@ -4,6 +4,7 @@ backward, optimizer and learning-rate ops removed, dropout and batch norm in tes
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable
 
 from .. import registry
@@ -23,6 +24,20 @@ def is_training_op(op) -> bool:
     if isinstance(role, int) and role & TRAINING_ROLES:
         return True
     return op.type in UPDATES or any(GRAD_SUFFIX in name for name in op.output_names())
+
+
+def updates_nothing(program: Program) -> str | None:
+    """Why a step of ``program`` would change none of its parameters (no optimizer or update op in any block), or
+    None: a forward program, or a compiled backward without --optimizer, given to training by mistake."""
+    for block in program.blocks:
+        for op in block.ops:
+            role = op.attrs.get("op_role")
+            if op.type in UPDATES or (isinstance(role, int) and not isinstance(role, bool) and role & roles.OPTIMIZE):
+                return None
+    has_backward = any(is_training_op(op) for op in program.global_block.ops)
+    what = "it has a backward but no optimizer op" if has_backward else "a forward program: no backward, no optimizer"
+    return (f"no op of the program updates its parameters ({what}), so training would change nothing; gradc "
+            f"compile FORWARD.pb -o TRAIN.pb --optimizer adam (or sgd, momentum, ...) writes a training program")
 
 
 def forward_part(program: Program) -> Program:
@@ -64,13 +79,18 @@ def model_parameters(program: Program) -> list[str]:
     return persistable_names(forward_part(program))
 
 
-def prune(program: Program, fetches: list[str], feeds: Iterable[str] = ()) -> Program:
-    """A copy of ``program`` with only the block-0 ops the fetches need; fed vars cut the graph above them."""
+def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_data: bool = False) -> Program:
+    """A copy of ``program`` with only the block-0 ops the fetches need; fed vars cut the graph above them.
+    ``from_data``: the feeds are a data set's arrays (evaluation), not names the user gave (export)."""
     pruned = program.clone()
     block, feeds = pruned.global_block, set(feeds)
     for name in [*fetches, *feeds]:
         if block.find_var(name) is None:
-            raise GradcError(f"'{name}' is not a var of block 0 of the program")
+            by_lower = {var.lower(): var for var in block.vars}
+            close = [by_lower[match] for match in difflib.get_close_matches(name.lower(), list(by_lower), n=1)]
+            role = "fetch" if name in fetches else "feed"
+            raise GradcError(f"{role} '{name}' is not a var of block 0 of the program"
+                             + (f" (did you mean '{close[0]}'?)" if close else ""))
     needed, kept = set(fetches), []
     for op in reversed(block.ops):
         outputs = set(op.output_names())
@@ -82,8 +102,9 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = ()) -> Pr
     for name in sorted(needed - written - feeds):
         var = block.find_var(name)
         if var is not None and not var.persistable:
+            feed_it = (f"the data has no array '{name}': add one" if from_data else
+                       f"feed it: --feed {name} on the command line, feeds= in Python")
             raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
-                             f"(feed it: --feed {name} on the command line, feeds= in Python; or fetch something that "
-                             f"does not depend on it)")
+                             f"({feed_it}; or fetch something that does not depend on it)")
     drop_unused_vars(pruned, keep=[*fetches, *feeds])
     return pruned

@@ -30,12 +30,13 @@ from ..executor.feeding import program_inputs
 from ..io import load
 from ..ir import Program, VarType
 from .best import EarlyStopping, split_best
-from .checkpoint import load_checkpoint, save_checkpoint
+from .checkpoint import checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .history import History, Reporter, default_fetch, scalar
 from .interrupt import deferred_interrupt
-from .params import checked_param
+from .params import checked_param, run_startup
+from .programs import updates_nothing
 
 STARTUP, STEP, EVAL = 1, 0, 2   # randomness streams: [seed, stream, number]
 
@@ -48,6 +49,9 @@ class Trainer:
         """``startup``: programs (or paths) run once, in order, to initialise the scope. ``fetch``: scalar vars
         reported each step and evaluated (default: the loss). ``paddle_stream``: seed once (see the module)."""
         self.program = program if isinstance(program, Program) else load(program)
+        reason = updates_nothing(self.program)
+        if reason:
+            warnings.warn(reason, GradcWarning, stacklevel=2)
         self.scope = Scope() if scope is None else scope
         self.executor = executor or Executor()
         self.executor.check_finite = check_nan
@@ -69,7 +73,7 @@ class Trainer:
             randomness.seed(seed)
         for number, init in enumerate(startups):
             self._reseed(STARTUP, number)   # initialisers without a seed of their own
-            self.executor.run(init if isinstance(init, Program) else load(init), scope=self.scope)
+            run_startup(self.executor, init, self.scope)
         round_parameters(self.program, self.scope)   # a pure bfloat16 program's, as Paddle's amp_init
 
     # ------------------------------------------------------------------ steps and evaluation
@@ -101,7 +105,8 @@ class Trainer:
         """Refuse, before the first step, training or evaluation data the program cannot take (check_fits)."""
         check_fits(self.program, data, batch_size, drop_last)
         if eval_data is not None:
-            check_fits(self._eval_plan(eval_data).program, eval_data, batch_size, labels_of=self.program)
+            check_fits(self._eval_plan(eval_data).program, eval_data, batch_size, labels_of=self.program,
+                       evaluated=True)
 
     def _eval_plan(self, data: Dataset | OneBatch) -> EvalPlan:
         names = tuple(sorted(data.feed if isinstance(data, OneBatch) else data.arrays))
@@ -143,6 +148,8 @@ class Trainer:
         if batches == 0:
             raise GradcError(f"{data.source}: {data.size} examples make no batch of {batch_size} with --drop-last")
         self.check_data(data, eval_data, batch_size, drop_last)
+        if checkpoint_dir:
+            checkpoint_directory(checkpoint_dir)
         reporter = reporter or Reporter()
         reporter.begin(self, epochs, batches, isinstance(data, OneBatch), steps)
         self._clock, saved_at = time.perf_counter(), None

@@ -1,0 +1,93 @@
+"""A persistable value against the var a program declares for it: shape (-1 fits any size) and dtype, with bfloat16
+and float8 values converted to how the executor holds them. One rule for a parameter file (gradc.load_params, the
+CLI's --params) and for a value a user puts into a Scope and runs with (checked by Executor.run)."""
+
+from __future__ import annotations
+
+from weakref import WeakKeyDictionary
+
+import numpy as np
+
+from ..bfloat16 import as_bfloat16
+from ..errors import ExecutionError, FormatError
+from ..float8 import FORMATS as FLOAT8_FORMATS
+from ..float8 import as_float8
+from ..ir import Block, VarDesc, VarType
+from ..ir.types import NUMPY_DTYPE_NAMES
+
+PYTHON_VALUES = (int, float, bool, complex, list, tuple)   # converted to the declared dtype, as a feed converts them
+
+
+def fitted_value(var: VarDesc, value, where: str, error=FormatError, hint: bool = False, shape: bool = True):
+    """``value`` as the executor holds ``var``'s, or ``error`` saying how it differs; ``where`` starts the message
+    ("params 'p.npz': 'fc_0.w_0'"); ``hint`` adds the numpy call that converts an array of another dtype;
+    ``shape``: whether the declared shape binds too."""
+    expected = NUMPY_DTYPE_NAMES.get(var.dtype)
+    if isinstance(value, PYTHON_VALUES) and expected is not None:
+        value = np.asarray(value, expected)
+    if var.shape is None:
+        return value
+    if shape and (len(value.shape) != len(var.shape) or any(d >= 0 and d != s for d, s in zip(var.shape, value.shape))):
+        raise error(f"{where} has shape {list(value.shape)}, but the program declares {var.shape}")
+    if var.dtype == VarType.BF16:
+        if value.dtype not in (np.float32, np.uint16):
+            raise error(f"{where} is {value.dtype}, but the program declares bfloat16 (give float32 values or uint16 "
+                        f"bfloat16 bits)")
+        return as_bfloat16(value)
+    if var.dtype in FLOAT8_FORMATS:
+        if value.dtype not in (np.float32, np.uint8, np.int8):
+            raise error(f"{where} is {value.dtype}, but the program declares {FLOAT8_FORMATS[var.dtype]} (give "
+                        f"float32 values or uint8 / int8 float8 bits)")
+        return as_float8(value, var.dtype)
+    if expected is not None and value.dtype.name != expected:
+        convert = f" (convert it, e.g. with .astype('{expected}'))" if hint else ""
+        raise error(f"{where} is {value.dtype}, but the program declares {expected}{convert}")
+    return value
+
+
+def check_scope_values(block: Block, scope) -> None:
+    """The values put into ``scope`` or its parents with ``scope[name] = value`` since their last check, for the
+    persistable dense vars ``block`` reads before writing them: refused where they do not fit the declared var,
+    as a parameter file's would be (Python numbers and lists are converted). The shape binds a parameter only:
+    Paddle's kernels leave the declared shapes of other persistable vars stale (auc's statistics, a quantization
+    scale of shape [] declared [1]), and Paddle's executor does not check them. A name the block does not read stays
+    unchecked (a startup program writes what a user may have put there); ``scope.vars[name] = value`` puts a value
+    in unchecked (the fused weights of Paddle's multihead_matmul_fuse_pass, declared with the unfused shapes)."""
+    scopes = []
+    while scope is not None:
+        if scope.unchecked:
+            scopes.append(scope)
+        scope = scope.parent
+    if not scopes:
+        return
+    reads = _outer_reads(block)
+    for scope in scopes:
+        for name in [name for name in scope.unchecked if name in reads]:
+            value = scope.vars.get(name)
+            if isinstance(value, np.generic):
+                value = np.asarray(value)
+            if isinstance(value, (np.ndarray, *PYTHON_VALUES)):
+                var = block.vars[name]
+                scope.vars[name] = fitted_value(var, value, f"scope value '{name}'", ExecutionError, hint=True,
+                                                shape=var.is_parameter)
+            scope.unchecked.discard(name)
+
+
+_READS: WeakKeyDictionary[Block, tuple[int, frozenset[str]]] = WeakKeyDictionary()
+
+
+def _outer_reads(block: Block) -> frozenset[str]:
+    """The persistable dense vars ``block`` reads before any of its ops writes them: what it takes from the scope."""
+    revision = block.program.revision
+    cached = _READS.get(block)
+    if cached is not None and cached[0] == revision:
+        return cached[1]
+    written, reads = set(), set()
+    for op in block.ops:
+        for name in op.input_names():
+            var = block.vars.get(name)
+            if name not in written and var is not None and var.persistable and var.type == VarType.DENSE_TENSOR:
+                reads.add(name)
+        written.update(op.output_names())
+    _READS[block] = (revision, frozenset(reads))
+    return _READS[block][1]
