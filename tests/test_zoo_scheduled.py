@@ -47,13 +47,14 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # reaches every backbone gradient (3.2e-8) and the later losses; gradc's agrees with central differences
     "ppliteseg_stdc1_f64": ({"pool2d", "bilinear_interp_v2", "argsort", "one_hot_v2", "softmax_with_cross_entropy",
                              "reduce_max", "momentum"}, 3, 1e-7, 1e-7),
-    # PP-OCRv4 rec (ClipGradByValue): learnable affine scalars summed over whole activations are ill-conditioned
-    # (Paddle's own float32 is 0.16 of one's largest from its float64, gradc's 0.05); measured 1.8e-5 and 3.1e-2
+    # PP-OCRv4 rec (ClipGradByValue), measured 7.3e-6 and 2.7e-5 past the floor: its learnable affine scalars
+    # before batch norms have gradients zero but for rounding, which Adam moves by the rate whatever their size
     "ppocrv4_rec": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "warpctc", "lookup_table_v2", "masked_select",
-                     "clip", "adam"}, 3, 5e-5, 4e-2),
-    # Paddle's float64 adaptive average pool (the squeeze-excitations') scales its gradient by float32(1 / 80): 6.3e-8
+                     "clip", "adam"}, 3, 2e-5, 1e-4),
+    # Paddle's float64 adaptive average pool (the squeeze-excitations') scales its gradient by float32(1 / 80):
+    # measured 1.7e-8
     "ppocrv4_rec_f64": ({"warpctc", "layer_norm", "swish", "one_hot_v2", "log_softmax", "clip", "adam"}, 3, 1e-10,
-                        1e-7),
+                        5e-8),
 }
 
 

@@ -1,18 +1,19 @@
 """PaddleOCR's PP-OCRv4 recognizer as it trains (configs/rec/PP-OCRv4/en_PP-OCRv4_rec.yml), rebuilt with Paddle's
-layers from PaddleOCR's main branch: ppocr/modeling/backbones/rec_lcnetv3.py (PPLCNetV3 at scale 0.95: a stride-2
+layers from PaddleOCR's main branch: ppocr/modeling/backbones/rec_lcnetv3.py (PPLCNetV3: a stride-2
 stem, fourteen LCNetV3Blocks whose depthwise and pointwise LearnableRepLayers sum four kxk conv+BN branches, a 1x1
 one and an identity batch norm where shapes allow, each scaled by a LearnableAffineBlock (its scale and bias train
 at a tenth of the rate) and a hardswish; squeeze-excitation in the first two of the last stage; the training
 form's adaptive average pool to 1 x 40), ppocr/modeling/heads/rec_multi_head.py's MultiHead with its two heads:
 the CTC branch (necks/rnn.py's EncoderWithSVTR, dims 120, depth 2, kernel [1, 3], use_guide: its input detached,
 so the backbone learns through the NRTR branch only; two global-attention SVTR blocks of rec_svtrnet.py with Swish;
-CTCHead's fc with its own L2Decay(1e-5)) and the NRTR branch (a bias-free fc to 384 wide, then
-rec_nrtr_head.py's Transformer decoder, no encoder: 4 TransformerBlocks of self-attention under the causal mask,
-cross-attention to the 40 image columns, a ReLU MLP 1536 wide, post-norm; embeddings scaled by sqrt(384), the
+CTCHead's fc with its own L2Decay(1e-5)) and the NRTR branch (a bias-free fc to nrtr_dim 384, then
+rec_nrtr_head.py's Transformer decoder, no encoder: TransformerBlocks of self-attention under the causal mask,
+cross-attention to the 40 image columns, a ReLU MLP 4 x as wide, post-norm; embeddings scaled by sqrt(nrtr_dim), the
 sinusoidal positions) and MultiLoss: CTCLoss (warpctc, reduction none, the batch mean) plus NRTRLoss (label
 smoothing 0.1, padding ignored). en_dict.txt's 95 characters and the space: 97 CTC classes, NRTR's 100 (+1).
 
-Shrunk and static: 32 x 160 images, batch 2 (the config's 48 x 320 keeps the same 40 columns); dropout 0 (the
+Shrunk and static: backbone scale 0.5 and NRTR 128 wide (4 heads), 2 decoder layers (PPOCRV4_FULL=1: the config's
+0.95, 384 and 4), 16 x 160 images at batch 1 (the config's 48 x 320 keeps the same 40 columns); dropout 0 (the
 config's 0.1 in the SVTR neck and NRTR decoder); the NRTR targets cut to the batch's longest label + 2 before the
 program (Transformer.forward slices by `length.max()`, a tensor, and then sizes its positions and causal mask by
 the result's static dims, which a static program does not know). For tools/zoo_train_scheduled.py."""
