@@ -14,10 +14,9 @@ smoothing 0.1, padding ignored). en_dict.txt's 95 characters and the space: 97 C
 
 Shrunk and static: backbone scale 0.5 and NRTR 128 wide (4 heads), 2 decoder layers, 16 x 160 images at batch 1
 (PPOCRV4_FULL=1: the config's 0.95, 384 and 4 at 32 x 160, batch 2; its 48 x 320 gives the same 40 columns);
-dropout 0 (the
-config's 0.1 in the SVTR neck and NRTR decoder); the NRTR targets cut to the batch's longest label + 2 before the
-program (Transformer.forward slices by `length.max()`, a tensor, and then sizes its positions and causal mask by
-the result's static dims, which a static program does not know). For tools/zoo_train_scheduled.py."""
+dropout 0 (the config's 0.1 in the SVTR neck and NRTR decoder); the NRTR targets cut to the batch's longest label
++ 2 before the program (Transformer.forward slices by `length.max()`, a tensor, and then sizes its positions and
+causal mask by the result's static dims, which a static program does not know). For tools/zoo_train_scheduled.py."""
 
 from __future__ import annotations
 
