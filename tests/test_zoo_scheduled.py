@@ -8,7 +8,11 @@ steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for e
   with the batch norms' own L2Decay(0.0) and ClipGradByGlobalNorm; float32;
 - tests/data/paddle/scheduled/ppliteseg_stdc1_f64: PaddleSeg's PP-LiteSeg with STDC1 (CatBottlenecks, the context
   module, UAFM spatial attention, three seg heads) and OhemCrossEntropyLoss on each, Momentum under LinearWarmup over
-  PolynomialDecay with weight decay; float64.
+  PolynomialDecay with weight decay; float64;
+- tests/data/paddle/scheduled/ppocrv4_rec, ppocrv4_rec_f64: PaddleOCR's PP-OCRv4 recognizer (PPLCNetV3's
+  re-parameterizable branches and learnable affine blocks at a tenth of the rate, MultiHead: the SVTR neck and CTC
+  head over the detached backbone, the NRTR decoder with teacher forcing; CTCLoss (warpctc) + NRTRLoss), Adam under
+  PaddleOCR's Cosine with warm-up, L2Decay with the CTC fc's own, ClipGradByValue; float32 and float64.
 Float32 rounding decides the later steps (Paddle's own float32 run leaves its float64 one as far), so those cases check
 three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
 A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
@@ -43,6 +47,14 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # reaches every backbone gradient (3.2e-8) and the later losses; gradc's agrees with central differences
     "ppliteseg_stdc1_f64": ({"pool2d", "bilinear_interp_v2", "argsort", "one_hot_v2", "softmax_with_cross_entropy",
                              "reduce_max", "momentum"}, 3, 1e-7, 1e-7),
+    # PP-OCRv4 rec (ClipGradByValue), measured 7.3e-6 and 2.7e-5 past the floor: its learnable affine scalars
+    # before batch norms have gradients zero but for rounding, which Adam moves by the rate whatever their size
+    "ppocrv4_rec": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "warpctc", "lookup_table_v2", "masked_select",
+                     "clip", "adam"}, 3, 2e-5, 1e-4),
+    # Paddle's float64 adaptive average pool (the squeeze-excitations') scales its gradient by float32(1 / 80):
+    # measured 1.7e-8
+    "ppocrv4_rec_f64": ({"warpctc", "layer_norm", "swish", "one_hot_v2", "log_softmax", "clip", "adam"}, 3, 1e-10,
+                        5e-8),
 }
 
 
@@ -61,7 +73,18 @@ def _optimizer(settings: dict) -> optimizers.Optimizer:
     decay, clip = settings["weight_decay"], settings["clip"]
     return getattr(optimizers, settings["type"])(
         learning_rate=_schedule(settings["schedule"]), weight_decay=getattr(optimizers, decay["name"])(decay["coeff"]),
-        grad_clip=clip and getattr(optimizers, clip["name"])(clip["clip_norm"]), **arguments)
+        grad_clip=clip and getattr(optimizers, clip["name"])(**{k: v for k, v in clip.items() if k != "name"}),
+        **arguments)
+
+
+def _param_attrs(meta: dict) -> dict:
+    """The batch norms' L2Decay(0.0); the others' own rate multiplier (PP-OCRv4's affine blocks: 0.1) and L2
+    coefficient (its CTC fc: 1e-5)."""
+    attrs = {p: optimizers.ParamAttr(regularizer=optimizers.L2Decay(0.0)) for p in meta["no_decay"]}
+    for name, own in meta.get("param_attrs", {}).items():
+        decay = own["decay"] and optimizers.L2Decay(own["decay"])
+        attrs[name] = optimizers.ParamAttr(learning_rate=own["learning_rate"], regularizer=decay)
+    return attrs
 
 
 def _scope(case, meta, program, startup=None):
@@ -91,15 +114,15 @@ def _trained(name: str, compile_forward: bool):
     meta = json.loads((case / "meta.json").read_text())
     if compile_forward:
         program = _program(case, "forward")
-        attrs = {p: optimizers.ParamAttr(regularizer=optimizers.L2Decay(0.0)) for p in meta["no_decay"]}
-        startup = _optimizer(meta["optimizer"]).minimize(program, meta["loss"], param_attrs=attrs)
+        startup = _optimizer(meta["optimizer"]).minimize(program, meta["loss"], param_attrs=_param_attrs(meta))
     else:
         program, startup = _program(case, "train"), None
     return case, meta, program, _scope(case, meta, program, startup)
 
 
 @pytest.mark.parametrize(("name", "compile_forward"), [   # the tool finds both alike for every model: one each here
-    ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True)])
+    ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True),
+    ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
     case, meta, program, scope = _trained(name, compile_forward)

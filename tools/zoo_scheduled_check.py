@@ -25,7 +25,20 @@ def gradc_optimizer(settings: dict):
     return getattr(optimizers, settings["type"])(
         learning_rate=schedule(settings["schedule"]), **arguments,
         weight_decay=getattr(optimizers, decay["name"])(decay["coeff"]),
-        grad_clip=clip and getattr(optimizers, clip["name"])(clip["clip_norm"])), schedule(settings["schedule"])
+        grad_clip=clip and getattr(optimizers, clip["name"])(**{k: v for k, v in clip.items() if k != "name"})), \
+        schedule(settings["schedule"])
+
+
+def param_attrs(meta: dict) -> dict:
+    """gradc's ParamAttr of each parameter the fixture names: the batch norms' L2Decay(0.0), and the others' own
+    rate multiplier and L2 coefficient."""
+    from gradc.optimizers import L2Decay, ParamAttr
+    attrs = {name: ParamAttr(regularizer=L2Decay(0.0)) for name in meta["no_decay"]}
+    for name, own in meta.get("param_attrs", {}).items():
+        decay = own["decay"]
+        regularizer = None if decay is None else L2Decay(decay)
+        attrs[name] = ParamAttr(learning_rate=own["learning_rate"], regularizer=regularizer)
+    return attrs
 
 
 def _read(case: Path, name: str) -> bytes:
@@ -38,14 +51,12 @@ def gradc_step(case: Path) -> dict:
     legacy case's startup), each run STEPS steps: the distances ``run`` measures."""
     import gradc
     from gradc.io import parse_program
-    from gradc.optimizers import L2Decay, ParamAttr
     meta, paddle = json.loads((case / "meta.json").read_text()), np.load(case / "paddle.npz")
     pir = (case / "forward.json").exists()
     shared = case.with_name(case.name.removesuffix("_pir")) if pir else case
     forward = gradc.load(case / "forward.json") if pir else parse_program(_read(case, "forward"))
     optimizer, schedule = gradc_optimizer(meta["optimizer"])
-    attrs = {name: ParamAttr(regularizer=L2Decay(0.0)) for name in meta["no_decay"]}
-    startup = optimizer.minimize(forward, meta["loss"], param_attrs=attrs)
+    startup = optimizer.minimize(forward, meta["loss"], param_attrs=param_attrs(meta))
     report = {"gradc_compile": run(forward, startup, schedule, case, shared, meta, paddle, not pir)}
     if pir:   # Paddle's PIR fetches the gradients before clipping, its legacy program after (clipped in place)
         backward = gradc.load(case / "forward.json")
