@@ -278,7 +278,7 @@ FAMILIES = {
     "resnet_fusion": ("resnet_unit", "resnet_unit_grad", "resnet_basic_block", "resnet_basic_block_grad"),
     "resnet_fusion_double": ("resnet_unit_grad", "resnet_basic_block_grad"),
     "rnn": ("rnn", "rnn_grad"),
-    "rnn_double": ("rnn_grad", "rnn_grad_grad"),
+    "rnn_double": ("rnn_grad", "rnn_grad_grad", "rnn_grad_grad_grad"),
     "roi": ("roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad"),
     "roi_double": ("roi_align_grad", "psroi_pool_grad", "roi_pool_grad"),
     "rotated_boxes": ("boxes_iou_bev_cpu", "boxes_iou_bev_gpu", "boxes_overlap_bev_gpu", "rbox_iou", "matched_rbox_iou",

@@ -209,7 +209,7 @@ FAMILIES = {
         "renorm_grad"),
     "reshard": ("reshard",),
     "resnet_fusion": ("resnet_unit", "resnet_unit_grad", "resnet_basic_block", "resnet_basic_block_grad"),
-    "rnn": ("rnn", "rnn_grad", "rnn_grad_grad"),
+    "rnn": ("rnn", "rnn_grad", "rnn_grad_grad", "rnn_grad_grad_grad"),
     "roi": ("roi_align", "roi_align_grad", "roi_pool", "roi_pool_grad", "psroi_pool", "psroi_pool_grad"),
     "rotated_boxes": ("boxes_iou_bev_cpu", "boxes_iou_bev_gpu", "boxes_overlap_bev_gpu", "rbox_iou", "matched_rbox_iou",
         "nms_gpu", "nms_normal_gpu", "nms_rotated", "points_in_boxes_gpu"),
