@@ -68,6 +68,8 @@ class Dual(np.lib.mixins.NDArrayOperatorsMixin):
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
         if method != "__call__":
             raise TypeError(f"dual numbers take {ufunc.__name__} only elementwise, not by {method}")
+        if any(isinstance(x, (list, tuple)) for x in inputs):
+            raise TypeError(f"{ufunc.__name__} of a list and a dual number: stack the list first")
         values = [_values(x) for x in inputs]
         result = ufunc(*values, **kwargs)
         if ufunc in COMPARISONS:
@@ -92,6 +94,9 @@ class Dual(np.lib.mixins.NDArrayOperatorsMixin):
         if func is np.ones_like:
             return Dual(np.ones_like(args[0].value, *args[1:], **kwargs),
                         np.zeros_like(args[0].value, *args[1:], **kwargs))
+        if func is np.clip:   # the tangent where the value passes, zero where it is clamped
+            value = np.clip(*_values(args), **kwargs)
+            return Dual(value, np.where(value == args[0].value, args[0].tangent, 0))
         if func in (np.result_type, np.iscomplexobj):
             return func(*_values(args), **kwargs)
         raise TypeError(f"dual numbers do not go through numpy's {func.__name__}")

@@ -128,7 +128,7 @@ FAMILIES = {
     "llm_block_attention": ("block_multihead_attention", "blha_get_max_len"),
     "llm_sampling": ("top_p_sampling",),
     "lod_rnn": ("lstm", "lstm_grad"),
-    "lod_rnn_double": ("lstm_grad_grad", "gru_grad_grad"),
+    "lod_rnn_double": ("lstm_grad_grad", "gru_grad_grad", "lstm_grad_grad_grad", "gru_grad_grad_grad"),
     "lod_rnn_gru": ("gru", "gru_grad", "gru_unit", "gru_unit_grad"),
     "lod_text": ("crf_decoding", "chunk_eval", "edit_distance", "ctc_align"),
     "lod_text_beam": ("beam_search", "beam_search_decode"),
