@@ -11,7 +11,7 @@ FAMILIES = {
         "mish", "mish_grad", "selu", "selu_grad", "softshrink", "softshrink_grad", "tanh_shrink", "tanh_shrink_grad",
         "thresholded_relu", "thresholded_relu_grad"),
     "assign_score": ("assign_score_withk", "assign_score_withk_grad"),
-    "bev_pool": ("bev_pool_v2", "bev_pool_v2_grad", "bev_pool_v2_bkwd"),
+    "bev_pool": ("bev_pool_v2", "bev_pool_v2_grad", "bev_pool_v2_bkwd", "bev_pool_v2_last_writes"),
     "binary_math": ("atan2", "atan2_grad", "elementwise_fmax", "elementwise_fmax_grad", "elementwise_fmin",
         "elementwise_fmin_grad", "elementwise_heaviside", "elementwise_heaviside_grad", "copysign", "copysign_grad",
         "lerp", "lerp_grad", "masked_fill", "masked_fill_grad", "isnan_v2", "isinf_v2", "isfinite_v2", "isclose",
