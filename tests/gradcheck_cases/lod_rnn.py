@@ -5,6 +5,8 @@ lstm_grad and gru_grad. Inputs are
 small, away from relu's kink."""
 
 
+import numpy as np
+
 import gradc
 from gradc import LoDTensor
 
@@ -82,31 +84,42 @@ TWICE = [second_order(case.op, case.inputs, case.attrs, rtol=1e-4, atol=1e-6) fo
     gru(activation="sigmoid", gate_activation="tanh", h0=True, lengths=[2, 2]))]
 CASES += TWICE
 
-def third_order(case: Case, grad_grad: str) -> Case:
-    """``case``'s program differentiated once more: a third derivative, through ``grad_grad``."""
+def third_order(case: Case, grad_grad: str, run_time_shapes: bool = False) -> Case:
+    """``case``'s program differentiated once more: a third derivative, through ``grad_grad``. The weights of the
+    grads are drawn in their declared shapes, so grads of a dim of unknown size are left out, unless
+    ``run_time_shapes``: then in the fed shapes of the vars they are the grads of."""
     def build() -> dict:
         built = case.program()
         block = built["program"].global_block
         grads = gradc.gradients(built["program"], built["loss"], built["wrt"])
-        known = [name for name in grads if -1 not in block.var(name).shape]   # weights drawn in declared shapes
+        declared = {name: block.var(name).shape for name in grads}
+        if run_time_shapes:
+            for name in grads:
+                block.var(name).shape = list(np.shape(built["feed"][name.split("@GRAD")[0]]))
+        known = [name for name in grads if -1 not in block.var(name).shape]
         _weighted_sum(block, known, built["feed"], "u", False, "loss3")
+        for name, shape in declared.items():
+            block.var(name).shape = shape
         return {**built, "loss": "loss3"}
 
     return Case(grad_grad, {}, case.attrs, program=build)
 
 
-def third_order_checked(case: Case, grad_grad: str, wrt: list[str], stepped: list[str]) -> Case:
-    """``case``'s third derivative (third_order) checked at the inputs ``wrt`` and at the second backward's directions
-    (its w2 weights, made checked inputs) of the grads of ``stepped``, so the grad_grad op's step directions get
-    their grads checked too; a few inputs keep the case cheap."""
-    third = third_order(case, grad_grad)
+def third_order_checked(case: Case, grad_grad: str, wrt: list[str] | None, stepped: list[str],
+                        run_time_shapes: bool = False) -> Case:
+    """``case``'s third derivative (third_order) checked at the inputs ``wrt`` (None: third_order's) and at the
+    second backward's directions (its w2 weights, of a complex grad its real and imaginary parts, made checked
+    inputs) of the grads of ``stepped``, so the grad_grad op's step directions get their grads checked too; a few
+    inputs keep the case cheap."""
+    third = third_order(case, grad_grad, run_time_shapes)
 
     def build() -> dict:
         built = third.program()
-        directions = [f"w2_{name}@GRAD" for name in stepped]
+        directions = [name for name in built["feed"] for var in stepped
+                      if name in (f"w2_{var}@GRAD", f"w2_{var}@GRAD.real", f"w2_{var}@GRAD.imag")]
         for name in directions:
             built["program"].global_block.var(name).stop_gradient = False
-        return {**built, "wrt": [*wrt, *directions]}
+        return {**built, "wrt": [*(built["wrt"] if wrt is None else wrt), *directions]}
 
     return Case(grad_grad, {}, case.attrs, program=build, rtol=1e-4, atol=1e-6)
 

@@ -1,8 +1,9 @@
 """Dual numbers over numpy arrays: a value and its exact tangent along one direction, carried unchanged through
 a kernel's numpy code (ufuncs, in place too, and the array functions that only move or sum values), so a kernel
 written for arrays returns its outputs' directional derivatives with them. The third derivatives of the recurrent
-ops (gradc.executor.kernels.rnn_third) run the first-order kernels on duals of complex values: the tangent of a
-complex step. Anything these rules do not cover raises TypeError rather than dropping a tangent.
+ops (kernels rnn, lod_rnn_double) run the first-order kernels on duals of complex values: the tangent of a complex
+step. Duals nest (a dual whose parts are duals: second-order tangents along two directions, kernels.complex_point).
+Anything these rules do not cover raises TypeError rather than dropping a tangent.
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ LINEAR = {np.concatenate, np.stack, np.broadcast_to, np.ascontiguousarray, np.tr
           np.copy, np.moveaxis, np.squeeze, np.expand_dims}
 
 
+def _array(item):
+    return item if isinstance(item, Dual) else np.asarray(item)
+
+
 def _values(item):
     if isinstance(item, Dual):
         return item.value
@@ -59,8 +64,8 @@ class Dual(np.lib.mixins.NDArrayOperatorsMixin):
     __slots__ = ("value", "tangent")
 
     def __init__(self, value, tangent=None):
-        self.value = np.asarray(value)
-        self.tangent = np.zeros_like(self.value) if tangent is None else np.asarray(tangent)
+        self.value = _array(value)
+        self.tangent = np.zeros_like(self.value) if tangent is None else _array(tangent)
 
     def __array__(self, dtype=None, copy=None):
         raise TypeError("a dual number was read as a plain array: its tangent would be lost")
@@ -79,7 +84,7 @@ class Dual(np.lib.mixins.NDArrayOperatorsMixin):
         tangents = [x.tangent if isinstance(x, Dual) else None for x in inputs]
         tangent = np.broadcast_to(TANGENT_RULES[ufunc](values, tangents, result), result.shape)
         if out is None:
-            return Dual(result, np.array(tangent))
+            return Dual(result, tangent.copy() if isinstance(tangent, Dual) else np.array(tangent))
         target = out[0]
         if not isinstance(target, Dual):
             raise TypeError(f"{ufunc.__name__} of a dual number written into a plain array")
