@@ -20,7 +20,7 @@ place (0 for pairs of different sequences, which the keep mask drops).
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
 from ..errors import GradError
 from ..ir import VarType
@@ -122,7 +122,7 @@ def _mask_scores(f, g, query: tuple, key: tuple, keep: str, padded: bool, heads:
     shape = g.shape(mask)
     if shape is None or len(shape) < 3 or any(d < 0 for d in shape):
         raise GradError(f"{g.fwd.type}: a second derivative needs attn_mask's dims known, got {shape}")
-    copies, mask_heads, (sq, sk) = int(np.prod(shape[:-3])), shape[-3], shape[-2:]
+    copies, mask_heads, (sq, sk) = math.prod(shape[:-3]), shape[-3], shape[-2:]
     rows, cols = g.shape(query[1])[0], g.shape(key[1])[0]
     sequence = query[0] if padded else _int_op(f, "elementwise_sub", query[0], ints(f, query[0], [1]), [rows])
     copy = _int_op(f, "elementwise_mod", sequence, ints(f, sequence, [copies]), [rows])
