@@ -1050,6 +1050,11 @@ COMPILE_TIME = {
     "bev_pool_v2_bkwd maps": ("bev_pool_v2_bkwd", {**BEV_POOL, "_out_grad": zeros(1, 3, 3, 4),
                                                    "_feat": zeros(2, 3, 2, 4)}, {},
                               "needs _depth [N, D, H, W] and _feat [N, H, W, C], got [2, 3, 2, 2] and [2, 3, 2, 4]"),
+    "bev_pool_v2_last_writes ranks": ("bev_pool_v2_last_writes",
+                                      {**{slot: v for slot, v in BEV_POOL.items() if slot.startswith("_r")},
+                                       "_interval_lengths": np.array([2], np.int64),
+                                       "_interval_starts": np.array([0], np.int32)}, {},
+                                      "needs int32 _interval_lengths"),
     # the suites' rotated-box IoU and NMS
     "boxes_iou_bev_cpu width": ("boxes_iou_bev_cpu", {"boxes_a_tensor": zeros(2, 5), " boxes_b_tensor": zeros(3, 7)},
                                 {}, "needs boxes_a_tensor [boxes, 7], got [2, 5]"),

@@ -70,10 +70,11 @@ def test_put_along_axis_with_reduce_mul_is_differentiated_three_times(include_se
 
 
 @pytest.mark.parametrize("attrs", [{"dim": 1}, {"dim": -1, "exclusive": True, "reverse": True}])
-def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_three_times(attrs):
+def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_four_times(attrs):
     """The scan cumprod_grad's maker writes needs n; along a dim of unknown size the maker takes a complex step
     through cumprod and cumprod_grad (exact to rounding; zeros too); a third backward differentiates cumprod_grad at
-    that complex point with cumprod_grad_grad's exact tangents, and a fourth refuses it by name."""
+    that complex point with cumprod_grad_grad's exact tangents, a fourth cumprod_grad_grad there with
+    cumprod_grad_grad_grad's nested duals, and a fifth refuses it by name."""
     net = ProgramBuilder()
     x = net.data("x", [3, -1], "float64", stop_gradient=False)
     gradc.gradients(net.program, _squared_mean(net, net.op("cumprod", {"X": x}, attrs)[0]), ["x"])
@@ -84,8 +85,12 @@ def test_cumprod_along_a_dim_of_unknown_size_is_differentiated_three_times(attrs
     loss3 = _squared_mean(net, "x@GRAD@2")
     check_program(net.program, feed, ["x"], loss=loss3, rtol=1e-5, atol=1e-8)
     gradc.gradients(net.program, loss3, ["x"])
-    with pytest.raises(gradc.GradError, match=r"cumprod_grad_grad: gradc does not differentiate"):
-        gradc.gradients(net.program, _squared_mean(net, "x@GRAD@3"), ["x"])
+    loss4 = _squared_mean(net, "x@GRAD@3")
+    check_program(net.program, feed, ["x"], loss=loss4, rtol=1e-5, atol=1e-8)
+    gradc.gradients(net.program, loss4, ["x"])
+    assert "cumprod_grad_grad_grad" in [op.type for op in net.block.ops]
+    with pytest.raises(gradc.GradError, match=r"cumprod_grad_grad_grad: gradc does not differentiate"):
+        gradc.gradients(net.program, _squared_mean(net, "x@GRAD@4"), ["x"])
 
 
 def test_cumprod_grad_of_complex_factors_takes_their_conjugates_as_paddles_kernel():
@@ -107,10 +112,11 @@ def test_cumprod_grad_of_complex_factors_takes_their_conjugates_as_paddles_kerne
 
 
 @pytest.mark.parametrize("attrs", [{"dim": [1], "keep_dim": False}, {"reduce_all": True, "dim": [0]}])
-def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_three_times(attrs):
+def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_four_times(attrs):
     """reduce_prod_grad's pairwise product needs the count; over dims of unknown size its maker takes a complex step
-    through reduce_prod and reduce_prod_grad (exact to rounding; a zero and two zeros in a row too), and a third
-    backward reduce_prod_grad_grad's exact tangents at that complex point."""
+    through reduce_prod and reduce_prod_grad (exact to rounding; a zero and two zeros in a row too), a third
+    backward reduce_prod_grad_grad's exact tangents at that complex point, and a fourth reduce_prod_grad_grad_grad's
+    nested duals."""
     net = ProgramBuilder()
     x = net.data("x", [3, -1], "float64", stop_gradient=False)
     gradc.gradients(net.program, _squared_mean(net, net.op("reduce_prod", {"X": x}, attrs)[0]), ["x"])
@@ -120,7 +126,13 @@ def test_reduce_prod_over_dims_of_unknown_size_is_differentiated_three_times(att
         x_value = np.array([[0.5, -1.2, 0.9, 1.1], [1.3, 0.8, -0.7, 0.9], [0.0, 1.2, 1.4, -0.6]])
     check_program(net.program, {"x": x_value}, ["x"], loss=loss2)
     gradc.gradients(net.program, loss2, ["x"])
-    check_program(net.program, {"x": x_value}, ["x"], loss=_squared_mean(net, "x@GRAD@2"), rtol=1e-5, atol=1e-8)
+    loss3 = _squared_mean(net, "x@GRAD@2")
+    check_program(net.program, {"x": x_value}, ["x"], loss=loss3, rtol=1e-5, atol=1e-8)
+    gradc.gradients(net.program, loss3, ["x"])
+    loss4 = _squared_mean(net, "x@GRAD@3")
+    check_program(net.program, {"x": x_value}, ["x"], loss=loss4, rtol=1e-5, atol=1e-8)
+    gradc.gradients(net.program, loss4, ["x"])
+    assert "reduce_prod_grad_grad_grad" in [op.type for op in net.block.ops]
 
 
 @pytest.mark.parametrize("op_type, attrs", [("logsumexp", {"axis": [1]}), ("frobenius_norm", {"dim": [1]})])

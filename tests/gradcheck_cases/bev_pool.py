@@ -1,10 +1,8 @@
 """Cases for Paddle3D's bev_pool_v2 (gradc.ops.bev_pool): a frustum of 2 cameras, 3 depth bins and 2 x 2 pixels,
 some points dropped, pooled into 3 x 3 cells (some empty, most shared); its grad op's maker (bilinear); and the
-suite's hand-written backward op, whose differentiation gradc refuses."""
+suite's hand-written backward op bev_pool_v2_bkwd, whose writes that stay are differentiated, overwritten ones too."""
 
 import numpy as np
-
-from gradc.layers import ProgramBuilder
 
 from . import Case, rng
 from .second_order import second_order
@@ -33,20 +31,21 @@ def inputs() -> dict:
 SHAPE = {"_bev_feat_shape": [1, 3, 3, 4]}
 
 
-def _hand_written_backward() -> dict:
-    """loss = sum(bev_pool_v2_bkwd(w, depth, feat, pixel-sorted ranks)'s depth grad): its maker refuses."""
-    net = ProgramBuilder()
-    values = {"_out_grad": r.standard_normal((1, 3, 3, 4)), **inputs(), **ranks(by=1)}
-    names = {slot: net.data(slot.strip("_"), list(v.shape), "float64" if v.dtype == np.float64 else "int32",
-                            stop_gradient=v.dtype != np.float64) for slot, v in values.items()}
-    depth_grad = net.op("bev_pool_v2_bkwd", names, {}, outputs=["_depth_grad", "_feat_grad"])[0]
-    loss = net.op("reduce_sum", {"X": depth_grad}, {"reduce_all": True})[0]
-    return {"program": net.program, "feed": {names[s]: v for s, v in values.items()}, "loss": loss,
-            "wrt": [names["_depth"]]}
+def hand_written_backward(by: int, shared_depth: bool = False) -> dict:
+    """bev_pool_v2_bkwd's inputs: dOut, the maps and ranks sorted by pixel (``by`` 1: the suite's use, one pixel per
+    interval) or by cell (2: intervals starting at one pixel overwrite each other's feat grad); ``shared_depth``:
+    pairs of points share a depth element, so depth grads are overwritten too."""
+    values = {"_out_grad": r.standard_normal((1, 3, 3, 4)), **inputs(), **ranks(by)}
+    if shared_depth:
+        values["_ranks_depth"] = (values["_ranks_depth"] // 2).astype(np.int32)
+    return values
 
 
 CASES = [
     Case("bev_pool_v2", inputs(), SHAPE),
     second_order("bev_pool_v2", inputs(), SHAPE),
+    Case("bev_pool_v2_bkwd", hand_written_backward(1)),
+    Case("bev_pool_v2_bkwd", hand_written_backward(2, shared_depth=True)),
+    second_order("bev_pool_v2_bkwd", hand_written_backward(2, shared_depth=True), wrt=["_out_grad"],
+                 grad_type="bev_pool_v2_bkwd"),
 ]
-REFUSED = [Case("bev_pool_v2_bkwd", {}, program=_hand_written_backward)]

@@ -6,7 +6,7 @@ direction of each element (gradc.gradcheck.numeric_grad)."""
 import numpy as np
 
 from . import Case, rng
-from .lod_rnn import third_order
+from .lod_rnn import third_order, third_order_checked
 from .second_order import second_order
 
 r = rng(31)
@@ -113,15 +113,19 @@ CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) fo
 
 # products of complex factors: their grads conjugate them (cumprod's as Paddle's kernel). Along dims of known size
 # the grads are written with products, slices, pads and reshapes, so third derivatives follow; along dims of unknown
-# size a complex X's grad is differentiated by <grad>_grad's exact tangents, which are not differentiated again
+# size a complex X's grad is differentiated by <grad>_grad's exact tangents, and those by <grad>_grad_grad's nested
+# duals, which are not differentiated again
 PRODUCTS = [Case("cumprod", {"X": crandn(2, 4)}, {"dim": 1}),
             Case("cumprod", {"X": crandn(3, 2)}, {"dim": 0, "exclusive": True, "reverse": True}),
             Case("reduce_prod", {"X": crandn(2, 3, 2)}, {"dim": [0, 2], "keep_dim": False}),
             Case("reduce_prod", {"X": crandn(2, 3)}, {"dim": [1], "keep_dim": True})]
 CASES += PRODUCTS + [third_order(second_order(case.op, case.inputs, case.attrs), f"{case.op}_grad")
                      for case in PRODUCTS]
-REFUSED = [third_order(second_order(case.op, case.inputs, case.attrs, unknown={"X": [0]}), f"{case.op}_grad_grad")
-           for case in PRODUCTS[1:3]]   # dim 0 unknown: the one cumprod runs along, one reduce_prod reduces
+THRICE = [third_order_checked(second_order(case.op, case.inputs, case.attrs, unknown={"X": [0]}),
+                              f"{case.op}_grad_grad", None, ["X0"], run_time_shapes=True)
+          for case in PRODUCTS[1:3]]   # dim 0 unknown: the one cumprod runs along, one reduce_prod reduces
+CASES += THRICE
+REFUSED = [third_order(case, f"{case.op}_grad") for case in THRICE]
 
 # put_along_axis_grad on complex values: mul's second derivative steps it at complex factors, so a third backward
 # differentiates it there (its grad op put_along_axis_grad_grad; second_order_select's cases check that op too)

@@ -37,6 +37,11 @@ def unpadded(lengths_q, lengths_k, heads, kv_heads, spare=0, **attrs):
     return varlen(lengths_q, lengths_k, heads, kv_heads, spare), longest | attrs
 
 
+def with_mask(case: tuple, mask: np.ndarray) -> tuple:
+    inputs, attrs = case
+    return inputs | {"attn_mask": mask}, attrs
+
+
 CASES = [
     Case("flash_attn", qkv(2, 3, 3, 2, 2)),
     Case("flash_attn", qkv(1, 4, 3, 4, 2), {"causal": True}),
@@ -76,6 +81,10 @@ CASES += [
 ]
 # third derivatives follow from the plain ops (one of each mask)
 CASES += [third_order(CASES[-6], "flash_attn_unpadded_grad"), third_order(CASES[-4], "flashmask_attention_grad")]
+# an attn_mask of varlen sequences, sliced per sequence (sequence s reads copy s % M), gathered at run time: two
+# copies of a mask per head over three sequences (one empty) and a spare row (Paddle refuses a causal attn_mask)
+CASES.append(second_order("flash_attn_unpadded", *with_mask(unpadded([2, 0, 1], [1, 2, 2], 2, 1, spare=1),
+                                                            randn(2, 2, 2, 2))))
 
 
 def packed(b: int, s: int, groups: int, kv_heads: int) -> dict:

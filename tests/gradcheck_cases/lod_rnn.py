@@ -5,6 +5,8 @@ lstm_grad and gru_grad. Inputs are
 small, away from relu's kink."""
 
 
+import numpy as np
+
 import gradc
 from gradc import LoDTensor
 
@@ -20,22 +22,22 @@ def randn(*shape, scale=0.5):
     return scale * r.standard_normal(shape)
 
 
-def lstm(peepholes=True, h0=False, c0=False, lengths=LENGTHS, **attrs) -> Case:
-    inputs = {"Input": LoDTensor.from_lengths(randn(sum(lengths), 4 * D), [lengths]), "Weight": randn(D, 4 * D),
-              "Bias": randn(1, (7 if peepholes else 4) * D)}
+def lstm(peepholes=True, h0=False, c0=False, lengths=LENGTHS, d=D, **attrs) -> Case:
+    inputs = {"Input": LoDTensor.from_lengths(randn(sum(lengths), 4 * d), [lengths]), "Weight": randn(d, 4 * d),
+              "Bias": randn(1, (7 if peepholes else 4) * d)}
     if h0:
-        inputs["H0"] = randn(len(lengths), D)
+        inputs["H0"] = randn(len(lengths), d)
     if c0:
-        inputs["C0"] = randn(len(lengths), D)
+        inputs["C0"] = randn(len(lengths), d)
     return Case("lstm", inputs, {"use_peepholes": peepholes, **attrs})
 
 
-def gru(h0=False, bias=True, lengths=LENGTHS, **attrs) -> Case:
-    inputs = {"Input": LoDTensor.from_lengths(randn(sum(lengths), 3 * D), [lengths]), "Weight": randn(D, 3 * D)}
+def gru(h0=False, bias=True, lengths=LENGTHS, d=D, **attrs) -> Case:
+    inputs = {"Input": LoDTensor.from_lengths(randn(sum(lengths), 3 * d), [lengths]), "Weight": randn(d, 3 * d)}
     if bias:
-        inputs["Bias"] = randn(1, 3 * D)
+        inputs["Bias"] = randn(1, 3 * d)
     if h0:
-        inputs["H0"] = randn(len(lengths), D)
+        inputs["H0"] = randn(len(lengths), d)
     return Case("gru", inputs, attrs)
 
 
@@ -82,19 +84,52 @@ TWICE = [second_order(case.op, case.inputs, case.attrs, rtol=1e-4, atol=1e-6) fo
     gru(activation="sigmoid", gate_activation="tanh", h0=True, lengths=[2, 2]))]
 CASES += TWICE
 
-def third_order(case: Case, grad_grad: str, by_element: bool = False) -> Case:
-    """``case``'s program differentiated once more: a third derivative, through ``grad_grad`` (``by_element``: see
-    Case)."""
+def third_order(case: Case, grad_grad: str, run_time_shapes: bool = False, by_element: bool = False) -> Case:
+    """``case``'s program differentiated once more: a third derivative, through ``grad_grad``. The weights of the
+    grads are drawn in their declared shapes, so grads of a dim of unknown size are left out, unless
+    ``run_time_shapes``: then in the fed shapes of the vars they are the grads of (``by_element``: see Case)."""
     def build() -> dict:
         built = case.program()
         block = built["program"].global_block
         grads = gradc.gradients(built["program"], built["loss"], built["wrt"])
-        known = [name for name in grads if -1 not in block.var(name).shape]   # weights drawn in declared shapes
+        declared = {name: block.var(name).shape for name in grads}
+        if run_time_shapes:
+            for name in grads:
+                block.var(name).shape = list(np.shape(built["feed"][name.split("@GRAD")[0]]))
+        known = [name for name in grads if -1 not in block.var(name).shape]
         _weighted_sum(block, known, built["feed"], "u", False, "loss3")
+        for name, shape in declared.items():
+            block.var(name).shape = shape
         return {**built, "loss": "loss3"}
 
     return Case(grad_grad, {}, case.attrs, program=build, by_element=by_element)
 
 
-# a third derivative would need a complex step through the complex step
-REFUSED = [third_order(TWICE[0], "lstm_grad_grad"), third_order(TWICE[3], "gru_grad_grad")]
+def third_order_checked(case: Case, grad_grad: str, wrt: list[str] | None, stepped: list[str],
+                        run_time_shapes: bool = False) -> Case:
+    """``case``'s third derivative (third_order) checked at the inputs ``wrt`` (None: third_order's) and at the
+    second backward's directions (its w2 weights, of a complex grad its real and imaginary parts, made checked
+    inputs) of the grads of ``stepped``, so the grad_grad op's step directions get their grads checked too; a few
+    inputs keep the case cheap."""
+    third = third_order(case, grad_grad, run_time_shapes)
+
+    def build() -> dict:
+        built = third.program()
+        directions = [name for name in built["feed"] for var in stepped
+                      if name in (f"w2_{var}@GRAD", f"w2_{var}@GRAD.real", f"w2_{var}@GRAD.imag")]
+        for name in directions:
+            built["program"].global_block.var(name).stop_gradient = False
+        return {**built, "wrt": [*(built["wrt"] if wrt is None else wrt), *directions]}
+
+    return Case(grad_grad, {}, case.attrs, program=build, rtol=1e-4, atol=1e-6)
+
+
+# third derivatives: lstm_grad_grad_grad and gru_grad_grad_grad, the kernels on dual numbers at the complex point
+THRICE = [third_order_checked(second_order(case.op, case.inputs, case.attrs), f"{case.op}_grad_grad",
+                              ["Input0", "H00", *(["C00"] if case.op == "lstm" else []), "Weight0", "Bias0",
+                               "w1_Hidden0.out"], ["H00", "Weight0"])
+          for case in (lstm(h0=True, c0=True, lengths=[2, 1], d=1),
+                       gru(h0=True, origin_mode=True, is_reverse=True, lengths=[1, 2], d=1))]
+CASES += THRICE
+# a fourth derivative would need dual numbers of second order
+REFUSED = [third_order(THRICE[0], "lstm_grad_grad_grad"), third_order(THRICE[1], "gru_grad_grad_grad")]

@@ -19,7 +19,6 @@ Its second derivative is in gradc.ops.bev_pool_double (bev_pool_v2 is bilinear i
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import VarType
 from ..registry import defop, grad_op
 from ..shapes import dims_match
@@ -70,10 +69,20 @@ def _bkwd_infer(ctx):
     return {"_depth_grad": (depth, ctx.dtype("_depth")), "_feat_grad": (feat, ctx.dtype("_feat"))}
 
 
-def _refuse(g):
-    raise GradError("bev_pool_v2_bkwd: gradc does not differentiate the suite's hand-written backward op; it "
-                    "differentiates bev_pool_v2 itself (bev_pool_v2_grad)")
-
-
 defop("bev_pool_v2_bkwd", ["_out_grad", "_depth", "_feat", *RANKS], ["_depth_grad", "_feat_grad"],
-      infer=_bkwd_infer, grad=_refuse, no_grad_inputs=list(RANKS))
+      infer=_bkwd_infer, no_grad_inputs=list(RANKS))   # its maker: gradc.ops.bev_pool_double
+
+# bev_pool_v2_bkwd's assignments, point by point in its kernel's order (the points its intervals cover): each
+# point's depth, feat and cell ranks, the feat rank its interval's sum is written to, and 1 where the point's depth
+# assignment (its interval's feat assignment) is the last to that element, 0 where a later one overwrites it
+LAST_WRITES = ("point_depth", "point_feat", "point_cell", "interval_feat", "depth_last", "feat_last")
+
+
+def _last_writes_infer(ctx):
+    _check_ranks(ctx)
+    masks = ("depth_last", "feat_last")
+    return {slot: ([-1], ctx.attr("dtype") if slot in masks else VarType.INT64) for slot in LAST_WRITES}
+
+
+defop("bev_pool_v2_last_writes", list(RANKS), list(LAST_WRITES), attrs={"dtype": int(VarType.FP32)},
+      infer=_last_writes_infer)

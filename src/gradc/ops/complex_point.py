@@ -12,12 +12,20 @@ exactly and without division (zeros too): the second imaginary unit a complex st
 without a difference's cancellation. put_along_axis_grad takes its factors as they are (no conjugates), so it is
 holomorphic, C = M(X, V) dOut, and its op's grads are d/d(dOut) = conj(M)^T ddC and, for a factor f_k of a run-time
 group with others O_k, d/df_k = conj(dOut T_k), T_k the tangent of O_k along conj(ddC) (the Hessian is symmetric
-again). The next backward is refused by name."""
+again). The next backward is refused by name, but for cumprod's and reduce_prod's: their <op>_grad_grad's grads are
+<op>_grad_grad_grad's, of cotangents A (of X@GRAD) and B (of Out@GRAD@GRAD), with G(X, w) = J(X)^T w and the forward F:
+
+    d/dX = conj(D_V (D_A G(X, conj dOut) + G(X, conj B))),   d/dV = conj(D_A G(X, conj dOut) + G(X, conj B)),
+    d/d(dOut) = D_A D_V F(X)
+
+computed with nested dual numbers (gradc.executor.dual: tangents along A and V and their product); the next backward
+is refused by name."""
 
 from __future__ import annotations
 
 from .. import registry
 from ..errors import GradError
+from ..ir import EMPTY_VAR
 from ..registry import defgrad, grads_like_inputs
 from . import cumprod, reduce, select  # noqa: F401  (registers the forward ops whose attributes these take)
 from .composite import first
@@ -45,6 +53,25 @@ def put_at_complex_point(g) -> list:
                   "Result@GRAD@GRAD": g.IG("Result@GRAD")}, forward_attrs=True)]
 
 
+def at_complex_point_again(g) -> list:
+    """The maker of cumprod_grad_grad / reduce_prod_grad_grad: one <op>_grad_grad_grad reading their inputs and the
+    grads of their outputs (as <output>@COTANGENT)."""
+    cotangents = {f"{slot}@COTANGENT": g.OG(slot) for slot in ("X@GRAD", "Out@GRAD@GRAD")
+                  if first(g.OG(slot)) not in (None, EMPTY_VAR)}
+    if not cotangents:
+        return []
+    return [g.op(f"{g.fwd.type}_grad", {slot: g.I(slot) for slot in ("X", "Out@GRAD", "X@GRAD@GRAD")} | cotangents,
+                 {f"{slot}@GRAD": g.IG(slot) for slot in ("X", "Out@GRAD", "X@GRAD@GRAD")}, forward_attrs=True)]
+
+
+def _once_more(g):
+    forward = g.fwd.type.removesuffix("_grad_grad_grad")
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate {forward}'s grad at a complex point three times (a "
+                    f"real input's fifth derivative through a complex step, a complex input's fourth): its exact "
+                    f"tangents are nested dual numbers of second order, and the next order would need a third; with "
+                    f"the dims' sizes known it is written with differentiable ops at every order")
+
+
 def _fourth(g):
     forward = g.fwd.type.removesuffix("_grad_grad")
     raise GradError(f"{g.fwd.type}: gradc does not differentiate {forward}'s grad at a complex point again (a real "
@@ -55,7 +82,12 @@ def _fourth(g):
 
 for _forward in ("cumprod", "reduce_prod"):
     defgrad(f"{_forward}_grad_grad", inputs=["X", "Out@GRAD", "X@GRAD@GRAD"], outputs=["X@GRAD?", "Out@GRAD@GRAD?"],
-            attrs=dict(registry.get(_forward).attrs), infer=grads_like_inputs, grad=_fourth, of=f"{_forward}_grad")
+            attrs=dict(registry.get(_forward).attrs), infer=grads_like_inputs, grad=at_complex_point_again,
+            of=f"{_forward}_grad")
+    defgrad(f"{_forward}_grad_grad_grad",
+            inputs=["X", "Out@GRAD", "X@GRAD@GRAD", "X@GRAD@COTANGENT?", "Out@GRAD@GRAD@COTANGENT?"],
+            outputs=["X@GRAD?", "Out@GRAD@GRAD?", "X@GRAD@GRAD@GRAD?"], attrs=dict(registry.get(_forward).attrs),
+            infer=grads_like_inputs, grad=_once_more, of=f"{_forward}_grad_grad")
 defgrad("put_along_axis_grad_grad", inputs=["Input", "Index", "Value", "Result@GRAD", "Input@GRAD@GRAD?",
                                            "Value@GRAD@GRAD?"],
         outputs=["Input@GRAD?", "Value@GRAD?", "Result@GRAD@GRAD?"], attrs=dict(registry.get("put_along_axis").attrs),

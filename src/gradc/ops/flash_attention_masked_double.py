@@ -12,10 +12,15 @@ comparisons of row and column numbers, so only the token counts need be known:
 A dropped key adds -2^100 to its score (exp gives 0 exactly; float16: -65504); a row with no key left, whose out the
 kernels give 0, attends to all its keys and is multiplied by 0, so nothing flows through it either. The integer
 inputs, out and softmax_lse get no gradient.
-An attn_mask of unpadded sequences (sliced per sequence by the kernel) is not rebuilt: refused by name.
+An attn_mask [..., 1 | h, SQ, SK] of varlen sequences, which the kernels slice per sequence (sequence s reads
+mask[s % M][:, :its query rows, :its key rows], M the product of the leading dims), is gathered at run time for each
+(query, key) pair of one sequence from the flat mask at ((s % M) h' + head) SQ SK + the query's place SK + the key's
+place (0 for pairs of different sequences, which the keep mask drops).
 """
 
 from __future__ import annotations
+
+import math
 
 from ..errors import GradError
 from ..ir import VarType
@@ -104,11 +109,41 @@ def _bias_and_live(f, keep: str, like: str, axis: int) -> tuple[str, str]:
     return f.scale(opened, -low, low), live
 
 
+def _int_op(f, type: str, x: str, y: str, dims: list[int]) -> str:
+    return f.op(type, {"X": x, "Y": y}, x, {"axis": -1}, dims=lambda _: dims, dtype=VarType.INT64)
+
+
+def _mask_scores(f, g, query: tuple, key: tuple, keep: str, padded: bool, heads: list[int]) -> str | None:
+    """attn_mask's score of each (query, key) pair of one sequence, [1, *heads, total_q, total_k] (``heads``: the
+    scores' head dims, attention_ops' [hk, groups] or [1, 1]); None without a mask."""
+    mask = first(g.I("attn_mask"))
+    if mask is None:
+        return None
+    shape = g.shape(mask)
+    if shape is None or len(shape) < 3 or any(d < 0 for d in shape):
+        raise GradError(f"{g.fwd.type}: a second derivative needs attn_mask's dims known, got {shape}")
+    copies, mask_heads, (sq, sk) = math.prod(shape[:-3]), shape[-3], shape[-2:]
+    rows, cols = g.shape(query[1])[0], g.shape(key[1])[0]
+    sequence = query[0] if padded else _int_op(f, "elementwise_sub", query[0], ints(f, query[0], [1]), [rows])
+    copy = _int_op(f, "elementwise_mod", sequence, ints(f, sequence, [copies]), [rows])
+    place_q, place_k = (_int_op(f, "elementwise_min", place[1], ints(f, place[1], [n - 1]), [size])
+                        for place, n, size in ((query, sq, rows), (key, sk, cols)))
+    row_start = _int_op(f, "elementwise_add", _int_op(f, "elementwise_mul", copy, ints(f, copy, [mask_heads * sq * sk]),
+                                                      [rows]),
+                        _int_op(f, "elementwise_mul", place_q, ints(f, place_q, [sk]), [rows]), [rows])
+    head_start = reshaped(f, ints(f, copy, [h * sq * sk for h in range(mask_heads)]), [mask_heads, 1, 1])
+    index = _int_op(f, "elementwise_add", _int_op(f, "elementwise_add", head_start, column(f, row_start),
+                                                  [mask_heads, rows, 1]), place_k, [mask_heads, rows, cols])
+    flat = reshaped(f, mask, [-1])
+    picked = f.op("gather", {"X": flat, "Index": reshaped(f, index, [-1])}, flat, {"axis": 0},
+                  dims=lambda _: [mask_heads * rows * cols])
+    picked = reshaped(f, picked, [1, *heads, rows, cols])
+    zeros = f.fill_like(picked, 0.0)
+    return f.op("where", {"Condition": keep, "X": picked, "Y": zeros}, picked)
+
+
 def _varlen_out(f, g, q: str, k: str, v: str, padded: bool) -> str:
     """out [total_q, h, dv] of flash_attn_unpadded (or varlen_padded) over q [total_q, h, d], k, v [total_k, hk, d]."""
-    if first(g.I("attn_mask")) is not None:
-        raise GradError(f"{g.fwd.type}: gradc writes no second derivative with an attn_mask (the kernel slices it "
-                        "per sequence, which the rebuilt attention does not)")
     shapes = [g.shape(x) for x in (q, k)]
     if any(shape is None or shape[0] < 0 for shape in shapes) or g.shape(first(g.I("cu_seqlens_q"))) in (None, [-1]):
         raise GradError(f"{g.fwd.type}: a second derivative needs the token counts and cu_seqlens' length known, "
@@ -119,7 +154,11 @@ def _varlen_out(f, g, q: str, k: str, v: str, padded: bool) -> str:
     keep = same_sequence(f, query, key)
     if g.attr("causal"):
         keep = logic(f, "logical_and", keep, logic(f, "less_equal", key[1], column(f, query[1])))
-    return packed_out(f, g, q, k, v, keep, g.attr("scale"))
+    mask = first(g.I("attn_mask"))
+    heads = [1, 1] if mask is None or g.shape(mask)[-3] == 1 else [shapes[1][1], shapes[0][1] // shapes[1][1]]
+    scores = _mask_scores(f, g, query, key, keep, padded, heads)
+    return packed_out(f, g, q, k, v, keep, g.attr("scale"),
+                      None if scores is None else lambda f, values: f.add(values, scores, values))
 
 
 def same_sequence(f, query: tuple, key: tuple) -> str:

@@ -8,8 +8,9 @@
   cannot be unrolled into differentiable ops; their makers emit ops of their own, lstm_grad_grad and gru_grad_grad,
   whose kernels take a complex step through the first-order kernels (gradc.executor.kernels.lod_rnn_double). The
   grad ops recompute the forward from Input, H0, C0, Weight and Bias, so the saved Hidden, Cell and batch-layout
-  outputs they also read are constants. The grad_grad ops' own makers refuse a third derivative (it would need a
-  second complex step, which the kernels do not take).
+  outputs they also read are constants. The grad_grad ops' makers emit lstm_grad_grad_grad / gru_grad_grad_grad,
+  the kernels again on dual numbers at that complex point (as rnn_grad_grad's, gradc.ops.rnn_double), whose own
+  makers refuse a fourth derivative.
 """
 
 from __future__ import annotations
@@ -110,18 +111,39 @@ def _grad_grad(params: tuple[str, ...]):
     return maker
 
 
-def _third(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate the LoD {g.fwd.type.split('_')[0]} op three times: "
-                    f"its second derivative is a complex step through the kernels, which a third would need again")
+def _third(forward: str, params: tuple[str, ...]):
+    """The maker of <forward>_grad_grad: one <forward>_grad_grad_grad reading its inputs and the grads of its outputs
+    (as <output>@COTANGENT)."""
+    outputs = (*(f"{slot}@GRAD" for slot in params), "Hidden@GRAD@GRAD")
+    stepped = (*params, "Hidden@GRAD", *(f"{slot}@GRAD@GRAD" for slot in params))
+
+    def maker(g):
+        cotangents = {f"{slot}@COTANGENT": g.OG(slot) for slot in outputs if g.OG(slot)}
+        if not cotangents:
+            return []
+        values = {slot: g.I(slot) for slot in stepped if g.I(slot)}
+        grads = {f"{slot}@GRAD": g.IG(slot) for slot in stepped if g.I(slot)}
+        return [g.op(f"{forward}_grad_grad_grad", {**values, **cotangents}, grads, forward_attrs=True)]
+
+    return maker
+
+
+def _fourth(g):
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate the LoD {g.fwd.type.split('_')[0]} op four times: "
+                    f"its third derivative carries dual numbers of first order through the kernels' complex step, "
+                    f"and a fourth would need them of second order")
 
 
 def _grad_grad_op(forward: str, params: tuple[str, ...], attrs: dict) -> None:
     grad = registry.get(f"{forward}_grad")
-    inputs = [*(f"{slot}?" if grad.slots[slot].dispensable else slot for slot in params), "Hidden@GRAD",
-              *(f"{slot}@GRAD@GRAD?" for slot in params)]
+    values = [*(f"{slot}?" if grad.slots[slot].dispensable else slot for slot in params), "Hidden@GRAD"]
+    inputs = [*values, *(f"{slot}@GRAD@GRAD?" for slot in params)]
     outputs = [f"{slot}@GRAD?" for slot in (*params, "Hidden@GRAD")]
     defgrad(f"{forward}_grad_grad", inputs=inputs, outputs=outputs, attrs=attrs, infer=grads_like_inputs,
-            grad=_third, of=f"{forward}_grad")
+            grad=_third(forward, params), of=f"{forward}_grad")
+    defgrad(f"{forward}_grad_grad_grad", inputs=[*inputs, *(f"{slot.rstrip('?')}@COTANGENT?" for slot in outputs)],
+            outputs=[*outputs, *(f"{slot}@GRAD@GRAD@GRAD?" for slot in params)], attrs=attrs,
+            infer=grads_like_inputs, grad=_fourth, of=f"{forward}_grad_grad")
     defgrad(f"{forward}_grad", grad=_grad_grad(params), no_grad_inputs=[
         slot for slot in grad.inputs if slot not in (*params, "Hidden@GRAD")])
 

@@ -5,7 +5,9 @@ State@GRAD is emitted by ``differentiate`` (so it recomputes rnn_grad's outputs)
 again. The recomputation reads Input, PreState, WeightList and the output grads, and as constants SequenceLength
 and the dropout mask DropoutState; not Out or Reserve. Over a time dim of unknown size (no unrolling: a maker cannot
 emit a while loop it could differentiate) rnn_grad's maker emits rnn_grad_grad instead, a complex step through the
-kernels as lstm_grad_grad's (gradc.executor.kernels.lod_rnn_double), whose own maker refuses a third derivative.
+kernels as lstm_grad_grad's (gradc.executor.kernels.lod_rnn_double). Its maker emits rnn_grad_grad_grad: the kernels
+again, on dual numbers at that complex point (gradc.executor.dual), which a fourth derivative would need of second
+order (refused).
 """
 
 from __future__ import annotations
@@ -52,10 +54,27 @@ def _complex_step(g: GradContext):
     return [g.op("rnn_grad_grad", {**values, **dd}, grads, forward_attrs=True)]
 
 
+# rnn_grad_grad's step directions (the grads of rnn_grad's outputs) and its outputs
+DIRECTIONS = ("Input@GRAD@GRAD", "PreState@GRAD@GRAD", "WeightList@GRAD@GRAD")
+STEPPED_OUTPUTS = tuple(f"{slot}@GRAD" for slot in STEPPED)
+LISTS = ("PreState", "WeightList", "State")   # list slots, and the slots of their grads
+
+
 def _third(g: GradContext):
-    raise GradError("rnn_grad_grad: gradc does not differentiate the rnn op three times over a time dim of unknown "
-                    "size: its second derivative is a complex step through the kernels, which a third would need "
-                    "again")
+    """One rnn_grad_grad_grad reading rnn_grad_grad's inputs and the grads of its outputs (as <output>@COTANGENT)."""
+    cotangents = {f"{slot}@COTANGENT": g.OG(slot) for slot in STEPPED_OUTPUTS
+                  if any(v != EMPTY_VAR for v in g.OG(slot))}
+    if not cotangents:
+        return []
+    values = {slot: g.I(slot) for slot in (*STEPPED, "SequenceLength", "DropoutState", *DIRECTIONS) if g.I(slot)}
+    grads = {f"{slot}@GRAD": g.IG(slot) for slot in (*STEPPED, *DIRECTIONS) if g.I(slot)}
+    return [g.op("rnn_grad_grad_grad", {**values, **cotangents}, grads, forward_attrs=True)]
+
+
+def _fourth(g: GradContext):
+    raise GradError("rnn_grad_grad_grad: gradc does not differentiate the rnn op four times over a time dim of "
+                    "unknown size: its third derivative carries dual numbers of first order through the kernels' "
+                    "complex step, and a fourth would need them of second order")
 
 
 def _dropout(f: Formula, g: GradContext):
@@ -104,9 +123,23 @@ def _rnn_grad(g: GradContext):
 
 
 defgrad("rnn_grad", grad=_rnn_grad, no_grad_inputs=["Out", "Reserve", "DropoutState", "SequenceLength"])
-defgrad("rnn_grad_grad", inputs=["Input", "PreState[]", "WeightList[]", "SequenceLength?", "DropoutState?",
-                                 "Out@GRAD?", "State@GRAD[]?", "Input@GRAD@GRAD?", "PreState@GRAD@GRAD[]?",
-                                 "WeightList@GRAD@GRAD[]?"],
-        outputs=[f"{slot}@GRAD{'[]' if slot in ('PreState', 'WeightList', 'State@GRAD') else ''}?" for slot in STEPPED],
+
+def _slot(name: str, listed: bool) -> str:
+    return f"{name}{'[]' if listed else ''}?"
+
+
+def _listed(name: str) -> bool:
+    return name.split("@")[0] in LISTS
+
+
+GRAD_GRAD_INPUTS = ["Input", "PreState[]", "WeightList[]", "SequenceLength?", "DropoutState?", "Out@GRAD?",
+                    "State@GRAD[]?", *(_slot(slot, _listed(slot)) for slot in DIRECTIONS)]
+defgrad("rnn_grad_grad", inputs=GRAD_GRAD_INPUTS,
+        outputs=[_slot(slot, _listed(slot)) for slot in STEPPED_OUTPUTS],
         attrs=RNN_ATTRS, infer=grads_like_inputs, grad=_third, no_grad_inputs=["SequenceLength", "DropoutState"],
         of="rnn_grad")
+defgrad("rnn_grad_grad_grad",
+        inputs=[*GRAD_GRAD_INPUTS, *(_slot(f"{slot}@COTANGENT", _listed(slot)) for slot in STEPPED_OUTPUTS)],
+        outputs=[_slot(f"{slot}@GRAD", _listed(slot)) for slot in (*STEPPED, *DIRECTIONS)],
+        attrs=RNN_ATTRS, infer=grads_like_inputs, grad=_fourth, no_grad_inputs=["SequenceLength", "DropoutState"],
+        of="rnn_grad_grad")

@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from . import kernel
+from .tensor import numpy_dtype
 
 
-def _intervals(k, depth: np.ndarray, feat: np.ndarray):
-    """(ranks of depth, feat, bev per point covered, each point's interval start, the interval starts), checked."""
+def _covered(k):
+    """(the ranks, the points the intervals cover in order, the interval starts and lengths), checked."""
     ranks = {slot: np.asarray(k.x(slot)).astype(np.int64) for slot in ("_ranks_depth", "_ranks_feat", "_ranks_bev")}
     starts, lengths = (np.asarray(k.x(s)).astype(np.int64) for s in ("_interval_starts", "_interval_lengths"))
     points = len(ranks["_ranks_bev"])
@@ -18,10 +19,19 @@ def _intervals(k, depth: np.ndarray, feat: np.ndarray):
                          f"within the {points} ranks")
     members = np.concatenate([np.arange(s, s + n) for s, n in zip(starts, lengths)]) if len(starts) else \
         np.zeros(0, np.int64)
+    for slot in ("_ranks_depth", "_ranks_feat"):
+        if len(ranks[slot]) != points:
+            raise ValueError(f"{slot} is not as long as _ranks_bev ({points})")
+    return ranks, members, starts, lengths
+
+
+def _intervals(k, depth: np.ndarray, feat: np.ndarray):
+    """(ranks of depth, feat, bev per point covered, each point's interval start, the interval starts), checked."""
+    ranks, members, starts, lengths = _covered(k)
     first = np.repeat(starts, lengths)
     for slot, size in (("_ranks_depth", depth.size), ("_ranks_feat", feat.size // feat.shape[-1])):
-        if len(ranks[slot]) != points or (ranks[slot][members] < 0).any() or (ranks[slot][members] >= size).any():
-            raise ValueError(f"{slot} holds ranks outside [0, {size}) or is not as long as _ranks_bev ({points})")
+        if (ranks[slot][members] < 0).any() or (ranks[slot][members] >= size).any():
+            raise ValueError(f"{slot} holds ranks outside [0, {size})")
     return ranks["_ranks_depth"][members], ranks["_ranks_feat"][members], ranks["_ranks_bev"], first, starts, lengths
 
 
@@ -79,3 +89,24 @@ def bev_pool_v2_bkwd(k):
                                np.concatenate([[0], np.cumsum(lengths)[:-1]]), axis=0)
         feat_grad[np.asarray(k.x("_ranks_feat")).astype(np.int64)[starts]] = sums
     return {"_depth_grad": depth_grad.reshape(depth.shape), "_feat_grad": feat_grad.reshape(feat.shape)}
+
+
+def _last(keys: np.ndarray) -> np.ndarray:
+    """1 where no later entry has the same key (the write that stays), else 0."""
+    last = np.zeros(len(keys))
+    _, from_end = np.unique(keys[::-1], return_index=True)
+    last[len(keys) - 1 - from_end] = 1
+    return last
+
+
+@kernel("bev_pool_v2_last_writes")
+def bev_pool_v2_last_writes(k):
+    """bev_pool_v2_bkwd's assignments point by point (gradc.ops.bev_pool's LAST_WRITES): which one stays is found by
+    a unique over the reversed ranks, so the derivative gathers and scatters over them alone."""
+    ranks, members, starts, lengths = _covered(k)
+    depth, pixels = ranks["_ranks_depth"][members], ranks["_ranks_feat"][starts]
+    dtype = numpy_dtype(k.attr("dtype"))
+    return {"point_depth": depth, "point_feat": ranks["_ranks_feat"][members],
+            "point_cell": ranks["_ranks_bev"][members],
+            "interval_feat": np.repeat(pixels, lengths), "depth_last": _last(depth).astype(dtype),
+            "feat_last": np.repeat(_last(pixels), lengths).astype(dtype)}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dual import Dual
 from . import kernel
 from .broadcast import unbroadcast
 from .cumprod import _exclusive, along
@@ -132,3 +133,71 @@ def put_along_axis_grad_grad(k):
     return k.grads({"Result@GRAD@GRAD": dout_grad, "Input@GRAD": input_grad,
                     "Value@GRAD": lambda: unbroadcast(factor_grads[:place.values.size].reshape(index.shape),
                                                       value.shape)})
+
+
+# cumprod_grad_grad_grad, reduce_prod_grad_grad_grad (gradc.ops.complex_point): the products written for any number
+# type, run on nested duals X + eps A + delta V with the grad's weights conj(dOut) + eps conj(B)
+
+def _running(a):
+    """The inclusive running products along the last axis."""
+    products = [a[..., 0]] if a.shape[-1] else []
+    for i in range(1, a.shape[-1]):
+        products.append(products[-1] * a[..., i])
+    return np.stack(products, axis=-1) if products else a.copy()
+
+
+def _shifted(products):
+    """Entry i holds entry i-1's, entry 0 a one: exclusive products."""
+    return np.concatenate([np.ones_like(products[..., :1]), products[..., :-1]], axis=-1)
+
+
+def _scan_weights(a, w, exclusive: bool):
+    """J(a)^T w of cumprod along the last axis (no conjugates): before_j times S_j = own_j + a_{j+1} S_{j+1}."""
+    n, tails = a.shape[-1], []
+    tail = zero = np.zeros_like(a[..., :1]).sum(axis=-1)
+    for j in reversed(range(n)):
+        own = (w[..., j + 1] if j + 1 < n else zero) if exclusive else w[..., j]
+        tail = own + a[..., j + 1] * tail if j + 1 < n else own
+        tails.append(tail)
+    return _shifted(_running(a)) * np.stack(tails[::-1], axis=-1) if n else a.copy()
+
+
+def _hyperduals(k):
+    """(X + eps A + delta V, conj(dOut) + eps conj(B)) in one dtype, and X, dOut."""
+    values = [k.x(name) for name in ("X", "Out@GRAD", "X@GRAD@GRAD")]
+    cotangents = [k.optional(name) for name in ("X@GRAD@COTANGENT", "Out@GRAD@GRAD@COTANGENT")]
+    dtype = np.result_type(*values, *(c for c in cotangents if c is not None))
+    x, dout, v = (value.astype(dtype) for value in values)
+    a, b = (np.zeros_like(like) if c is None else c.astype(dtype).reshape(like.shape)
+            for c, like in zip(cotangents, (x, dout)))
+    return (Dual(Dual(x, v), Dual(a, np.zeros_like(x))),
+            Dual(Dual(np.conj(dout), np.zeros_like(dout)), Dual(np.conj(b), np.zeros_like(dout))), x, dout)
+
+
+def _once_more(k, forward, weights) -> dict:
+    """The grads from F and G at the hyperduals (gradc.ops.complex_point's formulas)."""
+    return k.grads({"X@GRAD": lambda: np.conj(weights.tangent.tangent),
+                    "X@GRAD@GRAD@GRAD": lambda: np.conj(weights.tangent.value),
+                    "Out@GRAD@GRAD": lambda: forward.tangent.tangent})
+
+
+@kernel("cumprod_grad_grad_grad")
+def cumprod_grad_grad_grad(k):
+    xh, wh, x, _ = _hyperduals(k)
+    run, back = along(x, k.attr("dim"), k.attr("reverse"))
+    products = _running(run(xh))
+    forward = _shifted(products) if k.attr("exclusive") else products
+    return _once_more(k, back(forward), back(_scan_weights(run(xh), run(wh), k.attr("exclusive"))))
+
+
+@kernel("reduce_prod_grad_grad_grad")
+def reduce_prod_grad_grad_grad(k):
+    xh, wh, x, dout = _hyperduals(k)
+    axes = list(_axes(k, x))
+    rest = [i for i in range(x.ndim) if i not in axes]
+    moved = np.transpose(xh, rest + axes)
+    flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
+    others = _shifted(_running(flat)) * _shifted(_running(flat[..., ::-1]))[..., ::-1]
+    others = np.transpose(others.reshape(moved.shape), np.argsort(rest + axes).tolist())
+    product = _running(flat)[..., -1] if flat.shape[-1] else np.ones_like(flat.sum(axis=-1))
+    return _once_more(k, product.reshape(dout.shape), _expand(k, wh, x, axes) * others)

@@ -80,7 +80,7 @@ class Layout:
 
     def to_rows(self, batch: np.ndarray, rows: int) -> np.ndarray:
         """Batch-layout rows back in the input's row order."""
-        out = np.zeros((rows, *batch.shape[1:]), batch.dtype)
+        out = np.zeros_like(batch, shape=(rows, *batch.shape[1:]))
         out[self.rows] = batch
         return out
 
@@ -96,16 +96,17 @@ def sequences(k, reverse: bool) -> Layout:
     return Layout(offsets(k, "Input", at_most=1), reverse)
 
 
-def initial_state(k, slot: str, layout: Layout, width: int, dtype=np.float64) -> np.ndarray:
-    """H0 / C0 (one row per sequence) in the layout's order, in ``dtype``; zeros when the slot is empty."""
+def initial_state(k, slot: str, layout: Layout, width: int, like: np.ndarray) -> np.ndarray:
+    """H0 / C0 (one row per sequence) in the layout's order, in the dtype of ``like``; zeros when the slot is
+    empty."""
     value = k.optional(slot)
     count = len(layout.order)
     if value is None:
-        return np.zeros((count, width), dtype)
+        return np.zeros_like(like, shape=(count, width))
     if value.shape != (count, width):
         raise ValueError(f"{slot} has shape {list(value.shape)}, not [{count}, {width}] (a row per sequence of "
                          f"Input, hidden size {width})")
-    return value.astype(dtype)[layout.order]
+    return value.astype(like.dtype)[layout.order]
 
 
 # ---------------------------------------------------------------- lstm
@@ -124,16 +125,15 @@ class LstmRun:
         if bias.size != (7 if peepholes else 4) * d:
             raise ValueError(f"Bias has {bias.size} values, not {7 if peepholes else 4} * D = "
                              f"{(7 if peepholes else 4) * d}" + (" (use_peepholes)" if peepholes else ""))
-        self.peep = bias[4 * d:].reshape(3, d) if peepholes else np.zeros((3, d), bias.dtype)
+        self.peep = bias[4 * d:].reshape(3, d) if peepholes else np.zeros_like(bias, shape=(3, d))
         self.gate, self.cell = Activation(k, "gate_activation"), Activation(k, "cell_activation")
         self.cand = Activation(k, "candidate_activation")
         self.layout = layout = sequences(k, k.attr("is_reverse"))
-        dtype = np.result_type(x, self.w, bias)
-        self.h0, self.c0 = (initial_state(k, slot, layout, d, dtype) for slot in ("H0", "C0"))
         rows = len(layout.rows)
         self.z = x[layout.rows] + bias[:4 * d]
+        self.h0, self.c0 = (initial_state(k, slot, layout, d, self.z) for slot in ("H0", "C0"))
         self.a = np.empty_like(self.z)
-        self.c, self.ca, self.h = (np.empty((rows, d), dtype) for _ in range(3))
+        self.c, self.ca, self.h = (np.empty_like(self.z, shape=(rows, d)) for _ in range(3))
         for t, step in enumerate(layout.steps):
             self._step(step, *self.previous(t))
 
@@ -178,8 +178,8 @@ class LstmRun:
             dz[:, d:2 * d] = self.gate.grad(z[:, d:2 * d], i, dc * cand)
             dz[:, 2 * d:3 * d] = self.gate.grad(z[:, 2 * d:3 * d], f, dc * c_prev)
             dc_prev = dz[:, d:2 * d] * self.peep[0] + dz[:, 2 * d:3 * d] * self.peep[1] + dc * f
-            dpeep += [(dz[:, d:2 * d] * c_prev).sum(0), (dz[:, 2 * d:3 * d] * c_prev).sum(0),
-                      (dz[:, 3 * d:] * c).sum(0)]
+            dpeep += np.stack([(dz[:, d:2 * d] * c_prev).sum(0), (dz[:, 2 * d:3 * d] * c_prev).sum(0),
+                               (dz[:, 3 * d:] * c).sum(0)])
             dh_prev = dz @ self.w.T
             dw += h_prev.T @ dz
             if t:

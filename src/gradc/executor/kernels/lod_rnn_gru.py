@@ -75,9 +75,10 @@ class GruRun:
         self.cell = cell = GruCell(k, Activation(k, "gate_activation"), Activation(k, "activation"))
         self.layout = layout = sequences(k, k.attr("is_reverse"))
         self.z = cell.gates_in(k)[layout.rows]
-        self.h0 = initial_state(k, "H0", layout, cell.d, self.z.dtype)
+        self.h0 = initial_state(k, "H0", layout, cell.d, self.z)
         rows = len(layout.rows)
-        self.a, self.reset, self.h = np.empty_like(self.z), *(np.empty((rows, cell.d), self.z.dtype) for _ in range(2))
+        self.a, self.reset, self.h = np.empty_like(self.z), *(np.empty_like(self.z, shape=(rows, cell.d))
+                                                              for _ in range(2))
         for t, step in enumerate(layout.steps):
             self.a[step], self.reset[step], self.h[step] = cell.step(self.z[step], self.previous(t))
 

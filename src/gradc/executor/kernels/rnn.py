@@ -12,6 +12,7 @@ from ...ops.complex_step import STEP
 from ...ops.rnn import attr_problem, describe_problems, rnn_shape_of
 from ...rnn_shape import named, shape_problems
 from .. import paddle_random, randomness
+from ..dual import Dual
 from . import kernel
 from .rnn_math import rnn_backward, rnn_forward, sequence_length_problem
 
@@ -130,3 +131,48 @@ def rnn_grad_grad(k):
     return k.grads({"Input@GRAD": lambda: slopes([dx])[0], "PreState@GRAD": lambda: slopes(dstates),
                     "WeightList@GRAD": lambda: slopes(dweights), "Out@GRAD@GRAD": lambda: slopes([out])[0],
                     "State@GRAD@GRAD": lambda: slopes(finals)})
+
+
+@kernel("rnn_grad_grad_grad")
+def rnn_grad_grad_grad(k):
+    """rnn_grad_grad's gradient (gradc.ops.rnn_double): with G = rnn_grad at (theta, dOut), F the forward, v the step
+    direction and cotangents a (of the theta grads) and b (of Out@GRAD@GRAD, State@GRAD@GRAD), the forward and
+    rnn_grad run once on dual numbers at the complex point theta + i h v, theta carrying a and dOut carrying b:
+    theta's grads D_v (D_a G + G(b)) and dOut's D_v D_a F are the tangents' imaginary parts over h, v's grads
+    D_a G + G(b) (the Hessian's symmetry) their real parts."""
+    shape, x, states, weights, lengths = _inputs(k)
+
+    def duals(values: list, step_slot: str, tangent_slot: str) -> list:
+        steps = _grads_given(k, step_slot) or [None] * len(values)
+        tangents = _grads_given(k, tangent_slot) or [None] * len(values)
+        return [Dual(v.astype(np.complex128) + (0 if s is None else 1j * STEP * s),
+                     None if t is None else t.astype(np.complex128)) for v, s, t in zip(values, steps, tangents)]
+
+    (xd,), sd, wd = (duals(values, f"{slot}@GRAD@GRAD", f"{slot}@GRAD@COTANGENT") for values, slot in
+                     (([x], "Input"), (states, "PreState"), (weights, "WeightList")))
+    mask, prob = (k.x("DropoutState") if _dropout_applies(k) else None), k.attr("dropout_prob")
+    out, finals, reserve = rnn_forward(shape, xd, sd, wd, lengths, mask, prob)
+    out_grad = _output_grad_duals(k, "Out@GRAD", [out])[0]
+    state_grads = _output_grad_duals(k, "State@GRAD", finals)
+    dx, dstates, dweights = rnn_backward(shape, xd, sd, wd, reserve, out_grad, state_grads, lengths, mask, prob)
+
+    def slopes(values: list) -> list:
+        return [(v.tangent.imag / STEP).astype(x.dtype) for v in values]
+
+    def reals(values: list) -> list:
+        return [v.tangent.real.astype(x.dtype) for v in values]
+    return k.grads({"Input@GRAD": lambda: slopes([dx])[0], "PreState@GRAD": lambda: slopes(dstates),
+                    "WeightList@GRAD": lambda: slopes(dweights), "Out@GRAD@GRAD": lambda: slopes([out])[0],
+                    "State@GRAD@GRAD": lambda: slopes(finals), "Input@GRAD@GRAD@GRAD": lambda: reals([dx])[0],
+                    "PreState@GRAD@GRAD@GRAD": lambda: reals(dstates),
+                    "WeightList@GRAD@GRAD@GRAD": lambda: reals(dweights)})
+
+
+def _output_grad_duals(k, slot: str, outputs: list) -> list:
+    """The grads of the rnn's outputs as duals carrying the cotangents of rnn_grad_grad's <slot>@GRAD output (None
+    where a var has neither)."""
+    grads = _grads_given(k, slot) or [None] * len(outputs)
+    cotangents = _grads_given(k, f"{slot}@GRAD@COTANGENT") or [None] * len(outputs)
+    return [None if g is None and t is None else
+            Dual(np.zeros(o.shape, np.complex128) if g is None else g.astype(np.complex128),
+                 None if t is None else t.astype(np.complex128)) for g, t, o in zip(grads, cotangents, outputs)]

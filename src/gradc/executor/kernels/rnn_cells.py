@@ -144,7 +144,7 @@ class GRU:
         if m is not None:
             _mask_coefficients(m, dn_from_dh, h_side)
             _carry(keep_h, np.ones_like(keep_h[:1]), m)
-        dgates_h = np.empty(res.shape[:-1] + (3, hidden), res.dtype)
+        dgates_h = np.empty_like(res, shape=res.shape[:-1] + (3, hidden))
         dh_steps = np.empty_like(h_prev)
         dh = state_grads[0].copy()
         for s in reversed(range(dout.shape[1])):

@@ -90,7 +90,7 @@ def rnn_forward(shape: RnnShape, x, pre_states, weights, sequence_length=None, d
     the input of every layer after the first (one mask for every layer, as Paddle does)."""
     steps, batch = x.shape[:2]
     masks = _step_masks(sequence_length, steps, shape.directions, x.dtype)
-    reserve = np.empty(shape.reserve_shape(steps, batch), x.dtype)
+    reserve = np.empty_like(x, shape=shape.reserve_shape(steps, batch))
     finals = [[] for _ in pre_states]
     layer_in = x
     with np.errstate(over="ignore"):  # exp overflow in the sigmoid gives the right limit, 0
@@ -98,7 +98,7 @@ def rnn_forward(shape: RnnShape, x, pre_states, weights, sequence_length=None, d
             w_ih, w_hh, b_ih, b_hh = layer_weights(shape, weights, layer)
             xp = _input_projection(layer_in, w_ih, _folded_bias(shape, b_ih, b_hh))
             h0, *c0 = _layer_states(pre_states, layer, shape.directions)
-            whh_t = np.ascontiguousarray(w_hh.transpose(0, 2, 1))
+            whh_t = w_hh.transpose(0, 2, 1).copy()
             cell = CELLS[shape.mode]
             h, c = cell.forward(xp, h0, c0[0] if c0 else None, whh_t, b_hh[:, None, :], masks, reserve[layer])
             for final, value in zip(finals, (h, c)):
@@ -121,7 +121,7 @@ def rnn_backward(shape: RnnShape, x, pre_states, weights, reserve, out_grad=None
     hidden, directions = shape.hidden_size, shape.directions
     masks = _step_masks(sequence_length, steps, directions, x.dtype)
     if out_grad is None:
-        out_grad = np.zeros((steps, batch, directions * hidden), x.dtype)
+        out_grad = np.zeros_like(x, shape=(steps, batch, directions * hidden))
     state_grads = [np.zeros_like(p) if g is None else g for p, g in zip(pre_states, state_grads or [None] * 2)]
     weight_grads = [None] * len(weights)
     pre_state_grads = [np.empty_like(p) for p in pre_states]
