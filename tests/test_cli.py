@@ -21,8 +21,8 @@ from fixtures import DATA
 MLP = DATA / "mlp"
 
 
-def gradc_process(*args):
-    return subprocess.run([sys.executable, "-m", "gradc", *map(str, args)], capture_output=True, text=True)
+def gradc_process(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "gradc", *map(str, args)], capture_output=True, text=True, cwd=cwd)
 
 
 def assert_clean_failure(result, *phrases):
