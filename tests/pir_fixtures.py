@@ -4,6 +4,7 @@ them. A case is a directory under tests/data/paddle/pir (tools/paddle_pir_fixtur
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 from pathlib import Path
@@ -32,7 +33,13 @@ def meta(case: str) -> dict:
 
 
 def npz(case: str, name: str) -> dict[str, np.ndarray]:
-    """An archive of the case, empty if the case has none (a row without parameters)."""
+    """An archive of the case, empty if the case has none (a row without parameters); fresh copies of the arrays,
+    which a run may write into."""
+    return {k: v.copy() for k, v in _archive(case, name).items()}
+
+
+@functools.cache   # a case's archives are read by several tests, a dozen times in all
+def _archive(case: str, name: str) -> dict[str, np.ndarray]:
     if not (case_dir(case) / f"{name}.npz").exists():
         return {}
     with np.load(case_dir(case) / f"{name}.npz") as archive:
@@ -83,6 +90,13 @@ def run_inference(program: gradc.Program, case: str) -> np.ndarray:
 
 
 def load(case: str) -> gradc.Program:
+    """A fresh copy of the case's program, read once: a clone serializes and compiles to the same bytes as a
+    program read again (checked for every case of LAYERS and TRAINING)."""
+    return _loaded(case).clone()
+
+
+@functools.cache
+def _loaded(case: str) -> gradc.Program:
     return load_pir(program_file(case))
 
 

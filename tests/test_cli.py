@@ -1,4 +1,6 @@
-"""The CLI as a user runs it: one clear line and exit code 1 on bad input, no traceback, no output file."""
+"""The CLI as a user runs it: one clear line and exit code 1 on bad input, no traceback, no output file. The same
+main() runs in this process (cli_inprocess) where the test is about what a command does; the tests of a bad or
+missing file, a plugin and what a command imports start a real interpreter, as a user's shell does."""
 
 import ast
 import os
@@ -13,12 +15,13 @@ import pytest
 import gradc as package
 import gradc.executor as executor_package
 import gradc.training as training_package
+from cli_inprocess import gradc_cli as gradc
 from fixtures import DATA
 
 MLP = DATA / "mlp"
 
 
-def gradc(*args, cwd=None):
+def gradc_process(*args, cwd=None):
     return subprocess.run([sys.executable, "-m", "gradc", *map(str, args)], capture_output=True, text=True, cwd=cwd)
 
 
@@ -42,7 +45,7 @@ def bad_files(tmp_path):
 @pytest.mark.parametrize("name", ["truncated.pb", "random.pb"])
 def test_bad_program_files(bad_files, name):
     out = bad_files / "out.pb"
-    assert_clean_failure(gradc("compile", bad_files / name, "-o", out), name, "not a readable ProgramDesc")
+    assert_clean_failure(gradc_process("compile", bad_files / name, "-o", out), name, "not a readable ProgramDesc")
     assert not out.exists()
 
 
@@ -82,7 +85,7 @@ def test_bad_npz(tmp_path):
 
 
 def test_missing_file():
-    assert_clean_failure(gradc("show", "/nonexistent/program.pb"), "cannot read")
+    assert_clean_failure(gradc_process("show", "/nonexistent/program.pb"), "cannot read")
 
 
 def test_compile_run_show_convert(tmp_path):

@@ -2,6 +2,8 @@
 actually emitted while gradc compiled every Paddle fixture, and on Paddle's own backward programs."""
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -13,8 +15,10 @@ from gradc.layers import ProgramBuilder
 from gradc.pairing import BACKWARD, FORWARD, OPTIMIZER, OpRef, op_kind, pair_grad_ops
 
 
-def _compile_recording(program: gradc.Program, loss: str | None) -> dict[int, OpDesc]:
-    """Compile, remembering which forward op each maker call emitted each grad op for (id(grad op) -> fwd)."""
+@contextmanager
+def _recording() -> Iterator[dict[int, OpDesc]]:
+    """While open, each maker call remembers which forward op it emitted each grad op for (id(grad op) -> fwd);
+    the makers are wrapped once for all the compiles."""
     emitted: dict[int, OpDesc] = {}
     originals = {}
     for opdef in registry.OPS.values():
@@ -29,11 +33,10 @@ def _compile_recording(program: gradc.Program, loss: str | None) -> dict[int, Op
 
             opdef.grad = recording
     try:
-        gradc.append_backward(program, loss)
+        yield emitted
     finally:
         for type, maker in originals.items():
             registry.OPS[type].grad = maker
-    return emitted
 
 
 # forwards that hold paddle.incubate.autograd's own vjp / jvp / Jacobian: a grad op there and the grad ops gradc's
@@ -51,19 +54,21 @@ def _forward_cases():
 
 def test_pairing_matches_what_the_makers_emitted():
     compiled = checked = 0
-    for case in _forward_cases():
-        program = gradc.load(case / "forward.pb")
-        try:
-            emitted = _compile_recording(program, json.loads((case / "meta.json").read_text())["loss"])
-        except gradc.GradError:   # ops gradc cannot differentiate yet (the RNN fixtures): nothing to pair
-            continue
-        compiled += 1
-        where = {id(op): OpRef(b.idx, i) for b in program.blocks for i, op in enumerate(b.ops)}
-        pairs = pair_grad_ops(program)
-        for op_id, fwd in emitted.items():
-            if op_id in where:
-                checked += 1
-                assert pairs.get(where[op_id]) == where[id(fwd)], (case.name, where[op_id], fwd)
+    with _recording() as emitted:
+        for case in _forward_cases():
+            program = gradc.load(case / "forward.pb")
+            emitted.clear()
+            try:
+                gradc.append_backward(program, json.loads((case / "meta.json").read_text())["loss"])
+            except gradc.GradError:   # ops gradc cannot differentiate yet (the RNN fixtures): nothing to pair
+                continue
+            compiled += 1
+            where = {id(op): OpRef(b.idx, i) for b in program.blocks for i, op in enumerate(b.ops)}
+            pairs = pair_grad_ops(program)
+            for op_id, fwd in emitted.items():
+                if op_id in where:
+                    checked += 1
+                    assert pairs.get(where[op_id]) == where[id(fwd)], (case.name, where[op_id], fwd)
     assert compiled > 300 and checked > 3000
 
 

@@ -32,7 +32,7 @@ class Done:
 
 
 def invoke(*args):
-    """A command run in this process (as the CLI parses it; the one-line error contract is tested by subprocess)."""
+    """A command run in this process (as the CLI parses it; run_gradc tests the one-line errors of main())."""
     return Done(CliRunner().invoke(cli, [str(a) for a in args]))
 
 

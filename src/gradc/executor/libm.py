@@ -36,10 +36,16 @@ def _library():
 
 
 def log(values: np.ndarray) -> np.ndarray:
-    """log of each value in its own float: logf for float32, log for float64."""
+    """log of each value in its own float: logf for float32, log for float64 (Python's math.log, called by map:
+    a frame per value costs as much as the log)."""
     values = np.asarray(values)
-    log_one = scalar_functions(values.dtype)[0]
-    return np.array([log_one(v) for v in values.ravel().tolist()], values.dtype).reshape(values.shape)
+    flat = values.ravel()
+    out = np.where(flat == 0, -np.inf, np.nan).astype(values.dtype)   # C's log at the edges, where Python's raises
+    positive = flat > 0
+    library = _library()
+    log_one = library["logf"] if values.dtype == np.float32 and library is not None else math.log
+    out[positive] = list(map(log_one, flat[positive].tolist()))   # without logf: math.log rounded to float32 here
+    return out.reshape(values.shape)
 
 
 def _log_or_limit(function, value: float) -> float:
