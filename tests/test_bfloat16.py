@@ -266,7 +266,7 @@ def test_a_bfloat16_program_run_past_the_straight_line_threshold_keeps_rounding(
         fresh = gradc.Executor().run(program, feed, ["mean_1.tmp_0", "fc_0.tmp_1"], scopes[1])
         assert all(np.array_equal(a, b) for a, b in zip(ours, fresh)), step
         assert not np.any(ours[1].view(np.uint32) & 0xFFFF)
-    plan = next(iter(kept._plans[program.global_block].values()))
+    plan = next(iter(kept.plans(program.global_block).values()))
     assert plan.straight is not None
 
 

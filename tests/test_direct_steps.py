@@ -33,7 +33,7 @@ def _run_both(monkeypatch, program, scope, feed, fetch):
     """The values with direct steps, then with every op through its kernel."""
     executor = gradc.Executor()
     direct = [executor.run(program, feed, fetch, scope) for _ in range(2)]
-    plan = next(iter(executor._plans[program.global_block].values()))
+    plan = next(iter(executor.plans(program.global_block).values()))
     monkeypatch.setattr("gradc.executor.executor.direct_step", lambda kernel, ctx, writes: None)
     generic = gradc.Executor().run(program, feed, fetch, scope)
     return plan, direct, generic

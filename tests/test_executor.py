@@ -1,5 +1,8 @@
 """The executor: scopes, feed/fetch, freeing temporaries, startup programs, clear errors."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -134,12 +137,29 @@ def test_a_plan_is_reused_and_rebuilt_when_the_program_grows():
     executor.run(net.startup, scope=scope)
     feed = {"x": np.ones((2, 4), "float32")}
     executor.run(net.program, feed, [loss], scope)
-    plans = len(executor._plans)
+    built = executor.plans_built
     executor.run(net.program, feed, [loss], scope)
-    assert len(executor._plans) == plans
+    assert executor.plans_built == built
     gradc.append_backward(net.program, loss)
     (grad,) = executor.run(net.program, feed, ["fc_0.w_0@GRAD"], scope)
     assert grad.shape == (4, 3)
+    assert executor.plans_built == built + 1
+
+
+def test_a_long_lived_executor_keeps_no_program_it_ran_alive():
+    """The plans live on the program's blocks: a program dropped takes them along, the executor keeps nothing."""
+    executor = gradc.Executor()
+    dropped = []
+    for _ in range(3):
+        net, loss = small_net()
+        scope = gradc.Scope()
+        executor.run(net.startup, scope=scope)
+        executor.run(net.program, {"x": np.ones((2, 4), "float32")}, [loss], scope)
+        dropped.append(weakref.ref(net.program.global_block))
+        assert executor.plans(net.program.global_block)
+        del net, scope
+    gc.collect()
+    assert all(ref() is None for ref in dropped)
 
 
 def test_edits_to_a_program_are_seen_by_the_next_run():

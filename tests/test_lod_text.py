@@ -328,7 +328,7 @@ def test_an_array_program_without_lod_runs_the_plain_plan():
     executor = gradc.Executor()
     (y,) = executor.run(program, {**feed, x: np.arange(3).reshape(3, 1)}, ["y"], gradc.Scope(), return_lod=True)
     assert isinstance(y, np.ndarray)   # no LoD
-    plan = next(iter(executor._plans[program.global_block].values()))
+    plan = next(iter(executor.plans(program.global_block).values()))
     assert not plan.makes_lod and plan._lod_rows is None   # read_from_array passes LoD on but makes none
 
 

@@ -146,7 +146,7 @@ def test_a_program_without_lod_runs_the_plain_plan():
     out = net.op("relu", {"X": x})[0]
     executor = gradc.Executor()
     executor.run(net.program, {x: np.ones((2, 3), np.float32)}, [out], gradc.Scope())
-    plan = next(iter(executor._plans[net.program.global_block].values()))
+    plan = next(iter(executor.plans(net.program.global_block).values()))
     assert not plan.makes_lod and plan._lod_rows is None   # no LoD rows built, none used
 
 

@@ -13,7 +13,7 @@ from test_direct_steps import _mlp
 
 
 def _plan(executor, program):
-    return next(iter(executor._plans[program.global_block].values()))
+    return next(iter(executor.plans(program.global_block).values()))
 
 
 def _straight_and_loop(monkeypatch, program, feed, fetch, scope, runs=3):

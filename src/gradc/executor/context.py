@@ -7,6 +7,7 @@ be empty; ``grads`` computes only the gradients the op is asked for.
 
 from __future__ import annotations
 
+import weakref
 from collections import ChainMap
 from collections.abc import Callable
 
@@ -31,7 +32,7 @@ class KernelContext:
         self.op_idx = op_idx
         self.defaults = opdef.attrs if opdef is not None else {}
         self.var_attrs = op.var_attrs   # tensor-valued attributes: read from their vars on every run
-        self.executor = executor
+        self.executor = weakref.ref(executor)   # the plan holding it lives on the block: it must not keep the executor
         self.scope = None       # set by the executor before each call
         self.run_scope = None   # the scope persistable vars are written to
         # the declared slots; None for an op with a kernel but no definition (nothing to check against)
@@ -168,7 +169,7 @@ class KernelContext:
 
     def run_block(self, block_idx: int, scope) -> None:
         """Run a sub-block (control flow) in ``scope``."""
-        self.executor.run_block(self.block.program.blocks[block_idx], scope, self.run_scope)
+        self.executor().run_block(self.block.program.blocks[block_idx], scope, self.run_scope)
 
 
 _INTS = {AttrType.INT, AttrType.LONG, AttrType.INTS, AttrType.LONGS}

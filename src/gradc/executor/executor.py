@@ -12,12 +12,9 @@ from weakref import WeakKeyDictionary
 import numpy as np
 
 from .. import registry
-from ..bfloat16 import BFLOAT16
 from ..errors import ExecutionError, GradcError, ProgramError, op_location
-from ..float8 import SPECS as FLOAT8_SPECS
 from ..gcpause import gc_paused
-from ..ir import EMPTY_VAR, Block, OpDesc, Program, VarType
-from ..ir.types import NUMPY_DTYPE_NAMES
+from ..ir import EMPTY_VAR, Block, OpDesc, Program
 from ..ops.complex_inputs import declares_complex
 from ..verify import check_vars
 from ..verify_shapes import check_complex_inputs, check_inputs
@@ -31,7 +28,7 @@ from .kernels import KERNELS
 from .liveness import deaths, shape_stub
 from .lod import LoDTensor, declares_lod, has_lod, lod_of, sharing
 from .scope import MISSING, Scope, global_scope
-from .stores import place, store_slots
+from .stores import place, store_slots, write_spec
 
 # a plan's runs through the loop before its straight-line code is built: building costs ~0.17 ms an op, what 40
 # (a 603-op MLP step) to 130 (10,000 scale ops) runs save, so a program run fewer times never pays for it
@@ -88,8 +85,6 @@ class Plan:
 class Executor:
     def __init__(self):
         malloc.keep_freed_memory()   # once per process: a step's freed arrays stay for the next (malloc.py)
-        # block -> {vars to keep: plan}; weak, so a long-lived executor does not keep programs alive
-        self._plans: WeakKeyDictionary[Block, dict[frozenset[str] | None, Plan]] = WeakKeyDictionary()
         self.plans_built = 0   # how many times a block was planned (plans are reused until the program changes)
         self.check_finite = False   # stop at the first op that writes NaN or Inf (gradc train --check-nan)
 
@@ -123,6 +118,10 @@ class Executor:
             values = [value if lod is None else LoDTensor(value, lod) for value, lod in zip(values, lods)]
         return values
 
+    def plans(self, block: Block) -> dict:
+        """This executor's plans of ``block``, by the vars each keeps to the end of a run (for inspection)."""
+        return {} if block.derived is None else block.derived.get(self, {})
+
     def run_block(self, block: Block, scope: Scope, run_scope: Scope) -> None:
         """Run a sub-block in ``scope``; nothing is freed, so grad blocks can read its values."""
         self._execute(self._plan(block, keep=None), scope, run_scope)
@@ -137,7 +136,11 @@ class Executor:
 
     # ------------------------------------------------------------------ planning
     def _plan(self, block: Block, keep: frozenset[str] | None) -> Plan:
-        plans = self._plans.setdefault(block, {})
+        # {vars to keep: plan} on the block, by executor: a program dropped takes its plans along (an executor holding
+        # them kept every program it ran alive), and an executor dropped leaves the block's
+        if block.derived is None:
+            block.derived = WeakKeyDictionary()
+        plans = block.derived.setdefault(self, {})
         plan = plans.get(keep)
         revision = block.program.revision
         # the op list compared by identity (OpDesc has no __eq__): also catches ops replaced without mark_changed()
@@ -174,26 +177,12 @@ class Executor:
             opdef = registry.get(op.type)
             ctx = KernelContext(op, block, idx, self, opdef)
             kept = opdef.kernel_dtype_outputs if opdef is not None else ()
-            writes = tuple((slot, [self._write_spec(block, name, slot not in kept) for name in args])
+            writes = tuple((slot, [write_spec(block, name, slot not in kept) for name in args])
                            for slot, args in op.outputs.items() if args)
             kernel = KERNELS[op.type]
             steps.append(Step(kernel, ctx, writes, tuple(frees[idx]), tuple(shrinks[idx]),
                               direct_step(kernel, ctx, writes) if direct else None))
         return steps
-
-    @staticmethod
-    def _write_spec(block: Block, name: str, declared: bool = True) -> tuple[str, object, bool]:
-        """(name, the declared numpy dtype the value is cast to (BFLOAT16, a float8 spec: rounded to it), or None to
-        keep the kernel's; persistable)."""
-        var = block.find_var(name)
-        if var is None or not declared or var.type not in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS):
-            return name, None, bool(var and var.persistable)
-        if var.dtype == VarType.BF16:   # float32 values rounded to bfloat16 (gradc.bfloat16)
-            return name, BFLOAT16, bool(var.persistable)
-        if var.dtype in FLOAT8_SPECS:   # float32 values rounded to float8 (gradc.float8)
-            return name, FLOAT8_SPECS[var.dtype], bool(var.persistable)
-        dtype = NUMPY_DTYPE_NAMES.get(var.dtype)
-        return name, np.dtype(dtype) if dtype else None, bool(var.persistable)
 
     # ------------------------------------------------------------------ the hot loop
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:

@@ -6,12 +6,28 @@ import numpy as np
 
 from ..bfloat16 import BFLOAT16, STORAGE, round_to_bfloat16
 from ..errors import ExecutionError
+from ..float8 import SPECS as FLOAT8_SPECS
 from ..float8 import Float8Spec
-from ..ir import EMPTY_VAR, GRAD_SUFFIX
+from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, VarType
+from ..ir.types import NUMPY_DTYPE_NAMES
 from .context import KernelContext
 from .scope import Scope
 from .selected_rows import SelectedRows
 from .tensor_array import TensorArray
+
+
+def write_spec(block: Block, name: str, declared: bool = True) -> tuple[str, object, bool]:
+    """(name, the declared numpy dtype the value is cast to (BFLOAT16, a float8 spec: rounded to it), or None to
+    keep the kernel's; persistable)."""
+    var = block.find_var(name)
+    if var is None or not declared or var.type not in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS):
+        return name, None, bool(var and var.persistable)
+    if var.dtype == VarType.BF16:   # float32 values rounded to bfloat16 (gradc.bfloat16)
+        return name, BFLOAT16, bool(var.persistable)
+    if var.dtype in FLOAT8_SPECS:   # float32 values rounded to float8 (gradc.float8)
+        return name, FLOAT8_SPECS[var.dtype], bool(var.persistable)
+    dtype = NUMPY_DTYPE_NAMES.get(var.dtype)
+    return name, np.dtype(dtype) if dtype else None, bool(var.persistable)
 
 
 def place(name: str, value, persistable: bool, scope: Scope, outer: list[dict] | None, run_scope: Scope) -> None:

@@ -9,7 +9,7 @@ from .types import VarType
 
 
 class Block:
-    __slots__ = ("program", "idx", "parent_idx", "vars", "ops", "forward_block_idx", "__weakref__")
+    __slots__ = ("program", "idx", "parent_idx", "vars", "ops", "forward_block_idx", "derived", "__weakref__")
 
     def __init__(self, program: Program, idx: int, parent_idx: int = -1):
         self.program = program
@@ -18,6 +18,8 @@ class Block:
         self.vars: dict[str, VarDesc] = {}
         self.ops: list[OpDesc] = []
         self.forward_block_idx: int | None = None
+        # what an executor derives from the block (its plans), kept here so that it dies with the block
+        self.derived = None
 
     @property
     def parent(self) -> Block | None:
