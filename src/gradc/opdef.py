@@ -100,6 +100,9 @@ class OpDef:
     # input slots of a state the op writes back to the same var, empty until its first run (shuffle_batch's Seed):
     # the kernel then takes a default, so a read before any write is no fault
     state_inputs: frozenset[str] = frozenset()
+    # input slots whose declared shapes Paddle's passes leave stale (multihead_matmul_fuse_pass_v3 declares the fused
+    # W [hidden, 3, 3] whatever the heads' size): a parameter read through one is not held to its declared shape
+    stale_shape_inputs: frozenset[str] = frozenset()
 
     @property
     def differentiable(self) -> bool:

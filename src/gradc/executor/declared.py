@@ -8,6 +8,7 @@ from weakref import WeakKeyDictionary
 
 import numpy as np
 
+from .. import registry
 from ..bfloat16 import as_bfloat16
 from ..errors import ExecutionError, FormatError
 from ..float8 import FORMATS as FLOAT8_FORMATS
@@ -50,9 +51,10 @@ def check_scope_values(block: Block, scope) -> None:
     persistable dense vars ``block`` reads before writing them: refused where they do not fit the declared var,
     as a parameter file's would be (Python numbers and lists are converted). The shape binds a parameter only:
     Paddle's kernels leave the declared shapes of other persistable vars stale (auc's statistics, a quantization
-    scale of shape [] declared [1]), and Paddle's executor does not check them. A name the block does not read stays
-    unchecked (a startup program writes what a user may have put there); ``scope.vars[name] = value`` puts a value
-    in unchecked (the fused weights of Paddle's multihead_matmul_fuse_pass, declared with the unfused shapes)."""
+    scale of shape [] declared [1]), and Paddle's executor does not check them; nor does it bind a parameter an op
+    reads through a slot whose declared shape Paddle leaves stale (stale_shapes). A name the block does not read
+    stays unchecked (a startup program writes what a user may have put there); ``scope.vars[name] = value`` puts a
+    value in unchecked."""
     scopes = []
     while scope is not None:
         if scope.unchecked:
@@ -69,25 +71,38 @@ def check_scope_values(block: Block, scope) -> None:
             if isinstance(value, (np.ndarray, *PYTHON_VALUES)):
                 var = block.vars[name]
                 scope.vars[name] = fitted_value(var, value, f"scope value '{name}'", ExecutionError, hint=True,
-                                                shape=var.is_parameter)
+                                                shape=var.is_parameter and name not in stale_shapes(block))
             scope.unchecked.discard(name)
 
 
-_READS: WeakKeyDictionary[Block, tuple[int, frozenset[str]]] = WeakKeyDictionary()
+_READS: WeakKeyDictionary[Block, tuple[int, frozenset[str], frozenset[str]]] = WeakKeyDictionary()
+
+
+def stale_shapes(block: Block) -> frozenset[str]:
+    """The vars ``block`` reads through an input slot whose declared shape Paddle's passes leave stale
+    (OpDef.stale_shape_inputs): a value of another shape fits them."""
+    return _reads(block)[2]
 
 
 def _outer_reads(block: Block) -> frozenset[str]:
     """The persistable dense vars ``block`` reads before any of its ops writes them: what it takes from the scope."""
+    return _reads(block)[1]
+
+
+def _reads(block: Block) -> tuple[int, frozenset[str], frozenset[str]]:
     revision = block.program.revision
     cached = _READS.get(block)
     if cached is not None and cached[0] == revision:
-        return cached[1]
-    written, reads = set(), set()
+        return cached
+    written, reads, stale = set(), set(), set()
     for op in block.ops:
         for name in op.input_names():
             var = block.vars.get(name)
             if name not in written and var is not None and var.persistable and var.type == VarType.DENSE_TENSOR:
                 reads.add(name)
+        opdef = registry.get(op.type)
+        if opdef is not None and opdef.stale_shape_inputs:
+            stale.update(name for slot in opdef.stale_shape_inputs for name in op.input(slot))
         written.update(op.output_names())
-    _READS[block] = (revision, frozenset(reads))
-    return _READS[block][1]
+    _READS[block] = (revision, frozenset(reads), frozenset(stale))
+    return _READS[block]

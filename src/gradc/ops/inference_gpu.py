@@ -50,7 +50,7 @@ def _multihead_infer(ctx):
 
 defop("multihead_matmul", ["Input", "W", "Bias", "BiasQK?"], ["Out"],
       attrs={"transpose_Q": False, "transpose_K": True, "transpose_V": False, "alpha": 1.0, "head_number": 1},
-      infer=_multihead_infer)
+      infer=_multihead_infer, stale_shape_inputs=["W", "Bias"])
 
 
 def _skip_infer(ctx):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
-from ..executor.declared import fitted_value
+from ..executor.declared import fitted_value, stale_shapes
 from ..io import load, write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
@@ -76,9 +76,11 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
 
 
 def checked_param(program: Program, name: str, value, source: str):
-    """A parameter value must fit the var the program declares: shape (-1 fits any size) and dtype."""
+    """A parameter value must fit the var the program declares: shape (-1 fits any size, and a shape Paddle's passes
+    leave stale any) and dtype."""
     var = program.global_block.find_var(name)
-    return value if var is None else fitted_value(var, value, f"params '{source}': '{name}'")
+    return value if var is None else fitted_value(var, value, f"params '{source}': '{name}'",
+                                                  shape=name not in stale_shapes(program.global_block))
 
 
 def require_values(program: Program, scope, fed=(), params: str | None = None, path: str | None = None) -> None:
