@@ -8,9 +8,9 @@ end the new objects join the oldest generation without a scan (gc.freeze then gc
 Objects moved so are not counted towards the interpreter's next full collection, so a program dropped afterwards
 (a Program and its Blocks refer to each other: only the collector frees them) would wait for one that may never
 come: a process loading and compiling program after program grew without bound. So the objects moved are counted
-here, and a full collection runs once they outnumber three times the objects alive after the last one: a
-load-compile-save, which about triples what its load made, pays no full pass; a process that keeps compiling
-frees its dropped programs, at a cost per object that stays constant.
+here, and a full collection runs once they outnumber three times the objects alive after the last one (whoever ran
+it): a load-compile-save, which about triples what its load made, pays no full pass; a process that keeps
+compiling frees its dropped programs, at a cost per object that stays constant.
 """
 
 from __future__ import annotations
@@ -44,5 +44,14 @@ def _move_to_oldest() -> None:
     if _alive is None:
         _alive = _moved
     elif _moved > GROWTH * _alive:
-        gc.collect()
-        _alive, _moved = len(gc.get_objects()), 0
+        gc.collect()   # _counted_anew starts the count again
+
+
+def _counted_anew(phase: str, info: dict) -> None:
+    """After any full collection (ours, the interpreter's or a caller's gc.collect()), count from what it left."""
+    global _moved, _alive
+    if phase == "stop" and info["generation"] == 2:
+        _moved, _alive = 0, len(gc.get_objects())
+
+
+gc.callbacks.append(_counted_anew)
