@@ -62,20 +62,26 @@ def check_scope_values(block: Block, scope) -> None:
         scope = scope.parent
     if not scopes:
         return
-    reads = _outer_reads(block)
+    reads, stale = scope_reads(block), stale_shapes(block)
     for scope in scopes:
         for name in [name for name in scope.unchecked if name in reads]:
             value = scope.vars.get(name)
             if isinstance(value, np.generic):
                 value = np.asarray(value)
-            if isinstance(value, (np.ndarray, *PYTHON_VALUES)):
-                var = block.vars[name]
+            var = block.find_var(name)
+            if isinstance(value, (np.ndarray, *PYTHON_VALUES)) and var.type == VarType.DENSE_TENSOR:
                 scope.vars[name] = fitted_value(var, value, f"scope value '{name}'", ExecutionError, hint=True,
-                                                shape=var.is_parameter and name not in stale_shapes(block))
+                                                shape=var.is_parameter and name not in stale)
             scope.unchecked.discard(name)
 
 
-_READS: WeakKeyDictionary[Block, tuple[int, frozenset[str], frozenset[str]]] = WeakKeyDictionary()
+_READS: WeakKeyDictionary[Block, tuple[int, dict[str, None], frozenset[str]]] = WeakKeyDictionary()
+
+
+def scope_reads(block: Block) -> dict[str, None]:
+    """The persistable tensors (dense, selected rows) ``block`` reads before any of its ops writes them, in the order
+    first read: what a run takes from the scope."""
+    return _reads(block)[1]
 
 
 def stale_shapes(block: Block) -> frozenset[str]:
@@ -84,25 +90,21 @@ def stale_shapes(block: Block) -> frozenset[str]:
     return _reads(block)[2]
 
 
-def _outer_reads(block: Block) -> frozenset[str]:
-    """The persistable dense vars ``block`` reads before any of its ops writes them: what it takes from the scope."""
-    return _reads(block)[1]
-
-
-def _reads(block: Block) -> tuple[int, frozenset[str], frozenset[str]]:
+def _reads(block: Block) -> tuple[int, dict[str, None], frozenset[str]]:
     revision = block.program.revision
     cached = _READS.get(block)
     if cached is not None and cached[0] == revision:
         return cached
-    written, reads, stale = set(), set(), set()
+    written, reads, stale = set(), {}, set()
     for op in block.ops:
         for name in op.input_names():
-            var = block.vars.get(name)
-            if name not in written and var is not None and var.persistable and var.type == VarType.DENSE_TENSOR:
-                reads.add(name)
+            var = block.find_var(name)
+            if (name not in written and var is not None and var.persistable
+                    and var.type in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS)):
+                reads[name] = None
         opdef = registry.get(op.type)
         if opdef is not None and opdef.stale_shape_inputs:
             stale.update(name for slot in opdef.stale_shape_inputs for name in op.input(slot))
         written.update(op.output_names())
-    _READS[block] = (revision, frozenset(reads), frozenset(stale))
+    _READS[block] = (revision, reads, frozenset(stale))
     return _READS[block]

@@ -15,12 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
-from ..executor.declared import fitted_value, stale_shapes
+from ..executor.declared import fitted_value, scope_reads, stale_shapes
 from ..io import load, write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
 from ..io.pickled import read_pickled, write_pickled
-from ..ir import Program, VarType
+from ..ir import Program
 
 PICKLED = (".pdparams", ".pdopt")
 
@@ -87,14 +87,8 @@ def require_values(program: Program, scope, fed=(), params: str | None = None, p
     """Refuse, all at once, the persistable tensors block 0 reads before any op writes them that neither ``scope``
     (parameters loaded, startup programs run) nor the feed holds: a run would stop at the first of them. ``path``:
     the program's file, beside which gradc compile --optimizer wrote the startup program of its optimizer."""
-    block, written, missing = program.global_block, set(fed), []
-    for op in block.ops:
-        for name in op.input_names():
-            var = block.find_var(name)
-            if (name not in written and name not in missing and var is not None and var.persistable
-                    and var.type in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS) and scope.find(name) is None):
-                missing.append(name)
-        written.update(op.output_names())
+    block = program.global_block
+    missing = [name for name in scope_reads(block) if name not in fed and scope.find(name) is None]
     if missing:
         shown = ", ".join(missing[:8]) + (f", ... ({len(missing)} in all)" if len(missing) > 8 else "")
         where = f"not in params '{params}'; " if params else ""
