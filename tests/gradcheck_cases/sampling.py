@@ -1,7 +1,8 @@
 """Cases for the sampling ops: affine_grid 2-D and 3-D both align_corners ways (and its OutputShape input),
 grid_sampler in every mode x padding_mode x align_corners, 4-D and 5-D, temporal_shift in both layouts.
 Grid points stay off the pixel lattice and the clamps/folds (bilinear kinks) and off the rounding ties of
-nearest; some lie outside [-1, 1] so padding matters. Then the grad ops' own makers (second derivatives)."""
+nearest; some lie outside [-1, 1] so padding matters. Then the grad ops' own makers (second derivatives; every
+first-order case above is one again in second_order_variants.py, Grid@GRAD differentiated too)."""
 
 import numpy as np
 
@@ -9,6 +10,7 @@ import gradc
 from gradc.layers import ProgramBuilder
 
 from . import Case, rng
+from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(29)
@@ -52,7 +54,7 @@ CASES = [
 
 
 # second derivatives: affine_grid and temporal_shift through second_order's weighted sums of every input grad;
-# grid_sampler through X@GRAD (a penalty on the input's gradient), nearest also through Grid@GRAD (0)
+# grid_sampler through X@GRAD alone (a penalty on the input's gradient)
 def _penalty_on_x_grad(attrs: dict) -> dict:
     """loss1 = sum(W1 * grid_sampler(X, Grid)), loss2 = sum(W2 * X@GRAD): d loss2 / d(X, Grid, W1)."""
     net = ProgramBuilder()
@@ -83,3 +85,8 @@ CASES += [
       for attrs in (dict(padding_mode="zeros", align_corners=True), dict(padding_mode="border", align_corners=False),
                     dict(padding_mode="reflection", align_corners=False))],
 ]
+
+# grid_sampler_grad_grad holds the bilinear weights' second derivatives; the next order is not written
+REFUSED = [third_order(second_order("grid_sampler", {"X": randn(1, 1, 3, 4), "Grid": grid(1, 2, 2, 2, size=(3, 4))},
+                                    {"padding_mode": "border"}, grad_type="grid_sampler_grad"),
+                       "grid_sampler_grad_grad")]

@@ -27,7 +27,6 @@ LEFT_OUT = {
                       "them)",
     "ms_deformable_attn": "the sampling locations' grads are not differentiated again (the maker refuses a loss "
                           "reading them)",
-    "grid_sampler": "Grid's grad is not differentiated again (the maker refuses a loss reading it)",
     "yolov3_loss": "its second-order cases (yolo_loss.py) pick the grads they read",
     "select_input": "control flow: second_order.py cannot build it; control_flow.py checks it",
     "rnn": "slow (its unrolled second backward is ~1000 ops); second_order_rnn.py checks 10 variants",

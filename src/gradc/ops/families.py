@@ -287,7 +287,7 @@ FAMILIES = {
         "nms_gpu", "nms_normal_gpu", "nms_rotated", "points_in_boxes_gpu"),
     "sampling": ("affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift",
         "temporal_shift_grad"),
-    "sampling_double": ("affine_grid_grad", "temporal_shift_grad", "grid_sampler_grad"),
+    "sampling_double": ("affine_grid_grad", "temporal_shift_grad", "grid_sampler_grad", "grid_sampler_grad_grad"),
     "scans": ("cummax", "cummax_grad", "cummin", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode",
         "mode_grad", "median", "median_grad", "nanmedian", "nanmedian_grad"),
     "scans_double": ("cummax_grad", "cummin_grad", "mode_grad", "median_grad", "nanmedian_grad", "logcumsumexp_grad"),

@@ -1,10 +1,13 @@
 """The second derivative of an op F that is linear in each of several operands once its sampling positions are
-fixed (deformable convolution, multi-scale deformable attention), with F and its grad op G themselves.
+fixed (grid_sampler, deformable convolution, multi-scale deformable attention), with F and its grad op G themselves.
 
 G gives each operand's grad as G_s(the others, dOut). So through those grads, with dd_s the grads of theirs, the
 loss reads <dOut, sum_s F(s -> dd_s)>:
     d/d(dOut) = sum_s F(s -> dd_s),   d/dt = sum over s != t of G_t(s -> dd_s, dOut),
-for t any input G differentiates (the positions too), all exact.
+for t any input G differentiates (the positions too), all exact. Through the positions' grad G_p, with dd_p the
+grad of it, G's Jacobian is the Hessian of <dOut, F> (symmetric), so the terms are its product with dd_p: one op of
+gradc's own, ``<F>_grad_grad``, whose kernel differentiates the bilinear weights twice (exact away from integer
+positions, where the weights have kinks).
 """
 
 from __future__ import annotations
@@ -19,22 +22,32 @@ def wanted(g, slot: str) -> str | None:
     return name if name is not None and g.wants(name) else None
 
 
-def through_operand_grads(g, forward: str, values: dict[str, str], operands, targets, out: str) -> list:
+def through_operand_grads(g, forward: str, values: dict[str, str], operands, targets, out: str,
+                          position: str | None = None) -> list:
     """The ops of the formulas above: ``values`` the forward inputs the grad op reads, ``operands`` the slots F is
-    linear in, ``targets`` the slots whose grads G writes, ``out`` F's output slot."""
+    linear in, ``targets`` the slots whose grads G writes, ``out`` F's output slot, ``position`` the slot of the
+    sampling positions (its term emitted only where the loss reads their grad)."""
     dout = first(g.I(out + "@GRAD"))
     varied = {slot: {**values, slot: first(g.OG(slot + "@GRAD"))} for slot in operands if wanted(g, slot + "@GRAD")}
-    if not varied:
-        return []
     f = Formula(g)
-    terms = [f.op(forward, args, dout, slot=out, same=True) for args in varied.values()]
-    f.into(first(g.IG(out + "@GRAD")), "sum", {"X": terms})
-    parts: dict[str, list[str]] = {}
+    parts: dict[str, list[str]] = {t: [] for t in (*targets, out + "@GRAD")}
+    for args in varied.values():
+        parts[out + "@GRAD"].append(f.op(forward, args, dout, slot=out, same=True))
+    owed = {t for t in targets if first(g.IG(t)) not in (None, EMPTY_VAR)}
     for slot, args in varied.items():
-        grads = {t: g.tmp(values[t]) for t in targets if t != slot and first(g.IG(t)) not in (None, EMPTY_VAR)}
+        grads = {t: g.tmp(values[t]) for t in owed if t != slot}
         f.emit(g.fwd.type, {**args, out + "@GRAD": dout}, {t + "@GRAD": v for t, v in grads.items()}, same=True)
         for t, v in grads.items():
-            parts.setdefault(t, []).append(v)
+            parts[t].append(v)
+    if position is not None and wanted(g, position + "@GRAD"):
+        grads = {t: g.tmp(values.get(t, dout)) for t in (*owed, out + "@GRAD")
+                 if first(g.IG(t)) not in (None, EMPTY_VAR)}
+        direction = {position + "@GRAD@GRAD": first(g.OG(position + "@GRAD"))}
+        f.emit(g.fwd.type + "_grad", {**values, out + "@GRAD": dout, **direction},
+               {t + "@GRAD": v for t, v in grads.items()}, same=True)
+        for t, v in grads.items():
+            parts[t].append(v)
     for t, vs in parts.items():
-        f.into(first(g.IG(t)), "sum", {"X": vs})
+        if vs:
+            f.into(first(g.IG(t)), "sum", {"X": vs})
     return f.ops

@@ -5,36 +5,40 @@ flat in all else: d/d(dOut) is the forward op applied to ddX (composite.linear).
 
 grid_sampler is linear in X: X@GRAD = A(Grid)^T dOut, A the sampling weights. So through X@GRAD,
 d/d(dOut) = A(Grid) ddX = grid_sampler(ddX, Grid), and d/dGrid of dOut . A(Grid) ddX is the Grid grad of
-grid_sampler at (ddX, Grid) for dOut: both exact, which covers a penalty on the input's gradient. Grid@GRAD
-reached by the loss needs the second derivatives of the bilinear weights, which no op computes: refused with a
-GradError (nearest sampling's Grid@GRAD is 0, so it passes).
+grid_sampler at (ddX, Grid) for dOut (gradc.ops.multilinear_double), both exact. Through Grid@GRAD (a gradient
+penalty on the grid of a spatial transformer) the terms are the Hessian of <dOut, grid_sampler> times ddGrid:
+grid_sampler_grad_grad (gradc's own op; Paddle has no double grad of grid_sample), whose kernel differentiates the
+bilinear weights twice. Bilinear sampling is piecewise smooth: the weights are linear along each axis, with kinks
+where a position crosses an integer (a new cell) or a padding mode's clamp or fold; gradc's derivatives are those
+of the cell the kernel reads, exact away from the kinks. Nearest sampling's Grid@GRAD is 0, and so is its term.
 """
 
 from __future__ import annotations
 
 from ..errors import GradError
-from ..registry import defgrad
-from . import sampling  # noqa: F401  (registers the grad ops)
-from .composite import Formula, first, linear
+from ..registry import defgrad, grads_like_inputs
+from .composite import first, linear
+from .multilinear_double import through_operand_grads
+from .sampling import GRID_SAMPLER
 
 
 def _grid_sampler_grad(g):
-    grid_grad = first(g.O("Grid@GRAD"))
-    if grid_grad is not None and g.wants(grid_grad) and g.attr("mode") != "nearest":
-        raise GradError(f"grid_sampler_grad: gradc differentiates bilinear sampling twice only through X@GRAD; "
-                        f"the loss reads the grid's gradient '{grid_grad}'")
-    x_grad = first(g.O("X@GRAD"))
-    if x_grad is None or not g.wants(x_grad):
-        return []
-    f = Formula(g)
-    ddx, grid, dout = first(g.OG("X@GRAD")), first(g.I("Grid")), first(g.I("Output@GRAD"))
-    f.into(first(g.IG("Output@GRAD")), "grid_sampler", {"X": ddx, "Grid": grid}, slot="Output", same=True)
-    f.into(first(g.IG("Grid")), "grid_sampler_grad", {"X": ddx, "Grid": grid, "Output@GRAD": dout},
-           slot="Grid@GRAD", same=True)
-    return f.ops
+    values = {slot: first(g.I(slot)) for slot in ("X", "Grid")}
+    position = None if g.attr("mode") == "nearest" else "Grid"
+    return through_operand_grads(g, "grid_sampler", values, ("X",), targets=("X", "Grid"), out="Output",
+                                 position=position)
+
+
+def _third(g):
+    raise GradError("grid_sampler_grad_grad: gradc differentiates grid_sampler's Grid@GRAD once more, not twice "
+                    "(its kernel holds the bilinear weights' second derivatives, and the next order, zero away from "
+                    "integer positions, is not written)")
 
 
 defgrad("affine_grid_grad", grad=linear("affine_grid", x="Theta", out="Output", passed=("OutputShape",)),
         no_grad_inputs=["Theta", "OutputShape"])
 defgrad("temporal_shift_grad", grad=linear("temporal_shift"))
-defgrad("grid_sampler_grad", grad=_grid_sampler_grad, no_grad_inputs=["X"])
+defgrad("grid_sampler_grad", grad=_grid_sampler_grad)
+defgrad("grid_sampler_grad_grad", inputs=["X", "Grid", "Output@GRAD", "Grid@GRAD@GRAD"],
+        outputs=["X@GRAD?", "Grid@GRAD?", "Output@GRAD@GRAD?"], attrs=dict(GRID_SAMPLER.attrs),
+        infer=grads_like_inputs, grad=_third, of="grid_sampler_grad")

@@ -216,6 +216,7 @@ FAMILIES = {
         "nms_gpu", "nms_normal_gpu", "nms_rotated", "points_in_boxes_gpu"),
     "sampling": ("affine_grid", "affine_grid_grad", "grid_sampler", "grid_sampler_grad", "temporal_shift",
         "temporal_shift_grad"),
+    "sampling_double": ("grid_sampler_grad_grad",),
     "scans": ("cummax", "cummin", "cummax_grad", "cummin_grad", "logcumsumexp", "logcumsumexp_grad", "mode",
         "mode_grad"),
     "scans_median": ("median", "median_grad", "nanmedian", "nanmedian_grad"),

@@ -6,6 +6,8 @@ float64, and the results cast back to the inputs' dtypes."""
 from __future__ import annotations
 
 import itertools
+import math
+from typing import NamedTuple
 
 import numpy as np
 
@@ -117,11 +119,27 @@ def _integer(values, size: int) -> np.ndarray:
     return np.clip(np.nan_to_num(values, nan=-2.0), -2, size + 1).astype(np.int64)
 
 
-def _taps(k, positions, sizes):
-    """[(flat index, in bounds?, weight, d weight / d position per axis)] of the points each output reads."""
+class Tap(NamedTuple):
+    """One of the points each output reads: its flat index, in bounds?, weight and d weight / d position per
+    axis (None for nearest); bilinear's weight is the product of ``factors`` (one per axis), whose slopes are
+    ``signs`` (+1 or -1)."""
+    index: np.ndarray
+    inside: np.ndarray
+    weight: np.ndarray
+    slopes: list | None
+    factors: list | None = None
+    signs: tuple | None = None
+
+    def cross(self, a: int, b: int):
+        """d^2 weight / d position_a d position_b (a != b; along one axis the weight is linear)."""
+        return self.signs[a] * self.signs[b] * math.prod(f for c, f in enumerate(self.factors) if c not in (a, b))
+
+
+def _taps(k, positions, sizes) -> list[Tap]:
+    """The points each output reads."""
     if k.attr("mode") == "nearest":   # std::nearbyint: half to even
         index, inside = _pixel_index([_integer(np.rint(p), size) for p, size in zip(positions, sizes)], sizes)
-        return [(index, inside, np.ones_like(positions[0]), None)]
+        return [Tap(index, inside, np.ones_like(positions[0]), None)]
     # a point on the last pixel reads the cell below it: Paddle's cell above lies outside, and with border or
     # reflection padding its Grid@GRAD there (minus the pixel's value) is neither one-sided derivative
     floors = [np.floor(p) for p in positions]
@@ -135,11 +153,12 @@ def _taps(k, positions, sizes):
                                      sizes)
         slopes = [np.prod([f for b, f in enumerate(factors) if b != a], axis=0) * (1 if high else -1)
                   for a, high in enumerate(corner)]
-        taps.append((index, inside, np.prod(factors, axis=0), slopes))
+        taps.append(Tap(index, inside, np.prod(factors, axis=0), slopes, factors,
+                        tuple(1 if high else -1 for high in corner)))
     return taps
 
 
-def _setup(k):
+def setup(k):
     """(X as [N, C, pixels], Grid, the output's shape [N, C, *Grid's sizes], the taps, d position / d Grid)."""
     x, grid = k.x("X"), k.x("Grid")
     ops.check_sampler_attrs(k.attr)
@@ -152,7 +171,7 @@ def _setup(k):
     return x.reshape(*x.shape[:2], -1), grid, out_shape, taps, slopes
 
 
-def _gather(flat_x, index, inside):
+def gather(flat_x, index, inside):
     """X's values at flat pixel indices [N, points]: [N, C, points], 0 outside (whatever X's first pixel holds)."""
     values = np.take_along_axis(flat_x, index.reshape(index.shape[0], 1, -1), axis=2)
     return np.where(inside.reshape(index.shape[0], 1, -1), values, 0)
@@ -160,46 +179,46 @@ def _gather(flat_x, index, inside):
 
 @kernel("grid_sampler")
 def grid_sampler(k):
-    flat_x, _, out_shape, taps, _ = _setup(k)
-    out = sum(_gather(flat_x, index, inside).astype(np.float64) * weight.reshape(weight.shape[0], 1, -1)
-              for index, inside, weight, _ in taps)
+    flat_x, _, out_shape, taps, _ = setup(k)
+    out = sum(gather(flat_x, tap.index, tap.inside).astype(np.float64) * tap.weight.reshape(tap.weight.shape[0], 1, -1)
+              for tap in taps)
     return {"Output": out.reshape(out_shape).astype(flat_x.dtype)}
 
 
-def _x_grad(flat_x, taps, dout):
+def x_grad(flat_x, taps, dout):
     """Scatter Out@GRAD [N, C, points] to the pixels each point read, weighted."""
     n, c, pixels = flat_x.shape
     rows = np.arange(n * c).reshape(n, c, 1) * pixels
-    targets = [rows + index.reshape(n, 1, -1) for index, _, _, _ in taps]
-    weights = [dout * (weight * inside).reshape(n, 1, -1) for _, inside, weight, _ in taps]
+    targets = [rows + tap.index.reshape(n, 1, -1) for tap in taps]
+    weights = [dout * (tap.weight * tap.inside).reshape(n, 1, -1) for tap in taps]
     grad = np.bincount(np.concatenate([t.ravel() for t in targets]), np.concatenate([w.ravel() for w in weights]),
                        minlength=n * c * pixels)
     return grad.reshape(flat_x.shape)
 
 
-def _grid_grad(flat_x, taps, slopes, dout, grid):
+def grid_grad(flat_x, taps, slopes, dout, grid):
     """d loss / d Grid: per axis, the bilinear weights' derivatives times the values read, summed over
     channels, times d position / d coordinate. Nearest sampling (taps without slopes) is piecewise constant: 0."""
-    if taps[0][3] is None:
+    if taps[0].slopes is None:
         return np.zeros_like(grid)
     dims = len(slopes)
     per_axis = [np.zeros(grid.shape[:-1]) for _ in range(dims)]
-    for index, inside, _, weight_slopes in taps:
-        read = (dout * _gather(flat_x, index, inside)).sum(axis=1).reshape(grid.shape[:-1])
+    for tap in taps:
+        read = (dout * gather(flat_x, tap.index, tap.inside)).sum(axis=1).reshape(grid.shape[:-1])
         for axis in range(dims):
-            per_axis[axis] += read * weight_slopes[axis]
+            per_axis[axis] += read * tap.slopes[axis]
     return np.stack([per_axis[axis] * slopes[axis] for axis in reversed(range(dims))], axis=-1).astype(grid.dtype)
 
 
 @kernel("grid_sampler_grad")
 def grid_sampler_grad(k):
-    flat_x, grid, out_shape, taps, slopes = _setup(k)
+    flat_x, grid, out_shape, taps, slopes = setup(k)
     dout = k.x("Output@GRAD")
     if list(dout.shape) != out_shape:
         raise ValueError(f"Output@GRAD has shape {list(dout.shape)}, but the output is {out_shape}")
     dout = dout.reshape(*out_shape[:2], -1).astype(np.float64)
-    return k.grads({"X@GRAD": lambda: _x_grad(flat_x, taps, dout).reshape(k.x("X").shape).astype(flat_x.dtype),
-                    "Grid@GRAD": lambda: _grid_grad(flat_x, taps, slopes, dout, grid)})
+    return k.grads({"X@GRAD": lambda: x_grad(flat_x, taps, dout).reshape(k.x("X").shape).astype(flat_x.dtype),
+                    "Grid@GRAD": lambda: grid_grad(flat_x, taps, slopes, dout, grid)})
 
 
 # ---------------------------------------------------------------- temporal_shift
