@@ -21,8 +21,6 @@ from .second_order import second_order
 LEFT_OUT = {
     "lstm": "LoD steps known at run time only: lstm_grad refuses",
     "gru": "LoD steps known at run time only: gru_grad refuses",
-    "deformable_conv": "the offsets' grads are not differentiated again (the maker refuses a loss reading them)",
-    "deformable_conv_v1": "the offsets' grads are not differentiated again (the maker refuses a loss reading them)",
     "ms_deform_attn": "the sampling locations' grads are not differentiated again (the maker refuses a loss reading "
                       "them)",
     "ms_deformable_attn": "the sampling locations' grads are not differentiated again (the maker refuses a loss "

@@ -19,11 +19,13 @@ from . import kernel
 
 class Corner(NamedTuple):
     """One of the four pixels around every sampling point, each [N, dg, points]: its flat index in the image
-    (0 where it lies outside), its bilinear weight and the weight's derivatives along H and W (0 outside)."""
+    (0 where it lies outside), its bilinear weight, the weight's derivatives along H and W and its cross
+    derivative along both (0 outside; along one axis the weight is linear)."""
     index: np.ndarray
     weight: np.ndarray
     slope_h: np.ndarray
     slope_w: np.ndarray
+    twist: np.ndarray
 
 
 class Deform(NamedTuple):
@@ -71,13 +73,14 @@ def _corners(h, w, height: int, width: int) -> list[Corner]:
             corners.append(Corner(np.where(inside, row * width + col, 0).astype(np.int64),
                                   np.where(inside, along_h * along_w, 0.0),
                                   np.where(inside, along_w if below else -along_w, 0.0),
-                                  np.where(inside, along_h if right else -along_h, 0.0)))
+                                  np.where(inside, along_h if right else -along_h, 0.0),
+                                  np.where(inside, 1.0 if below == right else -1.0, 0.0)))
     return corners
 
 
-def _deform(k) -> Deform:
+def deform(k) -> Deform:
     x, offset, filt = k.x("Input"), k.x("Offset"), k.x("Filter")
-    mask = k.x("Mask") if _masked(k) else None
+    mask = k.x("Mask") if masked(k) else None
     out_shape = ops.deform_geometry(k.attr, x.shape, filt.shape, offset.shape, None if mask is None else mask.shape)
     n, c, height, width = x.shape
     dg, groups = k.attr("deformable_groups"), k.attr("groups")
@@ -91,19 +94,21 @@ def _deform(k) -> Deform:
     return Deform(image, _corners(h, w, height, width), mask, weights, out_shape)
 
 
-def _masked(k) -> bool:
-    """Whether the op (or the one it is the grad of) reads Mask: deformable_conv does, v1 does not."""
-    return ops.DEFORM_OPS[k.op.type.removesuffix("_grad")]
+def masked(k) -> bool:
+    """Whether the op (or the one it is a grad of) reads Mask: deformable_conv does, v1 does not."""
+    return ops.DEFORM_OPS[k.op.type.split("_grad")[0]]
 
 
-def _pixels(d: Deform, corner: Corner) -> np.ndarray:
+def pixels_at(d: Deform, corner: Corner) -> np.ndarray:
     """The corner's pixel of every channel at every point, [N, dg, C/dg, points]."""
     return np.take_along_axis(d.image, corner.index[:, :, None, :], axis=3)
 
 
-def _columns(d: Deform, pixels: list) -> np.ndarray:
-    """The deformed im2col columns [N, groups, C/g * kh * kw, oh * ow]."""
-    sampled = sum(corner.weight[:, :, None, :] * p for corner, p in zip(d.corners, pixels))
+def columns(d: Deform, pixels: list, weights: list | None = None) -> np.ndarray:
+    """The deformed im2col columns [N, groups, C/g * kh * kw, oh * ow], with the corners' weights (or others
+    [N, dg, points] in their place: their tangents)."""
+    weights = weights or [corner.weight for corner in d.corners]
+    sampled = sum(w[:, :, None, :] * p for w, p in zip(weights, pixels))
     if d.mask is not None:
         sampled = sampled * d.mask
     n, groups = d.image.shape[0], d.weights.shape[0]
@@ -112,59 +117,70 @@ def _columns(d: Deform, pixels: list) -> np.ndarray:
 
 @kernel("deformable_conv", "deformable_conv_v1")
 def deformable_conv(k):
-    d = _deform(k)
-    out = np.matmul(d.weights[None], _columns(d, [_pixels(d, c) for c in d.corners]))
+    d = deform(k)
+    out = np.matmul(d.weights[None], columns(d, [pixels_at(d, c) for c in d.corners]))
     return {"Output": out.reshape(d.out_shape).astype(k.x("Input").dtype)}
 
 
-@kernel("deformable_conv_grad", "deformable_conv_v1_grad")
-def deformable_conv_grad(k):
-    d = _deform(k)
+def output_grad(k, d: Deform) -> tuple[np.ndarray, np.ndarray]:
+    """Output@GRAD as [N, groups, O/g, oh * ow] and the columns' grad W^T dOut as [N, dg, C/dg, points]."""
     dout = k.x("Output@GRAD")
     if list(dout.shape) != d.out_shape:
         raise ValueError(f"Output@GRAD has shape {list(dout.shape)}, but the output is {d.out_shape}")
     n, groups = dout.shape[0], d.weights.shape[0]
     dout = dout.reshape(n, groups, d.weights.shape[1], math.prod(d.out_shape[2:])).astype(np.float64)
-    # the columns' grad, as [N, dg, C/dg, points]
     dcols = np.matmul(d.weights.transpose(0, 2, 1)[None], dout)
-    dcols = dcols.reshape(*d.image.shape[:3], d.corners[0].index.shape[2])
+    return dout, dcols.reshape(*d.image.shape[:3], d.corners[0].index.shape[2])
+
+
+def spread(k, d: Deform, dcols, weights: list) -> np.ndarray:
+    """The columns' grad into Input through the corners, each weighted by ``weights`` [N, dg, points]."""
+    masked = dcols if d.mask is None else dcols * d.mask
+    channel_base = np.arange(np.prod(d.image.shape[:3])).reshape(d.image.shape[:3] + (1,)) * d.image.shape[3]
+    index = np.concatenate([(channel_base + c.index[:, :, None, :]).ravel() for c in d.corners])
+    values = np.concatenate([(masked * w[:, :, None, :]).ravel() for w in weights])
+    grad = np.bincount(index, values, minlength=d.image.size)
+    return grad.reshape(k.x("Input").shape).astype(k.x("Input").dtype)
+
+
+def as_offsets(k, d: Deform, along_h, along_w) -> np.ndarray:
+    """Per-point values along H and W [N, dg, points] laid out as Offset: (dy, dx) interleaved per kernel point."""
+    offset = k.x("Offset")
+    n, dg = offset.shape[0], k.attr("deformable_groups")
+    points = offset.shape[1] // (2 * dg)
+    grad = np.stack([a.reshape(n, dg, points, math.prod(d.out_shape[2:])) for a in (along_h, along_w)], axis=3)
+    return grad.reshape(offset.shape).astype(offset.dtype)
+
+
+@kernel("deformable_conv_grad", "deformable_conv_v1_grad")
+def deformable_conv_grad(k):
+    d = deform(k)
+    dout, dcols = output_grad(k, d)
     mask = 1.0 if d.mask is None else d.mask[:, :, 0]
 
     @functools.cache
     def pixels() -> list:
-        return [_pixels(d, c) for c in d.corners]
+        return [pixels_at(d, c) for c in d.corners]
 
     @functools.cache
     def reach() -> list:
         """Per corner: the columns' grad times its pixels, summed over the channels, [N, dg, points]."""
         return [np.einsum("ngcp,ngcp->ngp", dcols, p) for p in pixels()]
 
-    def input_grad():
-        spread = dcols if d.mask is None else dcols * d.mask
-        channel_base = np.arange(np.prod(d.image.shape[:3])).reshape(d.image.shape[:3] + (1,)) * d.image.shape[3]
-        index = np.concatenate([(channel_base + c.index[:, :, None, :]).ravel() for c in d.corners])
-        values = np.concatenate([(spread * c.weight[:, :, None, :]).ravel() for c in d.corners])
-        grad = np.bincount(index, values, minlength=d.image.size)
-        return grad.reshape(k.x("Input").shape).astype(k.x("Input").dtype)
-
     def offset_grad():
-        offset = k.x("Offset")
-        along_h = mask * sum(c.slope_h * r for c, r in zip(d.corners, reach()))
-        along_w = mask * sum(c.slope_w * r for c, r in zip(d.corners, reach()))
-        n, dg = offset.shape[0], k.attr("deformable_groups")
-        points = offset.shape[1] // (2 * dg)   # (dy, dx) interleaved per kernel point
-        grad = np.stack([a.reshape(n, dg, points, math.prod(d.out_shape[2:])) for a in (along_h, along_w)], axis=3)
-        return grad.reshape(offset.shape).astype(offset.dtype)
+        return as_offsets(k, d, mask * sum(c.slope_h * r for c, r in zip(d.corners, reach())),
+                          mask * sum(c.slope_w * r for c, r in zip(d.corners, reach())))
 
     def filter_grad():
-        cols = _columns(d, pixels())
+        cols = columns(d, pixels())
         return np.einsum("ngol,ngcl->goc", dout, cols).reshape(k.x("Filter").shape).astype(k.x("Filter").dtype)
 
     def mask_grad():
         grad = sum(c.weight * r for c, r in zip(d.corners, reach()))
         return grad.reshape(k.x("Mask").shape).astype(k.x("Mask").dtype)
 
-    makers = {"Input@GRAD": input_grad, "Offset@GRAD": offset_grad, "Filter@GRAD": filter_grad}
+    makers = {"Input@GRAD": lambda: spread(k, d, dcols, [c.weight for c in d.corners]), "Offset@GRAD": offset_grad,
+              "Filter@GRAD": filter_grad}
     if d.mask is not None:
         makers["Mask@GRAD"] = mask_grad
     return k.grads(makers)

@@ -46,6 +46,7 @@ FAMILIES = {
     "cumprod": ("cumprod", "cumprod_grad"),
     "debug": ("print", "check_numerics"),
     "deform_conv": ("deformable_conv", "deformable_conv_v1", "deformable_conv_grad", "deformable_conv_v1_grad"),
+    "deform_conv_double": ("deformable_conv_grad_grad", "deformable_conv_v1_grad_grad"),
     "detection": ("yolo_box", "prior_box", "box_coder"),
     "detection_nms": ("nms", "matrix_nms", "multiclass_nms3"),
     "detection_proposals": ("generate_proposals_v2", "distribute_fpn_proposals"),
