@@ -21,10 +21,6 @@ from .second_order import second_order
 LEFT_OUT = {
     "lstm": "LoD steps known at run time only: lstm_grad refuses",
     "gru": "LoD steps known at run time only: gru_grad refuses",
-    "ms_deform_attn": "the sampling locations' grads are not differentiated again (the maker refuses a loss reading "
-                      "them)",
-    "ms_deformable_attn": "the sampling locations' grads are not differentiated again (the maker refuses a loss "
-                          "reading them)",
     "yolov3_loss": "its second-order cases (yolo_loss.py) pick the grads they read",
     "select_input": "control flow: second_order.py cannot build it; control_flow.py checks it",
     "rnn": "slow (its unrolled second backward is ~1000 ops); second_order_rnn.py checks 10 variants",

@@ -34,8 +34,8 @@ ROLE_ORDER = {"ms_deform_attn": (0, 3, 4, 1, 2), "ms_deformable_attn": (0, 1, 2,
 
 def slots_of(op_type: str) -> tuple[str, ...]:
     """(value, spatial shapes, level starts, sampling locations, attention weights, out) of the variant, forward
-    or grad op."""
-    forward = op_type.removesuffix("_grad")
+    or grad op (of any order)."""
+    forward = op_type.split("_grad")[0]
     inputs, out, _ = VARIANTS[forward]
     return (*(inputs[i] for i in ROLE_ORDER[forward]), out)
 

@@ -160,6 +160,7 @@ FAMILIES = {
         "int_bincount", "expand_modality_expert_id", "build_src_rank_and_local_expert_id", "global_scatter",
         "global_gather"),
     "ms_deform_attn": ("ms_deform_attn", "ms_deformable_attn", "ms_deform_attn_grad", "ms_deformable_attn_grad"),
+    "ms_deform_attn_double": ("ms_deform_attn_grad_grad", "ms_deformable_attn_grad_grad"),
     "nn": ("batch_norm", "batch_norm_grad", "layer_norm", "layer_norm_grad", "group_norm", "group_norm_grad", "dropout",
         "dropout_grad", "lookup_table_v2", "lookup_table", "lookup_table_v2_grad", "lookup_table_grad", "one_hot_v2"),
     "nn_activation": ("prelu", "prelu_grad", "maxout", "maxout_grad", "rrelu", "rrelu_grad", "gumbel_softmax",
