@@ -33,7 +33,7 @@ def through_operand_grads(g, forward: str, values: dict[str, str], operands, tar
     parts: dict[str, list[str]] = {t: [] for t in (*targets, out + "@GRAD")}
     for args in varied.values():
         parts[out + "@GRAD"].append(f.op(forward, args, dout, slot=out, same=True))
-    owed = {t for t in targets if first(g.IG(t)) not in (None, EMPTY_VAR)}
+    owed = [t for t in targets if first(g.IG(t)) not in (None, EMPTY_VAR)]
     for slot, args in varied.items():
         grads = {t: g.tmp(values[t]) for t in owed if t != slot}
         f.emit(g.fwd.type, {**args, out + "@GRAD": dout}, {t + "@GRAD": v for t, v in grads.items()}, same=True)
