@@ -90,3 +90,26 @@ CASES += [
 REFUSED = [third_order(second_order("grid_sampler", {"X": randn(1, 1, 3, 4), "Grid": grid(1, 2, 2, 2, size=(3, 4))},
                                     {"padding_mode": "border"}, grad_type="grid_sampler_grad"),
                        "grid_sampler_grad_grad")]
+
+
+def _spatial_transformer_penalty(padding_mode: str) -> dict:
+    """A spatial transformer: Grid = affine_grid(Theta), loss1 = sum(W1 * tanh(grid_sampler(X, Grid))), and a
+    gradient penalty on Theta's grad, loss2 = sum(Theta@GRAD^2), which reads Grid@GRAD: d loss2 / d(Theta, X, W1)."""
+    net = ProgramBuilder()
+    theta, x, w1 = (net.data(name, shape, "float64", stop_gradient=False) for name, shape in
+                    (("theta", [1, 2, 3]), ("x", [1, 2, 4, 5]), ("w1", [1, 2, 3, 4])))
+    attrs = {"mode": "bilinear", "padding_mode": padding_mode, "align_corners": False}
+    g = net.op("affine_grid", {"Theta": theta}, {"output_shape": [1, 2, 3, 4], "align_corners": False},
+               outputs=["Output"])[0]
+    out = net.op("tanh", {"X": net.op("grid_sampler", {"X": x, "Grid": g}, attrs, outputs=["Output"])[0]})[0]
+    loss1 = net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": out, "Y": w1})[0]}, {"reduce_all": True})[0]
+    gradc.append_backward(net.program, loss1)
+    squared = net.op("elementwise_mul", {"X": theta + "@GRAD", "Y": theta + "@GRAD"})[0]
+    loss2 = net.op("reduce_sum", {"X": squared}, {"reduce_all": True})[0]
+    # rotated, scaled and shifted: every sampling position keeps 0.008 or more from the pixel lattice (and the folds)
+    feed = {theta: np.array([[[0.9, -0.3, 0.1], [0.25, 1.1, -0.2]]]), x: randn(1, 2, 4, 5), w1: randn(1, 2, 3, 4)}
+    return {"program": net.program, "feed": feed, "loss": loss2, "wrt": [theta, x, w1]}
+
+
+CASES += [Case("grid_sampler_grad", {}, {"padding_mode": mode},
+               program=lambda mode=mode: _spatial_transformer_penalty(mode)) for mode in ("zeros", "reflection")]
