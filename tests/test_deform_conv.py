@@ -6,7 +6,7 @@ Mask@GRAD comes without Offset@GRAD, a NaN offset has zero gradients."""
 import numpy as np
 import pytest
 
-from gradc import Executor, GradError, Scope, append_backward
+from gradc import Executor, Scope, append_backward, gradients
 from gradc.layers import ProgramBuilder
 
 ATTRS = {"strides": [1, 1], "paddings": [0, 0], "dilations": [1, 1], "groups": 1, "deformable_groups": 1}
@@ -141,16 +141,25 @@ def test_float32_in_float32_out():
     np.testing.assert_allclose(out[0, 0, 1], [3.2, 5.0, 6.7, 0], rtol=1e-6)   # offset 0 for NaN: 2 X[1, 1]
 
 
-def test_a_second_derivative_through_the_offsets_grad_is_refused():
+def test_on_the_pixel_lattice_the_offsets_second_derivative_is_the_cell_below_and_right():
+    """Offsets 0 put every point on a pixel, where the bilinear weights have kinks: the second derivative is that
+    of the cell the first-order kernel reads (below and right of the point), the cross difference
+    X[h, w] - X[h, w+1] - X[h+1, w] + X[h+1, w+1] (along one axis the weights are linear)."""
+    rng = np.random.default_rng(7)
+    x, v = rng.standard_normal((1, 1, 3, 4)), rng.standard_normal((1, 2, 3, 4))
     net = ProgramBuilder()
-    names = {slot: net.data(slot.lower(), list(a.shape), "float64", stop_gradient=False)
-             for slot, a in POINTS.items()}
-    out = net.op("deformable_conv", names, ATTRS, outputs=["Output"])[0]
+    names = {slot: net.data(slot.lower(), shape, "float64", stop_gradient=False)
+             for slot, shape in (("Input", [1, 1, 3, 4]), ("Offset", [1, 2, 3, 4]), ("Filter", [1, 1, 1, 1]))}
+    out = net.op("deformable_conv_v1", names, ATTRS, outputs=["Output"])[0]
     append_backward(net.program, net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0])
-    penalty = net.op("reduce_sum", {"X": names["Offset"] + "@GRAD"}, {"reduce_all": True})[0]
-    with pytest.raises(GradError, match="deformable_conv_grad: .* only through the grads of Input, Filter, Mask; "
-                                        "the loss reads the offsets' gradient 'offset@GRAD'"):
-        append_backward(net.program, penalty)
+    weighted = net.op("elementwise_mul", {"X": names["Offset"] + "@GRAD", "Y": net.data("v", [1, 2, 3, 4], "float64")})
+    (grad,) = gradients(net.program, net.op("reduce_sum", {"X": weighted[0]}, {"reduce_all": True})[0],
+                        [names["Offset"]])
+    feed = {names["Input"]: x, names["Offset"]: np.zeros((1, 2, 3, 4)), names["Filter"]: np.ones((1, 1, 1, 1)), "v": v}
+    (value,) = Executor().run(net.program, feed, [grad], Scope())
+    cross = x[0, 0, :-1, :-1] - x[0, 0, :-1, 1:] - x[0, 0, 1:, :-1] + x[0, 0, 1:, 1:]
+    np.testing.assert_allclose(value[0, 0, :2, :3], cross * v[0, 1, :2, :3], rtol=1e-12)   # dy's: times dx's v
+    np.testing.assert_allclose(value[0, 1, :2, :3], cross * v[0, 0, :2, :3], rtol=1e-12)
 
 
 def test_an_empty_batch_gives_empty_output_and_gradients():

@@ -6,7 +6,7 @@ and its one-pixel dims, and temporal_shift's channel groups."""
 import numpy as np
 import pytest
 
-from gradc import Executor, GradError, ProgramError, Scope, append_backward, gradients
+from gradc import Executor, ProgramError, Scope, append_backward, gradients
 from gradc.layers import ProgramBuilder
 from gradc.pir import parse_pir, serialize_pir
 from one_op import run
@@ -175,18 +175,27 @@ def test_affine_grids_computed_output_shape_round_trips_through_pir():
         np.testing.assert_array_equal(value, reference)
 
 
-def test_a_loss_on_the_bilinear_grids_gradient_is_refused_by_the_second_backward():
-    """d/dGrid of Grid@GRAD needs second derivatives of the bilinear weights: a GradError naming the var."""
+def test_on_the_pixel_lattice_the_grids_second_derivative_is_the_cell_below_and_right():
+    """Grid points on pixels (align_corners), where the bilinear weights have kinks: the second derivative of a
+    penalty on Grid@GRAD is that of the cell the first-order kernel reads (below and right of the point), the cross
+    difference X[y, x] - X[y, x+1] - X[y+1, x] + X[y+1, x+1] times both slopes d position / d Grid."""
+    rng = np.random.default_rng(11)
+    image, v = rng.standard_normal((1, 1, 3, 4)), rng.standard_normal((1, 2, 3, 2))
+    rows, cols = np.meshgrid(np.arange(2.0), np.arange(3.0), indexing="ij")   # pixel (y, x) = (i, j)
+    grid = np.stack([cols / 1.5 - 1, rows - 1], axis=-1)[None]   # x = 2 col / (W - 1) - 1, y = 2 row / (H - 1) - 1
     net = ProgramBuilder()
-    x, g = net.data("x", [1, 1, 3, 4], "float64"), net.data("g", [1, 2, 2, 2], "float64")
+    x, g = net.data("x", [1, 1, 3, 4], "float64"), net.data("g", [1, 2, 3, 2], "float64")
     for name in (x, g):
         net.block.var(name).stop_gradient = False
-    out = net.op("grid_sampler", {"X": x, "Grid": g}, {}, outputs=["Output"])[0]
-    append_backward(net.program, net.op("reduce_sum", {"X": net.op("square", {"X": out})[0]}, {"reduce_all": True})[0])
-    penalty = net.op("reduce_sum", {"X": net.op("square", {"X": g + "@GRAD"})[0]}, {"reduce_all": True})[0]
-    with pytest.raises(GradError, match="grid_sampler_grad: gradc differentiates bilinear sampling twice only "
-                                        "through X@GRAD; the loss reads the grid's gradient 'g@GRAD'"):
-        gradients(net.program, penalty, [x, g])
+    out = net.op("grid_sampler", {"X": x, "Grid": g}, {"align_corners": True}, outputs=["Output"])[0]
+    append_backward(net.program, net.op("reduce_sum", {"X": out}, {"reduce_all": True})[0])
+    weighted = net.op("elementwise_mul", {"X": g + "@GRAD", "Y": net.data("v", [1, 2, 3, 2], "float64")})[0]
+    (grad,) = gradients(net.program, net.op("reduce_sum", {"X": weighted}, {"reduce_all": True})[0], [g])
+    (value,) = Executor().run(net.program, {x: image, g: grid, "v": v}, [grad], Scope())
+    slopes = 1.5 * 1.0   # (W - 1) / 2 and (H - 1) / 2
+    cross = (image[0, 0, :2, :3] - image[0, 0, :2, 1:] - image[0, 0, 1:, :3] + image[0, 0, 1:, 1:]) * slopes
+    np.testing.assert_allclose(value[0, ..., 0], cross * v[0, ..., 1], rtol=1e-12)
+    np.testing.assert_allclose(value[0, ..., 1], cross * v[0, ..., 0], rtol=1e-12)
 
 
 @pytest.mark.parametrize("op_type, inputs, unknown", [
