@@ -1,12 +1,22 @@
 """A practitioner's week with Paddle 3 models and gradc's training workflow: each rough edge found, as the
 behaviour it has now."""
 
-import numpy as np
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
+import numpy as np
+import pytest
+
+import gradc
 from cli_inprocess import gradc_cli
 from fixtures import DATA
+from gradc.training.history import Reporter
 
 MLP = DATA / "mlp"
+SRC = Path(__file__).parents[1] / "src"
 
 
 def test_a_params_value_that_does_not_fit_names_the_op_that_reads_it_first_and_how_to_convert_it(tmp_path):
@@ -24,3 +34,69 @@ def test_a_params_value_that_does_not_fit_names_the_op_that_reads_it_first_and_h
     assert dtype.stderr == (f"gradc: error: params '{tmp_path / 'fc_0.b_0.npz'}': 'fc_0.b_0', read first by block 0, "
                             f"op 1 (elementwise_add), is float64, but the program declares float32 (convert it, e.g. "
                             f"with .astype('float32'))\n")
+
+
+def _interrupted_run(args, cwd):
+    """`gradc train ARGS` in ``cwd``, Ctrl-C once its second step is logged: (exit code, stderr)."""
+    process = subprocess.Popen([sys.executable, "-m", "gradc", *map(str, args)], cwd=cwd, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(SRC)})
+    while not process.stdout.readline().startswith("epoch 1/1 step 2/"):
+        assert process.poll() is None, process.stderr.read()
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    return process.returncode, stderr
+
+
+def test_ctrl_c_without_a_checkpoint_dir_keeps_a_checkpoint_and_the_params_so_far(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    compiled = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "adam")
+    assert compiled.returncode == 0, compiled.stderr
+    rng = np.random.default_rng(0)
+    np.savez(tmp_path / "data.npz", x=rng.standard_normal((32 * 300, 16)).astype("float32"),
+             label=rng.integers(0, 10, (32 * 300, 1)))
+    args = ["train", "train.pb", "--startup", MLP / "startup.pb", "--startup", "train.startup.pb", "--data",
+            "data.npz", "--shuffle", "--log-every", "1"]
+    code, stderr = _interrupted_run([*args, "--save-params", "kept.npz"], tmp_path)
+    assert code == 130 and len(stderr.splitlines()) == 1, stderr
+    step = int(stderr.split("interrupted after step ")[1].split()[0])
+    assert stderr.startswith(f"gradc: interrupted after step {step} (epoch 1, batch {step}); checkpoint saved in "
+                             f"train.interrupted (continue with the same command and --resume train.interrupted); "
+                             f"wrote kept.npz (the model parameters after step {step})")
+    with np.load(tmp_path / "train.interrupted" / f"checkpoint-{step:08d}.npz") as checkpoint, \
+            np.load(tmp_path / "kept.npz") as kept:
+        assert sorted(kept.files) == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0"]
+        assert all(np.array_equal(kept[name], checkpoint[name]) for name in kept.files)
+    # a resume from it ends where an uninterrupted run ends, bit for bit
+    resumed = gradc_cli(*args, "--steps", step + 3, "--resume", "train.interrupted", "--save-params", "resumed.npz")
+    straight = gradc_cli(*args, "--steps", step + 3, "--save-params", "straight.npz")
+    assert resumed.returncode == 0 and straight.returncode == 0, resumed.stderr + straight.stderr
+    with np.load(tmp_path / "resumed.npz") as a, np.load(tmp_path / "straight.npz") as b:
+        assert a.files == b.files and all(np.array_equal(a[name], b[name]) for name in a.files)
+    # a second interrupted run does not mix its checkpoints with the first one's
+    code, stderr = _interrupted_run(args, tmp_path)
+    assert code == 130 and "checkpoint saved in train.interrupted-2 (" in stderr, stderr
+
+
+def test_a_python_fit_stopped_by_ctrl_c_keeps_its_scope_whole_and_saves_a_checkpoint_a_resume_continues(tmp_path):
+    class CtrlCAtStep2(Reporter):
+        def step(self, step, epoch, batch, values):
+            if step == 2:
+                signal.raise_signal(signal.SIGINT)
+
+    program = gradc.load(MLP / "forward.pb")
+    startup = gradc.minimize(program, optimizer="adam", lr=0.01)
+    rng = np.random.default_rng(1)
+    data = {"x": rng.standard_normal((32 * 5, 16)).astype("float32"), "label": rng.integers(0, 10, (32 * 5, 1))}
+    interrupted = gradc.Trainer(program, [MLP / "startup.pb", startup])
+    with pytest.raises(gradc.errors.Interrupted, match=r"^interrupted after step 2 \(epoch 1, batch 2\); no "
+                                                       r"checkpoint_dir, so nothing saved: the trainer's scope"):
+        interrupted.fit(data, epochs=1, reporter=CtrlCAtStep2())
+    interrupted.save_checkpoint(tmp_path / "ck")
+    resumed = gradc.Trainer(program, [MLP / "startup.pb", startup])
+    resumed.fit(data, epochs=1, resume=tmp_path / "ck")
+    straight = gradc.Trainer(program, [MLP / "startup.pb", startup])
+    straight.fit(data, epochs=1)
+    assert resumed.step == straight.step == 5
+    assert all(np.array_equal(resumed.scope[name], straight.scope[name]) for name in ("fc_0.w_0", "fc_1.b_0"))
+    with pytest.raises(gradc.GradcError, match="no checkpoint before fit"):
+        gradc.Trainer(program, [MLP / "startup.pb", startup]).save_checkpoint(tmp_path / "early")

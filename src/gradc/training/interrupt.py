@@ -7,9 +7,19 @@ import signal
 import threading
 from contextlib import contextmanager
 
+from ..errors import Interrupted
+
 
 class StopRequest:
     requested = False
+
+
+class Stopped(Interrupted):
+    """Training stopped by Ctrl-C between two steps, its state whole: what it holds can still be saved."""
+
+    def __init__(self, message: str, step: int, where: str):
+        super().__init__(message)
+        self.step, self.where = step, where
 
 
 @contextmanager
