@@ -100,3 +100,57 @@ def test_a_python_fit_stopped_by_ctrl_c_keeps_its_scope_whole_and_saves_a_checkp
     assert all(np.array_equal(resumed.scope[name], straight.scope[name]) for name in ("fc_0.w_0", "fc_1.b_0"))
     with pytest.raises(gradc.GradcError, match="no checkpoint before fit"):
         gradc.Trainer(program, [MLP / "startup.pb", startup]).save_checkpoint(tmp_path / "early")
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("StepDecay(learning_rate=0.1, step_sise=2)", "schedule StepDecay has no argument 'step_sise' (did you mean "
+                                                  "step_size?); its arguments: learning_rate, step_size, gamma"),
+    ("StepDecay(learning_rate=0.1)", "schedule StepDecay needs step_size; its arguments: learning_rate, step_size, "
+                                     "gamma"),
+    ("StepDekay(learning_rate=0.1, step_size=2)", "unknown learning-rate schedule 'StepDekay' (did you mean "
+                                                  "StepDecay?)"),
+    ("StepDecay", "the learning-rate schedule StepDecay needs its arguments: StepDecay(learning_rate, step_size, "
+                  "gamma)"),
+    ("cosin", "cannot read the learning-rate schedule 'cosin' (did you mean cosine?)"),
+])
+def test_a_misspelt_lr_schedule_says_what_was_meant_in_the_words_of_the_option(tmp_path, spec, message):
+    compiled = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "sgd")
+    assert compiled.returncode == 0, compiled.stderr
+    done = gradc_cli("train", tmp_path / "train.pb", "--startup", MLP / "startup.pb", "--startup",
+                     tmp_path / "train.startup.pb", "--feed", MLP / "feed.npz", "--steps", "1", "--lr-schedule", spec)
+    assert done.returncode == 1 and done.stderr.startswith(f"gradc: error: {message}"), done.stderr
+    assert "__init__" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+def test_a_host_schedule_for_a_program_whose_schedule_is_ops_is_refused_as_that(tmp_path):
+    compiled = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "sgd",
+                         "--lr-schedule", "cosine", "--decay-steps", "10")
+    assert compiled.returncode == 0, compiled.stderr
+    done = gradc_cli("train", tmp_path / "train.pb", "--startup", MLP / "startup.pb", "--startup",
+                     tmp_path / "train.startup.pb", "--feed", MLP / "feed.npz", "--steps", "1", "--lr-schedule",
+                     "StepDecay(learning_rate=0.1, step_size=2)")
+    assert done.returncode == 1
+    assert done.stderr == ("gradc: error: the program computes its learning rate with ops of its own (a schedule "
+                           "given to gradc compile --lr-schedule): a schedule written by the host would fight it; give "
+                           "none\n")
+
+
+def test_evaluating_an_exported_classifier_on_data_without_labels_says_the_labels_are_missing(tmp_path):
+    export = DATA / "export"
+    with np.load(export / "feed.npz") as feed:
+        images = feed["img"]
+    np.savez(tmp_path / "images.npz", img=images)
+    labels = np.zeros((len(images), 1), "int64")
+    np.savez(tmp_path / "two.npz", img=images, digit=labels, other=labels)
+    model = ["evaluate", export / "model.pdmodel", "--params", export / "model.pdiparams", "--data"]
+    unlabelled = gradc_cli(*model, tmp_path / "images.npz")
+    assert unlabelled.returncode == 1
+    assert unlabelled.stderr == (f"gradc: error: data '{tmp_path / 'images.npz'}': evaluation: the model's class "
+                                 f"scores (softmax_0.tmp_0) need labels to score; it holds only what the model reads "
+                                 f"(img): add an array of class labels (any name the model does not read, or --label "
+                                 f"NAME)\n")
+    ambiguous = gradc_cli(*model, tmp_path / "two.npz")
+    assert ambiguous.returncode == 1 and "several arrays it does not read could be them (digit, other): pick one " \
+        "with --label NAME" in ambiguous.stderr
+    picked = gradc_cli(*model, tmp_path / "two.npz", "--label", "other")
+    assert picked.returncode == 0 and "acc: " in picked.stdout, picked.stderr
