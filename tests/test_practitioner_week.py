@@ -1,6 +1,7 @@
 """A practitioner's week with Paddle 3 models and gradc's training workflow: each rough edge found, as the
 behaviour it has now."""
 
+import json
 import os
 import signal
 import subprocess
@@ -154,3 +155,34 @@ def test_evaluating_an_exported_classifier_on_data_without_labels_says_the_label
         "with --label NAME" in ambiguous.stderr
     picked = gradc_cli(*model, tmp_path / "two.npz", "--label", "other")
     assert picked.returncode == 0 and "acc: " in picked.stdout, picked.stderr
+
+
+@pytest.mark.parametrize("case, kind", [("logits", "cross-entropy"), ("softmax", "cross-entropy"), ("mse", "mse")])
+def test_a_model_saved_by_jit_save_fine_tunes_with_an_added_loss_to_paddles_loss_and_gradients(tmp_path, case, kind):
+    """tools/paddle_add_loss_fixture.py: Paddle's F.cross_entropy / F.mse_loss of the model's output, and its grads."""
+    saved = DATA / "add_loss"
+    meta = json.loads((saved / "meta.json").read_text())[case]
+    compiled = gradc_cli("compile", saved / f"{case}.json", "-o", tmp_path / "train.pb", "--add-loss", kind)
+    assert compiled.returncode == 0, compiled.stderr
+    assert compiled.stdout.startswith(f"added the loss mean_0.tmp_0: {kind} of the output against the input label\n")
+    grads = [f"{name}@GRAD" for name in meta["params"]]
+    done = gradc_cli("run", tmp_path / "train.pb", "--params", saved / f"{case}.pdiparams", "--feed",
+                     saved / f"{case}.npz", "--fetch", "mean_0.tmp_0", *[arg for g in grads for arg in ("--fetch", g)],
+                     "--out", tmp_path / "out.npz")
+    assert done.returncode == 0, done.stderr
+    with np.load(tmp_path / "out.npz") as out, np.load(saved / f"{case}_grads.npz") as paddle_grads:
+        np.testing.assert_allclose(out["mean_0.tmp_0"], meta["loss"], rtol=1e-5, atol=1e-6)
+        for name in meta["params"]:
+            np.testing.assert_allclose(out[f"{name}@GRAD"], paddle_grads[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_add_loss_refuses_what_it_cannot_add_in_one_line(tmp_path):
+    model = DATA / "add_loss" / "logits.json"
+    taken = gradc_cli("compile", model, "-o", tmp_path / "t.pb", "--add-loss", "cross-entropy", "--label", "x")
+    assert taken.returncode == 1 and taken.stderr == ("gradc: error: the label var 'x' is already a var of the "
+                                                      "program; name the labels otherwise (--label NAME)\n")
+    both = gradc_cli("compile", model, "-o", tmp_path / "t.pb", "--add-loss", "mse", "--loss", "x")
+    assert both.returncode == 2 and "give --loss (the program's own loss) or --add-loss (a new one)" in both.stderr
+    alone = gradc_cli("compile", model, "-o", tmp_path / "t.pb", "--label", "y")
+    assert alone.returncode == 2 and "--label: only with --add-loss" in alone.stderr
+    assert not (tmp_path / "t.pb").exists()
