@@ -186,3 +186,18 @@ def test_add_loss_refuses_what_it_cannot_add_in_one_line(tmp_path):
     alone = gradc_cli("compile", model, "-o", tmp_path / "t.pb", "--label", "y")
     assert alone.returncode == 2 and "--label: only with --add-loss" in alone.stderr
     assert not (tmp_path / "t.pb").exists()
+
+
+def test_exporting_before_training_says_which_option_gives_the_trained_values(tmp_path):
+    digits = DATA.parents[2] / "examples" / "digits"
+    export = ["export", digits / "forward.pb", "--feed", "img", "--fetch", "softmax_0.tmp_0", "-o"]
+    nothing = gradc_cli(*export, tmp_path / "none")
+    assert nothing.returncode == 1
+    assert nothing.stderr == ("gradc: error: export: no value for batch_norm2d_0.b_0, batch_norm2d_0.w_0, "
+                              "batch_norm2d_0.w_1, batch_norm2d_0.w_2, conv2d_0.b_0, conv2d_0.w_0, ... (10 in all) "
+                              "(give the trained parameters: --params FILE, which gradc train --save-params writes; "
+                              "scope= or values= in Python)\n")
+    untrained = gradc_cli(*export, tmp_path / "untrained", "--startup", digits / "startup.pb")
+    assert untrained.returncode == 0 and (tmp_path / "untrained.pdiparams").exists()
+    assert untrained.stderr == ("gradc: warning: no --params: the export holds the values the startup programs "
+                                "initialise, an untrained model (gradc train --save-params writes the trained ones)\n")

@@ -4,11 +4,12 @@ over gradc.training."""
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import click
 
-from ..errors import GradcError, Interrupted
+from ..errors import GradcError, GradcWarning, Interrupted
 from ..executor import Executor, Scope
 from ..io import check_writable, load
 from ..io.arrays import read_npz
@@ -183,5 +184,8 @@ def export_command(program, output, feeds, fetches, params, startups, fmt, stric
         run_startup(executor, startup, scope)
     if params:
         scope.vars.update(read_values(params, prog, strict_params))
+    elif startups:
+        warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "
+                      "(gradc train --save-params writes the trained ones)", GradcWarning, stacklevel=1)
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
     click.echo(f"wrote {model_path} (feeds {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")

@@ -75,12 +75,12 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
             raise whole_program from None
 
 
-def checked_param(program: Program, name: str, value, source: str):
+def checked_param(program: Program, name: str, value, source: str, hint: bool = True):
     """A parameter value must fit the var the program declares: shape (-1 fits any size, and a shape Paddle's passes
-    leave stale any) and dtype; a refusal names the op that reads it first."""
+    leave stale any) and dtype; a refusal names the op that reads it first (and, with ``hint``, how to convert it)."""
     block = program.global_block
     var = block.find_var(name)
-    return value if var is None else fitted_value(var, value, f"params '{source}': {read_by(block, name)}", hint=True,
+    return value if var is None else fitted_value(var, value, f"params '{source}': {read_by(block, name)}", hint=hint,
                                                   shape=name not in stale_shapes(block))
 
 

@@ -272,7 +272,7 @@ class Trainer:
                 raise GradcError(f"cannot resume from {path}: it holds {what} {shown}; it was written by another "
                                  f"program (resume with the program that wrote it)")
         try:
-            return {name: checked_param(self.program, name, value, str(path.with_suffix(".npz")))
+            return {name: checked_param(self.program, name, value, str(path.with_suffix(".npz")), hint=False)
                     for name, value in values.items()}
         except GradcError as exc:
             raise GradcError(f"cannot resume from {path}: {exc}; it was written by another program") from None
