@@ -201,3 +201,21 @@ def test_exporting_before_training_says_which_option_gives_the_trained_values(tm
     assert untrained.returncode == 0 and (tmp_path / "untrained.pdiparams").exists()
     assert untrained.stderr == ("gradc: warning: no --params: the export holds the values the startup programs "
                                 "initialise, an untrained model (gradc train --save-params writes the trained ones)\n")
+
+
+def test_a_paddle_path_prefix_or_a_parameter_file_given_as_the_program_says_which_file_to_give(tmp_path):
+    saved = DATA / "add_loss"
+    prefix = gradc_cli("info", saved / "logits")
+    assert prefix.returncode == 1
+    assert prefix.stderr == (f"gradc: error: cannot read '{saved / 'logits'}': No such file or directory (a program is "
+                             f"named by its file, not by Paddle's path prefix or its directory: "
+                             f"{saved / 'logits.json'}?)\n")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "inference.pdmodel").write_bytes((DATA / "mlp" / "forward.pb").read_bytes())
+    directory = gradc_cli("run", tmp_path / "model", "--feed", MLP / "feed.npz")
+    assert directory.returncode == 1 and directory.stderr.endswith(
+        f"its directory: {tmp_path / 'model' / 'inference.pdmodel'}?)\n"), directory.stderr
+    params = gradc_cli("info", saved / "logits.pdiparams")
+    assert params.returncode == 1
+    assert params.stderr == (f"gradc: error: '{saved / 'logits.pdiparams'}' is a parameter file, not a program: give "
+                             f"the program (.json, .pdmodel, .pb) and this file with --params (params= in Python)\n")
