@@ -218,4 +218,5 @@ def test_a_paddle_path_prefix_or_a_parameter_file_given_as_the_program_says_whic
     params = gradc_cli("info", saved / "logits.pdiparams")
     assert params.returncode == 1
     assert params.stderr == (f"gradc: error: '{saved / 'logits.pdiparams'}' is a parameter file, not a program: give "
-                             f"the program (.json, .pdmodel, .pb) and this file with --params (params= in Python)\n")
+                             f"the program (.json, .pdmodel, .pb) and this file with --params (gradc.load_params in "
+                             f"Python)\n")

@@ -144,7 +144,7 @@ def load(path: str | os.PathLike) -> Program:
     """Read a program from .pb (binary), .pbtxt (text) or .json."""
     if str(path).endswith(PARAMETER_SUFFIXES):
         raise FormatError(f"'{path}' is a parameter file, not a program: give the program (.json, .pdmodel, .pb) and "
-                          f"this file with --params (params= in Python)")
+                          f"this file with --params (gradc.load_params in Python)")
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
