@@ -220,3 +220,25 @@ def test_a_paddle_path_prefix_or_a_parameter_file_given_as_the_program_says_whic
     assert params.stderr == (f"gradc: error: '{saved / 'logits.pdiparams'}' is a parameter file, not a program: give "
                              f"the program (.json, .pdmodel, .pb) and this file with --params (gradc.load_params in "
                              f"Python)\n")
+
+
+def test_a_csv_without_a_header_or_with_its_own_column_names_is_shown_the_header_the_program_takes(tmp_path):
+    saved = DATA / "add_loss"
+    compiled = gradc_cli("compile", saved / "logits.json", "-o", tmp_path / "train.pb", "--add-loss", "cross-entropy",
+                         "--optimizer", "sgd")
+    assert compiled.returncode == 0, compiled.stderr
+    rows = "0.5,1,-2,0.25,1\n1,2,3,4,0\n"
+    (tmp_path / "bare.csv").write_text(rows)
+    (tmp_path / "named.csv").write_text("f0,f1,f2,f3,label\n" + rows)
+    train = ["train", tmp_path / "train.pb", "--startup", tmp_path / "train.startup.pb", "--params",
+             saved / "logits.pdiparams", "--steps", "1", "--data"]
+    bare = gradc_cli(*train, tmp_path / "bare.csv")
+    assert bare.returncode == 1 and bare.stderr == (f"gradc: error: data '{tmp_path / 'bare.csv'}': give a header line "
+                                                    f"naming each column's feed var (x,x,x,x,label), then one example "
+                                                    f"a line\n")
+    named = gradc_cli(*train, tmp_path / "named.csv")
+    assert named.returncode == 1 and named.stderr == (f"gradc: error: data '{tmp_path / 'named.csv'}': column 'f0' "
+                                                      f"names no var of the program (its inputs: x, label; a header it "
+                                                      f"takes: x,x,x,x,label)\n")
+    (tmp_path / "good.csv").write_text("x,x,x,x,label\n" + rows)
+    assert gradc_cli(*train, tmp_path / "good.csv").returncode == 0
