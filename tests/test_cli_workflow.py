@@ -289,7 +289,7 @@ def test_eval_data_is_evaluated_when_steps_end_the_run_within_an_epoch(compiled)
     done = train(compiled, "--data", compiled / "train.npz", "--eval", compiled / "test.npz", "--steps", "1")
     assert done.returncode == 0, done.stderr
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("done: 0 epochs, 1 step, 32 examples") and f"; eval {LOSS}=" in summary
+    assert summary.startswith("done: 1/2 steps of epoch 1, 1 step, 32 examples") and f"; eval {LOSS}=" in summary
     history = gradc.train(compiled / "train.pb", compiled / "train.npz", [EXAMPLE / "startup.pb",
                           compiled / "train.startup.pb"], steps=1, eval_data=compiled / "test.npz")
     assert history.last_eval[LOSS] == pytest.approx(float(summary.split(f"eval {LOSS}=")[1]), rel=1e-5)

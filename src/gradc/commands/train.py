@@ -184,8 +184,8 @@ def export_command(program, output, feeds, fetches, params, startups, fmt, stric
         run_startup(executor, startup, scope)
     if params:
         scope.vars.update(read_values(params, prog, strict_params))
-    elif startups:
+    model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
+    if not params:   # said once the export is written, so that a refusal stays the one line
         warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "
                       "(gradc train --save-params writes the trained ones)", GradcWarning, stacklevel=1)
-    model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
     click.echo(f"wrote {model_path} (feeds {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")
