@@ -78,7 +78,8 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
-@click.option("--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, ...).")
+@click.option("-o", "--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, "
+              "...).")
 @click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
               "with tracemalloc on, which slows them).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own, "
