@@ -40,8 +40,10 @@ def refit(tmp_path, name, change, part="test", count=20):
 
 
 @pytest.mark.parametrize("change, phrase", [
-    (lambda a: a.update(img=a["img"].astype(np.float64)), "'img' is float64, but block 0 declares float32"),
-    (lambda a: a.update(img=a["img"].reshape(len(a["img"]), 64)), "'img' has shape [20, 64]"),
+    (lambda a: a.update(img=a["img"].astype(np.float64)), "'img', read first by block 0, "
+     "op 0 (conv2d), is float64, but block 0 declares float32"),
+    (lambda a: a.update(img=a["img"].reshape(len(a["img"]), 64)), "'img', read first by block 0, "
+     "op 0 (conv2d), has shape [20, 64]"),
     (lambda a: a.update(image=a.pop("img")), "'image' is not a var of block 0"),
     (lambda a: a.pop("label"), "need 'label'"),
 ])
@@ -54,7 +56,8 @@ def test_eval_data_is_checked_before_the_first_epoch(compiled, tmp_path, change,
 
 @pytest.mark.parametrize("change, phrase", [
     (lambda a: a.pop("label"), "has no array 'label', which block 0, op 17 (accuracy) reads"),
-    (lambda a: a.update(label=a["label"].astype(np.float32)), "'label' is float32, but block 0 declares int64"),
+    (lambda a: a.update(label=a["label"].astype(np.float32)), "'label', read first by block 0, "
+     "op 17 (accuracy), is float32, but block 0 declares int64"),
 ])
 def test_training_data_is_checked_before_the_first_step(compiled, tmp_path, change, phrase):
     bad = refit(tmp_path, "train.npz", change, "train", 40)
@@ -72,7 +75,9 @@ def test_the_last_partial_batch_is_checked_too(compiled, tmp_path):
     data = refit(tmp_path, "train.npz", lambda a: None, "train", 40)
     done = gradc_cli("train", program, "--startup", EXAMPLE / "startup.pb", "--startup", compiled / "train.startup.pb",
                      "--batch-size", "32", "--data", data)
-    assert_clean_failure(done, "'img' has shape [8, 1, 8, 8], but block 0 declares [32, 1, 8, 8]")
+    assert_clean_failure(done, "'img', read first by block 0, op 0 (conv2d), has shape [8, 1, 8, 8], but block 0 "
+                         "declares "
+                         "[32, 1, 8, 8]")
     assert "step" not in done.stdout
     assert train(compiled, "--data", data, "--drop-last").returncode == 0
 

@@ -153,7 +153,8 @@ def test_data_in_batches_a_program_of_a_fixed_batch_refuses_says_the_batch_size_
         np.savez(data, **{name: np.concatenate([feed[name], feed[name]])[:rows] for name in ("x", "label")})
     startup = ["--startup", mlp_sgd.with_suffix(".startup.pb")] if command == "train" else []
     done = gradc_cli(command, mlp_sgd, *startup, "--params", MLP / "params.npz", "--data", data, "--batch-size", batch)
-    one_line_error(done, f"data '{data}': feed var 'x' has shape [", "but block 0 declares [32, 16]", hint)
+    one_line_error(done, f"data '{data}': feed var 'x', read first by block 0, op 0 (mul), "
+                   "has shape [", "but block 0 declares [32, 16]", hint)
 
 
 def test_ops_takes_a_pir_op_name_and_puts_the_same_name_in_another_case_first():

@@ -242,3 +242,18 @@ def test_a_csv_without_a_header_or_with_its_own_column_names_is_shown_the_header
                                                       f"takes: x,x,x,x,label)\n")
     (tmp_path / "good.csv").write_text("x,x,x,x,label\n" + rows)
     assert gradc_cli(*train, tmp_path / "good.csv").returncode == 0
+
+
+def test_flat_labels_as_paddles_dygraph_losses_take_them_are_told_how_to_fit_the_declared_shape(tmp_path):
+    saved = DATA / "add_loss"
+    compiled = gradc_cli("compile", saved / "logits.json", "-o", tmp_path / "train.pb", "--add-loss", "cross-entropy",
+                         "--optimizer", "sgd")
+    assert compiled.returncode == 0, compiled.stderr
+    with np.load(saved / "logits.npz") as batch:
+        np.savez(tmp_path / "flat.npz", x=batch["x"], label=batch["label"].ravel())
+    done = gradc_cli("train", tmp_path / "train.pb", "--startup", tmp_path / "train.startup.pb", "--params",
+                     saved / "logits.pdiparams", "--data", tmp_path / "flat.npz", "--batch-size", "3")
+    assert done.returncode == 1
+    assert done.stderr == (f"gradc: error: data '{tmp_path / 'flat.npz'}': feed var 'label', read first by block 0, op "
+                           f"6 (softmax_with_cross_entropy), has shape [3], but block 0 declares [-1, 1] (give it the "
+                           f"trailing axis of 1, e.g. with .reshape(-1, 1))\n")
