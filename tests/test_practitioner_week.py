@@ -58,7 +58,9 @@ def test_ctrl_c_without_a_checkpoint_dir_keeps_a_checkpoint_and_the_params_so_fa
     args = ["train", "train.pb", "--startup", MLP / "startup.pb", "--startup", "train.startup.pb", "--data",
             "data.npz", "--shuffle", "--log-every", "1"]
     code, stderr = _interrupted_run([*args, "--save-params", "kept.npz"], tmp_path)
-    assert code == 130 and len(stderr.splitlines()) == 1, stderr
+    assert code == 130 and len(stderr.splitlines()) == 2, stderr
+    said, stderr = stderr.splitlines()
+    assert said == "gradc: stopping after the step under way (Ctrl-C again stops at once, without it)"
     step = int(stderr.split("interrupted after step ")[1].split()[0])
     assert stderr.startswith(f"gradc: interrupted after step {step} (epoch 1, batch {step}); checkpoint saved in "
                              f"train.interrupted (continue with the same command and --resume train.interrupted); "
