@@ -159,16 +159,24 @@ def test_evaluating_an_exported_classifier_on_data_without_labels_says_the_label
     assert picked.returncode == 0 and "acc: " in picked.stdout, picked.stderr
 
 
+@pytest.mark.parametrize("model", ["json", "legacy"])
 @pytest.mark.parametrize("case, kind", [("logits", "cross-entropy"), ("softmax", "cross-entropy"), ("mse", "mse")])
-def test_a_model_saved_by_jit_save_fine_tunes_with_an_added_loss_to_paddles_loss_and_gradients(tmp_path, case, kind):
-    """tools/paddle_add_loss_fixture.py: Paddle's F.cross_entropy / F.mse_loss of the model's output, and its grads."""
+def test_a_model_saved_by_jit_save_fine_tunes_with_an_added_loss_to_paddles_loss_and_gradients(tmp_path, case, kind,
+                                                                                                model):
+    """tools/paddle_add_loss_fixture.py: Paddle's F.cross_entropy / F.mse_loss of the model's output, and its grads;
+    the legacy .pdmodel marks no parameter, so --add-loss marks the weights and biases."""
     saved = DATA / "add_loss"
     meta = json.loads((saved / "meta.json").read_text())[case]
-    compiled = gradc_cli("compile", saved / f"{case}.json", "-o", tmp_path / "train.pb", "--add-loss", kind)
+    stem = f"{case}_legacy" if model == "legacy" else case
+    program = saved / (f"{stem}.pdmodel" if model == "legacy" else f"{stem}.json")
+    compiled = gradc_cli("compile", program, "-o", tmp_path / "train.pb", "--add-loss", kind)
     assert compiled.returncode == 0, compiled.stderr
-    assert compiled.stdout.startswith(f"added the loss mean_0.tmp_0: {kind} of the output against the input label\n")
+    marked = (f"marked 4 persistable vars parameters (the file marks none): {', '.join(meta['params'])}\n"
+              if model == "legacy" else "")
+    assert compiled.stdout.startswith(f"{marked}added the loss mean_0.tmp_0: {kind} of the output against the input "
+                                      f"label\n")
     grads = [f"{name}@GRAD" for name in meta["params"]]
-    done = gradc_cli("run", tmp_path / "train.pb", "--params", saved / f"{case}.pdiparams", "--feed",
+    done = gradc_cli("run", tmp_path / "train.pb", "--params", saved / f"{stem}.pdiparams", "--feed",
                      saved / f"{case}.npz", "--fetch", "mean_0.tmp_0", *[arg for g in grads for arg in ("--fetch", g)],
                      "--out", tmp_path / "out.npz")
     assert done.returncode == 0, done.stderr

@@ -11,7 +11,7 @@ from ..errors import GradcError, GradcWarning
 from ..io import check_writable, load, save
 from ..optimizers.cli_options import build_optimizer, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
-from ..training.add_loss import KINDS, add_loss
+from ..training.add_loss import KINDS, add_loss, mark_parameters
 from ..verification import verify
 
 
@@ -53,6 +53,9 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, params, no_gra
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
     if add_loss_kind:
+        marked = mark_parameters(prog.global_block)
+        if marked:
+            click.echo(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
         loss = add_loss(prog, add_loss_kind, label, loss_of)
         click.echo(f"added the loss {loss}: {add_loss_kind} of {loss_of or 'the output'} against the input {label}")
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]

@@ -5,13 +5,16 @@ that it fine-tunes: ``gradc compile model.json -o train.pb --add-loss cross-entr
 
 cross-entropy is Paddle's F.cross_entropy over the last axis against integer class labels of shape [..., 1]; an output
 a softmax op writes is scored through that softmax's input (the same loss, without the log of a rounded probability).
-mse is F.mse_loss against float targets of the output's shape. The label var is a new input of the program.
+mse is F.mse_loss against float targets of the output's shape. The label var is a new input of the program. A
+legacy model file marks no var a parameter (save_inference_model drops the mark): the persistable float vars an op
+reads where a gradient flows (weights, biases, norms' scales; not running statistics) are marked then.
 """
 
 from __future__ import annotations
 
+from .. import registry
 from ..errors import GradcError
-from ..ir import Block, Program, VarType
+from ..ir import DIFFERENTIABLE_DTYPES, Block, Program, VarType
 
 KINDS = ("cross-entropy", "mse")
 
@@ -28,6 +31,7 @@ def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label"
         raise GradcError(f"the output '{output}' the loss scores is not a var of block 0")
     if var.dtype not in (VarType.FP32, VarType.FP64) or var.shape is None:
         raise GradcError(f"the output '{output}' the loss scores is not a float tensor of known shape")
+    mark_parameters(block)
     if block.find_var(label) is not None:
         raise GradcError(f"the label var '{label}' is already a var of the program; name the labels otherwise "
                          f"(--label NAME)")
@@ -48,6 +52,26 @@ def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label"
     block.append_op("softmax_with_cross_entropy", {"Logits": [logits], "Label": [label]},
                     {"Softmax": [probabilities], "Loss": [losses]}, {"axis": -1})
     return _mean(block, losses, var.dtype)
+
+
+def mark_parameters(block: Block) -> list[str]:
+    """In a block that marks no var a parameter, mark the persistable float tensors its ops read through slots a
+    gradient flows through; return their names (none when the block marks any already)."""
+    if any(var.is_parameter for var in block.vars.values()):
+        return []
+    marked = {}
+    for op in block.ops:
+        opdef = registry.get(op.type)
+        frozen = opdef.no_grad_inputs if opdef is not None else frozenset(op.inputs)
+        for slot, names in op.inputs.items():
+            for name in names if slot not in frozen else ():
+                var = block.find_var(name)
+                if (var is not None and var.persistable and var.type == VarType.DENSE_TENSOR
+                        and var.dtype in DIFFERENTIABLE_DTYPES and not var.stop_gradient):
+                    marked[name] = var
+    for var in marked.values():
+        var.is_parameter = True
+    return sorted(marked)
 
 
 def _one_output(block: Block) -> str:
