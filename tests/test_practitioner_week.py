@@ -275,3 +275,11 @@ def test_a_program_schedule_without_its_decay_steps_says_what_they_are_not_none(
     assert done.returncode == 1 and not (tmp_path / "t.pb").exists()
     assert done.stderr == ("gradc: error: the cosine schedule needs decay steps >= 1 (--decay-steps N, decay_steps= in "
                            "Python; none given): the steps from the full rate to 0\n")
+
+
+@pytest.mark.parametrize("option, value, needs", [("--checkpoint-every", "3", "--checkpoint-dir (or --resume)"),
+                                                  ("--lr-var", "learning_rate_0", "--lr-schedule"),
+                                                  ("--monitor", "mean_0.tmp_0", "--early-stop")])
+def test_a_train_option_that_would_go_unused_is_refused_naming_what_it_needs(tmp_path, option, value, needs):
+    done = gradc_cli("train", MLP / "forward.pb", "--feed", MLP / "feed.npz", option, value)
+    assert done.returncode == 2 and done.stderr.startswith(f"gradc: error: {option}: only with {needs}"), done.stderr

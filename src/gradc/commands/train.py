@@ -80,8 +80,12 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
-    if monitor and not early_stop:
-        raise click.UsageError("--monitor: only with --early-stop")
+    for given, option, needed, needs in ((monitor, "--monitor", early_stop, "--early-stop"),
+                                         (checkpoint_every, "--checkpoint-every", checkpoint_dir or resume,
+                                          "--checkpoint-dir (or --resume)"),
+                                         (lr_var, "--lr-var", lr_schedule, "--lr-schedule")):
+        if given and not needed:   # else silently unused
+            raise click.UsageError(f"{option}: only with {needs}")
     if feed is not None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
                                           ("--eval", eval_data), ("--early-stop", early_stop)) if value]
