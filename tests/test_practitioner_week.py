@@ -193,6 +193,10 @@ def test_add_loss_refuses_what_it_cannot_add_in_one_line(tmp_path):
                                                       "program; name the labels otherwise (--label NAME)\n")
     both = gradc_cli("compile", model, "-o", tmp_path / "t.pb", "--add-loss", "mse", "--loss", "x")
     assert both.returncode == 2 and "give --loss (the program's own loss) or --add-loss (a new one)" in both.stderr
+    own = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "t.pb", "--add-loss", "cross-entropy")
+    assert own.returncode == 1 and own.stderr == ("gradc: error: the program has a loss of its own (mean_0.tmp_0): "
+                                                  "compile it without --add-loss (add_loss is for a model without "
+                                                  "one; --loss-of NAME adds one all the same)\n")
     alone = gradc_cli("compile", model, "-o", tmp_path / "t.pb", "--label", "y")
     assert alone.returncode == 2 and "--label: only with --add-loss" in alone.stderr
     assert not (tmp_path / "t.pb").exists()

@@ -13,6 +13,7 @@ reads where a gradient flows (weights, biases, norms' scales; not running statis
 from __future__ import annotations
 
 from .. import registry
+from ..backward import default_loss
 from ..errors import GradcError
 from ..ir import DIFFERENTIABLE_DTYPES, Block, Program, VarType
 
@@ -25,6 +26,10 @@ def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label"
     if kind not in KINDS:
         raise GradcError(f"unknown loss '{kind}' to add (known: {', '.join(KINDS)})")
     block = program.global_block
+    own = None if output else default_loss(program, notice=False)
+    if own is not None:
+        raise GradcError(f"the program has a loss of its own ({own}): compile it without --add-loss (add_loss is for a "
+                         f"model without one; --loss-of NAME adds one all the same)")
     output = output or _one_output(block)
     var = block.find_var(output)
     if var is None:
