@@ -287,3 +287,21 @@ def test_a_program_schedule_without_its_decay_steps_says_what_they_are_not_none(
 def test_a_train_option_that_would_go_unused_is_refused_naming_what_it_needs(tmp_path, option, value, needs):
     done = gradc_cli("train", MLP / "forward.pb", "--feed", MLP / "feed.npz", option, value)
     assert done.returncode == 2 and done.stderr.startswith(f"gradc: error: {option}: only with {needs}"), done.stderr
+
+
+def test_diff_reads_an_op_without_a_role_as_a_forward_op_as_paddle_does(tmp_path):
+    program = gradc.load(MLP / "forward.pb")
+    for op in program.global_block.ops:
+        assert op.attrs.get("op_role", 0) == 0
+        op.attrs.pop("op_role", None)
+        op.attr_types.pop("op_role", None)
+        op.attrs.pop("op_role_var", None)
+        op.attr_types.pop("op_role_var", None)
+    gradc.save(program, tmp_path / "roleless.pb")
+    same = gradc_cli("diff", MLP / "forward.pb", tmp_path / "roleless.pb")
+    assert same.returncode == 0, same.stdout
+    program.global_block.ops[0].attrs["op_role"] = 1   # a backward op is another thing
+    program.global_block.ops[0].attr_types["op_role"] = gradc.ir.AttrType.INT
+    gradc.save(program, tmp_path / "backward_role.pb")
+    other = gradc_cli("diff", MLP / "forward.pb", tmp_path / "backward_role.pb")
+    assert other.returncode == 1 and "attr op_role: 0 -> 1" in other.stdout
