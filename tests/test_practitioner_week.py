@@ -305,3 +305,11 @@ def test_diff_reads_an_op_without_a_role_as_a_forward_op_as_paddle_does(tmp_path
     gradc.save(program, tmp_path / "backward_role.pb")
     other = gradc_cli("diff", MLP / "forward.pb", tmp_path / "backward_role.pb")
     assert other.returncode == 1 and "attr op_role: 0 -> 1" in other.stdout
+
+
+@pytest.mark.parametrize("command", [["run", MLP / "forward.pb", "--feed", MLP / "feed.npz"],
+                                     ["export", MLP / "forward.pb", "--feed", "x", "--fetch", "fc_1.tmp_1", "-o", "m"],
+                                     ["evaluate", MLP / "forward.pb", "--data", MLP / "feed.npz"]])
+def test_strict_params_without_params_is_refused_as_it_would_check_nothing(command):
+    done = gradc_cli(*command, "--strict-params")
+    assert done.returncode == 2 and done.stderr.startswith("gradc: error: --strict-params: only with --params")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -19,8 +20,17 @@ from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 
-STRICT_PARAMS = click.option("--strict-params", is_flag=True, help="Refuse a --params file that holds values for "
-                             "vars the program does not have (by default they are left out, with a warning).")
+
+def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the others are)
+    """The --strict-params flag of a command that takes --params, refused without it (it would check nothing)."""
+    @functools.wraps(command)
+    def checked(**options):
+        if options["strict_params"] and not options["params"]:
+            raise click.UsageError("--strict-params: only with --params")
+        return command(**options)
+
+    return click.option("--strict-params", is_flag=True, help="Refuse a --params file that holds values for vars the "
+                        "program does not have (by default they are left out, with a warning).")(checked)
 
 
 def load_params(path: str | None, program, strict: bool = False) -> dict[str, np.ndarray]:
