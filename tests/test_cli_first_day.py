@@ -83,7 +83,8 @@ def test_feed_errors_name_the_feed_file_and_the_programs_inputs(tmp_path):
     assert_one_line_error(gradc_cli(*model, tmp_path / "upper.npz"), "upper.npz': feed var 'X'", "did you mean 'x'?")
     assert_one_line_error(gradc_cli(*model, tmp_path / "nothing.npz"),
                           "nothing.npz': feed var 'x' is missing: block 0, op 0 (feed) takes it")
-    assert_one_line_error(gradc_cli(*model, tmp_path / "wide.npz"), "wide.npz': feed var 'x' is float64")
+    assert_one_line_error(gradc_cli(*model, tmp_path / "wide.npz"),
+                          "wide.npz': feed var 'x', read first by block 0, op 1 (matmul_v2), is float64")
     np.savez(tmp_path / "x.npz", x=x)   # the training program without its labels
     assert_one_line_error(gradc_cli("run", FIRST_DAY / "forward.pb", "--startup", FIRST_DAY / "startup.pb", "--feed",
                                     tmp_path / "x.npz", "--fetch", META["loss"]),
@@ -99,8 +100,8 @@ def test_training_data_errors_name_the_data_file(tmp_path):
     assert gradc_cli("compile", FIRST_DAY / "forward.pb", "-o", tmp_path / "t.pb", "--loss", META["loss"],
                      "--optimizer", "sgd").returncode == 0
     train = ("train", tmp_path / "t.pb", "--startup", FIRST_DAY / "startup.pb", "--startup", tmp_path / "t.startup.pb")
-    assert_one_line_error(gradc_cli(*train, "--data", tmp_path / "wide.npz"), "data '", "wide.npz': feed var 'x' is "
-                          "float64, but block 0 declares float32")
+    assert_one_line_error(gradc_cli(*train, "--data", tmp_path / "wide.npz"), "data '", "wide.npz': feed var 'x', "
+                          "read first by block 0, op 0 (matmul_v2), is float64, but block 0 declares float32")
     assert_one_line_error(gradc_cli(*train, "--feed", tmp_path / "wide.npz"), "feed '", "wide.npz': feed var 'x'")
     assert_one_line_error(gradc_cli(*train, "--data", FIRST_DAY / "feed.npz", "--eval", tmp_path / "unlabelled.npz",
                                     "--fetch", META["loss"]),
@@ -222,8 +223,8 @@ def test_info_says_what_a_program_takes_and_gives():
     assert model.returncode == 0, model.stderr
     assert model.stdout.splitlines()[:7] == [
         f"{FIRST_DAY / 'model.pdmodel'}: legacy ProgramDesc (binary), 1 block(s), 8 ops",
-        "kind: inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or add a loss "
-        "to fine-tune it",
+        "kind: inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or fine-tune "
+        "it with a loss added (gradc compile --add-loss cross-entropy|mse)",
         "inputs:", "  x  float32[-1, 8]", "outputs (fetch ops):", f"  {META['softmax']}  float32[-1, 4]",
         "persistable vars (the values --params gives): 4 (212 values)"]
     forward = gradc_cli("info", FIRST_DAY / "forward.json")

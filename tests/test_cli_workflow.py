@@ -40,8 +40,10 @@ def refit(tmp_path, name, change, part="test", count=20):
 
 
 @pytest.mark.parametrize("change, phrase", [
-    (lambda a: a.update(img=a["img"].astype(np.float64)), "'img' is float64, but block 0 declares float32"),
-    (lambda a: a.update(img=a["img"].reshape(len(a["img"]), 64)), "'img' has shape [20, 64]"),
+    (lambda a: a.update(img=a["img"].astype(np.float64)), "'img', read first by block 0, "
+     "op 0 (conv2d), is float64, but block 0 declares float32"),
+    (lambda a: a.update(img=a["img"].reshape(len(a["img"]), 64)), "'img', read first by block 0, "
+     "op 0 (conv2d), has shape [20, 64]"),
     (lambda a: a.update(image=a.pop("img")), "'image' is not a var of block 0"),
     (lambda a: a.pop("label"), "need 'label'"),
 ])
@@ -54,7 +56,8 @@ def test_eval_data_is_checked_before_the_first_epoch(compiled, tmp_path, change,
 
 @pytest.mark.parametrize("change, phrase", [
     (lambda a: a.pop("label"), "has no array 'label', which block 0, op 17 (accuracy) reads"),
-    (lambda a: a.update(label=a["label"].astype(np.float32)), "'label' is float32, but block 0 declares int64"),
+    (lambda a: a.update(label=a["label"].astype(np.float32)), "'label', read first by block 0, "
+     "op 17 (accuracy), is float32, but block 0 declares int64"),
 ])
 def test_training_data_is_checked_before_the_first_step(compiled, tmp_path, change, phrase):
     bad = refit(tmp_path, "train.npz", change, "train", 40)
@@ -72,7 +75,9 @@ def test_the_last_partial_batch_is_checked_too(compiled, tmp_path):
     data = refit(tmp_path, "train.npz", lambda a: None, "train", 40)
     done = gradc_cli("train", program, "--startup", EXAMPLE / "startup.pb", "--startup", compiled / "train.startup.pb",
                      "--batch-size", "32", "--data", data)
-    assert_clean_failure(done, "'img' has shape [8, 1, 8, 8], but block 0 declares [32, 1, 8, 8]")
+    assert_clean_failure(done, "'img', read first by block 0, op 0 (conv2d), has shape [8, 1, 8, 8], but block 0 "
+                         "declares "
+                         "[32, 1, 8, 8]")
     assert "step" not in done.stdout
     assert train(compiled, "--data", data, "--drop-last").returncode == 0
 
@@ -168,9 +173,10 @@ def resumed_from(compiled, tmp_path, change):
     (lambda v: v.update(fc_9_w_0=v.pop("linear_0.w_0")),
      "it holds values for vars this program does not have fc_9_w_0; it was written by another program"),
     (lambda v: v.pop("linear_0.b_0_moment1_0"), "it holds no value for linear_0.b_0_moment1_0"),
-    (lambda v: v.update({"conv2d_0.w_0": v["conv2d_0.w_0"][:, :, :2]}), "'conv2d_0.w_0' has shape [16, 1, 2, 3], but "
-     "the program declares [16, 1, 3, 3]"),
-    (lambda v: v.update({"linear_0.w_0": v["linear_0.w_0"].astype(np.float64)}), "'linear_0.w_0' is float64"),
+    (lambda v: v.update({"conv2d_0.w_0": v["conv2d_0.w_0"][:, :, :2]}), "'conv2d_0.w_0', read first by block 0, op 0 "
+     "(conv2d), has shape [16, 1, 2, 3], but the program declares [16, 1, 3, 3]; it was written by another program"),
+    (lambda v: v.update({"linear_0.w_0": v["linear_0.w_0"].astype(np.float64)}), "'linear_0.w_0', read first by "
+     "block 0, op 13 (matmul_v2), is float64, but the program declares float32; it was written by another program"),
 ])
 def test_a_checkpoint_of_another_program_is_refused(compiled, checkpoint, tmp_path, change, phrase):
     done = resumed_from(compiled, tmp_path, change)
@@ -288,7 +294,7 @@ def test_eval_data_is_evaluated_when_steps_end_the_run_within_an_epoch(compiled)
     done = train(compiled, "--data", compiled / "train.npz", "--eval", compiled / "test.npz", "--steps", "1")
     assert done.returncode == 0, done.stderr
     summary = done.stdout.splitlines()[-1]
-    assert summary.startswith("done: 0 epochs, 1 step, 32 examples") and f"; eval {LOSS}=" in summary
+    assert summary.startswith("done: 1/2 steps of epoch 1, 1 step, 32 examples") and f"; eval {LOSS}=" in summary
     history = gradc.train(compiled / "train.pb", compiled / "train.npz", [EXAMPLE / "startup.pb",
                           compiled / "train.startup.pb"], steps=1, eval_data=compiled / "test.npz")
     assert history.last_eval[LOSS] == pytest.approx(float(summary.split(f"eval {LOSS}=")[1]), rel=1e-5)

@@ -118,7 +118,8 @@ def test_bad_labels_and_missing_values_are_refused_in_one_line(trained, tmp_path
                          "classes")
     np.savez(tmp_path / "images.npz", img=arrays["img"])
     assert_clean_failure(gradc_cli("evaluate", *model, tmp_path / "images.npz"),
-                         "the program has no loss and no class scores to score against labels")
+                         "the model's class scores (softmax_0.tmp_0) need labels to score; it holds only what the "
+                         "model reads (img)")
     assert_clean_failure(gradc_cli("evaluate", directory / "train.pb", "--data", directory / "test.npz"),
                          "no value for the persistable var(s) conv2d_0.w_0", "give them with --params")
     assert_clean_failure(gradc_cli("evaluate", *model, directory / "test.npz", "--topk", "1,11"),

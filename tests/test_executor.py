@@ -72,7 +72,8 @@ def test_dtypes_follow_the_program():
     net, loss = small_net()
     scope = gradc.Scope()
     gradc.Executor().run(net.startup, scope=scope)
-    with pytest.raises(gradc.ExecutionError, match=r"feed var 'x' is float64, but block 0 declares float32"):
+    with pytest.raises(gradc.ExecutionError, match=r"feed var 'x', read first by block 0, op 0 \(mul\), "
+                                                       r"is float64, but block 0 declares float32"):
         gradc.Executor().run(net.program, {"x": np.ones((2, 4))}, [loss], scope)
     (value,) = gradc.Executor().run(net.program, {"x": [[1.0] * 4] * 2}, [loss], scope)
     assert value.dtype == np.float32
@@ -83,7 +84,8 @@ def test_dtypes_follow_the_program():
 
 def test_feed_shape_mismatch_names_the_var():
     net, loss = small_net()
-    with pytest.raises(gradc.ExecutionError, match=r"feed var 'x' has shape \[2, 5\].*\[-1, 4\]"):
+    with pytest.raises(gradc.ExecutionError, match=r"feed var 'x', read first by block 0, op 0 \(mul\), "
+                                                       r"has shape \[2, 5\].*\[-1, 4\]"):
         gradc.Executor().run(net.program, {"x": np.ones((2, 5), "float32")}, [loss], gradc.Scope())
 
 

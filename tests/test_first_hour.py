@@ -22,10 +22,12 @@ def _mlp_run(scope_values: dict):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda w: w.astype("float64"), r"^scope value 'fc_0.w_0' is float64, but the program declares float32 "
-                                    r"\(convert it, e\.g\. with \.astype\('float32'\)\)$"),
-    (lambda w: w[:8], r"^scope value 'fc_0.w_0' has shape \[8, 32\], but the program declares \[16, 32\]$"),
-    (lambda w: w.astype("int64"), r"^scope value 'fc_0.w_0' is int64, but the program declares float32"),
+    (lambda w: w.astype("float64"), r"^scope value 'fc_0.w_0', read first by block 0, op 0 \(mul\), is float64, but "
+                                    r"the program declares float32 \(convert it, e\.g\. with \.astype\('float32'\)\)$"),
+    (lambda w: w[:8], r"^scope value 'fc_0.w_0', read first by block 0, op 0 \(mul\), has shape \[8, 32\], but the "
+                      r"program declares \[16, 32\]$"),
+    (lambda w: w.astype("int64"), r"^scope value 'fc_0.w_0', read first by block 0, op 0 \(mul\), is int64, but the "
+                                  r"program declares float32"),
 ])
 def test_a_scope_value_that_does_not_fit_its_var_is_refused_as_a_params_file_value_is(change, message):
     weights = np.load(MLP / "params.npz")["fc_0.w_0"]
@@ -40,7 +42,8 @@ def test_a_scope_value_is_checked_again_after_it_is_replaced_and_python_numbers_
     assert scope["fc_0.b_0"].dtype == np.float32
     np.testing.assert_allclose(loss, np.load(MLP / "loss.npy"), rtol=1e-5)
     scope["fc_0.b_0"] = bias.astype("float64")
-    with pytest.raises(gradc.ExecutionError, match="scope value 'fc_0.b_0' is float64"):
+    with pytest.raises(gradc.ExecutionError,
+                       match=r"scope value 'fc_0.b_0', read first by block 0, op 1 \(elementwise_add\), is float64"):
         gradc.Executor().run(gradc.load(MLP / "forward.pb"), dict(np.load(MLP / "feed.npz")),
                              fetch_list=["mean_0.tmp_0"], scope=scope)
 
@@ -150,7 +153,8 @@ def test_data_in_batches_a_program_of_a_fixed_batch_refuses_says_the_batch_size_
         np.savez(data, **{name: np.concatenate([feed[name], feed[name]])[:rows] for name in ("x", "label")})
     startup = ["--startup", mlp_sgd.with_suffix(".startup.pb")] if command == "train" else []
     done = gradc_cli(command, mlp_sgd, *startup, "--params", MLP / "params.npz", "--data", data, "--batch-size", batch)
-    one_line_error(done, f"data '{data}': feed var 'x' has shape [", "but block 0 declares [32, 16]", hint)
+    one_line_error(done, f"data '{data}': feed var 'x', read first by block 0, op 0 (mul), "
+                   "has shape [", "but block 0 declares [32, 16]", hint)
 
 
 def test_ops_takes_a_pir_op_name_and_puts_the_same_name_in_another_case_first():

@@ -139,7 +139,8 @@ def test_a_float8_feed_takes_paddles_int8_bits_uint8_bits_or_float32_values():
 def test_a_float8_parameter_refuses_float64_values(tmp_path):
     program = gradc.load(DATA / "model.json")
     np.savez(tmp_path / "wide.npz", eager_tmp_0=np.zeros((2, 3)))
-    with pytest.raises(FormatError, match="'eager_tmp_0' is float64, but the program declares float8_e4m3fn"):
+    with pytest.raises(FormatError, match=r"'eager_tmp_0', read first by block 0, op 2 \(cast\), is float64, but the "
+                                          r"program declares float8_e4m3fn"):
         gradc.load_params(gradc.Scope(), tmp_path / "wide.npz", program)
 
 

@@ -171,7 +171,9 @@ def test_gradc_run_takes_the_fused_weights_paddles_pass_declares_stale(tmp_path)
     with np.load(case / "params.npz") as params:   # any other parameter keeps its declared shape
         other = next(n for n in params.files if params[n].ndim == 1 and n.endswith(".b_0") and
                      n not in {"linear_0.b_0"})
-        bad = {**params, other: np.zeros(params[other].size + 1, params[other].dtype)}
+        params_size = params[other].size
+        bad = {**params, other: np.zeros(params_size + 1, params[other].dtype)}
     np.savez(tmp_path / "bad.npz", **bad)
     refused = gradc_cli("run", case / "model.pdmodel", "--params", tmp_path / "bad.npz", "--feed", case / "feed.npz")
-    assert refused.returncode == 1 and f"'{other}' has shape" in refused.stderr
+    assert refused.returncode == 1 and f"'{other}', read first by block 0, op " in refused.stderr
+    assert f"), has shape [{params_size + 1}], but the program declares" in refused.stderr

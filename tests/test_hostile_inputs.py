@@ -159,7 +159,8 @@ def test_wrong_parameter_shapes_and_feed_dtypes_are_refused(tmp_path):
     values["fc_0.w_0"] = values["fc_0.w_0"][:, :-1]
     np.savez(tmp_path / "params.npz", **values)
     assert_clean_failure(run_gradc("run", MLP / "forward.pb", "--params", tmp_path / "params.npz",
-                                   "--feed", MLP / "feed.npz"), "'fc_0.w_0' has shape", "the program declares")
+                                   "--feed", MLP / "feed.npz"),
+                         "'fc_0.w_0', read first by block 0, op 0 (mul), has shape", "the program declares")
     with np.load(MLP / "feed.npz") as feed:
         np.savez(tmp_path / "feed.npz", **{k: feed[k].astype(np.float64) if feed[k].dtype == np.float32
                                            else feed[k] for k in feed.files})

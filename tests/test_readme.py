@@ -85,6 +85,7 @@ def test_every_readme_example_runs(tmp_path):
     for name, source in FILES.items():
         (tmp_path / name).write_bytes(source.read_bytes())
     (tmp_path / "examples").symlink_to(ROOT / "examples")
+    (tmp_path / "tests").symlink_to(ROOT / "tests")   # the README names fixtures under tests/data too
     (tmp_path / "steps.json").write_text(json.dumps(steps))
     done = subprocess.run([sys.executable, "-c", RUNNER, "steps.json"], cwd=tmp_path, capture_output=True,
                           text=True, env={**os.environ, "PYTHONPATH": _python_path(tmp_path)})

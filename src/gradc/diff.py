@@ -44,6 +44,8 @@ def op_text(op: OpDesc) -> str:
 
 
 _ABSENT = object()
+# an op without these reads as a forward op with no role vars (how Paddle reads one, and how PIR files keep none)
+ROLE_DEFAULTS = {"op_role": 0, "op_role_var": []}
 
 
 class Differ:
@@ -73,7 +75,7 @@ class Differ:
         for name in dict.fromkeys([*a.attrs, *b.attrs]):
             if self.ignored(name):
                 continue
-            default = defaults.get(name, _ABSENT)
+            default = defaults.get(name, ROLE_DEFAULTS.get(name, _ABSENT))
             if a.attrs.get(name, default) == b.attrs.get(name, default):
                 continue
             text_a = attr_text(a.attrs[name], a.attr_types[name]) if name in a.attrs else "absent"

@@ -8,6 +8,8 @@ closed forms of the values Paddle computes; a list of per-step values is a sched
 from __future__ import annotations
 
 import ast
+import difflib
+import inspect
 import math
 from collections.abc import Mapping, Sequence
 
@@ -145,11 +147,26 @@ def make(name: str, **arguments) -> Schedule:
     """Paddle's scheduler ``name`` (CosineAnnealing may drop its Decay) with Paddle's argument names."""
     cls = SCHEDULES.get(name) or SCHEDULES.get(name + "Decay")
     if cls is None:
-        raise GradcError(f"unknown learning-rate schedule '{name}' (known: {', '.join(sorted(SCHEDULES))})")
+        raise GradcError(f"unknown learning-rate schedule '{name}'{_did_you_mean(name, SCHEDULES)} (known: "
+                         f"{', '.join(sorted(SCHEDULES))})")
+    accepted = inspect.signature(cls).parameters
+    listed = f"its arguments: {', '.join(accepted)}"
+    for given in arguments:
+        if given not in accepted:
+            raise GradcError(f"schedule {name} has no argument '{given}'{_did_you_mean(given, accepted)}; {listed}")
+    missing = [key for key, parameter in accepted.items() if parameter.default is inspect.Parameter.empty
+               and key not in arguments]
+    if missing:
+        raise GradcError(f"schedule {name} needs {', '.join(missing)}; {listed}")
     try:
         return cls(**arguments)
-    except TypeError as exc:
+    except (TypeError, ValueError) as exc:   # a value of the wrong kind
         raise GradcError(f"schedule {name}: {exc}") from None
+
+
+def _did_you_mean(name: str, known) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def _call(tree: ast.expr):
@@ -167,6 +184,13 @@ def parse(spec: str) -> Schedule:
         tree = ast.parse(spec.strip(), mode="eval").body
         if isinstance(tree, ast.Call):
             return _call(tree)
+        if isinstance(tree, ast.Name) and tree.id in SCHEDULES:
+            raise GradcError(f"the learning-rate schedule {spec} needs its arguments: {tree.id}("
+                             f"{', '.join(inspect.signature(SCHEDULES[tree.id]).parameters)}), as Paddle's class")
+        if isinstance(tree, ast.Name):   # misspelt
+            meant = _did_you_mean(tree.id, [*SCHEDULES, "cosine", "step"])
+            raise GradcError(f"cannot read the learning-rate schedule '{spec}'{meant}: give values (0.1,0.05) or "
+                             f"Name(arg=value, ...), e.g. StepDecay(learning_rate=0.1, step_size=2)")
         values = ast.literal_eval(tree)
         return Values(list(values) if isinstance(values, (tuple, list)) else [values])
     except (SyntaxError, ValueError, TypeError):
@@ -202,9 +226,12 @@ def learning_rate_var(program: Program, name: str | None = None) -> str:
             raise GradcError(f"the learning-rate var '{name}' is not declared in block 0")
         return name
     found = learning_rate_vars(program)
+    if not found and any(op.type in UPDATES and not UPDATES[op.type].lr_like_param for op in program.global_block.ops):
+        raise GradcError("the program computes its learning rate with ops of its own (a schedule given to gradc "
+                         "compile --lr-schedule): a schedule written by the host would fight it; give none")
     if len(found) != 1:
         what = "no optimizer op reads a learning rate" if not found else f"several vars: {', '.join(found)}"
-        raise GradcError(f"cannot tell which var a schedule writes ({what}); name it")
+        raise GradcError(f"cannot tell which var a schedule writes ({what}); name it (--lr-var, lr_var= in Python)")
     return found[0]
 
 

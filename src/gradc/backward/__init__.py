@@ -79,7 +79,8 @@ def no_loss_hint(program: Program) -> str:
     ops = program.global_block.ops
     if ops and ops[-1].type == "fetch":
         fetched = ", ".join(name for op in ops if op.type == "fetch" for name in op.input("X"))
-        return f"no fetch target ({fetched}) is a float scalar: a saved inference model has no loss (add one first)"
+        return (f"no fetch target ({fetched}) is a float scalar: a saved inference model has no loss (gradc compile "
+                f"--add-loss adds one, gradc.add_loss in Python)")
     last = f"the last op of block 0 ({ops[-1].type})" if ops else "block 0 has no ops and"
     sinks = unread_scalars(program)
     return f"{last} writes no float scalar" + (f"; float scalars no op reads: {', '.join(sinks)}" if sinks else "")

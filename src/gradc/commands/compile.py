@@ -11,6 +11,7 @@ from ..errors import GradcError, GradcWarning
 from ..io import check_writable, load, save
 from ..optimizers.cli_options import build_optimizer, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
+from ..training.add_loss import KINDS, add_loss, mark_parameters
 from ..verification import verify
 
 
@@ -19,6 +20,12 @@ from ..verification import verify
 @click.option("-o", "--output", required=True, type=click.Path(), help="Where to write the result.")
 @click.option("--loss", help="The loss var (default: the one float scalar the last op writes, else, with a note, "
               "the one float scalar no op reads).")
+@click.option("--add-loss", "add_loss_kind", type=click.Choice(KINDS), help="Fine-tune a model that has no loss (an "
+              "inference model paddle.jit.save wrote): append cross-entropy (F.cross_entropy against integer class "
+              "labels) or mse of its output, against a new input --label.")
+@click.option("--label", default="label", show_default=True, help="With --add-loss: the name of the labels' input.")
+@click.option("--loss-of", metavar="NAME", help="With --add-loss: the output it scores (default: the model's one "
+              "output).")
 @click.option("--param", "params", multiple=True, help="Only these parameters get gradients. Repeatable.")
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
@@ -28,9 +35,13 @@ from ..verification import verify
 @click.option("--no-verify", is_flag=True, help="Skip checking the compiled program (gradc verify) before writing it.")
 @memory_options
 @optimizer_options
-def compile(program, output, loss, params, no_grad, extra_passes, startup_out, no_verify, recompute, recompute_budget,
-            accumulate, **optimizer_settings):
+def compile(program, output, loss, add_loss_kind, label, loss_of, params, no_grad, extra_passes, startup_out, no_verify,
+            recompute, recompute_budget, accumulate, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
+    if add_loss_kind and loss:
+        raise click.UsageError("give --loss (the program's own loss) or --add-loss (a new one), not both")
+    if not add_loss_kind and (loss_of or label != "label"):
+        raise click.UsageError(f"{'--loss-of' if loss_of else '--label'}: only with --add-loss")
     optimizer = build_optimizer(**optimizer_settings)
     memory = memory_passes(recompute, recompute_budget, accumulate)
     if optimizer is not None and "optimizer" in extra_passes:
@@ -41,6 +52,12 @@ def compile(program, output, loss, params, no_grad, extra_passes, startup_out, n
     for path in (output, startup_out) if updates else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
     prog = load(program)
+    if add_loss_kind:
+        marked = mark_parameters(prog.global_block)
+        if marked:
+            click.echo(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
+        loss = add_loss(prog, add_loss_kind, label, loss_of)
+        click.echo(f"added the loss {loss}: {add_loss_kind} of {loss_of or 'the output'} against the input {label}")
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))

@@ -61,8 +61,8 @@ def _kind(kinds: Counter, has_loss: bool) -> str:
     if kinds[FEED_FETCH] and has_loss:   # a Paddle 3 program saved with its loss as the fetch target
         return "forward program with feed and fetch ops and a loss: gradc compile appends its backward"
     if kinds[FEED_FETCH]:
-        return ("inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or add a "
-                "loss to fine-tune it")
+        return ("inference model (feed and fetch ops): run it, score it on labelled data (gradc evaluate), or "
+                "fine-tune it with a loss added (gradc compile --add-loss cross-entropy|mse)")
     return "forward program: gradc compile appends its backward"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 from contextlib import contextmanager, nullcontext
@@ -19,8 +20,17 @@ from ..io import check_writable, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 
-STRICT_PARAMS = click.option("--strict-params", is_flag=True, help="Refuse a --params file that holds values for "
-                             "vars the program does not have (by default they are left out, with a warning).")
+
+def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the others are)
+    """The --strict-params flag of a command that takes --params, refused without it (it would check nothing)."""
+    @functools.wraps(command)
+    def checked(**options):
+        if options["strict_params"] and not options["params"]:
+            raise click.UsageError("--strict-params: only with --params")
+        return command(**options)
+
+    return click.option("--strict-params", is_flag=True, help="Refuse a --params file that holds values for vars the "
+                        "program does not have (by default they are left out, with a warning).")(checked)
 
 
 def load_params(path: str | None, program, strict: bool = False) -> dict[str, np.ndarray]:
@@ -78,7 +88,8 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")
-@click.option("--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, ...).")
+@click.option("-o", "--out", type=click.Path(), help="Write the fetched values to this .npz (a LoD as name@LOD0, "
+              "...).")
 @click.option("--profile", is_flag=True, help="Print the time and peak memory of each op type (kernels measured "
               "with tracemalloc on, which slows them).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own, "

@@ -4,17 +4,19 @@ over gradc.training."""
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import click
 
-from ..errors import GradcError
+from ..errors import GradcError, GradcWarning, Interrupted
 from ..executor import Executor, Scope
 from ..io import check_writable, load
 from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
 from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
 from ..training import save_params as write_model_params
+from ..training.interrupt import Stopped
 from ..training.params import check_params_path, require_values, run_startup
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updates_nothing
@@ -55,7 +57,8 @@ from .run import STRICT_PARAMS
               "(default 1 with --feed, 10 with --data).")
 @click.option("--check-nan", is_flag=True, help="Stop at the first op that writes NaN or Inf, naming it and the step.")
 @click.option("--checkpoint-dir", type=click.Path(), help="Keep checkpoints (parameters, optimizer state, position) "
-              "here: after each epoch, every --checkpoint-every steps, at the end and on Ctrl-C.")
+              "here: after each epoch, every --checkpoint-every steps, at the end and on Ctrl-C (without it, Ctrl-C "
+              "keeps one in a new PROGRAM.interrupted directory here).")
 @click.option("--checkpoint-every", type=click.IntRange(min=1), metavar="N", help="A checkpoint every N steps.")
 @click.option("--paddle-stream", is_flag=True, help="Seed once, as paddle.seed(--seed) seeds Paddle, before the "
               "startup programs, and draw on from there (Paddle's initial weights and dropout masks for the same "
@@ -77,8 +80,12 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
-    if monitor and not early_stop:
-        raise click.UsageError("--monitor: only with --early-stop")
+    for given, option, needed, needs in ((monitor, "--monitor", early_stop, "--early-stop"),
+                                         (checkpoint_every, "--checkpoint-every", checkpoint_dir or resume,
+                                          "--checkpoint-dir (or --resume)"),
+                                         (lr_var, "--lr-var", lr_schedule, "--lr-schedule")):
+        if given and not needed:   # else silently unused
+            raise click.UsageError(f"{option}: only with {needs}")
     if feed is not None:
         given = [name for name, value in (("--epochs", epochs), ("--shuffle", shuffle), ("--drop-last", drop_last),
                                           ("--eval", eval_data), ("--early-stop", early_stop)) if value]
@@ -111,16 +118,48 @@ def train(program, data, feed, startups, params, epochs, batch_size, shuffle, se
     if resume is None:   # a checkpoint gives the values the startup programs would
         require_values(trainer.program, trainer.scope, source.feed if feed is not None else source.arrays, params,
                        program)
-    history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
-                          steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
-                          checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop, monitor=monitor,
-                          reporter=ConsoleReporter(log_every or (1 if feed is not None else 10)))
+    try:
+        history = trainer.fit(source, epochs=epochs, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                              steps=steps, eval_data=eval_data, checkpoint_dir=checkpoint_dir,
+                              checkpoint_every=checkpoint_every, resume=resume, early_stop=early_stop,
+                              monitor=monitor, reporter=ConsoleReporter(log_every or (1 if feed is not None else 10)))
+    except Stopped as stop:
+        kept = _kept_after_interrupt(trainer, stop, program, checkpoint_dir or resume, save_params)
+        raise Interrupted(kept) from None
     if save_params:
         names = write_model_params(trainer.scope, save_params, trainer.program)
         click.echo(f"wrote {save_params} ({len(names)} model parameters)")
     if plot:
         plot_history(history, plot)
         click.echo(f"wrote {plot}")
+
+
+def _kept_after_interrupt(trainer: Trainer, stop: Stopped, program: str, checkpoint_dir, save_params) -> str:
+    """Ctrl-C between two steps keeps the training done: without --checkpoint-dir a checkpoint goes to a new
+    PROGRAM.interrupted directory here (as --checkpoint-dir would have kept one), and --save-params is written."""
+    said = str(stop)
+    if not checkpoint_dir:
+        directory = _fresh_directory(Path(Path(program).stem + ".interrupted"))
+        try:
+            trainer.save_checkpoint(directory)
+            said = (f"interrupted after {stop.where}; checkpoint saved in {directory} (continue with the same command "
+                    f"and --resume {directory})")
+        except GradcError as exc:
+            said = f"interrupted after {stop.where}; no checkpoint saved: {exc}"
+    if save_params:
+        write_model_params(trainer.scope, save_params, trainer.program)
+        said += f"; wrote {save_params} (the model parameters after step {stop.step})"
+    return said
+
+
+def _fresh_directory(wanted: Path) -> Path:
+    """``wanted``, or ``wanted-2``, ``-3``, ...: a directory no earlier run's checkpoints are in (a resume takes the
+    checkpoint of the highest step, which could be another run's)."""
+    candidate, number = wanted, 1
+    while candidate.exists():
+        number += 1
+        candidate = wanted.with_name(f"{wanted.name}-{number}")
+    return candidate
 
 
 @click.command("export")
@@ -150,4 +189,7 @@ def export_command(program, output, feeds, fetches, params, startups, fmt, stric
     if params:
         scope.vars.update(read_values(params, prog, strict_params))
     model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
+    if not params:   # said once the export is written, so that a refusal stays the one line
+        warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "
+                      "(gradc train --save-params writes the trained ones)", GradcWarning, stacklevel=1)
     click.echo(f"wrote {model_path} (feeds {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")

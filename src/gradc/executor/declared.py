@@ -70,12 +70,40 @@ def check_scope_values(block: Block, scope) -> None:
                 value = np.asarray(value)
             var = block.find_var(name)
             if isinstance(value, (np.ndarray, *PYTHON_VALUES)) and var.type == VarType.DENSE_TENSOR:
-                scope.vars[name] = fitted_value(var, value, f"scope value '{name}'", ExecutionError, hint=True,
-                                                shape=var.is_parameter and name not in stale)
+                scope.vars[name] = fitted_value(var, value, f"scope value {read_by(block, name)}", ExecutionError,
+                                                hint=True, shape=var.is_parameter and name not in stale)
             scope.unchecked.discard(name)
 
 
-_READS: WeakKeyDictionary[Block, tuple[int, dict[str, None], frozenset[str]]] = WeakKeyDictionary()
+_READS: WeakKeyDictionary[Block, tuple[int, dict[str, None], frozenset[str], dict[str, int]]] = WeakKeyDictionary()
+
+
+def read_by(block: Block, name: str) -> str:
+    """'NAME', with the first op of ``block`` (else of a block nested in it) that reads it: how an error about a
+    value names where it is used ("'fc_0.w_0', read first by block 0, op 0 (mul),")."""
+    for inner in _nested(block):
+        index = _reads(inner)[3].get(name)
+        if index is not None:
+            return f"'{name}', read first by block {inner.idx}, op {index} ({inner.ops[index].type}),"
+    return f"'{name}'"
+
+
+def _nested(block: Block):
+    yield block
+    for inner in block.program.blocks:
+        if inner.idx != block.idx and inner.parent_idx >= 0 and _inside(inner, block):
+            yield inner
+
+
+def _inside(inner: Block, outer: Block) -> bool:
+    blocks, parent = inner.program.blocks, inner.parent_idx
+    for _ in blocks:   # bounded: a hostile file may link its blocks in a cycle
+        if parent == outer.idx:
+            return True
+        if not 0 <= parent < len(blocks):
+            return False
+        parent = blocks[parent].parent_idx
+    return False
 
 
 def scope_reads(block: Block) -> dict[str, None]:
@@ -90,14 +118,15 @@ def stale_shapes(block: Block) -> frozenset[str]:
     return _reads(block)[2]
 
 
-def _reads(block: Block) -> tuple[int, dict[str, None], frozenset[str]]:
+def _reads(block: Block) -> tuple[int, dict[str, None], frozenset[str], dict[str, int]]:
     revision = block.program.revision
     cached = _READS.get(block)
     if cached is not None and cached[0] == revision:
         return cached
-    written, reads, stale = set(), {}, set()
-    for op in block.ops:
+    written, reads, stale, first_reader = set(), {}, set(), {}
+    for index, op in enumerate(block.ops):
         for name in op.input_names():
+            first_reader.setdefault(name, index)
             var = block.find_var(name)
             if (name not in written and var is not None and var.persistable
                     and var.type in (VarType.DENSE_TENSOR, VarType.SELECTED_ROWS)):
@@ -106,5 +135,5 @@ def _reads(block: Block) -> tuple[int, dict[str, None], frozenset[str]]:
         if opdef is not None and opdef.stale_shape_inputs:
             stale.update(name for slot in opdef.stale_shape_inputs for name in op.input(slot))
         written.update(op.output_names())
-    _READS[block] = (revision, reads, frozenset(stale))
+    _READS[block] = (revision, reads, frozenset(stale), first_reader)
     return _READS[block]

@@ -17,6 +17,7 @@ from ..float8 import as_float8
 from ..io.arrays import read_npz
 from ..ir import Block, VarType
 from ..ir.types import NUMPY_DTYPE_NAMES
+from .declared import read_by
 from .lod import LoDTensor, checked_lod, set_lod
 from .scope import MISSING, Scope
 
@@ -53,17 +54,27 @@ def feed_values(block: Block, feed: Mapping[str, object], scope: Scope, feeds: l
         elif var.dtype in FLOAT8_FORMATS:
             array = _float8_feed(name, value, var)
         else:
-            array = _checked_feed(name, value, var)
+            array = _checked_feed(name, value, var, block)
         if var.shape is not None and not shape_fits(array.shape, var.shape):
-            raise FeedError(f"feed var '{name}' has shape {list(array.shape)}, but block 0 "
-                                 f"declares {var.shape}")
+            raise FeedError(f"feed var {read_by(block, name)} has shape {list(array.shape)}, but block 0 declares "
+                            f"{var.shape}{_unit_axis_hint(array.shape, var.shape)}")
         scope[name] = array
         if lod is not None:
             set_lod(scope, name, checked_lod(lod, array.shape[0] if array.ndim else 0, f"feed var '{name}'"))
     _fill_holder(block, scope, feed_ops(block.ops) if feeds is None else feeds)
 
 
-def _checked_feed(name: str, value, var) -> np.ndarray:
+def _unit_axis_hint(shape: tuple, declared: list) -> str:
+    """How to fit an array that lacks, or has, only a trailing axis of size 1 the var declares otherwise (labels of
+    shape [N] for a var of [-1, 1], as Paddle's dygraph losses take them)."""
+    if shape_fits((*shape, 1), declared):
+        return " (give it the trailing axis of 1, e.g. with .reshape(-1, 1))"
+    if shape and shape[-1] == 1 and shape_fits(shape[:-1], declared):
+        return " (drop its trailing axis of 1, e.g. with .squeeze(-1))"
+    return ""
+
+
+def _checked_feed(name: str, value, var, block: Block) -> np.ndarray:
     """A value fed to a var of a numpy dtype: converted to it, or refused where Paddle's executor refuses it."""
     expected = _DTYPES.get(var.dtype)
     array = np.asarray(value) if isinstance(value, np.ndarray) or expected is None else np.asarray(value, expected)
@@ -71,8 +82,8 @@ def _checked_feed(name: str, value, var) -> np.ndarray:
         raise FeedError(f"feed var '{name}' is {array.dtype}, not a numeric array")
     if expected is not None and array.dtype.type is not expected.type:   # either byte order
         if var.need_check_feed or (array.dtype.kind == "c" and expected.kind != "c"):
-            raise FeedError(f"feed var '{name}' is {array.dtype}, but block 0 declares {expected} "
-                                 f"(convert it, e.g. with .astype('{expected}'))")
+            raise FeedError(f"feed var {read_by(block, name)} is {array.dtype}, but block 0 declares {expected} "
+                            f"(convert it, e.g. with .astype('{expected}'))")
         array = array.astype(expected)
     return array
 

@@ -142,11 +142,30 @@ def _decode_reason(fmt: str, exc: Exception, size: int) -> str:
 
 def load(path: str | os.PathLike) -> Program:
     """Read a program from .pb (binary), .pbtxt (text) or .json."""
+    if str(path).endswith(PARAMETER_SUFFIXES):
+        raise FormatError(f"'{path}' is a parameter file, not a program: give the program (.json, .pdmodel, .pb) and "
+                          f"this file with --params (gradc.load_params in Python)")
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
-        raise FormatError(f"cannot read '{path}': {exc.strerror}") from None
+        raise FormatError(f"cannot read '{path}': {exc.strerror}{_paddle_prefix(Path(path))}") from None
     return parse_program(data, detect_format(path, data), str(path))
+
+
+PARAMETER_SUFFIXES = (".pdiparams", ".pdparams", ".pdopt", ".npz", ".pdiparams.info")
+PROGRAM_SUFFIXES = (".json", ".pdmodel", ".pb", ".pbtxt")
+
+
+def _paddle_prefix(path: Path) -> str:
+    """A hint for a path Paddle's loaders take but a file name is wanted for: the prefix of paddle.jit.save's files
+    ('model' for model.json) or the directory holding them."""
+    beside = [Path(f"{path}{suffix}") for suffix in PROGRAM_SUFFIXES]
+    if path.is_dir():
+        beside = sorted(found for suffix in PROGRAM_SUFFIXES for found in path.glob(f"*{suffix}"))
+    found = [str(candidate) for candidate in beside if candidate.is_file()]
+    if not found:
+        return ""
+    return f" (a program is named by its file, not by Paddle's path prefix or its directory: {' or '.join(found[:3])}?)"
 
 
 @gc_paused()

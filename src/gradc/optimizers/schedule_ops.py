@@ -23,13 +23,18 @@ COUNTER = "@LR_DECAY_COUNTER@"
 KINDS = ("cosine", "step", "constant")
 
 
+SPANS = {"cosine": "the steps from the full rate to 0", "step": "the steps between two decays"}
+
+
 class ProgramSchedule(Schedule):
     def __init__(self, kind: str, learning_rate: float, decay_steps: int | None = None, gamma: float = 0.1,
                  warmup_steps: int = 0):
         if kind not in KINDS:
             raise GradcError(f"unknown in-program schedule '{kind}' (known: {', '.join(KINDS)})")
         if kind != "constant" and (not isinstance(decay_steps, int) or decay_steps < 1):
-            raise GradcError(f"the {kind} schedule needs decay steps >= 1 (--decay-steps N), not {decay_steps!r}")
+            given = "none given" if decay_steps is None else f"not {decay_steps!r}"
+            raise GradcError(f"the {kind} schedule needs decay steps >= 1 (--decay-steps N, decay_steps= in Python; "
+                             f"{given}): {SPANS[kind]}")
         if warmup_steps < 0 or learning_rate < 0:
             raise GradcError("warm-up steps and the learning rate must be >= 0")
         self.kind, self.base, self.decay_steps = kind, float(learning_rate), decay_steps

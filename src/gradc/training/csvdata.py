@@ -27,8 +27,10 @@ def read_csv(path: str | Path, program: Program, what: str = "data", others: boo
         raise FormatError(f"cannot read {where}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise FormatError(f"cannot read {where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    if names == [""] or not rows:
-        raise FormatError(f"{where}: give a header line naming each column's feed var, then one example a line")
+    if names == [""] or not rows or all(_is_number(name) for name in names):
+        header = _header_for(program)
+        raise FormatError(f"{where}: give a header line naming each column's feed var{f' ({header})' if header else ''}"
+                          f", then one example a line")
     table = np.array(rows, np.float64)
     return {name: _column_group(table[:, [i for i, n in enumerate(names) if n == name]], name, program, where, others)
             for name in dict.fromkeys(names)}
@@ -54,13 +56,26 @@ def _is_number(field: str) -> bool:
     return True
 
 
+def _header_for(program: Program) -> str:
+    """'x,x,x,x,label': a header the program's inputs take, each name over as many columns as an example has values
+    (empty where their shapes do not tell, or the header is too long to show)."""
+    block, names = program.global_block, []
+    for name in program_inputs(block):
+        example = (block.find_var(name).shape or [0])[1:]
+        if any(d < 0 for d in example):
+            return ""
+        names += [name] * math.prod(example)
+    return ",".join(names) if 0 < len(names) <= 16 else ""
+
+
 def _column_group(values: np.ndarray, name: str, program: Program, where: str, others: bool) -> np.ndarray:
     var = program.global_block.find_var(name)
     if var is None and others:
         return values.astype(np.int64 if np.array_equal(values, np.round(values)) else np.float32)
     if var is None:
         raise FormatError(f"{where}: column '{name}' names no var of the program (its inputs: "
-                          f"{', '.join(program_inputs(program.global_block)) or 'none'})")
+                          f"{', '.join(program_inputs(program.global_block)) or 'none'}"
+                          f"{f'; a header it takes: {header}' if (header := _header_for(program)) else ''})")
     example = list(var.shape[1:]) if var.shape else []
     known = math.prod(d for d in example if d >= 0)
     if example.count(-1) == 1 and known and values.shape[1] % known == 0:

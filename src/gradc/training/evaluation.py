@@ -82,6 +82,12 @@ def _find_scores(result: EvalPlan, forward: Program, names: Sequence[str], label
         raise GradcError(f"evaluation: --label {label}: the data has no such array (it holds {', '.join(names)})")
     if len(scores) == 1 and label is not None:
         result.scores, result.label = scores[0], label
+    elif len(scores) == 1 and not result.scalars:   # nothing else to report: say what the data lacks
+        unread = [name for name in names if block.find_var(name) is None]
+        lacking = (f"several arrays it does not read could be them ({', '.join(unread)}): pick one with --label NAME"
+                   if unread else f"it holds only what the model reads ({', '.join(names)}): add an array of class "
+                                  f"labels (any name the model does not read, or --label NAME)")
+        raise GradcError(f"evaluation: the model's class scores ({scores[0]}) need labels to score; {lacking}")
     elif given is not None:   # an input the model reads (its features), or labels of a program with no class scores
         readers = sorted({found.label for found in classifiers(forward)})
         meant = f" (the labels its classification ops read: {', '.join(readers)})" if readers else ""

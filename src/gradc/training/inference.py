@@ -65,7 +65,9 @@ def export(program: Program, prefix: str | os.PathLike, feeds: Sequence[str], fe
     names = persistable_names(model)
     missing = [name for name in names if source is None or name not in source]
     if missing:
-        raise GradcError(f"export: no value for {', '.join(missing)} (give the trained parameters)")
+        shown = ", ".join(missing[:6]) + (f", ... ({len(missing)} in all)" if len(missing) > 6 else "")
+        raise GradcError(f"export: no value for {shown} (give the trained parameters: --params FILE, "
+                         f"which gradc train --save-params writes; scope= or values= in Python)")
     arrays = {name: np.asarray(source[name]) for name in names}
     if format == "pir":
         from ..pir import save_pir

@@ -1,15 +1,26 @@
 """Ctrl-C during training: the first one lets the current step finish (so the checkpoint written next holds a
-consistent state), a second one stops at once, as the handler installed before would."""
+consistent state) and says so, a second one stops at once, as the handler installed before would."""
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
 from contextlib import contextmanager
+
+from ..errors import Interrupted
 
 
 class StopRequest:
     requested = False
+
+
+class Stopped(Interrupted):
+    """Training stopped by Ctrl-C between two steps, its state whole: what it holds can still be saved."""
+
+    def __init__(self, message: str, step: int, where: str):
+        super().__init__(message)
+        self.step, self.where = step, where
 
 
 @contextmanager
@@ -23,7 +34,9 @@ def deferred_interrupt():
 
     def handler(signum, frame):
         if not stop.requested:
-            stop.requested = True
+            stop.requested = True   # said at once: a step may take minutes, and a second Ctrl-C loses it
+            sys.stderr.write("gradc: stopping after the step under way (Ctrl-C again stops at once, without it)\n")
+            sys.stderr.flush()
             return
         signal.signal(signal.SIGINT, previous)
         if callable(previous):

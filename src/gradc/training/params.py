@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, ProgramError
-from ..executor.declared import fitted_value, scope_reads, stale_shapes
+from ..executor.declared import fitted_value, read_by, scope_reads, stale_shapes
 from ..io import load, write_atomic
 from ..io.arrays import read_npz
 from ..io.pdiparams import persistable_names, read_params, write_params
@@ -75,12 +75,13 @@ def _read_combined(path: str, program: Program) -> dict[str, np.ndarray]:
             raise whole_program from None
 
 
-def checked_param(program: Program, name: str, value, source: str):
+def checked_param(program: Program, name: str, value, source: str, hint: bool = True):
     """A parameter value must fit the var the program declares: shape (-1 fits any size, and a shape Paddle's passes
-    leave stale any) and dtype."""
-    var = program.global_block.find_var(name)
-    return value if var is None else fitted_value(var, value, f"params '{source}': '{name}'",
-                                                  shape=name not in stale_shapes(program.global_block))
+    leave stale any) and dtype; a refusal names the op that reads it first (and, with ``hint``, how to convert it)."""
+    block = program.global_block
+    var = block.find_var(name)
+    return value if var is None else fitted_value(var, value, f"params '{source}': {read_by(block, name)}", hint=hint,
+                                                  shape=name not in stale_shapes(block))
 
 
 def require_values(program: Program, scope, fed=(), params: str | None = None, path: str | None = None) -> None:

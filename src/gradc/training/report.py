@@ -99,8 +99,10 @@ class ConsoleReporter(Reporter):
         steps, seconds = len(history.steps), history.seconds
         rate = history.examples / max(seconds, 1e-9)
         parts = [_count(steps, "step"), f"{history.examples:,} examples in {seconds:.1f} s ({rate:,.0f} ex/s)"]
-        if not self.single:
-            parts.insert(0, _count(len(history.epochs), "epoch"))
+        if not self.single:   # --steps may end the run within an epoch
+            done, part = _count(len(history.epochs), "epoch"), self.trainer.batch
+            within = f"{part}/{self.batches} steps of epoch {self.trainer.epoch + 1}"
+            parts.insert(0, done if not part else f"{done} + {within}" if history.epochs else within)
         line = "done: " + ", ".join(parts)
         if history.steps and history.fetch:
             line += f"; last step {_values(history.fetch, history.steps[-1])}"

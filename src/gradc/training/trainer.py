@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import schedules
 from ..bfloat16 import round_parameters
-from ..errors import FeedError, GradcError, GradcWarning, Interrupted
+from ..errors import FeedError, GradcError, GradcWarning
 from ..executor import Executor, Scope, randomness
 from ..executor.failures import NonFiniteError
 from ..executor.feeding import program_inputs
@@ -34,7 +34,7 @@ from .checkpoint import checkpoint_directory, load_checkpoint, save_checkpoint
 from .data import Dataset, OneBatch, as_data, check_fits
 from .evaluation import EvalPlan, evaluate_plan, examples, naming, plan
 from .history import History, Reporter, default_fetch, scalar
-from .interrupt import deferred_interrupt
+from .interrupt import Stopped, deferred_interrupt
 from .params import checked_param, run_startup
 from .programs import updates_nothing
 
@@ -68,6 +68,7 @@ class Trainer:
         self.history = History(list(self.fetch))
         self._eval_plans: dict[tuple, EvalPlan] = {}
         self.early_stopping: EarlyStopping | None = None
+        self._settings: dict | None = None   # the last fit's, which a checkpoint records
         startups = [startup] if isinstance(startup, (Program, str, os.PathLike)) else list(startup or ())
         if paddle_stream:
             randomness.seed(seed)
@@ -141,6 +142,7 @@ class Trainer:
                     "examples": data.size, "single_batch": isinstance(data, OneBatch),
                     **({"paddle_stream": True} if self.paddle_stream else {}),
                     **({"early_stop": early_stop, "monitor": early.monitor} if early else {})}
+        self._settings = settings
         if resume is not None:
             self._resume(resume, settings)
             checkpoint_dir = checkpoint_dir or resume
@@ -218,14 +220,22 @@ class Trainer:
         save_checkpoint(directory, {**self.persistable_values(), **best}, state)
         return self.step
 
+    def save_checkpoint(self, directory) -> None:
+        """A checkpoint of where the last ``fit`` stands (after an interruption, say), which ``resume=`` continues."""
+        if self._settings is None:
+            raise GradcError("no checkpoint before fit: a checkpoint records where a fit stands")
+        self._save(checkpoint_directory(directory), self._settings)
+
     def _stop(self, directory, settings: dict, saved_at: int | None) -> None:
         where = f"step {self.step} (epoch {self.epoch + 1}, batch {self.batch})"
-        if not directory:
-            raise Interrupted(f"interrupted after {where}; nothing saved (--checkpoint-dir keeps a checkpoint)")
+        if not directory:   # the scope is whole: the caller may still save it (gradc train does)
+            raise Stopped(f"interrupted after {where}; no checkpoint_dir, so nothing saved: the trainer's scope holds "
+                          f"the parameters (gradc.save_params, or trainer.save_checkpoint(DIR) to resume)",
+                          self.step, where)
         if saved_at != self.step:
             self._save(directory, settings)
-        raise Interrupted(f"interrupted after {where}; checkpoint saved in {directory} "
-                          f"(continue with --resume {directory})")
+        raise Stopped(f"interrupted after {where}; checkpoint saved in {directory} "
+                      f"(continue with --resume {directory})", self.step, where)
 
     def _resume(self, directory, settings: dict) -> None:
         values, state, path = load_checkpoint(directory)
@@ -262,7 +272,7 @@ class Trainer:
                 raise GradcError(f"cannot resume from {path}: it holds {what} {shown}; it was written by another "
                                  f"program (resume with the program that wrote it)")
         try:
-            return {name: checked_param(self.program, name, value, str(path.with_suffix(".npz")))
+            return {name: checked_param(self.program, name, value, str(path.with_suffix(".npz")), hint=False)
                     for name, value in values.items()}
         except GradcError as exc:
             raise GradcError(f"cannot resume from {path}: {exc}; it was written by another program") from None

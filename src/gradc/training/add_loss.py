@@ -1,0 +1,112 @@
+"""A loss appended to a model that has none (what paddle.jit.save and save_inference_model write, legacy or PIR), so
+that it fine-tunes: ``gradc compile model.json -o train.pb --add-loss cross-entropy --optimizer adam``.
+
+    loss = add_loss(program, "cross-entropy", label="label")   # the mean cross entropy of the model's one output
+
+cross-entropy is Paddle's F.cross_entropy over the last axis against integer class labels of shape [..., 1]; an output
+a softmax op writes is scored through that softmax's input (the same loss, without the log of a rounded probability).
+mse is F.mse_loss against float targets of the output's shape. The label var is a new input of the program. A
+legacy model file marks no var a parameter (save_inference_model drops the mark): the persistable float vars an op
+reads where a gradient flows (weights, biases, norms' scales; not running statistics) are marked then.
+"""
+
+from __future__ import annotations
+
+from .. import registry
+from ..backward import default_loss
+from ..errors import GradcError
+from ..ir import DIFFERENTIABLE_DTYPES, Block, Program, VarType
+
+KINDS = ("cross-entropy", "mse")
+
+
+def add_loss(program: Program, kind: str = "cross-entropy", label: str = "label", output: str | None = None) -> str:
+    """Append ``kind``'s loss of ``output`` (default: the model's one fetch target) against the new input ``label``
+    to block 0; return the loss var (a float scalar)."""
+    if kind not in KINDS:
+        raise GradcError(f"unknown loss '{kind}' to add (known: {', '.join(KINDS)})")
+    block = program.global_block
+    own = None if output else default_loss(program, notice=False)
+    if own is not None:
+        raise GradcError(f"the program has a loss of its own ({own}): compile it without --add-loss (add_loss is for a "
+                         f"model without one; --loss-of NAME adds one all the same)")
+    output = output or _one_output(block)
+    var = block.find_var(output)
+    if var is None:
+        raise GradcError(f"the output '{output}' the loss scores is not a var of block 0")
+    if var.dtype not in (VarType.FP32, VarType.FP64) or var.shape is None:
+        raise GradcError(f"the output '{output}' the loss scores is not a float tensor of known shape")
+    mark_parameters(block)
+    if block.find_var(label) is not None:
+        raise GradcError(f"the label var '{label}' is already a var of the program; name the labels otherwise "
+                         f"(--label NAME)")
+    if kind == "mse":
+        block.create_var(label, var.shape, var.dtype, need_check_feed=True).stop_gradient = True
+        errors = _fresh(block, "mse", var.shape, var.dtype)
+        block.append_op("elementwise_sub", {"X": [output], "Y": [label]}, {"Out": [errors]}, {"axis": -1})
+        squares = _fresh(block, "mse", var.shape, var.dtype)
+        block.append_op("square", {"X": [errors]}, {"Out": [squares]}, {})
+        return _mean(block, squares, var.dtype)
+    if len(var.shape) < 2:
+        raise GradcError(f"the output '{output}' is {var.shape}: cross-entropy scores classes along the last axis "
+                         f"of an output of rank 2 or more")
+    block.create_var(label, [*var.shape[:-1], 1], VarType.INT64, need_check_feed=True).stop_gradient = True
+    logits = _softmax_input(block, output)
+    probabilities = _fresh(block, "cross_entropy", var.shape, var.dtype)
+    losses = _fresh(block, "cross_entropy", [*var.shape[:-1], 1], var.dtype)
+    block.append_op("softmax_with_cross_entropy", {"Logits": [logits], "Label": [label]},
+                    {"Softmax": [probabilities], "Loss": [losses]}, {"axis": -1})
+    return _mean(block, losses, var.dtype)
+
+
+def mark_parameters(block: Block) -> list[str]:
+    """In a block that marks no var a parameter, mark the persistable float tensors its ops read through slots a
+    gradient flows through; return their names (none when the block marks any already)."""
+    if any(var.is_parameter for var in block.vars.values()):
+        return []
+    marked = {}
+    for op in block.ops:
+        opdef = registry.get(op.type)
+        frozen = opdef.no_grad_inputs if opdef is not None else frozenset(op.inputs)
+        for slot, names in op.inputs.items():
+            for name in names if slot not in frozen else ():
+                var = block.find_var(name)
+                if (var is not None and var.persistable and var.type == VarType.DENSE_TENSOR
+                        and var.dtype in DIFFERENTIABLE_DTYPES and not var.stop_gradient):
+                    marked[name] = var
+    for var in marked.values():
+        var.is_parameter = True
+    return sorted(marked)
+
+
+def _one_output(block: Block) -> str:
+    targets = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    if len(targets) != 1:
+        found = f"its outputs: {', '.join(targets)}" if targets else "it has no fetch ops"
+        raise GradcError(f"which output does the loss score? ({found}): name it (--loss-of NAME)")
+    return targets[0]
+
+
+def _softmax_input(block: Block, output: str) -> str:
+    """The logits a softmax over the last axis turned into ``output``, else ``output`` itself."""
+    writers = [op for op in block.ops if output in op.output_names()]
+    last_axis = (-1, len(block.var(output).shape) - 1)
+    if len(writers) == 1 and writers[0].type == "softmax" and writers[0].attr("axis", -1) in last_axis:
+        return writers[0].input("X")[0]
+    return output
+
+
+def _mean(block: Block, values: str, dtype) -> str:
+    loss = _fresh(block, "mean", [], dtype)
+    block.append_op("reduce_mean", {"X": [values]}, {"Out": [loss]}, {"reduce_all": True, "dim": [], "keep_dim": False})
+    return loss
+
+
+def _fresh(block: Block, stem: str, shape, dtype) -> str:
+    """A new var named as Paddle names a layer's output (``mean_0.tmp_0``), after any of that name already there."""
+    number = 0
+    while block.find_var(f"{stem}_{number}.tmp_0") is not None:
+        number += 1
+    name = f"{stem}_{number}.tmp_0"
+    block.create_var(name, shape, dtype)
+    return name
