@@ -47,6 +47,14 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # reaches every backbone gradient (3.2e-8) and the later losses; gradc's agrees with central differences
     "ppliteseg_stdc1_f64": ({"pool2d", "bilinear_interp_v2", "argsort", "one_hot_v2", "softmax_with_cross_entropy",
                              "reduce_max", "momentum"}, 3, 1e-7, 1e-7),
+    # PP-PicoDet s, measured 6.9e-7, 5.9e-7, 1.1e-3 and 5.7e-4: its third float32 loss leaves Paddle's as Paddle's
+    # own leaves its float64 one (1.6e-3), and its float32 gradients are 3.2e-2 from its float64 ones
+    "picodet_s": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "nearest_interp_v2", "where_index", "linspace",
+                   "bce_loss", "top_k_v2", "momentum"}, 3, (2e-6, 2e-6, 3e-3), 2e-3),
+    # Paddle's float64 adaptive average pool scales by float32(1 / 9) (the 3 x 3 squeeze-excitations): measured 3.5e-9
+    # on the first gradients; the losses of the first four steps 6.9e-9, the later ones past 1e-5 (lr 0.32 amplifies)
+    "picodet_s_f64": ({"hard_swish", "where_index", "gather", "softmax_with_cross_entropy", "bce_loss", "momentum"},
+                      4, 1e-8, 1e-8),
     # PP-OCRv4 rec (ClipGradByValue), measured 7.3e-6 and 2.7e-5 past the floor: its learnable affine scalars
     # before batch norms have gradients zero but for rounding, which Adam moves by the rate whatever their size
     "ppocrv4_rec": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "warpctc", "lookup_table_v2", "masked_select",
@@ -126,7 +134,7 @@ def _trained(name: str, compile_forward: bool):
 
 @pytest.mark.parametrize(("name", "compile_forward"), [   # the tool finds both alike for every model: one each here
     ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True),
-    ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True)])
+    ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False), ("picodet_s_f64", True)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
     case, meta, program, scope = _trained(name, compile_forward)
@@ -142,7 +150,8 @@ def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forw
         loss, *values = schedules.run_step(executor, program, scope, schedule, step, feed,
                                            [meta["loss"], *(grads if step == 0 else [])])
         np.testing.assert_array_equal(scope[lr_var].reshape(rates[step].shape), rates[step])
-        np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=loss_tolerance)
+        rtol = loss_tolerance[step] if isinstance(loss_tolerance, tuple) else loss_tolerance
+        np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=rtol)
         if step == 0:   # the legacy program clips the gradient vars in place: Paddle fetched them clipped
             _assert_grads_match(grads, values, paddle, grad_tolerance)
 

@@ -86,6 +86,12 @@ MODELS = {   # model: (module, its feed and builder, the optimizer as its config
                      "learning_rate": {"name": "PolynomialDecay", "learning_rate": 0.005, "decay_steps": 5,
                                        "end_lr": 0.0, "power": 0.9}},
         "weight_decay": {"name": "L2Decay", "coeff": 5e-4}, "clip": None}),
+    # picodet_s_320_coco_lcnet.yml over _base_/optimizer_300e.yml: Momentum 0.9, L2 4e-5 (LCNet's and the head's
+    # batch norms L2Decay(0.0)), base_lr 0.32, CosineDecay after LinearWarmup(start_factor 0.1); three warm-up steps of
+    # six. No clipping (the config sets none).
+    "picodet_s": ("paddledet_picodet", {
+        "type": "Momentum", "momentum": 0.9, "schedule": _paddledet_cosine(0.32, 3, 0.1, 6),
+        "weight_decay": {"name": "L2Decay", "coeff": 4e-5}, "clip": None}),
     # en_PP-OCRv4_rec.yml: Adam, Cosine 0.0005 with warmup_epoch 5 of 50 (LinearWarmup from 0 over a
     # CosineAnnealingDecay), L2 3e-5, the CTC fc's own L2Decay(1e-5), the affine blocks at a tenth of the rate; two
     # warm-up steps of ten here. PaddleOCR sets no clipping: PaddleDetection's clip_grad_by_value (ClipGradByValue,
