@@ -17,9 +17,11 @@ csp_pan.py, heads/pico_head.py and gfl_head.py, losses/varifocal_loss.py, gfocal
   scores, iou-weighted, summed over classes, over the sum of the assigned scores), and on the positives (nonzero and
   gather, as get_loss picks them) GIoULoss x 2.5 and DistributionFocalLoss x 0.5 weighted by each anchor's largest
   assigned score, each over the same sum; the three summed (add_n).
-4 classes, 64 x 64 images (8 x 8, 4 x 4, 2 x 2 and 1 x 1 cells), batch 2 with PP-YOLOE's gt boxes. get_loss's
-`if num_total_pos > 0` (a Python branch on a tensor's length, which a static program does not know) takes its
-positive branch; the feed has positives. For tools/zoo_train_scheduled.py."""
+4 classes, 96 x 96 images (12 x 12, 6 x 6, 3 x 3 and 2 x 2 cells), batch 2 with PP-YOLOE's gt boxes. get_loss's
+`len(pos_inds)` raises in static mode (a Variable or Value has no len()): its `num_total_pos > 0` branch is taken;
+the feed has positives. 96 x 96 rather than 64 x 64: a 1 x 1 stride-64 level leaves its batch norms two values a
+channel, where float32 decides nothing (Paddle's own float32 gradients 1.6 times their size off its float64 ones).
+For tools/zoo_train_scheduled.py."""
 
 from __future__ import annotations
 
@@ -242,7 +244,7 @@ class PicoDet(nn.Layer):
 
 
 def whole_feed(rng, batch: int = 2) -> dict:
-    """A 64 x 64 image (normalized) and tools/paddledet_ppyoloe.py's gt boxes."""
+    """A 96 x 96 image (normalized) and tools/paddledet_ppyoloe.py's gt boxes."""
     return {"image": rng.standard_normal((batch, 3, SIZE, SIZE)).astype("float32"), **boxes(rng, batch)}
 
 
