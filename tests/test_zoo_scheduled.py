@@ -16,7 +16,10 @@ steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for e
 - tests/data/paddle/scheduled/picodet_s, picodet_s_f64: PaddleDetection's PP-PicoDet s from the image (LCNet x0.75,
   LCPAN with its fourth level, PicoHeadV2 with the align head, TaskAlignedAssigner, VarifocalLoss, GIoULoss and
   DistributionFocalLoss on the positives nonzero picks), Momentum with the warm-up and cosine as a PiecewiseDecay,
-  L2Decay 4e-5 with the batch norms' own L2Decay(0.0); float32 and float64.
+  L2Decay 4e-5 with the batch norms' own L2Decay(0.0); float32 and float64;
+- tests/data/paddle/scheduled/ppocrv4_det, ppocrv4_det_f64: PaddleOCR's PP-OCRv4 mobile detector (PPLCNetV3 x0.75 in
+  its det form, RSEFPN 96 wide, DBHead with fix_nan's isnan + where, DBLoss), Adam under PaddleOCR's Cosine with
+  warm-up, L2Decay with the batch norms' own and the affine blocks at a tenth of the rate; float32 and float64.
 Float32 rounding decides the later steps (Paddle's own float32 run leaves its float64 one as far), so those cases check
 three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
 A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
@@ -59,6 +62,12 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # on the first gradients; the losses of the first four steps 6.9e-9, the later ones past 1e-5 (lr 0.32 amplifies)
     "picodet_s_f64": ({"hard_swish", "where_index", "gather", "softmax_with_cross_entropy", "bce_loss", "momentum"},
                       4, 1e-8, 1e-8),
+    # PP-OCRv4 mobile det, measured 4.6e-7, 4.6e-7, 5.7e-5 (the first step's rate is 0: its loss is the second's);
+    # its learnable affine scalars are sums over a whole activation that cancel: Paddle's own float32 gradients of
+    # them leave its float64 ones by 2.2e-3 (affine_0.w_0), gradc's by 6.5e-3
+    "ppocrv4_det": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "isnan_v2", "where", "conv2d_transpose",
+                     "argsort", "adam"}, 3, (1e-6, 1e-6, 2e-4), 1e-2),
+    "ppocrv4_det_f64": ({"hard_swish", "isnan_v2", "where", "nearest_interp_v2", "adam"}, 3, 1e-10, 1e-10),
     # PP-OCRv4 rec (ClipGradByValue), measured 7.3e-6 and 2.7e-5 past the floor: its learnable affine scalars
     # before batch norms have gradients zero but for rounding, which Adam moves by the rate whatever their size
     "ppocrv4_rec": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "warpctc", "lookup_table_v2", "masked_select",
@@ -138,7 +147,8 @@ def _trained(name: str, compile_forward: bool):
 
 @pytest.mark.parametrize(("name", "compile_forward"), [   # the tool finds both alike for every model: one each here
     ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True),
-    ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False), ("picodet_s_f64", True)])
+    ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False), ("picodet_s_f64", True),
+    ("ppocrv4_det", True), ("ppocrv4_det_f64", False)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
     case, meta, program, scope = _trained(name, compile_forward)
