@@ -41,11 +41,11 @@ class ESEAttn(nn.Layer):
         return self.conv(feat * F.sigmoid(self.fc(avg_feat)))
 
 
-def _anchors():
+def _anchors(levels=STRIDES, size: int = SIZE):
     """generate_anchors_for_grid_cell (grid_cell_scale 5, offset 0.5): anchors, points, strides of every cell."""
     anchors, points, strides = [], [], []
-    for stride in STRIDES:
-        cells = SIZE // stride
+    for stride in levels:
+        cells = -(-size // stride)   # a padded stride-2 conv rounds up
         shift = (np.arange(cells, dtype="float32") + 0.5) * stride
         y, x = np.meshgrid(shift, shift, indexing="ij")
         half = 5.0 * stride / 2
@@ -64,7 +64,7 @@ def iou_similarity(box1, box2):   # bbox_utils.batch_iou_similarity: [B, M1, 4] 
     return overlap / union
 
 
-def assign(pred_scores, pred_bboxes, points, gt_labels, gt_bboxes, pad_gt_mask):
+def assign(pred_scores, pred_bboxes, points, gt_labels, gt_bboxes, pad_gt_mask, classes: int = CLASSES):
     batch, anchors = pred_scores.shape[0], pred_scores.shape[1]
     ious = iou_similarity(gt_bboxes, pred_bboxes)   # [B, n, L]
     batch_ind = paddle.arange(end=batch, dtype=gt_labels.dtype).unsqueeze(-1)
@@ -87,9 +87,9 @@ def assign(pred_scores, pred_bboxes, points, gt_labels, gt_bboxes, pad_gt_mask):
     positive_sum = positive.sum(-2)
     gt_index = positive.argmax(-2) + batch_ind * BOXES
     labels = paddle.gather(gt_labels.flatten(), gt_index.flatten(), axis=0).reshape([batch, anchors])
-    labels = paddle.where(positive_sum > 0, labels, paddle.full_like(labels, CLASSES))
+    labels = paddle.where(positive_sum > 0, labels, paddle.full_like(labels, classes))
     bboxes = paddle.gather(gt_bboxes.reshape([-1, 4]), gt_index.flatten(), axis=0).reshape([batch, anchors, 4])
-    scores = F.one_hot(labels, CLASSES + 1)[:, :, :CLASSES].astype(metrics.dtype)   # one_hot is float32 in any mode
+    scores = F.one_hot(labels, classes + 1)[:, :, :classes].astype(metrics.dtype)   # one_hot is float32 in any mode
     metrics = metrics * positive
     metrics = metrics / (metrics.max(-1, keepdim=True) + EPS) * (ious * positive).max(-1, keepdim=True)
     return labels, bboxes, scores * metrics.max(-2).unsqueeze(-1)

@@ -51,8 +51,9 @@ def _bias(width: int):
 
 
 class Head(nn.Layer):
-    def __init__(self, width: int):
+    def __init__(self, width: int, fix_nan: bool = False):
         super().__init__()
+        self.fix_nan = fix_nan   # PP-OCRv4 det's: NaNs after each batch norm become zeros in training
         quarter = width // 4
         one, small = nn.initializer.Constant(1.0), nn.initializer.Constant(1e-4)
         kaiming = paddle.ParamAttr(initializer=nn.initializer.KaimingUniform())
@@ -66,7 +67,13 @@ class Head(nn.Layer):
         self.conv3 = nn.Conv2DTranspose(quarter, 1, 2, stride=2, weight_attr=kaiming, bias_attr=_bias(quarter))
 
     def forward(self, x):
-        return F.sigmoid(self.conv3(self.conv_bn2(self.conv2(self.conv_bn1(self.conv1(x))))))
+        x = self.conv_bn1(self.conv1(x))
+        if self.fix_nan:
+            x = paddle.where(paddle.isnan(x), paddle.zeros_like(x), x)
+        x = self.conv_bn2(self.conv2(x))
+        if self.fix_nan:
+            x = paddle.where(paddle.isnan(x), paddle.zeros_like(x), x)
+        return F.sigmoid(self.conv3(x))
 
 
 def balance(pred, gt, mask, ratio: float = 3.0, eps: float = 1e-6):
@@ -90,9 +97,10 @@ def mask_l1(pred, gt, mask, eps: float = 1e-6):
 
 
 class DBNet(nn.Layer):
-    def __init__(self, levels=LEVELS, width: int = FPN):
+    def __init__(self, levels=LEVELS, width: int = FPN, neck=None, fix_nan: bool = False):
         super().__init__()
-        self.neck, self.binarize, self.thresh = DBFPN(levels, width), Head(width), Head(width)
+        self.neck = neck or DBFPN(levels, width)
+        self.binarize, self.thresh = Head(width, fix_nan), Head(width, fix_nan)
 
     def forward(self, c2, c3, c4, c5, shrink_map, shrink_mask, threshold_map, threshold_mask):
         fused = self.neck(c2, c3, c4, c5)

@@ -86,6 +86,20 @@ MODELS = {   # model: (module, its feed and builder, the optimizer as its config
                      "learning_rate": {"name": "PolynomialDecay", "learning_rate": 0.005, "decay_steps": 5,
                                        "end_lr": 0.0, "power": 0.9}},
         "weight_decay": {"name": "L2Decay", "coeff": 5e-4}, "clip": None}),
+    # picodet_s_320_coco_lcnet.yml over _base_/optimizer_300e.yml: Momentum 0.9, L2 4e-5 (LCNet's and the head's
+    # batch norms L2Decay(0.0)), base_lr 0.32, CosineDecay after LinearWarmup(start_factor 0.1); three warm-up steps of
+    # six. No clipping (the config sets none).
+    "picodet_s": ("paddledet_picodet", {
+        "type": "Momentum", "momentum": 0.9, "schedule": _paddledet_cosine(0.32, 3, 0.1, 6),
+        "weight_decay": {"name": "L2Decay", "coeff": 4e-5}, "clip": None}),
+    # PP-OCRv4_mobile_det.yml: Adam, Cosine 0.001 with warmup_epoch 2 (LinearWarmup from 0 over a CosineAnnealingDecay
+    # of epochs x steps), L2 5e-5 (the backbone's batch norms L2Decay(0.0), its affine blocks at a tenth of the
+    # rate); one step an epoch, eight epochs. No clipping (the config sets none).
+    "ppocrv4_det": ("paddleocr_ppocrv4_det", {
+        "type": "Adam", "beta1": 0.9, "beta2": 0.999,
+        "schedule": {"name": "LinearWarmup", "warmup_steps": 2, "start_lr": 0.0, "end_lr": 0.001,
+                     "learning_rate": {"name": "CosineAnnealingDecay", "learning_rate": 0.001, "T_max": 8}},
+        "weight_decay": {"name": "L2Decay", "coeff": 5e-5}, "clip": None}),
     # en_PP-OCRv4_rec.yml: Adam, Cosine 0.0005 with warmup_epoch 5 of 50 (LinearWarmup from 0 over a
     # CosineAnnealingDecay), L2 3e-5, the CTC fc's own L2Decay(1e-5), the affine blocks at a tenth of the rate; two
     # warm-up steps of ten here. PaddleOCR sets no clipping: PaddleDetection's clip_grad_by_value (ClipGradByValue,
@@ -100,7 +114,8 @@ MODELS = {   # model: (module, its feed and builder, the optimizer as its config
 
 
 def _param_settings(params) -> dict:
-    """The parameters' own settings: no_decay, those whose ParamAttr regularizer is L2Decay(0.0) (batch norms), and
+    """The trained parameters' own settings (PP-OCRv4 det's stride-2 rep layers leave their activation's affine
+    block unused): no_decay, those whose ParamAttr regularizer is L2Decay(0.0) (batch norms), and
     param_attrs, the others' own rate multiplier and L2 coefficient where either is not the optimizer's."""
     no_decay, attrs = [], {}
     for param in params:
@@ -183,7 +198,8 @@ def paddle_step(out: Path, entry: str) -> None:
     np.savez_compressed(out / "paddle.npz", **record)
     (out / "meta.json").write_text(json.dumps({
         "loss": loss.name, "lr_var": lr_var, "optimizer": settings, "seed": SEED, "steps": STEPS,
-        "seeded": seeded, **_param_settings(main.all_parameters()), "train_ops": len(main.global_block().ops),
+        "seeded": seeded, **_param_settings(p for p in main.all_parameters() if f"{p.name}@GRAD" in grads),
+        "train_ops": len(main.global_block().ops),
         "ops": sorted({op.type for op in forward.global_block().ops})}, indent=1))
 
 
