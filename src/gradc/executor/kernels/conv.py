@@ -55,9 +55,9 @@ def channels_back(a, last: bool):
 
 
 COLS_BUDGET = 8 << 20   # bytes of im2col columns at a time: a batch whose columns exceed it goes in slices
-COLS_UNIT = 512         # slices start at multiples of this many columns: BLAS then computes each output
-                        # column as in one product (its edge kernels, with another summation order, see only
-                        # the last columns); tests/test_conv_slices.py checks it bit for bit
+COLS_UNIT = 512         # slices start at multiples of this many columns: OpenBLAS on Intel then computes each
+                        # output column as in one product (on AMD's Zen a column's bits follow its place in the
+                        # product and the thread split: within float32 rounding); tests/test_conv_slices.py
 
 
 def _batch_step(n: int, per_sample_cols: int, rows: int, itemsize: int) -> int:
