@@ -54,10 +54,12 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # reaches every backbone gradient (3.2e-8) and the later losses; gradc's agrees with central differences
     "ppliteseg_stdc1_f64": ({"pool2d", "bilinear_interp_v2", "argsort", "one_hot_v2", "softmax_with_cross_entropy",
                              "reduce_max", "momentum"}, 3, 1e-7, 1e-7),
-    # PP-PicoDet s, measured 6.9e-7, 5.9e-7, 1.1e-3 and 5.7e-4: its third float32 loss leaves Paddle's as Paddle's
-    # own leaves its float64 one (1.6e-3), and its float32 gradients are 3.2e-2 from its float64 ones
+    # PP-PicoDet s, measured 6.9e-7, 5.9e-7, 1.1e-3 and 5.7e-4 with two BLAS threads, 4.6e-6 and 4.3e-3 on the
+    # second and third losses with one (its products round otherwise): from the third step the rate of 0.32 grows
+    # rounding, and the third float32 loss is 1.6e-3 from Paddle's float64 one in Paddle, 1.1e-3 / 2.6e-3 in gradc;
+    # picodet_s_f64 holds the steps to 1e-8. Its float32 gradients are 3.2e-2 from its float64 ones
     "picodet_s": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "nearest_interp_v2", "where_index", "linspace",
-                   "bce_loss", "top_k_v2", "momentum"}, 3, (2e-6, 2e-6, 3e-3), 2e-3),
+                   "bce_loss", "top_k_v2", "momentum"}, 3, (1e-5, 1e-5, 1e-2), 2e-3),
     # Paddle's float64 adaptive average pool scales by float32(1 / 9) (the 3 x 3 squeeze-excitations): measured 3.5e-9
     # on the first gradients; the losses of the first four steps 6.9e-9, the later ones past 1e-5 (lr 0.32 amplifies)
     "picodet_s_f64": ({"hard_swish", "where_index", "gather", "softmax_with_cross_entropy", "bce_loss", "momentum"},
