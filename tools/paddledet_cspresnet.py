@@ -13,7 +13,7 @@ from __future__ import annotations
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
-from paddledet_ppyoloe import SIZE, PPYOLOEHead, boxes
+from paddledet_ppyoloe import SIZE, PPYOLOEHead, detector_feed, static_inputs
 
 CHANNELS, LAYERS, NECK = (32, 64, 128, 256, 512), (1, 2, 2, 1), (384, 192, 96)   # "s": x0.5 widths, x0.33 depths
 
@@ -135,10 +135,8 @@ class PPYOLOE(nn.Layer):
 
 
 def whole_feed(rng, batch: int = 2) -> dict:
-    """A 64 x 64 image (normalized) and tools/paddledet_ppyoloe.py's gt boxes."""
-    return {"image": rng.standard_normal((batch, 3, SIZE, SIZE)).astype("float32"), **boxes(rng, batch)}
+    return detector_feed(rng, batch, SIZE)
 
 
 def whole(values: dict):
-    data = {name: paddle.static.data(name, list(value.shape), str(value.dtype)) for name, value in values.items()}
-    return PPYOLOE()(**data)
+    return PPYOLOE()(**static_inputs(values))

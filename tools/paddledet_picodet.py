@@ -31,7 +31,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
-from paddledet_ppyoloe import _anchors, assign, boxes, giou_loss
+from paddledet_ppyoloe import _anchors, assign, detector_feed, giou_loss, static_inputs
 
 CLASSES, REG_MAX, STRIDES, NECK, EPS, SIZE = 4, 7, (8, 16, 32, 64), 96, 1e-9, 96
 LCNET = (   # blocks2 to blocks6 of lcnet.py's NET_CONFIG: kernel, in, out, stride, squeeze-excitation
@@ -244,10 +244,8 @@ class PicoDet(nn.Layer):
 
 
 def whole_feed(rng, batch: int = 2) -> dict:
-    """A 96 x 96 image (normalized) and tools/paddledet_ppyoloe.py's gt boxes."""
-    return {"image": rng.standard_normal((batch, 3, SIZE, SIZE)).astype("float32"), **boxes(rng, batch)}
+    return detector_feed(rng, batch, SIZE)
 
 
 def whole(values: dict):
-    data = {name: paddle.static.data(name, list(value.shape), str(value.dtype)) for name, value in values.items()}
-    return PicoDet()(**data)
+    return PicoDet()(**static_inputs(values))

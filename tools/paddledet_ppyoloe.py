@@ -180,7 +180,17 @@ def boxes(rng, batch: int) -> dict:
             "gt_bbox": np.concatenate([corner, corner + size], -1).astype("float32"), "pad_gt_mask": mask}
 
 
+def detector_feed(rng, batch: int, size: int) -> dict:
+    """A size x size image (normalized) and the gt boxes above, for a whole detector."""
+    return {"image": rng.standard_normal((batch, 3, size, size)).astype("float32"), **boxes(rng, batch)}
+
+
+def static_inputs(values: dict) -> dict:
+    """A static data var for each fed array, by its name."""
+    return {name: paddle.static.data(name, list(value.shape), str(value.dtype)) for name, value in values.items()}
+
+
 def build(values: dict):
-    data = {name: paddle.static.data(name, list(value.shape), str(value.dtype)) for name, value in values.items()}
+    data = static_inputs(values)
     feats = [data[f"feat{i}"] for i in range(len(STRIDES))]
     return PPYOLOEHead()(feats, data["gt_class"], data["gt_bbox"], data["pad_gt_mask"])

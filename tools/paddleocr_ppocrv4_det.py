@@ -16,7 +16,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
-from paddleocr_db import SIZE, DBNet, _maps
+from paddleocr_db import DBFPN, SIZE, DBNet, _maps
 from paddleocr_ppocrv4_rec import Block, ConvBN, divisible
 
 SCALE, FPN = 0.75, 96
@@ -72,22 +72,13 @@ class RSELayer(nn.Layer):
         return x + self.se_block(x)   # shortcut: True
 
 
-class RSEFPN(nn.Layer):
-    def __init__(self, widths_in, width: int = FPN):
-        super().__init__()
-        self.ins_conv = nn.LayerList([RSELayer(w, width, 1) for w in widths_in])
-        self.inp_conv = nn.LayerList([RSELayer(width, width // 4, 3) for _ in widths_in])
+class RSEFPN(DBFPN):
+    """DBFPN's top-down sums and upsampled concat over RSE layers (PaddleOCR's ins_conv and inp_conv)."""
 
-    def forward(self, c2, c3, c4, c5):
-        in2, in3, in4, in5 = (conv(c) for conv, c in zip(self.ins_conv, (c2, c3, c4, c5)))
-        out4 = in4 + F.upsample(in5, scale_factor=2, mode="nearest", align_mode=1)
-        out3 = in3 + F.upsample(out4, scale_factor=2, mode="nearest", align_mode=1)
-        out2 = in2 + F.upsample(out3, scale_factor=2, mode="nearest", align_mode=1)
-        p2, p3, p4, p5 = (conv(x) for conv, x in zip(self.inp_conv, (out2, out3, out4, in5)))
-        p5 = F.upsample(p5, scale_factor=8, mode="nearest", align_mode=1)
-        p4 = F.upsample(p4, scale_factor=4, mode="nearest", align_mode=1)
-        p3 = F.upsample(p3, scale_factor=2, mode="nearest", align_mode=1)
-        return paddle.concat([p5, p4, p3, p2], axis=1)
+    def __init__(self, widths_in, width: int = FPN):
+        nn.Layer.__init__(self)
+        self.ins = nn.LayerList([RSELayer(w, width, 1) for w in widths_in])
+        self.outs = nn.LayerList([RSELayer(width, width // 4, 3) for _ in widths_in])
 
 
 class Detector(nn.Layer):
