@@ -41,6 +41,18 @@ def _while(n_iter: int):
             "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
 
 
+def _square_in_branch():
+    """out = cond(flag > 0, h * h, 2 * (x @ w2)), h = x @ w1 computed before: the branch reads h twice in one op."""
+    net = Net()
+    x, f, w1, w2 = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    h = net.matmul(x, w1)
+    out = net.cond(pred, lambda: net.elementwise_mul(h, h), lambda: net.scale(net.matmul(x, w2), scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([1.0])}, "loss": loss,
+            "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
 def _penalty_of(case: dict) -> dict:
     """The same program with its backward, and loss = the mean of the squared grads of its parameters: the
     check differentiates the control-flow grad ops (second derivatives)."""
@@ -62,6 +74,8 @@ CASES = [
     Case("while", {}, {"iterations": 0}, program=lambda: _while(0)),
     Case("conditional_block_grad", {}, {"branch": "true"}, program=lambda: _penalty_of(_cond(1.0))),
     Case("conditional_block_grad", {}, {"branch": "false"}, program=lambda: _penalty_of(_cond(-1.0))),
+    Case("conditional_block_grad", {}, {"branch": "true", "reads": "h twice"},
+         program=lambda: _penalty_of(_square_in_branch())),
     Case("while_grad", {}, {"iterations": 3}, program=lambda: _penalty_of(_while(3))),
     Case("while_grad", {}, {"iterations": 0}, program=lambda: _penalty_of(_while(0))),
 ]

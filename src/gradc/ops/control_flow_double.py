@@ -72,11 +72,11 @@ class Replay:
 
 def outer_reads(block: Block) -> list[str]:
     """The vars the block's ops read before any of them writes them: what it takes from outside."""
-    written, reads = set(), []
+    written, reads = set(), {}   # once each: a var listed twice would get its grad twice (x * x reads x twice)
     for op in block.ops:
-        reads += [n for n in op.input_names() if n not in written and n not in reads and n != EMPTY_VAR]
+        reads.update((n, None) for n in op.input_names() if n not in written and n != EMPTY_VAR)
         written.update(op.output_names())
-    return reads
+    return list(reads)
 
 
 def differentiated_run(g, replay: Block, outputs: list[str], cond: str | None = None) -> list[OpDesc]:
