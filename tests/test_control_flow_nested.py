@@ -4,8 +4,11 @@ differences of the whole program (gradc.gradcheck.check_program)."""
 import numpy as np
 import pytest
 
+import gradc
+from gradc.errors import GradError
 from gradc.gradcheck import check_program
 from gradc.ir import VarType
+from gradcheck_cases.control_flow import _penalty_of
 from programs import Net
 
 rng = np.random.default_rng(4)
@@ -105,3 +108,23 @@ def test_a_while_inside_a_cond(flag):
     loss = net.mean(net.elementwise_mul(out, out))
     check_program(net.program, {"x": randn(2, 3), "flag": np.array([flag])}, ["x", "w"], loss=loss,
                   params={"w": randn(3, 3)})
+
+
+def test_a_while_inside_a_cond_is_differentiated_once_only():
+    """A second backward through a branch whose block runs a loop refuses, naming the grad op and the loop."""
+    net = Net()
+    x, f, w = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3])
+    n = net.constant(3)
+
+    def looping():
+        h = net.copy(x)
+        net.while_loop(lambda i, h: net.less_than(i, n),
+                       lambda i, h: [net.increment(i), net.tanh(net.matmul(h, w))], [net.constant(0), h])
+        return h
+
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    out = net.cond(pred, looping, lambda: net.sigmoid(net.matmul(x, w)))
+    case = _penalty_of({"program": net.program, "loss": net.mean(net.elementwise_mul(out, out))})
+    with pytest.raises(GradError, match=r"^block 0, op \d+ \(conditional_block_grad\): gradc does not differentiate "
+                                        r"twice through nested control flow \(op while in a block"):
+        gradc.append_backward(case["program"], case["loss"])

@@ -53,6 +53,43 @@ def _square_in_branch():
             "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
 
 
+def _nested_cond(inner: float):
+    """out = cond(flag > 0, cond(inner > 0, tanh(h), h * h), 2 * (x @ w2)), h = x @ w1 in the outer branch."""
+    net = Net()
+    x, f, g = net.data("x", [2, 3]), net.data("flag", [1]), net.data("inner", [1])
+    w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+
+    def outer_branch():
+        h = net.matmul(x, w1)
+        inner_pred = net.greater_than(g, net.constant(0.0, dtype=VarType.FP64))
+        return net.cond(inner_pred, lambda: net.tanh(h), lambda: net.elementwise_mul(h, h))
+
+    out = net.cond(pred, outer_branch, lambda: net.scale(net.matmul(x, w2), scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([1.0]), "inner": np.array([inner])},
+            "loss": loss, "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
+def _cond_in_while(flag: float):
+    """h = x; twice: z = h @ w, h = cond(flag > 0, tanh(z) + b, z * z); loss = mean(h * h)."""
+    net = Net()
+    x, f, w, b = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3]), net.param("b", [3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.copy(x)
+
+    def body(i, h):
+        z = net.matmul(h, w)
+        pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+        return [net.increment(i), net.cond(pred, lambda: net.elementwise_add(net.tanh(z), b),
+                                           lambda: net.elementwise_mul(z, z))]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([flag])}, "loss": loss,
+            "wrt": ["x", "w", "b"], "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
+
+
 def _penalty_of(case: dict) -> dict:
     """The same program with its backward, and loss = the mean of the squared grads of its parameters: the
     check differentiates the control-flow grad ops (second derivatives)."""
@@ -76,6 +113,12 @@ CASES = [
     Case("conditional_block_grad", {}, {"branch": "false"}, program=lambda: _penalty_of(_cond(-1.0))),
     Case("conditional_block_grad", {}, {"branch": "true", "reads": "h twice"},
          program=lambda: _penalty_of(_square_in_branch())),
+    Case("conditional_block_grad", {}, {"nested": "cond", "inner": "true"},
+         program=lambda: _penalty_of(_nested_cond(1.0))),
+    Case("conditional_block_grad", {}, {"nested": "cond", "inner": "false"},
+         program=lambda: _penalty_of(_nested_cond(-1.0))),
     Case("while_grad", {}, {"iterations": 3}, program=lambda: _penalty_of(_while(3))),
+    Case("while_grad", {}, {"nested": "cond", "branch": "true"}, program=lambda: _penalty_of(_cond_in_while(1.0))),
+    Case("while_grad", {}, {"nested": "cond", "branch": "false"}, program=lambda: _penalty_of(_cond_in_while(-1.0))),
     Case("while_grad", {}, {"iterations": 0}, program=lambda: _penalty_of(_while(0))),
 ]

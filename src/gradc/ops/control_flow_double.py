@@ -54,20 +54,72 @@ class Replay:
 
     def copy_ops(self, ops: list[OpDesc], reads: dict[str, str], writes: dict[str, str] | None = None) -> dict:
         """Copies of ``ops``: a read of a name in ``reads`` reads its var here; a write of a name in ``writes``
-        writes that var (in place), any other write a fresh var. Returns ``reads`` with the fresh names."""
+        writes that var (in place), any other write a fresh var. Returns ``reads`` with the fresh names. A
+        nested branch is copied with a copy of its block; a nested branch's grad op is replayed (below)."""
         reads = dict(reads)
         for op in ops:
-            if any(True for _ in op.block_refs()):
+            if op.type == "conditional_block_grad":
+                self._branch_grad(op, reads)
+                continue
+            if any(True for _ in op.block_refs()) and op.type != "conditional_block":
                 raise GradError(f"gradc does not differentiate twice through nested control flow (op {op.type} "
                                 f"in a block a control-flow grad op runs)")
-            copy = op.copy()
+            if op.type == "conditional_block" and set(op.output("Out")) & {*reads, *op.input("Input")}:
+                raise GradError("conditional_block_grad: gradc does not differentiate twice a nested branch that "
+                                "overwrites a value it had before")
+            copy, before = op.copy(), dict(reads)
             copy.inputs = {slot: [reads.get(n, n) for n in args] for slot, args in op.inputs.items()}
             for args in copy.outputs.values():
                 for pos, name in enumerate(args):
                     if name != EMPTY_VAR:
                         reads[name] = args[pos] = (writes or {}).get(name) or self.fresh(name)
+            if op.type == "conditional_block":   # its block writes the copy's outputs, all else in it fresh
+                sub = self.block.program.blocks[op.attr("sub_block")]
+                inner = Replay(self.block.program.append_block(self.block.idx), sub, *self.sources)
+                inner.copy_ops(sub.ops, before, {name: reads[name] for name in op.output("Out")})
+                copy.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
             self.block.ops.append(copy)
         return reads
+
+    def _branch_grad(self, op: OpDesc, reads: dict[str, str]) -> None:
+        """A nested branch's grad op, replayed with ordinary ops: its forward and backward blocks copied into a
+        conditional_block on its condition, the grads picked by select_input (zeros where the branch did not
+        run), so the replay reads no scope and the backward pass differentiates it as a branch."""
+        if not op.attrs.get("is_scalar_condition"):
+            raise GradError("conditional_block_grad: gradc differentiates twice only branches on a scalar condition")
+        program = self.block.program
+        backward = program.blocks[op.attr("sub_block")]
+        forward = program.blocks[backward.forward_block_idx]
+        if set(op.input("Input")) & set(op.input("Out")):
+            raise GradError("conditional_block_grad: gradc does not differentiate twice a nested branch that "
+                            "overwrites a value it had before")
+        inner = Replay(program.append_block(self.block.idx), forward, backward, *self.sources)
+        renamed = inner.copy_ops(forward.ops + backward.ops, reads)
+        computed = {n for grad_op in backward.ops for n in grad_op.output_names()}
+        cond = reads.get(op.input("Cond")[0], op.input("Cond")[0])
+        mask = self.var("mask", VarType.INT32)
+        self.op("cast", {"X": [cond]}, {"Out": [mask]},
+                {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
+        results, picks = [], []
+        for var, grad in zip(op.input("Input"), op.output("Input@GRAD")):
+            if grad == EMPTY_VAR:
+                continue
+            source, value = reads.get(var, var), RENAMED.sub("", grad)
+            zero, ran = self.fresh(grad), self.fresh(grad)
+            self.op("fill_any_like", {"X": [source]}, {"Out": [zero]}, {"value": 0.0, "dtype": -1})
+            if value in computed:
+                inner.op("assign", {"X": [renamed[value]]}, {"Out": [ran]})
+            else:
+                inner.op("fill_any_like", {"X": [source]}, {"Out": [ran]}, {"value": 0.0, "dtype": -1})
+            results.append(ran)
+            picks.append((grad, zero, ran))
+        run = self.op("conditional_block", {"Cond": [cond], "Input": outer_reads(inner.block)},
+                      {"Out": results, "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
+                      {"is_scalar_condition": True})
+        run.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
+        for grad, zero, ran in picks:
+            reads[grad] = self.fresh(grad)
+            self.op("select_input", {"X": [zero, ran], "Mask": [mask]}, {"Out": [reads[grad]]})
 
 
 def outer_reads(block: Block) -> list[str]:
