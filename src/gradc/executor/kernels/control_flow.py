@@ -98,14 +98,22 @@ def _grad_reads(k, slot: str) -> set[str] | None:
 
 def _scope_readers(program) -> dict[str, set[str]]:
     """For each scope var a grad op reads, what that grad op reads; cached per program version."""
+    return _scope_grad_ops(program)[0]
+
+
+def _scope_grad_ops(program) -> tuple[dict[str, set[str]], dict[str, set[int]]]:
+    """For each scope var grad ops read: what they read, and the blocks they are in; cached per program version."""
     cached = _SCOPES_READ.get(program.global_block)
     version = (program.revision, [len(block.ops) for block in program.blocks])   # also ops added unannounced
     if cached is None or cached[0] != version:
         reads: dict[str, set[str]] = {}
-        for op in (op for block in program.blocks for op in block.ops if op.type.endswith("_grad")):
-            for name in op.input("Scope") + op.input("StepScopes"):
-                reads.setdefault(name, set()).update(op.input_names(), _block_reads(program, op))
-        cached = _SCOPES_READ[program.global_block] = (version, reads)
+        blocks: dict[str, set[int]] = {}
+        for block in program.blocks:
+            for op in (op for op in block.ops if op.type.endswith("_grad")):
+                for name in op.input("Scope") + op.input("StepScopes"):
+                    reads.setdefault(name, set()).update(op.input_names(), _block_reads(program, op))
+                    blocks.setdefault(name, set()).add(block.idx)
+        cached = _SCOPES_READ[program.global_block] = (version, (reads, blocks))
     return cached[1]
 
 
@@ -191,7 +199,9 @@ def while_(k):
 def while_grad(k):
     xs, outs, inner = k.op.input("X"), set(k.op.input("Out")), _inner_grads(k, "X")
     scopes = k.op.input("StepScopes")
-    later = any(scopes == op.input("StepScopes") for op in k.block.ops[k.op_idx + 1:])
+    # a grad op of another block (a second backward of a loop in a branch) may replay them after this one
+    later = any(scopes == op.input("StepScopes") for op in k.block.ops[k.op_idx + 1:]) or bool(
+        _scope_grad_ops(k.block.program)[1].get(scopes[0], set()) - {k.block.idx})
     wanted = [grad for grad in inner if grad]
     loop_grads = [grad for name, grad in zip(xs, inner) if grad and name in outs]
     # grads of the outputs, carried from each iteration to the previous one (loop vars: to the start)
