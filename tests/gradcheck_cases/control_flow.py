@@ -90,6 +90,65 @@ def _cond_in_while(flag: float):
             "wrt": ["x", "w", "b"], "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
 
 
+def _while_in_cond(flag: float):
+    """out = cond(flag > 0, (h = x; twice: h = tanh(h @ w) + b), 2 * (x @ w)); loss = mean(out * out)."""
+    net = Net()
+    x, f, w, b = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3]), net.param("b", [3])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+
+    def looping():
+        i, n, h = net.constant(0), net.constant(2), net.copy(x)
+        net.while_loop(lambda i, h: net.less_than(i, n),
+                       lambda i, h: [net.increment(i), net.elementwise_add(net.tanh(net.matmul(h, w)), b)], [i, h])
+        return h
+
+    out = net.cond(pred, looping, lambda: net.scale(net.matmul(x, w), scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([flag])}, "loss": loss,
+            "wrt": ["x", "w", "b"], "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
+
+
+def _while_in_while():
+    """h = x; twice: (twice: h = tanh(h @ w)); h = h * s + x; loss = mean(h * h)."""
+    net = Net()
+    x, w, s = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("s", [3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.copy(x)
+
+    def outer(i, h):
+        net.while_loop(lambda j, h: net.less_than(j, n),
+                       lambda j, h: [net.increment(j), net.tanh(net.matmul(h, w))], [net.constant(0), h])
+        return [net.increment(i), net.elementwise_add(net.elementwise_mul(h, s), x)]
+
+    net.while_loop(lambda i, h: net.less_than(i, n), outer, [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    return {"program": net.program, "feed": {"x": randn(2, 3)}, "loss": loss, "wrt": ["x", "w", "s"],
+            "params": {"w": 0.5 * randn(3, 3), "s": randn(3)}}
+
+
+def _cond_in_while_in_cond():
+    """Three levels: out = cond(flag > 0, (h = x; twice: z = h @ w, h = cond(flag > 0, tanh(z) + b, z * z)),
+    2 * (x @ w)); loss = mean(out * out)."""
+    net = Net()
+    x, f, w, b = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3]), net.param("b", [3])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+
+    def body(i, h):
+        z = net.matmul(h, w)
+        return [net.increment(i), net.cond(pred, lambda: net.elementwise_add(net.tanh(z), b),
+                                           lambda: net.elementwise_mul(z, z))]
+
+    def looping():
+        i, n, h = net.constant(0), net.constant(2), net.copy(x)
+        net.while_loop(lambda i, h: net.less_than(i, n), body, [i, h])
+        return h
+
+    out = net.cond(pred, looping, lambda: net.scale(net.matmul(x, w), scale=2.0))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([1.0])}, "loss": loss,
+            "wrt": ["x", "w", "b"], "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
+
+
 def _penalty_of(case: dict) -> dict:
     """The same program with its backward, and loss = the mean of the squared grads of its parameters: the
     check differentiates the control-flow grad ops (second derivatives)."""
@@ -120,5 +179,11 @@ CASES = [
     Case("while_grad", {}, {"iterations": 3}, program=lambda: _penalty_of(_while(3))),
     Case("while_grad", {}, {"nested": "cond", "branch": "true"}, program=lambda: _penalty_of(_cond_in_while(1.0))),
     Case("while_grad", {}, {"nested": "cond", "branch": "false"}, program=lambda: _penalty_of(_cond_in_while(-1.0))),
+    Case("while_grad", {}, {"nested in": "cond"}, program=lambda: _penalty_of(_while_in_cond(1.0))),
+    Case("conditional_block_grad", {}, {"nested": "while", "branch": "false"},
+         program=lambda: _penalty_of(_while_in_cond(-1.0))),
+    Case("while_grad", {}, {"nested": "while"}, program=lambda: _penalty_of(_while_in_while())),
+    Case("conditional_block_grad", {}, {"nested": "cond in while"},
+         program=lambda: _penalty_of(_cond_in_while_in_cond())),
     Case("while_grad", {}, {"iterations": 0}, program=lambda: _penalty_of(_while(0))),
 ]

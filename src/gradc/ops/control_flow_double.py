@@ -12,6 +12,7 @@ the values of the run it repeats; the grads it writes again get the same values.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ..errors import GradError
 from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
@@ -26,6 +27,7 @@ class Replay:
 
     def __init__(self, block: Block, *sources: Block):
         self.block, self.sources = block, sources   # the blocks whose ops are copied (they see the originals)
+        self.loops: dict[int, tuple[OpDesc, dict[str, str]]] = {}   # body -> the copied while, its state before
 
     def unique(self, name: str) -> str:
         count, new = 0, f"{name}@REPLAY@{self.block.idx}"
@@ -58,8 +60,11 @@ class Replay:
         nested branch is copied with a copy of its block; a nested branch's grad op is replayed (below)."""
         reads = dict(reads)
         for op in ops:
-            if op.type == "conditional_block_grad":
-                self._branch_grad(op, reads)
+            if op.type in GRAD_REPLAYS:
+                GRAD_REPLAYS[op.type](self, op, reads)
+                continue
+            if op.type == "while":
+                self._copy_loop(op, reads)
                 continue
             if any(True for _ in op.block_refs()) and op.type != "conditional_block":
                 raise GradError(f"gradc does not differentiate twice through nested control flow (op {op.type} "
@@ -80,6 +85,26 @@ class Replay:
                 copy.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
             self.block.ops.append(copy)
         return reads
+
+    def _copy_loop(self, op: OpDesc, reads: dict[str, str]) -> None:
+        """A nested while, copied with a copy of its body: its loop vars start from fresh copies, so the values
+        before the loop stay intact for its grad op's replay (gradc.ops.loop_double)."""
+        program, body = self.block.program, self.block.program.blocks[op.attr("sub_block")]
+        carried = dict.fromkeys([n for n in op.input("X") if n in op.output("Out")] + op.input("Condition"))
+        self.loops[body.idx] = (op, {name: reads.get(name, name) for name in carried})
+        state = {name: self.fresh(name) for name in carried}
+        for name, var in state.items():
+            self.op("assign", {"X": [reads.get(name, name)]}, {"Out": [var]})
+        reads.update(state)
+        outs = {name: state.get(name) or self.fresh(name) for name in op.output("Out")}
+        inner = Replay(program.append_block(self.block.idx), body, *self.sources)
+        inner.copy_ops(body.ops, reads, outs)
+        copy = op.copy()
+        copy.inputs = {slot: [reads.get(n, n) for n in args] for slot, args in op.inputs.items()}
+        copy.outputs = {"Out": list(outs.values()), "StepScopes": [self.var("step_scopes", VarType.STEP_SCOPES, None)]}
+        copy.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
+        self.block.ops.append(copy)
+        reads.update(outs)
 
     def _branch_grad(self, op: OpDesc, reads: dict[str, str]) -> None:
         """A nested branch's grad op, replayed with ordinary ops: its forward and backward blocks copied into a
@@ -120,6 +145,11 @@ class Replay:
         for grad, zero, ran in picks:
             reads[grad] = self.fresh(grad)
             self.op("select_input", {"X": [zero, ran], "Mask": [mask]}, {"Out": [reads[grad]]})
+
+
+# a nested control-flow grad op, replayed in ordinary ops by a copy of the block it is in (type -> replayer)
+GRAD_REPLAYS: dict[str, Callable[[Replay, OpDesc, dict[str, str]], None]] = {
+    "conditional_block_grad": Replay._branch_grad}
 
 
 def outer_reads(block: Block) -> list[str]:

@@ -23,7 +23,7 @@ from ..errors import GradError
 from ..ir import EMPTY_VAR, AttrType, Block, OpDesc, VarType
 from ..registry import defgrad
 from . import control_flow  # noqa: F401  (registers the grad ops given makers here)
-from .control_flow_double import RENAMED, Replay, differentiated_run
+from .control_flow_double import GRAD_REPLAYS, RENAMED, Replay, differentiated_run
 
 
 def _tree(block: Block) -> list[Block]:
@@ -75,19 +75,19 @@ def _copies(replay: Replay, values: dict[str, str]) -> dict[str, str]:
     return copies
 
 
-def _iterations(top: Replay, body: Block, initial: dict[str, str], condition: str) -> str:
+def _iterations(top: Replay, body: Block, initial: dict[str, str], condition: str, base: dict[str, str]) -> str:
     """The number of iterations: the body's copies run from the initial state, counted."""
     count = _counter(top, "iterations", 0)
     state = _copies(top, initial)
     counting = Replay(top.block.program.append_block(top.block.idx), *top.sources)
-    counting.copy_ops(body.ops, state, state)
+    counting.copy_ops(body.ops, {**base, **state}, state)
     counting.op("increment", {"X": [count]}, {"Out": [count]}, {"step": 1.0})
     _loop(top, state[condition], counting.block, is_test=True)
     return count
 
 
 def _sweep_step(top: Replay, body: Block, backward: Block, initial: dict, carry: dict, sums: dict,
-                step: str, zero: str, going: str) -> Block:
+                step: str, zero: str, going: str, base: dict[str, str]) -> Block:
     """The reverse sweep's body for iteration t = step: the state at t (t - 1 iterations from the start), the
     values of iteration t, its backward block; carry and sums updated, step decremented."""
     sweep = Replay(top.block.program.append_block(top.block.idx), *top.sources)
@@ -98,11 +98,11 @@ def _sweep_step(top: Replay, body: Block, backward: Block, initial: dict, carry:
     more = sweep.var("more", VarType.BOOL)
     sweep.op("less_than", {"X": [done], "Y": [before]}, {"Out": [more]})
     forward = Replay(top.block.program.append_block(sweep.block.idx), *top.sources)
-    forward.copy_ops(body.ops, start, start)
+    forward.copy_ops(body.ops, {**base, **start}, start)
     forward.op("increment", {"X": [done]}, {"Out": [done]}, {"step": 1.0})
     forward.op("less_than", {"X": [done], "Y": [before]}, {"Out": [more]})
     _loop(sweep, more, forward.block, is_test=False)
-    values = sweep.copy_ops(body.ops, start)
+    values = sweep.copy_ops(body.ops, {**base, **start})
     grads = sweep.copy_ops(backward.ops, {**values, **start, **carry})   # loop vars: their values at the start
     for name, var in carry.items():
         if grads.get(name, var) != var:
@@ -115,6 +115,28 @@ def _sweep_step(top: Replay, body: Block, backward: Block, initial: dict, carry:
     return sweep.block
 
 
+def _replayed_grads(top: Replay, loop: OpDesc, backward: Block, grad_op: OpDesc, initial: dict[str, str],
+                    base: dict[str, str]) -> dict[str, str]:
+    """The reverse sweep (module docstring) into ``top``: each of ``grad_op``'s X@GRAD -> the var holding it.
+    ``base`` maps the names the loop reads from outside to their vars in ``top``'s block."""
+    body = top.block.program.blocks[backward.forward_block_idx]
+    count = _iterations(top, body, initial, loop.input("Condition")[0], base)
+    inner = {out: RENAMED.sub("", out) for out in grad_op.output("X@GRAD") if out != EMPTY_VAR}
+    carry = _copies(top, {k: base.get(k, k) for k in grad_op.input("Out@GRAD")})
+    sums = {}
+    for x, out in zip(grad_op.input("X"), grad_op.output("X@GRAD")):   # a loop var's grad starts at 0 when not
+        if out in inner and inner[out] not in carry:                    # given; others add up
+            target = carry if x in loop.output("Out") else sums
+            target[inner[out]] = top.fresh(inner[out])
+            top.op("fill_any_like", {"X": [base.get(x, x)]}, {"Out": [target[inner[out]]]}, {"value": 0.0, "dtype": -1})
+    step, zero, going = top.fresh(count), _counter(top, "zero", 0), top.var("going", VarType.BOOL)
+    top.op("assign", {"X": [count]}, {"Out": [step]})
+    top.op("less_than", {"X": [zero], "Y": [step]}, {"Out": [going]})
+    sweep = _sweep_step(top, body, backward, initial, carry, sums, step, zero, going, base)
+    _loop(top, going, sweep, is_test=False)
+    return {out: carry.get(name) or sums[name] for out, name in inner.items()}
+
+
 def _while_grad(g) -> list[OpDesc]:
     program, ops = g.block.program, g.block.ops
     backward = program.blocks[g.attr("sub_block")]
@@ -122,28 +144,30 @@ def _while_grad(g) -> list[OpDesc]:
     at = next(i for i, op in enumerate(ops) if op is g.fwd)
     start = next((i for i in range(at) if ops[i].type == "while" and ops[i].attrs.get("sub_block") == body.idx), None)
     if start is None:
-        raise GradError("while_grad: its while op is not in its block (gradc differentiates nested loops once)")
+        raise GradError("while_grad: its while op is not in its block (the replay starts from the loop's state)")
     loop, top, seen = ops[start], Replay(program.append_block(g.block.idx), body, backward), {}
     state = list(dict.fromkeys([n for n in loop.input("X") if n in loop.output("Out")] + loop.input("Condition")))
     initial = {v: _value_before(top, ops, v, start, seen) for v in state}
-    count = _iterations(top, body, initial, loop.input("Condition")[0])
-
-    inner = {out: RENAMED.sub("", out) for out in g.O("X@GRAD") if out != EMPTY_VAR}
-    carry = _copies(top, {k: _value_before(top, ops, k, at, seen) for k in g.fwd.input("Out@GRAD")})
-    sums = {}
-    for x, out in zip(g.I("X"), g.O("X@GRAD")):   # a loop var's grad starts at 0 when not given; others add up
-        if out in inner and inner[out] not in carry:
-            target = carry if x in loop.output("Out") else sums
-            target[inner[out]] = top.fresh(inner[out])
-            top.op("fill_any_like", {"X": [x]}, {"Out": [target[inner[out]]]}, {"value": 0.0, "dtype": -1})
-    step, zero, going = top.fresh(count), _counter(top, "zero", 0), top.var("going", VarType.BOOL)
-    top.op("assign", {"X": [count]}, {"Out": [step]})
-    top.op("less_than", {"X": [zero], "Y": [step]}, {"Out": [going]})
-    _loop(top, going, _sweep_step(top, body, backward, initial, carry, sums, step, zero, going), is_test=False)
-    for out, name in inner.items():
-        top.op("assign", {"X": [carry.get(name) or sums[name]]}, {"Out": [out]})
-    return differentiated_run(g, top.block, list(inner))
+    given = {k: _value_before(top, ops, k, at, seen) for k in g.fwd.input("Out@GRAD")}
+    grads = _replayed_grads(top, loop, backward, g.fwd, initial, given)
+    for out, var in grads.items():
+        top.op("assign", {"X": [var]}, {"Out": [out]})
+    return differentiated_run(g, top.block, list(grads))
 
 
+def _nested_while_grad(replay: Replay, grad_op: OpDesc, reads: dict[str, str]) -> None:
+    """A while_grad in a block a control-flow grad op runs: the sweep replayed in that block's copy, from the
+    state the copied while started from."""
+    backward = replay.block.program.blocks[grad_op.attr("sub_block")]
+    if backward.forward_block_idx not in replay.loops:
+        raise GradError("while_grad: its while op is not in its block (the replay starts from the loop's state)")
+    loop, initial = replay.loops[backward.forward_block_idx]
+    top = Replay(replay.block, replay.block.program.blocks[backward.forward_block_idx], backward, *replay.sources)
+    for out, var in _replayed_grads(top, loop, backward, grad_op, initial, reads).items():
+        reads[out] = top.fresh(out)
+        top.op("assign", {"X": [var]}, {"Out": [reads[out]]})
+
+
+GRAD_REPLAYS["while_grad"] = _nested_while_grad
 # a grad op: the path search sees it through its inputs and outputs; the replay recomputes the loop's outputs
 defgrad("while_grad", grad=_while_grad, no_grad_inputs=["Out", "StepScopes"], of="while")
