@@ -6,7 +6,9 @@ block's values there, not through its inputs, so no maker can see how they move 
 recomputes instead: it builds a forward op whose block replays copies of the forward block's and the
 backward block's ops, writing the grads the grad op wrote, and differentiates that op with the control-flow
 op's own maker. Every var the copies write is renamed (``v@REPLAY@{block}``), so the replay never touches
-the values of the run it repeats; the grads it writes again get the same values.
+the values of the run it repeats; the grads it writes again get the same values. Control flow nested in the copied
+blocks is copied with copies of its blocks, and a nested control-flow grad op is itself replayed in ordinary ops
+(``GRAD_REPLAYS``), since its copy would read a scope the replay never made.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class Replay:
 
     def __init__(self, block: Block, *sources: Block):
         self.block, self.sources = block, sources   # the blocks whose ops are copied (they see the originals)
-        self.loops: dict[int, tuple[OpDesc, dict[str, str]]] = {}   # body -> the copied while, its state before
+        self.loops: dict[int, tuple[OpDesc, dict[str, str]]] = {}   # body -> its while, the loop vars' values before
 
     def unique(self, name: str) -> str:
         count, new = 0, f"{name}@REPLAY@{self.block.idx}"
