@@ -18,9 +18,8 @@ DATA = Path(__file__).parent / "data" / "paddle"
 
 
 def data_files(*suffixes: str, under: Path = DATA) -> list[Path]:
-    """The files below `under` whose names end with one of the suffixes, in pathlib's order: what
-    sorted(under.glob("**/*<suffix>")) gives, at a tenth of its CPU (pathlib's glob of the fixture tree cost each
-    xdist worker a second at collection)."""
+    """The files below `under` whose names end with one of the suffixes, in pathlib's order: what sorting the globs
+    under.glob("**/*<suffix>") gives, in one walk of the tree (half the CPU of two globs and their Path sort)."""
     found = []
     for folder, _, names in os.walk(under):
         if kept := [name for name in names if name.endswith(suffixes)]:
