@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import gradc
+from fixtures import NpzGroup
 from gradc.executor import randomness
 from gradc.io import parse_program
 
@@ -24,10 +25,8 @@ FAMILIES = ("activation", "math", "reduce", "logic")
 
 def _load(family):
     cases = json.loads((DATA / family / "cases.json").read_text())["cases"]
-    with np.load(DATA / family / "values.npz") as archive:
-        values = {name: archive[name] for name in archive.files}
-    return [dict(case, family=family, values={k.split("/", 1)[1]: v for k, v in values.items()
-                                              if k.split("/", 1)[0] == case["name"]}) for case in cases]
+    return [dict(case, family=family, values=NpzGroup(DATA / family / "values.npz", case["name"] + "/"))
+            for case in cases]
 
 
 CASES = [case for family in FAMILIES for case in _load(family)]

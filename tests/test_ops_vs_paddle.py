@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import gradc
+from fixtures import NpzGroup
 from gradc.gradcheck import check_program
 
 ROOT = Path(__file__).parent / "data" / "paddle" / "ops"
@@ -45,14 +46,11 @@ def _load(random: bool = False):
     """The fixture cases (random=True: the random layers, whose values only have a structure in common)."""
     cases = []
     for family in (ROOT / name for name in FAMILIES):
-        with np.load(family / "values.npz") as archive:
-            values = {name: archive[name] for name in archive.files}
         for meta in json.loads((family / "cases.json").read_text())["cases"]:
             if ("random" in meta) != random:
                 continue
-            prefix = meta["name"] + "/"
-            case_values = {k[len(prefix):]: v for k, v in values.items() if k.startswith(prefix)}
-            cases.append(pytest.param(family, meta, case_values, id=f"{family.name}/{meta['name']}"))
+            values = NpzGroup(family / "values.npz", meta["name"] + "/")
+            cases.append(pytest.param(family, meta, values, id=f"{family.name}/{meta['name']}"))
     return cases
 
 

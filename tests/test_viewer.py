@@ -3,6 +3,7 @@ without script errors, a click on an op opens its panel, a grad op names its for
 collapse, search finds ops and vars, value statistics match the run, and the 9,000-op deep MLP pans and
 zooms. Screenshots go to $GRADC_SCREENSHOTS (default: the test's tmp dir)."""
 
+import importlib.util
 import os
 import shutil
 from pathlib import Path
@@ -18,7 +19,10 @@ from gradc.viz.dot import program_dot
 from gradc.viz.html import program_html
 from gradc.viz.stats import value_stats
 
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[dev]')")
+# found, not imported: Playwright's import costs every xdist worker a quarter second at collection; the browser
+# fixture imports it in the one worker that runs these tests
+if importlib.util.find_spec("playwright") is None:
+    pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
 CHROMIUM = os.environ.get("GRADC_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 if not Path(CHROMIUM).exists():
     pytest.skip("no chromium browser (Debian: apt-get install chromium; or set GRADC_CHROMIUM)",
@@ -34,7 +38,9 @@ PAGES = [("mlp", "backward.pb"), ("conv", "backward.pb"), ("cond", "backward.pb"
 
 @pytest.fixture(scope="module")
 def browser():
-    with sync_api.sync_playwright() as playwright:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         yield browser
         browser.close()
