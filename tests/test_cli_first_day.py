@@ -273,3 +273,23 @@ def test_the_python_api_names_its_own_keyword_for_the_loss():
     assert f"{META['loss']}@GRAD" in program.global_block.vars
     with pytest.raises(gradc.GradcError, match=r"loss= in Python"):
         gradc.append_backward(two_unread_scalars())
+
+
+def test_info_json_gives_the_same_facts_as_data():
+    """--json: one JSON object for scripts, with every parameter and op type (the text lists twelve of each)."""
+    text = gradc_cli("info", FIRST_DAY / "forward.json")
+    done = gradc_cli("info", FIRST_DAY / "forward.json", "--json")
+    assert done.returncode == 0, done.stderr
+    facts = json.loads(done.stdout)
+    assert facts["format"] == "Paddle 3 PIR JSON" and (facts["blocks"], facts["ops"]) == (1, 9)
+    assert facts["inputs"] == [{"name": "x", "dtype": "float32", "shape": [-1, 8]},
+                               {"name": "y", "dtype": "int64", "shape": [-1, 1]}]
+    assert facts["parameters_marked"] and len(facts["parameters"]) == 4 and facts["parameter_values"] == 212
+    assert (facts["loss"], facts["loss_found"]) == (
+        "reduce_mean_1.tmp_0", "gradc compile picks it by itself: the one float scalar no op reads")
+    assert facts["op_types"] == {"matmul_v2": 2, "elementwise_add": 2, "reduce_mean": 2, "relu": 1,
+                                 "softmax_with_cross_entropy": 1, "softmax": 1}
+    assert f"kind: {facts['kind']}" in text.stdout.splitlines()
+    model = json.loads(gradc_cli("info", FIRST_DAY / "model.pdmodel", "--json").stdout)
+    assert not model["parameters_marked"] and model["loss"] is None
+    assert model["outputs"] == [{"name": META["softmax"], "dtype": "float32", "shape": [-1, 4]}]

@@ -3,6 +3,7 @@ its parameters, the loss it may have and the op types it uses (gradc show lists 
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import click
@@ -18,39 +19,57 @@ LISTED = 12   # parameters listed by name; the rest counted
 
 @click.command()
 @click.argument("program", type=click.Path())
-def info(program):
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead, listing every parameter and "
+              "op type.")
+def info(program, as_json):
     """Summarise a program: its format and kind, inputs, outputs, parameters, loss and op types."""
+    facts = summary(program)
+    click.echo(json.dumps(facts) if as_json else "\n".join(_lines(facts)))
+
+
+def summary(program: str) -> dict:
+    """What `gradc info` says about the program file, as plain data (--json prints it)."""
     prog = load(program)
     with open(program, "rb") as handle:
         fmt = detect_format(program, handle.read(4096))
     block = prog.global_block
-    kinds = Counter(op_kinds(block))
     loss, how = _loss(prog)
-    lines = [f"{program}: {FORMAT_NAMES.get(fmt, fmt)}, {len(prog.blocks)} block(s), {prog.num_ops()} ops",
-             f"kind: {_kind(kinds, loss is not None)}", "inputs:"]
-    lines += [f"  {_var(block, name)}" for name in _inputs(block)] or ["  none"]
-    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
-    if fetched:
-        lines += ["outputs (fetch ops):", *(f"  {_var(block, name)}" for name in fetched)]
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]
     params = [var for var in persistable if var.is_parameter]
-    if params:
-        others = len(persistable) - len(params)
-        lines.append(f"parameters: {len(params)} ({sum(_size(var.shape) for var in params):,} values)"
+    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    return {"file": str(program), "format": FORMAT_NAMES.get(fmt, fmt), "blocks": len(prog.blocks),
+            "ops": prog.num_ops(), "kind": _kind(Counter(op_kinds(block)), loss is not None),
+            "inputs": [_var(block, name) for name in _inputs(block)], "outputs": [_var(block, n) for n in fetched],
+            # a saved inference model marks no parameter: its persistable vars are what --params gives
+            "parameters_marked": bool(params),
+            "parameters": [_var(block, var.name) for var in sorted(params or persistable, key=lambda v: v.name)],
+            "parameter_values": sum(_size(var.shape) for var in params or persistable),
+            "other_persistable": len(persistable) - len(params) if params else 0,
+            "loss": loss, "loss_found": how, "op_types": dict(Counter(op.type for op in block.ops).most_common())}
+
+
+def _lines(facts: dict) -> list[str]:
+    lines = [f"{facts['file']}: {facts['format']}, {facts['blocks']} block(s), {facts['ops']} ops",
+             f"kind: {facts['kind']}", "inputs:"]
+    lines += [f"  {_shown(var)}" for var in facts["inputs"]] or ["  none"]
+    if facts["outputs"]:
+        lines += ["outputs (fetch ops):", *(f"  {_shown(var)}" for var in facts["outputs"])]
+    params, others = facts["parameters"], facts["other_persistable"]
+    if facts["parameters_marked"]:
+        lines.append(f"parameters: {len(params)} ({facts['parameter_values']:,} values)"
                      + (f"; other persistable vars (optimizer state, statistics): {others}" if others else ""))
-    else:   # a saved inference model marks none: its persistable vars are what --params gives
-        params = persistable
-        lines.append(f"persistable vars (the values --params gives): {len(params)} "
-                     f"({sum(_size(var.shape) for var in params):,} values)")
-    lines += [f"  {_var(block, var.name)}" for var in sorted(params, key=lambda v: v.name)[:LISTED]]
+    else:
+        lines.append(f"persistable vars (the values --params gives): {len(params)} ({facts['parameter_values']:,} "
+                     f"values)")
+    lines += [f"  {_shown(var)}" for var in params[:LISTED]]
     if len(params) > LISTED:
         lines.append(f"  ... and {len(params) - LISTED} more (gradc show lists them)")
-    lines.append(f"loss: {loss} ({how})" if loss else f"loss: {how}")
-    types = Counter(op.type for op in block.ops)
-    shown = ", ".join(f"{name} {count}" for name, count in types.most_common(LISTED))
+    lines.append(f"loss: {facts['loss']} ({facts['loss_found']})" if facts["loss"] else f"loss: {facts['loss_found']}")
+    types = facts["op_types"]
+    shown = ", ".join(f"{name} {count}" for name, count in list(types.items())[:LISTED])
     more = f", ... ({len(types)} types; gradc show lists the ops)" if len(types) > LISTED else ""
     lines.append(f"op types in block 0: {shown}{more}")
-    click.echo("\n".join(lines))
+    return lines
 
 
 def _kind(kinds: Counter, has_loss: bool) -> str:
@@ -90,11 +109,17 @@ def _loss(program: Program) -> tuple[str | None, str]:
     return None, "none (no float scalar the program could minimise)"
 
 
-def _var(block: Block, name: str) -> str:
+def _var(block: Block, name: str) -> dict:
     var = block.find_var(name)
     if var is None or var.dtype is None:
-        return name
-    return f"{name}  {dtype_name(var.dtype)}{var.shape if var.shape is not None else '[?]'}"
+        return {"name": name}
+    return {"name": name, "dtype": dtype_name(var.dtype), "shape": None if var.shape is None else list(var.shape)}
+
+
+def _shown(var: dict) -> str:
+    if "dtype" not in var:
+        return var["name"]
+    return f"{var['name']}  {var['dtype']}{var['shape'] if var['shape'] is not None else '[?]'}"
 
 
 def _size(shape) -> int:
