@@ -173,6 +173,11 @@ def resumed_from(compiled, tmp_path, change):
     (lambda v: v.update(fc_9_w_0=v.pop("linear_0.w_0")),
      "it holds values for vars this program does not have fc_9_w_0; it was written by another program"),
     (lambda v: v.pop("linear_0.b_0_moment1_0"), "it holds no value for linear_0.b_0_moment1_0"),
+    # the names that tell which model it is first: parameters, then others, then made-up ones
+    (lambda v: v.update({"@LR_DECAY_COUNTER@": np.zeros(1), "fc_9_w_0": v.pop("linear_0.w_0")}),
+     "it holds values for vars this program does not have fc_9_w_0, @LR_DECAY_COUNTER@; it was written by another"),
+    (lambda v: (v.pop("linear_0.b_0_moment1_0"), v.pop("linear_0.w_0")),
+     "it holds no value for linear_0.w_0, linear_0.b_0_moment1_0; it was written by another program"),
     (lambda v: v.update({"conv2d_0.w_0": v["conv2d_0.w_0"][:, :, :2]}), "'conv2d_0.w_0', read first by block 0, op 0 "
      "(conv2d), has shape [16, 1, 2, 3], but the program declares [16, 1, 3, 3]; it was written by another program"),
     (lambda v: v.update({"linear_0.w_0": v["linear_0.w_0"].astype(np.float64)}), "'linear_0.w_0', read first by "

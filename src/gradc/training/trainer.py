@@ -263,9 +263,9 @@ class Trainer:
         and none for a var it does not have (another program's checkpoint)."""
         block = self.program.global_block
         read = {name for op in block.ops for name in op.input_names()}
-        unknown = sorted(name for name in values if block.find_var(name) is None)
-        missing = sorted(name for name in read - values.keys() if (var := block.find_var(name)) is not None
-                         and var.persistable and var.type == VarType.DENSE_TENSOR)
+        unknown = _telling_first(block, [name for name in values if block.find_var(name) is None])
+        missing = _telling_first(block, [name for name in read - values.keys() if (var := block.find_var(name))
+                                         is not None and var.persistable and var.type == VarType.DENSE_TENSOR])
         for names, what in ((unknown, "values for vars this program does not have"), (missing, "no value for")):
             if names:
                 shown = ", ".join(names[:6]) + (f", ... ({len(names)} in all)" if len(names) > 6 else "")
@@ -285,3 +285,12 @@ def train(program, data, startup=(), scope: Scope | None = None, *, fetch=None, 
     trainer = Trainer(program, startup, scope, fetch=fetch, seed=seed, check_nan=check_nan,
                       lr_schedule=lr_schedule, lr_var=lr_var, paddle_stream=paddle_stream)
     return trainer.fit(data, **fit_options)
+
+
+def _telling_first(block, names: list[str]) -> list[str]:
+    """Parameters first, names made up by gradc or Paddle ('@LR_DECAY_COUNTER@') last, each group sorted: the names
+    an error shows first say best which model a checkpoint is of."""
+    def key(name: str):
+        var = block.find_var(name)
+        return var is None or not var.is_parameter, "@" in name, name
+    return sorted(names, key=key)
