@@ -49,6 +49,13 @@ class Block:
             block = block.parent
         return None
 
+    def unused_name(self, pattern: str) -> str:
+        """The first ``pattern.format(n)``, n = 0, 1, ..., that no var visible here has (Paddle's unique names)."""
+        n = 0
+        while self.find_var(pattern.format(n)) is not None:
+            n += 1
+        return pattern.format(n)
+
     def var(self, name: str) -> VarDesc:
         var = self.find_var(name)
         if var is None:

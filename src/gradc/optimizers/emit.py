@@ -19,11 +19,7 @@ class Emitter:
         self.role_var: list[str] = []     # the op_role_var of the ops appended now: [param, grad] pairs
 
     def fresh(self, pattern: str) -> str:
-        """The first name ``pattern.format(n)``, n = 0, 1, ..., no var has yet (Paddle's unique names)."""
-        n = 0
-        while self.block.find_var(pattern.format(n)) is not None:
-            n += 1
-        return pattern.format(n)
+        return self.block.unused_name(pattern)
 
     def temporary(self, pattern: str, shape, dtype: int, stop_gradient: bool = False) -> str:
         name = self.fresh(pattern)

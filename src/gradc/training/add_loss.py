@@ -104,9 +104,6 @@ def _mean(block: Block, values: str, dtype) -> str:
 
 def _fresh(block: Block, stem: str, shape, dtype) -> str:
     """A new var named as Paddle names a layer's output (``mean_0.tmp_0``), after any of that name already there."""
-    number = 0
-    while block.find_var(f"{stem}_{number}.tmp_0") is not None:
-        number += 1
-    name = f"{stem}_{number}.tmp_0"
+    name = block.unused_name(stem + "_{}.tmp_0")
     block.create_var(name, shape, dtype)
     return name
