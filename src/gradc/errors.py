@@ -1,5 +1,17 @@
 """The errors gradc reports to users. Each says where (block, op index, op type, var) and what."""
 
+from collections.abc import Iterable
+
+
+def closest(name: str, known: Iterable[str], ignore_case: bool = False) -> str | None:
+    """The known name ``name`` is likeliest a slip for (difflib's closest match), else None: an error's 'did you mean'
+    (difflib imported here, as only an error needs it: every gradc command imports this module)."""
+    import difflib
+    if not ignore_case:
+        return next(iter(difflib.get_close_matches(name, list(known), n=1)), None)
+    by_lower = {candidate.lower(): candidate for candidate in known}
+    return next((by_lower[m] for m in difflib.get_close_matches(name.lower(), list(by_lower), n=1)), None)
+
 
 class GradcError(Exception):
     """Base of every error gradc raises on purpose; the CLI prints its message as one line."""

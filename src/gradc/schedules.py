@@ -8,12 +8,11 @@ closed forms of the values Paddle computes; a list of per-step values is a sched
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 import math
 from collections.abc import Mapping, Sequence
 
-from .errors import GradcError
+from .errors import GradcError, closest
 from .ir import Program
 from .ir.types import NUMPY_DTYPE_NAMES
 from .ops.optimizer_checks import UPDATES
@@ -165,8 +164,8 @@ def make(name: str, **arguments) -> Schedule:
 
 
 def _did_you_mean(name: str, known) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]}?)" if close else ""
+    close = closest(name, known)
+    return f" (did you mean {close}?)" if close else ""
 
 
 def _call(tree: ast.expr):

@@ -5,12 +5,13 @@ kept here, importing none."""
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from typing import NamedTuple
 
 import click
 from click.shell_completion import CompletionItem
+
+from ..errors import closest
 
 
 class LazyCommand(NamedTuple):
@@ -54,9 +55,9 @@ class LazyGroup(click.Group):
     def resolve_command(self, ctx: click.Context, args: list[str]):
         name = args[0] if args else ""
         if name and not name.startswith("-") and not ctx.resilient_parsing and self.get_command(ctx, name) is None:
-            close = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            close = closest(name, self.list_commands(ctx))
             if close:
-                ctx.fail(f"No such command '{name}'. Did you mean '{close[0]}'?")
+                ctx.fail(f"No such command '{name}'. Did you mean '{close}'?")
         return super().resolve_command(ctx, args)
 
     def _help_lines(self, ctx: click.Context, prefix: str = "", limit: int = 45) -> list[tuple[str, str]]:

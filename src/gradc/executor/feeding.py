@@ -4,14 +4,13 @@ checked before it starts."""
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 
 import numpy as np
 
 from ..bfloat16 import as_bfloat16
-from ..errors import ExecutionError, FeedError, op_location
+from ..errors import ExecutionError, FeedError, closest, op_location
 from ..float8 import FORMATS as FLOAT8_FORMATS
 from ..float8 import as_float8
 from ..io.arrays import read_npz
@@ -151,9 +150,8 @@ def _expected_feeds(block: Block, name: str) -> str:
     names = program_inputs(block)
     if not names:
         return ""
-    by_lower = {candidate.lower(): candidate for candidate in names}
-    close = difflib.get_close_matches(name.lower(), list(by_lower), n=1)
-    hint = f"; did you mean '{by_lower[close[0]]}'?" if close else ""
+    close = closest(name, names, ignore_case=True)
+    hint = f"; did you mean '{close}'?" if close else ""
     return f" (the program's inputs: {', '.join(names)}{hint})"
 
 
@@ -169,8 +167,8 @@ def check_fetches(block: Block, names: list[str], scope: Scope) -> None:
     for name in names:
         if (block.find_var(name) is None and scope.find(name, MISSING) is MISSING
                 and not any(name in op.output_names() for op in block.ops)):
-            close = difflib.get_close_matches(name, list(block.vars), n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            close = closest(name, block.vars)
+            hint = f" (did you mean '{close}'?)" if close else ""
             if "@GRAD" in name and not any("@GRAD" in out for op in block.ops for out in op.output_names()):
                 hint = " (the program has no backward: gradc compile, or gradc.append_backward in Python, appends it)"
             raise ExecutionError(f"fetch var '{name}' is not a var of block 0: no op writes it{hint}")

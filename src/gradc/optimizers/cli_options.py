@@ -4,12 +4,11 @@ arguments as --opt KEY=VALUE, a learning rate or schedule, gradient clipping and
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 
 import click
 
-from ..errors import GradcError
+from ..errors import GradcError, closest
 from ..schedules import parse
 from . import OPTIMIZERS, ClipGradByGlobalNorm, ClipGradByNorm, ClipGradByValue, L1Decay, L2Decay, make_optimizer
 from .base import Optimizer
@@ -123,8 +122,8 @@ def _known_arguments(optimizer: str, settings: dict) -> None:
     accepted = [name for name in inspect.signature(OPTIMIZERS[optimizer].__init__).parameters if name != "self"]
     for key in settings:
         if key not in accepted:
-            close = difflib.get_close_matches(key, accepted, n=1)
-            hint = f"did you mean {close[0]}?" if close else f"it takes {', '.join(accepted)}"
+            close = closest(key, accepted)
+            hint = f"did you mean {close}?" if close else f"it takes {', '.join(accepted)}"
             raise GradcError(f"--opt {key}: {optimizer} has no argument '{key}' ({hint})")
 
 

@@ -4,11 +4,10 @@ backward, optimizer and learning-rate ops removed, dropout and batch norm in tes
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 from .. import registry
-from ..errors import GradcError
+from ..errors import GradcError, closest
 from ..executor.liveness import referenced_names
 from ..io.pdiparams import persistable_names
 from ..ir import GRAD_SUFFIX, AttrType, Program, roles
@@ -86,11 +85,10 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
     block, feeds = pruned.global_block, set(feeds)
     for name in [*fetches, *feeds]:
         if block.find_var(name) is None:
-            by_lower = {var.lower(): var for var in block.vars}
-            close = [by_lower[match] for match in difflib.get_close_matches(name.lower(), list(by_lower), n=1)]
+            close = closest(name, block.vars, ignore_case=True)
             role = "fetch" if name in fetches else "feed"
             raise GradcError(f"{role} '{name}' is not a var of block 0 of the program"
-                             + (f" (did you mean '{close[0]}'?)" if close else ""))
+                             + (f" (did you mean '{close}'?)" if close else ""))
     needed, kept = set(fetches), []
     for op in reversed(block.ops):
         outputs = set(op.output_names())
