@@ -51,8 +51,8 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                               "complex step (third derivatives, gradc.ops.complex_point)"),
               **dict.fromkeys(("grid_sampler_grad_grad", "deformable_conv_grad_grad", "deformable_conv_v1_grad_grad",
                                "ms_deform_attn_grad_grad", "ms_deformable_attn_grad_grad"),
-                              "Paddle has no such op: gradc's holds the bilinear weights' second derivatives along the "
-                              "sampling positions' direction (gradc.ops.multilinear_double)"),
+                              "Paddle has no such op: gradc's holds the bilinear weights' derivatives along one or"
+                              " more directions of the sampling positions (gradc.ops.multilinear_double)"),
               "bev_pool_v2_last_writes": "gradc's own op: which of bev_pool_v2_bkwd's writes stay, for its "
                                          "derivative (gradc.ops.bev_pool_double)",
               **dict.fromkeys(("cumprod_grad_grad_grad", "reduce_prod_grad_grad_grad"),

@@ -2,15 +2,13 @@
 groups. The offsets keep every sampling point 0.15 from the pixel lattice (where the bilinear weights have kinks,
 the image's edges included); some points lie outside the image, so its zero padding matters. Then the grad ops'
 makers through the grads of Input, Filter and Mask alone (second_order_variants.py makes a second-order case of
-every first-order one, the offsets' grad differentiated too), and a third backward, which refuses."""
+every first-order one, the offsets' grad differentiated too; third and fourth derivatives in sampling_orders.py)."""
 
 
 import gradc
 from gradc.layers import ProgramBuilder
 
 from . import Case, rng
-from .lod_rnn import third_order
-from .second_order import second_order
 
 r = rng(53)
 
@@ -71,7 +69,3 @@ SECOND_ORDER = [("deformable_conv_grad", True, {"paddings": [1, 1], "strides": [
                                                     "deformable_groups": 2})]
 CASES += [Case(op, {}, attrs, program=lambda masked=masked, attrs=attrs: _penalty_on_grads(masked, attrs))
           for op, masked, attrs in SECOND_ORDER]
-
-# deformable_conv(_v1)_grad_grad hold the bilinear weights' second derivatives; the next order is not written
-REFUSED = [third_order(second_order(case.op, case.inputs, case.attrs, grad_type=f"{case.op}_grad"),
-                       f"{case.op}_grad_grad") for case in (CASES[1], CASES[3])]

@@ -84,10 +84,13 @@ TWICE = [second_order(case.op, case.inputs, case.attrs, rtol=1e-4, atol=1e-6) fo
     gru(activation="sigmoid", gate_activation="tanh", h0=True, lengths=[2, 2]))]
 CASES += TWICE
 
-def third_order(case: Case, grad_grad: str, run_time_shapes: bool = False, by_element: bool = False) -> Case:
-    """``case``'s program differentiated once more: a third derivative, through ``grad_grad``. The weights of the
-    grads are drawn in their declared shapes, so grads of a dim of unknown size are left out, unless
-    ``run_time_shapes``: then in the fed shapes of the vars they are the grads of (``by_element``: see Case)."""
+def third_order(case: Case, grad_grad: str, run_time_shapes: bool = False, by_element: bool = False,
+                order: int = 3) -> Case:
+    """``case``'s program differentiated once more: a third derivative (``order``: the one it makes), through
+    ``grad_grad``. The weights of the grads are drawn in their declared shapes, so grads of a dim of unknown size are
+    left out, unless ``run_time_shapes``: then in the fed shapes of the vars they are the grads of (``by_element``:
+    see Case)."""
+    prefix, loss = ("u", "loss3") if order == 3 else (f"u{order}", f"loss{order}")
     def build() -> dict:
         built = case.program()
         block = built["program"].global_block
@@ -97,10 +100,10 @@ def third_order(case: Case, grad_grad: str, run_time_shapes: bool = False, by_el
             for name in grads:
                 block.var(name).shape = list(np.shape(built["feed"][name.split("@GRAD")[0]]))
         known = [name for name in grads if -1 not in block.var(name).shape]
-        _weighted_sum(block, known, built["feed"], "u", False, "loss3")
+        _weighted_sum(block, known, built["feed"], prefix, False, loss)
         for name, shape in declared.items():
             block.var(name).shape = shape
-        return {**built, "loss": "loss3"}
+        return {**built, "loss": loss}
 
     return Case(grad_grad, {}, case.attrs, program=build, by_element=by_element)
 

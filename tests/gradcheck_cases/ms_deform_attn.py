@@ -3,7 +3,7 @@ PaddleDetection's ms_deformable_attn, two levels of different sizes. The samplin
 lattice of their level (where the bilinear weights have kinks); some lie partly or wholly outside the map, so its
 zero padding and the skipped points matter. Then the grad ops' makers, through the grads of Value and
 AttentionWeights, and of the sampling locations too (second_order_variants.py makes a second-order case of every
-first-order one), and a third backward, which refuses."""
+first-order one; third derivatives in sampling_orders.py)."""
 
 import numpy as np
 
@@ -11,8 +11,6 @@ import gradc
 from gradc.layers import ProgramBuilder
 
 from . import Case, rng
-from .lod_rnn import third_order
-from .second_order import second_order
 
 r = rng(71)
 SHAPES = np.array([[3, 4], [2, 3]], np.int64)
@@ -78,7 +76,3 @@ def penalty_on_grads(variant: str, read_locations: bool = False) -> dict:
 
 CASES += [Case(f"{variant}_grad", {}, program=lambda variant=variant, read=read: penalty_on_grads(variant, read))
           for variant in ("ms_deform_attn", "ms_deformable_attn") for read in (False, True)]
-# ms_deform(able)_attn_grad_grad hold the bilinear weights' second derivatives; the next order is not written
-REFUSED = [third_order(second_order(case.op, inputs(case.op, batch=1, queries=1, heads=1, channels=2, points=1),
-                                    case.attrs, grad_type=f"{case.op}_grad"), f"{case.op}_grad_grad")
-           for case in (CASES[0], CASES[2])]

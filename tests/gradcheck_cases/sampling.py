@@ -2,7 +2,8 @@
 grid_sampler in every mode x padding_mode x align_corners, 4-D and 5-D, temporal_shift in both layouts.
 Grid points stay off the pixel lattice and the clamps/folds (bilinear kinks) and off the rounding ties of
 nearest; some lie outside [-1, 1] so padding matters. Then the grad ops' own makers (second derivatives; every
-first-order case above is one again in second_order_variants.py, Grid@GRAD differentiated too)."""
+first-order case above is one again in second_order_variants.py, Grid@GRAD differentiated too; third and fourth
+derivatives in sampling_orders.py)."""
 
 import numpy as np
 
@@ -10,7 +11,6 @@ import gradc
 from gradc.layers import ProgramBuilder
 
 from . import Case, rng
-from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(29)
@@ -86,10 +86,6 @@ CASES += [
                     dict(padding_mode="reflection", align_corners=False))],
 ]
 
-# grid_sampler_grad_grad holds the bilinear weights' second derivatives; the next order is not written
-REFUSED = [third_order(second_order("grid_sampler", {"X": randn(1, 1, 3, 4), "Grid": grid(1, 2, 2, 2, size=(3, 4))},
-                                    {"padding_mode": "border"}, grad_type="grid_sampler_grad"),
-                       "grid_sampler_grad_grad")]
 
 
 def _spatial_transformer_penalty(padding_mode: str) -> dict:

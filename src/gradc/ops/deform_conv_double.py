@@ -8,11 +8,10 @@ where a point stops reading) they are the cell's the first-order kernel reads, P
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..registry import defgrad, grads_like_inputs
 from . import deform_conv
 from .composite import first
-from .multilinear_double import through_operand_grads
+from .multilinear_double import through_operand_grads, through_position_tangents
 
 
 def _deform_grad(forward: str, operands: tuple[str, ...]):
@@ -23,15 +22,19 @@ def _deform_grad(forward: str, operands: tuple[str, ...]):
     return maker
 
 
-def _third(g):
-    raise GradError(f"{g.fwd.type}: gradc differentiates deformable convolution's Offset@GRAD once more, not twice "
-                    f"(its kernel holds the bilinear weights' second derivatives; the next order is not written)")
+def _deform_grad_grad(forward: str, operands: tuple[str, ...]):
+    def maker(g):
+        values = {slot: first(g.I(slot)) for slot in ("Input", "Offset", "Filter", *operands[2:])}
+        return through_position_tangents(g, forward, values, operands, out="Output", position="Offset")
+
+    return maker
 
 
 for _name, _masked in deform_conv.DEFORM_OPS.items():
     _operands = ("Input", "Filter", *("Mask",) * _masked)
     defgrad(f"{_name}_grad", grad=_deform_grad(_name, _operands))
     defgrad(f"{_name}_grad_grad", inputs=["Input", "Offset", "Filter", *("Mask",) * _masked, "Output@GRAD",
-                                          "Offset@GRAD@GRAD"],
+                                          "Offset@GRAD@GRAD[]"],
             outputs=[f"{slot}@GRAD?" for slot in ("Input", "Offset", "Filter", *("Mask",) * _masked, "Output@GRAD")],
-            attrs=dict(deform_conv.DEFORM_ATTRS), infer=grads_like_inputs, grad=_third, of=f"{_name}_grad")
+            attrs=dict(deform_conv.DEFORM_ATTRS), infer=grads_like_inputs, grad=_deform_grad_grad(_name, _operands),
+            of=f"{_name}_grad")

@@ -8,11 +8,10 @@ where the weights have kinks; there they are those of the cell the first-order k
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..registry import defgrad, grads_like_inputs
 from .composite import first
 from .ms_deform_attn import VARIANTS, slots_of
-from .multilinear_double import through_operand_grads
+from .multilinear_double import through_operand_grads, through_position_tangents
 
 
 def _double_grad(forward: str):
@@ -26,15 +25,21 @@ def _double_grad(forward: str):
     return maker
 
 
-def _third(g):
-    raise GradError(f"{g.fwd.type}: gradc differentiates the sampling locations' grad once more, not twice (its "
-                    f"kernel holds the bilinear weights' second derivatives; the next order is not written)")
+def _triple_grad(forward: str):
+    value, shapes, starts, loc, attn, out = slots_of(forward)
+
+    def maker(g):
+        values = {slot: first(g.I(slot)) for slot in (value, shapes, starts, loc, attn)}
+        return through_position_tangents(g, forward, values, (value, attn), out=out, position=loc)
+
+    return maker
 
 
 for _forward in VARIANTS:
     _value, _shapes, _starts, _loc, _attn, _out = slots_of(_forward)
     defgrad(f"{_forward}_grad", grad=_double_grad(_forward), no_grad_inputs=(_shapes, _starts))
     defgrad(f"{_forward}_grad_grad", inputs=[_value, _shapes, _starts, _loc, _attn, f"{_out}@GRAD",
-                                             f"{_loc}@GRAD@GRAD"],
+                                             f"{_loc}@GRAD@GRAD[]"],
             outputs=[f"{slot}@GRAD?" for slot in (_value, _loc, _attn, f"{_out}@GRAD")], attrs=VARIANTS[_forward][2],
-            infer=grads_like_inputs, grad=_third, no_grad_inputs=(_shapes, _starts), of=f"{_forward}_grad")
+            infer=grads_like_inputs, grad=_triple_grad(_forward), no_grad_inputs=(_shapes, _starts),
+            of=f"{_forward}_grad")

@@ -51,3 +51,53 @@ def through_operand_grads(g, forward: str, values: dict[str, str], operands, tar
         if vs:
             f.into(first(g.IG(t)), "sum", {"X": vs})
     return f.ops
+
+
+def through_position_tangents(g, forward: str, values: dict[str, str], operands, out: str, position: str) -> list:
+    """The maker of ``<F>_grad_grad``, whose outputs are the grads of T = D_V <dOut, F> (V the directions in
+    ``position@GRAD@GRAD``, each a tangent of the positions): of each operand and the positions, and of dOut
+    (D_V F). For cotangents c of them the loss reads D_c T, D_c the derivative along c in every input, and
+    F is linear in each operand and in dOut, so D_c T = D_{V + [c_p]} <dOut, F> + sum_s D_V <dOut, F(s -> c_s)>
+    (dOut -> c_dOut too): its grads in the inputs are those ops' outputs, and in a direction v_i, which T is linear
+    in, the positions' grads of the same terms with v_i left out of V (``<F>_grad`` where none is left). So every
+    order is this op again, with one more direction; the weights are multilinear per cell, so the kernels' terms of
+    more directions than axes are 0."""
+    dout, directions = first(g.I(out + "@GRAD")), g.I(position + "@GRAD@GRAD")
+    at = {**values, out + "@GRAD": dout}
+    targets = (*operands, position, out + "@GRAD")
+    owed = {t: first(g.IG(t)) for t in targets if first(g.IG(t)) not in (None, EMPTY_VAR)}
+    owed_directions = [(i, name) for i, name in enumerate(g.IG(position + "@GRAD@GRAD")) if name != EMPTY_VAR]
+    f = Formula(g)
+    parts: dict[str, list[str]] = {t: [] for t in owed}
+    direction_parts: dict[int, list[str]] = {i: [] for i, _ in owed_directions}
+
+    def emit(point: dict, tangents: list[str], wants: list[str]) -> dict[str, str]:
+        """The op at ``point`` along ``tangents``, writing temporaries of the targets ``wants``."""
+        grads = {t: g.tmp(at[t] if t != out + "@GRAD" else dout) for t in wants}
+        if tangents:
+            f.emit(g.fwd.type, {**point, position + "@GRAD@GRAD": tangents},
+                   {t + "@GRAD": v for t, v in grads.items()}, same=True)
+        else:
+            f.emit(forward + "_grad", point, {t + "@GRAD": v for t, v in grads.items()}, same=True)
+        return grads
+
+    def term(point: dict, varied: str | None, tangents: list[str]) -> None:
+        for t, v in emit(point, tangents, [t for t in owed if t != varied]).items():
+            parts[t].append(v)
+        for i, _ in owed_directions:
+            direction_parts[i].append(emit(point, tangents[:i] + tangents[i + 1:], [position])[position])
+
+    for slot, cotangent in ((s, s + "@GRAD") for s in operands):
+        if wanted(g, cotangent):
+            term({**at, slot: first(g.OG(cotangent))}, slot, directions)
+    if wanted(g, out + "@GRAD@GRAD"):
+        term({**at, out + "@GRAD": first(g.OG(out + "@GRAD@GRAD"))}, out + "@GRAD", directions)
+    if wanted(g, position + "@GRAD"):
+        term(at, None, [*directions, first(g.OG(position + "@GRAD"))])
+    for t, vs in parts.items():
+        if vs:
+            f.into(owed[t], "sum", {"X": vs})
+    for i, name in owed_directions:
+        if direction_parts[i]:
+            f.into(name, "sum", {"X": direction_parts[i]})
+    return f.ops

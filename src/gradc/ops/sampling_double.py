@@ -15,10 +15,9 @@ of the cell the kernel reads, exact away from the kinks. Nearest sampling's Grid
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..registry import defgrad, grads_like_inputs
 from .composite import first, linear
-from .multilinear_double import through_operand_grads
+from .multilinear_double import through_operand_grads, through_position_tangents
 from .sampling import GRID_SAMPLER
 
 
@@ -29,16 +28,15 @@ def _grid_sampler_grad(g):
                                  position=position)
 
 
-def _third(g):
-    raise GradError("grid_sampler_grad_grad: gradc differentiates grid_sampler's Grid@GRAD once more, not twice "
-                    "(its kernel holds the bilinear weights' second derivatives, and the next order, zero away from "
-                    "integer positions, is not written)")
+def _grid_sampler_grad_grad(g):
+    values = {slot: first(g.I(slot)) for slot in ("X", "Grid")}
+    return through_position_tangents(g, "grid_sampler", values, ("X",), out="Output", position="Grid")
 
 
 defgrad("affine_grid_grad", grad=linear("affine_grid", x="Theta", out="Output", passed=("OutputShape",)),
         no_grad_inputs=["Theta", "OutputShape"])
 defgrad("temporal_shift_grad", grad=linear("temporal_shift"))
 defgrad("grid_sampler_grad", grad=_grid_sampler_grad)
-defgrad("grid_sampler_grad_grad", inputs=["X", "Grid", "Output@GRAD", "Grid@GRAD@GRAD"],
+defgrad("grid_sampler_grad_grad", inputs=["X", "Grid", "Output@GRAD", "Grid@GRAD@GRAD[]"],
         outputs=["X@GRAD?", "Grid@GRAD?", "Output@GRAD@GRAD?"], attrs=dict(GRID_SAMPLER.attrs),
-        infer=grads_like_inputs, grad=_third, of="grid_sampler_grad")
+        infer=grads_like_inputs, grad=_grid_sampler_grad_grad, of="grid_sampler_grad")

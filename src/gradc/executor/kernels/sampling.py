@@ -146,14 +146,14 @@ def _taps(k, positions, sizes) -> list[Tap]:
     lows = floors if k.attr("padding_mode") == "zeros" else [np.minimum(f, max(size - 2, 0))
                                                              for f, size in zip(floors, sizes)]
     fracs = [p - low for p, low in zip(positions, lows)]
+    starts = [_integer(low, size) for low, size in zip(lows, sizes)]
     taps = []
     for corner in itertools.product((0, 1), repeat=len(sizes)):
         factors = [frac if high else 1 - frac for frac, high in zip(fracs, corner)]
-        index, inside = _pixel_index([_integer(low, size) + high for low, size, high in zip(lows, sizes, corner)],
-                                     sizes)
-        slopes = [np.prod([f for b, f in enumerate(factors) if b != a], axis=0) * (1 if high else -1)
+        index, inside = _pixel_index([start + high for start, high in zip(starts, corner)], sizes)
+        slopes = [math.prod(f for b, f in enumerate(factors) if b != a) * (1 if high else -1)
                   for a, high in enumerate(corner)]
-        taps.append(Tap(index, inside, np.prod(factors, axis=0), slopes, factors,
+        taps.append(Tap(index, inside, math.prod(factors), slopes, factors,
                         tuple(1 if high else -1 for high in corner)))
     return taps
 
