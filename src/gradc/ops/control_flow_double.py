@@ -30,6 +30,8 @@ class Replay:
     def __init__(self, block: Block, *sources: Block):
         self.block, self.sources = block, sources   # the blocks whose ops are copied (they see the originals)
         self.loops: dict[int, tuple[OpDesc, dict[str, str]]] = {}   # body -> its while, the loop vars' values before
+        self.branches: dict[int, dict[str, str]] = {}   # a nested branch's block -> its inputs' values before it
+        self.inlined: dict[int, dict[str, str]] = {}   # a block copied inline (a pylayer's) -> the values it left
 
     def unique(self, name: str) -> str:
         count, new = 0, f"{name}@REPLAY@{self.block.idx}"
@@ -62,8 +64,8 @@ class Replay:
         nested branch is copied with a copy of its block; a nested branch's grad op is replayed (below)."""
         reads = dict(reads)
         for op in ops:
-            if op.type in GRAD_REPLAYS:
-                GRAD_REPLAYS[op.type](self, op, reads)
+            if op.type in GRAD_REPLAYS or op.type in INLINED:
+                {**GRAD_REPLAYS, **INLINED}[op.type](self, op, reads)
                 continue
             if op.type == "while":
                 self._copy_loop(op, reads)
@@ -71,15 +73,16 @@ class Replay:
             if any(True for _ in op.block_refs()) and op.type != "conditional_block":
                 raise GradError(f"gradc does not differentiate twice through nested control flow (op {op.type} "
                                 f"in a block a control-flow grad op runs)")
-            if op.type == "conditional_block" and set(op.output("Out")) & {*reads, *op.input("Input")}:
-                raise GradError("conditional_block_grad: gradc does not differentiate twice a nested branch that "
-                                "overwrites a value it had before")
-            copy, before = op.copy(), dict(reads)
+            copy, kept = op.copy(), set()
+            if op.type == "conditional_block":
+                self._keep_overwritten(op, reads, writes or {}, kept)
+            before = dict(reads)
             copy.inputs = {slot: [reads.get(n, n) for n in args] for slot, args in op.inputs.items()}
             for args in copy.outputs.values():
                 for pos, name in enumerate(args):
                     if name != EMPTY_VAR:
-                        reads[name] = args[pos] = (writes or {}).get(name) or self.fresh(name)
+                        reads[name] = args[pos] = reads[name] if name in kept else (
+                            (writes or {}).get(name) or self.fresh(name))
             if op.type == "conditional_block":   # its block writes the copy's outputs, all else in it fresh
                 sub = self.block.program.blocks[op.attr("sub_block")]
                 inner = Replay(self.block.program.append_block(self.block.idx), sub, *self.sources)
@@ -87,6 +90,19 @@ class Replay:
                 copy.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
             self.block.ops.append(copy)
         return reads
+
+    def _keep_overwritten(self, op: OpDesc, reads: dict[str, str], writes: dict[str, str], kept: set) -> None:
+        """A nested branch that writes a value it had before (an input, or a var written before it) updates it in
+        place and leaves it where it does not run: its copy does the same to a copy of the value, made first (its
+        grad then passes through where the branch does not run, as the branch's does). The values before it are
+        kept for its grad op's replay."""
+        self.branches[op.attr("sub_block")] = {name: reads.get(name, name) for name in op.input("Input")}
+        for name in op.output("Out"):
+            if name in reads or name in op.input("Input"):
+                copy = writes.get(name) or self.fresh(name)
+                self.op("assign", {"X": [reads.get(name, name)]}, {"Out": [copy]})
+                reads[name] = copy
+                kept.add(name)
 
     def _copy_loop(self, op: OpDesc, reads: dict[str, str]) -> None:
         """A nested while, copied with a copy of its body: its loop vars start from fresh copies, so the values
@@ -110,37 +126,44 @@ class Replay:
 
     def _branch_grad(self, op: OpDesc, reads: dict[str, str]) -> None:
         """A nested branch's grad op, replayed with ordinary ops: its forward and backward blocks copied into a
-        conditional_block on its condition, the grads picked by select_input (zeros where the branch did not
-        run), so the replay reads no scope and the backward pass differentiates it as a branch."""
+        conditional_block on its condition, the grads picked by select_input (zeros where the branch did not run;
+        the grad of a value it would have overwritten passes through, the run updating it in place), so the replay
+        reads no scope and the backward pass differentiates it as a branch."""
         if not op.attrs.get("is_scalar_condition"):
             raise GradError("conditional_block_grad: gradc differentiates twice only branches on a scalar condition")
         program = self.block.program
         backward = program.blocks[op.attr("sub_block")]
         forward = program.blocks[backward.forward_block_idx]
-        if set(op.input("Input")) & set(op.input("Out")):
-            raise GradError("conditional_block_grad: gradc does not differentiate twice a nested branch that "
-                            "overwrites a value it had before")
+        # the branch's inputs as it read them: a value it overwrites is read from before the write
+        as_read = {**reads, **self.branches.get(forward.idx, {})}
         inner = Replay(program.append_block(self.block.idx), forward, backward, *self.sources)
-        renamed = inner.copy_ops(forward.ops + backward.ops, reads)
+        renamed = inner.copy_ops(forward.ops + backward.ops, as_read)
         computed = {n for grad_op in backward.ops for n in grad_op.output_names()}
         cond = reads.get(op.input("Cond")[0], op.input("Cond")[0])
         mask = self.var("mask", VarType.INT32)
         self.op("cast", {"X": [cond]}, {"Out": [mask]},
                 {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
-        results, picks = [], []
+        results, picks, through = [], [], []
+        passed = dict(zip(op.input("Out"), op.input("Out@GRAD")))
         for var, grad in zip(op.input("Input"), op.output("Input@GRAD")):
             if grad == EMPTY_VAR:
                 continue
             source, value = reads.get(var, var), RENAMED.sub("", grad)
-            zero, ran = self.fresh(grad), self.fresh(grad)
-            self.op("fill_any_like", {"X": [source]}, {"Out": [zero]}, {"value": 0.0, "dtype": -1})
+            ran = self.fresh(grad)
             if value in computed:
                 inner.op("assign", {"X": [renamed[value]]}, {"Out": [ran]})
             else:
                 inner.op("fill_any_like", {"X": [source]}, {"Out": [ran]}, {"value": 0.0, "dtype": -1})
             results.append(ran)
-            picks.append((grad, zero, ran))
-        run = self.op("conditional_block", {"Cond": [cond], "Input": outer_reads(inner.block)},
+            if var in passed:   # a value it would overwrite: where it does not run its grad passes, as in its kernel
+                self.op("assign", {"X": [reads.get(passed[var], passed[var])]}, {"Out": [ran]})
+                through.append(ran)
+                reads[grad] = ran
+            else:
+                zero = self.fresh(grad)
+                self.op("fill_any_like", {"X": [source]}, {"Out": [zero]}, {"value": 0.0, "dtype": -1})
+                picks.append((grad, zero, ran))
+        run = self.op("conditional_block", {"Cond": [cond], "Input": outer_reads(inner.block) + through},
                       {"Out": results, "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
                       {"is_scalar_condition": True})
         run.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
@@ -152,6 +175,8 @@ class Replay:
 # a nested control-flow grad op, replayed in ordinary ops by a copy of the block it is in (type -> replayer)
 GRAD_REPLAYS: dict[str, Callable[[Replay, OpDesc, dict[str, str]], None]] = {
     "conditional_block_grad": Replay._branch_grad}
+# a nested op with a block that runs once, unconditionally, copied inline (type -> copier; gradc.ops.pylayer_double)
+INLINED: dict[str, Callable[[Replay, OpDesc, dict[str, str]], None]] = {}
 
 
 def outer_reads(block: Block) -> list[str]:

@@ -12,9 +12,8 @@ from __future__ import annotations
 from ..errors import GradError
 from ..ir import EMPTY_VAR, GRAD_SUFFIX
 from ..registry import defgrad
-from . import pylayer  # noqa: F401  (registers the grad op given a maker here)
-from .control_flow_double import Replay, differentiated_run
-from .pylayer import inner_grad
+from .control_flow_double import GRAD_REPLAYS, INLINED, Replay, differentiated_run
+from .pylayer import BACKWARD, FORWARD, inner_grad  # (registers the grad op given a maker here)
 
 
 def _pylayer_grad_grad(g) -> list:
@@ -38,5 +37,44 @@ def _pylayer_grad_grad(g) -> list:
     return differentiated_run(g, replay.block, outputs)
 
 
+def _inline_pylayer(replay: Replay, op, reads: dict[str, str]) -> None:
+    """A pylayer nested in a replayed block: its forward block's ops copied inline, their values kept for its
+    grad op's replay."""
+    forward = replay.block.program.blocks[op.attrs["blocks"][FORWARD]]
+    inline = Replay(replay.block, forward, *replay.sources)
+    replay.inlined[forward.idx] = inline.copy_ops(forward.ops, reads)
+    reads.update({name: replay.inlined[forward.idx][name] for name in op.output("Out")})
+
+
+def _nested_pylayer_grad(replay: Replay, grad_op, reads: dict[str, str]) -> None:
+    """A pylayer's grad op nested in a replayed block: the user's backward block copied inline, reading the forward
+    block's values the inline copy left and the output grads as ``out@GRAD`` (the pylayer's Out), and writing
+    the inputs' grads (zeros where it leaves none), as pylayer_grad hands them over."""
+    program = replay.block.program
+    backward = program.blocks[grad_op.attr("backward_block")]
+    values = replay.inlined.get(backward.forward_block_idx)
+    layer = next((op for block in program.blocks for op in block.ops if op.type == "pylayer"
+                  and op.attrs["blocks"][BACKWARD:] == [backward.idx]), None)
+    if values is None or layer is None:
+        raise GradError(f"pylayer_grad: its pylayer (backward block {backward.idx}) is not replayed before it, so "
+                        f"gradc cannot replay the forward values its backward block reads")
+    given = {out + GRAD_SUFFIX: reads.get(grad, grad) for out, grad in zip(layer.output("Out"),
+                                                                             grad_op.input("Out@GRAD"))}
+    inline = Replay(replay.block, backward, *replay.sources)
+    left = inline.copy_ops(backward.ops, {**reads, **values, **given})
+    written = {name for op in backward.ops for name in op.output_names()}
+    for var, read, grad in zip(layer.input("Input"), grad_op.input("Input"), grad_op.output("Input@GRAD")):
+        if grad == EMPTY_VAR:
+            continue
+        if var + GRAD_SUFFIX in written:   # the protocol's name of the input's grad
+            reads[grad] = left[var + GRAD_SUFFIX]
+        else:
+            reads[grad] = replay.fresh(grad)
+            replay.op("fill_any_like", {"X": [reads.get(read, read)]}, {"Out": [reads[grad]]},
+                      {"value": 0.0, "dtype": -1})
+
+
+GRAD_REPLAYS["pylayer_grad"] = _nested_pylayer_grad
+INLINED["pylayer"] = _inline_pylayer
 # the replay reads the forward values afresh, not through the forward scope: Scope needs no gradient
 defgrad("pylayer_grad", grad=_pylayer_grad_grad, no_grad_inputs=["Scope"], of="pylayer")
