@@ -96,6 +96,36 @@ def _overwriting_branch(inner: float, reads_it: bool):
             "loss": loss, "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
 
 
+def _tensor_condition(runs: bool, nested: bool):
+    """A branch on a non-scalar condition c (it runs when c holds an element): out = tanh(x @ w2) * sigmoid(x @ w1)
+    into a new var (c of 2 elements); ``nested`` in a cond's branch, h = x @ w1 overwritten in place by
+    tanh(x @ w2) * h where c holds an element (2 or none), out = 2 h."""
+    net = Net()
+    x, c, f = net.data("x", [2, 3]), net.data("c", [-1]), net.data("flag", [1])
+    w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
+
+    def branch(h=None):
+        with net.sub_block() as body:
+            result = net.elementwise_mul(net.tanh(net.matmul(x, w2)), h or net.sigmoid(net.matmul(x, w1)))
+            h = h or net.tmp([2, 3], block=body.parent)
+            net.assign(result, h)
+        op = net.block.append_op("conditional_block", {"Cond": [c], "Input": _reads(body)},
+                                  {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": False})
+        op.set_attr("sub_block", body.idx, AttrType.BLOCK)
+        return h
+
+    if nested:
+        pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+        out = net.cond(pred, lambda: net.scale(branch(net.matmul(x, w1)), scale=2.0),
+                       lambda: net.sigmoid(net.matmul(x, w2)))
+    else:
+        out = branch()
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "loss": loss, "wrt": ["x", "w1", "w2"],
+            "feed": {"x": randn(2, 3), "c": randn(2 if runs else 0), "flag": np.array([1.0])},
+            "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
 def _tanh_layer(net: Net, z: str) -> str:
     """tanh(z) through a pylayer whose backward block reads the forward's tanh: g (1 - y^2)."""
     saved = {}
@@ -253,5 +283,9 @@ CASES = [
            program=lambda inner=inner, reads_it=reads_it: _penalty_of(_overwriting_branch(inner, reads_it)))
       for reads_it in (True, False) for inner in (1.0, -1.0)],
     Case("conditional_block_grad", {}, {"nested": "pylayer"}, program=lambda: _penalty_of(_pylayer_in_cond(1.0))),
+    Case("conditional_block_grad", {}, {"condition": "tensor"},
+         program=lambda: _penalty_of(_tensor_condition(runs=True, nested=False))),
+    *[Case("conditional_block_grad", {}, {"nested": "cond on a tensor", "runs": runs},
+           program=lambda runs=runs: _penalty_of(_tensor_condition(runs, nested=True))) for runs in (True, False)],
     Case("while_grad", {}, {"nested": "pylayer"}, program=lambda: _penalty_of(_pylayer_in_while())),
 ]

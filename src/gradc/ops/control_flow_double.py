@@ -129,8 +129,6 @@ class Replay:
         conditional_block on its condition, the grads picked by select_input (zeros where the branch did not run;
         the grad of a value it would have overwritten passes through, the run updating it in place), so the replay
         reads no scope and the backward pass differentiates it as a branch."""
-        if not op.attrs.get("is_scalar_condition"):
-            raise GradError("conditional_block_grad: gradc differentiates twice only branches on a scalar condition")
         program = self.block.program
         backward = program.blocks[op.attr("sub_block")]
         forward = program.blocks[backward.forward_block_idx]
@@ -139,9 +137,9 @@ class Replay:
         inner = Replay(program.append_block(self.block.idx), forward, backward, *self.sources)
         renamed = inner.copy_ops(forward.ops + backward.ops, as_read)
         computed = {n for grad_op in backward.ops for n in grad_op.output_names()}
-        cond = reads.get(op.input("Cond")[0], op.input("Cond")[0])
+        conds, scalar = [reads.get(c, c) for c in op.input("Cond")], bool(op.attrs.get("is_scalar_condition"))
         mask = self.var("mask", VarType.INT32)
-        self.op("cast", {"X": [cond]}, {"Out": [mask]},
+        self.op("cast", {"X": [conds[0] if scalar else self._ran(conds)]}, {"Out": [mask]},
                 {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
         results, picks, through = [], [], []
         passed = dict(zip(op.input("Out"), op.input("Out@GRAD")))
@@ -163,13 +161,27 @@ class Replay:
                 zero = self.fresh(grad)
                 self.op("fill_any_like", {"X": [source]}, {"Out": [zero]}, {"value": 0.0, "dtype": -1})
                 picks.append((grad, zero, ran))
-        run = self.op("conditional_block", {"Cond": [cond], "Input": outer_reads(inner.block) + through},
+        run = self.op("conditional_block", {"Cond": conds, "Input": outer_reads(inner.block) + through},
                       {"Out": results, "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
-                      {"is_scalar_condition": True})
+                      {"is_scalar_condition": scalar})
         run.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
         for grad, zero, ran in picks:
             reads[grad] = self.fresh(grad)
             self.op("select_input", {"X": [zero, ran], "Mask": [mask]}, {"Out": [reads[grad]]})
+
+
+    def _ran(self, conds: list[str]) -> str:
+        """Whether a branch on the non-scalar condition ``conds`` runs (each of them holds an element), as a bool
+        [1]: false, set true by a conditional_block on that condition."""
+        ran = self.var("ran", VarType.BOOL)
+        self.op("fill_constant", {}, {"Out": [ran]}, {"shape": [1], "dtype": int(VarType.BOOL), "value": 0.0})
+        sets = Replay(self.block.program.append_block(self.block.idx), *self.sources)
+        sets.op("fill_constant", {}, {"Out": [ran]}, {"shape": [1], "dtype": int(VarType.BOOL), "value": 1.0})
+        run = self.op("conditional_block", {"Cond": conds, "Input": []},
+                      {"Out": [ran], "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
+                      {"is_scalar_condition": False})
+        run.set_attr("sub_block", sets.block.idx, AttrType.BLOCK)
+        return ran
 
 
 # a nested control-flow grad op, replayed in ordinary ops by a copy of the block it is in (type -> replayer)
@@ -188,17 +200,19 @@ def outer_reads(block: Block) -> list[str]:
     return list(reads)
 
 
-def differentiated_run(g, replay: Block, outputs: list[str], cond: str | None = None) -> list[OpDesc]:
-    """A conditional_block running ``replay`` (on ``cond``, else always) and writing ``outputs``, then its grad
-    ops from conditional_block's own maker."""
+def differentiated_run(g, replay: Block, outputs: list[str], conds: list[str] | None = None,
+                       scalar: bool = True) -> list[OpDesc]:
+    """A conditional_block running ``replay`` (on ``conds``, a scalar condition or, not ``scalar``, tensors that
+    must all hold an element; else always) and writing ``outputs``, then its grad ops from conditional_block's own
+    maker."""
     ops = []
-    if cond is None:
-        cond = g.block.create_var(Replay(replay).unique("always"), [1], VarType.BOOL).name
-        ops.append(OpDesc("fill_constant", {}, {"Out": [cond]}, {"shape": [1], "dtype": int(VarType.BOOL),
+    if conds is None:
+        conds = [g.block.create_var(Replay(replay).unique("always"), [1], VarType.BOOL).name]
+        ops.append(OpDesc("fill_constant", {}, {"Out": conds}, {"shape": [1], "dtype": int(VarType.BOOL),
                                                                   "value": 1.0}))
     scope = Replay(g.block).var("scope", VarType.STEP_SCOPES, None)
-    run = OpDesc("conditional_block", {"Cond": [cond], "Input": outer_reads(replay)},
-                 {"Out": outputs, "Scope": [scope]}, {"is_scalar_condition": True})
+    run = OpDesc("conditional_block", {"Cond": list(conds), "Input": outer_reads(replay)},
+                 {"Out": outputs, "Scope": [scope]}, {"is_scalar_condition": scalar})
     run.set_attr("sub_block", replay.idx, AttrType.BLOCK)
     return [*ops, run, *get("conditional_block").grad(g.for_op(run))]
 
@@ -206,8 +220,12 @@ def differentiated_run(g, replay: Block, outputs: list[str], cond: str | None = 
 def _conditional_block_grad(g) -> list[OpDesc]:
     """d(conditional_block_grad): the branch's forward and backward blocks replayed in a conditional_block
     on the same condition, differentiated as a branch."""
-    if not g.attr("is_scalar_condition"):
-        raise GradError("conditional_block_grad: gradc differentiates twice only branches on a scalar condition")
+    overwritten = sorted(set(g.I("Out@GRAD")) & set(g.O("Input@GRAD")) - {EMPTY_VAR})
+    if overwritten:   # a branch writing a value it had before: its grad passes through in place where it does not run
+        raise GradError(f"conditional_block_grad: gradc does not differentiate twice a branch that writes a value it "
+                        f"had before (the grad op overwrites its grad {overwritten[0]}, which the replay would read): "
+                        f"write the branch's result to a new var (nested in a replayed block, such a branch is "
+                        f"differentiated twice)")
     program = g.block.program
     backward = program.blocks[g.attr("sub_block")]
     forward = program.blocks[backward.forward_block_idx]
@@ -220,7 +238,7 @@ def _conditional_block_grad(g) -> list[OpDesc]:
             replay.op("assign", {"X": [inner]}, {"Out": [grad]}) if inner else \
                 replay.op("fill_any_like", {"X": [var]}, {"Out": [grad]}, {"value": 0.0, "dtype": -1})
             outputs.append(grad)
-    return differentiated_run(g, replay.block, outputs, cond=g.I("Cond")[0])
+    return differentiated_run(g, replay.block, outputs, g.I("Cond"), bool(g.attr("is_scalar_condition")))
 
 
 # a grad op: the backward pass sees it through its inputs and outputs, not the names its block uses; the
