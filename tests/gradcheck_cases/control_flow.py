@@ -96,6 +96,20 @@ def _overwriting_branch(inner: float, reads_it: bool):
             "loss": loss, "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
 
 
+def _loops_in_a_row():
+    """h = x; twice: h = tanh(h @ w); then twice: h = sigmoid(h @ v): the second loop starts from the first's
+    result, and the first's while_grad from the grad the second's wrote."""
+    net = Net()
+    x, w, v = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("v", [3, 3])
+    h, n = net.copy(x), net.constant(2)
+    for step in (lambda h: net.tanh(net.matmul(h, w)), lambda h: net.sigmoid(net.matmul(h, v))):
+        net.while_loop(lambda i, h: net.less_than(i, n), lambda i, h, step=step: [net.increment(i), step(h)],
+                       [net.constant(0), h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    return {"program": net.program, "feed": {"x": randn(2, 3)}, "loss": loss, "wrt": ["x", "w", "v"],
+            "params": {"w": 0.5 * randn(3, 3), "v": randn(3, 3)}}
+
+
 def _tensor_condition(runs: bool, nested: bool):
     """A branch on a non-scalar condition c (it runs when c holds an element): out = tanh(x @ w2) * sigmoid(x @ w1)
     into a new var (c of 2 elements); ``nested`` in a cond's branch, h = x @ w1 overwritten in place by
@@ -288,4 +302,5 @@ CASES = [
     *[Case("conditional_block_grad", {}, {"nested": "cond on a tensor", "runs": runs},
            program=lambda runs=runs: _penalty_of(_tensor_condition(runs, nested=True))) for runs in (True, False)],
     Case("while_grad", {}, {"nested": "pylayer"}, program=lambda: _penalty_of(_pylayer_in_while())),
+    Case("while_grad", {}, {"loops": "two in a row"}, program=lambda: _penalty_of(_loops_in_a_row())),
 ]

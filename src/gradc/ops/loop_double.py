@@ -48,14 +48,22 @@ def _loop(parent: Replay, condition: str, body: Block, is_test: bool) -> None:
 
 def _value_before(replay: Replay, ops: list[OpDesc], name: str, at: int, seen: dict) -> str:
     """The value ``name`` had before op ``at`` of ``ops``: the name itself if no op from there on writes it,
-    else its last writer run again (its inputs found the same way) into a fresh var."""
+    else its last writer run again (its inputs found the same way) into a fresh var: control flow too (an earlier
+    loop over the same var, the grad of a later loop, after its loop)."""
     if not any(name in op.output_names() for op in ops[at:]):
         return name
     if (name, at) not in seen:
         idx = next((i for i in range(at - 1, -1, -1) if name in ops[i].output_names()), None)
-        if idx is None or any(True for _ in ops[idx].block_refs()):
+        if idx is None:
             raise GradError(f"while_grad: the value '{name}' had before the loop is gone (the loop overwrites it, "
                             f"and no op of the block set it): start the loop from a copy, e.g. h = assign(x)")
+        if ops[idx].type == "while_grad":   # its replay starts from its loop's copy: that loop first
+            body = replay.block.program.blocks[ops[idx].attr("sub_block")].forward_block_idx
+            loop = next((i for i in range(idx) if ops[i].type == "while" and ops[i].attrs.get("sub_block") == body),
+                        None)
+            if loop is not None and body not in replay.loops:
+                replay.copy_ops([ops[loop]], {n: _value_before(replay, ops, n, loop, seen)
+                                              for n in ops[loop].input_names()})
         reads = {n: _value_before(replay, ops, n, idx, seen) for n in ops[idx].input_names()}
         seen[(name, at)] = replay.copy_ops([ops[idx]], reads)[name]
     return seen[(name, at)]
