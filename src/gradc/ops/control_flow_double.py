@@ -61,11 +61,13 @@ class Replay:
     def copy_ops(self, ops: list[OpDesc], reads: dict[str, str], writes: dict[str, str] | None = None) -> dict:
         """Copies of ``ops``: a read of a name in ``reads`` reads its var here; a write of a name in ``writes``
         writes that var (in place), any other write a fresh var. Returns ``reads`` with the fresh names. A
-        nested branch is copied with a copy of its block; a nested branch's grad op is replayed (below)."""
+        nested branch is copied with a copy of its block, a nested pylayer inline (INLINED); a nested branch's grad
+        op is replayed (below)."""
         reads = dict(reads)
         for op in ops:
-            if op.type in GRAD_REPLAYS or op.type in INLINED:
-                {**GRAD_REPLAYS, **INLINED}[op.type](self, op, reads)
+            replayer = GRAD_REPLAYS.get(op.type) or INLINED.get(op.type)
+            if replayer is not None:
+                replayer(self, op, reads)
                 continue
             if op.type == "while":
                 self._copy_loop(op, reads)
@@ -138,9 +140,6 @@ class Replay:
         renamed = inner.copy_ops(forward.ops + backward.ops, as_read)
         computed = {n for grad_op in backward.ops for n in grad_op.output_names()}
         conds, scalar = [reads.get(c, c) for c in op.input("Cond")], bool(op.attrs.get("is_scalar_condition"))
-        mask = self.var("mask", VarType.INT32)
-        self.op("cast", {"X": [conds[0] if scalar else self._ran(conds)]}, {"Out": [mask]},
-                {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
         results, picks, through = [], [], []
         passed = dict(zip(op.input("Out"), op.input("Out@GRAD")))
         for var, grad in zip(op.input("Input"), op.output("Input@GRAD")):
@@ -165,10 +164,13 @@ class Replay:
                       {"Out": results, "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
                       {"is_scalar_condition": scalar})
         run.set_attr("sub_block", inner.block.idx, AttrType.BLOCK)
+        if picks:
+            mask = self.var("mask", VarType.INT32)
+            self.op("cast", {"X": [conds[0] if scalar else self._ran(conds)]}, {"Out": [mask]},
+                    {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
         for grad, zero, ran in picks:
             reads[grad] = self.fresh(grad)
             self.op("select_input", {"X": [zero, ran], "Mask": [mask]}, {"Out": [reads[grad]]})
-
 
     def _ran(self, conds: list[str]) -> str:
         """Whether a branch on the non-scalar condition ``conds`` runs (each of them holds an element), as a bool
