@@ -8,7 +8,8 @@ import gradc
 from gradc.errors import GradError
 from gradc.gradcheck import check_program
 from gradc.ir import AttrType, VarType
-from gradcheck_cases.control_flow import _penalty_of, _pylayer_in_cond
+from gradcheck_cases.control_flow import _penalty_of
+from gradcheck_cases.control_flow_double import _pylayer_in_cond
 from programs import Net, _reads
 
 rng = np.random.default_rng(4)

@@ -31,12 +31,13 @@ class GradContext:
     ``grad_of`` names the grad of a var (``v@GRAD``; another name where a backward already took it).
     """
 
-    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block", "grad_of", "_shape", "block")
+    __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block", "grad_of", "_shape", "block",
+                 "_earlier")
 
     def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
                  new_tmp: Callable[[str], str], backward_block: Callable | None = None,
                  grad_of: Callable[[str], str] = grad_name, shape: Callable[[str], list[int] | None] | None = None,
-                 block=None):
+                 block=None, earlier=None):
         self.fwd = fwd
         self.opdef = opdef
         self._wants_grad = wants_grad
@@ -45,11 +46,25 @@ class GradContext:
         self.grad_of = grad_of
         self._shape = shape
         self.block = block   # the block the grad ops go into (control-flow makers add blocks to its program)
+        self._earlier = earlier   # gradc.backward.emit.Earlier: values before an earlier op, and their grads
 
     def for_op(self, fwd: OpDesc) -> GradContext:
         """The context of another forward op in the same backward (an op a maker builds and differentiates)."""
         return GradContext(fwd, get_opdef(fwd.type), self._wants_grad, self._new_tmp, self._backward_block,
-                           self.grad_of, self._shape, self.block)
+                           self.grad_of, self._shape, self.block, self._earlier)
+
+    def value_before(self, name: str, op: OpDesc) -> str:
+        """A copy of the value ``name`` holds just before the earlier forward op ``op`` of this block (made
+        there, its grad wanted where the value's is), for a grad op that reads a value that op overwrites;
+        add_grad_before gives its grad back."""
+        if self._earlier is None:
+            raise GradError(f"op '{self.fwd.type}': this backward pass keeps no values of earlier ops")
+        return self._earlier.value_before(name, op)
+
+    def add_grad_before(self, name: str, op: OpDesc, grad: str) -> None:
+        """Add ``grad`` to the grad of the value ``name`` held just before forward op ``op``: where the reverse
+        pass has gone past ``op``."""
+        self._earlier.add_grad_before(name, op, grad)
 
     def I(self, slot: str) -> list[str]:  # noqa: E743 - the seeds' names
         return self.fwd.input(slot)

@@ -18,6 +18,28 @@ def zeros_like(var: str, grad: str) -> OpDesc:
     return OpDesc("fill_any_like", {"X": [var]}, {"Out": [grad]}, {"value": 0.0, "dtype": -1})
 
 
+class Earlier:
+    """For makers whose grad op reads a value an earlier forward op overwrote (GradContext.value_before): a copy of
+    it made before that op, and the grads of those copies, added to the value's grad once the reverse pass has
+    gone past that op (its grad ops, and its outputs' grads forgotten)."""
+
+    def __init__(self, job: BlockBackward):
+        self.job = job
+        self.later: dict[int, list[tuple[str, str]]] = {}   # forward op index -> (var, grad of its value before)
+
+    def _index(self, op: OpDesc) -> int:
+        return next(idx for idx, fwd in enumerate(self.job.forward_ops) if fwd is op)
+
+    def value_before(self, name: str, op: OpDesc) -> str:
+        copy = self.job.versions.save(self.job.forward_block, self._index(op) - 1, name)
+        if name in self.job.path.wants_grad:   # the copy's grad is the value's: wanted alike
+            self.job.path.wants_grad.add(copy)
+        return copy
+
+    def add_grad_before(self, name: str, op: OpDesc, grad: str) -> None:
+        self.later.setdefault(self._index(op), []).append((name, grad))
+
+
 def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     """The backward ops of ``job``, wired together. Copies of forward values that are overwritten
     later go into the forward block."""
@@ -62,13 +84,14 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     wants = path.wants_grad.__contains__
     on_path = set(path.op_indices)
     stale_reads = versions.may_be_stale(job.forward_block)
+    earlier = Earlier(job)
     for idx in range(len(forward_ops) - 1, -1, -1):
         fwd = forward_ops[idx]
         opdef = registry.get(fwd.type)
         written = set()
         if idx in on_path:
             prepare_forward(job.forward_block, idx, fwd, opdef)
-            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, names, shape, block)
+            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, names, shape, block, earlier)
             try:
                 grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
             except IndexError:
@@ -88,6 +111,9 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 grad = names(name)
                 if grad not in written:
                     acc.forget(grad)
+        for name, grad in earlier.later.pop(idx, ()):   # the grad of a value before this op, from a later grad op
+            if wants(name):
+                append(OpDesc("assign", {"X": [grad]}, {"Out": [names(name)]}))
     emitted.extend(acc.remaining_sums())
     for name in job.required:
         if not acc.is_written(name):

@@ -119,6 +119,10 @@ class Versions:
                     if (writes.get(name, _UNWRITTEN)[1] > at) if writes is not None else self.stale(block, at, name):
                         args[pos] = self._save(block, at, name)
 
+    def save(self, block: Block, idx: int, name: str) -> str:
+        """A copy of ``name`` made right after op ``idx`` of ``block`` (-1: at its start), inserted with the others."""
+        return self._save(block, idx, name)
+
     def _save(self, block: Block, idx: int, name: str) -> str:
         key = (block.idx, idx, name)
         if key not in self.saves:

@@ -46,14 +46,18 @@ def _loop(parent: Replay, condition: str, body: Block, is_test: bool) -> None:
     op.set_attr("sub_block", body.idx, AttrType.BLOCK)
 
 
-def _value_before(replay: Replay, ops: list[OpDesc], name: str, at: int, seen: dict) -> str:
+def _value_before(replay: Replay, ops: list[OpDesc], name: str, at: int, seen: dict, keep=None) -> str:
     """The value ``name`` had before op ``at`` of ``ops``: the name itself if no op from there on writes it,
     else its last writer run again (its inputs found the same way) into a fresh var: control flow too (an earlier
-    loop over the same var, the grad of a later loop, after its loop)."""
+    loop over the same var, the grad of a later loop, after its loop). Where no op of the block set it (a fed var,
+    a parameter), ``keep(name, at)``: a copy made before op ``at``."""
     if not any(name in op.output_names() for op in ops[at:]):
         return name
     if (name, at) not in seen:
         idx = next((i for i in range(at - 1, -1, -1) if name in ops[i].output_names()), None)
+        if idx is None and keep is not None:
+            seen[(name, at)] = keep(name, at)
+            return seen[(name, at)]
         if idx is None:
             raise GradError(f"while_grad: the value '{name}' had before the loop is gone (the loop overwrites it, "
                             f"and no op of the block set it): start the loop from a copy, e.g. h = assign(x)")
@@ -62,9 +66,9 @@ def _value_before(replay: Replay, ops: list[OpDesc], name: str, at: int, seen: d
             loop = next((i for i in range(idx) if ops[i].type == "while" and ops[i].attrs.get("sub_block") == body),
                         None)
             if loop is not None and body not in replay.loops:
-                replay.copy_ops([ops[loop]], {n: _value_before(replay, ops, n, loop, seen)
+                replay.copy_ops([ops[loop]], {n: _value_before(replay, ops, n, loop, seen, keep)
                                               for n in ops[loop].input_names()})
-        reads = {n: _value_before(replay, ops, n, idx, seen) for n in ops[idx].input_names()}
+        reads = {n: _value_before(replay, ops, n, idx, seen, keep) for n in ops[idx].input_names()}
         seen[(name, at)] = replay.copy_ops([ops[idx]], reads)[name]
     return seen[(name, at)]
 
@@ -155,11 +159,22 @@ def _while_grad(g) -> list[OpDesc]:
         raise GradError("while_grad: its while op is not in its block (the replay starts from the loop's state)")
     loop, top, seen = ops[start], Replay(program.append_block(g.block.idx), body, backward), {}
     state = list(dict.fromkeys([n for n in loop.input("X") if n in loop.output("Out")] + loop.input("Condition")))
-    initial = {v: _value_before(top, ops, v, start, seen) for v in state}
+    copies: dict[str, tuple[str, OpDesc]] = {}
+
+    def keep(name: str, before: int) -> str:
+        """A value no op of the block set (a fed var the loop overwrites): copied before that op, its grad given
+        back there."""
+        copy = g.value_before(name, ops[before])
+        copies[copy] = (name, ops[before])
+        return copy
+
+    initial = {v: _value_before(top, ops, v, start, seen, keep) for v in state}
     given = {k: _value_before(top, ops, k, at, seen) for k in g.fwd.input("Out@GRAD")}
     grads = _replayed_grads(top, loop, backward, g.fwd, initial, given)
     for out, var in grads.items():
         top.op("assign", {"X": [var]}, {"Out": [out]})
+    for copy, (name, op) in copies.items():
+        g.add_grad_before(name, op, g.grad_of(copy))
     return differentiated_run(g, top.block, list(grads))
 
 

@@ -1,0 +1,154 @@
+"""Second derivatives through control flow beyond control_flow.py's: a nested branch overwriting a value it had
+before, a pylayer nested in a cond's branch and a while's body, branches on a non-scalar condition, two loops in a
+row, a loop over a fed var (its value before the loop kept by a copy the backward makes). Each a whole program
+differentiated twice (control_flow._penalty_of), checked end to end with check_program."""
+
+import numpy as np
+
+from gradc.ir import AttrType, VarType
+from programs import Net, _reads
+
+from . import Case, rng
+from .control_flow import _penalty_of
+
+r = rng(13)
+
+
+def randn(*shape):
+    return r.standard_normal(shape)
+
+
+def _overwriting_branch(inner: float, reads_it: bool):
+    """out = cond(flag > 0, 2 h, sigmoid(x @ w2)), h = x @ w1 in the outer branch, then overwritten in place by a
+    nested branch (if inner > 0) with tanh(h) (``reads_it``) or tanh(x @ w2): where it does not run, h keeps its
+    value."""
+    net = Net()
+    x, f, g = net.data("x", [2, 3]), net.data("flag", [1]), net.data("inner", [1])
+    w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+
+    def outer_branch():
+        h = net.matmul(x, w1)
+        inner_pred = net.greater_than(g, net.constant(0.0, dtype=VarType.FP64))
+        with net.sub_block() as body:
+            net.assign(net.tanh(h if reads_it else net.matmul(x, w2)), h)
+        op = net.block.append_op("conditional_block", {"Cond": [inner_pred], "Input": _reads(body)},
+                                 {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+        op.set_attr("sub_block", body.idx, AttrType.BLOCK)
+        return net.scale(h, scale=2.0)
+
+    out = net.cond(pred, outer_branch, lambda: net.sigmoid(net.matmul(x, w2)))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([1.0]), "inner": np.array([inner])},
+            "loss": loss, "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
+def _tanh_layer(net: Net, z: str) -> str:
+    """tanh(z) through a pylayer whose backward block reads the forward's tanh: g (1 - y^2)."""
+    saved = {}
+
+    def forward(z):
+        saved["y"] = net.tanh(z)
+        return saved["y"]
+
+    def backward(g):
+        return net.elementwise_mul(g, net.scale(net.elementwise_mul(saved["y"], saved["y"]), scale=-1.0, bias=1.0))
+
+    return net.pylayer(forward, [z], backward)[0]
+
+
+def _pylayer_in_cond(flag: float):
+    """out = cond(flag > 0, layer(x @ w1), sigmoid(x @ w2)), layer a pylayer of tanh."""
+    net = Net()
+    x, f, w1, w2 = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    out = net.cond(pred, lambda: _tanh_layer(net, net.matmul(x, w1)), lambda: net.sigmoid(net.matmul(x, w2)))
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([flag])}, "loss": loss,
+            "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
+def _pylayer_in_while():
+    """h = x; twice: h = layer(h @ w) + b, layer a pylayer of tanh; loss = mean(h * h)."""
+    net = Net()
+    x, w, b = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("b", [3])
+    i, n = net.constant(0), net.constant(2)
+    h = net.copy(x)
+    net.while_loop(lambda i, h: net.less_than(i, n),
+                   lambda i, h: [net.increment(i), net.elementwise_add(_tanh_layer(net, net.matmul(h, w)), b)], [i, h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    return {"program": net.program, "feed": {"x": randn(2, 3)}, "loss": loss, "wrt": ["x", "w", "b"],
+            "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
+
+
+def _tensor_condition(runs: bool, nested: bool):
+    """A branch on a non-scalar condition c (it runs when c holds an element): out = tanh(x @ w2) * sigmoid(x @ w1)
+    into a new var (c of 2 elements); ``nested`` in a cond's branch, h = x @ w1 overwritten in place by
+    tanh(x @ w2) * h where c holds an element (2 or none), out = 2 h."""
+    net = Net()
+    x, c, f = net.data("x", [2, 3]), net.data("c", [-1]), net.data("flag", [1])
+    w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
+
+    def branch(h=None):
+        with net.sub_block() as body:
+            result = net.elementwise_mul(net.tanh(net.matmul(x, w2)), h or net.sigmoid(net.matmul(x, w1)))
+            h = h or net.tmp([2, 3], block=body.parent)
+            net.assign(result, h)
+        op = net.block.append_op("conditional_block", {"Cond": [c], "Input": _reads(body)},
+                                  {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": False})
+        op.set_attr("sub_block", body.idx, AttrType.BLOCK)
+        return h
+
+    if nested:
+        pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+        out = net.cond(pred, lambda: net.scale(branch(net.matmul(x, w1)), scale=2.0),
+                       lambda: net.sigmoid(net.matmul(x, w2)))
+    else:
+        out = branch()
+    loss = net.mean(net.elementwise_mul(out, out))
+    return {"program": net.program, "loss": loss, "wrt": ["x", "w1", "w2"],
+            "feed": {"x": randn(2, 3), "c": randn(2 if runs else 0), "flag": np.array([1.0])},
+            "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
+def _loops_in_a_row():
+    """h = x; twice: h = tanh(h @ w); then twice: h = sigmoid(h @ v): the second loop starts from the first's
+    result, and the first's while_grad from the grad the second's wrote."""
+    net = Net()
+    x, w, v = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("v", [3, 3])
+    h, n = net.copy(x), net.constant(2)
+    for step in (lambda h: net.tanh(net.matmul(h, w)), lambda h: net.sigmoid(net.matmul(h, v))):
+        net.while_loop(lambda i, h: net.less_than(i, n), lambda i, h, step=step: [net.increment(i), step(h)],
+                       [net.constant(0), h])
+    loss = net.mean(net.elementwise_mul(h, h))
+    return {"program": net.program, "feed": {"x": randn(2, 3)}, "loss": loss, "wrt": ["x", "w", "v"],
+            "params": {"w": 0.5 * randn(3, 3), "v": randn(3, 3)}}
+
+
+def _loop_over_a_fed_var(n_iter: int):
+    """n_iter times: x = tanh(x @ w) + b, x itself the loop var (no op sets it before the loop); loss = mean(x * x)."""
+    net = Net()
+    x, w, b = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("b", [3])
+    n = net.constant(n_iter)
+    net.while_loop(lambda i, h: net.less_than(i, n),
+                   lambda i, h: [net.increment(i), net.elementwise_add(net.tanh(net.matmul(h, w)), b)],
+                   [net.constant(0), x])
+    loss = net.mean(net.elementwise_mul(x, x))
+    return {"program": net.program, "feed": {"x": randn(2, 3)}, "loss": loss, "wrt": ["x", "w", "b"],
+            "params": {"w": 0.5 * randn(3, 3), "b": randn(3)}}
+
+
+CASES = [
+    *[Case("conditional_block_grad", {}, {"nested": "cond overwriting h", "reads h": reads_it, "inner": inner > 0},
+           program=lambda inner=inner, reads_it=reads_it: _penalty_of(_overwriting_branch(inner, reads_it)))
+      for reads_it in (True, False) for inner in (1.0, -1.0)],
+    Case("conditional_block_grad", {}, {"nested": "pylayer"}, program=lambda: _penalty_of(_pylayer_in_cond(1.0))),
+    Case("conditional_block_grad", {}, {"condition": "tensor"},
+         program=lambda: _penalty_of(_tensor_condition(runs=True, nested=False))),
+    *[Case("conditional_block_grad", {}, {"nested": "cond on a tensor", "runs": runs},
+           program=lambda runs=runs: _penalty_of(_tensor_condition(runs, nested=True))) for runs in (True, False)],
+    Case("while_grad", {}, {"nested": "pylayer"}, program=lambda: _penalty_of(_pylayer_in_while())),
+    Case("while_grad", {}, {"loops": "two in a row"}, program=lambda: _penalty_of(_loops_in_a_row())),
+    *[Case("while_grad", {}, {"loop var": "fed", "iterations": n},
+           program=lambda n=n: _penalty_of(_loop_over_a_fed_var(n))) for n in (2, 0)],
+]
