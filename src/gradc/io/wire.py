@@ -22,6 +22,7 @@ from .wire_values import (
     as_int,
     as_text,
     length_prefixed,
+    text_field,
     varint,
 )
 
@@ -35,7 +36,8 @@ _FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_
 
 _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
-_ENUM_VALUE = (int, VarType)   # a dtype's Python types the enum field takes as they are (not 5.0)
+_ENUM_VALUE = (int, VarType)
+_DENSE_TENSOR = VarType.DENSE_TENSOR   # a dtype's Python types the enum field takes as they are (not 5.0)
 
 
 class Encoder:
@@ -46,6 +48,7 @@ class Encoder:
         self._args: dict[str, bytes] = {}     # var names, as a Var's field 2
         self._types: dict[str, bytes] = {}    # op types, as an OpDesc's field 3
         self._attrs: dict[tuple, bytes] = {}
+        self._attr_heads: dict[tuple, bytes] = {}   # (name, type) -> an OpDesc.Attr's fields 1 and 2
         self._var_bodies: dict[tuple, bytes] = {}   # a dense var's fields after its name
         self._held: list = []   # float lists cached by identity stay alive (their ids unique) during the save
 
@@ -73,64 +76,52 @@ class Encoder:
 
     def block(self, block: Block) -> bytes:
         parts = [b"\x08" + as_int(block.idx, INT32), b"\x10" + as_int(block.parent_idx, INT32)]
-        small, var, op = SMALL, self.var, self.op
+        append, small, framed_var, op = parts.append, SMALL, self.framed_var, self.op
         for item in block.vars.values():
-            body = var(item)
-            size = len(body)
-            parts.append(b"\x1a" + (small[size] if size < 128 else varint(size)) + body)
+            append(framed_var(item))
         for item in block.ops:
             body = op(item)
             size = len(body)
-            parts.append(b"\x22" + (small[size] if size < 128 else varint(size)) + body)
+            append(b"\x22" + (small[size] if size < 128 else varint(size)) + body)
         if block.forward_block_idx is not None:
             parts.append(b"\x28" + as_int(block.forward_block_idx, INT32))
         return b"".join(parts)
 
     # ------------------------------------------------------------ var
-    def var(self, var: VarDesc) -> bytes:
+    def framed_var(self, var: VarDesc) -> bytes:
+        """The var as the BlockDesc's field 3: tag, length, then its bytes. Hot: the common var, a dense tensor, is
+        written here, its name's field also cached as an op's argument (the ops after it write that name)."""
         try:
-            return self.plain_var(var)
+            if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs:
+                name = var.name
+                if type(name) is not str:
+                    raise Unusual
+                encoded = name.encode()
+                size = len(encoded)
+                named = (SMALL[size] if size < 128 else varint(size)) + encoded
+                self._args[name] = b"\x12" + named
+                body = self._dense_body(var)
+                size = 1 + len(named) + len(body)
+                return b"".join((b"\x1a", SMALL[size] if size < 128 else varint(size), b"\x0a", named, body))
+            return length_prefixed(b"\x1a", self._var(var))
         except (Unusual, TypeError, ValueError, UnicodeError):
-            return _by_message(var)
+            return length_prefixed(b"\x1a", _by_message(var))
 
     def plain_var(self, var: VarDesc) -> bytes:
         """The var's bytes, or Unusual (or TypeError, ...) where the message path must write it."""
-        if var.raw_type is None and var.type == VarType.DENSE_TENSOR and var.dtype is not None and not var.attrs:
-            return self._dense(var)
+        if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs:
+            return length_prefixed(b"\x0a", as_text(var.name)) + self._dense_body(var)
         return self._var(var)
 
-    def _dense(self, var: VarDesc) -> bytes:
-        """The common var, a dense tensor: its body after the name, keyed by values and their exact types."""
-        if type(var.name) is not str:
-            raise Unusual
-        name = var.name.encode()
+    def _dense_body(self, var: VarDesc) -> bytes:
+        """A dense tensor var's fields after its name, keyed by their values and those values' exact types."""
         values = (var.dtype, var.lod_level, var.persistable, var.need_check_feed, var.is_parameter,
                   var.stop_gradient, *(var.shape or ()))
         key = (values, tuple(map(type, values)))
         body = self._var_bodies.get(key)
         if body is None:
-            body = self._var_bodies[key] = self._dense_body(var)
-        return b"\x0a" + (SMALL[len(name)] if len(name) < 128 else varint(len(name))) + name + body
-
-    @staticmethod
-    def _dense_body(var: VarDesc) -> bytes:
-        """A dense tensor var's fields after its name."""
-        if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
-            raise Unusual
-        dims = b"".join([b"\x10" + (SMALL[d] if type(d) is int and 0 <= d < 128 else as_int(d, INT64))
-                         for d in var.shape or ()])
-        tensor = b"\x08" + varint(int(var.dtype)) + dims
-        dense = b"\x0a" + varint(len(tensor)) + tensor
-        dense += b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
-        kind = b"\x08\x07\x1a" + varint(len(dense)) + dense
-        parts = [b"\x12", varint(len(kind)), kind]
-        for tag, value in ((b"\x18", var.persistable), (b"\x20", var.need_check_feed), (b"\x28", var.is_parameter),
-                           (b"\x30", var.stop_gradient)):
-            if value is not None:
-                if type(value) is not bool:
-                    raise Unusual
-                parts.append(tag + (b"\x01" if value else b"\x00"))
-        return b"".join(parts)
+            body = self._var_bodies[key] = _new_dense_body(var)
+        return body
 
     def _var(self, var: VarDesc) -> bytes:
         parts = [length_prefixed(b"\x0a", as_text(var.name))]
@@ -210,9 +201,7 @@ class Encoder:
             encoded = self._attrs.get(key)
             if encoded is not None:
                 return encoded
-        if kind not in _ATTR_TYPES:
-            raise Unusual
-        body = length_prefixed(b"\x0a", as_text(name)) + b"\x10" + varint(kind)
+        body = self._attr_heads.get((name, kind)) or self._attr_head(name, kind)
         if value is not None:
             if kind in LIST_FIELDS:
                 if not listed:
@@ -232,6 +221,34 @@ class Encoder:
         return encoded
 
 
+    def _attr_head(self, name: str, kind: int) -> bytes:
+        """An OpDesc.Attr's name and type fields, which every value of that attribute starts with."""
+        if kind not in _ATTR_TYPES:
+            raise Unusual
+        head = self._attr_heads[(name, kind)] = text_field(b"\x0a", name) + b"\x10" + varint(kind)
+        return head
+
+
+def _new_dense_body(var: VarDesc) -> bytes:
+    """A dense tensor var's fields after its name."""
+    if type(var.dtype) not in _ENUM_VALUE or var.dtype not in _VAR_TYPES:
+        raise Unusual
+    dims = b"".join([b"\x10" + (SMALL[d] if type(d) is int and 0 <= d < 128 else as_int(d, INT64))
+                     for d in var.shape or ()])
+    tensor = b"\x08" + varint(int(var.dtype)) + dims
+    dense = b"\x0a" + varint(len(tensor)) + tensor
+    dense += b"" if var.lod_level is None else b"\x10" + as_int(var.lod_level, INT32)
+    kind = b"\x08\x07\x1a" + varint(len(dense)) + dense
+    parts = [b"\x12", varint(len(kind)), kind]
+    for tag, value in ((b"\x18", var.persistable), (b"\x20", var.need_check_feed), (b"\x28", var.is_parameter),
+                       (b"\x30", var.stop_gradient)):
+        if value is not None:
+            if type(value) is not bool:
+                raise Unusual
+            parts.append(tag + (b"\x01" if value else b"\x00"))
+    return b"".join(parts)
+
+
 def _by_message(item: VarDesc | OpDesc) -> bytes:
     """A var or op the plain encoder leaves, written through protobuf's message (imported only then)."""
     from ..proto import framework_pb2 as pb
@@ -242,7 +259,7 @@ def _by_message(item: VarDesc | OpDesc) -> bytes:
 
 
 def _cached(cache: dict, tag: bytes, text) -> bytes:
-    encoded = cache[text] = length_prefixed(tag, as_text(text))
+    encoded = cache[text] = text_field(tag, text)
     return encoded
 
 

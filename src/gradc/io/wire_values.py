@@ -84,10 +84,17 @@ def as_text(value) -> bytes:
     return value.encode("utf-8")
 
 
+def text_field(tag: bytes, value) -> bytes:
+    """A string field: tag, length, UTF-8 bytes (inline: a program's names pass here once each)."""
+    if type(value) is not str:
+        raise Unusual
+    data = value.encode("utf-8")
+    size = len(data)
+    return tag + (SMALL[size] if size < 128 else varint(size)) + data
+
+
 def string_field(tag: bytes):
-    def encode(value) -> bytes:
-        return length_prefixed(tag, as_text(value))
-    return encode
+    return lambda value: text_field(tag, value)
 
 
 # AttrType -> (encode one value to its tagged field(s), is repeated); SCALAR(S) go the message way
