@@ -89,28 +89,6 @@ def _int32_at(data: bytes, pos: int) -> tuple[int, int]:
     return (value - 2**64 if value >= 2**31 else value), pos
 
 
-def _slot(data: bytes, pos: int, end: int) -> tuple[str, list[str]]:
-    """An OpDesc.Var: the parameter (field 1), then its arguments (field 2). Hot: the common case (a length
-    under 128) is read inline; a name that is not UTF-8 (protobuf gives its bytes) is the reference's."""
-    if data[pos] != 0x0A:
-        raise _Unusual
-    size = data[pos + 1]
-    size, pos = (size, pos + 2) if size < 128 else read_varint(data, pos + 1)
-    slot = data[pos:pos + size].decode()
-    pos += size
-    args = []
-    while pos < end:
-        if data[pos] != 0x12:
-            raise _Unusual
-        size = data[pos + 1]
-        size, pos = (size, pos + 2) if size < 128 else read_varint(data, pos + 1)
-        args.append(data[pos:pos + size].decode())
-        pos += size
-    if pos != end:
-        raise _Unusual
-    return slot, args
-
-
 class Reader:
     """One load: the var bodies and attribute runs converted so far."""
 
@@ -132,7 +110,7 @@ class Reader:
                 if pos + size > end:
                     raise _Refused
                 if tag == 0x1A:
-                    var = self.var(data[pos:pos + size])
+                    var = self.var_at(data, pos, pos + size)
                     block_vars[var.name] = var
                 else:
                     ops.append(self.op(data[pos:pos + size]))
@@ -150,17 +128,22 @@ class Reader:
 
     def var(self, data: bytes, msg=None) -> VarDesc:
         """The VarDesc ``data`` holds (``msg``: the same, parsed by protobuf, where the caller has it)."""
-        size = data[1] if len(data) > 1 and data[0] == 0x0A else 128
-        head = 2 + size
-        if size >= 128 or head > len(data):   # a long name, or none first: the reference converter
-            return _reference_var(data, msg)
+        return self.var_at(data, 0, len(data), msg)
+
+    def var_at(self, data: bytes, pos: int, end: int, msg=None) -> VarDesc:
+        """The VarDesc in ``data[pos:end]``: a block's var is read in place, its body the one slice made."""
+        size = data[pos + 1] if end - pos > 1 and data[pos] == 0x0A else 128
+        head = pos + 2 + size
+        if size >= 128 or head > end:   # a long name, or none first: the reference converter
+            return _reference_var(data[pos:end], msg)
         try:
-            name = data[2:head].decode()
+            name = data[pos + 2:head].decode()
         except UnicodeDecodeError:   # protobuf gives such a name as its bytes: the reference converter does
-            return _reference_var(data, msg)
-        body = data[head:]
+            return _reference_var(data[pos:end], msg)
+        body = data[head:end]
         known = self._var_bodies.get(body)
         if known is None:
+            data = data[pos:end]
             ref = self.plain.var(name, body, data) if msg is None else None
             if ref is None:
                 ref = _reference_var(data, msg)
@@ -193,11 +176,27 @@ class Reader:
         run = None
         while pos < size:   # fields in number order, as protobuf writes them: inputs, outputs, type, attrs
             tag = data[pos]
-            if tag == 0x0A or tag == 0x12:
-                length, pos = read_varint(data, pos + 1)
-                slot, args = _slot(data, pos, pos + length)
-                (inputs if tag == 0x0A else outputs)[slot] = args
+            if tag == 0x0A or tag == 0x12:   # an OpDesc.Var, read inline (hot): its parameter, then its arguments
+                length = data[pos + 1]
+                length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
+                end = pos + length
+                if data[pos] != 0x0A:
+                    raise _Unusual
+                length = data[pos + 1]
+                length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
+                slot = data[pos:pos + length].decode()
                 pos += length
+                args = []
+                while pos < end:
+                    if data[pos] != 0x12:
+                        raise _Unusual
+                    length = data[pos + 1]
+                    length, pos = (length, pos + 2) if length < 128 else read_varint(data, pos + 1)
+                    args.append(data[pos:pos + length].decode())
+                    pos += length
+                if pos != end:
+                    raise _Unusual
+                (inputs if tag == 0x0A else outputs)[slot] = args
             elif tag == 0x1A:
                 length, pos = read_varint(data, pos + 1)
                 op.type = data[pos:pos + length].decode()
