@@ -119,6 +119,28 @@ def test_a_cached_list_attribute_is_reused_only_for_elements_of_the_same_types(v
     assert_encoded_as_the_message_path_does(program)
 
 
+def test_an_attribute_named_alike_with_another_type_keeps_its_own_type_field():
+    """An attribute's name and type fields are encoded once per (name, type) in a save, not once per name."""
+    program = _program_with({"v": 3, "w": ["a"]}, {"v": AttrType.INT, "w": AttrType.STRINGS})
+    program.global_block.append_op("scale", {"X": ["x"]}, {"Out": ["x"]}, {"v": 3, "w": ["a"]},
+                                   {"v": AttrType.LONG, "w": AttrType.VARS})
+    assert_encoded_as_the_message_path_does(program)
+
+
+def test_an_edit_after_a_save_is_in_the_next_one():
+    """The writer's caches (var bodies, names as op arguments, attribute fields) live for one save."""
+    program = parse_program((DATA / "mlp" / "forward.pb").read_bytes())
+    first = encode_program(program)
+    block = program.global_block
+    var = block.vars[block.ops[0].inputs["X"][0]]
+    var.shape = [5, *var.shape[1:]]
+    var.persistable = not var.persistable
+    block.ops[0].inputs["X"] = ["r\u00e9named"]
+    block.ops[1].set_attr("op_role", 2)
+    second = encode_program(program)
+    assert second != first and second == _by_message(program)
+
+
 def test_the_irs_enums_are_the_schemas():
     """The encoder and the plain decoder take a var type, data type or attribute type as valid by gradc.ir's enums,
     without importing protobuf: those must hold exactly the schema's values."""
