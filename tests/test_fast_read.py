@@ -19,6 +19,7 @@ from gradc.io.fast_read import Reader, read_program
 from gradc.io.plain_decode import PlainDecoder, _dense_var, tensor_desc
 from gradc.io.protobuf import _op_from_proto, _var_from_proto, attr_value, program_from_proto
 from gradc.io.wire import Encoder, tensor_desc_bytes
+from gradc.io.wire_values import varint
 from gradc.ir import AttrType, OpDesc, VarDesc
 from gradc.ir.types import NUMPY_DTYPE_NAMES
 from gradc.proto import framework_pb2 as pb
@@ -194,6 +195,11 @@ def _attr_cases() -> list[tuple[str, bytes, bool]]:
         ("empty INTS", attr(type=AttrType.INTS), True),
         ("an INT without its value", attr(type=AttrType.INT), True),
         ("VARS", attr(type=AttrType.VARS, vars_name=["x", "y"]), True),
+        ("STRINGS, op_role_var's layout", attr(type=AttrType.STRINGS, strings=["fc_0.w_0", "fc_0.w_0@GRAD", ""]), True),
+        ("STRINGS, one of 200 characters", attr(type=AttrType.STRINGS, strings=["w" * 200, "é"]), True),
+        ("empty STRINGS", attr(type=AttrType.STRINGS), True),
+        ("STRINGS with a value not UTF-8", b"\x0a\x01a\x10\x05\x42\x01\xff", False),
+        ("STRINGS cut inside a value", b"\x0a\x01a\x10\x05\x42\x05ab", False),
         ("a BLOCK", attr(type=AttrType.BLOCK, block_idx=1), True),
         ("packed INTS", b"\x0a\x01a\x10\x03\x32\x02\x01\x02", False),
         ("a BOOLEAN of 2", b"\x0a\x01a\x10\x06\x50\x02", False),
@@ -208,7 +214,7 @@ def _attr_cases() -> list[tuple[str, bytes, bool]]:
 @pytest.mark.parametrize("what, chunk, plain", _attr_cases(), ids=[what for what, _, _ in _attr_cases()])
 def test_an_attribute_is_decoded_without_protobuf_only_where_plain(what, chunk, plain):
     """What plain_decode reads is what protobuf's parse, converted, gives; the rest it leaves to protobuf."""
-    decoded = PlainDecoder().attr(chunk, b"\x22" + bytes([len(chunk)]) + chunk)
+    decoded = PlainDecoder().attr(chunk, b"\x22" + varint(len(chunk)) + chunk)
     assert (decoded is not None) == plain
     if plain:
         reference = pb.OpDesc.Attr.FromString(chunk)

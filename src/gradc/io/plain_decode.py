@@ -35,7 +35,8 @@ _TENSOR_FIELD = {VarType.SELECTED_ROWS: 2, VarType.DENSE_TENSOR: 3, VarType.DENS
                  VarType.SPARSE_COO: 11, VarType.SPARSE_CSR: 12}
 _BARE_TENSOR_FIELDS = (2, 11, 12)
 _FLAGS = {3: "persistable", 4: "need_check_feed", 5: "is_parameter", 6: "stop_gradient"}
-_DENSE_TENSOR = int(VarType.DENSE_TENSOR)   # an int, as protobuf's parse gives it
+_DENSE_TENSOR = int(VarType.DENSE_TENSOR)
+_STRINGS = int(AttrType.STRINGS)   # an int, as protobuf's parse gives it   # an int, as protobuf's parse gives it
 _DENSE_FLAGS = tuple((number << 3, flag) for number, flag in _FLAGS.items())   # (key byte of a varint field, flag)
 
 
@@ -105,7 +106,7 @@ class PlainDecoder:
         """(name, type, value) of the OpDesc.Attr ``chunk`` (``tagged``: as the OpDesc's field); None where it is
         not plain."""
         try:
-            name, kind, value = _attr(chunk)
+            name, kind, value = _strings_attr(chunk) or _attr(chunk)
             return (name, kind, value) if self._encoder.attr(name, kind, value) == tagged else None
         except Exception:  # noqa: BLE001 - whatever is not plain is protobuf's to read
             return None
@@ -212,6 +213,22 @@ def tensor_desc(raw: bytes) -> tuple[int, tuple[int, ...]] | None:
         return (dtype, dims) if tensor_desc_bytes(dtype, dims) == raw else None
     except Exception:  # noqa: BLE001 - whatever is not plain is protobuf's to read
         return None
+
+
+def _strings_attr(chunk: bytes) -> tuple[str, int, list[str]] | None:
+    """A STRINGS attribute read straight from the one layout protobuf writes for it (name, type, each string, every
+    length under 128): a grad op's op_role_var, one per parameter, is met once each. None for any other layout."""
+    size, pos = len(chunk), 2 + chunk[1]
+    if chunk[0] != 0x0A or chunk[1] > 127 or chunk[pos:pos + 2] != b"\x10\x05":
+        return None
+    name, pos, values = chunk[2:pos].decode(), pos + 2, []
+    while pos < size:
+        if chunk[pos] != 0x42 or chunk[pos + 1] > 127:
+            return None
+        end = pos + 2 + chunk[pos + 1]
+        values.append(chunk[pos + 2:end].decode())
+        pos = end
+    return (name, _STRINGS, values) if pos == size else None
 
 
 def _attr(chunk: bytes) -> tuple[str, int, object]:
