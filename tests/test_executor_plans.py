@@ -148,3 +148,21 @@ def test_conv_slices_and_pool_taps_in_a_training_step(monkeypatch, pool):
         else:
             assert fast[name].tobytes() == general[name].tobytes(), name
     assert "conv.w@GRAD" in fetch and "image@GRAD" in fetch and len(fetch) == 5
+
+
+def test_a_second_fetch_set_of_the_same_program_is_planned_without_checking_it_again(monkeypatch):
+    """The checks depend on the program alone: a plan of other fetches (a training loop that fetches the gradients
+    on its first step only) reuses those the first plan passed, until the program changes."""
+    program, scope, feed, fetch = _trained_net()
+    checked = []
+    check = gradc.Executor._check
+    monkeypatch.setattr(gradc.Executor, "_check", staticmethod(lambda block: checked.append(block.idx) or check(block)))
+    executor = gradc.Executor()
+    everything = executor.run(program, feed, fetch, scope)
+    loss_only = executor.run(program, feed, fetch[:1], scope)
+    assert checked == [0] and executor.plans_built == 2
+    np.testing.assert_array_equal(loss_only[0], everything[0])
+    program.global_block.ops[-1].attrs["op_role"] = 1   # an edit the program is told of
+    program.mark_changed()
+    executor.run(program, feed, fetch[:1], scope)
+    assert checked == [0, 0] and executor.plans_built == 3

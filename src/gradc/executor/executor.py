@@ -145,15 +145,37 @@ class Executor:
         revision = block.program.revision
         # the op list compared by identity (OpDesc has no __eq__): also catches ops replaced without mark_changed()
         if plan is None or plan.revision != revision or plan.ops != block.ops:
-            if block.idx == 0:   # every block it may run: each var an op reads or writes is declared
+            # the checks depend on the program alone: one passed for another fetch set of the same ops holds
+            checked = any(other.revision == revision and other.ops == block.ops for other in plans.values())
+            if block.idx == 0 and not checked:   # every block it may run: each var an op reads or writes is declared
                 check_vars(block.program)
             with gc_paused():
-                plan = plans[keep] = Plan(revision, list(block.ops), self._prepare(block, keep))
+                plan = plans[keep] = Plan(revision, list(block.ops), self._prepare(block, keep, checked))
                 plan.makes_lod = declares_lod(block)
             self.plans_built += 1
         return plan
 
-    def _prepare(self, block: Block, keep: frozenset[str] | None) -> list[Step]:
+    def _prepare(self, block: Block, keep: frozenset[str] | None, checked: bool = False) -> list[Step]:
+        if not checked:
+            self._check(block)
+        frees, shrinks = deaths(block, keep)
+        # a sub-block may write any scope: only a block without them knows where every direct output lives
+        direct = not any(True for op in block.ops for _ in op.block_refs())
+        steps = []
+        for idx, op in enumerate(block.ops):
+            opdef = registry.get(op.type)
+            ctx = KernelContext(op, block, idx, self, opdef)
+            kept = opdef.kernel_dtype_outputs if opdef is not None else ()
+            writes = tuple((slot, [write_spec(block, name, slot not in kept) for name in args])
+                           for slot, args in op.outputs.items() if args)
+            kernel = KERNELS[op.type]
+            steps.append(Step(kernel, ctx, writes, tuple(frees[idx]), tuple(shrinks[idx]),
+                              direct_step(kernel, ctx, writes) if direct else None))
+        return steps
+
+    @staticmethod
+    def _check(block: Block) -> None:
+        """Every op has a kernel, its declared slots, attributes of their types and inputs of shapes it takes."""
         missing = [(i, op.type) for i, op in enumerate(block.ops) if op.type not in KERNELS]
         if missing:
             listing = "; ".join(op_location(block.idx, i, t) for i, t in missing)
@@ -169,20 +191,6 @@ class Executor:
                     check_complex_inputs(block, idx, op)
             except ProgramError as exc:
                 raise ExecutionError(str(exc)) from None
-        frees, shrinks = deaths(block, keep)
-        # a sub-block may write any scope: only a block without them knows where every direct output lives
-        direct = not any(True for op in block.ops for _ in op.block_refs())
-        steps = []
-        for idx, op in enumerate(block.ops):
-            opdef = registry.get(op.type)
-            ctx = KernelContext(op, block, idx, self, opdef)
-            kept = opdef.kernel_dtype_outputs if opdef is not None else ()
-            writes = tuple((slot, [write_spec(block, name, slot not in kept) for name in args])
-                           for slot, args in op.outputs.items() if args)
-            kernel = KERNELS[op.type]
-            steps.append(Step(kernel, ctx, writes, tuple(frees[idx]), tuple(shrinks[idx]),
-                              direct_step(kernel, ctx, writes) if direct else None))
-        return steps
 
     # ------------------------------------------------------------------ the hot loop
     def _execute(self, plan: Plan, scope: Scope, run_scope: Scope) -> None:
