@@ -11,6 +11,11 @@ come: a process loading and compiling program after program grew without bound. 
 here, and a full collection runs once they outnumber three times the objects alive after the last one (whoever ran
 it): a load-compile-save, which about triples what its load made, pays no full pass; a process that keeps
 compiling frees its dropped programs, at a cost per object that stays constant.
+
+A caller that froze objects of its own (gc.freeze: a fork server keeping its heap's pages shared, a test runner its
+collected tests) would have them thawed by the unfreeze, and every full collection would scan them again. Once a
+pause finds frozen objects, pauses leave what they made to the interpreter's own passes (as without gradc), which
+scan no frozen object. The check is free while nothing is frozen (our unfreeze empties the frozen set).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from contextlib import contextmanager
 GROWTH = 3   # objects moved since the last full collection, in multiples of those alive after it
 _moved = 0
 _alive: int | None = None   # after the last full collection (None: until the first pause ends, what it moved)
+_caller_freezes = False
 
 
 @contextmanager
@@ -37,7 +43,10 @@ def gc_paused():
 
 
 def _move_to_oldest() -> None:
-    global _moved, _alive
+    global _moved, _alive, _caller_freezes
+    if _caller_freezes or gc.get_freeze_count():
+        _caller_freezes = True
+        return
     _moved += gc.get_count()[0]   # tracked objects made (less those freed) since the youngest generation's last pass
     gc.freeze()
     gc.unfreeze()
