@@ -19,7 +19,11 @@ steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for e
   L2Decay 4e-5 with the batch norms' own L2Decay(0.0); float32 and float64;
 - tests/data/paddle/scheduled/ppocrv4_det, ppocrv4_det_f64: PaddleOCR's PP-OCRv4 mobile detector (PPLCNetV3 x0.75 in
   its det form, RSEFPN 96 wide, DBHead with fix_nan's isnan + where, DBLoss), Adam under PaddleOCR's Cosine with
-  warm-up, L2Decay with the batch norms' own and the affine blocks at a tenth of the rate; float32 and float64.
+  warm-up, L2Decay with the batch norms' own and the affine blocks at a tenth of the rate; float32 and float64;
+- tests/data/paddle/scheduled/pphumanseg_v2_lite, pphumanseg_v2_lite_f64: PaddleSeg's PP-HumanSeg v2 Lite (MobileSeg
+  over MobileNetV3 large x1.0, the mobile context module, UAFMMobile fusions, the last fuse, three seg heads;
+  MixedLoss of cross entropy and Lovasz softmax (argsort, cumsum, nonzero + gather) on each), Momentum under
+  PolynomialDecay with weight decay and the backbone's batch norms' own L2Decay(0.0); float32 and float64.
 Float32 rounding decides the later steps (Paddle's own float32 run leaves its float64 one as far), so those cases check
 three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
 A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
@@ -78,6 +82,15 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # measured 1.7e-8
     "ppocrv4_rec_f64": ({"warpctc", "layer_norm", "swish", "one_hot_v2", "log_softmax", "clip", "adam"}, 3, 1e-10,
                         5e-8),
+    # PP-HumanSeg v2 Lite, measured 3.1e-7, 4.1e-7, 6.5e-6 and 1.7e-4 of each gradient's largest (1.1e-2 of the floor
+    # for a batch-norm bias the next batch norm cancels); Paddle's own float32 gradients are 3.7e-2 from its float64
+    # ones (Lovasz's order of the sorted errors)
+    "pphumanseg_v2_lite": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "argsort", "cumsum", "where_index",
+                            "softmax_with_cross_entropy", "momentum"}, 3, (1e-6, 1e-6, 2e-5), 1e-3),
+    # Paddle's float64 adaptive average pools (the squeeze-excitations' over 18 x 32, 9 x 16, 5 x 8 and the context
+    # module's) scale their gradients by float32(1 / n): measured 2.1e-8 of a gradient's largest, losses 4.5e-10
+    "pphumanseg_v2_lite_f64": ({"argsort", "cumsum", "gather", "bilinear_interp_v2", "pool2d", "momentum"}, 3, 1e-9,
+                               5e-8),
 }
 
 
@@ -150,7 +163,8 @@ def _trained(name: str, compile_forward: bool):
 @pytest.mark.parametrize(("name", "compile_forward"), [   # the tool finds both alike for every model: one each here
     ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True),
     ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False), ("picodet_s_f64", True),
-    ("ppocrv4_det", True), ("ppocrv4_det_f64", False)])
+    ("ppocrv4_det", True), ("ppocrv4_det_f64", False), ("pphumanseg_v2_lite", False),
+    ("pphumanseg_v2_lite_f64", True)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
     case, meta, program, scope = _trained(name, compile_forward)

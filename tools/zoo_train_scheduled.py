@@ -110,6 +110,14 @@ MODELS = {   # model: (module, its feed and builder, the optimizer as its config
                      "learning_rate": {"name": "CosineAnnealingDecay", "learning_rate": 0.0005, "T_max": 10}},
         "weight_decay": {"name": "L2Decay", "coeff": 3e-5}, "clip": {"name": "ClipGradByValue", "max": 0.01,
                                                                     "min": -0.01}}),
+    # portrait_pp_humansegv2_lite.yml: sgd with momentum 0.9 (paddle.optimizer.Momentum), weight_decay 5e-4 (the
+    # backbone's batch norms L2Decay(0.0)), PolynomialDecay(0.001, end_lr 0, power 0.9) over the iterations (six
+    # here); no warm-up, no clipping (the config sets neither).
+    "pphumanseg_v2_lite": ("paddleseg_pphumanseg", {
+        "type": "Momentum", "momentum": 0.9,
+        "schedule": {"name": "PolynomialDecay", "learning_rate": 0.001, "decay_steps": 6, "end_lr": 0.0,
+                     "power": 0.9},
+        "weight_decay": {"name": "L2Decay", "coeff": 5e-4}, "clip": None}),
 }
 
 
