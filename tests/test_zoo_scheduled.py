@@ -23,7 +23,11 @@ steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for e
 - tests/data/paddle/scheduled/pphumanseg_v2_lite, pphumanseg_v2_lite_f64: PaddleSeg's PP-HumanSeg v2 Lite (MobileSeg
   over MobileNetV3 large x1.0, the mobile context module, UAFMMobile fusions, the last fuse, three seg heads;
   MixedLoss of cross entropy and Lovasz softmax (argsort, cumsum, nonzero + gather) on each), Momentum under
-  PolynomialDecay with weight decay and the backbone's batch norms' own L2Decay(0.0); float32 and float64.
+  PolynomialDecay with weight decay and the backbone's batch norms' own L2Decay(0.0); float32 and float64;
+- tests/data/paddle/scheduled/tinypose_f64: PaddleDetection's PP-TinyPose (LiteHRNet wider_naive: the shuffle stem,
+  NAIVE modules of ShuffleUnits over four branches with their fuse layers, the IterativeHead; TopDownHRNet's final
+  conv and KeyPointMSELoss with target weights), Adam under the warm-up and PiecewiseDecay as one PiecewiseDecay;
+  float64.
 Float32 rounding decides the later steps (Paddle's own float32 run leaves its float64 one as far), so those cases check
 three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
 A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
@@ -82,6 +86,11 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # measured 1.7e-8
     "ppocrv4_rec_f64": ({"warpctc", "layer_norm", "swish", "one_hot_v2", "log_softmax", "clip", "adam"}, 3, 1e-10,
                         5e-8),
+    # PP-TinyPose (LiteHRNet wider_naive, 5,207 ops in training), gradc's compile in float64: measured losses to
+    # 5.6e-13 over three steps, gradients within 6.8e-13 of each one's largest (float32 in the tool: 3.4e-7, 5.6e-6,
+    # 3.5e-4 and 4.1e-4, as Paddle's own float32 leaves its float64: 4.3e-7, 2.1e-5, 3.8e-3; one case, for time)
+    "tinypose_f64": ({"transpose2", "nearest_interp_v2", "bilinear_interp_v2", "split", "square", "adam"}, 3, 1e-11,
+                     1e-11),
     # PP-HumanSeg v2 Lite, measured 3.1e-7, 4.1e-7, 6.5e-6 and 1.7e-4 of each gradient's largest (1.1e-2 of the floor
     # for a batch-norm bias the next batch norm cancels); Paddle's own float32 gradients are 3.7e-2 from its float64
     # ones (Lovasz's order of the sorted errors)
@@ -164,7 +173,7 @@ def _trained(name: str, compile_forward: bool):
     ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True),
     ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False), ("picodet_s_f64", True),
     ("ppocrv4_det", True), ("ppocrv4_det_f64", False), ("pphumanseg_v2_lite", False),
-    ("pphumanseg_v2_lite_f64", True)])
+    ("pphumanseg_v2_lite_f64", True), ("tinypose_f64", True)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
     case, meta, program, scope = _trained(name, compile_forward)

@@ -61,6 +61,15 @@ def _paddledet_cosine(base_lr: float, warmup_steps: int, start_factor: float, ma
     return {"name": "PiecewiseDecay", "boundaries": boundaries, "values": values}
 
 
+def _paddledet_piecewise(base_lr: float, warmup_steps: int, start_factor: float, milestones: list,
+                         gamma: float) -> dict:
+    """PaddleDetection's LearningRate with [PiecewiseDecay, LinearWarmup]: the warm-up's per-step values, then
+    base_lr times gamma, gamma / 10, ... from each milestone on, as one PiecewiseDecay."""
+    values = [base_lr * (start_factor * (1 - i / warmup_steps) + i / warmup_steps) for i in range(warmup_steps + 1)]
+    values += [base_lr * gamma / 10 ** i for i in range(len(milestones))]
+    return {"name": "PiecewiseDecay", "boundaries": list(range(1, warmup_steps + 1)) + milestones, "values": values}
+
+
 MODELS = {   # model: (module, its feed and builder, the optimizer as its config makes it, shrunk to a few steps)
     # det_mv3_db.yml: Adam, Cosine 0.001 with warmup_epoch 2 (LinearWarmup from 0 over a CosineAnnealingDecay of
     # epochs x steps); two steps an epoch, four epochs. Its L2 factor 0 is PP-OCRv3 det's 5e-5 here, and PaddleOCR's
@@ -110,6 +119,12 @@ MODELS = {   # model: (module, its feed and builder, the optimizer as its config
                      "learning_rate": {"name": "CosineAnnealingDecay", "learning_rate": 0.0005, "T_max": 10}},
         "weight_decay": {"name": "L2Decay", "coeff": 3e-5}, "clip": {"name": "ClipGradByValue", "max": 0.01,
                                                                     "min": -0.01}}),
+    # tinypose_128x96.yml: Adam, base_lr 0.008, PiecewiseDecay (milestones 380 and 410 of 420 epochs, gamma 0.1)
+    # after LinearWarmup(start_factor 0.001, 500 steps), the L2 regularizer's factor 0.0; two warm-up steps and the
+    # milestones at steps 4 and 5 here. No clipping (the config sets none).
+    "tinypose": ("paddledet_tinypose", {
+        "type": "Adam", "beta1": 0.9, "beta2": 0.999, "schedule": _paddledet_piecewise(0.008, 2, 0.001, [4, 5], 0.1),
+        "weight_decay": {"name": "L2Decay", "coeff": 0.0}, "clip": None}),
     # portrait_pp_humansegv2_lite.yml: sgd with momentum 0.9 (paddle.optimizer.Momentum), weight_decay 5e-4 (the
     # backbone's batch norms L2Decay(0.0)), PolynomialDecay(0.001, end_lr 0, power 0.9) over the iterations (six
     # here); no warm-up, no clipping (the config sets neither).
