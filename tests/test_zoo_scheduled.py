@@ -32,8 +32,9 @@ Float32 rounding decides the later steps (Paddle's own float32 run leaves its fl
 three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
 A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
 each run, as gradc.schedules.run_step does. gradc runs Paddle's training program, and its own compile of the training
-forward with the same optimizer, through the steps; db_mv3/pir and picodet_s/pir: the same model built by Paddle in
-PIR mode (its forward.json; Paddle's PIR numbers), which PIR's executor also feeds the scheduler's rate."""
+forward with the same optimizer, through the steps; db_mv3/pir, picodet_s/pir and ppocrv4_det/pir: the same model
+built by Paddle in PIR mode (its forward.json; Paddle's PIR numbers), which PIR's executor also feeds the scheduler's
+rate."""
 
 import gzip
 import json
@@ -197,7 +198,8 @@ def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forw
 
 @pytest.mark.parametrize(("name", "ops"), [
     ("db_mv3", {"pd_op.hardswish", "pd_op.argsort", "pd_op.conv2d_transpose"}),
-    ("picodet_s", {"pd_op.hardswish", "pd_op.nonzero", "pd_op.linspace", "pd_op.bce_loss", "pd_op.topk"})])
+    ("picodet_s", {"pd_op.hardswish", "pd_op.nonzero", "pd_op.linspace", "pd_op.bce_loss", "pd_op.topk"}),
+    ("ppocrv4_det", {"pd_op.hardswish", "pd_op.isnan", "pd_op.where", "pd_op.conv2d_transpose", "pd_op.argsort"})])
 def test_pir_forward_compiles_to_paddles_pir_training(name, ops):
     """Paddle's PIR executor feeds the rate as its legacy one does; its gradients are fetched before clipping, so
     gradc's backward alone gives them."""
