@@ -16,10 +16,12 @@ losses/keypoint_loss.py), rebuilt with Paddle's layers:
   final 1x1 conv to 17 heatmaps;
 - KeyPointMSELoss with use_target_weight (loss_scale 1.0): per joint the mean squared error of the heatmaps, both
   multiplied by the joint's target weight, summed over joints and divided by their count.
-The config's 128 x 96 input and 32 x 24 heatmaps (stride 4; the coarsest branch 4 x 3), batch 2; targets are
-Gaussians of sigma 1 (ToHeatmapsTopDown_DARK's) at random joints, some of them weighted 0 (invisible). TopDownHRNet's
-final conv is ppdet's layers.Conv2d, whose bias Paddle draws; here an nn.Conv2D's (a constant 0, kept). For
-tools/zoo_train_scheduled.py."""
+A 64 x 64 input and 16 x 16 heatmaps (stride 4; branches 16, 8, 4 and 2 cells a side), batch 2: the config's
+128 x 96 (TINYPOSE_FULL=1) takes 4 s a step in gradc's numpy executor, and a width that is no multiple of 32 (64 x 48)
+does not build (its 3-cell branch rounds up to 2, which the fuse layers' upsampling by 8 takes to 16, not 12).
+Targets are Gaussians of sigma 1 (ToHeatmapsTopDown_DARK's) at random joints, some of them weighted 0 (invisible).
+TopDownHRNet's final conv is ppdet's layers.Conv2d, whose bias Paddle draws; here an nn.Conv2D's (a constant 0,
+kept). For tools/zoo_train_scheduled.py."""
 
 from __future__ import annotations
 
