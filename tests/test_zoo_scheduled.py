@@ -20,10 +20,11 @@ steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for e
 - tests/data/paddle/scheduled/ppocrv4_det, ppocrv4_det_f64: PaddleOCR's PP-OCRv4 mobile detector (PPLCNetV3 x0.75 in
   its det form, RSEFPN 96 wide, DBHead with fix_nan's isnan + where, DBLoss), Adam under PaddleOCR's Cosine with
   warm-up, L2Decay with the batch norms' own and the affine blocks at a tenth of the rate; float32 and float64;
-- tests/data/paddle/scheduled/pphumanseg_v2_lite, pphumanseg_v2_lite_f64: PaddleSeg's PP-HumanSeg v2 Lite (MobileSeg
+- tests/data/paddle/scheduled/pphumanseg_v2_lite_f64: PaddleSeg's PP-HumanSeg v2 Lite (MobileSeg
   over MobileNetV3 large x1.0, the mobile context module, UAFMMobile fusions, the last fuse, three seg heads;
   MixedLoss of cross entropy and Lovasz softmax (argsort, cumsum, nonzero + gather) on each), Momentum under
-  PolynomialDecay with weight decay and the backbone's batch norms' own L2Decay(0.0); float32 and float64;
+  PolynomialDecay with weight decay and the backbone's batch norms' own L2Decay(0.0); float64 (its float32 gradients
+  are ill-conditioned: Lovasz's order of the sorted errors moves with the rounding, docs/real-models.md);
 - tests/data/paddle/scheduled/tinypose_f64: PaddleDetection's PP-TinyPose (LiteHRNet wider_naive: the shuffle stem,
   NAIVE modules of ShuffleUnits over four branches with their fuse layers, the IterativeHead; TopDownHRNet's final
   conv and KeyPointMSELoss with target weights), Adam under the warm-up and PiecewiseDecay as one PiecewiseDecay;
@@ -92,11 +93,6 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     # 3.5e-4 and 4.1e-4, as Paddle's own float32 leaves its float64: 4.3e-7, 2.1e-5, 3.8e-3; one case, for time)
     "tinypose_f64": ({"transpose2", "nearest_interp_v2", "bilinear_interp_v2", "split", "square", "adam"}, 3, 1e-11,
                      1e-11),
-    # PP-HumanSeg v2 Lite, measured 3.1e-7, 4.1e-7, 6.5e-6 and 1.7e-4 of each gradient's largest (1.1e-2 of the floor
-    # for a batch-norm bias the next batch norm cancels); Paddle's own float32 gradients are 3.7e-2 from its float64
-    # ones (Lovasz's order of the sorted errors)
-    "pphumanseg_v2_lite": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "argsort", "cumsum", "where_index",
-                            "softmax_with_cross_entropy", "momentum"}, 3, (1e-6, 1e-6, 2e-5), 1e-3),
     # Paddle's float64 adaptive average pools (the squeeze-excitations' over 18 x 32, 9 x 16, 5 x 8 and the context
     # module's) scale their gradients by float32(1 / n): measured 2.1e-8 of a gradient's largest, losses 4.5e-10
     "pphumanseg_v2_lite_f64": ({"argsort", "cumsum", "gather", "bilinear_interp_v2", "pool2d", "momentum"}, 3, 1e-9,
@@ -173,8 +169,8 @@ def _trained(name: str, compile_forward: bool):
 @pytest.mark.parametrize(("name", "compile_forward"), [   # the tool finds both alike for every model: one each here
     ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True),
     ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False), ("picodet_s_f64", True),
-    ("ppocrv4_det", True), ("ppocrv4_det_f64", False), ("pphumanseg_v2_lite", False),
-    ("pphumanseg_v2_lite_f64", True), ("tinypose_f64", True)])
+    ("ppocrv4_det", True), ("ppocrv4_det_f64", False), ("pphumanseg_v2_lite_f64", True),
+    ("tinypose_f64", True)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
     case, meta, program, scope = _trained(name, compile_forward)
