@@ -36,8 +36,8 @@ _FLAGS = ((b"\x18", "persistable"), (b"\x20", "need_check_feed"), (b"\x28", "is_
 
 _BY_VALUE = (int, str, bool, type(None))   # attribute values cached by value (not floats: -0.0 == 0.0)
 _FLOAT_LISTS = (AttrType.FLOATS, AttrType.FLOAT64S)
-_ENUM_VALUE = (int, VarType)
-_DENSE_TENSOR = VarType.DENSE_TENSOR   # a dtype's Python types the enum field takes as they are (not 5.0)
+_ENUM_VALUE = (int, VarType)   # a dtype's Python types the enum field takes as they are (not 5.0)
+_DENSE_TENSOR = VarType.DENSE_TENSOR
 
 
 class Encoder:
@@ -219,7 +219,6 @@ class Encoder:
         elif type(value) in _BY_VALUE:
             self._attrs[(name, kind, type(value), value)] = encoded
         return encoded
-
 
     def _attr_head(self, name: str, kind: int) -> bytes:
         """An OpDesc.Attr's name and type fields, which every value of that attribute starts with."""
