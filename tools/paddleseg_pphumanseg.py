@@ -24,6 +24,7 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
+from paddledet_picodet import SEModule  # MobileNetV3's squeeze-excitation is LCNet's, as in PaddleClas
 
 HEIGHT, WIDTH, CLASSES, BATCH, IGNORE = 72, 128, 2, 2, 255
 LARGE = (   # backbones/mobilenetv3.py's "large" table: kernel, expansion, out, squeeze-excitation, stride
@@ -48,15 +49,6 @@ class BackboneConvBN(nn.Layer):   # mobilenetv3.py's ConvBNLayer
     def forward(self, x):
         x = self.bn(self.conv(x))
         return F.hardswish(x) if self.act else x
-
-
-class SEModule(nn.Layer):
-    def __init__(self, channels: int):
-        super().__init__()
-        self.conv1, self.conv2 = nn.Conv2D(channels, channels // 4, 1), nn.Conv2D(channels // 4, channels, 1)
-
-    def forward(self, x):
-        return x * F.hardsigmoid(self.conv2(F.relu(self.conv1(F.adaptive_avg_pool2d(x, 1)))))
 
 
 class ResidualUnit(nn.Layer):
