@@ -111,9 +111,10 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 grad = names(name)
                 if grad not in written:
                     acc.forget(grad)
-        for name, grad in earlier.later.pop(idx, ()):   # the grad of a value before this op, from a later grad op
-            if wants(name):
-                append(OpDesc("assign", {"X": [grad]}, {"Out": [names(name)]}))
+        if earlier.later:   # almost always empty: one test per op on the pass's hot loop
+            for name, grad in earlier.later.pop(idx, ()):   # the grad of a value before this op, from a later one
+                if wants(name):
+                    append(OpDesc("assign", {"X": [grad]}, {"Out": [names(name)]}))
     emitted.extend(acc.remaining_sums())
     for name in job.required:
         if not acc.is_written(name):

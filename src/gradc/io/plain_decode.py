@@ -35,8 +35,8 @@ _TENSOR_FIELD = {VarType.SELECTED_ROWS: 2, VarType.DENSE_TENSOR: 3, VarType.DENS
                  VarType.SPARSE_COO: 11, VarType.SPARSE_CSR: 12}
 _BARE_TENSOR_FIELDS = (2, 11, 12)
 _FLAGS = {3: "persistable", 4: "need_check_feed", 5: "is_parameter", 6: "stop_gradient"}
-_DENSE_TENSOR = int(VarType.DENSE_TENSOR)
-_STRINGS = int(AttrType.STRINGS)   # an int, as protobuf's parse gives it   # an int, as protobuf's parse gives it
+_DENSE_TENSOR, _STRINGS = int(VarType.DENSE_TENSOR), int(AttrType.STRINGS)   # ints, as protobuf's parse gives them
+_STRINGS_TYPE_FIELD = bytes((0x10, _STRINGS))   # OpDesc.Attr's field 2 (type), STRINGS
 _DENSE_FLAGS = tuple((number << 3, flag) for number, flag in _FLAGS.items())   # (key byte of a varint field, flag)
 
 
@@ -219,7 +219,7 @@ def _strings_attr(chunk: bytes) -> tuple[str, int, list[str]] | None:
     """A STRINGS attribute read straight from the one layout protobuf writes for it (name, type, each string, every
     length under 128): a grad op's op_role_var, one per parameter, is met once each. None for any other layout."""
     size, pos = len(chunk), 2 + chunk[1]
-    if chunk[0] != 0x0A or chunk[1] > 127 or chunk[pos:pos + 2] != b"\x10\x05":
+    if chunk[0] != 0x0A or chunk[1] > 127 or chunk[pos:pos + 2] != _STRINGS_TYPE_FIELD:
         return None
     name, pos, values = chunk[2:pos].decode(), pos + 2, []
     while pos < size:

@@ -93,16 +93,11 @@ class Encoder:
         written here, its name's field also cached as an op's argument (the ops after it write that name)."""
         try:
             if var.raw_type is None and var.type == _DENSE_TENSOR and var.dtype is not None and not var.attrs:
-                name = var.name
-                if type(name) is not str:
-                    raise Unusual
-                encoded = name.encode()
-                size = len(encoded)
-                named = (SMALL[size] if size < 128 else varint(size)) + encoded
-                self._args[name] = b"\x12" + named
+                named = text_field(b"\x0a", var.name)
+                self._args[var.name] = b"\x12" + named[1:]   # the same name as an op's argument (field 2)
                 body = self._dense_body(var)
-                size = 1 + len(named) + len(body)
-                return b"".join((b"\x1a", SMALL[size] if size < 128 else varint(size), b"\x0a", named, body))
+                size = len(named) + len(body)
+                return b"".join((b"\x1a", SMALL[size] if size < 128 else varint(size), named, body))
             return length_prefixed(b"\x1a", self._var(var))
         except (Unusual, TypeError, ValueError, UnicodeError):
             return length_prefixed(b"\x1a", _by_message(var))

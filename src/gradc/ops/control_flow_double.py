@@ -58,6 +58,14 @@ class Replay:
         self.block.ops.append(op)
         return op
 
+    def zeros_like(self, like: str, out: str) -> OpDesc:
+        return self.op("fill_any_like", {"X": [like]}, {"Out": [out]}, {"value": 0.0, "dtype": -1})
+
+    def flag(self, out: str, value: bool) -> OpDesc:
+        """``out``, a bool [1], set to ``value``."""
+        return self.op("fill_constant", {}, {"Out": [out]}, {"shape": [1], "dtype": int(VarType.BOOL),
+                                                               "value": float(value)})
+
     def copy_ops(self, ops: list[OpDesc], reads: dict[str, str], writes: dict[str, str] | None = None) -> dict:
         """Copies of ``ops``: a read of a name in ``reads`` reads its var here; a write of a name in ``writes``
         writes that var (in place), any other write a fresh var. Returns ``reads`` with the fresh names. A
@@ -150,7 +158,7 @@ class Replay:
             if value in computed:
                 inner.op("assign", {"X": [renamed[value]]}, {"Out": [ran]})
             else:
-                inner.op("fill_any_like", {"X": [source]}, {"Out": [ran]}, {"value": 0.0, "dtype": -1})
+                inner.zeros_like(source, ran)
             results.append(ran)
             if var in passed:   # a value it would overwrite: where it does not run its grad passes, as in its kernel
                 self.op("assign", {"X": [reads.get(passed[var], passed[var])]}, {"Out": [ran]})
@@ -158,7 +166,7 @@ class Replay:
                 reads[grad] = ran
             else:
                 zero = self.fresh(grad)
-                self.op("fill_any_like", {"X": [source]}, {"Out": [zero]}, {"value": 0.0, "dtype": -1})
+                self.zeros_like(source, zero)
                 picks.append((grad, zero, ran))
         run = self.op("conditional_block", {"Cond": conds, "Input": outer_reads(inner.block) + through},
                       {"Out": results, "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
@@ -176,9 +184,9 @@ class Replay:
         """Whether a branch on the non-scalar condition ``conds`` runs (each of them holds an element), as a bool
         [1]: false, set true by a conditional_block on that condition."""
         ran = self.var("ran", VarType.BOOL)
-        self.op("fill_constant", {}, {"Out": [ran]}, {"shape": [1], "dtype": int(VarType.BOOL), "value": 0.0})
+        self.flag(ran, False)
         sets = Replay(self.block.program.append_block(self.block.idx), *self.sources)
-        sets.op("fill_constant", {}, {"Out": [ran]}, {"shape": [1], "dtype": int(VarType.BOOL), "value": 1.0})
+        sets.flag(ran, True)
         run = self.op("conditional_block", {"Cond": conds, "Input": []},
                       {"Out": [ran], "Scope": [self.var("scope", VarType.STEP_SCOPES, None)]},
                       {"is_scalar_condition": False})
@@ -237,8 +245,7 @@ def _conditional_block_grad(g) -> list[OpDesc]:
     for var, grad in zip(g.I("Input"), g.O("Input@GRAD")):   # the grads again (zeros where none was computed)
         if grad != EMPTY_VAR:
             inner = renamed.get(RENAMED.sub("", grad))
-            replay.op("assign", {"X": [inner]}, {"Out": [grad]}) if inner else \
-                replay.op("fill_any_like", {"X": [var]}, {"Out": [grad]}, {"value": 0.0, "dtype": -1})
+            replay.op("assign", {"X": [inner]}, {"Out": [grad]}) if inner else replay.zeros_like(var, grad)
             outputs.append(grad)
     return differentiated_run(g, replay.block, outputs, g.I("Cond"), bool(g.attr("is_scalar_condition")))
 

@@ -140,7 +140,7 @@ def _replayed_grads(top: Replay, loop: OpDesc, backward: Block, grad_op: OpDesc,
         if out in inner and inner[out] not in carry:                    # given; others add up
             target = carry if x in loop.output("Out") else sums
             target[inner[out]] = top.fresh(inner[out])
-            top.op("fill_any_like", {"X": [base.get(x, x)]}, {"Out": [target[inner[out]]]}, {"value": 0.0, "dtype": -1})
+            top.zeros_like(base.get(x, x), target[inner[out]])
     step, zero, going = top.fresh(count), _counter(top, "zero", 0), top.var("going", VarType.BOOL)
     top.op("assign", {"X": [count]}, {"Out": [step]})
     top.op("less_than", {"X": [zero], "Y": [step]}, {"Out": [going]})

@@ -31,8 +31,7 @@ def _pylayer_grad_grad(g) -> list:
     for var, grad in zip(g.I("Input"), g.O("Input@GRAD")):   # the grads again (zeros where the block left none)
         if grad != EMPTY_VAR:
             inner = renamed.get(var + GRAD_SUFFIX)
-            replay.op("assign", {"X": [inner]}, {"Out": [grad]}) if inner else \
-                replay.op("fill_any_like", {"X": [var]}, {"Out": [grad]}, {"value": 0.0, "dtype": -1})
+            replay.op("assign", {"X": [inner]}, {"Out": [grad]}) if inner else replay.zeros_like(var, grad)
             outputs.append(grad)
     return differentiated_run(g, replay.block, outputs)
 
@@ -70,8 +69,7 @@ def _nested_pylayer_grad(replay: Replay, grad_op, reads: dict[str, str]) -> None
             reads[grad] = left[var + GRAD_SUFFIX]
         else:
             reads[grad] = replay.fresh(grad)
-            replay.op("fill_any_like", {"X": [reads.get(read, read)]}, {"Out": [reads[grad]]},
-                      {"value": 0.0, "dtype": -1})
+            replay.zeros_like(reads.get(read, read), reads[grad])
 
 
 GRAD_REPLAYS["pylayer_grad"] = _nested_pylayer_grad

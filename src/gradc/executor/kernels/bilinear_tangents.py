@@ -11,12 +11,12 @@ import numpy as np
 
 def cell_tangents(weight, slope_a, slope_b, twist, moves: list) -> tuple:
     """(the weight's derivative along ``moves`` [(v_a, v_b) per direction], its derivatives along a and along b)."""
-    zero = np.zeros_like(weight)
     if not moves:
         return weight, slope_a, slope_b
     if len(moves) == 1:
         (along_a, along_b), = moves
         return slope_a * along_a + slope_b * along_b, twist * along_b, twist * along_a
+    zero = np.zeros_like(weight)
     if len(moves) == 2:
         (first_a, first_b), (second_a, second_b) = moves
         return twist * (first_a * second_b + first_b * second_a), zero, zero
