@@ -53,8 +53,9 @@ def _square_in_branch():
             "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
 
 
-def _nested_cond(inner: float):
-    """out = cond(flag > 0, cond(inner > 0, tanh(h), h * h), 2 * (x @ w2)), h = x @ w1 in the outer branch."""
+def in_outer_branch(inner: float, branch, otherwise) -> dict:
+    """out = cond(flag > 0, branch(net, x, w2, h, inner > 0), otherwise(net, x, w2)), h = x @ w1 and inner > 0 made
+    in the outer branch (flag 1); loss = mean(out * out)."""
     net = Net()
     x, f, g = net.data("x", [2, 3]), net.data("flag", [1]), net.data("inner", [1])
     w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
@@ -62,13 +63,19 @@ def _nested_cond(inner: float):
 
     def outer_branch():
         h = net.matmul(x, w1)
-        inner_pred = net.greater_than(g, net.constant(0.0, dtype=VarType.FP64))
-        return net.cond(inner_pred, lambda: net.tanh(h), lambda: net.elementwise_mul(h, h))
+        return branch(net, x, w2, h, net.greater_than(g, net.constant(0.0, dtype=VarType.FP64)))
 
-    out = net.cond(pred, outer_branch, lambda: net.scale(net.matmul(x, w2), scale=2.0))
+    out = net.cond(pred, outer_branch, lambda: otherwise(net, x, w2))
     loss = net.mean(net.elementwise_mul(out, out))
     return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([1.0]), "inner": np.array([inner])},
             "loss": loss, "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+
+
+def _nested_cond(inner: float):
+    """out = cond(flag > 0, cond(inner > 0, tanh(h), h * h), 2 * (x @ w2)), h = x @ w1 in the outer branch."""
+    return in_outer_branch(inner, lambda net, x, w2, h, inner_pred: net.cond(
+        inner_pred, lambda: net.tanh(h), lambda: net.elementwise_mul(h, h)),
+        lambda net, x, w2: net.scale(net.matmul(x, w2), scale=2.0))
 
 
 

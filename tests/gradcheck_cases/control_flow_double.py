@@ -9,7 +9,7 @@ from gradc.ir import AttrType, VarType
 from programs import Net, _reads
 
 from . import Case, rng
-from .control_flow import _penalty_of
+from .control_flow import _penalty_of, in_outer_branch
 
 r = rng(13)
 
@@ -22,14 +22,7 @@ def _overwriting_branch(inner: float, reads_it: bool):
     """out = cond(flag > 0, 2 h, sigmoid(x @ w2)), h = x @ w1 in the outer branch, then overwritten in place by a
     nested branch (if inner > 0) with tanh(h) (``reads_it``) or tanh(x @ w2): where it does not run, h keeps its
     value."""
-    net = Net()
-    x, f, g = net.data("x", [2, 3]), net.data("flag", [1]), net.data("inner", [1])
-    w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
-    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
-
-    def outer_branch():
-        h = net.matmul(x, w1)
-        inner_pred = net.greater_than(g, net.constant(0.0, dtype=VarType.FP64))
+    def branch(net, x, w2, h, inner_pred):
         with net.sub_block() as body:
             net.assign(net.tanh(h if reads_it else net.matmul(x, w2)), h)
         op = net.block.append_op("conditional_block", {"Cond": [inner_pred], "Input": _reads(body)},
@@ -37,10 +30,7 @@ def _overwriting_branch(inner: float, reads_it: bool):
         op.set_attr("sub_block", body.idx, AttrType.BLOCK)
         return net.scale(h, scale=2.0)
 
-    out = net.cond(pred, outer_branch, lambda: net.sigmoid(net.matmul(x, w2)))
-    loss = net.mean(net.elementwise_mul(out, out))
-    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([1.0]), "inner": np.array([inner])},
-            "loss": loss, "wrt": ["x", "w1", "w2"], "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
+    return in_outer_branch(inner, branch, lambda net, x, w2: net.sigmoid(net.matmul(x, w2)))
 
 
 def _tanh_layer(net: Net, z: str) -> str:
