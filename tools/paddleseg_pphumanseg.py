@@ -24,7 +24,8 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 from paddle import nn
-from paddledet_picodet import SEModule  # MobileNetV3's squeeze-excitation is LCNet's, as in PaddleClas
+from paddledet_picodet import SEModule
+from paddleseg_ppliteseg import ContextModule  # MobileNetV3's squeeze-excitation is LCNet's, as in PaddleClas
 
 HEIGHT, WIDTH, CLASSES, BATCH, IGNORE = 72, 128, 2, 2, 255
 LARGE = (   # backbones/mobilenetv3.py's "large" table: kernel, expansion, out, squeeze-excitation, stride
@@ -109,19 +110,14 @@ class SeparableConvBNReLU(nn.Layer):   # called with bias_attr=False: the depthw
         return self.piontwise_conv(self.depthwise_conv(x))
 
 
-class MobileContextModule(nn.Layer):
+class MobileContextModule(ContextModule):
+    """PP-LiteSeg's context module (its forward) with MobileSeg's layers: biased 1x1 ConvBNReLUs, a separable out."""
+
     def __init__(self, channels_in, width, bins=(1, 2, 4)):
-        super().__init__()
+        nn.Layer.__init__(self)
         self.bins = bins
         self.stages = nn.LayerList([ConvBN(channels_in, width, 1) for _ in bins])
         self.conv_out = SeparableConvBNReLU(width, width, 3)
-
-    def forward(self, x):
-        out = None
-        for size, conv in zip(self.bins, self.stages):
-            y = F.interpolate(conv(F.adaptive_avg_pool2d(x, size)), x.shape[2:], mode="bilinear", align_corners=False)
-            out = y if out is None else out + y
-        return self.conv_out(out)
 
 
 class UAFMMobile(nn.Layer):
