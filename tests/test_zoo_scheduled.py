@@ -3,9 +3,9 @@ steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for e
 - tests/data/paddle/scheduled/db_mv3: PaddleOCR's DB from the image (det_mv3_db.yml: MobileNetV3 large x0.5 with
   hardswish and squeeze-excitation, DBFPN 256 wide, DBHead, DBLoss), Adam under LinearWarmup over a
   CosineAnnealingDecay (PaddleOCR's Cosine with warmup_epoch), L2Decay and ClipGradByNorm; float32;
-- tests/data/paddle/scheduled/ppyoloe_s_f64: PP-YOLOE "s" from the image (CSPResNet, CustomCSPPAN with SPP, the head,
-  TaskAlignedAssigner and its losses), Momentum with PaddleDetection's warm-up and cosine as a PiecewiseDecay, L2Decay
-  with the batch norms' own L2Decay(0.0) and ClipGradByGlobalNorm; float32;
+- tests/data/paddle/scheduled/ppyoloe_s, ppyoloe_s_f64: PP-YOLOE "s" from the image (CSPResNet, CustomCSPPAN with SPP,
+  the head, TaskAlignedAssigner and its losses), Momentum with PaddleDetection's warm-up and cosine as a
+  PiecewiseDecay, L2Decay with the batch norms' own L2Decay(0.0) and ClipGradByGlobalNorm; float32 and float64;
 - tests/data/paddle/scheduled/ppliteseg_stdc1_f64: PaddleSeg's PP-LiteSeg with STDC1 (CatBottlenecks, the context
   module, UAFM spatial attention, three seg heads) and OhemCrossEntropyLoss on each, Momentum under LinearWarmup over
   PolynomialDecay with weight decay; float64;
@@ -30,7 +30,8 @@ steps (tools/zoo_train_scheduled.py), from tests/seeded_params.py's values for e
   conv and KeyPointMSELoss with target weights), Adam under the warm-up and PiecewiseDecay as one PiecewiseDecay;
   float64.
 Float32 rounding decides the later steps (Paddle's own float32 run leaves its float64 one as far), so those cases check
-three; db_mv3_f64 (Paddle's legacy clip_by_norm takes no float64: without clipping) checks all six to 1e-12.
+three, against the float64 run where there is one (FLOAT64_REFERENCE); db_mv3_f64 (Paddle's legacy clip_by_norm takes
+no float64: without clipping) checks all six to 1e-12.
 A static LRScheduler lives outside the program: Paddle's executor writes its value into the learning-rate var before
 each run, as gradc.schedules.run_step does. gradc runs Paddle's training program, and its own compile of the training
 forward with the same optimizer, through the steps; db_mv3/pir, picodet_s/pir and ppocrv4_det/pir: the same model
@@ -53,37 +54,39 @@ from seeded_params import param_value, stored_grad
 
 SCHEDULED = DATA / "scheduled"
 CASES = {   # the ops that set each apart; steps run; tolerances of the losses and of the first step's gradients
-    # (measured: db_mv3 1.5e-6 and 1.6e-5, db_mv3_f64 1.8e-14 and 2.3e-14, ppyoloe_s 7.4e-6 and 2.9e-4)
+    # against Paddle's (None: judged against FLOAT64_REFERENCE's); measured: db_mv3 1.5e-6 and 1.6e-5, db_mv3_f64
+    # 1.8e-14 and 2.3e-14
     "db_mv3": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "conv2d_transpose", "argsort", "clip_by_norm",
                 "adam"}, 3, 1e-5, 1e-4),
     "db_mv3_f64": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "conv2d_transpose", "argsort", "adam"}, 6,
                    1e-12, 1e-12),
     "ppyoloe_s": ({"pool2d", "nearest_interp_v2", "top_k_v2", "masked_select", "squared_l2_norm", "momentum",
-                   "swish"}, 3, 3e-5, 1e-3),
+                   "swish"}, 3, None, None),
+    # PP-YOLOE s in float64, gradc's compile: measured losses to 2.1e-11 over six steps, gradients 1.4e-12
+    "ppyoloe_s_f64": ({"pool2d", "nearest_interp_v2", "top_k_v2", "masked_select", "momentum", "swish"}, 3, 1e-10,
+                      1e-10),
     # Paddle's float64 average-pool gradient scales by a float32 1 / pool_size (2.4e-8 off for 1/6, 1/9), which
     # reaches every backbone gradient (3.2e-8) and the later losses; gradc's agrees with central differences
     "ppliteseg_stdc1_f64": ({"pool2d", "bilinear_interp_v2", "argsort", "one_hot_v2", "softmax_with_cross_entropy",
                              "reduce_max", "momentum"}, 3, 1e-7, 1e-7),
-    # PP-PicoDet s, measured 6.9e-7, 5.9e-7, 1.1e-3 and 5.7e-4 with two BLAS threads, 4.6e-6 and 4.3e-3 on the
-    # second and third losses with one (its products round otherwise): from the third step the rate of 0.32 grows
-    # rounding, and the third float32 loss is 1.6e-3 from Paddle's float64 one in Paddle, 1.1e-3 / 2.6e-3 in gradc;
-    # picodet_s_f64 holds the steps to 1e-8. Its float32 gradients are 3.2e-2 from its float64 ones
+    # PP-PicoDet s: from the third step the rate of 0.32 grows rounding (the third float32 loss is 1.6e-3 from
+    # Paddle's float64 one in Paddle); picodet_s_f64 holds the steps to 1e-8
     "picodet_s": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "nearest_interp_v2", "where_index", "linspace",
-                   "bce_loss", "top_k_v2", "momentum"}, 3, (1e-5, 1e-5, 1e-2), 2e-3),
+                   "bce_loss", "top_k_v2", "momentum"}, 3, None, None),
     # Paddle's float64 adaptive average pool scales by float32(1 / 9) (the 3 x 3 squeeze-excitations): measured 3.5e-9
     # on the first gradients; the losses of the first four steps 6.9e-9, the later ones past 1e-5 (lr 0.32 amplifies)
     "picodet_s_f64": ({"hard_swish", "where_index", "gather", "softmax_with_cross_entropy", "bce_loss", "momentum"},
                       4, 1e-8, 1e-8),
-    # PP-OCRv4 mobile det, measured 4.6e-7, 4.6e-7, 5.7e-5 (the first step's rate is 0: its loss is the second's);
-    # its learnable affine scalars are sums over a whole activation that cancel: Paddle's own float32 gradients of
-    # them leave its float64 ones by 2.2e-3 (affine_0.w_0), gradc's by 6.5e-3
+    # PP-OCRv4 mobile det (the first step's rate is 0: its loss is the second's); its learnable affine scalars are
+    # sums over a whole activation that cancel: Paddle's own float32 gradients of them leave its float64 ones by
+    # 2.2e-3 (affine_0.w_0)
     "ppocrv4_det": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "isnan_v2", "where", "conv2d_transpose",
-                     "argsort", "adam"}, 3, (1e-6, 1e-6, 2e-4), 1e-2),
+                     "argsort", "adam"}, 3, None, None),
     "ppocrv4_det_f64": ({"hard_swish", "isnan_v2", "where", "nearest_interp_v2", "adam"}, 3, 1e-10, 1e-10),
-    # PP-OCRv4 rec (ClipGradByValue), measured 7.3e-6 and 2.7e-5 past the floor: its learnable affine scalars
-    # before batch norms have gradients zero but for rounding, which Adam moves by the rate whatever their size
+    # PP-OCRv4 rec (ClipGradByValue): its learnable affine scalars before batch norms have gradients zero but for
+    # rounding, which Adam moves by the rate whatever their size
     "ppocrv4_rec": ({"hard_swish", "hard_sigmoid", "depthwise_conv2d", "warpctc", "lookup_table_v2", "masked_select",
-                     "clip", "adam"}, 3, 2e-5, 1e-4),
+                     "clip", "adam"}, 3, None, None),
     # Paddle's float64 adaptive average pool (the squeeze-excitations') scales its gradient by float32(1 / 80):
     # measured 1.7e-8
     "ppocrv4_rec_f64": ({"warpctc", "layer_norm", "swish", "one_hot_v2", "log_softmax", "clip", "adam"}, 3, 1e-10,
@@ -98,6 +101,13 @@ CASES = {   # the ops that set each apart; steps run; tolerances of the losses a
     "pphumanseg_v2_lite_f64": ({"argsort", "cumsum", "gather", "bilinear_interp_v2", "pool2d", "momentum"}, 3, 1e-9,
                                5e-8),
 }
+# Float32 rounding differs between CPUs' BLAS kernels (these cases' fixed tolerances, measured on one CPU, failed on
+# one with AVX-512 by up to 6x): a float32 case is judged against Paddle's float64 run of the same batch and seeded
+# parameters, gradc's float32 as close to it as Paddle's own float32 within FLOAT32_SPREAD (measured on AVX2 and
+# AVX-512 CPUs: at most 5.3x on a loss, PicoDet's second, and 3.9x on a gradient, PP-YOLOE's stem batch norm's)
+FLOAT64_REFERENCE = {"ppyoloe_s": "ppyoloe_s_f64", "picodet_s": "picodet_s_f64", "ppocrv4_rec": "ppocrv4_rec_f64",
+                     "ppocrv4_det": "ppocrv4_det_f64"}
+FLOAT32_SPREAD = 10
 
 
 def _program(case, name):
@@ -146,13 +156,35 @@ def _scope(case, meta, program, startup=None):
     return scope
 
 
-def _assert_grads_match(grads, values, paddle, tolerance):
+def _assert_grads_match(grads, values, paddle, tolerance, reference=None):
+    """Against Paddle's gradients of the same precision within tolerance of each one's largest or, for a float32
+    case with a reference, against Paddle's float64 ones within FLOAT32_SPREAD times Paddle's own float32 distance."""
     theirs = {g: paddle[f"@grad:{g}"] for g in grads}
+    truth = theirs if reference is None else {g: reference[f"@grad:{g}"] for g in grads}
     # a bias a batch norm cancels has a gradient zero but for rounding: against 100 ulps of the largest
-    floor = 100 * np.finfo(values[0].dtype).eps * max(np.abs(v).max() for v in theirs.values())
+    floor = 100 * np.finfo(values[0].dtype).eps * max(np.abs(v).max() for v in truth.values())
     for grad, value in zip(grads, values):
-        distance = np.abs(stored_grad(grad, value) - theirs[grad]).max()
-        assert distance <= tolerance * np.abs(theirs[grad]).max() + floor, (grad, distance)
+        distance = np.abs(stored_grad(grad, value) - truth[grad]).max()
+        if reference is None:
+            assert distance <= tolerance * np.abs(theirs[grad]).max() + floor, (grad, distance)
+        else:
+            paddles = np.abs(theirs[grad].astype(np.float64) - truth[grad]).max()
+            assert distance <= FLOAT32_SPREAD * (paddles + floor), (grad, distance, paddles)
+
+
+def _assert_loss_matches(loss, paddle, step, tolerance, reference=None):
+    """As _assert_grads_match, for a step's loss (its floor: 16 float32 ulps)."""
+    theirs = paddle[f"@loss:{step}"]
+    if reference is None:
+        np.testing.assert_allclose(loss, theirs, rtol=tolerance[step] if isinstance(tolerance, tuple) else tolerance)
+        return
+    truth = float(reference[f"@loss:{step}"])
+    bound = FLOAT32_SPREAD * (abs(float(theirs) - truth) + 16 * np.finfo(np.float32).eps * abs(truth))
+    assert abs(float(loss) - truth) <= bound, (step, float(loss), truth, float(theirs))
+
+
+def _reference(name):
+    return np.load(SCHEDULED / FLOAT64_REFERENCE[name] / "paddle.npz") if name in FLOAT64_REFERENCE else None
 
 
 def _trained(name: str, compile_forward: bool):
@@ -167,9 +199,9 @@ def _trained(name: str, compile_forward: bool):
 
 
 @pytest.mark.parametrize(("name", "compile_forward"), [   # the tool finds both alike for every model: one each here
-    ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppliteseg_stdc1_f64", True),
-    ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False), ("picodet_s_f64", True),
-    ("ppocrv4_det", True), ("ppocrv4_det_f64", False), ("pphumanseg_v2_lite_f64", True),
+    ("db_mv3", True), ("db_mv3_f64", False), ("ppyoloe_s", True), ("ppyoloe_s_f64", False),
+    ("ppliteseg_stdc1_f64", True), ("ppocrv4_rec", False), ("ppocrv4_rec_f64", True), ("picodet_s", False),
+    ("picodet_s_f64", True), ("ppocrv4_det", True), ("ppocrv4_det_f64", False), ("pphumanseg_v2_lite_f64", True),
     ("tinypose_f64", True)])
 def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forward):
     ops, steps, loss_tolerance, grad_tolerance = CASES[name]
@@ -182,14 +214,14 @@ def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forw
     assert len(grads) == sum(op.type == meta["optimizer"]["type"].lower() for op in program.global_block.ops)
     rates = [paddle[f"@lr:{step}"] for step in range(steps)]
     assert len({float(rate) for rate in rates}) > 2   # warm-up and decay: the rate changes from step to step
+    reference = _reference(name)
     for step in range(steps):
         loss, *values = schedules.run_step(executor, program, scope, schedule, step, feed,
                                            [meta["loss"], *(grads if step == 0 else [])])
         np.testing.assert_array_equal(scope[lr_var].reshape(rates[step].shape), rates[step])
-        rtol = loss_tolerance[step] if isinstance(loss_tolerance, tuple) else loss_tolerance
-        np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=rtol)
+        _assert_loss_matches(loss, paddle, step, loss_tolerance, reference)
         if step == 0:   # the legacy program clips the gradient vars in place: Paddle fetched them clipped
-            _assert_grads_match(grads, values, paddle, grad_tolerance)
+            _assert_grads_match(grads, values, paddle, grad_tolerance, reference)
 
 
 @pytest.mark.parametrize(("name", "ops", "steps"), [   # PP-OCRv4 det: its gradients and one step, for time (its
@@ -208,12 +240,12 @@ def test_pir_forward_compiles_to_paddles_pir_training(name, ops, steps):
     assert ops <= set(meta["ops"])
     grads = [grad for _, grad in gradc.append_backward(backward, meta["loss"])]
     assert sorted(grads) == sorted(n.removeprefix("@grad:") for n in paddle.files if n.startswith("@grad:"))
+    reference = _reference(name)
     _assert_grads_match(grads, gradc.Executor().run(backward, feed, grads, _scope(legacy, meta, backward)), paddle,
-                        grad_tolerance)
+                        grad_tolerance, reference)
     startup = _optimizer(meta["optimizer"]).minimize(forward, meta["loss"], param_attrs=_param_attrs(meta))
     scope, schedule = _scope(legacy, meta, forward, startup), _schedule(meta["optimizer"]["schedule"])
     for step in range(steps):
         (loss,) = schedules.run_step(gradc.Executor(), forward, scope, schedule, step, feed, [meta["loss"]])
         assert float(np.float32(schedule(step))) == paddle[f"@lr:{step}"]
-        rtol = loss_tolerance[step] if isinstance(loss_tolerance, tuple) else loss_tolerance
-        np.testing.assert_allclose(loss, paddle[f"@loss:{step}"], rtol=rtol)
+        _assert_loss_matches(loss, paddle, step, loss_tolerance, reference)
