@@ -86,6 +86,8 @@ def scenarios() -> tuple[Case, ...]:
         cases.append(Case(files, ["show", "forward.pb", "--dot", "out.dot"], output="out.dot"))
         cases.append(Case(files, ["show", "forward.pb", "--memory", "--batch-size", "4"]))
         cases.append(Case(files, ["diff", "forward.pb", "other.pb"]))
+        cases.append(Case(files, ["precision", "forward.pb", "--feed", "feed.npz", "--params", "params.npz", "--top",
+                                  "3"]))
     infer = {name: _read(inference / name) for name in ("model.pdmodel", "model.pdiparams", "feed.npz")}
     cases.append(Case(infer, ["run", "model.pdmodel", "--params", "model.pdiparams", "--feed", "feed.npz"]))
     cases.append(Case(infer, ["convert", "model.pdmodel", "out.pbtxt"], output="out.pbtxt"))
@@ -149,7 +151,7 @@ def row_scenarios() -> list[Case]:
     return cases
 
 
-RUNS = {"compile", "run", "check", "train"}   # commands that verify and execute what they read
+RUNS = {"compile", "run", "check", "train", "precision"}   # commands that verify and execute what they read
 
 
 def mutated(base: Case, rng: random.Random) -> Case:

@@ -194,14 +194,14 @@ def float64_copy(program: Program, *values: Mapping[str, np.ndarray]) -> tuple:
     wide = program.clone()
     Float64Pass()(wide)
     bfloat16 = {name for name, var in program.global_block.vars.items() if var.dtype == VarType.BF16}
-    return (wide, *({name: _widened(v, name in bfloat16) for name, v in mapping.items()} for mapping in values))
+    return (wide, *({name: widened(v, name in bfloat16) for name, v in mapping.items()} for mapping in values))
 
 
-def _widened(value, bfloat16: bool = False):
+def widened(value, bfloat16: bool = False):
     """A float32, float16 (complex64) array, a LoDTensor's with its LoD kept, as float64 (complex128); a bfloat16
     var's uint16 array (Paddle's bits) as its values; other values as they are."""
     if isinstance(value, LoDTensor):
-        return LoDTensor(_widened(value.array, bfloat16), value.lod)
+        return LoDTensor(widened(value.array, bfloat16), value.lod)
     value = np.asarray(value)
     if bfloat16 and value.dtype == np.uint16:
         return from_bits(value).astype(np.float64)

@@ -28,6 +28,7 @@ LAZY_COMMANDS = {
     "export": LazyCommand("train", "export_command", "Export a program for inference, as save_inference_model."),
     "info": LazyCommand("info", "info", "Summarise a program: inputs, outputs, parameters, loss."),
     "ops": LazyCommand("ops", "ops", "List the registered op types, or describe one."),
+    "precision": LazyCommand("run", "precision", "Find the ops where a float32 program loses precision."),
     "run": LazyCommand("run", "run", "Run a program with the numpy executor."),
     "run-ranks": LazyCommand("ranks", "run_ranks_command", "Run every rank's program of a collective job together."),
     "show": LazyCommand("show", "show", "Print a listing, draw a graph, or estimate memory."),

@@ -1,4 +1,4 @@
-"""`gradc run` and `gradc check`: the commands that run a program with the numpy executor."""
+"""`gradc run`, `gradc check` and `gradc precision`: the commands that run a program with the numpy executor."""
 
 from __future__ import annotations
 
@@ -173,3 +173,38 @@ def _summary(name: str, value) -> str:
     if value.dtype.kind == "f" and value.size:
         return f"{head} mean={value.mean():.6g} min={value.min():.6g} max={value.max():.6g}"
     return head
+
+
+@click.command()
+@click.argument("program", type=click.Path())
+@click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
+@click.option("--params", type=click.Path(), help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs to run first, in order. Repeatable.")
+@click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Ops to list.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Seed of random ops without a seed of their own, the same in both runs.")
+def precision(program, feed, params, startups, top, seed):
+    """Find the ops where a float32, float16 or bfloat16 program loses precision, against its float64 run."""
+    from ..rounding_audit import audit
+    prog, _, scope = _session(program, params, startups, False)
+    feeds = _model_inputs(prog, with_lods(read_npz(feed, "feed")) if feed else {}, feed)
+    require_values(prog, scope, feeds, params, program)
+    given = {name: scope.find(name) for name, var in prog.global_block.vars.items()
+             if var.persistable and scope.find(name) is not None}
+    with naming_feed(feed):
+        rows = audit(prog, feeds, given, top, seed)
+    if not rows:
+        raise GradcError(f"'{program}': no op of block 0 outside control flow writes a float32, float16 or bfloat16 "
+                         f"value that no other op overwrites: nothing to compare")
+    width, kind = max(len(row.var) for row in rows), max(len(row.type) for row in rows)
+    click.echo(f"{'op':>5}  {'type':<{kind}}  {'output':<{width}}  {'error':>8}  {'inputs':>8}  {'growth':>8}  "
+               f"{'own':>8}")
+    for row in rows:
+        own = "-" if row.own is None else f"{row.own:.1e}"
+        click.echo(f"{row.index:>5}  {row.type:<{kind}}  {row.var:<{width}}  {row.error:>8.1e}  {row.inputs:>8.1e}  "
+                   f"{row.growth:>8.3g}  {own:>8}")
+    click.echo(f"error: the output's distance from the float64 run over its largest value; inputs: the largest error "
+               f"of what the op read; growth: error / max(inputs, eps); own: the op alone in float64 on what it read "
+               f"(its kernel's rounding, about eps = {rows[0].eps:.1e} when exact: a growth with a small own error is "
+               f"the op amplifying what it was given)")
