@@ -5,6 +5,7 @@ from click.testing import CliRunner
 
 import gradc
 from fixtures import DATA
+from gradc import optimizers
 from gradc.cli import cli
 from gradc.executor import KERNELS
 from gradc.rounding_audit import audit
@@ -52,8 +53,8 @@ def test_a_kernel_that_rounds_badly_shows_in_its_own_error(monkeypatch):
 
 
 def test_a_training_step_leaves_the_given_values_alone():
-    program, scope = gradc.load(str(MLP / "train_adam.pb")), gradc.Scope()
-    gradc.Executor().run(gradc.load(str(MLP / "train_adam.startup.pb")), {}, [], scope)
+    program, scope = gradc.load(str(MLP / "forward.pb")), gradc.Scope()
+    gradc.Executor().run(optimizers.Adam(0.01).minimize(program, "mean_0.tmp_0"), {}, [], scope)
     given = {name: scope.find(name) for name, var in program.global_block.vars.items() if var.persistable
              and scope.find(name) is not None} | dict(np.load(MLP / "params.npz"))
     before = {name: np.array(value, copy=True) for name, value in given.items()}
@@ -72,11 +73,11 @@ def test_a_value_written_twice_is_left_out_with_the_ops_that_read_it():
 
 def test_precision_command_lists_the_ops_and_refuses_a_program_without_its_values():
     runner = CliRunner()
-    result = runner.invoke(cli, ["precision", str(MLP / "train.pb"), "--feed", str(MLP / "feed.npz"),
+    result = runner.invoke(cli, ["precision", str(MLP / "forward.pb"), "--feed", str(MLP / "feed.npz"),
                                  "--params", str(MLP / "params.npz"), "--top", "3"])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].split() == ["op", "type", "output", "error", "inputs", "growth", "own"]
     assert len(lines) == 5 and lines[-1].startswith("error: the output's distance from the float64 run")
-    result = runner.invoke(cli, ["precision", str(MLP / "train.pb"), "--feed", str(MLP / "feed.npz")])
+    result = runner.invoke(cli, ["precision", str(MLP / "forward.pb"), "--feed", str(MLP / "feed.npz")])
     assert result.exit_code == 1 and "no value for the persistable var(s) fc_0.w_0" in str(result.exception)
