@@ -113,22 +113,34 @@ CASES += [second_order(case.op, case.inputs, case.attrs, counts=case.outputs) fo
 
 # products of complex factors: their grads conjugate them (cumprod's as Paddle's kernel). Along dims of known size
 # the grads are written with products, slices, pads and reshapes, so third derivatives follow; along dims of unknown
-# size a complex X's grad is differentiated by <grad>_grad's exact tangents, and those by <grad>_grad_grad's nested
-# duals, which are not differentiated again
+# size a complex X's grad is differentiated by <grad>_grad along one direction, and that by itself along one more
+# (duals nested once per direction), at every order
 PRODUCTS = [Case("cumprod", {"X": crandn(2, 4)}, {"dim": 1}),
             Case("cumprod", {"X": crandn(3, 2)}, {"dim": 0, "exclusive": True, "reverse": True}),
             Case("reduce_prod", {"X": crandn(2, 3, 2)}, {"dim": [0, 2], "keep_dim": False}),
             Case("reduce_prod", {"X": crandn(2, 3)}, {"dim": [1], "keep_dim": True})]
 CASES += PRODUCTS + [third_order(second_order(case.op, case.inputs, case.attrs), f"{case.op}_grad")
                      for case in PRODUCTS]
-THRICE = [third_order_checked(second_order(case.op, case.inputs, case.attrs, unknown={"X": [0]}),
-                              f"{case.op}_grad_grad", None, ["X0"], run_time_shapes=True)
-          for case in PRODUCTS[1:3]]   # dim 0 unknown: the one cumprod runs along, one reduce_prod reduces
+
+
+def thrice(case: Case) -> Case:
+    """A complex X's third derivative with X's dim 0 of unknown size, the second backward's direction checked too."""
+    return third_order_checked(second_order(case.op, case.inputs, case.attrs, unknown={"X": [0]}),
+                               f"{case.op}_grad_grad", None, ["X0"], run_time_shapes=True)
+
+
+THRICE = [thrice(case) for case in PRODUCTS[1:3]]   # dim 0 unknown: the one cumprod runs along, one reduce_prod reduces
 CASES += THRICE
-REFUSED = [third_order(case, f"{case.op}_grad") for case in THRICE]
+# fourth derivatives: <grad>_grad along three directions (over at least 5 factors, so that those terms are not 0),
+# the second backward's direction's grads checked too
+CASES += [Case(case.op, {}, case.attrs, program=third_order(case, case.op, True, order=4).program, rtol=1e-4,
+               atol=1e-6) for case in (thrice(Case("cumprod", {"X": crandn(5, 2)}, {"dim": 0, "reverse": True})),
+                                       THRICE[1])]
 
 # put_along_axis_grad on complex values: mul's second derivative steps it at complex factors, so a third backward
 # differentiates it there (its grad op put_along_axis_grad_grad; second_order_select's cases check that op too)
 CASES.append(third_order(second_order("put_along_axis", {"Input": randn(2, 3), "Index": np.array([[1, 1], [0, 2]]),
                                                          "Value": randn(2, 2)}, {"Axis": 1, "Reduce": "mul"}),
                          "put_along_axis_grad"))
+# whose own grad (a fourth derivative) is refused: its tangents are dual numbers of first order
+REFUSED = [third_order(CASES[-1], "put_along_axis_grad_grad")]

@@ -75,7 +75,7 @@ CASES = [
     gru_unit(second=True, activation=3, origin_mode=True),
 ]
 
-# second derivatives: lstm_grad_grad and gru_grad_grad, a complex step through the kernels (Input's LoD is known
+# second derivatives: lstm_grad_grad and gru_grad_grad, the kernels on duals (Input's LoD is known
 # only at run time), checked against central differences of the first derivative
 TWICE = [second_order(case.op, case.inputs, case.attrs, rtol=1e-4, atol=1e-6) for case in (
     lstm(h0=True, c0=True), lstm(peepholes=False, is_reverse=True), lstm(c0=True, gate_activation="sigmoid_v2",
@@ -98,7 +98,7 @@ def third_order(case: Case, grad_grad: str, run_time_shapes: bool = False, by_el
         declared = {name: block.var(name).shape for name in grads}
         if run_time_shapes:
             for name in grads:
-                block.var(name).shape = list(np.shape(built["feed"][name.split("@GRAD")[0]]))
+                block.var(name).shape = list(np.shape(built["feed"][name[:name.rindex("@GRAD")]]))
         known = [name for name in grads if -1 not in block.var(name).shape]
         _weighted_sum(block, known, built["feed"], prefix, False, loss)
         for name, shape in declared.items():
@@ -127,12 +127,13 @@ def third_order_checked(case: Case, grad_grad: str, wrt: list[str] | None, stepp
     return Case(grad_grad, {}, case.attrs, program=build, rtol=1e-4, atol=1e-6)
 
 
-# third derivatives: lstm_grad_grad_grad and gru_grad_grad_grad, the kernels on dual numbers at the complex point
+# third derivatives: lstm_grad_grad and gru_grad_grad along two directions, the kernels on duals nested twice
 THRICE = [third_order_checked(second_order(case.op, case.inputs, case.attrs), f"{case.op}_grad_grad",
                               ["Input0", "H00", *(["C00"] if case.op == "lstm" else []), "Weight0", "Bias0",
                                "w1_Hidden0.out"], ["H00", "Weight0"])
           for case in (lstm(h0=True, c0=True, lengths=[2, 1], d=1),
                        gru(h0=True, origin_mode=True, is_reverse=True, lengths=[1, 2], d=1))]
 CASES += THRICE
-# a fourth derivative would need dual numbers of second order
-REFUSED = [third_order(THRICE[0], "lstm_grad_grad_grad"), third_order(THRICE[1], "gru_grad_grad_grad")]
+# fourth derivatives: <op>_grad_grad along three directions, its directions' grads checked (the w2 and w3 weights)
+CASES += [Case(f"{case.op}", {}, case.attrs, program=third_order(case, case.op, order=4).program, rtol=1e-4,
+               atol=1e-6) for case in THRICE]

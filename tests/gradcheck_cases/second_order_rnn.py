@@ -56,7 +56,7 @@ CASES += UNKNOWN_STEPS
 
 
 def third_order_rnn(mode: str, layers: int = 1, directions: int = 1, lengths=None, **attrs) -> Case:
-    """A third derivative over a time dim of unknown size, through rnn_grad_grad_grad, checked at Input, PreState,
+    """A third derivative over a time dim of unknown size, through rnn_grad_grad, checked at Input, PreState,
     the hidden-side weights W_hh, Out's seed and two of the second backward's directions (w2 weights, checked inputs
     here), so that every output slot of the op is checked and the case stays cheap."""
     case = third_order(rnn_second_order(mode, layers, directions, lengths, steps=2, unknown_steps=True, size=1,
@@ -74,8 +74,9 @@ def third_order_rnn(mode: str, layers: int = 1, directions: int = 1, lengths=Non
     return Case("rnn_grad_grad", {}, case.attrs, program=build, rtol=1e-4, atol=1e-6)
 
 
-# third derivatives over a time dim of unknown size: rnn_grad_grad_grad, dual numbers at the complex step's point
+# third derivatives over a time dim of unknown size: rnn_grad_grad along two directions (duals nested twice)
 CASES += [third_order_rnn("LSTM", lengths=[2, 1]), third_order_rnn("GRU", 1, 2),
           third_order_rnn("RNN_RELU", 2, 1, dropout_prob=0.5, seed=3)]
-# a fourth derivative would need dual numbers of second order
-REFUSED = [third_order(CASES[-2], "rnn_grad_grad_grad")]
+# fourth derivatives: rnn_grad_grad along three directions, its directions' grads checked (the w2 and w3 weights)
+CASES += [Case("rnn_grad_grad", {}, case.attrs, program=third_order(case, "rnn_grad_grad", order=4).program,
+               rtol=1e-4, atol=1e-6) for case in (CASES[-3], CASES[-2])]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..ir import EMPTY_VAR
+
 
 def _tangent_rules():
     """ufunc -> tangent of its result from (values, tangents with None for a constant, result value)."""
@@ -99,6 +101,9 @@ class Dual(np.lib.mixins.NDArrayOperatorsMixin):
         if func is np.ones_like:
             return Dual(np.ones_like(args[0].value, *args[1:], **kwargs),
                         np.zeros_like(args[0].value, *args[1:], **kwargs))
+        if func is np.where:   # a plain condition picks values and tangents alike
+            condition, *picked = args
+            return Dual(np.where(condition, *_values(picked)), np.where(condition, *_tangents(picked)))
         if func is np.clip:   # the tangent where the value passes, zero where it is clamped
             value = np.clip(*_values(args), **kwargs)
             return Dual(value, np.where(value == args[0].value, args[0].tangent, 0))
@@ -139,3 +144,28 @@ class Dual(np.lib.mixins.NDArrayOperatorsMixin):
 
     def astype(self, dtype):
         return Dual(self.value.astype(dtype), self.tangent.astype(dtype))
+
+
+def along_each(value, directions: list):
+    """``value`` moved along each of ``directions`` by an infinitesimal of its own (eps_1 ... eps_k, each squaring
+    to 0): duals nested once per direction, the last outermost; a direction None is zero."""
+    for depth, direction in enumerate(directions):
+        tangent = np.zeros(value.shape, value.dtype) if direction is None else \
+            direction.astype(value.dtype).reshape(value.shape)
+        for _ in range(depth):
+            tangent = Dual(tangent)
+        value = Dual(value, tangent)
+    return value
+
+
+def across(value, count: int):
+    """The part of ``value`` along all ``count`` directions of ``along_each``: the eps_1 ... eps_k coefficient, the
+    derivative along each direction once."""
+    for _ in range(count):
+        value = value.tangent if isinstance(value, Dual) else np.zeros_like(value)
+    return value
+
+
+def listed(k, slot: str) -> list:
+    """The arrays of a kernel's list slot, None at @EMPTY@ (a direction or grad that is zero)."""
+    return [None if name == EMPTY_VAR else k.read(name, slot) for name in k.op.inputs.get(slot, [])]

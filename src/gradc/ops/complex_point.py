@@ -25,19 +25,17 @@ from __future__ import annotations
 
 from .. import registry
 from ..errors import GradError
-from ..ir import EMPTY_VAR
 from ..registry import defgrad, grads_like_inputs
 from . import cumprod, reduce, select  # noqa: F401  (registers the forward ops whose attributes these take)
 from .composite import first
+from .directional_double import one_more_direction
 
 
 def at_complex_point(g) -> list:
-    """The maker of ``g``'s grad op at a complex X: one <grad op>_grad reading X, dOut and the grad of X@GRAD."""
-    dd = g.OG("X@GRAD")
-    if not dd:
-        return []
-    return [g.op(f"{g.fwd.type}_grad", {"X": g.I("X"), "Out@GRAD": g.I("Out@GRAD"), "X@GRAD@GRAD": dd},
-                 {"X@GRAD": g.IG("X"), "Out@GRAD@GRAD": g.IG("Out@GRAD")}, forward_attrs=True)]
+    """The maker of cumprod_grad / reduce_prod_grad at a complex X and of their <grad>_grad: that op with one more
+    direction (gradc.ops.directional_double)."""
+    forward = g.fwd.type.removesuffix("_grad_grad").removesuffix("_grad")
+    return one_more_direction(g, f"{forward}_grad_grad", ("X",), ("Out@GRAD",))
 
 
 def put_at_complex_point(g) -> list:
@@ -53,25 +51,6 @@ def put_at_complex_point(g) -> list:
                   "Result@GRAD@GRAD": g.IG("Result@GRAD")}, forward_attrs=True)]
 
 
-def at_complex_point_again(g) -> list:
-    """The maker of cumprod_grad_grad / reduce_prod_grad_grad: one <op>_grad_grad_grad reading their inputs and the
-    grads of their outputs (as <output>@COTANGENT)."""
-    cotangents = {f"{slot}@COTANGENT": g.OG(slot) for slot in ("X@GRAD", "Out@GRAD@GRAD")
-                  if first(g.OG(slot)) not in (None, EMPTY_VAR)}
-    if not cotangents:
-        return []
-    return [g.op(f"{g.fwd.type}_grad", {slot: g.I(slot) for slot in ("X", "Out@GRAD", "X@GRAD@GRAD")} | cotangents,
-                 {f"{slot}@GRAD": g.IG(slot) for slot in ("X", "Out@GRAD", "X@GRAD@GRAD")}, forward_attrs=True)]
-
-
-def _once_more(g):
-    forward = g.fwd.type.removesuffix("_grad_grad_grad")
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate {forward}'s grad at a complex point three times (a "
-                    f"real input's fifth derivative through a complex step, a complex input's fourth): its exact "
-                    f"tangents are nested dual numbers of second order, and the next order would need a third; with "
-                    f"the dims' sizes known it is written with differentiable ops at every order")
-
-
 def _fourth(g):
     forward = g.fwd.type.removesuffix("_grad_grad")
     raise GradError(f"{g.fwd.type}: gradc does not differentiate {forward}'s grad at a complex point again (a real "
@@ -81,13 +60,9 @@ def _fourth(g):
 
 
 for _forward in ("cumprod", "reduce_prod"):
-    defgrad(f"{_forward}_grad_grad", inputs=["X", "Out@GRAD", "X@GRAD@GRAD"], outputs=["X@GRAD?", "Out@GRAD@GRAD?"],
-            attrs=dict(registry.get(_forward).attrs), infer=grads_like_inputs, grad=at_complex_point_again,
-            of=f"{_forward}_grad")
-    defgrad(f"{_forward}_grad_grad_grad",
-            inputs=["X", "Out@GRAD", "X@GRAD@GRAD", "X@GRAD@COTANGENT?", "Out@GRAD@GRAD@COTANGENT?"],
-            outputs=["X@GRAD?", "Out@GRAD@GRAD?", "X@GRAD@GRAD@GRAD?"], attrs=dict(registry.get(_forward).attrs),
-            infer=grads_like_inputs, grad=_once_more, of=f"{_forward}_grad_grad")
+    defgrad(f"{_forward}_grad_grad", inputs=["X", "Out@GRAD", "X@GRAD@GRAD[]?"],
+            outputs=["X@GRAD?", "Out@GRAD@GRAD?"], attrs=dict(registry.get(_forward).attrs), infer=grads_like_inputs,
+            grad=at_complex_point, of=f"{_forward}_grad")
 defgrad("put_along_axis_grad_grad", inputs=["Input", "Index", "Value", "Result@GRAD", "Input@GRAD@GRAD?",
                                            "Value@GRAD@GRAD?"],
         outputs=["Input@GRAD?", "Value@GRAD?", "Result@GRAD@GRAD?"], attrs=dict(registry.get("put_along_axis").attrs),

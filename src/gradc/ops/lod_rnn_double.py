@@ -6,11 +6,10 @@
   Bias, not Gate or ResetHiddenPrev (which the grad kernel does not read either: they get no gradient).
 - lstm_grad, gru_grad: their steps follow the sequences of Input's LoD, known only when the program runs, so they
   cannot be unrolled into differentiable ops; their makers emit ops of their own, lstm_grad_grad and gru_grad_grad,
-  whose kernels take a complex step through the first-order kernels (gradc.executor.kernels.lod_rnn_double). The
-  grad ops recompute the forward from Input, H0, C0, Weight and Bias, so the saved Hidden, Cell and batch-layout
-  outputs they also read are constants. The grad_grad ops' makers emit lstm_grad_grad_grad / gru_grad_grad_grad,
-  the kernels again on dual numbers at that complex point (as rnn_grad_grad's, gradc.ops.rnn_double), whose own
-  makers refuse a fourth derivative.
+  the grad along directions of the params (gradc.ops.directional_double), whose kernels run the first-order
+  kernels on duals nested once per direction (gradc.executor.kernels.lod_rnn_double), and whose makers emit them
+  again with one more direction: every order. The grad ops recompute the forward from Input, H0, C0, Weight and
+  Bias, so the saved Hidden, Cell and batch-layout outputs they also read are constants.
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from ..ir import EMPTY_VAR, VarType
 from ..makers import GradContext
 from ..registry import defgrad, grads_like_inputs
 from .composite import Formula, differentiate, expansion, first
+from .directional_double import one_more_direction
 from .lod_rnn import GRU_ATTRS, GRU_UNIT_ACTIVATIONS, LSTM_ATTRS
 
 GRU_UNIT_GRADS = (("Input@GRAD", "Input"), ("HiddenPrev@GRAD", "HiddenPrev"), ("Weight@GRAD", "Weight"),
@@ -97,54 +97,19 @@ LSTM_PARAMS = ("Input", "H0", "C0", "Weight", "Bias")
 GRU_PARAMS = ("Input", "H0", "Weight", "Bias")
 
 
-def _grad_grad(params: tuple[str, ...]):
-    """The maker of lstm_grad / gru_grad: one <type>_grad_grad reading the grads of its outputs."""
-
-    def maker(g):
-        dd = {f"{slot}@GRAD@GRAD": g.OG(f"{slot}@GRAD") for slot in params if g.OG(f"{slot}@GRAD")}
-        if not dd:
-            return []
-        values = {slot: g.I(slot) for slot in (*params, "Hidden@GRAD") if g.I(slot)}
-        grads = {f"{slot}@GRAD": g.IG(slot) for slot in (*params, "Hidden@GRAD") if g.I(slot)}
-        return [g.op(f"{g.fwd.type}_grad", {**values, **dd}, grads, forward_attrs=True)]
-
-    return maker
-
-
-def _third(forward: str, params: tuple[str, ...]):
-    """The maker of <forward>_grad_grad: one <forward>_grad_grad_grad reading its inputs and the grads of its outputs
-    (as <output>@COTANGENT)."""
-    outputs = (*(f"{slot}@GRAD" for slot in params), "Hidden@GRAD@GRAD")
-    stepped = (*params, "Hidden@GRAD", *(f"{slot}@GRAD@GRAD" for slot in params))
-
-    def maker(g):
-        cotangents = {f"{slot}@COTANGENT": g.OG(slot) for slot in outputs if g.OG(slot)}
-        if not cotangents:
-            return []
-        values = {slot: g.I(slot) for slot in stepped if g.I(slot)}
-        grads = {f"{slot}@GRAD": g.IG(slot) for slot in stepped if g.I(slot)}
-        return [g.op(f"{forward}_grad_grad_grad", {**values, **cotangents}, grads, forward_attrs=True)]
-
-    return maker
-
-
-def _fourth(g):
-    raise GradError(f"{g.fwd.type}: gradc does not differentiate the LoD {g.fwd.type.split('_')[0]} op four times: "
-                    f"its third derivative carries dual numbers of first order through the kernels' complex step, "
-                    f"and a fourth would need them of second order")
+def _directional(forward: str, params: tuple[str, ...]):
+    """The maker of <forward>_grad and <forward>_grad_grad: <forward>_grad_grad along one more direction of the
+    params (gradc.ops.directional_double)."""
+    return lambda g: one_more_direction(g, f"{forward}_grad_grad", params, ("Hidden@GRAD",))
 
 
 def _grad_grad_op(forward: str, params: tuple[str, ...], attrs: dict) -> None:
     grad = registry.get(f"{forward}_grad")
     values = [*(f"{slot}?" if grad.slots[slot].dispensable else slot for slot in params), "Hidden@GRAD"]
-    inputs = [*values, *(f"{slot}@GRAD@GRAD?" for slot in params)]
-    outputs = [f"{slot}@GRAD?" for slot in (*params, "Hidden@GRAD")]
-    defgrad(f"{forward}_grad_grad", inputs=inputs, outputs=outputs, attrs=attrs, infer=grads_like_inputs,
-            grad=_third(forward, params), of=f"{forward}_grad")
-    defgrad(f"{forward}_grad_grad_grad", inputs=[*inputs, *(f"{slot.rstrip('?')}@COTANGENT?" for slot in outputs)],
-            outputs=[*outputs, *(f"{slot}@GRAD@GRAD@GRAD?" for slot in params)], attrs=attrs,
-            infer=grads_like_inputs, grad=_fourth, of=f"{forward}_grad_grad")
-    defgrad(f"{forward}_grad", grad=_grad_grad(params), no_grad_inputs=[
+    defgrad(f"{forward}_grad_grad", inputs=[*values, *(f"{slot}@GRAD@GRAD[]?" for slot in params)],
+            outputs=[f"{slot}@GRAD?" for slot in (*params, "Hidden@GRAD")], attrs=attrs, infer=grads_like_inputs,
+            grad=_directional(forward, params), of=f"{forward}_grad")
+    defgrad(f"{forward}_grad", grad=_directional(forward, params), no_grad_inputs=[
         slot for slot in grad.inputs if slot not in (*params, "Hidden@GRAD")])
 
 

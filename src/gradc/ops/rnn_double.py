@@ -18,6 +18,7 @@ from ..makers import GradContext
 from ..registry import defgrad, grads_like_inputs
 from . import rnn  # noqa: F401  (registers rnn_grad)
 from .composite import Formula, differentiate, first
+from .directional_double import one_more_direction
 from .rnn import RNN_ATTRS, rnn_shape_of
 from .rnn_unrolled import Unrolled, dropped
 
@@ -39,42 +40,15 @@ def _steps_known(g: GradContext) -> bool:
     return dims is not None and len(dims) == 3 and dims[0] >= 0
 
 
-# rnn_grad_grad's differentiable inputs: the rnn's (the forward recomputed from them) and the output grads
-STEPPED = ("Input", "PreState", "WeightList", "Out@GRAD", "State@GRAD")
+# theta, the output grads and the constants of rnn_grad_grad (gradc.ops.directional_double)
+THETAS, DOUTS, CONSTANTS = ("Input", "PreState", "WeightList"), ("Out@GRAD", "State@GRAD"), ("SequenceLength",
+                                                                                              "DropoutState")
 
 
-def _complex_step(g: GradContext):
-    """Over a time dim of unknown size: one rnn_grad_grad, a complex step through the kernels (third derivatives
-    refused)."""
-    dd = {f"{slot}@GRAD": g.OG(slot) for slot, _ in GRAD_SLOTS if any(v != EMPTY_VAR for v in g.OG(slot))}
-    if not dd:
-        return []
-    values = {slot: g.I(slot) for slot in (*STEPPED, "SequenceLength", "DropoutState") if g.I(slot)}
-    grads = {f"{slot}@GRAD": g.IG(slot) for slot in STEPPED if g.I(slot)}
-    return [g.op("rnn_grad_grad", {**values, **dd}, grads, forward_attrs=True)]
-
-
-# rnn_grad_grad's step directions (the grads of rnn_grad's outputs) and its outputs
-DIRECTIONS = ("Input@GRAD@GRAD", "PreState@GRAD@GRAD", "WeightList@GRAD@GRAD")
-STEPPED_OUTPUTS = tuple(f"{slot}@GRAD" for slot in STEPPED)
-LISTS = ("PreState", "WeightList", "State")   # list slots, and the slots of their grads
-
-
-def _third(g: GradContext):
-    """One rnn_grad_grad_grad reading rnn_grad_grad's inputs and the grads of its outputs (as <output>@COTANGENT)."""
-    cotangents = {f"{slot}@COTANGENT": g.OG(slot) for slot in STEPPED_OUTPUTS
-                  if any(v != EMPTY_VAR for v in g.OG(slot))}
-    if not cotangents:
-        return []
-    values = {slot: g.I(slot) for slot in (*STEPPED, "SequenceLength", "DropoutState", *DIRECTIONS) if g.I(slot)}
-    grads = {f"{slot}@GRAD": g.IG(slot) for slot in (*STEPPED, *DIRECTIONS) if g.I(slot)}
-    return [g.op("rnn_grad_grad_grad", {**values, **cotangents}, grads, forward_attrs=True)]
-
-
-def _fourth(g: GradContext):
-    raise GradError("rnn_grad_grad_grad: gradc does not differentiate the rnn op four times over a time dim of "
-                    "unknown size: its third derivative carries dual numbers of first order through the kernels' "
-                    "complex step, and a fourth would need them of second order")
+def _directional(g: GradContext):
+    """Over a time dim of unknown size: rnn_grad_grad along one more direction, its kernel the forward and backward
+    on nested duals."""
+    return one_more_direction(g, "rnn_grad_grad", THETAS, DOUTS, CONSTANTS)
 
 
 def _dropout(f: Formula, g: GradContext):
@@ -108,10 +82,10 @@ def recomputed_grads(f: Formula, g: GradContext) -> dict[str, str]:
 
 def _rnn_grad(g: GradContext):
     """The rnn forward unrolled into differentiable ops and its backward (recomputing rnn_grad's outputs), both
-    differentiated again, seeded with the grads of rnn_grad's outputs; over a time dim of unknown size a complex
-    step."""
+    differentiated again, seeded with the grads of rnn_grad's outputs; over a time dim of unknown size
+    rnn_grad_grad."""
     if not _steps_known(g):
-        return _complex_step(g)
+        return _directional(g)
     f = Formula(g)
     recomputed = recomputed_grads(f, g)
     if not recomputed:
@@ -124,22 +98,7 @@ def _rnn_grad(g: GradContext):
 
 defgrad("rnn_grad", grad=_rnn_grad, no_grad_inputs=["Out", "Reserve", "DropoutState", "SequenceLength"])
 
-def _slot(name: str, listed: bool) -> str:
-    return f"{name}{'[]' if listed else ''}?"
-
-
-def _listed(name: str) -> bool:
-    return name.split("@")[0] in LISTS
-
-
-GRAD_GRAD_INPUTS = ["Input", "PreState[]", "WeightList[]", "SequenceLength?", "DropoutState?", "Out@GRAD?",
-                    "State@GRAD[]?", *(_slot(slot, _listed(slot)) for slot in DIRECTIONS)]
-defgrad("rnn_grad_grad", inputs=GRAD_GRAD_INPUTS,
-        outputs=[_slot(slot, _listed(slot)) for slot in STEPPED_OUTPUTS],
-        attrs=RNN_ATTRS, infer=grads_like_inputs, grad=_third, no_grad_inputs=["SequenceLength", "DropoutState"],
-        of="rnn_grad")
-defgrad("rnn_grad_grad_grad",
-        inputs=[*GRAD_GRAD_INPUTS, *(_slot(f"{slot}@COTANGENT", _listed(slot)) for slot in STEPPED_OUTPUTS)],
-        outputs=[_slot(f"{slot}@GRAD", _listed(slot)) for slot in (*STEPPED, *DIRECTIONS)],
-        attrs=RNN_ATTRS, infer=grads_like_inputs, grad=_fourth, no_grad_inputs=["SequenceLength", "DropoutState"],
-        of="rnn_grad_grad")
+defgrad("rnn_grad_grad", inputs=["Input", "PreState[]", "WeightList[]", "SequenceLength?", "DropoutState?",
+                                 "Out@GRAD?", "State@GRAD[]?", *(f"{slot}@GRAD@GRAD[]?" for slot in THETAS)],
+        outputs=["Input@GRAD?", "PreState@GRAD[]?", "WeightList@GRAD[]?", "Out@GRAD@GRAD?", "State@GRAD@GRAD[]?"],
+        attrs=RNN_ATTRS, infer=grads_like_inputs, grad=_directional, no_grad_inputs=list(CONSTANTS), of="rnn_grad")

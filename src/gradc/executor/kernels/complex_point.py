@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dual import Dual
+from ..dual import across, along_each, listed
 from . import kernel
 from .broadcast import unbroadcast
 from .cumprod import _exclusive, along
@@ -23,62 +23,6 @@ def _products_and_tangents(a: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np
         product, tangent = product * a[..., i], tangent * a[..., i] + product * v[..., i]
         products[..., i], tangents[..., i] = product, tangent
     return products, tangents
-
-
-def _values(k):
-    """X, Out@GRAD and X@GRAD@GRAD in one (complex) dtype."""
-    names = ("X", "Out@GRAD", "X@GRAD@GRAD")
-    dtype = np.result_type(*(k.x(name) for name in names))
-    return (k.x(name).astype(dtype) for name in names)
-
-
-@kernel("cumprod_grad_grad")
-def cumprod_grad_grad(k):
-    """Out@GRAD@GRAD = cumprod's tangent along V = X@GRAD@GRAD; X@GRAD = conj of the tangent along V of cumprod_grad's
-    formula without its conjugates (before_j S_j, S_j = own_j + x_{j+1} S_{j+1}) at X, with conj(dOut)."""
-    x, dout, v = _values(k)
-    run, back = along(x, k.attr("dim"), k.attr("reverse"))
-    a, v, dout = run(x), run(v), run(np.conj(dout))
-    exclusive, n = k.attr("exclusive"), a.shape[-1]
-    products, tangents = _products_and_tangents(a, v)
-    before, dbefore = _exclusive(products), _exclusive(tangents, 0.0)
-    tail, dtail = np.zeros_like(a[..., 0]), np.zeros_like(a[..., 0])
-    tails, dtails = np.empty_like(a), np.empty_like(a)
-    for j in range(n - 1, -1, -1):
-        following, dfollowing = (a[..., j + 1], v[..., j + 1]) if j + 1 < n else (0, 0)
-        own = (dout[..., j + 1] if j + 1 < n else 0) if exclusive else dout[..., j]
-        tail, dtail = own + following * tail, dfollowing * tail + following * dtail
-        tails[..., j], dtails[..., j] = tail, dtail
-    return {"Out@GRAD@GRAD": back(dbefore if exclusive else tangents),
-            "X@GRAD": back(np.conj(dbefore * tails + before * dtails))}
-
-
-def _others_and_tangents(x: np.ndarray, v: np.ndarray, axes) -> tuple[np.ndarray, np.ndarray]:
-    """For each element, the product of the others it is reduced with, and its tangent along v: exclusive running
-    products from both ends (as reduce.py's _prod_of_others), each with its tangent."""
-    rest = [i for i in range(x.ndim) if i not in axes]
-    order = np.argsort(rest + list(axes))
-
-    def flat(value):
-        moved = np.transpose(value, rest + list(axes))
-        return moved.reshape(moved.shape[:len(rest)] + (-1,)), moved.shape
-
-    (a, shape), (w, _) = flat(x), flat(v)
-    before, dbefore = (_exclusive(p, first) for p, first in zip(_products_and_tangents(a, w), (1.0, 0.0)))
-    after, dafter = (_exclusive(p, first)[..., ::-1] for p, first in
-                     zip(_products_and_tangents(a[..., ::-1], w[..., ::-1]), (1.0, 0.0)))
-    return tuple(np.transpose(p.reshape(shape), order) for p in (before * after, dbefore * after + before * dafter))
-
-
-@kernel("reduce_prod_grad_grad")
-def reduce_prod_grad_grad(k):
-    """With P the products of the others and V = X@GRAD@GRAD: Out@GRAD@GRAD = the sum over the reduced axes of V P
-    (the product's tangent); X@GRAD = dOut conj(P's tangent along V)."""
-    x, dout, v = _values(k)
-    axes = _axes(k, x)
-    others, slope = _others_and_tangents(x, v, axes)
-    summed = np.sum(v * others, axis=axes, keepdims=k.attr("keep_dim"))
-    return {"Out@GRAD@GRAD": summed.reshape(dout.shape), "X@GRAD": _expand(k, dout, x, axes) * np.conj(slope)}
 
 
 def _grouped_others_and_tangents(factors: np.ndarray, along: np.ndarray, groups: np.ndarray):
@@ -135,9 +79,6 @@ def put_along_axis_grad_grad(k):
                                                       value.shape)})
 
 
-# cumprod_grad_grad_grad, reduce_prod_grad_grad_grad (gradc.ops.complex_point): the products written for any number
-# type, run on nested duals X + eps A + delta V with the grad's weights conj(dOut) + eps conj(B)
-
 def _running(a):
     """The inclusive running products along the last axis."""
     products = [a[..., 0]] if a.shape[-1] else []
@@ -162,42 +103,39 @@ def _scan_weights(a, w, exclusive: bool):
     return _shifted(_running(a)) * np.stack(tails[::-1], axis=-1) if n else a.copy()
 
 
-def _hyperduals(k):
-    """(X + eps A + delta V, conj(dOut) + eps conj(B)) in one dtype, and X, dOut."""
-    values = [k.x(name) for name in ("X", "Out@GRAD", "X@GRAD@GRAD")]
-    cotangents = [k.optional(name) for name in ("X@GRAD@COTANGENT", "Out@GRAD@GRAD@COTANGENT")]
-    dtype = np.result_type(*values, *(c for c in cotangents if c is not None))
-    x, dout, v = (value.astype(dtype) for value in values)
-    a, b = (np.zeros_like(like) if c is None else c.astype(dtype).reshape(like.shape)
-            for c, like in zip(cotangents, (x, dout)))
-    return (Dual(Dual(x, v), Dual(a, np.zeros_like(x))),
-            Dual(Dual(np.conj(dout), np.zeros_like(dout)), Dual(np.conj(b), np.zeros_like(dout))), x, dout)
+def _directed(k):
+    """X on duals along the directions X@GRAD@GRAD (gradc.executor.dual.along), the grad's weights conj(dOut), in
+    one dtype, and how many directions."""
+    x, dout = k.x("X"), k.x("Out@GRAD")
+    directions = listed(k, "X@GRAD@GRAD")
+    dtype = np.result_type(x, dout, *(d for d in directions if d is not None))
+    return along_each(x.astype(dtype), directions), np.conj(dout.astype(dtype)), len(directions)
 
 
-def _once_more(k, forward, weights) -> dict:
-    """The grads from F and G at the hyperduals (gradc.ops.complex_point's formulas)."""
-    return k.grads({"X@GRAD": lambda: np.conj(weights.tangent.tangent),
-                    "X@GRAD@GRAD@GRAD": lambda: np.conj(weights.tangent.value),
-                    "Out@GRAD@GRAD": lambda: forward.tangent.tangent})
+def _directional_grads(k, forward, weighted, count: int) -> dict:
+    """X@GRAD = conj(grad D_V <conj dOut, F>), Out@GRAD@GRAD = D_V F: the parts along every direction."""
+    return k.grads({"X@GRAD": lambda: np.conj(across(weighted, count)),
+                    "Out@GRAD@GRAD": lambda: across(forward, count)})
 
 
-@kernel("cumprod_grad_grad_grad")
-def cumprod_grad_grad_grad(k):
-    xh, wh, x, _ = _hyperduals(k)
-    run, back = along(x, k.attr("dim"), k.attr("reverse"))
-    products = _running(run(xh))
+@kernel("cumprod_grad_grad")
+def cumprod_grad_grad(k):
+    x, weights, count = _directed(k)
+    run, back = along(k.x("X"), k.attr("dim"), k.attr("reverse"))
+    products = _running(run(x))
     forward = _shifted(products) if k.attr("exclusive") else products
-    return _once_more(k, back(forward), back(_scan_weights(run(xh), run(wh), k.attr("exclusive"))))
+    return _directional_grads(k, back(forward), back(_scan_weights(run(x), run(weights), k.attr("exclusive"))),
+                              count)
 
 
-@kernel("reduce_prod_grad_grad_grad")
-def reduce_prod_grad_grad_grad(k):
-    xh, wh, x, dout = _hyperduals(k)
-    axes = list(_axes(k, x))
+@kernel("reduce_prod_grad_grad")
+def reduce_prod_grad_grad(k):
+    x, weights, count = _directed(k)
+    axes = list(_axes(k, k.x("X")))
     rest = [i for i in range(x.ndim) if i not in axes]
-    moved = np.transpose(xh, rest + axes)
+    moved = np.transpose(x, rest + axes)
     flat = moved.reshape(moved.shape[:len(rest)] + (-1,))
     others = _shifted(_running(flat)) * _shifted(_running(flat[..., ::-1]))[..., ::-1]
     others = np.transpose(others.reshape(moved.shape), np.argsort(rest + axes).tolist())
     product = _running(flat)[..., -1] if flat.shape[-1] else np.ones_like(flat.sum(axis=-1))
-    return _once_more(k, product.reshape(dout.shape), _expand(k, wh, x, axes) * others)
+    return _directional_grads(k, product.reshape(weights.shape), _expand(k, weights, k.x("X"), axes) * others, count)

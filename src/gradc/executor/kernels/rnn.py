@@ -8,11 +8,10 @@ import numpy as np
 
 from ...errors import ExecutionError
 from ...ir import EMPTY_VAR
-from ...ops.complex_step import STEP
 from ...ops.rnn import attr_problem, describe_problems, rnn_shape_of
 from ...rnn_shape import named, shape_problems
 from .. import paddle_random, randomness
-from ..dual import Dual
+from ..dual import across, along_each, listed
 from . import kernel
 from .rnn_math import rnn_backward, rnn_forward, sequence_length_problem
 
@@ -108,71 +107,30 @@ def rnn_grad(k):
 
 @kernel("rnn_grad_grad")
 def rnn_grad_grad(k):
-    """rnn_grad's second derivative by a complex step (gradc.executor.kernels.lod_rnn_double's reasoning: rnn_grad is
-    the gradient of <dOut, Out> + <dState, State> over Input, PreState and WeightList, so its Jacobian is symmetric):
-    the forward and backward run once at each input + i h dd, their imaginary parts over h are the grads."""
+    """rnn_grad along k directions of (Input, PreState, WeightList) (gradc.ops.directional_double): the forward and
+    rnn_grad run once on duals nested once per direction, in float64; the parts along every direction are the
+    grads of D_V <dOut, (Out, State)> (theta's) and D_V (Out, State) (dOut's). SequenceLength and the dropout mask
+    are constants."""
     shape, x, states, weights, lengths = _inputs(k)
+    count = len(k.op.inputs.get("Input@GRAD@GRAD", []))
 
-    def moved(values: list, slot: str) -> list:
-        steps = _grads_given(k, slot) or [None] * len(values)
-        return [v.astype(np.complex128) + (0 if s is None else 1j * STEP * s) for v, s in zip(values, steps)]
+    def directed(values: list, slot: str) -> list:
+        given = listed(k, slot) or [None] * (count * len(values))
+        return [along_each(v.astype(np.float64), given[j::len(values)]) for j, v in enumerate(values)]
 
-    (xc,), sc, wc = moved([x], "Input@GRAD@GRAD"), moved(states, "PreState@GRAD@GRAD"), moved(weights,
-                                                                                            "WeightList@GRAD@GRAD")
-    mask, prob = (k.x("DropoutState") if _dropout_applies(k) else None), k.attr("dropout_prob")
-    out, finals, reserve = rnn_forward(shape, xc, sc, wc, lengths, mask, prob)
-    out_grad = (_grads_given(k, "Out@GRAD") or [None])[0]
-    state_grads = [None if g is None else g.astype(np.complex128) for g in _grads_given(k, "State@GRAD")] or None
-    dx, dstates, dweights = rnn_backward(shape, xc, sc, wc, reserve, None if out_grad is None else
-                                         out_grad.astype(np.complex128), state_grads, lengths, mask, prob)
-
-    def slopes(values: list) -> list:
-        return [(v.imag / STEP).astype(x.dtype) for v in values]
-    return k.grads({"Input@GRAD": lambda: slopes([dx])[0], "PreState@GRAD": lambda: slopes(dstates),
-                    "WeightList@GRAD": lambda: slopes(dweights), "Out@GRAD@GRAD": lambda: slopes([out])[0],
-                    "State@GRAD@GRAD": lambda: slopes(finals)})
-
-
-@kernel("rnn_grad_grad_grad")
-def rnn_grad_grad_grad(k):
-    """rnn_grad_grad's gradient (gradc.ops.rnn_double): with G = rnn_grad at (theta, dOut), F the forward, v the step
-    direction and cotangents a (of the theta grads) and b (of Out@GRAD@GRAD, State@GRAD@GRAD), the forward and
-    rnn_grad run once on dual numbers at the complex point theta + i h v, theta carrying a and dOut carrying b:
-    theta's grads D_v (D_a G + G(b)) and dOut's D_v D_a F are the tangents' imaginary parts over h, v's grads
-    D_a G + G(b) (the Hessian's symmetry) their real parts."""
-    shape, x, states, weights, lengths = _inputs(k)
-
-    def duals(values: list, step_slot: str, tangent_slot: str) -> list:
-        steps = _grads_given(k, step_slot) or [None] * len(values)
-        tangents = _grads_given(k, tangent_slot) or [None] * len(values)
-        return [Dual(v.astype(np.complex128) + (0 if s is None else 1j * STEP * s),
-                     None if t is None else t.astype(np.complex128)) for v, s, t in zip(values, steps, tangents)]
-
-    (xd,), sd, wd = (duals(values, f"{slot}@GRAD@GRAD", f"{slot}@GRAD@COTANGENT") for values, slot in
+    (xd,), sd, wd = (directed(values, f"{slot}@GRAD@GRAD") for values, slot in
                      (([x], "Input"), (states, "PreState"), (weights, "WeightList")))
     mask, prob = (k.x("DropoutState") if _dropout_applies(k) else None), k.attr("dropout_prob")
     out, finals, reserve = rnn_forward(shape, xd, sd, wd, lengths, mask, prob)
-    out_grad = _output_grad_duals(k, "Out@GRAD", [out])[0]
-    state_grads = _output_grad_duals(k, "State@GRAD", finals)
+    def constant(grad):   # on duals too: the kernels write products with them into dual arrays
+        return None if grad is None else along_each(grad.astype(np.float64), [None] * count)
+
+    out_grad = constant((_grads_given(k, "Out@GRAD") or [None])[0])
+    state_grads = [constant(g) for g in _grads_given(k, "State@GRAD")] or None
     dx, dstates, dweights = rnn_backward(shape, xd, sd, wd, reserve, out_grad, state_grads, lengths, mask, prob)
 
-    def slopes(values: list) -> list:
-        return [(v.tangent.imag / STEP).astype(x.dtype) for v in values]
-
-    def reals(values: list) -> list:
-        return [v.tangent.real.astype(x.dtype) for v in values]
-    return k.grads({"Input@GRAD": lambda: slopes([dx])[0], "PreState@GRAD": lambda: slopes(dstates),
-                    "WeightList@GRAD": lambda: slopes(dweights), "Out@GRAD@GRAD": lambda: slopes([out])[0],
-                    "State@GRAD@GRAD": lambda: slopes(finals), "Input@GRAD@GRAD@GRAD": lambda: reals([dx])[0],
-                    "PreState@GRAD@GRAD@GRAD": lambda: reals(dstates),
-                    "WeightList@GRAD@GRAD@GRAD": lambda: reals(dweights)})
-
-
-def _output_grad_duals(k, slot: str, outputs: list) -> list:
-    """The grads of the rnn's outputs as duals carrying the cotangents of rnn_grad_grad's <slot>@GRAD output (None
-    where a var has neither)."""
-    grads = _grads_given(k, slot) or [None] * len(outputs)
-    cotangents = _grads_given(k, f"{slot}@GRAD@COTANGENT") or [None] * len(outputs)
-    return [None if g is None and t is None else
-            Dual(np.zeros(o.shape, np.complex128) if g is None else g.astype(np.complex128),
-                 None if t is None else t.astype(np.complex128)) for g, t, o in zip(grads, cotangents, outputs)]
+    def parts(values: list) -> list:
+        return [across(v, count).astype(x.dtype) for v in values]
+    return k.grads({"Input@GRAD": lambda: parts([dx])[0], "PreState@GRAD": lambda: parts(dstates),
+                    "WeightList@GRAD": lambda: parts(dweights), "Out@GRAD@GRAD": lambda: parts([out])[0],
+                    "State@GRAD@GRAD": lambda: parts(finals)})
