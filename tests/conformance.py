@@ -43,24 +43,18 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
               **dict.fromkeys((op for family in ("ms_deform_attn", "pointnet2", "voxelize", "bev_pool", "rotated_boxes",
                                                  "assign_score") for op in FAMILIES[family]),
                               "a custom C++ op of Paddle's model suites (PD_BUILD_OP), not Paddle's: docs/ext-ops.md"),
-              **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad"),
-                              "Paddle has no second derivative of the LoD lstm and gru (nor of rnn): gradc's takes a "
-                              "complex step"),
-              **dict.fromkeys(("cumprod_grad_grad", "reduce_prod_grad_grad", "put_along_axis_grad_grad"),
-                              "Paddle has no such op: gradc's takes the grad's tangents at the complex point of its "
-                              "complex step (third derivatives, gradc.ops.complex_point)"),
+              **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad", "cumprod_grad_grad",
+                               "reduce_prod_grad_grad"),
+                              "Paddle has no derivative of these grads: gradc's takes them along any number of "
+                              "directions, on nested duals (gradc.ops.directional_double)"),
+              "put_along_axis_grad_grad": "Paddle has no such op: gradc's takes the grad's tangents at the complex "
+                                          "point of its complex step (third derivatives, gradc.ops.complex_point)",
               **dict.fromkeys(("grid_sampler_grad_grad", "deformable_conv_grad_grad", "deformable_conv_v1_grad_grad",
                                "ms_deform_attn_grad_grad", "ms_deformable_attn_grad_grad"),
                               "Paddle has no such op: gradc's holds the bilinear weights' derivatives along one or"
                               " more directions of the sampling positions (gradc.ops.multilinear_double)"),
               "bev_pool_v2_last_writes": "gradc's own op: which of bev_pool_v2_bkwd's writes stay, for its "
                                          "derivative (gradc.ops.bev_pool_double)",
-              **dict.fromkeys(("cumprod_grad_grad_grad", "reduce_prod_grad_grad_grad"),
-                              "Paddle has no such op: gradc's takes second-order tangents (nested duals) at the "
-                              "complex point of the second derivative's step (gradc.ops.complex_point)"),
-              **dict.fromkeys(("lstm_grad_grad_grad", "gru_grad_grad_grad", "rnn_grad_grad_grad"),
-                              "Paddle has no third derivative of these: gradc's carries dual numbers through the "
-                              "kernels at the complex point of the second's step"),
               **dict.fromkeys(("array_pop", "slice_array"), "a PIR-only op of 3.3.1 (dy2static's list.pop() and "
                               "list[a:b]): gradc's has the slots of its PIR op"),
               **dict.fromkeys(("enable_check_model_nan_inf", "enable_check_model_nan_inf_grad",

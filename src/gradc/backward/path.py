@@ -172,9 +172,9 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     "cumprod", "cumprod_grad", "reduce_prod", "reduce_prod_grad",
     # at the complex factors of Reduce mul's complex step: exact tangents too; the linear Reduces place ddValue
     "put_along_axis_grad",
-    # the exact tangents themselves, differentiated by nested duals (gradc.ops.complex_point); those listed so that
-    # their makers say why they are not differentiated again (refused cases in tests/gradcheck_cases/complex_fft.py)
-    "cumprod_grad_grad", "reduce_prod_grad_grad", "cumprod_grad_grad_grad", "reduce_prod_grad_grad_grad",
+    # the exact tangents themselves, along any number of directions: each order that op along one more
+    # (gradc.ops.directional_double)
+    "cumprod_grad_grad", "reduce_prod_grad_grad",
 })
 
 

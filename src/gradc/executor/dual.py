@@ -1,8 +1,9 @@
 """Dual numbers over numpy arrays: a value and its exact tangent along one direction, carried unchanged through
 a kernel's numpy code (ufuncs, in place too, and the array functions that only move or sum values), so a kernel
-written for arrays returns its outputs' directional derivatives with them. The third derivatives of the recurrent
-ops (kernels rnn, lod_rnn_double) run the first-order kernels on duals of complex values: the tangent of a complex
-step. Duals nest (a dual whose parts are duals: second-order tangents along two directions, kernels.complex_point).
+written for arrays returns its outputs' directional derivatives with them. Duals nest (a dual whose parts are
+duals): ``along_each`` moves a value along k directions at once, and ``across`` reads the derivative along all of
+them, which the ops along directions of gradc.ops.directional_double take (kernels rnn, lod_rnn_double,
+complex_point).
 Anything these rules do not cover raises TypeError rather than dropping a tangent.
 """
 

@@ -12,14 +12,10 @@ exactly and without division (zeros too): the second imaginary unit a complex st
 without a difference's cancellation. put_along_axis_grad takes its factors as they are (no conjugates), so it is
 holomorphic, C = M(X, V) dOut, and its op's grads are d/d(dOut) = conj(M)^T ddC and, for a factor f_k of a run-time
 group with others O_k, d/df_k = conj(dOut T_k), T_k the tangent of O_k along conj(ddC) (the Hessian is symmetric
-again). The next backward is refused by name, but for cumprod's and reduce_prod's: their <op>_grad_grad's grads are
-<op>_grad_grad_grad's, of cotangents A (of X@GRAD) and B (of Out@GRAD@GRAD), with G(X, w) = J(X)^T w and the forward F:
-
-    d/dX = conj(D_V (D_A G(X, conj dOut) + G(X, conj B))),   d/dV = conj(D_A G(X, conj dOut) + G(X, conj B)),
-    d/d(dOut) = D_A D_V F(X)
-
-computed with nested dual numbers (gradc.executor.dual: tangents along A and V and their product); the next backward
-is refused by name."""
+again); the next backward is refused by name. cumprod's and reduce_prod's ops are those grads along directions
+V of X, X@GRAD = conj(grad D_V <conj(dOut), F>) and Out@GRAD@GRAD = D_V F (V = [ddX] above), whose makers emit
+them again with one more direction (gradc.ops.directional_double): every order, on duals nested once per
+direction."""
 
 from __future__ import annotations
 

@@ -4,10 +4,9 @@ over layers, directions and time steps: gradc.ops.rnn_unrolled), its backward se
 State@GRAD is emitted by ``differentiate`` (so it recomputes rnn_grad's outputs), and both are differentiated
 again. The recomputation reads Input, PreState, WeightList and the output grads, and as constants SequenceLength
 and the dropout mask DropoutState; not Out or Reserve. Over a time dim of unknown size (no unrolling: a maker cannot
-emit a while loop it could differentiate) rnn_grad's maker emits rnn_grad_grad instead, a complex step through the
-kernels as lstm_grad_grad's (gradc.executor.kernels.lod_rnn_double). Its maker emits rnn_grad_grad_grad: the kernels
-again, on dual numbers at that complex point (gradc.executor.dual), which a fourth derivative would need of second
-order (refused).
+emit a while loop it could differentiate) rnn_grad's maker emits rnn_grad_grad instead: rnn_grad along directions
+of its inputs, its kernel the forward and backward on duals nested once per direction, whose maker emits it again
+with one more (gradc.ops.directional_double), so every order follows.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Kernels of gradc.ops.complex_point: cumprod_grad_grad, reduce_prod_grad_grad and put_along_axis_grad_grad, the
 tangents of cumprod's, reduce_prod's and put_along_axis's (Reduce mul) grads at complex factors carried as dual
-numbers (a value and its tangent through every product)."""
+numbers (a value and its tangent through every product); cumprod's and reduce_prod's along any number of directions,
+the products written once for any number type and run on duals nested once per direction."""
 
 from __future__ import annotations
 

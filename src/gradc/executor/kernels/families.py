@@ -32,7 +32,7 @@ FAMILIES = {
         "disable_check_model_nan_inf_grad"),
     "complex_fft": ("complex", "complex_grad", "real", "imag", "real_grad", "imag_grad", "angle", "angle_grad",
         "as_complex", "as_real", "fft_c2c", "fft_c2c_grad", "fft_r2c", "fft_r2c_grad", "fft_c2r", "fft_c2r_grad"),
-    "complex_point": ("cumprod_grad_grad", "reduce_prod_grad_grad", "put_along_axis_grad_grad"),
+    "complex_point": ("put_along_axis_grad_grad", "cumprod_grad_grad", "reduce_prod_grad_grad"),
     "control_flow": ("conditional_block", "conditional_block_grad", "while", "while_grad", "select_input",
         "select_output"),
     "conv": ("conv2d", "conv2d_grad", "depthwise_conv2d", "depthwise_conv2d_grad", "conv3d", "conv3d_grad",
