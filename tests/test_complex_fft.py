@@ -245,12 +245,11 @@ def test_fft_c2r_over_an_axis_of_no_points_gives_zeros_like_the_other_transforms
 
 def test_every_op_that_lets_a_complex_gradient_through_has_a_gradcheck_case_on_complex_values():
     """gradc.backward.path.COMPLEX_DIFFERENTIABLE is a promise: each op in it has a case in
-    tests/gradcheck_cases/complex_fft.py on complex values (a grad op: its second-order case through a program, or
-    its refused case, where its maker says why it stops; eig_grad's programs, of eig's complex outputs, are in
-    tests/gradcheck_cases/linalg_extra.py)."""
+    tests/gradcheck_cases/complex_fft.py on complex values (a grad op: its second-order case through a program;
+    eig_grad's programs, of eig's complex outputs, are in tests/gradcheck_cases/linalg_extra.py)."""
     from gradc.backward.path import COMPLEX_DIFFERENTIABLE
     from gradcheck_cases import complex_fft, linalg_extra
-    cases = complex_fft.CASES + complex_fft.REFUSED + [case for case in linalg_extra.CASES if case.op == "eig_grad"]
+    cases = complex_fft.CASES + [case for case in linalg_extra.CASES if case.op == "eig_grad"]
 
     def on_complex_values(case):   # complex inputs, a grad op's program, or an op making complex values of real ones
         arrays = [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]

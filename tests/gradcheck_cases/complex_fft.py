@@ -142,5 +142,3 @@ CASES += [Case(case.op, {}, case.attrs, program=third_order(case, case.op, True,
 CASES.append(third_order(second_order("put_along_axis", {"Input": randn(2, 3), "Index": np.array([[1, 1], [0, 2]]),
                                                          "Value": randn(2, 2)}, {"Axis": 1, "Reduce": "mul"}),
                          "put_along_axis_grad"))
-# whose own grad (a fourth derivative) is refused: its tangents are dual numbers of first order
-REFUSED = [third_order(CASES[-1], "put_along_axis_grad_grad")]
