@@ -1,6 +1,6 @@
-"""Fifth derivatives of cumprod and reduce_prod of a real X along dims of unknown size: the second is a complex step
-through the op and its grad, the third <op>_grad_grad along one direction at that complex point, and every later one
-that op along one more (gradc.ops.directional_double); zeros in X, where a product's grad must not divide."""
+"""Fifth derivatives of cumprod and reduce_prod of a real X along dims of unknown size: the second is <op>_grad_grad
+along one direction, and every later one that op along one more (gradc.ops.directional_double); zeros in X, where a
+product's grad must not divide."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from .second_order import second_order
 def fifth_order(op: str, inputs: dict, attrs: dict) -> Case:
     """``op``'s fifth derivative with X's dim 0 of unknown size, the grads of every order weighted in X's shape."""
     case = second_order(op, inputs, attrs, unknown={"X": [0]})
-    for order, grad in ((3, f"{op}_grad"), (4, f"{op}_grad_grad"), (5, f"{op}_grad_grad")):
-        case = third_order(case, grad, True, by_element=True, order=order)
+    for order in (3, 4, 5):
+        case = third_order(case, f"{op}_grad_grad", True, by_element=True, order=order)
     return Case(f"{op}_grad_grad", {}, attrs, program=case.program, rtol=1e-4, atol=1e-6, by_element=True)
 
 

@@ -1,7 +1,7 @@
 """Second-derivative cases (as in second_order.py) for the fused rnn op's grad, whose maker unrolls the recurrence
 (gradc.ops.rnn_double): every mode, 1 and 2 layers, one and two directions, SequenceLength (a zero length too),
-dropout between layers with a seeded mask, is_test; over a time dim of unknown size (rnn_grad_grad's complex step).
-Tiny sizes keep the central differences cheap."""
+dropout between layers with a seeded mask, is_test; over a time dim of unknown size (rnn_grad_grad: the kernels on
+duals). Tiny sizes keep the central differences cheap."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ CASES = [rnn_second_order(mode) for mode in ("LSTM", "GRU", "RNN_TANH", "RNN_REL
     rnn_second_order("GRU", 2, 1, None, steps=2, dropout_prob=0.5, seed=3),
     rnn_second_order("RNN_TANH", 2, 2, [1, 2], steps=2, dropout_prob=0.4, is_test=True),
 ]
-UNKNOWN_STEPS = [  # a time dim of unknown size: rnn_grad_grad, a complex step through the kernels
+UNKNOWN_STEPS = [  # a time dim of unknown size: rnn_grad_grad, the kernels on duals along one direction
     rnn_second_order("LSTM", 2, 2, unknown_steps=True),
     rnn_second_order("GRU", 1, 2, [3, 1], unknown_steps=True),
     rnn_second_order("RNN_TANH", 1, 1, [0, 2], unknown_steps=True),

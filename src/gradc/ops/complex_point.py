@@ -1,21 +1,18 @@
-"""Grad ops at the complex point of a complex step (gradc.ops.complex_step): a third backward through the second
-derivative of cumprod or reduce_prod along dims of unknown size meets cumprod_grad / reduce_prod_grad at a complex
-X (X -+ i h ddX), and one through put_along_axis with Reduce mul meets put_along_axis_grad at complex Input and
-Value. Their kernels conjugate X's factors (Paddle's convention: dOut times the conjugate partials), so
-the op is C = J(conj X)^T dOut, J the forward's Jacobian, and for a loss of C with gradient ddC (dL/dRe + i dL/dIm):
+"""Grad ops of products at points where Paddle's convention conjugates, with exact tangents on duals.
 
-    d/d(dOut) = J(X) ddC               the forward's tangent at X along ddC
-    d/dX      = conj(H(X) ddC)         H the Hessian of <conj(dOut), forward>, symmetric, so a tangent too
-
-The ops emitted, of gradc's own (Paddle has no second derivative of either), compute both with dual numbers,
-exactly and without division (zeros too): the second imaginary unit a complex step of a complex step would need,
-without a difference's cancellation. put_along_axis_grad takes its factors as they are (no conjugates), so it is
-holomorphic, C = M(X, V) dOut, and its op's grads are d/d(dOut) = conj(M)^T ddC and, for a factor f_k of a run-time
-group with others O_k, d/df_k = conj(dOut T_k), T_k the tangent of O_k along conj(ddC) (the Hessian is symmetric
-again); the next backward is refused by name. cumprod's and reduce_prod's ops are those grads along directions
-V of X, X@GRAD = conj(grad D_V <conj(dOut), F>) and Out@GRAD@GRAD = D_V F (V = [ddX] above), whose makers emit
-them again with one more direction (gradc.ops.directional_double): every order, on duals nested once per
-direction."""
+- cumprod_grad / reduce_prod_grad over dims of unknown size (their makers' scans need the size): their grads are
+  <op>_grad_grad, the grad along a list of directions V of X (gradc.ops.directional_double), X@GRAD =
+  conj(grad D_V <conj(dOut), F>(X)) and Out@GRAD@GRAD = D_V F(X), F the forward. The grad kernels conjugate complex
+  factors (Paddle's: dOut times the conjugate partials), so the grad op is C = J(conj X)^T dOut, and for a loss of C
+  with gradient ddC (dL/dRe + i dL/dIm) d/d(dOut) = J(X) ddC and d/dX = conj(H(X) ddC), H the Hessian of
+  <conj(dOut), F>, symmetric: the op along V = [ddC]. Its makers emit it again with one more direction: every
+  order, real or complex X, exactly and without division (zeros too).
+- put_along_axis_grad with Reduce mul at the complex factors of its complex step (gradc.ops.select_double): it takes
+  its factors as they are (no conjugates), so it is holomorphic, C = M(X, V) dOut, and its grads are
+  d/d(dOut) = conj(M)^T ddC and, for a factor f_k of a run-time group with others O_k, d/df_k = conj(dOut T_k), T_k
+  the tangent of O_k along conj(ddC) (the Hessian is symmetric again): put_along_axis_grad_grad, dual numbers, whose
+  own grad (a fourth derivative) is refused by name.
+"""
 
 from __future__ import annotations
 
@@ -27,9 +24,9 @@ from .composite import first
 from .directional_double import one_more_direction
 
 
-def at_complex_point(g) -> list:
-    """The maker of cumprod_grad / reduce_prod_grad at a complex X and of their <grad>_grad: that op with one more
-    direction (gradc.ops.directional_double)."""
+def along_one_more_direction(g) -> list:
+    """The maker of cumprod_grad / reduce_prod_grad over dims of unknown size and of their <grad>_grad: that op
+    with one more direction (gradc.ops.directional_double)."""
     forward = g.fwd.type.removesuffix("_grad_grad").removesuffix("_grad")
     return one_more_direction(g, f"{forward}_grad_grad", ("X",), ("Out@GRAD",))
 
@@ -58,7 +55,7 @@ def _fourth(g):
 for _forward in ("cumprod", "reduce_prod"):
     defgrad(f"{_forward}_grad_grad", inputs=["X", "Out@GRAD", "X@GRAD@GRAD[]?"],
             outputs=["X@GRAD?", "Out@GRAD@GRAD?"], attrs=dict(registry.get(_forward).attrs), infer=grads_like_inputs,
-            grad=at_complex_point, of=f"{_forward}_grad")
+            grad=along_one_more_direction, of=f"{_forward}_grad")
 defgrad("put_along_axis_grad_grad", inputs=["Input", "Index", "Value", "Result@GRAD", "Input@GRAD@GRAD?",
                                            "Value@GRAD@GRAD?"],
         outputs=["Input@GRAD?", "Value@GRAD?", "Result@GRAD@GRAD?"], attrs=dict(registry.get("put_along_axis").attrs),

@@ -2,18 +2,15 @@
 follow. As reduce_prod's (math_double), the forward is written again with differentiable ops that never divide,
 its backward emitted by ``differentiate``, and both differentiated again (``expansion``): zeros in X are no
 special case at any order; a complex X's neither (the products' grads conjugate as Paddle's kernel). Along a dim
-of unknown size (the scan needs n) the second derivative is a complex step through cumprod and cumprod_grad
-themselves instead, exact to rounding. A third backward meets cumprod_grad at that complex point: there (and at a
-complex X along a dim of unknown size) its maker emits cumprod_grad_grad (gradc.ops.complex_point).
+of unknown size (the scan needs n) the maker emits cumprod_grad_grad instead, the grad along a list of directions
+on nested duals, which every later order emits again with one more (gradc.ops.complex_point).
 """
 
 from __future__ import annotations
 
 from ..registry import defgrad
 from . import cumprod  # noqa: F401  (registers cumprod_grad)
-from .complex_fft_double import is_complex
-from .complex_point import at_complex_point
-from .complex_step import unary_polynomial
+from .complex_point import along_one_more_direction
 from .composite import differentiate, expansion, first
 
 
@@ -56,17 +53,14 @@ def _cumprod_grad_known(f, g):
     return {"X@GRAD": grad}
 
 
-_cumprod_grad_stepped = unary_polynomial("cumprod", conjugates=True)   # as Paddle's kernel
-
-
 def _cumprod_grad(g):
     """By the scan where the dim's size is known (a complex X too: the products' grads conjugate as the kernel's),
-    else by a complex step (gradc.ops.complex_step), or at a complex X (the step's point) by tangents taken exactly."""
+    else by cumprod_grad_grad along ddX (gradc.ops.complex_point), exact on duals."""
     x = first(g.I("X"))
     shape = g.shape(x)
     if shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0):
         return _cumprod_grad_known(g)
-    return at_complex_point(g) if is_complex(g, x) else _cumprod_grad_stepped(g)
+    return along_one_more_direction(g)
 
 
 defgrad("cumprod_grad", grad=_cumprod_grad, no_grad_inputs=["Out"])   # gradc's kernel reads X, not Out

@@ -14,8 +14,7 @@ from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
 from .complex_fft_double import is_complex
-from .complex_point import at_complex_point
-from .complex_step import unary_polynomial
+from .complex_point import along_one_more_direction
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
 from .reduced_dims import reduced_dims_back
 
@@ -255,15 +254,11 @@ def _reduced_known(g, x: str) -> bool:
 
 def _reduce_prod_grad(g):
     """By the pairwise product where the reduced dims' sizes are known (a complex X too: the products' grads
-    conjugate as the kernel's), else by a complex step (gradc.ops.complex_step: reduce_prod_grad is dOut times a
-    polynomial in X), or at a complex X (the step's point) by exact tangents."""
+    conjugate as the kernel's), else by reduce_prod_grad_grad along ddX (gradc.ops.complex_point), exact on duals."""
     x = first(g.I("X"))
     if _reduced_known(g, x):
         return _reduce_prod_grad_known(g)
-    return at_complex_point(g) if is_complex(g, x) else _reduce_prod_grad_stepped(g)
-
-
-_reduce_prod_grad_stepped = unary_polynomial("reduce_prod", conjugates=True)   # its kernel conjugates X
+    return along_one_more_direction(g)
 
 
 @expansion
