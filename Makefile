@@ -50,7 +50,7 @@ digits: base
 	$(BIN)/gradc train $(DIGITS)/train.pb --startup $(DIGITS)/startup.pb --startup $(DIGITS)/train.startup.pb \
 		--data $(DIGITS)/train.npz --eval $(DIGITS)/test.npz --epochs 5 --batch-size 64 --shuffle --seed 0 \
 		--fetch mean_0.tmp_0 --fetch accuracy_0.tmp_2 --save-params $(DIGITS)/trained.npz --plot $(DIGITS)/loss.png
-	$(BIN)/gradc export $(DIGITS)/train.pb --params $(DIGITS)/trained.npz --feed img --fetch softmax_0.tmp_0 \
+	$(BIN)/gradc export $(DIGITS)/train.pb --params $(DIGITS)/trained.npz --input img --fetch softmax_0.tmp_0 \
 		-o $(DIGITS)/model
 	$(BIN)/gradc evaluate $(DIGITS)/model.pdmodel --params $(DIGITS)/model.pdiparams --data $(DIGITS)/test.npz
 	$(BIN)/gradc run $(DIGITS)/model.pdmodel --params $(DIGITS)/model.pdiparams --feed $(DIGITS)/sample.npz \

@@ -100,7 +100,7 @@ def scenarios() -> tuple[Case, ...]:
                               "--shuffle", "--eval", "feed.npz", "--checkpoint-dir", "ck", "--save-params",
                               "out.pdiparams"], output="out.pdiparams"))
     export = {name: _read(DATA / "export" / name) for name in ("model.pdmodel", "model.pdiparams")}
-    cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--feed", "img", "--fetch",
+    cases.append(Case(export, ["export", "model.pdmodel", "--params", "model.pdiparams", "--input", "img", "--fetch",
                                "softmax_0.tmp_0", "-o", "out"], output="out.pdmodel"))
     cases += [Case(files, args, output=output) for files, args, output in pir_scenarios(DATA)]
     return tuple(cases + row_scenarios())

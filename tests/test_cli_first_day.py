@@ -128,7 +128,7 @@ def test_values_no_params_file_or_startup_gives_are_listed_at_once(tmp_path):
 
 def test_export_to_a_json_name_writes_pir(tmp_path):
     """-o model.json without --format: Paddle 3's PIR JSON, not a .pdmodel beside a name the user did not ask for."""
-    done = gradc_cli("export", FIRST_DAY / "forward.pb", "--startup", FIRST_DAY / "startup.pb", "--feed", "x",
+    done = gradc_cli("export", FIRST_DAY / "forward.pb", "--startup", FIRST_DAY / "startup.pb", "--input", "x",
                      "--fetch", META["softmax"], "-o", tmp_path / "model.json")
     assert done.returncode == 0, done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["model.json", "model.pdiparams"]

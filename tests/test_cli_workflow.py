@@ -112,7 +112,7 @@ def test_params_the_program_does_not_have_are_named_in_a_warning(extra_params):
 
 @pytest.mark.parametrize("command", [
     ["run", MLP / "forward.pb", "--feed", MLP / "feed.npz", "--fetch", LOSS],
-    ["export", MLP / "forward.pb", "--feed", "x", "--fetch", "fc_1.tmp_1", "-o", "{tmp}/model"],
+    ["export", MLP / "forward.pb", "--input", "x", "--fetch", "fc_1.tmp_1", "-o", "{tmp}/model"],
     ["train", "{sgd}", "--feed", MLP / "feed.npz", "--steps", "1"],
 ])
 def test_strict_params_refuses_them(extra_params, tmp_path, tmp_path_factory, command):
@@ -340,7 +340,7 @@ def test_training_a_per_example_loss_warns_that_nothing_is_reported_by_default(t
 
 
 def test_an_exported_model_runs_on_a_test_set_with_its_labels_as_in_paddle(compiled, tmp_path):
-    assert gradc_cli("export", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--feed", "img", "--fetch",
+    assert gradc_cli("export", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--input", "img", "--fetch",
                      "softmax_0.tmp_0", "-o", tmp_path / "model").returncode == 0
     done = gradc_cli("run", tmp_path / "model.pdmodel", "--params", tmp_path / "model.pdiparams", "--feed",
                      compiled / "test.npz")

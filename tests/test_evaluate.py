@@ -28,7 +28,7 @@ def trained(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     line = next(line for line in done.stdout.splitlines() if line.startswith("epoch 1/1: train"))
     evaluated = dict(pair.split("=") for pair in line.split(" | eval ")[1].split(" (")[0].split())
-    exported = gradc_cli("export", directory / "train.pb", "--params", directory / "trained.npz", "--feed", "img",
+    exported = gradc_cli("export", directory / "train.pb", "--params", directory / "trained.npz", "--input", "img",
                          "--fetch", "softmax_0.tmp_0", "-o", directory / "digits")
     assert exported.returncode == 0, exported.stderr
     return directory, {name: float(value) for name, value in evaluated.items()}

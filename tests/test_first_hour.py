@@ -128,12 +128,12 @@ def test_eval_data_without_an_input_says_the_data_lacks_it_not_to_give_feed(tmp_
 
 
 @pytest.mark.parametrize("option, name, said", [
-    ("--feed", "X", "feed 'X' is not a var of block 0 of the program (did you mean 'x'?)"),
+    ("--input", "X", "input 'X' is not a var of block 0 of the program (did you mean 'x'?)"),
     ("--fetch", "fc_1.tmp", "fetch 'fc_1.tmp' is not a var of block 0 of the program (did you mean 'fc_1.tmp_1'?)"),
 ])
 def test_export_names_which_option_holds_an_unknown_name_and_the_one_meant(tmp_path, option, name, said):
-    names = {"--feed": "x", "--fetch": "fc_1.tmp_1", option: name}
-    done = gradc_cli("export", MLP / "forward.pb", "--params", MLP / "params.npz", "--feed", names["--feed"],
+    names = {"--input": "x", "--fetch": "fc_1.tmp_1", option: name}
+    done = gradc_cli("export", MLP / "forward.pb", "--params", MLP / "params.npz", "--input", names["--input"],
                      "--fetch", names["--fetch"], "-o", tmp_path / "model")
     one_line_error(done, said)
     assert list(tmp_path.iterdir()) == []
@@ -185,7 +185,7 @@ def test_fetching_a_gradient_of_a_program_without_a_backward_says_to_compile_it(
 
 def test_export_to_a_directory_is_refused_with_the_prefix_to_give(tmp_path):
     """Before, -o DIR wrote DIR.pdmodel and DIR.pdiparams beside the directory (Paddle refuses such a path)."""
-    done = gradc_cli("export", MLP / "forward.pb", "--params", MLP / "params.npz", "--feed", "x", "--fetch",
+    done = gradc_cli("export", MLP / "forward.pb", "--params", MLP / "params.npz", "--input", "x", "--fetch",
                      "fc_1.tmp_1", "-o", tmp_path)
     one_line_error(done, f"cannot export to '{tmp_path}': it names a directory",
                    f"'{tmp_path / 'model'}' writes {tmp_path / 'model'}.pdmodel and {tmp_path / 'model'}.pdiparams")
@@ -224,7 +224,7 @@ def test_check_without_params_or_with_an_unknown_wrt_says_what_to_give():
 def test_a_failing_startup_program_is_named(tmp_path, mlp_sgd, command):
     """A forward program given as --startup by mistake: before, its 'x is not fed' read as the main program's."""
     main = {"run": ["--feed", MLP / "feed.npz", "--fetch", "mean_0.tmp_0"], "train": ["--feed", MLP / "feed.npz"],
-            "evaluate": ["--data", MLP / "feed.npz"], "export": ["--feed", "x", "--fetch", "fc_1.tmp_1", "-o",
+            "evaluate": ["--data", MLP / "feed.npz"], "export": ["--input", "x", "--fetch", "fc_1.tmp_1", "-o",
                                                                  tmp_path / "m"]}[command]
     done = gradc_cli(command, mlp_sgd, "--startup", MLP / "forward.pb", *main)
     one_line_error(done, f"startup program '{MLP / 'forward.pb'}': block 0, op 0 (mul) reads var 'x' (slot X), "

@@ -204,7 +204,7 @@ def test_add_loss_refuses_what_it_cannot_add_in_one_line(tmp_path):
 
 def test_exporting_before_training_says_which_option_gives_the_trained_values(tmp_path):
     digits = DATA.parents[2] / "examples" / "digits"
-    export = ["export", digits / "forward.pb", "--feed", "img", "--fetch", "softmax_0.tmp_0", "-o"]
+    export = ["export", digits / "forward.pb", "--input", "img", "--fetch", "softmax_0.tmp_0", "-o"]
     nothing = gradc_cli(*export, tmp_path / "none")
     assert nothing.returncode == 1
     assert nothing.stderr == ("gradc: error: export: no value for batch_norm2d_0.b_0, batch_norm2d_0.w_0, "
@@ -308,7 +308,7 @@ def test_diff_reads_an_op_without_a_role_as_a_forward_op_as_paddle_does(tmp_path
 
 
 @pytest.mark.parametrize("command", [["run", MLP / "forward.pb", "--feed", MLP / "feed.npz"],
-                                     ["export", MLP / "forward.pb", "--feed", "x", "--fetch", "fc_1.tmp_1", "-o", "m"],
+                                     ["export", MLP / "forward.pb", "--input", "x", "--fetch", "fc_1.tmp_1", "-o", "m"],
                                      ["evaluate", MLP / "forward.pb", "--data", MLP / "feed.npz"]])
 def test_strict_params_without_params_is_refused_as_it_would_check_nothing(command):
     done = gradc_cli(*command, "--strict-params")

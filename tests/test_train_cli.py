@@ -122,7 +122,7 @@ def test_export_is_what_paddle_loaded_and_gives_paddles_outputs(compiled, tmp_pa
     """Exporting the fixture's values again writes the very files Paddle's load_inference_model ran."""
     prog = compiled / "train.pb"
     for fmt, prefix in (("pb", "model"), ("pir", "pir")):
-        done = invoke("export", prog, "--params", EXPORT / "model.pdiparams", "--feed", "img", "--fetch",
+        done = invoke("export", prog, "--params", EXPORT / "model.pdiparams", "--input", "img", "--fetch",
                       "softmax_0.tmp_0", "-o", tmp_path / prefix, "--format", fmt)
         assert done.returncode == 0, done.stderr
     assert (tmp_path / "model.pdmodel").read_bytes() == (EXPORT / "model.pdmodel").read_bytes()
@@ -140,9 +140,9 @@ def test_export_is_what_paddle_loaded_and_gives_paddles_outputs(compiled, tmp_pa
 
 
 def test_export_needs_what_the_fetches_read(compiled, tmp_path):
-    assert_clean_failure(run_gradc("export", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--feed",
+    assert_clean_failure(run_gradc("export", compiled / "train.pb", "--startup", EXAMPLE / "startup.pb", "--input",
                                    "img", "--fetch", ACC, "-o", tmp_path / "m"),
-                         "the fetches need 'label', which is neither fed nor computed from the feeds (feed it: --feed "
+                         "the fetches need 'label', which is neither fed nor computed from the feeds (feed it: --input "
                          "label on the command line")
     assert not (tmp_path / "m.pdmodel").exists()
 

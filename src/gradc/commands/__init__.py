@@ -25,7 +25,7 @@ LAZY_COMMANDS = {
     "check": LazyCommand("run", "check", "Check compiled gradients against float64 central differences."),
     "diff": LazyCommand("diff", "diff", "Compare two programs' vars and ops; exit 1 when they differ."),
     "evaluate": LazyCommand("evaluate", "evaluate", "Evaluate a model over a data set: loss and accuracy."),
-    "export": LazyCommand("train", "export_command", "Export a program for inference, as save_inference_model."),
+    "export": LazyCommand("export", "export_command", "Export a program for inference, as save_inference_model."),
     "info": LazyCommand("info", "info", "Summarise a program: inputs, outputs, parameters, loss."),
     "ops": LazyCommand("ops", "ops", "List the registered op types, or describe one."),
     "precision": LazyCommand("run", "precision", "Find the ops where a float32 program loses precision."),

@@ -1,23 +1,20 @@
-"""`gradc train` and `gradc export`: training over a data set (or one batch) and export for inference, thin
-over gradc.training."""
+"""`gradc train`: training over a data set (or one batch), thin over gradc.training."""
 
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 
 import click
 
-from ..errors import GradcError, GradcWarning, Interrupted
-from ..executor import Executor, Scope
+from ..errors import GradcError, Interrupted
 from ..io import check_writable, load
 from ..io.arrays import read_npz
 from ..optimizers.schedule_ops import KINDS
-from ..training import Dataset, OneBatch, Trainer, export, load_params, read_values
+from ..training import Dataset, OneBatch, Trainer, load_params
 from ..training import save_params as write_model_params
 from ..training.interrupt import Stopped
-from ..training.params import check_params_path, require_values, run_startup
+from ..training.params import check_params_path, require_values
 from ..training.plot import plot_history, require_matplotlib
 from ..training.programs import updates_nothing
 from ..training.report import ConsoleReporter
@@ -160,36 +157,3 @@ def _fresh_directory(wanted: Path) -> Path:
         number += 1
         candidate = wanted.with_name(f"{wanted.name}-{number}")
     return candidate
-
-
-@click.command("export")
-@click.argument("program", type=click.Path())
-@click.option("-o", "--output", required=True, type=click.Path(),
-              help="The prefix: writes PREFIX.pdmodel (or PREFIX.json) and PREFIX.pdiparams.")
-@click.option("--feed", "feeds", multiple=True, required=True,
-              help="An input of the exported model (a var the fetches depend on). Repeatable, in order.")
-@click.option("--fetch", "fetches", multiple=True, required=True, help="An output of the model. Repeatable, in order.")
-@click.option("--params", type=click.Path(),
-              help="The trained values: .npz (gradc train --save-params), .pdiparams, .pdparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(),
-              help="Initialiser programs run first (values --params does not give). Repeatable.")
-@click.option("--format", "fmt", type=click.Choice(["pb", "pir"]),
-              help="pb: a legacy ProgramDesc (.pdmodel); pir: Paddle 3's PIR JSON (.json). Default: pir when OUTPUT "
-                   "ends in .json, else pb.")
-@STRICT_PARAMS
-def export_command(program, output, feeds, fetches, params, startups, fmt, strict_params):
-    """Export a (training) program for inference as Paddle's save_inference_model does: pruned to what the
-    fetches need from the feeds, without backward and optimizer ops, dropout and batch norm in test mode, feed
-    and fetch ops in Paddle's layout, and the parameters it reads."""
-    prefix = str(Path(output).with_suffix("")) if Path(output).suffix in (".pdmodel", ".json", ".pdiparams") else output
-    fmt = fmt or ("pir" if Path(output).suffix == ".json" else "pb")
-    prog, scope, executor = load(program), Scope(), Executor()
-    for startup in startups:
-        run_startup(executor, startup, scope)
-    if params:
-        scope.vars.update(read_values(params, prog, strict_params))
-    model_path, params_path = export(prog, prefix, feeds, fetches, scope=scope, format=fmt)
-    if not params:   # said once the export is written, so that a refusal stays the one line
-        warnings.warn("no --params: the export holds the values the startup programs initialise, an untrained model "
-                      "(gradc train --save-params writes the trained ones)", GradcWarning, stacklevel=1)
-    click.echo(f"wrote {model_path} (feeds {', '.join(feeds)}; fetches {', '.join(fetches)}) and {params_path}")

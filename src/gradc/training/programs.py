@@ -86,7 +86,7 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
     for name in [*fetches, *feeds]:
         if block.find_var(name) is None:
             close = closest(name, block.vars, ignore_case=True)
-            role = "fetch" if name in fetches else "feed"
+            role = "fetch" if name in fetches else "input"
             raise GradcError(f"{role} '{name}' is not a var of block 0 of the program"
                              + (f" (did you mean '{close}'?)" if close else ""))
     needed, kept = set(fetches), []
@@ -101,7 +101,7 @@ def prune(program: Program, fetches: list[str], feeds: Iterable[str] = (), from_
         var = block.find_var(name)
         if var is not None and not var.persistable:
             feed_it = (f"the data has no array '{name}': add one" if from_data else
-                       f"feed it: --feed {name} on the command line, feeds= in Python")
+                       f"feed it: --input {name} on the command line, feeds= in Python")
             raise GradcError(f"the fetches need '{name}', which is neither fed nor computed from the feeds "
                              f"({feed_it}; or fetch something that does not depend on it)")
     drop_unused_vars(pruned, keep=[*fetches, *feeds])
