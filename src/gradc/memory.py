@@ -96,7 +96,8 @@ def estimate_block(block: Block, batch_size: int, keep: frozenset[str] = frozens
                 result.parameters += size(name)
             else:
                 result.optimizer_state += size(name)
-    fed = {name for idx, op in enumerate(block.ops) for name in op.input_names()} - written - persistent - {EMPTY_VAR}
+    fed = {name for op in block.ops for name in op.input_names()} - written - persistent - {EMPTY_VAR}
+    fed |= {name for op in block.ops if op.type == "feed" for name in op.output_names()}   # a saved model's inputs
     result.inputs = sum(size(name) for name in fed)   # the caller holds its feed for the whole run
     last_users: dict[int, list[str]] = {}   # op index -> the names it is the last to use
     for name, idx in last_use.items():
