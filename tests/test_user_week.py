@@ -73,3 +73,64 @@ def test_memory_counts_a_saved_models_fed_inputs_as_inputs(tmp_path):
     assert saved.global_block.var("x").shape == [32, 16]
     assert estimate(saved, batch_size=8)[0].inputs == 32 * 16 * 4   # x, float32
     assert estimate(gradc.load(MLP / "forward.pb"), batch_size=8)[0].inputs == 32 * 16 * 4 + 32 * 8   # x and label
+
+
+CONV = DATA / "conv"   # img -> conv2d -> batch_norm (training) -> relu -> max pool -> fc -> cross entropy, by Paddle
+
+
+@pytest.fixture
+def saved_conv(tmp_path):
+    """The conv fixture's model as paddle.jit.save writes a layer in eval(): batch norm in test mode, global stats."""
+    done = gradc_cli("export", CONV / "forward.pb", "--params", CONV / "params.npz", "--input", "img",
+                     "--fetch", "fc_0.tmp_1", "-o", tmp_path / "model")
+    assert done.returncode == 0, done.stderr
+    saved = gradc.load(tmp_path / "model.pdmodel")
+    norm = next(op for op in saved.global_block.ops if op.type == "batch_norm")
+    norm.set_attr("use_global_stats", True, gradc.ir.AttrType.BOOLEAN)
+    gradc.save(saved, tmp_path / "model.pdmodel")
+    return tmp_path / "model"
+
+
+def _train_mode_step(compiled, params):
+    program = gradc.load(compiled)
+    scope = gradc.Scope()
+    gradc.load_params(scope, params, program)
+    with np.load(CONV / "grads.npz") as grads:   # Paddle's, of the parameters (and of img, which fine-tuning skips)
+        paddle = {name: grads[name] for name in grads.files if name != "img@GRAD"}
+    values = gradc.Executor().run(program, dict(np.load(CONV / "feed.npz")), fetch_list=["mean_0.tmp_0", *paddle],
+                                  scope=scope)
+    return values[0], dict(zip(paddle, values[1:])), paddle
+
+
+def test_a_saved_model_fine_tunes_in_test_mode_and_compile_says_so(saved_conv, tmp_path):
+    """Before, a saved model fine-tuned with its batch norm frozen on running statistics without a word: a ResNet
+    whose Paddle training (model.train()) went 1.61 -> 0.59 went 14.9 -> 50,766 in gradc."""
+    done = gradc_cli("compile", saved_conv.with_suffix(".pdmodel"), "-o", tmp_path / "ft.pb",
+                     "--add-loss", "cross-entropy")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "gradc: note: 1 batch_norm train in test mode, as saved (dropout off, batch norm on its running statistics); "
+        "--train-mode trains them as the model trains in Paddle (model.train())"]
+    loss, _, _ = _train_mode_step(tmp_path / "ft.pb", saved_conv.with_suffix(".pdiparams"))
+    assert abs(float(loss) - float(np.load(CONV / "loss.npy"))) > 0.1   # the running statistics, not the batch's
+
+
+def test_train_mode_gives_paddles_training_loss_and_gradients_of_the_model_before_export(saved_conv, tmp_path):
+    done = gradc_cli("compile", saved_conv.with_suffix(".pdmodel"), "-o", tmp_path / "ft.pb",
+                     "--add-loss", "cross-entropy", "--train-mode")
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "train mode: is_test turned off on 1 batch_norm" in done.stdout
+    loss, grads, paddle = _train_mode_step(tmp_path / "ft.pb", saved_conv.with_suffix(".pdiparams"))
+    np.testing.assert_allclose(loss, np.load(CONV / "loss.npy"), rtol=1e-5, atol=1e-6)
+    assert set(grads) >= {"conv2d_0.w_0@GRAD", "batch_norm_0.w_0@GRAD", "fc_0.w_0@GRAD"}
+    for name, grad in grads.items():
+        np.testing.assert_allclose(grad, paddle[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_set_train_mode_in_python_turns_back_what_export_turned():
+    program = gradc.training.inference_program(gradc.load(CONV / "forward.pb"), ["img"], ["fc_0.tmp_1"])
+    assert gradc.training.add_loss.test_mode_ops(program) == {"batch_norm": 1}
+    assert gradc.set_train_mode(program) == {"batch_norm": 1}
+    norm = next(op for op in program.global_block.ops if op.type == "batch_norm")
+    assert norm.attrs["is_test"] is False and norm.attrs.get("use_global_stats", False) is False
+    assert program.global_block.find_var(norm.output("SavedMean")[0]).shape == [4]

@@ -7,11 +7,11 @@ import warnings
 import click
 
 from ..cli_memory import memory_options, memory_passes
-from ..errors import GradcError, GradcWarning
+from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, load, save
 from ..optimizers.cli_options import build_optimizer, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
-from ..training.add_loss import KINDS, add_loss, mark_parameters
+from ..training.add_loss import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..verification import verify
 
 
@@ -26,6 +26,9 @@ from ..verification import verify
 @click.option("--label", default="label", show_default=True, help="With --add-loss: the name of the labels' input.")
 @click.option("--loss-of", metavar="NAME", help="With --add-loss: the output it scores (default: the model's one "
               "output).")
+@click.option("--train-mode", is_flag=True, help="Train a saved model's dropout and batch norm as the model trains in "
+              "Paddle (model.train(): the batch's statistics, the running ones updated); by default they stay in the "
+              "test mode it was saved in.")
 @click.option("--param", "params", multiple=True, help="Only these parameters get gradients. Repeatable.")
 @click.option("--no-grad", "no_grad", multiple=True, help="Vars that get no gradient. Repeatable.")
 @click.option("--pass", "extra_passes", multiple=True, metavar="NAME",
@@ -35,8 +38,8 @@ from ..verification import verify
 @click.option("--no-verify", is_flag=True, help="Skip checking the compiled program (gradc verify) before writing it.")
 @memory_options
 @optimizer_options
-def compile(program, output, loss, add_loss_kind, label, loss_of, params, no_grad, extra_passes, startup_out, no_verify,
-            recompute, recompute_budget, accumulate, **optimizer_settings):
+def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, params, no_grad, extra_passes,
+            startup_out, no_verify, recompute, recompute_budget, accumulate, **optimizer_settings):
     """Append the backward (training) ops of a forward program."""
     if add_loss_kind and loss:
         raise click.UsageError("give --loss (the program's own loss) or --add-loss (a new one), not both")
@@ -58,6 +61,8 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, params, no_gra
             click.echo(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
         loss = add_loss(prog, add_loss_kind, label, loss_of)
         click.echo(f"added the loss {loss}: {add_loss_kind} of {loss_of or 'the output'} against the input {label}")
+    if train_mode or add_loss_kind:
+        _say_mode(prog, train_mode)
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))
@@ -83,6 +88,20 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, params, no_gra
     if updates:
         click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate "
                    f"and accumulators)")
+
+
+def _say_mode(prog, train_mode: bool) -> None:
+    """Turn test-mode ops to training with --train-mode, else, fine-tuning a saved model, say that they train in test
+    mode (its batch norm keeps its running statistics, where the model in Paddle, model.train(), normalises by the
+    batch's)."""
+    counts = set_train_mode(prog) if train_mode else test_mode_ops(prog)
+    ops = ", ".join(f"{count} {op_type}" for op_type, count in sorted(counts.items()))
+    if train_mode:
+        click.echo(f"train mode: is_test turned off on {ops}" if ops else "train mode: no op is in test mode")
+    elif ops:
+        warnings.warn(f"{ops} train in test mode, as saved (dropout off, batch norm on its running statistics); "
+                      f"--train-mode trains them as the model trains in Paddle (model.train())", GradcNotice,
+                      stacklevel=2)
 
 
 def _with_suffix(path: str, infix: str) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from ..firstuse import on_first_use
 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
-    from .add_loss import add_loss
+    from .add_loss import add_loss, set_train_mode
     from .checkpoint import load_checkpoint, save_checkpoint
     from .data import Dataset, OneBatch
     from .evaluation import evaluate
@@ -20,7 +20,7 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
     from .trainer import Trainer, train
 
 _ON_FIRST_USE = {
-    "add_loss": ".add_loss",
+    **dict.fromkeys(["add_loss", "set_train_mode"], ".add_loss"),
     **dict.fromkeys(["load_checkpoint", "save_checkpoint"], ".checkpoint"),
     **dict.fromkeys(["Dataset", "OneBatch"], ".data"),
     "evaluate": ".evaluation",
@@ -32,5 +32,5 @@ _ON_FIRST_USE = {
 }
 __all__ = ["Dataset", "History", "OneBatch", "Reporter", "Trainer", "add_loss", "evaluate", "export", "forward_part",
            "inference_program", "load_checkpoint", "load_params", "model_parameters", "prune", "read_values",
-           "save_checkpoint", "save_params", "train"]
+           "save_checkpoint", "save_params", "set_train_mode", "train"]
 __getattr__, __dir__ = on_first_use(__name__, _ON_FIRST_USE, globals())

@@ -7,7 +7,9 @@ cross-entropy is Paddle's F.cross_entropy over the last axis against integer cla
 a softmax op writes is scored through that softmax's input (the same loss, without the log of a rounded probability).
 mse is F.mse_loss against float targets of the output's shape. The label var is a new input of the program. A
 legacy model file marks no var a parameter (save_inference_model drops the mark): the persistable float vars an op
-reads where a gradient flows (weights, biases, norms' scales; not running statistics) are marked then.
+reads where a gradient flows (weights, biases, norms' scales; not running statistics) are marked then. A saved model
+is in test mode (dropout off, batch norm on its running statistics) and fine-tunes so unless set_train_mode turns it
+back, as ``.train()`` does to the layer ``paddle.jit.load`` gives.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 from .. import registry
 from ..backward import default_loss
 from ..errors import GradcError
-from ..ir import DIFFERENTIABLE_DTYPES, Block, Program, VarType
+from ..ir import DIFFERENTIABLE_DTYPES, AttrType, Block, Program, VarType
+from ..ops.infer import InferContext
 
 KINDS = ("cross-entropy", "mse")
 
@@ -77,6 +80,53 @@ def mark_parameters(block: Block) -> list[str]:
     for var in marked.values():
         var.is_parameter = True
     return sorted(marked)
+
+
+def test_mode_ops(program: Program) -> dict[str, int]:
+    """op type -> how many ops of it compute otherwise in test mode (is_test set on a batch norm, a dropout or an op
+    with a dropout of its own, rrelu), in every block: export sets is_test on conv2d and pool2d too, inert there."""
+    counts: dict[str, int] = {}
+    for block in program.blocks:
+        for op in block.ops:
+            if op.attrs.get("is_test") is True and _mode_matters(op):
+                counts[op.type] = counts.get(op.type, 0) + 1
+    return counts
+
+
+def _mode_matters(op) -> bool:
+    return "use_global_stats" in op.attrs or op.type == "rrelu" or any("dropout" in name for name in op.attrs)
+
+
+def set_train_mode(program: Program) -> dict[str, int]:
+    """Undo the test mode a saved model is in: is_test off (dropout drops, recurrent ops keep their states for the
+    backward), and on the ops it turns, use_global_stats off (batch norm normalises with the batch's statistics and
+    updates the running ones). Returns op type -> ops turned whose computation changes (test_mode_ops)."""
+    turned = test_mode_ops(program)
+    for block in program.blocks:
+        for idx, op in enumerate(block.ops):
+            if op.attrs.get("is_test") is True:
+                op.set_attr("is_test", False, AttrType.BOOLEAN)
+                if op.attrs.get("use_global_stats") is True:
+                    op.set_attr("use_global_stats", False, AttrType.BOOLEAN)
+                _declare_training_outputs(block, idx, op)
+    program.mark_changed()
+    return turned
+
+
+def _declare_training_outputs(block: Block, idx: int, op) -> None:
+    """Outputs a saved model declares as test mode leaves them (batch norm's saved statistics, of shape []) take the
+    shapes training mode writes."""
+    opdef = registry.get(op.type)
+    try:
+        inferred = opdef.infer(InferContext(op, block, idx)) if opdef is not None and opdef.infer else {}
+    except Exception:  # noqa: BLE001 - shapes the rule cannot read: the declarations stay
+        return
+    for slot, result in (inferred or {}).items():
+        names = op.outputs.get(slot) or []
+        if isinstance(result, tuple) and len(names) == 1 and result[0] is not None:
+            var = block.find_var(names[0])
+            if var is not None and (var.shape is None or len(var.shape) != len(result[0])):
+                var.shape = list(result[0])
 
 
 def _one_output(block: Block) -> str:
