@@ -134,3 +134,23 @@ def test_set_train_mode_in_python_turns_back_what_export_turned():
     norm = next(op for op in program.global_block.ops if op.type == "batch_norm")
     assert norm.attrs["is_test"] is False and norm.attrs.get("use_global_stats", False) is False
     assert program.global_block.find_var(norm.output("SavedMean")[0]).shape == [4]
+
+
+PIR = DATA.parents[2] / "examples" / "pir"   # an inference model paddle.jit.save wrote in PIR mode
+
+
+def test_a_pir_saved_model_leaves_out_a_test_sets_labels_as_a_pdmodel_does(tmp_path):
+    """Before, `gradc run model.json --feed test.npz` refused the labels ('feed var 'label' is not declared'), where
+    the same model as a .pdmodel left them out with a warning, and Paddle's executor runs both."""
+    with np.load(PIR / "input.npz") as inputs:
+        np.savez(tmp_path / "test.npz", **inputs, label=np.zeros((len(inputs["x"]), 1), "int64"))
+    plain = gradc_cli("run", PIR / "model.json", "--params", PIR / "model.pdiparams", "--feed", PIR / "input.npz",
+                      "--out", tmp_path / "plain.npz")
+    labelled = gradc_cli("run", PIR / "model.json", "--params", PIR / "model.pdiparams",
+                         "--feed", tmp_path / "test.npz", "--out", tmp_path / "labelled.npz")
+    assert plain.returncode == 0 and labelled.returncode == 0, labelled.stderr
+    assert labelled.stderr.strip().splitlines() == [
+        f"gradc: warning: feed '{tmp_path / 'test.npz'}' holds arrays the model does not take (label; its inputs: x): "
+        f"left out, as Paddle's executor leaves them out"]
+    with np.load(tmp_path / "plain.npz") as want, np.load(tmp_path / "labelled.npz") as got:
+        assert want.files == got.files and all(np.array_equal(want[n], got[n]) for n in want.files)

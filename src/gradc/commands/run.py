@@ -60,10 +60,12 @@ def naming_feed(path: str | None):
 
 
 def _model_inputs(prog, feeds: dict, path: str | None) -> dict:
-    """A saved model (feed ops) given all its inputs leaves out other arrays of the feed (the labels of a test set),
-    as Paddle's executor does, with a warning naming them; any other program refuses them when it runs."""
+    """A saved model (feed ops, or a PIR file's fetch ops: PIR feeds through data ops) given all its inputs leaves out
+    other arrays of the feed (the labels of a test set), as Paddle's executor does, with a warning naming them; any
+    other program refuses them when it runs."""
     block = prog.global_block
-    if not feed_ops(block.ops) or not set(program_inputs(block)) <= feeds.keys():
+    saved = feed_ops(block.ops) or any(op.type == "fetch" for op in block.ops)
+    if not saved or not set(program_inputs(block)) <= feeds.keys():
         return feeds   # a slip of a name is said by the run, with the name meant
     extra = [name for name in feeds if block.find_var(name) is None]
     if extra:
