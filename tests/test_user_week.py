@@ -154,3 +154,19 @@ def test_a_pir_saved_model_leaves_out_a_test_sets_labels_as_a_pdmodel_does(tmp_p
         f"left out, as Paddle's executor leaves them out"]
     with np.load(tmp_path / "plain.npz") as want, np.load(tmp_path / "labelled.npz") as got:
         assert want.files == got.files and all(np.array_equal(want[n], got[n]) for n in want.files)
+
+
+def test_run_writes_out_before_a_pipe_reader_that_stops_early_ends_it(tmp_path):
+    """Before, `gradc run ... --out results.npz | head -1` lost results.npz: the listing came first, and the closed
+    pipe ended the command before the file was written."""
+    import subprocess
+    import sys
+    command = [sys.executable, "-m", "gradc", "run", PIR / "model.json", "--params", PIR / "model.pdiparams",
+               "--feed", PIR / "input.npz", "--out", tmp_path / "cut.npz"]
+    reader = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    reader.stdout.close()   # the reader has gone before the first line
+    assert reader.wait(timeout=120) in (0, 1) and b"Traceback" not in reader.stderr.read()
+    whole = gradc_cli("run", *command[4:-1], tmp_path / "whole.npz")
+    assert whole.returncode == 0, whole.stderr
+    with np.load(tmp_path / "whole.npz") as want, np.load(tmp_path / "cut.npz") as got:
+        assert want.files == got.files and all(np.array_equal(want[n], got[n]) for n in want.files)

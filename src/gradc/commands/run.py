@@ -118,11 +118,12 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
     if not fetches:
         click.echo(f"ran {program} ({prog.num_ops()} ops); nothing fetched: name the values to print with --fetch "
                    f"NAME (repeatable; gradc show lists the vars)")
+    if out:   # before the listing, which a reader such as `| head` may cut short
+        _save_npz(out, {key: array for name, value in zip(fetches, values)
+                        for key, array in lod_arrays(name, as_dense(value)).items()})
     for name, value in zip(fetches, values):
         click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))))
     if out:
-        _save_npz(out, {key: array for name, value in zip(fetches, values)
-                        for key, array in lod_arrays(name, as_dense(value)).items()})
         click.echo(f"wrote {out}")
     if measured is not None:
         click.echo(measured.report())
