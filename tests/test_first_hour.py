@@ -215,7 +215,8 @@ def test_check_without_params_or_with_an_unknown_wrt_says_what_to_give():
     """Before: "no value for ['fc_0.b_0', ...]: feed them or give them as parameters", a Python list, for both."""
     feed = ["--feed", MLP / "feed.npz"]
     one_line_error(gradc_cli("check", MLP / "forward.pb", *feed), "no value for fc_0.b_0, fc_0.w_0, fc_1.b_0, "
-                   "fc_1.w_0: give the parameters with --params (params= in Python), or feed them")
+                   "fc_1.w_0: give the parameters with --params (params= in Python), initialise them with --startup, "
+                   "or feed them")
     one_line_error(gradc_cli("check", MLP / "forward.pb", *feed, "--params", MLP / "params.npz", "--wrt", "nope"),
                    "no var 'nope' in block 0 of the program to check the gradient of (--wrt, wrt= in Python)")
 

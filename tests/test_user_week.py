@@ -170,3 +170,33 @@ def test_run_writes_out_before_a_pipe_reader_that_stops_early_ends_it(tmp_path):
     assert whole.returncode == 0, whole.stderr
     with np.load(tmp_path / "whole.npz") as want, np.load(tmp_path / "cut.npz") as got:
         assert want.files == got.files and all(np.array_equal(want[n], got[n]) for n in want.files)
+
+
+EXAMPLE_MLP = DATA.parents[2] / "examples" / "mlp"   # forward.pb and the startup.pb that initialises it
+
+
+def test_check_takes_startup_programs_as_run_train_and_view_do():
+    """Before, `gradc check forward.pb --startup startup.pb` was 'No such option', so a model without a parameter
+    file (a fresh one, as `gradc run` runs it) could not be checked."""
+    done = gradc_cli("check", EXAMPLE_MLP / "forward.pb", "--startup", EXAMPLE_MLP / "startup.pb",
+                     "--feed", EXAMPLE_MLP / "feed.npz", "--directions", "2")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert [line.split()[0] for line in lines[:-1]] == ["fc_0.b_0", "fc_0.w_0", "fc_1.b_0", "fc_1.w_0"]
+    assert all(line.endswith(" ok") for line in lines[:-1])
+    assert lines[-1] == "4 var(s) checked: compiled gradients agree with central differences"
+
+
+def test_view_of_a_training_program_without_its_startup_names_the_option(tmp_path):
+    """Before: '... which has no value: ... load it (gradc.load_params, --params) or run the startup program first in
+    the same scope', the Python API's words, for a CLI whose option is --startup."""
+    compiled = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", "adam")
+    assert compiled.returncode == 0, compiled.stderr
+    args = ["view", tmp_path / "train.pb", "-o", tmp_path / "page.html", "--feed", MLP / "feed.npz",
+            "--params", MLP / "params.npz"]
+    done = gradc_cli(*args)
+    assert done.returncode == 1 and not (tmp_path / "page.html").exists()
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("gradc: error: no value for the persistable var(s) "), lines
+    assert f"(--startup, repeatable; {tmp_path / 'train.startup.pb'} initialises the optimizer's)" in lines[0]
+    assert gradc_cli(*args, "--startup", tmp_path / "train.startup.pb").returncode == 0

@@ -239,7 +239,7 @@ def compare_program(program: Program, feed: Mapping[str, np.ndarray], wrt: Seque
     unknown = [name for name in wrt if name not in values and name not in param_values]
     if unknown:
         raise GradcheckError(f"no value for {', '.join(unknown)}: give the parameters with --params (params= in "
-                             f"Python), or feed them")
+                             f"Python), initialise them with --startup, or feed them")
     executor = Executor()
 
     def scope() -> Scope:

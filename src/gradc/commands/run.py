@@ -133,6 +133,8 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
 @click.argument("program", type=click.Path())
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
 @click.option("--params", type=click.Path(), help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams.")
+@click.option("--startup", "startups", multiple=True, type=click.Path(),
+              help="Initialiser programs run first, in order (values --params does not give). Repeatable.")
 @click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
@@ -142,7 +144,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
                    "so a wrong gradient anywhere shows, for two forward runs a direction whatever the var's size.")
 @click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
-def check(program, feed, params, loss, wrt, max_elements, directions, rtol, atol):
+def check(program, feed, params, startups, loss, wrt, max_elements, directions, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..training.programs import is_training_op
@@ -150,9 +152,11 @@ def check(program, feed, params, loss, wrt, max_elements, directions, rtol, atol
     if any(is_training_op(op) for op in prog.global_block.ops):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from")
+    values = _initialised(startups)
+    values.update(load_params(params, prog))
     with naming_feed(feed):
         _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
-                                    load_params(params, prog), rtol=rtol, atol=atol,
+                                    values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions)
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
@@ -165,6 +169,14 @@ def check(program, feed, params, loss, wrt, max_elements, directions, rtol, atol
     if bad:
         raise GradcError(f"gradients differ from central differences for {', '.join(bad)}")
     click.echo(f"{len(checks)} var(s) checked: compiled gradients agree with central differences")
+
+
+def _initialised(startups) -> dict:
+    """name -> value of what the startup programs initialise (a forward program and its startup, no params file)."""
+    scope, executor = Scope(), Executor()
+    for startup in startups:
+        run_startup(executor, startup, scope)
+    return dict(scope.vars)
 
 
 def _summary(name: str, value) -> str:

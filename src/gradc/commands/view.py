@@ -28,11 +28,15 @@ def view(program, output, feed, params, startups, title):
     stats = None
     if feed or params or startups:   # a run: numpy and the executor are imported only for one
         from ..io.arrays import read_npz
+        from ..training.params import require_values
         from ..viz.stats import value_stats
         from .run import load_params, naming_feed
+
+        def check(scope, fed):
+            require_values(prog, scope, fed, params, program)
         with naming_feed(feed):
             stats = value_stats(prog, read_npz(feed, "feed") if feed else {}, load_params(params, prog),
-                                [load(path) for path in startups])
+                                [load(path) for path in startups], check)
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))
     address = Path(output).resolve().as_uri()

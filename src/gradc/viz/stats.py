@@ -25,13 +25,17 @@ def summary(value) -> list | None:
     return [float(finite.min()), float(finite.max()), float(finite.mean()), nan, value.dtype.name, shape]
 
 
-def value_stats(program: Program, feed: dict, params: dict, startups: list[Program] = ()) -> dict[str, list]:
-    """Statistics of every value block 0 holds after one run (feeds, parameters, every var it wrote)."""
+def value_stats(program: Program, feed: dict, params: dict, startups: list[Program] = (),
+                check=None) -> dict[str, list]:
+    """Statistics of every value block 0 holds after one run (feeds, parameters, every var it wrote); ``check(scope,
+    feed)`` may refuse the run first (the CLI's one line for values neither given nor initialised)."""
     executor, scope = Executor(), Scope()
     for startup in startups:
         executor.run(startup, scope=scope)
     for name, value in params.items():
         scope[name] = value
+    if check is not None:
+        check(scope, feed)
     local = scope.child()
     feed_values(program.global_block, feed, local)
     executor.run_block(program.global_block, local, scope)
