@@ -200,3 +200,16 @@ def test_view_of_a_training_program_without_its_startup_names_the_option(tmp_pat
     assert len(lines) == 1 and lines[0].startswith("gradc: error: no value for the persistable var(s) "), lines
     assert f"(--startup, repeatable; {tmp_path / 'train.startup.pb'} initialises the optimizer's)" in lines[0]
     assert gradc_cli(*args, "--startup", tmp_path / "train.startup.pb").returncode == 0
+
+
+@pytest.mark.parametrize("size", ["inf", "nan", "1X", "1e3", "-1"])
+def test_max_memory_that_is_not_a_size_is_a_usage_error_naming_the_units(size):
+    """Before: 'inf' was an internal error (OverflowError), 'nan' and '1X' Python's float() message."""
+    line = _usage_error(gradc_cli("--max-memory", size, "info", MLP / "forward.pb"))
+    assert f"--max-memory: '{size}' is not a size: a number of bytes, or with K, M, G or T (e.g. 512M, 4G)" in line
+
+
+@pytest.mark.parametrize("size, limit", [("512M", 512 << 20), ("4gb", 4 << 30), ("0.5K", 512), ("1000", 1000)])
+def test_max_memory_sizes(size, limit):
+    from gradc.limits import parse_bytes
+    assert parse_bytes(size) == limit

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from contextlib import contextmanager
 
 
@@ -61,10 +62,11 @@ def check_shape(shape, dtype, what: str) -> tuple[int, ...]:
 
 def parse_bytes(text: str) -> int:
     """'512M', '2G', '1000' -> bytes (for --max-memory)."""
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
-    text = text.strip().upper().removesuffix("B")
-    scale = units.get(text[-1:], 1)
-    number = float(text[:-1] if text[-1:] in units else text)
-    if number <= 0:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    size = re.fullmatch(r"(\d+\.?\d*|\.\d+)([KMGT]?)B?", text.strip().upper())
+    if size is None:   # float() would take 'inf' and 'nan', and its message names no unit
+        raise ValueError(f"'{text}' is not a size: a number of bytes, or with K, M, G or T (e.g. 512M, 4G)")
+    number = float(size[1]) * units[size[2]]
+    if number < 1:
         raise ValueError(f"a memory limit must be positive, not {text}")
-    return int(number * scale)
+    return int(number)
