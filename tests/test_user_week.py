@@ -213,3 +213,31 @@ def test_max_memory_that_is_not_a_size_is_a_usage_error_naming_the_units(size):
 def test_max_memory_sizes(size, limit):
     from gradc.limits import parse_bytes
     assert parse_bytes(size) == limit
+
+
+def test_a_pdmodel_whose_batch_norm_lost_its_reserve_space_fine_tunes_as_pir(tmp_path):
+    """Before: 'cannot write as PIR: ... var 'batch_norm2d_0.w_1.reservespace' is not a tensor of a dtype PIR has'
+    for a ResNet paddle.jit.save wrote in legacy mode (its batch_norm ops have no ReserveSpace): gradc gave the output
+    back without a dtype, so neither `compile -o train.json` nor the export of the fine-tuned model could be PIR."""
+    saved = gradc.load(DATA / "export" / "model.pdmodel")
+    for op in saved.global_block.ops:
+        if op.type == "batch_norm":
+            del saved.global_block.vars[op.outputs.pop("ReserveSpace")[0]]
+    gradc.save(saved, tmp_path / "model.pdmodel")
+    for output in ("train.pb", "train.json"):
+        done = gradc_cli("compile", tmp_path / "model.pdmodel", "-o", tmp_path / output, "--add-loss", "cross-entropy")
+        assert done.returncode == 0, done.stderr
+    legacy, pir = gradc.load(tmp_path / "train.pb"), gradc.load(tmp_path / "train.json")
+    norm = next(op for op in legacy.global_block.ops if op.type == "batch_norm")
+    assert legacy.global_block.var(norm.output("ReserveSpace")[0]).dtype == gradc.VarType.FP32   # as X, as Paddle
+    with np.load(DATA / "export" / "feed.npz") as feed:
+        images = feed[feed.files[0]]
+    feed = {"img": images, "label": np.arange(len(images)).reshape(-1, 1) % 2}
+    losses = []
+    for program in (legacy, pir):
+        scope = gradc.Scope()
+        gradc.load_params(scope, DATA / "export" / "model.pdiparams", program)
+        losses.append(gradc.Executor().run(program, feed, fetch_list=["mean_0.tmp_0", "conv2d_0.w_0@GRAD"],
+                                           scope=scope))
+    for legacy_value, pir_value in zip(*losses):
+        np.testing.assert_allclose(pir_value, legacy_value, rtol=1e-6, atol=1e-7)

@@ -63,5 +63,15 @@ def _restore_outputs(block: Block, idx: int, op: OpDesc, opdef, slots: list[str]
             name = f"{stem}.{slot.lower()}_{count}"
         result = inferred.get(slot)
         shape, dtype = result if isinstance(result, tuple) else (None, None)
-        block.create_var(name, shape, dtype)
+        block.create_var(name, shape, dtype if dtype is not None else _input_dtype(block, op))
         op.outputs[slot] = [name]
+
+
+def _input_dtype(block: Block, op: OpDesc):
+    """The dtype of the op's first declared input: Paddle's layers declare an extra output whose dtype inference
+    leaves open (batch norm's ReserveSpace) with it, and a PIR file needs one."""
+    for name in op.input_names():
+        var = block.find_var(name)
+        if var is not None and var.dtype is not None:
+            return var.dtype
+    return None
