@@ -241,3 +241,12 @@ def test_a_pdmodel_whose_batch_norm_lost_its_reserve_space_fine_tunes_as_pir(tmp
                                            scope=scope))
     for legacy_value, pir_value in zip(*losses):
         np.testing.assert_allclose(pir_value, legacy_value, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("optimizer, said", [("sgd", "(initialises the sgd learning rate)"),
+                                             ("adam", "(initialises the adam learning rate and accumulators)")])
+def test_compile_says_what_the_startup_program_initialises(tmp_path, optimizer, said):
+    """Before, plain SGD's startup was said to initialise 'the sgd learning rate and accumulators': it has none."""
+    done = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", optimizer)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == f"wrote {tmp_path / 'train.startup.pb'} {said}"

@@ -86,8 +86,10 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, pa
             click.echo(f"{name}: {results[name]}")
     click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
     if updates:
-        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate "
-                   f"and accumulators)")
+        state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}
+        more = " and accumulators" if len(state) > 1 else ""   # plain SGD keeps none
+        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate"
+                   f"{more})")
 
 
 def _say_mode(prog, train_mode: bool) -> None:
