@@ -250,3 +250,34 @@ def test_compile_says_what_the_startup_program_initialises(tmp_path, optimizer, 
     done = gradc_cli("compile", MLP / "forward.pb", "-o", tmp_path / "train.pb", "--optimizer", optimizer)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == f"wrote {tmp_path / 'train.startup.pb'} {said}"
+
+
+EXPORT = DATA / "export"   # a model Paddle's save_inference_model wrote (.pdmodel, .pdiparams)
+
+
+def test_paddle_1x_combined_params_under_another_name_are_read(tmp_path):
+    """Before: 'cannot read params '__params__': not an .npz archive', for the names Paddle 1.x gave a model's files
+    (save_inference_model(dirname, ..., params_filename='__params__'), `model` / `params` in PaddleOCR's releases)."""
+    import shutil
+    shutil.copy(EXPORT / "model.pdmodel", tmp_path / "__model__")
+    shutil.copy(EXPORT / "model.pdiparams", tmp_path / "__params__")
+    runs = [gradc_cli("run", tmp_path / "__model__", "--params", tmp_path / "__params__", "--feed",
+                      EXPORT / "feed.npz", "--out", tmp_path / "old.npz"),
+            gradc_cli("run", EXPORT / "model.pdmodel", "--params", EXPORT / "model.pdiparams", "--feed",
+                      EXPORT / "feed.npz", "--out", tmp_path / "new.npz")]
+    assert [done.returncode for done in runs] == [0, 0], runs[0].stderr
+    with np.load(tmp_path / "old.npz") as old, np.load(tmp_path / "new.npz") as new:
+        assert old.files == new.files and all(np.array_equal(old[n], new[n]) for n in new.files)
+
+
+@pytest.mark.parametrize("given, said", [
+    ("model.json", "it is a program file, not parameters (paddle.jit.save and save_inference_model write the values "
+                   "beside it, in a .pdiparams file)"),
+    ("model.pdiparams.info", "Paddle's .pdiparams.info holds no values (give the .pdiparams file beside it)"),
+])
+def test_a_program_or_pdiparams_info_given_as_params_is_named_for_what_it_is(tmp_path, given, said):
+    """Before, both were 'not an .npz archive (no zip directory)'."""
+    (tmp_path / given).write_bytes((PIR / "model.json").read_bytes() if given.endswith(".json") else b"\x00\x01info")
+    done = gradc_cli("run", PIR / "model.json", "--params", tmp_path / given, "--feed", PIR / "input.npz")
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"gradc: error: cannot read params '{tmp_path / given}': {said}"]

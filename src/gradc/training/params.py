@@ -31,18 +31,40 @@ def read_values(path: str | os.PathLike, program: Program | None = None, strict:
     (what save_params and Paddle's save_inference_model write). Values for names the program has no var of are
     kept with a GradcWarning naming them, or refused when ``strict`` (another model's file, a renamed layer)."""
     path = str(path)
-    if path.endswith(".pdiparams"):
+    if path.endswith(".pdiparams") or _paddle_combined(path):
         if program is None:
             raise GradcError(f"'{path}': a .pdiparams file is read against the program it belongs to")
         values = _read_combined(path, program)
     elif path.endswith(PICKLED):
         values = read_pickled(path, "params")
     else:
+        _refuse_what_is_not_params(path)
         values = read_npz(path, "params")
     if program is not None:
         _unknown_names(program, values, path, strict)
         values = {name: checked_param(program, name, value, path) for name, value in values.items()}
     return values
+
+
+def _paddle_combined(path: str) -> bool:
+    """Paddle's combined parameters under another name (Paddle 1.x's `__params__` or `params`): the file starts as
+    each of its tensors does, with a uint32 version 0, where an .npz starts with 'PK' and a program otherwise."""
+    try:
+        with open(path, "rb") as handle:
+            return not path.endswith((".npz", *PICKLED)) and handle.read(4) == bytes(4)
+    except OSError:
+        return False
+
+
+def _refuse_what_is_not_params(path: str) -> None:
+    """A program or Paddle's .pdiparams.info given as --params: say so, instead of 'not an .npz archive'."""
+    name = Path(path).name
+    if name.endswith(".pdiparams.info"):
+        raise FormatError(f"cannot read params '{path}': Paddle's .pdiparams.info holds no values (give the .pdiparams "
+                          f"file beside it)")
+    if name == "__model__" or Path(path).suffix in (".json", ".pdmodel", ".pb", ".pbtxt", ".pbjson"):
+        raise FormatError(f"cannot read params '{path}': it is a program file, not parameters (paddle.jit.save and "
+                          f"save_inference_model write the values beside it, in a .pdiparams file)")
 
 
 def _unknown_names(program: Program, values: dict, path: str, strict: bool) -> None:
