@@ -281,3 +281,48 @@ def test_a_program_or_pdiparams_info_given_as_params_is_named_for_what_it_is(tmp
     done = gradc_cli("run", PIR / "model.json", "--params", tmp_path / given, "--feed", PIR / "input.npz")
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
         f"gradc: error: cannot read params '{tmp_path / given}': {said}"]
+
+
+def _one_file_per_var(directory):
+    """EXPORT's parameters as Paddle 1.x's save_inference_model without params_filename writes them: a file per
+    persistable var, named after it, each one tensor of the combined format (cut out of the combined file)."""
+    from gradc.io.pdiparams import _Reader, persistable_names
+    data = (EXPORT / "model.pdiparams").read_bytes()
+    reader = _Reader(data, "model.pdiparams")
+    directory.mkdir()
+    for name in persistable_names(gradc.load(EXPORT / "model.pdmodel")):
+        start = reader.offset
+        reader.tensor(name)
+        (directory / name).write_bytes(data[start:reader.offset])
+    assert reader.offset == len(data)
+    return directory
+
+
+def test_a_directory_of_one_file_per_parameter_is_read_as_paddle_1x_writes_it(tmp_path):
+    """Before: 'cannot read params 'model': Is a directory'. Paddle 3.3.1's own paddle.static.save_vars files of the
+    legacy ResNet-18 gave its outputs too (by hand, 2026-12-01)."""
+    separate = _one_file_per_var(tmp_path / "model")
+    runs = [gradc_cli("run", EXPORT / "model.pdmodel", "--params", params, "--feed", EXPORT / "feed.npz",
+                      "--out", tmp_path / f"{kind}.npz")
+            for kind, params in (("separate", separate), ("combined", EXPORT / "model.pdiparams"))]
+    assert [done.returncode for done in runs] == [0, 0], runs[0].stderr
+    with np.load(tmp_path / "separate.npz") as got, np.load(tmp_path / "combined.npz") as want:
+        assert got.files == want.files and all(np.array_equal(got[n], want[n]) for n in want.files)
+    compiled = gradc_cli("compile", EXPORT / "model.pdmodel", "-o", tmp_path / "ft.pb", "--add-loss", "cross-entropy",
+                         "--optimizer", "adam")
+    assert compiled.returncode == 0, compiled.stderr
+    with np.load(EXPORT / "feed.npz") as feed:
+        images = feed[feed.files[0]]
+    np.savez(tmp_path / "data.npz", img=images, label=np.zeros((len(images), 1), "int64"))
+    trained = gradc_cli("train", tmp_path / "ft.pb", "--startup", tmp_path / "ft.startup.pb", "--params", separate,
+                        "--data", tmp_path / "data.npz", "--epochs", "1")
+    assert trained.returncode == 0, trained.stderr
+
+
+def test_a_directory_without_the_programs_parameter_files_is_refused_in_one_line(tmp_path):
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "fc_0.w_0").write_bytes(b"")
+    done = gradc_cli("run", EXPORT / "model.pdmodel", "--params", tmp_path / "other", "--feed", EXPORT / "feed.npz")
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"gradc: error: params '{tmp_path / 'other'}': no file in the directory is named after a persistable var of "
+        f"the program (Paddle 1.x writes one per var): it belongs to another program"]

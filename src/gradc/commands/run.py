@@ -86,7 +86,8 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
 @click.option("--feed", type=click.Path(), help="Inputs, an .npz of name -> array (a LoD: name@LOD0, ... beside "
               "it, each level's offsets).")
 @click.option("--params", type=click.Path(),
-              help="Persistable values (parameters): an .npz, Paddle's .pdiparams, or its pickled .pdparams / .pdopt.")
+              help="Persistable values (parameters): an .npz, Paddle's .pdiparams, its pickled .pdparams / .pdopt, or "
+                   "Paddle 1.x's directory of one file per var.")
 @click.option("--startup", "startups", multiple=True, type=click.Path(),
               help="Initialiser programs to run first, in order. Repeatable.")
 @click.option("--fetch", "fetches", multiple=True, help="A var to fetch. Repeatable.")

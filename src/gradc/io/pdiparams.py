@@ -52,6 +52,27 @@ def read_params(path: str | Path, program: Program) -> dict[str, np.ndarray]:
     return values
 
 
+def read_separate(directory: str | Path, program: Program) -> dict[str, np.ndarray]:
+    """A directory of one file per persistable var, named after it, each one tensor as in a combined file (Paddle
+    1.x's save_inference_model without params_filename, paddle.static.save_vars). Vars without a file are left to
+    the caller (a training program's optimizer state comes from its startup program)."""
+    directory, values = Path(directory), {}
+    present = [name for name in persistable_names(program) if (directory / name).is_file()]
+    if not present:
+        raise FormatError(f"params '{directory}': no file in the directory is named after a persistable var of the "
+                          f"program (Paddle 1.x writes one per var): it belongs to another program")
+    for name in present:
+        try:
+            data = (directory / name).read_bytes()
+        except OSError as exc:
+            raise FormatError(f"cannot read '{directory / name}': {exc.strerror}") from None
+        reader = _Reader(data, str(directory / name))
+        values[name] = reader.tensor(name)
+        if reader.offset != len(data):
+            raise FormatError(f"{directory / name}: {len(data) - reader.offset} bytes left after its tensor")
+    return values
+
+
 def write_params(path: str | Path, program: Program, values: dict[str, np.ndarray]) -> None:
     chunks = []
     for name in persistable_names(program):

@@ -18,7 +18,7 @@ from ..errors import ExecutionError, FormatError, GradcError, GradcWarning, Prog
 from ..executor.declared import fitted_value, read_by, scope_reads, stale_shapes
 from ..io import load, write_atomic
 from ..io.arrays import read_npz
-from ..io.pdiparams import persistable_names, read_params, write_params
+from ..io.pdiparams import persistable_names, read_params, read_separate, write_params
 from ..io.pickled import read_pickled, write_pickled
 from ..ir import Program
 
@@ -31,7 +31,11 @@ def read_values(path: str | os.PathLike, program: Program | None = None, strict:
     (what save_params and Paddle's save_inference_model write). Values for names the program has no var of are
     kept with a GradcWarning naming them, or refused when ``strict`` (another model's file, a renamed layer)."""
     path = str(path)
-    if path.endswith(".pdiparams") or _paddle_combined(path):
+    if Path(path).is_dir():
+        if program is None:
+            raise GradcError(f"'{path}': a directory of parameter files is read against the program it belongs to")
+        values = read_separate(path, program)
+    elif path.endswith(".pdiparams") or _paddle_combined(path):
         if program is None:
             raise GradcError(f"'{path}': a .pdiparams file is read against the program it belongs to")
         values = _read_combined(path, program)
