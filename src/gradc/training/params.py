@@ -53,9 +53,11 @@ def read_values(path: str | os.PathLike, program: Program | None = None, strict:
 def _paddle_combined(path: str) -> bool:
     """Paddle's combined parameters under another name (Paddle 1.x's `__params__` or `params`): the file starts as
     each of its tensors does, with a uint32 version 0, where an .npz starts with 'PK' and a program otherwise."""
+    if path.endswith((".npz", *PICKLED)):
+        return False
     try:
         with open(path, "rb") as handle:
-            return not path.endswith((".npz", *PICKLED)) and handle.read(4) == bytes(4)
+            return handle.read(4) == bytes(4)
     except OSError:
         return False
 
