@@ -326,3 +326,15 @@ def test_a_directory_without_the_programs_parameter_files_is_refused_in_one_line
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
         f"gradc: error: params '{tmp_path / 'other'}': no file in the directory is named after a persistable var of "
         f"the program (Paddle 1.x writes one per var): it belongs to another program"]
+
+
+def test_a_paddle_1x_model_directory_given_as_the_program_points_at_its_model_file(tmp_path):
+    """Before: "cannot read 'model': Is a directory", with no hint, for the directory Paddle 1.x's
+    load_inference_model(dirname) takes (its program is dirname/__model__)."""
+    import shutil
+    (tmp_path / "model").mkdir()
+    shutil.copy(EXPORT / "model.pdmodel", tmp_path / "model" / "__model__")
+    done = gradc_cli("info", tmp_path / "model")
+    assert done.returncode == 1 and done.stderr.strip().splitlines() == [
+        f"gradc: error: cannot read '{tmp_path / 'model'}': Is a directory (a program is named by its file, not by "
+        f"Paddle's path prefix or its directory: {tmp_path / 'model' / '__model__'}?)"]

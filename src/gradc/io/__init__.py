@@ -160,8 +160,9 @@ def _paddle_prefix(path: Path) -> str:
     """A hint for a path Paddle's loaders take but a file name is wanted for: the prefix of paddle.jit.save's files
     ('model' for model.json) or the directory holding them."""
     beside = [Path(f"{path}{suffix}") for suffix in PROGRAM_SUFFIXES]
-    if path.is_dir():
-        beside = sorted(found for suffix in PROGRAM_SUFFIXES for found in path.glob(f"*{suffix}"))
+    if path.is_dir():   # Paddle 1.x's save_inference_model names its program __model__
+        saved = sorted(found for suffix in PROGRAM_SUFFIXES for found in path.glob(f"*{suffix}"))
+        beside = [path / "__model__", *saved]
     found = [str(candidate) for candidate in beside if candidate.is_file()]
     if not found:
         return ""
