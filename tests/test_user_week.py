@@ -338,3 +338,21 @@ def test_a_paddle_1x_model_directory_given_as_the_program_points_at_its_model_fi
     assert done.returncode == 1 and done.stderr.strip().splitlines() == [
         f"gradc: error: cannot read '{tmp_path / 'model'}': Is a directory (a program is named by its file, not by "
         f"Paddle's path prefix or its directory: {tmp_path / 'model' / '__model__'}?)"]
+
+
+def test_train_lr_overrides_the_compiled_rate_as_compiling_with_it_would(tmp_path):
+    """Before: "No such option '--lr'. (Did you mean one of: '--help', '--lr-var', '--plot'?)": compile takes --lr,
+    train did not (--lr-schedule 0.05 was the way, which nothing said)."""
+    def steps(compiled_lr, *train_options):
+        out = tmp_path / f"train_{compiled_lr}.pb"
+        assert gradc_cli("compile", MLP / "forward.pb", "-o", out, "--optimizer", "sgd", "--lr", compiled_lr
+                         ).returncode == 0
+        done = gradc_cli("train", out, "--startup", out.with_suffix(".startup.pb"), "--params", MLP / "params.npz",
+                         "--feed", MLP / "feed.npz", "--steps", "3", *train_options)
+        assert done.returncode == 0, done.stderr
+        return [line for line in done.stdout.splitlines() if line.startswith("step ")]
+    overridden, compiled = steps("0.5", "--lr", "0.05"), steps("0.05")
+    assert len(compiled) == 3 and overridden == compiled and len(set(compiled)) == 3
+    line = _usage_error(gradc_cli("train", tmp_path / "train_0.05.pb", "--feed", MLP / "feed.npz", "--lr", "0.1",
+                                  "--lr-schedule", "0.1"))
+    assert "give --lr (one rate) or --lr-schedule (a rate per step), not both" in line

@@ -69,14 +69,20 @@ from .run import STRICT_PARAMS
 @click.option("--lr-schedule", metavar="SPEC",
               help="Learning rate per step, written before each run as Paddle's LRScheduler does: values "
                    "(0.1,0.05,0.01) or a Paddle scheduler, e.g. 'StepDecay(learning_rate=0.1, step_size=2)'.")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), metavar="RATE",
+              help="The learning rate of every step instead of the one compiled in (what --lr-schedule RATE writes).")
 @click.option("--lr-var", help="The learning-rate var the schedule writes (default: the one the optimizer reads).")
 @STRICT_PARAMS
 def train(program, data, feed, startups, params, epochs, batch_size, shuffle, seed, drop_last, steps, eval_data,
           early_stop, monitor, fetches, log_every, check_nan, checkpoint_dir, checkpoint_every, paddle_stream, resume,
-          save_params, plot, lr_schedule, lr_var, strict_params):
+          save_params, plot, lr_schedule, lr, lr_var, strict_params):
     """Train a compiled training program (gradc compile --optimizer) over a data set, or on one batch."""
     if (data is None) == (feed is None):
         raise click.UsageError("give --data (a data set) or --feed (one batch)")
+    if lr is not None:   # compile takes --lr, so a user gives train one too
+        if lr_schedule:
+            raise click.UsageError("give --lr (one rate) or --lr-schedule (a rate per step), not both")
+        lr_schedule = repr(lr)
     for given, option, needed, needs in ((monitor, "--monitor", early_stop, "--early-stop"),
                                          (checkpoint_every, "--checkpoint-every", checkpoint_dir or resume,
                                           "--checkpoint-dir (or --resume)"),
