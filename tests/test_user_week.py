@@ -356,3 +356,19 @@ def test_train_lr_overrides_the_compiled_rate_as_compiling_with_it_would(tmp_pat
     line = _usage_error(gradc_cli("train", tmp_path / "train_0.05.pb", "--feed", MLP / "feed.npz", "--lr", "0.1",
                                   "--lr-schedule", "0.1"))
     assert "give --lr (one rate) or --lr-schedule (a rate per step), not both" in line
+
+
+def test_a_loss_appended_by_hand_without_its_var_is_said_to_be_undeclared():
+    """Before: "loss 'total' must be a float var", for an op a user appended to a loaded program (a penalty added to
+    the loss) without declaring its output."""
+    program = gradc.load(MLP / "forward.pb")
+    block = program.global_block
+    block.append_op("scale", {"X": ["mean_0.tmp_0"]}, {"Out": ["total"]}, {"scale": 2.0})
+    with pytest.raises(gradc.GradError) as refused:
+        gradc.append_backward(program, loss="total")
+    assert str(refused.value) == (
+        f"loss 'total' (block 0, written by op {len(block.ops) - 1}, scale) is not declared: declare it with "
+        f"block.create_var(name, shape, dtype) (gradc.verify(program) lists every undeclared var)")
+    block.create_var("total", [], gradc.VarType.FP32)
+    assert sorted(param for param, _ in gradc.append_backward(program, loss="total")) == sorted(
+        name for name, var in block.vars.items() if var.is_parameter)

@@ -95,7 +95,11 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
     for idx in range(len(block.ops) - 1, -1, -1):
         if loss in block.ops[idx].output_names():
             var = block.find_var(loss)
-            if var is None or var.dtype not in FLOAT_DTYPES:
+            if var is None:   # an op appended by hand without its var: 'must be a float var' would mislead
+                raise GradError(f"loss '{loss}' (block 0, written by op {idx}, {block.ops[idx].type}) is not declared: "
+                                f"declare it with block.create_var(name, shape, dtype) (gradc.verify(program) lists "
+                                f"every undeclared var)")
+            if var.dtype not in FLOAT_DTYPES:
                 raise GradError(f"loss '{loss}' must be a float var (block 0, written by op {idx})")
             if var.shape is not None and numel(var.shape) > 1:   # a batch dim (-1) is summed over, a known size is not
                 raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
