@@ -129,7 +129,7 @@ def test_train_mode_gives_paddles_training_loss_and_gradients_of_the_model_befor
 
 def test_set_train_mode_in_python_turns_back_what_export_turned():
     program = gradc.training.inference_program(gradc.load(CONV / "forward.pb"), ["img"], ["fc_0.tmp_1"])
-    assert gradc.training.add_loss.test_mode_ops(program) == {"batch_norm": 1}
+    assert gradc.training.finetune.test_mode_ops(program) == {"batch_norm": 1}
     assert gradc.set_train_mode(program) == {"batch_norm": 1}
     norm = next(op for op in program.global_block.ops if op.type == "batch_norm")
     assert norm.attrs["is_test"] is False and norm.attrs.get("use_global_stats", False) is False
@@ -372,3 +372,14 @@ def test_a_loss_appended_by_hand_without_its_var_is_said_to_be_undeclared():
     block.create_var("total", [], gradc.VarType.FP32)
     assert sorted(param for param, _ in gradc.append_backward(program, loss="total")) == sorted(
         name for name, var in block.vars.items() if var.is_parameter)
+
+
+def test_set_train_mode_read_first_leaves_gradc_add_loss_the_function():
+    """gradc.add_loss was a module after anything imported gradc.training.add_loss (set_train_mode's module, first):
+    the module of that name shadowed the function in gradc.training. The module is training/finetune.py now."""
+    import subprocess
+    import sys
+    script = ("import gradc; gradc.set_train_mode; import gradc.training.finetune; "
+              "print(callable(gradc.add_loss), gradc.add_loss is gradc.training.finetune.add_loss)")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == ["True", "True"], done.stderr

@@ -30,7 +30,7 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
     from .optimizers import minimize
     from .passes.recompute import recompute
     from .training import Dataset, History, Trainer, add_loss, evaluate, export, load_params, save_params, train
-    from .training.add_loss import set_train_mode
+    from .training.finetune import set_train_mode
 
 __version__ = "0.1.0"
 

@@ -11,7 +11,7 @@ from ..errors import GradcError, GradcNotice, GradcWarning
 from ..io import check_writable, load, save
 from ..optimizers.cli_options import build_optimizer, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
-from ..training.add_loss import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
+from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
 from ..verification import verify
 
 

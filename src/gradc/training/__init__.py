@@ -9,10 +9,10 @@ from typing import TYPE_CHECKING
 from ..firstuse import on_first_use
 
 if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers and editors
-    from .add_loss import add_loss, set_train_mode
     from .checkpoint import load_checkpoint, save_checkpoint
     from .data import Dataset, OneBatch
     from .evaluation import evaluate
+    from .finetune import add_loss, set_train_mode
     from .history import History, Reporter
     from .inference import export, inference_program
     from .params import load_params, read_values, save_params
@@ -20,7 +20,7 @@ if TYPE_CHECKING:   # what __getattr__ imports on first use, for type checkers a
     from .trainer import Trainer, train
 
 _ON_FIRST_USE = {
-    **dict.fromkeys(["add_loss", "set_train_mode"], ".add_loss"),
+    **dict.fromkeys(["add_loss", "set_train_mode"], ".finetune"),
     **dict.fromkeys(["load_checkpoint", "save_checkpoint"], ".checkpoint"),
     **dict.fromkeys(["Dataset", "OneBatch"], ".data"),
     "evaluate": ".evaluation",

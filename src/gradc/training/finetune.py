@@ -1,5 +1,6 @@
-"""A loss appended to a model that has none (what paddle.jit.save and save_inference_model write, legacy or PIR), so
-that it fine-tunes: ``gradc compile model.json -o train.pb --add-loss cross-entropy --optimizer adam``.
+"""Fine-tuning a saved model: a loss appended to a model that has none (what paddle.jit.save and save_inference_model
+write, legacy or PIR), ``gradc compile model.json -o train.pb --add-loss cross-entropy --optimizer adam``, and its
+test mode undone. (Not add_loss.py: a module named as its function shadows it in gradc.training once imported.)
 
     loss = add_loss(program, "cross-entropy", label="label")   # the mean cross entropy of the model's one output
 
@@ -9,7 +10,7 @@ mse is F.mse_loss against float targets of the output's shape. The label var is 
 legacy model file marks no var a parameter (save_inference_model drops the mark): the persistable float vars an op
 reads where a gradient flows (weights, biases, norms' scales; not running statistics) are marked then. A saved model
 is in test mode (dropout off, batch norm on its running statistics) and fine-tunes so unless set_train_mode turns it
-back, as ``.train()`` does to the layer ``paddle.jit.load`` gives.
+back, as ``model.train()`` does to the model in Paddle before export.
 """
 
 from __future__ import annotations
