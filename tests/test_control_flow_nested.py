@@ -4,13 +4,11 @@ differences of the whole program (gradc.gradcheck.check_program)."""
 import numpy as np
 import pytest
 
-import gradc
-from gradc.errors import GradError
 from gradc.gradcheck import check_program
-from gradc.ir import AttrType, VarType
+from gradc.ir import VarType
 from gradcheck_cases.control_flow import _penalty_of
 from gradcheck_cases.control_flow_double import _pylayer_in_cond
-from programs import Net, _reads
+from programs import Net
 
 rng = np.random.default_rng(4)
 
@@ -118,18 +116,3 @@ def test_a_pylayer_inside_a_cond_not_taken_is_differentiated_twice():
     check_program(case["program"], case["feed"], case["wrt"], loss=case["loss"], params=case["params"])
 
 
-def test_a_branch_writing_a_value_it_had_before_is_differentiated_once_only():
-    """At the top of the differentiated blocks, the branch's grad op overwrites in place the grad of the value the
-    branch writes (it passes through where the branch does not run), so the replay cannot read it: one line."""
-    net = Net()
-    x, c, w = net.data("x", [2, 3]), net.data("c", [-1]), net.param("w", [3, 3])
-    h = net.sigmoid(net.matmul(x, w))
-    with net.sub_block() as body:
-        net.assign(net.tanh(net.matmul(x, w)), h)
-    op = net.block.append_op("conditional_block", {"Cond": [c], "Input": _reads(body)},
-                             {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": False})
-    op.set_attr("sub_block", body.idx, AttrType.BLOCK)
-    case = _penalty_of({"program": net.program, "loss": net.mean(net.elementwise_mul(h, h))})
-    with pytest.raises(GradError, match=r"^block 0, op \d+ \(conditional_block_grad\): conditional_block_grad: gradc "
-                                        r"does not differentiate twice a branch that writes a value it had before"):
-        gradc.append_backward(case["program"], case["loss"])

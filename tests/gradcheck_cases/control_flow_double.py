@@ -1,7 +1,7 @@
-"""Second derivatives through control flow beyond control_flow.py's: a nested branch overwriting a value it had
-before, a pylayer nested in a cond's branch and a while's body, branches on a non-scalar condition, two loops in a
-row, a loop over a fed var (its value before the loop kept by a copy the backward makes). Each a whole program
-differentiated twice (control_flow._penalty_of), checked end to end with check_program."""
+"""Second derivatives through control flow beyond control_flow.py's: a branch overwriting a value it had before
+(at the top and nested), a pylayer nested in a cond's branch and a while's body, branches on a non-scalar condition,
+two loops in a row, a loop over a fed var (its value before the loop kept by a copy the backward makes). Each a
+whole program differentiated twice (control_flow._penalty_of), checked end to end with check_program."""
 
 import numpy as np
 
@@ -31,6 +31,25 @@ def _overwriting_branch(inner: float, reads_it: bool):
         return net.scale(h, scale=2.0)
 
     return in_outer_branch(inner, branch, lambda net, x, w2: net.sigmoid(net.matmul(x, w2)))
+
+
+def _branch_overwriting_h(taken: bool, reads_it: bool, tensor: bool):
+    """h = sigmoid(x @ w1), then overwritten in place by a branch at the top (Paddle's ConditionalBlock + assign)
+    with tanh(h @ w2) (``reads_it``) or tanh(x @ w2), on flag > 0 or (``tensor``) where flag holds an element;
+    loss = mean(h * h). The first grad op overwrites h@GRAD in place, and the branch h."""
+    net = Net()
+    x, f = net.data("x", [2, 3]), net.data("flag", [-1] if tensor else [1])
+    w1, w2 = net.param("w1", [3, 3]), net.param("w2", [3, 3])
+    h = net.sigmoid(net.matmul(x, w1))
+    pred = f if tensor else net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    with net.sub_block() as body:
+        net.assign(net.tanh(net.matmul(h if reads_it else x, w2)), h)
+    op = net.block.append_op("conditional_block", {"Cond": [pred], "Input": _reads(body)},
+                             {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": not tensor})
+    op.set_attr("sub_block", body.idx, AttrType.BLOCK)
+    flag = randn(2 if taken else 0) if tensor else np.array([1.0 if taken else -1.0])
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": flag}, "wrt": ["x", "w1", "w2"],
+            "loss": net.mean(net.elementwise_mul(h, h)), "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
 
 
 def _tanh_layer(net: Net, z: str) -> str:
@@ -132,6 +151,12 @@ CASES = [
     *[Case("conditional_block_grad", {}, {"nested": "cond overwriting h", "reads h": reads_it, "inner": inner > 0},
            program=lambda inner=inner, reads_it=reads_it: _penalty_of(_overwriting_branch(inner, reads_it)))
       for reads_it in (True, False) for inner in (1.0, -1.0)],
+    *[Case("conditional_block_grad", {}, {"top": "cond overwriting h", "reads h": reads_it, "taken": taken},
+           program=lambda taken=taken, reads_it=reads_it: _penalty_of(_branch_overwriting_h(taken, reads_it, False)))
+      for reads_it in (True, False) for taken in (True, False)],
+    *[Case("conditional_block_grad", {}, {"top": "cond on a tensor overwriting h", "taken": taken},
+           program=lambda taken=taken: _penalty_of(_branch_overwriting_h(taken, True, True)))
+      for taken in (True, False)],
     Case("conditional_block_grad", {}, {"nested": "pylayer"}, program=lambda: _penalty_of(_pylayer_in_cond(1.0))),
     Case("conditional_block_grad", {}, {"condition": "tensor"},
          program=lambda: _penalty_of(_tensor_condition(runs=True, nested=False))),

@@ -228,26 +228,36 @@ def differentiated_run(g, replay: Block, outputs: list[str], conds: list[str] | 
 
 
 def _conditional_block_grad(g) -> list[OpDesc]:
-    """d(conditional_block_grad): the branch's forward and backward blocks replayed in a conditional_block
-    on the same condition, differentiated as a branch."""
-    overwritten = sorted(set(g.I("Out@GRAD")) & set(g.O("Input@GRAD")) - {EMPTY_VAR})
-    if overwritten:   # a branch writing a value it had before: its grad passes through in place where it does not run
-        raise GradError(f"conditional_block_grad: gradc does not differentiate twice a branch that writes a value it "
-                        f"had before (the grad op overwrites its grad {overwritten[0]}, which the replay would read): "
-                        f"write the branch's result to a new var (nested in a replayed block, such a branch is "
-                        f"differentiated twice)")
+    """d(conditional_block_grad): the grad op replayed as a nested one is (Replay._branch_grad), in a conditional_block
+    that always runs, differentiated as a branch. A branch writing a value it had before updates it in place, and its
+    grad op that value's grad (it passes through where the branch does not run), so the replay reads copies of both
+    made before them, whose grads are given back there."""
     program = g.block.program
     backward = program.blocks[g.attr("sub_block")]
     forward = program.blocks[backward.forward_block_idx]
-    replay = Replay(program.append_block(g.block.idx), forward, backward)
-    renamed = replay.copy_ops(forward.ops + backward.ops, {})
-    outputs = []
-    for var, grad in zip(g.I("Input"), g.O("Input@GRAD")):   # the grads again (zeros where none was computed)
-        if grad != EMPTY_VAR:
-            inner = renamed.get(RENAMED.sub("", grad))
-            replay.op("assign", {"X": [inner]}, {"Out": [grad]}) if inner else replay.zeros_like(var, grad)
-            outputs.append(grad)
-    return differentiated_run(g, replay.block, outputs, g.I("Cond"), bool(g.attr("is_scalar_condition")))
+    top, reads, kept = Replay(program.append_block(g.block.idx), forward, backward), {}, []
+
+    def keep(name: str, op: OpDesc) -> str:
+        kept.append((name, op, g.value_before(name, op)))
+        return kept[-1][2]
+
+    for grad in sorted(set(g.I("Out@GRAD")) & set(g.O("Input@GRAD")) - {EMPTY_VAR}):   # the grad op overwrites it
+        reads[grad] = keep(grad, g.fwd)
+    rewritten = set(outer_reads(forward)) & set(g.I("Out"))   # the branch reads and overwrites it
+    if rewritten:
+        branch = next((op for op in g.block.ops if op.type == "conditional_block"
+                       and op.attrs.get("sub_block") == forward.idx), None)
+        if branch is None:
+            raise GradError("conditional_block_grad: its conditional_block is not in its block (the replay reads "
+                            f"the value {sorted(rewritten)[0]} had before the branch overwrote it)")
+        top.branches[forward.idx] = {name: keep(name, branch) for name in sorted(rewritten)}
+    top._branch_grad(g.fwd, reads)
+    outputs = [grad for grad in g.O("Input@GRAD") if grad != EMPTY_VAR]
+    for grad in outputs:
+        top.op("assign", {"X": [reads[grad]]}, {"Out": [grad]})
+    for name, op, copy in kept:
+        g.add_grad_before(name, op, g.grad_of(copy))
+    return differentiated_run(g, top.block, outputs)
 
 
 # a grad op: the backward pass sees it through its inputs and outputs, not the names its block uses; the
