@@ -10,6 +10,7 @@ from programs import Net, _reads
 
 from . import Case, rng
 from .control_flow import _penalty_of, in_outer_branch
+from .pylayer import unnamed_forward_blocks
 
 r = rng(13)
 
@@ -158,6 +159,8 @@ CASES = [
            program=lambda taken=taken: _penalty_of(_branch_overwriting_h(taken, True, True)))
       for taken in (True, False)],
     Case("conditional_block_grad", {}, {"nested": "pylayer"}, program=lambda: _penalty_of(_pylayer_in_cond(1.0))),
+    Case("conditional_block_grad", {}, {"nested": "pylayer", "backward block": "names no forward block"},
+         program=lambda: _penalty_of(unnamed_forward_blocks(_pylayer_in_cond(1.0)))),
     Case("conditional_block_grad", {}, {"condition": "tensor"},
          program=lambda: _penalty_of(_tensor_condition(runs=True, nested=False))),
     *[Case("conditional_block_grad", {}, {"nested": "cond on a tensor", "runs": runs},

@@ -85,6 +85,18 @@ def _in_while(n_iter: int) -> dict:
             "params": {"w": 0.5 * randn(3, 3)}}
 
 
+def unnamed_forward_blocks(case: dict) -> dict:
+    """Each pylayer's backward block not naming its forward block (forward_block_idx unset), declaring the forward
+    values it reads itself instead (else it would not verify): the pylayer op's blocks attribute pairs them."""
+    program = case["program"]
+    for op in [op for block in program.blocks for op in block.ops if op.type == "pylayer"]:
+        forward, backward = (program.blocks[idx] for idx in op.attrs["blocks"])
+        for name, var in forward.vars.items():
+            backward.vars.setdefault(name, var.copy(name))
+        backward.forward_block_idx = None
+    return case
+
+
 def _penalty_of(case: dict) -> dict:
     """The same program with its backward, and loss = the sum of the mean squares of the grads of x and w: the
     check differentiates pylayer_grad (the replayed backward block)."""
@@ -103,4 +115,6 @@ CASES = [
     Case("pylayer", {}, {"inside": "while"}, program=lambda: _in_while(3)),
     Case("pylayer_grad", {}, {"outputs": "both used"}, program=lambda: _penalty_of(_pylayer(True))),
     Case("pylayer_grad", {}, {"outputs": "one used"}, program=lambda: _penalty_of(_pylayer(False))),
+    Case("pylayer_grad", {}, {"backward block": "names no forward block"},
+         program=lambda: _penalty_of(unnamed_forward_blocks(_pylayer(True)))),
 ]

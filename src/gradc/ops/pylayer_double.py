@@ -16,15 +16,30 @@ from .control_flow_double import GRAD_REPLAYS, INLINED, Replay, differentiated_r
 from .pylayer import BACKWARD, FORWARD, inner_grad  # (registers the grad op given a maker here)
 
 
+def _layer(program, backward):
+    """The pylayer whose backward block is ``backward`` (None if no op names it)."""
+    return next((op for block in program.blocks for op in block.ops if op.type == "pylayer"
+                 and op.attrs["blocks"][BACKWARD:] == [backward.idx]), None)
+
+
+def _forward_block(program, backward) -> int:
+    """The forward block of the user's backward block: its pylayer's (a backward block need not name it)."""
+    layer = _layer(program, backward)
+    if layer is not None:
+        return layer.attrs["blocks"][FORWARD]
+    if backward.forward_block_idx is None:
+        raise GradError(f"pylayer_grad: no pylayer names its backward block {backward.idx}, and the block does not "
+                        f"name its forward block (forward_block_idx), so gradc cannot replay the forward values it "
+                        f"reads")
+    return backward.forward_block_idx
+
+
 def _pylayer_grad_grad(g) -> list:
     """d(pylayer_grad): the forward block and the user's backward block replayed, reading the output grads the
     grad op read, differentiated as a branch that always runs."""
     program = g.block.program
     backward = program.blocks[g.attr("backward_block")]
-    if backward.forward_block_idx is None:
-        raise GradError(f"pylayer_grad: its backward block {backward.idx} does not name its forward block "
-                        f"(forward_block_idx), so gradc cannot replay the forward values it reads")
-    forward = program.blocks[backward.forward_block_idx]
+    forward = program.blocks[_forward_block(program, backward)]
     replay = Replay(program.append_block(g.block.idx), forward, backward)
     renamed = replay.copy_ops(forward.ops + backward.ops, {inner_grad(grad): grad for grad in g.I("Out@GRAD")})
     outputs = []
@@ -51,10 +66,9 @@ def _nested_pylayer_grad(replay: Replay, grad_op, reads: dict[str, str]) -> None
     the inputs' grads (zeros where it leaves none), as pylayer_grad hands them over."""
     program = replay.block.program
     backward = program.blocks[grad_op.attr("backward_block")]
-    values = replay.inlined.get(backward.forward_block_idx)
-    layer = next((op for block in program.blocks for op in block.ops if op.type == "pylayer"
-                  and op.attrs["blocks"][BACKWARD:] == [backward.idx]), None)
-    if values is None or layer is None:
+    layer = _layer(program, backward)
+    values = None if layer is None else replay.inlined.get(layer.attrs["blocks"][FORWARD])
+    if values is None:
         raise GradError(f"pylayer_grad: its pylayer (backward block {backward.idx}) is not replayed before it, so "
                         f"gradc cannot replay the forward values its backward block reads")
     given = {out + GRAD_SUFFIX: reads.get(grad, grad) for out, grad in zip(layer.output("Out"),
