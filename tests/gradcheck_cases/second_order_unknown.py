@@ -9,6 +9,7 @@ from . import rng
 from .extra_math import LABELS, MARGINS, cosines
 from .linalg_grads import lu_of
 from .second_order import distinct, second_order
+from .transformer_fused import ATTENTION_TEST, ATTENTION_TRAIN, FFN_TEST, attention, bdr, ffn, positive
 
 r = rng(61)
 
@@ -108,4 +109,26 @@ CASES = [
     second_order("pool3d", {"X": distinct(1, 2, 3, 4, 3)}, {"pooling_type": "max", "ksize": [2, 3, 2],
                                                            "strides": [2, 1, 2], "padding_algorithm": "SAME"},
                  unknown={"X": [2, 4]}),
+    # a batch (and sequence) of size -1: the fused norms and layers need X's rank only, fused_attention's reshapes
+    # copy the batch and sequence dims (0)
+    second_order("fast_ln", {"x": randn(2, 3, 4), "scale": positive(4), "bias": randn(4)}, {"epsilon": 1e-5},
+                 unknown={"x": [0, 1], "y": [0, 1], "mean": [0, 1], "invvar": [0, 1]}),
+    second_order("fast_rms_norm", {"x": randn(3, 5), "scale": positive(5)}, {"epsilon": 1e-5},
+                 unknown={"x": [0], "y": [0], "invvar": [0]}),
+    second_order("fused_rms_norm_ext", {"x": randn(2, 3, 4), "scale": positive(4)}, {"epsilon": 1e-5},
+                 unknown={"x": [0], "y": [0], "invvar": [0]}),
+    second_order("rms_norm", {"x": randn(2, 3, 4), "scale": positive(3, 4)}, {"normalized_shape": [3, 4]},
+                 unknown={"x": [0], "y": [0], "invvar": [0]}),
+    second_order("rms_norm", {"x": randn(3, 4)}, {"normalized_shape": [4]},
+                 unknown={"x": [0], "y": [0], "invvar": [0]}),
+    second_order("fused_bias_dropout_residual_layer_norm", bdr(), {"is_test": True, "dropout_rate": 0.3},
+                 unknown={slot: [0] for slot in ("X", "Residual", "Y", "BiasDropoutResidualOut", "DropoutMaskOut",
+                                                 "LnMean", "LnVariance")}),
+    second_order("fused_feedforward", ffn(), {"pre_layer_norm": True, **FFN_TEST},
+                 unknown={"X": [0, 1], "Out": [0, 1]}),
+    second_order("fused_attention", attention(), {"pre_layer_norm": True, **ATTENTION_TEST},
+                 grad_type="fused_attention_grad", unknown={"X": [0, 1], "Y": [0, 1]}),
+    second_order("fused_attention", attention(pre=False, transposed=True, biases=False),
+                 {"transpose_qkv_wb": True, "num_heads": 2, **ATTENTION_TRAIN}, grad_type="fused_attention_grad",
+                 unknown={"X": [0], "Y": [0]}),
 ]

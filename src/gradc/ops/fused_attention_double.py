@@ -14,7 +14,9 @@ from .fused_ffn_double import layer_norm_op
 
 
 def _reshape(f, x: str, shape: list[int]) -> str:
-    return f.op("reshape2", {"X": x}, x, {"shape": shape}, more={"XShape": f.xshape(x)}, dims=lambda _: shape)
+    """reshape2 to ``shape``, a 0 copying x's dim (the batch and sequence, whatever their sizes at run time)."""
+    return f.op("reshape2", {"X": x}, x, {"shape": shape}, more={"XShape": f.xshape(x)},
+                dims=lambda s: [s[i] if d == 0 else d for i, d in enumerate(shape)])
 
 
 def _transpose(f, x: str, perm: list[int]) -> str:
@@ -31,23 +33,25 @@ def attention_ops(f, g) -> str:
     slot = lambda name: first(g.I(name))   # noqa: E731 - a one-line lookup
     x, weight = slot("X"), slot("QKVW")
     shape, w_shape = g.shape(x), g.shape(weight)
-    if shape is None or w_shape is None or any(d < 0 for d in shape):
-        raise GradError(f"{g.fwd.type}: X {x} and QKVW {weight} must have known shapes, got {shape}, {w_shape}")
-    (b, s, e), transposed = shape, g.attr("transpose_qkv_wb")
+    if shape is None or len(shape) != 3 or w_shape is None or any(d < 0 for d in w_shape):
+        raise GradError(f"{g.fwd.type}: X {x} must have a known rank 3 and QKVW {weight} a known shape, got "
+                        f"{shape}, {w_shape}")
+    (b, s, _), transposed = shape, g.attr("transpose_qkv_wb")
+    e = w_shape[0] if transposed else w_shape[3]   # X's last dim, declared or not
     nh, dh = heads(g.attr, w_shape, transposed)
     h = layer_norm_op(f, g, x, slot("LnScale"), slot("LnBias"), g.attr("epsilon")) if g.attr("pre_layer_norm") else x
     matrix = weight if transposed else _reshape(f, weight, [3 * e, e])
     qkv = _matmul(f, h, matrix, [b, s, 3 * e], trans_y=not transposed)
     if slot("QKVBias"):
         qkv = f.add(qkv, _reshape(f, slot("QKVBias"), [3 * e]), qkv)
-    split = _transpose(f, _reshape(f, qkv, [b, s, 3, nh, dh]), [2, 0, 3, 1, 4])
+    split = _transpose(f, _reshape(f, qkv, [0, 0, 3, nh, dh]), [2, 0, 3, 1, 4])
     q, k, v = (f.op("slice", {"Input": split}, split, {"axes": [0], "starts": [i], "ends": [i + 1], "infer_flags": [1],
                                                         "decrease_axis": [0]}, dims=lambda d: d[1:]) for i in range(3))
     scores = _matmul(f, f.scale(q, attention_scale(dh)), k, [b, nh, s, s], trans_y=True)
     if slot("SrcMask"):
         scores = f.add(scores, slot("SrcMask"), scores)
     weights = f.scale(f.op("softmax", {"X": scores}, scores, {"axis": -1}), attention_dropout_factor(g.attr))
-    context = _reshape(f, _transpose(f, _matmul(f, weights, v, [b, nh, s, dh]), [0, 2, 1, 3]), [b, s, e])
+    context = _reshape(f, _transpose(f, _matmul(f, weights, v, [b, nh, s, dh]), [0, 2, 1, 3]), [0, 0, e])
     out = _matmul(f, context, slot("OutLinearW"), [b, s, e])
     if slot("OutLinearBias"):
         out = f.add(out, slot("OutLinearBias"), out)

@@ -13,17 +13,18 @@ from .composite import expansion, first
 from .fused_norm import dropout_factor
 
 
-def _known(g, x: str, axis_of) -> tuple[list[int], int]:
+def _known(g, x: str, axis_of) -> int:
+    """The first normalised axis: the formulas need x's rank, not its sizes (a batch of -1 is fine)."""
     shape = g.shape(x)
-    if shape is None or any(d < 0 for d in shape) or len(shape) < 2:
-        raise GradError(f"{g.fwd.type}: x {x} must have a known shape of rank >= 2, got {shape}")
-    return shape, axis_of(shape)
+    if shape is None or len(shape) < 2:
+        raise GradError(f"{g.fwd.type}: x {x} must have a known rank >= 2, got shape {shape}")
+    return axis_of(shape)
 
 
 @expansion
 def _ln_again(f, g):
     x, scale, dy = first(g.I("x")), first(g.I("scale")), first(g.I("y@GRAD"))
-    shape, axis = _known(g, x, lambda s: len(s) - 1)
+    axis = _known(g, x, lambda s: len(s) - 1)
     attrs = {"epsilon": g.attr("epsilon"), "begin_norm_axis": axis, "is_test": False}
     stats = [g.tmp(x, lambda s: s[:axis]) for _ in range(2)]
     f.emit("layer_norm", {"X": [x], "Scale": [scale]}, {"Y": [g.tmp(x)], "Mean": [stats[0]], "Variance": [stats[1]]},
@@ -40,7 +41,7 @@ def _ln_again(f, g):
 def _rms_again(f, g):
     x, dy = first(g.I("x")), first(g.I("y@GRAD"))
     count = len(g.attr("normalized_shape")) if g.fwd.type == "rms_norm_grad" else 1
-    shape, axis = _known(g, x, lambda s: len(s) - count)
+    axis = _known(g, x, lambda s: len(s) - count)
     scale = first(g.I("scale"))
     if scale is None:   # ones shaped like the normalised dims: a mean of ones over the rows
         scale = f.op("reduce_mean", {"X": f.fill_like(x, 1.0)}, x,
@@ -62,7 +63,7 @@ defgrad("rms_norm_grad", grad=_rms_again, no_grad_inputs=["invvar"])
 def _bdr_again(f, g):
     """h = (X + Bias) factor + Residual recomputed, then layer_norm and layer_norm_grad over the last dim."""
     x, dy = first(g.I("X")), first(g.I("Y@GRAD"))
-    shape, axis = _known(g, x, lambda s: len(s) - 1)
+    axis = _known(g, x, lambda s: len(s) - 1)
     factor = dropout_factor(g.attr)
     h = x if not first(g.I("Bias")) else f.add(x, first(g.I("Bias")), x)
     h = f.add(f.scale(h, factor), first(g.I("Residual")), x)
