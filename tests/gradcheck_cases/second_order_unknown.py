@@ -7,6 +7,7 @@ import numpy as np
 
 from . import rng
 from .extra_math import LABELS, MARGINS, cosines
+from .flash_attention import mea, packed, qkv
 from .linalg_grads import lu_of
 from .second_order import distinct, second_order
 from .transformer_fused import ATTENTION_TEST, ATTENTION_TRAIN, FFN_TEST, attention, bdr, ffn, positive
@@ -131,4 +132,14 @@ CASES = [
     second_order("fused_attention", attention(pre=False, transposed=True, biases=False),
                  {"transpose_qkv_wb": True, "num_heads": 2, **ATTENTION_TRAIN}, grad_type="fused_attention_grad",
                  unknown={"X": [0], "Y": [0]}),
+    # the flash attentions over a batch and sequences of sizes -1: reshapes that copy (0) or take the rest (-1), a 4-D
+    # mask's heads split after moving them last
+    second_order("flash_attn", qkv(2, 3, 4, 2, 1) | {"attn_mask": randn(2, 2, 3, 4)},
+                 unknown={"q": [0, 1], "k": [0, 1], "v": [0, 1], "out": [0, 1], "attn_mask": [0, 2, 3]}),
+    second_order("flash_attn", qkv(1, 3, 3, 2, 2) | {"attn_mask": randn(1, 1, 3, 3)},
+                 unknown={"q": [1], "k": [1], "v": [1], "out": [1], "attn_mask": [2, 3]}),
+    second_order("flash_attn", qkv(1, 3, 3, 4, 2), {"causal": True}, unknown={"q": [0, 1], "k": [0, 1], "v": [0, 1]}),
+    second_order("flash_attn_qkvpacked", packed(1, 3, 2, 2), {"causal": True}, unknown={"qkv": [0, 1], "out": [0, 1]}),
+    second_order("memory_efficient_attention", mea(2, 3, 3, 2, bias=(1, 2, 3, 3)), {"causal": True, "scale": 0.5},
+                 unknown={"query": [0, 1], "key": [0, 1], "value": [0, 1], "bias": [2, 3], "output": [0, 1]}),
 ]
