@@ -23,6 +23,12 @@ def shifted(*shape):
     return randn(*shape) + 3 * np.eye(*shape[-2:])
 
 
+def with_nan(*shape):
+    values = randn(*shape)
+    values.flat[1] = np.nan
+    return values
+
+
 def spd(*shape):
     """Symmetric positive definite matrices."""
     a = randn(*shape)
@@ -142,4 +148,11 @@ CASES = [
     second_order("flash_attn_qkvpacked", packed(1, 3, 2, 2), {"causal": True}, unknown={"qkv": [0, 1], "out": [0, 1]}),
     second_order("memory_efficient_attention", mea(2, 3, 3, 2, bias=(1, 2, 3, 3)), {"causal": True, "scale": 0.5},
                  unknown={"query": [0, 1], "key": [0, 1], "value": [0, 1], "bias": [2, 3], "output": [0, 1]}),
+    # nansum's axes and fused_dropout_add's rate in tensors, known at run time only: the grad ops are linear in the
+    # output grad, so their adjoints apply (nansum over the same axes, the grad op itself) with those tensors
+    second_order("nansum", {"x": with_nan(2, 3, 4), "AxisTensor": np.array([2, 0], np.int64)}, {"keepdim": False}),
+    second_order("nansum", {"x": with_nan(2, 3, 4), "AxisTensorList": [np.array([-1], np.int64)]}, {"keepdim": True}),
+    *[second_order("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3), "PTensor": np.array([rate], np.float32)},
+                   {"p": 0.5, **attrs})
+      for rate, attrs in ((0.3, {"is_test": True, "mode": "downscale_in_infer"}), (1.0, {}))],
 ]

@@ -12,11 +12,10 @@ replaces the attribute p."""
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import VarType
 from ..makers import grad_op
 from ..registry import defgrad, defop
-from .composite import expansion, first
+from .composite import Formula, expansion, first
 from .infer import check_choice, check_float, one_dtype
 from .interp import float32
 
@@ -51,12 +50,28 @@ defop("fused_dropout_add", ["x", "y", "seed_tensor?", "PTensor?"], ["out", "seed
 @expansion
 def _dropout_add_again(f, g):
     """x@GRAD = dout factor and y@GRAD = dout, written with scale (linear in dout)."""
-    if first(g.I("PTensor")):
-        raise GradError("fused_dropout_add_grad: a PTensor rate is known at run time only; its second derivative "
-                        "needs the attribute p")
     dout = first(g.I("out@GRAD"))
     factor = dropout_add_factor(g.attr("p"), g.attr("is_test"), g.attr("mode"))
     return {"x@GRAD": f.scale(dout, factor), "y@GRAD": f.scale(dout, 1.0)}
 
 
-defgrad("fused_dropout_add_grad", grad=_dropout_add_again, no_grad_inputs=["PTensor", "seed_offset"])
+def _dropout_add_by_rate_tensor(g) -> list:
+    """With the rate in PTensor, known at run time only, the factor is too: the grad op scales dout elementwise (its
+    own adjoint), so d/d(dout) is the grad op's x@GRAD at dout = ddX, plus ddY."""
+    f = Formula(g)
+    dout, ddx, ddy = first(g.I("out@GRAD")), first(g.OG("x@GRAD")), first(g.OG("y@GRAD"))
+    parts = [ddy] if ddy is not None else []
+    if ddx is not None:
+        parts.append(f.op("fused_dropout_add_grad", {"out@GRAD": ddx, "PTensor": g.I("PTensor"),
+                                                     "seed_offset": g.I("seed_offset")}, dout, slot="x@GRAD",
+                          same=True))
+    if parts:
+        f.into(first(g.IG("out@GRAD")), "sum", {"X": parts})
+    return f.ops
+
+
+def _dropout_add_grad_again(g) -> list:
+    return _dropout_add_by_rate_tensor(g) if first(g.I("PTensor")) else _dropout_add_again(g)
+
+
+defgrad("fused_dropout_add_grad", grad=_dropout_add_grad_again, no_grad_inputs=["PTensor", "seed_offset"])

@@ -4,7 +4,8 @@
 - var_grad: x@GRAD = 2 (x - mean(x)) dOut / max(n - correction, 0), n from x's declared shape, or read at run time
   (size(x) / size(mean)) where x's sizes or rank are not declared;
 - std_grad: the same with dOut / (2 out) for dOut, 0 where out is 0 (``where`` keeps the zero's grads 0 too);
-- nansum_grad: dOut spread over the reduced axes, 0 at x's NaNs (``where`` on isnan_v2);
+- nansum_grad: dOut spread over the reduced axes, 0 at x's NaNs (``where`` on isnan_v2); with its axes in AxisTensor,
+  its adjoint (nansum over them of ddX, 0 at x's NaNs), as it is linear in dOut;
 - linear_v2_grad: input@GRAD = dOut W^T, W's grad rows^T dOut (rows: input as [-1, K]), bias@GRAD dOut's column sums;
 - depthwise_conv2d_bias_grad / depthwise_conv3d_bias_grad: depthwise_conv2d_grad / conv3d_grad for input and filter,
   bias@GRAD dOut summed over every dim but the channels.
@@ -14,20 +15,16 @@ from __future__ import annotations
 
 from math import prod
 
-from ..errors import GradError
 from ..ir import VarType
 from ..registry import defgrad
 from . import gpu_build
-from .composite import expansion, first
+from .composite import Formula, expansion, first
 from .reduce import reduced_axes
 from .reduced_dims import reduced_dims_back
 
 
 def _spread(f, g, value: str, x: str) -> str:
     """``value`` (a reduced output's shape) with the reduced dims back as 1s."""
-    if g.fwd.type == "nansum_grad" and (g.I("AxisTensor") or g.I("AxisTensorList")):
-        raise GradError(f"{g.fwd.type}: the axes of AxisTensor are known at run time only; its second derivative "
-                        "needs them in the axis attribute")
     return reduced_dims_back(f, g, value, x, gpu_build.as_reduce(g.attr))
 
 
@@ -79,6 +76,24 @@ def _nansum_again(f, g):
     return {"x@GRAD": f.op("where", {"Condition": nan, "X": zeros, "Y": spread}, x)}
 
 
+def _nansum_by_axis_tensor(g) -> list:
+    """nansum_grad with its axes in AxisTensor(List), known at run time only: it is linear in dOut and flat in x
+    (0 at x's NaNs), so d/d(dOut) is its adjoint, nansum over the same axes of ddX zeroed at x's NaNs."""
+    f = Formula(g)
+    x, ddx = first(g.I("x")), first(g.OG("x@GRAD"))
+    if ddx is not None:
+        nan = f.op("isnan_v2", {"X": x}, x, dtype=VarType.BOOL)
+        masked = f.op("where", {"Condition": nan, "X": f.fill_like(x, 0.0), "Y": ddx}, x)
+        f.into(first(g.IG("out@GRAD")), "nansum", {"x": masked, "AxisTensor": g.I("AxisTensor"),
+                                                   "AxisTensorList": g.I("AxisTensorList")},
+               {name: g.attr(name) for name in gpu_build.NANSUM_ATTRS}, slot="out")
+    return f.ops
+
+
+def _nansum_grad_again(g) -> list:
+    return _nansum_by_axis_tensor(g) if g.I("AxisTensor") or g.I("AxisTensorList") else _nansum_again(g)
+
+
 @expansion
 def _linear_again(f, g):
     x, weight, bias, dout = (first(g.I(slot)) for slot in ("input", "weight", "bias", "out@GRAD"))
@@ -118,7 +133,7 @@ def _conv_bias_again(f, g):
 
 defgrad("var_grad", grad=_var_again)
 defgrad("std_grad", grad=_std_again)
-defgrad("nansum_grad", grad=_nansum_again, no_grad_inputs=["AxisTensor", "AxisTensorList"])
+defgrad("nansum_grad", grad=_nansum_grad_again, no_grad_inputs=["AxisTensor", "AxisTensorList"])
 defgrad("linear_v2_grad", grad=_linear_again)
 for _name in gpu_build.CONV_BIAS_OPS:
     defgrad(f"{_name}_grad", grad=_conv_bias_again)
