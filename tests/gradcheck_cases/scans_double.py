@@ -88,6 +88,8 @@ LOGCUMSUMEXP = [
     for axis in (1, -1) for reverse in (False, True) for exclusive in (False, True)
 ] + [
     logcumsumexp(randn(2, 3, 2), None, flatten=True, exclusive=True),
+    logcumsumexp(randn(3, 4), None, axis=1, exclusive=True),   # of unknown rank: shifted by roll
+    logcumsumexp(randn(2, 3, 2), None, axis=-2, exclusive=True, reverse=True),
     logcumsumexp(randn(4, 3), None, axis=0, reverse=True),
     logcumsumexp(randn(2, 1), [0, 1], axis=1, exclusive=True),
     logcumsumexp(np.array([[-300.0, 0.5, 400.0, -2.0], [700.0, 699.0, -700.0, 705.0]]), [1], axis=1),

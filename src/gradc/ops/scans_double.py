@@ -156,15 +156,14 @@ class _Scan:
         return total
 
 
-def _shifted(f: Formula, value: str, axis: int, rank: int, reverse: bool) -> str:
-    """Entry j holds ``value``'s entry after j in the scan's order (0 past the end), however many entries there are:
-    a zero padded on at the end and the first entry cut off (padded first, so a single entry leaves nothing empty)."""
-    paddings = [0] * (2 * rank)
-    paddings[2 * axis + (0 if reverse else 1)] = 1
-    padded = f.op("pad", {"X": value}, value, {"paddings": paddings, "pad_value": 0.0}, dims=lambda s: [-1] * len(s))
-    rest = {"axes": [axis], "starts": [0 if reverse else 1], "ends": [-1 if reverse else 2 ** 31 - 1],
-            "infer_flags": [1], "decrease_axis": []}
-    return f.op("slice", {"Input": padded}, value, rest)
+def _shifted(f: Formula, value: str, axis: int, reverse: bool) -> str:
+    """Entry j holds ``value``'s entry after j in the scan's order (0 past the end), whatever the size and rank: rolled
+    by one entry, the one that wrapped around zeroed where no entry comes after (an exclusive count of ones from the
+    end, clipped to 1)."""
+    rolled = f.op("roll", {"X": value}, value, {"shifts": [1 if reverse else -1], "axis": [axis]})
+    after = f.op("cumsum", {"X": f.fill_like(value, 1.0)}, value, {"axis": axis, "flatten": False, "exclusive": True,
+                                                                   "reverse": not reverse})
+    return f.mul(rolled, f.op("clip", {"X": after}, value, {"min": 0.0, "max": 1.0}), value)
 
 
 def _summed_on(f: Formula, g, row: str, running: str, weights: str, axis: int) -> str:
@@ -201,12 +200,10 @@ def _logcumsumexp_grad(f, g):
     rank = 1 if flatten else None if shape is None else len(shape)
     axis = axis if rank is None else axis % rank
     n = -1 if g.shape(row) is None else g.shape(row)[axis]
-    if g.attr("exclusive") and rank is None:
-        raise GradError(f"logcumsumexp_grad: the rank of {x} must be known to shift an exclusive scan's grads")
     running = f.op("logcumsumexp", {"X": row}, row, {"axis": axis, "flatten": False, "exclusive": False,
                                                       "reverse": g.attr("reverse")})
     if n < 0:
-        weights = _shifted(f, dout_row, axis, rank, g.attr("reverse")) if g.attr("exclusive") else dout_row
+        weights = _shifted(f, dout_row, axis, g.attr("reverse")) if g.attr("exclusive") else dout_row
         grad = _summed_on(f, g, row, running, weights, axis)
     else:
         scan = _Scan(f, rank, axis, n, g.attr("reverse"))
