@@ -155,4 +155,8 @@ CASES = [
     *[second_order("fused_dropout_add", {"x": randn(2, 3), "y": randn(2, 3), "PTensor": np.array([rate], np.float32)},
                    {"p": 0.5, **attrs})
       for rate, attrs in ((0.3, {"is_test": True, "mode": "downscale_in_infer"}), (1.0, {}))],
+    # matrices of unknown rank: transposed by a product with the identity of their rows (transpose2 needs the rank)
+    second_order("determinant", {"Input": shifted(2, 3, 3)}, unknown={"Input": None}),
+    second_order("slogdeterminant", {"Input": shifted(3, 3)}, unknown={"Input": None}),
+    second_order("cholesky", {"X": spd(2, 3, 3)}, {"upper": True}, unknown={"X": None, "Out": None}),
 ]

@@ -20,7 +20,11 @@ def rank(f: Formula, x: str) -> int:
 
 
 def mt(f: Formula, x: str) -> str:
-    """The transposes of a batch of matrices."""
+    """The transposes of a batch of matrices; of an unknown rank, x^T times the identity of x's rows (a diagonal of
+    ones like x x^T), exact (one product by 1 and zeros added), as transpose2's perm needs the rank."""
+    if f.g.shape(x) is None:
+        rows = diagonal_part(f, f.fill_like(f.op("matmul_v2", {"X": x, "Y": x}, x, {"trans_y": True}), 1.0))
+        return f.op("matmul_v2", {"X": x, "Y": rows}, x, {"trans_x": True})
     n = rank(f, x)
     perm = [*range(n - 2), n - 1, n - 2]
     return f.op("transpose2", {"X": x}, x, {"axis": perm}, more={"XShape": f.xshape(x)},
