@@ -130,16 +130,33 @@ def test_third_derivatives_of_a_small_ctc_model():
     assert all(np.abs(g).max() > 1e-3 for g in grads.values())
 
 
-@pytest.mark.parametrize("build,x,axis,meaning", [
-    (lambda: ctc_net([[1, 2]], [4], [2]), "logits", 0, "time steps"),
-    (lambda: rnnt_net([[1, 2]], [3], [2]), "x", 2, "label positions")], ids=["ctc", "rnnt"])
-def test_an_unknown_dim_the_unrolling_needs_is_an_error_naming_the_var(build, x, axis, meaning):
-    net, loss, stored, feed = build()
+def test_an_unknown_dim_the_rnnt_unrolling_needs_is_an_error_naming_the_var():
+    net, loss, stored, feed = rnnt_net([[1, 2]], [3], [2])
     gradc.append_backward(net.program, loss)
-    net.block.var(x).shape[axis] = -1
-    penalty = net.mean(net.op("square", {"X": f"{x}@GRAD"})[0])
-    with pytest.raises(gradc.GradError, match=rf"_grad: the {meaning} \(dim {axis}\) of '{x}' must be known"):
-        gradc.gradients(net.program, penalty, [x])
+    net.block.var("x").shape[2] = -1
+    penalty = net.mean(net.op("square", {"X": "x@GRAD"})[0])
+    with pytest.raises(gradc.GradError, match=r"_grad: the label positions \(dim 2\) of 'x' must be known"):
+        gradc.gradients(net.program, penalty, ["x"])
+
+
+@pytest.mark.parametrize("attrs", [{}, {"norm_by_times": True, "blank": 2}])
+def test_ctc_over_time_steps_known_at_run_time_only_is_the_unrolled_losss_second_derivative(attrs):
+    """With T declared -1 warpctc_grad's maker takes a complex step through the kernel (warpctc_grad_grad), not the
+    unrolled loss: the gradient of a penalty on the logits' grad is the unrolled one's to rounding."""
+    def penalty_grads(steps_known: bool, feed=None):
+        net, loss, stored, drawn = ctc_net([[1, 1], [3, 1]], [4, 3], [2, 1], **attrs)
+        gradc.append_backward(net.program, net.mean(loss))
+        if not steps_known:
+            net.block.var("logits").shape[0] = -1
+        penalty = net.mean(net.op("square", {"X": "logits@GRAD"})[0])
+        (grad,) = gradc.gradients(net.program, penalty, ["logits"])
+        assert ("warpctc_grad_grad" in [op.type for op in net.block.ops]) != steps_known
+        return gradc.Executor().run(net.program, feed or drawn, [grad])[0], drawn
+
+    unrolled, feed = penalty_grads(True)
+    stepped, _ = penalty_grads(False, feed)
+    assert np.abs(unrolled).max() > 1e-5
+    np.testing.assert_allclose(stepped, unrolled, rtol=1e-9, atol=1e-12)
 
 
 def test_a_grad_op_without_its_forward_op_is_an_error_naming_the_stored_gradient():

@@ -8,15 +8,17 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
+from .lod_rnn import third_order
 from .second_order import second_order
 
 r = rng(67)
 
 
-def ctc(label, times, sizes, steps=4, classes=4, **attrs):
+def ctc(label, times, sizes, steps=4, classes=4, unknown=None, **attrs):
+    """``unknown``: as second_order's (sizes known at run time only: a complex step, warpctc_grad_grad)."""
     return second_order("warpctc", {"Logits": r.standard_normal((steps, len(label), classes)),
                                     "Label": np.array(label, np.int32), "LogitsLength": np.array(times),
-                                    "LabelLength": np.array(sizes)}, attrs, rtol=1e-5, atol=1e-7)
+                                    "LabelLength": np.array(sizes)}, attrs, rtol=1e-5, atol=1e-7, unknown=unknown)
 
 
 def rnnt(label, times, sizes, steps=3, classes=4, **attrs):
@@ -31,7 +33,12 @@ CASES = [
     ctc([[0, 3], [1, 1]], [3, 4], [2, 1], blank=2),
     ctc([[3, 3], [0, 0]], [4, 2], [2, 0], norm_by_times=True),
     ctc([[0, 2]], [3], [2], steps=3, classes=3, blank=1, norm_by_times=True),
+    # time steps, batch and label length known at run time only; classes too, of a norm_by_times loss
+    CTC_AT_RUN_TIME := ctc([[1, 1], [2, 3]], [4, 3], [2, 2], unknown={"Logits": [0, 1], "Label": [0, 1], "Loss": [0]}),
+    ctc([[3, 3], [0, 0]], [4, 2], [2, 0], unknown={"Logits": None, "Label": [1]}, blank=1, norm_by_times=True),
     rnnt([[1, 3], [2, 0]], [3, 2], [2, 1]),
     rnnt([[1, 3], [3, 0]], [2, 3], [2, 1], blank=2, fastemit_lambda=0.5),
     rnnt([[2, 2], [0, 3]], [3, 1], [2, 0], blank=1, fastemit_lambda=0.1),
 ]
+# its complex step's own derivative would need dual numbers through the kernel
+REFUSED = [third_order(CTC_AT_RUN_TIME, "warpctc_grad_grad", run_time_shapes=True)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..errors import GradError
 from ..ir import OpDesc
 from ..makers import GradContext
-from ..registry import defgrad
+from ..registry import defgrad, grads_like_inputs
 from . import sequence_loss  # noqa: F401  (registers warpctc_grad and warprnnt_grad)
 from .composite import differentiate, expansion, first
 from .sequence_loss_unrolled import Lattice, ctc_loss, rnnt_emissions, rnnt_loss
@@ -95,7 +95,34 @@ def _recomputing(recomputed, slot: str):
     return maker
 
 
-defgrad("warpctc_grad", grad=_recomputing(ctc_recomputed, "Logits@GRAD"),
-        no_grad_inputs=["WarpCTCGrad", "LogitsLength"])
+CTC_SIZES = {"Logits": {0: "time steps", 2: "classes"}, "Label": {1: "label length"}}
+
+
+def _ctc_grad_again(g) -> list[OpDesc]:
+    """Unrolled where the time steps, classes and label length are known; else one warpctc_grad_grad, a complex step
+    through warpctc's kernel (gradc.executor.kernels.sequence_loss_double)."""
+    ctc = forward_op(g, "warpctc", "WarpCTCGrad")
+    vars = {"Logits": first(g.I("Logits")), "Label": first(ctc.input("Label"))}
+    if all((shape := g.shape(var)) is not None and all(len(shape) > axis and shape[axis] > 0 for axis in dims)
+           for var, dims in zip(vars.values(), CTC_SIZES.values())):
+        return _unrolled_ctc_grad(g)
+    dd = g.OG("Logits@GRAD")
+    values = {"Logits": g.I("Logits"), "LogitsLength": g.I("LogitsLength"), "Label": ctc.input("Label"),
+              "LabelLength": ctc.input("LabelLength"), "Loss@GRAD": g.I("Loss@GRAD")}
+    return [g.op("warpctc_grad_grad", {**values, "Logits@GRAD@GRAD": dd},
+                 {"Logits@GRAD": g.IG("Logits"), "Loss@GRAD@GRAD": g.IG("Loss@GRAD")}, forward_attrs=True)]
+
+
+def _third(g):
+    raise GradError("warpctc_grad_grad: gradc does not differentiate warpctc three times over sizes known at run time "
+                    "only: its second derivative is a complex step through the kernel, and a third would need dual "
+                    "numbers there")
+
+
+_unrolled_ctc_grad = _recomputing(ctc_recomputed, "Logits@GRAD")
+defgrad("warpctc_grad", grad=_ctc_grad_again, no_grad_inputs=["WarpCTCGrad", "LogitsLength"])
+defgrad("warpctc_grad_grad", inputs=["Logits", "LogitsLength", "Label", "LabelLength", "Loss@GRAD",
+                                     "Logits@GRAD@GRAD"], outputs=["Logits@GRAD?", "Loss@GRAD@GRAD?"],
+        attrs={"blank": 0, "norm_by_times": False}, infer=grads_like_inputs, grad=_third, of="warpctc_grad")
 defgrad("warprnnt_grad", grad=_recomputing(rnnt_recomputed, "input@GRAD"),
         no_grad_inputs=["warprnntgrad", "input_lengths"])

@@ -54,7 +54,7 @@ def _ctc(log_probs, ext, skip, times, states):
     steps, batch, _ = log_probs.shape
     emit = np.take_along_axis(log_probs, np.broadcast_to(ext[None], (steps,) + ext.shape), axis=2)
     position = np.arange(ext.shape[1])
-    alpha = np.full(emit.shape, NEG_INF)
+    alpha = np.full(emit.shape, NEG_INF, emit.dtype)   # complex too (warpctc_grad_grad's complex step)
     alpha[0] = np.where(position < np.minimum(states, 2)[:, None], emit[0], NEG_INF)
     for t in range(1, steps):
         prev = alpha[t - 1]
@@ -62,7 +62,7 @@ def _ctc(log_probs, ext, skip, times, states):
     skipped_to = np.zeros_like(skip)
     skipped_to[:, :-2] = skip[:, 2:]
     ends = (position >= states[:, None] - 2) & (position < states[:, None])
-    beta = np.full(emit.shape, NEG_INF)
+    beta = np.full(emit.shape, NEG_INF, emit.dtype)
     for t in range(steps - 1, -1, -1):
         if t + 1 < steps:
             nxt = beta[t + 1]
@@ -72,15 +72,14 @@ def _ctc(log_probs, ext, skip, times, states):
     log_p = _logsumexp(*beta[0, :, :2].T)  # starting with the first blank or the first label
     with np.errstate(invalid="ignore"):  # NaN for a label no alignment fits (log_p = -inf): the caller's case
         occupancy = np.exp(alpha + beta - emit - log_p[None, :, None])
-    per_class = np.zeros(log_probs.shape)
+    per_class = np.zeros(log_probs.shape, occupancy.dtype)
     np.add.at(per_class, (np.arange(steps)[:, None, None], np.arange(batch)[None, :, None], ext[None]), occupancy)
     return -log_p, per_class
 
 
-@kernel("warpctc")
-def warpctc(k):
-    """Loss = -log p(label | softmax(Logits)) per sequence; WarpCTCGrad = its gradient w.r.t. Logits."""
-    logits = k.x("Logits")
+def ctc_loss_and_grad(k, logits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """warpctc's loss [B] and its gradient w.r.t. ``logits`` [T, B, C] (float64, or complex128: every step is
+    analytic), with the op's lengths, labels and blank."""
     steps, batch, classes = logits.shape
     times = _lengths(k, "LogitsLength", steps, low=1)
     sizes = _lengths(k, "LabelLength", k.x("Label").shape[1])
@@ -89,14 +88,20 @@ def warpctc(k):
     ext[:, 1::2] = labels
     skip = np.zeros(ext.shape, bool)
     skip[:, 3::2] = labels[:, 1:] != labels[:, :-1]
-    log_probs = log_softmax(logits.astype(np.float64), 2)
+    log_probs = log_softmax(logits, 2)
     loss, occupancy = _ctc(log_probs, ext, skip, times, 2 * sizes + 1)
     # a label no alignment fits (too many labels and repeats for its steps): warp-ctc gives loss 0, grad 0
     possible = np.isfinite(loss)
     running = (np.arange(steps)[:, None] < times[None, :]) & possible
-    grad = np.where(running[:, :, None], np.exp(log_probs) - occupancy, 0)
-    loss = np.where(possible, loss, 0)
-    return {"Loss": loss.reshape(batch, 1).astype(logits.dtype), "WarpCTCGrad": grad.astype(logits.dtype)}
+    return np.where(possible, loss, 0), np.where(running[:, :, None], np.exp(log_probs) - occupancy, 0)
+
+
+@kernel("warpctc")
+def warpctc(k):
+    """Loss = -log p(label | softmax(Logits)) per sequence; WarpCTCGrad = its gradient w.r.t. Logits."""
+    logits = k.x("Logits")
+    loss, grad = ctc_loss_and_grad(k, logits.astype(np.float64))
+    return {"Loss": loss.reshape(-1, 1).astype(logits.dtype), "WarpCTCGrad": grad.astype(logits.dtype)}
 
 
 @kernel("warpctc_grad")
