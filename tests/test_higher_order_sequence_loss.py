@@ -130,27 +130,23 @@ def test_third_derivatives_of_a_small_ctc_model():
     assert all(np.abs(g).max() > 1e-3 for g in grads.values())
 
 
-def test_an_unknown_dim_the_rnnt_unrolling_needs_is_an_error_naming_the_var():
-    net, loss, stored, feed = rnnt_net([[1, 2]], [3], [2])
-    gradc.append_backward(net.program, loss)
-    net.block.var("x").shape[2] = -1
-    penalty = net.mean(net.op("square", {"X": "x@GRAD"})[0])
-    with pytest.raises(gradc.GradError, match=r"_grad: the label positions \(dim 2\) of 'x' must be known"):
-        gradc.gradients(net.program, penalty, ["x"])
-
-
-@pytest.mark.parametrize("attrs", [{}, {"norm_by_times": True, "blank": 2}])
-def test_ctc_over_time_steps_known_at_run_time_only_is_the_unrolled_losss_second_derivative(attrs):
-    """With T declared -1 warpctc_grad's maker takes a complex step through the kernel (warpctc_grad_grad), not the
-    unrolled loss: the gradient of a penalty on the logits' grad is the unrolled one's to rounding."""
-    def penalty_grads(steps_known: bool, feed=None):
-        net, loss, stored, drawn = ctc_net([[1, 1], [3, 1]], [4, 3], [2, 1], **attrs)
+@pytest.mark.parametrize("build,x,axis", [
+    (lambda: ctc_net([[1, 1], [3, 1]], [4, 3], [2, 1]), "logits", 0),
+    (lambda: ctc_net([[1, 1], [3, 1]], [4, 3], [2, 1], norm_by_times=True, blank=2), "logits", 0),
+    (lambda: rnnt_net([[1, 3], [2, 0]], [3, 2], [2, 1]), "x", 2),
+    (lambda: rnnt_net([[1, 3], [3, 0]], [3, 2], [2, 1], blank=2, fastemit_lambda=0.5), "x", 1)],
+    ids=["ctc", "ctc norm_by_times", "rnnt", "rnnt fastemit"])
+def test_a_sequence_loss_over_sizes_known_at_run_time_only_is_the_unrolled_losss_second_derivative(build, x, axis):
+    """With a dim the unrolling needs declared -1, the grad op's maker takes a complex step through the kernel
+    (<type>_grad_grad), not the unrolled loss: the gradient of a penalty on the input's grad is the unrolled one's."""
+    def penalty_grads(known: bool, feed=None):
+        net, loss, stored, drawn = build()
         gradc.append_backward(net.program, net.mean(loss))
-        if not steps_known:
-            net.block.var("logits").shape[0] = -1
-        penalty = net.mean(net.op("square", {"X": "logits@GRAD"})[0])
-        (grad,) = gradc.gradients(net.program, penalty, ["logits"])
-        assert ("warpctc_grad_grad" in [op.type for op in net.block.ops]) != steps_known
+        if not known:
+            net.block.var(x).shape[axis] = -1
+        penalty = net.mean(net.op("square", {"X": f"{x}@GRAD"})[0])
+        (grad,) = gradc.gradients(net.program, penalty, [x])
+        assert any(op.type.endswith("_grad_grad") for op in net.block.ops) != known
         return gradc.Executor().run(net.program, feed or drawn, [grad])[0], drawn
 
     unrolled, feed = penalty_grads(True)

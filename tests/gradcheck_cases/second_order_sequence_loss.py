@@ -21,11 +21,12 @@ def ctc(label, times, sizes, steps=4, classes=4, unknown=None, **attrs):
                                     "LabelLength": np.array(sizes)}, attrs, rtol=1e-5, atol=1e-7, unknown=unknown)
 
 
-def rnnt(label, times, sizes, steps=3, classes=4, **attrs):
+def rnnt(label, times, sizes, steps=3, classes=4, unknown=None, **attrs):
     raw = r.standard_normal((len(label), steps, len(label[0]) + 1, classes))
     return second_order("warprnnt", {"input": raw - np.log(np.exp(raw).sum(-1, keepdims=True)),
                                      "label": np.array(label, np.int32), "input_lengths": np.array(times, np.int32),
-                                     "label_lengths": np.array(sizes, np.int32)}, attrs, rtol=1e-5, atol=1e-7)
+                                     "label_lengths": np.array(sizes, np.int32)}, attrs, rtol=1e-5, atol=1e-7,
+                        unknown=unknown)
 
 
 CASES = [
@@ -39,6 +40,10 @@ CASES = [
     rnnt([[1, 3], [2, 0]], [3, 2], [2, 1]),
     rnnt([[1, 3], [3, 0]], [2, 3], [2, 1], blank=2, fastemit_lambda=0.5),
     rnnt([[2, 2], [0, 3]], [3, 1], [2, 0], blank=1, fastemit_lambda=0.1),
+    # time steps and label positions known at run time only (warprnnt_grad_grad), fastemit_lambda's asymmetry too
+    rnnt([[1, 3], [2, 0]], [3, 2], [2, 1], unknown={"input": [1, 2], "label": [1]}),
+    rnnt([[1, 3], [3, 0]], [2, 3], [2, 1], unknown={"input": None, "label": [1]}, blank=2, fastemit_lambda=0.5),
 ]
 # its complex step's own derivative would need dual numbers through the kernel
-REFUSED = [third_order(CTC_AT_RUN_TIME, "warpctc_grad_grad", run_time_shapes=True)]
+REFUSED = [third_order(CTC_AT_RUN_TIME, "warpctc_grad_grad", run_time_shapes=True),
+           third_order(CASES[-1], "warprnnt_grad_grad", run_time_shapes=True)]

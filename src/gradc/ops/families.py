@@ -305,7 +305,7 @@ FAMILIES = {
     "sequence_lod_double": ("sequence_pool_grad", "sequence_softmax_grad", "sequence_conv_grad", "sequence_expand_grad",
         "lod_reset_grad", "im2sequence_grad"),
     "sequence_loss": ("warpctc", "warpctc_grad", "warprnnt", "warprnnt_grad"),
-    "sequence_loss_double": ("warpctc_grad", "warpctc_grad_grad", "warprnnt_grad"),
+    "sequence_loss_double": ("warpctc_grad", "warpctc_grad_grad", "warprnnt_grad", "warprnnt_grad_grad"),
     "set_value": ("set_value", "set_value_grad"),
     "shape": ("reshape2", "reshape2_grad", "transpose2", "transpose2_grad", "squeeze2", "squeeze2_grad", "unsqueeze2",
         "unsqueeze2_grad", "flatten_contiguous_range", "flatten_contiguous_range_grad", "stack", "stack_grad",

@@ -67,9 +67,6 @@ def rnnt_recomputed(f, g) -> tuple[str, str]:
     x, lengths, dloss = first(g.I("input")), first(g.I("input_lengths")), first(g.I("loss@GRAD"))
     label, label_length = first(rnnt.input("label")), first(rnnt.input("label_lengths"))
     batch, steps, states, classes = known_dims(g, x, {1: "time steps", 2: "label positions", 3: "classes"})
-    if states < 2:
-        raise GradError(f"warprnnt_grad: the label positions (dim 2) of '{x}' must be at least 2 (a label), "
-                        f"got {states}")
     sizes = (batch, steps, states, classes)
     lat = Lattice(f, x, batch)
     blanks, emit = rnnt_emissions(lat, x, label, label_length, g.attr("blank"), sizes)
@@ -113,16 +110,32 @@ def _ctc_grad_again(g) -> list[OpDesc]:
                  {"Logits@GRAD": g.IG("Logits"), "Loss@GRAD@GRAD": g.IG("Loss@GRAD")}, forward_attrs=True)]
 
 
+def _rnnt_grad_again(g) -> list[OpDesc]:
+    """Unrolled where the time steps, label positions (2 or more) and classes are known; else one warprnnt_grad_grad,
+    a complex step through warprnnt's kernel."""
+    rnnt = forward_op(g, "warprnnt", "warprnntgrad")
+    shape = g.shape(first(g.I("input")))
+    if shape is not None and len(shape) == 4 and min(shape[1:]) > 0 and shape[2] > 1:   # a label position at least
+        return _unrolled_rnnt_grad(g)
+    values = {"input": g.I("input"), "input_lengths": g.I("input_lengths"), "label": rnnt.input("label"),
+              "label_lengths": rnnt.input("label_lengths"), "loss@GRAD": g.I("loss@GRAD")}
+    return [g.op("warprnnt_grad_grad", {**values, "input@GRAD@GRAD": g.OG("input@GRAD")},
+                 {"input@GRAD": g.IG("input"), "loss@GRAD@GRAD": g.IG("loss@GRAD")}, forward_attrs=True)]
+
+
 def _third(g):
-    raise GradError("warpctc_grad_grad: gradc does not differentiate warpctc three times over sizes known at run time "
-                    "only: its second derivative is a complex step through the kernel, and a third would need dual "
-                    "numbers there")
+    raise GradError(f"{g.fwd.type}: gradc does not differentiate the sequence loss three times over sizes known at "
+                    f"run time only: its second derivative is a complex step through the kernel, and a third would "
+                    f"need dual numbers there")
 
 
 _unrolled_ctc_grad = _recomputing(ctc_recomputed, "Logits@GRAD")
+_unrolled_rnnt_grad = _recomputing(rnnt_recomputed, "input@GRAD")
 defgrad("warpctc_grad", grad=_ctc_grad_again, no_grad_inputs=["WarpCTCGrad", "LogitsLength"])
 defgrad("warpctc_grad_grad", inputs=["Logits", "LogitsLength", "Label", "LabelLength", "Loss@GRAD",
                                      "Logits@GRAD@GRAD"], outputs=["Logits@GRAD?", "Loss@GRAD@GRAD?"],
         attrs={"blank": 0, "norm_by_times": False}, infer=grads_like_inputs, grad=_third, of="warpctc_grad")
-defgrad("warprnnt_grad", grad=_recomputing(rnnt_recomputed, "input@GRAD"),
-        no_grad_inputs=["warprnntgrad", "input_lengths"])
+defgrad("warprnnt_grad", grad=_rnnt_grad_again, no_grad_inputs=["warprnntgrad", "input_lengths"])
+defgrad("warprnnt_grad_grad", inputs=["input", "input_lengths", "label", "label_lengths", "loss@GRAD",
+                                      "input@GRAD@GRAD"], outputs=["input@GRAD?", "loss@GRAD@GRAD?"],
+        attrs={"blank": 0, "fastemit_lambda": 0.0}, infer=grads_like_inputs, grad=_third, of="warprnnt_grad")

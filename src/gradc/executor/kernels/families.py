@@ -231,7 +231,7 @@ FAMILIES = {
         "sequence_expand", "sequence_expand_grad", "lod_reset", "lod_reset_grad"),
     "sequence_lod_windows": ("sequence_conv", "sequence_conv_grad", "im2sequence", "im2sequence_grad"),
     "sequence_loss": ("warpctc", "warpctc_grad", "warprnnt", "warprnnt_grad"),
-    "sequence_loss_double": ("warpctc_grad_grad",),
+    "sequence_loss_double": ("warpctc_grad_grad", "warprnnt_grad_grad"),
     "set_value": ("set_value", "set_value_grad"),
     "shape": ("reshape2", "reshape2_grad", "transpose2", "transpose2_grad", "squeeze2", "squeeze2_grad", "unsqueeze2",
         "unsqueeze2_grad", "flatten_contiguous_range", "flatten_contiguous_range_grad", "stack", "stack_grad",

@@ -127,22 +127,57 @@ def _rnnt(blank, emit, times, sizes):
     t_grid, u_grid = np.arange(steps)[None, :, None], np.arange(states)[None, None, :]
     inside = (t_grid < times[:, None, None]) & (u_grid <= sizes[:, None, None])
     final = (t_grid == times[:, None, None] - 1) & (u_grid == sizes[:, None, None])
-    alpha = np.full(blank.shape, NEG_INF)
+    alpha = np.full(blank.shape, NEG_INF, blank.dtype)   # complex too (warprnnt_grad_grad's complex step)
     alpha[:, 0, 0] = 0
     for diagonal in range(1, steps + states - 1):  # the cells of a diagonal depend only on the one before
         t, u = _cells(diagonal, steps, states)
         from_time = np.where(t > 0, alpha[:, t - 1, u] + blank[:, t - 1, u], NEG_INF)
         from_label = np.where(u > 0, alpha[:, t, u - 1] + emit[:, t, u - 1], NEG_INF)
         alpha[:, t, u] = _logsumexp(from_time, from_label)
-    beta = np.full(blank.shape, NEG_INF)
+    beta = np.full(blank.shape, NEG_INF, blank.dtype)
     for diagonal in range(steps + states - 2, -1, -1):
         t, u = _cells(diagonal, steps, states)
         later = np.where(final[:, t, u], 0, np.where(t + 1 < steps, beta[:, np.minimum(t + 1, steps - 1), u], NEG_INF))
         more = np.where(u + 1 < states, beta[:, t, np.minimum(u + 1, states - 1)], NEG_INF) + emit[:, t, u]
         beta[:, t, u] = np.where(inside[:, t, u], _logsumexp(later + blank[:, t, u], more), NEG_INF)
-    after_blank = np.full(blank.shape, NEG_INF)
+    after_blank = np.full(blank.shape, NEG_INF, blank.dtype)
     after_blank[:, :-1] = beta[:, 1:]
     return alpha, beta, np.where(final, 0, after_blank)
+
+
+class RnntLattice:
+    """The RNN-T lattice of warprnnt's input [B, T, U + 1, C] of log-probabilities: each cell's blank and label
+    emission picked from it (``picked``), the loss and its gradient over them (``terms``), and such gradients put
+    back in the input's classes (``spread``)."""
+
+    def __init__(self, k, shape):
+        batch, steps, states, self.classes = shape
+        self.times = _lengths(k, "input_lengths", steps, low=1)
+        self.sizes = _lengths(k, "label_lengths", states - 1)
+        self.labels, self.blank = _labels(k, "label", self.sizes, self.classes), k.attr("blank")
+
+    def picked(self, x):
+        """(blank [B, T, U + 1], emit [B, T, U]) of ``x``, shaped like the input."""
+        return x[..., self.blank], np.take_along_axis(x[:, :, :-1], self.labels[:, None, :, None], axis=3)[..., 0]
+
+    def terms(self, blank, emit):
+        """The loss [B] and its gradient over the blanks and the emissions (float64, or complex128: every step is
+        analytic)."""
+        pad = np.full(emit.shape[:2] + (1,), NEG_INF, emit.dtype)
+        emit = np.concatenate([emit, pad], axis=2)
+        alpha, beta, after_blank = _rnnt(blank, emit, self.times, self.sizes)
+        log_p = beta[:, :1, :1]
+        after_label = np.concatenate([beta[:, :, 1:], pad], axis=2)
+        return (-log_p.reshape(-1), -np.exp(alpha + blank + after_blank - log_p),
+                -np.exp(alpha + emit + after_label - log_p)[:, :, :-1])
+
+    def spread(self, blank, emit):
+        """Gradients over the blanks and the emissions as one over the input's classes."""
+        grad = np.zeros(blank.shape + (self.classes,), blank.dtype)
+        grad[..., self.blank] = blank
+        # added, not set: a padding label may share the blank's class (its emission's gradient is 0)
+        grad[:, :, :-1] += emit[..., None] * (self.labels[:, None, :, None] == np.arange(self.classes))
+        return grad
 
 
 @kernel("warprnnt")
@@ -151,24 +186,10 @@ def warprnnt(k):
     kernel does not normalise them); warprnntgrad = d loss / d input, its label emissions scaled by
     1 + fastemit_lambda."""
     x = k.x("input")
-    batch, steps, states, classes = x.shape
-    times = _lengths(k, "input_lengths", steps, low=1)
-    sizes = _lengths(k, "label_lengths", states - 1)
-    labels = _labels(k, "label", sizes, classes)
-    log_probs = x.astype(np.float64)
-    blank = log_probs[..., k.attr("blank")]
-    emit = np.take_along_axis(log_probs[:, :, :-1], labels[:, None, :, None], axis=3)[..., 0]
-    emit = np.concatenate([emit, np.full((batch, steps, 1), NEG_INF)], axis=2)
-    alpha, beta, after_blank = _rnnt(blank, emit, times, sizes)
-    log_p = beta[:, :1, :1]
-    grad = np.zeros(log_probs.shape)
-    grad[..., k.attr("blank")] = -np.exp(alpha + blank + after_blank - log_p)
-    after_label = np.concatenate([beta[:, :, 1:], np.full((batch, steps, 1), NEG_INF)], axis=2)
-    emitted = -np.exp(alpha + emit + after_label - log_p)[:, :, :-1, None] * (labels[:, None, :, None] ==
-                                                                              np.arange(classes))
-    # added, not set: a padding label may share the blank's class (its emission's gradient is 0)
-    grad[:, :, :-1] += (1 + k.attr("fastemit_lambda")) * emitted
-    return {"loss": -log_p.reshape(batch).astype(x.dtype), "warprnntgrad": grad.astype(x.dtype)}
+    lattice = RnntLattice(k, x.shape)
+    loss, blank, emit = lattice.terms(*lattice.picked(x.astype(np.float64)))
+    grad = lattice.spread(blank, (1 + k.attr("fastemit_lambda")) * emit)
+    return {"loss": loss.astype(x.dtype), "warprnntgrad": grad.astype(x.dtype)}
 
 
 @kernel("warprnnt_grad")
