@@ -43,6 +43,9 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
               **dict.fromkeys((op for family in ("ms_deform_attn", "pointnet2", "voxelize", "bev_pool", "rotated_boxes",
                                                  "assign_score") for op in FAMILIES[family]),
                               "a custom C++ op of Paddle's model suites (PD_BUILD_OP), not Paddle's: docs/ext-ops.md"),
+              **dict.fromkeys(("warpctc_grad_grad", "warprnnt_grad_grad"),
+                              "Paddle has no second derivative of the sequence losses: gradc's takes a complex step "
+                              "through the kernel where sizes are known at run time only"),
               **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad", "cumprod_grad_grad",
                                "reduce_prod_grad_grad"),
                               "Paddle has no derivative of these grads: gradc's takes them along any number of "
