@@ -4,10 +4,12 @@ differences of the whole program (gradc.gradcheck.check_program)."""
 import numpy as np
 import pytest
 
+import gradc
+from gradc.errors import GradError
 from gradc.gradcheck import check_program
 from gradc.ir import VarType
-from gradcheck_cases.control_flow import _penalty_of
-from gradcheck_cases.control_flow_double import _pylayer_in_cond
+from gradcheck_cases.control_flow import _cond, _penalty_of, _while
+from gradcheck_cases.control_flow_double import _branch_overwriting_h, _pylayer_in_cond
 from programs import Net
 
 rng = np.random.default_rng(4)
@@ -116,3 +118,19 @@ def test_a_pylayer_inside_a_cond_not_taken_is_differentiated_twice():
     check_program(case["program"], case["feed"], case["wrt"], loss=case["loss"], params=case["params"])
 
 
+
+
+@pytest.mark.parametrize("build", [lambda: _cond(1.0), lambda: _while(3),
+                                   lambda: _branch_overwriting_h(True, True, False)],
+                         ids=["cond", "while", "cond overwriting h"])
+def test_a_third_derivative_through_control_flow_is_refused_by_name(build):
+    """The second derivative's replay is a conditional_block that always runs; its grad op, met by a third backward,
+    is refused in one line (not differentiated into wrong numbers)."""
+    case = _penalty_of(build())
+    grads = gradc.gradients(case["program"], case["loss"], case["wrt"])
+    net = Net()
+    net.program, net.block = case["program"], case["program"].global_block
+    third = net.op("sum", {"X": [net.mean(net.square(grad)) for grad in grads]})
+    with pytest.raises(GradError, match=r"^block 0, op \d+ \(conditional_block_grad\): conditional_block_grad: gradc "
+                                        r"does not differentiate control flow three times"):
+        gradc.gradients(case["program"], third, case["wrt"])

@@ -22,6 +22,7 @@ from ..registry import defgrad, get, make_op
 from . import control_flow  # noqa: F401  (registers the grad ops given makers here)
 
 RENAMED = re.compile(r"@RENAME@block\d+@\d+$")   # a grad op's output renamed by the sums of the backward pass
+REPLAYED = "@REPLAY@"   # in the names of the vars a replay writes
 
 
 class Replay:
@@ -34,10 +35,10 @@ class Replay:
         self.inlined: dict[int, dict[str, str]] = {}   # a block copied inline (a pylayer's) -> the values it left
 
     def unique(self, name: str) -> str:
-        count, new = 0, f"{name}@REPLAY@{self.block.idx}"
+        count, new = 0, f"{name}{REPLAYED}{self.block.idx}"
         while any(new in b.vars for b in self.block.program.blocks):
             count += 1
-            new = f"{name}@REPLAY@{self.block.idx}@{count}"
+            new = f"{name}{REPLAYED}{self.block.idx}@{count}"
         return new
 
     def fresh(self, name: str) -> str:
@@ -235,6 +236,9 @@ def _conditional_block_grad(g) -> list[OpDesc]:
     program = g.block.program
     backward = program.blocks[g.attr("sub_block")]
     forward = program.blocks[backward.forward_block_idx]
+    if any(REPLAYED in name for name in forward.vars):
+        raise GradError("conditional_block_grad: gradc does not differentiate control flow three times (this grad op "
+                        "runs the replay of a second derivative's maker)")
     top, reads, kept = Replay(program.append_block(g.block.idx), forward, backward), {}, []
 
     def keep(name: str, op: OpDesc) -> str:
