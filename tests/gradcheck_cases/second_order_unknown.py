@@ -9,6 +9,7 @@ from . import rng
 from .extra_math import LABELS, MARGINS, cosines
 from .flash_attention import mea, packed, qkv
 from .linalg_grads import lu_of
+from .lod_rnn import third_order
 from .second_order import distinct, second_order
 from .transformer_fused import ATTENTION_TEST, ATTENTION_TRAIN, FFN_TEST, attention, bdr, ffn, positive
 
@@ -160,3 +161,7 @@ CASES = [
     second_order("slogdeterminant", {"Input": shifted(3, 3)}, unknown={"Input": None}),
     second_order("cholesky", {"X": spd(2, 3, 3)}, {"upper": True}, unknown={"X": None, "Out": None}),
 ]
+# third derivatives through the run-time axes, rate and rank (the weights of the grads drawn in their fed shapes)
+CASES += [third_order(case, case.op, run_time_shapes=True) for case in CASES
+          if case.op in ("nansum_grad", "fused_dropout_add_grad", "determinant_grad")][::2]
+
