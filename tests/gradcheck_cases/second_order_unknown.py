@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import rng
-from .extra_math import LABELS, MARGINS, cosines
+from .extra_math import LABELS, MARGINS, RMS, cosines, rms_inputs
 from .flash_attention import mea, packed, qkv
 from .linalg_grads import lu_of
 from .lod_rnn import third_order
@@ -134,6 +134,12 @@ CASES = [
                                                  "LnMean", "LnVariance")}),
     second_order("fused_feedforward", ffn(), {"pre_layer_norm": True, **FFN_TEST},
                  unknown={"X": [0, 1], "Out": [0, 1]}),
+    # the normalised dims known at run time only too: the weights reshaped to them by a Shape tensor from x's shape
+    second_order("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS,
+                 grad_type="fused_rms_norm_quant_grad", unknown={slot: [0, 1, 2] for slot in ("x", "residual", "out",
+                                                                                          "residual_out", "inv_var")}),
+    second_order("rms_norm", {"x": randn(2, 3, 4), "scale": positive(3, 4)}, {"normalized_shape": [3, 4]},
+                 unknown={"x": [0, 1, 2], "y": [0, 1, 2], "invvar": [0]}),
     second_order("fused_attention", attention(), {"pre_layer_norm": True, **ATTENTION_TEST},
                  grad_type="fused_attention_grad", unknown={"X": [0, 1], "Y": [0, 1]}),
     second_order("fused_attention", attention(pre=False, transposed=True, biases=False),

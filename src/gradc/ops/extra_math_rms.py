@@ -112,8 +112,8 @@ def _rms_again(f, g):
     norm_bias@GRAD = sum(dOut), the means over the normalised dims, the sums over the rows."""
     x, dout = first(g.I("x")), first(g.I("out@GRAD"))
     shape = g.shape(x)
-    if shape is None or any(d < 0 for d in shape[g.attr("begin_norm_axis") % len(shape):]):
-        raise GradError(f"fused_rms_norm_quant_grad: the normalised dims of {x} must be known, got shape {shape}")
+    if shape is None:
+        raise GradError(f"fused_rms_norm_quant_grad: the rank of {x} must be known (begin_norm_axis counts on it)")
     axis = g.attr("begin_norm_axis") % len(shape)
     norm_dims = list(range(axis, len(shape)))
     h = x
@@ -137,9 +137,17 @@ def _rms_again(f, g):
 
 
 def _spread(f, vector: str, dims: list[int], like: str) -> str:
-    """A flat vector reshaped to the normalised dims, to broadcast over the rows."""
-    return f.op("reshape2", {"X": vector}, like, {"shape": list(dims)}, more={"XShape": f.xshape(vector)},
-                dims=lambda _: list(dims))
+    """A flat vector reshaped to the normalised dims (``like``'s last ones), to broadcast over the rows; dims known
+    at run time only are read from ``like``'s shape (where all are known, attributes: a PIR export takes no Shape
+    tensor for reshape2)."""
+    if min(dims, default=0) >= 0:
+        return f.op("reshape2", {"X": vector}, like, {"shape": list(dims)}, more={"XShape": f.xshape(vector)},
+                    dims=lambda _: list(dims))
+    rank = len(f.g.shape(like))
+    sizes = f.op("shape", {"Input": like}, like, dims=lambda _: [rank], dtype=VarType.INT32)
+    last = f.slice(sizes, 0, rank - len(dims), rank)
+    return f.op("reshape2", {"X": vector, "Shape": last}, like, {"shape": [-1] * len(dims)},
+                more={"XShape": f.xshape(vector)}, dims=lambda _: list(dims))
 
 
 defgrad("fused_rms_norm_quant_grad", grad=_rms_again, no_grad_inputs=["inv_var"])
