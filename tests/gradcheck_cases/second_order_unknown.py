@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import rng
+from . import Case, rng
+from .bev_pool import hand_written_backward
 from .extra_math import LABELS, MARGINS, RMS, cosines, rms_inputs
 from .flash_attention import mea, packed, qkv
 from .linalg_grads import lu_of
@@ -134,6 +135,9 @@ CASES = [
                                                  "LnMean", "LnVariance")}),
     second_order("fused_feedforward", ffn(), {"pre_layer_norm": True, **FFN_TEST},
                  unknown={"X": [0, 1], "Out": [0, 1]}),
+    # bev_pool_v2_bkwd's channels known at run time only: feat and dOut as rows of their last dim by flattening the rest
+    BEV_AT_RUN_TIME := second_order("bev_pool_v2_bkwd", hand_written_backward(2, shared_depth=True),
+                                    grad_type="bev_pool_v2_bkwd", unknown={"_out_grad": [0, 3], "_feat": [0, 3]}),
     # the normalised dims known at run time only too: the weights reshaped to them by a Shape tensor from x's shape
     second_order("fused_rms_norm_quant", rms_inputs(bias=True, residual=True, norm_bias=True), RMS,
                  grad_type="fused_rms_norm_quant_grad", unknown={slot: [0, 1, 2] for slot in ("x", "residual", "out",
@@ -170,4 +174,8 @@ CASES = [
 # third derivatives through the run-time axes, rate and rank (the weights of the grads drawn in their fed shapes)
 CASES += [third_order(case, case.op, run_time_shapes=True) for case in CASES
           if case.op in ("nansum_grad", "fused_dropout_add_grad", "determinant_grad")][::2]
+# bev_pool_v2_bkwd is a forward op there: its maker's first derivative checked too (the first loss of that program)
+CASES.append(Case("bev_pool_v2_bkwd", {}, {"channels": "run time"},
+                  program=lambda: {**BEV_AT_RUN_TIME.program(), "loss": "loss1", "wrt": ["_out_grad0", "_depth0",
+                                                                                        "_feat0"]}))
 

@@ -13,7 +13,6 @@ times its interval's feat mask, scattered to its interval's pixel; then differen
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from .bev_pool import LAST_WRITES, RANKS
@@ -41,25 +40,25 @@ def _bev_pool_double_grad(g):
 defgrad("bev_pool_v2_grad", grad=_bev_pool_double_grad, no_grad_inputs=list(RANKS))
 
 
-def _rows(f: Formula, x: str, channels: int | None) -> str:
-    """``x`` as rows of ``channels`` (None: flat)."""
-    shape = [-1] if channels is None else [-1, channels]
-    return f.op("reshape2", {"X": x}, x, {"shape": shape}, more={"XShape": f.xshape(x)}, dims=lambda _: shape)
+def _flat(f: Formula, x: str) -> str:
+    return f.op("reshape2", {"X": x}, x, {"shape": [-1]}, more={"XShape": f.xshape(x)}, dims=lambda _: [-1])
+
+
+def _rows(f: Formula, x: str) -> str:
+    """``x`` as rows of its last dim (the channels, whatever their count: flattened before it, not reshaped)."""
+    return f.op("flatten_contiguous_range", {"X": x}, x, {"start_axis": 0, "stop_axis": -2},
+                more={"XShape": f.xshape(x)}, dims=lambda s: [-1, s[-1]])
 
 
 def _written_again(f: Formula, g) -> dict[str, str]:
     """bev_pool_v2_bkwd's _depth_grad and _feat_grad from the writes that stay."""
     dout, depth, feat = (first(g.I(slot)) for slot in ("_out_grad", "_depth", "_feat"))
-    channels = (g.shape(feat) or [-1])[-1]
-    if channels < 0:
-        raise GradError(f"bev_pool_v2_bkwd: the channels (last dim) of _feat '{feat}' must be known to differentiate "
-                        f"it, got shape {g.shape(feat)}")
     dtype = g.block.find_var(depth).dtype
     writes = {slot: g.tmp(depth, lambda _: [-1], dtype if slot.endswith("_last") else VarType.INT64)
               for slot in LAST_WRITES}
     f.emit("bev_pool_v2_last_writes", {slot: g.I(slot) for slot in RANKS}, writes, {"dtype": int(dtype)})
-    flat_depth = _rows(f, depth, None)
-    feat_rows, dout_rows = _rows(f, feat, channels), _rows(f, dout, channels)
+    flat_depth = _flat(f, depth)
+    feat_rows, dout_rows = _rows(f, feat), _rows(f, dout)
 
     def gathered(x: str, index: str) -> str:
         return f.op("gather", {"X": x, "Index": index}, x, {"axis": 0}, dims=lambda s: [-1, *s[1:]])
