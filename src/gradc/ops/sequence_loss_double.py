@@ -3,7 +3,10 @@
 (WarpCTCGrad, warprnntgrad); as rnn_grad's maker (rnn_double), the loss is written again with differentiable ops
 (gradc.ops.sequence_loss_unrolled), its backward seeded with the loss grad recomputes the grad op's output, and
 both are differentiated again. Paddle's grad ops do not receive the labels: the makers read them (and their
-lengths) from the forward op that wrote the stored gradient, in the same block or an enclosing one.
+lengths) from the forward op that wrote the stored gradient, in the same block or an enclosing one. Unrolling needs
+the time steps, label length and classes: where one is known at run time only, the makers emit warpctc_grad_grad /
+warprnnt_grad_grad (gradc's own ops) instead, a complex step through the kernels
+(gradc.executor.kernels.sequence_loss_double), whose own makers refuse a third derivative.
 """
 
 from __future__ import annotations
@@ -92,16 +95,16 @@ def _recomputing(recomputed, slot: str):
     return maker
 
 
-CTC_SIZES = {"Logits": {0: "time steps", 2: "classes"}, "Label": {1: "label length"}}
+def _known(g: GradContext, var: str, axes: tuple[int, ...]) -> bool:
+    shape = g.shape(var)
+    return shape is not None and all(len(shape) > axis and shape[axis] > 0 for axis in axes)
 
 
 def _ctc_grad_again(g) -> list[OpDesc]:
     """Unrolled where the time steps, classes and label length are known; else one warpctc_grad_grad, a complex step
     through warpctc's kernel (gradc.executor.kernels.sequence_loss_double)."""
     ctc = forward_op(g, "warpctc", "WarpCTCGrad")
-    vars = {"Logits": first(g.I("Logits")), "Label": first(ctc.input("Label"))}
-    if all((shape := g.shape(var)) is not None and all(len(shape) > axis and shape[axis] > 0 for axis in dims)
-           for var, dims in zip(vars.values(), CTC_SIZES.values())):
+    if _known(g, first(g.I("Logits")), (0, 2)) and _known(g, first(ctc.input("Label")), (1,)):
         return _unrolled_ctc_grad(g)
     dd = g.OG("Logits@GRAD")
     values = {"Logits": g.I("Logits"), "LogitsLength": g.I("LogitsLength"), "Label": ctc.input("Label"),
@@ -114,8 +117,8 @@ def _rnnt_grad_again(g) -> list[OpDesc]:
     """Unrolled where the time steps, label positions (2 or more) and classes are known; else one warprnnt_grad_grad,
     a complex step through warprnnt's kernel."""
     rnnt = forward_op(g, "warprnnt", "warprnntgrad")
-    shape = g.shape(first(g.I("input")))
-    if shape is not None and len(shape) == 4 and min(shape[1:]) > 0 and shape[2] > 1:   # a label position at least
+    x = first(g.I("input"))
+    if _known(g, x, (1, 2, 3)) and g.shape(x)[2] > 1:   # a label position at least
         return _unrolled_rnnt_grad(g)
     values = {"input": g.I("input"), "input_lengths": g.I("input_lengths"), "label": rnnt.input("label"),
               "label_lengths": rnnt.input("label_lengths"), "loss@GRAD": g.I("loss@GRAD")}
