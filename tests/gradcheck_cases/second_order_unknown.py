@@ -170,6 +170,11 @@ CASES = [
     second_order("determinant", {"Input": shifted(2, 3, 3)}, unknown={"Input": None}),
     second_order("slogdeterminant", {"Input": shifted(3, 3)}, unknown={"Input": None}),
     second_order("cholesky", {"X": spd(2, 3, 3)}, {"upper": True}, unknown={"X": None, "Out": None}),
+    # solves of unknown ranks: their temporaries declared like such an input, the grads summed back by reduce_as
+    second_order("cholesky_solve", {"X": randn(1, 3, 2), "Y": np.linalg.cholesky(spd(2, 3, 3))},
+                 unknown={"X": None, "Y": None, "Out": None}),
+    second_order("triangular_solve", {"X": np.triu(shifted(2, 3, 3)), "Y": randn(3, 2)}, {"transpose": True},
+                 unknown={"X": None, "Out": None}),
 ]
 # third derivatives through the run-time axes, rate and rank (the weights of the grads drawn in their fed shapes)
 CASES += [third_order(case, case.op, run_time_shapes=True) for case in CASES

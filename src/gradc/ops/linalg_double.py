@@ -81,11 +81,13 @@ def onto_triangle(f: Formula, sym: str, upper: bool) -> str:
     return f.add(f.scale(triangle(f, sym, upper, 1 if upper else -1), 2.0), diagonal_part(f, sym), sym)
 
 
-def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tuple[list[int], bool]:
-    """The batch dims a solve broadcast ``matrix`` and ``rhs`` to (-1 where known at run time only), and whether
-    ``rhs`` holds vectors (solve's rule when ``vectors``); the ranks must be known, the sizes need not be, unless
-    solve's rule needs them to tell vectors from matrices."""
+def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tuple[list[int] | None, bool]:
+    """The batch dims a solve broadcast ``matrix`` and ``rhs`` to (-1 where known at run time only; None where a rank
+    is unknown), and whether ``rhs`` holds vectors (solve's rule when ``vectors``, which needs the ranks, and the
+    sizes to tell vectors from matrices)."""
     a, b = f.g.shape(matrix), f.g.shape(rhs)
+    if not vectors and (a is None or b is None):
+        return None, False
     is_vector = vectors and a is not None and b is not None and holds_vectors(a, b)
     if a is None or b is None or is_vector is None:
         raise GradError(f"{f.g.fwd.type}: the ranks of '{matrix}' and '{rhs}' (and whether '{rhs}' holds "
@@ -93,10 +95,10 @@ def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tup
     return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
 
 
-def summed_back(f: Formula, grad: str, shape: list[int], target: str) -> str:
+def summed_back(f: Formula, grad: str, shape: list[int] | None, target: str) -> str:
     """``grad`` (of ``shape``) summed over the batch dims broadcasting ``target`` stretched: by reduce_as, which
-    reads them at run time, where a dim is declared -1."""
-    if min(shape + f.g.shape(target), default=0) >= 0:
+    reads them at run time, where a dim is declared -1 or a rank is unknown (None)."""
+    if shape is not None and f.g.shape(target) is not None and min(shape + f.g.shape(target), default=0) >= 0:
         return f.summed_to(grad, shape, target)
     return f.op("reduce_as", {"x": grad, "target": target}, target, slot="out")
 
@@ -141,20 +143,35 @@ def _cholesky_grad(f, g):
     return {"X@GRAD": onto_triangle(f, f.scale(f.add(grad, mt(f, grad), grad), 0.5), upper)}
 
 
+def _last(g, x: str) -> int:
+    return (g.shape(x) or [-1])[-1]
+
+
+def _batched(batch: list[int] | None, *dims: int) -> list[int] | None:
+    return None if batch is None else [*batch, *dims]
+
+
+def _unranked(g, *names: str) -> str | None:
+    """One of ``names`` whose rank is unknown (the solves' temporaries are declared like it), or None."""
+    return next((name for name in names if g.shape(name) is None), None)
+
+
 @expansion
 def _cholesky_solve_grad(f, g):
     """dX = cholesky_solve(dOut); dA = -dX Out^T; dY = tril((dA + dA^T) L) (upper: triu(U (dA + dA^T))); each summed
     back over the batch dims broadcasting stretched."""
     b, factor, out, dout = (first(g.I(s)) for s in ("X", "Y", "Out", "Out@GRAD"))
     batch, _ = solve_batch(f, factor, b)
-    n, k, upper = g.shape(factor)[-1], g.shape(b)[-1], g.attr("upper")
-    db = f.op("cholesky_solve", {"X": dout, "Y": factor}, b, {"upper": upper}, dims=lambda s: [*batch, n, k])
-    da = f.scale(mm(f, db, out, tb=True, shape=[*batch, n, n]), -1.0)
+    n, k, upper = _last(g, factor), _last(g, b), g.attr("upper")
+    square, like = _batched(batch, n, n), _unranked(g, b, factor)
+    db = f.op("cholesky_solve", {"X": dout, "Y": factor}, like or b, {"upper": upper},
+              dims=lambda s: _batched(batch, n, k))
+    da = f.scale(mm(f, db, out, tb=True, like=like, shape=square), -1.0)
     sym = f.add(da, mt(f, da), da)
     tri = triangle(f, factor, upper)
-    product = mm(f, tri, sym, shape=[*batch, n, n]) if upper else mm(f, sym, tri, shape=[*batch, n, n])
-    return {"X@GRAD": summed_back(f, db, [*batch, n, k], b),
-            "Y@GRAD": summed_back(f, triangle(f, product, upper), [*batch, n, n], factor)}
+    product = mm(f, tri, sym, like=like, shape=square) if upper else mm(f, sym, tri, like=like, shape=square)
+    return {"X@GRAD": summed_back(f, db, _batched(batch, n, k), b),
+            "Y@GRAD": summed_back(f, triangle(f, product, upper), square, factor)}
 
 
 @expansion
@@ -163,14 +180,15 @@ def _triangular_solve_grad(f, g):
     the batch dims broadcasting stretched."""
     x, y, out, dout = (first(g.I(s)) for s in ("X", "Y", "Out", "Out@GRAD"))
     batch, _ = solve_batch(f, x, y)
-    n, k = g.shape(x)[-1], g.shape(y)[-1]
+    n, k, like = _last(g, x), _last(g, y), _unranked(g, x, y)
     upper, transpose, unit = g.attr("upper"), g.attr("transpose"), g.attr("unitriangular")
-    dy = f.op("triangular_solve", {"X": x, "Y": dout}, y,
-              {"upper": upper, "transpose": not transpose, "unitriangular": unit}, dims=lambda s: [*batch, n, k])
-    dm = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
+    dy = f.op("triangular_solve", {"X": x, "Y": dout}, like or y,
+              {"upper": upper, "transpose": not transpose, "unitriangular": unit}, dims=lambda s: _batched(batch, n, k))
+    dm = f.scale(mm(f, dy, out, tb=True, like=like, shape=_batched(batch, n, n)), -1.0)
     shift = (1 if upper else -1) if unit else 0
     dx = triangle(f, mt(f, dm) if transpose else dm, upper, shift)
-    return {"X@GRAD": summed_back(f, dx, [*batch, n, n], x), "Y@GRAD": summed_back(f, dy, [*batch, n, k], y)}
+    return {"X@GRAD": summed_back(f, dx, _batched(batch, n, n), x),
+            "Y@GRAD": summed_back(f, dy, _batched(batch, n, k), y)}
 
 
 @expansion
