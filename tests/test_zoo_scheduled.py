@@ -36,7 +36,7 @@ A static LRScheduler lives outside the program: Paddle's executor writes its val
 each run, as gradc.schedules.run_step does. gradc runs Paddle's training program, and its own compile of the training
 forward with the same optimizer, through the steps; db_mv3/pir, picodet_s/pir and ppocrv4_det/pir: the same model
 built by Paddle in PIR mode (its forward.json; Paddle's PIR numbers), which PIR's executor also feeds the scheduler's
-rate."""
+rate; tinypose_f64/pir and pphumanseg_v2_lite_f64/pir: in PIR mode in float64."""
 
 import gzip
 import json
@@ -228,7 +228,9 @@ def test_training_follows_paddles_schedule_decay_and_clipping(name, compile_forw
     # legacy case trains three; the tool measures the six PIR steps)
     ("db_mv3", {"pd_op.hardswish", "pd_op.argsort", "pd_op.conv2d_transpose"}, 3),
     ("picodet_s", {"pd_op.hardswish", "pd_op.nonzero", "pd_op.linspace", "pd_op.bce_loss", "pd_op.topk"}, 3),
-    ("ppocrv4_det", {"pd_op.hardswish", "pd_op.isnan", "pd_op.where", "pd_op.conv2d_transpose", "pd_op.argsort"}, 1)])
+    ("ppocrv4_det", {"pd_op.hardswish", "pd_op.isnan", "pd_op.where", "pd_op.conv2d_transpose", "pd_op.argsort"}, 1),
+    ("tinypose_f64", {"pd_op.depthwise_conv2d", "pd_op.nearest_interp", "pd_op.bilinear_interp", "builtin.split"}, 1),
+    ("pphumanseg_v2_lite_f64", {"pd_op.argsort", "pd_op.cumsum", "pd_op.gather", "pd_op.pool2d"}, 1)])
 def test_pir_forward_compiles_to_paddles_pir_training(name, ops, steps):
     """Paddle's PIR executor feeds the rate as its legacy one does; its gradients are fetched before clipping, so
     gradc's backward alone gives them."""

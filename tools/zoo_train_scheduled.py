@@ -11,7 +11,8 @@ legacy static mode (FLAGS_enable_pir_api=0), the optimizer minimized by Paddle, 
 
 MODEL@f64 builds it in float64 (paddle.set_default_dtype; the same batch and seeded values, widened); MODEL@pir in
 PIR mode (run with FLAGS_enable_pir_api=1: forward.json and Paddle's numbers; PIR fetches gradients before clipping,
-the legacy program after it clips them in place, so a PIR case's gradients are checked with a backward alone).
+the legacy program after it clips them in place, so a PIR case's gradients are checked with a backward alone);
+MODEL@f64pir both (its fixture goes under MODEL_f64/pir, for models whose float32 run is ill-conditioned).
 
 A static LRScheduler is not in the program: before each run Paddle's Executor writes the scheduler's current value
 into the learning-rate var (``program.lr_scheduler``, python/paddle/base/executor.py) and the trainer calls
@@ -170,19 +171,19 @@ def paddle_step(out: Path, entry: str) -> None:
     from paddle_legacy_shim import install
     from paddle_programs import without_callstacks
     model, _, form = entry.partition("@")
-    if form != "pir":
+    if not form.endswith("pir"):
         install()   # 3.3.1's paddle.exp, matmul, ... have no legacy static path of their own
     paddle.enable_static()
     paddle.seed(SEED)
     module_name, settings = MODELS[model]
     module = importlib.import_module(module_name)
     feed = module.whole_feed(np.random.default_rng(0))
-    if form == "f64":   # the same batch and seeded parameters, widened
+    if form.startswith("f64"):   # the same batch and seeded parameters, widened
         paddle.set_default_dtype("float64")
         feed = {name: value.astype("float64") if value.dtype == np.float32 else value for name, value in feed.items()}
         if (settings["clip"] or {}).get("name") == "ClipGradByNorm":   # legacy clip_by_norm: float16/32 (check_dtype)
             settings = {**settings, "clip": None}
-    if form == "pir":
+    if form.endswith("pir"):
         if (settings["clip"] or {}).get("name") == "ClipGradByValue":   # 3.3.1's has no _pir_clip: NotImplementedError
             settings = {**settings, "clip": None}
         _pir_step(out, module, settings, feed)
