@@ -97,18 +97,24 @@ class Net:
 
     def cond(self, pred: str, true_fn, false_fn) -> str:
         """select_input(pred, true_fn(), false_fn()): each branch runs only when chosen."""
+        return self.cond_outputs(pred, lambda: [true_fn()], lambda: [false_fn()])[0]
+
+    def cond_outputs(self, pred: str, true_fn, false_fn) -> list[str]:
+        """cond with several results (each fn returns a list, in the same order): one select_input per result."""
         outs, preds = [], [pred, self.logical_not(pred)]
         for branch_pred, fn in zip(preds, (true_fn, false_fn)):
             with self.sub_block() as body:
-                result = fn()
-                out = self.tmp(body.var(result).shape, body.var(result).dtype, block=self.block.parent)
-                self.assign(result, out)
+                results = []
+                for result in fn():
+                    var = body.var(result)
+                    results.append(self.tmp(var.shape, var.dtype, block=self.block.parent))
+                    self.assign(result, results[-1])
             op = self.block.append_op("conditional_block", {"Cond": [branch_pred], "Input": _reads(body)},
-                                      {"Out": [out], "Scope": [self.scopes()]}, {"is_scalar_condition": True})
+                                      {"Out": results, "Scope": [self.scopes()]}, {"is_scalar_condition": True})
             op.set_attr("sub_block", body.idx, AttrType.BLOCK)
-            outs.append(out)
+            outs.append(results)
         mask = self.op("cast", {"X": pred}, {"in_dtype": int(VarType.BOOL), "out_dtype": int(VarType.INT32)})
-        return self.op("select_input", {"X": [outs[1], outs[0]], "Mask": mask})
+        return [self.op("select_input", {"X": [false, true], "Mask": mask}) for true, false in zip(*outs)]
 
     def while_loop(self, cond_fn, body_fn, loop_vars: list[str]) -> list[str]:
         """Run ``loop_vars = body_fn(*loop_vars)`` while ``cond_fn(*loop_vars)``; the loop vars are

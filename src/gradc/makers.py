@@ -32,12 +32,12 @@ class GradContext:
     """
 
     __slots__ = ("fwd", "opdef", "_wants_grad", "_new_tmp", "_backward_block", "grad_of", "_shape", "block",
-                 "_earlier")
+                 "_earlier", "_has_grad")
 
     def __init__(self, fwd: OpDesc, opdef: OpDef, wants_grad: Callable[[str], bool],
                  new_tmp: Callable[[str], str], backward_block: Callable | None = None,
                  grad_of: Callable[[str], str] = grad_name, shape: Callable[[str], list[int] | None] | None = None,
-                 block=None, earlier=None):
+                 block=None, earlier=None, has_grad: Callable[[str], bool] | None = None):
         self.fwd = fwd
         self.opdef = opdef
         self._wants_grad = wants_grad
@@ -47,11 +47,12 @@ class GradContext:
         self._shape = shape
         self.block = block   # the block the grad ops go into (control-flow makers add blocks to its program)
         self._earlier = earlier   # gradc.backward.emit.Earlier: values before an earlier op, and their grads
+        self._has_grad = has_grad   # whether a grad op emitted so far writes a grad (None: assume it does)
 
     def for_op(self, fwd: OpDesc) -> GradContext:
         """The context of another forward op in the same backward (an op a maker builds and differentiates)."""
         return GradContext(fwd, get_opdef(fwd.type), self._wants_grad, self._new_tmp, self._backward_block,
-                           self.grad_of, self._shape, self.block, self._earlier)
+                           self.grad_of, self._shape, self.block, self._earlier, self._has_grad)
 
     def value_before(self, name: str, op: OpDesc) -> str:
         """A copy of the value ``name`` holds just before the earlier forward op ``op`` of this block (made
@@ -88,6 +89,12 @@ class GradContext:
     def wants(self, name: str) -> bool:
         """Whether the var ``name`` gets a gradient in this backward."""
         return self._wants_grad(name)
+
+    def has_grad(self, grad: str) -> bool:
+        """Whether a grad op emitted so far in this backward writes ``grad`` (an output's grad the maker would
+        read). Where none does, the backward fills it with zeros shaped like its var's value, which a maker whose
+        op may leave that var unwritten (select_output) must not read."""
+        return self._has_grad is None or self._has_grad(grad)
 
     def attr(self, name: str):
         return attr_default(self.fwd, name)

@@ -91,7 +91,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
         written = set()
         if idx in on_path:
             prepare_forward(job.forward_block, idx, fwd, opdef)
-            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, names, shape, block, earlier)
+            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, names, shape, block, earlier,
+                                             has_grad)
             try:
                 grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
             except IndexError:

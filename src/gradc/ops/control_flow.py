@@ -64,7 +64,18 @@ def _select_input_grad(g):
 
 
 def _select_output_grad(g):
-    return [g.op("select_input", {"X": g.OG("Out"), "Mask": g.I("Mask")}, {"Out": g.IG("X")})]
+    """select_input of the outputs' grads. An output no grad reaches (or @EMPTY@) gets zeros shaped like X: the
+    backward's zeros would be shaped like the output, which select_output leaves unwritten unless the mask picks it."""
+    ops, grads, zero = [], [], None
+    for out, grad in zip(g.O("Out"), g.OG("Out")):
+        if out != EMPTY_VAR and g.has_grad(grad):
+            grads.append(grad)
+            continue
+        if zero is None:
+            zero = g.tmp(g.I("X")[0])
+            ops.append(g.op("fill_any_like", {"X": g.I("X")}, {"Out": [zero]}, {"value": 0.0, "dtype": -1}))
+        grads.append(zero)
+    return [*ops, g.op("select_input", {"X": grads, "Mask": g.I("Mask")}, {"Out": g.IG("X")})]
 
 
 defop("conditional_block", ["Cond[]", "Input[]"], ["Out[]", "Scope"],
