@@ -63,13 +63,16 @@ def backward_block(outer: BlockBackward, fwd: OpDesc, *, inputs: str, outputs: s
         roles.set_role(op, roles.BACKWARD)
     grad_block.ops = ops
     declare_grad_vars(grad_block, ops)
-    return BlockGrad(grad_block.idx, _outer_reads(ops, given), path.wants_grad, passes)
+    # a branch hands back the grad of a var it overwrites in place under the grad's own name, so it reads the one
+    # given, also where no op of the block does (the new value cut off from the inputs): replaced, never summed
+    return BlockGrad(grad_block.idx, _outer_reads(ops, given, set() if loop else set(handed_back)), path.wants_grad,
+                     passes)
 
 
-def _outer_reads(ops: list[OpDesc], given: list[str]) -> list[str]:
-    """The given grads that some op reads before the block itself writes them, in the order of the op's outputs
-    (Paddle's Out@GRAD lines up with Out)."""
-    reads, written = set(), set()
+def _outer_reads(ops: list[OpDesc], given: list[str], listed: set[str]) -> list[str]:
+    """The given grads that some op reads before the block itself writes them, and those ``listed``, in the order of
+    the op's outputs (Paddle's Out@GRAD lines up with Out)."""
+    reads, written = set(listed), set()
     for op in ops:
         reads.update(n for n in op.input_names() if n not in written)
         written.update(op.output_names())

@@ -150,7 +150,7 @@ class Replay:
         computed = {n for grad_op in backward.ops for n in grad_op.output_names()}
         conds, scalar = [reads.get(c, c) for c in op.input("Cond")], bool(op.attrs.get("is_scalar_condition"))
         results, picks, through = [], [], []
-        passed = dict(zip(op.input("Out"), op.input("Out@GRAD")))
+        outs, given = set(op.input("Out")), set(op.input("Out@GRAD"))
         for var, grad in zip(op.input("Input"), op.output("Input@GRAD")):
             if grad == EMPTY_VAR:
                 continue
@@ -161,8 +161,10 @@ class Replay:
             else:
                 inner.zeros_like(source, ran)
             results.append(ran)
-            if var in passed:   # a value it would overwrite: where it does not run its grad passes, as in its kernel
-                self.op("assign", {"X": [reads.get(passed[var], passed[var])]}, {"Out": [ran]})
+            # a value it would overwrite: where it does not run, the grad given for it (named as its own, which
+            # Out@GRAD lists only where the loss reaches it) passes through, as in its kernel
+            if var in outs and value in given:
+                self.op("assign", {"X": [reads.get(value, value)]}, {"Out": [ran]})
                 through.append(ran)
                 reads[grad] = ran
             else:
