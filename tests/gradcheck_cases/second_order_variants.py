@@ -2,7 +2,7 @@
 its backward, the grad op's maker checked by central differences), where no second-order case checks its grad op
 with the same attributes yet: so a grad op's maker is checked in each attribute variant its op is.
 
-Left out, each with why (LEFT_OUT, _left_out): variants second_order.py cannot build or check, with where else they
+Left out, each with why (_left_out): variants second_order.py cannot build or check, with where else they
 are checked, and the slowest (tests/test_higher_order_refusals.py keeps the reasons true).
 """
 
@@ -18,16 +18,9 @@ from gradc import registry
 from . import Case
 from .second_order import second_order
 
-LEFT_OUT = {
-    "select_input": "control flow: second_order.py cannot build it; control_flow.py checks it",
-}
-
-
 def _left_out(case: Case) -> str | None:
     """Why a variant's second derivative is not checked here, or None."""
     attrs, arrays = case.attrs, [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]
-    if case.op in LEFT_OUT:
-        return LEFT_OUT[case.op]
     if case.op in ("resnet_unit", "resnet_basic_block") and not attrs.get("has_shortcut"):
         return ("second_order.py fetches every output, and without a shortcut the op writes no ConvZ (Conv3); "
                 "resnet_fusion.py's second-order cases check these variants")

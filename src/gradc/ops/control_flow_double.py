@@ -23,6 +23,7 @@ from . import control_flow  # noqa: F401  (registers the grad ops given makers h
 
 RENAMED = re.compile(r"@RENAME@block\d+@\d+$")   # a grad op's output renamed by the sums of the backward pass
 REPLAYED = "@REPLAY@"   # in the names of the vars a replay writes
+FROM_COPIES = "always_from_copies"   # the condition of a replay that reads GradContext.value_before's copies
 
 
 class Replay:
@@ -213,21 +214,23 @@ def outer_reads(block: Block) -> list[str]:
     return list(reads)
 
 
-def differentiated_run(g, replay: Block, outputs: list[str], conds: list[str] | None = None,
-                       scalar: bool = True) -> list[OpDesc]:
-    """A conditional_block running ``replay`` (on ``conds``, a scalar condition or, not ``scalar``, tensors that
-    must all hold an element; else always) and writing ``outputs``, then its grad ops from conditional_block's own
-    maker."""
-    ops = []
-    if conds is None:
-        conds = [g.block.create_var(Replay(replay).unique("always"), [1], VarType.BOOL).name]
-        ops.append(OpDesc("fill_constant", {}, {"Out": conds}, {"shape": [1], "dtype": int(VarType.BOOL),
-                                                                  "value": 1.0}))
+def differentiated_run(g, replay: Block, outputs: list[str], from_copies: bool = False) -> list[OpDesc]:
+    """A conditional_block that always runs ``replay``, writing ``outputs``, then its grad ops from conditional_block's
+    own maker. Its condition's name says whether the replay reads ``from_copies`` made by GradContext.value_before
+    (a third derivative refuses those)."""
+    always = g.block.create_var(Replay(replay).unique(FROM_COPIES if from_copies else "always"), [1], VarType.BOOL).name
     scope = Replay(g.block).var("scope", VarType.STEP_SCOPES, None)
-    run = OpDesc("conditional_block", {"Cond": list(conds), "Input": outer_reads(replay)},
-                 {"Out": outputs, "Scope": [scope]}, {"is_scalar_condition": scalar})
+    run = OpDesc("conditional_block", {"Cond": [always], "Input": outer_reads(replay)},
+                 {"Out": outputs, "Scope": [scope]}, {"is_scalar_condition": True})
     run.set_attr("sub_block", replay.idx, AttrType.BLOCK)
-    return [*ops, run, *get("conditional_block").grad(g.for_op(run))]
+    return [OpDesc("fill_constant", {}, {"Out": [always]}, {"shape": [1], "dtype": int(VarType.BOOL), "value": 1.0}),
+            run, *get("conditional_block").grad(g.for_op(run))]
+
+
+def always_true(program, cond: str) -> bool:
+    """Whether every op writing ``cond`` sets it true (differentiated_run's condition)."""
+    writers = [op for block in program.blocks for op in block.ops if cond in op.output_names()]
+    return bool(writers) and all(op.type == "fill_constant" and op.attrs.get("value") == 1.0 for op in writers)
 
 
 def _conditional_block_grad(g) -> list[OpDesc]:
@@ -238,9 +241,13 @@ def _conditional_block_grad(g) -> list[OpDesc]:
     program = g.block.program
     backward = program.blocks[g.attr("sub_block")]
     forward = program.blocks[backward.forward_block_idx]
-    if any(REPLAYED in name for name in forward.vars):
-        raise GradError("conditional_block_grad: gradc does not differentiate control flow three times (this grad op "
-                        "runs the replay of a second derivative's maker)")
+    if any(op.type == "conditional_block" and always_true(program, op.input("Cond")[0]) for op in forward.ops):
+        raise GradError("conditional_block_grad: gradc does not differentiate control flow four times (this grad op "
+                        "runs the replay of a third derivative's maker)")
+    if g.I("Cond")[0].startswith(FROM_COPIES + REPLAYED):
+        raise GradError("conditional_block_grad: gradc does not differentiate control flow three times where the "
+                        "second derivative's replay reads copies of values overwritten in place (a branch at the top "
+                        "writing a value it had before, a while loop over a fed var)")
     top, reads, kept = Replay(program.append_block(g.block.idx), forward, backward), {}, []
 
     def keep(name: str, op: OpDesc) -> str:
@@ -263,7 +270,7 @@ def _conditional_block_grad(g) -> list[OpDesc]:
         top.op("assign", {"X": [reads[grad]]}, {"Out": [grad]})
     for name, op, copy in kept:
         g.add_grad_before(name, op, g.grad_of(copy))
-    return differentiated_run(g, top.block, outputs)
+    return differentiated_run(g, top.block, outputs, from_copies=bool(kept))
 
 
 # a grad op: the backward pass sees it through its inputs and outputs, not the names its block uses; the

@@ -242,6 +242,9 @@ def select_input(k):
 
 @kernel("select_output")
 def select_output(k):
-    outs = [None] * len(k.out_names("Out"))
-    outs[_mask(k, len(outs))] = k.x("X")
+    """Out[Mask] = X; the others zeros shaped like X (Paddle leaves them unwritten): as the grads of a cond's branch
+    outputs, a branch that did not run then still has a zero grad for the replays of higher derivatives to read."""
+    x = k.x("X")
+    outs = [_zeros_like(x) for _ in k.out_names("Out")]
+    outs[_mask(k, len(outs))] = x
     return {"Out": outs}
