@@ -7,6 +7,7 @@ import pytest
 import gradc
 from gradc.gradcheck import check_program
 from gradc.ir import EMPTY_VAR, VarType
+from gradcheck_cases.control_flow_outputs import _penalty_of_w1, _split_weights
 from programs import Net
 
 rng = np.random.default_rng(3)
@@ -302,3 +303,16 @@ def test_a_loop_var_that_starts_constant_names_its_grad_for_the_step_before():
     assert f"{c}@GRAD" in while_grad.input("Out@GRAD")
     assert while_grad.output("X@GRAD")[while_grad.input("X").index(c)] == f"{c}@GRAD"
     check_program(net.program, {"x": randn(2, 3)}, ["x", "w"], loss=loss, params={"w": PARAMS["w"]})
+
+
+@pytest.mark.parametrize("flag", [1.0, -1.0])
+def test_a_second_backward_makes_no_zeros_like_an_output_select_output_may_leave_unwritten(flag):
+    """No grad reaches the branch that only w2 feeds: select_output's maker gives that output zeros shaped like its X
+    (GradContext.has_grad), not the backward's zeros shaped like the output, which Paddle's select_output leaves
+    unwritten where the mask does not pick it (gradc's kernel writes zeros there, so only the program shows it)."""
+    case = _penalty_of_w1(_split_weights(flag))
+    gradc.gradients(case["program"], case["loss"], case["wrt"])
+    ops = case["program"].global_block.ops
+    unwritten = {name for op in ops if op.type == "select_output" for name in op.output("Out")}
+    zeros_like = [op.input("X")[0] for op in ops if op.type == "fill_any_like"]
+    assert zeros_like and not unwritten & set(zeros_like)
