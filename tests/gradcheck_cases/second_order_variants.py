@@ -18,6 +18,7 @@ from gradc import registry
 from . import Case
 from .second_order import second_order
 
+
 def _left_out(case: Case) -> str | None:
     """Why a variant's second derivative is not checked here, or None."""
     attrs, arrays = case.attrs, [a for v in case.inputs.values() for a in (v if isinstance(v, list) else [v])]
