@@ -64,7 +64,8 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 var = names.source(name)
                 if var is not None and lookup(block, var) is not None:
                     zero_fill(name)
-        emitted.extend(acc.sums_before(reads))
+        if pending_grads:   # no grad awaits a sum: most ops, no call
+            emitted.extend(acc.sums_before(reads))
         acc.record_outputs(op, reads)
         emitted.append(op)
 
@@ -85,13 +86,15 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     on_path = set(path.op_indices)
     stale_reads = versions.may_be_stale(job.forward_block)
     earlier = Earlier(job)
+    get_opdef = registry.get
+    grad_of = names.__getitem__   # the same lookup as names(var), without the call through the class's __call__
     for idx in range(len(forward_ops) - 1, -1, -1):
         fwd = forward_ops[idx]
-        opdef = registry.get(fwd.type)
+        opdef = get_opdef(fwd.type)
         written = set()
         if idx in on_path:
             prepare_forward(job.forward_block, idx, fwd, opdef)
-            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, names, shape, block, earlier,
+            context = registry.GradContext(fwd, opdef, wants, new_tmp, backward_block, grad_of, shape, block, earlier,
                                              has_grad)
             try:
                 grad_ops = [op for op in opdef.grad(context) if any(op.output_names())]
@@ -108,10 +111,12 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
                 written.update(grad_op.output_names())   # before append renames a second writer's output
                 append(grad_op)
         if opdef is None or not opdef.partial_write:   # earlier ops see the value this op overwrote
-            for name in fwd.output_names():
-                grad = names(name)
-                if grad not in written:
-                    acc.forget(grad)
+            for args in fwd.outputs.values():
+                for name in args:
+                    grad = grad_of(name)
+                    if grad not in written:   # GradAccumulator.forget, inlined on the pass's hot loop
+                        written_grads.pop(grad, None)
+                        pending_grads.pop(grad, None)
         if earlier.later:   # almost always empty: one test per op on the pass's hot loop
             for name, grad in earlier.later.pop(idx, ()):   # the grad of a value before this op, from a later one
                 if wants(name):

@@ -87,7 +87,8 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     op_facts = [facts_of[op.type] for op in ops]
     for op, outputs, facts in zip(ops, outputs_of, op_facts):
         skip = facts.skip
-        inputs = [n for slot, args in op.inputs.items() if slot not in skip for n in args]
+        inputs = ([n for slot, args in op.inputs.items() if slot not in skip for n in args] if skip
+                  else [n for args in op.inputs.values() for n in args])
         if leaves is None:
             for name in inputs:
                 if name not in written and differentiable[name]:

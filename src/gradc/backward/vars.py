@@ -6,6 +6,8 @@ from ..errors import GradError
 from ..ir import EMPTY_VAR, GRAD_SUFFIX, Block, OpDesc, VarDesc
 from .sparse import mark_sparse_grads
 
+_SUFFIX_LEN = len(GRAD_SUFFIX)
+
 
 def forward_name(grad: str) -> str:
     """x@GRAD@RENAME@block0@1 -> x; x@GRAD -> x; x@GRAD@GRAD (a second-order grad) -> x@GRAD."""
@@ -22,8 +24,12 @@ def lookup(block: Block, name: str) -> VarDesc | None:
 def derived_var(source: VarDesc, name: str) -> VarDesc:
     """A var the backward adds (a grad, a temporary, a saved copy): typed and shaped like ``source``,
     but none of its flags: it is not a parameter, not persistable, not fed."""
-    var = source.copy(name)
+    var = VarDesc.__new__(VarDesc)   # VarDesc.copy's fields, the flags set once: a backward declares thousands
+    var.name, var.type, var.dtype = name, source.type, source.dtype
+    var.lod_level, var.raw_type = source.lod_level, source.raw_type
+    var.shape = None if source.shape is None else list(source.shape)
     var.persistable, var.is_parameter, var.need_check_feed, var.stop_gradient = False, None, None, False
+    var.attrs, var.dist = list(source.attrs), source.dist
     return var
 
 
@@ -36,7 +42,7 @@ def declare_grad_vars(block: Block, ops: list[OpDesc]) -> list[str]:
             for name in args:
                 if name in declared or name == EMPTY_VAR:
                     continue
-                base = forward_name(name)
+                base = name[:-_SUFFIX_LEN] if name.endswith(GRAD_SUFFIX) else forward_name(name)
                 source = own.get(base) or lookup(block, base)
                 if source is None:
                     continue

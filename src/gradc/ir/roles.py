@@ -14,19 +14,27 @@ def set_role(op: OpDesc, role: int) -> None:
 
 
 def set_roles(ops, role: int) -> None:
-    """The role of each op (one loop for a backward's thousands)."""
+    """The role of each op (one loop for a backward's thousands). An INT or STRINGS value is stored as given, so
+    the attribute dicts are written directly: what set_attr does, without its call per attribute."""
     for op in ops:
-        op.set_attr("op_role", role, _INT)
-        if "op_role_var" not in op.attrs:  # Paddle carries it, empty, on every op
-            op.set_attr("op_role_var", [], _STRINGS)
+        if op.var_attrs:   # an attribute named as a var: set_attr keeps the op's list of them right
+            op.set_attr("op_role", role, _INT)
+            if "op_role_var" not in op.attrs:
+                op.set_attr("op_role_var", [], _STRINGS)
+            continue
+        attrs, types = op.attrs, op.attr_types
+        attrs["op_role"], types["op_role"] = role, _INT
+        if "op_role_var" not in attrs:  # Paddle carries it, empty, on every op
+            attrs["op_role_var"], types["op_role_var"] = [], _STRINGS
 
 
 def tag_param_grads(ops: list[OpDesc], pairs: list[tuple[str, str]]) -> None:
     """op_role_var = [param, param@GRAD] on the op that finally writes each parameter's grad."""
     last_writer: dict[str, OpDesc] = {}
     for op in ops:
-        for name in op.output_names():
-            last_writer[name] = op
+        for args in op.outputs.values():   # op.output_names() without building its list
+            for name in args:
+                last_writer[name] = op
     for param, grad in sorted(pairs):
         writer = last_writer.get(grad)
         if writer is not None:
