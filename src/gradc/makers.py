@@ -185,7 +185,12 @@ class GradOp:
             inputs[grad_slot] = list(map(grad_of, forward_outputs.get(slot, ())))
         outputs = {}
         for slot, grad_slot in input_grads:
-            grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in forward_inputs.get(slot, ())]
+            args = forward_inputs.get(slot, ())
+            if len(args) == 1:   # most slots hold one var: its grad or nothing, without a comprehension's frame
+                grad = grad_of(args[0]) if wants(args[0]) else EMPTY_VAR
+                outputs[grad_slot] = [grad] if grad != EMPTY_VAR else []
+                continue
+            grads = [grad_of(n) if wants(n) else EMPTY_VAR for n in args]
             outputs[grad_slot] = grads if grads.count(EMPTY_VAR) != len(grads) else []
         op = OpDesc.__new__(OpDesc)
         op.type, op.inputs, op.outputs = grad_type, inputs, outputs

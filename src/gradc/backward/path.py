@@ -85,28 +85,32 @@ def find_path(block: Block, ops: list[OpDesc], targets: set[str], no_grad: set[s
     differentiable = _DifferentiableVars(block, no_grad)
     facts_of = _Facts()
     op_facts = [facts_of[op.type] for op in ops]
+    # per op, loops and filter() rather than comprehensions: Python 3.11 runs each comprehension in a frame of its own
+    is_differentiable = differentiable.__getitem__
     for op, outputs, facts in zip(ops, outputs_of, op_facts):
         skip = facts.skip
-        inputs = ([n for slot, args in op.inputs.items() if slot not in skip for n in args] if skip
-                  else [n for args in op.inputs.values() for n in args])
+        inputs = []
+        for slot, args in op.inputs.items():
+            if slot not in skip:
+                inputs += args
         if leaves is None:
             for name in inputs:
                 if name not in written and differentiable[name]:
                     carries.add(name)
             written.update(outputs)
-        carried = [n for n in inputs if n in carries] if facts.has_grad else []
+        carried = list(filter(carries.__contains__, inputs)) if facts.has_grad else []
         carried_inputs.append(carried)
         if facts.overwrites:
             carries.difference_update(outputs)
         if carried:
-            carries.update([n for n in outputs if differentiable[n]])
+            carries.update(filter(is_differentiable, outputs))
 
     needed = set(targets)   # vars whose current value's gradient reaches the targets
     wants = targets & leaves if leaves else set()   # a block that may not run passes their grads through
     on_path = []
     for idx in range(len(ops) - 1, -1, -1):
         inputs = carried_inputs[idx]
-        outputs = [n for n in outputs_of[idx] if n in needed and differentiable[n]]
+        outputs = list(filter(is_differentiable, filter(needed.__contains__, outputs_of[idx])))
         facts = op_facts[idx]
         if facts.overwrites:
             needed.difference_update(outputs_of[idx])
