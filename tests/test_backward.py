@@ -5,7 +5,9 @@ import pytest
 
 import gradc
 from gradc.backward import append_grad_ops
+from gradc.backward.vars import derived_var
 from gradc.gradcheck import check_program
+from gradc.ir import VarDesc
 from gradc.layers import ProgramBuilder
 
 
@@ -30,6 +32,21 @@ def test_param_and_input_grads():
     block = net.program.global_block
     assert {"x@GRAD", "w@GRAD", "tanh_0.tmp_0@GRAD"} <= set(block.vars)
     assert block.var("w@GRAD").shape == [3, 2] and block.var("w@GRAD").dtype == gradc.VarType.FP64
+    assert block.var("w@GRAD").shape is not block.var("w").shape   # its own list: reshaping one leaves the other
+    assert not block.var("w@GRAD").persistable and not block.var("w@GRAD").is_parameter
+
+
+def test_a_derived_var_is_its_source_but_for_its_name_and_flags():
+    source = VarDesc("x", [-1, 3], gradc.VarType.FP64, persistable=True, is_parameter=True, stop_gradient=True,
+                     need_check_feed=True, lod_level=1)
+    source.attrs, source.dist = [b"\n\x01a\x10\x02\"\x01b"], ([4, 3], "{}")   # a VarDesc.Attr kept as bytes
+    expected = source.copy("x@GRAD")
+    expected.persistable, expected.is_parameter = False, None
+    expected.need_check_feed, expected.stop_gradient = None, False
+    var = derived_var(source, "x@GRAD")
+    fields = VarDesc.__slots__
+    assert {slot: getattr(var, slot) for slot in fields} == {slot: getattr(expected, slot) for slot in fields}
+    assert var.shape is not source.shape and var.attrs is not source.attrs
 
 
 def test_stop_gradient_prunes_everything_behind_it():
@@ -37,6 +54,32 @@ def test_stop_gradient_prunes_everything_behind_it():
     gradc.append_backward(net.program, loss)
     assert "x@GRAD" not in net.program.global_block.vars
     assert "tanh_grad" not in ops_of(net.program)
+
+
+def test_an_input_that_wants_no_grad_leaves_its_grad_slot_as_paddle_does():
+    """A one-var slot is left empty; a list slot keeps @EMPTY@ in its place, so the grads stay aligned with the vars."""
+    net, loss = two_layer(stop_hidden=True)   # matmul_v2's X wants no grad, its Y (w) does
+    gradc.append_backward(net.program, loss)
+    matmul_grad = next(op for op in net.program.global_block.ops if op.type == "matmul_v2_grad")
+    assert matmul_grad.outputs == {"X@GRAD": [], "Y@GRAD": ["w@GRAD"]}
+    net = ProgramBuilder()
+    a = net.data("a", [2, 3], "float64", stop_gradient=True)
+    b = net.parameter("b", [2, 3], "float64")
+    loss = net.mean(net.op("concat", {"X": [a, b]}, {"axis": 0})[0])
+    gradc.append_backward(net.program, loss)
+    concat_grad = next(op for op in net.program.global_block.ops if op.type == "concat_grad")
+    assert concat_grad.outputs == {"X@GRAD": ["@EMPTY@", "b@GRAD"]}
+
+
+def test_op_role_var_names_every_param_grad_an_op_writes_last():
+    """Paddle's op_role_var on the op that finally writes each parameter's grad: for parameters of one list slot
+    (concat's X), one op carries both pairs, sorted by parameter."""
+    net = ProgramBuilder()
+    b, a = net.parameter("b", [2, 3], "float64"), net.parameter("a", [2, 3], "float64")
+    loss = net.mean(net.op("concat", {"X": [b, a]}, {"axis": 0})[0])
+    gradc.append_backward(net.program, loss)
+    tagged = [(op.type, op.attrs["op_role_var"]) for op in net.program.global_block.ops if op.attrs.get("op_role_var")]
+    assert tagged == [("concat_grad", ["a", "a@GRAD", "b", "b@GRAD"])]
 
 
 def test_no_grad_set_and_parameter_list():

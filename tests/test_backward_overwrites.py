@@ -77,3 +77,36 @@ def test_a_value_overwritten_by_an_op_without_gradient_is_off_the_path():
     grads = check_program(_overwritten(read_after=True)[0], {"x": rng.standard_normal((2, 3))}, ["w"], loss,
                           {"w": rng.standard_normal((2, 3))})
     np.testing.assert_allclose(grads["w"], np.full((2, 3), 1 / 6))
+
+
+def test_a_name_written_anew_starts_a_new_value_whose_grad_is_its_own():
+    """y = a * w; z = tanh(y); y = b * w (a new value, from no old one); loss = mean(z + y): the grads of the
+    two values of y are not added together."""
+    net = ProgramBuilder()
+    a, b, w = (net.data("a", [2, 3], "float64"), net.data("b", [2, 3], "float64"),
+               net.parameter("w", [2, 3], "float64"))
+    net.block.create_var("y", [2, 3], gradc.VarType.FP64)
+    net.block.append_op("elementwise_mul", {"X": [a], "Y": [w]}, {"Out": ["y"]})
+    z = net.op("tanh", {"X": "y"})[0]
+    net.block.append_op("elementwise_mul", {"X": [b], "Y": [w]}, {"Out": ["y"]})
+    loss = net.mean(net.op("elementwise_add", {"X": z, "Y": "y"})[0])
+    rng = np.random.default_rng(0)
+    check_program(net.program, {"a": rng.standard_normal((2, 3)), "b": rng.standard_normal((2, 3))}, ["a", "b", "w"],
+                  loss, {"w": rng.standard_normal((2, 3))})
+
+
+def test_a_new_value_off_the_path_drops_the_parts_of_its_grad_awaiting_a_sum():
+    """y = a * w; z = tanh(y); y = assign(c), c wanting no grad; loss = mean((z + y) * y): the new y's grad has two
+    writers, summed by no one (its writer is off the path), and none of them reaches the old y's grad."""
+    net = ProgramBuilder()
+    a, w = net.data("a", [2, 3], "float64"), net.parameter("w", [2, 3], "float64")
+    c = net.data("c", [2, 3], "float64", stop_gradient=True)
+    net.block.create_var("y", [2, 3], gradc.VarType.FP64)
+    net.block.append_op("elementwise_mul", {"X": [a], "Y": [w]}, {"Out": ["y"]})
+    z = net.op("tanh", {"X": "y"})[0]
+    net.block.append_op("assign", {"X": [c]}, {"Out": ["y"]})
+    both = net.op("elementwise_add", {"X": z, "Y": "y"})[0]
+    loss = net.mean(net.op("elementwise_mul", {"X": both, "Y": "y"})[0])
+    rng = np.random.default_rng(0)
+    check_program(net.program, {"a": rng.standard_normal((2, 3)), "c": rng.standard_normal((2, 3))}, ["a", "w"],
+                  loss, {"w": rng.standard_normal((2, 3))})

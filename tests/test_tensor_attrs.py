@@ -64,6 +64,9 @@ def test_the_backward_reads_it_too_and_gives_it_no_gradient():
     gradc.append_backward(program, "loss")
     grad_op = next(op for op in program.global_block.ops if op.type == "reduce_mean_grad")
     assert grad_op.attrs["dim"] == "axis" and grad_op.attr_types["dim"] == AttrType.VAR
+    # its role is set as on any grad op, and the attribute stays the one naming a var
+    assert (grad_op.attrs["op_role"], grad_op.attrs["op_role_var"], grad_op.var_attrs) == (1, [], ("dim",))
+    assert (grad_op.attr_types["op_role"], grad_op.attr_types["op_role_var"]) == (AttrType.INT, AttrType.STRINGS)
     assert "axis@GRAD" not in {name for op in program.global_block.ops for name in op.output_names()}
     dx, = gradc.Executor().run(program, {"x": X, "axis": np.array([0])}, fetch_list=["x@GRAD"])
     np.testing.assert_allclose(dx, np.full((2, 3), 1 / 6))
