@@ -47,11 +47,9 @@ GRADC_ONLY = {"fill_zeros_like": "older Paddle programs zero-fill grads with it"
                               "Paddle has no second derivative of the sequence losses: gradc's takes a complex step "
                               "through the kernel where sizes are known at run time only"),
               **dict.fromkeys(("lstm_grad_grad", "gru_grad_grad", "rnn_grad_grad", "cumprod_grad_grad",
-                               "reduce_prod_grad_grad"),
+                               "reduce_prod_grad_grad", "put_along_axis_grad_grad"),
                               "Paddle has no derivative of these grads: gradc's takes them along any number of "
                               "directions, on nested duals (gradc.ops.directional_double)"),
-              "put_along_axis_grad_grad": "Paddle has no such op: gradc's takes the grad's tangents at the complex "
-                                          "point of its complex step (third derivatives, gradc.ops.complex_point)",
               **dict.fromkeys(("grid_sampler_grad_grad", "deformable_conv_grad_grad", "deformable_conv_v1_grad_grad",
                                "ms_deform_attn_grad_grad", "ms_deformable_attn_grad_grad"),
                               "Paddle has no such op: gradc's holds the bilinear weights' derivatives along one or"

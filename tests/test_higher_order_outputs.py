@@ -42,31 +42,40 @@ def test_a_loss_of_cross_entropy2_s_match_x_reaches_x_at_the_labels_only():
     assert np.all(grads["x"][~at_labels] == 0) and np.all(grads["x"][at_labels] != 0)
 
 
-@pytest.mark.parametrize("include_self", [True, False])
-def test_put_along_axis_with_reduce_mul_is_differentiated_three_times(include_self):
-    """mul's second derivative takes a complex step through put_along_axis_grad (exact to rounding, zeros among the
-    factors, two in one group too); a third backward differentiates that op at its complex factors with
-    put_along_axis_grad_grad's exact tangents, checked against central differences, and a fourth refuses it."""
+def _weighted(net: ProgramBuilder, x: str, weights: str) -> str:
+    return net.op("reduce_sum", {"X": net.op("elementwise_mul", {"X": x, "Y": weights})[0]},
+                  {"dim": [0], "keep_dim": False, "reduce_all": True})[0]
+
+
+def test_put_along_axis_with_reduce_mul_is_differentiated_five_times():
+    """mul's grad is dOut times products of the other factors of each run-time group: its second derivative is
+    put_along_axis_grad_grad along one direction (exact on duals), every later one that op along one more, each
+    checked against central differences: groups of up to six factors, Input among them, a zero among them (several
+    in one group: row 1's broadcast Value is 0)."""
+    rng, value_shape = np.random.default_rng(5), (2, 1)
     net = ProgramBuilder()
     x = net.data("x", [2, 3], "float64", stop_gradient=False)
-    index = net.data("index", [2, 3], "int64")
-    value = net.data("value", [2, 1], "float64", stop_gradient=False)   # broadcast along the axis
-    out = net.op("put_along_axis", {"Input": x, "Index": index, "Value": value},
-                 {"Axis": 1, "Reduce": "mul", "Include_self": include_self}, outputs=["Result"])[0]
-    gradc.append_backward(net.program, _squared_mean(net, out))
-    loss2 = net.op("elementwise_add", {"X": _squared_mean(net, "x@GRAD"), "Y": _squared_mean(net, "value@GRAD")})[0]
-    feed = {"x": np.array([[0.5, 0.0, -1.2], [1.5, 0.7, 2.0]]), "index": np.array([[1, 1, 0], [0, 2, 2]]),
-            "value": np.array([[1.3], [-0.8]])}
-    check_program(net.program, feed, ["x", "value"], loss=loss2)
-    gradc.gradients(net.program, loss2, ["x", "value"])
-    loss3 = net.op("elementwise_add", {"X": _squared_mean(net, "x@GRAD@2"),
-                                       "Y": _squared_mean(net, "value@GRAD@2")})[0]
-    grads = check_program(net.program, feed, ["x", "value"], loss=loss3, rtol=1e-5, atol=1e-8)
-    assert all(np.abs(g).max() > 1e-4 for g in grads.values())
-    gradc.gradients(net.program, loss3, ["x", "value"])
-    assert "put_along_axis_grad_grad" in {op.type for op in net.block.ops}
-    with pytest.raises(gradc.GradError, match=r"\(put_along_axis_grad_grad\) reads complex"):
-        gradc.gradients(net.program, _squared_mean(net, "x@GRAD@3"), ["x"])
+    value = net.data("value", list(value_shape), "float64", stop_gradient=False)
+    for name, shape in (("index", [2, 6]), ("wx", [2, 3]), ("wv", list(value_shape)), ("wo", [2, 3])):
+        net.data(name, shape, "int64" if name == "index" else "float64")
+    out = net.op("put_along_axis", {"Input": x, "Index": "index", "Value": value},
+                 {"Axis": 1, "Reduce": "mul"}, outputs=["Result"])[0]
+    gradc.append_backward(net.program, _weighted(net, out, "wo"))
+    feed = {"x": np.array([[0.9, 0.0, -0.8], [0.6, 1.1, -0.7]]), "index": np.array([[1, 1, 1, 1, 1, 0],
+                                                                                    [0, 2, 2, 0, 2, 2]]),
+            "value": rng.uniform(0.6, 1.2, value_shape) * rng.choice([-1, 1], value_shape),
+            "wx": rng.normal(size=(2, 3)), "wv": rng.normal(size=value_shape), "wo": rng.normal(size=(2, 3))}
+    feed["value"][1] = 0.0
+    loss = None
+    for order in (2, 3, 4, 5):
+        suffix = "" if order == 2 else f"@{order - 1}"
+        if loss is not None:
+            gradc.gradients(net.program, loss, ["x", "value"])
+        loss = net.op("elementwise_add", {"X": _weighted(net, f"x@GRAD{suffix}", "wx"),
+                                          "Y": _weighted(net, f"value@GRAD{suffix}", "wv")})[0]
+        grads = check_program(net.program, feed, ["x", "value"], loss=loss, rtol=1e-5, atol=1e-8)
+        assert min(np.abs(grads[name]).max() for name in ("x", "value")) > 1
+    assert [op.type for op in net.block.ops].count("put_along_axis_grad_grad") > 3
 
 
 @pytest.mark.parametrize("attrs", [{"dim": 1}, {"dim": -1, "exclusive": True, "reverse": True}])
@@ -183,9 +192,11 @@ def test_median_is_differentiated_twice_with_its_axes_in_axis_tensor():
     check_program(net.program, feed, ["x"], loss=loss)
 
 
-def test_put_along_axis_grad_of_complex_values_with_reduce_amax_is_not_differentiated():
-    """amin/amax order their values: on complex ones gradc refuses rather than differentiating an order numpy takes
-    from the real parts."""
+@pytest.mark.parametrize("reduce", ["amax", "mul"])
+def test_put_along_axis_grad_of_complex_values_is_not_differentiated(reduce):
+    """put_along_axis has no gradient of complex values (nor a complex kernel in Paddle), and gradc's own backwards no
+    longer step its grad to complex factors, so a complex put_along_axis_grad is refused by name (amin/amax would
+    order values by their real parts; mul's kernel takes no conjugates)."""
     net = ProgramBuilder()
     for name in ("x", "dout"):
         net.data(name, [2, 3], "complex128", stop_gradient=False)
@@ -195,7 +206,7 @@ def test_put_along_axis_grad_of_complex_values_with_reduce_amax_is_not_different
     net.data("dx", [2, 3], "complex128")
     net.block.append_op("put_along_axis_grad", {"Input": ["x"], "Index": ["index"], "Value": ["value"],
                                                 "Result": ["result"], "Result@GRAD": ["dout"]}, {"Input@GRAD": ["dx"]},
-                        {"Axis": 1, "Reduce": "amax"})
+                        {"Axis": 1, "Reduce": reduce})
     loss = net.mean(net.op("real", {"X": "dx"})[0])
-    with pytest.raises(gradc.GradError, match="Reduce amax orders its values"):
+    with pytest.raises(gradc.GradError, match=r"\(put_along_axis_grad\) reads complex"):
         gradc.gradients(net.program, loss, ["dout"])

@@ -3,7 +3,6 @@ three transforms over one and several axes, each normalization, both directions,
 onesided or not and fft_c2r with last_dim_size. Complex inputs are checked along both the real and the imaginary
 direction of each element (gradc.gradcheck.numeric_grad)."""
 
-import numpy as np
 
 from . import Case, rng
 from .lod_rnn import third_order, third_order_checked
@@ -137,8 +136,3 @@ CASES += [Case(case.op, {}, case.attrs, program=third_order(case, case.op, True,
                atol=1e-6) for case in (thrice(Case("cumprod", {"X": crandn(5, 2)}, {"dim": 0, "reverse": True})),
                                        THRICE[1])]
 
-# put_along_axis_grad on complex values: mul's second derivative steps it at complex factors, so a third backward
-# differentiates it there (its grad op put_along_axis_grad_grad; second_order_select's cases check that op too)
-CASES.append(third_order(second_order("put_along_axis", {"Input": randn(2, 3), "Index": np.array([[1, 1], [0, 2]]),
-                                                         "Value": randn(2, 2)}, {"Axis": 1, "Reduce": "mul"}),
-                         "put_along_axis_grad"))

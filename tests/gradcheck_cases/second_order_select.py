@@ -9,7 +9,7 @@ import gradc
 from programs import Net
 
 from . import Case, rng
-from .lod_rnn import third_order
+from .lod_rnn import third_order, third_order_checked
 from .second_order import distinct, positive, randn, second_order
 from .tensor_array import array, to_tensor, write
 
@@ -28,8 +28,28 @@ def unpool_inputs(x_shape, out_shape):
 
 
 PUT_INDEX = ids([0, 0, 3], [1, 3, 2], [2, 2, 2])
+# Reduce mul's later orders: put_along_axis_grad_grad along one more direction each backward, on groups of up to six
+# factors (so that a fourth derivative's three-direction terms are not 0), zeros among them (two in one group)
+PUT_GROUPS = ids([1, 1, 1, 1, 0], [0, 2, 2, 0, 2], [3, 3, 3, 3, 3])
+MUL_WITH_ZEROS = second_order("put_along_axis", {"Input": np.array([[0.9, 0.0, -0.8, 1.1], [0.6, 1.2, -0.7, 0.0],
+                                                                    [1.3, -0.5, 0.8, 0.7]]), "Index": PUT_GROUPS,
+                                                 "Value": np.array([[0.8, -1.1, 0.7, 0.0, 1.2], [1.1, 0.0, -0.9, 0.6,
+                                                                                                0.0],
+                                                                    [-0.7, 1.3, 0.9, -1.0, 0.8]])},
+                              {"Axis": 1, "Reduce": "mul"})
+MUL_BROADCAST = second_order("put_along_axis", {"Input": np.array([[0.9, -1.2, 0.8, 1.1], [0.6, 1.2, -0.7, 0.5],
+                                                                   [1.3, -0.5, 0.8, 0.7]]), "Index": PUT_GROUPS,
+                                                "Value": np.array([[0.9], [-1.1], [0.8]])},
+                             {"Axis": 1, "Reduce": "multiply", "Include_self": False})
+# the second backward's directions made checked inputs, so the grads the op gives its directions are checked too
+MUL_THIRD = [third_order_checked(case, "put_along_axis_grad_grad", None, ["Input0", "Value0"])
+             for case in (MUL_WITH_ZEROS, MUL_BROADCAST)]
 
 CASES = [
+    *MUL_THIRD,
+    *(Case("put_along_axis_grad_grad", {}, case.attrs, program=third_order(case, "put_along_axis_grad_grad",
+                                                                         order=4).program, rtol=1e-4, atol=1e-6)
+      for case in MUL_THIRD),
     second_order("top_k_v2", {"X": distinct(3, 4)}, {"k": 2}),
     second_order("top_k_v2", {"X": distinct(3, 2, 2)}, {"k": 2, "axis": 0, "largest": False}),
     second_order("argsort", {"X": distinct(2, 3)}),
@@ -57,17 +77,6 @@ CASES = [
     second_order("put_along_axis", {"Input": np.array([[0.5, 1.0], [2.0, -1.0]]), "Index": ids([0, 0], [1, 1]),
                                     "Value": np.array([[0.5, 0.5], [-1.0, 3.0]])},
                  {"Axis": 1, "Reduce": "amin"}, tied=True),
-    # third derivatives of mul: the stepped put_along_axis_grad at complex factors by put_along_axis_grad_grad's
-    # exact tangents; with zeros among the factors (checked element by element: moving two zeros of a group at once
-    # leaves the one-zero pieces the steps are exact on), and with a broadcast Value
-    third_order(second_order("put_along_axis", {"Input": np.array([[0.0, 1.5, -0.5, 2.0], [1.0, -2.0, 0.5, 0.0],
-                                                                   [0.7, 1.2, 0.0, -1.1]]), "Index": PUT_INDEX,
-                                                "Value": np.array([[0.8, -1.3, 0.6], [1.1, 0.0, -0.4],
-                                                                   [0.0, 0.9, 1.4]])},
-                             {"Axis": 1, "Reduce": "mul"}), "put_along_axis_grad_grad", by_element=True),
-    third_order(second_order("put_along_axis", {"Input": randn(3, 4), "Index": ids([2, -1, 0, 1]),
-                                                "Value": randn(1, 4)},
-                             {"Axis": 0, "Reduce": "multiply", "Include_self": False}), "put_along_axis_grad_grad"),
     second_order("set_value", {"Input": randn(3, 4, 2), "ValueTensor": randn(4)},
                  {"axes": [0, 2], "starts": [1, 0], "ends": [2, 1], "steps": [1, 1], "decrease_axes": [0, 2]}),
     second_order("set_value", {"Input": randn(2, 3)}, {"axes": [1], "starts": [0], "ends": [2], "steps": [1],

@@ -175,8 +175,6 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     # polynomials whose grad kernels conjugate (cumprod's as Paddle's); at a complex X their grads' makers take exact
     # tangents (gradc.ops.complex_point)
     "cumprod", "cumprod_grad", "reduce_prod", "reduce_prod_grad",
-    # at the complex factors of Reduce mul's complex step: exact tangents too; the linear Reduces place ddValue
-    "put_along_axis_grad",
     # the exact tangents themselves, along any number of directions: each order that op along one more
     # (gradc.ops.directional_double)
     "cumprod_grad_grad", "reduce_prod_grad_grad",

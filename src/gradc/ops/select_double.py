@@ -7,13 +7,10 @@ get no grad. Composite (gradc.ops.composite), so third derivatives follow.
 from __future__ import annotations
 
 from .. import registry
-from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import index, pool, rearrange, select, set_value, shape, sort, tensor_array  # noqa: F401  (grad ops)
-from .complex_fft_double import is_complex
-from .complex_point import put_at_complex_point
-from .complex_step import complex_type, into_slope, stepped
+from .complex_point import put_along_one_more_direction
 from .composite import Formula, first, linear
 
 
@@ -85,10 +82,9 @@ def _zero(f, like: str) -> str:
 
 
 def _put_tangent(f, g, wanted: str) -> None:
-    """d/d(dOut) of put_along_axis_grad with Reduce amin/amax/mul, whose grads are dOut times weights (amin/amax: 1
-    where Input stays, a share among the contributors tied for a position's extreme, else 0; mul: the product of the
-    other factors): the forward's tangent, ddX and ddValue (spread to Index's shape) times the weights the grad op
-    gives at dOut = 1, placed with Reduce add."""
+    """d/d(dOut) of put_along_axis_grad with Reduce amin/amax, whose grads are dOut times weights (1 where Input
+    stays, a share among the contributors tied for a position's extreme, else 0): the forward's tangent, ddX and
+    ddValue (spread to Index's shape) times the weights the grad op gives at dOut = 1, placed with Reduce add."""
     x, picks, value, dout = (first(g.I(slot)) for slot in ("Input", "Index", "Value", "Result@GRAD"))
     dims = g.shape(picks)
     spread = f.op("expand_as_v2", {"X": value, "Y": picks}, value, {"target_shape": []}, dims=lambda s: dims)
@@ -104,48 +100,22 @@ def _put_tangent(f, g, wanted: str) -> None:
            {"Axis": g.attr("Axis"), "Reduce": "add", "Include_self": True})
 
 
-def _put_curvature(f, g) -> None:
-    """d/dInput and d/dValue of put_along_axis_grad with Reduce mul: each grad is dOut times the product of the other
-    factors of its run-time group, a polynomial, so its derivative along (ddX, ddValue) is Im(the grad op at factors
-    + i h dd) / h, exact to rounding for a step h = 2^-40 (the error is h^2 times the third-order terms). The grad op's
-    own kernel takes the complex factors (zeros too, without dividing by them)."""
-    x, value, dout = (first(g.I(slot)) for slot in ("Input", "Value", "Result@GRAD"))
-    grads = {slot: first(g.IG(slot)) for slot in ("Input", "Value")}
-    if all(grad in (None, EMPTY_VAR) for grad in grads.values()):
-        return
-    stepped_values = {slot: stepped(f, g, v, first(g.OG(slot + "@GRAD")))
-                      for slot, v in (("Input", x), ("Value", value))}
-    outs = {slot + "@GRAD": g.tmp(v, dtype=complex_type(g, v)) if grads[slot] not in (None, EMPTY_VAR) else EMPTY_VAR
-            for slot, v in (("Input", x), ("Value", value))}
-    f.emit("put_along_axis_grad", {**stepped_values, "Index": g.I("Index"), "Result": g.I("Result"),
-                                   "Result@GRAD": stepped(f, g, dout, None)}, outs, same=True)
-    for slot, grad in grads.items():
-        if grad not in (None, EMPTY_VAR):
-            into_slope(f, outs[slot + "@GRAD"], x if slot == "Input" else value, grad)
-
-
 def _put_along_axis_grad(g):
-    """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX; amin/amax and mul weight ddX and ddValue
-    as their grads weight dOut (amin/amax are flat in Input and Value, mul's weights are products of the other
-    factors, differentiated by a complex step: gradc.ops.complex_step); that stepped op at complex factors by exact
-    tangents (gradc.ops.complex_point)."""
-    if is_complex(g, first(g.I("Input"))) and g.attr("Reduce") in ("mul", "multiply"):
-        return put_at_complex_point(g)
-    if is_complex(g, first(g.I("Input"))) and g.attr("Reduce") in ("amin", "amax"):
-        raise GradError(f"put_along_axis_grad with Reduce {g.attr('Reduce')} orders its values: gradc does not "
-                        "differentiate it on complex values")
-    if g.attr("Reduce") not in ("amin", "amax", "mul", "multiply"):
+    """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX; amin/amax weight ddX and ddValue as
+    their grads weight dOut (they are flat in Input and Value); mul's weights are products of the other factors of
+    each run-time group, so its grad is put_along_axis_grad_grad along the cotangents (gradc.ops.complex_point)."""
+    if g.attr("Reduce") in ("mul", "multiply"):
+        return put_along_one_more_direction(g)
+    if g.attr("Reduce") not in ("amin", "amax"):
         return _placed("put_along_axis", "Input", "Value", ("Index",), "Result")(g)
     f = Formula(g)
     wanted = first(g.IG("Result@GRAD"))
     if wanted != EMPTY_VAR:
         _put_tangent(f, g, wanted)
-    if g.attr("Reduce") in ("mul", "multiply"):
-        _put_curvature(f, g)
     return f.ops
 
 
-defgrad("put_along_axis_grad", grad=_put_along_axis_grad, no_grad_inputs=["Index", "Result"])   # flat but for mul
+defgrad("put_along_axis_grad", grad=_put_along_axis_grad, no_grad_inputs=["Index", "Result"])
 for _name, _x, _value, _passed, _out in (
         ("scatter", "X", "Updates", ("Ids",), "Out"),
         ("scatter_nd_add", "X", "Updates", ("Index",), "Out"),

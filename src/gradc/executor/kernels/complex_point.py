@@ -1,7 +1,7 @@
 """Kernels of gradc.ops.complex_point: cumprod_grad_grad, reduce_prod_grad_grad and put_along_axis_grad_grad, the
-tangents of cumprod's, reduce_prod's and put_along_axis's (Reduce mul) grads at complex factors carried as dual
-numbers (a value and its tangent through every product); cumprod's and reduce_prod's along any number of directions,
-the products written once for any number type and run on duals nested once per direction."""
+grads of cumprod's, reduce_prod's and put_along_axis's (Reduce mul) grads along any number of directions: the
+products written once for any number type (cumprod's and reduce_prod's complex too) and run on duals nested once per
+direction."""
 
 from __future__ import annotations
 
@@ -10,74 +10,55 @@ import numpy as np
 from ..dual import across, along_each, listed
 from . import kernel
 from .broadcast import unbroadcast
-from .cumprod import _exclusive, along
+from .cumprod import along
 from .put_along import Placement
 from .reduce import _axes, _expand
 
 
-def _products_and_tangents(a: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The inclusive running products of a along its last axis and their tangents along v (P_i = P_{i-1} a_i,
-    T_i = T_{i-1} a_i + P_{i-1} v_i)."""
-    products, tangents = np.empty_like(a), np.empty_like(a)
-    product, tangent = np.ones_like(a[..., 0]), np.zeros_like(a[..., 0])
-    for i in range(a.shape[-1]):
-        product, tangent = product * a[..., i], tangent * a[..., i] + product * v[..., i]
-        products[..., i], tangents[..., i] = product, tangent
-    return products, tangents
-
-
-def _grouped_others_and_tangents(factors: np.ndarray, along: np.ndarray, groups: np.ndarray):
-    """For each factor, the product of the others of its group and that product's tangent along ``along``: the
-    groups laid out as rows padded with ones (tangent 0), then exclusive running products from both ends."""
-    if not factors.size:
-        return factors, factors
-    order = np.argsort(groups, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(groups[order]) != 0])
-    row = np.cumsum(np.r_[False, np.diff(groups[order]) != 0])
-    col = np.arange(order.size) - starts[row]
-    a = np.ones((starts.size, col.max() + 1), factors.dtype)
-    v = np.zeros_like(a)
-    a[row, col], v[row, col] = factors[order], along[order]
-    before, dbefore = (_exclusive(p, first) for p, first in zip(_products_and_tangents(a, v), (1.0, 0.0)))
-    after, dafter = (_exclusive(p, first)[..., ::-1] for p, first in
-                     zip(_products_and_tangents(a[..., ::-1], v[..., ::-1]), (1.0, 0.0)))
-    others, slopes = np.empty_like(factors), np.empty_like(factors)
-    others[order], slopes[order] = (before * after)[row, col], (dbefore * after + before * dafter)[row, col]
-    return others, slopes
+def _rows_of_groups(groups: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each group's id, and each member's row (its group's place among the ids) and column (its place within the
+    group): the groups laid out as rows."""
+    ids, row = np.unique(groups, return_inverse=True)
+    order = np.argsort(row, kind="stable")
+    col = np.empty_like(row)
+    col[order] = np.arange(row.size) - np.searchsorted(row[order], row[order])
+    return ids, row, col
 
 
 @kernel("put_along_axis_grad_grad")
 def put_along_axis_grad_grad(k):
-    """put_along_axis_grad with Reduce mul is C = M(factors) dOut: Result@GRAD@GRAD = conj(M)^T ddC; a factor's grad
-    is conj(dOut T), T its others' product's tangent along conj(ddC) (ddC of Input@GRAD and Value@GRAD: dd)."""
+    """put_along_axis_grad (Reduce mul) along the directions Input@GRAD@GRAD, Value@GRAD@GRAD
+    (gradc.ops.directional_double): Input and Value on duals nested once per direction, each group's factors laid out
+    as a row padded with ones, the products of the others from both ends of it (no division, zeros too); the grads
+    of <dOut, Result> and Result itself read along all directions."""
     place = Placement(k)
-    x, index, value = place.x.reshape(-1), k.x("Index"), k.x("Value")
-    dout = k.x("Result@GRAD").reshape(-1)
-    dtype = np.result_type(x, value, dout)
-    ddx, ddvalue = (k.optional(slot + "@GRAD@GRAD") for slot in ("Input", "Value"))
-    ddx = np.zeros(x.size, dtype) if ddx is None else ddx.reshape(-1).astype(dtype)
-    ddvalue = np.zeros(index.size, dtype) if ddvalue is None else \
-        np.broadcast_to(ddvalue, index.shape).reshape(-1).astype(dtype)
+    x, value, dout = k.x("Input"), k.x("Value"), k.x("Result@GRAD")
+    index_shape = k.x("Index").shape
+    directions = {slot: listed(k, slot + "@GRAD@GRAD") for slot in ("Input", "Value")}
+    dtype = np.result_type(x, value, dout, *(d for ds in directions.values() for d in ds if d is not None))
+    count = len(directions["Input"])
+    flat_x = along_each(x.astype(dtype), directions["Input"]).reshape(-1)
+    values = np.broadcast_to(along_each(value.astype(dtype), directions["Value"]), index_shape).reshape(-1)
+    weights = dout.astype(dtype).reshape(-1)
     selves = np.flatnonzero(place.hit) if place.include_self else np.empty(0, np.int64)
-    groups = np.concatenate([place.targets, selves])
-    dd = np.concatenate([ddvalue, ddx[selves]])
-    others, slopes = _grouped_others_and_tangents(np.concatenate([place.values, x[selves]]).astype(dtype),
-                                                  np.conj(dd), groups)
-    factor_grads = np.conj(dout[groups].astype(dtype) * slopes)
-
-    def dout_grad():
-        grad = np.where(place.hit, 0, ddx)
-        np.add.at(grad, groups, np.conj(others) * dd)
-        return grad.reshape(k.x("Result@GRAD").shape)
-
-    def input_grad():
-        grad = np.zeros(x.size, dtype)
-        grad[selves] = factor_grads[place.values.size:]
-        return grad.reshape(place.x.shape)
-
-    return k.grads({"Result@GRAD@GRAD": dout_grad, "Input@GRAD": input_grad,
-                    "Value@GRAD": lambda: unbroadcast(factor_grads[:place.values.size].reshape(index.shape),
-                                                      value.shape)})
+    factors = np.concatenate([values, flat_x[selves]])
+    ids, row, col = _rows_of_groups(np.concatenate([place.targets, selves]))
+    cells = np.full((ids.size, col.max() + 1 if col.size else 0), row.size)
+    cells[row, col] = np.arange(row.size)
+    padded = np.concatenate([factors, np.ones(1, dtype)])[cells]   # a cell past a group's end holds a one
+    others = (_shifted(_running(padded)) * _shifted(_running(padded[..., ::-1]))[..., ::-1])[row, col]
+    products = _running(padded)[..., -1] if padded.size else np.ones(0, dtype)
+    group_of = np.full(x.size, ids.size)
+    group_of[ids] = np.arange(ids.size)
+    result = np.where(place.hit, np.concatenate([products, np.ones(1, dtype)])[group_of], flat_x)
+    self_at = np.full(x.size, selves.size)
+    self_at[selves] = np.arange(selves.size)
+    own = np.concatenate([weights[selves] * others[values.size:], np.zeros(1, dtype)])[self_at]
+    input_grad = own + np.where(place.hit, 0, weights)
+    value_grad = weights[place.targets] * others[:values.size]
+    return k.grads({"Input@GRAD": lambda: across(input_grad, count).reshape(x.shape),
+                    "Value@GRAD": lambda: unbroadcast(across(value_grad, count).reshape(index_shape), value.shape),
+                    "Result@GRAD@GRAD": lambda: across(result, count).reshape(dout.shape)})
 
 
 def _running(a):
