@@ -9,6 +9,7 @@ from . import Case, rng
 from .bev_pool import hand_written_backward
 from .extra_math import LABELS, MARGINS, RMS, cosines, rms_inputs
 from .flash_attention import mea, packed, qkv
+from .linalg_extra import _lu_solve
 from .linalg_grads import lu_of
 from .lod_rnn import third_order
 from .second_order import distinct, second_order
@@ -175,10 +176,27 @@ CASES = [
                  unknown={"X": None, "Y": None, "Out": None}),
     second_order("triangular_solve", {"X": np.triu(shifted(2, 3, 3)), "Y": randn(3, 2)}, {"transpose": True},
                  unknown={"X": None, "Out": None}),
+    # solve of an X of unknown rank: a Y of rank 1 holds a vector whatever X's rank (Paddle's rule)
+    second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": None, "Out": None}),
+    # the decompositions of unknown rank: the paths for sizes known at run time (selections, no cuts), values made
+    # rows and columns by unsqueeze2 counting from the end
+    UNRANKED_QR := second_order("qr", {"X": randn(2, 3, 5)}, unknown={"X": None, "Q": None, "R": None}),
+    second_order("qr", {"X": randn(4, 3)}, {"mode": "r"}, unknown={"X": None, "R": None}),
+    second_order("svd", {"X": randn(2, 3, 5)}, unknown={"X": None, "U": None, "S": None, "VH": None}),
+    second_order("svd", {"X": randn(4, 3)}, {"full_matrices": True}, unknown={"X": None, "U": None, "S": None,
+                                                                             "VH": None}),
+    second_order("lu", {"X": randn(2, 4, 3)}, unknown={"X": None, "Out": None, "Pivots": None}),
+    second_order("lu_unpack", dict(zip(("X", "Pivots"), lu_of(randn(3, 5)))),
+                 unknown={"X": None, "Pivots": None, "Pmat": None, "L": None, "U": None}),
+    second_order("svdvals", {"x": randn(2, 3, 5)}, unknown={"x": None, "s": None}),
+    second_order("eigvalsh", {"X": spd(2, 3, 3)}, unknown={"X": None, "Eigenvalues": None, "Eigenvectors": None}),
+    second_order("lu_solve", *_lu_solve((2, 3, 2), (2, 3, 3), "T"),
+                 unknown={"b": None, "lu": None, "pivots": None, "out": None}),
 ]
 # third derivatives through the run-time axes, rate and rank (the weights of the grads drawn in their fed shapes)
 CASES += [third_order(case, case.op, run_time_shapes=True) for case in CASES
           if case.op in ("nansum_grad", "fused_dropout_add_grad", "determinant_grad")][::2]
+CASES.append(third_order(UNRANKED_QR, "qr_grad", run_time_shapes=True))
 # bev_pool_v2_bkwd is a forward op there: its maker's first derivative checked too (the first loss of that program)
 CASES.append(Case("bev_pool_v2_bkwd", {}, {"channels": "run time"},
                   program=lambda: {**BEV_AT_RUN_TIME.program(), "loss": "loss1", "wrt": ["_out_grad0", "_depth0",

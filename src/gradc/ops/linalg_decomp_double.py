@@ -6,13 +6,12 @@ from __future__ import annotations
 from ..registry import defgrad
 from . import linalg_decomp  # noqa: F401  (registers the grad ops)
 from .composite import Formula, expansion, first
-from .linalg_double import diagonal_part, identity, inverse, mm, mt, onto_triangle, rank, triangle, unsqueezed
+from .linalg_double import diagonal_part, identity, inverse, mm, mt, onto_triangle, triangle, unsqueezed
 
 
 def _rows_and_columns(f: Formula, values: str) -> tuple[str, str]:
-    """values [..., K] as a row [..., 1, K] and a column [..., K, 1]."""
-    n = rank(f, values)
-    return unsqueezed(f, values, n - 1), unsqueezed(f, values, n)
+    """values [..., K] as a row [..., 1, K] and a column [..., K, 1] (axes from the end: no rank needed)."""
+    return unsqueezed(f, values, -2), unsqueezed(f, values, -1)
 
 
 def _gaps(f: Formula, values: str, like: str) -> str:
@@ -22,9 +21,17 @@ def _gaps(f: Formula, values: str, like: str) -> str:
 
 
 def matrix_size(f: Formula, x: str) -> tuple[int, int, int]:
-    """(rank, M, N) of ``x``, a batch of [M, N] matrices, each -1 where known at run time only."""
-    n, shape = rank(f, x), f.g.shape(x)
-    return n, *shape[-2:]
+    """(rank, M, N) of ``x``, a batch of [M, N] matrices, each -1 where known at run time only (all three where the
+    rank is: the makers then take the path for sizes known at run time, which needs no rank)."""
+    shape = f.g.shape(x)
+    return (-1, -1, -1) if shape is None else (len(shape), *shape[-2:])
+
+
+def _first(f: Formula, x: str, axis: int) -> str:
+    """x's first entry along ``axis`` (-1: columns, -2: rows), kept as a dim of 1; no rank needed."""
+    return f.op("slice", {"Input": x}, x, {"axes": [axis], "starts": [0], "ends": [1], "infer_flags": [1],
+                                           "decrease_axis": []},
+                dims=lambda s: [1 if i == axis % len(s) else d for i, d in enumerate(s)])
 
 
 def selection(f: Formula, like: str) -> str:
@@ -69,9 +76,9 @@ def _svd_grad(f, g):
         u, du = (f.slice(v, n - 1, 0, size) for v in (u, du))
         vh, dvh = (f.slice(v, n - 2, 0, size) for v in (vh, dvh))
     elif g.attr("full_matrices"):   # K columns of U, rows of VH, through [M, K] and [N, K] selections
-        ones, k_row = f.fill_like(x, 1.0), unsqueezed(f, f.fill_like(s, 1.0), n - 2)
-        cut_u = selection(f, mm(f, f.slice(ones, n - 1, 0, 1), k_row))
-        cut_v = selection(f, mm(f, mt(f, f.slice(ones, n - 2, 0, 1)), k_row))
+        ones, k_row = f.fill_like(x, 1.0), unsqueezed(f, f.fill_like(s, 1.0), -2)
+        cut_u = selection(f, mm(f, _first(f, ones, -1), k_row))
+        cut_v = selection(f, mm(f, mt(f, _first(f, ones, -2)), k_row))
         u, du = (mm(f, v, cut_u) for v in (u, du))
         vh, dvh = (mm(f, cut_v, v, ta=True) for v in (vh, dvh))
     uu, vv = mm(f, u, du, ta=True), mm(f, vh, dvh, tb=True)   # [..., K, K]
@@ -202,9 +209,9 @@ def _lu_grad(f, g):
 def _lu_unpack_grad(f, g):
     """L's grad below the diagonal and U's on and above it, put back in X's [..., M, N] (zeros elsewhere)."""
     x, dlow, dup = first(g.I("X")), first(g.I("L@GRAD")), first(g.I("U@GRAD"))
-    n, (m_rows, n_cols) = rank(f, x), g.shape(x)[-2:]
+    n, m_rows, n_cols = matrix_size(f, x)
     low, up = triangle(f, dlow, False, -1), triangle(f, dup, True)
-    if min(m_rows, n_cols) < 0:   # L [M, K] and U [K, N] placed by selections
+    if min(m_rows, n_cols) < 0:   # L [M, K] and U [K, N] placed by selections (sizes or rank known at run time)
         placed = mm(f, low, selection(f, mt(f, up)), tb=True, like=x)
         return {"X@GRAD": f.add(placed, mm(f, selection(f, low), up, like=x), x)}
     if m_rows > n_cols:   # U is N x N: rows of zeros below it

@@ -10,6 +10,7 @@ from ..registry import defgrad
 from ..shapes import broadcast_dims
 from .composite import Formula, expansion, first
 from .linalg import holds_vectors  # importing it registers the grad ops
+from .shape import unsqueeze_dims
 
 
 def rank(f: Formula, x: str) -> int:
@@ -47,9 +48,9 @@ def mm(f: Formula, a: str, b: str, ta: bool = False, tb: bool = False, like: str
 
 
 def unsqueezed(f: Formula, x: str, axis: int) -> str:
-    """x with a dim of 1 inserted at ``axis`` (>= 0)."""
+    """x with a dim of 1 inserted at ``axis`` (< 0 counts from the end, so that it needs no rank: -1 appends)."""
     return f.op("unsqueeze2", {"X": x}, x, {"axes": [axis]}, more={"XShape": f.xshape(x)},
-                dims=lambda s: [*s[:axis], 1, *s[axis:]])
+                dims=lambda s: unsqueeze_dims(s, [axis]))
 
 
 def triangle(f: Formula, x: str, upper: bool, diagonal: int = 0) -> str:
@@ -83,11 +84,13 @@ def onto_triangle(f: Formula, sym: str, upper: bool) -> str:
 
 def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tuple[list[int] | None, bool]:
     """The batch dims a solve broadcast ``matrix`` and ``rhs`` to (-1 where known at run time only; None where a rank
-    is unknown), and whether ``rhs`` holds vectors (solve's rule when ``vectors``, which needs the ranks, and the
-    sizes to tell vectors from matrices)."""
+    is unknown), and whether ``rhs`` holds vectors (solve's rule when ``vectors``: rank 1, or the matrix's shape
+    without its last dim, which needs both ranks and the sizes unless rhs's rank is 1)."""
     a, b = f.g.shape(matrix), f.g.shape(rhs)
     if not vectors and (a is None or b is None):
         return None, False
+    if vectors and a is None and b is not None and len(b) == 1:   # Paddle's rule: a Y of rank 1 is a vector
+        return None, True
     is_vector = vectors and a is not None and b is not None and holds_vectors(a, b)
     if a is None or b is None or is_vector is None:
         raise GradError(f"{f.g.fwd.type}: the ranks of '{matrix}' and '{rhs}' (and whether '{rhs}' holds "
@@ -197,17 +200,17 @@ def _solve_grad(f, g):
     stretched."""
     x, y, out, dout = (first(g.I(s)) for s in ("X", "Y", "Out", "Out@GRAD"))
     batch, vector = solve_batch(f, x, y, vectors=True)
+    like = _unranked(g, x, y)   # temporaries of an unknown rank are declared like it
     if vector:
-        out, dout = (unsqueezed(f, v, rank(f, v)) for v in (out, dout))
-    n, k = g.shape(x)[-1], 1 if vector else g.shape(y)[-1]
-    dy = f.op("solve", {"X": mt(f, x), "Y": dout}, y, dims=lambda s: [*batch, n, k])
-    dx = f.scale(mm(f, dy, out, tb=True, shape=[*batch, n, n]), -1.0)
-    dy_shape = [*batch, n, k]
+        out, dout = (unsqueezed(f, v, -1) for v in (out, dout))
+    n, k = _last(g, x), 1 if vector else _last(g, y)
+    dy = f.op("solve", {"X": mt(f, x), "Y": dout}, like or y, dims=lambda s: _batched(batch, n, k))
+    dx = f.scale(mm(f, dy, out, tb=True, like=like, shape=_batched(batch, n, n)), -1.0)
+    dy_shape = _batched(batch, n, k)
     if vector:   # Y [..., N]: dY without its column
-        dy = f.op("squeeze2", {"X": dy}, dy, {"axes": [len(batch) + 1]}, more={"XShape": f.xshape(dy)},
-                  dims=lambda s: s[:-1])
-        dy_shape = [*batch, n]
-    return {"X@GRAD": summed_back(f, dx, [*batch, n, n], x), "Y@GRAD": summed_back(f, dy, dy_shape, y)}
+        dy = f.op("squeeze2", {"X": dy}, dy, {"axes": [-1]}, more={"XShape": f.xshape(dy)}, dims=lambda s: s[:-1])
+        dy_shape = _batched(batch, n)
+    return {"X@GRAD": summed_back(f, dx, _batched(batch, n, n), x), "Y@GRAD": summed_back(f, dy, dy_shape, y)}
 
 
 @expansion

@@ -20,12 +20,12 @@ from .linalg_double import identity, mm, mt, onto_triangle, rank, triangle, unsq
 def _svdvals_grad(f, g):
     """U diag(ds) V^T, U and V from x's reduced SVD."""
     x, ds = first(g.I("x")), first(g.I("s@GRAD"))
-    n, shape = rank(f, x), g.shape(x)
+    shape = g.shape(x) or [-1, -1]   # of an unknown rank U and VH are declared so too
     size = min(shape[-2:]) if min(shape[-2:]) >= 0 else -1   # the formula needs it only to declare U and VH
     u, s = g.tmp(x, lambda shape: [*shape[:-1], size]), g.tmp(ds)
     vh = f.op("svd", {"X": x}, x, {"full_matrices": False}, slot="VH", more={"U": u, "S": s},
               dims=lambda shape: [*shape[:-2], size, shape[-1]])
-    return {"x@GRAD": mm(f, f.mul(u, unsqueezed(f, ds, n - 2), u), vh, like=x)}
+    return {"x@GRAD": mm(f, f.mul(u, unsqueezed(f, ds, -2), u), vh, like=x)}
 
 
 @expansion
@@ -117,7 +117,7 @@ def _eig_grad(f, g):
 def _eigvalsh_grad(f, g):
     """V diag(dw) V^T onto the UPLO triangle: its grad of V reaches eigvalsh, whose maker then emits eigh_grad."""
     vectors, dvalues = first(g.I("Eigenvectors")), first(g.I("Eigenvalues@GRAD"))
-    scaled = f.mul(vectors, unsqueezed(f, dvalues, rank(f, dvalues) - 1), vectors)
+    scaled = f.mul(vectors, unsqueezed(f, dvalues, -2), vectors)
     return {"X@GRAD": onto_triangle(f, mm(f, scaled, vectors, tb=True), g.attr("UPLO") == "U")}
 
 
