@@ -28,10 +28,11 @@ def matrix_size(f: Formula, x: str) -> tuple[int, int, int]:
 
 
 def _first(f: Formula, x: str, axis: int) -> str:
-    """x's first entry along ``axis`` (-1: columns, -2: rows), kept as a dim of 1; no rank needed."""
-    return f.op("slice", {"Input": x}, x, {"axes": [axis], "starts": [0], "ends": [1], "infer_flags": [1],
-                                           "decrease_axis": []},
-                dims=lambda s: [1 if i == axis % len(s) else d for i, d in enumerate(s)])
+    """x with ``axis`` cut to size 1, read for its shape only (a selection's). Counted from the end (x's rank
+    unknown) by a mean over the axis: Paddle 3.3.1's legacy slice crashes (SIGSEGV) at a negative axis."""
+    if axis >= 0:
+        return f.slice(x, axis, 0, 1)
+    return f.op("reduce_mean", {"X": x}, x, {"dim": [axis], "keep_dim": True, "reduce_all": False})
 
 
 def selection(f: Formula, like: str) -> str:
@@ -77,8 +78,8 @@ def _svd_grad(f, g):
         vh, dvh = (f.slice(v, n - 2, 0, size) for v in (vh, dvh))
     elif g.attr("full_matrices"):   # K columns of U, rows of VH, through [M, K] and [N, K] selections
         ones, k_row = f.fill_like(x, 1.0), unsqueezed(f, f.fill_like(s, 1.0), -2)
-        cut_u = selection(f, mm(f, _first(f, ones, -1), k_row))
-        cut_v = selection(f, mm(f, mt(f, _first(f, ones, -2)), k_row))
+        cut_u = selection(f, mm(f, _first(f, ones, n - 1 if n >= 0 else -1), k_row))
+        cut_v = selection(f, mm(f, mt(f, _first(f, ones, n - 2 if n >= 0 else -2)), k_row))
         u, du = (mm(f, v, cut_u) for v in (u, du))
         vh, dvh = (mm(f, cut_v, v, ta=True) for v in (vh, dvh))
     uu, vv = mm(f, u, du, ta=True), mm(f, vh, dvh, tb=True)   # [..., K, K]
