@@ -173,7 +173,7 @@ COMPLEX_DIFFERENTIABLE = frozenset({
     # not holomorphic: the gradient of Re(conj(dOut) f(z)); its grad op differentiated as written with complex ops
     "softsign", "softsign_grad",
     # polynomials whose grad kernels conjugate (cumprod's as Paddle's); at a complex X their grads' makers take exact
-    # tangents (gradc.ops.complex_point)
+    # tangents (gradc.ops.product_directions)
     "cumprod", "cumprod_grad", "reduce_prod", "reduce_prod_grad",
     # the exact tangents themselves, along any number of directions: each order that op along one more
     # (gradc.ops.directional_double)

@@ -3,7 +3,7 @@ a kernel's numpy code (ufuncs, in place too, and the array functions that only m
 written for arrays returns its outputs' directional derivatives with them. Duals nest (a dual whose parts are
 duals): ``along_each`` moves a value along k directions at once, and ``across`` reads the derivative along all of
 them, which the ops along directions of gradc.ops.directional_double take (kernels rnn, lod_rnn_double,
-complex_point).
+product_directions).
 Anything these rules do not cover raises TypeError rather than dropping a tangent.
 """
 

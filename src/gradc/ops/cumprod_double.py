@@ -3,15 +3,15 @@ follow. As reduce_prod's (math_double), the forward is written again with differ
 its backward emitted by ``differentiate``, and both differentiated again (``expansion``): zeros in X are no
 special case at any order; a complex X's neither (the products' grads conjugate as Paddle's kernel). Along a dim
 of unknown size (the scan needs n) the maker emits cumprod_grad_grad instead, the grad along a list of directions
-on nested duals, which every later order emits again with one more (gradc.ops.complex_point).
+on nested duals, which every later order emits again with one more (gradc.ops.product_directions).
 """
 
 from __future__ import annotations
 
 from ..registry import defgrad
 from . import cumprod  # noqa: F401  (registers cumprod_grad)
-from .complex_point import along_one_more_direction
 from .composite import differentiate, expansion, first
+from .product_directions import along_one_more_direction
 
 
 def _running_product(f, g, x: str) -> str:
@@ -55,7 +55,7 @@ def _cumprod_grad_known(f, g):
 
 def _cumprod_grad(g):
     """By the scan where the dim's size is known (a complex X too: the products' grads conjugate as the kernel's),
-    else by cumprod_grad_grad along ddX (gradc.ops.complex_point), exact on duals."""
+    else by cumprod_grad_grad along ddX (gradc.ops.product_directions), exact on duals."""
     x = first(g.I("X"))
     shape = g.shape(x)
     if shape is not None and (not shape or shape[g.attr("dim") % len(shape)] >= 0):

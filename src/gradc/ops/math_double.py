@@ -14,8 +14,8 @@ from ..ir import EMPTY_VAR
 from ..registry import defgrad
 from . import math, reduce  # noqa: F401  (register the grad ops given makers here)
 from .complex_fft_double import is_complex
-from .complex_point import along_one_more_direction
 from .composite import Formula, bilinear, differentiate, expansion, first, linear
+from .product_directions import along_one_more_direction
 from .reduced_dims import reduced_dims_back
 
 for _name in ("elementwise_mul", "mul", "matmul_v2", "matmul", "bmm"):
@@ -254,7 +254,7 @@ def _reduced_known(g, x: str) -> bool:
 
 def _reduce_prod_grad(g):
     """By the pairwise product where the reduced dims' sizes are known (a complex X too: the products' grads
-    conjugate as the kernel's), else by reduce_prod_grad_grad along ddX (gradc.ops.complex_point), exact on duals."""
+    conjugate as the kernel's), else by reduce_prod_grad_grad along ddX (gradc.ops.product_directions), exact on duals."""
     x = first(g.I("X"))
     if _reduced_known(g, x):
         return _reduce_prod_grad_known(g)

@@ -10,8 +10,8 @@ from .. import registry
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from . import index, pool, rearrange, select, set_value, shape, sort, tensor_array  # noqa: F401  (grad ops)
-from .complex_point import put_along_one_more_direction
 from .composite import Formula, first, linear
+from .product_directions import put_along_one_more_direction
 
 
 def _flat(grad_type: str) -> list[str]:
@@ -103,7 +103,7 @@ def _put_tangent(f, g, wanted: str) -> None:
 def _put_along_axis_grad(g):
     """put_along_axis_grad by its Reduce: linear ones place ddValue into ddX; amin/amax weight ddX and ddValue as
     their grads weight dOut (they are flat in Input and Value); mul's weights are products of the other factors of
-    each run-time group, so its grad is put_along_axis_grad_grad along the cotangents (gradc.ops.complex_point)."""
+    each run-time group, so its grad is put_along_axis_grad_grad along the cotangents (gradc.ops.product_directions)."""
     if g.attr("Reduce") in ("mul", "multiply"):
         return put_along_one_more_direction(g)
     if g.attr("Reduce") not in ("amin", "amax"):

@@ -1,4 +1,4 @@
-"""Kernels of gradc.ops.complex_point: cumprod_grad_grad, reduce_prod_grad_grad and put_along_axis_grad_grad, the
+"""Kernels of gradc.ops.product_directions: cumprod_grad_grad, reduce_prod_grad_grad and put_along_axis_grad_grad, the
 grads of cumprod's, reduce_prod's and put_along_axis's (Reduce mul) grads along any number of directions: the
 products written once for any number type (cumprod's and reduce_prod's complex too) and run on duals nested once per
 direction."""
