@@ -254,7 +254,8 @@ def _reduced_known(g, x: str) -> bool:
 
 def _reduce_prod_grad(g):
     """By the pairwise product where the reduced dims' sizes are known (a complex X too: the products' grads
-    conjugate as the kernel's), else by reduce_prod_grad_grad along ddX (gradc.ops.product_directions), exact on duals."""
+    conjugate as the kernel's), else by reduce_prod_grad_grad along ddX (gradc.ops.product_directions), exact on
+    duals."""
     x = first(g.I("X"))
     if _reduced_known(g, x):
         return _reduce_prod_grad_known(g)
