@@ -15,7 +15,7 @@ import click
 
 from .commands import LazyGroup
 from .errors import GradcError, GradcNotice, GradcWarning, Interrupted
-from .io import FORMATS, check_writable, load, save
+from .io import FORMATS, check_writable, is_stdout, load, save
 from .limits import LIMITS, parse_bytes
 from .plugins import import_plugin
 
@@ -59,7 +59,7 @@ def convert(source, target, fmt):
     (.json). Reading sniffs the format, so SOURCE may be any of them."""
     check_writable(target)
     save(load(source), target, fmt)
-    click.echo(f"wrote {target}")
+    click.echo(f"wrote {target}", err=is_stdout(target))
 
 
 _DEBUG = [False]

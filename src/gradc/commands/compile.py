@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import warnings
+from functools import partial
 
 import click
 
 from ..cli_memory import memory_options, memory_passes
 from ..errors import GradcError, GradcNotice, GradcWarning
-from ..io import check_writable, load, save
+from ..io import check_writable, is_stdout, load, save
 from ..optimizers.cli_options import build_optimizer, optimizer_options
 from ..passes import BackwardPass, OptimizerPass, Pipeline, VerifyPass, make_pass
 from ..training.finetune import KINDS, add_loss, mark_parameters, set_train_mode, test_mode_ops
@@ -54,15 +55,16 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, pa
         startup_out = startup_out or _with_suffix(output, ".startup")
     for path in (output, startup_out) if updates else (output,):
         check_writable(path)   # before any work, so a bad path leaves nothing half done
+    say = partial(click.echo, err=is_stdout(output))   # `-o /dev/stdout`: the program alone on stdout
     prog = load(program)
     if add_loss_kind:
         marked = mark_parameters(prog.global_block)
         if marked:
-            click.echo(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
+            say(f"marked {len(marked)} persistable vars parameters (the file marks none): {', '.join(marked)}")
         loss = add_loss(prog, add_loss_kind, label, loss_of)
-        click.echo(f"added the loss {loss}: {add_loss_kind} of {loss_of or 'the output'} against the input {label}")
+        say(f"added the loss {loss}: {add_loss_kind} of {loss_of or 'the output'} against the input {label}")
     if train_mode or add_loss_kind:
-        _say_mode(prog, train_mode)
+        _say_mode(prog, train_mode, say)
     passes = [VerifyPass(), BackwardPass(loss, list(params) or None, no_grad), *memory]
     if optimizer is not None:
         passes.append(OptimizerPass(optimizer))
@@ -80,26 +82,26 @@ def compile(program, output, loss, add_loss_kind, label, loss_of, train_mode, pa
                       "path to the loss; training this program would change nothing", GradcWarning, stacklevel=2)
     width = max([len(p) for p, _ in pairs] + [9])
     lines = [f"{'parameter':<{width}}  gradient"] + [f"{param:<{width}}  {grad}" for param, grad in pairs]
-    click.echo("\n".join(lines))   # one write: an echo per line cost 40 ms for 6,000 parameters
+    say("\n".join(lines))   # one write: an echo per line cost 40 ms for 6,000 parameters
     for name in [p.name for p in memory] + list(extra_passes):
         if results[name] is not None and name != "optimizer":
-            click.echo(f"{name}: {results[name]}")
-    click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
+            say(f"{name}: {results[name]}")
+    say(f"wrote {output} ({prog.num_ops()} ops, {len(pairs)} parameter gradients)")
     if updates:
         state = {name for op in results["optimizer"].global_block.ops for name in op.output_names()}
         more = " and accumulators" if len(state) > 1 else ""   # plain SGD keeps none
-        click.echo(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate"
+        say(f"wrote {startup_out} (initialises the {optimizer_settings['optimizer'] or 'sgd'} learning rate"
                    f"{more})")
 
 
-def _say_mode(prog, train_mode: bool) -> None:
+def _say_mode(prog, train_mode: bool, say) -> None:
     """Turn test-mode ops to training with --train-mode, else, fine-tuning a saved model, say that they train in test
     mode (its batch norm keeps its running statistics, where the model in Paddle, model.train(), normalises by the
     batch's)."""
     counts = set_train_mode(prog) if train_mode else test_mode_ops(prog)
     ops = ", ".join(f"{count} {op_type}" for op_type, count in sorted(counts.items()))
     if train_mode:
-        click.echo(f"train mode: is_test turned off on {ops}" if ops else "train mode: no op is in test mode")
+        say(f"train mode: is_test turned off on {ops}" if ops else "train mode: no op is in test mode")
     elif ops:
         warnings.warn(f"{ops} train in test mode, as saved (dropout off, batch norm on its running statistics); "
                       f"--train-mode trains them as the model trains in Paddle (model.train())", GradcNotice,

@@ -16,7 +16,7 @@ from ..executor import Executor, Scope
 from ..executor.feeding import feed_ops, program_inputs
 from ..executor.lod import LoDTensor, lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
-from ..io import check_writable, load, write_atomic
+from ..io import check_writable, is_stdout, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
 
@@ -125,7 +125,7 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
     for name, value in zip(fetches, values):
         click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))))
     if out:
-        click.echo(f"wrote {out}")
+        click.echo(f"wrote {out}", err=is_stdout(out))
     if measured is not None:
         click.echo(measured.report())
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ..io import check_writable, load, write_atomic
+from ..io import check_writable, is_stdout, load, write_atomic
 from ..listing import program_listing
 
 
@@ -35,11 +35,11 @@ def show(program, no_attrs, all_attrs, dot_out, svg_out, png_out, memory, batch_
         text = program_dot(prog, title=str(program))
         if dot_out:
             write_atomic(dot_out, text.encode())
-            click.echo(f"wrote {dot_out}")
+            click.echo(f"wrote {dot_out}", err=is_stdout(dot_out))
         for path, fmt in ((svg_out, "svg"), (png_out, "png")):
             if path:
                 write_atomic(path, render(text, fmt))
-                click.echo(f"wrote {path}")
+                click.echo(f"wrote {path}", err=is_stdout(path))
         return
     if memory:
         from ..memory import estimate, memory_report

@@ -17,10 +17,10 @@ from ..ir import Program
 from ..pir import is_pir, parse_pir, serialize_pir
 from ..verify import check_structure
 from .fast_read import read_program
-from .files import check_writable, write_atomic
+from .files import check_writable, is_stdout, write_atomic
 from .wire import encode_program
 
-__all__ = ["check_writable", "detect_format", "load", "parse_program", "program_from_proto",
+__all__ = ["check_writable", "is_stdout", "detect_format", "load", "parse_program", "program_from_proto",
            "program_to_proto", "save", "serialize", "write_atomic"]
 
 TEXT_SUFFIXES = {".pbtxt", ".prototxt", ".txt"}

@@ -4,6 +4,7 @@ checked before any work starts."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -14,9 +15,15 @@ def write_atomic(path: str | os.PathLike, data: bytes, durable: bool = False) ->
     """Write the whole file or nothing: a temp file beside the target, renamed over it at the end.
     The new file gets the permissions an ordinary open() would give it (the umask), not mkstemp's 0600.
     ``durable``: the data and the rename reach the disk before this returns (fsync of the file and its
-    directory), so a crash of the machine, not only of gradc, leaves the old file or the new one (checkpoints)."""
+    directory), so a crash of the machine, not only of gradc, leaves the old file or the new one (checkpoints).
+    A device or pipe (/dev/stdout, /dev/null) is written in place, never replaced; a symlink's file is replaced,
+    not the link."""
     target = Path(path)
     check_writable(target)
+    if is_special_file(target):
+        _write_in_place(target, data)
+        return
+    target = Path(os.path.realpath(target))
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
@@ -37,6 +44,23 @@ def write_atomic(path: str | os.PathLike, data: bytes, durable: bool = False) ->
         raise
 
 
+def is_special_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` exists and is neither a regular file nor a directory (a device, a pipe, a socket)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _write_in_place(target: Path, data: bytes) -> None:
+    try:
+        with open(target, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        raise OutputError(f"cannot write '{target}': {exc.strerror}") from None
+
+
 def _sync_directory(folder: Path) -> None:
     descriptor = os.open(folder, os.O_RDONLY)
     try:
@@ -53,7 +77,11 @@ def check_writable(path: str | os.PathLike) -> None:
         raise OutputError(f"cannot write '{target}': no such directory '{folder}'")
     if target.is_dir():
         raise OutputError(f"cannot write '{target}': it is a directory")
-    if not os.access(folder, os.W_OK):
+    if is_special_file(target):    # written in place: its own permission counts, not its directory's
+        if not os.access(target, os.W_OK):
+            raise OutputError(f"cannot write '{target}': permission denied")
+        return
+    if not os.access(os.path.dirname(os.path.realpath(target)) or ".", os.W_OK):
         raise OutputError(f"cannot write '{target}': directory '{folder}' is not writable")
 
 
@@ -63,3 +91,11 @@ def _mode_for(target: Path) -> int:
     umask = os.umask(0)
     os.umask(umask)
     return 0o666 & ~umask
+
+
+def is_stdout(path: str | os.PathLike | None) -> bool:
+    """Whether ``path`` is the file gradc's stdout goes to (``-o /dev/stdout``): its "wrote" lines then go to stderr."""
+    try:
+        return path is not None and os.path.samestat(os.stat(path), os.fstat(1))
+    except (OSError, ValueError):
+        return False
