@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..errors import GradcNotice, GradcWarning, GradError
 from ..gcpause import gc_paused
@@ -86,7 +86,9 @@ def no_loss_hint(program: Program) -> str:
     return f"{last} writes no float scalar" + (f"; float scalars no op reads: {', '.join(sinks)}" if sinks else "")
 
 
-def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
+def _resolve_loss(block: Block, loss: str | None, any_shape: bool = False) -> tuple[str, int]:
+    """The loss's name and the index of its last writer; ``any_shape``: a target of gradients(), whose elements'
+    gradients are summed (seeded with ones), as paddle.static.gradients does."""
     if loss is None:
         loss = default_loss(block.program)
         if loss is None:
@@ -101,10 +103,11 @@ def _resolve_loss(block: Block, loss: str | None) -> tuple[str, int]:
                                 f"every undeclared var)")
             if var.dtype not in FLOAT_DTYPES:
                 raise GradError(f"loss '{loss}' must be a float var (block 0, written by op {idx})")
-            if var.shape is not None and numel(var.shape) > 1:   # a batch dim (-1) is summed over, a known size is not
+            known = var.shape is not None
+            if known and not any_shape and numel(var.shape) > 1:   # a batch dim (-1) is summed, a known size not
                 raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
                                 f"or a sum first)")
-            if var.shape is not None and numel(var.shape) < 0:   # Paddle seeds such a loss with ones
+            if known and numel(var.shape) < 0:   # Paddle seeds such a loss with ones
                 warnings.warn(f"loss '{loss}' has shape {var.shape}, one value per example: its gradients are those "
                               f"of its sum over the batch, as in Paddle (a mean of it averages them)", GradcWarning,
                               stacklevel=2)
@@ -137,16 +140,17 @@ def _seed(block: Block, loss: str, grad: str) -> OpDesc:
 @gc_paused()
 def append_backward(program: Program, loss: str | None = None,
                     parameter_list: Iterable[str] | None = None,
-                    no_grad_set: Iterable[str] | None = None) -> list[tuple[str, str]]:
+                    no_grad_set: Iterable[str] | None = None, any_shape: bool = False) -> list[tuple[str, str]]:
     """Append the backward ops of ``loss`` to block 0; return [(param, param@GRAD), ...].
 
     ``parameter_list`` restricts which parameters get gradients (default: every var with
     is_parameter); ``no_grad_set`` names further vars that get none. In a program that already has
     a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
+    ``any_shape``: a loss of any shape, its elements' gradients summed (gradients() passes it).
     """
     block = program.global_block
     check_definitions(program)
-    loss, loss_idx = _resolve_loss(block, loss)
+    loss, loss_idx = _resolve_loss(block, loss, any_shape)
     all_params = [name for name, var in block.vars.items() if var.is_parameter]
     params = all_params if parameter_list is None else list(parameter_list)
     unknown = [p for p in params if block.find_var(p) is None]
@@ -208,13 +212,23 @@ def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Itera
     return _differentiate(block, last + 1, targets, set(no_grad_set), names, seeds=[]).wants_grad
 
 
-def gradients(program: Program, loss: str, inputs: Iterable[str],
+def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterable[str],
               no_grad_set: Iterable[str] | None = None) -> list[str | None]:
     """Append the backward of ``loss`` and return the grad var of each input (None: no gradient). In a
-    program that already has a backward, a grad whose usual name is taken is ``input@GRAD@2``."""
-    inputs = list(inputs)
-    _check_float(program.global_block, [name for name in inputs if program.global_block.find_var(name)], "input")
-    names = GradNames(program)
-    append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set)
+    program that already has a backward, a grad whose usual name is taken is ``input@GRAD@2``. As
+    paddle.static.gradients: ``loss`` may have any shape (the gradients of its sum), or be a list of one var,
+    and ``inputs`` one name or a list."""
+    if not isinstance(loss, str) and isinstance(loss, Sequence):
+        if len(loss) != 1:
+            raise GradError(f"gradients() differentiates one target, not {len(loss)} ({', '.join(map(str, loss))}): "
+                            f"add them with a sum op first")
+        loss = loss[0]
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs)   # not a name's characters
     block = program.global_block
+    undeclared = [name for name in inputs if block.find_var(name) is None]
+    if undeclared:
+        raise GradError(f"input(s) not declared in block 0: {', '.join(undeclared)}")
+    _check_float(block, inputs, "input")
+    names = GradNames(program)
+    append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set, any_shape=True)
     return [names(name) if block.find_var(names(name)) is not None else None for name in inputs]
