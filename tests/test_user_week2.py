@@ -2,6 +2,7 @@
 behaviour it has now."""
 
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -56,6 +57,10 @@ def test_output_to_stdout_keeps_the_status_lines_off_it(tmp_path):
         assert f"wrote {stdout}".encode() in done.stderr
         (tmp_path / "piped.pb").write_bytes(done.stdout)
         assert gradc.load(tmp_path / "piped.pb").num_ops() in (7, 15)
+    done = subprocess.run([sys.executable, "-m", "gradc", "view", str(MLP / "forward.pb"), "-o", stdout],
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.rstrip().endswith(b"</html>")
+    assert re.fullmatch(rf"wrote {stdout} \(7 ops, \d+ KiB\)", done.stderr.decode().strip())   # no file:// of a pipe
 
 
 # The researcher: Paddle 3.3.1's programs (tools/paddle_user_week2.py), float64 copies, second derivatives.

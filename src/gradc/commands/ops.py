@@ -9,7 +9,7 @@ import click
 from .. import registry
 from ..errors import GradcError
 from ..executor import KERNELS
-from ..io import write_atomic
+from ..io import is_stdout, write_atomic
 from ..opdoc import describe, grad_kind, markdown_reference
 
 
@@ -27,7 +27,7 @@ def ops(op_type, markdown):
             click.echo(text, nl=False)
         else:
             write_atomic(markdown, text.encode())
-            click.echo(f"wrote {markdown} ({len(registry.OPS)} ops)")
+            click.echo(f"wrote {markdown} ({len(registry.OPS)} ops)", err=is_stdout(markdown))
         return
     if op_type:
         opdef = registry.get(op_type)

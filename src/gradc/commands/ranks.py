@@ -10,7 +10,7 @@ from ..errors import GradcError
 from ..executor import Scope
 from ..executor.lod import with_lods
 from ..executor.ranks import run_ranks
-from ..io import check_writable, load
+from ..io import check_writable, is_stdout, load
 from ..io.arrays import read_npz
 from .run import _save_npz, _summary, load_params
 
@@ -82,4 +82,4 @@ def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches
     if out:
         _save_npz(out, {f"rank{rank}/{name}": value for rank, values in enumerate(results)
                         for name, value in zip(per_rank[rank], values)})
-        click.echo(f"wrote {out}")
+        click.echo(f"wrote {out}", err=is_stdout(out))

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..io import check_writable, load, write_atomic
+from ..io import check_writable, is_stdout, load, write_atomic
 from ..viz.html import program_html
 
 
@@ -39,5 +39,5 @@ def view(program, output, feed, params, startups, title):
                                 [load(path) for path in startups], check)
     page = program_html(prog, title or str(program), stats)
     write_atomic(output, page.encode("utf-8"))
-    address = Path(output).resolve().as_uri()
-    click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(page) // 1024} KiB); open {address} in a browser")
+    opening = f"; open {Path(output).resolve().as_uri()} in a browser" if Path(output).is_file() else ""   # not a pipe
+    click.echo(f"wrote {output} ({prog.num_ops()} ops, {len(page) // 1024} KiB){opening}", err=is_stdout(output))
