@@ -204,3 +204,20 @@ def test_penalty_and_hessian_vector_of_paddle_s_cnn_with_batch_norm_and_lstm_mat
             directions = {f"v/{name}": rng.standard_normal(value.shape) for name, value in params.items()}
             target = _penalty(program, params) if make is _penalty else _hessian_vector(program, feed, directions)
             check_program(program, feed, _trainable(params), loss=target, params=params, directions=2)
+
+
+def test_gradients_of_a_stop_gradient_input_warns_and_a_pir_program_s_penalty_is_right():
+    """Before, gradients() of a PIR program's input x (stop_gradient, as Paddle saves it) was a silent None (Paddle's
+    answer too), which the penalty built on it then failed on; now a warning says why and how to clear it."""
+    from gradc.gradcheck import check_program, float64_copy
+    pir = DATA.parents[2] / "examples" / "pir"
+    with np.load(pir / "feed.npz") as feed, np.load(pir / "params.npz") as params:
+        program, feed, params = float64_copy(gradc.load(pir / "forward.json"), dict(feed), dict(params))
+    with pytest.warns(gradc.GradcWarning, match=r"no gradient of x: stop_gradient is set.*stop_gradient = False"):
+        assert gradc.gradients(program.clone(), "loss", ["x", "linear_0.w_0"]) == [None, "linear_0.w_0@GRAD"]
+    program.global_block.var("x").stop_gradient = False
+    block = program.global_block
+    grad_x, = gradc.gradients(program, "loss", "x")
+    penalty = _sum_all(block, _append(block, "square", {"X": [grad_x]}, {}, [4, 6], "gx_sq"), "penalty")
+    grads = check_program(program, feed, sorted(params), loss=penalty, params=params, directions=3)
+    assert all(np.abs(value).max() > 0 for value in grads.values())

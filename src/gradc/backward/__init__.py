@@ -231,4 +231,10 @@ def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterabl
     _check_float(block, inputs, "input")
     names = GradNames(program)
     append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set, any_shape=True)
-    return [names(name) if block.find_var(names(name)) is not None else None for name in inputs]
+    grads = [names(name) if block.find_var(names(name)) is not None else None for name in inputs]
+    stopped = [name for name, grad in zip(inputs, grads) if grad is None and block.var(name).stop_gradient]
+    if stopped:   # Paddle's answer too, but a None met later says nothing of why
+        warnings.warn(f"no gradient of {', '.join(stopped)}: stop_gradient is set (a saved program's inputs have it); "
+                      f"clear it first, block.var(name).stop_gradient = False, as x.stop_gradient = False in Paddle",
+                      GradcWarning, stacklevel=2)
+    return grads
