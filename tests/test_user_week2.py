@@ -120,7 +120,7 @@ def test_gradients_of_a_critic_s_output_of_any_shape_is_that_of_its_sum():
     check_program(program, feed, _trainable(params), loss=norm, params=params, directions=3)
 
 
-def _penalty(program, params):
+def _penalty(program):
     """WGAN-GP's penalty: the squared norm of d(loss)/dx, a program input."""
     block = program.global_block
     grad_x, = gradc.gradients(program, LOSS, ["x"])
@@ -178,7 +178,7 @@ def test_penalty_hessian_vector_and_maml_gradients_of_paddle_s_mlp_are_paddle_s(
     for kind in ("penalty", "hvp", "maml"):
         program, feed, params = _paddle_program("mlp")
         if kind == "penalty":
-            target = _penalty(program, params)
+            target = _penalty(program)
         else:
             target = _hessian_vector(program, feed, paddle) if kind == "hvp" else _maml(program)
         rtol = 1e-7 if kind == "maml" else 1e-10   # scale's attribute is float32: the rate is 0.1 to 1.5e-9
@@ -195,14 +195,14 @@ def test_penalty_and_hessian_vector_of_paddle_s_cnn_with_batch_norm_and_lstm_mat
     with np.load(WEEK2 / "cnn" / "dygraph.npz") as stored:
         paddle = dict(stored)
     program, feed, params = _paddle_program("cnn")
-    for name, value in _gradients_of(program, feed, params, _penalty(program, params)).items():
+    for name, value in _gradients_of(program, feed, params, _penalty(program)).items():
         np.testing.assert_allclose(value, paddle[f"penalty/{name}"], rtol=1e-10, atol=1e-14, err_msg=name)
     rng = np.random.default_rng(0)
     for case in ("cnn", "lstm"):
         for make in (_penalty, _hessian_vector):
             program, feed, params = _paddle_program(case)
             directions = {f"v/{name}": rng.standard_normal(value.shape) for name, value in params.items()}
-            target = _penalty(program, params) if make is _penalty else _hessian_vector(program, feed, directions)
+            target = _penalty(program) if make is _penalty else _hessian_vector(program, feed, directions)
             check_program(program, feed, _trainable(params), loss=target, params=params, directions=2)
 
 
@@ -221,3 +221,33 @@ def test_gradients_of_a_stop_gradient_input_warns_and_a_pir_program_s_penalty_is
     penalty = _sum_all(block, _append(block, "square", {"X": [grad_x]}, {}, [4, 6], "gx_sq"), "penalty")
     grads = check_program(program, feed, sorted(params), loss=penalty, params=params, directions=3)
     assert all(np.abs(value).max() > 0 for value in grads.values())
+
+
+def _penalty_file(path) -> None:
+    """A program a researcher writes in Python: Paddle's CNN with batch norm, the gradient of its loss with respect to
+    its input x, and the squared norm of that gradient as the loss to train on (WGAN-GP's penalty)."""
+    program = gradc.load(WEEK2 / "cnn" / "forward.pb")
+    _penalty(program)
+    gradc.save(program, path)
+
+
+def test_the_command_line_compiles_checks_and_trains_a_loss_computed_from_a_backward(tmp_path):
+    """Before, `gradc compile` and `gradc check` of a program with a gradient penalty were refused ('the program
+    already has backward ops'), though the Python API differentiates it; now a loss written after the last backward
+    op is differentiated again, and compiling a loss already differentiated is still refused."""
+    _penalty_file(tmp_path / "penalty.pb")
+    data = ["--feed", WEEK2 / "cnn" / "feed.npz", "--params", WEEK2 / "cnn" / "params.npz"]
+    checked = gradc_cli("check", tmp_path / "penalty.pb", *data, "--directions", "2")
+    assert checked.returncode == 0 and "6 var(s) checked: compiled gradients agree" in checked.stdout, checked.stderr
+    done = gradc_cli("compile", tmp_path / "penalty.pb", "-o", tmp_path / "train.pb", "--optimizer", "sgd",
+                     "--lr", "0.5")
+    assert done.returncode == 0 and "conv2d_0.w_0        conv2d_0.w_0@GRAD@2" in done.stdout, done.stderr
+    trained = gradc_cli("train", tmp_path / "train.pb", "--startup", tmp_path / "train.startup.pb", *data,
+                        "--steps", "3", "--fetch", "penalty")
+    penalties = [float(line.split("=")[1]) for line in trained.stdout.splitlines() if line.startswith("step")]
+    assert trained.returncode == 0 and len(penalties) == 3 and penalties[0] > penalties[1] > penalties[2], trained
+    gradc_cli("compile", tmp_path / "penalty.pb", "-o", tmp_path / "twice.pb", "--loss", "penalty")
+    again = gradc_cli("compile", tmp_path / "twice.pb", "-o", tmp_path / "thrice.pb", "--loss", "penalty")
+    assert again.returncode == 1 and "name a loss computed after it (--loss)" in again.stderr
+    refused = gradc_cli("check", tmp_path / "train.pb", *data)
+    assert refused.returncode == 1 and "already a training program" in refused.stderr

@@ -148,11 +148,12 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
 def check(program, feed, params, startups, loss, wrt, max_elements, directions, rtol, atol):
     """Check a program's compiled gradients against central differences, in float64."""
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
+    from ..passes.backward import refuses_again
     from ..training.programs import is_training_op
     prog = load(program)
-    if any(is_training_op(op) for op in prog.global_block.ops):
+    if any(is_training_op(op) for op in prog.global_block.ops) and refuses_again(prog, loss):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
-                         f"forward program it was compiled from")
+                         f"forward program it was compiled from, or name a loss computed after its backward (--loss)")
     values = _initialised(startups)
     values.update(load_params(params, prog))
     with naming_feed(feed):

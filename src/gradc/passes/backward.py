@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..backward import append_backward
+from ..backward import append_backward, default_loss
 from ..ir import EMPTY_VAR, Program, roles
 from .base import Pass, register_pass
 
@@ -12,6 +12,28 @@ from .base import Pass, register_pass
 def _is_backward(op) -> bool:
     role = op.attrs.get("op_role")
     return isinstance(role, int) and role & roles.BACKWARD == roles.BACKWARD
+
+
+def refuses_again(program: Program, loss: str | None) -> str | None:
+    """Why a program that has backward ops cannot be differentiated for ``loss`` (None: it can): only a loss
+    written after its last backward op (a gradient penalty, a Hessian-vector product) is differentiated again; a
+    loss with backward ops after it has been differentiated already, and would be compiled twice."""
+    ops = program.global_block.ops
+    last = max((idx for idx, op in enumerate(ops) if _is_backward(op)), default=None)
+    if last is None:
+        return None
+    loss = loss or default_loss(program, notice=False)
+    writer = max((idx for idx, op in enumerate(ops) if loss in op.output_names()), default=-1)
+    if writer > last and not any(_is_update(op) for op in ops):
+        return None
+    return ("the program already has backward ops (op_role 1); compile the forward program, or, to differentiate "
+            "through its backward (a gradient penalty, a Hessian-vector product), name a loss computed after it "
+            "(--loss)")
+
+
+def _is_update(op) -> bool:
+    role = op.attrs.get("op_role")
+    return isinstance(role, int) and role & roles.OPTIMIZE == roles.OPTIMIZE
 
 
 @register_pass
@@ -25,8 +47,9 @@ class BackwardPass(Pass):
         self.no_grad_set = set(no_grad_set or ())
 
     def requires(self, program: Program) -> None:
-        if any(_is_backward(op) for op in program.global_block.ops):
-            raise self.fail("the program already has backward ops (op_role 1); compile the forward program")
+        refusal = refuses_again(program, self.loss)
+        if refusal:
+            raise self.fail(refusal)
 
     def apply(self, program: Program) -> list[tuple[str, str]]:
         return append_backward(program, self.loss, self.parameter_list, self.no_grad_set)
