@@ -251,3 +251,24 @@ def test_the_command_line_compiles_checks_and_trains_a_loss_computed_from_a_back
     assert again.returncode == 1 and "name a loss computed after it (--loss)" in again.stderr
     refused = gradc_cli("check", tmp_path / "train.pb", *data)
     assert refused.returncode == 1 and "already a training program" in refused.stderr
+
+
+def test_a_dash_is_stdin_and_stdout_so_commands_pipe_into_each_other(tmp_path):
+    """Before, `gradc convert forward.pb -` wrote a file named '-', which `gradc info -` then read; `-` is now stdout
+    for a program or --out (every other line on stderr) and stdin for a program, as `ops --markdown -` had it."""
+    gradc_exe = [sys.executable, "-m", "gradc"]
+    here = {**os.environ, "PYTHONPATH": os.path.dirname(os.path.dirname(gradc.__file__))}   # this tree's gradc
+    compiled = subprocess.run([*gradc_exe, "compile", "-", "-o", "-"], input=(MLP / "forward.pb").read_bytes(),
+                              capture_output=True, cwd=tmp_path, env=here, timeout=120)
+    assert compiled.returncode == 0 and b"wrote - (15 ops" in compiled.stderr, compiled.stderr
+    ran = subprocess.run([*gradc_exe, "run", "-", "--feed", str(MLP / "feed.npz"), "--params", str(MLP / "params.npz"),
+                          "--fetch", "fc_0.w_0@GRAD", "--out", "-"], input=compiled.stdout, capture_output=True,
+                         cwd=tmp_path, env=here, timeout=120)
+    assert ran.returncode == 0 and b"fc_0.w_0@GRAD: float32[16, 32]" in ran.stderr, ran.stderr
+    (tmp_path / "piped.npz").write_bytes(ran.stdout)
+    with np.load(tmp_path / "piped.npz") as piped, np.load(MLP / "grads.npz") as paddle:
+        np.testing.assert_allclose(piped["fc_0.w_0@GRAD"], paddle["fc_0.w_0@GRAD"], rtol=1e-5, atol=1e-6)
+    described = subprocess.run([*gradc_exe, "info", "-", "--json"], input=compiled.stdout, capture_output=True,
+                               cwd=tmp_path, env=here, timeout=120)
+    assert described.returncode == 0 and '"ops": 15' in described.stdout.decode(), described.stderr
+    assert list(tmp_path.iterdir()) == [tmp_path / "piped.npz"]   # no file named '-'

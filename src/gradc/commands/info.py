@@ -4,11 +4,12 @@ its parameters, the loss it may have and the op types it uses (gradc show lists 
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
 
 import click
 
-from ..io import detect_format, load
+from ..io import STDIO, detect_format, load, parse_program
 from ..ir import Block, Program, dtype_name
 from ..pairing import BACKWARD, FEED_FETCH, OPTIMIZER, is_loss, op_kinds
 
@@ -29,9 +30,14 @@ def info(program, as_json):
 
 def summary(program: str) -> dict:
     """What `gradc info` says about the program file, as plain data (--json prints it)."""
-    prog = load(program)
-    with open(program, "rb") as handle:
-        fmt = detect_format(program, handle.read(4096))
+    if program == STDIO:   # read once: a pipe gives its bytes one time
+        head = sys.stdin.buffer.read()
+        prog = parse_program(head, detect_format(program, head), "<stdin>")
+    else:
+        prog = load(program)
+        with open(program, "rb") as handle:
+            head = handle.read(4096)
+    fmt = detect_format(program, head[:4096])
     block = prog.global_block
     loss, how = _loss(prog)
     persistable = [var for var in block.vars.values() if var.persistable and var.dtype is not None]

@@ -116,18 +116,20 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
+    aside = bool(out) and is_stdout(out)   # `--out -`: the arrays alone on stdout
     if not fetches:
         click.echo(f"ran {program} ({prog.num_ops()} ops); nothing fetched: name the values to print with --fetch "
-                   f"NAME (repeatable; gradc show lists the vars)")
+                   f"NAME (repeatable; gradc show lists the vars)", err=aside)
     if out:   # before the listing, which a reader such as `| head` may cut short
         _save_npz(out, {key: array for name, value in zip(fetches, values)
                         for key, array in lod_arrays(name, as_dense(value)).items()})
     for name, value in zip(fetches, values):
-        click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))))
+        click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))),
+                   err=aside)
     if out:
-        click.echo(f"wrote {out}", err=is_stdout(out))
+        click.echo(f"wrote {out}", err=aside)
     if measured is not None:
-        click.echo(measured.report())
+        click.echo(measured.report(), err=aside)
 
 
 @click.command()

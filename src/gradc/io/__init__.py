@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 from ..errors import FormatError
@@ -17,10 +18,10 @@ from ..ir import Program
 from ..pir import is_pir, parse_pir, serialize_pir
 from ..verify import check_structure
 from .fast_read import read_program
-from .files import check_writable, is_stdout, write_atomic
+from .files import STDIO, check_writable, is_stdout, write_atomic
 from .wire import encode_program
 
-__all__ = ["check_writable", "is_stdout", "detect_format", "load", "parse_program", "program_from_proto",
+__all__ = ["STDIO", "check_writable", "is_stdout", "detect_format", "load", "parse_program", "program_from_proto",
            "program_to_proto", "save", "serialize", "write_atomic"]
 
 TEXT_SUFFIXES = {".pbtxt", ".prototxt", ".txt"}
@@ -145,6 +146,9 @@ def load(path: str | os.PathLike) -> Program:
     if str(path).endswith(PARAMETER_SUFFIXES):
         raise FormatError(f"'{path}' is a parameter file, not a program: give the program (.json, .pdmodel, .pb) and "
                           f"this file with --params (gradc.load_params in Python)")
+    if str(path) == STDIO:   # a program piped in: `gradc compile - -o -`
+        data = sys.stdin.buffer.read()
+        return parse_program(data, detect_format(path, data), "<stdin>")
     try:
         data = Path(path).read_bytes()
     except OSError as exc:

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import os
 import stat
+import sys
 import tempfile
 from pathlib import Path
 
 from ..errors import OutputError
+
+STDIO = "-"   # as a path: stdout to write, stdin to read, as Unix tools take it
 
 
 def write_atomic(path: str | os.PathLike, data: bytes, durable: bool = False) -> None:
@@ -18,6 +21,10 @@ def write_atomic(path: str | os.PathLike, data: bytes, durable: bool = False) ->
     directory), so a crash of the machine, not only of gradc, leaves the old file or the new one (checkpoints).
     A device or pipe (/dev/stdout, /dev/null) is written in place, never replaced; a symlink's file is replaced,
     not the link."""
+    if os.fspath(path) == STDIO:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+        return
     target = Path(path)
     check_writable(target)
     if is_special_file(target):
@@ -71,6 +78,8 @@ def _sync_directory(folder: Path) -> None:
 
 def check_writable(path: str | os.PathLike) -> None:
     """Fail early, before any work, if ``path`` cannot be written."""
+    if os.fspath(path) == STDIO:
+        return
     target = Path(path)
     folder = target.parent
     if not folder.is_dir():
@@ -95,6 +104,8 @@ def _mode_for(target: Path) -> int:
 
 def is_stdout(path: str | os.PathLike | None) -> bool:
     """Whether ``path`` is the file gradc's stdout goes to (``-o /dev/stdout``): its "wrote" lines then go to stderr."""
+    if path is not None and os.fspath(path) == STDIO:
+        return True
     try:
         return path is not None and os.path.samestat(os.stat(path), os.fstat(1))
     except (OSError, ValueError):
