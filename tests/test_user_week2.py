@@ -272,3 +272,32 @@ def test_a_dash_is_stdin_and_stdout_so_commands_pipe_into_each_other(tmp_path):
                                cwd=tmp_path, env=here, timeout=120)
     assert described.returncode == 0 and '"ops": 15' in described.stdout.decode(), described.stderr
     assert list(tmp_path.iterdir()) == [tmp_path / "piped.npz"]   # no file named '-'
+
+
+def test_gradients_takes_target_gradients_for_a_vector_jacobian_product():
+    """paddle.static.gradients' target_gradients (the cotangent of a non-scalar target) was a TypeError; now the
+    target's grad is copied from that var: x's grad equals that of sum(logits * w), checked by central differences."""
+    from gradc.gradcheck import check_program
+    logits, cotangent = "linear_1.tmp_1", np.random.default_rng(2).standard_normal((4, 3))
+    results = []
+    for given in (True, False):
+        program, feed, params = _paddle_program("mlp")
+        block = program.global_block
+        block.create_var("w", [4, 3], block.var(logits).dtype, need_check_feed=True)
+        feed["w"] = cotangent
+        if given:
+            grad_x, = gradc.gradients(program, logits, ["x"], target_gradients=["w"])
+        else:
+            weighted = _sum_all(block, _append(block, "elementwise_mul", {"X": [logits], "Y": ["w"]}, {"axis": -1},
+                                               [4, 3], "weighted"), "weighted_sum")
+            check_program(program.clone(), feed, ["x"], loss=weighted, params=params)
+            grad_x, = gradc.gradients(program, weighted, ["x"])
+        scope = gradc.Scope()
+        for name, value in params.items():
+            scope[name] = value
+        results.append(gradc.Executor().run(program, feed, [grad_x], scope)[0])
+    np.testing.assert_allclose(results[0], results[1], rtol=1e-13, atol=1e-15)
+    program, _, _ = _paddle_program("mlp")
+    with pytest.raises(gradc.GradError, match=r"target gradient 'label' must be declared with the shape and dtype of "
+                                              r"'linear_1.tmp_1', float64\[4, 3\]: it is int64\[4, 1\]"):
+        gradc.gradients(program, logits, ["x"], target_gradients="label")

@@ -137,16 +137,28 @@ def _seed(block: Block, loss: str, grad: str) -> OpDesc:
                   {"shape": AttrType.LONGS, "dtype": AttrType.INT, "value": AttrType.FLOAT})
 
 
+def _given_seed(block: Block, loss: str, given: str, grad: str) -> OpDesc:
+    """The loss's grad copied from ``given``, which must be declared with the loss's shape and dtype."""
+    var, seed = block.var(loss), block.find_var(given)
+    if seed is None or seed.shape != var.shape or seed.dtype != var.dtype:
+        have = "not declared in block 0" if seed is None else f"{dtype_name(seed.dtype)}{seed.shape}"
+        raise GradError(f"target gradient '{given}' must be declared with the shape and dtype of '{loss}', "
+                        f"{dtype_name(var.dtype)}{var.shape}: it is {have}")
+    return OpDesc("assign", {"X": [given]}, {"Out": [grad]}, {})
+
+
 @gc_paused()
 def append_backward(program: Program, loss: str | None = None,
                     parameter_list: Iterable[str] | None = None,
-                    no_grad_set: Iterable[str] | None = None, any_shape: bool = False) -> list[tuple[str, str]]:
+                    no_grad_set: Iterable[str] | None = None, any_shape: bool = False,
+                    loss_grad: str | None = None) -> list[tuple[str, str]]:
     """Append the backward ops of ``loss`` to block 0; return [(param, param@GRAD), ...].
 
     ``parameter_list`` restricts which parameters get gradients (default: every var with
     is_parameter); ``no_grad_set`` names further vars that get none. In a program that already has
     a backward, grads whose name is taken are named ``param@GRAD@2`` (see gradc.backward.names).
-    ``any_shape``: a loss of any shape, its elements' gradients summed (gradients() passes it).
+    ``any_shape``: a loss of any shape, its elements' gradients summed (gradients() passes it); ``loss_grad``: the
+    var holding d(result)/d(loss) instead of ones (a vector-Jacobian product).
     """
     block = program.global_block
     check_definitions(program)
@@ -164,7 +176,7 @@ def append_backward(program: Program, loss: str | None = None,
     no_grad = set(no_grad_set or ()) | (set(all_params) - set(params))
 
     names = GradNames(program)
-    seed = _seed(block, loss, names(loss))
+    seed = _seed(block, loss, names(loss)) if loss_grad is None else _given_seed(block, loss, loss_grad, names(loss))
     loss_op = block.ops[loss_idx]   # copies of overwritten forward values may be inserted before it
     first_backward = len(block.ops)
     path = _differentiate(block, loss_idx + 1, {loss}, no_grad, names, seeds=[seed])
@@ -213,16 +225,14 @@ def append_grad_ops(program: Program, targets: Iterable[str], no_grad_set: Itera
 
 
 def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterable[str],
-              no_grad_set: Iterable[str] | None = None) -> list[str | None]:
+              no_grad_set: Iterable[str] | None = None,
+              target_gradients: str | Sequence[str] | None = None) -> list[str | None]:
     """Append the backward of ``loss`` and return the grad var of each input (None: no gradient). In a
     program that already has a backward, a grad whose usual name is taken is ``input@GRAD@2``. As
-    paddle.static.gradients: ``loss`` may have any shape (the gradients of its sum), or be a list of one var,
-    and ``inputs`` one name or a list."""
-    if not isinstance(loss, str) and isinstance(loss, Sequence):
-        if len(loss) != 1:
-            raise GradError(f"gradients() differentiates one target, not {len(loss)} ({', '.join(map(str, loss))}): "
-                            f"add them with a sum op first")
-        loss = loss[0]
+    paddle.static.gradients: ``loss`` may have any shape (the gradients of its sum, or, with ``target_gradients``,
+    a var of its shape, of the sum of its product with that), or be a list of one var, and ``inputs`` one name or a
+    list."""
+    loss, target_gradients = _one_target(loss), None if target_gradients is None else _one_target(target_gradients)
     inputs = [inputs] if isinstance(inputs, str) else list(inputs)   # not a name's characters
     block = program.global_block
     undeclared = [name for name in inputs if block.find_var(name) is None]
@@ -230,7 +240,8 @@ def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterabl
         raise GradError(f"input(s) not declared in block 0: {', '.join(undeclared)}")
     _check_float(block, inputs, "input")
     names = GradNames(program)
-    append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set, any_shape=True)
+    append_backward(program, loss, parameter_list=None, no_grad_set=no_grad_set, any_shape=True,
+                    loss_grad=target_gradients)
     grads = [names(name) if block.find_var(names(name)) is not None else None for name in inputs]
     stopped = [name for name, grad in zip(inputs, grads) if grad is None and block.var(name).stop_gradient]
     if stopped:   # Paddle's answer too, but a None met later says nothing of why
@@ -238,3 +249,12 @@ def gradients(program: Program, loss: str | Sequence[str], inputs: str | Iterabl
                       f"clear it first, block.var(name).stop_gradient = False, as x.stop_gradient = False in Paddle",
                       GradcWarning, stacklevel=2)
     return grads
+
+
+def _one_target(names: str | Sequence[str]) -> str:
+    if isinstance(names, str) or not isinstance(names, Sequence):
+        return names
+    if len(names) != 1:
+        raise GradError(f"gradients() differentiates one target, not {len(names)} ({', '.join(map(str, names))}): "
+                        f"add them with a sum op first")
+    return names[0]
