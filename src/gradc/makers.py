@@ -62,6 +62,11 @@ class GradContext:
             raise GradError(f"op '{self.fwd.type}': this backward pass keeps no values of earlier ops")
         return self._earlier.value_before(name, op)
 
+    def overwritten(self, name: str, op: OpDesc) -> bool:
+        """Whether the value ``name`` holds just before the earlier forward op ``op`` of this block is gone when the
+        backward runs (``op`` or a later op writes it)."""
+        return self._earlier is not None and self._earlier.overwritten(name, op)
+
     def add_grad_before(self, name: str, op: OpDesc, grad: str) -> None:
         """Add ``grad`` to the grad of the value ``name`` held just before forward op ``op``: where the reverse
         pass has gone past ``op``."""

@@ -1,8 +1,9 @@
 """Third derivatives through control flow: the second derivative's replay (a conditional_block that always runs) is
 itself differentiated, its conditional_block_grad replayed once more by the same maker. Each case is a program of
 control_flow.py, control_flow_double.py or control_flow_outputs.py with its backward and its second backward, whose
-grads' squares are the loss, checked end to end with check_program. Refused: the replays that read copies of values
-overwritten in place, and a fourth derivative (test_control_flow_nested.py)."""
+grads' squares are the loss, checked end to end with check_program. The second derivatives whose replays read copies
+of values overwritten in place (GradContext.value_before: a branch at the top overwriting h, a loop over a fed var) are
+among them."""
 
 import gradc
 from programs import Net
@@ -20,6 +21,8 @@ from .control_flow import (
     _while_in_while,
 )
 from .control_flow_double import (
+    _branch_overwriting_h,
+    _loop_over_a_fed_var,
     _loops_in_a_row,
     _overwriting_branch,
     _pylayer_in_cond,
@@ -54,6 +57,11 @@ BUILDS = {
     (("nested", "cond in while"),): _cond_in_while_in_cond,
     (("outputs", "two"), ("branch", "true")): lambda: _split_weights(1.0),
     (("outputs", "two, one constant"), ("branch", "false")): lambda: _split_weights(-1.0, True),
+    **{(("top", "cond overwriting h"), ("reads h", reads_it), ("taken", taken)):
+       lambda reads_it=reads_it, taken=taken: _branch_overwriting_h(taken, reads_it, False)
+       for reads_it in (True, False) for taken in (True, False)},
+    **{(("top", "cond on a tensor overwriting h"), ("taken", taken)): lambda taken=taken: _branch_overwriting_h(
+        taken, True, True) for taken in (True, False)},
 }
 LOOPS = {
     (("iterations", 3),): lambda: _while(3),
@@ -62,6 +70,7 @@ LOOPS = {
     (("nested", "while"),): _while_in_while,
     (("nested", "pylayer"),): _pylayer_in_while,
     (("loops", "two in a row"),): _loops_in_a_row,
+    **{(("loop var", "fed"), ("iterations", n)): lambda n=n: _loop_over_a_fed_var(n) for n in (2, 0)},
 }
 
 CASES = [

@@ -36,8 +36,14 @@ class Earlier:
             self.job.path.wants_grad.add(copy)
         return copy
 
+    def overwritten(self, name: str, op: OpDesc) -> bool:
+        return self.job.versions.stale(self.job.forward_block, self._index(op) - 1, name)
+
     def add_grad_before(self, name: str, op: OpDesc, grad: str) -> None:
-        self.later.setdefault(self._index(op), []).append((name, grad))
+        """The grad of a copy value_before made; given back once, however many makers read that one copy."""
+        pending = self.later.setdefault(self._index(op), [])
+        if (name, grad) not in pending:
+            pending.append((name, grad))
 
 
 def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:

@@ -23,7 +23,6 @@ from . import control_flow  # noqa: F401  (registers the grad ops given makers h
 
 RENAMED = re.compile(r"@RENAME@block\d+@\d+$")   # a grad op's output renamed by the sums of the backward pass
 REPLAYED = "@REPLAY@"   # in the names of the vars a replay writes
-FROM_COPIES = "always_from_copies"   # the condition of a replay that reads GradContext.value_before's copies
 
 
 class Replay:
@@ -214,11 +213,10 @@ def outer_reads(block: Block) -> list[str]:
     return list(reads)
 
 
-def differentiated_run(g, replay: Block, outputs: list[str], from_copies: bool = False) -> list[OpDesc]:
+def differentiated_run(g, replay: Block, outputs: list[str]) -> list[OpDesc]:
     """A conditional_block that always runs ``replay``, writing ``outputs``, then its grad ops from conditional_block's
-    own maker. Its condition's name says whether the replay reads ``from_copies`` made by GradContext.value_before
-    (a third derivative refuses those)."""
-    always = g.block.create_var(Replay(replay).unique(FROM_COPIES if from_copies else "always"), [1], VarType.BOOL).name
+    own maker."""
+    always = g.block.create_var(Replay(replay).unique("always"), [1], VarType.BOOL).name
     scope = Replay(g.block).var("scope", VarType.STEP_SCOPES, None)
     run = OpDesc("conditional_block", {"Cond": [always], "Input": outer_reads(replay)},
                  {"Out": outputs, "Scope": [scope]}, {"is_scalar_condition": True})
@@ -235,27 +233,23 @@ def always_true(program, cond: str) -> bool:
 
 def _conditional_block_grad(g) -> list[OpDesc]:
     """d(conditional_block_grad): the grad op replayed as a nested one is (Replay._branch_grad), in a conditional_block
-    that always runs, differentiated as a branch. A branch writing a value it had before updates it in place, and its
-    grad op that value's grad (it passes through where the branch does not run), so the replay reads copies of both
-    made before them, whose grads are given back there."""
+    that always runs, differentiated as a branch. A branch writing a value it had before updates it in place, so the
+    replay reads a copy made before the branch; and a value the grad op read that it or a later op overwrites (a grad
+    updated in place, passing through where the branch does not run; a grad a copy's was added to), a copy made before
+    the grad op. The copies' grads are given back there."""
     program = g.block.program
     backward = program.blocks[g.attr("sub_block")]
     forward = program.blocks[backward.forward_block_idx]
     if any(op.type == "conditional_block" and always_true(program, op.input("Cond")[0]) for op in forward.ops):
         raise GradError("conditional_block_grad: gradc does not differentiate control flow four times (this grad op "
                         "runs the replay of a third derivative's maker)")
-    if g.I("Cond")[0].startswith(FROM_COPIES + REPLAYED):
-        raise GradError("conditional_block_grad: gradc does not differentiate control flow three times where the "
-                        "second derivative's replay reads copies of values overwritten in place (a branch at the top "
-                        "writing a value it had before, a while loop over a fed var)")
+    first = len(program.blocks)
     top, reads, kept = Replay(program.append_block(g.block.idx), forward, backward), {}, []
 
     def keep(name: str, op: OpDesc) -> str:
         kept.append((name, op, g.value_before(name, op)))
         return kept[-1][2]
 
-    for grad in sorted(set(g.I("Out@GRAD")) & set(g.O("Input@GRAD")) - {EMPTY_VAR}):   # the grad op overwrites it
-        reads[grad] = keep(grad, g.fwd)
     rewritten = set(outer_reads(forward)) & set(g.I("Out"))   # the branch reads and overwrites it
     if rewritten:
         branch = next((op for op in g.block.ops if op.type == "conditional_block"
@@ -266,11 +260,22 @@ def _conditional_block_grad(g) -> list[OpDesc]:
         top.branches[forward.idx] = {name: keep(name, branch) for name in sorted(rewritten)}
     top._branch_grad(g.fwd, reads)
     outputs = [grad for grad in g.O("Input@GRAD") if grad != EMPTY_VAR]
+    _read_before(g, program.blocks[first:], keep)
     for grad in outputs:
         top.op("assign", {"X": [reads[grad]]}, {"Out": [grad]})
     for name, op, copy in kept:
         g.add_grad_before(name, op, g.grad_of(copy))
-    return differentiated_run(g, top.block, outputs, from_copies=bool(kept))
+    return differentiated_run(g, top.block, outputs)
+
+
+def _read_before(g, blocks: list[Block], keep: Callable[[str, OpDesc], str]) -> None:
+    """The replay in ``blocks`` reads each value from outside as the grad op did: one that the grad op (a grad it
+    updates in place) or a later op (a sum adding a grad given back by add_grad_before) overwrites, from a copy."""
+    local = {name for block in blocks for name in block.vars}
+    outside = sorted({n for block in blocks for op in block.ops for n in op.input_names()} - local - {EMPTY_VAR})
+    copies = {name: keep(name, g.fwd) for name in outside if g.overwritten(name, g.fwd)}
+    for op in (op for block in blocks for op in block.ops):
+        op.inputs = {slot: [copies.get(n, n) for n in args] for slot, args in op.inputs.items()}
 
 
 # a grad op: the backward pass sees it through its inputs and outputs, not the names its block uses; the

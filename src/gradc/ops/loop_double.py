@@ -175,7 +175,7 @@ def _while_grad(g) -> list[OpDesc]:
         top.op("assign", {"X": [var]}, {"Out": [out]})
     for copy, (name, op) in copies.items():
         g.add_grad_before(name, op, g.grad_of(copy))
-    return differentiated_run(g, top.block, list(grads), from_copies=bool(copies))
+    return differentiated_run(g, top.block, list(grads))
 
 
 def _nested_while_grad(replay: Replay, grad_op: OpDesc, reads: dict[str, str]) -> None:
