@@ -4,11 +4,9 @@ differences of the whole program (gradc.gradcheck.check_program)."""
 import numpy as np
 import pytest
 
-import gradc
-from gradc.errors import GradError
 from gradc.gradcheck import check_program
 from gradc.ir import VarType
-from gradcheck_cases.control_flow import _cond, _penalty_of, _while
+from gradcheck_cases.control_flow import _penalty_of
 from gradcheck_cases.control_flow_double import _pylayer_in_cond
 from programs import Net
 
@@ -116,25 +114,3 @@ def test_a_pylayer_inside_a_cond_not_taken_is_differentiated_twice():
     sigmoid branch's (the pylayer's own are registry cases, gradcheck_cases/control_flow.py)."""
     case = _penalty_of(_pylayer_in_cond(-1.0))
     check_program(case["program"], case["feed"], case["wrt"], loss=case["loss"], params=case["params"])
-
-
-
-
-def _squared_grads(case: dict) -> str:
-    """The case's program differentiated again with respect to its ``wrt``; returns the mean of the grads' squares."""
-    grads = gradc.gradients(case["program"], case["loss"], case["wrt"])
-    net = Net()
-    net.program, net.block = case["program"], case["program"].global_block
-    return net.op("sum", {"X": [net.mean(net.square(grad)) for grad in grads]})
-
-
-@pytest.mark.parametrize("build", [lambda: _cond(1.0), lambda: _while(3)], ids=["cond", "while"])
-def test_a_fourth_derivative_through_control_flow_is_refused_by_name(build):
-    """The third derivative's replay is a conditional_block that always runs; its grad op, met by a fourth backward,
-    is refused in one line (let through, a cond in a while stopped with a StopIteration)."""
-    case = _penalty_of(build())
-    case = {**case, "loss": _squared_grads(case)}
-    fourth = _squared_grads(case)
-    with pytest.raises(GradError, match=r"^block 0, op \d+ \(conditional_block_grad\): conditional_block_grad: gradc "
-                                        r"does not differentiate control flow four times"):
-        gradc.gradients(case["program"], fourth, case["wrt"])

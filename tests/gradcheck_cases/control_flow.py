@@ -92,11 +92,11 @@ def _nested_cond(inner: float):
 
 
 
-def _cond_in_while(flag: float):
-    """h = x; twice: z = h @ w, h = cond(flag > 0, tanh(z) + b, z * z); loss = mean(h * h)."""
+def _cond_in_while(flag: float, n_iter: int = 2):
+    """h = x; n_iter times: z = h @ w, h = cond(flag > 0, tanh(z) + b, z * z); loss = mean(h * h)."""
     net = Net()
     x, f, w, b = net.data("x", [2, 3]), net.data("flag", [1]), net.param("w", [3, 3]), net.param("b", [3])
-    i, n = net.constant(0), net.constant(2)
+    i, n = net.constant(0), net.constant(n_iter)
     h = net.copy(x)
 
     def body(i, h):

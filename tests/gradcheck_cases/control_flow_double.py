@@ -53,6 +53,26 @@ def _branch_overwriting_h(taken: bool, reads_it: bool, tensor: bool):
             "loss": net.mean(net.elementwise_mul(h, h)), "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
 
 
+def _branches_overwriting_h(taken: bool):
+    """h = sigmoid(x @ w1), then overwritten in place by two branches at the top in a row, h = tanh(h @ w2) and
+    h = tanh(h @ w3), both on flag > 0; loss = mean(h * h). Each grad op updates h@GRAD in place, each backward copying
+    it before them (Versions.save: its copies' names must not meet an earlier backward's)."""
+    net = Net()
+    x, f = net.data("x", [2, 3]), net.data("flag", [1])
+    w1, w2, w3 = net.param("w1", [3, 3]), net.param("w2", [3, 3]), net.param("w3", [3, 3])
+    h = net.sigmoid(net.matmul(x, w1))
+    pred = net.greater_than(f, net.constant(0.0, dtype=VarType.FP64))
+    for w in (w2, w3):
+        with net.sub_block() as body:
+            net.assign(net.tanh(net.matmul(h, w)), h)
+        op = net.block.append_op("conditional_block", {"Cond": [pred], "Input": _reads(body)},
+                                 {"Out": [h], "Scope": [net.scopes()]}, {"is_scalar_condition": True})
+        op.set_attr("sub_block", body.idx, AttrType.BLOCK)
+    return {"program": net.program, "feed": {"x": randn(2, 3), "flag": np.array([1.0 if taken else -1.0])},
+            "wrt": ["x", "w1", "w2", "w3"], "loss": net.mean(net.elementwise_mul(h, h)),
+            "params": {"w1": randn(3, 3), "w2": randn(3, 3), "w3": randn(3, 3)}}
+
+
 def _tanh_layer(net: Net, z: str) -> str:
     """tanh(z) through a pylayer whose backward block reads the forward's tanh: g (1 - y^2)."""
     saved = {}
@@ -121,12 +141,12 @@ def _tensor_condition(runs: bool, nested: bool):
             "params": {"w1": randn(3, 3), "w2": randn(3, 3)}}
 
 
-def _loops_in_a_row():
-    """h = x; twice: h = tanh(h @ w); then twice: h = sigmoid(h @ v): the second loop starts from the first's
-    result, and the first's while_grad from the grad the second's wrote."""
+def _loops_in_a_row(n_iter: int = 2):
+    """h = x; n_iter times: h = tanh(h @ w); then n_iter times: h = sigmoid(h @ v): the second loop starts from the
+    first's result, and the first's while_grad from the grad the second's wrote."""
     net = Net()
     x, w, v = net.data("x", [2, 3]), net.param("w", [3, 3]), net.param("v", [3, 3])
-    h, n = net.copy(x), net.constant(2)
+    h, n = net.copy(x), net.constant(n_iter)
     for step in (lambda h: net.tanh(net.matmul(h, w)), lambda h: net.sigmoid(net.matmul(h, v))):
         net.while_loop(lambda i, h: net.less_than(i, n), lambda i, h, step=step: [net.increment(i), step(h)],
                        [net.constant(0), h])

@@ -1,9 +1,9 @@
-"""Third derivatives through control flow: the second derivative's replay (a conditional_block that always runs) is
-itself differentiated, its conditional_block_grad replayed once more by the same maker. Each case is a program of
-control_flow.py, control_flow_double.py or control_flow_outputs.py with its backward and its second backward, whose
-grads' squares are the loss, checked end to end with check_program. The second derivatives whose replays read copies
-of values overwritten in place (GradContext.value_before: a branch at the top overwriting h, a loop over a fed var) are
-among them."""
+"""Third and fourth derivatives through control flow: the second derivative's replay (a conditional_block that always
+runs) is itself differentiated, its conditional_block_grad replayed once more by the same maker, and so on. Each case
+is a program of control_flow.py, control_flow_double.py or control_flow_outputs.py with its backward and its further
+backwards, each with the mean squares of the last one's grads as its loss, checked end to end with check_program.
+Among them are the second derivatives whose replays read copies of values overwritten in place
+(GradContext.value_before: a branch at the top overwriting h, a loop over a fed var)."""
 
 import gradc
 from programs import Net
@@ -22,6 +22,7 @@ from .control_flow import (
 )
 from .control_flow_double import (
     _branch_overwriting_h,
+    _branches_overwriting_h,
     _loop_over_a_fed_var,
     _loops_in_a_row,
     _overwriting_branch,
@@ -32,15 +33,17 @@ from .control_flow_double import (
 from .control_flow_outputs import _split_weights
 
 
-def third_order(case: dict) -> dict:
-    """The second derivative's program (_penalty_of), differentiated with respect to ``wrt`` again, and loss = the
-    mean of those grads' squares."""
-    second = _penalty_of(case)
-    program = second["program"]
-    grads = gradc.gradients(program, second["loss"], second["wrt"])
+def of_order(case: dict, order: int) -> dict:
+    """The second derivative's program (_penalty_of), differentiated with respect to ``wrt`` again (``order`` - 2
+    times), each time loss = the sum of the means of those grads' squares."""
+    case = _penalty_of(case)
+    program = case["program"]
     net = Net()
     net.program, net.block = program, program.global_block
-    return {**second, "loss": net.op("sum", {"X": [net.mean(net.square(grad)) for grad in grads]})}
+    for _ in range(order - 2):
+        grads = gradc.gradients(program, case["loss"], case["wrt"])
+        case = {**case, "loss": net.op("sum", {"X": [net.mean(net.square(grad)) for grad in grads]})}
+    return case
 
 
 BUILDS = {
@@ -73,9 +76,23 @@ LOOPS = {
     **{(("loop var", "fed"), ("iterations", n)): lambda n=n: _loop_over_a_fed_var(n) for n in (2, 0)},
 }
 
+# fourth derivatives (1.5-3 s each for the loops): a cond, the top conds overwriting h (one; two in a row, whose
+# backwards each copy h@GRAD), a cond in a while (its replays' loops write no @EMPTY@ var), loops in a row (two replays
+# of while_grads updating one grad in place write it in turn, neither renamed nor summed)
+FOURTH = {
+    (("branch", "true"),): lambda: _cond(1.0),
+    (("top", "cond overwriting h"), ("reads h", True), ("taken", True)):
+        lambda: _branch_overwriting_h(True, True, False),
+    (("top", "two conds overwriting h"), ("taken", True)): lambda: _branches_overwriting_h(True),
+}
+FOURTH_LOOPS = {
+    (("nested", "cond"), ("branch", "true"), ("iterations", 1)): lambda: _cond_in_while(1.0, 1),
+    (("loops", "two in a row"), ("iterations", 1)): lambda: _loops_in_a_row(1),
+}
+
 CASES = [
-    *[Case("conditional_block_grad", {}, {"order": 3, **dict(attrs)}, program=lambda build=build: third_order(build()))
-      for attrs, build in BUILDS.items()],
-    *[Case("while_grad", {}, {"order": 3, **dict(attrs)}, program=lambda build=build: third_order(build()))
-      for attrs, build in LOOPS.items()],
+    *[Case(op, {}, {"order": order, **dict(attrs)}, program=lambda build=build, order=order: of_order(build(), order))
+      for op, order, builds in [("conditional_block_grad", 3, BUILDS), ("while_grad", 3, LOOPS),
+                                ("conditional_block_grad", 4, FOURTH), ("while_grad", 4, FOURTH_LOOPS)]
+      for attrs, build in builds.items()],
 ]

@@ -5,6 +5,9 @@ writes ``v@GRAD`` just before its first reader (or at the end of the backward op
 
 A var the forward program writes twice (a loop var, an in-place op) has one gradient per value:
 ``forget`` ends the current one, and a grad op that reads and writes a name starts a new one.
+A var declared before the pass is no grad of it: a control-flow grad op's replay writes that op's outputs again
+(gradc.ops.control_flow_double.differentiated_run), two replays of grad ops updating one grad in place write it in
+turn, and those values are not summed.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ _GIVEN = (None, None, None)   # a grad the caller provides: it keeps its name wh
 
 
 class GradAccumulator:
-    def __init__(self, block_idx: int):
+    def __init__(self, block_idx: int, values: frozenset[str] | set[str] = frozenset()):
         self.block_idx = block_idx
+        self.values = values   # the vars declared before the pass: written again, never renamed or summed
         self.first_write: dict[str, tuple[OpDesc, str, int]] = {}  # grad -> its single writer so far
         self.pending: dict[str, list[str]] = {}   # grad -> renamed parts awaiting a sum
         self.renames: dict[str, int] = {}         # grad -> parts named so far (names stay unique)
@@ -38,7 +42,7 @@ class GradAccumulator:
         reads = set(op.input_names() if reads is None else reads)
         for slot, args in op.outputs.items():
             for pos, name in enumerate(args):
-                if name == EMPTY_VAR:
+                if name == EMPTY_VAR or name in self.values:
                     continue
                 if name in reads:   # a new value's grad starts; a second write by this op adds to it
                     self.forget(name)

@@ -51,7 +51,7 @@ def emit_grad_ops(job: BlockBackward) -> list[OpDesc]:
     later go into the forward block."""
     block, forward_ops, path, versions, names = job.block, job.forward_ops, job.path, job.versions, job.names
     new_tmp = TmpVars(block)
-    acc = GradAccumulator(block.idx)
+    acc = GradAccumulator(block.idx, names.taken)
     for name in job.given:
         acc.give(name)
     emitted: list[OpDesc] = []

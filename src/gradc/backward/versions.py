@@ -126,7 +126,9 @@ class Versions:
     def _save(self, block: Block, idx: int, name: str) -> str:
         key = (block.idx, idx, name)
         if key not in self.saves:
-            copy = f"{name}@SAVE@{block.idx}@{idx}"
+            copy, count = f"{name}@SAVE@{block.idx}@{idx}", 2
+            while copy in block.vars:   # an earlier backward's copy, made where its own numbering said op idx
+                copy, count = f"{name}@SAVE@{block.idx}@{idx}@{count}", count + 1
             block.add_var(derived_var(block.var(name), copy))
             self.saves[key] = OpDesc("assign", {"X": [name]}, {"Out": [copy]})
             roles.set_role(self.saves[key], roles.FORWARD)

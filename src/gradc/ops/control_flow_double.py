@@ -225,12 +225,6 @@ def differentiated_run(g, replay: Block, outputs: list[str]) -> list[OpDesc]:
             run, *get("conditional_block").grad(g.for_op(run))]
 
 
-def always_true(program, cond: str) -> bool:
-    """Whether every op writing ``cond`` sets it true (differentiated_run's condition)."""
-    writers = [op for block in program.blocks for op in block.ops if cond in op.output_names()]
-    return bool(writers) and all(op.type == "fill_constant" and op.attrs.get("value") == 1.0 for op in writers)
-
-
 def _conditional_block_grad(g) -> list[OpDesc]:
     """d(conditional_block_grad): the grad op replayed as a nested one is (Replay._branch_grad), in a conditional_block
     that always runs, differentiated as a branch. A branch writing a value it had before updates it in place, so the
@@ -240,9 +234,6 @@ def _conditional_block_grad(g) -> list[OpDesc]:
     program = g.block.program
     backward = program.blocks[g.attr("sub_block")]
     forward = program.blocks[backward.forward_block_idx]
-    if any(op.type == "conditional_block" and always_true(program, op.input("Cond")[0]) for op in forward.ops):
-        raise GradError("conditional_block_grad: gradc does not differentiate control flow four times (this grad op "
-                        "runs the replay of a third derivative's maker)")
     first = len(program.blocks)
     top, reads, kept = Replay(program.append_block(g.block.idx), forward, backward), {}, []
 

@@ -37,7 +37,7 @@ def _tree(block: Block) -> list[Block]:
 def _loop(parent: Replay, condition: str, body: Block, is_test: bool) -> None:
     """A while op running ``body`` while ``condition``: X and Out list what the body's blocks read and write
     outside themselves, as Paddle's while_loop does."""
-    local = {name for b in _tree(body) for name in b.vars}
+    local = {EMPTY_VAR} | {name for b in _tree(body) for name in b.vars}   # a grad op's unwanted grad is no var
     reads = dict.fromkeys(n for b in _tree(body) for op in b.ops for n in op.input_names() if n not in local)
     writes = dict.fromkeys(n for b in _tree(body) for op in b.ops for n in op.output_names() if n not in local)
     op = parent.op("while", {"Condition": [condition], "X": list(reads)},
