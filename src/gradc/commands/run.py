@@ -132,12 +132,22 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
         click.echo(measured.report(), err=aside)
 
 
+def _program_and_values(startup_help: str):
+    """check's and precision's program argument and the options that give it values."""
+    def apply(command):
+        for option in reversed([
+                click.argument("program", type=click.Path()),
+                click.option("--feed", type=click.Path(), help="Inputs, an .npz."),
+                click.option("--params", type=click.Path(),
+                             help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams."),
+                click.option("--startup", "startups", multiple=True, type=click.Path(), help=startup_help)]):
+            command = option(command)
+        return command
+    return apply
+
+
 @click.command()
-@click.argument("program", type=click.Path())
-@click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
-@click.option("--params", type=click.Path(), help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(),
-              help="Initialiser programs run first, in order (values --params does not give). Repeatable.")
+@_program_and_values("Initialiser programs run first, in order (values --params does not give). Repeatable.")
 @click.option("--loss", help="The loss var (default: the single float scalar written by the last op).")
 @click.option("--wrt", multiple=True, help="Vars to check (default: every parameter with a gradient). Repeatable.")
 @click.option("--max-elements", type=click.IntRange(min=1), default=20, show_default=True,
@@ -195,11 +205,7 @@ def _summary(name: str, value) -> str:
 
 
 @click.command()
-@click.argument("program", type=click.Path())
-@click.option("--feed", type=click.Path(), help="Inputs, an .npz.")
-@click.option("--params", type=click.Path(), help="Parameters: an .npz, Paddle's .pdiparams, or its .pdparams.")
-@click.option("--startup", "startups", multiple=True, type=click.Path(),
-              help="Initialiser programs to run first, in order. Repeatable.")
+@_program_and_values("Initialiser programs to run first, in order. Repeatable.")
 @click.option("--top", type=click.IntRange(min=1), default=15, show_default=True, help="Ops to list.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
               help="Seed of random ops without a seed of their own, the same in both runs.")
