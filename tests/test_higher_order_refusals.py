@@ -5,7 +5,6 @@ every grad op whose maker refuses (the registry's REFUSED cases) and no op that 
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from gradc import registry
@@ -50,15 +49,3 @@ def test_the_docs_name_every_grad_op_that_refuses_a_higher_derivative():
     assert not refusing - named, f"refusing grad ops the docs' list leaves out: {sorted(refusing - named)}"
     unknown = sorted(named - set(registry.OPS))
     assert not unknown, f"the docs' list names ops gradc does not have: {unknown}"
-
-
-@pytest.mark.parametrize("unknown", [{"X": None, "Y": None, "Out": None}, {"X": None}])
-def test_solve_grad_with_a_rank_unknown_still_refuses_unless_y_is_a_vector(unknown):
-    """The list's solve_grad entry: with a rank unknown (Y not of rank 1) whether Y holds vectors is known at run
-    time only, so the maker refuses by name; the rest of the linear algebra of unknown rank is in the registry walk
-    (gradcheck_cases/second_order_unknown.py)."""
-    x = np.random.default_rng(2).standard_normal((2, 3, 3)) + 3 * np.eye(3)
-    case = second_order("solve", {"X": x, "Y": np.ones((2, 3, 2))}, unknown=unknown)
-    with pytest.raises(GradcError, match=r"solve_grad: the ranks of 'X0' and 'Y0'"):
-        check_program(**case.program(), eps=case.eps, rtol=case.rtol, atol=case.atol)
-    assert "`solve_grad` with X's or Y's rank unknown, unless Y's rank is 1" in " ".join(_still_refuses().split())

@@ -178,6 +178,11 @@ CASES = [
                  unknown={"X": None, "Out": None}),
     # solve of an X of unknown rank: a Y of rank 1 holds a vector whatever X's rank (Paddle's rule)
     second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(3)}, unknown={"X": None, "Out": None}),
+    # whether Y holds vectors left to the run (a rank unknown, or sizes): dY and Out made matrices at run time
+    *[second_order("solve", {"X": shifted(2, 3, 3), "Y": randn(*y)}, unknown=unknown) for y, unknown in (
+        ((2, 3, 2), {"X": None, "Y": None, "Out": None}), ((2, 3), {"X": None, "Out": None}),
+        ((3, 2), {"X": None, "Out": None}), ((2, 3), {"X": [0, 1, 2], "Y": [0, 1], "Out": [0, 1]}),
+        ((3, 2), {"X": [0, 1, 2], "Y": [0, 1], "Out": [0, 1, 2]}), ((2, 3), {"Y": None, "Out": None}))],
     # the decompositions of unknown rank: the paths for sizes known at run time (selections, no cuts), values made
     # rows and columns by unsqueeze2 counting from the end
     UNRANKED_QR := second_order("qr", {"X": randn(2, 3, 5)}, unknown={"X": None, "Q": None, "R": None}),

@@ -85,17 +85,20 @@ def onto_triangle(f: Formula, sym: str, upper: bool) -> str:
 def solve_batch(f: Formula, matrix: str, rhs: str, vectors: bool = False) -> tuple[list[int] | None, bool]:
     """The batch dims a solve broadcast ``matrix`` and ``rhs`` to (-1 where known at run time only; None where a rank
     is unknown), and whether ``rhs`` holds vectors (solve's rule when ``vectors``: rank 1, or the matrix's shape
-    without its last dim, which needs both ranks and the sizes unless rhs's rank is 1)."""
+    without its last dim; only asked where the declared shapes decide it, see _vectors_open)."""
     a, b = f.g.shape(matrix), f.g.shape(rhs)
-    if not vectors and (a is None or b is None):
-        return None, False
-    if vectors and a is None and b is not None and len(b) == 1:   # Paddle's rule: a Y of rank 1 is a vector
-        return None, True
-    is_vector = vectors and a is not None and b is not None and holds_vectors(a, b)
-    if a is None or b is None or is_vector is None:
-        raise GradError(f"{f.g.fwd.type}: the ranks of '{matrix}' and '{rhs}' (and whether '{rhs}' holds "
-                        f"vectors) must be known to differentiate it, got {a} and {b}")
+    if a is None or b is None:
+        return None, vectors and b is not None and len(b) == 1
+    is_vector = vectors and holds_vectors(a, b)
     return broadcast_dims(a[:-2], b[:-1] if is_vector else b[:-2]), is_vector
+
+
+def _vectors_open(f: Formula, matrix: str, rhs: str) -> bool:
+    """Whether solve's rule (``rhs`` holds vectors) is left to the run by a rank or sizes unknown."""
+    a, b = f.g.shape(matrix), f.g.shape(rhs)
+    if b is not None and len(b) == 1:
+        return False
+    return a is None or b is None or holds_vectors(a, b) is None
 
 
 def summed_back(f: Formula, grad: str, shape: list[int] | None, target: str) -> str:
@@ -194,11 +197,34 @@ def _triangular_solve_grad(f, g):
             "Y@GRAD": summed_back(f, dy, _batched(batch, n, k), y)}
 
 
+def _as_columns_at_run_time(f: Formula, x: str, values: list[str], like: str) -> list[str]:
+    """``values`` (shaped like solve's Out) as batches of matrices, a dim of 1 appended where Out holds vectors:
+    decided at run time by Out's rank being one less than X's (a matrix Out has at least X's rank). Declared like
+    ``like`` with its dims -1 (of X's rank when known, which both readings then have)."""
+    int32, unknown = int(VarType.INT32), (lambda s: [-1] * len(s))
+    def ints(type, inputs, attrs=None, slot="Out", dtype=int32):
+        return f.op(type, inputs, like, attrs, slot=slot, dims=lambda s: [-1], dtype=dtype)
+    dims = ints("shape", {"Input": values[0]})
+    vectors = ints("less_than", {"X": ints("shape", {"Input": dims}),
+                                 "Y": ints("shape", {"Input": ints("shape", {"Input": x})})}, dtype=int(VarType.BOOL))
+    one = ints("fill_constant", {}, {"shape": [1], "dtype": int32, "value": 1.0})
+    shape = ints("concat", {"X": [dims, ints("masked_select", {"X": one, "Mask": vectors}, slot="Y")]}, {"axis": 0})
+    return [f.op("reshape2", {"X": v, "Shape": shape}, like, more={"XShape": f.xshape(v)}, dims=unknown)
+            for v in values]
+
+
 @expansion
 def _solve_grad(f, g):
     """dY = X^-T dOut, dX = -dY Out^T (vectors as columns), each summed back over the batch dims broadcasting
-    stretched."""
+    stretched. Where ranks or sizes known at run time only leave open whether Y holds vectors, dY and Out are made
+    matrices at run time (dY has Out's shape: solve applies Y's rule to dOut)."""
     x, y, out, dout = (first(g.I(s)) for s in ("X", "Y", "Out", "Out@GRAD"))
+    if _vectors_open(f, x, y):
+        like = _unranked(g, x, y) or x
+        dy = f.op("solve", {"X": mt(f, x), "Y": dout}, dout)
+        columns, rows = _as_columns_at_run_time(f, x, [dy, out], like)
+        dx = f.scale(f.op("matmul_v2", {"X": columns, "Y": rows}, columns, {"trans_x": False, "trans_y": True}), -1.0)
+        return {"X@GRAD": summed_back(f, dx, None, x), "Y@GRAD": summed_back(f, dy, None, y)}
     batch, vector = solve_batch(f, x, y, vectors=True)
     like = _unranked(g, x, y)   # temporaries of an unknown rank are declared like it
     if vector:
