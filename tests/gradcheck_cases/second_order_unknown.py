@@ -53,6 +53,13 @@ CASES = [
     *[second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4,
                    unknown={"Logits": [0, 1]})
       for margins, labels in zip(MARGINS[:2], (LABELS, LABELS[:, 0]))],
+    # Logits (and Label) of unknown rank: a matrix at run time all the same, Label flattened to [N] by reshape2
+    *[second_order("margin_cross_entropy", {"Logits": cosines(3, 5), "Label": labels}, margins, rtol=1e-4,
+                   unknown=unknown)
+      for margins, labels, unknown in ((MARGINS[0], LABELS, {"Logits": None, "Softmax": None, "Loss": None}),
+                                       (MARGINS[2], LABELS[:, 0], {"Logits": None, "Label": None}),
+                                       (MARGINS[1], LABELS, {"Logits": None, "Label": None, "Loss": None}),
+                                       (MARGINS[3], LABELS, {"Label": None}))],
     second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [1]}, unknown={"X": None}),
     second_order("logsumexp", {"X": randn(2, 3, 2)}, {"axis": [-1, -3]}, unknown={"X": None}),
     second_order("logsumexp", {"X": randn(2, 3)}, {"axis": [1]}, unknown={"X": [0, 1]}),

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-from ..errors import GradError
 from ..ir import EMPTY_VAR, VarType
 from ..registry import defgrad
 from .activation_double import unary_double
@@ -74,17 +73,21 @@ def _norm_again(f, g):
 
 def _one_hot_rows(f, g, label: str, logits: str) -> str:
     """The labels ([N] or [N, 1]) as one-hot rows [N, classes] in Logits' dtype; the class count read from Logits
-    at run time when it is declared unknown."""
-    rows, classes = g.shape(logits)
+    at run time when it is declared unknown. A Logits of unknown rank is a matrix all the same (the forward's kernel
+    indexes it by rows and labels), and a Label of unknown rank is flattened to [N] by a reshape2."""
+    rows, classes = g.shape(logits) or (-1, -1)
     dtype = int(g.block.find_var(logits).dtype)
     depth = {}
     if classes < 0:
         dims = f.op("shape", {"Input": logits}, logits, dims=lambda _: [2], dtype=VarType.INT32)
         depth = {"depth_tensor": f.slice(dims, 0, 1, 2)}
+    labels = g.shape(label)
+    if labels is None:
+        label = f.op("reshape2", {"X": label}, label, {"shape": [-1]}, more={"XShape": f.xshape(label)})
+        labels = [rows]
     hot = f.op("one_hot_v2", {"X": label, **depth}, logits,
-               {"depth": classes, "dtype": dtype, "allow_out_of_range": False},
-               dims=lambda _: [*g.shape(label), classes])
-    if len(g.shape(label)) == 1:
+               {"depth": classes, "dtype": dtype, "allow_out_of_range": False}, dims=lambda _: [*labels, classes])
+    if len(labels) == 1:
         return hot
     return f.op("squeeze2", {"X": hot}, logits, {"axes": [1]}, more={"XShape": f.xshape(hot)},
                 dims=lambda _: [rows, classes])
@@ -96,9 +99,6 @@ def _margin_cross_entropy_again(f, g):
     z = scale (logits + onehot (t - c)): Logits@GRAD = scale dLoss (softmax(z) - onehot) (1 + onehot (t' - 1)),
     t' = m1 sin(m1 acos(c) + m2) / sqrt(1 - c^2) (1 without)."""
     logits, label, dloss = first(g.I("Logits")), first(g.I("Label")), first(g.I("Loss@GRAD"))
-    shape = g.shape(logits)
-    if not shape or len(shape) != 2 or g.shape(label) is None:
-        raise GradError(f"margin_cross_entropy_grad: {logits} must be declared a matrix, got shape {shape}")
     hot = _one_hot_rows(f, g, label, logits)
     cosine = f.sum_along(f.mul(logits, hot, logits), 1)
     m1, m2, m3, scale = (g.attr(name) for name in ("margin1", "margin2", "margin3", "scale"))
