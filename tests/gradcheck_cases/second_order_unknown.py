@@ -157,6 +157,23 @@ CASES = [
     second_order("fused_attention", attention(pre=False, transposed=True, biases=False),
                  {"transpose_qkv_wb": True, "num_heads": 2, **ATTENTION_TRAIN}, grad_type="fused_attention_grad",
                  unknown={"X": [0], "Y": [0]}),
+    # layer_norm_grad of an X of unknown rank (the attention's norms): rows folded from begin_norm_axis, dX given
+    # back X's run-time shape
+    second_order("layer_norm", {"X": randn(2, 3, 4), "Scale": randn(12), "Bias": randn(12)}, {"begin_norm_axis": 1},
+                 unknown={"X": None, "Y": None}),
+    second_order("layer_norm", {"X": randn(2, 3, 4), "Scale": randn(4)}, {"begin_norm_axis": 2},
+                 unknown={"X": None, "Y": None}),
+    # X's rank or QKVW's shape unknown: X is [b, s, e] at run time; nh, dh, e from X, OutLinearW or QKVW's run-time
+    # shape (a Shape tensor for the heads split, 1 / sqrt(dh) computed in the program)
+    second_order("fused_attention", attention(), {"pre_layer_norm": True, **ATTENTION_TEST},
+                 grad_type="fused_attention_grad", unknown={"X": None, "Y": None, "QKVW": None}),
+    second_order("fused_attention", attention(pre=False, transposed=True), {"transpose_qkv_wb": True, "num_heads": 2,
+                 **ATTENTION_TRAIN}, grad_type="fused_attention_grad", unknown={"X": None, "QKVW": None, "Y": None}),
+    second_order("fused_attention", attention(mask=False, e=6, nh=3), {"pre_layer_norm": True, **ATTENTION_TEST},
+                 grad_type="fused_attention_grad", unknown={"X": [2], "QKVW": [1, 2, 3], "OutLinearW": [0, 1]}),
+    second_order("fused_attention", attention(pre=False, transposed=True, biases=False, e=6, nh=3),
+                 {"transpose_qkv_wb": True, "num_heads": 3, **ATTENTION_TRAIN}, grad_type="fused_attention_grad",
+                 unknown={"X": [2], "QKVW": [0, 1], "OutLinearW": [0, 1], "Ln2Scale": [0], "Ln2Bias": [0]}),
     # the flash attentions over a batch and sequences of sizes -1: reshapes that copy (0) or take the rest (-1), a 4-D
     # mask's heads split after moving them last
     second_order("flash_attn", qkv(2, 3, 4, 2, 1) | {"attn_mask": randn(2, 2, 3, 4)},

@@ -71,14 +71,25 @@ def heads(attr, weight: list[int], transposed: bool) -> tuple[int, int]:
     return weight[1], weight[2]
 
 
+def triple(e: int) -> int:
+    """3 e, or -1 for an e known at run time only."""
+    return 3 * e if e >= 0 else -1
+
+
+def embedding(x: list[int], w: list[int], transposed: bool) -> int:
+    """The embedding size: X's last dim, else QKVW's (-1 where neither declares it)."""
+    return x[2] if x[2] >= 0 else w[0 if transposed else -1] if len(w) in (2, 4) else -1
+
+
 def _check_weights(ctx, x, w, transposed: bool) -> tuple[int, int]:
-    e = x[2]
+    e = embedding(x, w, transposed)
     if transposed:
         nh = ctx.attr("num_heads")
-        if len(w) != 2 or nh <= 0 or not (dims_match(w[0], e) and dims_match(w[1], 3 * e)) or e % nh:
-            ctx.fail(f"QKVW {w} with transpose_qkv_wb must be [{e}, {3 * e}], with num_heads={nh} (> 0) "
+        if len(w) != 2 or nh <= 0 or not (dims_match(w[0], e) and dims_match(w[1], triple(e))) or e >= 0 and e % nh:
+            ctx.fail(f"QKVW {w} with transpose_qkv_wb must be [{e}, {triple(e)}], with num_heads={nh} (> 0) "
                      f"dividing {e}")
-    elif len(w) != 4 or w[0] != 3 or not dims_match(w[3], e) or w[1] * w[2] != e:
+    elif len(w) != 4 or not (dims_match(w[0], 3) and dims_match(w[3], e)) or min(w[1], w[2], e) >= 0 and \
+            w[1] * w[2] != e:
         ctx.fail(f"QKVW {w} must be [3, num_heads, head_dim, {e}] with num_heads * head_dim = {e}")
     return heads(ctx.attr, w, transposed)
 
@@ -99,9 +110,9 @@ def _attention_infer(ctx):
         ctx.fail(f"X must be [batch, seq_len, embed_dim], got {x}")
     transposed = ctx.attr("transpose_qkv_wb")
     nh, dh = _check_weights(ctx, x, w, transposed)
-    b, s, e = x
+    b, s, e = *x[:2], embedding(x, w, transposed)
     bias = ctx.shape("QKVBias") if ctx.has("QKVBias") else None
-    if bias is not None and numel(bias) != 3 * e:
+    if bias is not None and min(numel(bias), e) >= 0 and numel(bias) != 3 * e:
         ctx.fail(f"QKVBias {bias} must hold 3 x {e} values")
     if len(out_w) != 2 or not (dims_match(out_w[0], e) and dims_match(out_w[1], e)):
         ctx.fail(f"OutLinearW must be [{e}, {e}], got {out_w}")
@@ -114,7 +125,7 @@ def _attention_infer(ctx):
             ctx.fail(f"CacheKV must be [2, {b}, {nh}, cache_len, {dh}], got {cache}")
         kv_len = s + cache[3] if s >= 0 and cache[3] >= 0 else -1
     scores, stats = [b, nh, s, kv_len], ([numel(x[:2])], stats_dtype(dtype))
-    qkv = [b, s, 3 * e] if transposed else [b, s, 3, nh, dh]
+    qkv = [b, s, triple(e)] if transposed else [b, s, 3, nh, dh]
     return {"Y": (x, dtype), "LnMean": stats, "LnVariance": stats, "LnOut": (x, dtype), "QKVOut": (qkv, dtype),
             "QKVBiasOut": (qkv, dtype), "TransposeOut2": ([3, b, nh, s, dh], dtype), "QKOut": (scores, dtype),
             "QKTVOut": ([b, nh, s, dh], dtype), "SoftmaxOut": (scores, dtype), "SrcMaskOut": (scores, dtype),

@@ -11,8 +11,9 @@ from .composite import differentiate, expansion, first
 from .fused_ffn import FFN_STATE, FFN_WEIGHTS, dropout_factor
 
 
-def layer_norm_op(f, g, h: str, scale: str | None, bias: str | None, epsilon: float) -> str:
-    axis = len(g.shape(h)) - 1
+def layer_norm_op(f, g, h: str, scale: str | None, bias: str | None, epsilon: float, axis: int | None = None) -> str:
+    """layer_norm over h's last dim (``axis``: its index, where h's rank is not declared)."""
+    axis = len(g.shape(h)) - 1 if axis is None else axis
     stats = [g.tmp(h, lambda s: s[:axis]) for _ in range(2)]
     out = g.tmp(h)
     f.emit("layer_norm", {"X": h, "Scale": scale, "Bias": bias}, {"Y": out, "Mean": stats[0], "Variance": stats[1]},

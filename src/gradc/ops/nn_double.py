@@ -206,9 +206,10 @@ defgrad("batch_norm_grad", grad=_batch_norm_grad,
 
 
 def _flat_rows(f, g, value: str, like: str) -> str:
-    """``value`` (shaped like X) as layer_norm sees it: its dims from begin_norm_axis folded into one."""
-    axis, rank = g.attr("begin_norm_axis"), len(g.shape(like))
-    if axis == rank - 1:
+    """``value`` (shaped like X) as layer_norm sees it: its dims from begin_norm_axis folded into one (also where
+    X's rank is not declared: a fold of its last dim alone changes nothing)."""
+    axis, shape = g.attr("begin_norm_axis"), g.shape(like)
+    if shape is not None and axis == len(shape) - 1:
         return value
     return f.op("flatten_contiguous_range", {"X": value}, like, {"start_axis": axis, "stop_axis": -1},
                 more={"XShape": f.xshape(like)}, dims=lambda s: s[:axis] + [-1])
@@ -236,7 +237,9 @@ def _layer_norm_grad(f, g):
         spread = f.mul(xhat, f.reduce("reduce_mean", f.mul(scaled, xhat, x2), [axis], stats), x2, 0)
         centred_grad = f.sub(scaled, f.reduce("reduce_mean", scaled, [axis], stats), x2, 0)
         dx = f.mul(f.sub(centred_grad, spread, x2), inv, x2, 0)
-        if x2 != x:   # back to X's shape: the row dims as they are, the rest as X has them
+        if x2 != x and g.shape(x) is None:   # back to X's shape, read at run time
+            dx = f.shaped_like(dx, x)
+        elif x2 != x:   # back to X's shape: the row dims as they are, the rest as X has them
             dx = f.op("reshape2", {"X": dx}, x, {"shape": [0] * axis + g.shape(x)[axis:]},
                       more={"XShape": f.xshape(x2)})
         grads["X@GRAD"] = dx
