@@ -220,6 +220,16 @@ def test_ops_describes_one_op():
         "gradc: error: no op 'no_such_op' is registered (gradc ops lists them)")
 
 
+def test_ops_shows_what_a_composite_maker_emits():
+    """A maker that asks for temporaries shaped or typed otherwise than the var they are like (dims=, dtype=) is
+    shown by its ops too (it said "the maker needs a real program (TypeError: ...)" before), each temporary named
+    after the var it is like."""
+    shown = gradc("ops", "cholesky_solve_grad")
+    assert shown.returncode == 0 and "needs a real program" not in shown.stdout
+    assert "grad: x.tmp1 = cholesky_solve(X=out@GRAD, Y=y)" in shown.stdout
+    assert "y.tmp14 = reduce_as(x=x.tmp13, target=y)" in shown.stdout
+
+
 PIR = DATA / "pir"
 
 

@@ -66,8 +66,10 @@ def sample_grad_ops(opdef: OpDef) -> list[OpDesc]:
         """A control-flow op's backward block, as block 1: it reads every output grad, computes every input's."""
         return BlockGrad(1, [grad_name(n) for n in op.output(outputs)], set(op.input(inputs)), [])
 
-    context = registry.GradContext(fwd, opdef, lambda name: True, lambda like: f"{like}.tmp{next(count)}",
-                                   backward_block)
+    def new_tmp(like: str, dims=None, dtype=None) -> str:   # as backward's TmpVars is called
+        return f"{like.split('.tmp')[0]}.tmp{next(count)}"   # x.tmp2, not x.tmp1.tmp2: the var it is shaped like
+
+    context = registry.GradContext(fwd, opdef, lambda name: True, new_tmp, backward_block)
     try:
         return list(opdef.grad(context))
     except GradcError:
