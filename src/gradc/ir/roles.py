@@ -9,6 +9,12 @@ FORWARD, BACKWARD, OPTIMIZE, LOSS = 0, 1, 2, 256
 _INT, _STRINGS = AttrType.INT, AttrType.STRINGS
 
 
+def has_role(op: OpDesc, role: int) -> bool:
+    """Whether ``op``'s op_role carries every bit of ``role`` (BACKWARD, OPTIMIZE, ...)."""
+    value = op.attrs.get("op_role")
+    return isinstance(value, int) and value & role == role
+
+
 def set_role(op: OpDesc, role: int) -> None:
     set_roles((op,), role)
 

@@ -265,6 +265,8 @@ def _read_before(g, blocks: list[Block], keep: Callable[[str, OpDesc], str]) -> 
     local = {name for block in blocks for name in block.vars}
     outside = sorted({n for block in blocks for op in block.ops for n in op.input_names()} - local - {EMPTY_VAR})
     copies = {name: keep(name, g.fwd) for name in outside if g.overwritten(name, g.fwd)}
+    if not copies:
+        return
     for op in (op for block in blocks for op in block.ops):
         op.inputs = {slot: [copies.get(n, n) for n in args] for slot, args in op.inputs.items()}
 

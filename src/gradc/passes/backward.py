@@ -9,31 +9,21 @@ from ..ir import EMPTY_VAR, Program, roles
 from .base import Pass, register_pass
 
 
-def _is_backward(op) -> bool:
-    role = op.attrs.get("op_role")
-    return isinstance(role, int) and role & roles.BACKWARD == roles.BACKWARD
-
-
 def refuses_again(program: Program, loss: str | None) -> str | None:
     """Why a program that has backward ops cannot be differentiated for ``loss`` (None: it can): only a loss
     written after its last backward op (a gradient penalty, a Hessian-vector product) is differentiated again; a
     loss with backward ops after it has been differentiated already, and would be compiled twice."""
     ops = program.global_block.ops
-    last = max((idx for idx, op in enumerate(ops) if _is_backward(op)), default=None)
+    last = max((idx for idx, op in enumerate(ops) if roles.has_role(op, roles.BACKWARD)), default=None)
     if last is None:
         return None
     loss = loss or default_loss(program, notice=False)
     writer = max((idx for idx, op in enumerate(ops) if loss in op.output_names()), default=-1)
-    if writer > last and not any(_is_update(op) for op in ops):
+    if writer > last and not any(roles.has_role(op, roles.OPTIMIZE) for op in ops):
         return None
     return ("the program already has backward ops (op_role 1); compile the forward program, or, to differentiate "
             "through its backward (a gradient penalty, a Hessian-vector product), name a loss computed after it "
             "(--loss)")
-
-
-def _is_update(op) -> bool:
-    role = op.attrs.get("op_role")
-    return isinstance(role, int) and role & roles.OPTIMIZE == roles.OPTIMIZE
 
 
 @register_pass
@@ -59,7 +49,7 @@ class BackwardPass(Pass):
         block = program.global_block
         written = set()
         for idx, op in enumerate(block.ops):
-            if _is_backward(op):
+            if roles.has_role(op, roles.BACKWARD):
                 for args in op.inputs.values():
                     for name in args:
                         if name not in written and "@GRAD" in name and name != EMPTY_VAR:

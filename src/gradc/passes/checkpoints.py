@@ -32,8 +32,7 @@ CONTRACTIONS = {"mul": ("Y", 0), "matmul_v2": ("Y", -2), "matmul": ("Y", -2), "b
 
 
 def is_backward(op: OpDesc) -> bool:
-    role = op.attrs.get("op_role")
-    return isinstance(role, int) and role & roles.BACKWARD == roles.BACKWARD
+    return roles.has_role(op, roles.BACKWARD)
 
 
 # ops that update running statistics in place: their other outputs do not depend on the update (training
