@@ -10,7 +10,7 @@ import re
 from . import registry
 from .backward.control_flow import BlockGrad
 from .errors import GradcError
-from .ir import EMPTY_VAR, OpDesc, grad_name
+from .ir import EMPTY_VAR, OpDesc, Program, grad_name
 from .opdef import OpDef, Slot
 
 
@@ -56,10 +56,41 @@ def sample_op(opdef: OpDef) -> OpDesc:
     return registry.make_op(opdef.type, inputs, outputs, dict(opdef.attrs))
 
 
-def sample_grad_ops(opdef: OpDef) -> list[OpDesc]:
-    """The grad ops the maker emits for the sample op, every input wanting a gradient. Raises GradcError
-    when the maker needs more than an op (a control-flow op differentiates its block)."""
+SAMPLE_RANKS = (2, 3, 4, 1)   # tried in order where a maker reads its vars' shapes: the first that works is shown
+
+
+def sample_grad_ops(opdef: OpDef) -> tuple[list[OpDesc], int | None]:
+    """The grad ops the maker emits for the sample op, every input wanting a gradient, and the rank its vars were
+    declared with (None: the maker read no shape). Raises GradcError when the maker needs more than an op and
+    sample shapes (a control-flow op differentiates its block)."""
     fwd = sample_op(opdef)
+    try:
+        return _emitted(opdef, fwd, None), None
+    except GradcError:
+        raise
+    except Exception:  # noqa: BLE001 - a maker that reads shapes or the block: retried on declared sample vars
+        pass
+    for rank in SAMPLE_RANKS:
+        try:
+            return _emitted(opdef, fwd, _sample_block(fwd, rank)), rank
+        except GradcError:
+            raise
+        except Exception:  # noqa: BLE001 - a rank the maker cannot take: the next
+            continue
+    raise GradcError("the maker needs a real program: it reads shapes or vars that sample inputs of rank "
+                     f"{', '.join(map(str, SAMPLE_RANKS))} do not give")
+
+
+def _sample_block(fwd: OpDesc, rank: int):
+    """Block 0 of a program declaring the sample op's vars and their grads, float32 of shape [2, 3, 4, 5][:rank]."""
+    block = Program().global_block
+    for name in fwd.input_names() + fwd.output_names():
+        for var in (name, grad_name(name)):
+            block.create_var(var, [2, 3, 4, 5][:rank])
+    return block
+
+
+def _emitted(opdef: OpDef, fwd: OpDesc, block) -> list[OpDesc]:
     count = iter(range(1, 1000))
 
     def backward_block(op: OpDesc, inputs: str, outputs: str) -> BlockGrad:
@@ -69,13 +100,13 @@ def sample_grad_ops(opdef: OpDef) -> list[OpDesc]:
     def new_tmp(like: str, dims=None, dtype=None) -> str:   # as backward's TmpVars is called
         return f"{like.split('.tmp')[0]}.tmp{next(count)}"   # x.tmp2, not x.tmp1.tmp2: the var it is shaped like
 
-    context = registry.GradContext(fwd, opdef, lambda name: True, new_tmp, backward_block)
-    try:
-        return list(opdef.grad(context))
-    except GradcError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a maker that needs a real program: say so instead
-        raise GradcError(f"the maker needs a real program ({type(exc).__name__}: {exc})") from None
+    def shape(name: str) -> list[int] | None:
+        var = block.find_var(name)
+        return None if var is None else list(var.shape)
+
+    context = registry.GradContext(fwd, opdef, lambda name: True, new_tmp, backward_block,
+                                   shape=None if block is None else shape, block=block)
+    return list(opdef.grad(context))
 
 
 def _args(args: list[str]) -> str:
@@ -104,13 +135,14 @@ def grad_lines(opdef: OpDef) -> list[str]:
     else:
         doc = " ".join((opdef.grad.__doc__ or "").split())
     try:
-        ops = sample_grad_ops(opdef)
+        ops, rank = sample_grad_ops(opdef)
     except GradcError as exc:
         return [doc or f"a maker of its own ({getattr(opdef.grad, '__name__', type(opdef.grad).__name__)}): {exc}"]
     fwd = sample_op(opdef)
     block = ["(block 1: the backward block of the block the op runs, appended to the program)"
              ] if opdef.sub_block_attr else []
-    return ([doc] if doc else []) + [op_call(op, fwd) for op in ops] + block
+    shapes = [] if rank is None else [f"(for sample vars of rank {rank}: the maker reads their shapes)"]
+    return ([doc] if doc else []) + shapes + [op_call(op, fwd) for op in ops] + block
 
 
 def example_lines(opdef: OpDef) -> list[str]:
