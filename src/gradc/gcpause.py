@@ -5,12 +5,14 @@ the collector running, every allocation burst rescans a heap that only grows (me
 9,000-op compile, and time per op growing with the program). While paused nothing is scanned; at the
 end the new objects join the oldest generation without a scan (gc.freeze then gc.unfreeze).
 
-Objects moved so are not counted towards the interpreter's next full collection, so a program dropped afterwards
-(a Program and its Blocks refer to each other: only the collector frees them) would wait for one that may never
-come: a process loading and compiling program after program grew without bound. So the objects moved are counted
-here, and a full collection runs once they outnumber three times the objects alive after the last one (whoever ran
-it): a load-compile-save, which about triples what its load made, pays no full pass; a process that keeps
-compiling frees its dropped programs, at a cost per object that stays constant.
+Objects moved so are not counted towards the interpreter's next full collection, so cyclic garbage made during a
+pause would wait for one that may never come. gradc's IR makes none (a Block refers to its Program weakly: a dropped
+program is freed at once), but an executor's plans or a caller's objects may. So the heap is measured as it grows
+(pymalloc's allocated blocks, which a freed program gives back), and a full collection runs once it holds more than
+GROWTH + 1 times the most any full collection (whoever ran it) has left: a process that keeps compiling program after
+program, each dropped, pays none after the first (a gc.collect() between them, which finds the heap small, does not
+lower the mark); one that keeps making cyclic garbage frees it at a cost per object that stays constant, holding
+at most GROWTH + 1 times its largest live heap.
 
 A caller that froze objects of its own (gc.freeze: a fork server keeping its heap's pages shared, a test runner its
 collected tests) would have them thawed by the unfreeze, and every full collection would scan them again. Once a
@@ -21,11 +23,11 @@ scan no frozen object. The check is free while nothing is frozen (our unfreeze e
 from __future__ import annotations
 
 import gc
+import sys
 from contextlib import contextmanager
 
-GROWTH = 3   # objects moved since the last full collection, in multiples of those alive after it
-_moved = 0
-_alive: int | None = None   # after the last full collection (None: until the first pause ends, what it moved)
+GROWTH = 3   # the heap's growth since the last full collection, in multiples of what it left
+_alive: int | None = None   # the most allocated blocks a full collection left (None: until the first pause ends)
 _caller_freezes = False
 
 
@@ -43,24 +45,24 @@ def gc_paused():
 
 
 def _move_to_oldest() -> None:
-    global _moved, _alive, _caller_freezes
+    global _alive, _caller_freezes
     if _caller_freezes or gc.get_freeze_count():
         _caller_freezes = True
         return
-    _moved += gc.get_count()[0]   # tracked objects made (less those freed) since the youngest generation's last pass
     gc.freeze()
     gc.unfreeze()
+    heap = sys.getallocatedblocks()
     if _alive is None:
-        _alive = _moved
-    elif _moved > GROWTH * _alive:
-        gc.collect()   # _counted_anew starts the count again
+        _alive = heap
+    elif heap > (GROWTH + 1) * _alive:
+        gc.collect()   # _counted_anew measures what it left
 
 
 def _counted_anew(phase: str, info: dict) -> None:
-    """After any full collection (ours, the interpreter's or a caller's gc.collect()), count from what it left."""
-    global _moved, _alive
+    """After any full collection (ours, the interpreter's or a caller's gc.collect()), what it left raises the mark."""
+    global _alive
     if phase == "stop" and info["generation"] == 2:
-        _moved, _alive = 0, len(gc.get_objects())
+        _alive = max(_alive or 0, sys.getallocatedblocks())
 
 
 gc.callbacks.append(_counted_anew)

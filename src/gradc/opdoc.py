@@ -72,7 +72,8 @@ def sample_grad_ops(opdef: OpDef) -> tuple[list[OpDesc], int | None]:
         pass
     for rank in SAMPLE_RANKS:
         try:
-            return _emitted(opdef, fwd, _sample_block(fwd, rank)), rank
+            program = _sample_program(fwd, rank)
+            return _emitted(opdef, fwd, program.global_block), rank
         except GradcError:
             raise
         except Exception:  # noqa: BLE001 - a rank the maker cannot take: the next
@@ -81,13 +82,13 @@ def sample_grad_ops(opdef: OpDef) -> tuple[list[OpDesc], int | None]:
                      f"{', '.join(map(str, SAMPLE_RANKS))} do not give")
 
 
-def _sample_block(fwd: OpDesc, rank: int):
-    """Block 0 of a program declaring the sample op's vars and their grads, float32 of shape [2, 3, 4, 5][:rank]."""
-    block = Program().global_block
+def _sample_program(fwd: OpDesc, rank: int) -> Program:
+    """A program declaring the sample op's vars and their grads, float32 of shape [2, 3, 4, 5][:rank]."""
+    program = Program()
     for name in fwd.input_names() + fwd.output_names():
         for var in (name, grad_name(name)):
-            block.create_var(var, [2, 3, 4, 5][:rank])
-    return block
+            program.global_block.create_var(var, [2, 3, 4, 5][:rank])
+    return program
 
 
 def _emitted(opdef: OpDef, fwd: OpDesc, block) -> list[OpDesc]:

@@ -3,16 +3,21 @@ in gradc.io."""
 
 from __future__ import annotations
 
+import weakref
+
 from ..gcpause import gc_paused
 from .descs import OpDesc, VarDesc
 from .types import VarType
 
 
 class Block:
-    __slots__ = ("program", "idx", "parent_idx", "vars", "ops", "forward_block_idx", "derived", "__weakref__")
+    """A block refers to its program weakly: a Program and its blocks form no reference cycle, so a dropped program
+    is freed at once by reference counting instead of waiting for a full pass of the cyclic collector."""
+
+    __slots__ = ("_program", "idx", "parent_idx", "vars", "ops", "forward_block_idx", "derived", "__weakref__")
 
     def __init__(self, program: Program, idx: int, parent_idx: int = -1):
-        self.program = program
+        self._program = weakref.ref(program)
         self.idx = idx
         self.parent_idx = parent_idx
         self.vars: dict[str, VarDesc] = {}
@@ -20,6 +25,15 @@ class Block:
         self.forward_block_idx: int | None = None
         # what an executor derives from the block (its plans), kept here so that it dies with the block
         self.derived = None
+
+    @property
+    def program(self) -> Program:
+        program = self._program()
+        if program is None:
+            from ..errors import ProgramError
+            raise ProgramError(f"block {self.idx}: its program was dropped; keep a reference to the Program while "
+                               f"its blocks are used")
+        return program
 
     @property
     def parent(self) -> Block | None:
@@ -65,7 +79,7 @@ class Block:
 
     def add_var(self, var: VarDesc) -> VarDesc:
         self.vars[var.name] = var
-        self.program.mark_changed()
+        self._changed()
         return var
 
     def create_var(self, name: str, shape=None, dtype=VarType.FP32, **flags) -> VarDesc:
@@ -74,8 +88,13 @@ class Block:
     def append_op(self, type: str, inputs=None, outputs=None, attrs=None, attr_types=None) -> OpDesc:
         op = OpDesc(type, inputs, outputs, attrs, attr_types)
         self.ops.append(op)
-        self.program.mark_changed()
+        self._changed()
         return op
+
+    def _changed(self) -> None:
+        program = self._program()
+        if program is not None:   # a block kept after its program: nothing is cached on a program that is gone
+            program.mark_changed()
 
     def __repr__(self) -> str:
         return f"Block({self.idx}, parent={self.parent_idx}, {len(self.vars)} vars, {len(self.ops)} ops)"
@@ -86,7 +105,7 @@ class Program:
     edits the lists and dicts directly calls ``mark_changed``), so caches such as the executor's plans
     know when to rebuild. ``version`` is the ProgramDesc's wire Version field, not this."""
 
-    __slots__ = ("blocks", "version", "op_version_map", "revision")
+    __slots__ = ("blocks", "version", "op_version_map", "revision", "__weakref__")
 
     def __init__(self):
         self.revision = 0
