@@ -1,0 +1,102 @@
+"""Which var is the loss: named, or picked by gradc (the float scalar the last op writes, else the one no op reads),
+and checked to be one a backward can start from."""
+
+from __future__ import annotations
+
+import warnings
+
+from ..errors import GradcNotice, GradcWarning, GradError
+from ..ir import FLOAT_DTYPES, Block, Program
+from ..shapes import numel
+
+
+def loss_candidates(program: Program) -> list[str]:
+    """Float vars with a single element written by the last op of block 0, or, in a saved program ending with
+    fetch ops (Paddle 3's PIR models end so), fetched by them."""
+    block = program.global_block
+    if not block.ops:
+        return []
+    fetched = [name for op in block.ops if op.type == "fetch" for name in op.input("X")]
+    names = []
+    for name in fetched if block.ops[-1].type == "fetch" else block.ops[-1].output_names():
+        var = block.find_var(name)
+        if var is not None and var.dtype in FLOAT_DTYPES and var.shape is not None and numel(var.shape) == 1:
+            names.append(name)
+    return names
+
+
+def unread_scalars(program: Program) -> list[str]:
+    """Float vars with a single element that an op of block 0 writes and none reads: where a loss usually is
+    when the program goes on after it (a softmax for inference written last)."""
+    block = program.global_block
+    read = {name for op in block.ops for name in op.input_names()}
+    names = []
+    for op in block.ops:
+        for name in op.output_names():
+            var = block.find_var(name)
+            if (name not in read and name not in names and var is not None and var.dtype in FLOAT_DTYPES
+                    and var.shape is not None and numel(var.shape) == 1):
+                names.append(name)
+    return names
+
+
+def default_loss(program: Program, notice: bool = True) -> str | None:
+    """The loss gradc picks by itself: the one float scalar the last op writes (a saved program's fetch targets),
+    else, when the last op writes none, the one float scalar no op reads (Paddle's classifiers compute the loss and
+    then a softmax for inference), with a notice naming it; None when neither gives exactly one."""
+    candidates = loss_candidates(program)
+    ops = program.global_block.ops
+    if candidates or not ops or ops[-1].type == "fetch":
+        return candidates[0] if len(candidates) == 1 else None
+    sinks = unread_scalars(program)
+    if len(sinks) != 1:
+        return None
+    if notice:
+        warnings.warn(f"the loss is {sinks[0]}, the one float scalar no op reads (the last op, {ops[-1].type}, writes "
+                      f"none); name another with --loss (loss= in Python)", GradcNotice, stacklevel=3)
+    return sinks[0]
+
+
+def no_loss_hint(program: Program) -> str:
+    """Why no loss was picked, and the vars that could be it, for an error that asks for the loss's name."""
+    candidates = loss_candidates(program)
+    if candidates:
+        return f"the last op writes several float scalars ({', '.join(candidates)})"
+    ops = program.global_block.ops
+    if ops and ops[-1].type == "fetch":
+        fetched = ", ".join(name for op in ops if op.type == "fetch" for name in op.input("X"))
+        return (f"no fetch target ({fetched}) is a float scalar: a saved inference model has no loss (gradc compile "
+                f"--add-loss adds one, gradc.add_loss in Python)")
+    last = f"the last op of block 0 ({ops[-1].type})" if ops else "block 0 has no ops and"
+    sinks = unread_scalars(program)
+    return f"{last} writes no float scalar" + (f"; float scalars no op reads: {', '.join(sinks)}" if sinks else "")
+
+
+def resolve_loss(block: Block, loss: str | None, any_shape: bool = False, what: str = "loss") -> tuple[str, int]:
+    """The loss's name and the index of its last writer; ``any_shape``: a target of gradients() (``what``), whose
+    elements' gradients are summed (seeded with ones), as paddle.static.gradients does."""
+    if loss is None:
+        loss = default_loss(block.program)
+        if loss is None:
+            raise GradError(f"cannot pick the loss by itself: {no_loss_hint(block.program)}; name it "
+                            f"(--loss on the command line, loss= in Python)")
+    for idx in range(len(block.ops) - 1, -1, -1):
+        if loss in block.ops[idx].output_names():
+            var = block.find_var(loss)
+            if var is None:   # an op appended by hand without its var: 'must be a float var' would mislead
+                where = f"block 0, written by op {idx}, {block.ops[idx].type}"
+                raise GradError(f"{what} '{loss}' ({where}) is not declared: declare it with block.create_var(name, "
+                                f"shape, dtype) (gradc.verify(program) lists every undeclared var)")
+            if var.dtype not in FLOAT_DTYPES:
+                raise GradError(f"{what} '{loss}' must be a float var (block 0, written by op {idx})")
+            known = var.shape is not None
+            if known and not any_shape and numel(var.shape) > 1:   # a batch dim (-1) is summed, a known size not
+                raise GradError(f"loss '{loss}' has shape {var.shape}: a loss is one value (reduce it with a mean "
+                                f"or a sum first)")
+            if known and numel(var.shape) < 0:   # Paddle seeds such a loss with ones
+                warnings.warn(f"{what} '{loss}' has shape {var.shape}, one value per example: its gradients are those "
+                              f"of its sum over the batch, as in Paddle (a mean of it averages them)", GradcWarning,
+                              stacklevel=2)
+            return loss, idx
+    candidates = ", ".join(loss_candidates(block.program)) or "none"
+    raise GradError(f"{what} '{loss}' is not written by any op of block 0 (candidates: {candidates})")
