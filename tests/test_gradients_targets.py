@@ -82,17 +82,17 @@ def test_a_target_overwritten_after_another_read_it_seeds_its_last_value():
 
 def test_gradients_of_several_first_gradients_are_second_derivatives():
     """targets [h@GRAD, x@GRAD, w@GRAD] of a first gradients() (x@GRAD computed from h@GRAD), one with a target
-    gradient: the second pass's grads are x@GRAD@2, w@GRAD@2, and match central differences of the first's."""
+    gradient, and h itself: the second pass's grads are x@GRAD@2, w@GRAD@2, and match central differences."""
     net, h, feed, params = _net()
     loss = net.op("reduce_sum", {"X": net.op("sin", {"X": h})[0]}, {"reduce_all": True})[0]
     first = gradc.gradients(net.program, loss, [h, "x", "w"])
     net.block.create_var("u", [3, 4], F64, need_check_feed=True)
     feed["u"] = np.random.default_rng(4).standard_normal((3, 4))
     forward = net.program.clone()
-    given = [None, "u", None]
-    second = gradc.gradients(net.program, first, ["x", "w"], target_gradients=given)
+    targets, given = [*first, h], [None, "u", None, None]   # h's grad is h@GRAD@2: h@GRAD is the first pass's
+    second = gradc.gradients(net.program, targets, ["x", "w"], target_gradients=given)
     assert second == ["x@GRAD@2", "w@GRAD@2"]
-    numeric = _numeric(forward, feed, params, first, given, ["x", "w"])
+    numeric = _numeric(forward, feed, params, targets, given, ["x", "w"])
     for value, expected in zip(_run(net.program, feed, params, second), numeric):
         np.testing.assert_allclose(value, expected, rtol=1e-7, atol=1e-8)
 

@@ -25,7 +25,6 @@ __all__ = ["append_backward", "append_grad_ops", "default_loss", "gradients", "l
            "unread_scalars"]
 
 
-@gc_paused()
 def append_backward(program: Program, loss: str | None = None,
                     parameter_list: Iterable[str] | None = None,
                     no_grad_set: Iterable[str] | None = None, any_shape: bool = False,
@@ -41,11 +40,13 @@ def append_backward(program: Program, loss: str | None = None,
     return _append_backward(program, [(loss, loss_grad)], parameter_list, no_grad_set, any_shape, "loss")
 
 
+@gc_paused()
 def _append_backward(program: Program, targets: list[tuple[str | None, str | None]],
                      parameter_list: Iterable[str] | None, no_grad_set: Iterable[str] | None, any_shape: bool,
                      what: str) -> list[tuple[str, str]]:
     """append_backward of several ``targets``, each (name, the var seeding its grad or None for ones): the
-    backward of sum_i <target_i, seed_i>, so a target another one depends on gets its seed plus what flows back."""
+    backward of sum_i <target_i, seed_i>, so a target another one depends on gets its seed plus what flows back.
+    ``what`` names a target in errors ("loss", "target")."""
     block = program.global_block
     check_definitions(program)
     resolved = [(*resolve_loss(block, target, any_shape, what), given) for target, given in targets]
