@@ -12,8 +12,10 @@ from __future__ import annotations
 import bisect
 import difflib
 import fnmatch
+import itertools
 from collections import Counter
 from collections.abc import Iterable
+from typing import NamedTuple
 
 from . import registry
 from .ir import Block, OpDesc, Program, VarDesc, VarType, dtype_name
@@ -41,6 +43,18 @@ def op_text(op: OpDesc) -> str:
     ins = ", ".join(f"{slot}={args}" for slot, args in op.inputs.items() if args)
     outs = ", ".join(f"{slot}={args}" for slot, args in op.outputs.items() if args)
     return f"{op.type}({ins}) -> {outs}"
+
+
+class Difference(NamedTuple):
+    """One difference: what `gradc diff` prints as a line, and where (`gradc diff --json` gives the fields)."""
+    block: int
+    kind: str                     # "block", "var" or "op"
+    change: str                   # "added", "removed" or "changed"
+    line: str                     # as gradc diff prints it
+    var: str | None = None
+    op: int | None = None         # the op's index in the first program (removed or changed)
+    op_second: int | None = None  # ... in the second (added or changed)
+    op_type: str | None = None    # the first program's op type (the second's for an added op)
 
 
 _ABSENT = object()
@@ -83,27 +97,31 @@ class Differ:
             changes.append(f"attr {name}: {text_a} -> {text_b}")
         return changes
 
-    def block_lines(self, a: Block, b: Block) -> list[str]:
-        lines = []
+    def block_differences(self, idx: int, a: Block, b: Block) -> list[Difference]:
+        found = []
         for name in sorted(a.vars.keys() - b.vars.keys()):
-            lines.append(f"  - var {name} : {_var_text(a.vars[name])}")
+            found.append(Difference(idx, "var", "removed", f"  - var {name} : {_var_text(a.vars[name])}", name))
         for name in sorted(b.vars.keys() - a.vars.keys()):
-            lines.append(f"  + var {name} : {_var_text(b.vars[name])}")
+            found.append(Difference(idx, "var", "added", f"  + var {name} : {_var_text(b.vars[name])}", name))
         for name in sorted(a.vars.keys() & b.vars.keys()):
             changes = self.var_changes(a.vars[name], b.vars[name])
             if changes:
-                lines.append(f"  ~ var {name}: {'; '.join(changes)}")
+                found.append(Difference(idx, "var", "changed", f"  ~ var {name}: {'; '.join(changes)}", name))
         for tag, i0, i1, j0, j1 in align_ops(a.ops, b.ops):
             if tag == "equal" or (tag == "replace" and i1 - i0 == j1 - j0):
                 for i, j in zip(range(i0, i1), range(j0, j1)):
-                    changes = self.op_changes(a.ops[i], b.ops[j]) if a.ops[i].type == b.ops[j].type else [
-                        f"type {a.ops[i].type} -> {b.ops[j].type}", *self.op_changes(a.ops[i], b.ops[j])]
+                    op_a, op_b = a.ops[i], b.ops[j]
+                    changes = self.op_changes(op_a, op_b) if op_a.type == op_b.type else [
+                        f"type {op_a.type} -> {op_b.type}", *self.op_changes(op_a, op_b)]
                     if changes:
-                        lines.append(f"  ~ op {_where(i, j)} {a.ops[i].type}: " + "; ".join(changes))
+                        found.append(Difference(idx, "op", "changed", f"  ~ op {_where(i, j)} {op_a.type}: "
+                                                + "; ".join(changes), op=i, op_second=j, op_type=op_a.type))
                 continue
-            lines += [f"  - op {i} {op_text(a.ops[i])}" for i in range(i0, i1)]
-            lines += [f"  + op {j} {op_text(b.ops[j])}" for j in range(j0, j1)]
-        return lines
+            found += [Difference(idx, "op", "removed", f"  - op {i} {op_text(a.ops[i])}", op=i, op_type=a.ops[i].type)
+                      for i in range(i0, i1)]
+            found += [Difference(idx, "op", "added", f"  + op {j} {op_text(b.ops[j])}", op_second=j,
+                                 op_type=b.ops[j].type) for j in range(j0, j1)]
+        return found
 
 
 # difflib aligns by type in time quadratic in the ops compared, as it has few distinct elements to go by: up to this
@@ -185,34 +203,46 @@ def _where(i: int, j: int) -> str:
     return str(i) if i == j else f"{i}/{j}"
 
 
+def differences(a: Program, b: Program, ignore_attrs: Iterable[str] = (),
+                bookkeeping: bool = False) -> list[Difference]:
+    """Every difference, block by block (a block's own first); empty when the programs are the same.
+    ``bookkeeping`` compares Paddle's bookkeeping attributes too."""
+    differ = Differ(ignore_attrs, bookkeeping)
+    found = []
+    for idx in range(max(len(a.blocks), len(b.blocks))):
+        if idx >= len(b.blocks):
+            found.append(Difference(idx, "block", "removed",
+                                    f"block {idx}: only in the first program ({len(a.blocks[idx].ops)} ops)"))
+            continue
+        if idx >= len(a.blocks):
+            found.append(Difference(idx, "block", "added",
+                                    f"block {idx}: only in the second program ({len(b.blocks[idx].ops)} ops)"))
+            continue
+        block_a, block_b = a.blocks[idx], b.blocks[idx]
+        header = [f"{field} {getattr(block_a, field)} -> {getattr(block_b, field)}"
+                  for field in ("parent_idx", "forward_block_idx")
+                  if getattr(block_a, field) != getattr(block_b, field)]
+        if header:
+            found.append(Difference(idx, "block", "changed", f"block {idx}: " + "; ".join(header)))
+        found += differ.block_differences(idx, block_a, block_b)
+    return found
+
+
 def diff_programs(a: Program, b: Program, ignore_attrs: Iterable[str] = (), bookkeeping: bool = False) -> list[str]:
     """The differences, one line each under a header per block; empty when the programs are the same.
     ``bookkeeping`` compares Paddle's bookkeeping attributes too."""
-    differ = Differ(ignore_attrs, bookkeeping)
     lines = []
-    for idx in range(max(len(a.blocks), len(b.blocks))):
-        if idx >= len(b.blocks):
-            lines.append(f"block {idx}: only in the first program ({len(a.blocks[idx].ops)} ops)")
-            continue
-        if idx >= len(a.blocks):
-            lines.append(f"block {idx}: only in the second program ({len(b.blocks[idx].ops)} ops)")
-            continue
-        block_a, block_b = a.blocks[idx], b.blocks[idx]
-        header = []
-        for field in ("parent_idx", "forward_block_idx"):
-            if getattr(block_a, field) != getattr(block_b, field):
-                header.append(f"{field} {getattr(block_a, field)} -> {getattr(block_b, field)}")
-        body = differ.block_lines(block_a, block_b)
-        if header or body:
-            lines.append(f"block {idx}: " + ("; ".join(header) if header else _summary(body)))
-            lines += body
+    for idx, group in itertools.groupby(differences(a, b, ignore_attrs, bookkeeping), key=lambda d: d.block):
+        group = list(group)
+        if group[0].kind != "block":   # a block's changed fields head it; else a count of what changed
+            lines.append(f"block {idx}: {_summary(group)}")
+        lines += [difference.line for difference in group]
     return lines
 
 
-def _summary(body: list[str]) -> str:
-    counts = {}
-    for line in body:
-        sign, kind = line.split()[:2]
-        counts[(kind, sign)] = counts.get((kind, sign), 0) + 1
-    words = {"+": "added", "-": "removed", "~": "changed"}
-    return ", ".join(f"{n} {kind}{'s' if n > 1 else ''} {words[sign]}" for (kind, sign), n in sorted(counts.items()))
+_SIGNS = {"added": "+", "removed": "-", "changed": "~"}
+
+
+def _summary(group: list[Difference]) -> str:
+    counts = Counter((difference.kind, _SIGNS[difference.change], difference.change) for difference in group)
+    return ", ".join(f"{n} {kind}{'s' if n > 1 else ''} {change}" for (kind, _, change), n in sorted(counts.items()))

@@ -40,6 +40,12 @@ class Profile:
                      f"(tracemalloc, which also slows the run)")
         return "\n".join(lines)
 
+    def as_data(self) -> dict:
+        """The report's figures (`gradc run --profile --json`): per op type, the slowest first."""
+        rows = sorted(self.by_type.items(), key=lambda item: -item[1].seconds)
+        return {"op_types": [{"type": name, "calls": stats.calls, "seconds": stats.seconds, "peak_bytes": stats.peak}
+                             for name, stats in rows], "peak_bytes": self.peak}
+
     def _enter(self) -> None:
         current, peak = tracemalloc.get_traced_memory()
         if self._frames:   # the running parent's peak so far, before the reset hides it

@@ -12,7 +12,8 @@ from ..executor.lod import with_lods
 from ..executor.ranks import run_ranks
 from ..io import check_writable, is_stdout, load
 from ..io.arrays import read_npz
-from .run import _save_npz, _summary, load_params
+from .run import _save_npz, load_params
+from .run_reports import summary_line
 
 
 def _per_rank(paths: tuple[str, ...], count: int, what: str) -> list:
@@ -78,7 +79,7 @@ def run_ranks_command(programs, feeds, params, fetches, out, seed, micro_batches
         results = [[np.stack(value) for value in values] for values in results]
     for rank, values in enumerate(results):
         for name, value in zip(per_rank[rank], values):
-            click.echo(f"rank {rank} {_summary(name, value)}")
+            click.echo(f"rank {rank} {summary_line(name, value)}")
     if out:
         _save_npz(out, {f"rank{rank}/{name}": value for rank, values in enumerate(results)
                         for name, value in zip(per_rank[rank], values)})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import io
+import sys
 import warnings
 from contextlib import contextmanager, nullcontext
 
@@ -14,11 +15,13 @@ from ..bfloat16 import round_parameters
 from ..errors import FeedError, GradcError, GradcWarning
 from ..executor import Executor, Scope
 from ..executor.feeding import feed_ops, program_inputs
-from ..executor.lod import LoDTensor, lod_arrays, with_lods
+from ..executor.lod import lod_arrays, with_lods
 from ..executor.selected_rows import as_dense
 from ..io import check_writable, is_stdout, load, write_atomic
 from ..io.arrays import read_npz
 from ..training.params import read_values, require_values, run_startup
+from .json_output import emit
+from .run_reports import checked_document, dense_array, fetched, summary_line
 
 
 def STRICT_PARAMS(command):   # noqa: N802 (an option decorator, named as the others are)
@@ -75,6 +78,11 @@ def _model_inputs(prog, feeds: dict, path: str | None) -> dict:
     return {name: value for name, value in feeds.items() if name not in extra}
 
 
+def _out_arrays(fetches, values) -> dict[str, np.ndarray]:
+    return {key: array for name, value in zip(fetches, values)
+            for key, array in lod_arrays(name, as_dense(value)).items()}
+
+
 def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
@@ -97,9 +105,16 @@ def _save_npz(path: str, arrays: dict[str, np.ndarray]) -> None:
               "with tracemalloc on, which slows them).")
 @click.option("--seed", type=click.IntRange(min=0), help="Seed the draws of random ops without a seed of their own, "
               "as paddle.seed seeds Paddle's: initialisers and dropout then draw Paddle's values.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: each fetched var's name, dtype, "
+              "shape and statistics (a one-element var's value; the arrays themselves go to --out).")
 @STRICT_PARAMS
-def run(program, feed, params, startups, fetches, out, profile, seed, strict_params):
-    """Run a program with the numpy executor."""
+def run(program, feed, params, startups, fetches, out, profile, seed, as_json, strict_params):
+    """Run a program with the numpy executor.
+
+    Exit codes: 0 it ran; 1 it could not (one 'gradc: error:' line on stderr; with --json, nothing on stdout);
+    2 a usage error."""
+    if as_json and out and is_stdout(out):
+        raise click.UsageError("--json and --out -: both would write to stdout; give --out a file")
     if out:
         check_writable(out)
     if seed is not None:
@@ -116,16 +131,22 @@ def run(program, feed, params, startups, fetches, out, profile, seed, strict_par
         values = executor.run(prog, feed=feeds, fetch_list=list(fetches), scope=scope, return_lod=True)
     if not fetches:  # a saved inference program names its results with fetch ops
         fetches = [op.input("X")[0] for op in prog.global_block.ops if op.type == "fetch"]
+    if as_json:
+        document = {"program": str(program), "ops": prog.num_ops(),
+                    "fetched": [fetched(name, value) for name, value in zip(fetches, values)], "out": out,
+                    **({"profile": measured.as_data()} if measured is not None else {})}
+        if out:
+            _save_npz(out, _out_arrays(fetches, values))
+        emit(document)
+        return
     aside = bool(out) and is_stdout(out)   # `--out -`: the arrays alone on stdout
     if not fetches:
         click.echo(f"ran {program} ({prog.num_ops()} ops); nothing fetched: name the values to print with --fetch "
                    f"NAME (repeatable; gradc show lists the vars)", err=aside)
     if out:   # before the listing, which a reader such as `| head` may cut short
-        _save_npz(out, {key: array for name, value in zip(fetches, values)
-                        for key, array in lod_arrays(name, as_dense(value)).items()})
+        _save_npz(out, _out_arrays(fetches, values))
     for name, value in zip(fetches, values):
-        click.echo(_summary(name, np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))),
-                   err=aside)
+        click.echo(summary_line(name, dense_array(value)), err=aside)
     if out:
         click.echo(f"wrote {out}", err=aside)
     if measured is not None:
@@ -157,8 +178,14 @@ def _program_and_values(startup_help: str):
                    "so a wrong gradient anywhere shows, for two forward runs a direction whatever the var's size.")
 @click.option("--rtol", type=float, default=1e-5, show_default=True, help="Relative tolerance of the comparison.")
 @click.option("--atol", type=float, default=1e-7, show_default=True, help="Absolute tolerance of the comparison.")
-def check(program, feed, params, startups, loss, wrt, max_elements, directions, rtol, atol):
-    """Check a program's compiled gradients against central differences, in float64."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead: each var checked, and each "
+              "mismatch as a problem naming its var.")
+def check(program, feed, params, startups, loss, wrt, max_elements, directions, rtol, atol, as_json):
+    """Check a program's compiled gradients against central differences, in float64.
+
+    Exit codes: 0 every gradient agrees; 1 some differ (with --json, its object says which and stderr is empty)
+    or the check could not run (one 'gradc: error:' line on stderr; with --json, nothing on stdout); 2 a usage
+    error."""
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
     from ..training.programs import is_training_op
@@ -172,6 +199,11 @@ def check(program, feed, params, startups, loss, wrt, max_elements, directions, 
         _, checks = compare_program(prog, with_lods(read_npz(feed, "feed")) if feed else {}, list(wrt) or None, loss,
                                     values, rtol=rtol, atol=atol,
                                     max_elements=max_elements, float64=True, directions=directions)
+    if as_json:
+        emit(checked_document(program, checks, rtol, atol))
+        if any(c.mismatch is not None for c in checks):
+            sys.exit(1)
+        return
     width = max([len(c.var) for c in checks] + [3])
     for c in checks:
         m = c.mismatch
@@ -191,17 +223,6 @@ def _initialised(startups) -> dict:
     for startup in startups:
         run_startup(executor, startup, scope)
     return dict(scope.vars)
-
-
-def _summary(name: str, value) -> str:
-    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
-        return f"{name}: {type(value).__name__ if value is None or not isinstance(value, np.ndarray) else value.dtype}"
-    head = f"{name}: {value.dtype}{list(value.shape)}"
-    if value.size == 1:
-        return f"{head} = {value.reshape(()).item():.8g}"
-    if value.dtype.kind == "f" and value.size:
-        return f"{head} mean={value.mean():.6g} min={value.min():.6g} max={value.max():.6g}"
-    return head
 
 
 @click.command()

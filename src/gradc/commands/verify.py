@@ -1,21 +1,37 @@
-"""`gradc verify`: every problem of a program, one line each; exit 1 when there is any."""
+"""`gradc verify`: every problem of a program, one line each (or one JSON object); exit 1 when there is any."""
 
 from __future__ import annotations
+
+import sys
 
 import click
 
 from ..errors import GradcError
 from ..io import load
+from ..verification import problem_fields
 from ..verification import verify as verify_program
+from .json_output import emit
 
 
 @click.command()
 @click.argument("programs", nargs=-1, required=True, type=click.Path())
 @click.option("-q", "--quiet", is_flag=True, help="Print only the problems, not the summary of a good program.")
-def verify(programs, quiet):
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead, once every program is "
+              "checked: per program its problems, each with block, op index, op type and var where known.")
+def verify(programs, quiet, as_json):
     """Check programs: declared vars written before they are read, slots and attributes as each op's
     definition says, shapes and dtypes as inference gives them, no block that no op runs, one final
-    writer per gradient. Lists every problem found; exit 1 when there is any."""
+    writer per gradient. Lists every problem found; exit 1 when there is any.
+
+    Exit codes: 0 no problem; 1 problems found (with --json, its object lists them and stderr is empty) or a
+    program could not be read (one 'gradc: error:' line on stderr; with --json, nothing on stdout); 2 a usage
+    error."""
+    if as_json:
+        reports = [_report(path) for path in programs]   # every file read before a byte is printed
+        emit({"ok": all(report["ok"] for report in reports), "programs": reports})
+        if not all(report["ok"] for report in reports):
+            sys.exit(1)
+        return
     failed = []
     for path in programs:
         program = load(path)
@@ -28,3 +44,10 @@ def verify(programs, quiet):
             click.echo(f"{path}: ok ({len(program.blocks)} block(s), {program.num_ops()} ops)")
     if failed:
         raise GradcError(f"problems found in {', '.join(failed)}")
+
+
+def _report(path: str) -> dict:
+    program = load(path)
+    problems = verify_program(program, str(path))
+    return {"file": str(path), "ok": not problems, "blocks": len(program.blocks), "ops": program.num_ops(),
+            "problems": [problem_fields(problem, str(path)) for problem in problems]}

@@ -1,0 +1,64 @@
+"""What `gradc run` says about each fetched value (a line of text, or with --json its fields), and the document of
+`gradc check --json`. The values themselves are not printed (a tensor may hold millions): --out writes them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..executor.lod import LoDTensor
+from ..executor.selected_rows import as_dense
+from .json_output import number, problem
+
+
+def dense_array(value) -> np.ndarray:
+    """A fetched value as an array: a LoD tensor's without its LoD, selected rows made dense."""
+    return np.asarray(as_dense(value.array if isinstance(value, LoDTensor) else value))
+
+
+def summary_line(name: str, value) -> str:
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in "biufc":
+        return f"{name}: {type(value).__name__ if value is None or not isinstance(value, np.ndarray) else value.dtype}"
+    head = f"{name}: {value.dtype}{list(value.shape)}"
+    if value.size == 1:
+        return f"{head} = {value.reshape(()).item():.8g}"
+    if value.dtype.kind == "f" and value.size:
+        return f"{head} mean={value.mean():.6g} min={value.min():.6g} max={value.max():.6g}"
+    return head
+
+
+def fetched(name: str, value) -> dict:
+    """name, dtype, shape, size; a one-element var's value; mean, min and max of a larger int or float one; the NaN
+    and infinity counts of a float or complex one; a LoD's levels (offsets)."""
+    array = dense_array(value)
+    record = {"name": name, "dtype": str(array.dtype), "shape": list(array.shape), "size": int(array.size)}
+    if isinstance(value, LoDTensor):
+        record["lod"] = [list(map(int, level)) for level in value.lod]
+    kind = array.dtype.kind
+    if kind not in "biufc":   # strings, objects: the dtype says what it is
+        return record
+    if array.size == 1:
+        record["value"] = number(array.reshape(()).item())
+    elif array.size and kind in "iuf":
+        record.update(mean=number(float(array.mean())), min=number(array.min().item()), max=number(array.max().item()))
+    if kind in "fc":
+        record.update(nan=int(np.isnan(array).sum()), inf=int(np.isinf(array).sum()))
+    return record
+
+
+def checked_document(program: str, checks, rtol: float, atol: float) -> dict:
+    """`gradc check --json`: each var's comparison (gradcheck.VarCheck) and each mismatch as a problem."""
+    variables, problems = [], []
+    for c in checks:
+        m = c.mismatch
+        record = {"var": c.var, "size": c.size, "checked": c.checked, "directions": c.directions,
+                  "max_abs_error": number(c.max_abs_error), "ok": m is None, "mismatch": None}
+        if m is not None:
+            along = m.direction is not None
+            record["mismatch"] = {"index": None if along else list(m.index), "direction": m.direction,
+                                  "compiled": number(m.analytic), "numeric": number(m.numeric)}
+            where = f"along direction {m.direction}" if along else f"at {list(m.index)}"
+            problems.append(problem(f"the gradient of '{c.var}' differs from central differences {where}: "
+                                    f"compiled {m.analytic:.6g}, numeric {m.numeric:.6g}", var=c.var))
+        variables.append(record)
+    return {"program": str(program), "ok": not problems, "rtol": rtol, "atol": atol, "vars": variables,
+            "problems": problems}
