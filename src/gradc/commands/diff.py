@@ -28,7 +28,6 @@ from .json_output import emit
 def diff(first, second, ignore, all_attrs, max_lines, as_json):
     """Compare two programs structurally: per block, vars added, removed or changed (type, dtype, shape,
     flags) by name, and ops added, removed or changed (type, slots, attributes) aligned by their order.
-    Exit 0 when they are the same, 1 when they differ.
 
     Exit codes: 0 the same; 1 they differ (nothing on stderr) or a program could not be read (one 'gradc:
     error:' line on stderr; with --json, nothing on stdout); 2 a usage error."""

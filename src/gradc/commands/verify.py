@@ -21,7 +21,7 @@ from .json_output import emit
 def verify(programs, quiet, as_json):
     """Check programs: declared vars written before they are read, slots and attributes as each op's
     definition says, shapes and dtypes as inference gives them, no block that no op runs, one final
-    writer per gradient. Lists every problem found; exit 1 when there is any.
+    writer per gradient. Lists every problem found.
 
     Exit codes: 0 no problem; 1 problems found (with --json, its object lists them and stderr is empty) or a
     program could not be read (one 'gradc: error:' line on stderr; with --json, nothing on stdout); 2 a usage
