@@ -34,7 +34,7 @@ from fuzzing_pir import mutate_pir, pir_scenarios
 DATA = Path(__file__).parent / "data" / "paddle"
 MEMORY_CAP = 3 << 30          # the child's address space: a blowup dies here, not on the machine
 GRADC_LIMITS = ["--max-memory", "256M", "--max-iterations", "2000"]
-BAD = {"internal", "multiline", "traceback", "partial_output", "accepted_invalid", "timeout", "crash"}
+BAD = {"internal", "multiline", "traceback", "partial_output", "accepted_invalid", "timeout", "crash", "bad_json"}
 
 
 @dataclass
@@ -54,6 +54,7 @@ class Outcome:
     output_written: bool
     signal: int | None = None
     notes: list[str] = field(default_factory=list)
+    stdout: str = ""
 
 
 # ------------------------------------------------------------------ scenarios over the fixtures
@@ -77,10 +78,16 @@ def scenarios() -> tuple[Case, ...]:
                                   "--fetch", loss, "--out", "out.npz"], output="out.npz"))
         cases.append(Case(files, ["check", "forward.pb", "--feed", "feed.npz", "--params", "params.npz",
                                   "--loss", loss, "--max-elements", "2"]))
+        cases.append(Case(files, ["run", "forward.pb", "--feed", "feed.npz", "--params", "params.npz",
+                                  "--fetch", loss, "--out", "out.npz", "--json"], output="out.npz"))
+        cases.append(Case(files, ["check", "forward.pb", "--feed", "feed.npz", "--params", "params.npz",
+                                  "--loss", loss, "--max-elements", "2", "--json"]))
     for fixture in (mlp, cond):   # the tools that read a program: verify, view, show --dot/--memory, diff
         files = {"forward.pb": _read(fixture / "forward.pb"), "feed.npz": _read(fixture / "feed.npz"),
                  "params.npz": _read(fixture / "params.npz"), "other.pb": _read(fixture / "forward.pb")}
         cases.append(Case(files, ["verify", "forward.pb"]))
+        cases.append(Case(files, ["verify", "forward.pb", "--json"]))
+        cases.append(Case(files, ["diff", "forward.pb", "other.pb", "--json"]))
         cases.append(Case(files, ["view", "forward.pb", "-o", "out.html", "--feed", "feed.npz", "--params",
                                   "params.npz"], output="out.html"))
         cases.append(Case(files, ["show", "forward.pb", "--dot", "out.dot"], output="out.dot"))
@@ -191,7 +198,7 @@ def run_case(case: Case, timeout: float = 30.0) -> Outcome:
     with tempfile.TemporaryDirectory() as tmp:
         for name, content in case.files.items():
             Path(tmp, name).write_bytes(content)
-        err_path = Path(tmp, ".stderr")
+        err_path, out_path = Path(tmp, ".stderr"), Path(tmp, ".stdout")
         start = time.monotonic()
         pid = os.fork()
         if pid == 0:   # the child: run the command, exit with its code
@@ -200,8 +207,7 @@ def run_case(case: Case, timeout: float = 30.0) -> Outcome:
                 resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
                 fd = os.open(err_path, os.O_WRONLY | os.O_CREAT)
                 os.dup2(fd, 2)
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, 1)
+                os.dup2(os.open(out_path, os.O_WRONLY | os.O_CREAT), 1)
                 sys.stderr = open(2, "w", closefd=False)   # not a test runner's capture object
                 sys.stdout = open(1, "w", closefd=False)
                 sys.argv = ["gradc", *GRADC_LIMITS, *case.args]
@@ -217,7 +223,8 @@ def run_case(case: Case, timeout: float = 30.0) -> Outcome:
         seconds = time.monotonic() - start
         stderr = err_path.read_text(errors="replace") if err_path.exists() else ""
         written = case.output is not None and Path(tmp, case.output).exists()
-        return Outcome(code, stderr, seconds, written, sig)
+        stdout = out_path.read_text(errors="replace") if "--json" in case.args and out_path.exists() else ""
+        return Outcome(code, stderr, seconds, written, sig, stdout=stdout)
 
 
 @functools.cache
@@ -255,6 +262,8 @@ def verdict(case: Case, outcome: Outcome) -> str:
         return "crash" if "Traceback" not in outcome.stderr else "traceback"
     if "Traceback" in outcome.stderr:
         return "traceback"
+    if "--json" in case.args and (judged := _json_verdict(outcome, lines)):
+        return judged
     if outcome.code == 0:
         return "accepted_invalid" if case.must_fail else "ok"
     if case.args[0] == "diff" and outcome.code == 1 and not lines:   # diff's answer "they differ"
@@ -266,6 +275,26 @@ def verdict(case: Case, outcome: Outcome) -> str:
     if outcome.output_written:
         return "partial_output"
     return "error"
+
+
+def _json_verdict(outcome: Outcome, lines: list[str]) -> str | None:
+    """--json: after an error stdout is empty; else it is one strict JSON object, and an exit 1 without an error
+    line is its verdict (problems, differences). None: judged as any other outcome."""
+    if any(line.startswith(("gradc: error:", "gradc: internal error:")) for line in lines):
+        return "partial_output" if outcome.stdout else None
+    try:
+        document = json.loads(outcome.stdout, parse_constant=_not_strict)
+    except ValueError:
+        return "bad_json"
+    if outcome.stdout.count("\n") != 1 or not isinstance(document, dict):
+        return "bad_json"
+    if outcome.code == 1:
+        return "ok" if document.get("ok", document.get("same")) is False else "bad_json"
+    return None
+
+
+def _not_strict(constant: str):
+    raise ValueError(f"{constant} is not strict JSON")
 
 
 def cause(outcome: Outcome) -> str:

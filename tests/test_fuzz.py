@@ -38,6 +38,17 @@ def test_the_verdicts_can_fail(mutation, expected):
     assert fuzzing.verdict(case, outcome) == expected
 
 
+@pytest.mark.parametrize("code, stderr, stdout, expected", [
+    (1, "gradc: error: bad file", "", "error"), (1, "gradc: error: bad file", '{"ok": true}\n', "partial_output"),
+    (1, "", '{"ok": false}\n', "ok"), (1, "", '{"ok": true}\n', "bad_json"), (1, "", "", "bad_json"),
+    (0, "", '{"ok": true}\n', "ok"), (0, "", '{"value": NaN}\n', "bad_json"), (0, "", '{"ok": true}', "bad_json")])
+def test_the_json_verdicts_can_fail(code, stderr, stdout, expected):
+    """--json: stdout empty after an error, else one strict JSON object whose verdict an exit 1 without an error
+    line must be."""
+    case = fuzzing.Case({}, ["verify", "forward.pb", "--json"])
+    assert fuzzing.verdict(case, fuzzing.Outcome(code, stderr, 0.1, False, stdout=stdout)) == expected
+
+
 @pytest.mark.parametrize("kind", fuzzing_pir.KINDS)
 def test_every_pir_mutation_loads_or_is_refused_in_one_error(kind, monkeypatch):
     """Each JSON-level mutation of a PIR program (control flow and the fused rnn included) gives a program
