@@ -185,3 +185,14 @@ def test_diff_json_of_blocks_only_one_program_has():
 
 def test_diff_json_of_bad_input_prints_nothing(tmp_path):
     assert "missing.pb" in refused(gradc_cli("diff", MLP / "forward.pb", tmp_path / "missing.pb", "--json"))
+
+
+def test_run_json_gives_a_fetched_lod(tmp_path):
+    rows = DATA / "layers" / "sequence_pool_max"
+    np.savez(tmp_path / "feed.npz", **np.load(rows / "feed.npz"), **{"x@LOD0": np.array([0, 2, 5, 6])})
+    doc = document(gradc_cli("run", rows / "forward.pb", "--feed", tmp_path / "feed.npz", "--fetch", "x", "--fetch",
+                             "sequence_pool_0.tmp_1", "--json"))
+    x, index = doc["fetched"]
+    assert (x["lod"], x["shape"]) == ([[0, 2, 5, 6]], [6, 3])
+    assert "lod" not in index and (index["dtype"], index["shape"], index["min"]) == ("int32", [3, 3], 0)
+    assert "nan" not in index   # an int tensor holds none
