@@ -43,6 +43,21 @@ def test_check_says_a_compiled_program_is_not_a_forward_program(tmp_path):
                                    MLP / "params.npz"), "already a training program", "check the forward program")
 
 
+def test_check_refuses_optimizer_ops_without_a_backward(tmp_path):
+    """An update op with no backward op before it (its grad fed): each forward run of the comparison would move the
+    weight it differentiates. It was let through while only backward ops were looked for."""
+    program = gradc.load(MLP / "forward.pb")
+    block = program.global_block
+    block.create_var("fed_grad", block.var("fc_0.w_0").shape)
+    block.create_var("lr", [1])
+    block.append_op("sgd", {"Param": ["fc_0.w_0"], "Grad": ["fed_grad"], "LearningRate": ["lr"]},
+                    {"ParamOut": ["fc_0.w_0"]})
+    gradc.save(program, tmp_path / "updates.pb")
+    assert_clean_failure(run_gradc("check", tmp_path / "updates.pb", "--feed", MLP / "feed.npz", "--params",
+                                   MLP / "params.npz"), "already a training program (it has optimizer ops",
+                         "check the forward program")
+
+
 def test_pass_optimizer_writes_its_startup_program(tmp_path):
     done = run_gradc("compile", MLP / "forward.pb", "-o", tmp_path / "t.pb", "--pass", "optimizer")
     assert done.returncode == 0, done.stderr

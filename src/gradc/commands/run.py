@@ -188,8 +188,11 @@ def check(program, feed, params, startups, loss, wrt, max_elements, directions, 
     error."""
     from ..gradcheck import compare_program  # and the layers it builds with: `gradc run` needs neither
     from ..passes.backward import refuses_again
-    from ..training.programs import is_training_op
+    from ..training.programs import is_training_op, updates_parameters
     prog = load(program)
+    if updates_parameters(prog):   # each forward run of the comparison would move the parameters it differentiates
+        raise GradcError(f"'{program}' is already a training program (it has optimizer ops, which would move the "
+                         f"parameters at every run of the comparison): check the forward program it was compiled from")
     if any(is_training_op(op) for op in prog.global_block.ops) and refuses_again(prog, loss):
         raise GradcError(f"'{program}' is already a training program (it has backward or optimizer ops): check the "
                          f"forward program it was compiled from, or name a loss computed after its backward (--loss)")

@@ -25,14 +25,21 @@ def is_training_op(op) -> bool:
     return op.type in UPDATES or any(GRAD_SUFFIX in name for name in op.output_names())
 
 
-def updates_nothing(program: Program) -> str | None:
-    """Why a step of ``program`` would change none of its parameters (no optimizer or update op in any block), or
-    None: a forward program, or a compiled backward without --optimizer, given to training by mistake."""
+def updates_parameters(program: Program) -> bool:
+    """Whether an op of any block is an optimizer or update op."""
     for block in program.blocks:
         for op in block.ops:
             role = op.attrs.get("op_role")
             if op.type in UPDATES or (isinstance(role, int) and not isinstance(role, bool) and role & roles.OPTIMIZE):
-                return None
+                return True
+    return False
+
+
+def updates_nothing(program: Program) -> str | None:
+    """Why a step of ``program`` would change none of its parameters (no optimizer or update op in any block), or
+    None: a forward program, or a compiled backward without --optimizer, given to training by mistake."""
+    if updates_parameters(program):
+        return None
     has_backward = any(is_training_op(op) for op in program.global_block.ops)
     what = "it has a backward but no optimizer op" if has_backward else "a forward program: no backward, no optimizer"
     return (f"no op of the program updates its parameters ({what}), so training would change nothing; gradc "
