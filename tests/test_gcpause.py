@@ -66,6 +66,27 @@ marks = [high, gcpause._alive, sys.getallocatedblocks()]
 print(json.dumps({"garbage": garbage, "marks": marks}))
 """
 
+EXECUTED = """
+import gc, json, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+from perf_models import deep_mlp
+import gradc
+net = deep_mlp(3)
+program, startup = net.program, net.startup
+gradc.append_backward(program, net.loss)
+executor, scope = gradc.Executor(), gradc.Scope()
+executor.run(startup, scope=scope)
+feed = {"x": np.ones((8, 64), np.float32), "label": np.zeros((8, 1), np.int64)}
+for _ in range(12):   # past the runs after which a plan becomes straight-line code
+    executor.run(program, feed=feed, fetch_list=[net.loss], scope=scope)
+gc.collect()
+gc.set_debug(gc.DEBUG_SAVEALL)
+del net, program, startup
+gc.collect()
+print(json.dumps({"left": sorted({type(o).__module__ for o in gc.garbage if type(o).__module__.startswith("gradc")})}))
+"""
+
 CYCLES = """
 import gc, json, sys
 from gradc.gcpause import gc_paused
@@ -123,3 +144,9 @@ def test_a_block_kept_after_its_program_still_takes_vars_and_ops_and_says_what_i
     assert block.find_var("x").shape == [2] and block.parent is None and [op.type for op in block.ops] == ["scale"]
     with pytest.raises(ProgramError, match="block 0: its program was dropped; keep a reference to the Program"):
         _ = block.program
+
+
+def test_an_executed_program_is_freed_without_the_collector():
+    """The executor's plans live on their block, and each op's KernelContext refers back to the block weakly: a
+    dropped program that ran (straight-line code included) leaves no gradc object for the collector."""
+    assert run_script(EXECUTED) == {"left": []}

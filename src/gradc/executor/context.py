@@ -23,12 +23,12 @@ from .tensor_array import TensorArray
 
 
 class KernelContext:
-    __slots__ = ("op", "block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
+    __slots__ = ("op", "_block", "op_idx", "defaults", "scope", "executor", "run_scope", "inputs", "outputs", "ins",
                  "wanted", "checked", "bfloat16", "var_attrs", "state")
 
     def __init__(self, op: OpDesc, block: Block, op_idx: int, executor, opdef=None):
         self.op = op
-        self.block = block
+        self._block = weakref.ref(block)   # the plan holding it lives on the block: no cycle to keep a program alive
         self.op_idx = op_idx
         self.defaults = opdef.attrs if opdef is not None else {}
         self.var_attrs = op.var_attrs   # tensor-valued attributes: read from their vars on every run
@@ -49,6 +49,10 @@ class KernelContext:
         # round each step (gradc.bfloat16), the rest compute in float32 and the store rounds
         self.bfloat16 = any(var is not None and var.dtype == VarType.BF16
                             for var in map(block.find_var, op.output_names()))
+
+    @property
+    def block(self) -> Block:
+        return self._block()
 
     @property
     def where(self) -> str:
