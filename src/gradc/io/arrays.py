@@ -89,6 +89,8 @@ def _member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, path: Path, what: s
     where = f"{what} '{path}', array '{info.filename}'"
     if not info.filename.endswith(".npy"):
         raise FormatError(f"{where}: an .npz holds only .npy members")
+    if info.flag_bits & 0x1:   # the zip's encryption flag: zipfile would ask for a password
+        raise FormatError(f"{where}: the member is encrypted (numpy.savez writes none)")
     with archive.open(info) as member:
         shape, fortran, dtype = _header(member, where)
         count = math.prod(shape)
