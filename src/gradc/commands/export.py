@@ -38,8 +38,8 @@ def _input_options(path: str) -> str:
     try:
         with zipfile.ZipFile(path) as archive:
             names = [member[:-4] for member in archive.namelist() if member.endswith(".npy")]
-    except (OSError, zipfile.BadZipFile):
-        names = []
+    except (OSError, zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError, NotImplementedError):
+        names = []   # only a hint: what read_npz says of the file comes later
     return f"for its arrays, {' '.join(f'--input {name}' for name in names)}" if names else "--input NAME, repeatable"
 
 
