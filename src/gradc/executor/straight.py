@@ -24,6 +24,7 @@ class _Source:
         self.parts: list[list[str]] = []
         self.lines: list[str] = []
         self.names = {**ROW_NAMES, "stub": shape_stub, "MISSING": MISSING, "WARM": range(8)}
+        self.shared: dict[tuple[str, int], str] = {}   # (kind, id of a dtype) -> the one global naming its constant
 
     def start_part(self) -> None:
         # CPython 3.11 specializes a function's bytecode from its 8th call or backward jump on: 8 empty loop turns
@@ -35,6 +36,14 @@ class _Source:
     def bind(self, name: str, value) -> str:
         self.names[name] = value
         return name
+
+    def bind_shared(self, kind: str, dtype, value) -> str:
+        """One global per kind and dtype (a dtype, its zero), not one per op: the ops read one dict entry, and a
+        big plan's globals stay few (the plan's steps keep the dtypes, and so their ids, alive)."""
+        key = (kind, id(dtype))
+        if key not in self.shared:
+            self.shared[key] = self.bind(f"{kind}{len(self.shared)}", value)
+        return self.shared[key]
 
     def emit(self, indent: int, *lines: str) -> None:
         self.lines.extend("    " * indent + line for line in lines)
@@ -148,7 +157,7 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
 
     def fill(text: str) -> str:
         text = row_code(text, lambda name: _attr(source, idx, step, name))
-        return re.sub(r"\b(ZERO|DTYPE)\b", lambda m: source.bind(f"{m[1]}{idx}", consts[m[1]]), text)
+        return re.sub(r"\b(ZERO|DTYPE)\b", lambda m: source.bind_shared(m[1], step.dtype, consts[m[1]]), text)
     source.emit(1, "try:")
     for slot, name in step.ins.items():
         read = held[name] if name in held else f"V[{name!r}]" if name in made else \
@@ -162,7 +171,8 @@ def _inline(source: _Source, idx: int, step: Inline, made: set[str], dying: set[
     checks = []
     for n, (slot, expr) in enumerate(exprs.items()):
         source.emit(2 + guarded, f"o{n} = {fill(expr)}")
-        checks.append(f"type(o{n}) is ndarray and o{n}.dtype is {source.bind(f'T{idx}_{n}', step.outs[slot][1])}")
+        dtype = step.outs[slot][1]
+        checks.append(f"type(o{n}) is ndarray and o{n}.dtype is {source.bind_shared('T', dtype, dtype)}")
     source.emit(2 + guarded, f"ok = {' and '.join(checks)}")
     if guarded:
         source.emit(2, "else:", "    ok = False")

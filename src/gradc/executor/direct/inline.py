@@ -26,9 +26,10 @@ ROWS: dict[str, tuple[str, dict[str, str]]] = {
     # the lower-rank operand aligned with the trailing dims, as numpy's + aligns it
     "elementwise_add": ("X.ndim == Y.ndim or @axis in (-1, abs(X.ndim - Y.ndim))", {"Out": "X + Y"}),
     # the kernel's fc case: a batch of rows plus a bias row; dX is dOut itself, dY its sum over the batch (with axis
-    # 1 and one row the kernel reshapes dOut, keeping a -0.0 the sum would make +0.0: that case stays the kernel's)
-    "elementwise_add_grad": ("X.shape == dOut.shape and dOut.ndim == 2 and Y.shape == dOut.shape[1:] "
-                             "and (@axis == -1 or @axis == 1 < len(dOut))",
+    # 1 and one row the kernel reshapes dOut, keeping a -0.0 the sum would make +0.0: that case stays the kernel's);
+    # _s, dOut's shape, is read once
+    "elementwise_add_grad": ("(_s := dOut.shape) == X.shape and len(_s) == 2 and Y.shape == _s[1:] "
+                             "and (@axis == -1 or @axis == 1 < _s[0])",
                              {"X@GRAD": "dOut", "Y@GRAD": "add_reduce(dOut, 0)"}),
     "relu": ("True", {"Out": "maximum(X, ZERO)"}),
     "relu_grad": ("True", {"X@GRAD": "dOut * (Out > ZERO)"}),
