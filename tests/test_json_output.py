@@ -132,7 +132,8 @@ def test_verify_json_gives_each_problem_where_it_is(broken):
     doc = document(gradc_cli("verify", MLP / "backward.pb", broken, "--json"), code=1)
     good, bad = doc["programs"]
     assert doc["ok"] is False
-    assert good == {"file": str(MLP / "backward.pb"), "ok": True, "blocks": 1, "ops": 15, "problems": []}
+    assert good == {"file": str(MLP / "backward.pb"), "ok": True, "blocks": 1, "ops": 15, "unknown_op_types": [],
+                    "problems": []}
     assert (bad["file"], bad["ok"], bad["blocks"], bad["ops"]) == (str(broken), False, 1, 15)
     assert [(p["block"], p["op"], p["op_type"], p["var"]) for p in bad["problems"]] == [
         (0, 0, "mul", "nowhere"), (0, 6, "reduce_mean", "mean_0.tmp_0")]

@@ -2,6 +2,8 @@
 alarm on Paddle's own programs (every .pb, .pdmodel and PIR .json fixture, forward and backward)."""
 
 
+import json
+
 import numpy as np
 import pytest
 
@@ -124,6 +126,21 @@ def test_cli_lists_problems_and_compile_verifies(tmp_path):
     assert result.stderr.strip() == f"gradc: error: problems found in {path} (2)"
     compiled = gradc_cli("compile", DATA / "cond" / "forward.pb", "-o", tmp_path / "train.pb")
     assert compiled.returncode == 0 and gradc_cli("verify", "-q", tmp_path / "train.pb").stdout == ""
+
+
+def test_verify_names_the_op_types_it_could_not_check(tmp_path):
+    """An op type gradc does not know (a Paddle custom op) has no definition to check its slots and shapes against:
+    verify says so beside its ok, in text and JSON, instead of calling it checked."""
+    program = _mlp()
+    block = program.global_block
+    block.create_var("custom_out", [2])
+    block.append_op("my_custom_op", {"X": [block.ops[0].input("X")[0]]}, {"Out": ["custom_out"]})
+    gradc.save(program, tmp_path / "custom.pb")
+    shown = gradc_cli("verify", tmp_path / "custom.pb")
+    assert shown.returncode == 0 and shown.stdout.strip().endswith(
+        "ops; not checked, op types gradc does not know: my_custom_op)"), shown.stdout
+    report = json.loads(gradc_cli("verify", tmp_path / "custom.pb", "--json").stdout)
+    assert report["ok"] is True and report["programs"][0]["unknown_op_types"] == ["my_custom_op"]
 
 
 def _legacy_declarations(mean_shape, slice_shape, mask_shape=None, version=None):

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from .. import registry
 from ..errors import GradcError
 from ..io import load
 from ..verification import problem_fields
@@ -41,7 +42,9 @@ def verify(programs, quiet, as_json):
         if problems:
             failed.append(f"{path} ({len(problems)})")
         elif not quiet:
-            click.echo(f"{path}: ok ({len(program.blocks)} block(s), {program.num_ops()} ops)")
+            unknown = unknown_op_types(program)
+            note = f"; not checked, op types gradc does not know: {', '.join(unknown)}" if unknown else ""
+            click.echo(f"{path}: ok ({len(program.blocks)} block(s), {program.num_ops()} ops{note})")
     if failed:
         raise GradcError(f"problems found in {', '.join(failed)}")
 
@@ -50,4 +53,11 @@ def _report(path: str) -> dict:
     program = load(path)
     problems = verify_program(program, str(path))
     return {"file": str(path), "ok": not problems, "blocks": len(program.blocks), "ops": program.num_ops(),
+            "unknown_op_types": unknown_op_types(program),
             "problems": [problem_fields(problem, str(path)) for problem in problems]}
+
+
+def unknown_op_types(program) -> list[str]:
+    """The op types with no definition in gradc (a Paddle custom op, say): verify checks neither their slots nor
+    their shapes, and says so rather than call them ok."""
+    return sorted({op.type for block in program.blocks for op in block.ops if registry.get(op.type) is None})
