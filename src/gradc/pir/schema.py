@@ -85,7 +85,8 @@ def full_name(compressed: str) -> str:
 
 
 def compressed_name(name: str) -> str:
-    """'pd_op.matmul' -> '1.matmul'; a dist_op op keeps its name (Paddle 3.3.1's map of op dialects has no id for
-    dist_op: "can't find dialect dist_op's compress id", though its types and attributes are written 4.*)."""
+    """'pd_op.matmul' -> '1.matmul'; an op of a dialect Paddle 3.3.1's map of op dialects has no id for keeps its name
+    (dist_op: "can't find dialect dist_op's compress id", though its types and attributes are written 4.*; onednn_op,
+    whose ops a oneDNN-optimised model holds)."""
     dialect, _, rest = name.partition(".")
-    return name if dialect == "dist_op" else f"{DIALECT_IDS[dialect]}.{rest}"
+    return name if dialect == "dist_op" or dialect not in DIALECT_IDS else f"{DIALECT_IDS[dialect]}.{rest}"
