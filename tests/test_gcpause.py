@@ -87,6 +87,20 @@ gc.collect()
 print(json.dumps({"left": sorted({type(o).__module__ for o in gc.garbage if type(o).__module__.startswith("gradc")})}))
 """
 
+PIR = """
+import gc, json, sys
+import gradc
+from gradc.pir import parse_pir, serialize_pir
+data = open(sys.argv[2], "rb").read()
+serialize_pir(parse_pir(data))   # the first load imports op families: their module state is not the program's
+gc.collect()
+gc.set_debug(gc.DEBUG_SAVEALL)
+serialize_pir(parse_pir(data))
+gc.collect()
+left = {type(o).__qualname__ for o in gc.garbage if type(o).__module__.startswith("gradc")}
+print(json.dumps({"left": sorted(left)}))
+"""
+
 CYCLES = """
 import gc, json, sys
 from gradc.gcpause import gc_paused
@@ -150,3 +164,9 @@ def test_an_executed_program_is_freed_without_the_collector():
     """The executor's plans live on their block, and each op's KernelContext refers back to the block weakly: a
     dropped program that ran (straight-line code included) leaves no gradc object for the collector."""
     assert run_script(EXECUTED) == {"left": []}
+
+
+def test_a_pir_program_loaded_and_saved_leaves_nothing_for_the_collector():
+    """A PIR graph's ops and values refer to each other; load and save unlink the graph they read or wrote."""
+    model = Path(__file__).parent / "data" / "paddle" / "onednn_pir" / "convnet" / "model.json"
+    assert run_script(PIR, model) == {"left": []}

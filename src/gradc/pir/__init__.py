@@ -27,10 +27,14 @@ def is_pir(data: bytes) -> bool:
 
 @gc_paused()   # as gradc.io's load and save: called directly, the collector's passes tripled a large program's time
 def parse_pir(data: bytes, source: str = "<bytes>") -> Program:
+    from .graph import release
     from .reader import read_module
     from .translate import to_program
 
-    return to_program(read_module(data, source), source)
+    module = read_module(data, source)
+    program = to_program(module, source)
+    release(module)
+    return program
 
 
 def load_pir(path_or_bytes: str | os.PathLike | bytes) -> Program:
@@ -49,8 +53,12 @@ def serialize_pir(program: Program, fetch: list[str] | tuple = ()) -> bytes:
     """The PIR JSON of a Program of legacy ops; ``fetch`` adds pd_op.fetch ops for those vars."""
     from .dump import dumps
     from .export import to_module
+    from .graph import release
 
-    return dumps(to_module(program, fetch))
+    module = to_module(program, fetch)
+    data = dumps(module)
+    release(module)
+    return data
 
 
 def save_pir(program: Program, path: str | os.PathLike, fetch: list[str] | tuple = ()) -> None:

@@ -117,3 +117,10 @@ def walk_ops(block: Block):
         for region in reversed(op.regions):
             for inner in reversed(region.blocks):
                 stack.append(iter(inner.ops))
+
+
+def release(module: Module) -> None:
+    """Unlink each op from its results (a Value names its op, the op lists its Values: a cycle per op), once no one
+    reads the module again: reference counting then frees it, not a full pass of the collector."""
+    for op in walk_ops(module.body):
+        op.results = []
