@@ -243,15 +243,17 @@ def test_ops_shows_what_a_composite_maker_emits():
 
 def test_ops_shows_a_maker_that_reads_shapes_on_sample_vars():
     """A maker that reads its vars' shapes (std's second derivative counts elements) is shown on sample vars of a
-    rank it takes, and says so; one that needs more than shapes (sparse inputs) says why without an exception."""
+    rank it takes, and says so; one that needs more than shapes (a loop's block) says why without an exception."""
     shown = gradc("ops", "std_grad")
     assert shown.returncode == 0 and "needs a real program" not in shown.stdout
     assert "(for sample vars of rank 2: the maker reads their shapes)" in shown.stdout
     assert "x.tmp8 = reduce_mean(X=x)" in shown.stdout
-    sparse = gradc("ops", "sparse_mv")
-    assert sparse.returncode == 0
+    sparse = gradc("ops", "sparse_mv")   # its maker declares temporaries and reads their var types
+    assert sparse.returncode == 0 and "x.tmp1 = sparse_to_dense(x=x)" in sparse.stdout
+    loop = gradc("ops", "while_grad")   # differentiates its loop's block: no sample has one
+    assert loop.returncode == 0
     assert "the maker needs a real program: it reads shapes or vars that sample inputs of rank 2, 3, 4, 1 do not " \
-           "give" in sparse.stdout and "Error" not in sparse.stdout
+           "give" in loop.stdout and "Error" not in loop.stdout
 
 
 PIR = DATA / "pir"

@@ -98,8 +98,16 @@ def _emitted(opdef: OpDef, fwd: OpDesc, block) -> list[OpDesc]:
         """A control-flow op's backward block, as block 1: it reads every output grad, computes every input's."""
         return BlockGrad(1, [grad_name(n) for n in op.output(outputs)], set(op.input(inputs)), [])
 
-    def new_tmp(like: str, dims=None, dtype=None) -> str:   # as backward's TmpVars is called
-        return f"{like.split('.tmp')[0]}.tmp{next(count)}"   # x.tmp2, not x.tmp1.tmp2: the var it is shaped like
+    def new_tmp(like: str | None, dims=None, dtype=None) -> str:   # as backward's TmpVars is called
+        stem = "" if like is None else f"{like.split('.tmp')[0]}."   # x.tmp2, not x.tmp1.tmp2: the var it is like
+        name = f"{stem}tmp{next(count)}"
+        source = None if block is None or like is None else block.find_var(like)
+        if source is not None:   # declared as the backward declares it: makers read their temporaries' vars
+            shape = list(source.shape) if dims is None else dims(list(source.shape))
+            block.add_var(source.copy(name)).shape = shape
+            if dtype is not None:
+                block.vars[name].dtype = dtype
+        return name
 
     def shape(name: str) -> list[int] | None:
         var = block.find_var(name)
